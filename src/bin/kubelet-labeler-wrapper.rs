@@ -1,0 +1,4 @@
+//! The boot-time wrapper systemd runs as kubelet.service's `ExecStart`.
+fn main() {
+    todo!()
+}

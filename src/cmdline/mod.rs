@@ -1,0 +1,250 @@
+//! Command-line types only: clap derive structs, no logic. `main.rs` turns
+//! them into the plain option structs the logic modules take.
+// Keep help text within 80 columns.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "kubelet-labeler",
+    version,
+    about = "Make nodes register with kubelet already labeled and tainted",
+    args_conflicts_with_subcommands = true,
+    disable_help_subcommand = true,
+    help_expected = true
+)]
+pub enum Cmd {
+    /// Show the kubelet command a node's unit files give, and what the
+    /// wrapper would exec
+    Explain(ExplainConfig),
+    /// Check --node-labels/--register-with-taints as kubelet would
+    Validate(ValidateConfig),
+    /// Render drop-ins, MachineConfigs or Ignition
+    #[command(subcommand)]
+    Render(RenderCmd),
+    /// Embed, show or remove Ignition in CoreOS live ISOs
+    #[command(subcommand)]
+    Iso(IsoCmd),
+}
+
+/// Which kubelet's label rules apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProfileArg {
+    /// Upstream Kubernetes kubelet
+    Upstream,
+    /// OpenShift kubelet (also allows its five node-role labels)
+    Openshift,
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainConfig {
+    /// Root of the node's filesystem tree
+    #[arg(long, value_name = "DIR")]
+    pub root: PathBuf,
+    /// Unit to resolve
+    #[arg(long, value_name = "NAME", default_value = "kubelet.service")]
+    pub unit: String,
+    /// Label rules to validate against
+    #[arg(long, value_enum, value_name = "P", default_value = "upstream")]
+    pub profile: ProfileArg,
+    /// Set an environment variable as the service manager would (repeatable)
+    #[arg(long = "set-env", value_name = "K=V")]
+    pub set_env: Vec<String>,
+    /// Unit search path instead of systemd's (colon-separated, under --root)
+    #[arg(long, value_name = "DIRS")]
+    pub unit_path: Option<String>,
+    /// Print one JSON object
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ValidateConfig {
+    /// Label rules to validate against
+    #[arg(long, value_enum, value_name = "P", default_value = "upstream")]
+    pub profile: ProfileArg,
+    /// Print one JSON object
+    #[arg(long)]
+    pub json: bool,
+    /// Kubelet arguments (after --)
+    #[arg(last = true, value_name = "KUBELET_ARGS", allow_hyphen_values = true)]
+    pub args: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RenderCmd {
+    /// Write the drop-ins and the wrapper into a filesystem tree
+    Dropins(RenderDropinsConfig),
+    /// Write MachineConfigs, the MachineConfigPool and a kustomization
+    Machineconfig(RenderMachineConfigConfig),
+    /// Write one Ignition config (or a pointer config with --merge-url)
+    Ignition(RenderIgnitionConfig),
+}
+
+/// Labels and taints to register with.
+#[derive(Debug, Args, Clone)]
+pub struct AdditionsArgs {
+    /// Label to register with, KEY=VALUE or KEY (repeatable)
+    #[arg(long = "label", value_name = "K=V")]
+    pub labels: Vec<String>,
+    /// Taint to register with, KEY=VALUE:EFFECT or KEY:EFFECT (repeatable)
+    #[arg(long = "taint", value_name = "K=V:EFFECT")]
+    pub taints: Vec<String>,
+    /// Label rules to validate against
+    #[arg(long, value_enum, value_name = "P")]
+    pub profile: Option<ProfileArg>,
+}
+
+#[derive(Debug, Args)]
+pub struct RenderDropinsConfig {
+    /// Root of the filesystem tree to write into
+    #[arg(long, value_name = "DIR")]
+    pub root: PathBuf,
+    #[command(flatten)]
+    pub additions: AdditionsArgs,
+    /// Wrapper binary to install [default: the one beside this program]
+    #[arg(long, value_name = "PATH")]
+    pub wrapper: Option<PathBuf>,
+    /// Unit to wrap
+    #[arg(long, value_name = "NAME", default_value = "kubelet.service")]
+    pub unit: String,
+    /// Overwrite files that already exist
+    #[arg(short, long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ArchArg {
+    #[value(name = "x86_64")]
+    X86_64,
+    #[value(name = "aarch64")]
+    Aarch64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IgnitionVersionArg {
+    #[value(name = "3.4.0")]
+    V3_4_0,
+    #[value(name = "3.2.0")]
+    V3_2_0,
+}
+
+/// What every OpenShift render shares.
+#[derive(Debug, Args)]
+pub struct PoolArgs {
+    /// Custom MachineConfigPool name
+    #[arg(long, value_name = "NAME")]
+    pub pool: String,
+    #[command(flatten)]
+    pub additions: AdditionsArgs,
+    /// Role the pool inherits from
+    #[arg(long, value_name = "ROLE", default_value = "worker")]
+    pub base_role: String,
+    /// Ignition spec version to emit
+    #[arg(long, value_enum, value_name = "V", default_value = "3.4.0")]
+    pub ignition_version: IgnitionVersionArg,
+    /// Architecture of the wrapper payload
+    #[arg(long, value_enum, value_name = "ARCH", default_value = "x86_64")]
+    pub arch: ArchArg,
+    /// Static wrapper binary to carry [default: the built one for --arch]
+    #[arg(long, value_name = "PATH")]
+    pub wrapper: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RenderMachineConfigConfig {
+    #[command(flatten)]
+    pub pool: PoolArgs,
+    /// Directory to write the manifests into
+    #[arg(long, value_name = "DIR", conflicts_with = "output")]
+    pub output_dir: Option<PathBuf>,
+    /// Write all manifests as one YAML stream to this file ("-" for stdout)
+    #[arg(short, long, value_name = "PATH")]
+    pub output: Option<PathBuf>,
+    /// Replace files in a non-empty output directory
+    #[arg(short, long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RenderIgnitionConfig {
+    #[command(flatten)]
+    pub pool: PoolArgs,
+    /// Render a pointer config that merges this URL (the pool's MCS config)
+    #[arg(long, value_name = "URL", requires = "ca_file")]
+    pub merge_url: Option<String>,
+    /// PEM CA bundle that signs the --merge-url server
+    #[arg(long, value_name = "PEM")]
+    pub ca_file: Option<PathBuf>,
+    /// Output file ("-" for stdout)
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// Overwrite an existing output file
+    #[arg(short, long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum IsoCmd {
+    /// Embed an Ignition config in a live ISO
+    Embed(IsoEmbedConfig),
+    /// Print the Ignition config embedded in a live ISO
+    Show(IsoShowConfig),
+    /// Remove the embedded Ignition config from a live ISO
+    Remove(IsoRemoveConfig),
+}
+
+#[derive(Debug, Args)]
+pub struct IsoEmbedConfig {
+    /// Ignition config to embed [default: stdin]
+    #[arg(short = 'i', long = "ignition-file", value_name = "CONFIG", conflicts_with = "pool")]
+    pub ignition_file: Option<PathBuf>,
+    /// Render and embed a pointer config for this pool instead
+    #[arg(long, value_name = "NAME", requires_all = ["merge_url", "ca_file"])]
+    pub pool: Option<String>,
+    /// With --pool: the pool's MCS config URL
+    #[arg(long, value_name = "URL")]
+    pub merge_url: Option<String>,
+    /// With --pool: PEM CA bundle of the MCS
+    #[arg(long, value_name = "PEM")]
+    pub ca_file: Option<PathBuf>,
+    /// Write the ISO to a new file ("-" for stdout) instead of in place
+    #[arg(short, long, value_name = "OUTPUT")]
+    pub output: Option<PathBuf>,
+    /// Replace an Ignition config that is already embedded
+    #[arg(short, long)]
+    pub force: bool,
+    /// ISO image
+    #[arg(value_name = "ISO")]
+    pub input: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct IsoShowConfig {
+    /// ISO image
+    #[arg(value_name = "ISO")]
+    pub input: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct IsoRemoveConfig {
+    /// Write the ISO to a new file ("-" for stdout) instead of in place
+    #[arg(short, long, value_name = "OUTPUT")]
+    pub output: Option<PathBuf>,
+    /// ISO image
+    #[arg(value_name = "ISO")]
+    pub input: PathBuf,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_app() {
+        Cmd::command().debug_assert()
+    }
+}

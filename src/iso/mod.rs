@@ -1,0 +1,1 @@
+//! CoreOS live ISO Ignition embedding, compatible with coreos-installer.

@@ -1,0 +1,4 @@
+//! Rendering: drop-ins for a filesystem tree, MachineConfigs, the custom
+//! MachineConfigPool, Ignition configs.
+
+pub mod dropins;
