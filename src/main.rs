@@ -1,10 +1,84 @@
+//! Dispatch only: each subcommand turns its clap struct into the plain
+//! options of a logic module and calls it.
+
+use std::process::ExitCode;
+
 use anyhow::Result;
 use clap::Parser;
 
-use kubelet_labeler::cmdline::Cmd;
+use kubelet_labeler::cmdline::*;
 
-fn main() -> Result<()> {
-    match Cmd::parse() {
-        c => anyhow::bail!("not implemented yet: {c:?}"),
+fn main() -> ExitCode {
+    let result = match Cmd::parse() {
+        Cmd::Explain(c) => cmd_explain(c),
+        Cmd::Validate(c) => cmd_validate(c),
+        Cmd::Render(RenderCmd::Dropins(c)) => cmd_render_dropins(c),
+        Cmd::Render(RenderCmd::Machineconfig(c)) => cmd_render_machineconfig(c),
+        Cmd::Render(RenderCmd::Ignition(c)) => cmd_render_ignition(c),
+        Cmd::Iso(IsoCmd::Embed(c)) => cmd_iso_embed(c),
+        Cmd::Iso(IsoCmd::Show(c)) => cmd_iso_show(c),
+        Cmd::Iso(IsoCmd::Remove(c)) => cmd_iso_remove(c),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("Error: {e:#}");
+            ExitCode::FAILURE
+        }
     }
+}
+
+fn profile(p: ProfileArg) -> kubelet_labeler::kubelet::Profile {
+    match p {
+        ProfileArg::Upstream => kubelet_labeler::kubelet::Profile::Upstream,
+        ProfileArg::Openshift => kubelet_labeler::kubelet::Profile::OpenShift,
+    }
+}
+
+// ---- explain (wrapper module) ----
+
+fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
+    let _ = profile(c.profile);
+    anyhow::bail!("explain: not implemented yet")
+}
+
+// ---- validate (kubelet module) ----
+
+fn cmd_validate(c: ValidateConfig) -> Result<ExitCode> {
+    let _ = c;
+    anyhow::bail!("validate: not implemented yet")
+}
+
+// ---- render (render module) ----
+
+fn cmd_render_dropins(c: RenderDropinsConfig) -> Result<ExitCode> {
+    let _ = c;
+    anyhow::bail!("render dropins: not implemented yet")
+}
+
+fn cmd_render_machineconfig(c: RenderMachineConfigConfig) -> Result<ExitCode> {
+    let _ = c;
+    anyhow::bail!("render machineconfig: not implemented yet")
+}
+
+fn cmd_render_ignition(c: RenderIgnitionConfig) -> Result<ExitCode> {
+    let _ = c;
+    anyhow::bail!("render ignition: not implemented yet")
+}
+
+// ---- iso (iso module) ----
+
+fn cmd_iso_embed(c: IsoEmbedConfig) -> Result<ExitCode> {
+    let _ = c;
+    anyhow::bail!("iso embed: not implemented yet")
+}
+
+fn cmd_iso_show(c: IsoShowConfig) -> Result<ExitCode> {
+    let _ = c;
+    anyhow::bail!("iso show: not implemented yet")
+}
+
+fn cmd_iso_remove(c: IsoRemoveConfig) -> Result<ExitCode> {
+    let _ = c;
+    anyhow::bail!("iso remove: not implemented yet")
 }
