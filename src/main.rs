@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Parser;
 
 use kubelet_labeler::cmdline::*;
@@ -38,8 +38,29 @@ fn profile(p: ProfileArg) -> kubelet_labeler::kubelet::Profile {
 // ---- explain (wrapper module) ----
 
 fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
-    let _ = profile(c.profile);
-    anyhow::bail!("explain: not implemented yet")
+    use kubelet_labeler::wrapper::explain;
+    let manager_env = c
+        .set_env
+        .iter()
+        .map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .with_context(|| format!("--set-env {kv:?} is not KEY=VALUE"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let e = explain::explain(&explain::ExplainOptions {
+        root: c.root,
+        unit: c.unit,
+        profile: profile(c.profile),
+        manager_env,
+        unit_path: c.unit_path,
+    })?;
+    if c.json {
+        println!("{}", serde_json::to_string_pretty(&e)?);
+    } else {
+        print!("{}", explain::render_human(&e));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 // ---- validate (kubelet module) ----

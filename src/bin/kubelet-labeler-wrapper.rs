@@ -1,4 +1,7 @@
-//! The boot-time wrapper systemd runs as kubelet.service's `ExecStart`.
+//! The boot-time wrapper systemd runs as kubelet.service's `ExecStart`
+//! (see `units/`). std only: it is carried in MachineConfigs.
+
 fn main() {
-    todo!()
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    std::process::exit(kubelet_labeler::wrapper::boot::run(&args));
 }

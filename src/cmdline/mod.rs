@@ -199,7 +199,12 @@ pub enum IsoCmd {
 #[derive(Debug, Args)]
 pub struct IsoEmbedConfig {
     /// Ignition config to embed [default: stdin]
-    #[arg(short = 'i', long = "ignition-file", value_name = "CONFIG", conflicts_with = "pool")]
+    #[arg(
+        short = 'i',
+        long = "ignition-file",
+        value_name = "CONFIG",
+        conflicts_with = "pool"
+    )]
     pub ignition_file: Option<PathBuf>,
     /// Render and embed a pointer config for this pool instead
     #[arg(long, value_name = "NAME", requires_all = ["merge_url", "ca_file"])]

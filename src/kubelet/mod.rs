@@ -75,3 +75,13 @@ impl std::fmt::Display for Taint {
         write!(f, "{}={}:{}", self.key, self.value, self.effect.as_str())
     }
 }
+
+// TEMP(lead): contract additions, implemented on the kubelet branch.
+pub fn parse_node_labels(value: &str) -> Vec<(String, String)> {
+    let _ = value;
+    todo!()
+}
+pub fn parse_taints(value: &str) -> anyhow::Result<Vec<Taint>> {
+    let _ = value;
+    todo!()
+}

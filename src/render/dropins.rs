@@ -1,7 +1,7 @@
 //! The two drop-ins every target gets: the wrapper's `ExecStart` swap and the
 //! environment that carries the labels and taints.
 
-use crate::kubelet::Additions;
+use crate::kubelet::{Additions, Profile};
 
 /// Sorts after every other drop-in in byte order (lowercase `zz` beats digits,
 /// upper case and `a`..`y`), so its `ExecStart=` is the one systemd keeps.
@@ -17,7 +17,12 @@ pub const TAINTS_VAR: &str = "FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS";
 /// The drop-in that makes systemd run the wrapper instead of the original
 /// command. `restorecon` gives the wrapper its SELinux label before it runs,
 /// as MCO does for kubenswrapper; `-` skips it where it does not exist.
-pub fn wrapper_dropin() -> String {
+/// `profile` picks the kubelet label rules the wrapper validates against.
+pub fn wrapper_dropin(profile: Profile) -> String {
+    let args = match profile {
+        Profile::Upstream => "--unit %n",
+        Profile::OpenShift => "--unit %n --profile openshift",
+    };
     format!(
         "# kubelet-labeler: run kubelet through the wrapper, which finds the original\n\
          # ExecStart, adds the labels and taints from {LABELS_VAR}\n\
@@ -26,8 +31,8 @@ pub fn wrapper_dropin() -> String {
          SyslogIdentifier=kubelet\n\
          ExecStartPre=-/usr/sbin/restorecon {WRAPPER_PATH}\n\
          ExecStart=\n\
-         ExecStart={WRAPPER_PATH} --unit %n\n\
-         ExecStopPost=-{WRAPPER_PATH} --unit %n --stop-post\n"
+         ExecStart={WRAPPER_PATH} {args}\n\
+         ExecStopPost=-{WRAPPER_PATH} {args} --stop-post\n"
     )
 }
 
@@ -52,4 +57,73 @@ pub fn env_dropin(additions: &Additions) -> String {
         out += &format!("Environment=\"{TAINTS_VAR}={}\"\n", taints.join(","));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kubelet::{Taint, TaintEffect};
+    use std::path::PathBuf;
+
+    fn example_additions() -> Additions {
+        Additions {
+            labels: vec![("node.kubernetes.io/worker-rwn".into(), String::new())],
+            taints: vec![Taint {
+                key: "example.com/gpu".into(),
+                value: "true".into(),
+                effect: TaintEffect::NoSchedule,
+            }],
+        }
+    }
+
+    /// `units/` ships these drop-ins as files; they must match what we render.
+    /// `UPDATE_UNITS=1 cargo test` rewrites them.
+    #[test]
+    fn units_dir_is_current() {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("units/kubelet.service.d");
+        let expected = [
+            (
+                WRAPPER_DROPIN_NAME.to_string(),
+                wrapper_dropin(Profile::Upstream),
+            ),
+            (
+                format!("{ENV_DROPIN_NAME}.example"),
+                env_dropin(&example_additions()),
+            ),
+        ];
+        for (name, text) in expected {
+            let path = dir.join(&name);
+            if std::env::var_os("UPDATE_UNITS").is_some() {
+                std::fs::write(&path, &text).unwrap();
+            }
+            let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+            assert_eq!(
+                on_disk,
+                text,
+                "{} is stale; run UPDATE_UNITS=1 cargo test",
+                path.display()
+            );
+        }
+    }
+
+    #[test]
+    fn env_dropin_leaves_out_empty_variables() {
+        let only_labels = Additions {
+            labels: vec![("a".into(), "b".into())],
+            taints: vec![],
+        };
+        let text = env_dropin(&only_labels);
+        assert!(text.contains(&format!("Environment=\"{LABELS_VAR}=a=b\"\n")));
+        assert!(!text.contains(TAINTS_VAR));
+    }
+
+    #[test]
+    fn wrapper_dropin_resets_execstart_before_setting_it() {
+        let text = wrapper_dropin(Profile::OpenShift);
+        assert!(text.contains("--profile openshift --stop-post"));
+        let reset = text.find("ExecStart=\n").unwrap();
+        let set = text.find(&format!("ExecStart={WRAPPER_PATH}")).unwrap();
+        assert!(reset < set);
+        assert!(text.contains("SyslogIdentifier=kubelet\n"));
+    }
 }

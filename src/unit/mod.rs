@@ -96,3 +96,21 @@ pub fn expand_argv(cmd: &ExecCommand, env: &[(OsString, OsString)]) -> Vec<Vec<u
     let _ = (cmd, env);
     todo!("unit helper")
 }
+
+// TEMP(lead): contract additions, implemented on the unit branch.
+pub fn resolve_executable(
+    path: &std::ffi::OsStr,
+    exec_search_path: Option<&[PathBuf]>,
+    root: &Path,
+) -> anyhow::Result<PathBuf> {
+    let _ = (path, exec_search_path, root);
+    todo!()
+}
+pub fn offline_environment(
+    svc: &LoadedService,
+    root: &Path,
+    manager_env: &[(OsString, OsString)],
+) -> anyhow::Result<Vec<(OsString, OsString)>> {
+    let _ = (svc, root, manager_env);
+    todo!()
+}

@@ -1,2 +1,8 @@
 //! The boot-time wrapper and `explain`: find the original `ExecStart`, add
-//! labels/taints, exec in place.
+//! labels/taints, exec in place. `plan` is shared by both, so what `explain`
+//! shows offline is what the wrapper does at boot.
+
+pub mod boot;
+pub mod explain;
+pub mod guard;
+pub mod plan;

@@ -1,0 +1,214 @@
+//! What runs at every kubelet start: systemd execs the wrapper in place of
+//! the original `ExecStart`; the wrapper execs kubelet in its own PID, so
+//! `Type=notify`, the watchdog, `Restart=` and `KillMode=` see kubelet.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+use super::guard::{Guard, uptime_secs};
+use super::plan::{self, Plan};
+use crate::kubelet::Profile;
+use crate::render::dropins::WRAPPER_DROPIN_NAME;
+use crate::unit::{self, LoadOptions, UnitPaths};
+
+/// systemd's exit status for "could not exec" (203/EXEC).
+pub const EXIT_EXEC: i32 = 203;
+
+#[derive(Debug, Clone)]
+pub struct BootOptions {
+    pub unit: String,
+    pub root: PathBuf,
+    /// `$SYSTEMD_UNIT_PATH`-style search path; None = the system manager's.
+    pub unit_path: Option<String>,
+    /// Basename of the wrapper's own drop-in, left out when resolving.
+    pub own_dropin: String,
+    pub profile: Profile,
+    pub state_dir: PathBuf,
+    pub stop_post: bool,
+}
+
+impl Default for BootOptions {
+    fn default() -> Self {
+        BootOptions {
+            unit: "kubelet.service".into(),
+            root: PathBuf::from("/"),
+            unit_path: None,
+            own_dropin: WRAPPER_DROPIN_NAME.into(),
+            profile: Profile::Upstream,
+            state_dir: PathBuf::from("/run/kubelet-labeler"),
+            stop_post: false,
+        }
+    }
+}
+
+const USAGE: &str = "usage: kubelet-labeler-wrapper [--unit NAME] [--profile upstream|openshift] \
+[--own-dropin NAME] [--root DIR] [--unit-path DIRS] [--state-dir DIR] [--stop-post]";
+
+/// Parse the wrapper's own arguments (no clap: the wrapper stays small).
+pub fn parse_args(args: &[OsString]) -> Result<BootOptions> {
+    let mut opts = BootOptions::default();
+    let mut it = args.iter().map(|a| a.to_string_lossy().into_owned());
+    while let Some(arg) = it.next() {
+        let (name, inline) = match arg.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n.to_string(), Some(v.to_string())),
+            _ => (arg.clone(), None),
+        };
+        if name == "--stop-post" {
+            opts.stop_post = true;
+            continue;
+        }
+        let mut value = || {
+            inline
+                .clone()
+                .or_else(|| it.next())
+                .with_context(|| format!("{name} needs a value; {USAGE}"))
+        };
+        match name.as_str() {
+            "--unit" => opts.unit = value()?,
+            "--root" => opts.root = PathBuf::from(value()?),
+            "--unit-path" => opts.unit_path = Some(value()?),
+            "--own-dropin" => opts.own_dropin = value()?,
+            "--state-dir" => opts.state_dir = PathBuf::from(value()?),
+            "--profile" => {
+                opts.profile = match value()?.as_str() {
+                    "upstream" => Profile::Upstream,
+                    "openshift" => Profile::OpenShift,
+                    other => bail!("unknown profile {other:?}; {USAGE}"),
+                }
+            }
+            _ => bail!("unknown argument {arg:?}; {USAGE}"),
+        }
+    }
+    Ok(opts)
+}
+
+/// Read a node path, under `root`.
+pub fn under_root(root: &Path, node_path: &Path) -> PathBuf {
+    match node_path.strip_prefix("/") {
+        Ok(rel) => root.join(rel),
+        Err(_) => root.join(node_path),
+    }
+}
+
+/// Resolve the original command and decide what to exec.
+pub fn prepare(opts: &BootOptions, env: &[(OsString, OsString)]) -> Result<Plan> {
+    let paths = match &opts.unit_path {
+        Some(list) => UnitPaths::from_list(&opts.root, list),
+        None => UnitPaths::system(&opts.root),
+    };
+    let load = LoadOptions {
+        skip_dropin: Some(opts.own_dropin.clone()),
+        ..Default::default()
+    };
+    let svc = unit::load_service(&paths, &opts.unit, &load)
+        .with_context(|| format!("loading {}", opts.unit))?;
+    let original = plan::original_command(&svc, env, &opts.root)?;
+
+    let guard = Guard::new(&opts.state_dir, &opts.unit);
+    let additions = match guard.should_leave_out() {
+        Some(why) => Err(anyhow::anyhow!(why)),
+        None => plan::additions_from_env(env),
+    };
+    let root = opts.root.clone();
+    let read = move |p: &Path| std::fs::read(under_root(&root, p));
+    Ok(plan::plan(original, additions, opts.profile, &read))
+}
+
+/// The wrapper's main. Returns only when it could not exec.
+pub fn run(args: &[OsString]) -> i32 {
+    let opts = match parse_args(args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("kubelet-labeler: {e:#}");
+            return 2;
+        }
+    };
+    let env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    let invocation = env
+        .iter()
+        .find(|(k, _)| k == "INVOCATION_ID")
+        .map(|(_, v)| v.to_string_lossy().into_owned());
+    let guard = Guard::new(&opts.state_dir, &opts.unit);
+
+    if opts.stop_post {
+        let result = std::env::var("SERVICE_RESULT").unwrap_or_default();
+        if let (Some(id), Some(now)) = (invocation, uptime_secs()) {
+            let _ = guard.record_stop(&id, now, &result);
+        }
+        return 0;
+    }
+
+    let plan = match prepare(&opts, &env) {
+        Ok(p) => p,
+        Err(e) => {
+            // Without the original command there is nothing to start.
+            eprintln!("kubelet-labeler: cannot find the command to run: {e:#}");
+            return EXIT_EXEC;
+        }
+    };
+    let line = plan::summary(&plan);
+    // One line; stderr is the journal under systemd.
+    let _ = writeln!(std::io::stderr(), "{line}");
+    if let (Some(id), Some(now)) = (invocation, uptime_secs()) {
+        let with = plan.left_out.is_none() && plan.argv != plan.original_argv;
+        let _ = guard.record_start(&id, now, with);
+    }
+    let err = exec(&plan);
+    eprintln!(
+        "kubelet-labeler: executing {}: {err}",
+        plan.executable.display()
+    );
+    EXIT_EXEC
+}
+
+/// execve in place: same PID, same environment, same fds.
+fn exec(plan: &Plan) -> std::io::Error {
+    let mut cmd = Command::new(&plan.executable);
+    if let Some((argv0, rest)) = plan.argv.split_first() {
+        cmd.arg0(argv0).args(rest);
+    }
+    cmd.exec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(v: &[&str]) -> Vec<OsString> {
+        v.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn parses_both_flag_forms() {
+        let o = parse_args(&os(&[
+            "--unit",
+            "k.service",
+            "--profile=openshift",
+            "--stop-post",
+        ]))
+        .unwrap();
+        assert_eq!(o.unit, "k.service");
+        assert_eq!(o.profile, Profile::OpenShift);
+        assert!(o.stop_post);
+    }
+
+    #[test]
+    fn refuses_unknown_and_missing_values() {
+        assert!(parse_args(&os(&["--bogus"])).is_err());
+        assert!(parse_args(&os(&["--unit"])).is_err());
+        assert!(parse_args(&os(&["--profile", "x"])).is_err());
+    }
+
+    #[test]
+    fn node_paths_live_under_root() {
+        assert_eq!(
+            under_root(Path::new("/r"), Path::new("/etc/x")),
+            PathBuf::from("/r/etc/x")
+        );
+    }
+}

@@ -1,0 +1,155 @@
+//! `explain`: what the unit files on a node's tree give, and what the
+//! wrapper would exec there. Uses the same plan as the wrapper at boot.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use super::boot::under_root;
+use super::plan::{self, Plan};
+use crate::kubelet::Profile;
+use crate::render::dropins::WRAPPER_DROPIN_NAME;
+use crate::unit::{self, LoadOptions, UnitPaths};
+
+pub struct ExplainOptions {
+    pub root: PathBuf,
+    pub unit: String,
+    pub profile: Profile,
+    /// The service manager's environment (lowest precedence, as in systemd).
+    pub manager_env: Vec<(String, String)>,
+    pub unit_path: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Explanation {
+    pub unit: String,
+    /// Fragment and drop-ins as systemd loads them (the wrapper's included).
+    pub fragment: Option<String>,
+    pub dropins: Vec<String>,
+    /// Whether the wrapper's drop-in is installed.
+    pub wrapper_installed: bool,
+    pub executable: String,
+    /// What systemd would exec without the wrapper.
+    pub original_argv: Vec<String>,
+    /// What the wrapper would exec.
+    pub argv: Vec<String>,
+    pub added_labels: Vec<String>,
+    pub taints: Vec<String>,
+    /// Why our additions would be left out, if they would.
+    pub left_out: Option<String>,
+    pub warnings: Vec<String>,
+}
+
+fn lossy(v: &[OsString]) -> Vec<String> {
+    v.iter().map(|s| s.to_string_lossy().into_owned()).collect()
+}
+
+fn display(p: &Path) -> String {
+    p.display().to_string()
+}
+
+pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
+    let paths = match &opts.unit_path {
+        Some(list) => UnitPaths::from_list(&opts.root, list),
+        None => UnitPaths::system(&opts.root),
+    };
+    let as_loaded = unit::load_service(&paths, &opts.unit, &LoadOptions::default())
+        .with_context(|| format!("loading {}", opts.unit))?;
+    let original = unit::load_service(
+        &paths,
+        &opts.unit,
+        &LoadOptions {
+            skip_dropin: Some(WRAPPER_DROPIN_NAME.into()),
+            ..Default::default()
+        },
+    )
+    .with_context(|| format!("loading {} without {WRAPPER_DROPIN_NAME}", opts.unit))?;
+
+    let manager_env: Vec<(OsString, OsString)> = opts
+        .manager_env
+        .iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect();
+    let env = unit::offline_environment(&original, &opts.root, &manager_env)
+        .context("building the service environment")?;
+    let command = plan::original_command(&original, &env, &opts.root)?;
+    let root = opts.root.clone();
+    let read = move |p: &Path| std::fs::read(under_root(&root, p));
+    let plan: Plan = plan::plan(command, plan::additions_from_env(&env), opts.profile, &read);
+
+    let mut warnings = as_loaded.warnings.clone();
+    warnings.extend(plan.warnings.iter().cloned());
+    let wrapper_installed = as_loaded
+        .dropins
+        .iter()
+        .any(|d| d.file_name().is_some_and(|n| n == WRAPPER_DROPIN_NAME));
+    if wrapper_installed
+        && as_loaded
+            .dropins
+            .last()
+            .is_some_and(|d| d.file_name().is_none_or(|n| n != WRAPPER_DROPIN_NAME))
+    {
+        warnings.push(format!(
+            "drop-ins sort after {WRAPPER_DROPIN_NAME}; if one sets ExecStart= the wrapper does not run"
+        ));
+    }
+    if let [cmd] = original.exec_start.as_slice()
+        && let Some(p) = &cmd.privilege_prefix
+    {
+        warnings.push(format!(
+            "the original ExecStart= has the {p:?} prefix; the wrapper's drop-in must carry it too"
+        ));
+    }
+
+    Ok(Explanation {
+        unit: opts.unit.clone(),
+        fragment: as_loaded.fragment.as_deref().map(display),
+        dropins: as_loaded.dropins.iter().map(|d| display(d)).collect(),
+        wrapper_installed,
+        executable: display(&plan.executable),
+        original_argv: lossy(&plan.original_argv),
+        argv: lossy(&plan.argv),
+        added_labels: plan
+            .added_labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect(),
+        taints: plan.taints.iter().map(|t| t.to_string()).collect(),
+        left_out: plan.left_out.clone(),
+        warnings,
+    })
+}
+
+/// Human output: the argv, one word a line, and what changed.
+pub fn render_human(e: &Explanation) -> String {
+    let mut out = String::new();
+    out += &format!("unit: {}\n", e.unit);
+    out += &format!("fragment: {}\n", e.fragment.as_deref().unwrap_or("(none)"));
+    for d in &e.dropins {
+        out += &format!("drop-in: {d}\n");
+    }
+    out += &format!("executable: {}\n", e.executable);
+    out += "argv the wrapper would exec:\n";
+    for (i, a) in e.argv.iter().enumerate() {
+        let mark = if e.original_argv.contains(a) {
+            " "
+        } else {
+            "+"
+        };
+        out += &format!("  {mark} [{i}] {}\n", shell_words::quote(a));
+    }
+    for removed in e.original_argv.iter().filter(|a| !e.argv.contains(a)) {
+        out += &format!("  - {}\n", shell_words::quote(removed));
+    }
+    if let Some(why) = &e.left_out {
+        out += &format!("our labels/taints are left out: {why}\n");
+    } else if e.argv == e.original_argv {
+        out += "no labels or taints to add\n";
+    }
+    for w in &e.warnings {
+        out += &format!("warning: {w}\n");
+    }
+    out
+}

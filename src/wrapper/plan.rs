@@ -1,0 +1,150 @@
+//! From a loaded service and an environment to the argv to exec.
+
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use crate::kubelet::{self, Additions, Profile, Taint};
+use crate::render::dropins::{LABELS_VAR, TAINTS_VAR};
+use crate::unit::{self, LoadedService};
+
+/// What the wrapper will exec.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The executable to exec (resolved like systemd does).
+    pub executable: PathBuf,
+    /// argv systemd would have exec'd without the wrapper.
+    pub original_argv: Vec<OsString>,
+    /// argv the wrapper execs: the original, or the original plus ours.
+    pub argv: Vec<OsString>,
+    pub added_labels: Vec<(String, String)>,
+    pub taints: Vec<Taint>,
+    pub warnings: Vec<String>,
+    /// Why our additions were left out, when they were.
+    pub left_out: Option<String>,
+}
+
+/// Read the labels and taints from the environment systemd built.
+/// `Ok(None)` when neither variable has content.
+pub fn additions_from_env(env: &[(OsString, OsString)]) -> Result<Option<Additions>> {
+    let get = |name: &str| {
+        env.iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.to_string_lossy().into_owned())
+    };
+    let labels = get(LABELS_VAR).unwrap_or_default();
+    let taints = get(TAINTS_VAR).unwrap_or_default();
+    if labels.trim().is_empty() && taints.is_empty() {
+        return Ok(None);
+    }
+    let labels = kubelet::parse_node_labels(&labels);
+    let taints = if taints.is_empty() {
+        Vec::new()
+    } else {
+        kubelet::parse_taints(&taints).with_context(|| format!("{TAINTS_VAR}"))?
+    };
+    Ok(Some(Additions { labels, taints }))
+}
+
+/// The one command the wrapper stands in for, with `$VAR`s expanded.
+pub struct OriginalCommand {
+    pub executable: PathBuf,
+    pub argv: Vec<OsString>,
+}
+
+/// Expand and resolve the service's single `ExecStart=` command.
+pub fn original_command(
+    svc: &LoadedService,
+    env: &[(OsString, OsString)],
+    root: &Path,
+) -> Result<OriginalCommand> {
+    let cmd = match svc.exec_start.as_slice() {
+        [cmd] => cmd,
+        [] => bail!("the unit has no ExecStart= besides the wrapper's own"),
+        _ => bail!(
+            "the unit has {} ExecStart= commands; the wrapper can stand in for one",
+            svc.exec_start.len()
+        ),
+    };
+    let argv: Vec<OsString> = unit::expand_argv(cmd, env)
+        .into_iter()
+        .map(OsString::from_vec)
+        .collect();
+    if argv.is_empty() {
+        bail!("ExecStart= expands to an empty argv");
+    }
+    let executable = unit::resolve_executable(
+        OsStr::from_bytes(&cmd.path),
+        svc.exec_search_path.as_deref(),
+        root,
+    )
+    .with_context(|| format!("finding {}", String::from_utf8_lossy(&cmd.path)))?;
+    Ok(OriginalCommand { executable, argv })
+}
+
+/// Merge `additions` into the original command; on any problem with them the
+/// plan is the original command unchanged and `left_out` says why.
+pub fn plan(
+    original: OriginalCommand,
+    additions: Result<Option<Additions>>,
+    profile: Profile,
+    read_file: &dyn Fn(&Path) -> std::io::Result<Vec<u8>>,
+) -> Plan {
+    let mut plan = Plan {
+        executable: original.executable,
+        argv: original.argv.clone(),
+        original_argv: original.argv,
+        added_labels: Vec::new(),
+        taints: Vec::new(),
+        warnings: Vec::new(),
+        left_out: None,
+    };
+    let additions = match additions {
+        Ok(Some(a)) => a,
+        Ok(None) => return plan,
+        Err(e) => {
+            plan.left_out = Some(format!("{e:#}"));
+            return plan;
+        }
+    };
+    match kubelet::apply(&plan.original_argv, &additions, profile, read_file) {
+        Ok(applied) => {
+            plan.argv = applied.argv;
+            plan.added_labels = applied.added_labels;
+            plan.taints = applied.taints;
+            plan.warnings = applied.warnings;
+        }
+        Err(e) => plan.left_out = Some(format!("{e:#}")),
+    }
+    plan
+}
+
+/// The one journal line that says what the wrapper did.
+pub fn summary(plan: &Plan) -> String {
+    if let Some(why) = &plan.left_out {
+        return format!("kubelet-labeler: starting kubelet without our labels/taints: {why}");
+    }
+    if plan.argv == plan.original_argv {
+        return "kubelet-labeler: no labels or taints to add; starting kubelet unchanged".into();
+    }
+    let labels: Vec<String> = plan
+        .added_labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let taints: Vec<String> = plan.taints.iter().map(|t| t.to_string()).collect();
+    let mut out = String::from("kubelet-labeler: starting kubelet with");
+    if !labels.is_empty() {
+        out += &format!(" --node-labels={}", labels.join(","));
+    }
+    if !taints.is_empty() {
+        out += &format!(" --register-with-taints={}", taints.join(","));
+    }
+    for w in &plan.warnings {
+        out += &format!(" (warning: {w})");
+    }
+    out
+}
