@@ -112,7 +112,11 @@ pub fn prepare(opts: &BootOptions, env: &[(OsString, OsString)]) -> Result<Plan>
     let guard = Guard::new(&opts.state_dir, &opts.unit);
     let additions = match guard.should_leave_out() {
         Some(why) => Err(anyhow::anyhow!(why)),
-        None => plan::additions_from_env(env),
+        None => std::panic::catch_unwind(|| plan::additions_from_env(env)).unwrap_or_else(|_| {
+            Err(anyhow::anyhow!(
+                "internal error while reading the labels (a bug; please report)"
+            ))
+        }),
     };
     let root = opts.root.clone();
     let read = move |p: &Path| std::fs::read(under_root(&root, p));
@@ -143,7 +147,12 @@ pub fn run(args: &[OsString]) -> i32 {
         return 0;
     }
 
-    let plan = match prepare(&opts, &env) {
+    let prepared = std::panic::catch_unwind(|| prepare(&opts, &env)).unwrap_or_else(|_| {
+        Err(anyhow::anyhow!(
+            "internal error while reading the unit files (a bug; please report)"
+        ))
+    });
+    let plan = match prepared {
         Ok(p) => p,
         Err(e) => {
             // Without the original command there is nothing to start.
@@ -158,7 +167,7 @@ pub fn run(args: &[OsString]) -> i32 {
         let with = plan.left_out.is_none() && plan.argv != plan.original_argv;
         let _ = guard.record_start(&id, now, with);
     }
-    let err = exec(&plan);
+    let err = exec(&opts.root, &plan);
     eprintln!(
         "kubelet-labeler: executing {}: {err}",
         plan.executable.display()
@@ -167,8 +176,8 @@ pub fn run(args: &[OsString]) -> i32 {
 }
 
 /// execve in place: same PID, same environment, same fds.
-fn exec(plan: &Plan) -> std::io::Error {
-    let mut cmd = Command::new(&plan.executable);
+fn exec(root: &Path, plan: &Plan) -> std::io::Error {
+    let mut cmd = Command::new(under_root(root, &plan.executable));
     if let Some((argv0, rest)) = plan.argv.split_first() {
         cmd.arg0(argv0).args(rest);
     }

@@ -110,7 +110,17 @@ pub fn plan(
             return plan;
         }
     };
-    match kubelet::apply(&plan.original_argv, &additions, profile, read_file) {
+    // A bug of ours must not keep kubelet from starting: a panic in the
+    // merge is one more reason to start it unchanged.
+    let applied = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        kubelet::apply(&plan.original_argv, &additions, profile, read_file)
+    }))
+    .unwrap_or_else(|_| {
+        Err(anyhow::anyhow!(
+            "internal error while merging (a bug; please report)"
+        ))
+    });
+    match applied {
         Ok(applied) => {
             plan.argv = applied.argv;
             plan.added_labels = applied.added_labels;

@@ -1,0 +1,109 @@
+//! The MCO kubelet.service templates in ../shared/fixtures/mco, rendered as
+//! MCO would for a single-stack IPv4 cluster (Go template placeholders filled
+//! with plausible values). Read in place, never copied.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+pub fn fixtures_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/mco")
+}
+
+/// Says why and returns None when ../shared is absent; panics under CI,
+/// which always has it.
+pub fn require_fixtures() -> Option<PathBuf> {
+    let dir = fixtures_dir();
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    let why = format!("{} is absent; skipping the MCO template tests", dir.display());
+    assert!(std::env::var_os("CI").is_none(), "{why}");
+    eprintln!("{why}");
+    None
+}
+
+/// Value for each placeholder that is not a control directive.
+fn placeholder(expr: &str) -> &'static str {
+    match expr.trim() {
+        "cloudProvider ." => "external",
+        "cloudConfigFlag ." => "",
+        "credentialProviderConfigFlag ." => {
+            "--image-credential-provider-config=/etc/kubernetes/credential-providers/ecr-credential-provider.yaml \
+             --image-credential-provider-bin-dir=/usr/libexec/kubelet-image-credential-provider-plugins"
+        }
+        ".Images.infraImageKey" => {
+            "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:1c2f9d8e7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d"
+        }
+        other => panic!("unknown MCO template placeholder {{{{{other}}}}}"),
+    }
+}
+
+/// Render a template body: IPFamilies is "IPv4", so every `if` on it is false.
+/// `{{-` trims the newline before it, so dropping directive lines is exact.
+pub fn fill(template: &str) -> String {
+    let mut out = Vec::new();
+    // One flag per open `if`: whether lines are taken.
+    let mut taking: Vec<bool> = Vec::new();
+    for line in template.lines() {
+        let t = line.trim();
+        if t.starts_with("{{- if") || t.starts_with("{{if") {
+            assert!(t.contains(".IPFamilies"), "unexpected condition {t}");
+            taking.push(false);
+            continue;
+        }
+        if t == "{{- else}}" || t == "{{else}}" {
+            let last = taking.last_mut().expect("else without if");
+            *last = !*last;
+            continue;
+        }
+        if t == "{{- end}}" || t == "{{end}}" {
+            taking.pop().expect("end without if");
+            continue;
+        }
+        if taking.iter().any(|taken| !taken) {
+            continue;
+        }
+        let mut rendered = String::new();
+        let mut rest = line;
+        while let Some(start) = rest.find("{{") {
+            let end = rest[start..].find("}}").expect("unclosed placeholder") + start;
+            rendered += &rest[..start];
+            rendered += placeholder(&rest[start + 2..end]);
+            rest = &rest[end + 2..];
+        }
+        rendered += rest;
+        out.push(rendered);
+    }
+    assert!(taking.is_empty(), "unclosed if");
+    out.join("\n") + "\n"
+}
+
+/// The unit body of a `units/kubelet.service.yaml` template (`contents: |`).
+pub fn unit_body(yaml: &str) -> String {
+    let mut lines = yaml.lines().skip_while(|l| l.trim() != "contents: |");
+    lines.next().expect("no contents: | in template");
+    lines
+        .map(|l| l.strip_prefix("  ").unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Every kubelet.service template (not the common drop-in): (fixture name,
+/// rendered unit text).
+pub fn kubelet_units(dir: &std::path::Path) -> Vec<(String, String)> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("reading fixtures")
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with("__units__kubelet.service.yaml") && !n.contains("__common__"))
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .map(|n| {
+            let yaml = std::fs::read_to_string(dir.join(&n)).unwrap();
+            let unit = fill(&unit_body(&yaml));
+            (n, unit)
+        })
+        .collect()
+}
