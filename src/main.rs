@@ -66,8 +66,20 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
 // ---- validate (kubelet module) ----
 
 fn cmd_validate(c: ValidateConfig) -> Result<ExitCode> {
-    let _ = c;
-    anyhow::bail!("validate: not implemented yet")
+    use kubelet_labeler::kubelet::validate::validate_kubelet_args;
+    if c.args.is_empty() {
+        eprintln!(
+            "Error: no kubelet arguments; usage: kubelet-labeler validate [--profile P] -- ARGS..."
+        );
+        return Ok(ExitCode::from(2));
+    }
+    let report = validate_kubelet_args(&c.args, profile(c.profile));
+    if c.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.to_human());
+    }
+    Ok(ExitCode::from(if report.valid { 0 } else { 1 }))
 }
 
 // ---- render (render module) ----

@@ -3,7 +3,16 @@
 //! Knows nothing of systemd.
 
 use std::ffi::OsString;
-use std::path::Path;
+
+pub mod config;
+pub mod flags;
+pub mod labels;
+pub mod taints;
+pub mod validate;
+
+pub use flags::{NodeFs, apply};
+pub use labels::{parse_node_labels, validate_labels};
+pub use taints::parse_taints;
 
 /// Which kubelet's self-label rules apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -46,18 +55,6 @@ pub struct ArgvPlan {
     pub warnings: Vec<String>,
 }
 
-/// Validate `additions` and merge them into `argv` (a whole command line,
-/// argv[0] first). `read_file` reads the `--config` file when needed.
-pub fn apply(
-    argv: &[OsString],
-    additions: &Additions,
-    profile: Profile,
-    read_file: &dyn Fn(&Path) -> std::io::Result<Vec<u8>>,
-) -> anyhow::Result<ArgvPlan> {
-    let _ = (argv, additions, profile, read_file);
-    todo!("kubelet helper")
-}
-
 impl TaintEffect {
     pub fn as_str(self) -> &'static str {
         match self {
@@ -74,14 +71,4 @@ impl std::fmt::Display for Taint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}={}:{}", self.key, self.value, self.effect.as_str())
     }
-}
-
-// TEMP(lead): contract additions, implemented on the kubelet branch.
-pub fn parse_node_labels(value: &str) -> Vec<(String, String)> {
-    let _ = value;
-    todo!()
-}
-pub fn parse_taints(value: &str) -> anyhow::Result<Vec<Taint>> {
-    let _ = value;
-    todo!()
 }

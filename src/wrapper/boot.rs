@@ -119,8 +119,12 @@ pub fn prepare(opts: &BootOptions, env: &[(OsString, OsString)]) -> Result<Plan>
         }),
     };
     let root = opts.root.clone();
-    let read = move |p: &Path| std::fs::read(under_root(&root, p));
-    Ok(plan::plan(original, additions, opts.profile, &read))
+    Ok(plan::plan(
+        original,
+        additions,
+        opts.profile,
+        &plan::RootFs { root },
+    ))
 }
 
 /// The wrapper's main. Returns only when it could not exec.

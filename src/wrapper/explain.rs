@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::boot::under_root;
 use super::plan::{self, Plan};
 use crate::kubelet::Profile;
 use crate::render::dropins::WRAPPER_DROPIN_NAME;
@@ -75,9 +74,10 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
     let env = unit::offline_environment(&original, &opts.root, &manager_env)
         .context("building the service environment")?;
     let command = plan::original_command(&original, &env, &opts.root)?;
-    let root = opts.root.clone();
-    let read = move |p: &Path| std::fs::read(under_root(&root, p));
-    let plan: Plan = plan::plan(command, plan::additions_from_env(&env), opts.profile, &read);
+    let fs = plan::RootFs {
+        root: opts.root.clone(),
+    };
+    let plan: Plan = plan::plan(command, plan::additions_from_env(&env), opts.profile, &fs);
 
     let mut warnings = as_loaded.warnings.clone();
     warnings.extend(plan.warnings.iter().cloned());

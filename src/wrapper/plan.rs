@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use crate::kubelet::{self, Additions, Profile, Taint};
+use crate::kubelet::{self, Additions, NodeFs, Profile, Taint};
 use crate::render::dropins::{LABELS_VAR, TAINTS_VAR};
 use crate::unit::{self, LoadedService};
 
@@ -44,7 +44,7 @@ pub fn additions_from_env(env: &[(OsString, OsString)]) -> Result<Option<Additio
     let taints = if taints.is_empty() {
         Vec::new()
     } else {
-        kubelet::parse_taints(&taints).with_context(|| format!("{TAINTS_VAR}"))?
+        kubelet::parse_taints(&taints).with_context(|| TAINTS_VAR.to_string())?
     };
     Ok(Some(Additions { labels, taints }))
 }
@@ -91,7 +91,7 @@ pub fn plan(
     original: OriginalCommand,
     additions: Result<Option<Additions>>,
     profile: Profile,
-    read_file: &dyn Fn(&Path) -> std::io::Result<Vec<u8>>,
+    fs: &dyn NodeFs,
 ) -> Plan {
     let mut plan = Plan {
         executable: original.executable,
@@ -113,7 +113,7 @@ pub fn plan(
     // A bug of ours must not keep kubelet from starting: a panic in the
     // merge is one more reason to start it unchanged.
     let applied = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        kubelet::apply(&plan.original_argv, &additions, profile, read_file)
+        kubelet::apply(&plan.original_argv, &additions, profile, fs).map_err(anyhow::Error::from)
     }))
     .unwrap_or_else(|_| {
         Err(anyhow::anyhow!(
@@ -157,4 +157,28 @@ pub fn summary(plan: &Plan) -> String {
         out += &format!(" (warning: {w})");
     }
     out
+}
+
+/// The node's files under a root directory (`/` at boot).
+pub struct RootFs {
+    pub root: PathBuf,
+}
+
+impl RootFs {
+    fn path(&self, node_path: &Path) -> PathBuf {
+        self.root
+            .join(node_path.strip_prefix("/").unwrap_or(node_path))
+    }
+}
+
+impl NodeFs for RootFs {
+    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        std::fs::read(self.path(path))
+    }
+
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+        std::fs::read_dir(self.path(dir))?
+            .map(|e| e.map(|e| dir.join(e.file_name())))
+            .collect()
+    }
 }

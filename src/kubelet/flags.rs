@@ -1,0 +1,541 @@
+//! Where kubelet's flags are in an argv (pflag's rules), and the merge of
+//! our labels and taints into it.
+
+use std::ffi::OsString;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::config::register_with_taints;
+use super::labels::validate_labels;
+use super::taints::parse_taints;
+use super::{Additions, ArgvPlan, Profile, Taint};
+
+/// Read access to the node's files (the live system, or a tree under a root).
+pub trait NodeFs {
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// Entries of a directory (full paths), any order.
+    fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>>;
+}
+
+/// kubelet's boolean flags: `--flag` with no `=` takes no value word. Any
+/// other long flag written without `=` takes the next word as its value,
+/// even one starting with `--` (pflag).
+const BOOL_FLAGS: &[&str] = &[
+    "add-dir-header",
+    "alsologtostderr",
+    "anonymous-auth",
+    "authentication-token-webhook",
+    "cgroups-per-qos",
+    "enable-controller-attach-detach",
+    "enable-debugging-handlers",
+    "enable-load-reader",
+    "enable-server",
+    "exit-on-lock-contention",
+    "fail-cgroupv1",
+    "fail-swap-on",
+    "help",
+    "keep-terminated-pod-volumes",
+    "kernel-memcg-notification",
+    "local-storage-capacity-isolation",
+    "log-json-split-stream",
+    "logtostderr",
+    "make-iptables-util-chains",
+    "one-output",
+    "protect-kernel-defaults",
+    "register-node",
+    "register-schedulable",
+    "rotate-certificates",
+    "rotate-server-certificates",
+    "seccomp-default",
+    "serialize-image-pulls",
+    "skip-headers",
+    "skip-log-headers",
+    "version",
+];
+
+/// One long flag in argv.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlagUse {
+    /// Index of the flag word.
+    pub index: usize,
+    /// Name with `_` normalised to `-` (kubelet's WordSepNormalizeFunc).
+    pub name: String,
+    /// The value: inline after `=`, or the next word; None when missing.
+    pub value: Option<String>,
+    /// 1, or 2 when the value is the next word.
+    pub words: usize,
+}
+
+/// The flags of a kubelet command line.
+#[derive(Debug, Clone, Default)]
+pub struct FlagScan {
+    pub flags: Vec<FlagUse>,
+    /// Index of a `--` terminator.
+    pub terminator: Option<usize>,
+    /// Index of the first flag word (after argv[0] and any wrapper chain
+    /// such as `kubenswrapper /usr/bin/kubelet` or `hyperkube kubelet`).
+    pub start: usize,
+}
+
+fn long_flag(word: &str) -> Option<(String, Option<String>)> {
+    let body = word
+        .strip_prefix("--")
+        .filter(|b| !b.is_empty() && !b.starts_with('-'))?;
+    let (name, value) = match body.split_once('=') {
+        Some((n, v)) => (n, Some(v.to_string())),
+        None => (body, None),
+    };
+    Some((name.replace('_', "-"), value))
+}
+
+/// Scan argv as pflag would (interspersed flags, `--` ends them).
+pub fn scan(argv: &[String]) -> FlagScan {
+    // kubelet takes no positional words, so leading ones are the wrapper
+    // chain that execs it.
+    let start = argv
+        .iter()
+        .skip(1)
+        .position(|w| w.starts_with('-'))
+        .map_or(argv.len(), |p| p + 1);
+    let mut scan = FlagScan {
+        start,
+        ..Default::default()
+    };
+    let mut i = start;
+    while i < argv.len() {
+        let word = &argv[i];
+        if word == "--" {
+            scan.terminator = Some(i);
+            break;
+        }
+        if let Some((name, inline)) = long_flag(word) {
+            let takes_value = inline.is_none() && !BOOL_FLAGS.contains(&name.as_str());
+            let (value, words) = match inline {
+                Some(v) => (Some(v), 1),
+                None if takes_value => match argv.get(i + 1) {
+                    Some(v) => (Some(v.clone()), 2),
+                    None => (None, 1),
+                },
+                None => (None, 1),
+            };
+            scan.flags.push(FlagUse {
+                index: i,
+                name,
+                value,
+                words,
+            });
+            i += words;
+        } else {
+            i += 1;
+        }
+    }
+    scan
+}
+
+impl FlagScan {
+    pub fn uses<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a FlagUse> + 'a {
+        self.flags.iter().filter(move |f| f.name == name)
+    }
+
+    pub fn last_value<'a>(&'a self, name: &'a str) -> Option<&'a str> {
+        self.uses(name).last().and_then(|f| f.value.as_deref())
+    }
+}
+
+/// Why our additions cannot go in; the wrapper then starts kubelet unchanged.
+#[derive(Debug)]
+pub struct MergeError(pub String);
+
+impl std::fmt::Display for MergeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for MergeError {}
+
+fn merge_err<T>(msg: impl Into<String>) -> Result<T, MergeError> {
+    Err(MergeError(msg.into()))
+}
+
+/// The taints kubelet would register with before our change: the last
+/// `--register-with-taints`, else `registerWithTaints` from `--config` and
+/// the `--config-dir` drop-ins (a later file replaces the list).
+fn existing_taints(scan: &FlagScan, fs: &dyn NodeFs) -> Result<Vec<Taint>, MergeError> {
+    if let Some(last) = scan.uses("register-with-taints").last() {
+        let value = last.value.as_deref().unwrap_or("");
+        return parse_taints(value)
+            .map_err(|e| MergeError(format!("the unit's own --register-with-taints: {e}")));
+    }
+    let mut files = Vec::new();
+    if let Some(config) = scan.last_value("config").filter(|c| !c.is_empty()) {
+        files.push(PathBuf::from(config));
+    }
+    if let Some(dir) = scan.last_value("config-dir").filter(|d| !d.is_empty()) {
+        let dir = PathBuf::from(dir);
+        match fs.list(&dir) {
+            Ok(mut entries) => {
+                entries.retain(|p| p.extension().is_some_and(|e| e == "conf"));
+                entries.sort();
+                files.extend(entries);
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return merge_err(format!("reading --config-dir {}: {e}", dir.display())),
+        }
+    }
+    let mut taints = Vec::new();
+    for file in files {
+        let bytes = fs
+            .read(&file)
+            .map_err(|e| MergeError(format!("reading kubelet config {}: {e}", file.display())))?;
+        let text = String::from_utf8_lossy(&bytes);
+        match register_with_taints(&text) {
+            Ok(Some(t)) => taints = t,
+            Ok(None) => {}
+            Err(e) => {
+                return merge_err(format!(
+                    "reading registerWithTaints from {}: {e}",
+                    file.display()
+                ));
+            }
+        }
+    }
+    Ok(taints)
+}
+
+/// Validate `additions` and merge them into `argv` (argv[0] first).
+pub fn apply(
+    argv: &[OsString],
+    additions: &Additions,
+    profile: Profile,
+    fs: &dyn NodeFs,
+) -> Result<ArgvPlan, MergeError> {
+    let mut plan = ArgvPlan {
+        argv: argv.to_vec(),
+        ..Default::default()
+    };
+    if additions.labels.is_empty() && additions.taints.is_empty() {
+        return Ok(plan);
+    }
+    let errors = validate_labels(&additions.labels, profile);
+    if let Some(first) = errors.first() {
+        return merge_err(first.to_string());
+    }
+    let words: Vec<String> = match argv.iter().map(|w| w.clone().into_string()).collect() {
+        Ok(w) => w,
+        Err(_) => return merge_err("the kubelet command line is not UTF-8"),
+    };
+    let scan = scan(&words);
+    let mut out: Vec<String> = Vec::new();
+    let mut skip_until = 0;
+    let taint_uses: Vec<&FlagUse> = scan.uses("register-with-taints").collect();
+
+    let mut merged_taints = None;
+    if !additions.taints.is_empty() {
+        let mut taints = existing_taints(&scan, fs)?;
+        for ours in &additions.taints {
+            if let Some(pos) = taints
+                .iter()
+                .position(|t| t.key == ours.key && t.effect == ours.effect)
+            {
+                plan.warnings
+                    .push(format!("taint {} replaces {}", ours, taints[pos]));
+                taints.remove(pos);
+            }
+            taints.push(ours.clone());
+        }
+        let value = taints
+            .iter()
+            .map(|t| t.to_string())
+            .collect::<Vec<_>>()
+            .join(",");
+        // What kubelet will parse must parse.
+        if let Err(e) = parse_taints(&value) {
+            return merge_err(e.to_string());
+        }
+        plan.taints = taints;
+        merged_taints = Some(value);
+    }
+
+    for (i, word) in words.iter().enumerate() {
+        if i < skip_until {
+            continue;
+        }
+        if merged_taints.is_some()
+            && let Some(u) = taint_uses.iter().find(|u| u.index == i)
+        {
+            skip_until = i + u.words;
+            continue;
+        }
+        out.push(word.clone());
+    }
+    // Our flags go after every flag (our labels win per key) but before a
+    // `--` and before a dangling value-taking flag at the very end.
+    let removed_before = |idx: usize| {
+        if merged_taints.is_none() {
+            return 0;
+        }
+        taint_uses
+            .iter()
+            .filter(|u| u.index < idx)
+            .map(|u| u.words)
+            .sum::<usize>()
+    };
+    let mut at = match scan.terminator {
+        Some(t) => t - removed_before(t),
+        None => out.len(),
+    };
+    if let Some(last) = scan.flags.last()
+        && last.value.is_none()
+        && !BOOL_FLAGS.contains(&last.name.as_str())
+        && last.index + 1 == scan.terminator.unwrap_or(words.len())
+    {
+        at = last.index - removed_before(last.index);
+    }
+    let at = at.max(scan.start.min(out.len()));
+    let mut ours = Vec::new();
+    if !additions.labels.is_empty() {
+        let labels: Vec<String> = additions
+            .labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        ours.push(format!("--node-labels={}", labels.join(",")));
+        plan.added_labels = additions.labels.clone();
+    }
+    if let Some(value) = merged_taints {
+        ours.push(format!("--register-with-taints={value}"));
+    }
+    out.splice(at..at, ours);
+    plan.argv = out.into_iter().map(OsString::from).collect();
+    Ok(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kubelet::TaintEffect;
+    use std::collections::BTreeMap;
+
+    #[derive(Default)]
+    struct FakeFs(BTreeMap<PathBuf, String>);
+
+    impl NodeFs for FakeFs {
+        fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+            self.0
+                .get(path)
+                .map(|s| s.clone().into_bytes())
+                .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
+        }
+        fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+            let v: Vec<PathBuf> = self
+                .0
+                .keys()
+                .filter(|p| p.parent() == Some(dir))
+                .cloned()
+                .collect();
+            if v.is_empty() {
+                Err(io::Error::from(io::ErrorKind::NotFound))
+            } else {
+                Ok(v)
+            }
+        }
+    }
+
+    fn argv(s: &str) -> Vec<OsString> {
+        s.split(' ').map(OsString::from).collect()
+    }
+
+    fn words(p: &ArgvPlan) -> String {
+        p.argv
+            .iter()
+            .map(|w| w.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    fn adds(labels: &[(&str, &str)], taints: &str) -> Additions {
+        Additions {
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            taints: parse_taints(taints).unwrap(),
+        }
+    }
+
+    fn run(cmd: &str, a: &Additions, fs: &FakeFs) -> Result<String, MergeError> {
+        apply(&argv(cmd), a, Profile::Upstream, fs).map(|p| words(&p))
+    }
+
+    #[test]
+    fn empty_additions_change_nothing() {
+        let fs = FakeFs::default();
+        assert_eq!(
+            run("/k --a=1 -- x", &Additions::default(), &fs).unwrap(),
+            "/k --a=1 -- x"
+        );
+    }
+
+    #[test]
+    fn labels_go_last_but_before_terminator() {
+        let fs = FakeFs::default();
+        let a = adds(&[("example.com/a", "1"), ("b", "")], "");
+        assert_eq!(
+            run("/k --v=2", &a, &fs).unwrap(),
+            "/k --v=2 --node-labels=example.com/a=1,b="
+        );
+        assert_eq!(
+            run("/k --v=2 -- --x", &a, &fs).unwrap(),
+            "/k --v=2 --node-labels=example.com/a=1,b= -- --x"
+        );
+        assert_eq!(
+            run("/k", &a, &fs).unwrap(),
+            "/k --node-labels=example.com/a=1,b="
+        );
+    }
+
+    #[test]
+    fn wrapper_chain_and_openshift_trailing_comma_kept() {
+        let fs = FakeFs::default();
+        let a = adds(&[("node.kubernetes.io/worker-rwn", "")], "");
+        let cmd = "/usr/local/bin/kubenswrapper /usr/bin/kubelet --config=/etc/kubernetes/kubelet.conf \
+                   --node-labels=node-role.kubernetes.io/worker,node.openshift.io/os_id=rhcos, --v=2";
+        let cmd = cmd.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(
+            run(&cmd, &a, &fs).unwrap(),
+            format!("{cmd} --node-labels=node.kubernetes.io/worker-rwn=")
+        );
+        let s = scan(&cmd.split(' ').map(String::from).collect::<Vec<_>>());
+        assert_eq!(s.start, 2);
+    }
+
+    #[test]
+    fn dangling_value_flag_at_end_stays_last() {
+        let fs = FakeFs::default();
+        let a = adds(&[("b", "")], "");
+        assert_eq!(
+            run("/k --a=1 --v", &a, &fs).unwrap(),
+            "/k --a=1 --node-labels=b= --v"
+        );
+        // a bool flag at the end takes no value: append after it
+        assert_eq!(
+            run("/k --fail-swap-on", &a, &fs).unwrap(),
+            "/k --fail-swap-on --node-labels=b="
+        );
+    }
+
+    #[test]
+    fn taints_merge_into_exactly_one_flag() {
+        let fs = FakeFs::default();
+        let a = adds(&[], "ours=x:NoSchedule");
+        assert_eq!(
+            run("/k --register-with-taints=a=:NoSchedule --v 2 --register-with-taints b:NoExecute --x=1", &a, &fs)
+                .unwrap(),
+            "/k --v 2 --x=1 --register-with-taints=b=:NoExecute,ours=x:NoSchedule"
+        );
+        // an empty last flag cleared the list
+        assert_eq!(
+            run(
+                "/k --register-with-taints=a:NoSchedule --register_with_taints=",
+                &a,
+                &fs
+            )
+            .unwrap(),
+            "/k --register-with-taints=ours=x:NoSchedule"
+        );
+    }
+
+    #[test]
+    fn our_taint_replaces_same_key_and_effect() {
+        let fs = FakeFs::default();
+        let a = adds(&[], "a=new:NoSchedule");
+        let p = apply(
+            &argv("/k --register-with-taints=a=old:NoSchedule,a:NoExecute"),
+            &a,
+            Profile::Upstream,
+            &fs,
+        )
+        .unwrap();
+        assert_eq!(
+            words(&p),
+            "/k --register-with-taints=a=:NoExecute,a=new:NoSchedule"
+        );
+        assert_eq!(p.warnings.len(), 1);
+        assert_eq!(p.taints.len(), 2);
+    }
+
+    #[test]
+    fn taints_from_config_file_and_config_dir() {
+        let mut fs = FakeFs::default();
+        fs.0.insert(
+            "/etc/k.yaml".into(),
+            "registerWithTaints:\n- key: f\n  effect: NoSchedule\n".into(),
+        );
+        let a = adds(&[], "ours:NoExecute");
+        assert_eq!(
+            run("/k --config /etc/k.yaml", &a, &fs).unwrap(),
+            "/k --config /etc/k.yaml --register-with-taints=f=:NoSchedule,ours=:NoExecute"
+        );
+        fs.0.insert(
+            "/etc/d/20.conf".into(),
+            r#"{"registerWithTaints":[{"key":"d","effect":"PreferNoSchedule"}]}"#.into(),
+        );
+        fs.0.insert("/etc/d/10.conf".into(), "maxPods: 1\n".into());
+        fs.0.insert("/etc/d/30.txt".into(), "registerWithTaints: []\n".into());
+        assert_eq!(
+            run("/k --config=/etc/k.yaml --config-dir=/etc/d", &a, &fs).unwrap(),
+            "/k --config=/etc/k.yaml --config-dir=/etc/d --register-with-taints=d=:PreferNoSchedule,ours=:NoExecute"
+        );
+        // the flag wins over the file
+        assert_eq!(
+            run("/k --config=/etc/k.yaml --register-with-taints=", &a, &fs).unwrap(),
+            "/k --config=/etc/k.yaml --register-with-taints=ours=:NoExecute"
+        );
+    }
+
+    #[test]
+    fn unreadable_config_refuses_only_when_adding_taints() {
+        let fs = FakeFs::default();
+        let e = run("/k --config=/missing", &adds(&[], "a:NoSchedule"), &fs).unwrap_err();
+        assert!(e.to_string().contains("/missing"), "{e}");
+        assert!(run("/k --config=/missing", &adds(&[("a", "")], ""), &fs).is_ok());
+    }
+
+    #[test]
+    fn bad_label_is_refused_with_its_name() {
+        let fs = FakeFs::default();
+        let e = run(
+            "/k",
+            &adds(&[("node-role.kubernetes.io/infra", "")], ""),
+            &fs,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("node-role.kubernetes.io/infra"));
+        let ok = apply(
+            &argv("/k"),
+            &adds(&[("node-role.kubernetes.io/worker", "")], ""),
+            Profile::OpenShift,
+            &fs,
+        );
+        assert!(ok.is_ok());
+    }
+
+    #[test]
+    fn pflag_scan_forms() {
+        let w: Vec<String> =
+            "/k --node-labels --register-with-taints=x:NoSchedule --node_labels=a=1 -- --config=z"
+                .split(' ')
+                .map(String::from)
+                .collect();
+        let s = scan(&w);
+        assert_eq!(s.terminator, Some(4));
+        let labels: Vec<_> = s
+            .uses("node-labels")
+            .map(|f| f.value.clone().unwrap())
+            .collect();
+        assert_eq!(labels, vec!["--register-with-taints=x:NoSchedule", "a=1"]);
+        assert_eq!(s.last_value("config"), None);
+        let _ = TaintEffect::NoSchedule;
+    }
+}

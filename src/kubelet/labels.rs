@@ -1,0 +1,400 @@
+//! `--node-labels`: how kubelet parses the value (component-base's
+//! ConfigurationMap) and which labels it accepts (ValidateKubeletFlags: the
+//! self-label namespace policy, then IsQualifiedName / IsValidLabelValue).
+
+use super::Profile;
+
+/// Parse one `--node-labels` value as kubelet does: split on `,`, skip
+/// empty items, split each on the first `=`, trim key and value; a bare key
+/// has the empty value. Never fails; order is kept (a later key wins).
+pub fn parse_node_labels(value: &str) -> Vec<(String, String)> {
+    value
+        .split(',')
+        .filter(|item| !item.is_empty())
+        .map(|item| match item.split_once('=') {
+            Some((k, v)) => (k.trim().to_string(), v.trim().to_string()),
+            None => (item.trim().to_string(), String::new()),
+        })
+        .collect()
+}
+
+/// The keys kubelet may set on itself in the kubernetes.io/k8s.io namespaces.
+const KUBELET_LABELS: [&str; 11] = [
+    "kubernetes.io/hostname",
+    "topology.kubernetes.io/zone",
+    "topology.kubernetes.io/region",
+    "failure-domain.beta.kubernetes.io/zone",
+    "failure-domain.beta.kubernetes.io/region",
+    "beta.kubernetes.io/instance-type",
+    "node.kubernetes.io/instance-type",
+    "kubernetes.io/os",
+    "kubernetes.io/arch",
+    "beta.kubernetes.io/os",
+    "beta.kubernetes.io/arch",
+];
+/// Namespaces (and their subdomains) kubelet may set freely.
+const KUBELET_NAMESPACES: [&str; 2] = ["kubelet.kubernetes.io", "node.kubernetes.io"];
+/// OpenShift's kubelet carry also lets it register with these roles.
+const OPENSHIFT_ROLE_LABELS: [&str; 5] = [
+    "node-role.kubernetes.io/control-plane",
+    "node-role.kubernetes.io/master",
+    "node-role.kubernetes.io/worker",
+    "node-role.kubernetes.io/etcd",
+    "node-role.kubernetes.io/arbiter",
+];
+
+fn namespace(key: &str) -> &str {
+    key.split_once('/').map_or("", |(ns, _)| ns)
+}
+
+fn in_domain(ns: &str, domain: &str) -> bool {
+    ns == domain || ns.strip_suffix(domain).is_some_and(|p| p.ends_with('.'))
+}
+
+/// A key in the namespaces kubelet polices.
+pub fn is_kubernetes_label(key: &str) -> bool {
+    let ns = namespace(key);
+    in_domain(ns, "kubernetes.io") || in_domain(ns, "k8s.io")
+}
+
+/// May kubelet (with `profile`) set this key on itself at registration?
+pub fn is_self_settable(key: &str, profile: Profile) -> bool {
+    if !is_kubernetes_label(key) {
+        return true;
+    }
+    if KUBELET_LABELS.contains(&key) {
+        return true;
+    }
+    let ns = namespace(key);
+    if KUBELET_NAMESPACES.iter().any(|d| in_domain(ns, d)) {
+        return true;
+    }
+    profile == Profile::OpenShift && OPENSHIFT_ROLE_LABELS.contains(&key)
+}
+
+fn is_alnum(c: u8) -> bool {
+    c.is_ascii_alphanumeric()
+}
+
+/// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`, the label name/value pattern.
+fn matches_name_pattern(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && is_alnum(b[0])
+        && is_alnum(b[b.len() - 1])
+        && b.iter()
+            .all(|&c| is_alnum(c) || c == b'-' || c == b'_' || c == b'.')
+}
+
+/// DNS-1123 subdomain: lowercase labels `[a-z0-9]([-a-z0-9]*[a-z0-9])?`
+/// joined by dots, at most 253 bytes.
+fn dns1123_subdomain_errors(s: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if s.len() > 253 {
+        errs.push("must be no more than 253 bytes".to_string());
+    }
+    let label_ok = |l: &str| {
+        let b = l.as_bytes();
+        let lower_alnum = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+        !b.is_empty()
+            && lower_alnum(b[0])
+            && lower_alnum(b[b.len() - 1])
+            && b.iter().all(|&c| lower_alnum(c) || c == b'-')
+    };
+    if !s.split('.').all(label_ok) {
+        errs.push(
+            "must be a lowercase RFC 1123 subdomain: lowercase alphanumerics, '-' or '.', \
+             starting and ending with an alphanumeric"
+                .to_string(),
+        );
+    }
+    errs
+}
+
+const NAME_RULE: &str = "must consist of alphanumerics, '-', '_' or '.', \
+                         and must start and end with an alphanumeric";
+
+/// Why `key` is not a qualified name (apimachinery IsQualifiedName), if not.
+pub fn label_key_errors(key: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    let parts: Vec<&str> = key.split('/').collect();
+    let name = match parts.as_slice() {
+        [name] => *name,
+        [prefix, name] => {
+            if prefix.is_empty() {
+                errs.push("prefix part must be non-empty".to_string());
+            } else {
+                errs.extend(
+                    dns1123_subdomain_errors(prefix)
+                        .into_iter()
+                        .map(|e| format!("prefix part {e}")),
+                );
+            }
+            *name
+        }
+        _ => {
+            return vec![format!(
+                "a qualified name has at most one '/' and {NAME_RULE}"
+            )];
+        }
+    };
+    if name.is_empty() {
+        errs.push("name part must be non-empty".to_string());
+    } else if name.len() > 63 {
+        errs.push("name part must be no more than 63 bytes".to_string());
+    }
+    if !matches_name_pattern(name) {
+        errs.push(format!("name part {NAME_RULE}"));
+    }
+    errs
+}
+
+/// Why `value` is not a label value (IsValidLabelValue), if not.
+pub fn label_value_errors(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > 63 {
+        errs.push("must be no more than 63 bytes".to_string());
+    }
+    if !value.is_empty() && !matches_name_pattern(value) {
+        errs.push(format!(
+            "a label value must be empty or {}",
+            NAME_RULE.replacen("must ", "", 1)
+        ));
+    }
+    errs
+}
+
+/// A label kubelet would refuse, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LabelError {
+    /// kubernetes.io/k8s.io key outside kubelet's allow-list.
+    NotSelfSettable {
+        key: String,
+        profile: Profile,
+    },
+    InvalidKey {
+        key: String,
+        errors: Vec<String>,
+    },
+    InvalidValue {
+        key: String,
+        value: String,
+        errors: Vec<String>,
+    },
+}
+
+impl std::fmt::Display for LabelError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LabelError::NotSelfSettable { key, profile } => {
+                write!(
+                    f,
+                    "label {key:?}: kubelet may not set 'kubernetes.io' or 'k8s.io' labels other than \
+                     [*.]kubelet.kubernetes.io/*, [*.]node.kubernetes.io/* and {}{} \
+                     (kubelet refuses to start); use e.g. node.kubernetes.io/<name> or your own domain",
+                    KUBELET_LABELS.join(", "),
+                    match profile {
+                        Profile::OpenShift => format!(", {}", OPENSHIFT_ROLE_LABELS.join(", ")),
+                        Profile::Upstream => String::new(),
+                    }
+                )
+            }
+            LabelError::InvalidKey { key, errors } => {
+                write!(f, "label key {key:?} is invalid: {}", errors.join("; "))
+            }
+            LabelError::InvalidValue { key, value, errors } => write!(
+                f,
+                "label {key:?} has an invalid value {value:?}: {}",
+                errors.join("; ")
+            ),
+        }
+    }
+}
+
+impl std::error::Error for LabelError {}
+
+/// Check labels as kubelet's ValidateKubeletFlags does: every key outside
+/// the allow-list first, then syntax. Returns every problem found.
+pub fn validate_labels(labels: &[(String, String)], profile: Profile) -> Vec<LabelError> {
+    let mut policy = Vec::new();
+    let mut syntax = Vec::new();
+    for (key, value) in labels {
+        if !is_self_settable(key, profile) {
+            policy.push(LabelError::NotSelfSettable {
+                key: key.clone(),
+                profile,
+            });
+            continue;
+        }
+        let key_errs = label_key_errors(key);
+        if !key_errs.is_empty() {
+            syntax.push(LabelError::InvalidKey {
+                key: key.clone(),
+                errors: key_errs,
+            });
+        }
+        let value_errs = label_value_errors(value);
+        if !value_errs.is_empty() {
+            syntax.push(LabelError::InvalidValue {
+                key: key.clone(),
+                value: value.clone(),
+                errors: value_errs,
+            });
+        }
+    }
+    policy.extend(syntax);
+    policy
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(v: &[(&str, &str)]) -> Vec<(String, String)> {
+        v.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn parses_like_configuration_map() {
+        assert_eq!(
+            parse_node_labels("a=1,b=2"),
+            labels(&[("a", "1"), ("b", "2")])
+        );
+        // first '=' splits; bare key; empty items; trimming
+        assert_eq!(parse_node_labels("a=b=c"), labels(&[("a", "b=c")]));
+        assert_eq!(
+            parse_node_labels("node-role.kubernetes.io/worker,x=1,"),
+            labels(&[("node-role.kubernetes.io/worker", ""), ("x", "1")])
+        );
+        assert_eq!(parse_node_labels(",,"), labels(&[]));
+        assert_eq!(parse_node_labels(" a = 1 "), labels(&[("a", "1")]));
+        assert_eq!(parse_node_labels(" "), labels(&[("", "")]));
+        assert_eq!(parse_node_labels(""), labels(&[]));
+    }
+
+    #[test]
+    fn upstream_allow_list() {
+        let ok = [
+            "kubernetes.io/hostname",
+            "kubernetes.io/os",
+            "kubernetes.io/arch",
+            "beta.kubernetes.io/os",
+            "beta.kubernetes.io/arch",
+            "beta.kubernetes.io/instance-type",
+            "node.kubernetes.io/instance-type",
+            "topology.kubernetes.io/zone",
+            "topology.kubernetes.io/region",
+            "failure-domain.beta.kubernetes.io/zone",
+            "failure-domain.beta.kubernetes.io/region",
+            "node.kubernetes.io/worker-rwn",
+            "feature.node.kubernetes.io/x",
+            "kubelet.kubernetes.io/y",
+            "foo.kubelet.kubernetes.io/y",
+            "example.com/pool",
+            "cluster.x-k8s.io/a",
+            "plain",
+        ];
+        for k in ok {
+            assert!(is_self_settable(k, Profile::Upstream), "{k}");
+        }
+        let refused = [
+            "xnode.kubernetes.io/a",
+            "app.kubernetes.io/name",
+            "node-role.kubernetes.io/worker",
+            "node-role.kubernetes.io/infra",
+            "node-restriction.kubernetes.io/a",
+            "kubernetes.io/role",
+            "k8s.io/a",
+            "x.k8s.io/a",
+            "kubernetes.io/instance-type",
+        ];
+        for k in refused {
+            assert!(!is_self_settable(k, Profile::Upstream), "{k}");
+        }
+    }
+
+    #[test]
+    fn openshift_adds_exactly_five_roles() {
+        for k in OPENSHIFT_ROLE_LABELS {
+            assert!(is_self_settable(k, Profile::OpenShift));
+            assert!(!is_self_settable(k, Profile::Upstream));
+        }
+        assert!(!is_self_settable(
+            "node-role.kubernetes.io/infra",
+            Profile::OpenShift
+        ));
+        assert!(!is_self_settable(
+            "node-role.kubernetes.io/worker-rwn",
+            Profile::OpenShift
+        ));
+    }
+
+    #[test]
+    fn key_syntax() {
+        assert!(label_key_errors("example.com/a").is_empty());
+        assert!(label_key_errors("MyName").is_empty());
+        assert!(label_key_errors("my.name").is_empty());
+        assert!(label_key_errors("123-abc").is_empty());
+        assert!(!label_key_errors("Example.com/a").is_empty());
+        assert!(!label_key_errors("a/b/c").is_empty());
+        assert!(!label_key_errors("/a").is_empty());
+        assert!(!label_key_errors("a/").is_empty());
+        assert!(!label_key_errors("").is_empty());
+        assert!(!label_key_errors("-a").is_empty());
+        assert!(!label_key_errors("a_").is_empty());
+        assert!(label_key_errors(&"a".repeat(63)).is_empty());
+        assert!(
+            label_key_errors(&"a".repeat(64))
+                .iter()
+                .any(|e| e.contains("63 bytes"))
+        );
+        let prefix253 = format!("{}.{}", "a".repeat(63), "b".repeat(189));
+        assert_eq!(prefix253.len(), 253);
+        assert!(label_key_errors(&format!("{prefix253}/x")).is_empty());
+        assert!(
+            label_key_errors(&format!("{prefix253}c/x"))
+                .iter()
+                .any(|e| e.contains("253"))
+        );
+        assert!(!label_key_errors("a..b/x").is_empty());
+        assert!(!label_key_errors("a-.b/x").is_empty());
+    }
+
+    #[test]
+    fn value_syntax() {
+        for ok in [
+            "", "MyValue", "my_value", "12345", "yes", "0x1F", "1_000", "a.b-c",
+        ] {
+            assert!(label_value_errors(ok).is_empty(), "{ok}");
+        }
+        for bad in ["-x", "x-", "b=c", "12:30", "~", "a b", "é"] {
+            assert!(!label_value_errors(bad).is_empty(), "{bad}");
+        }
+        assert!(label_value_errors(&"v".repeat(63)).is_empty());
+        assert!(!label_value_errors(&"v".repeat(64)).is_empty());
+    }
+
+    #[test]
+    fn policy_errors_come_first() {
+        let errs = validate_labels(
+            &labels(&[("Bad.Prefix/x", ""), ("node-role.kubernetes.io/infra", "")]),
+            Profile::OpenShift,
+        );
+        assert!(matches!(errs[0], LabelError::NotSelfSettable { .. }));
+        assert!(matches!(errs[1], LabelError::InvalidKey { .. }));
+        assert!(
+            errs[0]
+                .to_string()
+                .contains("node-role.kubernetes.io/infra")
+        );
+    }
+
+    #[test]
+    fn whitespace_only_item_is_an_empty_key() {
+        let errs = validate_labels(&parse_node_labels("a=1, "), Profile::Upstream);
+        assert_eq!(errs.len(), 1);
+        assert!(errs[0].to_string().contains("name part must be non-empty"));
+    }
+}
