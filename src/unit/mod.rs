@@ -3,9 +3,20 @@
 //! exec-time `$VAR` expansion. Knows nothing of kubelet.
 //! See systemd.unit(5), systemd.service(5), systemd.exec(5), systemd.syntax(7).
 
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+
+pub mod env;
+pub mod exec;
+pub mod search;
+pub mod specifier;
+pub mod syntax;
+pub mod words;
+
+pub use env::{replace_env_argv, resolve_executable};
+pub use specifier::{Host, SpecifierValues};
 
 /// Where units are looked for. `dirs` are node paths (as systemd sees them),
 /// looked up under `root`.
@@ -18,14 +29,27 @@ pub struct UnitPaths {
 impl UnitPaths {
     /// The system manager's search path (systemd 252 on Debian), under `root`.
     pub fn system(root: &Path) -> Self {
-        let _ = root;
-        todo!("unit helper")
+        UnitPaths {
+            root: root.to_path_buf(),
+            dirs: search::SYSTEM_UNIT_PATH.iter().map(PathBuf::from).collect(),
+        }
     }
+
     /// A colon-separated list in `$SYSTEMD_UNIT_PATH` style (a trailing `:`
     /// appends the default list), under `root`.
     pub fn from_list(root: &Path, list: &str) -> Self {
-        let _ = (root, list);
-        todo!("unit helper")
+        let mut dirs: Vec<PathBuf> = list
+            .split(':')
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .collect();
+        if list.ends_with(':') {
+            dirs.extend(search::SYSTEM_UNIT_PATH.iter().map(PathBuf::from));
+        }
+        UnitPaths {
+            root: root.to_path_buf(),
+            dirs,
+        }
     }
 }
 
@@ -68,49 +92,254 @@ pub struct LoadedService {
     pub warnings: Vec<String>,
 }
 
-/// What the unit files' `%` specifiers resolve to.
-#[derive(Debug, Clone, Default)]
-pub struct SpecifierValues {
-    pub values: BTreeMap<char, String>,
-}
-
 #[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
     /// Basename of a drop-in to leave out (the wrapper's own).
     pub skip_dropin: Option<String>,
+    /// Specifier values to use instead of the system manager's.
+    pub specifiers: Option<specifier::Host>,
 }
 
-/// Load `unit` as systemd would.
+fn read_node(paths: &UnitPaths, node: &Path) -> std::io::Result<Vec<u8>> {
+    let real = search::resolve(&paths.root, node).unwrap_or_else(|| node.to_path_buf());
+    std::fs::read(search::under(&paths.root, &real))
+}
+
+/// Load `unit` as systemd would: fragment, then drop-ins in order; the
+/// `ExecStart=` list folded, and the checks of service_verify.
 pub fn load_service(
     paths: &UnitPaths,
     unit: &str,
     opts: &LoadOptions,
 ) -> anyhow::Result<LoadedService> {
-    let _ = (paths, unit, opts);
-    todo!("unit helper")
+    if search::split_name(unit).is_none() {
+        bail!("{unit:?} is not a unit name");
+    }
+    let files = search::find(&paths.root, &paths.dirs, unit);
+    if files.masked {
+        bail!("{unit} is masked");
+    }
+    let mut svc = LoadedService {
+        fragment: files.fragment.clone(),
+        dropins: files.dropins.clone(),
+        ..Default::default()
+    };
+    if svc.fragment.is_none() && svc.dropins.is_empty() {
+        bail!(
+            "{unit} not found in {}",
+            paths
+                .dirs
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(":")
+        );
+    }
+    let spec = SpecifierValues {
+        host: opts.specifiers.clone().unwrap_or(specifier::Host::System {
+            root: paths.root.clone(),
+            live: paths.root == Path::new("/"),
+        }),
+        unit: unit.to_string(),
+        fragment: files.fragment.clone(),
+    };
+    let mut sources: Vec<(PathBuf, bool)> = Vec::new();
+    if let Some(f) = &files.fragment {
+        sources.push((f.clone(), true));
+    }
+    for d in &files.dropins {
+        if opts
+            .skip_dropin
+            .as_deref()
+            .is_some_and(|skip| d.file_name().is_some_and(|n| n == skip))
+        {
+            continue;
+        }
+        sources.push((d.clone(), false));
+    }
+    for (node, is_fragment) in sources {
+        let data =
+            read_node(paths, &node).with_context(|| format!("reading {}", node.display()))?;
+        let name = node.display().to_string();
+        let parsed = syntax::parse(&data, &name);
+        svc.warnings.extend(parsed.warnings.iter().cloned());
+        let mut fatal = parsed.fatal.clone();
+        if fatal.is_none() {
+            for a in &parsed.assignments {
+                if a.section != "Service" {
+                    continue;
+                }
+                if let Err(e) = apply_assignment(&mut svc, a, &spec) {
+                    fatal = Some(format!("{name}:{}: {e}", a.line));
+                    break;
+                }
+            }
+        } else {
+            // What came before the fatal line still applies.
+            for a in &parsed.assignments {
+                if a.section == "Service"
+                    && let Err(e) = apply_assignment(&mut svc, a, &spec)
+                {
+                    svc.warnings.push(e);
+                    break;
+                }
+            }
+        }
+        if let Some(e) = fatal {
+            if is_fragment {
+                bail!("{unit} failed to load: {e}");
+            }
+            svc.warnings
+                .push(format!("{e}; the rest of this drop-in is ignored"));
+        }
+    }
+    let oneshot = svc.service_type.as_deref() == Some("oneshot");
+    if svc.exec_start.len() > 1 && !oneshot {
+        bail!(
+            "{unit}: Service has more than one ExecStart= setting, which is only allowed for Type=oneshot services. Refusing."
+        );
+    }
+    if svc.exec_start.is_empty() && !oneshot {
+        bail!("{unit}: Service has no ExecStart= setting. Refusing.");
+    }
+    Ok(svc)
+}
+
+/// One `[Service]` assignment. Err = a fatal error for the file.
+fn apply_assignment(
+    svc: &mut LoadedService,
+    a: &syntax::Assignment,
+    spec: &SpecifierValues,
+) -> Result<(), String> {
+    let expand = |w: &[u8]| spec.expand(w);
+    match a.key.as_str() {
+        "ExecStart" => match exec::parse_exec(&a.value, spec) {
+            exec::ExecLine::Reset => svc.exec_start.clear(),
+            exec::ExecLine::Append {
+                commands,
+                warnings,
+                error,
+                fatal,
+            } => {
+                svc.exec_start.extend(commands);
+                svc.warnings.extend(warnings);
+                if let Some(e) = error {
+                    if fatal {
+                        return Err(e);
+                    }
+                    svc.warnings.push(format!("{e}, ignoring"));
+                }
+            }
+        },
+        "Type" => svc.service_type = Some(a.value.clone()),
+        "Environment" => {
+            if a.value.is_empty() {
+                svc.environment.clear();
+            } else {
+                let (vars, warnings) = env::parse_environment_line(&a.value, &expand);
+                svc.warnings.extend(warnings);
+                for (k, v) in vars {
+                    svc.environment.retain(|(old, _)| *old != k);
+                    svc.environment.push((k, v));
+                }
+            }
+        }
+        "EnvironmentFile" => {
+            if a.value.is_empty() {
+                svc.environment_files.clear();
+            } else {
+                let v = String::from_utf8_lossy(&spec.expand(a.value.as_bytes())?).into_owned();
+                let (optional, path) = match v.strip_prefix('-') {
+                    Some(p) => (true, p.to_string()),
+                    None => (false, v),
+                };
+                if path.starts_with('/') {
+                    svc.environment_files.push((path, optional));
+                } else {
+                    svc.warnings.push(format!(
+                        "EnvironmentFile= path is not absolute, ignoring: {path}"
+                    ));
+                }
+            }
+        }
+        "UnsetEnvironment" => {
+            if a.value.is_empty() {
+                svc.unset_environment.clear();
+            } else {
+                for w in words::split(a.value.as_bytes(), words::UNIT).unwrap_or_default() {
+                    svc.unset_environment
+                        .push(String::from_utf8_lossy(&expand(&w)?).into_owned());
+                }
+            }
+        }
+        "ExecSearchPath" => {
+            if a.value.is_empty() {
+                svc.exec_search_path = None;
+            } else {
+                let v = String::from_utf8_lossy(&spec.expand(a.value.as_bytes())?).into_owned();
+                svc.exec_search_path = Some(
+                    v.split(':')
+                        .filter(|d| !d.is_empty())
+                        .map(PathBuf::from)
+                        .collect(),
+                );
+            }
+        }
+        "SyslogIdentifier" => {
+            svc.syslog_identifier =
+                Some(String::from_utf8_lossy(&spec.expand(a.value.as_bytes())?).into_owned());
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// Exec-time `$NAME`/`${NAME}` expansion of argv (systemd's
 /// replace_env_argv), unless the command has `:`.
 pub fn expand_argv(cmd: &ExecCommand, env: &[(OsString, OsString)]) -> Vec<Vec<u8>> {
-    let _ = (cmd, env);
-    todo!("unit helper")
+    if cmd.no_env_expand {
+        return cmd.argv.clone();
+    }
+    env::replace_env_argv(&cmd.argv, env)
 }
 
-// TEMP(lead): contract additions, implemented on the unit branch.
-pub fn resolve_executable(
-    path: &std::ffi::OsStr,
-    exec_search_path: Option<&[PathBuf]>,
-    root: &Path,
-) -> anyhow::Result<PathBuf> {
-    let _ = (path, exec_search_path, root);
-    todo!()
-}
+/// The environment systemd would give the service, offline: the manager's
+/// (`manager_env`), then `Environment=`, then the `EnvironmentFile=`s read
+/// under the root, minus `UnsetEnvironment=`.
 pub fn offline_environment(
     svc: &LoadedService,
     root: &Path,
     manager_env: &[(OsString, OsString)],
 ) -> anyhow::Result<Vec<(OsString, OsString)>> {
-    let _ = (svc, root, manager_env);
-    todo!()
+    let mut out: Vec<(OsString, OsString)> = manager_env.to_vec();
+    env::merge(&mut out, svc.environment.iter().cloned());
+    for (pattern, optional) in &svc.environment_files {
+        let matches = env::glob(root, pattern);
+        if matches.is_empty() {
+            if *optional {
+                continue;
+            }
+            bail!(
+                "EnvironmentFile={pattern} does not exist under {}; systemd would fail the start",
+                root.display()
+            );
+        }
+        for m in matches {
+            let data = match std::fs::read(search::under(root, &m)) {
+                Ok(d) => d,
+                Err(_) if *optional => continue,
+                Err(e) => return Err(e).with_context(|| format!("reading {}", m.display())),
+            };
+            env::merge(&mut out, env::parse_env_file(&data));
+        }
+    }
+    out.retain(|(k, v)| {
+        !svc.unset_environment
+            .iter()
+            .any(|u| match u.split_once('=') {
+                Some((name, value)) => k == name && v == value,
+                None => k == u.as_str(),
+            })
+    });
+    Ok(out)
 }

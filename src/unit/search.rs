@@ -1,0 +1,259 @@
+//! Which files make up a unit: the fragment from the search path, the
+//! drop-in directories, and which `.conf` files apply in which order.
+//! See systemd.unit(5) "Unit File Load Path" and "Description" (drop-ins).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The system manager's search path of systemd 252 on Debian, highest
+/// priority first (`systemd-analyze unit-paths`).
+pub const SYSTEM_UNIT_PATH: &[&str] = &[
+    "/etc/systemd/system.control",
+    "/run/systemd/system.control",
+    "/run/systemd/transient",
+    "/run/systemd/generator.early",
+    "/etc/systemd/system",
+    "/etc/systemd/system.attached",
+    "/run/systemd/system",
+    "/run/systemd/system.attached",
+    "/run/systemd/generator",
+    "/usr/local/lib/systemd/system",
+    "/lib/systemd/system",
+    "/usr/lib/systemd/system",
+    "/run/systemd/generator.late",
+];
+
+/// A node path under `root`.
+pub fn under(root: &Path, node: &Path) -> PathBuf {
+    root.join(node.strip_prefix("/").unwrap_or(node))
+}
+
+/// Follow symlinks of a node path inside `root` (absolute targets are
+/// node paths). Returns the final node path, or None for a dangling link.
+pub fn resolve(root: &Path, node: &Path) -> Option<PathBuf> {
+    let mut current = node.to_path_buf();
+    for _ in 0..32 {
+        let meta = std::fs::symlink_metadata(under(root, &current)).ok()?;
+        if !meta.file_type().is_symlink() {
+            return Some(current);
+        }
+        let target = std::fs::read_link(under(root, &current)).ok()?;
+        current = if target.is_absolute() {
+            target
+        } else {
+            current.parent()?.join(target)
+        };
+        if current == Path::new("/dev/null") {
+            return Some(current);
+        }
+    }
+    None
+}
+
+/// Empty file or a link to /dev/null: masks a unit or a drop-in.
+pub fn is_masked(root: &Path, node: &Path) -> bool {
+    match resolve(root, node) {
+        Some(p) if p == Path::new("/dev/null") => true,
+        Some(p) => std::fs::metadata(under(root, &p)).is_ok_and(|m| m.is_file() && m.len() == 0),
+        None => false,
+    }
+}
+
+/// (prefix, instance, suffix): `foo@bar.service` → (`foo`, Some(`bar`), `service`).
+pub fn split_name(name: &str) -> Option<(&str, Option<&str>, &str)> {
+    let (stem, suffix) = name.rsplit_once('.')?;
+    Some(match stem.split_once('@') {
+        Some((p, i)) => (p, Some(i), suffix),
+        None => (stem, None, suffix),
+    })
+}
+
+fn template_of(name: &str) -> Option<String> {
+    let (prefix, instance, suffix) = split_name(name)?;
+    instance
+        .filter(|i| !i.is_empty())
+        .map(|_| format!("{prefix}@.{suffix}"))
+}
+
+/// The directories to look for drop-ins of `name` in one search dir, in
+/// systemd's order: `name.d`, the template's, then dash prefixes.
+fn dropin_dir_names(name: &str, out: &mut Vec<String>) {
+    out.push(format!("{name}.d"));
+    if let Some(t) = template_of(name) {
+        dropin_dir_names(&t, out);
+    }
+    let Some((prefix, instance, suffix)) = split_name(name) else {
+        return;
+    };
+    // "foo-bar-baz" → "foo-bar-", and recursively "foo-"; a trailing dash
+    // is chopped once first.
+    let mut p = prefix.to_string();
+    let mut chopped = false;
+    loop {
+        let Some(dash) = p.rfind('-') else { return };
+        if dash == 0 {
+            return;
+        }
+        if dash + 1 < p.len() || chopped {
+            p.truncate(dash + 1);
+            break;
+        }
+        p.truncate(dash);
+        chopped = true;
+    }
+    // A template's own prefixes are looked up without the '@'.
+    let built = match instance.filter(|i| !i.is_empty()) {
+        Some(i) => format!("{p}@{i}.{suffix}"),
+        None => format!("{p}.{suffix}"),
+    };
+    dropin_dir_names(&built, out);
+}
+
+/// The unit's files: (fragment node path, masked, drop-ins in order).
+pub struct UnitFiles {
+    pub fragment: Option<PathBuf>,
+    pub masked: bool,
+    pub dropins: Vec<PathBuf>,
+}
+
+pub fn find(root: &Path, dirs: &[PathBuf], name: &str) -> UnitFiles {
+    let mut names = vec![name.to_string()];
+    if let Some(t) = template_of(name) {
+        names.push(t);
+    }
+    let mut fragment = None;
+    let mut masked = false;
+    'outer: for n in &names {
+        for dir in dirs {
+            let candidate = dir.join(n);
+            if std::fs::symlink_metadata(under(root, &candidate)).is_ok() {
+                if is_masked(root, &candidate) {
+                    masked = true;
+                } else {
+                    fragment = resolve(root, &candidate);
+                }
+                break 'outer;
+            }
+        }
+    }
+
+    let mut dir_names = Vec::new();
+    dropin_dir_names(name, &mut dir_names);
+    let mut dropin_dirs: Vec<PathBuf> = Vec::new();
+    for dir in dirs {
+        for d in &dir_names {
+            dropin_dirs.push(dir.join(d));
+        }
+    }
+    // The type-level directory (`service.d`) comes last, being most generic.
+    if let Some((_, _, suffix)) = split_name(name) {
+        for dir in dirs {
+            dropin_dirs.push(dir.join(format!("{suffix}.d")));
+        }
+    }
+    // First occurrence of a basename wins; then byte order of basenames.
+    let mut winners: BTreeMap<Vec<u8>, PathBuf> = BTreeMap::new();
+    for d in &dropin_dirs {
+        let Some(real) = resolve(root, d) else {
+            continue;
+        };
+        let Ok(entries) = std::fs::read_dir(under(root, &real)) else {
+            continue;
+        };
+        let mut names: Vec<std::ffi::OsString> = entries
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name())
+            .collect();
+        names.sort();
+        for fname in names {
+            use std::os::unix::ffi::OsStrExt;
+            let b = fname.as_bytes();
+            if b.starts_with(b".") || !b.ends_with(b".conf") || winners.contains_key(b) {
+                continue;
+            }
+            winners.insert(b.to_vec(), d.join(&fname));
+        }
+    }
+    UnitFiles {
+        fragment,
+        masked,
+        dropins: winners.into_values().collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dash_prefix_and_template_dirs() {
+        let mut v = Vec::new();
+        dropin_dir_names("foo-bar-baz.service", &mut v);
+        assert_eq!(
+            v,
+            [
+                "foo-bar-baz.service.d",
+                "foo-bar-.service.d",
+                "foo-.service.d"
+            ]
+        );
+        let mut v = Vec::new();
+        dropin_dir_names("tpl@x.service", &mut v);
+        assert_eq!(v, ["tpl@x.service.d", "tpl@.service.d"]);
+        let mut v = Vec::new();
+        dropin_dir_names("a-b@x.service", &mut v);
+        assert_eq!(
+            v,
+            [
+                "a-b@x.service.d",
+                "a-b@.service.d",
+                "a-.service.d",
+                "a-@x.service.d",
+                "a-@.service.d"
+            ]
+        );
+    }
+
+    #[test]
+    fn shadowing_masking_and_byte_order() {
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        let mk = |p: &str, text: &str| {
+            let p = under(r, Path::new(p));
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        mk("/usr/lib/systemd/system/k.service", "[Service]\n");
+        mk("/etc/systemd/system/k.service.d/10-a.conf", "x");
+        mk("/usr/lib/systemd/system/k.service.d/10-a.conf", "low");
+        mk("/usr/lib/systemd/system/k.service.d/9-b.conf", "x");
+        mk("/usr/lib/systemd/system/service.d/99-all.conf", "x");
+        mk("/run/systemd/system/k.service.d/B.conf", "x");
+        mk("/run/systemd/system/k.service.d/a.conf", "x");
+        mk("/run/systemd/system/k.service.d/.hidden.conf", "x");
+        mk("/run/systemd/system/k.service.d/x.txt", "x");
+        let dirs: Vec<PathBuf> = SYSTEM_UNIT_PATH.iter().map(PathBuf::from).collect();
+        let f = find(r, &dirs, "k.service");
+        assert_eq!(
+            f.fragment.unwrap(),
+            PathBuf::from("/usr/lib/systemd/system/k.service")
+        );
+        let names: Vec<String> = f.dropins.iter().map(|p| p.display().to_string()).collect();
+        assert_eq!(
+            names,
+            [
+                "/etc/systemd/system/k.service.d/10-a.conf",
+                "/usr/lib/systemd/system/k.service.d/9-b.conf",
+                "/usr/lib/systemd/system/service.d/99-all.conf",
+                "/run/systemd/system/k.service.d/B.conf",
+                "/run/systemd/system/k.service.d/a.conf",
+            ]
+        );
+        std::os::unix::fs::symlink(
+            "/dev/null",
+            under(r, Path::new("/etc/systemd/system/k.service")),
+        )
+        .unwrap();
+        assert!(find(r, &dirs, "k.service").masked);
+    }
+}
