@@ -124,7 +124,8 @@ pub fn load_service(
         dropins: files.dropins.clone(),
         ..Default::default()
     };
-    if svc.fragment.is_none() && svc.dropins.is_empty() {
+    // Drop-ins alone do not make a unit: systemd says not-found.
+    if svc.fragment.is_none() {
         bail!(
             "{unit} not found in {}",
             paths

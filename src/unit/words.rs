@@ -43,6 +43,25 @@ fn unhex(c: u8) -> Option<u32> {
     (c as char).to_digit(16)
 }
 
+/// UTF-8 bytes of a code point, without refusing surrogates.
+fn utf8_encode(v: u32) -> Vec<u8> {
+    match v {
+        0..=0x7f => vec![v as u8],
+        0x80..=0x7ff => vec![0xc0 | (v >> 6) as u8, 0x80 | (v & 0x3f) as u8],
+        0x800..=0xffff => vec![
+            0xe0 | (v >> 12) as u8,
+            0x80 | ((v >> 6) & 0x3f) as u8,
+            0x80 | (v & 0x3f) as u8,
+        ],
+        _ => vec![
+            0xf0 | (v >> 18) as u8,
+            0x80 | ((v >> 12) & 0x3f) as u8,
+            0x80 | ((v >> 6) & 0x3f) as u8,
+            0x80 | (v & 0x3f) as u8,
+        ],
+    }
+}
+
 /// One escape after a backslash: (bytes it yields, input bytes consumed).
 pub fn cunescape_one(s: &[u8]) -> Option<(Vec<u8>, usize)> {
     let simple = |b: u8| Some((vec![b], 1));
@@ -72,9 +91,12 @@ pub fn cunescape_one(s: &[u8]) -> Option<(Vec<u8>, usize)> {
             if v == 0 {
                 return None;
             }
-            let c = char::from_u32(v)?;
-            let mut buf = [0u8; 4];
-            Some((c.encode_utf8(&mut buf).as_bytes().to_vec(), n + 1))
+            // \U must be a valid code point; \u is encoded as is, so a
+            // surrogate gives its three (invalid UTF-8) bytes, as systemd does.
+            if s[0] == b'U' {
+                char::from_u32(v)?;
+            }
+            Some((utf8_encode(v), n + 1))
         }
         b'0'..=b'7' => {
             let oct = |c: Option<&u8>| {

@@ -1,0 +1,58 @@
+/* Stands in for kubelet (and any ExecStart program) under a real systemd:
+ * writes its argv (hex, one per line), /proc/self/exe and its environment
+ * to $RECORD_DIR/<unit>.<pid>, where <unit> is the last component of its
+ * cgroup; sends READY=1 to $NOTIFY_SOCKET so Type=notify units start. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+extern char **environ;
+
+static void hex(FILE *f, const char *s) {
+    for (; *s; s++) fprintf(f, "%02x", (unsigned char)*s);
+    fputc('\n', f);
+}
+
+int main(int argc, char **argv) {
+    const char *dir = getenv("RECORD_DIR");
+    char unit[256] = "unknown", line[4096], path[4500], exe[4096];
+    FILE *cg = fopen("/proc/self/cgroup", "r");
+    if (cg) {
+        while (fgets(line, sizeof line, cg)) {
+            char *slash = strrchr(line, '/');
+            if (slash) {
+                snprintf(unit, sizeof unit, "%s", slash + 1);
+                unit[strcspn(unit, "\n")] = 0;
+            }
+        }
+        fclose(cg);
+    }
+    if (!dir) dir = "/tmp";
+    snprintf(path, sizeof path, "%s/%s.%d", dir, unit, (int)getpid());
+    FILE *f = fopen(path, "w");
+    if (!f) return 71;
+    fprintf(f, "argc %d\n", argc);
+    for (int i = 0; i < argc; i++) hex(f, argv[i]);
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = 0;
+    fprintf(f, "exe\n");
+    hex(f, exe);
+    fprintf(f, "env\n");
+    for (char **e = environ; *e; e++) hex(f, *e);
+    fclose(f);
+    const char *ns = getenv("NOTIFY_SOCKET");
+    if (ns && *ns) {
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        strncpy(sa.sun_path, ns, sizeof sa.sun_path - 1);
+        if (sa.sun_path[0] == '@') sa.sun_path[0] = 0;
+        int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+        sendto(fd, "READY=1", 7, 0, (struct sockaddr *)&sa,
+               offsetof(struct sockaddr_un, sun_path) + strlen(ns));
+    }
+    const char *code = getenv("RECORDER_EXIT");
+    return code ? atoi(code) : 0;
+}
