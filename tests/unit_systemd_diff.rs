@@ -605,7 +605,7 @@ fn compare(
         )
         .map_err(|e| format!("resolving: {e:#}"))?;
         let real = std::fs::canonicalize(&exe).unwrap_or(exe);
-        if real != PathBuf::from(&rec.exe) {
+        if real != Path::new(&rec.exe) {
             return Err(format!("exe: ours {}, systemd {}", real.display(), rec.exe));
         }
     }

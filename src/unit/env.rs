@@ -22,12 +22,15 @@ fn value_is_valid(v: &[u8]) -> bool {
             .any(|&c| (c < b' ' && c != b'\t' && c != b'\n') || c == 127)
 }
 
+/// Specifier expansion as a callback (keeps env.rs free of unit names).
+pub type Expand<'a> = &'a dyn Fn(&[u8]) -> Result<Vec<u8>, String>;
+
 /// One `Environment=` value: words with quotes and C escapes; an invalid
 /// word (or a bad escape: no relaxed retry here) drops the rest of the line.
 /// `expand` applies specifiers. Returns (assignments, warnings).
 pub fn parse_environment_line(
     rvalue: &str,
-    expand: &dyn Fn(&[u8]) -> Result<Vec<u8>, String>,
+    expand: Expand,
 ) -> (Vec<(String, Vec<u8>)>, Vec<String>) {
     let mut out = Vec::new();
     let mut warnings = Vec::new();

@@ -50,20 +50,14 @@ pub fn parse_exec(rvalue: &str, spec: &SpecifierValues) -> ExecLine {
             fatal: !ignore,
         }
     };
-    loop {
-        let first = match extract_word_relaxed(s, &mut pos, UNIT) {
-            Ok(Some((w, relaxed))) => {
-                if relaxed {
-                    warnings.push(format!(
-                        "Ignoring unknown escape sequences: \"{}\"",
-                        String::from_utf8_lossy(&w)
-                    ));
-                }
-                w
-            }
-            // An unusable first word drops the rest of the line, not fatal.
-            Ok(None) | Err(_) => break,
-        };
+    // An unusable first word drops the rest of the line, not fatal.
+    while let Ok(Some((first, relaxed))) = extract_word_relaxed(s, &mut pos, UNIT) {
+        if relaxed {
+            warnings.push(format!(
+                "Ignoring unknown escape sequences: \"{}\"",
+                String::from_utf8_lossy(&first)
+            ));
+        }
         if first == b";" {
             continue;
         }

@@ -17,7 +17,10 @@ pub fn require_fixtures() -> Option<PathBuf> {
     if dir.is_dir() {
         return Some(dir);
     }
-    let why = format!("{} is absent; skipping the MCO template tests", dir.display());
+    let why = format!(
+        "{} is absent; skipping the MCO template tests",
+        dir.display()
+    );
     assert!(std::env::var_os("CI").is_none(), "{why}");
     eprintln!("{why}");
     None

@@ -53,6 +53,13 @@ int main(int argc, char **argv) {
         sendto(fd, "READY=1", 7, 0, (struct sockaddr *)&sa,
                offsetof(struct sockaddr_un, sun_path) + strlen(ns));
     }
+    /* Play a kubelet that refuses a flag: exit 1 when an argument contains
+     * $RECORDER_FAIL_IF_ARG; otherwise stay up $RECORDER_SLEEP seconds. */
+    const char *refuse = getenv("RECORDER_FAIL_IF_ARG");
+    for (int i = 1; refuse && *refuse && i < argc; i++)
+        if (strstr(argv[i], refuse)) return 1;
+    const char *nap = getenv("RECORDER_SLEEP");
+    if (nap) sleep(atoi(nap));
     const char *code = getenv("RECORDER_EXIT");
     return code ? atoi(code) : 0;
 }

@@ -150,6 +150,8 @@ pub struct UserRun {
     pub manager_env: Vec<(String, String)>,
     /// Start each unit this many times (restarts after it ended).
     pub starts: usize,
+    /// Seconds to let processes run (and restart) before asking systemd.
+    pub settle_secs: f32,
 }
 
 impl UserRun {
@@ -160,6 +162,7 @@ impl UserRun {
             overlays: Vec::new(),
             manager_env: Vec::new(),
             starts: 1,
+            settle_secs: 0.3,
         }
     }
 }
@@ -216,10 +219,7 @@ pub fn run_user_manager(run: &UserRun, scratch: &Path) -> BTreeMap<String, Outco
         let _ = std::fs::remove_dir_all(d);
         std::fs::create_dir_all(d).unwrap();
     }
-    let mut script = String::from(
-        "set -u\n\
-         mkdir -p /run/systemd && mount -t tmpfs tmpfs /run/systemd && mkdir -p /run/systemd/system\n",
-    );
+    let mut script = String::from("set -u\n");
     for (i, (target, upper)) in run.overlays.iter().enumerate() {
         let work = scratch.join(format!("overlay-work-{i}"));
         std::fs::create_dir_all(&work).unwrap();
@@ -230,6 +230,8 @@ pub fn run_user_manager(run: &UserRun, scratch: &Path) -> BTreeMap<String, Outco
             w = sh_quote(&work.display().to_string()),
         );
     }
+    // After the overlays, so an overlay on /run does not hide it.
+    script += "mkdir -p /run/systemd && mount -t tmpfs tmpfs /run/systemd && mkdir -p /run/systemd/system\n";
     script += &format!(
         "export XDG_RUNTIME_DIR={rt} XDG_CONFIG_HOME={cfg} RECORD_DIR={rec}\nchmod 700 \"$XDG_RUNTIME_DIR\"\n",
         rt = sh_quote(&rt.display().to_string()),
@@ -254,10 +256,11 @@ pub fn run_user_manager(run: &UserRun, scratch: &Path) -> BTreeMap<String, Outco
            timeout 60 systemctl --user start --no-block {units} >/dev/null 2>&1\n\
            for i in $(seq 600); do j=$(systemctl --user list-jobs --no-legend 2>/dev/null | wc -l); \
          [ \"$j\" = 0 ] && break; sleep 0.05; done\n\
-           sleep 0.3\n\
+           sleep {settle}\n\
            timeout 5 systemctl --user reset-failed {units} >/dev/null 2>&1 || true\n\
          done\n",
         starts = run.starts,
+        settle = run.settle_secs,
         units = units.join(" "),
     );
     // One unit a call: a unit whose argv is not UTF-8 makes `show` fail.
