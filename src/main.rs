@@ -85,8 +85,31 @@ fn cmd_validate(c: ValidateConfig) -> Result<ExitCode> {
 // ---- render (render module) ----
 
 fn cmd_render_dropins(c: RenderDropinsConfig) -> Result<ExitCode> {
-    let _ = c;
-    anyhow::bail!("render dropins: not implemented yet")
+    use kubelet_labeler::render::{additions, tree};
+    let prof = profile(c.additions.profile.unwrap_or(ProfileArg::Upstream));
+    let additions = additions::from_cli(&c.additions.labels, &c.additions.taints, prof)?;
+    let wrapper = match c.wrapper {
+        Some(w) => w,
+        None => beside_this_program("kubelet-labeler-wrapper")?,
+    };
+    let written = tree::render_tree(&tree::TreeOptions {
+        root: c.root,
+        unit: c.unit,
+        additions,
+        profile: prof,
+        wrapper,
+        force: c.force,
+    })?;
+    for p in written {
+        println!("wrote {}", p.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A file shipped next to this binary.
+fn beside_this_program(name: &str) -> Result<std::path::PathBuf> {
+    let exe = std::env::current_exe().context("finding this program")?;
+    Ok(exe.with_file_name(name))
 }
 
 fn cmd_render_machineconfig(c: RenderMachineConfigConfig) -> Result<ExitCode> {

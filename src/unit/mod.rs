@@ -101,6 +101,10 @@ pub struct LoadOptions {
 }
 
 fn read_node(paths: &UnitPaths, node: &Path) -> std::io::Result<Vec<u8>> {
+    // A drop-in linked to /dev/null masks its name and says nothing.
+    if search::is_masked(&paths.root, node) {
+        return Ok(Vec::new());
+    }
     let real = search::resolve(&paths.root, node).unwrap_or_else(|| node.to_path_buf());
     std::fs::read(search::under(&paths.root, &real))
 }

@@ -50,6 +50,60 @@ pub fn resolve(root: &Path, node: &Path) -> Option<PathBuf> {
     None
 }
 
+/// The node path `node` really is, with every symlink along it followed
+/// inside `root`.
+pub fn canonical(root: &Path, node: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    let mut pending: Vec<std::ffi::OsString> = node
+        .components()
+        .rev()
+        .filter_map(|c| match c {
+            std::path::Component::Normal(n) => Some(n.to_os_string()),
+            _ => None,
+        })
+        .collect();
+    let mut hops = 0;
+    while let Some(part) = pending.pop() {
+        let next = out.join(&part);
+        match std::fs::read_link(under(root, &next)) {
+            Ok(target) if hops < 32 => {
+                hops += 1;
+                if target.is_absolute() {
+                    out = PathBuf::from("/");
+                }
+                for c in target.components().rev() {
+                    match c {
+                        std::path::Component::Normal(n) => pending.push(n.to_os_string()),
+                        std::path::Component::ParentDir => pending.push("..".into()),
+                        _ => {}
+                    }
+                }
+            }
+            _ if part == ".." => {
+                out.pop();
+            }
+            _ => out = next,
+        }
+    }
+    out
+}
+
+/// Search directories with duplicates dropped (`/lib` is `/usr/lib` on a
+/// merged-usr system): systemd keeps the first, so units there are reported
+/// under the first name.
+pub fn dedup_dirs(root: &Path, dirs: &[PathBuf]) -> Vec<PathBuf> {
+    let mut seen = Vec::new();
+    let mut out = Vec::new();
+    for d in dirs {
+        let c = canonical(root, d);
+        if !seen.contains(&c) {
+            seen.push(c);
+            out.push(d.clone());
+        }
+    }
+    out
+}
+
 /// Empty file or a link to /dev/null: masks a unit or a drop-in.
 pub fn is_masked(root: &Path, node: &Path) -> bool {
     match resolve(root, node) {
@@ -117,6 +171,7 @@ pub struct UnitFiles {
 }
 
 pub fn find(root: &Path, dirs: &[PathBuf], name: &str) -> UnitFiles {
+    let dirs = &dedup_dirs(root, dirs);
     let mut names = vec![name.to_string()];
     if let Some(t) = template_of(name) {
         names.push(t);
@@ -154,10 +209,10 @@ pub fn find(root: &Path, dirs: &[PathBuf], name: &str) -> UnitFiles {
     // First occurrence of a basename wins; then byte order of basenames.
     let mut winners: BTreeMap<Vec<u8>, PathBuf> = BTreeMap::new();
     for d in &dropin_dirs {
-        let Some(real) = resolve(root, d) else {
-            continue;
-        };
-        let Ok(entries) = std::fs::read_dir(under(root, &real)) else {
+        // systemd chases symlinks in a drop-in directory's path and names
+        // its files by the result (on Debian /lib/... shows as /usr/lib/...).
+        let d = &canonical(root, d);
+        let Ok(entries) = std::fs::read_dir(under(root, d)) else {
             continue;
         };
         let mut names: Vec<std::ffi::OsString> = entries

@@ -1,0 +1,320 @@
+//! The built binary in scratch trees: `render dropins`, `explain`,
+//! `validate`, and `explain` against `systemd --test --system`.
+
+#[path = "support/systemd_oracle.rs"]
+mod systemd_oracle;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A kubeadm host: the deb's kubelet.service and 10-kubeadm.conf, the flags
+/// file kubeadm writes, and a kubelet binary.
+fn kubeadm_root(root: &Path) {
+    write(
+        &root.join("usr/lib/systemd/system/kubelet.service"),
+        "[Unit]\nDescription=kubelet\n[Service]\nExecStart=/usr/bin/kubelet\nRestart=always\n",
+    );
+    write(
+        &root.join("usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf"),
+        "[Service]\nEnvironment=\"KUBELET_KUBECONFIG_ARGS=--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf --kubeconfig=/etc/kubernetes/kubelet.conf\"\n\
+         Environment=\"KUBELET_CONFIG_ARGS=--config=/var/lib/kubelet/config.yaml\"\n\
+         EnvironmentFile=-/var/lib/kubelet/kubeadm-flags.env\nEnvironmentFile=-/etc/default/kubelet\n\
+         ExecStart=\nExecStart=/usr/bin/kubelet $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS\n",
+    );
+    write(
+        &root.join("var/lib/kubelet/kubeadm-flags.env"),
+        "KUBELET_KUBEADM_ARGS=\"--container-runtime-endpoint=unix:///var/run/containerd/containerd.sock\"\n",
+    );
+    write(
+        &root.join("var/lib/kubelet/config.yaml"),
+        "kind: KubeletConfiguration\nregisterWithTaints:\n- key: node.example.com/existing\n  effect: NoSchedule\n",
+    );
+    write(&root.join("usr/bin/kubelet"), "#!/bin/sh\n");
+    std::fs::set_permissions(
+        root.join("usr/bin/kubelet"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+}
+
+fn explain_json(root: &Path) -> serde_json::Value {
+    let out = bin()
+        .args(["explain", "--json", "--root"])
+        .arg(root)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "explain: {}", stderr(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn render_dropins_then_explain() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    kubeadm_root(root);
+    let before = explain_json(root);
+    assert_eq!(before["argv"], before["original_argv"]);
+    assert_eq!(before["wrapper_installed"], false);
+
+    let out = bin()
+        .args([
+            "render",
+            "dropins",
+            "--label",
+            "node.kubernetes.io/gpu=",
+            "--taint",
+            "nvidia.com/gpu=true:NoSchedule",
+            "--root",
+        ])
+        .arg(root)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let wrapper = root.join("usr/local/bin/kubelet-labeler-wrapper");
+    let mode = std::fs::metadata(&wrapper).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o755);
+    assert_eq!(
+        std::fs::read(&wrapper).unwrap(),
+        std::fs::read(env!("CARGO_BIN_EXE_kubelet-labeler-wrapper")).unwrap()
+    );
+    let dropin = std::fs::read_to_string(
+        root.join("etc/systemd/system/kubelet.service.d/zz-kubelet-labeler.conf"),
+    )
+    .unwrap();
+    assert_eq!(
+        dropin,
+        std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("units/kubelet.service.d/zz-kubelet-labeler.conf")
+        )
+        .unwrap()
+    );
+
+    let after = explain_json(root);
+    assert_eq!(after["wrapper_installed"], true);
+    assert_eq!(after["original_argv"], before["original_argv"]);
+    let argv: Vec<&str> = after["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(argv[0], "/usr/bin/kubelet");
+    assert!(
+        argv.contains(&"--node-labels=node.kubernetes.io/gpu="),
+        "{argv:?}"
+    );
+    // The config file's taint is kept in the one merged flag.
+    assert!(
+        argv.contains(&"--register-with-taints=node.example.com/existing=:NoSchedule,nvidia.com/gpu=true:NoSchedule"),
+        "{argv:?}"
+    );
+    let human = stdout(
+        &bin()
+            .args(["explain", "--root"])
+            .arg(root)
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        human.contains("+ [") && human.contains("--node-labels=node.kubernetes.io/gpu="),
+        "{human}"
+    );
+}
+
+#[test]
+fn render_dropins_refuses_bad_input_and_overwrites_only_with_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let out = bin()
+        .args([
+            "render",
+            "dropins",
+            "--label",
+            "node-role.kubernetes.io/infra=",
+            "--root",
+        ])
+        .arg(root)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("node-role.kubernetes.io/infra"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        std::fs::read_dir(root).unwrap().next().is_none(),
+        "nothing may be written"
+    );
+
+    let render = |label: &str, force: bool| {
+        let mut c = bin();
+        c.args(["render", "dropins", "--label", label, "--root"])
+            .arg(root);
+        if force {
+            c.arg("--force");
+        }
+        c.output().unwrap()
+    };
+    assert!(render("a=1", false).status.success());
+    let env = root.join("etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf");
+    let first = std::fs::read_to_string(&env).unwrap();
+    let out = render("a=2", false);
+    assert!(
+        !out.status.success() && stderr(&out).contains("--force"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read_to_string(&env).unwrap(), first);
+    assert!(render("a=2", true).status.success());
+    assert!(std::fs::read_to_string(&env).unwrap().contains("=a=2\""));
+}
+
+#[test]
+fn validate_exit_codes_and_messages() {
+    let run = |args: &[&str]| bin().arg("validate").args(args).output().unwrap();
+    let ok = run(&[
+        "--profile",
+        "openshift",
+        "--",
+        "--node-labels=node-role.kubernetes.io/worker,node.kubernetes.io/x=",
+        "--register-with-taints=a=b:NoSchedule",
+    ]);
+    assert_eq!(ok.status.code(), Some(0), "{}", stdout(&ok));
+    let no = run(&["--", "--node-labels=node-role.kubernetes.io/worker"]);
+    assert_eq!(no.status.code(), Some(1));
+    assert!(stdout(&no).contains("node-role.kubernetes.io/worker"));
+    let no = run(&["--json", "--", "--register-with-taints=a:Bogus"]);
+    assert_eq!(no.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_slice(&no.stdout).unwrap();
+    assert_eq!(json["valid"], false);
+    assert!(json["errors"][0].as_str().unwrap().contains("a:Bogus"));
+    assert_eq!(run(&[]).status.code(), Some(2));
+    assert_eq!(
+        run(&["--profile", "nope", "--", "--v=1"]).status.code(),
+        Some(2)
+    );
+}
+
+/// `explain`'s fragment and drop-ins are what PID 1 would load, across
+/// /etc, /run and /usr/lib, with shadowing, masking, dash-prefix and
+/// type-level drop-ins.
+#[test]
+fn explain_matches_systemd_test_system() {
+    if systemd_oracle::unavailable().is_some() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let scratch = dir.path();
+    let etc = scratch.join("etc");
+    let run = scratch.join("run/system");
+    let usr = scratch.join("usr-lib");
+    let unit = "kubelet-labeler-test-kubelet.service";
+    write(&usr.join(unit), "[Service]\nExecStart=/usr/bin/true usr\n");
+    write(&etc.join(unit), "[Service]\nExecStart=/usr/bin/true etc\n");
+    write(
+        &usr.join(format!("{unit}.d/10-a.conf")),
+        "[Service]\nEnvironment=A=usr\n",
+    );
+    write(
+        &etc.join(format!("{unit}.d/10-a.conf")),
+        "[Service]\nEnvironment=A=etc\n",
+    );
+    write(
+        &run.join(format!("{unit}.d/20-b.conf")),
+        "[Service]\nEnvironment=B=run\n",
+    );
+    write(
+        &usr.join(format!("{unit}.d/20-b.conf")),
+        "[Service]\nEnvironment=B=usr\n",
+    );
+    write(
+        &usr.join(format!("{unit}.d/30-masked.conf")),
+        "[Service]\nEnvironment=C=usr\n",
+    );
+    std::fs::create_dir_all(etc.join(format!("{unit}.d"))).unwrap();
+    std::os::unix::fs::symlink("/dev/null", etc.join(format!("{unit}.d/30-masked.conf"))).unwrap();
+    write(
+        &usr.join("kubelet-labeler-.service.d/40-dash.conf"),
+        "[Service]\nEnvironment=D=dash\n",
+    );
+    write(
+        &run.join("kubelet-labeler-test-.service.d/05-dash.conf"),
+        "[Service]\nEnvironment=E=dash\n",
+    );
+    write(
+        &usr.join("kubelet-labeler-test-kubelet.service.d/zz-kubelet-labeler.conf"),
+        "[Service]\nSyslogIdentifier=kubelet\n",
+    );
+
+    let block = systemd_oracle::system_test(scratch, &etc, &run, &usr, unit);
+    let (fragment, dropins) = systemd_oracle::dump_paths(&block);
+
+    // The same tree as a node root; /lib is /usr/lib as on Debian 12.
+    let root = scratch.join("root");
+    copy_tree(&etc, &root.join("etc/systemd/system"));
+    copy_tree(&run, &root.join("run/systemd/system"));
+    copy_tree(&usr, &root.join("usr/lib/systemd/system"));
+    std::os::unix::fs::symlink("usr/lib", root.join("lib")).unwrap();
+    write(&root.join("usr/bin/true"), "");
+    std::fs::set_permissions(
+        root.join("usr/bin/true"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let out = bin()
+        .args(["explain", "--json", "--unit", unit, "--root"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ours: Vec<String> = json["dropins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        json["fragment"].as_str().map(String::from),
+        fragment,
+        "fragment (systemd block:\n{block})"
+    );
+    assert_eq!(ours, dropins, "drop-ins (systemd block:\n{block})");
+    assert_eq!(dropins.len(), 6, "{block}");
+}
+
+fn copy_tree(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for e in std::fs::read_dir(src).unwrap() {
+        let e = e.unwrap();
+        let to = dst.join(e.file_name());
+        let ft = e.file_type().unwrap();
+        if ft.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(e.path()).unwrap(), &to).unwrap();
+        } else if ft.is_dir() {
+            copy_tree(&e.path(), &to);
+        } else {
+            std::fs::copy(e.path(), &to).unwrap();
+        }
+    }
+}
