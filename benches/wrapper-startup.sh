@@ -5,10 +5,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-2000}
-cargo build --quiet --profile wrapper --target x86_64-unknown-linux-musl --bin kubelet-labeler-wrapper
+wrapper=$(bash machineconfigs/build-wrapper.sh x86_64)
+cargo build --quiet --release --bin kubelet-labeler
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 printf 'int main(void) { return 0; }\n' > "$work/noop.c"
 cc -O2 -static -o "$work/noop" "$work/noop.c"
-python3 benches/wrapper_startup.py \
-  target/x86_64-unknown-linux-musl/wrapper/kubelet-labeler-wrapper "$work/noop" "$runs"
+python3 benches/wrapper_startup.py "$wrapper" "$work/noop" target/release/kubelet-labeler "$runs" 2>/dev/null
+ls -l "$wrapper" | awk '{print "wrapper size: " $5 " bytes"}'
+echo "wrapper gzip -9 + base64 (as a MachineConfig carries it): $(gzip -9 -c "$wrapper" | base64 -w0 | wc -c) bytes"

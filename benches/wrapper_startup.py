@@ -7,12 +7,15 @@ ours, with a no-op static program as kubenswrapper. Then it execs, many times
 and interleaved, (a) the wrapper as systemd would (the environment systemd
 builds, the wrapper's own drop-in args) and (b) the no-op directly with the
 argv systemd would have run. Reports the median wall time of each, the
-difference, and the peak RSS of the wrapper run (ru_maxrss covers the
-wrapper image too: Linux carries the high-water mark across execve).
+difference, and the peak RSS of a wrapper run, read by GNU time (its
+ru_maxrss covers the wrapper image too: Linux carries the high-water mark
+across execve; posix_spawn's shared-memory child would report Python's).
 
-usage: wrapper_startup.py WRAPPER NOOP [RUNS]
+usage: wrapper_startup.py WRAPPER NOOP CLI [RUNS]
 """
+import json
 import os
+import subprocess
 import re
 import statistics
 import sys
@@ -99,8 +102,8 @@ def run_once(argv, env):
 
 
 def main():
-    wrapper, noop = sys.argv[1], sys.argv[2]
-    runs = int(sys.argv[3]) if len(sys.argv) > 3 else 2000
+    wrapper, noop, cli = sys.argv[1], sys.argv[2], sys.argv[3]
+    runs = int(sys.argv[4]) if len(sys.argv) > 4 else 2000
     root = tempfile.mkdtemp(prefix="kl-bench-")
     write(root, "etc/systemd/system/kubelet.service", unit_text())
     for name, text in DROPINS.items():
@@ -115,26 +118,37 @@ def main():
 
     state = tempfile.mkdtemp(prefix="kl-bench-state-")
     wrapped = [wrapper, "--unit", "kubelet.service", "--root", root, "--state-dir", state]
-    # What systemd would exec without the wrapper: ask the wrapper's own
-    # explain twin would need the CLI; the no-op ignores argv, so the
-    # direct run gets a representative argv of the same length instead.
-    direct = [os.path.join(root, "usr/local/bin/kubenswrapper")] + ["--flag=value"] * 18
+    # What systemd would exec without the wrapper, from `explain` on the
+    # same tree and environment; the no-op gets exactly that argv.
+    cmd = [cli, "explain", "--json", "--profile", "openshift", "--root", root]
+    for k, v in SERVICE_ENV.items():
+        cmd += ["--set-env", f"{k}={v}"]
+    plan = json.loads(subprocess.run(cmd, check=True, capture_output=True).stdout)
+    direct = [os.path.join(root, plan["executable"].lstrip("/"))] + plan["original_argv"][1:]
+    assert plan["argv"] != plan["original_argv"], "the wrapper would add nothing"
+    print("wrapper adds:", " ".join(a for a in plan["argv"] if a not in plan["original_argv"]))
 
     for argv in (wrapped, direct):  # warm caches
         for _ in range(50):
             run_once(argv, SERVICE_ENV)
-    t_wrapped, t_direct, rss = [], [], 0
+    t_wrapped, t_direct = [], []
     for _ in range(runs):
-        t, r = run_once(wrapped, SERVICE_ENV)
-        t_wrapped.append(t)
-        rss = max(rss, r)
+        t_wrapped.append(run_once(wrapped, SERVICE_ENV)[0])
         t_direct.append(run_once(direct, SERVICE_ENV)[0])
+
+    def peak_kib(argv):
+        out = subprocess.run(["/usr/bin/time", "-f", "%M"] + argv, env=SERVICE_ENV,
+                             capture_output=True, text=True, check=True)
+        return int(out.stderr.strip().splitlines()[-1])
+    rss = max(peak_kib(wrapped) for _ in range(20))
+    rss_direct = max(peak_kib(direct) for _ in range(20))
     mw, md = statistics.median(t_wrapped), statistics.median(t_direct)
     print(f"runs: {runs} each, interleaved")
     print(f"direct no-op exec:   median {md / 1e6:.3f} ms")
     print(f"through the wrapper: median {mw / 1e6:.3f} ms")
     print(f"added by the wrapper: {(mw - md) / 1e6:.3f} ms (target <= 1 ms)")
-    print(f"wrapper peak RSS: {rss / 1024:.2f} MiB (target <= 8 MiB)")
+    print(f"peak RSS through the wrapper: {rss / 1024:.2f} MiB (target <= 8 MiB); "
+          f"the no-op alone: {rss_direct / 1024:.2f} MiB")
 
 
 if __name__ == "__main__":

@@ -211,10 +211,11 @@ pub fn find(root: &Path, dirs: &[PathBuf], name: &str) -> UnitFiles {
     for d in &dropin_dirs {
         // systemd chases symlinks in a drop-in directory's path and names
         // its files by the result (on Debian /lib/... shows as /usr/lib/...).
-        let d = &canonical(root, d);
         let Ok(entries) = std::fs::read_dir(under(root, d)) else {
             continue;
         };
+        // Only for directories that exist: the wrapper runs at every start.
+        let d = &canonical(root, d);
         let mut names: Vec<std::ffi::OsString> = entries
             .filter_map(|e| e.ok())
             .map(|e| e.file_name())

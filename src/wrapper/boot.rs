@@ -10,7 +10,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use super::guard::{Guard, uptime_secs};
+use super::guard::{Guard, uptime_ms};
 use super::plan::{self, Plan};
 use crate::kubelet::Profile;
 use crate::render::dropins::WRAPPER_DROPIN_NAME;
@@ -145,7 +145,7 @@ pub fn run(args: &[OsString]) -> i32 {
 
     if opts.stop_post {
         let result = std::env::var("SERVICE_RESULT").unwrap_or_default();
-        if let (Some(id), Some(now)) = (invocation, uptime_secs()) {
+        if let (Some(id), Some(now)) = (invocation, uptime_ms()) {
             let _ = guard.record_stop(&id, now, &result);
         }
         return 0;
@@ -167,7 +167,7 @@ pub fn run(args: &[OsString]) -> i32 {
     let line = plan::summary(&plan);
     // One line; stderr is the journal under systemd.
     let _ = writeln!(std::io::stderr(), "{line}");
-    if let (Some(id), Some(now)) = (invocation, uptime_secs()) {
+    if let (Some(id), Some(now)) = (invocation, uptime_ms()) {
         let with = plan.left_out.is_none() && plan.argv != plan.original_argv;
         let _ = guard.record_start(&id, now, with);
     }

@@ -19,13 +19,15 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// kubelet validates flags before it does anything else, well within this.
-pub const QUICK_FAILURE_SECS: f64 = 10.0;
+pub const QUICK_FAILURE_SECS: u64 = 10;
 
 /// What the previous start of this unit did, as far as the guard cares.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct State {
     pub invocation_id: String,
-    pub started_at: f64,
+    /// Milliseconds since boot. Integers: float parsing and formatting
+    /// would cost the wrapper payload tens of KB.
+    pub started_at: u64,
     pub with_additions: bool,
     /// Set by `--stop-post` when that start ended in failure quickly.
     pub failed_quickly: bool,
@@ -93,7 +95,7 @@ impl Guard {
     pub fn record_start(
         &self,
         invocation_id: &str,
-        now: f64,
+        now: u64,
         with_additions: bool,
     ) -> std::io::Result<()> {
         let state = State {
@@ -109,7 +111,7 @@ impl Guard {
     pub fn record_stop(
         &self,
         invocation_id: &str,
-        now: f64,
+        now: u64,
         service_result: &str,
     ) -> std::io::Result<()> {
         let Some(mut state) = self.load() else {
@@ -119,8 +121,8 @@ impl Guard {
             // ExecStartPre failed before the wrapper ran: nothing to judge.
             return Ok(());
         }
-        state.failed_quickly =
-            service_result != "success" && now - state.started_at < QUICK_FAILURE_SECS;
+        state.failed_quickly = service_result != "success"
+            && now.saturating_sub(state.started_at) < QUICK_FAILURE_SECS * 1000;
         self.write(&state)
     }
 
@@ -135,11 +137,14 @@ impl Guard {
     }
 }
 
-/// Seconds since boot (CLOCK_BOOTTIME via /proc/uptime): unlike the wall
-/// clock it does not jump when time sync corrects it at first boot.
-pub fn uptime_secs() -> Option<f64> {
+/// Milliseconds since boot (CLOCK_BOOTTIME via /proc/uptime): unlike the
+/// wall clock it does not jump when time sync corrects it at first boot.
+pub fn uptime_ms() -> Option<u64> {
     let text = fs::read_to_string("/proc/uptime").ok()?;
-    text.split_whitespace().next()?.parse().ok()
+    let first = text.split_whitespace().next()?;
+    let (secs, frac) = first.split_once('.').unwrap_or((first, "0"));
+    let frac_ms: u64 = format!("{frac:0<3}").get(..3)?.parse().ok()?;
+    Some(secs.parse::<u64>().ok()? * 1000 + frac_ms)
 }
 
 #[cfg(test)]
@@ -161,32 +166,32 @@ mod tests {
     #[test]
     fn quick_failure_with_additions_trips_once() {
         let (_d, g) = guard();
-        g.record_start("a", 100.0, true).unwrap();
-        g.record_stop("a", 101.0, "exit-code").unwrap();
+        g.record_start("a", 100_000, true).unwrap();
+        g.record_stop("a", 101_000, "exit-code").unwrap();
         assert!(g.should_leave_out().unwrap().contains("crash-loop guard"));
         // The next start runs without them; if it fails too, re-arm.
-        g.record_start("b", 112.0, false).unwrap();
-        g.record_stop("b", 113.0, "exit-code").unwrap();
+        g.record_start("b", 112_000, false).unwrap();
+        g.record_stop("b", 113_000, "exit-code").unwrap();
         assert_eq!(g.should_leave_out(), None);
     }
 
     #[test]
     fn late_failure_or_success_does_not_trip() {
         let (_d, g) = guard();
-        g.record_start("a", 100.0, true).unwrap();
-        g.record_stop("a", 100.0 + QUICK_FAILURE_SECS + 1.0, "exit-code")
+        g.record_start("a", 100_000, true).unwrap();
+        g.record_stop("a", 100_000 + QUICK_FAILURE_SECS * 1000 + 1, "exit-code")
             .unwrap();
         assert_eq!(g.should_leave_out(), None);
-        g.record_start("b", 200.0, true).unwrap();
-        g.record_stop("b", 201.0, "success").unwrap();
+        g.record_start("b", 200_000, true).unwrap();
+        g.record_stop("b", 201_000, "success").unwrap();
         assert_eq!(g.should_leave_out(), None);
     }
 
     #[test]
     fn stop_of_another_invocation_is_ignored() {
         let (_d, g) = guard();
-        g.record_start("a", 100.0, true).unwrap();
-        g.record_stop("other", 101.0, "exit-code").unwrap();
+        g.record_start("a", 100_000, true).unwrap();
+        g.record_stop("other", 101_000, "exit-code").unwrap();
         assert_eq!(g.should_leave_out(), None);
         assert_eq!(g.load().unwrap().invocation_id, "a");
     }
@@ -195,10 +200,18 @@ mod tests {
     fn state_round_trips() {
         let s = State {
             invocation_id: "x".into(),
-            started_at: 12.5,
+            started_at: 12_500,
             with_additions: true,
             failed_quickly: true,
         };
         assert_eq!(State::parse(&s.render()), Some(s));
+    }
+}
+
+#[cfg(test)]
+mod uptime_tests {
+    #[test]
+    fn uptime_is_read() {
+        assert!(super::uptime_ms().is_some_and(|ms| ms > 0));
     }
 }
