@@ -7,6 +7,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 
 use kubelet_labeler::cmdline::*;
+use kubelet_labeler::render::{additions, machineconfig, tree};
 
 fn main() -> ExitCode {
     let result = match Cmd::parse() {
@@ -85,7 +86,6 @@ fn cmd_validate(c: ValidateConfig) -> Result<ExitCode> {
 // ---- render (render module) ----
 
 fn cmd_render_dropins(c: RenderDropinsConfig) -> Result<ExitCode> {
-    use kubelet_labeler::render::{additions, tree};
     let prof = profile(c.additions.profile.unwrap_or(ProfileArg::Upstream));
     let additions = additions::from_cli(&c.additions.labels, &c.additions.taints, prof)?;
     let wrapper = match c.wrapper {
@@ -112,14 +112,115 @@ fn beside_this_program(name: &str) -> Result<std::path::PathBuf> {
     Ok(exe.with_file_name(name))
 }
 
+/// The plain options of `render machineconfig|ignition`.
+fn pool_options(p: &PoolArgs) -> Result<machineconfig::PoolOptions> {
+    let prof = profile(p.additions.profile.unwrap_or(ProfileArg::Openshift));
+    let additions = additions::from_cli(&p.additions.labels, &p.additions.taints, prof)?;
+    let arch = match p.arch {
+        ArchArg::X86_64 => machineconfig::Arch::X86_64,
+        ArchArg::Aarch64 => machineconfig::Arch::Aarch64,
+    };
+    let pool_label = match &p.pool_label {
+        Some(kv) => {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            Some((k.to_string(), v.to_string()))
+        }
+        None => None,
+    };
+    let wrapper_path = match &p.wrapper {
+        Some(w) => w.clone(),
+        None => default_wrapper(arch)?,
+    };
+    let wrapper = std::fs::read(&wrapper_path)
+        .with_context(|| format!("reading the wrapper {}", wrapper_path.display()))?;
+    machineconfig::check_wrapper(&wrapper, arch, &wrapper_path)?;
+    Ok(machineconfig::PoolOptions {
+        pool: p.pool.clone(),
+        additions,
+        pool_label,
+        base_role: p.base_role.clone(),
+        ignition_version: match p.ignition_version {
+            IgnitionVersionArg::V3_4_0 => "3.4.0",
+            IgnitionVersionArg::V3_2_0 => "3.2.0",
+        },
+        arch,
+        wrapper,
+    })
+}
+
+/// The static wrapper for `arch`: shipped beside this program, or as
+/// machineconfigs/build-wrapper.sh leaves it in cargo's target directory.
+fn default_wrapper(arch: machineconfig::Arch) -> Result<std::path::PathBuf> {
+    let exe = std::env::current_exe().context("finding this program")?;
+    let dir = exe.parent().context("finding this program's directory")?;
+    let candidates = [
+        dir.join(format!("kubelet-labeler-wrapper-{}", arch.name())),
+        dir.join(format!(
+            "../{}-unknown-linux-musl/wrapper/kubelet-labeler-wrapper",
+            arch.name()
+        )),
+    ];
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .cloned()
+        .with_context(|| {
+            format!(
+                "no static wrapper for {a} found beside this program; build it with \
+             `machineconfigs/build-wrapper.sh {a}` or pass --wrapper",
+                a = arch.name()
+            )
+        })
+}
+
 fn cmd_render_machineconfig(c: RenderMachineConfigConfig) -> Result<ExitCode> {
-    let _ = c;
-    anyhow::bail!("render machineconfig: not implemented yet")
+    let opts = pool_options(&c.pool)?;
+    let rendered = machineconfig::render(&opts)?;
+    match (&c.output_dir, &c.output) {
+        (Some(dir), _) => {
+            for p in machineconfig::write_dir(&rendered, dir, c.force)? {
+                eprintln!("wrote {}", p.display());
+            }
+        }
+        (None, Some(out)) if out.as_os_str() == "-" => {
+            print!("{}", machineconfig::to_stream(&rendered)?)
+        }
+        (None, Some(out)) => {
+            if out.exists() && !c.force {
+                anyhow::bail!("{} exists; pass --force to replace it", out.display());
+            }
+            tree::write_atomic(out, machineconfig::to_stream(&rendered)?.as_bytes(), 0o644)?;
+        }
+        (None, None) => {
+            anyhow::bail!("say where to write: --output-dir DIR, or -o FILE (- for stdout)")
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn cmd_render_ignition(c: RenderIgnitionConfig) -> Result<ExitCode> {
-    let _ = c;
-    anyhow::bail!("render ignition: not implemented yet")
+    let version = match c.pool.ignition_version {
+        IgnitionVersionArg::V3_4_0 => "3.4.0",
+        IgnitionVersionArg::V3_2_0 => "3.2.0",
+    };
+    let config = match (&c.merge_url, &c.ca_file) {
+        (Some(url), Some(ca)) => {
+            machineconfig::check_pool_name(&c.pool.pool, &c.pool.base_role)?;
+            let pem = std::fs::read(ca).with_context(|| format!("reading {}", ca.display()))?;
+            machineconfig::pointer_ignition(url, &pem, version)?
+        }
+        _ => machineconfig::ignition(&pool_options(&c.pool)?)?,
+    };
+    let text = serde_json::to_string(&config)? + "\n";
+    if c.output.as_os_str() == "-" {
+        print!("{text}");
+    } else {
+        if c.output.exists() && !c.force {
+            anyhow::bail!("{} exists; pass --force to replace it", c.output.display());
+        }
+        tree::write_atomic(&c.output, text.as_bytes(), 0o644)?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 // ---- iso (iso module) ----

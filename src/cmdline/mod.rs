@@ -151,6 +151,9 @@ pub struct PoolArgs {
     /// Static wrapper binary to carry [default: the built one for --arch]
     #[arg(long, value_name = "PATH")]
     pub wrapper: Option<PathBuf>,
+    /// Label the pool selects nodes by [default: node.kubernetes.io/POOL=]
+    #[arg(long, value_name = "K=V")]
+    pub pool_label: Option<String>,
 }
 
 #[derive(Debug, Args)]

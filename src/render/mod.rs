@@ -3,4 +3,6 @@
 
 pub mod additions;
 pub mod dropins;
+pub mod encoding;
+pub mod machineconfig;
 pub mod tree;

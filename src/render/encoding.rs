@@ -1,0 +1,111 @@
+//! File contents as data URLs (RFC 2397), the shortest of percent-encoding,
+//! base64 and gzip+base64, as Butane chooses; and a deterministic gzip.
+
+use std::io::Write;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+
+/// A data URL and the `compression` Ignition must apply ("gzip" or none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataUrl {
+    pub source: String,
+    pub compression: Option<&'static str>,
+}
+
+/// RFC 2397's unreserved set stays; every other byte is `%XX` (upper case).
+pub fn percent_encode(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for &b in bytes {
+        if b.is_ascii_alphanumeric() || b"-_.!~*'()".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// gzip at best compression with a fixed header (mtime 0), so the same
+/// input always gives the same bytes.
+pub fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut enc = flate2::GzBuilder::new()
+        .mtime(0)
+        .write(Vec::new(), flate2::Compression::best());
+    enc.write_all(bytes).expect("writing to memory");
+    enc.finish().expect("writing to memory")
+}
+
+pub fn data_url(bytes: &[u8]) -> DataUrl {
+    let pct = format!(",{}", percent_encode(bytes));
+    let b64 = format!(";base64,{}", STANDARD.encode(bytes));
+    let mut best = if b64.len() < pct.len() { b64 } else { pct };
+    let mut compression = None;
+    let gz = format!(";base64,{}", STANDARD.encode(gzip(bytes)));
+    if gz.len() + "gzip".len() < best.len() {
+        best = gz;
+        compression = Some("gzip");
+    }
+    DataUrl {
+        source: format!("data:{best}"),
+        compression,
+    }
+}
+
+/// Decode what [`data_url`] wrote (for staleness checks and tests).
+pub fn decode(url: &DataUrl) -> Option<Vec<u8>> {
+    let rest = url.source.strip_prefix("data:")?;
+    let raw = if let Some(b) = rest.strip_prefix(";base64,") {
+        STANDARD.decode(b).ok()?
+    } else {
+        let p = rest.strip_prefix(',')?.as_bytes();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < p.len() {
+            if p[i] == b'%' {
+                out.push(
+                    u8::from_str_radix(std::str::from_utf8(p.get(i + 1..i + 3)?).ok()?, 16).ok()?,
+                );
+                i += 3;
+            } else {
+                out.push(p[i]);
+                i += 1;
+            }
+        }
+        out
+    };
+    match url.compression {
+        Some("gzip") => {
+            let mut d = flate2::read::GzDecoder::new(raw.as_slice());
+            let mut out = Vec::new();
+            std::io::Read::read_to_end(&mut d, &mut out).ok()?;
+            Some(out)
+        }
+        _ => Some(raw),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn picks_the_shortest() {
+        let small = data_url(b"[Service]\nEnvironment=\"A=b\"\n");
+        assert!(small.source.starts_with("data:,%5BService%5D%0A"));
+        assert_eq!(small.compression, None);
+        let big = data_url(&vec![b'x'; 10_000]);
+        assert_eq!(big.compression, Some("gzip"));
+        let binary = data_url(&[0xff, 0xfe, 0x00, 0x01, 0x80, 0x90]);
+        assert!(binary.source.starts_with("data:;base64,"));
+        for url in [small, big, binary] {
+            assert!(decode(&url).is_some());
+        }
+    }
+
+    #[test]
+    fn gzip_is_deterministic() {
+        assert_eq!(gzip(b"abc"), gzip(b"abc"));
+        assert_eq!(&gzip(b"abc")[4..8], &[0, 0, 0, 0]);
+    }
+}

@@ -1,0 +1,406 @@
+//! MachineConfigs, the custom MachineConfigPool, a kustomization, and the
+//! same content as one Ignition config. Output is deterministic.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+
+use super::dropins::{
+    ENV_DROPIN_NAME, WRAPPER_DROPIN_NAME, WRAPPER_PATH, env_dropin, wrapper_dropin,
+};
+use super::encoding::data_url;
+use super::tree::write_atomic;
+use crate::kubelet::{Additions, Profile, validate_labels};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arch {
+    X86_64,
+    Aarch64,
+}
+
+impl Arch {
+    pub fn name(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "x86_64",
+            Arch::Aarch64 => "aarch64",
+        }
+    }
+    /// ELF e_machine.
+    fn elf_machine(self) -> u16 {
+        match self {
+            Arch::X86_64 => 62,
+            Arch::Aarch64 => 183,
+        }
+    }
+}
+
+pub struct PoolOptions {
+    pub pool: String,
+    /// Labels and taints besides the pool label.
+    pub additions: Additions,
+    /// The label the pool selects nodes by; default node.kubernetes.io/<pool>="".
+    pub pool_label: Option<(String, String)>,
+    pub base_role: String,
+    pub ignition_version: &'static str,
+    pub arch: Arch,
+    /// The static wrapper binary's bytes.
+    pub wrapper: Vec<u8>,
+}
+
+/// Refuse a wrapper that will not run on the node: dynamic (has an ELF
+/// interpreter, e.g. glibc's, absent or older on RHCOS 8) or built for
+/// another machine.
+pub fn check_wrapper(bytes: &[u8], arch: Arch, path: &Path) -> Result<()> {
+    let fix = format!(
+        "build it with `machineconfigs/build-wrapper.sh {}` and pass --wrapper",
+        arch.name()
+    );
+    if bytes.len() < 64 || &bytes[..4] != b"\x7fELF" || bytes[4] != 2 || bytes[5] != 1 {
+        bail!(
+            "{} is not a 64-bit little-endian ELF program; {fix}",
+            path.display()
+        );
+    }
+    let u16_at = |o: usize| u16::from_le_bytes([bytes[o], bytes[o + 1]]);
+    let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap());
+    let machine = u16_at(18);
+    if machine != arch.elf_machine() {
+        bail!(
+            "{} is built for ELF machine {machine}, not {} ({}); {fix}",
+            path.display(),
+            arch.name(),
+            arch.elf_machine()
+        );
+    }
+    let (phoff, phentsize, phnum) = (
+        u64_at(32) as usize,
+        u16_at(54) as usize,
+        u16_at(56) as usize,
+    );
+    for i in 0..phnum {
+        let off = phoff + i * phentsize;
+        let Some(p_type) = bytes.get(off..off + 4) else {
+            bail!("{} has a truncated program header table", path.display());
+        };
+        // PT_INTERP: the kernel would need a dynamic loader.
+        if u32::from_le_bytes(p_type.try_into().unwrap()) == 3 {
+            bail!(
+                "{} is dynamically linked (it names an ELF interpreter); the node needs a static wrapper; {fix}",
+                path.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Pool names: what a MachineConfigPool and a label key's name part allow.
+pub fn check_pool_name(pool: &str, base_role: &str) -> Result<()> {
+    let ok = !pool.is_empty()
+        && pool.len() <= 63
+        && pool
+            .bytes()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+        && !pool.starts_with('-')
+        && !pool.ends_with('-');
+    if !ok {
+        bail!(
+            "--pool {pool:?}: use lowercase letters, digits and '-', at most 63, starting and ending with a letter or digit"
+        );
+    }
+    if ["master", "worker", "arbiter", base_role].contains(&pool) {
+        bail!(
+            "--pool {pool:?} is a built-in role; a custom pool needs its own name (e.g. {base_role}-gpu)"
+        );
+    }
+    Ok(())
+}
+
+/// The pool label, checked: kubelet must be allowed to set it on itself.
+fn pool_label(opts: &PoolOptions) -> Result<(String, String)> {
+    let label = opts
+        .pool_label
+        .clone()
+        .unwrap_or_else(|| (format!("node.kubernetes.io/{}", opts.pool), String::new()));
+    if label.0.starts_with("node-role.kubernetes.io/")
+        && !validate_labels(std::slice::from_ref(&label), Profile::OpenShift).is_empty()
+    {
+        bail!(
+            "pool label {:?}: OpenShift's kubelet refuses to start with a custom node-role.kubernetes.io/ label \
+             (only control-plane, master, worker, etcd, arbiter); use node.kubernetes.io/{} instead",
+            label.0,
+            opts.pool
+        );
+    }
+    if let Some(e) = validate_labels(std::slice::from_ref(&label), Profile::OpenShift).first() {
+        bail!("pool label: {e}");
+    }
+    Ok(label)
+}
+
+fn file(path: &str, bytes: &[u8], mode: u32) -> Value {
+    let url = data_url(bytes);
+    let mut contents = json!({ "source": url.source });
+    if let Some(c) = url.compression {
+        contents["compression"] = json!(c);
+    }
+    json!({ "path": path, "mode": mode, "overwrite": true, "contents": contents })
+}
+
+/// The base role's Ignition: the wrapper and its `ExecStart` drop-in.
+fn base_ignition(opts: &PoolOptions) -> Value {
+    json!({
+        "ignition": { "version": opts.ignition_version },
+        "storage": { "files": [ file(WRAPPER_PATH, &opts.wrapper, 0o755) ] },
+        "systemd": { "units": [ {
+            "name": "kubelet.service",
+            "dropins": [ { "name": WRAPPER_DROPIN_NAME, "contents": wrapper_dropin(Profile::OpenShift) } ]
+        } ] }
+    })
+}
+
+/// The pool's Ignition: the labels/taints drop-in, as a file (drop-ins of one
+/// unit in several MachineConfigs then never depend on how they merge).
+fn pool_ignition(opts: &PoolOptions, additions: &Additions) -> Value {
+    let path = format!("/etc/systemd/system/kubelet.service.d/{ENV_DROPIN_NAME}");
+    json!({
+        "ignition": { "version": opts.ignition_version },
+        "storage": { "files": [ file(&path, env_dropin(additions).as_bytes(), 0o644) ] }
+    })
+}
+
+fn machine_config(name: &str, role: &str, config: Value) -> Value {
+    json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig",
+        "metadata": { "name": name, "labels": { "machineconfiguration.openshift.io/role": role } },
+        "spec": { "config": config }
+    })
+}
+
+/// Rendered manifests: (file name, object).
+pub struct Rendered {
+    pub manifests: Vec<(String, Value)>,
+}
+
+pub fn all_additions(opts: &PoolOptions) -> Result<Additions> {
+    check_pool_name(&opts.pool, &opts.base_role)?;
+    let label = pool_label(opts)?;
+    let mut additions = opts.additions.clone();
+    additions.labels.retain(|(k, _)| *k != label.0);
+    additions.labels.insert(0, label);
+    Ok(additions)
+}
+
+pub fn render(opts: &PoolOptions) -> Result<Rendered> {
+    let additions = all_additions(opts)?;
+    let (label_key, label_value) = additions.labels[0].clone();
+    let base_name = format!("50-{}-kubelet-labeler-wrapper", opts.base_role);
+    let pool_name = format!("50-{}-kubelet-labeler-labels", opts.pool);
+    let pool = json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfigPool",
+        "metadata": { "name": opts.pool },
+        "spec": {
+            "machineConfigSelector": { "matchExpressions": [ {
+                "key": "machineconfiguration.openshift.io/role",
+                "operator": "In",
+                "values": [ opts.base_role, opts.pool ]
+            } ] },
+            "nodeSelector": { "matchLabels": { label_key: label_value } }
+        }
+    });
+    let files = [
+        format!("{base_name}.yaml"),
+        format!("{pool_name}.yaml"),
+        format!("machineconfigpool-{}.yaml", opts.pool),
+    ];
+    let kustomization = json!({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": files,
+    });
+    Ok(Rendered {
+        manifests: vec![
+            (
+                files[0].clone(),
+                machine_config(&base_name, &opts.base_role, base_ignition(opts)),
+            ),
+            (
+                files[1].clone(),
+                machine_config(&pool_name, &opts.pool, pool_ignition(opts, &additions)),
+            ),
+            (files[2].clone(), pool),
+            ("kustomization.yaml".into(), kustomization),
+        ],
+    })
+}
+
+/// One Ignition config with what both MachineConfigs carry.
+pub fn ignition(opts: &PoolOptions) -> Result<Value> {
+    let additions = all_additions(opts)?;
+    let mut cfg = base_ignition(opts);
+    let pool = pool_ignition(opts, &additions);
+    let extra = pool["storage"]["files"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    cfg["storage"]["files"]
+        .as_array_mut()
+        .expect("files")
+        .extend(extra);
+    Ok(cfg)
+}
+
+/// A pointer config: merge the pool's config from the Machine Config Server,
+/// trusting `ca_pem` for it (what a boot ISO carries).
+pub fn pointer_ignition(merge_url: &str, ca_pem: &[u8], version: &str) -> Result<Value> {
+    if !(merge_url.starts_with("https://") || merge_url.starts_with("http://")) {
+        bail!(
+            "--merge-url {merge_url:?}: use https://api-int.<cluster>.<domain>:22623/config/<pool> (or http:// on port 22624)"
+        );
+    }
+    let text = std::str::from_utf8(ca_pem).unwrap_or("");
+    if !text.contains("-----BEGIN CERTIFICATE-----") {
+        bail!(
+            "the CA file is not a PEM certificate; pass the cluster's root CA (oc get cm -n openshift-config root-ca... or the ignition of an existing node)"
+        );
+    }
+    let url = data_url(ca_pem);
+    let mut ca = json!({ "source": url.source });
+    if let Some(c) = url.compression {
+        ca["compression"] = json!(c);
+    }
+    Ok(json!({
+        "ignition": {
+            "config": { "merge": [ { "source": merge_url } ] },
+            "security": { "tls": { "certificateAuthorities": [ ca ] } },
+            "version": version
+        }
+    }))
+}
+
+pub fn to_yaml(v: &Value) -> Result<String> {
+    serde_saphyr::to_string(v).context("writing YAML")
+}
+
+/// Write the manifests into `dir` (created; must be empty unless `force`).
+pub fn write_dir(rendered: &Rendered, dir: &Path, force: bool) -> Result<Vec<PathBuf>> {
+    let mut texts = Vec::new();
+    for (name, obj) in &rendered.manifests {
+        texts.push((dir.join(name), to_yaml(obj)?));
+    }
+    if dir.exists() {
+        let non_empty = std::fs::read_dir(dir)
+            .with_context(|| format!("reading {}", dir.display()))?
+            .next()
+            .is_some();
+        if non_empty && !force {
+            bail!(
+                "{} is not empty; pass --force to replace its manifests",
+                dir.display()
+            );
+        }
+    }
+    let mut written = Vec::new();
+    for (path, text) in texts {
+        write_atomic(&path, text.as_bytes(), 0o644)?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// All manifests as one YAML stream.
+pub fn to_stream(rendered: &Rendered) -> Result<String> {
+    let mut out = String::new();
+    for (_, obj) in &rendered.manifests {
+        out += "---\n";
+        out += &to_yaml(obj)?;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A minimal static ELF header for `machine`.
+    pub fn fake_elf(machine: u16) -> Vec<u8> {
+        let mut v = vec![0u8; 64];
+        v[..4].copy_from_slice(b"\x7fELF");
+        v[4] = 2;
+        v[5] = 1;
+        v[18..20].copy_from_slice(&machine.to_le_bytes());
+        v
+    }
+
+    fn opts() -> PoolOptions {
+        PoolOptions {
+            pool: "worker-rwn".into(),
+            additions: Additions::default(),
+            pool_label: None,
+            base_role: "worker".into(),
+            ignition_version: "3.4.0",
+            arch: Arch::X86_64,
+            wrapper: fake_elf(62),
+        }
+    }
+
+    #[test]
+    fn wrapper_checks() {
+        let p = Path::new("w");
+        assert!(check_wrapper(&fake_elf(62), Arch::X86_64, p).is_ok());
+        assert!(
+            check_wrapper(&fake_elf(183), Arch::X86_64, p)
+                .unwrap_err()
+                .to_string()
+                .contains("183")
+        );
+        assert!(check_wrapper(b"#!/bin/sh\n", Arch::X86_64, p).is_err());
+        let mut dynamic = fake_elf(62);
+        dynamic.resize(64 + 56, 0);
+        dynamic[32..40].copy_from_slice(&64u64.to_le_bytes());
+        dynamic[54..56].copy_from_slice(&56u16.to_le_bytes());
+        dynamic[56..58].copy_from_slice(&1u16.to_le_bytes());
+        dynamic[64..68].copy_from_slice(&3u32.to_le_bytes());
+        assert!(
+            check_wrapper(&dynamic, Arch::X86_64, p)
+                .unwrap_err()
+                .to_string()
+                .contains("dynamically")
+        );
+    }
+
+    #[test]
+    fn pool_names_and_labels() {
+        assert!(check_pool_name("worker-rwn", "worker").is_ok());
+        for bad in ["Worker", "-x", "x-", "", "worker", "master", "a_b"] {
+            assert!(check_pool_name(bad, "worker").is_err(), "{bad}");
+        }
+        let mut o = opts();
+        o.pool_label = Some(("node-role.kubernetes.io/worker-rwn".into(), String::new()));
+        let e = render(&o).err().unwrap().to_string();
+        assert!(
+            e.contains("refuses") && e.contains("node.kubernetes.io/worker-rwn"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn pool_selects_roles_and_nodes() {
+        let r = render(&opts()).unwrap();
+        let pool = &r.manifests[2].1;
+        assert_eq!(
+            pool["spec"]["machineConfigSelector"]["matchExpressions"][0]["values"],
+            json!(["worker", "worker-rwn"])
+        );
+        assert_eq!(
+            pool["spec"]["nodeSelector"]["matchLabels"],
+            json!({"node.kubernetes.io/worker-rwn": ""})
+        );
+        assert_eq!(
+            to_stream(&r).unwrap(),
+            to_stream(&render(&opts()).unwrap()).unwrap()
+        );
+    }
+}

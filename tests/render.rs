@@ -1,0 +1,549 @@
+//! `render machineconfig|ignition` against the real readers: ignition-validate,
+//! a YAML 1.1 reader (PyYAML), real Ignition writing a first boot's files,
+//! and real systemd starting MCO's kubelet.service with them.
+
+#[path = "support/mco.rs"]
+mod mco;
+#[path = "support/systemd_oracle.rs"]
+mod systemd_oracle;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use kubelet_labeler::kubelet::Additions;
+use kubelet_labeler::render::encoding::{DataUrl, decode};
+use kubelet_labeler::render::machineconfig::{self, Arch, PoolOptions};
+use serde_json::Value;
+
+fn manifest_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A tool the test needs; missing: say why and skip, but fail under CI.
+fn need(tool: &str, install: &str) -> bool {
+    let ok = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        let why = format!("{tool} is missing ({install})");
+        assert!(std::env::var_os("CI").is_none(), "{why}");
+        eprintln!("SKIPPED: {why}");
+    }
+    ok
+}
+
+fn pyyaml_ok() -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", "import yaml"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        assert!(std::env::var_os("CI").is_none(), "PyYAML is missing");
+        eprintln!("SKIPPED: PyYAML is missing (python3 -m pip install pyyaml)");
+    }
+    ok
+}
+
+/// Read YAML (one document or a stream) with PyYAML, a YAML 1.1 reader.
+fn pyyaml(text: &str) -> Vec<Value> {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("in.yaml");
+    std::fs::write(&f, text).unwrap();
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import sys,yaml,json; print(json.dumps(list(yaml.safe_load_all(open(sys.argv[1])))))",
+        ])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "PyYAML: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn example_wrapper() -> Vec<u8> {
+    let text = std::fs::read_to_string(
+        manifest_dir().join("machineconfigs/50-worker-kubelet-labeler-wrapper.yaml"),
+    )
+    .unwrap();
+    let obj = serde_json::to_value(serde_saphyr::from_str::<Value>(&text).unwrap()).unwrap();
+    let contents = &obj["spec"]["config"]["storage"]["files"][0]["contents"];
+    decode(&DataUrl {
+        source: contents["source"].as_str().unwrap().to_string(),
+        compression: contents["compression"].as_str().map(|_| "gzip"),
+    })
+    .unwrap()
+}
+
+fn fake_static_elf() -> Vec<u8> {
+    let mut v = vec![0u8; 64];
+    v[..4].copy_from_slice(b"\x7fELF");
+    v[4] = 2;
+    v[5] = 1;
+    v[18..20].copy_from_slice(&62u16.to_le_bytes());
+    v
+}
+
+fn opts(
+    labels: &[(&str, &str)],
+    pool_label: Option<(&str, &str)>,
+    version: &'static str,
+) -> PoolOptions {
+    PoolOptions {
+        pool: "worker-rwn".into(),
+        additions: Additions {
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            taints: kubelet_labeler::kubelet::parse_taints("nvidia.com/gpu=true:NoSchedule")
+                .unwrap(),
+        },
+        pool_label: pool_label.map(|(k, v)| (k.into(), v.into())),
+        base_role: "worker".into(),
+        ignition_version: version,
+        arch: Arch::X86_64,
+        wrapper: fake_static_elf(),
+    }
+}
+
+/// YAML-1.1-ambiguous strings come back from PyYAML as the same strings.
+#[test]
+fn yaml_reads_back_unchanged_in_yaml_1_1() {
+    if !pyyaml_ok() {
+        return;
+    }
+    // Valid label values go through the whole render (pool label + labels).
+    let valid = [
+        "yes", "on", "off", "y", "n", "null", "1_000", "0o17", "0x1F", "Yes", "NO", "true", "1e3",
+        "0644",
+    ];
+    for v in valid {
+        let o = opts(
+            &[("example.com/v", v)],
+            Some(("example.com/pool", v)),
+            "3.4.0",
+        );
+        let rendered = machineconfig::render(&o).unwrap();
+        let stream = machineconfig::to_stream(&rendered).unwrap();
+        let back = pyyaml(&stream);
+        let ours: Vec<Value> = rendered.manifests.iter().map(|(_, v)| v.clone()).collect();
+        assert_eq!(back, ours, "label value {v:?}");
+    }
+    // Values kubelet refuses as labels still must survive the emitter.
+    for v in [
+        "~",
+        "12:30",
+        "2001-12-14",
+        "",
+        " lead",
+        "a: b",
+        "#x",
+        "- x",
+        "'q'",
+        "\"dq\"",
+        "multi\nline\n",
+    ] {
+        let obj = serde_json::json!({ "k": v, "list": [v] });
+        assert_eq!(
+            pyyaml(&machineconfig::to_yaml(&obj).unwrap()),
+            vec![obj],
+            "{v:?}"
+        );
+    }
+}
+
+#[test]
+fn every_ignition_config_passes_ignition_validate() {
+    if !need("ignition-validate", "apt-get install ignition") || !pyyaml_ok() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut configs: Vec<(String, Value)> = Vec::new();
+    for version in ["3.4.0", "3.2.0"] {
+        let o = opts(&[("example.com/a", "b")], None, version);
+        configs.push((
+            format!("ignition-{version}"),
+            machineconfig::ignition(&o).unwrap(),
+        ));
+        for (name, obj) in machineconfig::render(&o).unwrap().manifests {
+            // Read the MachineConfig back as the cluster would, then its config.
+            let back = pyyaml(&machineconfig::to_yaml(&obj).unwrap()).remove(0);
+            if back["kind"] == "MachineConfig" {
+                configs.push((format!("{version}-{name}"), back["spec"]["config"].clone()));
+            }
+        }
+        let pem = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+        let pointer = machineconfig::pointer_ignition(
+            "https://api-int.ocp.example.com:22623/config/worker-rwn",
+            pem,
+            version,
+        )
+        .unwrap();
+        configs.push((format!("pointer-{version}"), pointer));
+    }
+    assert!(configs.len() >= 8);
+    for (name, mut cfg) in configs {
+        // Debian's ignition-validate (2.14) knows specs up to 3.3.0; 3.4.0
+        // adds no field we use, so a 3.4.0 config is checked as 3.3.0.
+        if cfg["ignition"]["version"] == "3.4.0" {
+            cfg["ignition"]["version"] = "3.3.0".into();
+        }
+        let f = dir.path().join(format!("{name}.ign"));
+        std::fs::write(&f, serde_json::to_vec(&cfg).unwrap()).unwrap();
+        let out = Command::new("ignition-validate").arg(&f).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{name}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// machineconfigs/ is what render.sh renders: same wrapper bytes in, same
+/// bytes out. Re-rendering twice gives identical bytes.
+#[test]
+fn example_machineconfigs_are_current() {
+    let dir = tempfile::tempdir().unwrap();
+    let wrapper = dir.path().join("wrapper");
+    std::fs::write(&wrapper, example_wrapper()).unwrap();
+    for out in ["a", "b"] {
+        let st = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+            .args([
+                "render",
+                "machineconfig",
+                "--pool",
+                "worker-rwn",
+                "--label",
+                "node.kubernetes.io/worker-rwn=",
+            ])
+            .arg("--wrapper")
+            .arg(&wrapper)
+            .arg("--output-dir")
+            .arg(dir.path().join(out))
+            .output()
+            .unwrap();
+        assert!(
+            st.status.success(),
+            "{}",
+            String::from_utf8_lossy(&st.stderr)
+        );
+    }
+    for e in std::fs::read_dir(dir.path().join("a")).unwrap() {
+        let name = e.unwrap().file_name();
+        let fresh = std::fs::read(dir.path().join("a").join(&name)).unwrap();
+        assert_eq!(
+            fresh,
+            std::fs::read(dir.path().join("b").join(&name)).unwrap(),
+            "not deterministic: {name:?}"
+        );
+        let committed =
+            std::fs::read(manifest_dir().join("machineconfigs").join(&name)).unwrap_or_default();
+        assert!(
+            fresh == committed,
+            "machineconfigs/{} is stale; run `bash machineconfigs/render.sh`",
+            name.to_string_lossy()
+        );
+    }
+}
+
+#[test]
+fn snapshot_of_rendered_pool() {
+    let o = opts(&[("example.com/gpu", "yes")], None, "3.4.0");
+    let r = machineconfig::render(&o).unwrap();
+    insta::assert_snapshot!("pool_stream", machineconfig::to_stream(&r).unwrap());
+}
+
+#[test]
+fn bad_input_is_refused_and_nothing_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+            .args(["render", "machineconfig"])
+            .args(args)
+            .arg("--output-dir")
+            .arg(&out_dir)
+            .output()
+            .unwrap()
+    };
+    let wrapper = dir.path().join("w");
+    std::fs::write(&wrapper, fake_static_elf()).unwrap();
+    let w = wrapper.to_str().unwrap();
+    for (args, needle) in [
+        (vec!["--pool", "Worker_RWN", "--wrapper", w], "--pool"),
+        (
+            vec![
+                "--pool",
+                "gpu",
+                "--label",
+                "node-role.kubernetes.io/gpu=",
+                "--wrapper",
+                w,
+            ],
+            "node-role.kubernetes.io/gpu",
+        ),
+        (
+            vec![
+                "--pool",
+                "gpu",
+                "--pool-label",
+                "node-role.kubernetes.io/gpu=",
+                "--wrapper",
+                w,
+            ],
+            "node.kubernetes.io/gpu",
+        ),
+        (
+            vec!["--pool", "gpu", "--taint", "gpu:Sometimes", "--wrapper", w],
+            "gpu:Sometimes",
+        ),
+        (
+            vec![
+                "--pool",
+                "gpu",
+                "--wrapper",
+                env!("CARGO_BIN_EXE_kubelet-labeler-wrapper"),
+            ],
+            "dynamically linked",
+        ),
+        (
+            vec!["--pool", "gpu", "--arch", "aarch64", "--wrapper", w],
+            "aarch64",
+        ),
+    ] {
+        let o = run(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !o.status.success() && err.contains(needle),
+            "{args:?}: {err}"
+        );
+        assert!(!out_dir.exists(), "{args:?} wrote something");
+    }
+    std::fs::create_dir_all(&out_dir).unwrap();
+    std::fs::write(out_dir.join("keep.yaml"), "x").unwrap();
+    let o = run(&["--pool", "gpu", "--wrapper", w]);
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("--force"));
+    assert_eq!(std::fs::read_dir(&out_dir).unwrap().count(), 1);
+}
+
+/// MCO merges MachineConfigs of the base role, then the pool's: files and
+/// units append, drop-ins of a unit append.
+fn merge_as_mco(configs: &[Value]) -> Value {
+    let mut files = Vec::new();
+    let mut units: Vec<Value> = Vec::new();
+    for c in configs {
+        files.extend(
+            c["storage"]["files"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default(),
+        );
+        for u in c["systemd"]["units"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+        {
+            match units.iter_mut().find(|x| x["name"] == u["name"]) {
+                Some(x) => {
+                    let more = u["dropins"].as_array().cloned().unwrap_or_default();
+                    x["dropins"].as_array_mut().unwrap().extend(more);
+                }
+                None => units.push(u),
+            }
+        }
+    }
+    // Debian's Ignition 2.14 reads specs up to 3.3.0; what we emit uses
+    // only fields 3.0 already has, so the merged config says 3.3.0.
+    serde_json::json!({
+        "ignition": { "version": "3.3.0" },
+        "storage": { "files": files },
+        "systemd": { "units": units }
+    })
+}
+
+fn run_ignition(config: &Value, root: &Path, state: &Path) {
+    let ign = "/usr/lib/dracut/modules.d/30ignition/ignition";
+    std::fs::create_dir_all(root.join("etc/selinux")).unwrap();
+    std::fs::write(
+        root.join("etc/selinux/config"),
+        "SELINUX=disabled\nSELINUXTYPE=targeted\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(state).unwrap();
+    let cfg = state.join("config.ign");
+    std::fs::write(&cfg, serde_json::to_vec(config).unwrap()).unwrap();
+    let cache = state.join("c.json");
+    // Ignition relabels for SELinux at the end of the files stage; this
+    // host has no policy, and the labels are not what is tested here.
+    let fakebin = state.join("fakebin");
+    std::fs::create_dir_all(&fakebin).unwrap();
+    std::fs::write(
+        fakebin.join("setfiles"),
+        "#!/bin/sh\ncat >/dev/null\nexit 0\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        fakebin.join("setfiles"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let path = format!(
+        "{}:{}",
+        fakebin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for stage in ["fetch-offline", "files"] {
+        let mut c = Command::new(ign);
+        c.args([
+            "-platform",
+            "file",
+            "-stage",
+            stage,
+            "-log-to-stdout",
+            "-root",
+        ])
+        .arg(root)
+        .arg("-config-cache")
+        .arg(&cache)
+        .arg("-state-file")
+        .arg(state.join("s"))
+        .env("IGNITION_CONFIG_FILE", &cfg)
+        .env("PATH", &path);
+        if stage == "fetch-offline" {
+            c.arg("-neednet").arg(state.join("n"));
+        }
+        let out = c.output().unwrap();
+        assert!(
+            out.status.success(),
+            "ignition {stage}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}
+
+/// First boot end to end: the example MachineConfigs merged as MCO would,
+/// written by real Ignition, then real systemd starts MCO's 4.20 worker
+/// kubelet.service with what Ignition wrote: the recorder standing in for
+/// kubelet gets the original argv plus the pool label. With a label kubelet
+/// refuses placed in the drop-in, it gets the original argv.
+#[test]
+fn first_boot_with_real_ignition_and_systemd() {
+    if !need(
+        "/usr/lib/dracut/modules.d/30ignition/ignition",
+        "apt-get install ignition",
+    ) || systemd_oracle::unavailable().is_some()
+        || !pyyaml_ok()
+    {
+        return;
+    }
+    let Some(fixtures) = mco::require_fixtures() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let scratch = dir.path();
+    let recorder = systemd_oracle::build_recorder(scratch);
+    let units = mco::kubelet_units(&fixtures);
+    let (_, kubelet_unit) = units
+        .iter()
+        .find(|(n, _)| n.starts_with("release-4.20__templates__worker") && n.contains("_base"))
+        .unwrap();
+
+    let mut configs = Vec::new();
+    for f in [
+        "50-worker-kubelet-labeler-wrapper.yaml",
+        "50-worker-rwn-kubelet-labeler-labels.yaml",
+    ] {
+        let text = std::fs::read_to_string(manifest_dir().join("machineconfigs").join(f)).unwrap();
+        configs.push(pyyaml(&text).remove(0)["spec"]["config"].clone());
+    }
+    let merged = merge_as_mco(&configs);
+
+    let mut argvs = Vec::new();
+    for (case, refused) in [("good", false), ("refused", true)] {
+        let root = scratch.join(format!("root-{case}"));
+        run_ignition(&merged, &root, &scratch.join(format!("ign-{case}")));
+        let etc_units = root.join("etc/systemd/system");
+        let wrapper = root.join("usr/local/bin/kubelet-labeler-wrapper");
+        let mode = std::fs::metadata(&wrapper).unwrap();
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777,
+            0o755
+        );
+        assert!(
+            etc_units
+                .join("kubelet.service.d/zz-kubelet-labeler.conf")
+                .is_file()
+        );
+        // What MCO's own MachineConfigs would have written.
+        std::fs::write(etc_units.join("kubelet.service"), kubelet_unit).unwrap();
+        std::fs::write(
+            root.join("etc/node-sizing.env"),
+            "SYSTEM_RESERVED_MEMORY=1Gi\nSYSTEM_RESERVED_CPU=500m\nSYSTEM_RESERVED_ES=1Gi\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(root.join("etc/kubernetes")).unwrap();
+        std::fs::write(
+            root.join("etc/kubernetes/kubelet.conf"),
+            "kind: KubeletConfiguration\n",
+        )
+        .unwrap();
+        std::fs::copy(&recorder, root.join("usr/local/bin/kubenswrapper")).unwrap();
+        if refused {
+            let env = etc_units.join("kubelet.service.d/90-kubelet-labeler-env.conf");
+            let text = std::fs::read_to_string(&env).unwrap();
+            std::fs::write(
+                &env,
+                text.replace(
+                    "node.kubernetes.io/worker-rwn=",
+                    "node-role.kubernetes.io/worker-rwn=",
+                ),
+            )
+            .unwrap();
+        }
+        // A second unit from the same fragment without our drop-ins: the
+        // argv systemd gives without the wrapper.
+        std::fs::write(etc_units.join("original.service"), kubelet_unit).unwrap();
+        let mut run = systemd_oracle::UserRun::new(
+            vec![PathBuf::from("/etc/systemd/system")],
+            vec!["kubelet.service".into(), "original.service".into()],
+        );
+        let run_upper = scratch.join(format!("run-{case}"));
+        std::fs::create_dir_all(&run_upper).unwrap();
+        run.overlays = vec![
+            (PathBuf::from("/etc"), root.join("etc")),
+            (PathBuf::from("/usr/local/bin"), root.join("usr/local/bin")),
+            (PathBuf::from("/run"), run_upper),
+        ];
+        run.settle_secs = 0.5;
+        let work = scratch.join(format!("sd-{case}"));
+        std::fs::create_dir_all(&work).unwrap();
+        let out = systemd_oracle::run_user_manager(&run, &work);
+        let get = |u: &str| {
+            out.get(u)
+                .and_then(|o| o.records.first())
+                .map(|r| r.argv_lossy())
+                .unwrap_or_else(|| {
+                    panic!(
+                        "{case}: {u} did not run: {:?}",
+                        out.get(u).map(|o| &o.props)
+                    )
+                })
+        };
+        argvs.push((case, get("original.service"), get("kubelet.service")));
+    }
+    for (case, original, kubelet) in argvs {
+        let mut want = original.clone();
+        if case == "good" {
+            want.push("--node-labels=node.kubernetes.io/worker-rwn=".into());
+        }
+        assert_eq!(kubelet, want, "{case}");
+    }
+}
