@@ -23,4 +23,4 @@ else
   echo "build-wrapper.sh: rust-src unavailable; building with the prebuilt std (larger)" >&2
   "${build[@]}" >&2
 fi
-echo "$PWD/target/$target/wrapper/kubelet-labeler-wrapper"
+echo "${CARGO_TARGET_DIR:-$PWD/target}/$target/wrapper/kubelet-labeler-wrapper"

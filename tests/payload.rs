@@ -1,0 +1,141 @@
+//! The wrapper payload as MachineConfigs carry it: static, for the requested
+//! architecture, small; and the aarch64 build really works (under
+//! qemu-aarch64-static, exec'ing a native program as the node's kubelet).
+
+#[path = "support/systemd_oracle.rs"]
+mod systemd_oracle;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use kubelet_labeler::render::machineconfig::{Arch, check_wrapper};
+
+/// Build with the script the README's main command uses, in a target
+/// directory of its own (cargo test holds the main one).
+fn build(arch: &str) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new("bash")
+        .arg(root.join("machineconfigs/build-wrapper.sh"))
+        .arg(arch)
+        .env("CARGO_TARGET_DIR", root.join("target/payload-test"))
+        .output()
+        .expect("running build-wrapper.sh");
+    assert!(
+        out.status.success(),
+        "build-wrapper.sh {arch}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+fn musl_target_installed(arch: &str) -> bool {
+    let out = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output();
+    let ok = out.is_ok_and(|o| {
+        String::from_utf8_lossy(&o.stdout).contains(&format!("{arch}-unknown-linux-musl"))
+    });
+    if !ok {
+        let why =
+            format!("rust target {arch}-unknown-linux-musl is not installed (rustup target add)");
+        assert!(std::env::var_os("CI").is_none(), "{why}");
+        eprintln!("SKIPPED: {why}");
+    }
+    ok
+}
+
+#[test]
+fn static_payloads_for_both_architectures() {
+    for (arch, a) in [("x86_64", Arch::X86_64), ("aarch64", Arch::Aarch64)] {
+        if !musl_target_installed(arch) {
+            return;
+        }
+        let path = build(arch);
+        let bytes = std::fs::read(&path).unwrap();
+        check_wrapper(&bytes, a, &path).unwrap();
+        let other = if a == Arch::X86_64 {
+            Arch::Aarch64
+        } else {
+            Arch::X86_64
+        };
+        assert!(check_wrapper(&bytes, other, &path).is_err());
+        let encoded = kubelet_labeler::render::encoding::data_url(&bytes)
+            .source
+            .len();
+        println!(
+            "{arch}: {} bytes, {encoded} bytes as a data URL",
+            bytes.len()
+        );
+        // etcd's object limit is 1.5 MiB and the rendered config holds it too.
+        assert!(encoded < 1024 * 1024, "{arch} payload {encoded} bytes");
+    }
+}
+
+#[test]
+fn aarch64_wrapper_runs_under_qemu() {
+    if !musl_target_installed("aarch64") {
+        return;
+    }
+    let qemu = Command::new("sh")
+        .args(["-c", "command -v qemu-aarch64-static"])
+        .output()
+        .unwrap();
+    if !qemu.status.success() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "qemu-aarch64-static missing"
+        );
+        eprintln!("SKIPPED: qemu-aarch64-static missing (apt-get install qemu-user-static)");
+        return;
+    }
+    let wrapper = build("aarch64");
+    let dir = tempfile::tempdir().unwrap();
+    let recorder = systemd_oracle::build_recorder(dir.path());
+    let units = dir.path().join("units");
+    std::fs::create_dir_all(units.join("k.service.d")).unwrap();
+    std::fs::write(
+        units.join("k.service"),
+        format!("[Service]\nExecStart={} --v=2\n", recorder.display()),
+    )
+    .unwrap();
+    std::fs::write(
+        units.join("k.service.d/zz-kubelet-labeler.conf"),
+        "[Service]\nExecStart=\nExecStart=/x\n",
+    )
+    .unwrap();
+    let records = dir.path().join("rec");
+    std::fs::create_dir_all(&records).unwrap();
+    let out = Command::new("qemu-aarch64-static")
+        .arg(&wrapper)
+        .args(["--unit", "k.service", "--unit-path"])
+        .arg(&units)
+        .arg("--state-dir")
+        .arg(dir.path().join("state"))
+        .env_clear()
+        .env("RECORD_DIR", &records)
+        .env(
+            "FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS",
+            "node.kubernetes.io/arm=",
+        )
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--node-labels=node.kubernetes.io/arm="));
+    let rec = std::fs::read_dir(&records)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let text = std::fs::read_to_string(rec).unwrap();
+    let hex = |s: &str| s.bytes().map(|b| format!("{b:02x}")).collect::<String>();
+    assert!(
+        text.contains(&hex("--node-labels=node.kubernetes.io/arm=")),
+        "{text}"
+    );
+    assert!(text.contains(&hex("--v=2")));
+}
