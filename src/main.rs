@@ -7,6 +7,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 
 use kubelet_labeler::cmdline::*;
+use kubelet_labeler::iso;
 use kubelet_labeler::render::{additions, machineconfig, tree};
 
 fn main() -> ExitCode {
@@ -225,17 +226,46 @@ fn cmd_render_ignition(c: RenderIgnitionConfig) -> Result<ExitCode> {
 
 // ---- iso (iso module) ----
 
+fn iso_output(o: &Option<std::path::PathBuf>) -> iso::Output<'_> {
+    match o {
+        None => iso::Output::InPlace,
+        Some(p) if p.as_os_str() == "-" => iso::Output::Stdout,
+        Some(p) => iso::Output::File(p),
+    }
+}
+
 fn cmd_iso_embed(c: IsoEmbedConfig) -> Result<ExitCode> {
-    let _ = c;
-    anyhow::bail!("iso embed: not implemented yet")
+    let config = match (&c.pool, &c.ignition_file) {
+        (Some(pool), _) => {
+            machineconfig::check_pool_name(pool, "worker")?;
+            let (url, ca) = (
+                c.merge_url.as_deref().unwrap_or(""),
+                c.ca_file.as_ref().context("--ca-file")?,
+            );
+            let pem = std::fs::read(ca).with_context(|| format!("reading {}", ca.display()))?;
+            serde_json::to_vec(&machineconfig::pointer_ignition(url, &pem, "3.4.0")?)?
+        }
+        (None, Some(path)) => {
+            std::fs::read(path).with_context(|| format!("reading {}", path.display()))?
+        }
+        (None, None) => {
+            let mut buf = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)
+                .context("reading the config from stdin")?;
+            buf
+        }
+    };
+    iso::embed(&c.input, &config, c.force, iso_output(&c.output))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn cmd_iso_show(c: IsoShowConfig) -> Result<ExitCode> {
-    let _ = c;
-    anyhow::bail!("iso show: not implemented yet")
+    let config = iso::show(&c.input)?;
+    std::io::Write::write_all(&mut std::io::stdout(), &config).context("writing to stdout")?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn cmd_iso_remove(c: IsoRemoveConfig) -> Result<ExitCode> {
-    let _ = c;
-    anyhow::bail!("iso remove: not implemented yet")
+    iso::remove(&c.input, iso_output(&c.output))?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,1 +1,310 @@
-//! CoreOS live ISO Ignition embedding, compatible with coreos-installer.
+//! CoreOS live ISO Ignition embedding, compatible with coreos-installer:
+//! the embed area is found through `COREOS/IGNINFO.JSO` (or
+//! `IMAGES/IGNITION.IMG`) and holds an xz-compressed newc cpio archive with
+//! `config.ign` (and whatever else is there, e.g. network keyfiles), then
+//! zeros. The kernel loads it as an extra initramfs.
+
+pub mod iso9660;
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufRead, Cursor, Read, Seek, SeekFrom, Write};
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+
+use iso9660::{Extent, Iso9660, NotFound};
+
+/// Where the config lives in the initramfs.
+pub const CONFIG_PATH: &str = "config.ign";
+
+/// The embed area of an image.
+pub fn find_area(file: &mut File) -> Result<Extent> {
+    let mut iso = Iso9660::open(file)?;
+    match iso.find("COREOS/IGNINFO.JSO") {
+        Ok(info) => {
+            let json: serde_json::Value = serde_json::from_slice(&iso.read(info)?)
+                .context("parsing COREOS/IGNINFO.JSO")?;
+            let name = json["file"].as_str().context("COREOS/IGNINFO.JSO names no file")?;
+            let f = iso.find(&name.to_ascii_uppercase())?;
+            let offset = json["offset"].as_u64().unwrap_or(0);
+            let length = match json["length"].as_u64() {
+                Some(l) => l,
+                None => f.length.checked_sub(offset).context("IGNINFO offset past its file")?,
+            };
+            if offset + length > f.length {
+                bail!("COREOS/IGNINFO.JSO points past the end of {name}");
+            }
+            Ok(Extent {
+                offset: f.offset + offset,
+                length,
+            })
+        }
+        Err(e) if e.is::<NotFound>() => iso
+            .find("IMAGES/IGNITION.IMG")
+            .map_err(|e| match e.downcast::<NotFound>() {
+                Ok(_) => anyhow::anyhow!("this ISO image has no Ignition embed area (no COREOS/IGNINFO.JSO or IMAGES/IGNITION.IMG); use a CoreOS live ISO"),
+                Err(e) => e,
+            }),
+        Err(e) => Err(e),
+    }
+}
+
+/// Read the members of an embed area (concatenated archives, compressed or
+/// not, zero padding between them). Later copies of a path win.
+pub fn read_members(area: &[u8]) -> Result<BTreeMap<String, Vec<u8>>> {
+    let mut members = BTreeMap::new();
+    let mut rest = area;
+    loop {
+        let skip = rest.iter().take_while(|&&b| b == 0).count();
+        rest = &rest[skip..];
+        if rest.is_empty() {
+            break;
+        }
+        let (cpio, used) = if rest.starts_with(b"\xfd7zXZ\x00") {
+            xz_one_stream(rest)?
+        } else if rest.starts_with(b"\x1f\x8b") {
+            let mut cur = Cursor::new(rest);
+            let mut out = Vec::new();
+            {
+                let mut dec = flate2::bufread::GzDecoder::new(&mut cur);
+                dec.read_to_end(&mut out)
+                    .context("decompressing the embedded archive (gzip)")?;
+            }
+            (out, cur.position() as usize)
+        } else if rest.starts_with(b"070701") {
+            (rest.to_vec(), rest.len())
+        } else {
+            bail!("the embed area holds something that is not an initramfs archive (corrupt?)");
+        };
+        read_cpio(&cpio, &mut members)?;
+        if used == 0 {
+            break;
+        }
+        rest = &rest[used.min(rest.len())..];
+    }
+    Ok(members)
+}
+
+/// Decode the one xz stream at the start of `data`: (output, bytes used).
+fn xz_one_stream(data: &[u8]) -> Result<(Vec<u8>, usize)> {
+    let mut stream =
+        xz2::stream::Stream::new_stream_decoder(u64::MAX, 0).context("creating the xz decoder")?;
+    let mut out = Vec::with_capacity(data.len() * 4);
+    loop {
+        if out.capacity() - out.len() < 64 * 1024 {
+            out.reserve(256 * 1024);
+        }
+        let before = stream.total_in() as usize;
+        let status = stream
+            .process_vec(&data[before..], &mut out, xz2::stream::Action::Run)
+            .context("decompressing the embedded archive (xz; corrupt?)")?;
+        if status == xz2::stream::Status::StreamEnd {
+            return Ok((out, stream.total_in() as usize));
+        }
+        if stream.total_in() as usize >= data.len() && status != xz2::stream::Status::MemNeeded {
+            bail!("the embedded xz archive is truncated");
+        }
+    }
+}
+
+fn read_cpio(data: &[u8], members: &mut BTreeMap<String, Vec<u8>>) -> Result<()> {
+    let mut cur = Cursor::new(data);
+    loop {
+        // Archives may be followed by zero padding.
+        let buf = cur.fill_buf()?;
+        if buf.is_empty() || buf.iter().all(|&b| b == 0) {
+            return Ok(());
+        }
+        let mut reader = cpio::NewcReader::new(&mut cur)
+            .context("reading the embedded cpio archive (corrupt?)")?;
+        let entry = reader.entry();
+        if entry.is_trailer() {
+            return Ok(());
+        }
+        let name = entry.name().to_string();
+        let is_file = entry.mode() & 0o170000 == 0o100000;
+        let mut bytes = Vec::new();
+        reader
+            .read_to_end(&mut bytes)
+            .context("reading an embedded file")?;
+        reader
+            .finish()
+            .context("reading the embedded cpio archive")?;
+        if is_file {
+            members.insert(name, bytes);
+        }
+    }
+}
+
+/// The archive coreos-installer writes: parent directories first (0755),
+/// files 0600, inode numbers in order, xz preset 9 with a CRC32 check (the
+/// kernel's requirement), no block padding.
+pub fn write_members(members: &BTreeMap<String, Vec<u8>>) -> Result<Vec<u8>> {
+    if members.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut entries: Vec<(cpio::NewcBuilder, Cursor<Vec<u8>>)> = Vec::new();
+    let mut dirs: Vec<String> = Vec::new();
+    for (path, bytes) in members {
+        let parts: Vec<&str> = path.split('/').collect();
+        for i in 1..parts.len() {
+            let dir = parts[..i].join("/");
+            if !dirs.contains(&dir) {
+                dirs.push(dir.clone());
+                entries.push((
+                    cpio::NewcBuilder::new(&dir).mode(0o40_755),
+                    Cursor::new(Vec::new()),
+                ));
+            }
+        }
+        entries.push((
+            cpio::NewcBuilder::new(path).mode(0o100_600),
+            Cursor::new(bytes.clone()),
+        ));
+    }
+    let stream = xz2::stream::Stream::new_easy_encoder(9, xz2::stream::Check::Crc32)
+        .context("creating the xz encoder")?;
+    let encoder = xz2::write::XzEncoder::new_stream(Vec::new(), stream);
+    let encoder =
+        cpio::write_cpio(entries.into_iter(), encoder).context("writing the cpio archive")?;
+    encoder.finish().context("finishing the xz stream")
+}
+
+/// The new area contents: `payload` then zeros.
+fn fill_area(payload: &[u8], length: u64) -> Result<Vec<u8>> {
+    if payload.len() as u64 > length {
+        bail!(
+            "the Ignition config does not fit: the compressed archive is {} bytes, the embed area {} bytes; \
+             embed a pointer config (render ignition --merge-url) instead",
+            payload.len(),
+            length
+        );
+    }
+    let mut area = payload.to_vec();
+    area.resize(length as usize, 0);
+    Ok(area)
+}
+
+fn read_area(file: &mut File, e: Extent) -> Result<Vec<u8>> {
+    let mut buf = vec![0u8; e.length as usize];
+    file.seek(SeekFrom::Start(e.offset))
+        .context("seeking to the embed area")?;
+    file.read_exact(&mut buf)
+        .context("reading the embed area")?;
+    Ok(buf)
+}
+
+/// Where the changed image goes.
+pub enum Output<'a> {
+    InPlace,
+    File(&'a Path),
+    Stdout,
+}
+
+/// Write `area` over the embed area, in place or into a copy.
+fn write_image(input: &Path, e: Extent, area: &[u8], output: Output) -> Result<()> {
+    match output {
+        Output::InPlace => {
+            let mut f = OpenOptions::new()
+                .write(true)
+                .open(input)
+                .with_context(|| format!("opening {} for writing", input.display()))?;
+            f.seek(SeekFrom::Start(e.offset))
+                .context("seeking to the embed area")?;
+            f.write_all(area).context("writing the embed area")?;
+            f.sync_all().context("syncing the image")?;
+        }
+        Output::File(path) => {
+            if path.exists() {
+                bail!("{} exists; remove it or choose another -o", path.display());
+            }
+            let dir = match path.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            let mut tmp = tempfile::Builder::new()
+                .prefix(".kubelet-labeler-iso-")
+                .tempfile_in(dir)
+                .with_context(|| format!("creating a temp file in {}", dir.display()))?;
+            let mut src =
+                File::open(input).with_context(|| format!("opening {}", input.display()))?;
+            // File to file: std uses copy_file_range, which reflinks or
+            // copies in the kernel where the filesystem can.
+            io::copy(&mut src, tmp.as_file_mut()).context("copying the image")?;
+            tmp.as_file_mut()
+                .seek(SeekFrom::Start(e.offset))
+                .context("seeking to the embed area")?;
+            tmp.as_file_mut()
+                .write_all(area)
+                .context("writing the embed area")?;
+            tmp.persist_noclobber(path)
+                .map_err(|e| e.error)
+                .with_context(|| format!("renaming into {}", path.display()))?;
+        }
+        Output::Stdout => {
+            use std::io::IsTerminal;
+            if io::stdout().is_terminal() {
+                bail!(
+                    "refusing to write an ISO image to a terminal; redirect stdout or use -o FILE"
+                );
+            }
+            let mut src =
+                File::open(input).with_context(|| format!("opening {}", input.display()))?;
+            let mut out = io::stdout().lock();
+            io::copy(&mut (&mut src).take(e.offset), &mut out).context("writing the image")?;
+            out.write_all(area).context("writing the image")?;
+            src.seek(SeekFrom::Start(e.offset + e.length))
+                .context("seeking in the image")?;
+            io::copy(&mut src, &mut out).context("writing the image")?;
+            out.flush().context("writing the image")?;
+        }
+    }
+    Ok(())
+}
+
+fn open_area(input: &Path) -> Result<(Extent, BTreeMap<String, Vec<u8>>)> {
+    let mut f = File::open(input).with_context(|| format!("opening {}", input.display()))?;
+    let e = find_area(&mut f)?;
+    let area = read_area(&mut f, e)?;
+    let members = read_members(&area)
+        .with_context(|| format!("reading the embed area of {}", input.display()))?;
+    Ok((e, members))
+}
+
+/// `iso embed`: put `config` in the area (refusing to replace one unless
+/// `force`), keeping other members.
+pub fn embed(input: &Path, config: &[u8], force: bool, output: Output) -> Result<()> {
+    let (e, mut members) = open_area(input)?;
+    if members.contains_key(CONFIG_PATH) && !force {
+        bail!(
+            "{} already has an embedded Ignition config; use -f to replace it",
+            input.display()
+        );
+    }
+    members.insert(CONFIG_PATH.into(), config.to_vec());
+    let area = fill_area(&write_members(&members)?, e.length)?;
+    write_image(input, e, &area, output)
+}
+
+/// `iso show`: the embedded config.
+pub fn show(input: &Path) -> Result<Vec<u8>> {
+    let (_, mut members) = open_area(input)?;
+    members
+        .remove(CONFIG_PATH)
+        .with_context(|| format!("{} has no embedded Ignition config", input.display()))
+}
+
+/// `iso remove`: drop the config, keep other members (zeros if none).
+pub fn remove(input: &Path, output: Output) -> Result<()> {
+    let (e, mut members) = open_area(input)?;
+    members.remove(CONFIG_PATH);
+    let area = fill_area(&write_members(&members)?, e.length)?;
+    write_image(input, e, &area, output)
+}
+
+/// Offset and length of the embed area (for tests and `dd`).
+pub fn area_of(input: &Path) -> Result<Extent> {
+    let mut f = File::open(input).with_context(|| format!("opening {}", input.display()))?;
+    find_area(&mut f)
+}

@@ -1,0 +1,121 @@
+//! Just enough ISO9660 to find a file's extent: the primary volume
+//! descriptor and a directory walk by 8.3 names (Rock Ridge and Joliet are
+//! ignored: CoreOS's embed-area files have plain names).
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+
+use anyhow::{Context, Result, bail};
+
+const SECTOR: u64 = 2048;
+
+/// A file's bytes in the image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Extent {
+    pub offset: u64,
+    pub length: u64,
+}
+
+/// A file that is not there (callers fall back on another).
+#[derive(Debug)]
+pub struct NotFound(pub String);
+
+impl std::fmt::Display for NotFound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} not found in the ISO image", self.0)
+    }
+}
+
+impl std::error::Error for NotFound {}
+
+pub struct Iso9660<'a> {
+    file: &'a mut File,
+    root: Extent,
+}
+
+fn read_at(file: &mut File, offset: u64, buf: &mut [u8]) -> Result<()> {
+    file.seek(SeekFrom::Start(offset))
+        .context("seeking in the image")?;
+    file.read_exact(buf).context("reading the image")
+}
+
+impl<'a> Iso9660<'a> {
+    pub fn open(file: &'a mut File) -> Result<Self> {
+        let mut pvd = [0u8; 2048];
+        read_at(file, 16 * SECTOR, &mut pvd)
+            .context("this is not an ISO image (too short for a volume descriptor)")?;
+        if pvd[0] != 1 || &pvd[1..6] != b"CD001" {
+            bail!("this is not an ISO9660 image (no primary volume descriptor at sector 16)");
+        }
+        let blocks = u32::from_le_bytes(pvd[80..84].try_into().unwrap()) as u64;
+        let size = file.metadata().context("reading the image size")?.len();
+        if size < blocks * SECTOR {
+            bail!(
+                "the ISO image is truncated: {size} bytes, its volume says {}",
+                blocks * SECTOR
+            );
+        }
+        let root = &pvd[156..156 + 34];
+        let root = Extent {
+            offset: u32::from_le_bytes(root[2..6].try_into().unwrap()) as u64 * SECTOR,
+            length: u32::from_le_bytes(root[10..14].try_into().unwrap()) as u64,
+        };
+        Ok(Iso9660 { file, root })
+    }
+
+    /// Find `path` (e.g. `COREOS/IGNINFO.JSO`), case-insensitively.
+    pub fn find(&mut self, path: &str) -> Result<Extent> {
+        let mut dir = self.root;
+        let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+        for (i, part) in parts.iter().enumerate() {
+            let want = part.to_ascii_uppercase();
+            let mut data = vec![0u8; dir.length as usize];
+            read_at(self.file, dir.offset, &mut data)?;
+            let mut pos = 0usize;
+            let mut found = None;
+            while pos < data.len() {
+                let len = data[pos] as usize;
+                if len == 0 {
+                    // Records do not cross sectors: go on at the next one.
+                    pos = (pos / 2048 + 1) * 2048;
+                    continue;
+                }
+                let rec = data
+                    .get(pos..pos + len)
+                    .context("a directory record runs past its directory")?;
+                if len < 34 {
+                    bail!("a malformed directory record");
+                }
+                let name_len = rec[32] as usize;
+                let raw = rec
+                    .get(33..33 + name_len)
+                    .context("a malformed directory record")?;
+                let mut name = String::from_utf8_lossy(raw).to_ascii_uppercase();
+                if let Some(p) = name.find(';') {
+                    name.truncate(p);
+                }
+                let name = name.trim_end_matches('.');
+                if name == want {
+                    let is_dir = rec[25] & 2 != 0;
+                    if (i + 1 < parts.len()) != is_dir {
+                        break;
+                    }
+                    found = Some(Extent {
+                        offset: u32::from_le_bytes(rec[2..6].try_into().unwrap()) as u64 * SECTOR,
+                        length: u32::from_le_bytes(rec[10..14].try_into().unwrap()) as u64,
+                    });
+                    break;
+                }
+                pos += len;
+            }
+            dir = found.ok_or_else(|| NotFound(path.to_string()))?;
+        }
+        Ok(dir)
+    }
+
+    pub fn read(&mut self, e: Extent) -> Result<Vec<u8>> {
+        let mut buf = vec![0u8; e.length as usize];
+        read_at(self.file, e.offset, &mut buf)?;
+        Ok(buf)
+    }
+}

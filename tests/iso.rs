@@ -1,0 +1,347 @@
+//! `iso embed|show|remove` against the real coreos-installer and the bytes it
+//! wrote (../shared/fixtures/coreos-installer), on images made by
+//! iso/make-test-iso.sh and on the fixture ISO.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn fixtures() -> Option<PathBuf> {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/coreos-installer");
+    if d.is_dir() {
+        return Some(d);
+    }
+    assert!(std::env::var_os("CI").is_none(), "{} missing", d.display());
+    eprintln!("SKIPPED: {} is absent", d.display());
+    None
+}
+
+fn tool(name: &str, install: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .chain([PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cargo/bin")])
+        .map(|d| d.join(name))
+        .find(|p| p.is_file());
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{name} missing ({install})"
+        );
+        eprintln!("SKIPPED: {name} missing ({install})");
+    }
+    found
+}
+
+/// The pristine fixture ISO, decompressed into `dir`.
+fn base_iso(dir: &Path, fx: &Path) -> PathBuf {
+    let mut xz = xz2::read::XzDecoder::new(
+        std::fs::File::open(fx.join("synthetic-coreos-base.iso.xz")).unwrap(),
+    );
+    let mut bytes = Vec::new();
+    xz.read_to_end(&mut bytes).unwrap();
+    let p = dir.join("base.iso");
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+fn copy(src: &Path, dst: &Path) -> PathBuf {
+    std::fs::copy(src, dst).unwrap();
+    dst.to_path_buf()
+}
+
+fn run(c: &mut Command) -> Output {
+    c.output().unwrap()
+}
+
+fn ok(o: Output) -> Output {
+    assert!(o.status.success(), "{}", stderr(&o));
+    o
+}
+
+/// The embed area bytes equal what coreos-installer 0.27.0 wrote.
+#[test]
+fn embed_area_bytes_equal_coreos_installers() {
+    let Some(fx) = fixtures() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let base = base_iso(dir.path(), &fx);
+    let area = kubelet_labeler::iso::area_of(&base).unwrap();
+    for (config, expected) in [
+        ("pointer.ign", "embed-area-pointer.ign.bin"),
+        ("odd.ign", "embed-area-odd.ign.bin"),
+    ] {
+        let iso = copy(&base, &dir.path().join(format!("{config}.iso")));
+        ok(run(bin()
+            .args(["iso", "embed", "-i"])
+            .arg(fx.join(config))
+            .arg(&iso)));
+        let bytes = std::fs::read(&iso).unwrap();
+        let want = std::fs::read(fx.join(expected)).unwrap();
+        let got = &bytes[area.offset as usize..(area.offset + area.length) as usize];
+        assert_eq!(&got[..want.len()], want.as_slice(), "{config}");
+        assert!(
+            got[want.len()..].iter().all(|&b| b == 0),
+            "{config}: area not zero-filled"
+        );
+        // Nothing outside the area changed.
+        let orig = std::fs::read(&base).unwrap();
+        assert_eq!(bytes[..area.offset as usize], orig[..area.offset as usize]);
+        assert_eq!(
+            bytes[(area.offset + area.length) as usize..],
+            orig[(area.offset + area.length) as usize..]
+        );
+    }
+}
+
+#[test]
+fn interop_with_coreos_installer() {
+    let Some(fx) = fixtures() else { return };
+    let Some(ci) = tool(
+        "coreos-installer",
+        "cargo install --locked coreos-installer",
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let base = base_iso(d, &fx);
+    let pristine = std::fs::read(&base).unwrap();
+    let config = std::fs::read(fx.join("pointer.ign")).unwrap();
+
+    // Ours in, theirs out; then our remove restores the image.
+    let ours = copy(&base, &d.join("ours.iso"));
+    ok(run(bin()
+        .args(["iso", "embed", "-i"])
+        .arg(fx.join("pointer.ign"))
+        .arg(&ours)));
+    assert_eq!(
+        ok(run(Command::new(&ci)
+            .args(["iso", "ignition", "show"])
+            .arg(&ours)))
+        .stdout,
+        config
+    );
+    ok(run(Command::new(&ci)
+        .args(["iso", "ignition", "remove"])
+        .arg(&ours)));
+    assert!(
+        std::fs::read(&ours).unwrap() == pristine,
+        "their remove after our embed"
+    );
+
+    // Theirs in, ours out; then our remove restores the image.
+    let theirs = copy(&base, &d.join("theirs.iso"));
+    ok(run(Command::new(&ci)
+        .args(["iso", "ignition", "embed", "-i"])
+        .arg(fx.join("odd.ign"))
+        .arg(&theirs)));
+    assert_eq!(
+        ok(run(bin().args(["iso", "show"]).arg(&theirs))).stdout,
+        std::fs::read(fx.join("odd.ign")).unwrap()
+    );
+    ok(run(bin().args(["iso", "remove"]).arg(&theirs)));
+    assert!(
+        std::fs::read(&theirs).unwrap() == pristine,
+        "our remove after their embed"
+    );
+
+    // Other members (a network keyfile, as `iso network embed` adds) are
+    // written as coreos-installer writes them, and kept when we replace the
+    // config.
+    let mut members = std::collections::BTreeMap::new();
+    members.insert("config.ign".to_string(), config.clone());
+    let keyfile = std::fs::read(fx.join("eth0.nmconnection")).unwrap();
+    members.insert(
+        "etc/coreos-firstboot-network/eth0.nmconnection".to_string(),
+        keyfile.clone(),
+    );
+    let payload = kubelet_labeler::iso::write_members(&members).unwrap();
+    assert!(
+        payload == std::fs::read(fx.join("embed-area-pointer+eth0.bin")).unwrap(),
+        "pointer+eth0 bytes"
+    );
+    let net = copy(&base, &d.join("net.iso"));
+    let area = kubelet_labeler::iso::area_of(&net).unwrap();
+    let mut bytes = std::fs::read(&net).unwrap();
+    bytes[area.offset as usize..area.offset as usize + payload.len()].copy_from_slice(&payload);
+    std::fs::write(&net, &bytes).unwrap();
+    ok(run(bin()
+        .args(["iso", "embed", "-f", "-i"])
+        .arg(fx.join("odd.ign"))
+        .arg(&net)));
+    assert_eq!(
+        ok(run(Command::new(&ci)
+            .args(["iso", "ignition", "show"])
+            .arg(&net)))
+        .stdout,
+        std::fs::read(fx.join("odd.ign")).unwrap()
+    );
+    let mut f = std::fs::File::open(&net).unwrap();
+    let area_bytes = {
+        use std::io::{Seek, SeekFrom};
+        f.seek(SeekFrom::Start(area.offset)).unwrap();
+        let mut b = vec![0u8; area.length as usize];
+        f.read_exact(&mut b).unwrap();
+        b
+    };
+    let kept = kubelet_labeler::iso::read_members(&area_bytes).unwrap();
+    assert_eq!(
+        kept.get("etc/coreos-firstboot-network/eth0.nmconnection"),
+        Some(&keyfile)
+    );
+
+    // A config that does not fit is refused by both, and the file is unchanged.
+    // Incompressible bytes (xorshift), as in coreos-installer's own test.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let big: Vec<u8> = (0..2_000_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    std::fs::write(d.join("big.ign"), &big).unwrap();
+    let target = copy(&base, &d.join("big.iso"));
+    let o = run(bin()
+        .args(["iso", "embed", "-i"])
+        .arg(d.join("big.ign"))
+        .arg(&target));
+    assert!(
+        !o.status.success() && stderr(&o).contains("does not fit"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("262144"), "{}", stderr(&o));
+    let o = run(Command::new(&ci)
+        .args(["iso", "ignition", "embed", "-i"])
+        .arg(d.join("big.ign"))
+        .arg(&target));
+    assert!(!o.status.success());
+    assert!(std::fs::read(&target).unwrap() == pristine);
+}
+
+#[test]
+fn output_modes_and_refusals() {
+    let Some(xorriso) = tool("xorriso", "apt-get install xorriso") else {
+        return;
+    };
+    let _ = xorriso;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let iso = d.join("made.iso");
+    let st = Command::new("bash")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("iso/make-test-iso.sh"))
+        .arg(&iso)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let pristine = std::fs::read(&iso).unwrap();
+    std::fs::write(d.join("c.ign"), br#"{"ignition":{"version":"3.4.0"}}"#).unwrap();
+
+    // -o FILE leaves the input alone; -o - streams the same bytes.
+    ok(run(bin()
+        .args(["iso", "embed", "-i"])
+        .arg(d.join("c.ign"))
+        .arg("-o")
+        .arg(d.join("out.iso"))
+        .arg(&iso)));
+    assert!(std::fs::read(&iso).unwrap() == pristine);
+    let streamed = ok(run(bin()
+        .args(["iso", "embed", "-i"])
+        .arg(d.join("c.ign"))
+        .args(["-o", "-"])
+        .arg(&iso)
+        .stdout(Stdio::piped())));
+    assert!(streamed.stdout == std::fs::read(d.join("out.iso")).unwrap());
+    let o = run(bin()
+        .args(["iso", "embed", "-i"])
+        .arg(d.join("c.ign"))
+        .arg("-o")
+        .arg(d.join("out.iso"))
+        .arg(&iso));
+    assert!(!o.status.success(), "an existing -o file must be refused");
+    // In place, twice: the second needs -f.
+    ok(run(bin()
+        .args(["iso", "embed", "-i"])
+        .arg(d.join("c.ign"))
+        .arg(&iso)));
+    let o = run(bin()
+        .args(["iso", "embed", "-i"])
+        .arg(d.join("c.ign"))
+        .arg(&iso));
+    assert!(!o.status.success() && stderr(&o).contains("-f"));
+    ok(run(bin()
+        .args(["iso", "embed", "-f", "-i"])
+        .arg(d.join("c.ign"))
+        .arg(&iso)));
+    assert_eq!(
+        ok(run(bin().args(["iso", "show"]).arg(&iso))).stdout,
+        std::fs::read(d.join("c.ign")).unwrap()
+    );
+
+    // One step from pool to ISO: the pointer config goes in.
+    let pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+    std::fs::write(d.join("ca.pem"), pem).unwrap();
+    ok(run(bin()
+        .args([
+            "iso",
+            "embed",
+            "-f",
+            "--pool",
+            "worker-rwn",
+            "--merge-url",
+            "https://api-int.c.example.com:22623/config/worker-rwn",
+            "--ca-file",
+        ])
+        .arg(d.join("ca.pem"))
+        .arg(&iso)));
+    let shown: serde_json::Value =
+        serde_json::from_slice(&ok(run(bin().args(["iso", "show"]).arg(&iso))).stdout).unwrap();
+    assert_eq!(
+        shown["ignition"]["config"]["merge"][0]["source"],
+        "https://api-int.c.example.com:22623/config/worker-rwn"
+    );
+
+    // Bad inputs: one clear error, the file unchanged.
+    let not_iso = d.join("not.iso");
+    std::fs::write(&not_iso, vec![7u8; 100_000]).unwrap();
+    let truncated = d.join("trunc.iso");
+    std::fs::write(&truncated, &pristine[..pristine.len() / 2]).unwrap();
+    let corrupt = d.join("corrupt.iso");
+    std::fs::write(&corrupt, &pristine).unwrap();
+    let area = kubelet_labeler::iso::area_of(&corrupt).unwrap();
+    let mut bytes = pristine.clone();
+    bytes[area.offset as usize..area.offset as usize + 8].copy_from_slice(b"\xfd7zXZ\x00\x01\x02");
+    std::fs::write(&corrupt, &bytes).unwrap();
+    for (file, needle) in [
+        (&not_iso, "not an ISO"),
+        (&truncated, "truncated"),
+        (&corrupt, "corrupt"),
+    ] {
+        let before = std::fs::read(file).unwrap();
+        let o = run(bin()
+            .args(["iso", "embed", "-i"])
+            .arg(d.join("c.ign"))
+            .arg(file));
+        assert!(
+            !o.status.success() && stderr(&o).contains(needle),
+            "{}: {}",
+            file.display(),
+            stderr(&o)
+        );
+        assert!(
+            std::fs::read(file).unwrap() == before,
+            "{} changed",
+            file.display()
+        );
+    }
+}
