@@ -271,9 +271,9 @@ fn explain_matches_systemd_test_system() {
 
     // The same tree as a node root; /lib is /usr/lib as on Debian 12.
     let root = scratch.join("root");
-    copy_tree(&etc, &root.join("etc/systemd/system"));
-    copy_tree(&run, &root.join("run/systemd/system"));
-    copy_tree(&usr, &root.join("usr/lib/systemd/system"));
+    systemd_oracle::copy_tree(&etc, &root.join("etc/systemd/system"));
+    systemd_oracle::copy_tree(&run, &root.join("run/systemd/system"));
+    systemd_oracle::copy_tree(&usr, &root.join("usr/lib/systemd/system"));
     std::os::unix::fs::symlink("usr/lib", root.join("lib")).unwrap();
     write(&root.join("usr/bin/true"), "");
     std::fs::set_permissions(
@@ -301,20 +301,4 @@ fn explain_matches_systemd_test_system() {
     );
     assert_eq!(ours, dropins, "drop-ins (systemd block:\n{block})");
     assert_eq!(dropins.len(), 6, "{block}");
-}
-
-fn copy_tree(src: &Path, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    for e in std::fs::read_dir(src).unwrap() {
-        let e = e.unwrap();
-        let to = dst.join(e.file_name());
-        let ft = e.file_type().unwrap();
-        if ft.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(e.path()).unwrap(), &to).unwrap();
-        } else if ft.is_dir() {
-            copy_tree(&e.path(), &to);
-        } else {
-            std::fs::copy(e.path(), &to).unwrap();
-        }
-    }
 }

@@ -369,10 +369,10 @@ fn explain_agrees_with_real_systemd() {
     write(&root.join("etc/kubernetes/kubelet.conf"), kubelet_conf);
     install_exe(&recorder, &root.join("usr/local/bin/kubenswrapper"));
     let unit_rel = host.units.strip_prefix("/").unwrap();
-    copy_tree(&host.units, &root.join(unit_rel));
+    systemd_oracle::copy_tree(&host.units, &root.join(unit_rel));
     let unit_path: Vec<String> = host.search_path.split(':').map(String::from).collect();
     for d in &unit_path[1..] {
-        copy_tree(Path::new(d), &root.join(d.trim_start_matches('/')));
+        systemd_oracle::copy_tree(Path::new(d), &root.join(d.trim_start_matches('/')));
     }
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"));
     cmd.args([
@@ -429,19 +429,6 @@ fn explain_agrees_with_real_systemd() {
         "drop-ins vs systemd"
     );
     assert_eq!(strings(&json["added_labels"]), vec![LABELS.to_string()]);
-}
-
-fn copy_tree(src: &Path, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    for e in std::fs::read_dir(src).unwrap() {
-        let e = e.unwrap();
-        let to = dst.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &to);
-        } else {
-            std::fs::copy(e.path(), &to).unwrap();
-        }
-    }
 }
 
 /// A kubelet that refuses our label fails once; the next start leaves our

@@ -371,13 +371,7 @@ pub fn register_with_taints(text: &str) -> Result<Option<Vec<Taint>>, ConfigErro
 mod tests {
     use super::*;
 
-    fn t(key: &str, value: &str, effect: TaintEffect) -> Taint {
-        Taint {
-            key: key.into(),
-            value: value.into(),
-            effect,
-        }
-    }
+    use crate::kubelet::taint as t;
 
     #[test]
     fn yaml_block_list() {

@@ -72,3 +72,13 @@ impl std::fmt::Display for Taint {
         write!(f, "{}={}:{}", self.key, self.value, self.effect.as_str())
     }
 }
+
+/// `Taint` from parts, for tests.
+#[cfg(test)]
+pub fn taint(key: &str, value: &str, effect: TaintEffect) -> Taint {
+    Taint {
+        key: key.into(),
+        value: value.into(),
+        effect,
+    }
+}

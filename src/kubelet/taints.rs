@@ -123,13 +123,7 @@ pub fn parse_taints(value: &str) -> Result<Vec<Taint>, TaintError> {
 mod tests {
     use super::*;
 
-    fn t(key: &str, value: &str, effect: TaintEffect) -> Taint {
-        Taint {
-            key: key.into(),
-            value: value.into(),
-            effect,
-        }
-    }
+    use crate::kubelet::taint as t;
 
     #[test]
     fn accepted_forms() {

@@ -387,3 +387,21 @@ pub fn dump_paths(block: &str) -> (Option<String>, Vec<String>) {
     }
     (fragment, dropins)
 }
+
+/// Copy a directory tree (symlinks as symlinks), to lay a scratch tree out
+/// as a node root.
+pub fn copy_tree(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for e in std::fs::read_dir(src).unwrap() {
+        let e = e.unwrap();
+        let to = dst.join(e.file_name());
+        let ft = e.file_type().unwrap();
+        if ft.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(e.path()).unwrap(), &to).unwrap();
+        } else if ft.is_dir() {
+            copy_tree(&e.path(), &to);
+        } else {
+            std::fs::copy(e.path(), &to).unwrap();
+        }
+    }
+}
