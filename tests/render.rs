@@ -496,6 +496,13 @@ fn first_boot_with_real_ignition_and_systemd() {
         )
         .unwrap();
         std::fs::copy(&recorder, root.join("usr/local/bin/kubenswrapper")).unwrap();
+        // No journald here: the service's stderr (the wrapper's line) to a file.
+        let log = scratch.join(format!("kubelet-{case}.log"));
+        std::fs::write(
+            etc_units.join("kubelet.service.d/50-test-log.conf"),
+            format!("[Service]\nStandardError=append:{}\n", log.display()),
+        )
+        .unwrap();
         if refused {
             let env = etc_units.join("kubelet.service.d/90-kubelet-labeler-env.conf");
             let text = std::fs::read_to_string(&env).unwrap();
@@ -537,6 +544,16 @@ fn first_boot_with_real_ignition_and_systemd() {
                     )
                 })
         };
+        let line = std::fs::read_to_string(&log).unwrap_or_default();
+        let want = if refused {
+            "kubelet-labeler: starting kubelet without our labels/taints: label \"node-role.kubernetes.io/worker-rwn\""
+        } else {
+            "kubelet-labeler: starting kubelet with --node-labels=node.kubernetes.io/worker-rwn="
+        };
+        assert!(
+            line.contains(want),
+            "{case}: the journal line says {line:?}"
+        );
         argvs.push((case, get("original.service"), get("kubelet.service")));
     }
     for (case, original, kubelet) in argvs {

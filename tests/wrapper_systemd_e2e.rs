@@ -448,10 +448,14 @@ fn crash_loop_guard_under_real_systemd() {
          ExecStart={} --v=2\n",
         recorder.display()
     );
+    // No journald here: send the service's stderr to a file to read the
+    // wrapper's journal line.
+    let log = scratch.join("guard.log");
+    let log_dropin = format!("[Service]\nStandardError=append:{}\n", log.display());
     host.add_unit(
         "guard.service",
         &unit,
-        &[],
+        &[("50-test-log.conf", &log_dropin)],
         Some(("example.com/refused=yes", "")),
         true,
     );
@@ -470,6 +474,18 @@ fn crash_loop_guard_under_real_systemd() {
     assert_eq!(
         starts[1],
         vec![recorder.display().to_string(), "--v=2".to_string()]
+    );
+    let lines = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        lines.contains(
+            "kubelet-labeler: starting kubelet with --node-labels=example.com/refused=yes"
+        ),
+        "{lines}"
+    );
+    assert!(
+        lines.contains("kubelet-labeler: starting kubelet without our labels/taints")
+            && lines.contains("crash-loop guard"),
+        "{lines}"
     );
     let state = std::fs::read_to_string(host.state.join("guard.service.state")).unwrap();
     assert!(state.contains("with_additions=0"), "{state}");
