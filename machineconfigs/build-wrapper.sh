@@ -16,7 +16,7 @@ esac
 target="$arch-unknown-linux-musl"
 rustup target add "$target" >/dev/null 2>&1 || true
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER=rust-lld
-build=(cargo build --quiet --profile wrapper --target "$target" --bin kubelet-labeler-wrapper)
+build=(cargo build --quiet --profile wrapper --target "$target" --bin kubelet-labeler-wrapper --no-default-features)
 if rustup component add rust-src >/dev/null 2>&1; then
   RUSTC_BOOTSTRAP=1 "${build[@]}" -Z build-std=std,panic_unwind -Z build-std-features= >&2
 else

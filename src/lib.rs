@@ -7,6 +7,7 @@
 //! embeds Ignition in live ISOs. `cmdline` holds only clap types.
 
 pub mod cmdline;
+#[cfg(feature = "iso")]
 pub mod iso;
 pub mod kubelet;
 pub mod render;
