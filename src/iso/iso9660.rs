@@ -119,3 +119,63 @@ impl<'a> Iso9660<'a> {
         Ok(buf)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// The fixture ISO coreos-installer's outputs were made from.
+    fn fixture_iso() -> Option<File> {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../shared/fixtures/coreos-installer/synthetic-coreos-base.iso.xz");
+        if !p.is_file() {
+            assert!(std::env::var_os("CI").is_none(), "{} missing", p.display());
+            eprintln!("SKIPPED: {} is absent", p.display());
+            return None;
+        }
+        let mut bytes = Vec::new();
+        xz2::read::XzDecoder::new(File::open(p).unwrap())
+            .read_to_end(&mut bytes)
+            .unwrap();
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(&bytes).unwrap();
+        Some(f)
+    }
+
+    #[test]
+    fn finds_files_by_8_3_names() {
+        let Some(mut f) = fixture_iso() else { return };
+        let mut iso = Iso9660::open(&mut f).unwrap();
+        let img = iso.find("IMAGES/IGNITION.IMG").unwrap();
+        // README of the fixtures: the embed area is at 77824, 256 KiB.
+        assert_eq!(
+            img,
+            Extent {
+                offset: 77824,
+                length: 262144
+            }
+        );
+        assert_eq!(iso.find("images/ignition.img").unwrap(), img);
+        let info = iso.find("COREOS/IGNINFO.JSO").unwrap();
+        assert!(
+            String::from_utf8(iso.read(info).unwrap())
+                .unwrap()
+                .contains("images/ignition.img")
+        );
+        assert!(iso.find("NOPE/X").unwrap_err().is::<NotFound>());
+    }
+
+    #[test]
+    fn refuses_what_is_not_an_iso() {
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(&[0u8; 40_000]).unwrap();
+        assert!(
+            Iso9660::open(&mut f)
+                .err()
+                .unwrap()
+                .to_string()
+                .contains("not an ISO9660")
+        );
+    }
+}

@@ -308,3 +308,43 @@ pub fn area_of(input: &Path) -> Result<Extent> {
     let mut f = File::open(input).with_context(|| format!("opening {}", input.display()))?;
     find_area(&mut f)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn members(v: &[(&str, &[u8])]) -> BTreeMap<String, Vec<u8>> {
+        v.iter().map(|(k, b)| (k.to_string(), b.to_vec())).collect()
+    }
+
+    #[test]
+    fn archive_round_trips_with_padding_and_concatenation() {
+        let m = members(&[
+            ("config.ign", b"{}"),
+            ("etc/coreos-firstboot-network/eth0.nmconnection", b"[c]\n"),
+        ]);
+        let mut area = write_members(&m).unwrap();
+        assert!(area.starts_with(b"\xfd7zXZ\x00"));
+        // A second archive after zero padding overrides the first's config.
+        area.extend_from_slice(&[0u8; 12]);
+        area.extend(write_members(&members(&[("config.ign", b"{\"x\":1}")])).unwrap());
+        area.resize(area.len() + 1000, 0);
+        let back = read_members(&area).unwrap();
+        assert_eq!(back["config.ign"], b"{\"x\":1}");
+        assert_eq!(
+            back["etc/coreos-firstboot-network/eth0.nmconnection"],
+            b"[c]\n"
+        );
+        assert!(read_members(&[0u8; 64]).unwrap().is_empty());
+        assert!(write_members(&BTreeMap::new()).unwrap().is_empty());
+    }
+
+    #[test]
+    fn garbage_and_oversize_are_refused() {
+        assert!(read_members(b"garbage").is_err());
+        assert!(read_members(b"\xfd7zXZ\x00\x00\x00").is_err());
+        let e = fill_area(&[1u8; 10], 4).unwrap_err().to_string();
+        assert!(e.contains("10") && e.contains('4'), "{e}");
+        assert_eq!(fill_area(&[1u8; 2], 4).unwrap(), vec![1, 1, 0, 0]);
+    }
+}
