@@ -4,17 +4,14 @@
 #[path = "support/systemd_oracle.rs"]
 mod systemd_oracle;
 
+use systemd_oracle::write;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output};
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
-}
-
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
 }
 
 fn stdout(o: &Output) -> String {

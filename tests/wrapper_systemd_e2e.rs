@@ -10,6 +10,8 @@ mod mco;
 #[path = "support/systemd_oracle.rs"]
 mod systemd_oracle;
 
+use systemd_oracle::write;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -18,11 +20,6 @@ use systemd_oracle::{Record, UserRun};
 const LABELS: &str = "node.kubernetes.io/worker-rwn=";
 const TAINT: &str = "example.com/gpu=true:NoSchedule";
 const CONFIG_TAINT: &str = "example.com/from-config=:PreferNoSchedule";
-
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
 
 fn install_exe(src: &Path, dst: &Path) {
     std::fs::create_dir_all(dst.parent().unwrap()).unwrap();

@@ -405,3 +405,9 @@ pub fn copy_tree(src: &Path, dst: &Path) {
         }
     }
 }
+
+/// Write a file, making its directories.
+pub fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
