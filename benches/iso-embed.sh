@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark (not a test): embedding in a 1 GiB live ISO (sparse padding),
+# Benchmark (not a test): embedding in a 1 GiB live ISO (zero padding, written out in full),
 # kubelet-labeler and coreos-installer side by side, medians of RUNS.
 set -euo pipefail
 cd "$(dirname "$0")/.."

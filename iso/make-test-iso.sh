@@ -2,7 +2,8 @@
 # Build a small ISO with a CoreOS-style Ignition embed area, the layout of
 # the live ISOs: /images/ignition.img (256 KiB of zeros) named by
 # /coreos/igninfo.json. usage: make-test-iso.sh OUT.iso [PAD_MIB]
-# PAD_MIB adds a sparse file of that size (for benchmarks on a big image).
+# PAD_MIB adds a file of that size (for benchmarks on a big image); the
+# source file is sparse, but xorriso writes its zeros, so the ISO is not.
 set -euo pipefail
 out=$1
 pad=${2:-0}
