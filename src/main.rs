@@ -8,7 +8,7 @@ use clap::Parser;
 
 use kubelet_labeler::cmdline::*;
 use kubelet_labeler::iso;
-use kubelet_labeler::render::{additions, machineconfig, tree};
+use kubelet_labeler::render::{additions, machineconfig, pointer, tree};
 
 fn main() -> ExitCode {
     let result = match Cmd::parse() {
@@ -132,8 +132,13 @@ fn pool_options(p: &PoolArgs) -> Result<machineconfig::PoolOptions> {
         Some(w) => w.clone(),
         None => default_wrapper(arch)?,
     };
-    let wrapper = std::fs::read(&wrapper_path)
-        .with_context(|| format!("reading the wrapper {}", wrapper_path.display()))?;
+    let wrapper = std::fs::read(&wrapper_path).with_context(|| {
+        format!(
+            "reading the wrapper {} (build it with `machineconfigs/build-wrapper.sh {}` or fix --wrapper)",
+            wrapper_path.display(),
+            arch.name()
+        )
+    })?;
     machineconfig::check_wrapper(&wrapper, arch, &wrapper_path)?;
     Ok(machineconfig::PoolOptions {
         pool: p.pool.clone(),
@@ -207,8 +212,9 @@ fn cmd_render_ignition(c: RenderIgnitionConfig) -> Result<ExitCode> {
     let config = match (&c.merge_url, &c.ca_file) {
         (Some(url), Some(ca)) => {
             machineconfig::check_pool_name(&c.pool.pool, &c.pool.base_role)?;
+            pointer::check_merge_url_pool(url, &c.pool.pool)?;
             let pem = std::fs::read(ca).with_context(|| format!("reading {}", ca.display()))?;
-            machineconfig::pointer_ignition(url, &pem, version)?
+            pointer::pointer_config(url, &pem, version)?
         }
         _ => machineconfig::ignition(&pool_options(&c.pool)?)?,
     };

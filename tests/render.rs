@@ -2,6 +2,8 @@
 //! a YAML 1.1 reader (PyYAML), real Ignition writing a first boot's files,
 //! and real systemd starting MCO's kubelet.service with them.
 
+#[path = "support/ignition_oracle.rs"]
+mod ignition_oracle;
 #[path = "support/mco.rs"]
 mod mco;
 #[path = "support/systemd_oracle.rs"]
@@ -10,7 +12,8 @@ mod systemd_oracle;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use kubelet_labeler::kubelet::Additions;
+use kubelet_labeler::kubelet::{Additions, Profile};
+use kubelet_labeler::render::dropins;
 use kubelet_labeler::render::encoding::{DataUrl, decode};
 use kubelet_labeler::render::machineconfig::{self, Arch, PoolOptions};
 use serde_json::Value;
@@ -86,6 +89,7 @@ fn fake_static_elf() -> Vec<u8> {
     v[..4].copy_from_slice(b"\x7fELF");
     v[4] = 2;
     v[5] = 1;
+    v[16..18].copy_from_slice(&2u16.to_le_bytes()); // ET_EXEC
     v[18..20].copy_from_slice(&62u16.to_le_bytes());
     v
 }
@@ -133,8 +137,18 @@ fn yaml_reads_back_unchanged_in_yaml_1_1() {
         let rendered = machineconfig::render(&o).unwrap();
         let stream = machineconfig::to_stream(&rendered).unwrap();
         let back = pyyaml(&stream);
-        let ours: Vec<Value> = rendered.manifests.iter().map(|(_, v)| v.clone()).collect();
+        let ours: Vec<Value> = rendered
+            .manifests
+            .iter()
+            .map(|(_, v)| v.clone())
+            .filter(|v| v["kind"] != "Kustomization")
+            .collect();
         assert_eq!(back, ours, "label value {v:?}");
+        // The files --output-dir writes, one by one (kustomization too).
+        for (name, obj) in &rendered.manifests {
+            let text = machineconfig::to_yaml(obj).unwrap();
+            assert_eq!(pyyaml(&text), vec![obj.clone()], "{name}, value {v:?}");
+        }
     }
     // Values kubelet refuses as labels still must survive the emitter.
     for v in [
@@ -189,21 +203,33 @@ fn every_ignition_config_passes_ignition_validate() {
         configs.push((format!("pointer-{version}"), pointer));
     }
     assert!(configs.len() >= 8);
-    for (name, mut cfg) in configs {
-        // Debian's ignition-validate (2.14) knows specs up to 3.3.0; 3.4.0
-        // adds no field we use, so a 3.4.0 config is checked as 3.3.0.
+    for (name, cfg) in configs {
+        // Debian's ignition-validate (2.14) knows 3.4.0 only as
+        // 3.4.0-experimental; 3.4.0 adds no field we use over 3.3.0, so a
+        // 3.4.0 config is checked under both names.
+        let mut variants = vec![cfg.clone()];
         if cfg["ignition"]["version"] == "3.4.0" {
-            cfg["ignition"]["version"] = "3.3.0".into();
+            variants = ["3.3.0", "3.4.0-experimental"]
+                .iter()
+                .map(|v| {
+                    let mut c = cfg.clone();
+                    c["ignition"]["version"] = (*v).into();
+                    c
+                })
+                .collect();
         }
-        let f = dir.path().join(format!("{name}.ign"));
-        std::fs::write(&f, serde_json::to_vec(&cfg).unwrap()).unwrap();
-        let out = Command::new("ignition-validate").arg(&f).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{name}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        for cfg in variants {
+            let f = dir.path().join(format!("{name}.ign"));
+            std::fs::write(&f, serde_json::to_vec(&cfg).unwrap()).unwrap();
+            let out = Command::new("ignition-validate").arg(&f).output().unwrap();
+            assert!(
+                out.status.success(),
+                "{name} as {}: {}{}",
+                cfg["ignition"]["version"],
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
     }
 }
 
@@ -236,6 +262,20 @@ fn example_machineconfigs_are_current() {
             String::from_utf8_lossy(&st.stderr)
         );
     }
+    let yaml_names = |d: &Path| {
+        let mut v: Vec<_> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".yaml"))
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(
+        yaml_names(&manifest_dir().join("machineconfigs")),
+        yaml_names(&dir.path().join("a")),
+        "machineconfigs/ holds other manifests than render.sh renders; remove the extra ones and run `bash machineconfigs/render.sh`"
+    );
     for e in std::fs::read_dir(dir.path().join("a")).unwrap() {
         let name = e.unwrap().file_name();
         let fresh = std::fs::read(dir.path().join("a").join(&name)).unwrap();
@@ -332,6 +372,33 @@ fn bad_input_is_refused_and_nothing_written() {
     let o = run(&["--pool", "gpu", "--wrapper", w]);
     assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("--force"));
     assert_eq!(std::fs::read_dir(&out_dir).unwrap().count(), 1);
+
+    // An output directory that cannot be created (below a regular file).
+    let blocked = out_dir.join("keep.yaml").join("sub");
+    let o = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+        .args(["render", "machineconfig", "--pool", "gpu", "--wrapper", w])
+        .arg("--output-dir")
+        .arg(&blocked)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains(&blocked.display().to_string()),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(&out_dir).unwrap().count(), 1);
+
+    // -o - is one YAML stream to apply: no kustomization, nothing written.
+    let o = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+        .args(["render", "machineconfig", "--pool", "gpu", "--wrapper", w])
+        .args(["-o", "-"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stream = String::from_utf8(o.stdout).unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(stream.matches("\nkind: ").count(), 3, "{stream}");
+    assert!(!stream.contains("Kustomization"));
 }
 
 /// MCO merges MachineConfigs of the base role, then the pool's: files and
@@ -360,73 +427,11 @@ fn merge_as_mco(configs: &[Value]) -> Value {
             }
         }
     }
-    // Debian's Ignition 2.14 reads specs up to 3.3.0; what we emit uses
-    // only fields 3.0 already has, so the merged config says 3.3.0.
     serde_json::json!({
-        "ignition": { "version": "3.3.0" },
+        "ignition": { "version": configs[0]["ignition"]["version"] },
         "storage": { "files": files },
         "systemd": { "units": units }
     })
-}
-
-fn run_ignition(config: &Value, root: &Path, state: &Path) {
-    let ign = "/usr/lib/dracut/modules.d/30ignition/ignition";
-    std::fs::create_dir_all(root.join("etc/selinux")).unwrap();
-    std::fs::write(
-        root.join("etc/selinux/config"),
-        "SELINUX=disabled\nSELINUXTYPE=targeted\n",
-    )
-    .unwrap();
-    std::fs::create_dir_all(state).unwrap();
-    let cfg = state.join("config.ign");
-    std::fs::write(&cfg, serde_json::to_vec(config).unwrap()).unwrap();
-    let cache = state.join("c.json");
-    // Ignition relabels for SELinux at the end of the files stage; this
-    // host has no policy, and the labels are not what is tested here.
-    let fakebin = state.join("fakebin");
-    std::fs::create_dir_all(&fakebin).unwrap();
-    std::fs::write(
-        fakebin.join("setfiles"),
-        "#!/bin/sh\ncat >/dev/null\nexit 0\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        fakebin.join("setfiles"),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-    let path = format!(
-        "{}:{}",
-        fakebin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    for stage in ["fetch-offline", "files"] {
-        let mut c = Command::new(ign);
-        c.args([
-            "-platform",
-            "file",
-            "-stage",
-            stage,
-            "-log-to-stdout",
-            "-root",
-        ])
-        .arg(root)
-        .arg("-config-cache")
-        .arg(&cache)
-        .arg("-state-file")
-        .arg(state.join("s"))
-        .env("IGNITION_CONFIG_FILE", &cfg)
-        .env("PATH", &path);
-        if stage == "fetch-offline" {
-            c.arg("-neednet").arg(state.join("n"));
-        }
-        let out = c.output().unwrap();
-        assert!(
-            out.status.success(),
-            "ignition {stage}: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-    }
 }
 
 /// First boot end to end: the example MachineConfigs merged as MCO would,
@@ -469,7 +474,7 @@ fn first_boot_with_real_ignition_and_systemd() {
     let mut argvs = Vec::new();
     for (case, refused) in [("good", false), ("refused", true)] {
         let root = scratch.join(format!("root-{case}"));
-        run_ignition(&merged, &root, &scratch.join(format!("ign-{case}")));
+        ignition_oracle::apply(&merged, &root, &scratch.join(format!("ign-{case}")));
         let etc_units = root.join("etc/systemd/system");
         let wrapper = root.join("usr/local/bin/kubelet-labeler-wrapper");
         let mode = std::fs::metadata(&wrapper).unwrap();
@@ -477,10 +482,21 @@ fn first_boot_with_real_ignition_and_systemd() {
             std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777,
             0o755
         );
+        assert!(std::fs::read(&wrapper).unwrap() == example_wrapper());
+        assert_eq!(
+            std::fs::read_to_string(etc_units.join("kubelet.service.d/zz-kubelet-labeler.conf"))
+                .unwrap(),
+            dropins::wrapper_dropin(Profile::OpenShift)
+        );
+        let env_dropin = std::fs::read_to_string(
+            etc_units.join("kubelet.service.d/90-kubelet-labeler-env.conf"),
+        )
+        .unwrap();
         assert!(
-            etc_units
-                .join("kubelet.service.d/zz-kubelet-labeler.conf")
-                .is_file()
+            env_dropin.contains(
+                "Environment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS=node.kubernetes.io/worker-rwn=\"\n"
+            ),
+            "{env_dropin}"
         );
         // What MCO's own MachineConfigs would have written.
         std::fs::write(etc_units.join("kubelet.service"), kubelet_unit).unwrap();

@@ -163,7 +163,8 @@ pub struct RenderMachineConfigConfig {
     /// Directory to write the manifests into
     #[arg(long, value_name = "DIR", conflicts_with = "output")]
     pub output_dir: Option<PathBuf>,
-    /// Write all manifests as one YAML stream to this file ("-" for stdout)
+    /// Write the manifests to apply as one YAML stream to this file ("-" for
+    /// stdout, for `oc apply -f -`); the kustomization is left out
     #[arg(short, long, value_name = "PATH")]
     pub output: Option<PathBuf>,
     /// Replace files in a non-empty output directory

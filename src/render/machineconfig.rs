@@ -10,7 +10,6 @@ use super::dropins::{
     ENV_DROPIN_NAME, WRAPPER_DROPIN_NAME, WRAPPER_PATH, env_dropin, wrapper_dropin,
 };
 use super::encoding::data_url;
-use super::tree::write_atomic;
 use crate::kubelet::{Additions, Profile, validate_labels};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,20 +77,57 @@ pub fn check_wrapper(bytes: &[u8], arch: Arch, path: &Path) -> Result<()> {
         u16_at(54) as usize,
         u16_at(56) as usize,
     );
+    // ET_EXEC, or ET_DYN for a static-pie; anything else is not a program.
+    let e_type = u16_at(16);
+    if e_type != 2 && e_type != 3 {
+        bail!(
+            "{} is not an executable (ELF type {e_type}); {fix}",
+            path.display()
+        );
+    }
     for i in 0..phnum {
         let off = phoff + i * phentsize;
-        let Some(p_type) = bytes.get(off..off + 4) else {
+        let Some(header) = bytes.get(off..off + 56) else {
             bail!("{} has a truncated program header table", path.display());
         };
+        let p_type = u32::from_le_bytes(header[..4].try_into().unwrap());
         // PT_INTERP: the kernel would need a dynamic loader.
-        if u32::from_le_bytes(p_type.try_into().unwrap()) == 3 {
+        if p_type == 3 {
             bail!(
                 "{} is dynamically linked (it names an ELF interpreter); the node needs a static wrapper; {fix}",
                 path.display()
             );
         }
+        // PT_DYNAMIC: a static-pie has one too, but never a DT_NEEDED entry.
+        if p_type == 2 && needs_shared_libraries(bytes, header) {
+            bail!(
+                "{} is dynamically linked (it needs shared libraries); the node needs a static wrapper; {fix}",
+                path.display()
+            );
+        }
     }
     Ok(())
+}
+
+/// Whether the dynamic section a PT_DYNAMIC `header` points at lists a
+/// DT_NEEDED library. An unreadable section counts as needing one.
+fn needs_shared_libraries(bytes: &[u8], header: &[u8]) -> bool {
+    let field = |o: usize| u64::from_le_bytes(header[o..o + 8].try_into().unwrap()) as usize;
+    let (offset, size) = (field(8), field(32));
+    let Some(section) = offset
+        .checked_add(size)
+        .and_then(|end| bytes.get(offset..end))
+    else {
+        return true;
+    };
+    for entry in section.chunks_exact(16) {
+        match u64::from_le_bytes(entry[..8].try_into().unwrap()) {
+            0 => return false, // DT_NULL ends the table
+            1 => return true,  // DT_NEEDED
+            _ => {}
+        }
+    }
+    false
 }
 
 /// Pool names: what a MachineConfigPool and a label key's name part allow.
@@ -253,31 +289,10 @@ pub fn ignition(opts: &PoolOptions) -> Result<Value> {
 }
 
 /// A pointer config: merge the pool's config from the Machine Config Server,
-/// trusting `ca_pem` for it (what a boot ISO carries).
+/// trusting `ca_pem` for it (what a boot ISO carries). Same as
+/// [`super::pointer::pointer_config`], kept for existing callers.
 pub fn pointer_ignition(merge_url: &str, ca_pem: &[u8], version: &str) -> Result<Value> {
-    if !(merge_url.starts_with("https://") || merge_url.starts_with("http://")) {
-        bail!(
-            "--merge-url {merge_url:?}: use https://api-int.<cluster>.<domain>:22623/config/<pool> (or http:// on port 22624)"
-        );
-    }
-    let text = std::str::from_utf8(ca_pem).unwrap_or("");
-    if !text.contains("-----BEGIN CERTIFICATE-----") {
-        bail!(
-            "the CA file is not a PEM certificate; pass the cluster's root CA (oc get cm -n openshift-config root-ca... or the ignition of an existing node)"
-        );
-    }
-    let url = data_url(ca_pem);
-    let mut ca = json!({ "source": url.source });
-    if let Some(c) = url.compression {
-        ca["compression"] = json!(c);
-    }
-    Ok(json!({
-        "ignition": {
-            "config": { "merge": [ { "source": merge_url } ] },
-            "security": { "tls": { "certificateAuthorities": [ ca ] } },
-            "version": version
-        }
-    }))
+    super::pointer::pointer_config(merge_url, ca_pem, version)
 }
 
 pub fn to_yaml(v: &Value) -> Result<String> {
@@ -285,12 +300,15 @@ pub fn to_yaml(v: &Value) -> Result<String> {
 }
 
 /// Write the manifests into `dir` (created; must be empty unless `force`).
+/// Every file is staged as a temp file in `dir` first and renamed into place
+/// only when all are written, so a failure leaves no partial set behind.
 pub fn write_dir(rendered: &Rendered, dir: &Path, force: bool) -> Result<Vec<PathBuf>> {
     let mut texts = Vec::new();
     for (name, obj) in &rendered.manifests {
         texts.push((dir.join(name), to_yaml(obj)?));
     }
-    if dir.exists() {
+    let created = !dir.exists();
+    if !created {
         let non_empty = std::fs::read_dir(dir)
             .with_context(|| format!("reading {}", dir.display()))?
             .next()
@@ -302,18 +320,56 @@ pub fn write_dir(rendered: &Rendered, dir: &Path, force: bool) -> Result<Vec<Pat
             );
         }
     }
+    let staged = stage_files(dir, &texts);
+    let staged = match staged {
+        Ok(s) => s,
+        Err(e) => {
+            if created {
+                // Only what we created: the staged temp files are gone already.
+                let _ = std::fs::remove_dir(dir);
+            }
+            return Err(e);
+        }
+    };
     let mut written = Vec::new();
-    for (path, text) in texts {
-        write_atomic(&path, text.as_bytes(), 0o644)?;
+    for (tmp, path) in staged {
+        tmp.persist(&path)
+            .with_context(|| format!("renaming into {}", path.display()))?;
         written.push(path);
     }
     Ok(written)
 }
 
-/// All manifests as one YAML stream.
+fn stage_files(
+    dir: &Path,
+    texts: &[(PathBuf, String)],
+) -> Result<Vec<(tempfile::NamedTempFile, PathBuf)>> {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut staged = Vec::new();
+    for (path, text) in texts {
+        let mut tmp = tempfile::NamedTempFile::new_in(dir)
+            .with_context(|| format!("creating a temp file in {}", dir.display()))?;
+        tmp.write_all(text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))
+            .with_context(|| format!("setting the mode of {}", path.display()))?;
+        staged.push((tmp, path.clone()));
+    }
+    Ok(staged)
+}
+
+/// The manifests to apply, as one YAML stream (`-o -`, for `oc apply -f -`).
+/// The kustomization is left out: it is kustomize's input, not an API
+/// object, and `oc apply` fails on its kind.
 pub fn to_stream(rendered: &Rendered) -> Result<String> {
     let mut out = String::new();
     for (_, obj) in &rendered.manifests {
+        if obj["kind"] == "Kustomization" {
+            continue;
+        }
         out += "---\n";
         out += &to_yaml(obj)?;
     }
@@ -330,6 +386,7 @@ mod tests {
         v[..4].copy_from_slice(b"\x7fELF");
         v[4] = 2;
         v[5] = 1;
+        v[16..18].copy_from_slice(&2u16.to_le_bytes());
         v[18..20].copy_from_slice(&machine.to_le_bytes());
         v
     }
@@ -369,6 +426,39 @@ mod tests {
                 .to_string()
                 .contains("dynamically")
         );
+        // PT_DYNAMIC whose table lists DT_NEEDED (a program without an
+        // interpreter that still needs libc.so) vs. a static-pie's table.
+        let with_dynamic = |tags: &[u64]| {
+            let mut v = fake_elf(62);
+            v[16..18].copy_from_slice(&3u16.to_le_bytes());
+            v.resize(64 + 56, 0);
+            v[32..40].copy_from_slice(&64u64.to_le_bytes());
+            v[54..56].copy_from_slice(&56u16.to_le_bytes());
+            v[56..58].copy_from_slice(&1u16.to_le_bytes());
+            v[64..68].copy_from_slice(&2u32.to_le_bytes());
+            v[72..80].copy_from_slice(&120u64.to_le_bytes());
+            v[96..104].copy_from_slice(&((tags.len() * 16) as u64).to_le_bytes());
+            for tag in tags {
+                v.extend_from_slice(&tag.to_le_bytes());
+                v.extend_from_slice(&0u64.to_le_bytes());
+            }
+            v
+        };
+        let needs = check_wrapper(&with_dynamic(&[5, 1, 0]), Arch::X86_64, p).unwrap_err();
+        assert!(needs.to_string().contains("shared libraries"), "{needs}");
+        assert!(check_wrapper(&with_dynamic(&[5, 0, 1]), Arch::X86_64, p).is_ok());
+        let mut object = fake_elf(62);
+        object[16..18].copy_from_slice(&1u16.to_le_bytes());
+        assert!(check_wrapper(&object, Arch::X86_64, p).is_err());
+    }
+
+    #[test]
+    fn stream_leaves_out_the_kustomization() {
+        let r = render(&opts()).unwrap();
+        let stream = to_stream(&r).unwrap();
+        assert_eq!(stream.matches("---\n").count(), 3);
+        assert!(!stream.contains("Kustomization"));
+        assert!(r.manifests.iter().any(|(n, _)| n == "kustomization.yaml"));
     }
 
     #[test]

@@ -5,4 +5,7 @@ pub mod additions;
 pub mod dropins;
 pub mod encoding;
 pub mod machineconfig;
+pub mod pointer;
 pub mod tree;
+
+pub use pointer::pointer_ignition;
