@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -38,6 +39,18 @@ pub fn run_stages(
     root: &Path,
     state: &Path,
     stages: &[&str],
+) -> Result<(), String> {
+    run_stages_with_timeout(config, root, state, stages, 300)
+}
+
+/// [`run_stages`], giving each stage at most `secs` seconds (Ignition
+/// retries a failing fetch for ever; a stage it is killed in is an Err).
+pub fn run_stages_with_timeout(
+    config: &Value,
+    root: &Path,
+    state: &Path,
+    stages: &[&str],
+    secs: u64,
 ) -> Result<(), String> {
     std::fs::create_dir_all(root.join("etc/selinux")).unwrap();
     std::fs::write(
@@ -91,13 +104,31 @@ pub fn run_stages(
         if stage.starts_with("fetch") {
             c.arg("-neednet").arg(state.join("n"));
         }
-        let out = c.output().map_err(|e| format!("running {IGNITION}: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "ignition {stage}: {}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ));
+        let log = state.join(format!("{stage}.log"));
+        let log_file = std::fs::File::create(&log).unwrap();
+        c.stdout(log_file.try_clone().unwrap()).stderr(log_file);
+        let mut child = c.spawn().map_err(|e| format!("running {IGNITION}: {e}"))?;
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break Some(status);
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        match status {
+            Some(s) if s.success() => {}
+            Some(s) => return Err(format!("ignition {stage} ({s}): {text}")),
+            None => {
+                return Err(format!(
+                    "ignition {stage}: still running after {secs}s: {text}"
+                ));
+            }
         }
     }
     Ok(())

@@ -1,0 +1,324 @@
+//! The pointer config a boot ISO carries, fetched by real Ignition from an
+//! HTTPS server standing in for the Machine Config Server: Ignition must
+//! trust the server through the CA we embed (and only through it), merge
+//! the pool's config and write the node's files.
+
+#[path = "support/ignition_oracle.rs"]
+mod ignition_oracle;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+
+/// A tool the test needs; missing: say why and skip, but fail under CI.
+fn need(tool: &str, install: &str) -> bool {
+    let ok = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        let why = format!("{tool} is missing ({install})");
+        assert!(std::env::var_os("CI").is_none(), "{why}");
+        eprintln!("SKIPPED: {why}");
+    }
+    ok
+}
+
+fn sh(dir: &Path, script: &str) {
+    let out = Command::new("sh")
+        .args(["-ec", script])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A CA, and a server certificate for 127.0.0.1 it signs; plus an unrelated
+/// CA that must not be trusted.
+fn make_certificates(dir: &Path) {
+    sh(
+        dir,
+        "for ca in ca other; do
+           openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=$ca \
+             -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign \
+             -keyout $ca.key -out $ca.pem 2>/dev/null
+         done
+         openssl req -newkey rsa:2048 -nodes -subj /CN=mcs -keyout server.key -out server.csr 2>/dev/null
+         printf 'subjectAltName=IP:127.0.0.1\\nextendedKeyUsage=serverAuth\\n' > ext
+         openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+           -extfile ext -out server.pem 2>/dev/null",
+    );
+}
+
+/// Serves `config` at /config/<pool> over HTTPS (any other path: 404) and
+/// appends each request's Accept header to `accept.log`.
+const SERVER: &str = r#"
+import http.server, ssl, sys
+pool, config = sys.argv[1], open(sys.argv[2], 'rb').read()
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        with open('accept.log', 'a') as f:
+            f.write(self.path + ' ' + str(self.headers.get('Accept')) + '\n')
+        if self.path != '/config/' + pool:
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header('Content-Type', 'application/json')
+        self.send_header('Content-Length', str(len(config)))
+        self.end_headers()
+        self.wfile.write(config)
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer(('127.0.0.1', 0), H)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain('server.pem', 'server.key')
+s.socket = ctx.wrap_socket(s.socket, server_side=True)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn serve(dir: &Path, pool: &str, config: &Path) -> (Server, u16) {
+    let mut child = Command::new("python3")
+        .args(["-c", SERVER, pool])
+        .arg(config)
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line.trim().parse().expect("the server's port");
+    (Server(child), port)
+}
+
+fn cli(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+/// A static ELF header standing in for the wrapper (its bytes are compared,
+/// never run).
+fn fake_static_elf() -> Vec<u8> {
+    let mut v = vec![0u8; 64];
+    v[..4].copy_from_slice(b"\x7fELF");
+    v[4] = 2;
+    v[5] = 1;
+    v[16..18].copy_from_slice(&2u16.to_le_bytes());
+    v[18..20].copy_from_slice(&62u16.to_le_bytes());
+    v.extend((0..4096u32).map(|i| (i * 7 % 251) as u8));
+    v
+}
+
+#[test]
+fn ignition_fetches_the_pool_config_through_the_pointer() {
+    if let Some(why) = ignition_oracle::unavailable() {
+        assert!(std::env::var_os("CI").is_none(), "{why}");
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    if !need("openssl", "apt-get install openssl") || !need("python3", "apt-get install python3") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    make_certificates(dir);
+    std::fs::write(dir.join("wrapper"), fake_static_elf()).unwrap();
+
+    // What the MCS would serve for the pool: the full config, at a spec
+    // Debian's Ignition 2.14 reads as a child config.
+    let full = cli(
+        dir,
+        &[
+            "render",
+            "ignition",
+            "--pool",
+            "worker-rwn",
+            "--label",
+            "example.com/gpu=yes",
+            "--taint",
+            "example.com/gpu=true:NoSchedule",
+            "--wrapper",
+            "wrapper",
+            "--ignition-version",
+            "3.2.0",
+            "-o",
+            "pool.ign",
+        ],
+    );
+    assert!(
+        full.status.success(),
+        "{}",
+        String::from_utf8_lossy(&full.stderr)
+    );
+    let (_server, port) = serve(dir, "worker-rwn", &dir.join("pool.ign"));
+    let url = format!("https://127.0.0.1:{port}/config/worker-rwn");
+
+    // A bundle of several CAs is what `oc` hands out; its data URL may be
+    // gzip-compressed, which Ignition must undo for a CA too.
+    sh(dir, "cat other.pem ca.pem other.pem ca.pem > bundle.pem");
+    for (ca, trusted) in [("ca.pem", true), ("bundle.pem", true), ("other.pem", false)] {
+        let out = cli(
+            dir,
+            &[
+                "render",
+                "ignition",
+                "--pool",
+                "worker-rwn",
+                "--merge-url",
+                &url,
+                "--ca-file",
+                ca,
+                "-o",
+                "pointer.ign",
+                "--force",
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let pointer: Value =
+            serde_json::from_slice(&std::fs::read(dir.join("pointer.ign")).unwrap()).unwrap();
+        eprintln!(
+            "{ca}: CA data URL {} bytes, compression {}",
+            pointer["ignition"]["security"]["tls"]["certificateAuthorities"][0]["source"]
+                .as_str()
+                .unwrap()
+                .len(),
+            pointer["ignition"]["security"]["tls"]["certificateAuthorities"][0]["compression"]
+        );
+        // The library function the ISO step calls gives the same config.
+        let from_lib =
+            kubelet_labeler::render::pointer_ignition(&url, &std::fs::read(dir.join(ca)).unwrap())
+                .unwrap();
+        assert_eq!(serde_json::from_slice::<Value>(&from_lib).unwrap(), pointer);
+
+        let root = dir.join(format!("root-{ca}"));
+        let state = dir.join(format!("state-{ca}"));
+        let result = ignition_oracle::run_stages_with_timeout(
+            &pointer,
+            &root,
+            &state,
+            &["fetch-offline", "fetch", "files"],
+            if trusted { 120 } else { 15 },
+        );
+        if !trusted {
+            let log = result
+                .expect_err("Ignition fetched the config with a CA that did not sign the server");
+            assert!(
+                log.contains("x509: certificate signed by unknown authority"),
+                "{log}"
+            );
+            assert!(!root.join("usr/local/bin/kubelet-labeler-wrapper").exists());
+            continue;
+        }
+        result.unwrap();
+        let wrapper = root.join("usr/local/bin/kubelet-labeler-wrapper");
+        assert_eq!(std::fs::read(&wrapper).unwrap(), fake_static_elf());
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(&wrapper).unwrap().permissions(),
+        );
+        assert_eq!(mode & 0o7777, 0o755);
+        let dropins = root.join("etc/systemd/system/kubelet.service.d");
+        assert_eq!(
+            std::fs::read_to_string(dropins.join("zz-kubelet-labeler.conf")).unwrap(),
+            kubelet_labeler::render::dropins::wrapper_dropin(
+                kubelet_labeler::kubelet::Profile::OpenShift
+            )
+        );
+        let env = std::fs::read_to_string(dropins.join("90-kubelet-labeler-env.conf")).unwrap();
+        assert!(
+            env.contains(
+                "Environment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS=node.kubernetes.io/worker-rwn=,example.com/gpu=yes\"\n"
+            ) && env.contains(
+                "Environment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS=example.com/gpu=true:NoSchedule\"\n"
+            ),
+            "{env}"
+        );
+    }
+    // Ignition asked for the pool's path with an Ignition spec in Accept,
+    // as the MCS needs to pick the served version.
+    let log = std::fs::read_to_string(dir.join("accept.log")).unwrap();
+    assert!(
+        log.lines().any(|l| l.starts_with("/config/worker-rwn ")
+            && l.contains("application/vnd.coreos.ignition+json")),
+        "{log}"
+    );
+}
+
+#[test]
+fn pointer_refusals() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(
+        dir.join("ca.pem"),
+        "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("key.pem"),
+        "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n",
+    )
+    .unwrap();
+    for (url, ca, needle) in [
+        (
+            "https://api-int.c.example.com:22623/config/worker",
+            "ca.pem",
+            "/config/worker-rwn",
+        ),
+        (
+            "api-int.c.example.com:22623/config/worker-rwn",
+            "ca.pem",
+            "https://",
+        ),
+        (
+            "https://api-int.c.example.com:22623/config/worker-rwn",
+            "key.pem",
+            "worker-user-data-managed",
+        ),
+    ] {
+        let out = cli(
+            dir,
+            &[
+                "render",
+                "ignition",
+                "--pool",
+                "worker-rwn",
+                "--merge-url",
+                url,
+                "--ca-file",
+                ca,
+                "-o",
+                "pointer.ign",
+            ],
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(needle),
+            "{url}: {err}"
+        );
+        assert!(!dir.join("pointer.ign").exists());
+    }
+}
