@@ -248,6 +248,7 @@ fn cmd_iso_embed(c: IsoEmbedConfig) -> Result<ExitCode> {
                 c.merge_url.as_deref().unwrap_or(""),
                 c.ca_file.as_ref().context("--ca-file")?,
             );
+            pointer::check_merge_url_pool(url, pool)?;
             let pem = std::fs::read(ca).with_context(|| format!("reading {}", ca.display()))?;
             serde_json::to_vec(&machineconfig::pointer_ignition(url, &pem, "3.4.0")?)?
         }
