@@ -227,6 +227,12 @@ fn merge_err<T>(msg: impl Into<String>) -> Result<T, MergeError> {
     Err(MergeError(msg.into()))
 }
 
+/// A taint kubelet accepts, which survives the trip through the flag
+/// unchanged (a key holding ',' or ':' would turn into other taints).
+fn is_flag_safe(t: &Taint) -> bool {
+    parse_taints(&t.to_string()).as_deref() == Ok(std::slice::from_ref(t))
+}
+
 /// The `*.conf` files under kubelet's `--config-dir`, in the order kubelet
 /// merges them (Go's filepath.WalkDir: lexical per directory, depth first).
 fn dropin_files(fs: &dyn NodeFs, dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), MergeError> {
@@ -288,10 +294,8 @@ fn existing_taints(scan: &FlagScan, fs: &dyn NodeFs) -> Result<Vec<Taint>, Merge
                 ));
             }
         }
-        // Each taint must survive the trip through the flag unchanged (a
-        // key holding ',' or ':' would turn into other taints).
         for t in &taints {
-            if parse_taints(&t.to_string()).as_deref() != Ok(std::slice::from_ref(t)) {
+            if !is_flag_safe(t) {
                 return merge_err(format!(
                     "registerWithTaints in {} has a taint kubelet would refuse: key {:?}, value {:?}",
                     file.display(),
@@ -321,6 +325,15 @@ pub fn apply(
     let errors = validate_labels(&additions.labels, profile);
     if let Some(first) = errors.first() {
         return merge_err(first.to_string());
+    }
+    if let Some(bad) = additions.taints.iter().find(|t| !is_flag_safe(t)) {
+        return merge_err(format!(
+            "taint {bad}: kubelet would refuse it (key {:?}, value {:?})",
+            bad.key, bad.value
+        ));
+    }
+    if argv.is_empty() {
+        return merge_err("the kubelet command line is empty");
     }
     let labels = effective_labels(&additions.labels);
     let words: Vec<String> = match argv.iter().map(|w| w.clone().into_string()).collect() {
@@ -854,5 +867,22 @@ mod tests {
             "registerWithTaints: [{key: a, effect: NoSchedule}, {key: a, value: b, effect: NoSchedule}]\n".into(),
         );
         assert!(run("/k --config /dup.yaml", &a, &fs).is_err());
+    }
+
+    #[test]
+    fn our_taints_are_checked_before_anything_is_read() {
+        let fs = FakeFs::default();
+        let mut a = adds(&[], "");
+        a.taints.push(crate::kubelet::taint(
+            "a:NoSchedule,b",
+            "",
+            TaintEffect::NoExecute,
+        ));
+        let e = run("/k --config=/missing", &a, &fs).unwrap_err();
+        assert!(e.to_string().contains("a:NoSchedule,b"), "{e}");
+        a.taints[0] = crate::kubelet::taint("a", "-x", TaintEffect::NoExecute);
+        assert!(run("/k", &a, &fs).is_err());
+        let ok = adds(&[("a", "")], "");
+        assert!(apply(&[], &ok, Profile::Upstream, &fs).is_err());
     }
 }
