@@ -71,13 +71,14 @@ fn cmd_validate(c: ValidateConfig) -> Result<ExitCode> {
     use kubelet_labeler::kubelet::validate::validate_kubelet_args;
     if c.args.is_empty() {
         eprintln!(
-            "Error: no kubelet arguments; usage: kubelet-labeler validate [--profile P] -- ARGS..."
+            "Error: no kubelet arguments to check; give them after '--': \
+             kubelet-labeler validate [--profile upstream|openshift] [--json] -- KUBELET_ARGS..."
         );
         return Ok(ExitCode::from(2));
     }
     let report = validate_kubelet_args(&c.args, profile(c.profile));
     if c.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        println!("{}", report.to_json());
     } else {
         print!("{}", report.to_human());
     }

@@ -24,7 +24,10 @@ fn fail<T>(msg: impl Into<String>) -> Result<T, ConfigError> {
 /// A value of the flow/JSON subset.
 #[derive(Debug, Clone, PartialEq)]
 enum Value {
+    /// Quoted: always a string.
     Scalar(String),
+    /// Unquoted: a string unless YAML reads it as a number or boolean.
+    Plain(String),
     Null,
     List(Vec<Value>),
     Map(Vec<(String, Value)>),
@@ -76,7 +79,7 @@ impl Flow<'_> {
                 }
                 loop {
                     let key = match self.value()? {
-                        Value::Scalar(k) => k,
+                        Value::Scalar(k) | Value::Plain(k) => k,
                         _ => return fail("a mapping key is not a string"),
                     };
                     self.expect(b':')?;
@@ -172,8 +175,58 @@ fn plain(text: &str) -> Result<Value, ConfigError> {
     }
     Ok(match t {
         "" | "~" | "null" | "Null" | "NULL" => Value::Null,
-        _ => Value::Scalar(t.to_string()),
+        _ => Value::Plain(t.to_string()),
     })
+}
+
+/// Would YAML (goyaml, as kubelet reads its config) give this unquoted
+/// scalar a type other than string? Then kubelet cannot load it into a
+/// string field and refuses the file.
+fn typed_plain(t: &str) -> bool {
+    const WORDS: [&str; 24] = [
+        "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "true", "True", "TRUE", "false",
+        "False", "FALSE", "on", "On", "ON", "off", "Off", "OFF", ".nan", ".NaN",
+    ];
+    if WORDS.contains(&t) {
+        return true;
+    }
+    // 2001-12-14 and longer timestamps
+    let b = t.as_bytes();
+    if b.len() >= 8 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-' {
+        return true;
+    }
+    let unsigned = t.strip_prefix(['-', '+']).unwrap_or(t);
+    if [".inf", ".Inf", ".INF", ".NAN"].contains(&unsigned) {
+        return true;
+    }
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
+    // 0x1F, 0o17, 0b101 (underscores allowed)
+    if let Some(rest) = unsigned
+        .strip_prefix("0x")
+        .or_else(|| unsigned.strip_prefix("0X"))
+        .or_else(|| unsigned.strip_prefix("0o"))
+        .or_else(|| unsigned.strip_prefix("0b"))
+    {
+        return !rest.is_empty() && rest.bytes().all(|c| c.is_ascii_hexdigit() || c == b'_');
+    }
+    // 123, 1_000
+    if unsigned.starts_with(|c: char| c.is_ascii_digit())
+        && unsigned.bytes().all(|c| c.is_ascii_digit() || c == b'_')
+    {
+        return true;
+    }
+    // [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?
+    let (mantissa, exponent) = match unsigned.find(['e', 'E']) {
+        Some(i) => (&unsigned[..i], Some(&unsigned[i + 1..])),
+        None => (unsigned, None),
+    };
+    let mantissa_ok = match mantissa.split_once('.') {
+        Some(("", frac)) => digits(frac),
+        Some((int, frac)) => digits(int) && (frac.is_empty() || digits(frac)),
+        None => digits(mantissa),
+    };
+    let exponent_ok = exponent.is_none_or(|e| digits(e.strip_prefix(['-', '+']).unwrap_or(e)));
+    mantissa_ok && exponent_ok
 }
 
 /// Strip a trailing ` # comment` outside quotes.
@@ -292,7 +345,14 @@ fn find_top_level(text: &str) -> Result<Option<Value>, ConfigError> {
             s: trimmed.as_bytes(),
             i: 0,
         };
-        return match f.value()? {
+        let top = f.value()?;
+        if f.peek().is_some() {
+            return fail(format!(
+                "unexpected text after the top-level mapping at byte {}",
+                f.i
+            ));
+        }
+        return match top {
             Value::Map(m) => Ok(m
                 .into_iter()
                 .rev()
@@ -303,14 +363,25 @@ fn find_top_level(text: &str) -> Result<Option<Value>, ConfigError> {
     }
     let lines: Vec<&str> = trimmed.lines().collect();
     let mut found = None;
+    let mut content = false;
     for (n, raw) in lines.iter().enumerate() {
         let line = strip_comment(raw);
         if indent(line) != 0 || line.trim().is_empty() {
             continue;
         }
-        if line.trim() == "---" && n > 0 && found.is_some() {
-            return fail("more than one YAML document");
+        // kubelet reads only the first document; a reader that merged them
+        // would be wrong, so more than one is refused.
+        let marker = line.trim_end();
+        if marker == "---" || marker.starts_with("--- ") {
+            if content || marker != "---" {
+                return fail("more than one YAML document");
+            }
+            continue;
         }
+        if marker == "..." || marker.starts_with('%') {
+            return fail(format!("YAML document marker or directive {marker:?}"));
+        }
+        content = true;
         if let Some((k, v)) = split_key(line)
             && k == "registerWithTaints"
         {
@@ -344,14 +415,28 @@ pub fn register_with_taints(text: &str) -> Result<Option<Vec<Taint>>, ConfigErro
                 .iter()
                 .rev()
                 .find(|(k, _)| k == name)
-                .and_then(|(_, v)| match v {
-                    Value::Scalar(s) => Some(s.clone()),
-                    _ => None,
+                .map(|(_, v)| match v {
+                    Value::Scalar(s) => Ok(Some(s.clone())),
+                    Value::Plain(s) if !typed_plain(s) => Ok(Some(s.clone())),
+                    Value::Null => Ok(None),
+                    _ => fail(format!(
+                        "registerWithTaints field {name:?} is not a string (kubelet refuses the file)"
+                    )),
                 })
+                .transpose()
+                .map(Option::flatten)
         };
-        let key =
-            get("key").ok_or_else(|| ConfigError("a registerWithTaints item has no key".into()))?;
-        let effect_text = get("effect").unwrap_or_default();
+        let key = get("key")?
+            .ok_or_else(|| ConfigError("a registerWithTaints item has no key".into()))?;
+        if fields
+            .iter()
+            .any(|(k, v)| k == "timeAdded" && *v != Value::Null)
+        {
+            return fail(format!(
+                "registerWithTaints item {key:?} sets timeAdded, which kubelet refuses"
+            ));
+        }
+        let effect_text = get("effect")?.unwrap_or_default();
         let effect = TaintEffect::parse(&effect_text).ok_or_else(|| {
             ConfigError(format!(
                 "registerWithTaints item {key:?} has effect {effect_text:?}; the API server requires \
@@ -360,7 +445,7 @@ pub fn register_with_taints(text: &str) -> Result<Option<Vec<Taint>>, ConfigErro
         })?;
         taints.push(Taint {
             key,
-            value: get("value").unwrap_or_default(),
+            value: get("value")?.unwrap_or_default(),
             effect,
         });
     }
@@ -446,5 +531,111 @@ mod tests {
         ] {
             assert!(register_with_taints(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn only_one_document() {
+        let one = "---\nregisterWithTaints: [{key: a, effect: NoSchedule}]\n";
+        assert_eq!(register_with_taints(one).unwrap().unwrap().len(), 1);
+        for bad in [
+            "maxPods: 1\n---\nregisterWithTaints: [{key: a, effect: NoSchedule}]\n",
+            "registerWithTaints: []\n---\nmaxPods: 1\n",
+            "registerWithTaints: []\n...\n",
+            "%YAML 1.1\n---\nregisterWithTaints: []\n",
+            "--- {registerWithTaints: []}\n",
+            "{\"registerWithTaints\": []} {}",
+        ] {
+            assert!(register_with_taints(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn fields_yaml_would_not_read_as_strings_are_refused() {
+        for typed in [
+            "123",
+            "1_000",
+            "0x1F",
+            "0o17",
+            "-1",
+            "+1",
+            "1.5",
+            ".5",
+            "1e3",
+            "1.0e-3",
+            "yes",
+            "No",
+            "on",
+            "OFF",
+            "true",
+            "y",
+            ".inf",
+            "-.Inf",
+            ".nan",
+            "2001-12-14",
+            "2001-12-14T21:59:43Z",
+        ] {
+            let text =
+                format!("registerWithTaints:\n- key: a\n  value: {typed}\n  effect: NoSchedule\n");
+            assert!(register_with_taints(&text).is_err(), "{typed}");
+        }
+        let json = r#"{"registerWithTaints":[{"key":"a","value":1,"effect":"NoSchedule"}]}"#;
+        assert!(register_with_taints(json).is_err());
+        // quoted, they are strings; and plain strings that only look close
+        for (text, value) in [
+            ("'123'", "123"),
+            ("\"yes\"", "yes"),
+            ("1gpu", "1gpu"),
+            ("v1.2", "v1.2"),
+            ("1-2", "1-2"),
+            ("e5", "e5"),
+            ("null", ""),
+            ("~", ""),
+        ] {
+            let doc =
+                format!("registerWithTaints:\n- key: a\n  value: {text}\n  effect: NoSchedule\n");
+            assert_eq!(
+                register_with_taints(&doc).unwrap().unwrap(),
+                vec![t("a", value, TaintEffect::NoSchedule)],
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn time_added_is_refused_unless_null() {
+        let set = "registerWithTaints:\n- key: a\n  effect: NoSchedule\n  timeAdded: \"2024-01-01T00:00:00Z\"\n";
+        assert!(
+            register_with_taints(set)
+                .unwrap_err()
+                .to_string()
+                .contains("timeAdded")
+        );
+        let null = "registerWithTaints:\n- key: a\n  effect: NoSchedule\n  timeAdded: null\n";
+        assert_eq!(register_with_taints(null).unwrap().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn comments_quotes_and_flow_forms() {
+        let text = "# kubelet\nkind: KubeletConfiguration # trailing\n\
+                    \"registerWithTaints\": # the list\n\
+                    \x20\x20# a comment line inside\n\
+                    \x20\x20- {key: \"a#b\", value: 'it''s', effect: NoSchedule}\n\
+                    \x20\x20- key: c\n    effect: NoExecute # why\n";
+        assert_eq!(
+            register_with_taints(text).unwrap().unwrap(),
+            vec![
+                t("a#b", "it's", TaintEffect::NoSchedule),
+                t("c", "", TaintEffect::NoExecute)
+            ]
+        );
+        let pretty = "{\n  \"kind\": \"KubeletConfiguration\",\n  \"registerWithTaints\": [\n    {\n      \"key\": \"a\",\n      \"effect\": \"NoSchedule\"\n    }\n  ]\n}\n";
+        assert_eq!(
+            register_with_taints(pretty).unwrap().unwrap(),
+            vec![t("a", "", TaintEffect::NoSchedule)]
+        );
+        // the last of duplicate keys, as the Go YAML/JSON readers keep
+        let dup =
+            r#"{"registerWithTaints":[{"key":"a","effect":"NoSchedule"}],"registerWithTaints":[]}"#;
+        assert_eq!(register_with_taints(dup).unwrap().unwrap(), vec![]);
     }
 }

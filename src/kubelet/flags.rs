@@ -6,7 +6,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::config::register_with_taints;
-use super::labels::validate_labels;
+use super::labels::{effective_labels, validate_labels};
 use super::taints::parse_taints;
 use super::{Additions, ArgvPlan, Profile, Taint};
 
@@ -17,20 +17,26 @@ pub trait NodeFs {
     fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>>;
 }
 
-/// kubelet's boolean flags: `--flag` with no `=` takes no value word. Any
+/// kubelet's boolean flags (current and removed ones, which old kubelets in
+/// the field still have): `--flag` with no `=` takes no value word. Any
 /// other long flag written without `=` takes the next word as its value,
 /// even one starting with `--` (pflag).
 const BOOL_FLAGS: &[&str] = &[
     "add-dir-header",
+    "allow-privileged",
     "alsologtostderr",
     "anonymous-auth",
     "authentication-token-webhook",
     "cgroups-per-qos",
+    "containerized",
+    "enable-cadvisor-json-endpoints",
     "enable-controller-attach-detach",
     "enable-debugging-handlers",
     "enable-load-reader",
     "enable-server",
     "exit-on-lock-contention",
+    "experimental-allocatable-ignore-eviction",
+    "experimental-check-node-capabilities-before-mount",
     "fail-cgroupv1",
     "fail-swap-on",
     "help",
@@ -38,14 +44,18 @@ const BOOL_FLAGS: &[&str] = &[
     "kernel-memcg-notification",
     "local-storage-capacity-isolation",
     "log-json-split-stream",
+    "log-text-split-stream",
     "logtostderr",
     "make-iptables-util-chains",
     "one-output",
     "protect-kernel-defaults",
+    "really-crash-for-testing",
+    "redirect-container-streaming",
     "register-node",
     "register-schedulable",
     "rotate-certificates",
     "rotate-server-certificates",
+    "runonce",
     "seccomp-default",
     "serialize-image-pulls",
     "skip-headers",
@@ -53,12 +63,13 @@ const BOOL_FLAGS: &[&str] = &[
     "version",
 ];
 
-/// One long flag in argv.
+/// One flag in argv.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlagUse {
     /// Index of the flag word.
     pub index: usize,
-    /// Name with `_` normalised to `-` (kubelet's WordSepNormalizeFunc).
+    /// Long name with `_` normalised to `-` (kubelet's WordSepNormalizeFunc);
+    /// the shorthands `-v` and `-h` are `v` and `help`.
     pub name: String,
     /// The value: inline after `=`, or the next word; None when missing.
     pub value: Option<String>,
@@ -75,17 +86,54 @@ pub struct FlagScan {
     /// Index of the first flag word (after argv[0] and any wrapper chain
     /// such as `kubenswrapper /usr/bin/kubelet` or `hyperkube kubelet`).
     pub start: usize,
+    /// Words pflag refuses before the terminator (index, kubelet's reason):
+    /// an unknown shorthand such as `-node-labels`, or bad flag syntax.
+    pub refused: Vec<(usize, String)>,
 }
 
 fn long_flag(word: &str) -> Option<(String, Option<String>)> {
     let body = word
         .strip_prefix("--")
-        .filter(|b| !b.is_empty() && !b.starts_with('-'))?;
+        .filter(|b| !b.is_empty() && !b.starts_with(['-', '=']))?;
     let (name, value) = match body.split_once('=') {
         Some((n, v)) => (n, Some(v.to_string())),
         None => (body, None),
     };
     Some((name.replace('_', "-"), value))
+}
+
+/// A shorthand cluster (`-v`, `-v4`, `-v=4`, `-hv 4`): kubelet's only
+/// shorthands are `-h` (help) and `-v` (verbosity, takes a value).
+enum Short {
+    /// The flags it sets; `v` without a value takes the next word.
+    Flags(Vec<(&'static str, Option<String>)>),
+    /// pflag's error for it.
+    Unknown(String),
+}
+
+fn short_flags(word: &str) -> Short {
+    let cluster = &word[1..];
+    let mut out = Vec::new();
+    for (i, c) in cluster.char_indices() {
+        match c {
+            'h' => out.push(("help", None)),
+            'v' => {
+                // pflag: `-v=4` and `-v4` are inline values (`-v=` is "=").
+                let rest = &cluster[i + 1..];
+                let value = match rest.strip_prefix('=') {
+                    Some(v) if !v.is_empty() => Some(v.to_string()),
+                    _ if !rest.is_empty() => Some(rest.to_string()),
+                    _ => None,
+                };
+                out.push(("v", value));
+                return Short::Flags(out);
+            }
+            other => {
+                return Short::Unknown(format!("unknown shorthand flag: '{other}' in {word}"));
+            }
+        }
+    }
+    Short::Flags(out)
 }
 
 /// Scan argv as pflag would (interspersed flags, `--` ends them).
@@ -108,15 +156,38 @@ pub fn scan(argv: &[String]) -> FlagScan {
             scan.terminator = Some(i);
             break;
         }
-        if let Some((name, inline)) = long_flag(word) {
-            let takes_value = inline.is_none() && !BOOL_FLAGS.contains(&name.as_str());
-            let (value, words) = match inline {
-                Some(v) => (Some(v), 1),
-                None if takes_value => match argv.get(i + 1) {
-                    Some(v) => (Some(v.clone()), 2),
-                    None => (None, 1),
-                },
-                None => (None, 1),
+        // (name, inline value, takes the next word when there is no inline value)
+        let uses: Vec<(String, Option<String>, bool)> = if word.starts_with("--") {
+            match long_flag(word) {
+                Some((name, inline)) => {
+                    let takes = !BOOL_FLAGS.contains(&name.as_str());
+                    vec![(name, inline, takes)]
+                }
+                None => {
+                    scan.refused.push((i, format!("bad flag syntax: {word}")));
+                    Vec::new()
+                }
+            }
+        } else if word.len() > 1 && word.starts_with('-') {
+            match short_flags(word) {
+                Short::Flags(f) => f
+                    .into_iter()
+                    .map(|(n, v)| (n.to_string(), v, n == "v"))
+                    .collect(),
+                Short::Unknown(why) => {
+                    scan.refused.push((i, why));
+                    Vec::new()
+                }
+            }
+        } else {
+            Vec::new()
+        };
+        let mut words = 1;
+        for (name, inline, takes_next) in uses {
+            let value = match inline {
+                Some(v) => Some(v),
+                None if takes_next => argv.get(i + 1).cloned().inspect(|_| words = 2),
+                None => None,
             };
             scan.flags.push(FlagUse {
                 index: i,
@@ -124,10 +195,8 @@ pub fn scan(argv: &[String]) -> FlagScan {
                 value,
                 words,
             });
-            i += words;
-        } else {
-            i += 1;
         }
+        i += words;
     }
     scan
 }
@@ -158,37 +227,63 @@ fn merge_err<T>(msg: impl Into<String>) -> Result<T, MergeError> {
     Err(MergeError(msg.into()))
 }
 
+/// A taint kubelet accepts, which survives the trip through the flag
+/// unchanged (a key holding ',' or ':' would turn into other taints).
+fn is_flag_safe(t: &Taint) -> bool {
+    parse_taints(&t.to_string()).as_deref() == Ok(std::slice::from_ref(t))
+}
+
+/// The `*.conf` files under kubelet's `--config-dir`, in the order kubelet
+/// merges them (Go's filepath.WalkDir: lexical per directory, depth first).
+fn dropin_files(fs: &dyn NodeFs, dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), MergeError> {
+    let mut entries = fs.list(dir).map_err(|e| {
+        MergeError(format!(
+            "reading --config-dir {}: {e} (kubelet refuses to start without it)",
+            dir.display()
+        ))
+    })?;
+    entries.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
+    for entry in entries {
+        match fs.list(&entry) {
+            Ok(_) => dropin_files(fs, &entry, out)?,
+            Err(e) if e.kind() == io::ErrorKind::NotADirectory => {
+                if entry.extension().is_some_and(|x| x == "conf") {
+                    out.push(entry);
+                }
+            }
+            Err(e) => return merge_err(format!("reading {}: {e}", entry.display())),
+        }
+    }
+    Ok(())
+}
+
 /// The taints kubelet would register with before our change: the last
 /// `--register-with-taints`, else `registerWithTaints` from `--config` and
 /// the `--config-dir` drop-ins (a later file replaces the list).
 fn existing_taints(scan: &FlagScan, fs: &dyn NodeFs) -> Result<Vec<Taint>, MergeError> {
     if let Some(last) = scan.uses("register-with-taints").last() {
-        let value = last.value.as_deref().unwrap_or("");
+        let Some(value) = last.value.as_deref() else {
+            return merge_err(
+                "the command line ends with --register-with-taints and no value (kubelet refuses it)",
+            );
+        };
         return parse_taints(value)
-            .map_err(|e| MergeError(format!("the unit's own --register-with-taints: {e}")));
+            .map_err(|e| MergeError(format!("the existing --register-with-taints: {e}")));
     }
     let mut files = Vec::new();
     if let Some(config) = scan.last_value("config").filter(|c| !c.is_empty()) {
         files.push(PathBuf::from(config));
     }
     if let Some(dir) = scan.last_value("config-dir").filter(|d| !d.is_empty()) {
-        let dir = PathBuf::from(dir);
-        match fs.list(&dir) {
-            Ok(mut entries) => {
-                entries.retain(|p| p.extension().is_some_and(|e| e == "conf"));
-                entries.sort();
-                files.extend(entries);
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return merge_err(format!("reading --config-dir {}: {e}", dir.display())),
-        }
+        dropin_files(fs, Path::new(dir), &mut files)?;
     }
     let mut taints = Vec::new();
     for file in files {
         let bytes = fs
             .read(&file)
             .map_err(|e| MergeError(format!("reading kubelet config {}: {e}", file.display())))?;
-        let text = String::from_utf8_lossy(&bytes);
+        let text = String::from_utf8(bytes)
+            .map_err(|_| MergeError(format!("kubelet config {} is not UTF-8", file.display())))?;
         match register_with_taints(&text) {
             Ok(Some(t)) => taints = t,
             Ok(None) => {}
@@ -196,6 +291,16 @@ fn existing_taints(scan: &FlagScan, fs: &dyn NodeFs) -> Result<Vec<Taint>, Merge
                 return merge_err(format!(
                     "reading registerWithTaints from {}: {e}",
                     file.display()
+                ));
+            }
+        }
+        for t in &taints {
+            if !is_flag_safe(t) {
+                return merge_err(format!(
+                    "registerWithTaints in {} has a taint kubelet would refuse: key {:?}, value {:?}",
+                    file.display(),
+                    t.key,
+                    t.value
                 ));
             }
         }
@@ -221,6 +326,16 @@ pub fn apply(
     if let Some(first) = errors.first() {
         return merge_err(first.to_string());
     }
+    if let Some(bad) = additions.taints.iter().find(|t| !is_flag_safe(t)) {
+        return merge_err(format!(
+            "taint {bad}: kubelet would refuse it (key {:?}, value {:?})",
+            bad.key, bad.value
+        ));
+    }
+    if argv.is_empty() {
+        return merge_err("the kubelet command line is empty");
+    }
+    let labels = effective_labels(&additions.labels);
     let words: Vec<String> = match argv.iter().map(|w| w.clone().into_string()).collect() {
         Ok(w) => w,
         Err(_) => return merge_err("the kubelet command line is not UTF-8"),
@@ -294,14 +409,10 @@ pub fn apply(
     }
     let at = at.max(scan.start.min(out.len()));
     let mut ours = Vec::new();
-    if !additions.labels.is_empty() {
-        let labels: Vec<String> = additions
-            .labels
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        ours.push(format!("--node-labels={}", labels.join(",")));
-        plan.added_labels = additions.labels.clone();
+    if !labels.is_empty() {
+        let words: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        ours.push(format!("--node-labels={}", words.join(",")));
+        plan.added_labels = labels;
     }
     if let Some(value) = merged_taints {
         ours.push(format!("--register-with-taints={value}"));
@@ -320,6 +431,7 @@ mod tests {
     #[derive(Default)]
     struct FakeFs(BTreeMap<PathBuf, String>);
 
+    /// Files by path; directories are the parents of files.
     impl NodeFs for FakeFs {
         fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
             self.0
@@ -328,12 +440,16 @@ mod tests {
                 .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
         }
         fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
-            let v: Vec<PathBuf> = self
+            if self.0.contains_key(dir) {
+                return Err(io::Error::from(io::ErrorKind::NotADirectory));
+            }
+            let mut v: Vec<PathBuf> = self
                 .0
                 .keys()
-                .filter(|p| p.parent() == Some(dir))
-                .cloned()
+                .filter_map(|p| p.strip_prefix(dir).ok()?.components().next())
+                .map(|c| dir.join(c))
                 .collect();
+            v.dedup();
             if v.is_empty() {
                 Err(io::Error::from(io::ErrorKind::NotFound))
             } else {
@@ -537,5 +653,236 @@ mod tests {
         assert_eq!(labels, vec!["--register-with-taints=x:NoSchedule", "a=1"]);
         assert_eq!(s.last_value("config"), None);
         let _ = TaintEffect::NoSchedule;
+    }
+
+    fn scan_of(cmd: &str) -> FlagScan {
+        scan(&cmd.split(' ').map(String::from).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn shorthands_v_and_h() {
+        let s = scan_of("/k -v 4 --a=1");
+        assert_eq!(s.last_value("v"), Some("4"));
+        assert_eq!(s.flags.len(), 2);
+        assert_eq!(scan_of("/k -v4").last_value("v"), Some("4"));
+        assert_eq!(scan_of("/k -v=4").last_value("v"), Some("4"));
+        assert_eq!(scan_of("/k -v=").last_value("v"), Some("="));
+        let s = scan_of("/k -hv 4");
+        assert_eq!(s.uses("help").count(), 1);
+        assert_eq!(s.last_value("v"), Some("4"));
+        let s = scan_of("/k -node-labels=a=1");
+        assert!(s.flags.is_empty());
+        assert_eq!(
+            s.refused,
+            vec![(
+                1,
+                "unknown shorthand flag: 'n' in -node-labels=a=1".to_string()
+            )]
+        );
+        assert_eq!(scan_of("/k ---x").refused[0].1, "bad flag syntax: ---x");
+        assert_eq!(scan_of("/k --=x").refused[0].1, "bad flag syntax: --=x");
+    }
+
+    #[test]
+    fn wrapper_chains_are_skipped() {
+        assert_eq!(scan_of("/usr/bin/hyperkube kubelet --v=2").start, 2);
+        assert_eq!(scan_of("/usr/bin/kubelet --v=2").start, 1);
+        assert_eq!(scan_of("/usr/bin/kubelet").start, 1);
+        let fs = FakeFs::default();
+        assert_eq!(
+            run(
+                "/usr/bin/hyperkube kubelet --v=2",
+                &adds(&[("a", "1")], ""),
+                &fs
+            )
+            .unwrap(),
+            "/usr/bin/hyperkube kubelet --v=2 --node-labels=a=1"
+        );
+        assert_eq!(
+            run(
+                "/usr/local/bin/kubenswrapper /usr/bin/kubelet",
+                &adds(&[("a", "1")], ""),
+                &fs
+            )
+            .unwrap(),
+            "/usr/local/bin/kubenswrapper /usr/bin/kubelet --node-labels=a=1"
+        );
+    }
+
+    #[test]
+    fn value_words_stay_with_their_flags() {
+        let fs = FakeFs::default();
+        let a = adds(&[("a", "1")], "t:NoSchedule");
+        // a dangling -v would take our flag as its value: go before it
+        assert_eq!(
+            run("/k --x=1 -v", &a, &fs).unwrap(),
+            "/k --x=1 --node-labels=a=1 --register-with-taints=t=:NoSchedule -v"
+        );
+        // `--node-labels VALUE` and `--register-with-taints VALUE`
+        assert_eq!(
+            run(
+                "/k --node-labels b=2 --register-with-taints e:NoExecute -v 3",
+                &a,
+                &fs
+            )
+            .unwrap(),
+            "/k --node-labels b=2 -v 3 --node-labels=a=1 --register-with-taints=e=:NoExecute,t=:NoSchedule"
+        );
+        // a value word that looks like the taint flag is a value, not a flag
+        assert_eq!(
+            run(
+                "/k --hostname-override --register-with-taints=x:NoSchedule",
+                &a,
+                &fs
+            )
+            .unwrap(),
+            "/k --hostname-override --register-with-taints=x:NoSchedule --node-labels=a=1 --register-with-taints=t=:NoSchedule"
+        );
+        // taint flags after `--` are positional words: left alone, ours go before `--`
+        assert_eq!(
+            run(
+                "/k --register-with-taints=a:NoSchedule -- --register-with-taints=b:NoSchedule",
+                &a,
+                &fs
+            )
+            .unwrap(),
+            "/k --node-labels=a=1 --register-with-taints=a=:NoSchedule,t=:NoSchedule -- --register-with-taints=b:NoSchedule"
+        );
+    }
+
+    #[test]
+    fn exactly_one_taint_flag_from_many() {
+        let fs = FakeFs::default();
+        let a = adds(&[], "t:NoSchedule");
+        let out = run(
+            "/k --register-with-taints=a:NoSchedule --register_with_taints b:NoSchedule --x=1 --register-with-taints=c:NoExecute,d=e:PreferNoSchedule --y=2",
+            &a,
+            &fs,
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            "/k --x=1 --y=2 --register-with-taints=c=:NoExecute,d=e:PreferNoSchedule,t=:NoSchedule"
+        );
+        assert_eq!(out.matches("--register-with-taints").count(), 1);
+        // an earlier flag that kubelet's last one replaces may be anything that parses
+        assert!(
+            run(
+                "/k --register-with-taints=bad --register-with-taints=a:NoSchedule",
+                &a,
+                &fs
+            )
+            .is_ok()
+        );
+        // a bad effective flag or a dangling one: refuse
+        let e = run("/k --register-with-taints=a:nope", &a, &fs).unwrap_err();
+        assert!(e.to_string().contains("a:nope"), "{e}");
+        let e = run("/k --register-with-taints", &a, &fs).unwrap_err();
+        assert!(e.to_string().contains("no value"), "{e}");
+    }
+
+    #[test]
+    fn labels_only_do_not_touch_taints_or_config() {
+        let fs = FakeFs::default();
+        let a = adds(&[("a", "1")], "");
+        let cmd =
+            "/k --config=/missing --register-with-taints=x:NoSchedule --register-with-taints=bogus";
+        let p = apply(&argv(cmd), &a, Profile::Upstream, &fs).unwrap();
+        assert_eq!(words(&p), format!("{cmd} --node-labels=a=1"));
+        assert!(p.taints.is_empty());
+    }
+
+    #[test]
+    fn our_labels_win_and_are_one_per_key() {
+        let fs = FakeFs::default();
+        let a = adds(&[("a", "1"), ("b", ""), ("a", "2")], "");
+        let p = apply(&argv("/k --node-labels=a=0"), &a, Profile::Upstream, &fs).unwrap();
+        assert_eq!(words(&p), "/k --node-labels=a=0 --node-labels=a=2,b=");
+        assert_eq!(
+            p.added_labels,
+            vec![
+                ("a".to_string(), "2".to_string()),
+                ("b".to_string(), String::new())
+            ]
+        );
+    }
+
+    #[test]
+    fn config_taints_edge_cases() {
+        let mut fs = FakeFs::default();
+        let a = adds(&[], "ours:NoExecute");
+        // a later drop-in, also in a subdirectory, replaces the list; `null` clears it
+        fs.0.insert(
+            "/c.yaml".into(),
+            "registerWithTaints: [{key: base, effect: NoSchedule}]\n".into(),
+        );
+        fs.0.insert(
+            "/d/10.conf".into(),
+            "registerWithTaints: [{key: ten, effect: NoSchedule}]\n".into(),
+        );
+        fs.0.insert(
+            "/d/20/x.conf".into(),
+            "registerWithTaints: [{key: sub, effect: NoSchedule}]\n".into(),
+        );
+        fs.0.insert("/d/20.conf".into(), "maxPods: 3\n".into());
+        fs.0.insert(
+            "/d/15.conf.bak".into(),
+            "registerWithTaints: [{key: bak, effect: NoSchedule}]\n".into(),
+        );
+        assert_eq!(
+            run("/k --config=/c.yaml --config-dir=/d", &a, &fs).unwrap(),
+            "/k --config=/c.yaml --config-dir=/d --register-with-taints=sub=:NoSchedule,ours=:NoExecute"
+        );
+        fs.0.insert("/d/30.conf".into(), "{\"registerWithTaints\": null}".into());
+        assert_eq!(
+            run("/k --config=/c.yaml --config-dir=/d", &a, &fs).unwrap(),
+            "/k --config=/c.yaml --config-dir=/d --register-with-taints=ours=:NoExecute"
+        );
+        // --config-dir alone, and empty --config/--config-dir values mean none
+        assert_eq!(
+            run("/k --config= --config-dir=/d/20", &a, &fs).unwrap(),
+            "/k --config= --config-dir=/d/20 --register-with-taints=sub=:NoSchedule,ours=:NoExecute"
+        );
+        // a missing --config-dir: kubelet refuses to start, so do we
+        let e = run("/k --config-dir=/nope", &a, &fs).unwrap_err();
+        assert!(e.to_string().contains("/nope"), "{e}");
+        // unparsable, or a taint that would not survive the flag
+        fs.0.insert("/bad.yaml".into(), "registerWithTaints: [\n".into());
+        let e = run("/k --config /bad.yaml", &a, &fs).unwrap_err();
+        assert!(e.to_string().contains("/bad.yaml"), "{e}");
+        fs.0.insert(
+            "/sneaky.yaml".into(),
+            "registerWithTaints:\n- key: \"a=b:NoSchedule,c\"\n  effect: NoExecute\n".into(),
+        );
+        let e = run("/k --config /sneaky.yaml", &a, &fs).unwrap_err();
+        assert!(e.to_string().contains("kubelet would refuse"), "{e}");
+        fs.0.insert(
+            "/badvalue.json".into(),
+            r#"{"registerWithTaints":[{"key":"a","value":"-x","effect":"NoSchedule"}]}"#.into(),
+        );
+        assert!(run("/k --config /badvalue.json", &a, &fs).is_err());
+        // a config duplicate of <key,effect> would be refused by the API server
+        fs.0.insert(
+            "/dup.yaml".into(),
+            "registerWithTaints: [{key: a, effect: NoSchedule}, {key: a, value: b, effect: NoSchedule}]\n".into(),
+        );
+        assert!(run("/k --config /dup.yaml", &a, &fs).is_err());
+    }
+
+    #[test]
+    fn our_taints_are_checked_before_anything_is_read() {
+        let fs = FakeFs::default();
+        let mut a = adds(&[], "");
+        a.taints.push(crate::kubelet::taint(
+            "a:NoSchedule,b",
+            "",
+            TaintEffect::NoExecute,
+        ));
+        let e = run("/k --config=/missing", &a, &fs).unwrap_err();
+        assert!(e.to_string().contains("a:NoSchedule,b"), "{e}");
+        a.taints[0] = crate::kubelet::taint("a", "-x", TaintEffect::NoExecute);
+        assert!(run("/k", &a, &fs).is_err());
+        let ok = adds(&[("a", "")], "");
+        assert!(apply(&[], &ok, Profile::Upstream, &fs).is_err());
     }
 }

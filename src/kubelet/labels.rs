@@ -87,7 +87,7 @@ fn matches_name_pattern(s: &str) -> bool {
 }
 
 /// DNS-1123 subdomain: lowercase labels `[a-z0-9]([-a-z0-9]*[a-z0-9])?`
-/// joined by dots, at most 253 bytes.
+/// joined by dots, at most 253 bytes (no per-label limit here, as kubelet).
 fn dns1123_subdomain_errors(s: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if s.len() > 253 {
@@ -103,16 +103,17 @@ fn dns1123_subdomain_errors(s: &str) -> Vec<String> {
     };
     if !s.split('.').all(label_ok) {
         errs.push(
-            "must be a lowercase RFC 1123 subdomain: lowercase alphanumerics, '-' or '.', \
-             starting and ending with an alphanumeric"
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, \
+             '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com')"
                 .to_string(),
         );
     }
     errs
 }
 
-const NAME_RULE: &str = "must consist of alphanumerics, '-', '_' or '.', \
-                         and must start and end with an alphanumeric";
+/// apimachinery's wording for the name/value character rule.
+const NAME_RULE: &str = "must consist of alphanumeric characters, '-', '_' or '.', \
+                         and must start and end with an alphanumeric character";
 
 /// Why `key` is not a qualified name (apimachinery IsQualifiedName), if not.
 pub fn label_key_errors(key: &str) -> Vec<String> {
@@ -134,7 +135,9 @@ pub fn label_key_errors(key: &str) -> Vec<String> {
         }
         _ => {
             return vec![format!(
-                "a qualified name has at most one '/' and {NAME_RULE}"
+                "a qualified name {NAME_RULE} (e.g. 'MyName', or 'my.name', or '123-abc') \
+                 with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName'): \
+                 at most one '/'"
             )];
         }
     };
@@ -144,7 +147,9 @@ pub fn label_key_errors(key: &str) -> Vec<String> {
         errs.push("name part must be no more than 63 bytes".to_string());
     }
     if !matches_name_pattern(name) {
-        errs.push(format!("name part {NAME_RULE}"));
+        errs.push(format!(
+            "name part {NAME_RULE} (e.g. 'MyName', or 'my.name', or '123-abc')"
+        ));
     }
     errs
 }
@@ -157,7 +162,7 @@ pub fn label_value_errors(value: &str) -> Vec<String> {
     }
     if !value.is_empty() && !matches_name_pattern(value) {
         errs.push(format!(
-            "a label value must be empty or {}",
+            "a valid label must be an empty string or {} (e.g. 'MyValue', or 'my_value', or '12345')",
             NAME_RULE.replacen("must ", "", 1)
         ));
     }
@@ -187,17 +192,25 @@ impl std::fmt::Display for LabelError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             LabelError::NotSelfSettable { key, profile } => {
+                let mut allowed = KUBELET_LABELS.to_vec();
+                allowed.sort_unstable();
                 write!(
                     f,
-                    "label {key:?}: kubelet may not set 'kubernetes.io' or 'k8s.io' labels other than \
-                     [*.]kubelet.kubernetes.io/*, [*.]node.kubernetes.io/* and {}{} \
-                     (kubelet refuses to start); use e.g. node.kubernetes.io/<name> or your own domain",
-                    KUBELET_LABELS.join(", "),
-                    match profile {
-                        Profile::OpenShift => format!(", {}", OPENSHIFT_ROLE_LABELS.join(", ")),
-                        Profile::Upstream => String::new(),
-                    }
-                )
+                    "label {key:?}: unknown 'kubernetes.io' or 'k8s.io' label specified with \
+                     --node-labels (kubelet refuses to start): --node-labels in the 'kubernetes.io' \
+                     namespace must begin with an allowed prefix ({}) or be in the specifically \
+                     allowed set ({})",
+                    KUBELET_NAMESPACES.join(", "),
+                    allowed.join(", "),
+                )?;
+                if *profile == Profile::OpenShift {
+                    write!(
+                        f,
+                        "; OpenShift's kubelet also allows {}",
+                        OPENSHIFT_ROLE_LABELS.join(", ")
+                    )?;
+                }
+                f.write_str("; use e.g. node.kubernetes.io/<name> or a domain of your own")
             }
             LabelError::InvalidKey { key, errors } => {
                 write!(f, "label key {key:?} is invalid: {}", errors.join("; "))
@@ -213,31 +226,42 @@ impl std::fmt::Display for LabelError {
 
 impl std::error::Error for LabelError {}
 
-/// Check labels as kubelet's ValidateKubeletFlags does: every key outside
+/// What kubelet keeps of repeated keys: one entry per key, at its first
+/// position, with its last value (ConfigurationMap is a map).
+pub fn effective_labels(labels: &[(String, String)]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::with_capacity(labels.len());
+    for (key, value) in labels {
+        match out.iter_mut().find(|(k, _)| k == key) {
+            Some(seen) => seen.1 = value.clone(),
+            None => out.push((key.clone(), value.clone())),
+        }
+    }
+    out
+}
+
+/// Check labels as kubelet's ValidateKubeletFlags does, on the effective
+/// map (a later value of a key replaces an earlier one): every key outside
 /// the allow-list first, then syntax. Returns every problem found.
 pub fn validate_labels(labels: &[(String, String)], profile: Profile) -> Vec<LabelError> {
     let mut policy = Vec::new();
     let mut syntax = Vec::new();
-    for (key, value) in labels {
-        if !is_self_settable(key, profile) {
-            policy.push(LabelError::NotSelfSettable {
-                key: key.clone(),
-                profile,
-            });
+    for (key, value) in effective_labels(labels) {
+        if !is_self_settable(&key, profile) {
+            policy.push(LabelError::NotSelfSettable { key, profile });
             continue;
         }
-        let key_errs = label_key_errors(key);
+        let key_errs = label_key_errors(&key);
         if !key_errs.is_empty() {
             syntax.push(LabelError::InvalidKey {
                 key: key.clone(),
                 errors: key_errs,
             });
         }
-        let value_errs = label_value_errors(value);
+        let value_errs = label_value_errors(&value);
         if !value_errs.is_empty() {
             syntax.push(LabelError::InvalidValue {
-                key: key.clone(),
-                value: value.clone(),
+                key,
+                value,
                 errors: value_errs,
             });
         }
@@ -396,5 +420,221 @@ mod tests {
         let errs = validate_labels(&parse_node_labels("a=1, "), Profile::Upstream);
         assert_eq!(errs.len(), 1);
         assert!(errs[0].to_string().contains("name part must be non-empty"));
+    }
+
+    #[test]
+    fn exactly_the_eleven_keys_and_two_namespaces_in_kubernetes_io() {
+        for k in KUBELET_LABELS {
+            assert!(is_self_settable(k, Profile::Upstream), "{k}");
+        }
+        // neighbours of the allowed keys are not allowed
+        for k in [
+            "kubernetes.io/hostnames",
+            "topology.kubernetes.io/rack",
+            "beta.kubernetes.io/zone",
+            "failure-domain.beta.kubernetes.io/rack",
+            "x.kubernetes.io/os",
+            "kubernetes.io/Os",
+            "sub.kubernetes.io/hostname",
+        ] {
+            assert!(!is_self_settable(k, Profile::Upstream), "{k}");
+            assert!(!is_self_settable(k, Profile::OpenShift), "{k}");
+        }
+        // namespaces with subdomains, at a dot boundary only
+        for k in [
+            "node.kubernetes.io/x",
+            "a.b.node.kubernetes.io/x",
+            "kubelet.kubernetes.io/x",
+            "a.kubelet.kubernetes.io/x",
+        ] {
+            assert!(is_self_settable(k, Profile::Upstream), "{k}");
+        }
+        for k in [
+            "xnode.kubernetes.io/a",
+            "xkubelet.kubernetes.io/a",
+            "node.k8s.io/a",
+            "kubelet.k8s.io/a",
+            "node-role.kubernetes.io/control-plane",
+        ] {
+            assert!(!is_self_settable(k, Profile::Upstream), "{k}");
+        }
+        // not a kubernetes.io/k8s.io namespace: only syntax applies
+        for k in [
+            "kubernetes.io.example.com/a",
+            "notkubernetes.io/a",
+            "Kubernetes.io/a",
+            "kubernetes.io",
+            "example.com/kubernetes.io",
+        ] {
+            assert!(!is_kubernetes_label(k), "{k}");
+        }
+        // the namespace is what precedes the first '/'
+        assert!(is_kubernetes_label("kubernetes.io/a/b"));
+        assert!(!is_kubernetes_label("/x"));
+    }
+
+    #[test]
+    fn openshift_roles_need_the_openshift_profile() {
+        let errs = validate_labels(
+            &labels(&[("node-role.kubernetes.io/master", "")]),
+            Profile::Upstream,
+        );
+        assert_eq!(errs.len(), 1);
+        let msg = errs[0].to_string();
+        assert!(
+            msg.contains("\"node-role.kubernetes.io/master\"")
+                && msg.contains("unknown 'kubernetes.io' or 'k8s.io' label")
+                && msg.contains("allowed prefix (kubelet.kubernetes.io, node.kubernetes.io)")
+                && msg.contains("(beta.kubernetes.io/arch, beta.kubernetes.io/instance-type,")
+                && !msg.contains("OpenShift"),
+            "{msg}"
+        );
+        assert!(
+            validate_labels(
+                &labels(&[
+                    ("node-role.kubernetes.io/master", ""),
+                    ("node-role.kubernetes.io/control-plane", ""),
+                    ("node-role.kubernetes.io/arbiter", ""),
+                ]),
+                Profile::OpenShift
+            )
+            .is_empty()
+        );
+        let errs = validate_labels(
+            &labels(&[("node-role.kubernetes.io/infra", "")]),
+            Profile::OpenShift,
+        );
+        assert!(
+            errs[0]
+                .to_string()
+                .contains("OpenShift's kubelet also allows")
+        );
+        // the role set is exact: no other key in that namespace, no other value of the prefix
+        for k in [
+            "node-role.kubernetes.io/Worker",
+            "node-role.kubernetes.io/worker/x",
+            "x.node-role.kubernetes.io/worker",
+        ] {
+            assert!(!is_self_settable(k, Profile::OpenShift), "{k}");
+        }
+    }
+
+    #[test]
+    fn kubelet_error_wording() {
+        let key = |k: &str| label_key_errors(k).join("; ");
+        assert!(
+            key("Example.com/a").starts_with(
+                "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters"
+            ),
+            "{}",
+            key("Example.com/a")
+        );
+        assert_eq!(
+            key(&"n".repeat(64)),
+            "name part must be no more than 63 bytes"
+        );
+        assert!(key("a_").starts_with("name part must consist of alphanumeric characters"));
+        assert!(key("a/b/c").starts_with("a qualified name must consist of"));
+        assert_eq!(key("/a"), "prefix part must be non-empty");
+        assert!(key("a/").starts_with("name part must be non-empty; name part must consist"));
+        assert!(
+            label_value_errors(&"v".repeat(64))
+                .join("; ")
+                .contains("must be no more than 63 bytes")
+        );
+        assert!(
+            label_value_errors("-x")[0]
+                .starts_with("a valid label must be an empty string or consist of")
+        );
+        let e = validate_labels(&labels(&[("a", "-x")]), Profile::Upstream);
+        assert!(
+            e[0].to_string()
+                .contains("label \"a\" has an invalid value \"-x\""),
+            "{}",
+            e[0]
+        );
+    }
+
+    #[test]
+    fn lengths_at_the_limits() {
+        // name 63/64
+        assert!(label_key_errors(&format!("example.com/{}", "n".repeat(63))).is_empty());
+        assert!(!label_key_errors(&format!("example.com/{}", "n".repeat(64))).is_empty());
+        // prefix 253/254, one segment longer than 63 is fine (no per-label limit)
+        let p253 = format!(
+            "{}.{}.{}.{}",
+            "a".repeat(63),
+            "b".repeat(63),
+            "c".repeat(63),
+            "d".repeat(61)
+        );
+        assert_eq!(p253.len(), 253);
+        assert!(label_key_errors(&format!("{p253}/n")).is_empty());
+        let p254 = format!("{p253}e");
+        assert_eq!(
+            label_key_errors(&format!("{p254}/n")),
+            vec!["prefix part must be no more than 253 bytes".to_string()]
+        );
+        assert!(label_key_errors(&format!("{}.com/n", "a".repeat(64))).is_empty());
+        // a full 253+1+63 key
+        assert!(label_key_errors(&format!("{p253}/{}", "n".repeat(63))).is_empty());
+        // value 63/64, empty allowed
+        assert!(label_value_errors(&"v".repeat(63)).is_empty());
+        assert_eq!(label_value_errors(&"v".repeat(64)).len(), 1);
+        assert!(label_value_errors("").is_empty());
+        // byte lengths, not characters
+        assert!(!label_value_errors(&"é".repeat(32)).is_empty());
+    }
+
+    #[test]
+    fn configuration_map_accumulates_and_the_last_value_wins() {
+        let mut all = parse_node_labels("a=1,b=2");
+        all.extend(parse_node_labels("a=3"));
+        assert_eq!(effective_labels(&all), labels(&[("a", "3"), ("b", "2")]));
+        // an earlier bad value that a later one replaces is no error to kubelet
+        let mut all = parse_node_labels("a=-bad");
+        all.extend(parse_node_labels("a=good"));
+        assert!(validate_labels(&all, Profile::Upstream).is_empty());
+        // and the reverse is
+        let mut all = parse_node_labels("a=good");
+        all.extend(parse_node_labels("a=-bad"));
+        assert_eq!(validate_labels(&all, Profile::Upstream).len(), 1);
+        // a=b=c: value "b=c", refused by the value rule
+        let e = validate_labels(&parse_node_labels("a=b=c"), Profile::Upstream);
+        assert!(matches!(&e[0], LabelError::InvalidValue { value, .. } if value == "b=c"));
+        // tabs and spaces around key and value are trimmed
+        assert_eq!(parse_node_labels("\ta\t=\t1\t"), labels(&[("a", "1")]));
+        assert_eq!(parse_node_labels("a = "), labels(&[("a", "")]));
+    }
+
+    #[test]
+    fn every_problem_is_listed_policy_first() {
+        let errs = validate_labels(
+            &labels(&[
+                ("ok.example.com/a", "1"),
+                ("bad_prefix.com/a", "x"),
+                ("k8s.io/a", ""),
+                ("b", "~"),
+                ("app.kubernetes.io/name", "x"),
+            ]),
+            Profile::Upstream,
+        );
+        let kinds: Vec<_> = errs
+            .iter()
+            .map(|e| match e {
+                LabelError::NotSelfSettable { key, .. } => format!("policy {key}"),
+                LabelError::InvalidKey { key, .. } => format!("key {key}"),
+                LabelError::InvalidValue { key, .. } => format!("value {key}"),
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                "policy k8s.io/a",
+                "policy app.kubernetes.io/name",
+                "key bad_prefix.com/a",
+                "value b"
+            ]
+        );
     }
 }

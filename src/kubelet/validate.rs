@@ -5,14 +5,18 @@ use serde::Serialize;
 
 use super::Profile;
 use super::flags::scan;
-use super::labels::{parse_node_labels, validate_labels};
+use super::labels::{effective_labels, parse_node_labels, validate_labels};
 use super::taints::parse_taints;
 
 #[derive(Debug, Serialize)]
 pub struct ValidationReport {
     pub valid: bool,
     pub profile: &'static str,
-    /// Labels kubelet would register with, in order (a later key wins).
+    /// Leading words that are not flags, taken as the command (a pasted
+    /// `/usr/bin/kubelet` or wrapper chain) and not checked.
+    pub command: Vec<String>,
+    /// Labels kubelet would register with, `key=value`, one per key (a
+    /// later value of a key replaces an earlier one).
     pub labels: Vec<String>,
     /// Taints of the effective (last) `--register-with-taints`.
     pub taints: Vec<String>,
@@ -30,35 +34,37 @@ pub fn validate_kubelet_args(args: &[String], profile: Profile) -> ValidationRep
     let mut labels = Vec::new();
     let mut taints = Vec::new();
 
-    let consumed: Vec<usize> = scan
-        .flags
-        .iter()
-        .flat_map(|f| f.index..f.index + f.words)
-        .collect();
     let end = scan.terminator.unwrap_or(argv.len());
-    for (i, word) in argv.iter().enumerate().take(end).skip(scan.start) {
-        if consumed.contains(&i) {
-            continue;
-        }
-        if let Some(rest) = word.strip_prefix('-').filter(|r| !r.starts_with('-')) {
-            if rest.starts_with("node-labels") || rest.starts_with("register-with-taints") {
-                errors.push(format!(
-                    "{word:?}: a single dash is a shorthand flag to kubelet; write --{rest}"
-                ));
-            }
-        } else if !word.starts_with('-') {
-            errors.push(format!(
-                "{word:?}: kubelet takes no positional arguments (unknown command); \
-                 is a flag before it missing its value or a '='?"
-            ));
+    let mut consumed = vec![false; argv.len()];
+    for f in &scan.flags {
+        for c in &mut consumed[f.index..f.index + f.words] {
+            *c = true;
         }
     }
-    for word in argv.iter().skip(end + 1) {
-        if word.starts_with("--node-labels") || word.starts_with("--register-with-taints") {
-            errors.push(format!(
-                "{word:?} comes after '--', where kubelet takes it as an unknown command"
-            ));
-        }
+    for (i, why) in &scan.refused {
+        consumed[*i] = true;
+        let word = &argv[*i];
+        let hint = match word.strip_prefix('-') {
+            Some(rest) if !rest.starts_with('-') && rest.len() > 1 => {
+                format!("; a single dash starts shorthand flags, write -{word}")
+            }
+            _ => String::new(),
+        };
+        errors.push(format!("{word:?}: kubelet refuses it: {why}{hint}"));
+    }
+    // pflag collects positional words and kubelet refuses the first one.
+    let positional = (scan.start..end)
+        .filter(|&i| !consumed[i])
+        .chain(end + 1..argv.len())
+        .next();
+    if let Some(i) = positional {
+        let word = &argv[i];
+        let why = if i > end {
+            "after '--' every word is positional, and kubelet takes none; put flags before '--'"
+        } else {
+            "kubelet takes no positional arguments; is a flag before it missing its value or a '='?"
+        };
+        errors.push(format!("{word:?}: unknown command ({why})"));
     }
 
     for f in &scan.flags {
@@ -68,11 +74,12 @@ pub fn validate_kubelet_args(args: &[String], profile: Profile) -> ValidationRep
                 None => errors.push("flag needs an argument: --node-labels".to_string()),
             },
             "register-with-taints" => match &f.value {
+                // Each occurrence must parse; the last one is the list.
                 Some(v) => match parse_taints(v) {
                     Ok(t) => taints = t,
-                    Err(e) => {
-                        errors.push(format!("invalid argument for --register-with-taints: {e}"))
-                    }
+                    Err(e) => errors.push(format!(
+                        "invalid argument {v:?} for \"--register-with-taints\" flag: {e}"
+                    )),
                 },
                 None => errors.push("flag needs an argument: --register-with-taints".to_string()),
             },
@@ -90,13 +97,22 @@ pub fn validate_kubelet_args(args: &[String], profile: Profile) -> ValidationRep
             Profile::Upstream => "upstream",
             Profile::OpenShift => "openshift",
         },
-        labels: labels.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+        command: argv[1..scan.start.max(1)].to_vec(),
+        labels: effective_labels(&labels)
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect(),
         taints: taints.iter().map(|t| t.to_string()).collect(),
         errors,
     }
 }
 
 impl ValidationReport {
+    /// One JSON object: valid, profile, command, labels, taints, errors.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a report always serializes")
+    }
+
     pub fn to_human(&self) -> String {
         if self.valid {
             let mut out = format!("valid for the {} kubelet\n", self.profile);
@@ -182,5 +198,126 @@ mod tests {
             Profile::Upstream,
         );
         assert!(!r.valid);
+    }
+
+    fn errors(args: &str) -> Vec<String> {
+        check(args, Profile::Upstream).errors
+    }
+
+    /// kubelet.md §5, the harness table.
+    #[test]
+    fn pflag_forms() {
+        let r = check("--node-labels=a=1,b=2", Profile::Upstream);
+        assert!(r.valid);
+        assert_eq!(r.labels, vec!["a=1", "b=2"]);
+        let r = check("--node-labels a=1,b=2", Profile::Upstream);
+        assert!(r.valid);
+        assert_eq!(r.labels, vec!["a=1", "b=2"]);
+        // the key "--register-with-taints" and the value "x:NoSchedule"
+        let e = errors("--node-labels --register-with-taints=x:NoSchedule");
+        assert_eq!(e.len(), 2);
+        assert!(
+            e[0].contains("label key \"--register-with-taints\" is invalid"),
+            "{e:?}"
+        );
+        assert_eq!(
+            errors("--v=2 --node-labels"),
+            vec!["flag needs an argument: --node-labels"]
+        );
+        let e = errors("-node-labels=a=1");
+        assert!(
+            e[0].contains("unknown shorthand flag: 'n' in -node-labels=a=1")
+                && e[0].contains("write --node-labels=a=1"),
+            "{e:?}"
+        );
+        let r = check("--node_labels=a=1", Profile::Upstream);
+        assert!(r.valid && r.labels == vec!["a=1"]);
+        let e = errors("--v=2 -- --node-labels=b=2");
+        assert!(
+            e[0].contains("\"--node-labels=b=2\": unknown command"),
+            "{e:?}"
+        );
+        assert!(check("--v=2 --", Profile::Upstream).valid);
+        let e = errors("--v=2 extra --node-labels=a=1");
+        assert!(e[0].contains("\"extra\": unknown command"), "{e:?}");
+        // -v takes the next word
+        assert!(check("-v 4 --node-labels=a=1", Profile::Upstream).valid);
+        assert!(check("--v 4 --node-labels=a=1", Profile::Upstream).valid);
+    }
+
+    #[test]
+    fn repeated_label_flags_accumulate() {
+        let r = check(
+            "--node-labels=a=1 --node-labels=b=2 --node-labels=a=3",
+            Profile::Upstream,
+        );
+        assert!(r.valid);
+        assert_eq!(r.labels, vec!["a=3", "b=2"]);
+        let r = check("--node-labels= --node-labels ", Profile::Upstream);
+        assert!(r.valid && r.labels.is_empty(), "{r:?}");
+        // the OpenShift unit's empty ${CUSTOM_KUBELET_LABELS}
+        let r = check(
+            "--node-labels=node-role.kubernetes.io/worker,node.openshift.io/os_id=rhcos,",
+            Profile::OpenShift,
+        );
+        assert!(r.valid, "{:?}", r.errors);
+        assert_eq!(r.labels.len(), 2);
+    }
+
+    #[test]
+    fn taint_flag_errors_per_occurrence() {
+        let e = errors("--register-with-taints=a:nope --register-with-taints=b=x=y:NoSchedule");
+        assert_eq!(e.len(), 2, "{e:?}");
+        assert!(
+            e[0].starts_with("invalid argument \"a:nope\" for \"--register-with-taints\" flag: ")
+        );
+        assert!(e[0].contains("invalid taint effect: nope"));
+        assert!(e[1].contains("b=x=y:NoSchedule"));
+        assert_eq!(
+            errors("--register-with-taints"),
+            vec!["flag needs an argument: --register-with-taints"]
+        );
+        // an empty flag clears; removals are dropped
+        let r = check(
+            "--register-with-taints=a:NoSchedule --register-with-taints=",
+            Profile::Upstream,
+        );
+        assert!(r.valid && r.taints.is_empty());
+        let r = check("--register-with-taints=a:NoSchedule-", Profile::Upstream);
+        assert!(r.valid && r.taints.is_empty());
+    }
+
+    #[test]
+    fn leading_command_words_are_reported_not_checked() {
+        let r = check(
+            "/usr/local/bin/kubenswrapper /usr/bin/kubelet --node-labels=a=1",
+            Profile::Upstream,
+        );
+        assert!(r.valid);
+        assert_eq!(
+            r.command,
+            vec!["/usr/local/bin/kubenswrapper", "/usr/bin/kubelet"]
+        );
+        let json: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+        assert_eq!(json["labels"][0], "a=1");
+        assert_eq!(json["valid"], true);
+    }
+
+    #[test]
+    fn human_rendering() {
+        let ok = check(
+            "--node-labels=a=1 --register-with-taints=t:NoExecute",
+            Profile::Upstream,
+        );
+        assert_eq!(
+            ok.to_human(),
+            "valid for the upstream kubelet\nlabel: a=1\ntaint: t=:NoExecute\n"
+        );
+        let bad = check("--node-labels=k8s.io/a", Profile::OpenShift);
+        let text = bad.to_human();
+        assert!(
+            text.starts_with("invalid: label \"k8s.io/a\": unknown"),
+            "{text}"
+        );
     }
 }

@@ -1,0 +1,547 @@
+//! `kubelet::apply` over every MCO kubelet.service template's ExecStart, and
+//! the config reader over MCO's kubelet.conf templates, read in place from
+//! ../shared/fixtures/mco; the config reader also against PyYAML.
+
+#[path = "support/mco.rs"]
+mod mco;
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use kubelet_labeler::kubelet::config::register_with_taints;
+use kubelet_labeler::kubelet::validate::validate_kubelet_args;
+use kubelet_labeler::kubelet::{
+    Additions, NodeFs, Profile, Taint, TaintEffect, apply, parse_taints,
+};
+
+/// Files by path; a path that is a prefix of files is a directory, and
+/// `dirs` are directories that exist but are empty.
+#[derive(Default)]
+struct FakeFs {
+    files: BTreeMap<PathBuf, String>,
+    dirs: Vec<PathBuf>,
+}
+
+impl NodeFs for FakeFs {
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        self.files
+            .get(path)
+            .map(|s| s.clone().into_bytes())
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
+    }
+    fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        if self.files.contains_key(dir) {
+            return Err(io::Error::from(io::ErrorKind::NotADirectory));
+        }
+        let mut v: Vec<PathBuf> = self
+            .files
+            .keys()
+            .filter_map(|p| p.strip_prefix(dir).ok()?.components().next())
+            .map(|c| dir.join(c))
+            .collect();
+        v.dedup();
+        if v.is_empty() && !self.dirs.iter().any(|d| d == dir) {
+            return Err(io::Error::from(io::ErrorKind::NotFound));
+        }
+        Ok(v)
+    }
+}
+
+/// What systemd would pass for the unit's `${VAR}`s on a worker.
+fn env_value(var: &str) -> String {
+    match var {
+        "ID" => "rhcos".into(),
+        // empty by default: the unit's `--node-labels=...,` keeps a trailing comma
+        "CUSTOM_KUBELET_LABELS" => String::new(),
+        "KUBELET_NODE_IP" | "KUBELET_NODE_IPS" => "0.0.0.0".into(),
+        "KUBELET_LOG_LEVEL" => "2".into(),
+        "KUBELET_NODE_NAME" => "worker-0.example.com".into(),
+        "KUBELET_PROVIDERID" => "aws:///us-east-1a/i-0abc".into(),
+        "KUBELET_CRIO_IMAGE_CREDENTIAL_PROVIDER_FLAGS" => String::new(),
+        other => format!("value-of-{}", other.to_lowercase()),
+    }
+}
+
+/// The unit's ExecStart= as argv: continuation lines joined, split on
+/// whitespace, `${VAR}` filled (one word each, as systemd does).
+fn exec_start(unit: &str) -> Vec<String> {
+    let mut line = String::new();
+    let mut lines = unit
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("ExecStart="));
+    for l in lines.by_ref() {
+        let l = l.trim();
+        match l.strip_suffix('\\') {
+            Some(cont) => {
+                line += cont;
+                line.push(' ');
+            }
+            None => {
+                line += l;
+                break;
+            }
+        }
+    }
+    let line = line
+        .strip_prefix("ExecStart=")
+        .expect("no ExecStart= in unit");
+    line.split_whitespace()
+        // `$VAR` is split on whitespace by systemd (empty: no word at all)
+        .flat_map(
+            |w| match w.strip_prefix('$').filter(|v| !v.starts_with('{')) {
+                Some(var) => env_value(var)
+                    .split_whitespace()
+                    .map(String::from)
+                    .collect::<Vec<_>>(),
+                None => vec![w.to_string()],
+            },
+        )
+        .map(|w| {
+            let w = w.as_str();
+            let mut out = String::new();
+            let mut rest = w;
+            while let Some(start) = rest.find("${") {
+                let end = rest[start..].find('}').expect("unclosed ${") + start;
+                out += &rest[..start];
+                out += &env_value(&rest[start + 2..end]);
+                rest = &rest[end + 1..];
+            }
+            out + rest
+        })
+        .collect()
+}
+
+/// The inline contents of a `files/kubelet.yaml` template, with its Go
+/// template placeholders filled and directive lines dropped.
+fn kubelet_conf(template: &str) -> String {
+    let mut lines = template.lines().skip_while(|l| l.trim() != "inline: |");
+    lines.next().expect("no inline: | in template");
+    let mut out = String::new();
+    for l in lines {
+        if l.trim_start().starts_with("{{-") {
+            continue;
+        }
+        let l = l
+            .strip_prefix("    ")
+            .unwrap_or(l)
+            .replace("{{.ClusterDNSIP}}", "172.30.0.10")
+            .replace("{{.TLSMinVersion}}", "VersionTLS12")
+            .replace("{{ . }}", "TLS_AES_128_GCM_SHA256");
+        assert!(!l.contains("{{"), "unfilled placeholder in {l:?}");
+        out += &l;
+        out.push('\n');
+    }
+    out
+}
+
+fn config_templates(dir: &Path) -> Vec<(String, String)> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("reading fixtures")
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with("__files__kubelet.yaml"))
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .map(|n| {
+            let text = std::fs::read_to_string(dir.join(&n)).unwrap();
+            (n, kubelet_conf(&text))
+        })
+        .collect()
+}
+
+fn taint(key: &str, value: &str, effect: TaintEffect) -> Taint {
+    Taint {
+        key: key.into(),
+        value: value.into(),
+        effect,
+    }
+}
+
+#[test]
+fn mco_exec_starts_keep_every_word_in_place() {
+    let Some(dir) = mco::require_fixtures() else {
+        return;
+    };
+    let units = mco::kubelet_units(&dir);
+    assert!(
+        units.len() >= 40,
+        "only {} kubelet.service templates",
+        units.len()
+    );
+    let ours_labels = vec![
+        (
+            "node.kubernetes.io/kubelet-labeler".to_string(),
+            "yes".to_string(),
+        ),
+        ("example.com/pool".to_string(), String::new()),
+        ("node-role.kubernetes.io/worker".to_string(), String::new()),
+    ];
+    let ours_taints = vec![
+        taint("example.com/dedicated", "gpu", TaintEffect::NoSchedule),
+        // the same <key,effect> as the masters' own taint: ours replaces it
+        taint(
+            "node-role.kubernetes.io/master",
+            "ours",
+            TaintEffect::NoSchedule,
+        ),
+    ];
+    let additions = Additions {
+        labels: ours_labels.clone(),
+        taints: ours_taints.clone(),
+    };
+    let mut trailing_commas = 0;
+    for (name, unit) in units {
+        let before = exec_start(&unit);
+        assert!(before.len() > 5, "{name}: {before:?}");
+        let mut fs = FakeFs::default();
+        // MCO's kubelet.conf has no registerWithTaints; the drop-in dir is empty
+        fs.files.insert(
+            "/etc/kubernetes/kubelet.conf".into(),
+            "kind: KubeletConfiguration\nmaxPods: 250\n".into(),
+        );
+        fs.dirs.push("/etc/openshift/kubelet.conf.d".into());
+        let argv: Vec<OsString> = before.iter().map(OsString::from).collect();
+        let plan = apply(&argv, &additions, Profile::OpenShift, &fs)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let after: Vec<String> = plan
+            .argv
+            .iter()
+            .map(|w| w.to_str().unwrap().to_string())
+            .collect();
+
+        // the unit's own taint flag, if any, is what kubelet had
+        let own_taints: Vec<Taint> = before
+            .iter()
+            .filter_map(|w| w.strip_prefix("--register-with-taints="))
+            .next_back()
+            .map(|v| parse_taints(v).unwrap())
+            .unwrap_or_default();
+        let mut expected_taints: Vec<Taint> = own_taints
+            .iter()
+            .filter(|t| {
+                !ours_taints
+                    .iter()
+                    .any(|o| o.key == t.key && o.effect == t.effect)
+            })
+            .cloned()
+            .collect();
+        expected_taints.extend(ours_taints.iter().cloned());
+        assert_eq!(plan.taints, expected_taints, "{name}");
+        let replaced = own_taints.len() + ours_taints.len() - expected_taints.len();
+        assert_eq!(plan.warnings.len(), replaced, "{name}: {:?}", plan.warnings);
+
+        let taint_words: Vec<&String> = after
+            .iter()
+            .filter(|w| w.starts_with("--register-with-taints"))
+            .collect();
+        let merged: Vec<String> = expected_taints.iter().map(|t| t.to_string()).collect();
+        assert_eq!(
+            taint_words,
+            vec![&format!("--register-with-taints={}", merged.join(","))],
+            "{name}"
+        );
+        let label_word = "--node-labels=node.kubernetes.io/kubelet-labeler=yes,example.com/pool=,node-role.kubernetes.io/worker=";
+        assert_eq!(
+            after.iter().filter(|w| *w == label_word).count(),
+            1,
+            "{name}: {after:?}"
+        );
+        // everything else: the same words in the same order
+        let kept_after: Vec<&String> = after
+            .iter()
+            .filter(|w| *w != label_word && !w.starts_with("--register-with-taints"))
+            .collect();
+        let kept_before: Vec<&String> = before
+            .iter()
+            .filter(|w| !w.starts_with("--register-with-taints"))
+            .collect();
+        assert_eq!(kept_after, kept_before, "{name}");
+        // ours come after every flag of the unit (so our labels win)
+        let last_own = after
+            .iter()
+            .rposition(|w| kept_before.last() == Some(&w))
+            .unwrap();
+        assert!(
+            after.iter().position(|w| w == label_word).unwrap() > last_own,
+            "{name}: {after:?}"
+        );
+        // the unit's label flag is untouched, also with the trailing comma
+        // of an empty ${CUSTOM_KUBELET_LABELS}
+        let own_labels = |words: &[String]| -> Vec<String> {
+            words
+                .iter()
+                .filter(|w| w.starts_with("--node-labels=node-role.kubernetes.io/"))
+                .cloned()
+                .collect()
+        };
+        assert_eq!(own_labels(&after), own_labels(&before), "{name}");
+        assert_eq!(own_labels(&before).len(), 1, "{name}");
+        if own_labels(&before)[0].ends_with(',') {
+            trailing_commas += 1;
+        }
+        // and OpenShift's kubelet would take the result
+        let report = validate_kubelet_args(&after[1..], Profile::OpenShift);
+        assert!(report.valid, "{name}: {:?}", report.errors);
+        assert_eq!(report.taints, merged, "{name}");
+        let wrapper = &after[..report.command.len() + 1];
+        assert!(
+            wrapper.last().unwrap().ends_with("kubelet"),
+            "{name}: command {wrapper:?}"
+        );
+
+        // no additions: not one word changes
+        let same = apply(&argv, &Additions::default(), Profile::OpenShift, &fs).unwrap();
+        assert_eq!(same.argv, argv, "{name}");
+    }
+    assert!(
+        trailing_commas >= 20,
+        "only {trailing_commas} units end their labels with ','"
+    );
+}
+
+#[test]
+fn mco_exec_starts_read_registerwithtaints_when_they_have_no_flag() {
+    let Some(dir) = mco::require_fixtures() else {
+        return;
+    };
+    let additions = Additions {
+        labels: vec![],
+        taints: vec![taint("example.com/t", "", TaintEffect::NoExecute)],
+    };
+    let mut checked = 0;
+    for (name, unit) in mco::kubelet_units(&dir) {
+        let argv: Vec<OsString> = exec_start(&unit).iter().map(OsString::from).collect();
+        if argv
+            .iter()
+            .any(|w| w.to_str().unwrap().starts_with("--register-with-taints"))
+        {
+            continue;
+        }
+        let mut fs = FakeFs::default();
+        fs.files.insert(
+            "/etc/kubernetes/kubelet.conf".into(),
+            "kind: KubeletConfiguration\nregisterWithTaints:\n- key: from-config\n  effect: PreferNoSchedule\n".into(),
+        );
+        fs.files.insert(
+            "/etc/openshift/kubelet.conf.d/99-last.conf".into(),
+            r#"{"registerWithTaints":[{"key":"from-dropin","value":"x","effect":"NoSchedule"}]}"#
+                .into(),
+        );
+        let plan = apply(&argv, &additions, Profile::OpenShift, &fs).unwrap();
+        let uses_config_dir = argv
+            .iter()
+            .any(|w| w.to_str().unwrap().starts_with("--config-dir="));
+        let expected = if uses_config_dir {
+            "from-dropin=x:NoSchedule,example.com/t=:NoExecute"
+        } else {
+            "from-config=:PreferNoSchedule,example.com/t=:NoExecute"
+        };
+        let last = plan.argv.last().unwrap().to_str().unwrap();
+        assert_eq!(last, format!("--register-with-taints={expected}"), "{name}");
+        // an unreadable config while adding taints: refuse
+        let empty = FakeFs::default();
+        assert!(
+            apply(&argv, &additions, Profile::OpenShift, &empty).is_err(),
+            "{name}"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 20, "only {checked} worker units");
+}
+
+#[test]
+fn mco_kubelet_confs_read_cleanly_and_set_no_taints() {
+    let Some(dir) = mco::require_fixtures() else {
+        return;
+    };
+    let confs = config_templates(&dir);
+    assert!(
+        confs.len() >= 20,
+        "only {} kubelet.conf templates",
+        confs.len()
+    );
+    for (name, conf) in confs {
+        assert_eq!(register_with_taints(&conf), Ok(None), "{name}");
+        // with a list added in each form kubelet configs use
+        for (tail, want) in [
+            (
+                "registerWithTaints:\n  - key: a\n    value: b\n    effect: NoSchedule\n",
+                vec![taint("a", "b", TaintEffect::NoSchedule)],
+            ),
+            (
+                "registerWithTaints:\n- {key: node-role.kubernetes.io/infra, effect: NoExecute}\n",
+                vec![taint(
+                    "node-role.kubernetes.io/infra",
+                    "",
+                    TaintEffect::NoExecute,
+                )],
+            ),
+            ("registerWithTaints: []\n", vec![]),
+        ] {
+            let text = format!("{conf}{tail}");
+            assert_eq!(
+                register_with_taints(&text).unwrap(),
+                Some(want),
+                "{name} + {tail:?}"
+            );
+        }
+    }
+}
+
+fn pyyaml_available() -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", "import yaml"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        let why = "python3 with PyYAML is missing (apt-get install python3-yaml)";
+        assert!(std::env::var_os("CI").is_none(), "{why}");
+        eprintln!("SKIPPED: {why}");
+    }
+    ok
+}
+
+/// A taint as (key, value, effect).
+type Triple = (String, String, String);
+
+/// For each text: PyYAML's reading of `registerWithTaints` as
+/// `Ok(None | Some([(key, value, effect)]))`, or `Err` when PyYAML fails or a
+/// field is not a string (kubelet could not load it either).
+fn pyyaml_taints(texts: &[String]) -> Vec<Result<Option<Vec<Triple>>, String>> {
+    const SCRIPT: &str = r#"
+import json, sys, yaml
+out = []
+for text in json.load(sys.stdin):
+    try:
+        doc = yaml.safe_load(text)
+        if not isinstance(doc, dict) or "registerWithTaints" not in doc:
+            out.append({"ok": None}); continue
+        items = doc["registerWithTaints"] or []
+        taints = []
+        for it in items:
+            fields = [it.get(f) for f in ("key", "value", "effect")]
+            if any(f is not None and not isinstance(f, str) for f in fields):
+                raise ValueError("field is not a string")
+            if it.get("timeAdded") is not None:
+                raise ValueError("timeAdded")
+            taints.append([f or "" for f in fields])
+        out.append({"ok": taints})
+    except Exception as e:
+        out.append({"err": str(e)})
+print(json.dumps(out))
+"#;
+    let mut child = Command::new("python3")
+        .args(["-c", SCRIPT])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("running python3");
+    serde_json::to_writer(child.stdin.take().unwrap(), texts).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "python3 failed");
+    let v: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    v.into_iter()
+        .map(|r| {
+            if let Some(e) = r.get("err") {
+                return Err(e.to_string());
+            }
+            Ok(r["ok"].as_array().map(|items| {
+                items
+                    .iter()
+                    .map(|t| {
+                        let s = |i: usize| t[i].as_str().unwrap().to_string();
+                        (s(0), s(1), s(2))
+                    })
+                    .collect()
+            }))
+        })
+        .collect()
+}
+
+/// Whatever our reader accepts, PyYAML (a YAML 1.1 reader, like kubelet's Go
+/// YAML) reads the same way; the plain kubelet-config forms must be accepted.
+#[test]
+fn config_reader_agrees_with_pyyaml() {
+    if !pyyaml_available() {
+        return;
+    }
+    let item_forms = [
+        "registerWithTaints:\n- key: a\n  value: b\n  effect: NoSchedule\n",
+        "registerWithTaints:\n  - key: a\n    effect: NoExecute\n  - key: example.com/b\n    value: \"x\"\n    effect: PreferNoSchedule\n",
+        "registerWithTaints:\n-\n  key: a\n  effect: NoSchedule\n",
+        "registerWithTaints: [{key: a, value: b, effect: NoSchedule}, {key: c, effect: NoExecute}]\n",
+        "registerWithTaints:\n- {key: 'a', value: \"b\", effect: NoSchedule} # c\n",
+        "registerWithTaints: # none\n",
+        "registerWithTaints: []\n",
+        "registerWithTaints: null\n",
+        "registerWithTaints: ~\n",
+        "\"registerWithTaints\":\n- key: a\n  effect: NoSchedule\n",
+        "registerWithTaints:\n- key: a # k\n  # between\n  effect: NoSchedule\n\n  value: v\n",
+        "registerWithTaints:\n- key: a\n  value: '12'\n  effect: NoSchedule\n",
+        "registerWithTaints:\n- key: a\n  value: 1gpu\n  effect: NoSchedule\n",
+        "registerWithTaints:\n- key: a\n  value: 12\n  effect: NoSchedule\n",
+        "registerWithTaints:\n- key: a\n  value: yes\n  effect: NoSchedule\n",
+        "registerWithTaints:\n- key: a\n  value: off\n  effect: NoSchedule\n",
+        "registerWithTaints:\n- key: a\n  value: 0x1F\n  effect: NoSchedule\n",
+        "registerWithTaints:\n- key: a\n  value: 1.5\n  effect: NoSchedule\n",
+        "registerWithTaints:\n- key: a\n  value: 2001-12-14\n  effect: NoSchedule\n",
+        "registerWithTaints:\n- key: a\n  value: v1.5\n  effect: NoSchedule\n",
+        "registerWithTaints:\n- key: a\n  effect: NoSchedule\n  timeAdded: null\n",
+        "registerWithTaints:\n- key: a\n  effect: NoSchedule\n  timeAdded: 2024-01-01T00:00:00Z\n",
+        "registerWithTaints:\n- key: &k a\n  effect: NoSchedule\n",
+        "registerWithTaints:\n- key: a\n  effect: NoSchedule\n---\nmaxPods: 1\n",
+        "registerWithTaints:\n- key: |\n    a\n  effect: NoSchedule\n",
+        "nested:\n  registerWithTaints:\n  - key: a\n    effect: NoSchedule\n",
+        "maxPods: 1\n",
+    ];
+    let mut texts: Vec<String> = item_forms.iter().map(|s| s.to_string()).collect();
+    texts.extend(
+        [
+            r#"{"registerWithTaints":[{"key":"a","value":"b","effect":"NoSchedule","timeAdded":null}]}"#,
+            r#"{"kind":"KubeletConfiguration","maxPods":250,"registerWithTaints":[]}"#,
+            "{\n  \"registerWithTaints\": [\n    {\"key\": \"a\", \"effect\": \"NoExecute\"}\n  ]\n}\n",
+            r#"{"registerWithTaints":[{"key":"a","value":1,"effect":"NoSchedule"}]}"#,
+            r#"{"registerWithTaints":[{"key":"a\u0041","effect":"NoSchedule"}]}"#,
+        ]
+        .map(String::from),
+    );
+    // the MCO kubelet.conf templates, bare and followed by each form
+    if let Some(dir) = mco::require_fixtures() {
+        for (_, conf) in config_templates(&dir) {
+            texts.push(conf.clone());
+            texts.extend(item_forms.iter().map(|f| format!("{conf}{f}")));
+        }
+    }
+    let theirs = pyyaml_taints(&texts);
+    let mut accepted = 0;
+    for (text, py) in texts.iter().zip(theirs) {
+        let ours = register_with_taints(text);
+        let Ok(ours) = ours else {
+            continue; // refusing is always allowed: kubelet then starts unchanged
+        };
+        accepted += 1;
+        let ours: Option<Vec<Triple>> = ours.map(|ts| {
+            ts.into_iter()
+                .map(|t| (t.key, t.value, t.effect.as_str().to_string()))
+                .collect()
+        });
+        assert_eq!(Ok(ours), py, "{text}");
+    }
+    // the plain kubelet-config forms must be read, not refused
+    for form in &item_forms[..13] {
+        assert!(register_with_taints(form).is_ok(), "refused {form:?}");
+    }
+    eprintln!(
+        "our reader accepted {accepted} of {} configs; PyYAML agreed on each",
+        texts.len()
+    );
+    assert!(
+        accepted > texts.len() / 2,
+        "accepted only {accepted} of {}",
+        texts.len()
+    );
+}
