@@ -4,6 +4,8 @@
 
 #[path = "support/ignition_oracle.rs"]
 mod ignition_oracle;
+
+use ignition_oracle::need;
 #[path = "support/mco.rs"]
 mod mco;
 #[path = "support/systemd_oracle.rs"]
@@ -20,21 +22,6 @@ use serde_json::Value;
 
 fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// A tool the test needs; missing: say why and skip, but fail under CI.
-fn need(tool: &str, install: &str) -> bool {
-    let ok = Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        let why = format!("{tool} is missing ({install})");
-        assert!(std::env::var_os("CI").is_none(), "{why}");
-        eprintln!("SKIPPED: {why}");
-    }
-    ok
 }
 
 fn pyyaml_ok() -> bool {

@@ -6,26 +6,13 @@
 #[path = "support/ignition_oracle.rs"]
 mod ignition_oracle;
 
+use ignition_oracle::need;
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
-
-/// A tool the test needs; missing: say why and skip, but fail under CI.
-fn need(tool: &str, install: &str) -> bool {
-    let ok = Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        let why = format!("{tool} is missing ({install})");
-        assert!(std::env::var_os("CI").is_none(), "{why}");
-        eprintln!("SKIPPED: {why}");
-    }
-    ok
-}
 
 fn sh(dir: &Path, script: &str) {
     let out = Command::new("sh")

@@ -146,3 +146,18 @@ pub fn apply(config: &Value, root: &Path, state: &Path) {
 pub fn in_root(root: &Path, node_path: &str) -> PathBuf {
     root.join(node_path.trim_start_matches('/'))
 }
+
+/// A tool the test needs; missing: say why and skip, but fail under CI.
+pub fn need(tool: &str, install: &str) -> bool {
+    let ok = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        let why = format!("{tool} is missing ({install})");
+        assert!(std::env::var_os("CI").is_none(), "{why}");
+        eprintln!("SKIPPED: {why}");
+    }
+    ok
+}
