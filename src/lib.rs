@@ -4,12 +4,17 @@
 //! Module map: `unit` knows systemd and nothing of kubelet; `kubelet` knows
 //! kubelet flags and nothing of systemd; `wrapper` joins them at boot and in
 //! `explain`; `render` writes drop-ins, MachineConfigs and Ignition; `iso`
-//! embeds Ignition in live ISOs. `cmdline` holds only clap types.
+//! embeds Ignition in live ISOs; `facts` reads the node's hardware under
+//! NFD's names and `rules` evaluates NodeFeatureRules on them; `contract`
+//! names what render writes and the wrapper reads. `cmdline` holds only clap types.
 
 pub mod cmdline;
+pub mod contract;
+pub mod facts;
 #[cfg(feature = "iso")]
 pub mod iso;
 pub mod kubelet;
 pub mod render;
+pub mod rules;
 pub mod unit;
 pub mod wrapper;

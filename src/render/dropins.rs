@@ -3,16 +3,9 @@
 
 use crate::kubelet::{Additions, Profile};
 
-/// Sorts after every other drop-in in byte order (lowercase `zz` beats digits,
-/// upper case and `a`..`y`), so its `ExecStart=` is the one systemd keeps.
-pub const WRAPPER_DROPIN_NAME: &str = "zz-kubelet-labeler.conf";
-/// Carries the labels/taints; the name only has to differ from the above.
-pub const ENV_DROPIN_NAME: &str = "90-kubelet-labeler-env.conf";
-/// Where the wrapper lives on a node (writable on RHCOS, like kubenswrapper).
-pub const WRAPPER_PATH: &str = "/usr/local/bin/kubelet-labeler-wrapper";
-/// The variables existing deployments already set.
-pub const LABELS_VAR: &str = "FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS";
-pub const TAINTS_VAR: &str = "FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS";
+pub use crate::contract::{
+    ENV_DROPIN_NAME, LABELS_VAR, TAINTS_VAR, WRAPPER_DROPIN_NAME, WRAPPER_PATH,
+};
 
 /// The drop-in that makes systemd run the wrapper instead of the original
 /// command. `restorecon` gives the wrapper its SELinux label before it runs,

@@ -12,8 +12,8 @@ use anyhow::{Context, Result, bail};
 
 use super::guard::{Guard, uptime_ms};
 use super::plan::{self, Plan};
+use crate::contract::WRAPPER_DROPIN_NAME;
 use crate::kubelet::Profile;
-use crate::render::dropins::WRAPPER_DROPIN_NAME;
 use crate::unit::{self, LoadOptions, UnitPaths};
 
 /// systemd's exit status for "could not exec" (203/EXEC).

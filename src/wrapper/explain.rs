@@ -8,8 +8,8 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::plan::{self, Plan};
+use crate::contract::WRAPPER_DROPIN_NAME;
 use crate::kubelet::Profile;
-use crate::render::dropins::WRAPPER_DROPIN_NAME;
 use crate::unit::{self, LoadOptions, UnitPaths};
 
 pub struct ExplainOptions {

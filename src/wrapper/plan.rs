@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+use crate::contract::{LABELS_VAR, TAINTS_VAR};
 use crate::kubelet::{self, Additions, NodeFs, Profile, Taint};
-use crate::render::dropins::{LABELS_VAR, TAINTS_VAR};
 use crate::unit::{self, LoadedService};
 
 /// What the wrapper will exec.

@@ -1,0 +1,53 @@
+//! Node facts under NFD's feature names, read at boot from files under the
+//! node root (`/sys`, `/proc`, os-release) and never by running a program.
+//! std only: the wrapper calls this. Knows nothing of systemd or kubelet.
+//! A source that is missing or unreadable is an absent feature, never an error.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// NFD's `NodeFeature` `spec.features`: each key is `<domain>.<feature>`
+/// (`cpu.cpuid`, `kernel.version`, `pci.device`). One name may have more
+/// than one kind, as in NFD.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Features {
+    /// Flag features: names only (`cpu.cpuid` → `AVX512F`, ...).
+    pub flags: BTreeMap<String, BTreeSet<String>>,
+    /// Attribute features: name → value (`kernel.version` → `major` → `5`).
+    pub attributes: BTreeMap<String, BTreeMap<String, String>>,
+    /// Instance features: a list of elements, each name → value
+    /// (`pci.device` → `[{class: 0302, vendor: 10de, ...}]`).
+    pub instances: BTreeMap<String, Vec<BTreeMap<String, String>>>,
+}
+
+/// What to read facts from.
+#[derive(Debug, Clone)]
+pub struct FactsOptions<'a> {
+    /// The node's root (`/` at boot).
+    pub root: &'a Path,
+    /// kubelet's `--hostname-override`, which NFD's `system.name` nodename
+    /// follows; None = the kernel hostname.
+    pub nodename: Option<&'a str>,
+}
+
+/// Read every feature this module knows from the node tree.
+pub fn read(opts: &FactsOptions) -> Features {
+    let _ = opts;
+    Features::default()
+}
+
+/// Which NFD deployment's built-in label set to reproduce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NfdFlavour {
+    /// kubernetes-sigs/node-feature-discovery defaults (`pci-0302_10de.present`).
+    Upstream,
+    /// OpenShift's NFD operator defaults (`pci-10de.present`, os-release extras).
+    OpenShift,
+}
+
+/// The labels NFD's built-in sources of `flavour` would write for these
+/// features: byte-identical keys (with `feature.node.kubernetes.io/`) and values.
+pub fn nfd_labels(features: &Features, flavour: NfdFlavour) -> Vec<(String, String)> {
+    let _ = (features, flavour);
+    Vec::new()
+}
