@@ -56,6 +56,8 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
         profile: profile(c.profile),
         manager_env,
         unit_path: c.unit_path,
+        override_env: explain_override_env(&c.rules, c.nfd_labels)?,
+        facts_root: c.facts_root,
     })?;
     if c.json {
         println!("{}", serde_json::to_string_pretty(&e)?);
@@ -63,6 +65,28 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
         print!("{}", explain::render_human(&e));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--rules`/`--nfd-labels` of explain, as the env drop-in would carry them.
+fn explain_override_env(
+    rules: &[std::path::PathBuf],
+    nfd_labels: Option<NfdLabelsArg>,
+) -> Result<Vec<(String, String)>> {
+    use kubelet_labeler::contract::{NFD_LABELS_VAR, RULES_VAR};
+    let mut env = Vec::new();
+    if !rules.is_empty() {
+        // TODO(merge): read with render::node_rules.
+        anyhow::bail!("--rules is not wired yet");
+    }
+    let _ = RULES_VAR;
+    if let Some(f) = nfd_labels {
+        let v = match f {
+            NfdLabelsArg::Upstream => "upstream",
+            NfdLabelsArg::Openshift => "openshift",
+        };
+        env.push((NFD_LABELS_VAR.to_string(), v.to_string()));
+    }
+    Ok(env)
 }
 
 // ---- validate (kubelet module) ----

@@ -55,9 +55,28 @@ pub struct ExplainConfig {
     /// Unit search path instead of systemd's (colon-separated, under --root)
     #[arg(long, value_name = "DIRS")]
     pub unit_path: Option<String>,
+    /// Read the node's hardware facts under this root [default: --root]
+    #[arg(long, value_name = "DIR")]
+    pub facts_root: Option<PathBuf>,
+    /// Preview these NodeFeatureRule files instead of the tree's rules
+    /// (repeatable, "-" for stdin)
+    #[arg(long = "rules", value_name = "FILE")]
+    pub rules: Vec<PathBuf>,
+    /// Preview NFD's built-in label set of this flavour
+    #[arg(long, value_enum, value_name = "FLAVOUR")]
+    pub nfd_labels: Option<NfdLabelsArg>,
     /// Print one JSON object
     #[arg(long)]
     pub json: bool,
+}
+
+/// Which NFD deployment's built-in labels to register with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NfdLabelsArg {
+    /// kubernetes-sigs/node-feature-discovery defaults (pci-0302_10de.present)
+    Upstream,
+    /// OpenShift NFD operator defaults (pci-10de.present)
+    Openshift,
 }
 
 #[derive(Debug, Args)]

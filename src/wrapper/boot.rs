@@ -110,21 +110,33 @@ pub fn prepare(opts: &BootOptions, env: &[(OsString, OsString)]) -> Result<Plan>
     let original = plan::original_command(&svc, env, &opts.root)?;
 
     let guard = Guard::new(&opts.state_dir, &opts.unit);
-    let additions = match guard.should_leave_out() {
-        Some(why) => Err(anyhow::anyhow!(why)),
-        None => std::panic::catch_unwind(|| plan::additions_from_env(env)).unwrap_or_else(|_| {
-            Err(anyhow::anyhow!(
-                "internal error while reading the labels (a bug; please report)"
-            ))
+    let collected = match guard.should_leave_out() {
+        Some(why) => plan::Collected {
+            additions: Err(anyhow::anyhow!(why)),
+            rules: Vec::new(),
+            notes: Vec::new(),
+        },
+        None => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            plan::collect(env, &original.argv, &opts.root, opts.profile)
+        }))
+        .unwrap_or_else(|_| plan::Collected {
+            additions: Err(anyhow::anyhow!(
+                "internal error while reading the labels or node rules (a bug; please report)"
+            )),
+            rules: Vec::new(),
+            notes: Vec::new(),
         }),
     };
     let root = opts.root.clone();
-    Ok(plan::plan(
+    let mut plan = plan::plan(
         original,
-        additions,
+        collected.additions,
         opts.profile,
         &plan::RootFs { root },
-    ))
+    );
+    plan.rules = collected.rules;
+    plan.notes = collected.notes;
+    Ok(plan)
 }
 
 /// The wrapper's main. Returns only when it could not exec.

@@ -19,6 +19,25 @@ pub struct ExplainOptions {
     /// The service manager's environment (lowest precedence, as in systemd).
     pub manager_env: Vec<(String, String)>,
     pub unit_path: Option<String>,
+    /// Set over the unit's own environment (as if the env drop-in said so):
+    /// how `--rules` and `--nfd-labels` preview rules on this tree.
+    pub override_env: Vec<(String, String)>,
+    /// Where the node's facts are read [default: `root`].
+    pub facts_root: Option<PathBuf>,
+}
+
+/// One node rule as `explain` shows it.
+#[derive(Debug, Serialize)]
+pub struct RuleExplanation {
+    pub name: String,
+    pub matched: bool,
+    /// `<domain>.<feature>` → the elements (attribute maps) it matched.
+    pub matched_features:
+        std::collections::BTreeMap<String, Vec<std::collections::BTreeMap<String, String>>>,
+    /// What the rule gives; registered unless `left_out` says why not.
+    pub labels: Vec<String>,
+    pub taints: Vec<String>,
+    pub left_out: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -38,6 +57,10 @@ pub struct Explanation {
     pub taints: Vec<String>,
     /// Why our additions would be left out, if they would.
     pub left_out: Option<String>,
+    /// Node rules in order, with what each matched and gave.
+    pub rules: Vec<RuleExplanation>,
+    /// Derived output that was dropped or overridden (static wins on a key).
+    pub notes: Vec<String>,
     pub warnings: Vec<String>,
 }
 
@@ -71,13 +94,21 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
         .iter()
         .map(|(k, v)| (k.into(), v.into()))
         .collect();
-    let env = unit::offline_environment(&original, &opts.root, &manager_env)
+    let mut env = unit::offline_environment(&original, &opts.root, &manager_env)
         .context("building the service environment")?;
+    for (k, v) in &opts.override_env {
+        env.retain(|(ek, _)| ek != k.as_str());
+        env.push((k.into(), v.into()));
+    }
     let command = plan::original_command(&original, &env, &opts.root)?;
     let fs = plan::RootFs {
         root: opts.root.clone(),
     };
-    let plan: Plan = plan::plan(command, plan::additions_from_env(&env), opts.profile, &fs);
+    let facts_root = opts.facts_root.as_deref().unwrap_or(&opts.root);
+    let collected = plan::collect(&env, &command.argv, facts_root, opts.profile);
+    let mut plan: Plan = plan::plan(command, collected.additions, opts.profile, &fs);
+    plan.rules = collected.rules;
+    plan.notes = collected.notes;
 
     let mut warnings = as_loaded.warnings.clone();
     warnings.extend(plan.warnings.iter().cloned());
@@ -118,6 +149,19 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
             .collect(),
         taints: plan.taints.iter().map(|t| t.to_string()).collect(),
         left_out: plan.left_out.clone(),
+        rules: plan
+            .rules
+            .iter()
+            .map(|r| RuleExplanation {
+                name: r.name.clone(),
+                matched: r.matched,
+                matched_features: r.matched_features.clone(),
+                labels: r.labels.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+                taints: r.taints.iter().map(|t| t.to_string()).collect(),
+                left_out: r.left_out.clone(),
+            })
+            .collect(),
+        notes: plan.notes.clone(),
         warnings,
     })
 }
@@ -147,6 +191,31 @@ pub fn render_human(e: &Explanation) -> String {
         out += &format!("our labels/taints are left out: {why}\n");
     } else if e.argv == e.original_argv {
         out += "no labels or taints to add\n";
+    }
+    for r in &e.rules {
+        let state = match (&r.left_out, r.matched) {
+            (Some(why), _) => format!("left out: {why}"),
+            (None, true) => "matched".into(),
+            (None, false) => "no match".into(),
+        };
+        out += &format!("rule {:?}: {state}\n", r.name);
+        for (feature, elements) in &r.matched_features {
+            for el in elements {
+                let attrs: Vec<String> = el.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                out += &format!("    {feature}: {}\n", attrs.join(" "));
+            }
+        }
+        if r.matched {
+            for l in &r.labels {
+                out += &format!("    label {l}\n");
+            }
+            for t in &r.taints {
+                out += &format!("    taint {t}\n");
+            }
+        }
+    }
+    for n in &e.notes {
+        out += &format!("note: {n}\n");
     }
     for w in &e.warnings {
         out += &format!("warning: {w}\n");

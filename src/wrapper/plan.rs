@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+use super::derived::{self, RuleReport};
 use crate::contract::{LABELS_VAR, TAINTS_VAR};
 use crate::kubelet::{self, Additions, NodeFs, Profile, Taint};
 use crate::unit::{self, LoadedService};
@@ -24,6 +25,10 @@ pub struct Plan {
     pub warnings: Vec<String>,
     /// Why our additions were left out, when they were.
     pub left_out: Option<String>,
+    /// What each node rule gave here and what became of it.
+    pub rules: Vec<RuleReport>,
+    /// Derived output that was dropped or overridden, one note each.
+    pub notes: Vec<String>,
 }
 
 /// Read the labels and taints from the environment systemd built.
@@ -47,6 +52,74 @@ pub fn additions_from_env(env: &[(OsString, OsString)]) -> Result<Option<Additio
         kubelet::parse_taints(&taints).with_context(|| TAINTS_VAR.to_string())?
     };
     Ok(Some(Additions { labels, taints }))
+}
+
+/// Our additions for one start: the static labels/taints of the env
+/// drop-in, merged over what the node's rules and NFD label set derive from
+/// its facts (read under `facts_root` only when there is something to derive).
+pub struct Collected {
+    pub additions: Result<Option<Additions>>,
+    pub rules: Vec<RuleReport>,
+    pub notes: Vec<String>,
+}
+
+pub fn collect(
+    env: &[(OsString, OsString)],
+    original_argv: &[OsString],
+    facts_root: &Path,
+    profile: Profile,
+) -> Collected {
+    let static_ = additions_from_env(env);
+    let sources = derived::sources_from_env(env);
+    if sources.is_empty() {
+        return Collected {
+            additions: static_,
+            rules: Vec::new(),
+            notes: Vec::new(),
+        };
+    }
+    let static_ = match static_ {
+        Ok(s) => s,
+        Err(e) => {
+            return Collected {
+                additions: Err(e),
+                rules: Vec::new(),
+                notes: Vec::new(),
+            };
+        }
+    };
+    let nodename = hostname_override(original_argv);
+    let features = crate::facts::read(&crate::facts::FactsOptions {
+        root: facts_root,
+        nodename: nodename.as_deref(),
+    });
+    let derived = derived::derive(&sources, &features, profile);
+    let (merged, mut notes) = derived::merge(static_.as_ref(), &derived);
+    notes.splice(0..0, derived.problems.iter().cloned());
+    notes.extend(derived.rules.iter().filter_map(|r| {
+        r.left_out
+            .as_ref()
+            .map(|why| format!("rule {:?} left out: {why}", r.name))
+    }));
+    let empty = merged.labels.is_empty() && merged.taints.is_empty();
+    Collected {
+        additions: Ok((!empty).then_some(merged)),
+        rules: derived.rules,
+        notes,
+    }
+}
+
+/// The node name kubelet registers with when `--hostname-override` is set
+/// (kubelet trims and lower-cases it); NFD's `system.name` follows it.
+fn hostname_override(argv: &[OsString]) -> Option<String> {
+    let words: Vec<String> = argv
+        .iter()
+        .map(|w| w.to_string_lossy().into_owned())
+        .collect();
+    kubelet::flags::scan(&words)
+        .last_value("hostname-override")
+        .map(|h| h.trim().to_lowercase())
+        .filter(|h| !h.is_empty())
 }
 
 /// The one command the wrapper stands in for, with `$VAR`s expanded.
@@ -101,6 +174,8 @@ pub fn plan(
         taints: Vec::new(),
         warnings: Vec::new(),
         left_out: None,
+        rules: Vec::new(),
+        notes: Vec::new(),
     };
     let additions = match additions {
         Ok(Some(a)) => a,
@@ -138,7 +213,10 @@ pub fn summary(plan: &Plan) -> String {
         return format!("kubelet-labeler: starting kubelet without our labels/taints: {why}");
     }
     if plan.argv == plan.original_argv {
-        return "kubelet-labeler: no labels or taints to add; starting kubelet unchanged".into();
+        return format!(
+            "kubelet-labeler: no labels or taints to add; starting kubelet unchanged{}",
+            notes_suffix(plan)
+        );
     }
     let labels: Vec<String> = plan
         .added_labels
@@ -155,6 +233,25 @@ pub fn summary(plan: &Plan) -> String {
     }
     for w in &plan.warnings {
         out += &format!(" (warning: {w})");
+    }
+    out += &notes_suffix(plan);
+    out
+}
+
+/// Which rules matched and what was dropped, for the one journal line.
+fn notes_suffix(plan: &Plan) -> String {
+    let mut out = String::new();
+    let matched: Vec<&str> = plan
+        .rules
+        .iter()
+        .filter(|r| r.matched && r.left_out.is_none())
+        .map(|r| r.name.as_str())
+        .collect();
+    if !matched.is_empty() {
+        out += &format!(" (rules matched: {})", matched.join(", "));
+    }
+    for n in &plan.notes {
+        out += &format!(" ({n})");
     }
     out
 }
