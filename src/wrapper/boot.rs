@@ -30,6 +30,8 @@ pub struct BootOptions {
     pub profile: Profile,
     pub state_dir: PathBuf,
     pub stop_post: bool,
+    /// Where node facts are read for rules; None = `root`.
+    pub facts_root: Option<PathBuf>,
 }
 
 impl Default for BootOptions {
@@ -42,12 +44,13 @@ impl Default for BootOptions {
             profile: Profile::Upstream,
             state_dir: PathBuf::from("/run/kubelet-labeler"),
             stop_post: false,
+            facts_root: None,
         }
     }
 }
 
 const USAGE: &str = "usage: kubelet-labeler-wrapper [--unit NAME] [--profile upstream|openshift] \
-[--own-dropin NAME] [--root DIR] [--unit-path DIRS] [--state-dir DIR] [--stop-post]";
+[--own-dropin NAME] [--root DIR] [--facts-root DIR] [--unit-path DIRS] [--state-dir DIR] [--stop-post]";
 
 /// Parse the wrapper's own arguments (no clap: the wrapper stays small).
 pub fn parse_args(args: &[OsString]) -> Result<BootOptions> {
@@ -71,6 +74,7 @@ pub fn parse_args(args: &[OsString]) -> Result<BootOptions> {
         match name.as_str() {
             "--unit" => opts.unit = value()?,
             "--root" => opts.root = PathBuf::from(value()?),
+            "--facts-root" => opts.facts_root = Some(PathBuf::from(value()?)),
             "--unit-path" => opts.unit_path = Some(value()?),
             "--own-dropin" => opts.own_dropin = value()?,
             "--state-dir" => opts.state_dir = PathBuf::from(value()?),
@@ -117,7 +121,8 @@ pub fn prepare(opts: &BootOptions, env: &[(OsString, OsString)]) -> Result<Plan>
             notes: Vec::new(),
         },
         None => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            plan::collect(env, &original.argv, &opts.root, opts.profile)
+            let facts_root = opts.facts_root.as_deref().unwrap_or(&opts.root);
+            plan::collect(env, &original.argv, facts_root, opts.profile)
         }))
         .unwrap_or_else(|_| plan::Collected {
             additions: Err(anyhow::anyhow!(
