@@ -8,7 +8,7 @@ use clap::Parser;
 
 use kubelet_labeler::cmdline::*;
 use kubelet_labeler::iso;
-use kubelet_labeler::render::{additions, machineconfig, pointer, tree};
+use kubelet_labeler::render::{additions, layout, machineconfig, pointer, tree};
 
 fn main() -> ExitCode {
     let result = match Cmd::parse() {
@@ -50,21 +50,61 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
                 .with_context(|| format!("--set-env {kv:?} is not KEY=VALUE"))
         })
         .collect::<Result<Vec<_>>>()?;
-    let e = explain::explain(&explain::ExplainOptions {
-        root: c.root,
+    // MachineConfigs are laid out in a scratch tree that lives until the end.
+    let scratch;
+    let (root, offline) = match c.root {
+        Some(root) => (root, false),
+        None => {
+            scratch = tempfile::tempdir().context("creating a scratch node tree")?;
+            let mut configs = Vec::new();
+            for path in &c.machineconfigs {
+                let (text, name) = read_input(path)?;
+                configs.extend(layout::machineconfigs_from_yaml(&text, &name)?);
+            }
+            layout::Layout::merge(configs)?.write(scratch.path())?;
+            (scratch.path().to_path_buf(), true)
+        }
+    };
+    let mut e = explain::explain(&explain::ExplainOptions {
+        root: root.clone(),
         unit: c.unit,
         profile: profile(c.profile),
         manager_env,
         unit_path: c.unit_path,
         override_env: explain_override_env(&c.rules, c.nfd_labels)?,
         facts_root: c.facts_root,
+        offline,
     })?;
+    if offline {
+        e.strip_root(&root);
+    }
     if c.json {
         println!("{}", serde_json::to_string_pretty(&e)?);
     } else {
         print!("{}", explain::render_human(&e));
     }
-    Ok(ExitCode::SUCCESS)
+    match (&e.left_out, offline) {
+        (Some(why), true) => {
+            eprintln!(
+                "kubelet-labeler: at boot the wrapper would start kubelet without our additions: {why}"
+            );
+            Ok(ExitCode::FAILURE)
+        }
+        _ => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// A file's text, or stdin's for "-", with a name for messages.
+fn read_input(path: &std::path::Path) -> Result<(String, String)> {
+    if path.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).context("reading stdin")?;
+        Ok((text, "<stdin>".into()))
+    } else {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        Ok((text, path.display().to_string()))
+    }
 }
 
 /// `--rules`/`--nfd-labels` of explain, as the env drop-in would carry them.

@@ -41,8 +41,17 @@ pub enum ProfileArg {
 #[derive(Debug, Args)]
 pub struct ExplainConfig {
     /// Root of the node's filesystem tree
-    #[arg(long, value_name = "DIR")]
-    pub root: PathBuf,
+    #[arg(long, value_name = "DIR", required_unless_present = "machineconfigs")]
+    pub root: Option<PathBuf>,
+    /// Explain the node tree these MachineConfigs write instead (repeatable,
+    /// "-" for stdin; e.g. `oc get mc rendered-worker-... -o yaml`); exits 1
+    /// when the wrapper would start kubelet without our additions
+    #[arg(
+        long = "machineconfig",
+        value_name = "FILE",
+        conflicts_with_all = ["root", "unit_path"]
+    )]
+    pub machineconfigs: Vec<PathBuf>,
     /// Unit to resolve
     #[arg(long, value_name = "NAME", default_value = "kubelet.service")]
     pub unit: String,

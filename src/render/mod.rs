@@ -4,6 +4,7 @@
 pub mod additions;
 pub mod dropins;
 pub mod encoding;
+pub mod layout;
 pub mod machineconfig;
 pub mod pointer;
 pub mod tree;

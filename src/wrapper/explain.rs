@@ -24,6 +24,9 @@ pub struct ExplainOptions {
     pub override_env: Vec<(String, String)>,
     /// Where the node's facts are read [default: `root`].
     pub facts_root: Option<PathBuf>,
+    /// `root` is laid out from MachineConfigs, not a whole node: a missing
+    /// kubelet binary or `--config-dir` is a warning, not an error.
+    pub offline: bool,
 }
 
 /// One node rule as `explain` shows it.
@@ -64,6 +67,26 @@ pub struct Explanation {
     pub warnings: Vec<String>,
 }
 
+impl Explanation {
+    /// Show paths as node paths: `root` is a scratch tree, not the node.
+    pub fn strip_root(&mut self, root: &Path) {
+        let strip = |p: &mut String| {
+            if let Ok(rel) = Path::new(p.as_str()).strip_prefix(root) {
+                *p = format!("/{}", rel.display());
+            }
+        };
+        if let Some(f) = self.fragment.as_mut() {
+            strip(f);
+        }
+        self.dropins.iter_mut().for_each(strip);
+        strip(&mut self.executable);
+        let root_text = root.display().to_string();
+        for w in self.warnings.iter_mut().chain(self.left_out.iter_mut()) {
+            *w = w.replace(&root_text, "");
+        }
+    }
+}
+
 fn lossy(v: &[OsString]) -> Vec<String> {
     v.iter().map(|s| s.to_string_lossy().into_owned()).collect()
 }
@@ -94,23 +117,47 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
         .iter()
         .map(|(k, v)| (k.into(), v.into()))
         .collect();
-    let mut env = unit::offline_environment(&original, &opts.root, &manager_env)
+    let mut warnings = as_loaded.warnings.clone();
+    let mut for_env = original.clone();
+    if opts.offline {
+        // Files the OS image provides (/etc/os-release) are not in a tree
+        // laid out from MachineConfigs: read as absent, with a warning.
+        for (pattern, optional) in for_env.environment_files.iter_mut() {
+            if !*optional && !opts.root.join(pattern.trim_start_matches('/')).exists() {
+                *optional = true;
+                warnings.push(format!(
+                    "EnvironmentFile={pattern} is not in this tree (offline: read as empty; at boot the OS provides it)"
+                ));
+            }
+        }
+    }
+    let mut env = unit::offline_environment(&for_env, &opts.root, &manager_env)
         .context("building the service environment")?;
     for (k, v) in &opts.override_env {
         env.retain(|(ek, _)| ek != k.as_str());
         env.push((k.into(), v.into()));
     }
-    let command = plan::original_command(&original, &env, &opts.root)?;
-    let fs = plan::RootFs {
-        root: opts.root.clone(),
+    let command = if opts.offline {
+        plan::original_command_offline(&original, &env, &opts.root, &mut warnings)?
+    } else {
+        plan::original_command(&original, &env, &opts.root)?
+    };
+    let fs = plan::OfflineFs {
+        inner: plan::RootFs {
+            root: opts.root.clone(),
+        },
+        warnings: Default::default(),
     };
     let facts_root = opts.facts_root.as_deref().unwrap_or(&opts.root);
     let collected = plan::collect(&env, &command.argv, facts_root, opts.profile);
-    let mut plan: Plan = plan::plan(command, collected.additions, opts.profile, &fs);
+    let mut plan: Plan = if opts.offline {
+        plan::plan(command, collected.additions, opts.profile, &fs)
+    } else {
+        plan::plan(command, collected.additions, opts.profile, &fs.inner)
+    };
     plan.rules = collected.rules;
     plan.notes = collected.notes;
-
-    let mut warnings = as_loaded.warnings.clone();
+    warnings.extend(fs.warnings.into_inner());
     warnings.extend(plan.warnings.iter().cloned());
     let wrapper_installed = as_loaded
         .dropins

@@ -158,6 +158,41 @@ pub fn original_command(
     Ok(OriginalCommand { executable, argv })
 }
 
+/// [`original_command`] on a tree that is not a whole node (laid out from
+/// MachineConfigs): an absolute executable missing from the tree is taken
+/// as is, with a warning, since boot execs it from the OS image.
+pub fn original_command_offline(
+    svc: &LoadedService,
+    env: &[(OsString, OsString)],
+    root: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<OriginalCommand> {
+    match original_command(svc, env, root) {
+        Ok(c) => Ok(c),
+        Err(e) => {
+            let [cmd] = svc.exec_start.as_slice() else {
+                return Err(e);
+            };
+            let path = PathBuf::from(OsStr::from_bytes(&cmd.path));
+            let argv: Vec<OsString> = unit::expand_argv(cmd, env)
+                .into_iter()
+                .map(OsString::from_vec)
+                .collect();
+            if !path.is_absolute() || argv.is_empty() {
+                return Err(e);
+            }
+            warnings.push(format!(
+                "{} is not in this tree (offline: at boot it comes from the OS image)",
+                path.display()
+            ));
+            Ok(OriginalCommand {
+                executable: path,
+                argv,
+            })
+        }
+    }
+}
+
 /// Merge `additions` into the original command; on any problem with them the
 /// plan is the original command unchanged and `left_out` says why.
 pub fn plan(
@@ -277,5 +312,32 @@ impl NodeFs for RootFs {
         std::fs::read_dir(self.path(dir))?
             .map(|e| e.map(|e| dir.join(e.file_name())))
             .collect()
+    }
+}
+
+/// [`RootFs`] for a tree laid out from MachineConfigs: a directory boot makes
+/// with `ExecStartPre=` (kubelet's `--config-dir`) reads as empty, with a
+/// warning, instead of leaving our additions out.
+pub struct OfflineFs {
+    pub inner: RootFs,
+    pub warnings: std::cell::RefCell<Vec<String>>,
+}
+
+impl NodeFs for OfflineFs {
+    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        self.inner.read(path)
+    }
+
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+        match self.inner.list(dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                self.warnings.borrow_mut().push(format!(
+                    "{} is not in this tree (offline: read as empty; at boot an ExecStartPre= or the OS makes it)",
+                    dir.display()
+                ));
+                Ok(Vec::new())
+            }
+            other => other,
+        }
     }
 }

@@ -1,0 +1,299 @@
+//! Lay MachineConfigs out as the node tree they would write: what
+//! `explain --machineconfig` explains. MachineConfigs are merged as the MCO
+//! merges a pool's configs (by name order; files by path, units by name,
+//! drop-ins by name within a unit: a later one replaces the fields it sets).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use base64::Engine;
+use serde_json::Value;
+
+/// One file to write into the tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeFile {
+    pub path: String,
+    pub contents: Vec<u8>,
+    pub mode: u32,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Unit {
+    contents: Option<String>,
+    mask: bool,
+    dropins: BTreeMap<String, String>,
+}
+
+/// The merged content of a set of MachineConfigs.
+#[derive(Debug, Default)]
+pub struct Layout {
+    /// `metadata.name`s in merge order.
+    pub machineconfigs: Vec<String>,
+    files: BTreeMap<String, TreeFile>,
+    units: BTreeMap<String, Unit>,
+}
+
+/// MachineConfig objects from YAML text: one or more documents, each a
+/// MachineConfig or a list (`kind: List`/`MachineConfigList`, `items:`) as
+/// `oc get mc -o yaml` prints it. Other kinds (a pool, a kustomization) are
+/// skipped: a rendered bundle holds them too.
+pub fn machineconfigs_from_yaml(text: &str, source: &str) -> Result<Vec<Value>> {
+    let docs: Vec<Value> =
+        serde_saphyr::from_multiple(text).with_context(|| format!("reading {source} as YAML"))?;
+    let mut out = Vec::new();
+    for doc in docs {
+        collect(doc, source, &mut out)?;
+    }
+    if out.is_empty() {
+        bail!(
+            "{source} holds no MachineConfig; give `oc get mc NAME -o yaml` output or a rendered MachineConfig"
+        );
+    }
+    Ok(out)
+}
+
+fn collect(doc: Value, source: &str, out: &mut Vec<Value>) -> Result<()> {
+    match doc.get("kind").and_then(Value::as_str) {
+        Some("MachineConfig") => out.push(doc),
+        Some(k) if k == "List" || k.ends_with("List") => {
+            if let Some(items) = doc.get("items").and_then(Value::as_array) {
+                for item in items {
+                    collect(item.clone(), source, out)?;
+                }
+            }
+        }
+        Some(_) => {}
+        None if doc.is_null() => {}
+        None => bail!("{source}: a document without `kind`; is this a MachineConfig?"),
+    }
+    Ok(())
+}
+
+/// Decode an Ignition `contents.source` data URL (RFC 2397).
+pub fn decode_data_url(source: &str, compression: Option<&str>) -> Result<Vec<u8>> {
+    let rest = source
+        .strip_prefix("data:")
+        .with_context(|| format!("only data: URLs can be laid out offline, not {source:.60}"))?;
+    let (meta, data) = rest.split_once(',').context("a data: URL without ','")?;
+    let raw = if meta.ends_with(";base64") {
+        base64::engine::general_purpose::STANDARD
+            .decode(data.trim())
+            .context("decoding base64 contents")?
+    } else {
+        percent_decode(data)?
+    };
+    match compression.unwrap_or("") {
+        "" => Ok(raw),
+        "gzip" => {
+            let mut out = Vec::new();
+            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(raw.as_slice()), &mut out)
+                .context("decompressing gzip contents")?;
+            Ok(out)
+        }
+        other => bail!("unknown compression {other:?}"),
+    }
+}
+
+fn percent_decode(s: &str) -> Result<Vec<u8>> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = b.get(i + 1..i + 3).context("a truncated %-escape")?;
+            let hex = std::str::from_utf8(hex).ok().context("a bad %-escape")?;
+            out.push(u8::from_str_radix(hex, 16).ok().context("a bad %-escape")?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    Ok(out)
+}
+
+impl Layout {
+    /// Merge MachineConfigs in MCO's order (sorted by name).
+    pub fn merge(mut configs: Vec<Value>) -> Result<Layout> {
+        let name = |v: &Value| {
+            v.pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        configs.sort_by_key(name);
+        let mut layout = Layout::default();
+        for mc in &configs {
+            let mc_name = name(mc);
+            layout.machineconfigs.push(mc_name.clone());
+            let Some(config) = mc.pointer("/spec/config") else {
+                continue;
+            };
+            layout
+                .add_config(config)
+                .with_context(|| format!("MachineConfig {mc_name:?}"))?;
+        }
+        Ok(layout)
+    }
+
+    fn add_config(&mut self, config: &Value) -> Result<()> {
+        let files = config.pointer("/storage/files").and_then(Value::as_array);
+        for f in files.into_iter().flatten() {
+            let path = f
+                .get("path")
+                .and_then(Value::as_str)
+                .context("a file without a path")?;
+            let source = f.pointer("/contents/source").and_then(Value::as_str);
+            let compression = f.pointer("/contents/compression").and_then(Value::as_str);
+            let contents = match source {
+                Some(s) => decode_data_url(s, compression).with_context(|| path.to_string())?,
+                None => Vec::new(),
+            };
+            let mode = f.get("mode").and_then(Value::as_u64).unwrap_or(0o644) as u32;
+            self.files.insert(
+                path.to_string(),
+                TreeFile {
+                    path: path.to_string(),
+                    contents,
+                    mode,
+                },
+            );
+        }
+        let units = config.pointer("/systemd/units").and_then(Value::as_array);
+        for u in units.into_iter().flatten() {
+            let name = u
+                .get("name")
+                .and_then(Value::as_str)
+                .context("a unit without a name")?;
+            let unit = self.units.entry(name.to_string()).or_default();
+            if let Some(c) = u.get("contents").and_then(Value::as_str) {
+                unit.contents = Some(c.to_string());
+            }
+            if let Some(m) = u.get("mask").and_then(Value::as_bool) {
+                unit.mask = m;
+            }
+            for d in u
+                .get("dropins")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let dname = d
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .context("a drop-in without a name")?;
+                let text = d.get("contents").and_then(Value::as_str).unwrap_or("");
+                unit.dropins.insert(dname.to_string(), text.to_string());
+            }
+        }
+        Ok(())
+    }
+
+    /// Write the tree under `root` (a scratch directory). Units go to
+    /// /etc/systemd/system as Ignition writes them; a masked unit is a
+    /// symlink to /dev/null.
+    pub fn write(&self, root: &Path) -> Result<Vec<PathBuf>> {
+        let mut written = Vec::new();
+        let under = |p: &str| root.join(p.trim_start_matches('/'));
+        for f in self.files.values() {
+            let path = under(&f.path);
+            write_file(&path, &f.contents, f.mode)?;
+            written.push(path);
+        }
+        for (name, unit) in &self.units {
+            let dir = under("/etc/systemd/system");
+            if unit.mask {
+                std::fs::create_dir_all(&dir)
+                    .with_context(|| format!("creating {}", dir.display()))?;
+                let link = dir.join(name);
+                let _ = std::fs::remove_file(&link);
+                std::os::unix::fs::symlink("/dev/null", &link)
+                    .with_context(|| format!("masking {}", link.display()))?;
+                written.push(link);
+            } else if let Some(text) = &unit.contents {
+                let path = dir.join(name);
+                write_file(&path, text.as_bytes(), 0o644)?;
+                written.push(path);
+            }
+            for (dname, text) in &unit.dropins {
+                let path = dir.join(format!("{name}.d")).join(dname);
+                write_file(&path, text.as_bytes(), 0o644)?;
+                written.push(path);
+            }
+        }
+        Ok(written)
+    }
+}
+
+fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode & 0o7777))
+        .with_context(|| format!("setting the mode of {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn mc(name: &str, config: Value) -> Value {
+        json!({"kind": "MachineConfig", "metadata": {"name": name}, "spec": {"config": config}})
+    }
+
+    #[test]
+    fn later_names_win_per_path_unit_and_dropin() {
+        let a = mc(
+            "01-a",
+            json!({"storage": {"files": [{"path": "/etc/x", "contents": {"source": "data:,one"}}]},
+                   "systemd": {"units": [{"name": "k.service", "contents": "A",
+                                           "dropins": [{"name": "d.conf", "contents": "1"}]}]}}),
+        );
+        let b = mc(
+            "99-b",
+            json!({"storage": {"files": [{"path": "/etc/x", "mode": 420,
+                                           "contents": {"source": "data:;base64,dHdv"}}]},
+                   "systemd": {"units": [{"name": "k.service",
+                                           "dropins": [{"name": "d.conf", "contents": "2"},
+                                                       {"name": "e.conf", "contents": "3"}]}]}}),
+        );
+        // Given out of order: the MCO sorts by name.
+        let layout = Layout::merge(vec![b, a]).unwrap();
+        assert_eq!(layout.machineconfigs, ["01-a", "99-b"]);
+        let dir = tempfile::tempdir().unwrap();
+        layout.write(dir.path()).unwrap();
+        let read = |p: &str| std::fs::read_to_string(dir.path().join(p)).unwrap();
+        assert_eq!(read("etc/x"), "two");
+        assert_eq!(read("etc/systemd/system/k.service"), "A");
+        assert_eq!(read("etc/systemd/system/k.service.d/d.conf"), "2");
+        assert_eq!(read("etc/systemd/system/k.service.d/e.conf"), "3");
+    }
+
+    #[test]
+    fn data_urls_decode_as_ignition_writes_them() {
+        assert_eq!(decode_data_url("data:,a%20b%0A", None).unwrap(), b"a b\n");
+        assert_eq!(
+            decode_data_url("data:text/plain;charset=utf-8;base64,aGk=", None).unwrap(),
+            b"hi"
+        );
+        let gz = super::super::encoding::gzip(b"zipped");
+        let url = format!(
+            "data:;base64,{}",
+            base64::engine::general_purpose::STANDARD.encode(gz)
+        );
+        assert_eq!(decode_data_url(&url, Some("gzip")).unwrap(), b"zipped");
+        let e = decode_data_url("https://example.com/x", None).unwrap_err();
+        assert!(e.to_string().contains("data: URLs"), "{e}");
+    }
+
+    #[test]
+    fn lists_and_other_kinds() {
+        let text = "kind: List\nitems:\n- kind: MachineConfig\n  metadata: {name: a}\n---\nkind: MachineConfigPool\nmetadata: {name: p}\n";
+        assert_eq!(machineconfigs_from_yaml(text, "x.yaml").unwrap().len(), 1);
+        assert!(machineconfigs_from_yaml("kind: MachineConfigPool\n", "p.yaml").is_err());
+    }
+}

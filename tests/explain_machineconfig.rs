@@ -1,0 +1,235 @@
+//! `explain --machineconfig`: every MCO kubelet.service template rendered
+//! into a MachineConfig, alone and merged with our example MachineConfigs
+//! (machineconfigs/), must explain to the same argv as `explain --root` on
+//! the equivalent node tree (files written directly, kubelet present).
+
+#[path = "support/mco.rs"]
+mod mco;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+
+const KUBELET_CONF: &str = "kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\n\
+registerWithTaints:\n- key: example.com/from-config\n  effect: PreferNoSchedule\n";
+
+fn cli(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+        .args(args)
+        .output()
+        .expect("running kubelet-labeler")
+}
+
+fn json_of(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// A MachineConfig as MCO renders the kubelet part of a role.
+fn mco_machineconfig(unit: &str) -> Value {
+    let conf = format!(
+        "data:,{}",
+        kubelet_labeler::render::encoding::percent_encode(KUBELET_CONF.as_bytes())
+    );
+    json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig",
+        "metadata": { "name": "01-worker-kubelet",
+                      "labels": { "machineconfiguration.openshift.io/role": "worker" } },
+        "spec": { "config": {
+            "ignition": { "version": "3.4.0" },
+            "storage": { "files": [ { "path": "/etc/kubernetes/kubelet.conf", "mode": 420,
+                                      "contents": { "source": conf } },
+                                    // The OS image's; carried here so both trees have it.
+                                    { "path": "/etc/os-release", "mode": 420,
+                                      "contents": { "source": "data:,ID=rhel%0AVERSION_ID=9.6%0A" } },
+                                    // Written at boot by kubelet-auto-node-size.service.
+                                    { "path": "/etc/node-sizing.env", "mode": 420,
+                                      "contents": { "source": "data:,SYSTEM_RESERVED_MEMORY=1Gi%0ASYSTEM_RESERVED_CPU=500m%0A" } } ] },
+            "systemd": { "units": [ { "name": "kubelet.service", "enabled": true, "contents": unit } ] }
+        } }
+    })
+}
+
+fn example(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("machineconfigs")
+        .join(name)
+}
+
+/// The same node as a tree: the unit, the config, our example's drop-ins,
+/// and what the OS image and ExecStartPre= provide at boot.
+fn equivalent_tree(root: &Path, unit: &str, ours: bool) {
+    let w = |rel: &str, text: &[u8]| {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    w("etc/systemd/system/kubelet.service", unit.as_bytes());
+    w("etc/kubernetes/kubelet.conf", KUBELET_CONF.as_bytes());
+    w("etc/os-release", b"ID=rhel\nVERSION_ID=9.6\n");
+    w(
+        "etc/node-sizing.env",
+        b"SYSTEM_RESERVED_MEMORY=1Gi\nSYSTEM_RESERVED_CPU=500m\n",
+    );
+    for exe in ["usr/bin/kubelet", "usr/local/bin/kubenswrapper"] {
+        w(exe, b"#!/bin/sh\n");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(root.join(exe), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    // What boot makes: ExecStartPre='s config dirs, a platform's env file.
+    for dir in [
+        "etc/kubernetes/kubelet.conf.d",
+        "etc/openshift/kubelet.conf.d",
+    ] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+    }
+    w("run/kubelet-alibaba.env", b"");
+    if ours {
+        // Laid out by Ignition from the example MachineConfigs; here by our
+        // own layout code would prove nothing, so take the drop-ins as render
+        // makes them.
+        let dropins = root.join("etc/systemd/system/kubelet.service.d");
+        std::fs::create_dir_all(&dropins).unwrap();
+        std::fs::write(
+            dropins.join(kubelet_labeler::contract::WRAPPER_DROPIN_NAME),
+            kubelet_labeler::render::dropins::wrapper_dropin(
+                kubelet_labeler::kubelet::Profile::OpenShift,
+            ),
+        )
+        .unwrap();
+        let additions = kubelet_labeler::kubelet::Additions {
+            labels: vec![("node.kubernetes.io/worker-rwn".into(), String::new())],
+            taints: vec![],
+        };
+        std::fs::write(
+            dropins.join(kubelet_labeler::contract::ENV_DROPIN_NAME),
+            kubelet_labeler::render::dropins::env_dropin(&additions),
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+fn machineconfigs_explain_like_the_tree_they_write() {
+    let Some(dir) = mco::require_fixtures() else {
+        return;
+    };
+    let units = mco::kubelet_units(&dir);
+    assert!(units.len() >= 40, "only {} templates", units.len());
+    for (name, unit) in units {
+        for ours in [false, true] {
+            let scratch = tempfile::tempdir().unwrap();
+            let mc = scratch.path().join("01-worker-kubelet.yaml");
+            std::fs::write(
+                &mc,
+                kubelet_labeler::render::machineconfig::to_yaml(&mco_machineconfig(&unit)).unwrap(),
+            )
+            .unwrap();
+            let mc = mc.to_str().unwrap().to_string();
+            let base = example("50-worker-kubelet-labeler-wrapper.yaml");
+            let pool = example("50-worker-rwn-kubelet-labeler-labels.yaml");
+            let mut args = vec!["explain", "--json", "--profile", "openshift"];
+            args.extend(["--machineconfig", &mc]);
+            if ours {
+                args.extend(["--machineconfig", base.to_str().unwrap()]);
+                args.extend(["--machineconfig", pool.to_str().unwrap()]);
+            }
+            let out = cli(&args);
+            let from_mc = json_of(&out);
+            assert!(out.status.success(), "{name}: {from_mc}");
+
+            let tree = scratch.path().join("tree");
+            equivalent_tree(&tree, &unit, ours);
+            let from_tree = json_of(&cli(&[
+                "explain",
+                "--json",
+                "--profile",
+                "openshift",
+                "--root",
+                tree.to_str().unwrap(),
+            ]));
+            for key in [
+                "original_argv",
+                "argv",
+                "added_labels",
+                "taints",
+                "left_out",
+            ] {
+                assert_eq!(from_mc[key], from_tree[key], "{name} (ours: {ours}): {key}");
+            }
+            let node_paths = |v: &Value| -> Vec<String> {
+                v["dropins"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|d| {
+                        let d = d.as_str().unwrap();
+                        d.strip_prefix(tree.to_str().unwrap())
+                            .unwrap_or(d)
+                            .to_string()
+                    })
+                    .collect()
+            };
+            assert_eq!(node_paths(&from_mc), node_paths(&from_tree), "{name}");
+            assert_eq!(from_mc["wrapper_installed"], json!(ours), "{name}");
+            if ours {
+                assert!(
+                    from_mc["added_labels"]
+                        .as_array()
+                        .unwrap()
+                        .contains(&json!("node.kubernetes.io/worker-rwn=")),
+                    "{name}: {from_mc}"
+                );
+                // Offline, the kubelet binary is not in the tree: a warning.
+                let warnings = from_mc["warnings"].to_string();
+                assert!(warnings.contains("not in this tree"), "{name}: {warnings}");
+            }
+        }
+    }
+}
+
+#[test]
+fn falling_back_exits_1_with_the_reason() {
+    let Some(dir) = mco::require_fixtures() else {
+        return;
+    };
+    let (_, unit) = mco::kubelet_units(&dir).pop().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let mut mc = mco_machineconfig(&unit);
+    let bad = "[Service]\nEnvironment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS=node-role.kubernetes.io/gpu-worker=\"\n";
+    mc["spec"]["config"]["systemd"]["units"][0]["dropins"] =
+        json!([{ "name": "90-kubelet-labeler-env.conf", "contents": bad }]);
+    let path = scratch.path().join("mc.yaml");
+    std::fs::write(
+        &path,
+        kubelet_labeler::render::machineconfig::to_yaml(&mc).unwrap(),
+    )
+    .unwrap();
+    let base = example("50-worker-kubelet-labeler-wrapper.yaml");
+    let out = cli(&[
+        "explain",
+        "--machineconfig",
+        path.to_str().unwrap(),
+        "--machineconfig",
+        base.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("without our additions")
+            && stderr.contains("node-role.kubernetes.io/gpu-worker"),
+        "{stderr}"
+    );
+    // A MachineConfigPool alone is not something to explain.
+    let pool = example("machineconfigpool-worker-rwn.yaml");
+    let out = cli(&["explain", "--machineconfig", pool.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no MachineConfig"));
+}
