@@ -293,10 +293,15 @@ fn lex(src: &str) -> Result<Vec<Item>, TemplateError> {
                         None
                     };
                     let Some(v) = v else {
-                        return Err(terr(
-                            i,
-                            format!("unsupported number {text:?} (only decimal integers)"),
-                        ));
+                        // Go's other number forms (octal, hex, floats, `1_000`)
+                        // are refused; anything else is no number at all.
+                        let go_number = digits.starts_with(|c: char| c.is_ascii_digit());
+                        let why = if go_number {
+                            "unsupported number (only decimal integers)"
+                        } else {
+                            "bad number syntax"
+                        };
+                        return Err(terr(i, format!("{why}: {text:?}")));
                     };
                     i = j;
                     Tok::Int(v)
@@ -309,10 +314,7 @@ fn lex(src: &str) -> Result<Vec<Item>, TemplateError> {
                     let name = src[i..j].to_string();
                     i = j;
                     if b.get(i) == Some(&b'.') {
-                        return Err(terr(
-                            start,
-                            format!("field access on {name:?} is not supported"),
-                        ));
+                        return Err(terr(start, format!("unexpected '.' after {name:?}")));
                     }
                     Tok::Ident(name)
                 }
@@ -418,6 +420,31 @@ fn lex_quoted(src: &str, i: usize) -> Result<(String, usize), TemplateError> {
         }
     }
     Err(terr(i, "unterminated quoted string"))
+}
+
+/// Go's own template functions are refused as unsupported; other names
+/// (sprig's among them) are not defined here at all.
+fn unknown_function(name: &str, at: usize) -> TemplateError {
+    const GO_BUILTINS: &[&str] = &[
+        "and", "call", "html", "index", "slice", "js", "len", "not", "or", "print", "printf",
+        "println", "urlquery", "eq", "ge", "gt", "le", "lt", "ne",
+    ];
+    if GO_BUILTINS.contains(&name) {
+        let what = if name == "len" {
+            "len anywhere but first in a command is"
+        } else {
+            "this function is"
+        };
+        terr(
+            at,
+            format!("{name:?}: {what} not supported in node rules (only len X and X | len)"),
+        )
+    } else {
+        terr(
+            at,
+            format!("function {name:?} not defined (node rules have only len)"),
+        )
+    }
 }
 
 // ---- parser ----
@@ -594,7 +621,7 @@ impl Parser {
             Stop::Eof => return Err(terr(at, "unexpected EOF: missing {{end}}")),
             Stop::End(_) => Vec::new(),
             Stop::Else(_) => self.expect_end(at, depth)?,
-            Stop::ElseIf(_, a) => return Err(terr(a, "{{else if}} in range is not supported")),
+            Stop::ElseIf(_, a) => return Err(terr(a, "{{else if}} inside {{range}}")),
         };
         Ok(Node::Range {
             pipe,
@@ -635,7 +662,8 @@ impl Parser {
             _ => 0,
         };
         toks = &toks[decl_len..];
-        let cmds = self.commands(toks, at, 0)?;
+        // Go declares the variables before parsing the commands (so
+        // `$x := $x` parses, and fails only when run).
         if assign {
             for v in &vars {
                 if !self.vars.contains(v) {
@@ -645,6 +673,7 @@ impl Parser {
         } else {
             self.vars.extend(vars.iter().cloned());
         }
+        let cmds = self.commands(toks, at, 0)?;
         Ok(Pipe { vars, assign, cmds })
     }
 
@@ -677,12 +706,7 @@ impl Parser {
                     Tok::Ident(name) if name == "nil" => {
                         return Err(terr(*off, "nil is not a command"));
                     }
-                    Tok::Ident(name) => {
-                        return Err(terr(
-                            *off,
-                            format!("function {name:?} is not supported in node rules (only len)"),
-                        ));
-                    }
+                    Tok::Ident(name) => return Err(unknown_function(name, *off)),
                     Tok::Field(chain) => Operand::Field(chain.clone()),
                     Tok::Var(name, chain) => {
                         if !self.vars.contains(name) {
