@@ -2,17 +2,614 @@
 //! the wrapper reads at boot (no YAML parser on the node). One line of
 //! printable ASCII without space, `"`, `\`, `%`, `$`, `'` or `;`, so it sits in a quoted
 //! `Environment=` value with no escaping.
+//!
+//! Layout: `KLR1` then comma-separated fields, every list preceded by its
+//! count:
+//!
+//! ```text
+//! KLR1,<rules>,<rule>...
+//! rule  = name,<n>,(key,value)*,labelsTemplate,<n>,(key,value)*,varsTemplate,
+//!         <n>,(key,value,effect)*,<n>,term*,<n>,(<n>,term*)*
+//! term  = feature,<n|~N>,(key,op,<n>,value*)*,<op|~N>,[<n>,value*]
+//! ```
+//!
+//! Strings: bytes of `[0-9A-Za-z]` and ``#&()*+-./:<=>?@[]^_`{|}`` as they
+//! are, a space as `!`, any other byte as `~` and two upper-case hex digits
+//! (UTF-8 bytes, so any string survives); `~N` is an absent optional value.
+//! Templates and regexes travel as source; the wrapper parses them.
 
-use super::Rule;
+use super::{Expr, Op, Rule, Term};
+use crate::kubelet::{Taint, TaintEffect};
+
+pub const HEADER: &str = "KLR1";
+/// Bounds decode enforces (the env line itself is bounded by systemd).
+pub const MAX_ENCODED: usize = 1 << 20;
+const MAX_RULES: usize = 4096;
+const MAX_ITEMS: usize = 4096;
 
 /// Encode rules into the compact form.
 pub fn encode(rules: &[Rule]) -> String {
-    let _ = rules;
-    String::new()
+    let mut out = String::from(HEADER);
+    let n = |out: &mut String, n: usize| {
+        out.push(',');
+        out.push_str(&n.to_string());
+    };
+    n(&mut out, rules.len());
+    for r in rules {
+        field(&mut out, &r.name);
+        pairs(&mut out, &r.labels);
+        opt(&mut out, r.labels_template.as_deref());
+        pairs(&mut out, &r.vars);
+        opt(&mut out, r.vars_template.as_deref());
+        n(&mut out, r.taints.len());
+        for t in &r.taints {
+            field(&mut out, &t.key);
+            field(&mut out, &t.value);
+            field(&mut out, t.effect.as_str());
+        }
+        terms(&mut out, &r.match_features);
+        n(&mut out, r.match_any.len());
+        for block in &r.match_any {
+            terms(&mut out, block);
+        }
+    }
+    out
+}
+
+fn pairs(out: &mut String, kv: &[(String, String)]) {
+    out.push(',');
+    out.push_str(&kv.len().to_string());
+    for (k, v) in kv {
+        field(out, k);
+        field(out, v);
+    }
+}
+
+fn terms(out: &mut String, ts: &[Term]) {
+    out.push(',');
+    out.push_str(&ts.len().to_string());
+    for t in ts {
+        field(out, &t.feature);
+        match &t.match_expressions {
+            None => out.push_str(",~N"),
+            Some(exprs) => {
+                out.push(',');
+                out.push_str(&exprs.len().to_string());
+                for (k, e) in exprs {
+                    field(out, k);
+                    expr(out, e);
+                }
+            }
+        }
+        match &t.match_name {
+            None => out.push_str(",~N"),
+            Some(e) => expr(out, e),
+        }
+    }
+}
+
+fn expr(out: &mut String, e: &Expr) {
+    field(out, op_name(e.op));
+    out.push(',');
+    out.push_str(&e.value.len().to_string());
+    for v in &e.value {
+        field(out, v);
+    }
+}
+
+fn opt(out: &mut String, s: Option<&str>) {
+    match s {
+        None => out.push_str(",~N"),
+        Some(s) => field(out, s),
+    }
+}
+
+fn field(out: &mut String, s: &str) {
+    out.push(',');
+    for b in s.bytes() {
+        match b {
+            b' ' => out.push('!'),
+            b'0'..=b'9' | b'A'..=b'Z' | b'a'..=b'z' => out.push(b as char),
+            b'#' | b'&' | b'(' | b')' | b'*' | b'+' | b'-' | b'.' | b'/' | b':' | b'<' | b'='
+            | b'>' | b'?' | b'@' | b'[' | b']' | b'^' | b'_' | b'`' | b'{' | b'|' | b'}' => {
+                out.push(b as char)
+            }
+            _ => {
+                const HEX: &[u8; 16] = b"0123456789ABCDEF";
+                out.push('~');
+                out.push(HEX[(b >> 4) as usize] as char);
+                out.push(HEX[(b & 15) as usize] as char);
+            }
+        }
+    }
+}
+
+pub fn op_name(op: Op) -> &'static str {
+    match op {
+        Op::Any => "Any",
+        Op::In => "In",
+        Op::NotIn => "NotIn",
+        Op::InRegexp => "InRegexp",
+        Op::Exists => "Exists",
+        Op::DoesNotExist => "DoesNotExist",
+        Op::Gt => "Gt",
+        Op::Ge => "Ge",
+        Op::Lt => "Lt",
+        Op::Le => "Le",
+        Op::GtLt => "GtLt",
+        Op::GeLe => "GeLe",
+        Op::IsTrue => "IsTrue",
+        Op::IsFalse => "IsFalse",
+    }
+}
+
+/// NFD's operator name → `Op`.
+pub fn parse_op(name: &str) -> Option<Op> {
+    const ALL: [Op; 14] = [
+        Op::Any,
+        Op::In,
+        Op::NotIn,
+        Op::InRegexp,
+        Op::Exists,
+        Op::DoesNotExist,
+        Op::Gt,
+        Op::Ge,
+        Op::Lt,
+        Op::Le,
+        Op::GtLt,
+        Op::GeLe,
+        Op::IsTrue,
+        Op::IsFalse,
+    ];
+    ALL.into_iter().find(|op| op_name(*op) == name)
 }
 
 /// Decode the compact form; an error says what is wrong and where.
 pub fn decode(text: &str) -> Result<Vec<Rule>, String> {
-    let _ = text;
-    Ok(Vec::new())
+    if text.len() > MAX_ENCODED {
+        return Err(format!(
+            "compact rules: {} bytes, more than {MAX_ENCODED}",
+            text.len()
+        ));
+    }
+    let mut c = Cursor {
+        text,
+        pos: 0,
+        done: false,
+    };
+    let (head, _) = c.raw("header")?;
+    if head != HEADER {
+        return Err(format!(
+            "compact rules: header {:?}, expected {HEADER:?} (render and wrapper versions differ?)",
+            trunc(head)
+        ));
+    }
+    let n = c.count("rule count", MAX_RULES)?;
+    let mut rules = Vec::with_capacity(n.min(64));
+    for i in 0..n {
+        let at = |what: &str| format!("rule {} {what}", i + 1);
+        let name = c.string(&at("name"))?;
+        let labels = c.pairs(&at("labels"))?;
+        let labels_template = c.opt(&at("labelsTemplate"))?;
+        let vars = c.pairs(&at("vars"))?;
+        let vars_template = c.opt(&at("varsTemplate"))?;
+        let nt = c.count(&at("taint count"), MAX_ITEMS)?;
+        let mut taints = Vec::with_capacity(nt.min(64));
+        for _ in 0..nt {
+            let key = c.string(&at("taint key"))?;
+            let value = c.string(&at("taint value"))?;
+            let (e, off) = c.raw(&at("taint effect"))?;
+            let effect = match e {
+                "NoSchedule" => TaintEffect::NoSchedule,
+                "PreferNoSchedule" => TaintEffect::PreferNoSchedule,
+                "NoExecute" => TaintEffect::NoExecute,
+                _ => {
+                    return Err(c.err(
+                        off,
+                        &at("taint effect"),
+                        &format!("unknown effect {:?}", trunc(e)),
+                    ));
+                }
+            };
+            taints.push(Taint { key, value, effect });
+        }
+        let match_features = c.terms(&at("matchFeatures"))?;
+        let na = c.count(&at("matchAny count"), MAX_ITEMS)?;
+        let mut match_any = Vec::with_capacity(na.min(64));
+        for _ in 0..na {
+            match_any.push(c.terms(&at("matchAny"))?);
+        }
+        rules.push(Rule {
+            name,
+            labels,
+            labels_template,
+            vars,
+            vars_template,
+            taints,
+            match_features,
+            match_any,
+        });
+    }
+    if !c.done {
+        return Err(c.err(c.pos, "end", "unexpected data after the last rule"));
+    }
+    Ok(rules)
+}
+
+fn trunc(s: &str) -> &str {
+    let mut end = s.len().min(40);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+struct Cursor<'a> {
+    text: &'a str,
+    pos: usize,
+    done: bool,
+}
+
+impl<'a> Cursor<'a> {
+    fn err(&self, offset: usize, what: &str, why: &str) -> String {
+        format!("compact rules: {what} at byte {offset}: {why}")
+    }
+
+    /// The next comma-separated field, undecoded, and its offset.
+    fn raw(&mut self, what: &str) -> Result<(&'a str, usize), String> {
+        if self.done {
+            return Err(self.err(self.text.len(), what, "missing (data ends early)"));
+        }
+        let start = self.pos;
+        let rest = &self.text[start..];
+        let f = match rest.find(',') {
+            Some(i) => {
+                self.pos = start + i + 1;
+                &rest[..i]
+            }
+            None => {
+                self.done = true;
+                self.pos = self.text.len();
+                rest
+            }
+        };
+        Ok((f, start))
+    }
+
+    fn count(&mut self, what: &str, max: usize) -> Result<usize, String> {
+        let (f, off) = self.raw(what)?;
+        let n: usize = f
+            .parse()
+            .ok()
+            .filter(|_| !f.starts_with('+'))
+            .ok_or_else(|| {
+                self.err(
+                    off,
+                    what,
+                    &format!("expected a count, found {:?}", trunc(f)),
+                )
+            })?;
+        if n > max {
+            return Err(self.err(off, what, &format!("{n} is more than {max}")));
+        }
+        Ok(n)
+    }
+
+    fn string(&mut self, what: &str) -> Result<String, String> {
+        let at = self.pos;
+        self.opt(what)?
+            .ok_or_else(|| self.err(at, what, "a value is required here"))
+    }
+
+    fn opt(&mut self, what: &str) -> Result<Option<String>, String> {
+        let (f, off) = self.raw(what)?;
+        if f == "~N" {
+            return Ok(None);
+        }
+        let b = f.as_bytes();
+        let mut out = Vec::with_capacity(b.len());
+        let mut i = 0;
+        while i < b.len() {
+            match b[i] {
+                b'!' => out.push(b' '),
+                b'~' => {
+                    let hex = f
+                        .get(i + 1..i + 3)
+                        .and_then(|h| u8::from_str_radix(h, 16).ok());
+                    let Some(v) = hex
+                        .filter(|_| b[i + 1].is_ascii_hexdigit() && b[i + 2].is_ascii_hexdigit())
+                    else {
+                        return Err(self.err(off + i, what, "bad ~ escape"));
+                    };
+                    out.push(v);
+                    i += 2;
+                }
+                c if c.is_ascii_graphic()
+                    && !matches!(c, b'"' | b'\\' | b'%' | b'$' | b'\'' | b';') =>
+                {
+                    out.push(c)
+                }
+                _ => return Err(self.err(off + i, what, "character outside the compact charset")),
+            }
+            i += 1;
+        }
+        String::from_utf8(out)
+            .map(Some)
+            .map_err(|_| self.err(off, what, "escapes do not form UTF-8"))
+    }
+
+    fn pairs(&mut self, what: &str) -> Result<Vec<(String, String)>, String> {
+        let n = self.count(&format!("{what} count"), MAX_ITEMS)?;
+        let mut v = Vec::with_capacity(n.min(64));
+        for _ in 0..n {
+            v.push((
+                self.string(&format!("{what} key"))?,
+                self.string(&format!("{what} value"))?,
+            ));
+        }
+        Ok(v)
+    }
+
+    fn terms(&mut self, what: &str) -> Result<Vec<Term>, String> {
+        let n = self.count(&format!("{what} term count"), MAX_ITEMS)?;
+        let mut terms = Vec::with_capacity(n.min(64));
+        for _ in 0..n {
+            let feature = self.string(&format!("{what} feature"))?;
+            let at = |x: &str| format!("{what} {feature} {x}");
+            let (f, off) = self.raw(&at("matchExpressions"))?;
+            let match_expressions = if f == "~N" {
+                None
+            } else {
+                self.pos = off;
+                self.done = false;
+                let n = self.count(&at("matchExpressions count"), MAX_ITEMS)?;
+                let mut exprs = Vec::with_capacity(n.min(64));
+                for _ in 0..n {
+                    let key = self.string(&at("matchExpressions key"))?;
+                    exprs.push((key, self.expr(&at("matchExpressions"))?));
+                }
+                Some(exprs)
+            };
+            let (f, off) = self.raw(&at("matchName"))?;
+            let match_name = if f == "~N" {
+                None
+            } else {
+                self.pos = off;
+                self.done = false;
+                Some(self.expr(&at("matchName"))?)
+            };
+            terms.push(Term {
+                feature,
+                match_expressions,
+                match_name,
+            });
+        }
+        Ok(terms)
+    }
+
+    fn expr(&mut self, what: &str) -> Result<Expr, String> {
+        let (f, off) = self.raw(&format!("{what} op"))?;
+        let op = parse_op(f)
+            .ok_or_else(|| self.err(off, what, &format!("unknown op {:?}", trunc(f))))?;
+        let n = self.count(&format!("{what} value count"), MAX_ITEMS)?;
+        let mut value = Vec::with_capacity(n.min(64));
+        for _ in 0..n {
+            value.push(self.string(&format!("{what} value"))?);
+        }
+        Ok(Expr { op, value })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Vec<Rule> {
+        vec![
+            Rule {
+                name: "nvidia gpus; 100% \"quoted\" $HOME 'x' \\ é ✓".into(),
+                labels: vec![
+                    ("nvidia.com/gpu".into(), "true".into()),
+                    ("".into(), "".into()),
+                ],
+                labels_template: Some(
+                    "{{ range .pci.device }}pci-{{ .class }}_{{ .vendor }}.present=true\n{{ end }}"
+                        .into(),
+                ),
+                vars: vec![("v".into(), "~N".into())],
+                vars_template: None,
+                taints: vec![Taint {
+                    key: "nvidia.com/gpu".into(),
+                    value: "true".into(),
+                    effect: TaintEffect::NoSchedule,
+                }],
+                match_features: vec![Term {
+                    feature: "pci.device".into(),
+                    match_expressions: Some(vec![
+                        (
+                            "vendor".into(),
+                            Expr {
+                                op: Op::In,
+                                value: vec!["10de".into()],
+                            },
+                        ),
+                        (
+                            "class".into(),
+                            Expr {
+                                op: Op::InRegexp,
+                                value: vec![r"^03(0[02])?$".into(), ",,".into()],
+                            },
+                        ),
+                    ]),
+                    match_name: Some(Expr {
+                        op: Op::Exists,
+                        value: vec![],
+                    }),
+                }],
+                match_any: vec![
+                    vec![],
+                    vec![Term {
+                        feature: "cpu.cpuid".into(),
+                        match_expressions: Some(vec![]),
+                        match_name: None,
+                    }],
+                ],
+            },
+            Rule::default(),
+        ]
+    }
+
+    fn charset_ok(s: &str) -> bool {
+        s.bytes().all(|b| {
+            b.is_ascii_graphic() && !matches!(b, b'"' | b'\\' | b'%' | b'$' | b'\'' | b';')
+        })
+    }
+
+    #[test]
+    fn roundtrip_hand_written() {
+        let rules = sample();
+        let text = encode(&rules);
+        assert!(charset_ok(&text), "{text}");
+        assert!(text.starts_with("KLR1,2,"));
+        assert_eq!(decode(&text).unwrap(), rules);
+        assert_eq!(decode(&encode(&[])).unwrap(), vec![]);
+    }
+
+    /// xorshift64*: deterministic, no crate needed.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+        fn string(&mut self) -> String {
+            const POOL: &[char] = &[
+                'a', 'Z', '0', ' ', ',', '~', '!', 'N', '%', '$', ';', '"', '\'', '\\', '\n', '\t',
+                '\0', 'é', '✓', '𝄞', '{', '}', '=', '.',
+            ];
+            (0..self.below(12))
+                .map(|_| POOL[self.below(POOL.len())])
+                .collect()
+        }
+        fn expr(&mut self) -> Expr {
+            let ops = [
+                Op::Any,
+                Op::In,
+                Op::NotIn,
+                Op::InRegexp,
+                Op::Exists,
+                Op::DoesNotExist,
+                Op::Gt,
+                Op::Ge,
+                Op::Lt,
+                Op::Le,
+                Op::GtLt,
+                Op::GeLe,
+                Op::IsTrue,
+                Op::IsFalse,
+            ];
+            Expr {
+                op: ops[self.below(ops.len())],
+                value: (0..self.below(3)).map(|_| self.string()).collect(),
+            }
+        }
+        fn terms(&mut self) -> Vec<Term> {
+            (0..self.below(3))
+                .map(|_| Term {
+                    feature: self.string(),
+                    match_expressions: (self.below(2) == 0).then(|| {
+                        (0..self.below(3))
+                            .map(|_| (self.string(), self.expr()))
+                            .collect()
+                    }),
+                    match_name: (self.below(2) == 0).then(|| self.expr()),
+                })
+                .collect()
+        }
+        fn rule(&mut self) -> Rule {
+            let effects = [
+                TaintEffect::NoSchedule,
+                TaintEffect::PreferNoSchedule,
+                TaintEffect::NoExecute,
+            ];
+            Rule {
+                name: self.string(),
+                labels: (0..self.below(3))
+                    .map(|_| (self.string(), self.string()))
+                    .collect(),
+                labels_template: (self.below(2) == 0).then(|| self.string()),
+                vars: (0..self.below(3))
+                    .map(|_| (self.string(), self.string()))
+                    .collect(),
+                vars_template: (self.below(2) == 0).then(|| self.string()),
+                taints: (0..self.below(3))
+                    .map(|_| Taint {
+                        key: self.string(),
+                        value: self.string(),
+                        effect: effects[self.below(3)],
+                    })
+                    .collect(),
+                match_features: self.terms(),
+                match_any: (0..self.below(3)).map(|_| self.terms()).collect(),
+            }
+        }
+    }
+
+    #[test]
+    fn roundtrip_randomized() {
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        for _ in 0..500 {
+            let rules: Vec<Rule> = (0..rng.below(4)).map(|_| rng.rule()).collect();
+            let text = encode(&rules);
+            assert!(charset_ok(&text), "{text}");
+            assert_eq!(decode(&text).as_ref(), Ok(&rules), "{text}");
+        }
+    }
+
+    #[test]
+    fn decode_never_panics_and_says_where() {
+        let mut rng = Rng(42);
+        let good = encode(&sample());
+        for _ in 0..3000 {
+            let mut b = good.clone().into_bytes();
+            match rng.below(4) {
+                0 => b.truncate(rng.below(b.len())),
+                1 => {
+                    let i = rng.below(b.len());
+                    b[i] = b"0123456789,~!N9aZ-\xff"[rng.below(19)];
+                }
+                2 => {
+                    let i = rng.below(b.len());
+                    b.insert(i, b',');
+                }
+                _ => {
+                    let i = rng.below(b.len());
+                    b.remove(i);
+                }
+            }
+            let text = String::from_utf8_lossy(&b);
+            if let Err(e) = decode(&text) {
+                assert!(e.starts_with("compact rules: "), "{e}");
+            }
+        }
+        for (text, want) in [
+            ("", "header"),
+            ("KLR2,0", "header \"KLR2\""),
+            ("KLR1", "rule count at byte 4: missing"),
+            ("KLR1,x", "rule count at byte 5: expected a count"),
+            ("KLR1,99999", "more than 4096"),
+            ("KLR1,0,", "unexpected data"),
+            ("KLR1,1,a b", "rule 1 name at byte 8: character outside"),
+            ("KLR1,1,a~4", "bad ~ escape"),
+            ("KLR1,1,~FF", "UTF-8"),
+        ] {
+            let e = decode(text).unwrap_err();
+            assert!(e.contains(want), "{text}: {e}");
+        }
+    }
 }

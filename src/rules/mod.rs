@@ -6,6 +6,8 @@
 //! and the evaluator. Knows nothing of systemd.
 
 pub mod compact;
+pub mod regex;
+pub mod template;
 
 use std::collections::BTreeMap;
 
@@ -89,7 +91,553 @@ pub struct RuleResult {
 
 /// Evaluate `rules` in order against `features`, as nfd-master does (each
 /// later rule sees earlier rules' labels and vars as `rule.matched`).
+/// nfd-master runs NodeFeatureRule objects sorted by `metadata.name` and the
+/// rules of one object in order: `rules` must already be in that order.
 pub fn evaluate(rules: &[Rule], features: &Features) -> Vec<RuleResult> {
-    let _ = (rules, features);
-    Vec::new()
+    evaluate_node(rules, features).results
 }
+
+/// What the rules give a node once nfd-master's filters have run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeOutcome {
+    pub results: Vec<RuleResult>,
+    /// Later rules win on a key; `@domain.feature.element` values resolved;
+    /// keys NFD refuses left out (see `dropped`). Sorted by key.
+    pub labels: Vec<(String, String)>,
+    /// In rule order, exact duplicates once.
+    pub taints: Vec<Taint>,
+    /// Labels and taints nfd-master would drop, each with why.
+    pub dropped: Vec<String>,
+}
+
+/// `evaluate`, then nfd-master's merge and filters (label namespaces,
+/// `@` dynamic values, label syntax, taint namespaces).
+pub fn evaluate_node(rules: &[Rule], features: &Features) -> NodeOutcome {
+    let mut ev = Evaluator {
+        features,
+        backref: None,
+        regexes: Default::default(),
+    };
+    let mut results = Vec::with_capacity(rules.len());
+    for rule in rules {
+        let mut res = RuleResult {
+            name: rule.name.clone(),
+            ..Default::default()
+        };
+        match ev.execute(rule) {
+            Err(e) => res.error = Some(e),
+            Ok(out) => {
+                // Later rules see this one's raw (unprefixed) labels and its
+                // vars, even an empty set when it did not match (as NFD).
+                let backref = ev.backref.get_or_insert_with(|| {
+                    features
+                        .attributes
+                        .get(BACKREF_FEATURE)
+                        .cloned()
+                        .unwrap_or_default()
+                });
+                backref.extend(out.labels.iter().map(|(k, v)| (k.clone(), v.clone())));
+                backref.extend(out.vars.iter().map(|(k, v)| (k.clone(), v.clone())));
+                res.matched = out.matched;
+                res.matched_features = out.matched_features;
+                if out.matched {
+                    res.labels = add_default_prefix(&out.labels);
+                    res.vars = out.vars.into_iter().collect();
+                    res.taints = rule.taints.clone();
+                }
+            }
+        }
+        results.push(res);
+    }
+    let mut merged: BTreeMap<String, String> = BTreeMap::new();
+    let mut taints: Vec<Taint> = Vec::new();
+    for r in &results {
+        merged.extend(r.labels.iter().cloned());
+        for t in &r.taints {
+            if !taints.contains(t) {
+                taints.push(t.clone());
+            }
+        }
+    }
+    let mut dropped = Vec::new();
+    let mut labels = Vec::new();
+    for (k, v) in merged {
+        match ev.filter_label(&k, &v) {
+            Ok(v) => labels.push((k, v)),
+            Err(why) => dropped.push(format!("label {k}={v}: {why}")),
+        }
+    }
+    taints.retain(|t| match taint_ns_error(&t.key) {
+        None => true,
+        Some(why) => {
+            dropped.push(format!("taint {t}: {why}"));
+            false
+        }
+    });
+    NodeOutcome {
+        results,
+        labels,
+        taints,
+        dropped,
+    }
+}
+
+/// The feature later rules read earlier rules' output from.
+pub const BACKREF_FEATURE: &str = "rule.matched";
+
+/// `addNsToMapKeys`: unprefixed keys get the default namespace unless the
+/// same prefixed key is also there (then the prefixed one wins).
+fn add_default_prefix(labels: &BTreeMap<String, String>) -> Vec<(String, String)> {
+    let ns = DEFAULT_LABEL_PREFIX.trim_end_matches('/');
+    let mut out = BTreeMap::new();
+    for (k, v) in labels {
+        if k.contains('/') {
+            out.insert(k.clone(), v.clone());
+        } else {
+            // Go's path.Join(ns, k): "" and "." vanish, ".." climbs out.
+            let full = match k.as_str() {
+                "" | "." => ns.to_string(),
+                ".." => ".".to_string(),
+                _ => format!("{ns}/{k}"),
+            };
+            if !labels.contains_key(&full) {
+                out.insert(full, v.clone());
+            }
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// The namespace part of `key` (before the first `/`), "" when none.
+fn key_ns(key: &str) -> &str {
+    key.split_once('/').map_or("", |(ns, _)| ns)
+}
+
+/// `kubernetes.io` and its subdomains are NFD's only with these exceptions.
+fn ns_allowed(ns: &str, allowed: &[&str]) -> bool {
+    if ns != "kubernetes.io" && !ns.ends_with(".kubernetes.io") {
+        return true;
+    }
+    allowed
+        .iter()
+        .any(|a| ns == *a || (ns.ends_with(a) && ns[..ns.len() - a.len()].ends_with('.')))
+}
+
+fn taint_ns_error(key: &str) -> Option<String> {
+    let ns = key_ns(key);
+    if ns.is_empty() {
+        return Some("NFD refuses taint keys without a prefix".into());
+    }
+    if !ns_allowed(ns, &["feature.node.kubernetes.io"]) {
+        return Some(format!("NFD refuses the taint namespace {ns:?}"));
+    }
+    None
+}
+
+/// Output of one rule before prefixing.
+struct Output {
+    matched: bool,
+    matched_features: BTreeMap<String, Vec<Element>>,
+    labels: BTreeMap<String, String>,
+    vars: BTreeMap<String, String>,
+}
+
+struct Evaluator<'f> {
+    features: &'f Features,
+    /// `rule.matched` once a rule has run.
+    backref: Option<BTreeMap<String, String>>,
+    /// Compiled `InRegexp` patterns, by source.
+    regexes: std::cell::RefCell<Vec<(String, regex::Regex)>>,
+}
+
+/// One feature name's elements of each kind (NFD allows several kinds).
+struct Kinds<'a> {
+    flags: Option<&'a std::collections::BTreeSet<String>>,
+    attributes: Option<&'a BTreeMap<String, String>>,
+    instances: Option<&'a Vec<BTreeMap<String, String>>>,
+}
+
+impl<'f> Evaluator<'f> {
+    fn kinds(&self, name: &str) -> Kinds<'_> {
+        let attributes = match (&self.backref, name == BACKREF_FEATURE) {
+            (Some(b), true) => Some(b),
+            _ => self.features.attributes.get(name),
+        };
+        Kinds {
+            flags: self.features.flags.get(name),
+            attributes,
+            instances: self.features.instances.get(name),
+        }
+    }
+
+    /// nfd `Execute` with failFast, as nfd-master calls it.
+    fn execute(&self, rule: &Rule) -> Result<Output, String> {
+        let unmatched = || Output {
+            matched: false,
+            matched_features: BTreeMap::new(),
+            labels: BTreeMap::new(),
+            vars: BTreeMap::new(),
+        };
+        let mut out = unmatched();
+        // Parsed here, but a parse error counts only when the template would
+        // run (NFD parses it on use).
+        let labels_t = parse_template(&rule.labels_template, "labelsTemplate");
+        let vars_t = parse_template(&rule.vars_template, "varsTemplate");
+        let templates = !matches!((&labels_t, &vars_t), (Ok(None), Ok(None)));
+        if !rule.match_any.is_empty() {
+            let mut any = false;
+            for branch in &rule.match_any {
+                let Some(data) = self.match_terms(branch)? else {
+                    continue;
+                };
+                any = true;
+                record(&mut out.matched_features, &data);
+                if !templates {
+                    break;
+                }
+                run_template(&labels_t, &data, &mut out.labels)?;
+                run_template(&vars_t, &data, &mut out.vars)?;
+            }
+            if !any {
+                return Ok(unmatched());
+            }
+        }
+        if !rule.match_features.is_empty() {
+            let Some(data) = self.match_terms(&rule.match_features)? else {
+                return Ok(unmatched());
+            };
+            record(&mut out.matched_features, &data);
+            run_template(&labels_t, &data, &mut out.labels)?;
+            run_template(&vars_t, &data, &mut out.vars)?;
+        }
+        out.labels.extend(rule.labels.iter().cloned());
+        out.vars.extend(rule.vars.iter().cloned());
+        out.matched = true;
+        Ok(out)
+    }
+
+    /// A `matchFeatures` block (AND over terms). `Some(template data)` when
+    /// it matched.
+    fn match_terms(&self, terms: &[Term]) -> Result<Option<template::Data>, String> {
+        let mut data = template::Data::new();
+        for term in terms {
+            let lookup = term.feature.to_lowercase();
+            // Template keys come from the name as written (NFD lower-cases
+            // only the lookup).
+            let (dom, nam) = match term.feature.split_once('.') {
+                Some((d, n)) => (d.to_string(), n.to_string()),
+                None => (lookup.clone(), String::new()),
+            };
+            let k = self.kinds(&lookup);
+            if k.flags.is_none() && k.attributes.is_none() && k.instances.is_none() {
+                return Ok(None);
+            }
+            let (flags, attrs, insts) = (k.flags, k.attributes, k.instances);
+            let mut term_match = true;
+            let mut elems = Vec::new();
+            if let Some(exprs) = &term.match_expressions {
+                (term_match, elems) = self.match_multi(exprs, flags, attrs, insts)?;
+            }
+            if term_match && let Some(e) = &term.match_name {
+                let (m, more) = self.match_names(e, flags, attrs, insts)?;
+                term_match = m;
+                elems.extend(more);
+            }
+            data.entry(dom)
+                .or_default()
+                .entry(nam)
+                .or_default()
+                .extend(elems);
+            if !term_match {
+                return Ok(None);
+            }
+        }
+        Ok(Some(data))
+    }
+
+    /// NFD's `MatchMulti`: flags and attributes as a union, then instances
+    /// (an instance matches when all expressions match its attributes).
+    fn match_multi(
+        &self,
+        exprs: &[(String, Expr)],
+        keys: Option<&std::collections::BTreeSet<String>>,
+        values: Option<&BTreeMap<String, String>>,
+        instances: Option<&Vec<BTreeMap<String, String>>>,
+    ) -> Result<(bool, Vec<Element>), String> {
+        let mut is_match = keys.is_some() || values.is_some();
+        let mut elems: Vec<Element> = Vec::new();
+        for (n, e) in exprs {
+            let mut mk = false;
+            let mut mv = false;
+            if let Some(keys) = keys {
+                mk = self.eval(e, keys.contains(n), None)?;
+                if mk {
+                    elems.push(name_elem(n, None));
+                } else if e.op == Op::DoesNotExist {
+                    is_match = false;
+                    elems.clear();
+                    break;
+                }
+            }
+            if let Some(values) = values {
+                let v = values.get(n).map(String::as_str);
+                mv = self.eval(e, v.is_some(), v)?;
+                if mv {
+                    elems.push(name_elem(n, Some(v.unwrap_or(""))));
+                } else if e.op == Op::DoesNotExist {
+                    is_match = false;
+                    elems.clear();
+                    break;
+                }
+            }
+            if !mk && !mv {
+                is_match = false;
+                elems.clear();
+                break;
+            }
+        }
+        elems.sort_by(|a, b| a.get("Name").cmp(&b.get("Name")));
+        let mut any_instance = false;
+        for inst in instances.into_iter().flatten() {
+            let mut all = true;
+            for (n, e) in exprs {
+                let v = inst.get(n).map(String::as_str);
+                if !self.eval(e, v.is_some(), v)? {
+                    all = false;
+                    break;
+                }
+            }
+            if all {
+                any_instance = true;
+                elems.push(inst.clone());
+            }
+        }
+        Ok((is_match || any_instance, elems))
+    }
+
+    /// NFD's `MatchNamesMulti`: the expression against element names
+    /// (flags, attributes), then against each instance's attribute names.
+    fn match_names(
+        &self,
+        e: &Expr,
+        keys: Option<&std::collections::BTreeSet<String>>,
+        values: Option<&BTreeMap<String, String>>,
+        instances: Option<&Vec<BTreeMap<String, String>>>,
+    ) -> Result<(bool, Vec<Element>), String> {
+        let mut out = Vec::new();
+        for k in keys.into_iter().flatten() {
+            if self.eval(e, true, Some(k))? {
+                out.push(name_elem(k, None));
+            }
+        }
+        for (k, v) in values.into_iter().flatten() {
+            if self.eval(e, true, Some(k))? {
+                out.push(name_elem(k, Some(v)));
+            }
+        }
+        out.sort_by(|a, b| a.get("Name").cmp(&b.get("Name")));
+        for inst in instances.into_iter().flatten() {
+            let mut hit = false;
+            for k in inst.keys() {
+                hit |= self.eval(e, true, Some(k))?;
+            }
+            if hit {
+                out.push(inst.clone());
+            }
+        }
+        Ok((!out.is_empty(), out))
+    }
+
+    /// NFD's `evaluateMatchExpression`; `value` None is a flag (no value).
+    fn eval(&self, e: &Expr, valid: bool, value: Option<&str>) -> Result<bool, String> {
+        let want_empty = |e: &Expr| {
+            if e.value.is_empty() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "invalid expression, 'value' field must be empty for Op {:?} (have {:?})",
+                    e.op, e.value
+                ))
+            }
+        };
+        match e.op {
+            Op::Any => return want_empty(e).map(|()| true),
+            Op::Exists => return want_empty(e).map(|()| valid),
+            Op::DoesNotExist => return want_empty(e).map(|()| !valid),
+            _ => {}
+        }
+        let (true, Some(value)) = (valid, value) else {
+            return Ok(false);
+        };
+        let non_empty = |e: &Expr| {
+            if e.value.is_empty() {
+                Err(format!(
+                    "invalid expression, 'value' field must be non-empty for Op {:?}",
+                    e.op
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        let atoi = |s: &str, what: &str| {
+            s.parse::<i64>()
+                .map_err(|_| format!("not a number {s:?}{what}"))
+        };
+        Ok(match e.op {
+            Op::In => {
+                non_empty(e)?;
+                e.value.iter().any(|v| v == value)
+            }
+            Op::NotIn => {
+                non_empty(e)?;
+                !e.value.iter().any(|v| v == value)
+            }
+            Op::InRegexp => {
+                non_empty(e)?;
+                let mut cache = self.regexes.borrow_mut();
+                for p in &e.value {
+                    if !cache.iter().any(|(s, _)| s == p) {
+                        let re = regex::Regex::new(p).map_err(|err| {
+                            format!("invalid regexp {p:?} for Op InRegexp: {err}")
+                        })?;
+                        cache.push((p.clone(), re));
+                    }
+                }
+                e.value
+                    .iter()
+                    .any(|p| cache.iter().any(|(s, re)| s == p && re.is_match(value)))
+            }
+            Op::Gt | Op::Ge | Op::Lt | Op::Le => {
+                if e.value.len() != 1 {
+                    return Err(format!(
+                        "invalid expression, 'value' field must contain exactly one element for Op {:?} (have {:?})",
+                        e.op, e.value
+                    ));
+                }
+                let l = atoi(value, "")?;
+                let r = atoi(&e.value[0], " in the rule")?;
+                match e.op {
+                    Op::Gt => l > r,
+                    Op::Ge => l >= r,
+                    Op::Lt => l < r,
+                    _ => l <= r,
+                }
+            }
+            Op::GtLt | Op::GeLe => {
+                if e.value.len() != 2 {
+                    return Err(format!(
+                        "invalid expression, 'value' field must contain exactly two elements for Op {:?} (have {:?})",
+                        e.op, e.value
+                    ));
+                }
+                let v = atoi(value, "")?;
+                let lo = atoi(&e.value[0], " in the rule")?;
+                let hi = atoi(&e.value[1], " in the rule")?;
+                if lo >= hi {
+                    return Err(format!(
+                        "invalid expression, value[0] must be less than Value[1] for Op {:?} (have {:?})",
+                        e.op, e.value
+                    ));
+                }
+                if e.op == Op::GtLt {
+                    v > lo && v < hi
+                } else {
+                    v >= lo && v <= hi
+                }
+            }
+            Op::IsTrue | Op::IsFalse => {
+                want_empty(e)?;
+                value == if e.op == Op::IsTrue { "true" } else { "false" }
+            }
+            Op::Any | Op::Exists | Op::DoesNotExist => unreachable!("handled above"),
+        })
+    }
+
+    /// nfd-master's `filterFeatureLabel`: `@` values, then NFD's label checks.
+    fn filter_label(&self, key: &str, value: &str) -> Result<String, String> {
+        let value = match value.strip_prefix('@') {
+            None => value.to_string(),
+            Some(path) => {
+                let mut parts = path.splitn(3, '.');
+                let (Some(d), Some(f), Some(el)) = (parts.next(), parts.next(), parts.next())
+                else {
+                    return Err(format!(
+                        "value {value} is not in the form of '@domain.feature.element'"
+                    ));
+                };
+                let feature = format!("{d}.{f}");
+                let attrs = self
+                    .kinds(&feature)
+                    .attributes
+                    .ok_or_else(|| format!("feature {feature} not found"))?;
+                attrs
+                    .get(el)
+                    .cloned()
+                    .ok_or_else(|| format!("element {el} not found on feature {feature}"))?
+            }
+        };
+        let errs = crate::kubelet::labels::label_key_errors(key);
+        if !errs.is_empty() {
+            return Err(format!("invalid label key: {}", errs.join("; ")));
+        }
+        let ns = key_ns(key);
+        if ns.is_empty() {
+            return Err("unprefixed keys are not allowed".into());
+        }
+        if !ns_allowed(
+            ns,
+            &["feature.node.kubernetes.io", "profile.node.kubernetes.io"],
+        ) {
+            return Err(format!("NFD refuses the label namespace {ns:?}"));
+        }
+        let errs = crate::kubelet::labels::label_value_errors(&value);
+        if !errs.is_empty() {
+            return Err(format!("invalid value {value:?}: {}", errs.join("; ")));
+        }
+        Ok(value)
+    }
+}
+
+fn name_elem(name: &str, value: Option<&str>) -> Element {
+    let mut e = Element::new();
+    e.insert("Name".into(), name.into());
+    if let Some(v) = value {
+        e.insert("Value".into(), v.into());
+    }
+    e
+}
+
+/// Keep what a matched block gave, keyed `<domain>.<feature>`, for explain.
+fn record(all: &mut BTreeMap<String, Vec<Element>>, data: &template::Data) {
+    for (dom, feats) in data {
+        for (nam, elems) in feats {
+            all.entry(format!("{dom}.{nam}"))
+                .or_default()
+                .extend(elems.iter().cloned());
+        }
+    }
+}
+
+fn parse_template(src: &Option<String>, what: &str) -> Result<Option<template::Template>, String> {
+    match src.as_deref() {
+        None | Some("") => Ok(None),
+        Some(s) => template::parse(s).map(Some).map_err(|e| {
+            let (line, col) = template::line_col(s, e.offset);
+            format!("{what}: line {line} column {col}: {}", e.message)
+        }),
+    }
+}
+
+fn run_template(
+    t: &Result<Option<template::Template>, String>,
+    data: &template::Data,
+    out: &mut BTreeMap<String, String>,
+) -> Result<(), String> {
+    if let Some(t) = t.as_ref().map_err(Clone::clone)? {
+        out.extend(t.expand_map(data).map_err(|e| format!("template: {e}"))?);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,1000 @@
+//! A std-only matcher for Go's `regexp` (RE2) syntax, sized for NFD's
+//! `InRegexp` (`regexp.MatchString`: unanchored search, true/false only).
+//! Thompson NFA simulation: time linear in pattern × input, no backtracking.
+//! Captures and greediness do not change whether a string matches, so they
+//! are parsed and then forgotten. Unicode classes (`\pL`) are refused.
+
+use std::fmt;
+
+/// Go refuses repeat counts above this (and nested products above it).
+const MAX_REPEAT: u32 = 1000;
+/// Compiled program size cap: a pattern beyond it is refused at compile time
+/// (RE2 refuses oversized programs too), so boot-time matching stays bounded.
+pub const MAX_PROGRAM: usize = 20_000;
+/// Group nesting cap (the parser recurses per group).
+const MAX_NESTING: usize = 100;
+/// Longest pattern accepted.
+pub const MAX_PATTERN_LEN: usize = 4096;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegexError {
+    /// Byte offset in the pattern.
+    pub offset: usize,
+    pub message: String,
+}
+
+impl fmt::Display for RegexError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at byte {}", self.message, self.offset)
+    }
+}
+
+impl std::error::Error for RegexError {}
+
+#[derive(Debug, Clone)]
+pub struct Regex {
+    prog: Vec<Inst>,
+    classes: Vec<Class>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Assert {
+    BeginText,
+    EndText,
+    BeginLine,
+    EndLine,
+    WordBoundary,
+    NotWordBoundary,
+}
+
+#[derive(Debug, Clone)]
+struct Class {
+    /// Each item: ranges and whether the item itself is negated (`\D`).
+    items: Vec<(Vec<(char, char)>, bool)>,
+    negated: bool,
+    fold: bool,
+}
+
+#[derive(Debug, Clone)]
+enum Node {
+    Empty,
+    Char(char, bool),
+    Class(Class),
+    Any {
+        newline: bool,
+    },
+    Assert(Assert),
+    Concat(Vec<Node>),
+    Alt(Vec<Node>),
+    Repeat {
+        node: Box<Node>,
+        min: u32,
+        max: Option<u32>,
+        counted: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Inst {
+    Char(char, bool),
+    Class(usize),
+    Any { newline: bool },
+    Assert(Assert),
+    Split(usize, usize),
+    Jmp(usize),
+    Match,
+}
+
+#[derive(Clone, Copy)]
+struct Flags {
+    fold: bool,
+    multi_line: bool,
+    dot_nl: bool,
+}
+
+impl Regex {
+    /// Compile `pattern`; an error gives the byte offset of the problem.
+    pub fn new(pattern: &str) -> Result<Regex, RegexError> {
+        if pattern.len() > MAX_PATTERN_LEN {
+            return Err(err(
+                0,
+                format!("pattern longer than {MAX_PATTERN_LEN} bytes"),
+            ));
+        }
+        let mut p = Parser {
+            src: pattern,
+            pos: 0,
+        };
+        let mut flags = Flags {
+            fold: false,
+            multi_line: false,
+            dot_nl: false,
+        };
+        let node = p.parse_alt(&mut flags, 0)?;
+        if p.pos < pattern.len() {
+            // Only an unmatched ')' stops the top level early.
+            return Err(err(p.pos, "unexpected )".into()));
+        }
+        let mut c = Compiler {
+            prog: Vec::new(),
+            classes: Vec::new(),
+        };
+        c.emit_node(&node).map_err(|()| {
+            err(
+                0,
+                format!("pattern too large (compiled program over {MAX_PROGRAM} steps)"),
+            )
+        })?;
+        c.push(Inst::Match)
+            .map_err(|()| err(0, "pattern too large".into()))?;
+        Ok(Regex {
+            prog: c.prog,
+            classes: c.classes,
+        })
+    }
+
+    /// Whether `text` contains a match (Go's `MatchString`).
+    pub fn is_match(&self, text: &str) -> bool {
+        let n = self.prog.len();
+        let mut cur = ThreadList::new(n);
+        let mut next = ThreadList::new(n);
+        let mut stack = Vec::new();
+        let mut prev: Option<char> = None;
+        let mut rest = text;
+        loop {
+            let mut chars = rest.chars();
+            let c = chars.next();
+            let ctx = Ctx {
+                prev,
+                cur: c,
+                at_start: prev.is_none(),
+            };
+            if self.add(&mut cur, 0, ctx, &mut stack) {
+                return true;
+            }
+            let Some(ch) = c else { return false };
+            let after = chars.as_str();
+            let next_ctx = Ctx {
+                prev: Some(ch),
+                cur: after.chars().next(),
+                at_start: false,
+            };
+            next.clear();
+            for i in 0..cur.list.len() {
+                let pc = cur.list[i];
+                let ok = match self.prog[pc] {
+                    Inst::Char(l, fold) => l == ch || (fold && fold_eq(l, ch)),
+                    Inst::Class(k) => self.classes[k].matches(ch),
+                    Inst::Any { newline } => newline || ch != '\n',
+                    _ => false,
+                };
+                if ok && self.add(&mut next, pc + 1, next_ctx, &mut stack) {
+                    return true;
+                }
+            }
+            std::mem::swap(&mut cur, &mut next);
+            prev = Some(ch);
+            rest = after;
+        }
+    }
+
+    /// Epsilon closure of `pc` into `list`; true when it reaches Match.
+    fn add(&self, list: &mut ThreadList, pc: usize, ctx: Ctx, stack: &mut Vec<usize>) -> bool {
+        stack.clear();
+        stack.push(pc);
+        while let Some(pc) = stack.pop() {
+            if list.seen[pc] {
+                continue;
+            }
+            list.seen[pc] = true;
+            match self.prog[pc] {
+                Inst::Jmp(a) => stack.push(a),
+                Inst::Split(a, b) => {
+                    stack.push(b);
+                    stack.push(a);
+                }
+                Inst::Assert(a) => {
+                    if ctx.holds(a) {
+                        stack.push(pc + 1);
+                    }
+                }
+                Inst::Match => return true,
+                _ => list.list.push(pc),
+            }
+        }
+        false
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Ctx {
+    prev: Option<char>,
+    cur: Option<char>,
+    at_start: bool,
+}
+
+impl Ctx {
+    fn holds(self, a: Assert) -> bool {
+        let word = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+        match a {
+            Assert::BeginText => self.at_start,
+            Assert::EndText => self.cur.is_none(),
+            Assert::BeginLine => self.at_start || self.prev == Some('\n'),
+            Assert::EndLine => self.cur.is_none() || self.cur == Some('\n'),
+            Assert::WordBoundary => word(self.prev) != word(self.cur),
+            Assert::NotWordBoundary => word(self.prev) == word(self.cur),
+        }
+    }
+}
+
+struct ThreadList {
+    seen: Vec<bool>,
+    list: Vec<usize>,
+}
+
+impl ThreadList {
+    fn new(n: usize) -> Self {
+        ThreadList {
+            seen: vec![false; n],
+            list: Vec::new(),
+        }
+    }
+    fn clear(&mut self) {
+        self.seen.iter_mut().for_each(|s| *s = false);
+        self.list.clear();
+    }
+}
+
+fn err(offset: usize, message: String) -> RegexError {
+    RegexError { offset, message }
+}
+
+// ---- case folding (Go folds along Unicode simple-fold orbits) ----
+
+fn lower1(c: char) -> char {
+    let mut it = c.to_lowercase();
+    match (it.next(), it.next()) {
+        (Some(l), None) => l,
+        _ => c,
+    }
+}
+
+fn upper1(c: char) -> char {
+    let mut it = c.to_uppercase();
+    match (it.next(), it.next()) {
+        (Some(u), None) => u,
+        _ => c,
+    }
+}
+
+/// One representative per fold orbit.
+fn canon(c: char) -> char {
+    lower1(upper1(c))
+}
+
+fn fold_eq(a: char, b: char) -> bool {
+    canon(a) == canon(b)
+}
+
+/// Orbit members that neither upper- nor lower-casing reaches from the
+/// representative (Kelvin sign, long s, Greek symbol forms, title case).
+fn fold_extras(c: char) -> &'static [char] {
+    match c {
+        'k' => &['\u{212A}'],
+        's' => &['\u{017F}'],
+        'å' => &['\u{212B}'],
+        'μ' => &['\u{00B5}'],
+        'ω' => &['\u{2126}'],
+        'θ' => &['\u{03D1}', '\u{03F4}'],
+        'β' => &['\u{03D0}'],
+        'ε' => &['\u{03F5}'],
+        'κ' => &['\u{03F0}'],
+        'π' => &['\u{03D6}'],
+        'ρ' => &['\u{03F1}'],
+        'σ' => &['\u{03C2}'],
+        'φ' => &['\u{03D5}'],
+        'ι' => &['\u{0345}', '\u{1FBE}'],
+        'ṡ' => &['\u{1E9B}'],
+        'ǆ' => &['\u{01C5}'],
+        'ǉ' => &['\u{01C8}'],
+        'ǌ' => &['\u{01CB}'],
+        'ǳ' => &['\u{01F2}'],
+        _ => &[],
+    }
+}
+
+impl Class {
+    fn matches(&self, c: char) -> bool {
+        let hit = self.items.iter().any(|(ranges, neg)| {
+            let has = |x: char| ranges.iter().any(|&(lo, hi)| lo <= x && x <= hi);
+            let found = if self.fold {
+                let k = canon(c);
+                has(c)
+                    || has(lower1(c))
+                    || has(upper1(c))
+                    || has(k)
+                    || has(upper1(k))
+                    || fold_extras(k).iter().any(|&x| has(x))
+            } else {
+                has(c)
+            };
+            found != *neg
+        });
+        hit != self.negated
+    }
+}
+
+// ---- parser ----
+
+struct Parser<'a> {
+    src: &'a str,
+    pos: usize,
+}
+
+const PERL_D: &[(char, char)] = &[('0', '9')];
+const PERL_S: &[(char, char)] = &[('\t', '\n'), ('\x0c', '\r'), (' ', ' ')];
+const PERL_W: &[(char, char)] = &[('0', '9'), ('A', 'Z'), ('_', '_'), ('a', 'z')];
+
+fn posix_class(name: &str) -> Option<&'static [(char, char)]> {
+    Some(match name {
+        "alnum" => &[('0', '9'), ('A', 'Z'), ('a', 'z')],
+        "alpha" => &[('A', 'Z'), ('a', 'z')],
+        "ascii" => &[('\0', '\x7f')],
+        "blank" => &[('\t', '\t'), (' ', ' ')],
+        "cntrl" => &[('\0', '\x1f'), ('\x7f', '\x7f')],
+        "digit" => &[('0', '9')],
+        "graph" => &[('!', '~')],
+        "lower" => &[('a', 'z')],
+        "print" => &[(' ', '~')],
+        "punct" => &[('!', '/'), (':', '@'), ('[', '`'), ('{', '~')],
+        "space" => &[('\t', '\r'), (' ', ' ')],
+        "upper" => &[('A', 'Z')],
+        "word" => PERL_W,
+        "xdigit" => &[('0', '9'), ('A', 'F'), ('a', 'f')],
+        _ => return None,
+    })
+}
+
+fn perl_class(c: char) -> Option<(&'static [(char, char)], bool)> {
+    Some(match c {
+        'd' => (PERL_D, false),
+        'D' => (PERL_D, true),
+        's' => (PERL_S, false),
+        'S' => (PERL_S, true),
+        'w' => (PERL_W, false),
+        'W' => (PERL_W, true),
+        _ => return None,
+    })
+}
+
+impl<'a> Parser<'a> {
+    fn peek(&self) -> Option<char> {
+        self.src[self.pos..].chars().next()
+    }
+    fn rest(&self) -> &'a str {
+        &self.src[self.pos..]
+    }
+    fn bump(&mut self) -> Option<char> {
+        let c = self.peek()?;
+        self.pos += c.len_utf8();
+        Some(c)
+    }
+
+    /// Alternation up to `)` or the end; `flags` may change mid-group (`(?i)`).
+    fn parse_alt(&mut self, flags: &mut Flags, depth: usize) -> Result<Node, RegexError> {
+        let mut branches = Vec::new();
+        loop {
+            branches.push(self.parse_concat(flags, depth)?);
+            if self.peek() == Some('|') {
+                self.pos += 1;
+            } else {
+                break;
+            }
+        }
+        Ok(if branches.len() == 1 {
+            branches.pop().unwrap()
+        } else {
+            Node::Alt(branches)
+        })
+    }
+
+    fn parse_concat(&mut self, flags: &mut Flags, depth: usize) -> Result<Node, RegexError> {
+        let mut items: Vec<Node> = Vec::new();
+        // Whether the last item may take a repetition operator, and whether it
+        // was itself made by one (Go refuses `a**`).
+        let mut can_repeat = false;
+        let mut last_repeat = false;
+        while let Some(c) = self.peek() {
+            let start = self.pos;
+            match c {
+                '|' | ')' => break,
+                '*' | '+' | '?' | '{' => {
+                    let (min, max, counted) = match c {
+                        '*' => (0, None, false),
+                        '+' => (1, None, false),
+                        '?' => (0, Some(1), false),
+                        _ => match self.parse_counts() {
+                            Some(Ok((min, max))) => (min, max, true),
+                            Some(Err(e)) => return Err(e),
+                            None => {
+                                // Not a valid `{n,m}`: a literal brace.
+                                self.pos += 1;
+                                items.push(Node::Char('{', false));
+                                can_repeat = true;
+                                last_repeat = false;
+                                continue;
+                            }
+                        },
+                    };
+                    if !counted {
+                        self.pos += 1;
+                    }
+                    if self.peek() == Some('?') {
+                        self.pos += 1;
+                    }
+                    if last_repeat {
+                        return Err(err(start, "invalid nested repetition operator".into()));
+                    }
+                    if !can_repeat {
+                        return Err(err(start, "missing argument to repetition operator".into()));
+                    }
+                    let node = Box::new(items.pop().unwrap());
+                    let rep = Node::Repeat {
+                        node,
+                        min,
+                        max,
+                        counted,
+                    };
+                    if counted
+                        && (min >= 2 || max.is_some_and(|m| m >= 2))
+                        && !repeat_ok(&rep, MAX_REPEAT)
+                    {
+                        return Err(err(start, "invalid repeat count".into()));
+                    }
+                    items.push(rep);
+                    last_repeat = true;
+                    continue;
+                }
+                '(' => {
+                    if depth >= MAX_NESTING {
+                        return Err(err(
+                            start,
+                            format!("groups nested deeper than {MAX_NESTING}"),
+                        ));
+                    }
+                    self.pos += 1;
+                    let mut inner = *flags;
+                    if self.peek() == Some('?') {
+                        let r = self.rest();
+                        if r.starts_with("?P<") || r.starts_with("?<") {
+                            self.pos += if r.starts_with("?P<") { 3 } else { 2 };
+                            let Some(end) = self.rest().find('>') else {
+                                return Err(err(start, "invalid named capture".into()));
+                            };
+                            let name = &self.rest()[..end];
+                            if name.is_empty()
+                                || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                            {
+                                return Err(err(start, "invalid named capture".into()));
+                            }
+                            self.pos += end + 1;
+                        } else {
+                            self.pos += 1;
+                            let group = self.parse_flags(&mut inner, start)?;
+                            if !group {
+                                // `(?i)`: flags for the rest of this group.
+                                *flags = inner;
+                                continue;
+                            }
+                        }
+                    }
+                    let node = self.parse_alt(&mut inner, depth + 1)?;
+                    if self.peek() != Some(')') {
+                        return Err(err(start, "missing closing )".into()));
+                    }
+                    self.pos += 1;
+                    items.push(node);
+                }
+                '[' => {
+                    let cls = self.parse_class(*flags)?;
+                    items.push(Node::Class(cls));
+                }
+                '.' => {
+                    self.pos += 1;
+                    items.push(Node::Any {
+                        newline: flags.dot_nl,
+                    });
+                }
+                '^' => {
+                    self.pos += 1;
+                    items.push(Node::Assert(if flags.multi_line {
+                        Assert::BeginLine
+                    } else {
+                        Assert::BeginText
+                    }));
+                }
+                '$' => {
+                    self.pos += 1;
+                    items.push(Node::Assert(if flags.multi_line {
+                        Assert::EndLine
+                    } else {
+                        Assert::EndText
+                    }));
+                }
+                '\\' => {
+                    let next = self.rest()[1..].chars().next();
+                    let node = match next {
+                        Some('A') => Node::Assert(Assert::BeginText),
+                        Some('z') => Node::Assert(Assert::EndText),
+                        Some('b') => Node::Assert(Assert::WordBoundary),
+                        Some('B') => Node::Assert(Assert::NotWordBoundary),
+                        Some('Q') => {
+                            self.pos += 2;
+                            let lit = match self.rest().find("\\E") {
+                                Some(i) => {
+                                    let s = &self.rest()[..i];
+                                    self.pos += i + 2;
+                                    s
+                                }
+                                None => {
+                                    let s = self.rest();
+                                    self.pos = self.src.len();
+                                    s
+                                }
+                            };
+                            let lit: Vec<Node> =
+                                lit.chars().map(|c| Node::Char(c, flags.fold)).collect();
+                            can_repeat = !lit.is_empty() || can_repeat;
+                            last_repeat = last_repeat && lit.is_empty();
+                            items.extend(lit);
+                            continue;
+                        }
+                        Some(c) => match perl_class(c) {
+                            Some((ranges, neg)) => Node::Class(Class {
+                                items: vec![(ranges.to_vec(), neg)],
+                                negated: false,
+                                fold: flags.fold,
+                            }),
+                            None => {
+                                let ch = self.parse_escape(start)?;
+                                items.push(Node::Char(ch, flags.fold));
+                                can_repeat = true;
+                                last_repeat = false;
+                                continue;
+                            }
+                        },
+                        None => {
+                            return Err(err(
+                                start,
+                                "trailing backslash at end of expression".into(),
+                            ));
+                        }
+                    };
+                    self.pos += 2;
+                    items.push(node);
+                }
+                _ => {
+                    self.pos += c.len_utf8();
+                    items.push(Node::Char(c, flags.fold));
+                }
+            }
+            can_repeat = true;
+            last_repeat = false;
+        }
+        Ok(match items.len() {
+            0 => Node::Empty,
+            1 => items.pop().unwrap(),
+            _ => Node::Concat(items),
+        })
+    }
+
+    /// After `(?`: flags then `)` (returns false) or `:` (a group, true).
+    fn parse_flags(&mut self, flags: &mut Flags, start: usize) -> Result<bool, RegexError> {
+        let mut negate = false;
+        let mut saw = false;
+        while let Some(c) = self.bump() {
+            match c {
+                'i' => flags.fold = !negate,
+                'm' => flags.multi_line = !negate,
+                's' => flags.dot_nl = !negate,
+                'U' => {}
+                '-' if !negate => {
+                    negate = true;
+                    saw = false;
+                    continue;
+                }
+                ':' | ')' => {
+                    if negate && !saw {
+                        break;
+                    }
+                    return Ok(c == ':');
+                }
+                _ => break,
+            }
+            saw = true;
+        }
+        Err(err(
+            start,
+            "invalid Perl group syntax (RE2 has no lookaround, comments or backreferences)".into(),
+        ))
+    }
+
+    /// `{n}`, `{n,}`, `{n,m}` at the cursor; None if it is not one (then
+    /// `{` is a literal, as in Go). Moves past it on success.
+    fn parse_counts(&mut self) -> Option<Result<(u32, Option<u32>), RegexError>> {
+        let start = self.pos;
+        let s = &self.src[self.pos + 1..];
+        let (min, s) = parse_int(s)?;
+        let (max, s) = match s.strip_prefix(',') {
+            None => (Some(min), s),
+            Some(s) if s.starts_with('}') => (None, s),
+            Some(s) => {
+                let (m, s) = parse_int(s)?;
+                (Some(m), s)
+            }
+        };
+        let rest = s.strip_prefix('}')?;
+        self.pos = self.src.len() - rest.len();
+        let cap = u64::from(MAX_REPEAT);
+        if min > cap || max.is_some_and(|m| m > cap || min > m) {
+            return Some(Err(err(start, "invalid repeat count".into())));
+        }
+        Some(Ok((min as u32, max.map(|m| m as u32))))
+    }
+
+    fn parse_class(&mut self, flags: Flags) -> Result<Class, RegexError> {
+        let start = self.pos;
+        self.pos += 1;
+        let negated = if self.peek() == Some('^') {
+            self.pos += 1;
+            true
+        } else {
+            false
+        };
+        let mut items: Vec<(Vec<(char, char)>, bool)> = Vec::new();
+        let mut plain: Vec<(char, char)> = Vec::new();
+        let mut first = true;
+        loop {
+            let Some(c) = self.peek() else {
+                return Err(err(start, "missing closing ]".into()));
+            };
+            if c == ']' && !first {
+                self.pos += 1;
+                break;
+            }
+            first = false;
+            let here = self.pos;
+            if self.rest().starts_with("[:")
+                && let Some(end) = self.rest()[2..].find(":]")
+            {
+                let name = &self.rest()[2..2 + end];
+                let (neg, name) = match name.strip_prefix('^') {
+                    Some(n) => (true, n),
+                    None => (false, name),
+                };
+                let Some(ranges) = posix_class(name) else {
+                    return Err(err(here, "invalid character class range".into()));
+                };
+                items.push((ranges.to_vec(), neg));
+                self.pos += 2 + end + 2;
+                continue;
+            }
+            if c == '\\'
+                && let Some((ranges, neg)) = self.rest()[1..].chars().next().and_then(perl_class)
+            {
+                items.push((ranges.to_vec(), neg));
+                self.pos += 2;
+                continue;
+            }
+            let lo = self.class_char(start)?;
+            let mut hi = lo;
+            if self.rest().starts_with('-')
+                && !self.rest().starts_with("-]")
+                && self.rest().len() > 1
+            {
+                self.pos += 1;
+                hi = self.class_char(start)?;
+                if hi < lo {
+                    return Err(err(here, "invalid character class range".into()));
+                }
+            }
+            plain.push((lo, hi));
+        }
+        if !plain.is_empty() {
+            items.push((plain, false));
+        }
+        Ok(Class {
+            items,
+            negated,
+            fold: flags.fold,
+        })
+    }
+
+    fn class_char(&mut self, class_start: usize) -> Result<char, RegexError> {
+        match self.peek() {
+            None => Err(err(class_start, "missing closing ]".into())),
+            Some('\\') => {
+                let here = self.pos;
+                if matches!(self.rest()[1..].chars().next(), Some('p' | 'P')) {
+                    return Err(err(here, "unicode classes (\\p) are not supported".into()));
+                }
+                self.parse_escape(here)
+            }
+            Some(c) => {
+                self.pos += c.len_utf8();
+                Ok(c)
+            }
+        }
+    }
+
+    /// A single-character escape at the cursor (`\n`, `\x41`, `\.`, octal).
+    fn parse_escape(&mut self, at: usize) -> Result<char, RegexError> {
+        self.pos += 1;
+        let Some(c) = self.bump() else {
+            return Err(err(at, "trailing backslash at end of expression".into()));
+        };
+        let bad = || err(at, "invalid escape sequence".into());
+        Ok(match c {
+            'a' => '\x07',
+            'f' => '\x0c',
+            'n' => '\n',
+            'r' => '\r',
+            't' => '\t',
+            'v' => '\x0b',
+            '1'..='7' | '0' => {
+                if c != '0' && !matches!(self.peek(), Some('0'..='7')) {
+                    return Err(bad());
+                }
+                let mut v = c as u32 - '0' as u32;
+                for _ in 0..2 {
+                    match self.peek() {
+                        Some(d @ '0'..='7') => {
+                            v = v * 8 + (d as u32 - '0' as u32);
+                            self.pos += 1;
+                        }
+                        _ => break,
+                    }
+                }
+                char::from_u32(v).ok_or_else(bad)?
+            }
+            'x' => {
+                if self.peek() == Some('{') {
+                    self.pos += 1;
+                    let end = self.rest().find('}').ok_or_else(bad)?;
+                    let hex = &self.rest()[..end];
+                    if hex.is_empty()
+                        || hex.len() > 8
+                        || !hex.chars().all(|c| c.is_ascii_hexdigit())
+                    {
+                        return Err(bad());
+                    }
+                    let v = u32::from_str_radix(hex, 16).map_err(|_| bad())?;
+                    self.pos += end + 1;
+                    if v > 0x10FFFF {
+                        return Err(bad());
+                    }
+                    char::from_u32(v).ok_or_else(bad)?
+                } else {
+                    let hex = self.rest().get(..2).ok_or_else(bad)?;
+                    if !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+                        return Err(bad());
+                    }
+                    self.pos += 2;
+                    char::from_u32(u32::from_str_radix(hex, 16).map_err(|_| bad())?)
+                        .ok_or_else(bad)?
+                }
+            }
+            'p' | 'P' => return Err(err(at, "unicode classes (\\p) are not supported".into())),
+            c if c.is_ascii() && !c.is_ascii_alphanumeric() => c,
+            _ => return Err(bad()),
+        })
+    }
+}
+
+/// Go's parseInt for repeat counts: digits, no leading zero; huge → over cap.
+fn parse_int(s: &str) -> Option<(u64, &str)> {
+    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 || (digits >= 2 && s.starts_with('0')) {
+        return None;
+    }
+    let v = if digits > 8 {
+        u64::MAX
+    } else {
+        s[..digits].parse().ok()?
+    };
+    Some((v, &s[digits..]))
+}
+
+/// Go's repeatIsValid: nested counted repeats may not multiply beyond `n`.
+fn repeat_ok(node: &Node, mut n: u32) -> bool {
+    match node {
+        Node::Repeat {
+            node,
+            min,
+            max,
+            counted,
+        } => {
+            if *counted {
+                let m = match max {
+                    Some(0) => return true,
+                    Some(m) => *m,
+                    None => *min,
+                };
+                if m > n {
+                    return false;
+                }
+                if let Some(q) = n.checked_div(m) {
+                    n = q;
+                }
+            }
+            repeat_ok(node, n)
+        }
+        Node::Concat(v) | Node::Alt(v) => v.iter().all(|x| repeat_ok(x, n)),
+        _ => true,
+    }
+}
+
+// ---- compiler ----
+
+struct Compiler {
+    prog: Vec<Inst>,
+    classes: Vec<Class>,
+}
+
+impl Compiler {
+    fn push(&mut self, i: Inst) -> Result<usize, ()> {
+        if self.prog.len() >= MAX_PROGRAM {
+            return Err(());
+        }
+        self.prog.push(i);
+        Ok(self.prog.len() - 1)
+    }
+
+    fn emit_node(&mut self, node: &Node) -> Result<(), ()> {
+        match node {
+            Node::Empty => {}
+            Node::Char(c, f) => {
+                self.push(Inst::Char(*c, *f))?;
+            }
+            Node::Class(c) => {
+                self.classes.push(c.clone());
+                self.push(Inst::Class(self.classes.len() - 1))?;
+            }
+            Node::Any { newline } => {
+                self.push(Inst::Any { newline: *newline })?;
+            }
+            Node::Assert(a) => {
+                self.push(Inst::Assert(*a))?;
+            }
+            Node::Concat(v) => {
+                for x in v {
+                    self.emit_node(x)?;
+                }
+            }
+            Node::Alt(v) => {
+                let mut jumps = Vec::new();
+                for (i, x) in v.iter().enumerate() {
+                    if i + 1 < v.len() {
+                        let split = self.push(Inst::Split(0, 0))?;
+                        self.emit_node(x)?;
+                        jumps.push(self.push(Inst::Jmp(0))?);
+                        let next = self.prog.len();
+                        self.prog[split] = Inst::Split(split + 1, next);
+                    } else {
+                        self.emit_node(x)?;
+                    }
+                }
+                let end = self.prog.len();
+                for j in jumps {
+                    self.prog[j] = Inst::Jmp(end);
+                }
+            }
+            Node::Repeat { node, min, max, .. } => {
+                for _ in 0..*min {
+                    self.emit_node(node)?;
+                }
+                match max {
+                    None => {
+                        // x*: L: split(body, out); body; jmp L
+                        let split = self.push(Inst::Split(0, 0))?;
+                        self.emit_node(node)?;
+                        self.push(Inst::Jmp(split))?;
+                        let out = self.prog.len();
+                        self.prog[split] = Inst::Split(split + 1, out);
+                    }
+                    Some(max) => {
+                        let mut splits = Vec::new();
+                        for _ in *min..*max {
+                            splits.push(self.push(Inst::Split(0, 0))?);
+                            self.emit_node(node)?;
+                        }
+                        let out = self.prog.len();
+                        for s in splits {
+                            self.prog[s] = Inst::Split(s + 1, out);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(p: &str, t: &str) -> bool {
+        Regex::new(p)
+            .unwrap_or_else(|e| panic!("{p}: {e}"))
+            .is_match(t)
+    }
+
+    #[test]
+    fn basics() {
+        assert!(m("^AVX", "AVX512F"));
+        assert!(!m("^AVX", "XAVX"));
+        assert!(m("10de", "0x10de"));
+        assert!(m("^0(3|2)0[02]$", "0302"));
+        assert!(!m("^0(3|2)0[02]$", "03020"));
+        assert!(m("", ""));
+        assert!(m("a|", "zzz"));
+        assert!(m("(?i)nvidia", "NVIDIA Corp"));
+        assert!(m("(?i)[a-z]+$", "ABC"));
+        assert!(m("(?i)k", "\u{212A}"));
+        assert!(m(r"\bfoo\b", "a foo b"));
+        assert!(!m(r"\bfoo\b", "afoob"));
+        assert!(m("a{2,3}$", "caaa"));
+        assert!(!m("^a{2,3}$", "aaaa"));
+        assert!(m("^[[:xdigit:]]{4}$", "10dE"));
+        assert!(m(r"^\d+\.\d+", "9.6"));
+        assert!(m("(?m)^b$", "a\nb\nc"));
+        assert!(!m("^b$", "a\nb\nc"));
+        assert!(m("(?s)a.b", "a\nb"));
+        assert!(!m("a.b", "a\nb"));
+        assert!(m(r"\Qa.b\E", "xa.b"));
+        assert!(!m(r"\Qa.b\E", "axb"));
+        assert!(m("(?P<x>ab)+?c", "ababc"));
+        assert!(m("[^\\d]", "a1"));
+        assert!(m("é+", "café"));
+        assert!(m("x*", "anything"));
+        assert!(m("a{,2}", "a{,2}"));
+        assert!(m("a{01}", "a{01}"));
+    }
+
+    #[test]
+    fn errors_have_offsets() {
+        for (p, off) in [
+            ("ab(", 2),
+            ("a)", 1),
+            ("a**", 2),
+            ("*a", 0),
+            ("x{1001}", 1),
+            ("[z-a]", 1),
+            ("(?=x)", 0),
+            ("\\pL", 0),
+            ("a\\", 1),
+            ("\\1", 0),
+            ("((a{100}){100})", 9),
+            ("[abc", 0),
+        ] {
+            let e = Regex::new(p).expect_err(p);
+            assert_eq!(e.offset, off, "{p}: {e}");
+        }
+    }
+
+    #[test]
+    fn program_size_is_capped() {
+        // Each counted repeat is within Go's limits; together they are not.
+        let e = Regex::new(&"x{1000}".repeat(21)).expect_err("too large");
+        assert!(e.message.contains("too large"), "{e}");
+        assert!(Regex::new("[0-9a-f]{1000}").is_ok());
+    }
+
+    #[test]
+    fn linear_on_pathological_input() {
+        // (a*)*b on a long run of a's backtracks exponentially elsewhere.
+        let re = Regex::new("(a*)*(a|aa)*b").unwrap();
+        assert!(!re.is_match(&"a".repeat(5000)));
+    }
+}

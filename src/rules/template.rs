@@ -1,0 +1,1221 @@
+//! The part of Go's `text/template` that NFD rule templates use, std only.
+//! Parsed at render (errors carry the byte offset, see `line_col`) and at
+//! boot, executed against the matched features with `missingkey=error`, then
+//! split into `key=value` pairs as NFD's `ExpandMap` does.
+//!
+//! Supported: text; `{{ .a.b }}`; `$`, `$x`, `$x.f`; `{{ $x := … }}` and
+//! `{{ $x = … }}`; `if`/`else if`/`else`/`end`; `range` (with `$i, $e :=`
+//! and `else`); `len` (also as `… | len`); parentheses; string, integer and
+//! `true`/`false` literals; `{{-`/`-}}` trimming; `{{/* comments */}}`.
+//! Everything else (other functions, `with`, `define`, `template`, `block`,
+//! `break`, `continue`, other number forms) is refused at parse time.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt::{self, Write};
+
+use super::Element;
+
+/// Template data: `.<domain>.<feature>` → matched elements.
+pub type Data = BTreeMap<String, BTreeMap<String, Vec<Element>>>;
+
+/// NFD's `MaxTemplateSize`.
+pub const MAX_SOURCE: usize = 64 * 1024;
+/// Output cap (labels are short; a runaway template stops here).
+pub const MAX_OUTPUT: usize = 64 * 1024;
+/// Executed actions and loop iterations per run.
+pub const MAX_STEPS: usize = 100_000;
+/// Nesting of blocks and parentheses.
+const MAX_DEPTH: usize = 32;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TemplateError {
+    /// Byte offset in the template source.
+    pub offset: usize,
+    pub message: String,
+}
+
+impl fmt::Display for TemplateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at byte {}", self.message, self.offset)
+    }
+}
+
+impl std::error::Error for TemplateError {}
+
+/// 1-based line and column (in characters) of a byte offset in `src`.
+pub fn line_col(src: &str, offset: usize) -> (usize, usize) {
+    let mut end = offset.min(src.len());
+    while !src.is_char_boundary(end) {
+        end -= 1;
+    }
+    let before = &src[..end];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+    (line, col)
+}
+
+#[derive(Debug, Clone)]
+pub struct Template {
+    nodes: Vec<Node>,
+}
+
+#[derive(Debug, Clone)]
+enum Node {
+    Text(String),
+    /// Prints the pipeline's value unless it declares a variable.
+    Action(Pipe),
+    If {
+        pipe: Pipe,
+        then: Vec<Node>,
+        otherwise: Vec<Node>,
+    },
+    Range {
+        pipe: Pipe,
+        body: Vec<Node>,
+        otherwise: Vec<Node>,
+    },
+}
+
+#[derive(Debug, Clone)]
+struct Pipe {
+    /// Declared or assigned variables (`$i, $e :=` in range).
+    vars: Vec<String>,
+    assign: bool,
+    cmds: Vec<Cmd>,
+}
+
+#[derive(Debug, Clone)]
+enum Cmd {
+    Operand(Operand),
+    /// `len X`, or `len` receiving the previous command's value.
+    Len(Option<Operand>),
+}
+
+#[derive(Debug, Clone)]
+enum Operand {
+    /// `.a.b` on dot (empty chain = dot itself).
+    Field(Vec<String>),
+    /// `$x.a.b` (`$` is the root).
+    Var(String, Vec<String>),
+    Str(String),
+    Int(i64),
+    Bool(bool),
+    Paren(Box<Pipe>),
+}
+
+// ---- lexer ----
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Field(Vec<String>),
+    Var(String, Vec<String>),
+    Ident(String),
+    Str(String),
+    Int(i64),
+    LParen,
+    RParen,
+    Pipe,
+    Declare,
+    Assign,
+    Comma,
+}
+
+enum Item {
+    Text(String),
+    /// Tokens with offsets; the offset of `{{`.
+    Action(Vec<(Tok, usize)>, usize),
+}
+
+fn terr(offset: usize, message: impl Into<String>) -> TemplateError {
+    TemplateError {
+        offset,
+        message: message.into(),
+    }
+}
+
+fn is_space(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\r' | b'\n')
+}
+
+fn lex(src: &str) -> Result<Vec<Item>, TemplateError> {
+    let b = src.as_bytes();
+    let mut items = Vec::new();
+    let mut pos = 0;
+    let mut trim_next = false;
+    while pos <= b.len() {
+        let open = src[pos..].find("{{").map(|i| pos + i);
+        let text_end = open.unwrap_or(b.len());
+        let mut text = &src[pos..text_end];
+        if trim_next {
+            text = text.trim_start_matches([' ', '\t', '\r', '\n']);
+        }
+        let Some(open) = open else {
+            if !text.is_empty() {
+                items.push(Item::Text(text.to_string()));
+            }
+            break;
+        };
+        let mut i = open + 2;
+        if b.get(i) == Some(&b'-') && b.get(i + 1).is_some_and(|&c| is_space(c)) {
+            text = text.trim_end_matches([' ', '\t', '\r', '\n']);
+            i += 2;
+        }
+        if !text.is_empty() {
+            items.push(Item::Text(text.to_string()));
+        }
+        while i < b.len() && is_space(b[i]) {
+            i += 1;
+        }
+        // A comment must start right after the delimiter (and trim marker).
+        let after_delim = if src[open + 2..].starts_with("- ") || src[open + 2..].starts_with("-\t")
+        {
+            open + 4
+        } else {
+            open + 2
+        };
+        if src[after_delim..].starts_with("/*") {
+            let Some(end) = src[after_delim + 2..].find("*/") else {
+                return Err(terr(open, "unclosed comment"));
+            };
+            let mut j = after_delim + 2 + end + 2;
+            if src[j..].starts_with("}}") {
+                trim_next = false;
+                pos = j + 2;
+            } else if b.get(j).is_some_and(|&c| is_space(c)) && src[j + 1..].starts_with("-}}") {
+                j += 4;
+                trim_next = true;
+                pos = j;
+            } else {
+                return Err(terr(open, "comment ends before closing delimiter"));
+            }
+            continue;
+        }
+        let mut toks = Vec::new();
+        loop {
+            if i >= b.len() {
+                return Err(terr(open, "unclosed action"));
+            }
+            let c = b[i];
+            if is_space(c) {
+                let ws = i;
+                while i < b.len() && is_space(b[i]) {
+                    i += 1;
+                }
+                if src[i..].starts_with("-}}") {
+                    trim_next = true;
+                    pos = i + 3;
+                    break;
+                }
+                let _ = ws;
+                continue;
+            }
+            if src[i..].starts_with("}}") {
+                trim_next = false;
+                pos = i + 2;
+                break;
+            }
+            let start = i;
+            let tok = match c {
+                b'(' => {
+                    i += 1;
+                    Tok::LParen
+                }
+                b')' => {
+                    i += 1;
+                    Tok::RParen
+                }
+                b'|' => {
+                    i += 1;
+                    Tok::Pipe
+                }
+                b',' => {
+                    i += 1;
+                    Tok::Comma
+                }
+                b'=' => {
+                    i += 1;
+                    Tok::Assign
+                }
+                b':' if b.get(i + 1) == Some(&b'=') => {
+                    i += 2;
+                    Tok::Declare
+                }
+                b'.' => {
+                    let (chain, j) = lex_chain(src, i, start)?;
+                    i = j;
+                    Tok::Field(chain)
+                }
+                b'$' => {
+                    let j = ident_end(src, i + 1);
+                    let name = src[i..j].to_string();
+                    i = j;
+                    let (chain, j) = if b.get(i) == Some(&b'.') {
+                        lex_chain(src, i, start)?
+                    } else {
+                        (Vec::new(), i)
+                    };
+                    i = j;
+                    Tok::Var(name, chain)
+                }
+                b'"' => {
+                    let (s, j) = lex_quoted(src, i)?;
+                    i = j;
+                    Tok::Str(s)
+                }
+                b'`' => {
+                    let Some(end) = src[i + 1..].find('`') else {
+                        return Err(terr(i, "unterminated raw quoted string"));
+                    };
+                    let s = &src[i + 1..i + 1 + end];
+                    if s.contains('\r') {
+                        return Err(terr(i, "carriage return in raw string is not supported"));
+                    }
+                    i += end + 2;
+                    Tok::Str(s.to_string())
+                }
+                b'-' | b'+' | b'0'..=b'9' => {
+                    let mut j = i + 1;
+                    while j < b.len()
+                        && (b[j].is_ascii_alphanumeric() || matches!(b[j], b'_' | b'.'))
+                    {
+                        j += 1;
+                    }
+                    let text = &src[i..j];
+                    let digits = text.trim_start_matches(['-', '+']);
+                    let plain = text.len() - digits.len() <= 1
+                        && !digits.is_empty()
+                        && digits.bytes().all(|d| d.is_ascii_digit())
+                        && (digits == "0" || !digits.starts_with('0'));
+                    let v = if plain {
+                        text.parse::<i64>().ok()
+                    } else {
+                        None
+                    };
+                    let Some(v) = v else {
+                        // Go's other number forms (octal, hex, floats, `1_000`)
+                        // are refused; anything else is no number at all.
+                        let go_number = digits.starts_with(|c: char| c.is_ascii_digit());
+                        let why = if go_number {
+                            "unsupported number (only decimal integers)"
+                        } else {
+                            "bad number syntax"
+                        };
+                        return Err(terr(i, format!("{why}: {text:?}")));
+                    };
+                    i = j;
+                    Tok::Int(v)
+                }
+                c if c.is_ascii_alphabetic() || c == b'_' || c >= 0x80 => {
+                    let j = ident_end(src, i);
+                    if j == i {
+                        return Err(terr(i, "unexpected character in action"));
+                    }
+                    let name = src[i..j].to_string();
+                    i = j;
+                    if b.get(i) == Some(&b'.') {
+                        return Err(terr(start, format!("unexpected '.' after {name:?}")));
+                    }
+                    Tok::Ident(name)
+                }
+                b'\'' => return Err(terr(i, "character constants are not supported")),
+                _ => return Err(terr(i, "unexpected character in action")),
+            };
+            toks.push((tok, start));
+        }
+        items.push(Item::Action(toks, open));
+    }
+    Ok(items)
+}
+
+fn ident_end(src: &str, mut i: usize) -> usize {
+    for c in src[i..].chars() {
+        if c.is_alphanumeric() || c == '_' {
+            i += c.len_utf8();
+        } else {
+            break;
+        }
+    }
+    i
+}
+
+/// `.a.b.c` (or lone `.`) starting at `i`.
+fn lex_chain(src: &str, mut i: usize, start: usize) -> Result<(Vec<String>, usize), TemplateError> {
+    let b = src.as_bytes();
+    let mut chain = Vec::new();
+    while b.get(i) == Some(&b'.') {
+        let j = ident_end(src, i + 1);
+        if j == i + 1 {
+            if chain.is_empty() && !src[j..].starts_with('.') {
+                return Ok((chain, j));
+            }
+            return Err(terr(start, "bad field name"));
+        }
+        chain.push(src[i + 1..j].to_string());
+        i = j;
+    }
+    if b.get(i)
+        .is_some_and(|&c| c == b'(' || c == b'"' || c == b'$')
+    {
+        return Err(terr(start, "unexpected character after field"));
+    }
+    Ok((chain, i))
+}
+
+/// A Go double-quoted string at `i`; returns the value and the end offset.
+fn lex_quoted(src: &str, i: usize) -> Result<(String, usize), TemplateError> {
+    let mut out = String::new();
+    let mut it = src[i + 1..].char_indices();
+    let bad = |at: usize| terr(i + 1 + at, "bad escape in string");
+    while let Some((k, c)) = it.next() {
+        match c {
+            '"' => return Ok((out, i + 1 + k + 1)),
+            '\n' => break,
+            '\\' => {
+                let Some((k2, e)) = it.next() else { break };
+                let hex = |it: &mut std::str::CharIndices, n: usize| -> Option<u32> {
+                    let mut v = 0u32;
+                    for _ in 0..n {
+                        v = v * 16 + it.next()?.1.to_digit(16)?;
+                    }
+                    Some(v)
+                };
+                let ch = match e {
+                    'a' => '\x07',
+                    'b' => '\x08',
+                    'f' => '\x0c',
+                    'n' => '\n',
+                    'r' => '\r',
+                    't' => '\t',
+                    'v' => '\x0b',
+                    '\\' => '\\',
+                    '"' => '"',
+                    'x' => hex(&mut it, 2)
+                        .filter(|&v| v < 0x80)
+                        .and_then(char::from_u32)
+                        .ok_or_else(|| bad(k2))?,
+                    'u' => hex(&mut it, 4)
+                        .and_then(char::from_u32)
+                        .ok_or_else(|| bad(k2))?,
+                    'U' => hex(&mut it, 8)
+                        .and_then(char::from_u32)
+                        .ok_or_else(|| bad(k2))?,
+                    '0'..='7' => {
+                        let mut v = e.to_digit(8).unwrap_or(0);
+                        for _ in 0..2 {
+                            v = v * 8
+                                + it.next()
+                                    .and_then(|(_, d)| d.to_digit(8))
+                                    .ok_or_else(|| bad(k2))?;
+                        }
+                        char::from_u32(v)
+                            .filter(|_| v < 0x80)
+                            .ok_or_else(|| bad(k2))?
+                    }
+                    _ => return Err(bad(k2)),
+                };
+                out.push(ch);
+            }
+            c => out.push(c),
+        }
+    }
+    Err(terr(i, "unterminated quoted string"))
+}
+
+/// Go's own template functions are refused as unsupported; other names
+/// (sprig's among them) are not defined here at all.
+fn unknown_function(name: &str, at: usize) -> TemplateError {
+    const GO_BUILTINS: &[&str] = &[
+        "and", "call", "html", "index", "slice", "js", "len", "not", "or", "print", "printf",
+        "println", "urlquery", "eq", "ge", "gt", "le", "lt", "ne",
+    ];
+    if GO_BUILTINS.contains(&name) {
+        let what = if name == "len" {
+            "len anywhere but first in a command is"
+        } else {
+            "this function is"
+        };
+        terr(
+            at,
+            format!("{name:?}: {what} not supported in node rules (only len X and X | len)"),
+        )
+    } else {
+        terr(
+            at,
+            format!("function {name:?} not defined (node rules have only len)"),
+        )
+    }
+}
+
+// ---- parser ----
+
+struct Parser {
+    items: std::vec::IntoIter<Item>,
+    /// Variables in scope (for "undefined variable" at parse time, as Go).
+    vars: Vec<String>,
+}
+
+/// How a block's item list ended.
+enum Stop {
+    Eof,
+    End(usize),
+    Else(usize),
+    ElseIf(Pipe, usize),
+}
+
+pub fn parse(src: &str) -> Result<Template, TemplateError> {
+    if src.len() > MAX_SOURCE {
+        return Err(terr(0, format!("template larger than {MAX_SOURCE} bytes")));
+    }
+    let mut p = Parser {
+        items: lex(src)?.into_iter(),
+        vars: vec!["$".into()],
+    };
+    let (nodes, end) = p.list(0)?;
+    match end {
+        Stop::Eof => Ok(Template { nodes }),
+        Stop::End(at) => Err(terr(at, "unexpected {{end}}")),
+        Stop::Else(at) | Stop::ElseIf(_, at) => Err(terr(at, "unexpected {{else}}")),
+    }
+}
+
+impl Parser {
+    fn list(&mut self, depth: usize) -> Result<(Vec<Node>, Stop), TemplateError> {
+        let mut nodes = Vec::new();
+        while let Some(item) = self.items.next() {
+            let (toks, at) = match item {
+                Item::Text(t) => {
+                    nodes.push(Node::Text(t));
+                    continue;
+                }
+                Item::Action(toks, at) => (toks, at),
+            };
+            let Some((first, _)) = toks.first() else {
+                return Err(terr(at, "missing value for command"));
+            };
+            let kw = match first {
+                Tok::Ident(k) => k.as_str(),
+                _ => "",
+            };
+            match kw {
+                "end" => {
+                    if toks.len() > 1 {
+                        return Err(terr(at, "unexpected tokens after end"));
+                    }
+                    return Ok((nodes, Stop::End(at)));
+                }
+                "else" => {
+                    if toks.len() == 1 {
+                        return Ok((nodes, Stop::Else(at)));
+                    }
+                    if toks[1].0 == Tok::Ident("if".into()) {
+                        let pipe = self.pipe(&toks[2..], at, false)?;
+                        return Ok((nodes, Stop::ElseIf(pipe, at)));
+                    }
+                    return Err(terr(
+                        toks[1].1,
+                        "only {{else}} and {{else if}} are supported",
+                    ));
+                }
+                "if" | "range" => {
+                    if depth >= MAX_DEPTH {
+                        return Err(terr(at, format!("blocks nested deeper than {MAX_DEPTH}")));
+                    }
+                    let mark = self.vars.len();
+                    let node = if kw == "if" {
+                        self.if_rest(&toks[1..], at, depth)?
+                    } else {
+                        self.range_rest(&toks[1..], at, depth)?
+                    };
+                    self.vars.truncate(mark);
+                    nodes.push(node);
+                }
+                "with" | "define" | "template" | "block" | "break" | "continue" => {
+                    return Err(terr(
+                        at,
+                        format!("{{{{{kw}}}}} is not supported in node rules"),
+                    ));
+                }
+                _ => {
+                    let pipe = self.pipe(&toks, at, false)?;
+                    nodes.push(Node::Action(pipe));
+                }
+            }
+        }
+        Ok((nodes, Stop::Eof))
+    }
+
+    fn if_rest(
+        &mut self,
+        toks: &[(Tok, usize)],
+        at: usize,
+        depth: usize,
+    ) -> Result<Node, TemplateError> {
+        let pipe = self.pipe(toks, at, false)?;
+        let (then, end) = self.list(depth + 1)?;
+        let otherwise = match end {
+            Stop::Eof => return Err(terr(at, "unexpected EOF: missing {{end}}")),
+            Stop::End(_) => Vec::new(),
+            Stop::Else(_) => self.expect_end(at, depth)?,
+            Stop::ElseIf(pipe2, at2) => {
+                // `{{else if}}` is an `if` nested in the else branch, sharing the `{{end}}`.
+                let (then2, end2) = self.list(depth + 1)?;
+                let rest = self.else_chain(end2, at2, depth)?;
+                vec![Node::If {
+                    pipe: pipe2,
+                    then: then2,
+                    otherwise: rest,
+                }]
+            }
+        };
+        Ok(Node::If {
+            pipe,
+            then,
+            otherwise,
+        })
+    }
+
+    fn else_chain(
+        &mut self,
+        end: Stop,
+        at: usize,
+        depth: usize,
+    ) -> Result<Vec<Node>, TemplateError> {
+        match end {
+            Stop::Eof => Err(terr(at, "unexpected EOF: missing {{end}}")),
+            Stop::End(_) => Ok(Vec::new()),
+            Stop::Else(_) => self.expect_end(at, depth),
+            Stop::ElseIf(pipe, at2) => {
+                if depth >= MAX_DEPTH {
+                    return Err(terr(at2, format!("blocks nested deeper than {MAX_DEPTH}")));
+                }
+                let (then, end2) = self.list(depth + 1)?;
+                let otherwise = self.else_chain(end2, at2, depth + 1)?;
+                Ok(vec![Node::If {
+                    pipe,
+                    then,
+                    otherwise,
+                }])
+            }
+        }
+    }
+
+    fn expect_end(&mut self, at: usize, depth: usize) -> Result<Vec<Node>, TemplateError> {
+        let (nodes, end) = self.list(depth + 1)?;
+        match end {
+            Stop::End(_) => Ok(nodes),
+            Stop::Eof => Err(terr(at, "unexpected EOF: missing {{end}}")),
+            Stop::Else(a) | Stop::ElseIf(_, a) => Err(terr(a, "expected {{end}}, found {{else}}")),
+        }
+    }
+
+    fn range_rest(
+        &mut self,
+        toks: &[(Tok, usize)],
+        at: usize,
+        depth: usize,
+    ) -> Result<Node, TemplateError> {
+        let pipe = self.pipe(toks, at, true)?;
+        let (body, end) = self.list(depth + 1)?;
+        let otherwise = match end {
+            Stop::Eof => return Err(terr(at, "unexpected EOF: missing {{end}}")),
+            Stop::End(_) => Vec::new(),
+            Stop::Else(_) => self.expect_end(at, depth)?,
+            Stop::ElseIf(_, a) => return Err(terr(a, "{{else if}} inside {{range}}")),
+        };
+        Ok(Node::Range {
+            pipe,
+            body,
+            otherwise,
+        })
+    }
+
+    /// A pipeline: optional `$x :=` (or `$i, $e :=` in range), then commands.
+    fn pipe(
+        &mut self,
+        toks: &[(Tok, usize)],
+        at: usize,
+        in_range: bool,
+    ) -> Result<Pipe, TemplateError> {
+        let mut toks = toks;
+        let mut vars = Vec::new();
+        let mut assign = false;
+        // Look for a declaration prefix.
+        let decl_len = match toks {
+            [(Tok::Var(a, c), _), (Tok::Declare | Tok::Assign, _), ..] if c.is_empty() => {
+                vars.push(a.clone());
+                assign = matches!(toks[1].0, Tok::Assign);
+                2
+            }
+            [
+                (Tok::Var(a, c1), _),
+                (Tok::Comma, _),
+                (Tok::Var(b, c2), _),
+                (Tok::Declare | Tok::Assign, _),
+                ..,
+            ] if in_range && c1.is_empty() && c2.is_empty() => {
+                vars.push(a.clone());
+                vars.push(b.clone());
+                assign = matches!(toks[3].0, Tok::Assign);
+                4
+            }
+            _ => 0,
+        };
+        toks = &toks[decl_len..];
+        // Go declares the variables before parsing the commands (so
+        // `$x := $x` parses, and fails only when run).
+        if assign {
+            for v in &vars {
+                if !self.vars.contains(v) {
+                    return Err(terr(at, format!("undefined variable {v:?}")));
+                }
+            }
+        } else {
+            self.vars.extend(vars.iter().cloned());
+        }
+        let cmds = self.commands(toks, at, 0)?;
+        Ok(Pipe { vars, assign, cmds })
+    }
+
+    fn commands(
+        &mut self,
+        toks: &[(Tok, usize)],
+        at: usize,
+        depth: usize,
+    ) -> Result<Vec<Cmd>, TemplateError> {
+        if depth > MAX_DEPTH {
+            return Err(terr(at, "parentheses nested too deep"));
+        }
+        let mut cmds = Vec::new();
+        let mut i = 0;
+        loop {
+            let start = i;
+            let mut operands: Vec<(Operand, usize)> = Vec::new();
+            let mut len_at = None;
+            while i < toks.len() && toks[i].0 != Tok::Pipe {
+                let (tok, off) = &toks[i];
+                let op = match tok {
+                    Tok::Ident(name) if name == "len" && i == start => {
+                        len_at = Some(*off);
+                        i += 1;
+                        continue;
+                    }
+                    Tok::Ident(name) if name == "true" || name == "false" => {
+                        Operand::Bool(name == "true")
+                    }
+                    Tok::Ident(name) if name == "nil" => {
+                        return Err(terr(*off, "nil is not a command"));
+                    }
+                    Tok::Ident(name) => return Err(unknown_function(name, *off)),
+                    Tok::Field(chain) => Operand::Field(chain.clone()),
+                    Tok::Var(name, chain) => {
+                        if !self.vars.contains(name) {
+                            return Err(terr(*off, format!("undefined variable {name:?}")));
+                        }
+                        Operand::Var(name.clone(), chain.clone())
+                    }
+                    Tok::Str(s) => Operand::Str(s.clone()),
+                    Tok::Int(v) => Operand::Int(*v),
+                    Tok::LParen => {
+                        let mut level = 0;
+                        let mut j = i;
+                        loop {
+                            match toks.get(j).map(|t| &t.0) {
+                                Some(Tok::LParen) => level += 1,
+                                Some(Tok::RParen) => {
+                                    level -= 1;
+                                    if level == 0 {
+                                        break;
+                                    }
+                                }
+                                None => return Err(terr(*off, "unclosed left paren")),
+                                _ => {}
+                            }
+                            j += 1;
+                        }
+                        let inner = &toks[i + 1..j];
+                        if matches!(inner.get(1).map(|t| &t.0), Some(Tok::Declare | Tok::Assign)) {
+                            return Err(terr(
+                                *off,
+                                "declaration inside parentheses is not supported",
+                            ));
+                        }
+                        let cmds = self.commands(inner, *off, depth + 1)?;
+                        i = j;
+                        Operand::Paren(Box::new(Pipe {
+                            vars: Vec::new(),
+                            assign: false,
+                            cmds,
+                        }))
+                    }
+                    Tok::RParen => return Err(terr(*off, "unexpected right paren")),
+                    Tok::Declare | Tok::Assign | Tok::Comma => {
+                        return Err(terr(*off, "unexpected declaration or comma"));
+                    }
+                    Tok::Pipe => unreachable!(),
+                };
+                operands.push((op, *off));
+                i += 1;
+            }
+            let cmd_at = toks.get(start).map(|t| t.1).unwrap_or(at);
+            let piped = !cmds.is_empty();
+            let cmd = match len_at {
+                Some(l) => {
+                    let want = if piped { 0 } else { 1 };
+                    if operands.len() != want {
+                        return Err(terr(
+                            l,
+                            format!(
+                                "wrong number of args for len: want 1 got {}",
+                                operands.len() + piped as usize
+                            ),
+                        ));
+                    }
+                    Cmd::Len(operands.pop().map(|o| o.0))
+                }
+                None => {
+                    if piped {
+                        return Err(terr(cmd_at, "only len may follow | in node rules"));
+                    }
+                    if operands.len() != 1 {
+                        let msg = if operands.is_empty() {
+                            "missing value for command"
+                        } else {
+                            "can't give argument to non-function"
+                        };
+                        return Err(terr(cmd_at, msg));
+                    }
+                    Cmd::Operand(operands.pop().unwrap().0)
+                }
+            };
+            cmds.push(cmd);
+            if i >= toks.len() {
+                break;
+            }
+            i += 1; // `|`
+            if i >= toks.len() {
+                return Err(terr(toks[i - 1].1, "missing command after |"));
+            }
+        }
+        Ok(cmds)
+    }
+}
+
+// ---- execution ----
+
+#[derive(Debug, Clone)]
+enum Value<'d> {
+    Str(Cow<'d, str>),
+    Int(i64),
+    Bool(bool),
+    Root(&'d Data),
+    Domain(&'d BTreeMap<String, Vec<Element>>),
+    List(&'d [Element]),
+    Elem(&'d Element),
+}
+
+impl Value<'_> {
+    fn truth(&self) -> bool {
+        match self {
+            Value::Str(s) => !s.is_empty(),
+            Value::Int(i) => *i != 0,
+            Value::Bool(b) => *b,
+            Value::Root(m) => !m.is_empty(),
+            Value::Domain(m) => !m.is_empty(),
+            Value::List(l) => !l.is_empty(),
+            Value::Elem(m) => !m.is_empty(),
+        }
+    }
+
+    fn type_name(&self) -> &'static str {
+        match self {
+            Value::Str(_) => "string",
+            Value::Int(_) => "int",
+            Value::Bool(_) => "bool",
+            Value::List(_) => "list",
+            _ => "map",
+        }
+    }
+
+    /// Go's `%v` formatting.
+    fn print(&self, out: &mut String) {
+        match self {
+            Value::Str(s) => out.push_str(s),
+            Value::Int(i) => {
+                let _ = write!(out, "{i}");
+            }
+            Value::Bool(b) => {
+                let _ = write!(out, "{b}");
+            }
+            Value::Root(m) => print_map(out, m.iter().map(|(k, v)| (k, Value::Domain(v)))),
+            Value::Domain(m) => print_map(out, m.iter().map(|(k, v)| (k, Value::List(v)))),
+            Value::Elem(m) => print_map(
+                out,
+                m.iter().map(|(k, v)| (k, Value::Str(Cow::Borrowed(v)))),
+            ),
+            Value::List(l) => {
+                out.push('[');
+                for (i, e) in l.iter().enumerate() {
+                    if i > 0 {
+                        out.push(' ');
+                    }
+                    Value::Elem(e).print(out);
+                }
+                out.push(']');
+            }
+        }
+    }
+}
+
+fn print_map<'a, 'd>(out: &mut String, it: impl Iterator<Item = (&'a String, Value<'d>)>) {
+    out.push_str("map[");
+    for (i, (k, v)) in it.enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        out.push_str(k);
+        out.push(':');
+        v.print(out);
+    }
+    out.push(']');
+}
+
+struct Exec<'d> {
+    vars: Vec<(String, Value<'d>)>,
+    out: String,
+    steps: usize,
+}
+
+type ExecResult<T> = Result<T, String>;
+
+impl Template {
+    /// Run the template; `Err` says what failed (NFD then skips the rule).
+    pub fn execute(&self, data: &Data) -> Result<String, String> {
+        let root = Value::Root(data);
+        let mut ex = Exec {
+            vars: vec![("$".into(), root.clone())],
+            out: String::new(),
+            steps: 0,
+        };
+        ex.walk(&self.nodes, &root)?;
+        Ok(ex.out)
+    }
+
+    /// NFD's `ExpandMap`: output lines trimmed, empty ones skipped, each
+    /// `key=value` (split at the first `=`); later keys win. Sorted by key.
+    pub fn expand_map(&self, data: &Data) -> Result<Vec<(String, String)>, String> {
+        let out = self.execute(data)?;
+        let mut map = BTreeMap::new();
+        for line in out.split('\n') {
+            let line = line.trim();
+            if line.is_empty() {
+                continue;
+            }
+            let Some((k, v)) = line.split_once('=') else {
+                return Err(format!(
+                    "missing value in expanded template line {line:?}, (format must be '<key>=<value>')"
+                ));
+            };
+            map.insert(k.to_string(), v.to_string());
+        }
+        Ok(map.into_iter().collect())
+    }
+}
+
+impl<'d> Exec<'d> {
+    fn step(&mut self) -> ExecResult<()> {
+        self.steps += 1;
+        if self.steps > MAX_STEPS {
+            return Err(format!("template ran more than {MAX_STEPS} steps"));
+        }
+        Ok(())
+    }
+
+    fn walk(&mut self, nodes: &[Node], dot: &Value<'d>) -> ExecResult<()> {
+        for node in nodes {
+            self.step()?;
+            match node {
+                Node::Text(t) => self.out.push_str(t),
+                Node::Action(pipe) => {
+                    let v = self.pipe(pipe, dot)?;
+                    if pipe.vars.is_empty() {
+                        v.print(&mut self.out);
+                    }
+                }
+                Node::If {
+                    pipe,
+                    then,
+                    otherwise,
+                } => {
+                    let mark = self.vars.len();
+                    let v = self.pipe(pipe, dot)?;
+                    let r = self.walk(if v.truth() { then } else { otherwise }, dot);
+                    self.vars.truncate(mark);
+                    r?;
+                }
+                Node::Range {
+                    pipe,
+                    body,
+                    otherwise,
+                } => {
+                    let mark = self.vars.len();
+                    let v = self.eval_cmds(&pipe.cmds, dot)?;
+                    let pairs: Vec<(Value<'d>, Value<'d>)> = match v {
+                        Value::List(l) => l
+                            .iter()
+                            .enumerate()
+                            .map(|(i, e)| (Value::Int(i as i64), Value::Elem(e)))
+                            .collect(),
+                        Value::Root(m) => m
+                            .iter()
+                            .map(|(k, v)| (Value::Str(Cow::Borrowed(k)), Value::Domain(v)))
+                            .collect(),
+                        Value::Domain(m) => m
+                            .iter()
+                            .map(|(k, v)| (Value::Str(Cow::Borrowed(k)), Value::List(v)))
+                            .collect(),
+                        Value::Elem(m) => m
+                            .iter()
+                            .map(|(k, v)| {
+                                (Value::Str(Cow::Borrowed(k)), Value::Str(Cow::Borrowed(v)))
+                            })
+                            .collect(),
+                        other => {
+                            return Err(format!("range can't iterate over {}", other.type_name()));
+                        }
+                    };
+                    if pairs.is_empty() {
+                        self.walk(otherwise, dot)?;
+                    }
+                    for (k, v) in pairs {
+                        self.step()?;
+                        match pipe.vars.as_slice() {
+                            [] => {}
+                            [e] => self.set(e, v.clone(), pipe.assign),
+                            [i, e] => {
+                                self.set(i, k, pipe.assign);
+                                self.set(e, v.clone(), pipe.assign);
+                            }
+                            _ => {}
+                        }
+                        let iter_mark = self.vars.len();
+                        let r = self.walk(body, &v);
+                        self.vars.truncate(iter_mark);
+                        r?;
+                    }
+                    self.vars.truncate(mark);
+                }
+            }
+            if self.out.len() > MAX_OUTPUT {
+                return Err(format!("template output larger than {MAX_OUTPUT} bytes"));
+            }
+        }
+        Ok(())
+    }
+
+    fn set(&mut self, name: &str, v: Value<'d>, assign: bool) {
+        if assign && let Some(slot) = self.vars.iter_mut().rev().find(|(n, _)| n == name) {
+            slot.1 = v;
+            return;
+        }
+        self.vars.push((name.to_string(), v));
+    }
+
+    fn pipe(&mut self, pipe: &Pipe, dot: &Value<'d>) -> ExecResult<Value<'d>> {
+        let v = self.eval_cmds(&pipe.cmds, dot)?;
+        if let Some(name) = pipe.vars.first() {
+            self.set(name, v.clone(), pipe.assign);
+        }
+        Ok(v)
+    }
+
+    fn eval_cmds(&mut self, cmds: &[Cmd], dot: &Value<'d>) -> ExecResult<Value<'d>> {
+        let mut prev: Option<Value<'d>> = None;
+        for cmd in cmds {
+            self.step()?;
+            prev = Some(match cmd {
+                Cmd::Operand(op) => self.operand(op, dot)?,
+                Cmd::Len(arg) => {
+                    let v = match arg {
+                        Some(op) => self.operand(op, dot)?,
+                        None => prev.take().ok_or("len needs an argument")?,
+                    };
+                    Value::Int(match v {
+                        Value::Str(s) => s.len(),
+                        Value::List(l) => l.len(),
+                        Value::Root(m) => m.len(),
+                        Value::Domain(m) => m.len(),
+                        Value::Elem(m) => m.len(),
+                        other => return Err(format!("len of type {}", other.type_name())),
+                    } as i64)
+                }
+            });
+        }
+        prev.ok_or_else(|| "empty pipeline".to_string())
+    }
+
+    fn operand(&mut self, op: &Operand, dot: &Value<'d>) -> ExecResult<Value<'d>> {
+        Ok(match op {
+            Operand::Field(chain) => fields(dot.clone(), chain)?,
+            Operand::Var(name, chain) => {
+                let v = self
+                    .vars
+                    .iter()
+                    .rev()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, v)| v.clone());
+                fields(
+                    v.ok_or_else(|| format!("undefined variable {name}"))?,
+                    chain,
+                )?
+            }
+            Operand::Str(s) => Value::Str(Cow::Owned(s.clone())),
+            Operand::Int(i) => Value::Int(*i),
+            Operand::Bool(b) => Value::Bool(*b),
+            Operand::Paren(p) => self.eval_cmds(&p.cmds, dot)?,
+        })
+    }
+}
+
+/// Follow `.a.b` with `missingkey=error`.
+fn fields<'d>(mut v: Value<'d>, chain: &[String]) -> ExecResult<Value<'d>> {
+    for f in chain {
+        let missing = || format!("map has no entry for key {f:?}");
+        v = match v {
+            Value::Root(m) => Value::Domain(m.get(f).ok_or_else(missing)?),
+            Value::Domain(m) => Value::List(m.get(f).ok_or_else(missing)?),
+            Value::Elem(m) => Value::Str(Cow::Borrowed(m.get(f).ok_or_else(missing)?)),
+            other => {
+                return Err(format!(
+                    "can't evaluate field {f} in type {}",
+                    other.type_name()
+                ));
+            }
+        };
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn el(pairs: &[(&str, &str)]) -> Element {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn data() -> Data {
+        let mut d = Data::new();
+        d.entry("pci".into()).or_default().insert(
+            "device".into(),
+            vec![
+                el(&[("class", "0302"), ("vendor", "10de")]),
+                el(&[("class", "0302"), ("vendor", "10de"), ("device", "2330")]),
+            ],
+        );
+        d.entry("cpu".into()).or_default().insert(
+            "cpuid".into(),
+            vec![el(&[("Name", "AVX")]), el(&[("Name", "SSE4")])],
+        );
+        d
+    }
+
+    fn run(src: &str) -> Result<String, String> {
+        parse(src).map_err(|e| e.to_string())?.execute(&data())
+    }
+
+    #[test]
+    fn published_forms() {
+        assert_eq!(
+            run("{{ range .pci.device }}pci-{{ .class }}_{{ .vendor }}.present=true\n{{ end }}")
+                .unwrap(),
+            "pci-0302_10de.present=true\npci-0302_10de.present=true\n"
+        );
+        assert_eq!(
+            run("gpu.count={{ len .pci.device }}").unwrap(),
+            "gpu.count=2"
+        );
+        assert_eq!(run("n={{ .pci.device | len }}").unwrap(), "n=2");
+        assert_eq!(
+            run("{{ range $i, $e := .cpu.cpuid }}{{ $i }}={{ $e.Name }};{{ end }}").unwrap(),
+            "0=AVX;1=SSE4;"
+        );
+        assert_eq!(
+            run("{{- /* c */ -}}\n  a  {{- if .pci.device }} yes {{- else }}no{{ end -}}  \n")
+                .unwrap(),
+            "a yes"
+        );
+        assert_eq!(
+            run("{{ if len .cpu.cpuid }}x{{ else if .pci }}y{{ else }}z{{ end }}").unwrap(),
+            "x"
+        );
+        assert_eq!(
+            run("{{ range .pci.nothing }}{{ else }}none{{ end }}").unwrap_err(),
+            "map has no entry for key \"nothing\""
+        );
+        assert_eq!(
+            run("{{ .cpu.cpuid }}").unwrap(),
+            "[map[Name:AVX] map[Name:SSE4]]"
+        );
+        assert_eq!(
+            run("{{ $x := 3 }}{{ $x }}{{ \"a\\tb\" }}{{ `r` }}{{ true }}").unwrap(),
+            "3a\tbrtrue"
+        );
+    }
+
+    #[test]
+    fn missing_keys_error() {
+        assert!(run("{{ range .pci.device }}{{ .device }}{{ end }}").is_err());
+        assert!(run("{{ .gpu.device }}").is_err());
+        assert!(run("{{ .pci.device.vendor }}").is_err());
+        assert!(run("{{ range 3 }}{{ end }}").is_err());
+    }
+
+    #[test]
+    fn refusals_have_offsets() {
+        for (src, off) in [
+            ("ab{{ printf \"%d\" 1 }}", 5),
+            ("{{ with .pci }}{{ end }}", 0),
+            ("x\n{{ if .a }}", 2),
+            ("{{ end }}", 0),
+            ("{{ .a | .b }}", 8),
+            ("{{ $x }}", 3),
+            ("{{ 0x10 }}", 3),
+            ("{{ eq 1 1 }}", 3),
+            ("{{ .a", 0),
+        ] {
+            let e = parse(src).expect_err(src);
+            assert_eq!(e.offset, off, "{src}: {e}");
+        }
+        assert_eq!(line_col("x\n{{ if .a }}", 2), (2, 1));
+    }
+
+    #[test]
+    fn expand_map_as_nfd() {
+        let t = parse(" a=1\n\n b = 2 \nc=x=y\na=3").unwrap();
+        assert_eq!(
+            t.expand_map(&data()).unwrap(),
+            vec![
+                ("a".into(), "3".into()),
+                ("b ".into(), " 2".into()),
+                ("c".into(), "x=y".into())
+            ]
+        );
+        assert!(parse("novalue").unwrap().expand_map(&data()).is_err());
+    }
+
+    #[test]
+    fn bounded() {
+        let mut d = Data::new();
+        d.entry("a".into())
+            .or_default()
+            .insert("b".into(), vec![Element::new(); 400]);
+        let t =
+            parse("{{ range .a.b }}{{ range $.a.b }}{{ range $.a.b }}x{{ end }}{{ end }}{{ end }}")
+                .unwrap();
+        assert!(t.execute(&d).unwrap_err().contains("more than"));
+    }
+}
