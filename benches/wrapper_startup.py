@@ -11,7 +11,12 @@ difference, and the peak RSS of a wrapper run, read by GNU time (its
 ru_maxrss covers the wrapper image too: Linux carries the high-water mark
 across execve; posix_spawn's shared-memory child would report Python's).
 
-usage: wrapper_startup.py WRAPPER NOOP CLI [RUNS]
+With RULES_DROPIN and FACTS_ROOT (an env drop-in rendered with --rules and
+--nfd-labels, and a fixture node tree), a third variant runs the wrapper
+with those rules evaluated on that node's facts, interleaved with the other
+two: what node rules add over the wrapper without them.
+
+usage: wrapper_startup.py WRAPPER NOOP CLI [RUNS [RULES_DROPIN FACTS_ROOT]]
 """
 import json
 import os
@@ -104,6 +109,8 @@ def run_once(argv, env):
 def main():
     wrapper, noop, cli = sys.argv[1], sys.argv[2], sys.argv[3]
     runs = int(sys.argv[4]) if len(sys.argv) > 4 else 2000
+    rules_dropin = sys.argv[5] if len(sys.argv) > 6 else None
+    facts_root = sys.argv[6] if len(sys.argv) > 6 else None
     root = tempfile.mkdtemp(prefix="kl-bench-")
     write(root, "etc/systemd/system/kubelet.service", unit_text())
     for name, text in DROPINS.items():
@@ -128,13 +135,32 @@ def main():
     assert plan["argv"] != plan["original_argv"], "the wrapper would add nothing"
     print("wrapper adds:", " ".join(a for a in plan["argv"] if a not in plan["original_argv"]))
 
-    for argv in (wrapped, direct):  # warm caches
+    variants = [("wrapped", wrapped, SERVICE_ENV), ("direct", direct, SERVICE_ENV)]
+    if rules_dropin:
+        rules_env = dict(SERVICE_ENV)
+        for line in open(rules_dropin):
+            m = re.match(r'^Environment="([A-Z_]+)=(.*)"$', line.strip())
+            if m:
+                rules_env[m.group(1)] = m.group(2)
+        with_rules = wrapped + ["--facts-root", facts_root]
+        state_rules = tempfile.mkdtemp(prefix="kl-bench-state-")
+        with_rules[with_rules.index(state) if state in with_rules else -1] = state_rules
+        plan_cmd = cmd + ["--facts-root", facts_root]
+        for k in ("KUBELET_LABELER_NODE_RULES", "KUBELET_LABELER_NFD_LABELS"):
+            if k in rules_env:
+                plan_cmd += ["--set-env", f"{k}={rules_env[k]}"]
+        rplan = json.loads(subprocess.run(plan_cmd, check=True, capture_output=True).stdout)
+        print("with rules, the wrapper adds:",
+              " ".join(a for a in rplan["argv"] if a not in rplan["original_argv"])[:400])
+        variants.append(("rules", with_rules, rules_env))
+    for _, argv, env in variants:  # warm caches
         for _ in range(50):
-            run_once(argv, SERVICE_ENV)
-    t_wrapped, t_direct = [], []
+            run_once(argv, env)
+    times = {name: [] for name, _, _ in variants}
     for _ in range(runs):
-        t_wrapped.append(run_once(wrapped, SERVICE_ENV)[0])
-        t_direct.append(run_once(direct, SERVICE_ENV)[0])
+        for name, argv, env in variants:
+            times[name].append(run_once(argv, env)[0])
+    t_wrapped, t_direct = times["wrapped"], times["direct"]
 
     def peak_kib(argv):
         out = subprocess.run(["/usr/bin/time", "-f", "%M"] + argv, env=SERVICE_ENV,
@@ -147,6 +173,11 @@ def main():
     print(f"direct no-op exec:   median {md / 1e6:.3f} ms")
     print(f"through the wrapper: median {mw / 1e6:.3f} ms")
     print(f"added by the wrapper: {(mw - md) / 1e6:.3f} ms (target <= 1 ms)")
+    if "rules" in times:
+        mr = statistics.median(times["rules"])
+        print(f"through the wrapper with node rules: median {mr / 1e6:.3f} ms")
+        print(f"added by node rules over the wrapper without them: {(mr - mw) / 1e6:.3f} ms (target <= 0.3 ms)")
+        print(f"added by the wrapper with rules over direct exec: {(mr - md) / 1e6:.3f} ms (target <= 1 ms)")
     print(f"peak RSS through the wrapper: {rss / 1024:.2f} MiB (target <= 8 MiB); "
           f"the no-op alone: {rss_direct / 1024:.2f} MiB")
 

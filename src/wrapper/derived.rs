@@ -102,36 +102,83 @@ pub fn derive(sources: &Sources, features: &Features, profile: Profile) -> Deriv
         None => {}
     }
     match &sources.rules {
-        Some(Ok(rules)) => {
-            for result in rules::evaluate(rules, features) {
-                let left_out = match &result.error {
-                    Some(e) => Some(e.clone()),
-                    None if result.matched => refusal(&result.labels, &result.taints, profile),
-                    None => None,
-                };
-                if result.matched && left_out.is_none() {
-                    out.additions.labels.extend(result.labels.iter().cloned());
-                    for t in &result.taints {
-                        out.additions
-                            .taints
-                            .retain(|o| !(o.key == t.key && o.effect == t.effect));
-                        out.additions.taints.push(t.clone());
-                    }
-                }
-                out.rules.push(RuleReport {
-                    name: result.name,
-                    matched: result.matched,
-                    matched_features: result.matched_features,
-                    labels: result.labels,
-                    taints: result.taints,
-                    left_out,
-                });
-            }
-        }
+        Some(Ok(rules)) => derive_rules(rules, features, profile, &mut out),
         Some(Err(e)) => out.problems.push(e.clone()),
         None => {}
     }
     out
+}
+
+/// Rules as nfd-master would apply them (its merge and filters), minus the
+/// output of any rule kubelet would refuse: such a rule is left out whole.
+fn derive_rules(rules: &[Rule], features: &Features, profile: Profile, out: &mut Derived) {
+    let outcome = rules::evaluate_node(rules, features);
+    let survived: BTreeMap<&str, &str> = outcome
+        .labels
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    // The rule whose value a key ends with (later rules win, as in NFD).
+    let mut owner: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, r) in outcome.results.iter().enumerate() {
+        for (k, _) in &r.labels {
+            owner.insert(k.as_str(), i);
+        }
+    }
+    let mut reports = Vec::with_capacity(outcome.results.len());
+    for r in &outcome.results {
+        // What this rule registers: its labels NFD keeps, values resolved.
+        let labels: Vec<(String, String)> = r
+            .labels
+            .iter()
+            .filter_map(|(k, _)| survived.get(k.as_str()).map(|v| (k.clone(), v.to_string())))
+            .collect();
+        let taints: Vec<Taint> = r
+            .taints
+            .iter()
+            .filter(|t| outcome.taints.contains(t))
+            .cloned()
+            .collect();
+        let left_out = match &r.error {
+            Some(e) => Some(e.clone()),
+            None if r.matched => refusal(&labels, &taints, profile),
+            None => None,
+        };
+        reports.push(RuleReport {
+            name: r.name.clone(),
+            matched: r.matched,
+            matched_features: r.matched_features.clone(),
+            labels,
+            taints,
+            left_out,
+        });
+    }
+    let refused = |i: usize| reports[i].left_out.is_some() && reports[i].matched;
+    for (k, v) in &outcome.labels {
+        if owner.get(k.as_str()).is_none_or(|&i| !refused(i)) {
+            out.additions.labels.push((k.clone(), v.clone()));
+        }
+    }
+    for t in &outcome.taints {
+        let kept_by_some = reports
+            .iter()
+            .enumerate()
+            .any(|(i, r)| !refused(i) && r.taints.contains(t));
+        if kept_by_some {
+            // kubelet refuses two taints with one key and effect: the later wins.
+            out.additions
+                .taints
+                .retain(|o| !(o.key == t.key && o.effect == t.effect));
+            out.additions.taints.push(t.clone());
+        }
+    }
+    out.problems.extend(
+        outcome
+            .dropped
+            .iter()
+            .map(|d| format!("NFD would not apply {d}")),
+    );
+    out.rules = reports;
 }
 
 /// Static labels/taints win over derived ones on the same key (taints: key
@@ -214,6 +261,89 @@ mod tests {
         assert!(why.contains("node-role.kubernetes.io/gpu-worker"), "{why}");
         assert!(refusal(&[kv("nvidia.com/gpu", "true")], &[], Profile::Upstream).is_none());
         assert!(refusal(&[], &[taint("a,b", "c")], Profile::Upstream).is_some());
+    }
+
+    fn gpu_node() -> Features {
+        let mut f = Features::default();
+        let dev = |device: &str| -> Element {
+            [("class", "0302"), ("vendor", "10de"), ("device", device)]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        f.instances
+            .insert("pci.device".into(), vec![dev("2330"), dev("2330")]);
+        f
+    }
+
+    fn nvidia_term() -> rules::Term {
+        rules::Term {
+            feature: "pci.device".into(),
+            match_expressions: Some(vec![(
+                "vendor".into(),
+                rules::Expr {
+                    op: rules::Op::In,
+                    value: vec!["10de".into()],
+                },
+            )]),
+            match_name: None,
+        }
+    }
+
+    #[test]
+    fn a_rule_kubelet_would_refuse_is_left_out_alone() {
+        let good = Rule {
+            name: "gpu".into(),
+            labels: vec![kv("nvidia.com/gpu", "true")],
+            labels_template: Some("gpu.count={{ len .pci.device }}".into()),
+            taints: vec![taint("nvidia.com/gpu", "true")],
+            match_features: vec![nvidia_term()],
+            ..Default::default()
+        };
+        // NFD itself drops this label (kubernetes.io namespace): a note.
+        let role = Rule {
+            name: "role".into(),
+            labels: vec![kv("node-role.kubernetes.io/gpu-worker", "true")],
+            match_features: vec![nvidia_term()],
+            ..Default::default()
+        };
+        // NFD keeps this one, kubelet refuses the taint: the rule goes.
+        let bad = Rule {
+            name: "bad-taint".into(),
+            labels: vec![kv("example.com/also", "1")],
+            taints: vec![taint("example.com/t", "a b")],
+            match_features: vec![nvidia_term()],
+            ..Default::default()
+        };
+        let sources = Sources {
+            rules: Some(Ok(vec![good, role, bad])),
+            nfd_labels: None,
+        };
+        let d = derive(&sources, &gpu_node(), Profile::Upstream);
+        assert_eq!(
+            d.additions.labels,
+            vec![
+                kv("feature.node.kubernetes.io/gpu.count", "2"),
+                kv("nvidia.com/gpu", "true")
+            ]
+        );
+        assert_eq!(d.additions.taints, vec![taint("nvidia.com/gpu", "true")]);
+        assert!(d.rules[0].left_out.is_none() && d.rules[0].matched);
+        assert!(d.rules[1].left_out.is_none() && d.rules[1].labels.is_empty());
+        assert!(
+            d.problems
+                .iter()
+                .any(|p| p.contains("node-role.kubernetes.io/gpu-worker")),
+            "{:?}",
+            d.problems
+        );
+        let why = d.rules[2].left_out.as_deref().unwrap();
+        assert!(why.contains("example.com/t"), "{why}");
+        assert_eq!(d.rules[0].matched_features["pci.device"].len(), 2);
+        // The same rules on a node without the GPU give nothing.
+        let d = derive(&sources, &Features::default(), Profile::Upstream);
+        assert!(d.additions.labels.is_empty() && d.additions.taints.is_empty());
+        assert!(d.rules.iter().all(|r| !r.matched && r.left_out.is_none()));
     }
 
     #[test]
