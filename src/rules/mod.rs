@@ -321,7 +321,9 @@ impl<'f> Evaluator<'f> {
     fn match_terms(&self, terms: &[Term]) -> Result<Option<template::Data>, String> {
         let mut data = template::Data::new();
         for term in terms {
-            let lookup = term.feature.to_lowercase();
+            // Go lower-cases Unicode; feature names are ASCII, and ASCII
+            // lower-casing keeps Unicode case tables out of the wrapper.
+            let lookup = term.feature.to_ascii_lowercase();
             // Template keys come from the name as written (NFD lower-cases
             // only the lookup).
             let (dom, nam) = match term.feature.split_once('.') {
@@ -396,7 +398,7 @@ impl<'f> Evaluator<'f> {
                 break;
             }
         }
-        elems.sort_by(|a, b| a.get("Name").cmp(&b.get("Name")));
+        sort_by_name(&mut elems);
         let mut any_instance = false;
         for inst in instances.into_iter().flatten() {
             let mut all = true;
@@ -435,7 +437,7 @@ impl<'f> Evaluator<'f> {
                 out.push(name_elem(k, Some(v)));
             }
         }
-        out.sort_by(|a, b| a.get("Name").cmp(&b.get("Name")));
+        sort_by_name(&mut out);
         for inst in instances.into_iter().flatten() {
             let mut hit = false;
             for k in inst.keys() {
@@ -596,6 +598,11 @@ impl<'f> Evaluator<'f> {
         }
         Ok(value)
     }
+}
+
+/// NFD sorts flag/attribute matches by name "for reproducible output".
+fn sort_by_name(elems: &mut [Element]) {
+    elems.sort_by(|a, b| a.get("Name").cmp(&b.get("Name")));
 }
 
 fn name_elem(name: &str, value: Option<&str>) -> Element {
