@@ -4,6 +4,12 @@
 //! (`crate::render::node_rules`); this module holds the rule model, its
 //! compact form (`compact`, the contract between render and the wrapper)
 //! and the evaluator. Knows nothing of systemd.
+//!
+//! For render: `template::parse` and `regex::Regex::new` give byte offsets
+//! (`template::line_col`) for what the node cannot evaluate; `compact::parse_op`
+//! maps NFD's operator names. NFD's `type: version` on expressions is not
+//! modelled (render must refuse it). The wrapper calls `evaluate_node` and
+//! journals `NodeOutcome::dropped` and each `RuleResult::error`.
 
 pub mod compact;
 pub mod regex;
