@@ -176,6 +176,8 @@ pub fn decode(text: &str) -> Result<Vec<Rule>, String> {
         text,
         pos: 0,
         done: false,
+        rule: 0,
+        section: "",
     };
     let (head, _) = c.raw("header")?;
     if head != HEADER {
@@ -187,18 +189,18 @@ pub fn decode(text: &str) -> Result<Vec<Rule>, String> {
     let n = c.count("rule count", MAX_RULES)?;
     let mut rules = Vec::with_capacity(n.min(64));
     for i in 0..n {
-        let at = |what: &str| format!("rule {} {what}", i + 1);
-        let name = c.string(&at("name"))?;
-        let labels = c.pairs(&at("labels"))?;
-        let labels_template = c.opt(&at("labelsTemplate"))?;
-        let vars = c.pairs(&at("vars"))?;
-        let vars_template = c.opt(&at("varsTemplate"))?;
-        let nt = c.count(&at("taint count"), MAX_ITEMS)?;
+        c.rule = i + 1;
+        let name = c.string("name")?;
+        let labels = c.pairs("labels")?;
+        let labels_template = c.opt("labelsTemplate")?;
+        let vars = c.pairs("vars")?;
+        let vars_template = c.opt("varsTemplate")?;
+        let nt = c.count("taint count", MAX_ITEMS)?;
         let mut taints = Vec::with_capacity(nt.min(64));
         for _ in 0..nt {
-            let key = c.string(&at("taint key"))?;
-            let value = c.string(&at("taint value"))?;
-            let (e, off) = c.raw(&at("taint effect"))?;
+            let key = c.string("taint key")?;
+            let value = c.string("taint value")?;
+            let (e, off) = c.raw("taint effect")?;
             let effect = match e {
                 "NoSchedule" => TaintEffect::NoSchedule,
                 "PreferNoSchedule" => TaintEffect::PreferNoSchedule,
@@ -206,18 +208,18 @@ pub fn decode(text: &str) -> Result<Vec<Rule>, String> {
                 _ => {
                     return Err(c.err(
                         off,
-                        &at("taint effect"),
+                        "taint effect",
                         &format!("unknown effect {:?}", trunc(e)),
                     ));
                 }
             };
             taints.push(Taint { key, value, effect });
         }
-        let match_features = c.terms(&at("matchFeatures"))?;
-        let na = c.count(&at("matchAny count"), MAX_ITEMS)?;
+        let match_features = c.terms("matchFeatures")?;
+        let na = c.count("matchAny count", MAX_ITEMS)?;
         let mut match_any = Vec::with_capacity(na.min(64));
         for _ in 0..na {
-            match_any.push(c.terms(&at("matchAny"))?);
+            match_any.push(c.terms("matchAny")?);
         }
         rules.push(Rule {
             name,
@@ -248,15 +250,26 @@ struct Cursor<'a> {
     text: &'a str,
     pos: usize,
     done: bool,
+    /// Where we are, for errors (formatted only on error: decode is on
+    /// the boot path).
+    rule: usize,
+    section: &'static str,
 }
 
 impl<'a> Cursor<'a> {
     fn err(&self, offset: usize, what: &str, why: &str) -> String {
-        format!("compact rules: {what} at byte {offset}: {why}")
+        let mut at = String::new();
+        if self.rule > 0 {
+            at = format!("rule {} ", self.rule);
+        }
+        if !self.section.is_empty() {
+            at = format!("{at}{} ", self.section);
+        }
+        format!("compact rules: {at}{what} at byte {offset}: {why}")
     }
 
     /// The next comma-separated field, undecoded, and its offset.
-    fn raw(&mut self, what: &str) -> Result<(&'a str, usize), String> {
+    fn raw(&mut self, what: &'static str) -> Result<(&'a str, usize), String> {
         if self.done {
             return Err(self.err(self.text.len(), what, "missing (data ends early)"));
         }
@@ -276,7 +289,7 @@ impl<'a> Cursor<'a> {
         Ok((f, start))
     }
 
-    fn count(&mut self, what: &str, max: usize) -> Result<usize, String> {
+    fn count(&mut self, what: &'static str, max: usize) -> Result<usize, String> {
         let (f, off) = self.raw(what)?;
         let n: usize = f
             .parse()
@@ -295,13 +308,13 @@ impl<'a> Cursor<'a> {
         Ok(n)
     }
 
-    fn string(&mut self, what: &str) -> Result<String, String> {
+    fn string(&mut self, what: &'static str) -> Result<String, String> {
         let at = self.pos;
         self.opt(what)?
             .ok_or_else(|| self.err(at, what, "a value is required here"))
     }
 
-    fn opt(&mut self, what: &str) -> Result<Option<String>, String> {
+    fn opt(&mut self, what: &'static str) -> Result<Option<String>, String> {
         let (f, off) = self.raw(what)?;
         if f == "~N" {
             return Ok(None);
@@ -338,45 +351,44 @@ impl<'a> Cursor<'a> {
             .map_err(|_| self.err(off, what, "escapes do not form UTF-8"))
     }
 
-    fn pairs(&mut self, what: &str) -> Result<Vec<(String, String)>, String> {
-        let n = self.count(&format!("{what} count"), MAX_ITEMS)?;
+    fn pairs(&mut self, what: &'static str) -> Result<Vec<(String, String)>, String> {
+        self.section = what;
+        let n = self.count("count", MAX_ITEMS)?;
         let mut v = Vec::with_capacity(n.min(64));
         for _ in 0..n {
-            v.push((
-                self.string(&format!("{what} key"))?,
-                self.string(&format!("{what} value"))?,
-            ));
+            v.push((self.string("key")?, self.string("value")?));
         }
+        self.section = "";
         Ok(v)
     }
 
-    fn terms(&mut self, what: &str) -> Result<Vec<Term>, String> {
-        let n = self.count(&format!("{what} term count"), MAX_ITEMS)?;
+    fn terms(&mut self, what: &'static str) -> Result<Vec<Term>, String> {
+        self.section = what;
+        let n = self.count("term count", MAX_ITEMS)?;
         let mut terms = Vec::with_capacity(n.min(64));
         for _ in 0..n {
-            let feature = self.string(&format!("{what} feature"))?;
-            let at = |x: &str| format!("{what} {feature} {x}");
-            let (f, off) = self.raw(&at("matchExpressions"))?;
+            let feature = self.string("feature")?;
+            let (f, off) = self.raw("matchExpressions")?;
             let match_expressions = if f == "~N" {
                 None
             } else {
                 self.pos = off;
                 self.done = false;
-                let n = self.count(&at("matchExpressions count"), MAX_ITEMS)?;
+                let n = self.count("matchExpressions count", MAX_ITEMS)?;
                 let mut exprs = Vec::with_capacity(n.min(64));
                 for _ in 0..n {
-                    let key = self.string(&at("matchExpressions key"))?;
-                    exprs.push((key, self.expr(&at("matchExpressions"))?));
+                    let key = self.string("matchExpressions key")?;
+                    exprs.push((key, self.expr("matchExpressions")?));
                 }
                 Some(exprs)
             };
-            let (f, off) = self.raw(&at("matchName"))?;
+            let (f, off) = self.raw("matchName")?;
             let match_name = if f == "~N" {
                 None
             } else {
                 self.pos = off;
                 self.done = false;
-                Some(self.expr(&at("matchName"))?)
+                Some(self.expr("matchName")?)
             };
             terms.push(Term {
                 feature,
@@ -384,17 +396,18 @@ impl<'a> Cursor<'a> {
                 match_name,
             });
         }
+        self.section = "";
         Ok(terms)
     }
 
-    fn expr(&mut self, what: &str) -> Result<Expr, String> {
-        let (f, off) = self.raw(&format!("{what} op"))?;
+    fn expr(&mut self, what: &'static str) -> Result<Expr, String> {
+        let (f, off) = self.raw(what)?;
         let op = parse_op(f)
             .ok_or_else(|| self.err(off, what, &format!("unknown op {:?}", trunc(f))))?;
-        let n = self.count(&format!("{what} value count"), MAX_ITEMS)?;
+        let n = self.count("value count", MAX_ITEMS)?;
         let mut value = Vec::with_capacity(n.min(64));
         for _ in 0..n {
-            value.push(self.string(&format!("{what} value"))?);
+            value.push(self.string("value")?);
         }
         Ok(Expr { op, value })
     }

@@ -4,6 +4,12 @@
 //! (`crate::render::node_rules`); this module holds the rule model, its
 //! compact form (`compact`, the contract between render and the wrapper)
 //! and the evaluator. Knows nothing of systemd.
+//!
+//! For render: `template::parse` and `regex::Regex::new` give byte offsets
+//! (`template::line_col`) for what the node cannot evaluate; `compact::parse_op`
+//! maps NFD's operator names. NFD's `type: version` on expressions is not
+//! modelled (render must refuse it). The wrapper calls `evaluate_node` and
+//! journals `NodeOutcome::dropped` and each `RuleResult::error`.
 
 pub mod compact;
 pub mod regex;
@@ -321,7 +327,9 @@ impl<'f> Evaluator<'f> {
     fn match_terms(&self, terms: &[Term]) -> Result<Option<template::Data>, String> {
         let mut data = template::Data::new();
         for term in terms {
-            let lookup = term.feature.to_lowercase();
+            // Go lower-cases Unicode; feature names are ASCII, and ASCII
+            // lower-casing keeps Unicode case tables out of the wrapper.
+            let lookup = term.feature.to_ascii_lowercase();
             // Template keys come from the name as written (NFD lower-cases
             // only the lookup).
             let (dom, nam) = match term.feature.split_once('.') {
@@ -396,7 +404,7 @@ impl<'f> Evaluator<'f> {
                 break;
             }
         }
-        elems.sort_by(|a, b| a.get("Name").cmp(&b.get("Name")));
+        sort_by_name(&mut elems);
         let mut any_instance = false;
         for inst in instances.into_iter().flatten() {
             let mut all = true;
@@ -435,7 +443,7 @@ impl<'f> Evaluator<'f> {
                 out.push(name_elem(k, Some(v)));
             }
         }
-        out.sort_by(|a, b| a.get("Name").cmp(&b.get("Name")));
+        sort_by_name(&mut out);
         for inst in instances.into_iter().flatten() {
             let mut hit = false;
             for k in inst.keys() {
@@ -596,6 +604,11 @@ impl<'f> Evaluator<'f> {
         }
         Ok(value)
     }
+}
+
+/// NFD sorts flag/attribute matches by name "for reproducible output".
+fn sort_by_name(elems: &mut [Element]) {
+    elems.sort_by(|a, b| a.get("Name").cmp(&b.get("Name")));
 }
 
 fn name_elem(name: &str, value: Option<&str>) -> Element {

@@ -35,6 +35,7 @@ impl std::error::Error for RegexError {}
 pub struct Regex {
     prog: Vec<Inst>,
     classes: Vec<Class>,
+    scratch: std::cell::RefCell<Scratch>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,27 +131,35 @@ impl Regex {
         Ok(Regex {
             prog: c.prog,
             classes: c.classes,
+            scratch: Default::default(),
         })
     }
 
     /// Whether `text` contains a match (Go's `MatchString`).
     pub fn is_match(&self, text: &str) -> bool {
+        let mut guard = self.scratch.borrow_mut();
+        let Scratch { cur, next, stack } = &mut *guard;
         let n = self.prog.len();
-        let mut cur = ThreadList::new(n);
-        let mut next = ThreadList::new(n);
-        let mut stack = Vec::new();
+        cur.reset(n);
+        next.reset(n);
+        // `^…` (not multi-line) can only start at the beginning.
+        let anchored = matches!(self.prog.first(), Some(Inst::Assert(Assert::BeginText)));
         let mut prev: Option<char> = None;
         let mut rest = text;
         loop {
             let mut chars = rest.chars();
             let c = chars.next();
-            let ctx = Ctx {
-                prev,
-                cur: c,
-                at_start: prev.is_none(),
-            };
-            if self.add(&mut cur, 0, ctx, &mut stack) {
-                return true;
+            if prev.is_none() || !anchored {
+                let ctx = Ctx {
+                    prev,
+                    cur: c,
+                    at_start: prev.is_none(),
+                };
+                if self.add(cur, 0, ctx, stack) {
+                    return true;
+                }
+            } else if cur.list.is_empty() {
+                return false;
             }
             let Some(ch) = c else { return false };
             let after = chars.as_str();
@@ -168,11 +177,11 @@ impl Regex {
                     Inst::Any { newline } => newline || ch != '\n',
                     _ => false,
                 };
-                if ok && self.add(&mut next, pc + 1, next_ctx, &mut stack) {
+                if ok && self.add(next, pc + 1, next_ctx, stack) {
                     return true;
                 }
             }
-            std::mem::swap(&mut cur, &mut next);
+            std::mem::swap(cur, next);
             prev = Some(ch);
             rest = after;
         }
@@ -183,10 +192,10 @@ impl Regex {
         stack.clear();
         stack.push(pc);
         while let Some(pc) = stack.pop() {
-            if list.seen[pc] {
+            if list.seen[pc] == list.generation {
                 continue;
             }
-            list.seen[pc] = true;
+            list.seen[pc] = list.generation;
             match self.prog[pc] {
                 Inst::Jmp(a) => stack.push(a),
                 Inst::Split(a, b) => {
@@ -227,20 +236,38 @@ impl Ctx {
     }
 }
 
+/// Buffers reused across `is_match` calls (boot matches many short strings).
+#[derive(Debug, Clone, Default)]
+struct Scratch {
+    cur: ThreadList,
+    next: ThreadList,
+    stack: Vec<usize>,
+}
+
+/// States reached at one position; `seen` holds the generation that saw a
+/// state, so clearing is one increment.
+#[derive(Debug, Clone, Default)]
 struct ThreadList {
-    seen: Vec<bool>,
+    seen: Vec<u32>,
+    generation: u32,
     list: Vec<usize>,
 }
 
 impl ThreadList {
-    fn new(n: usize) -> Self {
-        ThreadList {
-            seen: vec![false; n],
-            list: Vec::new(),
+    fn reset(&mut self, n: usize) {
+        if self.seen.len() != n {
+            self.seen = vec![0; n];
+            self.generation = 0;
         }
+        self.clear();
     }
+
     fn clear(&mut self) {
-        self.seen.iter_mut().for_each(|s| *s = false);
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            self.seen.iter_mut().for_each(|s| *s = 0);
+            self.generation = 1;
+        }
         self.list.clear();
     }
 }

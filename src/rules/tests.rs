@@ -1138,3 +1138,80 @@ fn customization_guide_examples() {
     assert!(evaluate(std::slice::from_ref(&r), &d)[0].matched);
     assert!(!evaluate(&[r], &desk)[0].matched);
 }
+
+/// Arbitrary rule text (as a corrupted compact form could carry) never
+/// panics the template or regex parsers, nor their execution.
+#[test]
+fn parsers_never_panic() {
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    const PIECES: &[&str] = &[
+        "{{",
+        "}}",
+        "{{-",
+        " -}}",
+        "/*",
+        "*/",
+        "(",
+        ")",
+        "[",
+        "]",
+        "{",
+        "}",
+        "|",
+        "$",
+        "$x",
+        ":=",
+        "=",
+        ",",
+        ".",
+        ".a",
+        "len",
+        "range",
+        "if",
+        "else",
+        "end",
+        "\"",
+        "`",
+        "\\",
+        "-",
+        "1",
+        "é",
+        "\u{212A}",
+        " ",
+        "\n",
+        "^",
+        "*",
+        "+",
+        "?",
+        "(?i)",
+        "[:alpha:]",
+        "\\x{",
+        "\\Q",
+        "\\E",
+        "{2,",
+        "0",
+    ];
+    let data = {
+        let mut d = template::Data::new();
+        d.entry("a".into())
+            .or_default()
+            .insert("b".into(), vec![el(&[("c", "d")])]);
+        d
+    };
+    for _ in 0..20_000 {
+        let s: String = (0..next(12)).map(|_| PIECES[next(PIECES.len())]).collect();
+        if let Ok(t) = template::parse(&s) {
+            let _ = t.expand_map(&data);
+        }
+        if let Ok(re) = regex::Regex::new(&s) {
+            let _ = re.is_match(&s);
+            let _ = re.is_match("a\nb K é");
+        }
+    }
+}
