@@ -11,6 +11,13 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 printf 'int main(void) { return 0; }\n' > "$work/noop.c"
 cc -O2 -static -o "$work/noop" "$work/noop.c"
-python3 benches/wrapper_startup.py "$wrapper" "$work/noop" target/release/kubelet-labeler "$runs" 2>/dev/null
+# Node rules on the DGX-like fixture: seed 002's rules plus OpenShift's NFD
+# label set, rendered as they ship (the env drop-in), evaluated at each start.
+rules=${RULES:-examples/rules/seed-002-openshift-gpu.yaml}
+facts_root=tests/fixtures/nodes/dgx
+target/release/kubelet-labeler render dropins --root "$work/rendered" --profile openshift \
+    --rules "$rules" --nfd-labels openshift --wrapper "$wrapper" >/dev/null
+python3 benches/wrapper_startup.py "$wrapper" "$work/noop" target/release/kubelet-labeler "$runs" \
+    "$work/rendered/etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf" "$facts_root" 2>/dev/null
 ls -l "$wrapper" | awk '{print "wrapper size: " $5 " bytes"}'
 echo "wrapper gzip -9 + base64 (as a MachineConfig carries it): $(gzip -9 -c "$wrapper" | base64 -w0 | wc -c) bytes"

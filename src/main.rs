@@ -71,7 +71,7 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
         profile: profile(c.profile),
         manager_env,
         unit_path: c.unit_path,
-        override_env: explain_override_env(&c.rules, c.nfd_labels)?,
+        override_env: explain_override_env(&c.rules, c.nfd_labels, profile(c.profile))?,
         facts_root: c.facts_root,
         offline,
     })?;
@@ -111,14 +111,15 @@ fn read_input(path: &std::path::Path) -> Result<(String, String)> {
 fn explain_override_env(
     rules: &[std::path::PathBuf],
     nfd_labels: Option<NfdLabelsArg>,
+    prof: kubelet_labeler::kubelet::Profile,
 ) -> Result<Vec<(String, String)>> {
     use kubelet_labeler::contract::{NFD_LABELS_VAR, RULES_VAR};
+    use kubelet_labeler::render::node_rules;
     let mut env = Vec::new();
     if !rules.is_empty() {
-        // TODO(merge): read with render::node_rules.
-        anyhow::bail!("--rules is not wired yet");
+        let read = node_rules::read_rule_files(rules, prof)?;
+        env.push((RULES_VAR.to_string(), node_rules::compile(&read)?));
     }
-    let _ = RULES_VAR;
     if let Some(f) = nfd_labels {
         let v = match f {
             NfdLabelsArg::Upstream => "upstream",
@@ -165,6 +166,7 @@ fn cmd_render_dropins(c: RenderDropinsConfig) -> Result<ExitCode> {
         profile: prof,
         wrapper,
         force: c.force,
+        node_rules: node_rules(&c.additions, prof)?,
     })?;
     for p in written {
         println!("wrote {}", p.display());
@@ -216,7 +218,33 @@ fn pool_options(p: &PoolArgs) -> Result<machineconfig::PoolOptions> {
         },
         arch,
         wrapper,
+        node_rules: node_rules(&p.additions, prof)?,
     })
+}
+
+fn nfd_flavour(f: NfdLabelsArg) -> kubelet_labeler::facts::NfdFlavour {
+    match f {
+        NfdLabelsArg::Upstream => kubelet_labeler::facts::NfdFlavour::Upstream,
+        NfdLabelsArg::Openshift => kubelet_labeler::facts::NfdFlavour::OpenShift,
+    }
+}
+
+/// `--rules`/`--nfd-labels`: read, checked and compiled for the env drop-in.
+fn node_rules(
+    a: &AdditionsArgs,
+    prof: kubelet_labeler::kubelet::Profile,
+) -> Result<kubelet_labeler::render::dropins::NodeRules> {
+    use kubelet_labeler::render::node_rules;
+    let mut out = kubelet_labeler::render::dropins::NodeRules {
+        nfd_labels: a.nfd_labels.map(nfd_flavour),
+        ..Default::default()
+    };
+    if !a.rules.is_empty() {
+        let rules = node_rules::read_rule_files(&a.rules, prof)?;
+        out.names = rules.iter().map(|r| r.name.clone()).collect();
+        out.compact = Some(node_rules::compile(&rules)?);
+    }
+    Ok(out)
 }
 
 /// The static wrapper for `arch`: shipped beside this program, or as

@@ -101,6 +101,7 @@ fn opts(
         ignition_version: version,
         arch: Arch::X86_64,
         wrapper: fake_static_elf(),
+        node_rules: Default::default(),
     }
 }
 

@@ -123,6 +123,14 @@ pub struct AdditionsArgs {
     /// Label rules to validate against
     #[arg(long, value_enum, value_name = "P")]
     pub profile: Option<ProfileArg>,
+    /// NodeFeatureRule file whose rules the node evaluates on its own
+    /// hardware at each kubelet start (repeatable, "-" for stdin)
+    #[arg(long = "rules", value_name = "FILE")]
+    pub rules: Vec<PathBuf>,
+    /// Also register with the labels NFD's built-in sources of this flavour
+    /// would write (the GPU Operator reads them)
+    #[arg(long, value_enum, value_name = "FLAVOUR")]
+    pub nfd_labels: Option<NfdLabelsArg>,
 }
 
 #[derive(Debug, Args)]

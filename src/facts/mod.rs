@@ -20,6 +20,24 @@ pub struct Features {
     pub instances: BTreeMap<String, Vec<BTreeMap<String, String>>>,
 }
 
+/// Every feature `read` can produce: a rule on any other feature can never
+/// match at boot, so render refuses it.
+pub const FEATURES: &[&str] = &[
+    "cpu.cpuid",
+    "cpu.model",
+    "cpu.topology",
+    "kernel.version",
+    "memory.numa",
+    "memory.nv",
+    "network.device",
+    "pci.device",
+    "storage.block",
+    "system.dmiid",
+    "system.name",
+    "system.osrelease",
+    "usb.device",
+];
+
 /// What to read facts from.
 #[derive(Debug, Clone)]
 pub struct FactsOptions<'a> {

@@ -4,8 +4,10 @@
 use crate::kubelet::{Additions, Profile};
 
 pub use crate::contract::{
-    ENV_DROPIN_NAME, LABELS_VAR, TAINTS_VAR, WRAPPER_DROPIN_NAME, WRAPPER_PATH,
+    ENV_DROPIN_NAME, LABELS_VAR, NFD_LABELS_VAR, RULES_VAR, TAINTS_VAR, WRAPPER_DROPIN_NAME,
+    WRAPPER_PATH,
 };
+use crate::facts::NfdFlavour;
 
 /// The drop-in that makes systemd run the wrapper instead of the original
 /// command. `restorecon` gives the wrapper its SELinux label before it runs,
@@ -29,9 +31,58 @@ pub fn wrapper_dropin(profile: Profile) -> String {
     )
 }
 
-/// The drop-in that carries the labels and taints. Values are validated
-/// before this is called, so they hold no quote, space, `%` or `$`.
+/// What the node derives labels/taints from, as the env drop-in carries it.
+#[derive(Debug, Clone, Default)]
+pub struct NodeRules {
+    /// Rule names, for a readable comment in the drop-in.
+    pub names: Vec<String>,
+    /// `rules::compact` form (its charset needs no escaping in quotes).
+    pub compact: Option<String>,
+    pub nfd_labels: Option<NfdFlavour>,
+}
+
+impl NodeRules {
+    pub fn is_empty(&self) -> bool {
+        self.compact.is_none() && self.nfd_labels.is_none()
+    }
+}
+
+/// The drop-in that carries the labels and taints.
 pub fn env_dropin(additions: &Additions) -> String {
+    env_dropin_with_rules(additions, &NodeRules::default())
+        .expect("labels and taints validated by the caller")
+}
+
+/// Refuse what would not survive an `Environment="..."` line unchanged:
+/// kubelet's label and taint syntax allows none of `"`, `\`, `%`, `$`, space.
+fn check_for_environment(additions: &Additions, rules: &NodeRules) -> anyhow::Result<()> {
+    for (k, v) in &additions.labels {
+        let mut errs = crate::kubelet::labels::label_key_errors(k);
+        errs.extend(crate::kubelet::labels::label_value_errors(v));
+        if let Some(e) = errs.first() {
+            anyhow::bail!("label {k}={v}: {e}");
+        }
+    }
+    for t in &additions.taints {
+        if crate::kubelet::parse_taints(&t.to_string()).as_deref() != Ok(std::slice::from_ref(t)) {
+            anyhow::bail!("taint {t}: kubelet would not read it back unchanged");
+        }
+    }
+    let unsafe_char =
+        |c: char| !c.is_ascii_graphic() || matches!(c, '"' | '\\' | '%' | '$' | '\'' | ';');
+    if let Some(c) = rules.compact.as_deref().filter(|c| c.contains(unsafe_char)) {
+        anyhow::bail!(
+            "the compact rules hold a character an Environment= line would change ({c:.40}...)"
+        );
+    }
+    Ok(())
+}
+
+/// The env drop-in with node rules and the NFD label flavour too. Every
+/// value is checked here, so no caller can write a line systemd would read
+/// differently.
+pub fn env_dropin_with_rules(additions: &Additions, rules: &NodeRules) -> anyhow::Result<String> {
+    check_for_environment(additions, rules)?;
     let labels: Vec<String> = additions
         .labels
         .iter()
@@ -49,7 +100,20 @@ pub fn env_dropin(additions: &Additions) -> String {
     if !taints.is_empty() {
         out += &format!("Environment=\"{TAINTS_VAR}={}\"\n", taints.join(","));
     }
-    out
+    if let Some(compact) = &rules.compact {
+        out += "# Node rules (NodeFeatureRule), evaluated on this node's hardware at each\n";
+        out += &format!("# kubelet start: {}\n", rules.names.join(", "));
+        out += &format!("Environment=\"{RULES_VAR}={compact}\"\n");
+    }
+    if let Some(f) = rules.nfd_labels {
+        let name = match f {
+            NfdFlavour::Upstream => "upstream",
+            NfdFlavour::OpenShift => "openshift",
+        };
+        out += &format!("# The labels NFD's built-in sources ({name}) would write.\n");
+        out += &format!("Environment=\"{NFD_LABELS_VAR}={name}\"\n");
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

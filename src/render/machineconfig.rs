@@ -7,7 +7,8 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
 use super::dropins::{
-    ENV_DROPIN_NAME, WRAPPER_DROPIN_NAME, WRAPPER_PATH, env_dropin, wrapper_dropin,
+    ENV_DROPIN_NAME, NodeRules, WRAPPER_DROPIN_NAME, WRAPPER_PATH, env_dropin_with_rules,
+    wrapper_dropin,
 };
 use super::encoding::data_url;
 use crate::kubelet::{Additions, Profile, validate_labels};
@@ -45,6 +46,8 @@ pub struct PoolOptions {
     pub arch: Arch,
     /// The static wrapper binary's bytes.
     pub wrapper: Vec<u8>,
+    /// Node rules and NFD label set the pool's nodes derive labels from.
+    pub node_rules: NodeRules,
 }
 
 /// Refuse a wrapper that will not run on the node: dynamic (has an ELF
@@ -197,12 +200,13 @@ fn base_ignition(opts: &PoolOptions) -> Value {
 
 /// The pool's Ignition: the labels/taints drop-in, as a file (drop-ins of one
 /// unit in several MachineConfigs then never depend on how they merge).
-fn pool_ignition(opts: &PoolOptions, additions: &Additions) -> Value {
+fn pool_ignition(opts: &PoolOptions, additions: &Additions) -> Result<Value> {
     let path = format!("/etc/systemd/system/kubelet.service.d/{ENV_DROPIN_NAME}");
-    json!({
+    let dropin = env_dropin_with_rules(additions, &opts.node_rules)?;
+    Ok(json!({
         "ignition": { "version": opts.ignition_version },
-        "storage": { "files": [ file(&path, env_dropin(additions).as_bytes(), 0o644) ] }
-    })
+        "storage": { "files": [ file(&path, dropin.as_bytes(), 0o644) ] }
+    }))
 }
 
 fn machine_config(name: &str, role: &str, config: Value) -> Value {
@@ -264,7 +268,7 @@ pub fn render(opts: &PoolOptions) -> Result<Rendered> {
             ),
             (
                 files[1].clone(),
-                machine_config(&pool_name, &opts.pool, pool_ignition(opts, &additions)),
+                machine_config(&pool_name, &opts.pool, pool_ignition(opts, &additions)?),
             ),
             (files[2].clone(), pool),
             ("kustomization.yaml".into(), kustomization),
@@ -276,7 +280,7 @@ pub fn render(opts: &PoolOptions) -> Result<Rendered> {
 pub fn ignition(opts: &PoolOptions) -> Result<Value> {
     let additions = all_additions(opts)?;
     let mut cfg = base_ignition(opts);
-    let pool = pool_ignition(opts, &additions);
+    let pool = pool_ignition(opts, &additions)?;
     let extra = pool["storage"]["files"]
         .as_array()
         .cloned()
@@ -400,6 +404,7 @@ mod tests {
             ignition_version: "3.4.0",
             arch: Arch::X86_64,
             wrapper: fake_elf(62),
+            node_rules: Default::default(),
         }
     }
 

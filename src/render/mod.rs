@@ -6,6 +6,7 @@ pub mod dropins;
 pub mod encoding;
 pub mod layout;
 pub mod machineconfig;
+pub mod node_rules;
 pub mod pointer;
 pub mod tree;
 

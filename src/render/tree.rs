@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use super::dropins::{
-    ENV_DROPIN_NAME, WRAPPER_DROPIN_NAME, WRAPPER_PATH, env_dropin, wrapper_dropin,
+    ENV_DROPIN_NAME, NodeRules, WRAPPER_DROPIN_NAME, WRAPPER_PATH, env_dropin_with_rules,
+    wrapper_dropin,
 };
 use crate::kubelet::{Additions, Profile};
 
@@ -20,6 +21,7 @@ pub struct TreeOptions {
     pub profile: Profile,
     pub wrapper: PathBuf,
     pub force: bool,
+    pub node_rules: NodeRules,
 }
 
 /// Write `bytes` to `path` through a temp file in the same directory, so a
@@ -56,10 +58,13 @@ pub fn planned_files(opts: &TreeOptions) -> Result<Vec<(PathBuf, Vec<u8>, u32)>>
             0o644,
         ),
     ];
-    if !opts.additions.labels.is_empty() || !opts.additions.taints.is_empty() {
+    if !opts.additions.labels.is_empty()
+        || !opts.additions.taints.is_empty()
+        || !opts.node_rules.is_empty()
+    {
         files.push((
             dropin_dir.join(ENV_DROPIN_NAME),
-            env_dropin(&opts.additions).into_bytes(),
+            env_dropin_with_rules(&opts.additions, &opts.node_rules)?.into_bytes(),
             0o644,
         ));
     }
