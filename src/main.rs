@@ -14,6 +14,7 @@ fn main() -> ExitCode {
     let result = match Cmd::parse() {
         Cmd::Explain(c) => cmd_explain(c),
         Cmd::Validate(c) => cmd_validate(c),
+        Cmd::Facts(c) => cmd_facts(c),
         Cmd::Render(RenderCmd::Dropins(c)) => cmd_render_dropins(c),
         Cmd::Render(RenderCmd::Machineconfig(c)) => cmd_render_machineconfig(c),
         Cmd::Render(RenderCmd::Ignition(c)) => cmd_render_ignition(c),
@@ -128,6 +129,30 @@ fn explain_override_env(
         env.push((NFD_LABELS_VAR.to_string(), v.to_string()));
     }
     Ok(env)
+}
+
+// ---- facts (facts module) ----
+
+fn cmd_facts(c: FactsConfig) -> Result<ExitCode> {
+    use kubelet_labeler::facts;
+    let nodename = c.hostname_override.map(|h| h.trim().to_lowercase());
+    let f = facts::read(&facts::FactsOptions {
+        root: &c.root,
+        nodename: nodename.as_deref(),
+    });
+    if let Some(flavour) = c.nfd_labels {
+        for (k, v) in facts::nfd_labels(&f, nfd_flavour(flavour)) {
+            println!("{k}={v}");
+        }
+    } else if c.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&facts::json::to_json(&f))?
+        );
+    } else {
+        print!("{}", facts::json::to_text(&f));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 // ---- validate (kubelet module) ----

@@ -21,6 +21,8 @@ pub enum Cmd {
     Explain(ExplainConfig),
     /// Check --node-labels/--register-with-taints as kubelet would
     Validate(ValidateConfig),
+    /// Print the node's hardware facts under NFD's feature names
+    Facts(FactsConfig),
     /// Render drop-ins, MachineConfigs or Ignition
     #[command(subcommand)]
     Render(RenderCmd),
@@ -86,6 +88,22 @@ pub enum NfdLabelsArg {
     Upstream,
     /// OpenShift NFD operator defaults (pci-10de.present)
     Openshift,
+}
+
+#[derive(Debug, Args)]
+pub struct FactsConfig {
+    /// Root of the node's filesystem tree
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub root: PathBuf,
+    /// Node name for system.name, as kubelet's --hostname-override sets it
+    #[arg(long, value_name = "NAME")]
+    pub hostname_override: Option<String>,
+    /// Print NFD's NodeFeature spec.features JSON
+    #[arg(long, conflicts_with = "nfd_labels")]
+    pub json: bool,
+    /// Print the labels NFD's built-in sources of this flavour would write
+    #[arg(long, value_enum, value_name = "FLAVOUR")]
+    pub nfd_labels: Option<NfdLabelsArg>,
 }
 
 #[derive(Debug, Args)]
