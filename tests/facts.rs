@@ -3,7 +3,6 @@
 //! lscpu, uname and os-release say about the same tree.
 
 #[path = "support/ignition_oracle.rs"]
-#[allow(dead_code)]
 mod ignition_oracle;
 
 use std::collections::BTreeSet;
