@@ -232,8 +232,15 @@ fn pool_options(p: &PoolArgs) -> Result<machineconfig::PoolOptions> {
         )
     })?;
     machineconfig::check_wrapper(&wrapper, arch, &wrapper_path)?;
+    let (pool, builtin_role) = match (&p.pool, p.role) {
+        (_, Some(RoleArg::Worker)) => ("worker".to_string(), true),
+        (_, Some(RoleArg::Master)) => ("master".to_string(), true),
+        (Some(pool), None) => (pool.clone(), false),
+        (None, None) => anyhow::bail!("say which nodes: --pool NAME or --role worker|master"),
+    };
     Ok(machineconfig::PoolOptions {
-        pool: p.pool.clone(),
+        pool,
+        builtin_role,
         additions,
         pool_label,
         base_role: p.base_role.clone(),
@@ -329,8 +336,9 @@ fn cmd_render_ignition(c: RenderIgnitionConfig) -> Result<ExitCode> {
     };
     let config = match (&c.merge_url, &c.ca_file) {
         (Some(url), Some(ca)) => {
-            machineconfig::check_pool_name(&c.pool.pool, &c.pool.base_role)?;
-            pointer::check_merge_url_pool(url, &c.pool.pool)?;
+            let pool = c.pool.pool.as_deref().context("--merge-url needs --pool")?;
+            machineconfig::check_pool_name(pool, &c.pool.base_role)?;
+            pointer::check_merge_url_pool(url, pool)?;
             let pem = std::fs::read(ca).with_context(|| format!("reading {}", ca.display()))?;
             pointer::pointer_config(url, &pem, version)?
         }

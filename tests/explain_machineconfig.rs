@@ -9,6 +9,7 @@ mod mco;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use kubelet_labeler::render::layout;
 use serde_json::{Value, json};
 
 const KUBELET_CONF: &str = "kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\n\
@@ -232,4 +233,96 @@ fn falling_back_exits_1_with_the_reason() {
     let out = cli(&["explain", "--machineconfig", pool.to_str().unwrap()]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no MachineConfig"));
+}
+
+/// Seed 000: every control-plane node tainted at registration, with no
+/// custom pool; the platform's own master taint is kept beside ours.
+#[test]
+fn role_machineconfigs_taint_every_master_next_to_the_platform_taint() {
+    let Some(dir) = mco::require_fixtures() else {
+        return;
+    };
+    let (name, unit) = mco::kubelet_units(&dir)
+        .into_iter()
+        .find(|(n, _)| n.starts_with("release-4.20__templates__master") && n.contains("_base"))
+        .expect("4.20 master template");
+    let scratch = tempfile::tempdir().unwrap();
+    let out_dir = scratch.path().join("openshift");
+    // The static wrapper the committed example carries, laid out from it.
+    let example_tree = scratch.path().join("example");
+    let text = std::fs::read_to_string(example("50-worker-kubelet-labeler-wrapper.yaml")).unwrap();
+    let configs = layout::machineconfigs_from_yaml(&text, "example").unwrap();
+    layout::Layout::merge(configs)
+        .unwrap()
+        .write(&example_tree)
+        .unwrap();
+    let wrapper = example_tree.join("usr/local/bin/kubelet-labeler-wrapper");
+    let rendered = cli(&[
+        "render",
+        "machineconfig",
+        "--role",
+        "master",
+        "--taint",
+        "llm-d-lab=control-plane:NoSchedule",
+        "--wrapper",
+        wrapper.to_str().unwrap(),
+        "--output-dir",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(
+        rendered.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rendered.stderr)
+    );
+    let mut files: Vec<String> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(
+        files,
+        [
+            "50-master-kubelet-labeler-labels.yaml",
+            "50-master-kubelet-labeler-wrapper.yaml",
+            "kustomization.yaml"
+        ],
+        "no MachineConfigPool for a built-in role"
+    );
+    let mut mc = mco_machineconfig(&unit);
+    mc["metadata"]["name"] = json!("01-master-kubelet");
+    let mc_path = scratch.path().join("01-master-kubelet.yaml");
+    std::fs::write(
+        &mc_path,
+        kubelet_labeler::render::machineconfig::to_yaml(&mc).unwrap(),
+    )
+    .unwrap();
+    let mut args = vec![
+        "explain".to_string(),
+        "--json".into(),
+        "--profile".into(),
+        "openshift".into(),
+        "--machineconfig".into(),
+        mc_path.display().to_string(),
+    ];
+    for f in &files[..2] {
+        args.push("--machineconfig".into());
+        args.push(out_dir.join(f).display().to_string());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = cli(&args);
+    let e = json_of(&out);
+    assert!(out.status.success(), "{name}: {e}");
+    let taints: Vec<&str> = e["taints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert!(
+        taints.contains(&"llm-d-lab=control-plane:NoSchedule")
+            && taints
+                .iter()
+                .any(|t| t.starts_with("node-role.kubernetes.io/master")),
+        "{name}: {taints:?}"
+    );
 }

@@ -102,6 +102,7 @@ fn opts(
         arch: Arch::X86_64,
         wrapper: fake_static_elf(),
         node_rules: Default::default(),
+        builtin_role: false,
     }
 }
 

@@ -178,6 +178,14 @@ pub enum ArchArg {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RoleArg {
+    /// Every worker node
+    Worker,
+    /// Every control-plane node
+    Master,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum IgnitionVersionArg {
     #[value(name = "3.4.0")]
     V3_4_0,
@@ -189,8 +197,12 @@ pub enum IgnitionVersionArg {
 #[derive(Debug, Args)]
 pub struct PoolArgs {
     /// Custom MachineConfigPool name
-    #[arg(long, value_name = "NAME")]
-    pub pool: String,
+    #[arg(long, value_name = "NAME", required_unless_present = "role")]
+    pub pool: Option<String>,
+    /// Built-in role instead of a custom pool (no MachineConfigPool): every
+    /// node of the role registers with the labels/taints
+    #[arg(long, value_enum, value_name = "ROLE", conflicts_with_all = ["pool", "pool_label"])]
+    pub role: Option<RoleArg>,
     #[command(flatten)]
     pub additions: AdditionsArgs,
     /// Role the pool inherits from

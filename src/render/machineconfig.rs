@@ -48,6 +48,9 @@ pub struct PoolOptions {
     pub wrapper: Vec<u8>,
     /// Node rules and NFD label set the pool's nodes derive labels from.
     pub node_rules: NodeRules,
+    /// `pool` names a built-in role (worker, master): no MachineConfigPool
+    /// and no pool label, every node of the role gets the additions.
+    pub builtin_role: bool,
 }
 
 /// Refuse a wrapper that will not run on the node: dynamic (has an ELF
@@ -224,6 +227,18 @@ pub struct Rendered {
 }
 
 pub fn all_additions(opts: &PoolOptions) -> Result<Additions> {
+    if opts.builtin_role {
+        if !["worker", "master"].contains(&opts.pool.as_str()) {
+            bail!(
+                "--role {:?}: the MCO's built-in roles are worker and master",
+                opts.pool
+            );
+        }
+        if opts.pool_label.is_some() {
+            bail!("--pool-label selects nodes into a custom pool; a built-in role has none");
+        }
+        return Ok(opts.additions.clone());
+    }
     check_pool_name(&opts.pool, &opts.base_role)?;
     let label = pool_label(opts)?;
     let mut additions = opts.additions.clone();
@@ -232,8 +247,37 @@ pub fn all_additions(opts: &PoolOptions) -> Result<Additions> {
     Ok(additions)
 }
 
+/// MachineConfigs for a built-in role: the wrapper and the labels drop-in,
+/// both for `role`, usable day 2 and in an installer's `openshift/` dir.
+fn render_role(opts: &PoolOptions, additions: &Additions) -> Result<Rendered> {
+    let role = &opts.pool;
+    let wrapper_name = format!("50-{role}-kubelet-labeler-wrapper");
+    let labels_name = format!("50-{role}-kubelet-labeler-labels");
+    let mut manifests = vec![(
+        format!("{wrapper_name}.yaml"),
+        machine_config(&wrapper_name, role, base_ignition(opts)),
+    )];
+    if !additions.labels.is_empty() || !additions.taints.is_empty() || !opts.node_rules.is_empty() {
+        manifests.push((
+            format!("{labels_name}.yaml"),
+            machine_config(&labels_name, role, pool_ignition(opts, additions)?),
+        ));
+    }
+    let resources: Vec<&String> = manifests.iter().map(|(f, _)| f).collect();
+    let kustomization = json!({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": resources,
+    });
+    manifests.push(("kustomization.yaml".into(), kustomization));
+    Ok(Rendered { manifests })
+}
+
 pub fn render(opts: &PoolOptions) -> Result<Rendered> {
     let additions = all_additions(opts)?;
+    if opts.builtin_role {
+        return render_role(opts, &additions);
+    }
     let (label_key, label_value) = additions.labels[0].clone();
     let base_name = format!("50-{}-kubelet-labeler-wrapper", opts.base_role);
     let pool_name = format!("50-{}-kubelet-labeler-labels", opts.pool);
@@ -405,6 +449,7 @@ mod tests {
             arch: Arch::X86_64,
             wrapper: fake_elf(62),
             node_rules: Default::default(),
+            builtin_role: false,
         }
     }
 
