@@ -11,7 +11,12 @@ difference, and the peak RSS of a wrapper run, read by GNU time (its
 ru_maxrss covers the wrapper image too: Linux carries the high-water mark
 across execve; posix_spawn's shared-memory child would report Python's).
 
-usage: wrapper_startup.py WRAPPER NOOP CLI [RUNS]
+Also timed, interleaved with those: the wrapper refusing an unknown argument
+(`--bogus`: exec, start-up and exit, no unit work), which splits the added
+time into the cost of starting the image and the cost of its work; and any
+OTHER wrappers given (e.g. an older build), through the same tree.
+
+usage: wrapper_startup.py WRAPPER NOOP CLI [RUNS [OTHER_WRAPPER...]]
 """
 import json
 import os
@@ -91,12 +96,12 @@ def write(root, rel, text, mode=0o644):
     os.chmod(path, mode)
 
 
-def run_once(argv, env):
+def run_once(argv, env, expect=0):
     t0 = time.perf_counter_ns()
     pid = os.posix_spawn(argv[0], argv, env)
     _, status, usage = os.wait4(pid, 0)
     t1 = time.perf_counter_ns()
-    if status != 0:
+    if os.waitstatus_to_exitcode(status) != expect:
         sys.exit(f"{argv[0]} exited with status {status}")
     return t1 - t0, usage.ru_maxrss
 
@@ -104,6 +109,7 @@ def run_once(argv, env):
 def main():
     wrapper, noop, cli = sys.argv[1], sys.argv[2], sys.argv[3]
     runs = int(sys.argv[4]) if len(sys.argv) > 4 else 2000
+    others = sys.argv[5:]
     root = tempfile.mkdtemp(prefix="kl-bench-")
     write(root, "etc/systemd/system/kubelet.service", unit_text())
     for name, text in DROPINS.items():
@@ -128,13 +134,24 @@ def main():
     assert plan["argv"] != plan["original_argv"], "the wrapper would add nothing"
     print("wrapper adds:", " ".join(a for a in plan["argv"] if a not in plan["original_argv"]))
 
-    for argv in (wrapped, direct):  # warm caches
-        for _ in range(50):
-            run_once(argv, SERVICE_ENV)
-    t_wrapped, t_direct = [], []
-    for _ in range(runs):
-        t_wrapped.append(run_once(wrapped, SERVICE_ENV)[0])
-        t_direct.append(run_once(direct, SERVICE_ENV)[0])
+    bogus = [wrapper, "--bogus"]
+    # (label, argv, expected exit status); all interleaved, run for run.
+    cases = [("direct", direct, 0), ("wrapped", wrapped, 0), ("bogus", bogus, 2)]
+    cases += [(w, [w] + wrapped[1:], 0) for w in others]
+    null = os.open(os.devnull, os.O_WRONLY)
+    saved_stderr = os.dup(2)
+    os.dup2(null, 2)  # the wrapper's journal line and usage error, thousands of times
+    try:
+        for _, argv, expect in cases:  # warm caches
+            for _ in range(50):
+                run_once(argv, SERVICE_ENV, expect)
+        times = {label: [] for label, _, _ in cases}
+        for _ in range(runs):
+            for label, argv, expect in cases:
+                times[label].append(run_once(argv, SERVICE_ENV, expect)[0])
+    finally:
+        os.dup2(saved_stderr, 2)
+    t_wrapped, t_direct = times["wrapped"], times["direct"]
 
     def peak_kib(argv):
         out = subprocess.run(["/usr/bin/time", "-f", "%M"] + argv, env=SERVICE_ENV,
@@ -147,6 +164,14 @@ def main():
     print(f"direct no-op exec:   median {md / 1e6:.3f} ms")
     print(f"through the wrapper: median {mw / 1e6:.3f} ms")
     print(f"added by the wrapper: {(mw - md) / 1e6:.3f} ms (target <= 1 ms)")
+    mb = statistics.median(times["bogus"])
+    print(f"wrapper --bogus (spawn, start-up, usage error, exit): median {mb / 1e6:.3f} ms; "
+          f"its image vs the no-op's: {(mb - md) / 1e6:+.3f} ms")
+    print(f"  the wrapper's work (unit files, labels, guard state) and the exec of the no-op: "
+          f"{(mw - mb) / 1e6:.3f} ms")
+    for w in others:
+        mo = statistics.median(times[w])
+        print(f"through {w}: median {mo / 1e6:.3f} ms, adds {(mo - md) / 1e6:.3f} ms")
     print(f"peak RSS through the wrapper: {rss / 1024:.2f} MiB (target <= 8 MiB); "
           f"the no-op alone: {rss_direct / 1024:.2f} MiB")
 
