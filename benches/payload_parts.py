@@ -37,6 +37,8 @@ for line in out.splitlines():
     elif "::" not in name: key = "libc (musl) / C"
     elif m and m.group(1) == "kubelet_labeler": key = "kubelet_labeler::" + (m.group(3) or "")
     elif m and m.group(1) in ("std", "core", "alloc"): key = m.group(1) + "::" + (m.group(3) or "")
+    elif m and m.group(1) in ("str", "char", "bool", "u8", "u16", "u32", "u64", "usize", "i32", "i64", "isize"):
+        key = "core:: (methods on primitives)"
     elif m: key = m.group(1)
     else: key = "other"
     parts[key] += size; count[key] += 1; fns.append((size, name))

@@ -8,7 +8,7 @@
 # can't be had, it falls back to the plain build (bigger, same behaviour).
 # `--unstripped` keeps the symbols (benches/payload.sh measures the parts) and
 # builds under target/wrapper-unstripped so the shipped binary stays as is.
-# Figures per step: benches/payload.sh and the README's payload section.
+# Sizes and what each part costs: benches/payload.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 arch=${1:-x86_64}
