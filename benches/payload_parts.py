@@ -34,6 +34,8 @@ for line in out.splitlines():
     m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)(::([A-Za-z_][A-Za-z0-9_]*))?", n)
     if "libunwind::" in name or name.startswith(("unw_", "__unw_", "_Unwind_", "unwind_")):
         key = "libunwind (C/C++)"
+    elif name.startswith("OUTLINED_FUNCTION"):
+        key = "outlined (machine outliner)"
     elif "::" not in name: key = "libc (musl) / C"
     elif m and m.group(1) == "kubelet_labeler": key = "kubelet_labeler::" + (m.group(3) or "")
     elif m and m.group(1) in ("std", "core", "alloc"): key = m.group(1) + "::" + (m.group(3) or "")
@@ -47,5 +49,14 @@ print(f"{'part (.text symbols)':40} {'bytes':>8} {'fns':>5}")
 for k, v in parts.most_common(int(sys.argv[2]) if len(sys.argv) > 2 else 40):
     print(f"{k:40} {v:8d} {count[k]:5d}")
 print(f"{'total':40} {total:8d}")
+groups = collections.Counter()
+for k, v in parts.items():
+    g = ("ours (kubelet_labeler)" if k.startswith("kubelet_labeler") else
+         "std, core, alloc" if k.split("::")[0] in ("std", "core", "alloc", "other") else
+         k if "(" in k else "other crates (" + k + ")" if k != "anyhow" else "anyhow")
+    groups[g if not g.startswith("other crates") else "other crates"] += v
+print()
+for g, v in groups.most_common():
+    print(f"{g:40} {v:8d} {100 * v / total:4.0f}%")
 if len(sys.argv) > 3:
     for s, n in sorted(fns, reverse=True)[: int(sys.argv[3])]: print(f"{s:7d} {n[:150]}")

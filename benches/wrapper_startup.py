@@ -122,7 +122,13 @@ def main():
             dst.write(src.read())
         os.chmod(os.path.join(root, rel), 0o755)
 
-    state = tempfile.mkdtemp(prefix="kl-bench-state-")
+    # The guard's state lives in /run, a tmpfs, on a node. On a disk
+    # filesystem (ext4 /tmp here) the rename over the old state file makes
+    # ext4 flush the new file's data first (auto_da_alloc): milliseconds
+    # under load that a node never pays. So: a tmpfs when there is one.
+    shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+    state = tempfile.mkdtemp(prefix="kl-bench-state-", dir=shm)
+    print("guard state dir:", state, "(tmpfs, like /run)" if shm else "(not a tmpfs: slower than a node)")
     wrapped = [wrapper, "--unit", "kubelet.service", "--root", root, "--state-dir", state]
     # What systemd would exec without the wrapper, from `explain` on the
     # same tree and environment; the no-op gets exactly that argv.
