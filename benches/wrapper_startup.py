@@ -11,12 +11,17 @@ difference, and the peak RSS of a wrapper run, read by GNU time (its
 ru_maxrss covers the wrapper image too: Linux carries the high-water mark
 across execve; posix_spawn's shared-memory child would report Python's).
 
-With RULES_DROPIN and FACTS_ROOT (an env drop-in rendered with --rules and
---nfd-labels, and a fixture node tree), a third variant runs the wrapper
-with those rules evaluated on that node's facts, interleaved with the other
-two: what node rules add over the wrapper without them.
+Also timed, interleaved with those: the wrapper refusing an unknown argument
+(`--bogus`: exec, start-up and exit, no unit work), which splits the added
+time into the cost of starting the image and the cost of its work; and any
+OTHER wrappers given (e.g. an older build), through the same tree.
 
-usage: wrapper_startup.py WRAPPER NOOP CLI [RUNS [RULES_DROPIN FACTS_ROOT]]
+With RULES_DROPIN and FACTS_ROOT in the environment (an env drop-in rendered
+with --rules/--nfd-labels, and a fixture node tree), one more case runs the
+wrapper with those rules evaluated on that node's facts: what node rules add
+over the wrapper without them, in the same interleaved run.
+
+usage: wrapper_startup.py WRAPPER NOOP CLI [RUNS [OTHER_WRAPPER...]]
 """
 import json
 import os
@@ -96,12 +101,12 @@ def write(root, rel, text, mode=0o644):
     os.chmod(path, mode)
 
 
-def run_once(argv, env):
+def run_once(argv, env, expect=0):
     t0 = time.perf_counter_ns()
     pid = os.posix_spawn(argv[0], argv, env)
     _, status, usage = os.wait4(pid, 0)
     t1 = time.perf_counter_ns()
-    if status != 0:
+    if os.waitstatus_to_exitcode(status) != expect:
         sys.exit(f"{argv[0]} exited with status {status}")
     return t1 - t0, usage.ru_maxrss
 
@@ -109,8 +114,7 @@ def run_once(argv, env):
 def main():
     wrapper, noop, cli = sys.argv[1], sys.argv[2], sys.argv[3]
     runs = int(sys.argv[4]) if len(sys.argv) > 4 else 2000
-    rules_dropin = sys.argv[5] if len(sys.argv) > 6 else None
-    facts_root = sys.argv[6] if len(sys.argv) > 6 else None
+    others = sys.argv[5:]
     root = tempfile.mkdtemp(prefix="kl-bench-")
     write(root, "etc/systemd/system/kubelet.service", unit_text())
     for name, text in DROPINS.items():
@@ -123,7 +127,13 @@ def main():
             dst.write(src.read())
         os.chmod(os.path.join(root, rel), 0o755)
 
-    state = tempfile.mkdtemp(prefix="kl-bench-state-")
+    # The guard's state lives in /run, a tmpfs, on a node. On a disk
+    # filesystem (ext4 /tmp here) the rename over the old state file makes
+    # ext4 flush the new file's data first (auto_da_alloc): milliseconds
+    # under load that a node never pays. So: a tmpfs when there is one.
+    shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+    state = tempfile.mkdtemp(prefix="kl-bench-state-", dir=shm)
+    print("guard state dir:", state, "(tmpfs, like /run)" if shm else "(not a tmpfs: slower than a node)")
     wrapped = [wrapper, "--unit", "kubelet.service", "--root", root, "--state-dir", state]
     # What systemd would exec without the wrapper, from `explain` on the
     # same tree and environment; the no-op gets exactly that argv.
@@ -135,31 +145,43 @@ def main():
     assert plan["argv"] != plan["original_argv"], "the wrapper would add nothing"
     print("wrapper adds:", " ".join(a for a in plan["argv"] if a not in plan["original_argv"]))
 
-    variants = [("wrapped", wrapped, SERVICE_ENV), ("direct", direct, SERVICE_ENV)]
-    if rules_dropin:
+    bogus = [wrapper, "--bogus"]
+    # (label, argv, expected exit status); all interleaved, run for run.
+    cases = [("direct", direct, 0), ("wrapped", wrapped, 0), ("bogus", bogus, 2)]
+    cases += [(w, [w] + wrapped[1:], 0) for w in others]
+    rules_env = None
+    if os.environ.get("RULES_DROPIN") and os.environ.get("FACTS_ROOT"):
         rules_env = dict(SERVICE_ENV)
-        for line in open(rules_dropin):
+        for line in open(os.environ["RULES_DROPIN"]):
             m = re.match(r'^Environment="([A-Z_]+)=(.*)"$', line.strip())
             if m:
                 rules_env[m.group(1)] = m.group(2)
-        with_rules = wrapped + ["--facts-root", facts_root]
-        state_rules = tempfile.mkdtemp(prefix="kl-bench-state-")
-        with_rules[with_rules.index(state) if state in with_rules else -1] = state_rules
-        plan_cmd = cmd + ["--facts-root", facts_root]
+        facts = os.environ["FACTS_ROOT"]
+        rstate = tempfile.mkdtemp(prefix="kl-bench-state-", dir=shm)
+        with_rules = [wrapper, "--unit", "kubelet.service", "--root", root,
+                      "--state-dir", rstate, "--facts-root", facts]
+        rcmd = cmd + ["--facts-root", facts]
         for k in ("KUBELET_LABELER_NODE_RULES", "KUBELET_LABELER_NFD_LABELS"):
             if k in rules_env:
-                plan_cmd += ["--set-env", f"{k}={rules_env[k]}"]
-        rplan = json.loads(subprocess.run(plan_cmd, check=True, capture_output=True).stdout)
-        print("with rules, the wrapper adds:",
-              " ".join(a for a in rplan["argv"] if a not in rplan["original_argv"])[:400])
-        variants.append(("rules", with_rules, rules_env))
-    for _, argv, env in variants:  # warm caches
-        for _ in range(50):
-            run_once(argv, env)
-    times = {name: [] for name, _, _ in variants}
-    for _ in range(runs):
-        for name, argv, env in variants:
-            times[name].append(run_once(argv, env)[0])
+                rcmd += ["--set-env", f"{k}={rules_env[k]}"]
+        rplan = json.loads(subprocess.run(rcmd, check=True, capture_output=True).stdout)
+        added = [a for a in rplan["argv"] if a not in rplan["original_argv"]]
+        print("with rules, the wrapper adds:", " ".join(added)[:300], "...")
+        cases.append(("rules", with_rules, 0))
+    null = os.open(os.devnull, os.O_WRONLY)
+    saved_stderr = os.dup(2)
+    os.dup2(null, 2)  # the wrapper's journal line and usage error, thousands of times
+    try:
+        env_of = lambda label: rules_env if label == "rules" else SERVICE_ENV
+        for label, argv, expect in cases:  # warm caches
+            for _ in range(50):
+                run_once(argv, env_of(label), expect)
+        times = {label: [] for label, _, _ in cases}
+        for _ in range(runs):
+            for label, argv, expect in cases:
+                times[label].append(run_once(argv, env_of(label), expect)[0])
+    finally:
+        os.dup2(saved_stderr, 2)
     t_wrapped, t_direct = times["wrapped"], times["direct"]
 
     def peak_kib(argv):
@@ -173,11 +195,19 @@ def main():
     print(f"direct no-op exec:   median {md / 1e6:.3f} ms")
     print(f"through the wrapper: median {mw / 1e6:.3f} ms")
     print(f"added by the wrapper: {(mw - md) / 1e6:.3f} ms (target <= 1 ms)")
+    mb = statistics.median(times["bogus"])
+    print(f"wrapper --bogus (spawn, start-up, usage error, exit): median {mb / 1e6:.3f} ms; "
+          f"its image vs the no-op's: {(mb - md) / 1e6:+.3f} ms")
+    print(f"  the wrapper's work (unit files, labels, guard state) and the exec of the no-op: "
+          f"{(mw - mb) / 1e6:.3f} ms")
     if "rules" in times:
         mr = statistics.median(times["rules"])
         print(f"through the wrapper with node rules: median {mr / 1e6:.3f} ms")
         print(f"added by node rules over the wrapper without them: {(mr - mw) / 1e6:.3f} ms (target <= 0.3 ms)")
         print(f"added by the wrapper with rules over direct exec: {(mr - md) / 1e6:.3f} ms (target <= 1 ms)")
+    for w in others:
+        mo = statistics.median(times[w])
+        print(f"through {w}: median {mo / 1e6:.3f} ms, adds {(mo - md) / 1e6:.3f} ms")
     print(f"peak RSS through the wrapper: {rss / 1024:.2f} MiB (target <= 8 MiB); "
           f"the no-op alone: {rss_direct / 1024:.2f} MiB")
 

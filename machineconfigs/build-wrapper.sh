@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
 # Build the static boot-time wrapper that MachineConfigs carry, and print its
-# path.  usage: build-wrapper.sh [x86_64|aarch64]
+# path.  usage: build-wrapper.sh [x86_64|aarch64] [--unstripped]
 #
 # std is rebuilt (-Z build-std, allowed on the stable toolchain through
 # RUSTC_BOOTSTRAP) without its backtrace symbolizer, which is most of a static
-# Rust binary and useless here: ~200 KB instead of ~450 KB. If rust-src can't
-# be had, it falls back to the plain build (bigger, same behaviour).
+# Rust binary and useless here, and with std's optimize_for_size. If rust-src
+# can't be had, it falls back to the plain build (bigger, same behaviour).
+# `--unstripped` keeps the symbols (benches/payload.sh measures the parts) and
+# builds under target/wrapper-unstripped so the shipped binary stays as is.
+# Sizes and what each part costs: benches/payload.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 arch=${1:-x86_64}
+if [ "${2:-}" = --unstripped ]; then
+  export CARGO_PROFILE_WRAPPER_STRIP=false
+  export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}/wrapper-unstripped"
+fi
 case "$arch" in
   x86_64|aarch64) ;;
   *) echo "build-wrapper.sh: unknown arch $arch (x86_64 or aarch64)" >&2; exit 2 ;;
@@ -16,11 +23,19 @@ esac
 target="$arch-unknown-linux-musl"
 rustup target add "$target" >/dev/null 2>&1 || true
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER=rust-lld
+# Size flags, none of which changes behaviour:
+# - location-detail=none: panic messages without file:line:col (the guard
+#   reports an internal error either way); drops every location string;
+# - relocation-model=static: a plain static executable instead of a
+#   static-pie, so no relocation table and no start-up relocation pass;
+# - force-unwind-tables=no: unwind tables only for functions that can
+#   unwind, which catch_unwind still needs and gets (panic = "unwind").
+stable_flags="-Crelocation-model=static -Cforce-unwind-tables=no"
 build=(cargo build --quiet --profile wrapper --target "$target" --bin kubelet-labeler-wrapper --no-default-features)
 if rustup component add rust-src >/dev/null 2>&1; then
-  RUSTC_BOOTSTRAP=1 "${build[@]}" -Z build-std=std,panic_unwind -Z build-std-features= >&2
+  RUSTFLAGS="-Zlocation-detail=none $stable_flags" RUSTC_BOOTSTRAP=1 "${build[@]}" -Z build-std=std,panic_unwind -Z build-std-features=optimize_for_size >&2
 else
   echo "build-wrapper.sh: rust-src unavailable; building with the prebuilt std (larger)" >&2
-  "${build[@]}" >&2
+  RUSTFLAGS="$stable_flags" "${build[@]}" >&2
 fi
 echo "${CARGO_TARGET_DIR:-$PWD/target}/$target/wrapper/kubelet-labeler-wrapper"

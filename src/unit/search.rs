@@ -53,6 +53,15 @@ pub fn resolve(root: &Path, node: &Path) -> Option<PathBuf> {
 /// The node path `node` really is, with every symlink along it followed
 /// inside `root`.
 pub fn canonical(root: &Path, node: &Path) -> PathBuf {
+    canonical_with(root, node, &mut Vec::new())
+}
+
+/// readlink results by node path, shared by the calls for one search path:
+/// its directories share prefixes (`/etc`, `/run/systemd`, ...), and the
+/// wrapper would otherwise ask the kernel about each one again.
+type LinkCache = Vec<(PathBuf, Option<PathBuf>)>;
+
+fn canonical_with(root: &Path, node: &Path, cache: &mut LinkCache) -> PathBuf {
     let mut out = PathBuf::from("/");
     let mut pending: Vec<std::ffi::OsString> = node
         .components()
@@ -65,8 +74,19 @@ pub fn canonical(root: &Path, node: &Path) -> PathBuf {
     let mut hops = 0;
     while let Some(part) = pending.pop() {
         let next = out.join(&part);
-        match std::fs::read_link(under(root, &next)) {
-            Ok(target) if hops < 32 => {
+        let known = cache
+            .iter()
+            .find(|(p, _)| p.as_os_str() == next.as_os_str());
+        let link = match known {
+            Some((_, link)) => link.clone(),
+            None => {
+                let link = std::fs::read_link(under(root, &next)).ok();
+                cache.push((next.clone(), link.clone()));
+                link
+            }
+        };
+        match link {
+            Some(target) if hops < 32 => {
                 hops += 1;
                 if target.is_absolute() {
                     out = PathBuf::from("/");
@@ -94,8 +114,9 @@ pub fn canonical(root: &Path, node: &Path) -> PathBuf {
 pub fn dedup_dirs(root: &Path, dirs: &[PathBuf]) -> Vec<PathBuf> {
     let mut seen = Vec::new();
     let mut out = Vec::new();
+    let mut cache = LinkCache::new();
     for d in dirs {
-        let c = canonical(root, d);
+        let c = canonical_with(root, d, &mut cache);
         if !seen.contains(&c) {
             seen.push(c);
             out.push(d.clone());

@@ -3,6 +3,7 @@
 //! shows offline is what the wrapper does at boot.
 
 pub mod boot;
+pub mod bump;
 pub mod derived;
 pub mod explain;
 pub mod guard;

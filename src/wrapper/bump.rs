@@ -1,0 +1,198 @@
+//! The wrapper's allocator: a bump arena in `.bss`, falling back to the
+//! system allocator when it is full. The wrapper lives for about a
+//! millisecond and frees almost nothing worth reusing, so musl's malloc
+//! (a third of the wrapper's instructions, and an mmap/munmap pair for
+//! many small allocations) buys nothing here. `.bss` costs no payload
+//! bytes, and only the pages actually used are ever touched.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// What malloc guarantees on x86_64 and aarch64, and what libunwind's
+/// exception object needs although Rust declares it 8-aligned (its code
+/// stores to it with 16-byte aligned SSE moves).
+const MIN_ALIGN: usize = 16;
+
+/// Far more than a start needs (~100 KiB on the OpenShift worker unit);
+/// beyond it allocations go to the system allocator.
+const ARENA_BYTES: usize = 1 << 20;
+
+#[repr(C, align(4096))]
+struct Arena(UnsafeCell<[u8; ARENA_BYTES]>);
+
+// SAFETY: bytes are handed out once each through the atomic `next` below.
+unsafe impl Sync for Arena {}
+
+pub struct BumpAlloc {
+    arena: Arena,
+    /// Offset of the first free byte.
+    next: AtomicUsize,
+}
+
+impl BumpAlloc {
+    pub const fn new() -> BumpAlloc {
+        BumpAlloc {
+            arena: Arena(UnsafeCell::new([0; ARENA_BYTES])),
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    fn base(&self) -> usize {
+        self.arena.0.get() as usize
+    }
+
+    fn offset_of(&self, ptr: *mut u8) -> Option<usize> {
+        let p = ptr as usize;
+        (p >= self.base() && p < self.base() + ARENA_BYTES).then(|| p - self.base())
+    }
+
+    /// Move `next` from `from` to `to` if nobody moved it meanwhile.
+    fn bump(&self, from: usize, to: usize) -> bool {
+        self.next
+            .compare_exchange(from, to, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    }
+}
+
+impl Default for BumpAlloc {
+    fn default() -> Self {
+        BumpAlloc::new()
+    }
+}
+
+unsafe impl GlobalAlloc for BumpAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let mut cur = self.next.load(Ordering::Relaxed);
+        loop {
+            // Align the address, not the offset (the arena's own alignment
+            // is 4096, so the two agree for every align up to that).
+            let align = layout.align().max(MIN_ALIGN);
+            let start = (self.base() + cur).next_multiple_of(align) - self.base();
+            let end = start + layout.size();
+            if end > ARENA_BYTES {
+                // SAFETY: same contract as ours.
+                return unsafe { System.alloc(layout) };
+            }
+            match self
+                .next
+                .compare_exchange_weak(cur, end, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return (self.base() + start) as *mut u8,
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        match self.offset_of(ptr) {
+            // Only the newest allocation can be given back.
+            Some(start) => {
+                self.bump(start + layout.size(), start);
+            }
+            // SAFETY: it came from System.alloc with this layout.
+            None => unsafe { System.dealloc(ptr, layout) },
+        }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let Some(start) = self.offset_of(ptr) else {
+            // SAFETY: it came from System.alloc with this layout.
+            return unsafe { System.realloc(ptr, layout, new_size) };
+        };
+        let old_end = start + layout.size();
+        if new_size <= layout.size() {
+            // Shrinking: give the tail back if this is the newest allocation.
+            self.bump(old_end, start + new_size);
+            return ptr;
+        }
+        // Growing the newest allocation in place: the common `Vec::push` case.
+        if start + new_size <= ARENA_BYTES && self.bump(old_end, start + new_size) {
+            return ptr;
+        }
+        // SAFETY: align and size come from a valid layout (GlobalAlloc contract).
+        let new_layout = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
+        // SAFETY: new_layout has a non-zero size (new_size > layout.size()).
+        let new = unsafe { self.alloc(new_layout) };
+        if !new.is_null() {
+            // SAFETY: both blocks are valid for layout.size() bytes and distinct.
+            unsafe {
+                std::ptr::copy_nonoverlapping(ptr, new, layout.size());
+                self.dealloc(ptr, layout);
+            }
+        }
+        new
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(size: usize, align: usize) -> Layout {
+        Layout::from_size_align(size, align).unwrap()
+    }
+
+    #[test]
+    fn aligns_and_does_not_overlap() {
+        static A: BumpAlloc = BumpAlloc::new();
+        let a = &A;
+        unsafe {
+            let p = a.alloc(layout(3, 1));
+            let q = a.alloc(layout(8, 8));
+            let r = a.alloc(layout(64, 64));
+            // At least malloc's 16 for every block, more when asked.
+            assert_eq!(
+                (p as usize % 16, q as usize % 16, r as usize % 64),
+                (0, 0, 0)
+            );
+            assert!(q as usize >= p as usize + 3 && r as usize >= q as usize + 8);
+        }
+    }
+
+    #[test]
+    fn grows_the_newest_block_in_place_and_keeps_bytes_when_moving() {
+        static A: BumpAlloc = BumpAlloc::new();
+        let a = &A;
+        unsafe {
+            let p = a.alloc(layout(4, 1));
+            p.copy_from_nonoverlapping(b"abcd".as_ptr(), 4);
+            let p2 = a.realloc(p, layout(4, 1), 64);
+            assert_eq!(p, p2, "newest block grows in place");
+            let _other = a.alloc(layout(8, 1));
+            let p3 = a.realloc(p2, layout(64, 1), 128);
+            assert_ne!(p2, p3, "an older block moves");
+            assert_eq!(std::slice::from_raw_parts(p3, 4), b"abcd");
+        }
+    }
+
+    #[test]
+    fn freeing_the_newest_block_reuses_it() {
+        static A: BumpAlloc = BumpAlloc::new();
+        let a = &A;
+        unsafe {
+            let p = a.alloc(layout(100, 8));
+            a.dealloc(p, layout(100, 8));
+            assert_eq!(a.alloc(layout(100, 8)), p);
+        }
+    }
+
+    #[test]
+    fn falls_back_to_the_system_allocator_when_full() {
+        static A: BumpAlloc = BumpAlloc::new();
+        let a = &A;
+        unsafe {
+            let big = a.alloc(layout(ARENA_BYTES - 8, 8));
+            assert!(a.offset_of(big).is_some());
+            let p = a.alloc(layout(64, 8));
+            assert!(!p.is_null() && a.offset_of(p).is_none());
+            let p = a.realloc(p, layout(64, 8), 4096);
+            assert!(a.offset_of(p).is_none());
+            a.dealloc(p, layout(4096, 8));
+            // A block in the arena that must move out of it.
+            let q = a.realloc(big, layout(ARENA_BYTES - 8, 8), ARENA_BYTES + 8);
+            assert!(!q.is_null() && a.offset_of(q).is_none());
+            a.dealloc(q, layout(ARENA_BYTES + 8, 8));
+        }
+    }
+}
