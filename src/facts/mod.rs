@@ -6,6 +6,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+mod cpu;
+mod devices;
+mod kernel;
+mod labels;
+mod pci;
+mod system;
+mod util;
+
 /// NFD's `NodeFeature` `spec.features`: each key is `<domain>.<feature>`
 /// (`cpu.cpuid`, `kernel.version`, `pci.device`). One name may have more
 /// than one kind, as in NFD.
@@ -32,8 +40,34 @@ pub struct FactsOptions<'a> {
 
 /// Read every feature this module knows from the node tree.
 pub fn read(opts: &FactsOptions) -> Features {
-    let _ = opts;
-    Features::default()
+    let root = opts.root;
+    let mut f = Features::default();
+    let mut attr = |name: &str, v: Option<BTreeMap<String, String>>| {
+        if let Some(v) = v {
+            f.attributes.insert(name.to_string(), v);
+        }
+    };
+    attr("kernel.version", kernel::version(root));
+    attr("system.osrelease", system::osrelease(root));
+    attr("system.name", system::name(root, opts.nodename));
+    attr("system.dmiid", system::dmiid(root));
+    attr("cpu.topology", cpu::topology(root));
+    attr("memory.numa", devices::numa(root));
+    if let Some(c) = cpu::read(root) {
+        f.attributes.insert("cpu.model".into(), c.model);
+        f.flags.insert("cpu.cpuid".into(), c.cpuid);
+    }
+    let mut inst = |name: &str, v: Option<Vec<BTreeMap<String, String>>>| {
+        if let Some(v) = v {
+            f.instances.insert(name.to_string(), v);
+        }
+    };
+    inst("pci.device", pci::devices(root));
+    inst("memory.nv", Some(devices::nv(root)));
+    inst("storage.block", devices::block(root));
+    inst("network.device", devices::network(root));
+    inst("usb.device", devices::usb(root));
+    f
 }
 
 /// Which NFD deployment's built-in label set to reproduce.
@@ -48,6 +82,5 @@ pub enum NfdFlavour {
 /// The labels NFD's built-in sources of `flavour` would write for these
 /// features: byte-identical keys (with `feature.node.kubernetes.io/`) and values.
 pub fn nfd_labels(features: &Features, flavour: NfdFlavour) -> Vec<(String, String)> {
-    let _ = (features, flavour);
-    Vec::new()
+    labels::nfd_labels(features, flavour)
 }
