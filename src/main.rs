@@ -20,6 +20,7 @@ fn main() -> ExitCode {
         Cmd::Iso(IsoCmd::Embed(c)) => cmd_iso_embed(c),
         Cmd::Iso(IsoCmd::Show(c)) => cmd_iso_show(c),
         Cmd::Iso(IsoCmd::Remove(c)) => cmd_iso_remove(c),
+        Cmd::Facts(c) => cmd_facts(c),
     };
     match result {
         Ok(code) => code,
@@ -35,6 +36,33 @@ fn profile(p: ProfileArg) -> kubelet_labeler::kubelet::Profile {
         ProfileArg::Upstream => kubelet_labeler::kubelet::Profile::Upstream,
         ProfileArg::Openshift => kubelet_labeler::kubelet::Profile::OpenShift,
     }
+}
+
+// ---- facts ----
+
+fn cmd_facts(c: FactsConfig) -> Result<ExitCode> {
+    use kubelet_labeler::facts;
+    let f = facts::read(&facts::FactsOptions {
+        root: &c.root,
+        nodename: c.hostname_override.as_deref(),
+    });
+    if let Some(flavour) = c.nfd_labels {
+        let flavour = match flavour {
+            NfdFlavourArg::Upstream => facts::NfdFlavour::Upstream,
+            NfdFlavourArg::Openshift => facts::NfdFlavour::OpenShift,
+        };
+        for (k, v) in facts::nfd_labels(&f, flavour) {
+            println!("{k}={v}");
+        }
+    } else if c.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&facts::json::nfd_json(&f))?
+        );
+    } else {
+        print!("{}", facts::json::human(&f));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 // ---- explain (wrapper module) ----

@@ -27,6 +27,33 @@ pub enum Cmd {
     /// Embed, show or remove Ignition in CoreOS live ISOs
     #[command(subcommand)]
     Iso(IsoCmd),
+    /// Print the node's hardware facts under NFD's feature names
+    Facts(FactsConfig),
+}
+
+/// Which NFD deployment's built-in labels to print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NfdFlavourArg {
+    /// kubernetes-sigs/node-feature-discovery defaults
+    Upstream,
+    /// OpenShift NFD operator defaults
+    Openshift,
+}
+
+#[derive(Debug, Args)]
+pub struct FactsConfig {
+    /// Root of the node's filesystem tree
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub root: PathBuf,
+    /// Print NFD's NodeFeature spec.features JSON
+    #[arg(long, conflicts_with = "nfd_labels")]
+    pub json: bool,
+    /// Node name for system.name (kubelet's --hostname-override)
+    #[arg(long, value_name = "NAME")]
+    pub hostname_override: Option<String>,
+    /// Print the labels NFD's built-in sources would write (KEY=VALUE)
+    #[arg(long, value_enum, value_name = "FLAVOUR")]
+    pub nfd_labels: Option<NfdFlavourArg>,
 }
 
 /// Which kubelet's label rules apply.

@@ -182,12 +182,15 @@ const ARM64_HWCAPS: &[&str] = &[
     "SVEEBF16",
 ];
 
-/// /proc/cpuinfo flag → klauspost/cpuid feature name. klauspost names that
-/// have no /proc/cpuinfo flag (e.g. SYSCALL, SYSEE, AVXSLOW, LOADSTORE-only
-/// hints, AMD leaf 0x8000001F details, SGX leaf details, AVX10 levels) cannot
-/// be derived here and are not reported.
+/// /proc/cpuinfo flag → klauspost/cpuid v2.4 FeatureID name (NFD master's
+/// go.mod). Names with no /proc/cpuinfo flag cannot be derived and are not
+/// reported: e.g. AVXSLOW, FP128/FP256, MOVU, HTT as klauspost computes it,
+/// STOSB_SHORT/MOVSB_ZL/CMPSB_SCADBS_SHORT, the IBS_* and SEV_* details,
+/// SGXPQC, AVX10/AVX10_128/256/512, APX_F, AMXFP8/AMXTF32/AMXTRANSPOSE,
+/// TSA_*/SRSO_* and the PMU_* counters.
 const X86_FLAGS: &[(&str, &str)] = &[
-    ("3dnowprefetch", "PREFETCHW"),
+    ("3dnow", "AMD3DNOW"),
+    ("3dnowext", "AMD3DNOWEXT"),
     ("abm", "LZCNT"),
     ("adx", "ADX"),
     ("aes", "AESNI"),
@@ -195,6 +198,7 @@ const X86_FLAGS: &[(&str, &str)] = &[
     ("amx_fp16", "AMXFP16"),
     ("amx_int8", "AMXINT8"),
     ("amx_tile", "AMXTILE"),
+    ("arch_capabilities", "IA32_ARCH_CAP"),
     ("avx", "AVX"),
     ("avx2", "AVX2"),
     ("avx512_4fmaps", "AVX5124FMAPS"),
@@ -215,6 +219,7 @@ const X86_FLAGS: &[(&str, &str)] = &[
     ("avx512pf", "AVX512PF"),
     ("avx512vbmi", "AVX512VBMI"),
     ("avx512vl", "AVX512VL"),
+    ("avx_ifma", "AVXIFMA"),
     ("avx_vnni", "AVXVNNI"),
     ("bmi1", "BMI1"),
     ("bmi2", "BMI2"),
@@ -223,27 +228,33 @@ const X86_FLAGS: &[(&str, &str)] = &[
     ("clwb", "CLWB"),
     ("clzero", "CLZERO"),
     ("cmov", "CMOV"),
-    ("cmpxchg16b", "CX16"),
+    ("core_capabilities", "IA32_CORE_CAP"),
+    ("cpb", "CPBOOST"),
     ("cx16", "CX16"),
-    ("cx8", "CX8"),
+    ("cx8", "CMPXCHG8"),
+    ("decodeassists", "SVMDA"),
     ("enqcmd", "ENQCMD"),
     ("erms", "ERMS"),
     ("f16c", "F16C"),
+    ("flush_l1d", "FLUSH_L1D"),
+    ("flushbyasid", "SVMFBASID"),
     ("fma", "FMA3"),
     ("fma4", "FMA4"),
-    ("fsrm", "FSRM"),
     ("fpu", "X87"),
+    ("fsrm", "FSRM"),
     ("fxsr", "FXSR"),
     ("fxsr_opt", "FXSROPT"),
     ("gfni", "GFNI"),
     ("hle", "HLE"),
     ("ht", "HTT"),
+    ("hybrid_cpu", "HYBRID_CPU"),
     ("hypervisor", "HYPERVISOR"),
     ("ibpb", "IBPB"),
     ("ibrs", "IBRS"),
     ("ibs", "IBS"),
-    ("invpcid", "INVPCID"),
+    ("ibt", "CETIBT"),
     ("lahf_lm", "LAHF"),
+    ("lbrv", "LBRVIRT"),
     ("md_clear", "MD_CLEAR"),
     ("mmx", "MMX"),
     ("mmxext", "MMXEXT"),
@@ -251,39 +262,54 @@ const X86_FLAGS: &[(&str, &str)] = &[
     ("movdir64b", "MOVDIR64B"),
     ("movdiri", "MOVDIRI"),
     ("mpx", "MPX"),
+    ("npt", "SVMNP"),
+    ("nrip_save", "NRIPS"),
     ("nx", "NX"),
     ("osxsave", "OSXSAVE"),
+    ("overflow_recov", "MCAOVERFLOW"),
+    ("pausefilter", "SVMPF"),
     ("pclmulqdq", "CLMUL"),
     ("pconfig", "PCONFIG"),
+    ("pfthreshold", "SVMPFT"),
+    ("pni", "SSE3"),
     ("popcnt", "POPCNT"),
-    ("rdpid", "RDPID"),
+    ("rdpru", "RDPRU"),
     ("rdrand", "RDRAND"),
     ("rdseed", "RDSEED"),
     ("rdtscp", "RDTSCP"),
     ("rtm", "RTM"),
+    ("sep", "SYSEE"),
     ("serialize", "SERIALIZE"),
+    ("sev", "SEV"),
+    ("sev_es", "SEV_ES"),
+    ("sev_snp", "SEV_SNP"),
     ("sgx", "SGX"),
     ("sgx_lc", "SGXLC"),
     ("sha_ni", "SHA"),
+    ("shstk", "CETSS"),
+    ("ssbd", "SPEC_CTRL_SSBD"),
     ("sse", "SSE"),
     ("sse2", "SSE2"),
-    ("pni", "SSE3"),
     ("sse4_1", "SSE4"),
     ("sse4_2", "SSE42"),
     ("sse4a", "SSE4A"),
     ("ssse3", "SSSE3"),
-    ("ssbd", "SSBD"),
     ("stibp", "STIBP"),
+    ("succor", "SUCCOR"),
     ("svm", "SVM"),
     ("syscall", "SYSCALL"),
     ("tbm", "TBM"),
+    ("tme", "TME"),
+    ("topoext", "TOPEXT"),
+    ("tsc_scale", "TSCRATEMSR"),
     ("tsxldtrk", "TSXLDTRK"),
     ("vaes", "VAES"),
+    ("vmcb_clean", "VMCBCLEAN"),
     ("vmx", "VMX"),
     ("vpclmulqdq", "VPCLMULQDQ"),
     ("waitpkg", "WAITPKG"),
     ("wbnoinvd", "WBNOINVD"),
-    ("x2apic", "X2APIC"),
+    ("xgetbv1", "XGETBV1"),
     ("xop", "XOP"),
     ("xsave", "XSAVE"),
     ("xsavec", "XSAVEC"),
@@ -297,21 +323,26 @@ fn x86_cpuid(flags: &BTreeSet<&str>) -> BTreeSet<String> {
         .filter(|(flag, _)| flags.contains(flag))
         .map(|(_, name)| name.to_string())
         .collect();
+    // The kernel hides OSXSAVE ("" name in cpufeatures.h); it sets CR4.OSXSAVE
+    // whenever it uses XSAVE, and clears `xsave` when it does not.
+    if out.contains("XSAVE") {
+        out.insert("OSXSAVE".into());
+    }
     // NFD adds X86_64_V1..Vn for klauspost's X64Level (the x86-64 psABI
     // microarchitecture levels), checked on the names above.
     let levels: [&[&str]; 4] = [
-        &[
-            "CMOV", "CX8", "X87", "FXSR", "MMX", "SYSCALL", "SSE", "SSE2",
-        ],
+        &["CMOV", "CMPXCHG8", "X87", "FXSR", "MMX", "SSE", "SSE2"],
         &["CX16", "LAHF", "POPCNT", "SSE3", "SSE4", "SSE42", "SSSE3"],
         &[
             "AVX", "AVX2", "BMI1", "BMI2", "F16C", "FMA3", "LZCNT", "MOVBE", "OSXSAVE",
         ],
         &["AVX512F", "AVX512BW", "AVX512CD", "AVX512DQ", "AVX512VL"],
     ];
+    // klauspost/cpuid: level 0 unless SYSCALL or SYSENTER is there.
     let mut level = 0;
+    let any_syscall = out.contains("SYSCALL") || out.contains("SYSEE");
     for (i, need) in levels.iter().enumerate() {
-        if !need.iter().all(|n| out.contains(*n)) {
+        if !any_syscall || !need.iter().all(|n| out.contains(*n)) {
             break;
         }
         level = i + 1;

@@ -8,6 +8,7 @@ use std::path::Path;
 
 mod cpu;
 mod devices;
+pub mod json;
 mod kernel;
 mod labels;
 mod pci;
