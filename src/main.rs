@@ -14,13 +14,13 @@ fn main() -> ExitCode {
     let result = match Cmd::parse() {
         Cmd::Explain(c) => cmd_explain(c),
         Cmd::Validate(c) => cmd_validate(c),
-        Cmd::Facts(c) => cmd_facts(c),
         Cmd::Render(RenderCmd::Dropins(c)) => cmd_render_dropins(c),
         Cmd::Render(RenderCmd::Machineconfig(c)) => cmd_render_machineconfig(c),
         Cmd::Render(RenderCmd::Ignition(c)) => cmd_render_ignition(c),
         Cmd::Iso(IsoCmd::Embed(c)) => cmd_iso_embed(c),
         Cmd::Iso(IsoCmd::Show(c)) => cmd_iso_show(c),
         Cmd::Iso(IsoCmd::Remove(c)) => cmd_iso_remove(c),
+        Cmd::Facts(c) => cmd_facts(c),
     };
     match result {
         Ok(code) => code,
@@ -139,6 +139,7 @@ fn cmd_facts(c: FactsConfig) -> Result<ExitCode> {
     let f = facts::read(&facts::FactsOptions {
         root: &c.root,
         nodename: nodename.as_deref(),
+        only: None,
     });
     if let Some(flavour) = c.nfd_labels {
         for (k, v) in facts::nfd_labels(&f, nfd_flavour(flavour)) {
@@ -147,10 +148,10 @@ fn cmd_facts(c: FactsConfig) -> Result<ExitCode> {
     } else if c.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&facts::json::to_json(&f))?
+            serde_json::to_string_pretty(&facts::json::nfd_json(&f))?
         );
     } else {
-        print!("{}", facts::json::to_text(&f));
+        print!("{}", facts::json::human(&f));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,29 +1,29 @@
-//! `facts` on the fixture node trees (tests/fixtures/nodes, made by
-//! make-nodes.sh there) and on this machine's own `/`, against what lspci,
-//! lscpu, uname and os-release say about the same tree.
+//! `kubelet-labeler facts` against lspci and lscpu on the fixture node trees
+//! (tests/fixtures/nodes, made by make-nodes.sh) and on this machine, and
+//! the built-in NFD label sets of the DGX and Pi fixtures.
 
 #[path = "support/ignition_oracle.rs"]
 mod ignition_oracle;
+use ignition_oracle::need;
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use ignition_oracle::need;
 use serde_json::Value;
 
-const FIXTURES: &[&str] = &["dgx", "desktop-2gpu", "rpi4", "vm"];
+const NODES: [&str; 4] = ["dgx", "desktop-2gpu", "rpi4", "vm"];
 
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/nodes")
         .join(name)
 }
 
-fn facts_json(root: &Path) -> Value {
+fn facts(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
-        .args(["facts", "--json", "--root"])
-        .arg(root)
+        .arg("facts")
+        .args(args)
         .output()
         .unwrap();
     assert!(
@@ -31,238 +31,369 @@ fn facts_json(root: &Path) -> Value {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    String::from_utf8(out.stdout).unwrap()
 }
 
-fn nfd_labels(root: &Path, flavour: &str) -> Vec<String> {
-    let out = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
-        .args(["facts", "--nfd-labels", flavour, "--root"])
-        .arg(root)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(str::to_string)
-        .collect()
+fn facts_json(root: &Path) -> Value {
+    serde_json::from_str(&facts(&["--root", root.to_str().unwrap(), "--json"])).unwrap()
 }
 
-/// (class, vendor, device, subsystem vendor, subsystem device) per function.
-type PciIds = BTreeSet<(String, String, String, String, String)>;
+fn run(cmd: &str, args: &[&str]) -> String {
+    let out = Command::new(cmd).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
 
-fn ours_pci(facts: &Value) -> PciIds {
-    let s = |e: &Value, k: &str| e["attributes"][k].as_str().unwrap_or("").to_string();
-    facts["instances"]["pci.device"]["elements"]
+/// Sorted `class vendor device svendor sdevice` of every PCI function.
+fn our_pci(j: &Value) -> Vec<String> {
+    let mut v: Vec<String> = j["instances"]["pci.device"]["elements"]
         .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|e| {
-                    (
-                        s(e, "class"),
-                        s(e, "vendor"),
-                        s(e, "device"),
-                        s(e, "subsystem_vendor"),
-                        s(e, "subsystem_device"),
-                    )
-                })
-                .collect()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let a = &e["attributes"];
+            [
+                "class",
+                "vendor",
+                "device",
+                "subsystem_vendor",
+                "subsystem_device",
+            ]
+            .map(|k| a[k].as_str().unwrap().to_string())
+            .join(" ")
         })
-        .unwrap_or_default()
+        .collect();
+    v.sort();
+    v
 }
 
-/// `lspci -n -mm` lines: slot "class" "vendor" "device" [-rXX] [-pXX] "svendor" "sdevice".
-fn lspci_pci(args: &[&str]) -> PciIds {
-    let out = Command::new("lspci").args(args).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.lines()
-        .map(|line| {
-            let q: Vec<&str> = line.split('"').skip(1).step_by(2).collect();
-            let sub = |i: usize| q.get(i).unwrap_or(&"").to_string();
-            // lspci shows an all-zero subsystem as "".
-            let zero = |s: String| if s.is_empty() { "0000".to_string() } else { s };
-            (sub(0), sub(1), sub(2), zero(sub(3)), zero(sub(4)))
+/// The same from `lspci -n -vmm` (Class, Vendor, Device, SVendor, SDevice).
+fn lspci_pci(args: &[&str]) -> Vec<String> {
+    let mut all = vec!["-n", "-vmm"];
+    all.extend_from_slice(args);
+    let text = run("lspci", &all);
+    let mut v: Vec<String> = text
+        .split("\n\n")
+        .filter(|b| !b.trim().is_empty())
+        .map(|block| {
+            let f: BTreeMap<&str, &str> = block
+                .lines()
+                .filter_map(|l| l.split_once(':'))
+                .map(|(k, v)| (k.trim(), v.trim()))
+                .collect();
+            // A function without subsystem IDs has none in lspci's output;
+            // sysfs then says 0000.
+            ["Class", "Vendor", "Device", "SVendor", "SDevice"]
+                .map(|k| f.get(k).copied().unwrap_or("0000").to_string())
+                .join(" ")
         })
-        .collect()
+        .collect();
+    v.sort();
+    v
 }
 
-fn lscpu(root: Option<&Path>) -> std::collections::BTreeMap<String, String> {
-    let mut cmd = Command::new("lscpu");
-    if let Some(r) = root {
-        cmd.arg("--sysroot").arg(r);
+fn lscpu(root: Option<&Path>) -> BTreeMap<String, String> {
+    let mut args = vec![];
+    let r;
+    if let Some(root) = root {
+        r = root.to_str().unwrap().to_string();
+        args = vec!["--sysroot", r.as_str()];
     }
-    let out = cmd.env("LC_ALL", "C").output().unwrap();
-    String::from_utf8_lossy(&out.stdout)
+    run("lscpu", &args)
         .lines()
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
         .collect()
 }
 
-fn attr<'a>(facts: &'a Value, feature: &str, name: &str) -> Option<&'a str> {
-    facts["attributes"][feature]["elements"][name].as_str()
+fn attr<'a>(j: &'a Value, feature: &str, name: &str) -> Option<&'a str> {
+    j["attributes"][feature]["elements"][name].as_str()
 }
 
-fn check_cpu(name: &str, facts: &Value, l: &std::collections::BTreeMap<String, String>) {
+/// CPU facts that lscpu also reports: sockets, SMT, NUMA nodes and, on x86,
+/// vendor, family and model.
+fn check_cpu(j: &Value, l: &BTreeMap<String, String>, what: &str) {
     assert_eq!(
-        attr(facts, "cpu.topology", "socket_count"),
+        attr(j, "cpu.topology", "socket_count"),
         l.get("Socket(s)").map(String::as_str),
-        "{name}: sockets"
+        "{what}"
     );
-    let smt = l.get("Thread(s) per core").map(|t| (t != "1").to_string());
+    let smt = l["Thread(s) per core"] != "1";
     assert_eq!(
-        attr(facts, "cpu.topology", "hardware_multithreading").map(str::to_string),
-        smt,
-        "{name}: threads per core"
+        attr(j, "cpu.topology", "hardware_multithreading"),
+        Some(if smt { "true" } else { "false" }),
+        "{what}"
     );
-    assert_eq!(
-        attr(facts, "memory.numa", "node_count"),
-        l.get("NUMA node(s)").map(String::as_str),
-        "{name}: NUMA nodes"
-    );
-    let vendor = match l.get("Vendor ID").map(String::as_str) {
-        Some("GenuineIntel") => "Intel",
-        Some("AuthenticAMD") => "AMD",
-        Some(other) => other,
-        None => "",
+    if let Some(n) = l.get("NUMA node(s)") {
+        assert_eq!(
+            attr(j, "memory.numa", "node_count"),
+            Some(n.as_str()),
+            "{what}"
+        );
+    }
+    let vendor = match l["Vendor ID"].as_str() {
+        "GenuineIntel" => Some("Intel"),
+        "AuthenticAMD" => Some("AMD"),
+        _ => None, // arm64: lscpu's Model is the revision, not NFD's id
     };
-    assert_eq!(
-        attr(facts, "cpu.model", "vendor_id"),
-        Some(vendor),
-        "{name}: vendor"
-    );
-    if let Some(family) = l.get("CPU family") {
+    if let Some(vendor) = vendor {
+        assert_eq!(attr(j, "cpu.model", "vendor_id"), Some(vendor), "{what}");
         assert_eq!(
-            attr(facts, "cpu.model", "family"),
-            Some(family.as_str()),
-            "{name}: family"
+            attr(j, "cpu.model", "family"),
+            l.get("CPU family").map(String::as_str),
+            "{what}"
         );
         assert_eq!(
-            attr(facts, "cpu.model", "id"),
+            attr(j, "cpu.model", "id"),
             l.get("Model").map(String::as_str),
-            "{name}: model"
+            "{what}"
         );
     }
 }
 
 #[test]
-fn fixtures_agree_with_lspci_and_lscpu() {
-    if !need("lspci", "apt-get install pciutils") || !need("lscpu", "apt-get install util-linux") {
+fn fixtures_agree_with_lspci() {
+    if !need("lspci", "apt-get install pciutils") {
         return;
     }
-    for name in FIXTURES {
-        let root = fixture(name);
-        let facts = facts_json(&root);
-        let sysfs = format!("sysfs.path={}/sys/bus/pci", root.display());
-        let theirs = lspci_pci(&["-n", "-mm", "-A", "linux-sysfs", "-O", &sysfs]);
-        assert!(!theirs.is_empty(), "{name}: lspci saw nothing");
-        assert_eq!(ours_pci(&facts), theirs, "{name}: PCI devices");
-        check_cpu(name, &facts, &lscpu(Some(&root)));
+    for n in NODES {
+        let root = fixture(n);
+        let sysfs = format!("sysfs.path={}", root.join("sys/bus/pci").display());
+        let theirs = lspci_pci(&["-A", "linux-sysfs", "-O", &sysfs]);
+        assert!(!theirs.is_empty(), "{n}");
+        assert_eq!(our_pci(&facts_json(&root)), theirs, "{n}");
     }
 }
 
 #[test]
-fn this_machine_agrees_with_lspci_lscpu_uname_and_os_release() {
+fn fixtures_agree_with_lscpu() {
+    if !need("lscpu", "apt-get install util-linux") {
+        return;
+    }
+    for n in NODES {
+        let root = fixture(n);
+        check_cpu(&facts_json(&root), &lscpu(Some(&root)), n);
+    }
+}
+
+#[test]
+fn this_machine_agrees_with_lspci_lscpu_uname_os_release() {
     if !need("lspci", "apt-get install pciutils") || !need("lscpu", "apt-get install util-linux") {
         return;
     }
-    let facts = facts_json(Path::new("/"));
-    if Path::new("/sys/bus/pci/devices").is_dir() {
-        assert_eq!(ours_pci(&facts), lspci_pci(&["-n", "-mm"]), "PCI devices");
+    let j = facts_json(Path::new("/"));
+    if Path::new("/sys/bus/pci/devices").exists() {
+        assert_eq!(our_pci(&j), lspci_pci(&[]));
     }
-    check_cpu("/", &facts, &lscpu(None));
-    let uname = Command::new("uname").arg("-r").output().unwrap();
-    let release = String::from_utf8_lossy(&uname.stdout).trim().to_string();
-    let full = attr(&facts, "kernel.version", "full").unwrap();
-    // NFD makes characters a label value cannot hold `_`.
-    assert_eq!(full.len(), release.trim_matches(['-', '_', '.']).len());
-    assert!(release.starts_with(attr(&facts, "kernel.version", "major").unwrap()));
+    let l = lscpu(None);
+    // lscpu counts sockets from the same topology files, but on a VM it may
+    // not print NUMA nodes; check_cpu handles both.
+    if Path::new("/sys/bus/cpu/devices").exists() {
+        check_cpu(&j, &l, "/");
+    }
+    let uname = run("uname", &["-r"]);
+    let uname = uname.trim();
+    let full = attr(&j, "kernel.version", "full").unwrap();
+    let sanitized: String = uname
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    assert_eq!(full, sanitized.trim_matches(|c| "-_.".contains(c)));
     let os = std::fs::read_to_string("/etc/os-release").unwrap();
-    let id = os
-        .lines()
-        .find_map(|l| l.strip_prefix("ID="))
-        .unwrap()
-        .trim_matches('"');
-    assert_eq!(attr(&facts, "system.osrelease", "ID"), Some(id));
+    for line in os.lines() {
+        if let Some(v) = line.strip_prefix("ID=") {
+            assert_eq!(
+                attr(&j, "system.osrelease", "ID"),
+                Some(v.trim_matches('"'))
+            );
+        }
+        if let Some(v) = line.strip_prefix("VERSION_ID=") {
+            assert_eq!(
+                attr(&j, "system.osrelease", "VERSION_ID"),
+                Some(v.trim_matches('"'))
+            );
+        }
+    }
 }
 
 #[test]
-fn nfd_label_sets_of_the_fixtures() {
-    let dgx = nfd_labels(&fixture("dgx"), "openshift");
-    for want in [
-        "feature.node.kubernetes.io/pci-10de.present=true",
-        "feature.node.kubernetes.io/pci-15b3.present=true",
-        "feature.node.kubernetes.io/pci-15b3.sriov.capable=true",
-        "feature.node.kubernetes.io/kernel-version.full=5.14.0-427.72.1.el9_4.x86_64",
-        "feature.node.kubernetes.io/kernel-version.major=5",
-        "feature.node.kubernetes.io/system-os_release.ID=rhel",
-        "feature.node.kubernetes.io/system-os_release.VERSION_ID=9.6",
-        "feature.node.kubernetes.io/system-os_release.VERSION_ID.major=9",
-        "feature.node.kubernetes.io/system-os_release.OSTREE_VERSION=9.6.20250701-0",
-        "feature.node.kubernetes.io/system-os_release.OPENSHIFT_VERSION=4.19",
-        "feature.node.kubernetes.io/cpu-model.vendor_id=Intel",
-        "feature.node.kubernetes.io/cpu-hardware_multithreading=true",
-        "feature.node.kubernetes.io/cpu-cpuid.AVX512F=true",
-        "feature.node.kubernetes.io/memory-numa=true",
-        "feature.node.kubernetes.io/network-sriov.capable=true",
-        "feature.node.kubernetes.io/storage-nonrotationaldisk=true",
+fn human_output_is_sorted_lines_and_hostname_override_wins() {
+    let root = fixture("dgx");
+    let out = facts(&[
+        "--root",
+        root.to_str().unwrap(),
+        "--hostname-override",
+        "Node-A",
+    ]);
+    let lines: Vec<&str> = out.lines().collect();
+    let mut sorted = lines.clone();
+    sorted.sort();
+    assert_eq!(lines, sorted);
+    assert!(lines.contains(&"system.name nodename=node-a"), "{out}");
+    assert!(
+        lines.contains(&"system.dmiid product_name=DGXH100"),
+        "{out}"
+    );
+    let out = facts(&["--root", root.to_str().unwrap()]);
+    assert!(
+        out.lines().any(|l| l == "system.name nodename=dgx-h100-01"),
+        "{out}"
+    );
+}
+
+fn labels(node: &str, flavour: &str) -> Vec<String> {
+    let root = fixture(node);
+    facts(&["--root", root.to_str().unwrap(), "--nfd-labels", flavour])
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+/// NFD defaults: kernel-version.* (no split for `+rpt` kernels), os_release
+/// ID/VERSION_ID(.major/.minor) (+ OSTREE/RHEL/OPENSHIFT on OpenShift),
+/// cpu-model.*, hardware_multithreading, memory-numa only when true,
+/// storage-nonrotationaldisk, network-sriov.*, pci by class whitelist and
+/// label fields of the flavour. cpu-cpuid.* checked separately.
+#[test]
+fn nfd_labels_dgx_and_pi() {
+    let p = "feature.node.kubernetes.io/";
+    let dgx_common = [
+        "cpu-hardware_multithreading=true",
+        "cpu-model.family=6",
+        "cpu-model.hypervisor=none",
+        "cpu-model.id=143",
+        "cpu-model.vendor_id=Intel",
+        "kernel-version.full=5.14.0-570.25.1.el9_6.x86_64",
+        "kernel-version.major=5",
+        "kernel-version.minor=14",
+        "kernel-version.revision=0",
+        "memory-numa=true",
+        "network-sriov.capable=true",
+        "network-sriov.configured=true",
+    ];
+    let os = [
+        "system-os_release.ID=rhel",
+        "system-os_release.VERSION_ID=9.6",
+        "system-os_release.VERSION_ID.major=9",
+        "system-os_release.VERSION_ID.minor=6",
+    ];
+    let non_cpuid = |node, flavour| -> Vec<String> {
+        labels(node, flavour)
+            .into_iter()
+            .filter(|l| !l.starts_with(&format!("{p}cpu-cpuid.")))
+            .map(|l| l.strip_prefix(p).unwrap().to_string())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect()
+    };
+    let mut want: Vec<&str> = dgx_common.to_vec();
+    want.extend([
+        "pci-0302_10de.present=true",
+        "storage-nonrotationaldisk=true",
+    ]);
+    want.extend(os);
+    want.sort();
+    assert_eq!(non_cpuid("dgx", "upstream"), want);
+    let mut want: Vec<&str> = dgx_common.to_vec();
+    // ConnectX-7 here is class 0207 (InfiniBand): not in OpenShift's 0200.
+    want.extend(["pci-10de.present=true", "storage-nonrotationaldisk=true"]);
+    want.extend(os);
+    want.extend([
+        "system-os_release.OPENSHIFT_VERSION=4.19",
+        "system-os_release.OSTREE_VERSION=9.6.20250701-0",
+        "system-os_release.RHEL_VERSION=9.6",
+    ]);
+    want.sort();
+    assert_eq!(non_cpuid("dgx", "openshift"), want);
+
+    let cpuid: Vec<String> = labels("dgx", "upstream")
+        .into_iter()
+        .filter(|l| l.contains("cpu-cpuid."))
+        .collect();
+    for name in [
+        "AVX512F",
+        "AVX512FP16",
+        "AMXTILE",
+        "AESNI",
+        "FMA3",
+        "SHA",
+        "X86_64_V4",
+        "OSXSAVE",
     ] {
         assert!(
-            dgx.iter().any(|l| l == want),
-            "{want} missing from {dgx:#?}"
+            cpuid.contains(&format!("{p}cpu-cpuid.{name}=true")),
+            "{name}: {cpuid:?}"
         );
     }
-    // Blacklisted cpuid flags and the upstream-only forms are not there.
-    assert!(!dgx.iter().any(|l| l.contains("cpu-cpuid.SSE2=")));
-    assert!(!dgx.iter().any(|l| l.contains("pci-0302_10de")));
-    let up = nfd_labels(&fixture("dgx"), "upstream");
-    assert!(
-        up.iter()
-            .any(|l| l == "feature.node.kubernetes.io/pci-0302_10de.present=true")
-    );
-    // NVSwitches (0680) and NICs (0207) are not in upstream's classes.
-    assert!(
-        !up.iter()
-            .any(|l| l.contains("pci-0680") || l.contains("pci-0207"))
-    );
-    assert!(!up.iter().any(|l| l.contains("OSTREE_VERSION")));
-    let pi = nfd_labels(&fixture("rpi4"), "upstream");
-    assert!(!pi.iter().any(|l| l.contains("pci-")), "{pi:?}");
-    assert!(
-        pi.iter()
-            .any(|l| l == "feature.node.kubernetes.io/cpu-cpuid.ASIMD=true")
-    );
-    assert!(
-        pi.iter()
-            .any(|l| l == "feature.node.kubernetes.io/cpu-model.vendor_id=ARM")
-    );
-    // kernel-version of 6.6.31+rpt-rpi-v8: NFD's pattern fails, only full.
-    assert!(
-        pi.iter()
-            .any(|l| l == "feature.node.kubernetes.io/kernel-version.full=6.6.31_rpt-rpi-v8")
-    );
-    assert!(!pi.iter().any(|l| l.contains("kernel-version.major")));
+    // NFD's default attributeBlacklist.
+    for name in [
+        "SSE42", "SSE4", "CMOV", "HTT", "NX", "BMI1", "LZCNT", "CLMUL", "RDRAND", "POPCNT",
+    ] {
+        assert!(
+            !cpuid.iter().any(|l| l.contains(&format!(".{name}="))),
+            "{name}"
+        );
+    }
+
+    let pi = [
+        "cpu-cpuid.ASIMD=true",
+        "cpu-cpuid.CPUID=true",
+        "cpu-cpuid.CRC32=true",
+        "cpu-cpuid.EVTSTRM=true",
+        "cpu-cpuid.FP=true",
+        "cpu-hardware_multithreading=false",
+        "cpu-model.family=15",
+        "cpu-model.hypervisor=none",
+        "cpu-model.id=53379",
+        "cpu-model.vendor_id=ARM",
+        "kernel-version.full=6.6.31_rpt-rpi-v8",
+        "storage-nonrotationaldisk=true",
+        "system-os_release.ID=debian",
+        "system-os_release.VERSION_ID=12",
+        "system-os_release.VERSION_ID.major=12",
+    ];
+    for flavour in ["upstream", "openshift"] {
+        let got: Vec<String> = labels("rpi4", flavour)
+            .iter()
+            .map(|l| l.strip_prefix(p).unwrap().to_string())
+            .collect();
+        let mut want = pi.to_vec();
+        want.sort();
+        let mut got = got;
+        got.sort();
+        assert_eq!(got, want, "{flavour}");
+    }
 }
 
 #[test]
-fn missing_sources_are_absent_features_not_errors() {
-    let empty = tempfile::tempdir().unwrap();
-    let facts = facts_json(empty.path());
-    assert_eq!(facts["attributes"].as_object().unwrap().len(), 0, "{facts}");
-    // Garbage where numbers belong: still no error, values as read.
-    let root = empty.path();
-    std::fs::create_dir_all(root.join("proc/sys/kernel")).unwrap();
-    std::fs::write(
-        root.join("proc/sys/kernel/osrelease"),
-        b"\xff\xfe garbage \n",
-    )
-    .unwrap();
-    std::fs::create_dir_all(root.join("sys/bus/pci/devices/x")).unwrap();
-    std::fs::write(root.join("sys/bus/pci/devices/x/class"), "nonsense").unwrap();
-    let facts = facts_json(root);
-    assert!(attr(&facts, "kernel.version", "full").is_some());
-    assert_eq!(
-        facts["instances"]["pci.device"]["elements"],
-        serde_json::json!([])
+fn desktop_has_both_geforce_cards_and_usb_defaults() {
+    let up = labels("desktop-2gpu", "upstream");
+    let p = "feature.node.kubernetes.io/";
+    assert!(
+        up.contains(&format!("{p}pci-0300_10de.present=true")),
+        "{up:?}"
     );
+    // usb: class ff interface of a class-00 device; e0 (wireless) is not in
+    // NFD's 0e/ef/fe/ff whitelist, 03 (HID) neither.
+    let usb: Vec<&String> = up.iter().filter(|l| l.contains("usb-")).collect();
+    assert_eq!(usb, [&format!("{p}usb-ff_046d_c52b.present=true")]);
+    let j = facts_json(&fixture("desktop-2gpu"));
+    let gpus: Vec<&str> = j["instances"]["pci.device"]["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["attributes"]["class"] == "0300" && e["attributes"]["vendor"] == "10de")
+        .map(|e| e["attributes"]["device"].as_str().unwrap())
+        .collect();
+    assert_eq!(gpus, ["2f04", "2582"]);
 }

@@ -135,7 +135,7 @@ fn rules_register_gpu_nodes_classified_and_leave_the_pi_alone() {
         .expect("labels");
     for want in [
         "feature.node.kubernetes.io/pci-10de.present=true",
-        "feature.node.kubernetes.io/kernel-version.full=5.14.0-427.72.1.el9_4.x86_64",
+        "feature.node.kubernetes.io/kernel-version.full=5.14.0-570.25.1.el9_6.x86_64",
         "feature.node.kubernetes.io/system-os_release.ID=rhel",
         "feature.node.kubernetes.io/system-os_release.OSTREE_VERSION=9.6.20250701-0",
     ] {

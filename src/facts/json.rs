@@ -1,53 +1,52 @@
-//! `facts --json`: NFD's `NodeFeature` `spec.features` shape, to compare with
-//! `kubectl get nodefeature -o json` for the same node. Not on the boot path.
+//! Output of `kubelet-labeler facts` (not on the boot path): one line per
+//! attribute, or NFD's `NodeFeature` `spec.features` JSON.
 
 use serde_json::{Map, Value, json};
 
 use super::Features;
 
-pub fn to_json(f: &Features) -> Value {
+/// `feature attr=value` lines (flags as `feature NAME`), sorted.
+pub fn human(f: &Features) -> String {
+    let mut lines = Vec::new();
+    for (name, set) in &f.flags {
+        lines.extend(set.iter().map(|flag| format!("{name} {flag}")));
+    }
+    for (name, attrs) in &f.attributes {
+        lines.extend(attrs.iter().map(|(k, v)| format!("{name} {k}={v}")));
+    }
+    for (name, elems) in &f.instances {
+        for e in elems {
+            let attrs: Vec<String> = e.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            lines.push(format!("{name} {}", attrs.join(" ")));
+        }
+    }
+    lines.sort();
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
+/// `{"flags":{..:{"elements":{NAME:{}}}},"attributes":{..:{"elements":{K:V}}},
+/// "instances":{..:{"elements":[{"attributes":{K:V}}]}}}`
+pub fn nfd_json(f: &Features) -> Value {
     let flags: Map<String, Value> = f
         .flags
         .iter()
-        .map(|(name, set)| {
-            let elements: Map<String, Value> = set.iter().map(|e| (e.clone(), json!({}))).collect();
-            (name.clone(), json!({ "elements": elements }))
+        .map(|(n, set)| {
+            let el: Map<String, Value> = set.iter().map(|s| (s.clone(), json!({}))).collect();
+            (n.clone(), json!({ "elements": el }))
         })
         .collect();
     let attributes: Map<String, Value> = f
         .attributes
         .iter()
-        .map(|(name, attrs)| (name.clone(), json!({ "elements": attrs })))
+        .map(|(n, a)| (n.clone(), json!({ "elements": a })))
         .collect();
     let instances: Map<String, Value> = f
         .instances
         .iter()
-        .map(|(name, list)| {
-            let elements: Vec<Value> = list.iter().map(|a| json!({ "attributes": a })).collect();
-            (name.clone(), json!({ "elements": elements }))
+        .map(|(n, els)| {
+            let el: Vec<Value> = els.iter().map(|a| json!({ "attributes": a })).collect();
+            (n.clone(), json!({ "elements": el }))
         })
         .collect();
     json!({ "flags": flags, "attributes": attributes, "instances": instances })
-}
-
-/// One `feature name=value` line per fact, sorted.
-pub fn to_text(f: &Features) -> String {
-    let mut out = String::new();
-    for (name, set) in &f.flags {
-        for e in set {
-            out += &format!("{name} {e}\n");
-        }
-    }
-    for (name, attrs) in &f.attributes {
-        for (k, v) in attrs {
-            out += &format!("{name} {k}={v}\n");
-        }
-    }
-    for (name, list) in &f.instances {
-        for a in list {
-            let parts: Vec<String> = a.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            out += &format!("{name} {}\n", parts.join(" "));
-        }
-    }
-    out
 }

@@ -1,14 +1,12 @@
-//! The labels nfd-worker's built-in sources write with their default
-//! configuration (`--nfd-labels`): byte-identical keys and values, so the NFD
-//! that runs later takes them over instead of adding its own beside them.
-//! Sources whose features are not read here (cstate, pstate, rdt, security,
-//! sst, kernel-config, selinux, swap, custom rdma) write nothing.
+//! NFD's built-in labels (each source's GetLabels with its default config),
+//! keyed `feature.node.kubernetes.io/<source>-<label>`.
 
 use super::{Features, NfdFlavour};
 
 const PREFIX: &str = "feature.node.kubernetes.io/";
 
-/// NFD's default cpuid attribute blacklist (source/cpu, 2026-07 main).
+/// source/cpu default attributeBlacklist of NFD master (2026-07, commit
+/// 76e6cc8): AVX10 and TDX_GUEST are the newest entries.
 const CPUID_BLACKLIST: &[&str] = &[
     "AVX10",
     "BMI1",
@@ -38,135 +36,216 @@ const CPUID_BLACKLIST: &[&str] = &[
     "TDX_GUEST",
 ];
 
-struct Flavour {
-    pci_classes: &'static [&'static str],
-    /// In NFD's field order (class, vendor, device, subsystem_*).
-    pci_fields: &'static [&'static str],
-    os_release: &'static [&'static str],
-}
-
-fn flavour(f: NfdFlavour) -> Flavour {
-    match f {
-        NfdFlavour::Upstream => Flavour {
-            pci_classes: &["03", "0b40", "12"],
-            pci_fields: &["class", "vendor"],
-            os_release: &["ID", "VERSION_ID", "VERSION_ID.major", "VERSION_ID.minor"],
-        },
-        // openshift/cluster-nfd-operator's default worker config, and its
-        // NFD's extra os-release fields (RHCOS).
-        NfdFlavour::OpenShift => Flavour {
-            pci_classes: &["0200", "03", "12"],
-            pci_fields: &["vendor"],
-            os_release: &[
-                "ID",
-                "VERSION_ID",
-                "VERSION_ID.major",
-                "VERSION_ID.minor",
-                "OSTREE_VERSION",
-                "RHEL_VERSION",
-                "OPENSHIFT_VERSION",
-            ],
-        },
-    }
-}
-
-/// The labels NFD's built-in sources of `flavour` would write for these
-/// features, sorted by key.
-pub fn nfd_labels(features: &Features, flavour_: NfdFlavour) -> Vec<(String, String)> {
-    let fl = flavour(flavour_);
-    let mut out = std::collections::BTreeMap::<String, String>::new();
+pub fn nfd_labels(f: &Features, flavour: NfdFlavour) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
     let mut put = |k: String, v: &str| {
-        out.insert(format!("{PREFIX}{k}"), v.to_string());
+        // nfd-master drops labels whose value is not a valid label value.
+        if valid_value(v) {
+            out.push((format!("{PREFIX}{k}"), v.to_string()));
+        }
     };
-    let attr = |feature: &str| features.attributes.get(feature);
-    let instances = |feature: &str| {
-        features
-            .instances
-            .get(feature)
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
-    };
+    let attrs = |name: &str| f.attributes.get(name);
 
-    for flag in features.flags.get("cpu.cpuid").into_iter().flatten() {
-        if !CPUID_BLACKLIST.contains(&flag.as_str()) {
+    if let Some(cpuid) = f.flags.get("cpu.cpuid") {
+        for flag in cpuid
+            .iter()
+            .filter(|c| !CPUID_BLACKLIST.contains(&c.as_str()))
+        {
             put(format!("cpu-cpuid.{flag}"), "true");
         }
     }
-    for (k, v) in attr("cpu.model").into_iter().flatten() {
+    for (k, v) in attrs("cpu.model").into_iter().flatten() {
         put(format!("cpu-model.{k}"), v);
     }
-    if let Some(v) = attr("cpu.topology").and_then(|t| t.get("hardware_multithreading")) {
+    if let Some(v) = attrs("cpu.topology").and_then(|t| t.get("hardware_multithreading")) {
         put("cpu-hardware_multithreading".into(), v);
     }
-    for (k, v) in attr("kernel.version").into_iter().flatten() {
+    for (k, v) in attrs("kernel.version").into_iter().flatten() {
         put(format!("kernel-version.{k}"), v);
     }
-    if let Some(os) = attr("system.osrelease") {
-        for key in fl.os_release {
-            if let Some(v) = os.get(*key) {
-                put(format!("system-os_release.{key}"), v);
+    // OpenShift's NFD build also labels the RHCOS version keys.
+    let os_keys: &[&str] = match flavour {
+        NfdFlavour::Upstream => &["ID", "VERSION_ID", "VERSION_ID.major", "VERSION_ID.minor"],
+        NfdFlavour::OpenShift => &[
+            "ID",
+            "VERSION_ID",
+            "VERSION_ID.major",
+            "VERSION_ID.minor",
+            "OSTREE_VERSION",
+            "RHEL_VERSION",
+            "OPENSHIFT_VERSION",
+        ],
+    };
+    if let Some(os) = attrs("system.osrelease") {
+        for k in os_keys {
+            if let Some(v) = os.get(*k) {
+                put(format!("system-os_release.{k}"), v);
             }
         }
     }
-    if attr("memory.numa")
+    // memory-numa only when true (NFD never writes false).
+    if attrs("memory.numa")
         .and_then(|m| m.get("is_numa"))
-        .map(String::as_str)
-        == Some("true")
+        .is_some_and(|v| v == "true")
     {
         put("memory-numa".into(), "true");
     }
-    if !instances("memory.nv").is_empty() {
+    let inst = |name: &str| f.instances.get(name).map(Vec::as_slice).unwrap_or_default();
+    if !inst("memory.nv").is_empty() {
         put("memory-nv.present".into(), "true");
     }
-    if instances("memory.nv")
+    if inst("memory.nv")
         .iter()
-        .any(|d| d.get("devtype").map(String::as_str) == Some("nd_dax"))
+        .any(|d| d.get("devtype").is_some_and(|t| t == "nd_dax"))
     {
         put("memory-nv.dax".into(), "true");
     }
-    if instances("storage.block")
+    if inst("storage.block")
         .iter()
-        .any(|d| d.get("rotational").map(String::as_str) == Some("0"))
+        .any(|d| d.get("rotational").is_some_and(|r| r == "0"))
     {
         put("storage-nonrotationaldisk".into(), "true");
     }
-    let positive = |d: &std::collections::BTreeMap<String, String>, k: &str| {
-        d.get(k)
-            .and_then(|v| v.parse::<i64>().ok())
-            .is_some_and(|n| n > 0)
-    };
-    for dev in instances("network.device") {
-        if positive(dev, "sriov_totalvfs") {
-            put("network-sriov.capable".into(), "true");
-        }
-        if positive(dev, "sriov_numvfs") {
-            put("network-sriov.configured".into(), "true");
+    for (attr, label) in [
+        ("sriov_totalvfs", "sriov.capable"),
+        ("sriov_numvfs", "sriov.configured"),
+    ] {
+        let positive = |d: &std::collections::BTreeMap<String, String>| {
+            d.get(attr)
+                .and_then(|v| v.parse::<i64>().ok())
+                .is_some_and(|n| n > 0)
+        };
+        if inst("network.device").iter().any(positive) {
+            put(format!("network-{label}"), "true");
         }
     }
-    for dev in instances("pci.device") {
+    let (classes, fields): (&[&str], &[&str]) = match flavour {
+        NfdFlavour::Upstream => (&["03", "0b40", "12"], &["class", "vendor"]),
+        NfdFlavour::OpenShift => (&["0200", "03", "12"], &["vendor"]),
+    };
+    for dev in inst("pci.device") {
         let class = dev.get("class").map(String::as_str).unwrap_or("");
-        if fl.pci_classes.iter().any(|w| class.starts_with(w)) {
-            let name: Vec<&str> = fl
-                .pci_fields
-                .iter()
-                .map(|f| dev.get(*f).map(String::as_str).unwrap_or(""))
-                .collect();
-            let name = name.join("_");
+        if classes.iter().any(|c| class.starts_with(c)) {
+            let name = join_fields(dev, fields);
             put(format!("pci-{name}.present"), "true");
             if dev.contains_key("sriov_totalvfs") {
                 put(format!("pci-{name}.sriov.capable"), "true");
             }
         }
     }
-    for dev in instances("usb.device") {
+    for dev in inst("usb.device") {
         let class = dev.get("class").map(String::as_str).unwrap_or("");
-        if ["0e", "ef", "fe", "ff"].contains(&class) {
-            let name: Vec<&str> = ["class", "vendor", "device"]
-                .iter()
-                .map(|f| dev.get(*f).map(String::as_str).unwrap_or(""))
-                .collect();
-            put(format!("usb-{}.present", name.join("_")), "true");
+        if ["0e", "ef", "fe", "ff"]
+            .iter()
+            .any(|c| class.starts_with(c))
+        {
+            put(
+                format!(
+                    "usb-{}.present",
+                    join_fields(dev, &["class", "vendor", "device"])
+                ),
+                "true",
+            );
         }
     }
-    out.into_iter().collect()
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn join_fields(dev: &std::collections::BTreeMap<String, String>, fields: &[&str]) -> String {
+    let parts: Vec<&str> = fields
+        .iter()
+        .map(|f| dev.get(*f).map(String::as_str).unwrap_or(""))
+        .collect();
+    parts.join("_")
+}
+
+/// Kubernetes label value: empty, or ≤ 63 of `[-_.A-Za-z0-9]` starting and
+/// ending alphanumeric.
+fn valid_value(v: &str) -> bool {
+    v.is_empty()
+        || (v.len() <= 63
+            && v.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+            && v.as_bytes()[0].is_ascii_alphanumeric()
+            && v.as_bytes()[v.len() - 1].is_ascii_alphanumeric())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn gpu_node() -> Features {
+        let mut f = Features::default();
+        let dev = |class: &str, vendor: &str, sriov: bool| {
+            let mut d = BTreeMap::from([
+                ("class".to_string(), class.to_string()),
+                ("vendor".to_string(), vendor.to_string()),
+                ("device".to_string(), "2330".to_string()),
+            ]);
+            if sriov {
+                d.insert("sriov_totalvfs".into(), "16".into());
+            }
+            d
+        };
+        f.instances.insert(
+            "pci.device".into(),
+            vec![
+                dev("0302", "10de", false),
+                dev("0680", "10de", false),
+                dev("0200", "15b3", true),
+            ],
+        );
+        f.attributes.insert(
+            "memory.numa".into(),
+            BTreeMap::from([
+                ("is_numa".into(), "false".into()),
+                ("node_count".into(), "1".into()),
+            ]),
+        );
+        f.attributes.insert(
+            "system.osrelease".into(),
+            BTreeMap::from([
+                ("ID".into(), "rhel".into()),
+                ("OSTREE_VERSION".into(), "9.6.20250701-0".into()),
+            ]),
+        );
+        f.flags.insert(
+            "cpu.cpuid".into(),
+            ["AVX512F".to_string(), "SSE2".to_string()].into(),
+        );
+        f
+    }
+
+    fn keys(l: &[(String, String)]) -> Vec<&str> {
+        l.iter()
+            .map(|(k, _)| k.strip_prefix(PREFIX).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn upstream_and_openshift_pci_and_os_keys() {
+        let f = gpu_node();
+        assert_eq!(
+            keys(&nfd_labels(&f, NfdFlavour::Upstream)),
+            [
+                "cpu-cpuid.AVX512F",
+                "pci-0302_10de.present",
+                "system-os_release.ID"
+            ]
+        );
+        assert_eq!(
+            keys(&nfd_labels(&f, NfdFlavour::OpenShift)),
+            [
+                "cpu-cpuid.AVX512F",
+                "pci-10de.present",
+                "pci-15b3.present",
+                "pci-15b3.sriov.capable",
+                "system-os_release.ID",
+                "system-os_release.OSTREE_VERSION"
+            ]
+        );
+    }
 }

@@ -6,12 +6,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-mod cpuid;
+mod cpu;
+mod devices;
 pub mod json;
+mod kernel;
 mod labels;
-mod sources;
-
-pub use labels::nfd_labels;
+mod pci;
+mod system;
+mod util;
 
 /// NFD's `NodeFeature` `spec.features`: each key is `<domain>.<feature>`
 /// (`cpu.cpuid`, `kernel.version`, `pci.device`). One name may have more
@@ -53,63 +55,48 @@ pub struct FactsOptions<'a> {
     /// kubelet's `--hostname-override`, which NFD's `system.name` nodename
     /// follows; None = the kernel hostname.
     pub nodename: Option<&'a str>,
+    /// Only these features (the boot path reads what its rules use);
+    /// None = all.
+    pub only: Option<&'a BTreeSet<String>>,
 }
 
 /// Read every feature this module knows from the node tree.
 pub fn read(opts: &FactsOptions) -> Features {
-    let fs = NodeTree { root: opts.root };
+    let root = opts.root;
+    let want = |name: &str| opts.only.is_none_or(|only| only.contains(name));
     let mut f = Features::default();
-    sources::pci(&fs, &mut f);
-    sources::usb(&fs, &mut f);
-    sources::cpu(&fs, &mut f);
-    sources::kernel(&fs, &mut f);
-    sources::system(&fs, opts.nodename, &mut f);
-    sources::memory(&fs, &mut f);
-    sources::storage(&fs, &mut f);
-    sources::network(&fs, &mut f);
+    let mut attr = |name: &str, read: &dyn Fn() -> Option<BTreeMap<String, String>>| {
+        if want(name)
+            && let Some(v) = read()
+        {
+            f.attributes.insert(name.to_string(), v);
+        }
+    };
+    attr("kernel.version", &|| kernel::version(root));
+    attr("system.osrelease", &|| system::osrelease(root));
+    attr("system.name", &|| system::name(root, opts.nodename));
+    attr("system.dmiid", &|| system::dmiid(root));
+    attr("cpu.topology", &|| cpu::topology(root));
+    attr("memory.numa", &|| devices::numa(root));
+    if (want("cpu.model") || want("cpu.cpuid"))
+        && let Some(c) = cpu::read(root)
+    {
+        f.attributes.insert("cpu.model".into(), c.model);
+        f.flags.insert("cpu.cpuid".into(), c.cpuid);
+    }
+    let mut inst = |name: &str, read: &dyn Fn() -> Option<Vec<BTreeMap<String, String>>>| {
+        if want(name)
+            && let Some(v) = read()
+        {
+            f.instances.insert(name.to_string(), v);
+        }
+    };
+    inst("pci.device", &|| pci::devices(root));
+    inst("memory.nv", &|| Some(devices::nv(root)));
+    inst("storage.block", &|| devices::block(root));
+    inst("network.device", &|| devices::network(root));
+    inst("usb.device", &|| devices::usb(root));
     f
-}
-
-/// Bounded reads under the node root. Every failure is "absent".
-pub(crate) struct NodeTree<'a> {
-    root: &'a Path,
-}
-
-/// No sysfs or proc file we read is near this; a bigger one is not what we
-/// think it is.
-const MAX_FILE: u64 = 256 * 1024;
-/// Entries per directory we look at (PCI functions, CPUs, block devices).
-const MAX_ENTRIES: usize = 4096;
-
-impl NodeTree<'_> {
-    fn path(&self, node_path: &str) -> std::path::PathBuf {
-        self.root.join(node_path.trim_start_matches('/'))
-    }
-
-    /// A file's text, trimmed of surrounding whitespace.
-    pub(crate) fn text(&self, node_path: &str) -> Option<String> {
-        use std::io::Read;
-        let file = std::fs::File::open(self.path(node_path)).ok()?;
-        let mut buf = Vec::new();
-        file.take(MAX_FILE).read_to_end(&mut buf).ok()?;
-        Some(String::from_utf8_lossy(&buf).trim().to_string())
-    }
-
-    /// Entry names of a directory, sorted (sysfs order is not stable).
-    pub(crate) fn list(&self, node_path: &str) -> Option<Vec<String>> {
-        let mut names: Vec<String> = std::fs::read_dir(self.path(node_path))
-            .ok()?
-            .take(MAX_ENTRIES)
-            .filter_map(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        Some(names)
-    }
-
-    pub(crate) fn exists(&self, node_path: &str) -> bool {
-        self.path(node_path).exists()
-    }
 }
 
 /// Which NFD deployment's built-in label set to reproduce.
@@ -119,4 +106,10 @@ pub enum NfdFlavour {
     Upstream,
     /// OpenShift's NFD operator defaults (`pci-10de.present`, os-release extras).
     OpenShift,
+}
+
+/// The labels NFD's built-in sources of `flavour` would write for these
+/// features: byte-identical keys (with `feature.node.kubernetes.io/`) and values.
+pub fn nfd_labels(features: &Features, flavour: NfdFlavour) -> Vec<(String, String)> {
+    labels::nfd_labels(features, flavour)
 }

@@ -72,6 +72,29 @@ pub fn sources_from_env(env: &[(OsString, OsString)]) -> Sources {
     }
 }
 
+/// The features the rules read: their terms, and `@domain.feature.element`
+/// label values.
+pub fn features_used(sources: &Sources) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    let Some(Ok(rules)) = &sources.rules else {
+        return out;
+    };
+    for r in rules {
+        for t in r.match_features.iter().chain(r.match_any.iter().flatten()) {
+            out.insert(t.feature.to_ascii_lowercase());
+        }
+        for (_, v) in &r.labels {
+            if let Some(path) = v.strip_prefix('@') {
+                let mut parts = path.splitn(3, '.');
+                if let (Some(d), Some(f)) = (parts.next(), parts.next()) {
+                    out.insert(format!("{d}.{f}").to_ascii_lowercase());
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Why kubelet would refuse this rule output, if it would.
 fn refusal(labels: &[(String, String)], taints: &[Taint], profile: Profile) -> Option<String> {
     if let Some(e) = kubelet::validate_labels(labels, profile).first() {

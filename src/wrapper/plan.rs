@@ -89,9 +89,15 @@ pub fn collect(
         }
     };
     let nodename = hostname_override(original_argv);
+    // Read only what the rules look at, unless NFD's whole label set is asked.
+    let only = match &sources.nfd_labels {
+        Some(_) => None,
+        None => Some(derived::features_used(&sources)),
+    };
     let features = crate::facts::read(&crate::facts::FactsOptions {
         root: facts_root,
         nodename: nodename.as_deref(),
+        only: only.as_ref(),
     });
     let derived = derived::derive(&sources, &features, profile);
     let (merged, mut notes) = derived::merge(static_.as_ref(), &derived);

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): `kubelet-labeler facts --root <dgx fixture>` against
+# `lspci -n` on the same fixture sysfs, medians of RUNS interleaved runs; and
+# facts::read alone in-process (the wrapper's per-start cost; budget 0.2 ms).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${1:-301}
+cargo build --quiet --release --features iso --bin kubelet-labeler --example facts_read
+kl=$PWD/target/release/kubelet-labeler
+root=$PWD/tests/fixtures/nodes/dgx
+
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+us() { local s e; s=$(date +%s%N); "$@" >/dev/null 2>&1; e=$(date +%s%N); echo $(( (e - s) / 1000 )); }
+
+ours=$(mktemp) theirs=$(mktemp)
+trap 'rm -f "$ours" "$theirs"' EXIT
+for _ in $(seq "$runs"); do
+  us "$kl" facts --root "$root" >>"$ours"
+  us lspci -n -A linux-sysfs -O "sysfs.path=$root/sys/bus/pci" >>"$theirs"
+done
+echo "kubelet-labeler facts (process): $(median <"$ours") µs median of $runs"
+echo "lspci -n (process, PCI only):    $(median <"$theirs") µs median of $runs"
+echo "facts::read in-process:          $(target/release/examples/facts_read "$root" 2001) µs median of 2001"

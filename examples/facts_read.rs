@@ -1,0 +1,28 @@
+//! For benches/facts.sh: the cost of facts::read alone (what the wrapper
+//! pays at each kubelet start). Prints the median of N calls in µs.
+use std::path::Path;
+use std::time::Instant;
+
+use kubelet_labeler::facts::{FactsOptions, read};
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let root = args.next().expect("usage: facts_read ROOT [N]");
+    let n: usize = args
+        .next()
+        .map_or(1001, |s| s.parse().expect("N is a number"));
+    let opts = FactsOptions {
+        root: Path::new(&root),
+        nodename: None,
+        only: None,
+    };
+    let mut times: Vec<f64> = (0..n)
+        .map(|_| {
+            let t = Instant::now();
+            std::hint::black_box(read(&opts));
+            t.elapsed().as_secs_f64() * 1e6
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    println!("{:.1}", times[n / 2]);
+}

@@ -1,0 +1,440 @@
+//! `cpu.model`, `cpu.cpuid` and `cpu.topology` from /proc/cpuinfo and
+//! /sys/bus/cpu/devices, under NFD's names (source/cpu, which reads the
+//! CPUID instruction through klauspost/cpuid on x86 and AT_HWCAP on arm64).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use super::util::{CPUINFO_CAP, list_dir, read_capped, read_trimmed, under};
+
+pub struct Cpu {
+    pub model: BTreeMap<String, String>,
+    pub cpuid: BTreeSet<String>,
+}
+
+/// /proc/cpuinfo: the first processor's fields (all CPUs of a node share
+/// vendor, family, model and flags in practice).
+pub fn read(root: &Path) -> Option<Cpu> {
+    let text = read_capped(&under(root, "/proc/cpuinfo"), CPUINFO_CAP)?;
+    Some(parse_cpuinfo(&text))
+}
+
+pub fn parse_cpuinfo(text: &str) -> Cpu {
+    let mut fields: BTreeMap<&str, &str> = BTreeMap::new();
+    for line in text.lines() {
+        if line.trim().is_empty() && fields.contains_key("processor") {
+            break; // end of the first processor's block
+        }
+        if let Some((k, v)) = line.split_once(':') {
+            fields.entry(k.trim()).or_insert(v.trim());
+        }
+    }
+    let mut model = BTreeMap::new();
+    let mut cpuid = BTreeSet::new();
+    if let Some(vendor) = fields.get("vendor_id") {
+        // x86: family and model as the kernel prints them already include the
+        // extended fields, as klauspost/cpuid computes them.
+        model.insert("vendor_id".into(), x86_vendor(vendor).into());
+        for (attr, field) in [("family", "cpu family"), ("id", "model")] {
+            if let Some(v) = fields.get(field) {
+                model.insert(attr.into(), (*v).into());
+            }
+        }
+        let flags: BTreeSet<&str> = fields
+            .get("flags")
+            .map(|f| f.split_whitespace().collect())
+            .unwrap_or_default();
+        cpuid = x86_cpuid(&flags);
+        if !flags.contains("hypervisor") {
+            // NFD says `none` on bare metal; in a VM it names the hypervisor
+            // from CPUID leaf 0x40000000, which /proc/cpuinfo does not show,
+            // so then the attribute is left out.
+            model.insert("hypervisor".into(), "none".into());
+        }
+    } else if let Some(features) = fields.get("Features") {
+        cpuid = features
+            .split_whitespace()
+            .map(|w| w.to_ascii_uppercase())
+            .filter(|w| ARM64_HWCAPS.contains(&w.as_str()))
+            .collect();
+        // klauspost/cpuid on arm64 reads MIDR_EL1 (the kernel prints its
+        // fields here): vendor from the implementer, family = MIDR bits
+        // 23..16 (variant, then architecture, 0xf on every arm64 core),
+        // id = MIDR bits 15..0 (part number, then revision).
+        if let Some(imp) = fields.get("CPU implementer").and_then(|v| hex(v)) {
+            model.insert("vendor_id".into(), arm_vendor(imp).into());
+        }
+        if let Some(var) = fields.get("CPU variant").and_then(|v| hex(v)) {
+            model.insert("family".into(), ((var << 4) | 0xf).to_string());
+        }
+        if let (Some(part), Some(rev)) = (
+            fields.get("CPU part").and_then(|v| hex(v)),
+            fields
+                .get("CPU revision")
+                .and_then(|v| v.trim().parse::<u32>().ok()),
+        ) {
+            model.insert("id".into(), ((part << 4) | rev).to_string());
+        }
+        model.insert("hypervisor".into(), "none".into());
+    }
+    Cpu { model, cpuid }
+}
+
+fn hex(s: &str) -> Option<u32> {
+    u32::from_str_radix(s.trim().trim_start_matches("0x"), 16).ok()
+}
+
+/// klauspost/cpuid's VendorID names for the CPUID vendor strings.
+fn x86_vendor(s: &str) -> &'static str {
+    match s {
+        "GenuineIntel" => "Intel",
+        "AuthenticAMD" => "AMD",
+        "HygonGenuine" => "Hygon",
+        "CentaurHauls" | "VIA VIA VIA " => "VIA",
+        "GenuineTMx86" | "TransmetaCPU" => "Transmeta",
+        "Geode by NSC" => "NSC",
+        "SiS SiS SiS " => "SiS",
+        "  Shanghai  " => "Zhaoxin",
+        _ => "VendorUnknown",
+    }
+}
+
+fn arm_vendor(implementer: u32) -> &'static str {
+    match implementer {
+        0x41 => "ARM",
+        0x42 => "Broadcom",
+        0x43 => "Cavium",
+        0x44 => "DEC",
+        0x46 => "Fujitsu",
+        0x49 => "Infineon",
+        0x4d => "Motorola",
+        0x4e => "NVIDIA",
+        0x50 => "AMCC",
+        0x51 => "Qualcomm",
+        0x56 => "Marvell",
+        0x69 => "Intel",
+        0xc0 => "Ampere",
+        _ => "VendorUnknown",
+    }
+}
+
+/// NFD's arm64 hwcap names (source/cpu/cpuid_linux_arm64.go): the kernel's
+/// `Features` words upper-cased, only those NFD knows.
+const ARM64_HWCAPS: &[&str] = &[
+    "FP",
+    "ASIMD",
+    "EVTSTRM",
+    "AES",
+    "PMULL",
+    "SHA1",
+    "SHA2",
+    "CRC32",
+    "ATOMICS",
+    "FPHP",
+    "ASIMDHP",
+    "CPUID",
+    "ASIMDRDM",
+    "JSCVT",
+    "FCMA",
+    "LRCPC",
+    "DCPOP",
+    "SHA3",
+    "SM3",
+    "SM4",
+    "ASIMDDP",
+    "SHA512",
+    "SVE",
+    "ASIMDFHM",
+    "DIT",
+    "USCAT",
+    "ILRCPC",
+    "FLAGM",
+    "SSBS",
+    "SB",
+    "PACA",
+    "PACG",
+    "DCPODP",
+    "SVE2",
+    "SVEAES",
+    "SVEPMULL",
+    "SVEBITPERM",
+    "SVESHA3",
+    "SVESM4",
+    "FLAGM2",
+    "FRINT",
+    "SVEI8MM",
+    "SVEF32MM",
+    "SVEF64MM",
+    "SVEBF16",
+    "I8MM",
+    "BF16",
+    "DGH",
+    "RNG",
+    "BTI",
+    "MTE",
+    "ECV",
+    "AFP",
+    "RPRES",
+    "MTE3",
+    "SME",
+    "SMEI16I64",
+    "SMEF64F64",
+    "SMEI8I32",
+    "SMEF16F32",
+    "SMEB16F32",
+    "SMEF32F32",
+    "SMEFA64",
+    "WFXT",
+    "EBF16",
+    "SVEEBF16",
+];
+
+/// /proc/cpuinfo flag → klauspost/cpuid v2.4 FeatureID name (NFD master's
+/// go.mod). Names with no /proc/cpuinfo flag cannot be derived and are not
+/// reported: e.g. AVXSLOW, FP128/FP256, MOVU, HTT as klauspost computes it,
+/// STOSB_SHORT/MOVSB_ZL/CMPSB_SCADBS_SHORT, the IBS_* and SEV_* details,
+/// SGXPQC, AVX10/AVX10_128/256/512, APX_F, AMXFP8/AMXTF32/AMXTRANSPOSE,
+/// TSA_*/SRSO_* and the PMU_* counters.
+const X86_FLAGS: &[(&str, &str)] = &[
+    ("3dnow", "AMD3DNOW"),
+    ("3dnowext", "AMD3DNOWEXT"),
+    ("abm", "LZCNT"),
+    ("adx", "ADX"),
+    ("aes", "AESNI"),
+    ("amx_bf16", "AMXBF16"),
+    ("amx_fp16", "AMXFP16"),
+    ("amx_int8", "AMXINT8"),
+    ("amx_tile", "AMXTILE"),
+    ("arch_capabilities", "IA32_ARCH_CAP"),
+    ("avx", "AVX"),
+    ("avx2", "AVX2"),
+    ("avx512_4fmaps", "AVX5124FMAPS"),
+    ("avx512_4vnniw", "AVX5124VNNIW"),
+    ("avx512_bf16", "AVX512BF16"),
+    ("avx512_bitalg", "AVX512BITALG"),
+    ("avx512_fp16", "AVX512FP16"),
+    ("avx512_vbmi2", "AVX512VBMI2"),
+    ("avx512_vnni", "AVX512VNNI"),
+    ("avx512_vp2intersect", "AVX512VP2INTERSECT"),
+    ("avx512_vpopcntdq", "AVX512VPOPCNTDQ"),
+    ("avx512bw", "AVX512BW"),
+    ("avx512cd", "AVX512CD"),
+    ("avx512dq", "AVX512DQ"),
+    ("avx512er", "AVX512ER"),
+    ("avx512f", "AVX512F"),
+    ("avx512ifma", "AVX512IFMA"),
+    ("avx512pf", "AVX512PF"),
+    ("avx512vbmi", "AVX512VBMI"),
+    ("avx512vl", "AVX512VL"),
+    ("avx_ifma", "AVXIFMA"),
+    ("avx_vnni", "AVXVNNI"),
+    ("bmi1", "BMI1"),
+    ("bmi2", "BMI2"),
+    ("cldemote", "CLDEMOTE"),
+    ("clflushopt", "CLFLUSHOPT"),
+    ("clwb", "CLWB"),
+    ("clzero", "CLZERO"),
+    ("cmov", "CMOV"),
+    ("core_capabilities", "IA32_CORE_CAP"),
+    ("cpb", "CPBOOST"),
+    ("cx16", "CX16"),
+    ("cx8", "CMPXCHG8"),
+    ("decodeassists", "SVMDA"),
+    ("enqcmd", "ENQCMD"),
+    ("erms", "ERMS"),
+    ("f16c", "F16C"),
+    ("flush_l1d", "FLUSH_L1D"),
+    ("flushbyasid", "SVMFBASID"),
+    ("fma", "FMA3"),
+    ("fma4", "FMA4"),
+    ("fpu", "X87"),
+    ("fsrm", "FSRM"),
+    ("fxsr", "FXSR"),
+    ("fxsr_opt", "FXSROPT"),
+    ("gfni", "GFNI"),
+    ("hle", "HLE"),
+    ("ht", "HTT"),
+    ("hybrid_cpu", "HYBRID_CPU"),
+    ("hypervisor", "HYPERVISOR"),
+    ("ibpb", "IBPB"),
+    ("ibrs", "IBRS"),
+    ("ibs", "IBS"),
+    ("ibt", "CETIBT"),
+    ("lahf_lm", "LAHF"),
+    ("lbrv", "LBRVIRT"),
+    ("md_clear", "MD_CLEAR"),
+    ("mmx", "MMX"),
+    ("mmxext", "MMXEXT"),
+    ("movbe", "MOVBE"),
+    ("movdir64b", "MOVDIR64B"),
+    ("movdiri", "MOVDIRI"),
+    ("mpx", "MPX"),
+    ("npt", "SVMNP"),
+    ("nrip_save", "NRIPS"),
+    ("nx", "NX"),
+    ("osxsave", "OSXSAVE"),
+    ("overflow_recov", "MCAOVERFLOW"),
+    ("pausefilter", "SVMPF"),
+    ("pclmulqdq", "CLMUL"),
+    ("pconfig", "PCONFIG"),
+    ("pfthreshold", "SVMPFT"),
+    ("pni", "SSE3"),
+    ("popcnt", "POPCNT"),
+    ("rdpru", "RDPRU"),
+    ("rdrand", "RDRAND"),
+    ("rdseed", "RDSEED"),
+    ("rdtscp", "RDTSCP"),
+    ("rtm", "RTM"),
+    ("sep", "SYSEE"),
+    ("serialize", "SERIALIZE"),
+    ("sev", "SEV"),
+    ("sev_es", "SEV_ES"),
+    ("sev_snp", "SEV_SNP"),
+    ("sgx", "SGX"),
+    ("sgx_lc", "SGXLC"),
+    ("sha_ni", "SHA"),
+    ("shstk", "CETSS"),
+    ("ssbd", "SPEC_CTRL_SSBD"),
+    ("sse", "SSE"),
+    ("sse2", "SSE2"),
+    ("sse4_1", "SSE4"),
+    ("sse4_2", "SSE42"),
+    ("sse4a", "SSE4A"),
+    ("ssse3", "SSSE3"),
+    ("stibp", "STIBP"),
+    ("succor", "SUCCOR"),
+    ("svm", "SVM"),
+    ("syscall", "SYSCALL"),
+    ("tbm", "TBM"),
+    ("tme", "TME"),
+    ("topoext", "TOPEXT"),
+    ("tsc_scale", "TSCRATEMSR"),
+    ("tsxldtrk", "TSXLDTRK"),
+    ("vaes", "VAES"),
+    ("vmcb_clean", "VMCBCLEAN"),
+    ("vmx", "VMX"),
+    ("vpclmulqdq", "VPCLMULQDQ"),
+    ("waitpkg", "WAITPKG"),
+    ("wbnoinvd", "WBNOINVD"),
+    ("xgetbv1", "XGETBV1"),
+    ("xop", "XOP"),
+    ("xsave", "XSAVE"),
+    ("xsavec", "XSAVEC"),
+    ("xsaveopt", "XSAVEOPT"),
+    ("xsaves", "XSAVES"),
+];
+
+fn x86_cpuid(flags: &BTreeSet<&str>) -> BTreeSet<String> {
+    let mut out: BTreeSet<String> = X86_FLAGS
+        .iter()
+        .filter(|(flag, _)| flags.contains(flag))
+        .map(|(_, name)| name.to_string())
+        .collect();
+    // The kernel hides OSXSAVE ("" name in cpufeatures.h); it sets CR4.OSXSAVE
+    // whenever it uses XSAVE, and clears `xsave` when it does not.
+    if out.contains("XSAVE") {
+        out.insert("OSXSAVE".into());
+    }
+    // NFD adds X86_64_V1..Vn for klauspost's X64Level (the x86-64 psABI
+    // microarchitecture levels), checked on the names above.
+    let levels: [&[&str]; 4] = [
+        &["CMOV", "CMPXCHG8", "X87", "FXSR", "MMX", "SSE", "SSE2"],
+        &["CX16", "LAHF", "POPCNT", "SSE3", "SSE4", "SSE42", "SSSE3"],
+        &[
+            "AVX", "AVX2", "BMI1", "BMI2", "F16C", "FMA3", "LZCNT", "MOVBE", "OSXSAVE",
+        ],
+        &["AVX512F", "AVX512BW", "AVX512CD", "AVX512DQ", "AVX512VL"],
+    ];
+    // klauspost/cpuid: level 0 unless SYSCALL or SYSENTER is there.
+    let mut level = 0;
+    let any_syscall = out.contains("SYSCALL") || out.contains("SYSEE");
+    for (i, need) in levels.iter().enumerate() {
+        if !any_syscall || !need.iter().all(|n| out.contains(*n)) {
+            break;
+        }
+        level = i + 1;
+    }
+    for l in 1..=level {
+        out.insert(format!("X86_64_V{l}"));
+    }
+    out
+}
+
+/// `cpu.topology` as NFD computes it: any CPU whose thread_siblings_list has
+/// `,` or `-` means multithreading; socket_count = distinct
+/// physical_package_id. Any unreadable file makes the feature empty (NFD
+/// returns an empty map).
+pub fn topology(root: &Path) -> Option<BTreeMap<String, String>> {
+    let base = under(root, "/sys/bus/cpu/devices");
+    let names = list_dir(&base)?;
+    let mut ht = false;
+    let mut packages = BTreeSet::new();
+    for name in names {
+        let topo = base.join(name).join("topology");
+        let siblings = read_trimmed(&topo.join("thread_siblings_list"))?;
+        ht |= siblings.contains([',', '-']);
+        packages.insert(read_trimmed(&topo.join("physical_package_id"))?);
+    }
+    let mut out = BTreeMap::new();
+    out.insert("hardware_multithreading".into(), ht.to_string());
+    out.insert("socket_count".into(), packages.len().to_string());
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn x86_names_and_levels() {
+        let cpu = parse_cpuinfo(
+            "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\n\
+             flags\t\t: fpu syscall cx8 cmov mmx fxsr sse sse2 ht pni ssse3 cx16 sse4_1 sse4_2 popcnt \
+             lahf_lm aes avx avx2 bmi1 bmi2 f16c fma abm movbe osxsave avx512f avx512bw avx512cd \
+             avx512dq avx512vl sha_ni amx_tile\n\nprocessor\t: 1\nvendor_id\t: Other\n",
+        );
+        assert_eq!(cpu.model["vendor_id"], "Intel");
+        assert_eq!(cpu.model["family"], "6");
+        assert_eq!(cpu.model["id"], "143");
+        assert_eq!(cpu.model["hypervisor"], "none");
+        for name in [
+            "AESNI",
+            "FMA3",
+            "SHA",
+            "LZCNT",
+            "AMXTILE",
+            "X86_64_V4",
+            "SSE42",
+        ] {
+            assert!(cpu.cpuid.contains(name), "{name} in {:?}", cpu.cpuid);
+        }
+    }
+
+    #[test]
+    fn vm_has_no_hypervisor_attribute_and_v3_stops_without_avx512() {
+        let cpu = parse_cpuinfo(
+            "vendor_id: AuthenticAMD\ncpu family: 25\nmodel: 1\nflags: fpu syscall cx8 cmov mmx fxsr sse \
+             sse2 pni ssse3 cx16 sse4_1 sse4_2 popcnt lahf_lm avx avx2 bmi1 bmi2 f16c fma abm \
+             movbe osxsave hypervisor\n",
+        );
+        assert_eq!(cpu.model["vendor_id"], "AMD");
+        assert!(!cpu.model.contains_key("hypervisor"));
+        assert!(cpu.cpuid.contains("X86_64_V3") && !cpu.cpuid.contains("X86_64_V4"));
+    }
+
+    #[test]
+    fn arm64_features_upper_cased_known_only() {
+        let cpu = parse_cpuinfo(
+            "processor\t: 0\nBogoMIPS\t: 108.00\nFeatures\t: fp asimd evtstrm crc32 cpuid newthing\n\
+             CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd08\n\
+             CPU revision\t: 3\n",
+        );
+        let want: BTreeSet<String> = ["FP", "ASIMD", "EVTSTRM", "CRC32", "CPUID"]
+            .map(String::from)
+            .into();
+        assert_eq!(cpu.cpuid, want);
+        assert_eq!(cpu.model["vendor_id"], "ARM");
+        assert_eq!(cpu.model["id"], "53379"); // 0xd083: Cortex-A72 r0p3
+        assert_eq!(cpu.model["family"], "15"); // variant 0, architecture 0xf
+    }
+}

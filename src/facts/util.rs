@@ -1,0 +1,43 @@
+//! Bounded file reads shared by the sources.
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// sysfs attributes and os-release are small; /proc/cpuinfo on a large
+/// machine is the biggest input (about 2 KiB per logical CPU).
+pub const SMALL_FILE_CAP: u64 = 4096;
+pub const CPUINFO_CAP: u64 = 4 << 20;
+/// More directory entries than any real node has (CPUs, PCI functions,
+/// block devices, interfaces); past it the rest is ignored.
+pub const MAX_ENTRIES: usize = 8192;
+
+/// The file's text, at most `cap` bytes; None when missing or unreadable.
+pub fn read_capped(path: &Path, cap: u64) -> Option<String> {
+    let file = fs::File::open(path).ok()?;
+    let mut buf = Vec::new();
+    file.take(cap).read_to_end(&mut buf).ok()?;
+    Some(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// A small file's contents with surrounding whitespace trimmed.
+pub fn read_trimmed(path: &Path) -> Option<String> {
+    read_capped(path, SMALL_FILE_CAP).map(|s| s.trim().to_string())
+}
+
+/// Names in a directory, sorted, at most MAX_ENTRIES; None when unreadable.
+pub fn list_dir(dir: &Path) -> Option<Vec<String>> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .take(MAX_ENTRIES)
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    names.sort();
+    Some(names)
+}
+
+/// `root` joined with a path written as if absolute (`/sys/...`).
+pub fn under(root: &Path, abs: &str) -> PathBuf {
+    root.join(abs.trim_start_matches('/'))
+}
