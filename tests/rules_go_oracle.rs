@@ -181,6 +181,54 @@ const TEMPLATES: &[&str] = &[
     "{{ printf \"%d\" 1 }}",
     "{{ eq 1 1 }}",
     "{{ if gt (len .pci.device) 0 }}x{{ end }}",
+    // intel/intel-device-plugins-for-kubernetes: deployments/nfd/overlays/
+    // node-feature-rules/platform-labeling-rules.yaml
+    "gpu.intel.com/device-id.0380-{{ (index .pci.device 0).device }}.count={{ len .pci.device }}",
+    "{{ range .pci.device }}gpu.intel.com/device-id.{{ .class }}-{{ .device }}.present=true\n{{ end }}\n",
+    "{{ (index .pci.empty 0).device }}",
+    "{{ index .pci.device 3 }}",
+    "{{ index .pci.device -1 }}",
+    "{{ index .pci.device \"0\" }}",
+    "{{ index .pci 0 }}",
+    "{{ index . \"nope\" \"x\" }}",
+    "{{ index .pci \"nope\" }}{{ if index .pci \"nope\" }}t{{ else }}f{{ end }}{{ eq (index .pci \"nope\") 1 }}",
+    "{{ index .pci \"nope\" 0 }}",
+    "{{ range index .pci \"nope\" }}x{{ else }}none{{ end }}",
+    "{{ index . \"pci\" \"device\" 1 \"vendor\" }}",
+    "{{ index .pci.device 0 \"nope\" }}",
+    "{{ index \"héllo\" 1 }}{{ index \"ab\" 2 }}",
+    "{{ index 3 0 }}",
+    "{{ index .pci }}",
+    "{{ index }}",
+    "{{ eq 1 1 }}{{ eq 1 2 3 1 }}{{ eq \"a\" \"a\" }}{{ eq true false }}",
+    "{{ eq 1 \"1\" }}",
+    "{{ eq 1 1 .pci }}",
+    "{{ eq 1 2 .pci }}",
+    "{{ eq .pci .pci }}",
+    "{{ eq 1 }}",
+    "{{ ne 1 2 }}{{ ne \"a\" \"a\" }}{{ ne true false }}",
+    "{{ ne 1 }}",
+    "{{ lt 1 2 }}{{ le 2 2 }}{{ gt 3 2 }}{{ ge 1 2 }}{{ lt \"b\" \"a\" }}{{ gt \"é\" \"e\" }}",
+    "{{ lt true false }}",
+    "{{ le true true }}",
+    "{{ lt 1 \"1\" }}",
+    "{{ gt .pci.device 0 }}",
+    "{{ lt 1 2 3 }}",
+    "{{ not 0 }}{{ not .pci }}{{ not \"\" }}{{ not .pci.empty }}",
+    "{{ and 1 0 .nope }}{{ and 1 2 }}{{ or 0 \"\" }}{{ or 0 \"x\" .nope }}",
+    "{{ and }}",
+    "{{ if and .pci.device (gt (len .pci.device) 2) }}many{{ else }}few{{ end }}",
+    "{{ if or (eq .x 1) true }}y{{ end }}",
+    "{{ 2 | lt 1 }}{{ .pci.device | len | eq 3 }}{{ 0 | index .pci.device | len }}",
+    "{{ range .pci.device }}{{ if eq .vendor \"10de\" }}nvidia-{{ .device }}\n{{ end }}{{ end }}",
+    "{{ range $i, $e := .pci.device }}{{ if gt $i 0 }},{{ end }}{{ $e.class }}{{ end }}",
+    "{{ lower .x }}",
+    "{{ if false }}{{ $x = 1 }}{{ end }}ok",
+    "{{ $x = 1 }}ok",
+    "{{ (index .pci.device 0) .class }}",
+    "{{ (len .pci.device).x }}",
+    "{{ (index .pci.device 1).device }}{{ (.pci).device | len }}{{ ($.pci).empty }}",
+    "{{ (index . \"pci\").device }}",
     "{{ with .pci }}{{ end }}",
     "{{ define \"x\" }}{{ end }}",
     "{{ template \"x\" }}",
@@ -430,8 +478,17 @@ impl Rng {
     fn pipe(&mut self, vars: &[String], depth: usize) -> String {
         match self.below(if depth > 1 { 3 } else { 5 }) {
             0 | 1 => self.operand(vars),
-            2 => format!("len {}", self.operand(vars)),
-            3 => format!("{} | len", self.operand(vars)),
+            2 => {
+                let f = self.pick(&["len", "not", "index", "eq", "ne", "lt", "ge", "and", "or"]);
+                let n = self.below(3) + 1;
+                let args: Vec<String> = (0..n).map(|_| self.operand(vars)).collect();
+                format!("{f} {}", args.join(" "))
+            }
+            3 => format!(
+                "{} | {}",
+                self.operand(vars),
+                self.pick(&["len", "not", "eq 0", "index .pci.device", "or 0"])
+            ),
             _ => format!("({})", self.pipe(vars, depth + 1)),
         }
     }
@@ -769,8 +826,6 @@ fn templates_and_regexes_agree_with_go() {
             "{{ 0x1F }}",
             "{{ 'a' }}",
             "{{ printf \"%d\" 1 }}",
-            "{{ eq 1 1 }}",
-            "{{ if gt (len .pci.device) 0 }}x{{ end }}",
             "{{ with .pci }}{{ end }}",
             "{{ define \"x\" }}{{ end }}",
             "{{ template \"x\" }}",

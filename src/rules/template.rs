@@ -6,7 +6,10 @@
 //! Supported: text; `{{ .a.b }}`; `$`, `$x`, `$x.f`; `{{ $x := … }}` and
 //! `{{ $x = … }}`; `if`/`else if`/`else`/`end`; `range` (with `$i, $e :=`
 //! and `else`); `len` (also as `… | len`); parentheses; string, integer and
-//! `true`/`false` literals; `{{-`/`-}}` trimming; `{{/* comments */}}`.
+//! `true`/`false` literals; `{{-`/`-}}` trimming; `{{/* comments */}}`;
+//! the builtins `index`, `not`, `and`, `or` (short-circuit), `eq` (several
+//! operands), `ne`, `lt`, `le`, `gt`, `ge` with Go's rules (published rules
+//! use `(index .pci.device 0).device` and `gt (len …) 0`).
 //! Everything else (other functions, `with`, `define`, `template`, `block`,
 //! `break`, `continue`, other number forms) is refused at parse time.
 
@@ -88,9 +91,39 @@ struct Pipe {
 #[derive(Debug, Clone)]
 enum Cmd {
     Operand(Operand),
-    /// `len X`, or `len` receiving the previous command's value.
-    Len(Option<Operand>),
+    /// A builtin; a piped value is its last argument.
+    Call(Func, Vec<Operand>),
 }
+
+/// Go's builtins that published rules use.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Func {
+    Len,
+    Index,
+    Not,
+    And,
+    Or,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+const FUNCS: &[(&str, Func)] = &[
+    ("len", Func::Len),
+    ("index", Func::Index),
+    ("not", Func::Not),
+    ("and", Func::And),
+    ("or", Func::Or),
+    ("eq", Func::Eq),
+    ("ne", Func::Ne),
+    ("lt", Func::Lt),
+    ("le", Func::Le),
+    ("gt", Func::Gt),
+    ("ge", Func::Ge),
+];
 
 #[derive(Debug, Clone)]
 enum Operand {
@@ -101,7 +134,8 @@ enum Operand {
     Str(String),
     Int(i64),
     Bool(bool),
-    Paren(Box<Pipe>),
+    /// `( … )`, with a field chain right after it (`(index .l 0).device`).
+    Paren(Box<Pipe>, Vec<String>),
 }
 
 // ---- lexer ----
@@ -422,29 +456,23 @@ fn lex_quoted(src: &str, i: usize) -> Result<(String, usize), TemplateError> {
     Err(terr(i, "unterminated quoted string"))
 }
 
-/// Go's own template functions are refused as unsupported; other names
+/// Go's other template functions are refused as unsupported; other names
 /// (sprig's among them) are not defined here at all.
 fn unknown_function(name: &str, at: usize) -> TemplateError {
-    const GO_BUILTINS: &[&str] = &[
-        "and", "call", "html", "index", "slice", "js", "len", "not", "or", "print", "printf",
-        "println", "urlquery", "eq", "ge", "gt", "le", "lt", "ne",
+    const GO_OTHERS: &[&str] = &[
+        "call", "html", "slice", "js", "print", "printf", "println", "urlquery",
     ];
-    if GO_BUILTINS.contains(&name) {
-        let what = if name == "len" {
-            "len anywhere but first in a command is"
-        } else {
-            "this function is"
-        };
-        terr(
-            at,
-            format!("{name:?}: {what} not supported in node rules (only len X and X | len)"),
-        )
+    let what = if GO_OTHERS.contains(&name) {
+        "is not supported in node rules"
     } else {
-        terr(
-            at,
-            format!("function {name:?} not defined (node rules have only len)"),
-        )
-    }
+        "not defined"
+    };
+    terr(
+        at,
+        format!(
+            "function {name:?} {what} (node rules have len, index, not, and, or, eq, ne, lt, le, gt, ge)"
+        ),
+    )
 }
 
 // ---- parser ----
@@ -663,14 +691,9 @@ impl Parser {
         };
         toks = &toks[decl_len..];
         // Go declares the variables before parsing the commands (so
-        // `$x := $x` parses, and fails only when run).
-        if assign {
-            for v in &vars {
-                if !self.vars.contains(v) {
-                    return Err(terr(at, format!("undefined variable {v:?}")));
-                }
-            }
-        } else {
+        // `$x := $x` parses, and fails only when run); assigning to an
+        // undefined variable fails only when run.
+        if !assign {
             self.vars.extend(vars.iter().cloned());
         }
         let cmds = self.commands(toks, at, 0)?;
@@ -691,12 +714,12 @@ impl Parser {
         loop {
             let start = i;
             let mut operands: Vec<(Operand, usize)> = Vec::new();
-            let mut len_at = None;
+            let mut func = None;
             while i < toks.len() && toks[i].0 != Tok::Pipe {
                 let (tok, off) = &toks[i];
                 let op = match tok {
-                    Tok::Ident(name) if name == "len" && i == start => {
-                        len_at = Some(*off);
+                    Tok::Ident(name) if i == start && FUNCS.iter().any(|p| p.0 == name) => {
+                        func = FUNCS.iter().find(|p| p.0 == name).map(|p| p.1);
                         i += 1;
                         continue;
                     }
@@ -742,11 +765,22 @@ impl Parser {
                         }
                         let cmds = self.commands(inner, *off, depth + 1)?;
                         i = j;
-                        Operand::Paren(Box::new(Pipe {
-                            vars: Vec::new(),
-                            assign: false,
-                            cmds,
-                        }))
+                        let mut chain = Vec::new();
+                        if let Some((Tok::Field(c), f_at)) = toks.get(j + 1)
+                            && *f_at == toks[j].1 + 1
+                            && !c.is_empty()
+                        {
+                            chain = c.clone();
+                            i += 1;
+                        }
+                        Operand::Paren(
+                            Box::new(Pipe {
+                                vars: Vec::new(),
+                                assign: false,
+                                cmds,
+                            }),
+                            chain,
+                        )
                     }
                     Tok::RParen => return Err(terr(*off, "unexpected right paren")),
                     Tok::Declare | Tok::Assign | Tok::Comma => {
@@ -759,23 +793,11 @@ impl Parser {
             }
             let cmd_at = toks.get(start).map(|t| t.1).unwrap_or(at);
             let piped = !cmds.is_empty();
-            let cmd = match len_at {
-                Some(l) => {
-                    let want = if piped { 0 } else { 1 };
-                    if operands.len() != want {
-                        return Err(terr(
-                            l,
-                            format!(
-                                "wrong number of args for len: want 1 got {}",
-                                operands.len() + piped as usize
-                            ),
-                        ));
-                    }
-                    Cmd::Len(operands.pop().map(|o| o.0))
-                }
+            let cmd = match func {
+                Some(f) => Cmd::Call(f, operands.into_iter().map(|o| o.0).collect()),
                 None => {
                     if piped {
-                        return Err(terr(cmd_at, "only len may follow | in node rules"));
+                        return Err(terr(cmd_at, "only a function may follow |"));
                     }
                     if operands.len() != 1 {
                         let msg = if operands.is_empty() {
@@ -812,6 +834,9 @@ enum Value<'d> {
     Domain(&'d BTreeMap<String, Vec<Element>>),
     List(&'d [Element]),
     Elem(&'d Element),
+    /// What `index` gives for a missing feature: NFD types that level
+    /// `interface{}`, so Go yields an invalid value.
+    Nil,
 }
 
 impl Value<'_> {
@@ -824,6 +849,7 @@ impl Value<'_> {
             Value::Domain(m) => !m.is_empty(),
             Value::List(l) => !l.is_empty(),
             Value::Elem(m) => !m.is_empty(),
+            Value::Nil => false,
         }
     }
 
@@ -833,6 +859,7 @@ impl Value<'_> {
             Value::Int(_) => "int",
             Value::Bool(_) => "bool",
             Value::List(_) => "list",
+            Value::Nil => "<nil>",
             _ => "map",
         }
     }
@@ -841,6 +868,7 @@ impl Value<'_> {
     fn print(&self, out: &mut String) {
         match self {
             Value::Str(s) => out.push_str(s),
+            Value::Nil => out.push_str("<no value>"),
             Value::Int(i) => {
                 let _ = write!(out, "{i}");
             }
@@ -980,6 +1008,7 @@ impl<'d> Exec<'d> {
                                 (Value::Str(Cow::Borrowed(k)), Value::Str(Cow::Borrowed(v)))
                             })
                             .collect(),
+                        Value::Nil => Vec::new(),
                         other => {
                             return Err(format!("range can't iterate over {}", other.type_name()));
                         }
@@ -991,10 +1020,10 @@ impl<'d> Exec<'d> {
                         self.step()?;
                         match pipe.vars.as_slice() {
                             [] => {}
-                            [e] => self.set(e, v.clone(), pipe.assign),
+                            [e] => self.set(e, v.clone(), pipe.assign)?,
                             [i, e] => {
-                                self.set(i, k, pipe.assign);
-                                self.set(e, v.clone(), pipe.assign);
+                                self.set(i, k, pipe.assign)?;
+                                self.set(e, v.clone(), pipe.assign)?;
                             }
                             _ => {}
                         }
@@ -1013,18 +1042,21 @@ impl<'d> Exec<'d> {
         Ok(())
     }
 
-    fn set(&mut self, name: &str, v: Value<'d>, assign: bool) {
-        if assign && let Some(slot) = self.vars.iter_mut().rev().find(|(n, _)| n == name) {
+    fn set(&mut self, name: &str, v: Value<'d>, assign: bool) -> ExecResult<()> {
+        if assign {
+            let slot = self.vars.iter_mut().rev().find(|(n, _)| n == name);
+            let slot = slot.ok_or_else(|| format!("undefined variable: {name}"))?;
             slot.1 = v;
-            return;
+        } else {
+            self.vars.push((name.to_string(), v));
         }
-        self.vars.push((name.to_string(), v));
+        Ok(())
     }
 
     fn pipe(&mut self, pipe: &Pipe, dot: &Value<'d>) -> ExecResult<Value<'d>> {
         let v = self.eval_cmds(&pipe.cmds, dot)?;
         if let Some(name) = pipe.vars.first() {
-            self.set(name, v.clone(), pipe.assign);
+            self.set(name, v.clone(), pipe.assign)?;
         }
         Ok(v)
     }
@@ -1035,19 +1067,45 @@ impl<'d> Exec<'d> {
             self.step()?;
             prev = Some(match cmd {
                 Cmd::Operand(op) => self.operand(op, dot)?,
-                Cmd::Len(arg) => {
-                    let v = match arg {
-                        Some(op) => self.operand(op, dot)?,
-                        None => prev.take().ok_or("len needs an argument")?,
+                Cmd::Call(f, args) => {
+                    let piped = prev.take();
+                    let n = args.len() + piped.is_some() as usize;
+                    // Go checks the count only when it calls (an unrun
+                    // branch may hold a wrong one).
+                    let (want, exact) = match f {
+                        Func::Len | Func::Not => (1, true),
+                        Func::Ne | Func::Lt | Func::Le | Func::Gt | Func::Ge => (2, true),
+                        _ => (1, false),
                     };
-                    Value::Int(match v {
-                        Value::Str(s) => s.len(),
-                        Value::List(l) => l.len(),
-                        Value::Root(m) => m.len(),
-                        Value::Domain(m) => m.len(),
-                        Value::Elem(m) => m.len(),
-                        other => return Err(format!("len of type {}", other.type_name())),
-                    } as i64)
+                    if n < want || (exact && n > want) {
+                        let least = if exact { "" } else { "at least " };
+                        let name = FUNCS.iter().find(|p| p.1 == *f).map_or("", |p| p.0);
+                        return Err(format!(
+                            "wrong number of args for {name}: want {least}{want} got {n}"
+                        ));
+                    }
+                    let arg = |ex: &mut Self, k: usize| match args.get(k) {
+                        Some(op) => ex.operand(op, dot),
+                        None => piped.clone().ok_or_else(|| "missing argument".to_string()),
+                    };
+                    if matches!(f, Func::And | Func::Or) {
+                        // Go ≥ 1.18: stop at the first false (and) or true
+                        // (or) argument and yield it, else the last one.
+                        let mut v = arg(self, 0)?;
+                        for k in 1..n {
+                            if v.truth() != (*f == Func::And) {
+                                break;
+                            }
+                            v = arg(self, k)?;
+                        }
+                        v
+                    } else {
+                        let mut vals = Vec::with_capacity(n);
+                        for k in 0..n {
+                            vals.push(arg(self, k)?);
+                        }
+                        call(*f, vals)?
+                    }
                 }
             });
         }
@@ -1072,9 +1130,129 @@ impl<'d> Exec<'d> {
             Operand::Str(s) => Value::Str(Cow::Owned(s.clone())),
             Operand::Int(i) => Value::Int(*i),
             Operand::Bool(b) => Value::Bool(*b),
-            Operand::Paren(p) => self.eval_cmds(&p.cmds, dot)?,
+            Operand::Paren(p, chain) => fields(self.eval_cmds(&p.cmds, dot)?, chain)?,
         })
     }
+}
+
+fn call(f: Func, vals: Vec<Value<'_>>) -> ExecResult<Value<'_>> {
+    let mut it = vals.into_iter();
+    let a = it.next().ok_or("missing argument")?;
+    Ok(match f {
+        Func::Len => Value::Int(match a {
+            Value::Str(s) => s.len(),
+            Value::List(l) => l.len(),
+            Value::Root(m) => m.len(),
+            Value::Domain(m) => m.len(),
+            Value::Elem(m) => m.len(),
+            other => return Err(format!("len of type {}", other.type_name())),
+        } as i64),
+        Func::Not => Value::Bool(!a.truth()),
+        Func::Index => {
+            let mut item = a;
+            for i in it {
+                item = index(item, i)?;
+            }
+            item
+        }
+        Func::Eq => {
+            let mut any = false;
+            let mut rest = it.peekable();
+            if rest.peek().is_none() {
+                return Err("missing argument for comparison".into());
+            }
+            for b in rest {
+                if equal(&a, &b)? {
+                    any = true;
+                    break;
+                }
+            }
+            Value::Bool(any)
+        }
+        _ => {
+            let b = it.next().ok_or("missing argument")?;
+            if f == Func::Ne {
+                return Ok(Value::Bool(!equal(&a, &b)?));
+            }
+            let lt = less(&a, &b)?;
+            Value::Bool(match f {
+                Func::Lt => lt,
+                Func::Le => lt || equal(&a, &b)?,
+                Func::Gt => !(lt || equal(&a, &b)?),
+                _ => !lt,
+            })
+        }
+    })
+}
+
+/// Go's basic kinds for comparison; maps and lists have none.
+fn kinds<'a>(a: &'a Value<'_>, b: &'a Value<'_>) -> ExecResult<(&'a Value<'a>, &'a Value<'a>)> {
+    let basic = |v: &Value| matches!(v, Value::Str(_) | Value::Int(_) | Value::Bool(_));
+    if !basic(a) || !basic(b) {
+        return Err("invalid type for comparison".into());
+    }
+    if std::mem::discriminant(a) != std::mem::discriminant(b) {
+        return Err("incompatible types for comparison".into());
+    }
+    Ok((a, b))
+}
+
+fn equal(a: &Value<'_>, b: &Value<'_>) -> ExecResult<bool> {
+    // Go: an invalid value differs from any basic value without error.
+    if matches!(a, Value::Nil) != matches!(b, Value::Nil) {
+        return Ok(false);
+    }
+    Ok(match kinds(a, b)? {
+        (Value::Str(x), Value::Str(y)) => x == y,
+        (Value::Int(x), Value::Int(y)) => x == y,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        _ => false,
+    })
+}
+
+fn less(a: &Value<'_>, b: &Value<'_>) -> ExecResult<bool> {
+    match kinds(a, b)? {
+        (Value::Str(x), Value::Str(y)) => Ok(x < y),
+        (Value::Int(x), Value::Int(y)) => Ok(x < y),
+        _ => Err("invalid type for comparison".into()),
+    }
+}
+
+static NO_DOMAIN: BTreeMap<String, Vec<Element>> = BTreeMap::new();
+
+/// Go's `index` on one key: a missing map key gives the element type's
+/// zero value; a slice or string index must be in range.
+fn index<'d>(item: Value<'d>, i: Value<'_>) -> ExecResult<Value<'d>> {
+    let key = |i: &Value| match i {
+        Value::Str(s) => Ok(s.to_string()),
+        other => Err(format!(
+            "value has type {}; should be string",
+            other.type_name()
+        )),
+    };
+    let pos = |i: &Value, len: usize| match *i {
+        Value::Int(x) if x >= 0 && (x as u64) < len as u64 => Ok(x as usize),
+        Value::Int(x) => Err(format!("index out of range: {x}")),
+        ref other => Err(format!(
+            "cannot index slice/array with type {}",
+            other.type_name()
+        )),
+    };
+    Ok(match item {
+        Value::Root(m) => Value::Domain(m.get(&key(&i)?).unwrap_or(&NO_DOMAIN)),
+        Value::Domain(m) => m.get(&key(&i)?).map_or(Value::Nil, |v| Value::List(v)),
+        Value::Elem(m) => Value::Str(
+            m.get(&key(&i)?)
+                .map_or(Cow::Borrowed(""), |v| Cow::Borrowed(v)),
+        ),
+        Value::List(l) => Value::Elem(&l[pos(&i, l.len())?]),
+        Value::Str(s) => {
+            let b = s.as_bytes()[pos(&i, s.len())?];
+            Value::Int(b as i64)
+        }
+        Value::Nil => return Err("index of nil pointer".into()),
+        other => return Err(format!("can't index item of type {}", other.type_name())),
+    })
 }
 
 /// Follow `.a.b` with `missingkey=error`.
@@ -1166,6 +1344,102 @@ mod tests {
         );
     }
 
+    /// Templates and patterns of published NodeFeatureRules, on the matched
+    /// elements NFD would hand them, with NFD's output.
+    #[test]
+    fn published_rules() {
+        let mut d = Data::new();
+        let max1550 = el(&[("class", "0380"), ("vendor", "8086"), ("device", "0bd5")]);
+        d.entry("pci".into())
+            .or_default()
+            .insert("device".into(), vec![max1550.clone(), max1550]);
+        let expand = |src: &str| parse(src).unwrap().expand_map(&d).unwrap();
+        let kv = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
+        // intel/intel-device-plugins-for-kubernetes:
+        // deployments/nfd/overlays/node-feature-rules/platform-labeling-rules.yaml
+        assert_eq!(
+            expand(
+                "{{ range .pci.device }}gpu.intel.com/device-id.{{ .class }}-{{ .device }}.present=true\n{{ end }}\n"
+            ),
+            kv("gpu.intel.com/device-id.0380-0bd5.present", "true")
+        );
+        assert_eq!(
+            expand(
+                "gpu.intel.com/device-id.0380-{{ (index .pci.device 0).device }}.count={{ len .pci.device }}"
+            ),
+            kv("gpu.intel.com/device-id.0380-0bd5.count", "2")
+        );
+        assert_eq!(
+            expand("gpu.intel.com/device.count={{ len .pci.device }}"),
+            kv("gpu.intel.com/device.count", "2")
+        );
+        // kubernetes-sigs/node-feature-discovery: docs/usage/customization-guide.md
+        assert_eq!(
+            expand(
+                "{{ range .pci.device }}vendor-{{ .class }}-{{ .device }}.present=true\n{{ end }}\n"
+            ),
+            kv("vendor-0380-0bd5.present", "true")
+        );
+        // The counting forms published rules and seed 001 use.
+        assert_eq!(
+            expand("{{ if gt (len .pci.device) 1 }}hardware.tier=multi-gpu{{ end }}"),
+            kv("hardware.tier", "multi-gpu")
+        );
+        // InRegexp values: NFD's customization guide (`^02`, matchName
+        // `^AVX`), NVIDIA GPU Operator OpenShift guides (`^03`), system.name
+        // rules (`^gn-`, `^worker-[0-9]+$`).
+        for (pat, yes, no) in [
+            ("^02", "0200", "0302"),
+            ("^03", "0302", "0200"),
+            ("^AVX", "AVX512F", "SSE4"),
+            ("^gn-", "gn-01", "cn-gn-01"),
+            ("^worker-[0-9]+$", "worker-12", "worker-1a"),
+        ] {
+            let re = super::super::regex::Regex::new(pat).unwrap();
+            assert!(re.is_match(yes) && !re.is_match(no), "{pat}");
+        }
+    }
+
+    #[test]
+    fn builtins_as_go() {
+        for (src, want) in [
+            ("{{ index .pci.device 1 \"device\" }}", Ok("2330")),
+            ("{{ index .pci.device 2 }}", Err("index out of range: 2")),
+            ("{{ index .pci.device -1 }}", Err("index out of range: -1")),
+            ("{{ index . \"nope\" \"x\" }}", Ok("<no value>")),
+            ("{{ index .pci \"nope\" }}", Ok("<no value>")),
+            ("{{ index .pci \"nope\" 0 }}", Err("index of nil pointer")),
+            ("{{ index .pci.device 0 \"nope\" }}", Ok("")),
+            ("{{ index \"ab\" 1 }}", Ok("98")),
+            (
+                "{{ index .pci 0 }}",
+                Err("value has type int; should be string"),
+            ),
+            (
+                "{{ eq 1 2 3 1 }}{{ eq \"a\" \"b\" }}{{ ne true false }}",
+                Ok("truefalsetrue"),
+            ),
+            ("{{ eq 1 \"1\" }}", Err("incompatible types for comparison")),
+            ("{{ eq 1 1 .pci }}", Ok("true")),
+            ("{{ lt true false }}", Err("invalid type for comparison")),
+            (
+                "{{ lt \"a\" \"b\" }}{{ le 2 2 }}{{ gt 1 2 }}{{ ge 2 2 }}",
+                Ok("truetruefalsetrue"),
+            ),
+            (
+                "{{ and 1 0 .nope }}{{ or 0 \"\" }}{{ or 0 \"x\" .nope }}{{ not .pci }}",
+                Ok("0xfalse"),
+            ),
+            ("{{ 2 | lt 1 }}", Ok("true")),
+        ] {
+            assert_eq!(
+                run(src).as_deref(),
+                want.map_err(|e| e.to_string()).as_deref(),
+                "{src}"
+            );
+        }
+    }
+
     #[test]
     fn missing_keys_error() {
         assert!(run("{{ range .pci.device }}{{ .device }}{{ end }}").is_err());
@@ -1184,7 +1458,9 @@ mod tests {
             ("{{ .a | .b }}", 8),
             ("{{ $x }}", 3),
             ("{{ 0x10 }}", 3),
-            ("{{ eq 1 1 }}", 3),
+            ("{{ slice .a }}", 3),
+            ("{{ printf }}", 3),
+            ("{{ lower .a }}", 3),
             ("{{ .a", 0),
         ] {
             let e = parse(src).expect_err(src);

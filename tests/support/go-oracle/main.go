@@ -14,9 +14,26 @@ import (
 	"text/template"
 )
 
+// NFD's template data types (pkg/apis/nfd/nodefeaturerule): domain →
+// feature → matched elements, the feature level typed interface{}. They
+// decide what `index` gives for a missing key.
+type matchedElement map[string]string
+
 type templateCase struct {
-	Src  string      `json:"src"`
-	Data interface{} `json:"data"`
+	Src  string                                  `json:"src"`
+	Data map[string]map[string][]matchedElement `json:"data"`
+}
+
+func nfdData(d map[string]map[string][]matchedElement) map[string]map[string]interface{} {
+	out := map[string]map[string]interface{}{}
+	for dom, feats := range d {
+		m := map[string]interface{}{}
+		for f, elems := range feats {
+			m[f] = elems
+		}
+		out[dom] = m
+	}
+	return out
 }
 
 type regexCase struct {
@@ -87,7 +104,7 @@ func main() {
 			r.Err = err.Error()
 		} else {
 			var buf bytes.Buffer
-			if err := t.Execute(&buf, c.Data); err != nil {
+			if err := t.Execute(&buf, nfdData(c.Data)); err != nil {
 				r.Err = err.Error()
 			} else {
 				r.Ok = true
