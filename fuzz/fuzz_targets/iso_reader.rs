@@ -12,7 +12,11 @@ fuzz_target!(|data: &[u8]| {
     let mut f = tempfile::tempfile().unwrap();
     f.write_all(data).unwrap();
     if let Ok(area) = iso::find_area(&mut f) {
-        assert!(area.offset.checked_add(area.length).is_some_and(|end| end <= data.len() as u64));
+        assert!(
+            area.offset
+                .checked_add(area.length)
+                .is_some_and(|end| end <= data.len() as u64)
+        );
         let bytes = &data[area.offset as usize..(area.offset + area.length) as usize];
         let _ = iso::read_members(bytes);
     }

@@ -22,7 +22,9 @@ impl flags::NodeFs for NoFiles {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     let words: Vec<String> = text.split('\0').map(str::to_string).collect();
     let first = &words[0];
     let parsed_labels = labels::parse_node_labels(first);
@@ -40,7 +42,11 @@ fuzz_target!(|data: &[u8]| {
     };
     if let Ok(plan) = kubelet::apply(&argv, &additions, Profile::Upstream, &NoFiles) {
         // What we add must survive kubelet's own reading of the result.
-        let out: Vec<String> = plan.argv.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        let out: Vec<String> = plan
+            .argv
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
         let _ = flags::scan(&out[1..]);
     }
 });

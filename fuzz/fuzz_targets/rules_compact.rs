@@ -6,7 +6,9 @@ use kubelet_labeler::rules::{self, compact};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     if let Ok(decoded) = compact::decode(text) {
         let _ = rules::evaluate(&decoded, &Features::default());
         let again = compact::decode(&compact::encode(&decoded));

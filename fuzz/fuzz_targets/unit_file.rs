@@ -8,7 +8,10 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let spec = SpecifierValues {
-        host: Host::Fixed(BTreeMap::from([('H', "node".to_string()), ('t', "/run".to_string())])),
+        host: Host::Fixed(BTreeMap::from([
+            ('H', "node".to_string()),
+            ('t', "/run".to_string()),
+        ])),
         unit: "kubelet.service".into(),
         fragment: None,
     };
