@@ -31,11 +31,24 @@ export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER=rust-lld
 # - force-unwind-tables=no: unwind tables only for functions that can
 #   unwind, which catch_unwind still needs and gets (panic = "unwind").
 stable_flags="-Crelocation-model=static -Cforce-unwind-tables=no"
+# Reproducible bytes: the same source gives the same binary wherever the
+# checkout, target dir, cargo home or rustup home are (panic messages carry
+# source paths; std's, with build-std, come from rust-src). The toolchain is
+# pinned by rust-toolchain.toml. tests/render.rs compares the carried binary.
+target_dir=${CARGO_TARGET_DIR:-$PWD/target}
+remap=(--remap-path-prefix="$PWD=/src"
+       --remap-path-prefix="${CARGO_HOME:-$HOME/.cargo}=/cargo"
+       --remap-path-prefix="${RUSTUP_HOME:-$HOME/.rustup}=/rustup"
+       --remap-path-prefix="$target_dir=/target"
+       # last, so it wins over the rustup home: the toolchain directory's
+       # name (stable-… or 1.95.0-…) differs between machines
+       --remap-path-prefix="$(rustc --print sysroot)=/rust-sysroot")
+export SOURCE_DATE_EPOCH=0
 build=(cargo build --quiet --profile wrapper --target "$target" --bin kubelet-labeler-wrapper --no-default-features)
 if rustup component add rust-src >/dev/null 2>&1; then
-  RUSTFLAGS="-Zlocation-detail=none $stable_flags" RUSTC_BOOTSTRAP=1 "${build[@]}" -Z build-std=std,panic_unwind -Z build-std-features=optimize_for_size >&2
+  RUSTFLAGS="${remap[*]} -Zlocation-detail=none $stable_flags" RUSTC_BOOTSTRAP=1 "${build[@]}" -Z build-std=std,panic_unwind -Z build-std-features=optimize_for_size >&2
 else
   echo "build-wrapper.sh: rust-src unavailable; building with the prebuilt std (larger)" >&2
-  RUSTFLAGS="$stable_flags" "${build[@]}" >&2
+  RUSTFLAGS="${remap[*]} $stable_flags" "${build[@]}" >&2
 fi
-echo "${CARGO_TARGET_DIR:-$PWD/target}/$target/wrapper/kubelet-labeler-wrapper"
+echo "$target_dir/$target/wrapper/kubelet-labeler-wrapper"

@@ -380,12 +380,16 @@ fn cmd_iso_embed(c: IsoEmbedConfig) -> Result<ExitCode> {
             serde_json::to_vec(&machineconfig::pointer_ignition(url, &pem, "3.4.0")?)?
         }
         (None, Some(path)) => {
-            std::fs::read(path).with_context(|| format!("reading {}", path.display()))?
+            let config =
+                std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+            iso::check_ignition(&config, &path.display().to_string())?;
+            config
         }
         (None, None) => {
             let mut buf = Vec::new();
             std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)
                 .context("reading the config from stdin")?;
+            iso::check_ignition(&buf, "the config on stdin")?;
             buf
         }
     };

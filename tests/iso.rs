@@ -345,3 +345,109 @@ fn output_modes_and_refusals() {
         );
     }
 }
+
+/// `-o` keeps the input's mode; a config CoreOS cannot read, or an image
+/// whose IGNINFO points outside itself, is refused with the file named and
+/// nothing written.
+#[test]
+fn refuses_bad_configs_and_out_of_image_areas_keeps_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    if tool("xorriso", "apt-get install xorriso").is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let iso = d.join("made.iso");
+    let st = Command::new("bash")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("iso/make-test-iso.sh"))
+        .arg(&iso)
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::set_permissions(&iso, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let pristine = std::fs::read(&iso).unwrap();
+    std::fs::write(d.join("c.ign"), br#"{"ignition":{"version":"3.4.0"}}"#).unwrap();
+    ok(run(bin()
+        .args(["iso", "embed", "-i"])
+        .arg(d.join("c.ign"))
+        .arg("-o")
+        .arg(d.join("out.iso"))
+        .arg(&iso)));
+    let mode = std::fs::metadata(d.join("out.iso"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o644, "-o output mode {mode:o}");
+
+    for (name, body, needle) in [
+        ("notjson.ign", &b"not json"[..], "is not JSON"),
+        (
+            "v9.ign",
+            br#"{"ignition":{"version":"9.9.9"}}"#,
+            "\"9.9.9\"",
+        ),
+        ("v2.ign", br#"{"ignition":{"version":"2.2.0"}}"#, "spec 2.x"),
+        ("array.ign", b"[]", "not an object"),
+    ] {
+        let p = d.join(name);
+        std::fs::write(&p, body).unwrap();
+        let o = run(bin().args(["iso", "embed", "-i"]).arg(&p).arg(&iso));
+        let err = stderr(&o);
+        assert!(
+            !o.status.success() && err.contains(needle) && err.contains(name),
+            "{name}: {err}"
+        );
+        let o = run(bin()
+            .args(["iso", "embed"])
+            .arg(&iso)
+            .stdin(std::fs::File::open(&p).unwrap()));
+        assert!(
+            !o.status.success() && stderr(&o).contains("stdin"),
+            "{name}: {}",
+            stderr(&o)
+        );
+    }
+    assert!(std::fs::read(&iso).unwrap() == pristine);
+
+    // IGNINFO naming an offset/length past its file (and one that would
+    // wrap a u64) is refused before anything is written.
+    for info in [
+        r#"{"file":"images/ignition.img","offset":262144,"length":1}"#.to_string(),
+        format!(
+            r#"{{"file":"images/ignition.img","offset":1,"length":{}}}"#,
+            u64::MAX
+        ),
+    ] {
+        let tree = d.join("tree");
+        let _ = std::fs::remove_dir_all(&tree);
+        std::fs::create_dir_all(tree.join("images")).unwrap();
+        std::fs::create_dir_all(tree.join("coreos")).unwrap();
+        std::fs::write(tree.join("images/ignition.img"), vec![0u8; 262144]).unwrap();
+        std::fs::write(tree.join("coreos/igninfo.json"), &info).unwrap();
+        let bad = d.join("bad.iso");
+        let _ = std::fs::remove_file(&bad);
+        let st = Command::new("xorriso")
+            .args(["-as", "mkisofs", "-quiet", "-R", "-J", "-o"])
+            .arg(&bad)
+            .arg(&tree)
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let bytes = std::fs::read(&bad).unwrap();
+        let o = run(bin()
+            .args(["iso", "embed", "-i"])
+            .arg(d.join("c.ign"))
+            .arg(&bad));
+        assert!(
+            !o.status.success() && stderr(&o).contains("past the end"),
+            "{info}: {}",
+            stderr(&o)
+        );
+        assert!(
+            std::fs::read(&bad).unwrap() == bytes,
+            "{info}: image changed"
+        );
+    }
+}

@@ -283,6 +283,31 @@ fn example_machineconfigs_are_current() {
     }
 }
 
+/// The wrapper carried in machineconfigs/ is what build-wrapper.sh builds
+/// from this source (the build is reproducible: pinned toolchain, remapped
+/// paths; machineconfigs/check-reproducible.sh builds it in two places).
+#[test]
+fn example_wrapper_is_the_current_build() {
+    let out = Command::new("bash")
+        .arg(manifest_dir().join("machineconfigs/build-wrapper.sh"))
+        .arg("x86_64")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "build-wrapper.sh: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let built = String::from_utf8(out.stdout).unwrap();
+    let built = std::fs::read(built.trim()).unwrap();
+    assert!(
+        built == example_wrapper(),
+        "the wrapper in machineconfigs/ is stale ({} bytes built, {} carried); run `bash machineconfigs/render.sh`",
+        built.len(),
+        example_wrapper().len()
+    );
+}
+
 #[test]
 fn snapshot_of_rendered_pool() {
     let o = opts(&[("example.com/gpu", "yes")], None, "3.4.0");

@@ -31,6 +31,7 @@ impl std::error::Error for NotFound {}
 pub struct Iso9660<'a> {
     file: &'a mut File,
     root: Extent,
+    size: u64,
 }
 
 fn read_at(file: &mut File, offset: u64, buf: &mut [u8]) -> Result<()> {
@@ -60,7 +61,23 @@ impl<'a> Iso9660<'a> {
             offset: u32::from_le_bytes(root[2..6].try_into().unwrap()) as u64 * SECTOR,
             length: u32::from_le_bytes(root[10..14].try_into().unwrap()) as u64,
         };
-        Ok(Iso9660 { file, root })
+        let mut iso = Iso9660 { file, root, size };
+        iso.check_within(root, "the root directory")?;
+        Ok(iso)
+    }
+
+    /// Refuse an extent the image does not hold (checked: the numbers come
+    /// from the image), before anything is allocated, read or written.
+    pub fn check_within(&mut self, e: Extent, what: &str) -> Result<()> {
+        match e.offset.checked_add(e.length) {
+            Some(end) if end <= self.size => Ok(()),
+            _ => bail!(
+                "{what} (offset {}, {} bytes) lies outside the {}-byte image (corrupt image?)",
+                e.offset,
+                e.length,
+                self.size
+            ),
+        }
     }
 
     /// Find `path` (e.g. `COREOS/IGNINFO.JSO`), case-insensitively.
@@ -69,6 +86,7 @@ impl<'a> Iso9660<'a> {
         let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
         for (i, part) in parts.iter().enumerate() {
             let want = part.to_ascii_uppercase();
+            self.check_within(dir, "a directory")?;
             let mut data = vec![0u8; dir.length as usize];
             read_at(self.file, dir.offset, &mut data)?;
             let mut pos = 0usize;
@@ -114,6 +132,7 @@ impl<'a> Iso9660<'a> {
     }
 
     pub fn read(&mut self, e: Extent) -> Result<Vec<u8>> {
+        self.check_within(e, "a file")?;
         let mut buf = vec![0u8; e.length as usize];
         read_at(self.file, e.offset, &mut buf)?;
         Ok(buf)

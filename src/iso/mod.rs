@@ -23,29 +23,38 @@ pub fn find_area(file: &mut File) -> Result<Extent> {
     let mut iso = Iso9660::open(file)?;
     match iso.find("COREOS/IGNINFO.JSO") {
         Ok(info) => {
-            let json: serde_json::Value = serde_json::from_slice(&iso.read(info)?)
-                .context("parsing COREOS/IGNINFO.JSO")?;
-            let name = json["file"].as_str().context("COREOS/IGNINFO.JSO names no file")?;
+            let json: serde_json::Value =
+                serde_json::from_slice(&iso.read(info)?).context("parsing COREOS/IGNINFO.JSO")?;
+            let name = json["file"]
+                .as_str()
+                .context("COREOS/IGNINFO.JSO names no file")?;
             let f = iso.find(&name.to_ascii_uppercase())?;
             let offset = json["offset"].as_u64().unwrap_or(0);
             let length = match json["length"].as_u64() {
                 Some(l) => l,
-                None => f.length.checked_sub(offset).context("IGNINFO offset past its file")?,
+                None => f
+                    .length
+                    .checked_sub(offset)
+                    .context("IGNINFO offset past its file")?,
             };
-            if offset + length > f.length {
-                bail!("COREOS/IGNINFO.JSO points past the end of {name}");
+            if offset.checked_add(length).is_none_or(|end| end > f.length) {
+                bail!("COREOS/IGNINFO.JSO points past the end of {name} (corrupt image?)");
             }
-            Ok(Extent {
+            let area = Extent {
                 offset: f.offset + offset,
                 length,
-            })
+            };
+            iso.check_within(area, "the embed area")?;
+            Ok(area)
         }
-        Err(e) if e.is::<NotFound>() => iso
-            .find("IMAGES/IGNITION.IMG")
-            .map_err(|e| match e.downcast::<NotFound>() {
+        Err(e) if e.is::<NotFound>() => {
+            let area = iso.find("IMAGES/IGNITION.IMG").map_err(|e| match e.downcast::<NotFound>() {
                 Ok(_) => anyhow::anyhow!("this ISO image has no Ignition embed area (no COREOS/IGNINFO.JSO or IMAGES/IGNITION.IMG); use a CoreOS live ISO"),
                 Err(e) => e,
-            }),
+            })?;
+            iso.check_within(area, "the embed area")?;
+            Ok(area)
+        }
         Err(e) => Err(e),
     }
 }
@@ -204,12 +213,31 @@ pub enum Output<'a> {
 
 /// Write `area` over the embed area, in place or into a copy.
 fn write_image(input: &Path, e: Extent, area: &[u8], output: Output) -> Result<()> {
+    // The extent came from the image: check it again against the file we
+    // are about to write (it may have changed since it was read), so a write
+    // never lands past its end or wraps around.
+    let within = |f: &File| -> Result<()> {
+        let size = f
+            .metadata()
+            .with_context(|| format!("reading the size of {}", input.display()))?
+            .len();
+        match e.offset.checked_add(e.length) {
+            Some(end) if end <= size && area.len() as u64 == e.length => Ok(()),
+            _ => bail!(
+                "the embed area (offset {}, {} bytes) lies outside {} ({size} bytes); not writing (corrupt or changed image?)",
+                e.offset,
+                e.length,
+                input.display()
+            ),
+        }
+    };
     match output {
         Output::InPlace => {
             let mut f = OpenOptions::new()
                 .write(true)
                 .open(input)
                 .with_context(|| format!("opening {} for writing", input.display()))?;
+            within(&f)?;
             f.seek(SeekFrom::Start(e.offset))
                 .context("seeking to the embed area")?;
             f.write_all(area).context("writing the embed area")?;
@@ -229,6 +257,15 @@ fn write_image(input: &Path, e: Extent, area: &[u8], output: Output) -> Result<(
                 .with_context(|| format!("creating a temp file in {}", dir.display()))?;
             let mut src =
                 File::open(input).with_context(|| format!("opening {}", input.display()))?;
+            within(&src)?;
+            // The copy gets the input's mode, not the temp file's 0600.
+            let mode = src
+                .metadata()
+                .with_context(|| format!("reading {}", input.display()))?
+                .permissions();
+            tmp.as_file()
+                .set_permissions(mode)
+                .with_context(|| format!("setting the mode of {}", path.display()))?;
             // File to file: std uses copy_file_range, which reflinks or
             // copies in the kernel where the filesystem can.
             io::copy(&mut src, tmp.as_file_mut()).context("copying the image")?;
@@ -251,6 +288,7 @@ fn write_image(input: &Path, e: Extent, area: &[u8], output: Output) -> Result<(
             }
             let mut src =
                 File::open(input).with_context(|| format!("opening {}", input.display()))?;
+            within(&src)?;
             let mut out = io::stdout().lock();
             io::copy(&mut (&mut src).take(e.offset), &mut out).context("writing the image")?;
             out.write_all(area).context("writing the image")?;
@@ -270,6 +308,42 @@ fn open_area(input: &Path) -> Result<(Extent, BTreeMap<String, Vec<u8>>)> {
     let members = read_members(&area)
         .with_context(|| format!("reading the embed area of {}", input.display()))?;
     Ok((e, members))
+}
+
+/// Ignition spec versions CoreOS's Ignition (2.x program, 3.x spec) reads:
+/// 3.0.0 through 3.5.0 (3.5.0 from Ignition 2.20, RHCOS 4.19). Spec 2.x
+/// configs are refused by it ("config version too old"); only the MCS still
+/// translates 2.2 for old boot images, which does not apply to an ISO.
+pub const IGNITION_VERSIONS: [&str; 6] = ["3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0", "3.5.0"];
+
+/// Refuse a config the node would fail on at first boot: not JSON, not an
+/// object, or an `ignition.version` no CoreOS reads. `name` names the input.
+pub fn check_ignition(config: &[u8], name: &str) -> Result<()> {
+    let fix = "give an Ignition config (Butane output, or `kubelet-labeler render ignition`)";
+    let value: serde_json::Value = serde_json::from_slice(config)
+        .map_err(|e| anyhow::anyhow!("{name} is not JSON ({e}); {fix}"))?;
+    let Some(object) = value.as_object() else {
+        bail!("{name} is JSON but not an object; {fix}");
+    };
+    let Some(version) = object
+        .get("ignition")
+        .and_then(|i| i.get("version"))
+        .and_then(|v| v.as_str())
+    else {
+        bail!("{name} has no ignition.version string; {fix}");
+    };
+    if !IGNITION_VERSIONS.contains(&version) {
+        let hint = if version.starts_with("2.") {
+            "spec 2.x is not read by CoreOS's Ignition; translate it to 3.x (e.g. with Butane)"
+        } else {
+            "use a version CoreOS's Ignition reads"
+        };
+        bail!(
+            "{name} names Ignition version {version:?}; CoreOS reads {}; {hint}",
+            IGNITION_VERSIONS.join(", ")
+        );
+    }
+    Ok(())
 }
 
 /// `iso embed`: put `config` in the area (refusing to replace one unless
@@ -337,6 +411,45 @@ mod tests {
         );
         assert!(read_members(&[0u8; 64]).unwrap().is_empty());
         assert!(write_members(&BTreeMap::new()).unwrap().is_empty());
+    }
+
+    #[test]
+    fn ignition_configs_coreos_cannot_read_are_refused() {
+        check_ignition(br#"{"ignition":{"version":"3.4.0"}}"#, "c.ign").unwrap();
+        check_ignition(br#"{"ignition":{"version":"3.0.0"},"storage":{}}"#, "c.ign").unwrap();
+        for (bad, needle) in [
+            (&b"not json"[..], "c.ign is not JSON"),
+            (b"[1]", "not an object"),
+            (b"{}", "no ignition.version"),
+            (br#"{"ignition":{"version":"9.9.9"}}"#, "\"9.9.9\""),
+            (br#"{"ignition":{"version":"2.2.0"}}"#, "spec 2.x"),
+            (br#"{"ignition":{"version":3}}"#, "no ignition.version"),
+        ] {
+            let e = check_ignition(bad, "c.ign").unwrap_err().to_string();
+            assert!(e.contains(needle) && e.contains("c.ign"), "{e}");
+        }
+    }
+
+    #[test]
+    fn writes_outside_the_image_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("small.iso");
+        std::fs::write(&p, [0u8; 100]).unwrap();
+        for e in [
+            Extent {
+                offset: 90,
+                length: 20,
+            },
+            Extent {
+                offset: u64::MAX - 4,
+                length: 10,
+            },
+        ] {
+            let area = vec![1u8; e.length as usize];
+            let err = write_image(&p, e, &area, Output::InPlace).unwrap_err();
+            assert!(err.to_string().contains("outside"), "{err}");
+        }
+        assert_eq!(std::fs::read(&p).unwrap(), [0u8; 100]);
     }
 
     #[test]

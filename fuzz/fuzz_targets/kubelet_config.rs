@@ -1,0 +1,10 @@
+//! The kubelet config reader (registerWithTaints from YAML or JSON text).
+#![no_main]
+use kubelet_labeler::kubelet::config;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok(text) = std::str::from_utf8(data) {
+        let _ = config::register_with_taints(text);
+    }
+});

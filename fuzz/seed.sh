@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Seed the fuzz corpora (fuzz/corpus/TARGET, not committed) from real inputs:
+# the MCO kubelet templates in ../shared/fixtures/mco (unit files, kubelet
+# configs, their ExecStart words), the units/ drop-ins, the coreos-installer
+# fixture ISOs and embed areas, and an ISO made by iso/make-test-iso.sh.
+set -euo pipefail
+cd "$(dirname "$0")"
+repo=$PWD/..
+mco=$repo/../shared/fixtures/mco
+coi=$repo/../shared/fixtures/coreos-installer
+for t in unit_file kubelet_flags kubelet_config iso_reader rules_compact; do
+  mkdir -p "corpus/$t"
+done
+if [ -d "$mco" ]; then
+  python3 - "$mco" <<'PY'
+import hashlib, pathlib, re, sys, yaml
+def put(target, data):
+    if isinstance(data, str):
+        data = data.encode()
+    name = hashlib.sha1(data).hexdigest()
+    pathlib.Path(f"corpus/{target}/{name}").write_bytes(data)
+for f in sorted(pathlib.Path(sys.argv[1]).glob("*.yaml")):
+    text = f.read_text()
+    try:
+        doc = yaml.safe_load(re.sub(r"{{[^}]*}}", "x", text))
+    except yaml.YAMLError:
+        doc = None
+    contents = None
+    if isinstance(doc, dict):
+        contents = doc.get("contents")
+        if isinstance(contents, dict):
+            contents = contents.get("inline")
+        if contents is None:
+            for d in doc.get("dropins") or []:
+                contents = d.get("contents")
+    body = contents if isinstance(contents, str) else text
+    if "__units__" in f.name:
+        put("unit_file", body)
+        for m in re.finditer(r"ExecStart=(?:[-@:+!]*)((?:[^\n]*\\\n)*[^\n]*)", body):
+            words = m.group(1).replace("\\\n", " ").split()
+            put("kubelet_flags", "\0".join(["node-role.kubernetes.io/worker=,a=b"] + words[1:]))
+    elif "kubelet" in f.name and "__files__" in f.name:
+        put("kubelet_config", body)
+PY
+else
+  echo "seed.sh: $mco missing; MCO seeds skipped" >&2
+fi
+for f in "$repo"/units/*/*; do install -m 644 "$f" corpus/unit_file/; done
+printf 'a=b,node-role.kubernetes.io/worker=\0--node-labels=x=y\0--register-with-taints=k=v:NoSchedule\0--cpu-cfs-quota\0false' \
+  > corpus/kubelet_flags/argv
+printf 'k=v:NoSchedule,k2:NoExecute' > corpus/kubelet_flags/taints
+printf '{"kind":"KubeletConfiguration","registerWithTaints":[{"key":"k","value":"v","effect":"NoSchedule"}]}' \
+  > corpus/kubelet_config/json
+printf 'kind: KubeletConfiguration\nregisterWithTaints:\n- key: k\n  effect: NoSchedule\n' > corpus/kubelet_config/yaml
+if [ -d "$coi" ]; then
+  xz -dc "$coi/synthetic-coreos-base.iso.xz" > corpus/iso_reader/base.iso
+  xz -dc "$coi/synthetic-coreos-embedded-pointer.iso.xz" > corpus/iso_reader/pointer.iso
+  install -m 644 "$coi"/embed-area-*.bin corpus/iso_reader/
+fi
+if command -v xorriso >/dev/null; then
+  bash "$repo/iso/make-test-iso.sh" corpus/iso_reader/made.iso
+fi
+printf 'v1' > corpus/rules_compact/v1
+ls corpus | while read -r t; do echo "seed.sh: $t: $(ls "corpus/$t" | wc -l) inputs" >&2; done
