@@ -3,6 +3,9 @@
 //! man/ holds the generated pages (regenerate with
 //! `cargo run -- man --output-dir man`); a test fails when they are stale.
 
+#[path = "support/skipped.rs"]
+mod skipped;
+
 #[path = "support/ignition_oracle.rs"]
 mod ignition_oracle;
 

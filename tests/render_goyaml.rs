@@ -4,6 +4,9 @@
 //! mode from Debian's packages; every string must come back as the string we
 //! meant. PyYAML checks the same in tests/render.rs.
 
+#[path = "support/skipped.rs"]
+mod skipped;
+
 #[path = "support/ignition_oracle.rs"]
 mod ignition_oracle;
 
@@ -32,7 +35,7 @@ fn goyaml_bin() -> Option<&'static Path> {
         if !have_pkg {
             let why = format!("{GOPATH}/src/sigs.k8s.io/yaml is missing ({pkgs})");
             assert!(std::env::var_os("CI").is_none(), "{why}");
-            eprintln!("SKIPPED: {why}");
+            crate::skipped::skipped(&why);
             return None;
         }
         let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
