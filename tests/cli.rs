@@ -1,6 +1,9 @@
 //! The built binary in scratch trees: `render dropins`, `explain`,
 //! `validate`, and `explain` against `systemd --test --system`.
 
+#[path = "support/skipped.rs"]
+mod skipped;
+
 #[path = "support/systemd_oracle.rs"]
 mod systemd_oracle;
 

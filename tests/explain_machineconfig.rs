@@ -5,6 +5,8 @@
 
 #[path = "support/mco.rs"]
 mod mco;
+#[path = "support/skipped.rs"]
+mod skipped;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

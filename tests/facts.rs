@@ -4,6 +4,8 @@
 
 #[path = "support/ignition_oracle.rs"]
 mod ignition_oracle;
+#[path = "support/skipped.rs"]
+mod skipped;
 use ignition_oracle::need;
 
 use std::collections::BTreeMap;

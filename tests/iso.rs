@@ -2,6 +2,9 @@
 //! wrote (../shared/fixtures/coreos-installer), on images made by
 //! iso/make-test-iso.sh and on the fixture ISO.
 
+#[path = "support/skipped.rs"]
+mod skipped;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -20,7 +23,7 @@ fn fixtures() -> Option<PathBuf> {
         return Some(d);
     }
     assert!(std::env::var_os("CI").is_none(), "{} missing", d.display());
-    eprintln!("SKIPPED: {} is absent", d.display());
+    crate::skipped::skipped(&format!("{} is absent", d.display()));
     None
 }
 
@@ -36,7 +39,7 @@ fn tool(name: &str, install: &str) -> Option<PathBuf> {
             std::env::var_os("CI").is_none(),
             "{name} missing ({install})"
         );
-        eprintln!("SKIPPED: {name} missing ({install})");
+        crate::skipped::skipped(&format!("{name} missing ({install})"));
     }
     found
 }

@@ -2,6 +2,9 @@
 //! the config reader over MCO's kubelet.conf templates, read in place from
 //! ../shared/fixtures/mco; the config reader also against PyYAML.
 
+#[path = "support/skipped.rs"]
+mod skipped;
+
 #[path = "support/mco.rs"]
 mod mco;
 
@@ -400,7 +403,7 @@ fn pyyaml_available() -> bool {
     if !ok {
         let why = "python3 with PyYAML is missing (apt-get install python3-yaml)";
         assert!(std::env::var_os("CI").is_none(), "{why}");
-        eprintln!("SKIPPED: {why}");
+        crate::skipped::skipped(why);
     }
     ok
 }

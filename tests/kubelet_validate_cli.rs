@@ -2,6 +2,9 @@
 //! invalid, 2 usage), the JSON object, and messages that name the key or
 //! taint and the rule it breaks.
 
+#[path = "support/skipped.rs"]
+mod skipped;
+
 use std::process::{Command, Output};
 
 fn validate(args: &[&str]) -> Output {

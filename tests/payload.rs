@@ -2,6 +2,9 @@
 //! architecture, small; and the aarch64 build really works (under
 //! qemu-aarch64-static, exec'ing a native program as the node's kubelet).
 
+#[path = "support/skipped.rs"]
+mod skipped;
+
 #[path = "support/systemd_oracle.rs"]
 mod systemd_oracle;
 
@@ -39,7 +42,7 @@ fn musl_target_installed(arch: &str) -> bool {
         let why =
             format!("rust target {arch}-unknown-linux-musl is not installed (rustup target add)");
         assert!(std::env::var_os("CI").is_none(), "{why}");
-        eprintln!("SKIPPED: {why}");
+        crate::skipped::skipped(&why);
     }
     ok
 }
@@ -85,7 +88,7 @@ fn aarch64_wrapper_runs_under_qemu() {
             std::env::var_os("CI").is_none(),
             "qemu-aarch64-static missing"
         );
-        eprintln!("SKIPPED: qemu-aarch64-static missing (apt-get install qemu-user-static)");
+        crate::skipped::skipped("qemu-aarch64-static missing (apt-get install qemu-user-static)");
         return;
     }
     let wrapper = build("aarch64");

@@ -2,6 +2,9 @@
 //! a YAML 1.1 reader (PyYAML), real Ignition writing a first boot's files,
 //! and real systemd starting MCO's kubelet.service with them.
 
+#[path = "support/skipped.rs"]
+mod skipped;
+
 #[path = "support/ignition_oracle.rs"]
 mod ignition_oracle;
 
@@ -31,7 +34,7 @@ fn pyyaml_ok() -> bool {
         .is_ok_and(|s| s.success());
     if !ok {
         assert!(std::env::var_os("CI").is_none(), "PyYAML is missing");
-        eprintln!("SKIPPED: PyYAML is missing (python3 -m pip install pyyaml)");
+        crate::skipped::skipped("PyYAML is missing (python3 -m pip install pyyaml)");
     }
     ok
 }

@@ -3,6 +3,9 @@
 //! trust the server through the CA we embed (and only through it), merge
 //! the pool's config and write the node's files.
 
+#[path = "support/skipped.rs"]
+mod skipped;
+
 #[path = "support/ignition_oracle.rs"]
 mod ignition_oracle;
 
@@ -121,7 +124,7 @@ fn fake_static_elf() -> Vec<u8> {
 fn ignition_fetches_the_pool_config_through_the_pointer() {
     if let Some(why) = ignition_oracle::unavailable() {
         assert!(std::env::var_os("CI").is_none(), "{why}");
-        eprintln!("SKIPPED: {why}");
+        crate::skipped::skipped(&why);
         return;
     }
     if !need("openssl", "apt-get install openssl") || !need("python3", "apt-get install python3") {

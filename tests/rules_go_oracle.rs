@@ -10,6 +10,8 @@
 
 #[path = "support/ignition_oracle.rs"]
 mod ignition_oracle;
+#[path = "support/skipped.rs"]
+mod skipped;
 
 use std::collections::BTreeMap;
 use std::io::Write;

@@ -4,6 +4,8 @@
 //! must get the GPU labels and taint on GPU nodes, and its argv unchanged on
 //! the Raspberry Pi.
 
+#[path = "support/skipped.rs"]
+mod skipped;
 #[path = "support/systemd_oracle.rs"]
 mod systemd_oracle;
 

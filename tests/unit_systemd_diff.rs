@@ -4,6 +4,9 @@
 //! exec-time expansion give, and systemd's FragmentPath/DropInPaths must
 //! equal ours. Cases that systemd refuses must be refused by us too.
 
+#[path = "support/skipped.rs"]
+mod skipped;
+
 #[path = "support/systemd_oracle.rs"]
 mod systemd_oracle;
 

@@ -5,6 +5,9 @@
 //! one merged taint flag. With a label kubelet refuses, it must get that argv
 //! unchanged. The crash-loop guard is exercised with a kubelet that refuses.
 
+#[path = "support/skipped.rs"]
+mod skipped;
+
 #[path = "support/mco.rs"]
 mod mco;
 #[path = "support/systemd_oracle.rs"]

@@ -13,22 +13,176 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
     about = "Make nodes register with kubelet already labeled and tainted",
     args_conflicts_with_subcommands = true,
     disable_help_subcommand = true,
-    help_expected = true
+    help_expected = true,
+    after_help = TOP_EXAMPLES
 )]
 pub enum Cmd {
     /// Show the kubelet command a node's unit files give, and what the
     /// wrapper would exec
+    #[command(after_help = EXPLAIN_EXAMPLES)]
     Explain(ExplainConfig),
     /// Check --node-labels/--register-with-taints as kubelet would
+    #[command(after_help = VALIDATE_EXAMPLES)]
     Validate(ValidateConfig),
     /// Print the node's hardware facts under NFD's feature names
+    #[command(after_help = FACTS_EXAMPLES)]
     Facts(FactsConfig),
     /// Render drop-ins, MachineConfigs or Ignition
-    #[command(subcommand)]
+    #[command(subcommand, after_help = RENDER_EXAMPLES)]
     Render(RenderCmd),
     /// Embed, show or remove Ignition in CoreOS live ISOs
-    #[command(subcommand)]
+    #[command(subcommand, after_help = ISO_EXAMPLES)]
     Iso(IsoCmd),
+    /// Print a shell completion script
+    #[command(after_help = COMPLETIONS_EXAMPLES)]
+    Completions(CompletionsConfig),
+    /// Write man pages, one per command, generated from this help
+    #[command(hide = true)]
+    Man(ManConfig),
+}
+
+// Examples end each command's --help; every one is a command line that
+// works as shown (paths aside). Exit codes are said once per command.
+const TOP_EXAMPLES: &str = "\
+Examples:
+  kubelet-labeler render machineconfig --pool worker-rwn \\
+      --output-dir gitops/worker-rwn
+  kubelet-labeler explain --root /mnt/node --profile openshift
+  kubelet-labeler completions bash > /etc/bash_completion.d/kubelet-labeler
+
+Exit status: 0 success, 1 error (the message says which input and the fix),
+2 usage; `validate` exits 1 when kubelet would refuse the flags.";
+
+const EXPLAIN_EXAMPLES: &str = "\
+Examples:
+  kubelet-labeler explain --root /mnt/node --profile openshift \\
+      --set-env KUBELET_NODE_NAME=worker-0
+  kubelet-labeler explain --root / --json | jq .argv
+  kubelet-labeler explain --machineconfig rendered-worker.yaml \\
+      --machineconfig 50-worker-kubelet-labeler-wrapper.yaml --rules gpu.yaml
+
+Exit status: 0 success, 1 error (the message says which input and the fix;
+with --machineconfig, also when the wrapper would leave our additions out),
+2 usage.";
+
+const FACTS_EXAMPLES: &str = "\
+Examples:
+  kubelet-labeler facts
+  kubelet-labeler facts --root /mnt/node --json
+  kubelet-labeler facts --nfd-labels openshift
+
+Exit status: 0 success (a missing source is an absent feature), 2 usage.";
+
+const VALIDATE_EXAMPLES: &str = "\
+Examples:
+  kubelet-labeler validate --profile openshift -- \\
+      --node-labels=node-role.kubernetes.io/worker,node.kubernetes.io/gpu= \\
+      --register-with-taints=nvidia.com/gpu=true:NoSchedule
+  kubelet-labeler validate --json -- --node-labels=example.com/x=y
+
+Exit status: 0 kubelet accepts the flags, 1 it refuses them (the message names
+the key or taint and the rule), 2 usage.";
+
+const RENDER_EXAMPLES: &str = "\
+Examples:
+  kubelet-labeler render machineconfig --pool worker-rwn \\
+      --output-dir gitops/worker-rwn
+  kubelet-labeler render ignition --pool worker-rwn -o worker-rwn.ign
+  kubelet-labeler render dropins --root / --label node.kubernetes.io/gpu=
+
+Exit status: 0 success, 1 error (the message says which input and the fix),
+2 usage.";
+
+const DROPINS_EXAMPLES: &str = "\
+Examples:
+  kubelet-labeler render dropins --root / --label node.kubernetes.io/gpu= \\
+      --taint nvidia.com/gpu=true:NoSchedule && systemctl daemon-reload
+  kubelet-labeler render dropins --root /mnt/image \\
+      --wrapper ./kubelet-labeler-wrapper --label node.kubernetes.io/gpu=
+
+Exit status: 0 success, 1 error (the message says which input and the fix),
+2 usage.";
+
+const MACHINECONFIG_EXAMPLES: &str = "\
+Examples:
+  kubelet-labeler render machineconfig --pool worker-rwn \\
+      --taint nvidia.com/gpu=true:NoSchedule --output-dir gitops/worker-rwn
+  kubelet-labeler render machineconfig --pool worker-rwn -o - | oc apply -f -
+  kubelet-labeler render machineconfig --pool worker-gpu \\
+      --rules gpu-rules.yaml --nfd-labels openshift --output-dir gitops/gpu
+  kubelet-labeler render machineconfig --role master \\
+      --taint llm-d-lab=control-plane:NoSchedule --output-dir openshift/
+
+Exit status: 0 success, 1 error (the message says which input and the fix),
+2 usage.";
+
+const IGNITION_EXAMPLES: &str = "\
+Examples:
+  kubelet-labeler render ignition --pool worker-rwn -o worker-rwn.ign
+  kubelet-labeler render ignition --pool worker-rwn \\
+      --merge-url https://api-int.ocp.example.com:22623/config/worker-rwn \\
+      --ca-file ca.pem -o pointer.ign
+
+Exit status: 0 success, 1 error (the message says which input and the fix),
+2 usage.";
+
+const ISO_EXAMPLES: &str = "\
+Examples:
+  kubelet-labeler iso embed -i pointer.ign -o node.iso rhcos-live.x86_64.iso
+  kubelet-labeler iso show node.iso | jq .
+  kubelet-labeler iso remove node.iso
+
+Exit status: 0 success, 1 error (the message says which input and the fix),
+2 usage.";
+
+const EMBED_EXAMPLES: &str = "\
+Examples:
+  kubelet-labeler iso embed -i pointer.ign -o node.iso rhcos-live.x86_64.iso
+  kubelet-labeler iso embed --pool worker-rwn \\
+      --merge-url https://api-int.ocp.example.com:22623/config/worker-rwn \\
+      --ca-file ca.pem rhcos-live.x86_64.iso
+  kubelet-labeler render ignition --pool worker-rwn -o - | \\
+      kubelet-labeler iso embed -f node.iso
+
+Exit status: 0 success, 1 error (the message says which input and the fix),
+2 usage.";
+
+const SHOW_EXAMPLES: &str = "\
+Examples:
+  kubelet-labeler iso show node.iso | jq '.ignition.config.merge'
+
+Exit status: 0 success, 1 error (no config embedded, or not a live ISO),
+2 usage.";
+
+const REMOVE_EXAMPLES: &str = "\
+Examples:
+  kubelet-labeler iso remove node.iso
+  kubelet-labeler iso remove -o clean.iso node.iso
+
+Exit status: 0 success, 1 error (the message says which input and the fix),
+2 usage.";
+
+const COMPLETIONS_EXAMPLES: &str = "\
+Examples:
+  source <(kubelet-labeler completions bash)
+  kubelet-labeler completions zsh > \"${fpath[1]}/_kubelet-labeler\"
+  kubelet-labeler completions fish \\
+      > ~/.config/fish/completions/kubelet-labeler.fish
+
+Exit status: 0 success, 2 usage.";
+
+#[derive(Debug, Args)]
+pub struct CompletionsConfig {
+    /// Shell to complete for
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManConfig {
+    /// Directory to write kubelet-labeler*.1 into
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: PathBuf,
 }
 
 /// Which kubelet's label rules apply.
@@ -122,10 +276,13 @@ pub struct ValidateConfig {
 #[derive(Debug, Subcommand)]
 pub enum RenderCmd {
     /// Write the drop-ins and the wrapper into a filesystem tree
+    #[command(after_help = DROPINS_EXAMPLES)]
     Dropins(RenderDropinsConfig),
     /// Write MachineConfigs, the MachineConfigPool and a kustomization
+    #[command(after_help = MACHINECONFIG_EXAMPLES)]
     Machineconfig(RenderMachineConfigConfig),
     /// Write one Ignition config (or a pointer config with --merge-url)
+    #[command(after_help = IGNITION_EXAMPLES)]
     Ignition(RenderIgnitionConfig),
 }
 
@@ -259,10 +416,13 @@ pub struct RenderIgnitionConfig {
 #[derive(Debug, Subcommand)]
 pub enum IsoCmd {
     /// Embed an Ignition config in a live ISO
+    #[command(after_help = EMBED_EXAMPLES)]
     Embed(IsoEmbedConfig),
     /// Print the Ignition config embedded in a live ISO
+    #[command(after_help = SHOW_EXAMPLES)]
     Show(IsoShowConfig),
     /// Remove the embedded Ignition config from a live ISO
+    #[command(after_help = REMOVE_EXAMPLES)]
     Remove(IsoRemoveConfig),
 }
 
@@ -321,5 +481,31 @@ mod tests {
     #[test]
     fn clap_app() {
         Cmd::command().debug_assert()
+    }
+
+    /// Every visible command's help ends with examples and exit codes.
+    #[test]
+    fn every_command_has_examples_and_exit_status() {
+        fn walk(cmd: &clap::Command, path: &str) {
+            if cmd.is_hide_set() {
+                return;
+            }
+            let after = cmd
+                .get_after_help()
+                .map(|s| s.to_string())
+                .unwrap_or_default();
+            assert!(after.starts_with("Examples:\n"), "{path}: no examples");
+            assert!(after.contains("\nExit status: "), "{path}: no exit status");
+            for line in after.lines() {
+                assert!(
+                    line.len() <= 80,
+                    "{path}: help line over 80 columns: {line}"
+                );
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()));
+            }
+        }
+        walk(&Cmd::command(), "kubelet-labeler");
     }
 }

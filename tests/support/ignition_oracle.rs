@@ -157,7 +157,7 @@ pub fn need(tool: &str, install: &str) -> bool {
     if !ok {
         let why = format!("{tool} is missing ({install})");
         assert!(std::env::var_os("CI").is_none(), "{why}");
-        eprintln!("SKIPPED: {why}");
+        crate::skipped::skipped(&why);
     }
     ok
 }

@@ -35,7 +35,7 @@ pub fn unavailable() -> Option<String> {
             std::env::var_os("CI").is_none(),
             "systemd oracle unavailable under CI: {w}"
         );
-        eprintln!("SKIPPED: systemd oracle unavailable: {w}");
+        crate::skipped::skipped(&format!("systemd oracle unavailable: {w}"));
     }
     why
 }

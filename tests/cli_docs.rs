@@ -1,0 +1,206 @@
+//! Completions and man pages, generated from the same clap types as --help,
+//! checked by the real programs that read them: bash, zsh, fish, man/groff.
+//! man/ holds the generated pages (regenerate with
+//! `cargo run -- man --output-dir man`); a test fails when they are stale.
+
+#[path = "support/skipped.rs"]
+mod skipped;
+
+#[path = "support/ignition_oracle.rs"]
+mod ignition_oracle;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use ignition_oracle::need;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_kubelet-labeler")
+}
+
+fn completions(shell: &str) -> String {
+    let out = Command::new(bin())
+        .args(["completions", shell])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn bash_completion_loads_and_completes_subcommands() {
+    if !need("bash", "apt-get install bash") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("kl.bash");
+    std::fs::write(&script, completions("bash")).unwrap();
+    // Load it, then ask it what follows "kubelet-labeler ren" as bash would.
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(
+            "set -e; source \"$1\"; complete -p kubelet-labeler >/dev/null; \
+             COMP_WORDS=(kubelet-labeler ren); COMP_CWORD=1; COMP_LINE='kubelet-labeler ren'; \
+             COMP_POINT=${#COMP_LINE}; _kubelet__labeler kubelet-labeler ren kubelet-labeler; \
+             printf '%s\\n' \"${COMPREPLY[@]}\"",
+        )
+        .arg("bash")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "render");
+}
+
+#[test]
+fn zsh_completion_parses() {
+    if !need("zsh", "apt-get install zsh") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("_kubelet-labeler");
+    std::fs::write(&script, completions("zsh")).unwrap();
+    let out = Command::new("zsh").arg("-n").arg(&script).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn fish_completion_parses_and_completes_subcommands() {
+    if !need("fish", "apt-get install fish") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("kubelet-labeler.fish");
+    std::fs::write(&script, completions("fish")).unwrap();
+    let out = Command::new("fish")
+        .arg("--no-execute")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new("fish")
+        .arg("--no-config")
+        .arg("-c")
+        .arg("source $argv[1]; complete -C 'kubelet-labeler ren'")
+        .arg(&script)
+        .env("HOME", dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("render\t"), "fish completes: {text}");
+}
+
+fn generated_pages() -> (tempfile::TempDir, Vec<PathBuf>) {
+    let dir = tempfile::tempdir().unwrap();
+    let status = Command::new(bin())
+        .args(["man", "--output-dir"])
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    pages.sort();
+    (dir, pages)
+}
+
+#[test]
+fn man_pages_render_without_warnings() {
+    if !need("man", "apt-get install man-db groff") {
+        return;
+    }
+    let (_dir, pages) = generated_pages();
+    // One page per visible command: kubelet-labeler, explain, validate,
+    // facts, render + 3, iso + 3, completions.
+    assert_eq!(pages.len(), 13, "{pages:?}");
+    for page in &pages {
+        let out = Command::new("man")
+            .args(["--warnings", "-l"])
+            .arg(page)
+            .env("MANWIDTH", "80")
+            .env("MAN_KEEP_FORMATTING", "")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "man -l {}", page.display());
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "",
+            "man warns on {}",
+            page.display()
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("EXAMPLES"), "{}: no examples", page.display());
+    }
+}
+
+#[test]
+fn committed_man_pages_are_current() {
+    let (_dir, pages) = generated_pages();
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("man");
+    let mut names: Vec<_> = std::fs::read_dir(&committed)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    names.sort();
+    let generated: Vec<_> = pages
+        .iter()
+        .map(|p| p.file_name().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        names, generated,
+        "man/ is stale: cargo run -- man --output-dir man"
+    );
+    for page in &pages {
+        let want = std::fs::read(page).unwrap();
+        let have = std::fs::read(committed.join(page.file_name().unwrap())).unwrap();
+        assert!(
+            want == have,
+            "man/{} is stale: cargo run -- man --output-dir man",
+            page.file_name().unwrap().to_string_lossy()
+        );
+    }
+}
+
+#[test]
+fn every_help_ends_with_examples_and_exit_status() {
+    for args in [
+        &["--help"][..],
+        &["explain", "--help"],
+        &["validate", "--help"],
+        &["render", "machineconfig", "--help"],
+        &["iso", "embed", "--help"],
+        &["completions", "--help"],
+    ] {
+        let out = Command::new(bin()).args(args).output().unwrap();
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("\nExamples:\n  ") && text.contains("kubelet-labeler "),
+            "{args:?}: {text}"
+        );
+        assert!(text.contains("\nExit status: 0 "), "{args:?}: {text}");
+    }
+}
