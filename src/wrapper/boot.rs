@@ -163,7 +163,10 @@ pub fn run(args: &[OsString]) -> i32 {
         let _ = guard.record_attempt(id, uptime_ms().unwrap_or(0), why.is_none());
         why
     });
-    fault_hook(&env);
+    if leave_out.is_none() {
+        // Stands for a crash in the work for our additions.
+        fault_hook(&env);
+    }
     let prepared =
         std::panic::catch_unwind(|| prepare(&opts, &env, leave_out)).unwrap_or_else(|_| {
             Err(anyhow::anyhow!(
@@ -206,8 +209,8 @@ fn can_register(root: &Path, plan: &Plan) -> bool {
 }
 
 /// Test hook for the fault-injection tests: `KUBELET_LABELER_FAULT=abort`
-/// or `=stack-overflow` kills the wrapper after it recorded its attempt, as a crash
-/// that is no panic would. Harmless in production: only an admin who puts
+/// or `=stack-overflow` kills the wrapper after it recorded its attempt,
+/// on a start that tries our additions, as a crash that is no panic would. Harmless in production: only an admin who puts
 /// it into kubelet.service's environment gets it, and what it does is what
 /// the guard is there for (kubelet still starts, on the next start).
 fn fault_hook(env: &[(OsString, OsString)]) {
