@@ -29,6 +29,7 @@ const BOOL_FLAGS: &[&str] = &[
     "authentication-token-webhook",
     "cgroups-per-qos",
     "containerized",
+    "cpu-cfs-quota",
     "enable-cadvisor-json-endpoints",
     "enable-controller-attach-detach",
     "enable-debugging-handlers",
@@ -209,6 +210,23 @@ impl FlagScan {
     pub fn last_value<'a>(&'a self, name: &'a str) -> Option<&'a str> {
         self.uses(name).last().and_then(|f| f.value.as_deref())
     }
+}
+
+/// Whether kubelet with this argv could register a Node (and so could have
+/// refused our labels): its `--config` file exists, and so does one of
+/// `--kubeconfig`/`--bootstrap-kubeconfig` when either is named. kubeadm's
+/// kubelet before `join` has neither and fails or runs unregistered.
+pub fn can_register(argv: &[String], exists: &dyn Fn(&Path) -> bool) -> bool {
+    let scan = scan(argv);
+    let named = |flag: &'static str| scan.last_value(flag).filter(|v| !v.is_empty());
+    if named("config").is_some_and(|c| !exists(Path::new(c))) {
+        return false;
+    }
+    let kubeconfigs: Vec<&str> = ["kubeconfig", "bootstrap-kubeconfig"]
+        .iter()
+        .filter_map(|f| named(f))
+        .collect();
+    kubeconfigs.is_empty() || kubeconfigs.iter().any(|k| exists(Path::new(k)))
 }
 
 /// Why our additions cannot go in; the wrapper then starts kubelet unchanged.
@@ -884,5 +902,34 @@ mod tests {
         assert!(run("/k", &a, &fs).is_err());
         let ok = adds(&[("a", "")], "");
         assert!(apply(&[], &ok, Profile::Upstream, &fs).is_err());
+    }
+}
+
+#[cfg(test)]
+mod can_register_tests {
+    use super::*;
+
+    fn argv(w: &[&str]) -> Vec<String> {
+        w.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn kubeadm_before_and_after_join() {
+        let cmd = argv(&[
+            "/usr/bin/kubelet",
+            "--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf",
+            "--kubeconfig=/etc/kubernetes/kubelet.conf",
+            "--config=/var/lib/kubelet/config.yaml",
+        ]);
+        assert!(!can_register(&cmd, &|_| false));
+        // Config written, kubeconfigs not yet: still no registration.
+        assert!(!can_register(&cmd, &|p| p.ends_with("config.yaml")));
+        assert!(can_register(&cmd, &|p| !p.ends_with("kubelet.conf")));
+        assert!(can_register(&cmd, &|_| true));
+        // Unnamed files are not required.
+        assert!(can_register(&argv(&["kubelet", "--v=2"]), &|_| false));
+        // `--cpu-cfs-quota` is boolean: the config after it is a flag.
+        let bools = argv(&["kubelet", "--cpu-cfs-quota", "--config", "/c"]);
+        assert!(!can_register(&bools, &|_| false));
     }
 }

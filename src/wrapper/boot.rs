@@ -99,8 +99,13 @@ pub fn under_root(root: &Path, node_path: &Path) -> PathBuf {
     }
 }
 
-/// Resolve the original command and decide what to exec.
-pub fn prepare(opts: &BootOptions, env: &[(OsString, OsString)]) -> Result<Plan> {
+/// Resolve the original command and decide what to exec; `leave_out` is
+/// the crash-loop guard's reason to start kubelet unchanged.
+pub fn prepare(
+    opts: &BootOptions,
+    env: &[(OsString, OsString)],
+    leave_out: Option<String>,
+) -> Result<Plan> {
     let paths = match &opts.unit_path {
         Some(list) => UnitPaths::from_list(&opts.root, list),
         None => UnitPaths::system(&opts.root),
@@ -113,8 +118,7 @@ pub fn prepare(opts: &BootOptions, env: &[(OsString, OsString)]) -> Result<Plan>
         .with_context(|| format!("loading {}", opts.unit))?;
     let original = plan::original_command(&svc, env, &opts.root)?;
 
-    let guard = Guard::new(&opts.state_dir, &opts.unit);
-    let collected = match guard.should_leave_out() {
+    let collected = match leave_out {
         Some(why) => plan::Collected {
             additions: Err(anyhow::anyhow!(why)),
             rules: Vec::new(),
@@ -168,11 +172,24 @@ pub fn run(args: &[OsString]) -> i32 {
         return 0;
     }
 
-    let prepared = std::panic::catch_unwind(|| prepare(&opts, &env)).unwrap_or_else(|_| {
-        Err(anyhow::anyhow!(
-            "internal error while reading the unit files (a bug; please report)"
-        ))
+    // Before any work that could crash: judge the previous start and record
+    // this one as an attempt, so a crash that is no panic (stack overflow,
+    // abort, OOM kill) costs the next start our additions, not kubelet.
+    let leave_out = invocation.as_deref().and_then(|id| {
+        let why = guard.should_leave_out(id);
+        let _ = guard.record_attempt(id, uptime_ms().unwrap_or(0), why.is_none());
+        why
     });
+    if leave_out.is_none() {
+        // Stands for a crash in the work for our additions.
+        fault_hook(&env);
+    }
+    let prepared =
+        std::panic::catch_unwind(|| prepare(&opts, &env, leave_out)).unwrap_or_else(|_| {
+            Err(anyhow::anyhow!(
+                "internal error while reading the unit files (a bug; please report)"
+            ))
+        });
     let plan = match prepared {
         Ok(p) => p,
         Err(e) => {
@@ -186,7 +203,7 @@ pub fn run(args: &[OsString]) -> i32 {
     let _ = writeln!(std::io::stderr(), "{line}");
     if let (Some(id), Some(now)) = (invocation, uptime_ms()) {
         let with = plan.left_out.is_none() && plan.argv != plan.original_argv;
-        let _ = guard.record_start(&id, now, with);
+        let _ = guard.record_start(&id, now, with, can_register(&opts.root, &plan));
     }
     let err = exec(&opts.root, &plan);
     eprintln!(
@@ -194,6 +211,43 @@ pub fn run(args: &[OsString]) -> i32 {
         plan.executable.display()
     );
     EXIT_EXEC
+}
+
+/// Whether kubelet, started with this plan, could have refused our flags:
+/// kubeadm's kubelet before `join` has no config file or kubeconfig and
+/// fails (or runs unregistered) whatever its labels.
+fn can_register(root: &Path, plan: &Plan) -> bool {
+    let argv: Vec<String> = plan
+        .original_argv
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    crate::kubelet::flags::can_register(&argv, &|p: &Path| under_root(root, p).exists())
+}
+
+/// Test hook for the fault-injection tests: `KUBELET_LABELER_FAULT=abort`
+/// or `=stack-overflow` kills the wrapper after it recorded its attempt,
+/// on a start that tries our additions, as a crash that is no panic would. Harmless in production: only an admin who puts
+/// it into kubelet.service's environment gets it, and what it does is what
+/// the guard is there for (kubelet still starts, on the next start).
+fn fault_hook(env: &[(OsString, OsString)]) {
+    let Some((_, v)) = env.iter().find(|(k, _)| k == "KUBELET_LABELER_FAULT") else {
+        return;
+    };
+    match v.to_str() {
+        Some("abort") => std::process::abort(),
+        // Unbounded recursion: std's guard page turns it into SIGSEGV.
+        Some("stack-overflow") => {
+            #[allow(unconditional_recursion)]
+            fn deep(n: u64) -> u64 {
+                let pad = [n; 512];
+                std::hint::black_box(&pad);
+                deep(n + 1) + pad[0]
+            }
+            std::hint::black_box(deep(0));
+        }
+        _ => {}
+    }
 }
 
 /// execve in place: same PID, same environment, same fds.

@@ -1,34 +1,67 @@
 //! Crash-loop guard. kubelet exits at once when it refuses a flag, and
-//! `Restart=always` would then restart it with the same flag forever. So:
+//! `Restart=always` would then restart it with the same flag forever. So
+//! the wrapper keeps, per unit, one small state file under `/run` that
+//! holds the boot ID (a state from another boot, or a stale `/run`, is
+//! ignored), the systemd invocation ID, and how far the last start got:
 //!
-//! - before exec'ing kubelet the wrapper records, in a state file under
-//!   `/run` (cleared at reboot), the systemd invocation ID, the boot-clock
-//!   time, and whether this start carries our additions;
+//! - first thing, before any work that could crash (unit files, configs,
+//!   the labels), the wrapper records an **attempt** and whether it plans
+//!   to add ours. A start that dies without a panic (stack overflow, abort,
+//!   OOM kill, SIGSEGV) leaves that attempt behind; the next start sees an
+//!   attempt of another invocation that never reached exec: if it planned
+//!   our additions, that start leaves them out (and says so); if it did not,
+//!   the crash was not ours and the start after carries them again;
+//! - just before exec'ing kubelet it records the **exec**: whether this
+//!   start carries our additions, and whether kubelet could have judged
+//!   them at all. A kubelet whose `--config` file is missing, or with
+//!   neither `--kubeconfig` nor `--bootstrap-kubeconfig` present (kubeadm
+//!   before `join`), fails before or without registering: such a failure is
+//!   never blamed on us, so the first start after the join carries them;
 //! - `ExecStopPost=` runs the wrapper with `--stop-post`; systemd gives it
-//!   `$SERVICE_RESULT` and the same `$INVOCATION_ID`. A start that carried
-//!   our additions and did not succeed within [`QUICK_FAILURE_SECS`] is
-//!   recorded as a quick failure;
-//! - the next start after such a failure leaves our additions out and says
-//!   so. If that start fails quickly too, the failure was not ours, so the
-//!   one after it carries our additions again.
+//!   `$SERVICE_RESULT` and the same `$INVOCATION_ID`. A blameable start
+//!   that carried our additions and did not succeed within
+//!   [`QUICK_FAILURE_SECS`] is recorded as a quick failure; the next start
+//!   leaves our additions out. If that start fails quickly too, the failure
+//!   was not ours and the one after carries them again.
 //!
-//! A label a particular kubelet refuses thus costs one failed start.
+//! A label a particular kubelet refuses thus costs one failed start, and a
+//! wrapper that crashes on our additions at most two.
 
 use std::fs;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 /// kubelet validates flags before it does anything else, well within this.
 pub const QUICK_FAILURE_SECS: u64 = 10;
 
+/// State files are a few lines; anything longer is not ours.
+const STATE_MAX_BYTES: u64 = 4096;
+
+/// How far a start got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Phase {
+    /// Recorded before any risky work; still there means the wrapper died.
+    #[default]
+    Attempt,
+    /// Recorded just before exec'ing kubelet.
+    Exec,
+}
+
 /// What the previous start of this unit did, as far as the guard cares.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct State {
+    /// `/proc/sys/kernel/random/boot_id` when written.
+    pub boot_id: String,
     pub invocation_id: String,
+    pub phase: Phase,
     /// Milliseconds since boot. Integers: float parsing and formatting
     /// would cost the wrapper payload tens of KB.
     pub started_at: u64,
+    /// Attempt: planned to add ours. Exec: carries ours.
     pub with_additions: bool,
+    /// kubelet could have refused our additions (its config and a
+    /// kubeconfig exist); a failure of a start that could not is not ours.
+    pub blameable: bool,
     /// Set by `--stop-post` when that start ended in failure quickly.
     pub failed_quickly: bool,
 }
@@ -39,9 +72,18 @@ impl State {
         for line in text.lines() {
             let (k, v) = line.split_once('=')?;
             match k {
+                "boot_id" => s.boot_id = v.to_string(),
                 "invocation_id" => s.invocation_id = v.to_string(),
+                "phase" => {
+                    s.phase = match v {
+                        "attempt" => Phase::Attempt,
+                        "exec" => Phase::Exec,
+                        _ => return None,
+                    }
+                }
                 "started_at" => s.started_at = v.parse().ok()?,
                 "with_additions" => s.with_additions = v == "1",
+                "blameable" => s.blameable = v == "1",
                 "failed_quickly" => s.failed_quickly = v == "1",
                 _ => {}
             }
@@ -51,10 +93,17 @@ impl State {
 
     fn render(&self) -> String {
         format!(
-            "invocation_id={}\nstarted_at={}\nwith_additions={}\nfailed_quickly={}\n",
+            "boot_id={}\ninvocation_id={}\nphase={}\nstarted_at={}\nwith_additions={}\n\
+             blameable={}\nfailed_quickly={}\n",
+            self.boot_id,
             self.invocation_id,
+            match self.phase {
+                Phase::Attempt => "attempt",
+                Phase::Exec => "exec",
+            },
             self.started_at,
             u8::from(self.with_additions),
+            u8::from(self.blameable),
             u8::from(self.failed_quickly)
         )
     }
@@ -63,48 +112,102 @@ impl State {
 /// The guard's state file for one unit.
 pub struct Guard {
     path: PathBuf,
+    boot_id: String,
 }
 
 impl Guard {
     pub fn new(state_dir: &Path, unit: &str) -> Guard {
+        Guard::with_boot_id(state_dir, unit, current_boot_id())
+    }
+
+    pub fn with_boot_id(state_dir: &Path, unit: &str, boot_id: String) -> Guard {
         // Unit names hold no '/', but keep the file inside the directory.
         let name = unit.replace('/', "_");
         Guard {
             path: state_dir.join(format!("{name}.state")),
+            boot_id,
         }
     }
 
-    pub fn load(&self) -> Option<State> {
-        State::parse(&fs::read_to_string(&self.path).ok()?)
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
-    /// Whether this start should leave our additions out, and why.
-    pub fn should_leave_out(&self) -> Option<String> {
+    /// The state of this boot, if any (another boot's is ignored).
+    pub fn load(&self) -> Option<State> {
+        let mut text = String::new();
+        fs::File::open(&self.path)
+            .ok()?
+            .take(STATE_MAX_BYTES)
+            .read_to_string(&mut text)
+            .ok()?;
+        State::parse(&text).filter(|s| s.boot_id == self.boot_id)
+    }
+
+    /// Whether the start `invocation_id` should leave our additions out,
+    /// and why.
+    pub fn should_leave_out(&self, invocation_id: &str) -> Option<String> {
         let prev = self.load()?;
-        (prev.failed_quickly && prev.with_additions).then(|| {
-            format!(
-                "the previous start with our additions failed within {QUICK_FAILURE_SECS}s \
-                 (crash-loop guard; state in {})",
+        if prev.invocation_id == invocation_id {
+            // Our own attempt (a retry within one invocation cannot happen).
+            return None;
+        }
+        match prev.phase {
+            Phase::Attempt if prev.with_additions => Some(format!(
+                "the previous start died before exec'ing kubelet (crash-loop guard; \
+                 state in {})",
                 self.path.display()
-            )
+            )),
+            Phase::Attempt => None,
+            Phase::Exec => {
+                (prev.failed_quickly && prev.with_additions && prev.blameable).then(|| {
+                    format!(
+                        "the previous start with our additions failed within \
+                         {QUICK_FAILURE_SECS}s (crash-loop guard; state in {})",
+                        self.path.display()
+                    )
+                })
+            }
+        }
+    }
+
+    /// Record, before any risky work, that this start is under way and
+    /// whether it plans to add ours. Errors are ignored by callers: the
+    /// guard must never stop kubelet from starting.
+    pub fn record_attempt(
+        &self,
+        invocation_id: &str,
+        now: u64,
+        plans_additions: bool,
+    ) -> std::io::Result<()> {
+        self.write(&State {
+            boot_id: self.boot_id.clone(),
+            invocation_id: invocation_id.to_string(),
+            phase: Phase::Attempt,
+            started_at: now,
+            with_additions: plans_additions,
+            blameable: false,
+            failed_quickly: false,
         })
     }
 
-    /// Record the start the wrapper is about to exec. Errors are ignored by
-    /// callers: the guard must never stop kubelet from starting.
+    /// Record the start the wrapper is about to exec.
     pub fn record_start(
         &self,
         invocation_id: &str,
         now: u64,
         with_additions: bool,
+        blameable: bool,
     ) -> std::io::Result<()> {
-        let state = State {
+        self.write(&State {
+            boot_id: self.boot_id.clone(),
             invocation_id: invocation_id.to_string(),
+            phase: Phase::Exec,
             started_at: now,
             with_additions,
+            blameable,
             failed_quickly: false,
-        };
-        self.write(&state)
+        })
     }
 
     /// `ExecStopPost=`: note a quick failure of the start with this ID.
@@ -117,8 +220,9 @@ impl Guard {
         let Some(mut state) = self.load() else {
             return Ok(());
         };
-        if state.invocation_id != invocation_id {
-            // ExecStartPre failed before the wrapper ran: nothing to judge.
+        if state.invocation_id != invocation_id || state.phase != Phase::Exec {
+            // ExecStartPre failed before the wrapper ran, or the wrapper
+            // died before exec (its attempt says so): nothing to add.
             return Ok(());
         }
         state.failed_quickly = service_result != "success"
@@ -137,6 +241,15 @@ impl Guard {
     }
 }
 
+/// This boot's ID; empty when unreadable (then states of other boots with
+/// an unreadable ID are taken as this boot's, as before boot IDs).
+pub fn current_boot_id() -> String {
+    let mut text = String::new();
+    let _ = fs::File::open("/proc/sys/kernel/random/boot_id")
+        .and_then(|f| f.take(64).read_to_string(&mut text));
+    text.trim().to_string()
+}
+
 /// Milliseconds since boot (CLOCK_BOOTTIME via /proc/uptime): unlike the
 /// wall clock it does not jump when time sync corrects it at first boot.
 pub fn uptime_ms() -> Option<u64> {
@@ -153,55 +266,119 @@ mod tests {
 
     fn guard() -> (tempfile::TempDir, Guard) {
         let dir = tempfile::tempdir().unwrap();
-        let g = Guard::new(dir.path(), "kubelet.service");
+        let g = Guard::with_boot_id(dir.path(), "kubelet.service", "boot-1".into());
         (dir, g)
+    }
+
+    /// One start that reaches exec and ends as `result` after `ran_ms`.
+    fn start(g: &Guard, id: &str, at: u64, with: bool, blameable: bool, ran_ms: u64, result: &str) {
+        g.record_attempt(id, at, with).unwrap();
+        g.record_start(id, at, with, blameable).unwrap();
+        g.record_stop(id, at + ran_ms, result).unwrap();
     }
 
     #[test]
     fn fresh_state_keeps_additions() {
         let (_d, g) = guard();
-        assert_eq!(g.should_leave_out(), None);
+        assert_eq!(g.should_leave_out("a"), None);
     }
 
     #[test]
     fn quick_failure_with_additions_trips_once() {
         let (_d, g) = guard();
-        g.record_start("a", 100_000, true).unwrap();
-        g.record_stop("a", 101_000, "exit-code").unwrap();
-        assert!(g.should_leave_out().unwrap().contains("crash-loop guard"));
+        start(&g, "a", 100_000, true, true, 1000, "exit-code");
+        assert!(
+            g.should_leave_out("b")
+                .unwrap()
+                .contains("crash-loop guard")
+        );
         // The next start runs without them; if it fails too, re-arm.
-        g.record_start("b", 112_000, false).unwrap();
-        g.record_stop("b", 113_000, "exit-code").unwrap();
-        assert_eq!(g.should_leave_out(), None);
+        start(&g, "b", 112_000, false, true, 1000, "exit-code");
+        assert_eq!(g.should_leave_out("c"), None);
     }
 
     #[test]
     fn late_failure_or_success_does_not_trip() {
         let (_d, g) = guard();
-        g.record_start("a", 100_000, true).unwrap();
-        g.record_stop("a", 100_000 + QUICK_FAILURE_SECS * 1000 + 1, "exit-code")
-            .unwrap();
-        assert_eq!(g.should_leave_out(), None);
-        g.record_start("b", 200_000, true).unwrap();
-        g.record_stop("b", 201_000, "success").unwrap();
-        assert_eq!(g.should_leave_out(), None);
+        start(
+            &g,
+            "a",
+            100_000,
+            true,
+            true,
+            QUICK_FAILURE_SECS * 1000 + 1,
+            "exit-code",
+        );
+        assert_eq!(g.should_leave_out("b"), None);
+        start(&g, "b", 200_000, true, true, 1000, "success");
+        assert_eq!(g.should_leave_out("c"), None);
+    }
+
+    #[test]
+    fn starts_that_could_not_register_are_never_blamed() {
+        // kubeadm before join: every start fails at once, and the first
+        // one after the join must carry ours whatever came before.
+        let (_d, g) = guard();
+        for i in 0..7u64 {
+            assert_eq!(g.should_leave_out(&format!("pre{i}")), None);
+            start(
+                &g,
+                &format!("pre{i}"),
+                1000 * i,
+                true,
+                false,
+                10,
+                "exit-code",
+            );
+        }
+        assert_eq!(g.should_leave_out("joined"), None);
+    }
+
+    #[test]
+    fn wrapper_death_before_exec_leaves_out_once() {
+        let (_d, g) = guard();
+        g.record_attempt("a", 1000, true).unwrap();
+        // "a" died (SIGSEGV, say): "b" leaves ours out ...
+        let why = g.should_leave_out("b").unwrap();
+        assert!(why.contains("died before exec"), "{why}");
+        g.record_attempt("b", 2000, false).unwrap();
+        // ... and if "b" died too, it was not ours: "c" tries again.
+        assert_eq!(g.should_leave_out("c"), None);
+        // Stop-post of a start that never exec'd records nothing.
+        g.record_stop("b", 2500, "signal").unwrap();
+        assert_eq!(g.load().unwrap().phase, Phase::Attempt);
+    }
+
+    #[test]
+    fn state_of_another_boot_or_garbage_is_ignored() {
+        let (d, g) = guard();
+        start(&g, "a", 100_000, true, true, 1000, "exit-code");
+        let other = Guard::with_boot_id(d.path(), "kubelet.service", "boot-2".into());
+        assert_eq!(other.should_leave_out("b"), None);
+        fs::write(g.path(), "\0garbage").unwrap();
+        assert_eq!(g.should_leave_out("b"), None);
+        fs::write(g.path(), "x=".repeat(100_000)).unwrap();
+        assert_eq!(g.load(), None);
     }
 
     #[test]
     fn stop_of_another_invocation_is_ignored() {
         let (_d, g) = guard();
-        g.record_start("a", 100_000, true).unwrap();
+        g.record_start("a", 100_000, true, true).unwrap();
         g.record_stop("other", 101_000, "exit-code").unwrap();
-        assert_eq!(g.should_leave_out(), None);
+        assert_eq!(g.should_leave_out("b"), None);
         assert_eq!(g.load().unwrap().invocation_id, "a");
     }
 
     #[test]
     fn state_round_trips() {
         let s = State {
+            boot_id: "b".into(),
             invocation_id: "x".into(),
+            phase: Phase::Exec,
             started_at: 12_500,
             with_additions: true,
+            blameable: true,
             failed_quickly: true,
         };
         assert_eq!(State::parse(&s.render()), Some(s));
@@ -213,5 +390,10 @@ mod uptime_tests {
     #[test]
     fn uptime_is_read() {
         assert!(super::uptime_ms().is_some_and(|ms| ms > 0));
+    }
+
+    #[test]
+    fn boot_id_is_read() {
+        assert_eq!(super::current_boot_id().len(), 36);
     }
 }

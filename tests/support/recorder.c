@@ -58,6 +58,34 @@ int main(int argc, char **argv) {
     const char *refuse = getenv("RECORDER_FAIL_IF_ARG");
     for (int i = 1; refuse && *refuse && i < argc; i++)
         if (strstr(argv[i], refuse)) return 1;
+    /* Play kubeadm's kubelet before `join`: exit 1 while $RECORDER_FAIL_IF_MISSING
+     * does not exist. $RECORDER_JOIN_AFTER=N: the Nth start of this unit
+     * (counted in $RECORD_DIR/<unit>.count) "joins" first: it creates the
+     * files named in $RECORDER_JOIN_FILES (':'-separated), then fails. */
+    const char *missing = getenv("RECORDER_FAIL_IF_MISSING");
+    if (missing && *missing && access(missing, F_OK) != 0) {
+        const char *after = getenv("RECORDER_JOIN_AFTER");
+        const char *files = getenv("RECORDER_JOIN_FILES");
+        if (after && files) {
+            char cpath[4600];
+            int count = 0;
+            snprintf(cpath, sizeof cpath, "%s/%s.count", dir, unit);
+            FILE *c = fopen(cpath, "r");
+            if (c) { if (fscanf(c, "%d", &count) != 1) count = 0; fclose(c); }
+            count++;
+            c = fopen(cpath, "w");
+            if (c) { fprintf(c, "%d\n", count); fclose(c); }
+            if (count >= atoi(after)) {
+                char list[4096];
+                snprintf(list, sizeof list, "%s", files);
+                for (char *p = strtok(list, ":"); p; p = strtok(NULL, ":")) {
+                    FILE *j = fopen(p, "w");
+                    if (j) fclose(j);
+                }
+            }
+        }
+        return 1;
+    }
     const char *nap = getenv("RECORDER_SLEEP");
     if (nap) sleep(atoi(nap));
     const char *code = getenv("RECORDER_EXIT");
