@@ -28,8 +28,8 @@ export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER=rust-lld
 #   reports an internal error either way); drops every location string;
 # - relocation-model=static: a plain static executable instead of a
 #   static-pie, so no relocation table and no start-up relocation pass;
-# - force-unwind-tables=no: unwind tables only for functions that can
-#   unwind, which catch_unwind still needs and gets (panic = "unwind").
+# - force-unwind-tables=no: no unwind tables (panic = "abort"; the panic
+#   hook starts kubelet unchanged).
 stable_flags="-Crelocation-model=static -Cforce-unwind-tables=no"
 # Reproducible bytes: the same source gives the same binary wherever the
 # checkout, target dir, cargo home or rustup home are (panic messages carry
@@ -46,7 +46,7 @@ remap=(--remap-path-prefix="$PWD=/src"
 export SOURCE_DATE_EPOCH=0
 build=(cargo build --quiet --profile wrapper --target "$target" --bin kubelet-labeler-wrapper --no-default-features)
 if rustup component add rust-src >/dev/null 2>&1; then
-  RUSTFLAGS="${remap[*]} -Zlocation-detail=none $stable_flags" RUSTC_BOOTSTRAP=1 "${build[@]}" -Z build-std=std,panic_unwind -Z build-std-features=optimize_for_size >&2
+  RUSTFLAGS="${remap[*]} -Zlocation-detail=none $stable_flags" RUSTC_BOOTSTRAP=1 "${build[@]}" -Z build-std=std,panic_abort -Z build-std-features=optimize_for_size >&2
 else
   echo "build-wrapper.sh: rust-src unavailable; building with the prebuilt std (larger)" >&2
   RUSTFLAGS="${remap[*]} $stable_flags" "${build[@]}" >&2

@@ -142,3 +142,56 @@ fn aarch64_wrapper_runs_under_qemu() {
     );
     assert!(text.contains(&hex("--v=2")));
 }
+
+/// The shipped wrapper aborts on panic (no unwinder): its panic hook must
+/// still start kubelet with the original command and say why in one line.
+#[test]
+fn shipped_wrapper_starts_kubelet_unchanged_after_a_panic() {
+    if !musl_target_installed("x86_64") {
+        return;
+    }
+    let wrapper = build("x86_64");
+    let dir = tempfile::tempdir().unwrap();
+    let recorder = systemd_oracle::build_recorder(dir.path());
+    let units = dir.path().join("units");
+    std::fs::create_dir_all(units.join("k.service.d")).unwrap();
+    std::fs::write(
+        units.join("k.service"),
+        format!("[Service]\nExecStart={} --v=2\n", recorder.display()),
+    )
+    .unwrap();
+    let records = dir.path().join("rec");
+    std::fs::create_dir_all(&records).unwrap();
+    let out = Command::new(&wrapper)
+        .args(["--unit", "k.service", "--unit-path"])
+        .arg(&units)
+        .arg("--state-dir")
+        .arg(dir.path().join("state"))
+        .env_clear()
+        .env("RECORD_DIR", &records)
+        .env("INVOCATION_ID", "0123456789abcdef0123456789abcdef")
+        .env("KUBELET_LABELER_FAULT", "panic")
+        .env(
+            "FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS",
+            "node.kubernetes.io/x=",
+        )
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr
+            .contains("starting kubelet without our labels/taints: internal error (injected fault"),
+        "{stderr}"
+    );
+    let rec = std::fs::read_dir(&records)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let text = std::fs::read_to_string(rec).unwrap();
+    let hex = |s: &str| s.bytes().map(|b| format!("{b:02x}")).collect::<String>();
+    assert!(text.contains(&hex("--v=2")), "{text}");
+    assert!(!text.contains(&hex("--node-labels")), "{text}");
+}

@@ -117,6 +117,12 @@ pub fn prepare(
     let svc = unit::load_service(&paths, &opts.unit, &load)
         .with_context(|| format!("loading {}", opts.unit))?;
     let original = plan::original_command(&svc, env, &opts.root)?;
+    // From here on, a panic of ours starts kubelet unchanged (see
+    // `install_panic_fallback`): the shipped wrapper aborts on panic.
+    let _ = FALLBACK.set((
+        under_root(&opts.root, &original.executable),
+        original.argv.clone(),
+    ));
 
     let collected = match leave_out {
         Some(why) => plan::Collected {
@@ -125,6 +131,9 @@ pub fn prepare(
             notes: Vec::new(),
         },
         None => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if fault(env) == Some("panic") {
+                panic!("injected fault (KUBELET_LABELER_FAULT=panic)");
+            }
             let facts_root = opts.facts_root.as_deref().unwrap_or(&opts.root);
             plan::collect(env, &original.argv, facts_root, opts.profile)
         }))
@@ -148,8 +157,45 @@ pub fn prepare(
     Ok(plan)
 }
 
+/// The original command (executable under the root, argv) once it is known.
+static FALLBACK: std::sync::OnceLock<(PathBuf, Vec<OsString>)> = std::sync::OnceLock::new();
+
+/// A bug of ours must not keep kubelet from starting. The shipped wrapper is
+/// built with `panic = "abort"` (no unwinder: a third smaller), so instead of
+/// catching the panic, the hook execs the original command unchanged, with
+/// the one journal line; before that command is known there is nothing to
+/// start, and the abort makes systemd restart the unit as any crash would.
+pub fn install_panic_fallback() {
+    std::panic::set_hook(Box::new(|info| {
+        let what = info
+            .payload()
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| info.payload().downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("panic");
+        match FALLBACK.get() {
+            Some((exe, argv)) => {
+                eprintln!(
+                    "kubelet-labeler: starting kubelet without our labels/taints: \
+                     internal error ({what}; a bug, please report)"
+                );
+                let mut cmd = Command::new(exe);
+                if let Some((argv0, rest)) = argv.split_first() {
+                    cmd.arg0(argv0).args(rest);
+                }
+                let err = cmd.exec();
+                eprintln!("kubelet-labeler: executing {}: {err}", exe.display());
+            }
+            None => eprintln!(
+                "kubelet-labeler: internal error before the kubelet command was known ({what}; a bug, please report)"
+            ),
+        }
+    }));
+}
+
 /// The wrapper's main. Returns only when it could not exec.
 pub fn run(args: &[OsString]) -> i32 {
+    install_panic_fallback();
     let opts = match parse_args(args) {
         Ok(o) => o,
         Err(e) => {
@@ -230,11 +276,15 @@ fn can_register(root: &Path, plan: &Plan) -> bool {
 /// on a start that tries our additions, as a crash that is no panic would. Harmless in production: only an admin who puts
 /// it into kubelet.service's environment gets it, and what it does is what
 /// the guard is there for (kubelet still starts, on the next start).
+fn fault(env: &[(OsString, OsString)]) -> Option<&str> {
+    env.iter()
+        .find(|(k, _)| k == "KUBELET_LABELER_FAULT")
+        .and_then(|(_, v)| v.to_str())
+}
+
+/// `=panic` panics later, in the work for our additions (`prepare`).
 fn fault_hook(env: &[(OsString, OsString)]) {
-    let Some((_, v)) = env.iter().find(|(k, _)| k == "KUBELET_LABELER_FAULT") else {
-        return;
-    };
-    match v.to_str() {
+    match fault(env) {
         Some("abort") => std::process::abort(),
         // Unbounded recursion: std's guard page turns it into SIGSEGV.
         Some("stack-overflow") => {
