@@ -14,10 +14,11 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 printf 'int main(void) { return 0; }\n' > "$work/noop.c"
 cc -O2 -static -o "$work/noop" "$work/noop.c"
-# Node rules on the DGX-like fixture: seed 002's rules plus OpenShift's NFD
-# label set, rendered as they ship (the env drop-in), evaluated at each start.
+# Node rules on the DGX-like fixture: seed 002's rules (RULES=FILE for
+# others; NFD_LABELS=openshift adds NFD's whole label set, which reads every
+# fact), rendered as they ship (the env drop-in), evaluated at each start.
 target/release/kubelet-labeler render dropins --root "$work/rendered" --profile openshift \
-    --rules "${RULES:-examples/rules/seed-002-openshift-gpu.yaml}" --nfd-labels openshift \
+    --rules "${RULES:-examples/rules/seed-002-openshift-gpu.yaml}" ${NFD_LABELS:+--nfd-labels "$NFD_LABELS"} \
     --wrapper "$wrapper" >/dev/null
 RULES_DROPIN="$work/rendered/etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf" \
 FACTS_ROOT=tests/fixtures/nodes/dgx \
