@@ -27,12 +27,14 @@ pub fn devices(root: &Path) -> Option<Vec<BTreeMap<String, String>>> {
     let mut out = Vec::with_capacity(names.len());
     'dev: for name in names {
         let dir = base.join(&name);
-        let mut attrs = BTreeMap::new();
-        for attr in MANDATORY {
-            match read_attr(&dir, attr) {
-                Some(v) => attrs.insert(attr.to_string(), v),
-                None => continue 'dev,
-            };
+        let mut attrs = from_uevent(&dir).unwrap_or_default();
+        if attrs.is_empty() {
+            for attr in MANDATORY {
+                match read_attr(&dir, attr) {
+                    Some(v) => attrs.insert(attr.to_string(), v),
+                    None => continue 'dev,
+                };
+            }
         }
         for attr in OPTIONAL {
             if let Some(v) = read_attr(&dir, attr) {
@@ -42,6 +44,41 @@ pub fn devices(root: &Path) -> Option<Vec<BTreeMap<String, String>>> {
         out.push(attrs);
     }
     Some(out)
+}
+
+/// The mandatory attributes from the function's `uevent` (one file instead
+/// of five; the kernel writes `PCI_CLASS=%04X`, `PCI_ID=%04X:%04X`,
+/// `PCI_SUBSYS_ID=%04X:%04X` from the same config-space values NFD reads
+/// from the single-attribute files). None when any is missing.
+fn from_uevent(dir: &Path) -> Option<BTreeMap<String, String>> {
+    let text = read_trimmed(&dir.join("uevent"))?;
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix('='))
+            .map(|v| v.trim().to_ascii_lowercase())
+    };
+    let hex4 = |v: &str| v.len() == 4 && v.bytes().all(|b| b.is_ascii_hexdigit());
+    let class = field("PCI_CLASS")?;
+    if class.is_empty() || class.len() > 6 || !class.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let class = format!("{class:0>6}");
+    let (vendor, device) = field("PCI_ID")?
+        .split_once(':')
+        .map(|(a, b)| (a.to_string(), b.to_string()))?;
+    let (sv, sd) = field("PCI_SUBSYS_ID")?
+        .split_once(':')
+        .map(|(a, b)| (a.to_string(), b.to_string()))?;
+    if ![&vendor, &device, &sv, &sd].iter().all(|v| hex4(v)) {
+        return None;
+    }
+    Some(BTreeMap::from([
+        ("class".to_string(), class[..4].to_string()),
+        ("vendor".to_string(), vendor),
+        ("device".to_string(), device),
+        ("subsystem_vendor".to_string(), sv),
+        ("subsystem_device".to_string(), sd),
+    ]))
 }
 
 /// sysfs gives `0x10de`; NFD drops the `0x` and keeps 4 digits of the
@@ -55,4 +92,28 @@ fn read_attr(dir: &Path, attr: &str) -> Option<String> {
         v
     };
     Some(v.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uevent_gives_what_the_attribute_files_give() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("uevent"),
+            "DRIVER=x\nPCI_CLASS=60000\nPCI_ID=8086:0D57\nPCI_SUBSYS_ID=0000:0000\nPCI_SLOT_NAME=0000:00:00.0\n",
+        )
+        .unwrap();
+        let a = from_uevent(dir.path()).unwrap();
+        assert_eq!(a["class"], "0600");
+        assert_eq!(a["device"], "0d57");
+        assert_eq!(a["subsystem_vendor"], "0000");
+        std::fs::write(dir.path().join("uevent"), "PCI_CLASS=60000\n").unwrap();
+        assert!(
+            from_uevent(dir.path()).is_none(),
+            "incomplete: the files are read"
+        );
+    }
 }

@@ -20,9 +20,14 @@ pub fn read_capped(path: &Path, cap: u64) -> Option<String> {
     Some(String::from_utf8_lossy(&buf).into_owned())
 }
 
-/// A small file's contents with surrounding whitespace trimmed.
+/// A small file's contents with surrounding whitespace trimmed. One read:
+/// a sysfs attribute or an os-release file comes whole in one, and the
+/// wrapper reads a hundred of them per start (open, read, close each).
 pub fn read_trimmed(path: &Path) -> Option<String> {
-    read_capped(path, SMALL_FILE_CAP).map(|s| s.trim().to_string())
+    let mut file = fs::File::open(path).ok()?;
+    let mut buf = [0u8; SMALL_FILE_CAP as usize];
+    let n = file.read(&mut buf).ok()?;
+    Some(String::from_utf8_lossy(&buf[..n]).trim().to_string())
 }
 
 /// Names in a directory, sorted, at most MAX_ENTRIES; None when unreadable.
