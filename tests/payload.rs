@@ -47,6 +47,37 @@ fn musl_target_installed(arch: &str) -> bool {
     ok
 }
 
+/// A unit whose ExecStart is the recorder (`--v=2`), and the directory
+/// the recorder writes each argv into.
+fn recorder_unit(dir: &Path) -> (PathBuf, PathBuf) {
+    let recorder = systemd_oracle::build_recorder(dir);
+    let units = dir.join("units");
+    std::fs::create_dir_all(units.join("k.service.d")).unwrap();
+    std::fs::write(
+        units.join("k.service"),
+        format!("[Service]\nExecStart={} --v=2\n", recorder.display()),
+    )
+    .unwrap();
+    let records = dir.join("rec");
+    std::fs::create_dir_all(&records).unwrap();
+    (units, records)
+}
+
+/// The one argv the recorder wrote (hex words, one per line).
+fn recorded(records: &Path) -> String {
+    let rec = std::fs::read_dir(records)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::read_to_string(rec).unwrap()
+}
+
+fn hex(s: &str) -> String {
+    s.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
 #[test]
 fn static_payloads_for_both_architectures() {
     for (arch, a) in [("x86_64", Arch::X86_64), ("aarch64", Arch::Aarch64)] {
@@ -93,21 +124,12 @@ fn aarch64_wrapper_runs_under_qemu() {
     }
     let wrapper = build("aarch64");
     let dir = tempfile::tempdir().unwrap();
-    let recorder = systemd_oracle::build_recorder(dir.path());
-    let units = dir.path().join("units");
-    std::fs::create_dir_all(units.join("k.service.d")).unwrap();
-    std::fs::write(
-        units.join("k.service"),
-        format!("[Service]\nExecStart={} --v=2\n", recorder.display()),
-    )
-    .unwrap();
+    let (units, records) = recorder_unit(dir.path());
     std::fs::write(
         units.join("k.service.d/zz-kubelet-labeler.conf"),
         "[Service]\nExecStart=\nExecStart=/x\n",
     )
     .unwrap();
-    let records = dir.path().join("rec");
-    std::fs::create_dir_all(&records).unwrap();
     let out = Command::new("qemu-aarch64-static")
         .arg(&wrapper)
         .args(["--unit", "k.service", "--unit-path"])
@@ -128,14 +150,7 @@ fn aarch64_wrapper_runs_under_qemu() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("--node-labels=node.kubernetes.io/arm="));
-    let rec = std::fs::read_dir(&records)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let text = std::fs::read_to_string(rec).unwrap();
-    let hex = |s: &str| s.bytes().map(|b| format!("{b:02x}")).collect::<String>();
+    let text = recorded(&records);
     assert!(
         text.contains(&hex("--node-labels=node.kubernetes.io/arm=")),
         "{text}"
@@ -152,16 +167,7 @@ fn shipped_wrapper_starts_kubelet_unchanged_after_a_panic() {
     }
     let wrapper = build("x86_64");
     let dir = tempfile::tempdir().unwrap();
-    let recorder = systemd_oracle::build_recorder(dir.path());
-    let units = dir.path().join("units");
-    std::fs::create_dir_all(units.join("k.service.d")).unwrap();
-    std::fs::write(
-        units.join("k.service"),
-        format!("[Service]\nExecStart={} --v=2\n", recorder.display()),
-    )
-    .unwrap();
-    let records = dir.path().join("rec");
-    std::fs::create_dir_all(&records).unwrap();
+    let (units, records) = recorder_unit(dir.path());
     let out = Command::new(&wrapper)
         .args(["--unit", "k.service", "--unit-path"])
         .arg(&units)
@@ -184,14 +190,7 @@ fn shipped_wrapper_starts_kubelet_unchanged_after_a_panic() {
             .contains("starting kubelet without our labels/taints: internal error (injected fault"),
         "{stderr}"
     );
-    let rec = std::fs::read_dir(&records)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let text = std::fs::read_to_string(rec).unwrap();
-    let hex = |s: &str| s.bytes().map(|b| format!("{b:02x}")).collect::<String>();
+    let text = recorded(&records);
     assert!(text.contains(&hex("--v=2")), "{text}");
     assert!(!text.contains(&hex("--node-labels")), "{text}");
 }

@@ -145,23 +145,7 @@ pub fn op_name(op: Op) -> &'static str {
 
 /// NFD's operator name → `Op`.
 pub fn parse_op(name: &str) -> Option<Op> {
-    const ALL: [Op; 14] = [
-        Op::Any,
-        Op::In,
-        Op::NotIn,
-        Op::InRegexp,
-        Op::Exists,
-        Op::DoesNotExist,
-        Op::Gt,
-        Op::Ge,
-        Op::Lt,
-        Op::Le,
-        Op::GtLt,
-        Op::GeLe,
-        Op::IsTrue,
-        Op::IsFalse,
-    ];
-    ALL.into_iter().find(|op| op_name(*op) == name)
+    Op::ALL.into_iter().find(|op| op_name(*op) == name)
 }
 
 /// Decode the compact form; an error says what is wrong and where.
@@ -510,24 +494,8 @@ mod tests {
                 .collect()
         }
         fn expr(&mut self) -> Expr {
-            let ops = [
-                Op::Any,
-                Op::In,
-                Op::NotIn,
-                Op::InRegexp,
-                Op::Exists,
-                Op::DoesNotExist,
-                Op::Gt,
-                Op::Ge,
-                Op::Lt,
-                Op::Le,
-                Op::GtLt,
-                Op::GeLe,
-                Op::IsTrue,
-                Op::IsFalse,
-            ];
             Expr {
-                op: ops[self.below(ops.len())],
+                op: Op::ALL[self.below(Op::ALL.len())],
                 value: (0..self.below(3)).map(|_| self.string()).collect(),
             }
         }

@@ -76,6 +76,26 @@ pub enum Op {
     IsFalse,
 }
 
+impl Op {
+    /// Every operator, in NFD's documented order.
+    pub const ALL: [Op; 14] = [
+        Op::Any,
+        Op::In,
+        Op::NotIn,
+        Op::InRegexp,
+        Op::Exists,
+        Op::DoesNotExist,
+        Op::Gt,
+        Op::Ge,
+        Op::Lt,
+        Op::Le,
+        Op::GtLt,
+        Op::GeLe,
+        Op::IsTrue,
+        Op::IsFalse,
+    ];
+}
+
 /// One matched element as a template sees it (`.vendor`, or `.Name`/`.Value`
 /// for flag and attribute features).
 pub type Element = BTreeMap<String, String>;
