@@ -10,6 +10,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
+use super::crash;
 use super::guard::{Guard, uptime_ms};
 use super::plan::{self, Plan};
 use crate::contract::WRAPPER_DROPIN_NAME;
@@ -117,12 +118,12 @@ pub fn prepare(
     let svc = unit::load_service(&paths, &opts.unit, &load)
         .with_context(|| format!("loading {}", opts.unit))?;
     let original = plan::original_command(&svc, env, &opts.root)?;
-    // From here on, a panic of ours starts kubelet unchanged (see
-    // `install_panic_fallback`): the shipped wrapper aborts on panic.
-    let _ = FALLBACK.set((
-        under_root(&opts.root, &original.executable),
-        original.argv.clone(),
-    ));
+    // From here on, a crash or panic of ours starts kubelet unchanged (see
+    // `crash`).
+    crash::arm(
+        &under_root(&opts.root, &original.executable),
+        &original.argv,
+    );
 
     let collected = match leave_out {
         Some(why) => plan::Collected {
@@ -131,8 +132,12 @@ pub fn prepare(
             notes: Vec::new(),
         },
         None => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            if fault(env) == Some("panic") {
-                panic!("injected fault (KUBELET_LABELER_FAULT=panic)");
+            // `=panic`, `=abort-late`, `=stack-overflow-late`: a crash
+            // after the original command is known (the crash fallback).
+            match fault(env) {
+                Some("panic") => panic!("injected fault (KUBELET_LABELER_FAULT=panic)"),
+                Some(f) => crash_now(f.strip_suffix("-late").unwrap_or("")),
+                None => {}
             }
             let facts_root = opts.facts_root.as_deref().unwrap_or(&opts.root);
             plan::collect(env, &original.argv, facts_root, opts.profile)
@@ -157,14 +162,9 @@ pub fn prepare(
     Ok(plan)
 }
 
-/// The original command (executable under the root, argv) once it is known.
-static FALLBACK: std::sync::OnceLock<(PathBuf, Vec<OsString>)> = std::sync::OnceLock::new();
-
-/// A bug of ours must not keep kubelet from starting. The shipped wrapper is
-/// built with `panic = "abort"` (no unwinder: a third smaller), so instead of
-/// catching the panic, the hook execs the original command unchanged, with
-/// the one journal line; before that command is known there is nothing to
-/// start, and the abort makes systemd restart the unit as any crash would.
+/// Builds that unwind on panic (tests, `explain` in the CLI) get the same
+/// fallback as the shipped wrapper's crash handler (`crash`), with the
+/// panic's message in the journal line.
 pub fn install_panic_fallback() {
     std::panic::set_hook(Box::new(|info| {
         let what = info
@@ -173,28 +173,23 @@ pub fn install_panic_fallback() {
             .copied()
             .or_else(|| info.payload().downcast_ref::<String>().map(String::as_str))
             .unwrap_or("panic");
-        match FALLBACK.get() {
-            Some((exe, argv)) => {
-                eprintln!(
-                    "kubelet-labeler: starting kubelet without our labels/taints: \
-                     internal error ({what}; a bug, please report)"
-                );
-                let mut cmd = Command::new(exe);
-                if let Some((argv0, rest)) = argv.split_first() {
-                    cmd.arg0(argv0).args(rest);
-                }
-                let err = cmd.exec();
-                eprintln!("kubelet-labeler: executing {}: {err}", exe.display());
-            }
-            None => eprintln!(
+        if crash::armed() {
+            eprintln!(
+                "kubelet-labeler: starting kubelet without our labels/taints: \
+                 internal error ({what}; a bug, please report)"
+            );
+            crash::exec_fallback();
+        } else {
+            eprintln!(
                 "kubelet-labeler: internal error before the kubelet command was known ({what}; a bug, please report)"
-            ),
+            );
         }
     }));
 }
 
 /// The wrapper's main. Returns only when it could not exec.
 pub fn run(args: &[OsString]) -> i32 {
+    crash::install();
     install_panic_fallback();
     let opts = match parse_args(args) {
         Ok(o) => o,
@@ -284,10 +279,16 @@ fn fault(env: &[(OsString, OsString)]) -> Option<&str> {
 
 /// `=panic` panics later, in the work for our additions (`prepare`).
 fn fault_hook(env: &[(OsString, OsString)]) {
-    match fault(env) {
-        Some("abort") => std::process::abort(),
+    if let Some(f) = fault(env) {
+        crash_now(f);
+    }
+}
+
+fn crash_now(how: &str) {
+    match how {
+        "abort" => std::process::abort(),
         // Unbounded recursion: std's guard page turns it into SIGSEGV.
-        Some("stack-overflow") => {
+        "stack-overflow" => {
             #[allow(unconditional_recursion)]
             fn deep(n: u64) -> u64 {
                 let pad = [n; 512];

@@ -4,6 +4,7 @@
 
 pub mod boot;
 pub mod bump;
+pub mod crash;
 pub mod derived;
 pub mod explain;
 pub mod guard;

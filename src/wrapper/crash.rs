@@ -1,0 +1,163 @@
+//! A crash of ours must not keep kubelet from starting.
+//!
+//! The shipped wrapper is built with `-Cpanic=immediate-abort` (no panic
+//! machinery, no unwinder: 57 KB less to carry in every MachineConfig), so a
+//! panic there is a trap instruction (SIGILL on x86_64, SIGTRAP on aarch64),
+//! and `abort()`, an allocation failure and std's stack-overflow report end
+//! in SIGABRT; a stack overflow is SIGSEGV on the guard page (the handler
+//! runs on a stack of its own for it). Once the original kubelet command is
+//! known (`arm`), a handler
+//! for those signals writes the one journal line and execs that command
+//! unchanged. Before it is known there is nothing to start: the handler
+//! restores the default action, the wrapper dies, systemd restarts the unit
+//! and the crash-loop guard starts kubelet unchanged next time.
+//!
+//! Builds with unwinding panics (tests, the CLI's `explain`) get the same
+//! exec from the panic hook in `boot`, with the panic's message.
+
+use std::ffi::{CString, OsString, c_char, c_int};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::OnceLock;
+
+const SIGILL: c_int = 4;
+const SIGTRAP: c_int = 5;
+const SIGABRT: c_int = 6;
+const SIGBUS: c_int = 7;
+const SIGSEGV: c_int = 11;
+const SIG_DFL: usize = 0;
+const SA_ONSTACK: c_int = 0x0800_0000;
+const SIG_SETMASK: c_int = 2;
+const STDERR: c_int = 2;
+
+/// `struct sigaction` as Linux libcs lay it out on x86_64 and aarch64.
+#[repr(C)]
+struct SigAction {
+    handler: usize,
+    mask: [u64; 16],
+    flags: c_int,
+    restorer: usize,
+}
+
+/// `stack_t`.
+#[repr(C)]
+struct AltStack {
+    sp: *mut u8,
+    flags: c_int,
+    size: usize,
+}
+
+/// Where the handler runs when the stack overflowed (in .bss: costs no
+/// payload bytes; the handler itself needs a few hundred).
+const ALT_STACK_SIZE: usize = 64 * 1024;
+static mut ALT_STACK: [u8; ALT_STACK_SIZE] = [0; ALT_STACK_SIZE];
+
+unsafe extern "C" {
+    fn signal(sig: c_int, handler: usize) -> usize;
+    fn sigaction(sig: c_int, new: *const SigAction, old: *mut SigAction) -> c_int;
+    fn sigaltstack(new: *const AltStack, old: *mut AltStack) -> c_int;
+    fn sigprocmask(how: c_int, set: *const u64, old: *mut u64) -> c_int;
+    fn execve(path: *const c_char, argv: *const *const c_char, envp: *const *const c_char)
+    -> c_int;
+    fn write(fd: c_int, buf: *const u8, len: usize) -> isize;
+    static environ: *const *const c_char;
+}
+
+/// Everything `execve` needs, made before any crash can happen: the handler
+/// only reads it (async-signal-safe: no allocation, no locks).
+struct Fallback {
+    path: CString,
+    /// Keeps the strings `argv_ptrs` points into alive.
+    _argv: Vec<CString>,
+    argv_ptrs: Vec<*const c_char>,
+}
+
+// The pointers are into `_argv`, which lives as long as the static.
+unsafe impl Send for Fallback {}
+unsafe impl Sync for Fallback {}
+
+static FALLBACK: OnceLock<Fallback> = OnceLock::new();
+
+const CRASH_LINE: &[u8] = b"kubelet-labeler: starting kubelet without our labels/taints: \
+internal error (a crash; a bug, please report)\n";
+const EXEC_FAILED: &[u8] = b"kubelet-labeler: executing the original kubelet command failed\n";
+
+/// Install the handlers; call first thing in `main`.
+pub fn install() {
+    let stack = AltStack {
+        sp: (&raw mut ALT_STACK).cast(),
+        flags: 0,
+        size: ALT_STACK_SIZE,
+    };
+    let action = SigAction {
+        handler: on_crash as extern "C" fn(c_int) as usize,
+        mask: [0; 16],
+        flags: SA_ONSTACK,
+        restorer: 0,
+    };
+    // SAFETY: the stack is ours alone (one thread), and the handler only
+    // reads data set before it and calls async-signal-safe functions.
+    unsafe {
+        sigaltstack(&stack, std::ptr::null_mut());
+        for sig in [SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGSEGV] {
+            sigaction(sig, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+/// From now on a crash execs `executable` (a path on this host) with `argv`
+/// (argv[0] first). Returns false when the command cannot be made into C
+/// strings (a NUL byte: kubelet could not be started with it either).
+pub fn arm(executable: &Path, argv: &[OsString]) -> bool {
+    let Ok(path) = CString::new(executable.as_os_str().as_bytes()) else {
+        return false;
+    };
+    let Ok(argv) = argv
+        .iter()
+        .map(|a| CString::new(a.as_bytes()))
+        .collect::<Result<Vec<_>, _>>()
+    else {
+        return false;
+    };
+    let mut argv_ptrs: Vec<*const c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    argv_ptrs.push(std::ptr::null());
+    FALLBACK
+        .set(Fallback {
+            path,
+            _argv: argv,
+            argv_ptrs,
+        })
+        .is_ok()
+}
+
+/// Whether `arm` has run.
+pub fn armed() -> bool {
+    FALLBACK.get().is_some()
+}
+
+/// Exec the armed command unchanged; returns only if there is none or the
+/// exec failed. Safe to call from a signal handler.
+pub fn exec_fallback() {
+    let Some(f) = FALLBACK.get() else { return };
+    let no_signals = [0u64; 16];
+    // SAFETY: all pointers are valid, NUL-terminated and outlive the call.
+    unsafe {
+        // The handler's signal is blocked while it runs, and execve keeps
+        // the mask: kubelet must not start with it blocked.
+        sigprocmask(SIG_SETMASK, no_signals.as_ptr(), std::ptr::null_mut());
+        execve(f.path.as_ptr(), f.argv_ptrs.as_ptr(), environ);
+        write(STDERR, EXEC_FAILED.as_ptr(), EXEC_FAILED.len());
+    }
+}
+
+extern "C" fn on_crash(sig: c_int) {
+    if armed() {
+        // SAFETY: a static byte string.
+        unsafe { write(STDERR, CRASH_LINE.as_ptr(), CRASH_LINE.len()) };
+        exec_fallback();
+    }
+    // Nothing to start: die of the signal as we would have without us (a
+    // trap or fault re-executes and now kills; abort() raises again).
+    // SAFETY: resetting a handler is async-signal-safe.
+    unsafe { signal(sig, SIG_DFL) };
+}
