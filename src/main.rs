@@ -188,8 +188,8 @@ fn cmd_render_dropins(c: RenderDropinsConfig) -> Result<ExitCode> {
         None => beside_this_program("kubelet-labeler-wrapper")?,
     };
     let written = tree::render_tree(&tree::TreeOptions {
-        root: c.root,
-        unit: c.unit,
+        root: c.root.clone(),
+        unit: c.unit.clone(),
         additions,
         profile: prof,
         wrapper,
@@ -198,6 +198,13 @@ fn cmd_render_dropins(c: RenderDropinsConfig) -> Result<ExitCode> {
     })?;
     for p in written {
         println!("wrote {}", p.display());
+    }
+    // When the tree has the unit, say now what the next start would do.
+    let why = kubelet_labeler::wrapper::explain::left_out_at_next_start(&c.root, &c.unit, prof);
+    if let Some(why) = why {
+        eprintln!(
+            "warning: at the next kubelet start the wrapper would start kubelet without our labels/taints: {why}"
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

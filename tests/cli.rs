@@ -88,6 +88,7 @@ fn render_dropins_then_explain() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
     let wrapper = root.join("usr/local/bin/kubelet-labeler-wrapper");
     let mode = std::fs::metadata(&wrapper).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o755);
@@ -137,6 +138,71 @@ fn render_dropins_then_explain() {
     assert!(
         human.contains("+ [") && human.contains("--node-labels=node.kubernetes.io/gpu="),
         "{human}"
+    );
+}
+
+/// kubelet behind `sh -c`: render warns, explain leaves our flags out and
+/// says why; the same tree with `env NAME=VALUE` in front gets them.
+#[test]
+fn a_shell_in_execstart_gets_no_flags_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    kubeadm_root(root);
+    let shell = root.join("etc/systemd/system/kubelet.service.d/20-shell.conf");
+    write(
+        &shell,
+        "[Service]\nExecStart=\nExecStart=/bin/sh -c 'exec /usr/bin/kubelet --v=2 \"$$@\"' sh\n",
+    );
+    for exe in ["bin/sh", "usr/bin/env"] {
+        write(&root.join(exe), "");
+        std::fs::set_permissions(root.join(exe), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let out = bin()
+        .args([
+            "render",
+            "dropins",
+            "--label",
+            "node.kubernetes.io/gpu=",
+            "--root",
+        ])
+        .arg(root)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("warning: at the next kubelet start the wrapper would start kubelet without our labels/taints: the original ExecStart= runs /bin/sh"),
+        "{}",
+        stderr(&out)
+    );
+    let e = explain_json(root);
+    assert_eq!(e["argv"], e["original_argv"]);
+    assert_eq!(e["original_argv"][0], "/bin/sh");
+    let why = e["left_out"].as_str().unwrap();
+    assert!(
+        why.contains("runs /bin/sh, which is neither kubelet"),
+        "{why}"
+    );
+    let human = stdout(
+        &bin()
+            .args(["explain", "--root"])
+            .arg(root)
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        human.contains("our labels/taints are left out: the original ExecStart= runs /bin/sh"),
+        "{human}"
+    );
+
+    write(
+        &shell,
+        "[Service]\nExecStart=\nExecStart=/usr/bin/env GODEBUG=x=1 /usr/bin/kubelet --v=2\n",
+    );
+    let e = explain_json(root);
+    assert_eq!(e["left_out"], serde_json::Value::Null);
+    assert_eq!(
+        e["argv"].as_array().unwrap().last().unwrap(),
+        "--node-labels=node.kubernetes.io/gpu="
     );
 }
 

@@ -230,6 +230,32 @@ fn falling_back_exits_1_with_the_reason() {
             && stderr.contains("node-role.kubernetes.io/gpu-worker"),
         "{stderr}"
     );
+    // kubelet behind `sh -c`: words appended would reach the shell.
+    let shell =
+        "[Service]\nExecStart=\nExecStart=/bin/sh -c 'exec /usr/bin/kubelet --v=2 \"$$@\"' sh\n";
+    let good = "[Service]\nEnvironment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS=node.kubernetes.io/gpu=\"\n";
+    mc["spec"]["config"]["systemd"]["units"][0]["dropins"] = json!([
+        { "name": "20-shell.conf", "contents": shell },
+        { "name": "90-kubelet-labeler-env.conf", "contents": good },
+    ]);
+    std::fs::write(
+        &path,
+        kubelet_labeler::render::machineconfig::to_yaml(&mc).unwrap(),
+    )
+    .unwrap();
+    let out = cli(&[
+        "explain",
+        "--machineconfig",
+        path.to_str().unwrap(),
+        "--machineconfig",
+        base.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("without our additions: the original ExecStart= runs /bin/sh"),
+        "{stderr}"
+    );
     // A MachineConfigPool alone is not something to explain.
     let pool = example("machineconfigpool-worker-rwn.yaml");
     let out = cli(&["explain", "--machineconfig", pool.to_str().unwrap()]);

@@ -50,7 +50,7 @@ fn musl_target_installed(arch: &str) -> bool {
 /// A unit whose ExecStart is the recorder (`--v=2`), and the directory
 /// the recorder writes each argv into.
 fn recorder_unit(dir: &Path) -> (PathBuf, PathBuf) {
-    let recorder = systemd_oracle::build_recorder(dir);
+    let recorder = systemd_oracle::build_fake_kubelet(dir);
     let units = dir.join("units");
     std::fs::create_dir_all(units.join("k.service.d")).unwrap();
     std::fs::write(

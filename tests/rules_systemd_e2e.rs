@@ -49,7 +49,7 @@ fn rules_register_gpu_nodes_classified_and_leave_the_pi_alone() {
     let scratch = dir.path();
     let units = scratch.join("units");
     std::fs::create_dir_all(&units).unwrap();
-    let recorder = systemd_oracle::build_recorder(scratch);
+    let recorder = systemd_oracle::build_fake_kubelet(scratch);
     let search_path =
         systemd_oracle::search_path(&UserRun::new(vec![units.clone()], vec![]), scratch);
     let seed001 = repo("examples/rules/seed-001-gpu-classes.yaml");

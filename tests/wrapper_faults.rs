@@ -64,7 +64,7 @@ fn faults_under_real_systemd() {
     let probe = UserRun::new(vec![units.clone()], vec![]);
     let search_path = systemd_oracle::search_path(&probe, scratch);
     let state = scratch.join("state");
-    let recorder = systemd_oracle::build_recorder(scratch);
+    let recorder = systemd_oracle::build_fake_kubelet(scratch);
     // One "journal" per unit (no journald here).
     let logs = scratch.join("logs");
     std::fs::create_dir_all(&logs).unwrap();
@@ -170,6 +170,22 @@ fn faults_under_real_systemd() {
             "starting kubelet with --node-labels",
             true,
         ),
+        (
+            // Words appended to `sh -c` would be the script's "$@", which
+            // this one passes on, but no rule can tell that from outside.
+            "sh-c",
+            String::new(),
+            &format!("{LABEL}="),
+            "starting kubelet without our labels/taints: the original ExecStart= runs /bin/sh",
+            false,
+        ),
+        (
+            "env",
+            String::new(),
+            &format!("{LABEL}="),
+            "starting kubelet with --node-labels",
+            true,
+        ),
     ];
     std::fs::write(
         scratch.join("garbage.env"),
@@ -185,16 +201,16 @@ fn faults_under_real_systemd() {
     let mut names = Vec::new();
     for (name, extra, labels, _, _) in faults {
         let unit = format!("{name}.service");
-        let args = match *name {
-            "config-unreadable" => format!(" --config={}", config_dir.display()),
-            _ => String::new(),
+        let rec = recorder.display();
+        let exec_start = match *name {
+            "config-unreadable" => format!("{rec} --v=2 --config={}", config_dir.display()),
+            "sh-c" => format!("/bin/sh -c 'exec {rec} --v=2 \"$$@\"' sh"),
+            "env" => format!("/usr/bin/env GODEBUG=x=1 {rec} --v=2"),
+            _ => format!("{rec} --v=2"),
         };
         write(
             &units.join(&unit),
-            &format!(
-                "{common}Environment=RECORDER_SLEEP=60\n{extra}ExecStart={} --v=2{args}\n",
-                recorder.display()
-            ),
+            &format!("{common}Environment=RECORDER_SLEEP=60\n{extra}ExecStart={exec_start}\n"),
         );
         let st = if *name == "state-unwritable" {
             blocker.join("state")
@@ -245,6 +261,14 @@ fn faults_under_real_systemd() {
         assert_eq!(carries_label(&last), *labelled, "{name}: {last:?}");
         assert!(journal.contains(why), "{name}: no {why:?} in\n{journal}");
     }
+    // kubelet under `sh -c` got exactly what the script gives it.
+    let sh = &outcomes["sh-c.service"].records;
+    assert!(
+        sh.iter()
+            .all(|r| r.argv_lossy() == [recorder.display().to_string(), "--v=2".to_string()]),
+        "{:?}",
+        sh.iter().map(|r| r.argv_lossy()).collect::<Vec<_>>()
+    );
     // At most two failed starts for a crash or a refusal.
     for name in ["refused", "abort", "overflow"] {
         let restarts: u32 = outcomes[&format!("{name}.service")]

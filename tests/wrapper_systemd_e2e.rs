@@ -441,7 +441,7 @@ fn crash_loop_guard_under_real_systemd() {
     let dir = tempfile::tempdir().unwrap();
     let scratch = dir.path();
     let host = Host::new(scratch);
-    let recorder = systemd_oracle::build_recorder(scratch);
+    let recorder = systemd_oracle::build_fake_kubelet(scratch);
     let unit = format!(
         "[Service]\nType=simple\nRestart=always\nRestartSec=200ms\n\
          Environment=RECORDER_FAIL_IF_ARG=example.com/refused RECORDER_SLEEP=3\n\

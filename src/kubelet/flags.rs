@@ -17,52 +17,11 @@ pub trait NodeFs {
     fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>>;
 }
 
-/// kubelet's boolean flags (current and removed ones, which old kubelets in
-/// the field still have): `--flag` with no `=` takes no value word. Any
-/// other long flag written without `=` takes the next word as its value,
-/// even one starting with `--` (pflag).
-const BOOL_FLAGS: &[&str] = &[
-    "add-dir-header",
-    "allow-privileged",
-    "alsologtostderr",
-    "anonymous-auth",
-    "authentication-token-webhook",
-    "cgroups-per-qos",
-    "containerized",
-    "cpu-cfs-quota",
-    "enable-cadvisor-json-endpoints",
-    "enable-controller-attach-detach",
-    "enable-debugging-handlers",
-    "enable-load-reader",
-    "enable-server",
-    "exit-on-lock-contention",
-    "experimental-allocatable-ignore-eviction",
-    "experimental-check-node-capabilities-before-mount",
-    "fail-cgroupv1",
-    "fail-swap-on",
-    "help",
-    "keep-terminated-pod-volumes",
-    "kernel-memcg-notification",
-    "local-storage-capacity-isolation",
-    "log-json-split-stream",
-    "log-text-split-stream",
-    "logtostderr",
-    "make-iptables-util-chains",
-    "one-output",
-    "protect-kernel-defaults",
-    "really-crash-for-testing",
-    "redirect-container-streaming",
-    "register-node",
-    "register-schedulable",
-    "rotate-certificates",
-    "rotate-server-certificates",
-    "runonce",
-    "seccomp-default",
-    "serialize-image-pulls",
-    "skip-headers",
-    "skip-log-headers",
-    "version",
-];
+// kubelet's flags that take no value word, generated from its sources by
+// gen-bool-flags.sh: `--flag` with no `=` takes no value word. Any other long
+// flag written without `=` takes the next word as its value, even one
+// starting with `--` (pflag).
+use super::bool_flags::BOOL_FLAGS;
 
 /// One flag in argv.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,15 +96,85 @@ fn short_flags(word: &str) -> Short {
     Short::Flags(out)
 }
 
+/// The last path component of a command word.
+fn basename(word: &str) -> &str {
+    word.rsplit('/').next().unwrap_or(word)
+}
+
+/// Options of OpenShift's `kubenswrapper` (the kubensenter script) that it
+/// consumes before its command; it then runs `nsenter [--mount=…] "$@"`,
+/// and nsenter stops its own parsing at the first non-option word.
+const KUBENSENTER_OPTIONS: &[&str] = &["-v", "--verbose", "-q", "--quiet"];
+
+/// Where kubelet's own arguments start in `argv`, when we can tell that
+/// they reach kubelet unchanged; `program` is what runs (the executable,
+/// which `@` in `ExecStart=` may name apart from argv[0]). Else why not.
+///
+/// The rule: `program` is kubelet itself (basename `kubelet`, any path),
+/// or a launcher known to exec its remaining argv unchanged, directly in
+/// front of a word with basename `kubelet`:
+/// - `kubenswrapper` / `kubensenter` (OpenShift), after its own `-v`/`-q`;
+/// - `hyperkube kubelet` (older OpenShift and Kubernetes);
+/// - `env NAME=VALUE… kubelet`: POSIX env sets the assignments and execs
+///   the first other word with the rest unchanged. Options of env are not
+///   accepted: `-S` splits a string as a shell would.
+///
+/// Anything else (`sh -c '…'`, a script with another name) may do anything
+/// with words appended to it: a shell makes them `$0`, `$1`, … of a script
+/// that may never pass them on.
+pub fn kubelet_args_start(program: &str, argv: &[String]) -> Result<usize, String> {
+    let rest = argv.get(1..).unwrap_or_default();
+    let launcher = basename(program);
+    let not_kubelet = |found: Option<&String>, hint: &str| {
+        Err(format!(
+            "the original ExecStart= runs {launcher} with {} where kubelet was expected{hint}, \
+             so flags added to it might never reach kubelet",
+            found.map_or("nothing".to_string(), |w| format!("{w:?}"))
+        ))
+    };
+    let after_kubelet = |skipped: usize, hint: &str| match rest.get(skipped) {
+        Some(w) if basename(w) == "kubelet" => Ok(skipped + 2),
+        found => not_kubelet(found, hint),
+    };
+    match launcher {
+        "kubelet" => Ok(1),
+        "kubenswrapper" | "kubensenter" => after_kubelet(
+            rest.iter()
+                .take_while(|w| KUBENSENTER_OPTIONS.contains(&w.as_str()))
+                .count(),
+            "",
+        ),
+        // hyperkube's subcommand is a name, not a path.
+        "hyperkube" if rest.first().is_some_and(|w| w == "kubelet") => Ok(2),
+        "hyperkube" => not_kubelet(rest.first(), " (as its subcommand)"),
+        "env" => after_kubelet(
+            rest.iter()
+                .take_while(|w| w.contains('=') && !w.starts_with('-'))
+                .count(),
+            " (env may carry only NAME=VALUE words before it)",
+        ),
+        _ => Err(format!(
+            "the original ExecStart= runs {program}, which is neither kubelet nor a launcher \
+             known to pass its arguments to kubelet unchanged (kubenswrapper, hyperkube kubelet, \
+             env NAME=VALUE… kubelet), so flags added to it might never reach kubelet"
+        )),
+    }
+}
+
 /// Scan argv as pflag would (interspersed flags, `--` ends them).
 pub fn scan(argv: &[String]) -> FlagScan {
-    // kubelet takes no positional words, so leading ones are the wrapper
-    // chain that execs it.
+    // Where kubelet's arguments start, by the launcher rule; for a command
+    // line it does not cover (a pasted one in `validate`), kubelet takes no
+    // positional words, so leading ones are the chain that execs it.
     let start = argv
-        .iter()
-        .skip(1)
-        .position(|w| w.starts_with('-'))
-        .map_or(argv.len(), |p| p + 1);
+        .first()
+        .and_then(|program| kubelet_args_start(program, argv).ok())
+        .unwrap_or_else(|| {
+            argv.iter()
+                .skip(1)
+                .position(|w| w.starts_with('-'))
+                .map_or(argv.len(), |p| p + 1)
+        });
     let mut scan = FlagScan {
         start,
         ..Default::default()
@@ -902,6 +931,196 @@ mod tests {
         assert!(run("/k", &a, &fs).is_err());
         let ok = adds(&[("a", "")], "");
         assert!(apply(&[], &ok, Profile::Upstream, &fs).is_err());
+    }
+}
+
+#[cfg(test)]
+mod bool_flag_tests {
+    use super::*;
+
+    fn scan_of(cmd: &str) -> FlagScan {
+        scan(&cmd.split(' ').map(String::from).collect::<Vec<_>>())
+    }
+
+    /// The generated list: sorted, one entry a flag, each naming the file
+    /// that registers it or `removed`, with the source in the header.
+    #[test]
+    fn generated_list_is_well_formed() {
+        let text = include_str!("bool_flags.rs");
+        assert!(text.starts_with("// Generated by src/kubelet/gen-bool-flags.sh"));
+        let entries: Vec<(&str, &str)> = text
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix('"'))
+            .map(|l| l.split_once("\", // ").expect(l))
+            .collect();
+        let names: Vec<&str> = entries.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, BOOL_FLAGS);
+        assert!(names.windows(2).all(|w| w[0] < w[1]), "sorted, unique");
+        for (name, source) in &entries {
+            assert!(
+                name.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'),
+                "{name}: not normalised"
+            );
+            assert!(
+                *source == "removed" || source.ends_with(".go"),
+                "{name}: {source}"
+            );
+        }
+    }
+
+    #[test]
+    fn known_bools_in_known_values_out() {
+        // cpu-cfs-quota was missed once; contention-profiling, and cadvisor's
+        // log-cadvisor-usage and storage-driver-secure, by the hand-kept list.
+        for b in [
+            "cpu-cfs-quota",
+            "contention-profiling",
+            "log-cadvisor-usage",
+            "storage-driver-secure",
+            "fail-swap-on",
+            "register-node",
+            "help",
+            "version",
+            "logtostderr",
+        ] {
+            assert!(BOOL_FLAGS.contains(&b), "{b}");
+        }
+        for v in [
+            "config",
+            "config-dir",
+            "kubeconfig",
+            "node-labels",
+            "register-with-taints",
+            "hostname-override",
+            "v",
+            "vmodule",
+            "feature-gates",
+            "cpu-cfs-quota-period",
+            "housekeeping-interval",
+            "storage-driver-host",
+        ] {
+            assert!(!BOOL_FLAGS.contains(&v), "{v}");
+        }
+    }
+
+    /// pflag: a bool (NoOptDefVal "true") takes a value only after `=`;
+    /// `--flag false` leaves "false" as a positional word, which kubelet
+    /// refuses (`unknown command "false"`).
+    #[test]
+    fn bools_take_values_only_inline() {
+        let s = scan_of("/k --fail-swap-on=false --config /c");
+        assert_eq!(s.last_value("fail-swap-on"), Some("false"));
+        assert_eq!(s.last_value("config"), Some("/c"));
+        let s = scan_of("/k --cpu-cfs-quota false --config /c");
+        let quota = s.uses("cpu-cfs-quota").next().unwrap();
+        assert_eq!((quota.value.as_deref(), quota.words), (None, 1));
+        assert_eq!(s.last_value("config"), Some("/c"));
+        assert_eq!(s.flags.len(), 2, "\"false\" is no flag: {:?}", s.flags);
+        let r = super::super::validate::validate_kubelet_args(
+            &["--cpu-cfs-quota".into(), "false".into()],
+            Profile::Upstream,
+        );
+        assert!(
+            r.errors
+                .iter()
+                .any(|e| e.starts_with("\"false\": unknown command")),
+            "{:?}",
+            r.errors
+        );
+        // --version is a tri-state with NoOptDefVal: the same rule
+        let s = scan_of("/k --version --contention-profiling --hostname-override n");
+        assert_eq!(s.last_value("hostname-override"), Some("n"));
+        // a value flag takes the next word, even a flag
+        let s = scan_of("/k --cpu-cfs-quota-period --fail-swap-on");
+        assert_eq!(s.last_value("cpu-cfs-quota-period"), Some("--fail-swap-on"));
+    }
+}
+
+#[cfg(test)]
+mod launcher_tests {
+    use super::*;
+
+    fn start(cmd: &str) -> Result<usize, String> {
+        let argv: Vec<String> = cmd.split(' ').map(String::from).collect();
+        kubelet_args_start(&argv[0], &argv)
+    }
+
+    #[test]
+    fn kubelet_itself_at_any_path() {
+        assert_eq!(start("/usr/bin/kubelet --v=2"), Ok(1));
+        assert_eq!(start("kubelet"), Ok(1));
+        assert_eq!(start("/opt/k8s/1.31/bin/kubelet --config=/c"), Ok(1));
+        // the executable counts, not argv[0] (`ExecStart=@/usr/bin/kubelet k8s …`)
+        let argv = vec!["k8s".to_string(), "--v=2".to_string()];
+        assert_eq!(kubelet_args_start("/usr/bin/kubelet", &argv), Ok(1));
+        assert!(kubelet_args_start("/bin/sh", &["kubelet".to_string()]).is_err());
+    }
+
+    #[test]
+    fn known_launchers_in_front_of_kubelet() {
+        assert_eq!(
+            start("/usr/local/bin/kubenswrapper /usr/bin/kubelet --config=/c"),
+            Ok(2)
+        );
+        assert_eq!(
+            start("/usr/local/bin/kubenswrapper -v --quiet /usr/bin/kubelet"),
+            Ok(4)
+        );
+        assert_eq!(start("/usr/bin/kubensenter kubelet --v=2"), Ok(2));
+        assert_eq!(start("/usr/bin/hyperkube kubelet --v=2"), Ok(2));
+        assert_eq!(start("/usr/bin/env kubelet --v=2"), Ok(2));
+        assert_eq!(
+            start("/usr/bin/env A=1 B= C==x /usr/bin/kubelet --v=2"),
+            Ok(5)
+        );
+    }
+
+    #[test]
+    fn anything_else_is_refused_with_the_reason() {
+        for cmd in [
+            "/bin/sh -c kubelet --v=2",
+            "/bin/bash -c exec\x20kubelet\x20\"$@\" sh --v=2",
+            "/usr/local/bin/start-kubelet.sh --v=2",
+            "/usr/bin/recx --v=2",
+            // a launcher whose command is not kubelet
+            "/usr/local/bin/kubenswrapper /bin/sh -c kubelet",
+            "/usr/local/bin/kubenswrapper -h /usr/bin/kubelet",
+            "/usr/local/bin/kubenswrapper",
+            "/usr/bin/hyperkube kube-proxy --v=2",
+            "/usr/bin/hyperkube /usr/bin/kubelet",
+            // env with options (`-S` splits a string like a shell), or a shell after it
+            "/usr/bin/env -i kubelet",
+            "/usr/bin/env -S kubelet\x20--v=2",
+            "/usr/bin/env -- kubelet",
+            "/usr/bin/env A=1 sh -c kubelet",
+            "/usr/bin/env A=1",
+            // kubelet must be the word's last component, not part of it
+            "/usr/bin/kubelet.sh --v=2",
+            "/usr/bin/env kubelet-wrapper",
+        ] {
+            let e = start(cmd).unwrap_err();
+            assert!(e.contains("might never reach kubelet"), "{cmd}: {e}");
+        }
+        let e = start("/bin/sh -c kubelet").unwrap_err();
+        assert!(e.contains("runs /bin/sh"), "{e}");
+        let e = start("/usr/bin/hyperkube /usr/bin/kubelet").unwrap_err();
+        assert!(e.contains("hyperkube with \"/usr/bin/kubelet\""), "{e}");
+        let e = start("/usr/bin/env -i kubelet").unwrap_err();
+        assert!(e.contains("\"-i\"") && e.contains("NAME=VALUE"), "{e}");
+    }
+
+    #[test]
+    fn scan_starts_after_the_launcher() {
+        // kubensenter's -v is its own; kubelet's flags start after kubelet
+        let w: Vec<String> = "/usr/local/bin/kubenswrapper -v /usr/bin/kubelet -v 3"
+            .split(' ')
+            .map(String::from)
+            .collect();
+        let s = scan(&w);
+        assert_eq!(s.start, 3);
+        assert_eq!(s.last_value("v"), Some("3"));
+        assert_eq!(s.flags.len(), 1);
     }
 }
 

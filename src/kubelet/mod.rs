@@ -4,6 +4,7 @@
 
 use std::ffi::OsString;
 
+mod bool_flags;
 pub mod config;
 pub mod flags;
 pub mod labels;

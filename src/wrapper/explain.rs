@@ -213,6 +213,25 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
     })
 }
 
+/// Why the wrapper would start kubelet without our additions on the tree
+/// under `root` (an `ExecStart=` through `sh -c`, say), for `render
+/// dropins` to warn right away; None when it would add them, or when the
+/// tree has no unit to tell from.
+pub fn left_out_at_next_start(root: &Path, unit: &str, profile: Profile) -> Option<String> {
+    explain(&ExplainOptions {
+        root: root.to_path_buf(),
+        unit: unit.to_string(),
+        profile,
+        manager_env: Vec::new(),
+        unit_path: None,
+        override_env: Vec::new(),
+        facts_root: None,
+        offline: true,
+    })
+    .ok()?
+    .left_out
+}
+
 /// Human output: the argv, one word a line, and what changed.
 pub fn render_human(e: &Explanation) -> String {
     let mut out = String::new();

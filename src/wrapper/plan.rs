@@ -226,6 +226,18 @@ pub fn plan(
             return plan;
         }
     };
+    // Flags reach kubelet only when we can tell how it gets its argv: the
+    // executable is kubelet, or a launcher that passes argv on unchanged.
+    let words: Vec<String> = plan
+        .original_argv
+        .iter()
+        .map(|w| w.to_string_lossy().into_owned())
+        .collect();
+    if let Err(why) = kubelet::flags::kubelet_args_start(&plan.executable.to_string_lossy(), &words)
+    {
+        plan.left_out = Some(why);
+        return plan;
+    }
     // A bug of ours must not keep kubelet from starting: a panic in the
     // merge is one more reason to start it unchanged.
     let applied = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -345,5 +357,57 @@ impl NodeFs for OfflineFs {
             }
             other => other,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kubelet::Additions;
+
+    fn planned(executable: &str, argv: &[&str]) -> Plan {
+        let original = OriginalCommand {
+            executable: PathBuf::from(executable),
+            argv: argv.iter().map(OsString::from).collect(),
+        };
+        let additions = Additions {
+            labels: vec![("example.com/a".into(), "1".into())],
+            taints: Vec::new(),
+        };
+        let fs = RootFs {
+            root: PathBuf::from("/nonexistent"),
+        };
+        plan(original, Ok(Some(additions)), Profile::Upstream, &fs)
+    }
+
+    #[test]
+    fn a_shell_gets_nothing_appended_and_the_line_says_why() {
+        let argv = ["/bin/sh", "-c", "exec /usr/bin/kubelet --v=2"];
+        let p = planned("/bin/sh", &argv);
+        assert_eq!(p.argv, p.original_argv);
+        let line = summary(&p);
+        assert!(
+            line.starts_with("kubelet-labeler: starting kubelet without our labels/taints: ")
+                && line.contains("runs /bin/sh"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn kubelet_and_its_launchers_get_the_flags() {
+        let p = planned("/usr/bin/kubelet", &["/usr/bin/kubelet", "--v=2"]);
+        assert_eq!(p.left_out, None);
+        assert_eq!(p.argv.last().unwrap(), "--node-labels=example.com/a=1");
+        // `ExecStart=@/usr/bin/kubelet k` : what runs is kubelet
+        let p = planned("/usr/bin/kubelet", &["k", "--v=2"]);
+        assert_eq!(p.left_out, None);
+        let p = planned(
+            "/usr/bin/env",
+            &["/usr/bin/env", "GODEBUG=x=1", "/usr/bin/kubelet", "--v=2"],
+        );
+        assert_eq!(p.argv.len(), 5, "{:?}", p.argv);
+        // argv[0] named kubelet does not make /bin/sh kubelet
+        let p = planned("/bin/sh", &["kubelet", "-c", "kubelet"]);
+        assert!(p.left_out.is_some());
     }
 }

@@ -54,6 +54,17 @@ pub fn build_recorder(dir: &Path) -> PathBuf {
     out
 }
 
+/// The recorder as a fake kubelet: named `kubelet` (in `dir/fake-kubelet/`),
+/// since the wrapper adds flags only to a program it can tell is kubelet.
+pub fn build_fake_kubelet(dir: &Path) -> PathBuf {
+    let bin = dir.join("fake-kubelet");
+    std::fs::create_dir_all(&bin).expect("creating the fake kubelet's directory");
+    let recorder = build_recorder(&bin);
+    let kubelet = bin.join("kubelet");
+    std::fs::rename(&recorder, &kubelet).expect("naming the recorder kubelet");
+    kubelet
+}
+
 /// What one process started by systemd got.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {
