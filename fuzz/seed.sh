@@ -2,7 +2,8 @@
 # Seed the fuzz corpora (fuzz/corpus/TARGET, not committed) from real inputs:
 # the MCO kubelet templates in ../shared/fixtures/mco (unit files, kubelet
 # configs, their ExecStart words), the units/ drop-ins, the coreos-installer
-# fixture ISOs and embed areas, and an ISO made by iso/make-test-iso.sh.
+# fixture ISOs and embed areas, an ISO made by iso/make-test-iso.sh, and
+# the compact forms of examples/rules.
 set -euo pipefail
 cd "$(dirname "$0")"
 repo=$PWD/..
@@ -61,4 +62,18 @@ if command -v xorriso >/dev/null; then
   bash "$repo/iso/make-test-iso.sh" corpus/iso_reader/made.iso
 fi
 printf 'v1' > corpus/rules_compact/v1
+# The compact forms `render` makes of the example rules (the CLI from the
+# tests' build; skipped with a word when it is not built).
+cli=${CARGO_TARGET_DIR:-$repo/target}/debug/kubelet-labeler
+if [ -x "$cli" ]; then
+  for r in "$repo"/examples/rules/*.yaml; do
+    tree=$(mktemp -d)
+    "$cli" render dropins --root "$tree" --rules "$r" >/dev/null
+    grep -rhoP 'KUBELET_LABELER_NODE_RULES=\K[^"]*' "$tree/etc" \
+      > "corpus/rules_compact/$(basename "$r" .yaml)"
+    rm -rf "$tree"
+  done
+else
+  echo "seed.sh: $cli not built; example rules not seeded" >&2
+fi
 ls corpus | while read -r t; do echo "seed.sh: $t: $(ls "corpus/$t" | wc -l) inputs" >&2; done
