@@ -230,10 +230,16 @@ impl std::error::Error for LabelError {}
 /// position, with its last value (ConfigurationMap is a map).
 pub fn effective_labels(labels: &[(String, String)]) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::with_capacity(labels.len());
+    // Position of each key in `out`: NFD's label set is a few hundred keys,
+    // and a scan of `out` per key made this quadratic.
+    let mut at: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
     for (key, value) in labels {
-        match out.iter_mut().find(|(k, _)| k == key) {
-            Some(seen) => seen.1 = value.clone(),
-            None => out.push((key.clone(), value.clone())),
+        match at.get(key.as_str()) {
+            Some(&i) => out[i].1 = value.clone(),
+            None => {
+                at.insert(key, out.len());
+                out.push((key.clone(), value.clone()));
+            }
         }
     }
     out

@@ -135,7 +135,13 @@ pub fn prepare(
                 panic!("injected fault (KUBELET_LABELER_FAULT=panic)");
             }
             let facts_root = opts.facts_root.as_deref().unwrap_or(&opts.root);
-            plan::collect(env, &original.argv, facts_root, opts.profile)
+            plan::collect(
+                env,
+                &original.argv,
+                facts_root,
+                opts.profile,
+                plan::FactsScope::Used,
+            )
         }))
         .unwrap_or_else(|_| plan::Collected {
             additions: Err(anyhow::anyhow!(
