@@ -231,8 +231,12 @@ impl std::error::Error for LabelError {}
 pub fn effective_labels(labels: &[(String, String)]) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::with_capacity(labels.len());
     // Position of each key in `out`: NFD's label set is a few hundred keys,
-    // and a scan of `out` per key made this quadratic.
-    let mut at: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    // and a scan of `out` per key made this quadratic. Hashed, not ordered:
+    // its keys share long prefixes, and musl's memcmp goes byte by byte.
+    // Fixed SipHash keys: no getrandom, and the keys are the node's own.
+    type Hasher = std::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher>;
+    let mut at: std::collections::HashMap<&str, usize, Hasher> =
+        std::collections::HashMap::with_capacity_and_hasher(labels.len(), Hasher::default());
     for (key, value) in labels {
         match at.get(key.as_str()) {
             Some(&i) => out[i].1 = value.clone(),
