@@ -62,7 +62,7 @@ pub fn canonical(root: &Path, node: &Path) -> PathBuf {
 enum Link {
     To(PathBuf),
     /// There, or unreadable: not a link.
-    NotLink,
+    Plain,
     /// ENOENT or ENOTDIR: nothing below it exists either.
     Missing,
 }
@@ -115,7 +115,7 @@ fn canonical_with(root: &Path, node: &Path, cache: &mut LinkCache) -> PathBuf {
                     {
                         Link::Missing
                     }
-                    Err(_) => Link::NotLink,
+                    Err(_) => Link::Plain,
                 };
                 cache.push((next.clone(), link.clone()));
                 link
