@@ -14,14 +14,24 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 printf 'int main(void) { return 0; }\n' > "$work/noop.c"
 cc -O2 -static -o "$work/noop" "$work/noop.c"
-# Node rules on the DGX-like fixture: seed 002's rules (RULES=FILE for
-# others; NFD_LABELS=openshift adds NFD's whole label set, which reads every
-# fact), rendered as they ship (the env drop-in), evaluated at each start.
-target/release/kubelet-labeler render dropins --root "$work/rendered" --profile openshift \
-    --rules "${RULES:-examples/rules/seed-002-openshift-gpu.yaml}" ${NFD_LABELS:+--nfd-labels "$NFD_LABELS"} \
-    --wrapper "$wrapper" >/dev/null
-RULES_DROPIN="$work/rendered/etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf" \
+# What the wrapper derives from the node, on the DGX-like fixture, rendered
+# as it ships (the env drop-in) and evaluated at each start: seed 002's rules
+# (RULES=FILE for others), NFD's label set (NFD_LABELS=upstream|openshift,
+# default openshift; it reads more facts than the rules), and both together.
+# PREPARE_ONLY=DIR: write the trees, print the cases as JSON, time nothing.
+rules=${RULES:-examples/rules/seed-002-openshift-gpu.yaml}
+nfd=${NFD_LABELS:-openshift}
+dropin=etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf
+render() {
+  target/release/kubelet-labeler render dropins --root "$work/$1" --profile openshift \
+    --wrapper "$wrapper" "${@:2}" >/dev/null
+}
+render rules --rules "$rules"
+render nfd --nfd-labels "$nfd"
+render rules+nfd --rules "$rules" --nfd-labels "$nfd"
+DERIVED="rules=$work/rules/$dropin nfd-labels=$work/nfd/$dropin rules+nfd-labels=$work/rules+nfd/$dropin" \
 FACTS_ROOT=tests/fixtures/nodes/dgx \
 python3 benches/wrapper_startup.py "$wrapper" "$work/noop" target/release/kubelet-labeler "$runs" "$@"
+[ -n "${PREPARE_ONLY:-}" ] && exit 0
 ls -l "$wrapper" | awk '{print "wrapper size: " $5 " bytes"}'
 echo "wrapper gzip -9 + base64 (as a MachineConfig carries it): $(gzip -9 -c "$wrapper" | base64 -w0 | wc -c) bytes"

@@ -15,6 +15,7 @@ fn main() {
         root: Path::new(&root),
         nodename: None,
         only: None,
+        attributes: None,
     };
     let mut times: Vec<f64> = (0..n)
         .map(|_| {

@@ -142,6 +142,7 @@ fn cmd_facts(c: FactsConfig) -> Result<ExitCode> {
         root: &c.root,
         nodename: nodename.as_deref(),
         only: None,
+        attributes: None,
     });
     if let Some(flavour) = c.nfd_labels {
         for (k, v) in facts::nfd_labels(&f, nfd_flavour(flavour)) {

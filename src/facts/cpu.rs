@@ -5,7 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use super::util::{CPUINFO_CAP, list_dir, read_capped, read_trimmed, under};
+use super::util::{CPUINFO_CAP, list_dir, read_trimmed, under};
+use std::io::Read;
 
 pub struct Cpu {
     pub model: BTreeMap<String, String>,
@@ -15,8 +16,55 @@ pub struct Cpu {
 /// /proc/cpuinfo: the first processor's fields (all CPUs of a node share
 /// vendor, family, model and flags in practice).
 pub fn read(root: &Path) -> Option<Cpu> {
-    let text = read_capped(&under(root, "/proc/cpuinfo"), CPUINFO_CAP)?;
+    let text = read_first_block(&under(root, "/proc/cpuinfo"))?;
     Some(parse_cpuinfo(&text))
+}
+
+/// /proc/cpuinfo up to the end of the first processor's block (all that
+/// `parse_cpuinfo` reads), at most CPUINFO_CAP: the kernel makes the file
+/// as it is read, a block per CPU (about 2 KiB each, 400 KiB on a DGX).
+fn read_first_block(path: &Path) -> Option<String> {
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 16 << 10];
+    let mut block = FirstBlock::default();
+    while (buf.len() as u64) < CPUINFO_CAP {
+        let n = file.read(&mut chunk).ok()?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if block.ends_in(&buf) {
+            break;
+        }
+    }
+    buf.truncate(CPUINFO_CAP as usize);
+    Some(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// Where `parse_cpuinfo` stops: the first blank line after a `processor`
+/// line, found in the whole lines read so far, each looked at once.
+#[derive(Default)]
+struct FirstBlock {
+    /// Bytes of whole lines already looked at.
+    scanned: usize,
+    processor: bool,
+}
+
+impl FirstBlock {
+    fn ends_in(&mut self, text: &[u8]) -> bool {
+        while let Some(len) = text[self.scanned..].iter().position(|&b| b == b'\n') {
+            let line = String::from_utf8_lossy(&text[self.scanned..self.scanned + len]);
+            self.scanned += len + 1;
+            if line.trim().is_empty() && self.processor {
+                return true;
+            }
+            self.processor |= line
+                .split_once(':')
+                .is_some_and(|(k, _)| k.trim() == "processor");
+        }
+        false
+    }
 }
 
 pub fn parse_cpuinfo(text: &str) -> Cpu {
@@ -384,6 +432,37 @@ pub fn topology(root: &Path) -> Option<BTreeMap<String, String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_first_block_parses_as_the_whole_file() {
+        let mut files: Vec<std::path::PathBuf> =
+            std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nodes"))
+                .unwrap()
+                .map(|e| e.unwrap().path().join("proc/cpuinfo"))
+                .filter(|p| p.exists())
+                .collect();
+        // A big node's file: the read stops long before its end.
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("cpuinfo");
+        let block = |i: usize| {
+            format!(
+                "processor\t: {i}\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\n\
+                 flags\t\t: fpu {}avx512f\n\n",
+                "sse ".repeat(400)
+            )
+        };
+        std::fs::write(&big, (0..224).map(block).collect::<String>()).unwrap();
+        files.push(big.clone());
+        assert!(files.len() >= 3, "{files:?}");
+        for f in &files {
+            let whole = std::fs::read_to_string(f).unwrap();
+            let first = read_first_block(f).unwrap();
+            assert!(whole.starts_with(&first), "{f:?}");
+            let (a, b) = (parse_cpuinfo(&whole), parse_cpuinfo(&first));
+            assert_eq!((a.model, a.cpuid), (b.model, b.cpuid), "{f:?}");
+        }
+        assert!(read_first_block(&big).unwrap().len() < 20 << 10);
+    }
 
     #[test]
     fn x86_names_and_levels() {

@@ -17,17 +17,30 @@ pub fn numa(root: &Path) -> Option<Attrs> {
     ]))
 }
 
+/// Each feature's attributes kept only when readable (element keys; the
+/// files are below). `optional` arguments name the ones to read.
+pub const NV_OPTIONAL: [&str; 2] = ["devtype", "mode"];
+pub const BLOCK_OPTIONAL: [&str; 4] = ["dax", "rotational", "nr_zones", "zoned"];
+pub const NETWORK_OPTIONAL: [&str; 5] = [
+    "operstate",
+    "speed",
+    "sriov_numvfs",
+    "sriov_totalvfs",
+    "mtu",
+];
+pub const USB_OPTIONAL: [&str; 3] = ["vendor", "device", "serial"];
+
 /// NVDIMM namespaces; an absent bus is an empty list, as in NFD.
-pub fn nv(root: &Path) -> Vec<Attrs> {
+pub fn nv(root: &Path, optional: &[&str]) -> Vec<Attrs> {
     let base = under(root, "/sys/bus/nd/devices");
     let names = list_dir(&base).unwrap_or_default();
     names
         .into_iter()
-        .map(|n| with_files(&base.join(&n), &n, &["devtype", "mode"]))
+        .map(|n| with_files(&base.join(&n), &n, &["devtype", "mode"], optional))
         .collect()
 }
 
-pub fn block(root: &Path) -> Option<Vec<Attrs>> {
+pub fn block(root: &Path, optional: &[&str]) -> Option<Vec<Attrs>> {
     let base = under(root, "/sys/block");
     let names = list_dir(&base)?;
     Some(
@@ -40,7 +53,7 @@ pub fn block(root: &Path) -> Option<Vec<Attrs>> {
                     "queue/nr_zones",
                     "queue/zoned",
                 ];
-                with_files(&base.join(&n), &n, &q)
+                with_files(&base.join(&n), &n, &q, optional)
             })
             .collect(),
     )
@@ -48,7 +61,7 @@ pub fn block(root: &Path) -> Option<Vec<Attrs>> {
 
 /// Interfaces with a `device` link (NFD's network.device; the others are
 /// network.virtual, not read here). `speed` is unreadable while down.
-pub fn network(root: &Path) -> Option<Vec<Attrs>> {
+pub fn network(root: &Path, optional: &[&str]) -> Option<Vec<Attrs>> {
     let base = under(root, "/sys/class/net");
     let names = list_dir(&base)?;
     let attrs = [
@@ -62,17 +75,22 @@ pub fn network(root: &Path) -> Option<Vec<Attrs>> {
         names
             .into_iter()
             .filter(|n| n != "bonding_masters" && base.join(n).join("device").exists())
-            .map(|n| with_files(&base.join(&n), &n, &attrs))
+            .map(|n| with_files(&base.join(&n), &n, &attrs, optional))
             .collect(),
     )
 }
 
-/// `name` plus each readable file, named by its last path component.
-fn with_files(dir: &Path, name: &str, files: &[&str]) -> Attrs {
+/// `name` plus each readable file, named by its last path component, of
+/// those whose name is in `optional`.
+fn with_files(dir: &Path, name: &str, files: &[&str], optional: &[&str]) -> Attrs {
     let mut out = BTreeMap::from([("name".to_string(), name.to_string())]);
     for f in files {
+        let key = f.rsplit('/').next().unwrap_or(f);
+        if !optional.contains(&key) {
+            continue;
+        }
         if let Some(v) = read_trimmed(&dir.join(f)) {
-            out.insert(f.rsplit('/').next().unwrap_or(f).to_string(), v);
+            out.insert(key.to_string(), v);
         }
     }
     out
@@ -81,7 +99,7 @@ fn with_files(dir: &Path, name: &str, files: &[&str]) -> Attrs {
 /// USB devices (entries with idProduct): class/vendor/device/serial; a
 /// device of class 00 is one element per interface with that interface's
 /// class, as NFD does.
-pub fn usb(root: &Path) -> Option<Vec<Attrs>> {
+pub fn usb(root: &Path, optional: &[&str]) -> Option<Vec<Attrs>> {
     let base = under(root, "/sys/bus/usb/devices");
     let names = list_dir(&base)?;
     let mut out = Vec::new();
@@ -97,6 +115,9 @@ pub fn usb(root: &Path) -> Option<Vec<Attrs>> {
             ("device", "idProduct"),
             ("serial", "serial"),
         ] {
+            if attr != "class" && !optional.contains(&attr) {
+                continue;
+            }
             if let Some(v) = read_trimmed(&dir.join(file)).filter(|v| !v.is_empty()) {
                 attrs.insert(attr.into(), v);
             }

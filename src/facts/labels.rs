@@ -36,6 +36,32 @@ const CPUID_BLACKLIST: &[&str] = &[
     "TDX_GUEST",
 ];
 
+/// What `nfd_labels` reads, for either flavour: the wrapper reads only
+/// these (`system.name` and `system.dmiid` give no built-in label).
+pub const NFD_LABEL_FEATURES: &[&str] = &[
+    "cpu.cpuid",
+    "cpu.model",
+    "cpu.topology",
+    "kernel.version",
+    "memory.numa",
+    "memory.nv",
+    "network.device",
+    "pci.device",
+    "storage.block",
+    "system.osrelease",
+    "usb.device",
+];
+/// The optional element attributes (`super::OPTIONAL_ATTRIBUTES`) it reads.
+pub const NFD_LABEL_ATTRIBUTES: &[&str] = &[
+    "memory.nv.devtype",
+    "network.device.sriov_numvfs",
+    "network.device.sriov_totalvfs",
+    "pci.device.sriov_totalvfs",
+    "storage.block.rotational",
+    "usb.device.device",
+    "usb.device.vendor",
+];
+
 pub fn nfd_labels(f: &Features, flavour: NfdFlavour) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     let mut put = |k: String, v: &str| {

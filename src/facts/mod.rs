@@ -58,12 +58,46 @@ pub struct FactsOptions<'a> {
     /// Only these features (the boot path reads what its rules use);
     /// None = all.
     pub only: Option<&'a BTreeSet<String>>,
+    /// Of the element attributes in `OPTIONAL_ATTRIBUTES` (each its own
+    /// file, mostly absent: three failed opens per PCI function), only
+    /// these, as `<feature>.<attribute>`; None = all. An element read
+    /// keeps every attribute asked for exactly as a full read has it.
+    pub attributes: Option<&'a BTreeSet<String>>,
 }
+
+/// Instance attributes read from a file of their own and kept only when
+/// readable, by feature: what `FactsOptions::attributes` may leave out.
+/// Every other attribute of an element is always read.
+pub const OPTIONAL_ATTRIBUTES: &[(&str, &[&str])] = &[
+    ("pci.device", &pci::OPTIONAL),
+    ("network.device", &devices::NETWORK_OPTIONAL),
+    ("storage.block", &devices::BLOCK_OPTIONAL),
+    ("memory.nv", &devices::NV_OPTIONAL),
+    ("usb.device", &devices::USB_OPTIONAL),
+];
+
+/// The features and optional attributes NFD's built-in label set reads
+/// (`nfd_labels` on facts read with only these gives the same labels).
+pub use labels::{NFD_LABEL_ATTRIBUTES, NFD_LABEL_FEATURES};
 
 /// Read every feature this module knows from the node tree.
 pub fn read(opts: &FactsOptions) -> Features {
     let root = opts.root;
     let want = |name: &str| opts.only.is_none_or(|only| only.contains(name));
+    // The optional attributes of `feature` to read, by element key.
+    let optional = |feature: &str| -> Vec<&'static str> {
+        let all = OPTIONAL_ATTRIBUTES
+            .iter()
+            .find(|(f, _)| *f == feature)
+            .map_or(&[][..], |(_, a)| *a);
+        all.iter()
+            .copied()
+            .filter(|a| {
+                opts.attributes
+                    .is_none_or(|set| set.contains(&format!("{feature}.{a}")))
+            })
+            .collect()
+    };
     let mut f = Features::default();
     let mut attr = |name: &str, read: &dyn Fn() -> Option<BTreeMap<String, String>>| {
         if want(name)
@@ -91,11 +125,21 @@ pub fn read(opts: &FactsOptions) -> Features {
             f.instances.insert(name.to_string(), v);
         }
     };
-    inst("pci.device", &|| pci::devices(root));
-    inst("memory.nv", &|| Some(devices::nv(root)));
-    inst("storage.block", &|| devices::block(root));
-    inst("network.device", &|| devices::network(root));
-    inst("usb.device", &|| devices::usb(root));
+    inst("pci.device", &|| {
+        pci::devices(root, &optional("pci.device"))
+    });
+    inst("memory.nv", &|| {
+        Some(devices::nv(root, &optional("memory.nv")))
+    });
+    inst("storage.block", &|| {
+        devices::block(root, &optional("storage.block"))
+    });
+    inst("network.device", &|| {
+        devices::network(root, &optional("network.device"))
+    });
+    inst("usb.device", &|| {
+        devices::usb(root, &optional("usb.device"))
+    });
     f
 }
 
@@ -112,4 +156,93 @@ pub enum NfdFlavour {
 /// features: byte-identical keys (with `feature.node.kubernetes.io/`) and values.
 pub fn nfd_labels(features: &Features, flavour: NfdFlavour) -> Vec<(String, String)> {
     labels::nfd_labels(features, flavour)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nodes() -> Vec<std::path::PathBuf> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nodes");
+        let mut v: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir())
+            .collect();
+        v.sort();
+        assert!(v.len() >= 4, "node fixtures missing in {}", dir.display());
+        v
+    }
+
+    fn read_with(
+        root: &Path,
+        only: Option<&BTreeSet<String>>,
+        attrs: Option<&BTreeSet<String>>,
+    ) -> Features {
+        read(&FactsOptions {
+            root,
+            nodename: Some("n"),
+            only,
+            attributes: attrs,
+        })
+    }
+
+    /// Each optional attribute asked for alone comes out as a full read has
+    /// it, and the others are left out.
+    #[test]
+    fn an_attribute_asked_for_is_read_as_in_a_full_read() {
+        let mut seen = 0;
+        for root in nodes() {
+            let full = read_with(&root, None, None);
+            for (feature, attrs) in OPTIONAL_ATTRIBUTES {
+                for attr in *attrs {
+                    let set = BTreeSet::from([format!("{feature}.{attr}")]);
+                    let part = read_with(&root, None, Some(&set));
+                    let (Some(full_els), Some(part_els)) =
+                        (full.instances.get(*feature), part.instances.get(*feature))
+                    else {
+                        assert_eq!(full.instances.get(*feature), part.instances.get(*feature));
+                        continue;
+                    };
+                    assert_eq!(full_els.len(), part_els.len(), "{feature} on {root:?}");
+                    for (f, p) in full_els.iter().zip(part_els) {
+                        let others = |e: &BTreeMap<String, String>| -> BTreeMap<String, String> {
+                            e.iter()
+                                .filter(|(k, _)| !attrs.contains(&k.as_str()) || k == attr)
+                                .map(|(k, v)| (k.clone(), v.clone()))
+                                .collect()
+                        };
+                        assert_eq!(&others(f), p, "{feature}.{attr} on {root:?}");
+                        seen += usize::from(p.contains_key(*attr));
+                    }
+                }
+            }
+        }
+        // The fixtures do have optional attributes (sriov_totalvfs, ...).
+        assert!(seen > 0);
+    }
+
+    /// NFD's label set from only what it is said to read equals the one
+    /// from every fact.
+    #[test]
+    fn nfd_labels_need_only_their_features_and_attributes() {
+        let features: BTreeSet<String> = NFD_LABEL_FEATURES.iter().map(|s| s.to_string()).collect();
+        let attrs: BTreeSet<String> = NFD_LABEL_ATTRIBUTES.iter().map(|s| s.to_string()).collect();
+        for root in nodes() {
+            let full = read_with(&root, None, None);
+            let part = read_with(&root, Some(&features), Some(&attrs));
+            assert!(
+                part.instances
+                    .get("pci.device")
+                    .is_some_and(|d| !d.is_empty())
+            );
+            for flavour in [NfdFlavour::Upstream, NfdFlavour::OpenShift] {
+                assert_eq!(
+                    nfd_labels(&full, flavour),
+                    nfd_labels(&part, flavour),
+                    "{flavour:?} on {root:?}"
+                );
+            }
+        }
+    }
 }

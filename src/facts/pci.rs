@@ -15,13 +15,14 @@ const MANDATORY: [&str; 5] = [
     "subsystem_device",
 ];
 /// Kept when readable, under these names (NFD keeps the relative path).
-const OPTIONAL: [&str; 3] = [
+pub const OPTIONAL: [&str; 3] = [
     "sriov_totalvfs",
     "iommu_group/type",
     "iommu/intel-iommu/version",
 ];
 
-pub fn devices(root: &Path) -> Option<Vec<BTreeMap<String, String>>> {
+/// `optional`: the OPTIONAL attributes to read.
+pub fn devices(root: &Path, optional: &[&str]) -> Option<Vec<BTreeMap<String, String>>> {
     let base = under(root, "/sys/bus/pci/devices");
     let names = list_dir(&base)?;
     let mut out = Vec::with_capacity(names.len());
@@ -36,7 +37,7 @@ pub fn devices(root: &Path) -> Option<Vec<BTreeMap<String, String>>> {
                 };
             }
         }
-        for attr in OPTIONAL {
+        for &attr in optional {
             if let Some(v) = read_attr(&dir, attr) {
                 attrs.insert(attr.to_string(), v);
             }

@@ -230,10 +230,33 @@ impl std::error::Error for LabelError {}
 /// position, with its last value (ConfigurationMap is a map).
 pub fn effective_labels(labels: &[(String, String)]) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::with_capacity(labels.len());
+    // Where each key is in `out`, in an open-addressed table by FNV-1a hash:
+    // NFD's label set is a few hundred keys, a scan of `out` per key made
+    // this quadratic, and its keys share long prefixes that an ordered map
+    // compares byte by byte (musl's memcmp). Smaller code than HashMap.
+    let fnv = |k: &str| {
+        k.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        })
+    };
+    let mask = (labels.len() * 2).next_power_of_two() - 1;
+    // `out` index + 1; 0 is free.
+    let mut slots = vec![0usize; mask + 1];
     for (key, value) in labels {
-        match out.iter_mut().find(|(k, _)| k == key) {
-            Some(seen) => seen.1 = value.clone(),
-            None => out.push((key.clone(), value.clone())),
+        let mut s = fnv(key) as usize & mask;
+        loop {
+            match slots[s] {
+                0 => {
+                    slots[s] = out.len() + 1;
+                    out.push((key.clone(), value.clone()));
+                    break;
+                }
+                i if out[i - 1].0 == *key => {
+                    out[i - 1].1 = value.clone();
+                    break;
+                }
+                _ => s = (s + 1) & mask,
+            }
         }
     }
     out
@@ -605,6 +628,27 @@ mod tests {
         // tabs and spaces around key and value are trimmed
         assert_eq!(parse_node_labels("\ta\t=\t1\t"), labels(&[("a", "1")]));
         assert_eq!(parse_node_labels("a = "), labels(&[("a", "")]));
+    }
+
+    #[test]
+    fn effective_labels_of_many_keys_as_a_scan_gives_them() {
+        let all: Vec<(String, String)> = (0..700)
+            .map(|i| {
+                (
+                    format!("feature.node.kubernetes.io/k{}", (i * 7919) % 450),
+                    i.to_string(),
+                )
+            })
+            .collect();
+        let mut scan: Vec<(String, String)> = Vec::new();
+        for (k, v) in &all {
+            match scan.iter_mut().find(|(sk, _)| sk == k) {
+                Some(seen) => seen.1 = v.clone(),
+                None => scan.push((k.clone(), v.clone())),
+            }
+        }
+        assert_eq!(scan.len(), 450);
+        assert_eq!(effective_labels(&all), scan);
     }
 
     #[test]

@@ -101,6 +101,17 @@ pub struct LoadOptions {
 }
 
 fn read_node(paths: &UnitPaths, node: &Path) -> std::io::Result<Vec<u8>> {
+    let path = search::under(&paths.root, node);
+    // Not a link (the usual case): masked only when empty, which reads as
+    // nothing anyway; is_masked and resolve would lstat it twice more.
+    if let Ok(m) = std::fs::symlink_metadata(&path)
+        && !m.file_type().is_symlink()
+    {
+        if m.is_file() && m.len() == 0 {
+            return Ok(Vec::new());
+        }
+        return std::fs::read(path);
+    }
     // A drop-in linked to /dev/null masks its name and says nothing.
     if search::is_masked(&paths.root, node) {
         return Ok(Vec::new());

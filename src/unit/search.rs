@@ -56,10 +56,34 @@ pub fn canonical(root: &Path, node: &Path) -> PathBuf {
     canonical_with(root, node, &mut Vec::new())
 }
 
-/// readlink results by node path, shared by the calls for one search path:
-/// its directories share prefixes (`/etc`, `/run/systemd`, ...), and the
-/// wrapper would otherwise ask the kernel about each one again.
-type LinkCache = Vec<(PathBuf, Option<PathBuf>)>;
+/// What readlink said of a node path (under the root, as the kernel
+/// resolves it).
+#[derive(Debug, Clone)]
+enum Link {
+    To(PathBuf),
+    /// There, or unreadable: not a link.
+    Plain,
+    /// ENOENT or ENOTDIR: nothing below it exists either.
+    Missing,
+}
+
+/// readlink results by node path, shared by the calls for one unit: the
+/// search path's directories share prefixes (`/etc`, `/run/systemd`, ...),
+/// and the wrapper would otherwise ask the kernel about each one again.
+type LinkCache = Vec<(PathBuf, Link)>;
+
+/// Whether `node` (or a directory above it) is known to be missing under
+/// the root: then so is everything below it, no syscall needed.
+fn known_missing(cache: &LinkCache, node: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let n = node.as_os_str().as_bytes();
+    cache.iter().any(|(p, link)| {
+        let p = p.as_os_str().as_bytes();
+        matches!(link, Link::Missing)
+            && n.starts_with(p)
+            && (n.len() == p.len() || n[p.len()] == b'/')
+    })
+}
 
 fn canonical_with(root: &Path, node: &Path, cache: &mut LinkCache) -> PathBuf {
     let mut out = PathBuf::from("/");
@@ -79,14 +103,26 @@ fn canonical_with(root: &Path, node: &Path, cache: &mut LinkCache) -> PathBuf {
             .find(|(p, _)| p.as_os_str() == next.as_os_str());
         let link = match known {
             Some((_, link)) => link.clone(),
+            None if known_missing(cache, &next) => Link::Missing,
             None => {
-                let link = std::fs::read_link(under(root, &next)).ok();
+                let link = match std::fs::read_link(under(root, &next)) {
+                    Ok(target) => Link::To(target),
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                        ) =>
+                    {
+                        Link::Missing
+                    }
+                    Err(_) => Link::Plain,
+                };
                 cache.push((next.clone(), link.clone()));
                 link
             }
         };
         match link {
-            Some(target) if hops < 32 => {
+            Link::To(target) if hops < 32 => {
                 hops += 1;
                 if target.is_absolute() {
                     out = PathBuf::from("/");
@@ -112,11 +148,14 @@ fn canonical_with(root: &Path, node: &Path, cache: &mut LinkCache) -> PathBuf {
 /// merged-usr system): systemd keeps the first, so units there are reported
 /// under the first name.
 pub fn dedup_dirs(root: &Path, dirs: &[PathBuf]) -> Vec<PathBuf> {
+    dedup_dirs_with(root, dirs, &mut LinkCache::new())
+}
+
+fn dedup_dirs_with(root: &Path, dirs: &[PathBuf], cache: &mut LinkCache) -> Vec<PathBuf> {
     let mut seen = Vec::new();
     let mut out = Vec::new();
-    let mut cache = LinkCache::new();
     for d in dirs {
-        let c = canonical_with(root, d, &mut cache);
+        let c = canonical_with(root, d, cache);
         if !seen.contains(&c) {
             seen.push(c);
             out.push(d.clone());
@@ -192,7 +231,10 @@ pub struct UnitFiles {
 }
 
 pub fn find(root: &Path, dirs: &[PathBuf], name: &str) -> UnitFiles {
-    let dirs = &dedup_dirs(root, dirs);
+    // The readlinks that canonicalize the search path also tell which of
+    // its directories are missing: nothing is looked up below those.
+    let mut cache = LinkCache::new();
+    let dirs = &dedup_dirs_with(root, dirs, &mut cache);
     let mut names = vec![name.to_string()];
     if let Some(t) = template_of(name) {
         names.push(t);
@@ -201,9 +243,18 @@ pub fn find(root: &Path, dirs: &[PathBuf], name: &str) -> UnitFiles {
     let mut masked = false;
     'outer: for n in &names {
         for dir in dirs {
+            if known_missing(&cache, dir) {
+                continue;
+            }
             let candidate = dir.join(n);
-            if std::fs::symlink_metadata(under(root, &candidate)).is_ok() {
-                if is_masked(root, &candidate) {
+            if let Ok(meta) = std::fs::symlink_metadata(under(root, &candidate)) {
+                if !meta.file_type().is_symlink() {
+                    // What is_masked and resolve would say, from this lstat.
+                    masked = meta.is_file() && meta.len() == 0;
+                    if !masked {
+                        fragment = Some(candidate);
+                    }
+                } else if is_masked(root, &candidate) {
                     masked = true;
                 } else {
                     fragment = resolve(root, &candidate);
@@ -216,14 +267,14 @@ pub fn find(root: &Path, dirs: &[PathBuf], name: &str) -> UnitFiles {
     let mut dir_names = Vec::new();
     dropin_dir_names(name, &mut dir_names);
     let mut dropin_dirs: Vec<PathBuf> = Vec::new();
-    for dir in dirs {
+    for dir in dirs.iter().filter(|d| !known_missing(&cache, d)) {
         for d in &dir_names {
             dropin_dirs.push(dir.join(d));
         }
     }
     // The type-level directory (`service.d`) comes last, being most generic.
     if let Some((_, _, suffix)) = split_name(name) {
-        for dir in dirs {
+        for dir in dirs.iter().filter(|d| !known_missing(&cache, d)) {
             dropin_dirs.push(dir.join(format!("{suffix}.d")));
         }
     }
@@ -236,7 +287,7 @@ pub fn find(root: &Path, dirs: &[PathBuf], name: &str) -> UnitFiles {
             continue;
         };
         // Only for directories that exist: the wrapper runs at every start.
-        let d = &canonical(root, d);
+        let d = &canonical_with(root, d, &mut cache);
         let mut names: Vec<std::ffi::OsString> = entries
             .filter_map(|e| e.ok())
             .map(|e| e.file_name())

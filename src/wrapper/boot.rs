@@ -140,7 +140,13 @@ pub fn prepare(
                 None => {}
             }
             let facts_root = opts.facts_root.as_deref().unwrap_or(&opts.root);
-            plan::collect(env, &original.argv, facts_root, opts.profile)
+            plan::collect(
+                env,
+                &original.argv,
+                facts_root,
+                opts.profile,
+                plan::FactsScope::Used,
+            )
         }))
         .unwrap_or_else(|_| plan::Collected {
             additions: Err(anyhow::anyhow!(

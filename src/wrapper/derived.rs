@@ -2,7 +2,7 @@
 //! and the user's NodeFeatureRules, evaluated on the node's facts. The
 //! wrapper and `explain` both call this, so they agree.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 
 use crate::contract::{NFD_LABELS_VAR, RULES_VAR};
@@ -72,27 +72,68 @@ pub fn sources_from_env(env: &[(OsString, OsString)]) -> Sources {
     }
 }
 
-/// The features the rules read: their terms, and `@domain.feature.element`
-/// label values.
-pub fn features_used(sources: &Sources) -> std::collections::BTreeSet<String> {
-    let mut out = std::collections::BTreeSet::new();
+/// The facts the sources read: only these are read at boot.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FactsUsed {
+    /// `<domain>.<feature>` names.
+    pub features: BTreeSet<String>,
+    /// Of the optional element attributes (`facts::OPTIONAL_ATTRIBUTES`),
+    /// `<feature>.<attribute>`; None = all of them.
+    pub attributes: Option<BTreeSet<String>>,
+}
+
+/// What the rules read (their terms, `@domain.feature.element` label
+/// values; an element attribute when an expression names it, all of them
+/// when a template or `matchName` could see any) and NFD's label set.
+pub fn facts_used(sources: &Sources) -> FactsUsed {
+    let mut used = FactsUsed {
+        attributes: Some(BTreeSet::new()),
+        ..Default::default()
+    };
+    if let Some(Ok(_)) = &sources.nfd_labels {
+        used.features.extend(
+            crate::facts::NFD_LABEL_FEATURES
+                .iter()
+                .map(|f| f.to_string()),
+        );
+        if let Some(a) = &mut used.attributes {
+            a.extend(
+                crate::facts::NFD_LABEL_ATTRIBUTES
+                    .iter()
+                    .map(|f| f.to_string()),
+            );
+        }
+    }
     let Some(Ok(rules)) = &sources.rules else {
-        return out;
+        return used;
     };
     for r in rules {
+        if r.labels_template.is_some() || r.vars_template.is_some() {
+            used.attributes = None;
+        }
         for t in r.match_features.iter().chain(r.match_any.iter().flatten()) {
-            out.insert(t.feature.to_ascii_lowercase());
+            let feature = t.feature.to_ascii_lowercase();
+            if t.match_name.is_some() {
+                used.attributes = None;
+            }
+            if let Some(a) = &mut used.attributes {
+                for (key, _) in t.match_expressions.iter().flatten() {
+                    a.insert(format!("{feature}.{key}"));
+                }
+            }
+            used.features.insert(feature);
         }
         for (_, v) in &r.labels {
             if let Some(path) = v.strip_prefix('@') {
                 let mut parts = path.splitn(3, '.');
                 if let (Some(d), Some(f)) = (parts.next(), parts.next()) {
-                    out.insert(format!("{d}.{f}").to_ascii_lowercase());
+                    used.features
+                        .insert(format!("{d}.{f}").to_ascii_lowercase());
                 }
             }
         }
     }
-    out
+    used
 }
 
 /// Why kubelet would refuse this rule output, if it would.
@@ -367,6 +408,40 @@ mod tests {
         let d = derive(&sources, &Features::default(), Profile::Upstream);
         assert!(d.additions.labels.is_empty() && d.additions.taints.is_empty());
         assert!(d.rules.iter().all(|r| !r.matched && r.left_out.is_none()));
+    }
+
+    #[test]
+    fn facts_used_names_the_attributes_expressions_read() {
+        let rule = Rule {
+            name: "gpu".into(),
+            match_features: vec![nvidia_term()],
+            ..Default::default()
+        };
+        let mut sources = Sources {
+            rules: Some(Ok(vec![rule.clone()])),
+            nfd_labels: None,
+        };
+        let used = facts_used(&sources);
+        assert_eq!(used.features, BTreeSet::from(["pci.device".to_string()]));
+        assert_eq!(
+            used.attributes,
+            Some(BTreeSet::from(["pci.device.vendor".to_string()]))
+        );
+        // NFD's label set adds its own.
+        sources.nfd_labels = Some(Ok(NfdFlavour::OpenShift));
+        let used = facts_used(&sources);
+        assert!(used.features.contains("cpu.cpuid"));
+        let attrs = used.attributes.unwrap();
+        assert!(attrs.contains("pci.device.sriov_totalvfs") && attrs.contains("pci.device.vendor"));
+        // A template may read any attribute of what it matched.
+        let templated = Rule {
+            labels_template: Some(
+                "x={{ range .pci.device }}{{ .iommu_group/type }}{{ end }}".into(),
+            ),
+            ..rule
+        };
+        sources.rules = Some(Ok(vec![templated]));
+        assert_eq!(facts_used(&sources).attributes, None);
     }
 
     #[test]

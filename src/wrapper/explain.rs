@@ -149,7 +149,13 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
         warnings: Default::default(),
     };
     let facts_root = opts.facts_root.as_deref().unwrap_or(&opts.root);
-    let collected = plan::collect(&env, &command.argv, facts_root, opts.profile);
+    let collected = plan::collect(
+        &env,
+        &command.argv,
+        facts_root,
+        opts.profile,
+        plan::FactsScope::WholeElements,
+    );
     let mut plan: Plan = if opts.offline {
         plan::plan(command, collected.additions, opts.profile, &fs)
     } else {

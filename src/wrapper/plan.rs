@@ -63,11 +63,22 @@ pub struct Collected {
     pub notes: Vec<String>,
 }
 
+/// How much of the facts `collect` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FactsScope {
+    /// What the sources look at (the wrapper, at every start).
+    Used,
+    /// The features they look at with every attribute of their elements
+    /// (`explain` shows the matched elements whole).
+    WholeElements,
+}
+
 pub fn collect(
     env: &[(OsString, OsString)],
     original_argv: &[OsString],
     facts_root: &Path,
     profile: Profile,
+    scope: FactsScope,
 ) -> Collected {
     let static_ = additions_from_env(env);
     let sources = derived::sources_from_env(env);
@@ -89,15 +100,17 @@ pub fn collect(
         }
     };
     let nodename = hostname_override(original_argv);
-    // Read only what the rules look at, unless NFD's whole label set is asked.
-    let only = match &sources.nfd_labels {
-        Some(_) => None,
-        None => Some(derived::features_used(&sources)),
+    // Read only what the rules and NFD's label set look at.
+    let used = derived::facts_used(&sources);
+    let attributes = match scope {
+        FactsScope::Used => used.attributes.as_ref(),
+        FactsScope::WholeElements => None,
     };
     let features = crate::facts::read(&crate::facts::FactsOptions {
         root: facts_root,
         nodename: nodename.as_deref(),
-        only: only.as_ref(),
+        only: Some(&used.features),
+        attributes,
     });
     let derived = derived::derive(&sources, &features, profile);
     let (merged, mut notes) = derived::merge(static_.as_ref(), &derived);
