@@ -412,6 +412,9 @@ fn checked_input(config: Vec<u8>, name: &str, no_validate: bool) -> Result<Vec<u
     }
     let checked = iso::check_ignition(&config, name)
         .map_err(|e| anyhow::anyhow!("{e}; --no-validate embeds it unchecked"))?;
+    if checked.repeats_keys {
+        eprintln!("warning: {name} names a key twice in one object; Ignition uses the last");
+    }
     for key in &checked.unknown_keys {
         eprintln!(
             "warning: {name}: Ignition {} ignores the unknown key {key}; fix its name, or raise ignition.version if it is a newer spec's field",

@@ -36,7 +36,9 @@ const CORPUS: &[&str] = &[
     r#"{"ignition":{"version":"VER"},"kernelArguments":{"shouldExist":["a"]}}"#,
     r#"{"ignition":{"version":"VER"},"storage":{"files":[{"path":"/x","mode":4095}]}}"#,
     r#"{"ignition":{"version":"VER"},"storage":{"files":[{"path":"/"}]}}"#,
+    r#"{"ignition":{"version":"VER"},"storage":{"files":[{"path":"x","mode":1,"path":"/x"}]}}"#,
     // Refused.
+    r#"{"ignition":{"version":"VER"},"storage":{"files":[{"path":"/x","path":"x"}]}}"#,
     r#"{"ignition":{"version":"VER"},"storage":{"files":[{"path":"/x","mode":"420"}]}}"#,
     r#"{"ignition":{"version":"VER"},"storage":{"files":[{"mode":420}]}}"#,
     r#"{"ignition":{"version":"VER"},"storage":{"files":[{"path":5}]}}"#,

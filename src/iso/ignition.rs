@@ -32,6 +32,9 @@ pub struct Checked {
     /// Keys the spec version does not have, as `$.a.0.b`: Ignition ignores
     /// them (a warning, not an error, in `ignition-validate` too).
     pub unknown_keys: Vec<String>,
+    /// An object names one key twice: Ignition (Go's JSON reader) keeps the
+    /// last, and so does this check; worth a warning all the same.
+    pub repeats_keys: bool,
 }
 
 /// Refuse a config the node's Ignition would refuse at first boot; `name`
@@ -61,7 +64,19 @@ pub fn check_ignition(config: &[u8], name: &str) -> Result<Checked> {
         );
     }
     let spec = spec_url(version);
-    let unknown_keys = match ignition_config::Config::parse_slice(config) {
+    // serde refuses a repeated key where Go's JSON reader keeps the last
+    // value; `value` kept the last too, so its text is what Ignition reads.
+    let mut repeats_keys = false;
+    let parsed = match ignition_config::Config::parse_slice(config) {
+        Err(ignition_config::Error::Serialization(e))
+            if e.to_string().starts_with("duplicate field") =>
+        {
+            repeats_keys = true;
+            ignition_config::Config::parse_slice(&serde_json::to_vec(&value)?)
+        }
+        other => other,
+    };
+    let unknown_keys = match parsed {
         Ok((_, warnings)) => warnings
             .into_iter()
             .map(|w| match w {
@@ -71,6 +86,14 @@ pub fn check_ignition(config: &[u8], name: &str) -> Result<Checked> {
             .collect(),
         Err(e) => {
             let e = match e {
+                ignition_config::Error::Serialization(e) if repeats_keys => {
+                    // Positions are in the re-written text: leave them out.
+                    e.to_string()
+                        .split(" at line ")
+                        .next()
+                        .unwrap_or("")
+                        .to_string()
+                }
                 ignition_config::Error::Serialization(e) => e.to_string(),
                 other => other.to_string(),
             };
@@ -84,6 +107,7 @@ pub fn check_ignition(config: &[u8], name: &str) -> Result<Checked> {
     Ok(Checked {
         version: version.to_string(),
         unknown_keys,
+        repeats_keys,
     })
 }
 
@@ -458,6 +482,17 @@ mod tests {
         };
         assert_eq!(ka("3.2.0"), ["$.kernelArguments"]);
         assert!(ka("3.3.0").is_empty());
+        // A repeated key: the last counts, as in Go's JSON reader.
+        let c = check_ignition(
+            br#"{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"x","path":"/x"}]}}"#,
+            "c.ign",
+        )
+        .unwrap();
+        assert!(c.repeats_keys);
+        let e = err(
+            r#"{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/x","path":"/x","mode":"1"}]}}"#,
+        );
+        assert!(e.contains("invalid type") && !e.contains("line"), "{e}");
     }
 
     #[test]
