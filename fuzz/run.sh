@@ -10,7 +10,7 @@ cd "$(dirname "$0")"
 seconds=${1:-600}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(unit_file kubelet_flags kubelet_config iso_reader rules_compact)
+[ ${#targets[@]} -gt 0 ] || targets=(unit_file kubelet_flags kubelet_config iso_reader rules_compact ignition_check)
 export RUSTC_BOOTSTRAP=1
 sanitizer=${SANITIZER:-address}
 bash seed.sh

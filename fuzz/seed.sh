@@ -2,14 +2,14 @@
 # Seed the fuzz corpora (fuzz/corpus/TARGET, not committed) from real inputs:
 # the MCO kubelet templates in ../shared/fixtures/mco (unit files, kubelet
 # configs, their ExecStart words), the units/ drop-ins, the coreos-installer
-# fixture ISOs and embed areas, an ISO made by iso/make-test-iso.sh, and
-# the compact forms of examples/rules.
+# fixture ISOs, embed areas and configs, the example MachineConfigs' Ignition,
+# an ISO made by iso/make-test-iso.sh, and the compact forms of examples/rules.
 set -euo pipefail
 cd "$(dirname "$0")"
 repo=$PWD/..
 mco=$repo/../shared/fixtures/mco
 coi=$repo/../shared/fixtures/coreos-installer
-for t in unit_file kubelet_flags kubelet_config iso_reader rules_compact; do
+for t in unit_file kubelet_flags kubelet_config iso_reader rules_compact ignition_check; do
   mkdir -p "corpus/$t"
 done
 if [ -d "$mco" ]; then
@@ -57,7 +57,20 @@ if [ -d "$coi" ]; then
   xz -dc "$coi/synthetic-coreos-base.iso.xz" > corpus/iso_reader/base.iso
   xz -dc "$coi/synthetic-coreos-embedded-pointer.iso.xz" > corpus/iso_reader/pointer.iso
   install -m 644 "$coi"/embed-area-*.bin corpus/iso_reader/
+  install -m 644 "$coi"/*.ign corpus/ignition_check/
 fi
+# Every rendered config of the example, at each version it is written in.
+python3 - "$repo/machineconfigs" <<'PY'
+import glob, json, sys, yaml
+for f in sorted(glob.glob(sys.argv[1] + "/*.yaml")):
+    doc = yaml.safe_load(open(f))
+    config = (doc or {}).get("spec", {}).get("config")
+    if config:
+        for v in ("3.2.0", "3.4.0", "3.5.0"):
+            config["ignition"]["version"] = v
+            name = f.rsplit("/", 1)[1] + "." + v
+            open(f"corpus/ignition_check/{name}", "w").write(json.dumps(config))
+PY
 if command -v xorriso >/dev/null; then
   bash "$repo/iso/make-test-iso.sh" corpus/iso_reader/made.iso
 fi

@@ -216,6 +216,14 @@ fn beside_this_program(name: &str) -> Result<std::path::PathBuf> {
     Ok(exe.with_file_name(name))
 }
 
+fn ignition_version(v: IgnitionVersionArg) -> &'static str {
+    match v {
+        IgnitionVersionArg::V3_5_0 => "3.5.0",
+        IgnitionVersionArg::V3_4_0 => "3.4.0",
+        IgnitionVersionArg::V3_2_0 => "3.2.0",
+    }
+}
+
 /// The plain options of `render machineconfig|ignition`.
 fn pool_options(p: &PoolArgs) -> Result<machineconfig::PoolOptions> {
     let prof = profile(p.additions.profile.unwrap_or(ProfileArg::Openshift));
@@ -255,10 +263,7 @@ fn pool_options(p: &PoolArgs) -> Result<machineconfig::PoolOptions> {
         additions,
         pool_label,
         base_role: p.base_role.clone(),
-        ignition_version: match p.ignition_version {
-            IgnitionVersionArg::V3_4_0 => "3.4.0",
-            IgnitionVersionArg::V3_2_0 => "3.2.0",
-        },
+        ignition_version: ignition_version(p.ignition_version),
         arch,
         wrapper,
         node_rules: node_rules(&p.additions, prof)?,
@@ -341,10 +346,7 @@ fn cmd_render_machineconfig(c: RenderMachineConfigConfig) -> Result<ExitCode> {
 }
 
 fn cmd_render_ignition(c: RenderIgnitionConfig) -> Result<ExitCode> {
-    let version = match c.pool.ignition_version {
-        IgnitionVersionArg::V3_4_0 => "3.4.0",
-        IgnitionVersionArg::V3_2_0 => "3.2.0",
-    };
+    let version = ignition_version(c.pool.ignition_version);
     let config = match (&c.merge_url, &c.ca_file) {
         (Some(url), Some(ca)) => {
             let pool = c.pool.pool.as_deref().context("--merge-url needs --pool")?;
@@ -356,6 +358,8 @@ fn cmd_render_ignition(c: RenderIgnitionConfig) -> Result<ExitCode> {
         _ => machineconfig::ignition(&pool_options(&c.pool)?)?,
     };
     let text = serde_json::to_string(&config)? + "\n";
+    // A render bug must not reach a node's first boot.
+    iso::check_ignition(text.as_bytes(), "the rendered config")?;
     if c.output.as_os_str() == "-" {
         print!("{text}");
     } else {
@@ -387,24 +391,45 @@ fn cmd_iso_embed(c: IsoEmbedConfig) -> Result<ExitCode> {
             );
             pointer::check_merge_url_pool(url, pool)?;
             let pem = std::fs::read(ca).with_context(|| format!("reading {}", ca.display()))?;
-            serde_json::to_vec(&machineconfig::pointer_ignition(url, &pem, "3.4.0")?)?
+            let version = ignition_version(c.ignition_version);
+            let config = serde_json::to_vec(&machineconfig::pointer_ignition(url, &pem, version)?)?;
+            iso::check_ignition(&config, "the rendered pointer config")?;
+            config
         }
         (None, Some(path)) => {
             let config =
                 std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-            iso::check_ignition(&config, &path.display().to_string())?;
-            config
+            checked_input(config, &path.display().to_string(), c.no_validate)?
         }
         (None, None) => {
             let mut buf = Vec::new();
             std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)
                 .context("reading the config from stdin")?;
-            iso::check_ignition(&buf, "the config on stdin")?;
-            buf
+            checked_input(buf, "the config on stdin", c.no_validate)?
         }
     };
     iso::embed(&c.input, &config, c.force, iso_output(&c.output))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A user's config, refused if the node's Ignition would refuse it; keys
+/// its spec version does not have are only warned about, as Ignition does.
+fn checked_input(config: Vec<u8>, name: &str, no_validate: bool) -> Result<Vec<u8>> {
+    if no_validate {
+        return Ok(config);
+    }
+    let checked = iso::check_ignition(&config, name)
+        .map_err(|e| anyhow::anyhow!("{e}; --no-validate embeds it unchecked"))?;
+    if checked.repeats_keys {
+        eprintln!("warning: {name} names a key twice in one object; Ignition uses the last");
+    }
+    for key in &checked.unknown_keys {
+        eprintln!(
+            "warning: {name}: Ignition {} ignores the unknown key {key}; fix its name, or raise ignition.version if it is a newer spec's field",
+            checked.version
+        );
+    }
+    Ok(config)
 }
 
 fn cmd_iso_show(c: IsoShowConfig) -> Result<ExitCode> {

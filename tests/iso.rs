@@ -83,7 +83,7 @@ fn embed_area_bytes_equal_coreos_installers() {
     ] {
         let iso = copy(&base, &dir.path().join(format!("{config}.iso")));
         ok(run(bin()
-            .args(["iso", "embed", "-i"])
+            .args(["iso", "embed", "--no-validate", "-i"])
             .arg(fx.join(config))
             .arg(&iso)));
         let bytes = std::fs::read(&iso).unwrap();
@@ -119,10 +119,26 @@ fn interop_with_coreos_installer() {
     let pristine = std::fs::read(&base).unwrap();
     let config = std::fs::read(fx.join("pointer.ign")).unwrap();
 
-    // Ours in, theirs out; then our remove restores the image.
+    // The fixture's pointer.ign ends its CA data URL in a newline, which
+    // Ignition refuses ("unable to parse url", ignition-validate says);
+    // coreos-installer embeds it unchecked, and so do we when told to.
     let ours = copy(&base, &d.join("ours.iso"));
-    ok(run(bin()
+    let o = run(bin()
         .args(["iso", "embed", "-i"])
+        .arg(fx.join("pointer.ign"))
+        .arg(&ours));
+    let err = stderr(&o);
+    assert!(
+        !o.status.success()
+            && err.contains("pointer.ign is not valid Ignition 3.2.0")
+            && err.contains("--no-validate"),
+        "{err}"
+    );
+    assert!(std::fs::read(&ours).unwrap() == pristine);
+
+    // Ours in, theirs out; then our remove restores the image.
+    ok(run(bin()
+        .args(["iso", "embed", "--no-validate", "-i"])
         .arg(fx.join("pointer.ign"))
         .arg(&ours)));
     assert_eq!(
@@ -213,9 +229,9 @@ fn interop_with_coreos_installer() {
         })
         .collect();
     // Valid Ignition (we refuse anything else before trying to fit it):
-    // the random bytes ride in a field, base64'd, still far too big.
+    // the random bytes ride in a file's data URL, still far too big.
     let big = format!(
-        "{{\"ignition\":{{\"version\":\"3.4.0\"}},\"x\":\"{}\"}}",
+        "{{\"ignition\":{{\"version\":\"3.4.0\"}},\"storage\":{{\"files\":[{{\"path\":\"/big\",\"contents\":{{\"source\":\"data:;base64,{}\"}}}}]}}}}",
         base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &big)
     );
     std::fs::write(d.join("big.ign"), &big).unwrap();
@@ -319,6 +335,32 @@ fn output_modes_and_refusals() {
         shown["ignition"]["config"]["merge"][0]["source"],
         "https://api-int.c.example.com:22623/config/worker-rwn"
     );
+    assert_eq!(shown["ignition"]["version"], "3.4.0");
+    // For 4.19+ live ISOs, at 3.5.0: it parses as the spec's types with no
+    // unknown key.
+    ok(run(bin()
+        .args([
+            "iso",
+            "embed",
+            "-f",
+            "--pool",
+            "worker-rwn",
+            "--merge-url",
+            "https://api-int.c.example.com:22623/config/worker-rwn",
+            "--ignition-version",
+            "3.5.0",
+            "--ca-file",
+        ])
+        .arg(d.join("ca.pem"))
+        .arg(&iso)));
+    let shown = ok(run(bin().args(["iso", "show"]).arg(&iso))).stdout;
+    match ignition_config::Config::parse_slice(&shown).unwrap() {
+        (ignition_config::Config::V3_5(c), warnings) => {
+            assert!(warnings.is_empty(), "{warnings:?}");
+            assert_eq!(c.ignition.version, "3.5.0");
+        }
+        other => panic!("{other:?}"),
+    }
 
     // Bad inputs: one clear error, the file unchanged.
     let not_iso = d.join("not.iso");
@@ -398,6 +440,24 @@ fn refuses_bad_configs_and_out_of_image_areas_keeps_mode() {
         ),
         ("v2.ign", br#"{"ignition":{"version":"2.2.0"}}"#, "spec 2.x"),
         ("array.ign", b"[]", "not an object"),
+        // JSON, but not Ignition of its version: the spec's types, then the
+        // rules Ignition adds (tests/ignition_check.rs holds both to
+        // ignition-validate).
+        (
+            "mode.ign",
+            br#"{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/x","mode":"420"}]}}"#,
+            "is not valid Ignition 3.4.0: invalid type: string \"420\", expected i64",
+        ),
+        (
+            "relative.ign",
+            br#"{"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"etc/x"}]}}"#,
+            "$.storage.files.0.path \"etc/x\" is not absolute; start it with /",
+        ),
+        (
+            "dropin.ign",
+            br#"{"ignition":{"version":"3.2.0"},"systemd":{"units":[{"name":"kubelet.service","dropins":[{"name":"10-x"}]}]}}"#,
+            "end it in .conf",
+        ),
     ] {
         let p = d.join(name);
         std::fs::write(&p, body).unwrap();
@@ -418,6 +478,25 @@ fn refuses_bad_configs_and_out_of_image_areas_keeps_mode() {
         );
     }
     assert!(std::fs::read(&iso).unwrap() == pristine);
+
+    // A key the spec version lacks: Ignition ignores it, so it is embedded
+    // with a warning naming the file and the key.
+    let p = d.join("typo.ign");
+    std::fs::write(&p, br#"{"ignition":{"version":"3.4.0"},"storge":{}}"#).unwrap();
+    let o = ok(run(bin()
+        .args(["iso", "embed", "-i"])
+        .arg(&p)
+        .arg("-o")
+        .arg(d.join("typo.iso"))
+        .arg(&iso)));
+    assert!(
+        stderr(&o).contains(&format!(
+            "warning: {}: Ignition 3.4.0 ignores the unknown key $.storge",
+            p.display()
+        )),
+        "{}",
+        stderr(&o)
+    );
 
     // IGNINFO naming an offset/length past its file (and one that would
     // wrap a u64) is refused before anything is written.

@@ -172,7 +172,7 @@ fn every_ignition_config_passes_ignition_validate() {
     }
     let dir = tempfile::tempdir().unwrap();
     let mut configs: Vec<(String, Value)> = Vec::new();
-    for version in ["3.4.0", "3.2.0"] {
+    for version in ["3.5.0", "3.4.0", "3.2.0"] {
         let o = opts(&[("example.com/a", "b")], None, version);
         configs.push((
             format!("ignition-{version}"),
@@ -194,8 +194,18 @@ fn every_ignition_config_passes_ignition_validate() {
         .unwrap();
         configs.push((format!("pointer-{version}"), pointer));
     }
-    assert!(configs.len() >= 8);
+    assert!(configs.len() >= 12);
     for (name, cfg) in configs {
+        assert_strict_spec_types(&name, &cfg);
+        // Debian's ignition-validate (2.14) stops at 3.4.0; a 3.5.0 config
+        // is checked by the strict parse above and the embed-time rules
+        // (tests/ignition_check.rs holds those to ignition-validate).
+        if cfg["ignition"]["version"] == "3.5.0" {
+            let bytes = serde_json::to_vec(&cfg).unwrap();
+            let checked = kubelet_labeler::iso::check_ignition(&bytes, &name).unwrap();
+            assert!(checked.unknown_keys.is_empty(), "{name}: {checked:?}");
+            continue;
+        }
         // Debian's ignition-validate (2.14) knows 3.4.0 only as
         // 3.4.0-experimental; 3.4.0 adds no field we use over 3.3.0, so a
         // 3.4.0 config is checked under both names.
@@ -223,6 +233,104 @@ fn every_ignition_config_passes_ignition_validate() {
             );
         }
     }
+}
+
+/// `cfg` parses as the `ignition-config` crate's types for its own spec
+/// version, strictly. The crate's types do not deny unknown fields (no
+/// `deny_unknown_fields`; it reports them through `serde_ignored` as
+/// warnings), so every such warning fails here; and the typed value, written
+/// back with its unset (null) fields dropped, must equal `cfg`, so no field
+/// was coerced or lost on the way.
+fn assert_strict_spec_types(name: &str, cfg: &Value) {
+    use ignition_config::Config;
+    let bytes = serde_json::to_vec(cfg).unwrap();
+    let (typed, warnings) = Config::parse_slice(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert!(warnings.is_empty(), "{name}: unknown keys {warnings:?}");
+    let version = cfg["ignition"]["version"].as_str().unwrap();
+    let variant_ok = matches!(
+        (&typed, version),
+        (Config::V3_5(_), "3.5.0") | (Config::V3_4(_), "3.4.0") | (Config::V3_2(_), "3.2.0")
+    );
+    assert!(variant_ok, "{name}: {version} parsed as {typed:?}");
+    fn drop_nulls(v: &mut Value) {
+        match v {
+            Value::Object(m) => {
+                m.retain(|_, x| !x.is_null());
+                m.values_mut().for_each(drop_nulls);
+            }
+            Value::Array(a) => a.iter_mut().for_each(drop_nulls),
+            _ => {}
+        }
+    }
+    let mut back = serde_json::to_value(&typed).unwrap();
+    drop_nulls(&mut back);
+    assert_eq!(&back, cfg, "{name}: changed by the spec types");
+}
+
+/// `--ignition-version` reaches every config the CLI writes, and the
+/// default is 3.4.0: the newest spec every OpenShift from 4.14 reads (the
+/// MCO of 4.14-4.18 parses up to 3.4.0; 3.5.0 needs 4.19+).
+#[test]
+fn cli_writes_the_chosen_ignition_version() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("wrapper"), fake_static_elf()).unwrap();
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+            .current_dir(dir.path())
+            .args(args)
+            .args(["--pool", "worker-rwn", "--wrapper", "wrapper", "-o", "-"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    for (flag, want) in [
+        (None, "3.4.0"),
+        (Some("3.5.0"), "3.5.0"),
+        (Some("3.2.0"), "3.2.0"),
+    ] {
+        let version: Vec<&str> = flag
+            .map(|v| vec!["--ignition-version", v])
+            .unwrap_or_default();
+        let mut configs = vec![(
+            "render ignition".to_string(),
+            serde_json::from_str::<Value>(&run(&[&["render", "ignition"][..], &version].concat()))
+                .unwrap(),
+        )];
+        let stream = run(&[&["render", "machineconfig"][..], &version].concat());
+        for mc in
+            kubelet_labeler::render::layout::machineconfigs_from_yaml(&stream, "stdout").unwrap()
+        {
+            configs.push((
+                format!("{}", mc["metadata"]["name"]),
+                mc["spec"]["config"].clone(),
+            ));
+        }
+        assert_eq!(configs.len(), 3);
+        for (name, cfg) in configs {
+            assert_eq!(cfg["ignition"]["version"], want, "{name}");
+            assert_strict_spec_types(&name, &cfg);
+        }
+    }
+}
+
+/// The strict parse above can fail: an unknown key, a field the version
+/// lacks, and a wrong type each do.
+#[test]
+fn strict_spec_types_refuse_what_they_should() {
+    for bad in [
+        serde_json::json!({"ignition": {"version": "3.5.0"}, "storge": {}}),
+        serde_json::json!({"ignition": {"version": "3.2.0"}, "kernelArguments": {}}),
+        serde_json::json!({"ignition": {"version": "3.5.0"},
+                           "storage": {"files": [{"path": "/x", "mode": "420"}]}}),
+    ] {
+        let r = std::panic::catch_unwind(|| assert_strict_spec_types("bad", &bad));
+        assert!(r.is_err(), "accepted {bad}");
+    }
+    assert_strict_spec_types(
+        "ok",
+        &serde_json::json!({"ignition": {"version": "3.5.0"}, "kernelArguments": {}}),
+    );
 }
 
 /// machineconfigs/ is what render.sh renders: same wrapper bytes in, same

@@ -202,7 +202,7 @@ fn go_yaml_reads_pool_names_that_look_like_numbers_back() {
 #[test]
 fn go_yaml_reads_every_ignition_version_back() {
     let Some(bin) = goyaml_bin() else { return };
-    for version in ["3.4.0", "3.2.0"] {
+    for version in ["3.5.0", "3.4.0", "3.2.0"] {
         assert_reads_back(bin, &opts("worker-rwn", "on", version), version);
     }
 }

@@ -342,10 +342,19 @@ pub enum RoleArg {
     Master,
 }
 
+/// Ignition spec versions we write. The default is the newest one every
+/// OpenShift release we support (4.14+) reads: the MCO of 4.14-4.18 parses
+/// MachineConfigs up to 3.4.0 and degrades the pool on 3.5.0, and their boot
+/// images' Ignition stops at 3.4.0 too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum IgnitionVersionArg {
+    /// OpenShift 4.19+ only (its MCO and boot images read 3.5.0)
+    #[value(name = "3.5.0")]
+    V3_5_0,
+    /// OpenShift 4.14+ (every release this tool supports)
     #[value(name = "3.4.0")]
     V3_4_0,
+    /// Readers older than 3.4.0 (installer-made pointer configs are 3.2.0)
     #[value(name = "3.2.0")]
     V3_2_0,
 }
@@ -365,7 +374,8 @@ pub struct PoolArgs {
     /// Role the pool inherits from
     #[arg(long, value_name = "ROLE", default_value = "worker")]
     pub base_role: String,
-    /// Ignition spec version to emit
+    /// Ignition spec version to emit; the default is the newest that every
+    /// OpenShift from 4.14 reads (3.5.0 needs 4.19+)
     #[arg(long, value_enum, value_name = "V", default_value = "3.4.0")]
     pub ignition_version: IgnitionVersionArg,
     /// Architecture of the wrapper payload
@@ -416,6 +426,13 @@ pub struct RenderIgnitionConfig {
 #[derive(Debug, Subcommand)]
 pub enum IsoCmd {
     /// Embed an Ignition config in a live ISO
+    ///
+    /// The config is first checked as the node's Ignition would read it: the
+    /// types of its spec version (3.0.0-3.5.0) and Ignition's rules for
+    /// paths, units, drop-ins, URLs, compression, modes and hashes. One the
+    /// node would refuse is refused here, naming the file and the field;
+    /// keys the version does not have are warned about (Ignition ignores
+    /// them).
     #[command(after_help = EMBED_EXAMPLES)]
     Embed(IsoEmbedConfig),
     /// Print the Ignition config embedded in a live ISO
@@ -445,12 +462,27 @@ pub struct IsoEmbedConfig {
     /// With --pool: PEM CA bundle of the MCS
     #[arg(long, value_name = "PEM")]
     pub ca_file: Option<PathBuf>,
+    /// With --pool: Ignition spec version of the pointer config; the default
+    /// is the newest that every OpenShift from 4.14 boots with (3.5.0 needs
+    /// a 4.19+ live ISO)
+    #[arg(
+        long,
+        value_enum,
+        value_name = "V",
+        default_value = "3.4.0",
+        requires = "pool"
+    )]
+    pub ignition_version: IgnitionVersionArg,
     /// Write the ISO to a new file ("-" for stdout) instead of in place
     #[arg(short, long, value_name = "OUTPUT")]
     pub output: Option<PathBuf>,
     /// Replace an Ignition config that is already embedded
     #[arg(short, long)]
     pub force: bool,
+    /// Embed the config as given, without checking it against its Ignition
+    /// spec version (as coreos-installer does)
+    #[arg(long)]
+    pub no_validate: bool,
     /// ISO image
     #[arg(value_name = "ISO")]
     pub input: PathBuf,

@@ -4,7 +4,10 @@
 //! `config.ign` (and whatever else is there, e.g. network keyfiles), then
 //! zeros. The kernel loads it as an extra initramfs.
 
+pub mod ignition;
 pub mod iso9660;
+
+pub use ignition::{Checked, IGNITION_VERSIONS, check_ignition};
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -310,42 +313,6 @@ fn open_area(input: &Path) -> Result<(Extent, BTreeMap<String, Vec<u8>>)> {
     Ok((e, members))
 }
 
-/// Ignition spec versions CoreOS's Ignition (2.x program, 3.x spec) reads:
-/// 3.0.0 through 3.5.0 (3.5.0 from Ignition 2.20, RHCOS 4.19). Spec 2.x
-/// configs are refused by it ("config version too old"); only the MCS still
-/// translates 2.2 for old boot images, which does not apply to an ISO.
-pub const IGNITION_VERSIONS: [&str; 6] = ["3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0", "3.5.0"];
-
-/// Refuse a config the node would fail on at first boot: not JSON, not an
-/// object, or an `ignition.version` no CoreOS reads. `name` names the input.
-pub fn check_ignition(config: &[u8], name: &str) -> Result<()> {
-    let fix = "give an Ignition config (Butane output, or `kubelet-labeler render ignition`)";
-    let value: serde_json::Value = serde_json::from_slice(config)
-        .map_err(|e| anyhow::anyhow!("{name} is not JSON ({e}); {fix}"))?;
-    let Some(object) = value.as_object() else {
-        bail!("{name} is JSON but not an object; {fix}");
-    };
-    let Some(version) = object
-        .get("ignition")
-        .and_then(|i| i.get("version"))
-        .and_then(|v| v.as_str())
-    else {
-        bail!("{name} has no ignition.version string; {fix}");
-    };
-    if !IGNITION_VERSIONS.contains(&version) {
-        let hint = if version.starts_with("2.") {
-            "spec 2.x is not read by CoreOS's Ignition; translate it to 3.x (e.g. with Butane)"
-        } else {
-            "use a version CoreOS's Ignition reads"
-        };
-        bail!(
-            "{name} names Ignition version {version:?}; CoreOS reads {}; {hint}",
-            IGNITION_VERSIONS.join(", ")
-        );
-    }
-    Ok(())
-}
-
 /// `iso embed`: put `config` in the area (refusing to replace one unless
 /// `force`), keeping other members.
 pub fn embed(input: &Path, config: &[u8], force: bool, output: Output) -> Result<()> {
@@ -411,23 +378,6 @@ mod tests {
         );
         assert!(read_members(&[0u8; 64]).unwrap().is_empty());
         assert!(write_members(&BTreeMap::new()).unwrap().is_empty());
-    }
-
-    #[test]
-    fn ignition_configs_coreos_cannot_read_are_refused() {
-        check_ignition(br#"{"ignition":{"version":"3.4.0"}}"#, "c.ign").unwrap();
-        check_ignition(br#"{"ignition":{"version":"3.0.0"},"storage":{}}"#, "c.ign").unwrap();
-        for (bad, needle) in [
-            (&b"not json"[..], "c.ign is not JSON"),
-            (b"[1]", "not an object"),
-            (b"{}", "no ignition.version"),
-            (br#"{"ignition":{"version":"9.9.9"}}"#, "\"9.9.9\""),
-            (br#"{"ignition":{"version":"2.2.0"}}"#, "spec 2.x"),
-            (br#"{"ignition":{"version":3}}"#, "no ignition.version"),
-        ] {
-            let e = check_ignition(bad, "c.ign").unwrap_err().to_string();
-            assert!(e.contains(needle) && e.contains("c.ign"), "{e}");
-        }
     }
 
     #[test]
