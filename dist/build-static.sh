@@ -59,6 +59,8 @@ rust_remap+=" --remap-path-prefix=${RUSTUP_HOME:-$HOME/.rustup}=/rustup"
 rust_remap+=" --remap-path-prefix=$target_dir=/target --remap-path-prefix=$sysroot=/rust-sysroot"
 c_remap="-ffile-prefix-map=$PWD=/src -ffile-prefix-map=$cargo_home=/cargo -ffile-prefix-map=$target_dir=/target"
 export SOURCE_DATE_EPOCH=0
+# SHA256SUMS in byte order of the names, whatever the caller's locale.
+export LC_ALL=C
 # Build liblzma from source even where pkg-config would find the system's.
 export LZMA_API_STATIC=1
 
