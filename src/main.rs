@@ -186,7 +186,7 @@ fn cmd_render_dropins(c: RenderDropinsConfig) -> Result<ExitCode> {
     let additions = additions::from_cli(&c.additions.labels, &c.additions.taints, prof)?;
     let wrapper = match c.wrapper {
         Some(w) => w,
-        None => beside_this_program("kubelet-labeler-wrapper")?,
+        None => wrapper_beside_this_program()?,
     };
     let written = tree::render_tree(&tree::TreeOptions {
         root: c.root.clone(),
@@ -211,9 +211,20 @@ fn cmd_render_dropins(c: RenderDropinsConfig) -> Result<ExitCode> {
 }
 
 /// A file shipped next to this binary.
-fn beside_this_program(name: &str) -> Result<std::path::PathBuf> {
+/// `kubelet-labeler-wrapper` beside this program, or, as dist/build-static.sh
+/// lays the static binaries out, `kubelet-labeler-wrapper-<this arch>`.
+fn wrapper_beside_this_program() -> Result<std::path::PathBuf> {
     let exe = std::env::current_exe().context("finding this program")?;
-    Ok(exe.with_file_name(name))
+    let plain = exe.with_file_name("kubelet-labeler-wrapper");
+    let of_arch = exe.with_file_name(format!(
+        "kubelet-labeler-wrapper-{}",
+        std::env::consts::ARCH
+    ));
+    Ok(if !plain.exists() && of_arch.is_file() {
+        of_arch
+    } else {
+        plain
+    })
 }
 
 fn ignition_version(v: IgnitionVersionArg) -> &'static str {
