@@ -345,12 +345,21 @@ fn default_wrapper(arch: Arch) -> Result<std::path::PathBuf> {
         .iter()
         .find(|p| p.is_file())
         .cloned()
-        .with_context(|| {
-            format!(
-                "no static wrapper for {a} found beside this program; build it with \
-             `machineconfigs/build-wrapper.sh {a}` or pass --wrapper",
-                a = arch.name()
-            )
+        .with_context(|| match arch {
+            Arch::X86_64 | Arch::Aarch64 => format!(
+                "no static wrapper for {arch} found beside this program; build it with \
+                     `machineconfigs/build-wrapper.sh {arch}` or pass --wrapper"
+            ),
+            _ => format!(
+                "no static wrapper for {arch} found beside this program; build a static \
+                     {arch} wrapper (cargo build --profile wrapper --bin kubelet-labeler-wrapper \
+                     --no-default-features --target {}-unknown-linux-musl) and pass --wrapper",
+                if arch == Arch::Ppc64le {
+                    "powerpc64le"
+                } else {
+                    arch.name()
+                }
+            ),
         })
 }
 

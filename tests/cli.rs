@@ -9,11 +9,11 @@ mod systemd_oracle;
 
 use systemd_oracle::write;
 
+use kubelet_labeler::kubelet::Profile;
+use kubelet_labeler::render::arch::Arch;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output};
-use kubelet_labeler::kubelet::Profile;
-use kubelet_labeler::render::arch::Arch;
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
@@ -132,8 +132,14 @@ fn render_dropins_then_explain() {
     write(&static_dropin, "[Service]\n");
     let again = |force: bool| {
         let mut c = bin();
-        c.args(["render", "dropins", "--label", "node.kubernetes.io/gpu=", "--root"])
-            .arg(root);
+        c.args([
+            "render",
+            "dropins",
+            "--label",
+            "node.kubernetes.io/gpu=",
+            "--root",
+        ])
+        .arg(root);
         if force {
             c.arg("--force");
         }

@@ -515,7 +515,11 @@ fn first_boot_with_real_ignition_and_systemd() {
             dropins::generator(Profile::OpenShift, "kubelet.service", &[Arch::X86_64])
         );
         // No static drop-in: the generator writes it at boot.
-        assert!(!etc_units.join("kubelet.service.d/zz-kubelet-labeler.conf").exists());
+        assert!(
+            !etc_units
+                .join("kubelet.service.d/zz-kubelet-labeler.conf")
+                .exists()
+        );
         let env_dropin = std::fs::read_to_string(
             etc_units.join("kubelet.service.d/90-kubelet-labeler-env.conf"),
         )

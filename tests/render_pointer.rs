@@ -221,7 +221,11 @@ fn ignition_fetches_the_pool_config_through_the_pointer() {
                 log.contains("x509: certificate signed by unknown authority"),
                 "{log}"
             );
-            assert!(!root.join("usr/local/bin/kubelet-labeler-wrapper.x86_64").exists());
+            assert!(
+                !root
+                    .join("usr/local/bin/kubelet-labeler-wrapper.x86_64")
+                    .exists()
+            );
             continue;
         }
         result.unwrap();

@@ -49,6 +49,11 @@ fn wrap(units: &Path, unit: &str, search_path: &str, state: &Path, labels: &str)
     write(&d.join("zz-kubelet-labeler.conf"), &shipped);
 }
 
+/// A generator case: unit name, the architectures the generator ships,
+/// the bytes at this architecture's wrapper path (None: no file), and the
+/// words its line must hold (None: it writes the drop-in).
+type GeneratorCase = (&'static str, Vec<Arch>, Option<Vec<u8>>, Option<String>);
+
 fn carries_label(argv: &[String]) -> bool {
     argv.iter()
         .any(|w| w.starts_with("--node-labels=") && w.contains(LABEL))
@@ -238,13 +243,17 @@ fn faults_under_real_systemd() {
     // words; None: the drop-in is written and labels are added.)
     let built = std::fs::read(env!("CARGO_BIN_EXE_kubelet-labeler-wrapper")).unwrap();
     let host = Arch::of_elf(&built).expect("the wrapper is built for an architecture we ship");
-    let other = if host == Arch::X86_64 { Arch::Aarch64 } else { Arch::X86_64 };
+    let other = if host == Arch::X86_64 {
+        Arch::Aarch64
+    } else {
+        Arch::X86_64
+    };
     // An aarch64 build in the x86_64 wrapper's place (or the other way
     // round): the same bytes with the other e_machine, which the kernel
     // refuses to exec (ENOEXEC).
     let mut foreign = built.clone();
     foreign[18..20].copy_from_slice(&other.elf_machine().to_le_bytes());
-    let generated: Vec<(&str, Vec<Arch>, Option<Vec<u8>>, Option<String>)> = vec![
+    let generated: Vec<GeneratorCase> = vec![
         ("arch-ok", vec![host, other], Some(built.clone()), None),
         (
             "arch-foreign",
@@ -286,7 +295,10 @@ fn faults_under_real_systemd() {
         env_dropin(&units, &unit, &format!("{LABEL}="));
         let script = dropins::generator(Profile::OpenShift, &unit, arches)
             .replace(WRAPPER_PATH, prefix.to_str().unwrap())
-            .replace("--unit %n --profile openshift", &wrapper_args(&search_path, &state));
+            .replace(
+                "--unit %n --profile openshift",
+                &wrapper_args(&search_path, &state),
+            );
         let g = gens.join(name);
         write(&g, &script);
         std::fs::set_permissions(&g, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -309,7 +321,10 @@ fn faults_under_real_systemd() {
         &units.join("static-foreign.service.d/zz-kubelet-labeler.conf"),
         &dropins::wrapper_dropin(Profile::OpenShift)
             .replace(WRAPPER_PATH, static_foreign.to_str().unwrap())
-            .replace("--unit %n --profile openshift", &wrapper_args(&search_path, &state)),
+            .replace(
+                "--unit %n --profile openshift",
+                &wrapper_args(&search_path, &state),
+            ),
     );
     names.push("static-foreign.service".into());
 
@@ -377,11 +392,16 @@ fn faults_under_real_systemd() {
             None => {
                 assert!(carries_label(&last), "{name}: {last:?}\n{journal}");
                 assert!(
-                    o.dropins().iter().any(|d| d.ends_with("zz-kubelet-labeler.conf")),
+                    o.dropins()
+                        .iter()
+                        .any(|d| d.ends_with("zz-kubelet-labeler.conf")),
                     "{name}: {:?}",
                     o.props
                 );
-                assert!(journal.contains("starting kubelet with --node-labels"), "{journal}");
+                assert!(
+                    journal.contains("starting kubelet with --node-labels"),
+                    "{journal}"
+                );
             }
             Some(why) => {
                 // kubelet with its own ExecStart, first time, and the line.

@@ -156,6 +156,11 @@ mod tests {
         let sorted = one_per_arch(w).unwrap();
         assert_eq!(sorted[0].0, Arch::X86_64);
         let twice = vec![(Arch::X86_64, vec![1]), (Arch::X86_64, vec![2])];
-        assert!(one_per_arch(twice).unwrap_err().to_string().contains("two wrappers"));
+        assert!(
+            one_per_arch(twice)
+                .unwrap_err()
+                .to_string()
+                .contains("two wrappers")
+        );
     }
 }

@@ -3,11 +3,11 @@
 
 use crate::kubelet::{Additions, Profile};
 
+use super::arch::Arch;
 pub use crate::contract::{
     ENV_DROPIN_NAME, GENERATOR_PATH, LABELS_VAR, NFD_LABELS_VAR, RULES_VAR, TAINTS_VAR,
     WRAPPER_DROPIN_NAME, WRAPPER_PATH,
 };
-use super::arch::Arch;
 use crate::facts::NfdFlavour;
 
 /// Where the wrapper for `arch` lives on a node.
@@ -302,16 +302,23 @@ mod tests {
             .output()
             .unwrap();
         assert!(run.status.success(), "the generator failed: {run:?}");
-        let dropin = std::fs::read_to_string(out.join("kubelet.service.d").join(WRAPPER_DROPIN_NAME));
+        let dropin =
+            std::fs::read_to_string(out.join("kubelet.service.d").join(WRAPPER_DROPIN_NAME));
         // Nothing else: no temp file left behind.
         if let Ok(entries) = std::fs::read_dir(out.join("kubelet.service.d")) {
             assert_eq!(entries.count(), 1);
         }
-        (dropin.ok(), String::from_utf8_lossy(&run.stderr).into_owned())
+        (
+            dropin.ok(),
+            String::from_utf8_lossy(&run.stderr).into_owned(),
+        )
     }
 
     fn host_arch() -> Option<Arch> {
-        let out = std::process::Command::new("uname").arg("-m").output().ok()?;
+        let out = std::process::Command::new("uname")
+            .arg("-m")
+            .output()
+            .ok()?;
         Arch::from_name(String::from_utf8_lossy(&out.stdout).trim())
     }
 
@@ -336,7 +343,11 @@ mod tests {
             eprintln!("skipped: `uname -m` is no architecture we ship");
             return;
         };
-        let other = if host == Arch::X86_64 { Arch::Aarch64 } else { Arch::X86_64 };
+        let other = if host == Arch::X86_64 {
+            Arch::Aarch64
+        } else {
+            Arch::X86_64
+        };
         let dir = tempfile::tempdir().unwrap();
         let bin = dir.path().join("bin");
         let exe = bin.join(format!("kubelet-labeler-wrapper.{host}"));
@@ -391,7 +402,11 @@ mod tests {
     fn generator_refuses_what_a_heredoc_would_change() {
         let text = generator(Profile::Upstream, "kubelet.service", &Arch::ALL);
         for a in Arch::ALL {
-            assert!(text.contains(&format!("\n{}) elf='{}' ;;\n", a.name(), a.elf_header_pattern())));
+            assert!(text.contains(&format!(
+                "\n{}) elf='{}' ;;\n",
+                a.name(),
+                a.elf_header_pattern()
+            )));
         }
         let body = text.split("<<EOF").nth(1).unwrap();
         assert!(body.contains(&wrapper_dropin_at(Profile::Upstream, "$exe")));

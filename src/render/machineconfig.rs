@@ -52,11 +52,19 @@ pub fn check_wrapper(bytes: &[u8], arch: Arch, path: &Path) -> Result<()> {
     let be = arch.big_endian();
     let u16_at = |o: usize| {
         let b = [bytes[o], bytes[o + 1]];
-        if be { u16::from_be_bytes(b) } else { u16::from_le_bytes(b) }
+        if be {
+            u16::from_be_bytes(b)
+        } else {
+            u16::from_le_bytes(b)
+        }
     };
     let u64_at = |o: usize| {
         let b: [u8; 8] = bytes[o..o + 8].try_into().unwrap();
-        if be { u64::from_be_bytes(b) } else { u64::from_le_bytes(b) }
+        if be {
+            u64::from_be_bytes(b)
+        } else {
+            u64::from_le_bytes(b)
+        }
     };
     let machine = u16_at(18);
     if machine != arch.elf_machine() {
@@ -86,7 +94,11 @@ pub fn check_wrapper(bytes: &[u8], arch: Arch, path: &Path) -> Result<()> {
             bail!("{} has a truncated program header table", path.display());
         };
         let word: [u8; 4] = header[..4].try_into().unwrap();
-        let p_type = if be { u32::from_be_bytes(word) } else { u32::from_le_bytes(word) };
+        let p_type = if be {
+            u32::from_be_bytes(word)
+        } else {
+            u32::from_le_bytes(word)
+        };
         // PT_INTERP: the kernel would need a dynamic loader.
         if p_type == 3 {
             bail!(
@@ -110,7 +122,11 @@ pub fn check_wrapper(bytes: &[u8], arch: Arch, path: &Path) -> Result<()> {
 fn needs_shared_libraries(bytes: &[u8], header: &[u8], be: bool) -> bool {
     let word = |b: &[u8]| {
         let b: [u8; 8] = b[..8].try_into().unwrap();
-        if be { u64::from_be_bytes(b) } else { u64::from_le_bytes(b) }
+        if be {
+            u64::from_be_bytes(b)
+        } else {
+            u64::from_le_bytes(b)
+        }
     };
     let field = |o: usize| word(&header[o..]) as usize;
     let (offset, size) = (field(8), field(32));
@@ -502,6 +518,48 @@ mod tests {
         let mut object = fake_elf(62);
         object[16..18].copy_from_slice(&1u16.to_le_bytes());
         assert!(check_wrapper(&object, Arch::X86_64, p).is_err());
+    }
+
+    #[test]
+    fn big_endian_s390x_wrappers_are_read_in_their_byte_order() {
+        let p = Path::new("w");
+        let mut be = vec![0u8; 64];
+        be[..4].copy_from_slice(b"\x7fELF");
+        be[4] = 2;
+        be[5] = 2;
+        be[16..18].copy_from_slice(&2u16.to_be_bytes());
+        be[18..20].copy_from_slice(&22u16.to_be_bytes());
+        assert!(check_wrapper(&be, Arch::S390x, p).is_ok());
+        let e = check_wrapper(&be, Arch::X86_64, p).unwrap_err().to_string();
+        assert!(e.contains("little-endian"), "{e}");
+        // A little-endian header claiming s390x is not one.
+        let e = check_wrapper(&fake_elf(22), Arch::S390x, p)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("big-endian"), "{e}");
+        // ppc64le is little-endian, e_machine 21.
+        assert!(check_wrapper(&fake_elf(21), Arch::Ppc64le, p).is_ok());
+    }
+
+    #[test]
+    fn every_wrapper_and_the_generator_are_carried() {
+        let mut o = opts();
+        o.wrappers = vec![(Arch::X86_64, fake_elf(62)), (Arch::Aarch64, fake_elf(183))];
+        let r = render(&o).unwrap();
+        let files = r.manifests[0].1["spec"]["config"]["storage"]["files"]
+            .as_array()
+            .unwrap()
+            .clone();
+        let paths: Vec<&str> = files.iter().map(|f| f["path"].as_str().unwrap()).collect();
+        assert_eq!(
+            paths,
+            [
+                "/usr/local/bin/kubelet-labeler-wrapper.x86_64",
+                "/usr/local/bin/kubelet-labeler-wrapper.aarch64",
+                GENERATOR_PATH
+            ]
+        );
+        assert!(r.manifests[0].1["spec"]["config"].get("systemd").is_none());
     }
 
     #[test]

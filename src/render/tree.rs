@@ -82,7 +82,9 @@ fn check_unit_name(unit: &str) -> Result<()> {
             .bytes()
             .all(|c| c.is_ascii_alphanumeric() || b"@._-:".contains(&c));
     if !ok {
-        bail!("--unit {unit:?}: not a unit name (letters, digits, \"@._-:\", e.g. kubelet.service)");
+        bail!(
+            "--unit {unit:?}: not a unit name (letters, digits, \"@._-:\", e.g. kubelet.service)"
+        );
     }
     Ok(())
 }
