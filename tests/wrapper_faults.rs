@@ -273,12 +273,25 @@ fn faults_under_real_systemd() {
             Some(built.clone()),
             Some(format!("no wrapper for {host} is shipped (only {other})")),
         ),
+        // RHCOS at boot: the wrapper's directory is not there when the
+        // generator runs (it trusts render), then the wrong-arch binary
+        // appears (as /var gets mounted). The first start fails (203); its
+        // ExecStopPost= net reloads, the generator now refuses, and the
+        // restart runs kubelet unchanged.
+        (
+            "arch-late-foreign",
+            vec![host, other],
+            None,
+            Some(format!("is not an {host} program (ELF header 7f454c46")),
+        ),
     ];
     let gens = scratch.join("generators");
     for (name, arches, binary, _) in &generated {
         let unit = format!("{name}.service");
         let bin = scratch.join(format!("bin-{name}"));
-        std::fs::create_dir_all(&bin).unwrap();
+        if *name != "arch-late-foreign" {
+            std::fs::create_dir_all(&bin).unwrap();
+        }
         let prefix = bin.join("kubelet-labeler-wrapper");
         if let Some(bytes) = binary {
             let exe = bin.join(format!("kubelet-labeler-wrapper.{host}"));
@@ -298,7 +311,8 @@ fn faults_under_real_systemd() {
             .replace(
                 "--unit %n --profile openshift",
                 &wrapper_args(&search_path, &state),
-            );
+            )
+            .replace("systemctl daemon-reload", "systemctl --user daemon-reload");
         let g = gens.join(name);
         write(&g, &script);
         std::fs::set_permissions(&g, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -338,6 +352,16 @@ fn faults_under_real_systemd() {
         "mount -t tmpfs -o size=16k tmpfs {full} || exit 91\n\
          dd if=/dev/zero of={full}/fill bs=4096 2>/dev/null\n\
          mkdir -p {full}/kubelet-labeler\n"
+    );
+    let late = scratch.join("bin-arch-late-foreign");
+    let late_exe = late.join(format!("kubelet-labeler-wrapper.{host}"));
+    let foreign_file = scratch.join("foreign");
+    std::fs::write(&foreign_file, &foreign).unwrap();
+    run.before_start = format!(
+        "mkdir -p {} && install -m 755 {} {}\n",
+        late.display(),
+        foreign_file.display(),
+        late_exe.display()
     );
     let outcomes = systemd_oracle::run_user_manager(&run, scratch);
     let manager_log = systemd_oracle::manager_log(scratch);
@@ -401,6 +425,29 @@ fn faults_under_real_systemd() {
                 assert!(
                     journal.contains("starting kubelet with --node-labels"),
                     "{journal}"
+                );
+            }
+            Some(why) if *name == "arch-late-foreign" => {
+                // One failed start (203), then kubelet with its own argv.
+                assert_eq!(
+                    last,
+                    [recorder.display().to_string(), "--v=2".to_string()],
+                    "{name}: {journal}\n{manager_log}"
+                );
+                assert_eq!(o.records.len(), 1, "{name}: {:?}", o.props);
+                // (NRestarts does not survive the reload.) The net's line in
+                // the unit's journal, then the reloaded generator's.
+                assert!(
+                    manager_log.lines().any(|l| l.contains(why.as_str())
+                        && l.contains("arch-late-foreign.service starts unchanged")),
+                    "{name}: {manager_log}"
+                );
+                assert!(
+                    journal.contains(why.as_str())
+                        && journal.contains(
+                            "reloading so that arch-late-foreign.service starts unchanged"
+                        ),
+                    "{name}: {journal}"
                 );
             }
             Some(why) => {

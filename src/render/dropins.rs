@@ -62,11 +62,12 @@ pub fn wrapper_dropin(profile: Profile) -> String {
 /// strength of render's checks (`check_wrapper`); every daemon-reload looks
 /// again. A plain shell script: it must run on every architecture.
 pub fn generator(profile: Profile, unit: &str, arches: &[Arch]) -> String {
-    let dropin = wrapper_dropin_at(profile, "$exe");
-    // The drop-in goes through an unquoted here-document: only `$exe` may
-    // expand in it.
+    // Run again from the unit's `ExecStopPost=` (see the script's comment).
+    let dropin = wrapper_dropin_at(profile, "$exe") + "ExecStopPost=-/bin/sh $0 --exec-failed\n";
+    // The drop-in goes through an unquoted here-document: only `$exe` and
+    // `$0` may expand in it.
     assert!(
-        !dropin.contains(['`', '\\']) && dropin.matches('$').count() == 3,
+        !dropin.contains(['`', '\\']) && dropin.matches('$').count() == 4,
         "the drop-in must survive a here-document"
     );
     assert!(
@@ -92,35 +93,54 @@ pub fn generator(profile: Profile, unit: &str, arches: &[Arch]) -> String {
 # starts with its own ExecStart and one kernel log line (journalctl -k) says why.\n\
 unit='{unit}'\n\
 say() {{\n\
-\tif [ \"${{SYSTEMD_SCOPE:-system}}\" = system ] &&\n\
-\t\t{{ printf '<4>kubelet-labeler[%s]: %s\\n' \"$$\" \"$*\" >/dev/kmsg; }} 2>/dev/null; then\n\
+\tif [ \"${{SYSTEMD_SCOPE:-system}}\" = system ] && [ \"$1\" != --exec-failed ] &&\n\
+\t\t{{ printf '<4>kubelet-labeler[%s]: %s\\n' \"$$\" \"$2\" >/dev/kmsg; }} 2>/dev/null; then\n\
 \t\treturn\n\
 \tfi\n\
-\tprintf 'kubelet-labeler: %s\\n' \"$*\" >&2\n\
+\tprintf 'kubelet-labeler: %s\\n' \"$2\" >&2\n\
 }}\n\
 arch=$(uname -m)\n\
 # The ELF header bytes the kernel checks (magic, 64-bit, byte order, and\n\
 # e_machine at offset 18), as od prints them, for each wrapper shipped.\n\
+elf=\n\
 case $arch in\n\
 {cases}\
-*) say \"no wrapper for $arch is shipped (only {shipped}); $unit starts unchanged\"; exit 0 ;;\n\
 esac\n\
 exe={WRAPPER_PATH}.$arch\n\
-# On RHCOS /usr/local/bin is /var/usrlocal/bin, and /var is mounted after\n\
-# generators ran: then rely on render's checks; daemon-reload looks again.\n\
-if [ -d \"${{exe%/*}}\" ]; then\n\
+# Why this node's wrapper cannot run; nothing when it can.\n\
+why_not() {{\n\
+\tif [ -z \"$elf\" ]; then\n\
+\t\techo \"no wrapper for $arch is shipped (only {shipped})\"\n\
+\t\treturn\n\
+\tfi\n\
+\t# On RHCOS /usr/local/bin is /var/usrlocal/bin, and /var is mounted after\n\
+\t# generators ran: then rely on render's checks (and the net below).\n\
+\t[ -d \"${{exe%/*}}\" ] || return 0\n\
 \tif [ ! -f \"$exe\" ] || [ ! -x \"$exe\" ]; then\n\
-\t\tsay \"$exe is missing or not executable; $unit starts unchanged\"\n\
-\t\texit 0\n\
+\t\techo \"$exe is missing or not executable\"\n\
+\t\treturn\n\
 \tfi\n\
 \thead=$(od -An -tx1 -v -N20 \"$exe\" 2>/dev/null | tr -d ' \\n')\n\
 \tcase $head in\n\
 \t$elf) ;;\n\
-\t*)\n\
-\t\tsay \"$exe is not an $arch program (ELF header ${{head:-unreadable}}); $unit starts unchanged\"\n\
-\t\texit 0\n\
-\t\t;;\n\
+\t*) echo \"$exe is not an $arch program (ELF header ${{head:-unreadable}})\" ;;\n\
 \tesac\n\
+}}\n\
+why=$(why_not)\n\
+if [ \"$1\" = --exec-failed ]; then\n\
+\t# The net, from {unit}'s ExecStopPost=: systemd could not exec the wrapper\n\
+\t# (203/EXEC) that boot could not look at. Reloading runs this generator\n\
+\t# again, which now sees it and writes no drop-in; Restart= then starts\n\
+\t# {unit} unchanged. A 203 of the wrapper's own leaves a good wrapper here.\n\
+\tif [ \"$EXIT_CODE\" = exited ] && [ \"$EXIT_STATUS\" = 203 ] && [ -n \"$why\" ]; then\n\
+\t\tsay --exec-failed \"$why; reloading so that $unit starts unchanged\"\n\
+\t\tsystemctl daemon-reload\n\
+\tfi\n\
+\texit 0\n\
+fi\n\
+if [ -n \"$why\" ]; then\n\
+\tsay - \"$why; $unit starts unchanged\"\n\
+\texit 0\n\
 fi\n\
 # Written aside and renamed: a half-written drop-in could reset ExecStart=\n\
 # and set none (a full /run).\n\
@@ -131,7 +151,7 @@ EOF\n\
 \texit 0\n\
 fi\n\
 rm -f \"$dir/.{WRAPPER_DROPIN_NAME}.tmp\"\n\
-say \"cannot write $dir/{WRAPPER_DROPIN_NAME}; $unit starts unchanged\"\n"
+say - \"cannot write $dir/{WRAPPER_DROPIN_NAME}; $unit starts unchanged\"\n"
     )
 }
 
@@ -361,7 +381,11 @@ mod tests {
 
         // The directory is not there (RHCOS before var.mount): trusted.
         let (dropin, _) = run_generator(dir.path(), &both);
-        let expected = wrapper_dropin_at(Profile::OpenShift, exe.to_str().unwrap());
+        let expected = wrapper_dropin_at(Profile::OpenShift, exe.to_str().unwrap())
+            + &format!(
+                "ExecStopPost=-/bin/sh {} --exec-failed\n",
+                dir.path().join("generator").display()
+            );
         assert_eq!(dropin.as_deref(), Some(expected.as_str()));
 
         put(&elf_of(host), 0o755);
@@ -410,6 +434,7 @@ mod tests {
         }
         let body = text.split("<<EOF").nth(1).unwrap();
         assert!(body.contains(&wrapper_dropin_at(Profile::Upstream, "$exe")));
+        assert!(body.contains("ExecStopPost=-/bin/sh $0 --exec-failed\n"));
     }
 
     #[test]

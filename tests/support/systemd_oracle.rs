@@ -159,6 +159,9 @@ pub struct UserRun {
     /// Shell lines run in the namespace before the manager starts (as root:
     /// mounts).
     pub setup: String,
+    /// Shell lines run once the manager is up, before any unit starts
+    /// (after its generators ran).
+    pub before_start: String,
 }
 
 impl UserRun {
@@ -172,6 +175,7 @@ impl UserRun {
             settle_secs: 0.3,
             generator_path: None,
             setup: String::new(),
+            before_start: String::new(),
         }
     }
 }
@@ -275,6 +279,8 @@ pub fn run_user_manager(run: &UserRun, scratch: &Path) -> BTreeMap<String, Outco
         sh_quote(&search_path(run, scratch)),
         sh_quote(&scratch.display().to_string()),
     );
+    script += &run.before_start;
+    script += "\n";
     let units: Vec<String> = run.units.iter().map(|u| sh_quote(u)).collect();
     // Start a batch at once and wait for the job queue to drain; each unit's
     // process then finishes on its own (the recorder exits at once).
