@@ -421,6 +421,13 @@ fn faults_under_real_systemd() {
     for (name, _, _, why) in &generated {
         let unit = format!("{name}.service");
         let o = &outcomes2[&unit];
+        // Where the generator refused, no drop-in of ours is loaded: kubelet
+        // never went through a wrapper that could not run.
+        let ours = o
+            .dropins()
+            .iter()
+            .any(|d| d.ends_with("zz-kubelet-labeler.conf"));
+        assert_eq!(ours, why.is_none(), "{name}: {:?}", o.props);
         let journal = journal(&unit);
         let last = o.records.last().map(|r| r.argv_lossy()).unwrap_or_default();
         assert_eq!(o.prop("ActiveState"), "active", "{name}: {:?}", o.props);
