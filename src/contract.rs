@@ -7,8 +7,16 @@
 pub const WRAPPER_DROPIN_NAME: &str = "zz-kubelet-labeler.conf";
 /// Carries the labels/taints/rules; the name only has to differ from the above.
 pub const ENV_DROPIN_NAME: &str = "90-kubelet-labeler-env.conf";
-/// Where the wrapper lives on a node (writable on RHCOS, like kubenswrapper).
+/// Where the wrappers live on a node (writable on RHCOS, like kubenswrapper),
+/// one per architecture: this, a dot, and `uname -m` (`...-wrapper.x86_64`).
+/// SELinux labels `/usr/local/s?bin/kubelet.*` `kubelet_exec_t`, as it labels
+/// kubenswrapper (container-selinux's container.fc), so kubelet keeps the
+/// `kubelet_t` domain (README, SELinux).
 pub const WRAPPER_PATH: &str = "/usr/local/bin/kubelet-labeler-wrapper";
+/// The systemd generator that writes the wrapper's drop-in at boot and at
+/// every daemon-reload, for this node's architecture only when its wrapper
+/// can run here (`render::dropins::generator`).
+pub const GENERATOR_PATH: &str = "/etc/systemd/system-generators/kubelet-labeler";
 /// The variables existing deployments already set.
 pub const LABELS_VAR: &str = "FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS";
 pub const TAINTS_VAR: &str = "FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS";

@@ -8,6 +8,7 @@ use clap::Parser;
 
 use kubelet_labeler::cmdline::*;
 use kubelet_labeler::iso;
+use kubelet_labeler::render::arch::Arch;
 use kubelet_labeler::render::{additions, layout, machineconfig, pointer, tree};
 
 fn main() -> ExitCode {
@@ -184,16 +185,19 @@ fn cmd_validate(c: ValidateConfig) -> Result<ExitCode> {
 fn cmd_render_dropins(c: RenderDropinsConfig) -> Result<ExitCode> {
     let prof = profile(c.additions.profile.unwrap_or(ProfileArg::Upstream));
     let additions = additions::from_cli(&c.additions.labels, &c.additions.taints, prof)?;
-    let wrapper = match c.wrapper {
-        Some(w) => w,
-        None => wrapper_beside_this_program()?,
-    };
+    let mut given = c.wrappers.clone();
+    if given.is_empty() && c.arches.is_empty() {
+        given.push(wrapper_beside_this_program()?);
+    }
+    // A tree for one host may carry the host's own (dynamic) build; only
+    // MachineConfigs insist on static wrappers.
+    let wrappers = wrappers_for(&c.arches, &given, false)?;
     let written = tree::render_tree(&tree::TreeOptions {
         root: c.root.clone(),
         unit: c.unit.clone(),
         additions,
         profile: prof,
-        wrapper,
+        wrappers,
         force: c.force,
         node_rules: node_rules(&c.additions, prof)?,
     })?;
@@ -239,10 +243,6 @@ fn ignition_version(v: IgnitionVersionArg) -> &'static str {
 fn pool_options(p: &PoolArgs) -> Result<machineconfig::PoolOptions> {
     let prof = profile(p.additions.profile.unwrap_or(ProfileArg::Openshift));
     let additions = additions::from_cli(&p.additions.labels, &p.additions.taints, prof)?;
-    let arch = match p.arch {
-        ArchArg::X86_64 => machineconfig::Arch::X86_64,
-        ArchArg::Aarch64 => machineconfig::Arch::Aarch64,
-    };
     let pool_label = match &p.pool_label {
         Some(kv) => {
             let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
@@ -250,18 +250,12 @@ fn pool_options(p: &PoolArgs) -> Result<machineconfig::PoolOptions> {
         }
         None => None,
     };
-    let wrapper_path = match &p.wrapper {
-        Some(w) => w.clone(),
-        None => default_wrapper(arch)?,
+    let arches = if p.arches.is_empty() && p.wrappers.is_empty() {
+        vec![ArchArg::X86_64]
+    } else {
+        p.arches.clone()
     };
-    let wrapper = std::fs::read(&wrapper_path).with_context(|| {
-        format!(
-            "reading the wrapper {} (build it with `machineconfigs/build-wrapper.sh {}` or fix --wrapper)",
-            wrapper_path.display(),
-            arch.name()
-        )
-    })?;
-    machineconfig::check_wrapper(&wrapper, arch, &wrapper_path)?;
+    let wrappers = wrappers_for(&arches, &p.wrappers, true)?;
     let (pool, builtin_role) = match (&p.pool, p.role) {
         (_, Some(RoleArg::Worker)) => ("worker".to_string(), true),
         (_, Some(RoleArg::Master)) => ("master".to_string(), true),
@@ -275,8 +269,7 @@ fn pool_options(p: &PoolArgs) -> Result<machineconfig::PoolOptions> {
         pool_label,
         base_role: p.base_role.clone(),
         ignition_version: ignition_version(p.ignition_version),
-        arch,
-        wrapper,
+        wrappers,
         node_rules: node_rules(&p.additions, prof)?,
     })
 }
@@ -306,9 +299,64 @@ fn node_rules(
     Ok(out)
 }
 
+fn arch_of(a: ArchArg) -> Arch {
+    match a {
+        ArchArg::X86_64 => Arch::X86_64,
+        ArchArg::Aarch64 => Arch::Aarch64,
+        ArchArg::Ppc64le => Arch::Ppc64le,
+        ArchArg::S390x => Arch::S390x,
+    }
+}
+
+/// One wrapper per architecture: each `--wrapper` file for the architecture
+/// its ELF header names, and the built one for each `--arch` no file covers.
+/// `require_static`: refuse what would not run on a node (MachineConfigs).
+fn wrappers_for(
+    arches: &[ArchArg],
+    files: &[std::path::PathBuf],
+    require_static: bool,
+) -> Result<Vec<(Arch, Vec<u8>)>> {
+    let read = |path: &std::path::Path, arch: Option<Arch>| -> Result<(Arch, Vec<u8>)> {
+        let bytes = std::fs::read(path).with_context(|| {
+            format!(
+                "reading the wrapper {} (build it with `machineconfigs/build-wrapper.sh ARCH` or fix --wrapper)",
+                path.display()
+            )
+        })?;
+        let arch = match (arch, Arch::of_elf(&bytes)) {
+            (Some(a), _) => a,
+            (None, Some(a)) => a,
+            (None, None) => anyhow::bail!(
+                "{} is not a 64-bit ELF program for x86_64, aarch64, ppc64le or s390x; \
+                 build the wrapper with `machineconfigs/build-wrapper.sh ARCH`",
+                path.display()
+            ),
+        };
+        if require_static {
+            machineconfig::check_wrapper(&bytes, arch, path)?;
+        } else if Arch::of_elf(&bytes) != Some(arch) {
+            anyhow::bail!(
+                "{} is not a {arch} program; give the wrapper built for {arch}",
+                path.display()
+            );
+        }
+        Ok((arch, bytes))
+    };
+    let mut out = Vec::new();
+    for f in files {
+        out.push(read(f, None)?);
+    }
+    for a in arches.iter().copied().map(arch_of) {
+        if !out.iter().any(|(have, _)| *have == a) {
+            out.push(read(&default_wrapper(a)?, Some(a))?);
+        }
+    }
+    kubelet_labeler::render::arch::one_per_arch(out)
+}
+
 /// The static wrapper for `arch`: shipped beside this program, or as
 /// machineconfigs/build-wrapper.sh leaves it in cargo's target directory.
-fn default_wrapper(arch: machineconfig::Arch) -> Result<std::path::PathBuf> {
+fn default_wrapper(arch: Arch) -> Result<std::path::PathBuf> {
     let exe = std::env::current_exe().context("finding this program")?;
     let dir = exe.parent().context("finding this program's directory")?;
     let candidates = [
@@ -322,12 +370,21 @@ fn default_wrapper(arch: machineconfig::Arch) -> Result<std::path::PathBuf> {
         .iter()
         .find(|p| p.is_file())
         .cloned()
-        .with_context(|| {
-            format!(
-                "no static wrapper for {a} found beside this program; build it with \
-             `machineconfigs/build-wrapper.sh {a}` or pass --wrapper",
-                a = arch.name()
-            )
+        .with_context(|| match arch {
+            Arch::X86_64 | Arch::Aarch64 => format!(
+                "no static wrapper for {arch} found beside this program; build it with \
+                     `machineconfigs/build-wrapper.sh {arch}` or pass --wrapper"
+            ),
+            _ => format!(
+                "no static wrapper for {arch} found beside this program; build a static \
+                     {arch} wrapper (cargo build --profile wrapper --bin kubelet-labeler-wrapper \
+                     --no-default-features --target {}-unknown-linux-musl) and pass --wrapper",
+                if arch == Arch::Ppc64le {
+                    "powerpc64le"
+                } else {
+                    arch.name()
+                }
+            ),
         })
 }
 

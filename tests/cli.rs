@@ -9,6 +9,8 @@ mod systemd_oracle;
 
 use systemd_oracle::write;
 
+use kubelet_labeler::kubelet::Profile;
+use kubelet_labeler::render::arch::Arch;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -89,25 +91,23 @@ fn render_dropins_then_explain() {
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
-    let wrapper = root.join("usr/local/bin/kubelet-labeler-wrapper");
-    let mode = std::fs::metadata(&wrapper).unwrap().permissions().mode() & 0o777;
-    assert_eq!(mode, 0o755);
+    // The wrapper beside the program, under its architecture's name, and
+    // the generator that writes the drop-in at daemon-reload.
+    let built = std::fs::read(env!("CARGO_BIN_EXE_kubelet-labeler-wrapper")).unwrap();
+    let arch = Arch::of_elf(&built).unwrap();
+    let wrapper = root.join(format!("usr/local/bin/kubelet-labeler-wrapper.{arch}"));
+    let generator = root.join("etc/systemd/system-generators/kubelet-labeler");
+    for exe in [&wrapper, &generator] {
+        let mode = std::fs::metadata(exe).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o755, "{}", exe.display());
+    }
+    assert_eq!(std::fs::read(&wrapper).unwrap(), built);
     assert_eq!(
-        std::fs::read(&wrapper).unwrap(),
-        std::fs::read(env!("CARGO_BIN_EXE_kubelet-labeler-wrapper")).unwrap()
+        std::fs::read_to_string(&generator).unwrap(),
+        kubelet_labeler::render::dropins::generator(Profile::Upstream, "kubelet.service", &[arch])
     );
-    let dropin = std::fs::read_to_string(
-        root.join("etc/systemd/system/kubelet.service.d/zz-kubelet-labeler.conf"),
-    )
-    .unwrap();
-    assert_eq!(
-        dropin,
-        std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("units/kubelet.service.d/zz-kubelet-labeler.conf")
-        )
-        .unwrap()
-    );
+    let static_dropin = root.join("etc/systemd/system/kubelet.service.d/zz-kubelet-labeler.conf");
+    assert!(!static_dropin.exists());
 
     let after = explain_json(root);
     assert_eq!(after["wrapper_installed"], true);
@@ -128,6 +128,34 @@ fn render_dropins_then_explain() {
         argv.contains(&"--register-with-taints=node.example.com/existing=:NoSchedule,nvidia.com/gpu=true:NoSchedule"),
         "{argv:?}"
     );
+    // An earlier version's static drop-in would shadow the generator's:
+    // refused without --force, removed with it.
+    write(&static_dropin, "[Service]\n");
+    let again = |force: bool| {
+        let mut c = bin();
+        c.args([
+            "render",
+            "dropins",
+            "--label",
+            "node.kubernetes.io/gpu=",
+            "--root",
+        ])
+        .arg(root);
+        if force {
+            c.arg("--force");
+        }
+        c.output().unwrap()
+    };
+    let refused = again(false);
+    assert!(
+        !refused.status.success() && stderr(&refused).contains("--force"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(static_dropin.exists());
+    assert!(again(true).status.success());
+    assert!(!static_dropin.exists());
+
     let human = stdout(
         &bin()
             .args(["explain", "--root"])

@@ -100,13 +100,17 @@ fn equivalent_tree(root: &Path, unit: &str, ours: bool) {
         // makes them.
         let dropins = root.join("etc/systemd/system/kubelet.service.d");
         std::fs::create_dir_all(&dropins).unwrap();
-        std::fs::write(
-            dropins.join(kubelet_labeler::contract::WRAPPER_DROPIN_NAME),
-            kubelet_labeler::render::dropins::wrapper_dropin(
+        // The generator writes the wrapper's drop-in at boot; it is what
+        // the tree holds.
+        w(
+            kubelet_labeler::contract::GENERATOR_PATH.trim_start_matches('/'),
+            kubelet_labeler::render::dropins::generator(
                 kubelet_labeler::kubelet::Profile::OpenShift,
-            ),
-        )
-        .unwrap();
+                "kubelet.service",
+                &[kubelet_labeler::render::arch::Arch::X86_64],
+            )
+            .as_bytes(),
+        );
         let additions = kubelet_labeler::kubelet::Additions {
             labels: vec![("node.kubernetes.io/worker-rwn".into(), String::new())],
             taints: vec![],
@@ -284,7 +288,7 @@ fn role_machineconfigs_taint_every_master_next_to_the_platform_taint() {
         .unwrap()
         .write(&example_tree)
         .unwrap();
-    let wrapper = example_tree.join("usr/local/bin/kubelet-labeler-wrapper");
+    let wrapper = example_tree.join("usr/local/bin/kubelet-labeler-wrapper.x86_64");
     let rendered = cli(&[
         "render",
         "machineconfig",

@@ -102,8 +102,7 @@ fn opts(
         pool_label: pool_label.map(|(k, v)| (k.into(), v.into())),
         base_role: "worker".into(),
         ignition_version: version,
-        arch: Arch::X86_64,
-        wrapper: fake_static_elf(),
+        wrappers: vec![(Arch::X86_64, fake_static_elf())],
         node_rules: Default::default(),
         builtin_role: false,
     }
@@ -479,9 +478,15 @@ fn bad_input_is_refused_and_nothing_written() {
             ],
             "dynamically linked",
         ),
+        // No s390x wrapper is built here (and none beside the program).
         (
-            vec!["--pool", "gpu", "--arch", "aarch64", "--wrapper", w],
-            "aarch64",
+            vec!["--pool", "gpu", "--arch", "s390x", "--wrapper", w],
+            "no static wrapper for s390x",
+        ),
+        // Two wrappers for one architecture.
+        (
+            vec!["--pool", "gpu", "--wrapper", w, "--wrapper", w],
+            "two wrappers for x86_64",
         ),
     ] {
         let o = run(&args);
@@ -601,17 +606,27 @@ fn first_boot_with_real_ignition_and_systemd() {
         let root = scratch.join(format!("root-{case}"));
         ignition_oracle::apply(&merged, &root, &scratch.join(format!("ign-{case}")));
         let etc_units = root.join("etc/systemd/system");
-        let wrapper = root.join("usr/local/bin/kubelet-labeler-wrapper");
-        let mode = std::fs::metadata(&wrapper).unwrap();
-        assert_eq!(
-            std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777,
-            0o755
-        );
+        let wrapper = root.join("usr/local/bin/kubelet-labeler-wrapper.x86_64");
+        let generator = root.join("etc/systemd/system-generators/kubelet-labeler");
+        for exe in [&wrapper, &generator] {
+            let mode = std::fs::metadata(exe).unwrap();
+            assert_eq!(
+                std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777,
+                0o755,
+                "{}",
+                exe.display()
+            );
+        }
         assert!(std::fs::read(&wrapper).unwrap() == example_wrapper());
         assert_eq!(
-            std::fs::read_to_string(etc_units.join("kubelet.service.d/zz-kubelet-labeler.conf"))
-                .unwrap(),
-            dropins::wrapper_dropin(Profile::OpenShift)
+            std::fs::read_to_string(&generator).unwrap(),
+            dropins::generator(Profile::OpenShift, "kubelet.service", &[Arch::X86_64])
+        );
+        // No static drop-in: the generator writes it at boot.
+        assert!(
+            !etc_units
+                .join("kubelet.service.d/zz-kubelet-labeler.conf")
+                .exists()
         );
         let env_dropin = std::fs::read_to_string(
             etc_units.join("kubelet.service.d/90-kubelet-labeler-env.conf"),
@@ -659,10 +674,17 @@ fn first_boot_with_real_ignition_and_systemd() {
         // A second unit from the same fragment without our drop-ins: the
         // argv systemd gives without the wrapper.
         std::fs::write(etc_units.join("original.service"), kubelet_unit).unwrap();
+        let work = scratch.join(format!("sd-{case}"));
+        std::fs::create_dir_all(&work).unwrap();
+        // The user manager runs the generator Ignition wrote, as PID 1 would.
         let mut run = systemd_oracle::UserRun::new(
-            vec![PathBuf::from("/etc/systemd/system")],
+            vec![
+                PathBuf::from("/etc/systemd/system"),
+                systemd_oracle::generator_dir(&work),
+            ],
             vec!["kubelet.service".into(), "original.service".into()],
         );
+        run.generator_path = Some("/etc/systemd/system-generators".into());
         let run_upper = scratch.join(format!("run-{case}"));
         std::fs::create_dir_all(&run_upper).unwrap();
         run.overlays = vec![
@@ -671,8 +693,6 @@ fn first_boot_with_real_ignition_and_systemd() {
             (PathBuf::from("/run"), run_upper),
         ];
         run.settle_secs = 0.5;
-        let work = scratch.join(format!("sd-{case}"));
-        std::fs::create_dir_all(&work).unwrap();
         let out = systemd_oracle::run_user_manager(&run, &work);
         let get = |u: &str| {
             out.get(u)

@@ -95,8 +95,7 @@ fn opts(pool: &str, label_value: &str, version: &'static str) -> PoolOptions {
         pool_label: Some(("example.com/pool".into(), label_value.into())),
         base_role: "worker".into(),
         ignition_version: version,
-        arch: Arch::X86_64,
-        wrapper: fake_static_elf(),
+        wrappers: vec![(Arch::X86_64, fake_static_elf())],
         node_rules: Default::default(),
         builtin_role: false,
     }

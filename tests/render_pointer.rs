@@ -221,23 +221,33 @@ fn ignition_fetches_the_pool_config_through_the_pointer() {
                 log.contains("x509: certificate signed by unknown authority"),
                 "{log}"
             );
-            assert!(!root.join("usr/local/bin/kubelet-labeler-wrapper").exists());
+            assert!(
+                !root
+                    .join("usr/local/bin/kubelet-labeler-wrapper.x86_64")
+                    .exists()
+            );
             continue;
         }
         result.unwrap();
-        let wrapper = root.join("usr/local/bin/kubelet-labeler-wrapper");
+        let wrapper = root.join("usr/local/bin/kubelet-labeler-wrapper.x86_64");
         assert_eq!(std::fs::read(&wrapper).unwrap(), fake_static_elf());
-        let mode = std::os::unix::fs::PermissionsExt::mode(
-            &std::fs::metadata(&wrapper).unwrap().permissions(),
-        );
-        assert_eq!(mode & 0o7777, 0o755);
-        let dropins = root.join("etc/systemd/system/kubelet.service.d");
+        let generator = root.join("etc/systemd/system-generators/kubelet-labeler");
+        for exe in [&wrapper, &generator] {
+            let mode = std::os::unix::fs::PermissionsExt::mode(
+                &std::fs::metadata(exe).unwrap().permissions(),
+            );
+            assert_eq!(mode & 0o7777, 0o755);
+        }
         assert_eq!(
-            std::fs::read_to_string(dropins.join("zz-kubelet-labeler.conf")).unwrap(),
-            kubelet_labeler::render::dropins::wrapper_dropin(
-                kubelet_labeler::kubelet::Profile::OpenShift
+            std::fs::read_to_string(&generator).unwrap(),
+            kubelet_labeler::render::dropins::generator(
+                kubelet_labeler::kubelet::Profile::OpenShift,
+                "kubelet.service",
+                &[kubelet_labeler::render::arch::Arch::X86_64]
             )
         );
+        let dropins = root.join("etc/systemd/system/kubelet.service.d");
+        assert!(!dropins.join("zz-kubelet-labeler.conf").exists());
         let env = std::fs::read_to_string(dropins.join("90-kubelet-labeler-env.conf")).unwrap();
         assert!(
             env.contains(

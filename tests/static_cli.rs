@@ -198,7 +198,13 @@ fn static_cli_works(arch: &str, a: Arch) {
             .unwrap(),
         "render dropins",
     );
-    let installed = tree.join(kubelet_labeler::contract::WRAPPER_PATH.trim_start_matches('/'));
+    let of_arch = if arch == "aarch64" {
+        Arch::Aarch64
+    } else {
+        Arch::X86_64
+    };
+    let installed =
+        tree.join(kubelet_labeler::render::dropins::wrapper_path(of_arch).trim_start_matches('/'));
     assert!(
         std::fs::read(&installed).unwrap() == std::fs::read(&wrapper).unwrap(),
         "{} is not the wrapper beside the CLI",

@@ -7,25 +7,40 @@ mod skipped;
 #[path = "support/systemd_oracle.rs"]
 mod systemd_oracle;
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
+use kubelet_labeler::contract::WRAPPER_PATH;
+use kubelet_labeler::kubelet::Profile;
+use kubelet_labeler::render::arch::Arch;
+use kubelet_labeler::render::dropins;
 use systemd_oracle::{UserRun, write};
 
 const LABEL: &str = "node.kubernetes.io/worker-rwn";
+
+/// The env drop-in for `unit` in `units`.
+fn env_dropin(units: &Path, unit: &str, labels: &str) {
+    write(
+        &units.join(format!("{unit}.d/90-kubelet-labeler-env.conf")),
+        &format!("[Service]\nEnvironment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS={labels}\"\n"),
+    );
+}
+
+/// The wrapper's arguments in a test: its search path and state directory.
+fn wrapper_args(search_path: &str, state: &Path) -> String {
+    format!(
+        "--unit %n --profile openshift --unit-path {search_path} --state-dir {}",
+        state.display()
+    )
+}
 
 /// Our two drop-ins for `unit` (a name or a template) in `units`, the
 /// wrapper's state in `state`.
 fn wrap(units: &Path, unit: &str, search_path: &str, state: &Path, labels: &str) {
     let d = units.join(format!("{unit}.d"));
-    write(
-        &d.join("90-kubelet-labeler-env.conf"),
-        &format!("[Service]\nEnvironment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS={labels}\"\n"),
-    );
+    env_dropin(units, unit, labels);
     let wrapper = env!("CARGO_BIN_EXE_kubelet-labeler-wrapper");
-    let args = format!(
-        "--unit %n --profile openshift --unit-path {search_path} --state-dir {}",
-        state.display()
-    );
+    let args = wrapper_args(search_path, state);
     let shipped = kubelet_labeler::render::dropins::wrapper_dropin(
         kubelet_labeler::kubelet::Profile::OpenShift,
     )
@@ -33,6 +48,11 @@ fn wrap(units: &Path, unit: &str, search_path: &str, state: &Path, labels: &str)
     .replace("--unit %n --profile openshift", &args);
     write(&d.join("zz-kubelet-labeler.conf"), &shipped);
 }
+
+/// A generator case: unit name, the architectures the generator ships,
+/// the bytes at this architecture's wrapper path (None: no file), and the
+/// words its line must hold (None: it writes the drop-in).
+type GeneratorCase = (&'static str, Vec<Arch>, Option<Vec<u8>>, Option<String>);
 
 fn carries_label(argv: &[String]) -> bool {
     argv.iter()
@@ -61,7 +81,8 @@ fn faults_under_real_systemd() {
     let scratch = dir.path();
     let units = scratch.join("units");
     std::fs::create_dir_all(&units).unwrap();
-    let probe = UserRun::new(vec![units.clone()], vec![]);
+    let unit_dirs = vec![units.clone(), systemd_oracle::generator_dir(scratch)];
+    let probe = UserRun::new(unit_dirs.clone(), vec![]);
     let search_path = systemd_oracle::search_path(&probe, scratch);
     let state = scratch.join("state");
     let recorder = systemd_oracle::build_fake_kubelet(scratch);
@@ -167,7 +188,15 @@ fn faults_under_real_systemd() {
             "state-unwritable",
             String::new(),
             &format!("{LABEL}="),
-            "starting kubelet with --node-labels",
+            "crash-loop guard off for this start: writing",
+            true,
+        ),
+        // The state directory on a tmpfs with no room left (a full /run).
+        (
+            "run-full",
+            String::new(),
+            &format!("{LABEL}="),
+            "crash-loop guard off for this start: writing /",
             true,
         ),
         (
@@ -198,6 +227,9 @@ fn faults_under_real_systemd() {
     // A state dir below a regular file: nothing can be written there.
     let blocker = scratch.join("not-a-dir");
     std::fs::write(&blocker, "").unwrap();
+    // A tmpfs filled to the last byte, mounted in the manager's namespace.
+    let full_run = scratch.join("full-run");
+    std::fs::create_dir_all(&full_run).unwrap();
     let mut names = Vec::new();
     for (name, extra, labels, _, _) in faults {
         let unit = format!("{name}.service");
@@ -212,20 +244,155 @@ fn faults_under_real_systemd() {
             &units.join(&unit),
             &format!("{common}Environment=RECORDER_SLEEP=60\n{extra}ExecStart={exec_start}\n"),
         );
-        let st = if *name == "state-unwritable" {
-            blocker.join("state")
-        } else {
-            state.clone()
+        let st = match *name {
+            "state-unwritable" => blocker.join("state"),
+            "run-full" => full_run.join("kubelet-labeler"),
+            _ => state.clone(),
         };
         wrap(&units, &unit, &search_path, &st, labels);
         names.push(unit);
     }
 
+    // The wrapper's own binary: the generator installs its drop-in only
+    // when this is runnable here. (unit, architectures the generator ships,
+    // what is at this architecture's wrapper path, expected manager-log
+    // words; None: the drop-in is written and labels are added.)
+    let built = std::fs::read(env!("CARGO_BIN_EXE_kubelet-labeler-wrapper")).unwrap();
+    let host = Arch::of_elf(&built).expect("the wrapper is built for an architecture we ship");
+    let other = if host == Arch::X86_64 {
+        Arch::Aarch64
+    } else {
+        Arch::X86_64
+    };
+    // An aarch64 build in the x86_64 wrapper's place (or the other way
+    // round): the same bytes with the other e_machine, which the kernel
+    // refuses to exec (ENOEXEC).
+    let mut foreign = built.clone();
+    foreign[18..20].copy_from_slice(&other.elf_machine().to_le_bytes());
+    let generated: Vec<GeneratorCase> = vec![
+        ("arch-ok", vec![host, other], Some(built.clone()), None),
+        (
+            "arch-foreign",
+            vec![host, other],
+            Some(foreign.clone()),
+            Some(format!("is not an {host} program (ELF header 7f454c46")),
+        ),
+        (
+            "arch-missing",
+            vec![host, other],
+            None,
+            Some("is missing or not executable".into()),
+        ),
+        (
+            "arch-unshipped",
+            vec![other],
+            Some(built.clone()),
+            Some(format!("no wrapper for {host} is shipped (only {other})")),
+        ),
+        // RHCOS at boot: the wrapper's directory is not there when the
+        // generator runs (it trusts render), then the wrong-arch binary
+        // appears (as /var gets mounted). The first start fails (203); its
+        // ExecStopPost= net reloads, the generator now refuses, and the
+        // restart runs kubelet unchanged.
+        (
+            "arch-late-foreign",
+            vec![host, other],
+            None,
+            Some(format!("is not an {host} program (ELF header 7f454c46")),
+        ),
+    ];
+    // A manager of their own: the net's daemon-reload must not disturb the
+    // crash loops above.
+    let scratch2 = scratch.join("generated-run");
+    std::fs::create_dir_all(&scratch2).unwrap();
+    let unit_dirs2 = vec![units.clone(), systemd_oracle::generator_dir(&scratch2)];
+    let search_path2 =
+        systemd_oracle::search_path(&UserRun::new(unit_dirs2.clone(), vec![]), &scratch2);
+    let mut gen_names = Vec::new();
+    let gens = scratch.join("generators");
+    for (name, arches, binary, _) in &generated {
+        let unit = format!("{name}.service");
+        let bin = scratch.join(format!("bin-{name}"));
+        if *name != "arch-late-foreign" {
+            std::fs::create_dir_all(&bin).unwrap();
+        }
+        let prefix = bin.join("kubelet-labeler-wrapper");
+        if let Some(bytes) = binary {
+            let exe = bin.join(format!("kubelet-labeler-wrapper.{host}"));
+            std::fs::write(&exe, bytes).unwrap();
+            std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        write(
+            &units.join(&unit),
+            &format!(
+                "{common}Environment=RECORDER_SLEEP=60\nExecStart={} --v=2\n",
+                recorder.display()
+            ),
+        );
+        env_dropin(&units, &unit, &format!("{LABEL}="));
+        let script = dropins::generator(Profile::OpenShift, &unit, arches)
+            .replace(WRAPPER_PATH, prefix.to_str().unwrap())
+            .replace(
+                "--unit %n --profile openshift",
+                &wrapper_args(&search_path2, &state),
+            )
+            .replace("systemctl daemon-reload", "systemctl --user daemon-reload");
+        let g = gens.join(name);
+        write(&g, &script);
+        std::fs::set_permissions(&g, std::fs::Permissions::from_mode(0o755)).unwrap();
+        gen_names.push(unit);
+    }
+    // Control: the foreign binary behind a static drop-in (no generator):
+    // systemd cannot exec it, and kubelet never runs.
+    let static_foreign = scratch.join("bin-static-foreign/kubelet-labeler-wrapper");
+    std::fs::create_dir_all(static_foreign.parent().unwrap()).unwrap();
+    std::fs::write(&static_foreign, &foreign).unwrap();
+    std::fs::set_permissions(&static_foreign, std::fs::Permissions::from_mode(0o755)).unwrap();
+    write(
+        &units.join("static-foreign.service"),
+        &format!(
+            "{common}Environment=RECORDER_SLEEP=60\nExecStart={} --v=2\n",
+            recorder.display()
+        ),
+    );
+    write(
+        &units.join("static-foreign.service.d/zz-kubelet-labeler.conf"),
+        &dropins::wrapper_dropin(Profile::OpenShift)
+            .replace(WRAPPER_PATH, static_foreign.to_str().unwrap())
+            .replace(
+                "--unit %n --profile openshift",
+                &wrapper_args(&search_path2, &state),
+            ),
+    );
+    gen_names.push("static-foreign.service".into());
+
     let mut all: Vec<String> = (0..trials).map(|t| format!("kadm@{t}.service")).collect();
     all.extend(names.iter().cloned());
-    let mut run = UserRun::new(vec![units.clone()], all);
+    let mut run = UserRun::new(unit_dirs.clone(), all);
     run.settle_secs = 8.0;
+    let full = full_run.display();
+    run.setup = format!(
+        "mount -t tmpfs -o size=16k tmpfs {full} || exit 91\n\
+         dd if=/dev/zero of={full}/fill bs=4096 2>/dev/null\n\
+         mkdir -p {full}/kubelet-labeler\n"
+    );
     let outcomes = systemd_oracle::run_user_manager(&run, scratch);
+
+    let mut run2 = UserRun::new(unit_dirs2, gen_names);
+    run2.settle_secs = 8.0;
+    run2.generator_path = Some(gens.display().to_string());
+    let late = scratch.join("bin-arch-late-foreign");
+    let late_exe = late.join(format!("kubelet-labeler-wrapper.{host}"));
+    let foreign_file = scratch.join("foreign");
+    std::fs::write(&foreign_file, &foreign).unwrap();
+    run2.before_start = format!(
+        "mkdir -p {} && install -m 755 {} {}\n",
+        late.display(),
+        foreign_file.display(),
+        late_exe.display()
+    );
+    let outcomes2 = systemd_oracle::run_user_manager(&run2, &scratch2);
+    let manager_log = systemd_oracle::manager_log(&scratch2);
     let journal =
         |unit: &str| std::fs::read_to_string(logs.join(format!("{unit}.log"))).unwrap_or_default();
 
@@ -269,6 +436,89 @@ fn faults_under_real_systemd() {
         "{:?}",
         sh.iter().map(|r| r.argv_lossy()).collect::<Vec<_>>()
     );
+    // The full tmpfs, not some other error, turned the guard off.
+    let full_journal = journal("run-full.service");
+    assert!(
+        full_journal.contains("No space left on device"),
+        "{full_journal}"
+    );
+    for (name, _, _, why) in &generated {
+        let unit = format!("{name}.service");
+        let o = &outcomes2[&unit];
+        // Where the generator refused, no drop-in of ours is loaded: kubelet
+        // never went through a wrapper that could not run.
+        let ours = o
+            .dropins()
+            .iter()
+            .any(|d| d.ends_with("zz-kubelet-labeler.conf"));
+        assert_eq!(ours, why.is_none(), "{name}: {:?}", o.props);
+        let journal = journal(&unit);
+        let last = o.records.last().map(|r| r.argv_lossy()).unwrap_or_default();
+        assert_eq!(o.prop("ActiveState"), "active", "{name}: {:?}", o.props);
+        match why {
+            None => {
+                assert!(carries_label(&last), "{name}: {last:?}\n{journal}");
+                assert!(
+                    o.dropins()
+                        .iter()
+                        .any(|d| d.ends_with("zz-kubelet-labeler.conf")),
+                    "{name}: {:?}",
+                    o.props
+                );
+                assert!(
+                    journal.contains("starting kubelet with --node-labels"),
+                    "{journal}"
+                );
+            }
+            Some(why) if *name == "arch-late-foreign" => {
+                // One failed start (203), then kubelet with its own argv.
+                assert_eq!(
+                    last,
+                    [recorder.display().to_string(), "--v=2".to_string()],
+                    "{name}: {journal}\n{manager_log}"
+                );
+                assert_eq!(o.records.len(), 1, "{name}: {:?}", o.props);
+                // (NRestarts does not survive the reload.) The net's line in
+                // the unit's journal, then the reloaded generator's.
+                assert!(
+                    manager_log.lines().any(|l| l.contains(why.as_str())
+                        && l.contains("arch-late-foreign.service starts unchanged")),
+                    "{name}: {manager_log}"
+                );
+                assert!(
+                    journal.contains(why.as_str())
+                        && journal.contains(
+                            "reloading so that arch-late-foreign.service starts unchanged"
+                        ),
+                    "{name}: {journal}"
+                );
+            }
+            Some(why) => {
+                // kubelet with its own ExecStart, at the first start (one
+                // record), and the line.
+                assert_eq!(
+                    last,
+                    [recorder.display().to_string(), "--v=2".to_string()],
+                    "{name}"
+                );
+                assert_eq!(o.records.len(), 1, "{name}: {:?}", o.props);
+                let line = manager_log
+                    .lines()
+                    .find(|l| l.starts_with("kubelet-labeler: ") && l.contains(&unit))
+                    .unwrap_or_else(|| panic!("{name}: no generator line in\n{manager_log}"));
+                assert!(
+                    line.contains(why.as_str()) && line.contains("starts unchanged"),
+                    "{name}: {line}"
+                );
+            }
+        }
+    }
+    let control = &outcomes2["static-foreign.service"];
+    assert!(control.records.is_empty(), "{:?}", control.records);
+    // systemd's own status for "could not exec" (NRestarts is reset by
+    // the oracle's reset-failed).
+    assert_eq!(control.prop("ExecMainStatus"), "203", "{:?}", control.props);
+
     // At most two failed starts for a crash or a refusal.
     for name in ["refused", "abort", "overflow"] {
         let restarts: u32 = outcomes[&format!("{name}.service")]

@@ -99,6 +99,8 @@ Examples:
       --taint nvidia.com/gpu=true:NoSchedule && systemctl daemon-reload
   kubelet-labeler render dropins --root /mnt/image \\
       --wrapper ./kubelet-labeler-wrapper --label node.kubernetes.io/gpu=
+  kubelet-labeler render dropins --root /srv/node-files --arch x86_64 \\
+      --arch aarch64 --label node.kubernetes.io/pi=   # one tree for every node
 
 Exit status: 0 success, 1 error (the message says which input and the fix),
 2 usage.";
@@ -112,6 +114,8 @@ Examples:
       --rules gpu-rules.yaml --nfd-labels openshift --output-dir gitops/gpu
   kubelet-labeler render machineconfig --role master \\
       --taint llm-d-lab=control-plane:NoSchedule --output-dir openshift/
+  kubelet-labeler render machineconfig --pool worker-gpu --arch x86_64 \\
+      --arch aarch64 --output-dir gitops/gpu   # a mixed-architecture cluster
 
 Exit status: 0 success, 1 error (the message says which input and the fix),
 2 usage.";
@@ -315,9 +319,15 @@ pub struct RenderDropinsConfig {
     pub root: PathBuf,
     #[command(flatten)]
     pub additions: AdditionsArgs,
-    /// Wrapper binary to install [default: the one beside this program]
-    #[arg(long, value_name = "PATH")]
-    pub wrapper: Option<PathBuf>,
+    /// Architecture to install a wrapper for (repeatable) [default: that of
+    /// the wrapper beside this program]
+    #[arg(long = "arch", value_enum, value_name = "ARCH")]
+    pub arches: Vec<ArchArg>,
+    /// Wrapper binary to install, one per architecture (repeatable; its
+    /// architecture is read from its ELF header) [default: the one beside
+    /// this program]
+    #[arg(long = "wrapper", value_name = "PATH")]
+    pub wrappers: Vec<PathBuf>,
     /// Unit to wrap
     #[arg(long, value_name = "NAME", default_value = "kubelet.service")]
     pub unit: String,
@@ -332,6 +342,10 @@ pub enum ArchArg {
     X86_64,
     #[value(name = "aarch64")]
     Aarch64,
+    #[value(name = "ppc64le")]
+    Ppc64le,
+    #[value(name = "s390x")]
+    S390x,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -378,12 +392,16 @@ pub struct PoolArgs {
     /// OpenShift from 4.14 reads (3.5.0 needs 4.19+)
     #[arg(long, value_enum, value_name = "V", default_value = "3.4.0")]
     pub ignition_version: IgnitionVersionArg,
-    /// Architecture of the wrapper payload
-    #[arg(long, value_enum, value_name = "ARCH", default_value = "x86_64")]
-    pub arch: ArchArg,
-    /// Static wrapper binary to carry [default: the built one for --arch]
-    #[arg(long, value_name = "PATH")]
-    pub wrapper: Option<PathBuf>,
+    /// Architecture to carry a wrapper for (repeatable): nodes of any other
+    /// architecture start kubelet unchanged [default: x86_64, or those of
+    /// the --wrapper files]
+    #[arg(long = "arch", value_enum, value_name = "ARCH")]
+    pub arches: Vec<ArchArg>,
+    /// Static wrapper binary to carry, one per architecture (repeatable; its
+    /// architecture is read from its ELF header) [default: the built one for
+    /// each --arch]
+    #[arg(long = "wrapper", value_name = "PATH")]
+    pub wrappers: Vec<PathBuf>,
     /// Label the pool selects nodes by [default: node.kubernetes.io/POOL=]
     #[arg(long, value_name = "K=V")]
     pub pool_label: Option<String>,

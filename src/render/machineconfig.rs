@@ -7,33 +7,12 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
 use super::dropins::{
-    ENV_DROPIN_NAME, NodeRules, WRAPPER_DROPIN_NAME, WRAPPER_PATH, env_dropin_with_rules,
-    wrapper_dropin,
+    ENV_DROPIN_NAME, GENERATOR_PATH, NodeRules, env_dropin_with_rules, generator, wrapper_path,
 };
 use super::encoding::data_url;
 use crate::kubelet::{Additions, Profile, validate_labels};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Arch {
-    X86_64,
-    Aarch64,
-}
-
-impl Arch {
-    pub fn name(self) -> &'static str {
-        match self {
-            Arch::X86_64 => "x86_64",
-            Arch::Aarch64 => "aarch64",
-        }
-    }
-    /// ELF e_machine.
-    fn elf_machine(self) -> u16 {
-        match self {
-            Arch::X86_64 => 62,
-            Arch::Aarch64 => 183,
-        }
-    }
-}
+pub use super::arch::Arch;
 
 pub struct PoolOptions {
     pub pool: String,
@@ -43,9 +22,10 @@ pub struct PoolOptions {
     pub pool_label: Option<(String, String)>,
     pub base_role: String,
     pub ignition_version: &'static str,
-    pub arch: Arch,
-    /// The static wrapper binary's bytes.
-    pub wrapper: Vec<u8>,
+    /// The static wrapper binaries, one per architecture (sorted, see
+    /// `arch::one_per_arch`); a node of another architecture starts kubelet
+    /// unchanged.
+    pub wrappers: Vec<(Arch, Vec<u8>)>,
     /// Node rules and NFD label set the pool's nodes derive labels from.
     pub node_rules: NodeRules,
     /// `pool` names a built-in role (worker, master): no MachineConfigPool
@@ -61,14 +41,31 @@ pub fn check_wrapper(bytes: &[u8], arch: Arch, path: &Path) -> Result<()> {
         "build it with `machineconfigs/build-wrapper.sh {}` and pass --wrapper",
         arch.name()
     );
-    if bytes.len() < 64 || &bytes[..4] != b"\x7fELF" || bytes[4] != 2 || bytes[5] != 1 {
+    let order = if arch.big_endian() { 2 } else { 1 };
+    if bytes.len() < 64 || &bytes[..4] != b"\x7fELF" || bytes[4] != 2 || bytes[5] != order {
         bail!(
-            "{} is not a 64-bit little-endian ELF program; {fix}",
-            path.display()
+            "{} is not a 64-bit {}-endian ELF program; {fix}",
+            path.display(),
+            if arch.big_endian() { "big" } else { "little" }
         );
     }
-    let u16_at = |o: usize| u16::from_le_bytes([bytes[o], bytes[o + 1]]);
-    let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap());
+    let be = arch.big_endian();
+    let u16_at = |o: usize| {
+        let b = [bytes[o], bytes[o + 1]];
+        if be {
+            u16::from_be_bytes(b)
+        } else {
+            u16::from_le_bytes(b)
+        }
+    };
+    let u64_at = |o: usize| {
+        let b: [u8; 8] = bytes[o..o + 8].try_into().unwrap();
+        if be {
+            u64::from_be_bytes(b)
+        } else {
+            u64::from_le_bytes(b)
+        }
+    };
     let machine = u16_at(18);
     if machine != arch.elf_machine() {
         bail!(
@@ -96,7 +93,12 @@ pub fn check_wrapper(bytes: &[u8], arch: Arch, path: &Path) -> Result<()> {
         let Some(header) = bytes.get(off..off + 56) else {
             bail!("{} has a truncated program header table", path.display());
         };
-        let p_type = u32::from_le_bytes(header[..4].try_into().unwrap());
+        let word: [u8; 4] = header[..4].try_into().unwrap();
+        let p_type = if be {
+            u32::from_be_bytes(word)
+        } else {
+            u32::from_le_bytes(word)
+        };
         // PT_INTERP: the kernel would need a dynamic loader.
         if p_type == 3 {
             bail!(
@@ -105,7 +107,7 @@ pub fn check_wrapper(bytes: &[u8], arch: Arch, path: &Path) -> Result<()> {
             );
         }
         // PT_DYNAMIC: a static-pie has one too, but never a DT_NEEDED entry.
-        if p_type == 2 && needs_shared_libraries(bytes, header) {
+        if p_type == 2 && needs_shared_libraries(bytes, header, be) {
             bail!(
                 "{} is dynamically linked (it needs shared libraries); the node needs a static wrapper; {fix}",
                 path.display()
@@ -117,8 +119,16 @@ pub fn check_wrapper(bytes: &[u8], arch: Arch, path: &Path) -> Result<()> {
 
 /// Whether the dynamic section a PT_DYNAMIC `header` points at lists a
 /// DT_NEEDED library. An unreadable section counts as needing one.
-fn needs_shared_libraries(bytes: &[u8], header: &[u8]) -> bool {
-    let field = |o: usize| u64::from_le_bytes(header[o..o + 8].try_into().unwrap()) as usize;
+fn needs_shared_libraries(bytes: &[u8], header: &[u8], be: bool) -> bool {
+    let word = |b: &[u8]| {
+        let b: [u8; 8] = b[..8].try_into().unwrap();
+        if be {
+            u64::from_be_bytes(b)
+        } else {
+            u64::from_le_bytes(b)
+        }
+    };
+    let field = |o: usize| word(&header[o..]) as usize;
     let (offset, size) = (field(8), field(32));
     let Some(section) = offset
         .checked_add(size)
@@ -127,7 +137,7 @@ fn needs_shared_libraries(bytes: &[u8], header: &[u8]) -> bool {
         return true;
     };
     for entry in section.chunks_exact(16) {
-        match u64::from_le_bytes(entry[..8].try_into().unwrap()) {
+        match word(entry) {
             0 => return false, // DT_NULL ends the table
             1 => return true,  // DT_NEEDED
             _ => {}
@@ -189,15 +199,24 @@ fn file(path: &str, bytes: &[u8], mode: u32) -> Value {
     json!({ "path": path, "mode": mode, "overwrite": true, "contents": contents })
 }
 
-/// The base role's Ignition: the wrapper and its `ExecStart` drop-in.
+/// The base role's Ignition: a wrapper per architecture, and the generator
+/// that writes kubelet.service's `ExecStart` drop-in at boot only for a node
+/// whose architecture has a runnable wrapper (see `dropins::generator`).
 fn base_ignition(opts: &PoolOptions) -> Value {
+    let arches: Vec<Arch> = opts.wrappers.iter().map(|(a, _)| *a).collect();
+    let mut files: Vec<Value> = opts
+        .wrappers
+        .iter()
+        .map(|(a, bytes)| file(&wrapper_path(*a), bytes, 0o755))
+        .collect();
+    files.push(file(
+        GENERATOR_PATH,
+        generator(Profile::OpenShift, "kubelet.service", &arches).as_bytes(),
+        0o755,
+    ));
     json!({
         "ignition": { "version": opts.ignition_version },
-        "storage": { "files": [ file(WRAPPER_PATH, &opts.wrapper, 0o755) ] },
-        "systemd": { "units": [ {
-            "name": "kubelet.service",
-            "dropins": [ { "name": WRAPPER_DROPIN_NAME, "contents": wrapper_dropin(Profile::OpenShift) } ]
-        } ] }
+        "storage": { "files": files }
     })
 }
 
@@ -446,8 +465,7 @@ mod tests {
             pool_label: None,
             base_role: "worker".into(),
             ignition_version: "3.4.0",
-            arch: Arch::X86_64,
-            wrapper: fake_elf(62),
+            wrappers: vec![(Arch::X86_64, fake_elf(62))],
             node_rules: Default::default(),
             builtin_role: false,
         }
@@ -500,6 +518,48 @@ mod tests {
         let mut object = fake_elf(62);
         object[16..18].copy_from_slice(&1u16.to_le_bytes());
         assert!(check_wrapper(&object, Arch::X86_64, p).is_err());
+    }
+
+    #[test]
+    fn big_endian_s390x_wrappers_are_read_in_their_byte_order() {
+        let p = Path::new("w");
+        let mut be = vec![0u8; 64];
+        be[..4].copy_from_slice(b"\x7fELF");
+        be[4] = 2;
+        be[5] = 2;
+        be[16..18].copy_from_slice(&2u16.to_be_bytes());
+        be[18..20].copy_from_slice(&22u16.to_be_bytes());
+        assert!(check_wrapper(&be, Arch::S390x, p).is_ok());
+        let e = check_wrapper(&be, Arch::X86_64, p).unwrap_err().to_string();
+        assert!(e.contains("little-endian"), "{e}");
+        // A little-endian header claiming s390x is not one.
+        let e = check_wrapper(&fake_elf(22), Arch::S390x, p)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("big-endian"), "{e}");
+        // ppc64le is little-endian, e_machine 21.
+        assert!(check_wrapper(&fake_elf(21), Arch::Ppc64le, p).is_ok());
+    }
+
+    #[test]
+    fn every_wrapper_and_the_generator_are_carried() {
+        let mut o = opts();
+        o.wrappers = vec![(Arch::X86_64, fake_elf(62)), (Arch::Aarch64, fake_elf(183))];
+        let r = render(&o).unwrap();
+        let files = r.manifests[0].1["spec"]["config"]["storage"]["files"]
+            .as_array()
+            .unwrap()
+            .clone();
+        let paths: Vec<&str> = files.iter().map(|f| f["path"].as_str().unwrap()).collect();
+        assert_eq!(
+            paths,
+            [
+                "/usr/local/bin/kubelet-labeler-wrapper.x86_64",
+                "/usr/local/bin/kubelet-labeler-wrapper.aarch64",
+                GENERATOR_PATH
+            ]
+        );
+        assert!(r.manifests[0].1["spec"]["config"].get("systemd").is_none());
     }
 
     #[test]

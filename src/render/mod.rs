@@ -2,6 +2,7 @@
 //! MachineConfigPool, Ignition configs.
 
 pub mod additions;
+pub mod arch;
 pub mod dropins;
 pub mod encoding;
 pub mod layout;

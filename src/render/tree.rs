@@ -1,5 +1,6 @@
-//! `render dropins`: the two drop-ins and the wrapper, written into a
-//! filesystem tree (a kubeadm-style host's `/`, or a test root).
+//! `render dropins`: the wrappers, the generator that writes the wrapper's
+//! drop-in at boot, and the env drop-in, written into a filesystem tree (a
+//! kubeadm-style host's `/`, or a test root).
 
 use std::fs;
 use std::io::Write;
@@ -8,9 +9,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+use super::arch::Arch;
 use super::dropins::{
-    ENV_DROPIN_NAME, NodeRules, WRAPPER_DROPIN_NAME, WRAPPER_PATH, env_dropin_with_rules,
-    wrapper_dropin,
+    ENV_DROPIN_NAME, GENERATOR_PATH, NodeRules, WRAPPER_DROPIN_NAME, env_dropin_with_rules,
+    generator, wrapper_path,
 };
 use crate::kubelet::{Additions, Profile};
 
@@ -19,7 +21,9 @@ pub struct TreeOptions {
     pub unit: String,
     pub additions: Additions,
     pub profile: Profile,
-    pub wrapper: PathBuf,
+    /// The static wrapper binaries, one per architecture, as
+    /// `arch::one_per_arch` sorts them.
+    pub wrappers: Vec<(Arch, Vec<u8>)>,
     pub force: bool,
     pub node_rules: NodeRules,
 }
@@ -43,21 +47,19 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
 
 /// What goes where (node paths) and with which mode.
 pub fn planned_files(opts: &TreeOptions) -> Result<Vec<(PathBuf, Vec<u8>, u32)>> {
-    let wrapper = fs::read(&opts.wrapper).with_context(|| {
-        format!(
-            "reading the wrapper {}; build it (cargo build --bin kubelet-labeler-wrapper) or pass --wrapper",
-            opts.wrapper.display()
-        )
-    })?;
+    check_unit_name(&opts.unit)?;
     let dropin_dir = PathBuf::from("/etc/systemd/system").join(format!("{}.d", opts.unit));
-    let mut files = vec![
-        (PathBuf::from(WRAPPER_PATH), wrapper, 0o755),
-        (
-            dropin_dir.join(WRAPPER_DROPIN_NAME),
-            wrapper_dropin(opts.profile).into_bytes(),
-            0o644,
-        ),
-    ];
+    let arches: Vec<Arch> = opts.wrappers.iter().map(|(a, _)| *a).collect();
+    let mut files: Vec<(PathBuf, Vec<u8>, u32)> = opts
+        .wrappers
+        .iter()
+        .map(|(a, bytes)| (PathBuf::from(wrapper_path(*a)), bytes.clone(), 0o755))
+        .collect();
+    files.push((
+        PathBuf::from(GENERATOR_PATH),
+        generator(opts.profile, &opts.unit, &arches).into_bytes(),
+        0o755,
+    ));
     if !opts.additions.labels.is_empty()
         || !opts.additions.taints.is_empty()
         || !opts.node_rules.is_empty()
@@ -71,8 +73,41 @@ pub fn planned_files(opts: &TreeOptions) -> Result<Vec<(PathBuf, Vec<u8>, u32)>>
     Ok(files)
 }
 
+/// Unit names as systemd allows them, so the generator can quote them.
+fn check_unit_name(unit: &str) -> Result<()> {
+    let ok = !unit.is_empty()
+        && unit.len() <= 255
+        && unit.contains('.')
+        && unit
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b"@._-:".contains(&c));
+    if !ok {
+        bail!(
+            "--unit {unit:?}: not a unit name (letters, digits, \"@._-:\", e.g. kubelet.service)"
+        );
+    }
+    Ok(())
+}
+
+/// The static drop-in an earlier version wrote: in /etc it would shadow
+/// the generator's (same name, higher priority) and run a wrapper path that
+/// no longer exists.
+pub fn stale_static_dropin(opts: &TreeOptions) -> PathBuf {
+    let node = PathBuf::from("/etc/systemd/system")
+        .join(format!("{}.d", opts.unit))
+        .join(WRAPPER_DROPIN_NAME);
+    opts.root.join(node.strip_prefix("/").unwrap_or(&node))
+}
+
 pub fn render_tree(opts: &TreeOptions) -> Result<Vec<PathBuf>> {
     let files = planned_files(opts)?;
+    let stale = stale_static_dropin(opts);
+    if stale.exists() && !opts.force {
+        bail!(
+            "{} is the static drop-in of an earlier version; pass --force to remove it (the generator writes it now)",
+            stale.display()
+        );
+    }
     // Refuse before writing anything, so nothing is half done.
     for (node, bytes, _) in &files {
         let path = opts.root.join(node.strip_prefix("/").unwrap_or(node));
@@ -87,6 +122,9 @@ pub fn render_tree(opts: &TreeOptions) -> Result<Vec<PathBuf>> {
         }
     }
     let mut written = Vec::new();
+    if stale.exists() {
+        fs::remove_file(&stale).with_context(|| format!("removing {}", stale.display()))?;
+    }
     for (node, bytes, mode) in files {
         let path = opts.root.join(node.strip_prefix("/").unwrap_or(&node));
         write_atomic(&path, &bytes, mode)?;

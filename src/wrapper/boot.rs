@@ -222,9 +222,17 @@ pub fn run(args: &[OsString]) -> i32 {
     // Before any work that could crash: judge the previous start and record
     // this one as an attempt, so a crash that is no panic (stack overflow,
     // abort, OOM kill) costs the next start our additions, not kubelet.
+    let mut guard_off = None;
     let leave_out = invocation.as_deref().and_then(|id| {
         let why = guard.should_leave_out(id);
-        let _ = guard.record_attempt(id, uptime_ms().unwrap_or(0), why.is_none());
+        if let Err(e) = guard.record_attempt(id, uptime_ms().unwrap_or(0), why.is_none()) {
+            // A full or read-only /run: kubelet starts all the same, without
+            // the guard's protection, and the journal line says so.
+            guard_off = Some(format!(
+                "crash-loop guard off for this start: writing {}: {e}",
+                guard.path().display()
+            ));
+        }
         why
     });
     if leave_out.is_none() {
@@ -238,7 +246,10 @@ pub fn run(args: &[OsString]) -> i32 {
             ))
         });
     let plan = match prepared {
-        Ok(p) => p,
+        Ok(mut p) => {
+            p.warnings.extend(guard_off);
+            p
+        }
         Err(e) => {
             // Without the original command there is nothing to start.
             eprintln!("kubelet-labeler: cannot find the command to run: {e:#}");

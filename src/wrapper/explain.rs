@@ -2,13 +2,14 @@
 //! wrapper would exec there. Uses the same plan as the wrapper at boot.
 
 use std::ffi::OsString;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::plan::{self, Plan};
-use crate::contract::WRAPPER_DROPIN_NAME;
+use crate::contract::{GENERATOR_PATH, WRAPPER_DROPIN_NAME};
 use crate::kubelet::Profile;
 use crate::unit::{self, LoadOptions, UnitPaths};
 
@@ -95,6 +96,23 @@ fn display(p: &Path) -> String {
     p.display().to_string()
 }
 
+/// The architectures our generator in `root` writes the drop-in for, if it
+/// is there (its `case` arms, as `render::dropins::generator` writes them).
+fn generator_arches(root: &Path) -> Option<Vec<String>> {
+    let path = root.join(GENERATOR_PATH.trim_start_matches('/'));
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(64 * 1024)
+        .read_to_string(&mut text)
+        .ok()?;
+    Some(
+        text.lines()
+            .filter_map(|l| l.split_once(") elf='").map(|(a, _)| a.to_string()))
+            .collect(),
+    )
+}
+
 pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
     let paths = match &opts.unit_path {
         Some(list) => UnitPaths::from_list(&opts.root, list),
@@ -165,10 +183,19 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
     plan.notes = collected.notes;
     warnings.extend(fs.warnings.into_inner());
     warnings.extend(plan.warnings.iter().cloned());
-    let wrapper_installed = as_loaded
+    let mut wrapper_installed = as_loaded
         .dropins
         .iter()
         .any(|d| d.file_name().is_some_and(|n| n == WRAPPER_DROPIN_NAME));
+    if !wrapper_installed && let Some(arches) = generator_arches(&opts.root) {
+        // A tree laid out from MachineConfigs, or a node before its next
+        // daemon-reload: the generator writes the drop-in at boot.
+        wrapper_installed = true;
+        warnings.push(format!(
+            "the wrapper's drop-in is not in this tree: {GENERATOR_PATH} writes it at boot, on nodes of {}",
+            if arches.is_empty() { "no architecture".to_string() } else { arches.join(", ") }
+        ));
+    }
     if wrapper_installed
         && as_loaded
             .dropins

@@ -163,6 +163,16 @@ pub struct UserRun {
     pub starts: usize,
     /// Seconds to let processes run (and restart) before asking systemd.
     pub settle_secs: f32,
+    /// `SYSTEMD_GENERATOR_PATH` for the manager: the generators it runs
+    /// (their output lands in [`generator_dir`], their stderr in
+    /// [`manager_log`]).
+    pub generator_path: Option<String>,
+    /// Shell lines run in the namespace before the manager starts (as root:
+    /// mounts).
+    pub setup: String,
+    /// Shell lines run once the manager is up, before any unit starts
+    /// (after its generators ran).
+    pub before_start: String,
 }
 
 impl UserRun {
@@ -174,8 +184,24 @@ impl UserRun {
             manager_env: Vec::new(),
             starts: 1,
             settle_secs: 0.3,
+            generator_path: None,
+            setup: String::new(),
+            before_start: String::new(),
         }
     }
+}
+
+/// Where the user manager run in `scratch` puts its generators' normal
+/// output (`$XDG_RUNTIME_DIR/systemd/generator`); list it in `unit_dirs`
+/// for their drop-ins to count.
+pub fn generator_dir(scratch: &Path) -> PathBuf {
+    scratch.join("xdg-runtime/systemd/generator")
+}
+
+/// The manager's stdout and stderr (its generators' too), for a run in
+/// `scratch`.
+pub fn manager_log(scratch: &Path) -> String {
+    std::fs::read_to_string(scratch.join("manager.log")).unwrap_or_default()
 }
 
 /// The directory (in `scratch`) the user manager finds its base targets in;
@@ -252,6 +278,11 @@ pub fn run_user_manager(run: &UserRun, scratch: &Path) -> BTreeMap<String, Outco
     for (k, v) in &run.manager_env {
         script += &format!("export {k}={}\n", sh_quote(v));
     }
+    if let Some(g) = &run.generator_path {
+        script += &format!("export SYSTEMD_GENERATOR_PATH={}\n", sh_quote(g));
+    }
+    script += &run.setup;
+    script += "\n";
     script += &format!(
         "SYSTEMD_UNIT_PATH={} /lib/systemd/systemd --user >{}/manager.log 2>&1 &\npid=$!\n\
          for i in $(seq 100); do s=$(systemctl --user is-system-running 2>/dev/null); \
@@ -259,6 +290,8 @@ pub fn run_user_manager(run: &UserRun, scratch: &Path) -> BTreeMap<String, Outco
         sh_quote(&search_path(run, scratch)),
         sh_quote(&scratch.display().to_string()),
     );
+    script += &run.before_start;
+    script += "\n";
     let units: Vec<String> = run.units.iter().map(|u| sh_quote(u)).collect();
     // Start a batch at once and wait for the job queue to drain; each unit's
     // process then finishes on its own (the recorder exits at once).
