@@ -53,28 +53,39 @@ pub fn devices(root: &Path, optional: &[&str]) -> Option<Vec<BTreeMap<String, St
 /// from the single-attribute files). None when any is missing.
 fn from_uevent(dir: &Path) -> Option<BTreeMap<String, String>> {
     let text = read_trimmed(&dir.join("uevent"))?;
-    let field = |name: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix('='))
-            .map(|v| v.trim().to_ascii_lowercase())
+    // One pass over the lines (this runs for every PCI function at boot).
+    let (mut class, mut id, mut subsys) = (None, None, None);
+    for line in text.lines() {
+        let Some((name, value)) = line.split_once('=') else {
+            continue;
+        };
+        let slot = match name {
+            "PCI_CLASS" => &mut class,
+            "PCI_ID" => &mut id,
+            "PCI_SUBSYS_ID" => &mut subsys,
+            _ => continue,
+        };
+        if slot.is_none() {
+            *slot = Some(value.trim());
+        }
+    }
+    let hex = |v: &str| v.bytes().all(|b| b.is_ascii_hexdigit());
+    let class = class?;
+    if class.is_empty() || class.len() > 6 || !hex(class) {
+        return None;
+    }
+    // PCI_CLASS is the 24-bit class without leading zeros; NFD keeps the
+    // first 4 of its 6 digits (base class + subclass).
+    let padded = format!("{class:0>6}");
+    let pair = |v: &str| {
+        let (a, b) = v.split_once(':')?;
+        (a.len() == 4 && b.len() == 4 && hex(a) && hex(b))
+            .then(|| (a.to_ascii_lowercase(), b.to_ascii_lowercase()))
     };
-    let hex4 = |v: &str| v.len() == 4 && v.bytes().all(|b| b.is_ascii_hexdigit());
-    let class = field("PCI_CLASS")?;
-    if class.is_empty() || class.len() > 6 || !class.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    let class = format!("{class:0>6}");
-    let (vendor, device) = field("PCI_ID")?
-        .split_once(':')
-        .map(|(a, b)| (a.to_string(), b.to_string()))?;
-    let (sv, sd) = field("PCI_SUBSYS_ID")?
-        .split_once(':')
-        .map(|(a, b)| (a.to_string(), b.to_string()))?;
-    if ![&vendor, &device, &sv, &sd].iter().all(|v| hex4(v)) {
-        return None;
-    }
+    let (vendor, device) = pair(id?)?;
+    let (sv, sd) = pair(subsys?)?;
     Some(BTreeMap::from([
-        ("class".to_string(), class[..4].to_string()),
+        ("class".to_string(), padded[..4].to_ascii_lowercase()),
         ("vendor".to_string(), vendor),
         ("device".to_string(), device),
         ("subsystem_vendor".to_string(), sv),

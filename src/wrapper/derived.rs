@@ -176,21 +176,14 @@ pub fn derive(sources: &Sources, features: &Features, profile: Profile) -> Deriv
 /// Rules as nfd-master would apply them (its merge and filters), minus the
 /// output of any rule kubelet would refuse: such a rule is left out whole.
 fn derive_rules(rules: &[Rule], features: &Features, profile: Profile, out: &mut Derived) {
-    let outcome = rules::evaluate_node(rules, features);
+    let mut outcome = rules::evaluate_node(rules, features);
     let survived: BTreeMap<&str, &str> = outcome
         .labels
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
-    // The rule whose value a key ends with (later rules win, as in NFD).
-    let mut owner: BTreeMap<&str, usize> = BTreeMap::new();
-    for (i, r) in outcome.results.iter().enumerate() {
-        for (k, _) in &r.labels {
-            owner.insert(k.as_str(), i);
-        }
-    }
     let mut reports = Vec::with_capacity(outcome.results.len());
-    for r in &outcome.results {
+    for r in &mut outcome.results {
         // What this rule registers: its labels NFD keeps, values resolved.
         let labels: Vec<(String, String)> = r
             .labels
@@ -211,11 +204,19 @@ fn derive_rules(rules: &[Rule], features: &Features, profile: Profile, out: &mut
         reports.push(RuleReport {
             name: r.name.clone(),
             matched: r.matched,
-            matched_features: r.matched_features.clone(),
+            // Moved, not cloned: matched device maps are the bulk of it.
+            matched_features: std::mem::take(&mut r.matched_features),
             labels,
             taints,
             left_out,
         });
+    }
+    // The rule whose value a key ends with (later rules win, as in NFD).
+    let mut owner: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, r) in outcome.results.iter().enumerate() {
+        for (k, _) in &r.labels {
+            owner.insert(k.as_str(), i);
+        }
     }
     let refused = |i: usize| reports[i].left_out.is_some() && reports[i].matched;
     for (k, v) in &outcome.labels {
