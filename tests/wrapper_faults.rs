@@ -10,7 +10,7 @@ mod systemd_oracle;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use kubelet_labeler::contract::WRAPPER_PATH;
+use kubelet_labeler::contract::{RULES_VAR, WRAPPER_PATH};
 use kubelet_labeler::kubelet::Profile;
 use kubelet_labeler::render::arch::Arch;
 use kubelet_labeler::render::dropins;
@@ -53,6 +53,29 @@ fn wrap(units: &Path, unit: &str, search_path: &str, state: &Path, labels: &str)
 /// the bytes at this architecture's wrapper path (None: no file), and the
 /// words its line must hold (None: it writes the drop-in).
 type GeneratorCase = (&'static str, Vec<Arch>, Option<Vec<u8>>, Option<String>);
+
+/// seed 002's rule as `render` compiles it: NVIDIA display PCI functions.
+const GPU_RULE: &str = "KLR1,1,nvidia-gpu-taint,0,~N,0,~N,1,nvidia.com/gpu,true,NoSchedule,\
+1,pci.device,2,vendor,In,1,10de,class,In,2,0300,0302,~N,0";
+
+/// A node root whose facts sources are garbage.
+fn garbage_facts(scratch: &Path) -> std::path::PathBuf {
+    let root = scratch.join("garbage-facts");
+    let dev = root.join("sys/bus/pci/devices/0000:00:01.0");
+    std::fs::create_dir_all(dev.join("class")).unwrap();
+    std::fs::write(
+        dev.join("uevent"),
+        b"\xff\0PCI_CLASS=\xfe\nPCI_ID=10de\n".repeat(500),
+    )
+    .unwrap();
+    std::fs::write(dev.join("vendor"), b"\xff\xff\xff").unwrap();
+    let other = root.join("sys/bus/pci/devices/0000:00:02.0");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("uevent"), "PCI_CLASS=30000\nPCI_ID=10DE:zzzz\n").unwrap();
+    std::fs::create_dir_all(root.join("proc")).unwrap();
+    std::fs::write(root.join("proc/cpuinfo"), b"\0\0\0".repeat(1000)).unwrap();
+    root
+}
 
 fn carries_label(argv: &[String]) -> bool {
     argv.iter()
@@ -184,6 +207,25 @@ fn faults_under_real_systemd() {
             "starting kubelet without our labels/taints: reading",
             false,
         ),
+        // A drop-in of garbage beside ours: systemd skips what it cannot
+        // parse, and so does the wrapper.
+        (
+            "dropin-garbage",
+            String::new(),
+            &format!("{LABEL}="),
+            "starting kubelet with --node-labels",
+            true,
+        ),
+        // Node rules on a facts tree of garbage (binary uevent, a directory
+        // where a file should be, unreadable cpuinfo): the rule matches
+        // nothing, the static label is added.
+        (
+            "facts-garbage",
+            format!("Environment={RULES_VAR}={GPU_RULE}\n"),
+            &format!("{LABEL}="),
+            "starting kubelet with --node-labels",
+            true,
+        ),
         (
             "state-unwritable",
             String::new(),
@@ -250,6 +292,27 @@ fn faults_under_real_systemd() {
             _ => state.clone(),
         };
         wrap(&units, &unit, &search_path, &st, labels);
+        match *name {
+            "dropin-garbage" => std::fs::write(
+                units.join(format!("{unit}.d/50-garbage.conf")),
+                b"\xff\xfe garbage\n=\nno equals sign\n[No Such Section]\nExecStart=/x\n\
+                  [Service]\nNoSuchSetting=1\n"
+                    .repeat(100),
+            )
+            .unwrap(),
+            "facts-garbage" => {
+                let ours = units.join(format!("{unit}.d/zz-kubelet-labeler.conf"));
+                let text = std::fs::read_to_string(&ours).unwrap();
+                let root = garbage_facts(scratch);
+                let with_root = text.replace(
+                    " --unit-path ",
+                    &format!(" --facts-root {} --unit-path ", root.display()),
+                );
+                assert_ne!(text, with_root);
+                std::fs::write(&ours, with_root).unwrap();
+            }
+            _ => {}
+        }
         names.push(unit);
     }
 
@@ -435,6 +498,16 @@ fn faults_under_real_systemd() {
             .all(|r| r.argv_lossy() == [recorder.display().to_string(), "--v=2".to_string()]),
         "{:?}",
         sh.iter().map(|r| r.argv_lossy()).collect::<Vec<_>>()
+    );
+    // The garbage facts matched no GPU: no taint from the rule.
+    let facts = &outcomes["facts-garbage.service"].records;
+    assert!(
+        facts.iter().all(|r| r
+            .argv_lossy()
+            .iter()
+            .all(|w| !w.starts_with("--register-with-taints"))),
+        "{:?}",
+        facts.iter().map(|r| r.argv_lossy()).collect::<Vec<_>>()
     );
     // The full tmpfs, not some other error, turned the guard off.
     let full_journal = journal("run-full.service");
