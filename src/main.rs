@@ -216,19 +216,21 @@ fn cmd_render_dropins(c: RenderDropinsConfig) -> Result<ExitCode> {
 
 /// A file shipped next to this binary.
 /// `kubelet-labeler-wrapper` beside this program, or, as dist/build-static.sh
-/// lays the static binaries out, `kubelet-labeler-wrapper-<this arch>`.
+/// lays the static binaries out, the one of this program's architecture.
 fn wrapper_beside_this_program() -> Result<std::path::PathBuf> {
     let exe = std::env::current_exe().context("finding this program")?;
     let plain = exe.with_file_name("kubelet-labeler-wrapper");
-    let of_arch = exe.with_file_name(format!(
-        "kubelet-labeler-wrapper-{}",
-        std::env::consts::ARCH
-    ));
-    Ok(if !plain.exists() && of_arch.is_file() {
-        of_arch
-    } else {
-        plain
+    let of_arch = Arch::from_name(std::env::consts::ARCH)
+        .map(|a| exe.with_file_name(shipped_wrapper_name(a)));
+    Ok(match of_arch {
+        Some(p) if !plain.exists() && p.is_file() => p,
+        _ => plain,
     })
+}
+
+/// The name dist/build-static.sh gives the static wrapper for `arch`.
+fn shipped_wrapper_name(arch: Arch) -> String {
+    format!("kubelet-labeler-wrapper-{}", arch.name())
 }
 
 fn ignition_version(v: IgnitionVersionArg) -> &'static str {
@@ -360,7 +362,7 @@ fn default_wrapper(arch: Arch) -> Result<std::path::PathBuf> {
     let exe = std::env::current_exe().context("finding this program")?;
     let dir = exe.parent().context("finding this program's directory")?;
     let candidates = [
-        dir.join(format!("kubelet-labeler-wrapper-{}", arch.name())),
+        dir.join(shipped_wrapper_name(arch)),
         dir.join(format!(
             "../{}-unknown-linux-musl/wrapper/kubelet-labeler-wrapper",
             arch.name()

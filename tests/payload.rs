@@ -74,6 +74,27 @@ fn recorded(records: &Path) -> String {
     std::fs::read_to_string(rec).unwrap()
 }
 
+/// The wrapper (through `runner`, e.g. qemu, when given) on the recorder
+/// unit in `dir` (`recorder_unit`), its state in `dir`, env cleared but for
+/// the recorder's directory.
+fn wrapper_on_recorder(wrapper: &Path, runner: Option<&str>, dir: &Path) -> Command {
+    let mut cmd = match runner {
+        Some(r) => {
+            let mut c = Command::new(r);
+            c.arg(wrapper);
+            c
+        }
+        None => Command::new(wrapper),
+    };
+    cmd.args(["--unit", "k.service", "--unit-path"])
+        .arg(dir.join("units"))
+        .arg("--state-dir")
+        .arg(dir.join("state"))
+        .env_clear()
+        .env("RECORD_DIR", dir.join("rec"));
+    cmd
+}
+
 fn hex(s: &str) -> String {
     s.bytes().map(|b| format!("{b:02x}")).collect()
 }
@@ -121,14 +142,7 @@ fn aarch64_wrapper_runs_under_qemu() {
         "[Service]\nExecStart=\nExecStart=/x\n",
     )
     .unwrap();
-    let out = Command::new("qemu-aarch64-static")
-        .arg(&wrapper)
-        .args(["--unit", "k.service", "--unit-path"])
-        .arg(&units)
-        .arg("--state-dir")
-        .arg(dir.path().join("state"))
-        .env_clear()
-        .env("RECORD_DIR", &records)
+    let out = wrapper_on_recorder(&wrapper, Some("qemu-aarch64-static"), dir.path())
         .env(
             "FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS",
             "node.kubernetes.io/arm=",
@@ -166,22 +180,8 @@ fn shipped_wrapper_starts_kubelet_unchanged_after_a_crash() {
     for (wrapper, runner) in &runs {
         for fault in ["panic", "abort-late", "stack-overflow-late"] {
             let dir = tempfile::tempdir().unwrap();
-            let (units, records) = recorder_unit(dir.path());
-            let mut cmd = match runner {
-                Some(r) => {
-                    let mut c = Command::new(r);
-                    c.arg(wrapper);
-                    c
-                }
-                None => Command::new(wrapper),
-            };
-            let out = cmd
-                .args(["--unit", "k.service", "--unit-path"])
-                .arg(&units)
-                .arg("--state-dir")
-                .arg(dir.path().join("state"))
-                .env_clear()
-                .env("RECORD_DIR", &records)
+            let (_, records) = recorder_unit(dir.path());
+            let out = wrapper_on_recorder(wrapper, *runner, dir.path())
                 .env("INVOCATION_ID", "0123456789abcdef0123456789abcdef")
                 .env("KUBELET_LABELER_FAULT", fault)
                 .env(
