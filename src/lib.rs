@@ -14,6 +14,7 @@ pub mod facts;
 #[cfg(feature = "iso")]
 pub mod iso;
 pub mod kubelet;
+#[cfg(feature = "cli")]
 pub mod render;
 pub mod rules;
 pub mod unit;
