@@ -227,3 +227,82 @@ fn qemu_aarch64() -> bool {
     }
     qemu.status.success()
 }
+
+/// SIGPIPE ignored (as systemd's default `IgnoreSIGPIPE=yes` leaves it) and
+/// SIGUSR2 blocked, set in the child after std's own signal reset.
+fn inherit_signal_state(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    unsafe extern "C" {
+        fn signal(sig: i32, handler: usize) -> usize;
+        fn sigprocmask(how: i32, set: *const u64, old: *mut u64) -> i32;
+    }
+    const SIGPIPE: i32 = 13;
+    const SIG_IGN: usize = 1;
+    const SIG_BLOCK: i32 = 0;
+    const SIGUSR2_BIT: u64 = 1 << (12 - 1);
+    // SAFETY: both calls are async-signal-safe and touch only this child.
+    unsafe {
+        cmd.pre_exec(|| {
+            let set = [SIGUSR2_BIT, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+            signal(SIGPIPE, SIG_IGN);
+            sigprocmask(SIG_BLOCK, set.as_ptr(), std::ptr::null_mut());
+            Ok(())
+        });
+    }
+}
+
+/// The recorder's `SigBlk:`/`SigIgn:` lines.
+fn signal_lines(record: &str) -> Vec<&str> {
+    record
+        .lines()
+        .filter(|l| l.starts_with("SigBlk:") || l.starts_with("SigIgn:"))
+        .collect()
+}
+
+/// The shipped wrapper (its constructor and exec, not `Command`'s) hands
+/// kubelet the signal state it inherited, on its normal path and after a
+/// crash; the recorder started directly the same way is the reference.
+#[test]
+fn shipped_wrapper_hands_on_the_inherited_signal_state() {
+    if !musl_target_installed("x86_64") {
+        return;
+    }
+    let wrapper = build("x86_64");
+    let dir = tempfile::tempdir().unwrap();
+    let (_, records) = recorder_unit(dir.path());
+    let mut direct = Command::new(dir.path().join("fake-kubelet/kubelet"));
+    direct.env_clear().env("RECORD_DIR", &records);
+    inherit_signal_state(&mut direct);
+    assert!(direct.status().unwrap().success());
+    let reference = recorded(&records);
+    let reference = signal_lines(&reference);
+    assert_eq!(reference.len(), 2, "{reference:?}");
+    assert!(
+        reference.iter().all(|l| !l.ends_with("0000000000000000")),
+        "{reference:?}"
+    );
+    for fault in [None, Some("panic")] {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, records) = recorder_unit(dir.path());
+        let mut cmd = wrapper_on_recorder(&wrapper, None, dir.path());
+        cmd.env("INVOCATION_ID", "0123456789abcdef0123456789abcdef")
+            .env(
+                "FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS",
+                "node.kubernetes.io/x=",
+            );
+        if let Some(f) = fault {
+            cmd.env("KUBELET_LABELER_FAULT", f);
+        }
+        inherit_signal_state(&mut cmd);
+        let out = cmd.output().unwrap();
+        let what = format!("{fault:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{what}");
+        let text = recorded(&records);
+        assert_eq!(
+            text.contains(&hex("--node-labels")),
+            fault.is_none(),
+            "{what}"
+        );
+        assert_eq!(signal_lines(&text), reference, "{what}");
+    }
+}

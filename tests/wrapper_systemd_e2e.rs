@@ -490,3 +490,57 @@ fn crash_loop_guard_under_real_systemd() {
     let state = std::fs::read_to_string(host.state.join("guard.service.state")).unwrap();
     assert!(state.contains("with_additions=0"), "{state}");
 }
+
+/// kubelet gets the signal state systemd gives it without us: SIGPIPE
+/// ignored (`IgnoreSIGPIPE=yes`, the default) or not, and nothing blocked.
+/// Rust's runtime ignores SIGPIPE and `Command::exec` resets it; the
+/// wrapper must hand on what it inherited.
+#[test]
+fn kubelet_gets_the_signal_state_systemd_gives() {
+    if systemd_oracle::unavailable().is_some() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let scratch = dir.path();
+    let host = Host::new(scratch);
+    let kubelet = systemd_oracle::build_fake_kubelet(scratch);
+    let cases = [("pipe-ignored", ""), ("pipe-default", "IgnoreSIGPIPE=no\n")];
+    let mut units = Vec::new();
+    for (stem, extra) in cases {
+        let fragment = format!(
+            "[Service]\nType=simple\n{extra}ExecStart={} --v=2\n",
+            kubelet.display()
+        );
+        host.add_unit(&format!("{stem}-orig.service"), &fragment, &[], None, false);
+        host.add_unit(
+            &format!("{stem}.service"),
+            &fragment,
+            &[],
+            Some((LABELS, TAINT)),
+            true,
+        );
+        units.push(format!("{stem}-orig.service"));
+        units.push(format!("{stem}.service"));
+    }
+    let outcomes = host.run(units, vec![], 0.5);
+    let record = |unit: &str| outcomes[unit].records[0].clone();
+    for (stem, _) in cases {
+        let orig = record(&format!("{stem}-orig.service"));
+        let wrapped = record(&format!("{stem}.service"));
+        assert!(
+            words(&wrapped).iter().any(|w| w.contains(LABELS)),
+            "{stem}: the wrapper did not add our labels: {:?}",
+            words(&wrapped)
+        );
+        assert_eq!(orig.signals.len(), 2, "{stem}: {:?}", orig.signals);
+        assert_eq!(
+            wrapped.signals, orig.signals,
+            "{stem}: signal state vs systemd's"
+        );
+    }
+    // Both dispositions were seen, so the comparison could have failed.
+    assert_ne!(
+        record("pipe-ignored-orig.service").signals,
+        record("pipe-default-orig.service").signals
+    );
+}

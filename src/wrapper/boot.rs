@@ -4,13 +4,12 @@
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
 use super::crash;
+use super::exec;
 use super::guard::{Guard, uptime_ms};
 use super::plan::{self, Plan};
 use crate::contract::WRAPPER_DROPIN_NAME;
@@ -318,13 +317,23 @@ fn crash_now(how: &str) {
     }
 }
 
-/// execve in place: same PID, same environment, same fds.
+/// execve in place: same PID, same environment, same fds, and the signal
+/// state systemd gave us.
 fn exec(root: &Path, plan: &Plan) -> std::io::Error {
-    let mut cmd = Command::new(under_root(root, &plan.executable));
-    if let Some((argv0, rest)) = plan.argv.split_first() {
-        cmd.arg0(argv0).args(rest);
+    let path = under_root(root, &plan.executable);
+    let argv0 = [path.clone().into_os_string()];
+    let argv = if plan.argv.is_empty() {
+        &argv0[..]
+    } else {
+        &plan.argv
+    };
+    match exec::prepare(&path, argv) {
+        Some(p) => exec::exec(&p),
+        None => std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "a NUL byte in the command",
+        ),
     }
-    cmd.exec()
 }
 
 #[cfg(test)]

@@ -15,29 +15,19 @@
 //! Builds with unwinding panics (tests, the CLI's `explain`) get the same
 //! exec from the panic hook in `boot`, with the panic's message.
 
-use std::ffi::{CString, OsString, c_char, c_int};
-use std::os::unix::ffi::OsStrExt;
+use std::ffi::{OsString, c_int};
 use std::path::Path;
 use std::sync::OnceLock;
+
+use super::exec::{self, Prepared, SIG_DFL, SigAction, sigaction};
 
 const SIGILL: c_int = 4;
 const SIGTRAP: c_int = 5;
 const SIGABRT: c_int = 6;
 const SIGBUS: c_int = 7;
 const SIGSEGV: c_int = 11;
-const SIG_DFL: usize = 0;
 const SA_ONSTACK: c_int = 0x0800_0000;
-const SIG_SETMASK: c_int = 2;
 const STDERR: c_int = 2;
-
-/// `struct sigaction` as Linux libcs lay it out on x86_64 and aarch64.
-#[repr(C)]
-struct SigAction {
-    handler: usize,
-    mask: [u64; 16],
-    flags: c_int,
-    restorer: usize,
-}
 
 /// `stack_t`.
 #[repr(C)]
@@ -54,29 +44,13 @@ static mut ALT_STACK: [u8; ALT_STACK_SIZE] = [0; ALT_STACK_SIZE];
 
 unsafe extern "C" {
     fn signal(sig: c_int, handler: usize) -> usize;
-    fn sigaction(sig: c_int, new: *const SigAction, old: *mut SigAction) -> c_int;
     fn sigaltstack(new: *const AltStack, old: *mut AltStack) -> c_int;
-    fn sigprocmask(how: c_int, set: *const u64, old: *mut u64) -> c_int;
-    fn execve(path: *const c_char, argv: *const *const c_char, envp: *const *const c_char)
-    -> c_int;
     fn write(fd: c_int, buf: *const u8, len: usize) -> isize;
-    static environ: *const *const c_char;
 }
 
-/// Everything `execve` needs, made before any crash can happen: the handler
-/// only reads it (async-signal-safe: no allocation, no locks).
-struct Fallback {
-    path: CString,
-    /// Keeps the strings `argv_ptrs` points into alive.
-    _argv: Vec<CString>,
-    argv_ptrs: Vec<*const c_char>,
-}
-
-// The pointers are into `_argv`, which lives as long as the static.
-unsafe impl Send for Fallback {}
-unsafe impl Sync for Fallback {}
-
-static FALLBACK: OnceLock<Fallback> = OnceLock::new();
+/// The original command, made ready before any crash can happen: the
+/// handler only reads it.
+static FALLBACK: OnceLock<Prepared> = OnceLock::new();
 
 const CRASH_LINE: &[u8] = b"kubelet-labeler: starting kubelet without our labels/taints: \
 internal error (a crash; a bug, please report)\n";
@@ -109,25 +83,7 @@ pub fn install() {
 /// (argv[0] first). Returns false when the command cannot be made into C
 /// strings (a NUL byte: kubelet could not be started with it either).
 pub fn arm(executable: &Path, argv: &[OsString]) -> bool {
-    let Ok(path) = CString::new(executable.as_os_str().as_bytes()) else {
-        return false;
-    };
-    let Ok(argv) = argv
-        .iter()
-        .map(|a| CString::new(a.as_bytes()))
-        .collect::<Result<Vec<_>, _>>()
-    else {
-        return false;
-    };
-    let mut argv_ptrs: Vec<*const c_char> = argv.iter().map(|a| a.as_ptr()).collect();
-    argv_ptrs.push(std::ptr::null());
-    FALLBACK
-        .set(Fallback {
-            path,
-            _argv: argv,
-            argv_ptrs,
-        })
-        .is_ok()
+    exec::prepare(executable, argv).is_some_and(|p| FALLBACK.set(p).is_ok())
 }
 
 /// Whether `arm` has run.
@@ -138,16 +94,12 @@ pub fn armed() -> bool {
 /// Exec the armed command unchanged; returns only if there is none or the
 /// exec failed. Safe to call from a signal handler.
 pub fn exec_fallback() {
-    let Some(f) = FALLBACK.get() else { return };
-    let no_signals = [0u64; 16];
-    // SAFETY: all pointers are valid, NUL-terminated and outlive the call.
-    unsafe {
-        // The handler's signal is blocked while it runs, and execve keeps
-        // the mask: kubelet must not start with it blocked.
-        sigprocmask(SIG_SETMASK, no_signals.as_ptr(), std::ptr::null_mut());
-        execve(f.path.as_ptr(), f.argv_ptrs.as_ptr(), environ);
-        write(STDERR, EXEC_FAILED.as_ptr(), EXEC_FAILED.len());
-    }
+    let Some(p) = FALLBACK.get() else { return };
+    // exec restores the inherited signal mask: the handler's signal is
+    // blocked while it runs, and kubelet must not start with it blocked.
+    exec::exec(p);
+    // SAFETY: a static byte string.
+    unsafe { write(STDERR, EXEC_FAILED.as_ptr(), EXEC_FAILED.len()) };
 }
 
 extern "C" fn on_crash(sig: c_int) {

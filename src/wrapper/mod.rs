@@ -6,6 +6,7 @@ pub mod boot;
 pub mod bump;
 pub mod crash;
 pub mod derived;
+pub mod exec;
 pub mod explain;
 pub mod guard;
 pub mod plan;

@@ -1,6 +1,6 @@
 /* Stands in for kubelet (and any ExecStart program) under a real systemd:
- * writes its argv (hex, one per line), /proc/self/exe and its environment
- * to $RECORD_DIR/<unit>.<pid>, where <unit> is the last component of its
+ * writes its argv (hex, one per line), /proc/self/exe, its environment and
+ * its blocked and ignored signal masks to $RECORD_DIR/<unit>.<pid>, where <unit> is the last component of its
  * cgroup; sends READY=1 to $NOTIFY_SOCKET so Type=notify units start. */
 #include <stddef.h>
 #include <stdio.h>
@@ -41,6 +41,12 @@ int main(int argc, char **argv) {
     exe[n > 0 ? n : 0] = 0;
     fprintf(f, "exe\n");
     hex(f, exe);
+    /* Before the environment: its lines run to the end of the record. */
+    fprintf(f, "signals\n");
+    FILE *st = fopen("/proc/self/status", "r");
+    while (st && fgets(line, sizeof line, st))
+        if (!strncmp(line, "SigBlk:", 7) || !strncmp(line, "SigIgn:", 7)) fputs(line, f);
+    if (st) fclose(st);
     fprintf(f, "env\n");
     for (char **e = environ; *e; e++) hex(f, *e);
     fclose(f);

@@ -70,6 +70,8 @@ pub fn build_fake_kubelet(dir: &Path) -> PathBuf {
 pub struct Record {
     pub argv: Vec<Vec<u8>>,
     pub exe: String,
+    /// `SigBlk:` and `SigIgn:` lines of its /proc/self/status.
+    pub signals: Vec<String>,
     pub env: Vec<(OsString, OsString)>,
 }
 
@@ -133,7 +135,12 @@ fn parse_record(text: &str) -> Record {
     let argv = (0..argc).map(|_| unhex(lines.next().unwrap())).collect();
     assert_eq!(lines.next(), Some("exe"));
     let exe = String::from_utf8(unhex(lines.next().unwrap())).unwrap();
-    assert_eq!(lines.next(), Some("env"));
+    assert_eq!(lines.next(), Some("signals"));
+    let signals = lines
+        .by_ref()
+        .take_while(|l| *l != "env")
+        .map(String::from)
+        .collect();
     let env = lines
         .map(unhex)
         .map(|kv| {
@@ -144,7 +151,12 @@ fn parse_record(text: &str) -> Record {
             (OsString::from_vec(k), OsString::from_vec(v))
         })
         .collect();
-    Record { argv, exe, env }
+    Record {
+        argv,
+        exe,
+        signals,
+        env,
+    }
 }
 
 /// A user-manager run.
