@@ -10,6 +10,7 @@
 
 pub mod cmdline;
 pub mod contract;
+pub mod dir;
 pub mod facts;
 #[cfg(feature = "iso")]
 pub mod iso;

@@ -32,11 +32,10 @@ pub fn read_trimmed(path: &Path) -> Option<String> {
 
 /// Names in a directory, sorted, at most MAX_ENTRIES; None when unreadable.
 pub fn list_dir(dir: &Path) -> Option<Vec<String>> {
-    let mut names: Vec<String> = fs::read_dir(dir)
+    let mut names: Vec<String> = crate::dir::names(dir, MAX_ENTRIES)
         .ok()?
-        .filter_map(|e| e.ok())
-        .take(MAX_ENTRIES)
-        .filter_map(|e| e.file_name().into_string().ok())
+        .into_iter()
+        .filter_map(|n| n.into_string().ok())
         .collect();
     names.sort();
     Some(names)

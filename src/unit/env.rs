@@ -347,12 +347,14 @@ pub fn glob(root: &Path, pattern: &str) -> Vec<PathBuf> {
     if has_meta(&dir.to_string_lossy()) {
         return vec![];
     }
-    let Ok(entries) = std::fs::read_dir(root.join(dir.strip_prefix("/").unwrap_or(dir))) else {
+    let Ok(entries) =
+        crate::dir::names(&root.join(dir.strip_prefix("/").unwrap_or(dir)), usize::MAX)
+    else {
         return vec![];
     };
     let mut out: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok())
-        .filter_map(|e| e.file_name().into_string().ok())
+        .into_iter()
+        .filter_map(|n| n.into_string().ok())
         .filter(|n| !n.starts_with('.') && glob_match(name.as_bytes(), n.as_bytes()))
         .map(|n| dir.join(n))
         .collect();

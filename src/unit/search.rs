@@ -288,15 +288,11 @@ pub fn find(root: &Path, dirs: &[PathBuf], name: &str) -> UnitFiles {
     for d in &dropin_dirs {
         // systemd chases symlinks in a drop-in directory's path and names
         // its files by the result (on Debian /lib/... shows as /usr/lib/...).
-        let Ok(entries) = std::fs::read_dir(under(root, d)) else {
+        let Ok(mut names) = crate::dir::names(&under(root, d), usize::MAX) else {
             continue;
         };
         // Only for directories that exist: the wrapper runs at every start.
         let d = &canonical_with(root, d, &mut cache);
-        let mut names: Vec<std::ffi::OsString> = entries
-            .filter_map(|e| e.ok())
-            .map(|e| e.file_name())
-            .collect();
         names.sort();
         for fname in names {
             use std::os::unix::ffi::OsStrExt;

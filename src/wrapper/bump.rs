@@ -1,13 +1,31 @@
-//! The wrapper's allocator: a bump arena in `.bss`, falling back to the
-//! system allocator when it is full. The wrapper lives for about a
+//! The wrapper's allocator: a bump arena in `.bss`, then, when it is full,
+//! bump chunks mapped from the kernel. The wrapper lives for about a
 //! millisecond and frees almost nothing worth reusing, so musl's malloc
 //! (a third of the wrapper's instructions, and an mmap/munmap pair for
-//! many small allocations) buys nothing here. `.bss` costs no payload
-//! bytes, and only the pages actually used are ever touched.
+//! many small allocations) buys nothing here; without a caller it is not
+//! linked at all (8 KB of payload). `.bss` costs no payload bytes, and only
+//! the pages actually used are ever touched.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::{GlobalAlloc, Layout};
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+unsafe extern "C" {
+    fn mmap(
+        addr: *mut c_void,
+        len: usize,
+        prot: c_int,
+        flags: c_int,
+        fd: c_int,
+        off: i64,
+    ) -> *mut c_void;
+}
+const PROT_READ_WRITE: c_int = 0x1 | 0x2;
+const MAP_PRIVATE_ANONYMOUS: c_int = 0x02 | 0x20;
+/// Smallest chunk mapped once the arena is full.
+const CHUNK_BYTES: usize = 4 << 20;
+const PAGE: usize = 4096;
 
 /// What malloc guarantees on x86_64 and aarch64, and what libunwind's
 /// exception object needs although Rust declares it 8-aligned (its code
@@ -28,6 +46,11 @@ pub struct BumpAlloc {
     arena: Arena,
     /// Offset of the first free byte.
     next: AtomicUsize,
+    /// The mapped chunk after the arena: its first free and its end
+    /// address (0, 0 before the first), changed under `chunk_lock`.
+    chunk_next: AtomicUsize,
+    chunk_end: AtomicUsize,
+    chunk_lock: AtomicBool,
 }
 
 impl BumpAlloc {
@@ -35,7 +58,55 @@ impl BumpAlloc {
         BumpAlloc {
             arena: Arena(UnsafeCell::new([0; ARENA_BYTES])),
             next: AtomicUsize::new(0),
+            chunk_next: AtomicUsize::new(0),
+            chunk_end: AtomicUsize::new(0),
+            chunk_lock: AtomicBool::new(false),
         }
+    }
+
+    /// Past the arena: bump in the mapped chunk, mapping a new one when it
+    /// is full. Blocks there are never given back (the process is short).
+    fn alloc_in_chunk(&self, layout: Layout) -> *mut u8 {
+        if layout.align() > PAGE {
+            return std::ptr::null_mut();
+        }
+        let align = layout.align().max(MIN_ALIGN);
+        while self
+            .chunk_lock
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            std::hint::spin_loop();
+        }
+        let mut start = self
+            .chunk_next
+            .load(Ordering::Relaxed)
+            .next_multiple_of(align);
+        let mut end = self.chunk_end.load(Ordering::Relaxed);
+        if start == 0 || end - start < layout.size() {
+            let len = layout.size().max(CHUNK_BYTES).next_multiple_of(PAGE);
+            // SAFETY: a fresh anonymous mapping; no existing memory is touched.
+            let p = unsafe {
+                mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    PROT_READ_WRITE,
+                    MAP_PRIVATE_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            if p as isize == -1 {
+                self.chunk_lock.store(false, Ordering::Release);
+                return std::ptr::null_mut();
+            }
+            (start, end) = (p as usize, p as usize + len);
+        }
+        self.chunk_next
+            .store(start + layout.size(), Ordering::Relaxed);
+        self.chunk_end.store(end, Ordering::Relaxed);
+        self.chunk_lock.store(false, Ordering::Release);
+        start as *mut u8
     }
 
     fn base(&self) -> usize {
@@ -71,8 +142,7 @@ unsafe impl GlobalAlloc for BumpAlloc {
             let start = (self.base() + cur).next_multiple_of(align) - self.base();
             let end = start + layout.size();
             if end > ARENA_BYTES {
-                // SAFETY: same contract as ours.
-                return unsafe { System.alloc(layout) };
+                return self.alloc_in_chunk(layout);
             }
             match self
                 .next
@@ -85,29 +155,26 @@ unsafe impl GlobalAlloc for BumpAlloc {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        match self.offset_of(ptr) {
-            // Only the newest allocation can be given back.
-            Some(start) => {
-                self.bump(start + layout.size(), start);
-            }
-            // SAFETY: it came from System.alloc with this layout.
-            None => unsafe { System.dealloc(ptr, layout) },
+        // Only the newest allocation can be given back; a chunk's block is
+        // kept until exit.
+        if let Some(start) = self.offset_of(ptr) {
+            self.bump(start + layout.size(), start);
         }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let Some(start) = self.offset_of(ptr) else {
-            // SAFETY: it came from System.alloc with this layout.
-            return unsafe { System.realloc(ptr, layout, new_size) };
-        };
-        let old_end = start + layout.size();
         if new_size <= layout.size() {
             // Shrinking: give the tail back if this is the newest allocation.
-            self.bump(old_end, start + new_size);
+            if let Some(start) = self.offset_of(ptr) {
+                self.bump(start + layout.size(), start + new_size);
+            }
             return ptr;
         }
         // Growing the newest allocation in place: the common `Vec::push` case.
-        if start + new_size <= ARENA_BYTES && self.bump(old_end, start + new_size) {
+        if let Some(start) = self.offset_of(ptr)
+            && start + new_size <= ARENA_BYTES
+            && self.bump(start + layout.size(), start + new_size)
+        {
             return ptr;
         }
         // SAFETY: align and size come from a valid layout (GlobalAlloc contract).
@@ -178,7 +245,7 @@ mod tests {
     }
 
     #[test]
-    fn falls_back_to_the_system_allocator_when_full() {
+    fn maps_chunks_when_full() {
         static A: BumpAlloc = BumpAlloc::new();
         let a = &A;
         unsafe {
@@ -193,6 +260,17 @@ mod tests {
             let q = a.realloc(big, layout(ARENA_BYTES - 8, 8), ARENA_BYTES + 8);
             assert!(!q.is_null() && a.offset_of(q).is_none());
             a.dealloc(q, layout(ARENA_BYTES + 8, 8));
+            // Many small blocks share a chunk, and every byte is writable.
+            let full = a.alloc(layout(ARENA_BYTES - 8, 8));
+            assert!(a.offset_of(full).is_some());
+            let r = a.alloc(layout(100, 8));
+            let s = a.alloc(layout(100, 8));
+            assert!(a.offset_of(r).is_none() && a.offset_of(s).is_none());
+            assert_eq!(s as usize, r as usize + 112);
+            let huge = a.alloc(layout(2 * CHUNK_BYTES + 1, 4096));
+            assert!(!huge.is_null() && (huge as usize).is_multiple_of(4096));
+            huge.write_bytes(0xa5, 2 * CHUNK_BYTES + 1);
+            assert!(a.alloc(layout(8, 2 * PAGE)).is_null());
         }
     }
 }

@@ -340,9 +340,10 @@ impl NodeFs for RootFs {
     }
 
     fn list(&self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-        std::fs::read_dir(self.path(dir))?
-            .map(|e| e.map(|e| dir.join(e.file_name())))
-            .collect()
+        Ok(crate::dir::names(&self.path(dir), usize::MAX)?
+            .into_iter()
+            .map(|n| dir.join(n))
+            .collect())
     }
 }
 
