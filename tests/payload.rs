@@ -306,3 +306,42 @@ fn shipped_wrapper_hands_on_the_inherited_signal_state() {
         assert_eq!(signal_lines(&text), reference, "{what}");
     }
 }
+
+/// Each shipped wrapper carries only its own architecture's CPU name tables
+/// (src/facts/cpu.rs): on a node tree of that architecture it must still
+/// give NFD's cpuid labels (x86_64 natively on the DGX fixture, aarch64
+/// under qemu on the Raspberry Pi one).
+#[test]
+fn shipped_wrappers_name_their_own_cpu_features() {
+    let nodes = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nodes");
+    let mut runs = Vec::new();
+    if musl_target_installed("x86_64") {
+        runs.push((build("x86_64"), None, "dgx", "cpu-cpuid.AVX2=true"));
+    }
+    if musl_target_installed("aarch64") && qemu_aarch64() {
+        runs.push((
+            build("aarch64"),
+            Some("qemu-aarch64-static"),
+            "rpi4",
+            "cpu-cpuid.ASIMD=true",
+        ));
+    }
+    assert!(!runs.is_empty() || std::env::var_os("CI").is_none());
+    for (wrapper, runner, node, label) in runs {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, records) = recorder_unit(dir.path());
+        let out = wrapper_on_recorder(&wrapper, runner, dir.path())
+            .arg("--facts-root")
+            .arg(nodes.join(node))
+            .env(kubelet_labeler::contract::NFD_LABELS_VAR, "upstream")
+            .output()
+            .unwrap();
+        let what = format!("{node}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{what}");
+        let text = recorded(&records);
+        assert!(
+            text.contains(&hex(&format!("feature.node.kubernetes.io/{label}"))),
+            "{what}"
+        );
+    }
+}

@@ -67,6 +67,13 @@ impl FirstBlock {
     }
 }
 
+/// Which CPU name tables this build carries. The shipped wrapper (built
+/// without the `cli` feature) only ever reads its own node's /proc/cpuinfo,
+/// so it carries its own architecture's tables alone (x86's are ~5 KB);
+/// the CLI reads any node tree and carries both.
+const READS_X86: bool = cfg!(any(feature = "cli", target_arch = "x86_64"));
+const READS_ARM64: bool = cfg!(any(feature = "cli", target_arch = "aarch64"));
+
 pub fn parse_cpuinfo(text: &str) -> Cpu {
     let mut fields: BTreeMap<&str, &str> = BTreeMap::new();
     for line in text.lines() {
@@ -79,7 +86,7 @@ pub fn parse_cpuinfo(text: &str) -> Cpu {
     }
     let mut model = BTreeMap::new();
     let mut cpuid = BTreeSet::new();
-    if let Some(vendor) = fields.get("vendor_id") {
+    if READS_X86 && let Some(vendor) = fields.get("vendor_id") {
         // x86: family and model as the kernel prints them already include the
         // extended fields, as klauspost/cpuid computes them.
         model.insert("vendor_id".into(), x86_vendor(vendor).into());
@@ -99,7 +106,7 @@ pub fn parse_cpuinfo(text: &str) -> Cpu {
             // so then the attribute is left out.
             model.insert("hypervisor".into(), "none".into());
         }
-    } else if let Some(features) = fields.get("Features") {
+    } else if READS_ARM64 && let Some(features) = fields.get("Features") {
         cpuid = features
             .split_whitespace()
             .map(|w| w.to_ascii_uppercase())

@@ -130,6 +130,8 @@ pub fn collect(
 
 /// The node name kubelet registers with when `--hostname-override` is set
 /// (kubelet trims and lower-cases it); NFD's `system.name` follows it.
+/// ASCII lower-casing is Go's `strings.ToLower` for every name kubelet can
+/// register (RFC 1123: ASCII only), and needs no Unicode case tables.
 fn hostname_override(argv: &[OsString]) -> Option<String> {
     let words: Vec<String> = argv
         .iter()
@@ -137,7 +139,7 @@ fn hostname_override(argv: &[OsString]) -> Option<String> {
         .collect();
     kubelet::flags::scan(&words)
         .last_value("hostname-override")
-        .map(|h| h.trim().to_lowercase())
+        .map(|h| h.trim().to_ascii_lowercase())
         .filter(|h| !h.is_empty())
 }
 
