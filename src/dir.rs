@@ -38,16 +38,17 @@ pub fn names(dir: &Path, limit: usize) -> io::Result<Vec<OsString>> {
         .custom_flags(O_DIRECTORY)
         .open(dir)?;
     let mut out = Vec::new();
-    let mut buf = vec![0u8; 8192];
+    // Not zeroed: the kernel writes what `filled` covers.
+    let mut buf: Vec<u8> = Vec::with_capacity(8192);
     loop {
-        // SAFETY: the buffer is valid for its length; the kernel writes at
-        // most that many bytes.
+        // SAFETY: the buffer is valid for its capacity; the kernel writes
+        // at most that many bytes and returns how many.
         let n = unsafe {
             syscall(
                 SYS_GETDENTS64,
                 file.as_raw_fd() as std::ffi::c_long,
                 buf.as_mut_ptr(),
-                buf.len(),
+                buf.capacity(),
             )
         };
         if n < 0 {
@@ -56,7 +57,9 @@ pub fn names(dir: &Path, limit: usize) -> io::Result<Vec<OsString>> {
         if n == 0 {
             return Ok(out);
         }
-        let filled = &buf[..(n as usize).min(buf.len())];
+        // SAFETY: the kernel initialised the first n bytes (n <= capacity).
+        unsafe { buf.set_len((n as usize).min(buf.capacity())) };
+        let filled = &buf[..];
         let mut at = 0;
         while at + NAME_AT < filled.len() {
             let reclen = u16::from_ne_bytes([filled[at + RECLEN_AT], filled[at + RECLEN_AT + 1]]);
