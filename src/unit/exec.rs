@@ -3,7 +3,7 @@
 
 use super::ExecCommand;
 use super::specifier::SpecifierValues;
-use super::words::{UNIT, WHITESPACE, extract_word_relaxed};
+use super::words::{UNIT, extract_word_relaxed, is_separator};
 
 /// What one `ExecStart=` line does to the command list.
 #[derive(Debug)]
@@ -129,7 +129,7 @@ pub fn parse_exec(rvalue: &str, spec: &SpecifierValues) -> ExecLine {
         }
         let mut semicolon = false;
         loop {
-            while pos < s.len() && WHITESPACE.contains(&s[pos]) {
+            while pos < s.len() && is_separator(s[pos]) {
                 pos += 1;
             }
             if pos >= s.len() {
@@ -137,14 +137,14 @@ pub fn parse_exec(rvalue: &str, spec: &SpecifierValues) -> ExecLine {
             }
             let next = s.get(pos + 1);
             // A raw, unquoted `;` word separates commands; `\;` is a literal.
-            if s[pos] == b';' && next.is_none_or(|c| WHITESPACE.contains(c)) {
+            if s[pos] == b';' && next.is_none_or(|&c| is_separator(c)) {
                 pos += 1;
                 semicolon = true;
                 break;
             }
             if s[pos] == b'\\'
                 && next == Some(&b';')
-                && s.get(pos + 2).is_none_or(|c| WHITESPACE.contains(c))
+                && s.get(pos + 2).is_none_or(|&c| is_separator(c))
             {
                 pos += 2;
                 argv.push(b";".to_vec());

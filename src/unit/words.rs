@@ -2,8 +2,12 @@
 //! (cunescape_one), as unit files and `$VAR` values use them.
 //! See systemd.syntax(7) "Quoting" and systemd.service(5) "Command lines".
 
-/// Separators between words.
-pub const WHITESPACE: &[u8] = b" \t\n\r";
+/// Whether `b` separates words: space, tab, newline, carriage return (a
+/// match: at opt-level z a slice search is a function call per byte, and
+/// this runs for every byte of every unit line at each kubelet start).
+pub fn is_separator(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Flags {
@@ -118,7 +122,7 @@ pub fn extract_first_word(
     flags: Flags,
 ) -> Result<Option<Vec<u8>>, WordError> {
     let mut p = *pos;
-    while p < s.len() && WHITESPACE.contains(&s[p]) {
+    while p < s.len() && is_separator(s[p]) {
         p += 1;
     }
     if p >= s.len() {
@@ -171,23 +175,37 @@ pub fn extract_first_word(
                 quote = None;
                 p += 1;
             }
-            Some(_) => {
-                out.push(c);
-                p += 1;
+            // Ordinary bytes are copied a run at a time, up to the next
+            // byte with a meaning (c itself is ordinary: the run is not empty).
+            Some(q) => {
+                let run = s[p..]
+                    .iter()
+                    .position(|&b| b == q || b == b'\\')
+                    .unwrap_or(s.len() - p);
+                out.extend_from_slice(&s[p..p + run]);
+                p += run;
             }
             None if flags.unquote && (c == b'\'' || c == b'"') => {
                 quote = Some(c);
                 p += 1;
             }
-            None if WHITESPACE.contains(&c) => {
-                while p < s.len() && WHITESPACE.contains(&s[p]) {
+            None if is_separator(c) => {
+                while p < s.len() && is_separator(s[p]) {
                     p += 1;
                 }
                 break;
             }
             None => {
-                out.push(c);
-                p += 1;
+                let run = s[p..]
+                    .iter()
+                    .position(|&b| {
+                        b == b'\\'
+                            || is_separator(b)
+                            || (flags.unquote && (b == b'\'' || b == b'"'))
+                    })
+                    .unwrap_or(s.len() - p);
+                out.extend_from_slice(&s[p..p + run]);
+                p += run;
             }
         }
     }
