@@ -86,18 +86,28 @@ fn known_missing(cache: &LinkCache, node: &Path) -> bool {
 }
 
 fn canonical_with(root: &Path, node: &Path, cache: &mut LinkCache) -> PathBuf {
-    let mut out = PathBuf::from("/");
-    let mut pending: Vec<std::ffi::OsString> = node
-        .components()
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    // On bytes, not `Path`: this runs for each search directory at every
+    // kubelet start, and `Path::join`/`components` cost ten times as much.
+    // Names split as `Path::components` would: no empty parts, no `.`;
+    // `..` kept for link targets, dropped from `node` as before.
+    fn names(path: &[u8], keep_parent: bool) -> impl DoubleEndedIterator<Item = &[u8]> {
+        path.split(|&b| b == b'/')
+            .filter(move |n| !n.is_empty() && *n != b"." && (keep_parent || *n != b".."))
+    }
+    let mut out: Vec<u8> = b"/".to_vec();
+    let mut pending: Vec<Vec<u8>> = names(node.as_os_str().as_bytes(), false)
         .rev()
-        .filter_map(|c| match c {
-            std::path::Component::Normal(n) => Some(n.to_os_string()),
-            _ => None,
-        })
+        .map(<[u8]>::to_vec)
         .collect();
     let mut hops = 0;
     while let Some(part) = pending.pop() {
-        let next = out.join(&part);
+        let mut next = out.clone();
+        if next.last() != Some(&b'/') {
+            next.push(b'/');
+        }
+        next.extend_from_slice(&part);
+        let next = PathBuf::from(std::ffi::OsString::from_vec(next));
         let known = cache
             .iter()
             .find(|(p, _)| p.as_os_str() == next.as_os_str());
@@ -124,24 +134,21 @@ fn canonical_with(root: &Path, node: &Path, cache: &mut LinkCache) -> PathBuf {
         match link {
             Link::To(target) if hops < 32 => {
                 hops += 1;
-                if target.is_absolute() {
-                    out = PathBuf::from("/");
+                let target = target.as_os_str().as_bytes();
+                if target.starts_with(b"/") {
+                    out.truncate(1);
                 }
-                for c in target.components().rev() {
-                    match c {
-                        std::path::Component::Normal(n) => pending.push(n.to_os_string()),
-                        std::path::Component::ParentDir => pending.push("..".into()),
-                        _ => {}
-                    }
-                }
+                pending.extend(names(target, true).rev().map(<[u8]>::to_vec));
             }
-            _ if part == ".." => {
-                out.pop();
+            _ if part == b".." => {
+                // PathBuf::pop: drop the last name; "/" stays "/".
+                let cut = out.iter().rposition(|&b| b == b'/').unwrap_or(0);
+                out.truncate(cut.max(1));
             }
-            _ => out = next,
+            _ => out = next.into_os_string().into_vec(),
         }
     }
-    out
+    PathBuf::from(std::ffi::OsString::from_vec(out))
 }
 
 /// Search directories with duplicates dropped (`/lib` is `/usr/lib` on a
@@ -313,6 +320,51 @@ pub fn find(root: &Path, dirs: &[PathBuf], name: &str) -> UnitFiles {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Relative links (with `..`, chains, a link to a link's parent) resolve
+    /// as the kernel resolves them: realpath under the root is the answer.
+    /// (Node paths themselves are normalized: systemd's search directories.)
+    #[test]
+    fn canonical_agrees_with_realpath() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for d in ["usr/lib/systemd/system", "etc/x/y", "run/a"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        symlink("usr/lib", root.join("lib")).unwrap();
+        symlink("../../usr/lib/systemd", root.join("etc/x/sd")).unwrap();
+        symlink("sd/system", root.join("etc/x/units")).unwrap();
+        symlink("./y/../../x/./y", root.join("etc/x/self")).unwrap();
+        symlink("../../lib/systemd/system", root.join("run/a/via-link")).unwrap();
+        for node in [
+            "/lib/systemd/system",
+            "/etc/x/units",
+            "/etc/x/self",
+            "/run/a/via-link",
+            "/usr/lib/systemd/system",
+        ] {
+            let real = root.join(&node[1..]).canonicalize().unwrap();
+            let want = Path::new("/").join(real.strip_prefix(&root).unwrap());
+            assert_eq!(canonical(&root, Path::new(node)), want, "{node}");
+        }
+        // An absolute target is a node path; a loop ends after 32 hops.
+        symlink("/usr/lib", root.join("run/a/abs")).unwrap();
+        assert_eq!(
+            canonical(&root, Path::new("/run/a/abs/systemd")),
+            Path::new("/usr/lib/systemd")
+        );
+        symlink("loop", root.join("run/a/loop")).unwrap();
+        assert_eq!(
+            canonical(&root, Path::new("/run/a/loop")),
+            Path::new("/run/a/loop")
+        );
+        // Missing parts are kept as written.
+        assert_eq!(
+            canonical(&root, Path::new("/lib/nothing/here")),
+            Path::new("/usr/lib/nothing/here")
+        );
+    }
 
     #[test]
     fn dash_prefix_and_template_dirs() {
