@@ -10,11 +10,11 @@
 
 pub mod cmdline;
 pub mod contract;
-pub mod dir;
 pub mod facts;
 #[cfg(feature = "iso")]
 pub mod iso;
 pub mod kubelet;
+pub mod nodefs;
 #[cfg(feature = "cli")]
 pub mod render;
 pub mod rules;

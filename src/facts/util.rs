@@ -1,6 +1,5 @@
 //! Bounded file reads shared by the sources.
 
-use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -14,9 +13,7 @@ pub const MAX_ENTRIES: usize = 8192;
 
 /// The file's text, at most `cap` bytes; None when missing or unreadable.
 pub fn read_capped(path: &Path, cap: u64) -> Option<String> {
-    let file = fs::File::open(path).ok()?;
-    let mut buf = Vec::new();
-    file.take(cap).read_to_end(&mut buf).ok()?;
+    let buf = crate::nodefs::read_up_to(crate::nodefs::open(path).ok()?, cap as usize).ok()?;
     Some(String::from_utf8_lossy(&buf).into_owned())
 }
 
@@ -24,7 +21,7 @@ pub fn read_capped(path: &Path, cap: u64) -> Option<String> {
 /// a sysfs attribute or an os-release file comes whole in one, and the
 /// wrapper reads a hundred of them per start (open, read, close each).
 pub fn read_trimmed(path: &Path) -> Option<String> {
-    let mut file = fs::File::open(path).ok()?;
+    let mut file = crate::nodefs::open(path).ok()?;
     let mut buf = [0u8; SMALL_FILE_CAP as usize];
     let n = file.read(&mut buf).ok()?;
     Some(String::from_utf8_lossy(&buf[..n]).trim().to_string())
@@ -32,7 +29,7 @@ pub fn read_trimmed(path: &Path) -> Option<String> {
 
 /// Names in a directory, sorted, at most MAX_ENTRIES; None when unreadable.
 pub fn list_dir(dir: &Path) -> Option<Vec<String>> {
-    let mut names: Vec<String> = crate::dir::names(dir, MAX_ENTRIES)
+    let mut names: Vec<String> = crate::nodefs::names(dir, MAX_ENTRIES)
         .ok()?
         .into_iter()
         .filter_map(|n| n.into_string().ok())

@@ -348,7 +348,7 @@ pub fn glob(root: &Path, pattern: &str) -> Vec<PathBuf> {
         return vec![];
     }
     let Ok(entries) =
-        crate::dir::names(&root.join(dir.strip_prefix("/").unwrap_or(dir)), usize::MAX)
+        crate::nodefs::names(&root.join(dir.strip_prefix("/").unwrap_or(dir)), usize::MAX)
     else {
         return vec![];
     };

@@ -110,14 +110,14 @@ fn read_node(paths: &UnitPaths, node: &Path) -> std::io::Result<Vec<u8>> {
         if m.is_file() && m.len() == 0 {
             return Ok(Vec::new());
         }
-        return std::fs::read(path);
+        return crate::nodefs::read(&path);
     }
     // A drop-in linked to /dev/null masks its name and says nothing.
     if search::is_masked(&paths.root, node) {
         return Ok(Vec::new());
     }
     let real = search::resolve(&paths.root, node).unwrap_or_else(|| node.to_path_buf());
-    std::fs::read(search::under(&paths.root, &real))
+    crate::nodefs::read(&search::under(&paths.root, &real))
 }
 
 /// Load `unit` as systemd would: fragment, then drop-ins in order; the
@@ -341,7 +341,7 @@ pub fn offline_environment(
             );
         }
         for m in matches {
-            let data = match std::fs::read(search::under(root, &m)) {
+            let data = match crate::nodefs::read(&search::under(root, &m)) {
                 Ok(d) => d,
                 Err(_) if *optional => continue,
                 Err(e) => return Err(e).with_context(|| format!("reading {}", m.display())),

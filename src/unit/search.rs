@@ -295,7 +295,7 @@ pub fn find(root: &Path, dirs: &[PathBuf], name: &str) -> UnitFiles {
     for d in &dropin_dirs {
         // systemd chases symlinks in a drop-in directory's path and names
         // its files by the result (on Debian /lib/... shows as /usr/lib/...).
-        let Ok(mut names) = crate::dir::names(&under(root, d), usize::MAX) else {
+        let Ok(mut names) = crate::nodefs::names(&under(root, d), usize::MAX) else {
             continue;
         };
         // Only for directories that exist: the wrapper runs at every start.

@@ -27,14 +27,14 @@ pub struct SpecifierValues {
 }
 
 fn read_trim(path: &Path) -> Option<String> {
-    let s = std::fs::read_to_string(path).ok()?;
+    let s = crate::nodefs::read_to_string(path).ok()?;
     let t = s.trim();
     (!t.is_empty()).then(|| t.to_string())
 }
 
 fn os_release_field(root: &Path, field: &str) -> Option<String> {
-    let text = std::fs::read_to_string(root.join("etc/os-release"))
-        .or_else(|_| std::fs::read_to_string(root.join("usr/lib/os-release")))
+    let text = crate::nodefs::read_to_string(&root.join("etc/os-release"))
+        .or_else(|_| crate::nodefs::read_to_string(&root.join("usr/lib/os-release")))
         .ok()?;
     text.lines().find_map(|l| {
         let v = l.strip_prefix(field)?.strip_prefix('=')?;
@@ -129,7 +129,7 @@ impl SpecifierValues {
                     'A' => os_release_field(root, "IMAGE_VERSION"),
                     'B' => os_release_field(root, "BUILD_ID"),
                     'M' => os_release_field(root, "IMAGE_ID"),
-                    'q' => std::fs::read_to_string(root.join("etc/machine-info"))
+                    'q' => crate::nodefs::read_to_string(&root.join("etc/machine-info"))
                         .ok()
                         .and_then(|t| {
                             t.lines().find_map(|l| {

@@ -28,7 +28,7 @@
 //! wrapper that crashes on our additions at most two.
 
 use std::fs;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// kubelet validates flags before it does anything else, well within this.
@@ -135,12 +135,12 @@ impl Guard {
 
     /// The state of this boot, if any (another boot's is ignored).
     pub fn load(&self) -> Option<State> {
-        let mut text = String::new();
-        fs::File::open(&self.path)
-            .ok()?
-            .take(STATE_MAX_BYTES)
-            .read_to_string(&mut text)
-            .ok()?;
+        let bytes = crate::nodefs::read_up_to(
+            crate::nodefs::open(&self.path).ok()?,
+            STATE_MAX_BYTES as usize,
+        )
+        .ok()?;
+        let text = String::from_utf8(bytes).ok()?;
         State::parse(&text).filter(|s| s.boot_id == self.boot_id)
     }
 
@@ -235,7 +235,7 @@ impl Guard {
             fs::create_dir_all(dir)?;
         }
         let tmp = self.path.with_extension("tmp");
-        let mut f = fs::File::create(&tmp)?;
+        let mut f = crate::nodefs::create(&tmp)?;
         f.write_all(state.render().as_bytes())?;
         fs::rename(&tmp, &self.path)
     }
@@ -244,16 +244,18 @@ impl Guard {
 /// This boot's ID; empty when unreadable (then states of other boots with
 /// an unreadable ID are taken as this boot's, as before boot IDs).
 pub fn current_boot_id() -> String {
-    let mut text = String::new();
-    let _ = fs::File::open("/proc/sys/kernel/random/boot_id")
-        .and_then(|f| f.take(64).read_to_string(&mut text));
-    text.trim().to_string()
+    let path = Path::new("/proc/sys/kernel/random/boot_id");
+    let bytes = crate::nodefs::open(path).and_then(|f| crate::nodefs::read_up_to(f, 64));
+    String::from_utf8(bytes.unwrap_or_default())
+        .unwrap_or_default()
+        .trim()
+        .to_string()
 }
 
 /// Milliseconds since boot (CLOCK_BOOTTIME via /proc/uptime): unlike the
 /// wall clock it does not jump when time sync corrects it at first boot.
 pub fn uptime_ms() -> Option<u64> {
-    let text = fs::read_to_string("/proc/uptime").ok()?;
+    let text = crate::nodefs::read_to_string(Path::new("/proc/uptime")).ok()?;
     let first = text.split_whitespace().next()?;
     let (secs, frac) = first.split_once('.').unwrap_or((first, "0"));
     let frac_ms: u64 = format!("{frac:0<3}").get(..3)?.parse().ok()?;

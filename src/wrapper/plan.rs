@@ -338,11 +338,11 @@ impl RootFs {
 
 impl NodeFs for RootFs {
     fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
-        std::fs::read(self.path(path))
+        crate::nodefs::read(&self.path(path))
     }
 
     fn list(&self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-        Ok(crate::dir::names(&self.path(dir), usize::MAX)?
+        Ok(crate::nodefs::names(&self.path(dir), usize::MAX)?
             .into_iter()
             .map(|n| dir.join(n))
             .collect())

@@ -1,0 +1,258 @@
+//! The node's files as the boot path reads them, with fewer syscalls than
+//! std over musl: every `open` through libc costs an extra `fcntl` (musl
+//! sets FD_CLOEXEC again for kernels that ignored O_CLOEXEC), `fs::read`
+//! an `fstat`, `read_to_string` on a `Take` a ladder of 32-byte reads, and
+//! `read_dir` goes through `opendir`, which allocates with libc's malloc:
+//! its only caller left in the wrapper, so with this the payload carries no
+//! malloc of musl's. std only; raw syscalls on x86_64 and aarch64 Linux,
+//! std's calls elsewhere.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::unix::ffi::OsStringExt;
+use std::path::Path;
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+mod sys {
+    use std::ffi::{CString, c_int, c_long};
+    use std::fs::File;
+    use std::io;
+    use std::os::fd::FromRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    use std::path::Path;
+
+    #[cfg(target_arch = "x86_64")]
+    pub const SYS_OPENAT: c_long = 257;
+    #[cfg(target_arch = "x86_64")]
+    pub const SYS_GETDENTS64: c_long = 217;
+    #[cfg(target_arch = "x86_64")]
+    pub const O_DIRECTORY: c_int = 0o200000;
+    #[cfg(target_arch = "aarch64")]
+    pub const SYS_OPENAT: c_long = 56;
+    #[cfg(target_arch = "aarch64")]
+    pub const SYS_GETDENTS64: c_long = 61;
+    #[cfg(target_arch = "aarch64")]
+    pub const O_DIRECTORY: c_int = 0o40000;
+    pub const O_RDONLY: c_int = 0;
+    pub const O_WRONLY: c_int = 1;
+    pub const O_CREAT: c_int = 0o100;
+    pub const O_TRUNC: c_int = 0o1000;
+    const O_CLOEXEC: c_int = 0o2000000;
+    const AT_FDCWD: c_long = -100;
+
+    unsafe extern "C" {
+        pub fn syscall(number: c_long, ...) -> c_long;
+    }
+
+    /// openat(2) itself, close-on-exec, without libc's extra fcntl.
+    pub fn open(path: &Path, flags: c_int) -> io::Result<File> {
+        let c = CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        loop {
+            // SAFETY: a NUL-terminated path; the kernel returns a new fd
+            // that nothing else owns.
+            let fd = unsafe {
+                syscall(
+                    SYS_OPENAT,
+                    AT_FDCWD,
+                    c.as_ptr(),
+                    (flags | O_CLOEXEC) as c_long,
+                    0o666 as c_long,
+                )
+            };
+            if fd >= 0 {
+                // SAFETY: see above.
+                return Ok(unsafe { File::from_raw_fd(fd as c_int) });
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    }
+}
+
+/// A file opened for reading.
+pub fn open(path: &Path) -> io::Result<File> {
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    return sys::open(path, sys::O_RDONLY);
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    File::open(path)
+}
+
+/// A file created or truncated for writing (mode 0666 less the umask).
+pub fn create(path: &Path) -> io::Result<File> {
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    return sys::open(path, sys::O_WRONLY | sys::O_CREAT | sys::O_TRUNC);
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    File::create(path)
+}
+
+/// Up to `limit` bytes of `file`, read to its end (no `fstat` for a size:
+/// node files are small, and /proc and sysfs report none).
+pub fn read_up_to(mut file: File, limit: usize) -> io::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            if len >= limit {
+                break;
+            }
+            let grow = buf.len().max(4096).min(limit - len);
+            // vec! zeroes with memset; `resize` is a byte loop at opt-level z.
+            let mut bigger = vec![0u8; len + grow];
+            bigger[..len].copy_from_slice(&buf[..len]);
+            buf = bigger;
+        }
+        match file.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(len);
+    Ok(buf)
+}
+
+/// The whole file (as `std::fs::read`).
+pub fn read(path: &Path) -> io::Result<Vec<u8>> {
+    read_up_to(open(path)?, usize::MAX)
+}
+
+/// The whole file as UTF-8 (as `std::fs::read_to_string`).
+pub fn read_to_string(path: &Path) -> io::Result<String> {
+    String::from_utf8(read(path)?).map_err(|_| io::Error::from(io::ErrorKind::InvalidData))
+}
+
+/// Offsets in `struct linux_dirent64`: d_ino u64, d_off i64, d_reclen u16,
+/// d_type u8, then the NUL-terminated name.
+const RECLEN_AT: usize = 16;
+const NAME_AT: usize = 19;
+
+/// The names in `dir` except `.` and `..`, in the order the kernel gives
+/// them (callers sort), at most `limit` of them.
+pub fn names(dir: &Path, limit: usize) -> io::Result<Vec<OsString>> {
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    return std::fs::read_dir(dir)?
+        .take(limit)
+        .map(|e| e.map(|e| e.file_name()))
+        .collect();
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    {
+        use std::os::fd::AsRawFd;
+        // O_DIRECTORY: anything else fails here (a FIFO would block in open).
+        let file = sys::open(dir, sys::O_RDONLY | sys::O_DIRECTORY)?;
+        let mut out = Vec::new();
+        // Not zeroed: the kernel writes what `filled` covers.
+        let mut buf: Vec<u8> = Vec::with_capacity(8192);
+        loop {
+            // SAFETY: the buffer is valid for its capacity; the kernel
+            // writes at most that many bytes and returns how many.
+            let n = unsafe {
+                sys::syscall(
+                    sys::SYS_GETDENTS64,
+                    file.as_raw_fd() as std::ffi::c_long,
+                    buf.as_mut_ptr(),
+                    buf.capacity(),
+                )
+            };
+            if n < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if n == 0 {
+                return Ok(out);
+            }
+            // SAFETY: the kernel initialised the first n bytes (n <= capacity).
+            unsafe { buf.set_len((n as usize).min(buf.capacity())) };
+            let filled = &buf[..];
+            let mut at = 0;
+            while at + NAME_AT < filled.len() {
+                let reclen =
+                    u16::from_ne_bytes([filled[at + RECLEN_AT], filled[at + RECLEN_AT + 1]]);
+                let end = (at + reclen as usize).min(filled.len());
+                if reclen == 0 || end <= at + NAME_AT {
+                    // Not what the kernel writes; stop rather than loop.
+                    return Ok(out);
+                }
+                let field = &filled[at + NAME_AT..end];
+                let name = &field[..field.iter().position(|&b| b == 0).unwrap_or(field.len())];
+                if name != b"." && name != b".." {
+                    if out.len() == limit {
+                        return Ok(out);
+                    }
+                    out.push(OsString::from_vec(name.to_vec()));
+                }
+                at = end;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_names_as_read_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut want: Vec<OsString> = Vec::new();
+        // Enough entries, with long names, to take several getdents calls.
+        for i in 0..400 {
+            let name = format!("{i:03}-{}", "x".repeat(i % 200));
+            std::fs::write(dir.path().join(&name), "").unwrap();
+            want.push(name.into());
+        }
+        std::fs::create_dir(dir.path().join(".hidden")).unwrap();
+        want.push(".hidden".into());
+        want.sort();
+        let mut got = names(dir.path(), usize::MAX).unwrap();
+        got.sort();
+        assert_eq!(got, want);
+        let mut std_names: Vec<OsString> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        std_names.sort();
+        assert_eq!(got, std_names);
+        assert_eq!(names(dir.path(), 7).unwrap().len(), 7);
+    }
+
+    #[test]
+    fn reads_and_creates_like_std() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("f");
+        let big: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
+        std::io::Write::write_all(&mut create(&f).unwrap(), &big).unwrap();
+        assert_eq!(read(&f).unwrap(), big);
+        assert_eq!(read_up_to(open(&f).unwrap(), 5000).unwrap(), big[..5000]);
+        std::io::Write::write_all(&mut create(&f).unwrap(), b"short").unwrap();
+        assert_eq!(read_to_string(&f).unwrap(), "short", "create truncates");
+        assert_eq!(
+            read(&dir.path().join("missing")).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+        assert!(
+            read_to_string(Path::new("/proc/self/status"))
+                .unwrap()
+                .contains("Pid:")
+        );
+    }
+
+    #[test]
+    fn errors_like_read_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, "").unwrap();
+        assert_eq!(
+            names(&dir.path().join("missing"), 10).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+        assert_eq!(
+            names(&file, 10).unwrap_err().kind(),
+            io::ErrorKind::NotADirectory
+        );
+        assert!(names(dir.path(), 10).unwrap().len() == 1);
+    }
+}
