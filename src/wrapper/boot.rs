@@ -255,9 +255,10 @@ pub fn run(args: &[OsString]) -> i32 {
             return EXIT_EXEC;
         }
     };
-    let line = plan::summary(&plan);
-    // One line; stderr is the journal under systemd.
-    let _ = writeln!(std::io::stderr(), "{line}");
+    let mut line = plan::summary(&plan);
+    // One line, in one write; stderr is the journal under systemd.
+    line.push('\n');
+    let _ = std::io::stderr().write_all(line.as_bytes());
     if let (Some(id), Some(now)) = (invocation, uptime_ms()) {
         let with = plan.left_out.is_none() && plan.argv != plan.original_argv;
         let _ = guard.record_start(&id, now, with, can_register(&opts.root, &plan));

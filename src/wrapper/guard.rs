@@ -231,11 +231,18 @@ impl Guard {
     }
 
     fn write(&self, state: &State) -> std::io::Result<()> {
-        if let Some(dir) = self.path.parent() {
-            fs::create_dir_all(dir)?;
-        }
         let tmp = self.path.with_extension("tmp");
-        let mut f = crate::nodefs::create(&tmp)?;
+        // The directory exists but at the first start of a boot: make it
+        // only then (two syscalls less at every other start).
+        let mut f = match crate::nodefs::create(&tmp) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if let Some(dir) = self.path.parent() {
+                    fs::create_dir_all(dir)?;
+                }
+                crate::nodefs::create(&tmp)?
+            }
+            other => other?,
+        };
         f.write_all(state.render().as_bytes())?;
         fs::rename(&tmp, &self.path)
     }
