@@ -475,7 +475,9 @@ fn fold_tables() -> &'static FoldTables {
     })
 }
 
-/// `c` under `(?i)`: one character, or a class of its fold orbit.
+/// `c` under `(?i)`: one character, or a class of its fold orbit (the
+/// characters `ch` with `canon(ch) == canon(c)`: cased ones, and `c`'s
+/// representative when it is uncased).
 fn literal(c: char, fold: bool) -> Node {
     if !fold {
         return Node::Char(c);
@@ -488,6 +490,7 @@ fn literal(c: char, fold: bool) -> Node {
         .take_while(|&&(x, _)| x == k)
         .map(|&(_, c)| c)
         .chain([c, k])
+        .filter(|&x| canon(x) == k)
         .collect();
     orbit.sort_unstable();
     orbit.dedup();
@@ -1213,6 +1216,51 @@ mod tests {
             Regex::new("[^\\D]").unwrap().to_wire(),
             "N2:\0/:\u{10FFFF}M"
         );
+    }
+
+    /// Compiled folding gives what matching with the case tables gave (one
+    /// character: same orbit representative; a class item: any case variant
+    /// of the character in it), on every cased character and some others.
+    #[test]
+    fn compiled_folding_matches_runtime_folding() {
+        let mut probe = fold_tables().cased.clone();
+        probe.extend([
+            '0', '_', ' ', '\u{0130}', '\u{0131}', 'ß', '\u{1E9E}', '\u{FB00}',
+        ]);
+        let singles = [
+            'a', 'K', '\u{212A}', 's', '\u{017F}', 'µ', 'σ', 'ς', 'Σ', 'ǅ', 'İ',
+        ];
+        for c in singles
+            .into_iter()
+            .chain(['ı', 'ß', 'é', 'ϑ', 'ι', '\u{0345}', '1'])
+        {
+            let re = Regex::new(&format!("(?i){c}")).unwrap();
+            for &ch in &probe {
+                let want = canon(c) == canon(ch);
+                assert_eq!(re.is_match(&ch.to_string()), want, "(?i){c} on {ch:?}");
+            }
+        }
+        for (class, items) in [
+            ("[a-z]", vec![('a', 'z')]),
+            ("[K-M\u{3c3}]", vec![('K', 'M'), ('σ', 'σ')]),
+            (
+                "[\u{1c4}-\u{1c6}\u{b5}]",
+                vec![('\u{1c4}', '\u{1c6}'), ('µ', 'µ')],
+            ),
+        ] {
+            let re = Regex::new(&format!("^(?i){class}$")).unwrap();
+            let has = |x: char| items.iter().any(|&(lo, hi)| lo <= x && x <= hi);
+            for &ch in &probe {
+                let k = canon(ch);
+                let want = has(ch)
+                    || has(lower1(ch))
+                    || has(upper1(ch))
+                    || has(k)
+                    || has(upper1(k))
+                    || fold_extras(k).iter().any(|&x| has(x));
+                assert_eq!(re.is_match(&ch.to_string()), want, "{class} on {ch:?}");
+            }
+        }
     }
 
     #[test]
