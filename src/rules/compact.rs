@@ -268,19 +268,35 @@ impl<'a> Reader<'a> {
 
     /// `<digits>:`, at most `max`.
     pub(super) fn num(&mut self, max: usize) -> Option<usize> {
-        self.int()
-            .and_then(|n| usize::try_from(n).ok().filter(|&n| n <= max))
+        self.digits()
+            .and_then(|n| usize::try_from(n).ok())
+            .filter(|&n| n <= max)
     }
 
     /// `[-]<digits>:`.
     pub(super) fn int(&mut self) -> Option<i64> {
-        let (digits, rest) = self.rest.split_once(':')?;
-        let unsigned = digits.strip_prefix('-').unwrap_or(digits);
-        if unsigned.is_empty() || !unsigned.bytes().all(|b| b.is_ascii_digit()) {
+        match self.rest.strip_prefix('-') {
+            Some(rest) => {
+                self.rest = rest;
+                0i64.checked_sub_unsigned(self.digits()?)
+            }
+            None => i64::try_from(self.digits()?).ok(),
+        }
+    }
+
+    /// `<digits>:` (a loop, not `str::parse`: boot decodes many of these).
+    fn digits(&mut self) -> Option<u64> {
+        let b = self.rest.as_bytes();
+        let mut n: u64 = 0;
+        let mut i = 0;
+        while let Some(&d) = b.get(i).filter(|d| d.is_ascii_digit()) {
+            n = n.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+            i += 1;
+        }
+        if i == 0 || b.get(i) != Some(&b':') {
             return None;
         }
-        let n = digits.parse().ok()?;
-        self.rest = rest;
+        self.rest = &self.rest[i + 1..];
         Some(n)
     }
 
@@ -468,38 +484,40 @@ impl<'a> Cursor<'a> {
                 continue;
             }
             let at = self.pos;
-            regexes.push(match self.compiled("regexp")? {
-                Ok(wire) => Ok(Regex::from_wire(&wire)
-                    .ok_or_else(|| self.err(at, "regexp", "not a compiled regexp"))?),
-                Err(why) => Err(why),
-            });
+            let re = self.compiled("regexp", 'R', Regex::from_wire)?;
+            regexes.push(re.ok_or_else(|| self.err(at, "regexp", "a value is required here"))?);
         }
         Ok(Expr { op, value, regexes })
     }
 
     fn template(&mut self, what: &'static str) -> Result<Option<RuleTemplate>, String> {
-        let at = self.pos;
-        let (f, _) = self.raw(what)?;
-        if f == "~N" {
-            return Ok(None);
-        }
-        (self.pos, self.done) = (at, false);
-        Ok(Some(RuleTemplate(match self.compiled(what)? {
-            Ok(wire) => Ok(Template::from_wire(&wire)
-                .ok_or_else(|| self.err(at, what, "not a parsed template"))?),
-            Err(why) => Err(why),
-        })))
+        Ok(self
+            .compiled(what, 'T', Template::from_wire)?
+            .map(RuleTemplate))
     }
 
-    /// A compiled item: `Ok` its wire form (after `R` or `T`), `Err` the
-    /// compile error it carries (after `X`).
-    fn compiled(&mut self, what: &'static str) -> Result<Result<String, String>, String> {
+    /// A compiled item: `tag` and its wire form, which `decode` reads, or
+    /// `X` and the compile error it carries; None for `~N`.
+    fn compiled<T>(
+        &mut self,
+        what: &'static str,
+        tag: char,
+        decode: fn(&str) -> Option<T>,
+    ) -> Result<Option<Result<T, String>>, String> {
         let at = self.pos;
-        let mut s = self.string(what)?;
-        match s.as_bytes().first() {
-            Some(b'R' | b'T') => Ok(Ok(s.split_off(1))),
-            Some(b'X') => Ok(Err(s.split_off(1))),
-            _ => Err(self.err(at, what, "expected a compiled form (R, T or X)")),
+        let Some(mut s) = self.opt(what)? else {
+            return Ok(None);
+        };
+        match s.chars().next() {
+            Some(c) if c == tag => decode(&s[1..]).map(|t| Some(Ok(t))).ok_or_else(|| {
+                self.err(at, what, "not a compiled form (its wire form is damaged)")
+            }),
+            Some('X') => Ok(Some(Err(s.split_off(1)))),
+            _ => Err(self.err(
+                at,
+                what,
+                &format!("expected a compiled form ({tag}, or X and an error)"),
+            )),
         }
     }
 }
@@ -650,6 +668,32 @@ mod tests {
         }
     }
 
+    #[test]
+    fn reader_numbers_are_bounded() {
+        let int = |s: &str| Reader::new(s).int();
+        assert_eq!(int("-9223372036854775808:"), Some(i64::MIN));
+        assert_eq!(int("9223372036854775807:"), Some(i64::MAX));
+        for bad in [
+            "9223372036854775808:",
+            "99999999999999999999:",
+            "",
+            ":",
+            "-:",
+            "1",
+            "+1:",
+            "1a:",
+        ] {
+            assert_eq!(int(bad), None, "{bad}");
+        }
+        assert_eq!(Reader::new("007:").num(7), Some(7));
+        assert_eq!(Reader::new("8:").num(7), None);
+        let mut r = Reader::new("4:ab\u{e9}1:\u{e9}");
+        assert_eq!(
+            (r.str(), r.str(), r.is_empty()),
+            (Some("ab\u{e9}"), None, false)
+        );
+    }
+
     /// One rule, one `InRegexp` expression whose value field is `wire`.
     fn regex_rule(wire: &str) -> String {
         format!("KLR2,1,n,0,~N,0,~N,0,1,f,1,k,InRegexp,1,{wire},~N,0")
@@ -700,20 +744,20 @@ mod tests {
             ),
             (
                 "KLR2,1,n,0,T1:q",
-                "labelsTemplate at byte 11: not a parsed template",
+                "labelsTemplate at byte 11: not a compiled form",
             ),
-            ("KLR2,1,n,0,T1:t9:x", "not a parsed template"),
+            ("KLR2,1,n,0,T1:t9:x", "not a compiled form"),
             (
                 "KLR2,1,n,0,~N,0,T0:t",
-                "varsTemplate at byte 16: not a parsed template",
+                "varsTemplate at byte 16: not a compiled form",
             ),
             (
                 &regex_rule("RS9:M"),
-                "regexp at byte 40: not a compiled regexp",
+                "regexp at byte 40: not a compiled form",
             ),
-            (&regex_rule("RcaJ0:"), "not a compiled regexp"),
-            (&regex_rule("RC2:az"), "not a compiled regexp"),
-            (&regex_rule("R"), "not a compiled regexp"),
+            (&regex_rule("RcaJ0:"), "not a compiled form"),
+            (&regex_rule("RC2:az"), "not a compiled form"),
+            (&regex_rule("R"), "not a compiled form"),
         ] {
             let e = decode(text).unwrap_err();
             assert!(e.contains(want), "{text}: {e}");
