@@ -714,6 +714,7 @@ fn templates_and_regexes_agree_with_go() {
     let out = run_oracle(&oracle, &input);
 
     let mut failures = Vec::new();
+    let mut wire_round_trips = 0;
     let mut refused_hand_written: Vec<&str> = Vec::new();
     let (mut agreed, mut refused_unsupported, mut go_ok_count) = (0, 0, 0);
     for (src, go) in templates.iter().zip(out["templates"].as_array().unwrap()) {
@@ -728,7 +729,23 @@ fn templates_and_regexes_agree_with_go() {
                 continue;
             }
             Err(e) => Err(e.to_string()),
-            Ok(t) => t.execute(&d).map(|o| (o, t.expand_map(&d))),
+            Ok(t) => {
+                // The wrapper runs the tree it decodes from render's wire
+                // form: compare that with Go, and with the tree as parsed.
+                let wire = t.to_wire();
+                let decoded = template::Template::from_wire(&wire)
+                    .unwrap_or_else(|| panic!("template {src:?}: wire {wire:?} does not decode"));
+                assert_eq!(decoded, t, "template {src:?}: wire round trip");
+                let run = |t: &template::Template| t.execute(&d).map(|o| (o, t.expand_map(&d)));
+                let ours = run(&decoded);
+                assert_eq!(
+                    ours,
+                    run(&t),
+                    "template {src:?}: decoded tree runs differently"
+                );
+                wire_round_trips += 1;
+                ours
+            }
         };
         match (&ours, go_ok) {
             (Err(_), false) => agreed += 1,
@@ -796,11 +813,23 @@ fn templates_and_regexes_agree_with_go() {
                 "regex {pattern:?}: we compile it, Go refuses ({})",
                 go["err"]
             )),
-            Ok(re) => {
+            Ok(compiled) => {
+                // The wrapper runs the program it decodes from render's
+                // wire form: compare that with Go, and with the compiled one.
+                let wire = compiled.to_wire();
+                let re = Regex::from_wire(&wire)
+                    .unwrap_or_else(|| panic!("regex {pattern:?}: wire {wire:?} does not decode"));
+                assert_eq!(re, compiled, "regex {pattern:?}: wire round trip");
+                wire_round_trips += 1;
                 let go_m = go["matches"].as_array().unwrap();
                 let mut ok = true;
                 for (s, g) in inputs.iter().zip(go_m) {
                     matches_compared += 1;
+                    assert_eq!(
+                        re.is_match(s),
+                        compiled.is_match(s),
+                        "regex {pattern:?} on {s:?}: decoded program matches differently"
+                    );
                     if re.is_match(s) != g.as_bool().unwrap() {
                         failures.push(format!(
                             "regex {pattern:?} on {s:?}: we say {}, Go says {g}",
@@ -815,7 +844,8 @@ fn templates_and_regexes_agree_with_go() {
     }
     eprintln!(
         "templates: {} cases, {agreed} agree, {refused_unsupported} refused as unsupported, Go ran {go_ok_count}; \
-         regexes: {} patterns, {re_agreed} agree ({matches_compared} matches compared), {re_unsupported} refused as unsupported",
+         regexes: {} patterns, {re_agreed} agree ({matches_compared} matches compared), {re_unsupported} refused as unsupported; \
+         {wire_round_trips} wire round trips",
         templates.len(),
         regexes.len()
     );
@@ -845,7 +875,7 @@ fn templates_and_regexes_agree_with_go() {
     );
     // The generators must exercise the accepted subset, not just errors.
     assert!(
-        agreed > 300 && re_agreed > 400 && matches_compared > 10_000,
+        agreed > 300 && re_agreed > 400 && matches_compared > 10_000 && wire_round_trips > 600,
         "too few comparisons"
     );
 }

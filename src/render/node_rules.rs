@@ -13,7 +13,7 @@ use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::Spanned;
 
 use crate::kubelet::{self, Profile, Taint, TaintEffect};
-use crate::rules::{self, DEFAULT_LABEL_PREFIX, Expr, Op, Rule, Term};
+use crate::rules::{self, DEFAULT_LABEL_PREFIX, Expr, Op, Rule, RuleTemplate, Term};
 
 /// The API versions NFD serves `NodeFeatureRule` under (upstream, and
 /// OpenShift's NFD operator).
@@ -411,12 +411,14 @@ fn rule(cx: &Ctx, n: &Spanned<Node>, profile: Profile) -> Result<Rule> {
     Ok(rule)
 }
 
-fn template(cx: &Ctx, n: &Spanned<Node>, what: &str) -> Result<Option<String>> {
+/// The parsed template (the node runs the tree; no template parser there).
+fn template(cx: &Ctx, n: &Spanned<Node>, what: &str) -> Result<Option<RuleTemplate>> {
     let src = cx.string(n, what)?;
     if src.trim().is_empty() {
         return Ok(None);
     }
-    if let Err(e) = rules::template::parse(&src) {
+    let parsed = rules::template::parse(&src);
+    if let Err(e) = &parsed {
         let (line, col) = rules::template::line_col(&src, e.offset);
         return cx.fail(
             n,
@@ -427,7 +429,7 @@ fn template(cx: &Ctx, n: &Spanned<Node>, what: &str) -> Result<Option<String>> {
             ),
         );
     }
-    Ok(Some(src))
+    Ok(Some(RuleTemplate(parsed.map_err(|e| e.message))))
 }
 
 fn taints(cx: &Ctx, n: &Spanned<Node>, what: &str) -> Result<Vec<Taint>> {
@@ -614,14 +616,17 @@ fn expression(cx: &Ctx, n: &Spanned<Node>, what: &str) -> Result<Expr> {
             );
         }
     }
+    let mut regexes = Vec::new();
     if op == Op::InRegexp {
-        for v in &value {
-            if let Err(e) = rules::regex::Regex::new(v) {
-                return cx.fail(at, format!("{what}: regexp {v:?}: {e}"));
+        // Compiled here: the node runs the programs (no regexp parser there).
+        for v in std::mem::take(&mut value) {
+            match rules::regex::Regex::new(&v) {
+                Ok(re) => regexes.push(Ok(re)),
+                Err(e) => return cx.fail(at, format!("{what}: regexp {v:?}: {e}")),
             }
         }
     }
-    Ok(Expr { op, value })
+    Ok(Expr { op, value, regexes })
 }
 
 /// Go's strconv.Atoi: optional sign, decimal digits, fits in 64 bits.

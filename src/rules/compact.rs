@@ -3,11 +3,11 @@
 //! printable ASCII without space, `"`, `\`, `%`, `$`, `'` or `;`, so it sits in a quoted
 //! `Environment=` value with no escaping.
 //!
-//! Layout: `KLR1` then comma-separated fields, every list preceded by its
+//! Layout: `KLR2` then comma-separated fields, every list preceded by its
 //! count:
 //!
 //! ```text
-//! KLR1,<rules>,<rule>...
+//! KLR2,<rules>,<rule>...
 //! rule  = name,<n>,(key,value)*,labelsTemplate,<n>,(key,value)*,varsTemplate,
 //!         <n>,(key,value,effect)*,<n>,term*,<n>,(<n>,term*)*
 //! term  = feature,<n|~N>,(key,op,<n>,value*)*,<op|~N>,[<n>,value*]
@@ -16,12 +16,18 @@
 //! Strings: bytes of `[0-9A-Za-z]` and ``#&()*+-./:<=>?@[]^_`{|}`` as they
 //! are, a space as `!`, any other byte as `~` and two upper-case hex digits
 //! (UTF-8 bytes, so any string survives); `~N` is an absent optional value.
-//! Templates and regexes travel as source; the wrapper parses them.
+//! Templates and `InRegexp` patterns travel compiled, so the wrapper needs
+//! no parser: a template field is `T` and the tree's wire form
+//! (`template::Template::to_wire`), an `InRegexp` value `R` and the
+//! program's (`regex::Regex::to_wire`); either may be `X` and the error
+//! that compiling gave (reported when the rule runs, as NFD does).
 
-use super::{Expr, Op, Rule, Term};
+use super::regex::Regex;
+use super::template::Template;
+use super::{Expr, Op, Rule, RuleTemplate, Term};
 use crate::kubelet::{Taint, TaintEffect};
 
-pub const HEADER: &str = "KLR1";
+pub const HEADER: &str = "KLR2";
 /// Bounds decode enforces (the env line itself is bounded by systemd).
 pub const MAX_ENCODED: usize = 1 << 20;
 const MAX_RULES: usize = 4096;
@@ -38,9 +44,9 @@ pub fn encode(rules: &[Rule]) -> String {
     for r in rules {
         field(&mut out, &r.name);
         pairs(&mut out, &r.labels);
-        opt(&mut out, r.labels_template.as_deref());
+        template(&mut out, &r.labels_template);
         pairs(&mut out, &r.vars);
-        opt(&mut out, r.vars_template.as_deref());
+        template(&mut out, &r.vars_template);
         n(&mut out, r.taints.len());
         for t in &r.taints {
             field(&mut out, &t.key);
@@ -91,16 +97,27 @@ fn terms(out: &mut String, ts: &[Term]) {
 fn expr(out: &mut String, e: &Expr) {
     field(out, op_name(e.op));
     out.push(',');
+    if e.op == Op::InRegexp {
+        out.push_str(&e.regexes.len().to_string());
+        for re in &e.regexes {
+            match re {
+                Ok(re) => field(out, &format!("R{}", re.to_wire())),
+                Err(why) => field(out, &format!("X{why}")),
+            }
+        }
+        return;
+    }
     out.push_str(&e.value.len().to_string());
     for v in &e.value {
         field(out, v);
     }
 }
 
-fn opt(out: &mut String, s: Option<&str>) {
-    match s {
+fn template(out: &mut String, t: &Option<RuleTemplate>) {
+    match t {
         None => out.push_str(",~N"),
-        Some(s) => field(out, s),
+        Some(RuleTemplate(Ok(t))) => field(out, &format!("T{}", t.to_wire())),
+        Some(RuleTemplate(Err(why))) => field(out, &format!("X{why}")),
     }
 }
 
@@ -176,9 +193,9 @@ pub fn decode(text: &str) -> Result<Vec<Rule>, String> {
         c.rule = i + 1;
         let name = c.string("name")?;
         let labels = c.pairs("labels")?;
-        let labels_template = c.opt("labelsTemplate")?;
+        let labels_template = c.template("labelsTemplate")?;
         let vars = c.pairs("vars")?;
-        let vars_template = c.opt("varsTemplate")?;
+        let vars_template = c.template("varsTemplate")?;
         let nt = c.count("taint count", MAX_ITEMS)?;
         let mut taints = Vec::with_capacity(nt.min(64));
         for _ in 0..nt {
@@ -220,6 +237,76 @@ pub fn decode(text: &str) -> Result<Vec<Rule>, String> {
         return Err(c.err(c.pos, "end", "unexpected data after the last rule"));
     }
     Ok(rules)
+}
+
+/// Reads the wire forms of compiled regexes and templates (each the content
+/// of one field): characters, `<digits>:` numbers, `<len>:` strings.
+pub(super) struct Reader<'a> {
+    rest: &'a str,
+}
+
+impl<'a> Reader<'a> {
+    pub(super) fn new(wire: &'a str) -> Reader<'a> {
+        Reader { rest: wire }
+    }
+
+    pub(super) fn char(&mut self) -> Option<char> {
+        let mut it = self.rest.chars();
+        let c = it.next()?;
+        self.rest = it.as_str();
+        Some(c)
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.rest.is_empty()
+    }
+
+    /// Bytes not read yet.
+    pub(super) fn left(&self) -> usize {
+        self.rest.len()
+    }
+
+    /// `<digits>:`, at most `max`.
+    pub(super) fn num(&mut self, max: usize) -> Option<usize> {
+        self.digits()
+            .and_then(|n| usize::try_from(n).ok())
+            .filter(|&n| n <= max)
+    }
+
+    /// `[-]<digits>:`.
+    pub(super) fn int(&mut self) -> Option<i64> {
+        match self.rest.strip_prefix('-') {
+            Some(rest) => {
+                self.rest = rest;
+                0i64.checked_sub_unsigned(self.digits()?)
+            }
+            None => i64::try_from(self.digits()?).ok(),
+        }
+    }
+
+    /// `<digits>:` (a loop, not `str::parse`: boot decodes many of these).
+    fn digits(&mut self) -> Option<u64> {
+        let b = self.rest.as_bytes();
+        let mut n: u64 = 0;
+        let mut i = 0;
+        while let Some(&d) = b.get(i).filter(|d| d.is_ascii_digit()) {
+            n = n.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+            i += 1;
+        }
+        if i == 0 || b.get(i) != Some(&b':') {
+            return None;
+        }
+        self.rest = &self.rest[i + 1..];
+        Some(n)
+    }
+
+    /// `<len>:` and that many bytes.
+    pub(super) fn str(&mut self) -> Option<&'a str> {
+        let n = self.num(self.rest.len())?;
+        let s = self.rest.get(..n)?;
+        self.rest = &self.rest[n..];
+        Some(s)
+    }
 }
 
 fn trunc(s: &str) -> &str {
@@ -390,10 +477,48 @@ impl<'a> Cursor<'a> {
             .ok_or_else(|| self.err(off, what, &format!("unknown op {:?}", trunc(f))))?;
         let n = self.count("value count", MAX_ITEMS)?;
         let mut value = Vec::with_capacity(n.min(64));
+        let mut regexes = Vec::new();
         for _ in 0..n {
-            value.push(self.string("value")?);
+            if op != Op::InRegexp {
+                value.push(self.string("value")?);
+                continue;
+            }
+            let at = self.pos;
+            let re = self.compiled("regexp", 'R', Regex::from_wire)?;
+            regexes.push(re.ok_or_else(|| self.err(at, "regexp", "a value is required here"))?);
         }
-        Ok(Expr { op, value })
+        Ok(Expr { op, value, regexes })
+    }
+
+    fn template(&mut self, what: &'static str) -> Result<Option<RuleTemplate>, String> {
+        Ok(self
+            .compiled(what, 'T', Template::from_wire)?
+            .map(RuleTemplate))
+    }
+
+    /// A compiled item: `tag` and its wire form, which `decode` reads, or
+    /// `X` and the compile error it carries; None for `~N`.
+    fn compiled<T>(
+        &mut self,
+        what: &'static str,
+        tag: char,
+        decode: fn(&str) -> Option<T>,
+    ) -> Result<Option<Result<T, String>>, String> {
+        let at = self.pos;
+        let Some(mut s) = self.opt(what)? else {
+            return Ok(None);
+        };
+        match s.chars().next() {
+            Some(c) if c == tag => decode(&s[1..]).map(|t| Some(Ok(t))).ok_or_else(|| {
+                self.err(at, what, "not a compiled form (its wire form is damaged)")
+            }),
+            Some('X') => Ok(Some(Err(s.split_off(1)))),
+            _ => Err(self.err(
+                at,
+                what,
+                &format!("expected a compiled form ({tag}, or X and an error)"),
+            )),
+        }
     }
 }
 
@@ -423,25 +548,16 @@ mod tests {
                 match_features: vec![Term {
                     feature: "pci.device".into(),
                     match_expressions: Some(vec![
-                        (
-                            "vendor".into(),
-                            Expr {
-                                op: Op::In,
-                                value: vec!["10de".into()],
-                            },
-                        ),
+                        ("vendor".into(), Expr::new(Op::In, vec!["10de".into()])),
                         (
                             "class".into(),
-                            Expr {
-                                op: Op::InRegexp,
-                                value: vec![r"^03(0[02])?$".into(), ",,".into()],
-                            },
+                            Expr::new(
+                                Op::InRegexp,
+                                vec![r"^03(0[02])?$".into(), "(?i)k[^a-fé]\\b".into(), "(".into()],
+                            ),
                         ),
                     ]),
-                    match_name: Some(Expr {
-                        op: Op::Exists,
-                        value: vec![],
-                    }),
+                    match_name: Some(Expr::new(Op::Exists, vec![])),
                 }],
                 match_any: vec![
                     vec![],
@@ -467,7 +583,7 @@ mod tests {
         let rules = sample();
         let text = encode(&rules);
         assert!(charset_ok(&text), "{text}");
-        assert!(text.starts_with("KLR1,2,"));
+        assert!(text.starts_with("KLR2,2,"));
         assert_eq!(decode(&text).unwrap(), rules);
         assert_eq!(decode(&encode(&[])).unwrap(), vec![]);
     }
@@ -494,10 +610,10 @@ mod tests {
                 .collect()
         }
         fn expr(&mut self) -> Expr {
-            Expr {
-                op: Op::ALL[self.below(Op::ALL.len())],
-                value: (0..self.below(3)).map(|_| self.string()).collect(),
-            }
+            Expr::new(
+                Op::ALL[self.below(Op::ALL.len())],
+                (0..self.below(3)).map(|_| self.string()).collect(),
+            )
         }
         fn terms(&mut self) -> Vec<Term> {
             (0..self.below(3))
@@ -523,11 +639,11 @@ mod tests {
                 labels: (0..self.below(3))
                     .map(|_| (self.string(), self.string()))
                     .collect(),
-                labels_template: (self.below(2) == 0).then(|| self.string()),
+                labels_template: (self.below(2) == 0).then(|| self.string().into()),
                 vars: (0..self.below(3))
                     .map(|_| (self.string(), self.string()))
                     .collect(),
-                vars_template: (self.below(2) == 0).then(|| self.string()),
+                vars_template: (self.below(2) == 0).then(|| self.string().into()),
                 taints: (0..self.below(3))
                     .map(|_| Taint {
                         key: self.string(),
@@ -550,6 +666,37 @@ mod tests {
             assert!(charset_ok(&text), "{text}");
             assert_eq!(decode(&text).as_ref(), Ok(&rules), "{text}");
         }
+    }
+
+    #[test]
+    fn reader_numbers_are_bounded() {
+        let int = |s: &str| Reader::new(s).int();
+        assert_eq!(int("-9223372036854775808:"), Some(i64::MIN));
+        assert_eq!(int("9223372036854775807:"), Some(i64::MAX));
+        for bad in [
+            "9223372036854775808:",
+            "99999999999999999999:",
+            "",
+            ":",
+            "-:",
+            "1",
+            "+1:",
+            "1a:",
+        ] {
+            assert_eq!(int(bad), None, "{bad}");
+        }
+        assert_eq!(Reader::new("007:").num(7), Some(7));
+        assert_eq!(Reader::new("8:").num(7), None);
+        let mut r = Reader::new("4:ab\u{e9}1:\u{e9}");
+        assert_eq!(
+            (r.str(), r.str(), r.is_empty()),
+            (Some("ab\u{e9}"), None, false)
+        );
+    }
+
+    /// One rule, one `InRegexp` expression whose value field is `wire`.
+    fn regex_rule(wire: &str) -> String {
+        format!("KLR2,1,n,0,~N,0,~N,0,1,f,1,k,InRegexp,1,{wire},~N,0")
     }
 
     #[test]
@@ -580,14 +727,37 @@ mod tests {
         }
         for (text, want) in [
             ("", "header"),
-            ("KLR2,0", "header \"KLR2\""),
-            ("KLR1", "rule count at byte 4: missing"),
-            ("KLR1,x", "rule count at byte 5: expected a count"),
-            ("KLR1,99999", "more than 4096"),
-            ("KLR1,0,", "unexpected data"),
-            ("KLR1,1,a b", "rule 1 name at byte 8: character outside"),
-            ("KLR1,1,a~4", "bad ~ escape"),
-            ("KLR1,1,~FF", "UTF-8"),
+            (
+                "KLR1,0",
+                "header \"KLR1\", expected \"KLR2\" (render and wrapper versions differ?)",
+            ),
+            ("KLR2", "rule count at byte 4: missing"),
+            ("KLR2,x", "rule count at byte 5: expected a count"),
+            ("KLR2,99999", "more than 4096"),
+            ("KLR2,0,", "unexpected data"),
+            ("KLR2,1,a b", "rule 1 name at byte 8: character outside"),
+            ("KLR2,1,a~4", "bad ~ escape"),
+            ("KLR2,1,~FF", "UTF-8"),
+            (
+                "KLR2,1,n,0,Q",
+                "labelsTemplate at byte 11: expected a compiled form",
+            ),
+            (
+                "KLR2,1,n,0,T1:q",
+                "labelsTemplate at byte 11: not a compiled form",
+            ),
+            ("KLR2,1,n,0,T1:t9:x", "not a compiled form"),
+            (
+                "KLR2,1,n,0,~N,0,T0:t",
+                "varsTemplate at byte 16: not a compiled form",
+            ),
+            (
+                &regex_rule("RS9:M"),
+                "regexp at byte 40: not a compiled form",
+            ),
+            (&regex_rule("RcaJ0:"), "not a compiled form"),
+            (&regex_rule("RC2:az"), "not a compiled form"),
+            (&regex_rule("R"), "not a compiled form"),
         ] {
             let e = decode(text).unwrap_err();
             assert!(e.contains(want), "{text}: {e}");

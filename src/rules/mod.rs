@@ -7,7 +7,9 @@
 //!
 //! For render: `template::parse` and `regex::Regex::new` give byte offsets
 //! (`template::line_col`) for what the node cannot evaluate; `compact::parse_op`
-//! maps NFD's operator names. NFD's `type: version` on expressions is not
+//! maps NFD's operator names; `Expr::new` and `RuleTemplate::from` compile
+//! (the compact form carries compiled regexes and parsed templates, so the
+//! wrapper reaches neither parser). NFD's `type: version` on expressions is not
 //! modelled (render must refuse it). The wrapper calls `evaluate_node` and
 //! journals `NodeOutcome::dropped` and each `RuleResult::error`.
 
@@ -29,10 +31,10 @@ pub struct Rule {
     pub name: String,
     /// Static labels as written (the default prefix is added on output).
     pub labels: Vec<(String, String)>,
-    /// `labelsTemplate` source (Go text/template subset, see `template`).
-    pub labels_template: Option<String>,
+    /// `labelsTemplate` (Go text/template subset, see `template`).
+    pub labels_template: Option<RuleTemplate>,
     pub vars: Vec<(String, String)>,
-    pub vars_template: Option<String>,
+    pub vars_template: Option<RuleTemplate>,
     pub taints: Vec<Taint>,
     /// All terms must match.
     pub match_features: Vec<Term>,
@@ -51,10 +53,61 @@ pub struct Term {
     pub match_name: Option<Expr>,
 }
 
+/// A rule's template as the node runs it: the parsed tree, or why its
+/// source did not parse (an error only when it would run, as in NFD).
+/// `from` a source parses it (render and tests; never the wrapper).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleTemplate(pub Result<template::Template, String>);
+
+impl From<&str> for RuleTemplate {
+    fn from(src: &str) -> RuleTemplate {
+        RuleTemplate(template::parse(src).map_err(|e| {
+            let (line, col) = template::line_col(src, e.offset);
+            format!("line {line} column {col}: {}", e.message)
+        }))
+    }
+}
+
+impl From<String> for RuleTemplate {
+    fn from(src: String) -> RuleTemplate {
+        RuleTemplate::from(src.as_str())
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Expr {
     pub op: Op,
+    /// The values, except for `InRegexp` (see `regexes`).
     pub value: Vec<String>,
+    /// `InRegexp`'s patterns compiled, or why one did not compile (an error
+    /// only when the expression runs, as in NFD).
+    pub regexes: Vec<Result<regex::Regex, String>>,
+}
+
+impl Expr {
+    /// An expression from NFD's operator and values; `InRegexp` patterns
+    /// are compiled (render and tests; never the wrapper).
+    pub fn new(op: Op, value: Vec<String>) -> Expr {
+        if op != Op::InRegexp {
+            return Expr {
+                op,
+                value,
+                regexes: Vec::new(),
+            };
+        }
+        let regexes = value
+            .iter()
+            .map(|p| {
+                regex::Regex::new(p)
+                    .map_err(|err| format!("invalid regexp {p:?} for Op InRegexp: {err}"))
+            })
+            .collect();
+        Expr {
+            op,
+            value: Vec::new(),
+            regexes,
+        }
+    }
 }
 
 /// NFD's match operators.
@@ -142,7 +195,6 @@ pub fn evaluate_node(rules: &[Rule], features: &Features) -> NodeOutcome {
     let mut ev = Evaluator {
         features,
         backref: None,
-        regexes: Default::default(),
     };
     let mut results = Vec::with_capacity(rules.len());
     for rule in rules {
@@ -272,8 +324,6 @@ struct Evaluator<'f> {
     features: &'f Features,
     /// `rule.matched` once a rule has run.
     backref: Option<BTreeMap<String, String>>,
-    /// Compiled `InRegexp` patterns, by source.
-    regexes: std::cell::RefCell<Vec<(String, regex::Regex)>>,
 }
 
 /// One feature name's elements of each kind (NFD allows several kinds).
@@ -305,11 +355,11 @@ impl<'f> Evaluator<'f> {
             vars: BTreeMap::new(),
         };
         let mut out = unmatched();
-        // Parsed here, but a parse error counts only when the template would
-        // run (NFD parses it on use).
-        let labels_t = parse_template(&rule.labels_template, "labelsTemplate");
-        let vars_t = parse_template(&rule.vars_template, "varsTemplate");
-        let templates = !matches!((&labels_t, &vars_t), (Ok(None), Ok(None)));
+        // A parse error counts only when the template would run (NFD
+        // parses it on use).
+        let labels_t = (&rule.labels_template, "labelsTemplate");
+        let vars_t = (&rule.vars_template, "varsTemplate");
+        let templates = labels_t.0.is_some() || vars_t.0.is_some();
         if !rule.match_any.is_empty() {
             let mut any = false;
             for branch in &rule.match_any {
@@ -321,8 +371,8 @@ impl<'f> Evaluator<'f> {
                 if !templates {
                     break;
                 }
-                run_template(&labels_t, &data, &mut out.labels)?;
-                run_template(&vars_t, &data, &mut out.vars)?;
+                run_template(labels_t, &data, &mut out.labels)?;
+                run_template(vars_t, &data, &mut out.vars)?;
             }
             if !any {
                 return Ok(unmatched());
@@ -333,8 +383,8 @@ impl<'f> Evaluator<'f> {
                 return Ok(unmatched());
             };
             record(&mut out.matched_features, &data);
-            run_template(&labels_t, &data, &mut out.labels)?;
-            run_template(&vars_t, &data, &mut out.vars)?;
+            run_template(labels_t, &data, &mut out.labels)?;
+            run_template(vars_t, &data, &mut out.vars)?;
         }
         out.labels.extend(rule.labels.iter().cloned());
         out.vars.extend(rule.vars.iter().cloned());
@@ -498,7 +548,7 @@ impl<'f> Evaluator<'f> {
             return Ok(false);
         };
         let non_empty = |e: &Expr| {
-            if e.value.is_empty() {
+            if e.value.is_empty() && e.regexes.is_empty() {
                 Err(format!(
                     "invalid expression, 'value' field must be non-empty for Op {:?}",
                     e.op
@@ -522,18 +572,13 @@ impl<'f> Evaluator<'f> {
             }
             Op::InRegexp => {
                 non_empty(e)?;
-                let mut cache = self.regexes.borrow_mut();
-                for p in &e.value {
-                    if !cache.iter().any(|(s, _)| s == p) {
-                        let re = regex::Regex::new(p).map_err(|err| {
-                            format!("invalid regexp {p:?} for Op InRegexp: {err}")
-                        })?;
-                        cache.push((p.clone(), re));
-                    }
+                let mut hit = false;
+                for re in &e.regexes {
+                    // Every pattern must compile, even after a hit.
+                    let re = re.as_ref().map_err(Clone::clone)?;
+                    hit = hit || re.is_match(value);
                 }
-                e.value
-                    .iter()
-                    .any(|p| cache.iter().any(|(s, re)| s == p && re.is_match(value)))
+                hit
             }
             Op::Gt | Op::Ge | Op::Lt | Op::Le => {
                 if e.value.len() != 1 {
@@ -651,22 +696,13 @@ fn record(all: &mut BTreeMap<String, Vec<Element>>, data: &template::Data) {
     }
 }
 
-fn parse_template(src: &Option<String>, what: &str) -> Result<Option<template::Template>, String> {
-    match src.as_deref() {
-        None | Some("") => Ok(None),
-        Some(s) => template::parse(s).map(Some).map_err(|e| {
-            let (line, col) = template::line_col(s, e.offset);
-            format!("{what}: line {line} column {col}: {}", e.message)
-        }),
-    }
-}
-
 fn run_template(
-    t: &Result<Option<template::Template>, String>,
+    (t, what): (&Option<RuleTemplate>, &str),
     data: &template::Data,
     out: &mut BTreeMap<String, String>,
 ) -> Result<(), String> {
-    if let Some(t) = t.as_ref().map_err(Clone::clone)? {
+    if let Some(RuleTemplate(t)) = t {
+        let t = t.as_ref().map_err(|e| format!("{what}: {e}"))?;
         out.extend(t.expand_map(data).map_err(|e| format!("template: {e}"))?);
     }
     Ok(())

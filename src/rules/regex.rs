@@ -3,6 +3,10 @@
 //! Thompson NFA simulation: time linear in pattern × input, no backtracking.
 //! Captures and greediness do not change whether a string matches, so they
 //! are parsed and then forgotten. Unicode classes (`\pL`) are refused.
+//!
+//! Render parses and compiles (case folding and Perl/POSIX classes are
+//! expanded into plain ranges then); the wrapper only decodes the program
+//! (`from_wire`) and runs it, so it carries no parser and no case tables.
 
 use std::fmt;
 
@@ -15,6 +19,8 @@ pub const MAX_PROGRAM: usize = 20_000;
 const MAX_NESTING: usize = 100;
 /// Longest pattern accepted.
 pub const MAX_PATTERN_LEN: usize = 4096;
+/// Class ranges per program (after case folding), compiled or decoded.
+pub const MAX_CLASS_RANGES: usize = 50_000;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RegexError {
@@ -38,6 +44,15 @@ pub struct Regex {
     scratch: std::cell::RefCell<Scratch>,
 }
 
+/// Same program, same matches (the scratch buffers do not count).
+impl PartialEq for Regex {
+    fn eq(&self, other: &Regex) -> bool {
+        self.prog == other.prog && self.classes == other.classes
+    }
+}
+
+impl Eq for Regex {}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Assert {
     BeginText,
@@ -48,18 +63,26 @@ enum Assert {
     NotWordBoundary,
 }
 
+/// A bracket class as written, before compiling (render only).
 #[derive(Debug, Clone)]
-struct Class {
+struct ClassSpec {
     /// Each item: ranges and whether the item itself is negated (`\D`).
     items: Vec<(Vec<(char, char)>, bool)>,
     negated: bool,
     fold: bool,
 }
 
+/// A compiled class: case folding and items already merged into ranges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Class {
+    ranges: Vec<(char, char)>,
+    negated: bool,
+}
+
 #[derive(Debug, Clone)]
 enum Node {
     Empty,
-    Char(char, bool),
+    Char(char),
     Class(Class),
     Any {
         newline: bool,
@@ -75,13 +98,16 @@ enum Node {
     },
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Inst {
-    Char(char, bool),
+    Char(char),
     Class(usize),
-    Any { newline: bool },
+    Any {
+        newline: bool,
+    },
     Assert(Assert),
-    Split(usize, usize),
+    /// Continue at the next instruction and at this one.
+    Split(usize),
     Jmp(usize),
     Match,
 }
@@ -119,11 +145,15 @@ impl Regex {
         let mut c = Compiler {
             prog: Vec::new(),
             classes: Vec::new(),
+            ranges: 0,
         };
         c.emit_node(&node).map_err(|()| {
             err(
                 0,
-                format!("pattern too large (compiled program over {MAX_PROGRAM} steps)"),
+                format!(
+                    "pattern too large (compiled program over {MAX_PROGRAM} steps \
+                     or {MAX_CLASS_RANGES} class ranges)"
+                ),
             )
         })?;
         c.push(Inst::Match)
@@ -172,7 +202,7 @@ impl Regex {
             for i in 0..cur.list.len() {
                 let pc = cur.list[i];
                 let ok = match self.prog[pc] {
-                    Inst::Char(l, fold) => l == ch || (fold && fold_eq(l, ch)),
+                    Inst::Char(l) => l == ch,
                     Inst::Class(k) => self.classes[k].matches(ch),
                     Inst::Any { newline } => newline || ch != '\n',
                     _ => false,
@@ -198,9 +228,9 @@ impl Regex {
             list.seen[pc] = list.generation;
             match self.prog[pc] {
                 Inst::Jmp(a) => stack.push(a),
-                Inst::Split(a, b) => {
+                Inst::Split(b) => {
                     stack.push(b);
-                    stack.push(a);
+                    stack.push(pc + 1);
                 }
                 Inst::Assert(a) => {
                     if ctx.holds(a) {
@@ -212,6 +242,105 @@ impl Regex {
             }
         }
         false
+    }
+}
+
+// ---- wire form (see `compact`): what render writes and the wrapper runs ----
+//
+// One instruction after another: `c` and a character; `C` (or `N`,
+// negated) and `<n>:` then n ranges, each its two end characters; `a` any
+// but newline, `A` any; asserts `B` begin text, `E` end text, `b` begin
+// line, `e` end line, `W` word boundary, `w` not one; `S<n>:` split to the
+// next instruction and n; `J<n>:` jump to n; `M` match (last).
+
+impl Regex {
+    /// The compiled program in its wire form.
+    pub fn to_wire(&self) -> String {
+        let mut out = String::new();
+        for inst in &self.prog {
+            match *inst {
+                Inst::Char(c) => {
+                    out.push('c');
+                    out.push(c);
+                }
+                Inst::Class(k) => {
+                    let class = &self.classes[k];
+                    out.push(if class.negated { 'N' } else { 'C' });
+                    out.push_str(&format!("{}:", class.ranges.len()));
+                    for &(lo, hi) in &class.ranges {
+                        out.push(lo);
+                        out.push(hi);
+                    }
+                }
+                Inst::Any { newline } => out.push(if newline { 'A' } else { 'a' }),
+                Inst::Assert(a) => out.push(match a {
+                    Assert::BeginText => 'B',
+                    Assert::EndText => 'E',
+                    Assert::BeginLine => 'b',
+                    Assert::EndLine => 'e',
+                    Assert::WordBoundary => 'W',
+                    Assert::NotWordBoundary => 'w',
+                }),
+                Inst::Split(t) => out.push_str(&format!("S{t}:")),
+                Inst::Jmp(t) => out.push_str(&format!("J{t}:")),
+                Inst::Match => out.push('M'),
+            }
+        }
+        out
+    }
+
+    /// A program from its wire form; None unless it is one the VM can run
+    /// safely (at most `MAX_PROGRAM` steps and `MAX_CLASS_RANGES` ranges,
+    /// jumps inside it, ending in `M`).
+    pub fn from_wire(wire: &str) -> Option<Regex> {
+        let mut r = super::compact::Reader::new(wire);
+        let mut prog = Vec::new();
+        let mut classes: Vec<Class> = Vec::new();
+        let mut ranges = 0;
+        while let Some(op) = r.char() {
+            if prog.len() >= MAX_PROGRAM {
+                return None;
+            }
+            prog.push(match op {
+                'c' => Inst::Char(r.char()?),
+                'C' | 'N' => {
+                    let n = r.num((MAX_CLASS_RANGES - ranges).min(r.left()))?;
+                    ranges += n;
+                    let mut class = Class {
+                        ranges: Vec::with_capacity(n),
+                        negated: op == 'N',
+                    };
+                    for _ in 0..n {
+                        class.ranges.push((r.char()?, r.char()?));
+                    }
+                    classes.push(class);
+                    Inst::Class(classes.len() - 1)
+                }
+                'a' | 'A' => Inst::Any { newline: op == 'A' },
+                'B' => Inst::Assert(Assert::BeginText),
+                'E' => Inst::Assert(Assert::EndText),
+                'b' => Inst::Assert(Assert::BeginLine),
+                'e' => Inst::Assert(Assert::EndLine),
+                'W' => Inst::Assert(Assert::WordBoundary),
+                'w' => Inst::Assert(Assert::NotWordBoundary),
+                'S' => Inst::Split(r.num(MAX_PROGRAM)?),
+                'J' => Inst::Jmp(r.num(MAX_PROGRAM)?),
+                'M' => Inst::Match,
+                _ => return None,
+            });
+        }
+        // Every step but the last continues at the next one, and jumps
+        // stay inside: the VM indexes with no further checks.
+        let n = prog.len();
+        let inside = prog.iter().all(|i| match i {
+            Inst::Split(t) | Inst::Jmp(t) => *t < n,
+            _ => true,
+        });
+        (prog.last() == Some(&Inst::Match) && inside).then(|| Regex {
+            prog,
+            classes,
+            scratch: Default::default(),
+        })
     }
 }
 
@@ -299,10 +428,6 @@ fn canon(c: char) -> char {
     lower1(upper1(c))
 }
 
-fn fold_eq(a: char, b: char) -> bool {
-    canon(a) == canon(b)
-}
-
 /// Orbit members that neither upper- nor lower-casing reaches from the
 /// representative (Kelvin sign, long s, Greek symbol forms, title case).
 fn fold_extras(c: char) -> &'static [char] {
@@ -330,24 +455,135 @@ fn fold_extras(c: char) -> &'static [char] {
     }
 }
 
+/// Characters with a case mapping (all below U+20000), and each with its
+/// orbit representative, sorted by representative. Built once, at render.
+struct FoldTables {
+    cased: Vec<char>,
+    by_canon: Vec<(char, char)>,
+}
+
+fn fold_tables() -> &'static FoldTables {
+    static TABLES: std::sync::OnceLock<FoldTables> = std::sync::OnceLock::new();
+    TABLES.get_or_init(|| {
+        let cased: Vec<char> = (0..0x20000u32)
+            .filter_map(char::from_u32)
+            .filter(|&c| lower1(c) != c || upper1(c) != c)
+            .collect();
+        let mut by_canon: Vec<(char, char)> = cased.iter().map(|&c| (canon(c), c)).collect();
+        by_canon.sort_unstable();
+        FoldTables { cased, by_canon }
+    })
+}
+
+/// `c` under `(?i)`: one character, or a class of its fold orbit (the
+/// characters `ch` with `canon(ch) == canon(c)`: cased ones, and `c`'s
+/// representative when it is uncased).
+fn literal(c: char, fold: bool) -> Node {
+    if !fold {
+        return Node::Char(c);
+    }
+    let k = canon(c);
+    let t = fold_tables();
+    let from = t.by_canon.partition_point(|&(x, _)| x < k);
+    let mut orbit: Vec<char> = t.by_canon[from..]
+        .iter()
+        .take_while(|&&(x, _)| x == k)
+        .map(|&(_, c)| c)
+        .chain([c, k])
+        .filter(|&x| canon(x) == k)
+        .collect();
+    orbit.sort_unstable();
+    orbit.dedup();
+    if orbit.len() == 1 {
+        return Node::Char(c);
+    }
+    Node::Class(Class {
+        ranges: orbit.into_iter().map(|c| (c, c)).collect(),
+        negated: false,
+    })
+}
+
+impl ClassSpec {
+    /// Merge the items into ranges, folding as Go does: a character is in
+    /// a folded item when it, its upper or lower case, its orbit
+    /// representative (or that one's upper case) or an extra orbit member is.
+    fn compile(&self) -> Class {
+        let mut all: Vec<(u32, u32)> = Vec::new();
+        for (ranges, neg) in &self.items {
+            let has = |x: char| ranges.iter().any(|&(lo, hi)| lo <= x && x <= hi);
+            let mut set: Vec<(u32, u32)> = ranges
+                .iter()
+                .map(|&(lo, hi)| (lo as u32, hi as u32))
+                .collect();
+            if self.fold {
+                for &c in &fold_tables().cased {
+                    let k = canon(c);
+                    if has(lower1(c))
+                        || has(upper1(c))
+                        || has(k)
+                        || has(upper1(k))
+                        || fold_extras(k).iter().any(|&x| has(x))
+                    {
+                        set.push((c as u32, c as u32));
+                    }
+                }
+            }
+            let set = merge(set);
+            if *neg {
+                let mut next = 0;
+                for (lo, hi) in set {
+                    if lo > next {
+                        all.push((next, lo - 1));
+                    }
+                    next = hi + 1;
+                }
+                if next <= 0x10FFFF {
+                    all.push((next, 0x10FFFF));
+                }
+            } else {
+                all.extend(set);
+            }
+        }
+        // Ranges as chars: ends inside the surrogate gap move out of it.
+        let ranges = merge(all)
+            .into_iter()
+            .filter_map(|(lo, hi)| {
+                let lo = if (0xD800..0xE000).contains(&lo) {
+                    0xE000
+                } else {
+                    lo
+                };
+                let hi = if (0xD800..0xE000).contains(&hi) {
+                    0xD7FF
+                } else {
+                    hi
+                };
+                Some((char::from_u32(lo)?, char::from_u32(hi)?)).filter(|(l, h)| l <= h)
+            })
+            .collect();
+        Class {
+            ranges,
+            negated: self.negated,
+        }
+    }
+}
+
+/// Sorted, overlapping and adjacent ranges joined.
+fn merge(mut v: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
+    v.sort_unstable();
+    let mut out: Vec<(u32, u32)> = Vec::with_capacity(v.len());
+    for (lo, hi) in v {
+        match out.last_mut() {
+            Some(last) if lo <= last.1.saturating_add(1) => last.1 = last.1.max(hi),
+            _ => out.push((lo, hi)),
+        }
+    }
+    out
+}
+
 impl Class {
     fn matches(&self, c: char) -> bool {
-        let hit = self.items.iter().any(|(ranges, neg)| {
-            let has = |x: char| ranges.iter().any(|&(lo, hi)| lo <= x && x <= hi);
-            let found = if self.fold {
-                let k = canon(c);
-                has(c)
-                    || has(lower1(c))
-                    || has(upper1(c))
-                    || has(k)
-                    || has(upper1(k))
-                    || fold_extras(k).iter().any(|&x| has(x))
-            } else {
-                has(c)
-            };
-            found != *neg
-        });
-        hit != self.negated
+        self.ranges.iter().any(|&(lo, hi)| lo <= c && c <= hi) != self.negated
     }
 }
 
@@ -446,7 +682,7 @@ impl<'a> Parser<'a> {
                             None => {
                                 // Not a valid `{n,m}`: a literal brace.
                                 self.pos += 1;
-                                items.push(Node::Char('{', false));
+                                items.push(Node::Char('{'));
                                 can_repeat = true;
                                 last_repeat = false;
                                 continue;
@@ -524,7 +760,7 @@ impl<'a> Parser<'a> {
                 }
                 '[' => {
                     let cls = self.parse_class(*flags)?;
-                    items.push(Node::Class(cls));
+                    items.push(Node::Class(cls.compile()));
                 }
                 '.' => {
                     self.pos += 1;
@@ -570,21 +806,24 @@ impl<'a> Parser<'a> {
                                 }
                             };
                             let lit: Vec<Node> =
-                                lit.chars().map(|c| Node::Char(c, flags.fold)).collect();
+                                lit.chars().map(|c| literal(c, flags.fold)).collect();
                             can_repeat = !lit.is_empty() || can_repeat;
                             last_repeat = last_repeat && lit.is_empty();
                             items.extend(lit);
                             continue;
                         }
                         Some(c) => match perl_class(c) {
-                            Some((ranges, neg)) => Node::Class(Class {
-                                items: vec![(ranges.to_vec(), neg)],
-                                negated: false,
-                                fold: flags.fold,
-                            }),
+                            Some((ranges, neg)) => Node::Class(
+                                ClassSpec {
+                                    items: vec![(ranges.to_vec(), neg)],
+                                    negated: false,
+                                    fold: flags.fold,
+                                }
+                                .compile(),
+                            ),
                             None => {
                                 let ch = self.parse_escape(start)?;
-                                items.push(Node::Char(ch, flags.fold));
+                                items.push(literal(ch, flags.fold));
                                 can_repeat = true;
                                 last_repeat = false;
                                 continue;
@@ -602,7 +841,7 @@ impl<'a> Parser<'a> {
                 }
                 _ => {
                     self.pos += c.len_utf8();
-                    items.push(Node::Char(c, flags.fold));
+                    items.push(literal(c, flags.fold));
                 }
             }
             can_repeat = true;
@@ -669,7 +908,7 @@ impl<'a> Parser<'a> {
         Some(Ok((min as u32, max.map(|m| m as u32))))
     }
 
-    fn parse_class(&mut self, flags: Flags) -> Result<Class, RegexError> {
+    fn parse_class(&mut self, flags: Flags) -> Result<ClassSpec, RegexError> {
         let start = self.pos;
         self.pos += 1;
         let negated = if self.peek() == Some('^') {
@@ -730,7 +969,7 @@ impl<'a> Parser<'a> {
         if !plain.is_empty() {
             items.push((plain, false));
         }
-        Ok(Class {
+        Ok(ClassSpec {
             items,
             negated,
             fold: flags.fold,
@@ -866,6 +1105,8 @@ fn repeat_ok(node: &Node, mut n: u32) -> bool {
 struct Compiler {
     prog: Vec<Inst>,
     classes: Vec<Class>,
+    /// Class ranges emitted so far.
+    ranges: usize,
 }
 
 impl Compiler {
@@ -880,10 +1121,14 @@ impl Compiler {
     fn emit_node(&mut self, node: &Node) -> Result<(), ()> {
         match node {
             Node::Empty => {}
-            Node::Char(c, f) => {
-                self.push(Inst::Char(*c, *f))?;
+            Node::Char(c) => {
+                self.push(Inst::Char(*c))?;
             }
             Node::Class(c) => {
+                self.ranges += c.ranges.len();
+                if self.ranges > MAX_CLASS_RANGES {
+                    return Err(());
+                }
                 self.classes.push(c.clone());
                 self.push(Inst::Class(self.classes.len() - 1))?;
             }
@@ -902,11 +1147,11 @@ impl Compiler {
                 let mut jumps = Vec::new();
                 for (i, x) in v.iter().enumerate() {
                     if i + 1 < v.len() {
-                        let split = self.push(Inst::Split(0, 0))?;
+                        let split = self.push(Inst::Split(0))?;
                         self.emit_node(x)?;
                         jumps.push(self.push(Inst::Jmp(0))?);
                         let next = self.prog.len();
-                        self.prog[split] = Inst::Split(split + 1, next);
+                        self.prog[split] = Inst::Split(next);
                     } else {
                         self.emit_node(x)?;
                     }
@@ -923,21 +1168,21 @@ impl Compiler {
                 match max {
                     None => {
                         // x*: L: split(body, out); body; jmp L
-                        let split = self.push(Inst::Split(0, 0))?;
+                        let split = self.push(Inst::Split(0))?;
                         self.emit_node(node)?;
                         self.push(Inst::Jmp(split))?;
                         let out = self.prog.len();
-                        self.prog[split] = Inst::Split(split + 1, out);
+                        self.prog[split] = Inst::Split(out);
                     }
                     Some(max) => {
                         let mut splits = Vec::new();
                         for _ in *min..*max {
-                            splits.push(self.push(Inst::Split(0, 0))?);
+                            splits.push(self.push(Inst::Split(0))?);
                             self.emit_node(node)?;
                         }
                         let out = self.prog.len();
                         for s in splits {
-                            self.prog[s] = Inst::Split(s + 1, out);
+                            self.prog[s] = Inst::Split(out);
                         }
                     }
                 }
@@ -951,10 +1196,106 @@ impl Compiler {
 mod tests {
     use super::*;
 
+    /// Compile, then match with the program as the wrapper gets it (wire
+    /// form, decoded), which must equal and match as the compiled one.
     fn m(p: &str, t: &str) -> bool {
-        Regex::new(p)
-            .unwrap_or_else(|e| panic!("{p}: {e}"))
-            .is_match(t)
+        let re = Regex::new(p).unwrap_or_else(|e| panic!("{p}: {e}"));
+        let decoded = Regex::from_wire(&re.to_wire()).expect("wire form decodes");
+        assert_eq!(decoded, re, "{p}");
+        assert_eq!(decoded.is_match(t), re.is_match(t), "{p} on {t:?}");
+        decoded.is_match(t)
+    }
+
+    #[test]
+    fn folding_is_compiled_in() {
+        // `(?i)` leaves plain ranges and characters: no case tables at boot.
+        let re = Regex::new("(?i)k[a-c]").unwrap();
+        assert_eq!(re.to_wire(), "C3:KKkk\u{212A}\u{212A}C2:ACacM");
+        assert_eq!(Regex::new("(?i)1").unwrap().to_wire(), "c1M");
+        assert_eq!(
+            Regex::new("[^\\D]").unwrap().to_wire(),
+            "N2:\0/:\u{10FFFF}M"
+        );
+    }
+
+    /// Compiled folding gives what matching with the case tables gave (one
+    /// character: same orbit representative; a class item: any case variant
+    /// of the character in it), on every cased character and some others.
+    #[test]
+    fn compiled_folding_matches_runtime_folding() {
+        let mut probe = fold_tables().cased.clone();
+        probe.extend([
+            '0', '_', ' ', '\u{0130}', '\u{0131}', 'ß', '\u{1E9E}', '\u{FB00}',
+        ]);
+        let singles = [
+            'a', 'K', '\u{212A}', 's', '\u{017F}', 'µ', 'σ', 'ς', 'Σ', 'ǅ', 'İ',
+        ];
+        for c in singles
+            .into_iter()
+            .chain(['ı', 'ß', 'é', 'ϑ', 'ι', '\u{0345}', '1'])
+        {
+            let re = Regex::new(&format!("(?i){c}")).unwrap();
+            for &ch in &probe {
+                let want = canon(c) == canon(ch);
+                assert_eq!(re.is_match(&ch.to_string()), want, "(?i){c} on {ch:?}");
+            }
+        }
+        for (class, items) in [
+            ("[a-z]", vec![('a', 'z')]),
+            ("[K-M\u{3c3}]", vec![('K', 'M'), ('σ', 'σ')]),
+            (
+                "[\u{1c4}-\u{1c6}\u{b5}]",
+                vec![('\u{1c4}', '\u{1c6}'), ('µ', 'µ')],
+            ),
+        ] {
+            let re = Regex::new(&format!("^(?i){class}$")).unwrap();
+            let has = |x: char| items.iter().any(|&(lo, hi)| lo <= x && x <= hi);
+            for &ch in &probe {
+                let k = canon(ch);
+                let want = has(ch)
+                    || has(lower1(ch))
+                    || has(upper1(ch))
+                    || has(k)
+                    || has(upper1(k))
+                    || fold_extras(k).iter().any(|&x| has(x));
+                assert_eq!(re.is_match(&ch.to_string()), want, "{class} on {ch:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn wire_form_refuses_what_the_vm_cannot_run() {
+        let re = Regex::new("^(a|[b-d]+)*?\\bx.(?s:.)$").unwrap();
+        let wire = re.to_wire();
+        assert_eq!(Regex::from_wire(&wire), Some(re));
+        for i in 0..wire.len() {
+            let _ = Regex::from_wire(&wire[..i]);
+            for b in [b'0', b'9', b':', b'S', b'J', b'C', b'M', b'c'] {
+                let mut m = wire.clone().into_bytes();
+                m[i] = b;
+                if let Ok(m) = String::from_utf8(m) {
+                    let _ = Regex::from_wire(&m).map(|re| re.is_match("abcx\nbbx!"));
+                }
+            }
+        }
+        for bad in [
+            "", "ca", "S2:M", "J2:M", "MS1:", "C1:aM", "N2:abM", "Q", "S:M", "S-1:M",
+        ] {
+            assert_eq!(Regex::from_wire(bad), None, "{bad}");
+        }
+        assert!(
+            Regex::from_wire("J0:M").is_some(),
+            "a loop with no step is bounded by the VM"
+        );
+        assert!(!Regex::from_wire("J0:M").unwrap().is_match("x"));
+        let big = "ca".repeat(MAX_PROGRAM) + "M";
+        assert_eq!(Regex::from_wire(&big), None);
+        let many = format!(
+            "C{}:{}M",
+            MAX_CLASS_RANGES + 1,
+            "az".repeat(MAX_CLASS_RANGES + 1)
+        );
+        assert_eq!(Regex::from_wire(&many), None);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The part of Go's `text/template` that NFD rule templates use, std only.
-//! Parsed at render (errors carry the byte offset, see `line_col`) and at
-//! boot, executed against the matched features with `missingkey=error`, then
-//! split into `key=value` pairs as NFD's `ExpandMap` does.
+//! Parsed at render (errors carry the byte offset, see `line_col`); the
+//! wrapper gets the parsed tree (`to_wire`/`from_wire`) and executes it
+//! against the matched features with `missingkey=error`, then splits the
+//! output into `key=value` pairs as NFD's `ExpandMap` does.
 //!
 //! Supported: text; `{{ .a.b }}`; `$`, `$x`, `$x.f`; `{{ $x := … }}` and
 //! `{{ $x = … }}`; `if`/`else if`/`else`/`end`; `range` (with `$i, $e :=`
@@ -58,12 +59,12 @@ pub fn line_col(src: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Template {
     nodes: Vec<Node>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Node {
     Text(String),
     /// Prints the pipeline's value unless it declares a variable.
@@ -80,7 +81,7 @@ enum Node {
     },
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Pipe {
     /// Declared or assigned variables (`$i, $e :=` in range).
     vars: Vec<String>,
@@ -88,7 +89,7 @@ struct Pipe {
     cmds: Vec<Cmd>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Cmd {
     Operand(Operand),
     /// A builtin; a piped value is its last argument.
@@ -96,7 +97,7 @@ enum Cmd {
 }
 
 /// Go's builtins that published rules use.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Func {
     Len,
     Index,
@@ -125,7 +126,7 @@ const FUNCS: &[(&str, Func)] = &[
     ("ge", Func::Ge),
 ];
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Operand {
     /// `.a.b` on dot (empty chain = dot itself).
     Field(Vec<String>),
@@ -136,6 +137,253 @@ enum Operand {
     Bool(bool),
     /// `( … )`, with a field chain right after it (`(index .l 0).device`).
     Paren(Box<Pipe>, Vec<String>),
+}
+
+// ---- wire form (see `compact`): the parsed tree, prefix order ----
+//
+// `<n>:` counts and numbers, `<len>:` strings. nodes = `<n>:` node*;
+// node = `t` text | `a` pipe | `i` pipe nodes nodes | `r` pipe nodes nodes;
+// pipe = `<n>:` var* (`y` assign | `n`) cmds; cmds = `<n>:` cmd*;
+// cmd = `o` operand | `f` function (`a` + its index in FUNCS) `<n>:` operand*;
+// operand = `F` chain | `V` name chain | `S` string | `I<int>:` | `T` | `X`
+// (true, false) | `P` cmds chain; chain = `<n>:` name*.
+
+/// Nesting the decoder accepts (blocks, and parentheses), above what the
+/// parser makes; it bounds the executor's recursion too.
+const MAX_WIRE_DEPTH: usize = 2 * MAX_DEPTH;
+
+impl Template {
+    /// The parsed tree in its wire form.
+    pub fn to_wire(&self) -> String {
+        let mut out = String::new();
+        put_nodes(&mut out, &self.nodes);
+        out
+    }
+
+    /// A tree from its wire form; None unless all of `wire` is one, nested
+    /// at most `MAX_WIRE_DEPTH`.
+    pub fn from_wire(wire: &str) -> Option<Template> {
+        let mut r = super::compact::Reader::new(wire);
+        let nodes = get_nodes(&mut r, 0)?;
+        r.is_empty().then_some(Template { nodes })
+    }
+}
+
+fn put_num(out: &mut String, n: impl fmt::Display) {
+    let _ = write!(out, "{n}:");
+}
+
+fn put_str(out: &mut String, s: &str) {
+    put_num(out, s.len());
+    out.push_str(s);
+}
+
+fn put_strs(out: &mut String, v: &[String]) {
+    put_num(out, v.len());
+    for s in v {
+        put_str(out, s);
+    }
+}
+
+fn put_nodes(out: &mut String, nodes: &[Node]) {
+    put_num(out, nodes.len());
+    for node in nodes {
+        match node {
+            Node::Text(t) => {
+                out.push('t');
+                put_str(out, t);
+            }
+            Node::Action(p) => {
+                out.push('a');
+                put_pipe(out, p);
+            }
+            Node::If {
+                pipe,
+                then: a,
+                otherwise: b,
+            }
+            | Node::Range {
+                pipe,
+                body: a,
+                otherwise: b,
+            } => {
+                out.push(if matches!(node, Node::If { .. }) {
+                    'i'
+                } else {
+                    'r'
+                });
+                put_pipe(out, pipe);
+                put_nodes(out, a);
+                put_nodes(out, b);
+            }
+        }
+    }
+}
+
+fn put_pipe(out: &mut String, p: &Pipe) {
+    put_strs(out, &p.vars);
+    out.push(if p.assign { 'y' } else { 'n' });
+    put_cmds(out, &p.cmds);
+}
+
+fn put_cmds(out: &mut String, cmds: &[Cmd]) {
+    put_num(out, cmds.len());
+    for cmd in cmds {
+        match cmd {
+            Cmd::Operand(o) => {
+                out.push('o');
+                put_operand(out, o);
+            }
+            Cmd::Call(f, args) => {
+                out.push('f');
+                let k = FUNCS.iter().position(|p| p.1 == *f).unwrap_or(0);
+                out.push((b'a' + k as u8) as char);
+                put_num(out, args.len());
+                for a in args {
+                    put_operand(out, a);
+                }
+            }
+        }
+    }
+}
+
+fn put_operand(out: &mut String, o: &Operand) {
+    match o {
+        Operand::Field(chain) => {
+            out.push('F');
+            put_strs(out, chain);
+        }
+        Operand::Var(name, chain) => {
+            out.push('V');
+            put_str(out, name);
+            put_strs(out, chain);
+        }
+        Operand::Str(s) => {
+            out.push('S');
+            put_str(out, s);
+        }
+        Operand::Int(i) => {
+            out.push('I');
+            put_num(out, i);
+        }
+        Operand::Bool(b) => out.push(if *b { 'T' } else { 'X' }),
+        Operand::Paren(p, chain) => {
+            out.push('P');
+            put_cmds(out, &p.cmds);
+            put_strs(out, chain);
+        }
+    }
+}
+
+type Wire<'a, 'b> = &'b mut super::compact::Reader<'a>;
+
+/// Counts are checked against what is left: every item takes a byte.
+fn get_count(r: Wire) -> Option<usize> {
+    let left = r.left();
+    r.num(left)
+}
+
+fn get_strs(r: Wire) -> Option<Vec<String>> {
+    let n = get_count(r)?;
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        v.push(r.str()?.to_string());
+    }
+    Some(v)
+}
+
+fn get_nodes(r: Wire, depth: usize) -> Option<Vec<Node>> {
+    if depth > MAX_WIRE_DEPTH {
+        return None;
+    }
+    let n = get_count(r)?;
+    let mut nodes = Vec::with_capacity(n);
+    for _ in 0..n {
+        nodes.push(match r.char()? {
+            't' => Node::Text(r.str()?.to_string()),
+            'a' => Node::Action(get_pipe(r)?),
+            op @ ('i' | 'r') => {
+                let pipe = get_pipe(r)?;
+                let a = get_nodes(r, depth + 1)?;
+                let b = get_nodes(r, depth + 1)?;
+                if op == 'i' {
+                    Node::If {
+                        pipe,
+                        then: a,
+                        otherwise: b,
+                    }
+                } else {
+                    Node::Range {
+                        pipe,
+                        body: a,
+                        otherwise: b,
+                    }
+                }
+            }
+            _ => return None,
+        });
+    }
+    Some(nodes)
+}
+
+fn get_pipe(r: Wire) -> Option<Pipe> {
+    let vars = get_strs(r)?;
+    let assign = match r.char()? {
+        'y' => true,
+        'n' => false,
+        _ => return None,
+    };
+    Some(Pipe {
+        vars,
+        assign,
+        cmds: get_cmds(r, 0)?,
+    })
+}
+
+fn get_cmds(r: Wire, depth: usize) -> Option<Vec<Cmd>> {
+    if depth > MAX_WIRE_DEPTH {
+        return None;
+    }
+    let n = get_count(r)?;
+    let mut cmds = Vec::with_capacity(n);
+    for _ in 0..n {
+        cmds.push(match r.char()? {
+            'o' => Cmd::Operand(get_operand(r, depth)?),
+            'f' => {
+                let k = (r.char()? as usize).checked_sub('a' as usize)?;
+                let f = FUNCS.get(k)?.1;
+                let n = get_count(r)?;
+                let mut args = Vec::with_capacity(n);
+                for _ in 0..n {
+                    args.push(get_operand(r, depth)?);
+                }
+                Cmd::Call(f, args)
+            }
+            _ => return None,
+        });
+    }
+    Some(cmds)
+}
+
+fn get_operand(r: Wire, depth: usize) -> Option<Operand> {
+    Some(match r.char()? {
+        'F' => Operand::Field(get_strs(r)?),
+        'V' => Operand::Var(r.str()?.to_string(), get_strs(r)?),
+        'S' => Operand::Str(r.str()?.to_string()),
+        'I' => Operand::Int(r.int()?),
+        'T' => Operand::Bool(true),
+        'X' => Operand::Bool(false),
+        'P' => {
+            let cmds = get_cmds(r, depth + 1)?;
+            let pipe = Pipe {
+                vars: Vec::new(),
+                assign: false,
+                cmds,
+            };
+            Operand::Paren(Box::new(pipe), get_strs(r)?)
+        }
+        _ => return None,
+    })
 }
 
 // ---- lexer ----
@@ -1301,8 +1549,58 @@ mod tests {
         d
     }
 
+    /// Parse, then run the tree as the wrapper gets it (wire form, decoded),
+    /// which must equal and run as the parsed one.
     fn run(src: &str) -> Result<String, String> {
-        parse(src).map_err(|e| e.to_string())?.execute(&data())
+        let t = parse(src).map_err(|e| e.to_string())?;
+        let decoded = Template::from_wire(&t.to_wire()).expect("wire form decodes");
+        assert_eq!(decoded, t, "{src}");
+        let out = decoded.execute(&data());
+        assert_eq!(out, t.execute(&data()), "{src}");
+        out
+    }
+
+    #[test]
+    fn wire_form_refuses_what_is_not_a_tree() {
+        let t = parse(
+            "{{ range $i, $e := .pci.device }}{{ if and (gt (len $.pci.device) -1) (eq $e.class \"0300\" \"x\") }}\
+             {{ (index $.pci.device 0).vendor }}{{ else if not true }}:{{ else }}{{ $i }}{{ end }}{{ end }}",
+        )
+        .unwrap();
+        let wire = t.to_wire();
+        assert_eq!(Template::from_wire(&wire), Some(t));
+        // Every cut and every one-byte change gives a tree or None, never a panic.
+        for i in 0..wire.len() {
+            let _ = Template::from_wire(&wire[..i]);
+            for b in [b'0', b'9', b':', b'a', b'P', b'f', b'z', b'-'] {
+                let mut m = wire.clone().into_bytes();
+                m[i] = b;
+                if let Ok(m) = String::from_utf8(m) {
+                    let _ = Template::from_wire(&m).map(|t| t.execute(&data()));
+                }
+            }
+        }
+        for bad in [
+            "",
+            "1:",
+            "1:q",
+            "1:t5:ab",
+            "0:x",
+            "1:fz0:",
+            "1:aX",
+            "1:a0:n1:oI99999999999999999999:",
+        ] {
+            assert_eq!(Template::from_wire(bad), None, "{bad}");
+        }
+        // Nesting past the decoder's bound (the executor recurses per level).
+        let deep = "1:i0:n1:oT".repeat(MAX_WIRE_DEPTH + 2) + &"0:0:".repeat(MAX_WIRE_DEPTH + 2);
+        assert_eq!(Template::from_wire(&deep), None);
+        let parens = format!(
+            "1:a0:n1:{}0:{}",
+            "oP1:".repeat(MAX_WIRE_DEPTH + 2),
+            "0:".repeat(MAX_WIRE_DEPTH + 2)
+        );
+        assert_eq!(Template::from_wire(&parens), None);
     }
 
     #[test]

@@ -6,6 +6,22 @@
 use super::*;
 use crate::kubelet::TaintEffect;
 
+/// `super::evaluate_node`, checked against the boot path: the same rules
+/// through the compact form (compiled regexes and templates encoded, then
+/// decoded as the wrapper does) must give the same outcome.
+fn evaluate_node(rules: &[Rule], features: &Features) -> NodeOutcome {
+    let wire = compact::encode(rules);
+    let decoded = compact::decode(&wire).unwrap_or_else(|e| panic!("{wire}: {e}"));
+    assert_eq!(decoded, rules, "{wire}");
+    let direct = super::evaluate_node(rules, features);
+    assert_eq!(super::evaluate_node(&decoded, features), direct, "{wire}");
+    direct
+}
+
+fn evaluate(rules: &[Rule], features: &Features) -> Vec<RuleResult> {
+    evaluate_node(rules, features).results
+}
+
 fn el(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
         .iter()
@@ -169,10 +185,7 @@ fn raspberry_pi() -> Features {
 }
 
 fn expr(op: Op, value: &[&str]) -> Expr {
-    Expr {
-        op,
-        value: value.iter().map(|s| s.to_string()).collect(),
-    }
+    Expr::new(op, value.iter().map(|s| s.to_string()).collect())
 }
 
 fn term(feature: &str, exprs: &[(&str, Expr)]) -> Term {

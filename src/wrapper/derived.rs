@@ -349,6 +349,7 @@ mod tests {
                 rules::Expr {
                     op: rules::Op::In,
                     value: vec!["10de".into()],
+                    regexes: Vec::new(),
                 },
             )]),
             match_name: None,
