@@ -6,7 +6,8 @@
 //! `explain`; `render` writes drop-ins, MachineConfigs and Ignition; `iso`
 //! embeds Ignition in live ISOs; `facts` reads the node's hardware under
 //! NFD's names and `rules` evaluates NodeFeatureRules on them; `contract`
-//! names what render writes and the wrapper reads. `cmdline` holds only clap types.
+//! names what render writes and the wrapper reads; `sorted` is the map and set
+//! the boot path uses instead of std's B-trees. `cmdline` holds only clap types.
 
 pub mod cmdline;
 pub mod contract;
@@ -18,5 +19,6 @@ pub mod nodefs;
 #[cfg(feature = "cli")]
 pub mod render;
 pub mod rules;
+pub mod sorted;
 pub mod unit;
 pub mod wrapper;

@@ -13,11 +13,11 @@ mod ignition_oracle;
 #[path = "support/skipped.rs"]
 mod skipped;
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use kubelet_labeler::rules::Element;
 use kubelet_labeler::rules::regex::Regex;
 use kubelet_labeler::rules::template::{self, Data};
 use serde_json::{Value, json};
@@ -65,7 +65,7 @@ fn run_oracle(bin: &Path, input: &Value) -> Value {
     serde_json::from_slice(&out.stdout).expect("oracle output is JSON")
 }
 
-fn el(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+fn el(pairs: &[(&str, &str)]) -> Element {
     pairs
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))

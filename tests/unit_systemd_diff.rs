@@ -10,10 +10,10 @@ mod skipped;
 #[path = "support/systemd_oracle.rs"]
 mod systemd_oracle;
 
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use kubelet_labeler::sorted::SortedMap;
 use kubelet_labeler::unit::{self, Host, LoadOptions, UnitPaths};
 use systemd_oracle::{Outcome, UserRun};
 
@@ -486,7 +486,7 @@ fn user_manager_specifiers(scratch: &Path) -> Host {
             })
             .unwrap_or_default()
     };
-    let mut m = BTreeMap::new();
+    let mut m = SortedMap::new();
     m.insert('t', scratch.join("xdg-runtime").display().to_string());
     for (c, v) in [
         ('u', "root"),

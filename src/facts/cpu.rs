@@ -2,15 +2,15 @@
 //! /sys/bus/cpu/devices, under NFD's names (source/cpu, which reads the
 //! CPUID instruction through klauspost/cpuid on x86 and AT_HWCAP on arm64).
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use super::util::{CPUINFO_CAP, list_dir, read_trimmed, under};
+use crate::sorted::{SortedMap, SortedSet};
 use std::io::Read;
 
 pub struct Cpu {
-    pub model: BTreeMap<String, String>,
-    pub cpuid: BTreeSet<String>,
+    pub model: SortedMap<String, String>,
+    pub cpuid: SortedSet<String>,
 }
 
 /// /proc/cpuinfo: the first processor's fields (all CPUs of a node share
@@ -75,7 +75,7 @@ const READS_X86: bool = cfg!(any(feature = "cli", target_arch = "x86_64"));
 const READS_ARM64: bool = cfg!(any(feature = "cli", target_arch = "aarch64"));
 
 pub fn parse_cpuinfo(text: &str) -> Cpu {
-    let mut fields: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut fields: SortedMap<&str, &str> = SortedMap::new();
     for line in text.lines() {
         if line.trim().is_empty() && fields.contains_key("processor") {
             break; // end of the first processor's block
@@ -84,8 +84,8 @@ pub fn parse_cpuinfo(text: &str) -> Cpu {
             fields.entry(k.trim()).or_insert(v.trim());
         }
     }
-    let mut model = BTreeMap::new();
-    let mut cpuid = BTreeSet::new();
+    let mut model = SortedMap::new();
+    let mut cpuid = SortedSet::new();
     if READS_X86 && let Some(vendor) = fields.get("vendor_id") {
         // x86: family and model as the kernel prints them already include the
         // extended fields, as klauspost/cpuid computes them.
@@ -95,7 +95,7 @@ pub fn parse_cpuinfo(text: &str) -> Cpu {
                 model.insert(attr.into(), (*v).into());
             }
         }
-        let flags: BTreeSet<&str> = fields
+        let flags: SortedSet<&str> = fields
             .get("flags")
             .map(|f| f.split_whitespace().collect())
             .unwrap_or_default();
@@ -379,8 +379,8 @@ const X86_FLAGS: &[(&str, &str)] = &[
     ("xsaves", "XSAVES"),
 ];
 
-fn x86_cpuid(flags: &BTreeSet<&str>) -> BTreeSet<String> {
-    let mut out: BTreeSet<String> = X86_FLAGS
+fn x86_cpuid(flags: &SortedSet<&str>) -> SortedSet<String> {
+    let mut out: SortedSet<String> = X86_FLAGS
         .iter()
         .filter(|(flag, _)| flags.contains(flag))
         .map(|(_, name)| name.to_string())
@@ -419,18 +419,18 @@ fn x86_cpuid(flags: &BTreeSet<&str>) -> BTreeSet<String> {
 /// `,` or `-` means multithreading; socket_count = distinct
 /// physical_package_id. Any unreadable file makes the feature empty (NFD
 /// returns an empty map).
-pub fn topology(root: &Path) -> Option<BTreeMap<String, String>> {
+pub fn topology(root: &Path) -> Option<SortedMap<String, String>> {
     let base = under(root, "/sys/bus/cpu/devices");
     let names = list_dir(&base)?;
     let mut ht = false;
-    let mut packages = BTreeSet::new();
+    let mut packages = SortedSet::new();
     for name in names {
         let topo = base.join(name).join("topology");
         let siblings = read_trimmed(&topo.join("thread_siblings_list"))?;
         ht |= siblings.contains([',', '-']);
         packages.insert(read_trimmed(&topo.join("physical_package_id"))?);
     }
-    let mut out = BTreeMap::new();
+    let mut out = SortedMap::new();
     out.insert("hardware_multithreading".into(), ht.to_string());
     out.insert("socket_count".into(), packages.len().to_string());
     Some(out)
@@ -515,7 +515,7 @@ mod tests {
              CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd08\n\
              CPU revision\t: 3\n",
         );
-        let want: BTreeSet<String> = ["FP", "ASIMD", "EVTSTRM", "CRC32", "CPUID"]
+        let want: SortedSet<String> = ["FP", "ASIMD", "EVTSTRM", "CRC32", "CPUID"]
             .map(String::from)
             .into();
         assert_eq!(cpu.cpuid, want);

@@ -1,17 +1,17 @@
 //! `memory.numa`, `memory.nv`, `storage.block`, `network.device`,
 //! `usb.device` as NFD's source/{memory,storage,network,usb} read them.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::util::{list_dir, read_trimmed, under};
+use crate::sorted::SortedMap;
 
-type Attrs = BTreeMap<String, String>;
+type Attrs = SortedMap<String, String>;
 
 /// Entries of /sys/bus/node/devices (NFD counts them, not `online`).
 pub fn numa(root: &Path) -> Option<Attrs> {
     let n = list_dir(&under(root, "/sys/bus/node/devices"))?.len();
-    Some(BTreeMap::from([
+    Some(SortedMap::from([
         ("is_numa".to_string(), (n > 1).to_string()),
         ("node_count".to_string(), n.to_string()),
     ]))
@@ -83,7 +83,7 @@ pub fn network(root: &Path, optional: &[&str]) -> Option<Vec<Attrs>> {
 /// `name` plus each readable file, named by its last path component, of
 /// those whose name is in `optional`.
 fn with_files(dir: &Path, name: &str, files: &[&str], optional: &[&str]) -> Attrs {
-    let mut out = BTreeMap::from([("name".to_string(), name.to_string())]);
+    let mut out = SortedMap::from([("name".to_string(), name.to_string())]);
     for f in files {
         let key = f.rsplit('/').next().unwrap_or(f);
         if !optional.contains(&key) {

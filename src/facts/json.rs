@@ -4,6 +4,16 @@
 use serde_json::{Map, Value, json};
 
 use super::Features;
+use crate::sorted::SortedMap;
+
+/// An attribute map as a JSON object, keys in order.
+fn object(attrs: &SortedMap<String, String>) -> Value {
+    let map: Map<String, Value> = attrs
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
+        .collect();
+    Value::Object(map)
+}
 
 /// `feature attr=value` lines (flags as `feature NAME`), sorted.
 pub fn human(f: &Features) -> String {
@@ -38,13 +48,16 @@ pub fn nfd_json(f: &Features) -> Value {
     let attributes: Map<String, Value> = f
         .attributes
         .iter()
-        .map(|(n, a)| (n.clone(), json!({ "elements": a })))
+        .map(|(n, a)| (n.clone(), json!({ "elements": object(a) })))
         .collect();
     let instances: Map<String, Value> = f
         .instances
         .iter()
         .map(|(n, els)| {
-            let el: Vec<Value> = els.iter().map(|a| json!({ "attributes": a })).collect();
+            let el: Vec<Value> = els
+                .iter()
+                .map(|a| json!({ "attributes": object(a) }))
+                .collect();
             (n.clone(), json!({ "elements": el }))
         })
         .collect();

@@ -1,12 +1,12 @@
 //! `kernel.version` from /proc/sys/kernel/osrelease, parsed as NFD's
 //! source/kernel does.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::util::{read_trimmed, under};
+use crate::sorted::SortedMap;
 
-pub fn version(root: &Path) -> Option<BTreeMap<String, String>> {
+pub fn version(root: &Path) -> Option<SortedMap<String, String>> {
     read_trimmed(&under(root, "/proc/sys/kernel/osrelease")).map(|r| parse_version(&r))
 }
 
@@ -15,7 +15,7 @@ pub fn version(root: &Path) -> Option<BTreeMap<String, String>> {
 /// `^(\d+)(\.(\d+))?(\.(\d+))?(-.*)?$` on `full`; a group that did not take
 /// part is an empty string (Go's FindStringSubmatch), and nothing is set when
 /// the whole pattern fails (so `6.6.31+rpt-rpi-v8` has only `full`).
-pub fn parse_version(raw: &str) -> BTreeMap<String, String> {
+pub fn parse_version(raw: &str) -> SortedMap<String, String> {
     let full: String = raw
         .chars()
         .map(|c| {
@@ -27,7 +27,7 @@ pub fn parse_version(raw: &str) -> BTreeMap<String, String> {
         })
         .collect();
     let full = full.trim_matches(|c| "-_.".contains(c)).to_string();
-    let mut out = BTreeMap::new();
+    let mut out = SortedMap::new();
     if let Some((major, minor, revision)) = split_version(&full) {
         out.insert("major".into(), major.into());
         out.insert("minor".into(), minor.into());

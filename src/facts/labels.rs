@@ -136,7 +136,7 @@ pub fn nfd_labels(f: &Features, flavour: NfdFlavour) -> Vec<(String, String)> {
         ("sriov_totalvfs", "sriov.capable"),
         ("sriov_numvfs", "sriov.configured"),
     ] {
-        let positive = |d: &std::collections::BTreeMap<String, String>| {
+        let positive = |d: &crate::sorted::SortedMap<String, String>| {
             d.get(attr)
                 .and_then(|v| v.parse::<i64>().ok())
                 .is_some_and(|n| n > 0)
@@ -179,7 +179,7 @@ pub fn nfd_labels(f: &Features, flavour: NfdFlavour) -> Vec<(String, String)> {
     out
 }
 
-fn join_fields(dev: &std::collections::BTreeMap<String, String>, fields: &[&str]) -> String {
+fn join_fields(dev: &crate::sorted::SortedMap<String, String>, fields: &[&str]) -> String {
     let parts: Vec<&str> = fields
         .iter()
         .map(|f| dev.get(*f).map(String::as_str).unwrap_or(""))
@@ -201,12 +201,12 @@ fn valid_value(v: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
+    use crate::sorted::SortedMap;
 
     fn gpu_node() -> Features {
         let mut f = Features::default();
         let dev = |class: &str, vendor: &str, sriov: bool| {
-            let mut d = BTreeMap::from([
+            let mut d = SortedMap::from([
                 ("class".to_string(), class.to_string()),
                 ("vendor".to_string(), vendor.to_string()),
                 ("device".to_string(), "2330".to_string()),
@@ -226,14 +226,14 @@ mod tests {
         );
         f.attributes.insert(
             "memory.numa".into(),
-            BTreeMap::from([
+            SortedMap::from([
                 ("is_numa".into(), "false".into()),
                 ("node_count".into(), "1".into()),
             ]),
         );
         f.attributes.insert(
             "system.osrelease".into(),
-            BTreeMap::from([
+            SortedMap::from([
                 ("ID".into(), "rhel".into()),
                 ("OSTREE_VERSION".into(), "9.6.20250701-0".into()),
             ]),

@@ -3,8 +3,9 @@
 //! std only: the wrapper calls this. Knows nothing of systemd or kubelet.
 //! A source that is missing or unreadable is an absent feature, never an error.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+
+use crate::sorted::{SortedMap, SortedSet};
 
 mod cpu;
 mod devices;
@@ -21,12 +22,12 @@ mod util;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Features {
     /// Flag features: names only (`cpu.cpuid` → `AVX512F`, ...).
-    pub flags: BTreeMap<String, BTreeSet<String>>,
+    pub flags: SortedMap<String, SortedSet<String>>,
     /// Attribute features: name → value (`kernel.version` → `major` → `5`).
-    pub attributes: BTreeMap<String, BTreeMap<String, String>>,
+    pub attributes: SortedMap<String, SortedMap<String, String>>,
     /// Instance features: a list of elements, each name → value
     /// (`pci.device` → `[{class: 0302, vendor: 10de, ...}]`).
-    pub instances: BTreeMap<String, Vec<BTreeMap<String, String>>>,
+    pub instances: SortedMap<String, Vec<SortedMap<String, String>>>,
 }
 
 /// Every feature `read` can produce: a rule on any other feature can never
@@ -57,12 +58,12 @@ pub struct FactsOptions<'a> {
     pub nodename: Option<&'a str>,
     /// Only these features (the boot path reads what its rules use);
     /// None = all.
-    pub only: Option<&'a BTreeSet<String>>,
+    pub only: Option<&'a SortedSet<String>>,
     /// Of the element attributes in `OPTIONAL_ATTRIBUTES` (each its own
     /// file, mostly absent: three failed opens per PCI function), only
     /// these, as `<feature>.<attribute>`; None = all. An element read
     /// keeps every attribute asked for exactly as a full read has it.
-    pub attributes: Option<&'a BTreeSet<String>>,
+    pub attributes: Option<&'a SortedSet<String>>,
 }
 
 /// Instance attributes read from a file of their own and kept only when
@@ -99,7 +100,7 @@ pub fn read(opts: &FactsOptions) -> Features {
             .collect()
     };
     let mut f = Features::default();
-    let mut attr = |name: &str, read: &dyn Fn() -> Option<BTreeMap<String, String>>| {
+    let mut attr = |name: &str, read: &dyn Fn() -> Option<SortedMap<String, String>>| {
         if want(name)
             && let Some(v) = read()
         {
@@ -118,7 +119,7 @@ pub fn read(opts: &FactsOptions) -> Features {
         f.attributes.insert("cpu.model".into(), c.model);
         f.flags.insert("cpu.cpuid".into(), c.cpuid);
     }
-    let mut inst = |name: &str, read: &dyn Fn() -> Option<Vec<BTreeMap<String, String>>>| {
+    let mut inst = |name: &str, read: &dyn Fn() -> Option<Vec<SortedMap<String, String>>>| {
         if want(name)
             && let Some(v) = read()
         {
@@ -176,8 +177,8 @@ mod tests {
 
     fn read_with(
         root: &Path,
-        only: Option<&BTreeSet<String>>,
-        attrs: Option<&BTreeSet<String>>,
+        only: Option<&SortedSet<String>>,
+        attrs: Option<&SortedSet<String>>,
     ) -> Features {
         read(&FactsOptions {
             root,
@@ -196,7 +197,7 @@ mod tests {
             let full = read_with(&root, None, None);
             for (feature, attrs) in OPTIONAL_ATTRIBUTES {
                 for attr in *attrs {
-                    let set = BTreeSet::from([format!("{feature}.{attr}")]);
+                    let set = SortedSet::from([format!("{feature}.{attr}")]);
                     let part = read_with(&root, None, Some(&set));
                     let (Some(full_els), Some(part_els)) =
                         (full.instances.get(*feature), part.instances.get(*feature))
@@ -206,7 +207,7 @@ mod tests {
                     };
                     assert_eq!(full_els.len(), part_els.len(), "{feature} on {root:?}");
                     for (f, p) in full_els.iter().zip(part_els) {
-                        let others = |e: &BTreeMap<String, String>| -> BTreeMap<String, String> {
+                        let others = |e: &SortedMap<String, String>| -> SortedMap<String, String> {
                             e.iter()
                                 .filter(|(k, _)| !attrs.contains(&k.as_str()) || k == attr)
                                 .map(|(k, v)| (k.clone(), v.clone()))
@@ -226,8 +227,9 @@ mod tests {
     /// from every fact.
     #[test]
     fn nfd_labels_need_only_their_features_and_attributes() {
-        let features: BTreeSet<String> = NFD_LABEL_FEATURES.iter().map(|s| s.to_string()).collect();
-        let attrs: BTreeSet<String> = NFD_LABEL_ATTRIBUTES.iter().map(|s| s.to_string()).collect();
+        let features: SortedSet<String> =
+            NFD_LABEL_FEATURES.iter().map(|s| s.to_string()).collect();
+        let attrs: SortedSet<String> = NFD_LABEL_ATTRIBUTES.iter().map(|s| s.to_string()).collect();
         for root in nodes() {
             let full = read_with(&root, None, None);
             let part = read_with(&root, Some(&features), Some(&attrs));

@@ -1,10 +1,10 @@
 //! `pci.device`: one element per function under /sys/bus/pci/devices, as
 //! NFD's source/pci reads it.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::util::{list_dir, read_trimmed, under};
+use crate::sorted::SortedMap;
 
 /// A function missing any of these is skipped (NFD logs and goes on).
 const MANDATORY: [&str; 5] = [
@@ -22,7 +22,7 @@ pub const OPTIONAL: [&str; 3] = [
 ];
 
 /// `optional`: the OPTIONAL attributes to read.
-pub fn devices(root: &Path, optional: &[&str]) -> Option<Vec<BTreeMap<String, String>>> {
+pub fn devices(root: &Path, optional: &[&str]) -> Option<Vec<SortedMap<String, String>>> {
     let base = under(root, "/sys/bus/pci/devices");
     let names = list_dir(&base)?;
     let mut out = Vec::with_capacity(names.len());
@@ -51,7 +51,7 @@ pub fn devices(root: &Path, optional: &[&str]) -> Option<Vec<BTreeMap<String, St
 /// of five; the kernel writes `PCI_CLASS=%04X`, `PCI_ID=%04X:%04X`,
 /// `PCI_SUBSYS_ID=%04X:%04X` from the same config-space values NFD reads
 /// from the single-attribute files). None when any is missing.
-fn from_uevent(dir: &Path) -> Option<BTreeMap<String, String>> {
+fn from_uevent(dir: &Path) -> Option<SortedMap<String, String>> {
     let text = read_trimmed(&dir.join("uevent"))?;
     // One pass over the lines (this runs for every PCI function at boot).
     let (mut class, mut id, mut subsys) = (None, None, None);
@@ -84,7 +84,7 @@ fn from_uevent(dir: &Path) -> Option<BTreeMap<String, String>> {
     };
     let (vendor, device) = pair(id?)?;
     let (sv, sd) = pair(subsys?)?;
-    Some(BTreeMap::from([
+    Some(SortedMap::from([
         ("class".to_string(), padded[..4].to_ascii_lowercase()),
         ("vendor".to_string(), vendor),
         ("device".to_string(), device),

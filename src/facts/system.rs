@@ -1,21 +1,21 @@
 //! `system.osrelease`, `system.name`, `system.dmiid` as NFD's source/system
 //! gives them.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::util::{SMALL_FILE_CAP, read_capped, read_trimmed, under};
+use crate::sorted::SortedMap;
 
 /// NFD opens /etc/os-release only (no /usr/lib/os-release fallback).
-pub fn osrelease(root: &Path) -> Option<BTreeMap<String, String>> {
+pub fn osrelease(root: &Path) -> Option<SortedMap<String, String>> {
     read_capped(&under(root, "/etc/os-release"), SMALL_FILE_CAP * 4).map(|t| parse_os_release(&t))
 }
 
 /// Lines matching `^(\w+)=(.+)`, value with `"` and `'` trimmed from both
 /// ends (no unescaping); later keys win. Then VERSION_ID.major/.minor from
 /// `^(\d+)(\.(\d+))?(\..*)?$`, each only when non-empty.
-pub fn parse_os_release(text: &str) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
+pub fn parse_os_release(text: &str) -> SortedMap<String, String> {
+    let mut out = SortedMap::new();
     for line in text.lines() {
         let Some((key, value)) = line.split_once('=') else {
             continue;
@@ -50,12 +50,12 @@ pub fn parse_os_release(text: &str) -> BTreeMap<String, String> {
 
 /// NFD takes NODE_NAME (the Node's name); at boot that is kubelet's
 /// --hostname-override, else the hostname lower-cased as kubelet does.
-pub fn name(root: &Path, nodename: Option<&str>) -> Option<BTreeMap<String, String>> {
+pub fn name(root: &Path, nodename: Option<&str>) -> Option<SortedMap<String, String>> {
     let name = match nodename {
         Some(n) => n.trim().to_ascii_lowercase(),
         None => read_trimmed(&under(root, "/proc/sys/kernel/hostname"))?.to_ascii_lowercase(),
     };
-    Some(BTreeMap::from([("nodename".to_string(), name)]))
+    Some(SortedMap::from([("nodename".to_string(), name)]))
 }
 
 const DMI_ATTRS: [&str; 16] = [
@@ -78,9 +78,9 @@ const DMI_ATTRS: [&str; 16] = [
 ];
 
 /// Absent when no DMI file is readable (e.g. a Raspberry Pi).
-pub fn dmiid(root: &Path) -> Option<BTreeMap<String, String>> {
+pub fn dmiid(root: &Path) -> Option<SortedMap<String, String>> {
     let dir = under(root, "/sys/devices/virtual/dmi/id");
-    let out: BTreeMap<String, String> = DMI_ATTRS
+    let out: SortedMap<String, String> = DMI_ATTRS
         .iter()
         .filter_map(|a| Some((a.to_string(), read_trimmed(&dir.join(a))?)))
         .collect();

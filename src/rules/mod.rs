@@ -17,10 +17,9 @@ pub mod compact;
 pub mod regex;
 pub mod template;
 
-use std::collections::BTreeMap;
-
 use crate::facts::Features;
 use crate::kubelet::Taint;
+use crate::sorted::SortedMap;
 
 /// NFD's default label namespace for keys without a prefix.
 pub const DEFAULT_LABEL_PREFIX: &str = "feature.node.kubernetes.io/";
@@ -151,7 +150,7 @@ impl Op {
 
 /// One matched element as a template sees it (`.vendor`, or `.Name`/`.Value`
 /// for flag and attribute features).
-pub type Element = BTreeMap<String, String>;
+pub type Element = SortedMap<String, String>;
 
 /// What one rule gave on this node.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -161,7 +160,7 @@ pub struct RuleResult {
     /// Why the rule could not be evaluated (NFD skips such a rule too).
     pub error: Option<String>,
     /// `<domain>.<feature>` → the elements the rule matched.
-    pub matched_features: BTreeMap<String, Vec<Element>>,
+    pub matched_features: SortedMap<String, Vec<Element>>,
     /// Output labels, keys with the default prefix where they had none.
     pub labels: Vec<(String, String)>,
     pub vars: Vec<(String, String)>,
@@ -227,7 +226,7 @@ pub fn evaluate_node(rules: &[Rule], features: &Features) -> NodeOutcome {
         }
         results.push(res);
     }
-    let mut merged: BTreeMap<String, String> = BTreeMap::new();
+    let mut merged: SortedMap<String, String> = SortedMap::new();
     let mut taints: Vec<Taint> = Vec::new();
     for r in &results {
         merged.extend(r.labels.iter().cloned());
@@ -265,9 +264,9 @@ pub const BACKREF_FEATURE: &str = "rule.matched";
 
 /// `addNsToMapKeys`: unprefixed keys get the default namespace unless the
 /// same prefixed key is also there (then the prefixed one wins).
-fn add_default_prefix(labels: &BTreeMap<String, String>) -> Vec<(String, String)> {
+fn add_default_prefix(labels: &SortedMap<String, String>) -> Vec<(String, String)> {
     let ns = DEFAULT_LABEL_PREFIX.trim_end_matches('/');
-    let mut out = BTreeMap::new();
+    let mut out = SortedMap::new();
     for (k, v) in labels {
         if k.contains('/') {
             out.insert(k.clone(), v.clone());
@@ -315,22 +314,22 @@ fn taint_ns_error(key: &str) -> Option<String> {
 /// Output of one rule before prefixing.
 struct Output {
     matched: bool,
-    matched_features: BTreeMap<String, Vec<Element>>,
-    labels: BTreeMap<String, String>,
-    vars: BTreeMap<String, String>,
+    matched_features: SortedMap<String, Vec<Element>>,
+    labels: SortedMap<String, String>,
+    vars: SortedMap<String, String>,
 }
 
 struct Evaluator<'f> {
     features: &'f Features,
     /// `rule.matched` once a rule has run.
-    backref: Option<BTreeMap<String, String>>,
+    backref: Option<SortedMap<String, String>>,
 }
 
 /// One feature name's elements of each kind (NFD allows several kinds).
 struct Kinds<'a> {
-    flags: Option<&'a std::collections::BTreeSet<String>>,
-    attributes: Option<&'a BTreeMap<String, String>>,
-    instances: Option<&'a Vec<BTreeMap<String, String>>>,
+    flags: Option<&'a crate::sorted::SortedSet<String>>,
+    attributes: Option<&'a SortedMap<String, String>>,
+    instances: Option<&'a Vec<SortedMap<String, String>>>,
 }
 
 impl<'f> Evaluator<'f> {
@@ -350,9 +349,9 @@ impl<'f> Evaluator<'f> {
     fn execute(&self, rule: &Rule) -> Result<Output, String> {
         let unmatched = || Output {
             matched: false,
-            matched_features: BTreeMap::new(),
-            labels: BTreeMap::new(),
-            vars: BTreeMap::new(),
+            matched_features: SortedMap::new(),
+            labels: SortedMap::new(),
+            vars: SortedMap::new(),
         };
         let mut out = unmatched();
         // A parse error counts only when the template would run (NFD
@@ -438,9 +437,9 @@ impl<'f> Evaluator<'f> {
     fn match_multi(
         &self,
         exprs: &[(String, Expr)],
-        keys: Option<&std::collections::BTreeSet<String>>,
-        values: Option<&BTreeMap<String, String>>,
-        instances: Option<&Vec<BTreeMap<String, String>>>,
+        keys: Option<&crate::sorted::SortedSet<String>>,
+        values: Option<&SortedMap<String, String>>,
+        instances: Option<&Vec<SortedMap<String, String>>>,
     ) -> Result<(bool, Vec<Element>), String> {
         let mut is_match = keys.is_some() || values.is_some();
         let mut elems: Vec<Element> = Vec::new();
@@ -498,9 +497,9 @@ impl<'f> Evaluator<'f> {
     fn match_names(
         &self,
         e: &Expr,
-        keys: Option<&std::collections::BTreeSet<String>>,
-        values: Option<&BTreeMap<String, String>>,
-        instances: Option<&Vec<BTreeMap<String, String>>>,
+        keys: Option<&crate::sorted::SortedSet<String>>,
+        values: Option<&SortedMap<String, String>>,
+        instances: Option<&Vec<SortedMap<String, String>>>,
     ) -> Result<(bool, Vec<Element>), String> {
         let mut out = Vec::new();
         for k in keys.into_iter().flatten() {
@@ -686,7 +685,7 @@ fn name_elem(name: &str, value: Option<&str>) -> Element {
 }
 
 /// Keep what a matched block gave, keyed `<domain>.<feature>`, for explain.
-fn record(all: &mut BTreeMap<String, Vec<Element>>, data: &template::Data) {
+fn record(all: &mut SortedMap<String, Vec<Element>>, data: &template::Data) {
     for (dom, feats) in data {
         for (nam, elems) in feats {
             all.entry(format!("{dom}.{nam}"))
@@ -699,7 +698,7 @@ fn record(all: &mut BTreeMap<String, Vec<Element>>, data: &template::Data) {
 fn run_template(
     (t, what): (&Option<RuleTemplate>, &str),
     data: &template::Data,
-    out: &mut BTreeMap<String, String>,
+    out: &mut SortedMap<String, String>,
 ) -> Result<(), String> {
     if let Some(RuleTemplate(t)) = t {
         let t = t.as_ref().map_err(|e| format!("{what}: {e}"))?;

@@ -15,13 +15,13 @@
 //! `break`, `continue`, other number forms) is refused at parse time.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 use std::fmt::{self, Write};
 
 use super::Element;
+use crate::sorted::SortedMap;
 
 /// Template data: `.<domain>.<feature>` → matched elements.
-pub type Data = BTreeMap<String, BTreeMap<String, Vec<Element>>>;
+pub type Data = SortedMap<String, SortedMap<String, Vec<Element>>>;
 
 /// NFD's `MaxTemplateSize`.
 pub const MAX_SOURCE: usize = 64 * 1024;
@@ -1079,7 +1079,7 @@ enum Value<'d> {
     Int(i64),
     Bool(bool),
     Root(&'d Data),
-    Domain(&'d BTreeMap<String, Vec<Element>>),
+    Domain(&'d SortedMap<String, Vec<Element>>),
     List(&'d [Element]),
     Elem(&'d Element),
     /// What `index` gives for a missing feature: NFD types that level
@@ -1181,7 +1181,7 @@ impl Template {
     /// `key=value` (split at the first `=`); later keys win. Sorted by key.
     pub fn expand_map(&self, data: &Data) -> Result<Vec<(String, String)>, String> {
         let out = self.execute(data)?;
-        let mut map = BTreeMap::new();
+        let mut map = SortedMap::new();
         for line in out.split('\n') {
             let line = line.trim();
             if line.is_empty() {
@@ -1466,7 +1466,7 @@ fn less(a: &Value<'_>, b: &Value<'_>) -> ExecResult<bool> {
     }
 }
 
-static NO_DOMAIN: BTreeMap<String, Vec<Element>> = BTreeMap::new();
+static NO_DOMAIN: SortedMap<String, Vec<Element>> = SortedMap::new();
 
 /// Go's `index` on one key: a missing map key gives the element type's
 /// zero value; a slice or string index must be in range.

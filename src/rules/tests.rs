@@ -22,7 +22,7 @@ fn evaluate(rules: &[Rule], features: &Features) -> Vec<RuleResult> {
     evaluate_node(rules, features).results
 }
 
-fn el(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+fn el(pairs: &[(&str, &str)]) -> SortedMap<String, String> {
     pairs
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -38,7 +38,7 @@ fn attrs(f: &mut Features, name: &str, pairs: &[(&str, &str)]) {
     f.attributes.insert(name.into(), el(pairs));
 }
 
-fn pci(class: &str, vendor: &str, device: &str) -> BTreeMap<String, String> {
+fn pci(class: &str, vendor: &str, device: &str) -> SortedMap<String, String> {
     el(&[
         ("class", class),
         ("vendor", vendor),

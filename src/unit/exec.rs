@@ -216,12 +216,12 @@ pub fn parse_exec(rvalue: &str, spec: &SpecifierValues) -> ExecLine {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sorted::SortedMap;
     use crate::unit::specifier::Host;
-    use std::collections::BTreeMap;
 
     fn spec() -> SpecifierValues {
         SpecifierValues {
-            host: Host::Fixed(BTreeMap::new()),
+            host: Host::Fixed(SortedMap::new()),
             unit: "p04.service".into(),
             fragment: None,
         }

@@ -2,8 +2,9 @@
 //! drop-in directories, and which `.conf` files apply in which order.
 //! See systemd.unit(5) "Unit File Load Path" and "Description" (drop-ins).
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+use crate::sorted::SortedMap;
 
 /// The system manager's search path of systemd 252 on Debian, highest
 /// priority first (`systemd-analyze unit-paths`).
@@ -291,7 +292,7 @@ pub fn find(root: &Path, dirs: &[PathBuf], name: &str) -> UnitFiles {
         }
     }
     // First occurrence of a basename wins; then byte order of basenames.
-    let mut winners: BTreeMap<Vec<u8>, PathBuf> = BTreeMap::new();
+    let mut winners: SortedMap<Vec<u8>, PathBuf> = SortedMap::new();
     for d in &dropin_dirs {
         // systemd chases symlinks in a drop-in directory's path and names
         // its files by the result (on Debian /lib/... shows as /usr/lib/...).

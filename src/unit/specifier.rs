@@ -1,8 +1,9 @@
 //! `%` specifiers (systemd.unit(5) "Specifiers"), expanded at load time on
 //! words that are already unquoted and unescaped.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+use crate::sorted::SortedMap;
 
 /// The alphanumerics systemd 252 knows; any other alphanumeric is an error.
 const KNOWN: &str = "aAbBcCdEfgGhHiIjJlLmMnNopPqrRsStTuUvVwWyY";
@@ -13,7 +14,7 @@ pub enum Host {
     /// A node tree (or the live system at `/`) seen by the system manager.
     System { root: PathBuf, live: bool },
     /// Fixed values (tests, user managers).
-    Fixed(BTreeMap<char, String>),
+    Fixed(SortedMap<char, String>),
 }
 
 /// Values for one unit's specifiers.
@@ -220,7 +221,7 @@ mod tests {
     use super::*;
 
     fn vals(unit: &str) -> SpecifierValues {
-        let mut m = BTreeMap::new();
+        let mut m = SortedMap::new();
         m.insert('t', "/run/user/0".to_string());
         m.insert('u', "root".to_string());
         m.insert('U', "0".to_string());

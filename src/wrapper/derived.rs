@@ -2,13 +2,13 @@
 //! and the user's NodeFeatureRules, evaluated on the node's facts. The
 //! wrapper and `explain` both call this, so they agree.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 
 use crate::contract::{NFD_LABELS_VAR, RULES_VAR};
 use crate::facts::{Features, NfdFlavour};
 use crate::kubelet::{self, Additions, Profile, Taint};
 use crate::rules::{self, Element, Rule};
+use crate::sorted::{SortedMap, SortedSet};
 
 /// What the environment asks us to derive from the node.
 #[derive(Debug, Clone, Default)]
@@ -31,7 +31,7 @@ pub struct RuleReport {
     pub name: String,
     pub matched: bool,
     /// `<domain>.<feature>` → the elements the rule matched.
-    pub matched_features: BTreeMap<String, Vec<Element>>,
+    pub matched_features: SortedMap<String, Vec<Element>>,
     pub labels: Vec<(String, String)>,
     pub taints: Vec<Taint>,
     /// Why this rule's output is not registered (evaluation error, or a
@@ -76,10 +76,10 @@ pub fn sources_from_env(env: &[(OsString, OsString)]) -> Sources {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FactsUsed {
     /// `<domain>.<feature>` names.
-    pub features: BTreeSet<String>,
+    pub features: SortedSet<String>,
     /// Of the optional element attributes (`facts::OPTIONAL_ATTRIBUTES`),
     /// `<feature>.<attribute>`; None = all of them.
-    pub attributes: Option<BTreeSet<String>>,
+    pub attributes: Option<SortedSet<String>>,
 }
 
 /// What the rules read (their terms, `@domain.feature.element` label
@@ -87,7 +87,7 @@ pub struct FactsUsed {
 /// when a template or `matchName` could see any) and NFD's label set.
 pub fn facts_used(sources: &Sources) -> FactsUsed {
     let mut used = FactsUsed {
-        attributes: Some(BTreeSet::new()),
+        attributes: Some(SortedSet::new()),
         ..Default::default()
     };
     if let Some(Ok(_)) = &sources.nfd_labels {
@@ -177,7 +177,7 @@ pub fn derive(sources: &Sources, features: &Features, profile: Profile) -> Deriv
 /// output of any rule kubelet would refuse: such a rule is left out whole.
 fn derive_rules(rules: &[Rule], features: &Features, profile: Profile, out: &mut Derived) {
     let mut outcome = rules::evaluate_node(rules, features);
-    let survived: BTreeMap<&str, &str> = outcome
+    let survived: SortedMap<&str, &str> = outcome
         .labels
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
@@ -212,7 +212,7 @@ fn derive_rules(rules: &[Rule], features: &Features, profile: Profile, out: &mut
         });
     }
     // The rule whose value a key ends with (later rules win, as in NFD).
-    let mut owner: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut owner: SortedMap<&str, usize> = SortedMap::new();
     for (i, r) in outcome.results.iter().enumerate() {
         for (k, _) in &r.labels {
             owner.insert(k.as_str(), i);
@@ -424,10 +424,10 @@ mod tests {
             nfd_labels: None,
         };
         let used = facts_used(&sources);
-        assert_eq!(used.features, BTreeSet::from(["pci.device".to_string()]));
+        assert_eq!(used.features, SortedSet::from(["pci.device".to_string()]));
         assert_eq!(
             used.attributes,
-            Some(BTreeSet::from(["pci.device.vendor".to_string()]))
+            Some(SortedSet::from(["pci.device.vendor".to_string()]))
         );
         // NFD's label set adds its own.
         sources.nfd_labels = Some(Ok(NfdFlavour::OpenShift));

@@ -235,7 +235,16 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
             .map(|r| RuleExplanation {
                 name: r.name.clone(),
                 matched: r.matched,
-                matched_features: r.matched_features.clone(),
+                matched_features: r
+                    .matched_features
+                    .iter()
+                    .map(|(feature, elements)| {
+                        let elements = elements
+                            .iter()
+                            .map(|e| e.iter().map(|(k, v)| (k.clone(), v.clone())).collect());
+                        (feature.clone(), elements.collect())
+                    })
+                    .collect(),
                 labels: r.labels.iter().map(|(k, v)| format!("{k}={v}")).collect(),
                 taints: r.taints.iter().map(|t| t.to_string()).collect(),
                 left_out: r.left_out.clone(),
