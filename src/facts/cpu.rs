@@ -75,28 +75,30 @@ const READS_X86: bool = cfg!(any(feature = "cli", target_arch = "x86_64"));
 const READS_ARM64: bool = cfg!(any(feature = "cli", target_arch = "aarch64"));
 
 pub fn parse_cpuinfo(text: &str) -> Cpu {
-    let mut fields: SortedMap<&str, &str> = SortedMap::new();
+    // The first block's `name: value` lines, in file order: a few dozen,
+    // looked up a few times (the first of a name counts).
+    let mut lines: Vec<(&str, &str)> = Vec::new();
     for line in text.lines() {
-        if line.trim().is_empty() && fields.contains_key("processor") {
+        if line.trim().is_empty() && lines.iter().any(|(k, _)| *k == "processor") {
             break; // end of the first processor's block
         }
         if let Some((k, v)) = line.split_once(':') {
-            fields.entry(k.trim()).or_insert(v.trim());
+            lines.push((k.trim(), v.trim()));
         }
     }
+    let field = |name: &str| lines.iter().find(|(k, _)| *k == name).map(|(_, v)| *v);
     let mut model = SortedMap::new();
     let mut cpuid = SortedSet::new();
-    if READS_X86 && let Some(vendor) = fields.get("vendor_id") {
+    if READS_X86 && let Some(vendor) = field("vendor_id") {
         // x86: family and model as the kernel prints them already include the
         // extended fields, as klauspost/cpuid computes them.
         model.insert("vendor_id".into(), x86_vendor(vendor).into());
-        for (attr, field) in [("family", "cpu family"), ("id", "model")] {
-            if let Some(v) = fields.get(field) {
-                model.insert(attr.into(), (*v).into());
+        for (attr, name) in [("family", "cpu family"), ("id", "model")] {
+            if let Some(v) = field(name) {
+                model.insert(attr.into(), v.into());
             }
         }
-        let flags: SortedSet<&str> = fields
-            .get("flags")
+        let flags: SortedSet<&str> = field("flags")
             .map(|f| f.split_whitespace().collect())
             .unwrap_or_default();
         cpuid = x86_cpuid(&flags);
@@ -106,7 +108,7 @@ pub fn parse_cpuinfo(text: &str) -> Cpu {
             // so then the attribute is left out.
             model.insert("hypervisor".into(), "none".into());
         }
-    } else if READS_ARM64 && let Some(features) = fields.get("Features") {
+    } else if READS_ARM64 && let Some(features) = field("Features") {
         cpuid = features
             .split_whitespace()
             .map(|w| w.to_ascii_uppercase())
@@ -116,17 +118,15 @@ pub fn parse_cpuinfo(text: &str) -> Cpu {
         // fields here): vendor from the implementer, family = MIDR bits
         // 23..16 (variant, then architecture, 0xf on every arm64 core),
         // id = MIDR bits 15..0 (part number, then revision).
-        if let Some(imp) = fields.get("CPU implementer").and_then(|v| hex(v)) {
+        if let Some(imp) = field("CPU implementer").and_then(hex) {
             model.insert("vendor_id".into(), arm_vendor(imp).into());
         }
-        if let Some(var) = fields.get("CPU variant").and_then(|v| hex(v)) {
+        if let Some(var) = field("CPU variant").and_then(hex) {
             model.insert("family".into(), ((var << 4) | 0xf).to_string());
         }
         if let (Some(part), Some(rev)) = (
-            fields.get("CPU part").and_then(|v| hex(v)),
-            fields
-                .get("CPU revision")
-                .and_then(|v| v.trim().parse::<u32>().ok()),
+            field("CPU part").and_then(hex),
+            field("CPU revision").and_then(|v| v.trim().parse::<u32>().ok()),
         ) {
             model.insert("id".into(), ((part << 4) | rev).to_string());
         }

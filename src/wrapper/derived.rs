@@ -177,18 +177,19 @@ pub fn derive(sources: &Sources, features: &Features, profile: Profile) -> Deriv
 /// output of any rule kubelet would refuse: such a rule is left out whole.
 fn derive_rules(rules: &[Rule], features: &Features, profile: Profile, out: &mut Derived) {
     let mut outcome = rules::evaluate_node(rules, features);
-    let survived: SortedMap<&str, &str> = outcome
-        .labels
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
+    // Where a key is in `outcome.labels` (sorted by key, one entry a key).
+    let position = |labels: &[(String, String)], key: &str| {
+        labels.binary_search_by(|(k, _)| k.as_str().cmp(key)).ok()
+    };
     let mut reports = Vec::with_capacity(outcome.results.len());
     for r in &mut outcome.results {
         // What this rule registers: its labels NFD keeps, values resolved.
         let labels: Vec<(String, String)> = r
             .labels
             .iter()
-            .filter_map(|(k, _)| survived.get(k.as_str()).map(|v| (k.clone(), v.to_string())))
+            .filter_map(|(k, _)| {
+                position(&outcome.labels, k).map(|i| (k.clone(), outcome.labels[i].1.clone()))
+            })
             .collect();
         let taints: Vec<Taint> = r
             .taints
@@ -211,16 +212,19 @@ fn derive_rules(rules: &[Rule], features: &Features, profile: Profile, out: &mut
             left_out,
         });
     }
-    // The rule whose value a key ends with (later rules win, as in NFD).
-    let mut owner: SortedMap<&str, usize> = SortedMap::new();
+    // By key of `outcome.labels`: the rule whose value the key ends with
+    // (later rules win, as in NFD).
+    let mut owner: Vec<Option<usize>> = vec![None; outcome.labels.len()];
     for (i, r) in outcome.results.iter().enumerate() {
         for (k, _) in &r.labels {
-            owner.insert(k.as_str(), i);
+            if let Some(at) = position(&outcome.labels, k) {
+                owner[at] = Some(i);
+            }
         }
     }
     let refused = |i: usize| reports[i].left_out.is_some() && reports[i].matched;
-    for (k, v) in &outcome.labels {
-        if owner.get(k.as_str()).is_none_or(|&i| !refused(i)) {
+    for ((k, v), owner) in outcome.labels.iter().zip(owner) {
+        if owner.is_none_or(|i| !refused(i)) {
             out.additions.labels.push((k.clone(), v.clone()));
         }
     }
