@@ -68,7 +68,12 @@ impl<K: Ord, V> SortedMap<K, V> {
     /// As `BTreeMap::insert`: the old value when the key was there (the
     /// key itself is kept, not replaced).
     pub fn insert(&mut self, key: K, value: V) -> Option<V> {
-        match self.find(&key) {
+        // Most maps here are built in key order: then one comparison.
+        let at = match self.entries.last() {
+            Some((last, _)) if *last < key => Err(self.entries.len()),
+            _ => self.find(&key),
+        };
+        match at {
             Ok(i) => Some(std::mem::replace(&mut self.entries[i].1, value)),
             Err(i) => {
                 self.entries.insert(i, (key, value));
@@ -285,7 +290,11 @@ impl<T: Ord> SortedSet<T> {
 
     /// As `BTreeSet::insert`: false when it was there (kept as it was).
     pub fn insert(&mut self, item: T) -> bool {
-        match self.find(&item) {
+        let at = match self.items.last() {
+            Some(last) if *last < item => Err(self.items.len()),
+            _ => self.find(&item),
+        };
+        match at {
             Ok(_) => false,
             Err(i) => {
                 self.items.insert(i, item);
