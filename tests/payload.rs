@@ -345,3 +345,90 @@ fn shipped_wrappers_name_their_own_cpu_features() {
         );
     }
 }
+
+/// A full Ignition config carrying one shipped wrapper (and seed 002's
+/// rules) fits a live ISO's 256 KiB embed area (the synthetic CoreOS ISO's,
+/// as RHCOS/FCOS lay it out), for either architecture, and coreos-installer
+/// reads it back unchanged. Prints how much of the area it takes.
+#[test]
+fn a_full_config_with_one_wrapper_fits_the_live_iso_embed_area() {
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/coreos-installer");
+    assert!(fx.is_dir(), "{} missing", fx.display());
+    let rules =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/rules/seed-002-openshift-gpu.yaml");
+    let cli = env!("CARGO_BIN_EXE_kubelet-labeler");
+    let dir = tempfile::tempdir().unwrap();
+    let mut base = Vec::new();
+    std::io::Read::read_to_end(
+        &mut xz2::read::XzDecoder::new(
+            std::fs::File::open(fx.join("synthetic-coreos-base.iso.xz")).unwrap(),
+        ),
+        &mut base,
+    )
+    .unwrap();
+    let mut ran = 0;
+    for arch in ["x86_64", "aarch64"] {
+        if !musl_target_installed(arch) {
+            continue;
+        }
+        let config = dir.path().join(format!("{arch}.ign"));
+        let out = Command::new(cli)
+            .args(["render", "ignition", "--pool", "gpu", "--rules"])
+            .arg(&rules)
+            .arg("--wrapper")
+            .arg(build(arch))
+            .arg("--output")
+            .arg(&config)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let iso = dir.path().join(format!("{arch}.iso"));
+        std::fs::write(&iso, &base).unwrap();
+        let out = Command::new(cli)
+            .args(["iso", "embed", "-i"])
+            .arg(&config)
+            .arg(&iso)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{arch}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let area = kubelet_labeler::iso::area_of(&iso).unwrap();
+        let bytes = std::fs::read(&iso).unwrap();
+        let start = area.offset as usize;
+        let region = &bytes[start..start + area.length as usize];
+        let used = region.len() - region.iter().rev().take_while(|&&b| b == 0).count();
+        println!(
+            "{arch}: config {} bytes, {used} of the {}-byte embed area",
+            std::fs::metadata(&config).unwrap().len(),
+            area.length
+        );
+        // Read back by coreos-installer itself.
+        let ci = std::env::var_os("PATH")
+            .into_iter()
+            .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+            .chain([PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cargo/bin")])
+            .map(|d| d.join("coreos-installer"))
+            .find(|p| p.is_file())
+            .expect("coreos-installer (cargo install --locked coreos-installer)");
+        let out = Command::new(ci)
+            .args(["iso", "ignition", "show"])
+            .arg(&iso)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.stdout, std::fs::read(&config).unwrap());
+        ran += 1;
+    }
+    assert!(ran > 0 || std::env::var_os("CI").is_none());
+}
