@@ -411,10 +411,13 @@ fn faults_under_real_systemd() {
     std::fs::create_dir_all(static_foreign.parent().unwrap()).unwrap();
     std::fs::write(&static_foreign, &foreign).unwrap();
     std::fs::set_permissions(&static_foreign, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // RestartSec=1h: after its one failed exec the unit waits, so its
+    // ExecMainStatus still says 203 when the oracle reads it (at 100ms a new
+    // attempt may have begun and reset it, under load).
     write(
         &units.join("static-foreign.service"),
         &format!(
-            "{common}Environment=RECORDER_SLEEP=60\nExecStart={} --v=2\n",
+            "{common}RestartSec=1h\nEnvironment=RECORDER_SLEEP=60\nExecStart={} --v=2\n",
             recorder.display()
         ),
     );
