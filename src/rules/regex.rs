@@ -307,7 +307,7 @@ impl Regex {
                     let n = r.num((MAX_CLASS_RANGES - ranges).min(r.left()))?;
                     ranges += n;
                     let mut class = Class {
-                        ranges: Vec::with_capacity(n),
+                        ranges: Vec::with_capacity(n.min(64)),
                         negated: op == 'N',
                     };
                     for _ in 0..n {

@@ -285,7 +285,7 @@ fn get_count(r: Wire) -> Option<usize> {
 
 fn get_strs(r: Wire) -> Option<Vec<String>> {
     let n = get_count(r)?;
-    let mut v = Vec::with_capacity(n);
+    let mut v = Vec::with_capacity(n.min(64));
     for _ in 0..n {
         v.push(r.str()?.to_string());
     }
@@ -297,7 +297,7 @@ fn get_nodes(r: Wire, depth: usize) -> Option<Vec<Node>> {
         return None;
     }
     let n = get_count(r)?;
-    let mut nodes = Vec::with_capacity(n);
+    let mut nodes = Vec::with_capacity(n.min(64));
     for _ in 0..n {
         nodes.push(match r.char()? {
             't' => Node::Text(r.str()?.to_string()),
@@ -345,7 +345,7 @@ fn get_cmds(r: Wire, depth: usize) -> Option<Vec<Cmd>> {
         return None;
     }
     let n = get_count(r)?;
-    let mut cmds = Vec::with_capacity(n);
+    let mut cmds = Vec::with_capacity(n.min(64));
     for _ in 0..n {
         cmds.push(match r.char()? {
             'o' => Cmd::Operand(get_operand(r, depth)?),
@@ -353,7 +353,7 @@ fn get_cmds(r: Wire, depth: usize) -> Option<Vec<Cmd>> {
                 let k = (r.char()? as usize).checked_sub('a' as usize)?;
                 let f = FUNCS.get(k)?.1;
                 let n = get_count(r)?;
-                let mut args = Vec::with_capacity(n);
+                let mut args = Vec::with_capacity(n.min(64));
                 for _ in 0..n {
                     args.push(get_operand(r, depth)?);
                 }

@@ -130,8 +130,6 @@ pub fn collect(
 
 /// The node name kubelet registers with when `--hostname-override` is set
 /// (kubelet trims and lower-cases it); NFD's `system.name` follows it.
-/// ASCII lower-casing is Go's `strings.ToLower` for every name kubelet can
-/// register (RFC 1123: ASCII only), and needs no Unicode case tables.
 fn hostname_override(argv: &[OsString]) -> Option<String> {
     let words: Vec<String> = argv
         .iter()
@@ -139,8 +137,23 @@ fn hostname_override(argv: &[OsString]) -> Option<String> {
         .collect();
     kubelet::flags::scan(&words)
         .last_value("hostname-override")
-        .map(|h| h.trim().to_ascii_lowercase())
+        .map(|h| go_lower_for_node_names(h.trim()))
         .filter(|h| !h.is_empty())
+}
+
+/// Go's `strings.ToLower` for every name kubelet can register: those are
+/// ASCII (RFC 1123), and the only non-ASCII characters Go lowers into ASCII
+/// are the Kelvin sign and the dotted capital I. Other characters are kept:
+/// a name holding one is refused by kubelet whatever its case. No Unicode
+/// case tables in the wrapper for this.
+fn go_lower_for_node_names(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            '\u{212A}' => 'k',
+            '\u{0130}' => 'i',
+            c => c.to_ascii_lowercase(),
+        })
+        .collect()
 }
 
 /// The one command the wrapper stands in for, with `$VAR`s expanded.
@@ -379,6 +392,17 @@ impl NodeFs for OfflineFs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Go lowers only these two non-ASCII characters into ASCII (every rune
+    /// through Go's strings.ToLower, checked once with Debian's Go 1.19).
+    #[test]
+    fn node_names_lowered_as_go_does() {
+        assert_eq!(
+            go_lower_for_node_names("Node-1.Example.COM"),
+            "node-1.example.com"
+        );
+        assert_eq!(go_lower_for_node_names("\u{212A}ube-\u{0130}"), "kube-i");
+    }
     use crate::kubelet::Additions;
 
     fn planned(executable: &str, argv: &[&str]) -> Plan {
