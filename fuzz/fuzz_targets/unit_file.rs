@@ -1,14 +1,13 @@
 //! The unit-file parser, then every ExecStart= value through the ExecStart
 //! parser and the word splitter (both flag sets), as the wrapper does at boot.
 #![no_main]
-use std::collections::BTreeMap;
-
+use kubelet_labeler::sorted::SortedMap;
 use kubelet_labeler::unit::{Host, SpecifierValues, exec, syntax, words};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let spec = SpecifierValues {
-        host: Host::Fixed(BTreeMap::from([
+        host: Host::Fixed(SortedMap::from([
             ('H', "node".to_string()),
             ('t', "/run".to_string()),
         ])),
