@@ -27,23 +27,6 @@ fn fixtures() -> Option<PathBuf> {
     None
 }
 
-fn tool(name: &str, install: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .chain([PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cargo/bin")])
-        .map(|d| d.join(name))
-        .find(|p| p.is_file());
-    if found.is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{name} missing ({install})"
-        );
-        crate::skipped::skipped(&format!("{name} missing ({install})"));
-    }
-    found
-}
-
 /// The pristine fixture ISO, decompressed into `dir`.
 fn base_iso(dir: &Path, fx: &Path) -> PathBuf {
     let mut xz = xz2::read::XzDecoder::new(
@@ -107,7 +90,7 @@ fn embed_area_bytes_equal_coreos_installers() {
 #[test]
 fn interop_with_coreos_installer() {
     let Some(fx) = fixtures() else { return };
-    let Some(ci) = tool(
+    let Some(ci) = crate::skipped::tool(
         "coreos-installer",
         "cargo install --locked coreos-installer",
     ) else {
@@ -256,7 +239,7 @@ fn interop_with_coreos_installer() {
 
 #[test]
 fn output_modes_and_refusals() {
-    let Some(xorriso) = tool("xorriso", "apt-get install xorriso") else {
+    let Some(xorriso) = crate::skipped::tool("xorriso", "apt-get install xorriso") else {
         return;
     };
     let _ = xorriso;
@@ -403,7 +386,7 @@ fn output_modes_and_refusals() {
 #[test]
 fn refuses_bad_configs_and_out_of_image_areas_keeps_mode() {
     use std::os::unix::fs::PermissionsExt;
-    if tool("xorriso", "apt-get install xorriso").is_none() {
+    if crate::skipped::tool("xorriso", "apt-get install xorriso").is_none() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

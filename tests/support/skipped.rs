@@ -7,6 +7,7 @@
 
 use std::collections::BTreeSet;
 use std::io::Write;
+use std::path::PathBuf;
 use std::sync::{Mutex, Once};
 
 static SKIPPED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
@@ -44,4 +45,23 @@ pub fn skipped(why: &str) {
     if let Ok(mut s) = SKIPPED.lock() {
         s.insert(why.to_string());
     }
+}
+
+/// A program on PATH or in ~/.cargo/bin; when missing, a CI failure, else
+/// a recorded skip naming how to install it.
+pub fn tool(name: &str, install: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .chain([PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cargo/bin")])
+        .map(|d| d.join(name))
+        .find(|p| p.is_file());
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{name} missing ({install})"
+        );
+        skipped(&format!("{name} missing ({install})"));
+    }
+    found
 }
