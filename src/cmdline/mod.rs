@@ -72,7 +72,8 @@ Examples:
   kubelet-labeler facts --root /mnt/node --json
   kubelet-labeler facts --nfd-labels openshift
 
-Exit status: 0 success (a missing source is an absent feature), 2 usage.";
+Exit status: 0 success (a missing source is an absent feature), 1 error (no
+such --root), 2 usage.";
 
 const VALIDATE_EXAMPLES: &str = "\
 Examples:
