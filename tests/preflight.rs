@@ -550,10 +550,7 @@ fn the_wrapper_starts_kubelet_without_a_word_exec_would_refuse() {
         taints += &next;
         i += 1;
     }
-    let original = vec![
-        "/usr/bin/kubelet".to_string(),
-        "--config=/etc/kubernetes/kubelet.conf".into(),
-    ];
+    let original = ["/usr/bin/kubelet", "--config=/etc/kubernetes/kubelet.conf"];
     let (err, argv) = run_wrapper(root, &records, &[(TAINTS_VAR, taints.clone())], "");
     assert_eq!(argv[1..], original[1..], "{err}");
     assert!(
@@ -590,6 +587,9 @@ fn the_wrapper_starts_kubelet_without_a_word_exec_would_refuse() {
     );
 }
 
+/// A file for a case: (directory index, name, contents or "/dev/null").
+type Placed<'a> = (usize, &'a str, &'a str);
+
 /// The drop-in verdicts against a real systemd (a user manager with the
 /// search path in systemd's priority order, the generator's directory
 /// among them): for each arrangement, whether the command of the wrapper's
@@ -611,7 +611,7 @@ fn wrapper_verdicts_match_systemd() {
     let ours = format!("[Service]\nExecStart=\nExecStart={k} wrapper\n");
     let reset = format!("[Service]\nExecStart=\nExecStart={k} debug\n");
     let env = format!("[Service]\nEnvironment=\"{LABELS_VAR}=example.com/a=b\"\n");
-    let cases: &[(&str, &[(usize, &str, &str)])] = &[
+    let cases: &[(&str, &[Placed])] = &[
         ("plain", &[]),
         ("etcafter", &[(0, "zzz-debug.conf", &reset)]),
         ("usrafter", &[(3, "zzz-debug.conf", &reset)]),
