@@ -54,12 +54,6 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
                 .with_context(|| format!("--set-env {kv:?} is not KEY=VALUE"))
         })
         .collect::<Result<Vec<_>>>()?;
-    // MachineConfigs exist only on OpenShift.
-    let prof = match c.profile {
-        Some(p) => profile(p),
-        None if c.root.is_none() => kubelet_labeler::kubelet::Profile::OpenShift,
-        None => kubelet_labeler::kubelet::Profile::Upstream,
-    };
     if let Some(dir) = &c.facts_root {
         existing_dir("--facts-root", dir)?;
     }
@@ -79,6 +73,18 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
             }
             layout::Layout::merge(configs)?.write(scratch.path())?;
             (scratch.path().to_path_buf(), true)
+        }
+    };
+    // What the installed wrapper validates with; else, MachineConfigs
+    // being OpenShift's, openshift for them.
+    let prof = match c.profile {
+        Some(p) => profile(p),
+        None => {
+            explain::wrapper_profile(&root, &c.unit, c.unit_path.as_deref()).unwrap_or(if offline {
+                kubelet_labeler::kubelet::Profile::OpenShift
+            } else {
+                kubelet_labeler::kubelet::Profile::Upstream
+            })
         }
     };
     let mut e = explain::explain(&explain::ExplainOptions {

@@ -277,6 +277,39 @@ fn machineconfig_input_defaults_to_the_openshift_profile() {
     assert!(stderr(&out).contains("node-role.kubernetes.io/worker"));
 }
 
+/// Without --profile, explain validates as the installed wrapper will.
+#[test]
+fn explain_root_takes_the_installed_wrappers_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        &root.join("usr/lib/systemd/system/kubelet.service"),
+        "[Service]\nExecStart=/usr/bin/kubelet --v=2\n",
+    );
+    write(&root.join("usr/bin/kubelet"), "#!/bin/sh\n");
+    std::fs::set_permissions(
+        root.join("usr/bin/kubelet"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let r = root.to_str().unwrap();
+    let out = cli(&[
+        "render",
+        "dropins",
+        "--profile",
+        "openshift",
+        "--label",
+        "node-role.kubernetes.io/worker=",
+        "--root",
+        r,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = cli(&["explain", "--root", r]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = cli(&["explain", "--root", r, "--profile", "upstream"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+}
+
 /// Item 13: a root that does not exist is an error naming it.
 #[test]
 fn missing_roots_are_errors() {

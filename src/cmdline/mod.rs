@@ -217,8 +217,8 @@ pub struct ExplainConfig {
     /// Unit to resolve
     #[arg(long, value_name = "NAME", default_value = "kubelet.service")]
     pub unit: String,
-    /// Label rules to validate against [default: openshift with
-    /// --machineconfig, else upstream]
+    /// Label rules to validate against [default: the installed wrapper's;
+    /// without one, openshift with --machineconfig, else upstream]
     #[arg(long, value_enum, value_name = "P")]
     pub profile: Option<ProfileArg>,
     /// Set an environment variable as the service manager would (repeatable)

@@ -247,6 +247,44 @@ fn reach(paths: &UnitPaths, unit_name: &str) -> Reach {
     r
 }
 
+/// The profile the installed wrapper validates with at boot: the
+/// `--profile` of its drop-in (in the tree, or as our generator writes it);
+/// None when neither is there.
+pub fn wrapper_profile(root: &Path, unit_name: &str, unit_path: Option<&str>) -> Option<Profile> {
+    let paths = match unit_path {
+        Some(list) => UnitPaths::from_list(root, list),
+        None => UnitPaths::system(root),
+    };
+    let files = unit::search::find(root, &paths.dirs, unit_name);
+    let text = match files
+        .dropins
+        .iter()
+        .find(|d| d.file_name().is_some_and(|n| n == WRAPPER_DROPIN_NAME))
+    {
+        Some(d) => unit::read_node(&paths, d).ok()?,
+        None => {
+            let mut text = Vec::new();
+            std::fs::File::open(root.join(GENERATOR_PATH.trim_start_matches('/')))
+                .ok()?
+                .take(64 * 1024)
+                .read_to_end(&mut text)
+                .ok()?;
+            text
+        }
+    };
+    let text = String::from_utf8_lossy(&text);
+    let exec = text
+        .lines()
+        .rfind(|l| l.starts_with("ExecStart=") && l.len() > 10)?;
+    Some(
+        if exec.contains("--profile openshift") || exec.contains("--profile=openshift") {
+            Profile::OpenShift
+        } else {
+            Profile::Upstream
+        },
+    )
+}
+
 /// Whether the service's environment carries anything of ours.
 fn configured(env: &[(OsString, OsString)]) -> bool {
     use crate::contract::{LABELS_VAR, NFD_LABELS_VAR, RULES_VAR, TAINTS_VAR};
