@@ -620,69 +620,38 @@ fn the_wrapper_starts_kubelet_without_a_word_exec_would_refuse() {
     );
 }
 
-/// A file for a case: (directory index, name, contents or "/dev/null").
+/// A file for a case: (directory index, name in the unit's drop-in
+/// directory or, with a '/', in the search directory, contents or
+/// "/dev/null").
 type Placed<'a> = (usize, &'a str, &'a str);
 
-/// The drop-in verdicts against a real systemd (a user manager with the
-/// search path in systemd's priority order, the generator's directory
-/// among them): for each arrangement, whether the command of the wrapper's
-/// drop-in is what systemd runs must be what `explain` concludes.
-#[test]
-fn wrapper_verdicts_match_systemd() {
-    if systemd_oracle::unavailable().is_some() {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let scratch = dir.path();
-    let kubelet = systemd_oracle::build_fake_kubelet(scratch);
+/// One user-manager run over `cases` (unit name suffix, files): per unit,
+/// what systemd ran and what `explain` said, and whether they agree.
+fn verdicts(scratch: &Path, kubelet: &Path, cases: &[(&str, &[Placed])]) -> Vec<(bool, String)> {
     let k = kubelet.display();
     // As /etc/systemd/system, /run/systemd/system, /run/systemd/generator
     // and /usr/lib/systemd/system rank.
-    let names = ["etc", "run", "generator", "usr"];
-    let dirs: Vec<PathBuf> = names.iter().map(|n| scratch.join(n)).collect();
-    let at = |d: usize, rel: &str| dirs[d].join(rel);
+    let dirs: Vec<PathBuf> = ["etc", "run", "generator", "usr"]
+        .iter()
+        .map(|n| scratch.join(n))
+        .collect();
     let ours = format!("[Service]\nExecStart=\nExecStart={k} wrapper\n");
-    let reset = format!("[Service]\nExecStart=\nExecStart={k} debug\n");
     let env = format!("[Service]\nEnvironment=\"{LABELS_VAR}=example.com/a=b\"\n");
-    let cases: &[(&str, &[Placed])] = &[
-        ("plain", &[]),
-        ("etcafter", &[(0, "zzz-debug.conf", &reset)]),
-        ("usrafter", &[(3, "zzz-debug.conf", &reset)]),
-        ("before", &[(0, "00-debug.conf", &reset)]),
-        (
-            "harmless",
-            &[(1, "zzz-log.conf", "[Service]\nEnvironment=X=1\n")],
-        ),
-        ("maskedetc", &[(0, WRAPPER_DROPIN_NAME, "/dev/null")]),
-        ("maskedusr", &[(3, WRAPPER_DROPIN_NAME, "/dev/null")]),
-        ("emptyetc", &[(0, WRAPPER_DROPIN_NAME, "")]),
-        (
-            "appends",
-            &[(
-                1,
-                "zzz-more.conf",
-                &format!("[Service]\nExecStart={k} more\n"),
-            )],
-        ),
-        (
-            "resetonly",
-            &[(0, "zzz-none.conf", "[Service]\nExecStart=\n")],
-        ),
-    ];
     let mut units = Vec::new();
     for (name, files) in cases {
         let unit = format!("kl{name}.service");
+        let dropin = |d: usize, file: &str| dirs[d].join(format!("{unit}.d/{file}"));
         write(
-            &at(3, &unit),
+            &dirs[3].join(&unit),
             &format!("[Service]\nExecStart={k} original\n"),
         );
-        write(&at(2, &format!("{unit}.d/{WRAPPER_DROPIN_NAME}")), &ours);
-        write(
-            &at(1, &format!("{unit}.d/90-kubelet-labeler-env.conf")),
-            &env,
-        );
+        write(&dropin(2, WRAPPER_DROPIN_NAME), &ours);
+        write(&dropin(1, "90-kubelet-labeler-env.conf"), &env);
         for (d, file, text) in *files {
-            let path = at(*d, &format!("{unit}.d/{file}"));
+            let path = match file.contains('/') {
+                true => dirs[*d].join(file),
+                false => dropin(*d, file),
+            };
             if *text == "/dev/null" {
                 std::fs::create_dir_all(path.parent().unwrap()).unwrap();
                 std::os::unix::fs::symlink("/dev/null", &path).unwrap();
@@ -715,18 +684,67 @@ fn wrapper_verdicts_match_systemd() {
             && explained
                 .as_ref()
                 .is_some_and(|e| e["wrapper_installed"] == json!(true) && e["errors"] == json!([]));
-        table.push(format!(
-            "{unit}: systemd ran {ran:?} ({}), explain exit {:?}: {}",
-            o.prop("LoadState"),
-            out.status.code(),
-            stderr(&out).trim()
+        table.push((
+            systemd_runs_wrapper == we_say_wrapper,
+            format!(
+                "{unit}: systemd ran {ran:?} ({}), explain exit {:?}: {}",
+                o.prop("LoadState"),
+                out.status.code(),
+                stderr(&out).trim()
+            ),
         ));
-        assert_eq!(systemd_runs_wrapper, we_say_wrapper, "{}", table.join("\n"));
     }
+    table
+}
+
+/// The drop-in verdicts against a real systemd (a user manager with the
+/// search path in systemd's priority order, the generator's directory
+/// among them): for each arrangement, whether the command of the wrapper's
+/// drop-in is what systemd runs must be what `explain` concludes.
+#[test]
+fn wrapper_verdicts_match_systemd() {
+    if systemd_oracle::unavailable().is_some() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let kubelet = systemd_oracle::build_fake_kubelet(dir.path());
+    let k = kubelet.display();
+    let reset = format!("[Service]\nExecStart=\nExecStart={k} debug\n");
+    let more = format!("[Service]\nExecStart={k} more\n");
+    let log = "[Service]\nEnvironment=X=1\n";
+    let cases: &[(&str, &[Placed])] = &[
+        ("plain", &[]),
+        ("etcafter", &[(0, "zzz-debug.conf", &reset)]),
+        ("usrafter", &[(3, "zzz-debug.conf", &reset)]),
+        ("before", &[(0, "00-debug.conf", &reset)]),
+        ("harmless", &[(1, "zzz-log.conf", log)]),
+        ("maskedetc", &[(0, WRAPPER_DROPIN_NAME, "/dev/null")]),
+        ("maskedusr", &[(3, WRAPPER_DROPIN_NAME, "/dev/null")]),
+        ("emptyetc", &[(0, WRAPPER_DROPIN_NAME, "")]),
+        ("appends", &[(1, "zzz-more.conf", &more)]),
+        (
+            "resetonly",
+            &[(0, "zzz-none.conf", "[Service]\nExecStart=\n")],
+        ),
+    ];
+    let mut table = verdicts(&dir.path().join("units"), &kubelet, cases);
+    // The type-level directory (`service.d`) applies to every service: one
+    // run each.
+    for (i, name) in ["zzz-all.conf", "00-all.conf"].iter().enumerate() {
+        let file = format!("service.d/{name}");
+        let case: &[(&str, &[Placed])] = &[("typelevel", &[(0, &file, &reset)])];
+        table.extend(verdicts(
+            &dir.path().join(format!("type{i}")),
+            &kubelet,
+            case,
+        ));
+    }
+    let text: Vec<&str> = table.iter().map(|(_, l)| l.as_str()).collect();
+    assert!(table.iter().all(|(agree, _)| *agree), "{}", text.join("\n"));
     // The arrangements do cover both verdicts.
-    let runs = table
+    let runs = text
         .iter()
         .filter(|l| l.contains("Some(\"wrapper\")"))
         .count();
-    assert!(runs >= 3 && runs < units.len(), "{}", table.join("\n"));
+    assert!(runs >= 3 && runs < table.len() - 3, "{}", text.join("\n"));
 }

@@ -376,7 +376,8 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
     let wrapper_installed = reach.installed;
     warnings.extend(reach.warnings);
     let mut errors = reach.errors;
-    if !wrapper_installed && configured(&env) {
+    // (A masked drop-in has said why already.)
+    if !wrapper_installed && configured(&env) && errors.is_empty() {
         errors.push(format!(
             "the wrapper is not installed (neither {GENERATOR_PATH}, which writes {WRAPPER_DROPIN_NAME} at boot, nor that drop-in is here): systemd runs kubelet's own ExecStart=, without our labels/taints; {}",
             if opts.offline {
