@@ -194,8 +194,11 @@ fn reach(paths: &UnitPaths, unit_name: &str) -> Reach {
         // A file of that name in a directory before the generator's
         // shadows what the generator writes; one after it is shadowed.
         Some(d) if unit::search::is_masked(&paths.root, d) => {
-            let generator_wins =
-                gen_writes && rank(Path::new(GENERATOR_DIR)) < rank(d).or(Some(usize::MAX));
+            let generator_wins = gen_writes
+                && match (rank(Path::new(GENERATOR_DIR)), rank(d)) {
+                    (Some(g), Some(masking)) => g < masking,
+                    (generator, _) => generator.is_some(),
+                };
             if !generator_wins {
                 r.errors.push(format!(
                     "{} masks the wrapper's drop-in (empty, or a link to /dev/null): systemd runs kubelet's own ExecStart=",
@@ -205,7 +208,8 @@ fn reach(paths: &UnitPaths, unit_name: &str) -> Reach {
             generator_wins
         }
         Some(_) => true,
-        None => gen_writes,
+        // Where the generator writes must be on the search path.
+        None => gen_writes && rank(Path::new(GENERATOR_DIR)).is_some(),
     };
     if !r.installed {
         return r;
