@@ -54,10 +54,16 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
                 .with_context(|| format!("--set-env {kv:?} is not KEY=VALUE"))
         })
         .collect::<Result<Vec<_>>>()?;
+    if let Some(dir) = &c.facts_root {
+        existing_dir("--facts-root", dir)?;
+    }
     // MachineConfigs are laid out in a scratch tree that lives until the end.
     let scratch;
     let (root, offline) = match c.root {
-        Some(root) => (root, false),
+        Some(root) => {
+            existing_dir("--root", &root)?;
+            (root, false)
+        }
         None => {
             scratch = tempfile::tempdir().context("creating a scratch node tree")?;
             let mut configs = Vec::new();
@@ -69,13 +75,25 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
             (scratch.path().to_path_buf(), true)
         }
     };
+    // What the installed wrapper validates with; else, MachineConfigs
+    // being OpenShift's, openshift for them.
+    let prof = match c.profile {
+        Some(p) => profile(p),
+        None => {
+            explain::wrapper_profile(&root, &c.unit, c.unit_path.as_deref()).unwrap_or(if offline {
+                kubelet_labeler::kubelet::Profile::OpenShift
+            } else {
+                kubelet_labeler::kubelet::Profile::Upstream
+            })
+        }
+    };
     let mut e = explain::explain(&explain::ExplainOptions {
         root: root.clone(),
         unit: c.unit,
-        profile: profile(c.profile),
+        profile: prof,
         manager_env,
         unit_path: c.unit_path,
-        override_env: explain_override_env(&c.rules, c.nfd_labels, profile(c.profile))?,
+        override_env: explain_override_env(&c.rules, c.nfd_labels, prof)?,
         facts_root: c.facts_root,
         offline,
     })?;
@@ -87,14 +105,29 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
     } else {
         print!("{}", explain::render_human(&e));
     }
-    match (&e.left_out, offline) {
-        (Some(why), true) => {
-            eprintln!(
-                "kubelet-labeler: at boot the wrapper would start kubelet without our additions: {why}"
-            );
-            Ok(ExitCode::FAILURE)
-        }
-        _ => Ok(ExitCode::SUCCESS),
+    // A preflight: exit 1 whenever our additions would not reach kubelet.
+    for err in &e.errors {
+        eprintln!("kubelet-labeler: {err}");
+    }
+    if let Some(why) = &e.left_out {
+        eprintln!(
+            "kubelet-labeler: at boot the wrapper would start kubelet without our additions: {why}"
+        );
+    }
+    Ok(if e.errors.is_empty() && e.left_out.is_none() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// A root given on the command line must exist: a mistyped one would read
+/// as an empty node.
+fn existing_dir(flag: &str, dir: &std::path::Path) -> Result<()> {
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => anyhow::bail!("{flag} {}: not a directory", dir.display()),
+        Err(e) => Err(e).with_context(|| format!("{flag} {}", dir.display())),
     }
 }
 
@@ -138,6 +171,7 @@ fn explain_override_env(
 
 fn cmd_facts(c: FactsConfig) -> Result<ExitCode> {
     use kubelet_labeler::facts;
+    existing_dir("--root", &c.root)?;
     let nodename = c.hostname_override.map(|h| h.trim().to_lowercase());
     let f = facts::read(&facts::FactsOptions {
         root: &c.root,
@@ -183,6 +217,11 @@ fn cmd_validate(c: ValidateConfig) -> Result<ExitCode> {
 // ---- render (render module) ----
 
 fn cmd_render_dropins(c: RenderDropinsConfig) -> Result<ExitCode> {
+    // Writing the files makes a missing root, once everything is checked.
+    if !c.create_root {
+        existing_dir("--root", &c.root)
+            .map_err(|e| anyhow::anyhow!("{e:#}; pass --create-root to start a new tree there"))?;
+    }
     let prof = profile(c.additions.profile.unwrap_or(ProfileArg::Upstream));
     let additions = additions::from_cli(&c.additions.labels, &c.additions.taints, prof)?;
     let mut given = c.wrappers.clone();

@@ -58,12 +58,18 @@ fn kubeadm_root(root: &Path) {
 }
 
 fn explain_json(root: &Path) -> serde_json::Value {
+    explain_json_exit(root, 0)
+}
+
+/// `explain --json` on `root`, which must exit with `code` (1: our
+/// additions would not reach kubelet).
+fn explain_json_exit(root: &Path, code: i32) -> serde_json::Value {
     let out = bin()
         .args(["explain", "--json", "--root"])
         .arg(root)
         .output()
         .unwrap();
-    assert!(out.status.success(), "explain: {}", stderr(&out));
+    assert_eq!(out.status.code(), Some(code), "explain: {}", stderr(&out));
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -202,7 +208,7 @@ fn a_shell_in_execstart_gets_no_flags_and_says_why() {
         "{}",
         stderr(&out)
     );
-    let e = explain_json(root);
+    let e = explain_json_exit(root, 1);
     assert_eq!(e["argv"], e["original_argv"]);
     assert_eq!(e["original_argv"][0], "/bin/sh");
     let why = e["left_out"].as_str().unwrap();

@@ -61,8 +61,9 @@ Examples:
   kubelet-labeler explain --machineconfig rendered-worker.yaml \\
       --machineconfig 50-worker-kubelet-labeler-wrapper.yaml --rules gpu.yaml
 
-Exit status: 0 success, 1 error (the message says which input and the fix;
-with --machineconfig, also when the wrapper would leave our additions out),
+Exit status: 0 success, 1 error (the message says which input and the fix)
+or our labels/taints would not reach kubelet at boot: the wrapper missing,
+bypassed by a later drop-in, or leaving them out (the reason on stderr),
 2 usage.";
 
 const FACTS_EXAMPLES: &str = "\
@@ -71,7 +72,8 @@ Examples:
   kubelet-labeler facts --root /mnt/node --json
   kubelet-labeler facts --nfd-labels openshift
 
-Exit status: 0 success (a missing source is an absent feature), 2 usage.";
+Exit status: 0 success (a missing source is an absent feature), 1 error (no
+such --root), 2 usage.";
 
 const VALIDATE_EXAMPLES: &str = "\
 Examples:
@@ -99,8 +101,8 @@ Examples:
       --taint nvidia.com/gpu=true:NoSchedule && systemctl daemon-reload
   kubelet-labeler render dropins --root /mnt/image \\
       --wrapper ./kubelet-labeler-wrapper --label node.kubernetes.io/gpu=
-  kubelet-labeler render dropins --root /srv/node-files --arch x86_64 \\
-      --arch aarch64 --label node.kubernetes.io/pi=   # one tree for every node
+  kubelet-labeler render dropins --root /srv/node-files --create-root \\
+      --arch x86_64 --arch aarch64 --label node.kubernetes.io/pi=
 
 Exit status: 0 success, 1 error (the message says which input and the fix),
 2 usage.";
@@ -215,9 +217,10 @@ pub struct ExplainConfig {
     /// Unit to resolve
     #[arg(long, value_name = "NAME", default_value = "kubelet.service")]
     pub unit: String,
-    /// Label rules to validate against
-    #[arg(long, value_enum, value_name = "P", default_value = "upstream")]
-    pub profile: ProfileArg,
+    /// Label rules to validate against [default: the installed wrapper's;
+    /// without one, openshift with --machineconfig, else upstream]
+    #[arg(long, value_enum, value_name = "P")]
+    pub profile: Option<ProfileArg>,
     /// Set an environment variable as the service manager would (repeatable)
     #[arg(long = "set-env", value_name = "K=V")]
     pub set_env: Vec<String>,
@@ -334,6 +337,10 @@ pub struct RenderDropinsConfig {
     /// Overwrite files that already exist
     #[arg(short, long)]
     pub force: bool,
+    /// Create --root if it does not exist (a new tree to copy to nodes);
+    /// without it a missing --root is an error
+    #[arg(long)]
+    pub create_root: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -471,6 +471,14 @@ pub fn apply(
     if let Some(value) = merged_taints {
         ours.push(format!("--register-with-taints={value}"));
     }
+    // kubelet must be exec'able with what we add: each word under the
+    // kernel's per-string limit (the total is left to the exec's E2BIG).
+    for w in &ours {
+        let flag = w.split_once('=').map_or(w.as_str(), |(f, _)| f);
+        if let Some(why) = super::arg_limit::too_long(&format!("the {flag}= word"), w.len()) {
+            return merge_err(why);
+        }
+    }
     out.splice(at..at, ours);
     plan.argv = out.into_iter().map(OsString::from).collect();
     Ok(plan)

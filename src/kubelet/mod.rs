@@ -4,6 +4,7 @@
 
 use std::ffi::OsString;
 
+pub mod arg_limit;
 mod bool_flags;
 pub mod config;
 pub mod flags;

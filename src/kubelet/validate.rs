@@ -67,6 +67,14 @@ pub fn validate_kubelet_args(args: &[String], profile: Profile) -> ValidationRep
         errors.push(format!("{word:?}: unknown command ({why})"));
     }
 
+    // exec refuses a longer word before kubelet could look at it.
+    for (i, word) in args.iter().enumerate() {
+        let flag = word.split_once('=').map_or(word.as_str(), |(f, _)| f);
+        let what = format!("argument {} ({:.40})", i + 1, flag);
+        if let Some(why) = super::arg_limit::too_long(&what, word.len()) {
+            errors.push(why);
+        }
+    }
     for f in &scan.flags {
         match f.name.as_str() {
             "node-labels" => match &f.value {
@@ -301,6 +309,29 @@ mod tests {
         let json: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
         assert_eq!(json["labels"][0], "a=1");
         assert_eq!(json["valid"], true);
+    }
+
+    /// A word exec would refuse (it reaches us on hosts with larger pages,
+    /// whose limit is larger).
+    #[test]
+    fn a_word_over_max_arg_strlen() {
+        let labels: Vec<String> = (0..7000)
+            .map(|i| format!("example.com/l{i:05}=v"))
+            .collect();
+        let word = format!("--node-labels={}", labels.join(","));
+        let r = validate_kubelet_args(&["--v=2".into(), word.clone()], Profile::Upstream);
+        assert!(!r.valid);
+        assert_eq!(
+            r.errors,
+            [format!(
+                "argument 2 (--node-labels) is {} bytes with its terminating NUL, more than the \
+                 131072 Linux allows one argument or environment string (MAX_ARG_STRLEN): exec \
+                 would fail with E2BIG",
+                word.len() + 1
+            )]
+        );
+        let fits = format!("--node-labels={}", labels[..100].join(","));
+        assert!(validate_kubelet_args(&[fits], Profile::Upstream).valid);
     }
 
     #[test]

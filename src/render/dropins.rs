@@ -192,6 +192,24 @@ fn check_for_environment(additions: &Additions, rules: &NodeRules) -> anyhow::Re
             anyhow::bail!("taint {t}: kubelet would not read it back unchanged");
         }
     }
+    // systemd execs the service with these variables, and the wrapper
+    // turns them into one flag word each: both under the kernel's limit.
+    let labels: Vec<String> = additions
+        .labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let taints: Vec<String> = additions.taints.iter().map(|t| t.to_string()).collect();
+    for (var, items, what) in [
+        (LABELS_VAR, labels, "labels"),
+        (TAINTS_VAR, taints, "taints"),
+    ] {
+        let len = var.len() + 1 + items.iter().map(|i| i.len() + 1).sum::<usize>();
+        let name = format!("{var} ({} {what})", items.len());
+        if let Some(why) = crate::kubelet::arg_limit::too_long(&name, len.saturating_sub(1)) {
+            anyhow::bail!("{why}; give fewer or shorter {what}");
+        }
+    }
     let unsafe_char =
         |c: char| !c.is_ascii_graphic() || matches!(c, '"' | '\\' | '%' | '$' | '\'' | ';');
     if let Some(c) = rules.compact.as_deref().filter(|c| c.contains(unsafe_char)) {

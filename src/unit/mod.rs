@@ -100,7 +100,8 @@ pub struct LoadOptions {
     pub specifiers: Option<specifier::Host>,
 }
 
-fn read_node(paths: &UnitPaths, node: &Path) -> std::io::Result<Vec<u8>> {
+/// A unit file or drop-in's bytes as systemd reads them (masked: none).
+pub fn read_node(paths: &UnitPaths, node: &Path) -> std::io::Result<Vec<u8>> {
     let path = search::under(&paths.root, node);
     // Not a link (the usual case): masked only when empty, which reads as
     // nothing anyway; is_masked and resolve would lstat it twice more.

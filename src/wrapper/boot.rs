@@ -18,6 +18,8 @@ use crate::unit::{self, LoadOptions, UnitPaths};
 
 /// systemd's exit status for "could not exec" (203/EXEC).
 pub const EXIT_EXEC: i32 = 203;
+/// "Argument list too long" (asm-generic/errno-base.h, every architecture).
+const E2BIG: i32 = 7;
 
 #[derive(Debug, Clone)]
 pub struct BootOptions {
@@ -263,7 +265,16 @@ pub fn run(args: &[OsString]) -> i32 {
         let with = plan.left_out.is_none() && plan.argv != plan.original_argv;
         let _ = guard.record_start(&id, now, with, can_register(&opts.root, &plan));
     }
-    let err = exec(&opts.root, &plan);
+    let mut err = exec(&opts.root, &plan.executable, &plan.argv);
+    // E2BIG: the argv with our flags, or with the environment, is over the
+    // kernel's limits (each word was checked against MAX_ARG_STRLEN; the
+    // total depends on the stack limit). Start kubelet as it would have been.
+    if err.raw_os_error() == Some(E2BIG) && plan.argv != plan.original_argv {
+        eprintln!(
+            "kubelet-labeler: starting kubelet without our labels/taints: executing it with them failed: {err}"
+        );
+        err = exec(&opts.root, &plan.executable, &plan.original_argv);
+    }
     eprintln!(
         "kubelet-labeler: executing {}: {err}",
         plan.executable.display()
@@ -320,14 +331,10 @@ fn crash_now(how: &str) {
 
 /// execve in place: same PID, same environment, same fds, and the signal
 /// state systemd gave us.
-fn exec(root: &Path, plan: &Plan) -> std::io::Error {
-    let path = under_root(root, &plan.executable);
+fn exec(root: &Path, executable: &Path, argv: &[OsString]) -> std::io::Error {
+    let path = under_root(root, executable);
     let argv0 = [path.clone().into_os_string()];
-    let argv = if plan.argv.is_empty() {
-        &argv0[..]
-    } else {
-        &plan.argv
-    };
+    let argv = if argv.is_empty() { &argv0[..] } else { argv };
     match exec::prepare(&path, argv) {
         Some(p) => exec::exec(&p),
         None => std::io::Error::new(

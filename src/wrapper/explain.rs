@@ -61,6 +61,9 @@ pub struct Explanation {
     pub taints: Vec<String>,
     /// Why our additions would be left out, if they would.
     pub left_out: Option<String>,
+    /// Why at boot kubelet would start without the wrapper, or not at all
+    /// (the wrapper missing or bypassed, a string exec would refuse).
+    pub errors: Vec<String>,
     /// Node rules in order, with what each matched and gave.
     pub rules: Vec<RuleExplanation>,
     /// Derived output that was dropped or overridden (static wins on a key).
@@ -82,7 +85,12 @@ impl Explanation {
         self.dropins.iter_mut().for_each(strip);
         strip(&mut self.executable);
         let root_text = root.display().to_string();
-        for w in self.warnings.iter_mut().chain(self.left_out.iter_mut()) {
+        for w in self
+            .warnings
+            .iter_mut()
+            .chain(self.left_out.iter_mut())
+            .chain(self.errors.iter_mut())
+        {
             *w = w.replace(&root_text, "");
         }
     }
@@ -96,21 +104,200 @@ fn display(p: &Path) -> String {
     p.display().to_string()
 }
 
-/// The architectures our generator in `root` writes the drop-in for, if it
-/// is there (its `case` arms, as `render::dropins::generator` writes them).
-fn generator_arches(root: &Path) -> Option<Vec<String>> {
+/// Our generator in `root`, if it is there: the unit it writes the
+/// wrapper's drop-in for and the architectures (its `unit=` line and `case`
+/// arms, as `render::dropins::generator` writes them), and whether systemd
+/// runs it (an executable file).
+struct Generator {
+    unit: String,
+    arches: Vec<String>,
+    executable: bool,
+}
+
+fn generator(root: &Path) -> Option<Generator> {
+    use std::os::unix::fs::PermissionsExt;
     let path = root.join(GENERATOR_PATH.trim_start_matches('/'));
+    let file = std::fs::File::open(path).ok()?;
+    let executable = file
+        .metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
     let mut text = String::new();
-    std::fs::File::open(path)
-        .ok()?
-        .take(64 * 1024)
-        .read_to_string(&mut text)
-        .ok()?;
-    Some(
-        text.lines()
+    file.take(64 * 1024).read_to_string(&mut text).ok()?;
+    Some(Generator {
+        unit: text
+            .lines()
+            .find_map(|l| l.strip_prefix("unit='")?.strip_suffix('\''))
+            .unwrap_or_default()
+            .to_string(),
+        arches: text
+            .lines()
             .filter_map(|l| l.split_once(") elf='").map(|(a, _)| a.to_string()))
             .collect(),
+        executable,
+    })
+}
+
+/// Whether systemd would run the wrapper at boot: is its drop-in there (or
+/// our generator, which writes it into /run/systemd/generator), and does a
+/// drop-in that applies after it take `ExecStart=` back?
+struct Reach {
+    installed: bool,
+    /// Why kubelet would start without the wrapper though it is installed.
+    errors: Vec<String>,
+    warnings: Vec<String>,
+}
+
+/// The generator's output directory, where its drop-in lands.
+const GENERATOR_DIR: &str = "/run/systemd/generator";
+
+fn reach(paths: &UnitPaths, unit_name: &str) -> Reach {
+    let mut r = Reach {
+        installed: false,
+        errors: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let files = unit::search::find(&paths.root, &paths.dirs, unit_name);
+    let is_ours = |d: &PathBuf| d.file_name().is_some_and(|n| n == WRAPPER_DROPIN_NAME);
+    // Priority of a node path: the index of its search directory.
+    let rank = |p: &Path| paths.dirs.iter().position(|d| p.starts_with(d));
+    let in_tree = files.dropins.iter().find(|d| is_ours(d));
+    let gen_writes = match generator(&paths.root) {
+        Some(g) if !g.executable => {
+            r.warnings.push(format!(
+                "{GENERATOR_PATH} is not executable: systemd does not run it, and it writes no {WRAPPER_DROPIN_NAME}"
+            ));
+            false
+        }
+        Some(g) if g.unit != unit_name => {
+            r.warnings.push(format!(
+                "{GENERATOR_PATH} writes the wrapper's drop-in for {}, not {unit_name}",
+                g.unit
+            ));
+            false
+        }
+        Some(g) => {
+            if in_tree.is_none() {
+                r.warnings.push(format!(
+                    "the wrapper's drop-in is not in this tree: {GENERATOR_PATH} writes it into {GENERATOR_DIR} at boot, on nodes of {}",
+                    if g.arches.is_empty() {
+                        "no architecture".to_string()
+                    } else {
+                        g.arches.join(", ")
+                    }
+                ));
+            }
+            true
+        }
+        None => false,
+    };
+    r.installed = match in_tree {
+        // A file of that name in a directory before the generator's
+        // shadows what the generator writes; one after it is shadowed.
+        Some(d) if unit::search::is_masked(&paths.root, d) => {
+            let generator_wins = gen_writes
+                && match (rank(Path::new(GENERATOR_DIR)), rank(d)) {
+                    (Some(g), Some(masking)) => g < masking,
+                    (generator, _) => generator.is_some(),
+                };
+            if !generator_wins {
+                r.errors.push(format!(
+                    "{} masks the wrapper's drop-in (empty, or a link to /dev/null): systemd runs kubelet's own ExecStart=",
+                    d.display()
+                ));
+            }
+            generator_wins
+        }
+        Some(_) => true,
+        // Where the generator writes must be on the search path.
+        None => gen_writes && rank(Path::new(GENERATOR_DIR)).is_some(),
+    };
+    if !r.installed {
+        return r;
+    }
+    // Drop-ins apply in byte order of their names, whatever their directory.
+    for d in files.dropins.iter().filter(|d| {
+        d.file_name()
+            .is_some_and(|n| n.as_encoded_bytes() > WRAPPER_DROPIN_NAME.as_bytes())
+    }) {
+        let data = unit::read_node(paths, d).unwrap_or_default();
+        let parsed = unit::syntax::parse(&data, &d.display().to_string());
+        let exec_starts: Vec<&str> = parsed
+            .assignments
+            .iter()
+            .filter(|a| a.section == "Service" && a.key == "ExecStart")
+            .map(|a| a.value.trim())
+            .collect();
+        let name = d.display();
+        let fix = format!(
+            "remove it, or rename it to sort before {WRAPPER_DROPIN_NAME} (the wrapper then runs its command)"
+        );
+        match exec_starts.iter().rposition(|v| v.is_empty()) {
+            Some(reset) => r.errors.push(match exec_starts.get(reset + 1) {
+                Some(cmd) => format!(
+                    "{name} sorts after {WRAPPER_DROPIN_NAME} and resets ExecStart= to {cmd}: systemd runs that instead of the wrapper, and kubelet starts without our labels/taints; {fix}"
+                ),
+                None => format!(
+                    "{name} sorts after {WRAPPER_DROPIN_NAME} and resets ExecStart= to nothing: the unit has no command, and systemd refuses to start it; {fix}"
+                ),
+            }),
+            None if !exec_starts.is_empty() => r.errors.push(format!(
+                "{name} sorts after {WRAPPER_DROPIN_NAME} and adds an ExecStart= without resetting it: with the wrapper's, the unit has two, and systemd refuses to start it; {fix}"
+            )),
+            None => r.warnings.push(format!(
+                "{name} sorts after {WRAPPER_DROPIN_NAME}; it sets no ExecStart=, so the wrapper still runs"
+            )),
+        }
+    }
+    r
+}
+
+/// The profile the installed wrapper validates with at boot: the
+/// `--profile` of its drop-in (in the tree, or as our generator writes it);
+/// None when neither is there.
+pub fn wrapper_profile(root: &Path, unit_name: &str, unit_path: Option<&str>) -> Option<Profile> {
+    let paths = match unit_path {
+        Some(list) => UnitPaths::from_list(root, list),
+        None => UnitPaths::system(root),
+    };
+    let files = unit::search::find(root, &paths.dirs, unit_name);
+    let text = match files
+        .dropins
+        .iter()
+        .find(|d| d.file_name().is_some_and(|n| n == WRAPPER_DROPIN_NAME))
+    {
+        Some(d) => unit::read_node(&paths, d).ok()?,
+        None => {
+            let mut text = Vec::new();
+            std::fs::File::open(root.join(GENERATOR_PATH.trim_start_matches('/')))
+                .ok()?
+                .take(64 * 1024)
+                .read_to_end(&mut text)
+                .ok()?;
+            text
+        }
+    };
+    let text = String::from_utf8_lossy(&text);
+    let exec = text
+        .lines()
+        .rfind(|l| l.starts_with("ExecStart=") && l.len() > 10)?;
+    Some(
+        if exec.contains("--profile openshift") || exec.contains("--profile=openshift") {
+            Profile::OpenShift
+        } else {
+            Profile::Upstream
+        },
     )
+}
+
+/// Whether the service's environment carries anything of ours.
+fn configured(env: &[(OsString, OsString)]) -> bool {
+    use crate::contract::{LABELS_VAR, NFD_LABELS_VAR, RULES_VAR, TAINTS_VAR};
+    env.iter().any(|(k, v)| {
+        [LABELS_VAR, TAINTS_VAR, RULES_VAR, NFD_LABELS_VAR]
+            .iter()
+            .any(|n| k == n)
+            && !v.is_empty()
+    })
 }
 
 pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
@@ -118,8 +305,15 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
         Some(list) => UnitPaths::from_list(&opts.root, list),
         None => UnitPaths::system(&opts.root),
     };
-    let as_loaded = unit::load_service(&paths, &opts.unit, &LoadOptions::default())
-        .with_context(|| format!("loading {}", opts.unit))?;
+    let reach = reach(&paths, &opts.unit);
+    let as_loaded = match unit::load_service(&paths, &opts.unit, &LoadOptions::default()) {
+        Ok(s) => s,
+        // A drop-in after ours that adds a second ExecStart=, say.
+        Err(e) if !reach.errors.is_empty() => {
+            anyhow::bail!("loading {}: {e:#}; {}", opts.unit, reach.errors.join("; "))
+        }
+        Err(e) => return Err(e).with_context(|| format!("loading {}", opts.unit)),
+    };
     let original = unit::load_service(
         &paths,
         &opts.unit,
@@ -183,28 +377,35 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
     plan.notes = collected.notes;
     warnings.extend(fs.warnings.into_inner());
     warnings.extend(plan.warnings.iter().cloned());
-    let mut wrapper_installed = as_loaded
-        .dropins
-        .iter()
-        .any(|d| d.file_name().is_some_and(|n| n == WRAPPER_DROPIN_NAME));
-    if !wrapper_installed && let Some(arches) = generator_arches(&opts.root) {
-        // A tree laid out from MachineConfigs, or a node before its next
-        // daemon-reload: the generator writes the drop-in at boot.
-        wrapper_installed = true;
-        warnings.push(format!(
-            "the wrapper's drop-in is not in this tree: {GENERATOR_PATH} writes it at boot, on nodes of {}",
-            if arches.is_empty() { "no architecture".to_string() } else { arches.join(", ") }
+    let wrapper_installed = reach.installed;
+    warnings.extend(reach.warnings);
+    let mut errors = reach.errors;
+    // (A masked drop-in has said why already.)
+    if !wrapper_installed && configured(&env) && errors.is_empty() {
+        errors.push(format!(
+            "the wrapper is not installed (neither {GENERATOR_PATH}, which writes {WRAPPER_DROPIN_NAME} at boot, nor that drop-in is here): systemd runs kubelet's own ExecStart=, without our labels/taints; {}",
+            if opts.offline {
+                "give the wrapper MachineConfig `render machineconfig` wrote too"
+            } else {
+                "install it with `kubelet-labeler render dropins`"
+            }
         ));
     }
-    if wrapper_installed
-        && as_loaded
-            .dropins
-            .last()
-            .is_some_and(|d| d.file_name().is_none_or(|n| n != WRAPPER_DROPIN_NAME))
-    {
-        warnings.push(format!(
-            "drop-ins sort after {WRAPPER_DROPIN_NAME}; if one sets ExecStart= the wrapper does not run"
-        ));
+    // What exec would refuse: a string over the kernel's limit. systemd
+    // execs the service (the wrapper) with this environment; the wrapper
+    // execs kubelet with the argv.
+    for (k, v) in &env {
+        let what = format!("the environment variable {}", k.to_string_lossy());
+        let len = k.len() + 1 + v.len();
+        if let Some(why) = crate::kubelet::arg_limit::too_long(&what, len) {
+            errors.push(format!("systemd cannot start {}: {why}", opts.unit));
+        }
+    }
+    for (i, w) in plan.original_argv.iter().enumerate() {
+        let what = format!("word {i} of the original ExecStart=");
+        if let Some(why) = crate::kubelet::arg_limit::too_long(&what, w.len()) {
+            errors.push(format!("kubelet cannot start: {why}"));
+        }
     }
     if let [cmd] = original.exec_start.as_slice()
         && let Some(p) = &cmd.privilege_prefix
@@ -229,6 +430,7 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
             .collect(),
         taints: plan.taints.iter().map(|t| t.to_string()).collect(),
         left_out: plan.left_out.clone(),
+        errors,
         rules: plan
             .rules
             .iter()
@@ -270,8 +472,8 @@ pub fn left_out_at_next_start(root: &Path, unit: &str, profile: Profile) -> Opti
         facts_root: None,
         offline: true,
     })
-    .ok()?
-    .left_out
+    .ok()
+    .and_then(|e| e.left_out.or_else(|| e.errors.into_iter().next()))
 }
 
 /// Human output: the argv, one word a line, and what changed.
@@ -327,6 +529,9 @@ pub fn render_human(e: &Explanation) -> String {
     }
     for w in &e.warnings {
         out += &format!("warning: {w}\n");
+    }
+    for err in &e.errors {
+        out += &format!("error: {err}\n");
     }
     out
 }

@@ -1,0 +1,750 @@
+//! `explain` as a preflight: it exits 1 when at boot our labels/taints
+//! would not reach kubelet (no wrapper, a drop-in that takes `ExecStart=`
+//! back, a word exec would refuse), names what it warns about, and refuses
+//! roots that do not exist. The drop-in verdicts are checked against a real
+//! systemd; the exec limit against the real kernel; the wrapper's own
+//! fallback by running it.
+
+#[path = "support/skipped.rs"]
+mod skipped;
+#[path = "support/systemd_oracle.rs"]
+mod systemd_oracle;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use kubelet_labeler::contract::{LABELS_VAR, TAINTS_VAR, WRAPPER_DROPIN_NAME};
+use kubelet_labeler::kubelet::arg_limit::MAX_ARG_STRLEN;
+use kubelet_labeler::render::layout;
+use serde_json::{Value, json};
+use systemd_oracle::{UserRun, write};
+
+fn cli(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+        .args(args)
+        .output()
+        .expect("running kubelet-labeler")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json_of(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+fn example(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("machineconfigs")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// A rendered config's kubelet part, as a MachineConfig: the unit and
+/// `dropins` (name, contents).
+fn kubelet_mc(dir: &Path, dropins: &[(&str, &str)]) -> String {
+    let dropins: Vec<Value> = dropins
+        .iter()
+        .map(|(n, c)| json!({ "name": n, "contents": c }))
+        .collect();
+    let mc = json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig",
+        "metadata": { "name": "rendered-worker-0123",
+                      "labels": { "machineconfiguration.openshift.io/role": "worker" } },
+        "spec": { "config": {
+            "ignition": { "version": "3.4.0" },
+            "systemd": { "units": [ { "name": "kubelet.service", "enabled": true,
+                "contents": "[Service]\nExecStart=/usr/bin/kubelet --v=2\n",
+                "dropins": dropins } ] }
+        } }
+    });
+    let path = dir.join("rendered.yaml");
+    std::fs::write(
+        &path,
+        kubelet_labeler::render::machineconfig::to_yaml(&mc).unwrap(),
+    )
+    .unwrap();
+    path.display().to_string()
+}
+
+/// Item 1a: the labels MachineConfig without the wrapper's never reaches
+/// kubelet on a node.
+#[test]
+fn machineconfigs_without_the_wrapper_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let rendered = kubelet_mc(dir.path(), &[]);
+    let labels = example("50-worker-rwn-kubelet-labeler-labels.yaml");
+    let out = cli(&[
+        "explain",
+        "--machineconfig",
+        &rendered,
+        "--machineconfig",
+        &labels,
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the wrapper is not installed")
+            && stderr(&out).contains("give the wrapper MachineConfig"),
+        "{}",
+        stderr(&out)
+    );
+    let wrapper = example("50-worker-kubelet-labeler-wrapper.yaml");
+    let out = cli(&[
+        "explain",
+        "--json",
+        "--machineconfig",
+        &rendered,
+        "--machineconfig",
+        &labels,
+        "--machineconfig",
+        &wrapper,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let e = json_of(&out);
+    assert_eq!(e["errors"], json!([]));
+    assert_eq!(e["wrapper_installed"], json!(true));
+    // Item 2: only the generator, no drop-in after ours: no such warning.
+    assert!(
+        !e["warnings"].to_string().contains("sort"),
+        "{}",
+        e["warnings"]
+    );
+    // Nothing of ours at all: nothing to lose.
+    let out = cli(&["explain", "--machineconfig", &rendered]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// Item 1b and 2: a drop-in after ours that resets `ExecStart=` bypasses
+/// the wrapper (exit 1, named); one that sets no `ExecStart=` is a warning
+/// naming it.
+#[test]
+fn a_later_dropin_that_resets_execstart_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let debug = "[Service]\nExecStart=\nExecStart=/usr/bin/kubelet --v=8\n";
+    let log = "[Service]\nEnvironment=GODEBUG=x=1\n";
+    let labels = example("50-worker-rwn-kubelet-labeler-labels.yaml");
+    let wrapper = example("50-worker-kubelet-labeler-wrapper.yaml");
+    let explain = |dropins: &[(&str, &str)]| {
+        let rendered = kubelet_mc(dir.path(), dropins);
+        cli(&[
+            "explain",
+            "--json",
+            "--machineconfig",
+            &rendered,
+            "--machineconfig",
+            &labels,
+            "--machineconfig",
+            &wrapper,
+        ])
+    };
+    let out = explain(&[("zzz-debug.conf", debug), ("zzz-log.conf", log)]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let e = json_of(&out);
+    let errors = e["errors"].to_string();
+    assert!(
+        errors.contains("kubelet.service.d/zzz-debug.conf sorts after zz-kubelet-labeler.conf and resets ExecStart= to /usr/bin/kubelet --v=8"),
+        "{errors}"
+    );
+    assert!(stderr(&out).contains("zzz-debug.conf"), "{}", stderr(&out));
+    let warnings = e["warnings"].to_string();
+    assert!(
+        warnings
+            .contains("zzz-log.conf sorts after zz-kubelet-labeler.conf; it sets no ExecStart=")
+            && !warnings.contains("zzz-debug"),
+        "{warnings}"
+    );
+    // Sorting before ours, the same file is wrapped.
+    let out = explain(&[("20-debug.conf", debug)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let e = json_of(&out);
+    assert_eq!(e["original_argv"], json!(["/usr/bin/kubelet", "--v=8"]));
+    assert!(!e["warnings"].to_string().contains("sort"));
+    // An ExecStart= added without a reset: two commands, systemd refuses.
+    let out = explain(&[("zzz-more.conf", "[Service]\nExecStart=/usr/bin/kubelet\n")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("zzz-more.conf sorts after zz-kubelet-labeler.conf and adds an ExecStart= without resetting it"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A kubeadm host with our files rendered into it.
+fn kubeadm_root(root: &Path) {
+    write(
+        &root.join("usr/lib/systemd/system/kubelet.service"),
+        "[Service]\nExecStart=/usr/bin/kubelet --v=2\n",
+    );
+    write(&root.join("usr/bin/kubelet"), "#!/bin/sh\n");
+    std::fs::set_permissions(
+        root.join("usr/bin/kubelet"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let out = cli(&[
+        "render",
+        "dropins",
+        "--label",
+        "node.kubernetes.io/gpu=",
+        "--root",
+        root.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// Items 1 and 2 on a node tree (`explain --root`), where the drop-in may
+/// be in any directory of the search path, and `render dropins` warns.
+#[test]
+fn explain_root_sees_the_wrapper_bypassed() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    kubeadm_root(root);
+    let r = root.to_str().unwrap();
+    let out = cli(&["explain", "--root", r]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("sort"), "{text}");
+    // In /run/systemd/system, a lower-priority directory than /etc, it
+    // still applies after ours: order is by name across directories.
+    write(
+        &root.join("run/systemd/system/kubelet.service.d/zzz-debug.conf"),
+        "[Service]\nExecStart=\nExecStart=/usr/bin/kubelet --v=8\n",
+    );
+    let out = cli(&["explain", "--root", r]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains(
+            "/run/systemd/system/kubelet.service.d/zzz-debug.conf sorts after zz-kubelet-labeler.conf and resets ExecStart="
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let out = cli(&[
+        "render",
+        "dropins",
+        "--force",
+        "--label",
+        "node.kubernetes.io/gpu=",
+        "--root",
+        r,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("warning: at the next kubelet start")
+            && stderr(&out).contains("zzz-debug.conf"),
+        "{}",
+        stderr(&out)
+    );
+    // The generator made not executable: systemd does not run it.
+    std::fs::remove_file(root.join("run/systemd/system/kubelet.service.d/zzz-debug.conf")).unwrap();
+    let generator = root.join("etc/systemd/system-generators/kubelet-labeler");
+    std::fs::set_permissions(&generator, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = cli(&["explain", "--root", r]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("the wrapper is not installed")
+            && String::from_utf8_lossy(&out.stdout).contains("is not executable"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// Item 3: MachineConfigs are OpenShift's; its node-role labels pass.
+#[test]
+fn machineconfig_input_defaults_to_the_openshift_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = format!("[Service]\nEnvironment=\"{LABELS_VAR}=node-role.kubernetes.io/worker=\"\n");
+    let rendered = kubelet_mc(dir.path(), &[("90-kubelet-labeler-env.conf", &env)]);
+    let wrapper = example("50-worker-kubelet-labeler-wrapper.yaml");
+    let args = [
+        "explain",
+        "--machineconfig",
+        &rendered,
+        "--machineconfig",
+        &wrapper,
+    ];
+    let out = cli(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut upstream = args.to_vec();
+    upstream.extend(["--profile", "upstream"]);
+    let out = cli(&upstream);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("node-role.kubernetes.io/worker"));
+}
+
+/// Without --profile, explain validates as the installed wrapper will.
+#[test]
+fn explain_root_takes_the_installed_wrappers_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        &root.join("usr/lib/systemd/system/kubelet.service"),
+        "[Service]\nExecStart=/usr/bin/kubelet --v=2\n",
+    );
+    write(&root.join("usr/bin/kubelet"), "#!/bin/sh\n");
+    std::fs::set_permissions(
+        root.join("usr/bin/kubelet"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let r = root.to_str().unwrap();
+    let out = cli(&[
+        "render",
+        "dropins",
+        "--profile",
+        "openshift",
+        "--label",
+        "node-role.kubernetes.io/worker=",
+        "--root",
+        r,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = cli(&["explain", "--root", r]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = cli(&["explain", "--root", r, "--profile", "upstream"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+}
+
+/// Item 13: a root that does not exist is an error naming it.
+#[test]
+fn missing_roots_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let typo = dir.path().join("nod");
+    let t = typo.to_str().unwrap();
+    for args in [
+        vec!["facts", "--root", t],
+        vec!["explain", "--root", t],
+        vec!["explain", "--root", "/", "--facts-root", t],
+        vec!["render", "dropins", "--label", "a=b", "--root", t],
+    ] {
+        let out = cli(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(
+            stderr(&out).contains(&format!("root {t}: No such file or directory")),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert!(!typo.exists(), "{args:?} created {t}");
+    }
+    let out = cli(&["render", "dropins", "--label", "a=b", "--root", t]);
+    assert!(stderr(&out).contains("--create-root"), "{}", stderr(&out));
+    let out = cli(&[
+        "render",
+        "dropins",
+        "--create-root",
+        "--wrapper",
+        env!("CARGO_BIN_EXE_kubelet-labeler-wrapper"),
+        "--label",
+        "a=b",
+        "--root",
+        t,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        typo.join("etc/systemd/system-generators/kubelet-labeler")
+            .is_file()
+    );
+}
+
+/// `n` distinct labels of about 40 bytes each.
+fn many_labels(n: usize) -> Vec<String> {
+    (0..n)
+        .map(|i| format!("example.com/label-{i:06}=value-{i:012}"))
+        .collect()
+}
+
+/// Item 4: a `--node-labels=` word over MAX_ARG_STRLEN is refused at
+/// render, by validate and by explain, with the limit and the size.
+#[test]
+fn over_long_labels_are_refused_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let labels = many_labels(4000);
+    let mut args = vec![
+        "render".to_string(),
+        "dropins".into(),
+        "--create-root".into(),
+    ];
+    args.extend([
+        "--wrapper".into(),
+        env!("CARGO_BIN_EXE_kubelet-labeler-wrapper").into(),
+    ]);
+    args.extend(["--root".into(), dir.path().join("t").display().to_string()]);
+    for l in &labels {
+        args.extend(["--label".to_string(), l.clone()]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = cli(&args);
+    assert_eq!(out.status.code(), Some(1));
+    let e = stderr(&out);
+    assert!(
+        e.contains(&format!("{LABELS_VAR} (4000 labels) is "))
+            && e.contains("more than the 131072")
+            && e.contains("MAX_ARG_STRLEN"),
+        "{e}"
+    );
+    assert!(!dir.path().join("t").exists());
+    // The static wrapper the committed example carries, laid out from it.
+    let example_tree = dir.path().join("example");
+    let text = std::fs::read_to_string(example("50-worker-kubelet-labeler-wrapper.yaml")).unwrap();
+    let configs = layout::machineconfigs_from_yaml(&text, "example").unwrap();
+    layout::Layout::merge(configs)
+        .unwrap()
+        .write(&example_tree)
+        .unwrap();
+    let static_wrapper = example_tree.join("usr/local/bin/kubelet-labeler-wrapper.x86_64");
+    let static_wrapper = static_wrapper.to_str().unwrap();
+    let mut args = vec!["render", "machineconfig", "--pool", "worker-big", "-o", "-"];
+    args.extend(["--wrapper", static_wrapper]);
+    for l in &labels {
+        args.extend(["--label", l]);
+    }
+    let out = cli(&args);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("MAX_ARG_STRLEN"), "{}", stderr(&out));
+
+    // validate: such a word cannot even reach it on this kernel (its own
+    // exec fails; `validate`'s check is for 64 KiB-page hosts, tested
+    // beside it); one that fits passes.
+    let short = format!("--node-labels={}", labels[..100].join(","));
+    assert!(cli(&["validate", "--", &short]).status.success());
+
+    // explain: an env drop-in with more labels than fit (written by hand:
+    // render refuses it). systemd could not even exec the service.
+    let env = format!(
+        "[Service]\nEnvironment=\"{LABELS_VAR}={}\"\n",
+        labels.join(",")
+    );
+    let rendered = kubelet_mc(dir.path(), &[("90-kubelet-labeler-env.conf", &env)]);
+    let wrapper = example("50-worker-kubelet-labeler-wrapper.yaml");
+    let out = cli(&[
+        "explain",
+        "--json",
+        "--machineconfig",
+        &rendered,
+        "--machineconfig",
+        &wrapper,
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let e = json_of(&out);
+    let errors = e["errors"].to_string();
+    assert!(
+        errors.contains(&format!(
+            "systemd cannot start kubelet.service: the environment variable {LABELS_VAR} is"
+        )) && errors.contains("MAX_ARG_STRLEN"),
+        "{errors}"
+    );
+    let left_out = e["left_out"].as_str().unwrap_or_default();
+    assert!(
+        left_out.contains("the --node-labels= word is") && left_out.contains("131072"),
+        "{e}"
+    );
+}
+
+/// The limit is the kernel's: a word of MAX_ARG_STRLEN - 1 bytes execs, one
+/// byte more fails with E2BIG (on 4 KiB-page kernels; larger pages only
+/// raise it, so ours stays safe).
+#[test]
+fn max_arg_strlen_is_the_kernels() {
+    let run = |len: usize| Command::new("/bin/true").arg("x".repeat(len)).status();
+    assert!(run(MAX_ARG_STRLEN - 1).unwrap().success());
+    let page = Command::new("getconf").arg("PAGESIZE").output().unwrap();
+    if String::from_utf8_lossy(&page.stdout).trim() == "4096" {
+        let err = run(MAX_ARG_STRLEN).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(7), "{err}");
+        // The same for an environment string.
+        // "E=" and the NUL count.
+        let env = "v".repeat(MAX_ARG_STRLEN - 2);
+        let err = Command::new("/bin/true")
+            .env("E", &env)
+            .status()
+            .unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(7), "{err}");
+        assert!(
+            Command::new("/bin/true")
+                .env("E", &env[1..])
+                .status()
+                .unwrap()
+                .success()
+        );
+    }
+    assert_eq!(
+        kubelet_labeler::kubelet::arg_limit::too_long("w", MAX_ARG_STRLEN - 1),
+        None
+    );
+    assert!(kubelet_labeler::kubelet::arg_limit::too_long("w", MAX_ARG_STRLEN).is_some());
+}
+
+/// The recorder as `root/usr/bin/kubelet`, and where it writes.
+fn recorder_root(root: &Path, unit: &str) -> Option<PathBuf> {
+    if systemd_oracle::unavailable().is_some() {
+        return None;
+    }
+    let kubelet = systemd_oracle::build_fake_kubelet(root);
+    let exe = root.join("usr/bin/kubelet");
+    std::fs::create_dir_all(exe.parent().unwrap()).unwrap();
+    std::fs::rename(kubelet, &exe).unwrap();
+    write(&root.join("usr/lib/systemd/system/kubelet.service"), unit);
+    let records = root.join("records");
+    std::fs::create_dir_all(&records).unwrap();
+    Some(records)
+}
+
+/// Run the built wrapper on `root` with `env` as systemd would give it,
+/// under `sh` with `shell` run first (a `ulimit`); returns its stderr and
+/// the argv the recorder (kubelet) got.
+fn run_wrapper(
+    root: &Path,
+    records: &Path,
+    env: &[(&str, String)],
+    shell: &str,
+) -> (String, Vec<String>) {
+    let out = Command::new("/bin/sh")
+        .arg("-c")
+        .arg(format!("{shell}\nexec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_kubelet-labeler-wrapper"))
+        .args([
+            "--root",
+            root.to_str().unwrap(),
+            "--unit",
+            "kubelet.service",
+        ])
+        .args(["--state-dir", root.join("state").to_str().unwrap()])
+        .env_clear()
+        .env("RECORD_DIR", records)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    let file = std::fs::read_dir(records)
+        .unwrap()
+        .next()
+        .unwrap_or_else(|| panic!("kubelet did not start: {err}"))
+        .unwrap()
+        .path();
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::remove_file(file).unwrap();
+    let mut lines = text.lines();
+    let argc: usize = lines.next().unwrap()["argc ".len()..].parse().unwrap();
+    let argv = lines
+        .take(argc)
+        .map(|h| {
+            let bytes: Vec<u8> = (0..h.len() / 2)
+                .map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16).unwrap())
+                .collect();
+            String::from_utf8(bytes).unwrap()
+        })
+        .collect();
+    (err, argv)
+}
+
+/// Item 4 at boot: the wrapper never builds a word exec would refuse. Our
+/// taints fit the environment variable, but merged with the kubelet
+/// config's they make a `--register-with-taints=` word over the limit:
+/// kubelet starts with its own argv and the journal line says why. And when
+/// the whole argv with ours is over the stack-derived total, the exec's
+/// E2BIG starts kubelet unchanged too.
+#[test]
+fn the_wrapper_starts_kubelet_without_a_word_exec_would_refuse() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let unit = "[Service]\nExecStart=/usr/bin/kubelet --config=/etc/kubernetes/kubelet.conf\n";
+    let Some(records) = recorder_root(root, unit) else {
+        return;
+    };
+    let config_taints: String = (0..8)
+        .map(|i| {
+            format!(
+                "- key: example.com/from-config-{i}\n  value: {}\n  effect: NoSchedule\n",
+                "v".repeat(60)
+            )
+        })
+        .collect();
+    write(
+        &root.join("etc/kubernetes/kubelet.conf"),
+        &format!("kind: KubeletConfiguration\nregisterWithTaints:\n{config_taints}"),
+    );
+    // As long as the environment string allows.
+    let mut taints = String::new();
+    let mut i = 0;
+    loop {
+        let next = format!("example.com/t{i:06}=x:NoSchedule");
+        if TAINTS_VAR.len() + 1 + taints.len() + 1 + next.len() + 1 > MAX_ARG_STRLEN {
+            break;
+        }
+        if !taints.is_empty() {
+            taints.push(',');
+        }
+        taints += &next;
+        i += 1;
+    }
+    let original = ["/usr/bin/kubelet", "--config=/etc/kubernetes/kubelet.conf"];
+    let (err, argv) = run_wrapper(root, &records, &[(TAINTS_VAR, taints.clone())], "");
+    assert_eq!(argv[1..], original[1..], "{err}");
+    assert!(
+        err.contains(
+            "starting kubelet without our labels/taints: the --register-with-taints= word is"
+        ) && err.contains("MAX_ARG_STRLEN"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    // Fewer taints fit: they are added.
+    let few: String = taints.split(',').take(10).collect::<Vec<_>>().join(",");
+    let (err, argv) = run_wrapper(root, &records, &[(TAINTS_VAR, few)], "");
+    assert!(
+        argv.last().unwrap().starts_with("--register-with-taints="),
+        "{err}"
+    );
+
+    // Each word fits, the total does not: a 1 MiB stack allows 256 KiB of
+    // argv and environment. 100 KB of labels and 150 KB of other variables
+    // let the wrapper start, but not kubelet with the labels on top.
+    let labels: Vec<String> = (0..4800).map(|i| format!("example.com/l{i:06}=")).collect();
+    let labels = labels.join(",");
+    assert!((90_000..110_000).contains(&labels.len()));
+    let env = [
+        (LABELS_VAR, labels),
+        ("FILLER_A", "f".repeat(75_000)),
+        ("FILLER_B", "f".repeat(75_000)),
+    ];
+    let (err, argv) = run_wrapper(root, &records, &env, "ulimit -s 1024");
+    assert_eq!(argv[1..], original[1..], "{err}");
+    assert!(
+        err.contains("starting kubelet without our labels/taints: executing it with them failed: Argument list too long"),
+        "{err}"
+    );
+}
+
+/// A file for a case: (directory index, name in the unit's drop-in
+/// directory or, with a '/', in the search directory, contents or
+/// "/dev/null").
+type Placed<'a> = (usize, &'a str, &'a str);
+
+/// One user-manager run over `cases` (unit name suffix, files): per unit,
+/// what systemd ran and what `explain` said, and whether they agree.
+fn verdicts(scratch: &Path, kubelet: &Path, cases: &[(&str, &[Placed])]) -> Vec<(bool, String)> {
+    let k = kubelet.display();
+    // As /etc/systemd/system, /run/systemd/system, /run/systemd/generator
+    // and /usr/lib/systemd/system rank.
+    let dirs: Vec<PathBuf> = ["etc", "run", "generator", "usr"]
+        .iter()
+        .map(|n| scratch.join(n))
+        .collect();
+    let ours = format!("[Service]\nExecStart=\nExecStart={k} wrapper\n");
+    let env = format!("[Service]\nEnvironment=\"{LABELS_VAR}=example.com/a=b\"\n");
+    let mut units = Vec::new();
+    for (name, files) in cases {
+        let unit = format!("kl{name}.service");
+        let dropin = |d: usize, file: &str| dirs[d].join(format!("{unit}.d/{file}"));
+        write(
+            &dirs[3].join(&unit),
+            &format!("[Service]\nExecStart={k} original\n"),
+        );
+        write(&dropin(2, WRAPPER_DROPIN_NAME), &ours);
+        write(&dropin(1, "90-kubelet-labeler-env.conf"), &env);
+        for (d, file, text) in *files {
+            let path = match file.contains('/') {
+                true => dirs[*d].join(file),
+                false => dropin(*d, file),
+            };
+            if *text == "/dev/null" {
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::os::unix::fs::symlink("/dev/null", &path).unwrap();
+            } else {
+                write(&path, text);
+            }
+        }
+        units.push(unit);
+    }
+    let run = UserRun::new(dirs.clone(), units.clone());
+    let search_path = systemd_oracle::search_path(&run, scratch);
+    let outcomes = systemd_oracle::run_user_manager(&run, scratch);
+    let mut table = Vec::new();
+    for unit in &units {
+        let o = &outcomes[unit];
+        let ran = o.records.first().map(|r| r.argv_lossy()[1].clone());
+        let systemd_runs_wrapper = ran.as_deref() == Some("wrapper");
+        let out = cli(&[
+            "explain",
+            "--json",
+            "--root",
+            "/",
+            "--unit-path",
+            &search_path,
+            "--unit",
+            unit,
+        ]);
+        let explained = serde_json::from_slice::<Value>(&out.stdout).ok();
+        let we_say_wrapper = out.status.success()
+            && explained
+                .as_ref()
+                .is_some_and(|e| e["wrapper_installed"] == json!(true) && e["errors"] == json!([]));
+        table.push((
+            systemd_runs_wrapper == we_say_wrapper,
+            format!(
+                "{unit}: systemd ran {ran:?} ({}), explain exit {:?}: {}",
+                o.prop("LoadState"),
+                out.status.code(),
+                stderr(&out).trim()
+            ),
+        ));
+    }
+    table
+}
+
+/// The drop-in verdicts against a real systemd (a user manager with the
+/// search path in systemd's priority order, the generator's directory
+/// among them): for each arrangement, whether the command of the wrapper's
+/// drop-in is what systemd runs must be what `explain` concludes.
+#[test]
+fn wrapper_verdicts_match_systemd() {
+    if systemd_oracle::unavailable().is_some() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let kubelet = systemd_oracle::build_fake_kubelet(dir.path());
+    let k = kubelet.display();
+    let reset = format!("[Service]\nExecStart=\nExecStart={k} debug\n");
+    let more = format!("[Service]\nExecStart={k} more\n");
+    let log = "[Service]\nEnvironment=X=1\n";
+    let cases: &[(&str, &[Placed])] = &[
+        ("plain", &[]),
+        ("etcafter", &[(0, "zzz-debug.conf", &reset)]),
+        ("usrafter", &[(3, "zzz-debug.conf", &reset)]),
+        ("before", &[(0, "00-debug.conf", &reset)]),
+        ("harmless", &[(1, "zzz-log.conf", log)]),
+        ("maskedetc", &[(0, WRAPPER_DROPIN_NAME, "/dev/null")]),
+        ("maskedusr", &[(3, WRAPPER_DROPIN_NAME, "/dev/null")]),
+        ("emptyetc", &[(0, WRAPPER_DROPIN_NAME, "")]),
+        ("appends", &[(1, "zzz-more.conf", &more)]),
+        (
+            "resetonly",
+            &[(0, "zzz-none.conf", "[Service]\nExecStart=\n")],
+        ),
+    ];
+    let mut table = verdicts(&dir.path().join("units"), &kubelet, cases);
+    // The type-level directory (`service.d`) applies to every service: one
+    // run each.
+    for (i, name) in ["zzz-all.conf", "00-all.conf"].iter().enumerate() {
+        let file = format!("service.d/{name}");
+        let case: &[(&str, &[Placed])] = &[("typelevel", &[(0, &file, &reset)])];
+        table.extend(verdicts(
+            &dir.path().join(format!("type{i}")),
+            &kubelet,
+            case,
+        ));
+    }
+    let text: Vec<&str> = table.iter().map(|(_, l)| l.as_str()).collect();
+    assert!(table.iter().all(|(agree, _)| *agree), "{}", text.join("\n"));
+    // The arrangements do cover both verdicts.
+    let runs = text
+        .iter()
+        .filter(|l| l.contains("Some(\"wrapper\")"))
+        .count();
+    assert!(runs >= 3 && runs < table.len() - 3, "{}", text.join("\n"));
+}
