@@ -12,6 +12,7 @@
 pub mod cmdline;
 pub mod contract;
 pub mod facts;
+pub mod fleet;
 #[cfg(feature = "iso")]
 pub mod iso;
 pub mod kubelet;
