@@ -558,12 +558,11 @@ fn cmd_iso_fleet(c: IsoFleetConfig) -> Result<ExitCode> {
     let pools = c
         .pools
         .iter()
-        .map(|p| {
-            p.split_once('=')
-                .map(|(n, s)| (n.to_string(), std::path::PathBuf::from(s)))
-                .with_context(|| format!("--pool {p:?} is not NAME=SOURCE"))
+        .map(|p| match p.split_once('=') {
+            Some((n, s)) => (n.to_string(), Some(std::path::PathBuf::from(s))),
+            None => (p.clone(), None),
         })
-        .collect::<Result<Vec<_>>>()?;
+        .collect();
     let rules = if c.rules.is_empty() {
         None
     } else {

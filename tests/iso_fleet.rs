@@ -549,3 +549,59 @@ fn a_raspberry_pi_installs_from_the_aarch64_iso() {
         &qemu.display().to_string(),
     );
 }
+
+/// What the fleet config takes of the 256 KiB embed area with 2 and 5
+/// pools (the selector, the rules, a pointer config with the CA per pool),
+/// measured on the ISO coreos-installer reads back; the README quotes it.
+#[test]
+fn two_and_five_pools_fit_the_embed_area() {
+    let Some(sel) = selector("x86_64") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let Some(base) = base_iso(dir) else { return };
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, PEM).unwrap();
+    let mut pools = Vec::new();
+    for (i, name) in ["a", "b", "c", "d"].iter().enumerate() {
+        let pool = format!("worker-{name}");
+        let label = format!("example.com/pool-{i}=true");
+        pools.push(format!(
+            "--pool={pool}={}",
+            gitops(dir, &pool, &label, &sel).display()
+        ));
+    }
+    for n in [2, 5] {
+        let iso = dir.join(format!("fleet-{n}.iso"));
+        let out = ok(bin()
+            .args(["iso", "fleet", "-o"])
+            .arg(&iso)
+            .arg(&base)
+            .args(["--dest-device", "/dev/sda", "--nfd-labels", "openshift"])
+            .arg("--rules")
+            .arg(rules())
+            .args(["--mcs-url", MCS, "--ca-file"])
+            .arg(&ca)
+            .arg("--selector")
+            .arg(&sel)
+            .args(&pools[..n - 1])
+            .arg("--pool=worker")
+            .output()
+            .unwrap());
+        let said = String::from_utf8_lossy(&out.stderr);
+        let used: u64 = said
+            .split("): ")
+            .nth(1)
+            .and_then(|r| r.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{said}"));
+        assert!(used < 262_144, "{said}");
+        println!("{n} pools: {used} of 262144 bytes");
+        if let Some(live) = live_config(&iso) {
+            let pools = live.pointer("/storage/files").unwrap().as_array().unwrap();
+            // selector, table, installer config, one config per pool
+            assert_eq!(pools.len(), 3 + n, "{live}");
+        }
+    }
+}

@@ -178,7 +178,7 @@ Examples:
   kubelet-labeler iso fleet -o fleet.iso rhcos-live.x86_64.iso \\
       --dest-device /dev/sda --rules gpu.yaml \\
       --mcs-url https://api-int.ocp.example.com:22623 --ca-file ca.pem \\
-      --pool worker-gpu=gitops/worker-gpu/ --pool worker=gitops/worker/
+      --pool worker-gpu=gitops/worker-gpu/ --pool worker
 
 Exit status: 0 success, 1 error (the message says which input and the fix),
 2 usage.";
@@ -501,8 +501,8 @@ pub struct IsoFleetConfig {
     /// A pool and where to read it: a gitops directory (its
     /// MachineConfigPool and MachineConfigs), a pointer Ignition config, or
     /// its <pool>-user-data-managed Secret as YAML; repeat a pool to give
-    /// both (NAME=SOURCE)
-    #[arg(long = "pool", value_name = "NAME=SOURCE", required = true)]
+    /// both. `worker` alone: the built-in pool, its pointer from --mcs-url
+    #[arg(long = "pool", value_name = "NAME[=SOURCE]", required = true)]
     pub pools: Vec<String>,
     /// Install destination device
     #[arg(long, value_name = "PATH")]

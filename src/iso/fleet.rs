@@ -30,8 +30,8 @@ pub const INSTALLER_CONFIG_PATH: &str = "/etc/coreos/installer.d/0000-kubelet-la
 const ENV_DROPIN_PATH: &str = "/etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf";
 
 pub struct FleetOptions {
-    /// `--pool NAME=SOURCE`, in order given.
-    pub pools: Vec<(String, PathBuf)>,
+    /// `--pool NAME[=SOURCE]`, in order given.
+    pub pools: Vec<(String, Option<PathBuf>)>,
     pub dest_device: String,
     /// The compact rules `--rules` compiled to, if given.
     pub rules: Option<String>,
@@ -75,7 +75,9 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
             order.push(name.clone());
         }
         let f = found.entry(name.clone()).or_default();
-        read_source(name, source, f)?;
+        if let Some(source) = source {
+            read_source(name, source, f)?;
+        }
     }
     let (env, rules_from) = fleet_env(o, &found)?;
     let mut table = Table {
