@@ -596,6 +596,22 @@ mod tests {
     }
 
     #[test]
+    fn unreadable_rules_stop_the_install() {
+        let dir = tempfile::tempdir().unwrap();
+        for (var, value) in [
+            (crate::contract::RULES_VAR, "KLR2,garbage"),
+            (crate::contract::NFD_LABELS_VAR, "sideways"),
+        ] {
+            let t = Table {
+                env: l(&[(var, value)]),
+                pools: pools(),
+            };
+            let e = decide(&t, dir.path()).unwrap_err();
+            assert!(e.contains(var), "{e}");
+        }
+    }
+
+    #[test]
     fn static_labels_must_keep_the_node_in_its_pool() {
         let dir = tempfile::tempdir().unwrap();
         let mut t = Table {

@@ -548,6 +548,15 @@ fn a_raspberry_pi_installs_from_the_aarch64_iso() {
         Some("worker-pi"),
         &qemu.display().to_string(),
     );
+    // Our code cannot run (the aarch64 selector on this x86_64 machine,
+    // without qemu): nothing is installed.
+    let b = boot(&live, "vm", &f.dir.join("boot-wrong-arch"), "");
+    assert!(!b.selector_ok && b.dest.is_none(), "{b:?}");
+    assert!(
+        b.installer_said.contains("opening source Ignition config"),
+        "{}",
+        b.installer_said
+    );
 }
 
 /// What the fleet config takes of the 256 KiB embed area with 2 and 5
