@@ -578,7 +578,7 @@ fn cmd_iso_fleet(c: IsoFleetConfig) -> Result<ExitCode> {
     };
     let selector_path = match &c.selector {
         Some(p) => p.clone(),
-        None => default_selector(Arch::X86_64)?,
+        None => default_selector(arch_of(c.arch))?,
     };
     let selector = std::fs::read(&selector_path)
         .with_context(|| format!("reading the selector {}", selector_path.display()))?;
@@ -588,6 +588,13 @@ fn cmd_iso_fleet(c: IsoFleetConfig) -> Result<ExitCode> {
             selector_path.display()
         )
     })?;
+    if c.selector.is_none() && arch != arch_of(c.arch) {
+        anyhow::bail!(
+            "{} is a {arch} program, not {}; rebuild it or pass --selector",
+            selector_path.display(),
+            arch_of(c.arch)
+        );
+    }
     machineconfig::check_wrapper(&selector, arch, &selector_path)?;
     let built = fleet::build(&fleet::FleetOptions {
         pools,

@@ -520,8 +520,12 @@ pub struct IsoFleetConfig {
     /// With --mcs-url: PEM CA bundle of the MCS
     #[arg(long, value_name = "PEM")]
     pub ca_file: Option<PathBuf>,
-    /// The static selector program [default: the one shipped beside this
-    /// program]
+    /// The live ISO's architecture: the selector of that architecture is
+    /// taken from beside this program
+    #[arg(long, value_enum, value_name = "ARCH", default_value = "x86_64")]
+    pub arch: ArchArg,
+    /// The static selector program [default: the one of --arch shipped
+    /// beside this program]
     #[arg(long, value_name = "FILE")]
     pub selector: Option<PathBuf>,
     /// Write the ISO to a new file ("-" for stdout) instead of in place
