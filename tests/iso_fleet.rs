@@ -15,6 +15,9 @@ mod ignition_oracle;
 #[path = "support/mco.rs"]
 mod mco;
 
+#[path = "support/systemd_oracle.rs"]
+mod systemd_oracle;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -611,6 +614,153 @@ fn two_and_five_pools_fit_the_embed_area() {
             let pools = live.pointer("/storage/files").unwrap().as_array().unwrap();
             // selector, table, installer config, one config per pool
             assert_eq!(pools.len(), 3 + n, "{live}");
+        }
+    }
+}
+
+/// The ordering, by a real `systemd --user`: the live config's unit and its
+/// drop-in on coreos-installer's own (unchanged) `coreos-installer.service`.
+/// The selector runs first; when it fails, coreos-installer.service never
+/// starts and `OnFailure=` takes the live system to emergency mode. Test
+/// drop-ins only point the selector at the fixture's facts and send output
+/// to files.
+#[test]
+fn systemd_starts_coreos_installer_only_after_a_choice() {
+    let Some(f) = fleet("x86_64") else { return };
+    let Some(live) = live_config(&f.iso) else {
+        return;
+    };
+    if !can_boot() || systemd_oracle::unavailable().is_some() {
+        return;
+    }
+    let Some(live_dir) = shared("fixtures/coreos-installer/live") else {
+        return;
+    };
+    let ci = skipped::tool("coreos-installer", "cargo install coreos-installer").unwrap();
+    for (node, pool) in [("desktop-2gpu", Some("worker-gpu")), ("dgx", None)] {
+        let scratch = f.dir.join(format!("systemd-{node}"));
+        let root = scratch.join("root");
+        ignition_oracle::apply(&live, &root, &scratch.join("ignition"));
+        let out = scratch.join("out");
+        let test_units = scratch.join("test-units");
+        let libexec = scratch.join("libexec");
+        let bin = scratch.join("bin");
+        for d in [&out, &libexec, &bin] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let facts = repo().join("tests/fixtures/nodes").join(node);
+        let dropin = |unit: &str, text: String| {
+            let d = test_units.join(format!("{unit}.d"));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("zz-test.conf"), text).unwrap();
+        };
+        dropin(
+            "kubelet-labeler-fleet.service",
+            format!(
+                "[Service]\nExecStart=\nExecStart=/usr/local/bin/kubelet-labeler-select --facts-root {}\n\
+                 StandardOutput=file:{o}/selector.log\nStandardError=file:{o}/selector.log\n",
+                facts.display(),
+                o = out.display()
+            ),
+        );
+        dropin(
+            "coreos-installer.service",
+            format!(
+                "[Service]\nExecStartPre=/bin/cp /run/kubelet-labeler-fleet/dest.ign {o}/dest.ign\n\
+                 Environment=PATH={}:{}:/usr/sbin:/usr/bin:/sbin:/bin\n\
+                 StandardOutput=file:{o}/installer.log\nStandardError=file:{o}/installer.log\n",
+                bin.display(),
+                ci.parent().unwrap().display(),
+                o = out.display()
+            ),
+        );
+        std::fs::write(
+            test_units.join("emergency.target"),
+            "[Unit]\nWants=emergency-mark.service\n",
+        )
+        .unwrap();
+        std::fs::write(
+            test_units.join("emergency-mark.service"),
+            format!(
+                "[Service]\nType=oneshot\nExecStart=/bin/touch {}/emergency\n",
+                out.display()
+            ),
+        )
+        .unwrap();
+        std::fs::copy(
+            live_dir.join("scripts/coreos-installer-service"),
+            libexec.join("coreos-installer-service"),
+        )
+        .unwrap();
+        std::fs::write(bin.join("udevadm"), "#!/bin/sh\nexit 0\n").unwrap();
+        std::fs::set_permissions(
+            bin.join("udevadm"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        std::fs::write(
+            scratch.join("cmdline"),
+            "BOOT_IMAGE=/images/pxeboot/vmlinuz coreos.liveiso=COREOS_TEST ignition.firstboot\n",
+        )
+        .unwrap();
+        let mut run = systemd_oracle::UserRun::new(
+            vec![
+                test_units.clone(),
+                root.join("etc/systemd/system"),
+                live_dir.join("systemd"),
+            ],
+            vec!["coreos-installer.service".into()],
+        );
+        run.overlays = vec![
+            (PathBuf::from("/etc"), root.join("etc")),
+            (PathBuf::from("/usr/local/bin"), root.join("usr/local/bin")),
+            (PathBuf::from("/usr/libexec"), libexec.clone()),
+        ];
+        run.setup = format!(
+            "mount -t tmpfs tmpfs /run && mkdir -p /run/systemd/system\n\
+             mount --bind {} /proc/cmdline\nmount --bind /dev/null /dev/kmsg\n",
+            scratch.join("cmdline").display()
+        );
+        run.settle_secs = 1.0;
+        let outcomes = systemd_oracle::run_user_manager(&run, &scratch);
+        let installer = &outcomes["coreos-installer.service"];
+        let read = |n: &str| std::fs::read_to_string(out.join(n)).unwrap_or_default();
+        let log = systemd_oracle::manager_log(&scratch);
+        match pool {
+            Some(pool) => {
+                assert!(
+                    read("selector.log").contains(&format!("installing into pool {pool}:")),
+                    "{node}: {}\n{log}",
+                    read("selector.log")
+                );
+                // It ran, after the choice, and stopped only at the device.
+                assert!(
+                    read("installer.log").contains("not a block device"),
+                    "{node}: {installer:?}\n{}\n{log}",
+                    read("installer.log")
+                );
+                let dest: Value = serde_json::from_str(&read("dest.ign")).unwrap();
+                assert_eq!(
+                    dest.pointer("/ignition/config/merge/0/source"),
+                    Some(&Value::from(format!("{MCS}/config/{pool}")))
+                );
+            }
+            None => {
+                assert!(
+                    read("selector.log").contains("not installing:"),
+                    "{node}: {}\n{log}",
+                    read("selector.log")
+                );
+                assert!(
+                    !out.join("installer.log").exists() && !out.join("dest.ign").exists(),
+                    "{node}: coreos-installer ran: {installer:?}"
+                );
+                assert_eq!(installer.prop("ActiveState"), "inactive", "{installer:?}");
+                assert!(
+                    out.join("emergency").exists(),
+                    "{node}: no emergency mode\n{log}"
+                );
+            }
         }
     }
 }
