@@ -491,7 +491,8 @@ fn same_answer_at_registration(f: &Fleet, scratch: &Path, node: &str, pool: &str
 
 /// From the ISO to the destination config coreos-installer is given, on
 /// the x86_64 fixture nodes: each installs into the pool its hardware
-/// selects; the DGX (GPUs and NUMA: two custom pools) does not install.
+/// selects (the non-GPU server, NUMA and a BMC's VGA, into the NUMA pool);
+/// the DGX (GPUs and NUMA: two custom pools) does not install.
 #[test]
 fn each_machine_installs_into_its_pool() {
     let Some(f) = fleet("x86_64") else { return };
@@ -509,6 +510,7 @@ fn each_machine_installs_into_its_pool() {
     for (node, pool) in [
         ("desktop-2gpu", Some("worker-gpu")),
         ("vm", Some("worker")),
+        ("server", Some("worker-numa")),
         ("dgx", None),
     ] {
         check(&f, &live, node, pool, "");

@@ -377,7 +377,7 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
     plan.notes = collected.notes;
     warnings.extend(fs.warnings.into_inner());
     warnings.extend(plan.warnings.iter().cloned());
-    warnings.extend(installed_pool_check(&opts.root, &plan));
+    warnings.extend(installed_pool_check(&opts.root, &plan, &env, facts_root));
     let wrapper_installed = reach.installed;
     warnings.extend(reach.warnings);
     let mut errors = reach.errors;
@@ -462,8 +462,17 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
 /// (`crate::fleet::INSTALLED_POOL_PATH`): say when the labels kubelet would
 /// register with no longer match that pool's nodeSelector (new hardware,
 /// changed rules), since the MCO would then move the node (and reboot it).
-pub fn installed_pool_check(root: &Path, plan: &Plan) -> Option<String> {
-    use crate::fleet::{INSTALLED_POOL_PATH, Table, base_labels, describe_labels, selected_labels};
+pub fn installed_pool_check(
+    root: &Path,
+    plan: &Plan,
+    env: &[(OsString, OsString)],
+    facts_root: &Path,
+) -> Option<String> {
+    use crate::contract::{NFD_LABELS_VAR, RULES_VAR};
+    use crate::fleet::{
+        INSTALLED_POOL_PATH, Table, base_labels, describe_labels, registration_labels,
+        selected_labels,
+    };
     let path = root.join(INSTALLED_POOL_PATH.trim_start_matches('/'));
     let mut text = String::new();
     std::fs::File::open(&path)
@@ -493,21 +502,34 @@ pub fn installed_pool_check(root: &Path, plan: &Plan) -> Option<String> {
         ));
     }
     // The pool's own static labels keep any node in it; the hardware is
-    // what chose it: the labels without them must still match.
-    let derived = |kv: &(String, String)| plan.rules.iter().any(|r| r.labels.contains(kv));
-    let hardware: Vec<(String, String)> = labels
+    // what chose it: evaluated as the install did (the rules and NFD label
+    // set alone), it must still select the pool.
+    let sources: Vec<(String, String)> = env
         .iter()
-        .filter(|kv| !pool.static_labels.contains(kv) || derived(kv))
-        .cloned()
+        .filter(|(k, _)| k == RULES_VAR || k == NFD_LABELS_VAR)
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
         .collect();
+    let hardware = match registration_labels(&sources, facts_root) {
+        Ok(l) => l,
+        Err(why) => {
+            return Some(format!(
+                "installed for pool {}, but this node's rules no longer evaluate: {why}",
+                pool.name
+            ));
+        }
+    };
     if pool.matches(&hardware) {
         return None;
     }
     Some(format!(
-        "installed for pool {} (nodeSelector {}), but this node's hardware no longer matches it: without the pool's own labels ({}) its labels are {}",
+        "installed for pool {} (nodeSelector {}), but this node's hardware no longer matches it: by its rules alone, without the pool's own labels, its labels are ({})",
         pool.name,
         pool.describe_selector(),
-        describe_labels(&pool.static_labels),
         describe_labels(&selected_labels(&table.pools, &hardware))
     ))
 }
