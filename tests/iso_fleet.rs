@@ -154,10 +154,10 @@ struct Fleet {
 }
 
 fn fleet(arch: &str) -> Option<Fleet> {
-    let sel = selector(arch)?;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_path_buf();
     let base = base_iso(&dir)?;
+    let sel = selector(arch)?;
     let ca = dir.join("ca.pem");
     std::fs::write(&ca, PEM).unwrap();
     let gpu = gitops(
@@ -569,12 +569,12 @@ fn a_raspberry_pi_installs_from_the_aarch64_iso() {
 /// measured on the ISO coreos-installer reads back; the README quotes it.
 #[test]
 fn two_and_five_pools_fit_the_embed_area() {
-    let Some(sel) = selector("x86_64") else {
-        return;
-    };
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let Some(base) = base_iso(dir) else { return };
+    let Some(sel) = selector("x86_64") else {
+        return;
+    };
     let ca = dir.join("ca.pem");
     std::fs::write(&ca, PEM).unwrap();
     let mut pools = Vec::new();
