@@ -570,6 +570,21 @@ fn cmd_iso_fleet(c: IsoFleetConfig) -> Result<ExitCode> {
             &c.rules,
             kubelet_labeler::kubelet::Profile::OpenShift,
         )?;
+        // The live system's kernel and os-release are the ISO's, not the
+        // installed system's that kubelet starts on.
+        for r in &read {
+            let terms = r.match_features.iter().chain(r.match_any.iter().flatten());
+            if let Some(t) = terms.into_iter().find(|t| {
+                let f = t.feature.to_ascii_lowercase();
+                f.starts_with("kernel.") || f == "system.osrelease"
+            }) {
+                eprintln!(
+                    "warning: rule {:?} reads {}: at install that is the live ISO's, at registration the installed system's; \
+                     keep the live ISO at the cluster's RHCOS version, or match on hardware only",
+                    r.name, t.feature
+                );
+            }
+        }
         Some(kubelet_labeler::render::node_rules::compile(&read)?)
     };
     let ca_pem = match &c.ca_file {
