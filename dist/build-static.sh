@@ -3,7 +3,8 @@
 # musl executables, with the static boot wrappers beside them, and write
 # SHA256SUMS (`sha256sum -c SHA256SUMS` in the output directory checks it).
 # A bastion host then needs nothing installed: the CLI finds
-# kubelet-labeler-wrapper-<arch> beside itself for `render machineconfig`.
+# kubelet-labeler-wrapper-<arch> beside itself for `render machineconfig`,
+# and kubelet-labeler-select-<arch> for `iso fleet`.
 #
 # usage: build-static.sh [-o DIR] [x86_64] [aarch64]
 #   DIR defaults to target/static; both arches when none is named.
@@ -83,6 +84,8 @@ for arch in "${arches[@]}"; do
   cp "$target_dir/$target/dist/kubelet-labeler" "$out/kubelet-labeler-$arch"
   wrapper=$(bash machineconfigs/build-wrapper.sh "$arch")
   cp "$wrapper" "$out/kubelet-labeler-wrapper-$arch"
+  selector=$(bash machineconfigs/build-wrapper.sh "$arch" kubelet-labeler-select)
+  cp "$selector" "$out/kubelet-labeler-select-$arch"
 done
 (cd "$out" && sha256sum -- kubelet-labeler-* > SHA256SUMS)
 echo "$out"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Build the static boot-time wrapper that MachineConfigs carry, and print its
-# path.  usage: build-wrapper.sh [x86_64|aarch64] [--unstripped]
+# path.  usage: build-wrapper.sh [x86_64|aarch64] [--unstripped] [BIN]
+# BIN: kubelet-labeler-wrapper (the default) or kubelet-labeler-select (the
+# fleet ISO's install-time selector, built the same way from the same code).
 #
 # std is rebuilt (-Z build-std, allowed on the stable toolchain through
 # RUSTC_BOOTSTRAP) without its backtrace symbolizer, which is most of a static
@@ -12,7 +14,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 arch=${1:-x86_64}
-if [ "${2:-}" = --unstripped ]; then
+bin=kubelet-labeler-wrapper
+unstripped=
+for a in "${@:2}"; do
+  case "$a" in
+    --unstripped) unstripped=1 ;;
+    kubelet-labeler-wrapper|kubelet-labeler-select) bin=$a ;;
+    *) echo "build-wrapper.sh: unknown argument $a" >&2; exit 2 ;;
+  esac
+done
+if [ -n "$unstripped" ]; then
   export CARGO_PROFILE_WRAPPER_STRIP=false
   export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}/wrapper-unstripped"
 fi
@@ -47,11 +58,11 @@ remap=(--remap-path-prefix="$PWD=/src"
        # name (stable-… or 1.95.0-…) differs between machines
        --remap-path-prefix="$(rustc --print sysroot)=/rust-sysroot")
 export SOURCE_DATE_EPOCH=0
-build=(cargo build --quiet --profile wrapper --target "$target" --bin kubelet-labeler-wrapper --no-default-features)
+build=(cargo build --quiet --profile wrapper --target "$target" --bin "$bin" --no-default-features)
 if rustup component add rust-src >/dev/null 2>&1; then
   RUSTFLAGS="${remap[*]} -Zlocation-detail=none -Zunstable-options -Cpanic=immediate-abort $stable_flags" RUSTC_BOOTSTRAP=1 "${build[@]}" -Z build-std=std,panic_abort -Z build-std-features=optimize_for_size >&2
 else
   echo "build-wrapper.sh: rust-src unavailable; building with the prebuilt std (larger)" >&2
   RUSTFLAGS="${remap[*]} $stable_flags" "${build[@]}" >&2
 fi
-echo "$target_dir/$target/wrapper/kubelet-labeler-wrapper"
+echo "$target_dir/$target/wrapper/$bin"

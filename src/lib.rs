@@ -7,11 +7,13 @@
 //! embeds Ignition in live ISOs; `facts` reads the node's hardware under
 //! NFD's names and `rules` evaluates NodeFeatureRules on them; `contract`
 //! names what render writes and the wrapper reads; `sorted` is the map and set
-//! the boot path uses instead of std's B-trees. `cmdline` holds only clap types.
+//! the boot path uses instead of std's B-trees; `fleet` picks a machine's pool
+//! at install time (the fleet ISO's selector). `cmdline` holds only clap types.
 
 pub mod cmdline;
 pub mod contract;
 pub mod facts;
+pub mod fleet;
 #[cfg(feature = "iso")]
 pub mod iso;
 pub mod kubelet;

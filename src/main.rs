@@ -21,6 +21,7 @@ fn main() -> ExitCode {
         Cmd::Iso(IsoCmd::Embed(c)) => cmd_iso_embed(c),
         Cmd::Iso(IsoCmd::Show(c)) => cmd_iso_show(c),
         Cmd::Iso(IsoCmd::Remove(c)) => cmd_iso_remove(c),
+        Cmd::Iso(IsoCmd::Fleet(c)) => cmd_iso_fleet(c),
         Cmd::Facts(c) => cmd_facts(c),
         Cmd::Completions(c) => cmd_completions(c),
         Cmd::Man(c) => cmd_man(c),
@@ -550,6 +551,110 @@ fn cmd_iso_show(c: IsoShowConfig) -> Result<ExitCode> {
 fn cmd_iso_remove(c: IsoRemoveConfig) -> Result<ExitCode> {
     iso::remove(&c.input, iso_output(&c.output))?;
     Ok(ExitCode::SUCCESS)
+}
+
+fn cmd_iso_fleet(c: IsoFleetConfig) -> Result<ExitCode> {
+    use kubelet_labeler::iso::fleet;
+    let pools = c
+        .pools
+        .iter()
+        .map(|p| match p.split_once('=') {
+            Some((n, s)) => (n.to_string(), Some(std::path::PathBuf::from(s))),
+            None => (p.clone(), None),
+        })
+        .collect();
+    let rules = if c.rules.is_empty() {
+        None
+    } else {
+        let read = kubelet_labeler::render::node_rules::read_rule_files(
+            &c.rules,
+            kubelet_labeler::kubelet::Profile::OpenShift,
+        )?;
+        // The live system's kernel and os-release are the ISO's, not the
+        // installed system's that kubelet starts on.
+        for r in &read {
+            let terms = r.match_features.iter().chain(r.match_any.iter().flatten());
+            if let Some(t) = terms.into_iter().find(|t| {
+                let f = t.feature.to_ascii_lowercase();
+                f.starts_with("kernel.") || f == "system.osrelease"
+            }) {
+                eprintln!(
+                    "warning: rule {:?} reads {}: at install that is the live ISO's, at registration the installed system's; \
+                     keep the live ISO at the cluster's RHCOS version, or match on hardware only",
+                    r.name, t.feature
+                );
+            }
+        }
+        Some(kubelet_labeler::render::node_rules::compile(&read)?)
+    };
+    let ca_pem = match &c.ca_file {
+        Some(p) => Some(std::fs::read(p).with_context(|| format!("reading {}", p.display()))?),
+        None => None,
+    };
+    let selector_path = match &c.selector {
+        Some(p) => p.clone(),
+        None => default_selector(arch_of(c.arch))?,
+    };
+    let selector = std::fs::read(&selector_path)
+        .with_context(|| format!("reading the selector {}", selector_path.display()))?;
+    let arch = Arch::of_elf(&selector).with_context(|| {
+        format!(
+            "{} is not a 64-bit ELF program; build the selector with `machineconfigs/build-wrapper.sh x86_64 kubelet-labeler-select`",
+            selector_path.display()
+        )
+    })?;
+    if c.selector.is_none() && arch != arch_of(c.arch) {
+        anyhow::bail!(
+            "{} is a {arch} program, not {}; rebuild it or pass --selector",
+            selector_path.display(),
+            arch_of(c.arch)
+        );
+    }
+    machineconfig::check_wrapper(&selector, arch, &selector_path)?;
+    let built = fleet::build(&fleet::FleetOptions {
+        pools,
+        dest_device: c.dest_device.clone(),
+        rules,
+        nfd_labels: c.nfd_labels.map(|f| match f {
+            NfdLabelsArg::Upstream => "upstream".to_string(),
+            NfdLabelsArg::Openshift => "openshift".to_string(),
+        }),
+        mcs_url: c.mcs_url.clone(),
+        ca_pem,
+        selector,
+    })?;
+    let (used, area) = iso::embedded_size(&c.input, &built.config)?;
+    iso::embed(&c.input, &built.config, c.force, iso_output(&c.output))?;
+    let names: Vec<&str> = built.table.pools.iter().map(|p| p.name.as_str()).collect();
+    eprintln!(
+        "embedded the fleet config for pools {} ({arch} selector): {used} of {area} bytes of the embed area",
+        names.join(", ")
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The static selector for `arch`, found as [`default_wrapper`] finds the
+/// wrapper.
+fn default_selector(arch: Arch) -> Result<std::path::PathBuf> {
+    let exe = std::env::current_exe().context("finding this program")?;
+    let dir = exe.parent().context("finding this program's directory")?;
+    let candidates = [
+        dir.join(format!("kubelet-labeler-select-{}", arch.name())),
+        dir.join(format!(
+            "../{}-unknown-linux-musl/wrapper/kubelet-labeler-select",
+            arch.name()
+        )),
+    ];
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .cloned()
+        .with_context(|| {
+            format!(
+                "no static selector for {arch} found beside this program; build it with \
+                 `machineconfigs/build-wrapper.sh {arch} kubelet-labeler-select` or pass --selector"
+            )
+        })
 }
 
 // ---- completions and man pages (from the same clap types) ----

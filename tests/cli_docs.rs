@@ -134,8 +134,8 @@ fn man_pages_render_without_warnings() {
     }
     let (_dir, pages) = generated_pages();
     // One page per visible command: kubelet-labeler, explain, validate,
-    // facts, render + 3, iso + 3, completions.
-    assert_eq!(pages.len(), 13, "{pages:?}");
+    // facts, render + 3, iso + 4, completions.
+    assert_eq!(pages.len(), 14, "{pages:?}");
     for page in &pages {
         let out = Command::new("man")
             .args(["--warnings", "-l"])

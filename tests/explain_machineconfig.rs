@@ -14,9 +14,6 @@ use std::process::{Command, Output};
 use kubelet_labeler::render::layout;
 use serde_json::{Value, json};
 
-const KUBELET_CONF: &str = "kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\n\
-registerWithTaints:\n- key: example.com/from-config\n  effect: PreferNoSchedule\n";
-
 fn cli(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
         .args(args)
@@ -31,32 +28,6 @@ fn json_of(out: &Output) -> Value {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         )
-    })
-}
-
-/// A MachineConfig as MCO renders the kubelet part of a role.
-fn mco_machineconfig(unit: &str) -> Value {
-    let conf = format!(
-        "data:,{}",
-        kubelet_labeler::render::encoding::percent_encode(KUBELET_CONF.as_bytes())
-    );
-    json!({
-        "apiVersion": "machineconfiguration.openshift.io/v1",
-        "kind": "MachineConfig",
-        "metadata": { "name": "01-worker-kubelet",
-                      "labels": { "machineconfiguration.openshift.io/role": "worker" } },
-        "spec": { "config": {
-            "ignition": { "version": "3.4.0" },
-            "storage": { "files": [ { "path": "/etc/kubernetes/kubelet.conf", "mode": 420,
-                                      "contents": { "source": conf } },
-                                    // The OS image's; carried here so both trees have it.
-                                    { "path": "/etc/os-release", "mode": 420,
-                                      "contents": { "source": "data:,ID=rhel%0AVERSION_ID=9.6%0A" } },
-                                    // Written at boot by kubelet-auto-node-size.service.
-                                    { "path": "/etc/node-sizing.env", "mode": 420,
-                                      "contents": { "source": "data:,SYSTEM_RESERVED_MEMORY=1Gi%0ASYSTEM_RESERVED_CPU=500m%0A" } } ] },
-            "systemd": { "units": [ { "name": "kubelet.service", "enabled": true, "contents": unit } ] }
-        } }
     })
 }
 
@@ -75,7 +46,7 @@ fn equivalent_tree(root: &Path, unit: &str, ours: bool) {
         std::fs::write(p, text).unwrap();
     };
     w("etc/systemd/system/kubelet.service", unit.as_bytes());
-    w("etc/kubernetes/kubelet.conf", KUBELET_CONF.as_bytes());
+    w("etc/kubernetes/kubelet.conf", mco::KUBELET_CONF.as_bytes());
     w("etc/os-release", b"ID=rhel\nVERSION_ID=9.6\n");
     w(
         "etc/node-sizing.env",
@@ -136,7 +107,8 @@ fn machineconfigs_explain_like_the_tree_they_write() {
             let mc = scratch.path().join("01-worker-kubelet.yaml");
             std::fs::write(
                 &mc,
-                kubelet_labeler::render::machineconfig::to_yaml(&mco_machineconfig(&unit)).unwrap(),
+                kubelet_labeler::render::machineconfig::to_yaml(&mco::mco_machineconfig(&unit))
+                    .unwrap(),
             )
             .unwrap();
             let mc = mc.to_str().unwrap().to_string();
@@ -209,7 +181,7 @@ fn falling_back_exits_1_with_the_reason() {
     };
     let (_, unit) = mco::kubelet_units(&dir).pop().unwrap();
     let scratch = tempfile::tempdir().unwrap();
-    let mut mc = mco_machineconfig(&unit);
+    let mut mc = mco::mco_machineconfig(&unit);
     let bad = "[Service]\nEnvironment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS=node-role.kubernetes.io/gpu-worker=\"\n";
     mc["spec"]["config"]["systemd"]["units"][0]["dropins"] =
         json!([{ "name": "90-kubelet-labeler-env.conf", "contents": bad }]);
@@ -320,7 +292,7 @@ fn role_machineconfigs_taint_every_master_next_to_the_platform_taint() {
         ],
         "no MachineConfigPool for a built-in role"
     );
-    let mut mc = mco_machineconfig(&unit);
+    let mut mc = mco::mco_machineconfig(&unit);
     mc["metadata"]["name"] = json!("01-master-kubelet");
     let mc_path = scratch.path().join("01-master-kubelet.yaml");
     std::fs::write(

@@ -14,7 +14,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-const NODES: [&str; 4] = ["dgx", "desktop-2gpu", "rpi4", "vm"];
+const NODES: [&str; 5] = ["dgx", "desktop-2gpu", "rpi4", "vm", "server"];
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -117,6 +117,7 @@ fn static_cli_works(arch: &str, a: Arch) {
     let names: Vec<&str> = sums.lines().filter_map(|l| l.split("  ").nth(1)).collect();
     let mut want = [
         format!("kubelet-labeler-{arch}"),
+        format!("kubelet-labeler-select-{arch}"),
         format!("kubelet-labeler-wrapper-{arch}"),
     ];
     want.sort();
@@ -245,6 +246,45 @@ fn static_cli_works(arch: &str, a: Arch) {
         "iso show",
     );
     assert_eq!(shown.stdout, std::fs::read(fx.join("pointer.ign")).unwrap());
+
+    // iso fleet takes the selector of its --arch from beside itself.
+    let fleet_iso = dir.path().join("fleet.iso");
+    let base = dir.path().join("base.iso");
+    std::fs::write(&base, &iso).unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(
+        &ca,
+        "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+    )
+    .unwrap();
+    ok(
+        runner(arch, &cli)
+            .args(["iso", "fleet", "--arch", arch, "--dest-device", "/dev/sda"])
+            .args(["--nfd-labels", "openshift", "--pool", "worker"])
+            .args([
+                "--mcs-url",
+                "https://api-int.c.example.com:22623",
+                "--ca-file",
+            ])
+            .arg(&ca)
+            .arg("-o")
+            .arg(&fleet_iso)
+            .arg(&base)
+            .output()
+            .unwrap(),
+        "iso fleet",
+    );
+    let selector = std::fs::read(out.join(format!("kubelet-labeler-select-{arch}"))).unwrap();
+    let live: serde_json::Value =
+        serde_json::from_slice(&kubelet_labeler::iso::show(&fleet_iso).unwrap()).unwrap();
+    let file = &live["storage"]["files"][0];
+    assert_eq!(file["path"], "/usr/local/bin/kubelet-labeler-select");
+    let carried = kubelet_labeler::render::layout::decode_data_url(
+        file["contents"]["source"].as_str().unwrap(),
+        file["contents"]["compression"].as_str(),
+    )
+    .unwrap();
+    assert!(carried == selector, "the ISO carries another selector");
 }
 
 #[test]

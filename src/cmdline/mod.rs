@@ -168,6 +168,21 @@ Examples:
 Exit status: 0 success, 1 error (the message says which input and the fix),
 2 usage.";
 
+const FLEET_EXAMPLES: &str = "\
+Examples:
+  kubelet-labeler iso fleet -o fleet.iso rhcos-live.x86_64.iso \\
+      --dest-device /dev/nvme0n1 --rules gpu.yaml \\
+      --pool worker-gpu=gitops/worker-gpu/ \\
+      --pool worker-gpu=worker-gpu-user-data-managed.yaml \\
+      --pool worker=worker-user-data-managed.yaml
+  kubelet-labeler iso fleet -o fleet.iso rhcos-live.x86_64.iso \\
+      --dest-device /dev/sda --rules gpu.yaml \\
+      --mcs-url https://api-int.ocp.example.com:22623 --ca-file ca.pem \\
+      --pool worker-gpu=gitops/worker-gpu/ --pool worker
+
+Exit status: 0 success, 1 error (the message says which input and the fix),
+2 usage.";
+
 const COMPLETIONS_EXAMPLES: &str = "\
 Examples:
   source <(kubelet-labeler completions bash)
@@ -466,6 +481,62 @@ pub enum IsoCmd {
     /// Remove the embedded Ignition config from a live ISO
     #[command(after_help = REMOVE_EXAMPLES)]
     Remove(IsoRemoveConfig),
+    /// One live ISO for a fleet: each machine installs into the pool its
+    /// hardware selects
+    ///
+    /// The embedded config makes the live system install unattended, as
+    /// `coreos-installer iso customize --dest-device` does, with one step
+    /// before coreos-installer: a static selector reads the machine's facts,
+    /// evaluates the node rules as the kubelet wrapper will at registration,
+    /// and picks the pool whose nodeSelector the labels match (one custom
+    /// pool beats worker). Its pointer config becomes the destination
+    /// config. No match, two custom pools, or rules it cannot use: the
+    /// install does not run, and the console says why.
+    #[command(after_help = FLEET_EXAMPLES)]
+    Fleet(IsoFleetConfig),
+}
+
+#[derive(Debug, Args)]
+pub struct IsoFleetConfig {
+    /// A pool and where to read it: a gitops directory (its
+    /// MachineConfigPool and MachineConfigs), a pointer Ignition config, or
+    /// its <pool>-user-data-managed Secret as YAML; repeat a pool to give
+    /// both. `worker` alone: the built-in pool, its pointer from --mcs-url
+    #[arg(long = "pool", value_name = "NAME[=SOURCE]", required = true)]
+    pub pools: Vec<String>,
+    /// Install destination device
+    #[arg(long, value_name = "PATH")]
+    pub dest_device: String,
+    /// Node rules (NodeFeatureRule YAML) the pools were rendered with
+    #[arg(long, value_name = "FILE")]
+    pub rules: Vec<PathBuf>,
+    /// Also the labels NFD's built-in sources of this flavour would write
+    #[arg(long, value_enum, value_name = "FLAVOUR")]
+    pub nfd_labels: Option<NfdLabelsArg>,
+    /// For pools given without a pointer config: the Machine Config
+    /// Server, https://api-int.<cluster>.<domain>:22623
+    #[arg(long, value_name = "URL", requires = "ca_file")]
+    pub mcs_url: Option<String>,
+    /// With --mcs-url: PEM CA bundle of the MCS
+    #[arg(long, value_name = "PEM")]
+    pub ca_file: Option<PathBuf>,
+    /// The live ISO's architecture: the selector of that architecture is
+    /// taken from beside this program
+    #[arg(long, value_enum, value_name = "ARCH", default_value = "x86_64")]
+    pub arch: ArchArg,
+    /// The static selector program [default: the one of --arch shipped
+    /// beside this program]
+    #[arg(long, value_name = "FILE")]
+    pub selector: Option<PathBuf>,
+    /// Write the ISO to a new file ("-" for stdout) instead of in place
+    #[arg(short, long, value_name = "OUTPUT")]
+    pub output: Option<PathBuf>,
+    /// Replace an Ignition config that is already embedded
+    #[arg(short, long)]
+    pub force: bool,
+    /// ISO image
+    #[arg(value_name = "ISO")]
+    pub input: PathBuf,
 }
 
 #[derive(Debug, Args)]

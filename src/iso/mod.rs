@@ -4,6 +4,8 @@
 //! `config.ign` (and whatever else is there, e.g. network keyfiles), then
 //! zeros. The kernel loads it as an extra initramfs.
 
+#[cfg(feature = "cli")]
+pub mod fleet;
 pub mod ignition;
 pub mod iso9660;
 
@@ -326,6 +328,14 @@ pub fn embed(input: &Path, config: &[u8], force: bool, output: Output) -> Result
     members.insert(CONFIG_PATH.into(), config.to_vec());
     let area = fill_area(&write_members(&members)?, e.length)?;
     write_image(input, e, &area, output)
+}
+
+/// What embedding `config` would take: (compressed archive bytes, area
+/// bytes), other members of the area included.
+pub fn embedded_size(input: &Path, config: &[u8]) -> Result<(usize, u64)> {
+    let (e, mut members) = open_area(input)?;
+    members.insert(CONFIG_PATH.into(), config.to_vec());
+    Ok((write_members(&members)?.len(), e.length))
 }
 
 /// `iso show`: the embedded config.

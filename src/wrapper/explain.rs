@@ -377,6 +377,7 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
     plan.notes = collected.notes;
     warnings.extend(fs.warnings.into_inner());
     warnings.extend(plan.warnings.iter().cloned());
+    warnings.extend(installed_pool_check(&opts.root, &plan, &env, facts_root));
     let wrapper_installed = reach.installed;
     warnings.extend(reach.warnings);
     let mut errors = reach.errors;
@@ -455,6 +456,82 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
         notes: plan.notes.clone(),
         warnings,
     })
+}
+
+/// A node installed from a fleet ISO records the pool it was installed for
+/// (`crate::fleet::INSTALLED_POOL_PATH`): say when the labels kubelet would
+/// register with no longer match that pool's nodeSelector (new hardware,
+/// changed rules), since the MCO would then move the node (and reboot it).
+pub fn installed_pool_check(
+    root: &Path,
+    plan: &Plan,
+    env: &[(OsString, OsString)],
+    facts_root: &Path,
+) -> Option<String> {
+    use crate::contract::{NFD_LABELS_VAR, RULES_VAR};
+    use crate::fleet::{
+        INSTALLED_POOL_PATH, Table, base_labels, describe_labels, registration_labels,
+        selected_labels,
+    };
+    let path = root.join(INSTALLED_POOL_PATH.trim_start_matches('/'));
+    let mut text = String::new();
+    std::fs::File::open(&path)
+        .ok()?
+        .take(64 * 1024)
+        .read_to_string(&mut text)
+        .ok()?;
+    let table = match Table::parse(&text) {
+        Ok(t) => t,
+        Err(e) => return Some(format!("{INSTALLED_POOL_PATH}: {e:#}")),
+    };
+    let pool = table.pools.first()?;
+    let words = lossy(&plan.argv);
+    let mut labels = base_labels();
+    for u in crate::kubelet::flags::scan(&words).uses("node-labels") {
+        labels.extend(crate::kubelet::parse_node_labels(
+            u.value.as_deref().unwrap_or(""),
+        ));
+    }
+    labels.extend(plan.added_labels.iter().cloned());
+    if !pool.matches(&labels) {
+        return Some(format!(
+            "installed for pool {} (nodeSelector {}), but the labels kubelet would register with ({}) no longer match it: the MCO would not place this node there",
+            pool.name,
+            pool.describe_selector(),
+            describe_labels(&selected_labels(&table.pools, &labels))
+        ));
+    }
+    // The pool's own static labels keep any node in it; the hardware is
+    // what chose it: evaluated as the install did (the rules and NFD label
+    // set alone), it must still select the pool.
+    let sources: Vec<(String, String)> = env
+        .iter()
+        .filter(|(k, _)| k == RULES_VAR || k == NFD_LABELS_VAR)
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
+    let hardware = match registration_labels(&sources, facts_root) {
+        Ok(l) => l,
+        Err(why) => {
+            return Some(format!(
+                "installed for pool {}, but this node's rules no longer evaluate: {why}",
+                pool.name
+            ));
+        }
+    };
+    if pool.matches(&hardware) {
+        return None;
+    }
+    Some(format!(
+        "installed for pool {} (nodeSelector {}), but this node's hardware no longer matches it: by its rules alone, without the pool's own labels, its labels are ({})",
+        pool.name,
+        pool.describe_selector(),
+        describe_labels(&selected_labels(&table.pools, &hardware))
+    ))
 }
 
 /// Why the wrapper would start kubelet without our additions on the tree

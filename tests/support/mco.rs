@@ -110,3 +110,32 @@ pub fn kubelet_units(dir: &std::path::Path) -> Vec<(String, String)> {
         })
         .collect()
 }
+
+pub const KUBELET_CONF: &str = "kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\n\
+registerWithTaints:\n- key: example.com/from-config\n  effect: PreferNoSchedule\n";
+
+/// A MachineConfig as MCO renders the kubelet part of a role.
+pub fn mco_machineconfig(unit: &str) -> serde_json::Value {
+    let conf = format!(
+        "data:,{}",
+        kubelet_labeler::render::encoding::percent_encode(KUBELET_CONF.as_bytes())
+    );
+    serde_json::json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig",
+        "metadata": { "name": "01-worker-kubelet",
+                      "labels": { "machineconfiguration.openshift.io/role": "worker" } },
+        "spec": { "config": {
+            "ignition": { "version": "3.4.0" },
+            "storage": { "files": [ { "path": "/etc/kubernetes/kubelet.conf", "mode": 420,
+                                      "contents": { "source": conf } },
+                                    // The OS image's; carried here so both trees have it.
+                                    { "path": "/etc/os-release", "mode": 420,
+                                      "contents": { "source": "data:,ID=rhel%0AVERSION_ID=9.6%0A" } },
+                                    // Written at boot by kubelet-auto-node-size.service.
+                                    { "path": "/etc/node-sizing.env", "mode": 420,
+                                      "contents": { "source": "data:,SYSTEM_RESERVED_MEMORY=1Gi%0ASYSTEM_RESERVED_CPU=500m%0A" } } ] },
+            "systemd": { "units": [ { "name": "kubelet.service", "enabled": true, "contents": unit } ] }
+        } }
+    })
+}

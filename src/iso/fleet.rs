@@ -1,0 +1,609 @@
+//! `iso fleet`: one live ISO for every pool of a fleet. The live Ignition
+//! config carries the install-time selector (`crate::fleet`), the pool
+//! table, each pool's destination config, and coreos-installer's own
+//! install configuration (`/etc/coreos/installer.d`), whose `ignition-file`
+//! only the selector writes: without its choice there is nothing to install.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use base64::Engine;
+use serde_json::{Value, json};
+
+use crate::contract::{ENV_DROPIN_NAME, LABELS_VAR, NFD_LABELS_VAR, RULES_VAR};
+use crate::fleet::{
+    DEST_PATH, INSTALLED_POOL_PATH, Pool, PoolKind, Requirement, SELECT_PATH, TABLE_PATH, Table,
+    WORKER_ROLE_LABEL,
+};
+use crate::render::encoding::data_url;
+use crate::render::layout::decode_data_url;
+use crate::render::pointer;
+
+/// The live config's spec: what `coreos-installer iso customize` writes,
+/// read by every live ISO of OpenShift 4.14+.
+pub const LIVE_VERSION: &str = "3.3.0";
+/// The selector's unit, ordered as `iso customize --pre-install` orders one.
+pub const UNIT_NAME: &str = "kubelet-labeler-fleet.service";
+pub const INSTALLER_CONFIG_PATH: &str = "/etc/coreos/installer.d/0000-kubelet-labeler-fleet.yaml";
+/// The env drop-in as MachineConfigs carry it.
+const ENV_DROPIN_PATH: &str = "/etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf";
+
+pub struct FleetOptions {
+    /// `--pool NAME[=SOURCE]`, in order given.
+    pub pools: Vec<(String, Option<PathBuf>)>,
+    pub dest_device: String,
+    /// The compact rules `--rules` compiled to, if given.
+    pub rules: Option<String>,
+    /// `upstream` or `openshift`, if given.
+    pub nfd_labels: Option<String>,
+    /// `--mcs-url` (`https://api-int.<cluster>.<domain>:22623`) and the CA:
+    /// pointer configs for pools given without one.
+    pub mcs_url: Option<String>,
+    pub ca_pem: Option<Vec<u8>>,
+    /// The static selector program.
+    pub selector: Vec<u8>,
+}
+
+pub struct Fleet {
+    /// The live Ignition config to embed.
+    pub config: Vec<u8>,
+    pub table: Table,
+    /// Each pool's destination config (pointer + the installed-pool record).
+    pub dest: BTreeMap<String, Vec<u8>>,
+}
+
+/// What the sources of one pool gave.
+#[derive(Default)]
+struct Found {
+    pointer: Option<(Value, String)>,
+    node_selector: Option<(Value, String)>,
+    /// From the pool's MachineConfigs' env drop-in: (variable, value, source).
+    env: Vec<(String, String, String)>,
+}
+
+pub fn build(o: &FleetOptions) -> Result<Fleet> {
+    if o.pools.is_empty() {
+        bail!("no pools: give each with --pool NAME=SOURCE");
+    }
+    check_device(&o.dest_device)?;
+    let mut found: BTreeMap<String, Found> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    for (name, source) in &o.pools {
+        check_pool_name(name)?;
+        if !order.contains(name) {
+            order.push(name.clone());
+        }
+        let f = found.entry(name.clone()).or_default();
+        if let Some(source) = source {
+            read_source(name, source, f)?;
+        }
+    }
+    let (env, rules_from) = fleet_env(o, &found)?;
+    let mut table = Table {
+        env,
+        pools: Vec::new(),
+    };
+    let mut dest = BTreeMap::new();
+    for name in &order {
+        let f = &found[name];
+        let kind = if name == "worker" {
+            PoolKind::Worker
+        } else {
+            PoolKind::Custom
+        };
+        let selector = match &f.node_selector {
+            Some((sel, source)) => requirements(sel)
+                .with_context(|| format!("pool {name}: the nodeSelector in {source}"))?,
+            None if kind == PoolKind::Worker => {
+                vec![Requirement::In(
+                    WORKER_ROLE_LABEL.into(),
+                    vec![String::new()],
+                )]
+            }
+            None => bail!(
+                "pool {name}: no MachineConfigPool named {name} in its sources; give the \
+                 gitops directory (or the MachineConfigPool YAML) with --pool {name}=DIR, \
+                 so the install can match its nodeSelector"
+            ),
+        };
+        let mut static_labels = Vec::new();
+        for (var, value, source) in &f.env {
+            if var == LABELS_VAR {
+                static_labels.extend(crate::kubelet::parse_node_labels(value));
+            } else if var == RULES_VAR && Some(value) != table_env(&table.env, RULES_VAR) {
+                bail!(
+                    "pool {name}: {source} carries other node rules than {rules_from}; the node \
+                     would register with labels the install did not choose by. Render every \
+                     pool from the same rule files and give them with --rules"
+                );
+            } else if var == NFD_LABELS_VAR && Some(value) != table_env(&table.env, NFD_LABELS_VAR)
+            {
+                bail!(
+                    "pool {name}: {source} sets {NFD_LABELS_VAR}={value}; give the same --nfd-labels"
+                );
+            }
+        }
+        let pool = Pool {
+            name: name.clone(),
+            kind,
+            config: format!("{name}.ign"),
+            selector,
+            static_labels,
+        };
+        let pointer = match &f.pointer {
+            Some((p, _)) => p.clone(),
+            None => match (&o.mcs_url, &o.ca_pem) {
+                (Some(url), Some(ca)) => {
+                    let url = format!("{}/config/{name}", url.trim_end_matches('/'));
+                    serde_json::from_slice(&pointer::pointer_ignition(&url, ca)?)?
+                }
+                _ => bail!(
+                    "pool {name}: no pointer config; give its Secret \
+                     (oc get secret -n openshift-machine-api {name}-user-data-managed -o yaml) \
+                     or pointer config with --pool {name}=FILE, or --mcs-url and --ca-file"
+                ),
+            },
+        };
+        let config = dest_config(pointer, &pool)?;
+        crate::iso::check_ignition(&config, &format!("pool {name}'s destination config"))?;
+        dest.insert(name.clone(), config);
+        table.pools.push(pool);
+    }
+    let config = live_config(o, &table, &dest)?;
+    crate::iso::check_ignition(&config, "the fleet's live config")?;
+    Ok(Fleet {
+        config,
+        table,
+        dest,
+    })
+}
+
+fn table_env<'a>(env: &'a [(String, String)], var: &str) -> Option<&'a String> {
+    env.iter().find(|(k, _)| k == var).map(|(_, v)| v)
+}
+
+/// The rules and NFD label set the selector evaluates: `--rules` and
+/// `--nfd-labels`, or else the ones the pools' MachineConfigs carry.
+fn fleet_env(
+    o: &FleetOptions,
+    found: &BTreeMap<String, Found>,
+) -> Result<(Vec<(String, String)>, String)> {
+    let carried = |var: &str| {
+        found
+            .values()
+            .flat_map(|f| f.env.iter())
+            .find(|(v, _, _)| v == var)
+            .map(|(_, value, source)| (value.clone(), source.clone()))
+    };
+    let mut env = Vec::new();
+    let mut from = "--rules".to_string();
+    match (&o.rules, carried(RULES_VAR)) {
+        (Some(r), _) => env.push((RULES_VAR.to_string(), r.clone())),
+        (None, Some((r, source))) => {
+            from = source;
+            env.push((RULES_VAR.to_string(), r))
+        }
+        (None, None) => {}
+    }
+    match (&o.nfd_labels, carried(NFD_LABELS_VAR)) {
+        (Some(f), _) => env.push((NFD_LABELS_VAR.to_string(), f.clone())),
+        (None, Some((f, _))) => env.push((NFD_LABELS_VAR.to_string(), f)),
+        (None, None) => {}
+    }
+    if env.is_empty() {
+        bail!(
+            "no node rules: give --rules FILE (the rule files the pools were rendered from) \
+             and/or --nfd-labels; without them every machine is a plain worker"
+        );
+    }
+    Ok((env, from))
+}
+
+fn check_pool_name(name: &str) -> Result<()> {
+    if matches!(name, "master" | "arbiter") {
+        bail!(
+            "--pool {name}: a fleet ISO installs workers; control-plane pools are not chosen by hardware"
+        );
+    }
+    let ok = !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+        && !name.starts_with(['-', '.'])
+        && !name.ends_with(['-', '.']);
+    if !ok {
+        bail!(
+            "--pool {name:?}: not a MachineConfigPool name (lower case letters, digits, '-', '.')"
+        );
+    }
+    Ok(())
+}
+
+fn check_device(dev: &str) -> Result<()> {
+    if !dev.starts_with('/') || dev.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        bail!(
+            "--dest-device {dev:?}: give the install disk's path, e.g. /dev/nvme0n1 or /dev/disk/by-path/..."
+        );
+    }
+    Ok(())
+}
+
+/// Every document of a source: a directory's *.yaml, *.yml, *.json and
+/// *.ign files (sorted), or one file.
+fn read_source(name: &str, source: &Path, f: &mut Found) -> Result<()> {
+    let files: Vec<PathBuf> = if source.is_dir() {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(source)
+            .with_context(|| format!("reading {}", source.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.extension()
+                    .and_then(|e| e.to_str())
+                    .is_some_and(|e| matches!(e, "yaml" | "yml" | "json" | "ign"))
+            })
+            .collect();
+        v.sort();
+        if v.is_empty() {
+            bail!(
+                "--pool {name}={}: the directory holds no YAML or Ignition files",
+                source.display()
+            );
+        }
+        v
+    } else {
+        vec![source.to_path_buf()]
+    };
+    let before = (f.pointer.is_some(), f.node_selector.is_some(), f.env.len());
+    for file in &files {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("reading {} (--pool {name})", file.display()))?;
+        let label = file.display().to_string();
+        let docs: Vec<Value> = match serde_json::from_str::<Value>(&text) {
+            Ok(v) => vec![v],
+            Err(_) => serde_saphyr::from_multiple(&text)
+                .with_context(|| format!("reading {label} as YAML or JSON (--pool {name})"))?,
+        };
+        for doc in docs {
+            read_document(name, doc, &label, f)?;
+        }
+    }
+    if (f.pointer.is_some(), f.node_selector.is_some(), f.env.len()) == before {
+        bail!(
+            "--pool {name}={}: found no pointer config, {name}-user-data-managed Secret, \
+             MachineConfigPool {name} or MachineConfig for role {name} there",
+            source.display()
+        );
+    }
+    Ok(())
+}
+
+fn read_document(name: &str, doc: Value, source: &str, f: &mut Found) -> Result<()> {
+    if doc.get("ignition").is_some() {
+        return set_pointer(name, doc, source, f);
+    }
+    let kind = doc.get("kind").and_then(Value::as_str).unwrap_or("");
+    let meta_name = doc.pointer("/metadata/name").and_then(Value::as_str);
+    match kind {
+        "Secret" => {
+            let user_data = match (
+                doc.pointer("/data/userData").and_then(Value::as_str),
+                doc.pointer("/stringData/userData").and_then(Value::as_str),
+            ) {
+                (_, Some(s)) => s.as_bytes().to_vec(),
+                (Some(b64), None) => base64::engine::general_purpose::STANDARD
+                    .decode(b64.trim())
+                    .with_context(|| format!("{source}: data.userData is not base64"))?,
+                (None, None) => bail!("{source}: the Secret has no userData"),
+            };
+            let wanted = format!("{name}-user-data-managed");
+            if meta_name.is_some_and(|n| n != wanted && n != format!("{name}-user-data")) {
+                bail!(
+                    "{source}: Secret {} is not pool {name}'s ({wanted})",
+                    meta_name.unwrap_or("")
+                );
+            }
+            let pointer: Value = serde_json::from_slice(&user_data)
+                .with_context(|| format!("{source}: userData is not an Ignition config"))?;
+            set_pointer(name, pointer, source, f)
+        }
+        "MachineConfigPool" if meta_name == Some(name) => {
+            if f.node_selector.is_some() {
+                bail!("{source}: a second MachineConfigPool {name}");
+            }
+            let sel = doc
+                .pointer("/spec/nodeSelector")
+                .cloned()
+                .unwrap_or(Value::Null);
+            f.node_selector = Some((sel, source.to_string()));
+            Ok(())
+        }
+        "MachineConfig" => {
+            let role = doc
+                .pointer("/metadata/labels/machineconfiguration.openshift.io~1role")
+                .and_then(Value::as_str);
+            if role == Some(name) || role == Some("worker") {
+                read_env(&doc, source, f)?;
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+fn set_pointer(name: &str, pointer: Value, source: &str, f: &mut Found) -> Result<()> {
+    let bytes = serde_json::to_vec(&pointer)?;
+    crate::iso::check_ignition(&bytes, source)?;
+    let merge = pointer
+        .pointer("/ignition/config/merge/0/source")
+        .or_else(|| pointer.pointer("/ignition/config/replace/source"))
+        .and_then(Value::as_str)
+        .with_context(|| {
+            format!("{source}: not a pointer config (no ignition.config.merge source)")
+        })?;
+    pointer::check_merge_url_pool(merge, name).with_context(|| source.to_string())?;
+    if let Some((_, first)) = &f.pointer {
+        bail!("pool {name}: two pointer configs ({first} and {source}); give one");
+    }
+    f.pointer = Some((pointer, source.to_string()));
+    Ok(())
+}
+
+/// The env drop-in's variables, from a MachineConfig that writes it.
+fn read_env(mc: &Value, source: &str, f: &mut Found) -> Result<()> {
+    let files = mc
+        .pointer("/spec/config/storage/files")
+        .and_then(Value::as_array);
+    for file in files.into_iter().flatten() {
+        if file.get("path").and_then(Value::as_str) != Some(ENV_DROPIN_PATH) {
+            continue;
+        }
+        let src = file
+            .pointer("/contents/source")
+            .and_then(Value::as_str)
+            .unwrap_or("data:,");
+        let comp = file
+            .pointer("/contents/compression")
+            .and_then(Value::as_str);
+        let text = decode_data_url(src, comp)
+            .with_context(|| format!("{source}: decoding {ENV_DROPIN_NAME}"))?;
+        for line in String::from_utf8_lossy(&text).lines() {
+            let Some(v) = line
+                .strip_prefix("Environment=\"")
+                .and_then(|l| l.strip_suffix('"'))
+            else {
+                continue;
+            };
+            if let Some((k, v)) = v.split_once('=') {
+                f.env.retain(|(have, _, _)| have != k);
+                f.env
+                    .push((k.to_string(), v.to_string(), source.to_string()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A `metav1.LabelSelector` as requirements.
+fn requirements(sel: &Value) -> Result<Vec<Requirement>> {
+    let mut out = Vec::new();
+    let Some(obj) = sel.as_object() else {
+        bail!("no nodeSelector (the MCO matches no node with it)");
+    };
+    for (k, v) in obj
+        .get("matchLabels")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        let v = match v {
+            Value::String(s) => s.clone(),
+            Value::Null => String::new(),
+            other => other.to_string(),
+        };
+        check_label_words(k, std::slice::from_ref(&v))?;
+        out.push(Requirement::In(k.clone(), vec![v]));
+    }
+    for e in obj
+        .get("matchExpressions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let key = e
+            .get("key")
+            .and_then(Value::as_str)
+            .context("a matchExpression without key")?
+            .to_string();
+        let values: Vec<String> = e
+            .get("values")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|v| v.as_str().unwrap_or_default().to_string())
+            .collect();
+        check_label_words(&key, &values)?;
+        let op = e.get("operator").and_then(Value::as_str).unwrap_or("");
+        out.push(match op {
+            "In" if !values.is_empty() => Requirement::In(key, values),
+            "NotIn" if !values.is_empty() => Requirement::NotIn(key, values),
+            "Exists" if values.is_empty() => Requirement::Exists(key),
+            "DoesNotExist" if values.is_empty() => Requirement::DoesNotExist(key),
+            _ => bail!("matchExpression on {key}: operator {op:?} with {} values is not a valid label selector", values.len()),
+        });
+    }
+    if out.is_empty() {
+        bail!("an empty nodeSelector (the MCO matches no node with it)");
+    }
+    if out.iter().any(|r| {
+        matches!(r, Requirement::In(k, _) | Requirement::NotIn(k, _) | Requirement::Exists(k) | Requirement::DoesNotExist(k) if k == "kubernetes.io/hostname")
+    }) {
+        bail!("it selects on kubernetes.io/hostname, which the install cannot know");
+    }
+    Ok(out)
+}
+
+fn check_label_words(key: &str, values: &[String]) -> Result<()> {
+    let bad = |s: &str| s.chars().any(|c| c.is_whitespace() || c.is_control()) || s == "\"\"";
+    if key.is_empty() || bad(key) || values.iter().any(|v| bad(v)) {
+        bail!("{key:?} {values:?} is not a label key and values Kubernetes accepts");
+    }
+    Ok(())
+}
+
+/// The pool's pointer config plus the file that records the pool.
+fn dest_config(mut pointer: Value, pool: &Pool) -> Result<Vec<u8>> {
+    let record = Table {
+        env: Vec::new(),
+        pools: vec![pool.clone()],
+    };
+    let record = data_url(record.to_text().as_bytes());
+    let mut contents = json!({ "source": record.source });
+    if let Some(c) = record.compression {
+        contents["compression"] = json!(c);
+    }
+    let file = json!({
+        "path": INSTALLED_POOL_PATH,
+        "mode": 0o644,
+        "overwrite": true,
+        "contents": contents
+    });
+    let root = pointer
+        .as_object_mut()
+        .context("the pointer config is not a JSON object")?;
+    let storage = root.entry("storage").or_insert_with(|| json!({}));
+    let files = storage
+        .as_object_mut()
+        .context("the pointer config's storage is not an object")?
+        .entry("files")
+        .or_insert_with(|| json!([]));
+    let files = files
+        .as_array_mut()
+        .context("the pointer config's storage.files is not a list")?;
+    if files
+        .iter()
+        .any(|f| f.get("path").and_then(Value::as_str) == Some(INSTALLED_POOL_PATH))
+    {
+        bail!(
+            "pool {}: the pointer config already writes {INSTALLED_POOL_PATH}",
+            pool.name
+        );
+    }
+    files.push(file);
+    Ok(serde_json::to_vec(&pointer)?)
+}
+
+fn file_entry(path: &str, mode: u32, bytes: &[u8]) -> Value {
+    let url = data_url(bytes);
+    let mut contents = json!({ "source": url.source });
+    if let Some(c) = url.compression {
+        contents["compression"] = json!(c);
+    }
+    json!({ "path": path, "mode": mode, "overwrite": true, "contents": contents })
+}
+
+/// The selector's unit: before coreos-installer.service, after its
+/// preparation target; a failure stops the live system in emergency mode
+/// with the reason on the console, as coreos-installer.service's does.
+pub fn unit_text() -> String {
+    format!(
+        "[Unit]\n\
+         Description=Choose this machine's MachineConfigPool for coreos-installer (kubelet-labeler)\n\
+         After=coreos-installer-pre.target\n\
+         Before=coreos-installer.service\n\
+         OnFailure=emergency.target\n\
+         OnFailureJobMode=replace-irreversibly\n\
+         \n\
+         [Service]\n\
+         Type=oneshot\n\
+         RemainAfterExit=yes\n\
+         ExecStart={SELECT_PATH}\n\
+         StandardOutput=journal+console\n\
+         StandardError=journal+console\n"
+    )
+}
+
+/// coreos-installer.service runs only after the selector succeeded.
+pub fn installer_dropin() -> String {
+    format!("[Unit]\nRequires={UNIT_NAME}\nAfter={UNIT_NAME}\n")
+}
+
+fn live_config(
+    o: &FleetOptions,
+    table: &Table,
+    dest: &BTreeMap<String, Vec<u8>>,
+) -> Result<Vec<u8>> {
+    let dir = Path::new(TABLE_PATH)
+        .parent()
+        .context("the table path has a directory")?;
+    let installer = format!(
+        "# kubelet-labeler: the pool's config is chosen at install by {UNIT_NAME}\n\
+         dest-device: {}\nignition-file: {DEST_PATH}\n",
+        serde_json::to_string(&o.dest_device)?
+    );
+    let mut files = vec![
+        file_entry(SELECT_PATH, 0o755, &o.selector),
+        file_entry(TABLE_PATH, 0o644, table.to_text().as_bytes()),
+        file_entry(INSTALLER_CONFIG_PATH, 0o644, installer.as_bytes()),
+    ];
+    for pool in &table.pools {
+        let path = dir.join(&pool.config);
+        files.push(file_entry(
+            &path.to_string_lossy(),
+            0o600,
+            &dest[&pool.name],
+        ));
+    }
+    let config = json!({
+        "ignition": { "version": LIVE_VERSION },
+        "storage": { "files": files },
+        "systemd": { "units": [
+            { "name": UNIT_NAME, "contents": unit_text() },
+            { "name": "coreos-installer.service", "dropins": [
+                { "name": "50-kubelet-labeler-fleet.conf", "contents": installer_dropin() }
+            ] }
+        ] }
+    });
+    Ok(serde_json::to_vec(&config)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_selectors_become_requirements() {
+        let sel = json!({
+            "matchLabels": {"a/b": "", "c": "d"},
+            "matchExpressions": [
+                {"key": "e", "operator": "In", "values": ["1", "2"]},
+                {"key": "f", "operator": "DoesNotExist"}
+            ]
+        });
+        let r = requirements(&sel).unwrap();
+        assert_eq!(r.len(), 4);
+        assert_eq!(r[0], Requirement::In("a/b".into(), vec![String::new()]));
+        assert_eq!(r[3], Requirement::DoesNotExist("f".into()));
+        for bad in [
+            json!({}),
+            json!(null),
+            json!({"matchExpressions": [{"key": "e", "operator": "In"}]}),
+            json!({"matchExpressions": [{"key": "e", "operator": "Gt", "values": ["1"]}]}),
+            json!({"matchLabels": {"kubernetes.io/hostname": "n1"}}),
+            json!({"matchLabels": {"a b": ""}}),
+        ] {
+            assert!(requirements(&bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn names_and_devices_are_checked() {
+        assert!(check_pool_name("worker-gpu").is_ok());
+        for bad in ["master", "arbiter", "", "Worker", "a/b", "-x"] {
+            assert!(check_pool_name(bad).is_err(), "{bad}");
+        }
+        assert!(check_device("/dev/nvme0n1").is_ok());
+        assert!(check_device("sda").is_err());
+        assert!(check_device("/dev/sd a").is_err());
+    }
+}
