@@ -584,3 +584,55 @@ fn endless_inputs_are_refused_at_their_limit() {
         assert!(out.status.success(), "{args:?}: {}", stderr(&out));
     }
 }
+
+/// An ISO whose embed area or IGNINFO is far past any live ISO's (a
+/// corrupt or forged image) is refused before it is read into memory.
+#[test]
+fn oversized_embed_areas_are_refused() {
+    let Some(xorriso) = skipped::tool("xorriso", "apt-get install xorriso") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let padded_info = format!(
+        r#"{{"file": "images/ignition.img"}}{}"#,
+        " ".repeat(70 << 10)
+    );
+    for (area_bytes, info, want) in [
+        (
+            17usize << 20,
+            r#"{"file": "images/ignition.img"}"#.to_string(),
+            "the embed area is 17825792 bytes, more than 16 MiB (live ISOs have 256 KiB; corrupt image?)",
+        ),
+        (
+            256 << 10,
+            padded_info,
+            "COREOS/IGNINFO.JSO is 71711 bytes, more than 64 KiB (corrupt image?)",
+        ),
+    ] {
+        let tree = dir.join("tree");
+        let _ = std::fs::remove_dir_all(&tree);
+        write(&tree.join("coreos/igninfo.json"), &info);
+        std::fs::create_dir_all(tree.join("images")).unwrap();
+        std::fs::File::create(tree.join("images/ignition.img"))
+            .unwrap()
+            .set_len(area_bytes as u64)
+            .unwrap();
+        let iso = dir.join("big.iso");
+        let _ = std::fs::remove_file(&iso);
+        let st = Command::new(&xorriso)
+            .args(["-as", "mkisofs", "-quiet", "-R", "-J", "-o"])
+            .arg(&iso)
+            .arg(&tree)
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let out = run(dir, &["iso", "show", "big.iso"]);
+        assert!(
+            out.status.code() == Some(1) && stderr(&out).contains(want),
+            "{want}: {}",
+            stderr(&out)
+        );
+    }
+}
