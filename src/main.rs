@@ -1,7 +1,6 @@
 //! Dispatch only: each subcommand turns its clap struct into the plain
 //! options of a logic module and calls it.
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -11,6 +10,15 @@ use kubelet_labeler::cmdline::*;
 use kubelet_labeler::iso;
 use kubelet_labeler::render::arch::Arch;
 use kubelet_labeler::render::{additions, input, layout, machineconfig, pointer, tree};
+
+/// `eprintln!` that cannot panic: with stderr a closed pipe (`2>&1 | head`)
+/// the line is lost, not the run.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
 
 fn main() -> ExitCode {
     let result = match Cmd::parse() {
@@ -33,8 +41,7 @@ fn main() -> ExitCode {
         // with success, as ripgrep does.
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            // Not eprintln!: a closed stderr must not turn this into a panic.
-            let _ = writeln!(std::io::stderr(), "Error: {e:#}");
+            say!("Error: {e:#}");
             ExitCode::FAILURE
         }
     }
@@ -50,6 +57,7 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 /// All of a subcommand's output: a closed stdout is an error (quiet, see
 /// main), never the panic of `print!`.
 fn to_stdout(text: impl AsRef<[u8]>) -> Result<()> {
+    use std::io::Write;
     let mut o = std::io::stdout().lock();
     o.write_all(text.as_ref())
         .and_then(|()| o.flush())
@@ -129,10 +137,10 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
     }
     // A preflight: exit 1 whenever our additions would not reach kubelet.
     for err in &e.errors {
-        eprintln!("kubelet-labeler: {err}");
+        say!("kubelet-labeler: {err}");
     }
     if let Some(why) = &e.left_out {
-        eprintln!(
+        say!(
             "kubelet-labeler: at boot the wrapper would start kubelet without our additions: {why}"
         );
     }
@@ -205,7 +213,7 @@ fn cmd_facts(c: FactsConfig) -> Result<ExitCode> {
 fn cmd_validate(c: ValidateConfig) -> Result<ExitCode> {
     use kubelet_labeler::kubelet::validate::validate_kubelet_args;
     if c.args.is_empty() {
-        eprintln!(
+        say!(
             "Error: no kubelet arguments to check; give them after '--': \
              kubelet-labeler validate [--profile upstream|openshift] [--json] -- KUBELET_ARGS..."
         );
@@ -252,7 +260,7 @@ fn cmd_render_dropins(c: RenderDropinsConfig) -> Result<ExitCode> {
     // When the tree has the unit, say now what the next start would do.
     let why = kubelet_labeler::wrapper::explain::left_out_at_next_start(&c.root, &c.unit, prof);
     if let Some(why) = why {
-        eprintln!(
+        say!(
             "warning: at the next kubelet start the wrapper would start kubelet without our labels/taints: {why}"
         );
     }
@@ -441,7 +449,7 @@ fn cmd_render_machineconfig(c: RenderMachineConfigConfig) -> Result<ExitCode> {
     match (&c.output_dir, &c.output) {
         (Some(dir), _) => {
             for p in machineconfig::write_dir(&rendered, dir, c.force)? {
-                eprintln!("wrote {}", p.display());
+                say!("wrote {}", p.display());
             }
         }
         (None, Some(out)) if out.as_os_str() == "-" => {
@@ -529,10 +537,10 @@ fn checked_input(config: Vec<u8>, name: &str, no_validate: bool) -> Result<Vec<u
     let checked = iso::check_ignition(&config, name)
         .map_err(|e| anyhow::anyhow!("{e}; --no-validate embeds it unchecked"))?;
     if checked.repeats_keys {
-        eprintln!("warning: {name} names a key twice in one object; Ignition uses the last");
+        say!("warning: {name} names a key twice in one object; Ignition uses the last");
     }
     for key in &checked.unknown_keys {
-        eprintln!(
+        say!(
             "warning: {name}: Ignition {} ignores the unknown key {key}; fix its name, or raise ignition.version if it is a newer spec's field",
             checked.version
         );
@@ -576,7 +584,7 @@ fn cmd_iso_fleet(c: IsoFleetConfig) -> Result<ExitCode> {
                 let f = t.feature.to_ascii_lowercase();
                 f.starts_with("kernel.") || f == "system.osrelease"
             }) {
-                eprintln!(
+                say!(
                     "warning: rule {:?} reads {}: at install that is the live ISO's, at registration the installed system's; \
                      keep the live ISO at the cluster's RHCOS version, or match on hardware only",
                     r.name, t.feature
@@ -624,7 +632,7 @@ fn cmd_iso_fleet(c: IsoFleetConfig) -> Result<ExitCode> {
     let (used, area) = iso::embedded_size(&c.input, &built.config)?;
     iso::embed(&c.input, &built.config, c.force, iso_output(&c.output))?;
     let names: Vec<&str> = built.table.pools.iter().map(|p| p.name.as_str()).collect();
-    eprintln!(
+    say!(
         "embedded the fleet config for pools {} ({arch} selector): {used} of {area} bytes of the embed area",
         names.join(", ")
     );

@@ -220,6 +220,86 @@ fn a_closed_stdout_stops_every_subcommand_quietly() {
     }
 }
 
+/// Run with stderr (and, `both`, stdout too: `2>&1 | head`) a pipe nobody
+/// reads any more.
+fn stderr_into_closed_pipe(dir: &Path, args: &[&str], both: bool) -> Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let mut c = Command::new(BIN);
+    c.args(args).current_dir(dir).stdin(Stdio::null());
+    if both {
+        c.stdout(writer.try_clone().unwrap());
+    }
+    c.stderr(writer).output().unwrap()
+}
+
+/// Messages on a closed stderr are lost, never a panic: the command
+/// finishes its work and exits as it would have.
+#[test]
+fn a_closed_stderr_loses_messages_not_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    inputs(dir);
+    write(&dir.join("taken.ign"), "{}");
+    let cases: Vec<(Vec<&str>, i32)> = vec![
+        // The "wrote" lines.
+        (
+            vec![
+                "render",
+                "machineconfig",
+                "--pool",
+                "gpu",
+                "--wrapper",
+                "wrapper",
+                "--output-dir",
+                "mc",
+                "--force",
+            ],
+            0,
+        ),
+        (
+            vec![
+                "render",
+                "dropins",
+                "--root",
+                "host",
+                "--wrapper",
+                "wrapper",
+                "--force",
+            ],
+            0,
+        ),
+        // An error.
+        (
+            vec![
+                "render",
+                "ignition",
+                "--pool",
+                "gpu",
+                "--wrapper",
+                "wrapper",
+                "-o",
+                "taken.ign",
+            ],
+            1,
+        ),
+        // A usage error (clap's message).
+        (vec!["render", "machineconfig", "--no-such-flag"], 2),
+        (vec!["facts", "--json"], 0),
+    ];
+    for (args, code) in cases {
+        for both in [false, true] {
+            let out = stderr_into_closed_pipe(dir, &args, both);
+            assert_eq!(
+                out.status.code(),
+                Some(code),
+                "{args:?} (stdout closed too: {both})"
+            );
+        }
+    }
+    assert!(dir.join("mc/kustomization.yaml").is_file());
+}
+
 /// What `-o FILE --force`, `--output-dir`, `render dropins --root` and
 /// `man` must not replace: a device (root only: mknod), a FIFO, a socket,
 /// a directory, a symlink to one of them or to nothing. A symlink to a
