@@ -197,9 +197,13 @@ fn cmd_facts(c: FactsConfig) -> Result<ExitCode> {
         attributes: None,
     });
     if let Some(flavour) = c.nfd_labels {
-        for (k, v) in facts::nfd_labels(&f, nfd_flavour(flavour)) {
-            to_stdout(format!("{k}={v}\n"))?;
-        }
+        let labels = facts::nfd_labels(&f, nfd_flavour(flavour));
+        to_stdout(
+            labels
+                .iter()
+                .map(|(k, v)| format!("{k}={v}\n"))
+                .collect::<String>(),
+        )?;
     } else if c.json {
         to_stdout(serde_json::to_string_pretty(&facts::json::nfd_json(&f))? + "\n")?;
     } else {

@@ -200,3 +200,53 @@ pub fn render_tree(opts: &TreeOptions) -> Result<Vec<PathBuf>> {
     }
     Ok(written)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_target_follows_links_to_files_and_refuses_the_rest() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        fs::write(d.join("file"), "x").unwrap();
+        fs::create_dir(d.join("dir")).unwrap();
+        let _socket = std::os::unix::net::UnixListener::bind(d.join("socket")).unwrap();
+        std::os::unix::fs::symlink(d.join("file"), d.join("to-file")).unwrap();
+        std::os::unix::fs::symlink(d.join("dir"), d.join("to-dir")).unwrap();
+        std::os::unix::fs::symlink(d.join("nothing"), d.join("dangling")).unwrap();
+        assert_eq!(write_target(&d.join("new")).unwrap(), d.join("new"));
+        assert_eq!(write_target(&d.join("file")).unwrap(), d.join("file"));
+        let real = fs::canonicalize(d.join("file")).unwrap();
+        assert_eq!(write_target(&d.join("to-file")).unwrap(), real);
+        for (name, says) in [
+            (
+                "dir",
+                "dir is a directory, not a regular file; not replacing it",
+            ),
+            (
+                "socket",
+                "socket is a socket, not a regular file; not replacing it",
+            ),
+            (
+                "to-dir",
+                "which is a directory, not a regular file; not replacing it",
+            ),
+            (
+                "dangling",
+                "dangling is a symlink to nothing; not writing through it",
+            ),
+        ] {
+            let e = format!("{:#}", write_target(&d.join(name)).unwrap_err());
+            assert!(e.contains(says), "{name}: {e}");
+        }
+        // Written through the link: the target changes, the link stays.
+        write_atomic(&d.join("to-file"), b"new", 0o644).unwrap();
+        assert_eq!(fs::read(d.join("file")).unwrap(), b"new");
+        assert!(
+            fs::symlink_metadata(d.join("to-file"))
+                .unwrap()
+                .is_symlink()
+        );
+    }
+}
