@@ -681,14 +681,14 @@ fn oversized_embed_areas_are_refused() {
     );
     for (area_bytes, info, want) in [
         (
-            17usize << 20,
-            r#"{"file": "images/ignition.img"}"#.to_string(),
-            "the embed area is 17825792 bytes, more than 16 MiB (live ISOs have 256 KiB; corrupt image?)",
-        ),
-        (
             256 << 10,
             padded_info,
             "COREOS/IGNINFO.JSO is 71711 bytes, more than 64 KiB (corrupt image?)",
+        ),
+        (
+            17usize << 20,
+            r#"{"file": "images/ignition.img"}"#.to_string(),
+            "the embed area is 17825792 bytes, more than 16 MiB (live ISOs have 256 KiB; corrupt image?)",
         ),
     ] {
         let tree = dir.join("tree");
@@ -716,4 +716,19 @@ fn oversized_embed_areas_are_refused() {
             stderr(&out)
         );
     }
+    // The root directory's record (in the primary volume descriptor at
+    // sector 16, offset 156; its length at +10, little-endian) made to
+    // claim 16 MiB and a byte, inside the 17 MiB image.
+    let mut bytes = std::fs::read(dir.join("big.iso")).unwrap();
+    let at = 16 * 2048 + 156 + 10;
+    bytes[at..at + 4].copy_from_slice(&((16u32 << 20) + 1).to_le_bytes());
+    std::fs::write(dir.join("forged.iso"), &bytes).unwrap();
+    let out = run(dir, &["iso", "show", "forged.iso"]);
+    assert!(
+        out.status.code() == Some(1)
+            && stderr(&out)
+                .contains("a directory of 16777217 bytes, more than 16 MiB (corrupt image?)"),
+        "{}",
+        stderr(&out)
+    );
 }
