@@ -591,21 +591,22 @@ fn cmd_iso_fleet(c: IsoFleetConfig) -> Result<ExitCode> {
                 say!(
                     "warning: rule {:?} reads {}: at install that is the live ISO's, at registration the installed system's; \
                      keep the live ISO at the cluster's RHCOS version, or match on hardware only",
-                    r.name, t.feature
+                    r.name,
+                    t.feature
                 );
             }
         }
         Some(kubelet_labeler::render::node_rules::compile(&read)?)
     };
     let ca_pem = match &c.ca_file {
-        Some(p) => Some(std::fs::read(p).with_context(|| format!("reading {}", p.display()))?),
+        Some(p) => Some(input::read_file(p, input::CA_FILE)?),
         None => None,
     };
     let selector_path = match &c.selector {
         Some(p) => p.clone(),
         None => default_selector(arch_of(c.arch))?,
     };
-    let selector = std::fs::read(&selector_path)
+    let selector = input::read_file(&selector_path, input::SELECTOR)
         .with_context(|| format!("reading the selector {}", selector_path.display()))?;
     let arch = Arch::of_elf(&selector).with_context(|| {
         format!(

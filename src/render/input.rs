@@ -39,6 +39,17 @@ pub const IGNITION: Limit = Limit {
     flag: "iso embed -i",
     bytes: 16 * MIB,
 };
+/// `iso fleet --pool NAME=SOURCE`: a pool's Secret, MachineConfigs or
+/// pointer config, as `--machineconfig`.
+pub const FLEET_POOL: Limit = Limit {
+    flag: "iso fleet --pool",
+    bytes: 64 * MIB,
+};
+/// A static selector is under 1 MiB.
+pub const SELECTOR: Limit = Limit {
+    flag: "--selector",
+    bytes: 64 * MIB,
+};
 /// A static wrapper is under 1 MiB.
 pub const WRAPPER: Limit = Limit {
     flag: "--wrapper",
