@@ -9,7 +9,16 @@ use clap::Parser;
 use kubelet_labeler::cmdline::*;
 use kubelet_labeler::iso;
 use kubelet_labeler::render::arch::Arch;
-use kubelet_labeler::render::{additions, layout, machineconfig, pointer, tree};
+use kubelet_labeler::render::{additions, input, layout, machineconfig, pointer, tree};
+
+/// `eprintln!` that cannot panic: with stderr a closed pipe (`2>&1 | head`)
+/// the line is lost, not the run.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
 
 fn main() -> ExitCode {
     let result = match Cmd::parse() {
@@ -28,11 +37,31 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        // Whoever reads our stdout has stopped (`| head`): stop quietly,
+        // with success, as ripgrep does.
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("Error: {e:#}");
+            say!("Error: {e:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// All of a subcommand's output: a closed stdout is an error (quiet, see
+/// main), never the panic of `print!`.
+fn to_stdout(text: impl AsRef<[u8]>) -> Result<()> {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    o.write_all(text.as_ref())
+        .and_then(|()| o.flush())
+        .context("writing to stdout")
 }
 
 fn profile(p: ProfileArg) -> kubelet_labeler::kubelet::Profile {
@@ -69,7 +98,7 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
             scratch = tempfile::tempdir().context("creating a scratch node tree")?;
             let mut configs = Vec::new();
             for path in &c.machineconfigs {
-                let (text, name) = read_input(path)?;
+                let (text, name) = input::read_text(path, input::MACHINECONFIG)?;
                 configs.extend(layout::machineconfigs_from_yaml(&text, &name)?);
             }
             layout::Layout::merge(configs)?.write(scratch.path())?;
@@ -102,16 +131,16 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
         e.strip_root(&root);
     }
     if c.json {
-        println!("{}", serde_json::to_string_pretty(&e)?);
+        to_stdout(serde_json::to_string_pretty(&e)? + "\n")?;
     } else {
-        print!("{}", explain::render_human(&e));
+        to_stdout(explain::render_human(&e))?;
     }
     // A preflight: exit 1 whenever our additions would not reach kubelet.
     for err in &e.errors {
-        eprintln!("kubelet-labeler: {err}");
+        say!("kubelet-labeler: {err}");
     }
     if let Some(why) = &e.left_out {
-        eprintln!(
+        say!(
             "kubelet-labeler: at boot the wrapper would start kubelet without our additions: {why}"
         );
     }
@@ -129,19 +158,6 @@ fn existing_dir(flag: &str, dir: &std::path::Path) -> Result<()> {
         Ok(m) if m.is_dir() => Ok(()),
         Ok(_) => anyhow::bail!("{flag} {}: not a directory", dir.display()),
         Err(e) => Err(e).with_context(|| format!("{flag} {}", dir.display())),
-    }
-}
-
-/// A file's text, or stdin's for "-", with a name for messages.
-fn read_input(path: &std::path::Path) -> Result<(String, String)> {
-    if path.as_os_str() == "-" {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).context("reading stdin")?;
-        Ok((text, "<stdin>".into()))
-    } else {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        Ok((text, path.display().to_string()))
     }
 }
 
@@ -181,16 +197,17 @@ fn cmd_facts(c: FactsConfig) -> Result<ExitCode> {
         attributes: None,
     });
     if let Some(flavour) = c.nfd_labels {
-        for (k, v) in facts::nfd_labels(&f, nfd_flavour(flavour)) {
-            println!("{k}={v}");
-        }
+        let labels = facts::nfd_labels(&f, nfd_flavour(flavour));
+        to_stdout(
+            labels
+                .iter()
+                .map(|(k, v)| format!("{k}={v}\n"))
+                .collect::<String>(),
+        )?;
     } else if c.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&facts::json::nfd_json(&f))?
-        );
+        to_stdout(serde_json::to_string_pretty(&facts::json::nfd_json(&f))? + "\n")?;
     } else {
-        print!("{}", facts::json::human(&f));
+        to_stdout(facts::json::human(&f))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -200,7 +217,7 @@ fn cmd_facts(c: FactsConfig) -> Result<ExitCode> {
 fn cmd_validate(c: ValidateConfig) -> Result<ExitCode> {
     use kubelet_labeler::kubelet::validate::validate_kubelet_args;
     if c.args.is_empty() {
-        eprintln!(
+        say!(
             "Error: no kubelet arguments to check; give them after '--': \
              kubelet-labeler validate [--profile upstream|openshift] [--json] -- KUBELET_ARGS..."
         );
@@ -208,9 +225,9 @@ fn cmd_validate(c: ValidateConfig) -> Result<ExitCode> {
     }
     let report = validate_kubelet_args(&c.args, profile(c.profile));
     if c.json {
-        println!("{}", report.to_json());
+        to_stdout(report.to_json() + "\n")?;
     } else {
-        print!("{}", report.to_human());
+        to_stdout(report.to_human())?;
     }
     Ok(ExitCode::from(if report.valid { 0 } else { 1 }))
 }
@@ -242,12 +259,12 @@ fn cmd_render_dropins(c: RenderDropinsConfig) -> Result<ExitCode> {
         node_rules: node_rules(&c.additions, prof)?,
     })?;
     for p in written {
-        println!("wrote {}", p.display());
+        to_stdout(format!("wrote {}\n", p.display()))?;
     }
     // When the tree has the unit, say now what the next start would do.
     let why = kubelet_labeler::wrapper::explain::left_out_at_next_start(&c.root, &c.unit, prof);
     if let Some(why) = why {
-        eprintln!(
+        say!(
             "warning: at the next kubelet start the wrapper would start kubelet without our labels/taints: {why}"
         );
     }
@@ -359,7 +376,7 @@ fn wrappers_for(
     require_static: bool,
 ) -> Result<Vec<(Arch, Vec<u8>)>> {
     let read = |path: &std::path::Path, arch: Option<Arch>| -> Result<(Arch, Vec<u8>)> {
-        let bytes = std::fs::read(path).with_context(|| {
+        let bytes = input::read_file(path, input::WRAPPER).with_context(|| {
             format!(
                 "reading the wrapper {} (build it with `machineconfigs/build-wrapper.sh ARCH` or fix --wrapper)",
                 path.display()
@@ -436,18 +453,17 @@ fn cmd_render_machineconfig(c: RenderMachineConfigConfig) -> Result<ExitCode> {
     match (&c.output_dir, &c.output) {
         (Some(dir), _) => {
             for p in machineconfig::write_dir(&rendered, dir, c.force)? {
-                eprintln!("wrote {}", p.display());
+                say!("wrote {}", p.display());
             }
         }
         (None, Some(out)) if out.as_os_str() == "-" => {
-            print!("{}", machineconfig::to_stream(&rendered)?)
+            to_stdout(machineconfig::to_stream(&rendered)?)?
         }
-        (None, Some(out)) => {
-            if out.exists() && !c.force {
-                anyhow::bail!("{} exists; pass --force to replace it", out.display());
-            }
-            tree::write_atomic(out, machineconfig::to_stream(&rendered)?.as_bytes(), 0o644)?;
-        }
+        (None, Some(out)) => tree::write_output(
+            out,
+            machineconfig::to_stream(&rendered)?.as_bytes(),
+            c.force,
+        )?,
         (None, None) => {
             anyhow::bail!("say where to write: --output-dir DIR, or -o FILE (- for stdout)")
         }
@@ -462,7 +478,7 @@ fn cmd_render_ignition(c: RenderIgnitionConfig) -> Result<ExitCode> {
             let pool = c.pool.pool.as_deref().context("--merge-url needs --pool")?;
             machineconfig::check_pool_name(pool, &c.pool.base_role)?;
             pointer::check_merge_url_pool(url, pool)?;
-            let pem = std::fs::read(ca).with_context(|| format!("reading {}", ca.display()))?;
+            let pem = input::read_file(ca, input::CA_FILE)?;
             pointer::pointer_config(url, &pem, version)?
         }
         _ => machineconfig::ignition(&pool_options(&c.pool)?)?,
@@ -471,12 +487,9 @@ fn cmd_render_ignition(c: RenderIgnitionConfig) -> Result<ExitCode> {
     // A render bug must not reach a node's first boot.
     iso::check_ignition(text.as_bytes(), "the rendered config")?;
     if c.output.as_os_str() == "-" {
-        print!("{text}");
+        to_stdout(text)?;
     } else {
-        if c.output.exists() && !c.force {
-            anyhow::bail!("{} exists; pass --force to replace it", c.output.display());
-        }
-        tree::write_atomic(&c.output, text.as_bytes(), 0o644)?;
+        tree::write_output(&c.output, text.as_bytes(), c.force)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -500,21 +513,18 @@ fn cmd_iso_embed(c: IsoEmbedConfig) -> Result<ExitCode> {
                 c.ca_file.as_ref().context("--ca-file")?,
             );
             pointer::check_merge_url_pool(url, pool)?;
-            let pem = std::fs::read(ca).with_context(|| format!("reading {}", ca.display()))?;
+            let pem = input::read_file(ca, input::CA_FILE)?;
             let version = ignition_version(c.ignition_version);
             let config = serde_json::to_vec(&machineconfig::pointer_ignition(url, &pem, version)?)?;
             iso::check_ignition(&config, "the rendered pointer config")?;
             config
         }
         (None, Some(path)) => {
-            let config =
-                std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+            let config = input::read_file(path, input::IGNITION)?;
             checked_input(config, &path.display().to_string(), c.no_validate)?
         }
         (None, None) => {
-            let mut buf = Vec::new();
-            std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)
-                .context("reading the config from stdin")?;
+            let buf = input::read_capped(std::io::stdin().lock(), "<stdin>", input::IGNITION)?;
             checked_input(buf, "the config on stdin", c.no_validate)?
         }
     };
@@ -531,10 +541,10 @@ fn checked_input(config: Vec<u8>, name: &str, no_validate: bool) -> Result<Vec<u
     let checked = iso::check_ignition(&config, name)
         .map_err(|e| anyhow::anyhow!("{e}; --no-validate embeds it unchecked"))?;
     if checked.repeats_keys {
-        eprintln!("warning: {name} names a key twice in one object; Ignition uses the last");
+        say!("warning: {name} names a key twice in one object; Ignition uses the last");
     }
     for key in &checked.unknown_keys {
-        eprintln!(
+        say!(
             "warning: {name}: Ignition {} ignores the unknown key {key}; fix its name, or raise ignition.version if it is a newer spec's field",
             checked.version
         );
@@ -544,7 +554,7 @@ fn checked_input(config: Vec<u8>, name: &str, no_validate: bool) -> Result<Vec<u
 
 fn cmd_iso_show(c: IsoShowConfig) -> Result<ExitCode> {
     let config = iso::show(&c.input)?;
-    std::io::Write::write_all(&mut std::io::stdout(), &config).context("writing to stdout")?;
+    to_stdout(config)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -578,24 +588,25 @@ fn cmd_iso_fleet(c: IsoFleetConfig) -> Result<ExitCode> {
                 let f = t.feature.to_ascii_lowercase();
                 f.starts_with("kernel.") || f == "system.osrelease"
             }) {
-                eprintln!(
+                say!(
                     "warning: rule {:?} reads {}: at install that is the live ISO's, at registration the installed system's; \
                      keep the live ISO at the cluster's RHCOS version, or match on hardware only",
-                    r.name, t.feature
+                    r.name,
+                    t.feature
                 );
             }
         }
         Some(kubelet_labeler::render::node_rules::compile(&read)?)
     };
     let ca_pem = match &c.ca_file {
-        Some(p) => Some(std::fs::read(p).with_context(|| format!("reading {}", p.display()))?),
+        Some(p) => Some(input::read_file(p, input::CA_FILE)?),
         None => None,
     };
     let selector_path = match &c.selector {
         Some(p) => p.clone(),
         None => default_selector(arch_of(c.arch))?,
     };
-    let selector = std::fs::read(&selector_path)
+    let selector = input::read_file(&selector_path, input::SELECTOR)
         .with_context(|| format!("reading the selector {}", selector_path.display()))?;
     let arch = Arch::of_elf(&selector).with_context(|| {
         format!(
@@ -626,7 +637,7 @@ fn cmd_iso_fleet(c: IsoFleetConfig) -> Result<ExitCode> {
     let (used, area) = iso::embedded_size(&c.input, &built.config)?;
     iso::embed(&c.input, &built.config, c.force, iso_output(&c.output))?;
     let names: Vec<&str> = built.table.pools.iter().map(|p| p.name.as_str()).collect();
-    eprintln!(
+    say!(
         "embedded the fleet config for pools {} ({arch} selector): {used} of {area} bytes of the embed area",
         names.join(", ")
     );
@@ -661,12 +672,9 @@ fn default_selector(arch: Arch) -> Result<std::path::PathBuf> {
 
 fn cmd_completions(c: CompletionsConfig) -> Result<ExitCode> {
     use clap::CommandFactory;
-    use std::io::Write;
     let mut script = Vec::new();
     clap_complete::generate(c.shell, &mut Cmd::command(), "kubelet-labeler", &mut script);
-    std::io::stdout()
-        .write_all(&script)
-        .context("writing the completion script to stdout")?;
+    to_stdout(script)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -720,8 +728,7 @@ fn write_man_pages(cmd: &clap::Command, dir: &std::path::Path) -> Result<()> {
     if cmd.get_version().is_some() {
         man.render_version_section(&mut page)?;
     }
-    let path = dir.join(format!("{name}.1"));
-    std::fs::write(&path, page).with_context(|| format!("writing {}", path.display()))?;
+    tree::write_atomic(&dir.join(format!("{name}.1")), &page, 0o644)?;
     for sub in cmd.get_subcommands() {
         write_man_pages(sub, dir)?;
     }

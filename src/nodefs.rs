@@ -116,9 +116,29 @@ pub fn read_up_to(mut file: File, limit: usize) -> io::Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// The whole file (as `std::fs::read`).
+/// The most [`read`] takes in the CLI (`explain --root`): far above any
+/// unit file, drop-in, environment file or kubelet config, so a file past
+/// it (a link to /dev/zero, a log) fails to read instead of taking memory
+/// without end.
+pub const CLI_READ_LIMIT: usize = 16 << 20;
+
+/// The whole file (as `std::fs::read`); in the CLI refused past
+/// [`CLI_READ_LIMIT`]. The wrapper's build (no `cli` feature) reads whole
+/// files as before, so its payload bytes stay as released.
 pub fn read(path: &Path) -> io::Result<Vec<u8>> {
-    read_up_to(open(path)?, usize::MAX)
+    #[cfg(not(feature = "cli"))]
+    return read_up_to(open(path)?, usize::MAX);
+    #[cfg(feature = "cli")]
+    {
+        let buf = read_up_to(open(path)?, CLI_READ_LIMIT + 1)?;
+        if buf.len() > CLI_READ_LIMIT {
+            return Err(io::Error::new(
+                io::ErrorKind::FileTooLarge,
+                "larger than 16 MiB, the most a node file is read",
+            ));
+        }
+        Ok(buf)
+    }
 }
 
 /// The whole file as UTF-8 (as `std::fs::read_to_string`).
@@ -232,6 +252,11 @@ mod tests {
         assert_eq!(
             read(&dir.path().join("missing")).unwrap_err().kind(),
             io::ErrorKind::NotFound
+        );
+        #[cfg(feature = "cli")]
+        assert_eq!(
+            read(Path::new("/dev/zero")).unwrap_err().to_string(),
+            "larger than 16 MiB, the most a node file is read"
         );
         assert!(
             read_to_string(Path::new("/proc/self/status"))

@@ -164,8 +164,7 @@ fn ignition_fetches_the_pool_config_through_the_pointer() {
     let (_server, port) = serve(dir, "worker-rwn", &dir.join("pool.ign"));
     let url = format!("https://127.0.0.1:{port}/config/worker-rwn");
 
-    // A bundle of several CAs is what `oc` hands out; its data URL may be
-    // gzip-compressed, which Ignition must undo for a CA too.
+    // A bundle of several CAs is what `oc` hands out.
     sh(dir, "cat other.pem ca.pem other.pem ca.pem > bundle.pem");
     for (ca, trusted) in [("ca.pem", true), ("bundle.pem", true), ("other.pem", false)] {
         let out = cli(
@@ -320,5 +319,246 @@ fn pointer_refusals() {
             "{url}: {err}"
         );
         assert!(!dir.join("pointer.ign").exists());
+    }
+}
+
+/// The CA source the MCO's cert-rotation controller writes into every
+/// Ignition user-data secret of openshift-machine-api it does not manage
+/// (`reconcileSecret`: `dataurl.EncodeBytes` of the new CA bundle, which
+/// sniffs PEM as text/plain;charset=utf-8).
+fn mco_rotated_source(pem: &[u8]) -> String {
+    use base64::Engine;
+    format!(
+        "data:text/plain;charset=utf-8;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(pem)
+    )
+}
+
+/// The rotation's rewrite: `certificateAuthorities[0].source` replaced,
+/// every other field (a `compression` too) kept.
+fn rotate(pointer: &Value, new_pem: &[u8]) -> Value {
+    let mut rotated = pointer.clone();
+    rotated["ignition"]["security"]["tls"]["certificateAuthorities"][0]["source"] =
+        mco_rotated_source(new_pem).into();
+    rotated
+}
+
+/// The CA resource of a config as the `ignition-config` crate's spec types
+/// read it, decoded as Ignition fetches it (data URL, then `compression`).
+fn ca_as_ignition_reads_it(config: &Value) -> Result<String, String> {
+    use ignition_config::Config;
+    let bytes = serde_json::to_vec(config).unwrap();
+    let (typed, warnings) = Config::parse_slice(&bytes).map_err(|e| e.to_string())?;
+    assert!(warnings.is_empty(), "{warnings:?}");
+    macro_rules! first_ca {
+        ($c:expr) => {{
+            let ca = &$c
+                .ignition
+                .security
+                .as_ref()
+                .and_then(|s| s.tls.as_ref())
+                .and_then(|t| t.certificate_authorities.as_ref())
+                .expect("a CA")[0];
+            (
+                ca.source.clone().expect("a CA source"),
+                ca.compression.clone(),
+            )
+        }};
+    }
+    let (source, compression) = match &typed {
+        Config::V3_2(c) => first_ca!(c),
+        Config::V3_4(c) => first_ca!(c),
+        Config::V3_5(c) => first_ca!(c),
+        other => panic!("unexpected spec {other:?}"),
+    };
+    let (head, data) = source
+        .strip_prefix("data:")
+        .and_then(|r| r.split_once(','))
+        .ok_or_else(|| format!("not a data URL: {source}"))?;
+    let raw = if head.ends_with(";base64") {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .map_err(|e| e.to_string())?
+    } else {
+        data.as_bytes().to_vec()
+    };
+    let pem = match compression.as_deref() {
+        None | Some("") => raw,
+        Some("gzip") => {
+            let mut out = Vec::new();
+            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&raw[..]), &mut out)
+                .map_err(|e| format!("gzip: {e}"))?;
+            out
+        }
+        Some(c) => return Err(format!("compression {c}")),
+    };
+    String::from_utf8(pem).map_err(|e| e.to_string())
+}
+
+/// What Debian's ignition-validate (2.14) says of `config`; it knows 3.4.0
+/// as 3.4.0-experimental and no 3.5.0 (None then).
+fn ignition_validate(dir: &Path, config: &Value) -> Option<std::process::Output> {
+    let mut config = config.clone();
+    match config["ignition"]["version"].as_str() {
+        Some("3.5.0") => return None,
+        Some("3.4.0") => config["ignition"]["version"] = "3.4.0-experimental".into(),
+        _ => {}
+    }
+    let f = dir.join("validate.ign");
+    std::fs::write(&f, serde_json::to_vec(&config).unwrap()).unwrap();
+    Some(Command::new("ignition-validate").arg(&f).output().unwrap())
+}
+
+/// The MCO rotates the MCS CA and rewrites the user-data secret made from
+/// our pointer: the config must still be valid and give Ignition the new
+/// CA, for every spec version we write; real Ignition then fetches the
+/// pool's config from a server only the new CA signs.
+#[test]
+fn pointer_survives_the_mco_ca_rotation() {
+    if let Some(why) = ignition_oracle::unavailable() {
+        assert!(std::env::var_os("CI").is_none(), "{why}");
+        crate::skipped::skipped(&why);
+        return;
+    }
+    if !need("openssl", "apt-get install openssl")
+        || !need("python3", "apt-get install python3")
+        || !need("ignition-validate", "apt-get install ignition")
+    {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    make_certificates(dir);
+    std::fs::write(dir.join("wrapper"), fake_static_elf()).unwrap();
+    let full = cli(
+        dir,
+        &[
+            "render",
+            "ignition",
+            "--pool",
+            "worker-rwn",
+            "--wrapper",
+            "wrapper",
+            "--ignition-version",
+            "3.2.0",
+            "-o",
+            "pool.ign",
+        ],
+    );
+    assert!(
+        full.status.success(),
+        "{}",
+        String::from_utf8_lossy(&full.stderr)
+    );
+    let (_server, port) = serve(dir, "worker-rwn", &dir.join("pool.ign"));
+    let url = format!("https://127.0.0.1:{port}/config/worker-rwn");
+    // Before the rotation the node trusted `other` (one CA, or the bundle
+    // `oc` hands out); the MCS now presents a certificate `ca` signs.
+    sh(dir, "cat other.pem other.pem other.pem > old-bundle.pem");
+    let new_pem = std::fs::read(dir.join("ca.pem")).unwrap();
+    let new_text = String::from_utf8(new_pem.clone()).unwrap();
+    for version in ["3.2.0", "3.4.0", "3.5.0"] {
+        for old in ["other.pem", "old-bundle.pem"] {
+            let what = format!("{version}, {old}");
+            let out = cli(
+                dir,
+                &[
+                    "render",
+                    "ignition",
+                    "--pool",
+                    "worker-rwn",
+                    "--merge-url",
+                    &url,
+                    "--ca-file",
+                    old,
+                    "--ignition-version",
+                    version,
+                    "-o",
+                    "pointer.ign",
+                    "--force",
+                ],
+            );
+            assert!(
+                out.status.success(),
+                "{what}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let pointer: Value =
+                serde_json::from_slice(&std::fs::read(dir.join("pointer.ign")).unwrap()).unwrap();
+            let rotated = rotate(&pointer, &new_pem);
+            assert_eq!(
+                rotated["ignition"]["config"], pointer["ignition"]["config"],
+                "{what}"
+            );
+            if let Some(v) = ignition_validate(dir, &rotated) {
+                assert!(
+                    v.status.success(),
+                    "{what}: ignition-validate: {}{}",
+                    String::from_utf8_lossy(&v.stdout),
+                    String::from_utf8_lossy(&v.stderr)
+                );
+            }
+            assert_eq!(
+                ca_as_ignition_reads_it(&rotated).map_err(|e| format!("{what}: {e}")),
+                Ok(new_text.clone())
+            );
+            kubelet_labeler::iso::check_ignition(
+                &serde_json::to_vec(&rotated).unwrap(),
+                "the rotated pointer",
+            )
+            .unwrap();
+            // Before the rotation too, the CA as the MCO's own pointer carries it.
+            let ca = &pointer["ignition"]["security"]["tls"]["certificateAuthorities"][0];
+            assert_eq!(
+                ca,
+                &serde_json::json!({ "source": mco_rotated_source(&std::fs::read(dir.join(old)).unwrap()) }),
+                "{what}"
+            );
+        }
+    }
+    // The model above is Ignition's: a CA kept as `compression: gzip`
+    // (what we wrote before) makes real Ignition fail after the rewrite.
+    let mut gzipped = kubelet_labeler::render::pointer::pointer_config(
+        &url,
+        &std::fs::read(dir.join("old-bundle.pem")).unwrap(),
+        "3.4.0",
+    )
+    .unwrap();
+    gzipped["ignition"]["security"]["tls"]["certificateAuthorities"][0]["compression"] =
+        "gzip".into();
+    let rotated = rotate(&gzipped, &new_pem);
+    assert!(ca_as_ignition_reads_it(&rotated).is_err());
+    let log = ignition_oracle::run_stages_with_timeout(
+        &rotated,
+        &dir.join("root-gzip"),
+        &dir.join("state-gzip"),
+        &["fetch-offline", "fetch"],
+        30,
+    )
+    .expect_err("Ignition read a rotated CA left marked gzip");
+    assert!(log.contains("gzip: invalid header"), "{log}");
+    // Real Ignition (2.14 reads up to 3.4.0) follows the rotated pointer.
+    for version in ["3.2.0", "3.4.0"] {
+        let pointer = kubelet_labeler::render::pointer::pointer_config(
+            &url,
+            &std::fs::read(dir.join("old-bundle.pem")).unwrap(),
+            version,
+        )
+        .unwrap();
+        let root = dir.join(format!("root-rotated-{version}"));
+        let state = dir.join(format!("state-rotated-{version}"));
+        ignition_oracle::run_stages_with_timeout(
+            &rotate(&pointer, &new_pem),
+            &root,
+            &state,
+            &["fetch-offline", "fetch", "files"],
+            120,
+        )
+        .unwrap_or_else(|log| panic!("{version}: {log}"));
+        assert_eq!(
+            std::fs::read(root.join("usr/local/bin/kubelet-labeler-wrapper.x86_64")).unwrap(),
+            fake_static_elf()
+        );
     }
 }

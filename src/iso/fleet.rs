@@ -256,8 +256,8 @@ fn read_source(name: &str, source: &Path, f: &mut Found) -> Result<()> {
     };
     let before = (f.pointer.is_some(), f.node_selector.is_some(), f.env.len());
     for file in &files {
-        let text = std::fs::read_to_string(file)
-            .with_context(|| format!("reading {} (--pool {name})", file.display()))?;
+        let (text, _) = crate::render::input::read_text(file, crate::render::input::FLEET_POOL)
+            .with_context(|| format!("--pool {name}"))?;
         let label = file.display().to_string();
         let docs: Vec<Value> = match serde_json::from_str::<Value>(&text) {
             Ok(v) => vec![v],

@@ -8,6 +8,7 @@ use std::io::{Read, Seek, SeekFrom};
 use anyhow::{Context, Result, bail};
 
 const SECTOR: u64 = 2048;
+const MAX_DIR: u64 = 16 << 20;
 
 /// A file's bytes in the image.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +88,14 @@ impl<'a> Iso9660<'a> {
         for (i, part) in parts.iter().enumerate() {
             let want = part.to_ascii_uppercase();
             self.check_within(dir, "a directory")?;
+            // A live ISO's directories take a few sectors.
+            if dir.length > MAX_DIR {
+                bail!(
+                    "a directory of {} bytes, more than {} MiB (corrupt image?)",
+                    dir.length,
+                    MAX_DIR >> 20
+                );
+            }
             let mut data = vec![0u8; dir.length as usize];
             read_at(self.file, dir.offset, &mut data)?;
             let mut pos = 0usize;

@@ -23,11 +23,25 @@ use iso9660::{Extent, Iso9660, NotFound};
 /// Where the config lives in the initramfs.
 pub const CONFIG_PATH: &str = "config.ign";
 
+/// Sizes past any live ISO's, refused as a corrupt image before they are
+/// read into memory: the embed area (256 KiB in every CoreOS live ISO),
+/// COREOS/IGNINFO.JSO (one line), and an archive of the area decompressed.
+const MAX_AREA: u64 = 16 << 20;
+const MAX_IGNINFO: u64 = 64 << 10;
+const MAX_UNPACKED: u64 = 64 << 20;
+
 /// The embed area of an image.
 pub fn find_area(file: &mut File) -> Result<Extent> {
     let mut iso = Iso9660::open(file)?;
     match iso.find("COREOS/IGNINFO.JSO") {
         Ok(info) => {
+            if info.length > MAX_IGNINFO {
+                bail!(
+                    "COREOS/IGNINFO.JSO is {} bytes, more than {} KiB (corrupt image?)",
+                    info.length,
+                    MAX_IGNINFO >> 10
+                );
+            }
             let json: serde_json::Value =
                 serde_json::from_slice(&iso.read(info)?).context("parsing COREOS/IGNINFO.JSO")?;
             let name = json["file"]
@@ -49,6 +63,7 @@ pub fn find_area(file: &mut File) -> Result<Extent> {
                 offset: f.offset + offset,
                 length,
             };
+            check_area_size(area)?;
             iso.check_within(area, "the embed area")?;
             Ok(area)
         }
@@ -57,11 +72,30 @@ pub fn find_area(file: &mut File) -> Result<Extent> {
                 Ok(_) => anyhow::anyhow!("this ISO image has no Ignition embed area (no COREOS/IGNINFO.JSO or IMAGES/IGNITION.IMG); use a CoreOS live ISO"),
                 Err(e) => e,
             })?;
+            check_area_size(area)?;
             iso.check_within(area, "the embed area")?;
             Ok(area)
         }
         Err(e) => Err(e),
     }
+}
+
+fn check_area_size(area: Extent) -> Result<()> {
+    if area.length > MAX_AREA {
+        bail!(
+            "the embed area is {} bytes, more than {} MiB (live ISOs have 256 KiB; corrupt image?)",
+            area.length,
+            MAX_AREA >> 20
+        );
+    }
+    Ok(())
+}
+
+fn unpacked_too_large() -> anyhow::Error {
+    anyhow::anyhow!(
+        "an archive in the embed area unpacks to more than {} MiB (corrupt image?)",
+        MAX_UNPACKED >> 20
+    )
 }
 
 /// Read the members of an embed area (concatenated archives, compressed or
@@ -81,9 +115,13 @@ pub fn read_members(area: &[u8]) -> Result<BTreeMap<String, Vec<u8>>> {
             let mut cur = Cursor::new(rest);
             let mut out = Vec::new();
             {
-                let mut dec = flate2::bufread::GzDecoder::new(&mut cur);
-                dec.read_to_end(&mut out)
+                let dec = flate2::bufread::GzDecoder::new(&mut cur);
+                dec.take(MAX_UNPACKED + 1)
+                    .read_to_end(&mut out)
                     .context("decompressing the embedded archive (gzip)")?;
+            }
+            if out.len() as u64 > MAX_UNPACKED {
+                return Err(unpacked_too_large());
             }
             (out, cur.position() as usize)
         } else if rest.starts_with(b"070701") {
@@ -113,6 +151,9 @@ fn xz_one_stream(data: &[u8]) -> Result<(Vec<u8>, usize)> {
         let status = stream
             .process_vec(&data[before..], &mut out, xz2::stream::Action::Run)
             .context("decompressing the embedded archive (xz; corrupt?)")?;
+        if out.len() as u64 > MAX_UNPACKED {
+            return Err(unpacked_too_large());
+        }
         if status == xz2::stream::Status::StreamEnd {
             return Ok((out, stream.total_in() as usize));
         }
@@ -366,6 +407,28 @@ mod tests {
 
     fn members(v: &[(&str, &[u8])]) -> BTreeMap<String, Vec<u8>> {
         v.iter().map(|(k, b)| (k.to_string(), b.to_vec())).collect()
+    }
+
+    /// A small archive that unpacks past the limit (a corrupt or forged
+    /// area) is refused, not unpacked into memory without end.
+    #[test]
+    fn archives_unpacking_past_the_limit_are_refused() {
+        use std::io::Write;
+        let zeros = vec![0u8; 1 << 20];
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        let mut xz = xz2::write::XzEncoder::new(Vec::new(), 0);
+        for _ in 0..=(MAX_UNPACKED >> 20) {
+            gz.write_all(&zeros).unwrap();
+            xz.write_all(&zeros).unwrap();
+        }
+        for area in [gz.finish().unwrap(), xz.finish().unwrap()] {
+            assert!(area.len() < 256 << 10, "{}", area.len());
+            let e = read_members(&area).unwrap_err().to_string();
+            assert_eq!(
+                e,
+                "an archive in the embed area unpacks to more than 64 MiB (corrupt image?)"
+            );
+        }
     }
 
     #[test]

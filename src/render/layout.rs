@@ -86,9 +86,18 @@ pub fn decode_data_url(source: &str, compression: Option<&str>) -> Result<Vec<u8
     match compression.unwrap_or("") {
         "" => Ok(raw),
         "gzip" => {
+            // As much as a whole --machineconfig file may be; a small
+            // forged gzip must not unpack into memory without end.
+            let limit = super::input::MACHINECONFIG.bytes;
             let mut out = Vec::new();
-            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(raw.as_slice()), &mut out)
-                .context("decompressing gzip contents")?;
+            std::io::Read::read_to_end(
+                &mut std::io::Read::take(flate2::read::GzDecoder::new(raw.as_slice()), limit + 1),
+                &mut out,
+            )
+            .context("decompressing gzip contents")?;
+            if out.len() as u64 > limit {
+                bail!("gzip contents unpack to more than {} MiB", limit >> 20);
+            }
             Ok(out)
         }
         other => bail!("unknown compression {other:?}"),
@@ -288,6 +297,22 @@ mod tests {
         assert_eq!(decode_data_url(&url, Some("gzip")).unwrap(), b"zipped");
         let e = decode_data_url("https://example.com/x", None).unwrap_err();
         assert!(e.to_string().contains("data: URLs"), "{e}");
+    }
+
+    #[test]
+    fn gzip_contents_unpack_only_so_far() {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        let zeros = vec![0u8; 1 << 20];
+        for _ in 0..65 {
+            std::io::Write::write_all(&mut gz, &zeros).unwrap();
+        }
+        let bomb = gz.finish().unwrap();
+        let url = format!(
+            "data:;base64,{}",
+            base64::engine::general_purpose::STANDARD.encode(bomb)
+        );
+        let e = decode_data_url(&url, Some("gzip")).unwrap_err();
+        assert_eq!(e.to_string(), "gzip contents unpack to more than 64 MiB");
     }
 
     #[test]

@@ -372,7 +372,7 @@ pub fn to_yaml(v: &Value) -> Result<String> {
 pub fn write_dir(rendered: &Rendered, dir: &Path, force: bool) -> Result<Vec<PathBuf>> {
     let mut texts = Vec::new();
     for (name, obj) in &rendered.manifests {
-        texts.push((dir.join(name), to_yaml(obj)?));
+        texts.push((super::tree::write_target(&dir.join(name))?, to_yaml(obj)?));
     }
     let created = !dir.exists();
     if !created {
@@ -416,6 +416,8 @@ fn stage_files(
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut staged = Vec::new();
     for (path, text) in texts {
+        // In the directory of a symlink's target, for the rename.
+        let dir = path.parent().unwrap_or(dir);
         let mut tmp = tempfile::NamedTempFile::new_in(dir)
             .with_context(|| format!("creating a temp file in {}", dir.display()))?;
         tmp.write_all(text.as_bytes())

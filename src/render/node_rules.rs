@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use serde::Deserialize;
 use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::Spanned;
@@ -177,16 +177,7 @@ pub fn read_rule_files(paths: &[impl AsRef<Path>], profile: Profile) -> Result<V
     let mut objects: Vec<(String, String, Vec<Rule>)> = Vec::new();
     for path in paths {
         let path = path.as_ref();
-        let (text, source) = if path.as_os_str() == "-" {
-            let mut t = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut t)
-                .context("reading rules from stdin")?;
-            (t, "<stdin>".to_string())
-        } else {
-            let t = std::fs::read_to_string(path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            (t, path.display().to_string())
-        };
+        let (text, source) = super::input::read_text(path, super::input::RULES)?;
         for (name, rules) in parse_rule_objects(&text, &source, profile)? {
             if let Some((_, first, _)) = objects.iter().find(|(n, _, _)| *n == name) {
                 bail!(

@@ -7,8 +7,6 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
-use super::encoding::data_url;
-
 /// The spec version of [`pointer_ignition`]: what MCO 4.14-4.18 render and
 /// what 4.19+ still read.
 pub const POINTER_VERSION: &str = "3.4.0";
@@ -32,11 +30,7 @@ pub fn pointer_ignition(merge_url: &str, ca_pem: &[u8]) -> Result<Vec<u8>> {
 pub fn pointer_config(merge_url: &str, ca_pem: &[u8], version: &str) -> Result<Value> {
     check_merge_url(merge_url)?;
     check_ca(ca_pem)?;
-    let url = data_url(ca_pem);
-    let mut ca = json!({ "source": url.source });
-    if let Some(c) = url.compression {
-        ca["compression"] = json!(c);
-    }
+    let ca = json!({ "source": ca_data_url(ca_pem) });
     Ok(json!({
         "ignition": {
             "config": { "merge": [ { "source": merge_url } ] },
@@ -44,6 +38,19 @@ pub fn pointer_config(merge_url: &str, ca_pem: &[u8], version: &str) -> Result<V
             "version": version
         }
     }))
+}
+
+/// The CA as the MCO writes it, in its own pointer config (`PointerConfig()`)
+/// and when its cert-rotation controller rewrites a user-data secret's
+/// `certificateAuthorities[0].source`: a plain base64 data URL of the PEM,
+/// never compressed. That rewrite keeps every other field, so a
+/// `compression` we set would then apply to the MCO's uncompressed PEM and
+/// Ignition could no longer read the CA.
+pub fn ca_data_url(ca_pem: &[u8]) -> String {
+    format!(
+        "data:text/plain;charset=utf-8;base64,{}",
+        STANDARD.encode(ca_pem)
+    )
 }
 
 fn check_merge_url(merge_url: &str) -> Result<()> {
@@ -122,11 +129,10 @@ mod tests {
             "https://api-int.c.example.com:22623/config/gpu"
         );
         let ca = &v["ignition"]["security"]["tls"]["certificateAuthorities"][0];
-        let url = super::super::encoding::DataUrl {
-            source: ca["source"].as_str().unwrap().into(),
-            compression: ca["compression"].as_str().map(|_| "gzip"),
-        };
-        assert_eq!(super::super::encoding::decode(&url).unwrap(), PEM);
+        assert_eq!(
+            ca,
+            &json!({ "source": format!("data:text/plain;charset=utf-8;base64,{}", STANDARD.encode(PEM)) })
+        );
         // Deterministic, and keys in the order the installer writes them.
         assert_eq!(
             bytes,

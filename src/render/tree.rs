@@ -28,9 +28,77 @@ pub struct TreeOptions {
     pub node_rules: NodeRules,
 }
 
-/// Write `bytes` to `path` through a temp file in the same directory, so a
-/// reader never sees half a file.
+/// Where a write to `path` lands: `path` when it does not exist or is a
+/// regular file; when it is a symlink, the regular file it resolves to (the
+/// link stays, its target gets the new contents). A device, FIFO, socket or
+/// directory, or a link to one or to nothing, is refused: the
+/// temp-file-and-rename write would replace it with a regular file.
+pub fn write_target(path: &Path) -> Result<PathBuf> {
+    let meta = match fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(path.to_path_buf()),
+        other => other.with_context(|| format!("reading {}", path.display()))?,
+    };
+    if meta.is_file() {
+        return Ok(path.to_path_buf());
+    }
+    if !meta.file_type().is_symlink() {
+        bail!(
+            "{} is {}, not a regular file; not replacing it (write to a file path, or -o - for stdout)",
+            path.display(),
+            kind(&meta)
+        );
+    }
+    let target = fs::canonicalize(path).with_context(|| {
+        format!(
+            "{} is a symlink to nothing; not writing through it (remove it or point it at a regular file)",
+            path.display()
+        )
+    })?;
+    let target_meta =
+        fs::metadata(&target).with_context(|| format!("reading {}", target.display()))?;
+    if !target_meta.is_file() {
+        bail!(
+            "{} is a symlink to {}, which is {}, not a regular file; not replacing it (write to a file path, or -o - for stdout)",
+            path.display(),
+            target.display(),
+            kind(&target_meta)
+        );
+    }
+    Ok(target)
+}
+
+fn kind(meta: &fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// `-o FILE`: write `bytes` (mode 0644), replacing an existing regular file
+/// only when `force` (see [`write_target`] for what is never replaced).
+pub fn write_output(path: &Path, bytes: &[u8], force: bool) -> Result<()> {
+    let target = write_target(path)?;
+    if target.exists() && !force {
+        bail!("{} exists; pass --force to replace it", path.display());
+    }
+    write_atomic(&target, bytes, 0o644)
+}
+
+/// Write `bytes` to `path` (see [`write_target`]) through a temp file in the
+/// same directory, so a reader never sees half a file.
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+    let path = &write_target(path)?;
     let dir = path.parent().context("a path with no parent")?;
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir)
@@ -110,11 +178,11 @@ pub fn render_tree(opts: &TreeOptions) -> Result<Vec<PathBuf>> {
     }
     // Refuse before writing anything, so nothing is half done.
     for (node, bytes, _) in &files {
-        let path = opts.root.join(node.strip_prefix("/").unwrap_or(node));
-        if let Ok(existing) = fs::read(&path)
-            && existing != *bytes
-            && !opts.force
-        {
+        let path = write_target(&opts.root.join(node.strip_prefix("/").unwrap_or(node)))?;
+        let differs = fs::metadata(&path).is_ok_and(|m| {
+            m.len() != bytes.len() as u64 || fs::read(&path).is_ok_and(|old| old != *bytes)
+        });
+        if differs && !opts.force {
             bail!(
                 "{} exists with other contents; pass --force to replace it",
                 path.display()
@@ -131,4 +199,54 @@ pub fn render_tree(opts: &TreeOptions) -> Result<Vec<PathBuf>> {
         written.push(path);
     }
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_target_follows_links_to_files_and_refuses_the_rest() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        fs::write(d.join("file"), "x").unwrap();
+        fs::create_dir(d.join("dir")).unwrap();
+        let _socket = std::os::unix::net::UnixListener::bind(d.join("socket")).unwrap();
+        std::os::unix::fs::symlink(d.join("file"), d.join("to-file")).unwrap();
+        std::os::unix::fs::symlink(d.join("dir"), d.join("to-dir")).unwrap();
+        std::os::unix::fs::symlink(d.join("nothing"), d.join("dangling")).unwrap();
+        assert_eq!(write_target(&d.join("new")).unwrap(), d.join("new"));
+        assert_eq!(write_target(&d.join("file")).unwrap(), d.join("file"));
+        let real = fs::canonicalize(d.join("file")).unwrap();
+        assert_eq!(write_target(&d.join("to-file")).unwrap(), real);
+        for (name, says) in [
+            (
+                "dir",
+                "dir is a directory, not a regular file; not replacing it",
+            ),
+            (
+                "socket",
+                "socket is a socket, not a regular file; not replacing it",
+            ),
+            (
+                "to-dir",
+                "which is a directory, not a regular file; not replacing it",
+            ),
+            (
+                "dangling",
+                "dangling is a symlink to nothing; not writing through it",
+            ),
+        ] {
+            let e = format!("{:#}", write_target(&d.join(name)).unwrap_err());
+            assert!(e.contains(says), "{name}: {e}");
+        }
+        // Written through the link: the target changes, the link stays.
+        write_atomic(&d.join("to-file"), b"new", 0o644).unwrap();
+        assert_eq!(fs::read(d.join("file")).unwrap(), b"new");
+        assert!(
+            fs::symlink_metadata(d.join("to-file"))
+                .unwrap()
+                .is_symlink()
+        );
+    }
 }

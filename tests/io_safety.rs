@@ -1,0 +1,816 @@
+//! The built binary's I/O edges: a reader that leaves early (closed stdout),
+//! outputs that are not regular files (devices, FIFOs, sockets,
+//! directories, symlinks), and inputs without an end (/dev/zero).
+
+#[path = "support/skipped.rs"]
+mod skipped;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_kubelet-labeler");
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// A static ELF header standing in for the wrapper (its bytes are carried,
+/// never run).
+fn fake_static_elf() -> Vec<u8> {
+    let mut v = vec![0u8; 64];
+    v[..4].copy_from_slice(b"\x7fELF");
+    v[4] = 2;
+    v[5] = 1;
+    v[16..18].copy_from_slice(&2u16.to_le_bytes());
+    v[18..20].copy_from_slice(&62u16.to_le_bytes());
+    v.extend((0..4096u32).map(|i| (i * 7 % 251) as u8));
+    v
+}
+
+const PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+const MERGE_URL: &str = "https://api-int.c.example.com:22623/config/gpu";
+
+/// Inputs every case below can use: a wrapper, a CA, a MachineConfig set,
+/// a host tree with kubelet.service.
+fn inputs(dir: &Path) {
+    std::fs::write(dir.join("wrapper"), fake_static_elf()).unwrap();
+    write(&dir.join("ca.pem"), PEM);
+    write(
+        &dir.join("host/usr/lib/systemd/system/kubelet.service"),
+        "[Service]\nExecStart=/usr/bin/kubelet --v=2\n",
+    );
+    write(&dir.join("host/usr/bin/kubelet"), "#!/bin/sh\n");
+    std::fs::set_permissions(
+        dir.join("host/usr/bin/kubelet"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+}
+
+fn run(dir: &Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn ok(dir: &Path, args: &[&str]) -> Output {
+    let out = run(dir, args);
+    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    out
+}
+
+/// A live-ISO stand-in from iso/make-test-iso.sh, or None (skipped) without
+/// xorriso.
+fn test_iso(dir: &Path) -> Option<PathBuf> {
+    skipped::tool("xorriso", "apt-get install xorriso")?;
+    let iso = dir.join("base.iso");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("iso/make-test-iso.sh");
+    let out = Command::new("bash").arg(script).arg(&iso).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    Some(iso)
+}
+
+/// Run with stdout a pipe nobody reads any more: its read end is closed
+/// before the program writes.
+fn into_closed_pipe(dir: &Path, args: &[&str]) -> Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(writer)
+        .output()
+        .unwrap()
+}
+
+/// `| head` and `| oc apply -f -` stop reading early: every subcommand that
+/// writes to stdout stops quietly then (exit 0, no error on stderr), as
+/// ripgrep does; before, `print!` panicked (exit 101).
+#[test]
+fn a_closed_stdout_stops_every_subcommand_quietly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    inputs(dir);
+    std::fs::create_dir(dir.join("other-host")).unwrap();
+    ok(
+        dir,
+        &[
+            "render",
+            "dropins",
+            "--root",
+            "host",
+            "--wrapper",
+            "wrapper",
+        ],
+    );
+    let mut cases: Vec<Vec<&str>> = vec![
+        vec!["--help"],
+        vec!["--version"],
+        vec!["render", "machineconfig", "--help"],
+        vec!["facts"],
+        vec!["facts", "--json"],
+        vec!["facts", "--nfd-labels", "upstream"],
+        vec!["explain", "--root", "host"],
+        vec!["explain", "--json", "--root", "host"],
+        vec!["validate", "--", "--node-labels=example.com/a=b"],
+        vec!["validate", "--json", "--", "--node-labels=example.com/a=b"],
+        vec![
+            "render",
+            "machineconfig",
+            "--pool",
+            "gpu",
+            "--wrapper",
+            "wrapper",
+            "-o",
+            "-",
+        ],
+        vec![
+            "render",
+            "ignition",
+            "--pool",
+            "gpu",
+            "--wrapper",
+            "wrapper",
+            "-o",
+            "-",
+        ],
+        vec![
+            "render",
+            "ignition",
+            "--pool",
+            "gpu",
+            "--merge-url",
+            MERGE_URL,
+            "--ca-file",
+            "ca.pem",
+            "-o",
+            "-",
+        ],
+        // `render dropins` lists what it wrote (to stdout, or stderr).
+        vec![
+            "render",
+            "dropins",
+            "--root",
+            "other-host",
+            "--wrapper",
+            "wrapper",
+            "--force",
+        ],
+    ];
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        cases.push(vec!["completions", shell]);
+    }
+    if test_iso(dir).is_some() {
+        ok(
+            dir,
+            &[
+                "iso",
+                "embed",
+                "--pool",
+                "gpu",
+                "--merge-url",
+                MERGE_URL,
+                "--ca-file",
+                "ca.pem",
+                "-o",
+                "with.iso",
+                "base.iso",
+            ],
+        );
+        ok(
+            dir,
+            &[
+                "render",
+                "machineconfig",
+                "--pool",
+                "gpu",
+                "--wrapper",
+                "wrapper",
+                "--output-dir",
+                "gitops",
+            ],
+        );
+        cases.push(vec![
+            "iso",
+            "fleet",
+            "--pool",
+            "gpu=gitops",
+            "--mcs-url",
+            "https://api-int.c.example.com:22623",
+            "--ca-file",
+            "ca.pem",
+            "--selector",
+            "wrapper",
+            "--nfd-labels",
+            "upstream",
+            "--dest-device",
+            "/dev/sda",
+            "-o",
+            "-",
+            "base.iso",
+        ]);
+        cases.push(vec!["iso", "show", "with.iso"]);
+        cases.push(vec!["iso", "remove", "-o", "-", "with.iso"]);
+        cases.push(vec![
+            "iso",
+            "embed",
+            "--pool",
+            "gpu",
+            "--merge-url",
+            MERGE_URL,
+            "--ca-file",
+            "ca.pem",
+            "-o",
+            "-",
+            "base.iso",
+        ]);
+    }
+    for args in &cases {
+        // The case writes something to stdout (or, for `render dropins`,
+        // stderr), so the closed pipe is met.
+        let normal = ok(dir, args);
+        assert!(
+            !normal.stdout.is_empty() || !normal.stderr.is_empty(),
+            "{args:?} wrote nothing"
+        );
+        let closed = into_closed_pipe(dir, args);
+        // Quiet: stderr says no more than a normal run (which may go on
+        // to say more after its output).
+        assert!(
+            closed.status.code() == Some(0) && normal.stderr.starts_with(&closed.stderr),
+            "{args:?} on a closed stdout: {} {}",
+            closed.status,
+            stderr(&closed)
+        );
+    }
+}
+
+/// Run with stderr (and, `both`, stdout too: `2>&1 | head`) a pipe nobody
+/// reads any more.
+fn stderr_into_closed_pipe(dir: &Path, args: &[&str], both: bool) -> Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let mut c = Command::new(BIN);
+    c.args(args).current_dir(dir).stdin(Stdio::null());
+    if both {
+        c.stdout(writer.try_clone().unwrap());
+    }
+    c.stderr(writer).output().unwrap()
+}
+
+/// Messages on a closed stderr are lost, never a panic: the command
+/// finishes its work and exits as it would have.
+#[test]
+fn a_closed_stderr_loses_messages_not_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    inputs(dir);
+    write(&dir.join("taken.ign"), "{}");
+    let cases: Vec<(Vec<&str>, i32)> = vec![
+        // The "wrote" lines.
+        (
+            vec![
+                "render",
+                "machineconfig",
+                "--pool",
+                "gpu",
+                "--wrapper",
+                "wrapper",
+                "--output-dir",
+                "mc",
+                "--force",
+            ],
+            0,
+        ),
+        (
+            vec![
+                "render",
+                "dropins",
+                "--root",
+                "host",
+                "--wrapper",
+                "wrapper",
+                "--force",
+            ],
+            0,
+        ),
+        // An error.
+        (
+            vec![
+                "render",
+                "ignition",
+                "--pool",
+                "gpu",
+                "--wrapper",
+                "wrapper",
+                "-o",
+                "taken.ign",
+            ],
+            1,
+        ),
+        // A usage error (clap's message).
+        (vec!["render", "machineconfig", "--no-such-flag"], 2),
+        (vec!["facts", "--json"], 0),
+    ];
+    for (args, code) in cases {
+        for both in [false, true] {
+            let out = stderr_into_closed_pipe(dir, &args, both);
+            assert_eq!(
+                out.status.code(),
+                Some(code),
+                "{args:?} (stdout closed too: {both})"
+            );
+        }
+    }
+    assert!(dir.join("mc/kustomization.yaml").is_file());
+}
+
+/// What `-o FILE --force`, `--output-dir`, `render dropins --root` and
+/// `man` must not replace: a device (root only: mknod), a FIFO, a socket,
+/// a directory, a symlink to one of them or to nothing. A symlink to a
+/// regular file is written through: the target changes, the link stays.
+#[test]
+fn writes_replace_only_regular_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    inputs(dir);
+    let is_root = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"));
+    if !is_root {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "mknod needs root under CI"
+        );
+        skipped::skipped("device files: mknod needs root");
+    }
+    /// Make `path` a `kind` of non-regular file.
+    fn make(path: &Path, kind: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        match kind {
+            "a character device" => {
+                let s = Command::new("mknod")
+                    .arg(path)
+                    .args(["c", "1", "3"])
+                    .status()
+                    .unwrap();
+                assert!(s.success());
+            }
+            "a FIFO" => {
+                assert!(Command::new("mkfifo").arg(path).status().unwrap().success())
+            }
+            "a socket" => {
+                std::mem::forget(std::os::unix::net::UnixListener::bind(path).unwrap());
+            }
+            "a directory" => std::fs::create_dir(path).unwrap(),
+            _ => unreachable!(),
+        }
+    }
+    let kinds: Vec<&str> = ["a character device", "a FIFO", "a socket", "a directory"]
+        .into_iter()
+        .filter(|k| is_root || *k != "a character device")
+        .collect();
+    let pool = ["--pool", "gpu", "--wrapper", "wrapper"];
+    // `render SUB --pool gpu --wrapper wrapper -o O --force`
+    let forced = |sub: &str, o: &str| -> Vec<String> {
+        ["render", sub]
+            .iter()
+            .chain(&pool)
+            .chain(&["-o", o, "--force"])
+            .map(|s| s.to_string())
+            .collect()
+    };
+    for (n, kind) in kinds.iter().enumerate() {
+        // -o FILE --force, directly and through a symlink.
+        for through_link in [false, true] {
+            for (m, sub) in ["machineconfig", "ignition"].iter().enumerate() {
+                let target = dir.join(format!("t{n}-{m}-{through_link}"));
+                make(&target, kind);
+                let given = if through_link {
+                    let link = dir.join(format!("l{n}-{m}"));
+                    std::os::unix::fs::symlink(&target, &link).unwrap();
+                    link
+                } else {
+                    target.clone()
+                };
+                let args = forced(sub, given.to_str().unwrap());
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                let out = run(dir, &args);
+                let err = stderr(&out);
+                assert!(
+                    !out.status.success()
+                        && err.contains(&format!("{kind}, not a regular file; not replacing it")),
+                    "{args:?}: {err}"
+                );
+                let meta = std::fs::symlink_metadata(&target).unwrap();
+                assert!(!meta.is_file(), "{args:?} replaced {kind}");
+                if through_link {
+                    assert!(std::fs::symlink_metadata(&given).unwrap().is_symlink());
+                }
+            }
+        }
+        // --output-dir: one of the manifests' names taken by `kind`.
+        let out_dir = dir.join(format!("mc{n}"));
+        make(&out_dir.join("kustomization.yaml"), kind);
+        let out = run(
+            dir,
+            &[
+                &["render", "machineconfig"][..],
+                &pool,
+                &["--force", "--output-dir"],
+                &[out_dir.to_str().unwrap()],
+            ]
+            .concat(),
+        );
+        assert!(
+            !out.status.success() && stderr(&out).contains(kind),
+            "--output-dir: {}",
+            stderr(&out)
+        );
+        assert!(
+            !std::fs::symlink_metadata(out_dir.join("kustomization.yaml"))
+                .unwrap()
+                .is_file()
+        );
+        // render dropins --root: the wrapper's path taken by `kind`.
+        let root = dir.join(format!("root{n}"));
+        let wrapper_path = root.join("usr/local/bin/kubelet-labeler-wrapper.x86_64");
+        make(&wrapper_path, kind);
+        let out = run(
+            dir,
+            &[
+                "render",
+                "dropins",
+                "--root",
+                root.to_str().unwrap(),
+                "--wrapper",
+                "wrapper",
+                "--force",
+            ],
+        );
+        assert!(
+            !out.status.success() && stderr(&out).contains(kind),
+            "render dropins: {}",
+            stderr(&out)
+        );
+        assert!(!std::fs::symlink_metadata(&wrapper_path).unwrap().is_file());
+        // man --output-dir.
+        let man = dir.join(format!("man{n}"));
+        make(&man.join("kubelet-labeler.1"), kind);
+        let out = run(dir, &["man", "--output-dir", man.to_str().unwrap()]);
+        assert!(
+            !out.status.success() && stderr(&out).contains(kind),
+            "man: {}",
+            stderr(&out)
+        );
+    }
+    // A symlink to nothing: refused, left as it is.
+    std::os::unix::fs::symlink(dir.join("nowhere"), dir.join("dangling")).unwrap();
+    let out = run(
+        dir,
+        &forced("machineconfig", "dangling")
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert!(
+        !out.status.success() && stderr(&out).contains("dangling is a symlink to nothing"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!dir.join("nowhere").exists());
+    // A symlink to a regular file: written through, the link kept.
+    write(&dir.join("real/out.yaml"), "old\n");
+    std::os::unix::fs::symlink(dir.join("real/out.yaml"), dir.join("link.yaml")).unwrap();
+    let args = forced("machineconfig", "link.yaml");
+    ok(dir, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(
+        std::fs::symlink_metadata(dir.join("link.yaml"))
+            .unwrap()
+            .is_symlink()
+    );
+    let text = std::fs::read_to_string(dir.join("real/out.yaml")).unwrap();
+    assert!(
+        text.starts_with("---\n") && text.contains("kind: MachineConfig"),
+        "{text}"
+    );
+    // Without --force an existing regular file stays.
+    let out = run(
+        dir,
+        &[
+            "render",
+            "ignition",
+            "--pool",
+            "gpu",
+            "--wrapper",
+            "wrapper",
+            "-o",
+            "link.yaml",
+        ],
+    );
+    assert!(!out.status.success() && stderr(&out).contains("pass --force"));
+}
+
+/// Run under a 1 GiB address-space limit, so a read that grows without
+/// bound fails fast instead of taking the machine's memory.
+fn run_bounded(dir: &Path, args: &[&str], stdin: Stdio) -> Output {
+    Command::new("sh")
+        .args(["-c", "ulimit -v 1048576 && exec \"$@\"", "sh", BIN])
+        .args(args)
+        .current_dir(dir)
+        .stdin(stdin)
+        .output()
+        .unwrap()
+}
+
+/// /dev/zero (a file with no end) given to every flag that reads a file,
+/// and as stdin where `-` or no file means stdin: refused, naming the file
+/// and the limit, with nothing written; node facts read under a root whose
+/// files have no end stay capped too.
+#[test]
+fn endless_inputs_are_refused_at_their_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    inputs(dir);
+    let pool = ["--pool", "gpu", "--wrapper", "wrapper"];
+    let z = "/dev/zero";
+    let cases: Vec<(Vec<&str>, bool, &str, &str)> = vec![
+        // (args, /dev/zero on stdin, name in the message, limit)
+        (
+            [
+                &["render", "machineconfig"][..],
+                &pool,
+                &["--rules", z, "-o", "out"],
+            ]
+            .concat(),
+            false,
+            z,
+            "16 MiB, the most --rules reads",
+        ),
+        (
+            [
+                &["render", "machineconfig"][..],
+                &pool,
+                &["--rules", "-", "-o", "out"],
+            ]
+            .concat(),
+            true,
+            "<stdin>",
+            "16 MiB, the most --rules reads",
+        ),
+        (
+            vec![
+                "render",
+                "machineconfig",
+                "--pool",
+                "gpu",
+                "--wrapper",
+                z,
+                "-o",
+                "out",
+            ],
+            false,
+            z,
+            "64 MiB, the most --wrapper reads",
+        ),
+        (
+            vec!["explain", "--machineconfig", z],
+            false,
+            z,
+            "64 MiB, the most --machineconfig reads",
+        ),
+        (
+            vec!["explain", "--machineconfig", "-"],
+            true,
+            "<stdin>",
+            "64 MiB, the most --machineconfig reads",
+        ),
+        (
+            vec!["explain", "--root", "host", "--rules", z],
+            false,
+            z,
+            "16 MiB, the most --rules reads",
+        ),
+        (
+            vec![
+                "render",
+                "ignition",
+                "--pool",
+                "gpu",
+                "--merge-url",
+                MERGE_URL,
+                "--ca-file",
+                z,
+                "-o",
+                "out",
+            ],
+            false,
+            z,
+            "1 MiB, the most --ca-file reads",
+        ),
+        (
+            vec![
+                "iso",
+                "embed",
+                "--pool",
+                "gpu",
+                "--merge-url",
+                MERGE_URL,
+                "--ca-file",
+                z,
+                "-o",
+                "out",
+                "no.iso",
+            ],
+            false,
+            z,
+            "1 MiB, the most --ca-file reads",
+        ),
+        (
+            vec!["iso", "embed", "-i", z, "-o", "out", "no.iso"],
+            false,
+            z,
+            "16 MiB, the most iso embed -i reads",
+        ),
+        (
+            vec!["iso", "embed", "-o", "out", "no.iso"],
+            true,
+            "<stdin>",
+            "16 MiB, the most iso embed -i reads",
+        ),
+    ];
+    let fleet = ["iso", "fleet", "--dest-device", "/dev/sda", "-o", "out"];
+    let mcs = ["--mcs-url", "https://api-int.c.example.com:22623"];
+    let cases = [
+        cases,
+        vec![
+            (
+                [
+                    &fleet[..],
+                    &["--pool", "gpu=/dev/zero", "--selector", "wrapper", "no.iso"],
+                ]
+                .concat(),
+                false,
+                z,
+                "64 MiB, the most iso fleet --pool reads",
+            ),
+            (
+                [
+                    &fleet[..],
+                    &mcs,
+                    &["--pool", "gpu", "--ca-file", z, "no.iso"],
+                ]
+                .concat(),
+                false,
+                z,
+                "1 MiB, the most --ca-file reads",
+            ),
+            (
+                [
+                    &fleet[..],
+                    &mcs,
+                    &[
+                        "--pool",
+                        "gpu",
+                        "--ca-file",
+                        "ca.pem",
+                        "--selector",
+                        z,
+                        "no.iso",
+                    ],
+                ]
+                .concat(),
+                false,
+                z,
+                "64 MiB, the most --selector reads",
+            ),
+        ],
+    ]
+    .concat();
+    for (args, on_stdin, name, limit) in cases {
+        let stdin = if on_stdin {
+            Stdio::from(std::fs::File::open(z).unwrap())
+        } else {
+            Stdio::null()
+        };
+        let out = run_bounded(dir, &args, stdin);
+        let err = stderr(&out);
+        assert!(
+            out.status.code() == Some(1) && err.contains(&format!("{name} is larger than {limit}")),
+            "{args:?}: {} {err}",
+            out.status
+        );
+        assert!(!dir.join("out").exists(), "{args:?} wrote out");
+    }
+    // explain --root: a unit's EnvironmentFile= with no end.
+    write(
+        &dir.join("envhost/usr/lib/systemd/system/kubelet.service"),
+        "[Service]\nEnvironmentFile=/etc/kubelet.env\nExecStart=/usr/bin/kubelet $ARGS\n",
+    );
+    std::fs::create_dir_all(dir.join("envhost/etc")).unwrap();
+    std::os::unix::fs::symlink(z, dir.join("envhost/etc/kubelet.env")).unwrap();
+    let out = run_bounded(dir, &["explain", "--root", "envhost"], Stdio::null());
+    assert!(
+        out.status.code() == Some(1)
+            && stderr(&out).contains(
+                "reading /etc/kubelet.env: larger than 16 MiB, the most a node file is read"
+            ),
+        "{}",
+        stderr(&out)
+    );
+    // Facts read node files capped (a /proc/cpuinfo or os-release with no
+    // end is read up to its cap) and go on.
+    let root = dir.join("endless");
+    for f in [
+        "proc/cpuinfo",
+        "etc/os-release",
+        "proc/sys/kernel/osrelease",
+    ] {
+        std::fs::create_dir_all(root.join(f).parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(z, root.join(f)).unwrap();
+    }
+    for args in [
+        vec!["facts", "--root", "endless"],
+        vec!["explain", "--root", "host", "--facts-root", "endless"],
+    ] {
+        let out = run_bounded(dir, &args, Stdio::null());
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    }
+}
+
+/// An ISO whose embed area or IGNINFO is far past any live ISO's (a
+/// corrupt or forged image) is refused before it is read into memory.
+#[test]
+fn oversized_embed_areas_are_refused() {
+    let Some(xorriso) = skipped::tool("xorriso", "apt-get install xorriso") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let padded_info = format!(
+        r#"{{"file": "images/ignition.img"}}{}"#,
+        " ".repeat(70 << 10)
+    );
+    for (area_bytes, info, want) in [
+        (
+            256 << 10,
+            padded_info,
+            "COREOS/IGNINFO.JSO is 71711 bytes, more than 64 KiB (corrupt image?)",
+        ),
+        (
+            17usize << 20,
+            r#"{"file": "images/ignition.img"}"#.to_string(),
+            "the embed area is 17825792 bytes, more than 16 MiB (live ISOs have 256 KiB; corrupt image?)",
+        ),
+    ] {
+        let tree = dir.join("tree");
+        let _ = std::fs::remove_dir_all(&tree);
+        write(&tree.join("coreos/igninfo.json"), &info);
+        std::fs::create_dir_all(tree.join("images")).unwrap();
+        std::fs::File::create(tree.join("images/ignition.img"))
+            .unwrap()
+            .set_len(area_bytes as u64)
+            .unwrap();
+        let iso = dir.join("big.iso");
+        let _ = std::fs::remove_file(&iso);
+        let st = Command::new(&xorriso)
+            .args(["-as", "mkisofs", "-quiet", "-R", "-J", "-o"])
+            .arg(&iso)
+            .arg(&tree)
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let out = run(dir, &["iso", "show", "big.iso"]);
+        assert!(
+            out.status.code() == Some(1) && stderr(&out).contains(want),
+            "{want}: {}",
+            stderr(&out)
+        );
+    }
+    // The root directory's record (in the primary volume descriptor at
+    // sector 16, offset 156; its length at +10, little-endian) made to
+    // claim 16 MiB and a byte, inside the 17 MiB image.
+    let mut bytes = std::fs::read(dir.join("big.iso")).unwrap();
+    let at = 16 * 2048 + 156 + 10;
+    bytes[at..at + 4].copy_from_slice(&((16u32 << 20) + 1).to_le_bytes());
+    std::fs::write(dir.join("forged.iso"), &bytes).unwrap();
+    let out = run(dir, &["iso", "show", "forged.iso"]);
+    assert!(
+        out.status.code() == Some(1)
+            && stderr(&out)
+                .contains("a directory of 16777217 bytes, more than 16 MiB (corrupt image?)"),
+        "{}",
+        stderr(&out)
+    );
+}
