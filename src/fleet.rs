@@ -156,8 +156,10 @@ impl Table {
             let pool = table.pools.last_mut();
             match (first, pool) {
                 ("env", _) => {
-                    let (k, v) = line["env ".len()..]
-                        .split_once('=')
+                    let (k, v) = line
+                        .trim_start_matches(' ')
+                        .strip_prefix("env ")
+                        .and_then(|l| l.split_once('='))
                         .with_context(|| format!("{}: env without NAME=VALUE", at()))?;
                     table.env.push((k.to_string(), v.to_string()));
                 }
@@ -604,6 +606,8 @@ mod tests {
             "kubelet-labeler-fleet 1\npool a other a.ign\n",
             "kubelet-labeler-fleet 1\npool a custom ../a.ign\n",
             "kubelet-labeler-fleet 1\npool a custom a.ign\nmaybe a\n",
+            "kubelet-labeler-fleet 1\nenv\n",
+            "kubelet-labeler-fleet 1\n env\n",
         ] {
             assert!(Table::parse(bad).is_err(), "{bad:?}");
         }
