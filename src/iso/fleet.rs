@@ -399,7 +399,9 @@ fn requirements(sel: &Value) -> Result<Vec<Requirement>> {
         let v = match v {
             Value::String(s) => s.clone(),
             Value::Null => String::new(),
-            other => other.to_string(),
+            other => bail!(
+                "matchLabels {k}: {other} is not a string (the API server refuses it); quote it"
+            ),
         };
         check_label_words(k, std::slice::from_ref(&v))?;
         out.push(Requirement::In(k.clone(), vec![v]));
@@ -420,8 +422,14 @@ fn requirements(sel: &Value) -> Result<Vec<Requirement>> {
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
-            .map(|v| v.as_str().unwrap_or_default().to_string())
-            .collect();
+            .map(|v| {
+                v.as_str().map(str::to_string).with_context(|| {
+                    format!(
+                        "matchExpression on {key}: the value {v} is not a string (the API server refuses it); quote it"
+                    )
+                })
+            })
+            .collect::<Result<_>>()?;
         check_label_words(&key, &values)?;
         let op = e.get("operator").and_then(Value::as_str).unwrap_or("");
         out.push(match op {
@@ -591,6 +599,8 @@ mod tests {
             json!({"matchExpressions": [{"key": "e", "operator": "Gt", "values": ["1"]}]}),
             json!({"matchLabels": {"kubernetes.io/hostname": "n1"}}),
             json!({"matchLabels": {"a b": ""}}),
+            json!({"matchLabels": {"gpu": true}}),
+            json!({"matchExpressions": [{"key": "e", "operator": "In", "values": [1]}]}),
         ] {
             assert!(requirements(&bad).is_err(), "{bad}");
         }
