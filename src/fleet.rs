@@ -156,8 +156,10 @@ impl Table {
             let pool = table.pools.last_mut();
             match (first, pool) {
                 ("env", _) => {
-                    let (k, v) = line["env ".len()..]
-                        .split_once('=')
+                    let (k, v) = line
+                        .trim_start_matches(' ')
+                        .strip_prefix("env ")
+                        .and_then(|l| l.split_once('='))
                         .with_context(|| format!("{}: env without NAME=VALUE", at()))?;
                     table.env.push((k.to_string(), v.to_string()));
                 }
@@ -308,13 +310,26 @@ pub fn go_arch() -> &'static str {
 }
 
 /// The labels a worker registers with before ours: the role label of the
-/// MCO's kubelet command and the ones kubelet sets itself.
+/// MCO's kubelet command and the ones kubelet sets itself (the beta pair
+/// too: kubelet still sets it, and older pools select on it).
 pub fn base_labels() -> Vec<(String, String)> {
     vec![
+        ("beta.kubernetes.io/arch".into(), go_arch().into()),
+        ("beta.kubernetes.io/os".into(), "linux".into()),
         ("kubernetes.io/arch".into(), go_arch().into()),
         ("kubernetes.io/os".into(), "linux".into()),
         (WORKER_ROLE_LABEL.into(), String::new()),
     ]
+}
+
+/// The MCO's worker kubelet command registers with
+/// `node.openshift.io/os_id=${ID}`, `ID` from `EnvironmentFile=/etc/os-release`
+/// (empty when unset); the live ISO's os-release is the installed system's.
+pub fn os_id_label(root: &Path) -> (String, String) {
+    let id = crate::facts::system::osrelease(root)
+        .and_then(|m| m.get("ID").cloned())
+        .unwrap_or_default();
+    ("node.openshift.io/os_id".into(), id)
 }
 
 /// The labels this machine registers with under `env` (the wrapper's
@@ -349,6 +364,7 @@ pub fn registration_labels(
         ));
     }
     let mut labels = base_labels();
+    labels.push(os_id_label(facts_root));
     for (k, v) in additions.map(|a| a.labels).unwrap_or_default() {
         labels.retain(|(l, _)| *l != k);
         labels.push((k, v));
@@ -590,6 +606,8 @@ mod tests {
             "kubelet-labeler-fleet 1\npool a other a.ign\n",
             "kubelet-labeler-fleet 1\npool a custom ../a.ign\n",
             "kubelet-labeler-fleet 1\npool a custom a.ign\nmaybe a\n",
+            "kubelet-labeler-fleet 1\nenv\n",
+            "kubelet-labeler-fleet 1\n env\n",
         ] {
             assert!(Table::parse(bad).is_err(), "{bad:?}");
         }
@@ -609,6 +627,35 @@ mod tests {
             let e = decide(&t, dir.path()).unwrap_err();
             assert!(e.contains(var), "{e}");
         }
+    }
+
+    /// Pools may select on any label the node registers with: kubelet's
+    /// beta arch label and the MCO's os_id count at install as at
+    /// registration.
+    #[test]
+    fn kubelet_and_mco_labels_count() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("etc")).unwrap();
+        std::fs::write(
+            dir.path().join("etc/os-release"),
+            "NAME=\"Red Hat Enterprise Linux CoreOS\"\nID=\"rhcos\"\n",
+        )
+        .unwrap();
+        for sel in [
+            is("node.openshift.io/os_id", "rhcos"),
+            is("beta.kubernetes.io/arch", go_arch()),
+        ] {
+            let mut t = Table {
+                env: Vec::new(),
+                pools: pools(),
+            };
+            t.pools
+                .push(pool("special", PoolKind::Custom, vec![sel.clone()]));
+            assert_eq!(decide(&t, dir.path()).unwrap().0.name, "special", "{sel:?}");
+        }
+        // No os-release: systemd expands ${ID} to nothing.
+        let none = tempfile::tempdir().unwrap();
+        assert_eq!(os_id_label(none.path()).1, "");
     }
 
     #[test]

@@ -553,9 +553,28 @@ fn a_raspberry_pi_installs_from_the_aarch64_iso() {
         Some("worker-pi"),
         &qemu.display().to_string(),
     );
-    // Our code cannot run (the aarch64 selector on this x86_64 machine,
-    // without qemu): nothing is installed.
-    let b = boot(&live, "vm", &f.dir.join("boot-wrong-arch"), "");
+    // Our code cannot run: nothing is installed. Not by running the aarch64
+    // selector here, which a host with qemu's binfmt_misc handler runs
+    // (Debian's qemu-user-static registers it): the selector is cut short
+    // after its ELF header, which no machine executes.
+    let mut cut = live.clone();
+    let sel = cut
+        .pointer_mut("/storage/files")
+        .and_then(Value::as_array_mut)
+        .and_then(|files| {
+            files
+                .iter_mut()
+                .find(|f| f["path"].as_str() == Some(kubelet_labeler::fleet::SELECT_PATH))
+        })
+        .expect("the selector in the live config");
+    let header = std::fs::read(selector("aarch64").unwrap()).unwrap();
+    sel["contents"] = serde_json::json!({
+        "source": format!(
+            "data:;base64,{}",
+            base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &header[..64])
+        )
+    });
+    let b = boot(&cut, "vm", &f.dir.join("boot-cannot-run"), "");
     assert!(!b.selector_ok && b.dest.is_none(), "{b:?}");
     assert!(
         b.installer_said.contains("opening source Ignition config"),

@@ -13,7 +13,7 @@ pub mod json;
 mod kernel;
 mod labels;
 mod pci;
-mod system;
+pub(crate) mod system;
 mod util;
 
 /// NFD's `NodeFeature` `spec.features`: each key is `<domain>.<feature>`

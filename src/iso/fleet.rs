@@ -107,6 +107,19 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
                  so the install can match its nodeSelector"
             ),
         };
+        // A pool whose env drop-in leaves out what the install evaluates
+        // registers its nodes without those labels.
+        if let Some((_, _, source)) = f.env.first() {
+            for var in [RULES_VAR, NFD_LABELS_VAR] {
+                if table_env(&table.env, var).is_some() && !f.env.iter().any(|(v, _, _)| v == var) {
+                    bail!(
+                        "pool {name}: {source} sets no {var}, so its nodes would register without \
+                         the labels the install chooses by; render the pool with the same --rules \
+                         and --nfd-labels"
+                    );
+                }
+            }
+        }
         let mut static_labels = Vec::new();
         for (var, value, source) in &f.env {
             if var == LABELS_VAR {
@@ -399,7 +412,9 @@ fn requirements(sel: &Value) -> Result<Vec<Requirement>> {
         let v = match v {
             Value::String(s) => s.clone(),
             Value::Null => String::new(),
-            other => other.to_string(),
+            other => bail!(
+                "matchLabels {k}: {other} is not a string (the API server refuses it); quote it"
+            ),
         };
         check_label_words(k, std::slice::from_ref(&v))?;
         out.push(Requirement::In(k.clone(), vec![v]));
@@ -420,8 +435,14 @@ fn requirements(sel: &Value) -> Result<Vec<Requirement>> {
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
-            .map(|v| v.as_str().unwrap_or_default().to_string())
-            .collect();
+            .map(|v| {
+                v.as_str().map(str::to_string).with_context(|| {
+                    format!(
+                        "matchExpression on {key}: the value {v} is not a string (the API server refuses it); quote it"
+                    )
+                })
+            })
+            .collect::<Result<_>>()?;
         check_label_words(&key, &values)?;
         let op = e.get("operator").and_then(Value::as_str).unwrap_or("");
         out.push(match op {
@@ -591,9 +612,54 @@ mod tests {
             json!({"matchExpressions": [{"key": "e", "operator": "Gt", "values": ["1"]}]}),
             json!({"matchLabels": {"kubernetes.io/hostname": "n1"}}),
             json!({"matchLabels": {"a b": ""}}),
+            json!({"matchLabels": {"gpu": true}}),
+            json!({"matchExpressions": [{"key": "e", "operator": "In", "values": [1]}]}),
         ] {
             assert!(requirements(&bad).is_err(), "{bad}");
         }
+    }
+
+    /// A custom pool whose MachineConfigs carry static labels but not the
+    /// rules the install chooses by: its nodes would register without the
+    /// rules' labels, outside the pool.
+    #[test]
+    fn a_pool_without_the_rules_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mcp = json!({
+            "apiVersion": "machineconfiguration.openshift.io/v1",
+            "kind": "MachineConfigPool",
+            "metadata": { "name": "worker-p" },
+            "spec": { "nodeSelector": { "matchLabels": {
+                "example.com/p": "true", "feature.node.kubernetes.io/gpu": "true" } } }
+        });
+        let dropin = format!("[Service]\nEnvironment=\"{LABELS_VAR}=example.com/p=true\"\n");
+        let mc = json!({
+            "apiVersion": "machineconfiguration.openshift.io/v1",
+            "kind": "MachineConfig",
+            "metadata": { "name": "50-worker-p",
+                          "labels": { "machineconfiguration.openshift.io/role": "worker-p" } },
+            "spec": { "config": { "ignition": { "version": "3.2.0" }, "storage": { "files": [
+                { "path": ENV_DROPIN_PATH, "contents": { "source": data_url(dropin.as_bytes()).source } }
+            ] } } }
+        });
+        std::fs::write(dir.path().join("mcp.json"), mcp.to_string()).unwrap();
+        std::fs::write(dir.path().join("mc.json"), mc.to_string()).unwrap();
+        let o = |rules: Option<&str>| FleetOptions {
+            pools: vec![("worker-p".into(), Some(dir.path().to_path_buf()))],
+            dest_device: "/dev/sda".into(),
+            rules: rules.map(str::to_string),
+            nfd_labels: Some("openshift".into()),
+            mcs_url: Some("https://api-int.example.com:22623".into()),
+            ca_pem: Some(
+                b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".to_vec(),
+            ),
+            selector: b"\x7fELF".to_vec(),
+        };
+        let e = format!("{:#}", build(&o(Some("KLR2,0"))).err().unwrap());
+        assert!(
+            e.contains("pool worker-p:") && e.contains(&format!("sets no {RULES_VAR}")),
+            "{e}"
+        );
     }
 
     #[test]
