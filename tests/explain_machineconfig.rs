@@ -239,7 +239,7 @@ fn falling_back_exits_1_with_the_reason() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no MachineConfig"));
 }
 
-/// Seed 000: every control-plane node tainted at registration, with no
+/// Every control-plane node tainted at registration, with no
 /// custom pool; the platform's own master taint is kept beside ours.
 #[test]
 fn role_machineconfigs_taint_every_master_next_to_the_platform_taint() {

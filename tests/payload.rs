@@ -357,8 +357,8 @@ fn succeeded(cmd: &mut Command) -> std::process::Output {
     out
 }
 
-/// A full Ignition config carrying one shipped wrapper (and seed 002's
-/// rules) fits a live ISO's 256 KiB embed area (the synthetic CoreOS ISO's,
+/// A full Ignition config carrying one shipped wrapper (and the rules of
+/// examples/rules/openshift-gpu.yaml) fits a live ISO's 256 KiB embed area (the synthetic CoreOS ISO's,
 /// as RHCOS/FCOS lay it out), for either architecture, and coreos-installer
 /// reads it back unchanged. Prints how much of the area it takes.
 #[test]
@@ -366,7 +366,7 @@ fn a_full_config_with_one_wrapper_fits_the_live_iso_embed_area() {
     let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/coreos-installer");
     assert!(fx.is_dir(), "{} missing", fx.display());
     let rules =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/rules/seed-002-openshift-gpu.yaml");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/rules/openshift-gpu.yaml");
     let cli = env!("CARGO_BIN_EXE_kubelet-labeler");
     let dir = tempfile::tempdir().unwrap();
     let mut base = Vec::new();
