@@ -90,7 +90,7 @@ fn opts(
     version: &'static str,
 ) -> PoolOptions {
     PoolOptions {
-        pool: "worker-rwn".into(),
+        pool: "worker-gpu".into(),
         additions: Additions {
             labels: labels
                 .iter()
@@ -186,7 +186,7 @@ fn every_ignition_config_passes_ignition_validate() {
         }
         let pem = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
         let pointer = machineconfig::pointer_ignition(
-            "https://api-int.ocp.example.com:22623/config/worker-rwn",
+            "https://api-int.ocp.example.com:22623/config/worker-gpu",
             pem,
             version,
         )
@@ -277,7 +277,7 @@ fn cli_writes_the_chosen_ignition_version() {
         let o = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
             .current_dir(dir.path())
             .args(args)
-            .args(["--pool", "worker-rwn", "--wrapper", "wrapper", "-o", "-"])
+            .args(["--pool", "worker-gpu", "--wrapper", "wrapper", "-o", "-"])
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -345,9 +345,9 @@ fn example_machineconfigs_are_current() {
                 "render",
                 "machineconfig",
                 "--pool",
-                "worker-rwn",
+                "worker-gpu",
                 "--label",
-                "node.kubernetes.io/worker-rwn=",
+                "node.kubernetes.io/worker-gpu=",
             ])
             .arg("--wrapper")
             .arg(&wrapper)
@@ -594,7 +594,7 @@ fn first_boot_with_real_ignition_and_systemd() {
     let mut configs = Vec::new();
     for f in [
         "50-worker-kubelet-labeler-wrapper.yaml",
-        "50-worker-rwn-kubelet-labeler-labels.yaml",
+        "50-worker-gpu-kubelet-labeler-labels.yaml",
     ] {
         let text = std::fs::read_to_string(manifest_dir().join("machineconfigs").join(f)).unwrap();
         configs.push(pyyaml(&text).remove(0)["spec"]["config"].clone());
@@ -634,7 +634,7 @@ fn first_boot_with_real_ignition_and_systemd() {
         .unwrap();
         assert!(
             env_dropin.contains(
-                "Environment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS=node.kubernetes.io/worker-rwn=\"\n"
+                "Environment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS=node.kubernetes.io/worker-gpu=\"\n"
             ),
             "{env_dropin}"
         );
@@ -665,8 +665,8 @@ fn first_boot_with_real_ignition_and_systemd() {
             std::fs::write(
                 &env,
                 text.replace(
-                    "node.kubernetes.io/worker-rwn=",
-                    "node-role.kubernetes.io/worker-rwn=",
+                    "node.kubernetes.io/worker-gpu=",
+                    "node-role.kubernetes.io/worker-gpu=",
                 ),
             )
             .unwrap();
@@ -707,9 +707,9 @@ fn first_boot_with_real_ignition_and_systemd() {
         };
         let line = std::fs::read_to_string(&log).unwrap_or_default();
         let want = if refused {
-            "kubelet-labeler: starting kubelet without our labels/taints: label \"node-role.kubernetes.io/worker-rwn\""
+            "kubelet-labeler: starting kubelet without our labels/taints: label \"node-role.kubernetes.io/worker-gpu\""
         } else {
-            "kubelet-labeler: starting kubelet with --node-labels=node.kubernetes.io/worker-rwn="
+            "kubelet-labeler: starting kubelet with --node-labels=node.kubernetes.io/worker-gpu="
         };
         assert!(
             line.contains(want),
@@ -720,7 +720,7 @@ fn first_boot_with_real_ignition_and_systemd() {
     for (case, original, kubelet) in argvs {
         let mut want = original.clone();
         if case == "good" {
-            want.push("--node-labels=node.kubernetes.io/worker-rwn=".into());
+            want.push("--node-labels=node.kubernetes.io/worker-gpu=".into());
         }
         assert_eq!(kubelet, want, "{case}");
     }

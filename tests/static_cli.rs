@@ -160,7 +160,7 @@ fn static_cli_works(arch: &str, a: Arch) {
         "render",
         "machineconfig",
         "--pool",
-        "worker-rwn",
+        "worker-gpu",
         "--label",
         "example.com/gpu=yes",
         "--arch",

@@ -16,7 +16,7 @@ use kubelet_labeler::render::arch::Arch;
 use kubelet_labeler::render::dropins;
 use systemd_oracle::{UserRun, write};
 
-const LABEL: &str = "node.kubernetes.io/worker-rwn";
+const LABEL: &str = "node.kubernetes.io/worker-gpu";
 
 /// The env drop-in for `unit` in `units`.
 fn env_dropin(units: &Path, unit: &str, labels: &str) {
