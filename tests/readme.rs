@@ -12,6 +12,9 @@
 #[path = "support/skipped.rs"]
 mod skipped;
 
+#[path = "support/readme_figures.rs"]
+mod readme_figures;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -76,7 +79,10 @@ const BLOCKS: &[(&str, Plan)] = &[
         "kubelet-labeler facts --root /                 # one `feature attr=value` per line",
         Run(&[]),
     ),
-    ("kubelet-labeler validate --profile openshift -- \\", Run(&[])),
+    (
+        "kubelet-labeler validate --profile openshift -- \\",
+        Run(&[]),
+    ),
     (
         "kubelet-labeler render dropins --root / \\",
         NotHere("writes into / and reloads systemd: root on a real host"),
@@ -137,7 +143,10 @@ const BLOCKS: &[(&str, Plan)] = &[
         "kubelet-labeler render ignition --pool worker-gpu \\",
         NotHere("needs the cluster's name (<cluster>), its CA and a real live ISO"),
     ),
-    ("oc get node <node> -L node.kubernetes.io/worker-gpu", NotHere("needs a cluster (oc)")),
+    (
+        "oc get node <node> -L node.kubernetes.io/worker-gpu",
+        NotHere("needs a cluster (oc)"),
+    ),
     (
         "kubelet-labeler render dropins --root / --label node.kubernetes.io/gpu= \\",
         NotHere("writes into /, reloads systemd and joins a cluster: root on a real host"),
@@ -173,7 +182,11 @@ fn sh_blocks(readme: &str) -> Vec<Block> {
             body.push(lines[i].get(indent..).unwrap_or("").trim_end());
             i += 1;
         }
-        assert!(i < lines.len(), "README.md:{}: unclosed code block", start + 1);
+        assert!(
+            i < lines.len(),
+            "README.md:{}: unclosed code block",
+            start + 1
+        );
         if lang.trim() == "sh" {
             blocks.push(Block {
                 line: start + 1,
@@ -206,7 +219,13 @@ fn every_sh_block_is_run_or_listed_with_a_reason() {
     let unknown: Vec<String> = blocks
         .iter()
         .filter(|b| plan_of(b).is_none())
-        .map(|b| format!("README.md:{}: {}", b.line, b.text.lines().next().unwrap_or("")))
+        .map(|b| {
+            format!(
+                "README.md:{}: {}",
+                b.line,
+                b.text.lines().next().unwrap_or("")
+            )
+        })
         .collect();
     assert!(
         unknown.is_empty(),
@@ -233,10 +252,14 @@ fn every_sh_block_is_run_or_listed_with_a_reason() {
 /// keeps a block's lines as written.
 #[test]
 fn sh_blocks_are_found_as_written() {
-    let md = "text\n```sh\na \\\n    b\n```\n\n1. item\n   ```sh\n   c\n   ```\n```yaml\nd: e\n```\n";
+    let md =
+        "text\n```sh\na \\\n    b\n```\n\n1. item\n   ```sh\n   c\n   ```\n```yaml\nd: e\n```\n";
     let blocks = sh_blocks(md);
     assert_eq!(blocks.len(), 2);
-    assert_eq!((blocks[0].line, blocks[0].text.as_str()), (2, "a \\\n    b\n"));
+    assert_eq!(
+        (blocks[0].line, blocks[0].text.as_str()),
+        (2, "a \\\n    b\n")
+    );
     assert_eq!((blocks[1].line, blocks[1].text.as_str()), (8, "c\n"));
 }
 
@@ -313,8 +336,17 @@ fn provide(need: Need, scratch: &Path) -> bool {
                 return false;
             };
             let out = Command::new(openssl)
-                .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2"])
-                .args(["-subj", "/CN=root-ca", "-keyout", "ca.key", "-out", "ca.pem"])
+                .args([
+                    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                ])
+                .args([
+                    "-subj",
+                    "/CN=root-ca",
+                    "-keyout",
+                    "ca.key",
+                    "-out",
+                    "ca.pem",
+                ])
                 .current_dir(scratch)
                 .output()
                 .unwrap();
@@ -326,7 +358,8 @@ fn provide(need: Need, scratch: &Path) -> bool {
             true
         }
         LiveIso => {
-            let fx = root().join("../shared/fixtures/coreos-installer/synthetic-coreos-base.iso.xz");
+            let fx =
+                root().join("../shared/fixtures/coreos-installer/synthetic-coreos-base.iso.xz");
             if !fx.is_file() {
                 return missing(&format!("{} missing (a CoreOS live ISO)", fx.display()));
             }
@@ -349,11 +382,12 @@ fn runnable_sh_blocks_run_as_written() {
     let dir = tempfile::tempdir().unwrap();
     let scratch = dir.path().join("kubelet-labeler");
     copy_tree(root(), &scratch);
-    let cli_dir = Path::new(env!("CARGO_BIN_EXE_kubelet-labeler")).parent().unwrap();
-    let path = std::env::join_paths(
-        std::iter::once(cli_dir.to_path_buf())
-            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
-    )
+    let cli_dir = Path::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+        .parent()
+        .unwrap();
+    let path = std::env::join_paths(std::iter::once(cli_dir.to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
     .unwrap();
     let mut ran = 0;
     let mut provided: Vec<Need> = Vec::new();
@@ -392,4 +426,12 @@ fn runnable_sh_blocks_run_as_written() {
         ran += 1;
     }
     assert!(ran > 0, "no README block ran");
+}
+
+#[test]
+fn figures_are_written_with_commas() {
+    use readme_figures::with_commas;
+    assert_eq!(with_commas(7), "7");
+    assert_eq!(with_commas(262_144), "262,144");
+    assert_eq!(with_commas(1_234_567), "1,234,567");
 }

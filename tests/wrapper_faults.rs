@@ -4,6 +4,9 @@
 
 #[path = "support/skipped.rs"]
 mod skipped;
+
+#[path = "support/readme_figures.rs"]
+mod readme_figures;
 #[path = "support/systemd_oracle.rs"]
 mod systemd_oracle;
 
@@ -125,7 +128,7 @@ fn faults_under_real_systemd() {
         .unwrap()
         .as_nanos() as u64;
     eprintln!("kubeadm trial seed {seed}");
-    let trials = 60;
+    let trials = KUBEADM_TRIALS;
     let mut joins = Vec::new();
     for t in 0..trials {
         let n = 1 + lcg(&mut seed) % 6;
@@ -603,4 +606,15 @@ fn faults_under_real_systemd() {
             .unwrap();
         assert!(restarts <= 2, "{name}: {restarts} restarts");
     }
+}
+
+/// How many kubeadm pre-join crash loops the fault test runs.
+const KUBEADM_TRIALS: usize = 60;
+
+#[test]
+fn readme_states_the_kubeadm_trial_count() {
+    readme_figures::assert_readme_says(&format!(
+        "({KUBEADM_TRIALS} trials, random 1-6 failed starts each)"
+    ));
+    readme_figures::assert_readme_says(&format!("{KUBEADM_TRIALS} kubeadm pre-join crash loops"));
 }
