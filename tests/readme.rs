@@ -435,3 +435,42 @@ fn figures_are_written_with_commas() {
     assert_eq!(with_commas(262_144), "262,144");
     assert_eq!(with_commas(1_234_567), "1,234,567");
 }
+
+/// What users read (the READMEs, man pages, `--help` through them, the
+/// example rules) names scenarios, not this project's internal labels.
+#[test]
+fn user_facing_text_has_no_internal_names() {
+    let forbidden: &[(&str, &str)] = &[
+        ("seed 0", "name the scenario"),
+        ("seed-0", "name the scenario"),
+        ("KLR", "the rules wire format's header is internal"),
+        (".ci/run", "CI's script is internal"),
+        (" insta ", "the snapshot library is internal"),
+        ("insta snapshot", "the snapshot library is internal"),
+        ("worker-rwn", "an unexplained pool name"),
+        ("llm-d-lab", "an unexplained lab name"),
+    ];
+    let mut files = vec![root().join("README.md"), root().join("iso/README.md")];
+    for dir in ["man", "examples/rules"] {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(root().join(dir))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        entries.sort();
+        files.extend(entries);
+    }
+    let mut found = Vec::new();
+    for f in &files {
+        // Man pages escape hyphens.
+        let text = std::fs::read_to_string(f).unwrap().replace("\\-", "-");
+        for (n, line) in text.lines().enumerate() {
+            let lower = line.to_lowercase();
+            for (word, why) in forbidden {
+                if lower.contains(&word.to_lowercase()) {
+                    found.push(format!("{}:{}: {word:?} ({why})", f.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}

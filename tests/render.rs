@@ -11,10 +11,10 @@ mod ignition_oracle;
 use ignition_oracle::need;
 #[path = "support/mco.rs"]
 mod mco;
-#[path = "support/systemd_oracle.rs"]
-mod systemd_oracle;
 #[path = "support/readme_figures.rs"]
 mod readme_figures;
+#[path = "support/systemd_oracle.rs"]
+mod systemd_oracle;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
