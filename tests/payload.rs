@@ -460,7 +460,7 @@ fn readme_embed_area_figures_are_measured() {
         let config = dir.path().join(format!("{name}.ign"));
         let mut render = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"));
         render
-            .args(["render", "ignition", "--pool", "gpu", "--rules"])
+            .args(["render", "ignition", "--pool", "worker-gpu", "--rules"])
             .arg(root.join("examples/rules/openshift-gpu.yaml"))
             .arg("--output")
             .arg(&config);
@@ -495,7 +495,8 @@ fn readme_embed_area_figures_are_measured() {
         .unwrap_or_else(|| panic!("the refusal names no archive size: {both}"));
     let with_commas = readme_figures::with_commas;
     let stated = format!(
-        "it takes {} bytes of {} (x86_64) or {} (aarch64). A config with both wrappers \
+        "with `--pool worker-gpu` and the rules of `examples/rules/openshift-gpu.yaml` it takes \
+         {} bytes of {} (x86_64) or {} (aarch64). A config with both wrappers \
          (a mixed pool) does not fit ({} bytes, refused with that figure)",
         with_commas(x86),
         with_commas(area_length),
