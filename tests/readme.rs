@@ -423,6 +423,7 @@ fn runnable_sh_blocks_run_as_written() {
             block.text,
             String::from_utf8_lossy(&out.stderr)
         );
+        eprintln!("ran the block at README.md:{}", block.line);
         ran += 1;
     }
     assert!(ran > 0, "no README block ran");
