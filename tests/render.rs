@@ -739,7 +739,7 @@ fn readme_states_the_gzip_gain_on_the_wrapper() {
     z.write_all(&wrapper).unwrap();
     let zlib = z.finish().unwrap().len();
     let halves = ((1.0 - ours as f64 / zlib as f64) * 200.0).round() as u32;
-    let pct = if halves % 2 == 0 {
+    let pct = if halves.is_multiple_of(2) {
         format!("{}", halves / 2)
     } else {
         format!("{}.5", halves / 2)
