@@ -120,7 +120,7 @@ const BLOCKS: &[(&str, Plan)] = &[
         Run(&[Wrapper("x86_64")]),
     ),
     (
-        "kubelet-labeler render dropins --root ./node-files --arch aarch64 --arch x86_64 \\",
+        "kubelet-labeler render dropins --root ./node-files --create-root \\",
         Run(&[Wrapper("x86_64"), Wrapper("aarch64")]),
     ),
     (
