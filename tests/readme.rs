@@ -152,6 +152,17 @@ const BLOCKS: &[(&str, Plan)] = &[
         NotHere("writes into /, reloads systemd and joins a cluster: root on a real host"),
     ),
     (
+        "kubelet-labeler iso fleet -o fleet.iso rhcos-live.x86_64.iso \\",
+        NotHere(
+            "needs the pools' user-data Secrets from a cluster (oc get secret), the user's rules \
+             file and a real live ISO",
+        ),
+    ),
+    (
+        "oc get node <node> -L feature.node.kubernetes.io/gpu",
+        NotHere("needs a cluster (oc)"),
+    ),
+    (
         "oc patch mcp worker worker-gpu --type merge -p '{\"spec\":{\"paused\":true}}'",
         NotHere("needs a cluster (oc)"),
     ),

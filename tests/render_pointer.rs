@@ -437,7 +437,7 @@ fn pointer_survives_the_mco_ca_rotation() {
             "render",
             "ignition",
             "--pool",
-            "worker-rwn",
+            "worker-gpu",
             "--wrapper",
             "wrapper",
             "--ignition-version",
@@ -451,8 +451,8 @@ fn pointer_survives_the_mco_ca_rotation() {
         "{}",
         String::from_utf8_lossy(&full.stderr)
     );
-    let (_server, port) = serve(dir, "worker-rwn", &dir.join("pool.ign"));
-    let url = format!("https://127.0.0.1:{port}/config/worker-rwn");
+    let (_server, port) = serve(dir, "worker-gpu", &dir.join("pool.ign"));
+    let url = format!("https://127.0.0.1:{port}/config/worker-gpu");
     // Before the rotation the node trusted `other` (one CA, or the bundle
     // `oc` hands out); the MCS now presents a certificate `ca` signs.
     sh(dir, "cat other.pem other.pem other.pem > old-bundle.pem");
@@ -467,7 +467,7 @@ fn pointer_survives_the_mco_ca_rotation() {
                     "render",
                     "ignition",
                     "--pool",
-                    "worker-rwn",
+                    "worker-gpu",
                     "--merge-url",
                     &url,
                     "--ca-file",
