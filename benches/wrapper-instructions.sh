@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): instructions the wrapper executes per start, exact
 # and repeatable where wall time on a shared machine is not (callgrind), for
-# the cases benches/wrapper-startup.sh times: no rules, seed 002's rules,
-# NFD's label set, both. The node tree is that bench's (PREPARE_ONLY), with
+# the cases benches/wrapper-startup.sh times: no rules, the rules of
+# examples/rules/openshift-gpu.yaml, NFD's label set, both. The node tree is that bench's (PREPARE_ONLY), with
 # kubenswrapper replaced by a non-executable image so the exec fails and
 # callgrind reports the wrapper alone (the failed execve costs the same in
 # every case).

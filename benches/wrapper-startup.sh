@@ -15,11 +15,11 @@ trap 'rm -rf "$work"' EXIT
 printf 'int main(void) { return 0; }\n' > "$work/noop.c"
 cc -O2 -static -o "$work/noop" "$work/noop.c"
 # What the wrapper derives from the node, on the DGX-like fixture, rendered
-# as it ships (the env drop-in) and evaluated at each start: seed 002's rules
-# (RULES=FILE for others), NFD's label set (NFD_LABELS=upstream|openshift,
+# as it ships (the env drop-in) and evaluated at each start: the rules of
+# examples/rules/openshift-gpu.yaml (RULES=FILE for others), NFD's label set (NFD_LABELS=upstream|openshift,
 # default openshift; it reads more facts than the rules), and both together.
 # PREPARE_ONLY=DIR: write the trees, print the cases as JSON, time nothing.
-rules=${RULES:-examples/rules/seed-002-openshift-gpu.yaml}
+rules=${RULES:-examples/rules/openshift-gpu.yaml}
 nfd=${NFD_LABELS:-openshift}
 dropin=etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf
 render() {

@@ -79,7 +79,7 @@ DROPINS = {
     "01-kubens.conf": "[Unit]\nAfter=kubens.service\n[Service]\nEnvironmentFile=-/run/kubens/env\n",
     "10-mco-default-madv.conf": '[Service]\nEnvironment="GODEBUG=x509ignoreCN=0,madvdontneed=1"\n',
     "20-logging.conf": '[Service]\nEnvironment="KUBELET_LOG_LEVEL=2"\n',
-    "90-kubelet-labeler-env.conf": '[Service]\nEnvironment="FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS=node.kubernetes.io/worker-rwn="\n'
+    "90-kubelet-labeler-env.conf": '[Service]\nEnvironment="FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS=node.kubernetes.io/worker-gpu="\n'
                                    'Environment="FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS=nvidia.com/gpu=true:NoSchedule"\n',
     "zz-kubelet-labeler.conf": "[Service]\nExecStart=\nExecStart=/usr/local/bin/kubelet-labeler-wrapper --unit %n\n",
 }
@@ -92,7 +92,7 @@ SERVICE_ENV = {
     "SYSTEM_RESERVED_MEMORY": "1Gi", "SYSTEM_RESERVED_CPU": "500m", "SYSTEM_RESERVED_ES": "1Gi",
     "GODEBUG": "x509ignoreCN=0,madvdontneed=1", "KUBELET_LOG_LEVEL": "2",
     "KUBELET_NODE_NAME": "worker-0", "KUBELET_PROVIDERID": "",
-    "FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS": "node.kubernetes.io/worker-rwn=",
+    "FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS": "node.kubernetes.io/worker-gpu=",
     "FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS": "nvidia.com/gpu=true:NoSchedule",
 }
 

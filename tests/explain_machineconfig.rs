@@ -83,7 +83,7 @@ fn equivalent_tree(root: &Path, unit: &str, ours: bool) {
             .as_bytes(),
         );
         let additions = kubelet_labeler::kubelet::Additions {
-            labels: vec![("node.kubernetes.io/worker-rwn".into(), String::new())],
+            labels: vec![("node.kubernetes.io/worker-gpu".into(), String::new())],
             taints: vec![],
         };
         std::fs::write(
@@ -113,7 +113,7 @@ fn machineconfigs_explain_like_the_tree_they_write() {
             .unwrap();
             let mc = mc.to_str().unwrap().to_string();
             let base = example("50-worker-kubelet-labeler-wrapper.yaml");
-            let pool = example("50-worker-rwn-kubelet-labeler-labels.yaml");
+            let pool = example("50-worker-gpu-kubelet-labeler-labels.yaml");
             let mut args = vec!["explain", "--json", "--profile", "openshift"];
             args.extend(["--machineconfig", &mc]);
             if ours {
@@ -163,7 +163,7 @@ fn machineconfigs_explain_like_the_tree_they_write() {
                     from_mc["added_labels"]
                         .as_array()
                         .unwrap()
-                        .contains(&json!("node.kubernetes.io/worker-rwn=")),
+                        .contains(&json!("node.kubernetes.io/worker-gpu=")),
                     "{name}: {from_mc}"
                 );
                 // Offline, the kubelet binary is not in the tree: a warning.
@@ -233,13 +233,13 @@ fn falling_back_exits_1_with_the_reason() {
         "{stderr}"
     );
     // A MachineConfigPool alone is not something to explain.
-    let pool = example("machineconfigpool-worker-rwn.yaml");
+    let pool = example("machineconfigpool-worker-gpu.yaml");
     let out = cli(&["explain", "--machineconfig", pool.to_str().unwrap()]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no MachineConfig"));
 }
 
-/// Seed 000: every control-plane node tainted at registration, with no
+/// Every control-plane node tainted at registration, with no
 /// custom pool; the platform's own master taint is kept beside ours.
 #[test]
 fn role_machineconfigs_taint_every_master_next_to_the_platform_taint() {
@@ -267,7 +267,7 @@ fn role_machineconfigs_taint_every_master_next_to_the_platform_taint() {
         "--role",
         "master",
         "--taint",
-        "llm-d-lab=control-plane:NoSchedule",
+        "dedicated=control-plane:NoSchedule",
         "--wrapper",
         wrapper.to_str().unwrap(),
         "--output-dir",
@@ -323,7 +323,7 @@ fn role_machineconfigs_taint_every_master_next_to_the_platform_taint() {
         .map(|t| t.as_str().unwrap())
         .collect();
     assert!(
-        taints.contains(&"llm-d-lab=control-plane:NoSchedule")
+        taints.contains(&"dedicated=control-plane:NoSchedule")
             && taints
                 .iter()
                 .any(|t| t.starts_with("node-role.kubernetes.io/master")),

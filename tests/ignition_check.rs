@@ -6,6 +6,9 @@
 #[path = "support/skipped.rs"]
 mod skipped;
 
+#[path = "support/readme_figures.rs"]
+mod readme_figures;
+
 #[path = "support/ignition_oracle.rs"]
 mod ignition_oracle;
 
@@ -156,4 +159,9 @@ fn embed_check_reads_3_5_0_as_3_4_0_for_the_corpus() {
             (a, b) => panic!("{template}: 3.4.0 {a:?}, 3.5.0 {b:?}"),
         }
     }
+}
+
+#[test]
+fn readme_states_the_corpus_size() {
+    readme_figures::assert_readme_says(&format!("{} configs (types,", CORPUS.len()));
 }

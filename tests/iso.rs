@@ -305,9 +305,9 @@ fn output_modes_and_refusals() {
             "embed",
             "-f",
             "--pool",
-            "worker-rwn",
+            "worker-gpu",
             "--merge-url",
-            "https://api-int.c.example.com:22623/config/worker-rwn",
+            "https://api-int.c.example.com:22623/config/worker-gpu",
             "--ca-file",
         ])
         .arg(d.join("ca.pem"))
@@ -316,7 +316,7 @@ fn output_modes_and_refusals() {
         serde_json::from_slice(&ok(run(bin().args(["iso", "show"]).arg(&iso))).stdout).unwrap();
     assert_eq!(
         shown["ignition"]["config"]["merge"][0]["source"],
-        "https://api-int.c.example.com:22623/config/worker-rwn"
+        "https://api-int.c.example.com:22623/config/worker-gpu"
     );
     assert_eq!(shown["ignition"]["version"], "3.4.0");
     // For 4.19+ live ISOs, at 3.5.0: it parses as the spec's types with no
@@ -327,9 +327,9 @@ fn output_modes_and_refusals() {
             "embed",
             "-f",
             "--pool",
-            "worker-rwn",
+            "worker-gpu",
             "--merge-url",
-            "https://api-int.c.example.com:22623/config/worker-rwn",
+            "https://api-int.c.example.com:22623/config/worker-gpu",
             "--ignition-version",
             "3.5.0",
             "--ca-file",

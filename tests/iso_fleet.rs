@@ -91,7 +91,7 @@ fn base_iso(dir: &Path) -> Option<PathBuf> {
 }
 
 fn rules() -> PathBuf {
-    repo().join("examples/rules/seed-004-mixed-fleet.yaml")
+    repo().join("examples/rules/mixed-fleet.yaml")
 }
 
 /// A pool's gitops directory, rendered by `render machineconfig`; the

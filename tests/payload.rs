@@ -8,6 +8,9 @@ mod skipped;
 #[path = "support/systemd_oracle.rs"]
 mod systemd_oracle;
 
+#[path = "support/readme_figures.rs"]
+mod readme_figures;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -357,16 +360,15 @@ fn succeeded(cmd: &mut Command) -> std::process::Output {
     out
 }
 
-/// A full Ignition config carrying one shipped wrapper (and seed 002's
-/// rules) fits a live ISO's 256 KiB embed area (the synthetic CoreOS ISO's,
+/// A full Ignition config carrying one shipped wrapper (and the rules of
+/// examples/rules/openshift-gpu.yaml) fits a live ISO's 256 KiB embed area (the synthetic CoreOS ISO's,
 /// as RHCOS/FCOS lay it out), for either architecture, and coreos-installer
 /// reads it back unchanged. Prints how much of the area it takes.
 #[test]
 fn a_full_config_with_one_wrapper_fits_the_live_iso_embed_area() {
     let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/coreos-installer");
     assert!(fx.is_dir(), "{} missing", fx.display());
-    let rules =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/rules/seed-002-openshift-gpu.yaml");
+    let rules = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/rules/openshift-gpu.yaml");
     let cli = env!("CARGO_BIN_EXE_kubelet-labeler");
     let dir = tempfile::tempdir().unwrap();
     let mut base = Vec::new();
@@ -422,4 +424,84 @@ fn a_full_config_with_one_wrapper_fits_the_live_iso_embed_area() {
         ran += 1;
     }
     assert!(ran > 0 || std::env::var_os("CI").is_none());
+}
+
+/// The README's embed-area figures are what this code measures today: the
+/// bytes a full config (the OpenShift GPU example's rules) takes of the live
+/// ISO's embed area with the x86_64 wrapper and with the aarch64 one, and the
+/// size of the both-arch config `iso embed` refuses, with that figure.
+#[test]
+fn readme_embed_area_figures_are_measured() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let fx = root.join("../shared/fixtures/coreos-installer/synthetic-coreos-base.iso.xz");
+    if !fx.is_file() {
+        let why = format!("{} missing (the synthetic CoreOS ISO)", fx.display());
+        assert!(std::env::var_os("CI").is_none(), "{why}");
+        crate::skipped::skipped(&why);
+        return;
+    }
+    if !musl_target_installed("x86_64") || !musl_target_installed("aarch64") {
+        return;
+    }
+    let mut base = Vec::new();
+    std::io::Read::read_to_end(
+        &mut xz2::read::XzDecoder::new(std::fs::File::open(&fx).unwrap()),
+        &mut base,
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("plain.iso");
+    std::fs::write(&plain, &base).unwrap();
+    let area_length = kubelet_labeler::iso::area_of(&plain).unwrap().length as usize;
+    let wrappers = [build("x86_64"), build("aarch64")];
+    // Embed a config rendered with these wrappers: Ok(bytes of the area
+    // used) or Err(the refusal).
+    let embed = |name: &str, wrappers: &[PathBuf]| -> Result<usize, String> {
+        let config = dir.path().join(format!("{name}.ign"));
+        let mut render = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"));
+        render
+            .args(["render", "ignition", "--pool", "worker-gpu", "--rules"])
+            .arg(root.join("examples/rules/openshift-gpu.yaml"))
+            .arg("--output")
+            .arg(&config);
+        for w in wrappers {
+            render.arg("--wrapper").arg(w);
+        }
+        succeeded(&mut render);
+        let iso = dir.path().join(format!("{name}.iso"));
+        std::fs::write(&iso, &base).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+            .args(["iso", "embed", "-i"])
+            .arg(&config)
+            .arg(&iso)
+            .output()
+            .unwrap();
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
+        let area = kubelet_labeler::iso::area_of(&iso).unwrap();
+        let bytes = std::fs::read(&iso).unwrap();
+        let region = &bytes[area.offset as usize..(area.offset + area.length) as usize];
+        Ok(region.len() - region.iter().rev().take_while(|&&b| b == 0).count())
+    };
+    let x86 = embed("x86_64", &wrappers[..1]).unwrap();
+    let arm = embed("aarch64", &wrappers[1..]).unwrap();
+    let both = embed("both", &wrappers).unwrap_err();
+    let refused: usize = both
+        .split("the compressed archive is ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("the refusal names no archive size: {both}"));
+    let with_commas = readme_figures::with_commas;
+    let stated = format!(
+        "with `--pool worker-gpu` and the rules of `examples/rules/openshift-gpu.yaml` it takes \
+         {} bytes of {} (x86_64) or {} (aarch64). A config with both wrappers \
+         (a mixed pool) does not fit ({} bytes, refused with that figure)",
+        with_commas(x86),
+        with_commas(area_length),
+        with_commas(arm),
+        with_commas(refused)
+    );
+    readme_figures::assert_readme_says(&stated);
 }

@@ -78,7 +78,7 @@ fn kubelet_mc(dir: &Path, dropins: &[(&str, &str)]) -> String {
 fn machineconfigs_without_the_wrapper_exit_1() {
     let dir = tempfile::tempdir().unwrap();
     let rendered = kubelet_mc(dir.path(), &[]);
-    let labels = example("50-worker-rwn-kubelet-labeler-labels.yaml");
+    let labels = example("50-worker-gpu-kubelet-labeler-labels.yaml");
     let out = cli(&[
         "explain",
         "--machineconfig",
@@ -127,7 +127,7 @@ fn a_later_dropin_that_resets_execstart_exits_1() {
     let dir = tempfile::tempdir().unwrap();
     let debug = "[Service]\nExecStart=\nExecStart=/usr/bin/kubelet --v=8\n";
     let log = "[Service]\nEnvironment=GODEBUG=x=1\n";
-    let labels = example("50-worker-rwn-kubelet-labeler-labels.yaml");
+    let labels = example("50-worker-gpu-kubelet-labeler-labels.yaml");
     let wrapper = example("50-worker-kubelet-labeler-wrapper.yaml");
     let explain = |dropins: &[(&str, &str)]| {
         let rendered = kubelet_mc(dir.path(), dropins);

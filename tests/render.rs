@@ -11,6 +11,8 @@ mod ignition_oracle;
 use ignition_oracle::need;
 #[path = "support/mco.rs"]
 mod mco;
+#[path = "support/readme_figures.rs"]
+mod readme_figures;
 #[path = "support/systemd_oracle.rs"]
 mod systemd_oracle;
 
@@ -90,7 +92,7 @@ fn opts(
     version: &'static str,
 ) -> PoolOptions {
     PoolOptions {
-        pool: "worker-rwn".into(),
+        pool: "worker-gpu".into(),
         additions: Additions {
             labels: labels
                 .iter()
@@ -186,7 +188,7 @@ fn every_ignition_config_passes_ignition_validate() {
         }
         let pem = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
         let pointer = machineconfig::pointer_ignition(
-            "https://api-int.ocp.example.com:22623/config/worker-rwn",
+            "https://api-int.ocp.example.com:22623/config/worker-gpu",
             pem,
             version,
         )
@@ -277,7 +279,7 @@ fn cli_writes_the_chosen_ignition_version() {
         let o = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
             .current_dir(dir.path())
             .args(args)
-            .args(["--pool", "worker-rwn", "--wrapper", "wrapper", "-o", "-"])
+            .args(["--pool", "worker-gpu", "--wrapper", "wrapper", "-o", "-"])
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -345,9 +347,9 @@ fn example_machineconfigs_are_current() {
                 "render",
                 "machineconfig",
                 "--pool",
-                "worker-rwn",
+                "worker-gpu",
                 "--label",
-                "node.kubernetes.io/worker-rwn=",
+                "node.kubernetes.io/worker-gpu=",
             ])
             .arg("--wrapper")
             .arg(&wrapper)
@@ -594,7 +596,7 @@ fn first_boot_with_real_ignition_and_systemd() {
     let mut configs = Vec::new();
     for f in [
         "50-worker-kubelet-labeler-wrapper.yaml",
-        "50-worker-rwn-kubelet-labeler-labels.yaml",
+        "50-worker-gpu-kubelet-labeler-labels.yaml",
     ] {
         let text = std::fs::read_to_string(manifest_dir().join("machineconfigs").join(f)).unwrap();
         configs.push(pyyaml(&text).remove(0)["spec"]["config"].clone());
@@ -634,7 +636,7 @@ fn first_boot_with_real_ignition_and_systemd() {
         .unwrap();
         assert!(
             env_dropin.contains(
-                "Environment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS=node.kubernetes.io/worker-rwn=\"\n"
+                "Environment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS=node.kubernetes.io/worker-gpu=\"\n"
             ),
             "{env_dropin}"
         );
@@ -665,8 +667,8 @@ fn first_boot_with_real_ignition_and_systemd() {
             std::fs::write(
                 &env,
                 text.replace(
-                    "node.kubernetes.io/worker-rwn=",
-                    "node-role.kubernetes.io/worker-rwn=",
+                    "node.kubernetes.io/worker-gpu=",
+                    "node-role.kubernetes.io/worker-gpu=",
                 ),
             )
             .unwrap();
@@ -707,9 +709,9 @@ fn first_boot_with_real_ignition_and_systemd() {
         };
         let line = std::fs::read_to_string(&log).unwrap_or_default();
         let want = if refused {
-            "kubelet-labeler: starting kubelet without our labels/taints: label \"node-role.kubernetes.io/worker-rwn\""
+            "kubelet-labeler: starting kubelet without our labels/taints: label \"node-role.kubernetes.io/worker-gpu\""
         } else {
-            "kubelet-labeler: starting kubelet with --node-labels=node.kubernetes.io/worker-rwn="
+            "kubelet-labeler: starting kubelet with --node-labels=node.kubernetes.io/worker-gpu="
         };
         assert!(
             line.contains(want),
@@ -720,8 +722,29 @@ fn first_boot_with_real_ignition_and_systemd() {
     for (case, original, kubelet) in argvs {
         let mut want = original.clone();
         if case == "good" {
-            want.push("--node-labels=node.kubernetes.io/worker-rwn=".into());
+            want.push("--node-labels=node.kubernetes.io/worker-gpu=".into());
         }
         assert_eq!(kubelet, want, "{case}");
     }
+}
+
+/// The README's figure for libdeflate's gain over zlib's best (flate2 at
+/// level 9) on the wrapper, to the nearest half percent.
+#[test]
+fn readme_states_the_gzip_gain_on_the_wrapper() {
+    use std::io::Write;
+    let wrapper = example_wrapper();
+    let ours = kubelet_labeler::render::encoding::gzip(&wrapper).len();
+    let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    z.write_all(&wrapper).unwrap();
+    let zlib = z.finish().unwrap().len();
+    let halves = ((1.0 - ours as f64 / zlib as f64) * 200.0).round() as u32;
+    let pct = if halves.is_multiple_of(2) {
+        format!("{}", halves / 2)
+    } else {
+        format!("{}.5", halves / 2)
+    };
+    readme_figures::assert_readme_says(&format!(
+        "about {pct}% smaller than zlib's best on the wrapper"
+    ));
 }

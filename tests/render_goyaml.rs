@@ -153,7 +153,7 @@ fn go_yaml_reads_every_label_value_back_as_the_string() {
     for v in AMBIGUOUS {
         // Only values kubelet accepts get rendered; the rest go through the
         // emitter alone below.
-        let o = opts("worker-rwn", v, "3.4.0");
+        let o = opts("worker-gpu", v, "3.4.0");
         if label_value_errors(v).is_empty() {
             assert_reads_back(bin, &o, &format!("label value {v:?}"));
             rendered += 1;
@@ -202,7 +202,7 @@ fn go_yaml_reads_pool_names_that_look_like_numbers_back() {
 fn go_yaml_reads_every_ignition_version_back() {
     let Some(bin) = goyaml_bin() else { return };
     for version in ["3.5.0", "3.4.0", "3.2.0"] {
-        assert_reads_back(bin, &opts("worker-rwn", "on", version), version);
+        assert_reads_back(bin, &opts("worker-gpu", "on", version), version);
     }
 }
 

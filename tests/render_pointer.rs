@@ -143,7 +143,7 @@ fn ignition_fetches_the_pool_config_through_the_pointer() {
             "render",
             "ignition",
             "--pool",
-            "worker-rwn",
+            "worker-gpu",
             "--label",
             "example.com/gpu=yes",
             "--taint",
@@ -161,8 +161,8 @@ fn ignition_fetches_the_pool_config_through_the_pointer() {
         "{}",
         String::from_utf8_lossy(&full.stderr)
     );
-    let (_server, port) = serve(dir, "worker-rwn", &dir.join("pool.ign"));
-    let url = format!("https://127.0.0.1:{port}/config/worker-rwn");
+    let (_server, port) = serve(dir, "worker-gpu", &dir.join("pool.ign"));
+    let url = format!("https://127.0.0.1:{port}/config/worker-gpu");
 
     // A bundle of several CAs is what `oc` hands out.
     sh(dir, "cat other.pem ca.pem other.pem ca.pem > bundle.pem");
@@ -173,7 +173,7 @@ fn ignition_fetches_the_pool_config_through_the_pointer() {
                 "render",
                 "ignition",
                 "--pool",
-                "worker-rwn",
+                "worker-gpu",
                 "--merge-url",
                 &url,
                 "--ca-file",
@@ -250,7 +250,7 @@ fn ignition_fetches_the_pool_config_through_the_pointer() {
         let env = std::fs::read_to_string(dropins.join("90-kubelet-labeler-env.conf")).unwrap();
         assert!(
             env.contains(
-                "Environment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS=node.kubernetes.io/worker-rwn=,example.com/gpu=yes\"\n"
+                "Environment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS=node.kubernetes.io/worker-gpu=,example.com/gpu=yes\"\n"
             ) && env.contains(
                 "Environment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS=example.com/gpu=true:NoSchedule\"\n"
             ),
@@ -261,7 +261,7 @@ fn ignition_fetches_the_pool_config_through_the_pointer() {
     // as the MCS needs to pick the served version.
     let log = std::fs::read_to_string(dir.join("accept.log")).unwrap();
     assert!(
-        log.lines().any(|l| l.starts_with("/config/worker-rwn ")
+        log.lines().any(|l| l.starts_with("/config/worker-gpu ")
             && l.contains("application/vnd.coreos.ignition+json")),
         "{log}"
     );
@@ -285,15 +285,15 @@ fn pointer_refusals() {
         (
             "https://api-int.c.example.com:22623/config/worker",
             "ca.pem",
-            "/config/worker-rwn",
+            "/config/worker-gpu",
         ),
         (
-            "api-int.c.example.com:22623/config/worker-rwn",
+            "api-int.c.example.com:22623/config/worker-gpu",
             "ca.pem",
             "https://",
         ),
         (
-            "https://api-int.c.example.com:22623/config/worker-rwn",
+            "https://api-int.c.example.com:22623/config/worker-gpu",
             "key.pem",
             "worker-user-data-managed",
         ),
@@ -304,7 +304,7 @@ fn pointer_refusals() {
                 "render",
                 "ignition",
                 "--pool",
-                "worker-rwn",
+                "worker-gpu",
                 "--merge-url",
                 url,
                 "--ca-file",
@@ -437,7 +437,7 @@ fn pointer_survives_the_mco_ca_rotation() {
             "render",
             "ignition",
             "--pool",
-            "worker-rwn",
+            "worker-gpu",
             "--wrapper",
             "wrapper",
             "--ignition-version",
@@ -451,8 +451,8 @@ fn pointer_survives_the_mco_ca_rotation() {
         "{}",
         String::from_utf8_lossy(&full.stderr)
     );
-    let (_server, port) = serve(dir, "worker-rwn", &dir.join("pool.ign"));
-    let url = format!("https://127.0.0.1:{port}/config/worker-rwn");
+    let (_server, port) = serve(dir, "worker-gpu", &dir.join("pool.ign"));
+    let url = format!("https://127.0.0.1:{port}/config/worker-gpu");
     // Before the rotation the node trusted `other` (one CA, or the bundle
     // `oc` hands out); the MCS now presents a certificate `ca` signs.
     sh(dir, "cat other.pem other.pem other.pem > old-bundle.pem");
@@ -467,7 +467,7 @@ fn pointer_survives_the_mco_ca_rotation() {
                     "render",
                     "ignition",
                     "--pool",
-                    "worker-rwn",
+                    "worker-gpu",
                     "--merge-url",
                     &url,
                     "--ca-file",

@@ -52,8 +52,8 @@ fn rules_register_gpu_nodes_classified_and_leave_the_pi_alone() {
     let recorder = systemd_oracle::build_fake_kubelet(scratch);
     let search_path =
         systemd_oracle::search_path(&UserRun::new(vec![units.clone()], vec![]), scratch);
-    let seed001 = repo("examples/rules/seed-001-gpu-classes.yaml");
-    let seed002 = repo("examples/rules/seed-002-openshift-gpu.yaml");
+    let gpu_classes = repo("examples/rules/gpu-classes.yaml");
+    let openshift_gpu = repo("examples/rules/openshift-gpu.yaml");
     // (unit, fixture node, render arguments)
     let cases: Vec<(&str, &str, Vec<String>)> = vec![
         (
@@ -61,7 +61,7 @@ fn rules_register_gpu_nodes_classified_and_leave_the_pi_alone() {
             "dgx",
             vec![
                 "--rules".into(),
-                seed002.display().to_string(),
+                openshift_gpu.display().to_string(),
                 "--nfd-labels".into(),
                 "openshift".into(),
             ],
@@ -69,12 +69,12 @@ fn rules_register_gpu_nodes_classified_and_leave_the_pi_alone() {
         (
             "desktop",
             "desktop-2gpu",
-            vec!["--rules".into(), seed001.display().to_string()],
+            vec!["--rules".into(), gpu_classes.display().to_string()],
         ),
         (
             "pi",
             "rpi4",
-            vec!["--rules".into(), seed002.display().to_string()],
+            vec!["--rules".into(), openshift_gpu.display().to_string()],
         ),
     ];
     for (name, node, args) in &cases {
@@ -149,7 +149,7 @@ fn rules_register_gpu_nodes_classified_and_leave_the_pi_alone() {
         journal("dgx")
     );
 
-    // Desktop with two GeForce cards: seed 001's classification.
+    // Desktop with two GeForce cards: the GPU-classes example's classification.
     let desktop = argv("desktop");
     let labels = desktop
         .iter()

@@ -9,6 +9,9 @@
 #[path = "support/skipped.rs"]
 mod skipped;
 
+#[path = "support/readme_figures.rs"]
+mod readme_figures;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -144,6 +147,11 @@ fn static_cli_works(arch: &str, a: Arch) {
         cli.display()
     );
     println!("{arch}: kubelet-labeler {} bytes", bytes.len());
+    // The README's size, to a tenth of a MiB.
+    readme_figures::assert_readme_says(&format!(
+        "{:.1} MiB ({arch})",
+        bytes.len() as f64 / (1024.0 * 1024.0)
+    ));
 
     let version = ok(
         runner(arch, &cli).arg("--version").output().unwrap(),
@@ -160,7 +168,7 @@ fn static_cli_works(arch: &str, a: Arch) {
         "render",
         "machineconfig",
         "--pool",
-        "worker-rwn",
+        "worker-gpu",
         "--label",
         "example.com/gpu=yes",
         "--arch",

@@ -7,6 +7,9 @@
 #[path = "support/skipped.rs"]
 mod skipped;
 
+#[path = "support/readme_figures.rs"]
+mod readme_figures;
+
 #[path = "support/systemd_oracle.rs"]
 mod systemd_oracle;
 
@@ -706,4 +709,10 @@ fn unit_resolution_matches_real_systemd() {
         cases.len(),
         failures.join("\n")
     );
+}
+
+#[test]
+fn readme_states_the_case_count() {
+    let n = SINGLE.len() + multi_cases(SINGLE.len()).len();
+    readme_figures::assert_readme_says(&format!("{n} unit-file cases"));
 }

@@ -4,6 +4,9 @@
 
 #[path = "support/skipped.rs"]
 mod skipped;
+
+#[path = "support/readme_figures.rs"]
+mod readme_figures;
 #[path = "support/systemd_oracle.rs"]
 mod systemd_oracle;
 
@@ -16,7 +19,7 @@ use kubelet_labeler::render::arch::Arch;
 use kubelet_labeler::render::dropins;
 use systemd_oracle::{UserRun, write};
 
-const LABEL: &str = "node.kubernetes.io/worker-rwn";
+const LABEL: &str = "node.kubernetes.io/worker-gpu";
 
 /// The env drop-in for `unit` in `units`.
 fn env_dropin(units: &Path, unit: &str, labels: &str) {
@@ -54,7 +57,7 @@ fn wrap(units: &Path, unit: &str, search_path: &str, state: &Path, labels: &str)
 /// words its line must hold (None: it writes the drop-in).
 type GeneratorCase = (&'static str, Vec<Arch>, Option<Vec<u8>>, Option<String>);
 
-/// seed 002's rule as `render` compiles it: NVIDIA display PCI functions.
+/// examples/rules/openshift-gpu.yaml's rule as `render` compiles it: NVIDIA display PCI functions.
 const GPU_RULE: &str = "KLR2,1,nvidia-gpu-taint,0,~N,0,~N,1,nvidia.com/gpu,true,NoSchedule,\
 1,pci.device,2,vendor,In,1,10de,class,In,2,0300,0302,~N,0";
 
@@ -125,7 +128,7 @@ fn faults_under_real_systemd() {
         .unwrap()
         .as_nanos() as u64;
     eprintln!("kubeadm trial seed {seed}");
-    let trials = 60;
+    let trials = KUBEADM_TRIALS;
     let mut joins = Vec::new();
     for t in 0..trials {
         let n = 1 + lcg(&mut seed) % 6;
@@ -603,4 +606,15 @@ fn faults_under_real_systemd() {
             .unwrap();
         assert!(restarts <= 2, "{name}: {restarts} restarts");
     }
+}
+
+/// How many kubeadm pre-join crash loops the fault test runs.
+const KUBEADM_TRIALS: usize = 60;
+
+#[test]
+fn readme_states_the_kubeadm_trial_count() {
+    readme_figures::assert_readme_says(&format!(
+        "({KUBEADM_TRIALS} trials, random 1-6 failed starts each)"
+    ));
+    readme_figures::assert_readme_says(&format!("{KUBEADM_TRIALS} kubeadm pre-join crash loops"));
 }

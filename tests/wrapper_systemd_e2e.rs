@@ -20,7 +20,7 @@ use std::process::Command;
 
 use systemd_oracle::{Record, UserRun};
 
-const LABELS: &str = "node.kubernetes.io/worker-rwn=";
+const LABELS: &str = "node.kubernetes.io/worker-gpu=";
 const TAINT: &str = "example.com/gpu=true:NoSchedule";
 const CONFIG_TAINT: &str = "example.com/from-config=:PreferNoSchedule";
 

@@ -45,8 +45,8 @@ pub enum Cmd {
 // works as shown (paths aside). Exit codes are said once per command.
 const TOP_EXAMPLES: &str = "\
 Examples:
-  kubelet-labeler render machineconfig --pool worker-rwn \\
-      --output-dir gitops/worker-rwn
+  kubelet-labeler render machineconfig --pool worker-gpu \\
+      --output-dir gitops/worker-gpu
   kubelet-labeler explain --root /mnt/node --profile openshift
   kubelet-labeler completions bash > /etc/bash_completion.d/kubelet-labeler
 
@@ -87,9 +87,9 @@ the key or taint and the rule), 2 usage.";
 
 const RENDER_EXAMPLES: &str = "\
 Examples:
-  kubelet-labeler render machineconfig --pool worker-rwn \\
-      --output-dir gitops/worker-rwn
-  kubelet-labeler render ignition --pool worker-rwn -o worker-rwn.ign
+  kubelet-labeler render machineconfig --pool worker-gpu \\
+      --output-dir gitops/worker-gpu
+  kubelet-labeler render ignition --pool worker-gpu -o worker-gpu.ign
   kubelet-labeler render dropins --root / --label node.kubernetes.io/gpu=
 
 Exit status: 0 success, 1 error (the message says which input and the fix),
@@ -109,13 +109,13 @@ Exit status: 0 success, 1 error (the message says which input and the fix),
 
 const MACHINECONFIG_EXAMPLES: &str = "\
 Examples:
-  kubelet-labeler render machineconfig --pool worker-rwn \\
-      --taint nvidia.com/gpu=true:NoSchedule --output-dir gitops/worker-rwn
-  kubelet-labeler render machineconfig --pool worker-rwn -o - | oc apply -f -
+  kubelet-labeler render machineconfig --pool worker-gpu \\
+      --taint nvidia.com/gpu=true:NoSchedule --output-dir gitops/worker-gpu
+  kubelet-labeler render machineconfig --pool worker-gpu -o - | oc apply -f -
   kubelet-labeler render machineconfig --pool worker-gpu \\
       --rules gpu-rules.yaml --nfd-labels openshift --output-dir gitops/gpu
   kubelet-labeler render machineconfig --role master \\
-      --taint llm-d-lab=control-plane:NoSchedule --output-dir openshift/
+      --taint dedicated=control-plane:NoSchedule --output-dir openshift/
   kubelet-labeler render machineconfig --pool worker-gpu --arch x86_64 \\
       --arch aarch64 --output-dir gitops/gpu   # a mixed-architecture cluster
 
@@ -124,9 +124,9 @@ Exit status: 0 success, 1 error (the message says which input and the fix),
 
 const IGNITION_EXAMPLES: &str = "\
 Examples:
-  kubelet-labeler render ignition --pool worker-rwn -o worker-rwn.ign
-  kubelet-labeler render ignition --pool worker-rwn \\
-      --merge-url https://api-int.ocp.example.com:22623/config/worker-rwn \\
+  kubelet-labeler render ignition --pool worker-gpu -o worker-gpu.ign
+  kubelet-labeler render ignition --pool worker-gpu \\
+      --merge-url https://api-int.ocp.example.com:22623/config/worker-gpu \\
       --ca-file ca.pem -o pointer.ign
 
 Exit status: 0 success, 1 error (the message says which input and the fix),
@@ -144,10 +144,10 @@ Exit status: 0 success, 1 error (the message says which input and the fix),
 const EMBED_EXAMPLES: &str = "\
 Examples:
   kubelet-labeler iso embed -i pointer.ign -o node.iso rhcos-live.x86_64.iso
-  kubelet-labeler iso embed --pool worker-rwn \\
-      --merge-url https://api-int.ocp.example.com:22623/config/worker-rwn \\
+  kubelet-labeler iso embed --pool worker-gpu \\
+      --merge-url https://api-int.ocp.example.com:22623/config/worker-gpu \\
       --ca-file ca.pem rhcos-live.x86_64.iso
-  kubelet-labeler render ignition --pool worker-rwn -o - | \\
+  kubelet-labeler render ignition --pool worker-gpu -o - | \\
       kubelet-labeler iso embed -f node.iso
 
 Exit status: 0 success, 1 error (the message says which input and the fix),

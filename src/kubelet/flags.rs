@@ -576,13 +576,13 @@ mod tests {
     #[test]
     fn wrapper_chain_and_openshift_trailing_comma_kept() {
         let fs = FakeFs::default();
-        let a = adds(&[("node.kubernetes.io/worker-rwn", "")], "");
+        let a = adds(&[("node.kubernetes.io/worker-gpu", "")], "");
         let cmd = "/usr/local/bin/kubenswrapper /usr/bin/kubelet --config=/etc/kubernetes/kubelet.conf \
                    --node-labels=node-role.kubernetes.io/worker,node.openshift.io/os_id=rhcos, --v=2";
         let cmd = cmd.split_whitespace().collect::<Vec<_>>().join(" ");
         assert_eq!(
             run(&cmd, &a, &fs).unwrap(),
-            format!("{cmd} --node-labels=node.kubernetes.io/worker-rwn=")
+            format!("{cmd} --node-labels=node.kubernetes.io/worker-gpu=")
         );
         let s = scan(&cmd.split(' ').map(String::from).collect::<Vec<_>>());
         assert_eq!(s.start, 2);

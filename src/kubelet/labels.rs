@@ -335,7 +335,7 @@ mod tests {
             "topology.kubernetes.io/region",
             "failure-domain.beta.kubernetes.io/zone",
             "failure-domain.beta.kubernetes.io/region",
-            "node.kubernetes.io/worker-rwn",
+            "node.kubernetes.io/worker-gpu",
             "feature.node.kubernetes.io/x",
             "kubelet.kubernetes.io/y",
             "foo.kubelet.kubernetes.io/y",
@@ -373,7 +373,7 @@ mod tests {
             Profile::OpenShift
         ));
         assert!(!is_self_settable(
-            "node-role.kubernetes.io/worker-rwn",
+            "node-role.kubernetes.io/worker-gpu",
             Profile::OpenShift
         ));
     }

@@ -266,7 +266,7 @@ mod tests {
 
     fn example_additions() -> Additions {
         Additions {
-            labels: vec![("node.kubernetes.io/worker-rwn".into(), String::new())],
+            labels: vec![("node.kubernetes.io/worker-gpu".into(), String::new())],
             taints: vec![Taint {
                 key: "example.com/gpu".into(),
                 value: "true".into(),

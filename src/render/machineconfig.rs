@@ -462,7 +462,7 @@ mod tests {
 
     fn opts() -> PoolOptions {
         PoolOptions {
-            pool: "worker-rwn".into(),
+            pool: "worker-gpu".into(),
             additions: Additions::default(),
             pool_label: None,
             base_role: "worker".into(),
@@ -575,15 +575,15 @@ mod tests {
 
     #[test]
     fn pool_names_and_labels() {
-        assert!(check_pool_name("worker-rwn", "worker").is_ok());
+        assert!(check_pool_name("worker-gpu", "worker").is_ok());
         for bad in ["Worker", "-x", "x-", "", "worker", "master", "a_b"] {
             assert!(check_pool_name(bad, "worker").is_err(), "{bad}");
         }
         let mut o = opts();
-        o.pool_label = Some(("node-role.kubernetes.io/worker-rwn".into(), String::new()));
+        o.pool_label = Some(("node-role.kubernetes.io/worker-gpu".into(), String::new()));
         let e = render(&o).err().unwrap().to_string();
         assert!(
-            e.contains("refuses") && e.contains("node.kubernetes.io/worker-rwn"),
+            e.contains("refuses") && e.contains("node.kubernetes.io/worker-gpu"),
             "{e}"
         );
     }
@@ -594,11 +594,11 @@ mod tests {
         let pool = &r.manifests[2].1;
         assert_eq!(
             pool["spec"]["machineConfigSelector"]["matchExpressions"][0]["values"],
-            json!(["worker", "worker-rwn"])
+            json!(["worker", "worker-gpu"])
         );
         assert_eq!(
             pool["spec"]["nodeSelector"]["matchLabels"],
-            json!({"node.kubernetes.io/worker-rwn": ""})
+            json!({"node.kubernetes.io/worker-gpu": ""})
         );
         assert_eq!(
             to_stream(&r).unwrap(),

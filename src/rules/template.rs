@@ -1678,7 +1678,7 @@ mod tests {
             ),
             kv("vendor-0380-0bd5.present", "true")
         );
-        // The counting forms published rules and seed 001 use.
+        // The counting forms published rules and examples/rules/gpu-classes.yaml use.
         assert_eq!(
             expand("{{ if gt (len .pci.device) 1 }}hardware.tier=multi-gpu{{ end }}"),
             kv("hardware.tier", "multi-gpu")

@@ -243,7 +243,7 @@ fn errors(f: &Features, t: Term) -> String {
 }
 
 #[test]
-fn seed_001_gpu_count_is_one_rule() {
+fn gpu_classes_example_counts_in_one_rule() {
     let r = Rule {
         name: "nvidia gpus".into(),
         labels: pairs(&[("nvidia.com/gpu", "true")]),
