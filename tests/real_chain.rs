@@ -630,3 +630,153 @@ fn kubeadm_crash_loop_then_join() {
         assert_line_says_added(l, &ex);
     }
 }
+
+/// A label the real kubelet refuses (carried in by the fault hook
+/// `KUBELET_LABELER_FAULT=refused-label`, standing for a label our
+/// validation missed): that start fails, the crash-loop guard leaves our
+/// additions out of the next, and kubelet registers the Node without them.
+#[test]
+fn refused_label_costs_one_start() {
+    let Some(cluster) = cluster() else { return };
+    let node = "rc-guard";
+    let (_d, scratch, tree) = scratch_for(node);
+    mco_tree(&tree, &scratch, cluster, node, "");
+    render(&tree, "openshift", &["--label", "example.com/tier=gold"]);
+    write(
+        &tree.join("etc/systemd/system/kubelet.service.d/60-fault.conf"),
+        "[Service]\nEnvironment=KUBELET_LABELER_FAULT=refused-label\n",
+    );
+    cluster.delete_node(node);
+    let run = run_chain(cluster, &scratch, &tree, node, START_AND_REGISTER);
+    timing(node, &run);
+    let lines = run.wrapper_lines();
+    assert_eq!(lines.len(), 2, "{}", run.summary());
+    assert!(
+        lines[0].starts_with(
+            "kubelet-labeler: starting kubelet with --node-labels=example.com/tier=gold,kubernetes.io/refused-by-kubelet="
+        ),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].starts_with(
+            "kubelet-labeler: starting kubelet without our labels/taints: the previous start with our additions failed within 10s (crash-loop guard"
+        ),
+        "{}",
+        lines[1]
+    );
+    assert!(
+        run.journal
+            .contains("unknown 'kubernetes.io' or 'k8s.io' labels specified with --node-labels"),
+        "kubelet's own refusal: {}",
+        run.summary()
+    );
+    assert_eq!(run.prop("NRestarts"), "1", "{}", run.summary());
+    // The Node is what kubelet registers with its own command.
+    let original = explain_original(&tree);
+    assert_node_as_explained(cluster, node, &original, Profile::OpenShift, &[], &run);
+    let (labels, _) = realcluster::labels_and_taints(&cluster.node(node).unwrap());
+    assert!(!labels.contains_key("example.com/tier"), "{labels:?}");
+}
+
+/// explain's answer with its argv replaced by the original command (what
+/// kubelet runs when the wrapper leaves our additions out).
+fn explain_original(tree: &Path) -> serde_json::Value {
+    let mut ex = explain(tree, "openshift", &[]);
+    ex["argv"] = ex["original_argv"].clone();
+    ex["taints"] = serde_json::json!([]);
+    ex
+}
+
+/// `node-role.kubernetes.io/master=-bad`: OpenShift's kubelet skips every
+/// check of its five role labels and would start with it, and the API
+/// server would refuse the Node (422) at every retry: the node would never
+/// register. The wrapper checks role values as the API server does, starts
+/// kubelet without our additions, and the Node registers; the journal line
+/// names the label and the rule. (The env drop-in is hand-written: render
+/// refuses the label.)
+#[test]
+fn label_the_api_server_refuses_is_left_out() {
+    let Some(cluster) = cluster() else { return };
+    let node = "rc-apirefuse";
+    let (_d, scratch, tree) = scratch_for(node);
+    mco_tree(&tree, &scratch, cluster, node, "");
+    render(&tree, "openshift", &["--label", "example.com/tier=gold"]);
+    write(
+        &tree.join("etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf"),
+        "[Service]\nEnvironment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS=example.com/tier=gold,node-role.kubernetes.io/master=-bad\"\n",
+    );
+    let ex = explain(&tree, "openshift", &[]);
+    assert!(
+        ex["left_out"]
+            .as_str()
+            .is_some_and(|w| w.contains("node-role.kubernetes.io/master")),
+        "{ex}"
+    );
+    cluster.delete_node(node);
+    let run = run_chain(cluster, &scratch, &tree, node, START_AND_REGISTER);
+    timing(node, &run);
+    let lines = run.wrapper_lines();
+    assert_eq!(lines.len(), 1, "{}", run.summary());
+    assert_eq!(
+        lines[0],
+        format!(
+            "kubelet-labeler: starting kubelet without our labels/taints: {}",
+            ex["left_out"].as_str().unwrap()
+        )
+    );
+    assert!(
+        lines[0].contains("has an invalid value \"-bad\""),
+        "{}",
+        lines[0]
+    );
+    assert_node_as_explained(cluster, node, &ex, Profile::OpenShift, &[], &run);
+}
+
+/// A restart after registration: kubelet finds its Node (409 on create)
+/// and applies none of the new labels or taints; the Node keeps what it
+/// registered with, and the second start's line says so.
+#[test]
+fn restart_after_registration_keeps_the_node() {
+    let Some(cluster) = cluster() else { return };
+    let node = "rc-restart";
+    let (_d, scratch, tree) = scratch_for(node);
+    mco_tree(&tree, &scratch, cluster, node, "");
+    render(&tree, "openshift", &["--label", "example.com/tier=gold"]);
+    let ex = explain(&tree, "openshift", &[]);
+    // Then the labels change (a new MachineConfig) and kubelet restarts.
+    let changed = scratch.join("changed-env.conf");
+    write(
+        &changed,
+        "[Service]\nEnvironment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS=example.com/tier=silver,example.com/new=1\"\n\
+         Environment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS=example.com/new=1:NoSchedule\"\n",
+    );
+    cluster.delete_node(node);
+    let steps = format!(
+        "{START_AND_REGISTER}\
+         cp {} /etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf\n\
+         systemctl --user daemon-reload\n\
+         : > \"$LOG.before-restart\"; cp \"$LOG\" \"$LOG.before-restart\"\n\
+         systemctl --user restart kubelet.service\n\
+         wait_log 'Node was previously registered' 60 && echo re_registered=1\n\
+         sleep 1\n",
+        changed.display()
+    );
+    let run = run_chain(cluster, &scratch, &tree, node, &steps);
+    timing(node, &run);
+    assert!(run.output.contains("re_registered=1"), "{}", run.summary());
+    let lines = run.wrapper_lines();
+    assert_eq!(lines.len(), 2, "{}", run.summary());
+    assert_line_says_added(lines[0], &ex);
+    assert!(
+        lines[1].starts_with(
+            "kubelet-labeler: starting kubelet with --node-labels=example.com/tier=silver,example.com/new=1"
+        ) && lines[1].ends_with(
+            "(applied only when kubelet registers a new Node; an existing Node keeps its labels and taints)"
+        ),
+        "{}",
+        lines[1]
+    );
+    // As first registered: the first tree's prediction, not the second's.
+    assert_node_as_explained(cluster, node, &ex, Profile::OpenShift, &[], &run);
+}
