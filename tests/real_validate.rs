@@ -256,11 +256,6 @@ fn taint_flags() -> Vec<String> {
 
 /// Does the real kubelet accept this flag? (validate.sh, ~0.05 s a call)
 fn kubelet_accepts(flag: &str) -> (bool, String) {
-    static DONE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = DONE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    if n % 100 == 0 {
-        eprintln!("kubelet verdicts: {n} so far");
-    }
     let out = Command::new("bash")
         .arg(realcluster::tools_dir().join("validate.sh"))
         .arg(flag)
@@ -361,7 +356,6 @@ fn our_checks_agree_with_the_real_kubelet_and_api_server() {
         })
         .collect();
 
-    eprintln!("kubelet verdicts done; asking the API server");
     let cluster = realcluster::cluster(&[DRY_RUN_NODE, REGISTERED_NODE]);
     let mut problems = Vec::new();
     let mut api_refused_where_kubelet_accepts = 0;
