@@ -249,6 +249,7 @@ pub fn run(args: &[OsString]) -> i32 {
     let plan = match prepared {
         Ok(mut p) => {
             p.warnings.extend(guard_off);
+            refused_label_fault(&env, &mut p);
             p
         }
         Err(e) => {
@@ -303,6 +304,21 @@ fn fault(env: &[(OsString, OsString)]) -> Option<&str> {
     env.iter()
         .find(|(k, _)| k == "KUBELET_LABELER_FAULT")
         .and_then(|(_, v)| v.to_str())
+}
+
+/// `=refused-label`: a label kubelet refuses rides along with ours, as if
+/// our validation had missed it (what the crash-loop guard is for), so the
+/// guard can be watched against a real kubelet.
+fn refused_label_fault(env: &[(OsString, OsString)], plan: &mut Plan) {
+    if fault(env) == Some("refused-label")
+        && plan.left_out.is_none()
+        && !plan.added_labels.is_empty()
+    {
+        let (key, value) = ("kubernetes.io/refused-by-kubelet", "");
+        plan.argv
+            .push(format!("--node-labels={key}={value}").into());
+        plan.added_labels.push((key.into(), value.into()));
+    }
 }
 
 /// `=panic` panics later, in the work for our additions (`prepare`).

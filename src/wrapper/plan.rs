@@ -316,8 +316,16 @@ pub fn summary(plan: &Plan) -> String {
         out += &format!(" (warning: {w})");
     }
     out += &notes_suffix(plan);
+    // A restart of a registered node looks the same from here: say it.
+    out += REGISTRATION_ONLY;
     out
 }
+
+/// What every line that adds flags ends with: kubelet applies
+/// `--node-labels` and `--register-with-taints` only when it creates the
+/// Node; against an existing Node (a restart, a reboot) it patches only its
+/// own default labels.
+pub const REGISTRATION_ONLY: &str = " (applied only when kubelet registers a new Node; an existing Node keeps its labels and taints)";
 
 /// Which rules matched and what was dropped, for the one journal line.
 fn notes_suffix(plan: &Plan) -> String {
