@@ -424,7 +424,7 @@ fn static_labels_on_openshift() {
         "openshift",
         &[
             "--label",
-            "node.kubernetes.io/worker-rwn=",
+            "node.kubernetes.io/worker-gpu=",
             "--label",
             "example.com/tier=gold",
         ],
@@ -432,7 +432,7 @@ fn static_labels_on_openshift() {
     let ex = explain(&tree, "openshift", &[]);
     assert_eq!(
         strings(&ex["added_labels"]),
-        ["node.kubernetes.io/worker-rwn=", "example.com/tier=gold"]
+        ["node.kubernetes.io/worker-gpu=", "example.com/tier=gold"]
     );
     cluster.delete_node(node);
     let run = run_chain(cluster, &scratch, &tree, node, START_AND_REGISTER);
@@ -506,13 +506,13 @@ fn node_rules_taint_a_gpu_node() {
     let node = "rc-rules";
     let (_d, scratch, tree) = scratch_for(node);
     mco_tree(&tree, &scratch, cluster, node, "");
-    let rules = repo("examples/rules/seed-002-openshift-gpu.yaml");
+    let rules = repo("examples/rules/openshift-gpu.yaml");
     render(
         &tree,
         "openshift",
         &[
             "--label",
-            "node.kubernetes.io/worker-rwn=",
+            "node.kubernetes.io/worker-gpu=",
             "--rules",
             rules.to_str().unwrap(),
         ],
@@ -607,7 +607,7 @@ fn kubeadm_crash_loop_then_join() {
         "upstream",
         &[
             "--label",
-            "node.kubernetes.io/worker-rwn=",
+            "node.kubernetes.io/worker-gpu=",
             "--label",
             "example.com/pool=a",
         ],

@@ -69,7 +69,7 @@ fn keys() -> Vec<String> {
         "topology.kubernetes.io/region",
         "topology.kubernetes.io/rack",
         "failure-domain.beta.kubernetes.io/zone",
-        "node.kubernetes.io/worker-rwn",
+        "node.kubernetes.io/worker-gpu",
         "feature.node.kubernetes.io/pci-10de.present",
         "a.b.node.kubernetes.io/x",
         "xnode.kubernetes.io/x",
