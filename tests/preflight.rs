@@ -611,12 +611,22 @@ fn the_wrapper_starts_kubelet_without_a_word_exec_would_refuse() {
         (LABELS_VAR, labels),
         ("FILLER_A", "f".repeat(75_000)),
         ("FILLER_B", "f".repeat(75_000)),
+        ("INVOCATION_ID", "e2big".to_string()),
     ];
     let (err, argv) = run_wrapper(root, &records, &env, "ulimit -s 1024");
     assert_eq!(argv[1..], original[1..], "{err}");
+    // One journal line, and the guard records a start without ours.
     assert!(
-        err.contains("starting kubelet without our labels/taints: executing it with them failed: Argument list too long"),
+        err.contains(
+            "starting kubelet without our labels/taints: its argv and environment with them are"
+        ) && err.contains("a stack limit of 1024 KiB"),
         "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let state = std::fs::read_to_string(root.join("state/kubelet.service.state")).unwrap();
+    assert!(
+        state.contains("invocation_id=e2big\nphase=exec\n") && state.contains("with_additions=0\n"),
+        "{state}"
     );
 }
 
