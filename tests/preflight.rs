@@ -5,6 +5,8 @@
 //! systemd; the exec limit against the real kernel; the wrapper's own
 //! fallback by running it.
 
+#[path = "support/run_cli.rs"]
+mod run_cli;
 #[path = "support/skipped.rs"]
 mod skipped;
 #[path = "support/systemd_oracle.rs"]
@@ -12,29 +14,14 @@ mod systemd_oracle;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use kubelet_labeler::contract::{LABELS_VAR, TAINTS_VAR, WRAPPER_DROPIN_NAME};
 use kubelet_labeler::kubelet::arg_limit::MAX_ARG_STRLEN;
 use kubelet_labeler::render::layout;
+use run_cli::{cli, json_of, stderr};
 use serde_json::{Value, json};
 use systemd_oracle::{UserRun, write};
-
-fn cli(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
-        .args(args)
-        .output()
-        .expect("running kubelet-labeler")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn json_of(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
-}
 
 fn example(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -174,8 +161,8 @@ fn a_later_dropin_that_resets_execstart_exits_1() {
     );
 }
 
-/// A kubeadm host with our files rendered into it.
-fn kubeadm_root(root: &Path) {
+/// A kubeadm host: its kubelet.service and kubelet.
+fn kubeadm_tree(root: &Path) {
     write(
         &root.join("usr/lib/systemd/system/kubelet.service"),
         "[Service]\nExecStart=/usr/bin/kubelet --v=2\n",
@@ -186,6 +173,11 @@ fn kubeadm_root(root: &Path) {
         std::fs::Permissions::from_mode(0o755),
     )
     .unwrap();
+}
+
+/// A kubeadm host with our files rendered into it.
+fn kubeadm_root(root: &Path) {
+    kubeadm_tree(root);
     let out = cli(&[
         "render",
         "dropins",
@@ -282,16 +274,7 @@ fn machineconfig_input_defaults_to_the_openshift_profile() {
 fn explain_root_takes_the_installed_wrappers_profile() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    write(
-        &root.join("usr/lib/systemd/system/kubelet.service"),
-        "[Service]\nExecStart=/usr/bin/kubelet --v=2\n",
-    );
-    write(&root.join("usr/bin/kubelet"), "#!/bin/sh\n");
-    std::fs::set_permissions(
-        root.join("usr/bin/kubelet"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
+    kubeadm_tree(root);
     let r = root.to_str().unwrap();
     let out = cli(&[
         "render",
