@@ -16,7 +16,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use kubelet_labeler::contract::{LABELS_VAR, TAINTS_VAR, WRAPPER_DROPIN_NAME};
+use kubelet_labeler::contract::{LABELS_VAR, TAINTS_VAR, WRAPPER_DROPIN_NAME, WRAPPER_PATH};
 use kubelet_labeler::kubelet::arg_limit::MAX_ARG_STRLEN;
 use kubelet_labeler::render::layout;
 use run_cli::{cli, json_of, stderr};
@@ -243,6 +243,43 @@ fn explain_root_sees_the_wrapper_bypassed() {
             && String::from_utf8_lossy(&out.stdout).contains("is not executable"),
         "{}",
         stderr(&out)
+    );
+}
+
+/// A later drop-in explain cannot read is an error naming it, not an empty
+/// file; one that runs the wrapper again is not said to bypass it.
+#[test]
+fn explain_root_names_unreadable_and_wrapper_dropins() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    kubeadm_root(root);
+    let r = root.to_str().unwrap();
+    let dropins = root.join("etc/systemd/system/kubelet.service.d");
+    std::fs::create_dir_all(&dropins).unwrap();
+    // Larger than explain reads a node file: unreadable even as root.
+    let big = dropins.join("zzz-big.conf");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(17 << 20)
+        .unwrap();
+    let out = cli(&["explain", "--root", r]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("zzz-big.conf: cannot read it"),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::remove_file(&big).unwrap();
+    write(
+        &dropins.join("zzz-again.conf"),
+        &format!("[Service]\nExecStart=\nExecStart={WRAPPER_PATH}.x86_64 --unit kubelet.service\n"),
+    );
+    let out = cli(&["explain", "--root", r]);
+    let said = stderr(&out);
+    assert!(
+        said.contains("zzz-again.conf sorts after zz-kubelet-labeler.conf and sets ExecStart= to the wrapper again")
+            && !said.contains("instead of the wrapper"),
+        "{said}"
     );
 }
 
