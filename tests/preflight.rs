@@ -283,6 +283,39 @@ fn explain_root_names_unreadable_and_wrapper_dropins() {
     );
 }
 
+/// `explain` numbers the words of a command as `validate` does: from 1,
+/// the program being word 1.
+#[test]
+fn explain_and_validate_number_words_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    kubeadm_tree(root);
+    let long = format!("--v={}", "2".repeat(MAX_ARG_STRLEN));
+    write(
+        &root.join("usr/lib/systemd/system/kubelet.service"),
+        &format!("[Service]\nExecStart=/usr/bin/kubelet --cgroups-per-qos=true {long}\n"),
+    );
+    let out = cli(&["explain", "--root", root.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("[1] /usr/bin/kubelet\n"), "{text}");
+    assert!(
+        stderr(&out).contains("word 3 of the original ExecStart="),
+        "{}",
+        stderr(&out)
+    );
+    // A word exec refuses cannot reach the validate command; its library.
+    let args = ["/usr/bin/kubelet", "--cgroups-per-qos=true", &long].map(String::from);
+    let report = kubelet_labeler::kubelet::validate::validate_kubelet_args(
+        &args,
+        kubelet_labeler::kubelet::Profile::Upstream,
+    );
+    assert!(
+        report.errors.iter().any(|e| e.contains("argument 3 (--v)")),
+        "{:?}",
+        report.errors
+    );
+}
+
 /// Item 3: MachineConfigs are OpenShift's; its node-role labels pass.
 #[test]
 fn machineconfig_input_defaults_to_the_openshift_profile() {

@@ -435,7 +435,8 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
         }
     }
     for (i, w) in plan.original_argv.iter().enumerate() {
-        let what = format!("word {i} of the original ExecStart=");
+        // Counted from 1, the program being 1, as `validate` counts.
+        let what = format!("word {} of the original ExecStart=", i + 1);
         if let Some(why) = crate::kubelet::arg_limit::too_long(&what, w.len()) {
             errors.push(format!("kubelet cannot start: {why}"));
         }
@@ -601,7 +602,7 @@ pub fn render_human(e: &Explanation) -> String {
         } else {
             "+"
         };
-        out += &format!("  {mark} [{i}] {}\n", shell_words::quote(a));
+        out += &format!("  {mark} [{}] {}\n", i + 1, shell_words::quote(a));
     }
     for removed in e.original_argv.iter().filter(|a| !e.argv.contains(a)) {
         out += &format!("  - {}\n", shell_words::quote(removed));
