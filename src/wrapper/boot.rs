@@ -313,12 +313,15 @@ fn over_exec_limit(path: &Path, argv: &[OsString], env: &[(OsString, OsString)])
         return None;
     }
     let stack = stack_limit()?;
-    let limit = (stack / 4).min(6 << 20).max(ARG_MAX);
+    let limit = (stack / 4).clamp(ARG_MAX, 6 << 20);
     (total > limit).then(|| {
         format!(
             "its argv and environment with them are {total} bytes, over the {limit} bytes exec \
-             allows with a stack limit of {} KiB (raise LimitSTACK= or add fewer)",
-            stack >> 10
+             allows with a stack limit of {} (raise LimitSTACK= or add fewer)",
+            match stack {
+                u64::MAX => "infinity".to_string(),
+                s => format!("{} KiB", s >> 10),
+            }
         )
     })
 }
@@ -425,6 +428,20 @@ mod tests {
 
     fn os(v: &[&str]) -> Vec<OsString> {
         v.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn exec_limit_is_checked_only_past_arg_max() {
+        let env = [(OsString::from("A"), OsString::from("b"))];
+        let path = Path::new("/usr/bin/kubelet");
+        assert_eq!(
+            over_exec_limit(path, &os(&["kubelet", "--v=2"]), &env),
+            None
+        );
+        // Past 6 MiB exec refuses whatever the stack limit.
+        let big = [(OsString::from("A"), OsString::from("b".repeat(7 << 20)))];
+        let why = over_exec_limit(path, &os(&["kubelet"]), &big).unwrap();
+        assert!(why.contains("7340076 bytes, over the"), "{why}");
     }
 
     #[test]
