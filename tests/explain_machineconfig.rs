@@ -5,31 +5,16 @@
 
 #[path = "support/mco.rs"]
 mod mco;
+#[path = "support/run_cli.rs"]
+mod run_cli;
 #[path = "support/skipped.rs"]
 mod skipped;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use kubelet_labeler::render::layout;
+use run_cli::{cli, json_of};
 use serde_json::{Value, json};
-
-fn cli(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
-        .args(args)
-        .output()
-        .expect("running kubelet-labeler")
-}
-
-fn json_of(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
 
 fn example(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -36,6 +36,23 @@ fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// `iso fleet` from `base` to `iso` with the test rules, NFD's openshift
+/// labels, the test MCS and CA and the selector `sel`; the pools to add.
+fn fleet_cmd(iso: &Path, base: &Path, dest: &str, ca: &Path, sel: &Path) -> Command {
+    let mut c = bin();
+    c.args(["iso", "fleet", "-o"])
+        .arg(iso)
+        .arg(base)
+        .args(["--dest-device", dest, "--nfd-labels", "openshift"])
+        .arg("--rules")
+        .arg(rules())
+        .args(["--mcs-url", MCS, "--ca-file"])
+        .arg(ca)
+        .arg("--selector")
+        .arg(sel);
+    c
+}
+
 fn ok(o: Output) -> Output {
     assert!(
         o.status.success(),
@@ -179,17 +196,7 @@ fn fleet(arch: &str) -> Option<Fleet> {
         &sel,
     );
     let iso = dir.join("fleet.iso");
-    let out = ok(bin()
-        .args(["iso", "fleet", "-o"])
-        .arg(&iso)
-        .arg(&base)
-        .args(["--dest-device", "/dev/null", "--nfd-labels", "openshift"])
-        .arg("--rules")
-        .arg(rules())
-        .args(["--mcs-url", MCS, "--ca-file"])
-        .arg(&ca)
-        .arg("--selector")
-        .arg(&sel)
+    let out = ok(fleet_cmd(&iso, &base, "/dev/null", &ca, &sel)
         .arg(format!("--pool=worker-gpu={}", gpu.display()))
         .arg(format!("--pool=worker-pi={}", pi.display()))
         .arg(format!(
@@ -607,17 +614,7 @@ fn two_and_five_pools_fit_the_embed_area() {
     }
     for n in [2, 5] {
         let iso = dir.join(format!("fleet-{n}.iso"));
-        let out = ok(bin()
-            .args(["iso", "fleet", "-o"])
-            .arg(&iso)
-            .arg(&base)
-            .args(["--dest-device", "/dev/sda", "--nfd-labels", "openshift"])
-            .arg("--rules")
-            .arg(rules())
-            .args(["--mcs-url", MCS, "--ca-file"])
-            .arg(&ca)
-            .arg("--selector")
-            .arg(&sel)
+        let out = ok(fleet_cmd(&iso, &base, "/dev/sda", &ca, &sel)
             .args(&pools[..n - 1])
             .arg("--pool=worker")
             .output()

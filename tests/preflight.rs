@@ -5,6 +5,8 @@
 //! systemd; the exec limit against the real kernel; the wrapper's own
 //! fallback by running it.
 
+#[path = "support/run_cli.rs"]
+mod run_cli;
 #[path = "support/skipped.rs"]
 mod skipped;
 #[path = "support/systemd_oracle.rs"]
@@ -12,29 +14,14 @@ mod systemd_oracle;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-use kubelet_labeler::contract::{LABELS_VAR, TAINTS_VAR, WRAPPER_DROPIN_NAME};
+use kubelet_labeler::contract::{LABELS_VAR, TAINTS_VAR, WRAPPER_DROPIN_NAME, WRAPPER_PATH};
 use kubelet_labeler::kubelet::arg_limit::MAX_ARG_STRLEN;
 use kubelet_labeler::render::layout;
+use run_cli::{cli, json_of, stderr};
 use serde_json::{Value, json};
 use systemd_oracle::{UserRun, write};
-
-fn cli(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
-        .args(args)
-        .output()
-        .expect("running kubelet-labeler")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn json_of(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
-}
 
 fn example(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -174,8 +161,8 @@ fn a_later_dropin_that_resets_execstart_exits_1() {
     );
 }
 
-/// A kubeadm host with our files rendered into it.
-fn kubeadm_root(root: &Path) {
+/// A kubeadm host: its kubelet.service and kubelet.
+fn kubeadm_tree(root: &Path) {
     write(
         &root.join("usr/lib/systemd/system/kubelet.service"),
         "[Service]\nExecStart=/usr/bin/kubelet --v=2\n",
@@ -186,6 +173,11 @@ fn kubeadm_root(root: &Path) {
         std::fs::Permissions::from_mode(0o755),
     )
     .unwrap();
+}
+
+/// A kubeadm host with our files rendered into it.
+fn kubeadm_root(root: &Path) {
+    kubeadm_tree(root);
     let out = cli(&[
         "render",
         "dropins",
@@ -254,6 +246,76 @@ fn explain_root_sees_the_wrapper_bypassed() {
     );
 }
 
+/// A later drop-in explain cannot read is an error naming it, not an empty
+/// file; one that runs the wrapper again is not said to bypass it.
+#[test]
+fn explain_root_names_unreadable_and_wrapper_dropins() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    kubeadm_root(root);
+    let r = root.to_str().unwrap();
+    let dropins = root.join("etc/systemd/system/kubelet.service.d");
+    std::fs::create_dir_all(&dropins).unwrap();
+    // Larger than explain reads a node file: unreadable even as root.
+    let big = dropins.join("zzz-big.conf");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(17 << 20)
+        .unwrap();
+    let out = cli(&["explain", "--root", r]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("zzz-big.conf: cannot read it"),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::remove_file(&big).unwrap();
+    write(
+        &dropins.join("zzz-again.conf"),
+        &format!("[Service]\nExecStart=\nExecStart={WRAPPER_PATH}.x86_64 --unit kubelet.service\n"),
+    );
+    let out = cli(&["explain", "--root", r]);
+    let said = stderr(&out);
+    assert!(
+        said.contains("zzz-again.conf sorts after zz-kubelet-labeler.conf and sets ExecStart= to the wrapper again")
+            && !said.contains("instead of the wrapper"),
+        "{said}"
+    );
+}
+
+/// `explain` numbers the words of a command as `validate` does: from 1,
+/// the program being word 1.
+#[test]
+fn explain_and_validate_number_words_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    kubeadm_tree(root);
+    let long = format!("--v={}", "2".repeat(MAX_ARG_STRLEN));
+    write(
+        &root.join("usr/lib/systemd/system/kubelet.service"),
+        &format!("[Service]\nExecStart=/usr/bin/kubelet --cgroups-per-qos=true {long}\n"),
+    );
+    let out = cli(&["explain", "--root", root.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("[1] /usr/bin/kubelet\n"), "{text}");
+    assert!(
+        stderr(&out).contains("word 3 of the original ExecStart="),
+        "{}",
+        stderr(&out)
+    );
+    // A word exec refuses cannot reach the validate command; its library.
+    let args = ["/usr/bin/kubelet", "--cgroups-per-qos=true", &long].map(String::from);
+    let report = kubelet_labeler::kubelet::validate::validate_kubelet_args(
+        &args,
+        kubelet_labeler::kubelet::Profile::Upstream,
+    );
+    assert!(
+        report.errors.iter().any(|e| e.contains("argument 3 (--v)")),
+        "{:?}",
+        report.errors
+    );
+}
+
 /// Item 3: MachineConfigs are OpenShift's; its node-role labels pass.
 #[test]
 fn machineconfig_input_defaults_to_the_openshift_profile() {
@@ -282,16 +344,7 @@ fn machineconfig_input_defaults_to_the_openshift_profile() {
 fn explain_root_takes_the_installed_wrappers_profile() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    write(
-        &root.join("usr/lib/systemd/system/kubelet.service"),
-        "[Service]\nExecStart=/usr/bin/kubelet --v=2\n",
-    );
-    write(&root.join("usr/bin/kubelet"), "#!/bin/sh\n");
-    std::fs::set_permissions(
-        root.join("usr/bin/kubelet"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
+    kubeadm_tree(root);
     let r = root.to_str().unwrap();
     let out = cli(&[
         "render",
@@ -446,32 +499,36 @@ fn over_long_labels_are_refused_everywhere() {
     );
 }
 
-/// The limit is the kernel's: a word of MAX_ARG_STRLEN - 1 bytes execs, one
-/// byte more fails with E2BIG (on 4 KiB-page kernels; larger pages only
-/// raise it, so ours stays safe).
+/// The limit is the kernel's: 32 pages. On 4 KiB-page kernels a word of
+/// MAX_ARG_STRLEN - 1 bytes execs and one byte more fails with E2BIG; larger
+/// pages (a property of the host, not a missing tool) raise the kernel's
+/// limit, and there a word one byte over ours execs: ours stays safe.
 #[test]
 fn max_arg_strlen_is_the_kernels() {
     let run = |len: usize| Command::new("/bin/true").arg("x".repeat(len)).status();
+    // "E=" and the NUL count.
+    let run_env = |len: usize| {
+        Command::new("/bin/true")
+            .env("E", "v".repeat(len - 2))
+            .status()
+    };
     assert!(run(MAX_ARG_STRLEN - 1).unwrap().success());
+    assert!(run_env(MAX_ARG_STRLEN - 1).unwrap().success());
     let page = Command::new("getconf").arg("PAGESIZE").output().unwrap();
-    if String::from_utf8_lossy(&page.stdout).trim() == "4096" {
+    let page: usize = String::from_utf8_lossy(&page.stdout)
+        .trim()
+        .parse()
+        .expect("getconf PAGESIZE prints a number");
+    if page == 4096 {
         let err = run(MAX_ARG_STRLEN).unwrap_err();
         assert_eq!(err.raw_os_error(), Some(7), "{err}");
         // The same for an environment string.
-        // "E=" and the NUL count.
-        let env = "v".repeat(MAX_ARG_STRLEN - 2);
-        let err = Command::new("/bin/true")
-            .env("E", &env)
-            .status()
-            .unwrap_err();
+        let err = run_env(MAX_ARG_STRLEN).unwrap_err();
         assert_eq!(err.raw_os_error(), Some(7), "{err}");
-        assert!(
-            Command::new("/bin/true")
-                .env("E", &env[1..])
-                .status()
-                .unwrap()
-                .success()
-        );
+    } else {
+        assert!(32 * page > MAX_ARG_STRLEN, "a page of {page} bytes");
+        assert!(run(MAX_ARG_STRLEN).unwrap().success());
+        assert!(run_env(MAX_ARG_STRLEN).unwrap().success());
     }
     assert_eq!(
         kubelet_labeler::kubelet::arg_limit::too_long("w", MAX_ARG_STRLEN - 1),
@@ -611,12 +668,22 @@ fn the_wrapper_starts_kubelet_without_a_word_exec_would_refuse() {
         (LABELS_VAR, labels),
         ("FILLER_A", "f".repeat(75_000)),
         ("FILLER_B", "f".repeat(75_000)),
+        ("INVOCATION_ID", "e2big".to_string()),
     ];
     let (err, argv) = run_wrapper(root, &records, &env, "ulimit -s 1024");
     assert_eq!(argv[1..], original[1..], "{err}");
+    // One journal line, and the guard records a start without ours.
     assert!(
-        err.contains("starting kubelet without our labels/taints: executing it with them failed: Argument list too long"),
+        err.contains(
+            "starting kubelet without our labels/taints: its argv and environment with them are"
+        ) && err.contains("a stack limit of 1024 KiB"),
         "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let state = std::fs::read_to_string(root.join("state/kubelet.service.state")).unwrap();
+    assert!(
+        state.contains("invocation_id=e2big\nphase=exec\n") && state.contains("with_additions=0\n"),
+        "{state}"
     );
 }
 

@@ -17,7 +17,6 @@ use crate::fleet::{
     WORKER_ROLE_LABEL,
 };
 use crate::render::encoding::data_url;
-use crate::render::layout::decode_data_url;
 use crate::render::pointer;
 
 /// The live config's spec: what `coreos-installer iso customize` writes,
@@ -58,7 +57,11 @@ pub struct Fleet {
 struct Found {
     pointer: Option<(Value, String)>,
     node_selector: Option<(Value, String)>,
-    /// From the pool's MachineConfigs' env drop-in: (variable, value, source).
+    /// The env drop-in entries of the pool's MachineConfigs (its role's and
+    /// worker's), each as a MachineConfig holding only that file, with the
+    /// file it came from.
+    env_configs: Vec<(Value, String)>,
+    /// The env drop-in the node gets: (variable, value, source).
     env: Vec<(String, String, String)>,
 }
 
@@ -78,6 +81,9 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
         if let Some(source) = source {
             read_source(name, source, f)?;
         }
+    }
+    for f in found.values_mut() {
+        f.env = pool_env(&f.env_configs)?;
     }
     let (env, rules_from) = fleet_env(o, &found)?;
     let mut table = Table {
@@ -267,7 +273,11 @@ fn read_source(name: &str, source: &Path, f: &mut Found) -> Result<()> {
     } else {
         vec![source.to_path_buf()]
     };
-    let before = (f.pointer.is_some(), f.node_selector.is_some(), f.env.len());
+    let before = (
+        f.pointer.is_some(),
+        f.node_selector.is_some(),
+        f.env_configs.len(),
+    );
     for file in &files {
         let (text, _) = crate::render::input::read_text(file, crate::render::input::FLEET_POOL)
             .with_context(|| format!("--pool {name}"))?;
@@ -281,7 +291,12 @@ fn read_source(name: &str, source: &Path, f: &mut Found) -> Result<()> {
             read_document(name, doc, &label, f)?;
         }
     }
-    if (f.pointer.is_some(), f.node_selector.is_some(), f.env.len()) == before {
+    if (
+        f.pointer.is_some(),
+        f.node_selector.is_some(),
+        f.env_configs.len(),
+    ) == before
+    {
         bail!(
             "--pool {name}={}: found no pointer config, {name}-user-data-managed Secret, \
              MachineConfigPool {name} or MachineConfig for role {name} there",
@@ -336,7 +351,7 @@ fn read_document(name: &str, doc: Value, source: &str, f: &mut Found) -> Result<
                 .pointer("/metadata/labels/machineconfiguration.openshift.io~1role")
                 .and_then(Value::as_str);
             if role == Some(name) || role == Some("worker") {
-                read_env(&doc, source, f)?;
+                keep_env_file(&doc, source, f);
             }
             Ok(())
         }
@@ -362,39 +377,61 @@ fn set_pointer(name: &str, pointer: Value, source: &str, f: &mut Found) -> Resul
     Ok(())
 }
 
-/// The env drop-in's variables, from a MachineConfig that writes it.
-fn read_env(mc: &Value, source: &str, f: &mut Found) -> Result<()> {
+/// Keep a MachineConfig's env drop-in entry, if it writes one, for
+/// `pool_env`.
+fn keep_env_file(mc: &Value, source: &str, f: &mut Found) {
     let files = mc
         .pointer("/spec/config/storage/files")
         .and_then(Value::as_array);
-    for file in files.into_iter().flatten() {
-        if file.get("path").and_then(Value::as_str) != Some(ENV_DROPIN_PATH) {
-            continue;
-        }
-        let src = file
-            .pointer("/contents/source")
+    let entries: Vec<&Value> = files
+        .into_iter()
+        .flatten()
+        .filter(|file| file.get("path").and_then(Value::as_str) == Some(ENV_DROPIN_PATH))
+        .collect();
+    if entries.is_empty() {
+        return;
+    }
+    let only_env = json!({
+        "metadata": { "name": mc.pointer("/metadata/name").cloned().unwrap_or(Value::Null) },
+        "spec": { "config": { "storage": { "files": entries } } }
+    });
+    f.env_configs.push((only_env, source.to_string()));
+}
+
+/// The env drop-in's variables as the node gets them: the MCO merges a
+/// pool's MachineConfigs in name order and a later one's file replaces an
+/// earlier one's whole, as `explain --machineconfig` lays them out.
+fn pool_env(configs: &[(Value, String)]) -> Result<Vec<(String, String, String)>> {
+    let name = |mc: &Value| {
+        mc.pointer("/metadata/name")
             .and_then(Value::as_str)
-            .unwrap_or("data:,");
-        let comp = file
-            .pointer("/contents/compression")
-            .and_then(Value::as_str);
-        let text = decode_data_url(src, comp)
-            .with_context(|| format!("{source}: decoding {ENV_DROPIN_NAME}"))?;
-        for line in String::from_utf8_lossy(&text).lines() {
-            let Some(v) = line
-                .strip_prefix("Environment=\"")
-                .and_then(|l| l.strip_suffix('"'))
-            else {
-                continue;
-            };
-            if let Some((k, v)) = v.split_once('=') {
-                f.env.retain(|(have, _, _)| have != k);
-                f.env
-                    .push((k.to_string(), v.to_string(), source.to_string()));
-            }
+            .unwrap_or("")
+            .to_string()
+    };
+    // The file of the MachineConfig that wins, for messages.
+    let Some((_, source)) = configs.iter().max_by_key(|(mc, _)| name(mc)) else {
+        return Ok(Vec::new());
+    };
+    let layout =
+        crate::render::layout::Layout::merge(configs.iter().map(|(mc, _)| mc.clone()).collect())
+            .with_context(|| format!("decoding the MachineConfigs' {ENV_DROPIN_NAME}"))?;
+    let Some(file) = layout.file(ENV_DROPIN_PATH) else {
+        return Ok(Vec::new());
+    };
+    let mut env: Vec<(String, String, String)> = Vec::new();
+    for line in String::from_utf8_lossy(&file.contents).lines() {
+        let Some(v) = line
+            .strip_prefix("Environment=\"")
+            .and_then(|l| l.strip_suffix('"'))
+        else {
+            continue;
+        };
+        if let Some((k, v)) = v.split_once('=') {
+            env.retain(|(have, _, _)| have != k);
+            env.push((k.to_string(), v.to_string(), source.clone()));
         }
     }
-    Ok(())
+    Ok(env)
 }
 
 /// A `metav1.LabelSelector` as requirements.
@@ -659,6 +696,72 @@ mod tests {
         assert!(
             e.contains("pool worker-p:") && e.contains(&format!("sets no {RULES_VAR}")),
             "{e}"
+        );
+    }
+
+    /// The MCO keeps one whole env drop-in per path, the one of the
+    /// MachineConfig whose name sorts last: a pool-role file that sets only
+    /// static labels replaces the worker-role one with the rules, not adds
+    /// to it.
+    #[test]
+    fn the_env_dropin_is_the_last_machineconfigs_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let mcp = json!({
+            "kind": "MachineConfigPool",
+            "metadata": { "name": "worker-p" },
+            "spec": { "nodeSelector": { "matchLabels": { "example.com/p": "true" } } }
+        });
+        let mc = |name: &str, role: &str, dropin: &str| {
+            json!({
+                "kind": "MachineConfig",
+                "metadata": { "name": name,
+                              "labels": { "machineconfiguration.openshift.io/role": role } },
+                "spec": { "config": { "ignition": { "version": "3.2.0" }, "storage": { "files": [
+                    { "path": ENV_DROPIN_PATH,
+                      "contents": { "source": data_url(dropin.as_bytes()).source } }
+                ] } } }
+            })
+        };
+        let worker = format!(
+            "[Service]\nEnvironment=\"{RULES_VAR}=KLR2,0\"\nEnvironment=\"{LABELS_VAR}=example.com/w=true\"\n"
+        );
+        let pool = format!("[Service]\nEnvironment=\"{LABELS_VAR}=example.com/p=true\"\n");
+        std::fs::write(dir.path().join("mcp.json"), mcp.to_string()).unwrap();
+        let o = FleetOptions {
+            pools: vec![("worker-p".into(), Some(dir.path().to_path_buf()))],
+            dest_device: "/dev/sda".into(),
+            rules: None,
+            nfd_labels: None,
+            mcs_url: Some("https://api-int.example.com:22623".into()),
+            ca_pem: Some(
+                b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".to_vec(),
+            ),
+            selector: b"\x7fELF".to_vec(),
+        };
+        // The pool's file sorts last: the node gets no rules at all.
+        std::fs::write(
+            dir.path().join("a.json"),
+            mc("50-worker-env", "worker", &worker).to_string(),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("b.json"),
+            mc("60-worker-p-env", "worker-p", &pool).to_string(),
+        )
+        .unwrap();
+        let e = format!("{:#}", build(&o).err().unwrap());
+        assert!(e.contains("no node rules"), "{e}");
+        // The worker's sorts last: its labels only, not the pool's too.
+        std::fs::write(
+            dir.path().join("b.json"),
+            mc("40-worker-p-env", "worker-p", &pool).to_string(),
+        )
+        .unwrap();
+        let fleet = build(&o).unwrap();
+        let p = &fleet.table.pools[0];
+        assert_eq!(
+            p.static_labels,
+            [("example.com/w".to_string(), "true".to_string())]
         );
     }
 

@@ -194,12 +194,7 @@ fn check_for_environment(additions: &Additions, rules: &NodeRules) -> anyhow::Re
     }
     // systemd execs the service with these variables, and the wrapper
     // turns them into one flag word each: both under the kernel's limit.
-    let labels: Vec<String> = additions
-        .labels
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    let taints: Vec<String> = additions.taints.iter().map(|t| t.to_string()).collect();
+    let (labels, taints) = words(additions);
     for (var, items, what) in [
         (LABELS_VAR, labels, "labels"),
         (TAINTS_VAR, taints, "taints"),
@@ -220,17 +215,23 @@ fn check_for_environment(additions: &Additions, rules: &NodeRules) -> anyhow::Re
     Ok(())
 }
 
+/// The labels (`key=value`) and taints as the variables list them.
+fn words(additions: &Additions) -> (Vec<String>, Vec<String>) {
+    let labels = additions
+        .labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let taints = additions.taints.iter().map(|t| t.to_string()).collect();
+    (labels, taints)
+}
+
 /// The env drop-in with node rules and the NFD label flavour too. Every
 /// value is checked here, so no caller can write a line systemd would read
 /// differently.
 pub fn env_dropin_with_rules(additions: &Additions, rules: &NodeRules) -> anyhow::Result<String> {
     check_for_environment(additions, rules)?;
-    let labels: Vec<String> = additions
-        .labels
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    let taints: Vec<String> = additions.taints.iter().map(|t| t.to_string()).collect();
+    let (labels, taints) = words(additions);
     let mut out = String::from(
         "# kubelet-labeler: labels and taints this node registers with. kubelet\n\
          # applies them only when it creates the Node object (first registration).\n\

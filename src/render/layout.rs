@@ -146,6 +146,12 @@ impl Layout {
         Ok(layout)
     }
 
+    /// The file the merged configs write at `path`: the whole file of the
+    /// last MachineConfig (by name) that writes it.
+    pub fn file(&self, path: &str) -> Option<&TreeFile> {
+        self.files.get(path)
+    }
+
     fn add_config(&mut self, config: &Value) -> Result<()> {
         let files = config.pointer("/storage/files").and_then(Value::as_array);
         for f in files.into_iter().flatten() {

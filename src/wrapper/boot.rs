@@ -246,7 +246,7 @@ pub fn run(args: &[OsString]) -> i32 {
                 "internal error while reading the unit files (a bug; please report)"
             ))
         });
-    let plan = match prepared {
+    let mut plan = match prepared {
         Ok(mut p) => {
             p.warnings.extend(guard_off);
             refused_label_fault(&env, &mut p);
@@ -258,22 +258,33 @@ pub fn run(args: &[OsString]) -> i32 {
             return EXIT_EXEC;
         }
     };
+    // Each word fits MAX_ARG_STRLEN; the total must fit the stack-derived
+    // limit too, or exec fails with E2BIG after the journal line is out.
+    if plan.left_out.is_none() && plan.argv != plan.original_argv {
+        let path = under_root(&opts.root, &plan.executable);
+        if let Some(why) = over_exec_limit(&path, &plan.argv, &env) {
+            plan.argv = plan.original_argv.clone();
+            plan.left_out = Some(why);
+        }
+    }
     let mut line = plan::summary(&plan);
     // One line, in one write; stderr is the journal under systemd.
     line.push('\n');
     let _ = std::io::stderr().write_all(line.as_bytes());
-    if let (Some(id), Some(now)) = (invocation, uptime_ms()) {
+    if let (Some(id), Some(now)) = (invocation.as_deref(), uptime_ms()) {
         let with = plan.left_out.is_none() && plan.argv != plan.original_argv;
-        let _ = guard.record_start(&id, now, with, can_register(&opts.root, &plan));
+        let _ = guard.record_start(id, now, with, can_register(&opts.root, &plan));
     }
     let mut err = exec(&opts.root, &plan.executable, &plan.argv);
-    // E2BIG: the argv with our flags, or with the environment, is over the
-    // kernel's limits (each word was checked against MAX_ARG_STRLEN; the
-    // total depends on the stack limit). Start kubelet as it would have been.
+    // E2BIG that `over_exec_limit` did not foresee (another kernel's
+    // accounting): start kubelet as it would have been, recorded so.
     if err.raw_os_error() == Some(E2BIG) && plan.argv != plan.original_argv {
         eprintln!(
             "kubelet-labeler: starting kubelet without our labels/taints: executing it with them failed: {err}"
         );
+        if let (Some(id), Some(now)) = (invocation.as_deref(), uptime_ms()) {
+            let _ = guard.record_start(id, now, false, can_register(&opts.root, &plan));
+        }
         err = exec(&opts.root, &plan.executable, &plan.original_argv);
     }
     eprintln!(
@@ -281,6 +292,57 @@ pub fn run(args: &[OsString]) -> i32 {
         plan.executable.display()
     );
     EXIT_EXEC
+}
+
+/// Why exec of `argv` with `env` would fail with E2BIG: the strings and
+/// their pointers over the kernel's limit for them (fs/exec.c: a quarter of
+/// the stack limit, at most 6 MiB, at least ARG_MAX). The usual start is far
+/// below ARG_MAX and costs one pass over the lengths.
+fn over_exec_limit(path: &Path, argv: &[OsString], env: &[(OsString, OsString)]) -> Option<String> {
+    const ARG_MAX: u64 = 131_072;
+    let words = argv.len().max(1) + env.len();
+    let strings: usize = argv.iter().map(|a| a.len() + 1).sum::<usize>()
+        + env
+            .iter()
+            .map(|(k, v)| k.len() + v.len() + 2)
+            .sum::<usize>()
+        + path.as_os_str().len()
+        + 1;
+    let total = (strings + words * std::mem::size_of::<usize>()) as u64;
+    if total <= ARG_MAX {
+        return None;
+    }
+    let stack = stack_limit()?;
+    let limit = (stack / 4).clamp(ARG_MAX, 6 << 20);
+    (total > limit).then(|| {
+        format!(
+            "its argv and environment with them are {total} bytes, over the {limit} bytes exec \
+             allows with a stack limit of {} (raise LimitSTACK= or add fewer)",
+            match stack {
+                u64::MAX => "infinity".to_string(),
+                s => format!("{} KiB", s >> 10),
+            }
+        )
+    })
+}
+
+/// The soft RLIMIT_STACK (u64::MAX: unlimited); None when unknown.
+fn stack_limit() -> Option<u64> {
+    #[repr(C)]
+    struct Rlimit {
+        cur: u64,
+        max: u64,
+    }
+    unsafe extern "C" {
+        fn getrlimit(resource: i32, rlim: *mut Rlimit) -> i32;
+    }
+    /// RLIMIT_STACK on every Linux architecture but alpha/sparc/mips.
+    const RLIMIT_STACK: i32 = 3;
+    let mut r = Rlimit { cur: 0, max: 0 };
+    // SAFETY: getrlimit writes one struct rlimit (two 64-bit words on
+    // 64-bit Linux) into `r`.
+    let rc = unsafe { getrlimit(RLIMIT_STACK, &mut r) };
+    (rc == 0).then_some(r.cur)
 }
 
 /// Whether kubelet, started with this plan, could have refused our flags:
@@ -366,6 +428,20 @@ mod tests {
 
     fn os(v: &[&str]) -> Vec<OsString> {
         v.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn exec_limit_is_checked_only_past_arg_max() {
+        let env = [(OsString::from("A"), OsString::from("b"))];
+        let path = Path::new("/usr/bin/kubelet");
+        assert_eq!(
+            over_exec_limit(path, &os(&["kubelet", "--v=2"]), &env),
+            None
+        );
+        // Past 6 MiB exec refuses whatever the stack limit.
+        let big = [(OsString::from("A"), OsString::from("b".repeat(7 << 20)))];
+        let why = over_exec_limit(path, &os(&["kubelet"]), &big).unwrap();
+        assert!(why.contains("7340076 bytes, over the"), "{why}");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::plan::{self, Plan};
-use crate::contract::{GENERATOR_PATH, WRAPPER_DROPIN_NAME};
+use crate::contract::{GENERATOR_PATH, WRAPPER_DROPIN_NAME, WRAPPER_PATH};
 use crate::kubelet::Profile;
 use crate::unit::{self, LoadOptions, UnitPaths};
 
@@ -219,7 +219,16 @@ fn reach(paths: &UnitPaths, unit_name: &str) -> Reach {
         d.file_name()
             .is_some_and(|n| n.as_encoded_bytes() > WRAPPER_DROPIN_NAME.as_bytes())
     }) {
-        let data = unit::read_node(paths, d).unwrap_or_default();
+        let data = match unit::read_node(paths, d) {
+            Ok(data) => data,
+            Err(e) => {
+                r.errors.push(format!(
+                    "{}: cannot read it ({e}), and it sorts after {WRAPPER_DROPIN_NAME}: whether it takes ExecStart= back from the wrapper is unknown; run explain as root or fix the file",
+                    d.display()
+                ));
+                continue;
+            }
+        };
         let parsed = unit::syntax::parse(&data, &d.display().to_string());
         let exec_starts: Vec<&str> = parsed
             .assignments
@@ -232,6 +241,14 @@ fn reach(paths: &UnitPaths, unit_name: &str) -> Reach {
             "remove it, or rename it to sort before {WRAPPER_DROPIN_NAME} (the wrapper then runs its command)"
         );
         match exec_starts.iter().rposition(|v| v.is_empty()) {
+            // Not a bypass: systemd runs the wrapper. But the wrapper reads
+            // the unit without its own drop-in only, so the command it
+            // stands in for is a wrapper again, never kubelet.
+            Some(reset) if exec_starts.len() == reset + 2 && is_wrapper(exec_starts[reset + 1]) => {
+                r.errors.push(format!(
+                    "{name} sorts after {WRAPPER_DROPIN_NAME} and sets ExecStart= to the wrapper again: systemd runs the wrapper, which finds a wrapper, not kubelet, as the command it stands in for and execs it in a loop; remove it ({WRAPPER_DROPIN_NAME} already runs the wrapper)"
+                ))
+            }
             Some(reset) => r.errors.push(match exec_starts.get(reset + 1) {
                 Some(cmd) => format!(
                     "{name} sorts after {WRAPPER_DROPIN_NAME} and resets ExecStart= to {cmd}: systemd runs that instead of the wrapper, and kubelet starts without our labels/taints; {fix}"
@@ -249,6 +266,21 @@ fn reach(paths: &UnitPaths, unit_name: &str) -> Reach {
         }
     }
     r
+}
+
+/// Whether an `ExecStart=` command runs the wrapper (at its path, or the
+/// per-architecture one the generator picks).
+fn is_wrapper(command: &str) -> bool {
+    let exe = command
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .trim_start_matches(['-', '@', ':', '+', '!', '|']);
+    exe == WRAPPER_PATH
+        || exe
+            .strip_prefix(WRAPPER_PATH)
+            .and_then(|rest| rest.strip_prefix('.'))
+            .is_some_and(|arch| !arch.is_empty() && !arch.contains('/'))
 }
 
 /// The profile the installed wrapper validates with at boot: the
@@ -403,7 +435,8 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
         }
     }
     for (i, w) in plan.original_argv.iter().enumerate() {
-        let what = format!("word {i} of the original ExecStart=");
+        // Counted from 1, the program being 1, as `validate` counts.
+        let what = format!("word {} of the original ExecStart=", i + 1);
         if let Some(why) = crate::kubelet::arg_limit::too_long(&what, w.len()) {
             errors.push(format!("kubelet cannot start: {why}"));
         }
@@ -569,7 +602,7 @@ pub fn render_human(e: &Explanation) -> String {
         } else {
             "+"
         };
-        out += &format!("  {mark} [{i}] {}\n", shell_words::quote(a));
+        out += &format!("  {mark} [{}] {}\n", i + 1, shell_words::quote(a));
     }
     for removed in e.original_argv.iter().filter(|a| !e.argv.contains(a)) {
         out += &format!("  - {}\n", shell_words::quote(removed));
