@@ -421,7 +421,7 @@ fn cmd_render_machineconfig(c: RenderMachineConfigConfig) -> Result<ExitCode> {
             }
             for p in &earlier.others {
                 say!(
-                    "left {} (not a manifest of ours; kustomization.yaml does not list it)",
+                    "left {} (not ours; kustomization.yaml does not list it, `oc apply -f` on the directory would apply it)",
                     p.display()
                 );
             }
@@ -447,7 +447,9 @@ fn cmd_render_ignition(c: RenderIgnitionConfig) -> Result<ExitCode> {
     let version = ignition_version(c.pool.ignition_version);
     let config = match (&c.merge_url, &c.ca_file) {
         (Some(url), Some(ca)) => {
-            let pool = c.pool.pool.as_deref().context("--merge-url needs --pool")?;
+            let pool = c.pool.pool.as_deref().ok_or_else(|| {
+                Usage("--merge-url needs --pool NAME: the pointer config merges a custom pool's config".into())
+            })?;
             machineconfig::check_pool_name(pool, &c.pool.base_role)?;
             pointer::check_merge_url_pool(url, pool)?;
             if let Some(w) = pointer::plain_http_warning(url) {

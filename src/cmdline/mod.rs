@@ -59,7 +59,7 @@ Examples:
       --set-env KUBELET_NODE_NAME=worker-0
   kubelet-labeler explain --root / --json | jq .argv
   kubelet-labeler explain --machineconfig rendered-worker.yaml \\
-      --machineconfig 50-worker-kubelet-labeler-wrapper.yaml --rules gpu.yaml
+      --machineconfig 50-gpu-kubelet-labeler-wrapper.yaml --rules gpu.yaml
 
 Exit status: 0 success, 1 error (the message says which input and the fix)
 or our labels/taints would not reach kubelet at boot: the wrapper missing,
@@ -500,7 +500,7 @@ pub struct RenderIgnitionConfig {
     #[command(flatten)]
     pub pool: PoolArgs,
     /// Render a pointer config that merges this URL (the pool's MCS config)
-    #[arg(long, value_name = "URL", requires_all = ["ca_file", "pool"])]
+    #[arg(long, value_name = "URL", requires = "ca_file")]
     pub merge_url: Option<String>,
     /// PEM CA bundle that signs the --merge-url server
     #[arg(long, value_name = "PEM")]

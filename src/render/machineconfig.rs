@@ -425,7 +425,8 @@ pub struct EarlierManifests {
     /// Manifests of ours an earlier render wrote (another pool's, an older
     /// name): `--force` removes them, or GitOps would keep applying them.
     pub ours: Vec<PathBuf>,
-    /// Anything else, left as it is.
+    /// Other manifests (`.yaml`, `.yml`, `.json`), left as they are: not
+    /// in kustomization.yaml, but `oc apply -f DIR` would apply them.
     pub others: Vec<PathBuf>,
 }
 
@@ -451,9 +452,12 @@ pub fn earlier_manifests(rendered: &Rendered, dir: &Path) -> Result<EarlierManif
     }
     paths.sort();
     for path in paths {
+        let manifest = path
+            .extension()
+            .is_some_and(|e| e == "yaml" || e == "yml" || e == "json");
         if is_our_manifest(&path) {
             found.ours.push(path);
-        } else {
+        } else if manifest {
             found.others.push(path);
         }
     }
