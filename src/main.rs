@@ -285,7 +285,7 @@ fn cmd_render_dropins(c: RenderDropinsConfig) -> Result<ExitCode> {
         // This host's own architecture: the tree is most often this host's.
         arches.push(wrappers::host_arch().with_context(|| {
             format!(
-                "this host's architecture ({}) is none a wrapper is built for; pass --arch or --wrapper",
+                "no wrapper is built for this host's architecture ({}); pass --arch ARCH or --wrapper PATH",
                 std::env::consts::ARCH
             )
         })?);
