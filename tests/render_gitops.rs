@@ -93,7 +93,7 @@ fn dropins_refuse_a_dynamic_wrapper_and_the_suggested_command_works() {
     .unwrap();
     let cli = debug.join("kubelet-labeler");
     let root = scratch.path().join("root");
-    let args = "render dropins --label example.com/gpu=yes --root";
+    let args = "render dropins --create-root --label example.com/gpu=yes --root";
 
     let refused = Command::new(&cli)
         .args(args.split(' '))
@@ -361,6 +361,7 @@ fn usage_errors_exit_2_and_say_the_fix() {
             vec![
                 "render",
                 "dropins",
+                "--create-root",
                 "--root",
                 "r",
                 "--wrapper",
@@ -592,7 +593,14 @@ fn the_labels_machineconfig_reads_as_written() {
     // Decoded, the file is the drop-in `render dropins` writes.
     let tree = dir.path().join("tree");
     let o = bin()
-        .args(["render", "dropins", "--profile", "openshift", "--root"])
+        .args([
+            "render",
+            "dropins",
+            "--profile",
+            "openshift",
+            "--create-root",
+        ])
+        .arg("--root")
         .arg(&tree)
         .args(common)
         .arg("--rules")

@@ -35,7 +35,14 @@ fn static_elf_header(scratch: &Path) -> PathBuf {
 fn rendered_env_dropin(scratch: &Path, name: &str, extra: &[&str]) -> String {
     let root = scratch.join(format!("render-{name}"));
     let out = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
-        .args(["render", "dropins", "--profile", "openshift", "--root"])
+        .args([
+            "render",
+            "dropins",
+            "--profile",
+            "openshift",
+            "--create-root",
+        ])
+        .arg("--root")
         .arg(&root)
         // Only the env drop-in is read: a static ELF header stands in for the
         // wrapper (render refuses the dynamic cargo build).
