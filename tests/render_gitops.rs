@@ -276,6 +276,7 @@ fn force_removes_an_earlier_renders_manifests_and_names_them() {
 fn dropins_name_and_remove_an_earlier_renders_files() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
+    std::fs::create_dir(&root).unwrap();
     let x86 = static_elf(dir.path(), Arch::X86_64);
     let arm = static_elf(dir.path(), Arch::Aarch64);
     let run = |extra: &[&str], wrappers: &[&Path]| {
