@@ -626,7 +626,7 @@ fn cmd_iso_fleet(c: IsoFleetConfig) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The static selector for `arch`, found as [`default_wrapper`] finds the
+/// The static selector for `arch`, found where `wrappers::Lookup` finds the
 /// wrapper.
 fn default_selector(arch: Arch) -> Result<std::path::PathBuf> {
     let exe = std::env::current_exe().context("finding this program")?;
