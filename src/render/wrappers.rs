@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 
 use super::arch::{Arch, one_per_arch};
+use super::input::{WRAPPER, read_file};
 use super::machineconfig::check_wrapper;
 
 /// Where to look: the directory of the running CLI.
@@ -82,13 +83,14 @@ impl Lookup {
         let mut refused = Vec::new();
         let mut looked = Vec::new();
         for path in self.candidates(arch) {
-            let Ok(bytes) = std::fs::read(&path) else {
+            if !path.exists() {
                 looked.push(path.display().to_string());
                 continue;
-            };
-            match check_wrapper(&bytes, arch, &path) {
-                Ok(()) => return Ok((path, bytes)),
-                Err(e) => refused.push(e.to_string()),
+            }
+            match read_file(&path, WRAPPER).and_then(|b| check_wrapper(&b, arch, &path).map(|()| b))
+            {
+                Ok(bytes) => return Ok((path, bytes)),
+                Err(e) => refused.push(format!("{e:#}")),
             }
         }
         let mut why = format!("no static wrapper for {arch} found beside this program");
@@ -107,7 +109,7 @@ impl Lookup {
     pub fn wrappers_for(&self, arches: &[Arch], files: &[PathBuf]) -> Result<Vec<(Arch, Vec<u8>)>> {
         let mut out = Vec::new();
         for path in files {
-            let bytes = std::fs::read(path).with_context(|| {
+            let bytes = read_file(path, WRAPPER).with_context(|| {
                 format!("reading the wrapper {} (fix --wrapper)", path.display())
             })?;
             let Some(arch) = Arch::of_elf(&bytes) else {
