@@ -182,7 +182,10 @@ pub fn earlier_files(opts: &TreeOptions, planned: &[(PathBuf, Vec<u8>, u32)]) ->
         .filter(|node| !planned.iter().any(|(p, _, _)| p == node))
         .map(|node| opts.root.join(node.strip_prefix("/").unwrap_or(&node)))
         // Only a regular file can be one we wrote.
-        .filter(|path| path.symlink_metadata().is_ok_and(|m| m.file_type().is_file()))
+        .filter(|path| {
+            path.symlink_metadata()
+                .is_ok_and(|m| m.file_type().is_file())
+        })
         .collect()
 }
 
