@@ -706,13 +706,13 @@ mod tests {
         assert_eq!(
             a,
             [
-                "MachineConfig/50-worker-rwn-kubelet-labeler-wrapper",
-                "MachineConfig/50-worker-rwn-kubelet-labeler-labels",
-                "MachineConfigPool/worker-rwn"
+                "MachineConfig/50-worker-gpu-kubelet-labeler-wrapper",
+                "MachineConfig/50-worker-gpu-kubelet-labeler-labels",
+                "MachineConfigPool/worker-gpu"
             ]
         );
         let mut other = opts();
-        other.pool = "worker-gpu".into();
+        other.pool = "worker-pi".into();
         other.wrappers = vec![(Arch::Aarch64, fake_elf(183))];
         let b = names(&other);
         assert!(a.iter().all(|n| !b.contains(n)), "{a:?} {b:?}");
