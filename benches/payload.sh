@@ -25,7 +25,7 @@ for arch in x86_64 aarch64; do
 d = yaml.safe_load(open(sys.argv[1]))
 src = [f["contents"]["source"] for f in d["spec"]["config"]["storage"]["files"]
        if f["path"].startswith("/usr/local/bin/kubelet-labeler-wrapper")]
-print(len(src[0].split(",", 1)[1]))' "$scratch/$arch/50-worker-kubelet-labeler-wrapper.yaml")
+print(len(src[0].split(",", 1)[1]))' "$scratch/$arch/50-payload-kubelet-labeler-wrapper.yaml")
   printf '%-8s %9d %9d %9d  %+d\n' "$arch" "$raw" "$gz" "$enc" $((enc - limit))
 done
 [ "$parts" = 0 ] && exit 0

@@ -9,7 +9,7 @@ use clap::Parser;
 use kubelet_labeler::cmdline::*;
 use kubelet_labeler::iso;
 use kubelet_labeler::render::arch::Arch;
-use kubelet_labeler::render::{additions, input, layout, machineconfig, pointer, tree};
+use kubelet_labeler::render::{additions, input, layout, machineconfig, pointer, tree, wrappers};
 
 /// `eprintln!` that cannot panic: with stderr a closed pipe (`2>&1 | head`)
 /// the line is lost, not the run.
@@ -42,7 +42,11 @@ fn main() -> ExitCode {
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             say!("Error: {e:#}");
-            ExitCode::FAILURE
+            if e.is::<Usage>() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }
@@ -64,6 +68,19 @@ fn to_stdout(text: impl AsRef<[u8]>) -> Result<()> {
         .context("writing to stdout")
 }
 
+/// A usage error clap cannot see (the flags parse, their combination is
+/// wrong): exit 2, as clap's own.
+#[derive(Debug)]
+struct Usage(String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
 fn profile(p: ProfileArg) -> kubelet_labeler::kubelet::Profile {
     match p {
         ProfileArg::Upstream => kubelet_labeler::kubelet::Profile::Upstream,
@@ -75,6 +92,10 @@ fn profile(p: ProfileArg) -> kubelet_labeler::kubelet::Profile {
 
 fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
     use kubelet_labeler::wrapper::explain;
+    stdin_at_most_once(&[
+        ("--machineconfig", &c.machineconfigs),
+        ("--rules", &c.rules),
+    ])?;
     let manager_env = c
         .set_env
         .iter()
@@ -161,6 +182,23 @@ fn existing_dir(flag: &str, dir: &std::path::Path) -> Result<()> {
     }
 }
 
+/// Stdin can be read once: refuse "-" given twice among these flags.
+fn stdin_at_most_once(flags: &[(&str, &[std::path::PathBuf])]) -> Result<()> {
+    let named: Vec<&str> = flags
+        .iter()
+        .flat_map(|(flag, paths)| paths.iter().filter(|p| p.as_os_str() == "-").map(|_| *flag))
+        .collect();
+    if named.len() > 1 {
+        return Err(Usage(format!(
+            "stdin (\"-\") is given {} times ({}); it can be read once: give the other files by name",
+            named.len(),
+            named.join(" -, ") + " -"
+        ))
+        .into());
+    }
+    Ok(())
+}
+
 /// `--rules`/`--nfd-labels` of explain, as the env drop-in would carry them.
 fn explain_override_env(
     rules: &[std::path::PathBuf],
@@ -242,13 +280,17 @@ fn cmd_render_dropins(c: RenderDropinsConfig) -> Result<ExitCode> {
     }
     let prof = profile(c.additions.profile.unwrap_or(ProfileArg::Upstream));
     let additions = additions::from_cli(&c.additions.labels, &c.additions.taints, prof)?;
-    let mut given = c.wrappers.clone();
-    if given.is_empty() && c.arches.is_empty() {
-        given.push(wrapper_beside_this_program()?);
+    let mut arches: Vec<Arch> = c.arches.iter().copied().map(arch_of).collect();
+    if arches.is_empty() && c.wrappers.is_empty() {
+        // This host's own architecture: the tree is most often this host's.
+        arches.push(wrappers::host_arch().with_context(|| {
+            format!(
+                "no wrapper is built for this host's architecture ({}); pass --arch ARCH or --wrapper PATH",
+                std::env::consts::ARCH
+            )
+        })?);
     }
-    // A tree for one host may carry the host's own (dynamic) build; only
-    // MachineConfigs insist on static wrappers.
-    let wrappers = wrappers_for(&c.arches, &given, false)?;
+    let wrappers = wrappers::Lookup::of_this_program()?.wrappers_for(&arches, &c.wrappers)?;
     let written = tree::render_tree(&tree::TreeOptions {
         root: c.root.clone(),
         unit: c.unit.clone(),
@@ -258,8 +300,14 @@ fn cmd_render_dropins(c: RenderDropinsConfig) -> Result<ExitCode> {
         force: c.force,
         node_rules: node_rules(&c.additions, prof)?,
     })?;
-    for p in written {
-        to_stdout(format!("wrote {}\n", p.display()))?;
+    for p in written.written {
+        say!("wrote {}", p.display());
+    }
+    for p in written.removed {
+        say!(
+            "removed {} (an earlier render's; this one does not write it)",
+            p.display()
+        );
     }
     // When the tree has the unit, say now what the next start would do.
     let why = kubelet_labeler::wrapper::explain::left_out_at_next_start(&c.root, &c.unit, prof);
@@ -269,25 +317,6 @@ fn cmd_render_dropins(c: RenderDropinsConfig) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// A file shipped next to this binary.
-/// `kubelet-labeler-wrapper` beside this program, or, as dist/build-static.sh
-/// lays the static binaries out, the one of this program's architecture.
-fn wrapper_beside_this_program() -> Result<std::path::PathBuf> {
-    let exe = std::env::current_exe().context("finding this program")?;
-    let plain = exe.with_file_name("kubelet-labeler-wrapper");
-    let of_arch = Arch::from_name(std::env::consts::ARCH)
-        .map(|a| exe.with_file_name(shipped_wrapper_name(a)));
-    Ok(match of_arch {
-        Some(p) if !plain.exists() && p.is_file() => p,
-        _ => plain,
-    })
-}
-
-/// The name dist/build-static.sh gives the static wrapper for `arch`.
-fn shipped_wrapper_name(arch: Arch) -> String {
-    format!("kubelet-labeler-wrapper-{}", arch.name())
 }
 
 fn ignition_version(v: IgnitionVersionArg) -> &'static str {
@@ -309,12 +338,12 @@ fn pool_options(p: &PoolArgs) -> Result<machineconfig::PoolOptions> {
         }
         None => None,
     };
-    let arches = if p.arches.is_empty() && p.wrappers.is_empty() {
-        vec![ArchArg::X86_64]
+    let arches: Vec<Arch> = if p.arches.is_empty() && p.wrappers.is_empty() {
+        vec![Arch::X86_64]
     } else {
-        p.arches.clone()
+        p.arches.iter().copied().map(arch_of).collect()
     };
-    let wrappers = wrappers_for(&arches, &p.wrappers, true)?;
+    let wrappers = wrappers::Lookup::of_this_program()?.wrappers_for(&arches, &p.wrappers)?;
     let (pool, builtin_role) = match (&p.pool, p.role) {
         (_, Some(RoleArg::Worker)) => ("worker".to_string(), true),
         (_, Some(RoleArg::Master)) => ("master".to_string(), true),
@@ -346,6 +375,7 @@ fn node_rules(
     prof: kubelet_labeler::kubelet::Profile,
 ) -> Result<kubelet_labeler::render::dropins::NodeRules> {
     use kubelet_labeler::render::node_rules;
+    stdin_at_most_once(&[("--rules", &a.rules)])?;
     let mut out = kubelet_labeler::render::dropins::NodeRules {
         nfd_labels: a.nfd_labels.map(nfd_flavour),
         ..Default::default()
@@ -367,106 +397,48 @@ fn arch_of(a: ArchArg) -> Arch {
     }
 }
 
-/// One wrapper per architecture: each `--wrapper` file for the architecture
-/// its ELF header names, and the built one for each `--arch` no file covers.
-/// `require_static`: refuse what would not run on a node (MachineConfigs).
-fn wrappers_for(
-    arches: &[ArchArg],
-    files: &[std::path::PathBuf],
-    require_static: bool,
-) -> Result<Vec<(Arch, Vec<u8>)>> {
-    let read = |path: &std::path::Path, arch: Option<Arch>| -> Result<(Arch, Vec<u8>)> {
-        let bytes = input::read_file(path, input::WRAPPER).with_context(|| {
-            format!(
-                "reading the wrapper {} (build it with `machineconfigs/build-wrapper.sh ARCH` or fix --wrapper)",
-                path.display()
-            )
-        })?;
-        let arch = match (arch, Arch::of_elf(&bytes)) {
-            (Some(a), _) => a,
-            (None, Some(a)) => a,
-            (None, None) => anyhow::bail!(
-                "{} is not a 64-bit ELF program for x86_64, aarch64, ppc64le or s390x; \
-                 build the wrapper with `machineconfigs/build-wrapper.sh ARCH`",
-                path.display()
-            ),
-        };
-        if require_static {
-            machineconfig::check_wrapper(&bytes, arch, path)?;
-        } else if Arch::of_elf(&bytes) != Some(arch) {
-            anyhow::bail!(
-                "{} is not a {arch} program; give the wrapper built for {arch}",
-                path.display()
-            );
-        }
-        Ok((arch, bytes))
-    };
-    let mut out = Vec::new();
-    for f in files {
-        out.push(read(f, None)?);
-    }
-    for a in arches.iter().copied().map(arch_of) {
-        if !out.iter().any(|(have, _)| *have == a) {
-            out.push(read(&default_wrapper(a)?, Some(a))?);
-        }
-    }
-    kubelet_labeler::render::arch::one_per_arch(out)
-}
-
-/// The static wrapper for `arch`: shipped beside this program, or as
-/// machineconfigs/build-wrapper.sh leaves it in cargo's target directory.
-fn default_wrapper(arch: Arch) -> Result<std::path::PathBuf> {
-    let exe = std::env::current_exe().context("finding this program")?;
-    let dir = exe.parent().context("finding this program's directory")?;
-    let candidates = [
-        dir.join(shipped_wrapper_name(arch)),
-        dir.join(format!(
-            "../{}-unknown-linux-musl/wrapper/kubelet-labeler-wrapper",
-            arch.name()
-        )),
-    ];
-    candidates
-        .iter()
-        .find(|p| p.is_file())
-        .cloned()
-        .with_context(|| match arch {
-            Arch::X86_64 | Arch::Aarch64 => format!(
-                "no static wrapper for {arch} found beside this program; build it with \
-                     `machineconfigs/build-wrapper.sh {arch}` or pass --wrapper"
-            ),
-            _ => format!(
-                "no static wrapper for {arch} found beside this program; build a static \
-                     {arch} wrapper (cargo build --profile wrapper --bin kubelet-labeler-wrapper \
-                     --no-default-features --target {}-unknown-linux-musl) and pass --wrapper",
-                if arch == Arch::Ppc64le {
-                    "powerpc64le"
-                } else {
-                    arch.name()
-                }
-            ),
-        })
-}
-
 fn cmd_render_machineconfig(c: RenderMachineConfigConfig) -> Result<ExitCode> {
     let opts = pool_options(&c.pool)?;
     let rendered = machineconfig::render(&opts)?;
     match (&c.output_dir, &c.output) {
         (Some(dir), _) => {
+            // An earlier render's manifests this one does not write (another
+            // pool's, or an older name): found before writing, removed after.
+            let earlier = if c.force {
+                machineconfig::earlier_manifests(&rendered, dir)?
+            } else {
+                machineconfig::EarlierManifests::default()
+            };
             for p in machineconfig::write_dir(&rendered, dir, c.force)? {
                 say!("wrote {}", p.display());
+            }
+            for p in &earlier.ours {
+                std::fs::remove_file(p).with_context(|| format!("removing {}", p.display()))?;
+                say!(
+                    "removed {} (an earlier render's; this one does not write it)",
+                    p.display()
+                );
+            }
+            for p in &earlier.others {
+                say!(
+                    "left {} (not ours; kustomization.yaml does not list it, `oc apply -f` on the directory would apply it)",
+                    p.display()
+                );
             }
         }
         (None, Some(out)) if out.as_os_str() == "-" => {
             to_stdout(machineconfig::to_stream(&rendered)?)?
         }
-        (None, Some(out)) => tree::write_output(
-            out,
-            machineconfig::to_stream(&rendered)?.as_bytes(),
-            c.force,
-        )?,
-        (None, None) => {
-            anyhow::bail!("say where to write: --output-dir DIR, or -o FILE (- for stdout)")
+        (None, Some(out)) => {
+            tree::write_output(
+                out,
+                machineconfig::to_stream(&rendered)?.as_bytes(),
+                c.force,
+            )?;
+            say!("wrote {}", out.display());
         }
+        // clap requires one of the two.
+        (None, None) => unreachable!("--output-dir or --output"),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -475,9 +447,14 @@ fn cmd_render_ignition(c: RenderIgnitionConfig) -> Result<ExitCode> {
     let version = ignition_version(c.pool.ignition_version);
     let config = match (&c.merge_url, &c.ca_file) {
         (Some(url), Some(ca)) => {
-            let pool = c.pool.pool.as_deref().context("--merge-url needs --pool")?;
+            let pool = c.pool.pool.as_deref().ok_or_else(|| {
+                Usage("--merge-url needs --pool NAME: the pointer config merges a custom pool's config".into())
+            })?;
             machineconfig::check_pool_name(pool, &c.pool.base_role)?;
             pointer::check_merge_url_pool(url, pool)?;
+            if let Some(w) = pointer::plain_http_warning(url) {
+                say!("warning: {w}");
+            }
             let pem = input::read_file(ca, input::CA_FILE)?;
             pointer::pointer_config(url, &pem, version)?
         }
@@ -490,6 +467,7 @@ fn cmd_render_ignition(c: RenderIgnitionConfig) -> Result<ExitCode> {
         to_stdout(text)?;
     } else {
         tree::write_output(&c.output, text.as_bytes(), c.force)?;
+        say!("wrote {}", c.output.display());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -513,17 +491,21 @@ fn cmd_iso_embed(c: IsoEmbedConfig) -> Result<ExitCode> {
                 c.ca_file.as_ref().context("--ca-file")?,
             );
             pointer::check_merge_url_pool(url, pool)?;
+            if let Some(w) = pointer::plain_http_warning(url) {
+                say!("warning: {w}");
+            }
             let pem = input::read_file(ca, input::CA_FILE)?;
             let version = ignition_version(c.ignition_version);
             let config = serde_json::to_vec(&machineconfig::pointer_ignition(url, &pem, version)?)?;
             iso::check_ignition(&config, "the rendered pointer config")?;
             config
         }
-        (None, Some(path)) => {
+        (None, Some(path)) if path.as_os_str() != "-" => {
             let config = input::read_file(path, input::IGNITION)?;
             checked_input(config, &path.display().to_string(), c.no_validate)?
         }
-        (None, None) => {
+        // `-i -`, or no -i: stdin.
+        (None, _) => {
             let buf = input::read_capped(std::io::stdin().lock(), "<stdin>", input::IGNITION)?;
             checked_input(buf, "the config on stdin", c.no_validate)?
         }
@@ -644,7 +626,7 @@ fn cmd_iso_fleet(c: IsoFleetConfig) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The static selector for `arch`, found as [`default_wrapper`] finds the
+/// The static selector for `arch`, found where `wrappers::Lookup` finds the
 /// wrapper.
 fn default_selector(arch: Arch) -> Result<std::path::PathBuf> {
     let exe = std::env::current_exe().context("finding this program")?;

@@ -19,6 +19,39 @@ fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
 }
 
+/// A static wrapper for this host, as far as render and explain look at it
+/// (the ELF header): a plain `cargo build` of the wrapper is dynamic, and
+/// render refuses it.
+fn fake_wrapper() -> &'static Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let arch = Arch::from_name(std::env::consts::ARCH).unwrap_or(Arch::X86_64);
+        let mut elf = vec![0u8; 64];
+        elf[..4].copy_from_slice(b"\x7fELF");
+        elf[4] = 2;
+        elf[5] = if arch.big_endian() { 2 } else { 1 };
+        let (t, m) = if arch.big_endian() {
+            (2u16.to_be_bytes(), arch.elf_machine().to_be_bytes())
+        } else {
+            (2u16.to_le_bytes(), arch.elf_machine().to_le_bytes())
+        };
+        elf[16..18].copy_from_slice(&t);
+        elf[18..20].copy_from_slice(&m);
+        std::fs::write(dir.path().join("kubelet-labeler-wrapper"), elf).unwrap();
+        dir
+    });
+    Box::leak(dir.path().join("kubelet-labeler-wrapper").into_boxed_path())
+}
+
+/// `render dropins` with the static stand-in wrapper.
+fn dropins() -> Command {
+    let mut c = bin();
+    c.args(["render", "dropins", "--wrapper"])
+        .arg(fake_wrapper());
+    c
+}
+
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
@@ -82,10 +115,8 @@ fn render_dropins_then_explain() {
     assert_eq!(before["argv"], before["original_argv"]);
     assert_eq!(before["wrapper_installed"], false);
 
-    let out = bin()
+    let out = dropins()
         .args([
-            "render",
-            "dropins",
             "--label",
             "node.kubernetes.io/gpu=",
             "--taint",
@@ -97,9 +128,9 @@ fn render_dropins_then_explain() {
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
-    // The wrapper beside the program, under its architecture's name, and
-    // the generator that writes the drop-in at daemon-reload.
-    let built = std::fs::read(env!("CARGO_BIN_EXE_kubelet-labeler-wrapper")).unwrap();
+    // The wrapper under its architecture's name, and the generator that
+    // writes the drop-in at daemon-reload.
+    let built = std::fs::read(fake_wrapper()).unwrap();
     let arch = Arch::of_elf(&built).unwrap();
     let wrapper = root.join(format!("usr/local/bin/kubelet-labeler-wrapper.{arch}"));
     let generator = root.join("etc/systemd/system-generators/kubelet-labeler");
@@ -138,15 +169,9 @@ fn render_dropins_then_explain() {
     // refused without --force, removed with it.
     write(&static_dropin, "[Service]\n");
     let again = |force: bool| {
-        let mut c = bin();
-        c.args([
-            "render",
-            "dropins",
-            "--label",
-            "node.kubernetes.io/gpu=",
-            "--root",
-        ])
-        .arg(root);
+        let mut c = dropins();
+        c.args(["--label", "node.kubernetes.io/gpu=", "--root"])
+            .arg(root);
         if force {
             c.arg("--force");
         }
@@ -191,14 +216,8 @@ fn a_shell_in_execstart_gets_no_flags_and_says_why() {
         write(&root.join(exe), "");
         std::fs::set_permissions(root.join(exe), std::fs::Permissions::from_mode(0o755)).unwrap();
     }
-    let out = bin()
-        .args([
-            "render",
-            "dropins",
-            "--label",
-            "node.kubernetes.io/gpu=",
-            "--root",
-        ])
+    let out = dropins()
+        .args(["--label", "node.kubernetes.io/gpu=", "--root"])
         .arg(root)
         .output()
         .unwrap();
@@ -244,14 +263,8 @@ fn a_shell_in_execstart_gets_no_flags_and_says_why() {
 fn render_dropins_refuses_bad_input_and_overwrites_only_with_force() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    let out = bin()
-        .args([
-            "render",
-            "dropins",
-            "--label",
-            "node-role.kubernetes.io/infra=",
-            "--root",
-        ])
+    let out = dropins()
+        .args(["--label", "node-role.kubernetes.io/infra=", "--root"])
         .arg(root)
         .output()
         .unwrap();
@@ -267,9 +280,8 @@ fn render_dropins_refuses_bad_input_and_overwrites_only_with_force() {
     );
 
     let render = |label: &str, force: bool| {
-        let mut c = bin();
-        c.args(["render", "dropins", "--label", label, "--root"])
-            .arg(root);
+        let mut c = dropins();
+        c.args(["--label", label, "--root"]).arg(root);
         if force {
             c.arg("--force");
         }

@@ -97,7 +97,7 @@ fn machineconfigs_explain_like_the_tree_they_write() {
             )
             .unwrap();
             let mc = mc.to_str().unwrap().to_string();
-            let base = example("50-worker-kubelet-labeler-wrapper.yaml");
+            let base = example("50-worker-gpu-kubelet-labeler-wrapper.yaml");
             let pool = example("50-worker-gpu-kubelet-labeler-labels.yaml");
             let mut args = vec!["explain", "--json", "--profile", "openshift"];
             args.extend(["--machineconfig", &mc]);
@@ -176,7 +176,7 @@ fn falling_back_exits_1_with_the_reason() {
         kubelet_labeler::render::machineconfig::to_yaml(&mc).unwrap(),
     )
     .unwrap();
-    let base = example("50-worker-kubelet-labeler-wrapper.yaml");
+    let base = example("50-worker-gpu-kubelet-labeler-wrapper.yaml");
     let out = cli(&[
         "explain",
         "--machineconfig",
@@ -239,7 +239,8 @@ fn role_machineconfigs_taint_every_master_next_to_the_platform_taint() {
     let out_dir = scratch.path().join("openshift");
     // The static wrapper the committed example carries, laid out from it.
     let example_tree = scratch.path().join("example");
-    let text = std::fs::read_to_string(example("50-worker-kubelet-labeler-wrapper.yaml")).unwrap();
+    let text =
+        std::fs::read_to_string(example("50-worker-gpu-kubelet-labeler-wrapper.yaml")).unwrap();
     let configs = layout::machineconfigs_from_yaml(&text, "example").unwrap();
     layout::Layout::merge(configs)
         .unwrap()

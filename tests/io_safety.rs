@@ -195,6 +195,8 @@ fn a_closed_stdout_stops_every_subcommand_quietly() {
                 "gpu",
                 "--wrapper",
                 "wrapper",
+                "--nfd-labels",
+                "upstream",
                 "--output-dir",
                 "gitops",
             ],

@@ -432,15 +432,13 @@ fn explain_installed(f: &Fleet, scratch: &Path, pool: &str, dest: &Value, facts:
                               "storage": { "files": dest.pointer("/storage/files").unwrap() } } }
     });
     mcs.push(write("00-installed-pool.json", &record));
-    // Worker MachineConfigs (the wrapper) are in every gitops directory;
-    // a custom pool's own ones (its labels and rules) only in its own.
+    // A pool's MachineConfigs (wrapper, labels and rules) all have the
+    // pool's role: only its own gitops directory reaches its nodes.
     for (name, g) in &f.gitops {
         for e in std::fs::read_dir(g).unwrap() {
             let p = e.unwrap().path();
             let file = p.file_name().unwrap().to_string_lossy().into_owned();
-            if (*name == pool && file.starts_with("50-"))
-                || (*name == "worker-gpu" && file.starts_with("50-worker-kubelet"))
-            {
+            if *name == pool && file.starts_with("50-") {
                 mcs.push(p);
             }
         }

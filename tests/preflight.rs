@@ -19,7 +19,7 @@ use std::process::Command;
 use kubelet_labeler::contract::{LABELS_VAR, TAINTS_VAR, WRAPPER_DROPIN_NAME, WRAPPER_PATH};
 use kubelet_labeler::kubelet::arg_limit::MAX_ARG_STRLEN;
 use kubelet_labeler::render::layout;
-use run_cli::{cli, json_of, stderr};
+use run_cli::{cli, json_of, stand_in_wrapper, stderr};
 use serde_json::{Value, json};
 use systemd_oracle::{UserRun, write};
 
@@ -80,7 +80,7 @@ fn machineconfigs_without_the_wrapper_exit_1() {
         "{}",
         stderr(&out)
     );
-    let wrapper = example("50-worker-kubelet-labeler-wrapper.yaml");
+    let wrapper = example("50-worker-gpu-kubelet-labeler-wrapper.yaml");
     let out = cli(&[
         "explain",
         "--json",
@@ -115,7 +115,7 @@ fn a_later_dropin_that_resets_execstart_exits_1() {
     let debug = "[Service]\nExecStart=\nExecStart=/usr/bin/kubelet --v=8\n";
     let log = "[Service]\nEnvironment=GODEBUG=x=1\n";
     let labels = example("50-worker-gpu-kubelet-labeler-labels.yaml");
-    let wrapper = example("50-worker-kubelet-labeler-wrapper.yaml");
+    let wrapper = example("50-worker-gpu-kubelet-labeler-wrapper.yaml");
     let explain = |dropins: &[(&str, &str)]| {
         let rendered = kubelet_mc(dir.path(), dropins);
         cli(&[
@@ -322,7 +322,7 @@ fn machineconfig_input_defaults_to_the_openshift_profile() {
     let dir = tempfile::tempdir().unwrap();
     let env = format!("[Service]\nEnvironment=\"{LABELS_VAR}=node-role.kubernetes.io/worker=\"\n");
     let rendered = kubelet_mc(dir.path(), &[("90-kubelet-labeler-env.conf", &env)]);
-    let wrapper = example("50-worker-kubelet-labeler-wrapper.yaml");
+    let wrapper = example("50-worker-gpu-kubelet-labeler-wrapper.yaml");
     let args = [
         "explain",
         "--machineconfig",
@@ -392,7 +392,7 @@ fn missing_roots_are_errors() {
         "dropins",
         "--create-root",
         "--wrapper",
-        env!("CARGO_BIN_EXE_kubelet-labeler-wrapper"),
+        stand_in_wrapper().to_str().unwrap(),
         "--label",
         "a=b",
         "--root",
@@ -423,10 +423,7 @@ fn over_long_labels_are_refused_everywhere() {
         "dropins".into(),
         "--create-root".into(),
     ];
-    args.extend([
-        "--wrapper".into(),
-        env!("CARGO_BIN_EXE_kubelet-labeler-wrapper").into(),
-    ]);
+    args.extend(["--wrapper".into(), stand_in_wrapper().display().to_string()]);
     args.extend(["--root".into(), dir.path().join("t").display().to_string()]);
     for l in &labels {
         args.extend(["--label".to_string(), l.clone()]);
@@ -444,7 +441,8 @@ fn over_long_labels_are_refused_everywhere() {
     assert!(!dir.path().join("t").exists());
     // The static wrapper the committed example carries, laid out from it.
     let example_tree = dir.path().join("example");
-    let text = std::fs::read_to_string(example("50-worker-kubelet-labeler-wrapper.yaml")).unwrap();
+    let text =
+        std::fs::read_to_string(example("50-worker-gpu-kubelet-labeler-wrapper.yaml")).unwrap();
     let configs = layout::machineconfigs_from_yaml(&text, "example").unwrap();
     layout::Layout::merge(configs)
         .unwrap()
@@ -474,7 +472,7 @@ fn over_long_labels_are_refused_everywhere() {
         labels.join(",")
     );
     let rendered = kubelet_mc(dir.path(), &[("90-kubelet-labeler-env.conf", &env)]);
-    let wrapper = example("50-worker-kubelet-labeler-wrapper.yaml");
+    let wrapper = example("50-worker-gpu-kubelet-labeler-wrapper.yaml");
     let out = cli(&[
         "explain",
         "--json",

@@ -163,7 +163,7 @@ const BLOCKS: &[(&str, Plan)] = &[
         NotHere("needs a cluster (oc)"),
     ),
     (
-        "oc patch mcp worker worker-gpu --type merge -p '{\"spec\":{\"paused\":true}}'",
+        "oc patch mcp worker-gpu --type merge -p '{\"spec\":{\"paused\":true}}'",
         NotHere("needs a cluster (oc)"),
     ),
 ];

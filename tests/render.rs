@@ -64,7 +64,7 @@ fn pyyaml(text: &str) -> Vec<Value> {
 
 fn example_wrapper() -> Vec<u8> {
     let text = std::fs::read_to_string(
-        manifest_dir().join("machineconfigs/50-worker-kubelet-labeler-wrapper.yaml"),
+        manifest_dir().join("machineconfigs/50-worker-gpu-kubelet-labeler-wrapper.yaml"),
     )
     .unwrap();
     let obj = serde_json::to_value(serde_saphyr::from_str::<Value>(&text).unwrap()).unwrap();
@@ -266,6 +266,50 @@ fn assert_strict_spec_types(name: &str, cfg: &Value) {
     let mut back = serde_json::to_value(&typed).unwrap();
     drop_nulls(&mut back);
     assert_eq!(&back, cfg, "{name}: changed by the spec types");
+}
+
+/// The labels MachineConfig's plain-text data URL escapes only what the
+/// readers need: real Ignition (whose data-URL package the MCO shares) and
+/// ignition-validate take one holding every byte, and Ignition writes those
+/// bytes back.
+#[test]
+fn readable_data_urls_are_what_ignition_writes() {
+    if !need(
+        "/usr/lib/dracut/modules.d/30ignition/ignition",
+        "apt-get install ignition",
+    ) || !need("ignition-validate", "apt-get install ignition")
+    {
+        return;
+    }
+    use kubelet_labeler::render::encoding::readable_data_url;
+    let every: Vec<u8> = (0..=255u8).chain(*b"a+b c%20d?e#f").collect();
+    let env = b"[Service]\nEnvironment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS=node.kubernetes.io/gpu=,a.io/b=c\"\n";
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<Value> = [("/etc/every", &every[..]), ("/etc/env.conf", &env[..])]
+        .iter()
+        .map(|(path, bytes)| {
+            serde_json::json!({
+                "path": path, "mode": 420, "overwrite": true,
+                "contents": { "source": readable_data_url(bytes).source }
+            })
+        })
+        .collect();
+    let cfg = serde_json::json!({
+        "ignition": { "version": "3.3.0" },
+        "storage": { "files": files }
+    });
+    let f = dir.path().join("readable.ign");
+    std::fs::write(&f, serde_json::to_vec(&cfg).unwrap()).unwrap();
+    let out = Command::new("ignition-validate").arg(&f).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let root = dir.path().join("root");
+    ignition_oracle::apply(&cfg, &root, &dir.path().join("state"));
+    assert_eq!(std::fs::read(root.join("etc/every")).unwrap(), every);
+    assert_eq!(std::fs::read(root.join("etc/env.conf")).unwrap(), env);
 }
 
 /// `--ignition-version` reaches every config the CLI writes, and the
@@ -595,7 +639,7 @@ fn first_boot_with_real_ignition_and_systemd() {
 
     let mut configs = Vec::new();
     for f in [
-        "50-worker-kubelet-labeler-wrapper.yaml",
+        "50-worker-gpu-kubelet-labeler-wrapper.yaml",
         "50-worker-gpu-kubelet-labeler-labels.yaml",
     ] {
         let text = std::fs::read_to_string(manifest_dir().join("machineconfigs").join(f)).unwrap();

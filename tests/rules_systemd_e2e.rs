@@ -18,14 +18,36 @@ fn repo(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
 
+/// A file with a static x86_64 program's ELF header.
+fn static_elf_header(scratch: &Path) -> PathBuf {
+    let mut elf = vec![0u8; 64];
+    elf[..4].copy_from_slice(b"\x7fELF");
+    elf[4] = 2;
+    elf[5] = 1;
+    elf[16..18].copy_from_slice(&2u16.to_le_bytes());
+    elf[18..20].copy_from_slice(&62u16.to_le_bytes());
+    let path = scratch.join("static-elf-header");
+    std::fs::write(&path, elf).unwrap();
+    path
+}
+
 /// The env drop-in render writes for these rule files.
 fn rendered_env_dropin(scratch: &Path, name: &str, extra: &[&str]) -> String {
     let root = scratch.join(format!("render-{name}"));
     let out = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
-        .args(["render", "dropins", "--profile", "openshift", "--root"])
+        .args([
+            "render",
+            "dropins",
+            "--profile",
+            "openshift",
+            "--create-root",
+        ])
+        .arg("--root")
         .arg(&root)
+        // Only the env drop-in is read: a static ELF header stands in for the
+        // wrapper (render refuses the dynamic cargo build).
         .arg("--wrapper")
-        .arg(env!("CARGO_BIN_EXE_kubelet-labeler-wrapper"))
+        .arg(static_elf_header(scratch))
         .args(extra)
         .output()
         .unwrap();

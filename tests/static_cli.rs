@@ -198,6 +198,7 @@ fn static_cli_works(arch: &str, a: Arch) {
             .args([
                 "render",
                 "dropins",
+                "--create-root",
                 "--label",
                 "example.com/gpu=yes",
                 "--root",

@@ -59,7 +59,7 @@ Examples:
       --set-env KUBELET_NODE_NAME=worker-0
   kubelet-labeler explain --root / --json | jq .argv
   kubelet-labeler explain --machineconfig rendered-worker.yaml \\
-      --machineconfig 50-worker-kubelet-labeler-wrapper.yaml --rules gpu.yaml
+      --machineconfig 50-gpu-kubelet-labeler-wrapper.yaml --rules gpu.yaml
 
 Exit status: 0 success, 1 error (the message says which input and the fix)
 or our labels/taints would not reach kubelet at boot: the wrapper missing,
@@ -337,13 +337,13 @@ pub struct RenderDropinsConfig {
     pub root: PathBuf,
     #[command(flatten)]
     pub additions: AdditionsArgs,
-    /// Architecture to install a wrapper for (repeatable) [default: that of
-    /// the wrapper beside this program]
-    #[arg(long = "arch", value_enum, value_name = "ARCH")]
+    /// Architecture to install a wrapper for (repeatable) [default: this
+    /// host's]
+    #[arg(long = "arch", value_parser = ArchParser, value_name = "ARCH")]
     pub arches: Vec<ArchArg>,
-    /// Wrapper binary to install, one per architecture (repeatable; its
-    /// architecture is read from its ELF header) [default: the one beside
-    /// this program]
+    /// Static wrapper binary to install, one per architecture (repeatable;
+    /// its architecture is read from its ELF header) [default: the static
+    /// build for each --arch beside this program]
     #[arg(long = "wrapper", value_name = "PATH")]
     pub wrappers: Vec<PathBuf>,
     /// Unit to wrap
@@ -368,6 +368,53 @@ pub enum ArchArg {
     Ppc64le,
     #[value(name = "s390x")]
     S390x,
+}
+
+/// `--arch`: the names `uname -m` prints, and for the names Debian and Go
+/// use (amd64, arm64, ...) a suggestion of ours, as a usage error.
+#[derive(Debug, Clone, Copy)]
+pub struct ArchParser;
+
+impl clap::builder::TypedValueParser for ArchParser {
+    type Value = ArchArg;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<ArchArg, clap::Error> {
+        let inner = clap::builder::EnumValueParser::<ArchArg>::new();
+        inner.parse_ref(cmd, arg, value).map_err(|e| {
+            let ours = match value.to_str() {
+                Some("amd64" | "x64" | "x86-64" | "AMD64") => "x86_64",
+                Some("arm64" | "aarch64_be" | "ARM64") => "aarch64",
+                Some("ppc64el" | "powerpc64le") => "ppc64le",
+                Some("s390" | "zarch") => "s390x",
+                _ => return e,
+            };
+            let flag = arg.map_or("--arch".to_string(), |a| a.to_string());
+            let mut err = clap::Error::raw(
+                clap::error::ErrorKind::InvalidValue,
+                format!(
+                    "invalid value '{}' for '{flag}': the kernel (uname -m) calls it {ours}; use --arch {ours}\n",
+                    value.to_string_lossy()
+                ),
+            );
+            err = err.with_cmd(cmd);
+            err
+        })
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            ArchArg::value_variants()
+                .iter()
+                .filter_map(|v| v.to_possible_value()),
+        ))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -417,7 +464,7 @@ pub struct PoolArgs {
     /// Architecture to carry a wrapper for (repeatable): nodes of any other
     /// architecture start kubelet unchanged [default: x86_64, or those of
     /// the --wrapper files]
-    #[arg(long = "arch", value_enum, value_name = "ARCH")]
+    #[arg(long = "arch", value_parser = ArchParser, value_name = "ARCH")]
     pub arches: Vec<ArchArg>,
     /// Static wrapper binary to carry, one per architecture (repeatable; its
     /// architecture is read from its ELF header) [default: the built one for
@@ -430,6 +477,7 @@ pub struct PoolArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("destination").required(true).args(["output_dir", "output"])))]
 pub struct RenderMachineConfigConfig {
     #[command(flatten)]
     pub pool: PoolArgs,
@@ -440,7 +488,9 @@ pub struct RenderMachineConfigConfig {
     /// stdout, for `oc apply -f -`); the kustomization is left out
     #[arg(short, long, value_name = "PATH")]
     pub output: Option<PathBuf>,
-    /// Replace files in a non-empty output directory
+    /// Write into a non-empty output directory: replace our manifests and
+    /// remove those an earlier render wrote that this one does not (each
+    /// named on stderr)
     #[arg(short, long)]
     pub force: bool,
 }
@@ -541,7 +591,7 @@ pub struct IsoFleetConfig {
 
 #[derive(Debug, Args)]
 pub struct IsoEmbedConfig {
-    /// Ignition config to embed [default: stdin]
+    /// Ignition config to embed ("-" for stdin) [default: stdin]
     #[arg(
         short = 'i',
         long = "ignition-file",

@@ -349,7 +349,7 @@ fn write_image(input: &Path, e: Extent, area: &[u8], output: Output) -> Result<(
 
 fn open_area(input: &Path) -> Result<(Extent, BTreeMap<String, Vec<u8>>)> {
     let mut f = File::open(input).with_context(|| format!("opening {}", input.display()))?;
-    let e = find_area(&mut f)?;
+    let e = find_area(&mut f).with_context(|| input.display().to_string())?;
     let area = read_area(&mut f, e)?;
     let members = read_members(&area)
         .with_context(|| format!("reading the embed area of {}", input.display()))?;
@@ -398,7 +398,7 @@ pub fn remove(input: &Path, output: Output) -> Result<()> {
 /// Offset and length of the embed area (for tests and `dd`).
 pub fn area_of(input: &Path) -> Result<Extent> {
     let mut f = File::open(input).with_context(|| format!("opening {}", input.display()))?;
-    find_area(&mut f)
+    find_area(&mut f).with_context(|| input.display().to_string())
 }
 
 #[cfg(test)]

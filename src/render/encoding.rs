@@ -24,6 +24,30 @@ pub fn percent_encode(bytes: &[u8]) -> String {
     out
 }
 
+/// A data URL a reviewer can read: `data:,` with only what the readers
+/// need escaped. Ignition and the MCO decode data URLs with the same Go
+/// package (vincent-petithory/dataurl): after the comma it takes any
+/// printable ASCII but space, `<>#"{}|\^[]` and the backquote, and turns
+/// only `%XX` back into a byte (a `+` stays a `+`). `%` and `?` (a URL
+/// parser would split a query off) are escaped too, and `'` to be safe in
+/// quotes. Never compressed, so a label, taint or rule name shows in a diff
+/// as written.
+pub fn readable_data_url(bytes: &[u8]) -> DataUrl {
+    let mut out = String::from("data:,");
+    for &b in bytes {
+        let plain = b.is_ascii_alphanumeric() || b"-_.!~*()/:=,;@&$+".contains(&b);
+        if plain {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    DataUrl {
+        source: out,
+        compression: None,
+    }
+}
+
 /// gzip at libdeflate's best compression (level 12: the wrapper payload
 /// comes out about 3.5% smaller than zlib's level 9) with a fixed header (mtime
 /// 0, no name), so the same input always gives the same bytes.
@@ -103,6 +127,20 @@ mod tests {
         for url in [small, big, binary] {
             assert!(decode(&url).is_some());
         }
+    }
+
+    #[test]
+    fn readable_urls_keep_labels_as_written() {
+        let text = b"[Service]\nEnvironment=\"L=node.kubernetes.io/gpu=,a.io/b=c\"\n# x, y%?#'\n";
+        let url = readable_data_url(text);
+        assert_eq!(
+            url.source,
+            "data:,%5BService%5D%0AEnvironment=%22L=node.kubernetes.io/gpu=,a.io/b=c%22%0A%23%20x,%20y%25%3F%23%27%0A"
+        );
+        assert_eq!(url.compression, None);
+        assert_eq!(decode(&url).unwrap(), text);
+        let every: Vec<u8> = (0..=255).collect();
+        assert_eq!(decode(&readable_data_url(&every)).unwrap(), every);
     }
 
     #[test]

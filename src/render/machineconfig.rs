@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::dropins::{
     ENV_DROPIN_NAME, GENERATOR_PATH, NodeRules, env_dropin_with_rules, generator, wrapper_path,
 };
-use super::encoding::data_url;
+use super::encoding::{DataUrl, data_url, readable_data_url};
 use crate::kubelet::{Additions, Profile, validate_labels};
 
 pub use super::arch::Arch;
@@ -35,16 +35,13 @@ pub struct PoolOptions {
 
 /// Refuse a wrapper that will not run on the node: dynamic (has an ELF
 /// interpreter, e.g. glibc's, absent or older on RHCOS 8) or built for
-/// another machine.
+/// another machine. The caller adds how to build a good one
+/// (`wrappers::build_hint`).
 pub fn check_wrapper(bytes: &[u8], arch: Arch, path: &Path) -> Result<()> {
-    let fix = format!(
-        "build it with `machineconfigs/build-wrapper.sh {}` and pass --wrapper",
-        arch.name()
-    );
     let order = if arch.big_endian() { 2 } else { 1 };
     if bytes.len() < 64 || &bytes[..4] != b"\x7fELF" || bytes[4] != 2 || bytes[5] != order {
         bail!(
-            "{} is not a 64-bit {}-endian ELF program; {fix}",
+            "{} is not a 64-bit {}-endian ELF program",
             path.display(),
             if arch.big_endian() { "big" } else { "little" }
         );
@@ -69,7 +66,7 @@ pub fn check_wrapper(bytes: &[u8], arch: Arch, path: &Path) -> Result<()> {
     let machine = u16_at(18);
     if machine != arch.elf_machine() {
         bail!(
-            "{} is built for ELF machine {machine}, not {} ({}); {fix}",
+            "{} is built for ELF machine {machine}, not {} ({})",
             path.display(),
             arch.name(),
             arch.elf_machine()
@@ -84,7 +81,7 @@ pub fn check_wrapper(bytes: &[u8], arch: Arch, path: &Path) -> Result<()> {
     let e_type = u16_at(16);
     if e_type != 2 && e_type != 3 {
         bail!(
-            "{} is not an executable (ELF type {e_type}); {fix}",
+            "{} is not an executable (ELF type {e_type})",
             path.display()
         );
     }
@@ -102,14 +99,14 @@ pub fn check_wrapper(bytes: &[u8], arch: Arch, path: &Path) -> Result<()> {
         // PT_INTERP: the kernel would need a dynamic loader.
         if p_type == 3 {
             bail!(
-                "{} is dynamically linked (it names an ELF interpreter); the node needs a static wrapper; {fix}",
+                "{} is dynamically linked (it names an ELF interpreter); a node needs a static wrapper",
                 path.display()
             );
         }
         // PT_DYNAMIC: a static-pie has one too, but never a DT_NEEDED entry.
         if p_type == 2 && needs_shared_libraries(bytes, header, be) {
             bail!(
-                "{} is dynamically linked (it needs shared libraries); the node needs a static wrapper; {fix}",
+                "{} is dynamically linked (it needs shared libraries); a node needs a static wrapper",
                 path.display()
             );
         }
@@ -191,7 +188,10 @@ fn pool_label(opts: &PoolOptions) -> Result<(String, String)> {
 }
 
 fn file(path: &str, bytes: &[u8], mode: u32) -> Value {
-    let url = data_url(bytes);
+    file_from_url(path, data_url(bytes), mode)
+}
+
+fn file_from_url(path: &str, url: DataUrl, mode: u32) -> Value {
     let mut contents = json!({ "source": url.source });
     if let Some(c) = url.compression {
         contents["compression"] = json!(c);
@@ -221,13 +221,16 @@ fn base_ignition(opts: &PoolOptions) -> Value {
 }
 
 /// The pool's Ignition: the labels/taints drop-in, as a file (drop-ins of one
-/// unit in several MachineConfigs then never depend on how they merge).
+/// unit in several MachineConfigs then never depend on how they merge). Its
+/// data URL is plain text, so a review of the committed MachineConfig reads
+/// the labels, taints and rule names.
 fn pool_ignition(opts: &PoolOptions, additions: &Additions) -> Result<Value> {
     let path = format!("/etc/systemd/system/kubelet.service.d/{ENV_DROPIN_NAME}");
     let dropin = env_dropin_with_rules(additions, &opts.node_rules)?;
+    let url = readable_data_url(dropin.as_bytes());
     Ok(json!({
         "ignition": { "version": opts.ignition_version },
-        "storage": { "files": [ file(&path, dropin.as_bytes(), 0o644) ] }
+        "storage": { "files": [ file_from_url(&path, url, 0o644) ] }
     }))
 }
 
@@ -266,11 +269,16 @@ pub fn all_additions(opts: &PoolOptions) -> Result<Additions> {
     Ok(additions)
 }
 
+/// The wrapper MachineConfig's name for a pool or built-in role.
+pub fn wrapper_mc_name(pool_or_role: &str) -> String {
+    format!("50-{pool_or_role}-kubelet-labeler-wrapper")
+}
+
 /// MachineConfigs for a built-in role: the wrapper and the labels drop-in,
 /// both for `role`, usable day 2 and in an installer's `openshift/` dir.
 fn render_role(opts: &PoolOptions, additions: &Additions) -> Result<Rendered> {
     let role = &opts.pool;
-    let wrapper_name = format!("50-{role}-kubelet-labeler-wrapper");
+    let wrapper_name = wrapper_mc_name(role);
     let labels_name = format!("50-{role}-kubelet-labeler-labels");
     let mut manifests = vec![(
         format!("{wrapper_name}.yaml"),
@@ -298,7 +306,11 @@ pub fn render(opts: &PoolOptions) -> Result<Rendered> {
         return render_role(opts, &additions);
     }
     let (label_key, label_value) = additions.labels[0].clone();
-    let base_name = format!("50-{}-kubelet-labeler-wrapper", opts.base_role);
+    // Both MachineConfigs have the pool's role: applying them changes the
+    // pool's rendered config only, never the base role's (whose every node
+    // would drain and reboot). Names carry the pool, so two pools' outputs
+    // never hold one object with two contents.
+    let base_name = wrapper_mc_name(&opts.pool);
     let pool_name = format!("50-{}-kubelet-labeler-labels", opts.pool);
     let pool = json!({
         "apiVersion": "machineconfiguration.openshift.io/v1",
@@ -327,7 +339,7 @@ pub fn render(opts: &PoolOptions) -> Result<Rendered> {
         manifests: vec![
             (
                 files[0].clone(),
-                machine_config(&base_name, &opts.base_role, base_ignition(opts)),
+                machine_config(&base_name, &opts.pool, base_ignition(opts)),
             ),
             (
                 files[1].clone(),
@@ -405,6 +417,83 @@ pub fn write_dir(rendered: &Rendered, dir: &Path, force: bool) -> Result<Vec<Pat
         written.push(path);
     }
     Ok(written)
+}
+
+/// What an output directory holds besides the manifests a render writes.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct EarlierManifests {
+    /// Manifests of ours an earlier render wrote (another pool's, an older
+    /// name): `--force` removes them, or GitOps would keep applying them.
+    pub ours: Vec<PathBuf>,
+    /// Other manifests (`.yaml`, `.yml`, `.json`), left as they are: not
+    /// in kustomization.yaml, but `oc apply -f DIR` would apply them.
+    pub others: Vec<PathBuf>,
+}
+
+/// The entries of `dir` (if it exists) that `rendered` does not write, sorted.
+/// A file is ours when its name is one render gives and it holds that
+/// object: `50-<pool>-kubelet-labeler-{wrapper,labels}.yaml` with the
+/// MachineConfig of that name, `machineconfigpool-<pool>.yaml` with the
+/// MachineConfigPool `<pool>`.
+pub fn earlier_manifests(rendered: &Rendered, dir: &Path) -> Result<EarlierManifests> {
+    let mut found = EarlierManifests::default();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(found),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
+    };
+    let mut paths = Vec::new();
+    for entry in entries {
+        let entry = entry.with_context(|| format!("reading {}", dir.display()))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !rendered.manifests.iter().any(|(n, _)| *n == name) {
+            paths.push(entry.path());
+        }
+    }
+    paths.sort();
+    for path in paths {
+        let manifest = path
+            .extension()
+            .is_some_and(|e| e == "yaml" || e == "yml" || e == "json");
+        if is_our_manifest(&path) {
+            found.ours.push(path);
+        } else if manifest {
+            found.others.push(path);
+        }
+    }
+    Ok(found)
+}
+
+fn is_our_manifest(path: &Path) -> bool {
+    let Some(stem) = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_suffix(".yaml"))
+    else {
+        return false;
+    };
+    let (kind, name) = if let Some(pool) = stem.strip_prefix("machineconfigpool-") {
+        ("MachineConfigPool", pool)
+    } else if stem.starts_with("50-")
+        && (stem.ends_with("-kubelet-labeler-wrapper") || stem.ends_with("-kubelet-labeler-labels"))
+    {
+        ("MachineConfig", stem)
+    } else {
+        return false;
+    };
+    // Ours are far smaller than this; a regular file only.
+    let small_file = std::fs::symlink_metadata(path)
+        .is_ok_and(|m| m.file_type().is_file() && m.len() < 16 << 20);
+    let Some(obj) = small_file
+        .then(|| std::fs::read_to_string(path).ok())
+        .flatten()
+        .and_then(|t| serde_saphyr::from_str::<Value>(&t).ok())
+    else {
+        return false;
+    };
+    obj["apiVersion"] == "machineconfiguration.openshift.io/v1"
+        && obj["kind"] == kind
+        && obj["metadata"]["name"] == name
 }
 
 fn stage_files(
@@ -586,6 +675,102 @@ mod tests {
             e.contains("refuses") && e.contains("node.kubernetes.io/worker-gpu"),
             "{e}"
         );
+    }
+
+    /// Applying a pool's render changes that pool only: every MachineConfig
+    /// has the pool's role (the pool selects [worker, pool], no other pool
+    /// selects the pool's role), and two pools share no object name.
+    #[test]
+    fn a_pool_render_touches_only_that_pool() {
+        let names = |o: &PoolOptions| -> Vec<String> {
+            let r = render(o).unwrap();
+            for (_, obj) in &r.manifests {
+                if obj["kind"] == "MachineConfig" {
+                    assert_eq!(
+                        obj["metadata"]["labels"]["machineconfiguration.openshift.io/role"],
+                        json!(o.pool),
+                        "{obj}"
+                    );
+                }
+            }
+            r.manifests
+                .iter()
+                .filter(|(_, obj)| obj["kind"] != "Kustomization")
+                .map(|(_, obj)| {
+                    let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
+                    format!("{}/{}", s(&obj["kind"]), s(&obj["metadata"]["name"]))
+                })
+                .collect()
+        };
+        let a = names(&opts());
+        assert_eq!(
+            a,
+            [
+                "MachineConfig/50-worker-gpu-kubelet-labeler-wrapper",
+                "MachineConfig/50-worker-gpu-kubelet-labeler-labels",
+                "MachineConfigPool/worker-gpu"
+            ]
+        );
+        let mut other = opts();
+        other.pool = "worker-pi".into();
+        other.wrappers = vec![(Arch::Aarch64, fake_elf(183))];
+        let b = names(&other);
+        assert!(a.iter().all(|n| !b.contains(n)), "{a:?} {b:?}");
+        // --role worker: the way to put the wrapper on every worker.
+        let mut role = opts();
+        role.pool = "worker".into();
+        role.builtin_role = true;
+        let w = names(&role);
+        assert_eq!(w, ["MachineConfig/50-worker-kubelet-labeler-wrapper"]);
+        assert!(a.iter().all(|n| !w.contains(n)));
+    }
+
+    #[test]
+    fn earlier_renders_are_told_from_other_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = render(&opts()).unwrap();
+        let before = earlier_manifests(&r, &dir.path().join("absent")).unwrap();
+        assert_eq!(before, EarlierManifests::default());
+        // What an older version wrote: the wrapper MachineConfig of role
+        // worker; another pool's pool; a file of the user's; a file named
+        // like ours that holds something else.
+        let mut old = opts();
+        old.pool = "worker-old".into();
+        let old_r = render(&old).unwrap();
+        write_dir(&old_r, dir.path(), false).unwrap();
+        let old_worker = machine_config(
+            "50-worker-kubelet-labeler-wrapper",
+            "worker",
+            base_ignition(&opts()),
+        );
+        std::fs::write(
+            dir.path().join("50-worker-kubelet-labeler-wrapper.yaml"),
+            to_yaml(&old_worker).unwrap(),
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("notes.md"), "mine").unwrap();
+        std::fs::write(
+            dir.path().join("machineconfigpool-x.yaml"),
+            "kind: ConfigMap\nmetadata:\n  name: x\n",
+        )
+        .unwrap();
+        let found = earlier_manifests(&r, dir.path()).unwrap();
+        let names = |v: &[PathBuf]| -> Vec<String> {
+            v.iter()
+                .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+                .collect()
+        };
+        assert_eq!(
+            names(&found.ours),
+            [
+                "50-worker-kubelet-labeler-wrapper.yaml",
+                "50-worker-old-kubelet-labeler-labels.yaml",
+                "50-worker-old-kubelet-labeler-wrapper.yaml",
+                "machineconfigpool-worker-old.yaml"
+            ]
+        );
+        // notes.md is no manifest: nothing to say about it.
+        assert_eq!(names(&found.others), ["machineconfigpool-x.yaml"]);
     }
 
     #[test]

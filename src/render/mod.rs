@@ -11,5 +11,6 @@ pub mod machineconfig;
 pub mod node_rules;
 pub mod pointer;
 pub mod tree;
+pub mod wrappers;
 
 pub use pointer::pointer_ignition;

@@ -82,6 +82,18 @@ pub fn check_merge_url_pool(merge_url: &str, pool: &str) -> Result<()> {
     Ok(())
 }
 
+/// What to warn about a plain-HTTP `merge_url` (the MCS's port 22624):
+/// Ignition trusts `security.tls.certificateAuthorities` for HTTPS only, so
+/// the CA given is carried but checks nothing.
+pub fn plain_http_warning(merge_url: &str) -> Option<String> {
+    merge_url.starts_with("http://").then(|| {
+        format!(
+            "--merge-url {merge_url:?} is plain HTTP: Ignition fetches it without TLS, so the CA of \
+             --ca-file is not used and the config is not authenticated; use https:// and port 22623 to have it checked"
+        )
+    })
+}
+
 /// Every PEM block is a CERTIFICATE whose body is base64, and there is one.
 fn check_ca(ca_pem: &[u8]) -> Result<()> {
     let Ok(text) = std::str::from_utf8(ca_pem) else {
@@ -169,6 +181,16 @@ mod tests {
         }
         let two = [PEM, PEM].concat();
         assert!(pointer_ignition("https://h:22623/config/x", &two).is_ok());
+    }
+
+    #[test]
+    fn plain_http_says_the_ca_is_unused() {
+        let w = plain_http_warning("http://api-int.c.example.com:22624/config/gpu").unwrap();
+        assert!(w.contains("plain HTTP") && w.contains("not used"), "{w}");
+        assert_eq!(
+            plain_http_warning("https://api-int.c.example.com:22623/config/gpu"),
+            None
+        );
     }
 
     #[test]

@@ -167,13 +167,54 @@ pub fn stale_static_dropin(opts: &TreeOptions) -> PathBuf {
     opts.root.join(node.strip_prefix("/").unwrap_or(&node))
 }
 
-pub fn render_tree(opts: &TreeOptions) -> Result<Vec<PathBuf>> {
+/// Files of ours an earlier render left that this one does not write: the
+/// wrapper of an architecture no longer shipped, and the env drop-in when
+/// this render has no labels, taints or rules (left, it would still add the
+/// earlier ones).
+pub fn earlier_files(opts: &TreeOptions, planned: &[(PathBuf, Vec<u8>, u32)]) -> Vec<PathBuf> {
+    let env = PathBuf::from("/etc/systemd/system")
+        .join(format!("{}.d", opts.unit))
+        .join(ENV_DROPIN_NAME);
+    Arch::ALL
+        .iter()
+        .map(|a| PathBuf::from(wrapper_path(*a)))
+        .chain([env])
+        .filter(|node| !planned.iter().any(|(p, _, _)| p == node))
+        .map(|node| opts.root.join(node.strip_prefix("/").unwrap_or(&node)))
+        // Only a regular file can be one we wrote.
+        .filter(|path| {
+            path.symlink_metadata()
+                .is_ok_and(|m| m.file_type().is_file())
+        })
+        .collect()
+}
+
+/// What [`render_tree`] did.
+#[derive(Debug, Default)]
+pub struct TreeWritten {
+    pub written: Vec<PathBuf>,
+    /// An earlier render's files this one does not write (with `force`).
+    pub removed: Vec<PathBuf>,
+}
+
+pub fn render_tree(opts: &TreeOptions) -> Result<TreeWritten> {
     let files = planned_files(opts)?;
     let stale = stale_static_dropin(opts);
     if stale.exists() && !opts.force {
         bail!(
             "{} is the static drop-in of an earlier version; pass --force to remove it (the generator writes it now)",
             stale.display()
+        );
+    }
+    let earlier = earlier_files(opts, &files);
+    if !earlier.is_empty() && !opts.force {
+        let names: Vec<String> = earlier.iter().map(|p| p.display().to_string()).collect();
+        bail!(
+            "{} {} from an earlier render and this one does not write {}; pass --force to remove {}",
+            names.join(", "),
+            if names.len() == 1 { "is" } else { "are" },
+            if names.len() == 1 { "it" } else { "them" },
+            if names.len() == 1 { "it" } else { "them" },
         );
     }
     // Refuse before writing anything, so nothing is half done.
@@ -189,16 +230,21 @@ pub fn render_tree(opts: &TreeOptions) -> Result<Vec<PathBuf>> {
             );
         }
     }
-    let mut written = Vec::new();
+    let mut done = TreeWritten::default();
     if stale.exists() {
         fs::remove_file(&stale).with_context(|| format!("removing {}", stale.display()))?;
+        done.removed.push(stale);
     }
     for (node, bytes, mode) in files {
         let path = opts.root.join(node.strip_prefix("/").unwrap_or(&node));
         write_atomic(&path, &bytes, mode)?;
-        written.push(path);
+        done.written.push(path);
     }
-    Ok(written)
+    for path in earlier {
+        fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+        done.removed.push(path);
+    }
+    Ok(done)
 }
 
 #[cfg(test)]
