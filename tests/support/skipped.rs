@@ -95,10 +95,10 @@ pub fn skipped(why: &str) {
         // SAFETY: registers a plain extern "C" fn with no captured state.
         unsafe { atexit(print_summary) };
     });
-    if let Ok(mut s) = SKIPPED.lock() {
-        if s.insert(why.to_string()) {
-            append_to_run_log(&format!("{}: {why}\n", binary_name()));
-        }
+    if let Ok(mut s) = SKIPPED.lock()
+        && s.insert(why.to_string())
+    {
+        append_to_run_log(&format!("{}: {why}\n", binary_name()));
     }
 }
 
