@@ -27,10 +27,7 @@ fn summary_of_skipped_tests() {
     let mut lines: Vec<&str> = text.lines().collect();
     lines.sort_unstable();
     lines.dedup();
-    let mut out = format!(
-        "\nSKIPPED: {} check(s) of this run did not run (CI=1 makes these failures):\n",
-        lines.len()
-    );
+    let mut out = "\nSKIPPED in this run (CI=1 makes these failures):\n".to_string();
     for l in &lines {
         out.push_str(&format!("  {l}\n"));
     }
