@@ -18,8 +18,7 @@ use kubelet_labeler::render::machineconfig::{Arch, check_wrapper};
 
 /// Build with the script the README's main command uses, in a target
 /// directory of its own (cargo test holds the main one) inside the one these
-/// tests were built in, so a clone built with the same CARGO_TARGET_DIR
-/// shares it.
+/// tests were built in (CARGO_TARGET_DIR, where one is given).
 fn build(arch: &str) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = Command::new("bash")
