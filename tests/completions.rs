@@ -44,7 +44,7 @@ const CANDIDATES: &[(&str, &[&str])] = &[
     ("render mach", &["machineconfig"]),
     ("render ", &["dropins", "ignition", "machineconfig"]),
     ("iso em", &["embed"]),
-    ("iso ", &["embed", "remove", "show"]),
+    ("iso ", &["embed", "fleet", "remove", "show"]),
     ("render machineconfig --ar", &["--arch"]),
     (
         "render machineconfig --arch ",
