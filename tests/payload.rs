@@ -423,13 +423,10 @@ fn a_full_config_with_one_wrapper_fits_the_live_iso_embed_area() {
 #[test]
 fn readme_embed_area_figures_are_measured() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let fx = root.join("../shared/fixtures/coreos-installer/synthetic-coreos-base.iso.xz");
-    if !fx.is_file() {
-        let why = format!("{} missing (the synthetic CoreOS ISO)", fx.display());
-        assert!(std::env::var_os("CI").is_none(), "{why}");
-        crate::skipped::skipped(&why);
+    let Some(fx) = crate::skipped::shared("fixtures/coreos-installer/synthetic-coreos-base.iso.xz")
+    else {
         return;
-    }
+    };
     if !musl_target_installed("x86_64") || !musl_target_installed("aarch64") {
         return;
     }

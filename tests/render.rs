@@ -273,11 +273,7 @@ fn assert_strict_spec_types(name: &str, cfg: &Value) {
 /// bytes back.
 #[test]
 fn readable_data_urls_are_what_ignition_writes() {
-    if !need(
-        "/usr/lib/dracut/modules.d/30ignition/ignition",
-        "apt-get install ignition",
-    ) || !need("ignition-validate", "apt-get install ignition")
-    {
+    if !need(ignition_oracle::IGNITION) || !need("ignition-validate") {
         return;
     }
     use kubelet_labeler::render::encoding::readable_data_url;
