@@ -18,13 +18,7 @@ fn stderr(o: &Output) -> String {
 }
 
 fn fixtures() -> Option<PathBuf> {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/coreos-installer");
-    if d.is_dir() {
-        return Some(d);
-    }
-    assert!(std::env::var_os("CI").is_none(), "{} missing", d.display());
-    crate::skipped::skipped(&format!("{} is absent", d.display()));
-    None
+    crate::skipped::shared("fixtures/coreos-installer")
 }
 
 /// The pristine fixture ISO, decompressed into `dir`.
@@ -90,10 +84,7 @@ fn embed_area_bytes_equal_coreos_installers() {
 #[test]
 fn interop_with_coreos_installer() {
     let Some(fx) = fixtures() else { return };
-    let Some(ci) = crate::skipped::tool(
-        "coreos-installer",
-        "cargo install --locked coreos-installer",
-    ) else {
+    let Some(ci) = crate::skipped::tool("coreos-installer") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -239,7 +230,7 @@ fn interop_with_coreos_installer() {
 
 #[test]
 fn output_modes_and_refusals() {
-    let Some(xorriso) = crate::skipped::tool("xorriso", "apt-get install xorriso") else {
+    let Some(xorriso) = crate::skipped::tool("xorriso") else {
         return;
     };
     let _ = xorriso;
@@ -386,7 +377,7 @@ fn output_modes_and_refusals() {
 #[test]
 fn refuses_bad_configs_and_out_of_image_areas_keeps_mode() {
     use std::os::unix::fs::PermissionsExt;
-    if crate::skipped::tool("xorriso", "apt-get install xorriso").is_none() {
+    if crate::skipped::tool("xorriso").is_none() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -64,13 +64,7 @@ fn ok(o: Output) -> Output {
 }
 
 fn shared(rel: &str) -> Option<PathBuf> {
-    let d = repo().join("../shared").join(rel);
-    if d.exists() {
-        return Some(d);
-    }
-    assert!(std::env::var_os("CI").is_none(), "{} missing", d.display());
-    skipped::skipped(&format!("{} is absent", d.display()));
-    None
+    skipped::shared(rel)
 }
 
 /// The static selector, built as the shipped one is (build-wrapper.sh), in
@@ -82,15 +76,18 @@ fn selector(arch: &str) -> Option<PathBuf> {
         .output()
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains(&target));
     if !installed {
-        let why = format!("rust target {target} is not installed (rustup target add)");
-        assert!(std::env::var_os("CI").is_none(), "{why}");
-        skipped::skipped(&why);
+        skipped::skipped(&format!(
+            "rust target {target} is not installed (rustup target add)"
+        ));
         return None;
     }
     let out = ok(Command::new("bash")
         .arg(repo().join("machineconfigs/build-wrapper.sh"))
         .args([arch, "kubelet-labeler-select"])
-        .env("CARGO_TARGET_DIR", repo().join("target/payload-test"))
+        .env(
+            "CARGO_TARGET_DIR",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("../payload-test"),
+        )
         .output()
         .expect("running build-wrapper.sh"));
     Some(PathBuf::from(String::from_utf8(out.stdout).unwrap().trim()))
@@ -225,10 +222,7 @@ fn fleet(arch: &str) -> Option<Fleet> {
 
 /// The live config, as coreos-installer reads it back from the ISO.
 fn live_config(iso: &Path) -> Option<Value> {
-    let ci = skipped::tool(
-        "coreos-installer",
-        "cargo install coreos-installer --version 0.27.0",
-    )?;
+    let ci = skipped::tool("coreos-installer")?;
     let out = ok(Command::new(ci)
         .args(["iso", "ignition", "show"])
         .arg(iso)
@@ -279,7 +273,7 @@ fn boot(live: &Value, node: &str, scratch: &Path, runner: &str) -> Boot {
     let live_dir = repo().join("../shared/fixtures/coreos-installer/live");
     let s = scratch.join("ns");
     std::fs::create_dir_all(&s).unwrap();
-    let ci = skipped::tool("coreos-installer", "cargo install coreos-installer").unwrap();
+    let ci = skipped::tool("coreos-installer").unwrap();
     let path = format!(
         "{}:{}",
         ci.parent().unwrap().display(),
@@ -320,9 +314,7 @@ fn boot(live: &Value, node: &str, scratch: &Path, runner: &str) -> Boot {
 }
 
 fn can_boot() -> bool {
-    if let Some(why) = ignition_oracle::unavailable() {
-        assert!(std::env::var_os("CI").is_none(), "{why}");
-        skipped::skipped(&why);
+    if !skipped::need(ignition_oracle::IGNITION) || !skipped::need("unshare") {
         return false;
     }
     let ns = Command::new("unshare")
@@ -330,9 +322,7 @@ fn can_boot() -> bool {
         .status()
         .is_ok_and(|s| s.success());
     if !ns {
-        let why = "`unshare --mount` does not work here (needs root)";
-        assert!(std::env::var_os("CI").is_none(), "{why}");
-        skipped::skipped(why);
+        skipped::skipped("`unshare --mount` does not work here (needs root)");
     }
     ns
 }
@@ -540,8 +530,7 @@ fn each_machine_installs_into_its_pool() {
 /// Pi pool.
 #[test]
 fn a_raspberry_pi_installs_from_the_aarch64_iso() {
-    let Some(qemu) = skipped::tool("qemu-aarch64-static", "apt-get install qemu-user-static")
-    else {
+    let Some(qemu) = skipped::tool("qemu-aarch64-static") else {
         return;
     };
     let Some(f) = fleet("aarch64") else { return };
@@ -652,7 +641,7 @@ fn systemd_starts_coreos_installer_only_after_a_choice() {
     let Some(live_dir) = shared("fixtures/coreos-installer/live") else {
         return;
     };
-    let ci = skipped::tool("coreos-installer", "cargo install coreos-installer").unwrap();
+    let ci = skipped::tool("coreos-installer").unwrap();
     for (node, pool) in [("desktop-2gpu", Some("worker-gpu")), ("dgx", None)] {
         let scratch = f.dir.join(format!("systemd-{node}"));
         let root = scratch.join("root");

@@ -14,11 +14,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use ignition_oracle::need;
 use kubelet_labeler::kubelet::Additions;
 use kubelet_labeler::kubelet::labels::label_value_errors;
 use kubelet_labeler::render::machineconfig::{self, Arch, PoolOptions};
 use serde_json::{Value, json};
+use skipped::need;
 
 const GOPATH: &str = "/usr/share/gocode";
 
@@ -27,14 +27,13 @@ const GOPATH: &str = "/usr/share/gocode";
 fn goyaml_bin() -> Option<&'static Path> {
     static BIN: OnceLock<Option<PathBuf>> = OnceLock::new();
     BIN.get_or_init(|| {
-        let pkgs = "apt-get install golang-go golang-k8s-sigs-yaml-dev golang-gopkg-yaml.v2-dev";
-        if !need("go", pkgs) {
+        let pkgs = "apt-get install golang-k8s-sigs-yaml-dev golang-gopkg-yaml.v2-dev";
+        if !need("go") {
             return None;
         }
         let have_pkg = Path::new(GOPATH).join("src/sigs.k8s.io/yaml").is_dir();
         if !have_pkg {
             let why = format!("{GOPATH}/src/sigs.k8s.io/yaml is missing ({pkgs})");
-            assert!(std::env::var_os("CI").is_none(), "{why}");
             crate::skipped::skipped(&why);
             return None;
         }

@@ -9,7 +9,7 @@ mod skipped;
 #[path = "support/ignition_oracle.rs"]
 mod ignition_oracle;
 
-use ignition_oracle::need;
+use skipped::need;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -122,12 +122,7 @@ fn fake_static_elf() -> Vec<u8> {
 
 #[test]
 fn ignition_fetches_the_pool_config_through_the_pointer() {
-    if let Some(why) = ignition_oracle::unavailable() {
-        assert!(std::env::var_os("CI").is_none(), "{why}");
-        crate::skipped::skipped(&why);
-        return;
-    }
-    if !need("openssl", "apt-get install openssl") || !need("python3", "apt-get install python3") {
+    if !need(ignition_oracle::IGNITION) || !need("openssl") || !need("python3") {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -416,14 +411,10 @@ fn ignition_validate(dir: &Path, config: &Value) -> Option<std::process::Output>
 /// pool's config from a server only the new CA signs.
 #[test]
 fn pointer_survives_the_mco_ca_rotation() {
-    if let Some(why) = ignition_oracle::unavailable() {
-        assert!(std::env::var_os("CI").is_none(), "{why}");
-        crate::skipped::skipped(&why);
-        return;
-    }
-    if !need("openssl", "apt-get install openssl")
-        || !need("python3", "apt-get install python3")
-        || !need("ignition-validate", "apt-get install ignition")
+    if !need(ignition_oracle::IGNITION)
+        || !need("openssl")
+        || !need("python3")
+        || !need("ignition-validate")
     {
         return;
     }

@@ -8,8 +8,6 @@
 //! we refuse, Go must fail too, unless our refusal says the construct is not
 //! supported (a Go feature outside our subset: those are counted).
 
-#[path = "support/ignition_oracle.rs"]
-mod ignition_oracle;
 #[path = "support/skipped.rs"]
 mod skipped;
 
@@ -23,7 +21,7 @@ use kubelet_labeler::rules::template::{self, Data};
 use serde_json::{Value, json};
 
 fn build_oracle(dir: &Path) -> Option<PathBuf> {
-    if !ignition_oracle::need("go", "apt-get install golang-go") {
+    if !skipped::need("go") {
         return None;
     }
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/go-oracle/main.go");

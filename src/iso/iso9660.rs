@@ -155,13 +155,7 @@ mod tests {
 
     /// The fixture ISO coreos-installer's outputs were made from.
     fn fixture_iso() -> Option<File> {
-        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/fixtures/coreos-installer/synthetic-coreos-base.iso.xz");
-        if !p.is_file() {
-            assert!(std::env::var_os("CI").is_none(), "{} missing", p.display());
-            eprintln!("SKIPPED: {} is absent", p.display());
-            return None;
-        }
+        let p = crate::skipped::shared("fixtures/coreos-installer/synthetic-coreos-base.iso.xz")?;
         let mut bytes = Vec::new();
         xz2::read::XzDecoder::new(File::open(p).unwrap())
             .read_to_end(&mut bytes)

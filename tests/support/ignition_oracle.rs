@@ -12,15 +12,6 @@ use serde_json::Value;
 /// Debian installs the real binary inside the dracut module, not on PATH.
 pub const IGNITION: &str = "/usr/lib/dracut/modules.d/30ignition/ignition";
 
-/// Why the oracle cannot run here, if it cannot.
-pub fn unavailable() -> Option<String> {
-    if Path::new(IGNITION).is_file() {
-        None
-    } else {
-        Some(format!("{IGNITION} is missing (apt-get install ignition)"))
-    }
-}
-
 /// Ignition 2.14 knows spec 3.4.0 only as `3.4.0-experimental`; the fields
 /// we emit are the same there, so a 3.4.0 config is read under that name.
 pub fn for_debian_ignition(config: &Value) -> Value {
@@ -145,19 +136,4 @@ pub fn apply(config: &Value, root: &Path, state: &Path) {
 /// `root`-relative path of a node path.
 pub fn in_root(root: &Path, node_path: &str) -> PathBuf {
     root.join(node_path.trim_start_matches('/'))
-}
-
-/// A tool the test needs; missing: say why and skip, but fail under CI.
-pub fn need(tool: &str, install: &str) -> bool {
-    let ok = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        let why = format!("{tool} is missing ({install})");
-        assert!(std::env::var_os("CI").is_none(), "{why}");
-        crate::skipped::skipped(&why);
-    }
-    ok
 }

@@ -1,20 +1,36 @@
-//! One summary line of what a test binary skipped. libtest captures what a
-//! passing test prints, so a skip said with eprintln! is never seen; each skip
-//! is recorded here and the line is written straight to fd 2 at process exit,
-//! after libtest's own "test result" line.
+//! Skipping a test whose program or fixture is missing, the one way every
+//! test does it. Under CI (`CI` set) nothing skips: `skipped` fails the test
+//! instead. Outside CI each skip is said in one line: libtest captures what a
+//! passing test prints, so the lines of a test binary are written straight to
+//! fd 2 at its exit (`SKIPPED in payload: ...`), and each skip is also
+//! appended to a file of the `cargo test` run, which the last test binary
+//! (tests/zz_skipped.rs) prints as the run's summary.
+//!
+//! The programs are listed in tests/support/tools.txt with the package that
+//! installs each: CI installs them from there, and `tool` names the package.
 
 #![allow(dead_code)]
 
 use std::collections::BTreeSet;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, Once};
 
 static SKIPPED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
 static AT_EXIT: Once = Once::new();
 
+/// `program package` lines; see the file's header.
+pub const TOOLS: &str = include_str!("tools.txt");
+
 unsafe extern "C" {
     fn atexit(callback: extern "C" fn()) -> i32;
+}
+
+/// This test binary's name without cargo's hash (`payload`).
+fn binary_name() -> String {
+    let exe = std::env::args().next().unwrap_or_default();
+    let name = exe.rsplit('/').next().unwrap_or(&exe);
+    name.rsplit_once('-').map_or(name, |(n, _)| n).to_string()
 }
 
 extern "C" fn print_summary() {
@@ -22,46 +38,127 @@ extern "C" fn print_summary() {
     if skipped.is_empty() {
         return;
     }
-    let exe = std::env::args().next().unwrap_or_default();
-    let name = exe.rsplit('/').next().unwrap_or(&exe);
-    let name = name.rsplit_once('-').map_or(name, |(n, _)| n);
     let list: Vec<&str> = skipped.iter().map(String::as_str).collect();
     // std::io::stderr() is not captured by libtest (only the print macros are).
     let _ = writeln!(
         std::io::stderr(),
-        "SKIPPED in {name}: {} (set CI=1 to make these failures)",
+        "SKIPPED in {}: {} (CI=1 makes these failures)",
+        binary_name(),
         list.join("; ")
     );
 }
 
-/// Record a skip (the caller has already failed if CI is set) and say it
-/// in the test's own output too.
+/// Where the skips of one `cargo test` run are collected: a file per run,
+/// named by the cargo process that runs every test binary of it (its pid
+/// and start time, so a later run with a reused pid gets another file), in
+/// the profile's directory of the target dir (`target/debug/skipped/`).
+pub fn run_log_dir() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    // target/debug/deps/NAME-HASH
+    Some(exe.parent()?.parent()?.join("skipped"))
+}
+
+/// `PID-STARTTIME` of a process, from /proc.
+pub fn process_key(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Field 22 (starttime), counted after the parenthesised command name.
+    let after = stat.rsplit_once(')')?.1;
+    let start = after.split_whitespace().nth(19)?;
+    Some(format!("{pid}-{start}"))
+}
+
+/// The file this run's skips are appended to.
+pub fn run_log() -> Option<PathBuf> {
+    let key = process_key(std::os::unix::process::parent_id())?;
+    Some(run_log_dir()?.join(format!("{key}.txt")))
+}
+
+fn append_to_run_log(line: &str) {
+    let Some(path) = run_log() else { return };
+    let _ = std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")));
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+    {
+        // One write of a short line: appends from parallel tests stay whole.
+        let _ = f.write_all(line.as_bytes());
+    }
+}
+
+/// The calling test skips because of `why` (what is missing and how to get
+/// it). Under CI this fails the test with `why` instead.
 pub fn skipped(why: &str) {
+    assert!(std::env::var_os("CI").is_none(), "under CI: {why}");
     eprintln!("SKIPPED: {why}");
     AT_EXIT.call_once(|| {
         // SAFETY: registers a plain extern "C" fn with no captured state.
         unsafe { atexit(print_summary) };
     });
-    if let Ok(mut s) = SKIPPED.lock() {
-        s.insert(why.to_string());
+    if let Ok(mut s) = SKIPPED.lock()
+        && s.insert(why.to_string())
+    {
+        append_to_run_log(&format!("{}: {why}\n", binary_name()));
     }
 }
 
-/// A program on PATH or in ~/.cargo/bin; when missing, a CI failure, else
-/// a recorded skip naming how to install it.
-pub fn tool(name: &str, install: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .chain([PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cargo/bin")])
-        .map(|d| d.join(name))
-        .find(|p| p.is_file());
+/// The package tools.txt names for `name`; a program missing from the list
+/// is a bug of the test (CI would not install it).
+pub fn package_of(name: &str) -> &'static str {
+    TOOLS
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_once(char::is_whitespace))
+        .find(|(p, _)| *p == name)
+        .map(|(_, pkg)| pkg.trim())
+        .unwrap_or_else(|| {
+            panic!("{name} is not in tests/support/tools.txt: add it with its package")
+        })
+}
+
+/// How to install what `package_of` names.
+fn install_hint(package: &str) -> String {
+    match package.strip_prefix("cargo:") {
+        Some(krate) => format!("cargo install --locked {krate}"),
+        None => format!("apt-get install {package}"),
+    }
+}
+
+/// A program listed in tests/support/tools.txt, found on PATH or in
+/// ~/.cargo/bin (or, for a listed absolute path, there); when missing, a
+/// skip naming the package (a failure under CI).
+pub fn tool(name: &str) -> Option<PathBuf> {
+    let package = package_of(name);
+    let found = if name.starts_with('/') {
+        Some(PathBuf::from(name)).filter(|p| p.is_file())
+    } else {
+        std::env::var_os("PATH")
+            .into_iter()
+            .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+            .chain([PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cargo/bin")])
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    };
     if found.is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{name} missing ({install})"
-        );
-        skipped(&format!("{name} missing ({install})"));
+        skipped(&format!("{name} missing ({})", install_hint(package)));
     }
     found
+}
+
+/// `tool(name)` found.
+pub fn need(name: &str) -> bool {
+    tool(name).is_some()
+}
+
+/// A file or directory of the shared material beside the repository
+/// (`../shared/REL`, read in place); when absent, a skip naming it.
+pub fn shared(rel: &str) -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared")
+        .join(rel);
+    if p.exists() {
+        return Some(p);
+    }
+    skipped(&format!("../shared/{rel} is absent"));
+    None
 }
