@@ -484,11 +484,14 @@ fn taints(cx: &Ctx, n: &Spanned<Node>, what: &str) -> Result<Vec<Taint>> {
 }
 
 /// Domains whose features come from the node; `rule` is earlier rules'.
+/// NFD looks a name up lower-cased (`PCI.Device` is `pci.device`); templates
+/// still see it as written.
 fn check_feature(cx: &Ctx, n: &Spanned<Node>, feature: &str, what: &str) -> Result<()> {
-    if feature == rules::BACKREF_FEATURE || crate::facts::FEATURES.contains(&feature) {
+    let lookup = rules::go_lower_ascii(feature);
+    if lookup == rules::BACKREF_FEATURE || crate::facts::FEATURES.contains(&lookup.as_str()) {
         return Ok(());
     }
-    if feature.starts_with("local.") {
+    if lookup.starts_with("local.") {
         return cx.fail(
             n,
             format!(
@@ -655,7 +658,14 @@ fn check_labels(cx: &Ctx, labels: &Spanned<Node>, rule: &str, profile: Profile) 
                 ),
             );
         }
-        let pair = [(full.clone(), value.clone())];
+        // An `@domain.feature.element` value is the node's, resolved at
+        // boot (and checked there): only the key is checked here.
+        let checked = if value.starts_with('@') {
+            String::new()
+        } else {
+            value.clone()
+        };
+        let pair = [(full.clone(), checked)];
         if let Some(e) = kubelet::validate_labels(&pair, profile).first() {
             return cx.fail(key, format!("rule {rule:?}: label {full}={value}: {e}"));
         }

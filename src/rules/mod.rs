@@ -259,6 +259,21 @@ pub fn evaluate_node(rules: &[Rule], features: &Features) -> NodeOutcome {
     }
 }
 
+/// Go's `strings.ToLower` where it matters for names that are ASCII when
+/// valid (node names, feature names): the only non-ASCII characters Go
+/// lowers into ASCII are the Kelvin sign and the dotted capital I. Other
+/// characters are kept (such a name matches nothing whatever its case). No
+/// Unicode case tables in the wrapper for this.
+pub fn go_lower_ascii(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            '\u{212A}' => 'k',
+            '\u{0130}' => 'i',
+            c => c.to_ascii_lowercase(),
+        })
+        .collect()
+}
+
 /// The feature later rules read earlier rules' output from.
 pub const BACKREF_FEATURE: &str = "rule.matched";
 
@@ -396,9 +411,8 @@ impl<'f> Evaluator<'f> {
     fn match_terms(&self, terms: &[Term]) -> Result<Option<template::Data>, String> {
         let mut data = template::Data::new();
         for term in terms {
-            // Go lower-cases Unicode; feature names are ASCII, and ASCII
-            // lower-casing keeps Unicode case tables out of the wrapper.
-            let lookup = term.feature.to_ascii_lowercase();
+            // NFD lower-cases the name for the lookup only.
+            let lookup = go_lower_ascii(&term.feature);
             // Template keys come from the name as written (NFD lower-cases
             // only the lookup).
             let (dom, nam) = match term.feature.split_once('.') {

@@ -112,7 +112,7 @@ pub fn facts_used(sources: &Sources) -> FactsUsed {
             used.attributes = None;
         }
         for t in r.match_features.iter().chain(r.match_any.iter().flatten()) {
-            let feature = t.feature.to_ascii_lowercase();
+            let feature = rules::go_lower_ascii(&t.feature);
             if t.match_name.is_some() {
                 used.attributes = None;
             }
