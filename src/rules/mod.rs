@@ -163,6 +163,10 @@ pub struct RuleResult {
     pub matched_features: SortedMap<String, Vec<Element>>,
     /// Output labels, keys with the default prefix where they had none.
     pub labels: Vec<(String, String)>,
+    /// `labels` through nfd-master's filter, each on its own: `@` values
+    /// resolved, those NFD would drop left out (what this rule gives when
+    /// no later rule sets the key).
+    pub resolved: Vec<(String, String)>,
     pub vars: Vec<(String, String)>,
     pub taints: Vec<Taint>,
 }
@@ -235,6 +239,13 @@ pub fn evaluate_node(rules: &[Rule], features: &Features) -> NodeOutcome {
                 taints.push(t.clone());
             }
         }
+    }
+    for r in &mut results {
+        r.resolved = r
+            .labels
+            .iter()
+            .filter_map(|(k, v)| Some((k.clone(), ev.filter_label(k, v).ok()?)))
+            .collect();
     }
     let mut dropped = Vec::new();
     let mut labels = Vec::new();

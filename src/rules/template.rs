@@ -1831,7 +1831,9 @@ mod tests {
         assert!(run("{{ range true }}{{ end }}").is_err());
         assert!(run("{{ range 1000000000000 }}{{ end }}").is_err());
         assert_eq!(
-            ok("{{ range 5 }}{{ if eq . 1 }}{{ continue }}{{ end }}{{ if eq . 3 }}{{ break }}{{ end }}{{ . }}{{ end }}"),
+            ok(
+                "{{ range 5 }}{{ if eq . 1 }}{{ continue }}{{ end }}{{ if eq . 3 }}{{ break }}{{ end }}{{ . }}{{ end }}"
+            ),
             "02"
         );
         // A continue in an inner range's else list goes to the outer one;
@@ -1844,10 +1846,15 @@ mod tests {
             ok("{{ range 2 }}a{{ range 0 }}{{ else }}{{ range 1 }}{{ end }}{{ end }}b{{ end }}"),
             "abab"
         );
-        for bad in ["{{ break }}", "{{ range 1 }}{{ else }}{{ break }}{{ end }}", "{{ range 1 }}{{ break 1 }}{{ end }}"] {
+        for bad in [
+            "{{ break }}",
+            "{{ range 1 }}{{ else }}{{ break }}{{ end }}",
+            "{{ range 1 }}{{ break 1 }}{{ end }}",
+        ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
-        let t = parse("{{ range 3 }}{{ if eq . 1 }}{{ break }}{{ end }}{{ continue }}{{ end }}").unwrap();
+        let t = parse("{{ range 3 }}{{ if eq . 1 }}{{ break }}{{ end }}{{ continue }}{{ end }}")
+            .unwrap();
         assert_eq!(Template::from_wire(&t.to_wire()), Some(t));
     }
 

@@ -106,13 +106,16 @@ pub fn collect(
         FactsScope::Used => used.attributes.as_ref(),
         FactsScope::WholeElements => None,
     };
-    let features = crate::facts::read(&crate::facts::FactsOptions {
-        root: facts_root,
-        nodename: nodename.as_deref(),
-        only: Some(&used.features),
-        attributes,
-    });
-    let derived = derived::derive(&sources, &features, profile);
+    let read = |only: &crate::sorted::SortedSet<String>| {
+        crate::facts::read(&crate::facts::FactsOptions {
+            root: facts_root,
+            nodename: nodename.as_deref(),
+            only: Some(only),
+            attributes,
+        })
+    };
+    let features = read(&used.features);
+    let derived = derived::derive(&sources, &features, profile, &mut |more| read(more));
     let (merged, mut notes) = derived::merge(static_.as_ref(), &derived);
     notes.splice(0..0, derived.problems.iter().cloned());
     notes.extend(derived.rules.iter().filter_map(|r| {
@@ -394,7 +397,10 @@ mod tests {
             crate::rules::go_lower_ascii("Node-1.Example.COM"),
             "node-1.example.com"
         );
-        assert_eq!(crate::rules::go_lower_ascii("\u{212A}ube-\u{0130}"), "kube-i");
+        assert_eq!(
+            crate::rules::go_lower_ascii("\u{212A}ube-\u{0130}"),
+            "kube-i"
+        );
     }
     use crate::kubelet::Additions;
 

