@@ -3,11 +3,11 @@
 //! printable ASCII without space, `"`, `\`, `%`, `$`, `'` or `;`, so it sits in a quoted
 //! `Environment=` value with no escaping.
 //!
-//! Layout: `KLR2` then comma-separated fields, every list preceded by its
+//! Layout: `KLR3` then comma-separated fields, every list preceded by its
 //! count:
 //!
 //! ```text
-//! KLR2,<rules>,<rule>...
+//! KLR3,<rules>,<rule>...
 //! rule  = name,<n>,(key,value)*,labelsTemplate,<n>,(key,value)*,varsTemplate,
 //!         <n>,(key,value,effect)*,<n>,term*,<n>,(<n>,term*)*
 //! term  = feature,<n|~N>,(key,op,<n>,value*)*,<op|~N>,[<n>,value*]
@@ -27,7 +27,7 @@ use super::template::Template;
 use super::{Expr, Op, Rule, RuleTemplate, Term};
 use crate::kubelet::{Taint, TaintEffect};
 
-pub const HEADER: &str = "KLR2";
+pub const HEADER: &str = "KLR3";
 /// Bounds decode enforces (the env line itself is bounded by systemd).
 pub const MAX_ENCODED: usize = 1 << 20;
 const MAX_RULES: usize = 4096;
@@ -583,7 +583,7 @@ mod tests {
         let rules = sample();
         let text = encode(&rules);
         assert!(charset_ok(&text), "{text}");
-        assert!(text.starts_with("KLR2,2,"));
+        assert!(text.starts_with("KLR3,2,"));
         assert_eq!(decode(&text).unwrap(), rules);
         assert_eq!(decode(&encode(&[])).unwrap(), vec![]);
     }
@@ -696,7 +696,7 @@ mod tests {
 
     /// One rule, one `InRegexp` expression whose value field is `wire`.
     fn regex_rule(wire: &str) -> String {
-        format!("KLR2,1,n,0,~N,0,~N,0,1,f,1,k,InRegexp,1,{wire},~N,0")
+        format!("KLR3,1,n,0,~N,0,~N,0,1,f,1,k,InRegexp,1,{wire},~N,0")
     }
 
     #[test]
@@ -729,26 +729,26 @@ mod tests {
             ("", "header"),
             (
                 "KLR1,0",
-                "header \"KLR1\", expected \"KLR2\" (render and wrapper versions differ?)",
+                "header \"KLR1\", expected \"KLR3\" (render and wrapper versions differ?)",
             ),
-            ("KLR2", "rule count at byte 4: missing"),
-            ("KLR2,x", "rule count at byte 5: expected a count"),
-            ("KLR2,99999", "more than 4096"),
-            ("KLR2,0,", "unexpected data"),
-            ("KLR2,1,a b", "rule 1 name at byte 8: character outside"),
-            ("KLR2,1,a~4", "bad ~ escape"),
-            ("KLR2,1,~FF", "UTF-8"),
+            ("KLR3", "rule count at byte 4: missing"),
+            ("KLR3,x", "rule count at byte 5: expected a count"),
+            ("KLR3,99999", "more than 4096"),
+            ("KLR3,0,", "unexpected data"),
+            ("KLR3,1,a b", "rule 1 name at byte 8: character outside"),
+            ("KLR3,1,a~4", "bad ~ escape"),
+            ("KLR3,1,~FF", "UTF-8"),
             (
-                "KLR2,1,n,0,Q",
+                "KLR3,1,n,0,Q",
                 "labelsTemplate at byte 11: expected a compiled form",
             ),
             (
-                "KLR2,1,n,0,T1:q",
+                "KLR3,1,n,0,T1:q",
                 "labelsTemplate at byte 11: not a compiled form",
             ),
-            ("KLR2,1,n,0,T1:t9:x", "not a compiled form"),
+            ("KLR3,1,n,0,T1:t9:x", "not a compiled form"),
             (
-                "KLR2,1,n,0,~N,0,T0:t",
+                "KLR3,1,n,0,~N,0,T0:t",
                 "varsTemplate at byte 16: not a compiled form",
             ),
             (

@@ -16,6 +16,8 @@
 pub mod compact;
 pub mod regex;
 pub mod template;
+#[cfg(feature = "cli")]
+mod unicode_tables;
 
 use crate::facts::Features;
 use crate::kubelet::Taint;
