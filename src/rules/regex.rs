@@ -603,6 +603,8 @@ impl Class {
 
 // ---- Unicode classes (render only: the node gets the ranges compiled in) ----
 
+type Ranges = Vec<(char, char)>;
+
 /// Go's canonicalName: first letter upper, the rest lower, no `_ - ` .
 #[cfg(feature = "cli")]
 fn canonical_name(name: &str) -> String {
@@ -624,7 +626,7 @@ fn canonical_name(name: &str) -> String {
 /// The ranges of a class Go's regexp knows by `name`, and whether the
 /// class is their complement (`Assigned`).
 #[cfg(feature = "cli")]
-fn unicode_table(name: &str) -> Option<(Vec<(char, char)>, bool)> {
+fn unicode_table(name: &str) -> Option<(Ranges, bool)> {
     use super::unicode_tables::{NAMES, TABLES};
     let name = canonical_name(name);
     let at = NAMES
@@ -653,7 +655,7 @@ fn unicode_table(name: &str) -> Option<(Vec<(char, char)>, bool)> {
 
 /// Without the CLI (the wrapper) nothing is parsed: no tables.
 #[cfg(not(feature = "cli"))]
-fn unicode_table(_: &str) -> Option<(Vec<(char, char)>, bool)> {
+fn unicode_table(_: &str) -> Option<(Ranges, bool)> {
     None
 }
 
@@ -1081,7 +1083,7 @@ impl<'a> Parser<'a> {
     /// `\pN`, `\p{Name}`, `\p{^Name}` or `\P…` at the cursor, as Go's
     /// parseUnicodeClass reads them: the class's ranges, whether they are
     /// negated, and the bytes it takes.
-    fn unicode_class(&self) -> Result<(Vec<(char, char)>, bool, usize), RegexError> {
+    fn unicode_class(&self) -> Result<(Ranges, bool, usize), RegexError> {
         let at = self.pos;
         let rest = self.rest();
         let mut negated = rest[1..].starts_with('P');
