@@ -25,6 +25,7 @@ use std::process::Command;
 use kubelet_labeler::contract::RULES_VAR;
 use kubelet_labeler::kubelet::{self, Profile, Taint};
 use kubelet_labeler::render::node_rules;
+use kubelet_labeler::rules::version;
 use kubelet_labeler::wrapper::plan::{self, FactsScope};
 use serde_json::{Value, json};
 
@@ -337,6 +338,22 @@ impl Gen<'_> {
         let mut e = json!({ "op": op });
         if let Some(v) = value {
             e["value"] = json!(v);
+        }
+        // NFD >= 0.18 compares versions with `type: version`.
+        if matches!(op, "Gt" | "Ge" | "Lt" | "Le" | "GtLt" | "GeLe") && self.rng.chance(3) {
+            const VERSIONS: &[&str] =
+                &["5.14", "6.1.0", "v5", "9.6", "4.18.0-553", "1.2.3+b", "10"];
+            let n = if matches!(op, "GtLt" | "GeLe") { 2 } else { 1 };
+            let v: Vec<String> = (0..n)
+                .map(|_| match &sample {
+                    // Render refuses a value that is no version, as it
+                    // refuses a non-integer for Gt.
+                    Some(s) if version(s).is_some() && self.rng.chance(2) => s.clone(),
+                    _ => self.rng.pick(VERSIONS).to_string(),
+                })
+                .collect();
+            e["value"] = json!(v);
+            e["type"] = json!("version");
         }
         e
     }

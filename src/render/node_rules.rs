@@ -547,6 +547,7 @@ fn expression(cx: &Ctx, n: &Spanned<Node>, what: &str) -> Result<Expr> {
     let mut op = None;
     let mut value = Vec::new();
     let mut value_node = None;
+    let mut version = false;
     for (k, v) in cx.map(n, what)? {
         match k.value.as_str() {
             "op" => {
@@ -565,13 +566,21 @@ fn expression(cx: &Ctx, n: &Spanned<Node>, what: &str) -> Result<Expr> {
                     value.push(cx.string(item, &format!("{what}: each value"))?);
                 }
             }
-            "type" => {
-                return cx.fail(
-                    k,
-                    format!("{what}: type (version comparison) is not evaluated on the node; compare major/minor attributes with Gt/Lt instead"),
-                );
-            }
-            _ => return cx.unknown(k, what, &["op", "value"]),
+            "type" => match cx.string(v, &format!("{what}: type"))?.as_str() {
+                "" => {}
+                "version" => version = true,
+                other => {
+                    return cx.fail(
+                        v,
+                        format!(
+                            "{what}: type {other:?} is not one NFD knows (only \"version\", for \
+                             Gt, Ge, Lt, Le, GtLt and GeLe); NFD fails such a comparison on \
+                             every node"
+                        ),
+                    );
+                }
+            },
+            _ => return cx.unknown(k, what, &["op", "value", "type"]),
         }
     }
     let op = op.unwrap_or(Op::Any);
@@ -595,7 +604,19 @@ fn expression(cx: &Ctx, n: &Spanned<Node>, what: &str) -> Result<Expr> {
         Op::GtLt | Op::GeLe if value.len() != 2 => return count_err("exactly two values"),
         _ => {}
     }
-    if matches!(op, Op::Gt | Op::Ge | Op::Lt | Op::Le | Op::GtLt | Op::GeLe) {
+    let compares = matches!(op, Op::Gt | Op::Ge | Op::Lt | Op::Le | Op::GtLt | Op::GeLe);
+    if compares && version {
+        // NFD does not order the two bounds of a version range.
+        if let Some(v) = value.iter().find(|v| rules::version(v).is_none()) {
+            return cx.fail(
+                at,
+                format!(
+                    "{what}: {v:?} is not a version (MAJOR[.MINOR[.PATCH]], an optional v \
+                     before and -pre-release or +build after)"
+                ),
+            );
+        }
+    } else if compares {
         let mut ints = Vec::new();
         for v in &value {
             match go_atoi(v) {
@@ -620,7 +641,12 @@ fn expression(cx: &Ctx, n: &Spanned<Node>, what: &str) -> Result<Expr> {
             }
         }
     }
-    Ok(Expr { op, value, regexes })
+    Ok(Expr {
+        op,
+        value,
+        regexes,
+        version,
+    })
 }
 
 /// Go's strconv.Atoi: optional sign, decimal digits, fits in 64 bits.

@@ -11,6 +11,7 @@
 //! rule  = name,<n>,(key,value)*,labelsTemplate,<n>,(key,value)*,varsTemplate,
 //!         <n>,(key,value,effect)*,<n>,term*,<n>,(<n>,term*)*
 //! term  = feature,<n|~N>,(key,op,<n>,value*)*,<op|~N>,[<n>,value*]
+//! op    = NFD's name, `+v` after it for `type: version`
 //! ```
 //!
 //! Strings: bytes of `[0-9A-Za-z]` and ``#&()*+-./:<=>?@[]^_`{|}`` as they
@@ -95,7 +96,11 @@ fn terms(out: &mut String, ts: &[Term]) {
 }
 
 fn expr(out: &mut String, e: &Expr) {
-    field(out, op_name(e.op));
+    if e.version {
+        field(out, &format!("{}+v", op_name(e.op)));
+    } else {
+        field(out, op_name(e.op));
+    }
     out.push(',');
     if e.op == Op::InRegexp {
         out.push_str(&e.regexes.len().to_string());
@@ -473,7 +478,11 @@ impl<'a> Cursor<'a> {
 
     fn expr(&mut self, what: &'static str) -> Result<Expr, String> {
         let (f, off) = self.raw(what)?;
-        let op = parse_op(f)
+        let (name, version) = match f.strip_suffix("+v") {
+            Some(n) => (n, true),
+            None => (f, false),
+        };
+        let op = parse_op(name)
             .ok_or_else(|| self.err(off, what, &format!("unknown op {:?}", trunc(f))))?;
         let n = self.count("value count", MAX_ITEMS)?;
         let mut value = Vec::with_capacity(n.min(64));
@@ -487,7 +496,12 @@ impl<'a> Cursor<'a> {
             let re = self.compiled("regexp", 'R', Regex::from_wire)?;
             regexes.push(re.ok_or_else(|| self.err(at, "regexp", "a value is required here"))?);
         }
-        Ok(Expr { op, value, regexes })
+        Ok(Expr {
+            op,
+            value,
+            regexes,
+            version,
+        })
     }
 
     fn template(&mut self, what: &'static str) -> Result<Option<RuleTemplate>, String> {
@@ -610,10 +624,12 @@ mod tests {
                 .collect()
         }
         fn expr(&mut self) -> Expr {
-            Expr::new(
+            let mut e = Expr::new(
                 Op::ALL[self.below(Op::ALL.len())],
                 (0..self.below(3)).map(|_| self.string()).collect(),
-            )
+            );
+            e.version = self.below(3) == 0;
+            e
         }
         fn terms(&mut self) -> Vec<Term> {
             (0..self.below(3))

@@ -9,8 +9,8 @@
 //! (`template::line_col`) for what the node cannot evaluate; `compact::parse_op`
 //! maps NFD's operator names; `Expr::new` and `RuleTemplate::from` compile
 //! (the compact form carries compiled regexes and parsed templates, so the
-//! wrapper reaches neither parser). NFD's `type: version` on expressions is not
-//! modelled (render must refuse it). The wrapper calls `evaluate_node` and
+//! wrapper reaches neither parser). NFD's `type: version` is `Expr::version`
+//! (`version` reads the values as NFD does). The wrapper calls `evaluate_node` and
 //! journals `NodeOutcome::dropped` and each `RuleResult::error`.
 
 pub mod compact;
@@ -83,6 +83,9 @@ pub struct Expr {
     /// `InRegexp`'s patterns compiled, or why one did not compile (an error
     /// only when the expression runs, as in NFD).
     pub regexes: Vec<Result<regex::Regex, String>>,
+    /// `type: version`: `Gt`…`GeLe` compare versions (NFD >= 0.18), not
+    /// integers.
+    pub version: bool,
 }
 
 impl Expr {
@@ -94,6 +97,7 @@ impl Expr {
                 op,
                 value,
                 regexes: Vec::new(),
+                version: false,
             };
         }
         let regexes = value
@@ -107,6 +111,7 @@ impl Expr {
             op,
             value: Vec::new(),
             regexes,
+            version: false,
         }
     }
 }
@@ -613,6 +618,17 @@ impl<'f> Evaluator<'f> {
                         e.op, e.value
                     ));
                 }
+                if e.version {
+                    let l = version(value).ok_or_else(|| format!("not a version {value:?}"))?;
+                    let r = version(&e.value[0])
+                        .ok_or_else(|| format!("not a version {:?} in the rule", e.value[0]))?;
+                    return Ok(match e.op {
+                        Op::Gt => l > r,
+                        Op::Ge => l >= r,
+                        Op::Lt => l < r,
+                        _ => l <= r,
+                    });
+                }
                 let l = atoi(value, "")?;
                 let r = atoi(&e.value[0], " in the rule")?;
                 match e.op {
@@ -628,6 +644,20 @@ impl<'f> Evaluator<'f> {
                         "invalid expression, 'value' field must contain exactly two elements for Op {:?} (have {:?})",
                         e.op, e.value
                     ));
+                }
+                if e.version {
+                    let v = version(value).ok_or_else(|| format!("not a version {value:?}"))?;
+                    let mut lr = [(0, 0, 0); 2];
+                    for (i, s) in e.value.iter().enumerate() {
+                        lr[i] =
+                            version(s).ok_or_else(|| format!("not a version {s:?} in the rule"))?;
+                    }
+                    // No order check on the bounds here (NFD has none).
+                    return Ok(if e.op == Op::GtLt {
+                        v > lr[0] && v < lr[1]
+                    } else {
+                        v >= lr[0] && v <= lr[1]
+                    });
                 }
                 let v = atoi(value, "")?;
                 let lo = atoi(&e.value[0], " in the rule")?;
@@ -695,6 +725,50 @@ impl<'f> Evaluator<'f> {
         }
         Ok(value)
     }
+}
+
+/// A version as NFD's `type: version` reads it (Masterminds semver, leading
+/// zeros coerced): `[v]MAJOR[.MINOR[.PATCH]][-PRE][+META]`, identifiers of
+/// `[0-9A-Za-z-]`, no numeric pre-release identifier with a leading zero.
+/// Compared by major, minor, patch only (NFD drops the pre-release).
+pub fn version(s: &str) -> Option<(u64, u64, u64)> {
+    let s = s.strip_prefix('v').unwrap_or(s);
+    let (s, meta) = match s.split_once('+') {
+        Some((a, m)) => (a, Some(m)),
+        None => (s, None),
+    };
+    let (core, pre) = match s.split_once('-') {
+        Some((a, p)) => (a, Some(p)),
+        None => (s, None),
+    };
+    let ident =
+        |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    if meta.is_some_and(|m| !m.split('.').all(ident)) {
+        return None;
+    }
+    if let Some(pre) = pre {
+        let ok = pre.split('.').all(|p| {
+            ident(p)
+                && !(p.len() > 1 && p.starts_with('0') && p.bytes().all(|b| b.is_ascii_digit()))
+        });
+        if !ok {
+            return None;
+        }
+    }
+    let mut parts = core.split('.');
+    let mut num = || -> Option<Option<u64>> {
+        match parts.next() {
+            None => Some(None),
+            Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => {
+                p.parse().ok().map(Some)
+            }
+            Some(_) => None,
+        }
+    };
+    let major = num()??;
+    let minor = num()?.unwrap_or(0);
+    let patch = num()?.unwrap_or(0);
+    parts.next().is_none().then_some((major, minor, patch))
 }
 
 /// NFD sorts flag/attribute matches by name "for reproducible output".

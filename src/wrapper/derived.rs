@@ -440,6 +440,7 @@ mod tests {
                     op: rules::Op::In,
                     value: vec!["10de".into()],
                     regexes: Vec::new(),
+                    version: false,
                 },
             )]),
             match_name: None,
