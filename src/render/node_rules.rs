@@ -823,6 +823,50 @@ spec:
         );
     }
 
+    /// What NFD accepts and render once refused: capitals in feature names,
+    /// static `@` values, `\p` classes, `type: version`, `range` over an
+    /// integer, `break`.
+    #[test]
+    fn accepts_what_nfd_accepts() {
+        for (from, to) in [
+            ("feature: pci.device", "feature: PCI.Device"),
+            (
+                "nvidia.com/gpu: \"true\"",
+                "nvidia.com/gpu: \"@kernel.version.major\"",
+            ),
+            ("[\"^03\"]", "[\"^\\\\p{Nd}+$\", \"[\\\\p{Greek}]\"]"),
+            (
+                "{op: In, value: [\"10de\"]}",
+                "{op: GtLt, value: [\"v1.2\", \"1.0.0-rc1\"], type: version}",
+            ),
+            (
+                "{{ len .pci.device }}",
+                "{{ range 2 }}{{ if eq . 1 }}{{ break }}{{ end }}{{ end }}",
+            ),
+        ] {
+            assert!(GPU.contains(from), "{from}");
+            let text = GPU.replacen(from, to, 1);
+            let objs = parse_rule_objects(&text, "r.yaml", Profile::Upstream)
+                .unwrap_or_else(|e| panic!("{to}: {e:#}"));
+            let compact = compile(&objs[0].1).unwrap();
+            assert_eq!(rules::compact::decode(&compact).unwrap(), objs[0].1, "{to}");
+        }
+        for (to, want) in [
+            (
+                "{op: Gt, value: [\"5.x\"], type: version}",
+                "is not a version",
+            ),
+            ("{op: Gt, value: [\"5\"], type: semver}", "type \"semver\""),
+            (
+                "{op: InRegexp, value: [\"\\\\p{Nope}\"]}",
+                "unknown Unicode class",
+            ),
+        ] {
+            let e = err(&GPU.replacen("{op: In, value: [\"10de\"]}", to, 1));
+            assert!(e.contains(want) && e.starts_with("r.yaml:"), "{to}: {e}");
+        }
+    }
+
     #[test]
     fn openshift_api_versions_lists_and_order() {
         let b = GPU

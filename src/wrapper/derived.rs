@@ -510,6 +510,70 @@ mod tests {
         assert!(d.rules.iter().all(|r| !r.matched && r.left_out.is_none()));
     }
 
+    /// A refused rule is taken out and the rest evaluated again: an earlier
+    /// rule's value on the same key comes back, and explain shows each
+    /// rule's own value.
+    #[test]
+    fn leaving_a_rule_out_gives_nfd_without_it() {
+        let first = Rule {
+            name: "first".into(),
+            labels: vec![kv("example.com/tier", "base")],
+            match_features: vec![nvidia_term()],
+            ..Default::default()
+        };
+        let second = Rule {
+            name: "second".into(),
+            labels: vec![kv("example.com/tier", "gpu")],
+            labels_template: Some("x.k8s.io/count={{ len .pci.device }}".into()),
+            match_features: vec![nvidia_term()],
+            ..Default::default()
+        };
+        let sources = Sources {
+            rules: Some(Ok(vec![first, second])),
+            nfd_labels: None,
+        };
+        let d = derive(&sources, &gpu_node(), Profile::Upstream, &mut |_| {
+            Features::default()
+        });
+        assert_eq!(d.additions.labels, vec![kv("example.com/tier", "base")]);
+        assert_eq!(d.rules[0].labels, vec![kv("example.com/tier", "base")]);
+        assert!(d.rules[0].left_out.is_none());
+        assert!(d.rules[1].left_out.as_deref().unwrap().contains("x.k8s.io"));
+    }
+
+    /// An `@` value a template makes names a feature the rules do not
+    /// match on: it is read then, as NFD resolves it against all features.
+    #[test]
+    fn template_dynamic_values_are_read() {
+        let rule = Rule {
+            name: "dyn".into(),
+            labels_template: Some("a=@kernel.version.major\nb=@system.nope.x".into()),
+            match_features: vec![nvidia_term()],
+            ..Default::default()
+        };
+        let sources = Sources {
+            rules: Some(Ok(vec![rule])),
+            nfd_labels: None,
+        };
+        let mut asked = Vec::new();
+        let d = derive(&sources, &gpu_node(), Profile::Upstream, &mut |more| {
+            asked.extend(more.iter().cloned());
+            let mut f = Features::default();
+            f.attributes.insert(
+                "kernel.version".into(),
+                [("major".to_string(), "5".to_string())]
+                    .into_iter()
+                    .collect(),
+            );
+            f
+        });
+        assert_eq!(asked, vec!["kernel.version".to_string()]);
+        assert_eq!(
+            d.additions.labels,
+            vec![kv("feature.node.kubernetes.io/a", "5")]
+        );
+    }
+
     #[test]
     fn facts_used_names_the_attributes_expressions_read() {
         let rule = Rule {
