@@ -202,12 +202,25 @@ pub struct NodeOutcome {
 /// `evaluate`, then nfd-master's merge and filters (label namespaces,
 /// `@` dynamic values, label syntax, taint namespaces).
 pub fn evaluate_node(rules: &[Rule], features: &Features) -> NodeOutcome {
+    evaluate_node_without(rules, features, &[])
+}
+
+/// `evaluate_node` as if the rules at the indices in `without` were not
+/// there (no result for them either).
+pub fn evaluate_node_without(
+    rules: &[Rule],
+    features: &Features,
+    without: &[usize],
+) -> NodeOutcome {
     let mut ev = Evaluator {
         features,
         backref: None,
     };
     let mut results = Vec::with_capacity(rules.len());
-    for rule in rules {
+    for (i, rule) in rules.iter().enumerate() {
+        if without.contains(&i) {
+            continue;
+        }
         let mut res = RuleResult {
             name: rule.name.clone(),
             ..Default::default()

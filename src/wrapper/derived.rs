@@ -157,7 +157,7 @@ pub type ReadMore<'a> = &'a mut dyn FnMut(&SortedSet<String>) -> Features;
 /// NFD gives without them.
 pub fn derive(
     sources: &Sources,
-    features: &Features,
+    features: &mut Features,
     profile: Profile,
     read_more: ReadMore,
 ) -> Derived {
@@ -178,7 +178,7 @@ pub fn derive(
     match &sources.rules {
         Some(Ok(rules)) => {
             let read = facts_used(sources).features;
-            derive_rules(rules, features, &read, profile, read_more, &mut out)
+            derive_rules(rules, features, read, profile, read_more, &mut out)
         }
         Some(Err(e)) => out.problems.push(e.clone()),
         None => {}
@@ -212,34 +212,25 @@ fn unread_dynamic(results: &[rules::RuleResult], read: &SortedSet<String>) -> So
 /// takes all.
 fn derive_rules(
     rules: &[Rule],
-    features: &Features,
-    read: &SortedSet<String>,
+    features: &mut Features,
+    mut read: SortedSet<String>,
     profile: Profile,
     read_more: ReadMore,
     out: &mut Derived,
 ) {
-    let mut features = std::borrow::Cow::Borrowed(features);
-    let mut read = std::borrow::Cow::Borrowed(read);
-    let mut active: Vec<usize> = (0..rules.len()).collect();
+    // Rules taken out, by index; the others' results come in order.
+    let mut removed: Vec<usize> = Vec::new();
     let mut left: Vec<Option<RuleReport>> = vec![None; rules.len()];
     let mut outcome = loop {
-        let subset: Vec<Rule>;
-        let evaluated = if active.len() == rules.len() {
-            rules
-        } else {
-            subset = active.iter().map(|&i| rules[i].clone()).collect();
-            &subset[..]
-        };
-        let mut outcome = rules::evaluate_node(evaluated, &features);
+        let mut outcome = rules::evaluate_node_without(rules, features, &removed);
         let more = unread_dynamic(&outcome.results, &read);
         if !more.is_empty() {
             let extra = read_more(&more);
-            let f = features.to_mut();
-            f.flags.extend(extra.flags);
-            f.attributes.extend(extra.attributes);
-            f.instances.extend(extra.instances);
-            read.to_mut().extend(more);
-            outcome = rules::evaluate_node(evaluated, &features);
+            features.flags.extend(extra.flags);
+            features.attributes.extend(extra.attributes);
+            features.instances.extend(extra.instances);
+            read.extend(more);
+            outcome = rules::evaluate_node_without(rules, features, &removed);
         }
         // The first rule (in order) that gives a label or taint kubelet
         // refuses: the one whose value a refused label ends with.
@@ -269,8 +260,12 @@ fn derive_rules(
         let Some((at, why)) = culprit else {
             break outcome;
         };
+        let index = (0..rules.len())
+            .filter(|i| !removed.contains(i))
+            .nth(at)
+            .unwrap_or(0);
         let r = &mut outcome.results[at];
-        left[active[at]] = Some(RuleReport {
+        left[index] = Some(RuleReport {
             name: r.name.clone(),
             matched: true,
             matched_features: std::mem::take(&mut r.matched_features),
@@ -278,7 +273,7 @@ fn derive_rules(
             taints: std::mem::take(&mut r.taints),
             left_out: Some(why),
         });
-        active.remove(at);
+        removed.push(index);
     };
     let in_final = |key: &str| {
         outcome
@@ -476,7 +471,7 @@ mod tests {
             rules: Some(Ok(vec![good, role, bad])),
             nfd_labels: None,
         };
-        let d = derive(&sources, &gpu_node(), Profile::Upstream, &mut |_| {
+        let d = derive(&sources, &mut gpu_node(), Profile::Upstream, &mut |_| {
             Features::default()
         });
         assert_eq!(
@@ -502,7 +497,7 @@ mod tests {
         // The same rules on a node without the GPU give nothing.
         let d = derive(
             &sources,
-            &Features::default(),
+            &mut Features::default(),
             Profile::Upstream,
             &mut |_| Features::default(),
         );
@@ -532,7 +527,7 @@ mod tests {
             rules: Some(Ok(vec![first, second])),
             nfd_labels: None,
         };
-        let d = derive(&sources, &gpu_node(), Profile::Upstream, &mut |_| {
+        let d = derive(&sources, &mut gpu_node(), Profile::Upstream, &mut |_| {
             Features::default()
         });
         assert_eq!(d.additions.labels, vec![kv("example.com/tier", "base")]);
@@ -556,7 +551,7 @@ mod tests {
             nfd_labels: None,
         };
         let mut asked = Vec::new();
-        let d = derive(&sources, &gpu_node(), Profile::Upstream, &mut |more| {
+        let d = derive(&sources, &mut gpu_node(), Profile::Upstream, &mut |more| {
             asked.extend(more.iter().cloned());
             let mut f = Features::default();
             f.attributes.insert(
@@ -616,7 +611,7 @@ mod tests {
         ];
         let s = sources_from_env(&env);
         assert!(s.rules.is_none());
-        let d = derive(&s, &Features::default(), Profile::Upstream, &mut |_| {
+        let d = derive(&s, &mut Features::default(), Profile::Upstream, &mut |_| {
             Features::default()
         });
         assert_eq!(d.problems.len(), 1);

@@ -114,8 +114,8 @@ pub fn collect(
             attributes,
         })
     };
-    let features = read(&used.features);
-    let derived = derived::derive(&sources, &features, profile, &mut |more| read(more));
+    let mut features = read(&used.features);
+    let derived = derived::derive(&sources, &mut features, profile, &mut |more| read(more));
     let (merged, mut notes) = derived::merge(static_.as_ref(), &derived);
     notes.splice(0..0, derived.problems.iter().cloned());
     notes.extend(derived.rules.iter().filter_map(|r| {
