@@ -190,6 +190,7 @@ fn static_cli_works(arch: &str, a: Arch) {
                 "--create-root",
                 "--label",
                 "example.com/gpu=yes",
+                "--create-root",
                 "--root",
             ])
             .arg(&tree)
