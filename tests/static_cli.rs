@@ -190,7 +190,6 @@ fn static_cli_works(arch: &str, a: Arch) {
                 "--create-root",
                 "--label",
                 "example.com/gpu=yes",
-                "--create-root",
                 "--root",
             ])
             .arg(&tree)
