@@ -77,7 +77,7 @@ fi
 printf 'v1' > corpus/rules_compact/v1
 # An old version's header, and a rule with a compiled regexp and template.
 printf 'KLR1,0' > corpus/rules_compact/klr1
-printf '%s' 'KLR2,1,r,0,T1:r0:n1:oF2:3:pci6:device2:a0:n1:oF1:5:classt3:=x~0A0:,0,~N,0,1,pci.device,1,class,InRegexp,2,RBc0c3S6:c0C1:02EM,RC2:NNnnC2:VVvvM,~N,0' \
+printf '%s' 'KLR3,1,r,0,T1:r0:n1:oF2:3:pci6:device2:a0:n1:oF1:5:classt3:=x~0A0:,0,~N,0,1,pci.device,1,class,InRegexp,2,RBc0c3S6:c0C1:48:2:EM,RC2:78:0:32:0:C2:86:0:32:0:M,~N,0' \
   > corpus/rules_compact/compiled
 # The compact forms `render` makes of the example rules (the CLI from the
 # tests' build; skipped with a word when it is not built).

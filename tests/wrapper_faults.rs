@@ -58,7 +58,7 @@ fn wrap(units: &Path, unit: &str, search_path: &str, state: &Path, labels: &str)
 type GeneratorCase = (&'static str, Vec<Arch>, Option<Vec<u8>>, Option<String>);
 
 /// examples/rules/openshift-gpu.yaml's rule as `render` compiles it: NVIDIA display PCI functions.
-const GPU_RULE: &str = "KLR2,1,nvidia-gpu-taint,0,~N,0,~N,1,nvidia.com/gpu,true,NoSchedule,\
+const GPU_RULE: &str = "KLR3,1,nvidia-gpu-taint,0,~N,0,~N,1,nvidia.com/gpu,true,NoSchedule,\
 1,pci.device,2,vendor,In,1,10de,class,In,2,0300,0302,~N,0";
 
 /// A node root whose facts sources are garbage.

@@ -484,11 +484,14 @@ fn taints(cx: &Ctx, n: &Spanned<Node>, what: &str) -> Result<Vec<Taint>> {
 }
 
 /// Domains whose features come from the node; `rule` is earlier rules'.
+/// NFD looks a name up lower-cased (`PCI.Device` is `pci.device`); templates
+/// still see it as written.
 fn check_feature(cx: &Ctx, n: &Spanned<Node>, feature: &str, what: &str) -> Result<()> {
-    if feature == rules::BACKREF_FEATURE || crate::facts::FEATURES.contains(&feature) {
+    let lookup = rules::go_lower_ascii(feature);
+    if lookup == rules::BACKREF_FEATURE || crate::facts::FEATURES.contains(&lookup.as_str()) {
         return Ok(());
     }
-    if feature.starts_with("local.") {
+    if lookup.starts_with("local.") {
         return cx.fail(
             n,
             format!(
@@ -544,6 +547,7 @@ fn expression(cx: &Ctx, n: &Spanned<Node>, what: &str) -> Result<Expr> {
     let mut op = None;
     let mut value = Vec::new();
     let mut value_node = None;
+    let mut version = false;
     for (k, v) in cx.map(n, what)? {
         match k.value.as_str() {
             "op" => {
@@ -562,13 +566,21 @@ fn expression(cx: &Ctx, n: &Spanned<Node>, what: &str) -> Result<Expr> {
                     value.push(cx.string(item, &format!("{what}: each value"))?);
                 }
             }
-            "type" => {
-                return cx.fail(
-                    k,
-                    format!("{what}: type (version comparison) is not evaluated on the node; compare major/minor attributes with Gt/Lt instead"),
-                );
-            }
-            _ => return cx.unknown(k, what, &["op", "value"]),
+            "type" => match cx.string(v, &format!("{what}: type"))?.as_str() {
+                "" => {}
+                "version" => version = true,
+                other => {
+                    return cx.fail(
+                        v,
+                        format!(
+                            "{what}: type {other:?} is not one NFD knows (only \"version\", for \
+                             Gt, Ge, Lt, Le, GtLt and GeLe); NFD fails such a comparison on \
+                             every node"
+                        ),
+                    );
+                }
+            },
+            _ => return cx.unknown(k, what, &["op", "value", "type"]),
         }
     }
     let op = op.unwrap_or(Op::Any);
@@ -592,7 +604,19 @@ fn expression(cx: &Ctx, n: &Spanned<Node>, what: &str) -> Result<Expr> {
         Op::GtLt | Op::GeLe if value.len() != 2 => return count_err("exactly two values"),
         _ => {}
     }
-    if matches!(op, Op::Gt | Op::Ge | Op::Lt | Op::Le | Op::GtLt | Op::GeLe) {
+    let compares = matches!(op, Op::Gt | Op::Ge | Op::Lt | Op::Le | Op::GtLt | Op::GeLe);
+    if compares && version {
+        // NFD does not order the two bounds of a version range.
+        if let Some(v) = value.iter().find(|v| rules::version(v).is_none()) {
+            return cx.fail(
+                at,
+                format!(
+                    "{what}: {v:?} is not a version (MAJOR[.MINOR[.PATCH]], an optional v \
+                     before and -pre-release or +build after)"
+                ),
+            );
+        }
+    } else if compares {
         let mut ints = Vec::new();
         for v in &value {
             match go_atoi(v) {
@@ -617,7 +641,12 @@ fn expression(cx: &Ctx, n: &Spanned<Node>, what: &str) -> Result<Expr> {
             }
         }
     }
-    Ok(Expr { op, value, regexes })
+    Ok(Expr {
+        op,
+        value,
+        regexes,
+        version,
+    })
 }
 
 /// Go's strconv.Atoi: optional sign, decimal digits, fits in 64 bits.
@@ -655,7 +684,14 @@ fn check_labels(cx: &Ctx, labels: &Spanned<Node>, rule: &str, profile: Profile) 
                 ),
             );
         }
-        let pair = [(full.clone(), value.clone())];
+        // An `@domain.feature.element` value is the node's, resolved at
+        // boot (and checked there): only the key is checked here.
+        let checked = if value.starts_with('@') {
+            String::new()
+        } else {
+            value.clone()
+        };
+        let pair = [(full.clone(), checked)];
         if let Some(e) = kubelet::validate_labels(&pair, profile).first() {
             return cx.fail(key, format!("rule {rule:?}: label {full}={value}: {e}"));
         }
@@ -785,6 +821,50 @@ spec:
             e.contains("feature.node.kubernetes.io/gpu-worker"),
             "the fix is named: {e}"
         );
+    }
+
+    /// What NFD accepts and render once refused: capitals in feature names,
+    /// static `@` values, `\p` classes, `type: version`, `range` over an
+    /// integer, `break`.
+    #[test]
+    fn accepts_what_nfd_accepts() {
+        for (from, to) in [
+            ("feature: pci.device", "feature: PCI.Device"),
+            (
+                "nvidia.com/gpu: \"true\"",
+                "nvidia.com/gpu: \"@kernel.version.major\"",
+            ),
+            ("[\"^03\"]", "[\"^\\\\p{Nd}+$\", \"[\\\\p{Greek}]\"]"),
+            (
+                "{op: In, value: [\"10de\"]}",
+                "{op: GtLt, value: [\"v1.2\", \"1.0.0-rc1\"], type: version}",
+            ),
+            (
+                "{{ len .pci.device }}",
+                "{{ range 2 }}{{ if eq . 1 }}{{ break }}{{ end }}{{ end }}",
+            ),
+        ] {
+            assert!(GPU.contains(from), "{from}");
+            let text = GPU.replacen(from, to, 1);
+            let objs = parse_rule_objects(&text, "r.yaml", Profile::Upstream)
+                .unwrap_or_else(|e| panic!("{to}: {e:#}"));
+            let compact = compile(&objs[0].1).unwrap();
+            assert_eq!(rules::compact::decode(&compact).unwrap(), objs[0].1, "{to}");
+        }
+        for (to, want) in [
+            (
+                "{op: Gt, value: [\"5.x\"], type: version}",
+                "is not a version",
+            ),
+            ("{op: Gt, value: [\"5\"], type: semver}", "type \"semver\""),
+            (
+                "{op: InRegexp, value: [\"\\\\p{Nope}\"]}",
+                "unknown Unicode class",
+            ),
+        ] {
+            let e = err(&GPU.replacen("{op: In, value: [\"10de\"]}", to, 1));
+            assert!(e.contains(want) && e.starts_with("r.yaml:"), "{to}: {e}");
+        }
     }
 
     #[test]

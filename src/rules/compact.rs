@@ -3,14 +3,15 @@
 //! printable ASCII without space, `"`, `\`, `%`, `$`, `'` or `;`, so it sits in a quoted
 //! `Environment=` value with no escaping.
 //!
-//! Layout: `KLR2` then comma-separated fields, every list preceded by its
+//! Layout: `KLR3` then comma-separated fields, every list preceded by its
 //! count:
 //!
 //! ```text
-//! KLR2,<rules>,<rule>...
+//! KLR3,<rules>,<rule>...
 //! rule  = name,<n>,(key,value)*,labelsTemplate,<n>,(key,value)*,varsTemplate,
 //!         <n>,(key,value,effect)*,<n>,term*,<n>,(<n>,term*)*
 //! term  = feature,<n|~N>,(key,op,<n>,value*)*,<op|~N>,[<n>,value*]
+//! op    = NFD's name, `+v` after it for `type: version`
 //! ```
 //!
 //! Strings: bytes of `[0-9A-Za-z]` and ``#&()*+-./:<=>?@[]^_`{|}`` as they
@@ -27,7 +28,7 @@ use super::template::Template;
 use super::{Expr, Op, Rule, RuleTemplate, Term};
 use crate::kubelet::{Taint, TaintEffect};
 
-pub const HEADER: &str = "KLR2";
+pub const HEADER: &str = "KLR3";
 /// Bounds decode enforces (the env line itself is bounded by systemd).
 pub const MAX_ENCODED: usize = 1 << 20;
 const MAX_RULES: usize = 4096;
@@ -95,7 +96,11 @@ fn terms(out: &mut String, ts: &[Term]) {
 }
 
 fn expr(out: &mut String, e: &Expr) {
-    field(out, op_name(e.op));
+    if e.version {
+        field(out, &format!("{}+v", op_name(e.op)));
+    } else {
+        field(out, op_name(e.op));
+    }
     out.push(',');
     if e.op == Op::InRegexp {
         out.push_str(&e.regexes.len().to_string());
@@ -473,7 +478,11 @@ impl<'a> Cursor<'a> {
 
     fn expr(&mut self, what: &'static str) -> Result<Expr, String> {
         let (f, off) = self.raw(what)?;
-        let op = parse_op(f)
+        let (name, version) = match f.strip_suffix("+v") {
+            Some(n) => (n, true),
+            None => (f, false),
+        };
+        let op = parse_op(name)
             .ok_or_else(|| self.err(off, what, &format!("unknown op {:?}", trunc(f))))?;
         let n = self.count("value count", MAX_ITEMS)?;
         let mut value = Vec::with_capacity(n.min(64));
@@ -487,7 +496,12 @@ impl<'a> Cursor<'a> {
             let re = self.compiled("regexp", 'R', Regex::from_wire)?;
             regexes.push(re.ok_or_else(|| self.err(at, "regexp", "a value is required here"))?);
         }
-        Ok(Expr { op, value, regexes })
+        Ok(Expr {
+            op,
+            value,
+            regexes,
+            version,
+        })
     }
 
     fn template(&mut self, what: &'static str) -> Result<Option<RuleTemplate>, String> {
@@ -583,7 +597,7 @@ mod tests {
         let rules = sample();
         let text = encode(&rules);
         assert!(charset_ok(&text), "{text}");
-        assert!(text.starts_with("KLR2,2,"));
+        assert!(text.starts_with("KLR3,2,"));
         assert_eq!(decode(&text).unwrap(), rules);
         assert_eq!(decode(&encode(&[])).unwrap(), vec![]);
     }
@@ -610,10 +624,12 @@ mod tests {
                 .collect()
         }
         fn expr(&mut self) -> Expr {
-            Expr::new(
+            let mut e = Expr::new(
                 Op::ALL[self.below(Op::ALL.len())],
                 (0..self.below(3)).map(|_| self.string()).collect(),
-            )
+            );
+            e.version = self.below(3) == 0;
+            e
         }
         fn terms(&mut self) -> Vec<Term> {
             (0..self.below(3))
@@ -696,7 +712,7 @@ mod tests {
 
     /// One rule, one `InRegexp` expression whose value field is `wire`.
     fn regex_rule(wire: &str) -> String {
-        format!("KLR2,1,n,0,~N,0,~N,0,1,f,1,k,InRegexp,1,{wire},~N,0")
+        format!("KLR3,1,n,0,~N,0,~N,0,1,f,1,k,InRegexp,1,{wire},~N,0")
     }
 
     #[test]
@@ -729,26 +745,26 @@ mod tests {
             ("", "header"),
             (
                 "KLR1,0",
-                "header \"KLR1\", expected \"KLR2\" (render and wrapper versions differ?)",
+                "header \"KLR1\", expected \"KLR3\" (render and wrapper versions differ?)",
             ),
-            ("KLR2", "rule count at byte 4: missing"),
-            ("KLR2,x", "rule count at byte 5: expected a count"),
-            ("KLR2,99999", "more than 4096"),
-            ("KLR2,0,", "unexpected data"),
-            ("KLR2,1,a b", "rule 1 name at byte 8: character outside"),
-            ("KLR2,1,a~4", "bad ~ escape"),
-            ("KLR2,1,~FF", "UTF-8"),
+            ("KLR3", "rule count at byte 4: missing"),
+            ("KLR3,x", "rule count at byte 5: expected a count"),
+            ("KLR3,99999", "more than 4096"),
+            ("KLR3,0,", "unexpected data"),
+            ("KLR3,1,a b", "rule 1 name at byte 8: character outside"),
+            ("KLR3,1,a~4", "bad ~ escape"),
+            ("KLR3,1,~FF", "UTF-8"),
             (
-                "KLR2,1,n,0,Q",
+                "KLR3,1,n,0,Q",
                 "labelsTemplate at byte 11: expected a compiled form",
             ),
             (
-                "KLR2,1,n,0,T1:q",
+                "KLR3,1,n,0,T1:q",
                 "labelsTemplate at byte 11: not a compiled form",
             ),
-            ("KLR2,1,n,0,T1:t9:x", "not a compiled form"),
+            ("KLR3,1,n,0,T1:t9:x", "not a compiled form"),
             (
-                "KLR2,1,n,0,~N,0,T0:t",
+                "KLR3,1,n,0,~N,0,T0:t",
                 "varsTemplate at byte 16: not a compiled form",
             ),
             (

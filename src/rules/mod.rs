@@ -9,13 +9,15 @@
 //! (`template::line_col`) for what the node cannot evaluate; `compact::parse_op`
 //! maps NFD's operator names; `Expr::new` and `RuleTemplate::from` compile
 //! (the compact form carries compiled regexes and parsed templates, so the
-//! wrapper reaches neither parser). NFD's `type: version` on expressions is not
-//! modelled (render must refuse it). The wrapper calls `evaluate_node` and
+//! wrapper reaches neither parser). NFD's `type: version` is `Expr::version`
+//! (`version` reads the values as NFD does). The wrapper calls `evaluate_node` and
 //! journals `NodeOutcome::dropped` and each `RuleResult::error`.
 
 pub mod compact;
 pub mod regex;
 pub mod template;
+#[cfg(feature = "cli")]
+mod unicode_tables;
 
 use crate::facts::Features;
 use crate::kubelet::Taint;
@@ -81,6 +83,9 @@ pub struct Expr {
     /// `InRegexp`'s patterns compiled, or why one did not compile (an error
     /// only when the expression runs, as in NFD).
     pub regexes: Vec<Result<regex::Regex, String>>,
+    /// `type: version`: `Gt`…`GeLe` compare versions (NFD >= 0.18), not
+    /// integers.
+    pub version: bool,
 }
 
 impl Expr {
@@ -92,6 +97,7 @@ impl Expr {
                 op,
                 value,
                 regexes: Vec::new(),
+                version: false,
             };
         }
         let regexes = value
@@ -105,6 +111,7 @@ impl Expr {
             op,
             value: Vec::new(),
             regexes,
+            version: false,
         }
     }
 }
@@ -163,6 +170,10 @@ pub struct RuleResult {
     pub matched_features: SortedMap<String, Vec<Element>>,
     /// Output labels, keys with the default prefix where they had none.
     pub labels: Vec<(String, String)>,
+    /// `labels` through nfd-master's filter, each on its own: `@` values
+    /// resolved, those NFD would drop left out (what this rule gives when
+    /// no later rule sets the key).
+    pub resolved: Vec<(String, String)>,
     pub vars: Vec<(String, String)>,
     pub taints: Vec<Taint>,
 }
@@ -191,12 +202,25 @@ pub struct NodeOutcome {
 /// `evaluate`, then nfd-master's merge and filters (label namespaces,
 /// `@` dynamic values, label syntax, taint namespaces).
 pub fn evaluate_node(rules: &[Rule], features: &Features) -> NodeOutcome {
+    evaluate_node_without(rules, features, &[])
+}
+
+/// `evaluate_node` as if the rules at the indices in `without` were not
+/// there (no result for them either).
+pub fn evaluate_node_without(
+    rules: &[Rule],
+    features: &Features,
+    without: &[usize],
+) -> NodeOutcome {
     let mut ev = Evaluator {
         features,
         backref: None,
     };
     let mut results = Vec::with_capacity(rules.len());
-    for rule in rules {
+    for (i, rule) in rules.iter().enumerate() {
+        if without.contains(&i) {
+            continue;
+        }
         let mut res = RuleResult {
             name: rule.name.clone(),
             ..Default::default()
@@ -236,6 +260,13 @@ pub fn evaluate_node(rules: &[Rule], features: &Features) -> NodeOutcome {
             }
         }
     }
+    for r in &mut results {
+        r.resolved = r
+            .labels
+            .iter()
+            .filter_map(|(k, v)| Some((k.clone(), ev.filter_label(k, v).ok()?)))
+            .collect();
+    }
     let mut dropped = Vec::new();
     let mut labels = Vec::new();
     for (k, v) in merged {
@@ -257,6 +288,21 @@ pub fn evaluate_node(rules: &[Rule], features: &Features) -> NodeOutcome {
         taints,
         dropped,
     }
+}
+
+/// Go's `strings.ToLower` where it matters for names that are ASCII when
+/// valid (node names, feature names): the only non-ASCII characters Go
+/// lowers into ASCII are the Kelvin sign and the dotted capital I. Other
+/// characters are kept (such a name matches nothing whatever its case). No
+/// Unicode case tables in the wrapper for this.
+pub fn go_lower_ascii(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            '\u{212A}' => 'k',
+            '\u{0130}' => 'i',
+            c => c.to_ascii_lowercase(),
+        })
+        .collect()
 }
 
 /// The feature later rules read earlier rules' output from.
@@ -396,9 +442,8 @@ impl<'f> Evaluator<'f> {
     fn match_terms(&self, terms: &[Term]) -> Result<Option<template::Data>, String> {
         let mut data = template::Data::new();
         for term in terms {
-            // Go lower-cases Unicode; feature names are ASCII, and ASCII
-            // lower-casing keeps Unicode case tables out of the wrapper.
-            let lookup = term.feature.to_ascii_lowercase();
+            // NFD lower-cases the name for the lookup only.
+            let lookup = go_lower_ascii(&term.feature);
             // Template keys come from the name as written (NFD lower-cases
             // only the lookup).
             let (dom, nam) = match term.feature.split_once('.') {
@@ -586,6 +631,17 @@ impl<'f> Evaluator<'f> {
                         e.op, e.value
                     ));
                 }
+                if e.version {
+                    let l = version(value).ok_or_else(|| format!("not a version {value:?}"))?;
+                    let r = version(&e.value[0])
+                        .ok_or_else(|| format!("not a version {:?} in the rule", e.value[0]))?;
+                    return Ok(match e.op {
+                        Op::Gt => l > r,
+                        Op::Ge => l >= r,
+                        Op::Lt => l < r,
+                        _ => l <= r,
+                    });
+                }
                 let l = atoi(value, "")?;
                 let r = atoi(&e.value[0], " in the rule")?;
                 match e.op {
@@ -601,6 +657,20 @@ impl<'f> Evaluator<'f> {
                         "invalid expression, 'value' field must contain exactly two elements for Op {:?} (have {:?})",
                         e.op, e.value
                     ));
+                }
+                if e.version {
+                    let v = version(value).ok_or_else(|| format!("not a version {value:?}"))?;
+                    let mut lr = [(0, 0, 0); 2];
+                    for (i, s) in e.value.iter().enumerate() {
+                        lr[i] =
+                            version(s).ok_or_else(|| format!("not a version {s:?} in the rule"))?;
+                    }
+                    // No order check on the bounds here (NFD has none).
+                    return Ok(if e.op == Op::GtLt {
+                        v > lr[0] && v < lr[1]
+                    } else {
+                        v >= lr[0] && v <= lr[1]
+                    });
                 }
                 let v = atoi(value, "")?;
                 let lo = atoi(&e.value[0], " in the rule")?;
@@ -668,6 +738,50 @@ impl<'f> Evaluator<'f> {
         }
         Ok(value)
     }
+}
+
+/// A version as NFD's `type: version` reads it (Masterminds semver, leading
+/// zeros coerced): `[v]MAJOR[.MINOR[.PATCH]][-PRE][+META]`, identifiers of
+/// `[0-9A-Za-z-]`, no numeric pre-release identifier with a leading zero.
+/// Compared by major, minor, patch only (NFD drops the pre-release).
+pub fn version(s: &str) -> Option<(u64, u64, u64)> {
+    let s = s.strip_prefix('v').unwrap_or(s);
+    let (s, meta) = match s.split_once('+') {
+        Some((a, m)) => (a, Some(m)),
+        None => (s, None),
+    };
+    let (core, pre) = match s.split_once('-') {
+        Some((a, p)) => (a, Some(p)),
+        None => (s, None),
+    };
+    let ident =
+        |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    if meta.is_some_and(|m| !m.split('.').all(ident)) {
+        return None;
+    }
+    if let Some(pre) = pre {
+        let ok = pre.split('.').all(|p| {
+            ident(p)
+                && !(p.len() > 1 && p.starts_with('0') && p.bytes().all(|b| b.is_ascii_digit()))
+        });
+        if !ok {
+            return None;
+        }
+    }
+    let mut parts = core.split('.');
+    let mut num = || -> Option<Option<u64>> {
+        match parts.next() {
+            None => Some(None),
+            Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => {
+                p.parse().ok().map(Some)
+            }
+            Some(_) => None,
+        }
+    };
+    let major = num()??;
+    let minor = num()?.unwrap_or(0);
+    let patch = num()?.unwrap_or(0);
+    parts.next().is_none().then_some((major, minor, patch))
 }
 
 /// NFD sorts flag/attribute matches by name "for reproducible output".

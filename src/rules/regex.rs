@@ -2,10 +2,11 @@
 //! `InRegexp` (`regexp.MatchString`: unanchored search, true/false only).
 //! Thompson NFA simulation: time linear in pattern × input, no backtracking.
 //! Captures and greediness do not change whether a string matches, so they
-//! are parsed and then forgotten. Unicode classes (`\pL`) are refused.
+//! are parsed and then forgotten. Unicode classes (`\pL`, `\p{Greek}`) are
+//! Go's tables (`unicode_tables`, generated from the Go NFD is built with).
 //!
-//! Render parses and compiles (case folding and Perl/POSIX classes are
-//! expanded into plain ranges then); the wrapper only decodes the program
+//! Render parses and compiles (case folding, Perl/POSIX and Unicode classes
+//! are expanded into plain ranges then); the wrapper only decodes the program
 //! (`from_wire`) and runs it, so it carries no parser and no case tables.
 
 use std::fmt;
@@ -267,9 +268,14 @@ impl Regex {
                     let class = &self.classes[k];
                     out.push(if class.negated { 'N' } else { 'C' });
                     out.push_str(&format!("{}:", class.ranges.len()));
+                    // Code points as differences (from the previous range's
+                    // end, then from the start): Unicode classes are
+                    // hundreds of ranges, mostly short and close together.
+                    let mut prev = 0i64;
                     for &(lo, hi) in &class.ranges {
-                        out.push(lo);
-                        out.push(hi);
+                        let (lo, hi) = (i64::from(u32::from(lo)), i64::from(u32::from(hi)));
+                        out.push_str(&format!("{}:{}:", lo - prev, hi - lo));
+                        prev = hi;
                     }
                 }
                 Inst::Any { newline } => out.push(if newline { 'A' } else { 'a' }),
@@ -310,8 +316,16 @@ impl Regex {
                         ranges: Vec::with_capacity(n.min(64)),
                         negated: op == 'N',
                     };
+                    let mut prev = 0i64;
+                    let mut point = |delta: i64| {
+                        let c = prev.checked_add(delta)?;
+                        prev = c;
+                        char::from_u32(u32::try_from(c).ok()?)
+                    };
                     for _ in 0..n {
-                        class.ranges.push((r.char()?, r.char()?));
+                        let lo = point(r.int()?)?;
+                        let hi = point(r.int()?)?;
+                        class.ranges.push((lo, hi));
                     }
                     classes.push(class);
                     Inst::Class(classes.len() - 1)
@@ -587,6 +601,64 @@ impl Class {
     }
 }
 
+// ---- Unicode classes (render only: the node gets the ranges compiled in) ----
+
+type Ranges = Vec<(char, char)>;
+
+/// Go's canonicalName: first letter upper, the rest lower, no `_ - ` .
+#[cfg(feature = "cli")]
+fn canonical_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut first = true;
+    for c in name.chars() {
+        match c {
+            '_' | '-' | ' ' => {}
+            c if first => {
+                out.push(c.to_ascii_uppercase());
+                first = false;
+            }
+            c => out.push(c.to_ascii_lowercase()),
+        }
+    }
+    out
+}
+
+/// The ranges of a class Go's regexp knows by `name`, and whether the
+/// class is their complement (`Assigned`).
+#[cfg(feature = "cli")]
+fn unicode_table(name: &str) -> Option<(Ranges, bool)> {
+    use super::unicode_tables::{NAMES, TABLES};
+    let name = canonical_name(name);
+    let at = NAMES
+        .binary_search_by(|(n, _, _)| n.cmp(&name.as_str()))
+        .ok()?;
+    let (_, table, complement) = NAMES[at];
+    let mut out = Vec::new();
+    for range in TABLES[usize::from(table)]
+        .split(' ')
+        .filter(|r| !r.is_empty())
+    {
+        let (lo, hi) = range.split_once('-').unwrap_or((range, range));
+        let lo = u32::from_str_radix(lo, 16).ok()?;
+        let hi = u32::from_str_radix(hi, 16).ok()?;
+        // Surrogates are no chars: keep what is on either side of them.
+        for (lo, hi) in [(lo, hi.min(0xD7FF)), (lo.max(0xE000), hi)] {
+            if lo <= hi
+                && let (Some(l), Some(h)) = (char::from_u32(lo), char::from_u32(hi))
+            {
+                out.push((l, h));
+            }
+        }
+    }
+    Some((out, complement))
+}
+
+/// Without the CLI (the wrapper) nothing is parsed: no tables.
+#[cfg(not(feature = "cli"))]
+fn unicode_table(_: &str) -> Option<(Ranges, bool)> {
+    None
+}
+
 // ---- parser ----
 
 struct Parser<'a> {
@@ -791,6 +863,18 @@ impl<'a> Parser<'a> {
                         Some('z') => Node::Assert(Assert::EndText),
                         Some('b') => Node::Assert(Assert::WordBoundary),
                         Some('B') => Node::Assert(Assert::NotWordBoundary),
+                        Some('p' | 'P') => {
+                            let (ranges, neg, len) = self.unicode_class()?;
+                            self.pos += len - 2; // `\p` itself below
+                            Node::Class(
+                                ClassSpec {
+                                    items: vec![(ranges, neg)],
+                                    negated: false,
+                                    fold: flags.fold,
+                                }
+                                .compile(),
+                            )
+                        }
                         Some('Q') => {
                             self.pos += 2;
                             let lit = match self.rest().find("\\E") {
@@ -945,6 +1029,12 @@ impl<'a> Parser<'a> {
                 self.pos += 2 + end + 2;
                 continue;
             }
+            if c == '\\' && matches!(self.rest()[1..].chars().next(), Some('p' | 'P')) {
+                let (ranges, neg, len) = self.unicode_class()?;
+                items.push((ranges, neg));
+                self.pos += len;
+                continue;
+            }
             if c == '\\'
                 && let Some((ranges, neg)) = self.rest()[1..].chars().next().and_then(perl_class)
             {
@@ -981,9 +1071,6 @@ impl<'a> Parser<'a> {
             None => Err(err(class_start, "missing closing ]".into())),
             Some('\\') => {
                 let here = self.pos;
-                if matches!(self.rest()[1..].chars().next(), Some('p' | 'P')) {
-                    return Err(err(here, "unicode classes (\\p) are not supported".into()));
-                }
                 self.parse_escape(here)
             }
             Some(c) => {
@@ -991,6 +1078,38 @@ impl<'a> Parser<'a> {
                 Ok(c)
             }
         }
+    }
+
+    /// `\pN`, `\p{Name}`, `\p{^Name}` or `\P…` at the cursor, as Go's
+    /// parseUnicodeClass reads them: the class's ranges, whether they are
+    /// negated, and the bytes it takes.
+    fn unicode_class(&self) -> Result<(Ranges, bool, usize), RegexError> {
+        let at = self.pos;
+        let rest = self.rest();
+        let mut negated = rest[1..].starts_with('P');
+        let after = &rest[2..];
+        let (name, len) = match after.chars().next() {
+            Some('{') => match after.find('}') {
+                Some(end) => (&after[1..end], 2 + end + 1),
+                None => return Err(err(at, "invalid character class range".into())),
+            },
+            Some(c) => (&after[..c.len_utf8()], 2 + c.len_utf8()),
+            None => ("", 2),
+        };
+        let name = match name.strip_prefix('^') {
+            Some(n) => {
+                negated = !negated;
+                n
+            }
+            None => name,
+        };
+        let Some((ranges, complement)) = unicode_table(name) else {
+            return Err(err(
+                at,
+                format!("invalid character class range: unknown Unicode class {name:?}"),
+            ));
+        };
+        Ok((ranges, negated != complement, len))
     }
 
     /// A single-character escape at the cursor (`\n`, `\x41`, `\.`, octal).
@@ -1210,12 +1329,38 @@ mod tests {
     fn folding_is_compiled_in() {
         // `(?i)` leaves plain ranges and characters: no case tables at boot.
         let re = Regex::new("(?i)k[a-c]").unwrap();
-        assert_eq!(re.to_wire(), "C3:KKkk\u{212A}\u{212A}C2:ACacM");
+        assert_eq!(re.to_wire(), "C3:75:0:32:0:8383:0:C2:65:2:30:2:M");
         assert_eq!(Regex::new("(?i)1").unwrap().to_wire(), "c1M");
         assert_eq!(
             Regex::new("[^\\D]").unwrap().to_wire(),
-            "N2:\0/:\u{10FFFF}M"
+            "N2:0:47:11:1114053:M"
         );
+    }
+
+    /// `\p` classes are Go's tables compiled into the program's ranges
+    /// (the node needs no table), with Go's name matching and negations.
+    #[test]
+    fn unicode_classes_are_compiled_in() {
+        assert!(m("^\\p{Greek}+$", "Ωλ") && !m("\\p{Greek}", "abc"));
+        assert!(m("^\\pL\\pN$", "é٣") && !m("\\pN", "x"));
+        for p in [
+            "\\p{greek}",
+            "\\p{GREEK}",
+            "\\p{Gre_ek}",
+            "\\P{^Greek}",
+            "[\\p{Greek}]",
+        ] {
+            assert!(m(p, "λ") && !m(p, "l"), "{p}");
+        }
+        for p in ["\\P{Greek}", "\\p{^Greek}", "[^\\p{Greek}]"] {
+            assert!(!m(p, "λ") && m(p, "l"), "{p}");
+        }
+        assert!(m("\\p{Letter}", "a") && m("\\p{Lu}", "A") && !m("\\p{Lu}", "a"));
+        assert!(m("(?i)\\p{Lu}", "a") && m("(?i)\\p{Lu}", "\u{212A}"));
+        assert!(m("\\p{Any}", "\u{10FFFF}") && !m("\\p{Assigned}", "\u{E0080}"));
+        // The whole class travels, and only it: a few ranges for Greek.
+        let wire = Regex::new("\\p{Greek}").unwrap().to_wire();
+        assert!(wire.len() < 400 && wire.is_ascii(), "{wire}");
     }
 
     /// Compiled folding gives what matching with the case tables gave (one
@@ -1340,7 +1485,9 @@ mod tests {
             ("x{1001}", 1),
             ("[z-a]", 1),
             ("(?=x)", 0),
-            ("\\pL", 0),
+            ("\\p{Nope}", 0),
+            ("a\\p{L", 1),
+            ("[a\\pé]", 2),
             ("a\\", 1),
             ("\\1", 0),
             ("((a{100}){100})", 9),

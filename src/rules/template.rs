@@ -6,13 +6,15 @@
 //!
 //! Supported: text; `{{ .a.b }}`; `$`, `$x`, `$x.f`; `{{ $x := … }}` and
 //! `{{ $x = … }}`; `if`/`else if`/`else`/`end`; `range` (with `$i, $e :=`
-//! and `else`); `len` (also as `… | len`); parentheses; string, integer and
+//! and `else`; over an integer n as Go >= 1.22: 0 to n-1), `break` and
+//! `continue`; `len` (also as `… | len`); parentheses; string, integer and
 //! `true`/`false` literals; `{{-`/`-}}` trimming; `{{/* comments */}}`;
 //! the builtins `index`, `not`, `and`, `or` (short-circuit), `eq` (several
 //! operands), `ne`, `lt`, `le`, `gt`, `ge` with Go's rules (published rules
 //! use `(index .pci.device 0).device` and `gt (len …) 0`).
-//! Everything else (other functions, `with`, `define`, `template`, `block`,
-//! `break`, `continue`, other number forms) is refused at parse time.
+//! Semantics are those of the Go NFD is built with (>= 1.24). Everything
+//! else (other functions, `with`, `define`, `template`, `block`, other
+//! number forms) is refused at parse time.
 
 use std::borrow::Cow;
 use std::fmt::{self, Write};
@@ -79,6 +81,9 @@ enum Node {
         body: Vec<Node>,
         otherwise: Vec<Node>,
     },
+    /// `{{break}}` and `{{continue}}` (inside a range body only).
+    Break,
+    Continue,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,7 +147,8 @@ enum Operand {
 // ---- wire form (see `compact`): the parsed tree, prefix order ----
 //
 // `<n>:` counts and numbers, `<len>:` strings. nodes = `<n>:` node*;
-// node = `t` text | `a` pipe | `i` pipe nodes nodes | `r` pipe nodes nodes;
+// node = `t` text | `a` pipe | `i` pipe nodes nodes | `r` pipe nodes nodes
+// | `b` break | `c` continue;
 // pipe = `<n>:` var* (`y` assign | `n`) cmds; cmds = `<n>:` cmd*;
 // cmd = `o` operand | `f` function (`a` + its index in FUNCS) `<n>:` operand*;
 // operand = `F` chain | `V` name chain | `S` string | `I<int>:` | `T` | `X`
@@ -197,6 +203,8 @@ fn put_nodes(out: &mut String, nodes: &[Node]) {
                 out.push('a');
                 put_pipe(out, p);
             }
+            Node::Break => out.push('b'),
+            Node::Continue => out.push('c'),
             Node::If {
                 pipe,
                 then: a,
@@ -302,6 +310,8 @@ fn get_nodes(r: Wire, depth: usize) -> Option<Vec<Node>> {
         nodes.push(match r.char()? {
             't' => Node::Text(r.str()?.to_string()),
             'a' => Node::Action(get_pipe(r)?),
+            'b' => Node::Break,
+            'c' => Node::Continue,
             op @ ('i' | 'r') => {
                 let pipe = get_pipe(r)?;
                 let a = get_nodes(r, depth + 1)?;
@@ -729,6 +739,8 @@ struct Parser {
     items: std::vec::IntoIter<Item>,
     /// Variables in scope (for "undefined variable" at parse time, as Go).
     vars: Vec<String>,
+    /// Range bodies we are in (`{{break}}` needs one, as in Go).
+    ranges: usize,
 }
 
 /// How a block's item list ended.
@@ -746,6 +758,7 @@ pub fn parse(src: &str) -> Result<Template, TemplateError> {
     let mut p = Parser {
         items: lex(src)?.into_iter(),
         vars: vec!["$".into()],
+        ranges: 0,
     };
     let (nodes, end) = p.list(0)?;
     match end {
@@ -806,7 +819,20 @@ impl Parser {
                     self.vars.truncate(mark);
                     nodes.push(node);
                 }
-                "with" | "define" | "template" | "block" | "break" | "continue" => {
+                "break" | "continue" => {
+                    if toks.len() > 1 {
+                        return Err(terr(toks[1].1, format!("unexpected token in {{{{{kw}}}}}")));
+                    }
+                    if self.ranges == 0 {
+                        return Err(terr(at, format!("{{{{{kw}}}}} outside {{{{range}}}}")));
+                    }
+                    nodes.push(if kw == "break" {
+                        Node::Break
+                    } else {
+                        Node::Continue
+                    });
+                }
+                "with" | "define" | "template" | "block" => {
                     return Err(terr(
                         at,
                         format!("{{{{{kw}}}}} is not supported in node rules"),
@@ -892,7 +918,10 @@ impl Parser {
         depth: usize,
     ) -> Result<Node, TemplateError> {
         let pipe = self.pipe(toks, at, true)?;
-        let (body, end) = self.list(depth + 1)?;
+        self.ranges += 1;
+        let listed = self.list(depth + 1);
+        self.ranges -= 1;
+        let (body, end) = listed?;
         let otherwise = match end {
             Stop::Eof => return Err(terr(at, "unexpected EOF: missing {{end}}")),
             Stop::End(_) => Vec::new(),
@@ -1164,6 +1193,14 @@ struct Exec<'d> {
 
 type ExecResult<T> = Result<T, String>;
 
+/// How a node list ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    Next,
+    Break,
+    Continue,
+}
+
 impl Template {
     /// Run the template; `Err` says what failed (NFD then skips the rule).
     pub fn execute(&self, data: &Data) -> Result<String, String> {
@@ -1207,7 +1244,9 @@ impl<'d> Exec<'d> {
         Ok(())
     }
 
-    fn walk(&mut self, nodes: &[Node], dot: &Value<'d>) -> ExecResult<()> {
+    /// Run `nodes`; a `{{break}}` or `{{continue}}` stops the list and is
+    /// handed up to the range it belongs to.
+    fn walk(&mut self, nodes: &[Node], dot: &Value<'d>) -> ExecResult<Flow> {
         for node in nodes {
             self.step()?;
             match node {
@@ -1218,6 +1257,8 @@ impl<'d> Exec<'d> {
                         v.print(&mut self.out);
                     }
                 }
+                Node::Break => return Ok(Flow::Break),
+                Node::Continue => return Ok(Flow::Continue),
                 Node::If {
                     pipe,
                     then,
@@ -1227,7 +1268,10 @@ impl<'d> Exec<'d> {
                     let v = self.pipe(pipe, dot)?;
                     let r = self.walk(if v.truth() { then } else { otherwise }, dot);
                     self.vars.truncate(mark);
-                    r?;
+                    let flow = r?;
+                    if flow != Flow::Next {
+                        return Ok(flow);
+                    }
                 }
                 Node::Range {
                     pipe,
@@ -1235,59 +1279,87 @@ impl<'d> Exec<'d> {
                     otherwise,
                 } => {
                     let mark = self.vars.len();
-                    let v = self.eval_cmds(&pipe.cmds, dot)?;
-                    let pairs: Vec<(Value<'d>, Value<'d>)> = match v {
-                        Value::List(l) => l
-                            .iter()
-                            .enumerate()
-                            .map(|(i, e)| (Value::Int(i as i64), Value::Elem(e)))
-                            .collect(),
-                        Value::Root(m) => m
-                            .iter()
-                            .map(|(k, v)| (Value::Str(Cow::Borrowed(k)), Value::Domain(v)))
-                            .collect(),
-                        Value::Domain(m) => m
-                            .iter()
-                            .map(|(k, v)| (Value::Str(Cow::Borrowed(k)), Value::List(v)))
-                            .collect(),
-                        Value::Elem(m) => m
-                            .iter()
-                            .map(|(k, v)| {
-                                (Value::Str(Cow::Borrowed(k)), Value::Str(Cow::Borrowed(v)))
-                            })
-                            .collect(),
-                        Value::Nil => Vec::new(),
-                        other => {
-                            return Err(format!("range can't iterate over {}", other.type_name()));
-                        }
-                    };
-                    if pairs.is_empty() {
-                        self.walk(otherwise, dot)?;
-                    }
-                    for (k, v) in pairs {
-                        self.step()?;
-                        match pipe.vars.as_slice() {
-                            [] => {}
-                            [e] => self.set(e, v.clone(), pipe.assign)?,
-                            [i, e] => {
-                                self.set(i, k, pipe.assign)?;
-                                self.set(e, v.clone(), pipe.assign)?;
-                            }
-                            _ => {}
-                        }
-                        let iter_mark = self.vars.len();
-                        let r = self.walk(body, &v);
-                        self.vars.truncate(iter_mark);
-                        r?;
-                    }
+                    let r = self.range(pipe, body, otherwise, dot);
                     self.vars.truncate(mark);
+                    // Go: a break ends the innermost range being walked,
+                    // its else list included; a continue there goes up.
+                    if r? == Flow::Continue {
+                        return Ok(Flow::Continue);
+                    }
                 }
             }
             if self.out.len() > MAX_OUTPUT {
                 return Err(format!("template output larger than {MAX_OUTPUT} bytes"));
             }
         }
-        Ok(())
+        Ok(Flow::Next)
+    }
+
+    fn range(
+        &mut self,
+        pipe: &Pipe,
+        body: &[Node],
+        otherwise: &[Node],
+        dot: &Value<'d>,
+    ) -> ExecResult<Flow> {
+        let v = self.eval_cmds(&pipe.cmds, dot)?;
+        let pairs: Vec<(Value<'d>, Value<'d>)> = match v {
+            Value::List(l) => l
+                .iter()
+                .enumerate()
+                .map(|(i, e)| (Value::Int(i as i64), Value::Elem(e)))
+                .collect(),
+            Value::Root(m) => m
+                .iter()
+                .map(|(k, v)| (Value::Str(Cow::Borrowed(k)), Value::Domain(v)))
+                .collect(),
+            Value::Domain(m) => m
+                .iter()
+                .map(|(k, v)| (Value::Str(Cow::Borrowed(k)), Value::List(v)))
+                .collect(),
+            Value::Elem(m) => m
+                .iter()
+                .map(|(k, v)| (Value::Str(Cow::Borrowed(k)), Value::Str(Cow::Borrowed(v))))
+                .collect(),
+            // Go >= 1.22: 0..n, one variable at most (the element).
+            Value::Int(n) => {
+                if pipe.vars.len() > 1 {
+                    return Err(format!(
+                        "can't use {n} to iterate over more than one variable"
+                    ));
+                }
+                if n > MAX_STEPS as i64 {
+                    return Err(format!("template ran more than {MAX_STEPS} steps"));
+                }
+                (0..n.max(0)).map(|i| (Value::Nil, Value::Int(i))).collect()
+            }
+            Value::Nil => Vec::new(),
+            other => {
+                return Err(format!("range can't iterate over {}", other.type_name()));
+            }
+        };
+        if pairs.is_empty() {
+            return self.walk(otherwise, dot);
+        }
+        for (k, v) in pairs {
+            self.step()?;
+            match pipe.vars.as_slice() {
+                [] => {}
+                [e] => self.set(e, v.clone(), pipe.assign)?,
+                [i, e] => {
+                    self.set(i, k, pipe.assign)?;
+                    self.set(e, v.clone(), pipe.assign)?;
+                }
+                _ => {}
+            }
+            let iter_mark = self.vars.len();
+            let r = self.walk(body, &v);
+            self.vars.truncate(iter_mark);
+            if r? == Flow::Break {
+                break;
+            }
+        }
+        Ok(Flow::Next)
     }
 
     fn set(&mut self, name: &str, v: Value<'d>, assign: bool) -> ExecResult<()> {
@@ -1743,7 +1815,47 @@ mod tests {
         assert!(run("{{ range .pci.device }}{{ .device }}{{ end }}").is_err());
         assert!(run("{{ .gpu.device }}").is_err());
         assert!(run("{{ .pci.device.vendor }}").is_err());
-        assert!(run("{{ range 3 }}{{ end }}").is_err());
+    }
+
+    /// Go >= 1.22 ranges over an integer; Go 1.18's break and continue.
+    #[test]
+    fn range_over_int_break_continue() {
+        let ok = |src: &str| run(src).unwrap();
+        assert_eq!(ok("{{ range 3 }}{{ . }},{{ end }}"), "0,1,2,");
+        assert_eq!(ok("{{ range $i := 2 }}s{{ $i }}{{ end }}"), "s0s1");
+        assert_eq!(ok("{{ range -1 }}x{{ else }}none{{ end }}"), "none");
+        assert_eq!(ok("{{ range 0 }}x{{ else }}none{{ end }}"), "none");
+        assert_eq!(ok("{{ range len .pci.device }}{{ . }}{{ end }}"), "01");
+        assert!(run("{{ range $i, $e := 2 }}{{ end }}").is_err());
+        assert!(run("{{ range $i, $e := 0 }}{{ end }}").is_err());
+        assert!(run("{{ range true }}{{ end }}").is_err());
+        assert!(run("{{ range 1000000000000 }}{{ end }}").is_err());
+        assert_eq!(
+            ok(
+                "{{ range 5 }}{{ if eq . 1 }}{{ continue }}{{ end }}{{ if eq . 3 }}{{ break }}{{ end }}{{ . }}{{ end }}"
+            ),
+            "02"
+        );
+        // A continue in an inner range's else list goes to the outer one;
+        // a break there ends only the inner range.
+        assert_eq!(
+            ok("{{ range 2 }}a{{ range 0 }}{{ else }}{{ continue }}{{ end }}b{{ end }}"),
+            "aa"
+        );
+        assert_eq!(
+            ok("{{ range 2 }}a{{ range 0 }}{{ else }}{{ range 1 }}{{ end }}{{ end }}b{{ end }}"),
+            "abab"
+        );
+        for bad in [
+            "{{ break }}",
+            "{{ range 1 }}{{ else }}{{ break }}{{ end }}",
+            "{{ range 1 }}{{ break 1 }}{{ end }}",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        let t = parse("{{ range 3 }}{{ if eq . 1 }}{{ break }}{{ end }}{{ continue }}{{ end }}")
+            .unwrap();
+        assert_eq!(Template::from_wire(&t.to_wire()), Some(t));
     }
 
     #[test]

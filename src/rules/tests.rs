@@ -1219,3 +1219,29 @@ fn parsers_never_panic() {
         }
     }
 }
+
+/// `type: version` reads values as NFD's semver does (leading zeros
+/// coerced, pre-release dropped from the comparison).
+#[test]
+fn versions_as_nfd_reads_them() {
+    use super::version;
+    for (s, want) in [
+        ("1", Some((1, 0, 0))),
+        ("v1.2", Some((1, 2, 0))),
+        ("5.14.0", Some((5, 14, 0))),
+        ("05.014.00", Some((5, 14, 0))),
+        ("6.1.0-18-amd64", Some((6, 1, 0))),
+        ("1.2.3-rc.1+build.5", Some((1, 2, 3))),
+        ("1.2.3-01", None),
+        ("1.2.3-", None),
+        ("1.2.3+", None),
+        ("5.14.0-570.25.1.el9_6.x86_64", None),
+        ("1.2.3.4", None),
+        ("V1", None),
+        ("", None),
+        ("1..2", None),
+        ("18446744073709551616", None),
+    ] {
+        assert_eq!(version(s), want, "{s:?}");
+    }
+}

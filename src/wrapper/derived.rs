@@ -112,7 +112,7 @@ pub fn facts_used(sources: &Sources) -> FactsUsed {
             used.attributes = None;
         }
         for t in r.match_features.iter().chain(r.match_any.iter().flatten()) {
-            let feature = t.feature.to_ascii_lowercase();
+            let feature = rules::go_lower_ascii(&t.feature);
             if t.match_name.is_some() {
                 used.attributes = None;
             }
@@ -148,9 +148,19 @@ fn refusal(labels: &[(String, String)], taints: &[Taint], profile: Profile) -> O
         .map(|t| format!("taint {t}: kubelet would refuse it"))
 }
 
-/// Evaluate `sources` on `features`. Rules whose output kubelet would refuse
-/// are left out one by one; the rest is kept.
-pub fn derive(sources: &Sources, features: &Features, profile: Profile) -> Derived {
+/// Reads the features named (`<domain>.<feature>`) from the node: how
+/// `derive` reads what an `@` value names beyond `facts_used`.
+pub type ReadMore<'a> = &'a mut dyn FnMut(&SortedSet<String>) -> Features;
+
+/// Evaluate `sources` on `features` (read as `facts_used` says). Rules whose
+/// output kubelet would refuse are left out one by one: what stays is what
+/// NFD gives without them.
+pub fn derive(
+    sources: &Sources,
+    features: &mut Features,
+    profile: Profile,
+    read_more: ReadMore,
+) -> Derived {
     let mut out = Derived::default();
     match &sources.nfd_labels {
         Some(Ok(flavour)) => {
@@ -166,79 +176,150 @@ pub fn derive(sources: &Sources, features: &Features, profile: Profile) -> Deriv
         None => {}
     }
     match &sources.rules {
-        Some(Ok(rules)) => derive_rules(rules, features, profile, &mut out),
+        Some(Ok(rules)) => {
+            let read = facts_used(sources).features;
+            derive_rules(rules, features, read, profile, read_more, &mut out)
+        }
         Some(Err(e)) => out.problems.push(e.clone()),
         None => {}
     }
     out
 }
 
-/// Rules as nfd-master would apply them (its merge and filters), minus the
-/// output of any rule kubelet would refuse: such a rule is left out whole.
-fn derive_rules(rules: &[Rule], features: &Features, profile: Profile, out: &mut Derived) {
-    let mut outcome = rules::evaluate_node(rules, features);
-    // Where a key is in `outcome.labels` (sorted by key, one entry a key).
-    let position = |labels: &[(String, String)], key: &str| {
-        labels.binary_search_by(|(k, _)| k.as_str().cmp(key)).ok()
-    };
-    let mut reports = Vec::with_capacity(outcome.results.len());
-    for r in &mut outcome.results {
-        // What this rule registers: its labels NFD keeps, values resolved.
-        let labels: Vec<(String, String)> = r
-            .labels
-            .iter()
-            .filter_map(|(k, _)| {
-                position(&outcome.labels, k).map(|i| (k.clone(), outcome.labels[i].1.clone()))
-            })
-            .collect();
-        let taints: Vec<Taint> = r
-            .taints
-            .iter()
-            .filter(|t| outcome.taints.contains(t))
-            .cloned()
-            .collect();
-        let left_out = match &r.error {
-            Some(e) => Some(e.clone()),
-            None if r.matched => refusal(&labels, &taints, profile),
-            None => None,
+/// The node's attribute features that `@` values of these results name and
+/// that were not read (a template can make any `@` value): NFD resolves
+/// them against every feature.
+fn unread_dynamic(results: &[rules::RuleResult], read: &SortedSet<String>) -> SortedSet<String> {
+    let mut out = SortedSet::new();
+    for (_, v) in results.iter().flat_map(|r| &r.labels) {
+        let Some(path) = v.strip_prefix('@') else {
+            continue;
         };
-        reports.push(RuleReport {
+        let mut parts = path.splitn(3, '.');
+        if let (Some(d), Some(f), Some(_)) = (parts.next(), parts.next(), parts.next()) {
+            let name = format!("{d}.{f}");
+            if crate::facts::FEATURES.contains(&name.as_str()) && !read.contains(&name) {
+                out.insert(name);
+            }
+        }
+    }
+    out
+}
+
+/// Rules as nfd-master would apply them (its merge and filters). A rule
+/// whose output kubelet would refuse is taken out and the rest evaluated
+/// again without it (later rules may have read its output), until kubelet
+/// takes all.
+fn derive_rules(
+    rules: &[Rule],
+    features: &mut Features,
+    mut read: SortedSet<String>,
+    profile: Profile,
+    read_more: ReadMore,
+    out: &mut Derived,
+) {
+    // Rules taken out, by index; the others' results come in order.
+    let mut removed: Vec<usize> = Vec::new();
+    let mut left: Vec<Option<RuleReport>> = vec![None; rules.len()];
+    let mut outcome = loop {
+        let mut outcome = rules::evaluate_node_without(rules, features, &removed);
+        let more = unread_dynamic(&outcome.results, &read);
+        if !more.is_empty() {
+            let extra = read_more(&more);
+            features.flags.extend(extra.flags);
+            features.attributes.extend(extra.attributes);
+            features.instances.extend(extra.instances);
+            read.extend(more);
+            outcome = rules::evaluate_node_without(rules, features, &removed);
+        }
+        // The first rule (in order) that gives a label or taint kubelet
+        // refuses: the one whose value a refused label ends with.
+        let owner = |key: &str| {
+            outcome
+                .results
+                .iter()
+                .rposition(|r| r.labels.iter().any(|(k, _)| k == key))
+        };
+        let mut culprit: Option<(usize, String)> = None;
+        for (k, v) in &outcome.labels {
+            if let Some(why) = refusal(&[(k.clone(), v.clone())], &[], profile)
+                && let Some(at) = owner(k)
+                && culprit.as_ref().is_none_or(|(c, _)| at < *c)
+            {
+                culprit = Some((at, why));
+            }
+        }
+        for t in &outcome.taints {
+            if let Some(why) = refusal(&[], std::slice::from_ref(t), profile)
+                && let Some(at) = outcome.results.iter().position(|r| r.taints.contains(t))
+                && culprit.as_ref().is_none_or(|(c, _)| at < *c)
+            {
+                culprit = Some((at, why));
+            }
+        }
+        let Some((at, why)) = culprit else {
+            break outcome;
+        };
+        let index = (0..rules.len())
+            .filter(|i| !removed.contains(i))
+            .nth(at)
+            .unwrap_or(0);
+        let r = &mut outcome.results[at];
+        left[index] = Some(RuleReport {
+            name: r.name.clone(),
+            matched: true,
+            matched_features: std::mem::take(&mut r.matched_features),
+            labels: std::mem::take(&mut r.resolved),
+            taints: std::mem::take(&mut r.taints),
+            left_out: Some(why),
+        });
+        removed.push(index);
+    };
+    let in_final = |key: &str| {
+        outcome
+            .labels
+            .binary_search_by(|(k, _)| k.as_str().cmp(key))
+            .is_ok()
+    };
+    let mut results = outcome.results.iter_mut();
+    for report in &mut left {
+        if report.is_some() {
+            continue;
+        }
+        let Some(r) = results.next() else { break };
+        *report = Some(RuleReport {
             name: r.name.clone(),
             matched: r.matched,
             // Moved, not cloned: matched device maps are the bulk of it.
             matched_features: std::mem::take(&mut r.matched_features),
-            labels,
-            taints,
-            left_out,
+            // Its own values, where NFD keeps the key.
+            labels: r
+                .resolved
+                .iter()
+                .filter(|(k, _)| in_final(k))
+                .cloned()
+                .collect(),
+            taints: r
+                .taints
+                .iter()
+                .filter(|t| outcome.taints.contains(t))
+                .cloned()
+                .collect(),
+            left_out: r.error.clone(),
         });
     }
-    // By key of `outcome.labels`: the rule whose value the key ends with
-    // (later rules win, as in NFD).
-    let mut owner: Vec<Option<usize>> = vec![None; outcome.labels.len()];
-    for (i, r) in outcome.results.iter().enumerate() {
-        for (k, _) in &r.labels {
-            if let Some(at) = position(&outcome.labels, k) {
-                owner[at] = Some(i);
-            }
-        }
-    }
-    let refused = |i: usize| reports[i].left_out.is_some() && reports[i].matched;
-    for ((k, v), owner) in outcome.labels.iter().zip(owner) {
-        if owner.is_none_or(|i| !refused(i)) {
-            out.additions.labels.push((k.clone(), v.clone()));
-        }
-    }
+    out.additions.labels.extend(outcome.labels.iter().cloned());
     for t in &outcome.taints {
-        let kept_by_some = reports
-            .iter()
-            .enumerate()
-            .any(|(i, r)| !refused(i) && r.taints.contains(t));
-        if kept_by_some {
-            // kubelet refuses two taints with one key and effect: the later wins.
-            out.additions
-                .taints
-                .retain(|o| !(o.key == t.key && o.effect == t.effect));
-            out.additions.taints.push(t.clone());
+        // As nfd-master applies them: one taint per key and effect, the
+        // later value in the earlier one's place.
+        match out
+            .additions
+            .taints
+            .iter_mut()
+            .find(|o| o.key == t.key && o.effect == t.effect)
+        {
+            Some(o) => o.value = t.value.clone(),
+            None => out.additions.taints.push(t.clone()),
         }
     }
     out.problems.extend(
@@ -247,7 +328,7 @@ fn derive_rules(rules: &[Rule], features: &Features, profile: Profile, out: &mut
             .iter()
             .map(|d| format!("NFD would not apply {d}")),
     );
-    out.rules = reports;
+    out.rules = left.into_iter().flatten().collect();
 }
 
 /// Static labels/taints win over derived ones on the same key (taints: key
@@ -354,6 +435,7 @@ mod tests {
                     op: rules::Op::In,
                     value: vec!["10de".into()],
                     regexes: Vec::new(),
+                    version: false,
                 },
             )]),
             match_name: None,
@@ -389,7 +471,9 @@ mod tests {
             rules: Some(Ok(vec![good, role, bad])),
             nfd_labels: None,
         };
-        let d = derive(&sources, &gpu_node(), Profile::Upstream);
+        let d = derive(&sources, &mut gpu_node(), Profile::Upstream, &mut |_| {
+            Features::default()
+        });
         assert_eq!(
             d.additions.labels,
             vec![
@@ -411,9 +495,78 @@ mod tests {
         assert!(why.contains("example.com/t"), "{why}");
         assert_eq!(d.rules[0].matched_features["pci.device"].len(), 2);
         // The same rules on a node without the GPU give nothing.
-        let d = derive(&sources, &Features::default(), Profile::Upstream);
+        let d = derive(
+            &sources,
+            &mut Features::default(),
+            Profile::Upstream,
+            &mut |_| Features::default(),
+        );
         assert!(d.additions.labels.is_empty() && d.additions.taints.is_empty());
         assert!(d.rules.iter().all(|r| !r.matched && r.left_out.is_none()));
+    }
+
+    /// A refused rule is taken out and the rest evaluated again: an earlier
+    /// rule's value on the same key comes back, and explain shows each
+    /// rule's own value.
+    #[test]
+    fn leaving_a_rule_out_gives_nfd_without_it() {
+        let first = Rule {
+            name: "first".into(),
+            labels: vec![kv("example.com/tier", "base")],
+            match_features: vec![nvidia_term()],
+            ..Default::default()
+        };
+        let second = Rule {
+            name: "second".into(),
+            labels: vec![kv("example.com/tier", "gpu")],
+            labels_template: Some("x.k8s.io/count={{ len .pci.device }}".into()),
+            match_features: vec![nvidia_term()],
+            ..Default::default()
+        };
+        let sources = Sources {
+            rules: Some(Ok(vec![first, second])),
+            nfd_labels: None,
+        };
+        let d = derive(&sources, &mut gpu_node(), Profile::Upstream, &mut |_| {
+            Features::default()
+        });
+        assert_eq!(d.additions.labels, vec![kv("example.com/tier", "base")]);
+        assert_eq!(d.rules[0].labels, vec![kv("example.com/tier", "base")]);
+        assert!(d.rules[0].left_out.is_none());
+        assert!(d.rules[1].left_out.as_deref().unwrap().contains("x.k8s.io"));
+    }
+
+    /// An `@` value a template makes names a feature the rules do not
+    /// match on: it is read then, as NFD resolves it against all features.
+    #[test]
+    fn template_dynamic_values_are_read() {
+        let rule = Rule {
+            name: "dyn".into(),
+            labels_template: Some("a=@kernel.version.major\nb=@system.nope.x".into()),
+            match_features: vec![nvidia_term()],
+            ..Default::default()
+        };
+        let sources = Sources {
+            rules: Some(Ok(vec![rule])),
+            nfd_labels: None,
+        };
+        let mut asked = Vec::new();
+        let d = derive(&sources, &mut gpu_node(), Profile::Upstream, &mut |more| {
+            asked.extend(more.iter().cloned());
+            let mut f = Features::default();
+            f.attributes.insert(
+                "kernel.version".into(),
+                [("major".to_string(), "5".to_string())]
+                    .into_iter()
+                    .collect(),
+            );
+            f
+        });
+        assert_eq!(asked, vec!["kernel.version".to_string()]);
+        assert_eq!(
+            d.additions.labels,
+            vec![kv("feature.node.kubernetes.io/a", "5")]
+        );
     }
 
     #[test]
@@ -458,7 +611,9 @@ mod tests {
         ];
         let s = sources_from_env(&env);
         assert!(s.rules.is_none());
-        let d = derive(&s, &Features::default(), Profile::Upstream);
+        let d = derive(&s, &mut Features::default(), Profile::Upstream, &mut |_| {
+            Features::default()
+        });
         assert_eq!(d.problems.len(), 1);
         assert!(d.problems[0].contains("rhel"));
     }

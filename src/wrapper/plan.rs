@@ -106,13 +106,16 @@ pub fn collect(
         FactsScope::Used => used.attributes.as_ref(),
         FactsScope::WholeElements => None,
     };
-    let features = crate::facts::read(&crate::facts::FactsOptions {
-        root: facts_root,
-        nodename: nodename.as_deref(),
-        only: Some(&used.features),
-        attributes,
-    });
-    let derived = derived::derive(&sources, &features, profile);
+    let read = |only: &crate::sorted::SortedSet<String>| {
+        crate::facts::read(&crate::facts::FactsOptions {
+            root: facts_root,
+            nodename: nodename.as_deref(),
+            only: Some(only),
+            attributes,
+        })
+    };
+    let mut features = read(&used.features);
+    let derived = derived::derive(&sources, &mut features, profile, &mut |more| read(more));
     let (merged, mut notes) = derived::merge(static_.as_ref(), &derived);
     notes.splice(0..0, derived.problems.iter().cloned());
     notes.extend(derived.rules.iter().filter_map(|r| {
@@ -137,23 +140,8 @@ fn hostname_override(argv: &[OsString]) -> Option<String> {
         .collect();
     kubelet::flags::scan(&words)
         .last_value("hostname-override")
-        .map(|h| go_lower_for_node_names(h.trim()))
+        .map(|h| crate::rules::go_lower_ascii(h.trim()))
         .filter(|h| !h.is_empty())
-}
-
-/// Go's `strings.ToLower` for every name kubelet can register: those are
-/// ASCII (RFC 1123), and the only non-ASCII characters Go lowers into ASCII
-/// are the Kelvin sign and the dotted capital I. Other characters are kept:
-/// a name holding one is refused by kubelet whatever its case. No Unicode
-/// case tables in the wrapper for this.
-fn go_lower_for_node_names(s: &str) -> String {
-    s.chars()
-        .map(|c| match c {
-            '\u{212A}' => 'k',
-            '\u{0130}' => 'i',
-            c => c.to_ascii_lowercase(),
-        })
-        .collect()
 }
 
 /// The one command the wrapper stands in for, with `$VAR`s expanded.
@@ -406,10 +394,13 @@ mod tests {
     #[test]
     fn node_names_lowered_as_go_does() {
         assert_eq!(
-            go_lower_for_node_names("Node-1.Example.COM"),
+            crate::rules::go_lower_ascii("Node-1.Example.COM"),
             "node-1.example.com"
         );
-        assert_eq!(go_lower_for_node_names("\u{212A}ube-\u{0130}"), "kube-i");
+        assert_eq!(
+            crate::rules::go_lower_ascii("\u{212A}ube-\u{0130}"),
+            "kube-i"
+        );
     }
     use crate::kubelet::Additions;
 

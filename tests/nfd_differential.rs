@@ -1,0 +1,980 @@
+//! Differential test against NFD's own rule evaluator (../shared/oracles/nfd:
+//! NFD's `nodefeaturerule` package and nfd-master's rule processing, built
+//! with a current Go). Seeded random NodeFeatureRule objects within the
+//! subset we accept (every operator, matchAny, matchName, vars,
+//! rule.matched, templates, `@` values, taints, several objects) on the
+//! fixture nodes: our answer is what the wrapper registers at boot (render
+//! → compact form → the reduced facts read → evaluation → kubelet's
+//! filter), and `explain` must say the same. NFD's answer is the oracle's on
+//! `facts --json` of the same node, with the rules kubelet would refuse (and
+//! so that we leave out) removed, as if they were not there. Each
+//! difference is shrunk to a small reproduction for the failure message.
+
+#[path = "support/current_go.rs"]
+mod current_go;
+#[path = "support/nfd_oracle.rs"]
+mod nfd_oracle;
+#[path = "support/skipped.rs"]
+mod skipped;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use kubelet_labeler::contract::RULES_VAR;
+use kubelet_labeler::kubelet::{self, Profile, Taint};
+use kubelet_labeler::render::node_rules;
+use kubelet_labeler::rules::version;
+use kubelet_labeler::wrapper::plan::{self, FactsScope};
+use serde_json::{Value, json};
+
+/// Cases per run, and the seed (fixed: a failure reproduces).
+const CASES: usize = 1200;
+const SEED: u64 = 0x4E46_445F_4449_4646;
+
+struct Node {
+    name: String,
+    root: PathBuf,
+    /// `facts --json`: what the oracle evaluates on.
+    json: Value,
+    flags: BTreeMap<String, Vec<String>>,
+    attrs: BTreeMap<String, Vec<(String, String)>>,
+    insts: BTreeMap<String, Vec<BTreeMap<String, String>>>,
+}
+
+fn cli() -> &'static str {
+    env!("CARGO_BIN_EXE_kubelet-labeler")
+}
+
+fn nodes() -> Vec<Node> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nodes");
+    let mut roots: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    roots.sort();
+    roots
+        .into_iter()
+        .map(|root| {
+            let out = Command::new(cli())
+                .args(["facts", "--json", "--root"])
+                .arg(&root)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "facts --json on {}", root.display());
+            let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+            let obj = |k: &str| json[k].as_object().cloned().unwrap_or_default();
+            let flags = obj("flags")
+                .iter()
+                .map(|(n, v)| {
+                    let names = v["elements"].as_object().unwrap().keys().cloned();
+                    (n.clone(), names.collect())
+                })
+                .collect();
+            let strmap = |v: &Value| -> Vec<(String, String)> {
+                v.as_object()
+                    .unwrap()
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+                    .collect()
+            };
+            let attrs = obj("attributes")
+                .iter()
+                .map(|(n, v)| (n.clone(), strmap(&v["elements"])))
+                .collect();
+            let insts = obj("instances")
+                .iter()
+                .map(|(n, v)| {
+                    let els = v["elements"].as_array().unwrap();
+                    let els = els
+                        .iter()
+                        .map(|e| strmap(&e["attributes"]).into_iter().collect())
+                        .collect();
+                    (n.clone(), els)
+                })
+                .collect();
+            Node {
+                name: root.file_name().unwrap().to_string_lossy().into_owned(),
+                root,
+                json,
+                flags,
+                attrs,
+                insts,
+            }
+        })
+        .collect()
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+    fn chance(&mut self, in_n: usize) -> bool {
+        self.below(in_n) == 0
+    }
+    fn pick<T: Clone>(&mut self, v: &[T]) -> T {
+        v[self.below(v.len())].clone()
+    }
+}
+
+/// Every feature the node side reads (facts::FEATURES), present or not.
+const FEATURES: &[&str] = &[
+    "cpu.cpuid",
+    "cpu.model",
+    "cpu.topology",
+    "kernel.version",
+    "memory.numa",
+    "memory.nv",
+    "network.device",
+    "pci.device",
+    "storage.block",
+    "system.dmiid",
+    "system.name",
+    "system.osrelease",
+    "usb.device",
+];
+
+const OPS: &[&str] = &[
+    "In",
+    "NotIn",
+    "InRegexp",
+    "Exists",
+    "DoesNotExist",
+    "Gt",
+    "Ge",
+    "Lt",
+    "Le",
+    "GtLt",
+    "GeLe",
+    "IsTrue",
+    "IsFalse",
+];
+
+/// `@` values NFD resolves against the node's attribute features (and some
+/// it cannot resolve).
+const DYNAMIC: &[&str] = &[
+    "@kernel.version.major",
+    "@kernel.version.full",
+    "@system.osrelease.ID",
+    "@system.osrelease.VERSION_ID",
+    "@memory.numa.node_count",
+    "@cpu.model.vendor_id",
+    "@cpu.topology.socket_count",
+    "@system.dmiid.sys_vendor",
+    "@system.name.nodename",
+    "@rule.matched.tier",
+    "@rule.matched.v0",
+    "@nope.feature.x",
+    "@kernel.version",
+    "@cpu.cpuid.AVX",
+    "@KERNEL.version.major",
+];
+
+struct Gen<'n> {
+    rng: Rng,
+    node: &'n Node,
+    /// Keys earlier rules of this case may have written (rule.matched).
+    backref_keys: Vec<String>,
+    rule_no: usize,
+}
+
+fn re_escape(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if "\\.+*?()|[]{}^$".contains(c) {
+                format!("\\{c}")
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+impl Gen<'_> {
+    /// A feature name as a rule writes it, and its lookup name.
+    fn feature(&mut self) -> (String, String) {
+        let n = self.node;
+        let present: Vec<String> = n
+            .flags
+            .keys()
+            .chain(n.attrs.keys())
+            .chain(n.insts.keys())
+            .cloned()
+            .collect();
+        let lookup = match self.below(10) {
+            0 => self.rng.pick(FEATURES).to_string(),
+            1 if !self.backref_keys.is_empty() => "rule.matched".to_string(),
+            _ => self.rng.pick(&present),
+        };
+        let written = match self.below(12) {
+            0 => lookup.to_uppercase(),
+            1 => {
+                let (d, f) = lookup.split_once('.').unwrap();
+                format!("{}.{f}", d.to_uppercase())
+            }
+            _ => lookup.clone(),
+        };
+        (written, lookup)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        self.rng.below(n)
+    }
+
+    /// Element names (flags, attribute keys) and instance attribute keys.
+    fn names(&self, feature: &str) -> Vec<String> {
+        let n = self.node;
+        let mut out: BTreeSet<String> = BTreeSet::new();
+        if feature == "rule.matched" {
+            out.extend(self.backref_keys.iter().cloned());
+        }
+        out.extend(n.flags.get(feature).into_iter().flatten().cloned());
+        out.extend(
+            n.attrs
+                .get(feature)
+                .into_iter()
+                .flatten()
+                .map(|(k, _)| k.clone()),
+        );
+        for e in n.insts.get(feature).into_iter().flatten() {
+            out.extend(e.keys().cloned());
+        }
+        out.into_iter().collect()
+    }
+
+    fn values(&self, feature: &str, key: &str) -> Vec<String> {
+        let n = self.node;
+        let mut out: Vec<String> = n
+            .attrs
+            .get(feature)
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+            .collect();
+        for e in n.insts.get(feature).into_iter().flatten() {
+            out.extend(e.get(key).cloned());
+        }
+        if n.flags
+            .get(feature)
+            .is_some_and(|f| f.contains(&key.to_string()))
+        {
+            out.push(key.to_string());
+        }
+        out
+    }
+
+    fn number_near(&mut self, sample: Option<&String>) -> i64 {
+        match sample.and_then(|s| s.parse::<i64>().ok()) {
+            Some(n) if !self.rng.chance(4) => n + self.below(3) as i64 - 1,
+            _ => self.below(12) as i64 - 1,
+        }
+    }
+
+    fn regex(&mut self, sample: Option<&String>) -> String {
+        let s = sample.cloned().unwrap_or_else(|| "x".into());
+        let first: String = s.chars().take(1).collect();
+        let three: String = s.chars().take(3).collect();
+        let pool = [
+            format!("^{}", re_escape(&first)),
+            format!("(?i)^{}", re_escape(&three.to_lowercase())),
+            format!("^{}$", re_escape(&s)),
+            ".".into(),
+            "^$".into(),
+            "^[0-9]+$".into(),
+            "\\d\\.\\d".into(),
+            "^[a-f0-9]{4}$".into(),
+            "^x".into(),
+            "\\p{Lu}".into(),
+            "^\\p{L}+$".into(),
+            "[\\p{Greek}\\d]".into(),
+            "\\PL".into(),
+            "^\\pN+$".into(),
+            "\\P{Lu}$".into(),
+            "[^\\p{Ll}]".into(),
+        ];
+        self.rng.pick(&pool)
+    }
+
+    fn expr(&mut self, feature: &str, key: Option<&str>) -> Value {
+        let op = self.rng.pick(OPS);
+        let vals = key.map(|k| self.values(feature, k)).unwrap_or_default();
+        let sample = if vals.is_empty() {
+            None
+        } else {
+            Some(self.rng.pick(&vals))
+        };
+        let some_value = |g: &mut Self| -> String {
+            match g.below(4) {
+                0 => "x".into(),
+                1 => "true".into(),
+                _ => sample.clone().unwrap_or_else(|| "0".into()),
+            }
+        };
+        let value: Option<Vec<String>> = match op {
+            "In" | "NotIn" => Some((0..1 + self.below(2)).map(|_| some_value(self)).collect()),
+            "InRegexp" => Some(
+                (0..1 + self.below(2))
+                    .map(|_| self.regex(sample.as_ref()))
+                    .collect(),
+            ),
+            "Gt" | "Ge" | "Lt" | "Le" => Some(vec![self.number_near(sample.as_ref()).to_string()]),
+            "GtLt" | "GeLe" => {
+                let a = self.number_near(sample.as_ref()) - self.below(2) as i64;
+                let b = a + 1 + self.below(3) as i64;
+                Some(vec![a.to_string(), b.to_string()])
+            }
+            _ => None,
+        };
+        let mut e = json!({ "op": op });
+        if let Some(v) = value {
+            e["value"] = json!(v);
+        }
+        // NFD >= 0.18 compares versions with `type: version`.
+        if matches!(op, "Gt" | "Ge" | "Lt" | "Le" | "GtLt" | "GeLe") && self.rng.chance(3) {
+            const VERSIONS: &[&str] =
+                &["5.14", "6.1.0", "v5", "9.6", "4.18.0-553", "1.2.3+b", "10"];
+            let n = if matches!(op, "GtLt" | "GeLe") { 2 } else { 1 };
+            let v: Vec<String> = (0..n)
+                .map(|_| match &sample {
+                    // Render refuses a value that is no version, as it
+                    // refuses a non-integer for Gt.
+                    Some(s) if version(s).is_some() && self.rng.chance(2) => s.clone(),
+                    _ => self.rng.pick(VERSIONS).to_string(),
+                })
+                .collect();
+            e["value"] = json!(v);
+            e["type"] = json!("version");
+        }
+        e
+    }
+
+    fn term(&mut self) -> (Value, String) {
+        let (written, lookup) = self.feature();
+        let names = self.names(&lookup);
+        let mut t = json!({ "feature": written });
+        let with_name = self.rng.chance(4);
+        if !with_name || self.rng.chance(2) {
+            let mut exprs = serde_json::Map::new();
+            for _ in 0..1 + self.below(3) {
+                let key = if names.is_empty() || self.rng.chance(8) {
+                    "nope".to_string()
+                } else {
+                    self.rng.pick(&names)
+                };
+                let e = self.expr(&lookup, Some(&key));
+                exprs.insert(key, e);
+            }
+            t["matchExpressions"] = Value::Object(exprs);
+        }
+        if with_name {
+            let op = self
+                .rng
+                .pick(&["In", "NotIn", "InRegexp", "Exists", "DoesNotExist"]);
+            let sample = if names.is_empty() {
+                None
+            } else {
+                Some(self.rng.pick(&names))
+            };
+            let mut e = json!({ "op": op });
+            match op {
+                "In" | "NotIn" => e["value"] = json!([sample.unwrap_or_else(|| "x".into())]),
+                "InRegexp" => e["value"] = json!([self.regex(sample.as_ref())]),
+                _ => {}
+            }
+            t["matchName"] = e;
+        }
+        (t, written)
+    }
+
+    /// A template over what the rule matched (`features` as written).
+    fn template(&mut self, features: &[String], r: usize) -> String {
+        let mut parts = Vec::new();
+        for _ in 0..1 + self.below(2) {
+            let f = if features.is_empty() {
+                "kernel.version".to_string()
+            } else {
+                self.rng.pick(features)
+            };
+            let lookup = f.to_lowercase();
+            let kind_inst = self.node.insts.contains_key(&lookup);
+            let part = match self.below(13) {
+                0 | 1 if kind_inst => {
+                    let keys = self.names(&lookup);
+                    let k = if keys.is_empty() {
+                        "class".into()
+                    } else {
+                        self.rng.pick(&keys)
+                    };
+                    format!("{{{{ range .{f} }}}}i{r}-{{{{ .{k} }}}}=present\n{{{{ end }}}}")
+                }
+                0 => format!("{{{{ range .{f} }}}}f{r}.{{{{ .Name }}}}=true\n{{{{ end }}}}"),
+                1 => format!(
+                    "{{{{ range .{f} }}}}a{r}.{{{{ .Name }}}}={{{{ .Value }}}}\n{{{{ end }}}}"
+                ),
+                2 => format!("n{r}={{{{ len .{f} }}}}"),
+                3 => {
+                    let n = self.rng.pick(&[-1, 0, 1, 3]);
+                    format!("{{{{ range {n} }}}}slot{r}-{{{{ . }}}}=present\n{{{{ end }}}}")
+                }
+                4 => format!("{{{{ range $i := 2 }}}}s{r}-{{{{ $i }}}}=x\n{{{{ end }}}}"),
+                5 => (0..1 + self.below(3))
+                    .map(|i| format!("d{r}{i}={}", self.rng.pick(DYNAMIC)))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                6 => format!("x.k8s.io/count={{{{ len .{f} }}}}"),
+                7 => self.rng.pick(&[
+                    "tier=gpu".to_string(),
+                    format!("example.com/tier=t{r}"),
+                    "kubernetes.io/x=1".to_string(),
+                ]),
+                8 => format!("dyn{r}=@{{{{ \"kernel.version\" }}}}.full"),
+                9 => format!(
+                    "{{{{ range .{f} }}}}{{{{ if eq (len $.{f}) 1 }}}}{{{{ break }}}}{{{{ end }}}}\
+                     {{{{ if eq .Name \"major\" }}}}{{{{ continue }}}}{{{{ end }}}}b{r}-{{{{ .Name }}}}=1\n{{{{ end }}}}"
+                ),
+                10 => "{{ .nope.x }}".to_string(),
+                11 => format!(
+                    "{{{{ range .rule.matched }}}}rm{r}-{{{{ .Name }}}}={{{{ .Value }}}}\n{{{{ end }}}}"
+                ),
+                _ => format!("{{{{ range $i, $e := 2 }}}}s{r}-{{{{ $i }}}}=x\n{{{{ end }}}}"),
+            };
+            parts.push(part);
+        }
+        parts.join("\n")
+    }
+
+    fn rule(&mut self) -> Value {
+        let r = self.rule_no;
+        self.rule_no += 1;
+        let mut rule = json!({ "name": format!("r{r}") });
+        let mut written = Vec::new();
+        if !self.rng.chance(5) {
+            let terms: Vec<Value> = (0..1 + self.below(2))
+                .map(|_| {
+                    let (t, w) = self.term();
+                    written.push(w);
+                    t
+                })
+                .collect();
+            rule["matchFeatures"] = json!(terms);
+        }
+        if self.rng.chance(4) {
+            let any: Vec<Value> = (0..1 + self.below(2))
+                .map(|_| {
+                    let terms: Vec<Value> = (0..1 + self.below(2))
+                        .map(|_| {
+                            let (t, w) = self.term();
+                            written.push(w);
+                            t
+                        })
+                        .collect();
+                    json!({ "matchFeatures": terms })
+                })
+                .collect();
+            rule["matchAny"] = json!(any);
+        }
+        if self.rng.chance(2) {
+            let mut labels = serde_json::Map::new();
+            for _ in 0..1 + self.below(2) {
+                let key = self.rng.pick(&[
+                    format!("l{r}"),
+                    format!("example.com/l{r}"),
+                    "tier".to_string(),
+                    "example.com/tier".to_string(),
+                    format!("feature.node.kubernetes.io/f{r}"),
+                ]);
+                let value = if self.rng.chance(3) {
+                    self.rng.pick(DYNAMIC).to_string()
+                } else {
+                    self.rng
+                        .pick(&["true".to_string(), format!("v{r}"), String::new()])
+                };
+                self.backref_keys.push(key.clone());
+                labels.insert(key, json!(value));
+            }
+            rule["labels"] = Value::Object(labels);
+        }
+        if self.rng.chance(2) {
+            rule["labelsTemplate"] = json!(self.template(&written, r));
+            self.backref_keys
+                .extend(["tier".to_string(), format!("n{r}")]);
+        }
+        if self.rng.chance(4) {
+            let (k, v) = self.rng.pick(&[
+                (format!("v{r}"), "1".to_string()),
+                ("x".to_string(), "@kernel.version.full".to_string()),
+                ("tier".to_string(), "base".to_string()),
+            ]);
+            self.backref_keys.push(k.clone());
+            rule["vars"] = json!({ k: v });
+        }
+        if self.rng.chance(6) {
+            rule["varsTemplate"] = json!(self.template(&written, r));
+        }
+        if self.rng.chance(5) {
+            let key = self.rng.pick(&[
+                format!("example.com/t{r}"),
+                "example.com/shared".to_string(),
+                "feature.node.kubernetes.io/t".to_string(),
+            ]);
+            let value = self.rng.pick(&[String::new(), format!("v{r}")]);
+            let effect = self
+                .rng
+                .pick(&["NoSchedule", "PreferNoSchedule", "NoExecute"]);
+            rule["taints"] = json!([{ "key": key, "value": value, "effect": effect }]);
+        }
+        rule
+    }
+
+    fn objects(&mut self) -> Vec<Value> {
+        let mut names = vec!["gpu", "a-first", "zeta", "m"];
+        let mut out = Vec::new();
+        for _ in 0..1 + self.below(3) {
+            let name = names.remove(self.below(names.len()));
+            let rules: Vec<Value> = (0..1 + self.below(3)).map(|_| self.rule()).collect();
+            out.push(json!({ "name": name, "rules": rules }));
+        }
+        out
+    }
+}
+
+/// What the wrapper registers, as labels and taints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Answer {
+    labels: BTreeMap<String, String>,
+    taints: Vec<(String, String, String)>,
+}
+
+impl Answer {
+    fn from_oracle(v: &Value) -> Answer {
+        Answer {
+            labels: v["labels"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+                .collect(),
+            taints: v["taints"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| {
+                    let s = |k: &str| t[k].as_str().unwrap_or("").to_string();
+                    (s("key"), s("value"), s("effect"))
+                })
+                .collect(),
+        }
+    }
+
+    fn from_ours(labels: &[(String, String)], taints: &[Taint]) -> Answer {
+        Answer {
+            labels: labels.iter().cloned().collect(),
+            taints: taints
+                .iter()
+                .map(|t| {
+                    (
+                        t.key.clone(),
+                        t.value.clone(),
+                        t.effect.as_str().to_string(),
+                    )
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Our side of one case.
+struct Ours {
+    answer: Answer,
+    /// Rules left out because kubelet would refuse what they give.
+    left_out: BTreeSet<String>,
+}
+
+fn yaml_of(objects: &[Value]) -> String {
+    objects
+        .iter()
+        .map(|o| {
+            json!({
+                "apiVersion": "nfd.k8s-sigs.io/v1alpha1",
+                "kind": "NodeFeatureRule",
+                "metadata": { "name": o["name"] },
+                "spec": { "rules": o["rules"] },
+            })
+            .to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n---\n")
+}
+
+/// Render's reading and compact form, then the wrapper's evaluation at
+/// boot and explain's; Err is a refusal or a disagreement between them.
+fn ours(node: &Node, objects: &[Value], scratch: &Path) -> Result<Ours, String> {
+    let file = scratch.join("rules.yaml");
+    std::fs::write(&file, yaml_of(objects)).unwrap();
+    let rules = node_rules::read_rule_files(&[&file], Profile::Upstream)
+        .map_err(|e| format!("render refused: {e:#}"))?;
+    let compact = node_rules::compile(&rules).map_err(|e| format!("render refused: {e:#}"))?;
+    let env: Vec<(OsString, OsString)> = vec![(RULES_VAR.into(), compact.into())];
+    let argv: Vec<OsString> = vec!["/usr/bin/kubelet".into()];
+    let boot = plan::collect(&env, &argv, &node.root, Profile::Upstream, FactsScope::Used);
+    let explain = plan::collect(
+        &env,
+        &argv,
+        &node.root,
+        Profile::Upstream,
+        FactsScope::WholeElements,
+    );
+    let additions = |c: &plan::Collected| {
+        c.additions
+            .as_ref()
+            .map_err(|e| format!("{e:#}"))
+            .map(|a| a.clone().unwrap_or_default())
+    };
+    let a = additions(&boot)?;
+    if additions(&explain)? != a {
+        return Err(format!(
+            "explain and boot differ: explain {:?}, boot {a:?}",
+            additions(&explain)
+        ));
+    }
+    let strip = |c: &plan::Collected| -> Vec<String> {
+        c.rules
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} {} {:?} {:?} {:?}",
+                    r.name, r.matched, r.labels, r.taints, r.left_out
+                )
+            })
+            .collect()
+    };
+    if strip(&boot) != strip(&explain) {
+        return Err(format!(
+            "explain's rules differ from boot's: {:?} vs {:?}",
+            strip(&explain),
+            strip(&boot)
+        ));
+    }
+    // explain's per-rule labels, merged in order over the kept rules, are
+    // what is registered.
+    let mut merged: BTreeMap<String, String> = BTreeMap::new();
+    for r in boot.rules.iter().filter(|r| r.left_out.is_none()) {
+        merged.extend(r.labels.iter().cloned());
+    }
+    let registered: BTreeMap<String, String> = a.labels.iter().cloned().collect();
+    if merged != registered {
+        return Err(format!(
+            "explain's rules give {merged:?}, the node registers {registered:?}"
+        ));
+    }
+    if let Some(e) = kubelet::validate_labels(&a.labels, Profile::Upstream).first() {
+        return Err(format!("we would give kubelet a label it refuses: {e}"));
+    }
+    let left_out = boot
+        .rules
+        .iter()
+        .filter(|r| r.matched && r.left_out.is_some())
+        .map(|r| r.name.clone())
+        .collect();
+    Ok(Ours {
+        answer: Answer::from_ours(&a.labels, &a.taints),
+        left_out,
+    })
+}
+
+fn oracle_input(node: &Node, objects: &[Value], without: &BTreeSet<String>) -> Value {
+    let objects: Vec<Value> = objects
+        .iter()
+        .map(|o| {
+            let rules: Vec<Value> = o["rules"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|r| !without.contains(r["name"].as_str().unwrap()))
+                .cloned()
+                .collect();
+            json!({ "name": o["name"], "rules": rules })
+        })
+        .collect();
+    json!({ "features": node.json, "objects": objects })
+}
+
+/// None when we agree with one of NFD's outcomes, else what differs.
+fn compare(
+    node: &Node,
+    objects: &[Value],
+    ours: &Result<Ours, String>,
+    oracle: &Value,
+) -> Option<String> {
+    let ours = match ours {
+        Err(e) => return Some(e.clone()),
+        Ok(o) => o,
+    };
+    if let Some(inv) = oracle["invalid"].as_array().filter(|a| !a.is_empty()) {
+        return Some(format!("we accept what NFD cannot compile: {inv:?}"));
+    }
+    let outcomes = nfd_oracle::outcomes(oracle);
+    if outcomes
+        .iter()
+        .any(|o| Answer::from_oracle(o) == ours.answer)
+    {
+        return None;
+    }
+    let _ = (node, objects);
+    let nfd = Answer::from_oracle(outcomes[0]);
+    let ours_l = &ours.answer.labels;
+    let mut what = Vec::new();
+    if nfd.labels.keys().any(|k| !ours_l.contains_key(k)) {
+        what.push("NFD gives labels we do not");
+    }
+    if ours_l.keys().any(|k| !nfd.labels.contains_key(k)) {
+        what.push("we give labels NFD does not");
+    }
+    if ours_l
+        .iter()
+        .any(|(k, v)| nfd.labels.get(k).is_some_and(|n| n != v))
+    {
+        what.push("label values differ");
+    }
+    if nfd.taints != ours.answer.taints {
+        what.push("taints differ");
+    }
+    Some(format!(
+        "{}\nwe register {:?}\nNFD gives {}{}",
+        what.join(", "),
+        ours.answer,
+        outcomes
+            .iter()
+            .map(|o| format!("{:?} (errors {})", Answer::from_oracle(o), o["errors"]))
+            .collect::<Vec<_>>()
+            .join("\n  or "),
+        if ours.left_out.is_empty() {
+            String::new()
+        } else {
+            format!("\n(with rules {:?} left out, as we did)", ours.left_out)
+        }
+    ))
+}
+
+/// Run one case on both sides (own oracle process: for shrinking).
+fn check_one(oracle: &Path, node: &Node, objects: &[Value], scratch: &Path) -> Option<String> {
+    let ours = ours(node, objects, scratch);
+    let without = ours
+        .as_ref()
+        .map(|o| o.left_out.clone())
+        .unwrap_or_default();
+    let answer = nfd_oracle::run(oracle, &[oracle_input(node, objects, &without)]);
+    compare(node, objects, &ours, &answer[0])
+}
+
+/// Smaller variants of a case: fewer objects, rules, and rule parts.
+fn shrink_steps(objects: &[Value]) -> Vec<Vec<Value>> {
+    let mut out = Vec::new();
+    for i in 0..objects.len() {
+        if objects.len() > 1 {
+            let mut v = objects.to_vec();
+            v.remove(i);
+            out.push(v);
+        }
+        let rules = objects[i]["rules"].as_array().unwrap();
+        for j in 0..rules.len() {
+            if rules.len() > 1 {
+                let mut v = objects.to_vec();
+                v[i]["rules"].as_array_mut().unwrap().remove(j);
+                out.push(v);
+            }
+            let rule = rules[j].as_object().unwrap();
+            for key in rule.keys().filter(|k| *k != "name") {
+                let mut v = objects.to_vec();
+                v[i]["rules"][j].as_object_mut().unwrap().remove(key);
+                out.push(v);
+                // One entry less of a list or map.
+                let field = &rule[key];
+                let n = field
+                    .as_array()
+                    .map(Vec::len)
+                    .or(field.as_object().map(|o| o.len()))
+                    .unwrap_or(0);
+                for k in 0..n {
+                    if n < 2 {
+                        break;
+                    }
+                    let mut v = objects.to_vec();
+                    let f = &mut v[i]["rules"][j][key];
+                    if let Some(a) = f.as_array_mut() {
+                        a.remove(k);
+                    } else if let Some(o) = f.as_object_mut() {
+                        let name = o.keys().nth(k).unwrap().clone();
+                        o.remove(&name);
+                    }
+                    out.push(v);
+                }
+            }
+            // Fewer expressions in a term.
+            for (t, term) in rule
+                .get("matchFeatures")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                let exprs = term.get("matchExpressions").and_then(Value::as_object);
+                for name in exprs.into_iter().flat_map(|e| e.keys()) {
+                    if exprs.unwrap().len() < 2 {
+                        break;
+                    }
+                    let mut v = objects.to_vec();
+                    v[i]["rules"][j]["matchFeatures"][t]["matchExpressions"]
+                        .as_object_mut()
+                        .unwrap()
+                        .remove(name);
+                    out.push(v);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A difference's first line with what varies from case to case blurred.
+fn kind_of(why: &str) -> String {
+    let line = why.lines().next().unwrap_or("");
+    let line = match line.strip_prefix("render refused: ") {
+        Some(rest) => format!("render refused: {}", rest.rsplit(": ").next().unwrap_or("")),
+        None => line.to_string(),
+    };
+    line.chars()
+        .map(|c| if c.is_ascii_digit() { '#' } else { c })
+        .take(90)
+        .collect()
+}
+
+fn shrink(oracle: &Path, node: &Node, objects: &[Value], scratch: &Path) -> (Vec<Value>, String) {
+    let mut cur = objects.to_vec();
+    let mut why = check_one(oracle, node, &cur, scratch).unwrap_or_default();
+    'outer: for _ in 0..200 {
+        for cand in shrink_steps(&cur) {
+            if let Some(w) = check_one(oracle, node, &cand, scratch) {
+                cur = cand;
+                why = w;
+                continue 'outer;
+            }
+        }
+        break;
+    }
+    (cur, why)
+}
+
+#[test]
+fn rules_give_what_nfd_gives() {
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nfd-oracle");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let Some(oracle) = nfd_oracle::build(&out_dir) else {
+        return;
+    };
+    let nodes = nodes();
+    assert!(nodes.len() >= 4, "fixture nodes missing");
+    let scratch = tempfile::tempdir().unwrap();
+    let mut rng = Rng(SEED);
+    let mut cases: Vec<(usize, Vec<Value>)> = Vec::new();
+    for _ in 0..CASES {
+        let n = rng.below(nodes.len());
+        let mut g = Gen {
+            rng: Rng(rng.next() | 1),
+            node: &nodes[n],
+            backref_keys: Vec::new(),
+            rule_no: 0,
+        };
+        cases.push((n, g.objects()));
+    }
+    let ours: Vec<Result<Ours, String>> = cases
+        .iter()
+        .map(|(n, objs)| ours(&nodes[*n], objs, scratch.path()))
+        .collect();
+    let inputs: Vec<Value> = cases
+        .iter()
+        .zip(&ours)
+        .map(|((n, objs), o)| {
+            let without = o.as_ref().map(|o| o.left_out.clone()).unwrap_or_default();
+            oracle_input(&nodes[*n], objs, &without)
+        })
+        .collect();
+    let answers = nfd_oracle::run(&oracle, &inputs);
+    // The left-out rules must be ones whose output kubelet would refuse:
+    // NFD with them gives such a label or taint.
+    let with_all: Vec<Value> = cases
+        .iter()
+        .zip(&ours)
+        .filter(|(_, o)| o.as_ref().is_ok_and(|o| !o.left_out.is_empty()))
+        .map(|((n, objs), _)| oracle_input(&nodes[*n], objs, &BTreeSet::new()))
+        .collect();
+    let full = nfd_oracle::run(&oracle, &with_all);
+    let mut failures = Vec::new();
+    for a in &full {
+        let refused = nfd_oracle::outcomes(a).iter().all(|o| {
+            let ans = Answer::from_oracle(o);
+            let labels: Vec<(String, String)> = ans.labels.into_iter().collect();
+            !kubelet::validate_labels(&labels, Profile::Upstream).is_empty()
+        });
+        if !refused {
+            failures.push(format!(
+                "a rule was left out though kubelet takes all NFD gives: {}",
+                a["labels"]
+            ));
+        }
+    }
+    let (mut matched, mut labels, mut taints, mut alternatives) = (0, 0, 0, 0);
+    let mut left_out = 0;
+    // Differences by kind (first line, numbers and paths blurred): the
+    // first case of each kind is shrunk and shown.
+    let mut kinds: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    for (i, ((n, objs), (o, a))) in cases.iter().zip(ours.iter().zip(&answers)).enumerate() {
+        if let Ok(o) = o {
+            matched += usize::from(!o.answer.labels.is_empty() || !o.answer.taints.is_empty());
+            labels += o.answer.labels.len();
+            taints += o.answer.taints.len();
+            left_out += o.left_out.len();
+        }
+        alternatives += usize::from(a["outcomes"].as_u64().unwrap_or(1) > 1);
+        if let Some(why) = compare(&nodes[*n], objs, o, a) {
+            kinds.entry(kind_of(&why)).or_insert((0, i)).0 += 1;
+        }
+    }
+    let differing: usize = kinds.values().map(|k| k.0).sum();
+    let mut by_count: Vec<(&String, &(usize, usize))> = kinds.iter().collect();
+    by_count.sort_by_key(|(_, (count, _))| std::cmp::Reverse(*count));
+    for (kind, (count, i)) in by_count.into_iter().take(8) {
+        let (n, objs) = &cases[*i];
+        let (small, why) = shrink(&oracle, &nodes[*n], objs, scratch.path());
+        failures.push(format!(
+            "{count} cases like case {i} ({kind}); on node {}: {why}\nreproduction:\n{}",
+            nodes[*n].name,
+            yaml_of(&small)
+        ));
+    }
+    eprintln!(
+        "nfd differential: {CASES} cases (seed {SEED:#x}), {differing} differ; {matched} gave \
+         output ({labels} labels, {taints} taints), {left_out} rules left out, \
+         {alternatives} with several NFD outcomes"
+    );
+    assert!(
+        failures.is_empty(),
+        "{differing} of {CASES} cases differ from NFD (seed {SEED:#x}); one of each kind, shrunk:\n\n{}",
+        failures.join("\n\n")
+    );
+    // The generator must exercise matches, labels and taints, not only errors.
+    assert!(
+        matched > CASES / 3 && labels > CASES / 2 && taints > CASES / 20 && left_out > 5,
+        "too little output"
+    );
+}

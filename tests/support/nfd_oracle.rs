@@ -1,0 +1,79 @@
+//! NFD's own NodeFeatureRule evaluator (../shared/oracles/nfd): built once
+//! per test binary with a current Go, fed many inputs through one process.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+pub fn oracle_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/oracles/nfd")
+}
+
+/// Build the oracle into `out_dir` (under target/: ../shared is read-only
+/// in CI). None (a CI failure, else a recorded skip) when ../shared or a
+/// current Go is missing.
+pub fn build(out_dir: &Path) -> Option<PathBuf> {
+    let dir = oracle_dir();
+    if !dir.join("build.sh").is_file() {
+        let why = format!("{} is absent (NFD's evaluator)", dir.display());
+        assert!(std::env::var_os("CI").is_none(), "{why}");
+        crate::skipped::skipped(&why);
+        return None;
+    }
+    let go = crate::current_go::find()?;
+    let bin = out_dir.join("nfd-oracle");
+    let res = Command::new("bash")
+        .arg(dir.join("build.sh"))
+        .arg(&bin)
+        .env("GO", &go)
+        .output()
+        .expect("running the NFD oracle's build.sh");
+    assert!(
+        res.status.success(),
+        "building NFD's evaluator failed: {}{}",
+        String::from_utf8_lossy(&res.stdout),
+        String::from_utf8_lossy(&res.stderr)
+    );
+    Some(bin)
+}
+
+/// One oracle process answering `inputs` in order (one JSON line each).
+pub fn run(bin: &Path, inputs: &[Value]) -> Vec<Value> {
+    let mut child = Command::new(bin)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting the NFD oracle");
+    let mut stdin = child.stdin.take().unwrap();
+    let text: String = inputs.iter().map(|v| format!("{v}\n")).collect();
+    // Write from a thread: the oracle answers while it reads.
+    let writer = std::thread::spawn(move || stdin.write_all(text.as_bytes()));
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let out: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(&l.expect("oracle output")).expect("oracle output is JSON"))
+        .collect();
+    writer.join().unwrap().expect("writing to the oracle");
+    let res = child.wait_with_output().unwrap();
+    assert!(
+        res.status.success() && out.len() == inputs.len(),
+        "NFD oracle failed ({} answers to {} inputs): {}",
+        out.len(),
+        inputs.len(),
+        String::from_utf8_lossy(&res.stderr)
+    );
+    out
+}
+
+/// Every outcome NFD can give for one input: `alternatives` when Go's map
+/// order made runs differ, else the one answer.
+pub fn outcomes(answer: &Value) -> Vec<&Value> {
+    match answer["alternatives"].as_array() {
+        Some(all) => all.iter().collect(),
+        None => vec![answer],
+    }
+}
