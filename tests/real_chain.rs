@@ -12,6 +12,8 @@ mod skipped;
 
 #[path = "support/mco.rs"]
 mod mco;
+#[path = "support/run_cli.rs"]
+mod run_cli;
 #[path = "support/realcluster.rs"]
 mod realcluster;
 #[path = "support/systemd_oracle.rs"]
@@ -253,10 +255,18 @@ fn render(tree: &Path, profile: &str, args: &[&str]) {
         "--profile",
         profile,
         "--wrapper",
-        env!("CARGO_BIN_EXE_kubelet-labeler-wrapper"),
+        run_cli::stand_in_wrapper().to_str().unwrap(),
     ];
     a.extend(args);
     cli(&a);
+    // render takes only a static wrapper and the cargo-built one is dynamic:
+    // the stand-in gets the rendered tree, then the built wrapper runs in it.
+    let installed = tree.join(format!(
+        "{}.{}",
+        kubelet_labeler::contract::WRAPPER_PATH.trim_start_matches('/'),
+        std::env::consts::ARCH
+    ));
+    std::fs::copy(env!("CARGO_BIN_EXE_kubelet-labeler-wrapper"), &installed).unwrap();
 }
 
 /// `explain --json` on the tree.
