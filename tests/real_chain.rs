@@ -12,10 +12,10 @@ mod skipped;
 
 #[path = "support/mco.rs"]
 mod mco;
-#[path = "support/run_cli.rs"]
-mod run_cli;
 #[path = "support/realcluster.rs"]
 mod realcluster;
+#[path = "support/run_cli.rs"]
+mod run_cli;
 #[path = "support/systemd_oracle.rs"]
 mod systemd_oracle;
 
