@@ -23,7 +23,7 @@ rules=${RULES:-examples/rules/openshift-gpu.yaml}
 nfd=${NFD_LABELS:-openshift}
 dropin=etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf
 render() {
-  target/release/kubelet-labeler render dropins --root "$work/$1" --profile openshift \
+  target/release/kubelet-labeler render dropins --create-root --root "$work/$1" --profile openshift \
     --wrapper "$wrapper" "${@:2}" >/dev/null
 }
 render rules --rules "$rules"
