@@ -422,16 +422,65 @@ fn scratch_for(case: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
     (dir, scratch, tree)
 }
 
+/// A case on OpenShift's unit: its scratch dir (kept while the guard
+/// lives), the node tree, and `render dropins` with `args` into it.
+fn openshift_case(
+    cluster: &Cluster,
+    node: &str,
+    args: &[&str],
+) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let (d, scratch, tree) = scratch_for(node);
+    mco_tree(&tree, &scratch, cluster, node, "");
+    render(&tree, "openshift", args);
+    (d, scratch, tree)
+}
+
+/// Runs `steps` on the tree with the case's Node deleted first, printing
+/// its timing.
+fn start(cluster: &Cluster, node: &str, scratch: &Path, tree: &Path, steps: &str) -> ChainRun {
+    cluster.delete_node(node);
+    let run = run_chain(cluster, scratch, tree, node, steps);
+    timing(node, &run);
+    run
+}
+
+/// Starts kubelet once on the OpenShift tree: the Node must be as `ex`
+/// predicts and the wrapper's one line must say what it added.
+fn start_once_as_explained(
+    cluster: &Cluster,
+    node: &str,
+    scratch: &Path,
+    tree: &Path,
+    ex: &serde_json::Value,
+) -> ChainRun {
+    let run = start(cluster, node, scratch, tree, START_AND_REGISTER);
+    assert_node_as_explained(cluster, node, ex, Profile::OpenShift, &[], &run);
+    let lines = run.wrapper_lines();
+    assert_eq!(lines.len(), 1, "{}", run.summary());
+    assert_line_says_added(lines[0], ex);
+    run
+}
+
+/// explain on the tree with a fixture machine's facts, as the wrapper
+/// reads them there (see `facts_root_dropin`).
+fn explain_on_fixture(tree: &Path, fixture: &str) -> serde_json::Value {
+    facts_root_dropin(tree, fixture);
+    let facts = repo("tests/fixtures/nodes").join(fixture);
+    explain(
+        tree,
+        "openshift",
+        &["--facts-root", facts.to_str().unwrap()],
+    )
+}
+
 /// Static labels through OpenShift's unit.
 #[test]
 fn static_labels_on_openshift() {
     let Some(cluster) = cluster() else { return };
     let node = "rc-static";
-    let (_d, scratch, tree) = scratch_for(node);
-    mco_tree(&tree, &scratch, cluster, node, "");
-    render(
-        &tree,
-        "openshift",
+    let (_d, scratch, tree) = openshift_case(
+        cluster,
+        node,
         &[
             "--label",
             "node.kubernetes.io/worker-gpu=",
@@ -444,13 +493,7 @@ fn static_labels_on_openshift() {
         strings(&ex["added_labels"]),
         ["node.kubernetes.io/worker-gpu=", "example.com/tier=gold"]
     );
-    cluster.delete_node(node);
-    let run = run_chain(cluster, &scratch, &tree, node, START_AND_REGISTER);
-    timing(node, &run);
-    assert_node_as_explained(cluster, node, &ex, Profile::OpenShift, &[], &run);
-    let lines = run.wrapper_lines();
-    assert_eq!(lines.len(), 1, "{}", run.summary());
-    assert_line_says_added(lines[0], &ex);
+    let run = start_once_as_explained(cluster, node, &scratch, &tree, &ex);
     // The drop-in came from our generator.
     assert!(
         run.prop("DropInPaths")
@@ -499,13 +542,7 @@ fn taints_merge_with_config_and_config_dir() {
             "nvidia.com/gpu=true:NoSchedule"
         ]
     );
-    cluster.delete_node(node);
-    let run = run_chain(cluster, &scratch, &tree, node, START_AND_REGISTER);
-    timing(node, &run);
-    assert_node_as_explained(cluster, node, &ex, Profile::OpenShift, &[], &run);
-    let lines = run.wrapper_lines();
-    assert_eq!(lines.len(), 1, "{}", run.summary());
-    assert_line_says_added(lines[0], &ex);
+    start_once_as_explained(cluster, node, &scratch, &tree, &ex);
 }
 
 /// Node rules on a fixture machine (a DGX-like node: NVIDIA GPUs): seed
@@ -514,12 +551,10 @@ fn taints_merge_with_config_and_config_dir() {
 fn node_rules_taint_a_gpu_node() {
     let Some(cluster) = cluster() else { return };
     let node = "rc-rules";
-    let (_d, scratch, tree) = scratch_for(node);
-    mco_tree(&tree, &scratch, cluster, node, "");
     let rules = repo("examples/rules/openshift-gpu.yaml");
-    render(
-        &tree,
-        "openshift",
+    let (_d, scratch, tree) = openshift_case(
+        cluster,
+        node,
         &[
             "--label",
             "node.kubernetes.io/worker-gpu=",
@@ -527,24 +562,13 @@ fn node_rules_taint_a_gpu_node() {
             rules.to_str().unwrap(),
         ],
     );
-    facts_root_dropin(&tree, "dgx");
-    let facts = repo("tests/fixtures/nodes/dgx");
-    let ex = explain(
-        &tree,
-        "openshift",
-        &["--facts-root", facts.to_str().unwrap()],
-    );
+    let ex = explain_on_fixture(&tree, "dgx");
     assert!(
         strings(&ex["taints"]).contains(&"nvidia.com/gpu=true:NoSchedule".to_string()),
         "{ex}"
     );
-    cluster.delete_node(node);
-    let run = run_chain(cluster, &scratch, &tree, node, START_AND_REGISTER);
-    timing(node, &run);
-    assert_node_as_explained(cluster, node, &ex, Profile::OpenShift, &[], &run);
+    let run = start_once_as_explained(cluster, node, &scratch, &tree, &ex);
     let lines = run.wrapper_lines();
-    assert_eq!(lines.len(), 1, "{}", run.summary());
-    assert_line_says_added(lines[0], &ex);
     assert!(
         lines[0].contains("rules matched: nvidia-gpu-taint"),
         "{}",
@@ -557,28 +581,14 @@ fn node_rules_taint_a_gpu_node() {
 fn nfd_labels_openshift() {
     let Some(cluster) = cluster() else { return };
     let node = "rc-nfd";
-    let (_d, scratch, tree) = scratch_for(node);
-    mco_tree(&tree, &scratch, cluster, node, "");
-    render(&tree, "openshift", &["--nfd-labels", "openshift"]);
-    facts_root_dropin(&tree, "dgx");
-    let facts = repo("tests/fixtures/nodes/dgx");
-    let ex = explain(
-        &tree,
-        "openshift",
-        &["--facts-root", facts.to_str().unwrap()],
-    );
+    let (_d, scratch, tree) = openshift_case(cluster, node, &["--nfd-labels", "openshift"]);
+    let ex = explain_on_fixture(&tree, "dgx");
     let added = strings(&ex["added_labels"]);
     assert!(
         added.contains(&"feature.node.kubernetes.io/pci-10de.present=true".to_string()),
         "{added:?}"
     );
-    cluster.delete_node(node);
-    let run = run_chain(cluster, &scratch, &tree, node, START_AND_REGISTER);
-    timing(node, &run);
-    assert_node_as_explained(cluster, node, &ex, Profile::OpenShift, &[], &run);
-    let lines = run.wrapper_lines();
-    assert_eq!(lines.len(), 1, "{}", run.summary());
-    assert_line_says_added(lines[0], &ex);
+    start_once_as_explained(cluster, node, &scratch, &tree, &ex);
     eprintln!("{node}: {} NFD labels registered", added.len());
 }
 
@@ -630,7 +640,6 @@ fn kubeadm_crash_loop_then_join() {
         write(&from, &text);
         copy += &format!("install -D -m 600 {} {path}\n", from.display());
     }
-    cluster.delete_node(node);
     let steps = format!(
         "systemctl --user start --no-block kubelet.service\n\
          end=$(( $(date +%s) + 60 )); until [ \"$(restarts)\" -ge 3 ] || [ $(date +%s) -ge $end ]; do sleep 0.05; done\n\
@@ -638,8 +647,7 @@ fn kubeadm_crash_loop_then_join() {
          {copy}t0=$(date +%s%N)\n\
          wait_log 'Successfully registered node' 60 && echo registered_ms=$(( ($(date +%s%N) - t0) / 1000000 ))\n"
     );
-    let run = run_chain(cluster, &scratch, &tree, node, &steps);
-    timing(node, &run);
+    let run = start(cluster, node, &scratch, &tree, &steps);
     assert!(
         run.output.contains("node_before_join=404"),
         "{}",
@@ -664,16 +672,12 @@ fn kubeadm_crash_loop_then_join() {
 fn refused_label_costs_one_start() {
     let Some(cluster) = cluster() else { return };
     let node = "rc-guard";
-    let (_d, scratch, tree) = scratch_for(node);
-    mco_tree(&tree, &scratch, cluster, node, "");
-    render(&tree, "openshift", &["--label", "example.com/tier=gold"]);
+    let (_d, scratch, tree) = openshift_case(cluster, node, &["--label", "example.com/tier=gold"]);
     write(
         &tree.join("etc/systemd/system/kubelet.service.d/60-fault.conf"),
         "[Service]\nEnvironment=KUBELET_LABELER_FAULT=refused-label\n",
     );
-    cluster.delete_node(node);
-    let run = run_chain(cluster, &scratch, &tree, node, START_AND_REGISTER);
-    timing(node, &run);
+    let run = start(cluster, node, &scratch, &tree, START_AND_REGISTER);
     let lines = run.wrapper_lines();
     assert_eq!(lines.len(), 2, "{}", run.summary());
     assert!(
@@ -724,9 +728,7 @@ fn explain_original(tree: &Path) -> serde_json::Value {
 fn label_the_api_server_refuses_is_left_out() {
     let Some(cluster) = cluster() else { return };
     let node = "rc-apirefuse";
-    let (_d, scratch, tree) = scratch_for(node);
-    mco_tree(&tree, &scratch, cluster, node, "");
-    render(&tree, "openshift", &["--label", "example.com/tier=gold"]);
+    let (_d, scratch, tree) = openshift_case(cluster, node, &["--label", "example.com/tier=gold"]);
     write(
         &tree.join("etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf"),
         "[Service]\nEnvironment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS=example.com/tier=gold,node-role.kubernetes.io/master=-bad\"\n",
@@ -738,9 +740,7 @@ fn label_the_api_server_refuses_is_left_out() {
             .is_some_and(|w| w.contains("node-role.kubernetes.io/master")),
         "{ex}"
     );
-    cluster.delete_node(node);
-    let run = run_chain(cluster, &scratch, &tree, node, START_AND_REGISTER);
-    timing(node, &run);
+    let run = start(cluster, node, &scratch, &tree, START_AND_REGISTER);
     let lines = run.wrapper_lines();
     assert_eq!(lines.len(), 1, "{}", run.summary());
     assert_eq!(
@@ -765,9 +765,7 @@ fn label_the_api_server_refuses_is_left_out() {
 fn restart_after_registration_keeps_the_node() {
     let Some(cluster) = cluster() else { return };
     let node = "rc-restart";
-    let (_d, scratch, tree) = scratch_for(node);
-    mco_tree(&tree, &scratch, cluster, node, "");
-    render(&tree, "openshift", &["--label", "example.com/tier=gold"]);
+    let (_d, scratch, tree) = openshift_case(cluster, node, &["--label", "example.com/tier=gold"]);
     let ex = explain(&tree, "openshift", &[]);
     // Then the labels change (a new MachineConfig) and kubelet restarts.
     let changed = scratch.join("changed-env.conf");
@@ -776,7 +774,6 @@ fn restart_after_registration_keeps_the_node() {
         "[Service]\nEnvironment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS=example.com/tier=silver,example.com/new=1\"\n\
          Environment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS=example.com/new=1:NoSchedule\"\n",
     );
-    cluster.delete_node(node);
     let steps = format!(
         "{START_AND_REGISTER}\
          cp {} /etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf\n\
@@ -787,8 +784,7 @@ fn restart_after_registration_keeps_the_node() {
          sleep 1\n",
         changed.display()
     );
-    let run = run_chain(cluster, &scratch, &tree, node, &steps);
-    timing(node, &run);
+    let run = start(cluster, node, &scratch, &tree, &steps);
     assert!(run.output.contains("re_registered=1"), "{}", run.summary());
     let lines = run.wrapper_lines();
     assert_eq!(lines.len(), 2, "{}", run.summary());
