@@ -35,6 +35,32 @@ fn fake_static_elf() -> Vec<u8> {
 const PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
 const MERGE_URL: &str = "https://api-int.c.example.com:22623/config/gpu";
 
+/// `render machineconfig` (and `ignition`) of pool gpu with the stand-in
+/// wrapper: what most cases below add their output flags to.
+const RENDER_MC: [&str; 6] = [
+    "render",
+    "machineconfig",
+    "--pool",
+    "gpu",
+    "--wrapper",
+    "wrapper",
+];
+const RENDER_IGN: [&str; 6] = [
+    "render",
+    "ignition",
+    "--pool",
+    "gpu",
+    "--wrapper",
+    "wrapper",
+];
+/// Pool gpu merged from the MCS; the CA file's name follows.
+const MERGE: [&str; 5] = ["--pool", "gpu", "--merge-url", MERGE_URL, "--ca-file"];
+
+/// `render dropins --root ROOT` with the stand-in wrapper.
+fn dropins(root: &str) -> Vec<&str> {
+    vec!["render", "dropins", "--root", root, "--wrapper", "wrapper"]
+}
+
 /// Inputs every case below can use: a wrapper, a CA, a MachineConfig set,
 /// a host tree with kubelet.service.
 fn inputs(dir: &Path) {
@@ -52,13 +78,15 @@ fn inputs(dir: &Path) {
     .unwrap();
 }
 
+/// The binary with `args` in `dir`, stdin empty.
+fn command(dir: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(args).current_dir(dir).stdin(Stdio::null());
+    c
+}
+
 fn run(dir: &Path, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
+    command(dir, args).output().unwrap()
 }
 
 fn ok(dir: &Path, args: &[&str]) -> Output {
@@ -83,13 +111,7 @@ fn test_iso(dir: &Path) -> Option<PathBuf> {
 fn into_closed_pipe(dir: &Path, args: &[&str]) -> Output {
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
-    Command::new(BIN)
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(writer)
-        .output()
-        .unwrap()
+    command(dir, args).stdout(writer).output().unwrap()
 }
 
 /// `| head` and `| oc apply -f -` stop reading early: every subcommand that
@@ -101,17 +123,7 @@ fn a_closed_stdout_stops_every_subcommand_quietly() {
     let dir = tmp.path();
     inputs(dir);
     std::fs::create_dir(dir.join("other-host")).unwrap();
-    ok(
-        dir,
-        &[
-            "render",
-            "dropins",
-            "--root",
-            "host",
-            "--wrapper",
-            "wrapper",
-        ],
-    );
+    ok(dir, &dropins("host"));
     let mut cases: Vec<Vec<&str>> = vec![
         vec!["--help"],
         vec!["--version"],
@@ -123,48 +135,11 @@ fn a_closed_stdout_stops_every_subcommand_quietly() {
         vec!["explain", "--json", "--root", "host"],
         vec!["validate", "--", "--node-labels=example.com/a=b"],
         vec!["validate", "--json", "--", "--node-labels=example.com/a=b"],
-        vec![
-            "render",
-            "machineconfig",
-            "--pool",
-            "gpu",
-            "--wrapper",
-            "wrapper",
-            "-o",
-            "-",
-        ],
-        vec![
-            "render",
-            "ignition",
-            "--pool",
-            "gpu",
-            "--wrapper",
-            "wrapper",
-            "-o",
-            "-",
-        ],
-        vec![
-            "render",
-            "ignition",
-            "--pool",
-            "gpu",
-            "--merge-url",
-            MERGE_URL,
-            "--ca-file",
-            "ca.pem",
-            "-o",
-            "-",
-        ],
+        [&RENDER_MC[..], &["-o", "-"]].concat(),
+        [&RENDER_IGN[..], &["-o", "-"]].concat(),
+        [&["render", "ignition"][..], &MERGE, &["ca.pem", "-o", "-"]].concat(),
         // `render dropins` lists what it wrote (to stdout, or stderr).
-        vec![
-            "render",
-            "dropins",
-            "--root",
-            "other-host",
-            "--wrapper",
-            "wrapper",
-            "--force",
-        ],
+        [dropins("other-host"), vec!["--force"]].concat(),
     ];
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
         cases.push(vec!["completions", shell]);
@@ -173,33 +148,19 @@ fn a_closed_stdout_stops_every_subcommand_quietly() {
         ok(
             dir,
             &[
-                "iso",
-                "embed",
-                "--pool",
-                "gpu",
-                "--merge-url",
-                MERGE_URL,
-                "--ca-file",
-                "ca.pem",
-                "-o",
-                "with.iso",
-                "base.iso",
-            ],
+                &["iso", "embed"][..],
+                &MERGE,
+                &["ca.pem", "-o", "with.iso", "base.iso"],
+            ]
+            .concat(),
         );
         ok(
             dir,
             &[
-                "render",
-                "machineconfig",
-                "--pool",
-                "gpu",
-                "--wrapper",
-                "wrapper",
-                "--nfd-labels",
-                "upstream",
-                "--output-dir",
-                "gitops",
-            ],
+                &RENDER_MC[..],
+                &["--nfd-labels", "upstream", "--output-dir", "gitops"],
+            ]
+            .concat(),
         );
         cases.push(vec![
             "iso",
@@ -222,19 +183,14 @@ fn a_closed_stdout_stops_every_subcommand_quietly() {
         ]);
         cases.push(vec!["iso", "show", "with.iso"]);
         cases.push(vec!["iso", "remove", "-o", "-", "with.iso"]);
-        cases.push(vec![
-            "iso",
-            "embed",
-            "--pool",
-            "gpu",
-            "--merge-url",
-            MERGE_URL,
-            "--ca-file",
-            "ca.pem",
-            "-o",
-            "-",
-            "base.iso",
-        ]);
+        cases.push(
+            [
+                &["iso", "embed"][..],
+                &MERGE,
+                &["ca.pem", "-o", "-", "base.iso"],
+            ]
+            .concat(),
+        );
     }
     for args in &cases {
         // The case writes something to stdout (or, for `render dropins`,
@@ -261,8 +217,7 @@ fn a_closed_stdout_stops_every_subcommand_quietly() {
 fn stderr_into_closed_pipe(dir: &Path, args: &[&str], both: bool) -> Output {
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
-    let mut c = Command::new(BIN);
-    c.args(args).current_dir(dir).stdin(Stdio::null());
+    let mut c = command(dir, args);
     if both {
         c.stdout(writer.try_clone().unwrap());
     }
@@ -280,45 +235,12 @@ fn a_closed_stderr_loses_messages_not_the_run() {
     let cases: Vec<(Vec<&str>, i32)> = vec![
         // The "wrote" lines.
         (
-            vec![
-                "render",
-                "machineconfig",
-                "--pool",
-                "gpu",
-                "--wrapper",
-                "wrapper",
-                "--output-dir",
-                "mc",
-                "--force",
-            ],
+            [&RENDER_MC[..], &["--output-dir", "mc", "--force"]].concat(),
             0,
         ),
-        (
-            vec![
-                "render",
-                "dropins",
-                "--root",
-                "host",
-                "--wrapper",
-                "wrapper",
-                "--force",
-            ],
-            0,
-        ),
+        ([dropins("host"), vec!["--force"]].concat(), 0),
         // An error.
-        (
-            vec![
-                "render",
-                "ignition",
-                "--pool",
-                "gpu",
-                "--wrapper",
-                "wrapper",
-                "-o",
-                "taken.ign",
-            ],
-            1,
-        ),
+        ([&RENDER_IGN[..], &["-o", "taken.ign"]].concat(), 1),
         // A usage error (clap's message).
         (vec!["render", "machineconfig", "--no-such-flag"], 2),
         (vec!["facts", "--json"], 0),
@@ -446,15 +368,7 @@ fn writes_replace_only_regular_files() {
         make(&wrapper_path, kind);
         let out = run(
             dir,
-            &[
-                "render",
-                "dropins",
-                "--root",
-                root.to_str().unwrap(),
-                "--wrapper",
-                "wrapper",
-                "--force",
-            ],
+            &[dropins(root.to_str().unwrap()), vec!["--force"]].concat(),
         );
         assert!(
             !out.status.success() && stderr(&out).contains(kind),
@@ -503,19 +417,7 @@ fn writes_replace_only_regular_files() {
         "{text}"
     );
     // Without --force an existing regular file stays.
-    let out = run(
-        dir,
-        &[
-            "render",
-            "ignition",
-            "--pool",
-            "gpu",
-            "--wrapper",
-            "wrapper",
-            "-o",
-            "link.yaml",
-        ],
-    );
+    let out = run(dir, &[&RENDER_IGN[..], &["-o", "link.yaml"]].concat());
     assert!(!out.status.success() && stderr(&out).contains("pass --force"));
 }
 
@@ -567,16 +469,7 @@ fn endless_inputs_are_refused_at_their_limit() {
             "16 MiB, the most --rules reads",
         ),
         (
-            vec![
-                "render",
-                "machineconfig",
-                "--pool",
-                "gpu",
-                "--wrapper",
-                z,
-                "-o",
-                "out",
-            ],
+            [&RENDER_MC[..5], &[z, "-o", "out"]].concat(),
             false,
             z,
             "64 MiB, the most --wrapper reads",
@@ -600,36 +493,13 @@ fn endless_inputs_are_refused_at_their_limit() {
             "16 MiB, the most --rules reads",
         ),
         (
-            vec![
-                "render",
-                "ignition",
-                "--pool",
-                "gpu",
-                "--merge-url",
-                MERGE_URL,
-                "--ca-file",
-                z,
-                "-o",
-                "out",
-            ],
+            [&["render", "ignition"][..], &MERGE, &[z, "-o", "out"]].concat(),
             false,
             z,
             "1 MiB, the most --ca-file reads",
         ),
         (
-            vec![
-                "iso",
-                "embed",
-                "--pool",
-                "gpu",
-                "--merge-url",
-                MERGE_URL,
-                "--ca-file",
-                z,
-                "-o",
-                "out",
-                "no.iso",
-            ],
+            [&["iso", "embed"][..], &MERGE, &[z, "-o", "out", "no.iso"]].concat(),
             false,
             z,
             "1 MiB, the most --ca-file reads",
