@@ -10,17 +10,11 @@ mod run_cli;
 #[path = "support/skipped.rs"]
 mod skipped;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use kubelet_labeler::render::layout;
-use run_cli::{cli, json_of};
+use run_cli::{cli, json_of, machineconfig_example as example};
 use serde_json::{Value, json};
-
-fn example(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("machineconfigs")
-        .join(name)
-}
 
 /// The same node as a tree: the unit, the config, our example's drop-ins,
 /// and what the OS image and ExecStartPre= provide at boot.

@@ -19,16 +19,24 @@ use std::process::Command;
 use kubelet_labeler::contract::{LABELS_VAR, TAINTS_VAR, WRAPPER_DROPIN_NAME, WRAPPER_PATH};
 use kubelet_labeler::kubelet::arg_limit::MAX_ARG_STRLEN;
 use kubelet_labeler::render::layout;
-use run_cli::{cli, json_of, stand_in_wrapper, stderr};
+use run_cli::{cli, json_of, machineconfig_example, stand_in_wrapper, stderr};
 use serde_json::{Value, json};
 use systemd_oracle::{UserRun, write};
 
 fn example(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("machineconfigs")
-        .join(name)
-        .display()
-        .to_string()
+    machineconfig_example(name).display().to_string()
+}
+
+/// `explain [--json]` with each of `files` as a `--machineconfig`.
+fn explain_mcs(json: bool, files: &[&str]) -> std::process::Output {
+    let mut args = vec!["explain"];
+    if json {
+        args.push("--json");
+    }
+    for f in files {
+        args.extend(["--machineconfig", f]);
+    }
+    cli(&args)
 }
 
 /// A rendered config's kubelet part, as a MachineConfig: the unit and
@@ -66,13 +74,7 @@ fn machineconfigs_without_the_wrapper_exit_1() {
     let dir = tempfile::tempdir().unwrap();
     let rendered = kubelet_mc(dir.path(), &[]);
     let labels = example("50-worker-gpu-kubelet-labeler-labels.yaml");
-    let out = cli(&[
-        "explain",
-        "--machineconfig",
-        &rendered,
-        "--machineconfig",
-        &labels,
-    ]);
+    let out = explain_mcs(false, &[&rendered, &labels]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("the wrapper is not installed")
@@ -81,16 +83,7 @@ fn machineconfigs_without_the_wrapper_exit_1() {
         stderr(&out)
     );
     let wrapper = example("50-worker-gpu-kubelet-labeler-wrapper.yaml");
-    let out = cli(&[
-        "explain",
-        "--json",
-        "--machineconfig",
-        &rendered,
-        "--machineconfig",
-        &labels,
-        "--machineconfig",
-        &wrapper,
-    ]);
+    let out = explain_mcs(true, &[&rendered, &labels, &wrapper]);
     assert!(out.status.success(), "{}", stderr(&out));
     let e = json_of(&out);
     assert_eq!(e["errors"], json!([]));
@@ -118,16 +111,7 @@ fn a_later_dropin_that_resets_execstart_exits_1() {
     let wrapper = example("50-worker-gpu-kubelet-labeler-wrapper.yaml");
     let explain = |dropins: &[(&str, &str)]| {
         let rendered = kubelet_mc(dir.path(), dropins);
-        cli(&[
-            "explain",
-            "--json",
-            "--machineconfig",
-            &rendered,
-            "--machineconfig",
-            &labels,
-            "--machineconfig",
-            &wrapper,
-        ])
+        explain_mcs(true, &[&rendered, &labels, &wrapper])
     };
     let out = explain(&[("zzz-debug.conf", debug), ("zzz-log.conf", log)]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
@@ -473,14 +457,7 @@ fn over_long_labels_are_refused_everywhere() {
     );
     let rendered = kubelet_mc(dir.path(), &[("90-kubelet-labeler-env.conf", &env)]);
     let wrapper = example("50-worker-gpu-kubelet-labeler-wrapper.yaml");
-    let out = cli(&[
-        "explain",
-        "--json",
-        "--machineconfig",
-        &rendered,
-        "--machineconfig",
-        &wrapper,
-    ]);
+    let out = explain_mcs(true, &[&rendered, &wrapper]);
     assert_eq!(out.status.code(), Some(1));
     let e = json_of(&out);
     let errors = e["errors"].to_string();

@@ -34,6 +34,13 @@ pub fn stand_in_wrapper() -> &'static std::path::Path {
     })
 }
 
+/// One of the example MachineConfigs in machineconfigs/.
+pub fn machineconfig_example(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("machineconfigs")
+        .join(name)
+}
+
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
