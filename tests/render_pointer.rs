@@ -120,29 +120,17 @@ fn fake_static_elf() -> Vec<u8> {
     v
 }
 
-#[test]
-fn ignition_fetches_the_pool_config_through_the_pointer() {
-    if !need(ignition_oracle::IGNITION) || !need("openssl") || !need("python3") {
-        return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
+/// Certificates and a wrapper in `dir`, and what the MCS would serve for
+/// pool worker-gpu (rendered with `flags`): the full config, at a spec
+/// Debian's Ignition 2.14 reads as a child config, served over HTTPS.
+/// Returns the server (stopped when dropped) and the pool's URL.
+fn serve_pool(dir: &Path, flags: &[&str]) -> (Server, String) {
     make_certificates(dir);
     std::fs::write(dir.join("wrapper"), fake_static_elf()).unwrap();
-
-    // What the MCS would serve for the pool: the full config, at a spec
-    // Debian's Ignition 2.14 reads as a child config.
-    let full = cli(
-        dir,
+    let args = [
+        &["render", "ignition", "--pool", "worker-gpu"][..],
+        flags,
         &[
-            "render",
-            "ignition",
-            "--pool",
-            "worker-gpu",
-            "--label",
-            "example.com/gpu=yes",
-            "--taint",
-            "example.com/gpu=true:NoSchedule",
             "--wrapper",
             "wrapper",
             "--ignition-version",
@@ -150,14 +138,35 @@ fn ignition_fetches_the_pool_config_through_the_pointer() {
             "-o",
             "pool.ign",
         ],
-    );
+    ]
+    .concat();
+    let full = cli(dir, &args);
     assert!(
         full.status.success(),
         "{}",
         String::from_utf8_lossy(&full.stderr)
     );
-    let (_server, port) = serve(dir, "worker-gpu", &dir.join("pool.ign"));
+    let (server, port) = serve(dir, "worker-gpu", &dir.join("pool.ign"));
     let url = format!("https://127.0.0.1:{port}/config/worker-gpu");
+    (server, url)
+}
+
+#[test]
+fn ignition_fetches_the_pool_config_through_the_pointer() {
+    if !need(ignition_oracle::IGNITION) || !need("openssl") || !need("python3") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let (_server, url) = serve_pool(
+        dir,
+        &[
+            "--label",
+            "example.com/gpu=yes",
+            "--taint",
+            "example.com/gpu=true:NoSchedule",
+        ],
+    );
 
     // A bundle of several CAs is what `oc` hands out.
     sh(dir, "cat other.pem ca.pem other.pem ca.pem > bundle.pem");
@@ -420,30 +429,7 @@ fn pointer_survives_the_mco_ca_rotation() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    make_certificates(dir);
-    std::fs::write(dir.join("wrapper"), fake_static_elf()).unwrap();
-    let full = cli(
-        dir,
-        &[
-            "render",
-            "ignition",
-            "--pool",
-            "worker-gpu",
-            "--wrapper",
-            "wrapper",
-            "--ignition-version",
-            "3.2.0",
-            "-o",
-            "pool.ign",
-        ],
-    );
-    assert!(
-        full.status.success(),
-        "{}",
-        String::from_utf8_lossy(&full.stderr)
-    );
-    let (_server, port) = serve(dir, "worker-gpu", &dir.join("pool.ign"));
-    let url = format!("https://127.0.0.1:{port}/config/worker-gpu");
+    let (_server, url) = serve_pool(dir, &[]);
     // Before the rotation the node trusted `other` (one CA, or the bundle
     // `oc` hands out); the MCS now presents a certificate `ca` signs.
     sh(dir, "cat other.pem other.pem other.pem > old-bundle.pem");
