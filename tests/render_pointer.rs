@@ -151,6 +151,33 @@ fn serve_pool(dir: &Path, flags: &[&str]) -> (Server, String) {
     (server, url)
 }
 
+/// `render ignition --merge-url URL --ca-file CA` (and `flags`) into
+/// pointer.ign, which it returns; `what` starts the failure message.
+fn render_pointer(dir: &Path, url: &str, ca: &str, flags: &[&str], what: &str) -> Value {
+    let args = [
+        &[
+            "render",
+            "ignition",
+            "--pool",
+            "worker-gpu",
+            "--merge-url",
+            url,
+            "--ca-file",
+            ca,
+        ][..],
+        flags,
+        &["-o", "pointer.ign", "--force"],
+    ]
+    .concat();
+    let out = cli(dir, &args);
+    assert!(
+        out.status.success(),
+        "{what}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&std::fs::read(dir.join("pointer.ign")).unwrap()).unwrap()
+}
+
 #[test]
 fn ignition_fetches_the_pool_config_through_the_pointer() {
     if !need(ignition_oracle::IGNITION) || !need("openssl") || !need("python3") {
@@ -171,29 +198,7 @@ fn ignition_fetches_the_pool_config_through_the_pointer() {
     // A bundle of several CAs is what `oc` hands out.
     sh(dir, "cat other.pem ca.pem other.pem ca.pem > bundle.pem");
     for (ca, trusted) in [("ca.pem", true), ("bundle.pem", true), ("other.pem", false)] {
-        let out = cli(
-            dir,
-            &[
-                "render",
-                "ignition",
-                "--pool",
-                "worker-gpu",
-                "--merge-url",
-                &url,
-                "--ca-file",
-                ca,
-                "-o",
-                "pointer.ign",
-                "--force",
-            ],
-        );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let pointer: Value =
-            serde_json::from_slice(&std::fs::read(dir.join("pointer.ign")).unwrap()).unwrap();
+        let pointer = render_pointer(dir, &url, ca, &[], "");
         eprintln!(
             "{ca}: CA data URL {} bytes, compression {}",
             pointer["ignition"]["security"]["tls"]["certificateAuthorities"][0]["source"]
@@ -438,31 +443,13 @@ fn pointer_survives_the_mco_ca_rotation() {
     for version in ["3.2.0", "3.4.0", "3.5.0"] {
         for old in ["other.pem", "old-bundle.pem"] {
             let what = format!("{version}, {old}");
-            let out = cli(
+            let pointer = render_pointer(
                 dir,
-                &[
-                    "render",
-                    "ignition",
-                    "--pool",
-                    "worker-gpu",
-                    "--merge-url",
-                    &url,
-                    "--ca-file",
-                    old,
-                    "--ignition-version",
-                    version,
-                    "-o",
-                    "pointer.ign",
-                    "--force",
-                ],
+                &url,
+                old,
+                &["--ignition-version", version],
+                &format!("{what}: "),
             );
-            assert!(
-                out.status.success(),
-                "{what}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let pointer: Value =
-                serde_json::from_slice(&std::fs::read(dir.join("pointer.ign")).unwrap()).unwrap();
             let rotated = rotate(&pointer, &new_pem);
             assert_eq!(
                 rotated["ignition"]["config"], pointer["ignition"]["config"],
