@@ -126,22 +126,8 @@ impl Rng {
     }
 }
 
-/// Every feature the node side reads (facts::FEATURES), present or not.
-const FEATURES: &[&str] = &[
-    "cpu.cpuid",
-    "cpu.model",
-    "cpu.topology",
-    "kernel.version",
-    "memory.numa",
-    "memory.nv",
-    "network.device",
-    "pci.device",
-    "storage.block",
-    "system.dmiid",
-    "system.name",
-    "system.osrelease",
-    "usb.device",
-];
+/// Every feature the node side reads, present or not.
+use kubelet_labeler::facts::FEATURES;
 
 const OPS: &[&str] = &[
     "In",
