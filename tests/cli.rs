@@ -1,6 +1,8 @@
 //! The built binary in scratch trees: `render dropins`, `explain`,
 //! `validate`, and `explain` against `systemd --test --system`.
 
+#[path = "support/elf.rs"]
+mod elf;
 #[path = "support/skipped.rs"]
 mod skipped;
 
@@ -27,18 +29,11 @@ fn fake_wrapper() -> &'static Path {
     let dir = DIR.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
         let arch = Arch::from_name(std::env::consts::ARCH).unwrap_or(Arch::X86_64);
-        let mut elf = vec![0u8; 64];
-        elf[..4].copy_from_slice(b"\x7fELF");
-        elf[4] = 2;
-        elf[5] = if arch.big_endian() { 2 } else { 1 };
-        let (t, m) = if arch.big_endian() {
-            (2u16.to_be_bytes(), arch.elf_machine().to_be_bytes())
-        } else {
-            (2u16.to_le_bytes(), arch.elf_machine().to_le_bytes())
-        };
-        elf[16..18].copy_from_slice(&t);
-        elf[18..20].copy_from_slice(&m);
-        std::fs::write(dir.path().join("kubelet-labeler-wrapper"), elf).unwrap();
+        std::fs::write(
+            dir.path().join("kubelet-labeler-wrapper"),
+            elf::static_elf(arch),
+        )
+        .unwrap();
         dir
     });
     Box::leak(dir.path().join("kubelet-labeler-wrapper").into_boxed_path())

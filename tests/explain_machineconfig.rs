@@ -3,6 +3,8 @@
 //! (machineconfigs/), must explain to the same argv as `explain --root` on
 //! the equivalent node tree (files written directly, kubelet present).
 
+#[path = "support/elf.rs"]
+mod elf;
 #[path = "support/mco.rs"]
 mod mco;
 #[path = "support/run_cli.rs"]

@@ -2,6 +2,8 @@
 //! outputs that are not regular files (devices, FIFOs, sockets,
 //! directories, symlinks), and inputs without an end (/dev/zero).
 
+#[path = "support/elf.rs"]
+mod elf;
 #[path = "support/skipped.rs"]
 mod skipped;
 
@@ -22,14 +24,7 @@ fn write(path: &Path, text: &str) {
 /// A static ELF header standing in for the wrapper (its bytes are carried,
 /// never run).
 fn fake_static_elf() -> Vec<u8> {
-    let mut v = vec![0u8; 64];
-    v[..4].copy_from_slice(b"\x7fELF");
-    v[4] = 2;
-    v[5] = 1;
-    v[16..18].copy_from_slice(&2u16.to_le_bytes());
-    v[18..20].copy_from_slice(&62u16.to_le_bytes());
-    v.extend((0..4096u32).map(|i| (i * 7 % 251) as u8));
-    v
+    elf::static_x86_64_with_body()
 }
 
 const PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";

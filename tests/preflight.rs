@@ -5,6 +5,8 @@
 //! systemd; the exec limit against the real kernel; the wrapper's own
 //! fallback by running it.
 
+#[path = "support/elf.rs"]
+mod elf;
 #[path = "support/run_cli.rs"]
 mod run_cli;
 #[path = "support/skipped.rs"]

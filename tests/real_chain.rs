@@ -10,6 +10,8 @@
 #[path = "support/skipped.rs"]
 mod skipped;
 
+#[path = "support/elf.rs"]
+mod elf;
 #[path = "support/mco.rs"]
 mod mco;
 #[path = "support/realcluster.rs"]

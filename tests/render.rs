@@ -2,6 +2,8 @@
 //! a YAML 1.1 reader (PyYAML), real Ignition writing a first boot's files,
 //! and real systemd starting MCO's kubelet.service with them.
 
+#[path = "support/elf.rs"]
+mod elf;
 #[path = "support/skipped.rs"]
 mod skipped;
 
@@ -76,13 +78,7 @@ fn example_wrapper() -> Vec<u8> {
 }
 
 fn fake_static_elf() -> Vec<u8> {
-    let mut v = vec![0u8; 64];
-    v[..4].copy_from_slice(b"\x7fELF");
-    v[4] = 2;
-    v[5] = 1;
-    v[16..18].copy_from_slice(&2u16.to_le_bytes()); // ET_EXEC
-    v[18..20].copy_from_slice(&62u16.to_le_bytes());
-    v
+    elf::static_elf(kubelet_labeler::render::arch::Arch::X86_64)
 }
 
 fn opts(

@@ -2,6 +2,8 @@
 //! `render dropins` installs, what a pool's MachineConfigs reach, what
 //! `--force` removes, exit codes of usage errors, and where messages go.
 
+#[path = "support/elf.rs"]
+mod elf;
 #[path = "support/skipped.rs"]
 mod skipped;
 
@@ -32,19 +34,8 @@ fn host_arch() -> Arch {
 /// A file with a static program's ELF header for `arch`: all render and
 /// explain look at.
 fn static_elf(dir: &Path, arch: Arch) -> PathBuf {
-    let mut elf = vec![0u8; 64];
-    elf[..4].copy_from_slice(b"\x7fELF");
-    elf[4] = 2;
-    elf[5] = if arch.big_endian() { 2 } else { 1 };
-    let (t, m) = if arch.big_endian() {
-        (2u16.to_be_bytes(), arch.elf_machine().to_be_bytes())
-    } else {
-        (2u16.to_le_bytes(), arch.elf_machine().to_le_bytes())
-    };
-    elf[16..18].copy_from_slice(&t);
-    elf[18..20].copy_from_slice(&m);
     let path = dir.join(format!("static-{arch}"));
-    std::fs::write(&path, elf).unwrap();
+    std::fs::write(&path, elf::static_elf(arch)).unwrap();
     path
 }
 

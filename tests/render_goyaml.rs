@@ -4,6 +4,8 @@
 //! mode from Debian's packages; every string must come back as the string we
 //! meant. PyYAML checks the same in tests/render.rs.
 
+#[path = "support/elf.rs"]
+mod elf;
 #[path = "support/skipped.rs"]
 mod skipped;
 
@@ -75,13 +77,7 @@ fn goyaml(bin: &Path, text: &str) -> Vec<Value> {
 }
 
 fn fake_static_elf() -> Vec<u8> {
-    let mut v = vec![0u8; 64];
-    v[..4].copy_from_slice(b"\x7fELF");
-    v[4] = 2;
-    v[5] = 1;
-    v[16..18].copy_from_slice(&2u16.to_le_bytes()); // ET_EXEC
-    v[18..20].copy_from_slice(&62u16.to_le_bytes());
-    v
+    elf::static_elf(kubelet_labeler::render::arch::Arch::X86_64)
 }
 
 fn opts(pool: &str, label_value: &str, version: &'static str) -> PoolOptions {

@@ -3,6 +3,8 @@
 //! trust the server through the CA we embed (and only through it), merge
 //! the pool's config and write the node's files.
 
+#[path = "support/elf.rs"]
+mod elf;
 #[path = "support/skipped.rs"]
 mod skipped;
 
@@ -110,14 +112,7 @@ fn cli(dir: &Path, args: &[&str]) -> std::process::Output {
 /// A static ELF header standing in for the wrapper (its bytes are compared,
 /// never run).
 fn fake_static_elf() -> Vec<u8> {
-    let mut v = vec![0u8; 64];
-    v[..4].copy_from_slice(b"\x7fELF");
-    v[4] = 2;
-    v[5] = 1;
-    v[16..18].copy_from_slice(&2u16.to_le_bytes());
-    v[18..20].copy_from_slice(&62u16.to_le_bytes());
-    v.extend((0..4096u32).map(|i| (i * 7 % 251) as u8));
-    v
+    elf::static_x86_64_with_body()
 }
 
 /// Certificates and a wrapper in `dir`, and what the MCS would serve for

@@ -4,6 +4,8 @@
 //! must get the GPU labels and taint on GPU nodes, and its argv unchanged on
 //! the Raspberry Pi.
 
+#[path = "support/elf.rs"]
+mod elf;
 #[path = "support/skipped.rs"]
 mod skipped;
 #[path = "support/systemd_oracle.rs"]
@@ -20,14 +22,12 @@ fn repo(rel: &str) -> PathBuf {
 
 /// A file with a static x86_64 program's ELF header.
 fn static_elf_header(scratch: &Path) -> PathBuf {
-    let mut elf = vec![0u8; 64];
-    elf[..4].copy_from_slice(b"\x7fELF");
-    elf[4] = 2;
-    elf[5] = 1;
-    elf[16..18].copy_from_slice(&2u16.to_le_bytes());
-    elf[18..20].copy_from_slice(&62u16.to_le_bytes());
     let path = scratch.join("static-elf-header");
-    std::fs::write(&path, elf).unwrap();
+    std::fs::write(
+        &path,
+        elf::static_elf(kubelet_labeler::render::arch::Arch::X86_64),
+    )
+    .unwrap();
     path
 }
 

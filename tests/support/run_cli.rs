@@ -22,12 +22,7 @@ pub fn cli(args: &[&str]) -> Output {
 pub fn stand_in_wrapper() -> &'static std::path::Path {
     static FILE: std::sync::OnceLock<tempfile::TempPath> = std::sync::OnceLock::new();
     FILE.get_or_init(|| {
-        let mut elf = vec![0u8; 64];
-        elf[..4].copy_from_slice(b"\x7fELF");
-        elf[4] = 2;
-        elf[5] = 1;
-        elf[16..18].copy_from_slice(&2u16.to_le_bytes());
-        elf[18..20].copy_from_slice(&62u16.to_le_bytes());
+        let elf = crate::elf::static_elf(kubelet_labeler::render::arch::Arch::X86_64);
         let mut f = tempfile::NamedTempFile::new().unwrap();
         std::io::Write::write_all(&mut f, &elf).unwrap();
         f.into_temp_path()

@@ -1,0 +1,30 @@
+//! ELF headers of static programs standing in for the wrapper: render and
+//! explain read only the header; the bytes are carried, never run.
+
+#![allow(dead_code)]
+
+use kubelet_labeler::render::arch::Arch;
+
+/// The 64-byte ELF header of a static executable (ET_EXEC) for `arch`.
+pub fn static_elf(arch: Arch) -> Vec<u8> {
+    let mut elf = vec![0u8; 64];
+    elf[..4].copy_from_slice(b"\x7fELF");
+    elf[4] = 2;
+    elf[5] = if arch.big_endian() { 2 } else { 1 };
+    let (t, m) = if arch.big_endian() {
+        (2u16.to_be_bytes(), arch.elf_machine().to_be_bytes())
+    } else {
+        (2u16.to_le_bytes(), arch.elf_machine().to_le_bytes())
+    };
+    elf[16..18].copy_from_slice(&t);
+    elf[18..20].copy_from_slice(&m);
+    elf
+}
+
+/// An x86_64 header followed by 4 KiB of fixed filler, for tests that
+/// compare the carried bytes.
+pub fn static_x86_64_with_body() -> Vec<u8> {
+    let mut v = static_elf(Arch::X86_64);
+    v.extend((0..4096u32).map(|i| (i * 7 % 251) as u8));
+    v
+}
