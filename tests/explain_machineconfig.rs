@@ -276,6 +276,7 @@ fn role_machineconfigs_taint_every_master_next_to_the_platform_taint() {
     );
     let mut mc = mco::mco_machineconfig(&unit);
     mc["metadata"]["name"] = json!("01-master-kubelet");
+    mc["metadata"]["labels"][layout::ROLE_LABEL] = json!("master");
     let mc_path = scratch.path().join("01-master-kubelet.yaml");
     std::fs::write(
         &mc_path,

@@ -325,6 +325,102 @@ fn machineconfig_input_defaults_to_the_openshift_profile() {
     assert!(stderr(&out).contains("node-role.kubernetes.io/worker"));
 }
 
+/// The static wrapper the committed example carries, laid out from it
+/// under `dir`.
+fn example_wrapper(dir: &Path) -> PathBuf {
+    let example_tree = dir.join("example");
+    let text =
+        std::fs::read_to_string(example("50-worker-gpu-kubelet-labeler-wrapper.yaml")).unwrap();
+    let configs = layout::machineconfigs_from_yaml(&text, "example").unwrap();
+    layout::Layout::merge(configs)
+        .unwrap()
+        .write(&example_tree)
+        .unwrap();
+    example_tree.join("usr/local/bin/kubelet-labeler-wrapper.x86_64")
+}
+
+/// `render machineconfig` into `dir/out`: the files it wrote, by name.
+fn render_mcs(dir: &Path, out: &str, args: &[&str]) -> Vec<String> {
+    let wrapper = example_wrapper(dir);
+    let out = dir.join(out);
+    let mut all = vec!["render", "machineconfig"];
+    all.extend(args);
+    all.extend(["--wrapper", wrapper.to_str().unwrap()]);
+    all.extend(["--output-dir", out.to_str().unwrap()]);
+    let rendered = cli(&all);
+    assert!(rendered.status.success(), "{}", stderr(&rendered));
+    let mut files: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path().display().to_string())
+        .filter(|p| p.contains("kubelet-labeler-"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// All workers labeled by `--role worker`, the GPU pool by its own: on a
+/// node of the pool the MCO merges the pool's MachineConfigs after
+/// worker's, so the pool's env drop-in is the one written, though
+/// `50-worker-kubelet-...` sorts after `50-worker-gpu-kubelet-...`.
+/// MachineConfigs of two pools are refused, changing nothing.
+#[test]
+fn a_pools_machineconfigs_override_workers_as_on_a_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let rendered = kubelet_mc(dir.path(), &[]);
+    let worker = render_mcs(
+        dir.path(),
+        "worker",
+        &["--role", "worker", "--label", "node.kubernetes.io/general="],
+    );
+    assert!(
+        worker[0].ends_with("/50-worker-kubelet-labeler-labels.yaml"),
+        "{worker:?}"
+    );
+    let gpu = [
+        example("50-worker-gpu-kubelet-labeler-labels.yaml"),
+        example("50-worker-gpu-kubelet-labeler-wrapper.yaml"),
+    ];
+    let mut files: Vec<&str> = vec![&rendered];
+    files.extend(worker.iter().map(String::as_str));
+    files.extend(gpu.iter().map(String::as_str));
+    let out = explain_mcs(true, &files);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let e = json_of(&out);
+    assert_eq!(e["added_labels"], json!(["node.kubernetes.io/worker-gpu="]));
+    // The worker's alone: its labels.
+    files.truncate(1 + worker.len());
+    let e = json_of(&explain_mcs(true, &files));
+    assert_eq!(e["added_labels"], json!(["node.kubernetes.io/general="]));
+
+    let infra = render_mcs(
+        dir.path(),
+        "worker-infra",
+        &[
+            "--pool",
+            "worker-infra",
+            "--label",
+            "node.kubernetes.io/infra=",
+        ],
+    );
+    let mut files: Vec<&str> = vec![&rendered];
+    files.extend(gpu.iter().map(String::as_str));
+    files.extend(infra.iter().map(String::as_str));
+    let out = explain_mcs(false, &files);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(out.stdout.is_empty());
+    let e = stderr(&out);
+    assert!(
+        e.contains("MachineConfigs of more than one pool")
+            && e.contains(
+                "\"50-worker-gpu-kubelet-labeler-labels\", \
+                 \"50-worker-gpu-kubelet-labeler-wrapper\" (role worker-gpu)"
+            )
+            && e.contains("(role worker-infra)")
+            && e.contains("give the MachineConfigs of one pool"),
+        "{e}"
+    );
+}
+
 /// Without --profile, explain validates as the installed wrapper will.
 #[test]
 fn explain_root_takes_the_installed_wrappers_profile() {
@@ -425,16 +521,7 @@ fn over_long_labels_are_refused_everywhere() {
         "{e}"
     );
     assert!(!dir.path().join("t").exists());
-    // The static wrapper the committed example carries, laid out from it.
-    let example_tree = dir.path().join("example");
-    let text =
-        std::fs::read_to_string(example("50-worker-gpu-kubelet-labeler-wrapper.yaml")).unwrap();
-    let configs = layout::machineconfigs_from_yaml(&text, "example").unwrap();
-    layout::Layout::merge(configs)
-        .unwrap()
-        .write(&example_tree)
-        .unwrap();
-    let static_wrapper = example_tree.join("usr/local/bin/kubelet-labeler-wrapper.x86_64");
+    let static_wrapper = example_wrapper(dir.path());
     let static_wrapper = static_wrapper.to_str().unwrap();
     let mut args = vec!["render", "machineconfig", "--pool", "worker-big", "-o", "-"];
     args.extend(["--wrapper", static_wrapper]);

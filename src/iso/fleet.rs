@@ -391,30 +391,32 @@ fn keep_env_file(mc: &Value, source: &str, f: &mut Found) {
     if entries.is_empty() {
         return;
     }
+    // Name and labels: the MCO merges by role, then name.
     let only_env = json!({
-        "metadata": { "name": mc.pointer("/metadata/name").cloned().unwrap_or(Value::Null) },
+        "metadata": {
+            "name": mc.pointer("/metadata/name").cloned().unwrap_or(Value::Null),
+            "labels": mc.pointer("/metadata/labels").cloned().unwrap_or(Value::Null),
+        },
         "spec": { "config": { "storage": { "files": entries } } }
     });
     f.env_configs.push((only_env, source.to_string()));
 }
 
 /// The env drop-in's variables as the node gets them: the MCO merges a
-/// pool's MachineConfigs in name order and a later one's file replaces an
-/// earlier one's whole, as `explain --machineconfig` lays them out.
+/// pool's MachineConfigs (worker's by name, then the pool's by name) and a
+/// later one's file replaces an earlier one's whole, as `explain
+/// --machineconfig` lays them out.
 fn pool_env(configs: &[(Value, String)]) -> Result<Vec<(String, String, String)>> {
-    let name = |mc: &Value| {
-        mc.pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
+    let mcs: Vec<Value> = configs.iter().map(|(mc, _)| mc.clone()).collect();
+    let order = crate::render::layout::merge_order(&mcs)
+        .with_context(|| format!("merging the MachineConfigs' {ENV_DROPIN_NAME}"))?;
     // The file of the MachineConfig that wins, for messages.
-    let Some((_, source)) = configs.iter().max_by_key(|(mc, _)| name(mc)) else {
+    let Some(&last) = order.last() else {
         return Ok(Vec::new());
     };
-    let layout =
-        crate::render::layout::Layout::merge(configs.iter().map(|(mc, _)| mc.clone()).collect())
-            .with_context(|| format!("decoding the MachineConfigs' {ENV_DROPIN_NAME}"))?;
+    let source = &configs[last].1;
+    let layout = crate::render::layout::Layout::merge(mcs)
+        .with_context(|| format!("decoding the MachineConfigs' {ENV_DROPIN_NAME}"))?;
     let Some(file) = layout.file(ENV_DROPIN_PATH) else {
         return Ok(Vec::new());
     };
@@ -700,9 +702,9 @@ mod tests {
     }
 
     /// The MCO keeps one whole env drop-in per path, the one of the
-    /// MachineConfig whose name sorts last: a pool-role file that sets only
-    /// static labels replaces the worker-role one with the rules, not adds
-    /// to it.
+    /// MachineConfig it merges last: the pool's role's after worker's,
+    /// whatever the names. A pool-role file that sets only static labels
+    /// replaces the worker-role one with the rules, not adds to it.
     #[test]
     fn the_env_dropin_is_the_last_machineconfigs_whole() {
         let dir = tempfile::tempdir().unwrap();
@@ -738,25 +740,39 @@ mod tests {
             ),
             selector: b"\x7fELF".to_vec(),
         };
-        // The pool's file sorts last: the node gets no rules at all.
         std::fs::write(
             dir.path().join("a.json"),
             mc("50-worker-env", "worker", &worker).to_string(),
         )
         .unwrap();
-        std::fs::write(
-            dir.path().join("b.json"),
-            mc("60-worker-p-env", "worker-p", &pool).to_string(),
-        )
-        .unwrap();
-        let e = format!("{:#}", build(&o).err().unwrap());
-        assert!(e.contains("no node rules"), "{e}");
-        // The worker's sorts last: its labels only, not the pool's too.
-        std::fs::write(
-            dir.path().join("b.json"),
-            mc("40-worker-p-env", "worker-p", &pool).to_string(),
-        )
-        .unwrap();
+        // The pool's file is merged last, whether its name sorts after
+        // the worker's or before: the node gets no rules at all.
+        for name in ["60-worker-p-env", "40-worker-p-env"] {
+            std::fs::write(
+                dir.path().join("b.json"),
+                mc(name, "worker-p", &pool).to_string(),
+            )
+            .unwrap();
+            let e = format!("{:#}", build(&o).err().unwrap());
+            assert!(e.contains("no node rules"), "{name}: {e}");
+            // Given the rules, the file named is the pool's.
+            let with_rules = FleetOptions {
+                rules: Some("KLR2,0".into()),
+                pools: o.pools.clone(),
+                dest_device: o.dest_device.clone(),
+                nfd_labels: None,
+                mcs_url: o.mcs_url.clone(),
+                ca_pem: o.ca_pem.clone(),
+                selector: o.selector.clone(),
+            };
+            let e = format!("{:#}", build(&with_rules).err().unwrap());
+            assert!(
+                e.contains(&format!("b.json sets no {RULES_VAR}")),
+                "{name}: {e}"
+            );
+        }
+        // Without it, the worker's, rules and labels.
+        std::fs::remove_file(dir.path().join("b.json")).unwrap();
         let fleet = build(&o).unwrap();
         let p = &fleet.table.pools[0];
         assert_eq!(

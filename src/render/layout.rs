@@ -1,7 +1,8 @@
 //! Lay MachineConfigs out as the node tree they would write: what
 //! `explain --machineconfig` explains. MachineConfigs are merged as the MCO
-//! merges a pool's configs (by name order; files by path, units by name,
-//! drop-ins by name within a unit: a later one replaces the fields it sets).
+//! merges a pool's configs (`worker`-role ones by name, then the pool's own
+//! role's by name; files by path, units by name, drop-ins by name within a
+//! unit: a later one replaces the fields it sets).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -122,32 +123,107 @@ fn percent_decode(s: &str) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-impl Layout {
-    /// Merge MachineConfigs in MCO's order (sorted by name).
-    pub fn merge(mut configs: Vec<Value>) -> Result<Layout> {
-        let name = |v: &Value| {
-            v.pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string()
+/// The label a MachineConfigPool selects its MachineConfigs by.
+pub const ROLE_LABEL: &str = "machineconfiguration.openshift.io/role";
+
+/// Roles whose pools select their own role's MachineConfigs only, not
+/// `worker`'s as a custom pool does.
+const OWN_ROLE_ONLY: [&str; 2] = ["master", "arbiter"];
+
+fn mc_name(mc: &Value) -> &str {
+    mc.pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// A MachineConfig's role label, if it has one.
+fn role(mc: &Value) -> Result<Option<&str>> {
+    match mc
+        .pointer("/metadata/labels")
+        .and_then(|l| l.get(ROLE_LABEL))
+    {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(r)) => Ok(Some(r)),
+        Some(other) => bail!(
+            "MachineConfig {:?}: label {ROLE_LABEL} is {other}, not a string; quote it",
+            mc_name(mc)
+        ),
+    }
+}
+
+/// Where `configs[i]` goes in the merge: the indices in merge order.
+///
+/// The MCO merges a pool's `worker`-role MachineConfigs first (by name),
+/// then all others (by name): a custom pool's own configs override
+/// worker's, whatever the names. It refuses a MachineConfig without
+/// labels, but the input here is often a rendered config (`oc get mc
+/// rendered-worker-...`), which carries none: what the pool already merged.
+/// So configs without a role go first, as the base the others change.
+///
+/// A node is in one pool: configs of two pools' roles are refused.
+pub fn merge_order(configs: &[Value]) -> Result<Vec<usize>> {
+    let mut roles: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut rank = Vec::with_capacity(configs.len());
+    for mc in configs {
+        let role = role(mc)?;
+        if let Some(r) = role {
+            roles.entry(r).or_default().push(mc_name(mc));
+        }
+        rank.push(match role {
+            None => 0,
+            Some("worker") => 1,
+            Some(_) => 2,
+        });
+    }
+    let pools: Vec<&str> = roles.keys().copied().filter(|r| *r != "worker").collect();
+    let mixed = pools.len() > 1
+        || (roles.contains_key("worker") && pools.iter().any(|r| OWN_ROLE_ONLY.contains(r)));
+    if mixed {
+        let named: Vec<String> = roles
+            .iter()
+            .map(|(r, names)| {
+                let names: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
+                format!("{} (role {r})", names.join(", "))
+            })
+            .collect();
+        let why = match pools.as_slice() {
+            [own] if OWN_ROLE_ONLY.contains(own) => {
+                format!("the {own} pool takes no worker MachineConfigs")
+            }
+            _ => format!("a node is in one pool, not {}", pools.join(" and ")),
         };
-        configs.sort_by_key(name);
+        bail!(
+            "MachineConfigs of more than one pool ({why}): {}; give the MachineConfigs of one \
+             pool: its role's (and, for a custom pool, worker's) or its rendered config",
+            named.join("; ")
+        );
+    }
+    let mut order: Vec<usize> = (0..configs.len()).collect();
+    // Stable: configs of one name keep the order given.
+    order.sort_by(|&a, &b| (rank[a], mc_name(&configs[a])).cmp(&(rank[b], mc_name(&configs[b]))));
+    Ok(order)
+}
+
+impl Layout {
+    /// Merge MachineConfigs in MCO's order (see `merge_order`).
+    pub fn merge(configs: Vec<Value>) -> Result<Layout> {
         let mut layout = Layout::default();
-        for mc in &configs {
-            let mc_name = name(mc);
-            layout.machineconfigs.push(mc_name.clone());
+        for i in merge_order(&configs)? {
+            let mc = &configs[i];
+            let name = mc_name(mc);
+            layout.machineconfigs.push(name.to_string());
             let Some(config) = mc.pointer("/spec/config") else {
                 continue;
             };
             layout
                 .add_config(config)
-                .with_context(|| format!("MachineConfig {mc_name:?}"))?;
+                .with_context(|| format!("MachineConfig {name:?}"))?;
         }
         Ok(layout)
     }
 
     /// The file the merged configs write at `path`: the whole file of the
-    /// last MachineConfig (by name) that writes it.
+    /// last MachineConfig in merge order that writes it.
     pub fn file(&self, path: &str) -> Option<&TreeFile> {
         self.files.get(path)
     }
@@ -276,7 +352,7 @@ mod tests {
                                            "dropins": [{"name": "d.conf", "contents": "2"},
                                                        {"name": "e.conf", "contents": "3"}]}]}}),
         );
-        // Given out of order: the MCO sorts by name.
+        // Given out of order: within a role, the MCO sorts by name.
         let layout = Layout::merge(vec![b, a]).unwrap();
         assert_eq!(layout.machineconfigs, ["01-a", "99-b"]);
         let dir = tempfile::tempdir().unwrap();
@@ -286,6 +362,107 @@ mod tests {
         assert_eq!(read("etc/systemd/system/k.service"), "A");
         assert_eq!(read("etc/systemd/system/k.service.d/d.conf"), "2");
         assert_eq!(read("etc/systemd/system/k.service.d/e.conf"), "3");
+    }
+
+    fn role_mc(name: &str, role: &str, config: Value) -> Value {
+        let mut v = mc(name, config);
+        v["metadata"]["labels"] = json!({ ROLE_LABEL: role });
+        v
+    }
+
+    /// Writes /etc/x and the drop-in k.service.d/d.conf with `text`.
+    fn writes(text: &str) -> Value {
+        json!({"storage": {"files": [{"path": "/etc/x", "contents": {"source": format!("data:,{text}")}}]},
+               "systemd": {"units": [{"name": "k.service",
+                                       "dropins": [{"name": "d.conf", "contents": text}]}]}})
+    }
+
+    #[test]
+    fn the_pools_own_role_wins_over_worker_whatever_the_names() {
+        let configs = vec![
+            role_mc("99-worker-z", "worker", writes("worker")),
+            role_mc("50-worker-gpu-a", "worker-gpu", writes("pool")),
+            mc("rendered-worker-gpu-0123", writes("rendered")),
+            role_mc("00-worker-a", "worker", json!({})),
+            mc("00-base", json!({})),
+        ];
+        let layout = Layout::merge(configs).unwrap();
+        assert_eq!(
+            layout.machineconfigs,
+            [
+                "00-base",
+                "rendered-worker-gpu-0123",
+                "00-worker-a",
+                "99-worker-z",
+                "50-worker-gpu-a"
+            ]
+        );
+        assert_eq!(layout.file("/etc/x").unwrap().contents, b"pool");
+        let dir = tempfile::tempdir().unwrap();
+        layout.write(dir.path()).unwrap();
+        let dropin = dir.path().join("etc/systemd/system/k.service.d/d.conf");
+        assert_eq!(std::fs::read_to_string(dropin).unwrap(), "pool");
+        // Without the pool's, worker's go over the rendered config.
+        let layout = Layout::merge(vec![
+            role_mc("01-worker-a", "worker", writes("worker")),
+            mc("rendered-worker-0123", writes("rendered")),
+        ])
+        .unwrap();
+        assert_eq!(layout.file("/etc/x").unwrap().contents, b"worker");
+    }
+
+    #[test]
+    fn machineconfigs_of_two_pools_are_refused() {
+        let err = |configs: Vec<Value>| format!("{:#}", Layout::merge(configs).unwrap_err());
+        let e = err(vec![
+            role_mc("01-worker-kubelet", "worker", json!({})),
+            role_mc("50-worker-gpu-labels", "worker-gpu", json!({})),
+            role_mc("50-worker-infra-labels", "worker-infra", json!({})),
+            role_mc("50-worker-infra-wrapper", "worker-infra", json!({})),
+        ]);
+        assert_eq!(
+            e,
+            "MachineConfigs of more than one pool (a node is in one pool, not worker-gpu and \
+             worker-infra): \"01-worker-kubelet\" (role worker); \"50-worker-gpu-labels\" \
+             (role worker-gpu); \"50-worker-infra-labels\", \"50-worker-infra-wrapper\" (role \
+             worker-infra); give the MachineConfigs of one pool: its role's (and, for a custom \
+             pool, worker's) or its rendered config"
+        );
+        for own in ["master", "arbiter"] {
+            let e = err(vec![
+                role_mc("01-worker-kubelet", "worker", json!({})),
+                role_mc(&format!("50-{own}-labels"), own, json!({})),
+            ]);
+            assert!(
+                e.contains(&format!("the {own} pool takes no worker MachineConfigs"))
+                    && e.contains("\"01-worker-kubelet\" (role worker)")
+                    && e.contains("give the MachineConfigs of one pool"),
+                "{e}"
+            );
+        }
+        let e = err(vec![role_mc("a", "worker", json!({})), {
+            let mut v = mc("b", json!({}));
+            v["metadata"]["labels"] = json!({ ROLE_LABEL: 1 });
+            v
+        }]);
+        assert!(
+            e.contains("MachineConfig \"b\": label") && e.contains("quote it"),
+            "{e}"
+        );
+        // One pool, with or without a rendered config: merged.
+        for configs in [
+            vec![
+                role_mc("01-master-kubelet", "master", json!({})),
+                mc("rendered-master-1", json!({})),
+            ],
+            vec![
+                role_mc("01-worker-kubelet", "worker", json!({})),
+                role_mc("50-worker-gpu-labels", "worker-gpu", json!({})),
+                mc("rendered-worker-gpu-1", json!({})),
+            ],
+        ] {
+            assert!(Layout::merge(configs).is_ok());
+        }
     }
 
     #[test]
