@@ -180,8 +180,9 @@ fn links_in_the_root_resolve_inside_it() {
             Err("is a symlink (to"),
         ),
         (
+            // (Its target exists inside the root and, as the victim, outside.)
             "a link to a file inside the root at the env drop-in's path",
-            vec![(ENV_DROPIN, "/etc/hostname".into())],
+            vec![(ENV_DROPIN, outside.join("victim").display().to_string())],
             Err("remove the link and render again"),
         ),
         (
@@ -190,54 +191,65 @@ fn links_in_the_root_resolve_inside_it() {
             Err("too many levels of symbolic links"),
         ),
     ];
+    let mut failed = Vec::new();
     for (n, (case, links, want)) in cases.into_iter().enumerate() {
         let root = dir.join(format!("root{n}"));
         std::fs::create_dir_all(root.join("var/usrlocal")).unwrap();
         std::fs::create_dir_all(root.join("etc")).unwrap();
-        std::fs::write(root.join("etc/hostname"), "node\n").unwrap();
+        // The victim's path inside the root holds a file too.
+        let in_root_victim = root.join(inside(&outside.join("victim")));
+        std::fs::create_dir_all(in_root_victim.parent().unwrap()).unwrap();
+        std::fs::write(&in_root_victim, "the image's own\n").unwrap();
         for (node, target) in &links {
             let at = root.join(node);
             std::fs::create_dir_all(at.parent().unwrap()).unwrap();
             symlink(target, &at).unwrap();
         }
-        let outside_before = snapshot(&outside);
-        let root_before = snapshot(&root);
-        let out = render(&dir, &root, &["--force"]).output().unwrap();
-        let err = stderr(&out);
-        assert_eq!(
-            snapshot(&outside),
-            outside_before,
-            "{case}: wrote outside the root: {err}"
-        );
-        match want {
-            Ok(paths) => {
-                assert!(out.status.success(), "{case}: {err}");
-                for (path, node) in paths.iter().zip([WRAPPER, GENERATOR, ENV_DROPIN]) {
-                    let got = snapshot(&root.join(path)).remove(Path::new(""));
-                    assert_eq!(
-                        got.as_ref(),
-                        Some(&expected[node]),
-                        "{case}: {}",
-                        path.display()
-                    );
-                    assert!(
-                        err.contains(&format!("wrote {}", root.join(path).display())),
-                        "{case}: {err}"
-                    );
+        // Each case runs to its end: a failure names every case that fails.
+        let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let outside_before = snapshot(&outside);
+            let root_before = snapshot(&root);
+            let out = render(&dir, &root, &["--force"]).output().unwrap();
+            let err = stderr(&out);
+            assert_eq!(
+                snapshot(&outside),
+                outside_before,
+                "{case}: wrote outside the root: {err}"
+            );
+            match want {
+                Ok(paths) => {
+                    assert!(out.status.success(), "{case}: {err}");
+                    for (path, node) in paths.iter().zip([WRAPPER, GENERATOR, ENV_DROPIN]) {
+                        let got = snapshot(&root.join(path)).remove(Path::new(""));
+                        assert_eq!(
+                            got.as_ref(),
+                            Some(&expected[node]),
+                            "{case}: {}",
+                            path.display()
+                        );
+                        assert!(
+                            err.contains(&format!("wrote {}", root.join(path).display())),
+                            "{case}: {err}"
+                        );
+                    }
+                    // The links stay links.
+                    for (node, target) in &links {
+                        let got = std::fs::read_link(root.join(node)).unwrap();
+                        assert_eq!(got, Path::new(target), "{case}");
+                    }
                 }
-                // The links stay links.
-                for (node, target) in &links {
-                    let got = std::fs::read_link(root.join(node)).unwrap();
-                    assert_eq!(got, Path::new(target), "{case}");
+                Err(says) => {
+                    assert_eq!(out.status.code(), Some(1), "{case}: {err}");
+                    assert!(err.contains(says), "{case}: {err}");
+                    assert_eq!(snapshot(&root), root_before, "{case}: the root changed");
                 }
             }
-            Err(says) => {
-                assert_eq!(out.status.code(), Some(1), "{case}: {err}");
-                assert!(err.contains(says), "{case}: {err}");
-                assert_eq!(snapshot(&root), root_before, "{case}: the root changed");
-            }
+        }));
+        if checked.is_err() {
+            failed.push(case);
         }
     }
+    assert!(failed.is_empty(), "failed: {failed:?}");
 }
 
 /// `program` as nobody when we are root (root writes anywhere), else as
