@@ -229,11 +229,10 @@ pub fn earlier_files(
     Ok(found)
 }
 
-/// Refuse to write `bytes` at `path` (see [`in_root`]): a symlink there
-/// (whatever it points to: render writes its own files, never through a
-/// link), anything [`write_target`] refuses, or other contents without
-/// `force`.
-fn check_target(path: &Path, bytes: &[u8], force: bool) -> Result<()> {
+/// Refuse to write at `path` (see [`in_root`]): a symlink there (whatever
+/// it points to: render writes its own files, never through a link), or
+/// anything [`write_target`] refuses.
+fn check_target(path: &Path) -> Result<()> {
     let meta = match fs::symlink_metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         other => other.with_context(|| format!("reading {}", path.display()))?,
@@ -247,19 +246,24 @@ fn check_target(path: &Path, bytes: &[u8], force: bool) -> Result<()> {
         );
     }
     write_target(path)?;
-    if !force && meta.len() == bytes.len() as u64 {
-        let old = fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-        if old == bytes {
-            return Ok(());
-        }
-    }
-    if !force {
-        bail!(
-            "{} exists with other contents; pass --force to replace it",
-            path.display()
-        );
-    }
     Ok(())
+}
+
+/// Refuse to replace other contents at `path` without `force`.
+fn check_contents(path: &Path, bytes: &[u8], force: bool) -> Result<()> {
+    let Ok(meta) = fs::metadata(path) else {
+        return Ok(());
+    };
+    if force
+        || meta.len() == bytes.len() as u64
+            && fs::read(path).with_context(|| format!("reading {}", path.display()))? == bytes
+    {
+        return Ok(());
+    }
+    bail!(
+        "{} exists with other contents; pass --force to replace it",
+        path.display()
+    )
 }
 
 /// Every output as a temp file in its directory before anything is
@@ -367,7 +371,7 @@ pub fn render_tree(opts: &TreeOptions) -> Result<TreeWritten> {
     let mut files = Vec::new();
     for (node, bytes, mode) in &planned {
         let path = in_root(&opts.root, node)?;
-        check_target(&path, bytes, opts.force)?;
+        check_target(&path)?;
         files.push((path, bytes, *mode));
     }
     let stale = stale_static_dropin(opts)?;
@@ -387,6 +391,9 @@ pub fn render_tree(opts: &TreeOptions) -> Result<TreeWritten> {
             if names.len() == 1 { "it" } else { "them" },
             if names.len() == 1 { "it" } else { "them" },
         );
+    }
+    for (path, bytes, _) in &files {
+        check_contents(path, bytes, opts.force)?;
     }
     let mut staged = Staged::default();
     let staging = files
