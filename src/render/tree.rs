@@ -336,7 +336,7 @@ fn check_removable(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// A failure while staging, with what nothing changed and what to do.
+/// A failure while staging: it says that nothing changed, and what to do.
 fn nothing_written(e: anyhow::Error) -> anyhow::Error {
     let kind = e
         .chain()
