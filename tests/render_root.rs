@@ -252,14 +252,17 @@ fn links_in_the_root_resolve_inside_it() {
     assert!(failed.is_empty(), "failed: {failed:?}");
 }
 
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+}
+
 /// `program` as nobody when we are root (root writes anywhere), else as
 /// we are; None (skipped) without setpriv.
 fn unprivileged(program: &Path) -> Option<Command> {
-    let is_root = std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"));
-    if !is_root {
+    if !is_root() {
         return Some(Command::new(program));
     }
     let mut c = Command::new(skipped::tool("setpriv")?);
@@ -323,6 +326,52 @@ fn a_directory_it_cannot_write_changes_nothing() {
         after.insert("etc/systemd".into(), Entry::Dir(0o555));
         assert_eq!(after, before, "root{n} changed");
     }
+}
+
+/// A read-only filesystem in the tree (its etc/systemd bind-mounted
+/// read-only, in a mount namespace of the run's own): refused before
+/// anything changes, saying what to do.
+#[test]
+fn a_read_only_filesystem_changes_nothing() {
+    if !is_root() {
+        skipped::skipped("a read-only bind mount: unshare --mount needs root");
+        return;
+    }
+    let Some(unshare) = skipped::tool("unshare") else {
+        return;
+    };
+    let (tmp, _) = setup();
+    let dir = tmp.path();
+    let root = dir.join("root");
+    std::fs::create_dir_all(root.join("etc/systemd")).unwrap();
+    std::fs::create_dir_all(root.join("usr/local/bin")).unwrap();
+    std::fs::write(root.join(WRAPPER), "an earlier wrapper\n").unwrap();
+    let before = snapshot(&root);
+    let out = Command::new(unshare)
+        .args(["--mount", "sh", "-c"])
+        .arg(r#"mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" || exit 99; shift; exec "$@""#)
+        .arg("sh")
+        .arg(root.join("etc/systemd"))
+        .arg(BIN)
+        .args(dropins_args(dir, &root, &["--force"]))
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    if out.status.code() == Some(99) {
+        skipped::skipped(&format!("a read-only bind mount: {}", err.trim()));
+        return;
+    }
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("Read-only file system")
+            && err.contains(
+                "nothing was written (a read-only filesystem: render into a scratch tree"
+            ),
+        "{err}"
+    );
+    assert_eq!(snapshot(&root), before);
 }
 
 /// `--output-dir` naming a file says so and leaves the file as it was.
