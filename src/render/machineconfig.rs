@@ -382,6 +382,7 @@ pub fn to_yaml(v: &Value) -> Result<String> {
 /// Every file is staged as a temp file in `dir` first and renamed into place
 /// only when all are written, so a failure leaves no partial set behind.
 pub fn write_dir(rendered: &Rendered, dir: &Path, force: bool) -> Result<Vec<PathBuf>> {
+    check_output_dir(dir)?;
     let mut texts = Vec::new();
     for (name, obj) in &rendered.manifests {
         texts.push((super::tree::write_target(&dir.join(name))?, to_yaml(obj)?));
@@ -419,6 +420,22 @@ pub fn write_dir(rendered: &Rendered, dir: &Path, force: bool) -> Result<Vec<Pat
     Ok(written)
 }
 
+/// `--output-dir DIR` is a directory, or nothing yet (then it is made).
+fn check_output_dir(dir: &Path) -> Result<()> {
+    let not_dir = match std::fs::metadata(dir) {
+        Ok(m) if m.is_file() => "is a file",
+        Ok(m) if !m.is_dir() => "is not a directory",
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+            "has a file where a directory should be"
+        }
+        _ => return Ok(()),
+    };
+    bail!(
+        "--output-dir {} {not_dir}; give a directory (made when missing) for the manifests, or -o FILE for one YAML stream",
+        dir.display()
+    )
+}
+
 /// What an output directory holds besides the manifests a render writes.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct EarlierManifests {
@@ -436,6 +453,7 @@ pub struct EarlierManifests {
 /// MachineConfig of that name, `machineconfigpool-<pool>.yaml` with the
 /// MachineConfigPool `<pool>`.
 pub fn earlier_manifests(rendered: &Rendered, dir: &Path) -> Result<EarlierManifests> {
+    check_output_dir(dir)?;
     let mut found = EarlierManifests::default();
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,

@@ -15,6 +15,7 @@ use super::dropins::{
     generator, wrapper_path,
 };
 use crate::kubelet::{Additions, Profile};
+use crate::unit::search;
 
 pub struct TreeOptions {
     pub root: PathBuf,
@@ -157,36 +158,200 @@ fn check_unit_name(unit: &str) -> Result<()> {
     Ok(())
 }
 
-/// The static drop-in an earlier version wrote: in /etc it would shadow
-/// the generator's (same name, higher priority) and run a wrapper path that
-/// no longer exists.
-pub fn stale_static_dropin(opts: &TreeOptions) -> PathBuf {
+/// Where node path `node` of the tree at `root` is on this machine. The
+/// tree is a node's root filesystem (a mounted image, a chroot, `/`): each
+/// symlink among its directories is followed as on the node, inside the
+/// root (an absolute target starts at the root, `..` stops there; the
+/// resolution `explain --root` uses), so the result never leaves the tree.
+/// RHCOS's `/usr/local -> ../var/usrlocal` lands in the root's
+/// `var/usrlocal`. The last component is not followed.
+pub fn in_root(root: &Path, node: &Path) -> Result<PathBuf> {
+    let name = node.file_name().context("a node path with no file name")?;
+    let dir = search::canonical(root, node.parent().unwrap_or(Path::new("/")));
+    // canonical stops after 32 links, where the kernel would follow on: a
+    // link left in its answer is refused.
+    let mut at = root.to_path_buf();
+    for part in dir.components().skip(1) {
+        at.push(part);
+        match fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => bail!(
+                "{}: too many levels of symbolic links in --root {} (at {}); not writing there",
+                search::under(root, node).display(),
+                root.display(),
+                at.display()
+            ),
+            Ok(_) => {}
+            // Missing (or not a directory): no link below it.
+            Err(_) => break,
+        }
+    }
+    Ok(search::under(root, &dir).join(name))
+}
+
+/// `path` (see [`in_root`]) when a regular file is there: only that can be
+/// one an earlier render wrote.
+fn regular_file(path: PathBuf) -> Option<PathBuf> {
+    path.symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_file())
+        .then_some(path)
+}
+
+/// The static drop-in an earlier version wrote, when it is there: in /etc
+/// it would shadow the generator's (same name, higher priority) and run a
+/// wrapper path that no longer exists.
+pub fn stale_static_dropin(opts: &TreeOptions) -> Result<Option<PathBuf>> {
     let node = PathBuf::from("/etc/systemd/system")
         .join(format!("{}.d", opts.unit))
         .join(WRAPPER_DROPIN_NAME);
-    opts.root.join(node.strip_prefix("/").unwrap_or(&node))
+    Ok(regular_file(in_root(&opts.root, &node)?))
 }
 
 /// Files of ours an earlier render left that this one does not write: the
 /// wrapper of an architecture no longer shipped, and the env drop-in when
 /// this render has no labels, taints or rules (left, it would still add the
 /// earlier ones).
-pub fn earlier_files(opts: &TreeOptions, planned: &[(PathBuf, Vec<u8>, u32)]) -> Vec<PathBuf> {
+pub fn earlier_files(
+    opts: &TreeOptions,
+    planned: &[(PathBuf, Vec<u8>, u32)],
+) -> Result<Vec<PathBuf>> {
     let env = PathBuf::from("/etc/systemd/system")
         .join(format!("{}.d", opts.unit))
         .join(ENV_DROPIN_NAME);
-    Arch::ALL
+    let mut found = Vec::new();
+    for node in Arch::ALL
         .iter()
         .map(|a| PathBuf::from(wrapper_path(*a)))
         .chain([env])
         .filter(|node| !planned.iter().any(|(p, _, _)| p == node))
-        .map(|node| opts.root.join(node.strip_prefix("/").unwrap_or(&node)))
-        // Only a regular file can be one we wrote.
-        .filter(|path| {
-            path.symlink_metadata()
-                .is_ok_and(|m| m.file_type().is_file())
+    {
+        found.extend(regular_file(in_root(&opts.root, &node)?));
+    }
+    Ok(found)
+}
+
+/// Refuse to write at `path` (see [`in_root`]): a symlink there (whatever
+/// it points to: render writes its own files, never through a link), or
+/// anything [`write_target`] refuses.
+fn check_target(path: &Path) -> Result<()> {
+    let meta = match fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        other => other.with_context(|| format!("reading {}", path.display()))?,
+    };
+    if meta.file_type().is_symlink() {
+        let to = fs::read_link(path).with_context(|| format!("reading {}", path.display()))?;
+        bail!(
+            "{} is a symlink (to {}); render dropins writes a regular file there, not through a link: remove the link and render again",
+            path.display(),
+            to.display()
+        );
+    }
+    write_target(path)?;
+    Ok(())
+}
+
+/// Refuse to replace other contents at `path` without `force`.
+fn check_contents(path: &Path, bytes: &[u8], force: bool) -> Result<()> {
+    let Ok(meta) = fs::metadata(path) else {
+        return Ok(());
+    };
+    if force
+        || meta.len() == bytes.len() as u64
+            && fs::read(path).with_context(|| format!("reading {}", path.display()))? == bytes
+    {
+        return Ok(());
+    }
+    bail!(
+        "{} exists with other contents; pass --force to replace it",
+        path.display()
+    )
+}
+
+/// Every output as a temp file in its directory before anything is
+/// replaced or removed, so a directory that cannot be written is found
+/// while nothing has changed; then the temp files go, and the directories
+/// made for them.
+#[derive(Default)]
+struct Staged {
+    made_dirs: Vec<PathBuf>,
+    files: Vec<(tempfile::NamedTempFile, PathBuf)>,
+}
+
+impl Staged {
+    /// `dir` and the directories above it that are missing.
+    fn make_dir(&mut self, dir: &Path) -> Result<()> {
+        let missing: Vec<PathBuf> = dir
+            .ancestors()
+            .filter(|a| !a.as_os_str().is_empty())
+            .take_while(|a| {
+                matches!(fs::symlink_metadata(a),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound)
+            })
+            .map(Path::to_path_buf)
+            .collect();
+        for d in missing.into_iter().rev() {
+            fs::create_dir(&d).with_context(|| format!("creating {}", d.display()))?;
+            self.made_dirs.push(d);
+        }
+        Ok(())
+    }
+
+    fn file(&mut self, path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+        let dir = path.parent().context("a path with no parent")?;
+        self.make_dir(dir)?;
+        let mut tmp = temp_file_in(dir)?;
+        tmp.write_all(bytes)
+            .with_context(|| format!("writing {}", tmp.path().display()))?;
+        tmp.as_file()
+            .set_permissions(fs::Permissions::from_mode(mode))
+            .with_context(|| format!("setting the mode of {}", tmp.path().display()))?;
+        self.files.push((tmp, path.to_path_buf()));
+        Ok(())
+    }
+
+    fn undo(self) {
+        drop(self.files);
+        for d in self.made_dirs.iter().rev() {
+            let _ = fs::remove_dir(d);
+        }
+    }
+}
+
+/// A temp file in `dir`. A refusal says only why, without the temp
+/// file's random name.
+fn temp_file_in(dir: &Path) -> Result<tempfile::NamedTempFile> {
+    tempfile::NamedTempFile::new_in(dir)
+        .map_err(|e| match e.kind() {
+            k @ (std::io::ErrorKind::PermissionDenied
+            | std::io::ErrorKind::ReadOnlyFilesystem
+            | std::io::ErrorKind::NotFound) => std::io::Error::from(k),
+            _ => e,
         })
-        .collect()
+        .with_context(|| format!("creating a temp file in {}", dir.display()))
+}
+
+/// Whether `path` can be removed: its directory takes a new file.
+fn check_removable(path: &Path) -> Result<()> {
+    let dir = path.parent().context("a path with no parent")?;
+    temp_file_in(dir).with_context(|| format!("removing {}", path.display()))?;
+    Ok(())
+}
+
+/// A failure while staging: it says that nothing changed, and what to do.
+fn nothing_written(e: anyhow::Error) -> anyhow::Error {
+    let kind = e
+        .chain()
+        .find_map(|c| c.downcast_ref::<std::io::Error>())
+        .map(std::io::Error::kind);
+    let fix = match kind {
+        Some(std::io::ErrorKind::PermissionDenied) => {
+            " (run as root, or render into a scratch tree with --root DIR --create-root and copy it over)"
+        }
+        Some(std::io::ErrorKind::ReadOnlyFilesystem) => {
+            " (a read-only filesystem: render into a scratch tree with --root DIR --create-root and copy it over)"
+        }
+        _ => "",
+    };
+    anyhow::anyhow!("{e:#}; nothing was written{fix}")
 }
 
 /// What [`render_tree`] did.
@@ -197,16 +362,26 @@ pub struct TreeWritten {
     pub removed: Vec<PathBuf>,
 }
 
+/// Write the files into the tree at `opts.root`, every path resolved inside
+/// it ([`in_root`]). Everything that could refuse is checked, and every
+/// file staged, before the first file is replaced or removed: a refusal
+/// changes nothing.
 pub fn render_tree(opts: &TreeOptions) -> Result<TreeWritten> {
-    let files = planned_files(opts)?;
-    let stale = stale_static_dropin(opts);
-    if stale.exists() && !opts.force {
+    let planned = planned_files(opts)?;
+    let mut files = Vec::new();
+    for (node, bytes, mode) in &planned {
+        let path = in_root(&opts.root, node)?;
+        check_target(&path)?;
+        files.push((path, bytes, *mode));
+    }
+    let stale = stale_static_dropin(opts)?;
+    if let Some(stale) = stale.as_ref().filter(|_| !opts.force) {
         bail!(
             "{} is the static drop-in of an earlier version; pass --force to remove it (the generator writes it now)",
             stale.display()
         );
     }
-    let earlier = earlier_files(opts, &files);
+    let earlier = earlier_files(opts, &planned)?;
     if !earlier.is_empty() && !opts.force {
         let names: Vec<String> = earlier.iter().map(|p| p.display().to_string()).collect();
         bail!(
@@ -217,27 +392,31 @@ pub fn render_tree(opts: &TreeOptions) -> Result<TreeWritten> {
             if names.len() == 1 { "it" } else { "them" },
         );
     }
-    // Refuse before writing anything, so nothing is half done.
-    for (node, bytes, _) in &files {
-        let path = write_target(&opts.root.join(node.strip_prefix("/").unwrap_or(node)))?;
-        let differs = fs::metadata(&path).is_ok_and(|m| {
-            m.len() != bytes.len() as u64 || fs::read(&path).is_ok_and(|old| old != *bytes)
+    for (path, bytes, _) in &files {
+        check_contents(path, bytes, opts.force)?;
+    }
+    let mut staged = Staged::default();
+    let staging = files
+        .iter()
+        .try_for_each(|(path, bytes, mode)| staged.file(path, bytes, *mode))
+        .and_then(|()| {
+            stale
+                .iter()
+                .chain(&earlier)
+                .try_for_each(|p| check_removable(p))
         });
-        if differs && !opts.force {
-            bail!(
-                "{} exists with other contents; pass --force to replace it",
-                path.display()
-            );
-        }
+    if let Err(e) = staging {
+        staged.undo();
+        return Err(nothing_written(e));
     }
     let mut done = TreeWritten::default();
-    if stale.exists() {
+    if let Some(stale) = stale {
         fs::remove_file(&stale).with_context(|| format!("removing {}", stale.display()))?;
         done.removed.push(stale);
     }
-    for (node, bytes, mode) in files {
-        let path = opts.root.join(node.strip_prefix("/").unwrap_or(&node));
-        write_atomic(&path, &bytes, mode)?;
+    for (tmp, path) in staged.files {
+        tmp.persist(&path)
+            .with_context(|| format!("renaming into {}", path.display()))?;
         done.written.push(path);
     }
     for path in earlier {
