@@ -112,8 +112,12 @@ pub fn prepare(
         Some(list) => UnitPaths::from_list(&opts.root, list),
         None => UnitPaths::system(&opts.root),
     };
+    // A second drop-in that runs the wrapper (an earlier render's under
+    // another name, a hand copy) is ours too: standing in for it would exec
+    // the wrapper again, in a loop, and never kubelet.
     let load = LoadOptions {
         skip_dropin: Some(opts.own_dropin.clone()),
+        skip_running: unit::Program::this_process("the wrapper"),
         ..Default::default()
     };
     let svc = unit::load_service(&paths, &opts.unit, &load)
