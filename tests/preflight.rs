@@ -769,7 +769,15 @@ fn verdicts(scratch: &Path, kubelet: &Path, cases: &[(&str, &[Placed])]) -> Vec<
         .iter()
         .map(|n| scratch.join(n))
         .collect();
-    let ours = format!("[Service]\nExecStart=\nExecStart={k} wrapper\n");
+    // The wrapper's stand-in: the recorder too, as another file (the
+    // wrapper knows itself by its file).
+    let wrapper = scratch.join("fake-wrapper");
+    std::fs::create_dir_all(scratch).unwrap();
+    std::fs::copy(kubelet, &wrapper).unwrap();
+    let ours = format!(
+        "[Service]\nExecStart=\nExecStart={} wrapper\n",
+        wrapper.display()
+    );
     let env = format!("[Service]\nEnvironment=\"{LABELS_VAR}=example.com/a=b\"\n");
     let mut units = Vec::new();
     for (name, files) in cases {
