@@ -537,7 +537,11 @@ mod tests {
         let svc = load_service(&paths, "k.service", &opts).unwrap();
         assert_eq!(svc.exec_start.len(), 1);
         assert_eq!(svc.exec_start[0].path, b"/bin/k");
-        let skipped: Vec<String> = svc.skipped.iter().map(|p| p.display().to_string()).collect();
+        let skipped: Vec<String> = svc
+            .skipped
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
         assert_eq!(
             skipped,
             [
@@ -555,14 +559,20 @@ mod tests {
         assert_eq!(svc.exec_start[0].path, b"/bin/w-link");
 
         write(unit, "[Service]\nExecStart=/bin/w --unit %n\n");
-        let e = format!("{:#}", load_service(&paths, "k.service", &opts).unwrap_err());
+        let e = format!(
+            "{:#}",
+            load_service(&paths, "k.service", &opts).unwrap_err()
+        );
         assert!(
             e.starts_with("nothing to start beneath the wrapper: /etc/systemd/system/k.service runs the wrapper too")
                 && e.contains("zzz-copy.conf"),
             "{e}"
         );
         write(unit, "[Service]\nType=simple\n");
-        let e = format!("{:#}", load_service(&paths, "k.service", &opts).unwrap_err());
+        let e = format!(
+            "{:#}",
+            load_service(&paths, "k.service", &opts).unwrap_err()
+        );
         assert!(e.contains("no ExecStart= is left"), "{e}");
     }
 }
