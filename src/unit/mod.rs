@@ -186,12 +186,14 @@ pub fn read_node(paths: &UnitPaths, node: &Path) -> std::io::Result<Vec<u8>> {
     if let Ok(m) = std::fs::symlink_metadata(&path)
         && !m.file_type().is_symlink()
     {
-        if m.is_file() && m.len() == 0 {
+        // A device is never read: /dev/zero would not end.
+        if search::null_or_empty(&m) {
             return Ok(Vec::new());
         }
         return crate::nodefs::read(&path);
     }
-    // A drop-in linked to /dev/null masks its name and says nothing.
+    // A drop-in linked to /dev/null (or another device) masks its name and
+    // says nothing.
     if search::is_masked(&paths.root, node) {
         return Ok(Vec::new());
     }
@@ -497,6 +499,27 @@ pub fn offline_environment(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A device is never read (systemd would hang on a drop-in linked to
+    /// /dev/zero, and masks a unit file linked to any device).
+    #[test]
+    fn devices_read_as_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        let units = r.join("etc/systemd/system");
+        std::fs::create_dir_all(units.join("k.service.d")).unwrap();
+        // The tree's /dev is the host's.
+        std::os::unix::fs::symlink("/dev", r.join("dev")).unwrap();
+        std::fs::write(units.join("k.service"), "[Service]\nExecStart=/bin/k\n").unwrap();
+        std::os::unix::fs::symlink("/dev/zero", units.join("k.service.d/50-zero.conf")).unwrap();
+        let paths = UnitPaths::system(r);
+        let svc = load_service(&paths, "k.service", &LoadOptions::default()).unwrap();
+        assert_eq!(svc.exec_start[0].path, b"/bin/k");
+        std::fs::remove_file(units.join("k.service")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", units.join("k.service")).unwrap();
+        let e = load_service(&paths, "k.service", &LoadOptions::default()).unwrap_err();
+        assert_eq!(e.to_string(), "k.service is masked");
+    }
 
     /// Drop-ins that run the program are left out wherever they sort; a
     /// unit that runs it with none of them left is an error naming files.
