@@ -262,7 +262,12 @@ pub fn load_service(
             read_node(paths, &node).with_context(|| format!("reading {}", node.display()))?;
         let name = node.display().to_string();
         let parsed = syntax::parse(&data, &name);
-        if !is_fragment
+        let sets_exec = parsed
+            .assignments
+            .iter()
+            .any(|a| a.section == "Service" && a.key == "ExecStart" && !a.value.is_empty());
+        if sets_exec
+            && !is_fragment
             && let Some(program) = &opts.skip_running
             && runs(
                 &parsed,
@@ -275,11 +280,7 @@ pub fn load_service(
             svc.skipped.push(node);
             continue;
         }
-        if parsed
-            .assignments
-            .iter()
-            .any(|a| a.section == "Service" && a.key == "ExecStart" && !a.value.is_empty())
-        {
+        if sets_exec {
             exec_from = Some(node.clone());
         }
         svc.warnings.extend(parsed.warnings.iter().cloned());
@@ -314,34 +315,31 @@ pub fn load_service(
         }
     }
     if let Some(program) = &opts.skip_running {
-        let left_out = || {
-            svc.skipped
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
+        use std::os::unix::ffi::OsStrExt;
         let what = program.what;
-        if svc.exec_start.is_empty() && !svc.skipped.is_empty() {
-            bail!(
-                "nothing to start beneath {what}: no ExecStart= is left once the drop-ins that run {what} are left out ({})",
-                left_out()
-            );
-        }
-        let again = svc.exec_start.iter().any(|c| {
-            use std::os::unix::ffi::OsStrExt;
+        let runs_it = |c: &ExecCommand| {
             let exe = Path::new(std::ffi::OsStr::from_bytes(&c.path));
             program.is(&paths.root, exe, svc.exec_search_path.as_deref())
-        });
-        if again {
+        };
+        let why = match exec_from.as_deref().or(svc.fragment.as_deref()) {
+            _ if svc.exec_start.is_empty() && !svc.skipped.is_empty() => {
+                Some("no ExecStart= is left".to_string())
+            }
+            Some(file) if svc.exec_start.iter().any(runs_it) => {
+                Some(format!("{} runs {what} too", file.display()))
+            }
+            _ => None,
+        };
+        if let Some(why) = why {
+            let mut left_out = String::new();
+            for p in &svc.skipped {
+                if !left_out.is_empty() {
+                    left_out += ", ";
+                }
+                left_out += &p.display().to_string();
+            }
             bail!(
-                "nothing to start beneath {what}: {} runs {what} too, and the drop-ins that run it are left out ({}); give the unit its own command there",
-                exec_from
-                    .as_deref()
-                    .or(svc.fragment.as_deref())
-                    .unwrap_or(Path::new("?"))
-                    .display(),
-                left_out()
+                "nothing to start beneath {what}: {why}, and the drop-ins that run it are left out ({left_out}); give the unit its own command"
             );
         }
     }
