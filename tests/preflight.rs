@@ -233,7 +233,8 @@ fn explain_root_sees_the_wrapper_bypassed() {
 }
 
 /// A later drop-in explain cannot read is an error naming it, not an empty
-/// file; one that runs the wrapper again is not said to bypass it.
+/// file; one that runs the wrapper again is not said to bypass it: the
+/// wrapper leaves it out like its own and stands in for kubelet.
 #[test]
 fn explain_root_names_unreadable_and_wrapper_dropins() {
     let dir = tempfile::tempdir().unwrap();
@@ -261,10 +262,12 @@ fn explain_root_names_unreadable_and_wrapper_dropins() {
         &format!("[Service]\nExecStart=\nExecStart={WRAPPER_PATH}.x86_64 --unit kubelet.service\n"),
     );
     let out = cli(&["explain", "--root", r]);
-    let said = stderr(&out);
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+    assert!(out.status.success(), "{said}");
     assert!(
-        said.contains("zzz-again.conf sorts after zz-kubelet-labeler.conf and sets ExecStart= to the wrapper again")
-            && !said.contains("instead of the wrapper"),
+        said.contains("zzz-again.conf runs the wrapper too: the wrapper leaves it out")
+            && !said.contains("instead of the wrapper")
+            && said.contains("executable: /usr/bin/kubelet\n"),
         "{said}"
     );
 }
@@ -751,6 +754,53 @@ fn the_wrapper_starts_kubelet_without_a_word_exec_would_refuse() {
     );
 }
 
+/// What the count before exec cannot see, the kernel's own answer does:
+/// environment strings without `=` (the wrapper's environment has none of
+/// them; the kernel counts them) make kubelet's argv with our labels too
+/// big for a 1 MiB stack, though under the limit as counted. Kubelet starts
+/// unchanged and ONE journal line says so (two before: a line for the start
+/// with our labels, then one for the E2BIG fallback).
+#[test]
+fn an_e2big_the_count_cannot_see_gives_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let unit = "[Service]\nExecStart=/usr/bin/kubelet --v=2\n";
+    let Some(records) = recorder_root(root, unit) else {
+        return;
+    };
+    let bare_env = root.join("bare_env");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/bare_env.c");
+    let st = Command::new("cc")
+        .arg("-o")
+        .arg(&bare_env)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(st.success(), "compiling bare_env.c");
+    // ~100 KB of labels, in the environment and then in argv: ~200 KB of
+    // the 256 KiB a 1 MiB stack allows, and 70 KB more the count misses.
+    let labels: Vec<String> = (0..4800).map(|i| format!("example.com/l{i:06}=")).collect();
+    let env = [
+        (LABELS_VAR, labels.join(",")),
+        ("INVOCATION_ID", "unseen".to_string()),
+    ];
+    let shell = format!(
+        "ulimit -s 1024\nexec {} 2 35000 \"$0\" \"$@\"",
+        bare_env.display()
+    );
+    let (err, argv) = run_wrapper(root, &records, &env, &shell);
+    assert_eq!(argv[1..], ["--v=2"], "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with(
+            "kubelet-labeler: starting kubelet without our labels/taints: exec refuses"
+        ) && err.contains("a stack limit of 1024 KiB"),
+        "{err}"
+    );
+    let state = std::fs::read_to_string(root.join("state/kubelet.service.state")).unwrap();
+    assert!(state.contains("with_additions=0\n"), "{state}");
+}
+
 /// A file for a case: (directory index, name in the unit's drop-in
 /// directory or, with a '/', in the search directory, contents or
 /// "/dev/null").
@@ -766,7 +816,15 @@ fn verdicts(scratch: &Path, kubelet: &Path, cases: &[(&str, &[Placed])]) -> Vec<
         .iter()
         .map(|n| scratch.join(n))
         .collect();
-    let ours = format!("[Service]\nExecStart=\nExecStart={k} wrapper\n");
+    // The wrapper's stand-in: the recorder too, as another file (the
+    // wrapper knows itself by its file).
+    let wrapper = scratch.join("fake-wrapper");
+    std::fs::create_dir_all(scratch).unwrap();
+    std::fs::copy(kubelet, &wrapper).unwrap();
+    let ours = format!(
+        "[Service]\nExecStart=\nExecStart={} wrapper\n",
+        wrapper.display()
+    );
     let env = format!("[Service]\nEnvironment=\"{LABELS_VAR}=example.com/a=b\"\n");
     let mut units = Vec::new();
     for (name, files) in cases {

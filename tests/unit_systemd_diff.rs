@@ -327,6 +327,23 @@ fn multi_cases(start: usize) -> Vec<Case> {
             ("u1/d#.service", "@/dev/null"),
         ],
     );
+    // Any character device masks a unit file (systemd's null_or_empty); a
+    // drop-in linked to one systemd reads, and drops /dev/urandom's garbage
+    // at its first bad line. (One linked to /dev/zero hangs the manager.)
+    add(
+        "d#.service",
+        &[
+            ("u3/d#.service", "[Service]\nExecStart={R} u3\n"),
+            ("u1/d#.service", "@/dev/zero"),
+        ],
+    );
+    add(
+        "d#.service",
+        &[
+            ("u3/d#.service", "[Service]\nExecStart={R} u3\n"),
+            ("u1/d#.service.d/50-random.conf", "@/dev/urandom"),
+        ],
+    );
     add(
         "d#.service",
         &[

@@ -544,3 +544,125 @@ fn kubelet_gets_the_signal_state_systemd_gives() {
         record("pipe-default-orig.service").signals
     );
 }
+
+/// A second drop-in that runs the wrapper too (a hand copy sorting after
+/// ours, an earlier render's under another name sorting before it): the
+/// wrapper leaves it out like its own and starts kubelet once, with our
+/// labels. With no command left but the wrapper (a unit file that runs the
+/// wrapper itself) it starts nothing and says so in one line naming the
+/// files. `explain` agrees with each.
+#[test]
+fn a_second_wrapper_dropin_is_left_out_like_ours() {
+    if systemd_oracle::unavailable().is_some() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let scratch = dir.path();
+    let host = Host::new(scratch);
+    let kubelet = systemd_oracle::build_fake_kubelet(scratch);
+    let log = |stem: &str| scratch.join(format!("{stem}.log"));
+    let fragment = |stem: &str, exec: &str| {
+        format!(
+            "[Service]\nType=simple\nStandardError=append:{}\nExecStart={exec}\n",
+            log(stem).display()
+        )
+    };
+    let kubelet_exec = format!("{} --v=2", kubelet.display());
+    for stem in ["after", "before"] {
+        host.add_unit(
+            &format!("{stem}.service"),
+            &fragment(stem, &kubelet_exec),
+            &[],
+            Some((LABELS, TAINT)),
+            true,
+        );
+    }
+    // Copies of our drop-in (the test's, with its search path) by other names.
+    let d = |stem: &str| host.units.join(format!("{stem}.service.d"));
+    let ours = std::fs::read_to_string(d("after").join("zz-kubelet-labeler.conf")).unwrap();
+    write(&d("after").join("zzz-kubelet-labeler-copy.conf"), &ours);
+    write(&d("before").join("50-kubelet-labeler.conf"), &ours);
+    // The unit file itself runs the wrapper: no kubelet anywhere.
+    let wrapper_exec = format!(
+        "{} --unit %n --unit-path {} --state-dir {}",
+        host.wrapper.display(),
+        host.search_path,
+        host.state.display()
+    );
+    host.add_unit(
+        "nokubelet.service",
+        &fragment("nokubelet", &wrapper_exec),
+        &[],
+        Some((LABELS, TAINT)),
+        true,
+    );
+    let units = ["after", "before", "nokubelet"].map(|s| format!("{s}.service"));
+    let outcomes = host.run(units.to_vec(), vec![], 1.0);
+
+    for stem in ["after", "before"] {
+        let o = &outcomes[&format!("{stem}.service")];
+        let starts: Vec<Vec<String>> = o.records.iter().map(words).collect();
+        assert_eq!(starts.len(), 1, "{stem}: {starts:?} {:?}", o.props);
+        assert!(
+            starts[0]
+                .iter()
+                .any(|w| w == &format!("--node-labels={LABELS}")),
+            "{stem}: {starts:?}"
+        );
+        assert_eq!(o.prop("NRestarts"), "0", "{stem}: {:?}", o.props);
+        let lines = std::fs::read_to_string(log(stem)).unwrap();
+        assert_eq!(lines.lines().count(), 1, "{stem}: {lines}");
+        assert!(
+            lines.starts_with("kubelet-labeler: starting kubelet with --node-labels="),
+            "{stem}: {lines}"
+        );
+
+        // explain: the same argv, and a word about the extra drop-in.
+        let out = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+            .args(["explain", "--json", "--profile", "openshift", "--root", "/"])
+            .args(["--unit", &format!("{stem}.service")])
+            .args(["--unit-path", &host.search_path])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{stem}: explain failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let argv: Vec<&str> = json["argv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap())
+            .collect();
+        assert_eq!(argv, starts[0], "{stem}: explain vs systemd");
+        assert_eq!(json["errors"], serde_json::json!([]), "{stem}: {json}");
+        let extra = if stem == "after" {
+            "zzz-kubelet-labeler-copy.conf"
+        } else {
+            "50-kubelet-labeler.conf"
+        };
+        assert!(
+            json["warnings"].as_array().unwrap().iter().any(|w| w
+                .as_str()
+                .unwrap()
+                .contains(extra)
+                && w.as_str().unwrap().contains("runs the wrapper")),
+            "{stem}: {json}"
+        );
+    }
+
+    let o = &outcomes["nokubelet.service"];
+    assert!(o.records.is_empty(), "{:?}", o.records);
+    let lines = std::fs::read_to_string(log("nokubelet")).unwrap();
+    assert_eq!(lines.lines().count(), 1, "{lines}");
+    let fragment_path = host.units.join("nokubelet.service");
+    assert!(
+        lines.starts_with("kubelet-labeler: ")
+            && lines.contains("nothing to start beneath the wrapper")
+            && lines.contains(&fragment_path.display().to_string())
+            && lines.contains("zz-kubelet-labeler.conf"),
+        "{lines}"
+    );
+}

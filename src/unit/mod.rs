@@ -78,6 +78,8 @@ pub struct LoadedService {
     pub fragment: Option<PathBuf>,
     /// Node paths of the drop-ins that apply, in application order.
     pub dropins: Vec<PathBuf>,
+    /// Of those, the ones left out (`skip_dropin`, `skip_running`).
+    pub skipped: Vec<PathBuf>,
     pub exec_start: Vec<ExecCommand>,
     /// `Type=` as written (None = default).
     pub service_type: Option<String>,
@@ -96,8 +98,84 @@ pub struct LoadedService {
 pub struct LoadOptions {
     /// Basename of a drop-in to leave out (the wrapper's own).
     pub skip_dropin: Option<String>,
+    /// Leave out, too, every drop-in whose `ExecStart=` runs this program:
+    /// copies of the wrapper's drop-in under other names.
+    pub skip_running: Option<Program>,
     /// Specifier values to use instead of the system manager's.
     pub specifiers: Option<specifier::Host>,
+}
+
+/// A program known by its file, as `skip_running` looks for it.
+#[derive(Debug, Clone, Default)]
+pub struct Program {
+    /// (st_dev, st_ino) of the file, as `stat` follows links to it.
+    pub ids: Vec<(u64, u64)>,
+    /// Node paths that are it though the tree may not hold the file (a
+    /// tree laid out from MachineConfigs).
+    pub path_is: Option<fn(&Path) -> bool>,
+    /// What to call it in errors ("the wrapper").
+    pub what: &'static str,
+}
+
+impl Program {
+    /// The program this process runs (`/proc/self/exe`); None without /proc.
+    pub fn this_process(what: &'static str) -> Option<Program> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata("/proc/self/exe").ok()?;
+        Some(Program {
+            ids: vec![(m.dev(), m.ino())],
+            path_is: None,
+            what,
+        })
+    }
+
+    /// Whether the node path `exe` (under `root`) is this program: one
+    /// `stat` when it is absolute.
+    pub fn is(&self, root: &Path, exe: &Path, search: Option<&[PathBuf]>) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        if self.path_is.is_some_and(|f| f(exe)) {
+            return true;
+        }
+        if self.ids.is_empty() {
+            return false;
+        }
+        let node = if exe.is_absolute() {
+            exe.to_path_buf()
+        } else {
+            match resolve_executable(exe.as_os_str(), search, root) {
+                Ok(p) => p,
+                Err(_) => return false,
+            }
+        };
+        std::fs::metadata(search::under(root, &node))
+            .is_ok_and(|m| self.ids.contains(&(m.dev(), m.ino())))
+    }
+}
+
+/// Whether a unit file's `[Service]` section sets an `ExecStart=` command
+/// that runs `program`.
+fn runs(
+    parsed: &syntax::Parsed,
+    program: &Program,
+    spec: &SpecifierValues,
+    root: &Path,
+    search: Option<&[PathBuf]>,
+) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    parsed
+        .assignments
+        .iter()
+        .filter(|a| a.section == "Service" && a.key == "ExecStart" && !a.value.is_empty())
+        .any(|a| match exec::parse_exec(&a.value, spec) {
+            exec::ExecLine::Append { commands, .. } => commands.iter().any(|c| {
+                program.is(
+                    root,
+                    Path::new(std::ffi::OsStr::from_bytes(&c.path)),
+                    search,
+                )
+            }),
+            exec::ExecLine::Reset => false,
+        })
 }
 
 /// A unit file or drop-in's bytes as systemd reads them (masked: none).
@@ -108,12 +186,14 @@ pub fn read_node(paths: &UnitPaths, node: &Path) -> std::io::Result<Vec<u8>> {
     if let Ok(m) = std::fs::symlink_metadata(&path)
         && !m.file_type().is_symlink()
     {
-        if m.is_file() && m.len() == 0 {
+        // A device is never read: /dev/zero would not end.
+        if search::null_or_empty(&m) {
             return Ok(Vec::new());
         }
         return crate::nodefs::read(&path);
     }
-    // A drop-in linked to /dev/null masks its name and says nothing.
+    // A drop-in linked to /dev/null (or another device) masks its name and
+    // says nothing.
     if search::is_masked(&paths.root, node) {
         return Ok(Vec::new());
     }
@@ -170,15 +250,39 @@ pub fn load_service(
             .as_deref()
             .is_some_and(|skip| d.file_name().is_some_and(|n| n == skip))
         {
+            svc.skipped.push(d.clone());
             continue;
         }
         sources.push((d.clone(), false));
     }
+    // The file that set the `ExecStart=` commands last.
+    let mut exec_from: Option<PathBuf> = None;
     for (node, is_fragment) in sources {
         let data =
             read_node(paths, &node).with_context(|| format!("reading {}", node.display()))?;
         let name = node.display().to_string();
         let parsed = syntax::parse(&data, &name);
+        let sets_exec = parsed
+            .assignments
+            .iter()
+            .any(|a| a.section == "Service" && a.key == "ExecStart" && !a.value.is_empty());
+        if sets_exec
+            && !is_fragment
+            && let Some(program) = &opts.skip_running
+            && runs(
+                &parsed,
+                program,
+                &spec,
+                &paths.root,
+                svc.exec_search_path.as_deref(),
+            )
+        {
+            svc.skipped.push(node);
+            continue;
+        }
+        if sets_exec {
+            exec_from = Some(node.clone());
+        }
         svc.warnings.extend(parsed.warnings.iter().cloned());
         let mut fatal = parsed.fatal.clone();
         if fatal.is_none() {
@@ -208,6 +312,35 @@ pub fn load_service(
             }
             svc.warnings
                 .push(format!("{e}; the rest of this drop-in is ignored"));
+        }
+    }
+    if let Some(program) = &opts.skip_running {
+        use std::os::unix::ffi::OsStrExt;
+        let what = program.what;
+        let runs_it = |c: &ExecCommand| {
+            let exe = Path::new(std::ffi::OsStr::from_bytes(&c.path));
+            program.is(&paths.root, exe, svc.exec_search_path.as_deref())
+        };
+        let why = match exec_from.as_deref().or(svc.fragment.as_deref()) {
+            _ if svc.exec_start.is_empty() && !svc.skipped.is_empty() => {
+                Some("no ExecStart= is left".to_string())
+            }
+            Some(file) if svc.exec_start.iter().any(runs_it) => {
+                Some(format!("{} runs {what} too", file.display()))
+            }
+            _ => None,
+        };
+        if let Some(why) = why {
+            let mut left_out = String::new();
+            for p in &svc.skipped {
+                if !left_out.is_empty() {
+                    left_out += ", ";
+                }
+                left_out += &p.display().to_string();
+            }
+            bail!(
+                "nothing to start beneath {what}: {why}, and the drop-ins that run it are left out ({left_out}); give the unit its own command"
+            );
         }
     }
     let oneshot = svc.service_type.as_deref() == Some("oneshot");
@@ -359,4 +492,108 @@ pub fn offline_environment(
             })
     });
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A device is never read (systemd would hang on a drop-in linked to
+    /// /dev/zero, and masks a unit file linked to any device).
+    #[test]
+    fn devices_read_as_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        let units = r.join("etc/systemd/system");
+        std::fs::create_dir_all(units.join("k.service.d")).unwrap();
+        // The tree's /dev is the host's.
+        std::os::unix::fs::symlink("/dev", r.join("dev")).unwrap();
+        std::fs::write(units.join("k.service"), "[Service]\nExecStart=/bin/k\n").unwrap();
+        std::os::unix::fs::symlink("/dev/zero", units.join("k.service.d/50-zero.conf")).unwrap();
+        let paths = UnitPaths::system(r);
+        let svc = load_service(&paths, "k.service", &LoadOptions::default()).unwrap();
+        assert_eq!(svc.exec_start[0].path, b"/bin/k");
+        std::fs::remove_file(units.join("k.service")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", units.join("k.service")).unwrap();
+        let e = load_service(&paths, "k.service", &LoadOptions::default()).unwrap_err();
+        assert_eq!(e.to_string(), "k.service is masked");
+    }
+
+    /// Drop-ins that run the program are left out wherever they sort; a
+    /// unit that runs it with none of them left is an error naming files.
+    #[test]
+    fn drop_ins_running_the_program_are_left_out() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        let write = |p: &str, text: &str| {
+            let p = search::under(r, Path::new(p));
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        write("/bin/k", "");
+        write("/bin/w", "");
+        std::os::unix::fs::symlink("w", r.join("bin/w-link")).unwrap();
+        let m = std::fs::metadata(r.join("bin/w")).unwrap();
+        let opts = LoadOptions {
+            skip_dropin: Some("zz-ours.conf".into()),
+            skip_running: Some(Program {
+                ids: vec![(m.dev(), m.ino())],
+                path_is: None,
+                what: "the wrapper",
+            }),
+            ..Default::default()
+        };
+        let unit = "/etc/systemd/system/k.service";
+        let dropins = "/etc/systemd/system/k.service.d";
+        write(unit, "[Service]\nExecStart=/bin/k --v=2\n");
+        let wrapper = "[Service]\nExecStart=\nExecStart=/bin/w --unit %n\n";
+        write(&format!("{dropins}/zz-ours.conf"), wrapper);
+        write(&format!("{dropins}/50-old.conf"), wrapper);
+        write(
+            &format!("{dropins}/zzz-copy.conf"),
+            "[Service]\nExecStart=\nExecStart=/bin/w-link\n",
+        );
+        let paths = UnitPaths::system(r);
+        let svc = load_service(&paths, "k.service", &opts).unwrap();
+        assert_eq!(svc.exec_start.len(), 1);
+        assert_eq!(svc.exec_start[0].path, b"/bin/k");
+        let skipped: Vec<String> = svc
+            .skipped
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        assert_eq!(
+            skipped,
+            [
+                format!("{dropins}/zz-ours.conf"),
+                format!("{dropins}/50-old.conf"),
+                format!("{dropins}/zzz-copy.conf"),
+            ]
+        );
+        // Without `skip_running`, the last copy wins, as systemd has it.
+        let plain = LoadOptions {
+            skip_running: None,
+            ..opts.clone()
+        };
+        let svc = load_service(&paths, "k.service", &plain).unwrap();
+        assert_eq!(svc.exec_start[0].path, b"/bin/w-link");
+
+        write(unit, "[Service]\nExecStart=/bin/w --unit %n\n");
+        let e = format!(
+            "{:#}",
+            load_service(&paths, "k.service", &opts).unwrap_err()
+        );
+        assert!(
+            e.starts_with("nothing to start beneath the wrapper: /etc/systemd/system/k.service runs the wrapper too")
+                && e.contains("zzz-copy.conf"),
+            "{e}"
+        );
+        write(unit, "[Service]\nType=simple\n");
+        let e = format!(
+            "{:#}",
+            load_service(&paths, "k.service", &opts).unwrap_err()
+        );
+        assert!(e.contains("no ExecStart= is left"), "{e}");
+    }
 }

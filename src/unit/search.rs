@@ -177,13 +177,23 @@ fn dedup_dirs_with(root: &Path, dirs: &[PathBuf], cache: &mut LinkCache) -> Vec<
     out
 }
 
-/// Empty file or a link to /dev/null: masks a unit or a drop-in.
+/// Empty file, or a link to /dev/null or another character device: masks
+/// a unit or a drop-in (systemd's null_or_empty: a fragment linked to
+/// /dev/zero is masked; a drop-in so linked systemd reads to its end, which
+/// /dev/zero never has, and /dev/urandom's garbage it drops at the first
+/// bad line: nothing, as masked).
 pub fn is_masked(root: &Path, node: &Path) -> bool {
     match resolve(root, node) {
         Some(p) if p == Path::new("/dev/null") => true,
-        Some(p) => std::fs::metadata(under(root, &p)).is_ok_and(|m| m.is_file() && m.len() == 0),
+        Some(p) => std::fs::metadata(under(root, &p)).is_ok_and(|m| null_or_empty(&m)),
         None => false,
     }
+}
+
+/// systemd's null_or_empty: an empty regular file or a character device.
+pub fn null_or_empty(m: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    (m.is_file() && m.len() == 0) || m.file_type().is_char_device()
 }
 
 /// (prefix, instance, suffix): `foo@bar.service` → (`foo`, Some(`bar`), `service`).
@@ -263,7 +273,7 @@ pub fn find(root: &Path, dirs: &[PathBuf], name: &str) -> UnitFiles {
             if let Ok(meta) = std::fs::symlink_metadata(under(root, &candidate)) {
                 if !meta.file_type().is_symlink() {
                     // What is_masked and resolve would say, from this lstat.
-                    masked = meta.is_file() && meta.len() == 0;
+                    masked = null_or_empty(&meta);
                     if !masked {
                         fragment = Some(candidate);
                     }

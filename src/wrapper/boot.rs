@@ -112,8 +112,12 @@ pub fn prepare(
         Some(list) => UnitPaths::from_list(&opts.root, list),
         None => UnitPaths::system(&opts.root),
     };
+    // A second drop-in that runs the wrapper (an earlier render's under
+    // another name, a hand copy) is ours too: standing in for it would exec
+    // the wrapper again, in a loop, and never kubelet.
     let load = LoadOptions {
         skip_dropin: Some(opts.own_dropin.clone()),
+        skip_running: unit::Program::this_process("the wrapper"),
         ..Default::default()
     };
     let svc = unit::load_service(&paths, &opts.unit, &load)
@@ -259,7 +263,8 @@ pub fn run(args: &[OsString]) -> i32 {
         }
     };
     // Each word fits MAX_ARG_STRLEN; the total must fit the stack-derived
-    // limit too, or exec fails with E2BIG after the journal line is out.
+    // limit too, or exec fails with E2BIG after the journal line is out:
+    // known before it, the one line says kubelet starts without ours.
     if plan.left_out.is_none() && plan.argv != plan.original_argv {
         let path = under_root(&opts.root, &plan.executable);
         if let Some(why) = over_exec_limit(&path, &plan.argv, &env) {
@@ -276,8 +281,9 @@ pub fn run(args: &[OsString]) -> i32 {
         let _ = guard.record_start(id, now, with, can_register(&opts.root, &plan));
     }
     let mut err = exec(&opts.root, &plan.executable, &plan.argv);
-    // E2BIG that `over_exec_limit` did not foresee (another kernel's
-    // accounting): start kubelet as it would have been, recorded so.
+    // E2BIG that the kernel's own answer in `over_exec_limit` did not
+    // foresee (none known): start kubelet as it would have been, recorded
+    // so, at the cost of a second line.
     if err.raw_os_error() == Some(E2BIG) && plan.argv != plan.original_argv {
         eprintln!(
             "kubelet-labeler: starting kubelet without our labels/taints: executing it with them failed: {err}"
@@ -297,7 +303,10 @@ pub fn run(args: &[OsString]) -> i32 {
 /// Why exec of `argv` with `env` would fail with E2BIG: the strings and
 /// their pointers over the kernel's limit for them (fs/exec.c: a quarter of
 /// the stack limit, at most 6 MiB, at least ARG_MAX). The usual start is far
-/// below ARG_MAX and costs one pass over the lengths.
+/// below ARG_MAX and costs one pass over the lengths. Past ARG_MAX but under
+/// the limit as counted here, the kernel is asked ([`exec::probe`]): it
+/// counts what this count cannot see (environment strings without `=`) and
+/// may count otherwise.
 fn over_exec_limit(path: &Path, argv: &[OsString], env: &[(OsString, OsString)]) -> Option<String> {
     const ARG_MAX: u64 = 131_072;
     let words = argv.len().max(1) + env.len();
@@ -312,16 +321,25 @@ fn over_exec_limit(path: &Path, argv: &[OsString], env: &[(OsString, OsString)])
     if total <= ARG_MAX {
         return None;
     }
-    let stack = stack_limit()?;
-    let limit = (stack / 4).clamp(ARG_MAX, 6 << 20);
-    (total > limit).then(|| {
-        format!(
+    let stack = stack_limit();
+    let limit = stack.map(|s| (s / 4).clamp(ARG_MAX, 6 << 20));
+    let stack = match stack {
+        Some(u64::MAX) => "infinity".to_string(),
+        Some(s) => format!("{} KiB", s >> 10),
+        None => "unknown".to_string(),
+    };
+    if let Some(limit) = limit.filter(|&l| total > l) {
+        return Some(format!(
             "its argv and environment with them are {total} bytes, over the {limit} bytes exec \
-             allows with a stack limit of {} (raise LimitSTACK= or add fewer)",
-            match stack {
-                u64::MAX => "infinity".to_string(),
-                s => format!("{} KiB", s >> 10),
-            }
+             allows with a stack limit of {stack} (raise LimitSTACK= or add fewer)"
+        ));
+    }
+    let refused =
+        exec::prepare(path, argv).is_some_and(|p| exec::probe(&p).raw_os_error() == Some(E2BIG));
+    refused.then(|| {
+        format!(
+            "exec refuses its argv and environment with them (E2BIG; {total} bytes as counted \
+             here, with a stack limit of {stack}): raise LimitSTACK= or add fewer"
         )
     })
 }

@@ -121,6 +121,27 @@ pub fn exec(p: &Prepared) -> std::io::Error {
     std::io::Error::last_os_error()
 }
 
+/// Whether the kernel takes `p`'s argv with this environment, without
+/// exec'ing: execve with one word more, before argv[0], at address 1 (page
+/// 0 is never mapped; a kernel address fails sooner, on Linux 6.18). The
+/// kernel counts the words, then copies the program's path, the
+/// environment and argv from the last word to the first, checking its
+/// limits as it goes: it returns E2BIG when they do not fit, else EFAULT at
+/// that first word, before it has touched this process. (The extra pointer
+/// makes it 8 bytes stricter than the exec itself.) A kernel that looked at
+/// every word first would say EFAULT always: the exec's own E2BIG remains.
+pub fn probe(p: &Prepared) -> std::io::Error {
+    let mut argv = Vec::with_capacity(p.argv_ptrs.len() + 1);
+    argv.push(std::ptr::without_provenance::<c_char>(1));
+    argv.extend_from_slice(&p.argv_ptrs);
+    // SAFETY: the path and the argv array are valid and NUL-terminated; the
+    // kernel only reads through the bad pointer, and fails there.
+    unsafe {
+        execve(p.path.as_ptr(), argv.as_ptr(), environ);
+    }
+    std::io::Error::last_os_error()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,6 +153,18 @@ mod tests {
         let p = prepare(Path::new("/bin/x"), &["x".into(), "-v".into()]).unwrap();
         assert_eq!(p.argv_ptrs.len(), 3);
         assert!(p.argv_ptrs[2].is_null());
+    }
+
+    #[test]
+    fn the_probe_execs_nothing_and_sees_e2big() {
+        let ok = prepare(Path::new("/bin/true"), &["true".into()]).unwrap();
+        assert_eq!(probe(&ok).raw_os_error(), Some(14), "EFAULT");
+        // One word over MAX_ARG_STRLEN (32 pages of 4 KiB or more).
+        let long = OsString::from("x".repeat(32 * 65536));
+        let big = prepare(Path::new("/bin/true"), &["true".into(), long]).unwrap();
+        assert_eq!(probe(&big).raw_os_error(), Some(7), "E2BIG");
+        let missing = prepare(Path::new("/nonexistent/kubelet"), &["k".into()]).unwrap();
+        assert_eq!(probe(&missing).kind(), std::io::ErrorKind::NotFound);
     }
 
     #[test]

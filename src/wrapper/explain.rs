@@ -150,7 +150,7 @@ struct Reach {
 /// The generator's output directory, where its drop-in lands.
 const GENERATOR_DIR: &str = "/run/systemd/generator";
 
-fn reach(paths: &UnitPaths, unit_name: &str) -> Reach {
+fn reach(paths: &UnitPaths, unit_name: &str, wrapper: &unit::Program) -> Reach {
     let mut r = Reach {
         installed: false,
         errors: Vec::new(),
@@ -241,14 +241,11 @@ fn reach(paths: &UnitPaths, unit_name: &str) -> Reach {
             "remove it, or rename it to sort before {WRAPPER_DROPIN_NAME} (the wrapper then runs its command)"
         );
         match exec_starts.iter().rposition(|v| v.is_empty()) {
-            // Not a bypass: systemd runs the wrapper. But the wrapper reads
-            // the unit without its own drop-in only, so the command it
-            // stands in for is a wrapper again, never kubelet.
-            Some(reset) if exec_starts.len() == reset + 2 && is_wrapper(exec_starts[reset + 1]) => {
-                r.errors.push(format!(
-                    "{name} sorts after {WRAPPER_DROPIN_NAME} and sets ExecStart= to the wrapper again: systemd runs the wrapper, which finds a wrapper, not kubelet, as the command it stands in for and execs it in a loop; remove it ({WRAPPER_DROPIN_NAME} already runs the wrapper)"
-                ))
-            }
+            // Not a bypass: systemd runs the wrapper, which leaves this
+            // drop-in out like its own (`explain` says so).
+            Some(reset)
+                if exec_starts.len() == reset + 2
+                    && runs_wrapper(&paths.root, exec_starts[reset + 1], wrapper) => {}
             Some(reset) => r.errors.push(match exec_starts.get(reset + 1) {
                 Some(cmd) => format!(
                     "{name} sorts after {WRAPPER_DROPIN_NAME} and resets ExecStart= to {cmd}: systemd runs that instead of the wrapper, and kubelet starts without our labels/taints; {fix}"
@@ -268,19 +265,65 @@ fn reach(paths: &UnitPaths, unit_name: &str) -> Reach {
     r
 }
 
-/// Whether an `ExecStart=` command runs the wrapper (at its path, or the
-/// per-architecture one the generator picks).
-fn is_wrapper(command: &str) -> bool {
+/// Whether an `ExecStart=` command runs the wrapper.
+fn runs_wrapper(root: &Path, command: &str, wrapper: &unit::Program) -> bool {
     let exe = command
         .split_whitespace()
         .next()
         .unwrap_or("")
         .trim_start_matches(['-', '@', ':', '+', '!', '|']);
+    wrapper.is(root, Path::new(exe), None)
+}
+
+/// Whether a node path is where the wrapper lives (its path, or the
+/// per-architecture one the generator picks).
+fn is_wrapper_path(exe: &Path) -> bool {
+    let Some(exe) = exe.to_str() else {
+        return false;
+    };
     exe == WRAPPER_PATH
         || exe
             .strip_prefix(WRAPPER_PATH)
             .and_then(|rest| rest.strip_prefix('.'))
             .is_some_and(|arch| !arch.is_empty() && !arch.contains('/'))
+}
+
+/// The wrapper as the boot wrapper knows itself (the file it runs from):
+/// the file the wrapper's drop-in in the tree runs, and the paths it is
+/// installed at (a tree from MachineConfigs may not hold the file).
+fn wrapper_program(paths: &UnitPaths, unit_name: &str) -> unit::Program {
+    use std::os::unix::fs::MetadataExt;
+    let mut program = unit::Program {
+        ids: Vec::new(),
+        path_is: Some(is_wrapper_path),
+        what: "the wrapper",
+    };
+    let files = unit::search::find(&paths.root, &paths.dirs, unit_name);
+    let Some(ours) = files
+        .dropins
+        .iter()
+        .find(|d| d.file_name().is_some_and(|n| n == WRAPPER_DROPIN_NAME))
+    else {
+        return program;
+    };
+    let Ok(data) = unit::read_node(paths, ours) else {
+        return program;
+    };
+    let parsed = unit::syntax::parse(&data, &ours.display().to_string());
+    let exe = parsed
+        .assignments
+        .iter()
+        .rfind(|a| a.section == "Service" && a.key == "ExecStart" && !a.value.is_empty())
+        .and_then(|a| a.value.split_whitespace().next().map(str::to_string));
+    if let Some(exe) = exe
+        && let Ok(m) = std::fs::metadata(unit::search::under(
+            &paths.root,
+            Path::new(exe.trim_start_matches(['-', '@', ':', '+', '!', '|'])),
+        ))
+    {
+        program.ids.push((m.dev(), m.ino()));
+    }
+    program
 }
 
 /// The profile the installed wrapper validates with at boot: the
@@ -337,7 +380,8 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
         Some(list) => UnitPaths::from_list(&opts.root, list),
         None => UnitPaths::system(&opts.root),
     };
-    let reach = reach(&paths, &opts.unit);
+    let wrapper = wrapper_program(&paths, &opts.unit);
+    let reach = reach(&paths, &opts.unit, &wrapper);
     let as_loaded = match unit::load_service(&paths, &opts.unit, &LoadOptions::default()) {
         Ok(s) => s,
         // A drop-in after ours that adds a second ExecStart=, say.
@@ -351,6 +395,7 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
         &opts.unit,
         &LoadOptions {
             skip_dropin: Some(WRAPPER_DROPIN_NAME.into()),
+            skip_running: Some(wrapper),
             ..Default::default()
         },
     )
@@ -362,6 +407,14 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
         .map(|(k, v)| (k.into(), v.into()))
         .collect();
     let mut warnings = as_loaded.warnings.clone();
+    for d in &original.skipped {
+        if d.file_name().is_some_and(|n| n != WRAPPER_DROPIN_NAME) {
+            warnings.push(format!(
+                "{} runs the wrapper too: the wrapper leaves it out like {WRAPPER_DROPIN_NAME} and stands in for the command beneath both; remove it",
+                d.display()
+            ));
+        }
+    }
     let mut for_env = original.clone();
     if opts.offline {
         // Files the OS image provides (/etc/os-release) are not in a tree

@@ -314,9 +314,12 @@ pub fn run_user_manager(run: &UserRun, scratch: &Path) -> BTreeMap<String, Outco
         units = units.join(" "),
     );
     // One unit a call: a unit whose argv is not UTF-8 makes `show` fail.
+    // Then they are stopped (not killed: `Restart=` would start them again),
+    // so nothing of theirs is left running.
     script += &format!(
         "for u in {units}; do systemctl --user show -p Id -p LoadState -p ActiveState -p Result \
          -p FragmentPath -p DropInPaths -p ExecMainStatus -p NRestarts \"$u\" 2>/dev/null || echo \"Id=$u\"; echo; done\n\
+         timeout 10 systemctl --user stop {units} >/dev/null 2>&1\n\
          kill -9 $pid; wait $pid 2>/dev/null\n",
         units = units.join(" ")
     );
