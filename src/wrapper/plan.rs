@@ -318,11 +318,11 @@ pub const REGISTRATION_ONLY: &str = " (applied only when kubelet registers a new
 /// Which rules matched and what was dropped, for the one journal line.
 fn notes_suffix(plan: &Plan) -> String {
     let mut out = String::new();
-    let matched: Vec<&str> = plan
+    let matched: Vec<_> = plan
         .rules
         .iter()
         .filter(|r| r.matched && r.left_out.is_none())
-        .map(|r| r.name.as_str())
+        .map(|r| crate::rules::shown_name(&r.name))
         .collect();
     if !matched.is_empty() {
         out += &format!(" (rules matched: {})", matched.join(", "));
