@@ -363,7 +363,8 @@ fn rule(cx: &Ctx, n: &Spanned<Node>, profile: Profile) -> Result<Rule> {
     for (k, v) in fields {
         // NFD's Go types read a null as the field left out (and the API
         // server's structural schema prunes it).
-        let known = RULE_FIELDS.contains(&k.value.as_str()) || k.value == "annotations";
+        let known = RULE_FIELDS.contains(&k.value.as_str())
+            || matches!(k.value.as_str(), "annotations" | "extendedResources");
         if matches!(v.value, Node::Null) && known && k.value != "name" {
             continue;
         }
