@@ -48,16 +48,18 @@ pub struct Rule {
 /// name; shown this way none can end a line early (a newline, a carriage
 /// return, NUL, U+2028), end one in a backslash (a unit file's continuation),
 /// or pass for two names in a comma-separated list.
+/// (Through `Debug`, which the wrapper links anyway: no code of its own.)
 pub fn shown_name(name: &str) -> std::borrow::Cow<'_, str> {
-    let plain = !name.is_empty()
+    let quoted = format!("{name:?}");
+    let plain = quoted.len() == name.len() + 2
+        && !name.is_empty()
         && !name.starts_with(' ')
         && !name.ends_with(' ')
-        && !name.contains(',')
-        && name.escape_debug().eq(name.chars());
+        && !name.contains(',');
     if plain {
         std::borrow::Cow::Borrowed(name)
     } else {
-        std::borrow::Cow::Owned(format!("{name:?}"))
+        std::borrow::Cow::Owned(quoted)
     }
 }
 
