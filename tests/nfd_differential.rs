@@ -2,7 +2,8 @@
 //! NFD's `nodefeaturerule` package and nfd-master's rule processing, built
 //! with a current Go). Seeded random NodeFeatureRule objects within the
 //! subset we accept (every operator, matchAny, matchName, vars,
-//! rule.matched, templates, `@` values, taints, several objects) on the
+//! rule.matched, templates, `@` values, taints, several objects; null and
+//! empty fields, which NFD's Go types read as left out) on the
 //! fixture nodes: our answer is what the wrapper registers at boot (render
 //! → compact form → the reduced facts read → evaluation → kubelet's
 //! filter), and `explain` must say the same. NFD's answer is the oracle's on
@@ -14,6 +15,8 @@
 mod current_go;
 #[path = "support/nfd_oracle.rs"]
 mod nfd_oracle;
+#[path = "support/readme_figures.rs"]
+mod readme_figures;
 #[path = "support/skipped.rs"]
 mod skipped;
 
@@ -29,8 +32,10 @@ use kubelet_labeler::rules::version;
 use kubelet_labeler::wrapper::plan::{self, FactsScope};
 use serde_json::{Value, json};
 
-/// Cases per run, and the seed (fixed: a failure reproduces).
-const CASES: usize = 1200;
+/// Cases per run, and the seed (fixed: a failure reproduces). The last
+/// `SHAPE_CASES` of them also draw null and empty fields (see `Gen::shapes`).
+const CASES: usize = 1500;
+const SHAPE_CASES: usize = 300;
 const SEED: u64 = 0x4E46_445F_4449_4646;
 
 struct Node {
@@ -171,6 +176,11 @@ struct Gen<'n> {
     /// Keys earlier rules of this case may have written (rule.matched).
     backref_keys: Vec<String>,
     rule_no: usize,
+    /// Null and empty shapes (`matchExpressions:` with nothing after it,
+    /// `{}`, a null `op`, `value` or `type`, null or empty `matchFeatures`
+    /// and `matchAny` parts), drawn from their own generator so the cases
+    /// before them stay as they were.
+    shapes: Option<Rng>,
 }
 
 fn re_escape(s: &str) -> String {
@@ -186,6 +196,14 @@ fn re_escape(s: &str) -> String {
 }
 
 impl Gen<'_> {
+    /// One of `n` null/empty shapes, or None (most of the time, and always
+    /// without shapes).
+    fn shape(&mut self, n: usize) -> Option<usize> {
+        let rng = self.shapes.as_mut()?;
+        let k = rng.below(2 * n);
+        (k < n).then_some(k)
+    }
+
     /// A feature name as a rule writes it, and its lookup name.
     fn feature(&mut self) -> (String, String) {
         let n = self.node;
@@ -341,6 +359,15 @@ impl Gen<'_> {
             e["value"] = json!(v);
             e["type"] = json!("version");
         }
+        // A null is the field left out: a null op is NFD's match-anything
+        // (which takes no value), a null value an empty one.
+        match self.shape(6) {
+            Some(0) => e = json!({ "op": null }),
+            Some(1) => e = json!({}),
+            Some(2) if e.get("value").is_none() => e["value"] = Value::Null,
+            Some(3) if e.get("type").is_none() => e["type"] = Value::Null,
+            _ => {}
+        }
         e
     }
 
@@ -378,6 +405,20 @@ impl Gen<'_> {
                 _ => {}
             }
             t["matchName"] = e;
+        }
+        // A null matchExpressions or matchName is one left out (the term
+        // matches with no elements); `{}` matches every element.
+        match self.shape(8) {
+            Some(0) => t["matchExpressions"] = Value::Null,
+            Some(1) => t["matchExpressions"] = json!({}),
+            Some(2) => t["matchName"] = Value::Null,
+            Some(3) => t["matchName"] = json!({}),
+            Some(4) => {
+                t["matchExpressions"] = Value::Null;
+                t["matchName"] = Value::Null;
+            }
+            Some(5) => t["matchName"] = json!({ "op": "Exists", "value": null }),
+            _ => {}
         }
         (t, written)
     }
@@ -518,6 +559,18 @@ impl Gen<'_> {
                 .rng
                 .pick(&["NoSchedule", "PreferNoSchedule", "NoExecute"]);
             rule["taints"] = json!([{ "key": key, "value": value, "effect": effect }]);
+        }
+        let null_or_empty = [Value::Null, json!([])];
+        match self.shape(12) {
+            Some(0 | 1) => rule["matchFeatures"] = null_or_empty[self.below(2)].clone(),
+            Some(2 | 3) => rule["matchAny"] = null_or_empty[self.below(2)].clone(),
+            Some(4) => rule["matchAny"] = json!([{ "matchFeatures": null }]),
+            Some(5) => rule["matchAny"] = json!([{}]),
+            Some(6) => rule["matchAny"] = json!([null]),
+            Some(7) => rule["labelsTemplate"] = Value::Null,
+            Some(8) => rule["vars"] = Value::Null,
+            Some(9) => rule["taints"] = Value::Null,
+            _ => {}
         }
         rule
     }
@@ -861,6 +914,19 @@ fn shrink(oracle: &Path, node: &Node, objects: &[Value], scratch: &Path) -> (Vec
     (cur, why)
 }
 
+/// The README states how many cases run, and how many draw null shapes.
+#[test]
+fn the_readme_states_the_case_counts() {
+    readme_figures::assert_readme_says(&format!(
+        "{} seeded random NodeFeatureRule sets",
+        readme_figures::with_commas(CASES)
+    ));
+    readme_figures::assert_readme_says(&format!(
+        "{} of them also with null and empty fields",
+        readme_figures::with_commas(SHAPE_CASES)
+    ));
+}
+
 #[test]
 fn rules_give_what_nfd_gives() {
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nfd-oracle");
@@ -873,13 +939,14 @@ fn rules_give_what_nfd_gives() {
     let scratch = tempfile::tempdir().unwrap();
     let mut rng = Rng(SEED);
     let mut cases: Vec<(usize, Vec<Value>)> = Vec::new();
-    for _ in 0..CASES {
+    for i in 0..CASES {
         let n = rng.below(nodes.len());
         let mut g = Gen {
             rng: Rng(rng.next() | 1),
             node: &nodes[n],
             backref_keys: Vec::new(),
             rule_no: 0,
+            shapes: (i >= CASES - SHAPE_CASES).then_some(Rng((SEED ^ ((i as u64) << 1)) | 1)),
         };
         cases.push((n, g.objects()));
     }

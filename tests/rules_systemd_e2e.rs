@@ -62,6 +62,49 @@ fn rendered_env_dropin(scratch: &Path, name: &str, extra: &[&str]) -> String {
     .unwrap()
 }
 
+/// `name.service` under `units`: the recorder as kubelet, run through the
+/// wrapper (the shipped drop-in) on the fixture `node`, with `env` as its env
+/// drop-in and its stderr appended to `name.log` in `scratch`.
+fn install_unit(
+    scratch: &Path,
+    units: &Path,
+    name: &str,
+    node: &str,
+    env: &str,
+    recorder: &Path,
+    search_path: &str,
+) {
+    let unit = format!("{name}.service");
+    write(
+        &units.join(&unit),
+        &format!(
+            "[Service]\nType=simple\nExecStart={} --v=2\n",
+            recorder.display()
+        ),
+    );
+    let d = units.join(format!("{unit}.d"));
+    write(&d.join("90-kubelet-labeler-env.conf"), env);
+    let own = format!(
+        "--unit %n --profile openshift --unit-path {search_path} --state-dir {} --facts-root {}",
+        scratch.join("state").display(),
+        repo("tests/fixtures/nodes").join(node).display()
+    );
+    let shipped = kubelet_labeler::render::dropins::wrapper_dropin(
+        kubelet_labeler::kubelet::Profile::OpenShift,
+    )
+    .replace(
+        kubelet_labeler::contract::WRAPPER_PATH,
+        env!("CARGO_BIN_EXE_kubelet-labeler-wrapper"),
+    )
+    .replace("--unit %n --profile openshift", &own);
+    write(&d.join("zz-kubelet-labeler.conf"), &shipped);
+    let log = scratch.join(format!("{name}.log"));
+    write(
+        &d.join("50-test-log.conf"),
+        &format!("[Service]\nStandardError=append:{}\n", log.display()),
+    );
+}
+
 #[test]
 fn rules_register_gpu_nodes_classified_and_leave_the_pi_alone() {
     if systemd_oracle::unavailable().is_some() {
@@ -100,39 +143,9 @@ fn rules_register_gpu_nodes_classified_and_leave_the_pi_alone() {
         ),
     ];
     for (name, node, args) in &cases {
-        let unit = format!("{name}.service");
-        write(
-            &units.join(&unit),
-            &format!(
-                "[Service]\nType=simple\nExecStart={} --v=2\n",
-                recorder.display()
-            ),
-        );
-        let d = units.join(format!("{unit}.d"));
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        write(
-            &d.join("90-kubelet-labeler-env.conf"),
-            &rendered_env_dropin(scratch, name, &args),
-        );
-        let own = format!(
-            "--unit %n --profile openshift --unit-path {search_path} --state-dir {} --facts-root {}",
-            scratch.join("state").display(),
-            repo("tests/fixtures/nodes").join(node).display()
-        );
-        let shipped = kubelet_labeler::render::dropins::wrapper_dropin(
-            kubelet_labeler::kubelet::Profile::OpenShift,
-        )
-        .replace(
-            kubelet_labeler::contract::WRAPPER_PATH,
-            env!("CARGO_BIN_EXE_kubelet-labeler-wrapper"),
-        )
-        .replace("--unit %n --profile openshift", &own);
-        write(&d.join("zz-kubelet-labeler.conf"), &shipped);
-        let log = scratch.join(format!("{name}.log"));
-        write(
-            &d.join("50-test-log.conf"),
-            &format!("[Service]\nStandardError=append:{}\n", log.display()),
-        );
+        let env = rendered_env_dropin(scratch, name, &args);
+        install_unit(scratch, &units, name, node, &env, &recorder, &search_path);
     }
     let run = UserRun::new(
         vec![units.clone()],
@@ -199,5 +212,142 @@ fn rules_register_gpu_nodes_classified_and_leave_the_pi_alone() {
         journal("pi").contains("no labels or taints to add; starting kubelet unchanged"),
         "{}",
         journal("pi")
+    );
+}
+
+/// NFD takes any string as a rule name. Names holding a unit-file line
+/// (`ExecStart=`), a trailing newline, a backslash that would continue a
+/// line, a carriage return, NUL and U+2028 must leave the env drop-in as
+/// meant, in `render dropins` and inside `render machineconfig`'s
+/// MachineConfig: real systemd runs one command (the wrapper's), the
+/// wrapper reads every name back exactly, and its journal line stays one
+/// line.
+#[test]
+fn hostile_rule_names_change_nothing_systemd_reads() {
+    if systemd_oracle::unavailable().is_some() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let scratch = dir.path();
+    let names = [
+        "gpu\nExecStart=/bin/evil",
+        "trailing\n",
+        "a\nb\\",
+        "cr\rEnvironment=KUBELET_LABELER_NODE_RULES=",
+        "nul\0[Unit]",
+        "ls\u{2028}x",
+        "back\\",
+        "",
+        "my sample rule",
+    ];
+    // JSON is YAML; every rule matches (no matchFeatures) and adds one label.
+    let rules: Vec<serde_json::Value> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| serde_json::json!({ "name": n, "labels": { format!("n{i}"): "true" } }))
+        .collect();
+    let object = serde_json::json!({
+        "apiVersion": "nfd.k8s-sigs.io/v1alpha1",
+        "kind": "NodeFeatureRule",
+        "metadata": { "name": "hostile" },
+        "spec": { "rules": rules }
+    });
+    let rules_file = scratch.join("hostile.yaml");
+    std::fs::write(&rules_file, object.to_string()).unwrap();
+    let rules_arg = rules_file.display().to_string();
+    let env = rendered_env_dropin(scratch, "hostile", &["--rules", &rules_arg]);
+
+    // render machineconfig carries the same drop-in in its data URL.
+    let out = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+        .args(["render", "machineconfig", "--role", "worker", "-o", "-"])
+        .args(["--rules", &rules_arg, "--wrapper"])
+        .arg(static_elf_header(scratch))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let docs: Vec<serde_json::Value> =
+        serde_saphyr::from_multiple(&String::from_utf8(out.stdout).unwrap()).unwrap();
+    let source = docs
+        .iter()
+        .flat_map(|d| {
+            d.pointer("/spec/config/storage/files")
+                .and_then(|f| f.as_array())
+        })
+        .flatten()
+        .find(|f| {
+            f["path"]
+                .as_str()
+                .unwrap()
+                .ends_with("90-kubelet-labeler-env.conf")
+        })
+        .expect("the env drop-in in a MachineConfig")["contents"]["source"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let url = kubelet_labeler::render::encoding::DataUrl {
+        source,
+        compression: None,
+    };
+    let in_mc = kubelet_labeler::render::encoding::decode(&url).unwrap();
+    assert_eq!(String::from_utf8(in_mc).unwrap(), env);
+
+    let units = scratch.join("units");
+    std::fs::create_dir_all(&units).unwrap();
+    let recorder = systemd_oracle::build_fake_kubelet(scratch);
+    let search_path =
+        systemd_oracle::search_path(&UserRun::new(vec![units.clone()], vec![]), scratch);
+    install_unit(
+        scratch,
+        &units,
+        "hostile",
+        "dgx",
+        &env,
+        &recorder,
+        &search_path,
+    );
+    let run = UserRun::new(vec![units.clone()], vec!["hostile.service".into()]);
+    let outcome = &systemd_oracle::run_user_manager(&run, scratch)["hostile.service"];
+    let journal = std::fs::read_to_string(scratch.join("hostile.log")).unwrap_or_default();
+    let manager = systemd_oracle::manager_log(scratch);
+    assert!(outcome.loaded(), "{outcome:?}\n{manager}");
+    // One process: the wrapper exec'ing kubelet; no /bin/evil ran or was refused.
+    assert_eq!(
+        outcome.records.len(),
+        1,
+        "{outcome:?}\n{journal}\n{manager}"
+    );
+    let rec = &outcome.records[0];
+    let compact = rec
+        .env_get(kubelet_labeler::contract::RULES_VAR)
+        .expect("the rules variable reached kubelet's environment");
+    let read_back = kubelet_labeler::rules::compact::decode(&compact).unwrap();
+    let read_names: Vec<&str> = read_back.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(read_names, names);
+    let argv = rec.argv_lossy();
+    let labels = argv
+        .iter()
+        .find(|w| w.starts_with("--node-labels="))
+        .unwrap_or_else(|| panic!("no labels in {argv:?}\n{journal}"));
+    for i in 0..names.len() {
+        let want = format!("feature.node.kubernetes.io/n{i}=true");
+        assert!(labels.contains(&want), "{want} not in {labels}");
+    }
+    assert!(!manager.contains("evil"), "{manager}");
+    let matched: Vec<&str> = journal
+        .lines()
+        .filter(|l| l.contains("rules matched"))
+        .collect();
+    assert_eq!(matched.len(), 1, "{journal}");
+    assert!(
+        matched[0].contains(r#"rules matched: "gpu\nExecStart=/bin/evil", "trailing\n""#),
+        "{journal}"
+    );
+    assert!(
+        journal.lines().all(|l| !l.starts_with("ExecStart")),
+        "{journal}"
     );
 }

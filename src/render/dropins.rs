@@ -9,6 +9,7 @@ pub use crate::contract::{
     WRAPPER_DROPIN_NAME, WRAPPER_PATH,
 };
 use crate::facts::NfdFlavour;
+use crate::rules::shown_name;
 
 /// Where the wrapper for `arch` lives on a node.
 pub fn wrapper_path(arch: Arch) -> String {
@@ -158,7 +159,8 @@ say - \"cannot write $dir/{WRAPPER_DROPIN_NAME}; $unit starts unchanged\"\n"
 /// What the node derives labels/taints from, as the env drop-in carries it.
 #[derive(Debug, Clone, Default)]
 pub struct NodeRules {
-    /// Rule names, for a readable comment in the drop-in.
+    /// Rule names, for a readable comment in the drop-in (as
+    /// [`shown_name`] shows them: NFD takes any string).
     pub names: Vec<String>,
     /// `rules::compact` form (its charset needs no escaping in quotes).
     pub compact: Option<String>,
@@ -245,7 +247,8 @@ pub fn env_dropin_with_rules(additions: &Additions, rules: &NodeRules) -> anyhow
     }
     if let Some(compact) = &rules.compact {
         out += "# Node rules (NodeFeatureRule), evaluated on this node's hardware at each\n";
-        out += &format!("# kubelet start: {}\n", rules.names.join(", "));
+        let names: Vec<_> = rules.names.iter().map(|n| shown_name(n)).collect();
+        out += &format!("# kubelet start: {}\n", names.join(", "));
         out += &format!("Environment=\"{RULES_VAR}={compact}\"\n");
     }
     if let Some(f) = rules.nfd_labels {
@@ -308,6 +311,53 @@ mod tests {
                 path.display()
             );
         }
+    }
+
+    /// NFD takes any string as a rule name; the comment that lists them
+    /// must stay one comment line whatever they hold (the real systemd's
+    /// view is tests/rules_systemd_e2e.rs).
+    #[test]
+    fn rule_names_stay_inside_their_comment() {
+        let hostile = [
+            "gpu\nExecStart=/bin/evil",
+            "trailing\n",
+            "x\ny\\",
+            "cr\rEnvironment=A=b",
+            "nul\0[Unit]",
+            "ls\u{2028}x",
+            "a, b",
+            "back\\",
+            " ",
+            "",
+            "plain-name",
+            "my sample rule",
+        ];
+        let rules = NodeRules {
+            names: hostile.iter().map(|s| s.to_string()).collect(),
+            compact: Some("KLR3,0".into()),
+            nfd_labels: None,
+        };
+        let text = env_dropin_with_rules(&example_additions(), &rules).unwrap();
+        let comment = text
+            .lines()
+            .find(|l| l.starts_with("# kubelet start: "))
+            .unwrap();
+        assert_eq!(
+            comment,
+            "# kubelet start: \"gpu\\nExecStart=/bin/evil\", \"trailing\\n\", \"x\\ny\\\\\", \
+             \"cr\\rEnvironment=A=b\", \"nul\\0[Unit]\", \"ls\\u{2028}x\", \"a, b\", \"back\\\\\", \
+             \" \", \"\", plain-name, my sample rule"
+        );
+        let parsed = crate::unit::syntax::parse(text.as_bytes(), "env.conf");
+        let got: Vec<(&str, &str)> = parsed
+            .assignments
+            .iter()
+            .map(|a| (a.key.as_str(), a.value.as_str()))
+            .collect();
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert!(got.iter().all(|(k, _)| *k == "Environment"), "{got:?}");
+        assert_eq!(got[2].1, format!("\"{RULES_VAR}=KLR3,0\""));
+        assert!(parsed.fatal.is_none() && parsed.warnings.is_empty());
     }
 
     #[test]

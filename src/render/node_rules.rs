@@ -361,6 +361,13 @@ fn rule(cx: &Ctx, n: &Spanned<Node>, profile: Profile) -> Result<Rule> {
     rule.name = cx.string(name, "name")?;
     let what = |f: &str| format!("rule {:?}: {f}", rule.name);
     for (k, v) in fields {
+        // NFD's Go types read a null as the field left out (and the API
+        // server's structural schema prunes it).
+        let known = RULE_FIELDS.contains(&k.value.as_str())
+            || matches!(k.value.as_str(), "annotations" | "extendedResources");
+        if matches!(v.value, Node::Null) && known && k.value != "name" {
+            continue;
+        }
         match k.value.as_str() {
             "name" => {}
             "labels" => {
@@ -515,6 +522,12 @@ fn terms(cx: &Ctx, n: &Spanned<Node>, what: &str) -> Result<Vec<Term>> {
         let mut term = Term::default();
         let mut feature_node = None;
         for (k, v) in cx.map(t, what)? {
+            // A null matchExpressions or matchName is one left out: the
+            // term matches with no elements, as NFD's nil pointer does.
+            let optional = matches!(k.value.as_str(), "matchExpressions" | "matchName");
+            if matches!(v.value, Node::Null) && optional {
+                continue;
+            }
             match k.value.as_str() {
                 "feature" => {
                     term.feature = cx.string(v, &format!("{what}.feature"))?;
@@ -524,6 +537,17 @@ fn terms(cx: &Ctx, n: &Spanned<Node>, what: &str) -> Result<Vec<Term>> {
                     let mut exprs = Vec::new();
                     for (attr, e) in cx.map(v, &format!("{what}.matchExpressions"))? {
                         let w = format!("{what}: {}", attr.value);
+                        if matches!(e.value, Node::Null) {
+                            return cx.fail(
+                                e,
+                                format!(
+                                    "{w}: a null expression, which NFD's evaluator cannot \
+                                     evaluate (nfd-master crashes on it); write {{op: Exists}} \
+                                     or leave {} out",
+                                    attr.value
+                                ),
+                            );
+                        }
                         exprs.push((attr.value.clone(), expression(cx, e, &w)?));
                     }
                     term.match_expressions = Some(exprs);
@@ -549,6 +573,10 @@ fn expression(cx: &Ctx, n: &Spanned<Node>, what: &str) -> Result<Expr> {
     let mut value_node = None;
     let mut version = false;
     for (k, v) in cx.map(n, what)? {
+        // A null op, value or type is one left out, as in NFD's Go types.
+        if matches!(v.value, Node::Null) && matches!(k.value.as_str(), "op" | "value" | "type") {
+            continue;
+        }
         match k.value.as_str() {
             "op" => {
                 let name = cx.string(v, &format!("{what}: op"))?;
@@ -896,5 +924,38 @@ spec:
                 .len(),
             1
         );
+    }
+
+    /// NFD's Go types read a null field as one left out (`matchExpressions:`
+    /// with nothing after it is null): the term then matches with no
+    /// elements, not with every one as an empty `{}` does.
+    #[test]
+    fn null_fields_are_left_out_as_nfd_reads_them() {
+        let rule = |body: &str| {
+            let text = format!(
+                "apiVersion: nfd.k8s-sigs.io/v1alpha1\nkind: NodeFeatureRule\nmetadata: {{name: o}}\nspec:\n  rules:\n  - name: r\n{body}"
+            );
+            parse_rule_objects(&text, "r.yaml", Profile::Upstream)
+                .map(|mut o| o.remove(0).1.remove(0))
+        };
+        let r = rule("    labelsTemplate:\n    matchFeatures:\n    - feature: pci.device\n      matchExpressions:\n      matchName: null\n").unwrap();
+        assert_eq!(r.labels_template, None);
+        assert_eq!(r.match_features[0].match_expressions, None);
+        assert_eq!(r.match_features[0].match_name, None);
+        let r = rule("    matchFeatures:\n    - feature: pci.device\n      matchExpressions: {}\n      matchName: {op: null, value: null, type: null}\n").unwrap();
+        assert_eq!(r.match_features[0].match_expressions, Some(vec![]));
+        assert_eq!(
+            r.match_features[0].match_name,
+            Some(Expr::new(Op::Any, vec![]))
+        );
+        let e = rule("    matchFeatures:\n    - feature: pci.device\n      matchExpressions:\n        vendor:\n").unwrap_err();
+        assert!(
+            format!("{e:#}")
+                .contains("r.yaml:10:15: rule \"r\": matchFeatures: vendor: a null expression"),
+            "{e:#}"
+        );
+        // A null is left out only where a field may be: an unknown one is still named.
+        let e = rule("    bogus: null\n").unwrap_err();
+        assert!(format!("{e:#}").contains("no field \"bogus\""), "{e:#}");
     }
 }

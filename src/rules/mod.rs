@@ -43,6 +43,26 @@ pub struct Rule {
     pub match_any: Vec<Vec<Term>>,
 }
 
+/// A rule name as a comment or a journal line shows it: as written when it
+/// is plain text, else quoted with Rust's escapes. NFD takes any string as a
+/// name; shown this way none can end a line early (a newline, a carriage
+/// return, NUL, U+2028), end one in a backslash (a unit file's continuation),
+/// or pass for two names in a comma-separated list.
+/// (Through `Debug`, which the wrapper links anyway: no code of its own.)
+pub fn shown_name(name: &str) -> std::borrow::Cow<'_, str> {
+    let quoted = format!("{name:?}");
+    let plain = quoted.len() == name.len() + 2
+        && !name.is_empty()
+        && !name.starts_with(' ')
+        && !name.ends_with(' ')
+        && !name.contains(',');
+    if plain {
+        std::borrow::Cow::Borrowed(name)
+    } else {
+        std::borrow::Cow::Owned(quoted)
+    }
+}
+
 /// A `matchFeatures` term.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Term {

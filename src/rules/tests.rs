@@ -1245,3 +1245,26 @@ fn versions_as_nfd_reads_them() {
         assert_eq!(version(s), want, "{s:?}");
     }
 }
+
+/// Plain names show as written; any other is quoted and escaped, so a
+/// list of them stays on one line and never ends in a backslash.
+#[test]
+fn names_show_on_one_line() {
+    for plain in ["nvidia-gpu", "my sample rule", "é✓", "a.b/c:d"] {
+        assert_eq!(shown_name(plain), plain);
+    }
+    for (name, shown) in [
+        ("a\nb", r#""a\nb""#),
+        ("x\\", r#""x\\""#),
+        ("a, b", r#""a, b""#),
+        ("", r#""""#),
+        (" lead", r#"" lead""#),
+        ("q\"", r#""q\"""#),
+        ("ls\u{2028}", r#""ls\u{2028}""#),
+        ("nel\u{85}", r#""nel\u{85}""#),
+        ("cr\r", r#""cr\r""#),
+    ] {
+        assert_eq!(shown_name(name), shown);
+        assert!(!shown_name(name).contains(['\n', '\r', '\u{2028}', '\u{85}']));
+    }
+}

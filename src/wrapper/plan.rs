@@ -318,14 +318,16 @@ pub const REGISTRATION_ONLY: &str = " (applied only when kubelet registers a new
 /// Which rules matched and what was dropped, for the one journal line.
 fn notes_suffix(plan: &Plan) -> String {
     let mut out = String::new();
-    let matched: Vec<&str> = plan
+    let matched = plan
         .rules
         .iter()
-        .filter(|r| r.matched && r.left_out.is_none())
-        .map(|r| r.name.as_str())
-        .collect();
-    if !matched.is_empty() {
-        out += &format!(" (rules matched: {})", matched.join(", "));
+        .filter(|r| r.matched && r.left_out.is_none());
+    for (i, r) in matched.enumerate() {
+        out += if i == 0 { " (rules matched: " } else { ", " };
+        out += &crate::rules::shown_name(&r.name);
+    }
+    if !out.is_empty() {
+        out += ")";
     }
     for n in &plan.notes {
         out += &format!(" ({n})");
