@@ -462,6 +462,7 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
     plan.notes = collected.notes;
     warnings.extend(fs.warnings.into_inner());
     warnings.extend(plan.warnings.iter().cloned());
+    warnings.extend(missing_config(&plan, &fs.inner, opts.offline));
     warnings.extend(installed_pool_check(&opts.root, &plan, &env, facts_root));
     let wrapper_installed = reach.installed;
     warnings.extend(reach.warnings);
@@ -541,6 +542,31 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
             .collect(),
         notes: plan.notes.clone(),
         warnings,
+    })
+}
+
+/// kubelet's `--config` file, when it is missing: kubelet exits without it
+/// (kubeadm before `join`), not a failure of ours.
+fn missing_config(plan: &Plan, fs: &plan::RootFs, offline: bool) -> Option<String> {
+    use crate::kubelet::NodeFs;
+    let words = lossy(&plan.original_argv);
+    let scan = crate::kubelet::flags::scan(&words);
+    let config = scan.last_value("config").filter(|c| !c.is_empty())?;
+    let absent =
+        matches!(fs.read(Path::new(config)), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
+    if !absent {
+        return None;
+    }
+    Some(if offline {
+        format!(
+            "{config} (kubelet's --config) is not in this tree (offline: read as having no registerWithTaints)"
+        )
+    } else {
+        format!(
+            "kubelet cannot start yet: its --config {config} does not exist, and kubelet exits without it. \
+             On a kubeadm node before `kubeadm join` that is expected: the join writes it, and from kubelet's \
+             next start the wrapper adds our labels and taints (merged with the file's registerWithTaints)"
+        )
     })
 }
 
