@@ -243,6 +243,27 @@ fn explain_before_kubeadm_join_says_kubelet_waits_for_the_join() {
     );
 }
 
+/// A typo in the unit's own kubelet flags (kubelet exits on it): explain
+/// warns naming the flag meant, and still exits 0 (nothing of ours fails).
+#[test]
+fn explain_warns_of_flags_kubelet_exits_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    kubeadm_root(root);
+    write(
+        &root.join("etc/default/kubelet"),
+        "KUBELET_EXTRA_ARGS=\"--node-label=a --pod-infra-container-image=pause\"\n",
+    );
+    let e = explain_json(root);
+    let warnings = e["warnings"].to_string();
+    assert!(
+        warnings.contains(
+            "kubelet's own command line: unknown flag: --node-label: kubelet exits on it; did you mean --node-labels?"
+        ) && warnings.contains("--pod-infra-container-image: kubelet 1.36 has no such flag"),
+        "{warnings}"
+    );
+}
+
 /// kubelet behind `sh -c`: render warns, explain leaves our flags out and
 /// says why; the same tree with `env NAME=VALUE` in front gets them.
 #[test]

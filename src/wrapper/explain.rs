@@ -388,7 +388,13 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
         Err(e) if !reach.errors.is_empty() => {
             anyhow::bail!("loading {}: {e:#}; {}", opts.unit, reach.errors.join("; "))
         }
-        Err(e) => return Err(e).with_context(|| format!("loading {}", opts.unit)),
+        Err(e) => {
+            let e = Err(e).with_context(|| format!("loading {}", opts.unit));
+            if as_loaded_missing(&paths, &opts.unit) {
+                return e.map_err(|e| anyhow::anyhow!("{e:#}; {}", not_found_fix(opts)));
+            }
+            return e;
+        }
     };
     let original = unit::load_service(
         &paths,
@@ -437,7 +443,7 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
     let command = if opts.offline {
         plan::original_command_offline(&original, &env, &opts.root, &mut warnings)?
     } else {
-        plan::original_command(&original, &env, &opts.root)?
+        command_on_root(&original, &env, opts, &mut warnings)?
     };
     let fs = plan::OfflineFs {
         inner: plan::RootFs {
@@ -463,6 +469,10 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
     warnings.extend(fs.warnings.into_inner());
     warnings.extend(plan.warnings.iter().cloned());
     warnings.extend(missing_config(&plan, &fs.inner, opts.offline));
+    warnings.extend(crate::kubelet::validate::command_flag_warnings(
+        &plan.executable.to_string_lossy(),
+        &lossy(&plan.original_argv),
+    ));
     warnings.extend(installed_pool_check(&opts.root, &plan, &env, facts_root));
     let wrapper_installed = reach.installed;
     warnings.extend(reach.warnings);
@@ -543,6 +553,69 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
         notes: plan.notes.clone(),
         warnings,
     })
+}
+
+/// Whether `unit` has no fragment in the tree (systemd: not-found).
+fn as_loaded_missing(paths: &UnitPaths, unit: &str) -> bool {
+    unit::search::split_name(unit).is_some()
+        && unit::search::find(&paths.root, &paths.dirs, unit)
+            .fragment
+            .is_none()
+}
+
+/// What to do when the unit is not in the tree.
+fn not_found_fix(opts: &ExplainOptions) -> String {
+    let unit = &opts.unit;
+    if opts.offline {
+        format!(
+            "the MachineConfigs given write no {unit}: give the pool's rendered MachineConfig \
+             (or its 01-<role>-kubelet one) too, or name the kubelet unit with --unit"
+        )
+    } else {
+        format!(
+            "is --root {} a node's whole root (/ on the node itself, or the node's disk mounted)? \
+             If the node's kubelet unit has another name, give it with --unit; \
+             for a cluster's MachineConfigs use --machineconfig",
+            opts.root.display()
+        )
+    }
+}
+
+/// The unit's command on a node's root (`--root`). One missing from the
+/// tree is a warning, as for MachineConfigs: kubelet cannot start without
+/// it, with or without the wrapper, which is not ours to fix.
+fn command_on_root(
+    original: &unit::LoadedService,
+    env: &[(OsString, OsString)],
+    opts: &ExplainOptions,
+    warnings: &mut Vec<String>,
+) -> Result<plan::OriginalCommand> {
+    use std::os::unix::ffi::OsStrExt;
+    let e = match plan::original_command(original, env, &opts.root) {
+        Ok(c) => return Ok(c),
+        Err(e) => e,
+    };
+    let root = opts.root.display();
+    let path = match original.exec_start.as_slice() {
+        [cmd] => PathBuf::from(std::ffi::OsStr::from_bytes(&cmd.path)),
+        _ => return Err(e),
+    };
+    let in_tree = opts.root.join(path.strip_prefix("/").unwrap_or(&path));
+    if !path.is_absolute() || in_tree.exists() {
+        anyhow::bail!(
+            "{e:#} (under --root {root}): systemd could not run it either; make it executable or fix the unit's ExecStart="
+        );
+    }
+    let mut ignored = Vec::new();
+    let command = plan::original_command_offline(original, env, &opts.root, &mut ignored)?;
+    warnings.push(format!(
+        "{} (the unit's ExecStart=) is not in the tree under --root {root}: systemd cannot start {} \
+         without it (203/EXEC), with or without the wrapper. --root is meant to be a node's whole \
+         root; for a staging tree, the image it goes into must provide it",
+        path.display(),
+        opts.unit
+    ));
+    Ok(command)
 }
 
 /// kubelet's `--config` file, when it is missing: kubelet exits without it
