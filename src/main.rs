@@ -443,6 +443,13 @@ fn cmd_render_machineconfig(c: RenderMachineConfigConfig) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The `--ca-file` PEM, checked here so that a bad one is named.
+fn read_ca_file(path: &std::path::Path) -> Result<Vec<u8>> {
+    let pem = input::read_file(path, input::CA_FILE)?;
+    pointer::check_ca(&pem, &format!("--ca-file {}", path.display()))?;
+    Ok(pem)
+}
+
 fn cmd_render_ignition(c: RenderIgnitionConfig) -> Result<ExitCode> {
     let version = ignition_version(c.pool.ignition_version);
     let config = match (&c.merge_url, &c.ca_file) {
@@ -455,7 +462,7 @@ fn cmd_render_ignition(c: RenderIgnitionConfig) -> Result<ExitCode> {
             if let Some(w) = pointer::plain_http_warning(url) {
                 say!("warning: {w}");
             }
-            let pem = input::read_file(ca, input::CA_FILE)?;
+            let pem = read_ca_file(ca)?;
             pointer::pointer_config(url, &pem, version)?
         }
         _ => machineconfig::ignition(&pool_options(&c.pool)?)?,
@@ -494,7 +501,7 @@ fn cmd_iso_embed(c: IsoEmbedConfig) -> Result<ExitCode> {
             if let Some(w) = pointer::plain_http_warning(url) {
                 say!("warning: {w}");
             }
-            let pem = input::read_file(ca, input::CA_FILE)?;
+            let pem = read_ca_file(ca)?;
             let version = ignition_version(c.ignition_version);
             let config = serde_json::to_vec(&machineconfig::pointer_ignition(url, &pem, version)?)?;
             iso::check_ignition(&config, "the rendered pointer config")?;
@@ -581,7 +588,7 @@ fn cmd_iso_fleet(c: IsoFleetConfig) -> Result<ExitCode> {
         Some(kubelet_labeler::render::node_rules::compile(&read)?)
     };
     let ca_pem = match &c.ca_file {
-        Some(p) => Some(input::read_file(p, input::CA_FILE)?),
+        Some(p) => Some(read_ca_file(p)?),
         None => None,
     };
     let selector_path = match &c.selector {

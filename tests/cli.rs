@@ -195,6 +195,75 @@ fn render_dropins_then_explain() {
     );
 }
 
+/// kubeadm before `join`: no /var/lib/kubelet/config.yaml yet, so kubelet
+/// exits at every start whatever we add. explain says so in a warning and
+/// exits 0 (nothing of ours fails); the taint is on the argv, and after the
+/// join wrote the file it merges with the file's registerWithTaints.
+#[test]
+fn explain_before_kubeadm_join_says_kubelet_waits_for_the_join() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    kubeadm_root(root);
+    let config = root.join("var/lib/kubelet/config.yaml");
+    let joined = std::fs::read(&config).unwrap();
+    std::fs::remove_file(&config).unwrap();
+    let out = dropins()
+        .args(["--label", "node.kubernetes.io/gpu=", "--taint"])
+        .args(["nvidia.com/gpu=true:NoSchedule", "--root"])
+        .arg(root)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+    let before = explain_json(root);
+    assert_eq!(before["left_out"], serde_json::Value::Null, "{before}");
+    let argv = before["argv"].to_string();
+    assert!(
+        argv.contains("\"--register-with-taints=nvidia.com/gpu=true:NoSchedule\""),
+        "{argv}"
+    );
+    let warnings = before["warnings"].to_string();
+    assert!(
+        warnings.contains(
+            "kubelet cannot start yet: its --config /var/lib/kubelet/config.yaml does not exist"
+        ) && warnings.contains("before `kubeadm join`"),
+        "{warnings}"
+    );
+    std::fs::write(&config, joined).unwrap();
+    let after = explain_json(root);
+    assert!(
+        after["argv"].to_string().contains(
+            "--register-with-taints=node.example.com/existing=:NoSchedule,nvidia.com/gpu=true:NoSchedule"
+        ),
+        "{after}"
+    );
+    assert!(
+        !after["warnings"].to_string().contains("kubeadm join"),
+        "{after}"
+    );
+}
+
+/// A typo in the unit's own kubelet flags (kubelet exits on it): explain
+/// warns naming the flag meant, and still exits 0 (nothing of ours fails).
+#[test]
+fn explain_warns_of_flags_kubelet_exits_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    kubeadm_root(root);
+    write(
+        &root.join("etc/default/kubelet"),
+        "KUBELET_EXTRA_ARGS=\"--node-label=a --pod-infra-container-image=pause\"\n",
+    );
+    let e = explain_json(root);
+    let warnings = e["warnings"].to_string();
+    assert!(
+        warnings.contains(
+            "kubelet's own command line: unknown flag: --node-label: kubelet exits on it; did you mean --node-labels?"
+        ) && warnings.contains("--pod-infra-container-image: kubelet 1.36 has no such flag"),
+        "{warnings}"
+    );
+}
+
 /// kubelet behind `sh -c`: render warns, explain leaves our flags out and
 /// says why; the same tree with `env NAME=VALUE` in front gets them.
 #[test]

@@ -420,7 +420,7 @@ fn refuses_bad_configs_and_out_of_image_areas_keeps_mode() {
         (
             "mode.ign",
             br#"{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/x","mode":"420"}]}}"#,
-            "is not valid Ignition 3.4.0: invalid type: string \"420\", expected i64",
+            "is not valid Ignition 3.4.0: $.storage.files.0.mode: invalid type: string \"420\", expected i64; a mode is a decimal number",
         ),
         (
             "relative.ign",

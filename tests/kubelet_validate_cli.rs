@@ -63,7 +63,9 @@ fn json_shape() {
     let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(
         keys,
-        ["valid", "profile", "command", "labels", "taints", "errors"]
+        [
+            "valid", "profile", "command", "labels", "taints", "errors", "warnings"
+        ]
     );
     assert_eq!(v["valid"], true);
     assert_eq!(v["profile"], "upstream");
@@ -154,6 +156,25 @@ fn invalid_arguments_exit_1_naming_the_key_and_the_rule() {
             "upstream",
             &["\"gpu=true\": unknown command"],
         ),
+        // kubelet exits on a flag it does not know, a typo above all.
+        (
+            &["--node-label=a"],
+            "upstream",
+            &["unknown flag: --node-label: kubelet exits on it; did you mean --node-labels?"],
+        ),
+        (
+            &["--v=2", "--foo=bar"],
+            "openshift",
+            &["unknown flag: --foo: kubelet exits on it\n"],
+        ),
+        (
+            &["--register_with_taint=a:NoSchedule"],
+            "upstream",
+            &[
+                "unknown flag: --register_with_taint:",
+                "did you mean --register-with-taints?",
+            ],
+        ),
     ];
     for (args, profile, wanted) in cases {
         let mut all = vec!["--profile", profile, "--"];
@@ -166,6 +187,23 @@ fn invalid_arguments_exit_1_naming_the_key_and_the_rule() {
             assert!(out.contains(w), "{args:?}: {w:?} not in {out}");
         }
     }
+}
+
+/// A flag only older kubelets take: valid, with a warning that the
+/// current one exits on it.
+#[test]
+fn flags_of_older_kubelets_are_valid_with_a_warning() {
+    let o = validate(&[
+        "--",
+        "--pod-infra-container-image=pause:3.9",
+        "--node-labels=a=1",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert_eq!(
+        stdout(&o),
+        "valid for the upstream kubelet\nlabel: a=1\n\
+         warning: --pod-infra-container-image: kubelet 1.36 has no such flag and exits on it (unknown flag); only older kubelets take it\n"
+    );
 }
 
 #[test]

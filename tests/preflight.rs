@@ -490,6 +490,73 @@ fn missing_roots_are_errors() {
     );
 }
 
+/// A tree that is not a node's whole root: no kubelet.service says how to
+/// point explain at one; a staging tree with our files and the unit but no
+/// kubelet binary explains with a warning (systemd cannot start kubelet
+/// there, wrapper or not), as MachineConfigs do; a kubelet that is there
+/// but not executable stays an error, with the fix.
+#[test]
+fn explain_on_a_partial_tree_says_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let r = root.to_str().unwrap();
+    let out = cli(&["explain", "--root", r]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("kubelet.service not found in")
+            && stderr(&out).contains(&format!("is --root {r} a node's whole root"))
+            && stderr(&out).contains("--unit"),
+        "{}",
+        stderr(&out)
+    );
+    let out = cli(&[
+        "explain",
+        "--machineconfig",
+        &example("50-worker-gpu-kubelet-labeler-labels.yaml"),
+    ]);
+    assert!(
+        stderr(&out).contains("the MachineConfigs given write no kubelet.service"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = cli(&[
+        "render",
+        "dropins",
+        "--wrapper",
+        stand_in_wrapper().to_str().unwrap(),
+        "--label",
+        "a=b",
+        "--root",
+        r,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    write(
+        &root.join("usr/lib/systemd/system/kubelet.service"),
+        "[Service]\nExecStart=/usr/bin/kubelet --v=2\n",
+    );
+    let out = cli(&["explain", "--root", r]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("+ [3] '--node-labels=a=b'")
+            && text.contains(&format!(
+                "warning: /usr/bin/kubelet (the unit's ExecStart=) is not in the tree under --root {r}: systemd cannot start kubelet.service without it"
+            )),
+        "{text}"
+    );
+    write(&root.join("usr/bin/kubelet"), "#!/bin/sh\n");
+    let out = cli(&["explain", "--root", r]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains(&format!(
+            "/usr/bin/kubelet is not an executable file (under --root {r}): systemd could not run it either; make it executable"
+        )),
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// `n` distinct labels of about 40 bytes each.
 fn many_labels(n: usize) -> Vec<String> {
     (0..n)

@@ -254,11 +254,30 @@ fn taint_flags() -> Vec<String> {
     out
 }
 
+/// Where unpack.sh put the real kubelet: found once, since its checksums
+/// take longer than a kubelet call.
+fn bin_dir() -> &'static str {
+    static DIR: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let out = Command::new("bash")
+            .arg(realcluster::tools_dir().join("unpack.sh"))
+            .output()
+            .expect("running unpack.sh");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    })
+}
+
 /// Does the real kubelet accept this flag? (validate.sh, ~0.05 s a call)
 fn kubelet_accepts(flag: &str) -> (bool, String) {
     let out = Command::new("bash")
         .arg(realcluster::tools_dir().join("validate.sh"))
         .arg(flag)
+        .env("BIN_DIR", bin_dir())
         .output()
         .expect("running validate.sh");
     let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
@@ -513,4 +532,95 @@ fn our_checks_agree_with_the_real_kubelet_and_api_server() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     // The corpus reaches both sides of every rule.
     assert!(stricter > 0 && upstream_stricter > 0 && kubelet_accepts < verdicts.len());
+}
+
+/// Which long flags kubelet knows, against the real one: the names its
+/// `--help` lists are `known_flags::CURRENT`; it refuses every `OLDER` name
+/// (we warn) and every near miss of a current name that we call unknown
+/// (a letter dropped, an `s` added, the first `-` dropped or written `_`),
+/// and takes every one we take.
+#[test]
+fn unknown_flags_as_the_real_kubelet_says() {
+    use kubelet_labeler::kubelet::known_flags::{CURRENT, Known, OLDER, known};
+    if realcluster::unavailable().is_some() {
+        return;
+    }
+    let help = Command::new("bash")
+        .arg(realcluster::tools_dir().join("validate.sh"))
+        .arg("--help")
+        .env("BIN_DIR", bin_dir())
+        .output()
+        .expect("running validate.sh --help");
+    let help = String::from_utf8_lossy(&help.stdout);
+    let mut listed: Vec<&str> = help
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim_start();
+            let l = l
+                .strip_prefix("-h, ")
+                .or(l.strip_prefix("-v, "))
+                .unwrap_or(l);
+            l.strip_prefix("--")?.split([' ', '=']).next()
+        })
+        .collect();
+    listed.sort();
+    listed.dedup();
+    assert_eq!(
+        listed, CURRENT,
+        "kubelet --help lists other flags than CURRENT"
+    );
+
+    let mut names: Vec<String> = OLDER.iter().map(|s| s.to_string()).collect();
+    for n in CURRENT.iter().filter(|n| n.len() > 2) {
+        names.push(n[..n.len() - 1].to_string());
+        names.push(format!("{n}s"));
+        if n.contains('-') {
+            names.push(n.replacen('-', "", 1));
+            names.push(n.replacen('-', "_", 1));
+        }
+    }
+    names.sort();
+    names.dedup();
+    let says = |name: &String| {
+        let (ok, text) = kubelet_accepts(&format!("--{name}=1"));
+        let unknown = text.contains(&format!("unknown flag: --{name}\""));
+        assert!(ok || !text.is_empty(), "--{name}: no answer");
+        unknown
+    };
+    let kubelet: Vec<bool> = std::thread::scope(|s| {
+        let (a, b) = names.split_at(names.len() / 2);
+        let ha = s.spawn(|| a.iter().map(says).collect::<Vec<_>>());
+        let hb = s.spawn(|| b.iter().map(says).collect::<Vec<_>>());
+        let mut v = ha.join().unwrap();
+        v.extend(hb.join().unwrap());
+        v
+    });
+    let mut problems = Vec::new();
+    let (mut unknown, mut taken) = (0, 0);
+    for (name, kubelet_unknown) in names.iter().zip(kubelet) {
+        let ours = known(&name.replace('_', "-"));
+        let report = validate_kubelet_args(&[format!("--{name}=1")], Profile::Upstream);
+        let ours_unknown = report.errors.iter().any(|e| e.starts_with("unknown flag:"));
+        let agree = match ours {
+            Known::Current => !kubelet_unknown && !ours_unknown,
+            Known::Older => kubelet_unknown && !ours_unknown && !report.warnings.is_empty(),
+            Known::Unknown(_) => kubelet_unknown && ours_unknown,
+        };
+        if !agree {
+            problems.push(format!(
+                "--{name}: ours {ours:?}, kubelet unknown: {kubelet_unknown}"
+            ));
+        }
+        unknown += usize::from(kubelet_unknown);
+        taken += usize::from(!kubelet_unknown);
+    }
+    eprintln!(
+        "FLAGS: kubelet --help lists {} (= CURRENT); {} names tried ({} OLDER, the rest near misses): \
+         kubelet refuses {unknown} as unknown, takes {taken}; ours agree on all",
+        CURRENT.len(),
+        names.len(),
+        OLDER.len()
+    );
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(unknown > 0 && taken > 0);
 }

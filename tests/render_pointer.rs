@@ -299,7 +299,8 @@ fn pointer_refusals() {
         (
             "https://api-int.c.example.com:22623/config/worker-gpu",
             "key.pem",
-            "worker-user-data-managed",
+            // The file named, and where the right one is.
+            "--ca-file key.pem holds \"-----BEGIN",
         ),
     ] {
         let out = cli(
@@ -322,6 +323,9 @@ fn pointer_refusals() {
             !out.status.success() && err.contains(needle),
             "{url}: {err}"
         );
+        if ca == "key.pem" {
+            assert!(err.contains("worker-user-data-managed"), "{err}");
+        }
         assert!(!dir.join("pointer.ign").exists());
     }
 }

@@ -20,6 +20,8 @@ use kubelet_labeler::render::dropins;
 use systemd_oracle::{UserRun, write};
 
 const LABEL: &str = "node.kubernetes.io/worker-gpu";
+/// The kubeadm trials' taint: before the join there is no --config to merge it with.
+const KADM_TAINT: &str = "nvidia.com/gpu=true:NoSchedule";
 
 /// The env drop-in for `unit` in `units`.
 fn env_dropin(units: &Path, unit: &str, labels: &str) {
@@ -147,6 +149,7 @@ fn faults_under_real_systemd() {
             "{common}Environment=RECORDER_SLEEP=60\n\
              Environment=RECORDER_FAIL_IF_MISSING={n_dir}/%i/config.yaml\n\
              Environment=RECORDER_JOIN_FILES={n_dir}/%i/config.yaml:{n_dir}/%i/kubelet.conf\n\
+             Environment=FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS={KADM_TAINT}\n\
              ExecStart={} --bootstrap-kubeconfig={n_dir}/%i/bootstrap-kubelet.conf \
              --kubeconfig={n_dir}/%i/kubelet.conf --config={n_dir}/%i/config.yaml\n",
             recorder.display()
@@ -480,6 +483,19 @@ fn faults_under_real_systemd() {
         assert!(
             carries_label(&starts[n]),
             "trial {t}: the first start after the join lacks the label: {starts:?}\n{journal}"
+        );
+        // Before the join too: the missing --config has no registerWithTaints
+        // to merge with (kubelet exits without it), so the taint goes in.
+        let taint = format!("--register-with-taints={KADM_TAINT}");
+        assert!(
+            starts
+                .iter()
+                .all(|s| carries_label(s) && s.contains(&taint)),
+            "trial {t}: a start without the label and taint: {starts:?}\n{journal}"
+        );
+        assert!(
+            !journal.contains("without our labels/taints"),
+            "trial {t}: {journal}"
         );
         assert_eq!(o.prop("ActiveState"), "active", "trial {t}");
     }

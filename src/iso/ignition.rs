@@ -86,15 +86,22 @@ pub fn check_ignition(config: &[u8], name: &str) -> Result<Checked> {
             .collect(),
         Err(e) => {
             let e = match e {
-                ignition_config::Error::Serialization(e) if repeats_keys => {
-                    // Positions are in the re-written text: leave them out.
-                    e.to_string()
-                        .split(" at line ")
-                        .next()
-                        .unwrap_or("")
-                        .to_string()
+                ignition_config::Error::Serialization(e) => {
+                    // The field as a JSON path, found at the error's position
+                    // in the text parsed (the re-written one after a repeated
+                    // key); the position itself is left out.
+                    let text = if repeats_keys {
+                        serde_json::to_vec(&value)?
+                    } else {
+                        config.to_vec()
+                    };
+                    let why = e.to_string();
+                    let why = why.split(" at line ").next().unwrap_or("");
+                    match path_at(&text, e.line(), e.column()) {
+                        Some(path) => format!("{path}: {why}{}", mode_hint(&path, why)),
+                        None => why.to_string(),
+                    }
                 }
-                ignition_config::Error::Serialization(e) => e.to_string(),
                 other => other.to_string(),
             };
             bail!("{name} is not valid Ignition {version}: {e}; fix that field (see {spec})");
@@ -109,6 +116,68 @@ pub fn check_ignition(config: &[u8], name: &str) -> Result<Checked> {
         unknown_keys,
         repeats_keys,
     })
+}
+
+/// The JSON path (`$.storage.files.0.mode`) of the value at `line` and
+/// `column` (1-based, as serde_json counts) in `text`: the keys and indexes
+/// open there. Just after a `}` that is the object's own path (serde_json
+/// reports a missing field there). None at the top level.
+fn path_at(text: &[u8], line: usize, column: usize) -> Option<String> {
+    let mut offset = 0;
+    for _ in 1..line {
+        offset += text[offset..].iter().position(|&b| b == b'\n')? + 1;
+    }
+    let end = (offset + column).min(text.len());
+    // One entry per open container: the key (object) or index (array).
+    let mut stack: Vec<(bool, String)> = Vec::new();
+    let mut i = 0;
+    while i < end {
+        match text[i] {
+            b'"' => {
+                let start = i + 1;
+                i += 1;
+                while i < text.len() && text[i] != b'"' {
+                    i += if text[i] == b'\\' { 2 } else { 1 };
+                }
+                // A string followed by `:` is a key of the open object.
+                let rest = text.get(i + 1..).unwrap_or_default();
+                let after = rest.iter().find(|c| !c.is_ascii_whitespace());
+                if after == Some(&b':')
+                    && let Some((false, key)) = stack.last_mut()
+                {
+                    *key = String::from_utf8_lossy(&text[start..i.min(text.len())]).into_owned();
+                }
+            }
+            b'{' => stack.push((false, String::new())),
+            b'[' => stack.push((true, "0".to_string())),
+            b'}' | b']' => {
+                stack.pop();
+            }
+            b',' => {
+                if let Some((true, index)) = stack.last_mut() {
+                    *index = (index.parse::<usize>().unwrap_or(0) + 1).to_string();
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    // (An object before its first key adds nothing.)
+    stack.retain(|(_, k)| !k.is_empty());
+    if stack.is_empty() {
+        return None;
+    }
+    Some(stack.iter().fold("$".to_string(), |p, (_, k)| p + "." + k))
+}
+
+/// Modes are numbers in JSON: `"0644"` (or octal written as a number) is a
+/// common slip.
+fn mode_hint(path: &str, why: &str) -> &'static str {
+    if path.ends_with(".mode") && why.starts_with("invalid type: string") {
+        "; a mode is a decimal number: 0644 is 420, 0755 is 493"
+    } else {
+        ""
+    }
 }
 
 /// The spec's documentation page.
@@ -493,6 +562,40 @@ mod tests {
             r#"{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/x","path":"/x","mode":"1"}]}}"#,
         );
         assert!(e.contains("invalid type") && !e.contains("line"), "{e}");
+    }
+
+    /// A type error names the field as a JSON path, wherever it is.
+    #[test]
+    fn type_errors_name_the_field() {
+        let e = err(
+            r#"{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/a"},{"path":"/etc/x","mode":"0644"}]}}"#,
+        );
+        assert!(
+            e.contains(r#"$.storage.files.1.mode: invalid type: string "0644", expected i"#)
+                && e.contains("0644 is 420")
+                && !e.contains("line"),
+            "{e}"
+        );
+        let e = err(
+            "{\"ignition\":{\"version\":\"3.4.0\"},\n \"systemd\": {\"units\": [{\"name\": \"a\\\"b.service\", \"enabled\": \"yes\"}]}}",
+        );
+        assert!(
+            e.contains("$.systemd.units.0.enabled: invalid type: string"),
+            "{e}"
+        );
+        // A missing field: the object that lacks it.
+        let e = err(r#"{"ignition":{"version":"3.2.0"},"storage":{"files":[{"mode":420}]}}"#);
+        assert!(e.contains("$.storage.files.0: missing field `path`"), "{e}");
+        // After a repeated key, in the text as re-written.
+        let e = err(
+            r#"{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/x","path":"/x","mode":"1"}]}}"#,
+        );
+        assert!(e.contains("$.storage.files.0.mode: invalid type"), "{e}");
+        assert_eq!(path_at(b"{}", 1, 2), None);
+        assert_eq!(
+            path_at(b"{\"a\": [1, {\"b\": \"\\\"}\"", 1, 99),
+            Some("$.a.1.b".into())
+        );
     }
 
     #[test]

@@ -325,17 +325,26 @@ fn existing_taints(scan: &FlagScan, fs: &dyn NodeFs) -> Result<Vec<Taint>, Merge
             .map_err(|e| MergeError(format!("the existing --register-with-taints: {e}")));
     }
     let mut files = Vec::new();
-    if let Some(config) = scan.last_value("config").filter(|c| !c.is_empty()) {
-        files.push(PathBuf::from(config));
-    }
+    let config = scan.last_value("config").filter(|c| !c.is_empty());
+    let has_config = config.is_some();
+    files.extend(config.map(PathBuf::from));
     if let Some(dir) = scan.last_value("config-dir").filter(|d| !d.is_empty()) {
         dropin_files(fs, Path::new(dir), &mut files)?;
     }
     let mut taints = Vec::new();
-    for file in files {
-        let bytes = fs
-            .read(&file)
-            .map_err(|e| MergeError(format!("reading kubelet config {}: {e}", file.display())))?;
+    for (i, file) in files.into_iter().enumerate() {
+        let is_config = i == 0 && has_config;
+        let bytes = match fs.read(&file) {
+            Ok(bytes) => bytes,
+            // A missing --config (kubeadm before `join`): kubelet exits
+            // without it ("failed to load kubelet config file"), so it
+            // registers with no taint of the file; the first start after the
+            // file appears merges with it.
+            Err(e) if is_config && e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                return merge_err(format!("reading kubelet config {}: {e}", file.display()));
+            }
+        };
         let text = String::from_utf8(bytes)
             .map_err(|_| MergeError(format!("kubelet config {} is not UTF-8", file.display())))?;
         match register_with_taints(&text) {
@@ -496,10 +505,15 @@ mod tests {
     /// Files by path; directories are the parents of files.
     impl NodeFs for FakeFs {
         fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-            self.0
-                .get(path)
-                .map(|s| s.clone().into_bytes())
-                .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
+            if let Some(s) = self.0.get(path) {
+                return Ok(s.clone().into_bytes());
+            }
+            let kind = if self.0.keys().any(|p| p.starts_with(path)) {
+                io::ErrorKind::IsADirectory
+            } else {
+                io::ErrorKind::NotFound
+            };
+            Err(io::Error::from(kind))
         }
         fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
             if self.0.contains_key(dir) {
@@ -674,10 +688,24 @@ mod tests {
 
     #[test]
     fn unreadable_config_refuses_only_when_adding_taints() {
+        // A directory where the file should be: kubelet cannot read it either.
+        let fs = FakeFs([(PathBuf::from("/dir/f"), String::new())].into());
+        let e = run("/k --config=/dir", &adds(&[], "a:NoSchedule"), &fs).unwrap_err();
+        assert!(e.to_string().contains("/dir"), "{e}");
+        assert!(run("/k --config=/dir", &adds(&[("a", "")], ""), &fs).is_ok());
+    }
+
+    /// kubeadm before `join`: no --config file, kubelet exits at every
+    /// start, and there are no taints of the file to keep; ours go in.
+    #[test]
+    fn a_missing_config_has_no_taints_to_keep() {
         let fs = FakeFs::default();
-        let e = run("/k --config=/missing", &adds(&[], "a:NoSchedule"), &fs).unwrap_err();
-        assert!(e.to_string().contains("/missing"), "{e}");
-        assert!(run("/k --config=/missing", &adds(&[("a", "")], ""), &fs).is_ok());
+        assert_eq!(
+            run("/k --config=/missing", &adds(&[], "a:NoSchedule"), &fs).unwrap(),
+            "/k --config=/missing --register-with-taints=a=:NoSchedule"
+        );
+        // A missing --config-dir is still a reason to leave ours out.
+        assert!(run("/k --config-dir=/e", &adds(&[], "a:NoSchedule"), &fs).is_err());
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod arg_limit;
 mod bool_flags;
 pub mod config;
 pub mod flags;
+pub mod known_flags;
 pub mod labels;
 pub mod taints;
 pub mod validate;

@@ -22,6 +22,8 @@ pub struct ValidationReport {
     pub taints: Vec<String>,
     /// Each problem, naming the flag, key or taint and the rule it breaks.
     pub errors: Vec<String>,
+    /// Flags only older kubelets take: the reference kubelet exits on them.
+    pub warnings: Vec<String>,
 }
 
 /// `args` are kubelet's arguments; leading words that are not flags (a
@@ -75,6 +77,8 @@ pub fn validate_kubelet_args(args: &[String], profile: Profile) -> ValidationRep
             errors.push(why);
         }
     }
+    let (unknown, older) = unknown_flags(&argv, &scan);
+    errors.extend(unknown);
     for f in &scan.flags {
         match f.name.as_str() {
             "node-labels" => match &f.value {
@@ -112,7 +116,54 @@ pub fn validate_kubelet_args(args: &[String], profile: Profile) -> ValidationRep
             .collect(),
         taints: taints.iter().map(|t| t.to_string()).collect(),
         errors,
+        warnings: older,
     }
+}
+
+/// For `explain`: the flags of a unit's own kubelet command that kubelet
+/// exits on (not ours to fix, and the wrapper passes them on as they are).
+/// Nothing when `program` is not kubelet or a launcher of it.
+pub fn command_flag_warnings(program: &str, argv: &[String]) -> Vec<String> {
+    if super::flags::kubelet_args_start(program, argv).is_err() {
+        return Vec::new();
+    }
+    let (unknown, older) = unknown_flags(argv, &scan(argv));
+    unknown
+        .iter()
+        .chain(&older)
+        .map(|w| format!("kubelet's own command line: {w}"))
+        .collect()
+}
+
+/// Long flags of `argv` kubelet does not know, as kubelet refuses them
+/// (`unknown flag: --x`, exit 1), with the flag likely meant; and those only
+/// older kubelets know, for a warning. Each name once.
+pub fn unknown_flags(argv: &[String], scan: &super::flags::FlagScan) -> (Vec<String>, Vec<String>) {
+    use super::known_flags::{Known, known};
+    let (mut unknown, mut older) = (Vec::new(), Vec::new());
+    let mut seen = Vec::new();
+    for f in &scan.flags {
+        // Shorthands (-v, -h) are known; a long flag as written, before `=`.
+        let Some(raw) = argv[f.index].strip_prefix("--") else {
+            continue;
+        };
+        let raw = raw.split_once('=').map_or(raw, |(n, _)| n);
+        if seen.contains(&raw) {
+            continue;
+        }
+        seen.push(raw);
+        match known(&f.name) {
+            Known::Current => {}
+            Known::Older => older.push(format!(
+                "--{raw}: kubelet 1.36 has no such flag and exits on it (unknown flag); only older kubelets take it"
+            )),
+            Known::Unknown(close) => unknown.push(format!(
+                "unknown flag: --{raw}: kubelet exits on it{}",
+                close.map_or(String::new(), |c| format!("; did you mean --{c}?"))
+            )),
+        }
+    }
+    (unknown, older)
 }
 
 impl ValidationReport {
@@ -122,7 +173,7 @@ impl ValidationReport {
     }
 
     pub fn to_human(&self) -> String {
-        if self.valid {
+        let mut out = if self.valid {
             let mut out = format!("valid for the {} kubelet\n", self.profile);
             for l in &self.labels {
                 out += &format!("label: {l}\n");
@@ -136,7 +187,11 @@ impl ValidationReport {
                 .iter()
                 .map(|e| format!("invalid: {e}\n"))
                 .collect()
+        };
+        for w in &self.warnings {
+            out += &format!("warning: {w}\n");
         }
+        out
     }
 }
 

@@ -29,7 +29,7 @@ pub fn pointer_ignition(merge_url: &str, ca_pem: &[u8]) -> Result<Vec<u8>> {
 /// The pointer config as a JSON value, for spec `version`.
 pub fn pointer_config(merge_url: &str, ca_pem: &[u8], version: &str) -> Result<Value> {
     check_merge_url(merge_url)?;
-    check_ca(ca_pem)?;
+    check_ca(ca_pem, "the CA file")?;
     let ca = json!({ "source": ca_data_url(ca_pem) });
     Ok(json!({
         "ignition": {
@@ -94,10 +94,11 @@ pub fn plain_http_warning(merge_url: &str) -> Option<String> {
     })
 }
 
-/// Every PEM block is a CERTIFICATE whose body is base64, and there is one.
-fn check_ca(ca_pem: &[u8]) -> Result<()> {
+/// Every PEM block is a CERTIFICATE whose body is base64, and there is one;
+/// `name` names the input in the message (`--ca-file ca.pem`).
+pub fn check_ca(ca_pem: &[u8], name: &str) -> Result<()> {
     let Ok(text) = std::str::from_utf8(ca_pem) else {
-        bail!("the CA file is not PEM text; {CA_HINT}");
+        bail!("{name} is not PEM text; {CA_HINT}");
     };
     let mut certificates = 0;
     let mut body: Option<String> = None;
@@ -105,11 +106,11 @@ fn check_ca(ca_pem: &[u8]) -> Result<()> {
         match (&mut body, line) {
             (None, "-----BEGIN CERTIFICATE-----") => body = Some(String::new()),
             (None, l) if l.starts_with("-----BEGIN ") => {
-                bail!("the CA file holds {l:?}, not a certificate; {CA_HINT}")
+                bail!("{name} holds {l:?}, not a certificate; {CA_HINT}")
             }
             (Some(b), "-----END CERTIFICATE-----") => {
                 if b.is_empty() || STANDARD.decode(b.as_bytes()).is_err() {
-                    bail!("the CA file has a certificate that is not base64; {CA_HINT}");
+                    bail!("{name} has a certificate that is not base64; {CA_HINT}");
                 }
                 certificates += 1;
                 body = None;
@@ -119,7 +120,7 @@ fn check_ca(ca_pem: &[u8]) -> Result<()> {
         }
     }
     if body.is_some() || certificates == 0 {
-        bail!("the CA file holds no complete PEM certificate; {CA_HINT}");
+        bail!("{name} holds no complete PEM certificate; {CA_HINT}");
     }
     Ok(())
 }

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
+use super::explain_tree as tree;
 use super::plan::{self, Plan};
 use crate::contract::{GENERATOR_PATH, WRAPPER_DROPIN_NAME, WRAPPER_PATH};
 use crate::kubelet::Profile;
@@ -388,7 +389,13 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
         Err(e) if !reach.errors.is_empty() => {
             anyhow::bail!("loading {}: {e:#}; {}", opts.unit, reach.errors.join("; "))
         }
-        Err(e) => return Err(e).with_context(|| format!("loading {}", opts.unit)),
+        Err(e) => {
+            let e = Err(e).with_context(|| format!("loading {}", opts.unit));
+            if tree::unit_missing(&paths, &opts.unit) {
+                return e.map_err(|e| anyhow::anyhow!("{e:#}; {}", tree::not_found_fix(opts)));
+            }
+            return e;
+        }
     };
     let original = unit::load_service(
         &paths,
@@ -437,7 +444,7 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
     let command = if opts.offline {
         plan::original_command_offline(&original, &env, &opts.root, &mut warnings)?
     } else {
-        plan::original_command(&original, &env, &opts.root)?
+        tree::command_on_root(&original, &env, opts, &mut warnings)?
     };
     let fs = plan::OfflineFs {
         inner: plan::RootFs {
@@ -462,6 +469,11 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
     plan.notes = collected.notes;
     warnings.extend(fs.warnings.into_inner());
     warnings.extend(plan.warnings.iter().cloned());
+    warnings.extend(tree::missing_config(&plan, &fs.inner, opts.offline));
+    warnings.extend(crate::kubelet::validate::command_flag_warnings(
+        &plan.executable.to_string_lossy(),
+        &lossy(&plan.original_argv),
+    ));
     warnings.extend(installed_pool_check(&opts.root, &plan, &env, facts_root));
     let wrapper_installed = reach.installed;
     warnings.extend(reach.warnings);

@@ -8,5 +8,6 @@ pub mod crash;
 pub mod derived;
 pub mod exec;
 pub mod explain;
+mod explain_tree;
 pub mod guard;
 pub mod plan;
