@@ -114,8 +114,12 @@ impl Lookup {
     pub fn wrappers_for(&self, arches: &[Arch], files: &[PathBuf]) -> Result<Vec<(Arch, Vec<u8>)>> {
         let mut out = Vec::new();
         for path in files {
-            let bytes = read_file(path, WRAPPER).with_context(|| {
-                format!("reading the wrapper {} (fix --wrapper)", path.display())
+            let bytes = read_file(path, WRAPPER).map_err(|e| {
+                anyhow::anyhow!(
+                    "reading the wrapper {} (fix --wrapper): {e:#}; {}",
+                    path.display(),
+                    self.build_hint(host_arch().unwrap_or(Arch::X86_64))
+                )
             })?;
             let Some(arch) = Arch::of_elf(&bytes) else {
                 bail!(
