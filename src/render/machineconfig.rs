@@ -98,10 +98,7 @@ pub fn check_wrapper(bytes: &[u8], arch: Arch, path: &Path) -> Result<()> {
         };
         // PT_INTERP: the kernel would need a dynamic loader.
         if p_type == 3 {
-            bail!(
-                "{} is dynamically linked (it names an ELF interpreter); a node needs a static wrapper",
-                path.display()
-            );
+            bail!(names_interpreter_error(path));
         }
         // PT_DYNAMIC: a static-pie has one too, but never a DT_NEEDED entry.
         if p_type == 2 && needs_shared_libraries(bytes, header, be) {
@@ -109,6 +106,43 @@ pub fn check_wrapper(bytes: &[u8], arch: Arch, path: &Path) -> Result<()> {
                 "{} is dynamically linked (it needs shared libraries); a node needs a static wrapper",
                 path.display()
             );
+        }
+    }
+    Ok(())
+}
+
+fn names_interpreter_error(path: &Path) -> String {
+    format!(
+        "{} is dynamically linked (it names an ELF interpreter); a node needs a static wrapper",
+        path.display()
+    )
+}
+
+/// Refuse the start of a program (`head`, its ELF and program headers) that
+/// names an ELF interpreter: for a file too big to read whole.
+pub fn check_no_interpreter(head: &[u8], path: &Path) -> Result<()> {
+    let Some(arch) = Arch::of_elf(head) else {
+        return Ok(());
+    };
+    let be = arch.big_endian();
+    let num = |o: usize, n: usize| -> Option<u64> {
+        let b = head.get(o..o + n)?;
+        Some(b.iter().enumerate().fold(0u64, |acc, (i, &x)| {
+            let shift = if be { 8 * (n - 1 - i) } else { 8 * i };
+            acc | (u64::from(x) << shift)
+        }))
+    };
+    let (Some(phoff), Some(phentsize), Some(phnum)) = (num(32, 8), num(54, 2), num(56, 2)) else {
+        return Ok(());
+    };
+    for i in 0..phnum {
+        let off = phoff.saturating_add(i.saturating_mul(phentsize));
+        if usize::try_from(off)
+            .ok()
+            .and_then(|o| num(o, 4))
+            .is_some_and(|t| t == 3)
+        {
+            bail!(names_interpreter_error(path));
         }
     }
     Ok(())

@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 
 use super::arch::{Arch, one_per_arch};
 use super::input::{WRAPPER, read_file};
-use super::machineconfig::check_wrapper;
+use super::machineconfig::{check_no_interpreter, check_wrapper};
 use crate::contract;
 
 /// Where to look: the directory of the running CLI.
@@ -88,7 +88,7 @@ impl Lookup {
                 looked.push(path.display().to_string());
                 continue;
             }
-            let checked = read_file(&path, WRAPPER).and_then(|b| {
+            let checked = read_wrapper(&path).and_then(|b| {
                 check_wrapper(&b, arch, &path)?;
                 check_ours(&b, Program::Wrapper, &path)?;
                 Ok(b)
@@ -114,7 +114,7 @@ impl Lookup {
     pub fn wrappers_for(&self, arches: &[Arch], files: &[PathBuf]) -> Result<Vec<(Arch, Vec<u8>)>> {
         let mut out = Vec::new();
         for path in files {
-            let bytes = read_file(path, WRAPPER).map_err(|e| {
+            let bytes = read_wrapper(path).map_err(|e| {
                 anyhow::anyhow!(
                     "reading the wrapper {} (fix --wrapper): {e:#}; {}",
                     path.display(),
@@ -140,6 +140,23 @@ impl Lookup {
         }
         one_per_arch(out)
     }
+}
+
+/// A wrapper file's bytes, refused past the size limit; one that names an
+/// ELF interpreter (cargo's debug build, tens of MiB) is refused as
+/// dynamic, the reason that says the fix, read from its first 64 KiB.
+fn read_wrapper(path: &Path) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let too_big = match read_file(path, WRAPPER) {
+        Ok(bytes) => return Ok(bytes),
+        Err(e) => e,
+    };
+    let mut head = Vec::new();
+    if let Ok(f) = std::fs::File::open(path) {
+        let _ = f.take(64 << 10).read_to_end(&mut head);
+    }
+    check_no_interpreter(&head, path)?;
+    Err(too_big)
 }
 
 /// Which of our static programs a file must be.
