@@ -26,3 +26,10 @@ pub const RULES_VAR: &str = "KUBELET_LABELER_NODE_RULES";
 /// `upstream` or `openshift`: register with the labels NFD's built-in
 /// sources of that flavour would write (`crate::facts::nfd_labels`).
 pub const NFD_LABELS_VAR: &str = "KUBELET_LABELER_NFD_LABELS";
+/// The head of the usage line the wrapper prints (`wrapper::boot`), which
+/// every build of it carries: how render tells our wrapper from any other
+/// static program (`render::wrappers::check_ours`). Changing it makes
+/// render refuse the wrappers of earlier releases.
+pub const WRAPPER_USAGE_HEAD: &str = "usage: kubelet-labeler-wrapper [";
+/// The same for the fleet ISO's selector (`fleet`).
+pub const SELECTOR_USAGE_HEAD: &str = "usage: kubelet-labeler-select [";

@@ -513,6 +513,12 @@ pub fn run(args: &[OsString]) -> i32 {
 mod tests {
     use super::*;
 
+    /// `iso fleet` recognises the selector by its usage line.
+    #[test]
+    fn usage_starts_with_the_head_iso_fleet_looks_for() {
+        assert!(USAGE.starts_with(crate::contract::SELECTOR_USAGE_HEAD));
+    }
+
     fn l(v: &[(&str, &str)]) -> Vec<(String, String)> {
         v.iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))

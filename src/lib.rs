@@ -8,8 +8,10 @@
 //! NFD's names and `rules` evaluates NodeFeatureRules on them; `contract`
 //! names what render writes and the wrapper reads; `sorted` is the map and set
 //! the boot path uses instead of std's B-trees; `fleet` picks a machine's pool
-//! at install time (the fleet ISO's selector). `cmdline` holds only clap types.
+//! at install time (the fleet ISO's selector). `cmdline` holds only clap types
+//! (the CLI's alone: the wrapper and the selector are built without them).
 
+#[cfg(feature = "cli")]
 pub mod cmdline;
 pub mod contract;
 pub mod facts;

@@ -96,15 +96,7 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
         ("--machineconfig", &c.machineconfigs),
         ("--rules", &c.rules),
     ])?;
-    let manager_env = c
-        .set_env
-        .iter()
-        .map(|kv| {
-            kv.split_once('=')
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .with_context(|| format!("--set-env {kv:?} is not KEY=VALUE"))
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let manager_env = c.set_env;
     if let Some(dir) = &c.facts_root {
         existing_dir("--facts-root", dir)?;
     }
@@ -355,7 +347,9 @@ fn pool_options(p: &PoolArgs) -> Result<machineconfig::PoolOptions> {
         builtin_role,
         additions,
         pool_label,
-        base_role: p.base_role.clone(),
+        base_role: match p.base_role {
+            BaseRoleArg::Worker => "worker".to_string(),
+        },
         ignition_version: ignition_version(p.ignition_version),
         wrappers,
         node_rules: node_rules(&p.additions, prof)?,
@@ -457,7 +451,6 @@ fn cmd_render_ignition(c: RenderIgnitionConfig) -> Result<ExitCode> {
             let pool = c.pool.pool.as_deref().ok_or_else(|| {
                 Usage("--merge-url needs --pool NAME: the pointer config merges a custom pool's config".into())
             })?;
-            machineconfig::check_pool_name(pool, &c.pool.base_role)?;
             pointer::check_merge_url_pool(url, pool)?;
             if let Some(w) = pointer::plain_http_warning(url) {
                 say!("warning: {w}");
@@ -492,7 +485,6 @@ fn iso_output(o: &Option<std::path::PathBuf>) -> iso::Output<'_> {
 fn cmd_iso_embed(c: IsoEmbedConfig) -> Result<ExitCode> {
     let config = match (&c.pool, &c.ignition_file) {
         (Some(pool), _) => {
-            machineconfig::check_pool_name(pool, "worker")?;
             let (url, ca) = (
                 c.merge_url.as_deref().unwrap_or(""),
                 c.ca_file.as_ref().context("--ca-file")?,
@@ -611,6 +603,11 @@ fn cmd_iso_fleet(c: IsoFleetConfig) -> Result<ExitCode> {
         );
     }
     machineconfig::check_wrapper(&selector, arch, &selector_path)?;
+    wrappers::check_ours(&selector, wrappers::Program::Selector, &selector_path).map_err(|e| {
+        anyhow::anyhow!(
+            "{e} (build it with `machineconfigs/build-wrapper.sh {arch} kubelet-labeler-select`)"
+        )
+    })?;
     let built = fleet::build(&fleet::FleetOptions {
         pools,
         dest_device: c.dest_device.clone(),

@@ -467,7 +467,7 @@ fn endless_inputs_are_refused_at_their_limit() {
             [&RENDER_MC[..5], &[z, "-o", "out"]].concat(),
             false,
             z,
-            "64 MiB, the most --wrapper reads",
+            "1 MiB, the most --wrapper reads",
         ),
         (
             vec!["explain", "--machineconfig", z],
@@ -555,7 +555,7 @@ fn endless_inputs_are_refused_at_their_limit() {
                 .concat(),
                 false,
                 z,
-                "64 MiB, the most --selector reads",
+                "1 MiB, the most --selector reads",
             ),
         ],
     ]

@@ -9,6 +9,9 @@
 #[path = "support/skipped.rs"]
 mod skipped;
 
+#[path = "support/elf.rs"]
+mod elf;
+
 #[path = "support/ignition_oracle.rs"]
 mod ignition_oracle;
 
@@ -108,10 +111,15 @@ fn rules() -> PathBuf {
     repo().join("examples/rules/mixed-fleet.yaml")
 }
 
-/// A pool's gitops directory, rendered by `render machineconfig`; the
-/// selector stands in for the wrapper (any static program does here).
+/// A pool's gitops directory, rendered by `render machineconfig`; a
+/// stand-in wrapper of the selector's architecture is carried (never run
+/// here).
 fn gitops(dir: &Path, pool: &str, label: &str, sel: &Path) -> PathBuf {
     let out = dir.join(format!("gitops-{pool}"));
+    let arch = kubelet_labeler::render::arch::Arch::of_elf(&std::fs::read(sel).unwrap())
+        .expect("the selector's architecture");
+    let wrapper = dir.join(format!("stand-in-wrapper-{arch}"));
+    std::fs::write(&wrapper, elf::static_elf(arch)).unwrap();
     ok(bin()
         .args([
             "render",
@@ -124,7 +132,7 @@ fn gitops(dir: &Path, pool: &str, label: &str, sel: &Path) -> PathBuf {
         .arg("--rules")
         .arg(rules())
         .args(["--nfd-labels", "openshift", "--wrapper"])
-        .arg(sel)
+        .arg(&wrapper)
         .arg("--output-dir")
         .arg(&out)
         .output()

@@ -181,7 +181,7 @@ fn go_yaml_reads_pool_names_that_look_like_numbers_back() {
         "on",
         "null",
     ] {
-        if machineconfig::check_pool_name(pool, "worker").is_err() {
+        if machineconfig::check_pool_name(pool).is_err() {
             continue;
         }
         assert_reads_back(bin, &opts(pool, "x", "3.4.0"), &format!("pool {pool:?}"));

@@ -115,7 +115,7 @@ Examples:
   kubelet-labeler render machineconfig --pool worker-gpu \\
       --rules gpu-rules.yaml --nfd-labels openshift --output-dir gitops/gpu
   kubelet-labeler render machineconfig --role master \\
-      --taint dedicated=control-plane:NoSchedule --output-dir openshift/
+      --taint dedicated=control-plane:NoSchedule --output-dir masters/
   kubelet-labeler render machineconfig --pool worker-gpu --arch x86_64 \\
       --arch aarch64 --output-dir gitops/gpu   # a mixed-architecture cluster
 
@@ -237,8 +237,8 @@ pub struct ExplainConfig {
     #[arg(long, value_enum, value_name = "P")]
     pub profile: Option<ProfileArg>,
     /// Set an environment variable as the service manager would (repeatable)
-    #[arg(long = "set-env", value_name = "K=V")]
-    pub set_env: Vec<String>,
+    #[arg(long = "set-env", value_name = "K=V", value_parser = manager_env_assignment)]
+    pub set_env: Vec<(String, String)>,
     /// Unit search path instead of systemd's (colon-separated, under --root)
     #[arg(long, value_name = "DIRS")]
     pub unit_path: Option<String>,
@@ -425,6 +425,14 @@ pub enum RoleArg {
     Master,
 }
 
+/// Roles a custom pool may inherit: the MCO supports custom pools of
+/// worker only (4.18+ refuse any other at admission).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BaseRoleArg {
+    /// The worker pool's MachineConfigs
+    Worker,
+}
+
 /// Ignition spec versions we write. The default is the newest one every
 /// OpenShift release we support (4.14+) reads: the MCO of 4.14-4.18 parses
 /// MachineConfigs up to 3.4.0 and degrades the pool on 3.5.0, and their boot
@@ -446,7 +454,12 @@ pub enum IgnitionVersionArg {
 #[derive(Debug, Args)]
 pub struct PoolArgs {
     /// Custom MachineConfigPool name
-    #[arg(long, value_name = "NAME", required_unless_present = "role")]
+    #[arg(
+        long,
+        value_name = "NAME",
+        required_unless_present = "role",
+        value_parser = pool_name
+    )]
     pub pool: Option<String>,
     /// Built-in role instead of a custom pool (no MachineConfigPool): every
     /// node of the role registers with the labels/taints
@@ -454,9 +467,9 @@ pub struct PoolArgs {
     pub role: Option<RoleArg>,
     #[command(flatten)]
     pub additions: AdditionsArgs,
-    /// Role the pool inherits from
-    #[arg(long, value_name = "ROLE", default_value = "worker")]
-    pub base_role: String,
+    /// Role the pool inherits from (the MCO's custom pools inherit worker)
+    #[arg(long, value_enum, value_name = "ROLE", default_value = "worker")]
+    pub base_role: BaseRoleArg,
     /// Ignition spec version to emit; the default is the newest that every
     /// OpenShift from 4.14 reads (3.5.0 needs 4.19+)
     #[arg(long, value_enum, value_name = "V", default_value = "3.4.0")]
@@ -499,11 +512,21 @@ pub struct RenderMachineConfigConfig {
 pub struct RenderIgnitionConfig {
     #[command(flatten)]
     pub pool: PoolArgs,
-    /// Render a pointer config that merges this URL (the pool's MCS config)
-    #[arg(long, value_name = "URL", requires = "ca_file")]
+    /// Render a pointer config that merges this URL (the pool's MCS config);
+    /// the labels, taints, rules and wrappers are the MCS's, so their flags
+    /// go to `render machineconfig` instead
+    #[arg(
+        long,
+        value_name = "URL",
+        requires = "ca_file",
+        conflicts_with_all = [
+            "labels", "taints", "profile", "rules", "nfd_labels", "arches",
+            "wrappers", "pool_label",
+        ]
+    )]
     pub merge_url: Option<String>,
-    /// PEM CA bundle that signs the --merge-url server
-    #[arg(long, value_name = "PEM")]
+    /// With --merge-url: PEM CA bundle that signs its server
+    #[arg(long, value_name = "PEM", requires = "merge_url")]
     pub ca_file: Option<PathBuf>,
     /// Output file ("-" for stdout)
     #[arg(short, long, value_name = "FILE")]
@@ -600,7 +623,12 @@ pub struct IsoEmbedConfig {
     )]
     pub ignition_file: Option<PathBuf>,
     /// Render and embed a pointer config for this pool instead
-    #[arg(long, value_name = "NAME", requires_all = ["merge_url", "ca_file"])]
+    #[arg(
+        long,
+        value_name = "NAME",
+        requires_all = ["merge_url", "ca_file"],
+        value_parser = pool_name
+    )]
     pub pool: Option<String>,
     /// With --pool: the pool's MCS config URL
     #[arg(long, value_name = "URL")]
@@ -649,6 +677,18 @@ pub struct IsoRemoveConfig {
     /// ISO image
     #[arg(value_name = "ISO")]
     pub input: PathBuf,
+}
+
+/// `--pool NAME`: a name the MCO and a label key take, not a built-in
+/// role's, as a usage error.
+fn pool_name(s: &str) -> Result<String, String> {
+    crate::render::machineconfig::pool_name_problem(s).map_or_else(|| Ok(s.to_string()), Err)
+}
+
+/// `--set-env K=V`: as the service manager takes an assignment, as a usage
+/// error.
+fn manager_env_assignment(s: &str) -> Result<(String, String), String> {
+    crate::wrapper::explain::manager_env_assignment(s)
 }
 
 #[cfg(test)]

@@ -18,8 +18,11 @@ pub fn parse_node_labels(value: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The keys kubelet may set on itself in the kubernetes.io/k8s.io namespaces.
-const KUBELET_LABELS: [&str; 11] = [
+/// The keys kubelet may set on itself in the kubernetes.io/k8s.io namespaces;
+/// kubelet also sets each of them on its own (hostname, os, arch at every
+/// start; zone, region and instance type from the cloud provider),
+/// replacing a `--node-labels` value on every restart.
+pub const KUBELET_LABELS: [&str; 11] = [
     "kubernetes.io/hostname",
     "topology.kubernetes.io/zone",
     "topology.kubernetes.io/region",
@@ -35,7 +38,7 @@ const KUBELET_LABELS: [&str; 11] = [
 /// Namespaces (and their subdomains) kubelet may set freely.
 const KUBELET_NAMESPACES: [&str; 2] = ["kubelet.kubernetes.io", "node.kubernetes.io"];
 /// OpenShift's kubelet carry also lets it register with these roles.
-const OPENSHIFT_ROLE_LABELS: [&str; 5] = [
+pub const OPENSHIFT_ROLE_LABELS: [&str; 5] = [
     "node-role.kubernetes.io/control-plane",
     "node-role.kubernetes.io/master",
     "node-role.kubernetes.io/worker",

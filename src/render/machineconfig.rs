@@ -98,10 +98,7 @@ pub fn check_wrapper(bytes: &[u8], arch: Arch, path: &Path) -> Result<()> {
         };
         // PT_INTERP: the kernel would need a dynamic loader.
         if p_type == 3 {
-            bail!(
-                "{} is dynamically linked (it names an ELF interpreter); a node needs a static wrapper",
-                path.display()
-            );
+            bail!(names_interpreter_error(path));
         }
         // PT_DYNAMIC: a static-pie has one too, but never a DT_NEEDED entry.
         if p_type == 2 && needs_shared_libraries(bytes, header, be) {
@@ -109,6 +106,43 @@ pub fn check_wrapper(bytes: &[u8], arch: Arch, path: &Path) -> Result<()> {
                 "{} is dynamically linked (it needs shared libraries); a node needs a static wrapper",
                 path.display()
             );
+        }
+    }
+    Ok(())
+}
+
+fn names_interpreter_error(path: &Path) -> String {
+    format!(
+        "{} is dynamically linked (it names an ELF interpreter); a node needs a static wrapper",
+        path.display()
+    )
+}
+
+/// Refuse the start of a program (`head`, its ELF and program headers) that
+/// names an ELF interpreter: for a file too big to read whole.
+pub fn check_no_interpreter(head: &[u8], path: &Path) -> Result<()> {
+    let Some(arch) = Arch::of_elf(head) else {
+        return Ok(());
+    };
+    let be = arch.big_endian();
+    let num = |o: usize, n: usize| -> Option<u64> {
+        let b = head.get(o..o + n)?;
+        Some(b.iter().enumerate().fold(0u64, |acc, (i, &x)| {
+            let shift = if be { 8 * (n - 1 - i) } else { 8 * i };
+            acc | (u64::from(x) << shift)
+        }))
+    };
+    let (Some(phoff), Some(phentsize), Some(phnum)) = (num(32, 8), num(54, 2), num(56, 2)) else {
+        return Ok(());
+    };
+    for i in 0..phnum {
+        let off = phoff.saturating_add(i.saturating_mul(phentsize));
+        if usize::try_from(off)
+            .ok()
+            .and_then(|o| num(o, 4))
+            .is_some_and(|t| t == 3)
+        {
+            bail!(names_interpreter_error(path));
         }
     }
     Ok(())
@@ -143,8 +177,17 @@ fn needs_shared_libraries(bytes: &[u8], header: &[u8], be: bool) -> bool {
     false
 }
 
-/// Pool names: what a MachineConfigPool and a label key's name part allow.
-pub fn check_pool_name(pool: &str, base_role: &str) -> Result<()> {
+/// Pool names: what a MachineConfigPool and a label key's name part allow,
+/// and not a built-in role's.
+pub fn check_pool_name(pool: &str) -> Result<()> {
+    match pool_name_problem(pool) {
+        Some(why) => bail!("--pool {pool:?}: {why}"),
+        None => Ok(()),
+    }
+}
+
+/// What is wrong with `pool` as a custom pool's name, with the fix.
+pub fn pool_name_problem(pool: &str) -> Option<String> {
     let ok = !pool.is_empty()
         && pool.len() <= 63
         && pool
@@ -153,16 +196,22 @@ pub fn check_pool_name(pool: &str, base_role: &str) -> Result<()> {
         && !pool.starts_with('-')
         && !pool.ends_with('-');
     if !ok {
-        bail!(
-            "--pool {pool:?}: use lowercase letters, digits and '-', at most 63, starting and ending with a letter or digit"
+        return Some(
+            "use lowercase letters, digits and '-', at most 63, starting and ending with a letter or digit"
+                .into(),
         );
     }
-    if ["master", "worker", "arbiter", base_role].contains(&pool) {
-        bail!(
-            "--pool {pool:?} is a built-in role; a custom pool needs its own name (e.g. {base_role}-gpu)"
-        );
+    if ["master", "worker", "arbiter"].contains(&pool) {
+        let role = if pool == "arbiter" {
+            String::new()
+        } else {
+            format!(", or --role {pool} instead of --pool for every node of the role")
+        };
+        return Some(format!(
+            "{pool} is a built-in role; a custom pool needs its own name (e.g. worker-gpu){role}"
+        ));
     }
-    Ok(())
+    None
 }
 
 /// The pool label, checked: kubelet must be allowed to set it on itself.
@@ -184,7 +233,41 @@ fn pool_label(opts: &PoolOptions) -> Result<(String, String)> {
     if let Some(e) = validate_labels(std::slice::from_ref(&label), Profile::OpenShift).first() {
         bail!("pool label: {e}");
     }
+    if let Some(why) = carried_without_us(&label.0) {
+        bail!(
+            "--pool-label {}={}: {why}, so the pool would take in nodes it was not meant for and \
+             the MCO would reboot each into it; select by a label of the pool's own: leave out \
+             --pool-label for the default node.kubernetes.io/{}=",
+            label.0,
+            label.1,
+            opts.pool
+        );
+    }
     Ok(label)
+}
+
+/// Why nodes carry `key` whatever we register: OpenShift registers every
+/// node of a built-in role with its role labels and its OS, and kubelet sets
+/// its own labels on every start (kubelet.md, openshift.md).
+fn carried_without_us(key: &str) -> Option<String> {
+    use crate::kubelet::labels::{KUBELET_LABELS, OPENSHIFT_ROLE_LABELS};
+    if OPENSHIFT_ROLE_LABELS.contains(&key) {
+        Some(format!(
+            "{key} is a built-in role's label: OpenShift's kubelet registers every worker \
+             with node-role.kubernetes.io/worker, every control-plane node with its master and \
+             control-plane labels"
+        ))
+    } else if key == "node.openshift.io/os_id" {
+        Some(format!(
+            "OpenShift's kubelet unit registers every node with {key}=${{ID}} of its OS"
+        ))
+    } else if KUBELET_LABELS.contains(&key) {
+        Some(format!(
+            "kubelet sets {key} on every node itself, over any --node-labels value at each start"
+        ))
+    } else {
+        None
+    }
 }
 
 fn file(path: &str, bytes: &[u8], mode: u32) -> Value {
@@ -261,8 +344,21 @@ pub fn all_additions(opts: &PoolOptions) -> Result<Additions> {
         }
         return Ok(opts.additions.clone());
     }
-    check_pool_name(&opts.pool, &opts.base_role)?;
+    check_pool_name(&opts.pool)?;
     let label = pool_label(opts)?;
+    if let Some((k, v)) = opts
+        .additions
+        .labels
+        .iter()
+        .find(|(k, v)| *k == label.0 && *v != label.1)
+    {
+        bail!(
+            "--label {k}={v}: {k} is the pool label, registered as {k}={} (the value the pool \
+             selects its nodes by); leave out this --label, or make it the pool label: \
+             --pool-label {k}={v}",
+            label.1
+        );
+    }
     let mut additions = opts.additions.clone();
     additions.labels.retain(|(k, _)| *k != label.0);
     additions.labels.insert(0, label);
@@ -682,9 +778,9 @@ mod tests {
 
     #[test]
     fn pool_names_and_labels() {
-        assert!(check_pool_name("worker-gpu", "worker").is_ok());
+        assert!(check_pool_name("worker-gpu").is_ok());
         for bad in ["Worker", "-x", "x-", "", "worker", "master", "a_b"] {
-            assert!(check_pool_name(bad, "worker").is_err(), "{bad}");
+            assert!(check_pool_name(bad).is_err(), "{bad}");
         }
         let mut o = opts();
         o.pool_label = Some(("node-role.kubernetes.io/worker-gpu".into(), String::new()));

@@ -4,13 +4,14 @@
 //! `machineconfig::check_wrapper`): a plain `cargo build` of the wrapper is
 //! linked against glibc and is refused, never picked silently.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
 use super::arch::{Arch, one_per_arch};
 use super::input::{WRAPPER, read_file};
-use super::machineconfig::check_wrapper;
+use super::machineconfig::{check_no_interpreter, check_wrapper};
+use crate::contract;
 
 /// Where to look: the directory of the running CLI.
 pub struct Lookup {
@@ -87,8 +88,12 @@ impl Lookup {
                 looked.push(path.display().to_string());
                 continue;
             }
-            match read_file(&path, WRAPPER).and_then(|b| check_wrapper(&b, arch, &path).map(|()| b))
-            {
+            let checked = read_wrapper(&path).and_then(|b| {
+                check_wrapper(&b, arch, &path)?;
+                check_ours(&b, Program::Wrapper, &path)?;
+                Ok(b)
+            });
+            match checked {
                 Ok(bytes) => return Ok((path, bytes)),
                 Err(e) => refused.push(format!("{e:#}")),
             }
@@ -109,8 +114,12 @@ impl Lookup {
     pub fn wrappers_for(&self, arches: &[Arch], files: &[PathBuf]) -> Result<Vec<(Arch, Vec<u8>)>> {
         let mut out = Vec::new();
         for path in files {
-            let bytes = read_file(path, WRAPPER).with_context(|| {
-                format!("reading the wrapper {} (fix --wrapper)", path.display())
+            let bytes = read_wrapper(path).map_err(|e| {
+                anyhow::anyhow!(
+                    "reading the wrapper {} (fix --wrapper): {e:#}; {}",
+                    path.display(),
+                    self.build_hint(host_arch().unwrap_or(Arch::X86_64))
+                )
             })?;
             let Some(arch) = Arch::of_elf(&bytes) else {
                 bail!(
@@ -120,6 +129,7 @@ impl Lookup {
                 );
             };
             check_wrapper(&bytes, arch, path)
+                .and_then(|()| check_ours(&bytes, Program::Wrapper, path))
                 .map_err(|e| anyhow::anyhow!("{e}; {}", self.build_hint(arch)))?;
             out.push((arch, bytes));
         }
@@ -130,6 +140,81 @@ impl Lookup {
         }
         one_per_arch(out)
     }
+}
+
+/// A wrapper file's bytes, refused past the size limit; one that names an
+/// ELF interpreter (cargo's debug build, tens of MiB) is refused as
+/// dynamic, the reason that says the fix, read from its first 64 KiB.
+fn read_wrapper(path: &Path) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let too_big = match read_file(path, WRAPPER) {
+        Ok(bytes) => return Ok(bytes),
+        Err(e) => e,
+    };
+    let mut head = Vec::new();
+    if let Ok(f) = std::fs::File::open(path) {
+        let _ = f.take(64 << 10).read_to_end(&mut head);
+    }
+    check_no_interpreter(&head, path)?;
+    Err(too_big)
+}
+
+/// Which of our static programs a file must be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Program {
+    /// kubelet.service execs it on every node.
+    Wrapper,
+    /// The fleet ISO runs it before coreos-installer.
+    Selector,
+}
+
+/// `s` with every byte inverted, at compile time: the heads are looked for
+/// in this form, so this program never holds them as they are and a static
+/// build of it passed as --wrapper is not taken for the wrapper.
+const fn inverted<const N: usize>(s: &str) -> [u8; N] {
+    let b = s.as_bytes();
+    let mut out = [0u8; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = !b[i];
+        i += 1;
+    }
+    out
+}
+
+const WRAPPER_MARK: [u8; contract::WRAPPER_USAGE_HEAD.len()] =
+    inverted(contract::WRAPPER_USAGE_HEAD);
+const SELECTOR_MARK: [u8; contract::SELECTOR_USAGE_HEAD.len()] =
+    inverted(contract::SELECTOR_USAGE_HEAD);
+
+/// Refuse a static program that is not our `program`: kubelet.service (or
+/// the fleet ISO) would exec it. Ours carry the head of their usage line.
+pub fn check_ours(bytes: &[u8], program: Program, path: &Path) -> Result<()> {
+    let (mark, name, flag, runs): (&[u8], _, _, _) = match program {
+        Program::Wrapper => (
+            &WRAPPER_MARK,
+            "kubelet-labeler-wrapper",
+            "--wrapper",
+            "kubelet.service would exec it on every node",
+        ),
+        Program::Selector => (
+            &SELECTOR_MARK,
+            "kubelet-labeler-select",
+            "--selector",
+            "the fleet ISO would run it to choose each machine's pool",
+        ),
+    };
+    let carries = bytes
+        .windows(mark.len())
+        .any(|w| w.iter().zip(mark).all(|(b, m)| *b == !*m));
+    if !carries {
+        bail!(
+            "{} is not our {name} (it lacks {name}'s usage line), and {runs}; \
+             give {flag} the static {name} of this release",
+            path.display()
+        );
+    }
+    Ok(())
 }
 
 /// The name dist/build-static.sh gives the static wrapper for `arch`.
@@ -170,6 +255,7 @@ mod tests {
         };
         v[16..18].copy_from_slice(&t);
         v[18..20].copy_from_slice(&m);
+        v.extend_from_slice(contract::WRAPPER_USAGE_HEAD.as_bytes());
         v
     }
 

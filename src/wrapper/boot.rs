@@ -444,6 +444,12 @@ fn exec(root: &Path, executable: &Path, argv: &[OsString]) -> std::io::Error {
 mod tests {
     use super::*;
 
+    /// Render recognises the wrapper by its usage line.
+    #[test]
+    fn usage_starts_with_the_head_render_looks_for() {
+        assert!(USAGE.starts_with(crate::contract::WRAPPER_USAGE_HEAD));
+    }
+
     fn os(v: &[&str]) -> Vec<OsString> {
         v.iter().map(OsString::from).collect()
     }

@@ -376,6 +376,18 @@ fn configured(env: &[(OsString, OsString)]) -> bool {
     })
 }
 
+/// One `KEY=VALUE` the service manager's environment takes (as
+/// `systemctl set-environment` does): a key before the first `=`.
+pub fn manager_env_assignment(kv: &str) -> Result<(String, String), String> {
+    match kv.split_once('=') {
+        Some(("", _)) => Err("the name before '=' is empty; write KEY=VALUE".into()),
+        Some((k, v)) => Ok((k.to_string(), v.to_string())),
+        None => Err(format!(
+            "no '='; write KEY=VALUE (KEY= for an empty value), e.g. {kv}="
+        )),
+    }
+}
+
 pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
     let paths = match &opts.unit_path {
         Some(list) => UnitPaths::from_list(&opts.root, list),

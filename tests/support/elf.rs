@@ -1,12 +1,23 @@
-//! ELF headers of static programs standing in for the wrapper: render and
-//! explain read only the header; the bytes are carried, never run.
+//! Static programs standing in for the wrapper and the selector: render and
+//! explain read only the ELF header and the usage line that tells ours from
+//! other programs; the bytes are carried, never run.
 
 #![allow(dead_code)]
 
 use kubelet_labeler::render::arch::Arch;
 
-/// The 64-byte ELF header of a static executable (ET_EXEC) for `arch`.
+/// A stand-in for our wrapper or selector: the ELF header of a static
+/// executable for `arch`, then the heads of both usage lines.
 pub fn static_elf(arch: Arch) -> Vec<u8> {
+    let mut elf = foreign_static_elf(arch);
+    elf.extend_from_slice(kubelet_labeler::contract::WRAPPER_USAGE_HEAD.as_bytes());
+    elf.extend_from_slice(kubelet_labeler::contract::SELECTOR_USAGE_HEAD.as_bytes());
+    elf
+}
+
+/// The 64-byte ELF header of a static executable (ET_EXEC) for `arch`: some
+/// other program than ours.
+pub fn foreign_static_elf(arch: Arch) -> Vec<u8> {
     let mut elf = vec![0u8; 64];
     elf[..4].copy_from_slice(b"\x7fELF");
     elf[4] = 2;
