@@ -30,6 +30,9 @@ struct FakeFs {
 
 impl NodeFs for FakeFs {
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        if self.dirs.iter().any(|d| d == path) {
+            return Err(io::Error::from(io::ErrorKind::IsADirectory));
+        }
         self.files
             .get(path)
             .map(|s| s.clone().into_bytes())
@@ -345,10 +348,27 @@ fn mco_exec_starts_read_registerwithtaints_when_they_have_no_flag() {
         };
         let last = plan.argv.last().unwrap().to_str().unwrap();
         assert_eq!(last, format!("--register-with-taints={expected}"), "{name}");
-        // an unreadable config while adding taints: refuse
+        // No config file yet: kubelet exits without one, so there are no
+        // file taints to keep and ours go in alone; a missing --config-dir
+        // is still a reason to leave ours out.
         let empty = FakeFs::default();
+        let missing = apply(&argv, &additions, Profile::OpenShift, &empty);
+        if uses_config_dir {
+            assert!(missing.is_err(), "{name}");
+        } else {
+            let missing = missing.unwrap();
+            let last = missing.argv.last().unwrap().to_str().unwrap();
+            assert_eq!(
+                last, "--register-with-taints=example.com/t=:NoExecute",
+                "{name}"
+            );
+        }
+        // A config kubelet cannot read either (a directory where the file
+        // should be) while adding taints: refuse.
+        let mut unreadable = FakeFs::default();
+        unreadable.dirs.push("/etc/kubernetes/kubelet.conf".into());
         assert!(
-            apply(&argv, &additions, Profile::OpenShift, &empty).is_err(),
+            apply(&argv, &additions, Profile::OpenShift, &unreadable).is_err(),
             "{name}"
         );
         checked += 1;
