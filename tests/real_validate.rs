@@ -278,6 +278,9 @@ fn kubelet_accepts(flag: &str) -> (bool, String) {
         .arg(realcluster::tools_dir().join("validate.sh"))
         .arg(flag)
         .env("BIN_DIR", bin_dir())
+        // Flags taking a path (`--lock-file=1`, `--log-file=1`) make kubelet
+        // create that file relative to its directory: not the checkout's.
+        .current_dir(env!("CARGO_TARGET_TMPDIR"))
         .output()
         .expect("running validate.sh");
     let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
