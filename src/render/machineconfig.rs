@@ -614,20 +614,12 @@ fn stage_files(
     dir: &Path,
     texts: &[(PathBuf, String)],
 ) -> Result<Vec<(tempfile::NamedTempFile, PathBuf)>> {
-    use std::io::Write;
-    use std::os::unix::fs::PermissionsExt;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut staged = Vec::new();
     for (path, text) in texts {
         // In the directory of a symlink's target, for the rename.
         let dir = path.parent().unwrap_or(dir);
-        let mut tmp = tempfile::NamedTempFile::new_in(dir)
-            .with_context(|| format!("creating a temp file in {}", dir.display()))?;
-        tmp.write_all(text.as_bytes())
-            .with_context(|| format!("writing {}", path.display()))?;
-        tmp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644))
-            .with_context(|| format!("setting the mode of {}", path.display()))?;
+        let tmp = super::tree::temp_copy(dir, path, text.as_bytes(), 0o644)?;
         staged.push((tmp, path.clone()));
     }
     Ok(staged)

@@ -102,16 +102,27 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
     let path = &write_target(path)?;
     let dir = path.parent().context("a path with no parent")?;
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("creating a temp file in {}", dir.display()))?;
+    temp_copy(dir, path, bytes, mode)?
+        .persist(path)
+        .with_context(|| format!("renaming into {}", path.display()))?;
+    Ok(())
+}
+
+/// `bytes` with `mode` in a temp file in `dir`, to be renamed onto `path`
+/// (named in errors): a reader never sees half a file.
+pub fn temp_copy(
+    dir: &Path,
+    path: &Path,
+    bytes: &[u8],
+    mode: u32,
+) -> Result<tempfile::NamedTempFile> {
+    let mut tmp = temp_file_in(dir)?;
     tmp.write_all(bytes)
         .with_context(|| format!("writing {}", path.display()))?;
     tmp.as_file()
         .set_permissions(fs::Permissions::from_mode(mode))
         .with_context(|| format!("setting the mode of {}", path.display()))?;
-    tmp.persist(path)
-        .with_context(|| format!("renaming into {}", path.display()))?;
-    Ok(())
+    Ok(tmp)
 }
 
 /// What goes where (node paths) and with which mode.
@@ -298,12 +309,7 @@ impl Staged {
     fn file(&mut self, path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
         let dir = path.parent().context("a path with no parent")?;
         self.make_dir(dir)?;
-        let mut tmp = temp_file_in(dir)?;
-        tmp.write_all(bytes)
-            .with_context(|| format!("writing {}", tmp.path().display()))?;
-        tmp.as_file()
-            .set_permissions(fs::Permissions::from_mode(mode))
-            .with_context(|| format!("setting the mode of {}", tmp.path().display()))?;
+        let tmp = temp_copy(dir, path, bytes, mode)?;
         self.files.push((tmp, path.to_path_buf()));
         Ok(())
     }

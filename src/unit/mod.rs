@@ -321,14 +321,15 @@ pub fn load_service(
             let exe = Path::new(std::ffi::OsStr::from_bytes(&c.path));
             program.is(&paths.root, exe, svc.exec_search_path.as_deref())
         };
-        let why = match exec_from.as_deref().or(svc.fragment.as_deref()) {
-            _ if svc.exec_start.is_empty() && !svc.skipped.is_empty() => {
-                Some("no ExecStart= is left".to_string())
-            }
-            Some(file) if svc.exec_start.iter().any(runs_it) => {
-                Some(format!("{} runs {what} too", file.display()))
-            }
-            _ => None,
+        let file = exec_from.as_deref().or(svc.fragment.as_deref());
+        let why = if svc.exec_start.is_empty() && !svc.skipped.is_empty() {
+            Some("no ExecStart= is left".to_string())
+        } else if let Some(file) = file
+            && svc.exec_start.iter().any(runs_it)
+        {
+            Some(format!("{} runs {what} too", file.display()))
+        } else {
+            None
         };
         if let Some(why) = why {
             let mut left_out = String::new();
