@@ -4,23 +4,23 @@
 
 #[path = "support/elf.rs"]
 mod elf;
+#[path = "support/run_cli.rs"]
+mod run_cli;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use kubelet_labeler::render::arch::Arch;
+use run_cli::stderr;
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+/// A command line's words (none here holds a space).
+fn words(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
 }
 
 /// `args` in `dir`, stdin closed.
 fn run(dir: &Path, args: &[&str]) -> Output {
-    bin()
+    Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
         .args(args)
         .current_dir(dir)
         .stdin(Stdio::null())
@@ -140,60 +140,18 @@ fn only_our_wrapper_and_selector_are_carried() {
         "foreign is not our kubelet-labeler-wrapper",
         "give --wrapper the static kubelet-labeler-wrapper",
     ];
-    let args = [
-        "render",
-        "machineconfig",
-        "--pool",
-        "gpu",
-        "--wrapper",
-        "foreign",
-        "-o",
-        "out",
-    ];
+    let args = words("render machineconfig --pool gpu --wrapper foreign -o out");
     refused(dir.path(), &args, 1, &not_ours);
-    let args = [
-        "render",
-        "dropins",
-        "--root",
-        "r",
-        "--create-root",
-        "--wrapper",
-        "foreign",
-    ];
+    let args = words("render dropins --root r --create-root --wrapper foreign");
     refused(dir.path(), &args, 1, &not_ours);
-    let args = [
-        "render",
-        "ignition",
-        "--pool",
-        "gpu",
-        "--wrapper",
-        "wrapper",
-        "--wrapper",
-        "foreign",
-        "--arch",
-        "x86_64",
-        "-o",
-        "out",
-    ];
+    let args = words(
+        "render ignition --pool gpu --wrapper wrapper --wrapper foreign --arch x86_64 -o out",
+    );
     // Two x86_64 files: the foreign one is refused before they are paired.
     refused(dir.path(), &args, 1, &not_ours);
-    let args = [
-        "iso",
-        "fleet",
-        "--pool",
-        "worker",
-        "--mcs-url",
-        "https://api-int.c.example.com:22623",
-        "--ca-file",
-        "ca.pem",
-        "--selector",
-        "foreign",
-        "--dest-device",
-        "/dev/sda",
-        "-o",
-        "out",
-        "no.iso",
-    ];
+    let args = words(
+        "iso fleet --pool worker --mcs-url https://api-int.c.example.com:22623 --ca-file ca.pem --selector foreign --dest-device /dev/sda -o out no.iso",
+    );
     refused(
         dir.path(),
         &args,
@@ -221,16 +179,7 @@ fn only_our_wrapper_and_selector_are_carried() {
     let mut big = elf::static_elf(Arch::X86_64);
     big.resize((1 << 20) + 1, 0);
     std::fs::write(dir.path().join("foreign"), big).unwrap();
-    let args = [
-        "render",
-        "machineconfig",
-        "--pool",
-        "gpu",
-        "--wrapper",
-        "foreign",
-        "-o",
-        "out",
-    ];
+    let args = words("render machineconfig --pool gpu --wrapper foreign -o out");
     refused(
         dir.path(),
         &args,
@@ -307,18 +256,9 @@ fn bad_values_are_usage_errors() {
 #[test]
 fn a_pointer_config_takes_no_content_flags() {
     let dir = scratch();
-    let pointer = [
-        "render",
-        "ignition",
-        "--pool",
-        "gpu",
-        "--merge-url",
-        "https://api-int.c.example.com:22623/config/gpu",
-        "--ca-file",
-        "ca.pem",
-        "-o",
-        "out",
-    ];
+    let pointer = words(
+        "render ignition --pool gpu --merge-url https://api-int.c.example.com:22623/config/gpu --ca-file ca.pem -o out",
+    );
     for extra in [
         &["--label", "a=b"][..],
         &["--taint", "a=b:NoSchedule"],
@@ -340,16 +280,7 @@ fn a_pointer_config_takes_no_content_flags() {
             )],
         );
     }
-    let args = [
-        "render",
-        "ignition",
-        "--pool",
-        "gpu",
-        "--ca-file",
-        "ca.pem",
-        "-o",
-        "out",
-    ];
+    let args = words("render ignition --pool gpu --ca-file ca.pem -o out");
     refused(dir.path(), &args, 2, &["--merge-url <URL>"]);
     // The pointer alone renders.
     let o = run(dir.path(), &pointer);
@@ -377,20 +308,9 @@ fn a_label_cannot_change_the_pool_label() {
         let args = [&MC[..], &["--pool", "gpu"], &extra[..]].concat();
         refused(dir.path(), &args, 1, &needles);
     }
-    let args = [
-        "render",
-        "machineconfig",
-        "--wrapper",
-        "wrapper",
-        "--pool",
-        "gpu",
-        "--label",
-        "node.kubernetes.io/gpu=",
-        "--label",
-        "example.com/x=y",
-        "-o",
-        "-",
-    ];
+    let args = words(
+        "render machineconfig --wrapper wrapper --pool gpu --label node.kubernetes.io/gpu= --label example.com/x=y -o -",
+    );
     let o = run(dir.path(), &args);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
