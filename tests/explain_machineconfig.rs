@@ -15,7 +15,7 @@ mod skipped;
 use std::path::Path;
 
 use kubelet_labeler::render::layout;
-use run_cli::{cli, json_of, machineconfig_example as example};
+use run_cli::{cli, example_wrapper, json_of, machineconfig_example as example};
 use serde_json::{Value, json};
 
 /// The same node as a tree: the unit, the config, our example's drop-ins,
@@ -233,16 +233,7 @@ fn role_machineconfigs_taint_every_master_next_to_the_platform_taint() {
         .expect("4.20 master template");
     let scratch = tempfile::tempdir().unwrap();
     let out_dir = scratch.path().join("openshift");
-    // The static wrapper the committed example carries, laid out from it.
-    let example_tree = scratch.path().join("example");
-    let text =
-        std::fs::read_to_string(example("50-worker-gpu-kubelet-labeler-wrapper.yaml")).unwrap();
-    let configs = layout::machineconfigs_from_yaml(&text, "example").unwrap();
-    layout::Layout::merge(configs)
-        .unwrap()
-        .write(&example_tree)
-        .unwrap();
-    let wrapper = example_tree.join("usr/local/bin/kubelet-labeler-wrapper.x86_64");
+    let wrapper = example_wrapper(scratch.path());
     let rendered = cli(&[
         "render",
         "machineconfig",

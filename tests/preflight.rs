@@ -20,8 +20,7 @@ use std::process::Command;
 
 use kubelet_labeler::contract::{LABELS_VAR, TAINTS_VAR, WRAPPER_DROPIN_NAME, WRAPPER_PATH};
 use kubelet_labeler::kubelet::arg_limit::MAX_ARG_STRLEN;
-use kubelet_labeler::render::layout;
-use run_cli::{cli, json_of, machineconfig_example, stand_in_wrapper, stderr};
+use run_cli::{cli, example_wrapper, json_of, machineconfig_example, stand_in_wrapper, stderr};
 use serde_json::{Value, json};
 use systemd_oracle::{UserRun, write};
 
@@ -326,20 +325,6 @@ fn machineconfig_input_defaults_to_the_openshift_profile() {
     let out = cli(&upstream);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("node-role.kubernetes.io/worker"));
-}
-
-/// The static wrapper the committed example carries, laid out from it
-/// under `dir`.
-fn example_wrapper(dir: &Path) -> PathBuf {
-    let example_tree = dir.join("example");
-    let text =
-        std::fs::read_to_string(example("50-worker-gpu-kubelet-labeler-wrapper.yaml")).unwrap();
-    let configs = layout::machineconfigs_from_yaml(&text, "example").unwrap();
-    layout::Layout::merge(configs)
-        .unwrap()
-        .write(&example_tree)
-        .unwrap();
-    example_tree.join("usr/local/bin/kubelet-labeler-wrapper.x86_64")
 }
 
 /// `render machineconfig` into `dir/out`: the files it wrote, by name.

@@ -36,6 +36,23 @@ pub fn machineconfig_example(name: &str) -> std::path::PathBuf {
         .join(name)
 }
 
+/// The static wrapper the committed example MachineConfig carries, laid
+/// out from it under `dir`.
+pub fn example_wrapper(dir: &std::path::Path) -> std::path::PathBuf {
+    use kubelet_labeler::render::layout;
+    let example_tree = dir.join("example");
+    let text = std::fs::read_to_string(machineconfig_example(
+        "50-worker-gpu-kubelet-labeler-wrapper.yaml",
+    ))
+    .unwrap();
+    let configs = layout::machineconfigs_from_yaml(&text, "example").unwrap();
+    layout::Layout::merge(configs)
+        .unwrap()
+        .write(&example_tree)
+        .unwrap();
+    example_tree.join("usr/local/bin/kubelet-labeler-wrapper.x86_64")
+}
+
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
