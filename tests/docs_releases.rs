@@ -411,3 +411,92 @@ fn a_false_claim_is_found() {
         "edits that went unnoticed: {unnoticed:?}"
     );
 }
+
+/// The page's fenced ```yaml blocks that hold `kind: <kind>`.
+fn yaml_blocks<'a>(page: &'a str, kind: &str) -> Vec<&'a str> {
+    page.split("```yaml\n")
+        .skip(1)
+        .filter_map(|rest| rest.split_once("\n```").map(|(block, _)| block))
+        .filter(|block| block.lines().any(|l| l == format!("kind: {kind}")))
+        .collect()
+}
+
+/// The page's way to label a pool with the platform alone (its
+/// `/etc/kubernetes/kubelet-env` MachineConfig, beside this repository's
+/// example pool), judged by the MCO's own code (the MCO oracle in
+/// ../shared/oracles/mco, at its snapshot of main): a node booted from the
+/// pool's config registers with the pool label and has nothing to update; a
+/// node labeled into the pool later reboots by default; and without the label
+/// the node controller of 4.22+ takes the node for one booted into the pool.
+#[test]
+fn the_platform_way_to_label_a_pool_lands_the_node_in_it() {
+    let Some(oracle) = skipped::shared("oracles/mco/unpack.sh") else {
+        return;
+    };
+    let uid = std::process::Command::new("id").arg("-u").output();
+    if !uid.is_ok_and(|o| o.stdout == b"0\n") {
+        skipped::skipped("the MCO oracle needs root (it chroots into the node's files)");
+        return;
+    }
+    if !skipped::need("bash") || !skipped::need("xz") {
+        return;
+    }
+    let unpacked = std::process::Command::new("bash")
+        .arg(&oracle)
+        .output()
+        .unwrap();
+    assert!(
+        unpacked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&unpacked.stderr)
+    );
+    let out = String::from_utf8(unpacked.stdout).unwrap();
+    let [bin, mco_root] = out.lines().collect::<Vec<_>>()[..] else {
+        panic!("unpack.sh printed {out:?}")
+    };
+
+    let [machineconfig] = yaml_blocks(PAGE, "MachineConfig")[..] else {
+        panic!("{PAGE_PATH}: one MachineConfig example expected")
+    };
+    assert!(machineconfig.contains("path: /etc/kubernetes/kubelet-env"));
+    let scratch = tempfile::tempdir().unwrap();
+    let manifests = scratch.path().join("worker-gpu");
+    std::fs::create_dir(&manifests).unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    std::fs::copy(
+        root.join("machineconfigs/machineconfigpool-worker-gpu.yaml"),
+        manifests.join("machineconfigpool-worker-gpu.yaml"),
+    )
+    .unwrap();
+    std::fs::write(
+        manifests.join("kubelet-env.yaml"),
+        format!("{machineconfig}\n"),
+    )
+    .unwrap();
+
+    let run = std::process::Command::new(bin)
+        .args(["-mco-root", mco_root, "-manifests"])
+        .arg(&manifests)
+        .args(["-expect-labels", "node.kubernetes.io/worker-gpu="])
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap_or_else(|e| {
+        panic!(
+            "oracle output ({e}): {}",
+            String::from_utf8_lossy(&run.stderr)
+        )
+    });
+    let summary = &report["summary"];
+    assert_eq!(
+        summary["ok"], true,
+        "{summary:#}\n{:#}",
+        report["firstBoot"]
+    );
+    assert_eq!(report["firstBoot"]["bootPool"], "worker-gpu");
+    assert_eq!(summary["noRebootAtFirstBoot"], true, "{summary:#}");
+    let late = report["lateLabel"]["verdict"].as_str().unwrap_or_default();
+    assert!(late.starts_with("default: Reboot"), "labeled later: {late}");
+    let control =
+        &report["poolSelectionControls"]["withoutOurLabels_nodeController_isCustomPoolBootedNode"];
+    assert_eq!(control["result"], true, "{control:#}");
+}
