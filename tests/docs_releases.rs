@@ -148,9 +148,12 @@ fn split_row(line: &str) -> Vec<String> {
     inner.split('|').map(|c| c.trim().to_string()).collect()
 }
 
+/// A markdown table's rows: the 1-based line number and the cells of each.
+type Rows = Vec<(usize, Vec<String>)>;
+
 /// The markdown table that starts at or after `from` (line index): header
-/// cells and rows, with the 1-based line number of each row.
-fn table_at(lines: &[&str], from: usize) -> Option<(Vec<String>, Vec<(usize, Vec<String>)>)> {
+/// cells and rows.
+fn table_at(lines: &[&str], from: usize) -> Option<(Vec<String>, Rows)> {
     let start = (from..lines.len()).find(|&i| lines[i].trim_start().starts_with('|'))?;
     let header = split_row(lines[start]);
     let rows = lines[start + 2..]
