@@ -1,7 +1,9 @@
 //! docs/openshift-releases.md against the MCO's own kubelet.service templates
 //! (../shared/fixtures/mco, read in place): every cell of the page's template
-//! fact tables, and the summary table's label column, recomputed from the
-//! templates of each branch, so that the page and the MCO cannot drift apart.
+//! fact tables, and the summary table's label column (also README.md's copy),
+//! recomputed from the templates of each branch, so that the page and the MCO
+//! cannot drift apart; and the page's way to label a pool with the platform
+//! alone, run through the MCO's own code (../shared/oracles/mco).
 
 #[path = "support/skipped.rs"]
 mod skipped;
@@ -190,6 +192,53 @@ fn branches_of_row(label: &str, known: &BTreeSet<&str>) -> Vec<String> {
         .collect()
 }
 
+/// The first table whose header has the `${CUSTOM_KUBELET_LABELS}` column:
+/// that column's index and the rows.
+fn summary_table(lines: &[&str]) -> Option<(usize, Rows)> {
+    let mut from = 0;
+    while let Some((header, rows)) = table_at(lines, from) {
+        if let Some(col) = header
+            .iter()
+            .position(|h| h.contains("`${CUSTOM_KUBELET_LABELS}`"))
+        {
+            return Some((col, rows));
+        }
+        from = rows.last().map_or(from + 1, |(n, _)| *n);
+    }
+    None
+}
+
+/// A summary table's label column against the templates: every branch of
+/// the fixtures in exactly one row, each with the roles that take the labels.
+fn check_summary(
+    path: &str,
+    (col, rows): (usize, Rows),
+    branches: &BTreeMap<String, Branch>,
+) -> Vec<String> {
+    let known: BTreeSet<&str> = branches.keys().map(String::as_str).collect();
+    let mut wrong = Vec::new();
+    let mut covered = BTreeSet::new();
+    for (n, row) in rows {
+        let label = row.first().map(String::as_str).unwrap_or("");
+        let said = row.get(col).map(String::as_str).unwrap_or("");
+        for b in branches_of_row(label, &known) {
+            if !covered.insert(b.clone()) {
+                wrong.push(format!("{path}:{n}: {b} in two summary rows"));
+            }
+            let truth = label_phrase(&branches[&b]);
+            if said != truth {
+                wrong.push(format!(
+                    "{path}:{n}: summary {label:?} ({b}): the page says {said:?}, the templates give {truth:?}"
+                ));
+            }
+        }
+    }
+    for missing in known.iter().filter(|b| !covered.contains(**b)) {
+        wrong.push(format!("{path}: summary table: no row for {missing}"));
+    }
+    wrong
+}
+
 /// Every disagreement between `page` and the templates, one line each.
 fn check(page: &str, branches: &BTreeMap<String, Branch>) -> Vec<String> {
     let lines: Vec<&str> = page.lines().collect();
@@ -263,37 +312,9 @@ fn check(page: &str, branches: &BTreeMap<String, Branch>) -> Vec<String> {
     }
 
     // The summary table (the page's first table): its label column.
-    match table_at(&lines, 0) {
-        None => wrong.push(format!("{PAGE_PATH}: no summary table")),
-        Some((header, rows)) => {
-            match header
-                .iter()
-                .position(|h| h.contains("`${CUSTOM_KUBELET_LABELS}`"))
-            {
-                None => wrong.push(format!("{PAGE_PATH}: no label column in the summary table")),
-                Some(col) => {
-                    let mut covered = BTreeSet::new();
-                    for (n, row) in rows {
-                        let label = row.first().map(String::as_str).unwrap_or("");
-                        let said = row.get(col).map(String::as_str).unwrap_or("");
-                        for b in branches_of_row(label, &known) {
-                            if !covered.insert(b.clone()) {
-                                wrong.push(format!("{PAGE_PATH}:{n}: {b} in two summary rows"));
-                            }
-                            let truth = label_phrase(&branches[&b]);
-                            if said != truth {
-                                wrong.push(format!(
-                                    "{PAGE_PATH}:{n}: summary {label:?} ({b}): the page says {said:?}, the templates give {truth:?}"
-                                ));
-                            }
-                        }
-                    }
-                    for missing in known.iter().filter(|b| !covered.contains(**b)) {
-                        wrong.push(format!("{PAGE_PATH}: summary table: no row for {missing}"));
-                    }
-                }
-            }
-        }
+    match summary_table(&lines) {
+        None => wrong.push(format!("{PAGE_PATH}: no summary table with a label column")),
+        Some(table) => wrong.extend(check_summary(PAGE_PATH, table, branches)),
     }
     wrong
 }
@@ -309,7 +330,14 @@ fn page_states_what_the_templates_have() {
         "MANIFEST.tsv lists {} branches",
         branches.len()
     );
-    let wrong = check(PAGE, &branches);
+    let mut wrong = check(PAGE, &branches);
+    // The README's copy of the summary, once it has one.
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("reading README.md");
+    let readme_lines: Vec<&str> = readme.lines().collect();
+    if let Some(table) = summary_table(&readme_lines) {
+        wrong.extend(check_summary("README.md", table, &branches));
+    }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
