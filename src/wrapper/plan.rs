@@ -73,7 +73,100 @@ pub enum FactsScope {
     WholeElements,
 }
 
+/// A built-in role's labels, taints and rules (`contract::ROLE_LAYER`) and
+/// a custom pool's (or a kubeadm host's) are collected each on its own and
+/// merged, the pool's winning on a key (a taint's key and effect).
 pub fn collect(
+    env: &[(OsString, OsString)],
+    original_argv: &[OsString],
+    facts_root: &Path,
+    profile: Profile,
+    scope: FactsScope,
+) -> Collected {
+    let Some((role, pool)) = split_layers(env) else {
+        return collect_layer(env, original_argv, facts_root, profile, scope);
+    };
+    let role = collect_layer(&role, original_argv, facts_root, profile, scope);
+    let pool = collect_layer(&pool, original_argv, facts_root, profile, scope);
+    let mut rules = role.rules;
+    rules.extend(pool.rules);
+    let mut notes = role.notes;
+    notes.extend(pool.notes);
+    let additions = match (role.additions, pool.additions) {
+        (Err(e), _) => Err(e.context("the role's labels, taints or rules")),
+        (_, Err(e)) => Err(e),
+        (Ok(r), Ok(p)) => Ok(pool_over_role(r, p, &mut notes)),
+    };
+    Collected {
+        additions,
+        rules,
+        notes,
+    }
+}
+
+type Env = Vec<(OsString, OsString)>;
+
+/// The role layer, under the pool layer's names, and the rest; `None`
+/// when no role variable has content.
+fn split_layers(env: &[(OsString, OsString)]) -> Option<(Env, Env)> {
+    let role_var = |k: &OsString| crate::contract::ROLE_LAYER.iter().find(|(r, _)| k == r);
+    if !env
+        .iter()
+        .any(|(k, v)| role_var(k).is_some() && !v.is_empty())
+    {
+        return None;
+    }
+    let mut role = Vec::new();
+    let mut pool = Vec::new();
+    for (k, v) in env {
+        match role_var(k) {
+            Some((_, as_pool)) => role.push((OsString::from(as_pool), v.clone())),
+            None => pool.push((k.clone(), v.clone())),
+        }
+    }
+    Some((role, pool))
+}
+
+/// The pool's additions over the role's: same label key or taint key and
+/// effect, the pool's wins, and a note says so.
+fn pool_over_role(
+    role: Option<Additions>,
+    pool: Option<Additions>,
+    notes: &mut Vec<String>,
+) -> Option<Additions> {
+    let (mut merged, pool) = match (role, pool) {
+        (r, None) => return r,
+        (None, p) => return p,
+        (Some(r), Some(p)) => (r, p),
+    };
+    merged.labels.retain(|(k, v)| match pool.labels.iter().rfind(|(pk, _)| pk == k) {
+        Some((_, pv)) => {
+            if pv != v {
+                notes.push(format!(
+                    "the pool's label {k}={pv} wins over the role's {k}={v}"
+                ));
+            }
+            false
+        }
+        None => true,
+    });
+    merged.labels.extend(pool.labels);
+    merged.taints.retain(|t| {
+        match pool.taints.iter().find(|p| p.key == t.key && p.effect == t.effect) {
+            Some(p) => {
+                if p != t {
+                    notes.push(format!("the pool's taint {p} wins over the role's {t}"));
+                }
+                false
+            }
+            None => true,
+        }
+    });
+    merged.taints.extend(pool.taints);
+    Some(merged)
+}
+
+fn collect_layer(
     env: &[(OsString, OsString)],
     original_argv: &[OsString],
     facts_root: &Path,
