@@ -4,6 +4,8 @@
 
 #[path = "support/elf.rs"]
 mod elf;
+#[path = "support/mco.rs"]
+mod mco;
 #[path = "support/skipped.rs"]
 mod skipped;
 
@@ -518,6 +520,130 @@ fn a_foreign_file_at_our_name_is_refused_even_with_force() {
         "{err}"
     );
     assert_eq!(names_in(&out), ["machineconfigpool-worker-gpu.yaml"]);
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+}
+
+/// `--role worker --label …` and a custom pool's render, applied together:
+/// the MCO's own render and Machine Config Server (the MCO oracle) give the
+/// pool's node both env drop-ins, and on the files it served the wrapper's
+/// plan registers both sets of labels and taints; a key in both takes the
+/// pool's value, and `explain` says so.
+#[test]
+fn worker_role_and_pool_labels_compose_on_the_pools_nodes() {
+    let Some((oracle, mco_root)) = mco::oracle() else {
+        return;
+    };
+    if !is_root() {
+        skipped::skipped("the MCO oracle writes the node's files only as root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let w = static_elf(dir.path(), Arch::X86_64);
+    let out = dir.path().join("gitops");
+    for args in [
+        &[
+            "--role",
+            "worker",
+            "--label",
+            "example.com/team=general",
+            "--label",
+            "example.com/tier=worker",
+            "--taint",
+            "example.com/dedicated=general:NoSchedule",
+        ][..],
+        &[
+            "--pool",
+            "worker-gpu",
+            "--label",
+            "example.com/tier=gpu",
+            "--taint",
+            "example.com/dedicated=gpu:NoSchedule",
+            "--taint",
+            "nvidia.com/gpu=true:NoSchedule",
+        ],
+    ] {
+        let o = render_into(&w, args, &out);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let work = dir.path().join("work");
+    let o = Command::new(&oracle)
+        .arg("-mco-root")
+        .arg(&mco_root)
+        .arg("-manifests")
+        .arg(&out)
+        .args(["-boot-pool", "worker-gpu", "-work"])
+        .arg(&work)
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
+    assert!(o.status.success(), "{}", report["summary"]);
+    // The node as the MCS served it; what the OS image and boot add.
+    let root = work.join("node-root");
+    let put = |rel: &str, text: &str, mode: u32| {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, text).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    put("etc/os-release", "ID=rhcos\nVERSION_ID=4.20\n", 0o644);
+    put("usr/bin/kubelet", "#!/bin/sh\n", 0o755);
+    put("etc/node-sizing.env", "", 0o644);
+    put("run/kubelet-alibaba.env", "", 0o644);
+    for d in [
+        "etc/kubernetes/kubelet.conf.d",
+        "etc/openshift/kubelet.conf.d",
+    ] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    let o = bin()
+        .args(["explain", "--json", "--profile", "openshift", "--root"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    let e: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|err| panic!("{err}: {}", stderr(&o)));
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .unwrap_or_else(|| panic!("{e}"))
+            .iter()
+            .map(|s| s.as_str().unwrap().to_string())
+            .collect()
+    };
+    let mut labels = strings(&e["added_labels"]);
+    labels.sort();
+    assert_eq!(
+        labels,
+        [
+            "example.com/team=general",
+            "example.com/tier=gpu",
+            "node.kubernetes.io/worker-gpu="
+        ],
+        "{e}"
+    );
+    let mut taints = strings(&e["taints"]);
+    taints.sort();
+    assert_eq!(
+        taints,
+        [
+            "example.com/dedicated=gpu:NoSchedule",
+            "nvidia.com/gpu=true:NoSchedule"
+        ],
+        "{e}"
+    );
+    let notes = e["notes"].to_string();
+    assert!(
+        notes.contains("the pool's label example.com/tier=gpu wins over the role's example.com/tier=worker")
+            && notes.contains("the pool's taint example.com/dedicated=gpu:NoSchedule wins over the role's example.com/dedicated=general:NoSchedule"),
+        "{notes}"
+    );
 }
 
 /// `render dropins --force` over an earlier render: the env drop-in this

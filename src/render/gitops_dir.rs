@@ -590,3 +590,72 @@ fn stage_files(
     }
     Ok(staged)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn comments_are_found_outside_quotes_and_block_scalars() {
+        let text = "# head\n\
+                    a: 1 # trailing\n\
+                    b: 'x # not' # yes\n\
+                    c: \"#no\"\n\
+                    d: a#b\n\
+                    e: |\n  # inside a block\n  x\n\
+                    f: >-\n  data:,%23\n\
+                    - |-\n    # also inside\n\
+                    g: 2\n  # indented comment\n";
+        assert_eq!(comment_lines(text), [1, 2, 3, 14]);
+        assert!(comment_lines("apiVersion: v1\nkind: X\n").is_empty());
+    }
+
+    #[test]
+    fn merge_keeps_what_ours_does_not_write_and_replaces_below_spec() {
+        let old = json!({
+            "apiVersion": "v1", "kind": "MachineConfigPool",
+            "metadata": {"name": "p", "annotations": {"sync": "-1", "kubelet-labeler/rendered-for": "p"}},
+            "spec": {"paused": true, "nodeSelector": {"matchLabels": {"old": ""}}},
+            "status": {"x": 1}
+        });
+        let ours = json!({
+            "apiVersion": "v1", "kind": "MachineConfigPool",
+            "metadata": {"name": "p", "annotations": {"kubelet-labeler/rendered-for": "p"}},
+            "spec": {"nodeSelector": {"matchLabels": {"new": ""}}}
+        });
+        let (merged, replaced, kept) = merge(&old, &ours);
+        assert_eq!(merged["spec"]["paused"], true);
+        assert_eq!(merged["spec"]["nodeSelector"], json!({"matchLabels": {"new": ""}}));
+        assert_eq!(merged["metadata"]["annotations"]["sync"], "-1");
+        assert_eq!(merged["status"], json!({"x": 1}));
+        assert_eq!(replaced, ["spec.nodeSelector"]);
+        assert_eq!(kept, ["metadata.annotations.sync", "spec.paused", "status"]);
+        let (same, replaced, _) = merge(&merged, &ours);
+        assert_eq!(same, merged);
+        assert!(replaced.is_empty());
+    }
+
+    #[test]
+    fn kustomization_entries_are_added_and_removed_only_for_this_render() {
+        let old = json!({
+            "commonAnnotations": {"a": "b"},
+            "resources": ["./mine.yaml", "50-p-kubelet-labeler-labels.yaml", "../base"]
+        });
+        let new = merge_kustomization(
+            &old,
+            &["50-p-kubelet-labeler-wrapper.yaml", "mine.yaml"],
+            &["50-p-kubelet-labeler-labels.yaml"],
+        )
+        .unwrap();
+        assert_eq!(
+            new,
+            json!({
+                "commonAnnotations": {"a": "b"},
+                "resources": ["./mine.yaml", "../base", "50-p-kubelet-labeler-wrapper.yaml"]
+            })
+        );
+        assert!(merge_kustomization(&json!({"resources": "x"}), &[], &[]).is_err());
+        assert!(merge_kustomization(&json!(["x"]), &[], &[]).is_err());
+    }
+}

@@ -514,6 +514,52 @@ mod tests {
         plan(original, Ok(Some(additions)), Profile::Upstream, &fs)
     }
 
+    /// A role's and a pool's env drop-ins: both sets, the pool's value on
+    /// a key in both (a taint's key and effect), a note for each.
+    #[test]
+    fn the_pools_layer_adds_to_the_roles() {
+        use crate::contract::{LABELS_VAR, ROLE_LABELS_VAR, ROLE_TAINTS_VAR, TAINTS_VAR};
+        let env: Vec<(OsString, OsString)> = [
+            (ROLE_LABELS_VAR, "example.com/team=general,example.com/tier=worker"),
+            (ROLE_TAINTS_VAR, "d=general:NoSchedule,r=1:NoExecute"),
+            (LABELS_VAR, "example.com/tier=gpu"),
+            (TAINTS_VAR, "d=gpu:NoSchedule,r=1:NoSchedule"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect();
+        let c = collect(
+            &env,
+            &[],
+            Path::new("/nonexistent"),
+            Profile::OpenShift,
+            FactsScope::Used,
+        );
+        let a = c.additions.unwrap().unwrap();
+        let kv = |k: &str, v: &str| (k.to_string(), v.to_string());
+        assert_eq!(
+            a.labels,
+            [kv("example.com/team", "general"), kv("example.com/tier", "gpu")]
+        );
+        let taints: Vec<String> = a.taints.iter().map(|t| t.to_string()).collect();
+        assert_eq!(
+            taints,
+            ["r=1:NoExecute", "d=gpu:NoSchedule", "r=1:NoSchedule"]
+        );
+        assert_eq!(c.notes.len(), 2, "{:?}", c.notes);
+        assert!(c.notes[0].contains("example.com/tier=gpu wins over the role's example.com/tier=worker"));
+        // The role's alone, as on a plain worker.
+        let c = collect(
+            &env[..2],
+            &[],
+            Path::new("/nonexistent"),
+            Profile::OpenShift,
+            FactsScope::Used,
+        );
+        assert_eq!(c.additions.unwrap().unwrap().labels.len(), 2);
+        assert!(c.notes.is_empty());
+    }
+
     #[test]
     fn a_shell_gets_nothing_appended_and_the_line_says_why() {
         let argv = ["/bin/sh", "-c", "exec /usr/bin/kubelet --v=2"];
