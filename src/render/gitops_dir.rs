@@ -193,6 +193,8 @@ fn plan(rendered: &Rendered, dir: &Path, found: &[Found]) -> Result<Plan> {
         }
         ours.push(name);
         let path = dir.join(name);
+        // A link to nothing, a directory, a FIFO at our name: refused by name.
+        super::tree::write_target(&path)?;
         let Some(f) = at(name) else {
             writes.push(Write {
                 path,
@@ -243,6 +245,7 @@ fn plan(rendered: &Rendered, dir: &Path, found: &[Found]) -> Result<Plan> {
         .copied()
         .unwrap_or(KUSTOMIZATION);
     let k_path = dir.join(k_name);
+    super::tree::write_target(&k_path)?;
     let removed_names: Vec<&str> = removes.iter().map(|f| f.name.as_str()).collect();
     let listed: Vec<String>;
     match (at(k_name), kustomization) {
