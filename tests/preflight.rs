@@ -375,7 +375,10 @@ fn a_pools_machineconfigs_override_workers_as_on_a_node() {
     let e = json_of(&out);
     assert_eq!(
         e["added_labels"],
-        json!(["node.kubernetes.io/general=", "node.kubernetes.io/worker-gpu="])
+        json!([
+            "node.kubernetes.io/general=",
+            "node.kubernetes.io/worker-gpu="
+        ])
     );
     // The worker's alone: its labels.
     files.truncate(1 + worker.len());

@@ -266,15 +266,27 @@ fn pools_share_a_gitops_dir_and_force_touches_only_its_own() {
         assert!(o.status.success(), "{}", stderr(&o));
         stderr(&o)
     };
-    ok(render_into(&w, &["--pool", "worker-pi", "--label", "example.com/pi=yes"], &out));
+    ok(render_into(
+        &w,
+        &["--pool", "worker-pi", "--label", "example.com/pi=yes"],
+        &out,
+    ));
     // Another pool into the same directory: no --force needed, nothing of
     // worker-pi's touched.
     let pi_before: Vec<(String, Vec<u8>)> = snapshot(&out)
         .into_iter()
         .filter(|(n, _)| PI_FILES.contains(&n.as_str()))
         .collect();
-    ok(render_into(&w, &["--pool", "worker-gpu", "--label", "example.com/gpu=yes"], &out));
-    ok(render_into(&w, &["--role", "worker", "--label", "example.com/team=general"], &out));
+    ok(render_into(
+        &w,
+        &["--pool", "worker-gpu", "--label", "example.com/gpu=yes"],
+        &out,
+    ));
+    ok(render_into(
+        &w,
+        &["--role", "worker", "--label", "example.com/team=general"],
+        &out,
+    ));
     let mut listed = kustomization_resources(&out);
     listed.sort();
     let mut want: Vec<String> = PI_FILES
@@ -300,11 +312,15 @@ fn pools_share_a_gitops_dir_and_force_touches_only_its_own() {
     assert!(
         err.contains(&format!(
             "replace {}",
-            out.join("50-worker-gpu-kubelet-labeler-labels.yaml").display()
+            out.join("50-worker-gpu-kubelet-labeler-labels.yaml")
+                .display()
         )),
         "{err}"
     );
-    assert!(!err.contains("worker-pi-") && !err.contains("remove"), "{err}");
+    assert!(
+        !err.contains("worker-pi-") && !err.contains("remove"),
+        "{err}"
+    );
     assert_eq!(snapshot(&out), before, "a refusal changes nothing");
 
     // With --force; then the role without labels (its labels
@@ -321,7 +337,10 @@ fn pools_share_a_gitops_dir_and_force_touches_only_its_own() {
     );
     let err = ok(render_into(&w, &["--role", "worker", "--force"], &out));
     assert!(!gone.exists());
-    assert!(err.contains(&format!("removed {}", gone.display())), "{err}");
+    assert!(
+        err.contains(&format!("removed {}", gone.display())),
+        "{err}"
+    );
     for (name, bytes) in &pi_before {
         assert_eq!(&std::fs::read(out.join(name)).unwrap(), bytes, "{name}");
     }
@@ -353,7 +372,11 @@ fn an_older_versions_worker_wrapper_is_left_and_named() {
     let w = static_elf(dir.path(), Arch::X86_64);
     let out = dir.path().join("gitops");
     let role = dir.path().join("role");
-    assert!(render_into(&w, &["--role", "worker"], &role).status.success());
+    assert!(
+        render_into(&w, &["--role", "worker"], &role)
+            .status
+            .success()
+    );
     let old_worker = "50-worker-kubelet-labeler-wrapper.yaml";
     std::fs::create_dir(&out).unwrap();
     let text = std::fs::read_to_string(role.join(old_worker)).unwrap();
@@ -368,7 +391,10 @@ fn an_older_versions_worker_wrapper_is_left_and_named() {
     let o = render_into(&w, &["--pool", "worker-gpu", "--force"], &out);
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
-    assert_eq!(std::fs::read_to_string(out.join(old_worker)).unwrap(), unmarked);
+    assert_eq!(
+        std::fs::read_to_string(out.join(old_worker)).unwrap(),
+        unmarked
+    );
     assert!(
         err.contains(&format!("left {}", out.join(old_worker).display()))
             && err.contains("--role worker"),
@@ -395,13 +421,17 @@ fn a_re_render_keeps_the_users_edits() {
     let dir = tempfile::tempdir().unwrap();
     let w = static_elf(dir.path(), Arch::X86_64);
     let out = dir.path().join("gitops");
-    let first = ["--pool", "worker-gpu", "--taint", "nvidia.com/gpu=true:NoSchedule"];
+    let first = [
+        "--pool",
+        "worker-gpu",
+        "--taint",
+        "nvidia.com/gpu=true:NoSchedule",
+    ];
     assert!(render_into(&w, &first, &out).status.success());
     let mcp = out.join("machineconfigpool-worker-gpu.yaml");
     let kust = out.join("kustomization.yaml");
     let edit = |path: &Path, f: &dyn Fn(&mut Value)| {
-        let mut v: Value =
-            serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let mut v: Value = serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         f(&mut v);
         std::fs::write(path, serde_saphyr::to_string(&v).unwrap()).unwrap();
     };
@@ -413,14 +443,22 @@ fn a_re_render_keeps_the_users_edits() {
     });
     std::fs::write(out.join("extra-mc.yaml"), "kind: ConfigMap\n").unwrap();
     edit(&kust, &|v| {
-        v["resources"].as_array_mut().unwrap().push("extra-mc.yaml".into());
+        v["resources"]
+            .as_array_mut()
+            .unwrap()
+            .push("extra-mc.yaml".into());
         v["commonAnnotations"] = serde_json::json!({"owner": "gpu-team"});
         v["patches"] = serde_json::json!([{"path": "patch.yaml"}]);
     });
 
     // Day 2: another taint. The labels MachineConfig changes, the pool's
     // file does not: left as the user wrote it.
-    let day2 = ["--pool", "worker-gpu", "--taint", "nvidia.com/gpu=present:NoSchedule"];
+    let day2 = [
+        "--pool",
+        "worker-gpu",
+        "--taint",
+        "nvidia.com/gpu=present:NoSchedule",
+    ];
     let mcp_edited = std::fs::read(&mcp).unwrap();
     let refused = render_into(&w, &day2, &out);
     let err = stderr(&refused);
@@ -428,14 +466,18 @@ fn a_re_render_keeps_the_users_edits() {
     assert!(
         err.contains(&format!(
             "replace {} (its spec.config)",
-            out.join("50-worker-gpu-kubelet-labeler-labels.yaml").display()
+            out.join("50-worker-gpu-kubelet-labeler-labels.yaml")
+                .display()
         )) && !err.contains(&mcp.display().to_string()),
         "{err}"
     );
     let forced = render_into(&w, &[&day2[..], &["--force"]].concat(), &out);
     let err = stderr(&forced);
     assert!(forced.status.success(), "{err}");
-    assert!(err.contains(&format!("unchanged {}", mcp.display())), "{err}");
+    assert!(
+        err.contains(&format!("unchanged {}", mcp.display())),
+        "{err}"
+    );
     assert_eq!(std::fs::read(&mcp).unwrap(), mcp_edited);
     let pool: Value = serde_saphyr::from_str(&std::fs::read_to_string(&mcp).unwrap()).unwrap();
     assert_eq!(pool["spec"]["paused"], true, "{pool}");
@@ -453,9 +495,12 @@ fn a_re_render_keeps_the_users_edits() {
     assert_eq!(k["commonAnnotations"]["owner"], "gpu-team");
     assert_eq!(k["patches"][0]["path"], "patch.yaml");
     assert!(kustomization_resources(&out).contains(&"extra-mc.yaml".to_string()));
-    let labels = std::fs::read_to_string(out.join("50-worker-gpu-kubelet-labeler-labels.yaml"))
-        .unwrap();
-    assert!(labels.contains("nvidia.com/gpu=present:NoSchedule"), "{labels}");
+    let labels =
+        std::fs::read_to_string(out.join("50-worker-gpu-kubelet-labeler-labels.yaml")).unwrap();
+    assert!(
+        labels.contains("nvidia.com/gpu=present:NoSchedule"),
+        "{labels}"
+    );
 
     // A comment in the pool's file: the same render again changes nothing
     // and keeps the bytes; a changing one is refused naming the line, and
@@ -469,7 +514,12 @@ fn a_re_render_keeps_the_users_edits() {
     assert!(again.status.success(), "{}", stderr(&again));
     assert!(stderr(&again).contains(&format!("unchanged {}", mcp.display())));
     assert_eq!(std::fs::read_to_string(&mcp).unwrap(), commented);
-    let other = ["--pool", "worker-gpu", "--pool-label", "example.com/gpu=true"];
+    let other = [
+        "--pool",
+        "worker-gpu",
+        "--pool-label",
+        "example.com/gpu=true",
+    ];
     let refused = render_into(&w, &other, &out);
     let err = stderr(&refused);
     assert_eq!(refused.status.code(), Some(1), "{err}");
@@ -500,6 +550,48 @@ fn a_re_render_keeps_the_users_edits() {
         serde_json::json!({"example.com/gpu": "true"}),
         "the selector render writes is replaced whole"
     );
+}
+
+/// The user's own kustomization with comments: adding a pool's files
+/// would drop them, so that is refused naming the file and lines, and
+/// changes nothing; with --force the pool's files are added after the
+/// user's entries, and stderr says the comments went.
+#[test]
+fn a_commented_kustomization_is_rewritten_only_with_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = static_elf(dir.path(), Arch::X86_64);
+    let out = dir.path().join("gitops");
+    std::fs::create_dir(&out).unwrap();
+    let kust = out.join("kustomization.yaml");
+    let text = "# the cluster's GitOps\nresources:\n- app.yaml # the app\n";
+    std::fs::write(&kust, text).unwrap();
+    std::fs::write(
+        out.join("app.yaml"),
+        "kind: ConfigMap\nmetadata:\n  name: app\n",
+    )
+    .unwrap();
+    let refused = render_into(&w, &["--pool", "worker-gpu"], &out);
+    let err = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "replace {} (its resources), dropping the YAML comments on lines 1, 3",
+            kust.display()
+        )),
+        "{err}"
+    );
+    assert_eq!(names_in(&out), ["app.yaml", "kustomization.yaml"]);
+    assert_eq!(std::fs::read_to_string(&kust).unwrap(), text);
+    let forced = render_into(&w, &["--pool", "worker-gpu", "--force"], &out);
+    let err = stderr(&forced);
+    assert!(forced.status.success(), "{err}");
+    assert!(
+        err.contains("dropped the YAML comments on lines 1, 3"),
+        "{err}"
+    );
+    let mut want = vec!["app.yaml".to_string()];
+    want.extend(GPU_FILES.iter().map(|s| s.to_string()));
+    assert_eq!(kustomization_resources(&out), want);
 }
 
 /// A file at one of this render's names that is not its earlier output
@@ -581,8 +673,8 @@ fn worker_role_and_pool_labels_compose_on_the_pools_nodes() {
         .arg(&work)
         .output()
         .unwrap();
-    let report: Value = serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
+    let report: Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
     assert!(o.status.success(), "{}", report["summary"]);
     // The node as the MCS served it; what the OS image and boot add.
     let root = work.join("node-root");
@@ -608,8 +700,8 @@ fn worker_role_and_pool_labels_compose_on_the_pools_nodes() {
         .arg(&root)
         .output()
         .unwrap();
-    let e: Value = serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|err| panic!("{err}: {}", stderr(&o)));
+    let e: Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|err| panic!("{err}: {}", stderr(&o)));
     let strings = |v: &Value| -> Vec<String> {
         v.as_array()
             .unwrap_or_else(|| panic!("{e}"))

@@ -20,7 +20,13 @@ const KUSTOMIZATION_NAMES: [&str; 3] = ["kustomization.yaml", "kustomization.yml
 
 /// Where a manifest's fields are merged key by key; below these, a field
 /// render writes is replaced whole (its `spec.nodeSelector`, `spec.config`).
-const MERGED_LEVELS: [&str; 5] = ["", "metadata", "metadata.labels", "metadata.annotations", "spec"];
+const MERGED_LEVELS: [&str; 5] = [
+    "",
+    "metadata",
+    "metadata.labels",
+    "metadata.annotations",
+    "spec",
+];
 
 /// Ours are far smaller; a bigger file is nobody's manifest we read.
 const MAX_MANIFEST: u64 = 16 << 20;
@@ -123,10 +129,9 @@ pub fn write(rendered: &Rendered, dir: &Path, force: bool) -> Result<Vec<String>
     let forced = plan.forced();
     if !forced.is_empty() && !force {
         bail!(
-            "{} holds {}'s earlier render; pass --force to {}. Other pools' and your files are \
-             left as they are",
+            "not writing into {}: pass --force to {}. Other pools' and your files are left as \
+             they are",
             dir.display(),
-            rendered.owner,
             forced.join("; ")
         );
     }
@@ -461,7 +466,9 @@ pub fn comment_lines(text: &str) -> Vec<usize> {
             match quote {
                 Some(q) if c == q => quote = None,
                 Some(_) => {}
-                None if (c == '\'' || c == '"') && (prev.is_whitespace() || "[{,".contains(prev)) => {
+                None if (c == '\'' || c == '"')
+                    && (prev.is_whitespace() || "[{,".contains(prev)) =>
+                {
                     quote = Some(c)
                 }
                 None if c == '#' && prev.is_whitespace() => {
@@ -480,7 +487,9 @@ pub fn comment_lines(text: &str) -> Vec<usize> {
             .or_else(|| code.trim_start().strip_prefix("- "))
             .unwrap_or(code.trim_start());
         let is_block = matches!(value.chars().next(), Some('|' | '>'))
-            && value[1..].chars().all(|c| c == '-' || c == '+' || c.is_ascii_digit());
+            && value[1..]
+                .chars()
+                .all(|c| c == '-' || c == '+' || c.is_ascii_digit());
         if is_block {
             block = Some(indent);
         }
@@ -629,7 +638,10 @@ mod tests {
         });
         let (merged, replaced, kept) = merge(&old, &ours);
         assert_eq!(merged["spec"]["paused"], true);
-        assert_eq!(merged["spec"]["nodeSelector"], json!({"matchLabels": {"new": ""}}));
+        assert_eq!(
+            merged["spec"]["nodeSelector"],
+            json!({"matchLabels": {"new": ""}})
+        );
         assert_eq!(merged["metadata"]["annotations"]["sync"], "-1");
         assert_eq!(merged["status"], json!({"x": 1}));
         assert_eq!(replaced, ["spec.nodeSelector"]);

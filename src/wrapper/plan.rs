@@ -139,20 +139,26 @@ fn pool_over_role(
         (None, p) => return p,
         (Some(r), Some(p)) => (r, p),
     };
-    merged.labels.retain(|(k, v)| match pool.labels.iter().rfind(|(pk, _)| pk == k) {
-        Some((_, pv)) => {
-            if pv != v {
-                notes.push(format!(
-                    "the pool's label {k}={pv} wins over the role's {k}={v}"
-                ));
+    merged
+        .labels
+        .retain(|(k, v)| match pool.labels.iter().rfind(|(pk, _)| pk == k) {
+            Some((_, pv)) => {
+                if pv != v {
+                    notes.push(format!(
+                        "the pool's label {k}={pv} wins over the role's {k}={v}"
+                    ));
+                }
+                false
             }
-            false
-        }
-        None => true,
-    });
+            None => true,
+        });
     merged.labels.extend(pool.labels);
     merged.taints.retain(|t| {
-        match pool.taints.iter().find(|p| p.key == t.key && p.effect == t.effect) {
+        match pool
+            .taints
+            .iter()
+            .find(|p| p.key == t.key && p.effect == t.effect)
+        {
             Some(p) => {
                 if p != t {
                     notes.push(format!("the pool's taint {p} wins over the role's {t}"));
@@ -520,7 +526,10 @@ mod tests {
     fn the_pools_layer_adds_to_the_roles() {
         use crate::contract::{LABELS_VAR, ROLE_LABELS_VAR, ROLE_TAINTS_VAR, TAINTS_VAR};
         let env: Vec<(OsString, OsString)> = [
-            (ROLE_LABELS_VAR, "example.com/team=general,example.com/tier=worker"),
+            (
+                ROLE_LABELS_VAR,
+                "example.com/team=general,example.com/tier=worker",
+            ),
             (ROLE_TAINTS_VAR, "d=general:NoSchedule,r=1:NoExecute"),
             (LABELS_VAR, "example.com/tier=gpu"),
             (TAINTS_VAR, "d=gpu:NoSchedule,r=1:NoSchedule"),
@@ -539,7 +548,10 @@ mod tests {
         let kv = |k: &str, v: &str| (k.to_string(), v.to_string());
         assert_eq!(
             a.labels,
-            [kv("example.com/team", "general"), kv("example.com/tier", "gpu")]
+            [
+                kv("example.com/team", "general"),
+                kv("example.com/tier", "gpu")
+            ]
         );
         let taints: Vec<String> = a.taints.iter().map(|t| t.to_string()).collect();
         assert_eq!(
@@ -547,7 +559,10 @@ mod tests {
             ["r=1:NoExecute", "d=gpu:NoSchedule", "r=1:NoSchedule"]
         );
         assert_eq!(c.notes.len(), 2, "{:?}", c.notes);
-        assert!(c.notes[0].contains("example.com/tier=gpu wins over the role's example.com/tier=worker"));
+        assert!(
+            c.notes[0]
+                .contains("example.com/tier=gpu wins over the role's example.com/tier=worker")
+        );
         // The role's alone, as on a plain worker.
         let c = collect(
             &env[..2],
