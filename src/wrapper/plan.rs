@@ -93,7 +93,7 @@ pub fn collect(
     let mut notes = role.notes;
     notes.extend(pool.notes);
     let additions = match (role.additions, pool.additions) {
-        (Err(e), _) => Err(e.context("the role's labels, taints or rules")),
+        (Err(e), _) => Err(anyhow::anyhow!("the role's labels, taints or rules: {e:#}")),
         (_, Err(e)) => Err(e),
         (Ok(r), Ok(p)) => Ok(pool_over_role(r, p, &mut notes)),
     };
