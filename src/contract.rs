@@ -26,6 +26,25 @@ pub const RULES_VAR: &str = "KUBELET_LABELER_NODE_RULES";
 /// `upstream` or `openshift`: register with the labels NFD's built-in
 /// sources of that flavour would write (`crate::facts::nfd_labels`).
 pub const NFD_LABELS_VAR: &str = "KUBELET_LABELER_NFD_LABELS";
+/// The env drop-in of `render machineconfig --role` (worker, master). A
+/// custom pool's nodes take the role's MachineConfigs and the pool's, so
+/// the role's labels, taints and rules live in a file and variables of
+/// their own: the pool's [`ENV_DROPIN_NAME`] adds to them, never replaces
+/// them (`wrapper::plan::collect` merges the two, the pool's on top).
+pub const ROLE_ENV_DROPIN_NAME: &str = "80-kubelet-labeler-role-env.conf";
+/// The role layer's variables, one per variable above: labels, taints,
+/// rules, NFD label set.
+pub const ROLE_LABELS_VAR: &str = "KUBELET_LABELER_ROLE_LABELS";
+pub const ROLE_TAINTS_VAR: &str = "KUBELET_LABELER_ROLE_TAINTS";
+pub const ROLE_RULES_VAR: &str = "KUBELET_LABELER_ROLE_NODE_RULES";
+pub const ROLE_NFD_LABELS_VAR: &str = "KUBELET_LABELER_ROLE_NFD_LABELS";
+/// Each role variable with the variable it stands for in the pool's layer.
+pub const ROLE_LAYER: [(&str, &str); 4] = [
+    (ROLE_LABELS_VAR, LABELS_VAR),
+    (ROLE_TAINTS_VAR, TAINTS_VAR),
+    (ROLE_RULES_VAR, RULES_VAR),
+    (ROLE_NFD_LABELS_VAR, NFD_LABELS_VAR),
+];
 /// The head of the usage line the wrapper prints (`wrapper::boot`), which
 /// every build of it carries: how render tells our wrapper from any other
 /// static program (`render::wrappers::check_ours`). Changing it makes

@@ -9,7 +9,9 @@ use clap::Parser;
 use kubelet_labeler::cmdline::*;
 use kubelet_labeler::iso;
 use kubelet_labeler::render::arch::Arch;
-use kubelet_labeler::render::{additions, input, layout, machineconfig, pointer, tree, wrappers};
+use kubelet_labeler::render::{
+    additions, gitops_dir, input, layout, machineconfig, pointer, tree, wrappers,
+};
 
 /// `eprintln!` that cannot panic: with stderr a closed pipe (`2>&1 | head`)
 /// the line is lost, not the run.
@@ -396,28 +398,8 @@ fn cmd_render_machineconfig(c: RenderMachineConfigConfig) -> Result<ExitCode> {
     let rendered = machineconfig::render(&opts)?;
     match (&c.output_dir, &c.output) {
         (Some(dir), _) => {
-            // An earlier render's manifests this one does not write (another
-            // pool's, or an older name): found before writing, removed after.
-            let earlier = if c.force {
-                machineconfig::earlier_manifests(&rendered, dir)?
-            } else {
-                machineconfig::EarlierManifests::default()
-            };
-            for p in machineconfig::write_dir(&rendered, dir, c.force)? {
-                say!("wrote {}", p.display());
-            }
-            for p in &earlier.ours {
-                std::fs::remove_file(p).with_context(|| format!("removing {}", p.display()))?;
-                say!(
-                    "removed {} (an earlier render's; this one does not write it)",
-                    p.display()
-                );
-            }
-            for p in &earlier.others {
-                say!(
-                    "left {} (not ours; kustomization.yaml does not list it, `oc apply -f` on the directory would apply it)",
-                    p.display()
-                );
+            for line in gitops_dir::write(&rendered, dir, c.force)? {
+                say!("{line}");
             }
         }
         (None, Some(out)) if out.as_os_str() == "-" => {

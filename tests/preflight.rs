@@ -346,10 +346,9 @@ fn render_mcs(dir: &Path, out: &str, args: &[&str]) -> Vec<String> {
     files
 }
 
-/// All workers labeled by `--role worker`, the GPU pool by its own: on a
-/// node of the pool the MCO merges the pool's MachineConfigs after
-/// worker's, so the pool's env drop-in is the one written, though
-/// `50-worker-kubelet-...` sorts after `50-worker-gpu-kubelet-...`.
+/// All workers labeled by `--role worker`, the GPU pool by its own: a
+/// node of the pool gets both env drop-ins (the role's has its own name
+/// and variables) and registers with both sets of labels.
 /// MachineConfigs of two pools are refused, changing nothing.
 #[test]
 fn a_pools_machineconfigs_override_workers_as_on_a_node() {
@@ -374,7 +373,13 @@ fn a_pools_machineconfigs_override_workers_as_on_a_node() {
     let out = explain_mcs(true, &files);
     assert!(out.status.success(), "{}", stderr(&out));
     let e = json_of(&out);
-    assert_eq!(e["added_labels"], json!(["node.kubernetes.io/worker-gpu="]));
+    assert_eq!(
+        e["added_labels"],
+        json!([
+            "node.kubernetes.io/general=",
+            "node.kubernetes.io/worker-gpu="
+        ])
+    );
     // The worker's alone: its labels.
     files.truncate(1 + worker.len());
     let e = json_of(&explain_mcs(true, &files));

@@ -166,6 +166,14 @@ const BLOCKS: &[(&str, Plan)] = &[
         "oc patch mcp worker-gpu --type merge -p '{\"spec\":{\"paused\":true}}'",
         NotHere("needs a cluster (oc)"),
     ),
+    (
+        "oc label node -l node.kubernetes.io/worker-gpu node.kubernetes.io/worker-gpu-",
+        NotHere("needs a cluster (oc)"),
+    ),
+    (
+        "oc delete mc 50-worker-gpu-kubelet-labeler-wrapper 50-worker-gpu-kubelet-labeler-labels",
+        NotHere("needs a cluster (oc)"),
+    ),
 ];
 
 /// A fenced ```sh block: the README line it starts on and its text,

@@ -540,9 +540,18 @@ fn bad_input_is_refused_and_nothing_written() {
     }
     std::fs::create_dir_all(&out_dir).unwrap();
     std::fs::write(out_dir.join("keep.yaml"), "x").unwrap();
+    // Another file in the directory: the manifests go beside it, and it
+    // is named as left alone.
     let o = run(&["--pool", "gpu", "--wrapper", w]);
-    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("--force"));
-    assert_eq!(std::fs::read_dir(&out_dir).unwrap().count(), 1);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success() && err.contains("left "), "{err}");
+    assert_eq!(std::fs::read(out_dir.join("keep.yaml")).unwrap(), b"x");
+    for e in std::fs::read_dir(&out_dir).unwrap() {
+        let p = e.unwrap().path();
+        if !p.ends_with("keep.yaml") {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
 
     // An output directory that cannot be created (below a regular file).
     let blocked = out_dir.join("keep.yaml").join("sub");

@@ -4,6 +4,8 @@
 
 #[path = "support/elf.rs"]
 mod elf;
+#[path = "support/mco.rs"]
+mod mco;
 #[path = "support/skipped.rs"]
 mod skipped;
 
@@ -194,68 +196,545 @@ fn a_pool_render_reaches_only_its_pool() {
     assert!(!gpu_names.contains(&name(&worker[0])));
 }
 
-/// `--force` into a directory of an earlier render: the earlier render's
-/// manifests this one does not write are removed and named (an older
-/// version's worker wrapper MachineConfig, another pool's), other manifests
-/// are left and named.
+fn render_into(w: &Path, args: &[&str], out: &Path) -> Output {
+    bin()
+        .args(["render", "machineconfig"])
+        .args(args)
+        .arg("--wrapper")
+        .arg(w)
+        .arg("--output-dir")
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Every file of `dir`, with its bytes.
+fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    names_in(dir)
+        .into_iter()
+        .map(|n| {
+            let bytes = std::fs::read(dir.join(&n)).unwrap();
+            (n, bytes)
+        })
+        .collect()
+}
+
+fn kustomization_resources(dir: &Path) -> Vec<String> {
+    let k: Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(dir.join("kustomization.yaml")).unwrap())
+            .unwrap();
+    k["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect()
+}
+
+const GPU_FILES: [&str; 3] = [
+    "50-worker-gpu-kubelet-labeler-wrapper.yaml",
+    "50-worker-gpu-kubelet-labeler-labels.yaml",
+    "machineconfigpool-worker-gpu.yaml",
+];
+
+const PI_FILES: [&str; 3] = [
+    "50-worker-pi-kubelet-labeler-wrapper.yaml",
+    "50-worker-pi-kubelet-labeler-labels.yaml",
+    "machineconfigpool-worker-pi.yaml",
+];
+
+/// Several pools (and `--role worker`) in one GitOps directory: a render
+/// of one never removes or unlists another's manifests, with or without
+/// `--force`; every render's files are listed in the kustomization. A
+/// re-render that would replace this pool's files is refused, the hint
+/// naming exactly what `--force` does, and the refusal changes nothing.
 #[test]
-fn force_removes_an_earlier_renders_manifests_and_names_them() {
+fn pools_share_a_gitops_dir_and_force_touches_only_its_own() {
     let dir = tempfile::tempdir().unwrap();
     let w = static_elf(dir.path(), Arch::X86_64);
     let out = dir.path().join("gitops");
-    let render = |args: &[&str], out: &Path| {
-        bin()
-            .args(["render", "machineconfig"])
-            .args(args)
-            .arg("--wrapper")
-            .arg(&w)
-            .arg("--output-dir")
-            .arg(out)
-            .output()
-            .unwrap()
+    let ok = |o: Output| {
+        assert!(o.status.success(), "{}", stderr(&o));
+        stderr(&o)
     };
-    assert!(render(&["--pool", "worker-old"], &out).status.success());
-    // What an older version wrote: the wrapper MachineConfig of role worker.
-    let role = dir.path().join("role");
-    assert!(render(&["--role", "worker"], &role).status.success());
-    let old_worker = "50-worker-kubelet-labeler-wrapper.yaml";
-    std::fs::copy(role.join(old_worker), out.join(old_worker)).unwrap();
-    std::fs::write(out.join("mine.yaml"), "kind: ConfigMap\n").unwrap();
+    ok(render_into(
+        &w,
+        &["--pool", "worker-pi", "--label", "example.com/pi=yes"],
+        &out,
+    ));
+    // Another pool into the same directory: no --force needed, nothing of
+    // worker-pi's touched.
+    let pi_before: Vec<(String, Vec<u8>)> = snapshot(&out)
+        .into_iter()
+        .filter(|(n, _)| PI_FILES.contains(&n.as_str()))
+        .collect();
+    ok(render_into(
+        &w,
+        &["--pool", "worker-gpu", "--label", "example.com/gpu=yes"],
+        &out,
+    ));
+    ok(render_into(
+        &w,
+        &["--role", "worker", "--label", "example.com/team=general"],
+        &out,
+    ));
+    let mut listed = kustomization_resources(&out);
+    listed.sort();
+    let mut want: Vec<String> = PI_FILES
+        .iter()
+        .chain(&GPU_FILES)
+        .chain(&[
+            "50-worker-kubelet-labeler-labels.yaml",
+            "50-worker-kubelet-labeler-wrapper.yaml",
+        ])
+        .map(|s| s.to_string())
+        .collect();
+    want.sort();
+    assert_eq!(listed, want);
 
-    let o = render(&["--pool", "worker-gpu", "--force"], &out);
-    let err = stderr(&o);
-    assert!(o.status.success(), "{err}");
-    for gone in [
-        old_worker,
-        "50-worker-old-kubelet-labeler-wrapper.yaml",
-        "50-worker-old-kubelet-labeler-labels.yaml",
-        "machineconfigpool-worker-old.yaml",
-    ] {
-        assert!(!out.join(gone).exists(), "{gone} left");
+    // Day 2 for worker-gpu: its labels change. Without --force: refused,
+    // naming worker-gpu's files only, nothing written.
+    let before = snapshot(&out);
+    let args = ["--pool", "worker-gpu", "--label", "example.com/gpu=no"];
+    let refused = render_into(&w, &args, &out);
+    let err = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(err.contains("pass --force to replace"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "replace {}",
+            out.join("50-worker-gpu-kubelet-labeler-labels.yaml")
+                .display()
+        )),
+        "{err}"
+    );
+    assert!(
+        !err.contains("worker-pi-") && !err.contains("remove"),
+        "{err}"
+    );
+    assert_eq!(snapshot(&out), before, "a refusal changes nothing");
+
+    // With --force; then the role without labels (its labels
+    // MachineConfig goes, named in the refusal and removed with --force):
+    // the pools' files stay, byte for byte, listed.
+    let err = ok(render_into(&w, &[&args[..], &["--force"]].concat(), &out));
+    assert!(!err.contains("worker-pi"), "{err}");
+    let gone = out.join("50-worker-kubelet-labeler-labels.yaml");
+    let refused = render_into(&w, &["--role", "worker"], &out);
+    assert!(
+        stderr(&refused).contains(&format!("remove {}", gone.display())),
+        "{}",
+        stderr(&refused)
+    );
+    let err = ok(render_into(&w, &["--role", "worker", "--force"], &out));
+    assert!(!gone.exists());
+    assert!(
+        err.contains(&format!("removed {}", gone.display())),
+        "{err}"
+    );
+    for (name, bytes) in &pi_before {
+        assert_eq!(&std::fs::read(out.join(name)).unwrap(), bytes, "{name}");
+    }
+    let listed = kustomization_resources(&out);
+    assert!(!listed.contains(&"50-worker-kubelet-labeler-labels.yaml".to_string()));
+    for f in PI_FILES
+        .iter()
+        .chain(&GPU_FILES)
+        .chain(&["50-worker-kubelet-labeler-wrapper.yaml"])
+    {
+        assert!(listed.contains(&f.to_string()), "{f} unlisted: {listed:?}");
+    }
+    // Every manifest carries whose render it is.
+    for o in objects(&out) {
         assert!(
-            err.contains(&format!("removed {}", out.join(gone).display())),
-            "{gone}: {err}"
+            o["metadata"]["annotations"]["kubelet-labeler/rendered-for"].is_string(),
+            "{o}"
         );
     }
-    assert!(out.join("mine.yaml").exists());
+}
+
+/// An older version's files: the worker wrapper MachineConfig it wrote
+/// with every pool is unmarked, and may as well be a `--role worker`
+/// render's: left and named, never removed; another manifest is left and
+/// named as unlisted.
+#[test]
+fn an_older_versions_worker_wrapper_is_left_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = static_elf(dir.path(), Arch::X86_64);
+    let out = dir.path().join("gitops");
+    let role = dir.path().join("role");
+    assert!(
+        render_into(&w, &["--role", "worker"], &role)
+            .status
+            .success()
+    );
+    let old_worker = "50-worker-kubelet-labeler-wrapper.yaml";
+    std::fs::create_dir(&out).unwrap();
+    let text = std::fs::read_to_string(role.join(old_worker)).unwrap();
+    let unmarked: String = text
+        .lines()
+        .filter(|l| !l.contains("annotations:") && !l.contains("kubelet-labeler/rendered-for"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(out.join(old_worker), &unmarked).unwrap();
+    std::fs::write(out.join("mine.yaml"), "kind: ConfigMap\n").unwrap();
+
+    let o = render_into(&w, &["--pool", "worker-gpu", "--force"], &out);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(out.join(old_worker)).unwrap(),
+        unmarked
+    );
+    assert!(
+        err.contains(&format!("left {}", out.join(old_worker).display()))
+            && err.contains("--role worker"),
+        "{err}"
+    );
     assert!(
         err.contains(&format!("left {}", out.join("mine.yaml").display())),
         "{err}"
     );
-    let mut left: Vec<String> = std::fs::read_dir(&out)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    left.sort();
+    let mut want: Vec<&str> = GPU_FILES.to_vec();
+    want.extend([old_worker, "kustomization.yaml", "mine.yaml"]);
+    want.sort();
+    assert_eq!(names_in(&out), want);
+}
+
+/// A re-render keeps what render does not write: the pool's `paused`,
+/// `maxUnavailable`, annotations and labels; the kustomization's own
+/// resources and fields. YAML comments cannot survive a rewrite: a
+/// re-render that would drop them is refused naming the file and lines,
+/// `--force` drops them and says so, and a re-render that changes nothing
+/// leaves the files' bytes alone.
+#[test]
+fn a_re_render_keeps_the_users_edits() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = static_elf(dir.path(), Arch::X86_64);
+    let out = dir.path().join("gitops");
+    let first = [
+        "--pool",
+        "worker-gpu",
+        "--taint",
+        "nvidia.com/gpu=true:NoSchedule",
+    ];
+    assert!(render_into(&w, &first, &out).status.success());
+    let mcp = out.join("machineconfigpool-worker-gpu.yaml");
+    let kust = out.join("kustomization.yaml");
+    let edit = |path: &Path, f: &dyn Fn(&mut Value)| {
+        let mut v: Value = serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        f(&mut v);
+        std::fs::write(path, serde_saphyr::to_string(&v).unwrap()).unwrap();
+    };
+    edit(&mcp, &|v| {
+        v["spec"]["paused"] = true.into();
+        v["spec"]["maxUnavailable"] = 2.into();
+        v["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] = "-1".into();
+        v["metadata"]["labels"] = serde_json::json!({"team": "ml"});
+    });
+    std::fs::write(out.join("extra-mc.yaml"), "kind: ConfigMap\n").unwrap();
+    edit(&kust, &|v| {
+        v["resources"]
+            .as_array_mut()
+            .unwrap()
+            .push("extra-mc.yaml".into());
+        v["commonAnnotations"] = serde_json::json!({"owner": "gpu-team"});
+        v["patches"] = serde_json::json!([{"path": "patch.yaml"}]);
+    });
+
+    // Day 2: another taint. The labels MachineConfig changes, the pool's
+    // file does not: left as the user wrote it.
+    let day2 = [
+        "--pool",
+        "worker-gpu",
+        "--taint",
+        "nvidia.com/gpu=present:NoSchedule",
+    ];
+    let mcp_edited = std::fs::read(&mcp).unwrap();
+    let refused = render_into(&w, &day2, &out);
+    let err = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "replace {} (its spec.config)",
+            out.join("50-worker-gpu-kubelet-labeler-labels.yaml")
+                .display()
+        )) && !err.contains(&mcp.display().to_string()),
+        "{err}"
+    );
+    let forced = render_into(&w, &[&day2[..], &["--force"]].concat(), &out);
+    let err = stderr(&forced);
+    assert!(forced.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("unchanged {}", mcp.display())),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&mcp).unwrap(), mcp_edited);
+    let pool: Value = serde_saphyr::from_str(&std::fs::read_to_string(&mcp).unwrap()).unwrap();
+    assert_eq!(pool["spec"]["paused"], true, "{pool}");
+    assert_eq!(pool["spec"]["maxUnavailable"], 2, "{pool}");
     assert_eq!(
-        left,
+        pool["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"],
+        "-1"
+    );
+    assert_eq!(pool["metadata"]["labels"]["team"], "ml");
+    assert_eq!(
+        pool["spec"]["nodeSelector"]["matchLabels"]["node.kubernetes.io/worker-gpu"],
+        ""
+    );
+    let k: Value = serde_saphyr::from_str(&std::fs::read_to_string(&kust).unwrap()).unwrap();
+    assert_eq!(k["commonAnnotations"]["owner"], "gpu-team");
+    assert_eq!(k["patches"][0]["path"], "patch.yaml");
+    assert!(kustomization_resources(&out).contains(&"extra-mc.yaml".to_string()));
+    let labels =
+        std::fs::read_to_string(out.join("50-worker-gpu-kubelet-labeler-labels.yaml")).unwrap();
+    assert!(
+        labels.contains("nvidia.com/gpu=present:NoSchedule"),
+        "{labels}"
+    );
+
+    // A comment in the pool's file: the same render again changes nothing
+    // and keeps the bytes; a changing one is refused naming the line, and
+    // --force drops it, saying so.
+    let commented = format!(
+        "# paused for the driver batch, TICKET-1\n{}",
+        std::fs::read_to_string(&mcp).unwrap()
+    );
+    std::fs::write(&mcp, &commented).unwrap();
+    let again = render_into(&w, &[&day2[..], &["--force"]].concat(), &out);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(stderr(&again).contains(&format!("unchanged {}", mcp.display())));
+    assert_eq!(std::fs::read_to_string(&mcp).unwrap(), commented);
+    let other = [
+        "--pool",
+        "worker-gpu",
+        "--pool-label",
+        "example.com/gpu=true",
+    ];
+    let refused = render_into(&w, &other, &out);
+    let err = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "replace {} (its spec.nodeSelector), keeping \
+             metadata.annotations.argocd.argoproj.io/sync-wave, metadata.labels, spec.paused, \
+             spec.maxUnavailable, dropping the YAML comment on line 1",
+            mcp.display()
+        )),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&mcp).unwrap(), commented);
+    let forced = render_into(&w, &[&other[..], &["--force"]].concat(), &out);
+    let err = stderr(&forced);
+    assert!(forced.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("wrote {}", mcp.display()))
+            && err.contains("dropped the YAML comment on line 1"),
+        "{err}"
+    );
+    let pool: Value = serde_saphyr::from_str(&std::fs::read_to_string(&mcp).unwrap()).unwrap();
+    assert_eq!(pool["spec"]["paused"], true);
+    assert_eq!(pool["spec"]["maxUnavailable"], 2);
+    assert_eq!(pool["metadata"]["labels"]["team"], "ml");
+    assert_eq!(
+        pool["spec"]["nodeSelector"]["matchLabels"],
+        serde_json::json!({"example.com/gpu": "true"}),
+        "the selector render writes is replaced whole"
+    );
+}
+
+/// The user's own kustomization with comments: adding a pool's files
+/// would drop them, so that is refused naming the file and lines, and
+/// changes nothing; with --force the pool's files are added after the
+/// user's entries, and stderr says the comments went.
+#[test]
+fn a_commented_kustomization_is_rewritten_only_with_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = static_elf(dir.path(), Arch::X86_64);
+    let out = dir.path().join("gitops");
+    std::fs::create_dir(&out).unwrap();
+    let kust = out.join("kustomization.yaml");
+    let text = "# the cluster's GitOps\nresources:\n- app.yaml # the app\n";
+    std::fs::write(&kust, text).unwrap();
+    std::fs::write(
+        out.join("app.yaml"),
+        "kind: ConfigMap\nmetadata:\n  name: app\n",
+    )
+    .unwrap();
+    let refused = render_into(&w, &["--pool", "worker-gpu"], &out);
+    let err = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "replace {} (its resources), dropping the YAML comments on lines 1, 3",
+            kust.display()
+        )),
+        "{err}"
+    );
+    assert_eq!(names_in(&out), ["app.yaml", "kustomization.yaml"]);
+    assert_eq!(std::fs::read_to_string(&kust).unwrap(), text);
+    let forced = render_into(&w, &["--pool", "worker-gpu", "--force"], &out);
+    let err = stderr(&forced);
+    assert!(forced.status.success(), "{err}");
+    assert!(
+        err.contains("dropped the YAML comments on lines 1, 3"),
+        "{err}"
+    );
+    let mut want = vec!["app.yaml".to_string()];
+    want.extend(GPU_FILES.iter().map(|s| s.to_string()));
+    assert_eq!(kustomization_resources(&out), want);
+}
+
+/// A file at one of this render's names that is not its earlier output
+/// (the user's, or another object) is never replaced, even with --force.
+#[test]
+fn a_foreign_file_at_our_name_is_refused_even_with_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = static_elf(dir.path(), Arch::X86_64);
+    let out = dir.path().join("gitops");
+    std::fs::create_dir(&out).unwrap();
+    let mine = out.join("machineconfigpool-worker-gpu.yaml");
+    std::fs::write(&mine, "kind: ConfigMap\nmetadata:\n  name: mine\n").unwrap();
+    let o = render_into(&w, &["--pool", "worker-gpu", "--force"], &out);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&mine.display().to_string()) && err.contains("ConfigMap mine"),
+        "{err}"
+    );
+    assert_eq!(names_in(&out), ["machineconfigpool-worker-gpu.yaml"]);
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+}
+
+/// `--role worker --label …` and a custom pool's render, applied together:
+/// the MCO's own render and Machine Config Server (the MCO oracle) give the
+/// pool's node both env drop-ins, and on the files it served the wrapper's
+/// plan registers both sets of labels and taints; a key in both takes the
+/// pool's value, and `explain` says so.
+#[test]
+fn worker_role_and_pool_labels_compose_on_the_pools_nodes() {
+    let Some((oracle, mco_root)) = mco::oracle() else {
+        return;
+    };
+    if !is_root() {
+        skipped::skipped("the MCO oracle writes the node's files only as root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let w = static_elf(dir.path(), Arch::X86_64);
+    let out = dir.path().join("gitops");
+    for args in [
+        &[
+            "--role",
+            "worker",
+            "--label",
+            "example.com/team=general",
+            "--label",
+            "example.com/tier=worker",
+            "--taint",
+            "example.com/dedicated=general:NoSchedule",
+        ][..],
+        &[
+            "--pool",
+            "worker-gpu",
+            "--label",
+            "example.com/tier=gpu",
+            "--taint",
+            "example.com/dedicated=gpu:NoSchedule",
+            "--taint",
+            "nvidia.com/gpu=true:NoSchedule",
+        ],
+    ] {
+        let o = render_into(&w, args, &out);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let work = dir.path().join("work");
+    let o = Command::new(&oracle)
+        .arg("-mco-root")
+        .arg(&mco_root)
+        .arg("-manifests")
+        .arg(&out)
+        .args(["-boot-pool", "worker-gpu", "-work"])
+        .arg(&work)
+        .output()
+        .unwrap();
+    let report: Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
+    assert!(o.status.success(), "{}", report["summary"]);
+    // The node as the MCS served it; what the OS image and boot add.
+    let root = work.join("node-root");
+    let put = |rel: &str, text: &str, mode: u32| {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, text).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    put("etc/os-release", "ID=rhcos\nVERSION_ID=4.20\n", 0o644);
+    put("usr/bin/kubelet", "#!/bin/sh\n", 0o755);
+    put("etc/node-sizing.env", "", 0o644);
+    put("run/kubelet-alibaba.env", "", 0o644);
+    for d in [
+        "etc/kubernetes/kubelet.conf.d",
+        "etc/openshift/kubelet.conf.d",
+    ] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    let o = bin()
+        .args(["explain", "--json", "--profile", "openshift", "--root"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    let e: Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|err| panic!("{err}: {}", stderr(&o)));
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .unwrap_or_else(|| panic!("{e}"))
+            .iter()
+            .map(|s| s.as_str().unwrap().to_string())
+            .collect()
+    };
+    let mut labels = strings(&e["added_labels"]);
+    labels.sort();
+    assert_eq!(
+        labels,
         [
-            "50-worker-gpu-kubelet-labeler-labels.yaml",
-            "50-worker-gpu-kubelet-labeler-wrapper.yaml",
-            "kustomization.yaml",
-            "machineconfigpool-worker-gpu.yaml",
-            "mine.yaml"
-        ]
+            "example.com/team=general",
+            "example.com/tier=gpu",
+            "node.kubernetes.io/worker-gpu="
+        ],
+        "{e}"
+    );
+    let mut taints = strings(&e["taints"]);
+    taints.sort();
+    assert_eq!(
+        taints,
+        [
+            "example.com/dedicated=gpu:NoSchedule",
+            "nvidia.com/gpu=true:NoSchedule"
+        ],
+        "{e}"
+    );
+    let notes = e["notes"].to_string();
+    assert!(
+        notes.contains("the pool's label example.com/tier=gpu wins over the role's example.com/tier=worker")
+            && notes.contains("the pool's taint example.com/dedicated=gpu:NoSchedule wins over the role's example.com/dedicated=general:NoSchedule"),
+        "{notes}"
     );
 }
 

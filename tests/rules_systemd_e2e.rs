@@ -257,7 +257,8 @@ fn hostile_rule_names_change_nothing_systemd_reads() {
     let rules_arg = rules_file.display().to_string();
     let env = rendered_env_dropin(scratch, "hostile", &["--rules", &rules_arg]);
 
-    // render machineconfig carries the same drop-in in its data URL.
+    // render machineconfig carries the same drop-in in its data URL; a
+    // built-in role's in the role layer's name and variables.
     let out = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
         .args(["render", "machineconfig", "--role", "worker", "-o", "-"])
         .args(["--rules", &rules_arg, "--wrapper"])
@@ -282,7 +283,7 @@ fn hostile_rule_names_change_nothing_systemd_reads() {
             f["path"]
                 .as_str()
                 .unwrap()
-                .ends_with("90-kubelet-labeler-env.conf")
+                .ends_with(kubelet_labeler::contract::ROLE_ENV_DROPIN_NAME)
         })
         .expect("the env drop-in in a MachineConfig")["contents"]["source"]
         .as_str()
@@ -293,7 +294,16 @@ fn hostile_rule_names_change_nothing_systemd_reads() {
         compression: None,
     };
     let in_mc = kubelet_labeler::render::encoding::decode(&url).unwrap();
-    assert_eq!(String::from_utf8(in_mc).unwrap(), env);
+    let as_role =
+        kubelet_labeler::contract::ROLE_LAYER
+            .iter()
+            .fold(env.clone(), |text, (role, var)| {
+                text.replace(
+                    &format!("Environment=\"{var}="),
+                    &format!("Environment=\"{role}="),
+                )
+            });
+    assert_eq!(String::from_utf8(in_mc).unwrap(), as_role);
 
     let units = scratch.join("units");
     std::fs::create_dir_all(&units).unwrap();

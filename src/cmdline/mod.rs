@@ -494,16 +494,18 @@ pub struct PoolArgs {
 pub struct RenderMachineConfigConfig {
     #[command(flatten)]
     pub pool: PoolArgs,
-    /// Directory to write the manifests into
+    /// Directory to write the manifests into, made when missing; other
+    /// pools' renders and your files may share it (kept, and listed in its
+    /// kustomization as they were)
     #[arg(long, value_name = "DIR", conflicts_with = "output")]
     pub output_dir: Option<PathBuf>,
     /// Write the manifests to apply as one YAML stream to this file ("-" for
     /// stdout, for `oc apply -f -`); the kustomization is left out
     #[arg(short, long, value_name = "PATH")]
     pub output: Option<PathBuf>,
-    /// Write into a non-empty output directory: replace our manifests and
-    /// remove those an earlier render wrote that this one does not (each
-    /// named on stderr)
+    /// Replace this pool's earlier manifests (keeping the fields render does
+    /// not write, dropping YAML comments in a file it rewrites) and remove
+    /// those this render no longer writes; each named on stderr
     #[arg(short, long)]
     pub force: bool,
 }

@@ -232,6 +232,28 @@ fn words(additions: &Additions) -> (Vec<String>, Vec<String>) {
 /// value is checked here, so no caller can write a line systemd would read
 /// differently.
 pub fn env_dropin_with_rules(additions: &Additions, rules: &NodeRules) -> anyhow::Result<String> {
+    env_dropin_in(
+        additions,
+        rules,
+        [LABELS_VAR, TAINTS_VAR, RULES_VAR, NFD_LABELS_VAR],
+    )
+}
+
+/// The env drop-in of a built-in role's MachineConfigs: the same lines in
+/// the role layer's variables (`contract::ROLE_LAYER`), so that a custom
+/// pool's drop-in adds to them.
+pub fn role_env_dropin(additions: &Additions, rules: &NodeRules) -> anyhow::Result<String> {
+    use crate::contract::ROLE_LAYER;
+    env_dropin_in(additions, rules, ROLE_LAYER.map(|(role, _)| role))
+}
+
+/// The env drop-in with its variables named `[labels, taints, rules, NFD
+/// label set]`.
+fn env_dropin_in(
+    additions: &Additions,
+    rules: &NodeRules,
+    [labels_var, taints_var, rules_var, nfd_var]: [&str; 4],
+) -> anyhow::Result<String> {
     check_for_environment(additions, rules)?;
     let (labels, taints) = words(additions);
     let mut out = String::from(
@@ -240,16 +262,16 @@ pub fn env_dropin_with_rules(additions: &Additions, rules: &NodeRules) -> anyhow
          [Service]\n",
     );
     if !labels.is_empty() {
-        out += &format!("Environment=\"{LABELS_VAR}={}\"\n", labels.join(","));
+        out += &format!("Environment=\"{labels_var}={}\"\n", labels.join(","));
     }
     if !taints.is_empty() {
-        out += &format!("Environment=\"{TAINTS_VAR}={}\"\n", taints.join(","));
+        out += &format!("Environment=\"{taints_var}={}\"\n", taints.join(","));
     }
     if let Some(compact) = &rules.compact {
         out += "# Node rules (NodeFeatureRule), evaluated on this node's hardware at each\n";
         let names: Vec<_> = rules.names.iter().map(|n| shown_name(n)).collect();
         out += &format!("# kubelet start: {}\n", names.join(", "));
-        out += &format!("Environment=\"{RULES_VAR}={compact}\"\n");
+        out += &format!("Environment=\"{rules_var}={compact}\"\n");
     }
     if let Some(f) = rules.nfd_labels {
         let name = match f {
@@ -257,7 +279,7 @@ pub fn env_dropin_with_rules(additions: &Additions, rules: &NodeRules) -> anyhow
             NfdFlavour::OpenShift => "openshift",
         };
         out += &format!("# The labels NFD's built-in sources ({name}) would write.\n");
-        out += &format!("Environment=\"{NFD_LABELS_VAR}={name}\"\n");
+        out += &format!("Environment=\"{nfd_var}={name}\"\n");
     }
     Ok(out)
 }

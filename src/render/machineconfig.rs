@@ -1,13 +1,14 @@
 //! MachineConfigs, the custom MachineConfigPool, a kustomization, and the
 //! same content as one Ignition config. Output is deterministic.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
 use super::dropins::{
-    ENV_DROPIN_NAME, GENERATOR_PATH, NodeRules, env_dropin_with_rules, generator, wrapper_path,
+    ENV_DROPIN_NAME, GENERATOR_PATH, NodeRules, env_dropin_with_rules, generator, role_env_dropin,
+    wrapper_path,
 };
 use super::encoding::{DataUrl, data_url, readable_data_url};
 use crate::kubelet::{Additions, Profile, validate_labels};
@@ -306,10 +307,22 @@ fn base_ignition(opts: &PoolOptions) -> Value {
 /// The pool's Ignition: the labels/taints drop-in, as a file (drop-ins of one
 /// unit in several MachineConfigs then never depend on how they merge). Its
 /// data URL is plain text, so a review of the committed MachineConfig reads
-/// the labels, taints and rule names.
+/// the labels, taints and rule names. A built-in role's has a name and
+/// variables of its own (`contract::ROLE_ENV_DROPIN_NAME`): a custom pool's
+/// nodes get both, the pool's adding to the role's.
 fn pool_ignition(opts: &PoolOptions, additions: &Additions) -> Result<Value> {
-    let path = format!("/etc/systemd/system/kubelet.service.d/{ENV_DROPIN_NAME}");
-    let dropin = env_dropin_with_rules(additions, &opts.node_rules)?;
+    let (name, dropin) = if opts.builtin_role {
+        (
+            crate::contract::ROLE_ENV_DROPIN_NAME,
+            role_env_dropin(additions, &opts.node_rules)?,
+        )
+    } else {
+        (
+            ENV_DROPIN_NAME,
+            env_dropin_with_rules(additions, &opts.node_rules)?,
+        )
+    };
+    let path = format!("/etc/systemd/system/kubelet.service.d/{name}");
     let url = readable_data_url(dropin.as_bytes());
     Ok(json!({
         "ignition": { "version": opts.ignition_version },
@@ -326,10 +339,42 @@ fn machine_config(name: &str, role: &str, config: Value) -> Value {
     })
 }
 
-/// Rendered manifests: (file name, object).
+/// The annotation every manifest of a render carries (not the
+/// kustomization, which all renders into a directory share): the pool or
+/// built-in role it was rendered for. It tells a render's own files from
+/// another pool's and the user's (`gitops_dir`); nothing in the cluster
+/// reads it.
+pub const RENDERED_FOR: &str = "kubelet-labeler/rendered-for";
+
+/// Rendered manifests: (file name, object), the last one the kustomization.
 pub struct Rendered {
+    /// The pool or built-in role, as [`RENDERED_FOR`] names it.
+    pub owner: String,
     pub manifests: Vec<(String, Value)>,
 }
+
+/// The manifests of `owner` with the [`RENDERED_FOR`] mark, and a
+/// kustomization listing them.
+fn finish(owner: &str, mut manifests: Vec<(String, Value)>) -> Rendered {
+    for (_, obj) in &mut manifests {
+        obj["metadata"]["annotations"][RENDERED_FOR] = json!(owner);
+    }
+    let resources: Vec<&String> = manifests.iter().map(|(f, _)| f).collect();
+    let kustomization = json!({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": resources,
+    });
+    manifests.push((KUSTOMIZATION.into(), kustomization));
+    Rendered {
+        owner: owner.to_string(),
+        manifests,
+    }
+}
+
+/// The kustomization's file name render writes (kustomize also reads
+/// `kustomization.yml` and `Kustomization`; `gitops_dir` merges into those).
+pub const KUSTOMIZATION: &str = "kustomization.yaml";
 
 pub fn all_additions(opts: &PoolOptions) -> Result<Additions> {
     if opts.builtin_role {
@@ -386,14 +431,7 @@ fn render_role(opts: &PoolOptions, additions: &Additions) -> Result<Rendered> {
             machine_config(&labels_name, role, pool_ignition(opts, additions)?),
         ));
     }
-    let resources: Vec<&String> = manifests.iter().map(|(f, _)| f).collect();
-    let kustomization = json!({
-        "apiVersion": "kustomize.config.k8s.io/v1beta1",
-        "kind": "Kustomization",
-        "resources": resources,
-    });
-    manifests.push(("kustomization.yaml".into(), kustomization));
-    Ok(Rendered { manifests })
+    Ok(finish(role, manifests))
 }
 
 pub fn render(opts: &PoolOptions) -> Result<Rendered> {
@@ -426,25 +464,21 @@ pub fn render(opts: &PoolOptions) -> Result<Rendered> {
         format!("{pool_name}.yaml"),
         format!("machineconfigpool-{}.yaml", opts.pool),
     ];
-    let kustomization = json!({
-        "apiVersion": "kustomize.config.k8s.io/v1beta1",
-        "kind": "Kustomization",
-        "resources": files,
-    });
-    Ok(Rendered {
-        manifests: vec![
+    let [base_file, pool_file, mcp_file] = files;
+    Ok(finish(
+        &opts.pool,
+        vec![
             (
-                files[0].clone(),
+                base_file,
                 machine_config(&base_name, &opts.pool, base_ignition(opts)),
             ),
             (
-                files[1].clone(),
+                pool_file,
                 machine_config(&pool_name, &opts.pool, pool_ignition(opts, &additions)?),
             ),
-            (files[2].clone(), pool),
-            ("kustomization.yaml".into(), kustomization),
+            (mcp_file, pool),
         ],
-    })
+    ))
 }
 
 /// One Ignition config with what both MachineConfigs carry.
@@ -472,157 +506,6 @@ pub fn pointer_ignition(merge_url: &str, ca_pem: &[u8], version: &str) -> Result
 
 pub fn to_yaml(v: &Value) -> Result<String> {
     serde_saphyr::to_string(v).context("writing YAML")
-}
-
-/// Write the manifests into `dir` (created; must be empty unless `force`).
-/// Every file is staged as a temp file in `dir` first and renamed into place
-/// only when all are written, so a failure leaves no partial set behind.
-pub fn write_dir(rendered: &Rendered, dir: &Path, force: bool) -> Result<Vec<PathBuf>> {
-    check_output_dir(dir)?;
-    let mut texts = Vec::new();
-    for (name, obj) in &rendered.manifests {
-        texts.push((super::tree::write_target(&dir.join(name))?, to_yaml(obj)?));
-    }
-    let created = !dir.exists();
-    if !created {
-        let non_empty = std::fs::read_dir(dir)
-            .with_context(|| format!("reading {}", dir.display()))?
-            .next()
-            .is_some();
-        if non_empty && !force {
-            bail!(
-                "{} is not empty; pass --force to replace its manifests",
-                dir.display()
-            );
-        }
-    }
-    let staged = stage_files(dir, &texts);
-    let staged = match staged {
-        Ok(s) => s,
-        Err(e) => {
-            if created {
-                // Only what we created: the staged temp files are gone already.
-                let _ = std::fs::remove_dir(dir);
-            }
-            return Err(e);
-        }
-    };
-    let mut written = Vec::new();
-    for (tmp, path) in staged {
-        tmp.persist(&path)
-            .with_context(|| format!("renaming into {}", path.display()))?;
-        written.push(path);
-    }
-    Ok(written)
-}
-
-/// `--output-dir DIR` is a directory, or nothing yet (then it is made).
-fn check_output_dir(dir: &Path) -> Result<()> {
-    let not_dir = match std::fs::metadata(dir) {
-        Ok(m) if m.is_file() => "is a file",
-        Ok(m) if !m.is_dir() => "is not a directory",
-        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
-            "has a file where a directory should be"
-        }
-        _ => return Ok(()),
-    };
-    bail!(
-        "--output-dir {} {not_dir}; give a directory (made when missing) for the manifests, or -o FILE for one YAML stream",
-        dir.display()
-    )
-}
-
-/// What an output directory holds besides the manifests a render writes.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct EarlierManifests {
-    /// Manifests of ours an earlier render wrote (another pool's, an older
-    /// name): `--force` removes them, or GitOps would keep applying them.
-    pub ours: Vec<PathBuf>,
-    /// Other manifests (`.yaml`, `.yml`, `.json`), left as they are: not
-    /// in kustomization.yaml, but `oc apply -f DIR` would apply them.
-    pub others: Vec<PathBuf>,
-}
-
-/// The entries of `dir` (if it exists) that `rendered` does not write, sorted.
-/// A file is ours when its name is one render gives and it holds that
-/// object: `50-<pool>-kubelet-labeler-{wrapper,labels}.yaml` with the
-/// MachineConfig of that name, `machineconfigpool-<pool>.yaml` with the
-/// MachineConfigPool `<pool>`.
-pub fn earlier_manifests(rendered: &Rendered, dir: &Path) -> Result<EarlierManifests> {
-    check_output_dir(dir)?;
-    let mut found = EarlierManifests::default();
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(found),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
-    };
-    let mut paths = Vec::new();
-    for entry in entries {
-        let entry = entry.with_context(|| format!("reading {}", dir.display()))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !rendered.manifests.iter().any(|(n, _)| *n == name) {
-            paths.push(entry.path());
-        }
-    }
-    paths.sort();
-    for path in paths {
-        let manifest = path
-            .extension()
-            .is_some_and(|e| e == "yaml" || e == "yml" || e == "json");
-        if is_our_manifest(&path) {
-            found.ours.push(path);
-        } else if manifest {
-            found.others.push(path);
-        }
-    }
-    Ok(found)
-}
-
-fn is_our_manifest(path: &Path) -> bool {
-    let Some(stem) = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .and_then(|n| n.strip_suffix(".yaml"))
-    else {
-        return false;
-    };
-    let (kind, name) = if let Some(pool) = stem.strip_prefix("machineconfigpool-") {
-        ("MachineConfigPool", pool)
-    } else if stem.starts_with("50-")
-        && (stem.ends_with("-kubelet-labeler-wrapper") || stem.ends_with("-kubelet-labeler-labels"))
-    {
-        ("MachineConfig", stem)
-    } else {
-        return false;
-    };
-    // Ours are far smaller than this; a regular file only.
-    let small_file = std::fs::symlink_metadata(path)
-        .is_ok_and(|m| m.file_type().is_file() && m.len() < 16 << 20);
-    let Some(obj) = small_file
-        .then(|| std::fs::read_to_string(path).ok())
-        .flatten()
-        .and_then(|t| serde_saphyr::from_str::<Value>(&t).ok())
-    else {
-        return false;
-    };
-    obj["apiVersion"] == "machineconfiguration.openshift.io/v1"
-        && obj["kind"] == kind
-        && obj["metadata"]["name"] == name
-}
-
-fn stage_files(
-    dir: &Path,
-    texts: &[(PathBuf, String)],
-) -> Result<Vec<(tempfile::NamedTempFile, PathBuf)>> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut staged = Vec::new();
-    for (path, text) in texts {
-        // In the directory of a symlink's target, for the rename.
-        let dir = path.parent().unwrap_or(dir);
-        let tmp = super::tree::temp_copy(dir, path, text.as_bytes(), 0o644)?;
-        staged.push((tmp, path.clone()));
-    }
-    Ok(staged)
 }
 
 /// The manifests to apply, as one YAML stream (`-o -`, for `oc apply -f -`).
@@ -829,54 +712,6 @@ mod tests {
         let w = names(&role);
         assert_eq!(w, ["MachineConfig/50-worker-kubelet-labeler-wrapper"]);
         assert!(a.iter().all(|n| !w.contains(n)));
-    }
-
-    #[test]
-    fn earlier_renders_are_told_from_other_files() {
-        let dir = tempfile::tempdir().unwrap();
-        let r = render(&opts()).unwrap();
-        let before = earlier_manifests(&r, &dir.path().join("absent")).unwrap();
-        assert_eq!(before, EarlierManifests::default());
-        // What an older version wrote: the wrapper MachineConfig of role
-        // worker; another pool's pool; a file of the user's; a file named
-        // like ours that holds something else.
-        let mut old = opts();
-        old.pool = "worker-old".into();
-        let old_r = render(&old).unwrap();
-        write_dir(&old_r, dir.path(), false).unwrap();
-        let old_worker = machine_config(
-            "50-worker-kubelet-labeler-wrapper",
-            "worker",
-            base_ignition(&opts()),
-        );
-        std::fs::write(
-            dir.path().join("50-worker-kubelet-labeler-wrapper.yaml"),
-            to_yaml(&old_worker).unwrap(),
-        )
-        .unwrap();
-        std::fs::write(dir.path().join("notes.md"), "mine").unwrap();
-        std::fs::write(
-            dir.path().join("machineconfigpool-x.yaml"),
-            "kind: ConfigMap\nmetadata:\n  name: x\n",
-        )
-        .unwrap();
-        let found = earlier_manifests(&r, dir.path()).unwrap();
-        let names = |v: &[PathBuf]| -> Vec<String> {
-            v.iter()
-                .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
-                .collect()
-        };
-        assert_eq!(
-            names(&found.ours),
-            [
-                "50-worker-kubelet-labeler-wrapper.yaml",
-                "50-worker-old-kubelet-labeler-labels.yaml",
-                "50-worker-old-kubelet-labeler-wrapper.yaml",
-                "machineconfigpool-worker-old.yaml"
-            ]
-        );
-        // notes.md is no manifest: nothing to say about it.
-        assert_eq!(names(&found.others), ["machineconfigpool-x.yaml"]);
     }
 
     #[test]

@@ -5,6 +5,7 @@ pub mod additions;
 pub mod arch;
 pub mod dropins;
 pub mod encoding;
+pub mod gitops_dir;
 pub mod input;
 pub mod layout;
 pub mod machineconfig;

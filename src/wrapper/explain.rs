@@ -371,6 +371,7 @@ fn configured(env: &[(OsString, OsString)]) -> bool {
     env.iter().any(|(k, v)| {
         [LABELS_VAR, TAINTS_VAR, RULES_VAR, NFD_LABELS_VAR]
             .iter()
+            .chain(crate::contract::ROLE_LAYER.iter().map(|(role, _)| role))
             .any(|n| k == n)
             && !v.is_empty()
     })

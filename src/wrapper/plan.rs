@@ -73,7 +73,106 @@ pub enum FactsScope {
     WholeElements,
 }
 
+/// A built-in role's labels, taints and rules (`contract::ROLE_LAYER`) and
+/// a custom pool's (or a kubeadm host's) are collected each on its own and
+/// merged, the pool's winning on a key (a taint's key and effect).
 pub fn collect(
+    env: &[(OsString, OsString)],
+    original_argv: &[OsString],
+    facts_root: &Path,
+    profile: Profile,
+    scope: FactsScope,
+) -> Collected {
+    let Some((role, pool)) = split_layers(env) else {
+        return collect_layer(env, original_argv, facts_root, profile, scope);
+    };
+    let role = collect_layer(&role, original_argv, facts_root, profile, scope);
+    let pool = collect_layer(&pool, original_argv, facts_root, profile, scope);
+    let mut rules = role.rules;
+    rules.extend(pool.rules);
+    let mut notes = role.notes;
+    notes.extend(pool.notes);
+    let additions = match (role.additions, pool.additions) {
+        (Err(e), _) => Err(anyhow::anyhow!("the role's labels, taints or rules: {e:#}")),
+        (_, Err(e)) => Err(e),
+        (Ok(r), Ok(p)) => Ok(pool_over_role(r, p, &mut notes)),
+    };
+    Collected {
+        additions,
+        rules,
+        notes,
+    }
+}
+
+type Env = Vec<(OsString, OsString)>;
+
+/// The role layer, under the pool layer's names, and the rest; `None`
+/// when no role variable has content.
+fn split_layers(env: &[(OsString, OsString)]) -> Option<(Env, Env)> {
+    let role_var = |k: &OsString| crate::contract::ROLE_LAYER.iter().find(|(r, _)| k == r);
+    if !env
+        .iter()
+        .any(|(k, v)| role_var(k).is_some() && !v.is_empty())
+    {
+        return None;
+    }
+    let mut role = Vec::new();
+    let mut pool = Vec::new();
+    for (k, v) in env {
+        match role_var(k) {
+            Some((_, as_pool)) => role.push((OsString::from(as_pool), v.clone())),
+            None => pool.push((k.clone(), v.clone())),
+        }
+    }
+    Some((role, pool))
+}
+
+/// The pool's additions over the role's: same label key or taint key and
+/// effect, the pool's wins, and a note says so.
+fn pool_over_role(
+    role: Option<Additions>,
+    pool: Option<Additions>,
+    notes: &mut Vec<String>,
+) -> Option<Additions> {
+    let (mut merged, pool) = match (role, pool) {
+        (r, None) => return r,
+        (None, p) => return p,
+        (Some(r), Some(p)) => (r, p),
+    };
+    merged
+        .labels
+        .retain(|(k, v)| match pool.labels.iter().rfind(|(pk, _)| pk == k) {
+            Some((_, pv)) => {
+                if pv != v {
+                    notes.push(format!(
+                        "the pool's label {k}={pv} wins over the role's {k}={v}"
+                    ));
+                }
+                false
+            }
+            None => true,
+        });
+    merged.labels.extend(pool.labels);
+    merged.taints.retain(|t| {
+        match pool
+            .taints
+            .iter()
+            .find(|p| p.key == t.key && p.effect == t.effect)
+        {
+            Some(p) => {
+                if p != t {
+                    notes.push(format!("the pool's taint {p} wins over the role's {t}"));
+                }
+                false
+            }
+            None => true,
+        }
+    });
+    merged.taints.extend(pool.taints);
+    Some(merged)
+}
+
+fn collect_layer(
     env: &[(OsString, OsString)],
     original_argv: &[OsString],
     facts_root: &Path,
@@ -419,6 +518,61 @@ mod tests {
             root: PathBuf::from("/nonexistent"),
         };
         plan(original, Ok(Some(additions)), Profile::Upstream, &fs)
+    }
+
+    /// A role's and a pool's env drop-ins: both sets, the pool's value on
+    /// a key in both (a taint's key and effect), a note for each.
+    #[test]
+    fn the_pools_layer_adds_to_the_roles() {
+        use crate::contract::{LABELS_VAR, ROLE_LABELS_VAR, ROLE_TAINTS_VAR, TAINTS_VAR};
+        let env: Vec<(OsString, OsString)> = [
+            (
+                ROLE_LABELS_VAR,
+                "example.com/team=general,example.com/tier=worker",
+            ),
+            (ROLE_TAINTS_VAR, "d=general:NoSchedule,r=1:NoExecute"),
+            (LABELS_VAR, "example.com/tier=gpu"),
+            (TAINTS_VAR, "d=gpu:NoSchedule,r=1:NoSchedule"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect();
+        let c = collect(
+            &env,
+            &[],
+            Path::new("/nonexistent"),
+            Profile::OpenShift,
+            FactsScope::Used,
+        );
+        let a = c.additions.unwrap().unwrap();
+        let kv = |k: &str, v: &str| (k.to_string(), v.to_string());
+        assert_eq!(
+            a.labels,
+            [
+                kv("example.com/team", "general"),
+                kv("example.com/tier", "gpu")
+            ]
+        );
+        let taints: Vec<String> = a.taints.iter().map(|t| t.to_string()).collect();
+        assert_eq!(
+            taints,
+            ["r=1:NoExecute", "d=gpu:NoSchedule", "r=1:NoSchedule"]
+        );
+        assert_eq!(c.notes.len(), 2, "{:?}", c.notes);
+        assert!(
+            c.notes[0]
+                .contains("example.com/tier=gpu wins over the role's example.com/tier=worker")
+        );
+        // The role's alone, as on a plain worker.
+        let c = collect(
+            &env[..2],
+            &[],
+            Path::new("/nonexistent"),
+            Profile::OpenShift,
+            FactsScope::Used,
+        );
+        assert_eq!(c.additions.unwrap().unwrap().labels.len(), 2);
+        assert!(c.notes.is_empty());
     }
 
     #[test]

@@ -129,3 +129,21 @@ pub fn mco_machineconfig(unit: &str) -> serde_json::Value {
         } }
     })
 }
+
+/// The MCO oracle (../shared/oracles/mco, see its README), unpacked once:
+/// (its binary, the MCO tree it reads); a skip when absent.
+pub fn oracle() -> Option<(PathBuf, PathBuf)> {
+    let dir = crate::skipped::shared("oracles/mco")?;
+    let out = std::process::Command::new("bash")
+        .arg(dir.join("unpack.sh"))
+        .output()
+        .expect("running unpack.sh");
+    assert!(
+        out.status.success(),
+        "unpack.sh: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines().map(PathBuf::from);
+    Some((lines.next().unwrap(), lines.next().unwrap()))
+}

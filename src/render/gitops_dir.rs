@@ -1,0 +1,676 @@
+//! `render machineconfig --output-dir`: one render's manifests into a
+//! directory that GitOps shares among pools and the user's own files. A
+//! render owns the manifests marked with its pool ([`RENDERED_FOR`]), in
+//! them only the fields it writes, and in the kustomization only the
+//! entries naming its files. Everything else is kept: other pools' files
+//! stay listed, a pool's `paused: true` or a sync-wave annotation survives a
+//! re-render, the user's resources and `commonAnnotations` stay in the
+//! kustomization. What a rewrite cannot keep (YAML comments) is named, and
+//! only `--force` drops it.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+
+use super::machineconfig::{KUSTOMIZATION, RENDERED_FOR, Rendered, to_yaml};
+
+/// The names kustomize reads a directory's kustomization from, in its order.
+const KUSTOMIZATION_NAMES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
+
+/// Where a manifest's fields are merged key by key; below these, a field
+/// render writes is replaced whole (its `spec.nodeSelector`, `spec.config`).
+const MERGED_LEVELS: [&str; 5] = [
+    "",
+    "metadata",
+    "metadata.labels",
+    "metadata.annotations",
+    "spec",
+];
+
+/// Ours are far smaller; a bigger file is nobody's manifest we read.
+const MAX_MANIFEST: u64 = 16 << 20;
+
+/// A manifest-like file found in the directory.
+struct Found {
+    path: PathBuf,
+    name: String,
+    /// The text and its one YAML document, or why it could not be read.
+    read: std::result::Result<(String, Value), String>,
+    /// The render it belongs to: its mark, or for an unmarked file of an
+    /// earlier version, the pool or role its name and object say.
+    owner: Option<String>,
+    /// Marked ([`RENDERED_FOR`]), not told from its name.
+    marked: bool,
+}
+
+/// What happens to one file.
+enum Action {
+    Create,
+    Unchanged,
+    /// Fields render writes that change, fields it keeps, comment lines lost.
+    Replace {
+        replaced: Vec<String>,
+        kept: Vec<String>,
+        comments: Vec<usize>,
+    },
+}
+
+struct Write {
+    path: PathBuf,
+    text: String,
+    action: Action,
+}
+
+/// What writing `rendered` into `dir` does, checked before anything is
+/// written.
+struct Plan {
+    writes: Vec<Write>,
+    /// This render's earlier files it no longer writes.
+    removes: Vec<PathBuf>,
+    /// Lines for stderr about files left as they are.
+    left: Vec<String>,
+}
+
+impl Plan {
+    /// What only `--force` may do: replace or remove this render's earlier
+    /// files, drop comments.
+    fn forced(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for w in &self.writes {
+            if let Action::Replace {
+                replaced,
+                kept,
+                comments,
+            } = &w.action
+            {
+                let mut s = format!("replace {}", w.path.display());
+                if !replaced.is_empty() {
+                    s += &format!(" (its {})", replaced.join(", "));
+                }
+                if !kept.is_empty() {
+                    s += &format!(", keeping {}", kept.join(", "));
+                }
+                if !comments.is_empty() {
+                    s += &format!(", dropping {}", comment_note(comments));
+                }
+                out.push(s);
+            }
+        }
+        for p in &self.removes {
+            out.push(format!(
+                "remove {} (an earlier render's for this pool, which this one does not write; \
+                 its kustomization entry too)",
+                p.display()
+            ));
+        }
+        out
+    }
+}
+
+fn comment_note(lines: &[usize]) -> String {
+    let n: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    format!(
+        "the YAML comment{} on line{} {} (a rewrite does not keep comments)",
+        if lines.len() == 1 { "" } else { "s" },
+        if lines.len() == 1 { "" } else { "s" },
+        n.join(", ")
+    )
+}
+
+/// Write `rendered` into `dir` (made when missing) and return what was
+/// done, one line each. Every check comes first and every file is staged
+/// as a temp file beside its place before the first rename, so a refusal or
+/// failure changes nothing.
+pub fn write(rendered: &Rendered, dir: &Path, force: bool) -> Result<Vec<String>> {
+    check_output_dir(dir)?;
+    let found = scan(dir)?;
+    let plan = plan(rendered, dir, &found)?;
+    let forced = plan.forced();
+    if !forced.is_empty() && !force {
+        bail!(
+            "not writing into {}: pass --force to {}. Other pools' and your files are left as \
+             they are",
+            dir.display(),
+            forced.join("; ")
+        );
+    }
+    let mut texts = Vec::new();
+    for w in &plan.writes {
+        if !matches!(w.action, Action::Unchanged) {
+            texts.push((super::tree::write_target(&w.path)?, w.text.clone()));
+        }
+    }
+    let created = !dir.exists();
+    let staged = match stage_files(dir, &texts) {
+        Ok(s) => s,
+        Err(e) => {
+            if created {
+                // Only what we created: the staged temp files are gone already.
+                let _ = std::fs::remove_dir(dir);
+            }
+            return Err(e);
+        }
+    };
+    for (tmp, path) in staged {
+        tmp.persist(&path)
+            .with_context(|| format!("renaming into {}", path.display()))?;
+    }
+    let mut lines = Vec::new();
+    for w in &plan.writes {
+        let p = w.path.display();
+        lines.push(match &w.action {
+            Action::Create => format!("wrote {p}"),
+            Action::Unchanged => format!("unchanged {p}"),
+            Action::Replace { kept, comments, .. } => {
+                let mut s = format!("wrote {p}");
+                if !kept.is_empty() {
+                    s += &format!(" (kept {})", kept.join(", "));
+                }
+                if !comments.is_empty() {
+                    s += &format!(" (dropped {})", comment_note(comments));
+                }
+                s
+            }
+        });
+    }
+    for p in &plan.removes {
+        std::fs::remove_file(p).with_context(|| format!("removing {}", p.display()))?;
+        lines.push(format!(
+            "removed {} (an earlier render's for {}; this one does not write it)",
+            p.display(),
+            rendered.owner
+        ));
+    }
+    lines.extend(plan.left);
+    Ok(lines)
+}
+
+fn plan(rendered: &Rendered, dir: &Path, found: &[Found]) -> Result<Plan> {
+    let at = |name: &str| found.iter().find(|f| f.name == name);
+    let mut writes = Vec::new();
+    let mut ours: Vec<&str> = Vec::new();
+    let mut kustomization = None;
+    for (name, obj) in &rendered.manifests {
+        if obj["kind"] == "Kustomization" {
+            kustomization = Some(obj);
+            continue;
+        }
+        ours.push(name);
+        let path = dir.join(name);
+        // A link to nothing, a directory, a FIFO at our name: refused by name.
+        super::tree::write_target(&path)?;
+        let Some(f) = at(name) else {
+            writes.push(Write {
+                path,
+                text: to_yaml(obj)?,
+                action: Action::Create,
+            });
+            continue;
+        };
+        let (text, old) = f
+            .read
+            .as_ref()
+            .map_err(|why| anyhow::anyhow!("{}: {why}; {}", path.display(), not_replacing(obj)))?;
+        if f.owner.as_deref() != Some(&rendered.owner) || identity(old) != identity(obj) {
+            bail!(
+                "{} holds {}, not {}; {}",
+                path.display(),
+                describe(f, old),
+                identity(obj),
+                not_replacing(obj)
+            );
+        }
+        let (merged, replaced, kept) = merge(old, obj);
+        let action = if merged == *old {
+            Action::Unchanged
+        } else {
+            Action::Replace {
+                replaced,
+                kept,
+                comments: comment_lines(text),
+            }
+        };
+        writes.push(Write {
+            path,
+            text: to_yaml(&merged)?,
+            action,
+        });
+    }
+    let removes: Vec<&Found> = found
+        .iter()
+        .filter(|f| f.owner.as_deref() == Some(&rendered.owner) && !ours.contains(&f.name.as_str()))
+        .collect();
+
+    // The kustomization: this render's entries in, its removed files' out,
+    // every other entry and field as it was.
+    let k_name = KUSTOMIZATION_NAMES
+        .iter()
+        .find(|n| at(n).is_some())
+        .copied()
+        .unwrap_or(KUSTOMIZATION);
+    let k_path = dir.join(k_name);
+    super::tree::write_target(&k_path)?;
+    let removed_names: Vec<&str> = removes.iter().map(|f| f.name.as_str()).collect();
+    let listed: Vec<String>;
+    match (at(k_name), kustomization) {
+        (_, None) => listed = Vec::new(),
+        (None, Some(k)) => {
+            // A new kustomization lists every render's files found here.
+            let mut k = k.clone();
+            let mut resources: Vec<String> = ours.iter().map(|s| s.to_string()).collect();
+            resources.extend(
+                found
+                    .iter()
+                    .filter(|f| f.owner.is_some() && !ours.contains(&f.name.as_str()))
+                    .filter(|f| !removed_names.contains(&f.name.as_str()))
+                    .map(|f| f.name.clone()),
+            );
+            k["resources"] = serde_json::json!(resources);
+            listed = resources;
+            writes.push(Write {
+                path: k_path,
+                text: to_yaml(&k)?,
+                action: Action::Create,
+            });
+        }
+        (Some(f), Some(_)) => {
+            let (text, old) = f.read.as_ref().map_err(|why| {
+                anyhow::anyhow!(
+                    "{}: {why}; render adds this pool's files to it and cannot: fix it, or move it away",
+                    k_path.display()
+                )
+            })?;
+            let new = merge_kustomization(old, &ours, &removed_names)
+                .with_context(|| format!("{}: cannot add this pool's files", k_path.display()))?;
+            listed = entries(&new).unwrap_or_default();
+            let action = if new == *old {
+                Action::Unchanged
+            } else {
+                let comments = comment_lines(text);
+                if comments.is_empty() {
+                    Action::Create
+                } else {
+                    Action::Replace {
+                        replaced: vec!["resources".into()],
+                        kept: Vec::new(),
+                        comments,
+                    }
+                }
+            };
+            writes.push(Write {
+                path: k_path,
+                text: to_yaml(&new)?,
+                action,
+            });
+        }
+    }
+    let mut left = Vec::new();
+    for f in found {
+        if ours.contains(&f.name.as_str())
+            || removed_names.contains(&f.name.as_str())
+            || KUSTOMIZATION_NAMES.contains(&f.name.as_str())
+        {
+            continue;
+        }
+        // Earlier versions wrote the worker wrapper MachineConfig with every
+        // pool; unmarked, it may as well be a `--role worker` render's.
+        if let (Some(role @ ("worker" | "master")), false) = (f.owner.as_deref(), f.marked) {
+            left.push(format!(
+                "left {} (unmarked, for every node of role {role}: an earlier version wrote it \
+                 with each pool; remove it and its {k_name} entry unless you render --role {role})",
+                f.path.display(),
+            ));
+        } else if !listed.contains(&f.name) {
+            left.push(format!(
+                "left {} (not listed in {k_name}; `oc apply -f` on the directory would apply it)",
+                f.path.display()
+            ));
+        }
+    }
+    Ok(Plan {
+        writes,
+        removes: removes.iter().map(|f| f.path.clone()).collect(),
+        left,
+    })
+}
+
+fn not_replacing(obj: &Value) -> String {
+    format!(
+        "render replaces only what an earlier render for {} wrote: move the file away and render again",
+        obj["metadata"]["annotations"][RENDERED_FOR]
+            .as_str()
+            .unwrap_or("this pool")
+    )
+}
+
+/// `Kind name` of a manifest.
+fn identity(obj: &Value) -> String {
+    format!(
+        "{} {}",
+        obj["kind"].as_str().unwrap_or("(no kind)"),
+        obj["metadata"]["name"].as_str().unwrap_or("(no name)")
+    )
+}
+
+fn describe(f: &Found, obj: &Value) -> String {
+    match &f.owner {
+        Some(o) => format!("{} (rendered for {o})", identity(obj)),
+        None => format!("{} (not rendered by kubelet-labeler)", identity(obj)),
+    }
+}
+
+/// `resources` of a kustomization, as file names (`./x` is `x`).
+fn entries(k: &Value) -> Option<Vec<String>> {
+    match k.get("resources") {
+        None | Some(Value::Null) => Some(Vec::new()),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|e| e.as_str().map(|s| s.trim_start_matches("./").to_string()))
+            .collect(),
+        Some(_) => None,
+    }
+}
+
+/// The kustomization with `add` listed (appended, when missing) and
+/// `remove` unlisted; every other entry and field kept, in order.
+fn merge_kustomization(old: &Value, add: &[&str], remove: &[&str]) -> Result<Value> {
+    let Some(map) = old.as_object() else {
+        bail!("it is not a YAML mapping");
+    };
+    let list = match map.get("resources") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(a)) => a.clone(),
+        Some(_) => bail!("its resources is not a list"),
+    };
+    let name = |v: &Value| v.as_str().map(|s| s.trim_start_matches("./").to_string());
+    let mut list: Vec<Value> = list
+        .into_iter()
+        .filter(|v| name(v).is_none_or(|n| !remove.contains(&n.as_str())))
+        .collect();
+    for a in add {
+        if !list.iter().any(|v| name(v).as_deref() == Some(a)) {
+            list.push(Value::String(a.to_string()));
+        }
+    }
+    let mut new = map.clone();
+    new.insert("resources".into(), Value::Array(list));
+    Ok(Value::Object(new))
+}
+
+/// `old` with `ours` written over it: at [`MERGED_LEVELS`] key by key,
+/// below them whole. Returns the result, the fields of ours that change and
+/// the fields of `old` kept that ours does not write.
+fn merge(old: &Value, ours: &Value) -> (Value, Vec<String>, Vec<String>) {
+    let mut replaced = Vec::new();
+    let mut kept = Vec::new();
+    let merged = merge_at("", old, ours, &mut replaced, &mut kept);
+    (merged, replaced, kept)
+}
+
+fn merge_at(
+    path: &str,
+    old: &Value,
+    ours: &Value,
+    replaced: &mut Vec<String>,
+    kept: &mut Vec<String>,
+) -> Value {
+    let join = |k: &str| {
+        if path.is_empty() {
+            k.to_string()
+        } else {
+            format!("{path}.{k}")
+        }
+    };
+    match (old, ours) {
+        (Value::Object(o), Value::Object(n)) if MERGED_LEVELS.contains(&path) => {
+            let mut out = o.clone();
+            for (k, v) in n {
+                let merged = match o.get(k) {
+                    Some(ov) => merge_at(&join(k), ov, v, replaced, kept),
+                    None => v.clone(),
+                };
+                out.insert(k.clone(), merged);
+            }
+            kept.extend(o.keys().filter(|k| !n.contains_key(*k)).map(|k| join(k)));
+            Value::Object(out)
+        }
+        _ => {
+            if old != ours {
+                replaced.push(path.to_string());
+            }
+            ours.clone()
+        }
+    }
+}
+
+/// The lines (1-based) of `text` that hold a YAML comment: a `#` at the
+/// start or after a blank, outside quotes and block scalars.
+pub fn comment_lines(text: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    // The indentation of the line that opened a block scalar (`|`, `>`).
+    let mut block: Option<usize> = None;
+    for (i, line) in text.lines().enumerate() {
+        let body = line.trim_start();
+        let indent = line.len() - body.len();
+        if let Some(b) = block {
+            if body.is_empty() || indent > b {
+                continue;
+            }
+            block = None;
+        }
+        let mut quote: Option<char> = None;
+        let mut prev = ' ';
+        let mut code_end = line.len();
+        for (at, c) in line.char_indices() {
+            match quote {
+                Some(q) if c == q => quote = None,
+                Some(_) => {}
+                None if (c == '\'' || c == '"')
+                    && (prev.is_whitespace() || "[{,".contains(prev)) =>
+                {
+                    quote = Some(c)
+                }
+                None if c == '#' && prev.is_whitespace() => {
+                    out.push(i + 1);
+                    code_end = at;
+                    break;
+                }
+                None => {}
+            }
+            prev = c;
+        }
+        let code = line[..code_end].trim_end();
+        let value = code
+            .rsplit_once(": ")
+            .map(|(_, v)| v)
+            .or_else(|| code.trim_start().strip_prefix("- "))
+            .unwrap_or(code.trim_start());
+        let is_block = matches!(value.chars().next(), Some('|' | '>'))
+            && value[1..]
+                .chars()
+                .all(|c| c == '-' || c == '+' || c.is_ascii_digit());
+        if is_block {
+            block = Some(indent);
+        }
+    }
+    out
+}
+
+/// The manifest-like files of `dir` (`.yaml`, `.yml`, `.json`, and the
+/// kustomization's names), sorted, each read and told whose it is.
+fn scan(dir: &Path) -> Result<Vec<Found>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
+    };
+    let mut found = Vec::new();
+    for entry in entries {
+        let entry = entry.with_context(|| format!("reading {}", dir.display()))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let manifest = [".yaml", ".yml", ".json"].iter().any(|e| name.ends_with(e))
+            || KUSTOMIZATION_NAMES.contains(&name.as_str());
+        if !manifest || name.starts_with('.') {
+            continue;
+        }
+        let path = entry.path();
+        let read = read_manifest(&path);
+        let (owner, marked) = match &read {
+            Ok((_, obj)) => owner_of(&name, obj),
+            Err(_) => (None, false),
+        };
+        found.push(Found {
+            path,
+            name,
+            read,
+            owner,
+            marked,
+        });
+    }
+    found.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(found)
+}
+
+fn read_manifest(path: &Path) -> std::result::Result<(String, Value), String> {
+    // Follows a symlink, as the write does (`tree::write_target`).
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read it ({e})"))?;
+    if !meta.is_file() || meta.len() > MAX_MANIFEST {
+        return Err("not a regular file of at most 16 MiB".into());
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read it ({e})"))?;
+    let obj = serde_saphyr::from_str::<Value>(&text)
+        .map_err(|e| format!("not one YAML document render can read ({e})"))?;
+    Ok((text, obj))
+}
+
+/// Whose render `obj` (in file `name`) is: its [`RENDERED_FOR`] mark, or,
+/// unmarked (an earlier version's), the pool or role its name and object
+/// say: `50-<x>-kubelet-labeler-{wrapper,labels}.yaml` holding the
+/// MachineConfig of that name, `machineconfigpool-<x>.yaml` the
+/// MachineConfigPool `<x>`. Returns (owner, marked).
+fn owner_of(name: &str, obj: &Value) -> (Option<String>, bool) {
+    if let Some(o) = obj["metadata"]["annotations"][RENDERED_FOR].as_str() {
+        return (Some(o.to_string()), true);
+    }
+    let Some(stem) = name.strip_suffix(".yaml") else {
+        return (None, false);
+    };
+    let (kind, object, owner) = if let Some(pool) = stem.strip_prefix("machineconfigpool-") {
+        ("MachineConfigPool", pool, pool)
+    } else if let Some(x) = stem.strip_prefix("50-").and_then(|s| {
+        s.strip_suffix("-kubelet-labeler-wrapper")
+            .or_else(|| s.strip_suffix("-kubelet-labeler-labels"))
+    }) {
+        ("MachineConfig", stem, x)
+    } else {
+        return (None, false);
+    };
+    let ours = obj["apiVersion"] == "machineconfiguration.openshift.io/v1"
+        && obj["kind"] == kind
+        && obj["metadata"]["name"] == object;
+    (ours.then(|| owner.to_string()), false)
+}
+
+/// `--output-dir DIR` is a directory, or nothing yet (then it is made).
+fn check_output_dir(dir: &Path) -> Result<()> {
+    let not_dir = match std::fs::metadata(dir) {
+        Ok(m) if m.is_file() => "is a file",
+        Ok(m) if !m.is_dir() => "is not a directory",
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+            "has a file where a directory should be"
+        }
+        _ => return Ok(()),
+    };
+    bail!(
+        "--output-dir {} {not_dir}; give a directory (made when missing) for the manifests, or -o FILE for one YAML stream",
+        dir.display()
+    )
+}
+
+fn stage_files(
+    dir: &Path,
+    texts: &[(PathBuf, String)],
+) -> Result<Vec<(tempfile::NamedTempFile, PathBuf)>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut staged = Vec::new();
+    for (path, text) in texts {
+        // In the directory of a symlink's target, for the rename.
+        let dir = path.parent().unwrap_or(dir);
+        let tmp = super::tree::temp_copy(dir, path, text.as_bytes(), 0o644)?;
+        staged.push((tmp, path.clone()));
+    }
+    Ok(staged)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn comments_are_found_outside_quotes_and_block_scalars() {
+        let text = "# head\n\
+                    a: 1 # trailing\n\
+                    b: 'x # not' # yes\n\
+                    c: \"#no\"\n\
+                    d: a#b\n\
+                    e: |\n  # inside a block\n  x\n\
+                    f: >-\n  data:,%23\n\
+                    - |-\n    # also inside\n\
+                    g: 2\n  # indented comment\n";
+        assert_eq!(comment_lines(text), [1, 2, 3, 14]);
+        assert!(comment_lines("apiVersion: v1\nkind: X\n").is_empty());
+    }
+
+    #[test]
+    fn merge_keeps_what_ours_does_not_write_and_replaces_below_spec() {
+        let old = json!({
+            "apiVersion": "v1", "kind": "MachineConfigPool",
+            "metadata": {"name": "p", "annotations": {"sync": "-1", "kubelet-labeler/rendered-for": "p"}},
+            "spec": {"paused": true, "nodeSelector": {"matchLabels": {"old": ""}}},
+            "status": {"x": 1}
+        });
+        let ours = json!({
+            "apiVersion": "v1", "kind": "MachineConfigPool",
+            "metadata": {"name": "p", "annotations": {"kubelet-labeler/rendered-for": "p"}},
+            "spec": {"nodeSelector": {"matchLabels": {"new": ""}}}
+        });
+        let (merged, replaced, kept) = merge(&old, &ours);
+        assert_eq!(merged["spec"]["paused"], true);
+        assert_eq!(
+            merged["spec"]["nodeSelector"],
+            json!({"matchLabels": {"new": ""}})
+        );
+        assert_eq!(merged["metadata"]["annotations"]["sync"], "-1");
+        assert_eq!(merged["status"], json!({"x": 1}));
+        assert_eq!(replaced, ["spec.nodeSelector"]);
+        assert_eq!(kept, ["metadata.annotations.sync", "spec.paused", "status"]);
+        let (same, replaced, _) = merge(&merged, &ours);
+        assert_eq!(same, merged);
+        assert!(replaced.is_empty());
+    }
+
+    #[test]
+    fn kustomization_entries_are_added_and_removed_only_for_this_render() {
+        let old = json!({
+            "commonAnnotations": {"a": "b"},
+            "resources": ["./mine.yaml", "50-p-kubelet-labeler-labels.yaml", "../base"]
+        });
+        let new = merge_kustomization(
+            &old,
+            &["50-p-kubelet-labeler-wrapper.yaml", "mine.yaml"],
+            &["50-p-kubelet-labeler-labels.yaml"],
+        )
+        .unwrap();
+        assert_eq!(
+            new,
+            json!({
+                "commonAnnotations": {"a": "b"},
+                "resources": ["./mine.yaml", "../base", "50-p-kubelet-labeler-wrapper.yaml"]
+            })
+        );
+        assert!(merge_kustomization(&json!({"resources": "x"}), &[], &[]).is_err());
+        assert!(merge_kustomization(&json!(["x"]), &[], &[]).is_err());
+    }
+}
