@@ -321,10 +321,7 @@ fn every_sh_block_is_run_or_listed_with_a_reason() {
     // share a plan, which is right for neither by accident.
     let mut twice = Vec::new();
     for (i, (p, b)) in all.iter().enumerate() {
-        if all[..i]
-            .iter()
-            .any(|(q, c)| q == p && first(c) == first(b))
-        {
+        if all[..i].iter().any(|(q, c)| q == p && first(c) == first(b)) {
             twice.push(format!("{p}:{}: {}", b.line, first(b)));
         }
     }
@@ -740,7 +737,9 @@ fn broken_links(pages: &[(String, String)], exists: impl Fn(&str) -> bool) -> Ve
                     None => std::fs::read_to_string(root().join(&file)).unwrap_or_default(),
                 };
                 if !anchors(&text).iter().any(|a| a == anchor) {
-                    broken.push(format!("{page}:{line}: {target}: {file} has no heading #{anchor}"));
+                    broken.push(format!(
+                        "{page}:{line}: {target}: {file} has no heading #{anchor}"
+                    ));
                 }
             }
         }
@@ -752,7 +751,11 @@ fn broken_links(pages: &[(String, String)], exists: impl Fn(&str) -> bool) -> Ve
 fn links_between_the_pages_resolve() {
     let pages = pages();
     let broken = broken_links(&pages, |f| root().join(f).exists());
-    assert!(broken.is_empty(), "links that do not resolve:\n{}", broken.join("\n"));
+    assert!(
+        broken.is_empty(),
+        "links that do not resolve:\n{}",
+        broken.join("\n")
+    );
     // The README reaches every page of docs/.
     let readme_links: Vec<String> = links(&pages[0].1)
         .into_iter()
@@ -763,7 +766,10 @@ fn links_between_the_pages_resolve() {
         .map(|(p, _)| p.as_str())
         .filter(|p| !readme_links.iter().any(|l| l == p))
         .collect();
-    assert!(unlinked.is_empty(), "pages README.md does not link to: {unlinked:?}");
+    assert!(
+        unlinked.is_empty(),
+        "pages README.md does not link to: {unlinked:?}"
+    );
 }
 
 /// Anchors as GitHub makes them, and each kind of broken link is found.
