@@ -319,6 +319,52 @@ fn check(page: &str, branches: &BTreeMap<String, Branch>) -> Vec<String> {
     wrong
 }
 
+fn readme() -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("reading README.md")
+}
+
+/// The lines of the summary table (the one whose header names
+/// `${CUSTOM_KUBELET_LABELS}`), as written.
+fn summary_lines(text: &str) -> Vec<&str> {
+    let lines: Vec<&str> = text.lines().collect();
+    let Some(start) = lines
+        .iter()
+        .position(|l| l.starts_with('|') && l.contains("`${CUSTOM_KUBELET_LABELS}`"))
+    else {
+        return Vec::new();
+    };
+    lines[start..]
+        .iter()
+        .take_while(|l| l.starts_with('|'))
+        .copied()
+        .collect()
+}
+
+/// README.md carries the page's summary table as the page has it, every
+/// row and cell, and the note on static pool taints under it.
+#[test]
+fn readme_copies_the_summary_and_the_kubeletconfig_note() {
+    let readme = readme();
+    let page = summary_lines(PAGE);
+    assert!(page.len() > 3, "{PAGE_PATH}: no summary table");
+    assert_eq!(
+        summary_lines(&readme),
+        page,
+        "README.md's summary table is not {PAGE_PATH}'s: copy it over"
+    );
+    let flat = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let note = "Static taints for a whole pool need no tool on any release: a `KubeletConfig` with `registerWithTaints`";
+    assert!(
+        flat(PAGE).contains(note),
+        "{PAGE_PATH} lost the KubeletConfig note"
+    );
+    assert!(
+        flat(&readme).contains(note),
+        "README.md lacks the KubeletConfig note under the summary table: \"{note} …\""
+    );
+}
+
 #[test]
 fn page_states_what_the_templates_have() {
     let Some(dir) = mco::require_fixtures() else {
@@ -331,13 +377,11 @@ fn page_states_what_the_templates_have() {
         branches.len()
     );
     let mut wrong = check(PAGE, &branches);
-    // The README's copy of the summary, once it has one.
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-        .expect("reading README.md");
+    // The README's copy of the summary.
+    let readme = readme();
     let readme_lines: Vec<&str> = readme.lines().collect();
-    if let Some(table) = summary_table(&readme_lines) {
-        wrong.extend(check_summary("README.md", table, &branches));
-    }
+    let table = summary_table(&readme_lines).expect("README.md has no copy of the summary table");
+    wrong.extend(check_summary("README.md", table, &branches));
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 

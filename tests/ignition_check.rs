@@ -160,5 +160,5 @@ fn embed_check_reads_3_5_0_as_3_4_0_for_the_corpus() {
 
 #[test]
 fn readme_states_the_corpus_size() {
-    readme_figures::assert_readme_says(&format!("{} configs (types,", CORPUS.len()));
+    readme_figures::assert_docs_say(&format!("{} configs (types,", CORPUS.len()));
 }

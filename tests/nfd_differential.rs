@@ -917,11 +917,11 @@ fn shrink(oracle: &Path, node: &Node, objects: &[Value], scratch: &Path) -> (Vec
 /// The README states how many cases run, and how many draw null shapes.
 #[test]
 fn the_readme_states_the_case_counts() {
-    readme_figures::assert_readme_says(&format!(
+    readme_figures::assert_docs_say(&format!(
         "{} seeded random NodeFeatureRule sets",
         readme_figures::with_commas(CASES)
     ));
-    readme_figures::assert_readme_says(&format!(
+    readme_figures::assert_docs_say(&format!(
         "{} of them also with null and empty fields",
         readme_figures::with_commas(SHAPE_CASES)
     ));

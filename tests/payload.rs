@@ -490,5 +490,5 @@ fn readme_embed_area_figures_are_measured() {
         with_commas(arm),
         with_commas(refused)
     );
-    readme_figures::assert_readme_says(&stated);
+    readme_figures::assert_docs_say(&stated);
 }

@@ -1,13 +1,18 @@
-//! Every ```sh block of README.md runs as written from the repository root,
-//! or is listed here as not runnable here, with the reason. A block the list
-//! does not know fails the test, and so does an entry no block matches.
+//! The pages users read stay true: every shell block (```sh, ```bash,
+//! ```shell) of README.md and of each page in docs/ runs as written from the
+//! repository root, or is listed here, by page and first line, as not
+//! runnable here with the reason. A block the list does not know fails the
+//! test, and so does an entry no block matches. Every relative link between
+//! these pages (and to files of the repository) resolves, `#anchor`s as
+//! GitHub renders the headings included.
 //!
-//! The runnable blocks run in order, each with `bash -e -o pipefail`, in one
-//! scratch copy of the repository (later blocks use what earlier ones wrote,
-//! as a reader's shell would), with the kubelet-labeler built by cargo first
-//! on PATH. What the install step would put beside an installed CLI (the
-//! static wrappers) is built into cargo's target directory, where that CLI
-//! finds them.
+//! The runnable blocks of a page run in order, each with `bash -e -o
+//! pipefail`, in one scratch copy of the repository per page (later blocks
+//! use what earlier ones wrote, as a reader's shell would), with the
+//! kubelet-labeler built by cargo first on PATH. What the install step would
+//! put beside an installed CLI (the static wrappers, the fleet ISO's
+//! selector) is built into cargo's target directory, where that CLI finds
+//! them.
 
 #[path = "support/skipped.rs"]
 mod skipped;
@@ -23,6 +28,8 @@ use std::process::Command;
 enum Need {
     /// The static wrapper of this architecture, as the install step builds it.
     Wrapper(&'static str),
+    /// The fleet ISO's static selector of this architecture, built the same way.
+    Selector(&'static str),
     /// `ca.pem` in the scratch directory: a cluster CA (a self-signed one).
     Ca,
     /// `rhcos-live.x86_64.iso` in the scratch directory: the synthetic
@@ -40,9 +47,10 @@ enum Plan {
 use Need::*;
 use Plan::*;
 
-/// Each block by its first line.
-const BLOCKS: &[(&str, Plan)] = &[
+/// Each block by its page and first line.
+const BLOCKS: &[(&str, &str, Plan)] = &[
     (
+        "README.md",
         "cargo install --locked --path .   # kubelet-labeler into ~/.cargo/bin",
         NotHere(
             "installs a release build into the user's ~/.cargo/bin; this test runs the CLI cargo \
@@ -50,6 +58,22 @@ const BLOCKS: &[(&str, Plan)] = &[
         ),
     ),
     (
+        "README.md",
+        "kubelet-labeler render machineconfig --pool worker-gpu --taint nvidia.com/gpu=true:NoSchedule \\",
+        Run(&[Wrapper("x86_64")]),
+    ),
+    (
+        "README.md",
+        "kubelet-labeler render machineconfig --pool worker-gpu \\",
+        Run(&[Wrapper("x86_64"), Selector("x86_64"), Ca, LiveIso]),
+    ),
+    (
+        "README.md",
+        "kubelet-labeler render dropins --root ./node-files --create-root \\",
+        Run(&[Wrapper("x86_64"), Wrapper("aarch64")]),
+    ),
+    (
+        "docs/testing.md",
         "bash machineconfigs/render.sh",
         NotHere(
             "a release build that rewrites machineconfigs/; tests/render.rs \
@@ -57,10 +81,12 @@ const BLOCKS: &[(&str, Plan)] = &[
         ),
     ),
     (
+        "docs/testing.md",
         "cargo test --all-targets",
         NotHere("it is the test suite this test is part of"),
     ),
     (
+        "docs/install.md",
         "bash dist/build-static.sh                  # both arches into target/static/",
         NotHere(
             "two static release builds; tests/static_cli.rs runs dist/build-static.sh and \
@@ -68,90 +94,117 @@ const BLOCKS: &[(&str, Plan)] = &[
         ),
     ),
     (
+        "docs/commands.md",
         "kubelet-labeler explain --root <node-root> --profile openshift \\",
         NotHere("needs a node's root filesystem (<node-root>)"),
     ),
     (
+        "docs/commands.md",
         "oc get mc $(oc get mcp worker -o jsonpath='{.status.configuration.name}') -o yaml > rendered.yaml",
         NotHere("needs a cluster (oc)"),
     ),
     (
+        "docs/commands.md",
         "kubelet-labeler facts --root /                 # one `feature attr=value` per line",
         Run(&[]),
     ),
     (
+        "docs/commands.md",
         "kubelet-labeler validate --profile openshift -- \\",
         Run(&[]),
     ),
     (
+        "docs/commands.md",
         "kubelet-labeler render dropins --root / \\",
         NotHere("writes into / and reloads systemd: root on a real host"),
     ),
     (
+        "docs/commands.md",
         "kubelet-labeler render machineconfig --pool worker-gpu \\",
         NotHere("ends in `oc apply`: needs a cluster"),
     ),
     (
+        "docs/commands.md",
         "kubelet-labeler render ignition --pool worker-gpu -o worker-gpu.ign",
         Run(&[Wrapper("x86_64"), Ca]),
     ),
     (
+        "docs/commands.md",
         "kubelet-labeler iso embed -i pointer.ign -o node.iso rhcos-live.x86_64.iso",
-        Run(&[Ca, LiveIso]),
+        Run(&[Wrapper("x86_64"), Ca, LiveIso]),
     ),
     (
+        "docs/commands.md",
         "source <(kubelet-labeler completions bash)       # also zsh, fish",
         Run(&[Tool("man")]),
     ),
     (
+        "docs/node-rules.md",
         "kubelet-labeler facts --root /                       # what the wrapper sees, NFD's names",
         Run(&[Wrapper("x86_64")]),
     ),
     (
+        "docs/node-rules.md",
         "kubelet-labeler explain --root / --rules examples/rules/openshift-gpu.yaml",
         NotHere("needs a node: this host has no kubelet.service"),
     ),
     (
+        "docs/openshift-gpu-stack.md",
         "kubelet-labeler render machineconfig --pool worker-gpu --profile openshift \\",
         NotHere("ends in `oc apply`: needs a cluster"),
     ),
     (
+        "docs/openshift-built-in-roles.md",
         "kubelet-labeler render machineconfig --role master \\",
         Run(&[Wrapper("x86_64")]),
     ),
     (
-        "kubelet-labeler render dropins --root ./node-files --create-root \\",
-        Run(&[Wrapper("x86_64"), Wrapper("aarch64")]),
-    ),
-    (
-        "systemctl daemon-reload",
-        NotHere("reloads systemd and joins a cluster: root on a real node (<api-server>, <token>)"),
-    ),
-    (
-        "kubelet-labeler render machineconfig --pool worker-gpu --arch x86_64 --arch aarch64 \\",
-        Run(&[Wrapper("x86_64"), Wrapper("aarch64")]),
-    ),
-    (
-        "kubelet-labeler render machineconfig --pool worker-gpu --output-dir gitops/worker-gpu",
-        NotHere("ends in `oc apply`: needs a cluster"),
-    ),
-    (
-        "oc get mcp worker-gpu",
-        NotHere("needs a cluster (oc, its Machine Config Server at <cluster>)"),
-    ),
-    (
-        "kubelet-labeler render ignition --pool worker-gpu \\",
-        NotHere("needs the cluster's name (<cluster>), its CA and a real live ISO"),
-    ),
-    (
-        "oc get node <node> -L node.kubernetes.io/worker-gpu",
-        NotHere("needs a cluster (oc)"),
-    ),
-    (
+        "docs/kubeadm.md",
         "kubelet-labeler render dropins --root / --label node.kubernetes.io/gpu= \\",
         NotHere("writes into /, reloads systemd and joins a cluster: root on a real host"),
     ),
     (
+        "docs/kubeadm.md",
+        "kubelet-labeler render dropins --root ./node-files --create-root \\",
+        Run(&[Wrapper("x86_64"), Wrapper("aarch64")]),
+    ),
+    (
+        "docs/kubeadm.md",
+        "systemctl daemon-reload",
+        NotHere("reloads systemd and joins a cluster: root on a real node (<api-server>, <token>)"),
+    ),
+    (
+        "docs/mixed-architectures.md",
+        "kubelet-labeler render machineconfig --pool worker-gpu --arch x86_64 --arch aarch64 \\",
+        Run(&[Wrapper("x86_64"), Wrapper("aarch64")]),
+    ),
+    (
+        "docs/openshift-custom-pool.md",
+        "kubelet-labeler render machineconfig --pool worker-gpu --output-dir gitops/worker-gpu",
+        NotHere("ends in `oc apply`: needs a cluster"),
+    ),
+    (
+        "docs/openshift-custom-pool.md",
+        "oc get mcp worker-gpu",
+        NotHere("needs a cluster (oc, its Machine Config Server at <cluster>)"),
+    ),
+    (
+        "docs/openshift-custom-pool.md",
+        "kubelet-labeler render ignition --pool worker-gpu \\",
+        NotHere("needs the cluster's name (<cluster>), its CA and a real live ISO"),
+    ),
+    (
+        "docs/openshift-custom-pool.md",
+        "oc get node <node> -L node.kubernetes.io/worker-gpu",
+        NotHere("needs a cluster (oc)"),
+    ),
+    (
+        "docs/fleet-iso.md",
+        "kubelet-labeler render machineconfig --pool worker-gpu \\",
+        NotHere("ends in `oc apply`: needs a cluster, and the user's rules file (gpu.yaml)"),
+    ),
+    (
+        "docs/fleet-iso.md",
         "kubelet-labeler iso fleet -o fleet.iso rhcos-live.x86_64.iso \\",
         NotHere(
             "needs the pools' user-data Secrets from a cluster (oc get secret), the user's rules \
@@ -159,32 +212,39 @@ const BLOCKS: &[(&str, Plan)] = &[
         ),
     ),
     (
+        "docs/fleet-iso.md",
         "oc get node <node> -L feature.node.kubernetes.io/gpu",
         NotHere("needs a cluster (oc)"),
     ),
     (
+        "docs/upgrading.md",
         "oc patch mcp worker-gpu --type merge -p '{\"spec\":{\"paused\":true}}'",
         NotHere("needs a cluster (oc)"),
     ),
     (
+        "docs/upgrading.md",
         "oc label node -l node.kubernetes.io/worker-gpu node.kubernetes.io/worker-gpu-",
         NotHere("needs a cluster (oc)"),
     ),
     (
+        "docs/upgrading.md",
         "oc delete mc 50-worker-gpu-kubelet-labeler-wrapper 50-worker-gpu-kubelet-labeler-labels",
         NotHere("needs a cluster (oc)"),
     ),
 ];
 
-/// A fenced ```sh block: the README line it starts on and its text,
+/// A fenced shell block: the page line it starts on and its text,
 /// de-indented by the fence's indentation (blocks inside list items).
 struct Block {
     line: usize,
     text: String,
 }
 
-fn sh_blocks(readme: &str) -> Vec<Block> {
-    let lines: Vec<&str> = readme.lines().collect();
+/// The info strings of the blocks a reader runs in a shell.
+const SHELLS: &[&str] = &["sh", "bash", "shell"];
+
+fn sh_blocks(page: &str, md: &str) -> Vec<Block> {
+    let lines: Vec<&str> = md.lines().collect();
     let mut blocks = Vec::new();
     let mut i = 0;
     while i < lines.len() {
@@ -201,12 +261,8 @@ fn sh_blocks(readme: &str) -> Vec<Block> {
             body.push(lines[i].get(indent..).unwrap_or("").trim_end());
             i += 1;
         }
-        assert!(
-            i < lines.len(),
-            "README.md:{}: unclosed code block",
-            start + 1
-        );
-        if lang.trim() == "sh" {
+        assert!(i < lines.len(), "{page}:{}: unclosed code block", start + 1);
+        if SHELLS.contains(&lang.trim()) {
             blocks.push(Block {
                 line: start + 1,
                 text: body.join("\n") + "\n",
@@ -221,48 +277,82 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn readme() -> String {
-    std::fs::read_to_string(root().join("README.md")).unwrap()
+/// README.md and every page of docs/, by path from the repository root, in
+/// that order, with their text.
+fn pages() -> Vec<(String, String)> {
+    let mut names: Vec<String> = std::fs::read_dir(root().join("docs"))
+        .expect("reading docs/")
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".md"))
+        .map(|n| format!("docs/{n}"))
+        .collect();
+    names.sort();
+    names.insert(0, "README.md".to_string());
+    names
+        .into_iter()
+        .map(|n| {
+            let text = std::fs::read_to_string(root().join(&n)).unwrap();
+            (n, text)
+        })
+        .collect()
 }
 
-/// The plan for a block, by its first line.
-fn plan_of(block: &Block) -> Option<&'static Plan> {
+/// The plan for a block of `page`, by its first line.
+fn plan_of(page: &str, block: &Block) -> Option<&'static Plan> {
     let first = block.text.lines().next().unwrap_or("");
-    BLOCKS.iter().find(|(f, _)| *f == first).map(|(_, p)| p)
+    BLOCKS
+        .iter()
+        .find(|(p, f, _)| *p == page && *f == first)
+        .map(|(_, _, plan)| plan)
 }
 
 #[test]
 fn every_sh_block_is_run_or_listed_with_a_reason() {
-    let blocks = sh_blocks(&readme());
-    assert!(blocks.len() > 10, "found only {} sh blocks", blocks.len());
-    let unknown: Vec<String> = blocks
+    let pages = pages();
+    let mut all = Vec::new();
+    for (page, text) in &pages {
+        for b in sh_blocks(page, text) {
+            all.push((page.as_str(), b));
+        }
+    }
+    assert!(all.len() > 20, "found only {} shell blocks", all.len());
+    let first = |b: &Block| b.text.lines().next().unwrap_or("").to_string();
+    let unknown: Vec<String> = all
         .iter()
-        .filter(|b| plan_of(b).is_none())
-        .map(|b| {
-            format!(
-                "README.md:{}: {}",
-                b.line,
-                b.text.lines().next().unwrap_or("")
-            )
-        })
+        .filter(|(p, b)| plan_of(p, b).is_none())
+        .map(|(p, b)| format!("{p}:{}: {}", b.line, first(b)))
         .collect();
     assert!(
         unknown.is_empty(),
-        "sh blocks neither run nor listed as not runnable here; add each to BLOCKS in tests/readme.rs:\n{}",
+        "shell blocks neither run nor listed as not runnable here; add each to BLOCKS in tests/readme.rs:\n{}",
         unknown.join("\n")
     );
-    let stale: Vec<&str> = BLOCKS
+    // A key names one block: two blocks of a page with one first line would
+    // share a plan, which is right for neither by accident.
+    let mut twice = Vec::new();
+    for (i, (p, b)) in all.iter().enumerate() {
+        if all[..i].iter().any(|(q, c)| q == p && first(c) == first(b)) {
+            twice.push(format!("{p}:{}: {}", b.line, first(b)));
+        }
+    }
+    assert!(
+        twice.is_empty(),
+        "blocks whose page already has a block with that first line (give one another first line):\n{}",
+        twice.join("\n")
+    );
+    let stale: Vec<String> = BLOCKS
         .iter()
-        .map(|(f, _)| *f)
-        .filter(|f| !blocks.iter().any(|b| b.text.lines().next() == Some(f)))
+        .filter(|(p, f, _)| !all.iter().any(|(q, b)| q == p && first(b) == *f))
+        .map(|(p, f, _)| format!("{p}: {f}"))
         .collect();
     assert!(
         stale.is_empty(),
-        "BLOCKS lists blocks README.md no longer has: {stale:?}"
+        "BLOCKS lists blocks the pages no longer have:\n{}",
+        stale.join("\n")
     );
-    for (first, plan) in BLOCKS {
+    for (page, first, plan) in BLOCKS {
         if let NotHere(why) = plan {
-            assert!(!why.is_empty(), "no reason given for {first}");
+            assert!(!why.is_empty(), "no reason given for {page}: {first}");
         }
     }
 }
@@ -273,7 +363,7 @@ fn every_sh_block_is_run_or_listed_with_a_reason() {
 fn sh_blocks_are_found_as_written() {
     let md =
         "text\n```sh\na \\\n    b\n```\n\n1. item\n   ```sh\n   c\n   ```\n```yaml\nd: e\n```\n";
-    let blocks = sh_blocks(md);
+    let blocks = sh_blocks("t.md", md);
     assert_eq!(blocks.len(), 2);
     assert_eq!(
         (blocks[0].line, blocks[0].text.as_str()),
@@ -349,6 +439,23 @@ fn provide(need: Need, scratch: &Path) -> bool {
             );
             true
         }
+        Selector(arch) => {
+            if !musl_target_installed(arch) {
+                return false;
+            }
+            let out = Command::new("bash")
+                .arg(root().join("machineconfigs/build-wrapper.sh"))
+                .args([arch, "kubelet-labeler-select"])
+                .env("CARGO_TARGET_DIR", target_dir())
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "build-wrapper.sh {arch} kubelet-labeler-select: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            true
+        }
         Ca => {
             let Some(openssl) = skipped::tool("openssl") else {
                 return false;
@@ -396,10 +503,6 @@ fn provide(need: Need, scratch: &Path) -> bool {
 
 #[test]
 fn runnable_sh_blocks_run_as_written() {
-    let blocks = sh_blocks(&readme());
-    let dir = tempfile::tempdir().unwrap();
-    let scratch = dir.path().join("kubelet-labeler");
-    copy_tree(root(), &scratch);
     let cli_dir = Path::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
         .parent()
         .unwrap();
@@ -407,44 +510,61 @@ fn runnable_sh_blocks_run_as_written() {
         std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
     ))
     .unwrap();
+    let dir = tempfile::tempdir().unwrap();
     let mut ran = 0;
-    let mut provided: Vec<Need> = Vec::new();
-    for block in &blocks {
-        let Some(Run(needs)) = plan_of(block) else {
-            continue;
-        };
-        let have = needs.iter().all(|&n| {
-            provided.contains(&n) || {
-                let ok = provide(n, &scratch);
-                if ok {
-                    provided.push(n);
-                }
-                ok
-            }
-        });
-        if !have {
+    // Built once for every page: they land in cargo's target directory.
+    let mut built: Vec<Need> = Vec::new();
+    for (n, (page, text)) in pages().iter().enumerate() {
+        let blocks = sh_blocks(page, text);
+        if !blocks
+            .iter()
+            .any(|b| matches!(plan_of(page, b), Some(Run(_))))
+        {
             continue;
         }
-        let out = Command::new("bash")
-            .args(["-e", "-o", "pipefail", "-c", &block.text])
-            .current_dir(&scratch)
-            .env("PATH", &path)
-            .env("MANPAGER", "cat")
-            .env("PAGER", "cat")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "README.md:{}: the block failed ({}):\n{}\nstderr:\n{}",
-            block.line,
-            out.status,
-            block.text,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        eprintln!("ran the block at README.md:{}", block.line);
-        ran += 1;
+        // A reader starts each page in a fresh checkout.
+        let scratch = dir.path().join(format!("page-{n}/kubelet-labeler"));
+        copy_tree(root(), &scratch);
+        let mut provided: Vec<Need> = Vec::new();
+        for block in &blocks {
+            let Some(Run(needs)) = plan_of(page, block) else {
+                continue;
+            };
+            let have = needs.iter().all(|&need| {
+                let once = matches!(need, Wrapper(_) | Selector(_) | Tool(_));
+                let have = if once { &mut built } else { &mut provided };
+                have.contains(&need) || {
+                    let ok = provide(need, &scratch);
+                    if ok {
+                        have.push(need);
+                    }
+                    ok
+                }
+            });
+            if !have {
+                continue;
+            }
+            let out = Command::new("bash")
+                .args(["-e", "-o", "pipefail", "-c", &block.text])
+                .current_dir(&scratch)
+                .env("PATH", &path)
+                .env("MANPAGER", "cat")
+                .env("PAGER", "cat")
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{page}:{}: the block failed ({}):\n{}\nstderr:\n{}",
+                block.line,
+                out.status,
+                block.text,
+                String::from_utf8_lossy(&out.stderr)
+            );
+            eprintln!("ran the block at {page}:{}", block.line);
+            ran += 1;
+        }
     }
-    assert!(ran > 0, "no README block ran");
+    assert!(ran > 0, "no block ran");
 }
 
 #[test]
@@ -455,7 +575,7 @@ fn figures_are_written_with_commas() {
     assert_eq!(with_commas(1_234_567), "1,234,567");
 }
 
-/// What users read (the READMEs, man pages, `--help` through them, the
+/// What users read (the READMEs, docs/, man pages, `--help` through them, the
 /// example rules) names scenarios, not this project's internal labels.
 #[test]
 fn user_facing_text_has_no_internal_names() {
@@ -469,7 +589,8 @@ fn user_facing_text_has_no_internal_names() {
         ("worker-rwn", "an unexplained pool name"),
         ("llm-d-lab", "an unexplained lab name"),
     ];
-    let mut files = vec![root().join("README.md"), root().join("iso/README.md")];
+    let mut files: Vec<PathBuf> = pages().iter().map(|(p, _)| root().join(p)).collect();
+    files.push(root().join("iso/README.md"));
     for dir in ["man", "examples/rules"] {
         let mut entries: Vec<PathBuf> = std::fs::read_dir(root().join(dir))
             .unwrap()
@@ -492,4 +613,211 @@ fn user_facing_text_has_no_internal_names() {
         }
     }
     assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+/// A heading's `#anchor` as GitHub renders it: lower case, every character
+/// but letters, digits, `-`, `_` and spaces dropped (backticks, colons,
+/// dots, `|`), spaces made `-`.
+fn github_anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | ' '))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The lines of `md` outside fenced code blocks, numbered from 1.
+fn prose_lines(md: &str) -> Vec<(usize, &str)> {
+    let mut fence: Option<String> = None;
+    let mut out = Vec::new();
+    for (n, line) in md.lines().enumerate() {
+        let t = line.trim_start();
+        if t.starts_with("```") {
+            let ticks: String = t.chars().take_while(|&c| c == '`').collect();
+            match &fence {
+                None => fence = Some(ticks),
+                Some(open) if t.trim_end() == open.as_str() => fence = None,
+                Some(_) => {}
+            }
+            continue;
+        }
+        if fence.is_none() {
+            out.push((n + 1, line));
+        }
+    }
+    out
+}
+
+/// Every heading's anchor in `md`; a repeated one gets `-1`, `-2`, … as on
+/// GitHub.
+fn anchors(md: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (_, line) in prose_lines(md) {
+        let hashes = line.chars().take_while(|&c| c == '#').count();
+        if !(1..=6).contains(&hashes) || !line[hashes..].starts_with(' ') {
+            continue;
+        }
+        let base = github_anchor(&line[hashes..]);
+        let mut anchor = base.clone();
+        let mut n = 0;
+        while out.contains(&anchor) {
+            n += 1;
+            anchor = format!("{base}-{n}");
+        }
+        out.push(anchor);
+    }
+    out
+}
+
+/// The targets of the inline links `[text](target)` of `md`, with their
+/// line, outside code blocks and code spans.
+fn links(md: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (n, line) in prose_lines(md) {
+        // Text between backticks is code, not a link.
+        let prose: String = line
+            .split('`')
+            .enumerate()
+            .filter(|(i, _)| i % 2 == 0)
+            .map(|(_, s)| s)
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut rest = prose.as_str();
+        while let Some(at) = rest.find("](") {
+            let after = &rest[at + 2..];
+            let Some(end) = after.find(')') else { break };
+            let target = after[..end].split_whitespace().next().unwrap_or("");
+            out.push((n, target.to_string()));
+            rest = &after[end..];
+        }
+    }
+    out
+}
+
+/// `base`'s directory joined with `rel`, `..` resolved; None when it climbs
+/// out of the repository.
+fn join_rel(base: &str, rel: &str) -> Option<String> {
+    let mut parts: Vec<&str> = base.split('/').collect();
+    parts.pop();
+    for c in rel.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            c => parts.push(c),
+        }
+    }
+    Some(parts.join("/"))
+}
+
+/// Every relative link of `pages` that does not resolve: to a file
+/// `exists` does not know, to a page's anchor it does not have, or out of
+/// the repository. Links to other sites are not followed.
+fn broken_links(pages: &[(String, String)], exists: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut broken = Vec::new();
+    for (page, text) in pages {
+        for (line, target) in links(text) {
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            let (path, anchor) = match target.split_once('#') {
+                Some((p, a)) => (p, Some(a)),
+                None => (target.as_str(), None),
+            };
+            let file = if path.is_empty() {
+                Some(page.clone())
+            } else {
+                join_rel(page, path)
+            };
+            let Some(file) = file else {
+                broken.push(format!("{page}:{line}: {target} leaves the repository"));
+                continue;
+            };
+            let md = pages.iter().find(|(p, _)| *p == file).map(|(_, t)| t);
+            if md.is_none() && !exists(&file) {
+                broken.push(format!("{page}:{line}: {target}: no file {file}"));
+                continue;
+            }
+            if let Some(anchor) = anchor {
+                let text = match md {
+                    Some(t) => t.clone(),
+                    None => std::fs::read_to_string(root().join(&file)).unwrap_or_default(),
+                };
+                if !anchors(&text).iter().any(|a| a == anchor) {
+                    broken.push(format!(
+                        "{page}:{line}: {target}: {file} has no heading #{anchor}"
+                    ));
+                }
+            }
+        }
+    }
+    broken
+}
+
+#[test]
+fn links_between_the_pages_resolve() {
+    let pages = pages();
+    let broken = broken_links(&pages, |f| root().join(f).exists());
+    assert!(
+        broken.is_empty(),
+        "links that do not resolve:\n{}",
+        broken.join("\n")
+    );
+    // The README reaches every page of docs/.
+    let readme_links: Vec<String> = links(&pages[0].1)
+        .into_iter()
+        .filter_map(|(_, t)| join_rel("README.md", t.split('#').next().unwrap_or("")))
+        .collect();
+    let unlinked: Vec<&str> = pages[1..]
+        .iter()
+        .map(|(p, _)| p.as_str())
+        .filter(|p| !readme_links.iter().any(|l| l == p))
+        .collect();
+    assert!(
+        unlinked.is_empty(),
+        "pages README.md does not link to: {unlinked:?}"
+    );
+}
+
+/// Anchors as GitHub makes them, and each kind of broken link is found.
+#[test]
+fn the_link_check_finds_what_does_not_resolve() {
+    assert_eq!(
+        github_anchor(" `render dropins`: kubeadm-style hosts"),
+        "render-dropins-kubeadm-style-hosts"
+    );
+    assert_eq!(
+        github_anchor(" `iso embed | show | remove`: CoreOS live ISOs, as coreos-installer does"),
+        "iso-embed--show--remove-coreos-live-isos-as-coreos-installer-does"
+    );
+    assert_eq!(
+        github_anchor(" 4.21+: `--config-dir=/etc/openshift/kubelet.conf.d`"),
+        "421---config-diretcopenshiftkubeletconfd"
+    );
+    let pages = vec![
+        (
+            "README.md".to_string(),
+            "# T\n## Same\n## Same\n[a](docs/x.md#usage-x) [b](#same-1) [c](#same-2)\n\
+             [d](docs/y.md) [e](../../etc/passwd) `[f](nowhere.md)` [g](https://x/#y)\n\
+             ```sh\n[h](nowhere.md)\n```\n[i](Cargo.toml)\n"
+                .to_string(),
+        ),
+        (
+            "docs/x.md".to_string(),
+            "# X\n## Usage: `x`\n[j](../README.md#t) [k](../README.md#nope)\n".to_string(),
+        ),
+    ];
+    let broken = broken_links(&pages, |f| f == "Cargo.toml");
+    assert_eq!(
+        broken,
+        [
+            "README.md:4: #same-2: README.md has no heading #same-2",
+            "README.md:5: docs/y.md: no file docs/y.md",
+            "README.md:5: ../../etc/passwd leaves the repository",
+            "docs/x.md:3: ../README.md#nope: README.md has no heading #nope",
+        ]
+    );
 }

@@ -787,7 +787,7 @@ fn readme_states_the_gzip_gain_on_the_wrapper() {
     } else {
         format!("{}.5", halves / 2)
     };
-    readme_figures::assert_readme_says(&format!(
+    readme_figures::assert_docs_say(&format!(
         "about {pct}% smaller than zlib's best on the wrapper"
     ));
 }

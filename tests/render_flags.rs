@@ -322,13 +322,15 @@ fn a_label_cannot_change_the_pool_label() {
     );
 }
 
-/// The README's installer how-to, run as written: what lands in an
-/// installer's openshift/ directory is MachineConfigs only (the installer
-/// has no API type for a Kustomization).
+/// The installer how-to (docs/openshift-built-in-roles.md), run as written:
+/// what lands in an installer's openshift/ directory is MachineConfigs only
+/// (the installer has no API type for a Kustomization).
 #[test]
 fn the_installer_how_to_puts_only_machineconfigs_into_openshift() {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/openshift-built-in-roles.md"),
+    )
+    .unwrap();
     let start = readme
         .find("```sh\nkubelet-labeler render machineconfig --role master")
         .expect("the how-to's block");

@@ -731,5 +731,5 @@ fn unit_resolution_matches_real_systemd() {
 #[test]
 fn readme_states_the_case_count() {
     let n = SINGLE.len() + multi_cases(SINGLE.len()).len();
-    readme_figures::assert_readme_says(&format!("{n} unit-file cases"));
+    readme_figures::assert_docs_say(&format!("{n} unit-file cases"));
 }

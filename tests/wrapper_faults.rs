@@ -629,8 +629,8 @@ const KUBEADM_TRIALS: usize = 60;
 
 #[test]
 fn readme_states_the_kubeadm_trial_count() {
-    readme_figures::assert_readme_says(&format!(
+    readme_figures::assert_docs_say(&format!(
         "({KUBEADM_TRIALS} trials, random 1-6 failed starts each)"
     ));
-    readme_figures::assert_readme_says(&format!("{KUBEADM_TRIALS} kubeadm pre-join crash loops"));
+    readme_figures::assert_docs_say(&format!("{KUBEADM_TRIALS} kubeadm pre-join crash loops"));
 }
