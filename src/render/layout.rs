@@ -366,7 +366,7 @@ fn create_in(root: &Path, node: &str, entry: &Entry) -> Result<PathBuf> {
             // Not a symlink: symlink_metadata does not follow one.
             Ok(m) if m.is_dir() => {}
             Ok(_) => bail!(
-                "writing {node}: /{} is not a directory in these MachineConfigs (a file, or a                  masked unit's link, is written there too); give each path one kind",
+                "writing {node}: /{} is not a directory in these MachineConfigs (a file, or a masked unit's link, is written there too); give each path one kind",
                 names[..=i].join("/")
             ),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir(&at)
@@ -378,7 +378,7 @@ fn create_in(root: &Path, node: &str, entry: &Entry) -> Result<PathBuf> {
     let exists = |e: std::io::Error| -> anyhow::Error {
         if e.kind() == std::io::ErrorKind::AlreadyExists {
             anyhow::anyhow!(
-                "writing {node}: it is a directory in these MachineConfigs too (files are                  written below it); give each path one kind"
+                "writing {node}: it is a directory in these MachineConfigs too (files are written below it); give each path one kind"
             )
         } else {
             anyhow::Error::new(e).context(format!("writing {node}"))
@@ -471,7 +471,7 @@ const UNIT_TYPES: [&str; 11] = [
 /// instance, a unit type suffix), if it is not: a file name in
 /// /etc/systemd/system, never a path.
 fn check_unit_name(name: &str) -> std::result::Result<(), String> {
-    let fix = "systemd loads units by file names of letters, digits and \":-_.\\@\" ending in a                unit type (as kubelet.service), without \"/\": name the unit so";
+    let fix = "systemd loads units by file names of letters, digits and \":-_.\\@\" ending in a unit type (as kubelet.service), without \"/\": name the unit so";
     let ok = (|| {
         if name.is_empty() || name.len() > 255 {
             return false;

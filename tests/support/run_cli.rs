@@ -67,3 +67,40 @@ pub fn json_of(out: &Output) -> Value {
         )
     })
 }
+
+/// [`cli`] with `TMPDIR` set: where its scratch trees go.
+pub fn cli_with_tmpdir(tmpdir: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+        .args(args)
+        .env("TMPDIR", tmpdir)
+        .output()
+        .expect("running kubelet-labeler")
+}
+
+/// Every entry under `dir` (relative path, type, mode, contents or link
+/// target): equal before and after means nothing there changed.
+pub fn snapshot(dir: &std::path::Path) -> Vec<(String, String)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(d) = pending.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            let what = if m.is_symlink() {
+                format!("link {}", std::fs::read_link(&p).unwrap().display())
+            } else if m.is_dir() {
+                pending.push(p.clone());
+                format!("dir {:o}", m.mode())
+            } else if m.is_file() {
+                let bytes = std::fs::read(&p).unwrap();
+                format!("file {:o} {}", m.mode(), String::from_utf8_lossy(&bytes))
+            } else {
+                format!("other {:o}", m.mode())
+            };
+            out.push((p.strip_prefix(dir).unwrap().display().to_string(), what));
+        }
+    }
+    out.sort();
+    out
+}
