@@ -1045,6 +1045,26 @@ fn explain_never_prints_a_file_outside_the_root() {
     .unwrap();
     symlink(host.join("machine-id"), root.join("etc/machine-id")).unwrap();
     symlink(host.join("os-release"), root.join("etc/os-release")).unwrap();
+    let r = root.to_str().unwrap();
+    let explained_without_host_files = |stage: &str| {
+        for json in [false, true] {
+            let mut args = vec!["explain", "--root", r];
+            if json {
+                args.push("--json");
+            }
+            let out = cli(&args);
+            let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+            assert!(!all.contains("hunter2"), "{stage}: {all}");
+            // Still explained: the tree's own unit, the climb refused as
+            // systemd refuses it.
+            assert!(all.contains("--a="), "{stage}: {all}");
+            assert!(
+                all.contains("EnvironmentFile= path is not normalized, ignoring"),
+                "{stage}: {all}"
+            );
+        }
+    };
+    explained_without_host_files("environment files and kubelet's config");
     // Unit lookups: a drop-in directory and the /etc unit directory as
     // absolute links to the host's.
     std::fs::create_dir_all(root.join("etc/systemd")).unwrap();
@@ -1055,23 +1075,7 @@ fn explain_never_prints_a_file_outside_the_root() {
         root.join("run/systemd/system/kubelet.service.d"),
     )
     .unwrap();
-    let r = root.to_str().unwrap();
-    for json in [false, true] {
-        let mut args = vec!["explain", "--root", r];
-        if json {
-            args.push("--json");
-        }
-        let out = cli(&args);
-        let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
-        assert!(!all.contains("hunter2"), "{all}");
-        // Still explained: the tree's own unit, the climb refused as
-        // systemd refuses it.
-        assert!(all.contains("--a="), "{all}");
-        assert!(
-            all.contains("EnvironmentFile= path is not normalized, ignoring"),
-            "{all}"
-        );
-    }
+    explained_without_host_files("unit directories");
     // Specifiers read the tree's /etc (here: links to nothing in it).
     write(
         &root.join("usr/lib/systemd/system/kubelet.service"),
