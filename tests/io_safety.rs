@@ -596,7 +596,21 @@ fn endless_inputs_are_refused_at_their_limit() {
         "[Service]\nEnvironmentFile=/etc/kubelet.env\nExecStart=/usr/bin/kubelet $ARGS\n",
     );
     std::fs::create_dir_all(dir.join("envhost/etc")).unwrap();
-    std::os::unix::fs::symlink(z, dir.join("envhost/etc/kubelet.env")).unwrap();
+    // Not a link to the host's /dev/zero: explain resolves links inside the
+    // root. A FIFO fed without end, until its reader goes.
+    let fifo = dir.join("envhost/etc/kubelet.env");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    std::thread::spawn(move || {
+        let mut f = std::fs::OpenOptions::new().write(true).open(fifo).unwrap();
+        let zeros = vec![0u8; 1 << 16];
+        while std::io::Write::write_all(&mut f, &zeros).is_ok() {}
+    });
     let out = run_bounded(dir, &["explain", "--root", "envhost"], Stdio::null());
     assert!(
         out.status.code() == Some(1)

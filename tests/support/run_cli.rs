@@ -41,6 +41,11 @@ pub fn machineconfig_example(name: &str) -> std::path::PathBuf {
 pub fn example_wrapper(dir: &std::path::Path) -> std::path::PathBuf {
     use kubelet_labeler::render::layout;
     let example_tree = dir.join("example");
+    let wrapper = example_tree.join("usr/local/bin/kubelet-labeler-wrapper.x86_64");
+    // Laid out once: the layout writes only into a new directory.
+    if wrapper.exists() {
+        return wrapper;
+    }
     let text = std::fs::read_to_string(machineconfig_example(
         "50-worker-gpu-kubelet-labeler-wrapper.yaml",
     ))
@@ -50,7 +55,7 @@ pub fn example_wrapper(dir: &std::path::Path) -> std::path::PathBuf {
         .unwrap()
         .write(&example_tree)
         .unwrap();
-    example_tree.join("usr/local/bin/kubelet-labeler-wrapper.x86_64")
+    wrapper
 }
 
 pub fn stderr(o: &Output) -> String {
