@@ -358,6 +358,10 @@ enum Entry<'a> {
 fn create_in(root: &Path, node: &str, entry: &Entry) -> Result<PathBuf> {
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let mut names: Vec<&str> = node.split('/').filter(|n| !n.is_empty()).collect();
+    // Checked when merged; refused here too, so no name can climb.
+    if names.iter().any(|n| *n == "." || *n == "..") {
+        bail!("writing {node}: a \".\" or \"..\" component");
+    }
     let last = names.pop().context("a node path with no file name")?;
     let mut at = root.to_path_buf();
     for (i, name) in names.iter().enumerate() {
@@ -685,6 +689,44 @@ mod tests {
         );
         let e = decode_data_url(&url, Some("gzip")).unwrap_err();
         assert_eq!(e.to_string(), "gzip contents unpack to more than 64 MiB");
+    }
+
+    #[test]
+    fn names_as_systemd_takes_them_and_no_climbing_write() {
+        for ok in [
+            "k.service",
+            "k@.service",
+            "k@i.service",
+            "a-b_c:d\\x2d.timer",
+            "..service",
+        ] {
+            assert!(check_unit_name(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "x",
+            ".service",
+            "k.foo",
+            "k.snapshot",
+            "@i.service",
+            "a@b@c.service",
+            "a/b.service",
+            "../x.service",
+            "a b.service",
+        ] {
+            assert!(check_unit_name(bad).is_err(), "{bad}");
+        }
+        for ok in ["10-a.conf", ".conf", "a b.conf"] {
+            assert!(check_dropin_name(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "a.conf.d", "a/b.conf", "../b.conf", "x"] {
+            assert!(check_dropin_name(bad).is_err(), "{bad}");
+        }
+        assert_eq!(clean_path("/usr/../../../../etc/cron.d/x"), "/etc/cron.d/x");
+        let dir = tempfile::tempdir().unwrap();
+        let e = create_in(dir.path(), "/a/../../b", &Entry::File(b"x", 0o644)).unwrap_err();
+        assert!(e.to_string().contains("component"), "{e}");
+        assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
     }
 
     #[test]
