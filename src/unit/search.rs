@@ -462,6 +462,43 @@ mod tests {
         );
     }
 
+    /// Absolute links and `..` stay in the root; a loop is an error, not
+    /// the kernel's walk out of it; `/` is left to the kernel.
+    #[test]
+    fn contained_paths_never_leave_the_root() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        let host = dir.path().join("host");
+        std::fs::create_dir_all(root.join("etc/real")).unwrap();
+        std::fs::create_dir_all(&host).unwrap();
+        std::fs::write(host.join("secret"), "host").unwrap();
+        symlink("/etc/real", root.join("etc/abs")).unwrap();
+        symlink(host.join("secret"), root.join("etc/out")).unwrap();
+        symlink("../../../../../..", root.join("etc/up")).unwrap();
+        symlink("loop", root.join("etc/loop")).unwrap();
+        let c = |node: &str| contained(&root, Path::new(node));
+        assert_eq!(c("/etc/abs/f").unwrap(), root.join("etc/real/f"));
+        assert_eq!(
+            c("/etc/out").unwrap(),
+            under(&root, &host.join("secret")),
+            "the host path, inside the root"
+        );
+        assert!(std::fs::read(c("/etc/out").unwrap()).is_err());
+        assert_eq!(c("/etc/../../../x").unwrap(), root.join("x"));
+        assert_eq!(c("/etc/up/etc/out").unwrap(), c("/etc/out").unwrap());
+        assert!(c("/etc/loop/x").is_err());
+        // The entry itself: its directory resolved, the link kept.
+        assert_eq!(
+            contained_entry(&root, Path::new("/etc/abs/../out")).unwrap(),
+            root.join("etc/out")
+        );
+        assert_eq!(
+            contained(Path::new("/"), Path::new("/etc/../x")).unwrap(),
+            Path::new("/etc/../x")
+        );
+    }
+
     #[test]
     fn dash_prefix_and_template_dirs() {
         let mut v = Vec::new();
