@@ -133,6 +133,7 @@ fn a_closed_stdout_stops_every_subcommand_quietly() {
         [&RENDER_MC[..], &["-o", "-"]].concat(),
         [&RENDER_IGN[..], &["-o", "-"]].concat(),
         [&["render", "ignition"][..], &MERGE, &["ca.pem", "-o", "-"]].concat(),
+        [&RENDER_IGN[..], &["-o", "/dev/stdout"]].concat(),
         // `render dropins` lists what it wrote (to stdout, or stderr).
         [dropins("other-host"), vec!["--force"]].concat(),
     ];
