@@ -304,3 +304,231 @@ fn role_machineconfigs_taint_every_master_next_to_the_platform_taint() {
         "{name}: {taints:?}"
     );
 }
+
+/// A MachineConfig named `name` with `config` (Ignition) as its config.
+fn hostile_mc(name: &str, config: Value) -> String {
+    kubelet_labeler::render::machineconfig::to_yaml(&json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig",
+        "metadata": { "name": name },
+        "spec": { "config": config },
+    }))
+    .unwrap()
+}
+
+/// Paths and names that climb out of the scratch tree (issue 26 item 1):
+/// refused with the MachineConfig, the field and the fix, before anything
+/// is written; everything around the scratch tree stays byte-identical,
+/// a file there that a mask names included. The scratch tree is put where
+/// each climb lands inside the test's own directory (TMPDIR four levels
+/// down), so a regression writes there, never into the host's /etc.
+#[test]
+fn climbing_paths_and_names_are_refused_and_write_nothing_outside() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let scratch_parent = d.join("a/b/tmp");
+    std::fs::create_dir_all(&scratch_parent).unwrap();
+    std::fs::write(
+        d.join("a/b/victim.service"),
+        "[Service]\nExecStart=/bin/true\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(d.join("a/etc/cron.d")).unwrap();
+    std::fs::write(d.join("a/etc/cron.d/keep"), "* * * * * root true\n").unwrap();
+    let file = |path: &str| {
+        json!({ "storage": { "files": [
+            { "path": "/etc/ok", "contents": { "source": "data:,ok" } },
+            { "path": path, "mode": 0o4755, "contents": { "source": "data:,pwned" } } ] } })
+    };
+    let unit = |u: Value| json!({ "systemd": { "units": [ { "name": "ok.service", "contents": "" }, u ] } });
+    let cases: Vec<(Value, &str)> = vec![
+        (
+            file("/usr/../../../../etc/cron.d/x"),
+            "spec.config.storage.files[1].path",
+        ),
+        (file("/usr/../../../x"), "spec.config.storage.files[1].path"),
+        (file("../../../x"), "spec.config.storage.files[1].path"),
+        (file("/etc//x"), "spec.config.storage.files[1].path"),
+        (file("/etc/./x"), "spec.config.storage.files[1].path"),
+        (file("/etc/x/"), "spec.config.storage.files[1].path"),
+        (
+            unit(json!({ "name": "../../../../../x.service", "contents": "pwned" })),
+            "spec.config.systemd.units[1].name",
+        ),
+        (
+            unit(json!({ "name": "../../../../../victim.service", "mask": true })),
+            "spec.config.systemd.units[1].name",
+        ),
+        (
+            unit(json!({ "name": "a/b.service", "mask": true })),
+            "spec.config.systemd.units[1].name",
+        ),
+        (
+            unit(json!({ "name": "k.service", "dropins": [
+                { "name": "10-ok.conf", "contents": "" },
+                { "name": "a/../../../../../../b.conf", "contents": "pwned" } ] })),
+            "spec.config.systemd.units[1].dropins[1].name",
+        ),
+        (
+            unit(json!({ "name": "k.service", "dropins": [
+                { "name": "../../../../../../b.conf", "contents": "pwned" } ] })),
+            "spec.config.systemd.units[1].dropins[0].name",
+        ),
+    ];
+    for (config, field) in cases {
+        let mc = d.join("a/b/mc.yaml");
+        std::fs::write(&mc, hostile_mc("99-hostile", config.clone())).unwrap();
+        let before = run_cli::snapshot(d);
+        let out = run_cli::cli_with_tmpdir(
+            &scratch_parent,
+            &["explain", "--machineconfig", mc.to_str().unwrap()],
+        );
+        let err = run_cli::stderr(&out);
+        assert_eq!(run_cli::snapshot(d), before, "{config}: {err}");
+        assert!(
+            !out.status.success()
+                && err.contains("MachineConfig \"99-hostile\"")
+                && err.contains(field)
+                && (err.contains("Ignition refuses it") || err.contains("name the")),
+            "{config}: {err}"
+        );
+    }
+    // The fix the message gives is the path Ignition means.
+    std::fs::write(
+        d.join("a/b/mc.yaml"),
+        hostile_mc("99-hostile", file("/usr/../../../../etc/cron.d/x")),
+    )
+    .unwrap();
+    let err = run_cli::stderr(&cli(&[
+        "explain",
+        "--machineconfig",
+        d.join("a/b/mc.yaml").to_str().unwrap(),
+    ]));
+    assert!(err.contains("write it as /etc/cron.d/x"), "{err}");
+}
+
+/// Modes keep their permission bits only in the scratch tree; a file below
+/// a masked unit's link is refused, not written through it.
+#[test]
+fn the_scratch_tree_holds_no_setuid_file_and_follows_no_link() {
+    use std::os::unix::fs::PermissionsExt;
+    let mc = |config: Value| {
+        layout::Layout::merge(
+            layout::machineconfigs_from_yaml(&hostile_mc("50-x", config), "mc.yaml").unwrap(),
+        )
+        .unwrap()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("tree");
+    let written = mc(json!({ "storage": { "files": [
+        { "path": "/usr/local/bin/x", "mode": 0o7755, "contents": { "source": "data:,x" } } ] } }))
+    .write(&root)
+    .unwrap();
+    assert_eq!(written, [root.join("usr/local/bin/x")]);
+    let mode = std::fs::metadata(&written[0]).unwrap().permissions().mode();
+    assert_eq!(mode & 0o7777, 0o755);
+    // A tree that is not new is refused.
+    let e = mc(json!({})).write(&root).unwrap_err();
+    assert!(e.to_string().contains("is not empty"), "{e}");
+    let root = dir.path().join("tree2");
+    let e = mc(json!({
+        "storage": { "files": [ { "path": "/etc/systemd/system/m.service/x",
+                                  "contents": { "source": "data:,x" } } ] },
+        "systemd": { "units": [ { "name": "m.service", "mask": true } ] } }))
+    .write(&root)
+    .unwrap_err();
+    assert!(
+        format!("{e:#}").contains("/etc/systemd/system/m.service is not a directory"),
+        "{e:#}"
+    );
+    assert!(!Path::new("/dev/null/x").exists());
+}
+
+/// Every file path, unit name and drop-in name real Ignition refuses
+/// (`ignition-validate`), `explain --machineconfig` refuses too; the clean
+/// absolute paths Ignition takes, it takes.
+#[test]
+fn names_and_paths_ignition_refuses_are_refused() {
+    if !skipped::need("ignition-validate") {
+        return;
+    }
+    let validates = |config: &Value| {
+        let f = tempfile::NamedTempFile::new().unwrap();
+        let mut config = config.clone();
+        config["ignition"] = json!({ "version": "3.4.0-experimental" });
+        std::fs::write(f.path(), serde_json::to_vec(&config).unwrap()).unwrap();
+        std::process::Command::new("ignition-validate")
+            .arg(f.path())
+            .output()
+            .unwrap()
+            .status
+            .success()
+    };
+    let ours = |config: &Value| {
+        layout::Layout::merge(
+            layout::machineconfigs_from_yaml(&hostile_mc("50-x", config.clone()), "mc.yaml")
+                .unwrap(),
+        )
+        .is_ok()
+    };
+    let mut configs = Vec::new();
+    for p in [
+        "/etc/x",
+        "/usr/local/bin/k",
+        "/a b",
+        "/usr/../x",
+        "/..",
+        "/.",
+        "etc/x",
+        "./x",
+        "/etc//x",
+        "/etc/./x",
+        "/etc/x/",
+        "/etc/x/.",
+        "/etc/x/..",
+        "",
+        "x",
+        "/etc/\u{0}x",
+    ] {
+        configs.push(json!({ "storage": { "files": [ { "path": p } ] } }));
+    }
+    for n in [
+        "k.service",
+        "k@.service",
+        "k@i.service",
+        "k.timer",
+        "x.foo",
+        "../../x.service",
+        "a/b.service",
+        "",
+        ".service",
+        "k.service/",
+        "x",
+    ] {
+        configs.push(json!({ "systemd": { "units": [ { "name": n } ] } }));
+    }
+    for n in [
+        "10-a.conf",
+        "a.conf.d",
+        "../x.conf",
+        "a/b.conf",
+        "",
+        "x",
+        ".conf",
+    ] {
+        configs.push(
+            json!({ "systemd": { "units": [ { "name": "k.service", "dropins": [ { "name": n } ] } ] } }),
+        );
+    }
+    for config in &configs {
+        let ignition = validates(config);
+        if !ignition {
+            assert!(!ours(config), "Ignition refuses, we take: {config}");
+        } else if let Some(path) = config.pointer("/storage/files/0/path") {
+            // A NUL byte Ignition passes on to a write that fails.
+            if !path.as_str().unwrap().contains('\0') {
+                assert!(ours(config), "Ignition takes, we refuse: {config}");
+            }
+        }
+    }
+}

@@ -133,6 +133,7 @@ fn a_closed_stdout_stops_every_subcommand_quietly() {
         [&RENDER_MC[..], &["-o", "-"]].concat(),
         [&RENDER_IGN[..], &["-o", "-"]].concat(),
         [&["render", "ignition"][..], &MERGE, &["ca.pem", "-o", "-"]].concat(),
+        [&RENDER_IGN[..], &["-o", "/dev/stdout"]].concat(),
         // `render dropins` lists what it wrote (to stdout, or stderr).
         [dropins("other-host"), vec!["--force"]].concat(),
     ];
@@ -257,6 +258,8 @@ fn a_closed_stderr_loses_messages_not_the_run() {
 /// `man` must not replace: a device (root only: mknod), a FIFO, a socket,
 /// a directory, a symlink to one of them or to nothing. A symlink to a
 /// regular file is written through: the target changes, the link stays.
+/// `-o` writes into a device or a FIFO (directly or through a link) as
+/// into a pipe: opened and written, never replaced.
 #[test]
 fn writes_replace_only_regular_files() {
     let tmp = tempfile::tempdir().unwrap();
@@ -320,13 +323,26 @@ fn writes_replace_only_regular_files() {
                 };
                 let args = forced(sub, given.to_str().unwrap());
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                let reader = (*kind == "a FIFO").then(|| {
+                    let fifo = target.clone();
+                    std::thread::spawn(move || std::fs::read(fifo).unwrap())
+                });
                 let out = run(dir, &args);
                 let err = stderr(&out);
-                assert!(
-                    !out.status.success()
-                        && err.contains(&format!("{kind}, not a regular file; not replacing it")),
-                    "{args:?}: {err}"
-                );
+                if matches!(*kind, "a FIFO" | "a character device") {
+                    assert!(out.status.success(), "{args:?}: {err}");
+                    if let Some(reader) = reader {
+                        let got = String::from_utf8(reader.join().unwrap()).unwrap();
+                        assert!(got.contains("worker-gpu") || got.contains("gpu"), "{got}");
+                    }
+                } else {
+                    assert!(
+                        !out.status.success()
+                            && err
+                                .contains(&format!("{kind}, not a regular file; not replacing it")),
+                        "{args:?}: {err}"
+                    );
+                }
                 let meta = std::fs::symlink_metadata(&target).unwrap();
                 assert!(!meta.is_file(), "{args:?} replaced {kind}");
                 if through_link {
@@ -581,7 +597,21 @@ fn endless_inputs_are_refused_at_their_limit() {
         "[Service]\nEnvironmentFile=/etc/kubelet.env\nExecStart=/usr/bin/kubelet $ARGS\n",
     );
     std::fs::create_dir_all(dir.join("envhost/etc")).unwrap();
-    std::os::unix::fs::symlink(z, dir.join("envhost/etc/kubelet.env")).unwrap();
+    // Not a link to the host's /dev/zero: explain resolves links inside the
+    // root. A FIFO fed without end, until its reader goes.
+    let fifo = dir.join("envhost/etc/kubelet.env");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    std::thread::spawn(move || {
+        let mut f = std::fs::OpenOptions::new().write(true).open(fifo).unwrap();
+        let zeros = vec![0u8; 1 << 16];
+        while std::io::Write::write_all(&mut f, &zeros).is_ok() {}
+    });
     let out = run_bounded(dir, &["explain", "--root", "envhost"], Stdio::null());
     assert!(
         out.status.code() == Some(1)
@@ -676,4 +706,171 @@ fn oversized_embed_areas_are_refused() {
         "{}",
         stderr(&out)
     );
+}
+
+/// Mode bits of `path`.
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode()
+}
+
+/// No `-o` of any command creates a setuid, setgid or sticky file, whatever
+/// the modes of its inputs or of the file it replaces (issue 26 item 3: a
+/// 4755 image handed to `iso embed` gave a setuid copy).
+#[test]
+fn no_output_is_setuid_setgid_or_sticky() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    inputs(dir);
+    let special = |p: &Path| {
+        std::fs::set_permissions(dir.join(p), std::fs::Permissions::from_mode(0o7755)).unwrap();
+        assert_ne!(mode(&dir.join(p)) & 0o7000, 0, "{}", p.display());
+    };
+    special(Path::new("wrapper"));
+    special(Path::new("ca.pem"));
+    write(&dir.join("replaced.ign"), "old\n");
+    special(Path::new("replaced.ign"));
+    let mut cases: Vec<(Vec<&str>, &str)> = vec![
+        ([&RENDER_MC[..], &["-o", "mc.yaml"]].concat(), "mc.yaml"),
+        ([&RENDER_IGN[..], &["-o", "out.ign"]].concat(), "out.ign"),
+        (
+            [&RENDER_IGN[..], &["-o", "replaced.ign", "--force"]].concat(),
+            "replaced.ign",
+        ),
+        (
+            [
+                &["render", "ignition"][..],
+                &MERGE,
+                &["ca.pem", "-o", "pointer.ign"],
+            ]
+            .concat(),
+            "pointer.ign",
+        ),
+    ];
+    if test_iso(dir).is_some() {
+        special(Path::new("base.iso"));
+        ok(
+            dir,
+            &[
+                &RENDER_MC[..],
+                &["--nfd-labels", "upstream", "--output-dir", "gitops"],
+            ]
+            .concat(),
+        );
+        cases.push((
+            [
+                &["iso", "embed"][..],
+                &MERGE,
+                &["ca.pem", "-o", "with.iso", "base.iso"],
+            ]
+            .concat(),
+            "with.iso",
+        ));
+        cases.push((
+            vec!["iso", "remove", "-o", "clean.iso", "with.iso"],
+            "clean.iso",
+        ));
+        cases.push((
+            vec![
+                "iso",
+                "fleet",
+                "--pool",
+                "gpu=gitops",
+                "--mcs-url",
+                "https://api-int.c.example.com:22623",
+                "--ca-file",
+                "ca.pem",
+                "--selector",
+                "wrapper",
+                "--nfd-labels",
+                "upstream",
+                "--dest-device",
+                "/dev/sda",
+                "-o",
+                "fleet.iso",
+                "base.iso",
+            ],
+            "fleet.iso",
+        ));
+    }
+    for (args, output) in &cases {
+        ok(dir, args);
+        let m = mode(&dir.join(output));
+        assert_eq!(m & 0o7000, 0, "{args:?}: {output} has mode {m:o}");
+        // The next case's input (iso remove reads with.iso).
+        special(Path::new(output));
+    }
+}
+
+/// `-o` writes into a pipe as `-o -` does (issue 22 item 15): /dev/stdout,
+/// a shell's `>(cmd)`, /dev/null, a named FIFO; ISOs too.
+#[test]
+fn o_writes_into_stdout_pipes_and_dev_null() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    inputs(dir);
+    let want = ok(dir, &[&RENDER_IGN[..], &["-o", "-"]].concat()).stdout;
+    assert!(!want.is_empty());
+    // /dev/stdout: a pipe here (Command::output), and a file.
+    let out = ok(dir, &[&RENDER_IGN[..], &["-o", "/dev/stdout"]].concat());
+    assert_eq!(out.stdout, want);
+    let file = std::fs::File::create(dir.join("redirected.ign")).unwrap();
+    let out = command(dir, &[&RENDER_IGN[..], &["-o", "/dev/stdout"]].concat())
+        .stdout(file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(std::fs::read(dir.join("redirected.ign")).unwrap(), want);
+    // /dev/null.
+    ok(dir, &[&RENDER_MC[..], &["-o", "/dev/null"]].concat());
+    ok(
+        dir,
+        &[&RENDER_IGN[..], &["-o", "/dev/null", "--force"]].concat(),
+    );
+    // A shell's process substitution (/dev/fd/N).
+    if skipped::tool("bash").is_some() {
+        let script = format!(
+            "\"$0\" {} -o >(cat > sub.ign) && wait $!",
+            RENDER_IGN.join(" ")
+        );
+        let out = Command::new("bash")
+            .args(["-c", &script, BIN])
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(std::fs::read(dir.join("sub.ign")).unwrap(), want);
+    }
+    // A named FIFO.
+    assert!(
+        Command::new("mkfifo")
+            .arg(dir.join("fifo"))
+            .status()
+            .unwrap()
+            .success()
+    );
+    let fifo = dir.join("fifo");
+    let reader = std::thread::spawn(move || std::fs::read(fifo).unwrap());
+    ok(dir, &[&RENDER_IGN[..], &["-o", "fifo"]].concat());
+    assert_eq!(reader.join().unwrap(), want);
+    assert!(std::os::unix::fs::FileTypeExt::is_fifo(
+        &std::fs::symlink_metadata(dir.join("fifo"))
+            .unwrap()
+            .file_type()
+    ));
+    if test_iso(dir).is_some() {
+        fn embed(o: &str) -> Vec<&str> {
+            [
+                &["iso", "embed"][..],
+                &MERGE,
+                &["ca.pem", "-o", o, "base.iso"],
+            ]
+            .concat()
+        }
+        ok(dir, &embed("with.iso"));
+        let out = ok(dir, &embed("/dev/stdout"));
+        assert!(out.stdout == std::fs::read(dir.join("with.iso")).unwrap());
+        ok(dir, &embed("/dev/null"));
+    }
 }

@@ -994,3 +994,99 @@ fn wrapper_verdicts_match_systemd() {
         .count();
     assert!(runs >= 3 && runs < table.len() - 3, "{}", text.join("\n"));
 }
+
+/// An untrusted `--root` (a node's disk, an image) cannot make explain
+/// print the host's files (issue 26 item 2): its absolute links resolve in
+/// the root, `..` stops at it, and an `EnvironmentFile=` with `..` is
+/// refused as systemd refuses it. Every host file here holds "hunter2";
+/// explain prints no line of any.
+#[test]
+fn explain_never_prints_a_file_outside_the_root() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let host = d.join("host");
+    write(&host.join("secret.env"), "SECRET=hunter2-link\n");
+    write(&host.join("climb.env"), "CLIMB=hunter2-climb\n");
+    write(&host.join("machine-id"), "hunter2-machine-id\n");
+    write(&host.join("os-release"), "ID=hunter2-os\n");
+    write(
+        &host.join("dropins/90-leak.conf"),
+        "[Service]\nEnvironment=LEAK=hunter2-dropin\n",
+    );
+    write(
+        &host.join("units/kubelet.service"),
+        "[Service]\nExecStart=/usr/bin/kubelet --hunter2-unit\n",
+    );
+    write(
+        &host.join("kubelet-config.yaml"),
+        "kind: KubeletConfiguration\nregisterWithTaints:\n- key: hunter2-config\n  effect: NoSchedule\n",
+    );
+    let root = d.join("root");
+    kubeadm_tree(&root);
+    let climb = format!(
+        "/etc{}{}",
+        "/..".repeat(12),
+        host.join("climb.env").display()
+    );
+    write(
+        &root.join("usr/lib/systemd/system/kubelet.service"),
+        &format!(
+            "[Service]\nEnvironmentFile=-/etc/kubernetes/kubelet.env\nEnvironmentFile=-{climb}\n\
+             ExecStart=/usr/bin/kubelet --config /etc/kubernetes/kubelet.conf \
+             --a=${{SECRET}} --b=${{CLIMB}} --c=${{LEAK}}\n"
+        ),
+    );
+    std::fs::create_dir_all(root.join("etc/kubernetes")).unwrap();
+    symlink(
+        host.join("secret.env"),
+        root.join("etc/kubernetes/kubelet.env"),
+    )
+    .unwrap();
+    symlink(
+        host.join("kubelet-config.yaml"),
+        root.join("etc/kubernetes/kubelet.conf"),
+    )
+    .unwrap();
+    symlink(host.join("machine-id"), root.join("etc/machine-id")).unwrap();
+    symlink(host.join("os-release"), root.join("etc/os-release")).unwrap();
+    let r = root.to_str().unwrap();
+    let explained_without_host_files = |stage: &str| {
+        for json in [false, true] {
+            let mut args = vec!["explain", "--root", r];
+            if json {
+                args.push("--json");
+            }
+            let out = cli(&args);
+            let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+            assert!(!all.contains("hunter2"), "{stage}: {all}");
+            // Still explained: the tree's own unit, the climb refused as
+            // systemd refuses it.
+            assert!(all.contains("--a="), "{stage}: {all}");
+            assert!(
+                all.contains("EnvironmentFile= path is not normalized, ignoring"),
+                "{stage}: {all}"
+            );
+        }
+    };
+    explained_without_host_files("environment files and kubelet's config");
+    // Unit lookups: a drop-in directory and the /etc unit directory as
+    // absolute links to the host's.
+    std::fs::create_dir_all(root.join("etc/systemd")).unwrap();
+    symlink(host.join("units"), root.join("etc/systemd/system")).unwrap();
+    std::fs::create_dir_all(root.join("run/systemd/system")).unwrap();
+    symlink(
+        host.join("dropins"),
+        root.join("run/systemd/system/kubelet.service.d"),
+    )
+    .unwrap();
+    explained_without_host_files("unit directories");
+    // Specifiers read the tree's /etc (here: links to nothing in it).
+    write(
+        &root.join("usr/lib/systemd/system/kubelet.service"),
+        "[Service]\nExecStart=/usr/bin/kubelet --m=%m --o=%o\n",
+    );
+    let out = cli(&["explain", "--root", r]);
+    let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+    assert!(!all.contains("hunter2"), "{all}");
+}

@@ -467,6 +467,22 @@ fn multi_cases(start: usize) -> Vec<Case> {
         "d#.service",
         &[("u1/d#.service", "\u{feff}[Service]\nExecStart={R} bom\n")],
     );
+    // An EnvironmentFile= with `..` is ignored (not normalized), `-` or
+    // not; the one beside it is read.
+    for (dash, env) in [("-", "env-optional"), ("", "env")] {
+        let unit = format!(
+            "[Service]\nEnvironmentFile={dash}{{S}}/batch0/{env}/../{env}/a.env\n\
+             EnvironmentFile={{S}}/batch0/{env}/b.env\nExecStart={{R}} [${{A}}] [${{B}}]\n"
+        );
+        add(
+            "e#.service",
+            &[
+                ("u1/e#.service", &unit),
+                (&format!("{env}/a.env"), "A=climbed\n"),
+                (&format!("{env}/b.env"), "B=plain\n"),
+            ],
+        );
+    }
     add(
         "d#.service",
         &[("u1/d#.service", "[Service]\nExecStart={R} bad-utf8 \u{0}\n")],

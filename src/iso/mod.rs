@@ -290,7 +290,21 @@ fn write_image(input: &Path, e: Extent, area: &[u8], output: Output) -> Result<(
             f.sync_all().context("syncing the image")?;
         }
         Output::File(path) => {
-            if path.exists() {
+            let file = match crate::render::tree::output_file(path)? {
+                // A FIFO, a character device, /dev/stdout: written through.
+                crate::render::tree::OutputFile::Stream(file) => {
+                    use std::io::IsTerminal;
+                    if file.is_terminal() {
+                        bail!(
+                            "refusing to write an ISO image to a terminal ({}); redirect it or use -o FILE",
+                            path.display()
+                        );
+                    }
+                    return stream_image(input, e, area, &mut io::BufWriter::new(file), within);
+                }
+                crate::render::tree::OutputFile::Replace(file) => file,
+            };
+            if file.exists() {
                 bail!("{} exists; remove it or choose another -o", path.display());
             }
             let dir = match path.parent() {
@@ -304,13 +318,15 @@ fn write_image(input: &Path, e: Extent, area: &[u8], output: Output) -> Result<(
             let mut src =
                 File::open(input).with_context(|| format!("opening {}", input.display()))?;
             within(&src)?;
-            // The copy gets the input's mode, not the temp file's 0600.
-            let mode = src
-                .metadata()
-                .with_context(|| format!("reading {}", input.display()))?
-                .permissions();
+            // The copy gets the input's permission bits, not the temp
+            // file's 0600; never its setuid, setgid or sticky bit.
+            let mode = std::os::unix::fs::PermissionsExt::mode(
+                &src.metadata()
+                    .with_context(|| format!("reading {}", input.display()))?
+                    .permissions(),
+            );
             tmp.as_file()
-                .set_permissions(mode)
+                .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode & 0o777))
                 .with_context(|| format!("setting the mode of {}", path.display()))?;
             // File to file: std uses copy_file_range, which reflinks or
             // copies in the kernel where the filesystem can.
@@ -332,18 +348,29 @@ fn write_image(input: &Path, e: Extent, area: &[u8], output: Output) -> Result<(
                     "refusing to write an ISO image to a terminal; redirect stdout or use -o FILE"
                 );
             }
-            let mut src =
-                File::open(input).with_context(|| format!("opening {}", input.display()))?;
-            within(&src)?;
-            let mut out = io::stdout().lock();
-            io::copy(&mut (&mut src).take(e.offset), &mut out).context("writing the image")?;
-            out.write_all(area).context("writing the image")?;
-            src.seek(SeekFrom::Start(e.offset + e.length))
-                .context("seeking in the image")?;
-            io::copy(&mut src, &mut out).context("writing the image")?;
-            out.flush().context("writing the image")?;
+            return stream_image(input, e, area, &mut io::stdout().lock(), within);
         }
     }
+    Ok(())
+}
+
+/// The image with `area` over the embed area, written to `out` as it is
+/// read.
+fn stream_image(
+    input: &Path,
+    e: Extent,
+    area: &[u8],
+    out: &mut dyn Write,
+    within: impl Fn(&File) -> Result<()>,
+) -> Result<()> {
+    let mut src = File::open(input).with_context(|| format!("opening {}", input.display()))?;
+    within(&src)?;
+    io::copy(&mut (&mut src).take(e.offset), out).context("writing the image")?;
+    out.write_all(area).context("writing the image")?;
+    src.seek(SeekFrom::Start(e.offset + e.length))
+        .context("seeking in the image")?;
+    io::copy(&mut src, out).context("writing the image")?;
+    out.flush().context("writing the image")?;
     Ok(())
 }
 

@@ -230,11 +230,13 @@ impl Layout {
 
     fn add_config(&mut self, config: &Value) -> Result<()> {
         let files = config.pointer("/storage/files").and_then(Value::as_array);
-        for f in files.into_iter().flatten() {
+        for (i, f) in files.into_iter().flatten().enumerate() {
+            let field = format!("spec.config.storage.files[{i}].path");
             let path = f
                 .get("path")
                 .and_then(Value::as_str)
-                .context("a file without a path")?;
+                .with_context(|| format!("{field} is missing; every file needs one"))?;
+            check_file_path(path).map_err(|why| anyhow::anyhow!("{field} {path:?} {why}"))?;
             let source = f.pointer("/contents/source").and_then(Value::as_str);
             let compression = f.pointer("/contents/compression").and_then(Value::as_str);
             let contents = match source {
@@ -252,11 +254,13 @@ impl Layout {
             );
         }
         let units = config.pointer("/systemd/units").and_then(Value::as_array);
-        for u in units.into_iter().flatten() {
+        for (i, u) in units.into_iter().flatten().enumerate() {
+            let field = format!("spec.config.systemd.units[{i}].name");
             let name = u
                 .get("name")
                 .and_then(Value::as_str)
-                .context("a unit without a name")?;
+                .with_context(|| format!("{field} is missing; every unit needs one"))?;
+            check_unit_name(name).map_err(|why| anyhow::anyhow!("{field} {name:?} {why}"))?;
             let unit = self.units.entry(name.to_string()).or_default();
             if let Some(c) = u.get("contents").and_then(Value::as_str) {
                 unit.contents = Some(c.to_string());
@@ -264,16 +268,20 @@ impl Layout {
             if let Some(m) = u.get("mask").and_then(Value::as_bool) {
                 unit.mask = m;
             }
-            for d in u
+            for (j, d) in u
                 .get("dropins")
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
+                .enumerate()
             {
+                let field = format!("spec.config.systemd.units[{i}].dropins[{j}].name");
                 let dname = d
                     .get("name")
                     .and_then(Value::as_str)
-                    .context("a drop-in without a name")?;
+                    .with_context(|| format!("{field} is missing; every drop-in needs one"))?;
+                check_dropin_name(dname)
+                    .map_err(|why| anyhow::anyhow!("{field} {dname:?} {why}"))?;
                 let text = d.get("contents").and_then(Value::as_str).unwrap_or("");
                 unit.dropins.insert(dname.to_string(), text.to_string());
             }
@@ -281,50 +289,235 @@ impl Layout {
         Ok(())
     }
 
-    /// Write the tree under `root` (a scratch directory). Units go to
-    /// /etc/systemd/system as Ignition writes them; a masked unit is a
-    /// symlink to /dev/null.
-    pub fn write(&self, root: &Path) -> Result<Vec<PathBuf>> {
-        let mut written = Vec::new();
-        let under = |p: &str| root.join(p.trim_start_matches('/'));
+    /// What the tree holds, by node path: the files, then the units over
+    /// them as Ignition writes them (a unit's file replaces a file of that
+    /// path; a mask, a link to /dev/null, replaces both).
+    fn entries(&self) -> BTreeMap<String, Entry<'_>> {
+        let mut out = BTreeMap::new();
         for f in self.files.values() {
-            let path = under(&f.path);
-            write_file(&path, &f.contents, f.mode)?;
-            written.push(path);
+            out.insert(f.path.clone(), Entry::File(&f.contents, f.mode));
         }
         for (name, unit) in &self.units {
-            let dir = under("/etc/systemd/system");
+            let path = format!("{UNIT_DIR}/{name}");
             if unit.mask {
-                std::fs::create_dir_all(&dir)
-                    .with_context(|| format!("creating {}", dir.display()))?;
-                let link = dir.join(name);
-                let _ = std::fs::remove_file(&link);
-                std::os::unix::fs::symlink("/dev/null", &link)
-                    .with_context(|| format!("masking {}", link.display()))?;
-                written.push(link);
+                out.insert(path, Entry::Link("/dev/null"));
             } else if let Some(text) = &unit.contents {
-                let path = dir.join(name);
-                write_file(&path, text.as_bytes(), 0o644)?;
-                written.push(path);
+                out.insert(path, Entry::File(text.as_bytes(), 0o644));
             }
             for (dname, text) in &unit.dropins {
-                let path = dir.join(format!("{name}.d")).join(dname);
-                write_file(&path, text.as_bytes(), 0o644)?;
-                written.push(path);
+                let path = format!("{UNIT_DIR}/{name}.d/{dname}");
+                out.insert(path, Entry::File(text.as_bytes(), 0o644));
             }
+        }
+        out
+    }
+
+    /// Write the tree under `root`, a scratch directory that is missing or
+    /// empty. Units go to /etc/systemd/system as Ignition writes them; a
+    /// masked unit is a symlink to /dev/null.
+    ///
+    /// Every write stays in `root` by construction: node paths are clean
+    /// (checked when merged), each directory on the way is made here or
+    /// must be a directory (a symlink is refused, never followed), and each
+    /// file or link is created new (nothing there is replaced, removed or
+    /// written through). Modes keep their permission bits only: no setuid,
+    /// setgid or sticky bit in a scratch tree.
+    pub fn write(&self, root: &Path) -> Result<Vec<PathBuf>> {
+        match std::fs::read_dir(root) {
+            Ok(mut entries) => {
+                if entries.next().is_some() {
+                    bail!(
+                        "{} is not empty; MachineConfigs are laid out in a new directory",
+                        root.display()
+                    );
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir(root).with_context(|| format!("creating {}", root.display()))?
+            }
+            Err(e) => return Err(e).with_context(|| format!("reading {}", root.display())),
+        }
+        let mut written = Vec::new();
+        for (node, entry) in &self.entries() {
+            written.push(create_in(root, node, entry)?);
         }
         Ok(written)
     }
 }
 
-fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+/// Where Ignition writes units.
+const UNIT_DIR: &str = "/etc/systemd/system";
+
+#[derive(Debug, Clone, Copy)]
+enum Entry<'a> {
+    File(&'a [u8], u32),
+    Link(&'static str),
+}
+
+/// Create `entry` at the clean node path `node` in the tree at `root`.
+fn create_in(root: &Path, node: &str, entry: &Entry) -> Result<PathBuf> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let mut names: Vec<&str> = node.split('/').filter(|n| !n.is_empty()).collect();
+    // Checked when merged; refused here too, so no name can climb.
+    if names.iter().any(|n| *n == "." || *n == "..") {
+        bail!("writing {node}: a \".\" or \"..\" component");
     }
-    std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode & 0o7777))
-        .with_context(|| format!("setting the mode of {}", path.display()))
+    let last = names.pop().context("a node path with no file name")?;
+    let mut at = root.to_path_buf();
+    for (i, name) in names.iter().enumerate() {
+        at.push(name);
+        match std::fs::symlink_metadata(&at) {
+            // Not a symlink: symlink_metadata does not follow one.
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => bail!(
+                "writing {node}: /{} is not a directory in these MachineConfigs (a file, or a masked unit's link, is written there too); give each path one kind",
+                names[..=i].join("/")
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir(&at)
+                .with_context(|| format!("creating /{}", names[..=i].join("/")))?,
+            Err(e) => return Err(e).with_context(|| format!("reading /{}", names[..=i].join("/"))),
+        }
+    }
+    at.push(last);
+    let exists = |e: std::io::Error| -> anyhow::Error {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            anyhow::anyhow!(
+                "writing {node}: it is a directory in these MachineConfigs too (files are written below it); give each path one kind"
+            )
+        } else {
+            anyhow::Error::new(e).context(format!("writing {node}"))
+        }
+    };
+    match entry {
+        Entry::File(bytes, mode) => {
+            // O_CREAT|O_EXCL: never through a link, never over a file.
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&at)
+                .map_err(exists)?;
+            std::io::Write::write_all(&mut f, bytes).with_context(|| format!("writing {node}"))?;
+            f.set_permissions(std::fs::Permissions::from_mode(mode & 0o777))
+                .with_context(|| format!("setting the mode of {node}"))?;
+        }
+        Entry::Link(target) => std::os::unix::fs::symlink(target, &at).map_err(exists)?,
+    }
+    Ok(at)
+}
+
+/// Why Ignition refuses `path` as a file's path, if it does: it must be
+/// absolute and clean (Go's `path.Clean` leaves it as it is: no `..` or
+/// `.` component, no `//`, no trailing `/`).
+fn check_file_path(path: &str) -> std::result::Result<(), String> {
+    let fix = |why: &str| {
+        let clean = clean_path(path);
+        if clean == "/" {
+            format!("{why}; Ignition refuses it: give the absolute path of the file, as /etc/NAME")
+        } else {
+            format!("{why}; Ignition refuses it: write it as {clean}")
+        }
+    };
+    if path.is_empty() {
+        return Err("is empty; Ignition refuses it: give the absolute path of the file".into());
+    }
+    if path.contains('\0') {
+        return Err("holds a NUL byte; no file has such a name: remove it".into());
+    }
+    if !path.starts_with('/') {
+        return Err(fix("is not absolute"));
+    }
+    if path == "/" {
+        return Err("is the root directory, not a file: give the file's absolute path".into());
+    }
+    if clean_path(path) != path {
+        return Err(fix(
+            "is not clean (a \"..\" or \".\" component, \"//\" or a trailing \"/\")",
+        ));
+    }
+    Ok(())
+}
+
+/// Go's `path.Clean` for an absolute path (a relative one is taken from
+/// `/`): `..` stops at the root.
+fn clean_path(path: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    for name in path.split('/') {
+        match name {
+            "" | "." => {}
+            ".." => {
+                out.pop();
+            }
+            n => out.push(n),
+        }
+    }
+    format!("/{}", out.join("/"))
+}
+
+/// The unit types systemd loads (the suffixes Ignition takes, less
+/// `.snapshot`, which systemd no longer has).
+const UNIT_TYPES: [&str; 11] = [
+    "service",
+    "socket",
+    "device",
+    "mount",
+    "automount",
+    "swap",
+    "target",
+    "path",
+    "timer",
+    "slice",
+    "scope",
+];
+
+/// Why `name` is not a unit name systemd loads (unit_name_is_valid: at
+/// most 255 bytes of letters, digits and `:-_.\`, an optional `@`
+/// instance, a unit type suffix), if it is not: a file name in
+/// /etc/systemd/system, never a path.
+fn check_unit_name(name: &str) -> std::result::Result<(), String> {
+    let fix = "systemd loads units by file names of letters, digits and \":-_.\\@\" ending in a unit type (as kubelet.service), without \"/\": name the unit so";
+    let ok = (|| {
+        if name.is_empty() || name.len() > 255 {
+            return false;
+        }
+        let Some(dot) = name.rfind('.') else {
+            return false;
+        };
+        if dot == 0 || !UNIT_TYPES.contains(&&name[dot + 1..]) {
+            return false;
+        }
+        if !name
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b":-_.\\@".contains(&c))
+        {
+            return false;
+        }
+        match name.find('@') {
+            None => true,
+            // One `@`, not first: `tpl@.service` or `tpl@instance.service`.
+            Some(at) => at != 0 && at < dot && !name[at + 1..].contains('@'),
+        }
+    })();
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("is not a unit name; {fix}"))
+    }
+}
+
+/// Why `name` is not a drop-in name Ignition writes, if it is not: a file
+/// name ending in `.conf` (systemd reads no other), never a path.
+fn check_dropin_name(name: &str) -> std::result::Result<(), String> {
+    let ok = name.len() <= 255 && name.ends_with(".conf") && !name.contains(['/', '\0']);
+    if ok {
+        Ok(())
+    } else {
+        Err(
+            "is not a drop-in name; Ignition and systemd take a file name ending in .conf, \
+             without \"/\" (as 20-labels.conf): name the drop-in so"
+                .into(),
+        )
+    }
 }
 
 #[cfg(test)]
@@ -496,6 +689,44 @@ mod tests {
         );
         let e = decode_data_url(&url, Some("gzip")).unwrap_err();
         assert_eq!(e.to_string(), "gzip contents unpack to more than 64 MiB");
+    }
+
+    #[test]
+    fn names_as_systemd_takes_them_and_no_climbing_write() {
+        for ok in [
+            "k.service",
+            "k@.service",
+            "k@i.service",
+            "a-b_c:d\\x2d.timer",
+            "..service",
+        ] {
+            assert!(check_unit_name(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "x",
+            ".service",
+            "k.foo",
+            "k.snapshot",
+            "@i.service",
+            "a@b@c.service",
+            "a/b.service",
+            "../x.service",
+            "a b.service",
+        ] {
+            assert!(check_unit_name(bad).is_err(), "{bad}");
+        }
+        for ok in ["10-a.conf", ".conf", "a b.conf"] {
+            assert!(check_dropin_name(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "a.conf.d", "a/b.conf", "../b.conf", "x"] {
+            assert!(check_dropin_name(bad).is_err(), "{bad}");
+        }
+        assert_eq!(clean_path("/usr/../../../../etc/cron.d/x"), "/etc/cron.d/x");
+        let dir = tempfile::tempdir().unwrap();
+        let e = create_in(dir.path(), "/a/../../b", &Entry::File(b"x", 0o644)).unwrap_err();
+        assert!(e.to_string().contains("component"), "{e}");
+        assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
     }
 
     #[test]

@@ -86,14 +86,88 @@ fn kind(meta: &fs::Metadata) -> &'static str {
     }
 }
 
-/// `-o FILE`: write `bytes` (mode 0644), replacing an existing regular file
-/// only when `force` (see [`write_target`] for what is never replaced).
-pub fn write_output(path: &Path, bytes: &[u8], force: bool) -> Result<()> {
-    let target = write_target(path)?;
-    if target.exists() && !force {
-        bail!("{} exists; pass --force to replace it", path.display());
+/// Where `-o PATH` writes.
+pub enum OutputFile {
+    /// A new path, or a regular file (see [`write_target`]): a temp file is
+    /// renamed onto it.
+    Replace(PathBuf),
+    /// Open for writing, never replaced: a FIFO or a character device
+    /// (`/dev/null`, a named pipe), or a file this process has open
+    /// (`/dev/stdout`, `/dev/fd/N`, a shell's `>(cmd)`), written as stdout
+    /// would be.
+    Stream(fs::File),
+}
+
+/// Where `-o PATH` writes (see [`OutputFile`]); a directory, socket, block
+/// device or dangling link is refused.
+pub fn output_file(path: &Path) -> Result<OutputFile> {
+    use std::os::unix::fs::FileTypeExt;
+    if let Some(fd) = own_fd(path) {
+        // SAFETY: `fd` is open in this process (/proc lists it), and is
+        // only borrowed to duplicate it.
+        let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+        let file = borrowed
+            .try_clone_to_owned()
+            .with_context(|| format!("opening {}", path.display()))?;
+        return Ok(OutputFile::Stream(file.into()));
     }
-    write_atomic(&target, bytes, 0o644)
+    match fs::metadata(path) {
+        Ok(m) if m.file_type().is_fifo() || m.file_type().is_char_device() => {
+            let file = fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .with_context(|| format!("opening {}", path.display()))?;
+            Ok(OutputFile::Stream(file))
+        }
+        _ => Ok(OutputFile::Replace(write_target(path)?)),
+    }
+}
+
+/// The descriptor `path` names when a symlink on its way is one of this
+/// process's `/proc/<pid>/fd/N` (`/dev/stdout`, `/dev/fd/N`): one `lstat`
+/// for a path with no link.
+fn own_fd(path: &Path) -> Option<std::os::fd::RawFd> {
+    let mut own = None;
+    let mut at = path.to_path_buf();
+    for _ in 0..40 {
+        if !fs::symlink_metadata(&at).ok()?.file_type().is_symlink() {
+            return None;
+        }
+        let dir = match at.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let dir = fs::canonicalize(dir).ok()?;
+        let own = own.get_or_insert_with(|| fs::canonicalize("/proc/self/fd").ok());
+        if own.as_deref() == Some(dir.as_path()) {
+            return at.file_name()?.to_str()?.parse().ok();
+        }
+        let target = fs::read_link(&at).ok()?;
+        at = dir.join(target);
+    }
+    None
+}
+
+/// Write `bytes` into `file` (a [`OutputFile::Stream`]) for `path`.
+pub fn write_stream(mut file: fs::File, path: &Path, bytes: &[u8]) -> Result<()> {
+    file.write_all(bytes)
+        .and_then(|()| file.flush())
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// `-o FILE`: write `bytes` (mode 0644), replacing an existing regular file
+/// only when `force`; into a FIFO, a character device or an open file of
+/// ours as is (see [`output_file`]).
+pub fn write_output(path: &Path, bytes: &[u8], force: bool) -> Result<()> {
+    match output_file(path)? {
+        OutputFile::Stream(file) => write_stream(file, path, bytes),
+        OutputFile::Replace(target) => {
+            if target.exists() && !force {
+                bail!("{} exists; pass --force to replace it", path.display());
+            }
+            write_atomic(&target, bytes, 0o644)
+        }
+    }
 }
 
 /// Write `bytes` to `path` (see [`write_target`]) through a temp file in the
@@ -109,7 +183,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
 }
 
 /// `bytes` with `mode` in a temp file in `dir`, to be renamed onto `path`
-/// (named in errors): a reader never sees half a file.
+/// (named in errors): a reader never sees half a file. Only the permission
+/// bits of `mode` are kept: no output is ever setuid, setgid or sticky.
 pub fn temp_copy(
     dir: &Path,
     path: &Path,
@@ -120,7 +195,7 @@ pub fn temp_copy(
     tmp.write_all(bytes)
         .with_context(|| format!("writing {}", path.display()))?;
     tmp.as_file()
-        .set_permissions(fs::Permissions::from_mode(mode))
+        .set_permissions(fs::Permissions::from_mode(mode & 0o777))
         .with_context(|| format!("setting the mode of {}", path.display()))?;
     Ok(tmp)
 }

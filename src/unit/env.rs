@@ -303,7 +303,7 @@ pub fn resolve_executable(
     search: Option<&[PathBuf]>,
     root: &Path,
 ) -> anyhow::Result<PathBuf> {
-    let under = |p: &Path| root.join(p.strip_prefix("/").unwrap_or(p));
+    let under = |p: &Path| super::search::contained(root, p).unwrap_or_default();
     let p = Path::new(path);
     if p.is_absolute() {
         if is_executable(&under(p)) {
@@ -334,8 +334,9 @@ pub fn resolve_executable(
 pub fn glob(root: &Path, pattern: &str) -> Vec<PathBuf> {
     let node = Path::new(pattern);
     let has_meta = |s: &str| s.contains(['*', '?', '[']);
+    let contained = |node: &Path| super::search::contained(root, node);
     if !has_meta(pattern) {
-        return if root.join(pattern.trim_start_matches('/')).exists() {
+        return if contained(node).is_ok_and(|p| p.exists()) {
             vec![node.to_path_buf()]
         } else {
             vec![]
@@ -347,9 +348,7 @@ pub fn glob(root: &Path, pattern: &str) -> Vec<PathBuf> {
     if has_meta(&dir.to_string_lossy()) {
         return vec![];
     }
-    let Ok(entries) =
-        crate::nodefs::names(&root.join(dir.strip_prefix("/").unwrap_or(dir)), usize::MAX)
-    else {
+    let Ok(entries) = contained(dir).and_then(|d| crate::nodefs::names(&d, usize::MAX)) else {
         return vec![];
     };
     let mut out: Vec<PathBuf> = entries

@@ -147,7 +147,8 @@ impl Program {
                 Err(_) => return false,
             }
         };
-        std::fs::metadata(search::under(root, &node))
+        search::contained(root, &node)
+            .and_then(std::fs::metadata)
             .is_ok_and(|m| self.ids.contains(&(m.dev(), m.ino())))
     }
 }
@@ -180,7 +181,7 @@ fn runs(
 
 /// A unit file or drop-in's bytes as systemd reads them (masked: none).
 pub fn read_node(paths: &UnitPaths, node: &Path) -> std::io::Result<Vec<u8>> {
-    let path = search::under(&paths.root, node);
+    let path = search::contained_entry(&paths.root, node)?;
     // Not a link (the usual case): masked only when empty, which reads as
     // nothing anyway; is_masked and resolve would lstat it twice more.
     if let Ok(m) = std::fs::symlink_metadata(&path)
@@ -198,7 +199,7 @@ pub fn read_node(paths: &UnitPaths, node: &Path) -> std::io::Result<Vec<u8>> {
         return Ok(Vec::new());
     }
     let real = search::resolve(&paths.root, node).unwrap_or_else(|| node.to_path_buf());
-    crate::nodefs::read(&search::under(&paths.root, &real))
+    crate::nodefs::read(&search::contained(&paths.root, &real)?)
 }
 
 /// Load `unit` as systemd would: fragment, then drop-ins in order; the
@@ -404,12 +405,18 @@ fn apply_assignment(
                     Some(p) => (true, p.to_string()),
                     None => (false, v),
                 };
-                if path.starts_with('/') {
-                    svc.environment_files.push((path, optional));
-                } else {
+                // systemd's path_simplify_and_warn: a `..` is refused, not
+                // followed (to the host's files, offline).
+                if !path.starts_with('/') {
                     svc.warnings.push(format!(
                         "EnvironmentFile= path is not absolute, ignoring: {path}"
                     ));
+                } else if path.split('/').any(|c| c == "..") {
+                    svc.warnings.push(format!(
+                        "EnvironmentFile= path is not normalized, ignoring: {path}"
+                    ));
+                } else {
+                    svc.environment_files.push((path, optional));
                 }
             }
         }
@@ -476,7 +483,7 @@ pub fn offline_environment(
             );
         }
         for m in matches {
-            let data = match crate::nodefs::read(&search::under(root, &m)) {
+            let data = match search::contained(root, &m).and_then(|p| crate::nodefs::read(&p)) {
                 Ok(d) => d,
                 Err(_) if *optional => continue,
                 Err(e) => return Err(e).with_context(|| format!("reading {}", m.display())),
@@ -507,8 +514,7 @@ mod tests {
         let r = dir.path();
         let units = r.join("etc/systemd/system");
         std::fs::create_dir_all(units.join("k.service.d")).unwrap();
-        // The tree's /dev is the host's.
-        std::os::unix::fs::symlink("/dev", r.join("dev")).unwrap();
+        // The tree holds no /dev: the node's devices are not in it.
         std::fs::write(units.join("k.service"), "[Service]\nExecStart=/bin/k\n").unwrap();
         std::os::unix::fs::symlink("/dev/zero", units.join("k.service.d/50-zero.conf")).unwrap();
         let paths = UnitPaths::system(r);
@@ -518,6 +524,17 @@ mod tests {
         std::os::unix::fs::symlink("/dev/zero", units.join("k.service")).unwrap();
         let e = load_service(&paths, "k.service", &LoadOptions::default()).unwrap_err();
         assert_eq!(e.to_string(), "k.service is masked");
+        // At boot (root /) the host's devices are the node's.
+        let at_boot = UnitPaths {
+            root: PathBuf::from("/"),
+            dirs: vec![units.clone()],
+        };
+        let e = load_service(&at_boot, "k.service", &LoadOptions::default()).unwrap_err();
+        assert_eq!(e.to_string(), "k.service is masked");
+        std::fs::remove_file(units.join("k.service")).unwrap();
+        std::fs::write(units.join("k.service"), "[Service]\nExecStart=/bin/k\n").unwrap();
+        let svc = load_service(&at_boot, "k.service", &LoadOptions::default()).unwrap();
+        assert_eq!(svc.exec_start[0].path, b"/bin/k");
     }
 
     /// Drop-ins that run the program are left out wherever they sort; a

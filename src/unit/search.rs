@@ -34,11 +34,16 @@ pub fn under(root: &Path, node: &Path) -> PathBuf {
 pub fn resolve(root: &Path, node: &Path) -> Option<PathBuf> {
     let mut current = node.to_path_buf();
     for _ in 0..32 {
-        let meta = std::fs::symlink_metadata(under(root, &current)).ok()?;
+        let entry = contained_entry(root, &current).ok()?;
+        let meta = match std::fs::symlink_metadata(&entry) {
+            Ok(meta) => meta,
+            Err(_) if node_device(root, &current) => return Some(current),
+            Err(_) => return None,
+        };
         if !meta.file_type().is_symlink() {
             return Some(current);
         }
-        let target = std::fs::read_link(under(root, &current)).ok()?;
+        let target = std::fs::read_link(&entry).ok()?;
         current = if target.is_absolute() {
             target
         } else {
@@ -54,7 +59,65 @@ pub fn resolve(root: &Path, node: &Path) -> Option<PathBuf> {
 /// The node path `node` really is, with every symlink along it followed
 /// inside `root`.
 pub fn canonical(root: &Path, node: &Path) -> PathBuf {
-    canonical_with(root, node, &mut Vec::new())
+    canonical_with(root, node, &mut Vec::new()).0
+}
+
+/// Whether the kernel may resolve node paths under `root` as they are:
+/// at this machine's `/` it resolves them as the node does. So does the
+/// wrapper's build (no `cli` feature) under any root: it runs at boot on
+/// `/`, and on test trees that are ours, so the boot path gets no syscall
+/// or byte for containment (the benches' `--root` trees included).
+fn is_host_root(root: &Path) -> bool {
+    #[cfg(not(feature = "cli"))]
+    return {
+        let _ = root;
+        true
+    };
+    #[cfg(feature = "cli")]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        root.as_os_str().as_bytes() == b"/"
+    }
+}
+
+fn too_many_links(root: &Path, node: &Path) -> std::io::Error {
+    std::io::Error::other(format!(
+        "{}: too many levels of symbolic links in the tree at {}",
+        node.display(),
+        root.display()
+    ))
+}
+
+/// Where node path `node` of the tree at `root` is on this machine, every
+/// symlink on the way (the last component's too) followed inside `root`:
+/// an absolute target starts at `root`, `..` stops there. What is opened
+/// at the answer is what the node would open, and never a file outside the
+/// tree (a `..` or an absolute link in an untrusted `--root` or in a tree
+/// laid out from MachineConfigs reads the tree's file, not the host's). At
+/// `/` it is [`under`]'s answer, without a syscall.
+pub fn contained(root: &Path, node: &Path) -> std::io::Result<PathBuf> {
+    if is_host_root(root) {
+        return Ok(under(root, node));
+    }
+    match canonical_with(root, node, &mut Vec::new()) {
+        (c, true) => Ok(under(root, &c)),
+        (_, false) => Err(too_many_links(root, node)),
+    }
+}
+
+/// [`contained`] for the directory `node` is in, the last component kept:
+/// for `lstat` and `readlink` of the entry itself.
+pub fn contained_entry(root: &Path, node: &Path) -> std::io::Result<PathBuf> {
+    if is_host_root(root) {
+        return Ok(under(root, node));
+    }
+    // `..` and `.` name no entry; canonical takes them as a walk.
+    let name = match node.components().next_back() {
+        Some(std::path::Component::Normal(name)) => name,
+        _ => return contained(root, node),
+    };
+    let dir = node.parent().unwrap_or(Path::new("/"));
+    Ok(contained(root, dir)?.join(name))
 }
 
 /// What readlink said of a node path (under the root, as the kernel
@@ -86,23 +149,34 @@ fn known_missing(cache: &LinkCache, node: &Path) -> bool {
     })
 }
 
-fn canonical_with(root: &Path, node: &Path, cache: &mut LinkCache) -> PathBuf {
+/// (the canonical node path, whether every link on it was followed: false
+/// when it stopped after 32, where the kernel would go on).
+fn canonical_with(root: &Path, node: &Path, cache: &mut LinkCache) -> (PathBuf, bool) {
     use std::os::unix::ffi::{OsStrExt, OsStringExt};
     // On bytes, not `Path`: this runs for each search directory at every
     // kubelet start, and `Path::join`/`components` cost ten times as much.
     // Names split as `Path::components` would: no empty parts, no `.`;
-    // `..` kept for link targets, dropped from `node` as before.
-    fn names(path: &[u8], keep_parent: bool) -> impl DoubleEndedIterator<Item = &[u8]> {
+    // `..` kept, in `node` as in link targets: it goes up from what is
+    // resolved so far, and never above the root.
+    fn names(path: &[u8]) -> impl DoubleEndedIterator<Item = &[u8]> {
         path.split(|&b| b == b'/')
-            .filter(move |n| !n.is_empty() && *n != b"." && (keep_parent || *n != b".."))
+            .filter(move |n| !n.is_empty() && *n != b".")
     }
     let mut out: Vec<u8> = b"/".to_vec();
-    let mut pending: Vec<Vec<u8>> = names(node.as_os_str().as_bytes(), false)
+    let mut pending: Vec<Vec<u8>> = names(node.as_os_str().as_bytes())
         .rev()
         .map(<[u8]>::to_vec)
         .collect();
     let mut hops = 0;
+    let mut complete = true;
     while let Some(part) = pending.pop() {
+        if part == b".." {
+            // `out` has no links left in it: its parent is lexical.
+            // PathBuf::pop: drop the last name; "/" stays "/".
+            let cut = out.iter().rposition(|&b| b == b'/').unwrap_or(0);
+            out.truncate(cut.max(1));
+            continue;
+        }
         let mut next = out.clone();
         if next.last() != Some(&b'/') {
             next.push(b'/');
@@ -139,17 +213,16 @@ fn canonical_with(root: &Path, node: &Path, cache: &mut LinkCache) -> PathBuf {
                 if target.starts_with(b"/") {
                     out.truncate(1);
                 }
-                pending.extend(names(target, true).rev().map(<[u8]>::to_vec));
+                pending.extend(names(target).rev().map(<[u8]>::to_vec));
             }
-            _ if part == b".." => {
-                // PathBuf::pop: drop the last name; "/" stays "/".
-                let cut = out.iter().rposition(|&b| b == b'/').unwrap_or(0);
-                out.truncate(cut.max(1));
+            Link::To(_) => {
+                complete = false;
+                out = next.into_os_string().into_vec();
             }
             _ => out = next.into_os_string().into_vec(),
         }
     }
-    PathBuf::from(std::ffi::OsString::from_vec(out))
+    (PathBuf::from(std::ffi::OsString::from_vec(out)), complete)
 }
 
 /// Search directories with duplicates dropped (`/lib` is `/usr/lib` on a
@@ -163,7 +236,7 @@ fn dedup_dirs_with(root: &Path, dirs: &[PathBuf], cache: &mut LinkCache) -> Vec<
     let mut seen = Vec::new();
     let mut out = Vec::new();
     for d in dirs {
-        let c = canonical_with(root, d, cache);
+        let c = canonical_with(root, d, cache).0;
         // Canonical paths are normalized: bytes compare as `Path`'s
         // component-wise `==` would, at a fraction of the cost (every start).
         if !seen
@@ -185,9 +258,19 @@ fn dedup_dirs_with(root: &Path, dirs: &[PathBuf], cache: &mut LinkCache) -> Vec<
 pub fn is_masked(root: &Path, node: &Path) -> bool {
     match resolve(root, node) {
         Some(p) if p == Path::new("/dev/null") => true,
-        Some(p) => std::fs::metadata(under(root, &p)).is_ok_and(|m| null_or_empty(&m)),
+        Some(p) => match contained(root, &p).and_then(std::fs::metadata) {
+            Ok(m) => null_or_empty(&m),
+            Err(_) => node_device(root, &p),
+        },
         None => false,
     }
+}
+
+/// A path under /dev that a tree other than `/` does not hold: a device of
+/// the node's (its /dev is devtmpfs at boot, not the tree's), which
+/// [`is_masked`] takes as the character device it is there.
+fn node_device(root: &Path, node: &Path) -> bool {
+    !is_host_root(root) && node.starts_with("/dev/")
 }
 
 /// systemd's null_or_empty: an empty regular file or a character device.
@@ -270,7 +353,8 @@ pub fn find(root: &Path, dirs: &[PathBuf], name: &str) -> UnitFiles {
                 continue;
             }
             let candidate = dir.join(n);
-            if let Ok(meta) = std::fs::symlink_metadata(under(root, &candidate)) {
+            if let Ok(meta) = contained_entry(root, &candidate).and_then(std::fs::symlink_metadata)
+            {
                 if !meta.file_type().is_symlink() {
                     // What is_masked and resolve would say, from this lstat.
                     masked = null_or_empty(&meta);
@@ -306,11 +390,12 @@ pub fn find(root: &Path, dirs: &[PathBuf], name: &str) -> UnitFiles {
     for d in &dropin_dirs {
         // systemd chases symlinks in a drop-in directory's path and names
         // its files by the result (on Debian /lib/... shows as /usr/lib/...).
-        let Ok(mut names) = crate::nodefs::names(&under(root, d), usize::MAX) else {
+        let Ok(mut names) = contained(root, d).and_then(|d| crate::nodefs::names(&d, usize::MAX))
+        else {
             continue;
         };
         // Only for directories that exist: the wrapper runs at every start.
-        let d = &canonical_with(root, d, &mut cache);
+        let d = &canonical_with(root, d, &mut cache).0;
         names.sort();
         for fname in names {
             use std::os::unix::ffi::OsStrExt;
@@ -374,6 +459,43 @@ mod tests {
         assert_eq!(
             canonical(&root, Path::new("/lib/nothing/here")),
             Path::new("/usr/lib/nothing/here")
+        );
+    }
+
+    /// Absolute links and `..` stay in the root; a loop is an error, not
+    /// the kernel's walk out of it; `/` is left to the kernel.
+    #[test]
+    fn contained_paths_never_leave_the_root() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        let host = dir.path().join("host");
+        std::fs::create_dir_all(root.join("etc/real")).unwrap();
+        std::fs::create_dir_all(&host).unwrap();
+        std::fs::write(host.join("secret"), "host").unwrap();
+        symlink("/etc/real", root.join("etc/abs")).unwrap();
+        symlink(host.join("secret"), root.join("etc/out")).unwrap();
+        symlink("../../../../../..", root.join("etc/up")).unwrap();
+        symlink("loop", root.join("etc/loop")).unwrap();
+        let c = |node: &str| contained(&root, Path::new(node));
+        assert_eq!(c("/etc/abs/f").unwrap(), root.join("etc/real/f"));
+        assert_eq!(
+            c("/etc/out").unwrap(),
+            under(&root, &host.join("secret")),
+            "the host path, inside the root"
+        );
+        assert!(std::fs::read(c("/etc/out").unwrap()).is_err());
+        assert_eq!(c("/etc/../../../x").unwrap(), root.join("x"));
+        assert_eq!(c("/etc/up/etc/out").unwrap(), c("/etc/out").unwrap());
+        assert!(c("/etc/loop/x").is_err());
+        // The entry itself: its directory resolved, the link kept.
+        assert_eq!(
+            contained_entry(&root, Path::new("/etc/abs/../out")).unwrap(),
+            root.join("etc/out")
+        );
+        assert_eq!(
+            contained(Path::new("/"), Path::new("/etc/../x")).unwrap(),
+            Path::new("/etc/../x")
         );
     }
 

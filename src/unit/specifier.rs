@@ -27,6 +27,12 @@ pub struct SpecifierValues {
     pub fragment: Option<PathBuf>,
 }
 
+/// A node file of the tree at `root`, resolved inside it (a link in an
+/// untrusted tree never reads the host's file).
+fn node_file(root: &Path, node: &str) -> PathBuf {
+    super::search::contained(root, Path::new(node)).unwrap_or_default()
+}
+
 fn read_trim(path: &Path) -> Option<String> {
     let s = crate::nodefs::read_to_string(path).ok()?;
     let t = s.trim();
@@ -34,8 +40,8 @@ fn read_trim(path: &Path) -> Option<String> {
 }
 
 fn os_release_field(root: &Path, field: &str) -> Option<String> {
-    let text = crate::nodefs::read_to_string(&root.join("etc/os-release"))
-        .or_else(|_| crate::nodefs::read_to_string(&root.join("usr/lib/os-release")))
+    let text = crate::nodefs::read_to_string(&node_file(root, "/etc/os-release"))
+        .or_else(|_| crate::nodefs::read_to_string(&node_file(root, "/usr/lib/os-release")))
         .ok()?;
     text.lines().find_map(|l| {
         let v = l.strip_prefix(field)?.strip_prefix('=')?;
@@ -94,7 +100,7 @@ impl SpecifierValues {
                     if *live {
                         read_trim(Path::new("/proc/sys/kernel/hostname"))
                     } else {
-                        read_trim(&root.join("etc/hostname"))
+                        read_trim(&node_file(root, "/etc/hostname"))
                     }
                 };
                 match c {
@@ -112,7 +118,7 @@ impl SpecifierValues {
                     'R' => Some("/sys/fs/cgroup".into()),
                     'H' => hostname(),
                     'l' => hostname().map(|h| h.split('.').next().unwrap_or("").to_string()),
-                    'm' => read_trim(&root.join("etc/machine-id")),
+                    'm' => read_trim(&node_file(root, "/etc/machine-id")),
                     'b' => read_trim(Path::new("/proc/sys/kernel/random/boot_id"))
                         .map(|b| b.replace('-', "")),
                     'v' => read_trim(Path::new("/proc/sys/kernel/osrelease")),
@@ -130,7 +136,7 @@ impl SpecifierValues {
                     'A' => os_release_field(root, "IMAGE_VERSION"),
                     'B' => os_release_field(root, "BUILD_ID"),
                     'M' => os_release_field(root, "IMAGE_ID"),
-                    'q' => crate::nodefs::read_to_string(&root.join("etc/machine-info"))
+                    'q' => crate::nodefs::read_to_string(&node_file(root, "/etc/machine-info"))
                         .ok()
                         .and_then(|t| {
                             t.lines().find_map(|l| {

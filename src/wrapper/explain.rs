@@ -117,7 +117,7 @@ struct Generator {
 
 fn generator(root: &Path) -> Option<Generator> {
     use std::os::unix::fs::PermissionsExt;
-    let path = root.join(GENERATOR_PATH.trim_start_matches('/'));
+    let path = unit::search::contained(root, Path::new(GENERATOR_PATH)).ok()?;
     let file = std::fs::File::open(path).ok()?;
     let executable = file
         .metadata()
@@ -317,10 +317,11 @@ fn wrapper_program(paths: &UnitPaths, unit_name: &str) -> unit::Program {
         .rfind(|a| a.section == "Service" && a.key == "ExecStart" && !a.value.is_empty())
         .and_then(|a| a.value.split_whitespace().next().map(str::to_string));
     if let Some(exe) = exe
-        && let Ok(m) = std::fs::metadata(unit::search::under(
+        && let Ok(m) = unit::search::contained(
             &paths.root,
             Path::new(exe.trim_start_matches(['-', '@', ':', '+', '!', '|'])),
-        ))
+        )
+        .and_then(std::fs::metadata)
     {
         program.ids.push((m.dev(), m.ino()));
     }
@@ -344,7 +345,7 @@ pub fn wrapper_profile(root: &Path, unit_name: &str, unit_path: Option<&str>) ->
         Some(d) => unit::read_node(&paths, d).ok()?,
         None => {
             let mut text = Vec::new();
-            std::fs::File::open(root.join(GENERATOR_PATH.trim_start_matches('/')))
+            std::fs::File::open(unit::search::contained(root, Path::new(GENERATOR_PATH)).ok()?)
                 .ok()?
                 .take(64 * 1024)
                 .read_to_end(&mut text)
@@ -440,7 +441,7 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
         // Files the OS image provides (/etc/os-release) are not in a tree
         // laid out from MachineConfigs: read as absent, with a warning.
         for (pattern, optional) in for_env.environment_files.iter_mut() {
-            if !*optional && !opts.root.join(pattern.trim_start_matches('/')).exists() {
+            if !*optional && unit::env::glob(&opts.root, pattern).is_empty() {
                 *optional = true;
                 warnings.push(format!(
                     "EnvironmentFile={pattern} is not in this tree (offline: read as empty; at boot the OS provides it)"
@@ -584,7 +585,7 @@ pub fn installed_pool_check(
         INSTALLED_POOL_PATH, Table, base_labels, describe_labels, registration_labels,
         selected_labels,
     };
-    let path = root.join(INSTALLED_POOL_PATH.trim_start_matches('/'));
+    let path = crate::unit::search::contained(root, Path::new(INSTALLED_POOL_PATH)).ok()?;
     let mut text = String::new();
     std::fs::File::open(&path)
         .ok()?

@@ -56,8 +56,8 @@ pub(super) fn command_on_root(
         [cmd] => PathBuf::from(std::ffi::OsStr::from_bytes(&cmd.path)),
         _ => return Err(e),
     };
-    let in_tree = opts.root.join(path.strip_prefix("/").unwrap_or(&path));
-    if !path.is_absolute() || in_tree.exists() {
+    let in_tree = unit::search::contained(&opts.root, &path).is_ok_and(|p| p.exists());
+    if !path.is_absolute() || in_tree {
         anyhow::bail!(
             "{e:#} (under --root {root}): systemd could not run it either; make it executable or fix the unit's ExecStart="
         );

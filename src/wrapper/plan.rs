@@ -440,19 +440,19 @@ pub struct RootFs {
 }
 
 impl RootFs {
-    fn path(&self, node_path: &Path) -> PathBuf {
-        self.root
-            .join(node_path.strip_prefix("/").unwrap_or(node_path))
+    /// Resolved inside the root (an untrusted tree's links stay in it).
+    fn path(&self, node_path: &Path) -> std::io::Result<PathBuf> {
+        crate::unit::search::contained(&self.root, node_path)
     }
 }
 
 impl NodeFs for RootFs {
     fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
-        crate::nodefs::read(&self.path(path))
+        crate::nodefs::read(&self.path(path)?)
     }
 
     fn list(&self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-        Ok(crate::nodefs::names(&self.path(dir), usize::MAX)?
+        Ok(crate::nodefs::names(&self.path(dir)?, usize::MAX)?
             .into_iter()
             .map(|n| dir.join(n))
             .collect())

@@ -41,6 +41,11 @@ pub fn machineconfig_example(name: &str) -> std::path::PathBuf {
 pub fn example_wrapper(dir: &std::path::Path) -> std::path::PathBuf {
     use kubelet_labeler::render::layout;
     let example_tree = dir.join("example");
+    let wrapper = example_tree.join("usr/local/bin/kubelet-labeler-wrapper.x86_64");
+    // Laid out once: the layout writes only into a new directory.
+    if wrapper.exists() {
+        return wrapper;
+    }
     let text = std::fs::read_to_string(machineconfig_example(
         "50-worker-gpu-kubelet-labeler-wrapper.yaml",
     ))
@@ -50,7 +55,7 @@ pub fn example_wrapper(dir: &std::path::Path) -> std::path::PathBuf {
         .unwrap()
         .write(&example_tree)
         .unwrap();
-    example_tree.join("usr/local/bin/kubelet-labeler-wrapper.x86_64")
+    wrapper
 }
 
 pub fn stderr(o: &Output) -> String {
@@ -66,4 +71,41 @@ pub fn json_of(out: &Output) -> Value {
             String::from_utf8_lossy(&out.stderr)
         )
     })
+}
+
+/// [`cli`] with `TMPDIR` set: where its scratch trees go.
+pub fn cli_with_tmpdir(tmpdir: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+        .args(args)
+        .env("TMPDIR", tmpdir)
+        .output()
+        .expect("running kubelet-labeler")
+}
+
+/// Every entry under `dir` (relative path, type, mode, contents or link
+/// target): equal before and after means nothing there changed.
+pub fn snapshot(dir: &std::path::Path) -> Vec<(String, String)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(d) = pending.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            let what = if m.is_symlink() {
+                format!("link {}", std::fs::read_link(&p).unwrap().display())
+            } else if m.is_dir() {
+                pending.push(p.clone());
+                format!("dir {:o}", m.mode())
+            } else if m.is_file() {
+                let bytes = std::fs::read(&p).unwrap();
+                format!("file {:o} {}", m.mode(), String::from_utf8_lossy(&bytes))
+            } else {
+                format!("other {:o}", m.mode())
+            };
+            out.push((p.strip_prefix(dir).unwrap().display().to_string(), what));
+        }
+    }
+    out.sort();
+    out
 }
