@@ -91,7 +91,7 @@ fn no_script_hard_codes_the_target_dir() {
                 if code.trim_start().starts_with('#') {
                     continue;
                 }
-                for profile in ["target/release", "target/debug", "target/wrapper"] {
+                for profile in ["target/release", "target/debug"] {
                     let literal = code.contains(profile);
                     if literal {
                         offending.push(format!(
