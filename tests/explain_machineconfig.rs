@@ -63,6 +63,13 @@ fn equivalent_tree(root: &Path, unit: &str, ours: bool) {
             )
             .as_bytes(),
         );
+        // Executable, as the MachineConfig writes it: systemd runs it.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(
+            root.join(kubelet_labeler::contract::GENERATOR_PATH.trim_start_matches('/')),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
         let additions = kubelet_labeler::kubelet::Additions {
             labels: vec![("node.kubernetes.io/worker-gpu".into(), String::new())],
             taints: vec![],

@@ -146,6 +146,52 @@ fn a_later_dropin_that_resets_execstart_exits_1() {
     );
 }
 
+/// Issue 22 item 8: a bypassed wrapper shows what systemd runs instead
+/// (not our flags), and says the error once, on stderr.
+#[test]
+fn a_bypassed_wrapper_shows_what_really_runs_and_the_error_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let debug = "[Service]\nExecStart=\nExecStart=/usr/bin/kubelet --v=8\n";
+    let rendered = kubelet_mc(dir.path(), &[("zzz-debug.conf", debug)]);
+    let labels = example("50-worker-gpu-kubelet-labeler-labels.yaml");
+    let wrapper = example("50-worker-gpu-kubelet-labeler-wrapper.yaml");
+    let out = explain_mcs(false, &[&rendered, &labels, &wrapper]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "argv systemd would exec, without the wrapper:\n    [1] /usr/bin/kubelet\n    [2] "
+        ) && text.contains("--v=8")
+            && !text.contains("--node-labels")
+            && !text.contains("wrapper would exec"),
+        "{text}"
+    );
+    let both = format!("{text}{}", stderr(&out));
+    assert_eq!(
+        both.matches("resets ExecStart= to /usr/bin/kubelet --v=8")
+            .count(),
+        1,
+        "{both}"
+    );
+    let e = json_of(&explain_mcs(true, &[&rendered, &labels, &wrapper]));
+    assert_eq!(e["wrapper_installed"], json!(true));
+    assert_eq!(e["wrapper_runs"], json!(false));
+    assert_eq!(e["argv"], json!(["/usr/bin/kubelet", "--v=8"]));
+    assert_eq!(
+        (e["added_labels"].clone(), e["taints"].clone()),
+        (json!([]), json!([]))
+    );
+    // Not bypassed: the wrapper runs, with our labels.
+    let rendered = kubelet_mc(dir.path(), &[]);
+    let e = json_of(&explain_mcs(true, &[&rendered, &labels, &wrapper]));
+    assert_eq!(e["wrapper_runs"], json!(true));
+    assert!(
+        e["argv"].to_string().contains("--node-labels"),
+        "{}",
+        e["argv"]
+    );
+}
+
 /// A kubeadm host: its kubelet.service and kubelet.
 fn kubeadm_tree(root: &Path) {
     write(

@@ -183,21 +183,16 @@ fn rendered_pool(mc: &Value) -> Option<&str> {
 /// rendered config counts as its pool's (rendered-worker stands for
 /// worker's configs, which a custom pool takes too).
 pub fn merge_order(configs: &[Value]) -> Result<Vec<usize>> {
-    let mut roles: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    // A pool's configs: by role label, and rendered for it.
+    let mut roles: BTreeMap<&str, [Vec<&str>; 2]> = BTreeMap::new();
     let mut rank = Vec::with_capacity(configs.len());
     for mc in configs {
         let role = role(mc)?;
         if let Some(r) = role {
-            roles
-                .entry(r)
-                .or_default()
-                .push(format!("{:?} (role {r})", mc_name(mc)));
+            roles.entry(r).or_default()[0].push(mc_name(mc));
         }
         if let Some(p) = rendered_pool(mc).filter(|p| role != Some(*p)) {
-            roles
-                .entry(p)
-                .or_default()
-                .push(format!("{:?} (rendered for pool {p})", mc_name(mc)));
+            roles.entry(p).or_default()[1].push(mc_name(mc));
         }
         rank.push(match role {
             None => 0,
@@ -209,7 +204,18 @@ pub fn merge_order(configs: &[Value]) -> Result<Vec<usize>> {
     let mixed = pools.len() > 1
         || (roles.contains_key("worker") && pools.iter().any(|r| OWN_ROLE_ONLY.contains(r)));
     if mixed {
-        let named: Vec<String> = roles.values().map(|names| names.join(", ")).collect();
+        let named: Vec<String> = roles
+            .iter()
+            .flat_map(|(r, [labelled, rendered])| {
+                [(labelled, "role"), (rendered, "rendered for pool")]
+                    .into_iter()
+                    .filter(|(names, _)| !names.is_empty())
+                    .map(move |(names, how)| {
+                        let names: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
+                        format!("{} ({how} {r})", names.join(", "))
+                    })
+            })
+            .collect();
         let why = match pools.as_slice() {
             [own] if OWN_ROLE_ONLY.contains(own) => {
                 format!("the {own} pool takes no worker MachineConfigs")
@@ -448,8 +454,8 @@ mod tests {
             e,
             "MachineConfigs of more than one pool (a node is in one pool, not worker-gpu and \
              worker-infra): \"01-worker-kubelet\" (role worker); \"50-worker-gpu-labels\" \
-             (role worker-gpu); \"50-worker-infra-labels\" (role worker-infra), \
-             \"50-worker-infra-wrapper\" (role worker-infra); give the MachineConfigs of one pool: its role's (and, for a custom \
+             (role worker-gpu); \"50-worker-infra-labels\", \"50-worker-infra-wrapper\" (role \
+             worker-infra); give the MachineConfigs of one pool: its role's (and, for a custom \
              pool, worker's) or its rendered config"
         );
         for own in ["master", "arbiter"] {
@@ -496,10 +502,15 @@ mod tests {
         let err = |configs: Vec<Value>| format!("{:#}", Layout::merge(configs).unwrap_err());
         let hash = "2c2b8d9c2a6f1e0b8e7d5f3a1c9b7e6d";
         let gpu = || role_mc("50-worker-gpu-labels", "worker-gpu", json!({}));
-        let e = err(vec![mc(&format!("rendered-master-{hash}"), json!({})), gpu()]);
+        let e = err(vec![
+            mc(&format!("rendered-master-{hash}"), json!({})),
+            gpu(),
+        ]);
         assert!(
             e.contains("a node is in one pool, not master and worker-gpu")
-                && e.contains(&format!("\"rendered-master-{hash}\" (rendered for pool master)"))
+                && e.contains(&format!(
+                    "\"rendered-master-{hash}\" (rendered for pool master)"
+                ))
                 && e.contains("\"50-worker-gpu-labels\" (role worker-gpu)"),
             "{e}"
         );
@@ -522,7 +533,10 @@ mod tests {
             mc(&format!("rendered-master-{hash}"), json!({})),
             role_mc("99-worker-x", "worker", json!({})),
         ]);
-        assert!(e.contains("the master pool takes no worker MachineConfigs"), "{e}");
+        assert!(
+            e.contains("the master pool takes no worker MachineConfigs"),
+            "{e}"
+        );
         // One pool: rendered-worker is what a custom pool takes from worker.
         for configs in [
             vec![mc(&format!("rendered-worker-{hash}"), json!({})), gpu()],

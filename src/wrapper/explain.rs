@@ -53,10 +53,14 @@ pub struct Explanation {
     pub dropins: Vec<String>,
     /// Whether the wrapper's drop-in is installed.
     pub wrapper_installed: bool,
+    /// Whether systemd runs the wrapper at boot: installed, and no later
+    /// drop-in takes `ExecStart=` back.
+    pub wrapper_runs: bool,
     pub executable: String,
     /// What systemd would exec without the wrapper.
     pub original_argv: Vec<String>,
-    /// What the wrapper would exec.
+    /// What will run: what the wrapper would exec, or, when systemd does
+    /// not run the wrapper, `original_argv`.
     pub argv: Vec<String>,
     pub added_labels: Vec<String>,
     pub taints: Vec<String>,
@@ -143,6 +147,9 @@ fn generator(root: &Path) -> Option<Generator> {
 /// drop-in that applies after it take `ExecStart=` back?
 struct Reach {
     installed: bool,
+    /// Installed, but a later drop-in takes `ExecStart=` back: systemd
+    /// runs another command, or none.
+    bypassed: bool,
     /// Why kubelet would start without the wrapper though it is installed.
     errors: Vec<String>,
     warnings: Vec<String>,
@@ -154,6 +161,7 @@ const GENERATOR_DIR: &str = "/run/systemd/generator";
 fn reach(paths: &UnitPaths, unit_name: &str, wrapper: &unit::Program) -> Reach {
     let mut r = Reach {
         installed: false,
+        bypassed: false,
         errors: Vec::new(),
         warnings: Vec::new(),
     };
@@ -247,17 +255,23 @@ fn reach(paths: &UnitPaths, unit_name: &str, wrapper: &unit::Program) -> Reach {
             Some(reset)
                 if exec_starts.len() == reset + 2
                     && runs_wrapper(&paths.root, exec_starts[reset + 1], wrapper) => {}
-            Some(reset) => r.errors.push(match exec_starts.get(reset + 1) {
+            Some(reset) => {
+                r.bypassed = true;
+                r.errors.push(match exec_starts.get(reset + 1) {
                 Some(cmd) => format!(
                     "{name} sorts after {WRAPPER_DROPIN_NAME} and resets ExecStart= to {cmd}: systemd runs that instead of the wrapper, and kubelet starts without our labels/taints; {fix}"
                 ),
                 None => format!(
                     "{name} sorts after {WRAPPER_DROPIN_NAME} and resets ExecStart= to nothing: the unit has no command, and systemd refuses to start it; {fix}"
                 ),
-            }),
-            None if !exec_starts.is_empty() => r.errors.push(format!(
+            })
+            }
+            None if !exec_starts.is_empty() => {
+                r.bypassed = true;
+                r.errors.push(format!(
                 "{name} sorts after {WRAPPER_DROPIN_NAME} and adds an ExecStart= without resetting it: with the wrapper's, the unit has two, and systemd refuses to start it; {fix}"
-            )),
+            ))
+            }
             None => r.warnings.push(format!(
                 "{name} sorts after {WRAPPER_DROPIN_NAME}; it sets no ExecStart=, so the wrapper still runs"
             )),
@@ -488,6 +502,7 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
     ));
     warnings.extend(installed_pool_check(&opts.root, &plan, &env, facts_root));
     let wrapper_installed = reach.installed;
+    let wrapper_runs = reach.installed && !reach.bypassed;
     warnings.extend(reach.warnings);
     let mut errors = reach.errors;
     // (A masked drop-in has said why already.)
@@ -531,16 +546,28 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
         fragment: as_loaded.fragment.as_deref().map(display),
         dropins: as_loaded.dropins.iter().map(|d| display(d)).collect(),
         wrapper_installed,
+        wrapper_runs,
         executable: display(&plan.executable),
         original_argv: lossy(&plan.original_argv),
-        argv: lossy(&plan.argv),
-        added_labels: plan
-            .added_labels
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect(),
-        taints: plan.taints.iter().map(|t| t.to_string()).collect(),
-        left_out: plan.left_out.clone(),
+        // Without the wrapper, what systemd runs is the original command.
+        argv: lossy(if wrapper_runs {
+            &plan.argv
+        } else {
+            &plan.original_argv
+        }),
+        added_labels: match wrapper_runs {
+            true => plan
+                .added_labels
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect(),
+            false => Vec::new(),
+        },
+        taints: match wrapper_runs {
+            true => plan.taints.iter().map(|t| t.to_string()).collect(),
+            false => Vec::new(),
+        },
+        left_out: plan.left_out.clone().filter(|_| wrapper_runs),
         errors,
         rules: plan
             .rules
@@ -663,7 +690,9 @@ pub fn left_out_at_next_start(root: &Path, unit: &str, profile: Profile) -> Opti
     .and_then(|e| e.left_out.or_else(|| e.errors.into_iter().next()))
 }
 
-/// Human output: the argv, one word a line, and what changed.
+/// Human output: the argv, one word a line, and what changed. The errors
+/// and why our additions are left out are not in it: the caller says them
+/// once, on stderr.
 pub fn render_human(e: &Explanation) -> String {
     let mut out = String::new();
     out += &format!("unit: {}\n", e.unit);
@@ -672,7 +701,11 @@ pub fn render_human(e: &Explanation) -> String {
         out += &format!("drop-in: {d}\n");
     }
     out += &format!("executable: {}\n", e.executable);
-    out += "argv the wrapper would exec:\n";
+    out += if e.wrapper_runs {
+        "argv the wrapper would exec:\n"
+    } else {
+        "argv systemd would exec, without the wrapper:\n"
+    };
     for (i, a) in e.argv.iter().enumerate() {
         let mark = if e.original_argv.contains(a) {
             " "
@@ -684,9 +717,10 @@ pub fn render_human(e: &Explanation) -> String {
     for removed in e.original_argv.iter().filter(|a| !e.argv.contains(a)) {
         out += &format!("  - {}\n", shell_words::quote(removed));
     }
-    if let Some(why) = &e.left_out {
-        out += &format!("our labels/taints are left out: {why}\n");
-    } else if e.argv == e.original_argv {
+    // Why, and the errors, go to stderr once (see main).
+    if e.left_out.is_some() {
+        out += "our labels/taints are left out (why: on stderr)\n";
+    } else if e.wrapper_runs && e.argv == e.original_argv {
         out += "no labels or taints to add\n";
     }
     for r in &e.rules {
@@ -716,9 +750,6 @@ pub fn render_human(e: &Explanation) -> String {
     }
     for w in &e.warnings {
         out += &format!("warning: {w}\n");
-    }
-    for err in &e.errors {
-        out += &format!("error: {err}\n");
     }
     out
 }
