@@ -102,6 +102,7 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
     }
     // MachineConfigs are laid out in a scratch tree that lives until the end.
     let scratch;
+    let mut release_version = None;
     let (root, offline) = match c.root {
         Some(root) => {
             existing_dir("--root", &root)?;
@@ -114,6 +115,7 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
                 let (text, name) = input::read_text(path, input::MACHINECONFIG)?;
                 configs.extend(layout::machineconfigs_from_yaml(&text, &name)?);
             }
+            release_version = kubelet_labeler::kubelet::version::from_machineconfigs(&configs);
             layout::Layout::merge(configs)?.write(scratch.path())?;
             (scratch.path().to_path_buf(), true)
         }
@@ -139,6 +141,7 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
         override_env: explain_override_env(&c.rules, c.nfd_labels, prof)?,
         facts_root: c.facts_root,
         offline,
+        kubelet_version: c.kubelet_version.or(release_version),
     })?;
     if offline {
         e.strip_root(&root);

@@ -206,6 +206,64 @@ fn kubeadm_tree(root: &Path) {
     .unwrap();
 }
 
+/// Issue 22 item 7 on a kubeadm root: the kubelet package's version
+/// (Debian's package database) is the kubelet the flags are judged for.
+#[test]
+fn a_kubeadm_root_judges_flags_for_its_kubelet_package() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    kubeadm_tree(root);
+    write(
+        &root.join("usr/lib/systemd/system/kubelet.service"),
+        "[Service]\nExecStart=/usr/bin/kubelet --pod-infra-container-image=registry.k8s.io/pause:3.9\n",
+    );
+    let explain = || {
+        json_of(&cli(&[
+            "explain",
+            "--json",
+            "--root",
+            root.to_str().unwrap(),
+        ]))
+    };
+    let e = explain();
+    assert!(
+        e["kubelet_version"]
+            .as_str()
+            .unwrap()
+            .starts_with("unknown"),
+        "{e}"
+    );
+    assert!(
+        e["warnings"]
+            .to_string()
+            .contains("only kubelets before 1.35 take it"),
+        "{e}"
+    );
+    let status = |v: &str| {
+        format!(
+            "Package: kubelet\nStatus: install ok installed\nArchitecture: arm64\nVersion: {v}\n\n"
+        )
+    };
+    write(&root.join("var/lib/dpkg/status"), &status("1.30.4-1.1"));
+    let e = explain();
+    assert!(
+        e["kubelet_version"]
+            .as_str()
+            .unwrap()
+            .starts_with("1.30 (the kubelet package 1.30.4-1.1")
+            && !e["warnings"].to_string().contains("pod-infra"),
+        "{e}"
+    );
+    write(&root.join("var/lib/dpkg/status"), &status("1.35.0-1.1"));
+    let e = explain();
+    assert!(
+        e["warnings"]
+            .to_string()
+            .contains("kubelet 1.35 has no such flag (removed in 1.35)"),
+        "{e}"
+    );
+}
+
 /// A kubeadm host with our files rendered into it.
 fn kubeadm_root(root: &Path) {
     kubeadm_tree(root);

@@ -252,6 +252,11 @@ pub struct ExplainConfig {
     /// Preview NFD's built-in label set of this flavour
     #[arg(long, value_enum, value_name = "FLAVOUR")]
     pub nfd_labels: Option<NfdLabelsArg>,
+    /// The node's kubelet release (1.MINOR), to judge the unit's flags for
+    /// [default: a rendered config's OpenShift release, or the root's
+    /// /etc/os-release OPENSHIFT_VERSION or kubelet package; else unknown]
+    #[arg(long, value_name = "1.MINOR", value_parser = kubelet_version)]
+    pub kubelet_version: Option<crate::kubelet::version::KubeletVersion>,
     /// Print one JSON object
     #[arg(long)]
     pub json: bool,
@@ -683,6 +688,11 @@ pub struct IsoRemoveConfig {
 /// role's, as a usage error.
 fn pool_name(s: &str) -> Result<String, String> {
     crate::render::machineconfig::pool_name_problem(s).map_or_else(|| Ok(s.to_string()), Err)
+}
+
+/// `--kubelet-version 1.30`, as a usage error.
+fn kubelet_version(s: &str) -> Result<crate::kubelet::version::KubeletVersion, String> {
+    crate::kubelet::version::from_option(s)
 }
 
 /// `--set-env K=V`: as the service manager takes an assignment, as a usage

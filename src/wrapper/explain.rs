@@ -12,6 +12,7 @@ use super::explain_tree as tree;
 use super::plan::{self, Plan};
 use crate::contract::{GENERATOR_PATH, WRAPPER_DROPIN_NAME, WRAPPER_PATH};
 use crate::kubelet::Profile;
+use crate::kubelet::version::KubeletVersion;
 use crate::unit::{self, LoadOptions, UnitPaths};
 
 pub struct ExplainOptions {
@@ -29,6 +30,9 @@ pub struct ExplainOptions {
     /// `root` is laid out from MachineConfigs, not a whole node: a missing
     /// kubelet binary or `--config-dir` is a warning, not an error.
     pub offline: bool,
+    /// The node's kubelet, the unit's flags are judged for [default: as
+    /// the tree under `root` tells, else unknown].
+    pub kubelet_version: Option<KubeletVersion>,
 }
 
 /// One node rule as `explain` shows it.
@@ -57,6 +61,8 @@ pub struct Explanation {
     /// drop-in takes `ExecStart=` back.
     pub wrapper_runs: bool,
     pub executable: String,
+    /// The kubelet release the unit's flags were judged for, and why.
+    pub kubelet_version: String,
     /// What systemd would exec without the wrapper.
     pub original_argv: Vec<String>,
     /// What will run: what the wrapper would exec, or, when systemd does
@@ -496,9 +502,18 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
     warnings.extend(fs.warnings.into_inner());
     warnings.extend(plan.warnings.iter().cloned());
     warnings.extend(tree::missing_config(&plan, &fs.inner, opts.offline));
+    let kubelet_version = opts
+        .kubelet_version
+        .clone()
+        .or_else(|| match opts.offline {
+            false => crate::kubelet::version::from_root(&opts.root),
+            true => None,
+        })
+        .unwrap_or_else(KubeletVersion::unknown);
     warnings.extend(crate::kubelet::validate::command_flag_warnings(
         &plan.executable.to_string_lossy(),
         &lossy(&plan.original_argv),
+        kubelet_version.minor,
     ));
     warnings.extend(installed_pool_check(&opts.root, &plan, &env, facts_root));
     let wrapper_installed = reach.installed;
@@ -548,6 +563,7 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
         wrapper_installed,
         wrapper_runs,
         executable: display(&plan.executable),
+        kubelet_version: kubelet_version.describe(),
         original_argv: lossy(&plan.original_argv),
         // Without the wrapper, what systemd runs is the original command.
         argv: lossy(if wrapper_runs {
@@ -685,6 +701,7 @@ pub fn left_out_at_next_start(root: &Path, unit: &str, profile: Profile) -> Opti
         override_env: Vec::new(),
         facts_root: None,
         offline: true,
+        kubelet_version: None,
     })
     .ok()
     .and_then(|e| e.left_out.or_else(|| e.errors.into_iter().next()))
@@ -701,6 +718,7 @@ pub fn render_human(e: &Explanation) -> String {
         out += &format!("drop-in: {d}\n");
     }
     out += &format!("executable: {}\n", e.executable);
+    out += &format!("kubelet version: {}\n", e.kubelet_version);
     out += if e.wrapper_runs {
         "argv the wrapper would exec:\n"
     } else {
