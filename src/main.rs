@@ -110,11 +110,7 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
         }
         None => {
             scratch = tempfile::tempdir().context("creating a scratch node tree")?;
-            let mut configs = Vec::new();
-            for path in &c.machineconfigs {
-                let (text, name) = input::read_text(path, input::MACHINECONFIG)?;
-                configs.extend(layout::machineconfigs_from_yaml(&text, &name)?);
-            }
+            let configs = input::read_machineconfigs(&c.machineconfigs)?;
             release_version = kubelet_labeler::kubelet::version::from_machineconfigs(&configs);
             layout::Layout::merge(configs)?.write(scratch.path())?;
             (scratch.path().to_path_buf(), true)

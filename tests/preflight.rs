@@ -192,6 +192,51 @@ fn a_bypassed_wrapper_shows_what_really_runs_and_the_error_once() {
     );
 }
 
+/// Issue 22 item 17: a directory (a gitops one `render machineconfig`
+/// wrote) explains as its MachineConfig files; its pool and kustomization
+/// are skipped. One with no MachineConfig is refused, naming it.
+#[test]
+fn a_machineconfig_directory_explains_as_its_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let rendered = kubelet_mc(dir.path(), &[]);
+    let labels = example("50-worker-gpu-kubelet-labeler-labels.yaml");
+    let wrapper = example("50-worker-gpu-kubelet-labeler-wrapper.yaml");
+    let files = json_of(&explain_mcs(true, &[&rendered, &labels, &wrapper]));
+    let gitops = example("");
+    let out = explain_mcs(true, &[&rendered, &gitops]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let from_dir = json_of(&out);
+    assert_eq!(from_dir, files);
+    assert_eq!(
+        from_dir["added_labels"],
+        json!(["node.kubernetes.io/worker-gpu="])
+    );
+    let other = dir.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    let out = explain_mcs(false, &[&rendered, other.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("holds no *.yaml, *.yml or *.json file"),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::copy(
+        machineconfig_example("kustomization.yaml"),
+        other.join("kustomization.yaml"),
+    )
+    .unwrap();
+    let out = explain_mcs(false, &[&rendered, other.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains(&format!(
+            "--machineconfig {}: no MachineConfig in its 1 file(s)",
+            other.display()
+        )),
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// A kubeadm host: its kubelet.service and kubelet.
 fn kubeadm_tree(root: &Path) {
     write(

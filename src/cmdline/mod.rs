@@ -221,11 +221,12 @@ pub struct ExplainConfig {
     #[arg(long, value_name = "DIR", required_unless_present = "machineconfigs")]
     pub root: Option<PathBuf>,
     /// Explain the node tree these MachineConfigs write instead (repeatable,
-    /// "-" for stdin; e.g. `oc get mc rendered-worker-... -o yaml`); exits 1
-    /// when the wrapper would start kubelet without our additions
+    /// "-" for stdin; e.g. `oc get mc rendered-worker-... -o yaml`; a
+    /// directory: its *.yaml, *.yml, *.json); exits 1 when the wrapper would
+    /// start kubelet without our additions
     #[arg(
         long = "machineconfig",
-        value_name = "FILE",
+        value_name = "FILE|DIR",
         conflicts_with_all = ["root", "unit_path"]
     )]
     pub machineconfigs: Vec<PathBuf>,
