@@ -95,7 +95,12 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
     stdin_at_most_once(&[
         ("--machineconfig", &c.machineconfigs),
         ("--rules", &c.rules),
+        ("--facts", c.facts.as_slice()),
     ])?;
+    let facts = match &c.facts {
+        Some(path) => Some(read_facts(path)?),
+        None => None,
+    };
     let manager_env = c.set_env;
     if let Some(dir) = &c.facts_root {
         existing_dir("--facts-root", dir)?;
@@ -136,6 +141,7 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
         unit_path: c.unit_path,
         override_env: explain_override_env(&c.rules, c.nfd_labels, prof)?,
         facts_root: c.facts_root,
+        facts,
         offline,
         kubelet_version: c.kubelet_version.or(release_version),
     })?;
@@ -161,6 +167,27 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// `explain --facts`: one NodeFeature (or `facts --json` output), YAML or
+/// JSON.
+fn read_facts(path: &std::path::Path) -> Result<(kubelet_labeler::facts::Features, String)> {
+    let (text, name) = input::read_text(path, input::FACTS)?;
+    let docs: Vec<serde_json::Value> = match serde_json::from_str(&text) {
+        Ok(v) => vec![v],
+        Err(_) => serde_saphyr::from_multiple(&text)
+            .with_context(|| format!("reading {name} as YAML or JSON (--facts)"))?,
+    };
+    let docs: Vec<&serde_json::Value> = docs.iter().filter(|d| !d.is_null()).collect();
+    let [doc] = docs.as_slice() else {
+        anyhow::bail!(
+            "--facts {name}: {} documents; give one node's NodeFeature",
+            docs.len()
+        );
+    };
+    let features =
+        kubelet_labeler::facts::json::from_nfd(doc, &name).map_err(anyhow::Error::msg)?;
+    Ok((features, name))
 }
 
 /// A root given on the command line must exist: a mistyped one would read

@@ -237,6 +237,81 @@ fn a_machineconfig_directory_explains_as_its_files() {
     );
 }
 
+/// Issue 22 item 6: rules previewed without facts say so (not "no
+/// match"), and NFD's NodeFeature of the node is facts input: it explains
+/// as the node's own tree does.
+#[test]
+fn rules_without_facts_say_so_and_a_nodefeature_gives_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let rendered = kubelet_mc(dir.path(), &[]);
+    let gitops = example("");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let rules = repo.join("examples/rules/openshift-gpu.yaml");
+    let dgx = repo.join("tests/fixtures/nodes/dgx");
+    let explain = |json: bool, extra: &[&str]| {
+        let mut args = vec![
+            "explain",
+            "--machineconfig",
+            &rendered,
+            "--machineconfig",
+            &gitops,
+        ];
+        args.extend(["--rules", rules.to_str().unwrap()]);
+        if json {
+            args.push("--json");
+        }
+        args.extend(extra);
+        cli(&args)
+    };
+    let out = explain(false, &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "facts: none read: MachineConfigs hold no node's hardware; give --facts-root DIR"
+        ) && text.contains("--facts FILE (`oc get nodefeature -n NAMESPACE NODE -o yaml`")
+            && text.contains("not evaluated (no facts were read)")
+            && !text.contains("no match"),
+        "{text}"
+    );
+    // The node's tree, and its NodeFeature as nfd-worker publishes it.
+    let from_root = json_of(&explain(true, &["--facts-root", dgx.to_str().unwrap()]));
+    assert_eq!(from_root["facts_read"], json!(true));
+    assert!(
+        from_root["rules"].to_string().contains("\"matched\":true"),
+        "{from_root}"
+    );
+    let features = json_of(&cli(&["facts", "--json", "--root", dgx.to_str().unwrap()]));
+    let nodefeature = json!({
+        "apiVersion": "nfd.k8s-sigs.io/v1alpha1",
+        "kind": "NodeFeature",
+        "metadata": {
+            "name": "dgx-0", "namespace": "openshift-nfd",
+            "labels": { "nfd.node.kubernetes.io/node-name": "dgx-0" },
+            "ownerReferences": [{ "apiVersion": "v1", "kind": "Pod", "name": "nfd-worker-x", "uid": "u" }]
+        },
+        "spec": { "features": features, "labels": {} }
+    });
+    let nf = dir.path().join("nodefeature.yaml");
+    std::fs::write(
+        &nf,
+        kubelet_labeler::render::machineconfig::to_yaml(&nodefeature).unwrap(),
+    )
+    .unwrap();
+    let from_nf = json_of(&explain(true, &["--facts", nf.to_str().unwrap()]));
+    for key in ["argv", "added_labels", "taints", "rules", "facts_read"] {
+        assert_eq!(from_nf[key], from_root[key], "{key}");
+    }
+    assert_eq!(from_nf["facts"], json!(format!("from {}", nf.display())));
+    // Something else than a NodeFeature: named, with the fix.
+    let out = explain(false, &["--facts", rules.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("not a NodeFeature"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// A kubeadm host: its kubelet.service and kubelet.
 fn kubeadm_tree(root: &Path) {
     write(

@@ -243,9 +243,15 @@ pub struct ExplainConfig {
     /// Unit search path instead of systemd's (colon-separated, under --root)
     #[arg(long, value_name = "DIRS")]
     pub unit_path: Option<String>,
-    /// Read the node's hardware facts under this root [default: --root]
+    /// Read the node's hardware facts under this root [default: --root;
+    /// with --machineconfig, none: give this or --facts]
     #[arg(long, value_name = "DIR")]
     pub facts_root: Option<PathBuf>,
+    /// The node's facts as NFD gives them: its NodeFeature (`oc get
+    /// nodefeature -n NS NODE -o yaml`) or `facts --json` output ("-" for
+    /// stdin)
+    #[arg(long, value_name = "FILE", conflicts_with = "facts_root")]
+    pub facts: Option<PathBuf>,
     /// Preview these NodeFeatureRule files instead of the tree's rules
     /// (repeatable, "-" for stdin)
     #[arg(long = "rules", value_name = "FILE")]

@@ -33,6 +33,11 @@ pub const MACHINECONFIG: Limit = Limit {
     flag: "--machineconfig",
     bytes: 64 * MIB,
 };
+/// `explain --facts`: a NodeFeature is a few hundred KiB at most.
+pub const FACTS: Limit = Limit {
+    flag: "--facts",
+    bytes: 16 * MIB,
+};
 /// An Ignition config to embed: the live ISO's embed area is 256 KiB
 /// compressed.
 pub const IGNITION: Limit = Limit {

@@ -27,6 +27,9 @@ pub struct ExplainOptions {
     pub override_env: Vec<(String, String)>,
     /// Where the node's facts are read [default: `root`].
     pub facts_root: Option<PathBuf>,
+    /// The node's facts given whole (NFD's NodeFeature, `facts --json`),
+    /// with the input's name: read instead of `facts_root`.
+    pub facts: Option<(crate::facts::Features, String)>,
     /// `root` is laid out from MachineConfigs, not a whole node: a missing
     /// kubelet binary or `--config-dir` is a warning, not an error.
     pub offline: bool,
@@ -77,6 +80,11 @@ pub struct Explanation {
     pub errors: Vec<String>,
     /// Node rules in order, with what each matched and gave.
     pub rules: Vec<RuleExplanation>,
+    /// Where the facts the rules (and NFD's label set) were evaluated on
+    /// came from; None when nothing derives from facts.
+    pub facts: Option<String>,
+    /// False when no facts were read: the rules' "no match" says nothing.
+    pub facts_read: bool,
     /// Derived output that was dropped or overridden (static wins on a key).
     pub notes: Vec<String>,
     pub warnings: Vec<String>,
@@ -114,6 +122,11 @@ fn lossy(v: &[OsString]) -> Vec<String> {
 fn display(p: &Path) -> String {
     p.display().to_string()
 }
+
+/// How to give `explain` the node's facts.
+const FACTS_FIX: &str = "give --facts-root DIR (the node's root: / on the node, or its disk \
+    mounted) or --facts FILE (`oc get nodefeature -n NAMESPACE NODE -o yaml`, or \
+    `kubelet-labeler facts --json` run on the node)";
 
 /// Our generator in `root`, if it is there: the unit it writes the
 /// wrapper's drop-in for and the architectures (its `unit=` line and `case`
@@ -485,13 +498,44 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
         warnings: Default::default(),
     };
     let facts_root = opts.facts_root.as_deref().unwrap_or(&opts.root);
-    let collected = plan::collect(
-        &env,
-        &command.argv,
-        facts_root,
-        opts.profile,
-        plan::FactsScope::WholeElements,
-    );
+    let derives = !super::derived::sources_from_env(&env).is_empty();
+    let (collected, facts, facts_read) = match &opts.facts {
+        Some((features, name)) => (
+            plan::collect_given(&env, features, opts.profile),
+            format!("from {name}"),
+            !features.is_empty(),
+        ),
+        None => {
+            // A tree laid out from MachineConfigs has no /sys or /proc.
+            let read = !(opts.offline && opts.facts_root.is_none())
+                && derives
+                && !crate::facts::read(&crate::facts::FactsOptions {
+                    root: facts_root,
+                    nodename: None,
+                    only: None,
+                    attributes: None,
+                })
+                .is_empty();
+            let collected = plan::collect(
+                &env,
+                &command.argv,
+                facts_root,
+                opts.profile,
+                plan::FactsScope::WholeElements,
+            );
+            let facts = match (read, opts.offline && opts.facts_root.is_none()) {
+                (true, _) => format!("read under {}", facts_root.display()),
+                (false, true) => {
+                    format!("none read: MachineConfigs hold no node's hardware; {FACTS_FIX}")
+                }
+                (false, false) => format!(
+                    "none read: {} has no /sys, /proc or os-release facts; {FACTS_FIX}",
+                    facts_root.display()
+                ),
+            };
+            (collected, facts, read)
+        }
+    };
     let mut plan: Plan = if opts.offline {
         plan::plan(command, collected.additions, opts.profile, &fs)
     } else {
@@ -607,6 +651,8 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
             })
             .collect(),
         notes: plan.notes.clone(),
+        facts: derives.then_some(facts),
+        facts_read,
         warnings,
     })
 }
@@ -700,6 +746,7 @@ pub fn left_out_at_next_start(root: &Path, unit: &str, profile: Profile) -> Opti
         unit_path: None,
         override_env: Vec::new(),
         facts_root: None,
+        facts: None,
         offline: true,
         kubelet_version: None,
     })
@@ -741,10 +788,14 @@ pub fn render_human(e: &Explanation) -> String {
     } else if e.wrapper_runs && e.argv == e.original_argv {
         out += "no labels or taints to add\n";
     }
+    if let Some(facts) = &e.facts {
+        out += &format!("facts: {facts}\n");
+    }
     for r in &e.rules {
         let state = match (&r.left_out, r.matched) {
             (Some(why), _) => format!("left out: {why}"),
             (None, true) => "matched".into(),
+            (None, false) if !e.facts_read => "not evaluated (no facts were read)".into(),
             (None, false) => "no match".into(),
         };
         out += &format!("rule {:?}: {state}\n", r.name);
