@@ -25,6 +25,18 @@ pub enum Cmd {
     #[command(after_help = VALIDATE_EXAMPLES)]
     Validate(ValidateConfig),
     /// Print the node's hardware facts under NFD's feature names
+    ///
+    /// Read under --root as NFD's nfd-worker reads them, from files only:
+    /// pci.device from /sys/bus/pci/devices/*/ (each function's uevent, else
+    /// all five of class, vendor, device, subsystem_vendor and
+    /// subsystem_device: one missing skips the function, as in NFD);
+    /// usb.device, network.device, storage.block, memory.nv, memory.numa,
+    /// cpu.topology from /sys/bus/usb, /sys/class/net, /sys/block,
+    /// /sys/bus/nd, /sys/bus/node, /sys/bus/cpu; cpu.cpuid and cpu.model from
+    /// /proc/cpuinfo; kernel.version and system.name from
+    /// /proc/sys/kernel/{osrelease,hostname}; system.osrelease from
+    /// /etc/os-release; system.dmiid from /sys/devices/virtual/dmi/id. A
+    /// missing file is an absent feature.
     #[command(after_help = FACTS_EXAMPLES)]
     Facts(FactsConfig),
     /// Render drop-ins, MachineConfigs or Ignition
