@@ -291,6 +291,9 @@ fn cmd_validate(c: ValidateConfig) -> Result<ExitCode> {
 // ---- render (render module) ----
 
 fn cmd_render_dropins(c: RenderDropinsConfig) -> Result<ExitCode> {
+    if c.remove {
+        return cmd_remove_dropins(&c);
+    }
     // Writing the files makes a missing root, once everything is checked.
     if !c.create_root {
         existing_dir("--root", &c.root)
@@ -332,6 +335,30 @@ fn cmd_render_dropins(c: RenderDropinsConfig) -> Result<ExitCode> {
     if let Some(why) = why {
         say!(
             "warning: at the next kubelet start the wrapper would start kubelet without our labels/taints: {why}"
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cmd_remove_dropins(c: &RenderDropinsConfig) -> Result<ExitCode> {
+    existing_dir("--root", &c.root)?;
+    let done = kubelet_labeler::render::remove::remove_tree(&c.root, &c.unit, c.force)?;
+    for p in &done.removed {
+        say!("removed {}", p.display());
+    }
+    for why in &done.left {
+        say!("left {why}");
+    }
+    if done.removed.is_empty() {
+        say!(
+            "nothing of kubelet-labeler's for {} under {}",
+            c.unit,
+            c.root.display()
+        );
+    } else {
+        say!(
+            "run `systemctl daemon-reload` on the node now: until then systemd runs {} with the removed wrapper",
+            c.unit
         );
     }
     Ok(ExitCode::SUCCESS)

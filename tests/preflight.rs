@@ -384,6 +384,131 @@ fn a_kubeadm_root_judges_flags_for_its_kubelet_package() {
     );
 }
 
+/// Every file (not directory) under `root`, as paths relative to it.
+fn files_under(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.symlink_metadata().unwrap().is_dir() {
+                dirs.push(p);
+            } else {
+                out.push(p.strip_prefix(root).unwrap().to_path_buf());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Issue 22 item 10: `render dropins --remove` takes out what render wrote
+/// (and what the generator and the wrapper made of it), nothing else, all
+/// or nothing; `explain` then shows kubelet as before.
+#[test]
+fn render_dropins_remove_takes_out_exactly_what_render_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let r = root.to_str().unwrap();
+    kubeadm_tree(root);
+    write(
+        &root.join("etc/systemd/system/kubelet.service.d/10-mine.conf"),
+        "[Service]\nEnvironment=MINE=1\n",
+    );
+    write(&root.join("usr/local/bin/my-tool"), "mine\n");
+    let before = files_under(root);
+    let explain = || json_of(&cli(&["explain", "--json", "--root", r]));
+    let unchanged = explain();
+    let out = cli(&[
+        "render",
+        "dropins",
+        "--root",
+        r,
+        "--arch",
+        "x86_64",
+        "--label",
+        "node.kubernetes.io/gpu=",
+        "--taint",
+        "nvidia.com/gpu=true:NoSchedule",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // What boot makes of it: the generator's drop-in, the wrapper's state.
+    let generated = root.join("run/systemd/generator/kubelet.service.d/zz-kubelet-labeler.conf");
+    write(
+        &generated,
+        &kubelet_labeler::render::dropins::wrapper_dropin(
+            kubelet_labeler::kubelet::Profile::Upstream,
+        ),
+    );
+    write(
+        &root.join("run/kubelet-labeler/kubelet.service.state"),
+        "x\n",
+    );
+    assert_eq!(explain()["wrapper_installed"], json!(true));
+    let rendered = files_under(root);
+
+    // An env drop-in with a line of the user's: refused, nothing removed.
+    let env = root.join("etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf");
+    let ours = std::fs::read_to_string(&env).unwrap();
+    write(
+        &env,
+        &format!("{ours}Environment=\"KUBELET_EXTRA_ARGS=--v=4\"\n"),
+    );
+    let out = cli(&["render", "dropins", "--remove", "--root", r]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains(
+            "holds lines render did not write (Environment=\"KUBELET_EXTRA_ARGS=--v=4\")"
+        ) && stderr(&out).contains("pass --force")
+            && stderr(&out).contains("nothing was removed"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(files_under(root), rendered);
+    // Without it (or with --force): everything of ours goes, nothing else.
+    write(&env, &ours);
+    let out = cli(&["render", "dropins", "--remove", "--root", r]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("systemctl daemon-reload"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(files_under(root), before);
+    let after = explain();
+    for key in [
+        "argv",
+        "original_argv",
+        "wrapper_installed",
+        "errors",
+        "added_labels",
+        "taints",
+    ] {
+        assert_eq!(after[key], unchanged[key], "{key}");
+    }
+    let out = cli(&["render", "dropins", "--remove", "--root", r]);
+    assert!(out.status.success());
+    assert!(
+        stderr(&out).contains("nothing of kubelet-labeler's for kubelet.service"),
+        "{}",
+        stderr(&out)
+    );
+    // --force takes an edited one too.
+    let out = cli(&[
+        "render", "dropins", "--root", r, "--arch", "x86_64", "--label", "a=",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    write(&env, "[Service]\nExecStartPre=/bin/true\n");
+    let out = cli(&["render", "dropins", "--remove", "--force", "--root", r]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(files_under(root), before);
+    // Only for removing: no labels with it.
+    let out = cli(&[
+        "render", "dropins", "--remove", "--root", r, "--label", "a=",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
 /// A kubeadm host with our files rendered into it.
 fn kubeadm_root(root: &Path) {
     kubeadm_tree(root);

@@ -115,6 +115,7 @@ Examples:
       --wrapper ./kubelet-labeler-wrapper --label node.kubernetes.io/gpu=
   kubelet-labeler render dropins --root /srv/node-files --create-root \\
       --arch x86_64 --arch aarch64 --label node.kubernetes.io/pi=
+  kubelet-labeler render dropins --root / --remove && systemctl daemon-reload
 
 Exit status: 0 success, 1 error (the message says which input and the fix),
 2 usage.";
@@ -373,13 +374,26 @@ pub struct RenderDropinsConfig {
     /// Unit to wrap
     #[arg(long, value_name = "NAME", default_value = "kubelet.service")]
     pub unit: String,
-    /// Overwrite files that already exist
+    /// Overwrite files that already exist (with --remove: remove an env
+    /// drop-in holding lines of your own too)
     #[arg(short, long)]
     pub force: bool,
     /// Create --root if it does not exist (a new tree to copy to nodes);
     /// without it a missing --root is an error
     #[arg(long)]
     pub create_root: bool,
+    /// Remove what render wrote for --unit instead (the wrappers, the
+    /// generator, the env drop-in, and the generator's drop-in and the
+    /// wrapper's state under /run), all or nothing; an env drop-in with
+    /// lines of your own is refused without --force
+    #[arg(
+        long,
+        conflicts_with_all = [
+            "labels", "taints", "profile", "rules", "nfd_labels", "arches",
+            "wrappers", "create_root",
+        ]
+    )]
+    pub remove: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
