@@ -92,6 +92,17 @@ const BLOCKS: &[(&str, Plan)] = &[
         NotHere("ends in `oc apply`: needs a cluster"),
     ),
     (
+        "kubelet-labeler render dropins --root / --remove && systemctl daemon-reload",
+        NotHere(
+            "removes from / and reloads systemd: root on a real host; tests/preflight.rs \
+             (render_dropins_remove_takes_out_exactly_what_render_wrote) runs --remove on a tree",
+        ),
+    ),
+    (
+        "scp target/static/kubelet-labeler-aarch64 pi-1:/tmp/kubelet-labeler",
+        NotHere("needs a Raspberry Pi reachable by ssh (pi-1)"),
+    ),
+    (
         "kubelet-labeler render ignition --pool worker-gpu -o worker-gpu.ign",
         Run(&[Wrapper("x86_64"), Ca]),
     ),
