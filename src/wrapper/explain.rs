@@ -275,21 +275,22 @@ fn reach(paths: &UnitPaths, unit_name: &str, wrapper: &unit::Program) -> Reach {
                 if exec_starts.len() == reset + 2
                     && runs_wrapper(&paths.root, exec_starts[reset + 1], wrapper) => {}
             Some(reset) => {
+                let why = match exec_starts.get(reset + 1) {
+                    Some(cmd) => format!(
+                        "{name} sorts after {WRAPPER_DROPIN_NAME} and resets ExecStart= to {cmd}: systemd runs that instead of the wrapper, and kubelet starts without our labels/taints; {fix}"
+                    ),
+                    None => format!(
+                        "{name} sorts after {WRAPPER_DROPIN_NAME} and resets ExecStart= to nothing: the unit has no command, and systemd refuses to start it; {fix}"
+                    ),
+                };
                 r.bypassed = true;
-                r.errors.push(match exec_starts.get(reset + 1) {
-                Some(cmd) => format!(
-                    "{name} sorts after {WRAPPER_DROPIN_NAME} and resets ExecStart= to {cmd}: systemd runs that instead of the wrapper, and kubelet starts without our labels/taints; {fix}"
-                ),
-                None => format!(
-                    "{name} sorts after {WRAPPER_DROPIN_NAME} and resets ExecStart= to nothing: the unit has no command, and systemd refuses to start it; {fix}"
-                ),
-            })
+                r.errors.push(why);
             }
             None if !exec_starts.is_empty() => {
                 r.bypassed = true;
                 r.errors.push(format!(
-                "{name} sorts after {WRAPPER_DROPIN_NAME} and adds an ExecStart= without resetting it: with the wrapper's, the unit has two, and systemd refuses to start it; {fix}"
-            ))
+                    "{name} sorts after {WRAPPER_DROPIN_NAME} and adds an ExecStart= without resetting it: with the wrapper's, the unit has two, and systemd refuses to start it; {fix}"
+                ));
             }
             None => r.warnings.push(format!(
                 "{name} sorts after {WRAPPER_DROPIN_NAME}; it sets no ExecStart=, so the wrapper still runs"
