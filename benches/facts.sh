@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-301}
 cargo build --quiet --release --features iso --bin kubelet-labeler --example facts_read
-kl=$PWD/target/release/kubelet-labeler
+release=$(realpath "${CARGO_TARGET_DIR:-target}")/release
+kl=$release/kubelet-labeler
 root=$PWD/tests/fixtures/nodes/dgx
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
@@ -20,4 +21,4 @@ for _ in $(seq "$runs"); do
 done
 echo "kubelet-labeler facts (process): $(median <"$ours") µs median of $runs"
 echo "lspci -n (process, PCI only):    $(median <"$theirs") µs median of $runs"
-echo "facts::read in-process:          $(target/release/examples/facts_read "$root" 2001) µs median of 2001"
+echo "facts::read in-process:          $("$release/examples/facts_read" "$root" 2001) µs median of 2001"

@@ -5,9 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-9}
 cargo build --quiet --release --bin kubelet-labeler
-kl=$PWD/target/release/kubelet-labeler
+kl=$(realpath "${CARGO_TARGET_DIR:-target}")/release/kubelet-labeler
 ci=$(command -v coreos-installer || echo "$HOME/.cargo/bin/coreos-installer")
-work=$(mktemp -d -p "${BENCH_DIR:-$PWD/target}")
+work=$(mktemp -d -p "${BENCH_DIR:-$(realpath "${CARGO_TARGET_DIR:-target}")}")
 trap 'rm -rf "$work"' EXIT
 bash iso/make-test-iso.sh "$work/base.iso" 1024 2>/dev/null
 cp ../shared/fixtures/coreos-installer/pointer.ign "$work/c.ign" 2>/dev/null \

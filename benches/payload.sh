@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 parts=${1:-25}
 limit=$((200 * 1024))
 cargo build --quiet --release --bin kubelet-labeler
+kl=${CARGO_TARGET_DIR:-target}/release/kubelet-labeler
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 printf '%-8s %9s %9s %9s  %s\n' arch raw gzip-9 encoded "encoded vs 200 KiB"
@@ -18,7 +19,7 @@ for arch in x86_64 aarch64; do
   w=$(bash machineconfigs/build-wrapper.sh "$arch")
   raw=$(stat -c %s "$w")
   gz=$(gzip -9 -n -c "$w" | wc -c)
-  target/release/kubelet-labeler render machineconfig --pool payload --label payload= \
+  "$kl" render machineconfig --pool payload --label payload= \
     --wrapper "$w" --output-dir "$scratch/$arch" >/dev/null 2>&1
   # the wrapper file's data URL, without its "data:;base64," prefix
   enc=$(python3 -c 'import sys, yaml

@@ -10,6 +10,7 @@ runs=${1:-2000}
 shift || true
 wrapper=$(bash machineconfigs/build-wrapper.sh x86_64)
 cargo build --quiet --release --bin kubelet-labeler
+kl=$(realpath "${CARGO_TARGET_DIR:-target}")/release/kubelet-labeler
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 printf 'int main(void) { return 0; }\n' > "$work/noop.c"
@@ -23,7 +24,7 @@ rules=${RULES:-examples/rules/openshift-gpu.yaml}
 nfd=${NFD_LABELS:-openshift}
 dropin=etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf
 render() {
-  target/release/kubelet-labeler render dropins --create-root --root "$work/$1" --profile openshift \
+  "$kl" render dropins --create-root --root "$work/$1" --profile openshift \
     --wrapper "$wrapper" "${@:2}" >/dev/null
 }
 render rules --rules "$rules"
@@ -31,7 +32,7 @@ render nfd --nfd-labels "$nfd"
 render rules+nfd --rules "$rules" --nfd-labels "$nfd"
 DERIVED="rules=$work/rules/$dropin nfd-labels=$work/nfd/$dropin rules+nfd-labels=$work/rules+nfd/$dropin" \
 FACTS_ROOT=tests/fixtures/nodes/dgx \
-python3 benches/wrapper_startup.py "$wrapper" "$work/noop" target/release/kubelet-labeler "$runs" "$@"
+python3 benches/wrapper_startup.py "$wrapper" "$work/noop" "$kl" "$runs" "$@"
 [ -n "${PREPARE_ONLY:-}" ] && exit 0
 ls -l "$wrapper" | awk '{print "wrapper size: " $5 " bytes"}'
 echo "wrapper gzip -9 + base64: $(gzip -9 -c "$wrapper" | base64 -w0 | wc -c) bytes (a MachineConfig's own encoding is ~5% smaller: benches/payload.sh)"

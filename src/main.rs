@@ -97,13 +97,19 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
     stdin_at_most_once(&[
         ("--machineconfig", &c.machineconfigs),
         ("--rules", &c.rules),
+        ("--facts", c.facts.as_slice()),
     ])?;
+    let facts = match &c.facts {
+        Some(path) => Some(read_facts(path)?),
+        None => None,
+    };
     let manager_env = c.set_env;
     if let Some(dir) = &c.facts_root {
         existing_dir("--facts-root", dir)?;
     }
     // MachineConfigs are laid out in a scratch tree that lives until the end.
     let scratch;
+    let mut release_version = None;
     let (root, offline) = match c.root {
         Some(root) => {
             existing_dir("--root", &root)?;
@@ -111,11 +117,8 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
         }
         None => {
             scratch = tempfile::tempdir().context("creating a scratch node tree")?;
-            let mut configs = Vec::new();
-            for path in &c.machineconfigs {
-                let (text, name) = input::read_text(path, input::MACHINECONFIG)?;
-                configs.extend(layout::machineconfigs_from_yaml(&text, &name)?);
-            }
+            let configs = input::read_machineconfigs(&c.machineconfigs)?;
+            release_version = kubelet_labeler::kubelet::version::from_machineconfigs(&configs);
             layout::Layout::merge(configs)?.write(scratch.path())?;
             (scratch.path().to_path_buf(), true)
         }
@@ -140,7 +143,9 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
         unit_path: c.unit_path,
         override_env: explain_override_env(&c.rules, c.nfd_labels, prof)?,
         facts_root: c.facts_root,
+        facts,
         offline,
+        kubelet_version: c.kubelet_version.or(release_version),
     })?;
     if offline {
         e.strip_root(&root);
@@ -164,6 +169,27 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// `explain --facts`: one NodeFeature (or `facts --json` output), YAML or
+/// JSON.
+fn read_facts(path: &std::path::Path) -> Result<(kubelet_labeler::facts::Features, String)> {
+    let (text, name) = input::read_text(path, input::FACTS)?;
+    let docs: Vec<serde_json::Value> = match serde_json::from_str(&text) {
+        Ok(v) => vec![v],
+        Err(_) => serde_saphyr::from_multiple(&text)
+            .with_context(|| format!("reading {name} as YAML or JSON (--facts)"))?,
+    };
+    let docs: Vec<&serde_json::Value> = docs.iter().filter(|d| !d.is_null()).collect();
+    let [doc] = docs.as_slice() else {
+        anyhow::bail!(
+            "--facts {name}: {} documents; give one node's NodeFeature",
+            docs.len()
+        );
+    };
+    let features =
+        kubelet_labeler::facts::json::from_nfd(doc, &name).map_err(anyhow::Error::msg)?;
+    Ok((features, name))
 }
 
 /// A root given on the command line must exist: a mistyped one would read
@@ -267,6 +293,9 @@ fn cmd_validate(c: ValidateConfig) -> Result<ExitCode> {
 // ---- render (render module) ----
 
 fn cmd_render_dropins(c: RenderDropinsConfig) -> Result<ExitCode> {
+    if c.remove {
+        return cmd_remove_dropins(&c);
+    }
     // Writing the files makes a missing root, once everything is checked.
     if !c.create_root {
         existing_dir("--root", &c.root)
@@ -308,6 +337,30 @@ fn cmd_render_dropins(c: RenderDropinsConfig) -> Result<ExitCode> {
     if let Some(why) = why {
         say!(
             "warning: at the next kubelet start the wrapper would start kubelet without our labels/taints: {why}"
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cmd_remove_dropins(c: &RenderDropinsConfig) -> Result<ExitCode> {
+    existing_dir("--root", &c.root)?;
+    let done = kubelet_labeler::render::remove::remove_tree(&c.root, &c.unit, c.force)?;
+    for p in &done.removed {
+        say!("removed {}", p.display());
+    }
+    for why in &done.left {
+        say!("left {why}");
+    }
+    if done.removed.is_empty() {
+        say!(
+            "nothing of kubelet-labeler's for {} under {}",
+            c.unit,
+            c.root.display()
+        );
+    } else {
+        say!(
+            "run `systemctl daemon-reload` on the node now: until then systemd runs {} with the removed wrapper",
+            c.unit
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -299,16 +299,23 @@ fn a_shell_in_execstart_gets_no_flags_and_says_why() {
         why.contains("runs /bin/sh, which is neither kubelet"),
         "{why}"
     );
-    let human = stdout(
-        &bin()
-            .args(["explain", "--root"])
-            .arg(root)
-            .output()
-            .unwrap(),
-    );
+    let out = bin()
+        .args(["explain", "--root"])
+        .arg(root)
+        .output()
+        .unwrap();
+    let human = stdout(&out);
+    // The reason once, on stderr.
     assert!(
-        human.contains("our labels/taints are left out: the original ExecStart= runs /bin/sh"),
+        human.contains("our labels/taints are left out (why: on stderr)")
+            && !human.contains("runs /bin/sh"),
         "{human}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.matches("the original ExecStart= runs /bin/sh").count(),
+        1,
+        "{err}"
     );
 
     write(

@@ -63,6 +63,13 @@ fn equivalent_tree(root: &Path, unit: &str, ours: bool) {
             )
             .as_bytes(),
         );
+        // Executable, as the MachineConfig writes it: systemd runs it.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(
+            root.join(kubelet_labeler::contract::GENERATOR_PATH.trim_start_matches('/')),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
         let additions = kubelet_labeler::kubelet::Additions {
             labels: vec![("node.kubernetes.io/worker-gpu".into(), String::new())],
             taints: vec![],
@@ -531,4 +538,124 @@ fn names_and_paths_ignition_refuses_are_refused() {
             }
         }
     }
+}
+
+/// Issue 22 items 4 and 7: a rendered config names its pool and its
+/// OpenShift release. The unit's flags are judged for that release's
+/// kubelet (4.20: 1.33, which takes --pod-infra-container-image), and the
+/// output says which; another pool's MachineConfigs beside it are refused.
+#[test]
+fn a_rendered_config_names_its_release_and_its_pool() {
+    let Some(dir) = mco::require_fixtures() else {
+        return;
+    };
+    let (_, unit) = mco::kubelet_units(&dir)
+        .into_iter()
+        .find(|(n, _)| n.starts_with("release-4.20__templates__worker") && n.contains("_base"))
+        .expect("4.20 worker template");
+    assert!(unit.contains("--pod-infra-container-image"));
+    let scratch = tempfile::tempdir().unwrap();
+    let write = |name: &str, release: Option<&str>| {
+        let mut mc = mco::mco_machineconfig(&unit);
+        mc["metadata"] = json!({ "name": name });
+        if let Some(r) = release {
+            mc["metadata"]["annotations"] = json!({
+                "machineconfiguration.openshift.io/release-image-version": r });
+        }
+        let path = scratch.path().join(format!("{name}.yaml"));
+        std::fs::write(
+            &path,
+            kubelet_labeler::render::machineconfig::to_yaml(&mc).unwrap(),
+        )
+        .unwrap();
+        path.display().to_string()
+    };
+    let hash = "5d0e7f6c3b1a29d8e4f7c6b5a3928170";
+    let worker = write(&format!("rendered-worker-{hash}"), Some("4.20.3"));
+    let explain = |extra: &[&str]| {
+        let mut args = vec!["explain", "--json", "--machineconfig", &worker];
+        args.extend(extra);
+        let out = cli(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        json_of(&out)
+    };
+    let e = explain(&[]);
+    assert!(
+        !e["warnings"]
+            .to_string()
+            .contains("pod-infra-container-image"),
+        "{}",
+        e["warnings"]
+    );
+    assert!(
+        e["kubelet_version"].as_str().unwrap().starts_with(&format!(
+            "1.33 (OpenShift 4.20.3, the release rendered-worker-{hash} was rendered by"
+        )),
+        "{}",
+        e["kubelet_version"]
+    );
+    let human = cli(&["explain", "--machineconfig", &worker]);
+    assert!(
+        String::from_utf8_lossy(&human.stdout).contains("kubelet version: 1.33 (OpenShift 4.20.3"),
+        "{}",
+        String::from_utf8_lossy(&human.stdout)
+    );
+    // An explicit version wins; from 1.35 kubelet exits on the flag.
+    let e = explain(&["--kubelet-version", "1.35"]);
+    assert!(
+        e["warnings"].to_string().contains(
+            "--pod-infra-container-image: kubelet 1.35 has no such flag (removed in 1.35) and exits on it"
+        ),
+        "{}",
+        e["warnings"]
+    );
+    assert_eq!(e["kubelet_version"], json!("1.35 (--kubelet-version)"));
+    // No release named: unknown, said, and the flag judged for every kubelet.
+    let unnamed = write("00-unnamed", None);
+    let out = cli(&["explain", "--json", "--machineconfig", &unnamed]);
+    let e = json_of(&out);
+    assert!(
+        e["kubelet_version"]
+            .as_str()
+            .unwrap()
+            .starts_with("unknown")
+            && e["kubelet_version"]
+                .to_string()
+                .contains("--kubelet-version")
+            && e["warnings"]
+                .to_string()
+                .contains("only kubelets before 1.35 take it"),
+        "{e}"
+    );
+    let out = cli(&[
+        "explain",
+        "--kubelet-version",
+        "130",
+        "--machineconfig",
+        &unnamed,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+
+    // Master's rendered config with a custom worker pool's: refused.
+    let master = write(&format!("rendered-master-{hash}"), Some("4.20.3"));
+    let pool = example("50-worker-gpu-kubelet-labeler-labels.yaml");
+    let out = cli(&[
+        "explain",
+        "--machineconfig",
+        &master,
+        "--machineconfig",
+        pool.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("a node is in one pool, not master and worker-gpu")
+            && err.contains("(rendered for pool master)"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
 }

@@ -202,7 +202,7 @@ fn flags_of_older_kubelets_are_valid_with_a_warning() {
     assert_eq!(
         stdout(&o),
         "valid for the upstream kubelet\nlabel: a=1\n\
-         warning: --pod-infra-container-image: kubelet 1.36 has no such flag and exits on it (unknown flag); only older kubelets take it\n"
+         warning: --pod-infra-container-image: kubelet 1.36 has no such flag and exits on it (unknown flag); only kubelets before 1.35 take it\n"
     );
 }
 

@@ -146,6 +146,172 @@ fn a_later_dropin_that_resets_execstart_exits_1() {
     );
 }
 
+/// Issue 22 item 8: a bypassed wrapper shows what systemd runs instead
+/// (not our flags), and says the error once, on stderr.
+#[test]
+fn a_bypassed_wrapper_shows_what_really_runs_and_the_error_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let debug = "[Service]\nExecStart=\nExecStart=/usr/bin/kubelet --v=8\n";
+    let rendered = kubelet_mc(dir.path(), &[("zzz-debug.conf", debug)]);
+    let labels = example("50-worker-gpu-kubelet-labeler-labels.yaml");
+    let wrapper = example("50-worker-gpu-kubelet-labeler-wrapper.yaml");
+    let out = explain_mcs(false, &[&rendered, &labels, &wrapper]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "argv systemd would exec, without the wrapper:\n    [1] /usr/bin/kubelet\n    [2] "
+        ) && text.contains("--v=8")
+            && !text.contains("--node-labels")
+            && !text.contains("wrapper would exec"),
+        "{text}"
+    );
+    let both = format!("{text}{}", stderr(&out));
+    assert_eq!(
+        both.matches("resets ExecStart= to /usr/bin/kubelet --v=8")
+            .count(),
+        1,
+        "{both}"
+    );
+    let e = json_of(&explain_mcs(true, &[&rendered, &labels, &wrapper]));
+    assert_eq!(e["wrapper_installed"], json!(true));
+    assert_eq!(e["wrapper_runs"], json!(false));
+    assert_eq!(e["argv"], json!(["/usr/bin/kubelet", "--v=8"]));
+    assert_eq!(
+        (e["added_labels"].clone(), e["taints"].clone()),
+        (json!([]), json!([]))
+    );
+    // Not bypassed: the wrapper runs, with our labels.
+    let rendered = kubelet_mc(dir.path(), &[]);
+    let e = json_of(&explain_mcs(true, &[&rendered, &labels, &wrapper]));
+    assert_eq!(e["wrapper_runs"], json!(true));
+    assert!(
+        e["argv"].to_string().contains("--node-labels"),
+        "{}",
+        e["argv"]
+    );
+}
+
+/// Issue 22 item 17: a directory (a gitops one `render machineconfig`
+/// wrote) explains as its MachineConfig files; its pool and kustomization
+/// are skipped. One with no MachineConfig is refused, naming it.
+#[test]
+fn a_machineconfig_directory_explains_as_its_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let rendered = kubelet_mc(dir.path(), &[]);
+    let labels = example("50-worker-gpu-kubelet-labeler-labels.yaml");
+    let wrapper = example("50-worker-gpu-kubelet-labeler-wrapper.yaml");
+    let files = json_of(&explain_mcs(true, &[&rendered, &labels, &wrapper]));
+    let gitops = example("");
+    let out = explain_mcs(true, &[&rendered, &gitops]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let from_dir = json_of(&out);
+    assert_eq!(from_dir, files);
+    assert_eq!(
+        from_dir["added_labels"],
+        json!(["node.kubernetes.io/worker-gpu="])
+    );
+    let other = dir.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    let out = explain_mcs(false, &[&rendered, other.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("holds no *.yaml, *.yml or *.json file"),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::copy(
+        machineconfig_example("kustomization.yaml"),
+        other.join("kustomization.yaml"),
+    )
+    .unwrap();
+    let out = explain_mcs(false, &[&rendered, other.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains(&format!(
+            "--machineconfig {}: no MachineConfig in its 1 file(s)",
+            other.display()
+        )),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// Issue 22 item 6: rules previewed without facts say so (not "no
+/// match"), and NFD's NodeFeature of the node is facts input: it explains
+/// as the node's own tree does.
+#[test]
+fn rules_without_facts_say_so_and_a_nodefeature_gives_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let rendered = kubelet_mc(dir.path(), &[]);
+    let gitops = example("");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let rules = repo.join("examples/rules/openshift-gpu.yaml");
+    let dgx = repo.join("tests/fixtures/nodes/dgx");
+    let explain = |json: bool, extra: &[&str]| {
+        let mut args = vec![
+            "explain",
+            "--machineconfig",
+            &rendered,
+            "--machineconfig",
+            &gitops,
+        ];
+        args.extend(["--rules", rules.to_str().unwrap()]);
+        if json {
+            args.push("--json");
+        }
+        args.extend(extra);
+        cli(&args)
+    };
+    let out = explain(false, &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "facts: none read: MachineConfigs hold no node's hardware; give --facts-root DIR"
+        ) && text.contains("--facts FILE (`oc get nodefeature -n NAMESPACE NODE -o yaml`")
+            && text.contains("not evaluated (no facts were read)")
+            && !text.contains("no match"),
+        "{text}"
+    );
+    // The node's tree, and its NodeFeature as nfd-worker publishes it.
+    let from_root = json_of(&explain(true, &["--facts-root", dgx.to_str().unwrap()]));
+    assert_eq!(from_root["facts_read"], json!(true));
+    assert!(
+        from_root["rules"].to_string().contains("\"matched\":true"),
+        "{from_root}"
+    );
+    let features = json_of(&cli(&["facts", "--json", "--root", dgx.to_str().unwrap()]));
+    let nodefeature = json!({
+        "apiVersion": "nfd.k8s-sigs.io/v1alpha1",
+        "kind": "NodeFeature",
+        "metadata": {
+            "name": "dgx-0", "namespace": "openshift-nfd",
+            "labels": { "nfd.node.kubernetes.io/node-name": "dgx-0" },
+            "ownerReferences": [{ "apiVersion": "v1", "kind": "Pod", "name": "nfd-worker-x", "uid": "u" }]
+        },
+        "spec": { "features": features, "labels": {} }
+    });
+    let nf = dir.path().join("nodefeature.yaml");
+    std::fs::write(
+        &nf,
+        kubelet_labeler::render::machineconfig::to_yaml(&nodefeature).unwrap(),
+    )
+    .unwrap();
+    let from_nf = json_of(&explain(true, &["--facts", nf.to_str().unwrap()]));
+    for key in ["argv", "added_labels", "taints", "rules", "facts_read"] {
+        assert_eq!(from_nf[key], from_root[key], "{key}");
+    }
+    assert_eq!(from_nf["facts"], json!(format!("from {}", nf.display())));
+    // Something else than a NodeFeature: named, with the fix.
+    let out = explain(false, &["--facts", rules.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("not a NodeFeature"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// A kubeadm host: its kubelet.service and kubelet.
 fn kubeadm_tree(root: &Path) {
     write(
@@ -158,6 +324,189 @@ fn kubeadm_tree(root: &Path) {
         std::fs::Permissions::from_mode(0o755),
     )
     .unwrap();
+}
+
+/// Issue 22 item 7 on a kubeadm root: the kubelet package's version
+/// (Debian's package database) is the kubelet the flags are judged for.
+#[test]
+fn a_kubeadm_root_judges_flags_for_its_kubelet_package() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    kubeadm_tree(root);
+    write(
+        &root.join("usr/lib/systemd/system/kubelet.service"),
+        "[Service]\nExecStart=/usr/bin/kubelet --pod-infra-container-image=registry.k8s.io/pause:3.9\n",
+    );
+    let explain = || {
+        json_of(&cli(&[
+            "explain",
+            "--json",
+            "--root",
+            root.to_str().unwrap(),
+        ]))
+    };
+    let e = explain();
+    assert!(
+        e["kubelet_version"]
+            .as_str()
+            .unwrap()
+            .starts_with("unknown"),
+        "{e}"
+    );
+    assert!(
+        e["warnings"]
+            .to_string()
+            .contains("only kubelets before 1.35 take it"),
+        "{e}"
+    );
+    let status = |v: &str| {
+        format!(
+            "Package: kubelet\nStatus: install ok installed\nArchitecture: arm64\nVersion: {v}\n\n"
+        )
+    };
+    write(&root.join("var/lib/dpkg/status"), &status("1.30.4-1.1"));
+    let e = explain();
+    assert!(
+        e["kubelet_version"]
+            .as_str()
+            .unwrap()
+            .starts_with("1.30 (the kubelet package 1.30.4-1.1")
+            && !e["warnings"].to_string().contains("pod-infra"),
+        "{e}"
+    );
+    write(&root.join("var/lib/dpkg/status"), &status("1.35.0-1.1"));
+    let e = explain();
+    assert!(
+        e["warnings"]
+            .to_string()
+            .contains("kubelet 1.35 has no such flag (removed in 1.35)"),
+        "{e}"
+    );
+}
+
+/// Every file (not directory) under `root`, as paths relative to it.
+fn files_under(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.symlink_metadata().unwrap().is_dir() {
+                dirs.push(p);
+            } else {
+                out.push(p.strip_prefix(root).unwrap().to_path_buf());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Issue 22 item 10: `render dropins --remove` takes out what render wrote
+/// (and what the generator and the wrapper made of it), nothing else, all
+/// or nothing; `explain` then shows kubelet as before.
+#[test]
+fn render_dropins_remove_takes_out_exactly_what_render_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let r = root.to_str().unwrap();
+    kubeadm_tree(root);
+    write(
+        &root.join("etc/systemd/system/kubelet.service.d/10-mine.conf"),
+        "[Service]\nEnvironment=MINE=1\n",
+    );
+    write(&root.join("usr/local/bin/my-tool"), "mine\n");
+    let before = files_under(root);
+    let explain = || json_of(&cli(&["explain", "--json", "--root", r]));
+    let unchanged = explain();
+    let out = cli(&[
+        "render",
+        "dropins",
+        "--root",
+        r,
+        "--arch",
+        "x86_64",
+        "--label",
+        "node.kubernetes.io/gpu=",
+        "--taint",
+        "nvidia.com/gpu=true:NoSchedule",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // What boot makes of it: the generator's drop-in, the wrapper's state.
+    let generated = root.join("run/systemd/generator/kubelet.service.d/zz-kubelet-labeler.conf");
+    write(
+        &generated,
+        &kubelet_labeler::render::dropins::wrapper_dropin(
+            kubelet_labeler::kubelet::Profile::Upstream,
+        ),
+    );
+    write(
+        &root.join("run/kubelet-labeler/kubelet.service.state"),
+        "x\n",
+    );
+    assert_eq!(explain()["wrapper_installed"], json!(true));
+    let rendered = files_under(root);
+
+    // An env drop-in with a line of the user's: refused, nothing removed.
+    let env = root.join("etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf");
+    let ours = std::fs::read_to_string(&env).unwrap();
+    write(
+        &env,
+        &format!("{ours}Environment=\"KUBELET_EXTRA_ARGS=--v=4\"\n"),
+    );
+    let out = cli(&["render", "dropins", "--remove", "--root", r]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains(
+            "holds lines render did not write (Environment=\"KUBELET_EXTRA_ARGS=--v=4\")"
+        ) && stderr(&out).contains("pass --force")
+            && stderr(&out).contains("nothing was removed"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(files_under(root), rendered);
+    // Without it (or with --force): everything of ours goes, nothing else.
+    write(&env, &ours);
+    let out = cli(&["render", "dropins", "--remove", "--root", r]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("systemctl daemon-reload"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(files_under(root), before);
+    let after = explain();
+    for key in [
+        "argv",
+        "original_argv",
+        "wrapper_installed",
+        "errors",
+        "added_labels",
+        "taints",
+    ] {
+        assert_eq!(after[key], unchanged[key], "{key}");
+    }
+    let out = cli(&["render", "dropins", "--remove", "--root", r]);
+    assert!(out.status.success());
+    assert!(
+        stderr(&out).contains("nothing of kubelet-labeler's for kubelet.service"),
+        "{}",
+        stderr(&out)
+    );
+    // --force takes an edited one too.
+    let out = cli(&[
+        "render", "dropins", "--root", r, "--arch", "x86_64", "--label", "a=",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    write(&env, "[Service]\nExecStartPre=/bin/true\n");
+    let out = cli(&["render", "dropins", "--remove", "--force", "--root", r]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(files_under(root), before);
+    // Only for removing: no labels with it.
+    let out = cli(&[
+        "render", "dropins", "--remove", "--root", r, "--label", "a=",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
 }
 
 /// A kubeadm host with our files rendered into it.

@@ -125,6 +125,19 @@ const BLOCKS: &[(&str, &str, Plan)] = &[
     ),
     (
         "docs/commands.md",
+        "kubelet-labeler render dropins --root / --remove && systemctl daemon-reload",
+        NotHere(
+            "removes from / and reloads systemd: root on a real host; tests/preflight.rs \
+             (render_dropins_remove_takes_out_exactly_what_render_wrote) runs --remove on a tree",
+        ),
+    ),
+    (
+        "docs/kubeadm.md",
+        "scp target/static/kubelet-labeler-aarch64 pi-1:/tmp/kubelet-labeler",
+        NotHere("needs a Raspberry Pi reachable by ssh (pi-1)"),
+    ),
+    (
+        "docs/commands.md",
         "kubelet-labeler render ignition --pool worker-gpu -o worker-gpu.ign",
         Run(&[Wrapper("x86_64"), Ca]),
     ),

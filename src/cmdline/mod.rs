@@ -25,6 +25,18 @@ pub enum Cmd {
     #[command(after_help = VALIDATE_EXAMPLES)]
     Validate(ValidateConfig),
     /// Print the node's hardware facts under NFD's feature names
+    ///
+    /// Read under --root as NFD's nfd-worker reads them, from files only:
+    /// pci.device from /sys/bus/pci/devices/*/ (each function's uevent, else
+    /// all five of class, vendor, device, subsystem_vendor and
+    /// subsystem_device: one missing skips the function, as in NFD);
+    /// usb.device, network.device, storage.block, memory.nv, memory.numa,
+    /// cpu.topology from /sys/bus/usb, /sys/class/net, /sys/block,
+    /// /sys/bus/nd, /sys/bus/node, /sys/bus/cpu; cpu.cpuid and cpu.model from
+    /// /proc/cpuinfo; kernel.version and system.name from
+    /// /proc/sys/kernel/{osrelease,hostname}; system.osrelease from
+    /// /etc/os-release; system.dmiid from /sys/devices/virtual/dmi/id. A
+    /// missing file is an absent feature.
     #[command(after_help = FACTS_EXAMPLES)]
     Facts(FactsConfig),
     /// Render drop-ins, MachineConfigs or Ignition
@@ -103,6 +115,7 @@ Examples:
       --wrapper ./kubelet-labeler-wrapper --label node.kubernetes.io/gpu=
   kubelet-labeler render dropins --root /srv/node-files --create-root \\
       --arch x86_64 --arch aarch64 --label node.kubernetes.io/pi=
+  kubelet-labeler render dropins --root / --remove && systemctl daemon-reload
 
 Exit status: 0 success, 1 error (the message says which input and the fix),
 2 usage.";
@@ -221,11 +234,12 @@ pub struct ExplainConfig {
     #[arg(long, value_name = "DIR", required_unless_present = "machineconfigs")]
     pub root: Option<PathBuf>,
     /// Explain the node tree these MachineConfigs write instead (repeatable,
-    /// "-" for stdin; e.g. `oc get mc rendered-worker-... -o yaml`); exits 1
-    /// when the wrapper would start kubelet without our additions
+    /// "-" for stdin; e.g. `oc get mc rendered-worker-... -o yaml`; a
+    /// directory: its *.yaml, *.yml, *.json); exits 1 when the wrapper would
+    /// start kubelet without our additions
     #[arg(
         long = "machineconfig",
-        value_name = "FILE",
+        value_name = "FILE|DIR",
         conflicts_with_all = ["root", "unit_path"]
     )]
     pub machineconfigs: Vec<PathBuf>,
@@ -242,9 +256,15 @@ pub struct ExplainConfig {
     /// Unit search path instead of systemd's (colon-separated, under --root)
     #[arg(long, value_name = "DIRS")]
     pub unit_path: Option<String>,
-    /// Read the node's hardware facts under this root [default: --root]
+    /// Read the node's hardware facts under this root [default: --root;
+    /// with --machineconfig, none: give this or --facts]
     #[arg(long, value_name = "DIR")]
     pub facts_root: Option<PathBuf>,
+    /// The node's facts as NFD gives them: its NodeFeature (`oc get
+    /// nodefeature -n NS NODE -o yaml`) or `facts --json` output ("-" for
+    /// stdin)
+    #[arg(long, value_name = "FILE", conflicts_with = "facts_root")]
+    pub facts: Option<PathBuf>,
     /// Preview these NodeFeatureRule files instead of the tree's rules
     /// (repeatable, "-" for stdin)
     #[arg(long = "rules", value_name = "FILE")]
@@ -252,6 +272,11 @@ pub struct ExplainConfig {
     /// Preview NFD's built-in label set of this flavour
     #[arg(long, value_enum, value_name = "FLAVOUR")]
     pub nfd_labels: Option<NfdLabelsArg>,
+    /// The node's kubelet release (1.MINOR), to judge the unit's flags for
+    /// [default: a rendered config's OpenShift release, or the root's
+    /// /etc/os-release OPENSHIFT_VERSION or kubelet package; else unknown]
+    #[arg(long, value_name = "1.MINOR", value_parser = kubelet_version)]
+    pub kubelet_version: Option<crate::kubelet::version::KubeletVersion>,
     /// Print one JSON object
     #[arg(long)]
     pub json: bool,
@@ -349,13 +374,26 @@ pub struct RenderDropinsConfig {
     /// Unit to wrap
     #[arg(long, value_name = "NAME", default_value = "kubelet.service")]
     pub unit: String,
-    /// Overwrite files that already exist
+    /// Overwrite files that already exist (with --remove: remove an env
+    /// drop-in holding lines of your own too)
     #[arg(short, long)]
     pub force: bool,
     /// Create --root if it does not exist (a new tree to copy to nodes);
     /// without it a missing --root is an error
     #[arg(long)]
     pub create_root: bool,
+    /// Remove what render wrote for --unit instead (the wrappers, the
+    /// generator, the env drop-in, and the generator's drop-in and the
+    /// wrapper's state under /run), all or nothing; an env drop-in with
+    /// lines of your own is refused without --force
+    #[arg(
+        long,
+        conflicts_with_all = [
+            "labels", "taints", "profile", "rules", "nfd_labels", "arches",
+            "wrappers", "create_root",
+        ]
+    )]
+    pub remove: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -685,6 +723,11 @@ pub struct IsoRemoveConfig {
 /// role's, as a usage error.
 fn pool_name(s: &str) -> Result<String, String> {
     crate::render::machineconfig::pool_name_problem(s).map_or_else(|| Ok(s.to_string()), Err)
+}
+
+/// `--kubelet-version 1.30`, as a usage error.
+fn kubelet_version(s: &str) -> Result<crate::kubelet::version::KubeletVersion, String> {
+    crate::kubelet::version::from_option(s)
 }
 
 /// `--set-env K=V`: as the service manager takes an assignment, as a usage

@@ -30,6 +30,27 @@ pub struct Features {
     pub instances: SortedMap<String, Vec<SortedMap<String, String>>>,
 }
 
+impl Features {
+    /// These features only, as a read with `FactsOptions::only` gives.
+    pub fn only(&self, names: &SortedSet<String>) -> Features {
+        let mut out = Features::default();
+        for (k, v) in self.flags.iter().filter(|(k, _)| names.contains(*k)) {
+            out.flags.insert(k.clone(), v.clone());
+        }
+        for (k, v) in self.attributes.iter().filter(|(k, _)| names.contains(*k)) {
+            out.attributes.insert(k.clone(), v.clone());
+        }
+        for (k, v) in self.instances.iter().filter(|(k, _)| names.contains(*k)) {
+            out.instances.insert(k.clone(), v.clone());
+        }
+        out
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.flags.is_empty() && self.attributes.is_empty() && self.instances.is_empty()
+    }
+}
+
 /// Every feature `read` can produce: a rule on any other feature can never
 /// match at boot, so render refuses it.
 pub const FEATURES: &[&str] = &[

@@ -200,6 +200,50 @@ pub const OLDER: &[&str] = &[
     "stderrthreshold",
 ];
 
+/// The release each of these older flags left kubelet in (its minor,
+/// 1.x): a kubelet of that release or later exits on it, an earlier one
+/// takes it. From the kubernetes/kubernetes pull requests that removed
+/// them (#133779 pod-infra-container-image, #130161 cloud-config, #122363
+/// the iptables bits, #116015 master-service-namespace, the in-tree
+/// credential providers' removal in 1.30, dockershim's in 1.24, klog's
+/// flags in 1.26). Flags not here left before 1.24 or are not recorded.
+#[rustfmt::skip]
+pub const REMOVED_IN: &[(&str, u32)] = &[
+    ("add-dir-header", 26),
+    ("alsologtostderr", 26),
+    ("azure-container-registry-config", 30),
+    ("cloud-config", 34),
+    ("cni-bin-dir", 24),
+    ("cni-cache-dir", 24),
+    ("cni-conf-dir", 24),
+    ("container-runtime", 27),
+    ("docker-endpoint", 24),
+    ("dynamic-config-dir", 24),
+    ("experimental-dockershim-root-directory", 24),
+    ("image-pull-progress-deadline", 24),
+    ("iptables-drop-bit", 31),
+    ("iptables-masquerade-bit", 31),
+    ("log-backtrace-at", 26),
+    ("log-dir", 26),
+    ("log-file", 26),
+    ("log-file-max-size", 26),
+    ("logtostderr", 26),
+    ("master-service-namespace", 27),
+    ("network-plugin", 24),
+    ("network-plugin-mtu", 24),
+    ("non-masquerade-cidr", 24),
+    ("one-output", 26),
+    ("pod-infra-container-image", 35),
+    ("skip-headers", 26),
+    ("skip-log-headers", 26),
+    ("stderrthreshold", 26),
+];
+
+/// The minor release that removed an older flag, if recorded.
+pub fn removed_in(name: &str) -> Option<u32> {
+    REMOVED_IN.iter().find(|(n, _)| *n == name).map(|&(_, m)| m)
+}
+
 /// What kubelet makes of a long flag name (`_` already read as `-`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Known {
@@ -256,6 +300,17 @@ mod tests {
             assert!(list.windows(2).all(|w| w[0] < w[1]), "{list:?}");
         }
         assert!(OLDER.iter().all(|o| !CURRENT.contains(o)));
+    }
+
+    #[test]
+    fn removed_flags_are_older_ones() {
+        assert!(REMOVED_IN.windows(2).all(|w| w[0].0 < w[1].0));
+        for (name, minor) in REMOVED_IN {
+            assert_eq!(known(name), Known::Older, "{name}");
+            assert!(*minor <= super::super::version::REFERENCE_MINOR, "{name}");
+        }
+        assert_eq!(removed_in("pod-infra-container-image"), Some(35));
+        assert_eq!(removed_in("node-labels"), None);
     }
 
     #[test]

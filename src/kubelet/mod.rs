@@ -12,6 +12,7 @@ pub mod known_flags;
 pub mod labels;
 pub mod taints;
 pub mod validate;
+pub mod version;
 
 pub use flags::{NodeFs, apply};
 pub use labels::{parse_node_labels, validate_labels};

@@ -77,7 +77,7 @@ pub fn validate_kubelet_args(args: &[String], profile: Profile) -> ValidationRep
             errors.push(why);
         }
     }
-    let (unknown, older) = unknown_flags(&argv, &scan);
+    let (unknown, older) = unknown_flags(&argv, &scan, None);
     errors.extend(unknown);
     for f in &scan.flags {
         match f.name.as_str() {
@@ -123,11 +123,14 @@ pub fn validate_kubelet_args(args: &[String], profile: Profile) -> ValidationRep
 /// For `explain`: the flags of a unit's own kubelet command that kubelet
 /// exits on (not ours to fix, and the wrapper passes them on as they are).
 /// Nothing when `program` is not kubelet or a launcher of it.
-pub fn command_flag_warnings(program: &str, argv: &[String]) -> Vec<String> {
+///
+/// `minor`: the node's kubelet (1.x), when known: a flag its release still
+/// takes is no warning.
+pub fn command_flag_warnings(program: &str, argv: &[String], minor: Option<u32>) -> Vec<String> {
     if super::flags::kubelet_args_start(program, argv).is_err() {
         return Vec::new();
     }
-    let (unknown, older) = unknown_flags(argv, &scan(argv));
+    let (unknown, older) = unknown_flags(argv, &scan(argv), minor);
     unknown
         .iter()
         .chain(&older)
@@ -137,9 +140,15 @@ pub fn command_flag_warnings(program: &str, argv: &[String]) -> Vec<String> {
 
 /// Long flags of `argv` kubelet does not know, as kubelet refuses them
 /// (`unknown flag: --x`, exit 1), with the flag likely meant; and those only
-/// older kubelets know, for a warning. Each name once.
-pub fn unknown_flags(argv: &[String], scan: &super::flags::FlagScan) -> (Vec<String>, Vec<String>) {
-    use super::known_flags::{Known, known};
+/// older kubelets know, for a warning: for the kubelet 1.`minor` when
+/// known, else for the newest. Each name once.
+pub fn unknown_flags(
+    argv: &[String],
+    scan: &super::flags::FlagScan,
+    minor: Option<u32>,
+) -> (Vec<String>, Vec<String>) {
+    use super::known_flags::{Known, known, removed_in};
+    use super::version::REFERENCE_MINOR;
     let (mut unknown, mut older) = (Vec::new(), Vec::new());
     let mut seen = Vec::new();
     for f in &scan.flags {
@@ -154,9 +163,18 @@ pub fn unknown_flags(argv: &[String], scan: &super::flags::FlagScan) -> (Vec<Str
         seen.push(raw);
         match known(&f.name) {
             Known::Current => {}
-            Known::Older => older.push(format!(
-                "--{raw}: kubelet 1.36 has no such flag and exits on it (unknown flag); only older kubelets take it"
-            )),
+            Known::Older => match (minor, removed_in(&f.name)) {
+                (Some(m), Some(r)) if m < r => {}
+                (Some(m), Some(r)) => older.push(format!(
+                    "--{raw}: kubelet 1.{m} has no such flag (removed in 1.{r}) and exits on it (unknown flag)"
+                )),
+                (None, Some(r)) => older.push(format!(
+                    "--{raw}: kubelet 1.{REFERENCE_MINOR} has no such flag and exits on it (unknown flag); only kubelets before 1.{r} take it"
+                )),
+                (_, None) => older.push(format!(
+                    "--{raw}: kubelet 1.{REFERENCE_MINOR} has no such flag and exits on it (unknown flag); only older kubelets take it"
+                )),
+            },
             Known::Unknown(close) => unknown.push(format!(
                 "unknown flag: --{raw}: kubelet exits on it{}",
                 close.map_or(String::new(), |c| format!("; did you mean --{c}?"))

@@ -33,6 +33,11 @@ pub const MACHINECONFIG: Limit = Limit {
     flag: "--machineconfig",
     bytes: 64 * MIB,
 };
+/// `explain --facts`: a NodeFeature is a few hundred KiB at most.
+pub const FACTS: Limit = Limit {
+    flag: "--facts",
+    bytes: 16 * MIB,
+};
 /// An Ignition config to embed: the live ISO's embed area is 256 KiB
 /// compressed.
 pub const IGNITION: Limit = Limit {
@@ -79,6 +84,75 @@ pub fn read_text(path: &Path, limit: Limit) -> Result<(String, String)> {
         )
     })?;
     Ok((text, name))
+}
+
+/// The files a path names: a directory's `*.yaml`, `*.yml` and `*.json`
+/// (sorted; as `iso fleet --pool NAME=DIR` reads a gitops directory), or
+/// the path itself (a file, or `-` for stdin).
+pub fn files_of(path: &Path, flag: &str) -> Result<Vec<std::path::PathBuf>> {
+    if path.as_os_str() == "-" || !path.is_dir() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(path)
+        .with_context(|| format!("reading {flag} {}", path.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
+                && p.is_file()
+        })
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        bail!(
+            "{flag} {}: the directory holds no *.yaml, *.yml or *.json file",
+            path.display()
+        );
+    }
+    Ok(files)
+}
+
+/// The MachineConfigs of `--machineconfig` paths: files, `-`, or
+/// directories, whose other manifests (a pool, a kustomization) are
+/// skipped; a directory with none is refused.
+pub fn read_machineconfigs(paths: &[std::path::PathBuf]) -> Result<Vec<serde_json::Value>> {
+    use super::layout::machineconfigs_from_yaml;
+    let mut configs = Vec::new();
+    for path in paths {
+        let files = files_of(path, MACHINECONFIG.flag)?;
+        let from_dir = path.as_os_str() != "-" && path.is_dir();
+        let before = configs.len();
+        for file in &files {
+            let (text, name) = read_text(file, MACHINECONFIG)?;
+            if from_dir && !names_a_machineconfig(&text) {
+                continue;
+            }
+            configs.extend(machineconfigs_from_yaml(&text, &name)?);
+        }
+        if from_dir && configs.len() == before {
+            bail!(
+                "--machineconfig {}: no MachineConfig in its {} file(s); give the directory \
+                 `render machineconfig --output-dir` wrote, or `oc get mc NAME -o yaml` output",
+                path.display(),
+                files.len()
+            );
+        }
+    }
+    Ok(configs)
+}
+
+/// Whether YAML text has a MachineConfig document or list (a directory's
+/// files that do not are other manifests, skipped).
+fn names_a_machineconfig(text: &str) -> bool {
+    let Ok(docs) = serde_saphyr::from_multiple::<serde_json::Value>(text) else {
+        // Unreadable: reading it as MachineConfigs says why.
+        return true;
+    };
+    docs.iter().any(|d| {
+        let kind = d.get("kind").and_then(serde_json::Value::as_str);
+        kind == Some("MachineConfig") || kind.is_some_and(|k| k.ends_with("List"))
+    })
 }
 
 /// The bytes of the file `path`.

@@ -151,6 +151,25 @@ fn role(mc: &Value) -> Result<Option<&str>> {
     }
 }
 
+/// The pool a rendered config was rendered for: the MachineConfigPool
+/// that owns it (`ownerReferences`), else the pool in its name
+/// (`rendered-<pool>-<hash>`, as the MCO names it).
+fn rendered_pool(mc: &Value) -> Option<&str> {
+    let owner = mc
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|o| o.get("kind").and_then(Value::as_str) == Some("MachineConfigPool"))
+        .and_then(|o| o.get("name").and_then(Value::as_str))
+        .filter(|n| !n.is_empty());
+    owner.or_else(|| {
+        let (pool, hash) = mc_name(mc).strip_prefix("rendered-")?.rsplit_once('-')?;
+        let is_hash = !hash.is_empty() && hash.bytes().all(|b| b.is_ascii_hexdigit());
+        (is_hash && !pool.is_empty()).then_some(pool)
+    })
+}
+
 /// Where `configs[i]` goes in the merge: the indices in merge order.
 ///
 /// The MCO merges a pool's `worker`-role MachineConfigs first (by name),
@@ -160,14 +179,20 @@ fn role(mc: &Value) -> Result<Option<&str>> {
 /// rendered-worker-...`), which carries none: what the pool already merged.
 /// So configs without a role go first, as the base the others change.
 ///
-/// A node is in one pool: configs of two pools' roles are refused.
+/// A node is in one pool: configs of two pools' roles are refused, and a
+/// rendered config counts as its pool's (rendered-worker stands for
+/// worker's configs, which a custom pool takes too).
 pub fn merge_order(configs: &[Value]) -> Result<Vec<usize>> {
-    let mut roles: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    // A pool's configs: by role label, and rendered for it.
+    let mut roles: BTreeMap<&str, [Vec<&str>; 2]> = BTreeMap::new();
     let mut rank = Vec::with_capacity(configs.len());
     for mc in configs {
         let role = role(mc)?;
         if let Some(r) = role {
-            roles.entry(r).or_default().push(mc_name(mc));
+            roles.entry(r).or_default()[0].push(mc_name(mc));
+        }
+        if let Some(p) = rendered_pool(mc).filter(|p| role != Some(*p)) {
+            roles.entry(p).or_default()[1].push(mc_name(mc));
         }
         rank.push(match role {
             None => 0,
@@ -181,9 +206,14 @@ pub fn merge_order(configs: &[Value]) -> Result<Vec<usize>> {
     if mixed {
         let named: Vec<String> = roles
             .iter()
-            .map(|(r, names)| {
-                let names: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
-                format!("{} (role {r})", names.join(", "))
+            .flat_map(|(r, [labelled, rendered])| {
+                [(labelled, "role"), (rendered, "rendered for pool")]
+                    .into_iter()
+                    .filter(|(names, _)| !names.is_empty())
+                    .map(move |(names, how)| {
+                        let names: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
+                        format!("{} ({how} {r})", names.join(", "))
+                    })
             })
             .collect();
         let why = match pools.as_slice() {
@@ -653,6 +683,63 @@ mod tests {
                 role_mc("50-worker-gpu-labels", "worker-gpu", json!({})),
                 mc("rendered-worker-gpu-1", json!({})),
             ],
+        ] {
+            assert!(Layout::merge(configs).is_ok());
+        }
+    }
+
+    /// A rendered config names its pool (its owner, or its name): with
+    /// another pool's MachineConfigs it is refused like a role label.
+    #[test]
+    fn a_rendered_config_counts_as_its_pools() {
+        let err = |configs: Vec<Value>| format!("{:#}", Layout::merge(configs).unwrap_err());
+        let hash = "2c2b8d9c2a6f1e0b8e7d5f3a1c9b7e6d";
+        let gpu = || role_mc("50-worker-gpu-labels", "worker-gpu", json!({}));
+        let e = err(vec![
+            mc(&format!("rendered-master-{hash}"), json!({})),
+            gpu(),
+        ]);
+        assert!(
+            e.contains("a node is in one pool, not master and worker-gpu")
+                && e.contains(&format!(
+                    "\"rendered-master-{hash}\" (rendered for pool master)"
+                ))
+                && e.contains("\"50-worker-gpu-labels\" (role worker-gpu)"),
+            "{e}"
+        );
+        // The owner names the pool, whatever the object's name.
+        let mut owned = mc("my-copy", json!({}));
+        owned["metadata"]["ownerReferences"] = json!([{
+            "apiVersion": "machineconfiguration.openshift.io/v1",
+            "kind": "MachineConfigPool", "name": "infra", "uid": "u", "controller": true
+        }]);
+        let e = err(vec![owned.clone(), gpu()]);
+        assert!(e.contains("not infra and worker-gpu"), "{e}");
+        // Two rendered configs of two pools.
+        let e = err(vec![
+            mc(&format!("rendered-worker-gpu-{hash}"), json!({})),
+            mc(&format!("rendered-worker-infra-{hash}"), json!({})),
+        ]);
+        assert!(e.contains("not worker-gpu and worker-infra"), "{e}");
+        // Worker's configs under master.
+        let e = err(vec![
+            mc(&format!("rendered-master-{hash}"), json!({})),
+            role_mc("99-worker-x", "worker", json!({})),
+        ]);
+        assert!(
+            e.contains("the master pool takes no worker MachineConfigs"),
+            "{e}"
+        );
+        // One pool: rendered-worker is what a custom pool takes from worker.
+        for configs in [
+            vec![mc(&format!("rendered-worker-{hash}"), json!({})), gpu()],
+            vec![mc(&format!("rendered-worker-gpu-{hash}"), json!({})), gpu()],
+            vec![
+                mc(&format!("rendered-worker-gpu-{hash}"), json!({})),
+                role_mc("99-worker-x", "worker", json!({})),
+            ],
+            // Not a rendered name: no pool to tell.
+            vec![mc("rendered-by-hand", json!({})), gpu()],
         ] {
             assert!(Layout::merge(configs).is_ok());
         }

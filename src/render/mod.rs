@@ -11,6 +11,7 @@ pub mod layout;
 pub mod machineconfig;
 pub mod node_rules;
 pub mod pointer;
+pub mod remove;
 pub mod tree;
 pub mod wrappers;
 

@@ -229,7 +229,7 @@ pub fn planned_files(opts: &TreeOptions) -> Result<Vec<(PathBuf, Vec<u8>, u32)>>
 }
 
 /// Unit names as systemd allows them, so the generator can quote them.
-fn check_unit_name(unit: &str) -> Result<()> {
+pub(crate) fn check_unit_name(unit: &str) -> Result<()> {
     let ok = !unit.is_empty()
         && unit.len() <= 255
         && unit.contains('.')
@@ -411,7 +411,7 @@ fn temp_file_in(dir: &Path) -> Result<tempfile::NamedTempFile> {
 }
 
 /// Whether `path` can be removed: its directory takes a new file.
-fn check_removable(path: &Path) -> Result<()> {
+pub(crate) fn check_removable(path: &Path) -> Result<()> {
     let dir = path.parent().context("a path with no parent")?;
     temp_file_in(dir).with_context(|| format!("removing {}", path.display()))?;
     Ok(())

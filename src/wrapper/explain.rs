@@ -12,6 +12,7 @@ use super::explain_tree as tree;
 use super::plan::{self, Plan};
 use crate::contract::{GENERATOR_PATH, WRAPPER_DROPIN_NAME, WRAPPER_PATH};
 use crate::kubelet::Profile;
+use crate::kubelet::version::KubeletVersion;
 use crate::unit::{self, LoadOptions, UnitPaths};
 
 pub struct ExplainOptions {
@@ -26,9 +27,15 @@ pub struct ExplainOptions {
     pub override_env: Vec<(String, String)>,
     /// Where the node's facts are read [default: `root`].
     pub facts_root: Option<PathBuf>,
+    /// The node's facts given whole (NFD's NodeFeature, `facts --json`),
+    /// with the input's name: read instead of `facts_root`.
+    pub facts: Option<(crate::facts::Features, String)>,
     /// `root` is laid out from MachineConfigs, not a whole node: a missing
     /// kubelet binary or `--config-dir` is a warning, not an error.
     pub offline: bool,
+    /// The node's kubelet, the unit's flags are judged for [default: as
+    /// the tree under `root` tells, else unknown].
+    pub kubelet_version: Option<KubeletVersion>,
 }
 
 /// One node rule as `explain` shows it.
@@ -53,10 +60,16 @@ pub struct Explanation {
     pub dropins: Vec<String>,
     /// Whether the wrapper's drop-in is installed.
     pub wrapper_installed: bool,
+    /// Whether systemd runs the wrapper at boot: installed, and no later
+    /// drop-in takes `ExecStart=` back.
+    pub wrapper_runs: bool,
     pub executable: String,
+    /// The kubelet release the unit's flags were judged for, and why.
+    pub kubelet_version: String,
     /// What systemd would exec without the wrapper.
     pub original_argv: Vec<String>,
-    /// What the wrapper would exec.
+    /// What will run: what the wrapper would exec, or, when systemd does
+    /// not run the wrapper, `original_argv`.
     pub argv: Vec<String>,
     pub added_labels: Vec<String>,
     pub taints: Vec<String>,
@@ -67,6 +80,11 @@ pub struct Explanation {
     pub errors: Vec<String>,
     /// Node rules in order, with what each matched and gave.
     pub rules: Vec<RuleExplanation>,
+    /// Where the facts the rules (and NFD's label set) were evaluated on
+    /// came from; None when nothing derives from facts.
+    pub facts: Option<String>,
+    /// False when no facts were read: the rules' "no match" says nothing.
+    pub facts_read: bool,
     /// Derived output that was dropped or overridden (static wins on a key).
     pub notes: Vec<String>,
     pub warnings: Vec<String>,
@@ -104,6 +122,11 @@ fn lossy(v: &[OsString]) -> Vec<String> {
 fn display(p: &Path) -> String {
     p.display().to_string()
 }
+
+/// How to give `explain` the node's facts.
+const FACTS_FIX: &str = "give --facts-root DIR (the node's root: / on the node, or its disk \
+    mounted) or --facts FILE (`oc get nodefeature -n NAMESPACE NODE -o yaml`, or \
+    `kubelet-labeler facts --json` run on the node)";
 
 /// Our generator in `root`, if it is there: the unit it writes the
 /// wrapper's drop-in for and the architectures (its `unit=` line and `case`
@@ -143,6 +166,9 @@ fn generator(root: &Path) -> Option<Generator> {
 /// drop-in that applies after it take `ExecStart=` back?
 struct Reach {
     installed: bool,
+    /// Installed, but a later drop-in takes `ExecStart=` back: systemd
+    /// runs another command, or none.
+    bypassed: bool,
     /// Why kubelet would start without the wrapper though it is installed.
     errors: Vec<String>,
     warnings: Vec<String>,
@@ -154,6 +180,7 @@ const GENERATOR_DIR: &str = "/run/systemd/generator";
 fn reach(paths: &UnitPaths, unit_name: &str, wrapper: &unit::Program) -> Reach {
     let mut r = Reach {
         installed: false,
+        bypassed: false,
         errors: Vec::new(),
         warnings: Vec::new(),
     };
@@ -247,17 +274,24 @@ fn reach(paths: &UnitPaths, unit_name: &str, wrapper: &unit::Program) -> Reach {
             Some(reset)
                 if exec_starts.len() == reset + 2
                     && runs_wrapper(&paths.root, exec_starts[reset + 1], wrapper) => {}
-            Some(reset) => r.errors.push(match exec_starts.get(reset + 1) {
-                Some(cmd) => format!(
-                    "{name} sorts after {WRAPPER_DROPIN_NAME} and resets ExecStart= to {cmd}: systemd runs that instead of the wrapper, and kubelet starts without our labels/taints; {fix}"
-                ),
-                None => format!(
-                    "{name} sorts after {WRAPPER_DROPIN_NAME} and resets ExecStart= to nothing: the unit has no command, and systemd refuses to start it; {fix}"
-                ),
-            }),
-            None if !exec_starts.is_empty() => r.errors.push(format!(
-                "{name} sorts after {WRAPPER_DROPIN_NAME} and adds an ExecStart= without resetting it: with the wrapper's, the unit has two, and systemd refuses to start it; {fix}"
-            )),
+            Some(reset) => {
+                let why = match exec_starts.get(reset + 1) {
+                    Some(cmd) => format!(
+                        "{name} sorts after {WRAPPER_DROPIN_NAME} and resets ExecStart= to {cmd}: systemd runs that instead of the wrapper, and kubelet starts without our labels/taints; {fix}"
+                    ),
+                    None => format!(
+                        "{name} sorts after {WRAPPER_DROPIN_NAME} and resets ExecStart= to nothing: the unit has no command, and systemd refuses to start it; {fix}"
+                    ),
+                };
+                r.bypassed = true;
+                r.errors.push(why);
+            }
+            None if !exec_starts.is_empty() => {
+                r.bypassed = true;
+                r.errors.push(format!(
+                    "{name} sorts after {WRAPPER_DROPIN_NAME} and adds an ExecStart= without resetting it: with the wrapper's, the unit has two, and systemd refuses to start it; {fix}"
+                ));
+            }
             None => r.warnings.push(format!(
                 "{name} sorts after {WRAPPER_DROPIN_NAME}; it sets no ExecStart=, so the wrapper still runs"
             )),
@@ -467,13 +501,44 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
         warnings: Default::default(),
     };
     let facts_root = opts.facts_root.as_deref().unwrap_or(&opts.root);
-    let collected = plan::collect(
-        &env,
-        &command.argv,
-        facts_root,
-        opts.profile,
-        plan::FactsScope::WholeElements,
-    );
+    let derives = !super::derived::sources_from_env(&env).is_empty();
+    let (collected, facts, facts_read) = match &opts.facts {
+        Some((features, name)) => (
+            plan::collect_given(&env, features, opts.profile),
+            format!("from {name}"),
+            !features.is_empty(),
+        ),
+        None => {
+            // A tree laid out from MachineConfigs has no /sys or /proc.
+            let read = !(opts.offline && opts.facts_root.is_none())
+                && derives
+                && !crate::facts::read(&crate::facts::FactsOptions {
+                    root: facts_root,
+                    nodename: None,
+                    only: None,
+                    attributes: None,
+                })
+                .is_empty();
+            let collected = plan::collect(
+                &env,
+                &command.argv,
+                facts_root,
+                opts.profile,
+                plan::FactsScope::WholeElements,
+            );
+            let facts = match (read, opts.offline && opts.facts_root.is_none()) {
+                (true, _) => format!("read under {}", facts_root.display()),
+                (false, true) => {
+                    format!("none read: MachineConfigs hold no node's hardware; {FACTS_FIX}")
+                }
+                (false, false) => format!(
+                    "none read: {} has no /sys, /proc or os-release facts; {FACTS_FIX}",
+                    facts_root.display()
+                ),
+            };
+            (collected, facts, read)
+        }
+    };
     let mut plan: Plan = if opts.offline {
         plan::plan(command, collected.additions, opts.profile, &fs)
     } else {
@@ -484,12 +549,22 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
     warnings.extend(fs.warnings.into_inner());
     warnings.extend(plan.warnings.iter().cloned());
     warnings.extend(tree::missing_config(&plan, &fs.inner, opts.offline));
+    let kubelet_version = opts
+        .kubelet_version
+        .clone()
+        .or_else(|| match opts.offline {
+            false => crate::kubelet::version::from_root(&opts.root),
+            true => None,
+        })
+        .unwrap_or_else(KubeletVersion::unknown);
     warnings.extend(crate::kubelet::validate::command_flag_warnings(
         &plan.executable.to_string_lossy(),
         &lossy(&plan.original_argv),
+        kubelet_version.minor,
     ));
     warnings.extend(installed_pool_check(&opts.root, &plan, &env, facts_root));
     let wrapper_installed = reach.installed;
+    let wrapper_runs = reach.installed && !reach.bypassed;
     warnings.extend(reach.warnings);
     let mut errors = reach.errors;
     // (A masked drop-in has said why already.)
@@ -533,16 +608,29 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
         fragment: as_loaded.fragment.as_deref().map(display),
         dropins: as_loaded.dropins.iter().map(|d| display(d)).collect(),
         wrapper_installed,
+        wrapper_runs,
         executable: display(&plan.executable),
+        kubelet_version: kubelet_version.describe(),
         original_argv: lossy(&plan.original_argv),
-        argv: lossy(&plan.argv),
-        added_labels: plan
-            .added_labels
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect(),
-        taints: plan.taints.iter().map(|t| t.to_string()).collect(),
-        left_out: plan.left_out.clone(),
+        // Without the wrapper, what systemd runs is the original command.
+        argv: lossy(if wrapper_runs {
+            &plan.argv
+        } else {
+            &plan.original_argv
+        }),
+        added_labels: match wrapper_runs {
+            true => plan
+                .added_labels
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect(),
+            false => Vec::new(),
+        },
+        taints: match wrapper_runs {
+            true => plan.taints.iter().map(|t| t.to_string()).collect(),
+            false => Vec::new(),
+        },
+        left_out: plan.left_out.clone().filter(|_| wrapper_runs),
         errors,
         rules: plan
             .rules
@@ -566,6 +654,8 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
             })
             .collect(),
         notes: plan.notes.clone(),
+        facts: derives.then_some(facts),
+        facts_read,
         warnings,
     })
 }
@@ -659,13 +749,17 @@ pub fn left_out_at_next_start(root: &Path, unit: &str, profile: Profile) -> Opti
         unit_path: None,
         override_env: Vec::new(),
         facts_root: None,
+        facts: None,
         offline: true,
+        kubelet_version: None,
     })
     .ok()
     .and_then(|e| e.left_out.or_else(|| e.errors.into_iter().next()))
 }
 
-/// Human output: the argv, one word a line, and what changed.
+/// Human output: the argv, one word a line, and what changed. The errors
+/// and why our additions are left out are not in it: the caller says them
+/// once, on stderr.
 pub fn render_human(e: &Explanation) -> String {
     let mut out = String::new();
     out += &format!("unit: {}\n", e.unit);
@@ -674,7 +768,12 @@ pub fn render_human(e: &Explanation) -> String {
         out += &format!("drop-in: {d}\n");
     }
     out += &format!("executable: {}\n", e.executable);
-    out += "argv the wrapper would exec:\n";
+    out += &format!("kubelet version: {}\n", e.kubelet_version);
+    out += if e.wrapper_runs {
+        "argv the wrapper would exec:\n"
+    } else {
+        "argv systemd would exec, without the wrapper:\n"
+    };
     for (i, a) in e.argv.iter().enumerate() {
         let mark = if e.original_argv.contains(a) {
             " "
@@ -686,15 +785,20 @@ pub fn render_human(e: &Explanation) -> String {
     for removed in e.original_argv.iter().filter(|a| !e.argv.contains(a)) {
         out += &format!("  - {}\n", shell_words::quote(removed));
     }
-    if let Some(why) = &e.left_out {
-        out += &format!("our labels/taints are left out: {why}\n");
-    } else if e.argv == e.original_argv {
+    // Why, and the errors, go to stderr once (see main).
+    if e.left_out.is_some() {
+        out += "our labels/taints are left out (why: on stderr)\n";
+    } else if e.wrapper_runs && e.argv == e.original_argv {
         out += "no labels or taints to add\n";
+    }
+    if let Some(facts) = &e.facts {
+        out += &format!("facts: {facts}\n");
     }
     for r in &e.rules {
         let state = match (&r.left_out, r.matched) {
             (Some(why), _) => format!("left out: {why}"),
             (None, true) => "matched".into(),
+            (None, false) if !e.facts_read => "not evaluated (no facts were read)".into(),
             (None, false) => "no match".into(),
         };
         out += &format!("rule {:?}: {state}\n", r.name);
@@ -718,9 +822,6 @@ pub fn render_human(e: &Explanation) -> String {
     }
     for w in &e.warnings {
         out += &format!("warning: {w}\n");
-    }
-    for err in &e.errors {
-        out += &format!("error: {err}\n");
     }
     out
 }

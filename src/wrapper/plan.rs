@@ -83,11 +83,46 @@ pub fn collect(
     profile: Profile,
     scope: FactsScope,
 ) -> Collected {
+    let mut nodename: Option<Option<String>> = None;
+    collect_layers(env, profile, &mut |only, used_attributes| {
+        let nodename = nodename.get_or_insert_with(|| hostname_override(original_argv));
+        crate::facts::read(&crate::facts::FactsOptions {
+            root: facts_root,
+            nodename: nodename.as_deref(),
+            only: Some(only),
+            attributes: match scope {
+                FactsScope::Used => used_attributes,
+                FactsScope::WholeElements => None,
+            },
+        })
+    })
+}
+
+/// [`collect`] on facts given whole (`explain --facts`: NFD's NodeFeature
+/// of the node, or `facts --json` output) instead of read from a root.
+pub fn collect_given(
+    env: &[(OsString, OsString)],
+    features: &crate::facts::Features,
+    profile: Profile,
+) -> Collected {
+    collect_layers(env, profile, &mut |only, _| features.only(only))
+}
+
+/// `read(features, attributes)`: the node's facts of those features (and
+/// optional attributes), read only when there is something to derive.
+type ReadFacts<'a> = dyn FnMut(
+        &crate::sorted::SortedSet<String>,
+        Option<&crate::sorted::SortedSet<String>>,
+    ) -> crate::facts::Features
+    + 'a;
+
+/// The role's layer and the pool's, each evaluated, the pool's over the role's.
+fn collect_layers(env: &[(OsString, OsString)], profile: Profile, read: &mut ReadFacts) -> Collected {
     let Some((role, pool)) = split_layers(env) else {
-        return collect_layer(env, original_argv, facts_root, profile, scope);
+        return collect_with(env, profile, read);
     };
-    let role = collect_layer(&role, original_argv, facts_root, profile, scope);
-    let pool = collect_layer(&pool, original_argv, facts_root, profile, scope);
+    let role = collect_with(&role, profile, read);
+    let pool = collect_with(&pool, profile, read);
     let mut rules = role.rules;
     rules.extend(pool.rules);
     let mut notes = role.notes;
@@ -172,13 +207,7 @@ fn pool_over_role(
     Some(merged)
 }
 
-fn collect_layer(
-    env: &[(OsString, OsString)],
-    original_argv: &[OsString],
-    facts_root: &Path,
-    profile: Profile,
-    scope: FactsScope,
-) -> Collected {
+fn collect_with(env: &[(OsString, OsString)], profile: Profile, read: &mut ReadFacts) -> Collected {
     let static_ = additions_from_env(env);
     let sources = derived::sources_from_env(env);
     if sources.is_empty() {
@@ -198,23 +227,13 @@ fn collect_layer(
             };
         }
     };
-    let nodename = hostname_override(original_argv);
     // Read only what the rules and NFD's label set look at.
     let used = derived::facts_used(&sources);
-    let attributes = match scope {
-        FactsScope::Used => used.attributes.as_ref(),
-        FactsScope::WholeElements => None,
-    };
-    let read = |only: &crate::sorted::SortedSet<String>| {
-        crate::facts::read(&crate::facts::FactsOptions {
-            root: facts_root,
-            nodename: nodename.as_deref(),
-            only: Some(only),
-            attributes,
-        })
-    };
-    let mut features = read(&used.features);
-    let derived = derived::derive(&sources, &mut features, profile, &mut |more| read(more));
+    let attributes = used.attributes.as_ref();
+    let mut features = read(&used.features, attributes);
+    let derived = derived::derive(&sources, &mut features, profile, &mut |more| {
+        read(more, attributes)
+    });
     let (merged, mut notes) = derived::merge(static_.as_ref(), &derived);
     notes.splice(0..0, derived.problems.iter().cloned());
     notes.extend(derived.rules.iter().filter_map(|r| {

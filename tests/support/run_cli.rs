@@ -11,7 +11,10 @@ pub fn cli(args: &[&str]) -> Output {
     c.args(args);
     // render refuses the dynamic cargo-built wrapper; these trees are only
     // explained, so a static program's ELF header stands in for it.
-    if args.starts_with(&["render", "dropins"]) && !args.contains(&"--wrapper") {
+    if args.starts_with(&["render", "dropins"])
+        && !args.contains(&"--wrapper")
+        && !args.contains(&"--remove")
+    {
         c.arg("--wrapper").arg(stand_in_wrapper());
     }
     c.output().expect("running kubelet-labeler")
