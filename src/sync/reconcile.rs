@@ -29,6 +29,8 @@ const KUBELET_SETS: [&str; 5] = [
     "beta.kubernetes.io/arch",
 ];
 
+const POOL_HELD: &str = "it selects the node's pool: changing it moves the node to another pool (opt in with --allow-pool-label)";
+
 /// The Node as read: what reconcile looks at.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NodeState {
@@ -251,12 +253,10 @@ pub fn reconcile(desired: &Desired, node: &NodeState, policy: &Policy) -> Reconc
                 "NFD owns it (nfd.node.kubernetes.io/feature-labels)",
                 differs,
             )
-        } else if is_pool {
-            (
-                Action::Leave,
-                "it selects the node's pool: changing it moves the node to another pool (opt in with --allow-pool-label)",
-                differs || (want.is_none() && is_owned && have.is_some()),
-            )
+        } else if is_pool && want != have && (want.is_some() || is_owned) {
+            // Only a write or removal is held back: the same value is
+            // adopted like any other, so an opt-in later finds it ours.
+            (Action::Leave, POOL_HELD, true)
         } else {
             match (want, have) {
                 (Some(_), None) => (Action::Add, "derived, absent", false),
@@ -279,7 +279,9 @@ pub fn reconcile(desired: &Desired, node: &NodeState, policy: &Policy) -> Reconc
             }
             Action::Remove => out.patch.remove.push(key.to_string()),
             Action::Adopt => now_owned.push(key.to_string()),
-            Action::Leave if why == "up to date" => now_owned.push(key.to_string()),
+            Action::Leave if why == "up to date" || (why == POOL_HELD && is_owned) => {
+                now_owned.push(key.to_string())
+            }
             Action::Leave => {}
         }
         out.keys.push(KeyPlan {
@@ -566,6 +568,16 @@ mod tests {
         );
         let r = reconcile(&desired(&[]), &n, &pool);
         assert!(r.patch.remove.is_empty() && r.drift_remains());
+        assert!(r.patch.annotations.is_empty(), "still ours: {r:?}");
+        // The same value is adopted, so an opt-in later finds it ours.
+        let same = desired(&[("node.kubernetes.io/worker-gpu", "")]);
+        let r = reconcile(
+            &same,
+            &node(&[("node.kubernetes.io/worker-gpu", "")], &[]),
+            &pool,
+        );
+        assert_eq!(action(&r, "node.kubernetes.io/worker-gpu").0, Action::Adopt);
+        assert!(!r.drift_remains());
     }
 
     #[test]
