@@ -33,8 +33,7 @@ pub enum Cmd {
     /// Embed, show or remove Ignition in CoreOS live ISOs
     #[command(subcommand, after_help = ISO_EXAMPLES)]
     Iso(IsoCmd),
-    /// Reconcile a registered Node's labels with what the wrapper derives,
-    /// with the node's own identity (kubelet's kubeconfig)
+    /// Bring a registered Node's labels up to date, as kubelet's own identity
     #[command(after_help = SYNC_EXAMPLES)]
     Sync(SyncConfig),
     /// Print a shell completion script

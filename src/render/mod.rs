@@ -10,6 +10,7 @@ pub mod layout;
 pub mod machineconfig;
 pub mod node_rules;
 pub mod pointer;
+pub mod sync_units;
 pub mod tree;
 pub mod wrappers;
 
