@@ -297,6 +297,15 @@ fn base_ignition(opts: &PoolOptions) -> Value {
         generator(Profile::OpenShift, "kubelet.service", &arches).as_bytes(),
         0o755,
     ));
+    // The day-2 label sync, which holds back the pool label.
+    let pool_key = (!opts.builtin_role)
+        .then(|| pool_label(opts).ok().map(|(k, _)| k))
+        .flatten();
+    files.extend(
+        super::sync_units::files(Profile::OpenShift, "kubelet.service", pool_key.as_deref())
+            .iter()
+            .map(|(path, text)| file(path, text.as_bytes(), 0o644)),
+    );
     json!({
         "ignition": { "version": opts.ignition_version },
         "storage": { "files": files }
@@ -393,7 +402,18 @@ fn render_role(opts: &PoolOptions, additions: &Additions) -> Result<Rendered> {
         "resources": resources,
     });
     manifests.push(("kustomization.yaml".into(), kustomization));
+    manifests.push(sync_policy(opts));
     Ok(Rendered { manifests })
+}
+
+/// The node disruption policy for what we ship (OpenShift 4.17+), kept out
+/// of the kustomization (see `sync_units::POLICY_FILE`).
+fn sync_policy(opts: &PoolOptions) -> (String, Value) {
+    let arches: Vec<&str> = opts.wrappers.iter().map(|(a, _)| a.name()).collect();
+    (
+        super::sync_units::POLICY_FILE.into(),
+        super::sync_units::disruption_policy(&arches, "kubelet.service"),
+    )
 }
 
 pub fn render(opts: &PoolOptions) -> Result<Rendered> {
@@ -443,6 +463,7 @@ pub fn render(opts: &PoolOptions) -> Result<Rendered> {
             ),
             (files[2].clone(), pool),
             ("kustomization.yaml".into(), kustomization),
+            sync_policy(opts),
         ],
     })
 }
@@ -631,7 +652,9 @@ fn stage_files(
 pub fn to_stream(rendered: &Rendered) -> Result<String> {
     let mut out = String::new();
     for (_, obj) in &rendered.manifests {
-        if obj["kind"] == "Kustomization" {
+        // The policy is cluster-wide: applied client-side it would replace
+        // the cluster's lists (`sync_units::POLICY_FILE`).
+        if obj["kind"] == "Kustomization" || obj["kind"] == "MachineConfiguration" {
             continue;
         }
         out += "---\n";
@@ -753,7 +776,10 @@ mod tests {
             [
                 "/usr/local/bin/kubelet-labeler-wrapper.x86_64",
                 "/usr/local/bin/kubelet-labeler-wrapper.aarch64",
-                GENERATOR_PATH
+                GENERATOR_PATH,
+                "/etc/systemd/system/kubelet-labeler-sync.service",
+                "/etc/systemd/system/kubelet-labeler-sync.path",
+                "/etc/systemd/system/kubelet.service.d/91-kubelet-labeler-sync.conf",
             ]
         );
         assert!(r.manifests[0].1["spec"]["config"].get("systemd").is_none());
@@ -799,9 +825,11 @@ mod tests {
                     );
                 }
             }
+            // (The MachineConfiguration is cluster-wide by design: each
+            // pool's entries merge by path under its own field manager.)
             r.manifests
                 .iter()
-                .filter(|(_, obj)| obj["kind"] != "Kustomization")
+                .filter(|(_, obj)| obj["kind"] != "Kustomization" && obj["kind"] != "MachineConfiguration")
                 .map(|(_, obj)| {
                     let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
                     format!("{}/{}", s(&obj["kind"]), s(&obj["metadata"]["name"]))

@@ -4,8 +4,8 @@
 //!
 //! The sync is the wrapper binary's `sync` mode (one binary per
 //! architecture, picked with `uname -m` as the generator does). It is
-//! pulled in by every start of kubelet.service (`WantedBy=`) and ordered
-//! after it: kubelet's start job never waits for it, and a slow or failing
+//! pulled in by every start of kubelet.service (a `Wants=` drop-in) and
+//! ordered after it: kubelet's start job never waits for it, and a slow or failing
 //! sync leaves kubelet as it is. A path unit runs it again when the env
 //! drop-in (labels, taints and rules) changes.
 
@@ -44,9 +44,7 @@ pub fn sync_service(profile: Profile, unit: &str, pool_label: Option<&str>) -> S
          SuccessExitStatus=1\n\
          TimeoutStartSec=6min\n\
          Nice=10\n\
-         ExecStart=/bin/sh -c 'exec {WRAPPER_PATH}.$$(uname -m) {args}'\n\
-         [Install]\n\
-         WantedBy={unit}\n"
+         ExecStart=/bin/sh -c 'exec {WRAPPER_PATH}.$$(uname -m) {args}'\n"
     )
 }
 
@@ -57,41 +55,84 @@ pub fn sync_path(unit: &str) -> String {
          Description=kubelet-labeler: sync this Node's labels when their configuration changes\n\
          [Path]\n\
          PathChanged={}\n\
-         Unit={SYNC_SERVICE}\n\
-         [Install]\n\
-         WantedBy=multi-user.target\n",
+         Unit={SYNC_SERVICE}\n",
         env_dropin_path(unit)
     )
 }
 
+/// The drop-in that makes every start of `unit` pull in the sync (and its
+/// path unit): `Wants=` from kubelet, `After=` on the sync's side, so
+/// nothing needs enabling and kubelet never waits for it.
+pub const WANTS_DROPIN_NAME: &str = "91-kubelet-labeler-sync.conf";
+
+pub fn wants_dropin() -> String {
+    format!(
+        "# kubelet-labeler: run the day-2 label sync after every kubelet start.\n\
+         [Unit]\n\
+         Wants={SYNC_SERVICE} {SYNC_PATH}\n"
+    )
+}
+
+/// Every file the sync needs on a node: (node path, contents), mode 0644.
+pub fn files(profile: Profile, unit: &str, pool_label: Option<&str>) -> Vec<(String, String)> {
+    vec![
+        (
+            format!("/etc/systemd/system/{SYNC_SERVICE}"),
+            sync_service(profile, unit, pool_label),
+        ),
+        (format!("/etc/systemd/system/{SYNC_PATH}"), sync_path(unit)),
+        (
+            format!("/etc/systemd/system/{unit}.d/{WANTS_DROPIN_NAME}"),
+            wants_dropin(),
+        ),
+    ]
+}
+
+/// The file name `render machineconfig` writes the policy to; it is kept
+/// out of the kustomization and the `-o -` stream, which a client-side
+/// apply would use to replace the cluster's lists with ours.
+pub const POLICY_FILE: &str = "machineconfiguration-cluster.yaml";
+
 /// The `MachineConfiguration` (operator.openshift.io/v1, name `cluster`)
-/// entries for our files and units: a new env drop-in restarts only the
-/// sync (after a daemon-reload, so kubelet's next start reads it too); a
-/// new wrapper needs nothing (it runs at kubelet's next start); the
-/// generator and our units a daemon-reload. Server-side apply merges these
-/// entries into a user's own policies by path and name (`oc apply
-/// --server-side --field-manager=kubelet-labeler`); a client-side apply
-/// would replace the lists.
-pub fn disruption_policy(arches: &[&str]) -> Value {
-    let restart_sync = json!([
-        { "type": "DaemonReload" },
-        { "type": "Restart", "restart": { "serviceName": SYNC_SERVICE } }
-    ]);
+/// entries for our files: a new env drop-in (labels, taints, rules)
+/// restarts only the sync, after a daemon-reload so kubelet's next start
+/// reads it too; a new wrapper needs nothing (it runs at kubelet's next
+/// start); the generator, our units and the Wants= drop-in a
+/// daemon-reload (the units also a restart of themselves). Its lists are
+/// keyed by path (at most 50 entries): server-side apply merges these
+/// into a user's own (`oc apply --server-side
+/// --field-manager=kubelet-labeler`).
+pub fn disruption_policy(arches: &[&str], unit: &str) -> Value {
+    let reload_and_restart = |what: &str| {
+        json!([
+            { "type": "DaemonReload" },
+            { "type": "Restart", "restart": { "serviceName": what } }
+        ])
+    };
+    let reload = json!([{ "type": "DaemonReload" }]);
     let mut files: Vec<Value> = arches
         .iter()
         .map(|a| json!({ "path": format!("{WRAPPER_PATH}.{a}"), "actions": [{ "type": "None" }] }))
         .collect();
-    files.push(json!({ "path": GENERATOR_PATH, "actions": [{ "type": "DaemonReload" }] }));
-    files.push(json!({ "path": env_dropin_path("kubelet.service"), "actions": restart_sync }));
-    let units = [SYNC_SERVICE, SYNC_PATH]
-        .iter()
-        .map(|u| json!({ "name": u, "actions": [{ "type": "DaemonReload" }] }))
-        .collect::<Vec<_>>();
+    files.push(json!({ "path": GENERATOR_PATH, "actions": reload }));
+    files.push(json!({ "path": env_dropin_path(unit), "actions": reload_and_restart(SYNC_SERVICE) }));
+    files.push(json!({
+        "path": format!("/etc/systemd/system/{SYNC_SERVICE}"),
+        "actions": reload_and_restart(SYNC_SERVICE)
+    }));
+    files.push(json!({
+        "path": format!("/etc/systemd/system/{SYNC_PATH}"),
+        "actions": reload_and_restart(SYNC_PATH)
+    }));
+    files.push(json!({
+        "path": format!("/etc/systemd/system/{unit}.d/{WANTS_DROPIN_NAME}"),
+        "actions": reload
+    }));
     json!({
         "apiVersion": "operator.openshift.io/v1",
         "kind": "MachineConfiguration",
         "metadata": { "name": "cluster" },
-        "spec": { "nodeDisruptionPolicy": { "files": files, "units": units } }
+        "spec": { "nodeDisruptionPolicy": { "files": files } }
     })
 }
 
@@ -115,7 +156,6 @@ mod tests {
                 .map(|a| a.value.clone())
         };
         assert_eq!(get("After").as_deref(), Some("kubelet.service"));
-        assert_eq!(get("WantedBy").as_deref(), Some("kubelet.service"));
         assert_eq!(get("Type").as_deref(), Some("oneshot"));
         // `$$` is systemd's escape for a literal `$`: the shell sees $(uname -m).
         let exec = get("ExecStart").unwrap();
@@ -128,19 +168,25 @@ mod tests {
         assert!(path.contains(
             "PathChanged=/etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf"
         ));
+        assert!(wants_dropin().contains("Wants=kubelet-labeler-sync.service kubelet-labeler-sync.path"));
     }
 
     #[test]
     fn the_policy_is_keyed_entries_only() {
-        let p = disruption_policy(&["x86_64", "aarch64"]);
+        let p = disruption_policy(&["x86_64", "aarch64"], "kubelet.service");
         let files = p["spec"]["nodeDisruptionPolicy"]["files"].as_array().unwrap();
-        assert_eq!(files.len(), 4);
+        assert_eq!(files.len(), 7);
+        // Every file the sync ships has its entry.
+        for (path, _) in super::files(Profile::OpenShift, "kubelet.service", None) {
+            assert!(files.iter().any(|f| f["path"] == path.as_str()), "{path}");
+        }
         let env = files
             .iter()
             .find(|f| f["path"].as_str().unwrap().ends_with(ENV_DROPIN_NAME))
             .unwrap();
         assert_eq!(env["actions"][1]["restart"]["serviceName"], SYNC_SERVICE);
-        // Never kubelet.service: a user's kubelet changes keep their own policy.
-        assert!(!p.to_string().contains("\"name\":\"kubelet.service\""));
+        // No unit entry: a user's own kubelet.service changes keep their
+        // own policy (or the MCO's default).
+        assert!(p["spec"]["nodeDisruptionPolicy"].get("units").is_none());
     }
 }
