@@ -829,7 +829,9 @@ mod tests {
             // pool's entries merge by path under its own field manager.)
             r.manifests
                 .iter()
-                .filter(|(_, obj)| obj["kind"] != "Kustomization" && obj["kind"] != "MachineConfiguration")
+                .filter(|(_, obj)| {
+                    obj["kind"] != "Kustomization" && obj["kind"] != "MachineConfiguration"
+                })
                 .map(|(_, obj)| {
                     let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
                     format!("{}/{}", s(&obj["kind"]), s(&obj["metadata"]["name"]))

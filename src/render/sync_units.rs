@@ -115,7 +115,9 @@ pub fn disruption_policy(arches: &[&str], unit: &str) -> Value {
         .map(|a| json!({ "path": format!("{WRAPPER_PATH}.{a}"), "actions": [{ "type": "None" }] }))
         .collect();
     files.push(json!({ "path": GENERATOR_PATH, "actions": reload }));
-    files.push(json!({ "path": env_dropin_path(unit), "actions": reload_and_restart(SYNC_SERVICE) }));
+    files.push(
+        json!({ "path": env_dropin_path(unit), "actions": reload_and_restart(SYNC_SERVICE) }),
+    );
     files.push(json!({
         "path": format!("/etc/systemd/system/{SYNC_SERVICE}"),
         "actions": reload_and_restart(SYNC_SERVICE)
@@ -168,13 +170,17 @@ mod tests {
         assert!(path.contains(
             "PathChanged=/etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf"
         ));
-        assert!(wants_dropin().contains("Wants=kubelet-labeler-sync.service kubelet-labeler-sync.path"));
+        assert!(
+            wants_dropin().contains("Wants=kubelet-labeler-sync.service kubelet-labeler-sync.path")
+        );
     }
 
     #[test]
     fn the_policy_is_keyed_entries_only() {
         let p = disruption_policy(&["x86_64", "aarch64"], "kubelet.service");
-        let files = p["spec"]["nodeDisruptionPolicy"]["files"].as_array().unwrap();
+        let files = p["spec"]["nodeDisruptionPolicy"]["files"]
+            .as_array()
+            .unwrap();
         assert_eq!(files.len(), 7);
         // Every file the sync ships has its entry.
         for (path, _) in super::files(Profile::OpenShift, "kubelet.service", None) {
