@@ -166,6 +166,10 @@ const BLOCKS: &[(&str, Plan)] = &[
         "oc patch mcp worker-gpu --type merge -p '{\"spec\":{\"paused\":true}}'",
         NotHere("needs a cluster (oc)"),
     ),
+    (
+        "oc apply --server-side --field-manager=kubelet-labeler-worker-gpu \\",
+        NotHere("needs a cluster (oc)"),
+    ),
 ];
 
 /// A fenced ```sh block: the README line it starts on and its text,
