@@ -160,7 +160,8 @@ fn a_pool_render_reaches_only_its_pool() {
     let pi = render(&["--pool", "worker-pi"], &arm, "pi");
     for (pool, objs) in [("worker-gpu", &gpu), ("worker-pi", &pi)] {
         let mut kinds = Vec::new();
-        for o in objs.iter() {
+        // The cluster-wide policy is the same object for every pool.
+        for o in objs.iter().filter(|o| o["kind"] != "MachineConfiguration") {
             kinds.push(o["kind"].as_str().unwrap().to_string());
             if o["kind"] == "MachineConfig" {
                 assert_eq!(
@@ -181,11 +182,18 @@ fn a_pool_render_reaches_only_its_pool() {
             ["MachineConfig", "MachineConfig", "MachineConfigPool"]
         );
     }
-    let gpu_names: Vec<String> = gpu.iter().map(name).collect();
-    for o in &pi {
+    // (Except the cluster-wide MachineConfiguration: applied server-side
+    // with a field manager per pool, its entries merge by path.)
+    let gpu_names: Vec<String> = gpu
+        .iter()
+        .filter(|o| o["kind"] != "MachineConfiguration")
+        .map(name)
+        .collect();
+    for o in pi.iter().filter(|o| o["kind"] != "MachineConfiguration") {
         assert!(!gpu_names.contains(&name(o)), "both pools have {}", name(o));
     }
-    let worker = render(&["--role", "worker"], &x86, "worker");
+    let mut worker = render(&["--role", "worker"], &x86, "worker");
+    worker.retain(|o| o["kind"] != "MachineConfiguration");
     assert_eq!(worker.len(), 1);
     assert_eq!(
         worker[0]["metadata"]["labels"]["machineconfiguration.openshift.io/role"],
@@ -254,6 +262,7 @@ fn force_removes_an_earlier_renders_manifests_and_names_them() {
             "50-worker-gpu-kubelet-labeler-wrapper.yaml",
             "kustomization.yaml",
             "machineconfigpool-worker-gpu.yaml",
+            "machineconfiguration-cluster.yaml",
             "mine.yaml"
         ]
     );
