@@ -333,12 +333,93 @@ fn api_server_down_bad_inputs_and_other_identities() {
         assert!(err.contains(&says), "{k:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{err}");
     }
-    // Another node's certificate reaches its own Node only: the Node
-    // authorizer refuses this one.
-    let _ = other;
+    // Another node's kubeconfig for a tree whose kubelet registers as this
+    // node: refused before any request.
+    write(
+        &root.join("etc/systemd/system/kubelet.service"),
+        &format!(
+            "[Service]\nExecStart=/usr/bin/kubelet --kubeconfig=/etc/kubernetes/kubelet.conf --hostname-override={node}\n"
+        ),
+    );
+    let out = sync(&root, &other, &[]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("its certificate is node rs-sync's, but kubelet registers as rs-down"),
+        "{err}"
+    );
     assert_eq!(stored(cluster, node).3, rv, "a failed run wrote");
     // And back: the same run succeeds.
     let out = sync(&root, &kubeconfig, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(stored(cluster, node).0["example.com/a"], "2");
+
+    // The client certificate replaced between runs (as kubelet rotates
+    // it, key and certificate in one file): the next run reads the new one.
+    let pki = cluster.dir.join("pki");
+    let pem = dir.path().join("kubelet-client-current.pem");
+    let (key, csr, crt) = (
+        dir.path().join("k.pem"),
+        dir.path().join("r.csr"),
+        dir.path().join("c.pem"),
+    );
+    let openssl = |args: &[&std::ffi::OsStr]| {
+        let o = Command::new("openssl").args(args).output().unwrap();
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    };
+    openssl(&[
+        "req".as_ref(),
+        "-new".as_ref(),
+        "-newkey".as_ref(),
+        "ec".as_ref(),
+        "-pkeyopt".as_ref(),
+        "ec_paramgen_curve:P-256".as_ref(),
+        "-nodes".as_ref(),
+        "-keyout".as_ref(),
+        key.as_os_str(),
+        "-out".as_ref(),
+        csr.as_os_str(),
+        "-subj".as_ref(),
+        format!("/O=system:nodes/CN=system:node:{node}").as_ref(),
+    ]);
+    openssl(&[
+        "x509".as_ref(),
+        "-req".as_ref(),
+        "-in".as_ref(),
+        csr.as_os_str(),
+        "-CA".as_ref(),
+        pki.join("ca.crt").as_os_str(),
+        "-CAkey".as_ref(),
+        pki.join("ca.key").as_os_str(),
+        "-CAcreateserial".as_ref(),
+        "-days".as_ref(),
+        "1".as_ref(),
+        "-out".as_ref(),
+        crt.as_os_str(),
+    ]);
+    let mut both = std::fs::read(&crt).unwrap();
+    both.extend(std::fs::read(&key).unwrap());
+    std::fs::write(&pem, both).unwrap();
+    let rotated = dir.path().join("rotated.kubeconfig");
+    let text_k = std::fs::read_to_string(&kubeconfig).unwrap();
+    let rotated_text: String = text_k
+        .lines()
+        .map(|l| {
+            let t = l.trim_start();
+            let indent = &l[..l.len() - t.len()];
+            if t.starts_with("client-certificate:") {
+                format!("{indent}client-certificate: {}", pem.display())
+            } else if t.starts_with("client-key:") {
+                format!("{indent}client-key: {}", pem.display())
+            } else {
+                l.to_string()
+            }
+        })
+        .map(|l| l + "\n")
+        .collect();
+    write(&rotated, &rotated_text);
+    env(&root, "example.com/a=3", "");
+    let out = sync(&root, &rotated, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(stored(cluster, node).0["example.com/a"], "3");
 }

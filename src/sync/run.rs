@@ -81,6 +81,8 @@ fn fail(code: i32, summary: String) -> Outcome {
 pub struct Derivation {
     pub desired: Desired,
     pub kubeconfig: PathBuf,
+    /// kubelet's `--hostname-override` (trimmed, lower-cased as kubelet does).
+    pub node_name: Option<String>,
     pub profile: Profile,
     pub notes: Vec<String>,
 }
@@ -113,7 +115,12 @@ pub fn derive(opts: &SyncOptions) -> Result<Derivation, String> {
         .iter()
         .map(|w| w.to_string_lossy().into_owned())
         .collect();
-    let kubeconfig = kubelet::flags::scan(&words)
+    let scan = kubelet::flags::scan(&words);
+    let node_name = scan
+        .last_value("hostname-override")
+        .map(|h| crate::rules::go_lower_ascii(h.trim()))
+        .filter(|h| !h.is_empty());
+    let kubeconfig = scan
         .last_value("kubeconfig")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
@@ -148,6 +155,7 @@ pub fn derive(opts: &SyncOptions) -> Result<Derivation, String> {
             taints: p.taints,
         },
         kubeconfig,
+        node_name,
         profile,
         notes,
     })
@@ -694,6 +702,16 @@ pub fn run(opts: &SyncOptions) -> Outcome {
             );
         }
     };
+    if let Some(name) = derivation.node_name.as_ref().filter(|n| **n != id.node) {
+        return fail(
+            EXIT_USAGE,
+            format!(
+                "kubelet-labeler sync: nothing changed: kubeconfig {}: its certificate is node {}'s, but kubelet registers as {name} (--hostname-override); give that node's kubeconfig",
+                kubeconfig.display(),
+                id.node
+            ),
+        );
+    }
     let Some(program) = opts.curl.clone().or_else(super::transport::find_curl) else {
         return fail(
             EXIT_DRIFT,
