@@ -31,6 +31,11 @@ pub const NFD_LABELS_VAR: &str = "KUBELET_LABELER_NFD_LABELS";
 /// the role's labels, taints and rules live in a file and variables of
 /// their own: the pool's [`ENV_DROPIN_NAME`] adds to them, never replaces
 /// them (`wrapper::plan::collect` merges the two, the pool's on top).
+/// The key of the label that selects a custom pool's nodes, in the pool's
+/// env drop-in: the day-2 sync holds it back (moving a node to another
+/// pool reboots it). Not in the sync's unit, which a `--role` render
+/// ships too, with the same bytes.
+pub const POOL_LABEL_VAR: &str = "KUBELET_LABELER_POOL_LABEL";
 pub const ROLE_ENV_DROPIN_NAME: &str = "80-kubelet-labeler-role-env.conf";
 /// The role layer's variables, one per variable above: labels, taints,
 /// rules, NFD label set.

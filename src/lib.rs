@@ -8,7 +8,8 @@
 //! NFD's names and `rules` evaluates NodeFeatureRules on them; `contract`
 //! names what render writes and the wrapper reads; `sorted` is the map and set
 //! the boot path uses instead of std's B-trees; `fleet` picks a machine's pool
-//! at install time (the fleet ISO's selector). `cmdline` holds only clap types
+//! at install time (the fleet ISO's selector); `sync` keeps a registered
+//! Node's labels current with what the wrapper derives (day 2). `cmdline` holds only clap types
 //! (the CLI's alone: the wrapper and the selector are built without them).
 
 #[cfg(feature = "cli")]
@@ -24,6 +25,7 @@ pub mod nodefs;
 pub mod render;
 pub mod rules;
 pub mod sorted;
+pub mod sync;
 pub mod unit;
 pub mod wrapper;
 

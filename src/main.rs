@@ -34,6 +34,7 @@ fn main() -> ExitCode {
         Cmd::Iso(IsoCmd::Remove(c)) => cmd_iso_remove(c),
         Cmd::Iso(IsoCmd::Fleet(c)) => cmd_iso_fleet(c),
         Cmd::Facts(c) => cmd_facts(c),
+        Cmd::Sync(c) => Ok(cmd_sync(c)),
         Cmd::Completions(c) => cmd_completions(c),
         Cmd::Man(c) => cmd_man(c),
     };
@@ -51,6 +52,27 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+fn cmd_sync(c: SyncConfig) -> ExitCode {
+    use kubelet_labeler::sync::{reconcile::Policy, run};
+    let opts = run::SyncOptions {
+        root: c.root,
+        unit: c.unit,
+        kubeconfig: c.kubeconfig,
+        dry_run: c.dry_run,
+        policy: Policy {
+            pool_label: c.pool_label,
+            allow_pool_label: c.allow_pool_label,
+        },
+        profile: c.profile.map(profile),
+        facts_root: c.facts_root,
+        max_wait: std::time::Duration::from_secs(c.max_wait),
+        curl: None,
+    };
+    let out = run::run(&opts);
+    run::print_outcome(&out);
+    ExitCode::from(out.code as u8)
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

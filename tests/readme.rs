@@ -244,6 +244,11 @@ const BLOCKS: &[(&str, &str, Plan)] = &[
         "oc delete mc 50-worker-gpu-kubelet-labeler-wrapper 50-worker-gpu-kubelet-labeler-labels",
         NotHere("needs a cluster (oc)"),
     ),
+    (
+        "docs/upgrading.md",
+        "oc apply --server-side --field-manager=kubelet-labeler-worker-gpu \\",
+        NotHere("needs a cluster (oc)"),
+    ),
 ];
 
 /// A fenced shell block: the page line it starts on and its text,

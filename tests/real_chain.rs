@@ -30,7 +30,7 @@ use realcluster::{ChainRun, Cluster, KubeletSetup, run_chain};
 use systemd_oracle::write;
 
 /// Every node name this binary registers (each gets a client certificate).
-const NODES: [&str; 8] = [
+const NODES: [&str; 9] = [
     "rc-static",
     "rc-taints",
     "rc-rules",
@@ -39,6 +39,7 @@ const NODES: [&str; 8] = [
     "rc-guard",
     "rc-apirefuse",
     "rc-restart",
+    "rc-sync",
 ];
 
 /// Taints that neither kubelet's flags nor its config give: the API
@@ -802,4 +803,73 @@ fn restart_after_registration_keeps_the_node() {
     );
     // As first registered: the first tree's prediction, not the second's.
     assert_node_as_explained(cluster, node, &ex, Profile::OpenShift, &[], &run);
+}
+
+/// The day-2 sync through the rendered units under real systemd: after
+/// kubelet's start (the `Wants=` drop-in) it adopts what registration set;
+/// a new env drop-in (a label changed and one added) makes the path unit
+/// run it again, and the Node changes with no kubelet restart.
+#[test]
+fn sync_units_keep_the_node_current_without_a_restart() {
+    let Some(cluster) = cluster() else { return };
+    let node = "rc-sync";
+    let (_d, scratch, tree) = openshift_case(cluster, node, &["--label", "example.com/tier=gold"]);
+    let log = scratch.join("sync.log");
+    write(
+        &tree.join("etc/systemd/system/kubelet-labeler-sync.service.d/50-test-journal.conf"),
+        &format!(
+            "[Service]\nStandardOutput=append:{l}\nStandardError=append:{l}\n",
+            l = log.display()
+        ),
+    );
+    let changed = scratch.join("changed-env.conf");
+    write(
+        &changed,
+        "[Service]\nEnvironment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS=example.com/tier=silver,example.com/new=1\"\n",
+    );
+    let steps = format!(
+        "{START_AND_REGISTER}\
+         SYNC={log}\n\
+         wait_sync() {{ local end=$(( $(date +%s) + $2 )); until [ \"$(grep -c 'kubelet-labeler sync: node' \"$SYNC\" 2>/dev/null)\" -ge $1 ]; do \
+         [ $(date +%s) -ge $end ] && {{ echo \"timeout waiting for sync run $1\"; return 1; }}; sleep 0.1; done; }}\n\
+         wait_sync 1 60 && echo first_sync=1\n\
+         before=$(restarts)\n\
+         cp {changed} /etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf\n\
+         wait_sync 2 60 && echo second_sync=1\n\
+         echo kubelet_restarts=$(( $(restarts) - before ))\n\
+         systemctl --user is-active kubelet.service\n",
+        log = log.display(),
+        changed = changed.display()
+    );
+    let run = start(cluster, node, &scratch, &tree, &steps);
+    let sync_log = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        run.output.contains("first_sync=1"),
+        "{}\n{sync_log}",
+        run.summary()
+    );
+    assert!(
+        run.output.contains("second_sync=1"),
+        "{}\n{sync_log}",
+        run.summary()
+    );
+    assert!(run.output.contains("kubelet_restarts=0"), "{}", run.output);
+    let lines: Vec<&str> = sync_log.lines().collect();
+    assert!(
+        lines[0].contains("adopted example.com/tier=gold"),
+        "{sync_log}"
+    );
+    assert!(
+        lines[1].contains("added example.com/new=1")
+            && lines[1].contains("changed example.com/tier=silver"),
+        "{sync_log}"
+    );
+    let stored = cluster.node(node).expect("the Node");
+    let (labels, _) = realcluster::labels_and_taints(&stored);
+    assert_eq!(labels["example.com/tier"], "silver");
+    assert_eq!(labels["example.com/new"], "1");
+    assert_eq!(
+        stored["metadata"]["annotations"]["kubelet-labeler.io/owned-labels"],
+        "example.com/new,example.com/tier"
+    );
 }

@@ -162,7 +162,8 @@ fn a_pool_render_reaches_only_its_pool() {
     let pi = render(&["--pool", "worker-pi"], &arm, "pi");
     for (pool, objs) in [("worker-gpu", &gpu), ("worker-pi", &pi)] {
         let mut kinds = Vec::new();
-        for o in objs.iter() {
+        // The cluster-wide policy is the same object for every pool.
+        for o in objs.iter().filter(|o| o["kind"] != "MachineConfiguration") {
             kinds.push(o["kind"].as_str().unwrap().to_string());
             if o["kind"] == "MachineConfig" {
                 assert_eq!(
@@ -183,11 +184,18 @@ fn a_pool_render_reaches_only_its_pool() {
             ["MachineConfig", "MachineConfig", "MachineConfigPool"]
         );
     }
-    let gpu_names: Vec<String> = gpu.iter().map(name).collect();
-    for o in &pi {
+    // (Except the cluster-wide MachineConfiguration: applied server-side
+    // with a field manager per pool, its entries merge by path.)
+    let gpu_names: Vec<String> = gpu
+        .iter()
+        .filter(|o| o["kind"] != "MachineConfiguration")
+        .map(name)
+        .collect();
+    for o in pi.iter().filter(|o| o["kind"] != "MachineConfiguration") {
         assert!(!gpu_names.contains(&name(o)), "both pools have {}", name(o));
     }
-    let worker = render(&["--role", "worker"], &x86, "worker");
+    let mut worker = render(&["--role", "worker"], &x86, "worker");
+    worker.retain(|o| o["kind"] != "MachineConfiguration");
     assert_eq!(worker.len(), 1);
     assert_eq!(
         worker[0]["metadata"]["labels"]["machineconfiguration.openshift.io/role"],
@@ -405,7 +413,12 @@ fn an_older_versions_worker_wrapper_is_left_and_named() {
         "{err}"
     );
     let mut want: Vec<&str> = GPU_FILES.to_vec();
-    want.extend([old_worker, "kustomization.yaml", "mine.yaml"]);
+    want.extend([
+        old_worker,
+        "kustomization.yaml",
+        "machineconfiguration-worker-gpu.yaml",
+        "mine.yaml",
+    ]);
     want.sort();
     assert_eq!(names_in(&out), want);
 }
@@ -662,6 +675,11 @@ fn worker_role_and_pool_labels_compose_on_the_pools_nodes() {
     ] {
         let o = render_into(&w, args, &out);
         assert!(o.status.success(), "{}", stderr(&o));
+    }
+    // The node disruption policies are applied on their own, server-side
+    // (not with the kustomization): out of the pool's manifests.
+    for owner in ["worker", "worker-gpu"] {
+        std::fs::remove_file(out.join(format!("machineconfiguration-{owner}.yaml"))).unwrap();
     }
     let work = dir.path().join("work");
     let o = Command::new(&oracle)
@@ -1092,5 +1110,12 @@ fn the_labels_machineconfig_reads_as_written() {
         tree.join("etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf"),
     )
     .unwrap();
-    assert_eq!(String::from_utf8(decoded).unwrap(), on_tree);
+    // The pool's copy also names the pool label, which the day-2 sync
+    // holds back (a kubeadm host has no pool).
+    assert_eq!(
+        String::from_utf8(decoded).unwrap(),
+        format!(
+            "{on_tree}Environment=\"KUBELET_LABELER_POOL_LABEL=node.kubernetes.io/worker-gpu\"\n"
+        )
+    );
 }

@@ -1,5 +1,8 @@
 //! The boot-time wrapper systemd runs as kubelet.service's `ExecStart`
 //! (see `units/`). std only: it is carried in MachineConfigs.
+//! `kubelet-labeler-wrapper sync ...` is the day-2 label sync
+//! (kubelet-labeler-sync.service): the same binary, so the derivation code
+//! ships once.
 
 #[global_allocator]
 static ALLOC: kubelet_labeler::wrapper::bump::BumpAlloc =
@@ -7,5 +10,8 @@ static ALLOC: kubelet_labeler::wrapper::bump::BumpAlloc =
 
 fn main() {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if args.first().is_some_and(|a| a == "sync") {
+        std::process::exit(kubelet_labeler::sync::run::node_main(&args[1..]));
+    }
     std::process::exit(kubelet_labeler::wrapper::boot::run(&args));
 }

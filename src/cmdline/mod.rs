@@ -45,6 +45,9 @@ pub enum Cmd {
     /// Embed, show or remove Ignition in CoreOS live ISOs
     #[command(subcommand, after_help = ISO_EXAMPLES)]
     Iso(IsoCmd),
+    /// Bring a registered Node's labels up to date, as kubelet's own identity
+    #[command(after_help = SYNC_EXAMPLES)]
+    Sync(SyncConfig),
     /// Print a shell completion script
     #[command(after_help = COMPLETIONS_EXAMPLES)]
     Completions(CompletionsConfig),
@@ -210,6 +213,49 @@ pub struct CompletionsConfig {
     /// Shell to complete for
     #[arg(value_enum, value_name = "SHELL")]
     pub shell: clap_complete::Shell,
+}
+
+const SYNC_EXAMPLES: &str = "\
+Examples:
+  kubelet-labeler sync --root / --dry-run
+  kubelet-labeler sync --root /mnt/node --kubeconfig ./node.kubeconfig
+
+Exit status: 0 the Node matches, 1 drift remains that a node may not fix
+(taints, another owner's value, the pool label, a forbidden key) or the API
+server could not be reached, 2 usage or bad input (nothing changed).";
+
+#[derive(Debug, Args)]
+pub struct SyncConfig {
+    /// Root of the node's filesystem tree
+    #[arg(long, value_name = "DIR")]
+    pub root: PathBuf,
+    /// kubelet kubeconfig (a host path) [default: kubelet's --kubeconfig,
+    /// else the profile's, under --root]
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Print what each key would get (add, change, remove, adopt, leave)
+    /// and the taint drift; change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Unit whose configuration derives the labels
+    #[arg(long, value_name = "NAME", default_value = "kubelet.service")]
+    pub unit: String,
+    /// Label rules [default: the installed wrapper's, else upstream]
+    #[arg(long, value_enum, value_name = "P")]
+    pub profile: Option<ProfileArg>,
+    /// The label the node's pool selects it by: never changed unless
+    /// --allow-pool-label
+    #[arg(long, value_name = "KEY")]
+    pub pool_label: Option<String>,
+    /// Let the sync change the pool label (moves the node to another pool)
+    #[arg(long)]
+    pub allow_pool_label: bool,
+    /// Read the node's hardware facts under this root [default: --root]
+    #[arg(long, value_name = "DIR")]
+    pub facts_root: Option<PathBuf>,
+    /// Give up retrying an unreachable API server after this long
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    pub max_wait: u64,
 }
 
 #[derive(Debug, Args)]

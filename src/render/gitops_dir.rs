@@ -186,10 +186,18 @@ pub fn write(rendered: &Rendered, dir: &Path, force: bool) -> Result<Vec<String>
     Ok(lines)
 }
 
+/// Files render writes that no kustomization of ours lists.
+fn unlisted(name: &str) -> bool {
+    name.starts_with(super::sync_units::POLICY_FILE_PREFIX)
+}
+
 fn plan(rendered: &Rendered, dir: &Path, found: &[Found]) -> Result<Plan> {
     let at = |name: &str| found.iter().find(|f| f.name == name);
     let mut writes = Vec::new();
     let mut ours: Vec<&str> = Vec::new();
+    // What the kustomization lists: not the cluster-wide node disruption
+    // policy, which is applied server-side (`sync_units::policy_file`).
+    let mut ours_listed: Vec<&str> = Vec::new();
     let mut kustomization = None;
     for (name, obj) in &rendered.manifests {
         if obj["kind"] == "Kustomization" {
@@ -197,6 +205,9 @@ fn plan(rendered: &Rendered, dir: &Path, found: &[Found]) -> Result<Plan> {
             continue;
         }
         ours.push(name);
+        if !unlisted(name) {
+            ours_listed.push(name);
+        }
         let path = dir.join(name);
         // A link to nothing, a directory, a FIFO at our name: refused by name.
         super::tree::write_target(&path)?;
@@ -258,11 +269,12 @@ fn plan(rendered: &Rendered, dir: &Path, found: &[Found]) -> Result<Plan> {
         (None, Some(k)) => {
             // A new kustomization lists every render's files found here.
             let mut k = k.clone();
-            let mut resources: Vec<String> = ours.iter().map(|s| s.to_string()).collect();
+            let mut resources: Vec<String> = ours_listed.iter().map(|s| s.to_string()).collect();
             resources.extend(
                 found
                     .iter()
                     .filter(|f| f.owner.is_some() && !ours.contains(&f.name.as_str()))
+                    .filter(|f| !unlisted(&f.name))
                     .filter(|f| !removed_names.contains(&f.name.as_str()))
                     .map(|f| f.name.clone()),
             );
@@ -281,7 +293,7 @@ fn plan(rendered: &Rendered, dir: &Path, found: &[Found]) -> Result<Plan> {
                     k_path.display()
                 )
             })?;
-            let new = merge_kustomization(old, &ours, &removed_names)
+            let new = merge_kustomization(old, &ours_listed, &removed_names)
                 .with_context(|| format!("{}: cannot add this pool's files", k_path.display()))?;
             listed = entries(&new).unwrap_or_default();
             let action = if new == *old {
@@ -321,7 +333,7 @@ fn plan(rendered: &Rendered, dir: &Path, found: &[Found]) -> Result<Plan> {
                  with each pool; remove it and its {k_name} entry unless you render --role {role})",
                 f.path.display(),
             ));
-        } else if !listed.contains(&f.name) {
+        } else if !listed.contains(&f.name) && !(f.owner.is_some() && unlisted(&f.name)) {
             left.push(format!(
                 "left {} (not listed in {k_name}; `oc apply -f` on the directory would apply it)",
                 f.path.display()

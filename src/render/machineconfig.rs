@@ -298,6 +298,14 @@ fn base_ignition(opts: &PoolOptions) -> Value {
         generator(Profile::OpenShift, "kubelet.service", &arches).as_bytes(),
         0o755,
     ));
+    // The day-2 label sync: the same bytes for a role and a pool (a custom
+    // pool's nodes take both); the pool label it holds back is in the
+    // pool's env drop-in (`contract::POOL_LABEL_VAR`).
+    files.extend(
+        super::sync_units::files(Profile::OpenShift, "kubelet.service", None)
+            .iter()
+            .map(|(path, text)| file(path, text.as_bytes(), 0o644)),
+    );
     json!({
         "ignition": { "version": opts.ignition_version },
         "storage": { "files": files }
@@ -317,10 +325,13 @@ fn pool_ignition(opts: &PoolOptions, additions: &Additions) -> Result<Value> {
             role_env_dropin(additions, &opts.node_rules)?,
         )
     } else {
-        (
-            ENV_DROPIN_NAME,
-            env_dropin_with_rules(additions, &opts.node_rules)?,
-        )
+        let mut dropin = env_dropin_with_rules(additions, &opts.node_rules)?;
+        let (key, _) = pool_label(opts)?;
+        dropin += &format!(
+            "Environment=\"{}={key}\"\n",
+            crate::contract::POOL_LABEL_VAR
+        );
+        (ENV_DROPIN_NAME, dropin)
     };
     let path = format!("/etc/systemd/system/kubelet.service.d/{name}");
     let url = readable_data_url(dropin.as_bytes());
@@ -431,7 +442,20 @@ fn render_role(opts: &PoolOptions, additions: &Additions) -> Result<Rendered> {
             machine_config(&labels_name, role, pool_ignition(opts, additions)?),
         ));
     }
-    Ok(finish(role, manifests))
+    Ok(with_policy(finish(role, manifests), opts))
+}
+
+/// `rendered` with the node disruption policy for what we ship (OpenShift
+/// 4.17+), marked as this render's but kept out of the kustomization (see
+/// `sync_units::policy_file`).
+fn with_policy(mut rendered: Rendered, opts: &PoolOptions) -> Rendered {
+    let arches: Vec<&str> = opts.wrappers.iter().map(|(a, _)| a.name()).collect();
+    let mut policy = super::sync_units::disruption_policy(&arches, "kubelet.service");
+    policy["metadata"]["annotations"][RENDERED_FOR] = json!(rendered.owner);
+    rendered
+        .manifests
+        .push((super::sync_units::policy_file(&rendered.owner), policy));
+    rendered
 }
 
 pub fn render(opts: &PoolOptions) -> Result<Rendered> {
@@ -465,7 +489,7 @@ pub fn render(opts: &PoolOptions) -> Result<Rendered> {
         format!("machineconfigpool-{}.yaml", opts.pool),
     ];
     let [base_file, pool_file, mcp_file] = files;
-    Ok(finish(
+    let rendered = finish(
         &opts.pool,
         vec![
             (
@@ -478,7 +502,8 @@ pub fn render(opts: &PoolOptions) -> Result<Rendered> {
             ),
             (mcp_file, pool),
         ],
-    ))
+    );
+    Ok(with_policy(rendered, opts))
 }
 
 /// One Ignition config with what both MachineConfigs carry.
@@ -514,7 +539,9 @@ pub fn to_yaml(v: &Value) -> Result<String> {
 pub fn to_stream(rendered: &Rendered) -> Result<String> {
     let mut out = String::new();
     for (_, obj) in &rendered.manifests {
-        if obj["kind"] == "Kustomization" {
+        // The policy is cluster-wide: applied client-side it would replace
+        // the cluster's lists (`sync_units::policy_file`).
+        if obj["kind"] == "Kustomization" || obj["kind"] == "MachineConfiguration" {
             continue;
         }
         out += "---\n";
@@ -636,7 +663,10 @@ mod tests {
             [
                 "/usr/local/bin/kubelet-labeler-wrapper.x86_64",
                 "/usr/local/bin/kubelet-labeler-wrapper.aarch64",
-                GENERATOR_PATH
+                GENERATOR_PATH,
+                "/etc/systemd/system/kubelet-labeler-sync.service",
+                "/etc/systemd/system/kubelet-labeler-sync.path",
+                "/etc/systemd/system/kubelet.service.d/91-kubelet-labeler-sync.conf",
             ]
         );
         assert!(r.manifests[0].1["spec"]["config"].get("systemd").is_none());
@@ -682,9 +712,13 @@ mod tests {
                     );
                 }
             }
+            // (The MachineConfiguration is cluster-wide by design: each
+            // pool's entries merge by path under its own field manager.)
             r.manifests
                 .iter()
-                .filter(|(_, obj)| obj["kind"] != "Kustomization")
+                .filter(|(_, obj)| {
+                    obj["kind"] != "Kustomization" && obj["kind"] != "MachineConfiguration"
+                })
                 .map(|(_, obj)| {
                     let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
                     format!("{}/{}", s(&obj["kind"]), s(&obj["metadata"]["name"]))

@@ -12,6 +12,7 @@ pub mod machineconfig;
 pub mod node_rules;
 pub mod pointer;
 pub mod remove;
+pub mod sync_units;
 pub mod tree;
 pub mod wrappers;
 

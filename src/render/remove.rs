@@ -9,8 +9,9 @@ use anyhow::{Context, Result, bail};
 
 use super::arch::Arch;
 use super::dropins::{ENV_DROPIN_NAME, GENERATOR_PATH, WRAPPER_DROPIN_NAME, wrapper_path};
+use super::sync_units::{SYNC_PATH, SYNC_SERVICE, WANTS_DROPIN_NAME};
 use super::tree::in_root;
-use crate::contract::{LABELS_VAR, NFD_LABELS_VAR, RULES_VAR, TAINTS_VAR};
+use crate::contract::{LABELS_VAR, NFD_LABELS_VAR, POOL_LABEL_VAR, RULES_VAR, TAINTS_VAR};
 
 /// What [`remove_tree`] did and left.
 #[derive(Debug, Default)]
@@ -22,7 +23,7 @@ pub struct Removed {
 }
 
 /// The node paths of ours for `unit`: the wrappers, the generator, the env
-/// drop-in; the static drop-in of an earlier version; the drop-in our
+/// drop-in, the sync's units; the static drop-in of an earlier version; the drop-in our
 /// generator wrote into /run/systemd/generator, and the wrapper's state in
 /// /run/kubelet-labeler (both gone at the next boot anyway).
 fn ours(unit: &str) -> Vec<PathBuf> {
@@ -35,6 +36,10 @@ fn ours(unit: &str) -> Vec<PathBuf> {
     paths.push(dropins("/etc/systemd/system").join(ENV_DROPIN_NAME));
     paths.push(dropins("/etc/systemd/system").join(WRAPPER_DROPIN_NAME));
     paths.push(dropins("/run/systemd/generator").join(WRAPPER_DROPIN_NAME));
+    // The day-2 sync's units and the drop-in that pulls them in.
+    paths.push(PathBuf::from("/etc/systemd/system").join(SYNC_SERVICE));
+    paths.push(PathBuf::from("/etc/systemd/system").join(SYNC_PATH));
+    paths.push(dropins("/etc/systemd/system").join(WANTS_DROPIN_NAME));
     paths.push(
         PathBuf::from("/run/kubelet-labeler").join(format!("{}.state", unit.replace('/', "_"))),
     );
@@ -54,9 +59,15 @@ fn foreign_lines(text: &str) -> Vec<&str> {
                 .and_then(|v| v.strip_suffix('"'))
                 .filter(|v| !v.contains('"'));
             !assignment.is_some_and(|a| {
-                [LABELS_VAR, TAINTS_VAR, RULES_VAR, NFD_LABELS_VAR]
-                    .iter()
-                    .any(|var| a.strip_prefix(var).is_some_and(|r| r.starts_with('=')))
+                [
+                    LABELS_VAR,
+                    TAINTS_VAR,
+                    RULES_VAR,
+                    NFD_LABELS_VAR,
+                    POOL_LABEL_VAR,
+                ]
+                .iter()
+                .any(|var| a.strip_prefix(var).is_some_and(|r| r.starts_with('=')))
             })
         })
         .collect()

@@ -215,6 +215,12 @@ pub fn planned_files(opts: &TreeOptions) -> Result<Vec<(PathBuf, Vec<u8>, u32)>>
         generator(opts.profile, &opts.unit, &arches).into_bytes(),
         0o755,
     ));
+    // The day-2 label sync's units (`sync_units`).
+    files.extend(
+        super::sync_units::files(opts.profile, &opts.unit, None)
+            .into_iter()
+            .map(|(p, text)| (PathBuf::from(p), text.into_bytes(), 0o644)),
+    );
     if !opts.additions.labels.is_empty()
         || !opts.additions.taints.is_empty()
         || !opts.node_rules.is_empty()

@@ -117,7 +117,11 @@ type ReadFacts<'a> = dyn FnMut(
     + 'a;
 
 /// The role's layer and the pool's, each evaluated, the pool's over the role's.
-fn collect_layers(env: &[(OsString, OsString)], profile: Profile, read: &mut ReadFacts) -> Collected {
+fn collect_layers(
+    env: &[(OsString, OsString)],
+    profile: Profile,
+    read: &mut ReadFacts,
+) -> Collected {
     let Some((role, pool)) = split_layers(env) else {
         return collect_with(env, profile, read);
     };

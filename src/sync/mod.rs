@@ -1,0 +1,15 @@
+//! Day-2 sync: keep a registered Node's labels current with what the
+//! wrapper derives (static labels, node rules on this node's facts, the NFD
+//! label set), with the node's own identity (kubelet's kubeconfig and
+//! client certificate). std only: it ships in the wrapper binary as its
+//! `sync` mode and reaches the API server through the host's curl.
+//!
+//! `reconcile` decides (pure); `run` reads, writes and retries;
+//! `kubeconfig`, `cert`, `json` read the inputs; `transport` drives curl.
+
+pub mod cert;
+pub mod json;
+pub mod kubeconfig;
+pub mod reconcile;
+pub mod run;
+pub mod transport;

@@ -1,0 +1,148 @@
+//! The node disruption policy `render machineconfig` writes, judged by the
+//! MCO's own daemon code (../shared/oracles/mco: `-prev-manifests` and
+//! `-policy` give the machine-config-daemon's verdict for moving a pool's
+//! nodes from one render to the next): a change of labels, taints or rules
+//! restarts only the sync (no drain, no reboot, no kubelet restart) and a
+//! new wrapper needs nothing, where the MCO's defaults reboot.
+
+#[path = "support/elf.rs"]
+mod elf;
+#[path = "support/skipped.rs"]
+mod skipped;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The oracle binary and its MCO tree, when they can run here.
+fn oracle() -> Option<(PathBuf, PathBuf)> {
+    let unpack = skipped::shared("oracles/mco/unpack.sh")?;
+    let is_root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout == b"0\n");
+    if !is_root {
+        skipped::skipped("the MCO oracle needs root (it chroots)");
+        return None;
+    }
+    let out = Command::new("bash").arg(unpack).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines();
+    Some((lines.next()?.into(), lines.next()?.into()))
+}
+
+fn wrapper(dir: &Path, marker: &[u8]) -> PathBuf {
+    let mut bytes = elf::static_elf(kubelet_labeler::render::arch::Arch::X86_64);
+    bytes.extend_from_slice(marker);
+    let p = dir.join(format!("wrapper-{}", String::from_utf8_lossy(marker)));
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+/// `render machineconfig` into `out`; the policy file moves to `policy`
+/// (it is applied once, cluster-wide, not with the pool's manifests).
+fn render(out: &Path, wrapper: &Path, args: &[&str], policy: &Path) {
+    let o = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+        .args([
+            "render",
+            "machineconfig",
+            "--pool",
+            "worker-gpu",
+            "--wrapper",
+        ])
+        .arg(wrapper)
+        .arg("--output-dir")
+        .arg(out)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::rename(out.join("machineconfiguration-worker-gpu.yaml"), policy).unwrap();
+}
+
+/// The daemon's verdict for moving worker-gpu nodes from `before` to `after`.
+fn verdict(before: &Path, after: &Path, policy: &Path) -> serde_json::Value {
+    let (bin, root) = oracle().unwrap();
+    let out = Command::new(bin)
+        .arg("-mco-root")
+        .arg(root)
+        .arg("-manifests")
+        .arg(after)
+        .arg("-prev-manifests")
+        .arg(before)
+        .arg("-policy")
+        .arg(policy)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(v["summary"]["ok"], true, "{}", v["summary"]);
+    v["changeFromPrevManifests"][0].clone()
+}
+
+#[test]
+fn a_label_change_restarts_only_the_sync_and_a_new_wrapper_nothing() {
+    if oracle().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let w1 = wrapper(d, b"1");
+    let w2 = wrapper(d, b"2");
+    let policy = d.join("policy.yaml");
+    render(
+        &d.join("before"),
+        &w1,
+        &["--label", "example.com/tier=gold"],
+        &policy,
+    );
+    render(
+        &d.join("labels"),
+        &w1,
+        &[
+            "--label",
+            "example.com/tier=silver",
+            "--taint",
+            "nvidia.com/gpu=true:NoSchedule",
+        ],
+        &d.join("policy-2.yaml"),
+    );
+    render(
+        &d.join("wrapper"),
+        &w2,
+        &["--label", "example.com/tier=gold"],
+        &d.join("policy-3.yaml"),
+    );
+    // The policy does not depend on the labels.
+    assert_eq!(
+        std::fs::read(&policy).unwrap(),
+        std::fs::read(d.join("policy-2.yaml")).unwrap()
+    );
+
+    let v = verdict(&d.join("before"), &d.join("labels"), &policy);
+    let default = &v["defaultNodeDisruptionPolicy"];
+    let given = &v["withGivenPolicy"];
+    assert_eq!(
+        default["NodeDisruptionActions"],
+        serde_json::json!(["Reboot"]),
+        "{v}"
+    );
+    assert_eq!(
+        given["NodeDisruptionActions"],
+        serde_json::json!(["DaemonReload", "Restart kubelet-labeler-sync.service"]),
+        "{v}"
+    );
+    assert_eq!(given["DrainNodeDisruption"], false, "{v}");
+
+    let v = verdict(&d.join("before"), &d.join("wrapper"), &policy);
+    assert_eq!(
+        v["withGivenPolicy"]["NodeDisruptionActions"],
+        serde_json::json!(["None"]),
+        "{v}"
+    );
+    assert_eq!(v["withGivenPolicy"]["DrainNodeDisruption"], false, "{v}");
+}

@@ -1,0 +1,440 @@
+//! The day-2 sync against the real chain: a real kubelet registers a Node
+//! with the labels and taints `explain` predicts for a node tree (what the
+//! wrapper adds at boot); then the tree's labels change and
+//! `kubelet-labeler sync` reconciles the Node with the node's own
+//! certificate through a real kube-apiserver with Node authorization and
+//! NodeRestriction. The stored Node must match the prediction: ours
+//! changed, others' keys, NFD's keys, the pool label and forbidden keys
+//! untouched, taint drift reported and not attempted.
+
+#[path = "support/skipped.rs"]
+mod skipped;
+
+#[path = "support/realcluster.rs"]
+mod realcluster;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use realcluster::{Cluster, labels_and_taints};
+
+const NODES: [&str; 2] = ["rs-sync", "rs-down"];
+
+fn cluster() -> Option<&'static Cluster> {
+    if realcluster::unavailable().is_some() {
+        return None;
+    }
+    Some(realcluster::cluster(&NODES))
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// A kubeadm-like node tree whose env drop-in carries `labels`/`taints`.
+fn tree(dir: &Path, labels: &str, taints: &str) {
+    let sys = dir.join("etc/systemd/system");
+    write(
+        &sys.join("kubelet.service"),
+        "[Service]\nExecStart=/usr/bin/kubelet --kubeconfig=/etc/kubernetes/kubelet.conf\n",
+    );
+    env(dir, labels, taints);
+    // The wrapper installed as render installs it (its generator): what
+    // `explain` predicts is what the wrapper adds at boot.
+    use kubelet_labeler::kubelet::Profile;
+    use kubelet_labeler::render::{arch::Arch, dropins};
+    let generator = dir.join(kubelet_labeler::contract::GENERATOR_PATH.trim_start_matches('/'));
+    write(
+        &generator,
+        &dropins::generator(Profile::OpenShift, "kubelet.service", &[Arch::X86_64]),
+    );
+    let wrapper = dir.join("usr/local/bin/kubelet-labeler-wrapper.x86_64");
+    write(&wrapper, "");
+    for exe in [&generator, &wrapper] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let kubelet = dir.join("usr/bin/kubelet");
+    write(&kubelet, "#!/bin/sh\n");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&kubelet, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn env(dir: &Path, labels: &str, taints: &str) {
+    write(
+        &dir.join("etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf"),
+        &format!(
+            "[Service]\nEnvironment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS={labels}\"\n\
+             Environment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS={taints}\"\n"
+        ),
+    );
+}
+
+fn sync(tree: &Path, kubeconfig: &Path, extra: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+        .args(["sync", "--profile", "openshift", "--root"])
+        .arg(tree)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["--pool-label", "node.kubernetes.io/pool"])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The stored Node: labels, taints, annotations, resourceVersion.
+fn stored(
+    cluster: &Cluster,
+    node: &str,
+) -> (
+    BTreeMap<String, String>,
+    Vec<String>,
+    serde_json::Value,
+    String,
+) {
+    let n = cluster.node(node).expect("the Node");
+    let (labels, taints) = labels_and_taints(&n);
+    (
+        labels,
+        taints,
+        n["metadata"]["annotations"].clone(),
+        n["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_string(),
+    )
+}
+
+/// `explain`'s added labels and taints on the tree: what the wrapper adds.
+fn predicted(tree: &Path) -> (Vec<String>, Vec<String>) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+        .args(["explain", "--json", "--profile", "openshift", "--root"])
+        .arg(tree)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("explain: {e}: {}", text(&out.stderr)));
+    let strings = |k: &str| -> Vec<String> {
+        v[k].as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_string())
+            .collect()
+    };
+    (strings("added_labels"), strings("taints"))
+}
+
+/// PATCH as the cluster admin (another owner, NFD).
+fn admin_patch(cluster: &Cluster, node: &str, body: &str) {
+    let pki = cluster.dir.join("pki");
+    let out = Command::new("curl")
+        .args([
+            "-sS",
+            "-m",
+            "10",
+            "-X",
+            "PATCH",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+        ])
+        .arg("--cacert")
+        .arg(pki.join("ca.crt"))
+        .arg("--cert")
+        .arg(pki.join("admin.crt"))
+        .arg("--key")
+        .arg(pki.join("admin.key"))
+        .args([
+            "-H",
+            "Content-Type: application/merge-patch+json",
+            "-d",
+            body,
+        ])
+        .arg(format!("{}/api/v1/nodes/{node}", cluster.api))
+        .output()
+        .unwrap();
+    assert_eq!(text(&out.stdout), "200", "{}", text(&out.stderr));
+}
+
+/// Register through the real kubelet with the wrapper's flags for `tree`.
+fn register(cluster: &Cluster, node: &str, tree: &Path) {
+    // register.sh's kubelet listens on fixed ports: one at a time.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (labels, taints) = predicted(tree);
+    cluster.delete_node(node);
+    let out = Command::new("bash")
+        .arg(realcluster::tools_dir().join("register.sh"))
+        .arg(format!("--node-labels={}", labels.join(",")))
+        .arg(format!("--register-with-taints={}", taints.join(",")))
+        .env("RC_DIR", &cluster.dir)
+        .env("NODE_NAME", node)
+        .env("SETTLE", "0")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "register.sh: {}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn labels_follow_the_tree_and_nothing_else_is_touched() {
+    let Some(cluster) = cluster() else { return };
+    let node = "rs-sync";
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let kubeconfig = cluster.dir.join(format!("node-{node}.kubeconfig"));
+    tree(
+        &root,
+        "example.com/tier=gold,example.com/gone=1,node.kubernetes.io/pool=,example.com/foreign=x",
+        "example.com/t=1:NoSchedule",
+    );
+    register(cluster, node, &root);
+    // Another owner takes example.com/foreign; NFD owns one key.
+    admin_patch(
+        cluster,
+        node,
+        r#"{"metadata":{"labels":{"example.com/foreign":"theirs","feature.node.kubernetes.io/nfd-key":"1"},
+            "annotations":{"nfd.node.kubernetes.io/feature-labels":"nfd-key"}}}"#,
+    );
+
+    // The first sync adopts what registration set (same values).
+    let out = sync(&root, &kubeconfig, &[]);
+    let (before, _, ann, _) = stored(cluster, node);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("adopted"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        ann["kubelet-labeler.io/owned-labels"],
+        "example.com/gone,example.com/tier,node.kubernetes.io/pool",
+        "{ann}"
+    );
+
+    // The configuration changes: a label changes, one goes, one comes; a
+    // key NFD owns, another owner's key, the pool label and a key
+    // NodeRestriction forbids are derived too; the taint changes.
+    env(
+        &root,
+        "example.com/tier=silver,example.com/new=1,feature.node.kubernetes.io/nfd-key=2,\
+         example.com/foreign=mine,node.kubernetes.io/pool=other,node-role.kubernetes.io/worker=",
+        "example.com/t=2:NoSchedule",
+    );
+    let (_, taints_before, _, rv) = stored(cluster, node);
+    let dry = sync(&root, &kubeconfig, &["--dry-run"]);
+    let lines = text(&dry.stdout);
+    assert_eq!(dry.status.code(), Some(1), "{}", text(&dry.stderr));
+    for want in [
+        "change example.com/tier=gold -> silver (ours, derived value changed)",
+        "remove example.com/gone=1 (ours, no longer derived)",
+        "add    example.com/new=1 (derived, absent)",
+        "leave  example.com/foreign=theirs (derived: mine) (another owner's value)",
+        "leave  feature.node.kubernetes.io/nfd-key=1 (derived: 2) (NFD owns it",
+        "leave  node-role.kubernetes.io/worker=absent (derived: ) (NodeRestriction forbids",
+        "leave  node.kubernetes.io/pool= (derived: other) (it selects the node's pool",
+        "drift  taint example.com/t=1:NoSchedule should be example.com/t=2:NoSchedule",
+    ] {
+        assert!(lines.contains(want), "{want:?} not in:\n{lines}");
+    }
+    assert_eq!(stored(cluster, node).3, rv, "--dry-run wrote");
+
+    let out = sync(&root, &kubeconfig, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let (labels, taints, ann, rv) = stored(cluster, node);
+    let mut want = before.clone();
+    want.insert("example.com/tier".into(), "silver".into());
+    want.insert("example.com/new".into(), "1".into());
+    want.remove("example.com/gone");
+    assert_eq!(labels, want, "{}", text(&out.stderr));
+    assert_eq!(taints, taints_before, "taints are never sent");
+    assert_eq!(
+        ann["kubelet-labeler.io/owned-labels"],
+        "example.com/new,example.com/tier,node.kubernetes.io/pool"
+    );
+
+    // A second run sends no write.
+    let again = sync(&root, &kubeconfig, &[]);
+    assert!(
+        text(&again.stderr).contains("up to date"),
+        "{}",
+        text(&again.stderr)
+    );
+    assert_eq!(stored(cluster, node).3, rv, "a second run wrote");
+
+    // With the pool label allowed, it follows too (it is ours: registered).
+    let out = sync(&root, &kubeconfig, &["--allow-pool-label"]);
+    assert_eq!(
+        stored(cluster, node).0["node.kubernetes.io/pool"],
+        "other",
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn api_server_down_bad_inputs_and_other_identities() {
+    let Some(cluster) = cluster() else { return };
+    let node = "rs-down";
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    tree(&root, "example.com/a=1", "");
+    register(cluster, node, &root);
+    // The first sync after registration adopts what it set.
+    let kubeconfig = cluster.dir.join(format!("node-{node}.kubeconfig"));
+    let out = sync(&root, &kubeconfig, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    env(&root, "example.com/a=2", "");
+    let rv = stored(cluster, node).3;
+
+    // The API server unreachable: bounded retries, one line, nothing changed.
+    let down = dir.path().join("down.kubeconfig");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    write(
+        &down,
+        &std::fs::read_to_string(&kubeconfig)
+            .unwrap()
+            .replace(&cluster.api, &format!("https://127.0.0.1:{port}")),
+    );
+    let t = std::time::Instant::now();
+    let out = sync(&root, &down, &["--max-wait", "3"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("nothing changed") && err.contains("unreachable"),
+        "{err}"
+    );
+    assert!(t.elapsed().as_secs() < 20);
+    assert_eq!(err.lines().count(), 1, "{err}");
+
+    // Bad inputs: one line naming the input, exit 2, nothing changed.
+    let missing = dir.path().join("nope.kubeconfig");
+    let admin = cluster.dir.join("admin.kubeconfig");
+    let other = cluster.dir.join("node-rs-sync.kubeconfig");
+    let bad_ca = dir.path().join("bad-ca.kubeconfig");
+    write(
+        &bad_ca,
+        &std::fs::read_to_string(&kubeconfig)
+            .unwrap()
+            .replace("pki/ca.crt", "pki/admin.crt"),
+    );
+    for (k, code, says) in [
+        (&missing, 2, format!("kubeconfig {}", missing.display())),
+        (
+            &admin,
+            2,
+            "not a node's (CN=system:node:<name>)".to_string(),
+        ),
+        (&bad_ca, 1, "CA does not verify".to_string()),
+    ] {
+        let out = sync(&root, k, &[]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{k:?}: {err}");
+        assert!(err.contains(&says), "{k:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    // Another node's kubeconfig for a tree whose kubelet registers as this
+    // node: refused before any request.
+    write(
+        &root.join("etc/systemd/system/kubelet.service"),
+        &format!(
+            "[Service]\nExecStart=/usr/bin/kubelet --kubeconfig=/etc/kubernetes/kubelet.conf --hostname-override={node}\n"
+        ),
+    );
+    let out = sync(&root, &other, &[]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("its certificate is node rs-sync's, but kubelet registers as rs-down"),
+        "{err}"
+    );
+    assert_eq!(stored(cluster, node).3, rv, "a failed run wrote");
+    // And back: the same run succeeds.
+    let out = sync(&root, &kubeconfig, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(stored(cluster, node).0["example.com/a"], "2");
+
+    // The client certificate replaced between runs (as kubelet rotates
+    // it, key and certificate in one file): the next run reads the new one.
+    let pki = cluster.dir.join("pki");
+    let pem = dir.path().join("kubelet-client-current.pem");
+    let (key, csr, crt) = (
+        dir.path().join("k.pem"),
+        dir.path().join("r.csr"),
+        dir.path().join("c.pem"),
+    );
+    let openssl = |args: &[&std::ffi::OsStr]| {
+        let o = Command::new("openssl").args(args).output().unwrap();
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    };
+    openssl(&[
+        "req".as_ref(),
+        "-new".as_ref(),
+        "-newkey".as_ref(),
+        "ec".as_ref(),
+        "-pkeyopt".as_ref(),
+        "ec_paramgen_curve:P-256".as_ref(),
+        "-nodes".as_ref(),
+        "-keyout".as_ref(),
+        key.as_os_str(),
+        "-out".as_ref(),
+        csr.as_os_str(),
+        "-subj".as_ref(),
+        format!("/O=system:nodes/CN=system:node:{node}").as_ref(),
+    ]);
+    openssl(&[
+        "x509".as_ref(),
+        "-req".as_ref(),
+        "-in".as_ref(),
+        csr.as_os_str(),
+        "-CA".as_ref(),
+        pki.join("ca.crt").as_os_str(),
+        "-CAkey".as_ref(),
+        pki.join("ca.key").as_os_str(),
+        "-CAcreateserial".as_ref(),
+        "-days".as_ref(),
+        "1".as_ref(),
+        "-out".as_ref(),
+        crt.as_os_str(),
+    ]);
+    let mut both = std::fs::read(&crt).unwrap();
+    both.extend(std::fs::read(&key).unwrap());
+    std::fs::write(&pem, both).unwrap();
+    let rotated = dir.path().join("rotated.kubeconfig");
+    let text_k = std::fs::read_to_string(&kubeconfig).unwrap();
+    let rotated_text: String = text_k
+        .lines()
+        .map(|l| {
+            let t = l.trim_start();
+            let indent = &l[..l.len() - t.len()];
+            if t.starts_with("client-certificate:") {
+                format!("{indent}client-certificate: {}", pem.display())
+            } else if t.starts_with("client-key:") {
+                format!("{indent}client-key: {}", pem.display())
+            } else {
+                l.to_string()
+            }
+        })
+        .map(|l| l + "\n")
+        .collect();
+    write(&rotated, &rotated_text);
+    env(&root, "example.com/a=3", "");
+    let out = sync(&root, &rotated, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(stored(cluster, node).0["example.com/a"], "3");
+}
