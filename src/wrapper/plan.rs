@@ -80,25 +80,47 @@ pub fn collect(
     profile: Profile,
     scope: FactsScope,
 ) -> Collected {
-    let static_ = additions_from_env(env);
+    match additions_from_env(env) {
+        Ok(static_) => collect_derived(env, static_, original_argv, facts_root, profile, scope),
+        Err(e) => Collected {
+            additions: Err(e),
+            rules: Vec::new(),
+            notes: Vec::new(),
+        },
+    }
+}
+
+/// What the rules leave when their evaluation fails as a whole (a budget,
+/// a panic): the static part, and a note that says why.
+pub fn static_only(static_: Option<Additions>, why: &str) -> Collected {
+    Collected {
+        additions: Ok(static_),
+        rules: Vec::new(),
+        notes: vec![format!(
+            "rule-derived labels and taints left out: {}",
+            derived::escape_controls(why)
+        )],
+    }
+}
+
+/// [`collect`] given the static part (read first: what every fallback
+/// keeps), with the rule-derived part merged under it.
+pub fn collect_derived(
+    env: &[(OsString, OsString)],
+    static_: Option<Additions>,
+    original_argv: &[OsString],
+    facts_root: &Path,
+    profile: Profile,
+    scope: FactsScope,
+) -> Collected {
     let sources = derived::sources_from_env(env);
     if sources.is_empty() {
         return Collected {
-            additions: static_,
+            additions: Ok(static_),
             rules: Vec::new(),
             notes: Vec::new(),
         };
     }
-    let static_ = match static_ {
-        Ok(s) => s,
-        Err(e) => {
-            return Collected {
-                additions: Err(e),
-                rules: Vec::new(),
-                notes: Vec::new(),
-            };
-        }
-    };
     let nodename = hostname_override(original_argv);
     // Read only what the rules and NFD's label set look at.
     let used = derived::facts_used(&sources);
@@ -115,13 +137,20 @@ pub fn collect(
         })
     };
     let mut features = read(&used.features);
-    let derived = derived::derive(&sources, &mut features, profile, &mut |more| read(more));
+    let derived = match derived::derive(&sources, &mut features, profile, &mut |more| read(more)) {
+        Ok(d) => d,
+        Err(why) => return static_only(static_, &why),
+    };
     let (merged, mut notes) = derived::merge(static_.as_ref(), &derived);
     notes.splice(0..0, derived.problems.iter().cloned());
     notes.extend(derived.rules.iter().filter_map(|r| {
-        r.left_out
-            .as_ref()
-            .map(|why| format!("rule {:?} left out: {why}", r.name))
+        r.left_out.as_ref().map(|why| {
+            format!(
+                "rule {} left out: {}",
+                crate::rules::shown_name(&r.name),
+                derived::escape_controls(why)
+            )
+        })
     }));
     let empty = merged.labels.is_empty() && merged.taints.is_empty();
     Collected {
@@ -129,6 +158,22 @@ pub fn collect(
         rules: derived.rules,
         notes,
     }
+}
+
+/// Leave out the labels a kubelet that disagrees with our checks may refuse
+/// (the crash-loop guard's fallback after a quick failure); every taint and
+/// the other labels, the pool label among them, stay. Returns the keys
+/// left out.
+pub fn drop_refusable(additions: &mut Additions) -> Vec<String> {
+    let mut gone = Vec::new();
+    additions.labels.retain(|(k, _)| {
+        let refusable = super::guard::may_be_refused(k);
+        if refusable {
+            gone.push(k.clone());
+        }
+        !refusable
+    });
+    gone
 }
 
 /// The node name kubelet registers with when `--hostname-override` is set
@@ -145,6 +190,7 @@ fn hostname_override(argv: &[OsString]) -> Option<String> {
 }
 
 /// The one command the wrapper stands in for, with `$VAR`s expanded.
+#[derive(Debug, Clone)]
 pub struct OriginalCommand {
     pub executable: PathBuf,
     pub argv: Vec<OsString>,
@@ -279,7 +325,10 @@ pub fn plan(
 /// The one journal line that says what the wrapper did.
 pub fn summary(plan: &Plan) -> String {
     if let Some(why) = &plan.left_out {
-        return format!("kubelet-labeler: starting kubelet without our labels/taints: {why}");
+        return format!(
+            "kubelet-labeler: starting kubelet without our labels/taints: {}",
+            derived::escape_controls(why)
+        );
     }
     if plan.argv == plan.original_argv {
         return format!(
@@ -330,7 +379,7 @@ fn notes_suffix(plan: &Plan) -> String {
         out += ")";
     }
     for n in &plan.notes {
-        out += &format!(" ({n})");
+        out += &format!(" ({})", derived::escape_controls(n));
     }
     out
 }
