@@ -167,6 +167,13 @@ pub fn prepare(
     let collected = if evaluate {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             late_fault();
+            if *verdict == Verdict::Full && fault(env) == Some("rules-error") {
+                // Stands for an evaluation that fails as a whole (its budget).
+                return plan::static_only(
+                    static_.clone(),
+                    "injected evaluation error (KUBELET_LABELER_FAULT=rules-error)",
+                );
+            }
             let facts_root = opts.facts_root.as_deref().unwrap_or(&opts.root);
             plan::collect_derived(
                 env,
@@ -490,6 +497,14 @@ fn fault_hook(env: &[(OsString, OsString)]) {
 fn crash_now(how: &str) {
     match how {
         "abort" => std::process::abort(),
+        // What an OOM kill or systemd's start timeout does: no handler runs.
+        "kill" => {
+            unsafe extern "C" {
+                fn raise(sig: i32) -> i32;
+            }
+            // SAFETY: raise has no preconditions; SIGKILL ends the process.
+            unsafe { raise(9) };
+        }
         // Unbounded recursion: std's guard page turns it into SIGSEGV.
         "stack-overflow" => {
             #[allow(unconditional_recursion)]

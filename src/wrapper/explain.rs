@@ -479,6 +479,7 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
     };
     plan.rules = collected.rules;
     plan.notes = collected.notes;
+    plan.notes.extend(plan::fallbacks(&plan, &env));
     warnings.extend(fs.warnings.into_inner());
     warnings.extend(plan.warnings.iter().cloned());
     warnings.extend(tree::missing_config(&plan, &fs.inner, opts.offline));
@@ -684,14 +685,15 @@ pub fn render_human(e: &Explanation) -> String {
     for removed in e.original_argv.iter().filter(|a| !e.argv.contains(a)) {
         out += &format!("  - {}\n", shell_words::quote(removed));
     }
+    let shown = |t: &str| super::derived::escape_controls(t).into_owned();
     if let Some(why) = &e.left_out {
-        out += &format!("our labels/taints are left out: {why}\n");
+        out += &format!("our labels/taints are left out: {}\n", shown(why));
     } else if e.argv == e.original_argv {
         out += "no labels or taints to add\n";
     }
     for r in &e.rules {
         let state = match (&r.left_out, r.matched) {
-            (Some(why), _) => format!("left out: {why}"),
+            (Some(why), _) => format!("left out: {}", shown(why)),
             (None, true) => "matched".into(),
             (None, false) => "no match".into(),
         };
@@ -699,12 +701,12 @@ pub fn render_human(e: &Explanation) -> String {
         for (feature, elements) in &r.matched_features {
             for el in elements {
                 let attrs: Vec<String> = el.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                out += &format!("    {feature}: {}\n", attrs.join(" "));
+                out += &format!("    {feature}: {}\n", shown(&attrs.join(" ")));
             }
         }
         if r.matched {
             for l in &r.labels {
-                out += &format!("    label {l}\n");
+                out += &format!("    label {}\n", shown(l));
             }
             for t in &r.taints {
                 out += &format!("    taint {t}\n");
@@ -712,7 +714,7 @@ pub fn render_human(e: &Explanation) -> String {
         }
     }
     for n in &e.notes {
-        out += &format!("note: {n}\n");
+        out += &format!("note: {}\n", shown(n));
     }
     for w in &e.warnings {
         out += &format!("warning: {w}\n");

@@ -176,6 +176,53 @@ pub fn drop_refusable(additions: &mut Additions) -> Vec<String> {
     gone
 }
 
+/// What the fallbacks would keep of `plan` (for `explain`): the static part
+/// when the node rules fail, and what the crash-loop guard leaves out after
+/// a quick failure of kubelet.
+pub fn fallbacks(plan: &Plan, env: &[(OsString, OsString)]) -> Vec<String> {
+    if plan.left_out.is_some() || plan.argv == plan.original_argv {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let static_ = additions_from_env(env).ok().flatten().unwrap_or_default();
+    if derived::sources_in_env(env) {
+        let labels: Vec<String> = static_
+            .labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let taints: Vec<String> = static_.taints.iter().map(|t| t.to_string()).collect();
+        out.push(format!(
+            "if the node rules fail (an error, a crash, an OOM kill, a start timeout), kubelet \
+             starts with the static part only: labels [{}], taints [{}]",
+            labels.join(","),
+            taints.join(",")
+        ));
+    }
+    let refusable: Vec<&str> = plan
+        .added_labels
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .filter(|k| super::guard::may_be_refused(k))
+        .collect();
+    out.push(if refusable.is_empty() {
+        format!(
+            "if kubelet fails within {}s of a start, the crash-loop guard leaves nothing out: \
+             every kubelet takes these labels and taints",
+            super::guard::QUICK_FAILURE_SECS
+        )
+    } else {
+        format!(
+            "if kubelet fails within {}s of a start, the crash-loop guard leaves out {} at the \
+             next (a kubelet of another version may refuse them) and keeps the taints and the \
+             other labels",
+            super::guard::QUICK_FAILURE_SECS,
+            refusable.join(", ")
+        )
+    });
+    out
+}
+
 /// The node name kubelet registers with when `--hostname-override` is set
 /// (kubelet trims and lower-cases it); NFD's `system.name` follows it.
 fn hostname_override(argv: &[OsString]) -> Option<String> {
