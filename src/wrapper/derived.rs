@@ -577,6 +577,33 @@ mod tests {
         );
     }
 
+    /// Labels a template makes with escape sequences and carriage returns,
+    /// refused by NFD or by kubelet: the notes that name them are one line
+    /// of printable text.
+    #[test]
+    fn refused_template_text_reaches_notes_escaped() {
+        let rule = Rule {
+            name: "t".into(),
+            labels_template: Some(
+                "x.k8s.io/a\u{1b}[2J=1\nx.k8s.io/b=\r\u{1b}[31m\nx.k8s.io/c=ok".into(),
+            ),
+            match_features: vec![nvidia_term()],
+            ..Default::default()
+        };
+        let sources = Sources {
+            rules: Some(Ok(vec![rule])),
+            nfd_labels: None,
+        };
+        let d = derive(&sources, &mut gpu_node(), Profile::Upstream, &mut |_| {
+            Features::default()
+        })
+        .unwrap();
+        assert!(d.problems.len() >= 3, "{:?}", d.problems);
+        for p in &d.problems {
+            assert!(!p.contains(|c: char| c.is_control()), "{p:?}");
+        }
+    }
+
     /// Template-made keys and values reach lines of text escaped.
     #[test]
     fn template_made_text_is_escaped() {

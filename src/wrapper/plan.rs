@@ -518,6 +518,43 @@ mod tests {
     }
 
     #[test]
+    fn the_guard_keeps_taints_and_the_labels_every_kubelet_takes() {
+        let mut a = Additions {
+            labels: vec![
+                ("node.kubernetes.io/worker-gpu".into(), String::new()),
+                ("topology.kubernetes.io/zone".into(), "a".into()),
+                ("example.com/tier".into(), "gold".into()),
+                ("node-role.kubernetes.io/worker".into(), String::new()),
+            ],
+            taints: crate::kubelet::parse_taints("example.com/dedicated=gpu:NoSchedule").unwrap(),
+        };
+        let gone = drop_refusable(&mut a);
+        assert_eq!(
+            gone,
+            [
+                "topology.kubernetes.io/zone",
+                "node-role.kubernetes.io/worker"
+            ]
+        );
+        assert_eq!(a.labels.len(), 2);
+        assert_eq!(a.taints.len(), 1);
+    }
+
+    #[test]
+    fn the_journal_line_is_one_line_of_printable_text() {
+        let mut p = planned("/usr/bin/kubelet", &["/usr/bin/kubelet"]);
+        p.notes
+            .push("rule x: label \"a\" left out\r\u{1b}[2J\u{2028}".into());
+        let line = summary(&p);
+        assert!(
+            !line.contains(|c: char| c.is_control() || c == '\u{2028}'),
+            "{line:?}"
+        );
+        p.left_out = Some("bad\rvalue".into());
+        assert!(!summary(&p).contains('\r'));
+    }
+
+    #[test]
     fn a_shell_gets_nothing_appended_and_the_line_says_why() {
         let argv = ["/bin/sh", "-c", "exec /usr/bin/kubelet --v=2"];
         let p = planned("/bin/sh", &argv);
