@@ -141,7 +141,6 @@ pub fn prepare(
         Ok(s) => s,
         Err(e) => return Ok(plan::plan(original, Err(e), opts.profile, &fs)),
     };
-    let mut guard_notes = Vec::new();
     let mut refusable_gone = Vec::new();
     if let (Verdict::DropRefusable(_), Some(a)) = (verdict, static_.as_mut()) {
         refusable_gone = plan::drop_refusable(a);
@@ -164,45 +163,43 @@ pub fn prepare(
     let evaluate = static_plan.left_out.is_none()
         && !matches!(verdict, Verdict::SkipRules(_))
         && derived::sources_in_env(env);
-    let collected = if evaluate {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            late_fault();
-            if *verdict == Verdict::Full && fault(env) == Some("rules-error") {
-                // Stands for an evaluation that fails as a whole (its budget).
-                return plan::static_only(
-                    static_.clone(),
-                    "injected evaluation error (KUBELET_LABELER_FAULT=rules-error)",
-                );
-            }
-            let facts_root = opts.facts_root.as_deref().unwrap_or(&opts.root);
-            plan::collect_derived(
-                env,
-                static_.clone(),
-                &original.argv,
-                facts_root,
-                opts.profile,
-                plan::FactsScope::Used,
-            )
-        }))
-        .unwrap_or_else(|_| {
-            plan::static_only(
-                static_.clone(),
-                "internal error while evaluating the node rules (a bug; please report)",
-            )
-        })
-    } else {
+    if !evaluate {
+        // Nothing derived to add: the static plan is the plan.
         late_fault();
+        let mut plan = static_plan;
         if let Verdict::SkipRules(why) = verdict {
-            guard_notes.push(format!(
+            plan.notes.push(format!(
                 "rule-derived labels and taints, if any, left out: {why}"
             ));
         }
-        plan::Collected {
-            additions: Ok(static_.take()),
-            rules: Vec::new(),
-            notes: Vec::new(),
+        plan.notes.extend(refusable_note(verdict, &refusable_gone));
+        return Ok(plan);
+    }
+    let collected = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        late_fault();
+        if *verdict == Verdict::Full && fault(env) == Some("rules-error") {
+            // Stands for an evaluation that fails as a whole (its budget).
+            return plan::static_only(
+                static_.clone(),
+                "injected evaluation error (KUBELET_LABELER_FAULT=rules-error)",
+            );
         }
-    };
+        let facts_root = opts.facts_root.as_deref().unwrap_or(&opts.root);
+        plan::collect_derived(
+            env,
+            static_.clone(),
+            &original.argv,
+            facts_root,
+            opts.profile,
+            plan::FactsScope::Used,
+        )
+    }))
+    .unwrap_or_else(|_| {
+        plan::static_only(
+            static_.take(),
+            "internal error while evaluating the node rules (a bug; please report)",
+        )
+    });
     let mut additions = collected.additions;
     if let (Verdict::DropRefusable(_), Ok(Some(a))) = (verdict, additions.as_mut()) {
         for key in plan::drop_refusable(a) {
@@ -211,21 +208,10 @@ pub fn prepare(
             }
         }
     }
-    if let Verdict::DropRefusable(why) = verdict {
-        guard_notes.push(if refusable_gone.is_empty() {
-            format!("{why}; no label of ours that a kubelet may refuse, all kept")
-        } else {
-            format!(
-                "labels a kubelet of another version may refuse left out: {}: {why}; \
-                 the taints and the other labels (the pool label among them) kept",
-                refusable_gone.join(", ")
-            )
-        });
-    }
     let mut plan = plan::plan(original, additions, opts.profile, &fs);
     plan.rules = collected.rules;
     plan.notes = collected.notes;
-    if let Some(why) = plan.left_out.take_if(|_| static_plan.left_out.is_none()) {
+    if let Some(why) = plan.left_out.take() {
         // The static part merges where the whole does not: keep it.
         let rules = std::mem::take(&mut plan.rules);
         let notes = std::mem::take(&mut plan.notes);
@@ -235,8 +221,25 @@ pub fn prepare(
         plan.notes
             .push(format!("rule-derived labels and taints left out: {why}"));
     }
-    plan.notes.extend(guard_notes);
+    plan.notes.extend(refusable_note(verdict, &refusable_gone));
     Ok(plan)
+}
+
+/// The journal line's note for the crash-loop guard's fallback after a
+/// quick failure: what it left out, and that the rest stays.
+fn refusable_note(verdict: &Verdict, gone: &[String]) -> Option<String> {
+    let Verdict::DropRefusable(why) = verdict else {
+        return None;
+    };
+    Some(if gone.is_empty() {
+        format!("{why}; no label of ours that a kubelet may refuse, all kept")
+    } else {
+        format!(
+            "labels a kubelet of another version may refuse left out: {}: {why}; the taints \
+             and the other labels (the pool label among them) kept",
+            gone.join(", ")
+        )
+    })
 }
 
 /// The crash handler's journal line for the static part, up to the reason.
