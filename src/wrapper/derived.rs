@@ -154,6 +154,22 @@ fn refusal(labels: &[(String, String)], taints: &[Taint], profile: Profile) -> O
         .map(|t| format!("taint {t}: kubelet would refuse it"))
 }
 
+/// The keys of `labels` kubelet would refuse, each with why: one pass of
+/// kubelet's checks over the whole set (NFD's label set is hundreds).
+fn refused_labels(labels: &[(String, String)], profile: Profile) -> Vec<(String, String)> {
+    kubelet::validate_labels(labels, profile)
+        .into_iter()
+        .map(|e| {
+            let key = match &e {
+                kubelet::labels::LabelError::NotSelfSettable { key, .. }
+                | kubelet::labels::LabelError::InvalidKey { key, .. }
+                | kubelet::labels::LabelError::InvalidValue { key, .. } => key.clone(),
+            };
+            (key, e.to_string())
+        })
+        .collect()
+}
+
 /// Reads the features named (`<domain>.<feature>`) from the node: how
 /// `derive` reads what an `@` value names beyond `facts_used`.
 pub type ReadMore<'a> = &'a mut dyn FnMut(&SortedSet<String>) -> Features;
@@ -172,16 +188,11 @@ pub fn derive(
     match &sources.nfd_labels {
         Some(Ok(flavour)) => {
             let mut labels = crate::facts::nfd_labels(features, *flavour);
-            labels.retain(
-                |(k, v)| match refusal(&[(k.clone(), v.clone())], &[], profile) {
-                    None => true,
-                    Some(why) => {
-                        out.problems
-                            .push(format!("NFD built-in label left out: {why}"));
-                        false
-                    }
-                },
-            );
+            for (key, why) in refused_labels(&labels, profile) {
+                labels.retain(|(k, _)| *k != key);
+                out.problems
+                    .push(format!("NFD built-in label left out: {why}"));
+            }
             out.additions.labels.extend(labels);
         }
         Some(Err(e)) => out.problems.push(e.clone()),
@@ -256,19 +267,19 @@ fn derive_rules(
             .unwrap_or_default()
     };
     let mut refused = Vec::new();
-    outcome.labels.retain(
-        |(k, v)| match refusal(&[(k.clone(), v.clone())], &[], profile) {
-            None => true,
-            Some(why) => {
+    for (key, why) in refused_labels(&outcome.labels, profile) {
+        let rule = owner(&outcome.results, &key);
+        outcome.labels.retain(|(k, v)| {
+            let keep = *k != key;
+            if !keep {
                 refused.push(format!(
-                    "rule {}: {why}; label {} left out alone",
-                    owner(&outcome.results, k),
+                    "rule {rule}: {why}; label {} left out alone",
                     shown_label(k, v)
                 ));
-                false
             }
-        },
-    );
+            keep
+        });
+    }
     outcome
         .taints
         .retain(|t| match refusal(&[], std::slice::from_ref(t), profile) {
