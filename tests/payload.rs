@@ -172,10 +172,10 @@ fn aarch64_wrapper_runs_under_qemu() {
 /// The shipped wrapper has no panic machinery (`-Cpanic=immediate-abort`):
 /// a panic is a trap instruction, an abort or a stack overflow ends in
 /// SIGABRT. Each, once the original command is known, must still start
-/// kubelet with that command, unchanged, and say why in one line; on both
+/// kubelet with that command and the static labels, and say why in one line; on both
 /// architectures (aarch64 under qemu, whose trap is a different signal).
 #[test]
-fn shipped_wrapper_starts_kubelet_unchanged_after_a_crash() {
+fn shipped_wrapper_starts_kubelet_with_the_static_part_after_a_crash() {
     let mut runs = Vec::new();
     if musl_target_installed("x86_64") {
         runs.push((build("x86_64"), None));
@@ -206,14 +206,18 @@ fn shipped_wrapper_starts_kubelet_unchanged_after_a_crash() {
             assert_eq!(
                 lines,
                 [
-                    "kubelet-labeler: starting kubelet without our labels/taints: \
-                  internal error (a crash; a bug, please report)"
+                    "kubelet-labeler: starting kubelet with our static labels/taints only \
+                     (--node-labels=node.kubernetes.io/x=), without the rule-derived ones: \
+                     internal error (a crash; a bug, please report)"
                 ],
                 "{what}"
             );
             let text = recorded(&records);
             assert!(text.contains(&hex("--v=2")), "{text}");
-            assert!(!text.contains(&hex("--node-labels")), "{text}");
+            assert!(
+                text.contains(&hex("--node-labels=node.kubernetes.io/x=")),
+                "{text}"
+            );
         }
     }
     assert!(!runs.is_empty() || std::env::var_os("CI").is_none());
@@ -293,11 +297,8 @@ fn shipped_wrapper_hands_on_the_inherited_signal_state() {
         let what = format!("{fault:?}: {}", String::from_utf8_lossy(&out.stderr));
         assert!(out.status.success(), "{what}");
         let text = recorded(&records);
-        assert_eq!(
-            text.contains(&hex("--node-labels")),
-            fault.is_none(),
-            "{what}"
-        );
+        // A crash keeps the static labels (the crash handler's exec).
+        assert!(text.contains(&hex("--node-labels")), "{what}");
         assert_eq!(signal_lines(&text), reference, "{what}");
     }
 }

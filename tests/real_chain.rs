@@ -30,7 +30,7 @@ use realcluster::{ChainRun, Cluster, KubeletSetup, run_chain};
 use systemd_oracle::write;
 
 /// Every node name this binary registers (each gets a client certificate).
-const NODES: [&str; 9] = [
+const NODES: [&str; 10] = [
     "rc-static",
     "rc-taints",
     "rc-rules",
@@ -40,6 +40,7 @@ const NODES: [&str; 9] = [
     "rc-apirefuse",
     "rc-restart",
     "rc-sync",
+    "rc-port",
 ];
 
 /// Taints that neither kubelet's flags nor its config give: the API
@@ -669,8 +670,9 @@ fn kubeadm_crash_loop_then_join() {
 
 /// A label the real kubelet refuses (carried in by the fault hook
 /// `KUBELET_LABELER_FAULT=refused-label`, standing for a label our
-/// validation missed): that start fails, the crash-loop guard leaves our
-/// additions out of the next, and kubelet registers the Node without them.
+/// validation missed, in kubelet's policed namespace): that start fails,
+/// the crash-loop guard leaves such labels out of the next, and kubelet
+/// registers the Node with the rest of ours.
 #[test]
 fn refused_label_costs_one_start() {
     let Some(cluster) = cluster() else { return };
@@ -692,8 +694,9 @@ fn refused_label_costs_one_start() {
     );
     assert!(
         lines[1].starts_with(
-            "kubelet-labeler: starting kubelet without our labels/taints: the previous start with our additions failed within 10s (crash-loop guard"
-        ),
+            "kubelet-labeler: starting kubelet with --node-labels=example.com/tier=gold "
+        ) && lines[1]
+            .contains("the previous start with our additions failed within 10s (crash-loop guard"),
         "{}",
         lines[1]
     );
@@ -704,20 +707,93 @@ fn refused_label_costs_one_start() {
         run.summary()
     );
     assert_eq!(run.prop("NRestarts"), "1", "{}", run.summary());
-    // The Node is what kubelet registers with its own command.
-    let original = explain_original(&tree);
-    assert_node_as_explained(cluster, node, &original, Profile::OpenShift, &[], &run);
+    // The Node is what explain predicts (without the fault's label).
+    let ex = explain(&tree, "openshift", &[]);
+    assert_node_as_explained(cluster, node, &ex, Profile::OpenShift, &[], &run);
     let (labels, _) = realcluster::labels_and_taints(&cluster.node(node).unwrap());
-    assert!(!labels.contains_key("example.com/tier"), "{labels:?}");
+    assert_eq!(labels["example.com/tier"], "gold", "{labels:?}");
 }
 
-/// explain's answer with its argv replaced by the original command (what
-/// kubelet runs when the wrapper leaves our additions out).
-fn explain_original(tree: &Path) -> serde_json::Value {
-    let mut ex = explain(tree, "openshift", &[]);
-    ex["argv"] = ex["original_argv"].clone();
-    ex["taints"] = serde_json::json!([]);
-    ex
+/// Another process holds kubelet's port when it starts: the real kubelet
+/// exits at once ("address already in use"), a quick failure that is no
+/// refusal of our flags. The next start, the port free again, carries the
+/// taint and the pool label (without them the node would register
+/// untainted, and outside its pool).
+#[test]
+fn held_port_keeps_taints_and_pool_label() {
+    let Some(cluster) = cluster() else { return };
+    let node = "rc-port";
+    let (_d, scratch, tree) = openshift_case(
+        cluster,
+        node,
+        &[
+            "--label",
+            "node.kubernetes.io/worker-gpu=",
+            "--label",
+            "example.com/tier=gold",
+            "--taint",
+            "example.com/dedicated=gpu:NoSchedule",
+        ],
+    );
+    let conf = std::fs::read_to_string(tree.join("etc/kubernetes/kubelet.conf")).unwrap();
+    let port: u16 = conf
+        .lines()
+        .find_map(|l| l.strip_prefix("port: "))
+        .and_then(|p| p.trim().parse().ok())
+        .expect("the kubelet config's port");
+    // Time to delete a Node the failed start might have made, and to free
+    // the port, before the restart.
+    write(
+        &tree.join("etc/systemd/system/kubelet.service.d/70-restart.conf"),
+        "[Service]\nRestartSec=3\n",
+    );
+    let ex = explain(&tree, "openshift", &[]);
+    let held = scratch.join("held");
+    let steps = format!(
+        "/usr/bin/python3 -c 'import socket,sys,time\n\
+         s=socket.socket(); s.bind((\"127.0.0.1\", {port})); s.listen()\n\
+         open(sys.argv[1], \"w\").close(); time.sleep(120)' {held} &\n\
+         holder=$!\n\
+         for i in $(seq 100); do [ -e {held} ] && break; sleep 0.05; done\n\
+         systemctl --user start --no-block kubelet.service\n\
+         wait_log 'address already in use' 30\n\
+         for i in $(seq 100); do [ \"$(restarts)\" -ge 1 ] && break; \
+         [ \"$(systemctl --user show -p SubState --value kubelet.service)\" = auto-restart ] && break; \
+         sleep 0.05; done\n\
+         curl_admin -X DELETE \"$API/api/v1/nodes/$NODE\" >/dev/null 2>&1\n\
+         kill $holder; wait $holder 2>/dev/null\n\
+         wait_node 60 && wait_log 'Successfully registered node' 30\n",
+        held = held.display()
+    );
+    let run = start(cluster, node, &scratch, &tree, &steps);
+    assert!(
+        run.journal.contains("address already in use"),
+        "kubelet's own failure: {}",
+        run.summary()
+    );
+    let lines = run.wrapper_lines();
+    assert_eq!(lines.len(), 2, "{}", run.summary());
+    for l in &lines {
+        assert!(
+            !l.contains("without our labels/taints"),
+            "{}",
+            run.summary()
+        );
+        assert_line_says_added(l, &ex);
+    }
+    assert_eq!(run.prop("NRestarts"), "1", "{}", run.summary());
+    assert_node_as_explained(cluster, node, &ex, Profile::OpenShift, &[], &run);
+    let (labels, taints) = realcluster::labels_and_taints(&cluster.node(node).unwrap());
+    assert!(
+        labels.contains_key("node.kubernetes.io/worker-gpu"),
+        "{labels:?}"
+    );
+    assert!(
+        taints
+            .iter()
+            .any(|t| t == "example.com/dedicated=gpu:NoSchedule"),
+        "{taints:?}"
+    );
 }
 
 /// `node-role.kubernetes.io/master=-bad`: OpenShift's kubelet skips every

@@ -63,6 +63,21 @@ type GeneratorCase = (&'static str, Vec<Arch>, Option<Vec<u8>>, Option<String>);
 const GPU_RULE: &str = "KLR3,1,nvidia-gpu-taint,0,~N,0,~N,1,nvidia.com/gpu,true,NoSchedule,\
 1,pci.device,2,vendor,In,1,10de,class,In,2,0300,0302,~N,0";
 
+/// The static taint every fallback keeps, as a unit's environment line.
+const STATIC_TAINT_ENV: &str =
+    "Environment=FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS=example.com/dedicated=gpu:NoSchedule\n";
+/// Node rules and the static taint.
+const RULES_ENV: &str = "Environment=KUBELET_LABELER_NODE_RULES=KLR3,1,nvidia-gpu-taint,0,~N,0,~N,1,\
+nvidia.com/gpu,true,NoSchedule,1,pci.device,2,vendor,In,1,10de,class,In,2,0300,0302,~N,0\n\
+Environment=FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS=example.com/dedicated=gpu:NoSchedule\n";
+
+fn carries_static_taint(argv: &[String]) -> bool {
+    argv.iter().any(|w| {
+        w.starts_with("--register-with-taints=")
+            && w.contains("example.com/dedicated=gpu:NoSchedule")
+    })
+}
+
 /// A node root whose facts sources are garbage.
 fn garbage_facts(scratch: &Path) -> std::path::PathBuf {
     let root = scratch.join("garbage-facts");
@@ -166,12 +181,66 @@ fn faults_under_real_systemd() {
     // Single faults: (unit, extra [Service] lines, labels, expected journal words,
     // whether the running kubelet carries the label).
     let faults: &[(&str, String, &str, &str, bool)] = &[
+        // A label a kubelet of another version refuses (the recorder
+        // plays it): the next start leaves out that label only.
         (
             "refused",
-            "Environment=RECORDER_FAIL_IF_ARG=example.com/refused\n".into(),
-            "example.com/refused=yes",
-            "crash-loop guard",
-            false,
+            "Environment=RECORDER_FAIL_IF_ARG=topology.kubernetes.io/zone=refused\n".into(),
+            &format!("topology.kubernetes.io/zone=refused,{LABEL}="),
+            "labels a kubelet of another version may refuse left out: topology.kubernetes.io/zone",
+            true,
+        ),
+        // A quick failure that is not ours (a held port, a bad bootstrap
+        // token: here the first start fails whatever its flags): the next
+        // start keeps the labels and the taint.
+        (
+            "quickfail",
+            format!(
+                "Environment=RECORDER_FAIL_IF_MISSING={q}/released RECORDER_JOIN_AFTER=1 \
+                 RECORDER_JOIN_FILES={q}/released\n{STATIC_TAINT_ENV}",
+                q = scratch.join("quickfail").display()
+            ),
+            &format!("{LABEL}="),
+            "starting kubelet with --node-labels",
+            true,
+        ),
+        // Crashes, deaths and errors while the node rules run: kubelet
+        // starts with the static labels and taint (the same start, or the
+        // next after a death no handler sees: an OOM kill, a timeout).
+        (
+            "rules-panic",
+            format!("Environment=KUBELET_LABELER_FAULT=panic\n{RULES_ENV}"),
+            &format!("{LABEL}="),
+            "starting kubelet with our static labels/taints only (--node-labels=",
+            true,
+        ),
+        (
+            "rules-abort",
+            format!("Environment=KUBELET_LABELER_FAULT=abort-late\n{RULES_ENV}"),
+            &format!("{LABEL}="),
+            "starting kubelet with our static labels/taints only (--node-labels=",
+            true,
+        ),
+        (
+            "rules-killed",
+            format!("Environment=KUBELET_LABELER_FAULT=kill-late\n{RULES_ENV}"),
+            &format!("{LABEL}="),
+            "rule-derived labels and taints, if any, left out: the previous start died before exec",
+            true,
+        ),
+        (
+            "rules-early-abort",
+            format!("Environment=KUBELET_LABELER_FAULT=abort\n{RULES_ENV}"),
+            &format!("{LABEL}="),
+            "rule-derived labels and taints, if any, left out: the previous start died before exec",
+            true,
+        ),
+        (
+            "rules-error",
+            format!("Environment=KUBELET_LABELER_FAULT=rules-error\n{RULES_ENV}"),
+            &format!("{LABEL}="),
+            "rule-derived labels and taints left out: injected",
+            true,
         ),
         (
             "abort",
@@ -286,6 +355,22 @@ fn faults_under_real_systemd() {
             "config-unreadable" => format!("{rec} --v=2 --config={}", config_dir.display()),
             "sh-c" => format!("/bin/sh -c 'exec {rec} --v=2 \"$$@\"' sh"),
             "env" => format!("/usr/bin/env GODEBUG=x=1 {rec} --v=2"),
+            // kubelet could have refused ours: its config and kubeconfig
+            // are there (the guard blames only such a start).
+            "quickfail" => {
+                let q = scratch.join("quickfail");
+                std::fs::create_dir_all(&q).unwrap();
+                std::fs::write(
+                    q.join("config.yaml"),
+                    "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n",
+                )
+                .unwrap();
+                std::fs::write(q.join("kubelet.conf"), "").unwrap();
+                format!(
+                    "{rec} --v=2 --kubeconfig={q}/kubelet.conf --config={q}/config.yaml",
+                    q = q.display()
+                )
+            }
             _ => format!("{rec} --v=2"),
         };
         write(
@@ -499,7 +584,7 @@ fn faults_under_real_systemd() {
         );
         assert_eq!(o.prop("ActiveState"), "active", "trial {t}");
     }
-    for (name, _, _, why, labelled) in faults {
+    for (name, extra, _, why, labelled) in faults {
         let o = &outcomes[&format!("{name}.service")];
         let journal = journal(&format!("{name}.service"));
         let last = o.records.last().map(|r| r.argv_lossy()).unwrap_or_default();
@@ -512,7 +597,38 @@ fn faults_under_real_systemd() {
         assert!(!last.is_empty(), "{name}: kubelet never ran\n{journal}");
         assert_eq!(carries_label(&last), *labelled, "{name}: {last:?}");
         assert!(journal.contains(why), "{name}: no {why:?} in\n{journal}");
+        if extra.contains("EXTRA_TAINTS=example.com/dedicated") {
+            // What render validated is never lost because something of
+            // ours failed or kubelet failed for a reason not ours.
+            assert!(carries_static_taint(&last), "{name}: {last:?}\n{journal}");
+            assert!(
+                !journal.contains("without our labels/taints"),
+                "{name}: {journal}"
+            );
+        }
     }
+    // The refused label went alone, after one failed start.
+    let refused = &outcomes["refused.service"].records;
+    let last = refused.last().unwrap().argv_lossy();
+    assert!(
+        !last
+            .iter()
+            .any(|w| w.contains("topology.kubernetes.io/zone")),
+        "{last:?}"
+    );
+    // The quick failure not ours: two starts, both with ours.
+    let quick: Vec<Vec<String>> = outcomes["quickfail.service"]
+        .records
+        .iter()
+        .map(|r| r.argv_lossy())
+        .collect();
+    assert_eq!(quick.len(), 2, "{quick:?}");
+    assert!(
+        quick
+            .iter()
+            .all(|a| carries_label(a) && carries_static_taint(a)),
+        "{quick:?}"
+    );
     // kubelet under `sh -c` got exactly what the script gives it.
     let sh = &outcomes["sh-c.service"].records;
     assert!(
@@ -615,7 +731,14 @@ fn faults_under_real_systemd() {
     assert_eq!(control.prop("ExecMainStatus"), "203", "{:?}", control.props);
 
     // At most two failed starts for a crash or a refusal.
-    for name in ["refused", "abort", "overflow"] {
+    for name in [
+        "refused",
+        "abort",
+        "overflow",
+        "quickfail",
+        "rules-killed",
+        "rules-early-abort",
+    ] {
         let restarts: u32 = outcomes[&format!("{name}.service")]
             .prop("NRestarts")
             .parse()

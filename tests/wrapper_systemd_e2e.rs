@@ -431,8 +431,10 @@ fn explain_agrees_with_real_systemd() {
     assert_eq!(strings(&json["added_labels"]), vec![LABELS.to_string()]);
 }
 
-/// A kubelet that refuses our label fails once; the next start leaves our
-/// additions out and kubelet runs.
+/// A kubelet that refuses our label (one in kubelet's policed namespaces,
+/// whose allow-list differs between kubelets) fails once; the next start
+/// leaves that label out, keeps the taint and the other labels, and kubelet
+/// runs.
 #[test]
 fn crash_loop_guard_under_real_systemd() {
     if systemd_oracle::unavailable().is_some() {
@@ -444,7 +446,7 @@ fn crash_loop_guard_under_real_systemd() {
     let recorder = systemd_oracle::build_fake_kubelet(scratch);
     let unit = format!(
         "[Service]\nType=simple\nRestart=always\nRestartSec=200ms\n\
-         Environment=RECORDER_FAIL_IF_ARG=example.com/refused RECORDER_SLEEP=3\n\
+         Environment=RECORDER_FAIL_IF_ARG=topology.kubernetes.io/zone RECORDER_SLEEP=3\n\
          ExecStart={} --v=2\n",
         recorder.display()
     );
@@ -456,7 +458,10 @@ fn crash_loop_guard_under_real_systemd() {
         "guard.service",
         &unit,
         &[("50-test-log.conf", &log_dropin)],
-        Some(("example.com/refused=yes", "")),
+        Some((
+            "topology.kubernetes.io/zone=a,example.com/kept=yes",
+            "example.com/dedicated=gpu:NoSchedule",
+        )),
         true,
     );
     let outcomes = host.run(vec!["guard.service".into()], vec![], 2.0);
@@ -468,27 +473,37 @@ fn crash_loop_guard_under_real_systemd() {
         o.props
     );
     assert!(
-        starts[0].iter().any(|w| w.contains("example.com/refused")),
+        starts[0]
+            .iter()
+            .any(|w| w.contains("topology.kubernetes.io/zone")),
         "{starts:?}"
     );
     assert_eq!(
         starts[1],
-        vec![recorder.display().to_string(), "--v=2".to_string()]
+        vec![
+            recorder.display().to_string(),
+            "--v=2".to_string(),
+            "--node-labels=example.com/kept=yes".to_string(),
+            "--register-with-taints=example.com/dedicated=gpu:NoSchedule".to_string(),
+        ]
     );
     let lines = std::fs::read_to_string(&log).unwrap();
     assert!(
         lines.contains(
-            "kubelet-labeler: starting kubelet with --node-labels=example.com/refused=yes"
+            "kubelet-labeler: starting kubelet with --node-labels=topology.kubernetes.io/zone=a,example.com/kept=yes"
         ),
         "{lines}"
     );
     assert!(
-        lines.contains("kubelet-labeler: starting kubelet without our labels/taints")
+        lines.contains("kubelet-labeler: starting kubelet with --node-labels=example.com/kept=yes")
+            && lines.contains(
+                "labels a kubelet of another version may refuse left out: topology.kubernetes.io/zone"
+            )
             && lines.contains("crash-loop guard"),
         "{lines}"
     );
     let state = std::fs::read_to_string(host.state.join("guard.service.state")).unwrap();
-    assert!(state.contains("with_additions=0"), "{state}");
+    assert!(state.contains("refusable=0"), "{state}");
 }
 
 /// kubelet gets the signal state systemd gives it without us: SIGPIPE

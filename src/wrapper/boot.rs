@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 
 use super::crash;
 use super::exec;
-use super::guard::{Guard, uptime_ms};
+use super::guard::{Guard, Verdict, may_be_refused, uptime_ms};
 use super::plan::{self, Plan};
 use crate::contract::WRAPPER_DROPIN_NAME;
 use crate::kubelet::Profile;
@@ -101,12 +101,18 @@ pub fn under_root(root: &Path, node_path: &Path) -> PathBuf {
     }
 }
 
-/// Resolve the original command and decide what to exec; `leave_out` is
-/// the crash-loop guard's reason to start kubelet unchanged.
+/// Resolve the original command and decide what to exec; `verdict` is
+/// what the crash-loop guard leaves out of this start.
+///
+/// The static labels and taints (the env drop-in's, validated at render,
+/// the pool label among them) are merged into the command first, before
+/// any node rule runs, and armed as the crash fallback: a crash, a panic or
+/// an evaluation error while the rules run costs the rule-derived part
+/// only, and so does an OOM kill or a start timeout, at the next start.
 pub fn prepare(
     opts: &BootOptions,
     env: &[(OsString, OsString)],
-    leave_out: Option<String>,
+    verdict: &Verdict,
 ) -> Result<Plan> {
     let paths = match &opts.unit_path {
         Some(list) => UnitPaths::from_list(&opts.root, list),
@@ -124,53 +130,128 @@ pub fn prepare(
         .with_context(|| format!("loading {}", opts.unit))?;
     let original = plan::original_command(&svc, env, &opts.root)?;
     // From here on, a crash or panic of ours starts kubelet unchanged (see
-    // `crash`).
-    crash::arm(
-        &under_root(&opts.root, &original.executable),
-        &original.argv,
-    );
-
-    let collected = match leave_out {
-        Some(why) => plan::Collected {
-            additions: Err(anyhow::anyhow!(why)),
-            rules: Vec::new(),
-            notes: Vec::new(),
-        },
-        None => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            // `=panic`, `=abort-late`, `=stack-overflow-late`: a crash
-            // after the original command is known (the crash fallback).
+    // `crash`), then, once the static part is merged, with that part.
+    let executable = under_root(&opts.root, &original.executable);
+    crash::arm(&executable, &original.argv);
+    let fs = plan::RootFs {
+        root: opts.root.clone(),
+    };
+    let mut static_ = match plan::static_additions(env) {
+        Ok(s) => s,
+        Err(e) => return Ok(plan::plan(original, Err(e), opts.profile, &fs)),
+    };
+    let mut refusable_gone = Vec::new();
+    if let (Verdict::DropRefusable(_), Some(a)) = (verdict, static_.as_mut()) {
+        refusable_gone = plan::drop_refusable(a);
+    }
+    let static_plan = plan::plan(original.clone(), Ok(static_.clone()), opts.profile, &fs);
+    if static_plan.left_out.is_none() && static_plan.argv != static_plan.original_argv {
+        crash::arm_static(&executable, &static_plan.argv, static_line(&static_plan));
+    }
+    // `=panic`, `=abort-late`, `=stack-overflow-late`: a crash after the
+    // static part is known, where the rules run (the crash fallback).
+    let late_fault = || {
+        if *verdict == Verdict::Full {
             match fault(env) {
                 Some("panic") => panic!("injected fault (KUBELET_LABELER_FAULT=panic)"),
                 Some(f) => crash_now(f.strip_suffix("-late").unwrap_or("")),
                 None => {}
             }
-            let facts_root = opts.facts_root.as_deref().unwrap_or(&opts.root);
-            plan::collect(
-                env,
-                &original.argv,
-                facts_root,
-                opts.profile,
-                plan::FactsScope::Used,
-            )
-        }))
-        .unwrap_or_else(|_| plan::Collected {
-            additions: Err(anyhow::anyhow!(
-                "internal error while reading the labels or node rules (a bug; please report)"
-            )),
-            rules: Vec::new(),
-            notes: Vec::new(),
-        }),
+        }
     };
-    let root = opts.root.clone();
-    let mut plan = plan::plan(
-        original,
-        collected.additions,
-        opts.profile,
-        &plan::RootFs { root },
-    );
+    let evaluate = static_plan.left_out.is_none()
+        && !matches!(verdict, Verdict::SkipRules(_))
+        && plan::rules_in_env(env);
+    if !evaluate {
+        // Nothing derived to add: the static plan is the plan.
+        late_fault();
+        let mut plan = static_plan;
+        if let Verdict::SkipRules(why) = verdict {
+            plan.notes.push(format!(
+                "rule-derived labels and taints, if any, left out: {why}"
+            ));
+        }
+        plan.notes.extend(refusable_note(verdict, &refusable_gone));
+        return Ok(plan);
+    }
+    let collected = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        late_fault();
+        if *verdict == Verdict::Full && fault(env) == Some("rules-error") {
+            // Stands for an evaluation that fails as a whole (its budget).
+            return plan::static_only(
+                static_.clone(),
+                "injected evaluation error (KUBELET_LABELER_FAULT=rules-error)",
+            );
+        }
+        let facts_root = opts.facts_root.as_deref().unwrap_or(&opts.root);
+        plan::collect_derived(
+            env,
+            static_.clone(),
+            &original.argv,
+            facts_root,
+            opts.profile,
+            plan::FactsScope::Used,
+        )
+    }))
+    .unwrap_or_else(|_| {
+        plan::static_only(
+            static_.take(),
+            "internal error while evaluating the node rules (a bug; please report)",
+        )
+    });
+    let mut additions = collected.additions;
+    if let (Verdict::DropRefusable(_), Ok(Some(a))) = (verdict, additions.as_mut()) {
+        for key in plan::drop_refusable(a) {
+            if !refusable_gone.contains(&key) {
+                refusable_gone.push(key);
+            }
+        }
+    }
+    let mut plan = plan::plan(original, additions, opts.profile, &fs);
     plan.rules = collected.rules;
     plan.notes = collected.notes;
+    if let Some(why) = plan.left_out.take() {
+        // The static part merges where the whole does not: keep it.
+        let rules = std::mem::take(&mut plan.rules);
+        let notes = std::mem::take(&mut plan.notes);
+        plan = static_plan;
+        plan.rules = rules;
+        plan.notes = notes;
+        plan.notes
+            .push(format!("rule-derived labels and taints left out: {why}"));
+    }
+    plan.notes.extend(refusable_note(verdict, &refusable_gone));
     Ok(plan)
+}
+
+/// The journal line's note for the crash-loop guard's fallback after a
+/// quick failure: what it left out, and that the rest stays.
+fn refusable_note(verdict: &Verdict, gone: &[String]) -> Option<String> {
+    let Verdict::DropRefusable(why) = verdict else {
+        return None;
+    };
+    Some(if gone.is_empty() {
+        format!("{why}; no label of ours that a kubelet may refuse, all kept")
+    } else {
+        format!(
+            "labels a kubelet of another version may refuse left out: {}: {why}; the taints \
+             and the other labels (the pool label among them) kept",
+            gone.join(", ")
+        )
+    })
+}
+
+/// The crash handler's journal line for the static part, up to the reason.
+fn static_line(static_plan: &Plan) -> String {
+    let line = plan::summary(static_plan);
+    let flags = line
+        .strip_prefix("kubelet-labeler: starting kubelet with ")
+        .and_then(|l| l.split(" (").next())
+        .unwrap_or("");
+    format!(
+        "kubelet-labeler: starting kubelet with our static labels/taints only ({flags}), \
+         without the rule-derived ones"
+    )
 }
 
 /// Builds that unwind on panic (tests, `explain` in the CLI) get the same
@@ -186,8 +267,8 @@ pub fn install_panic_fallback() {
             .unwrap_or("panic");
         if crash::armed() {
             eprintln!(
-                "kubelet-labeler: starting kubelet without our labels/taints: \
-                 internal error ({what}; a bug, please report)"
+                "{}: internal error ({what}; a bug, please report)",
+                crash::fallback_line()
             );
             crash::exec_fallback();
         } else {
@@ -228,24 +309,28 @@ pub fn run(args: &[OsString]) -> i32 {
     // this one as an attempt, so a crash that is no panic (stack overflow,
     // abort, OOM kill) costs the next start our additions, not kubelet.
     let mut guard_off = None;
-    let leave_out = invocation.as_deref().and_then(|id| {
-        let why = guard.should_leave_out(id);
-        if let Err(e) = guard.record_attempt(id, uptime_ms().unwrap_or(0), why.is_none()) {
-            // A full or read-only /run: kubelet starts all the same, without
-            // the guard's protection, and the journal line says so.
-            guard_off = Some(format!(
-                "crash-loop guard off for this start: writing {}: {e}",
-                guard.path().display()
-            ));
+    let verdict = match invocation.as_deref() {
+        Some(id) => {
+            let verdict = guard.verdict(id);
+            let full = verdict == Verdict::Full;
+            if let Err(e) = guard.record_attempt(id, uptime_ms().unwrap_or(0), full) {
+                // A full or read-only /run: kubelet starts all the same,
+                // without the guard's protection, and the journal line says so.
+                guard_off = Some(format!(
+                    "crash-loop guard off for this start: writing {}: {e}",
+                    guard.path().display()
+                ));
+            }
+            verdict
         }
-        why
-    });
-    if leave_out.is_none() {
+        None => Verdict::Full,
+    };
+    if verdict == Verdict::Full {
         // Stands for a crash in the work for our additions.
         fault_hook(&env);
     }
     let prepared =
-        std::panic::catch_unwind(|| prepare(&opts, &env, leave_out)).unwrap_or_else(|_| {
+        std::panic::catch_unwind(|| prepare(&opts, &env, &verdict)).unwrap_or_else(|_| {
             Err(anyhow::anyhow!(
                 "internal error while reading the unit files (a bug; please report)"
             ))
@@ -253,7 +338,9 @@ pub fn run(args: &[OsString]) -> i32 {
     let mut plan = match prepared {
         Ok(mut p) => {
             p.warnings.extend(guard_off);
-            refused_label_fault(&env, &mut p);
+            if verdict == Verdict::Full {
+                refused_label_fault(&env, &mut p);
+            }
             p
         }
         Err(e) => {
@@ -278,7 +365,8 @@ pub fn run(args: &[OsString]) -> i32 {
     let _ = std::io::stderr().write_all(line.as_bytes());
     if let (Some(id), Some(now)) = (invocation.as_deref(), uptime_ms()) {
         let with = plan.left_out.is_none() && plan.argv != plan.original_argv;
-        let _ = guard.record_start(id, now, with, can_register(&opts.root, &plan));
+        let refusable = with && plan.added_labels.iter().any(|(k, _)| may_be_refused(k));
+        let _ = guard.record_start(id, now, with, refusable, can_register(&opts.root, &plan));
     }
     let mut err = exec(&opts.root, &plan.executable, &plan.argv);
     // E2BIG that the kernel's own answer in `over_exec_limit` did not
@@ -289,7 +377,7 @@ pub fn run(args: &[OsString]) -> i32 {
             "kubelet-labeler: starting kubelet without our labels/taints: executing it with them failed: {err}"
         );
         if let (Some(id), Some(now)) = (invocation.as_deref(), uptime_ms()) {
-            let _ = guard.record_start(id, now, false, can_register(&opts.root, &plan));
+            let _ = guard.record_start(id, now, false, false, can_register(&opts.root, &plan));
         }
         err = exec(&opts.root, &plan.executable, &plan.original_argv);
     }
@@ -411,6 +499,14 @@ fn fault_hook(env: &[(OsString, OsString)]) {
 fn crash_now(how: &str) {
     match how {
         "abort" => std::process::abort(),
+        // What an OOM kill or systemd's start timeout does: no handler runs.
+        "kill" => {
+            unsafe extern "C" {
+                fn raise(sig: i32) -> i32;
+            }
+            // SAFETY: raise has no preconditions; SIGKILL ends the process.
+            unsafe { raise(9) };
+        }
         // Unbounded recursion: std's guard page turns it into SIGSEGV.
         "stack-overflow" => {
             #[allow(unconditional_recursion)]

@@ -12,6 +12,10 @@
 //! restores the default action, the wrapper dies, systemd restarts the unit
 //! and the crash-loop guard starts kubelet unchanged next time.
 //!
+//! Once the static labels and taints are merged into the command (before any
+//! node rule runs, `arm_static`), a crash execs that command instead: a
+//! crash while evaluating the rules costs the rule-derived part only.
+//!
 //! Builds with unwinding panics (tests, the CLI's `explain`) get the same
 //! exec from the panic hook in `boot`, with the panic's message.
 
@@ -51,6 +55,10 @@ unsafe extern "C" {
 /// The original command, made ready before any crash can happen: the
 /// handler only reads it.
 static FALLBACK: OnceLock<Prepared> = OnceLock::new();
+/// The command with the static labels and taints, and the journal line
+/// that says so (without its reason and newline, see [`STATIC_TAIL`]).
+static STATIC_FALLBACK: OnceLock<(Prepared, Box<str>)> = OnceLock::new();
+const STATIC_TAIL: &[u8] = b": internal error (a crash; a bug, please report)\n";
 
 const CRASH_LINE: &[u8] = b"kubelet-labeler: starting kubelet without our labels/taints: \
 internal error (a crash; a bug, please report)\n";
@@ -86,6 +94,22 @@ pub fn arm(executable: &Path, argv: &[OsString]) -> bool {
     exec::prepare(executable, argv).is_some_and(|p| FALLBACK.set(p).is_ok())
 }
 
+/// From now on a crash execs this command (the original with the static
+/// labels and taints) and writes `line`, which ends where the reason goes.
+pub fn arm_static(executable: &Path, argv: &[OsString], line: String) -> bool {
+    exec::prepare(executable, argv)
+        .is_some_and(|p| STATIC_FALLBACK.set((p, line.into_boxed_str())).is_ok())
+}
+
+/// The journal line's head for a crash from now on: what [`exec_fallback`]
+/// starts, up to the reason.
+pub fn fallback_line() -> &'static str {
+    match STATIC_FALLBACK.get() {
+        Some((_, line)) => line,
+        None => "kubelet-labeler: starting kubelet without our labels/taints",
+    }
+}
+
 /// Whether `arm` has run.
 pub fn armed() -> bool {
     FALLBACK.get().is_some()
@@ -94,6 +118,9 @@ pub fn armed() -> bool {
 /// Exec the armed command unchanged; returns only if there is none or the
 /// exec failed. Safe to call from a signal handler.
 pub fn exec_fallback() {
+    if let Some((p, _)) = STATIC_FALLBACK.get() {
+        exec::exec(p);
+    }
     let Some(p) = FALLBACK.get() else { return };
     // exec restores the inherited signal mask: the handler's signal is
     // blocked while it runs, and kubelet must not start with it blocked.
@@ -103,7 +130,14 @@ pub fn exec_fallback() {
 }
 
 extern "C" fn on_crash(sig: c_int) {
-    if armed() {
+    if let Some((_, line)) = STATIC_FALLBACK.get() {
+        // SAFETY: a string set before any crash, never changed after.
+        unsafe {
+            write(STDERR, line.as_ptr(), line.len());
+            write(STDERR, STATIC_TAIL.as_ptr(), STATIC_TAIL.len());
+        }
+        exec_fallback();
+    } else if armed() {
         // SAFETY: a static byte string.
         unsafe { write(STDERR, CRASH_LINE.as_ptr(), CRASH_LINE.len()) };
         exec_fallback();

@@ -57,6 +57,12 @@ fn env_value(env: &[(OsString, OsString)], name: &str) -> Option<String> {
         .filter(|v| !v.trim().is_empty())
 }
 
+/// Whether the environment asks for anything derived (no decoding: the
+/// static part is merged before any of it).
+pub fn sources_in_env(env: &[(OsString, OsString)]) -> bool {
+    env_value(env, RULES_VAR).is_some() || env_value(env, NFD_LABELS_VAR).is_some()
+}
+
 /// Read the rules and the NFD flavour from the environment systemd built.
 pub fn sources_from_env(env: &[(OsString, OsString)]) -> Sources {
     Sources {
@@ -148,29 +154,46 @@ fn refusal(labels: &[(String, String)], taints: &[Taint], profile: Profile) -> O
         .map(|t| format!("taint {t}: kubelet would refuse it"))
 }
 
+/// The keys of `labels` kubelet would refuse, each with why: one pass of
+/// kubelet's checks over the whole set (NFD's label set is hundreds).
+fn refused_labels(labels: &[(String, String)], profile: Profile) -> Vec<(String, String)> {
+    kubelet::validate_labels(labels, profile)
+        .into_iter()
+        .map(|e| {
+            let key = match &e {
+                kubelet::labels::LabelError::NotSelfSettable { key, .. }
+                | kubelet::labels::LabelError::InvalidKey { key, .. }
+                | kubelet::labels::LabelError::InvalidValue { key, .. } => key.clone(),
+            };
+            (key, e.to_string())
+        })
+        .collect()
+}
+
 /// Reads the features named (`<domain>.<feature>`) from the node: how
 /// `derive` reads what an `@` value names beyond `facts_used`.
 pub type ReadMore<'a> = &'a mut dyn FnMut(&SortedSet<String>) -> Features;
 
-/// Evaluate `sources` on `features` (read as `facts_used` says). Rules whose
-/// output kubelet would refuse are left out one by one: what stays is what
-/// NFD gives without them.
+/// Evaluate `sources` on `features` (read as `facts_used` says). A label or
+/// taint kubelet would refuse is left out alone, as nfd-master leaves out
+/// one it refuses: the rest of its rule stays. Err: the evaluation as a
+/// whole failed (its budget, say); the caller keeps the static part.
 pub fn derive(
     sources: &Sources,
     features: &mut Features,
     profile: Profile,
     read_more: ReadMore,
-) -> Derived {
+) -> Result<Derived, String> {
     let mut out = Derived::default();
     match &sources.nfd_labels {
         Some(Ok(flavour)) => {
-            let labels = crate::facts::nfd_labels(features, *flavour);
-            match refusal(&labels, &[], profile) {
-                None => out.additions.labels.extend(labels),
-                Some(why) => out
-                    .problems
-                    .push(format!("NFD built-in labels left out: {why}")),
+            let mut labels = crate::facts::nfd_labels(features, *flavour);
+            for (key, why) in refused_labels(&labels, profile) {
+                labels.retain(|(k, _)| *k != key);
+                out.problems
+                    .push(format!("NFD built-in label left out: {why}"));
             }
+            out.additions.labels.extend(labels);
         }
         Some(Err(e)) => out.problems.push(e.clone()),
         None => {}
@@ -178,12 +201,19 @@ pub fn derive(
     match &sources.rules {
         Some(Ok(rules)) => {
             let read = facts_used(sources).features;
-            derive_rules(rules, features, read, profile, read_more, &mut out)
+            derive_rules(rules, features, read, profile, read_more, &mut out)?
         }
         Some(Err(e)) => out.problems.push(e.clone()),
         None => {}
     }
-    out
+    Ok(out)
+}
+
+/// `label k=v` for a line of text: a key or value a template made may hold
+/// control characters or escape sequences; such a one is quoted and escaped
+/// as rule names are ([`rules::shown_name`]).
+pub fn shown_label(key: &str, value: &str) -> String {
+    format!("{}={}", rules::shown_name(key), rules::shown_name(value))
 }
 
 /// The node's attribute features that `@` values of these results name and
@@ -206,93 +236,75 @@ fn unread_dynamic(results: &[rules::RuleResult], read: &SortedSet<String>) -> So
     out
 }
 
-/// Rules as nfd-master would apply them (its merge and filters). A rule
-/// whose output kubelet would refuse is taken out and the rest evaluated
-/// again without it (later rules may have read its output), until kubelet
-/// takes all.
+/// Rules as nfd-master would apply them (its merge and filters), then
+/// kubelet's refusals on top of nfd-master's: each refused label or taint
+/// is left out alone (later rules saw it as `rule.matched`, as they see a
+/// label nfd-master drops), never the rest of its rule.
 fn derive_rules(
     rules: &[Rule],
     features: &mut Features,
-    mut read: SortedSet<String>,
+    read: SortedSet<String>,
     profile: Profile,
     read_more: ReadMore,
     out: &mut Derived,
-) {
-    // Rules taken out, by index; the others' results come in order.
-    let mut removed: Vec<usize> = Vec::new();
-    let mut left: Vec<Option<RuleReport>> = vec![None; rules.len()];
-    let mut outcome = loop {
-        let mut outcome = rules::evaluate_node_without(rules, features, &removed);
-        let more = unread_dynamic(&outcome.results, &read);
-        if !more.is_empty() {
-            let extra = read_more(&more);
-            features.flags.extend(extra.flags);
-            features.attributes.extend(extra.attributes);
-            features.instances.extend(extra.instances);
-            read.extend(more);
-            outcome = rules::evaluate_node_without(rules, features, &removed);
-        }
-        // The first rule (in order) that gives a label or taint kubelet
-        // refuses: the one whose value a refused label ends with.
-        let owner = |key: &str| {
-            outcome
-                .results
-                .iter()
-                .rposition(|r| r.labels.iter().any(|(k, _)| k == key))
-        };
-        let mut culprit: Option<(usize, String)> = None;
-        for (k, v) in &outcome.labels {
-            if let Some(why) = refusal(&[(k.clone(), v.clone())], &[], profile)
-                && let Some(at) = owner(k)
-                && culprit.as_ref().is_none_or(|(c, _)| at < *c)
-            {
-                culprit = Some((at, why));
-            }
-        }
-        for t in &outcome.taints {
-            if let Some(why) = refusal(&[], std::slice::from_ref(t), profile)
-                && let Some(at) = outcome.results.iter().position(|r| r.taints.contains(t))
-                && culprit.as_ref().is_none_or(|(c, _)| at < *c)
-            {
-                culprit = Some((at, why));
-            }
-        }
-        let Some((at, why)) = culprit else {
-            break outcome;
-        };
-        let index = (0..rules.len())
-            .filter(|i| !removed.contains(i))
-            .nth(at)
-            .unwrap_or(0);
-        let r = &mut outcome.results[at];
-        left[index] = Some(RuleReport {
-            name: r.name.clone(),
-            matched: true,
-            matched_features: std::mem::take(&mut r.matched_features),
-            labels: std::mem::take(&mut r.resolved),
-            taints: std::mem::take(&mut r.taints),
-            left_out: Some(why),
-        });
-        removed.push(index);
+) -> Result<(), String> {
+    let mut outcome = rules::evaluate_node(rules, features);
+    let more = unread_dynamic(&outcome.results, &read);
+    if !more.is_empty() {
+        let extra = read_more(&more);
+        features.flags.extend(extra.flags);
+        features.attributes.extend(extra.attributes);
+        features.instances.extend(extra.instances);
+        outcome = rules::evaluate_node(rules, features);
+    }
+    // The rule a registered label comes from: the last that sets its key.
+    let owner = |results: &[rules::RuleResult], key: &str| {
+        results
+            .iter()
+            .rev()
+            .find(|r| r.labels.iter().any(|(k, _)| k == key))
+            .map(|r| rules::shown_name(&r.name).into_owned())
+            .unwrap_or_default()
     };
+    let mut refused = Vec::new();
+    for (key, why) in refused_labels(&outcome.labels, profile) {
+        let rule = owner(&outcome.results, &key);
+        outcome.labels.retain(|(k, v)| {
+            let keep = *k != key;
+            if !keep {
+                refused.push(format!(
+                    "rule {rule}: {why}; label {} left out alone",
+                    shown_label(k, v)
+                ));
+            }
+            keep
+        });
+    }
+    outcome
+        .taints
+        .retain(|t| match refusal(&[], std::slice::from_ref(t), profile) {
+            None => true,
+            Some(why) => {
+                refused.push(format!("{why}; that taint left out alone"));
+                false
+            }
+        });
+    out.problems.extend(refused);
     let in_final = |key: &str| {
         outcome
             .labels
             .binary_search_by(|(k, _)| k.as_str().cmp(key))
             .is_ok()
     };
-    let mut results = outcome.results.iter_mut();
-    for report in &mut left {
-        if report.is_some() {
-            continue;
-        }
-        let Some(r) = results.next() else { break };
-        *report = Some(RuleReport {
+    out.rules = outcome
+        .results
+        .iter_mut()
+        .map(|r| RuleReport {
             name: r.name.clone(),
             matched: r.matched,
             // Moved, not cloned: matched device maps are the bulk of it.
             matched_features: std::mem::take(&mut r.matched_features),
-            // Its own values, where NFD keeps the key.
+            // Its own values, where NFD and kubelet keep the key.
             labels: r
                 .resolved
                 .iter()
@@ -306,8 +318,8 @@ fn derive_rules(
                 .cloned()
                 .collect(),
             left_out: r.error.clone(),
-        });
-    }
+        })
+        .collect();
     out.additions.labels.extend(outcome.labels.iter().cloned());
     for t in &outcome.taints {
         // As nfd-master applies them: one taint per key and effect, the
@@ -326,9 +338,28 @@ fn derive_rules(
         outcome
             .dropped
             .iter()
-            .map(|d| format!("NFD would not apply {d}")),
+            .map(|d| format!("NFD would not apply {}", escape_controls(d))),
     );
-    out.rules = left.into_iter().flatten().collect();
+    Ok(())
+}
+
+/// Control characters (CR, ESC, ...) and line separators in text made from
+/// node facts or templates, escaped as Rust's `{:?}` does, for one line of
+/// journal or terminal output.
+pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    let bad = |c: char| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}');
+    if !text.contains(bad) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if bad(c) {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// Static labels/taints win over derived ones on the same key (taints: key
@@ -443,7 +474,7 @@ mod tests {
     }
 
     #[test]
-    fn a_rule_kubelet_would_refuse_is_left_out_alone() {
+    fn only_what_kubelet_would_refuse_is_left_out() {
         let good = Rule {
             name: "gpu".into(),
             labels: vec![kv("nvidia.com/gpu", "true")],
@@ -459,7 +490,7 @@ mod tests {
             match_features: vec![nvidia_term()],
             ..Default::default()
         };
-        // NFD keeps this one, kubelet refuses the taint: the rule goes.
+        // NFD keeps this taint, kubelet refuses it: the taint goes alone.
         let bad = Rule {
             name: "bad-taint".into(),
             labels: vec![kv("example.com/also", "1")],
@@ -473,10 +504,12 @@ mod tests {
         };
         let d = derive(&sources, &mut gpu_node(), Profile::Upstream, &mut |_| {
             Features::default()
-        });
+        })
+        .unwrap();
         assert_eq!(
             d.additions.labels,
             vec![
+                kv("example.com/also", "1"),
                 kv("feature.node.kubernetes.io/gpu.count", "2"),
                 kv("nvidia.com/gpu", "true")
             ]
@@ -491,8 +524,14 @@ mod tests {
             "{:?}",
             d.problems
         );
-        let why = d.rules[2].left_out.as_deref().unwrap();
-        assert!(why.contains("example.com/t"), "{why}");
+        assert!(d.rules[2].left_out.is_none());
+        assert_eq!(d.rules[2].labels, vec![kv("example.com/also", "1")]);
+        assert!(d.rules[2].taints.is_empty());
+        assert!(
+            d.problems.iter().any(|p| p.contains("example.com/t")),
+            "{:?}",
+            d.problems
+        );
         assert_eq!(d.rules[0].matched_features["pci.device"].len(), 2);
         // The same rules on a node without the GPU give nothing.
         let d = derive(
@@ -500,16 +539,17 @@ mod tests {
             &mut Features::default(),
             Profile::Upstream,
             &mut |_| Features::default(),
-        );
+        )
+        .unwrap();
         assert!(d.additions.labels.is_empty() && d.additions.taints.is_empty());
         assert!(d.rules.iter().all(|r| !r.matched && r.left_out.is_none()));
     }
 
-    /// A refused rule is taken out and the rest evaluated again: an earlier
-    /// rule's value on the same key comes back, and explain shows each
-    /// rule's own value.
+    /// A templated key kubelet refuses and NFD takes (`*.k8s.io/`): that
+    /// label alone is left out; its rule's other labels and its static
+    /// taint stay (a USB serial or DMI string must not remove a taint).
     #[test]
-    fn leaving_a_rule_out_gives_nfd_without_it() {
+    fn a_refused_templated_key_drops_only_itself() {
         let first = Rule {
             name: "first".into(),
             labels: vec![kv("example.com/tier", "base")],
@@ -520,6 +560,7 @@ mod tests {
             name: "second".into(),
             labels: vec![kv("example.com/tier", "gpu")],
             labels_template: Some("x.k8s.io/count={{ len .pci.device }}".into()),
+            taints: vec![taint("nvidia.com/gpu", "true")],
             match_features: vec![nvidia_term()],
             ..Default::default()
         };
@@ -529,11 +570,59 @@ mod tests {
         };
         let d = derive(&sources, &mut gpu_node(), Profile::Upstream, &mut |_| {
             Features::default()
-        });
-        assert_eq!(d.additions.labels, vec![kv("example.com/tier", "base")]);
+        })
+        .unwrap();
+        assert_eq!(d.additions.labels, vec![kv("example.com/tier", "gpu")]);
+        assert_eq!(d.additions.taints, vec![taint("nvidia.com/gpu", "true")]);
         assert_eq!(d.rules[0].labels, vec![kv("example.com/tier", "base")]);
-        assert!(d.rules[0].left_out.is_none());
-        assert!(d.rules[1].left_out.as_deref().unwrap().contains("x.k8s.io"));
+        assert!(d.rules.iter().all(|r| r.left_out.is_none()));
+        assert_eq!(d.rules[1].taints, vec![taint("nvidia.com/gpu", "true")]);
+        let note = d
+            .problems
+            .iter()
+            .find(|p| p.contains("x.k8s.io/count"))
+            .unwrap();
+        assert!(
+            note.contains("rule second") && note.contains("left out alone"),
+            "{note}"
+        );
+    }
+
+    /// Labels a template makes with escape sequences and carriage returns,
+    /// refused by NFD or by kubelet: the notes that name them are one line
+    /// of printable text.
+    #[test]
+    fn refused_template_text_reaches_notes_escaped() {
+        let rule = Rule {
+            name: "t".into(),
+            labels_template: Some(
+                "x.k8s.io/a\u{1b}[2J=1\nx.k8s.io/b=\r\u{1b}[31m\nx.k8s.io/c=ok".into(),
+            ),
+            match_features: vec![nvidia_term()],
+            ..Default::default()
+        };
+        let sources = Sources {
+            rules: Some(Ok(vec![rule])),
+            nfd_labels: None,
+        };
+        let d = derive(&sources, &mut gpu_node(), Profile::Upstream, &mut |_| {
+            Features::default()
+        })
+        .unwrap();
+        assert!(d.problems.len() >= 3, "{:?}", d.problems);
+        for p in &d.problems {
+            assert!(!p.contains(|c: char| c.is_control()), "{p:?}");
+        }
+    }
+
+    /// Template-made keys and values reach lines of text escaped.
+    #[test]
+    fn template_made_text_is_escaped() {
+        assert_eq!(shown_label("a/b", "c"), "a/b=c");
+        let shown = shown_label("x.k8s.io/a\rb", "\u{1b}[2J");
+        assert!(!shown.contains(['\r', '\u{1b}']), "{shown}");
+        assert_eq!(escape_controls("ok"), "ok");
+        assert_eq!(escape_controls("a\r\u{2028}b"), "a\\r\\u{2028}b");
     }
 
     /// An `@` value a template makes names a feature the rules do not
@@ -561,7 +650,8 @@ mod tests {
                     .collect(),
             );
             f
-        });
+        })
+        .unwrap();
         assert_eq!(asked, vec!["kernel.version".to_string()]);
         assert_eq!(
             d.additions.labels,
@@ -613,7 +703,8 @@ mod tests {
         assert!(s.rules.is_none());
         let d = derive(&s, &mut Features::default(), Profile::Upstream, &mut |_| {
             Features::default()
-        });
+        })
+        .unwrap();
         assert_eq!(d.problems.len(), 1);
         assert!(d.problems[0].contains("rhel"));
     }

@@ -546,6 +546,7 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
     };
     plan.rules = collected.rules;
     plan.notes = collected.notes;
+    plan.notes.extend(plan::fallbacks(&plan, &env));
     warnings.extend(fs.warnings.into_inner());
     warnings.extend(plan.warnings.iter().cloned());
     warnings.extend(tree::missing_config(&plan, &fs.inner, opts.offline));
@@ -785,6 +786,7 @@ pub fn render_human(e: &Explanation) -> String {
     for removed in e.original_argv.iter().filter(|a| !e.argv.contains(a)) {
         out += &format!("  - {}\n", shell_words::quote(removed));
     }
+    let shown = |t: &str| super::derived::escape_controls(t).into_owned();
     // Why, and the errors, go to stderr once (see main).
     if e.left_out.is_some() {
         out += "our labels/taints are left out (why: on stderr)\n";
@@ -796,7 +798,7 @@ pub fn render_human(e: &Explanation) -> String {
     }
     for r in &e.rules {
         let state = match (&r.left_out, r.matched) {
-            (Some(why), _) => format!("left out: {why}"),
+            (Some(why), _) => format!("left out: {}", shown(why)),
             (None, true) => "matched".into(),
             (None, false) if !e.facts_read => "not evaluated (no facts were read)".into(),
             (None, false) => "no match".into(),
@@ -805,12 +807,12 @@ pub fn render_human(e: &Explanation) -> String {
         for (feature, elements) in &r.matched_features {
             for el in elements {
                 let attrs: Vec<String> = el.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                out += &format!("    {feature}: {}\n", attrs.join(" "));
+                out += &format!("    {feature}: {}\n", shown(&attrs.join(" ")));
             }
         }
         if r.matched {
             for l in &r.labels {
-                out += &format!("    label {l}\n");
+                out += &format!("    label {}\n", shown(l));
             }
             for t in &r.taints {
                 out += &format!("    taint {t}\n");
@@ -818,7 +820,7 @@ pub fn render_human(e: &Explanation) -> String {
         }
     }
     for n in &e.notes {
-        out += &format!("note: {n}\n");
+        out += &format!("note: {}\n", shown(n));
     }
     for w in &e.warnings {
         out += &format!("warning: {w}\n");

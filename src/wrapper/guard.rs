@@ -2,30 +2,39 @@
 //! `Restart=always` would then restart it with the same flag forever. So
 //! the wrapper keeps, per unit, one small state file under `/run` that
 //! holds the boot ID (a state from another boot, or a stale `/run`, is
-//! ignored), the systemd invocation ID, and how far the last start got:
+//! ignored), the systemd invocation ID, and how far the last start got.
+//! What the guard leaves out is never the static taints or labels, only
+//! what the failure could have come from:
 //!
 //! - first thing, before any work that could crash (unit files, configs,
-//!   the labels), the wrapper records an **attempt** and whether it plans
-//!   to add ours. A start that dies without a panic (stack overflow, abort,
-//!   OOM kill, SIGSEGV) leaves that attempt behind; the next start sees an
-//!   attempt of another invocation that never reached exec: if it planned
-//!   our additions, that start leaves them out (and says so); if it did not,
-//!   the crash was not ours and the start after carries them again;
+//!   the node rules), the wrapper records an **attempt** and whether it is
+//!   a full start (no fallback of the guard). A full start that dies
+//!   without exec'ing kubelet (an OOM kill or systemd's start timeout
+//!   during rule evaluation, a crash the handler could not turn into an
+//!   exec) leaves that attempt behind; the next start leaves out the
+//!   rule-derived labels and taints and keeps the static ones (validated at
+//!   render, computed before any rule runs). If that start dies too, the
+//!   death was not ours and the one after is a full start again;
 //! - just before exec'ing kubelet it records the **exec**: whether this
-//!   start carries our additions, and whether kubelet could have judged
-//!   them at all. A kubelet whose `--config` file is missing, or with
-//!   neither `--kubeconfig` nor `--bootstrap-kubeconfig` present (kubeadm
-//!   before `join`), fails before or without registering: such a failure is
-//!   never blamed on us, so the first start after the join carries them;
+//!   start carries our additions, whether it carries labels a kubelet of
+//!   another version or distribution may refuse ([`may_be_refused`]), and
+//!   whether kubelet could have judged them at all. A kubelet whose
+//!   `--config` file is missing, or with neither `--kubeconfig` nor
+//!   `--bootstrap-kubeconfig` present (kubeadm before `join`), fails before
+//!   or without registering: such a failure is never blamed on us;
 //! - `ExecStopPost=` runs the wrapper with `--stop-post`; systemd gives it
-//!   `$SERVICE_RESULT` and the same `$INVOCATION_ID`. A blameable start
-//!   that carried our additions and did not succeed within
-//!   [`QUICK_FAILURE_SECS`] is recorded as a quick failure; the next start
-//!   leaves our additions out. If that start fails quickly too, the failure
-//!   was not ours and the one after carries them again.
+//!   `$SERVICE_RESULT` and the same `$INVOCATION_ID`. A blameable start that
+//!   carried such labels and did not succeed within [`QUICK_FAILURE_SECS`]
+//!   is recorded as a quick failure; the next start leaves out those labels
+//!   only. Every taint and every other label stays: their checks are the
+//!   ones every kubelet applies (taint syntax; label syntax; keys outside
+//!   `kubernetes.io`/`k8s.io` or in kubelet's own `node.kubernetes.io` and
+//!   `kubelet.kubernetes.io`, where the pool label is), so a quick failure
+//!   with them (a port held by another process, a bad bootstrap token) is
+//!   not a refusal of ours, and must not strip the node's taints or pool.
 //!
 //! A label a particular kubelet refuses thus costs one failed start, and a
-//! wrapper that crashes on our additions at most two.
+//! wrapper that dies on the node rules one.
 
 use std::fs;
 use std::io::Write;
@@ -57,8 +66,11 @@ pub struct State {
     /// Milliseconds since boot. Integers: float parsing and formatting
     /// would cost the wrapper payload tens of KB.
     pub started_at: u64,
-    /// Attempt: planned to add ours. Exec: carries ours.
+    /// Attempt: a full start (no fallback of the guard). Exec: carries ours.
     pub with_additions: bool,
+    /// Exec: carries labels a kubelet that disagrees with our checks may
+    /// refuse ([`may_be_refused`]).
+    pub refusable: bool,
     /// kubelet could have refused our additions (its config and a
     /// kubeconfig exist); a failure of a start that could not is not ours.
     pub blameable: bool,
@@ -84,6 +96,7 @@ impl State {
                 "started_at" => s.started_at = v.parse().ok()?,
                 "with_additions" => s.with_additions = v == "1",
                 "blameable" => s.blameable = v == "1",
+                "refusable" => s.refusable = v == "1",
                 "failed_quickly" => s.failed_quickly = v == "1",
                 _ => {}
             }
@@ -94,7 +107,7 @@ impl State {
     fn render(&self) -> String {
         format!(
             "boot_id={}\ninvocation_id={}\nphase={}\nstarted_at={}\nwith_additions={}\n\
-             blameable={}\nfailed_quickly={}\n",
+             blameable={}\nrefusable={}\nfailed_quickly={}\n",
             self.boot_id,
             self.invocation_id,
             match self.phase {
@@ -104,9 +117,48 @@ impl State {
             self.started_at,
             u8::from(self.with_additions),
             u8::from(self.blameable),
+            u8::from(self.refusable),
             u8::from(self.failed_quickly)
         )
     }
+}
+
+/// What a start leaves out because of how the previous one ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Everything: the static part and the rule-derived part.
+    Full,
+    /// The previous full start died before exec: the rule-derived labels
+    /// and taints (the static ones stay).
+    SkipRules(String),
+    /// The previous start failed quickly with labels a kubelet may refuse:
+    /// those labels ([`may_be_refused`]); every taint and other label stays.
+    DropRefusable(String),
+}
+
+impl Verdict {
+    /// The guard's reason, when it leaves anything out.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Verdict::Full => None,
+            Verdict::SkipRules(why) | Verdict::DropRefusable(why) => Some(why),
+        }
+    }
+}
+
+/// Whether a kubelet other than the one our checks model (another version,
+/// another distribution's patches) may refuse this label at start: a key in
+/// kubelet's policed `kubernetes.io`/`k8s.io` namespaces outside its own
+/// `node.kubernetes.io` and `kubelet.kubernetes.io`, whose allow-list has
+/// changed across versions (the topology labels came in 1.17) and differs
+/// on OpenShift (`node-role.kubernetes.io/worker`). Every kubelet takes any
+/// other label that passes the syntax checks (apimachinery's, unchanged),
+/// the pool label among them (render checks that it is one).
+pub fn may_be_refused(key: &str) -> bool {
+    use crate::kubelet::Profile;
+    use crate::kubelet::labels::{KUBELET_LABELS, is_kubernetes_label, is_self_settable};
+    is_kubernetes_label(key)
+        && (KUBELET_LABELS.contains(&key) || !is_self_settable(key, Profile::Upstream))
 }
 
 /// The guard's state file for one unit.
@@ -144,50 +196,48 @@ impl Guard {
         State::parse(&text).filter(|s| s.boot_id == self.boot_id)
     }
 
-    /// Whether the start `invocation_id` should leave our additions out,
-    /// and why.
-    pub fn should_leave_out(&self, invocation_id: &str) -> Option<String> {
-        let prev = self.load()?;
+    /// What the start `invocation_id` leaves out, and why.
+    pub fn verdict(&self, invocation_id: &str) -> Verdict {
+        let Some(prev) = self.load() else {
+            return Verdict::Full;
+        };
         if prev.invocation_id == invocation_id {
             // Our own attempt (a retry within one invocation cannot happen).
-            return None;
+            return Verdict::Full;
         }
+        let state = self.path.display();
         match prev.phase {
-            Phase::Attempt if prev.with_additions => Some(format!(
-                "the previous start died before exec'ing kubelet (crash-loop guard; \
-                 state in {})",
-                self.path.display()
+            Phase::Attempt if prev.with_additions => Verdict::SkipRules(format!(
+                "the previous start died before exec'ing kubelet (crash-loop guard; state in \
+                 {state})"
             )),
-            Phase::Attempt => None,
-            Phase::Exec => {
-                (prev.failed_quickly && prev.with_additions && prev.blameable).then(|| {
-                    format!(
-                        "the previous start with our additions failed within \
-                         {QUICK_FAILURE_SECS}s (crash-loop guard; state in {})",
-                        self.path.display()
-                    )
-                })
+            Phase::Attempt => Verdict::Full,
+            Phase::Exec
+                if prev.failed_quickly
+                    && prev.with_additions
+                    && prev.blameable
+                    && prev.refusable =>
+            {
+                Verdict::DropRefusable(format!(
+                    "the previous start with our additions failed within {QUICK_FAILURE_SECS}s \
+                     (crash-loop guard; state in {state})"
+                ))
             }
+            Phase::Exec => Verdict::Full,
         }
     }
 
     /// Record, before any risky work, that this start is under way and
     /// whether it plans to add ours. Errors are ignored by callers: the
     /// guard must never stop kubelet from starting.
-    pub fn record_attempt(
-        &self,
-        invocation_id: &str,
-        now: u64,
-        plans_additions: bool,
-    ) -> std::io::Result<()> {
+    pub fn record_attempt(&self, invocation_id: &str, now: u64, full: bool) -> std::io::Result<()> {
         self.write(&State {
             boot_id: self.boot_id.clone(),
             invocation_id: invocation_id.to_string(),
             phase: Phase::Attempt,
             started_at: now,
-            with_additions: plans_additions,
-            blameable: false,
-            failed_quickly: false,
+            with_additions: full,
+            ..Default::default()
         })
     }
 
@@ -197,6 +247,7 @@ impl Guard {
         invocation_id: &str,
         now: u64,
         with_additions: bool,
+        refusable: bool,
         blameable: bool,
     ) -> std::io::Result<()> {
         self.write(&State {
@@ -205,6 +256,7 @@ impl Guard {
             phase: Phase::Exec,
             started_at: now,
             with_additions,
+            refusable,
             blameable,
             failed_quickly: false,
         })
@@ -279,31 +331,60 @@ mod tests {
         (dir, g)
     }
 
-    /// One start that reaches exec and ends as `result` after `ran_ms`.
-    fn start(g: &Guard, id: &str, at: u64, with: bool, blameable: bool, ran_ms: u64, result: &str) {
-        g.record_attempt(id, at, with).unwrap();
-        g.record_start(id, at, with, blameable).unwrap();
+    /// One start that reaches exec (carrying ours, with labels a kubelet
+    /// may refuse or not) and ends as `result` after `ran_ms`.
+    fn start(
+        g: &Guard,
+        id: &str,
+        at: u64,
+        with: (bool, bool),
+        blameable: bool,
+        ran_ms: u64,
+        result: &str,
+    ) {
+        g.record_attempt(id, at, with.0).unwrap();
+        g.record_start(id, at, with.0, with.1, blameable).unwrap();
         g.record_stop(id, at + ran_ms, result).unwrap();
     }
 
     #[test]
     fn fresh_state_keeps_additions() {
         let (_d, g) = guard();
-        assert_eq!(g.should_leave_out("a"), None);
+        assert_eq!(g.verdict("a"), Verdict::Full);
     }
 
     #[test]
-    fn quick_failure_with_additions_trips_once() {
+    fn quick_failure_with_refusable_labels_drops_those_once() {
         let (_d, g) = guard();
-        start(&g, "a", 100_000, true, true, 1000, "exit-code");
+        start(&g, "a", 100_000, (true, true), true, 1000, "exit-code");
+        let v = g.verdict("b");
         assert!(
-            g.should_leave_out("b")
-                .unwrap()
-                .contains("crash-loop guard")
+            matches!(&v, Verdict::DropRefusable(why) if why.contains("crash-loop guard")),
+            "{v:?}"
         );
-        // The next start runs without them; if it fails too, re-arm.
-        start(&g, "b", 112_000, false, true, 1000, "exit-code");
-        assert_eq!(g.should_leave_out("c"), None);
+        // The next start runs without them; if it fails too, it was not
+        // ours: the one after carries everything again.
+        start(&g, "b", 112_000, (true, false), true, 1000, "exit-code");
+        assert_eq!(g.verdict("c"), Verdict::Full);
+    }
+
+    /// A port held by another process, a bad bootstrap token: a quick
+    /// failure of a start whose labels every kubelet takes is not ours.
+    #[test]
+    fn quick_failure_without_refusable_labels_keeps_everything() {
+        let (_d, g) = guard();
+        for (i, id) in ["a", "b", "c"].iter().enumerate() {
+            assert_eq!(g.verdict(id), Verdict::Full);
+            start(
+                &g,
+                id,
+                100_000 + 11_000 * i as u64,
+                (true, false),
+                true,
+                300,
+                "exit-code",
+            );
+        }
     }
 
     #[test]
@@ -313,14 +394,14 @@ mod tests {
             &g,
             "a",
             100_000,
-            true,
+            (true, true),
             true,
             QUICK_FAILURE_SECS * 1000 + 1,
             "exit-code",
         );
-        assert_eq!(g.should_leave_out("b"), None);
-        start(&g, "b", 200_000, true, true, 1000, "success");
-        assert_eq!(g.should_leave_out("c"), None);
+        assert_eq!(g.verdict("b"), Verdict::Full);
+        start(&g, "b", 200_000, (true, true), true, 1000, "success");
+        assert_eq!(g.verdict("c"), Verdict::Full);
     }
 
     #[test]
@@ -329,30 +410,34 @@ mod tests {
         // one after the join must carry ours whatever came before.
         let (_d, g) = guard();
         for i in 0..7u64 {
-            assert_eq!(g.should_leave_out(&format!("pre{i}")), None);
+            assert_eq!(g.verdict(&format!("pre{i}")), Verdict::Full);
             start(
                 &g,
                 &format!("pre{i}"),
                 1000 * i,
-                true,
+                (true, true),
                 false,
                 10,
                 "exit-code",
             );
         }
-        assert_eq!(g.should_leave_out("joined"), None);
+        assert_eq!(g.verdict("joined"), Verdict::Full);
     }
 
     #[test]
-    fn wrapper_death_before_exec_leaves_out_once() {
+    fn wrapper_death_before_exec_skips_the_rules_once() {
         let (_d, g) = guard();
         g.record_attempt("a", 1000, true).unwrap();
-        // "a" died (SIGSEGV, say): "b" leaves ours out ...
-        let why = g.should_leave_out("b").unwrap();
-        assert!(why.contains("died before exec"), "{why}");
+        // "a" died (an OOM kill during rule evaluation, say): "b" leaves
+        // the rule-derived part out ...
+        let v = g.verdict("b");
+        assert!(
+            matches!(&v, Verdict::SkipRules(why) if why.contains("died before exec")),
+            "{v:?}"
+        );
         g.record_attempt("b", 2000, false).unwrap();
-        // ... and if "b" died too, it was not ours: "c" tries again.
-        assert_eq!(g.should_leave_out("c"), None);
+        // ... and if "b" died too, it was not the rules: "c" tries again.
+        assert_eq!(g.verdict("c"), Verdict::Full);
         // Stop-post of a start that never exec'd records nothing.
         g.record_stop("b", 2500, "signal").unwrap();
         assert_eq!(g.load().unwrap().phase, Phase::Attempt);
@@ -361,11 +446,11 @@ mod tests {
     #[test]
     fn state_of_another_boot_or_garbage_is_ignored() {
         let (d, g) = guard();
-        start(&g, "a", 100_000, true, true, 1000, "exit-code");
+        start(&g, "a", 100_000, (true, true), true, 1000, "exit-code");
         let other = Guard::with_boot_id(d.path(), "kubelet.service", "boot-2".into());
-        assert_eq!(other.should_leave_out("b"), None);
+        assert_eq!(other.verdict("b"), Verdict::Full);
         fs::write(g.path(), "\0garbage").unwrap();
-        assert_eq!(g.should_leave_out("b"), None);
+        assert_eq!(g.verdict("b"), Verdict::Full);
         fs::write(g.path(), "x=".repeat(100_000)).unwrap();
         assert_eq!(g.load(), None);
     }
@@ -373,9 +458,9 @@ mod tests {
     #[test]
     fn stop_of_another_invocation_is_ignored() {
         let (_d, g) = guard();
-        g.record_start("a", 100_000, true, true).unwrap();
+        g.record_start("a", 100_000, true, true, true).unwrap();
         g.record_stop("other", 101_000, "exit-code").unwrap();
-        assert_eq!(g.should_leave_out("b"), None);
+        assert_eq!(g.verdict("b"), Verdict::Full);
         assert_eq!(g.load().unwrap().invocation_id, "a");
     }
 
@@ -387,10 +472,33 @@ mod tests {
             phase: Phase::Exec,
             started_at: 12_500,
             with_additions: true,
+            refusable: true,
             blameable: true,
             failed_quickly: true,
         };
         assert_eq!(State::parse(&s.render()), Some(s));
+    }
+
+    #[test]
+    fn what_a_kubelet_may_refuse() {
+        for key in [
+            "node-role.kubernetes.io/worker",
+            "topology.kubernetes.io/zone",
+            "kubernetes.io/hostname",
+            "x.k8s.io/a",
+        ] {
+            assert!(may_be_refused(key), "{key}");
+        }
+        // The pool label's forms, kubelet's own namespaces, anything else.
+        for key in [
+            "node.kubernetes.io/worker-gpu",
+            "feature.node.kubernetes.io/gpu",
+            "kubelet.kubernetes.io/x",
+            "nvidia.com/gpu",
+            "example.com/pool",
+        ] {
+            assert!(!may_be_refused(key), "{key}");
+        }
     }
 }
 

@@ -83,9 +83,8 @@ pub fn collect(
     profile: Profile,
     scope: FactsScope,
 ) -> Collected {
-    let mut nodename: Option<Option<String>> = None;
+    let nodename = hostname_override(original_argv);
     collect_layers(env, profile, &mut |only, used_attributes| {
-        let nodename = nodename.get_or_insert_with(|| hostname_override(original_argv));
         crate::facts::read(&crate::facts::FactsOptions {
             root: facts_root,
             nodename: nodename.as_deref(),
@@ -141,6 +140,21 @@ fn collect_layers(
         rules,
         notes,
     }
+}
+
+/// The static labels and taints of `env` (the pool label among them), both
+/// layers merged: what every fallback keeps when the node rules fail.
+pub fn static_additions(env: &[(OsString, OsString)]) -> Result<Option<Additions>> {
+    let Some((role, pool)) = split_layers(env) else {
+        return additions_from_env(env);
+    };
+    let role = additions_from_env(&role)
+        .map_err(|e| anyhow::anyhow!("the role's labels or taints: {e:#}"))?;
+    Ok(pool_over_role(
+        role,
+        additions_from_env(&pool)?,
+        &mut Vec::new(),
+    ))
 }
 
 type Env = Vec<(OsString, OsString)>;
@@ -211,39 +225,103 @@ fn pool_over_role(
     Some(merged)
 }
 
+/// Whether either layer of `env` has node rules or an NFD label set.
+pub fn rules_in_env(env: &[(OsString, OsString)]) -> bool {
+    match split_layers(env) {
+        None => derived::sources_in_env(env),
+        Some((role, pool)) => derived::sources_in_env(&role) || derived::sources_in_env(&pool),
+    }
+}
+
 fn collect_with(env: &[(OsString, OsString)], profile: Profile, read: &mut ReadFacts) -> Collected {
-    let static_ = additions_from_env(env);
+    match additions_from_env(env) {
+        Ok(static_) => derive_over(env, static_, profile, read),
+        Err(e) => Collected {
+            additions: Err(e),
+            rules: Vec::new(),
+            notes: Vec::new(),
+        },
+    }
+}
+
+/// What the rules leave when their evaluation fails as a whole (a budget,
+/// a panic): the static part, and a note that says why.
+pub fn static_only(static_: Option<Additions>, why: &str) -> Collected {
+    Collected {
+        additions: Ok(static_),
+        rules: Vec::new(),
+        notes: vec![format!(
+            "rule-derived labels and taints left out: {}",
+            derived::escape_controls(why)
+        )],
+    }
+}
+
+/// [`collect`] given the static part (read first, by
+/// [`static_additions`]: what every fallback keeps), with the rule-derived
+/// part merged under it.
+pub fn collect_derived(
+    env: &[(OsString, OsString)],
+    static_: Option<Additions>,
+    original_argv: &[OsString],
+    facts_root: &Path,
+    profile: Profile,
+    scope: FactsScope,
+) -> Collected {
+    if split_layers(env).is_some() {
+        // Each layer's rules over its own static part.
+        return collect(env, original_argv, facts_root, profile, scope);
+    }
+    let nodename = hostname_override(original_argv);
+    derive_over(env, static_, profile, &mut |only, used_attributes| {
+        crate::facts::read(&crate::facts::FactsOptions {
+            root: facts_root,
+            nodename: nodename.as_deref(),
+            only: Some(only),
+            attributes: match scope {
+                FactsScope::Used => used_attributes,
+                FactsScope::WholeElements => None,
+            },
+        })
+    })
+}
+
+/// The rule-derived part of `env` merged under `static_`; an evaluation
+/// that fails as a whole leaves the static part.
+fn derive_over(
+    env: &[(OsString, OsString)],
+    static_: Option<Additions>,
+    profile: Profile,
+    read: &mut ReadFacts,
+) -> Collected {
     let sources = derived::sources_from_env(env);
     if sources.is_empty() {
         return Collected {
-            additions: static_,
+            additions: Ok(static_),
             rules: Vec::new(),
             notes: Vec::new(),
         };
     }
-    let static_ = match static_ {
-        Ok(s) => s,
-        Err(e) => {
-            return Collected {
-                additions: Err(e),
-                rules: Vec::new(),
-                notes: Vec::new(),
-            };
-        }
-    };
     // Read only what the rules and NFD's label set look at.
     let used = derived::facts_used(&sources);
     let attributes = used.attributes.as_ref();
     let mut features = read(&used.features, attributes);
-    let derived = derived::derive(&sources, &mut features, profile, &mut |more| {
+    let derived = match derived::derive(&sources, &mut features, profile, &mut |more| {
         read(more, attributes)
-    });
+    }) {
+        Ok(d) => d,
+        Err(why) => return static_only(static_, &why),
+    };
     let (merged, mut notes) = derived::merge(static_.as_ref(), &derived);
     notes.splice(0..0, derived.problems.iter().cloned());
     notes.extend(derived.rules.iter().filter_map(|r| {
-        r.left_out
-            .as_ref()
-            .map(|why| format!("rule {:?} left out: {why}", r.name))
+        r.left_out.as_ref().map(|why| {
+            format!(
+                "rule {} left out: {}",
+                crate::rules::shown_name(&r.name),
+                derived::escape_controls(why)
+            )
+        })
     }));
     let empty = merged.labels.is_empty() && merged.taints.is_empty();
     Collected {
@@ -251,6 +329,69 @@ fn collect_with(env: &[(OsString, OsString)], profile: Profile, read: &mut ReadF
         rules: derived.rules,
         notes,
     }
+}
+
+/// Leave out the labels a kubelet that disagrees with our checks may refuse
+/// (the crash-loop guard's fallback after a quick failure); every taint and
+/// the other labels, the pool label among them, stay. Returns the keys
+/// left out.
+pub fn drop_refusable(additions: &mut Additions) -> Vec<String> {
+    let mut gone = Vec::new();
+    additions.labels.retain(|(k, _)| {
+        let refusable = super::guard::may_be_refused(k);
+        if refusable {
+            gone.push(k.clone());
+        }
+        !refusable
+    });
+    gone
+}
+
+/// What the fallbacks would keep of `plan` (for `explain`): the static part
+/// when the node rules fail, and what the crash-loop guard leaves out after
+/// a quick failure of kubelet.
+pub fn fallbacks(plan: &Plan, env: &[(OsString, OsString)]) -> Vec<String> {
+    if plan.left_out.is_some() || plan.argv == plan.original_argv {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let static_ = static_additions(env).ok().flatten().unwrap_or_default();
+    if rules_in_env(env) {
+        let labels: Vec<String> = static_
+            .labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let taints: Vec<String> = static_.taints.iter().map(|t| t.to_string()).collect();
+        out.push(format!(
+            "if the node rules fail (an error, a crash, an OOM kill, a start timeout), kubelet \
+             starts with the static part only: labels [{}], taints [{}]",
+            labels.join(","),
+            taints.join(",")
+        ));
+    }
+    let refusable: Vec<&str> = plan
+        .added_labels
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .filter(|k| super::guard::may_be_refused(k))
+        .collect();
+    out.push(if refusable.is_empty() {
+        format!(
+            "if kubelet fails within {}s of a start, the crash-loop guard leaves nothing out: \
+             every kubelet takes these labels and taints",
+            super::guard::QUICK_FAILURE_SECS
+        )
+    } else {
+        format!(
+            "if kubelet fails within {}s of a start, the crash-loop guard leaves out {} at the \
+             next (a kubelet of another version may refuse them) and keeps the taints and the \
+             other labels",
+            super::guard::QUICK_FAILURE_SECS,
+            refusable.join(", ")
+        )
+    });
+    out
 }
 
 /// The node name kubelet registers with when `--hostname-override` is set
@@ -267,6 +408,7 @@ fn hostname_override(argv: &[OsString]) -> Option<String> {
 }
 
 /// The one command the wrapper stands in for, with `$VAR`s expanded.
+#[derive(Debug, Clone)]
 pub struct OriginalCommand {
     pub executable: PathBuf,
     pub argv: Vec<OsString>,
@@ -401,7 +543,10 @@ pub fn plan(
 /// The one journal line that says what the wrapper did.
 pub fn summary(plan: &Plan) -> String {
     if let Some(why) = &plan.left_out {
-        return format!("kubelet-labeler: starting kubelet without our labels/taints: {why}");
+        return format!(
+            "kubelet-labeler: starting kubelet without our labels/taints: {}",
+            derived::escape_controls(why)
+        );
     }
     if plan.argv == plan.original_argv {
         return format!(
@@ -452,7 +597,7 @@ fn notes_suffix(plan: &Plan) -> String {
         out += ")";
     }
     for n in &plan.notes {
-        out += &format!(" ({n})");
+        out += &format!(" ({})", derived::escape_controls(n));
     }
     out
 }
@@ -596,6 +741,43 @@ mod tests {
         );
         assert_eq!(c.additions.unwrap().unwrap().labels.len(), 2);
         assert!(c.notes.is_empty());
+    }
+
+    #[test]
+    fn the_guard_keeps_taints_and_the_labels_every_kubelet_takes() {
+        let mut a = Additions {
+            labels: vec![
+                ("node.kubernetes.io/worker-gpu".into(), String::new()),
+                ("topology.kubernetes.io/zone".into(), "a".into()),
+                ("example.com/tier".into(), "gold".into()),
+                ("node-role.kubernetes.io/worker".into(), String::new()),
+            ],
+            taints: crate::kubelet::parse_taints("example.com/dedicated=gpu:NoSchedule").unwrap(),
+        };
+        let gone = drop_refusable(&mut a);
+        assert_eq!(
+            gone,
+            [
+                "topology.kubernetes.io/zone",
+                "node-role.kubernetes.io/worker"
+            ]
+        );
+        assert_eq!(a.labels.len(), 2);
+        assert_eq!(a.taints.len(), 1);
+    }
+
+    #[test]
+    fn the_journal_line_is_one_line_of_printable_text() {
+        let mut p = planned("/usr/bin/kubelet", &["/usr/bin/kubelet"]);
+        p.notes
+            .push("rule x: label \"a\" left out\r\u{1b}[2J\u{2028}".into());
+        let line = summary(&p);
+        assert!(
+            !line.contains(|c: char| c.is_control() || c == '\u{2028}'),
+            "{line:?}"
+        );
+        p.left_out = Some("bad\rvalue".into());
+        assert!(!summary(&p).contains('\r'));
     }
 
     #[test]
