@@ -13,9 +13,29 @@ fn evaluate_node(rules: &[Rule], features: &Features) -> NodeOutcome {
     let wire = compact::encode(rules);
     let decoded = compact::decode(&wire).unwrap_or_else(|e| panic!("{wire}: {e}"));
     assert_eq!(decoded, rules, "{wire}");
-    let direct = super::evaluate_node(rules, features);
-    assert_eq!(super::evaluate_node(&decoded, features), direct, "{wire}");
+    let direct = super::evaluate_node(rules, features).expect("within the budget");
+    assert_eq!(
+        super::evaluate_node(&decoded, features).as_ref(),
+        Ok(&direct),
+        "{wire}"
+    );
+    assert_within_worst_case(rules, features);
     direct
+}
+
+/// What one evaluation spends is within render's worst case for these
+/// rules on facts of this size (the two must agree).
+fn assert_within_worst_case(rules: &[Rule], features: &Features) {
+    let mut budget = Budget::new(u64::MAX);
+    evaluate_node_without(rules, features, &[], &mut budget).unwrap();
+    let (_, worst) = budget::worst_case(rules);
+    let size = budget::facts_size(features);
+    assert!(
+        budget.used() <= worst.at(size),
+        "spent {} units, worst case {worst:?} on facts of size {size} gives {}",
+        budget.used(),
+        worst.at(size)
+    );
 }
 
 fn evaluate(rules: &[Rule], features: &Features) -> Vec<RuleResult> {

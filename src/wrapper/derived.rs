@@ -221,8 +221,17 @@ fn derive_rules(
     // Rules taken out, by index; the others' results come in order.
     let mut removed: Vec<usize> = Vec::new();
     let mut left: Vec<Option<RuleReport>> = vec![None; rules.len()];
+    // One budget for every evaluation below (see rules::budget).
+    let mut budget = rules::Budget::for_facts(features);
+    let mut evaluate = |features: &Features, removed: &[usize]| {
+        rules::evaluate_node_without(rules, features, removed, &mut budget)
+            .map_err(|e| format!("node rules left out: {e}"))
+    };
     let mut outcome = loop {
-        let mut outcome = rules::evaluate_node_without(rules, features, &removed);
+        let mut outcome = match evaluate(features, &removed) {
+            Ok(o) => o,
+            Err(e) => return out.problems.push(e),
+        };
         let more = unread_dynamic(&outcome.results, &read);
         if !more.is_empty() {
             let extra = read_more(&more);
@@ -230,7 +239,10 @@ fn derive_rules(
             features.attributes.extend(extra.attributes);
             features.instances.extend(extra.instances);
             read.extend(more);
-            outcome = rules::evaluate_node_without(rules, features, &removed);
+            outcome = match evaluate(features, &removed) {
+                Ok(o) => o,
+                Err(e) => return out.problems.push(e),
+            };
         }
         // The first rule (in order) that gives a label or taint kubelet
         // refuses: the one whose value a refused label ends with.
