@@ -190,8 +190,8 @@ impl Lin {
 pub struct RuleCost {
     pub name: String,
     pub cost: Lin,
-    /// The part that costs most, in words.
-    pub biggest: String,
+    /// Its parts, each in words.
+    pub parts: Vec<(String, Lin)>,
 }
 
 /// Per-rule worst cases of one evaluation (in rule order) and the total,
@@ -300,19 +300,35 @@ pub fn worst_case(rules: &[super::Rule]) -> (Vec<RuleCost>, Lin) {
         for (b, block) in blocks.iter().enumerate() {
             let mut elements = Lin::ZERO;
             let mut bytes = Lin::ZERO;
-            let mut cost = Lin::ZERO;
-            for t in *block {
-                let (c, e, by) = term(t);
-                cost = cost.add(c);
-                elements = elements.add(e);
-                bytes = bytes.max(by);
-            }
             let what = if b < rule.match_any.len() {
                 format!("matchAny[{b}]")
             } else {
                 "matchFeatures".to_string()
             };
-            parts.push((what, cost));
+            for t in *block {
+                let (c, e, by) = term(t);
+                elements = elements.add(e);
+                bytes = bytes.max(by);
+                let programs: Vec<String> = t
+                    .match_expressions
+                    .iter()
+                    .flatten()
+                    .map(|(_, e)| e)
+                    .chain(&t.match_name)
+                    .flat_map(|e| e.regexes.iter().flatten())
+                    .map(|re| re.program_len().to_string())
+                    .collect();
+                let detail = if programs.is_empty() {
+                    format!("{what} on {}", t.feature)
+                } else {
+                    format!(
+                        "{what}: InRegexp on {} (compiled programs of {} instructions, each run over every value)",
+                        t.feature,
+                        programs.join(", ")
+                    )
+                };
+                parts.push((detail, c));
+            }
             let bounds = DataBounds { elements, bytes };
             for (what, t) in templates {
                 if let Some(super::RuleTemplate(Ok(t))) = t {
@@ -321,11 +337,11 @@ pub fn worst_case(rules: &[super::Rule]) -> (Vec<RuleCost>, Lin) {
                     pairs += run.output / 2 + 1;
                     let detail = if run.capped {
                         format!(
-                            "{what} (ranges within ranges over node facts: up to {} steps)",
+                            "{what}: ranges within ranges over node facts, up to {} steps a run",
                             super::template::MAX_STEPS
                         )
                     } else {
-                        what.to_string()
+                        format!("{what}: up to {} units a run", run.units.c)
                     };
                     parts.push((detail, run.units));
                 }
@@ -347,16 +363,11 @@ pub fn worst_case(rules: &[super::Rule]) -> (Vec<RuleCost>, Lin) {
         br_bytes += statics + outputs;
         taints += rule.taints.len() as u64;
         let cost = parts.iter().fold(Lin::ZERO, |a, (_, c)| a.add(*c));
-        let biggest = parts
-            .iter()
-            .max_by_key(|(_, c)| c.at(1 << 20))
-            .map(|(w, _)| w.clone())
-            .unwrap_or_default();
         total = total.add(cost);
         out.push(RuleCost {
             name: rule.name.clone(),
             cost,
-            biggest,
+            parts,
         });
     }
     total = total.add(Lin::c(TAINT_UNITS * taints * (taints + 1)));
@@ -389,20 +400,27 @@ pub fn check(rules: &[super::Rule]) -> Result<(), String> {
         return Ok(());
     }
     let by_fixed = fixed > BASE;
+    let part = |l: &Lin| if by_fixed { l.c } else { l.e };
+    // The first of the costliest rules, and its costliest part.
     let worst = costs
         .iter()
-        .max_by_key(|r| if by_fixed { r.cost.c } else { r.cost.e });
-    let (name, biggest) = worst.map_or(("", ""), |r| (r.name.as_str(), r.biggest.as_str()));
-    let runs = if k > 1 {
-        format!(" (the rules may be evaluated {k} times at boot: once, again after reading what `@` values name, and once per templated rule left out)")
-    } else {
-        String::new()
-    };
+        .rev()
+        .max_by_key(|r| part(&r.cost))
+        .map(|r| {
+            let p = r.parts.iter().rev().max_by_key(|(_, l)| part(l));
+            (r.name.as_str(), p.map_or("", |(w, _)| w.as_str()))
+        });
+    let (name, biggest) = worst.unwrap_or(("", ""));
+    let runs = format!(
+        " (evaluated up to {k} times per kubelet start: once, again after reading what `@` values \
+         name, and once more per templated rule left out)"
+    );
     Err(if by_fixed {
         format!(
-            "the node rules could need {fixed} units of work at boot whatever the node's facts, \
-             more than the {BASE} the wrapper allows{runs}; the costliest is rule {} ({biggest}); \
-             make its templates loop less or print less, use fewer or simpler rules",
+            "the node rules could need {fixed} units of work (about a nanosecond each) at boot \
+             whatever the node's facts, more than the {BASE} the wrapper allows{runs}; the costliest \
+             is rule {} ({biggest}); make that smaller (templates that loop or print less, shorter \
+             InRegexp patterns over shorter template-made values), or use fewer templated rules",
             super::shown_name(name)
         )
     } else {
