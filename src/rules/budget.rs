@@ -14,13 +14,15 @@
 use crate::facts::Features;
 
 /// Units for any facts.
-pub const BASE: u64 = 16_000_000;
+pub const BASE: u64 = 192_000_000;
 /// Units per unit of `facts_size`.
-pub const PER_FACT: u64 = 1024;
+pub const PER_FACT: u64 = 16_384;
 /// `facts_size` of one element (a flag, an attribute, an instance, an
 /// instance's attribute) beyond its bytes: what looking at and copying one
 /// costs whatever its size.
 pub const ELEMENT: u64 = 32;
+/// Units per label or var copied, beyond its bytes.
+pub const PAIR_UNITS: u64 = 8;
 /// Units per template step (an action, a node, a command, an iteration).
 pub const TEMPLATE_STEP: u64 = 32;
 
@@ -44,16 +46,42 @@ impl std::fmt::Display for BudgetExceeded {
 impl std::error::Error for BudgetExceeded {}
 
 /// Work left for the whole boot-path evaluation (every evaluation the
-/// caller runs with it counts).
+/// caller runs with it counts). It also keeps what each rule that does not
+/// read `rule.matched` gave, so that evaluating the same rules again (with
+/// rules left out, or after reading more features) runs only the rules
+/// that read earlier rules' output: between evaluations with one budget,
+/// the caller may add features but not change those any rule's terms name.
 #[derive(Debug, Clone)]
 pub struct Budget {
     limit: u64,
     left: u64,
+    /// The rules (address and length) `memo` is for, and per rule what it
+    /// gave.
+    memo_of: (usize, usize),
+    memo: Vec<Option<Result<super::Output, String>>>,
 }
 
 impl Budget {
     pub fn new(limit: u64) -> Budget {
-        Budget { limit, left: limit }
+        Budget {
+            limit,
+            left: limit,
+            memo_of: (0, 0),
+            memo: Vec::new(),
+        }
+    }
+
+    /// What the rules gave in earlier evaluations with this budget.
+    pub(super) fn memo_for(
+        &mut self,
+        rules: &[super::Rule],
+    ) -> &mut [Option<Result<super::Output, String>>] {
+        let of = (rules.as_ptr() as usize, rules.len());
+        if self.memo_of != of {
+            self.memo_of = of;
+            self.memo = vec![None; rules.len()];
+        }
+        &mut self.memo
     }
 
     /// The boot budget on these facts: `BASE + PER_FACT * facts_size`.
@@ -167,7 +195,10 @@ impl Lin {
         }
         Some(Lin {
             c: self.c.saturating_mul(o.c),
-            e: self.e.saturating_mul(o.c).saturating_add(o.e.saturating_mul(self.c)),
+            e: self
+                .e
+                .saturating_mul(o.c)
+                .saturating_add(o.e.saturating_mul(self.c)),
         })
     }
 
@@ -181,7 +212,8 @@ impl Lin {
     /// The value on facts of this size.
     pub fn at(self, facts_size: u64) -> u64 {
         let per = u128::from(self.e) * u128::from(facts_size) / u128::from(ELEMENT);
-        self.c.saturating_add(u64::try_from(per).unwrap_or(u64::MAX))
+        self.c
+            .saturating_add(u64::try_from(per).unwrap_or(u64::MAX))
     }
 }
 
@@ -189,7 +221,10 @@ impl Lin {
 #[derive(Debug, Clone)]
 pub struct RuleCost {
     pub name: String,
+    /// Its first evaluation.
     pub cost: Lin,
+    /// Each later one with the same budget.
+    pub again: Lin,
     /// Its parts, each in words.
     pub parts: Vec<(String, Lin)>,
 }
@@ -197,7 +232,7 @@ pub struct RuleCost {
 /// Per-rule worst cases of one evaluation (in rule order) and the total,
 /// the taint merge included: the units `evaluate_node_without` may charge
 /// on facts of any size `s`, at most `total.at(s)`.
-pub fn worst_case(rules: &[super::Rule]) -> (Vec<RuleCost>, Lin) {
+pub fn worst_case(rules: &[super::Rule]) -> Worst {
     use super::template::DataBounds;
     use super::{EVAL_UNITS, LABEL_COPIES, Op, RULE_UNITS, Term};
 
@@ -207,22 +242,24 @@ pub fn worst_case(rules: &[super::Rule]) -> (Vec<RuleCost>, Lin) {
     let mut br_bytes: u64 = 0;
     let mut taints: u64 = 0;
     let mut total = Lin::ZERO;
+    let mut rerun = Lin::ZERO;
     let mut out = Vec::with_capacity(rules.len());
     for rule in rules {
         let mut parts: Vec<(String, Lin)> = Vec::new();
         let br_elements = Lin::ELEMENTS.add(Lin::c(br_pairs));
         let br_string = Lin::BYTES.add(Lin::c(br_bytes));
         // A term: (its cost, the elements and the bytes it may add to the data).
-        let term = |t: &Term| -> (Lin, Lin, Lin) {
+        let term = |t: &Term| -> (Lin, Lin, Lin, Lin) {
             let backref = super::go_lower_ascii(&t.feature) == super::BACKREF_FEATURE;
             let (elems, bytes) = if backref {
                 (br_elements, br_string)
             } else {
                 (Lin::ELEMENTS, Lin::BYTES)
             };
-            // Three kinds of one feature, each at most all of it.
-            let elems3 = elems.times(3);
-            let bytes3 = bytes.times(3);
+            // The kinds of one feature (flags, attributes, instances)
+            // together are at most all of it.
+            let elems3 = elems;
+            let bytes3 = bytes;
             // Looked up, and recorded per matched block.
             let mut cost = Lin::c(2 * ELEMENT + 4 * t.feature.len() as u64);
             let mut pushed = Lin::ZERO;
@@ -285,6 +322,7 @@ pub fn worst_case(rules: &[super::Rule]) -> (Vec<RuleCost>, Lin) {
                 cost.add(pushed.times(2)),
                 data_elems,
                 bytes.max(Lin::c(keys)),
+                pushed,
             )
         };
         let mut blocks: Vec<&[Term]> = rule.match_any.iter().map(Vec::as_slice).collect();
@@ -297,6 +335,8 @@ pub fn worst_case(rules: &[super::Rule]) -> (Vec<RuleCost>, Lin) {
         ];
         let mut outputs: u64 = 0;
         let mut pairs: u64 = 0;
+        // Matched elements recorded (copied again when a memo is reused).
+        let mut recorded = Lin::ZERO;
         for (b, block) in blocks.iter().enumerate() {
             let mut elements = Lin::ZERO;
             let mut bytes = Lin::ZERO;
@@ -306,7 +346,8 @@ pub fn worst_case(rules: &[super::Rule]) -> (Vec<RuleCost>, Lin) {
                 "matchFeatures".to_string()
             };
             for t in *block {
-                let (c, e, by) = term(t);
+                let (c, e, by, pushed) = term(t);
+                recorded = recorded.add(pushed);
                 elements = elements.add(e);
                 bytes = bytes.max(by);
                 let programs: Vec<String> = t
@@ -352,26 +393,52 @@ pub fn worst_case(rules: &[super::Rule]) -> (Vec<RuleCost>, Lin) {
             .labels
             .iter()
             .chain(&rule.vars)
-            .map(|(k, v)| ELEMENT + (k.len() + v.len()) as u64)
+            .map(|(k, v)| PAIR_UNITS + (k.len() + v.len()) as u64)
             .sum();
-        let made = outputs + pairs * ELEMENT;
-        parts.push((
-            "its labels and vars".to_string(),
-            Lin::c(LABEL_COPIES * (statics + made) + RULE_UNITS + rule.name.len() as u64),
-        ));
+        let made = outputs + pairs * PAIR_UNITS;
+        let outputs_cost =
+            Lin::c(LABEL_COPIES * (statics + made) + RULE_UNITS + rule.name.len() as u64);
+        parts.push(("its labels and vars".to_string(), outputs_cost));
         br_pairs += (rule.labels.len() + rule.vars.len()) as u64 + pairs;
         br_bytes += statics + outputs;
         taints += rule.taints.len() as u64;
         let cost = parts.iter().fold(Lin::ZERO, |a, (_, c)| a.add(*c));
+        // Evaluated again with the same budget: run again when it reads
+        // `rule.matched`, else what it gave copied.
+        let again = if super::reads_backref(rule) {
+            cost
+        } else {
+            recorded.add(outputs_cost)
+        };
         total = total.add(cost);
+        rerun = rerun.add(again);
         out.push(RuleCost {
             name: rule.name.clone(),
             cost,
+            again,
             parts,
         });
     }
-    total = total.add(Lin::c(TAINT_UNITS * taints * (taints + 1)));
-    (out, total)
+    let merge = Lin::c(TAINT_UNITS * taints * (taints + 1));
+    let k = evaluations(rules);
+    let boot = total.add(merge).add(rerun.add(merge).times(k - 1));
+    Worst {
+        rules: out,
+        once: total.add(merge),
+        boot,
+        evaluations: k,
+    }
+}
+
+/// `worst_case`'s answer.
+#[derive(Debug, Clone)]
+pub struct Worst {
+    pub rules: Vec<RuleCost>,
+    /// One evaluation with a fresh budget.
+    pub once: Lin,
+    /// Every evaluation the boot path may run, on one budget.
+    pub boot: Lin,
+    pub evaluations: u64,
 }
 
 /// Budget units per taint per taint already merged.
@@ -391,10 +458,10 @@ pub fn evaluations(rules: &[super::Rule]) -> u64 {
 /// together, within `Budget::for_facts`. The error names the rule that
 /// costs most, its costliest part and the limit.
 pub fn check(rules: &[super::Rule]) -> Result<(), String> {
-    let (costs, total) = worst_case(rules);
-    let k = evaluations(rules);
-    let fixed = total.c.saturating_mul(k);
-    let per = total.e.saturating_mul(k);
+    let worst = worst_case(rules);
+    let (costs, k) = (&worst.rules, worst.evaluations);
+    let fixed = worst.boot.c;
+    let per = worst.boot.e;
     let per_limit = PER_FACT * ELEMENT;
     if fixed <= BASE && per <= per_limit {
         return Ok(());
@@ -405,7 +472,7 @@ pub fn check(rules: &[super::Rule]) -> Result<(), String> {
     let worst = costs
         .iter()
         .rev()
-        .max_by_key(|r| part(&r.cost))
+        .max_by_key(|r| part(&r.cost.add(r.again.times(k - 1))))
         .map(|r| {
             let p = r.parts.iter().rev().max_by_key(|(_, l)| part(l));
             (r.name.as_str(), p.map_or("", |(w, _)| w.as_str()))
@@ -413,7 +480,7 @@ pub fn check(rules: &[super::Rule]) -> Result<(), String> {
     let (name, biggest) = worst.unwrap_or(("", ""));
     let runs = format!(
         " (evaluated up to {k} times per kubelet start: once, again after reading what `@` values \
-         name, and once more per templated rule left out)"
+         name, and once more per templated rule left out; rules that read rule.matched run each time)"
     );
     Err(if by_fixed {
         format!(

@@ -10,8 +10,10 @@
 //! maps NFD's operator names; `Expr::new` and `RuleTemplate::from` compile
 //! (the compact form carries compiled regexes and parsed templates, so the
 //! wrapper reaches neither parser). NFD's `type: version` is `Expr::version`
-//! (`version` reads the values as NFD does). The wrapper calls `evaluate_node` and
-//! journals `NodeOutcome::dropped` and each `RuleResult::error`.
+//! (`version` reads the values as NFD does). The wrapper calls
+//! `evaluate_node_without` with one `Budget` for all its evaluations (see
+//! `budget`: out of it, the rules are left out) and journals
+//! `NodeOutcome::dropped` and each `RuleResult::error`.
 
 pub mod budget;
 pub mod compact;
@@ -258,7 +260,8 @@ pub fn evaluate_node_without(
         left: Cell::new(*budget.left_mut()),
         out_of_budget: Cell::new(false),
     };
-    let r = evaluate_with(&mut ev, rules, without);
+    let memo = budget.memo_for(rules);
+    let r = evaluate_with(&mut ev, rules, without, memo);
     *budget.left_mut() = ev.left.get();
     match r {
         Some(outcome) if !ev.out_of_budget.get() => Ok(outcome),
@@ -270,7 +273,12 @@ pub fn evaluate_node_without(
 }
 
 /// None when the budget ran out.
-fn evaluate_with(ev: &mut Evaluator, rules: &[Rule], without: &[usize]) -> Option<NodeOutcome> {
+fn evaluate_with(
+    ev: &mut Evaluator,
+    rules: &[Rule],
+    without: &[usize],
+    memo: &mut [Option<Result<Output, String>>],
+) -> Option<NodeOutcome> {
     let features = ev.features;
     let mut results = Vec::with_capacity(rules.len());
     for (i, rule) in rules.iter().enumerate() {
@@ -282,10 +290,34 @@ fn evaluate_with(ev: &mut Evaluator, rules: &[Rule], without: &[usize]) -> Optio
             name: rule.name.clone(),
             ..Default::default()
         };
-        let run = ev.execute(rule);
-        if ev.out_of_budget.get() {
-            return None;
-        }
+        // A rule that does not read `rule.matched` gives what it gave
+        // before (its features are unchanged): run once per budget.
+        let run = match memo.get(i).and_then(Option::as_ref) {
+            Some(done) => {
+                if let Ok(out) = done {
+                    let copied: u64 = out
+                        .matched_features
+                        .values()
+                        .flatten()
+                        .map(element_units)
+                        .sum();
+                    ev.charge(copied).ok()?;
+                }
+                done.clone()
+            }
+            None => {
+                let run = ev.execute(rule);
+                if ev.out_of_budget.get() {
+                    return None;
+                }
+                if !reads_backref(rule)
+                    && let Some(slot) = memo.get_mut(i)
+                {
+                    *slot = Some(run.clone());
+                }
+                run
+            }
+        };
         match run {
             Err(e) => res.error = Some(e),
             Ok(out) => {
@@ -293,7 +325,7 @@ fn evaluate_with(ev: &mut Evaluator, rules: &[Rule], without: &[usize]) -> Optio
                     .labels
                     .iter()
                     .chain(&out.vars)
-                    .map(|(k, v)| budget::ELEMENT + (k.len() + v.len()) as u64)
+                    .map(|(k, v)| budget::PAIR_UNITS + (k.len() + v.len()) as u64)
                     .sum();
                 ev.charge(LABEL_COPIES * bytes).ok()?;
                 // Later rules see this one's raw (unprefixed) labels and its
@@ -323,7 +355,8 @@ fn evaluate_with(ev: &mut Evaluator, rules: &[Rule], without: &[usize]) -> Optio
     for r in &results {
         merged.extend(r.labels.iter().cloned());
         for t in &r.taints {
-            ev.charge(budget::TAINT_UNITS * (taints.len() as u64 + 1)).ok()?;
+            ev.charge(budget::TAINT_UNITS * (taints.len() as u64 + 1))
+                .ok()?;
             // nfd-master's AddOrUpdateTaint, taint after taint: one of the
             // same key and effect is replaced where it stands, so the last
             // applied value wins (an earlier exact duplicate included).
@@ -384,6 +417,14 @@ pub fn go_lower_ascii(s: &str) -> String {
 /// The feature later rules read earlier rules' output from.
 pub const BACKREF_FEATURE: &str = "rule.matched";
 
+/// Whether a rule's outcome depends on the rules before it.
+pub fn reads_backref(rule: &Rule) -> bool {
+    rule.match_features
+        .iter()
+        .chain(rule.match_any.iter().flatten())
+        .any(|t| go_lower_ascii(&t.feature) == BACKREF_FEATURE)
+}
+
 /// `addNsToMapKeys`: unprefixed keys get the default namespace unless the
 /// same prefixed key is also there (then the prefixed one wins).
 fn add_default_prefix(labels: &SortedMap<String, String>) -> Vec<(String, String)> {
@@ -434,7 +475,8 @@ fn taint_ns_error(key: &str) -> Option<String> {
 }
 
 /// Output of one rule before prefixing.
-struct Output {
+#[derive(Debug, Clone)]
+pub(crate) struct Output {
     matched: bool,
     matched_features: SortedMap<String, Vec<Element>>,
     labels: SortedMap<String, String>,

@@ -28,7 +28,7 @@ pub type Data = SortedMap<String, SortedMap<String, Vec<Element>>>;
 /// NFD's `MaxTemplateSize`.
 pub const MAX_SOURCE: usize = 64 * 1024;
 /// Output cap (labels are short; a runaway template stops here).
-pub const MAX_OUTPUT: usize = 16 * 1024;
+pub const MAX_OUTPUT: usize = 4 * 1024;
 /// Executed actions and loop iterations per run.
 pub const MAX_STEPS: usize = 100_000;
 /// Bytes compared (`eq`, `lt`, ...) per run.
@@ -1142,7 +1142,6 @@ impl Value<'_> {
             _ => "map",
         }
     }
-
 }
 
 struct Exec<'d> {
@@ -1222,10 +1221,11 @@ impl Template {
     /// `key=value` (split at the first `=`); later keys win. Sorted by key.
     pub fn expand_map(&self, data: &Data) -> Result<Vec<(String, String)>, String> {
         let mut left = u64::MAX;
-        self.expand_map_within(data, &mut left).map_err(|e| match e {
-            RunError::Failed(why) => why,
-            RunError::Budget => "out of budget".to_string(),
-        })
+        self.expand_map_within(data, &mut left)
+            .map_err(|e| match e {
+                RunError::Failed(why) => why,
+                RunError::Budget => "out of budget".to_string(),
+            })
     }
 
     /// `expand_map` within a budget (see `execute_within`).
@@ -1427,10 +1427,9 @@ impl<'d> Exec<'d> {
             // Go >= 1.22: 0..n, one variable at most (the element).
             Value::Int(n) => {
                 if pipe.vars.len() > 1 {
-                    return Err(format!(
-                        "can't use {n} to iterate over more than one variable"
-                    )
-                    .into());
+                    return Err(
+                        format!("can't use {n} to iterate over more than one variable").into(),
+                    );
                 }
                 if n > MAX_STEPS as i64 {
                     return Err(format!("template ran more than {MAX_STEPS} steps").into());
@@ -1774,7 +1773,10 @@ impl Template {
             bytes: bounds.bytes.add(Lin::c(max_str)),
         };
         // Integers are literals, lengths (of strings or lists) or bytes.
-        let ints = bounds.elements.add(bounds.bytes).add(Lin::c(max_int.max(255)));
+        let ints = bounds
+            .elements
+            .add(bounds.bytes)
+            .add(Lin::c(max_int.max(255)));
         let w = Worst { bounds, ints };
         let output = match w.text(&self.nodes) {
             Some(l) if l.e == 0 => l.c.min(MAX_OUTPUT as u64),
@@ -1783,7 +1785,7 @@ impl Template {
         let out_units = OUTPUT_BYTE * output + OUTPUT_PAIR * (output / 2 + 1);
         let cap = Lin::c(MAX_STEPS as u64 * TEMPLATE_STEP + MAX_COMPARED as u64);
         let (steps, capped) = match w.nodes(&self.nodes) {
-            Some(l) if l.e == 0 => (l.max(Lin::ZERO).min_c(cap.c), false),
+            Some(l) if l.e == 0 => (Lin::c(l.c.min(cap.c)), false),
             Some(l) => (l, false),
             None => (cap, true),
         };
@@ -1792,12 +1794,6 @@ impl Template {
             output,
             capped,
         }
-    }
-}
-
-impl Lin {
-    fn min_c(self, cap: u64) -> Lin {
-        Lin::c(self.c.min(cap))
     }
 }
 
@@ -1889,9 +1885,7 @@ impl Worst<'_> {
         match pipe.cmds.as_slice() {
             [Cmd::Operand(Operand::Int(n))] => Lin::c((*n).max(0) as u64),
             // A feature's list or map, an element's attributes.
-            [Cmd::Operand(Operand::Field(chain) | Operand::Var(_, chain))]
-                if !chain.is_empty() =>
-            {
+            [Cmd::Operand(Operand::Field(chain) | Operand::Var(_, chain))] if !chain.is_empty() => {
                 self.bounds.elements
             }
             // Anything, an integer included: `len` of a string, an
@@ -1910,7 +1904,10 @@ impl Worst<'_> {
                     for a in args {
                         sum = sum.add(self.operand(a)?);
                     }
-                    if !matches!(f, Func::Len | Func::Index | Func::Not | Func::And | Func::Or) {
+                    if !matches!(
+                        f,
+                        Func::Len | Func::Index | Func::Not | Func::And | Func::Or
+                    ) {
                         // The first operand against each other one.
                         let piped = i > 0;
                         let mut ops: Vec<Option<&Operand>> = args.iter().map(Some).collect();
@@ -2280,8 +2277,9 @@ mod tests {
                 .unwrap();
         let e = t.execute(&d).unwrap_err();
         assert!(e.contains("larger than"), "{e}");
-        let t = parse("{{ range .a.b }}{{ range $.a.b }}{{ range $.a.b }}{{ end }}{{ end }}{{ end }}")
-            .unwrap();
+        let t =
+            parse("{{ range .a.b }}{{ range $.a.b }}{{ range $.a.b }}{{ end }}{{ end }}{{ end }}")
+                .unwrap();
         assert!(t.execute(&d).unwrap_err().contains("more than"));
     }
 
@@ -2289,7 +2287,8 @@ mod tests {
     /// what a run spends is counted, and stops at the budget given.
     #[test]
     fn runs_within_a_budget() {
-        let t = parse("{{ range 30000 }}{{ $x := \"a long literal, not copied\" }}{{ end }}").unwrap();
+        let t =
+            parse("{{ range 30000 }}{{ $x := \"a long literal, not copied\" }}{{ end }}").unwrap();
         let mut left = u64::MAX;
         assert_eq!(t.execute_within(&data(), &mut left), Ok(String::new()));
         let spent = u64::MAX - left;

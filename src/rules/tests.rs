@@ -28,13 +28,30 @@ fn evaluate_node(rules: &[Rule], features: &Features) -> NodeOutcome {
 fn assert_within_worst_case(rules: &[Rule], features: &Features) {
     let mut budget = Budget::new(u64::MAX);
     evaluate_node_without(rules, features, &[], &mut budget).unwrap();
-    let (_, worst) = budget::worst_case(rules);
+    let worst = budget::worst_case(rules).once;
     let size = budget::facts_size(features);
     assert!(
         budget.used() <= worst.at(size),
         "spent {} units, worst case {worst:?} on facts of size {size} gives {}",
         budget.used(),
         worst.at(size)
+    );
+    // Every evaluation the boot path may run, on one budget, each with a
+    // rule more left out.
+    let all = budget::worst_case(rules);
+    let mut budget = Budget::new(u64::MAX);
+    let mut without = Vec::new();
+    for i in 0..all.evaluations as usize {
+        evaluate_node_without(rules, features, &without, &mut budget).unwrap();
+        if i % 2 == 1 && without.len() < rules.len() {
+            without.push(without.len());
+        }
+    }
+    assert!(
+        budget.used() <= all.boot.at(size),
+        "{} > {:?}",
+        budget.used(),
+        all.boot
     );
 }
 
