@@ -174,7 +174,7 @@ impl Lin {
     /// Bytes of one feature (`s` at most).
     pub const BYTES: Lin = Lin { c: 0, e: ELEMENT };
 
-    pub fn add(self, o: Lin) -> Lin {
+    pub fn plus(self, o: Lin) -> Lin {
         Lin {
             c: self.c.saturating_add(o.c),
             e: self.e.saturating_add(o.e),
@@ -189,7 +189,7 @@ impl Lin {
     }
 
     /// The product, when it stays linear (one side constant).
-    pub fn mul(self, o: Lin) -> Option<Lin> {
+    pub fn product(self, o: Lin) -> Option<Lin> {
         if self.e > 0 && o.e > 0 {
             return None;
         }
@@ -246,8 +246,8 @@ pub fn worst_case(rules: &[super::Rule]) -> Worst {
     let mut out = Vec::with_capacity(rules.len());
     for rule in rules {
         let mut parts: Vec<(String, Lin)> = Vec::new();
-        let br_elements = Lin::ELEMENTS.add(Lin::c(br_pairs));
-        let br_string = Lin::BYTES.add(Lin::c(br_bytes));
+        let br_elements = Lin::ELEMENTS.plus(Lin::c(br_pairs));
+        let br_string = Lin::BYTES.plus(Lin::c(br_bytes));
         // A term: (its cost, the elements and the bytes it may add to the data).
         let term = |t: &Term| -> (Lin, Lin, Lin, Lin) {
             let backref = super::go_lower_ascii(&t.feature) == super::BACKREF_FEATURE;
@@ -279,8 +279,8 @@ pub fn worst_case(rules: &[super::Rule]) -> Worst {
             let evals = |k: u64, r: u64| {
                 elems3
                     .times(k + r)
-                    .add(bytes3.times(1 + r))
-                    .add(Lin::c(k + r))
+                    .plus(bytes3.times(1 + r))
+                    .plus(Lin::c(k + r))
             };
             // A pushed `Name`/`Value` element.
             let name_elem = Lin::c(3 * ELEMENT + 9);
@@ -288,26 +288,30 @@ pub fn worst_case(rules: &[super::Rule]) -> Worst {
                 let (k, r) = per_expr(e);
                 // Flags and attributes: one lookup each; instances: each.
                 cost = cost
-                    .add(Lin::c(2 * k).add(bytes.times(2 + 2 * r)).add(Lin::c(2 * r)))
-                    .add(evals(k, r));
+                    .plus(
+                        Lin::c(2 * k)
+                            .plus(bytes.times(2 + 2 * r))
+                            .plus(Lin::c(2 * r)),
+                    )
+                    .plus(evals(k, r));
                 pushed = pushed
-                    .add(name_elem.times(2))
-                    .add(Lin::c(2 * key.len() as u64))
-                    .add(bytes);
+                    .plus(name_elem.times(2))
+                    .plus(Lin::c(2 * key.len() as u64))
+                    .plus(bytes);
             }
             if t.match_expressions.is_some() {
                 // Matching instances, copied.
-                pushed = pushed.add(bytes3);
+                pushed = pushed.plus(bytes3);
             }
             if let Some(e) = &t.match_name {
                 let (k, r) = per_expr(e);
-                cost = cost.add(evals(k, r));
+                cost = cost.plus(evals(k, r));
                 pushed = pushed
-                    .add(elems3.mul(name_elem).unwrap_or(elems3))
-                    .add(bytes3.times(2));
+                    .plus(elems3.product(name_elem).unwrap_or(elems3))
+                    .plus(bytes3.times(2));
             }
             // Pushed once, recorded (copied) once per matched block.
-            let data_elems = elems3.times(2).add(Lin::c(
+            let data_elems = elems3.times(2).plus(Lin::c(
                 1 + 2 * t.match_expressions.as_ref().map_or(0, |v| v.len() as u64),
             ));
             // A `Name` value is an expression's key.
@@ -319,7 +323,7 @@ pub fn worst_case(rules: &[super::Rule]) -> Worst {
                 .max()
                 .unwrap_or(0);
             (
-                cost.add(pushed.times(2)),
+                cost.plus(pushed.times(2)),
                 data_elems,
                 bytes.max(Lin::c(keys)),
                 pushed,
@@ -347,8 +351,8 @@ pub fn worst_case(rules: &[super::Rule]) -> Worst {
             };
             for t in *block {
                 let (c, e, by, pushed) = term(t);
-                recorded = recorded.add(pushed);
-                elements = elements.add(e);
+                recorded = recorded.plus(pushed);
+                elements = elements.plus(e);
                 bytes = bytes.max(by);
                 let programs: Vec<String> = t
                     .match_expressions
@@ -402,16 +406,16 @@ pub fn worst_case(rules: &[super::Rule]) -> Worst {
         br_pairs += (rule.labels.len() + rule.vars.len()) as u64 + pairs;
         br_bytes += statics + outputs;
         taints += rule.taints.len() as u64;
-        let cost = parts.iter().fold(Lin::ZERO, |a, (_, c)| a.add(*c));
+        let cost = parts.iter().fold(Lin::ZERO, |a, (_, c)| a.plus(*c));
         // Evaluated again with the same budget: run again when it reads
         // `rule.matched`, else what it gave copied.
         let again = if super::reads_backref(rule) {
             cost
         } else {
-            recorded.add(outputs_cost)
+            recorded.plus(outputs_cost)
         };
-        total = total.add(cost);
-        rerun = rerun.add(again);
+        total = total.plus(cost);
+        rerun = rerun.plus(again);
         out.push(RuleCost {
             name: rule.name.clone(),
             cost,
@@ -421,10 +425,10 @@ pub fn worst_case(rules: &[super::Rule]) -> Worst {
     }
     let merge = Lin::c(TAINT_UNITS * taints * (taints + 1));
     let k = evaluations(rules);
-    let boot = total.add(merge).add(rerun.add(merge).times(k - 1));
+    let boot = total.plus(merge).plus(rerun.plus(merge).times(k - 1));
     Worst {
         rules: out,
-        once: total.add(merge),
+        once: total.plus(merge),
         boot,
         evaluations: k,
     }
@@ -472,7 +476,7 @@ pub fn check(rules: &[super::Rule]) -> Result<(), String> {
     let worst = costs
         .iter()
         .rev()
-        .max_by_key(|r| part(&r.cost.add(r.again.times(k - 1))))
+        .max_by_key(|r| part(&r.cost.plus(r.again.times(k - 1))))
         .map(|r| {
             let p = r.parts.iter().rev().max_by_key(|(_, l)| part(l));
             (r.name.as_str(), p.map_or("", |(w, _)| w.as_str()))

@@ -1770,13 +1770,13 @@ impl Template {
         let bounds = &DataBounds {
             elements: bounds.elements,
             // A variable may hold a literal string too.
-            bytes: bounds.bytes.add(Lin::c(max_str)),
+            bytes: bounds.bytes.plus(Lin::c(max_str)),
         };
         // Integers are literals, lengths (of strings or lists) or bytes.
         let ints = bounds
             .elements
-            .add(bounds.bytes)
-            .add(Lin::c(max_int.max(255)));
+            .plus(bounds.bytes)
+            .plus(Lin::c(max_int.max(255)));
         let w = Worst { bounds, ints };
         let output = match w.text(&self.nodes) {
             Some(l) if l.e == 0 => l.c.min(MAX_OUTPUT as u64),
@@ -1790,7 +1790,7 @@ impl Template {
             None => (cap, true),
         };
         RunCost {
-            units: steps.add(Lin::c(out_units)),
+            units: steps.plus(Lin::c(out_units)),
             output,
             capped,
         }
@@ -1853,8 +1853,8 @@ impl Worst<'_> {
     fn nodes(&self, nodes: &[Node]) -> Option<Lin> {
         let mut sum = Lin::ZERO;
         for node in nodes {
-            sum = sum.add(Lin::c(TEMPLATE_STEP));
-            sum = sum.add(match node {
+            sum = sum.plus(Lin::c(TEMPLATE_STEP));
+            sum = sum.plus(match node {
                 Node::Text(_) | Node::Break | Node::Continue => Lin::ZERO,
                 Node::Action(p) => self.cmds(&p.cmds)?,
                 Node::If {
@@ -1863,17 +1863,17 @@ impl Worst<'_> {
                     otherwise,
                 } => self
                     .cmds(&pipe.cmds)?
-                    .add(self.nodes(then)?)
-                    .add(self.nodes(otherwise)?),
+                    .plus(self.nodes(then)?)
+                    .plus(self.nodes(otherwise)?),
                 Node::Range {
                     pipe,
                     body,
                     otherwise,
                 } => {
-                    let per = self.nodes(body)?.add(Lin::c(TEMPLATE_STEP));
+                    let per = self.nodes(body)?.plus(Lin::c(TEMPLATE_STEP));
                     self.cmds(&pipe.cmds)?
-                        .add(self.iterations(pipe).mul(per)?)
-                        .add(self.nodes(otherwise)?)
+                        .plus(self.iterations(pipe).product(per)?)
+                        .plus(self.nodes(otherwise)?)
                 }
             });
         }
@@ -1897,12 +1897,12 @@ impl Worst<'_> {
     fn cmds(&self, cmds: &[Cmd]) -> Option<Lin> {
         let mut sum = Lin::ZERO;
         for (i, cmd) in cmds.iter().enumerate() {
-            sum = sum.add(Lin::c(TEMPLATE_STEP));
+            sum = sum.plus(Lin::c(TEMPLATE_STEP));
             match cmd {
-                Cmd::Operand(o) => sum = sum.add(self.operand(o)?),
+                Cmd::Operand(o) => sum = sum.plus(self.operand(o)?),
                 Cmd::Call(f, args) => {
                     for a in args {
-                        sum = sum.add(self.operand(a)?);
+                        sum = sum.plus(self.operand(a)?);
                     }
                     if !matches!(
                         f,
@@ -1921,7 +1921,7 @@ impl Worst<'_> {
                         };
                         let first = ops.first().copied().flatten();
                         for other in ops.iter().skip(1) {
-                            sum = sum.add(match (lit(first), lit(*other)) {
+                            sum = sum.plus(match (lit(first), lit(*other)) {
                                 (Some(a), Some(b)) => Lin::c(a.min(b)),
                                 (Some(a), None) | (None, Some(a)) => Lin::c(a),
                                 (None, None) => self.bounds.bytes,
@@ -1945,22 +1945,22 @@ impl Worst<'_> {
     fn text(&self, nodes: &[Node]) -> Option<Lin> {
         let mut sum = Lin::ZERO;
         for node in nodes {
-            sum = sum.add(match node {
+            sum = sum.plus(match node {
                 Node::Text(t) => Lin::c(t.len() as u64),
                 Node::Break | Node::Continue => Lin::ZERO,
                 Node::Action(p) if !p.vars.is_empty() => Lin::ZERO,
                 Node::Action(_) => return None,
                 Node::If {
                     then, otherwise, ..
-                } => self.text(then)?.add(self.text(otherwise)?),
+                } => self.text(then)?.plus(self.text(otherwise)?),
                 Node::Range {
                     pipe,
                     body,
                     otherwise,
                 } => self
                     .iterations(pipe)
-                    .mul(self.text(body)?)?
-                    .add(self.text(otherwise)?),
+                    .product(self.text(body)?)?
+                    .plus(self.text(otherwise)?),
             });
         }
         Some(sum)
