@@ -1305,3 +1305,58 @@ fn names_show_on_one_line() {
         assert!(!shown_name(name).contains(['\n', '\r', '\u{2028}', '\u{85}']));
     }
 }
+
+/// nfd-master applies taints one after another (AddOrUpdateTaint): one
+/// of the same key and effect is replaced where it stands, so the last
+/// applied value wins even when an earlier rule gave that same taint.
+#[test]
+fn taints_of_one_key_and_effect_keep_the_last_applied() {
+    let f = Features::default();
+    let taint = |value: &str, effect: TaintEffect| Taint {
+        key: "example.com/shared".into(),
+        value: value.into(),
+        effect,
+    };
+    let with = |name: &str, t: Vec<Taint>| Rule {
+        name: name.into(),
+        labels: pairs(&[("x", "1")]),
+        taints: t,
+        ..Default::default()
+    };
+    let rules = [
+        with("a", vec![taint("v1", TaintEffect::NoSchedule)]),
+        with("b", vec![taint("", TaintEffect::NoExecute)]),
+        with("c", vec![taint("v2", TaintEffect::NoSchedule)]),
+        with("d", vec![taint("v1", TaintEffect::NoSchedule)]),
+    ];
+    assert_eq!(
+        evaluate_node(&rules, &f).taints,
+        vec![
+            taint("v1", TaintEffect::NoSchedule),
+            taint("", TaintEffect::NoExecute)
+        ]
+    );
+}
+
+/// The heavy rules, evaluated within a budget: a clean error, not
+/// a panic, an abort or minutes.
+#[test]
+fn heavy_rules_stop_at_the_budget() {
+    let mut f = Features::default();
+    flags(&mut f, "cpu.cpuid", &["AVX"]);
+    let heavy = |i: usize| Rule {
+        name: format!("r{i}"),
+        labels_template: Some("{{ range 30000 }}{{ end }}".into()),
+        match_features: vec![name_term("cpu.cpuid", Expr::new(Op::Exists, vec![]))],
+        ..Default::default()
+    };
+    let rules: Vec<Rule> = (0..800).map(heavy).collect();
+    let mut budget = Budget::new(budget::BASE);
+    let e = evaluate_node_without(&rules, &f, &[], &mut budget).unwrap_err();
+    assert!(e.to_string().contains("budget"), "{e}");
+    assert!(budget::check(&rules).is_err());
+    // Within the budget once fewer: and render's check agrees.
+    let few: Vec<Rule> = (0..2).map(heavy).collect();
+    assert!(budget::check(&few).is_ok());
+    assert!(super::evaluate_node(&few, &f).is_ok());
+}
