@@ -181,7 +181,7 @@ struct Gen<'n> {
     /// and `matchAny` parts), drawn from their own generator so the cases
     /// before them stay as they were.
     shapes: Option<Rng>,
-    /// Taints from a small pool (one key, two effects, three values), so
+    /// Taints on every rule from a small pool (one key, two effects, two values), so
     /// that rules across objects give one key and effect different values.
     taint_pool: bool,
 }
@@ -551,9 +551,11 @@ impl Gen<'_> {
         if self.rng.chance(6) {
             rule["varsTemplate"] = json!(self.template(&written, r));
         }
-        if self.taint_pool && self.rng.chance(2) {
-            let value = self.rng.pick(&["", "a", "b"]);
-            let effect = self.rng.pick(&["NoSchedule", "NoExecute"]);
+        if self.taint_pool {
+            let value = self.rng.pick(&["a", "b"]);
+            let effect = self
+                .rng
+                .pick(&["NoSchedule", "NoSchedule", "NoSchedule", "NoExecute"]);
             rule["taints"] =
                 json!([{ "key": "example.com/shared", "value": value, "effect": effect }]);
         } else if self.rng.chance(5) {
