@@ -9,7 +9,7 @@ cd "$(dirname "$0")"
 repo=$PWD/..
 mco=$repo/../shared/fixtures/mco
 coi=$repo/../shared/fixtures/coreos-installer
-for t in unit_file kubelet_flags kubelet_config iso_reader rules_compact ignition_check; do
+for t in unit_file kubelet_flags kubelet_config iso_reader rules_compact ignition_check boot_eval; do
   mkdir -p "corpus/$t"
 done
 if [ -d "$mco" ]; then
@@ -79,6 +79,17 @@ printf 'v1' > corpus/rules_compact/v1
 printf 'KLR1,0' > corpus/rules_compact/klr1
 printf '%s' 'KLR3,1,r,0,T1:r0:n1:oF2:3:pci6:device2:a0:n1:oF1:5:classt3:=x~0A0:,0,~N,0,1,pci.device,1,class,InRegexp,2,RBc0c3S6:c0C1:48:2:EM,RC2:78:0:32:0:C2:86:0:32:0:M,~N,0' \
   > corpus/rules_compact/compiled
+# Rule sets and facts in boot_eval's line format (see its header): a GPU
+# rule with a template and a taint, rule.matched read back, a heavy range.
+printf '%s\n' 'R gpu' 'T {{ range .pci.device }}v-{{ .vendor }}=true\n{{ end }}' \
+  'X example.com/gpu=true:NoSchedule' 'M pci.device' 'E class InRegexp ^03' 'E vendor In 10de' \
+  'F inst pci.device class=0300,vendor=10de,device=2330' 'F inst pci.device class=0200,vendor=8086' \
+  > corpus/boot_eval/gpu
+printf '%s\n' 'R a' 'V big=xxxxxxxx' 'W v={{ range 50 }}a{{ end }}' 'M cpu.cpuid' 'N Exists' \
+  'R b' 'L b=1' 'A' 'M rule.matched' 'E v InRegexp a+b|(a|aa)*c' 'F flag cpu.cpuid AVX,SSE4' \
+  > corpus/boot_eval/backref
+printf '%s\n' 'R r' 'T {{ range 30000 }}{{ end }}' 'M cpu.cpuid' 'N Exists' 'F flag cpu.cpuid AVX' \
+  > corpus/boot_eval/range
 # The compact forms `render` makes of the example rules (the CLI from the
 # tests' build; skipped with a word when it is not built).
 cli=${CARGO_TARGET_DIR:-$repo/target}/debug/kubelet-labeler

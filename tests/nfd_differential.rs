@@ -182,6 +182,9 @@ struct Gen<'n> {
     /// and `matchAny` parts), drawn from their own generator so the cases
     /// before them stay as they were.
     shapes: Option<Rng>,
+    /// Taints on every rule from a small pool (one key, two effects, two values), so
+    /// that rules across objects give one key and effect different values.
+    taint_pool: bool,
 }
 
 fn re_escape(s: &str) -> String {
@@ -549,7 +552,14 @@ impl Gen<'_> {
         if self.rng.chance(6) {
             rule["varsTemplate"] = json!(self.template(&written, r));
         }
-        if self.rng.chance(5) {
+        if self.taint_pool {
+            let value = self.rng.pick(&["a", "b"]);
+            let effect = self
+                .rng
+                .pick(&["NoSchedule", "NoSchedule", "NoSchedule", "NoExecute"]);
+            rule["taints"] =
+                json!([{ "key": "example.com/shared", "value": value, "effect": effect }]);
+        } else if self.rng.chance(5) {
             let key = self.rng.pick(&[
                 format!("example.com/t{r}"),
                 "example.com/shared".to_string(),
@@ -947,24 +957,44 @@ fn the_readme_states_the_case_counts() {
 
 #[test]
 fn rules_give_what_nfd_gives() {
+    differential(SEED, CASES, SHAPE_CASES, false);
+}
+
+/// Issue 22 item 18: taints of one key and effect with different values
+/// from rules across several objects; nfd-master applies them in its order
+/// (objects by name, rules in order), the last value winning in the first
+/// one's place. Another seed, taints drawn from a small pool.
+#[test]
+fn taints_of_one_key_and_effect_as_nfd_applies_them() {
+    differential(0x5441_494E_5453_0018, 400, 0, true);
+}
+
+fn differential(seed: u64, cases_n: usize, shape_cases: usize, taint_pool: bool) {
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nfd-oracle");
     std::fs::create_dir_all(&out_dir).unwrap();
-    let Some(oracle) = nfd_oracle::build(&out_dir) else {
+    // One build at a time (both seeds' tests build into the same place).
+    static BUILD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let built = {
+        let _one = BUILD.lock().unwrap_or_else(|e| e.into_inner());
+        nfd_oracle::build(&out_dir)
+    };
+    let Some(oracle) = built else {
         return;
     };
     let nodes = nodes();
     assert!(nodes.len() >= 4, "fixture nodes missing");
     let scratch = tempfile::tempdir().unwrap();
-    let mut rng = Rng(SEED);
+    let mut rng = Rng(seed);
     let mut cases: Vec<(usize, Vec<Value>)> = Vec::new();
-    for i in 0..CASES {
+    for i in 0..cases_n {
         let n = rng.below(nodes.len());
         let mut g = Gen {
             rng: Rng(rng.next() | 1),
             node: &nodes[n],
             backref_keys: Vec::new(),
             rule_no: 0,
-            shapes: (i >= CASES - SHAPE_CASES).then_some(Rng((SEED ^ ((i as u64) << 1)) | 1)),
+            shapes: (i >= cases_n - shape_cases).then_some(Rng((seed ^ ((i as u64) << 1)) | 1)),
+            taint_pool,
         };
         cases.push((n, g.objects()));
     }
@@ -1021,6 +1051,28 @@ fn rules_give_what_nfd_gives() {
             kinds.entry(kind_of(&why)).or_insert((0, i)).0 += 1;
         }
     }
+    if taint_pool {
+        // The pool must give one key and effect several values in a case.
+        let colliding = cases
+            .iter()
+            .filter(|(_, objs)| {
+                let mut seen: BTreeMap<String, String> = BTreeMap::new();
+                objs.iter()
+                    .flat_map(|o| o["rules"].as_array().cloned().unwrap_or_default())
+                    .flat_map(|r| r["taints"].as_array().cloned().unwrap_or_default())
+                    .any(|t| {
+                        let key = format!("{}:{}", t["key"], t["effect"]);
+                        let value = t["value"].to_string();
+                        seen.insert(key, value.clone())
+                            .is_some_and(|old| old != value)
+                    })
+            })
+            .count();
+        assert!(
+            colliding > cases_n / 10,
+            "only {colliding} cases with colliding taints"
+        );
+    }
     let differing: usize = kinds.values().map(|k| k.0).sum();
     let mut by_count: Vec<(&String, &(usize, usize))> = kinds.iter().collect();
     by_count.sort_by_key(|(_, (count, _))| std::cmp::Reverse(*count));
@@ -1034,19 +1086,22 @@ fn rules_give_what_nfd_gives() {
         ));
     }
     eprintln!(
-        "nfd differential: {CASES} cases (seed {SEED:#x}), {differing} differ; {matched} gave \
+        "nfd differential: {cases_n} cases (seed {seed:#x}), {differing} differ; {matched} gave \
          output ({labels} labels, {taints} taints), {left_out} labels or taints kubelet refuses \
          left out alone, \
          {alternatives} with several NFD outcomes"
     );
     assert!(
         failures.is_empty(),
-        "{differing} of {CASES} cases differ from NFD (seed {SEED:#x}); one of each kind, shrunk:\n\n{}",
+        "{differing} of {cases_n} cases differ from NFD (seed {seed:#x}); one of each kind, shrunk:\n\n{}",
         failures.join("\n\n")
     );
     // The generator must exercise matches, labels and taints, not only errors.
     assert!(
-        matched > CASES / 3 && labels > CASES / 2 && taints > CASES / 20 && left_out > 5,
+        matched > cases_n / 3
+            && labels > cases_n / 2
+            && taints > cases_n / 20
+            && left_out * CASES > 5 * cases_n,
         "too little output"
     );
 }

@@ -197,8 +197,11 @@ pub fn read_rule_files(paths: &[impl AsRef<Path>], profile: Profile) -> Result<V
 }
 
 /// The rules in their compact form, refused when it would not fit the
-/// environment variable that carries it.
+/// environment variable that carries it, or when evaluating them at boot
+/// could pass the wrapper's budget on some node (`rules::budget`: what
+/// render accepts, the wrapper evaluates within it on any facts).
 pub fn compile(rules: &[Rule]) -> Result<String> {
+    rules::budget::check(rules).map_err(|e| anyhow::anyhow!("{e}"))?;
     let text = rules::compact::encode(rules);
     if text.len() > MAX_COMPACT {
         bail!(

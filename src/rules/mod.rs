@@ -10,18 +10,25 @@
 //! maps NFD's operator names; `Expr::new` and `RuleTemplate::from` compile
 //! (the compact form carries compiled regexes and parsed templates, so the
 //! wrapper reaches neither parser). NFD's `type: version` is `Expr::version`
-//! (`version` reads the values as NFD does). The wrapper calls `evaluate_node` and
-//! journals `NodeOutcome::dropped` and each `RuleResult::error`.
+//! (`version` reads the values as NFD does). The wrapper calls
+//! `evaluate_node_without` with one `Budget` for all its evaluations (see
+//! `budget`: out of it, the rules are left out) and journals
+//! `NodeOutcome::dropped` and each `RuleResult::error`.
 
+pub mod budget;
 pub mod compact;
 pub mod regex;
 pub mod template;
 #[cfg(feature = "cli")]
 mod unicode_tables;
 
+use std::cell::Cell;
+
 use crate::facts::Features;
 use crate::kubelet::Taint;
 use crate::sorted::SortedMap;
+
+pub use budget::{Budget, BudgetExceeded};
 
 /// NFD's default label namespace for keys without a prefix.
 pub const DEFAULT_LABEL_PREFIX: &str = "feature.node.kubernetes.io/";
@@ -202,8 +209,9 @@ pub struct RuleResult {
 /// later rule sees earlier rules' labels and vars as `rule.matched`).
 /// nfd-master runs NodeFeatureRule objects sorted by `metadata.name` and the
 /// rules of one object in order: `rules` must already be in that order.
-pub fn evaluate(rules: &[Rule], features: &Features) -> Vec<RuleResult> {
-    evaluate_node(rules, features).results
+/// Within the boot budget for these facts.
+pub fn evaluate(rules: &[Rule], features: &Features) -> Result<Vec<RuleResult>, BudgetExceeded> {
+    Ok(evaluate_node(rules, features)?.results)
 }
 
 /// What the rules give a node once nfd-master's filters have run.
@@ -213,41 +221,113 @@ pub struct NodeOutcome {
     /// Later rules win on a key; `@domain.feature.element` values resolved;
     /// keys NFD refuses left out (see `dropped`). Sorted by key.
     pub labels: Vec<(String, String)>,
-    /// In rule order, exact duplicates once.
+    /// As nfd-master applies them in rule order: one per key and effect,
+    /// the last value in the first one's place.
     pub taints: Vec<Taint>,
     /// Labels and taints nfd-master would drop, each with why.
     pub dropped: Vec<String>,
 }
 
 /// `evaluate`, then nfd-master's merge and filters (label namespaces,
-/// `@` dynamic values, label syntax, taint namespaces).
-pub fn evaluate_node(rules: &[Rule], features: &Features) -> NodeOutcome {
-    evaluate_node_without(rules, features, &[])
+/// `@` dynamic values, label syntax, taint namespaces), within the boot
+/// budget for these facts (`Budget::for_facts`).
+pub fn evaluate_node(rules: &[Rule], features: &Features) -> Result<NodeOutcome, BudgetExceeded> {
+    let mut budget = Budget::for_facts(features);
+    evaluate_node_without(rules, features, &[], &mut budget)
 }
 
+/// Budget units per rule run, beyond what its parts count.
+pub(crate) const RULE_UNITS: u64 = 256;
+/// Budget units per expression evaluated, beyond its values.
+pub(crate) const EVAL_UNITS: u64 = 4;
+/// Copies an output label or var goes through in `evaluate_node_without`
+/// (the rule's map, `rule.matched`, prefixed, merged, resolved twice).
+pub(crate) const LABEL_COPIES: u64 = 6;
+
 /// `evaluate_node` as if the rules at the indices in `without` were not
-/// there (no result for them either).
+/// there (no result for them either), spending from `budget`: the caller
+/// keeps one budget for all the evaluations of one boot, so their sum is
+/// bounded. Out of budget, nothing is returned: fall back.
 pub fn evaluate_node_without(
     rules: &[Rule],
     features: &Features,
     without: &[usize],
-) -> NodeOutcome {
+    budget: &mut Budget,
+) -> Result<NodeOutcome, BudgetExceeded> {
     let mut ev = Evaluator {
         features,
         backref: None,
+        left: Cell::new(*budget.left_mut()),
+        out_of_budget: Cell::new(false),
     };
+    let memo = budget.memo_for(rules);
+    let r = evaluate_with(&mut ev, rules, without, memo);
+    *budget.left_mut() = ev.left.get();
+    match r {
+        Some(outcome) if !ev.out_of_budget.get() => Ok(outcome),
+        _ => {
+            *budget.left_mut() = 0;
+            Err(budget.exceeded())
+        }
+    }
+}
+
+/// None when the budget ran out.
+fn evaluate_with(
+    ev: &mut Evaluator,
+    rules: &[Rule],
+    without: &[usize],
+    memo: &mut [Option<Result<Output, String>>],
+) -> Option<NodeOutcome> {
+    let features = ev.features;
     let mut results = Vec::with_capacity(rules.len());
     for (i, rule) in rules.iter().enumerate() {
         if without.contains(&i) {
             continue;
         }
+        ev.charge(RULE_UNITS + rule.name.len() as u64).ok()?;
         let mut res = RuleResult {
             name: rule.name.clone(),
             ..Default::default()
         };
-        match ev.execute(rule) {
+        // A rule that does not read `rule.matched` gives what it gave
+        // before (its features are unchanged): run once per budget.
+        let run = match memo.get(i).and_then(Option::as_ref) {
+            Some(done) => {
+                if let Ok(out) = done {
+                    let copied: u64 = out
+                        .matched_features
+                        .values()
+                        .flatten()
+                        .map(element_units)
+                        .sum();
+                    ev.charge(copied).ok()?;
+                }
+                done.clone()
+            }
+            None => {
+                let run = ev.execute(rule);
+                if ev.out_of_budget.get() {
+                    return None;
+                }
+                if !reads_backref(rule)
+                    && let Some(slot) = memo.get_mut(i)
+                {
+                    *slot = Some(run.clone());
+                }
+                run
+            }
+        };
+        match run {
             Err(e) => res.error = Some(e),
             Ok(out) => {
+                let bytes: u64 = out
+                    .labels
+                    .iter()
+                    .chain(&out.vars)
+                    .map(|(k, v)| budget::PAIR_UNITS + (k.len() + v.len()) as u64)
+                    .sum();
+                ev.charge(LABEL_COPIES * bytes).ok()?;
                 // Later rules see this one's raw (unprefixed) labels and its
                 // vars, even an empty set when it did not match (as NFD).
                 let backref = ev.backref.get_or_insert_with(|| {
@@ -275,8 +355,17 @@ pub fn evaluate_node_without(
     for r in &results {
         merged.extend(r.labels.iter().cloned());
         for t in &r.taints {
-            if !taints.contains(t) {
-                taints.push(t.clone());
+            ev.charge(budget::TAINT_UNITS * (taints.len() as u64 + 1))
+                .ok()?;
+            // nfd-master's AddOrUpdateTaint, taint after taint: one of the
+            // same key and effect is replaced where it stands, so the last
+            // applied value wins (an earlier exact duplicate included).
+            match taints
+                .iter_mut()
+                .find(|o| o.key == t.key && o.effect == t.effect)
+            {
+                Some(o) => o.value.clone_from(&t.value),
+                None => taints.push(t.clone()),
             }
         }
     }
@@ -302,12 +391,12 @@ pub fn evaluate_node_without(
             false
         }
     });
-    NodeOutcome {
+    Some(NodeOutcome {
         results,
         labels,
         taints,
         dropped,
-    }
+    })
 }
 
 /// Go's `strings.ToLower` where it matters for names that are ASCII when
@@ -327,6 +416,14 @@ pub fn go_lower_ascii(s: &str) -> String {
 
 /// The feature later rules read earlier rules' output from.
 pub const BACKREF_FEATURE: &str = "rule.matched";
+
+/// Whether a rule's outcome depends on the rules before it.
+pub fn reads_backref(rule: &Rule) -> bool {
+    rule.match_features
+        .iter()
+        .chain(rule.match_any.iter().flatten())
+        .any(|t| go_lower_ascii(&t.feature) == BACKREF_FEATURE)
+}
 
 /// `addNsToMapKeys`: unprefixed keys get the default namespace unless the
 /// same prefixed key is also there (then the prefixed one wins).
@@ -378,7 +475,8 @@ fn taint_ns_error(key: &str) -> Option<String> {
 }
 
 /// Output of one rule before prefixing.
-struct Output {
+#[derive(Debug, Clone)]
+pub(crate) struct Output {
     matched: bool,
     matched_features: SortedMap<String, Vec<Element>>,
     labels: SortedMap<String, String>,
@@ -389,6 +487,10 @@ struct Evaluator<'f> {
     features: &'f Features,
     /// `rule.matched` once a rule has run.
     backref: Option<SortedMap<String, String>>,
+    /// Budget units left.
+    left: Cell<u64>,
+    /// Set when they ran out (the error then stops every rule).
+    out_of_budget: Cell<bool>,
 }
 
 /// One feature name's elements of each kind (NFD allows several kinds).
@@ -398,7 +500,30 @@ struct Kinds<'a> {
     instances: Option<&'a Vec<SortedMap<String, String>>>,
 }
 
+/// What a rule error says when the budget ran out (never shown: the whole
+/// evaluation stops).
+const OUT_OF_BUDGET: &str = "out of budget";
+
 impl<'f> Evaluator<'f> {
+    fn charge(&self, units: u64) -> Result<(), String> {
+        match self.left.get().checked_sub(units) {
+            Some(left) => {
+                self.left.set(left);
+                Ok(())
+            }
+            None => {
+                self.left.set(0);
+                self.out_of_budget.set(true);
+                Err(OUT_OF_BUDGET.into())
+            }
+        }
+    }
+
+    /// An element copied into matched data.
+    fn charge_element(&self, e: &Element) -> Result<(), String> {
+        self.charge(element_units(e))
+    }
+
     fn kinds(&self, name: &str) -> Kinds<'_> {
         let attributes = match (&self.backref, name == BACKREF_FEATURE) {
             (Some(b), true) => Some(b),
@@ -432,12 +557,12 @@ impl<'f> Evaluator<'f> {
                     continue;
                 };
                 any = true;
-                record(&mut out.matched_features, &data);
+                self.record(&mut out.matched_features, &data)?;
                 if !templates {
                     break;
                 }
-                run_template(labels_t, &data, &mut out.labels)?;
-                run_template(vars_t, &data, &mut out.vars)?;
+                self.run_template(labels_t, &data, &mut out.labels)?;
+                self.run_template(vars_t, &data, &mut out.vars)?;
             }
             if !any {
                 return Ok(unmatched());
@@ -447,9 +572,9 @@ impl<'f> Evaluator<'f> {
             let Some(data) = self.match_terms(&rule.match_features)? else {
                 return Ok(unmatched());
             };
-            record(&mut out.matched_features, &data);
-            run_template(labels_t, &data, &mut out.labels)?;
-            run_template(vars_t, &data, &mut out.vars)?;
+            self.record(&mut out.matched_features, &data)?;
+            self.run_template(labels_t, &data, &mut out.labels)?;
+            self.run_template(vars_t, &data, &mut out.vars)?;
         }
         out.labels.extend(rule.labels.iter().cloned());
         out.vars.extend(rule.vars.iter().cloned());
@@ -462,6 +587,7 @@ impl<'f> Evaluator<'f> {
     fn match_terms(&self, terms: &[Term]) -> Result<Option<template::Data>, String> {
         let mut data = template::Data::new();
         for term in terms {
+            self.charge(budget::ELEMENT + 3 * term.feature.len() as u64)?;
             // NFD lower-cases the name for the lookup only.
             let lookup = go_lower_ascii(&term.feature);
             // Template keys come from the name as written (NFD lower-cases
@@ -514,7 +640,7 @@ impl<'f> Evaluator<'f> {
             if let Some(keys) = keys {
                 mk = self.eval(e, keys.contains(n), None)?;
                 if mk {
-                    elems.push(name_elem(n, None));
+                    elems.push(self.name_elem(n, None)?);
                 } else if e.op == Op::DoesNotExist {
                     is_match = false;
                     elems.clear();
@@ -525,7 +651,7 @@ impl<'f> Evaluator<'f> {
                 let v = values.get(n).map(String::as_str);
                 mv = self.eval(e, v.is_some(), v)?;
                 if mv {
-                    elems.push(name_elem(n, Some(v.unwrap_or(""))));
+                    elems.push(self.name_elem(n, Some(v.unwrap_or("")))?);
                 } else if e.op == Op::DoesNotExist {
                     is_match = false;
                     elems.clear();
@@ -551,6 +677,7 @@ impl<'f> Evaluator<'f> {
             }
             if all {
                 any_instance = true;
+                self.charge_element(inst)?;
                 elems.push(inst.clone());
             }
         }
@@ -569,12 +696,12 @@ impl<'f> Evaluator<'f> {
         let mut out = Vec::new();
         for k in keys.into_iter().flatten() {
             if self.eval(e, true, Some(k))? {
-                out.push(name_elem(k, None));
+                out.push(self.name_elem(k, None)?);
             }
         }
         for (k, v) in values.into_iter().flatten() {
             if self.eval(e, true, Some(k))? {
-                out.push(name_elem(k, Some(v)));
+                out.push(self.name_elem(k, Some(v))?);
             }
         }
         sort_by_name(&mut out);
@@ -584,6 +711,7 @@ impl<'f> Evaluator<'f> {
                 hit |= self.eval(e, true, Some(k))?;
             }
             if hit {
+                self.charge_element(inst)?;
                 out.push(inst.clone());
             }
         }
@@ -592,6 +720,7 @@ impl<'f> Evaluator<'f> {
 
     /// NFD's `evaluateMatchExpression`; `value` None is a flag (no value).
     fn eval(&self, e: &Expr, valid: bool, value: Option<&str>) -> Result<bool, String> {
+        self.charge(EVAL_UNITS + e.value.len() as u64 + value.map_or(0, |v| v.len() as u64))?;
         let want_empty = |e: &Expr| {
             if e.value.is_empty() {
                 Ok(())
@@ -640,7 +769,15 @@ impl<'f> Evaluator<'f> {
                 for re in &e.regexes {
                     // Every pattern must compile, even after a hit.
                     let re = re.as_ref().map_err(Clone::clone)?;
-                    hit = hit || re.is_match(value);
+                    if !hit {
+                        let mut left = self.left.get();
+                        let m = re.is_match_within(value, &mut left);
+                        self.left.set(left);
+                        hit = m.ok_or_else(|| {
+                            self.out_of_budget.set(true);
+                            OUT_OF_BUDGET.to_string()
+                        })?;
+                    }
                 }
                 hit
             }
@@ -717,8 +854,9 @@ impl<'f> Evaluator<'f> {
 
     /// nfd-master's `filterFeatureLabel`: `@` values, then NFD's label checks.
     fn filter_label(&self, key: &str, value: &str) -> Result<String, String> {
-        let value = match value.strip_prefix('@') {
-            None => value.to_string(),
+        // Borrowed until it passed the checks (a value may be large).
+        let value: &str = match value.strip_prefix('@') {
+            None => value,
             Some(path) => {
                 let mut parts = path.splitn(3, '.');
                 let (Some(d), Some(f), Some(el)) = (parts.next(), parts.next(), parts.next())
@@ -734,7 +872,7 @@ impl<'f> Evaluator<'f> {
                     .ok_or_else(|| format!("feature {feature} not found"))?;
                 attrs
                     .get(el)
-                    .cloned()
+                    .map(String::as_str)
                     .ok_or_else(|| format!("element {el} not found on feature {feature}"))?
             }
         };
@@ -752,11 +890,11 @@ impl<'f> Evaluator<'f> {
         ) {
             return Err(format!("NFD refuses the label namespace {ns:?}"));
         }
-        let errs = crate::kubelet::labels::label_value_errors(&value);
+        let errs = crate::kubelet::labels::label_value_errors(value);
         if !errs.is_empty() {
             return Err(format!("invalid value {value:?}: {}", errs.join("; ")));
         }
-        Ok(value)
+        Ok(value.to_string())
     }
 }
 
@@ -818,27 +956,65 @@ fn name_elem(name: &str, value: Option<&str>) -> Element {
     e
 }
 
-/// Keep what a matched block gave, keyed `<domain>.<feature>`, for explain.
-fn record(all: &mut SortedMap<String, Vec<Element>>, data: &template::Data) {
-    for (dom, feats) in data {
-        for (nam, elems) in feats {
-            all.entry(format!("{dom}.{nam}"))
-                .or_default()
-                .extend(elems.iter().cloned());
-        }
-    }
+/// Budget units of copying an element: `budget::ELEMENT` for it and each
+/// attribute, and their bytes (its `budget::facts_size`).
+fn element_units(e: &Element) -> u64 {
+    budget::ELEMENT
+        + e.iter()
+            .map(|(k, v)| budget::ELEMENT + (k.len() + v.len()) as u64)
+            .sum::<u64>()
 }
 
-fn run_template(
-    (t, what): (&Option<RuleTemplate>, &str),
-    data: &template::Data,
-    out: &mut SortedMap<String, String>,
-) -> Result<(), String> {
-    if let Some(RuleTemplate(t)) = t {
-        let t = t.as_ref().map_err(|e| format!("{what}: {e}"))?;
-        out.extend(t.expand_map(data).map_err(|e| format!("template: {e}"))?);
+impl Evaluator<'_> {
+    fn name_elem(&self, name: &str, value: Option<&str>) -> Result<Element, String> {
+        let e = name_elem(name, value);
+        self.charge_element(&e)?;
+        Ok(e)
     }
-    Ok(())
+
+    /// Keep what a matched block gave, keyed `<domain>.<feature>`, for explain.
+    fn record(
+        &self,
+        all: &mut SortedMap<String, Vec<Element>>,
+        data: &template::Data,
+    ) -> Result<(), String> {
+        for (dom, feats) in data {
+            for (nam, elems) in feats {
+                self.charge(budget::ELEMENT + (dom.len() + nam.len()) as u64)?;
+                for e in elems {
+                    self.charge_element(e)?;
+                }
+                all.entry(format!("{dom}.{nam}"))
+                    .or_default()
+                    .extend(elems.iter().cloned());
+            }
+        }
+        Ok(())
+    }
+
+    fn run_template(
+        &self,
+        (t, what): (&Option<RuleTemplate>, &str),
+        data: &template::Data,
+        out: &mut SortedMap<String, String>,
+    ) -> Result<(), String> {
+        if let Some(RuleTemplate(t)) = t {
+            let t = t.as_ref().map_err(|e| format!("{what}: {e}"))?;
+            let mut left = self.left.get();
+            let r = t.expand_map_within(data, &mut left);
+            self.left.set(left);
+            match r {
+                Ok(pairs) => out.extend(pairs),
+                Err(template::RunError::Failed(e)) => return Err(format!("template: {e}")),
+                Err(template::RunError::Budget) => {
+                    self.left.set(0);
+                    self.out_of_budget.set(true);
+                    return Err(OUT_OF_BUDGET.into());
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -168,6 +168,14 @@ impl Regex {
 
     /// Whether `text` contains a match (Go's `MatchString`).
     pub fn is_match(&self, text: &str) -> bool {
+        let mut unbounded = u64::MAX;
+        self.is_match_within(text, &mut unbounded).unwrap_or(false)
+    }
+
+    /// `is_match` spending at most `left` units of work (one per thread
+    /// looked at, see `work_bound`), which it lowers by what it spent;
+    /// None once they ran out.
+    pub fn is_match_within(&self, text: &str, left: &mut u64) -> Option<bool> {
         let mut guard = self.scratch.borrow_mut();
         let Scratch { cur, next, stack } = &mut *guard;
         let n = self.prog.len();
@@ -177,7 +185,13 @@ impl Regex {
         let anchored = matches!(self.prog.first(), Some(Inst::Assert(Assert::BeginText)));
         let mut prev: Option<char> = None;
         let mut rest = text;
-        loop {
+        let mut work: u64 = 0;
+        let result = loop {
+            // Checked once per character: the work of one is at most
+            // `6 * prog + 3` units (see `work_bound`).
+            if work > *left {
+                break None;
+            }
             let mut chars = rest.chars();
             let c = chars.next();
             if prev.is_none() || !anchored {
@@ -186,13 +200,13 @@ impl Regex {
                     cur: c,
                     at_start: prev.is_none(),
                 };
-                if self.add(cur, 0, ctx, stack) {
-                    return true;
+                if self.add(cur, 0, ctx, stack, &mut work) {
+                    break Some(true);
                 }
             } else if cur.list.is_empty() {
-                return false;
+                break Some(false);
             }
-            let Some(ch) = c else { return false };
+            let Some(ch) = c else { break Some(false) };
             let after = chars.as_str();
             let next_ctx = Ctx {
                 prev: Some(ch),
@@ -200,6 +214,8 @@ impl Regex {
                 at_start: false,
             };
             next.clear();
+            work += 1 + cur.list.len() as u64;
+            let mut hit = false;
             for i in 0..cur.list.len() {
                 let pc = cur.list[i];
                 let ok = match self.prog[pc] {
@@ -208,21 +224,53 @@ impl Regex {
                     Inst::Any { newline } => newline || ch != '\n',
                     _ => false,
                 };
-                if ok && self.add(next, pc + 1, next_ctx, stack) {
-                    return true;
+                if ok && self.add(next, pc + 1, next_ctx, stack, &mut work) {
+                    hit = true;
+                    break;
                 }
+            }
+            if hit {
+                break Some(true);
             }
             std::mem::swap(cur, next);
             prev = Some(ch);
             rest = after;
+        };
+        if work > *left {
+            *left = 0;
+            return None;
         }
+        *left -= work;
+        result
+    }
+
+    /// The most work `is_match_within` spends on a text of `len` bytes:
+    /// per character (and once at the end) the threads of the list (at most
+    /// one per instruction) and the closures' stack pops (at most one per
+    /// call plus two per instruction, twice: into the next list and from
+    /// the start).
+    pub fn work_bound(prog_len: usize, len: usize) -> u64 {
+        (len as u64 + 1) * (6 * prog_len as u64 + 3)
+    }
+
+    /// Instructions in the compiled program.
+    pub fn program_len(&self) -> usize {
+        self.prog.len()
     }
 
     /// Epsilon closure of `pc` into `list`; true when it reaches Match.
-    fn add(&self, list: &mut ThreadList, pc: usize, ctx: Ctx, stack: &mut Vec<usize>) -> bool {
+    fn add(
+        &self,
+        list: &mut ThreadList,
+        pc: usize,
+        ctx: Ctx,
+        stack: &mut Vec<usize>,
+        work: &mut u64,
+    ) -> bool {
         stack.clear();
         stack.push(pc);
         while let Some(pc) = stack.pop() {
+            *work += 1;
             if list.seen[pc] == list.generation {
                 continue;
             }

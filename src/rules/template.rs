@@ -28,9 +28,11 @@ pub type Data = SortedMap<String, SortedMap<String, Vec<Element>>>;
 /// NFD's `MaxTemplateSize`.
 pub const MAX_SOURCE: usize = 64 * 1024;
 /// Output cap (labels are short; a runaway template stops here).
-pub const MAX_OUTPUT: usize = 64 * 1024;
+pub const MAX_OUTPUT: usize = 4 * 1024;
 /// Executed actions and loop iterations per run.
 pub const MAX_STEPS: usize = 100_000;
+/// Bytes compared (`eq`, `lt`, ...) per run.
+pub const MAX_COMPARED: usize = 1 << 20;
 /// Nesting of blocks and parentheses.
 const MAX_DEPTH: usize = 32;
 
@@ -1140,58 +1142,39 @@ impl Value<'_> {
             _ => "map",
         }
     }
-
-    /// Go's `%v` formatting.
-    fn print(&self, out: &mut String) {
-        match self {
-            Value::Str(s) => out.push_str(s),
-            Value::Nil => out.push_str("<no value>"),
-            Value::Int(i) => {
-                let _ = write!(out, "{i}");
-            }
-            Value::Bool(b) => {
-                let _ = write!(out, "{b}");
-            }
-            Value::Root(m) => print_map(out, m.iter().map(|(k, v)| (k, Value::Domain(v)))),
-            Value::Domain(m) => print_map(out, m.iter().map(|(k, v)| (k, Value::List(v)))),
-            Value::Elem(m) => print_map(
-                out,
-                m.iter().map(|(k, v)| (k, Value::Str(Cow::Borrowed(v)))),
-            ),
-            Value::List(l) => {
-                out.push('[');
-                for (i, e) in l.iter().enumerate() {
-                    if i > 0 {
-                        out.push(' ');
-                    }
-                    Value::Elem(e).print(out);
-                }
-                out.push(']');
-            }
-        }
-    }
-}
-
-fn print_map<'a, 'd>(out: &mut String, it: impl Iterator<Item = (&'a String, Value<'d>)>) {
-    out.push_str("map[");
-    for (i, (k, v)) in it.enumerate() {
-        if i > 0 {
-            out.push(' ');
-        }
-        out.push_str(k);
-        out.push(':');
-        v.print(out);
-    }
-    out.push(']');
 }
 
 struct Exec<'d> {
-    vars: Vec<(String, Value<'d>)>,
+    vars: Vec<(&'d str, Value<'d>)>,
     out: String,
     steps: usize,
+    /// Bytes compared by `eq`…`ge` (capped like steps).
+    compared: usize,
+    /// Budget units left (see `super::budget`).
+    left: u64,
 }
 
-type ExecResult<T> = Result<T, String>;
+/// Why a run stopped: the template failed (NFD skips the rule), or the
+/// evaluation budget ran out (the caller falls back).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunError {
+    Failed(String),
+    Budget,
+}
+
+impl From<String> for RunError {
+    fn from(why: String) -> RunError {
+        RunError::Failed(why)
+    }
+}
+
+impl From<&str> for RunError {
+    fn from(why: &str) -> RunError {
+        RunError::Failed(why.to_string())
+    }
+}
+
+type ExecResult<T> = Result<T, RunError>;
 
 /// How a node list ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1201,23 +1184,57 @@ enum Flow {
     Continue,
 }
 
+/// Budget units per output byte: the output, its lines, the map of pairs.
+pub const OUTPUT_BYTE: u64 = 3;
+/// Budget units per `key=value` pair of `expand_map`.
+pub const OUTPUT_PAIR: u64 = 8;
+
 impl Template {
     /// Run the template; `Err` says what failed (NFD then skips the rule).
     pub fn execute(&self, data: &Data) -> Result<String, String> {
+        let mut left = u64::MAX;
+        self.execute_within(data, &mut left).map_err(|e| match e {
+            RunError::Failed(why) => why,
+            RunError::Budget => "out of budget".to_string(),
+        })
+    }
+
+    /// `execute` spending at most `left` budget units (lowered by what it
+    /// spent): a template step `budget::TEMPLATE_STEP`, an output byte
+    /// `OUTPUT_BYTE`, a compared byte one.
+    pub fn execute_within(&self, data: &Data, left: &mut u64) -> Result<String, RunError> {
         let root = Value::Root(data);
         let mut ex = Exec {
-            vars: vec![("$".into(), root.clone())],
+            vars: vec![("$", root.clone())],
             out: String::new(),
             steps: 0,
+            compared: 0,
+            left: *left,
         };
-        ex.walk(&self.nodes, &root)?;
+        let r = ex.walk(&self.nodes, &root);
+        *left = ex.left;
+        r?;
         Ok(ex.out)
     }
 
     /// NFD's `ExpandMap`: output lines trimmed, empty ones skipped, each
     /// `key=value` (split at the first `=`); later keys win. Sorted by key.
     pub fn expand_map(&self, data: &Data) -> Result<Vec<(String, String)>, String> {
-        let out = self.execute(data)?;
+        let mut left = u64::MAX;
+        self.expand_map_within(data, &mut left)
+            .map_err(|e| match e {
+                RunError::Failed(why) => why,
+                RunError::Budget => "out of budget".to_string(),
+            })
+    }
+
+    /// `expand_map` within a budget (see `execute_within`).
+    pub fn expand_map_within(
+        &self,
+        data: &Data,
+        left: &mut u64,
+    ) -> Result<Vec<(String, String)>, RunError> {
+        let out = self.execute_within(data, left)?;
         let mut map = SortedMap::new();
         for line in out.split('\n') {
             let line = line.trim();
@@ -1225,10 +1242,11 @@ impl Template {
                 continue;
             }
             let Some((k, v)) = line.split_once('=') else {
-                return Err(format!(
+                return Err(RunError::Failed(format!(
                     "missing value in expanded template line {line:?}, (format must be '<key>=<value>')"
-                ));
+                )));
             };
+            *left = left.checked_sub(OUTPUT_PAIR).ok_or(RunError::Budget)?;
             map.insert(k.to_string(), v.to_string());
         }
         Ok(map.into_iter().collect())
@@ -1236,25 +1254,92 @@ impl Template {
 }
 
 impl<'d> Exec<'d> {
+    fn charge(&mut self, units: u64) -> ExecResult<()> {
+        self.left = self.left.checked_sub(units).ok_or(RunError::Budget)?;
+        Ok(())
+    }
+
     fn step(&mut self) -> ExecResult<()> {
         self.steps += 1;
         if self.steps > MAX_STEPS {
-            return Err(format!("template ran more than {MAX_STEPS} steps"));
+            return Err(format!("template ran more than {MAX_STEPS} steps").into());
         }
+        self.charge(super::budget::TEMPLATE_STEP)
+    }
+
+    /// Append to the output; refused before it would pass `MAX_OUTPUT`.
+    fn emit(&mut self, s: &str) -> ExecResult<()> {
+        if self.out.len() + s.len() > MAX_OUTPUT {
+            return Err(format!("template output larger than {MAX_OUTPUT} bytes").into());
+        }
+        self.charge(OUTPUT_BYTE * s.len() as u64)?;
+        self.out.push_str(s);
         Ok(())
+    }
+
+    /// Go's `%v` formatting, into the output.
+    fn print(&mut self, v: &Value<'_>) -> ExecResult<()> {
+        match v {
+            Value::Str(s) => self.emit(s),
+            Value::Nil => self.emit("<no value>"),
+            Value::Int(i) => self.emit(&i.to_string()),
+            Value::Bool(b) => self.emit(if *b { "true" } else { "false" }),
+            Value::Root(m) => {
+                self.emit("map[")?;
+                for (i, (k, v)) in m.iter().enumerate() {
+                    self.map_key(i, k)?;
+                    self.print(&Value::Domain(v))?;
+                }
+                self.emit("]")
+            }
+            Value::Domain(m) => {
+                self.emit("map[")?;
+                for (i, (k, v)) in m.iter().enumerate() {
+                    self.map_key(i, k)?;
+                    self.print(&Value::List(v))?;
+                }
+                self.emit("]")
+            }
+            Value::Elem(m) => {
+                self.emit("map[")?;
+                for (i, (k, v)) in m.iter().enumerate() {
+                    self.map_key(i, k)?;
+                    self.emit(v)?;
+                }
+                self.emit("]")
+            }
+            Value::List(l) => {
+                self.emit("[")?;
+                for (i, e) in l.iter().enumerate() {
+                    if i > 0 {
+                        self.emit(" ")?;
+                    }
+                    self.print(&Value::Elem(e))?;
+                }
+                self.emit("]")
+            }
+        }
+    }
+
+    fn map_key(&mut self, i: usize, k: &str) -> ExecResult<()> {
+        if i > 0 {
+            self.emit(" ")?;
+        }
+        self.emit(k)?;
+        self.emit(":")
     }
 
     /// Run `nodes`; a `{{break}}` or `{{continue}}` stops the list and is
     /// handed up to the range it belongs to.
-    fn walk(&mut self, nodes: &[Node], dot: &Value<'d>) -> ExecResult<Flow> {
+    fn walk(&mut self, nodes: &'d [Node], dot: &Value<'d>) -> ExecResult<Flow> {
         for node in nodes {
             self.step()?;
             match node {
-                Node::Text(t) => self.out.push_str(t),
+                Node::Text(t) => self.emit(t)?,
                 Node::Action(pipe) => {
                     let v = self.pipe(pipe, dot)?;
                     if pipe.vars.is_empty() {
-                        v.print(&mut self.out);
+                        self.print(&v)?;
                     }
                 }
                 Node::Break => return Ok(Flow::Break),
@@ -1288,92 +1373,121 @@ impl<'d> Exec<'d> {
                     }
                 }
             }
-            if self.out.len() > MAX_OUTPUT {
-                return Err(format!("template output larger than {MAX_OUTPUT} bytes"));
-            }
         }
         Ok(Flow::Next)
     }
 
+    /// Go's range, one item at a time (nothing collected: `range N`
+    /// allocates nothing per iteration).
     fn range(
         &mut self,
-        pipe: &Pipe,
-        body: &[Node],
-        otherwise: &[Node],
+        pipe: &'d Pipe,
+        body: &'d [Node],
+        otherwise: &'d [Node],
         dot: &Value<'d>,
     ) -> ExecResult<Flow> {
         let v = self.eval_cmds(&pipe.cmds, dot)?;
-        let pairs: Vec<(Value<'d>, Value<'d>)> = match v {
-            Value::List(l) => l
-                .iter()
-                .enumerate()
-                .map(|(i, e)| (Value::Int(i as i64), Value::Elem(e)))
-                .collect(),
-            Value::Root(m) => m
-                .iter()
-                .map(|(k, v)| (Value::Str(Cow::Borrowed(k)), Value::Domain(v)))
-                .collect(),
-            Value::Domain(m) => m
-                .iter()
-                .map(|(k, v)| (Value::Str(Cow::Borrowed(k)), Value::List(v)))
-                .collect(),
-            Value::Elem(m) => m
-                .iter()
-                .map(|(k, v)| (Value::Str(Cow::Borrowed(k)), Value::Str(Cow::Borrowed(v))))
-                .collect(),
+        let mut any = false;
+        match v {
+            Value::List(l) => {
+                for (i, e) in l.iter().enumerate() {
+                    any = true;
+                    if self.iteration(pipe, body, Value::Int(i as i64), Value::Elem(e))? {
+                        break;
+                    }
+                }
+            }
+            Value::Root(m) => {
+                for (k, v) in m.iter() {
+                    any = true;
+                    let (k, v) = (Value::Str(Cow::Borrowed(k)), Value::Domain(v));
+                    if self.iteration(pipe, body, k, v)? {
+                        break;
+                    }
+                }
+            }
+            Value::Domain(m) => {
+                for (k, v) in m.iter() {
+                    any = true;
+                    let (k, v) = (Value::Str(Cow::Borrowed(k)), Value::List(v));
+                    if self.iteration(pipe, body, k, v)? {
+                        break;
+                    }
+                }
+            }
+            Value::Elem(m) => {
+                for (k, v) in m.iter() {
+                    any = true;
+                    let (k, v) = (Value::Str(Cow::Borrowed(k)), Value::Str(Cow::Borrowed(v)));
+                    if self.iteration(pipe, body, k, v)? {
+                        break;
+                    }
+                }
+            }
             // Go >= 1.22: 0..n, one variable at most (the element).
             Value::Int(n) => {
                 if pipe.vars.len() > 1 {
-                    return Err(format!(
-                        "can't use {n} to iterate over more than one variable"
-                    ));
+                    return Err(
+                        format!("can't use {n} to iterate over more than one variable").into(),
+                    );
                 }
                 if n > MAX_STEPS as i64 {
-                    return Err(format!("template ran more than {MAX_STEPS} steps"));
+                    return Err(format!("template ran more than {MAX_STEPS} steps").into());
                 }
-                (0..n.max(0)).map(|i| (Value::Nil, Value::Int(i))).collect()
+                for i in 0..n.max(0) {
+                    any = true;
+                    if self.iteration(pipe, body, Value::Nil, Value::Int(i))? {
+                        break;
+                    }
+                }
             }
-            Value::Nil => Vec::new(),
+            Value::Nil => {}
             other => {
-                return Err(format!("range can't iterate over {}", other.type_name()));
+                return Err(format!("range can't iterate over {}", other.type_name()).into());
             }
-        };
-        if pairs.is_empty() {
-            return self.walk(otherwise, dot);
         }
-        for (k, v) in pairs {
-            self.step()?;
-            match pipe.vars.as_slice() {
-                [] => {}
-                [e] => self.set(e, v.clone(), pipe.assign)?,
-                [i, e] => {
-                    self.set(i, k, pipe.assign)?;
-                    self.set(e, v.clone(), pipe.assign)?;
-                }
-                _ => {}
-            }
-            let iter_mark = self.vars.len();
-            let r = self.walk(body, &v);
-            self.vars.truncate(iter_mark);
-            if r? == Flow::Break {
-                break;
-            }
+        if !any {
+            return self.walk(otherwise, dot);
         }
         Ok(Flow::Next)
     }
 
-    fn set(&mut self, name: &str, v: Value<'d>, assign: bool) -> ExecResult<()> {
+    /// One pass of a range body; true on `{{break}}`.
+    fn iteration(
+        &mut self,
+        pipe: &'d Pipe,
+        body: &'d [Node],
+        k: Value<'d>,
+        v: Value<'d>,
+    ) -> ExecResult<bool> {
+        self.step()?;
+        match pipe.vars.as_slice() {
+            [] => {}
+            [e] => self.set(e, v.clone(), pipe.assign)?,
+            [i, e] => {
+                self.set(i, k, pipe.assign)?;
+                self.set(e, v.clone(), pipe.assign)?;
+            }
+            _ => {}
+        }
+        let iter_mark = self.vars.len();
+        let r = self.walk(body, &v);
+        self.vars.truncate(iter_mark);
+        Ok(r? == Flow::Break)
+    }
+
+    fn set(&mut self, name: &'d str, v: Value<'d>, assign: bool) -> ExecResult<()> {
         if assign {
-            let slot = self.vars.iter_mut().rev().find(|(n, _)| n == name);
+            let slot = self.vars.iter_mut().rev().find(|(n, _)| *n == name);
             let slot = slot.ok_or_else(|| format!("undefined variable: {name}"))?;
             slot.1 = v;
         } else {
-            self.vars.push((name.to_string(), v));
+            self.vars.push((name, v));
         }
         Ok(())
     }
 
-    fn pipe(&mut self, pipe: &Pipe, dot: &Value<'d>) -> ExecResult<Value<'d>> {
+    fn pipe(&mut self, pipe: &'d Pipe, dot: &Value<'d>) -> ExecResult<Value<'d>> {
         let v = self.eval_cmds(&pipe.cmds, dot)?;
         if let Some(name) = pipe.vars.first() {
             self.set(name, v.clone(), pipe.assign)?;
@@ -1381,7 +1495,7 @@ impl<'d> Exec<'d> {
         Ok(v)
     }
 
-    fn eval_cmds(&mut self, cmds: &[Cmd], dot: &Value<'d>) -> ExecResult<Value<'d>> {
+    fn eval_cmds(&mut self, cmds: &'d [Cmd], dot: &Value<'d>) -> ExecResult<Value<'d>> {
         let mut prev: Option<Value<'d>> = None;
         for cmd in cmds {
             self.step()?;
@@ -1402,11 +1516,14 @@ impl<'d> Exec<'d> {
                         let name = FUNCS.iter().find(|p| p.1 == *f).map_or("", |p| p.0);
                         return Err(format!(
                             "wrong number of args for {name}: want {least}{want} got {n}"
-                        ));
+                        )
+                        .into());
                     }
                     let arg = |ex: &mut Self, k: usize| match args.get(k) {
                         Some(op) => ex.operand(op, dot),
-                        None => piped.clone().ok_or_else(|| "missing argument".to_string()),
+                        None => piped
+                            .clone()
+                            .ok_or_else(|| RunError::from("missing argument")),
                     };
                     if matches!(f, Func::And | Func::Or) {
                         // Go ≥ 1.18: stop at the first false (and) or true
@@ -1424,15 +1541,37 @@ impl<'d> Exec<'d> {
                         for k in 0..n {
                             vals.push(arg(self, k)?);
                         }
+                        if !matches!(f, Func::Len | Func::Index | Func::Not) {
+                            self.compare_cost(&vals)?;
+                        }
                         call(*f, vals)?
                     }
                 }
             });
         }
-        prev.ok_or_else(|| "empty pipeline".to_string())
+        prev.ok_or_else(|| "empty pipeline".into())
     }
 
-    fn operand(&mut self, op: &Operand, dot: &Value<'d>) -> ExecResult<Value<'d>> {
+    /// What comparing the first value with each other costs (bytes of the
+    /// shorter string), capped per run like steps.
+    fn compare_cost(&mut self, vals: &[Value<'d>]) -> ExecResult<()> {
+        let Some((Value::Str(a), rest)) = vals.split_first() else {
+            return Ok(());
+        };
+        let mut bytes = 0;
+        for b in rest {
+            if let Value::Str(b) = b {
+                bytes += a.len().min(b.len());
+            }
+        }
+        self.compared += bytes;
+        if self.compared > MAX_COMPARED {
+            return Err(format!("template compared more than {MAX_COMPARED} bytes").into());
+        }
+        self.charge(bytes as u64)
+    }
+
+    fn operand(&mut self, op: &'d Operand, dot: &Value<'d>) -> ExecResult<Value<'d>> {
         Ok(match op {
             Operand::Field(chain) => fields(dot.clone(), chain)?,
             Operand::Var(name, chain) => {
@@ -1447,7 +1586,7 @@ impl<'d> Exec<'d> {
                     chain,
                 )?
             }
-            Operand::Str(s) => Value::Str(Cow::Owned(s.clone())),
+            Operand::Str(s) => Value::Str(Cow::Borrowed(s)),
             Operand::Int(i) => Value::Int(*i),
             Operand::Bool(b) => Value::Bool(*b),
             Operand::Paren(p, chain) => fields(self.eval_cmds(&p.cmds, dot)?, chain)?,
@@ -1455,7 +1594,7 @@ impl<'d> Exec<'d> {
     }
 }
 
-fn call(f: Func, vals: Vec<Value<'_>>) -> ExecResult<Value<'_>> {
+fn call(f: Func, vals: Vec<Value<'_>>) -> Result<Value<'_>, String> {
     let mut it = vals.into_iter();
     let a = it.next().ok_or("missing argument")?;
     Ok(match f {
@@ -1506,7 +1645,7 @@ fn call(f: Func, vals: Vec<Value<'_>>) -> ExecResult<Value<'_>> {
 }
 
 /// Go's basic kinds for comparison; maps and lists have none.
-fn kinds<'a>(a: &'a Value<'_>, b: &'a Value<'_>) -> ExecResult<(&'a Value<'a>, &'a Value<'a>)> {
+fn kinds<'a>(a: &'a Value<'_>, b: &'a Value<'_>) -> Result<(&'a Value<'a>, &'a Value<'a>), String> {
     let basic = |v: &Value| matches!(v, Value::Str(_) | Value::Int(_) | Value::Bool(_));
     if !basic(a) || !basic(b) {
         return Err("invalid type for comparison".into());
@@ -1517,7 +1656,7 @@ fn kinds<'a>(a: &'a Value<'_>, b: &'a Value<'_>) -> ExecResult<(&'a Value<'a>, &
     Ok((a, b))
 }
 
-fn equal(a: &Value<'_>, b: &Value<'_>) -> ExecResult<bool> {
+fn equal(a: &Value<'_>, b: &Value<'_>) -> Result<bool, String> {
     // Go: an invalid value differs from any basic value without error.
     if matches!(a, Value::Nil) != matches!(b, Value::Nil) {
         return Ok(false);
@@ -1530,7 +1669,7 @@ fn equal(a: &Value<'_>, b: &Value<'_>) -> ExecResult<bool> {
     })
 }
 
-fn less(a: &Value<'_>, b: &Value<'_>) -> ExecResult<bool> {
+fn less(a: &Value<'_>, b: &Value<'_>) -> Result<bool, String> {
     match kinds(a, b)? {
         (Value::Str(x), Value::Str(y)) => Ok(x < y),
         (Value::Int(x), Value::Int(y)) => Ok(x < y),
@@ -1542,12 +1681,16 @@ static NO_DOMAIN: SortedMap<String, Vec<Element>> = SortedMap::new();
 
 /// Go's `index` on one key: a missing map key gives the element type's
 /// zero value; a slice or string index must be in range.
-fn index<'d>(item: Value<'d>, i: Value<'_>) -> ExecResult<Value<'d>> {
-    let key = |i: &Value| match i {
-        Value::Str(s) => Ok(s.to_string()),
-        other => Err(format!(
+fn index<'d>(item: Value<'d>, i: Value<'_>) -> Result<Value<'d>, String> {
+    let i_str = match &i {
+        Value::Str(s) => Some(s.as_ref()),
+        _ => None,
+    };
+    let key = |i: &Value| match i_str {
+        Some(s) => Ok(s),
+        None => Err(format!(
             "value has type {}; should be string",
-            other.type_name()
+            i.type_name()
         )),
     };
     let pos = |i: &Value, len: usize| match *i {
@@ -1559,10 +1702,10 @@ fn index<'d>(item: Value<'d>, i: Value<'_>) -> ExecResult<Value<'d>> {
         )),
     };
     Ok(match item {
-        Value::Root(m) => Value::Domain(m.get(&key(&i)?).unwrap_or(&NO_DOMAIN)),
-        Value::Domain(m) => m.get(&key(&i)?).map_or(Value::Nil, |v| Value::List(v)),
+        Value::Root(m) => Value::Domain(m.get(key(&i)?).unwrap_or(&NO_DOMAIN)),
+        Value::Domain(m) => m.get(key(&i)?).map_or(Value::Nil, |v| Value::List(v)),
         Value::Elem(m) => Value::Str(
-            m.get(&key(&i)?)
+            m.get(key(&i)?)
                 .map_or(Cow::Borrowed(""), |v| Cow::Borrowed(v)),
         ),
         Value::List(l) => Value::Elem(&l[pos(&i, l.len())?]),
@@ -1576,7 +1719,7 @@ fn index<'d>(item: Value<'d>, i: Value<'_>) -> ExecResult<Value<'d>> {
 }
 
 /// Follow `.a.b` with `missingkey=error`.
-fn fields<'d>(mut v: Value<'d>, chain: &[String]) -> ExecResult<Value<'d>> {
+fn fields<'d>(mut v: Value<'d>, chain: &[String]) -> Result<Value<'d>, String> {
     for f in chain {
         let missing = || format!("map has no entry for key {f:?}");
         v = match v {
@@ -1592,6 +1735,236 @@ fn fields<'d>(mut v: Value<'d>, chain: &[String]) -> ExecResult<Value<'d>> {
         };
     }
     Ok(v)
+}
+
+// ---- worst case (render's check of the budget, see `super::budget`) ----
+
+/// What a template's data may hold, for `Template::worst_case`.
+#[derive(Debug, Clone, Copy)]
+pub struct DataBounds {
+    /// Elements a range over a feature's list may walk.
+    pub elements: Lin,
+    /// Bytes of any one string of the data (and so any `len` of one).
+    pub bytes: Lin,
+}
+
+/// A template run's worst case.
+#[derive(Debug, Clone, Copy)]
+pub struct RunCost {
+    /// Budget units of one run.
+    pub units: Lin,
+    /// Output bytes of one run (at most `MAX_OUTPUT`).
+    pub output: u64,
+    /// Whether the steps could only be bounded by `MAX_STEPS` (ranges in
+    /// ranges over data, or data compared with data in one).
+    pub capped: bool,
+}
+
+use super::budget::{Lin, TEMPLATE_STEP};
+
+impl Template {
+    /// The most one run may cost (the units `execute_within` and
+    /// `expand_map_within` count), on data within `bounds`.
+    pub fn worst_case(&self, bounds: &DataBounds) -> RunCost {
+        let (max_str, max_int) = literals(&self.nodes);
+        let bounds = &DataBounds {
+            elements: bounds.elements,
+            // A variable may hold a literal string too.
+            bytes: bounds.bytes.plus(Lin::c(max_str)),
+        };
+        // Integers are literals, lengths (of strings or lists) or bytes.
+        let ints = bounds
+            .elements
+            .plus(bounds.bytes)
+            .plus(Lin::c(max_int.max(255)));
+        let w = Worst { bounds, ints };
+        let output = match w.text(&self.nodes) {
+            Some(l) if l.e == 0 => l.c.min(MAX_OUTPUT as u64),
+            _ => MAX_OUTPUT as u64,
+        };
+        let out_units = OUTPUT_BYTE * output + OUTPUT_PAIR * (output / 2 + 1);
+        let cap = Lin::c(MAX_STEPS as u64 * TEMPLATE_STEP + MAX_COMPARED as u64);
+        let (steps, capped) = match w.nodes(&self.nodes) {
+            Some(l) if l.e == 0 => (Lin::c(l.c.min(cap.c)), false),
+            Some(l) => (l, false),
+            None => (cap, true),
+        };
+        RunCost {
+            units: steps.plus(Lin::c(out_units)),
+            output,
+            capped,
+        }
+    }
+}
+
+struct Worst<'b> {
+    bounds: &'b DataBounds,
+    /// The largest integer a range may be given.
+    ints: Lin,
+}
+
+/// The longest string literal and the largest integer literal.
+fn literals(nodes: &[Node]) -> (u64, u64) {
+    fn operand(o: &Operand, m: &mut (u64, u64)) {
+        match o {
+            Operand::Str(s) => m.0 = m.0.max(s.len() as u64),
+            Operand::Int(i) => m.1 = m.1.max(i.unsigned_abs()),
+            Operand::Paren(p, _) => cmds(&p.cmds, m),
+            _ => {}
+        }
+    }
+    fn cmds(cs: &[Cmd], m: &mut (u64, u64)) {
+        for c in cs {
+            match c {
+                Cmd::Operand(o) => operand(o, m),
+                Cmd::Call(_, args) => args.iter().for_each(|a| operand(a, m)),
+            }
+        }
+    }
+    fn walk(nodes: &[Node], m: &mut (u64, u64)) {
+        for n in nodes {
+            match n {
+                Node::Action(p) => cmds(&p.cmds, m),
+                Node::If {
+                    pipe,
+                    then: a,
+                    otherwise: b,
+                }
+                | Node::Range {
+                    pipe,
+                    body: a,
+                    otherwise: b,
+                } => {
+                    cmds(&pipe.cmds, m);
+                    walk(a, m);
+                    walk(b, m);
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut m = (0, 0);
+    walk(nodes, &mut m);
+    m
+}
+
+impl Worst<'_> {
+    /// Steps and compared bytes of a node list, in units.
+    fn nodes(&self, nodes: &[Node]) -> Option<Lin> {
+        let mut sum = Lin::ZERO;
+        for node in nodes {
+            sum = sum.plus(Lin::c(TEMPLATE_STEP));
+            sum = sum.plus(match node {
+                Node::Text(_) | Node::Break | Node::Continue => Lin::ZERO,
+                Node::Action(p) => self.cmds(&p.cmds)?,
+                Node::If {
+                    pipe,
+                    then,
+                    otherwise,
+                } => self
+                    .cmds(&pipe.cmds)?
+                    .plus(self.nodes(then)?)
+                    .plus(self.nodes(otherwise)?),
+                Node::Range {
+                    pipe,
+                    body,
+                    otherwise,
+                } => {
+                    let per = self.nodes(body)?.plus(Lin::c(TEMPLATE_STEP));
+                    self.cmds(&pipe.cmds)?
+                        .plus(self.iterations(pipe).product(per)?)
+                        .plus(self.nodes(otherwise)?)
+                }
+            });
+        }
+        Some(sum)
+    }
+
+    /// How many times a range may run its body.
+    fn iterations(&self, pipe: &Pipe) -> Lin {
+        match pipe.cmds.as_slice() {
+            [Cmd::Operand(Operand::Int(n))] => Lin::c((*n).max(0) as u64),
+            // A feature's list or map, an element's attributes.
+            [Cmd::Operand(Operand::Field(chain) | Operand::Var(_, chain))] if !chain.is_empty() => {
+                self.bounds.elements
+            }
+            // Anything, an integer included: `len` of a string, an
+            // integer literal, a byte.
+            _ => self.ints,
+        }
+    }
+
+    fn cmds(&self, cmds: &[Cmd]) -> Option<Lin> {
+        let mut sum = Lin::ZERO;
+        for (i, cmd) in cmds.iter().enumerate() {
+            sum = sum.plus(Lin::c(TEMPLATE_STEP));
+            match cmd {
+                Cmd::Operand(o) => sum = sum.plus(self.operand(o)?),
+                Cmd::Call(f, args) => {
+                    for a in args {
+                        sum = sum.plus(self.operand(a)?);
+                    }
+                    if !matches!(
+                        f,
+                        Func::Len | Func::Index | Func::Not | Func::And | Func::Or
+                    ) {
+                        // The first operand against each other one.
+                        let piped = i > 0;
+                        let mut ops: Vec<Option<&Operand>> = args.iter().map(Some).collect();
+                        if piped {
+                            ops.push(None);
+                        }
+                        let lit = |o: Option<&Operand>| match o {
+                            Some(Operand::Str(s)) => Some(s.len() as u64),
+                            Some(Operand::Int(_) | Operand::Bool(_)) => Some(0),
+                            _ => None,
+                        };
+                        let first = ops.first().copied().flatten();
+                        for other in ops.iter().skip(1) {
+                            sum = sum.plus(match (lit(first), lit(*other)) {
+                                (Some(a), Some(b)) => Lin::c(a.min(b)),
+                                (Some(a), None) | (None, Some(a)) => Lin::c(a),
+                                (None, None) => self.bounds.bytes,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        Some(sum)
+    }
+
+    fn operand(&self, o: &Operand) -> Option<Lin> {
+        match o {
+            Operand::Paren(p, _) => self.cmds(&p.cmds),
+            _ => Some(Lin::ZERO),
+        }
+    }
+
+    /// Output bytes when only text is printed; None when data may be.
+    fn text(&self, nodes: &[Node]) -> Option<Lin> {
+        let mut sum = Lin::ZERO;
+        for node in nodes {
+            sum = sum.plus(match node {
+                Node::Text(t) => Lin::c(t.len() as u64),
+                Node::Break | Node::Continue => Lin::ZERO,
+                Node::Action(p) if !p.vars.is_empty() => Lin::ZERO,
+                Node::Action(_) => return None,
+                Node::If {
+                    then, otherwise, ..
+                } => self.text(then)?.plus(self.text(otherwise)?),
+                Node::Range {
+                    pipe,
+                    body,
+                    otherwise,
+                } => self
+                    .iterations(pipe)
+                    .product(self.text(body)?)?
+                    .plus(self.text(otherwise)?),
+            });
+        }
+        Some(sum)
+    }
 }
 
 #[cfg(test)]
@@ -1902,6 +2275,34 @@ mod tests {
         let t =
             parse("{{ range .a.b }}{{ range $.a.b }}{{ range $.a.b }}x{{ end }}{{ end }}{{ end }}")
                 .unwrap();
+        let e = t.execute(&d).unwrap_err();
+        assert!(e.contains("larger than"), "{e}");
+        let t =
+            parse("{{ range .a.b }}{{ range $.a.b }}{{ range $.a.b }}{{ end }}{{ end }}{{ end }}")
+                .unwrap();
         assert!(t.execute(&d).unwrap_err().contains("more than"));
+    }
+
+    /// `range N` collects nothing and a literal is not copied per step:
+    /// what a run spends is counted, and stops at the budget given.
+    #[test]
+    fn runs_within_a_budget() {
+        let t =
+            parse("{{ range 30000 }}{{ $x := \"a long literal, not copied\" }}{{ end }}").unwrap();
+        let mut left = u64::MAX;
+        assert_eq!(t.execute_within(&data(), &mut left), Ok(String::new()));
+        let spent = u64::MAX - left;
+        let bounds = DataBounds {
+            elements: Lin::ZERO,
+            bytes: Lin::ZERO,
+        };
+        let worst = t.worst_case(&bounds);
+        assert!(spent <= worst.units.at(0), "{spent} > {worst:?}");
+        let mut left = spent / 2;
+        assert_eq!(t.execute_within(&data(), &mut left), Err(RunError::Budget));
+        // Output counts before it is made: the cap is never passed.
+        let t = parse("{{ range 1000 }}{{ $ }}{{ end }}").unwrap();
+        let e = t.execute(&data()).unwrap_err();
+        assert!(e.contains("larger than"), "{e}");
     }
 }

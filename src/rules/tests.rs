@@ -13,9 +13,46 @@ fn evaluate_node(rules: &[Rule], features: &Features) -> NodeOutcome {
     let wire = compact::encode(rules);
     let decoded = compact::decode(&wire).unwrap_or_else(|e| panic!("{wire}: {e}"));
     assert_eq!(decoded, rules, "{wire}");
-    let direct = super::evaluate_node(rules, features);
-    assert_eq!(super::evaluate_node(&decoded, features), direct, "{wire}");
+    let direct = super::evaluate_node(rules, features).expect("within the budget");
+    assert_eq!(
+        super::evaluate_node(&decoded, features).as_ref(),
+        Ok(&direct),
+        "{wire}"
+    );
+    assert_within_worst_case(rules, features);
     direct
+}
+
+/// What one evaluation spends is within render's worst case for these
+/// rules on facts of this size (the two must agree).
+fn assert_within_worst_case(rules: &[Rule], features: &Features) {
+    let mut budget = Budget::new(u64::MAX);
+    evaluate_node_without(rules, features, &[], &mut budget).unwrap();
+    let worst = budget::worst_case(rules).once;
+    let size = budget::facts_size(features);
+    assert!(
+        budget.used() <= worst.at(size),
+        "spent {} units, worst case {worst:?} on facts of size {size} gives {}",
+        budget.used(),
+        worst.at(size)
+    );
+    // Every evaluation the boot path may run, on one budget, each with a
+    // rule more left out.
+    let all = budget::worst_case(rules);
+    let mut budget = Budget::new(u64::MAX);
+    let mut without = Vec::new();
+    for i in 0..all.evaluations as usize {
+        evaluate_node_without(rules, features, &without, &mut budget).unwrap();
+        if i % 2 == 1 && without.len() < rules.len() {
+            without.push(without.len());
+        }
+    }
+    assert!(
+        budget.used() <= all.boot.at(size),
+        "{} > {:?}",
+        budget.used(),
+        all.boot
+    );
 }
 
 fn evaluate(rules: &[Rule], features: &Features) -> Vec<RuleResult> {
@@ -1267,4 +1304,59 @@ fn names_show_on_one_line() {
         assert_eq!(shown_name(name), shown);
         assert!(!shown_name(name).contains(['\n', '\r', '\u{2028}', '\u{85}']));
     }
+}
+
+/// nfd-master applies taints one after another (AddOrUpdateTaint): one
+/// of the same key and effect is replaced where it stands, so the last
+/// applied value wins even when an earlier rule gave that same taint.
+#[test]
+fn taints_of_one_key_and_effect_keep_the_last_applied() {
+    let f = Features::default();
+    let taint = |value: &str, effect: TaintEffect| Taint {
+        key: "example.com/shared".into(),
+        value: value.into(),
+        effect,
+    };
+    let with = |name: &str, t: Vec<Taint>| Rule {
+        name: name.into(),
+        labels: pairs(&[("x", "1")]),
+        taints: t,
+        ..Default::default()
+    };
+    let rules = [
+        with("a", vec![taint("v1", TaintEffect::NoSchedule)]),
+        with("b", vec![taint("", TaintEffect::NoExecute)]),
+        with("c", vec![taint("v2", TaintEffect::NoSchedule)]),
+        with("d", vec![taint("v1", TaintEffect::NoSchedule)]),
+    ];
+    assert_eq!(
+        evaluate_node(&rules, &f).taints,
+        vec![
+            taint("v1", TaintEffect::NoSchedule),
+            taint("", TaintEffect::NoExecute)
+        ]
+    );
+}
+
+/// The heavy rules, evaluated within a budget: a clean error, not
+/// a panic, an abort or minutes.
+#[test]
+fn heavy_rules_stop_at_the_budget() {
+    let mut f = Features::default();
+    flags(&mut f, "cpu.cpuid", &["AVX"]);
+    let heavy = |i: usize| Rule {
+        name: format!("r{i}"),
+        labels_template: Some("{{ range 30000 }}{{ end }}".into()),
+        match_features: vec![name_term("cpu.cpuid", Expr::new(Op::Exists, vec![]))],
+        ..Default::default()
+    };
+    let rules: Vec<Rule> = (0..800).map(heavy).collect();
+    let mut budget = Budget::new(budget::BASE);
+    let e = evaluate_node_without(&rules, &f, &[], &mut budget).unwrap_err();
+    assert!(e.to_string().contains("budget"), "{e}");
+    assert!(budget::check(&rules).is_err());
+    // Within the budget once fewer: and render's check agrees.
+    let few: Vec<Rule> = (0..2).map(heavy).collect();
+    assert!(budget::check(&few).is_ok());
+    assert!(super::evaluate_node(&few, &f).is_ok());
 }

@@ -248,14 +248,21 @@ fn derive_rules(
     read_more: ReadMore,
     out: &mut Derived,
 ) -> Result<(), String> {
-    let mut outcome = rules::evaluate_node(rules, features);
+    // One budget for every evaluation below (see rules::budget); running
+    // out of it leaves the rules out whole, the static part kept.
+    let mut budget = rules::Budget::for_facts(features);
+    let mut evaluate = |features: &Features| {
+        rules::evaluate_node_without(rules, features, &[], &mut budget)
+            .map_err(|e| format!("node rules left out: {e}"))
+    };
+    let mut outcome = evaluate(features)?;
     let more = unread_dynamic(&outcome.results, &read);
     if !more.is_empty() {
         let extra = read_more(&more);
         features.flags.extend(extra.flags);
         features.attributes.extend(extra.attributes);
         features.instances.extend(extra.instances);
-        outcome = rules::evaluate_node(rules, features);
+        outcome = evaluate(features)?;
     }
     // The rule a registered label comes from: the last that sets its key.
     let owner = |results: &[rules::RuleResult], key: &str| {

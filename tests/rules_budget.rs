@@ -1,0 +1,282 @@
+//! Node rules that would take the wrapper too long or too much memory at
+//! kubelet start (issue 26 item 4): each heavy file is refused by render
+//! with the rule and the limit named, or evaluated within the budget. The
+//! wrapper as built runs each file (as render wrote it before the check)
+//! under an address-space limit on the DGX-like fixture's facts: it ends by
+//! starting kubelet with the static taint and the pool label, the journal
+//! line saying the rules were left out, never by running out of memory.
+
+#[path = "support/skipped.rs"]
+mod skipped;
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kubelet_labeler::contract::{LABELS_VAR, RULES_VAR, TAINTS_VAR};
+use kubelet_labeler::kubelet::Profile;
+use kubelet_labeler::render::node_rules;
+use kubelet_labeler::rules::{self, compact};
+
+const STATIC_TAINT: &str = "example.com/dedicated=gpu:NoSchedule";
+const POOL_LABEL: &str = "node.kubernetes.io/worker-gpu=";
+/// The wrapper's address space: far above what a budgeted evaluation
+/// needs, far below what the issue measured (1.8 to 23.7 GB).
+const ADDRESS_SPACE: &str = "1073741824";
+
+fn object(rules: &[String]) -> String {
+    format!(
+        "apiVersion: nfd.k8s-sigs.io/v1alpha1\nkind: NodeFeatureRule\nmetadata:\n  name: heavy\nspec:\n  rules:\n{}",
+        rules.concat()
+    )
+}
+
+fn rule(name: &str, body: &str) -> String {
+    let body: String = body.lines().map(|l| format!("    {l}\n")).collect();
+    format!("  - name: {name}\n{body}")
+}
+
+const ON_CPU: &str = "matchFeatures:\n- feature: cpu.cpuid\n  matchName: {op: Exists}";
+
+/// The issue's heavy files, and a published-style one.
+fn cases() -> Vec<(&'static str, String)> {
+    let ranges: Vec<String> = (0..800)
+        .map(|i| {
+            rule(
+                &format!("r{i}"),
+                &format!("labelsTemplate: '{{{{ range 90000 }}}}{{{{ end }}}}'\n{ON_CPU}"),
+            )
+        })
+        .collect();
+    let mut refused: Vec<String> = (0..50)
+        .map(|i| {
+            rule(
+                &format!("a{i}"),
+                &format!("labelsTemplate: 'x.k8s.io/a{i}=1'\n{ON_CPU}"),
+            )
+        })
+        .collect();
+    refused.extend((0..100).map(|i| {
+        rule(
+            &format!("h{i}"),
+            &format!("labelsTemplate: '{{{{ range 30000 }}}}{{{{ end }}}}h{i}=1'\n{ON_CPU}"),
+        )
+    }));
+    // A template-made var, then InRegexp over it with a large program
+    // whose threads all stay alive on it.
+    let alternatives: Vec<String> = (b'b'..b'e')
+        .map(|c| format!("a{{999}}{}", c as char))
+        .collect();
+    let mut regex = vec![rule(
+        "maker",
+        &format!("varsTemplate: 'big={{{{ range 4000 }}}}a{{{{ end }}}}'\n{ON_CPU}"),
+    )];
+    regex.extend((0..4).map(|i| {
+        rule(
+            &format!("re{i}"),
+            &format!(
+                "labels: {{re{i}: 'true'}}\nmatchFeatures:\n- feature: rule.matched\n  matchExpressions:\n    big: {{op: InRegexp, value: ['{}']}}",
+                alternatives.join("|")
+            ),
+        )
+    }));
+    let published = vec![rule(
+        "gpu",
+        "labelsTemplate: \"{{ range .pci.device }}vendor-{{ .vendor }}.present=true\\n{{ end }}\"\n\
+         taints: [{key: nvidia.com/gpu, value: 'true', effect: NoSchedule}]\n\
+         matchFeatures:\n- feature: pci.device\n  matchExpressions:\n    class: {op: InRegexp, value: ['^03']}\n    vendor: {op: In, value: ['10de']}",
+    )];
+    vec![
+        ("800 range templates", object(&ranges)),
+        ("50 refused + 100 heavy", object(&refused)),
+        ("InRegexp over a template-made var", object(&regex)),
+        ("a published-style GPU rule", object(&published)),
+    ]
+}
+
+/// The wrapper on `compact` under the address-space limit: its journal
+/// line and kubelet's argv.
+fn boot(prlimit: &Path, compact: &str, scratch: &Path) -> (String, String) {
+    let root = scratch.join("root");
+    let unit = root.join("etc/systemd/system/kubelet.service");
+    std::fs::create_dir_all(unit.parent().unwrap()).unwrap();
+    std::fs::write(&unit, "[Service]\nExecStart=/usr/bin/kubelet --v=2\n").unwrap();
+    let kubelet = root.join("usr/bin/kubelet");
+    std::fs::create_dir_all(kubelet.parent().unwrap()).unwrap();
+    let argv_file = scratch.join("argv");
+    std::fs::write(
+        &kubelet,
+        format!("#!/bin/sh\necho \"$*\" > '{}'\n", argv_file.display()),
+    )
+    .unwrap();
+    std::os::unix::fs::PermissionsExt::set_mode(
+        &mut std::fs::metadata(&kubelet).unwrap().permissions(),
+        0o755,
+    );
+    std::fs::set_permissions(
+        &kubelet,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let state = scratch.join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    let facts = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nodes/dgx");
+    let env: Vec<(OsString, OsString)> = vec![
+        (RULES_VAR.into(), compact.into()),
+        (TAINTS_VAR.into(), STATIC_TAINT.into()),
+        (LABELS_VAR.into(), POOL_LABEL.into()),
+    ];
+    let mut child = Command::new(prlimit)
+        .arg(format!("--as={ADDRESS_SPACE}"))
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_kubelet-labeler-wrapper"))
+        .args(["--unit", "kubelet.service", "--root"])
+        .arg(&root)
+        .arg("--state-dir")
+        .arg(&state)
+        .arg("--facts-root")
+        .arg(&facts)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .envs(env)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Not a timing check (benches/ measure time): a guard against a hang,
+    // which is what today's evaluation does on these files.
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(300) {
+            let _ = child.kill();
+            panic!("the wrapper still runs after 300 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let journal = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "wrapper: {:?}\n{journal}", out.status);
+    let argv = std::fs::read_to_string(&argv_file).unwrap_or_default();
+    (journal, argv)
+}
+
+#[test]
+fn heavy_rule_files_are_refused_at_render_or_evaluated_within_the_budget() {
+    let Some(prlimit) = skipped::tool("prlimit") else {
+        return;
+    };
+    for (what, yaml) in cases() {
+        let scratch = tempfile::tempdir().unwrap();
+        let file = scratch.path().join("rules.yaml");
+        std::fs::write(&file, &yaml).unwrap();
+        let read = node_rules::read_rule_files(&[&file], Profile::OpenShift).unwrap();
+        let rendered = node_rules::compile(&read);
+        // What render wrote before it checked the budget.
+        let compact = match &rendered {
+            Ok(c) => c.clone(),
+            Err(e) => {
+                let e = format!("{e:#}");
+                assert!(
+                    e.contains("the costliest is rule") && e.contains("more than the"),
+                    "{what}: the refusal names the rule and the limit: {e}"
+                );
+                compact::encode(&read)
+            }
+        };
+        eprintln!(
+            "{what}: {} bytes compact; render: {:?}",
+            compact.len(),
+            rendered.as_ref().err().map(|e| format!("{e:#}"))
+        );
+        let (journal, argv) = boot(&prlimit, &compact, scratch.path());
+        assert!(
+            argv.contains("--register-with-taints=") && argv.contains(STATIC_TAINT),
+            "{what}: kubelet started without the static taint: {argv:?}\n{journal}"
+        );
+        assert!(
+            argv.contains("node.kubernetes.io/worker-gpu"),
+            "{what}: kubelet started without the pool label: {argv:?}\n{journal}"
+        );
+        let out_of_budget = journal.contains("budget");
+        // Refused: what render wrote before still starts kubelet with the
+        // static taint and pool label (checked above), out of budget or not.
+        if rendered.is_ok() {
+            assert!(
+                !out_of_budget,
+                "{what}: render accepted it, so it must evaluate within the budget:\n{journal}"
+            );
+        }
+        if what.starts_with("a published") {
+            assert!(argv.contains("nvidia.com/gpu=true:NoSchedule"), "{argv}");
+        }
+    }
+}
+
+/// Everything render accepts evaluates within the budget on big facts:
+/// every rule file of examples/rules on facts with many devices and long
+/// strings (what facts reading caps), each evaluation within
+/// `Budget::for_facts`, and within render's worst case.
+#[test]
+fn accepted_examples_evaluate_within_the_budget_on_big_facts() {
+    use kubelet_labeler::facts::Features;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/rules");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty());
+    let long = "0".repeat(4096);
+    let mut f = Features::default();
+    let dev = |i: usize| -> kubelet_labeler::sorted::SortedMap<String, String> {
+        [
+            (
+                "class".to_string(),
+                if i.is_multiple_of(2) {
+                    "030200".to_string()
+                } else {
+                    long.clone()
+                },
+            ),
+            ("vendor".to_string(), "10de".to_string()),
+            ("device".to_string(), format!("{i:04x}")),
+        ]
+        .into_iter()
+        .collect()
+    };
+    for name in [
+        "pci.device",
+        "usb.device",
+        "network.device",
+        "storage.block",
+    ] {
+        f.instances
+            .insert(name.into(), (0..2000).map(dev).collect());
+    }
+    f.attributes.insert(
+        "system.dmiid".into(),
+        [("product_name".to_string(), long.clone())]
+            .into_iter()
+            .collect(),
+    );
+    f.flags.insert(
+        "cpu.cpuid".into(),
+        (0..2000).map(|i| format!("F{i}")).collect(),
+    );
+    for file in files {
+        let Ok(read) = node_rules::read_rule_files(&[&file], Profile::OpenShift) else {
+            continue;
+        };
+        node_rules::compile(&read).unwrap_or_else(|e| panic!("{}: {e:#}", file.display()));
+        let mut budget = rules::Budget::for_facts(&f);
+        let limit = budget.limit();
+        rules::evaluate_node_without(&read, &f, &[], &mut budget)
+            .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let worst = rules::budget::worst_case(&read).boot;
+        let size = rules::budget::facts_size(&f);
+        assert!(budget.used() <= worst.at(size), "{}", file.display());
+        assert!(worst.at(size) <= limit, "{}", file.display());
+    }
+}
