@@ -261,7 +261,7 @@ impl Possible {
         if items.is_empty() {
             "the rules give no labels".into()
         } else {
-            format!("the rules can give {}", items.join(", "))
+            format!("the rules can give: {}", items.join(", "))
         }
     }
 }
@@ -303,12 +303,13 @@ pub fn check(table: &Table, arch: Option<Arch>) -> Result<()> {
                 String::new()
             };
             bail!(
-                "pool {}: no machine can be installed into it: its nodeSelector needs {}, and {why}{own}. \
-                 Select the pool on a label the rules give ({}), with the same value, \
-                 and give its MachineConfigPool again",
-                pool.name,
+                "pool {name}: no machine can be installed into it: its nodeSelector needs {}, and \
+                 {why}{own}. Select pool {name} on a label and value the rules give \
+                 (render machineconfig --pool {name} --pool-label KEY=VALUE), then give its new \
+                 MachineConfigPool here; {}",
                 r.describe(),
-                p.offer()
+                p.offer(),
+                name = pool.name,
             );
         }
     }
