@@ -650,7 +650,7 @@ fn cmd_iso_fleet(c: IsoFleetConfig) -> Result<ExitCode> {
         return fleet_preview(&built, c.dest_device.as_deref(), &c.facts_root);
     };
     let (used, area) = iso::embedded_size(input, &built.config)?;
-    let fits = format!("{used} of {area} bytes of the embed area ({arch} selector)");
+    let fits = format!("{used} of {area} bytes of the embed area");
     if c.dry_run {
         if used as u64 > area {
             anyhow::bail!(
@@ -659,7 +659,7 @@ fn cmd_iso_fleet(c: IsoFleetConfig) -> Result<ExitCode> {
             );
         }
         say!(
-            "the fleet config for pools {} takes {fits}",
+            "the fleet config for pools {} ({arch} selector) takes {fits}",
             names.join(", ")
         );
         return fleet_preview(&built, c.dest_device.as_deref(), &c.facts_root);
@@ -671,7 +671,7 @@ fn cmd_iso_fleet(c: IsoFleetConfig) -> Result<ExitCode> {
         iso_output(&c.output, c.force),
     )?;
     say!(
-        "embedded the fleet config for pools {}: {fits}",
+        "embedded the fleet config for pools {} ({arch} selector): {fits}",
         names.join(", ")
     );
     let iso_name = match &c.output {

@@ -1157,3 +1157,24 @@ fn the_selector_is_found_beside_an_installed_cli_or_its_path_named() {
     let o = preview("x86_64");
     assert!(o.status.success(), "{}", said(&o));
 }
+
+/// `build-wrapper.sh` from another directory, with a relative
+/// `CARGO_TARGET_DIR` (the caller's): the path it prints is the program it
+/// built, from where it was run.
+#[test]
+fn build_wrapper_runs_from_any_directory() {
+    let Some(sel) = selector("x86_64") else {
+        return;
+    };
+    let elsewhere = Path::new(env!("CARGO_TARGET_TMPDIR")).join("..");
+    let out = ok(Command::new("bash")
+        .arg(repo().join("machineconfigs/build-wrapper.sh"))
+        .args(["x86_64", "kubelet-labeler-select"])
+        .current_dir(&elsewhere)
+        .env("CARGO_TARGET_DIR", "payload-test")
+        .output()
+        .unwrap());
+    let printed = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+    assert!(printed.is_absolute(), "{}", printed.display());
+    assert_eq!(std::fs::read(&printed).unwrap(), std::fs::read(&sel).unwrap());
+}
