@@ -1176,5 +1176,8 @@ fn build_wrapper_runs_from_any_directory() {
         .unwrap());
     let printed = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
     assert!(printed.is_absolute(), "{}", printed.display());
-    assert_eq!(std::fs::read(&printed).unwrap(), std::fs::read(&sel).unwrap());
+    assert_eq!(
+        std::fs::read(&printed).unwrap(),
+        std::fs::read(&sel).unwrap()
+    );
 }

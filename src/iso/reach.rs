@@ -313,21 +313,21 @@ pub fn check(table: &Table, arch: Option<Arch>) -> Result<()> {
             );
         }
     }
-    if let Some(all) = matched_by_all(&table.pools, &p) {
-        for pool in table.pools.iter().filter(|q| q.name != all.name) {
-            let why = match pool.kind {
-                PoolKind::Worker => "one custom pool beats worker",
-                PoolKind::Custom => "the MCO refuses a node in two custom pools",
-            };
-            bail!(
-                "pool {}: no machine can be installed into it: every machine matches pool {}'s \
+    if let Some(all) = matched_by_all(&table.pools, &p)
+        && let Some(pool) = table.pools.iter().find(|q| q.name != all.name)
+    {
+        let why = match pool.kind {
+            PoolKind::Worker => "one custom pool beats worker",
+            PoolKind::Custom => "the MCO refuses a node in two custom pools",
+        };
+        bail!(
+            "pool {}: no machine can be installed into it: every machine matches pool {}'s \
                  nodeSelector ({}), and {why}. Select pool {} on a label the rules give",
-                pool.name,
-                all.name,
-                all.describe_selector(),
-                all.name
-            );
-        }
+            pool.name,
+            all.name,
+            all.describe_selector(),
+            all.name
+        );
     }
     Ok(())
 }
@@ -455,7 +455,11 @@ mod tests {
             ..Default::default()
         };
         check(
-            &table(&[templ.clone()], false, vec![any.clone(), worker.clone()]),
+            &table(
+                std::slice::from_ref(&templ),
+                false,
+                vec![any.clone(), worker.clone()],
+            ),
             None,
         )
         .unwrap();
