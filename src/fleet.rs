@@ -47,10 +47,9 @@ pub const TABLE_PATH: &str = "/etc/kubelet-labeler/fleet/pools";
 /// The destination config coreos-installer's `ignition-file` names: only
 /// the selector writes it, so an install without a choice finds no config.
 pub const DEST_PATH: &str = "/run/kubelet-labeler-fleet/dest.ign";
-/// coreos-installer's install configuration the selector writes for a pool
-/// with its own destination device: read after `iso fleet`'s own
-/// (`0000-…`), it overrides that one's `dest-device` (later config files
-/// override earlier ones).
+/// coreos-installer's install configuration the selector writes when the
+/// pools have their own destination devices: `iso fleet`'s own (`0000-…`)
+/// then names none (coreos-installer refuses a second `dest-device`).
 pub const DEVICE_CONFIG_PATH: &str =
     "/etc/coreos/installer.d/0001-kubelet-labeler-fleet-device.yaml";
 /// The role label every OpenShift worker's kubelet registers with.

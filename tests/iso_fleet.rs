@@ -201,7 +201,10 @@ fn fleet(arch: &str) -> Option<Fleet> {
         &sel,
     );
     let iso = dir.join("fleet.iso");
+    // The GPU machines on their own disk: the selector's override of
+    // coreos-installer's dest-device.
     let out = ok(fleet_cmd(&iso, &base, "/dev/null", &ca, &sel)
+        .arg("--pool-dest-device=worker-gpu=/dev/zero")
         .arg(format!("--pool=worker-gpu={}", gpu.display()))
         .arg(format!("--pool=worker-pi={}", pi.display()))
         .arg(format!(
@@ -335,6 +338,15 @@ fn can_boot() -> bool {
     ns
 }
 
+/// coreos-installer, run without the selector's choice, stops before
+/// writing: no destination config, or (a fleet with a pool on its own disk,
+/// whose devices only the selector names) no device.
+fn nothing_to_install(installer_said: &str) -> bool {
+    installer_said.contains("opening source Ignition config")
+        || installer_said
+            .contains("the following required arguments were not provided:\n      <DEST_DEVICE>")
+}
+
 /// Boot `node` from the fleet ISO and check where it installs: `pool`, or
 /// (None) nowhere, because it matches two custom pools.
 fn check(f: &Fleet, live: &Value, node: &str, pool: Option<&str>, runner: &str) {
@@ -358,7 +370,7 @@ fn check(f: &Fleet, live: &Value, node: &str, pool: Option<&str>, runner: &str) 
         // installs nothing.
         assert!(b.dest.is_none(), "{node}");
         assert!(
-            b.installer_said.contains("opening source Ignition config"),
+            nothing_to_install(&b.installer_said),
             "{node}: {}",
             b.installer_said
         );
@@ -372,11 +384,39 @@ fn check(f: &Fleet, live: &Value, node: &str, pool: Option<&str>, runner: &str) 
         b.selector_said
     );
     // coreos-installer accepted the configuration (our ignition-file
-    // included) and stopped only at the device.
+    // included, and for the GPU pool the selector's device override after
+    // it) and stopped only at the device.
     assert!(
         b.installer_said
             .contains("--config-file /etc/coreos/installer.d/0000-kubelet-labeler-fleet.yaml")
             && b.installer_said.contains("not a block device"),
+        "{node}: {}",
+        b.installer_said
+    );
+    // One pool has its own disk, so the selector names every pool's: the
+    // GPU pool's /dev/zero, the ISO's /dev/null for the rest; coreos-installer
+    // was given exactly that one.
+    assert!(
+        b.installer_said.contains(
+            "--config-file /etc/coreos/installer.d/0001-kubelet-labeler-fleet-device.yaml"
+        ),
+        "{node}: {}",
+        b.installer_said
+    );
+    let (dev, other) = if pool == "worker-gpu" {
+        ("/dev/zero", "/dev/null")
+    } else {
+        ("/dev/null", "/dev/zero")
+    };
+    let given: Vec<&str> = b
+        .installer_said
+        .lines()
+        .find_map(|l| l.strip_prefix("Running with arguments:"))
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert!(
+        given.contains(&dev) && !given.contains(&other),
         "{node}: {}",
         b.installer_said
     );
@@ -579,7 +619,7 @@ fn a_raspberry_pi_installs_from_the_aarch64_iso() {
     let b = boot(&cut, "vm", &f.dir.join("boot-cannot-run"), "");
     assert!(!b.selector_ok && b.dest.is_none(), "{b:?}");
     assert!(
-        b.installer_said.contains("opening source Ignition config"),
+        nothing_to_install(&b.installer_said),
         "{}",
         b.installer_said
     );
@@ -1076,12 +1116,14 @@ fn pool_devices_reach_the_live_config_and_the_wipe_is_announced() {
                 "worker-gpu",
                 Some("/dev/disk/by-path/pci-0000:01:00.0-nvme-1")
             ),
-            ("worker", None)
+            ("worker", Some("/dev/sda"))
         ]
     );
+    // coreos-installer refuses a second dest-device: the ISO's own
+    // configuration names none, the selector writes the chosen pool's.
     let installer = file(kubelet_labeler::iso::fleet::INSTALLER_CONFIG_PATH);
     assert!(
-        installer.contains("dest-device: \"/dev/sda\"\nignition-file: "),
+        !installer.contains("dest-device") && installer.contains("ignition-file: "),
         "{installer}"
     );
 }

@@ -158,11 +158,19 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
                 );
             }
         }
+        // coreos-installer takes one dest-device (a second, from another
+        // config file, is refused): when a pool has its own, the selector
+        // writes every pool's, and the ISO's own configuration names none.
         let device = o
             .pool_devices
             .iter()
             .find(|(n, _)| n == name)
-            .map(|(_, d)| d.clone());
+            .map(|(_, d)| d.clone())
+            .or_else(|| {
+                (!o.pool_devices.is_empty())
+                    .then(|| o.dest_device.clone())
+                    .flatten()
+            });
         if device.is_none() && o.dest_device.is_none() {
             bail!(
                 "pool {name}: no destination device; give --dest-device PATH (every pool's) or \
@@ -214,13 +222,15 @@ pub fn pool_device<'a>(pool: &'a Pool, default: Option<&'a str>) -> &'a str {
 /// What the install wipes, for messages: `/dev/nvme0n1 (pool worker-gpu),
 /// /dev/sda (every other pool)`.
 pub fn devices(table: &Table, default: Option<&str>) -> String {
+    let own = |p: &&Pool| p.device.as_deref().is_some_and(|d| Some(d) != default);
     let mut out: Vec<String> = table
         .pools
         .iter()
-        .filter_map(|p| Some(format!("{} (pool {})", p.device.as_deref()?, p.name)))
+        .filter(own)
+        .map(|p| format!("{} (pool {})", pool_device(p, default), p.name))
         .collect();
     if let Some(d) = default
-        && table.pools.iter().any(|p| p.device.is_none())
+        && table.pools.iter().any(|p| !own(&p))
     {
         let rest = if out.is_empty() {
             "every pool"
@@ -653,9 +663,11 @@ fn live_config(
         .parent()
         .context("the table path has a directory")?;
     let device = match &o.dest_device {
-        Some(dev) => format!("dest-device: {}\n", serde_json::to_string(dev)?),
-        // Every pool has its own: the selector writes it.
-        None => String::new(),
+        Some(dev) if table.pools.iter().all(|p| p.device.is_none()) => {
+            format!("dest-device: {}\n", serde_json::to_string(dev)?)
+        }
+        // A pool has its own: the selector writes each pool's.
+        _ => String::new(),
     };
     let installer = format!(
         "# kubelet-labeler: the pool's config is chosen at install by {UNIT_NAME}\n\
