@@ -19,12 +19,21 @@
 #   dpkg --add-architecture arm64 && apt-get update &&
 #   apt-get install gcc-aarch64-linux-gnu musl-dev:arm64  # aarch64
 set -euo pipefail
+# Runs from any directory: -o DIR and a relative CARGO_TARGET_DIR are the
+# caller's; the default output is the checkout's target/static.
+caller=$PWD
+case "${CARGO_TARGET_DIR:-}" in
+  ""|/*) ;;
+  *) export CARGO_TARGET_DIR="$caller/$CARGO_TARGET_DIR" ;;
+esac
 cd "$(dirname "$0")/.."
-out=target/static
+out=$PWD/target/static
 arches=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    -o) out=${2:?build-static.sh: -o needs a directory}; shift 2 ;;
+    -o) out=${2:?build-static.sh: -o needs a directory}
+        case "$out" in /*) ;; *) out="$caller/$out" ;; esac
+        shift 2 ;;
     x86_64|aarch64) arches+=("$1"); shift ;;
     *) echo "build-static.sh: unknown argument $1 (usage: build-static.sh [-o DIR] [x86_64] [aarch64])" >&2; exit 2 ;;
   esac

@@ -12,6 +12,12 @@
 # builds under target/wrapper-unstripped so the shipped binary stays as is.
 # Sizes and what each part costs: benches/payload.sh.
 set -euo pipefail
+# Runs from any directory: it builds in its own checkout; a relative
+# CARGO_TARGET_DIR is the caller's, so the printed path is where it is.
+case "${CARGO_TARGET_DIR:-}" in
+  ""|/*) ;;
+  *) export CARGO_TARGET_DIR="$PWD/$CARGO_TARGET_DIR" ;;
+esac
 cd "$(dirname "$0")/.."
 arch=${1:-x86_64}
 bin=kubelet-labeler-wrapper

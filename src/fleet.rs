@@ -15,15 +15,17 @@
 //! kubelet-labeler-fleet 1
 //! env KUBELET_LABELER_NODE_RULES=<compact rules>
 //! pool worker-gpu custom worker-gpu.ign
-//! in node.kubernetes.io/worker-gpu ""
+//! in feature.node.kubernetes.io/gpu true
 //! static node.kubernetes.io/worker-gpu=
+//! device /dev/nvme0n1
 //! pool worker worker worker.ign
 //! in node-role.kubernetes.io/worker ""
 //! ```
 //!
 //! A pool's `in`/`notin`/`exists`/`absent` lines are its `nodeSelector`
 //! (matchLabels become `in` with one value); `static` lines are labels the
-//! pool's own MachineConfigs register every node with.
+//! pool's own MachineConfigs register every node with; `device` is the pool's
+//! own destination disk (coreos-installer's `dest-device`), when it has one.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -45,6 +47,11 @@ pub const TABLE_PATH: &str = "/etc/kubelet-labeler/fleet/pools";
 /// The destination config coreos-installer's `ignition-file` names: only
 /// the selector writes it, so an install without a choice finds no config.
 pub const DEST_PATH: &str = "/run/kubelet-labeler-fleet/dest.ign";
+/// coreos-installer's install configuration the selector writes when the
+/// pools have their own destination devices: `iso fleet`'s own (`0000-…`)
+/// then names none (coreos-installer refuses a second `dest-device`).
+pub const DEVICE_CONFIG_PATH: &str =
+    "/etc/coreos/installer.d/0001-kubelet-labeler-fleet-device.yaml";
 /// The role label every OpenShift worker's kubelet registers with.
 pub const WORKER_ROLE_LABEL: &str = "node-role.kubernetes.io/worker";
 
@@ -96,6 +103,8 @@ pub struct Pool {
     pub selector: Vec<Requirement>,
     /// Labels the pool's MachineConfigs register every node with.
     pub static_labels: Vec<(String, String)>,
+    /// The pool's own destination device; None: the ISO's `--dest-device`.
+    pub device: Option<String>,
 }
 
 impl Pool {
@@ -181,7 +190,17 @@ impl Table {
                         config: config.to_string(),
                         selector: Vec::new(),
                         static_labels: Vec::new(),
+                        device: None,
                     });
+                }
+                ("device", Some(p)) => {
+                    let [dev] = rest[..] else {
+                        bail!("{}: device PATH", at());
+                    };
+                    if !dev.starts_with('/') || p.device.is_some() {
+                        bail!("{}: one device path per pool", at());
+                    }
+                    p.device = Some(dev.to_string());
                 }
                 ("static", Some(p)) => {
                     let [kv] = rest[..] else {
@@ -237,6 +256,9 @@ pub fn pool_text(p: &Pool) -> String {
     }
     for (k, v) in &p.static_labels {
         out += &format!("static {k}={v}\n");
+    }
+    if let Some(dev) = &p.device {
+        out += &format!("device {dev}\n");
     }
     out
 }
@@ -401,12 +423,13 @@ pub fn decide<'a>(table: &'a Table, facts_root: &Path) -> Result<Decision<'a>, S
     Ok((pool, labels))
 }
 
-const USAGE: &str =
-    "usage: kubelet-labeler-select [--table FILE] [--dest FILE] [--facts-root DIR] [--dry-run]";
+const USAGE: &str = "usage: kubelet-labeler-select [--table FILE] [--dest FILE] \
+     [--device-config FILE] [--facts-root DIR] [--dry-run]";
 
 struct SelectOptions {
     table: PathBuf,
     dest: PathBuf,
+    device_config: PathBuf,
     facts_root: PathBuf,
     dry_run: bool,
 }
@@ -415,6 +438,7 @@ fn parse_args(args: &[OsString]) -> Result<SelectOptions> {
     let mut o = SelectOptions {
         table: TABLE_PATH.into(),
         dest: DEST_PATH.into(),
+        device_config: DEVICE_CONFIG_PATH.into(),
         facts_root: "/".into(),
         dry_run: false,
     };
@@ -428,6 +452,7 @@ fn parse_args(args: &[OsString]) -> Result<SelectOptions> {
         match a.to_str() {
             Some("--table") => o.table = value()?,
             Some("--dest") => o.dest = value()?,
+            Some("--device-config") => o.device_config = value()?,
             Some("--facts-root") => o.facts_root = value()?,
             Some("--dry-run") => o.dry_run = true,
             _ => bail!("unknown argument {a:?}; {USAGE}"),
@@ -436,18 +461,31 @@ fn parse_args(args: &[OsString]) -> Result<SelectOptions> {
     Ok(o)
 }
 
-/// Copy the chosen pool's config to `dest` (temp file, then rename).
-fn install_config(table_path: &Path, pool: &Pool, dest: &Path) -> Result<()> {
-    let dir = table_path.parent().unwrap_or(Path::new("."));
+/// Copy the chosen pool's config to `dest`, and its own device, if it has
+/// one, to `device_config`.
+fn install_config(o: &SelectOptions, pool: &Pool) -> Result<()> {
+    let dir = o.table.parent().unwrap_or(Path::new("."));
     let src = dir.join(&pool.config);
     let bytes = std::fs::read(&src).with_context(|| format!("reading {}", src.display()))?;
+    if let Some(dev) = &pool.device {
+        let text = format!(
+            "# kubelet-labeler: pool {}'s destination device\ndest-device: \"{dev}\"\n",
+            pool.name
+        );
+        write_file(&o.device_config, text.as_bytes())?;
+    }
+    write_file(&o.dest, &bytes)
+}
+
+/// Write `bytes` to `dest` (temp file, then rename).
+fn write_file(dest: &Path, bytes: &[u8]) -> Result<()> {
     let parent = dest.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
     let tmp = dest.with_extension("tmp");
     {
         let mut f =
             std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-        f.write_all(&bytes)
+        f.write_all(bytes)
             .and_then(|_| f.sync_all())
             .with_context(|| format!("writing {}", tmp.display()))?;
     }
@@ -467,9 +505,10 @@ pub fn run(args: &[OsString]) -> i32 {
             return 2;
         }
     };
-    // A destination config left from before must not be installed.
+    // A destination config or device left from before must not be used.
     if !o.dry_run {
         let _ = std::fs::remove_file(&o.dest);
+        let _ = std::fs::remove_file(&o.device_config);
     }
     let table = match std::fs::read_to_string(&o.table)
         .map_err(anyhow::Error::from)
@@ -492,7 +531,7 @@ pub fn run(args: &[OsString]) -> i32 {
         }
     };
     if !o.dry_run
-        && let Err(e) = install_config(&o.table, pool, &o.dest)
+        && let Err(e) = install_config(&o, pool)
     {
         say(format!(
             "not installing: writing pool {}'s config: {e:#}",
@@ -500,8 +539,17 @@ pub fn run(args: &[OsString]) -> i32 {
         ));
         return 1;
     }
+    let device = match &pool.device {
+        Some(dev) => format!("; coreos-installer writes {dev}"),
+        None => String::new(),
+    };
     say(format!(
-        "installing into pool {}: this machine's labels ({}) match its nodeSelector ({})",
+        "{} pool {}: this machine's labels ({}) match its nodeSelector ({}){device}",
+        if o.dry_run {
+            "would install into"
+        } else {
+            "installing into"
+        },
         pool.name,
         describe_labels(&selected_labels(&table.pools, &labels)),
         pool.describe_selector()
@@ -532,6 +580,7 @@ mod tests {
             config: format!("{name}.ign"),
             selector: sel,
             static_labels: Vec::new(),
+            device: None,
         }
     }
 
@@ -596,6 +645,7 @@ mod tests {
     fn table_round_trips() {
         let mut p = pools();
         p[1].static_labels = l(&[("example.com/gpu", "true")]);
+        p[1].device = Some("/dev/nvme0n1".into());
         p[2].selector
             .push(Requirement::NotIn("x".into(), vec!["".into(), "y".into()]));
         p[2].selector.push(Requirement::DoesNotExist("z".into()));
@@ -678,5 +728,55 @@ mod tests {
         assert!(e.contains("place the node in pool gpu"), "{e}");
         t.pools[0].static_labels.clear();
         assert_eq!(decide(&t, dir.path()).unwrap().0.name, "worker");
+    }
+
+    /// A pool with its own device: the selector writes coreos-installer's
+    /// override beside the destination config; a pool without one leaves
+    /// none, not even one from an earlier run; `--dry-run` writes nothing.
+    #[test]
+    fn a_pools_own_device_is_written_for_coreos_installer() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let facts = d.join("facts");
+        std::fs::create_dir_all(&facts).unwrap();
+        let mut t = Table {
+            env: Vec::new(),
+            pools: vec![pool(
+                "worker",
+                PoolKind::Worker,
+                vec![is(WORKER_ROLE_LABEL, "")],
+            )],
+        };
+        let (table, dest, dev) = (d.join("pools"), d.join("run/dest.ign"), d.join("0001.yaml"));
+        std::fs::write(d.join("worker.ign"), "{}").unwrap();
+        let args = |extra: &[&str]| -> Vec<OsString> {
+            let mut v: Vec<OsString> = vec![
+                "--table".into(),
+                table.clone().into(),
+                "--dest".into(),
+                dest.clone().into(),
+                "--device-config".into(),
+                dev.clone().into(),
+                "--facts-root".into(),
+                facts.clone().into(),
+            ];
+            v.extend(extra.iter().map(OsString::from));
+            v
+        };
+        t.pools[0].device = Some("/dev/disk/by-path/pci-0000:00:17.0-ata-1".into());
+        std::fs::write(&table, t.to_text()).unwrap();
+        assert_eq!(run(&args(&["--dry-run"])), 0);
+        assert!(!dest.exists() && !dev.exists());
+        assert_eq!(run(&args(&[])), 0);
+        assert_eq!(std::fs::read_to_string(&dest).unwrap(), "{}");
+        assert_eq!(
+            std::fs::read_to_string(&dev).unwrap(),
+            "# kubelet-labeler: pool worker's destination device\n\
+             dest-device: \"/dev/disk/by-path/pci-0000:00:17.0-ata-1\"\n"
+        );
+        t.pools[0].device = None;
+        std::fs::write(&table, t.to_text()).unwrap();
+        assert_eq!(run(&args(&[])), 0);
+        assert!(dest.exists() && !dev.exists());
     }
 }

@@ -531,10 +531,12 @@ fn cmd_render_ignition(c: RenderIgnitionConfig) -> Result<ExitCode> {
 
 // ---- iso (iso module) ----
 
-fn iso_output(o: &Option<std::path::PathBuf>) -> iso::Output<'_> {
+/// `-o`: in place, stdout, or a new file (`-f`: or over an existing one).
+fn iso_output(o: &Option<std::path::PathBuf>, force: bool) -> iso::Output<'_> {
     match o {
         None => iso::Output::InPlace,
         Some(p) if p.as_os_str() == "-" => iso::Output::Stdout,
+        Some(p) if force => iso::Output::Replace(p),
         Some(p) => iso::Output::File(p),
     }
 }
@@ -557,6 +559,13 @@ fn cmd_iso_embed(c: IsoEmbedConfig) -> Result<ExitCode> {
             config
         }
         (None, Some(path)) if path.as_os_str() != "-" => {
+            if iso::is_iso_image(path) {
+                anyhow::bail!(
+                    "-i {}: that is an ISO image, not an Ignition config; -i takes the config to \
+                     embed and the ISO comes last: iso embed -i CONFIG ISO",
+                    path.display()
+                );
+            }
             let config = input::read_file(path, input::IGNITION)?;
             checked_input(config, &path.display().to_string(), c.no_validate)?
         }
@@ -566,7 +575,7 @@ fn cmd_iso_embed(c: IsoEmbedConfig) -> Result<ExitCode> {
             checked_input(buf, "the config on stdin", c.no_validate)?
         }
     };
-    iso::embed(&c.input, &config, c.force, iso_output(&c.output))?;
+    iso::embed(&c.input, &config, c.force, iso_output(&c.output, c.force))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -597,7 +606,7 @@ fn cmd_iso_show(c: IsoShowConfig) -> Result<ExitCode> {
 }
 
 fn cmd_iso_remove(c: IsoRemoveConfig) -> Result<ExitCode> {
-    iso::remove(&c.input, iso_output(&c.output))?;
+    iso::remove(&c.input, iso_output(&c.output, false))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -636,20 +645,37 @@ fn cmd_iso_fleet(c: IsoFleetConfig) -> Result<ExitCode> {
         }
         Some(kubelet_labeler::render::node_rules::compile(&read)?)
     };
+    let pool_devices = c
+        .pool_dest_devices
+        .iter()
+        .map(|p| match p.split_once('=') {
+            Some((n, d)) => Ok((n.to_string(), d.to_string())),
+            None => Err(anyhow::anyhow!(
+                "--pool-dest-device {p}: give NAME=PATH, e.g. worker-gpu=/dev/nvme0n1"
+            )),
+        })
+        .collect::<Result<Vec<_>>>()?;
     let ca_pem = match &c.ca_file {
         Some(p) => Some(read_ca_file(p)?),
         None => None,
     };
     let selector_path = match &c.selector {
         Some(p) => p.clone(),
-        None => default_selector(arch_of(c.arch))?,
+        None => wrappers::Lookup::of_this_program()?.selector_for(arch_of(c.arch))?,
     };
     let selector = input::read_file(&selector_path, input::SELECTOR)
         .with_context(|| format!("reading the selector {}", selector_path.display()))?;
+    let hint = |arch| {
+        wrappers::Lookup::of_this_program().map_or_else(
+            |_| String::new(),
+            |l| format!("; {}", l.selector_hint(arch)),
+        )
+    };
     let arch = Arch::of_elf(&selector).with_context(|| {
         format!(
-            "{} is not a 64-bit ELF program; build the selector with `machineconfigs/build-wrapper.sh x86_64 kubelet-labeler-select`",
-            selector_path.display()
+            "{} is not a 64-bit ELF program{}",
+            selector_path.display(),
+            hint(arch_of(c.arch))
         )
     })?;
     if c.selector.is_none() && arch != arch_of(c.arch) {
@@ -660,14 +686,12 @@ fn cmd_iso_fleet(c: IsoFleetConfig) -> Result<ExitCode> {
         );
     }
     machineconfig::check_wrapper(&selector, arch, &selector_path)?;
-    wrappers::check_ours(&selector, wrappers::Program::Selector, &selector_path).map_err(|e| {
-        anyhow::anyhow!(
-            "{e} (build it with `machineconfigs/build-wrapper.sh {arch} kubelet-labeler-select`)"
-        )
-    })?;
+    wrappers::check_ours(&selector, wrappers::Program::Selector, &selector_path)
+        .map_err(|e| anyhow::anyhow!("{e}{}", hint(arch)))?;
     let built = fleet::build(&fleet::FleetOptions {
         pools,
         dest_device: c.dest_device.clone(),
+        pool_devices,
         rules,
         nfd_labels: c.nfd_labels.map(|f| match f {
             NfdLabelsArg::Upstream => "upstream".to_string(),
@@ -677,38 +701,96 @@ fn cmd_iso_fleet(c: IsoFleetConfig) -> Result<ExitCode> {
         ca_pem,
         selector,
     })?;
-    let (used, area) = iso::embedded_size(&c.input, &built.config)?;
-    iso::embed(&c.input, &built.config, c.force, iso_output(&c.output))?;
     let names: Vec<&str> = built.table.pools.iter().map(|p| p.name.as_str()).collect();
+    let Some(input) = &c.input else {
+        // --dry-run without an ISO.
+        return fleet_preview(&built, c.dest_device.as_deref(), &c.facts_root);
+    };
+    let (used, area) = iso::embedded_size(input, &built.config)?;
+    let fits = format!("{used} of {area} bytes of the embed area");
+    if c.dry_run {
+        if used as u64 > area {
+            anyhow::bail!(
+                "the fleet config does not fit {}: {fits}; give fewer pools",
+                input.display()
+            );
+        }
+        say!(
+            "the fleet config for pools {} ({arch} selector) takes {fits}",
+            names.join(", ")
+        );
+        return fleet_preview(&built, c.dest_device.as_deref(), &c.facts_root);
+    }
+    iso::embed(
+        input,
+        &built.config,
+        c.force,
+        iso_output(&c.output, c.force),
+    )?;
     say!(
-        "embedded the fleet config for pools {} ({arch} selector): {used} of {area} bytes of the embed area",
+        "embedded the fleet config for pools {} ({arch} selector): {fits}",
         names.join(", ")
+    );
+    let iso_name = match &c.output {
+        Some(o) if o.as_os_str() == "-" => "the ISO".to_string(),
+        Some(o) => o.display().to_string(),
+        None => input.display().to_string(),
+    };
+    say!(
+        "warning: every machine booted from {iso_name} whose hardware selects a pool is WIPED \
+         and installed without a prompt ({}); keep it away from machines you do not \
+         mean to reinstall, and preview a machine with --dry-run --facts-root",
+        fleet::devices(&built.table, c.dest_device.as_deref())
     );
     Ok(ExitCode::SUCCESS)
 }
 
-/// The static selector for `arch`, found where `wrappers::Lookup` finds the
-/// wrapper.
-fn default_selector(arch: Arch) -> Result<std::path::PathBuf> {
-    let exe = std::env::current_exe().context("finding this program")?;
-    let dir = exe.parent().context("finding this program's directory")?;
-    let candidates = [
-        dir.join(format!("kubelet-labeler-select-{}", arch.name())),
-        dir.join(format!(
-            "../{}-unknown-linux-musl/wrapper/kubelet-labeler-select",
-            arch.name()
-        )),
-    ];
-    candidates
-        .iter()
-        .find(|p| p.is_file())
-        .cloned()
-        .with_context(|| {
-            format!(
-                "no static selector for {arch} found beside this program; build it with \
-                 `machineconfigs/build-wrapper.sh {arch} kubelet-labeler-select` or pass --selector"
-            )
-        })
+/// `iso fleet --dry-run`: each pool's nodeSelector and device, and the pool
+/// each `--facts-root` machine would install into, as the selector decides.
+fn fleet_preview(
+    built: &iso::fleet::Fleet,
+    default_device: Option<&str>,
+    roots: &[std::path::PathBuf],
+) -> Result<ExitCode> {
+    use std::fmt::Write as _;
+    let devices = iso::fleet::devices(&built.table, default_device);
+    let mut out = String::new();
+    for p in &built.table.pools {
+        let _ = writeln!(
+            out,
+            "pool {}: nodeSelector {}",
+            p.name,
+            p.describe_selector()
+        );
+    }
+    let _ = writeln!(out, "wiped on install: {devices}");
+    let mut all = true;
+    for root in roots {
+        match kubelet_labeler::fleet::decide(&built.table, root) {
+            Ok((pool, labels)) => {
+                let dev = iso::fleet::pool_device(pool, default_device);
+                let _ = writeln!(
+                    out,
+                    "{}: would install into pool {} on {dev}: its labels ({}) match the nodeSelector",
+                    root.display(),
+                    pool.name,
+                    kubelet_labeler::fleet::describe_labels(
+                        &kubelet_labeler::fleet::selected_labels(&built.table.pools, &labels)
+                    ),
+                );
+            }
+            Err(why) => {
+                all = false;
+                let _ = writeln!(out, "{}: would not install: {why}", root.display());
+            }
+        }
+    }
+    to_stdout(out.into_bytes())?;
+    Ok(if all {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 // ---- completions and man pages (from the same clap types) ----

@@ -154,7 +154,15 @@ fn a_closed_stdout_stops_every_subcommand_quietly() {
             dir,
             &[
                 &RENDER_MC[..],
-                &["--nfd-labels", "upstream", "--output-dir", "gitops"],
+                // A label NFD gives: some machine can install into the pool.
+                &[
+                    "--nfd-labels",
+                    "upstream",
+                    "--pool-label",
+                    "feature.node.kubernetes.io/memory-numa=true",
+                    "--output-dir",
+                    "gitops",
+                ],
             ]
             .concat(),
         );
@@ -754,7 +762,15 @@ fn no_output_is_setuid_setgid_or_sticky() {
             dir,
             &[
                 &RENDER_MC[..],
-                &["--nfd-labels", "upstream", "--output-dir", "gitops"],
+                // A label NFD gives: some machine can install into the pool.
+                &[
+                    "--nfd-labels",
+                    "upstream",
+                    "--pool-label",
+                    "feature.node.kubernetes.io/memory-numa=true",
+                    "--output-dir",
+                    "gitops",
+                ],
             ]
             .concat(),
         );

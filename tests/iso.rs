@@ -513,3 +513,80 @@ fn refuses_bad_configs_and_out_of_image_areas_keeps_mode() {
         );
     }
 }
+
+/// `-o` over an existing file: refused, naming `-f`; with `-f` replaced (a
+/// symlink's regular file through the link; a directory never). An ISO
+/// given as the config (`-i`) is named as one, nothing written.
+#[test]
+fn existing_output_needs_f_and_an_iso_as_config_is_named() {
+    let Some(fx) = fixtures() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let base = base_iso(d, &fx);
+    let pristine = std::fs::read(&base).unwrap();
+    let config = d.join("c.ign");
+    std::fs::write(&config, br#"{"ignition":{"version":"3.4.0"}}"#).unwrap();
+    let embed = |out: &Path, force: bool| {
+        let mut c = bin();
+        c.args(["iso", "embed", "-i"])
+            .arg(&config)
+            .arg("-o")
+            .arg(out);
+        if force {
+            c.arg("-f");
+        }
+        run(c.arg(&base))
+    };
+    let fresh = d.join("fresh.iso");
+    ok(embed(&fresh, false));
+    let expected = std::fs::read(&fresh).unwrap();
+
+    let old = d.join("old.iso");
+    std::fs::write(&old, b"yesterday's build").unwrap();
+    let o = embed(&old, false);
+    assert!(
+        !o.status.success() && stderr(&o).contains("exists; pass -f to replace it"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read(&old).unwrap(), b"yesterday's build");
+    ok(embed(&old, true));
+    assert!(std::fs::read(&old).unwrap() == expected);
+
+    let target = d.join("target.iso");
+    std::fs::write(&target, b"old").unwrap();
+    let link = d.join("link.iso");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    ok(embed(&link, true));
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(std::fs::read(&target).unwrap() == expected);
+
+    let a_dir = d.join("a-dir");
+    std::fs::create_dir(&a_dir).unwrap();
+    let o = embed(&a_dir, true);
+    assert!(
+        !o.status.success() && stderr(&o).contains("not a regular file"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(a_dir.is_dir());
+
+    // The ISO as the config, the other way round.
+    let o = run(bin().args(["iso", "embed", "-i"]).arg(&base).arg(&config));
+    assert!(
+        !o.status.success()
+            && stderr(&o).contains(&format!(
+                "-i {}: that is an ISO image, not an Ignition config",
+                base.display()
+            ))
+            && stderr(&o).contains("iso embed -i CONFIG ISO"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(std::fs::read(&base).unwrap() == pristine);
+}

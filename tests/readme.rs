@@ -51,7 +51,7 @@ use Plan::*;
 const BLOCKS: &[(&str, &str, Plan)] = &[
     (
         "README.md",
-        "cargo install --locked --path .   # kubelet-labeler into ~/.cargo/bin",
+        "cargo install --locked --path . --bin kubelet-labeler   # the CLI alone, into ~/.cargo/bin",
         NotHere(
             "installs a release build into the user's ~/.cargo/bin; this test runs the CLI cargo \
              built instead and builds the wrappers the same way (Need::Wrapper)",

@@ -195,9 +195,19 @@ Examples:
       --dest-device /dev/sda --rules gpu.yaml \\
       --mcs-url https://api-int.ocp.example.com:22623 --ca-file ca.pem \\
       --pool worker-gpu=gitops/worker-gpu/ --pool worker
+  # GPU boxes install on NVMe, the rest on SATA; which pool would this
+  # machine (/) and a copy of another's /sys and /proc pick?
+  kubelet-labeler iso fleet --dry-run --facts-root / --facts-root node7/ \\
+      --dest-device /dev/sda --pool-dest-device worker-gpu=/dev/nvme0n1 \\
+      --rules gpu.yaml --mcs-url https://api-int.ocp.example.com:22623 \\
+      --ca-file ca.pem --pool worker-gpu=gitops/worker-gpu/ --pool worker
 
-Exit status: 0 success, 1 error (the message says which input and the fix),
-2 usage.";
+Every machine booted from the ISO whose hardware selects a pool is wiped
+and installed without a prompt.
+
+Exit status: 0 success (with --dry-run: every --facts-root machine would
+install), 1 error (the message says which input and the fix; with --dry-run:
+a machine would not install), 2 usage.";
 
 const COMPLETIONS_EXAMPLES: &str = "\
 Examples:
@@ -663,9 +673,15 @@ pub struct IsoFleetConfig {
     /// both. `worker` alone: the built-in pool, its pointer from --mcs-url
     #[arg(long = "pool", value_name = "NAME[=SOURCE]", required = true)]
     pub pools: Vec<String>,
-    /// Install destination device
+    /// Install destination device of every pool without its own
+    /// (--pool-dest-device). Wiped without a prompt on every machine whose
+    /// hardware selects a pool
     #[arg(long, value_name = "PATH")]
-    pub dest_device: String,
+    pub dest_device: Option<String>,
+    /// A pool's own install destination device (GPU boxes on NVMe, storage
+    /// nodes on SATA); repeat for each such pool
+    #[arg(long = "pool-dest-device", value_name = "NAME=PATH")]
+    pub pool_dest_devices: Vec<String>,
     /// Node rules (NodeFeatureRule YAML) the pools were rendered with
     #[arg(long, value_name = "FILE")]
     pub rules: Vec<PathBuf>,
@@ -683,19 +699,30 @@ pub struct IsoFleetConfig {
     /// taken from beside this program
     #[arg(long, value_enum, value_name = "ARCH", default_value = "x86_64")]
     pub arch: ArchArg,
-    /// The static selector program [default: the one of --arch shipped
+    /// The static selector program [default: kubelet-labeler-select-ARCH
     /// beside this program]
     #[arg(long, value_name = "FILE")]
     pub selector: Option<PathBuf>,
+    /// Check everything and print each pool's nodeSelector and device, and
+    /// with --facts-root the pool each machine would install into; write
+    /// nothing (the ISO is then optional)
+    #[arg(long, conflicts_with = "output")]
+    pub dry_run: bool,
+    /// With --dry-run: a machine's root (/, or a copy of its /sys, /proc
+    /// and /etc/os-release) to choose a pool for, as the ISO would; repeat
+    /// for several machines
+    #[arg(long, value_name = "DIR", requires = "dry_run")]
+    pub facts_root: Vec<PathBuf>,
     /// Write the ISO to a new file ("-" for stdout) instead of in place
     #[arg(short, long, value_name = "OUTPUT")]
     pub output: Option<PathBuf>,
-    /// Replace an Ignition config that is already embedded
+    /// Replace an Ignition config that is already embedded, and the -o
+    /// file if it exists
     #[arg(short, long)]
     pub force: bool,
     /// ISO image
-    #[arg(value_name = "ISO")]
-    pub input: PathBuf,
+    #[arg(value_name = "ISO", required_unless_present = "dry_run")]
+    pub input: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -736,7 +763,8 @@ pub struct IsoEmbedConfig {
     /// Write the ISO to a new file ("-" for stdout) instead of in place
     #[arg(short, long, value_name = "OUTPUT")]
     pub output: Option<PathBuf>,
-    /// Replace an Ignition config that is already embedded
+    /// Replace an Ignition config that is already embedded, and the -o
+    /// file if it exists
     #[arg(short, long)]
     pub force: bool,
     /// Embed the config as given, without checking it against its Ignition

@@ -179,6 +179,45 @@ pub fn nfd_labels(f: &Features, flavour: NfdFlavour) -> Vec<(String, String)> {
     out
 }
 
+/// Whether NFD's built-in sources (either flavour) can write the label
+/// `key`, and its value: `None` never; `Some(None)` any value (a CPU model,
+/// a kernel or OS version); `Some(Some("true"))` only `true`. What
+/// `nfd_labels` writes, without the machine: the fleet ISO asks which pools
+/// some machine can reach.
+pub fn builtin_label_value(key: &str) -> Option<Option<&'static str>> {
+    let k = key.strip_prefix(PREFIX)?;
+    let any_of = |prefix: &str| k.strip_prefix(prefix).is_some_and(|rest| !rest.is_empty());
+    let named = |prefix: &str, suffixes: &[&str]| {
+        k.strip_prefix(prefix).is_some_and(|rest| {
+            suffixes
+                .iter()
+                .any(|s| rest.strip_suffix(s).is_some_and(|name| !name.is_empty()))
+        })
+    };
+    if any_of("cpu-model.")
+        || any_of("kernel-version.")
+        || any_of("system-os_release.")
+        || k == "cpu-hardware_multithreading"
+    {
+        return Some(None);
+    }
+    let flag = k
+        .strip_prefix("cpu-cpuid.")
+        .is_some_and(|f| !f.is_empty() && !CPUID_BLACKLIST.contains(&f));
+    let only_true =
+        flag || matches!(
+            k,
+            "memory-numa"
+                | "memory-nv.present"
+                | "memory-nv.dax"
+                | "storage-nonrotationaldisk"
+                | "network-sriov.capable"
+                | "network-sriov.configured"
+        ) || named("pci-", &[".present", ".sriov.capable"])
+            || named("usb-", &[".present"]);
+    only_true.then_some(Some("true"))
+}
+
 fn join_fields(dev: &crate::sorted::SortedMap<String, String>, fields: &[&str]) -> String {
     let parts: Vec<&str> = fields
         .iter()
@@ -273,5 +312,45 @@ mod tests {
                 "system-os_release.OSTREE_VERSION"
             ]
         );
+    }
+
+    /// Every label either flavour writes on the fixture machines (and on
+    /// a made-up one) is one `builtin_label_value` allows, with its value;
+    /// a key it never writes, or another value, is not.
+    #[test]
+    fn builtin_label_value_covers_what_nfd_labels_writes() {
+        let nodes = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nodes");
+        let mut sets = vec![gpu_node()];
+        for node in ["desktop-2gpu", "dgx", "rpi4", "server", "vm"] {
+            sets.push(crate::facts::read(&crate::facts::FactsOptions {
+                root: &nodes.join(node),
+                nodename: None,
+                only: None,
+                attributes: None,
+            }));
+        }
+        let mut seen = 0;
+        for f in &sets {
+            for flavour in [NfdFlavour::Upstream, NfdFlavour::OpenShift] {
+                for (k, v) in nfd_labels(f, flavour) {
+                    seen += 1;
+                    match builtin_label_value(&k) {
+                        Some(None) => {}
+                        Some(Some(only)) => assert_eq!(v, only, "{k}"),
+                        None => panic!("{k}={v} is written but not allowed"),
+                    }
+                }
+            }
+        }
+        assert!(seen > 50, "{seen}");
+        for never in [
+            "feature.node.kubernetes.io/gpu",
+            "feature.node.kubernetes.io/cpu-cpuid.SSE2",
+            "feature.node.kubernetes.io/pci-.present",
+            "feature.node.kubernetes.io/cpu-model.",
+            "example.com/pci-10de.present",
+        ] {
+            assert_eq!(builtin_label_value(never), None, "{never}");
+        }
     }
 }

@@ -100,7 +100,7 @@ pub const OPTIONAL_ATTRIBUTES: &[(&str, &[&str])] = &[
 
 /// The features and optional attributes NFD's built-in label set reads
 /// (`nfd_labels` on facts read with only these gives the same labels).
-pub use labels::{NFD_LABEL_ATTRIBUTES, NFD_LABEL_FEATURES};
+pub use labels::{NFD_LABEL_ATTRIBUTES, NFD_LABEL_FEATURES, builtin_label_value};
 
 /// Read every feature this module knows from the node tree.
 pub fn read(opts: &FactsOptions) -> Features {

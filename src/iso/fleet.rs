@@ -31,7 +31,11 @@ const ENV_DROPIN_PATH: &str = "/etc/systemd/system/kubelet.service.d/90-kubelet-
 pub struct FleetOptions {
     /// `--pool NAME[=SOURCE]`, in order given.
     pub pools: Vec<(String, Option<PathBuf>)>,
-    pub dest_device: String,
+    /// `--dest-device`: every pool's destination device but those in
+    /// `pool_devices`.
+    pub dest_device: Option<String>,
+    /// `--pool-dest-device NAME=PATH`: a pool's own destination device.
+    pub pool_devices: Vec<(String, String)>,
     /// The compact rules `--rules` compiled to, if given.
     pub rules: Option<String>,
     /// `upstream` or `openshift`, if given.
@@ -69,7 +73,18 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
     if o.pools.is_empty() {
         bail!("no pools: give each with --pool NAME=SOURCE");
     }
-    check_device(&o.dest_device)?;
+    if let Some(dev) = &o.dest_device {
+        check_device(dev, "--dest-device")?;
+    }
+    for (name, dev) in &o.pool_devices {
+        check_device(dev, &format!("--pool-dest-device {name}="))?;
+        if !o.pools.iter().any(|(n, _)| n == name) {
+            bail!("--pool-dest-device {name}={dev}: no --pool {name}; give the pool too");
+        }
+        if o.pool_devices.iter().filter(|(n, _)| n == name).count() > 1 {
+            bail!("--pool-dest-device {name}: given twice; give one device per pool");
+        }
+    }
     let mut found: BTreeMap<String, Found> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
     for (name, source) in &o.pools {
@@ -143,12 +158,32 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
                 );
             }
         }
+        // coreos-installer takes one dest-device (a second, from another
+        // config file, is refused): when a pool has its own, the selector
+        // writes every pool's, and the ISO's own configuration names none.
+        let device = o
+            .pool_devices
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, d)| d.clone())
+            .or_else(|| {
+                (!o.pool_devices.is_empty())
+                    .then(|| o.dest_device.clone())
+                    .flatten()
+            });
+        if device.is_none() && o.dest_device.is_none() {
+            bail!(
+                "pool {name}: no destination device; give --dest-device PATH (every pool's) or \
+                 --pool-dest-device {name}=PATH"
+            );
+        }
         let pool = Pool {
             name: name.clone(),
             kind,
             config: format!("{name}.ign"),
             selector,
             static_labels,
+            device,
         };
         let pointer = match &f.pointer {
             Some((p, _)) => p.clone(),
@@ -169,6 +204,7 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
         dest.insert(name.clone(), config);
         table.pools.push(pool);
     }
+    crate::iso::reach::check(&table, crate::render::arch::Arch::of_elf(&o.selector))?;
     let config = live_config(o, &table, &dest)?;
     crate::iso::check_ignition(&config, "the fleet's live config")?;
     Ok(Fleet {
@@ -176,6 +212,34 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
         table,
         dest,
     })
+}
+
+/// The device coreos-installer wipes for `pool`.
+pub fn pool_device<'a>(pool: &'a Pool, default: Option<&'a str>) -> &'a str {
+    pool.device.as_deref().or(default).unwrap_or("no device")
+}
+
+/// What the install wipes, for messages: `/dev/nvme0n1 (pool worker-gpu),
+/// /dev/sda (every other pool)`.
+pub fn devices(table: &Table, default: Option<&str>) -> String {
+    let own = |p: &&Pool| p.device.as_deref().is_some_and(|d| Some(d) != default);
+    let mut out: Vec<String> = table
+        .pools
+        .iter()
+        .filter(own)
+        .map(|p| format!("{} (pool {})", pool_device(p, default), p.name))
+        .collect();
+    if let Some(d) = default
+        && table.pools.iter().any(|p| !own(&p))
+    {
+        let rest = if out.is_empty() {
+            "every pool"
+        } else {
+            "every other pool"
+        };
+        out.push(format!("{d} ({rest})"));
+    }
+    out.join(", ")
 }
 
 fn table_env<'a>(env: &'a [(String, String)], var: &str) -> Option<&'a String> {
@@ -240,10 +304,12 @@ fn check_pool_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-fn check_device(dev: &str) -> Result<()> {
-    if !dev.starts_with('/') || dev.chars().any(|c| c.is_whitespace() || c.is_control()) {
+fn check_device(dev: &str, flag: &str) -> Result<()> {
+    let bad = |c: char| c.is_whitespace() || c.is_control() || c == '"' || c == '\\';
+    if !dev.starts_with('/') || dev.len() < 2 || dev.chars().any(bad) {
         bail!(
-            "--dest-device {dev:?}: give the install disk's path, e.g. /dev/nvme0n1 or /dev/disk/by-path/..."
+            "{flag}{}{dev:?}: give the install disk's path, e.g. /dev/nvme0n1 or /dev/disk/by-path/...",
+            if flag.ends_with('=') { "" } else { " " }
         );
     }
     Ok(())
@@ -596,10 +662,16 @@ fn live_config(
     let dir = Path::new(TABLE_PATH)
         .parent()
         .context("the table path has a directory")?;
+    let device = match &o.dest_device {
+        Some(dev) if table.pools.iter().all(|p| p.device.is_none()) => {
+            format!("dest-device: {}\n", serde_json::to_string(dev)?)
+        }
+        // A pool has its own: the selector writes each pool's.
+        _ => String::new(),
+    };
     let installer = format!(
         "# kubelet-labeler: the pool's config is chosen at install by {UNIT_NAME}\n\
-         dest-device: {}\nignition-file: {DEST_PATH}\n",
-        serde_json::to_string(&o.dest_device)?
+         {device}ignition-file: {DEST_PATH}\n"
     );
     let mut files = vec![
         file_entry(SELECT_PATH, 0o755, &o.selector),
@@ -685,7 +757,8 @@ mod tests {
         std::fs::write(dir.path().join("mc.json"), mc.to_string()).unwrap();
         let o = |rules: Option<&str>| FleetOptions {
             pools: vec![("worker-p".into(), Some(dir.path().to_path_buf()))],
-            dest_device: "/dev/sda".into(),
+            dest_device: Some("/dev/sda".into()),
+            pool_devices: Vec::new(),
             rules: rules.map(str::to_string),
             nfd_labels: Some("openshift".into()),
             mcs_url: Some("https://api-int.example.com:22623".into()),
@@ -714,24 +787,32 @@ mod tests {
             "spec": { "nodeSelector": { "matchLabels": { "example.com/p": "true" } } }
         });
         let mc = |name: &str, role: &str, dropin: &str| {
+            let url = data_url(dropin.as_bytes());
             json!({
                 "kind": "MachineConfig",
                 "metadata": { "name": name,
                               "labels": { "machineconfiguration.openshift.io/role": role } },
                 "spec": { "config": { "ignition": { "version": "3.2.0" }, "storage": { "files": [
                     { "path": ENV_DROPIN_PATH,
-                      "contents": { "source": data_url(dropin.as_bytes()).source } }
+                      "contents": { "source": url.source, "compression": url.compression } }
                 ] } } }
             })
         };
+        // The rules give the pool's label: some machine reaches it.
+        let rules = crate::rules::compact::encode(&[crate::rules::Rule {
+            name: "p".into(),
+            labels: vec![("example.com/p".into(), "true".into())],
+            ..Default::default()
+        }]);
         let worker = format!(
-            "[Service]\nEnvironment=\"{RULES_VAR}=KLR2,0\"\nEnvironment=\"{LABELS_VAR}=example.com/w=true\"\n"
+            "[Service]\nEnvironment=\"{RULES_VAR}={rules}\"\nEnvironment=\"{LABELS_VAR}=example.com/w=true\"\n"
         );
         let pool = format!("[Service]\nEnvironment=\"{LABELS_VAR}=example.com/p=true\"\n");
         std::fs::write(dir.path().join("mcp.json"), mcp.to_string()).unwrap();
         let o = FleetOptions {
             pools: vec![("worker-p".into(), Some(dir.path().to_path_buf()))],
-            dest_device: "/dev/sda".into(),
+            dest_device: Some("/dev/sda".into()),
+            pool_devices: Vec::new(),
             rules: None,
             nfd_labels: None,
             mcs_url: Some("https://api-int.example.com:22623".into()),
@@ -760,6 +841,7 @@ mod tests {
                 rules: Some("KLR2,0".into()),
                 pools: o.pools.clone(),
                 dest_device: o.dest_device.clone(),
+                pool_devices: Vec::new(),
                 nfd_labels: None,
                 mcs_url: o.mcs_url.clone(),
                 ca_pem: o.ca_pem.clone(),
@@ -787,8 +869,9 @@ mod tests {
         for bad in ["master", "arbiter", "", "Worker", "a/b", "-x"] {
             assert!(check_pool_name(bad).is_err(), "{bad}");
         }
-        assert!(check_device("/dev/nvme0n1").is_ok());
-        assert!(check_device("sda").is_err());
-        assert!(check_device("/dev/sd a").is_err());
+        assert!(check_device("/dev/nvme0n1", "--dest-device").is_ok());
+        for bad in ["sda", "/dev/sd a", "/", "/dev/\"x", ""] {
+            assert!(check_device(bad, "--dest-device").is_err(), "{bad}");
+        }
     }
 }

@@ -8,6 +8,8 @@
 pub mod fleet;
 pub mod ignition;
 pub mod iso9660;
+#[cfg(feature = "cli")]
+pub mod reach;
 
 pub use ignition::{Checked, IGNITION_VERSIONS, check_ignition};
 
@@ -253,8 +255,46 @@ fn read_area(file: &mut File, e: Extent) -> Result<Vec<u8>> {
 /// Where the changed image goes.
 pub enum Output<'a> {
     InPlace,
+    /// A new file: refused if it exists.
     File(&'a Path),
+    /// A new file, replacing a regular file there (`-f`).
+    Replace(&'a Path),
     Stdout,
+}
+
+/// Whether `path` is an ISO 9660 image (`CD001` in its first volume
+/// descriptor), for a clear message when one is given as a config.
+pub fn is_iso_image(path: &Path) -> bool {
+    let mut magic = [0u8; 5];
+    File::open(path)
+        .and_then(|mut f| {
+            f.seek(SeekFrom::Start(0x8001))?;
+            f.read_exact(&mut magic)
+        })
+        .is_ok()
+        && &magic == b"CD001"
+}
+
+/// The regular file a replacing `-o` writes: `path`, or the regular file a
+/// symlink there resolves to; None when nothing is there. Anything else (a
+/// directory, a device, a FIFO, a socket) is not replaced by a copy.
+fn replaced_file(path: &Path) -> Result<Option<std::path::PathBuf>> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        other => other.with_context(|| format!("reading {}", path.display()))?,
+    };
+    if meta.is_file() {
+        return Ok(Some(path.to_path_buf()));
+    }
+    let target = std::fs::canonicalize(path).ok();
+    match target {
+        Some(t) if meta.file_type().is_symlink() && t.is_file() => Ok(Some(t)),
+        _ => bail!(
+            "{} exists and is not a regular file (or a symlink to one); not replacing it with \
+             an ISO image: choose another -o",
+            path.display()
+        ),
+    }
 }
 
 /// Write `area` over the embed area, in place or into a copy.
@@ -305,42 +345,17 @@ fn write_image(input: &Path, e: Extent, area: &[u8], output: Output) -> Result<(
                 crate::render::tree::OutputFile::Replace(file) => file,
             };
             if file.exists() {
-                bail!("{} exists; remove it or choose another -o", path.display());
+                bail!(
+                    "{} exists; pass -f to replace it, or choose another -o",
+                    path.display()
+                );
             }
-            let dir = match path.parent() {
-                Some(p) if !p.as_os_str().is_empty() => p,
-                _ => Path::new("."),
-            };
-            let mut tmp = tempfile::Builder::new()
-                .prefix(".kubelet-labeler-iso-")
-                .tempfile_in(dir)
-                .with_context(|| format!("creating a temp file in {}", dir.display()))?;
-            let mut src =
-                File::open(input).with_context(|| format!("opening {}", input.display()))?;
-            within(&src)?;
-            // The copy gets the input's permission bits, not the temp
-            // file's 0600; never its setuid, setgid or sticky bit.
-            let mode = std::os::unix::fs::PermissionsExt::mode(
-                &src.metadata()
-                    .with_context(|| format!("reading {}", input.display()))?
-                    .permissions(),
-            );
-            tmp.as_file()
-                .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode & 0o777))
-                .with_context(|| format!("setting the mode of {}", path.display()))?;
-            // File to file: std uses copy_file_range, which reflinks or
-            // copies in the kernel where the filesystem can.
-            io::copy(&mut src, tmp.as_file_mut()).context("copying the image")?;
-            tmp.as_file_mut()
-                .seek(SeekFrom::Start(e.offset))
-                .context("seeking to the embed area")?;
-            tmp.as_file_mut()
-                .write_all(area)
-                .context("writing the embed area")?;
-            tmp.persist_noclobber(path)
-                .map_err(|e| e.error)
-                .with_context(|| format!("renaming into {}", path.display()))?;
+            write_copy(input, e, area, path, false, &within)?;
         }
+        Output::Replace(path) => match replaced_file(path)? {
+            Some(target) => write_copy(input, e, area, &target, true, &within)?,
+            None => write_copy(input, e, area, path, false, &within)?,
+        },
         Output::Stdout => {
             use std::io::IsTerminal;
             if io::stdout().is_terminal() {
@@ -371,6 +386,55 @@ fn stream_image(
         .context("seeking in the image")?;
     io::copy(&mut src, out).context("writing the image")?;
     out.flush().context("writing the image")?;
+    Ok(())
+}
+
+/// A copy of `input` with `area` written, renamed onto `path` (over a
+/// regular file there only when `replace`).
+fn write_copy(
+    input: &Path,
+    e: Extent,
+    area: &[u8],
+    path: &Path,
+    replace: bool,
+    within: &dyn Fn(&File) -> Result<()>,
+) -> Result<()> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".kubelet-labeler-iso-")
+        .tempfile_in(dir)
+        .with_context(|| format!("creating a temp file in {}", dir.display()))?;
+    let mut src = File::open(input).with_context(|| format!("opening {}", input.display()))?;
+    within(&src)?;
+    // The copy gets the input's permission bits, not the temp file's
+    // 0600; never its setuid, setgid or sticky bit.
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &src.metadata()
+            .with_context(|| format!("reading {}", input.display()))?
+            .permissions(),
+    );
+    tmp.as_file()
+        .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode & 0o777))
+        .with_context(|| format!("setting the mode of {}", path.display()))?;
+    // File to file: std uses copy_file_range, which reflinks or
+    // copies in the kernel where the filesystem can.
+    io::copy(&mut src, tmp.as_file_mut()).context("copying the image")?;
+    tmp.as_file_mut()
+        .seek(SeekFrom::Start(e.offset))
+        .context("seeking to the embed area")?;
+    tmp.as_file_mut()
+        .write_all(area)
+        .context("writing the embed area")?;
+    if replace {
+        tmp.persist(path)
+    } else {
+        tmp.persist_noclobber(path)
+    }
+    .map_err(|e| e.error)
+    .with_context(|| format!("renaming into {}", path.display()))?;
     Ok(())
 }
 

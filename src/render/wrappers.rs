@@ -34,13 +34,20 @@ impl Lookup {
     /// (the CLI being in target/release or target/debug), and under the
     /// plain name beside the CLI (a musl build of both).
     pub fn candidates(&self, arch: Arch) -> Vec<PathBuf> {
+        self.candidates_of(arch, Program::Wrapper)
+    }
+
+    /// [`Lookup::candidates`] of either program.
+    pub fn candidates_of(&self, arch: Arch, program: Program) -> Vec<PathBuf> {
+        let name = program.name();
         vec![
-            self.exe_dir.join(shipped_name(arch)),
+            self.exe_dir.join(format!("{name}-{}", arch.name())),
             self.exe_dir
                 .join("..")
                 .join(format!("{}-unknown-linux-musl", arch.name()))
-                .join("wrapper/kubelet-labeler-wrapper"),
-            self.exe_dir.join("kubelet-labeler-wrapper"),
+                .join("wrapper")
+                .join(name),
+            self.exe_dir.join(name),
         ]
     }
 
@@ -63,8 +70,10 @@ impl Lookup {
                 shell_word(&script.display().to_string())
             ),
             (Arch::X86_64 | Arch::Aarch64, None) => format!(
-                "pass the static kubelet-labeler-wrapper-{arch} of a release as --wrapper, or build \
-                 it in a source checkout with `bash machineconfigs/build-wrapper.sh {arch}`"
+                "pass the static kubelet-labeler-wrapper-{arch} of a release as --wrapper or \
+                 install it as {}, or build it in a source checkout with \
+                 `bash machineconfigs/build-wrapper.sh {arch}`",
+                self.exe_dir.join(shipped_name(arch)).display()
             ),
             _ => format!(
                 "build a static {arch} wrapper (cargo build --profile wrapper --bin \
@@ -79,18 +88,60 @@ impl Lookup {
         }
     }
 
+    /// How to get the static selector for `arch`, as commands that work as
+    /// written from any directory and leave it where [`Lookup::selector_for`]
+    /// looks.
+    pub fn selector_hint(&self, arch: Arch) -> String {
+        let dest = self
+            .exe_dir
+            .join(format!("kubelet-labeler-select-{}", arch.name()));
+        let dest = shell_word(&dest.display().to_string());
+        match (arch, self.build_script()) {
+            (Arch::X86_64 | Arch::Aarch64, Some(script)) => format!(
+                "build and install it: `install -m 0755 \"$(bash {} {arch} kubelet-labeler-select)\" {dest}`, \
+                 or pass one with --selector",
+                shell_word(&script.display().to_string())
+            ),
+            (Arch::X86_64 | Arch::Aarch64, None) => format!(
+                "install the static kubelet-labeler-select-{arch} of a release (dist/build-static.sh) \
+                 as {dest}; or, from a source checkout, `install -m 0755 \"$(bash \
+                 machineconfigs/build-wrapper.sh {arch} kubelet-labeler-select)\" {dest}`; or pass \
+                 one with --selector"
+            ),
+            _ => format!(
+                "build a static {arch} selector (cargo build --profile wrapper --bin \
+                 kubelet-labeler-select --no-default-features --target {}-unknown-linux-musl) \
+                 and pass it as --selector",
+                if arch == Arch::Ppc64le {
+                    "powerpc64le"
+                } else {
+                    arch.name()
+                }
+            ),
+        }
+    }
+
+    /// The static selector for `arch`: the first candidate that is one.
+    pub fn selector_for(&self, arch: Arch) -> Result<PathBuf> {
+        Ok(self.find_program(arch, Program::Selector)?.0)
+    }
+
     /// The first candidate that is a static wrapper for `arch`.
     fn find(&self, arch: Arch) -> Result<(PathBuf, Vec<u8>)> {
+        self.find_program(arch, Program::Wrapper)
+    }
+
+    fn find_program(&self, arch: Arch, program: Program) -> Result<(PathBuf, Vec<u8>)> {
         let mut refused = Vec::new();
         let mut looked = Vec::new();
-        for path in self.candidates(arch) {
+        for path in self.candidates_of(arch, program) {
             if !path.exists() {
                 looked.push(path.display().to_string());
                 continue;
             }
             let checked = read_wrapper(&path).and_then(|b| {
                 check_wrapper(&b, arch, &path)?;
-                check_ours(&b, Program::Wrapper, &path)?;
+                check_ours(&b, program, &path)?;
                 Ok(b)
             });
             match checked {
@@ -98,14 +149,23 @@ impl Lookup {
                 Err(e) => refused.push(format!("{e:#}")),
             }
         }
-        let mut why = format!("no static wrapper for {arch} found beside this program");
+        let mut why = match program {
+            Program::Wrapper => format!("no static wrapper for {arch} found beside this program"),
+            Program::Selector => {
+                format!("no static kubelet-labeler-select for {arch} found beside this program")
+            }
+        };
         if !looked.is_empty() {
             why += &format!(" (looked for {})", looked.join(", "));
         }
         for r in refused {
             why += &format!("; {r}");
         }
-        bail!("{why}; {}", self.build_hint(arch))
+        let hint = match program {
+            Program::Wrapper => self.build_hint(arch),
+            Program::Selector => self.selector_hint(arch),
+        };
+        bail!("{why}; {hint}")
     }
 
     /// One static wrapper per architecture: each file for the architecture
@@ -166,6 +226,16 @@ pub enum Program {
     Wrapper,
     /// The fleet ISO runs it before coreos-installer.
     Selector,
+}
+
+impl Program {
+    /// The program's file name (`-<arch>` added where it ships).
+    pub fn name(self) -> &'static str {
+        match self {
+            Program::Wrapper => "kubelet-labeler-wrapper",
+            Program::Selector => "kubelet-labeler-select",
+        }
+    }
 }
 
 /// `s` with every byte inverted, at compile time: the heads are looked for
