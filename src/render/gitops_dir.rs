@@ -333,7 +333,7 @@ fn plan(rendered: &Rendered, dir: &Path, found: &[Found]) -> Result<Plan> {
                  with each pool; remove it and its {k_name} entry unless you render --role {role})",
                 f.path.display(),
             ));
-        } else if !listed.contains(&f.name) && !(f.owner.is_some() && unlisted(&f.name)) {
+        } else if !(listed.contains(&f.name) || f.owner.is_some() && unlisted(&f.name)) {
             left.push(format!(
                 "left {} (not listed in {k_name}; `oc apply -f` on the directory would apply it)",
                 f.path.display()
