@@ -79,6 +79,14 @@ fn equivalent_tree(root: &Path, unit: &str, ours: bool) {
             kubelet_labeler::render::dropins::env_dropin(&additions),
         )
         .unwrap();
+        // The day-2 sync's units and the drop-in that pulls them in.
+        for (path, text) in kubelet_labeler::render::sync_units::files(
+            kubelet_labeler::kubelet::Profile::OpenShift,
+            "kubelet.service",
+            None,
+        ) {
+            w(path.trim_start_matches('/'), text.as_bytes());
+        }
     }
 }
 
