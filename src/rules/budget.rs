@@ -15,9 +15,10 @@ use crate::facts::Features;
 
 /// Units for any facts. Measured with the static wrapper: 40 templates of
 /// `{{ range 30000 }}` (77 million units) ran in 40 to 120 ms on a loaded
-/// 2-CPU machine. Render's worst case overestimates real rule files many
-/// times over; this is what every case of tests/nfd_differential.rs needs.
-pub const BASE: u64 = 256_000_000;
+/// 2-CPU machine, so this is tens of milliseconds at most. Render's worst
+/// case overestimates real rule files many times over; this is what every
+/// case of tests/nfd_differential.rs needs (half of it refuses a few).
+pub const BASE: u64 = 64_000_000;
 /// Units per unit of `facts_size`.
 pub const PER_FACT: u64 = 16_384;
 /// `facts_size` of one element (a flag, an attribute, an instance, an
@@ -452,13 +453,10 @@ pub struct Worst {
 pub const TAINT_UNITS: u64 = 8;
 
 /// How many evaluations the boot path may run (`wrapper::derived`): one,
-/// one more after reading the features `@` values name (at most once per
-/// feature), and one per rule left out because kubelet would refuse what
-/// its template made.
-pub fn evaluations(rules: &[super::Rule]) -> u64 {
-    let templated = rules.iter().filter(|r| r.labels_template.is_some()).count() as u64;
-    let features = crate::facts::FEATURES.len() as u64;
-    1 + templated + (templated + 1).min(features)
+/// and one more after reading the features `@` values name. (A label or
+/// taint kubelet would refuse is left out alone: no evaluation again.)
+pub fn evaluations(_rules: &[super::Rule]) -> u64 {
+    2
 }
 
 /// Render's check: on any facts, every evaluation the boot path may run,
@@ -486,8 +484,8 @@ pub fn check(rules: &[super::Rule]) -> Result<(), String> {
         });
     let (name, biggest) = worst.unwrap_or(("", ""));
     let runs = format!(
-        " (evaluated up to {k} times per kubelet start: once, again after reading what `@` values \
-         name, and once more per templated rule left out; rules that read rule.matched run each time)"
+        " (evaluated up to {k} times per kubelet start: once, and again after reading what `@` \
+         values name)"
     );
     Err(if by_fixed {
         format!(
