@@ -397,3 +397,31 @@ fn desktop_has_both_geforce_cards_and_usb_defaults() {
         .collect();
     assert_eq!(gpus, ["2f04", "2582"]);
 }
+
+/// An untrusted tree's links stay inside it: an absolute link means the
+/// node's own path (under the tree), a climbing `..` stops at its top. The
+/// host's files behind such links never reach the facts (and so never a
+/// label a rule makes of them).
+#[test]
+fn facts_never_read_a_file_outside_the_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("os-release"), "ID=leaked\nVERSION_ID=9\n").unwrap();
+    std::fs::write(outside.join("product"), "leaked-product\n").unwrap();
+    let root = dir.path().join("root");
+    let dmi = root.join("sys/class/dmi/id");
+    std::fs::create_dir_all(&dmi).unwrap();
+    std::fs::create_dir_all(root.join("etc")).unwrap();
+    std::fs::create_dir_all(root.join("usr/lib")).unwrap();
+    // Absolute: the node's /usr/lib/os-release, not the host's.
+    std::fs::write(root.join("usr/lib/os-release"), "ID=inside\nVERSION_ID=1\n").unwrap();
+    std::os::unix::fs::symlink("/usr/lib/os-release", root.join("etc/os-release")).unwrap();
+    // Absolute to a host path, and climbing out with `..`.
+    std::os::unix::fs::symlink(outside.join("product"), dmi.join("product_name")).unwrap();
+    std::os::unix::fs::symlink("../../../../../outside/os-release", dmi.join("sys_vendor"))
+        .unwrap();
+    let text = facts(&["--root", root.to_str().unwrap(), "--json"]);
+    assert!(!text.contains("leaked"), "{text}");
+    assert!(text.contains("inside"), "{text}");
+}

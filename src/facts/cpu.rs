@@ -24,7 +24,8 @@ pub fn read(root: &Path) -> Option<Cpu> {
 /// `parse_cpuinfo` reads), at most CPUINFO_CAP: the kernel makes the file
 /// as it is read, a block per CPU (about 2 KiB each, 400 KiB on a DGX).
 fn read_first_block(path: &Path) -> Option<String> {
-    let mut file = crate::nodefs::open(path).ok()?;
+    let path = super::util::inside(path)?;
+    let mut file = crate::nodefs::open(&path).ok()?;
     let mut buf = Vec::new();
     let mut chunk = [0u8; 16 << 10];
     let mut block = FirstBlock::default();

@@ -104,6 +104,10 @@ pub use labels::{NFD_LABEL_ATTRIBUTES, NFD_LABEL_FEATURES, builtin_label_value};
 
 /// Read every feature this module knows from the node tree.
 pub fn read(opts: &FactsOptions) -> Features {
+    util::contained_in(opts.root, || read_in(opts))
+}
+
+fn read_in(opts: &FactsOptions) -> Features {
     let root = opts.root;
     let want = |name: &str| opts.only.is_none_or(|only| only.contains(name));
     // The optional attributes of `feature` to read, by element key.

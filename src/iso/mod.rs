@@ -330,6 +330,11 @@ fn write_image(input: &Path, e: Extent, area: &[u8], output: Output) -> Result<(
             f.sync_all().context("syncing the image")?;
         }
         Output::File(path) => {
+            // The CLI's `-o` writer (render's); a build without it (the
+            // fuzz targets') writes regular files only.
+            #[cfg(not(feature = "cli"))]
+            let file = path.to_path_buf();
+            #[cfg(feature = "cli")]
             let file = match crate::render::tree::output_file(path)? {
                 // A FIFO, a character device, /dev/stdout: written through.
                 crate::render::tree::OutputFile::Stream(file) => {
@@ -371,6 +376,7 @@ fn write_image(input: &Path, e: Extent, area: &[u8], output: Output) -> Result<(
 
 /// The image with `area` over the embed area, written to `out` as it is
 /// read.
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
 fn stream_image(
     input: &Path,
     e: Extent,
