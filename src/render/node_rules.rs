@@ -734,6 +734,45 @@ fn check_labels(cx: &Ctx, labels: &Spanned<Node>, rule: &str, profile: Profile) 
 mod tests {
     use super::*;
 
+    /// The example's Raspberry Pi rule matches the board, not the OS: the
+    /// Pi 4 fixture under Raspberry Pi OS and under Ubuntu, not an ARM
+    /// machine without the Pi's PCIe USB controller.
+    #[test]
+    fn the_example_pi_rule_matches_the_board() {
+        let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let text =
+            std::fs::read_to_string(manifest.join("examples/rules/mixed-fleet.yaml")).unwrap();
+        let rules: Vec<Rule> = parse_rule_objects(&text, "mixed-fleet.yaml", Profile::Upstream)
+            .unwrap()
+            .into_iter()
+            .flat_map(|(_, r)| r)
+            .collect();
+        let pi = crate::facts::read(&crate::facts::FactsOptions {
+            root: &manifest.join("tests/fixtures/nodes/rpi4"),
+            nodename: None,
+            only: None,
+            attributes: None,
+        });
+        let labelled = |f: &crate::facts::Features| {
+            crate::rules::evaluate_node(&rules, f)
+                .unwrap()
+                .labels
+                .iter()
+                .any(|(k, v)| k == "feature.node.kubernetes.io/raspberry-pi" && v == "true")
+        };
+        assert!(labelled(&pi));
+        let mut ubuntu = pi.clone();
+        ubuntu
+            .attributes
+            .get_mut("system.osrelease")
+            .unwrap()
+            .insert("ID".into(), "ubuntu".into());
+        assert!(labelled(&ubuntu));
+        let mut other_arm = pi.clone();
+        other_arm.instances.remove("pci.device");
+        assert!(!labelled(&other_arm));
+    }
+
     const GPU: &str = "\
 apiVersion: nfd.k8s-sigs.io/v1alpha1
 kind: NodeFeatureRule
