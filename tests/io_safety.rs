@@ -32,6 +32,17 @@ const MERGE_URL: &str = "https://api-int.c.example.com:22623/config/gpu";
 
 /// `render machineconfig` (and `ignition`) of pool gpu with the stand-in
 /// wrapper: what most cases below add their output flags to.
+/// `render machineconfig` into gitops/ with a pool label NFD gives, so that
+/// some machine can install into the pool (`iso fleet` refuses others).
+const GITOPS_REACHABLE: [&str; 6] = [
+    "--nfd-labels",
+    "upstream",
+    "--pool-label",
+    "feature.node.kubernetes.io/memory-numa=true",
+    "--output-dir",
+    "gitops",
+];
+
 const RENDER_MC: [&str; 6] = [
     "render",
     "machineconfig",
@@ -150,22 +161,7 @@ fn a_closed_stdout_stops_every_subcommand_quietly() {
             ]
             .concat(),
         );
-        ok(
-            dir,
-            &[
-                &RENDER_MC[..],
-                // A label NFD gives: some machine can install into the pool.
-                &[
-                    "--nfd-labels",
-                    "upstream",
-                    "--pool-label",
-                    "feature.node.kubernetes.io/memory-numa=true",
-                    "--output-dir",
-                    "gitops",
-                ],
-            ]
-            .concat(),
-        );
+        ok(dir, &[&RENDER_MC[..], &GITOPS_REACHABLE].concat());
         cases.push(vec![
             "iso",
             "fleet",
@@ -758,22 +754,7 @@ fn no_output_is_setuid_setgid_or_sticky() {
     ];
     if test_iso(dir).is_some() {
         special(Path::new("base.iso"));
-        ok(
-            dir,
-            &[
-                &RENDER_MC[..],
-                // A label NFD gives: some machine can install into the pool.
-                &[
-                    "--nfd-labels",
-                    "upstream",
-                    "--pool-label",
-                    "feature.node.kubernetes.io/memory-numa=true",
-                    "--output-dir",
-                    "gitops",
-                ],
-            ]
-            .concat(),
-        );
+        ok(dir, &[&RENDER_MC[..], &GITOPS_REACHABLE].concat());
         cases.push((
             [
                 &["iso", "embed"][..],

@@ -84,9 +84,22 @@ pub fn collect(
     scope: FactsScope,
 ) -> Collected {
     let nodename = hostname_override(original_argv);
-    collect_layers(env, profile, &mut |only, used_attributes| {
+    collect_layers(env, profile, &mut root_reader(facts_root, &nodename, scope))
+}
+
+/// Facts read from `root`, as [`ReadFacts`] asks for them.
+fn root_reader<'a>(
+    root: &'a Path,
+    nodename: &'a Option<String>,
+    scope: FactsScope,
+) -> impl FnMut(
+    &crate::sorted::SortedSet<String>,
+    Option<&crate::sorted::SortedSet<String>>,
+) -> crate::facts::Features
++ 'a {
+    move |only, used_attributes| {
         crate::facts::read(&crate::facts::FactsOptions {
-            root: facts_root,
+            root,
             nodename: nodename.as_deref(),
             only: Some(only),
             attributes: match scope {
@@ -94,7 +107,7 @@ pub fn collect(
                 FactsScope::WholeElements => None,
             },
         })
-    })
+    }
 }
 
 /// [`collect`] on facts given whole (`explain --facts`: NFD's NodeFeature
@@ -273,17 +286,12 @@ pub fn collect_derived(
         return collect(env, original_argv, facts_root, profile, scope);
     }
     let nodename = hostname_override(original_argv);
-    derive_over(env, static_, profile, &mut |only, used_attributes| {
-        crate::facts::read(&crate::facts::FactsOptions {
-            root: facts_root,
-            nodename: nodename.as_deref(),
-            only: Some(only),
-            attributes: match scope {
-                FactsScope::Used => used_attributes,
-                FactsScope::WholeElements => None,
-            },
-        })
-    })
+    derive_over(
+        env,
+        static_,
+        profile,
+        &mut root_reader(facts_root, &nodename, scope),
+    )
 }
 
 /// The rule-derived part of `env` merged under `static_`; an evaluation
