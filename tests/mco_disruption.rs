@@ -66,6 +66,11 @@ fn render(out: &Path, wrapper: &Path, args: &[&str], policy: &Path) {
 
 /// The daemon's verdict for moving worker-gpu nodes from `before` to `after`.
 fn verdict(before: &Path, after: &Path, policy: &Path) -> serde_json::Value {
+    oracle_report(before, after, policy)["changeFromPrevManifests"][0].clone()
+}
+
+/// The oracle's whole report on moving from `before` to `after`.
+fn oracle_report(before: &Path, after: &Path, policy: &Path) -> serde_json::Value {
     let (bin, root) = oracle().unwrap();
     let out = Command::new(bin)
         .arg("-mco-root")
@@ -81,7 +86,7 @@ fn verdict(before: &Path, after: &Path, policy: &Path) -> serde_json::Value {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
     assert_eq!(v["summary"]["ok"], true, "{}", v["summary"]);
-    v["changeFromPrevManifests"][0].clone()
+    v
 }
 
 #[test]
@@ -145,4 +150,52 @@ fn a_label_change_restarts_only_the_sync_and_a_new_wrapper_nothing() {
         "{v}"
     );
     assert_eq!(v["withGivenPolicy"]["DrainNodeDisruption"], false, "{v}");
+}
+
+/// The version annotation is the manifests' only mark of the release that
+/// rendered them: the MCO leaves it out of the pool's rendered config, so a
+/// re-render whose files are the same changes nothing on any node.
+#[test]
+fn the_version_annotation_alone_changes_no_node() {
+    if oracle().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let w1 = wrapper(d, b"1");
+    let policy = d.join("policy.yaml");
+    render(
+        &d.join("before"),
+        &w1,
+        &["--label", "example.com/tier=gold"],
+        &policy,
+    );
+    let after = d.join("after");
+    std::fs::create_dir(&after).unwrap();
+    let ours = format!(
+        "kubelet-labeler/rendered-by: kubelet-labeler {}",
+        env!("CARGO_PKG_VERSION")
+    );
+    let mut marked = 0;
+    for e in std::fs::read_dir(d.join("before")).unwrap() {
+        let e = e.unwrap();
+        let text = std::fs::read_to_string(e.path()).unwrap();
+        marked += text.matches(&ours).count();
+        let bumped = text.replace(&ours, "kubelet-labeler/rendered-by: kubelet-labeler 99.0.0");
+        std::fs::write(after.join(e.file_name()), bumped).unwrap();
+    }
+    assert!(marked >= 3, "each manifest carries {ours}");
+    let v = oracle_report(&d.join("before"), &after, &policy);
+    // The oracle lists a transition for each pool whose rendered config
+    // changed (a label change does: the test above); none here.
+    assert!(
+        v["renderedConfigs"]["worker-gpu"].is_string(),
+        "{}",
+        v["renderedConfigs"]
+    );
+    assert_eq!(
+        v["changeFromPrevManifests"],
+        serde_json::Value::Null,
+        "{v:#}"
+    );
 }

@@ -3,6 +3,7 @@
 
 use crate::kubelet::{Additions, Profile};
 
+use super::RENDERED_BY;
 use super::arch::Arch;
 pub use crate::contract::{
     ENV_DROPIN_NAME, GENERATOR_PATH, LABELS_VAR, NFD_LABELS_VAR, RULES_VAR, TAINTS_VAR,
@@ -27,7 +28,7 @@ pub fn wrapper_dropin_at(profile: Profile, exe: &str) -> String {
         Profile::OpenShift => "--unit %n --profile openshift",
     };
     format!(
-        "# kubelet-labeler: run kubelet through the wrapper, which finds the original\n\
+        "# {RENDERED_BY}: run kubelet through the wrapper, which finds the original\n\
          # ExecStart, adds the labels and taints from {LABELS_VAR}\n\
          # and {TAINTS_VAR}, and execs it in place.\n\
          [Service]\n\
@@ -88,7 +89,7 @@ pub fn generator(profile: Profile, unit: &str, arches: &[Arch]) -> String {
     }
     format!(
         "#!/bin/sh\n\
-# kubelet-labeler: a systemd generator (systemd.generator(7)), run at boot and\n\
+# {RENDERED_BY}: a systemd generator (systemd.generator(7)), run at boot and\n\
 # at every daemon-reload. It writes the drop-in that makes {unit} run our\n\
 # wrapper, only when this node's wrapper can run here; otherwise {unit}\n\
 # starts with its own ExecStart and one kernel log line (journalctl -k) says why.\n\
@@ -256,8 +257,8 @@ fn env_dropin_in(
 ) -> anyhow::Result<String> {
     check_for_environment(additions, rules)?;
     let (labels, taints) = words(additions);
-    let mut out = String::from(
-        "# kubelet-labeler: labels and taints this node registers with. kubelet\n\
+    let mut out = format!(
+        "# {RENDERED_BY}: labels and taints this node registers with. kubelet\n\
          # applies them only when it creates the Node object (first registration).\n\
          [Service]\n",
     );
@@ -289,6 +290,27 @@ mod tests {
     use super::*;
     use crate::kubelet::{Taint, TaintEffect};
     use std::path::{Path, PathBuf};
+
+    /// A GitOps diff shows which release rendered each file a node gets.
+    #[test]
+    fn every_rendered_file_names_the_version_first() {
+        let mark = format!("# kubelet-labeler {}: ", env!("CARGO_PKG_VERSION"));
+        let mut files = vec![
+            wrapper_dropin(Profile::OpenShift),
+            env_dropin(&example_additions()),
+            role_env_dropin(&example_additions(), &NodeRules::default()).unwrap(),
+        ];
+        let generator = generator(Profile::Upstream, "kubelet.service", &[Arch::X86_64]);
+        files.push(generator.strip_prefix("#!/bin/sh\n").unwrap().to_string());
+        for (_, text) in
+            super::super::sync_units::files(Profile::OpenShift, "kubelet.service", None)
+        {
+            files.push(text);
+        }
+        for text in files {
+            assert!(text.starts_with(&mark), "{text}");
+        }
+    }
 
     fn example_additions() -> Additions {
         Additions {

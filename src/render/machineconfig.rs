@@ -357,6 +357,19 @@ fn machine_config(name: &str, role: &str, config: Value) -> Value {
 /// reads it.
 pub const RENDERED_FOR: &str = "kubelet-labeler/rendered-for";
 
+/// The annotation naming the version that rendered a manifest
+/// ([`super::RENDERED_BY`]), so a PR's diff shows a re-render by another
+/// release. The MCO leaves source annotations out of the rendered config,
+/// so it changes no pool's rendered config by itself.
+pub const RENDERED_BY_ANNOTATION: &str = "kubelet-labeler/rendered-by";
+
+/// Mark `obj` as rendered by this version for `owner`.
+fn mark(obj: &mut Value, owner: &str) {
+    let annotations = &mut obj["metadata"]["annotations"];
+    annotations[RENDERED_FOR] = json!(owner);
+    annotations[RENDERED_BY_ANNOTATION] = json!(super::RENDERED_BY);
+}
+
 /// Rendered manifests: (file name, object), the last one the kustomization.
 pub struct Rendered {
     /// The pool or built-in role, as [`RENDERED_FOR`] names it.
@@ -368,7 +381,7 @@ pub struct Rendered {
 /// kustomization listing them.
 fn finish(owner: &str, mut manifests: Vec<(String, Value)>) -> Rendered {
     for (_, obj) in &mut manifests {
-        obj["metadata"]["annotations"][RENDERED_FOR] = json!(owner);
+        mark(obj, owner);
     }
     let resources: Vec<&String> = manifests.iter().map(|(f, _)| f).collect();
     let kustomization = json!({
@@ -451,7 +464,7 @@ fn render_role(opts: &PoolOptions, additions: &Additions) -> Result<Rendered> {
 fn with_policy(mut rendered: Rendered, opts: &PoolOptions) -> Rendered {
     let arches: Vec<&str> = opts.wrappers.iter().map(|(a, _)| a.name()).collect();
     let mut policy = super::sync_units::disruption_policy(&arches, "kubelet.service");
-    policy["metadata"]["annotations"][RENDERED_FOR] = json!(rendered.owner);
+    mark(&mut policy, &rendered.owner);
     rendered
         .manifests
         .push((super::sync_units::policy_file(&rendered.owner), policy));

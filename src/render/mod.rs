@@ -1,6 +1,11 @@
 //! Rendering: drop-ins for a filesystem tree, MachineConfigs, the custom
 //! MachineConfigPool, Ignition configs.
 
+/// The version that rendered a file or manifest, in its first comment line
+/// and in [`machineconfig::RENDERED_BY`]: a GitOps diff says which release
+/// re-rendered it.
+pub const RENDERED_BY: &str = concat!("kubelet-labeler ", env!("CARGO_PKG_VERSION"));
+
 pub mod additions;
 pub mod arch;
 pub mod dropins;

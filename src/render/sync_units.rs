@@ -14,6 +14,8 @@ use serde_json::{Value, json};
 use crate::contract::{ENV_DROPIN_NAME, GENERATOR_PATH, ROLE_ENV_DROPIN_NAME, WRAPPER_PATH};
 use crate::kubelet::Profile;
 
+use super::RENDERED_BY;
+
 pub const SYNC_SERVICE: &str = "kubelet-labeler-sync.service";
 pub const SYNC_PATH: &str = "kubelet-labeler-sync.path";
 
@@ -39,7 +41,7 @@ pub fn sync_service(profile: Profile, unit: &str, pool_label: Option<&str>) -> S
         args += &format!(" --pool-label {k}");
     }
     format!(
-        "# kubelet-labeler: bring this Node's labels up to date with what the\n\
+        "# {RENDERED_BY}: bring this Node's labels up to date with what the\n\
          # wrapper derives, as kubelet's own identity (kubelet-labeler sync).\n\
          [Unit]\n\
          Description=kubelet-labeler: sync this Node's labels\n\
@@ -57,7 +59,8 @@ pub fn sync_service(profile: Profile, unit: &str, pool_label: Option<&str>) -> S
 /// `kubelet-labeler-sync.path`: the sync again when the env drop-in changes.
 pub fn sync_path(unit: &str) -> String {
     format!(
-        "[Unit]\n\
+        "# {RENDERED_BY}: the sync again when our env drop-ins change.\n\
+         [Unit]\n\
          Description=kubelet-labeler: sync this Node's labels when their configuration changes\n\
          [Path]\n\
          PathChanged={}\n\
@@ -75,7 +78,7 @@ pub const WANTS_DROPIN_NAME: &str = "91-kubelet-labeler-sync.conf";
 
 pub fn wants_dropin() -> String {
     format!(
-        "# kubelet-labeler: run the day-2 label sync after every kubelet start.\n\
+        "# {RENDERED_BY}: run the day-2 label sync after every kubelet start.\n\
          [Unit]\n\
          Wants={SYNC_SERVICE} {SYNC_PATH}\n"
     )
