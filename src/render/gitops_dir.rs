@@ -28,6 +28,9 @@ const MERGED_LEVELS: [&str; 5] = [
     "spec",
 ];
 
+/// The annotations render writes (`kubelet-labeler/rendered-for`, `-by`).
+const OUR_ANNOTATIONS: &str = "kubelet-labeler/";
+
 /// Ours are far smaller; a bigger file is nobody's manifest we read.
 const MAX_MANIFEST: u64 = 16 << 20;
 
@@ -437,6 +440,28 @@ fn merge_at(
     match (old, ours) {
         (Value::Object(o), Value::Object(n)) if MERGED_LEVELS.contains(&path) => {
             let mut out = o.clone();
+            // An earlier render's marks are ours, not the user's: where
+            // this render writes none (the policy), they go.
+            if path == "metadata"
+                && !n.contains_key("annotations")
+                && let Some(Value::Object(a)) = out.get_mut("annotations")
+            {
+                let before = a.len();
+                a.retain(|k, _| !k.starts_with(OUR_ANNOTATIONS));
+                if a.len() != before {
+                    replaced.push(join("annotations"));
+                }
+                if a.is_empty() {
+                    out.remove("annotations");
+                }
+            }
+            if path == "metadata.annotations" {
+                let before = out.len();
+                out.retain(|k, _| n.contains_key(k) || !k.starts_with(OUR_ANNOTATIONS));
+                if out.len() != before {
+                    replaced.push(path.to_string());
+                }
+            }
             for (k, v) in n {
                 let merged = match o.get(k) {
                     Some(ov) => merge_at(&join(k), ov, v, replaced, kept),
@@ -444,7 +469,7 @@ fn merge_at(
                 };
                 out.insert(k.clone(), merged);
             }
-            kept.extend(o.keys().filter(|k| !n.contains_key(*k)).map(|k| join(k)));
+            kept.extend(out.keys().filter(|k| !n.contains_key(*k)).map(|k| join(k)));
             Value::Object(out)
         }
         _ => {
@@ -568,6 +593,14 @@ fn owner_of(name: &str, obj: &Value) -> (Option<String>, bool) {
     let Some(stem) = name.strip_suffix(".yaml") else {
         return (None, false);
     };
+    // The cluster-wide policy carries no mark (`machineconfig::with_policy`):
+    // its file name is the mark.
+    if let Some(owner) = stem.strip_prefix(super::sync_units::POLICY_FILE_PREFIX) {
+        let ours = obj["apiVersion"] == "operator.openshift.io/v1"
+            && obj["kind"] == "MachineConfiguration"
+            && obj["metadata"]["name"] == "cluster";
+        return (ours.then(|| owner.to_string()), ours);
+    }
     let (kind, object, owner) = if let Some(pool) = stem.strip_prefix("machineconfigpool-") {
         ("MachineConfigPool", pool, pool)
     } else if let Some(x) = stem.strip_prefix("50-").and_then(|s| {
@@ -633,6 +666,31 @@ mod tests {
                     g: 2\n  # indented comment\n";
         assert_eq!(comment_lines(text), [1, 2, 3, 14]);
         assert!(comment_lines("apiVersion: v1\nkind: X\n").is_empty());
+    }
+
+    #[test]
+    fn an_earlier_renders_marks_go_where_this_render_writes_none() {
+        let old = json!({
+            "kind": "MachineConfiguration",
+            "metadata": {"name": "cluster", "annotations": {
+                "kubelet-labeler/rendered-for": "gpu", "kubelet-labeler/rendered-by": "kubelet-labeler 0.0.9"}},
+            "spec": {}
+        });
+        let ours =
+            json!({"kind": "MachineConfiguration", "metadata": {"name": "cluster"}, "spec": {}});
+        let (merged, replaced, kept) = merge(&old, &ours);
+        assert_eq!(merged, ours);
+        assert_eq!(replaced, ["metadata.annotations"]);
+        assert!(kept.is_empty(), "{kept:?}");
+
+        let mut old = old;
+        old["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] = json!("-1");
+        let (merged, _, kept) = merge(&old, &ours);
+        assert_eq!(
+            merged["metadata"]["annotations"],
+            json!({"argocd.argoproj.io/sync-wave": "-1"})
+        );
+        assert_eq!(kept, ["metadata.annotations"]);
     }
 
     #[test]

@@ -459,12 +459,14 @@ fn render_role(opts: &PoolOptions, additions: &Additions) -> Result<Rendered> {
 }
 
 /// `rendered` with the node disruption policy for what we ship (OpenShift
-/// 4.17+), marked as this render's but kept out of the kustomization (see
-/// `sync_units::policy_file`).
+/// 4.17+), kept out of the kustomization (see `sync_units::policy_file`).
+/// Unmarked: every pool applies it server-side to the cluster's one
+/// `MachineConfiguration`, where an annotation whose value differs by pool
+/// or version would make the second pool's apply conflict with the first's
+/// (a real API server answers 409); its file name says whose it is.
 fn with_policy(mut rendered: Rendered, opts: &PoolOptions) -> Rendered {
     let arches: Vec<&str> = opts.wrappers.iter().map(|(a, _)| a.name()).collect();
-    let mut policy = super::sync_units::disruption_policy(&arches, "kubelet.service");
-    mark(&mut policy, &rendered.owner);
+    let policy = super::sync_units::disruption_policy(&arches, "kubelet.service");
     rendered
         .manifests
         .push((super::sync_units::policy_file(&rendered.owner), policy));

@@ -183,6 +183,38 @@ impl Cluster {
         (code.trim().parse().unwrap_or(0), body.to_string())
     }
 
+    /// `method` on `path` as the cluster admin with `body` of
+    /// `content_type`: (HTTP status, body).
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: &str,
+        body: &str,
+    ) -> (u16, String) {
+        let mut child = self
+            .curl()
+            .args(["-X", method, "-H"])
+            .arg(format!("Content-Type: {content_type}"))
+            .args(["--data-binary", "@-", "-w", "\n%{http_code}"])
+            .arg(format!("{}{path}", self.api))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("running curl");
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(body.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().expect("running curl");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+        (code.trim().parse().unwrap_or(0), body.to_string())
+    }
+
     /// The Node as stored, if it exists.
     pub fn node(&self, name: &str) -> Option<serde_json::Value> {
         let (code, body) = self.get(&format!("/api/v1/nodes/{name}"));
