@@ -3,8 +3,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::Features;
-use crate::sorted::SortedMap;
+use crate::node::facts::Features;
+use crate::node::sorted::SortedMap;
 
 /// An attribute map as a JSON object, keys in order.
 fn object(attrs: &SortedMap<String, String>) -> Value {
@@ -120,7 +120,7 @@ pub fn from_nfd(doc: &Value, source: &str) -> Result<Features, String> {
         }
     };
     for (name, v) in group("flags")? {
-        let mut set = crate::sorted::SortedSet::default();
+        let mut set = crate::node::sorted::SortedSet::default();
         match elements(&v) {
             None => {}
             Some(Value::Object(m)) => m.keys().for_each(|k| {

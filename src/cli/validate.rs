@@ -3,10 +3,10 @@
 
 use serde::Serialize;
 
-use super::Profile;
-use super::flags::scan;
-use super::labels::{effective_labels, parse_node_labels, validate_labels};
-use super::taints::parse_taints;
+use crate::node::kubelet::Profile;
+use crate::node::kubelet::flags::scan;
+use crate::node::kubelet::labels::{effective_labels, parse_node_labels, validate_labels};
+use crate::node::kubelet::taints::parse_taints;
 
 #[derive(Debug, Serialize)]
 pub struct ValidationReport {
@@ -73,7 +73,7 @@ pub fn validate_kubelet_args(args: &[String], profile: Profile) -> ValidationRep
     for (i, word) in args.iter().enumerate() {
         let flag = word.split_once('=').map_or(word.as_str(), |(f, _)| f);
         let what = format!("argument {} ({:.40})", i + 1, flag);
-        if let Some(why) = super::arg_limit::too_long(&what, word.len()) {
+        if let Some(why) = crate::node::kubelet::arg_limit::too_long(&what, word.len()) {
             errors.push(why);
         }
     }
@@ -127,7 +127,7 @@ pub fn validate_kubelet_args(args: &[String], profile: Profile) -> ValidationRep
 /// `minor`: the node's kubelet (1.x), when known: a flag its release still
 /// takes is no warning.
 pub fn command_flag_warnings(program: &str, argv: &[String], minor: Option<u32>) -> Vec<String> {
-    if super::flags::kubelet_args_start(program, argv).is_err() {
+    if crate::node::kubelet::flags::kubelet_args_start(program, argv).is_err() {
         return Vec::new();
     }
     let (unknown, older) = unknown_flags(argv, &scan(argv), minor);
@@ -144,11 +144,11 @@ pub fn command_flag_warnings(program: &str, argv: &[String], minor: Option<u32>)
 /// known, else for the newest. Each name once.
 pub fn unknown_flags(
     argv: &[String],
-    scan: &super::flags::FlagScan,
+    scan: &crate::node::kubelet::flags::FlagScan,
     minor: Option<u32>,
 ) -> (Vec<String>, Vec<String>) {
-    use super::known_flags::{Known, known, removed_in};
-    use super::version::REFERENCE_MINOR;
+    use crate::node::kubelet::known_flags::{Known, known, removed_in};
+    use crate::node::kubelet::version::REFERENCE_MINOR;
     let (mut unknown, mut older) = (Vec::new(), Vec::new());
     let mut seen = Vec::new();
     for f in &scan.flags {

@@ -1,5 +1,5 @@
 //! What render writes and the wrapper reads at boot: file and variable names,
-//! and (in `crate::rules::compact`) the compact rule form. The boot path
+//! and (in `crate::node::rules::compact`) the compact rule form. The boot path
 //! depends on this module, never on `render`.
 
 /// Sorts after every other drop-in in byte order (lowercase `zz` beats digits,
@@ -20,11 +20,11 @@ pub const GENERATOR_PATH: &str = "/etc/systemd/system-generators/kubelet-labeler
 /// The variables existing deployments already set.
 pub const LABELS_VAR: &str = "FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS";
 pub const TAINTS_VAR: &str = "FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS";
-/// Node rules in the compact form of `crate::rules::compact` (one line, a
+/// Node rules in the compact form of `crate::node::rules::compact` (one line, a
 /// charset that needs no escaping inside a quoted `Environment=` value).
 pub const RULES_VAR: &str = "KUBELET_LABELER_NODE_RULES";
 /// `upstream` or `openshift`: register with the labels NFD's built-in
-/// sources of that flavour would write (`crate::facts::nfd_labels`).
+/// sources of that flavour would write (`crate::node::facts::nfd_labels`).
 pub const NFD_LABELS_VAR: &str = "KUBELET_LABELER_NFD_LABELS";
 /// The env drop-in of `render machineconfig --role` (worker, master). A
 /// custom pool's nodes take the role's MachineConfigs and the pool's, so

@@ -33,8 +33,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use crate::kubelet::Profile;
-use crate::wrapper::plan;
+use crate::node::kubelet::Profile;
+use crate::node::wrapper::plan;
 
 /// First line of a pool table.
 pub const TABLE_MAGIC: &str = "kubelet-labeler-fleet 1";
@@ -348,7 +348,7 @@ pub fn base_labels() -> Vec<(String, String)> {
 /// `node.openshift.io/os_id=${ID}`, `ID` from `EnvironmentFile=/etc/os-release`
 /// (empty when unset); the live ISO's os-release is the installed system's.
 pub fn os_id_label(root: &Path) -> (String, String) {
-    let id = crate::facts::system::osrelease(root)
+    let id = crate::node::facts::system::osrelease(root)
         .and_then(|m| m.get("ID").cloned())
         .unwrap_or_default();
     ("node.openshift.io/os_id".into(), id)
@@ -564,7 +564,7 @@ mod tests {
     /// `iso fleet` recognises the selector by its usage line.
     #[test]
     fn usage_starts_with_the_head_iso_fleet_looks_for() {
-        assert!(USAGE.starts_with(crate::contract::SELECTOR_USAGE_HEAD));
+        assert!(USAGE.starts_with(crate::node::contract::SELECTOR_USAGE_HEAD));
     }
 
     fn l(v: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -673,8 +673,8 @@ mod tests {
     fn unreadable_rules_stop_the_install() {
         let dir = tempfile::tempdir().unwrap();
         for (var, value) in [
-            (crate::contract::RULES_VAR, "KLR2,garbage"),
-            (crate::contract::NFD_LABELS_VAR, "sideways"),
+            (crate::node::contract::RULES_VAR, "KLR2,garbage"),
+            (crate::node::contract::NFD_LABELS_VAR, "sideways"),
         ] {
             let t = Table {
                 env: l(&[(var, value)]),

@@ -8,12 +8,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::explain_tree as tree;
-use super::plan::{self, Plan};
-use crate::contract::{GENERATOR_PATH, WRAPPER_DROPIN_NAME, WRAPPER_PATH};
-use crate::kubelet::Profile;
-use crate::kubelet::version::KubeletVersion;
-use crate::unit::{self, LoadOptions, UnitPaths};
+mod tree;
+use crate::node::wrapper::plan::{self, Plan};
+use crate::node::contract::{GENERATOR_PATH, WRAPPER_DROPIN_NAME, WRAPPER_PATH};
+use crate::node::kubelet::Profile;
+use crate::node::kubelet::version::KubeletVersion;
+use crate::node::unit::{self, LoadOptions, UnitPaths};
 
 pub struct ExplainOptions {
     pub root: PathBuf,
@@ -29,7 +29,7 @@ pub struct ExplainOptions {
     pub facts_root: Option<PathBuf>,
     /// The node's facts given whole (NFD's NodeFeature, `facts --json`),
     /// with the input's name: read instead of `facts_root`.
-    pub facts: Option<(crate::facts::Features, String)>,
+    pub facts: Option<(crate::node::facts::Features, String)>,
     /// `root` is laid out from MachineConfigs, not a whole node: a missing
     /// kubelet binary or `--config-dir` is a warning, not an error.
     pub offline: bool,
@@ -402,11 +402,11 @@ pub fn wrapper_profile(root: &Path, unit_name: &str, unit_path: Option<&str>) ->
 
 /// Whether the service's environment carries anything of ours.
 fn configured(env: &[(OsString, OsString)]) -> bool {
-    use crate::contract::{LABELS_VAR, NFD_LABELS_VAR, RULES_VAR, TAINTS_VAR};
+    use crate::node::contract::{LABELS_VAR, NFD_LABELS_VAR, RULES_VAR, TAINTS_VAR};
     env.iter().any(|(k, v)| {
         [LABELS_VAR, TAINTS_VAR, RULES_VAR, NFD_LABELS_VAR]
             .iter()
-            .chain(crate::contract::ROLE_LAYER.iter().map(|(role, _)| role))
+            .chain(crate::node::contract::ROLE_LAYER.iter().map(|(role, _)| role))
             .any(|n| k == n)
             && !v.is_empty()
     })
@@ -501,7 +501,7 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
         warnings: Default::default(),
     };
     let facts_root = opts.facts_root.as_deref().unwrap_or(&opts.root);
-    let derives = !super::derived::sources_from_env(&env).is_empty();
+    let derives = !crate::node::wrapper::derived::sources_from_env(&env).is_empty();
     let (collected, facts, facts_read) = match &opts.facts {
         Some((features, name)) => (
             plan::collect_given(&env, features, opts.profile),
@@ -512,7 +512,7 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
             // A tree laid out from MachineConfigs has no /sys or /proc.
             let read = !(opts.offline && opts.facts_root.is_none())
                 && derives
-                && !crate::facts::read(&crate::facts::FactsOptions {
+                && !crate::node::facts::read(&crate::node::facts::FactsOptions {
                     root: facts_root,
                     nodename: None,
                     only: None,
@@ -554,11 +554,11 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
         .kubelet_version
         .clone()
         .or_else(|| match opts.offline {
-            false => crate::kubelet::version::from_root(&opts.root),
+            false => crate::node::kubelet::version::from_root(&opts.root),
             true => None,
         })
         .unwrap_or_else(KubeletVersion::unknown);
-    warnings.extend(crate::kubelet::validate::command_flag_warnings(
+    warnings.extend(crate::cli::validate::command_flag_warnings(
         &plan.executable.to_string_lossy(),
         &lossy(&plan.original_argv),
         kubelet_version.minor,
@@ -585,14 +585,14 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
     for (k, v) in &env {
         let what = format!("the environment variable {}", k.to_string_lossy());
         let len = k.len() + 1 + v.len();
-        if let Some(why) = crate::kubelet::arg_limit::too_long(&what, len) {
+        if let Some(why) = crate::node::kubelet::arg_limit::too_long(&what, len) {
             errors.push(format!("systemd cannot start {}: {why}", opts.unit));
         }
     }
     for (i, w) in plan.original_argv.iter().enumerate() {
         // Counted from 1, the program being 1, as `validate` counts.
         let what = format!("word {} of the original ExecStart=", i + 1);
-        if let Some(why) = crate::kubelet::arg_limit::too_long(&what, w.len()) {
+        if let Some(why) = crate::node::kubelet::arg_limit::too_long(&what, w.len()) {
             errors.push(format!("kubelet cannot start: {why}"));
         }
     }
@@ -662,7 +662,7 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
 }
 
 /// A node installed from a fleet ISO records the pool it was installed for
-/// (`crate::fleet::INSTALLED_POOL_PATH`): say when the labels kubelet would
+/// (`crate::node::fleet::INSTALLED_POOL_PATH`): say when the labels kubelet would
 /// register with no longer match that pool's nodeSelector (new hardware,
 /// changed rules), since the MCO would then move the node (and reboot it).
 pub fn installed_pool_check(
@@ -671,12 +671,12 @@ pub fn installed_pool_check(
     env: &[(OsString, OsString)],
     facts_root: &Path,
 ) -> Option<String> {
-    use crate::contract::{NFD_LABELS_VAR, RULES_VAR};
-    use crate::fleet::{
+    use crate::node::contract::{NFD_LABELS_VAR, RULES_VAR};
+    use crate::node::fleet::{
         INSTALLED_POOL_PATH, Table, base_labels, describe_labels, registration_labels,
         selected_labels,
     };
-    let path = crate::unit::search::contained(root, Path::new(INSTALLED_POOL_PATH)).ok()?;
+    let path = crate::node::unit::search::contained(root, Path::new(INSTALLED_POOL_PATH)).ok()?;
     let mut text = String::new();
     std::fs::File::open(&path)
         .ok()?
@@ -690,8 +690,8 @@ pub fn installed_pool_check(
     let pool = table.pools.first()?;
     let words = lossy(&plan.argv);
     let mut labels = base_labels();
-    for u in crate::kubelet::flags::scan(&words).uses("node-labels") {
-        labels.extend(crate::kubelet::parse_node_labels(
+    for u in crate::node::kubelet::flags::scan(&words).uses("node-labels") {
+        labels.extend(crate::node::kubelet::parse_node_labels(
             u.value.as_deref().unwrap_or(""),
         ));
     }
@@ -786,7 +786,7 @@ pub fn render_human(e: &Explanation) -> String {
     for removed in e.original_argv.iter().filter(|a| !e.argv.contains(a)) {
         out += &format!("  - {}\n", shell_words::quote(removed));
     }
-    let shown = |t: &str| super::derived::escape_controls(t).into_owned();
+    let shown = |t: &str| crate::node::wrapper::derived::escape_controls(t).into_owned();
     // Why, and the errors, go to stderr once (see main).
     if e.left_out.is_some() {
         out += "our labels/taints are left out (why: on stderr)\n";

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use super::explain::ExplainOptions;
-use super::plan::{self, Plan};
-use crate::unit::{self, UnitPaths};
+use super::ExplainOptions;
+use crate::node::wrapper::plan::{self, Plan};
+use crate::node::unit::{self, UnitPaths};
 
 /// Whether `unit` has no fragment in the tree (systemd: not-found).
 pub(super) fn unit_missing(paths: &UnitPaths, unit: &str) -> bool {
@@ -77,13 +77,13 @@ pub(super) fn command_on_root(
 /// kubelet's `--config` file, when it is missing: kubelet exits without it
 /// (kubeadm before `join`), not a failure of ours.
 pub(super) fn missing_config(plan: &Plan, fs: &plan::RootFs, offline: bool) -> Option<String> {
-    use crate::kubelet::NodeFs;
+    use crate::node::kubelet::NodeFs;
     let words: Vec<String> = plan
         .original_argv
         .iter()
         .map(|w| w.to_string_lossy().into_owned())
         .collect();
-    let scan = crate::kubelet::flags::scan(&words);
+    let scan = crate::node::kubelet::flags::scan(&words);
     let config = scan.last_value("config").filter(|c| !c.is_empty())?;
     let absent =
         matches!(fs.read(Path::new(config)), Err(e) if e.kind() == std::io::ErrorKind::NotFound);

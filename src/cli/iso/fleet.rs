@@ -1,5 +1,5 @@
 //! `iso fleet`: one live ISO for every pool of a fleet. The live Ignition
-//! config carries the install-time selector (`crate::fleet`), the pool
+//! config carries the install-time selector (`crate::node::fleet`), the pool
 //! table, each pool's destination config, and coreos-installer's own
 //! install configuration (`/etc/coreos/installer.d`), whose `ignition-file`
 //! only the selector writes: without its choice there is nothing to install.
@@ -11,13 +11,13 @@ use anyhow::{Context, Result, bail};
 use base64::Engine;
 use serde_json::{Value, json};
 
-use crate::contract::{ENV_DROPIN_NAME, LABELS_VAR, NFD_LABELS_VAR, RULES_VAR};
-use crate::fleet::{
+use crate::node::contract::{ENV_DROPIN_NAME, LABELS_VAR, NFD_LABELS_VAR, RULES_VAR};
+use crate::node::fleet::{
     DEST_PATH, INSTALLED_POOL_PATH, Pool, PoolKind, Requirement, SELECT_PATH, TABLE_PATH, Table,
     WORKER_ROLE_LABEL,
 };
-use crate::render::encoding::data_url;
-use crate::render::pointer;
+use crate::cli::render::encoding::data_url;
+use crate::cli::render::pointer;
 
 /// The live config's spec: what `coreos-installer iso customize` writes,
 /// read by every live ISO of OpenShift 4.14+.
@@ -144,7 +144,7 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
         let mut static_labels = Vec::new();
         for (var, value, source) in &f.env {
             if var == LABELS_VAR {
-                static_labels.extend(crate::kubelet::parse_node_labels(value));
+                static_labels.extend(crate::node::kubelet::parse_node_labels(value));
             } else if var == RULES_VAR && Some(value) != table_env(&table.env, RULES_VAR) {
                 bail!(
                     "pool {name}: {source} carries other node rules than {rules_from}; the node \
@@ -200,13 +200,13 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
             },
         };
         let config = dest_config(pointer, &pool)?;
-        crate::iso::check_ignition(&config, &format!("pool {name}'s destination config"))?;
+        crate::cli::iso::check_ignition(&config, &format!("pool {name}'s destination config"))?;
         dest.insert(name.clone(), config);
         table.pools.push(pool);
     }
-    crate::iso::reach::check(&table, crate::render::arch::Arch::of_elf(&o.selector))?;
+    crate::cli::iso::reach::check(&table, crate::cli::render::arch::Arch::of_elf(&o.selector))?;
     let config = live_config(o, &table, &dest)?;
-    crate::iso::check_ignition(&config, "the fleet's live config")?;
+    crate::cli::iso::check_ignition(&config, "the fleet's live config")?;
     Ok(Fleet {
         config,
         table,
@@ -345,7 +345,7 @@ fn read_source(name: &str, source: &Path, f: &mut Found) -> Result<()> {
         f.env_configs.len(),
     );
     for file in &files {
-        let (text, _) = crate::render::input::read_text(file, crate::render::input::FLEET_POOL)
+        let (text, _) = crate::cli::render::input::read_text(file, crate::cli::render::input::FLEET_POOL)
             .with_context(|| format!("--pool {name}"))?;
         let label = file.display().to_string();
         let docs: Vec<Value> = match serde_json::from_str::<Value>(&text) {
@@ -427,7 +427,7 @@ fn read_document(name: &str, doc: Value, source: &str, f: &mut Found) -> Result<
 
 fn set_pointer(name: &str, pointer: Value, source: &str, f: &mut Found) -> Result<()> {
     let bytes = serde_json::to_vec(&pointer)?;
-    crate::iso::check_ignition(&bytes, source)?;
+    crate::cli::iso::check_ignition(&bytes, source)?;
     let merge = pointer
         .pointer("/ignition/config/merge/0/source")
         .or_else(|| pointer.pointer("/ignition/config/replace/source"))
@@ -474,14 +474,14 @@ fn keep_env_file(mc: &Value, source: &str, f: &mut Found) {
 /// --machineconfig` lays them out.
 fn pool_env(configs: &[(Value, String)]) -> Result<Vec<(String, String, String)>> {
     let mcs: Vec<Value> = configs.iter().map(|(mc, _)| mc.clone()).collect();
-    let order = crate::render::layout::merge_order(&mcs)
+    let order = crate::cli::render::layout::merge_order(&mcs)
         .with_context(|| format!("merging the MachineConfigs' {ENV_DROPIN_NAME}"))?;
     // The file of the MachineConfig that wins, for messages.
     let Some(&last) = order.last() else {
         return Ok(Vec::new());
     };
     let source = &configs[last].1;
-    let layout = crate::render::layout::Layout::merge(mcs)
+    let layout = crate::cli::render::layout::Layout::merge(mcs)
         .with_context(|| format!("decoding the MachineConfigs' {ENV_DROPIN_NAME}"))?;
     let Some(file) = layout.file(ENV_DROPIN_PATH) else {
         return Ok(Vec::new());
@@ -799,7 +799,7 @@ mod tests {
             })
         };
         // The rules give the pool's label: some machine reaches it.
-        let rules = crate::rules::compact::encode(&[crate::rules::Rule {
+        let rules = crate::node::rules::compact::encode(&[crate::node::rules::Rule {
             name: "p".into(),
             labels: vec![("example.com/p".into(), "true".into())],
             ..Default::default()

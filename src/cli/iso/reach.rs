@@ -14,8 +14,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{Result, bail};
 
-use crate::fleet::{Pool, PoolKind, Requirement, Table, WORKER_ROLE_LABEL};
-use crate::render::arch::Arch;
+use crate::node::fleet::{Pool, PoolKind, Requirement, Table, WORKER_ROLE_LABEL};
+use crate::cli::render::arch::Arch;
 
 /// A label's possible values.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,7 +58,7 @@ fn go_arch(arch: Arch) -> &'static str {
 /// NFD's default namespace rules for a label key (see `rules::evaluate_node`):
 /// None when nfd-master keeps it, else why it drops it.
 fn nfd_refuses(key: &str) -> Option<String> {
-    let errs = crate::kubelet::labels::label_key_errors(key);
+    let errs = crate::node::kubelet::labels::label_key_errors(key);
     if !errs.is_empty() {
         return Some(format!("not a valid label key ({})", errs.join("; ")));
     }
@@ -74,7 +74,7 @@ fn nfd_refuses(key: &str) -> Option<String> {
 
 /// A rule's label key as NFD writes it (`addNsToMapKeys`).
 fn prefixed(key: &str) -> String {
-    let ns = crate::rules::DEFAULT_LABEL_PREFIX.trim_end_matches('/');
+    let ns = crate::node::rules::DEFAULT_LABEL_PREFIX.trim_end_matches('/');
     if key.contains('/') {
         return key.to_string();
     }
@@ -107,10 +107,10 @@ impl Possible {
             p.add(key, values, true, "kubelet and the MCO");
         }
         for (var, value) in &table.env {
-            if var == crate::contract::NFD_LABELS_VAR {
+            if var == crate::node::contract::NFD_LABELS_VAR {
                 p.nfd = true;
-            } else if var == crate::contract::RULES_VAR {
-                let rules = match crate::rules::compact::decode(value) {
+            } else if var == crate::node::contract::RULES_VAR {
+                let rules = match crate::node::rules::compact::decode(value) {
                     Ok(r) => r,
                     Err(e) => bail!("the node rules cannot be read: {e}"),
                 };
@@ -124,7 +124,7 @@ impl Possible {
                         }
                         let values = if v.starts_with('@') {
                             Values::Any
-                        } else if crate::kubelet::labels::label_value_errors(v).is_empty() {
+                        } else if crate::node::kubelet::labels::label_value_errors(v).is_empty() {
                             fixed(v)
                         } else {
                             continue;
@@ -153,7 +153,7 @@ impl Possible {
     fn sources(&self, key: &str) -> Vec<Source> {
         let mut out = self.keys.get(key).cloned().unwrap_or_default();
         if self.nfd
-            && let Some(v) = crate::facts::builtin_label_value(key)
+            && let Some(v) = crate::node::facts::builtin_label_value(key)
         {
             out.push(Source {
                 values: v.map_or(Values::Any, |v| Values::Only([v.to_string()].into())),
@@ -335,7 +335,7 @@ pub fn check(table: &Table, arch: Option<Arch>) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::Rule;
+    use crate::node::rules::Rule;
 
     fn is(k: &str, v: &str) -> Requirement {
         Requirement::In(k.into(), vec![v.into()])
@@ -358,12 +358,12 @@ mod tests {
 
     fn table(rules: &[Rule], nfd: bool, pools: Vec<Pool>) -> Table {
         let mut env = vec![(
-            crate::contract::RULES_VAR.to_string(),
-            crate::rules::compact::encode(rules),
+            crate::node::contract::RULES_VAR.to_string(),
+            crate::node::rules::compact::encode(rules),
         )];
         if nfd {
             env.push((
-                crate::contract::NFD_LABELS_VAR.to_string(),
+                crate::node::contract::NFD_LABELS_VAR.to_string(),
                 "openshift".into(),
             ));
         }

@@ -3,7 +3,7 @@
 
 use anyhow::{Result, bail};
 
-use crate::kubelet::{Additions, Profile, parse_node_labels, parse_taints, validate_labels};
+use crate::node::kubelet::{Additions, Profile, parse_node_labels, parse_taints, validate_labels};
 
 /// `--label K=V` / `--label K` and `--taint K=V:EFFECT` values.
 pub fn from_cli(labels: &[String], taints: &[String], profile: Profile) -> Result<Additions> {

@@ -1,15 +1,15 @@
 //! The two drop-ins every target gets: the wrapper's `ExecStart` swap and the
 //! environment that carries the labels and taints.
 
-use crate::kubelet::{Additions, Profile};
+use crate::node::kubelet::{Additions, Profile};
 
 use super::arch::Arch;
-pub use crate::contract::{
+pub use crate::node::contract::{
     ENV_DROPIN_NAME, GENERATOR_PATH, LABELS_VAR, NFD_LABELS_VAR, RULES_VAR, TAINTS_VAR,
     WRAPPER_DROPIN_NAME, WRAPPER_PATH,
 };
-use crate::facts::NfdFlavour;
-use crate::rules::shown_name;
+use crate::node::facts::NfdFlavour;
+use crate::node::rules::shown_name;
 
 /// Where the wrapper for `arch` lives on a node.
 pub fn wrapper_path(arch: Arch) -> String {
@@ -183,14 +183,14 @@ pub fn env_dropin(additions: &Additions) -> String {
 /// kubelet's label and taint syntax allows none of `"`, `\`, `%`, `$`, space.
 fn check_for_environment(additions: &Additions, rules: &NodeRules) -> anyhow::Result<()> {
     for (k, v) in &additions.labels {
-        let mut errs = crate::kubelet::labels::label_key_errors(k);
-        errs.extend(crate::kubelet::labels::label_value_errors(v));
+        let mut errs = crate::node::kubelet::labels::label_key_errors(k);
+        errs.extend(crate::node::kubelet::labels::label_value_errors(v));
         if let Some(e) = errs.first() {
             anyhow::bail!("label {k}={v}: {e}");
         }
     }
     for t in &additions.taints {
-        if crate::kubelet::parse_taints(&t.to_string()).as_deref() != Ok(std::slice::from_ref(t)) {
+        if crate::node::kubelet::parse_taints(&t.to_string()).as_deref() != Ok(std::slice::from_ref(t)) {
             anyhow::bail!("taint {t}: kubelet would not read it back unchanged");
         }
     }
@@ -203,7 +203,7 @@ fn check_for_environment(additions: &Additions, rules: &NodeRules) -> anyhow::Re
     ] {
         let len = var.len() + 1 + items.iter().map(|i| i.len() + 1).sum::<usize>();
         let name = format!("{var} ({} {what})", items.len());
-        if let Some(why) = crate::kubelet::arg_limit::too_long(&name, len.saturating_sub(1)) {
+        if let Some(why) = crate::node::kubelet::arg_limit::too_long(&name, len.saturating_sub(1)) {
             anyhow::bail!("{why}; give fewer or shorter {what}");
         }
     }
@@ -243,7 +243,7 @@ pub fn env_dropin_with_rules(additions: &Additions, rules: &NodeRules) -> anyhow
 /// the role layer's variables (`contract::ROLE_LAYER`), so that a custom
 /// pool's drop-in adds to them.
 pub fn role_env_dropin(additions: &Additions, rules: &NodeRules) -> anyhow::Result<String> {
-    use crate::contract::ROLE_LAYER;
+    use crate::node::contract::ROLE_LAYER;
     env_dropin_in(additions, rules, ROLE_LAYER.map(|(role, _)| role))
 }
 
@@ -287,7 +287,7 @@ fn env_dropin_in(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kubelet::{Taint, TaintEffect};
+    use crate::node::kubelet::{Taint, TaintEffect};
     use std::path::{Path, PathBuf};
 
     fn example_additions() -> Additions {
@@ -370,7 +370,7 @@ mod tests {
              \"cr\\rEnvironment=A=b\", \"nul\\0[Unit]\", \"ls\\u{2028}x\", \"a, b\", \"back\\\\\", \
              \" \", \"\", plain-name, my sample rule"
         );
-        let parsed = crate::unit::syntax::parse(text.as_bytes(), "env.conf");
+        let parsed = crate::node::unit::syntax::parse(text.as_bytes(), "env.conf");
         let got: Vec<(&str, &str)> = parsed
             .assignments
             .iter()

@@ -11,7 +11,7 @@ use super::dropins::{
     wrapper_path,
 };
 use super::encoding::{DataUrl, data_url, readable_data_url};
-use crate::kubelet::{Additions, Profile, validate_labels};
+use crate::node::kubelet::{Additions, Profile, validate_labels};
 
 pub use super::arch::Arch;
 
@@ -251,7 +251,7 @@ fn pool_label(opts: &PoolOptions) -> Result<(String, String)> {
 /// node of a built-in role with its role labels and its OS, and kubelet sets
 /// its own labels on every start (kubelet.md, openshift.md).
 fn carried_without_us(key: &str) -> Option<String> {
-    use crate::kubelet::labels::{KUBELET_LABELS, OPENSHIFT_ROLE_LABELS};
+    use crate::node::kubelet::labels::{KUBELET_LABELS, OPENSHIFT_ROLE_LABELS};
     if OPENSHIFT_ROLE_LABELS.contains(&key) {
         Some(format!(
             "{key} is a built-in role's label: OpenShift's kubelet registers every worker \
@@ -321,7 +321,7 @@ fn base_ignition(opts: &PoolOptions) -> Value {
 fn pool_ignition(opts: &PoolOptions, additions: &Additions) -> Result<Value> {
     let (name, dropin) = if opts.builtin_role {
         (
-            crate::contract::ROLE_ENV_DROPIN_NAME,
+            crate::node::contract::ROLE_ENV_DROPIN_NAME,
             role_env_dropin(additions, &opts.node_rules)?,
         )
     } else {
@@ -329,7 +329,7 @@ fn pool_ignition(opts: &PoolOptions, additions: &Additions) -> Result<Value> {
         let (key, _) = pool_label(opts)?;
         dropin += &format!(
             "Environment=\"{}={key}\"\n",
-            crate::contract::POOL_LABEL_VAR
+            crate::node::contract::POOL_LABEL_VAR
         );
         (ENV_DROPIN_NAME, dropin)
     };

@@ -12,8 +12,8 @@ use serde::Deserialize;
 use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::Spanned;
 
-use crate::kubelet::{self, Profile, Taint, TaintEffect};
-use crate::rules::{self, DEFAULT_LABEL_PREFIX, Expr, Op, Rule, RuleTemplate, Term};
+use crate::node::kubelet::{self, Profile, Taint, TaintEffect};
+use crate::node::rules::{self, DEFAULT_LABEL_PREFIX, Expr, Op, Rule, RuleTemplate, Term};
 
 /// The API versions NFD serves `NodeFeatureRule` under (upstream, and
 /// OpenShift's NFD operator).
@@ -498,7 +498,7 @@ fn taints(cx: &Ctx, n: &Spanned<Node>, what: &str) -> Result<Vec<Taint>> {
 /// still see it as written.
 fn check_feature(cx: &Ctx, n: &Spanned<Node>, feature: &str, what: &str) -> Result<()> {
     let lookup = rules::go_lower_ascii(feature);
-    if lookup == rules::BACKREF_FEATURE || crate::facts::FEATURES.contains(&lookup.as_str()) {
+    if lookup == rules::BACKREF_FEATURE || crate::node::facts::FEATURES.contains(&lookup.as_str()) {
         return Ok(());
     }
     if lookup.starts_with("local.") {
@@ -514,7 +514,7 @@ fn check_feature(cx: &Ctx, n: &Spanned<Node>, feature: &str, what: &str) -> Resu
         n,
         format!(
             "{what}: the node side does not read feature {feature:?}; it reads {} and rule.matched",
-            crate::facts::FEATURES.join(", ")
+            crate::node::facts::FEATURES.join(", ")
         ),
     )
 }
@@ -747,14 +747,14 @@ mod tests {
             .into_iter()
             .flat_map(|(_, r)| r)
             .collect();
-        let pi = crate::facts::read(&crate::facts::FactsOptions {
+        let pi = crate::node::facts::read(&crate::node::facts::FactsOptions {
             root: &manifest.join("tests/fixtures/nodes/rpi4"),
             nodename: None,
             only: None,
             attributes: None,
         });
-        let labelled = |f: &crate::facts::Features| {
-            crate::rules::evaluate_node(&rules, f)
+        let labelled = |f: &crate::node::facts::Features| {
+            crate::node::rules::evaluate_node(&rules, f)
                 .unwrap()
                 .labels
                 .iter()

@@ -11,7 +11,7 @@ use super::arch::Arch;
 use super::dropins::{ENV_DROPIN_NAME, GENERATOR_PATH, WRAPPER_DROPIN_NAME, wrapper_path};
 use super::sync_units::{SYNC_PATH, SYNC_SERVICE, WANTS_DROPIN_NAME};
 use super::tree::in_root;
-use crate::contract::{LABELS_VAR, NFD_LABELS_VAR, POOL_LABEL_VAR, RULES_VAR, TAINTS_VAR};
+use crate::node::contract::{LABELS_VAR, NFD_LABELS_VAR, POOL_LABEL_VAR, RULES_VAR, TAINTS_VAR};
 
 /// What [`remove_tree`] did and left.
 #[derive(Debug, Default)]
@@ -134,7 +134,7 @@ mod tests {
 
     #[test]
     fn a_users_lines_are_foreign() {
-        let ours = crate::render::dropins::env_dropin(&crate::kubelet::Additions {
+        let ours = crate::cli::render::dropins::env_dropin(&crate::node::kubelet::Additions {
             labels: vec![("a".into(), "b".into())],
             taints: vec![],
         });

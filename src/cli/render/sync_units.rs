@@ -1,4 +1,4 @@
-//! The units that run the day-2 sync on a node (`crate::sync`), and on
+//! The units that run the day-2 sync on a node (`crate::node::sync`), and on
 //! OpenShift the node disruption policy that makes a change of labels,
 //! taints or rules restart only the sync.
 //!
@@ -11,8 +11,8 @@
 
 use serde_json::{Value, json};
 
-use crate::contract::{ENV_DROPIN_NAME, GENERATOR_PATH, ROLE_ENV_DROPIN_NAME, WRAPPER_PATH};
-use crate::kubelet::Profile;
+use crate::node::contract::{ENV_DROPIN_NAME, GENERATOR_PATH, ROLE_ENV_DROPIN_NAME, WRAPPER_PATH};
+use crate::node::kubelet::Profile;
 
 pub const SYNC_SERVICE: &str = "kubelet-labeler-sync.service";
 pub const SYNC_PATH: &str = "kubelet-labeler-sync.path";
@@ -165,7 +165,7 @@ mod tests {
             "kubelet.service",
             Some("node.kubernetes.io/worker-gpu"),
         );
-        let parsed = crate::unit::syntax::parse(svc.as_bytes(), SYNC_SERVICE);
+        let parsed = crate::node::unit::syntax::parse(svc.as_bytes(), SYNC_SERVICE);
         let get = |k: &str| {
             parsed
                 .assignments

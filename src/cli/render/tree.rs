@@ -14,8 +14,8 @@ use super::dropins::{
     ENV_DROPIN_NAME, GENERATOR_PATH, NodeRules, WRAPPER_DROPIN_NAME, env_dropin_with_rules,
     generator, wrapper_path,
 };
-use crate::kubelet::{Additions, Profile};
-use crate::unit::search;
+use crate::node::kubelet::{Additions, Profile};
+use crate::node::unit::search;
 
 pub struct TreeOptions {
     pub root: PathBuf,

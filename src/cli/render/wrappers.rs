@@ -11,7 +11,7 @@ use anyhow::{Context, Result, bail};
 use super::arch::{Arch, one_per_arch};
 use super::input::{WRAPPER, read_file};
 use super::machineconfig::{check_no_interpreter, check_wrapper};
-use crate::contract;
+use crate::node::contract;
 
 /// Where to look: the directory of the running CLI.
 pub struct Lookup {

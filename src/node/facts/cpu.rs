@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::util::{CPUINFO_CAP, list_dir, read_trimmed, under};
-use crate::sorted::{SortedMap, SortedSet};
+use crate::node::sorted::{SortedMap, SortedSet};
 use std::io::Read;
 
 pub struct Cpu {
@@ -25,7 +25,7 @@ pub fn read(root: &Path) -> Option<Cpu> {
 /// as it is read, a block per CPU (about 2 KiB each, 400 KiB on a DGX).
 fn read_first_block(path: &Path) -> Option<String> {
     let path = super::util::inside(path)?;
-    let mut file = crate::nodefs::open(&path).ok()?;
+    let mut file = crate::node::nodefs::open(&path).ok()?;
     let mut buf = Vec::new();
     let mut chunk = [0u8; 16 << 10];
     let mut block = FirstBlock::default();

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::util::{list_dir, read_trimmed, under};
-use crate::sorted::SortedMap;
+use crate::node::sorted::SortedMap;
 
 type Attrs = SortedMap<String, String>;
 

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::util::{read_trimmed, under};
-use crate::sorted::SortedMap;
+use crate::node::sorted::SortedMap;
 
 pub fn version(root: &Path) -> Option<SortedMap<String, String>> {
     read_trimmed(&under(root, "/proc/sys/kernel/osrelease")).map(|r| parse_version(&r))

@@ -136,7 +136,7 @@ pub fn nfd_labels(f: &Features, flavour: NfdFlavour) -> Vec<(String, String)> {
         ("sriov_totalvfs", "sriov.capable"),
         ("sriov_numvfs", "sriov.configured"),
     ] {
-        let positive = |d: &crate::sorted::SortedMap<String, String>| {
+        let positive = |d: &crate::node::sorted::SortedMap<String, String>| {
             d.get(attr)
                 .and_then(|v| v.parse::<i64>().ok())
                 .is_some_and(|n| n > 0)
@@ -218,7 +218,7 @@ pub fn builtin_label_value(key: &str) -> Option<Option<&'static str>> {
     only_true.then_some(Some("true"))
 }
 
-fn join_fields(dev: &crate::sorted::SortedMap<String, String>, fields: &[&str]) -> String {
+fn join_fields(dev: &crate::node::sorted::SortedMap<String, String>, fields: &[&str]) -> String {
     let parts: Vec<&str> = fields
         .iter()
         .map(|f| dev.get(*f).map(String::as_str).unwrap_or(""))
@@ -240,7 +240,7 @@ fn valid_value(v: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sorted::SortedMap;
+    use crate::node::sorted::SortedMap;
 
     fn gpu_node() -> Features {
         let mut f = Features::default();
@@ -322,7 +322,7 @@ mod tests {
         let nodes = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nodes");
         let mut sets = vec![gpu_node()];
         for node in ["desktop-2gpu", "dgx", "rpi4", "server", "vm"] {
-            sets.push(crate::facts::read(&crate::facts::FactsOptions {
+            sets.push(crate::node::facts::read(&crate::node::facts::FactsOptions {
                 root: &nodes.join(node),
                 nodename: None,
                 only: None,

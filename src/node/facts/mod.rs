@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::sorted::{SortedMap, SortedSet};
+use crate::node::sorted::{SortedMap, SortedSet};
 
 mod cpu;
 mod devices;

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::util::{list_dir, read_trimmed, under};
-use crate::sorted::SortedMap;
+use crate::node::sorted::SortedMap;
 
 /// A function missing any of these is skipped (NFD logs and goes on).
 const MANDATORY: [&str; 5] = [

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::util::{SMALL_FILE_CAP, read_capped, read_trimmed, under};
-use crate::sorted::SortedMap;
+use crate::node::sorted::SortedMap;
 
 /// NFD opens /etc/os-release only (no /usr/lib/os-release fallback).
 pub fn osrelease(root: &Path) -> Option<SortedMap<String, String>> {

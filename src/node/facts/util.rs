@@ -43,7 +43,7 @@ pub fn inside(path: &Path) -> Option<std::borrow::Cow<'_, Path>> {
         return Some(Cow::Borrowed(path));
     };
     let node = Path::new("/").join(path.strip_prefix(&root).ok()?);
-    crate::unit::search::contained(&root, &node)
+    crate::node::unit::search::contained(&root, &node)
         .ok()
         .map(Cow::Owned)
 }
@@ -57,7 +57,7 @@ pub fn inside(path: &Path) -> Option<&Path> {
 /// The file's text, at most `cap` bytes; None when missing or unreadable.
 pub fn read_capped(path: &Path, cap: u64) -> Option<String> {
     let path = inside(path)?;
-    let buf = crate::nodefs::read_up_to(crate::nodefs::open(&path).ok()?, cap as usize).ok()?;
+    let buf = crate::node::nodefs::read_up_to(crate::node::nodefs::open(&path).ok()?, cap as usize).ok()?;
     Some(String::from_utf8_lossy(&buf).into_owned())
 }
 
@@ -66,7 +66,7 @@ pub fn read_capped(path: &Path, cap: u64) -> Option<String> {
 /// wrapper reads a hundred of them per start (open, read, close each).
 pub fn read_trimmed(path: &Path) -> Option<String> {
     let path = inside(path)?;
-    let mut file = crate::nodefs::open(&path).ok()?;
+    let mut file = crate::node::nodefs::open(&path).ok()?;
     let mut buf = [0u8; SMALL_FILE_CAP as usize];
     let n = file.read(&mut buf).ok()?;
     Some(String::from_utf8_lossy(&buf[..n]).trim().to_string())
@@ -75,7 +75,7 @@ pub fn read_trimmed(path: &Path) -> Option<String> {
 /// Names in a directory, sorted, at most MAX_ENTRIES; None when unreadable.
 pub fn list_dir(dir: &Path) -> Option<Vec<String>> {
     let dir = inside(dir)?;
-    let mut names: Vec<String> = crate::nodefs::names(&dir, MAX_ENTRIES)
+    let mut names: Vec<String> = crate::node::nodefs::names(&dir, MAX_ENTRIES)
         .ok()?
         .into_iter()
         .filter_map(|n| n.into_string().ok())

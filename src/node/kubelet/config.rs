@@ -456,7 +456,7 @@ pub fn register_with_taints(text: &str) -> Result<Option<Vec<Taint>>, ConfigErro
 mod tests {
     use super::*;
 
-    use crate::kubelet::taint as t;
+    use crate::node::kubelet::taint as t;
 
     #[test]
     fn yaml_block_list() {

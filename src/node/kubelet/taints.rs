@@ -143,7 +143,7 @@ pub fn parse_taints(value: &str) -> Result<Vec<Taint>, TaintError> {
 mod tests {
     use super::*;
 
-    use crate::kubelet::taint as t;
+    use crate::node::kubelet::taint as t;
 
     #[test]
     fn accepted_forms() {

@@ -11,7 +11,7 @@
 //! (`worst_case`, the same model), so at boot `BudgetExceeded` means a
 //! rule file render never accepted (or a bug), and the caller falls back.
 
-use crate::facts::Features;
+use crate::node::facts::Features;
 
 /// Units for any facts. Measured with the static wrapper: 40 templates of
 /// `{{ range 30000 }}` (77 million units) ran in 40 to 120 ms on a loaded

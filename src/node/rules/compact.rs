@@ -26,7 +26,7 @@
 use super::regex::Regex;
 use super::template::Template;
 use super::{Expr, Op, Rule, RuleTemplate, Term};
-use crate::kubelet::{Taint, TaintEffect};
+use crate::node::kubelet::{Taint, TaintEffect};
 
 pub const HEADER: &str = "KLR3";
 /// Bounds decode enforces (the env line itself is bounded by systemd).

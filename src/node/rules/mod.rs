@@ -1,7 +1,7 @@
 //! Node rules: NFD `NodeFeatureRule` rules, evaluated against
-//! `crate::facts::Features` at boot. std only: the wrapper calls this.
+//! `crate::node::facts::Features` at boot. std only: the wrapper calls this.
 //! Reading the YAML (with positions and refusals) is render's job
-//! (`crate::render::node_rules`); this module holds the rule model, its
+//! (`crate::cli::render::node_rules`); this module holds the rule model, its
 //! compact form (`compact`, the contract between render and the wrapper)
 //! and the evaluator. Knows nothing of systemd.
 //!
@@ -24,9 +24,9 @@ mod unicode_tables;
 
 use std::cell::Cell;
 
-use crate::facts::Features;
-use crate::kubelet::Taint;
-use crate::sorted::SortedMap;
+use crate::node::facts::Features;
+use crate::node::kubelet::Taint;
+use crate::node::sorted::SortedMap;
 
 pub use budget::{Budget, BudgetExceeded};
 
@@ -495,7 +495,7 @@ struct Evaluator<'f> {
 
 /// One feature name's elements of each kind (NFD allows several kinds).
 struct Kinds<'a> {
-    flags: Option<&'a crate::sorted::SortedSet<String>>,
+    flags: Option<&'a crate::node::sorted::SortedSet<String>>,
     attributes: Option<&'a SortedMap<String, String>>,
     instances: Option<&'a Vec<SortedMap<String, String>>>,
 }
@@ -628,7 +628,7 @@ impl<'f> Evaluator<'f> {
     fn match_multi(
         &self,
         exprs: &[(String, Expr)],
-        keys: Option<&crate::sorted::SortedSet<String>>,
+        keys: Option<&crate::node::sorted::SortedSet<String>>,
         values: Option<&SortedMap<String, String>>,
         instances: Option<&Vec<SortedMap<String, String>>>,
     ) -> Result<(bool, Vec<Element>), String> {
@@ -689,7 +689,7 @@ impl<'f> Evaluator<'f> {
     fn match_names(
         &self,
         e: &Expr,
-        keys: Option<&crate::sorted::SortedSet<String>>,
+        keys: Option<&crate::node::sorted::SortedSet<String>>,
         values: Option<&SortedMap<String, String>>,
         instances: Option<&Vec<SortedMap<String, String>>>,
     ) -> Result<(bool, Vec<Element>), String> {
@@ -876,7 +876,7 @@ impl<'f> Evaluator<'f> {
                     .ok_or_else(|| format!("element {el} not found on feature {feature}"))?
             }
         };
-        let errs = crate::kubelet::labels::label_key_errors(key);
+        let errs = crate::node::kubelet::labels::label_key_errors(key);
         if !errs.is_empty() {
             return Err(format!("invalid label key: {}", errs.join("; ")));
         }
@@ -890,7 +890,7 @@ impl<'f> Evaluator<'f> {
         ) {
             return Err(format!("NFD refuses the label namespace {ns:?}"));
         }
-        let errs = crate::kubelet::labels::label_value_errors(value);
+        let errs = crate::node::kubelet::labels::label_value_errors(value);
         if !errs.is_empty() {
             return Err(format!("invalid value {value:?}: {}", errs.join("; ")));
         }

@@ -20,7 +20,7 @@ use std::borrow::Cow;
 use std::fmt::{self, Write};
 
 use super::Element;
-use crate::sorted::SortedMap;
+use crate::node::sorted::SortedMap;
 
 /// Template data: `.<domain>.<feature>` → matched elements.
 pub type Data = SortedMap<String, SortedMap<String, Vec<Element>>>;

@@ -4,7 +4,7 @@
 //! what NFD's code (pkg/apis/nfd/nodefeaturerule, nfd-master) gives.
 
 use super::*;
-use crate::kubelet::TaintEffect;
+use crate::node::kubelet::TaintEffect;
 
 /// `super::evaluate_node`, checked against the boot path: the same rules
 /// through the compact form (compiled regexes and templates encoded, then

@@ -3,8 +3,8 @@
 //! label patch to send, and the taint drift to report (never sent: a node
 //! may not change its own taints). Pure functions, no I/O.
 
-use crate::kubelet::labels::{is_kubernetes_label, is_self_settable};
-use crate::kubelet::{Profile, Taint};
+use crate::node::kubelet::labels::{is_kubernetes_label, is_self_settable};
+use crate::node::kubelet::{Profile, Taint};
 
 /// The label keys we own on a Node: their names, sorted, comma-separated
 /// (the form of NFD's `feature-labels` and Talos's `talos.dev/owned-labels`).
@@ -373,7 +373,7 @@ pub fn describe(r: &Reconciled) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kubelet::TaintEffect;
+    use crate::node::kubelet::TaintEffect;
 
     fn kv(v: &[(&str, &str)]) -> Vec<(String, String)> {
         let mut out: Vec<(String, String)> = v

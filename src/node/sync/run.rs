@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 use super::kubeconfig::{self, Source};
 use super::reconcile::{self, Desired, NodeState, Policy};
 use super::transport::{Credentials, Curl, Failure, Response, Transport};
-use crate::contract::WRAPPER_DROPIN_NAME;
-use crate::kubelet::{self, Profile, Taint};
-use crate::unit::{self, LoadOptions, UnitPaths};
-use crate::wrapper::plan;
+use crate::node::contract::WRAPPER_DROPIN_NAME;
+use crate::node::kubelet::{self, Profile, Taint};
+use crate::node::unit::{self, LoadOptions, UnitPaths};
+use crate::node::wrapper::plan;
 
 /// Exit codes: the Node matches; drift remains we may not fix (or the run
 /// could not finish); bad usage or input, nothing tried.
@@ -97,7 +97,7 @@ fn under(root: &Path, p: &Path) -> PathBuf {
 /// unit files under `root` (the same code: `wrapper::plan`).
 pub fn derive(opts: &SyncOptions) -> Result<Derivation, String> {
     let profile = opts.profile.unwrap_or_else(|| {
-        crate::wrapper::explain::wrapper_profile(&opts.root, &opts.unit, None)
+        crate::node::wrapper::installed::wrapper_profile(&opts.root, &opts.unit, None)
             .unwrap_or(Profile::Upstream)
     });
     let paths = UnitPaths::system(&opts.root);
@@ -111,7 +111,7 @@ pub fn derive(opts: &SyncOptions) -> Result<Derivation, String> {
         .map_err(|e| format!("building {}'s environment: {e:#}", opts.unit))?;
     let pool_label = env
         .iter()
-        .rfind(|(k, _)| k == crate::contract::POOL_LABEL_VAR)
+        .rfind(|(k, _)| k == crate::node::contract::POOL_LABEL_VAR)
         .map(|(_, v)| v.to_string_lossy().trim().to_string())
         .filter(|v| !v.is_empty());
     let mut notes = Vec::new();
@@ -125,7 +125,7 @@ pub fn derive(opts: &SyncOptions) -> Result<Derivation, String> {
     let scan = kubelet::flags::scan(&words);
     let node_name = scan
         .last_value("hostname-override")
-        .map(|h| crate::rules::go_lower_ascii(h.trim()))
+        .map(|h| crate::node::rules::go_lower_ascii(h.trim()))
         .filter(|h| !h.is_empty());
     let kubeconfig = scan
         .last_value("kubeconfig")
@@ -840,7 +840,7 @@ pub fn print_outcome(out: &Outcome) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sync::reconcile::OWNED_ANNOTATION;
+    use crate::node::sync::reconcile::OWNED_ANNOTATION;
 
     /// Answers from a script, recording what was sent.
     struct Script {

@@ -216,8 +216,8 @@ pub fn parse_exec(rvalue: &str, spec: &SpecifierValues) -> ExecLine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sorted::SortedMap;
-    use crate::unit::specifier::Host;
+    use crate::node::sorted::SortedMap;
+    use crate::node::unit::specifier::Host;
 
     fn spec() -> SpecifierValues {
         SpecifierValues {

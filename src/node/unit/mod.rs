@@ -191,7 +191,7 @@ pub fn read_node(paths: &UnitPaths, node: &Path) -> std::io::Result<Vec<u8>> {
         if search::null_or_empty(&m) {
             return Ok(Vec::new());
         }
-        return crate::nodefs::read(&path);
+        return crate::node::nodefs::read(&path);
     }
     // A drop-in linked to /dev/null (or another device) masks its name and
     // says nothing.
@@ -199,7 +199,7 @@ pub fn read_node(paths: &UnitPaths, node: &Path) -> std::io::Result<Vec<u8>> {
         return Ok(Vec::new());
     }
     let real = search::resolve(&paths.root, node).unwrap_or_else(|| node.to_path_buf());
-    crate::nodefs::read(&search::contained(&paths.root, &real)?)
+    crate::node::nodefs::read(&search::contained(&paths.root, &real)?)
 }
 
 /// Load `unit` as systemd would: fragment, then drop-ins in order; the
@@ -483,7 +483,7 @@ pub fn offline_environment(
             );
         }
         for m in matches {
-            let data = match search::contained(root, &m).and_then(|p| crate::nodefs::read(&p)) {
+            let data = match search::contained(root, &m).and_then(|p| crate::node::nodefs::read(&p)) {
                 Ok(d) => d,
                 Err(_) if *optional => continue,
                 Err(e) => return Err(e).with_context(|| format!("reading {}", m.display())),

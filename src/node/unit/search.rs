@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::sorted::SortedMap;
+use crate::node::sorted::SortedMap;
 
 /// The system manager's search path of systemd 252 on Debian, highest
 /// priority first (`systemd-analyze unit-paths`).
@@ -390,7 +390,7 @@ pub fn find(root: &Path, dirs: &[PathBuf], name: &str) -> UnitFiles {
     for d in &dropin_dirs {
         // systemd chases symlinks in a drop-in directory's path and names
         // its files by the result (on Debian /lib/... shows as /usr/lib/...).
-        let Ok(mut names) = contained(root, d).and_then(|d| crate::nodefs::names(&d, usize::MAX))
+        let Ok(mut names) = contained(root, d).and_then(|d| crate::node::nodefs::names(&d, usize::MAX))
         else {
             continue;
         };

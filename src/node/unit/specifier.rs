@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::sorted::SortedMap;
+use crate::node::sorted::SortedMap;
 
 /// The alphanumerics systemd 252 knows; any other alphanumeric is an error.
 const KNOWN: &str = "aAbBcCdEfgGhHiIjJlLmMnNopPqrRsStTuUvVwWyY";
@@ -34,14 +34,14 @@ fn node_file(root: &Path, node: &str) -> PathBuf {
 }
 
 fn read_trim(path: &Path) -> Option<String> {
-    let s = crate::nodefs::read_to_string(path).ok()?;
+    let s = crate::node::nodefs::read_to_string(path).ok()?;
     let t = s.trim();
     (!t.is_empty()).then(|| t.to_string())
 }
 
 fn os_release_field(root: &Path, field: &str) -> Option<String> {
-    let text = crate::nodefs::read_to_string(&node_file(root, "/etc/os-release"))
-        .or_else(|_| crate::nodefs::read_to_string(&node_file(root, "/usr/lib/os-release")))
+    let text = crate::node::nodefs::read_to_string(&node_file(root, "/etc/os-release"))
+        .or_else(|_| crate::node::nodefs::read_to_string(&node_file(root, "/usr/lib/os-release")))
         .ok()?;
     text.lines().find_map(|l| {
         let v = l.strip_prefix(field)?.strip_prefix('=')?;
@@ -136,7 +136,7 @@ impl SpecifierValues {
                     'A' => os_release_field(root, "IMAGE_VERSION"),
                     'B' => os_release_field(root, "BUILD_ID"),
                     'M' => os_release_field(root, "IMAGE_ID"),
-                    'q' => crate::nodefs::read_to_string(&node_file(root, "/etc/machine-info"))
+                    'q' => crate::node::nodefs::read_to_string(&node_file(root, "/etc/machine-info"))
                         .ok()
                         .and_then(|t| {
                             t.lines().find_map(|l| {

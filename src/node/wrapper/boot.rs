@@ -12,9 +12,9 @@ use super::crash;
 use super::exec;
 use super::guard::{Guard, Verdict, may_be_refused, uptime_ms};
 use super::plan::{self, Plan};
-use crate::contract::WRAPPER_DROPIN_NAME;
-use crate::kubelet::Profile;
-use crate::unit::{self, LoadOptions, UnitPaths};
+use crate::node::contract::WRAPPER_DROPIN_NAME;
+use crate::node::kubelet::Profile;
+use crate::node::unit::{self, LoadOptions, UnitPaths};
 
 /// systemd's exit status for "could not exec" (203/EXEC).
 pub const EXIT_EXEC: i32 = 203;
@@ -460,7 +460,7 @@ fn can_register(root: &Path, plan: &Plan) -> bool {
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    crate::kubelet::flags::can_register(&argv, &|p: &Path| under_root(root, p).exists())
+    crate::node::kubelet::flags::can_register(&argv, &|p: &Path| under_root(root, p).exists())
 }
 
 /// Test hook for the fault-injection tests: `KUBELET_LABELER_FAULT=abort`
@@ -543,7 +543,7 @@ mod tests {
     /// Render recognises the wrapper by its usage line.
     #[test]
     fn usage_starts_with_the_head_render_looks_for() {
-        assert!(USAGE.starts_with(crate::contract::WRAPPER_USAGE_HEAD));
+        assert!(USAGE.starts_with(crate::node::contract::WRAPPER_USAGE_HEAD));
     }
 
     fn os(v: &[&str]) -> Vec<OsString> {

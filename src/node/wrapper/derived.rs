@@ -4,11 +4,11 @@
 
 use std::ffi::OsString;
 
-use crate::contract::{NFD_LABELS_VAR, RULES_VAR};
-use crate::facts::{Features, NfdFlavour};
-use crate::kubelet::{self, Additions, Profile, Taint};
-use crate::rules::{self, Element, Rule};
-use crate::sorted::{SortedMap, SortedSet};
+use crate::node::contract::{NFD_LABELS_VAR, RULES_VAR};
+use crate::node::facts::{Features, NfdFlavour};
+use crate::node::kubelet::{self, Additions, Profile, Taint};
+use crate::node::rules::{self, Element, Rule};
+use crate::node::sorted::{SortedMap, SortedSet};
 
 /// What the environment asks us to derive from the node.
 #[derive(Debug, Clone, Default)]
@@ -98,13 +98,13 @@ pub fn facts_used(sources: &Sources) -> FactsUsed {
     };
     if let Some(Ok(_)) = &sources.nfd_labels {
         used.features.extend(
-            crate::facts::NFD_LABEL_FEATURES
+            crate::node::facts::NFD_LABEL_FEATURES
                 .iter()
                 .map(|f| f.to_string()),
         );
         if let Some(a) = &mut used.attributes {
             a.extend(
-                crate::facts::NFD_LABEL_ATTRIBUTES
+                crate::node::facts::NFD_LABEL_ATTRIBUTES
                     .iter()
                     .map(|f| f.to_string()),
             );
@@ -187,7 +187,7 @@ pub fn derive(
     let mut out = Derived::default();
     match &sources.nfd_labels {
         Some(Ok(flavour)) => {
-            let mut labels = crate::facts::nfd_labels(features, *flavour);
+            let mut labels = crate::node::facts::nfd_labels(features, *flavour);
             for (key, why) in refused_labels(&labels, profile) {
                 labels.retain(|(k, _)| *k != key);
                 out.problems
@@ -228,7 +228,7 @@ fn unread_dynamic(results: &[rules::RuleResult], read: &SortedSet<String>) -> So
         let mut parts = path.splitn(3, '.');
         if let (Some(d), Some(f), Some(_)) = (parts.next(), parts.next(), parts.next()) {
             let name = format!("{d}.{f}");
-            if crate::facts::FEATURES.contains(&name.as_str()) && !read.contains(&name) {
+            if crate::node::facts::FEATURES.contains(&name.as_str()) && !read.contains(&name) {
                 out.insert(name);
             }
         }
@@ -404,7 +404,7 @@ pub fn merge(static_: Option<&Additions>, derived: &Derived) -> (Additions, Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kubelet::TaintEffect;
+    use crate::node::kubelet::TaintEffect;
 
     fn kv(k: &str, v: &str) -> (String, String) {
         (k.into(), v.into())

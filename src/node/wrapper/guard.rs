@@ -155,8 +155,8 @@ impl Verdict {
 /// other label that passes the syntax checks (apimachinery's, unchanged),
 /// the pool label among them (render checks that it is one).
 pub fn may_be_refused(key: &str) -> bool {
-    use crate::kubelet::Profile;
-    use crate::kubelet::labels::{KUBELET_LABELS, is_kubernetes_label, is_self_settable};
+    use crate::node::kubelet::Profile;
+    use crate::node::kubelet::labels::{KUBELET_LABELS, is_kubernetes_label, is_self_settable};
     is_kubernetes_label(key)
         && (KUBELET_LABELS.contains(&key) || !is_self_settable(key, Profile::Upstream))
 }
@@ -187,8 +187,8 @@ impl Guard {
 
     /// The state of this boot, if any (another boot's is ignored).
     pub fn load(&self) -> Option<State> {
-        let bytes = crate::nodefs::read_up_to(
-            crate::nodefs::open(&self.path).ok()?,
+        let bytes = crate::node::nodefs::read_up_to(
+            crate::node::nodefs::open(&self.path).ok()?,
             STATE_MAX_BYTES as usize,
         )
         .ok()?;
@@ -286,12 +286,12 @@ impl Guard {
         let tmp = self.path.with_extension("tmp");
         // The directory exists but at the first start of a boot: make it
         // only then (two syscalls less at every other start).
-        let mut f = match crate::nodefs::create(&tmp) {
+        let mut f = match crate::node::nodefs::create(&tmp) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 if let Some(dir) = self.path.parent() {
                     fs::create_dir_all(dir)?;
                 }
-                crate::nodefs::create(&tmp)?
+                crate::node::nodefs::create(&tmp)?
             }
             other => other?,
         };
@@ -304,7 +304,7 @@ impl Guard {
 /// an unreadable ID are taken as this boot's, as before boot IDs).
 pub fn current_boot_id() -> String {
     let path = Path::new("/proc/sys/kernel/random/boot_id");
-    let bytes = crate::nodefs::open(path).and_then(|f| crate::nodefs::read_up_to(f, 64));
+    let bytes = crate::node::nodefs::open(path).and_then(|f| crate::node::nodefs::read_up_to(f, 64));
     String::from_utf8(bytes.unwrap_or_default())
         .unwrap_or_default()
         .trim()
@@ -314,7 +314,7 @@ pub fn current_boot_id() -> String {
 /// Milliseconds since boot (CLOCK_BOOTTIME via /proc/uptime): unlike the
 /// wall clock it does not jump when time sync corrects it at first boot.
 pub fn uptime_ms() -> Option<u64> {
-    let text = crate::nodefs::read_to_string(Path::new("/proc/uptime")).ok()?;
+    let text = crate::node::nodefs::read_to_string(Path::new("/proc/uptime")).ok()?;
     let first = text.split_whitespace().next()?;
     let (secs, frac) = first.split_once('.').unwrap_or((first, "0"));
     let frac_ms: u64 = format!("{frac:0<3}").get(..3)?.parse().ok()?;

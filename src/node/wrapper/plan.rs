@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use super::derived::{self, RuleReport};
-use crate::contract::{LABELS_VAR, TAINTS_VAR};
-use crate::kubelet::{self, Additions, NodeFs, Profile, Taint};
-use crate::unit::{self, LoadedService};
+use crate::node::contract::{LABELS_VAR, TAINTS_VAR};
+use crate::node::kubelet::{self, Additions, NodeFs, Profile, Taint};
+use crate::node::unit::{self, LoadedService};
 
 /// What the wrapper will exec.
 #[derive(Debug, Clone)]
@@ -93,12 +93,12 @@ fn root_reader<'a>(
     nodename: &'a Option<String>,
     scope: FactsScope,
 ) -> impl FnMut(
-    &crate::sorted::SortedSet<String>,
-    Option<&crate::sorted::SortedSet<String>>,
-) -> crate::facts::Features
+    &crate::node::sorted::SortedSet<String>,
+    Option<&crate::node::sorted::SortedSet<String>>,
+) -> crate::node::facts::Features
 + 'a {
     move |only, used_attributes| {
-        crate::facts::read(&crate::facts::FactsOptions {
+        crate::node::facts::read(&crate::node::facts::FactsOptions {
             root,
             nodename: nodename.as_deref(),
             only: Some(only),
@@ -114,7 +114,7 @@ fn root_reader<'a>(
 /// of the node, or `facts --json` output) instead of read from a root.
 pub fn collect_given(
     env: &[(OsString, OsString)],
-    features: &crate::facts::Features,
+    features: &crate::node::facts::Features,
     profile: Profile,
 ) -> Collected {
     collect_layers(env, profile, &mut |only, _| features.only(only))
@@ -123,9 +123,9 @@ pub fn collect_given(
 /// `read(features, attributes)`: the node's facts of those features (and
 /// optional attributes), read only when there is something to derive.
 type ReadFacts<'a> = dyn FnMut(
-        &crate::sorted::SortedSet<String>,
-        Option<&crate::sorted::SortedSet<String>>,
-    ) -> crate::facts::Features
+        &crate::node::sorted::SortedSet<String>,
+        Option<&crate::node::sorted::SortedSet<String>>,
+    ) -> crate::node::facts::Features
     + 'a;
 
 /// The role's layer and the pool's, each evaluated, the pool's over the role's.
@@ -175,7 +175,7 @@ type Env = Vec<(OsString, OsString)>;
 /// The role layer, under the pool layer's names, and the rest; `None`
 /// when no role variable has content.
 fn split_layers(env: &[(OsString, OsString)]) -> Option<(Env, Env)> {
-    let role_var = |k: &OsString| crate::contract::ROLE_LAYER.iter().find(|(r, _)| k == r);
+    let role_var = |k: &OsString| crate::node::contract::ROLE_LAYER.iter().find(|(r, _)| k == r);
     if !env
         .iter()
         .any(|(k, v)| role_var(k).is_some() && !v.is_empty())
@@ -326,7 +326,7 @@ fn derive_over(
         r.left_out.as_ref().map(|why| {
             format!(
                 "rule {} left out: {}",
-                crate::rules::shown_name(&r.name),
+                crate::node::rules::shown_name(&r.name),
                 derived::escape_controls(why)
             )
         })
@@ -411,7 +411,7 @@ fn hostname_override(argv: &[OsString]) -> Option<String> {
         .collect();
     kubelet::flags::scan(&words)
         .last_value("hostname-override")
-        .map(|h| crate::rules::go_lower_ascii(h.trim()))
+        .map(|h| crate::node::rules::go_lower_ascii(h.trim()))
         .filter(|h| !h.is_empty())
 }
 
@@ -599,7 +599,7 @@ fn notes_suffix(plan: &Plan) -> String {
         .filter(|r| r.matched && r.left_out.is_none());
     for (i, r) in matched.enumerate() {
         out += if i == 0 { " (rules matched: " } else { ", " };
-        out += &crate::rules::shown_name(&r.name);
+        out += &crate::node::rules::shown_name(&r.name);
     }
     if !out.is_empty() {
         out += ")";
@@ -618,17 +618,17 @@ pub struct RootFs {
 impl RootFs {
     /// Resolved inside the root (an untrusted tree's links stay in it).
     fn path(&self, node_path: &Path) -> std::io::Result<PathBuf> {
-        crate::unit::search::contained(&self.root, node_path)
+        crate::node::unit::search::contained(&self.root, node_path)
     }
 }
 
 impl NodeFs for RootFs {
     fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
-        crate::nodefs::read(&self.path(path)?)
+        crate::node::nodefs::read(&self.path(path)?)
     }
 
     fn list(&self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-        Ok(crate::nodefs::names(&self.path(dir)?, usize::MAX)?
+        Ok(crate::node::nodefs::names(&self.path(dir)?, usize::MAX)?
             .into_iter()
             .map(|n| dir.join(n))
             .collect())
@@ -671,15 +671,15 @@ mod tests {
     #[test]
     fn node_names_lowered_as_go_does() {
         assert_eq!(
-            crate::rules::go_lower_ascii("Node-1.Example.COM"),
+            crate::node::rules::go_lower_ascii("Node-1.Example.COM"),
             "node-1.example.com"
         );
         assert_eq!(
-            crate::rules::go_lower_ascii("\u{212A}ube-\u{0130}"),
+            crate::node::rules::go_lower_ascii("\u{212A}ube-\u{0130}"),
             "kube-i"
         );
     }
-    use crate::kubelet::Additions;
+    use crate::node::kubelet::Additions;
 
     fn planned(executable: &str, argv: &[&str]) -> Plan {
         let original = OriginalCommand {
@@ -700,7 +700,7 @@ mod tests {
     /// a key in both (a taint's key and effect), a note for each.
     #[test]
     fn the_pools_layer_adds_to_the_roles() {
-        use crate::contract::{LABELS_VAR, ROLE_LABELS_VAR, ROLE_TAINTS_VAR, TAINTS_VAR};
+        use crate::node::contract::{LABELS_VAR, ROLE_LABELS_VAR, ROLE_TAINTS_VAR, TAINTS_VAR};
         let env: Vec<(OsString, OsString)> = [
             (
                 ROLE_LABELS_VAR,
@@ -760,7 +760,7 @@ mod tests {
                 ("example.com/tier".into(), "gold".into()),
                 ("node-role.kubernetes.io/worker".into(), String::new()),
             ],
-            taints: crate::kubelet::parse_taints("example.com/dedicated=gpu:NoSchedule").unwrap(),
+            taints: crate::node::kubelet::parse_taints("example.com/dedicated=gpu:NoSchedule").unwrap(),
         };
         let gone = drop_refusable(&mut a);
         assert_eq!(
