@@ -6,12 +6,12 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 
-use kubelet_labeler::cmdline::*;
 use kubelet_labeler::cli::iso;
 use kubelet_labeler::cli::render::arch::Arch;
 use kubelet_labeler::cli::render::{
     additions, gitops_dir, input, layout, machineconfig, pointer, tree, wrappers,
 };
+use kubelet_labeler::cmdline::*;
 
 /// `eprintln!` that cannot panic: with stderr a closed pipe (`2>&1 | head`)
 /// the line is lost, not the run.
@@ -149,13 +149,16 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
     // being OpenShift's, openshift for them.
     let prof = match c.profile {
         Some(p) => profile(p),
-        None => {
-            explain::wrapper_profile(&root, &c.unit, c.unit_path.as_deref()).unwrap_or(if offline {
-                kubelet_labeler::node::kubelet::Profile::OpenShift
-            } else {
-                kubelet_labeler::node::kubelet::Profile::Upstream
-            })
-        }
+        None => kubelet_labeler::node::wrapper::installed::wrapper_profile(
+            &root,
+            &c.unit,
+            c.unit_path.as_deref(),
+        )
+        .unwrap_or(if offline {
+            kubelet_labeler::node::kubelet::Profile::OpenShift
+        } else {
+            kubelet_labeler::node::kubelet::Profile::Upstream
+        }),
     };
     let mut e = explain::explain(&explain::ExplainOptions {
         root: root.clone(),
@@ -247,8 +250,8 @@ fn explain_override_env(
     nfd_labels: Option<NfdLabelsArg>,
     prof: kubelet_labeler::node::kubelet::Profile,
 ) -> Result<Vec<(String, String)>> {
-    use kubelet_labeler::node::contract::{NFD_LABELS_VAR, RULES_VAR};
     use kubelet_labeler::cli::render::node_rules;
+    use kubelet_labeler::node::contract::{NFD_LABELS_VAR, RULES_VAR};
     let mut env = Vec::new();
     if !rules.is_empty() {
         let read = node_rules::read_rule_files(rules, prof)?;
@@ -285,9 +288,11 @@ fn cmd_facts(c: FactsConfig) -> Result<ExitCode> {
                 .collect::<String>(),
         )?;
     } else if c.json {
-        to_stdout(serde_json::to_string_pretty(&facts::json::nfd_json(&f))? + "\n")?;
+        to_stdout(
+            serde_json::to_string_pretty(&kubelet_labeler::cli::facts_json::nfd_json(&f))? + "\n",
+        )?;
     } else {
-        to_stdout(facts::json::human(&f))?;
+        to_stdout(kubelet_labeler::cli::facts_json::human(&f))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -3,10 +3,10 @@
 
 use serde::Serialize;
 
-use crate::node::kubelet::Profile;
 use crate::node::kubelet::flags::scan;
 use crate::node::kubelet::labels::{effective_labels, parse_node_labels, validate_labels};
 use crate::node::kubelet::taints::parse_taints;
+use crate::node::kubelet::{Profile, version};
 
 #[derive(Debug, Serialize)]
 pub struct ValidationReport {
@@ -213,9 +213,46 @@ impl ValidationReport {
     }
 }
 
+/// From MachineConfigs: the release a rendered config names.
+pub fn version_from_machineconfigs(
+    configs: &[serde_json::Value],
+) -> Option<version::KubeletVersion> {
+    configs.iter().find_map(|mc| {
+        let release = mc
+            .pointer("/metadata/annotations")?
+            .get(version::RELEASE_ANNOTATION)?
+            .as_str()?;
+        let name = mc
+            .pointer("/metadata/name")
+            .and_then(|n| n.as_str())
+            .unwrap_or("");
+        Some(version::KubeletVersion {
+            minor: Some(version::openshift_to_kubernetes(release)?),
+            source: format!("OpenShift {release}, the release {name} was rendered by"),
+        })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// pflag: `--flag false` after a bool leaves "false" as a positional
+    /// word, which kubelet refuses (`unknown command "false"`).
+    #[test]
+    fn a_bool_leaves_its_spaced_value_as_a_command() {
+        let r = crate::cli::validate::validate_kubelet_args(
+            &["--cpu-cfs-quota".into(), "false".into()],
+            Profile::Upstream,
+        );
+        assert!(
+            r.errors
+                .iter()
+                .any(|e| e.starts_with("\"false\": unknown command")),
+            "{:?}",
+            r.errors
+        );
+    }
 
     fn check(args: &str, profile: Profile) -> ValidationReport {
         let v: Vec<String> = args.split(' ').map(String::from).collect();

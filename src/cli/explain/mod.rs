@@ -9,11 +9,11 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 mod tree;
-use crate::node::wrapper::plan::{self, Plan};
 use crate::node::contract::{GENERATOR_PATH, WRAPPER_DROPIN_NAME, WRAPPER_PATH};
 use crate::node::kubelet::Profile;
 use crate::node::kubelet::version::KubeletVersion;
 use crate::node::unit::{self, LoadOptions, UnitPaths};
+use crate::node::wrapper::plan::{self, Plan};
 
 pub struct ExplainOptions {
     pub root: PathBuf,
@@ -362,51 +362,17 @@ fn wrapper_program(paths: &UnitPaths, unit_name: &str) -> unit::Program {
     program
 }
 
-/// The profile the installed wrapper validates with at boot: the
-/// `--profile` of its drop-in (in the tree, or as our generator writes it);
-/// None when neither is there.
-pub fn wrapper_profile(root: &Path, unit_name: &str, unit_path: Option<&str>) -> Option<Profile> {
-    let paths = match unit_path {
-        Some(list) => UnitPaths::from_list(root, list),
-        None => UnitPaths::system(root),
-    };
-    let files = unit::search::find(root, &paths.dirs, unit_name);
-    let text = match files
-        .dropins
-        .iter()
-        .find(|d| d.file_name().is_some_and(|n| n == WRAPPER_DROPIN_NAME))
-    {
-        Some(d) => unit::read_node(&paths, d).ok()?,
-        None => {
-            let mut text = Vec::new();
-            std::fs::File::open(unit::search::contained(root, Path::new(GENERATOR_PATH)).ok()?)
-                .ok()?
-                .take(64 * 1024)
-                .read_to_end(&mut text)
-                .ok()?;
-            text
-        }
-    };
-    let text = String::from_utf8_lossy(&text);
-    let exec = text
-        .lines()
-        .rfind(|l| l.starts_with("ExecStart=") && l.len() > 10)?;
-    Some(
-        if exec.contains("--profile openshift") || exec.contains("--profile=openshift") {
-            Profile::OpenShift
-        } else {
-            Profile::Upstream
-        },
-    )
-}
-
 /// Whether the service's environment carries anything of ours.
 fn configured(env: &[(OsString, OsString)]) -> bool {
     use crate::node::contract::{LABELS_VAR, NFD_LABELS_VAR, RULES_VAR, TAINTS_VAR};
     env.iter().any(|(k, v)| {
         [LABELS_VAR, TAINTS_VAR, RULES_VAR, NFD_LABELS_VAR]
             .iter()
-            .chain(crate::node::contract::ROLE_LAYER.iter().map(|(role, _)| role))
+            .chain(
+                crate::node::contract::ROLE_LAYER
+                    .iter()
+                    .map(|(role, _)| role),
+            )
             .any(|n| k == n)
             && !v.is_empty()
     })
@@ -440,7 +406,12 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
         Err(e) => {
             let e = Err(e).with_context(|| format!("loading {}", opts.unit));
             if tree::unit_missing(&paths, &opts.unit) {
-                return e.map_err(|e| anyhow::anyhow!("{e:#}; {}", tree::not_found_fix(opts)));
+                return e.map_err(|e| {
+                    anyhow::anyhow!(
+                        "{e:#}; {}",
+                        tree::not_found_fix(&opts.unit, &opts.root, opts.offline)
+                    )
+                });
             }
             return e;
         }
@@ -492,7 +463,7 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
     let command = if opts.offline {
         plan::original_command_offline(&original, &env, &opts.root, &mut warnings)?
     } else {
-        tree::command_on_root(&original, &env, opts, &mut warnings)?
+        tree::command_on_root(&original, &env, &opts.root, &opts.unit, &mut warnings)?
     };
     let fs = plan::OfflineFs {
         inner: plan::RootFs {

@@ -7,9 +7,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use super::ExplainOptions;
-use crate::node::wrapper::plan::{self, Plan};
 use crate::node::unit::{self, UnitPaths};
+use crate::node::wrapper::plan::{self, Plan};
 
 /// Whether `unit` has no fragment in the tree (systemd: not-found).
 pub(super) fn unit_missing(paths: &UnitPaths, unit: &str) -> bool {
@@ -20,9 +19,8 @@ pub(super) fn unit_missing(paths: &UnitPaths, unit: &str) -> bool {
 }
 
 /// What to do when the unit is not in the tree.
-pub(super) fn not_found_fix(opts: &ExplainOptions) -> String {
-    let unit = &opts.unit;
-    if opts.offline {
+pub(super) fn not_found_fix(unit: &str, root: &Path, offline: bool) -> String {
+    if offline {
         format!(
             "the MachineConfigs given write no {unit}: give the pool's rendered MachineConfig \
              (or its 01-<role>-kubelet one) too, or name the kubelet unit with --unit"
@@ -32,7 +30,7 @@ pub(super) fn not_found_fix(opts: &ExplainOptions) -> String {
             "is --root {} a node's whole root (/ on the node itself, or the node's disk mounted)? \
              If the node's kubelet unit has another name, give it with --unit; \
              for a cluster's MachineConfigs use --machineconfig",
-            opts.root.display()
+            root.display()
         )
     }
 }
@@ -43,33 +41,34 @@ pub(super) fn not_found_fix(opts: &ExplainOptions) -> String {
 pub(super) fn command_on_root(
     original: &unit::LoadedService,
     env: &[(OsString, OsString)],
-    opts: &ExplainOptions,
+    root: &Path,
+    unit: &str,
     warnings: &mut Vec<String>,
 ) -> Result<plan::OriginalCommand> {
     use std::os::unix::ffi::OsStrExt;
-    let e = match plan::original_command(original, env, &opts.root) {
+    let e = match plan::original_command(original, env, root) {
         Ok(c) => return Ok(c),
         Err(e) => e,
     };
-    let root = opts.root.display();
     let path = match original.exec_start.as_slice() {
         [cmd] => PathBuf::from(std::ffi::OsStr::from_bytes(&cmd.path)),
         _ => return Err(e),
     };
-    let in_tree = unit::search::contained(&opts.root, &path).is_ok_and(|p| p.exists());
+    let in_tree = unit::search::contained(root, &path).is_ok_and(|p| p.exists());
     if !path.is_absolute() || in_tree {
         anyhow::bail!(
-            "{e:#} (under --root {root}): systemd could not run it either; make it executable or fix the unit's ExecStart="
+            "{e:#} (under --root {}): systemd could not run it either; make it executable or fix the unit's ExecStart=",
+            root.display()
         );
     }
     let mut ignored = Vec::new();
-    let command = plan::original_command_offline(original, env, &opts.root, &mut ignored)?;
+    let command = plan::original_command_offline(original, env, root, &mut ignored)?;
     warnings.push(format!(
-        "{} (the unit's ExecStart=) is not in the tree under --root {root}: systemd cannot start {} \
+        "{} (the unit's ExecStart=) is not in the tree under --root {}: systemd cannot start {unit} \
          without it (203/EXEC), with or without the wrapper. --root is meant to be a node's whole \
          root; for a staging tree, the image it goes into must provide it",
         path.display(),
-        opts.unit
+        root.display(),
     ));
     Ok(command)
 }

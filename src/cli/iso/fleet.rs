@@ -11,13 +11,13 @@ use anyhow::{Context, Result, bail};
 use base64::Engine;
 use serde_json::{Value, json};
 
+use crate::cli::render::encoding::data_url;
+use crate::cli::render::pointer;
 use crate::node::contract::{ENV_DROPIN_NAME, LABELS_VAR, NFD_LABELS_VAR, RULES_VAR};
 use crate::node::fleet::{
     DEST_PATH, INSTALLED_POOL_PATH, Pool, PoolKind, Requirement, SELECT_PATH, TABLE_PATH, Table,
     WORKER_ROLE_LABEL,
 };
-use crate::cli::render::encoding::data_url;
-use crate::cli::render::pointer;
 
 /// The live config's spec: what `coreos-installer iso customize` writes,
 /// read by every live ISO of OpenShift 4.14+.
@@ -345,8 +345,9 @@ fn read_source(name: &str, source: &Path, f: &mut Found) -> Result<()> {
         f.env_configs.len(),
     );
     for file in &files {
-        let (text, _) = crate::cli::render::input::read_text(file, crate::cli::render::input::FLEET_POOL)
-            .with_context(|| format!("--pool {name}"))?;
+        let (text, _) =
+            crate::cli::render::input::read_text(file, crate::cli::render::input::FLEET_POOL)
+                .with_context(|| format!("--pool {name}"))?;
         let label = file.display().to_string();
         let docs: Vec<Value> = match serde_json::from_str::<Value>(&text) {
             Ok(v) => vec![v],

@@ -14,8 +14,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{Result, bail};
 
-use crate::node::fleet::{Pool, PoolKind, Requirement, Table, WORKER_ROLE_LABEL};
 use crate::cli::render::arch::Arch;
+use crate::node::fleet::{Pool, PoolKind, Requirement, Table, WORKER_ROLE_LABEL};
 
 /// A label's possible values.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -190,7 +190,9 @@ fn check_for_environment(additions: &Additions, rules: &NodeRules) -> anyhow::Re
         }
     }
     for t in &additions.taints {
-        if crate::node::kubelet::parse_taints(&t.to_string()).as_deref() != Ok(std::slice::from_ref(t)) {
+        if crate::node::kubelet::parse_taints(&t.to_string()).as_deref()
+            != Ok(std::slice::from_ref(t))
+        {
             anyhow::bail!("taint {t}: kubelet would not read it back unchanged");
         }
     }

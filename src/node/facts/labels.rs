@@ -322,12 +322,14 @@ mod tests {
         let nodes = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nodes");
         let mut sets = vec![gpu_node()];
         for node in ["desktop-2gpu", "dgx", "rpi4", "server", "vm"] {
-            sets.push(crate::node::facts::read(&crate::node::facts::FactsOptions {
-                root: &nodes.join(node),
-                nodename: None,
-                only: None,
-                attributes: None,
-            }));
+            sets.push(crate::node::facts::read(
+                &crate::node::facts::FactsOptions {
+                    root: &nodes.join(node),
+                    nodename: None,
+                    only: None,
+                    attributes: None,
+                },
+            ));
         }
         let mut seen = 0;
         for f in &sets {

@@ -9,7 +9,6 @@ use crate::node::sorted::{SortedMap, SortedSet};
 
 mod cpu;
 mod devices;
-pub mod json;
 mod kernel;
 mod labels;
 mod pci;

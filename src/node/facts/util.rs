@@ -57,7 +57,8 @@ pub fn inside(path: &Path) -> Option<&Path> {
 /// The file's text, at most `cap` bytes; None when missing or unreadable.
 pub fn read_capped(path: &Path, cap: u64) -> Option<String> {
     let path = inside(path)?;
-    let buf = crate::node::nodefs::read_up_to(crate::node::nodefs::open(&path).ok()?, cap as usize).ok()?;
+    let buf = crate::node::nodefs::read_up_to(crate::node::nodefs::open(&path).ok()?, cap as usize)
+        .ok()?;
     Some(String::from_utf8_lossy(&buf).into_owned())
 }
 

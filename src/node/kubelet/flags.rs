@@ -1060,17 +1060,6 @@ mod bool_flag_tests {
         assert_eq!((quota.value.as_deref(), quota.words), (None, 1));
         assert_eq!(s.last_value("config"), Some("/c"));
         assert_eq!(s.flags.len(), 2, "\"false\" is no flag: {:?}", s.flags);
-        let r = crate::cli::validate::validate_kubelet_args(
-            &["--cpu-cfs-quota".into(), "false".into()],
-            Profile::Upstream,
-        );
-        assert!(
-            r.errors
-                .iter()
-                .any(|e| e.starts_with("\"false\": unknown command")),
-            "{:?}",
-            r.errors
-        );
         // --version is a tri-state with NoOptDefVal: the same rule
         let s = scan_of("/k --version --contention-profiling --hostname-override n");
         assert_eq!(s.last_value("hostname-override"), Some("n"));

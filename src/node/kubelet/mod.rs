@@ -11,7 +11,6 @@ pub mod flags;
 pub mod known_flags;
 pub mod labels;
 pub mod taints;
-pub mod validate;
 pub mod version;
 
 pub use flags::{NodeFs, apply};

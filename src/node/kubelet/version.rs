@@ -74,24 +74,6 @@ pub fn openshift_to_kubernetes(release: &str) -> Option<u32> {
 /// it was rendered by.
 pub const RELEASE_ANNOTATION: &str = "machineconfiguration.openshift.io/release-image-version";
 
-/// From MachineConfigs: the release a rendered config names.
-pub fn from_machineconfigs(configs: &[serde_json::Value]) -> Option<KubeletVersion> {
-    configs.iter().find_map(|mc| {
-        let release = mc
-            .pointer("/metadata/annotations")?
-            .get(RELEASE_ANNOTATION)?
-            .as_str()?;
-        let name = mc
-            .pointer("/metadata/name")
-            .and_then(|n| n.as_str())
-            .unwrap_or("");
-        Some(KubeletVersion {
-            minor: Some(openshift_to_kubernetes(release)?),
-            source: format!("OpenShift {release}, the release {name} was rendered by"),
-        })
-    })
-}
-
 /// From a node's root: OpenShift's RHCOS names its release in
 /// /etc/os-release (`OPENSHIFT_VERSION`); a Debian-family kubeadm node's
 /// package database has the kubelet package's version.

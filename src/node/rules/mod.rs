@@ -21,6 +21,7 @@ pub mod regex;
 pub mod template;
 #[cfg(feature = "cli")]
 mod unicode_tables;
+mod wire;
 
 use std::cell::Cell;
 

@@ -347,7 +347,7 @@ impl Regex {
     /// safely (at most `MAX_PROGRAM` steps and `MAX_CLASS_RANGES` ranges,
     /// jumps inside it, ending in `M`).
     pub fn from_wire(wire: &str) -> Option<Regex> {
-        let mut r = super::compact::Reader::new(wire);
+        let mut r = super::wire::Reader::new(wire);
         let mut prog = Vec::new();
         let mut classes: Vec<Class> = Vec::new();
         let mut ranges = 0;

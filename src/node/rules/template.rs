@@ -171,7 +171,7 @@ impl Template {
     /// A tree from its wire form; None unless all of `wire` is one, nested
     /// at most `MAX_WIRE_DEPTH`.
     pub fn from_wire(wire: &str) -> Option<Template> {
-        let mut r = super::compact::Reader::new(wire);
+        let mut r = super::wire::Reader::new(wire);
         let nodes = get_nodes(&mut r, 0)?;
         r.is_empty().then_some(Template { nodes })
     }
@@ -285,7 +285,7 @@ fn put_operand(out: &mut String, o: &Operand) {
     }
 }
 
-type Wire<'a, 'b> = &'b mut super::compact::Reader<'a>;
+type Wire<'a, 'b> = &'b mut super::wire::Reader<'a>;
 
 /// Counts are checked against what is left: every item takes a byte.
 fn get_count(r: Wire) -> Option<usize> {

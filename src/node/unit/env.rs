@@ -348,7 +348,8 @@ pub fn glob(root: &Path, pattern: &str) -> Vec<PathBuf> {
     if has_meta(&dir.to_string_lossy()) {
         return vec![];
     }
-    let Ok(entries) = contained(dir).and_then(|d| crate::node::nodefs::names(&d, usize::MAX)) else {
+    let Ok(entries) = contained(dir).and_then(|d| crate::node::nodefs::names(&d, usize::MAX))
+    else {
         return vec![];
     };
     let mut out: Vec<PathBuf> = entries

@@ -483,7 +483,8 @@ pub fn offline_environment(
             );
         }
         for m in matches {
-            let data = match search::contained(root, &m).and_then(|p| crate::node::nodefs::read(&p)) {
+            let data = match search::contained(root, &m).and_then(|p| crate::node::nodefs::read(&p))
+            {
                 Ok(d) => d,
                 Err(_) if *optional => continue,
                 Err(e) => return Err(e).with_context(|| format!("reading {}", m.display())),

@@ -390,7 +390,8 @@ pub fn find(root: &Path, dirs: &[PathBuf], name: &str) -> UnitFiles {
     for d in &dropin_dirs {
         // systemd chases symlinks in a drop-in directory's path and names
         // its files by the result (on Debian /lib/... shows as /usr/lib/...).
-        let Ok(mut names) = contained(root, d).and_then(|d| crate::node::nodefs::names(&d, usize::MAX))
+        let Ok(mut names) =
+            contained(root, d).and_then(|d| crate::node::nodefs::names(&d, usize::MAX))
         else {
             continue;
         };

@@ -136,15 +136,17 @@ impl SpecifierValues {
                     'A' => os_release_field(root, "IMAGE_VERSION"),
                     'B' => os_release_field(root, "BUILD_ID"),
                     'M' => os_release_field(root, "IMAGE_ID"),
-                    'q' => crate::node::nodefs::read_to_string(&node_file(root, "/etc/machine-info"))
-                        .ok()
-                        .and_then(|t| {
-                            t.lines().find_map(|l| {
-                                l.strip_prefix("PRETTY_HOSTNAME=")
-                                    .map(|v| v.trim_matches('"').to_string())
+                    'q' => {
+                        crate::node::nodefs::read_to_string(&node_file(root, "/etc/machine-info"))
+                            .ok()
+                            .and_then(|t| {
+                                t.lines().find_map(|l| {
+                                    l.strip_prefix("PRETTY_HOSTNAME=")
+                                        .map(|v| v.trim_matches('"').to_string())
+                                })
                             })
-                        })
-                        .or_else(hostname),
+                            .or_else(hostname)
+                    }
                     _ => None,
                 }
             }

@@ -304,7 +304,8 @@ impl Guard {
 /// an unreadable ID are taken as this boot's, as before boot IDs).
 pub fn current_boot_id() -> String {
     let path = Path::new("/proc/sys/kernel/random/boot_id");
-    let bytes = crate::node::nodefs::open(path).and_then(|f| crate::node::nodefs::read_up_to(f, 64));
+    let bytes =
+        crate::node::nodefs::open(path).and_then(|f| crate::node::nodefs::read_up_to(f, 64));
     String::from_utf8(bytes.unwrap_or_default())
         .unwrap_or_default()
         .trim()

@@ -175,7 +175,11 @@ type Env = Vec<(OsString, OsString)>;
 /// The role layer, under the pool layer's names, and the rest; `None`
 /// when no role variable has content.
 fn split_layers(env: &[(OsString, OsString)]) -> Option<(Env, Env)> {
-    let role_var = |k: &OsString| crate::node::contract::ROLE_LAYER.iter().find(|(r, _)| k == r);
+    let role_var = |k: &OsString| {
+        crate::node::contract::ROLE_LAYER
+            .iter()
+            .find(|(r, _)| k == r)
+    };
     if !env
         .iter()
         .any(|(k, v)| role_var(k).is_some() && !v.is_empty())
@@ -760,7 +764,8 @@ mod tests {
                 ("example.com/tier".into(), "gold".into()),
                 ("node-role.kubernetes.io/worker".into(), String::new()),
             ],
-            taints: crate::node::kubelet::parse_taints("example.com/dedicated=gpu:NoSchedule").unwrap(),
+            taints: crate::node::kubelet::parse_taints("example.com/dedicated=gpu:NoSchedule")
+                .unwrap(),
         };
         let gone = drop_refusable(&mut a);
         assert_eq!(
