@@ -103,8 +103,10 @@ fn machineconfigs_explain_like_the_tree_they_write() {
             let mc = scratch.path().join("01-worker-kubelet.yaml");
             std::fs::write(
                 &mc,
-                kubelet_labeler::cli::render::machineconfig::to_yaml(&mco::mco_machineconfig(&unit))
-                    .unwrap(),
+                kubelet_labeler::cli::render::machineconfig::to_yaml(&mco::mco_machineconfig(
+                    &unit,
+                ))
+                .unwrap(),
             )
             .unwrap();
             let mc = mc.to_str().unwrap().to_string();

@@ -1103,7 +1103,8 @@ fn pool_devices_reach_the_live_config_and_the_wipe_is_announced() {
         String::from_utf8(kubelet_labeler::cli::render::encoding::decode(&url).unwrap()).unwrap()
     };
     let table =
-        kubelet_labeler::node::fleet::Table::parse(&file(kubelet_labeler::node::fleet::TABLE_PATH)).unwrap();
+        kubelet_labeler::node::fleet::Table::parse(&file(kubelet_labeler::node::fleet::TABLE_PATH))
+            .unwrap();
     let devices: Vec<(&str, Option<&str>)> = table
         .pools
         .iter()

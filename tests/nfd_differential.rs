@@ -26,9 +26,9 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use kubelet_labeler::cli::render::node_rules;
 use kubelet_labeler::node::contract::RULES_VAR;
 use kubelet_labeler::node::kubelet::{self, Profile, Taint};
-use kubelet_labeler::cli::render::node_rules;
 use kubelet_labeler::node::rules::version;
 use kubelet_labeler::node::wrapper::plan::{self, FactsScope};
 use serde_json::{Value, json};

@@ -21,8 +21,8 @@ mod realcluster;
 use std::collections::BTreeMap;
 use std::process::Command;
 
-use kubelet_labeler::node::kubelet::Profile;
 use kubelet_labeler::cli::validate::validate_kubelet_args;
+use kubelet_labeler::node::kubelet::Profile;
 
 const DRY_RUN_NODE: &str = "rc-corpus";
 const REGISTERED_NODE: &str = "rc-corpus-reg";

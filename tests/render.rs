@@ -21,10 +21,10 @@ mod systemd_oracle;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use kubelet_labeler::node::kubelet::{Additions, Profile};
 use kubelet_labeler::cli::render::dropins;
 use kubelet_labeler::cli::render::encoding::{DataUrl, decode};
 use kubelet_labeler::cli::render::machineconfig::{self, Arch, PoolOptions};
+use kubelet_labeler::node::kubelet::{Additions, Profile};
 use serde_json::Value;
 
 fn manifest_dir() -> PathBuf {
@@ -337,8 +337,8 @@ fn cli_writes_the_chosen_ignition_version() {
                 .unwrap(),
         )];
         let stream = run(&[&["render", "machineconfig"][..], &version].concat());
-        for mc in
-            kubelet_labeler::cli::render::layout::machineconfigs_from_yaml(&stream, "stdout").unwrap()
+        for mc in kubelet_labeler::cli::render::layout::machineconfigs_from_yaml(&stream, "stdout")
+            .unwrap()
         {
             configs.push((
                 format!("{}", mc["metadata"]["name"]),

@@ -128,8 +128,8 @@ fn dropins_refuse_a_dynamic_wrapper_and_the_suggested_command_works() {
         .output()
         .unwrap();
     assert!(done.status.success(), "{line}: {}", stderr(&done));
-    let installed =
-        root.join(kubelet_labeler::cli::render::dropins::wrapper_path(arch).trim_start_matches('/'));
+    let installed = root
+        .join(kubelet_labeler::cli::render::dropins::wrapper_path(arch).trim_start_matches('/'));
     let bytes = std::fs::read(&installed).unwrap();
     check_wrapper(&bytes, arch, &installed).unwrap();
 }

@@ -203,9 +203,11 @@ fn ignition_fetches_the_pool_config_through_the_pointer() {
             pointer["ignition"]["security"]["tls"]["certificateAuthorities"][0]["compression"]
         );
         // The library function the ISO step calls gives the same config.
-        let from_lib =
-            kubelet_labeler::cli::render::pointer_ignition(&url, &std::fs::read(dir.join(ca)).unwrap())
-                .unwrap();
+        let from_lib = kubelet_labeler::cli::render::pointer_ignition(
+            &url,
+            &std::fs::read(dir.join(ca)).unwrap(),
+        )
+        .unwrap();
         assert_eq!(serde_json::from_slice::<Value>(&from_lib).unwrap(), pointer);
 
         let root = dir.join(format!("root-{ca}"));

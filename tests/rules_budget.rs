@@ -14,9 +14,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use kubelet_labeler::cli::render::node_rules;
 use kubelet_labeler::node::contract::{LABELS_VAR, RULES_VAR, TAINTS_VAR};
 use kubelet_labeler::node::kubelet::Profile;
-use kubelet_labeler::cli::render::node_rules;
 use kubelet_labeler::node::rules::{self, compact};
 
 const STATIC_TAINT: &str = "example.com/dedicated=gpu:NoSchedule";

@@ -294,15 +294,15 @@ fn hostile_rule_names_change_nothing_systemd_reads() {
         compression: None,
     };
     let in_mc = kubelet_labeler::cli::render::encoding::decode(&url).unwrap();
-    let as_role =
-        kubelet_labeler::node::contract::ROLE_LAYER
-            .iter()
-            .fold(env.clone(), |text, (role, var)| {
-                text.replace(
-                    &format!("Environment=\"{var}="),
-                    &format!("Environment=\"{role}="),
-                )
-            });
+    let as_role = kubelet_labeler::node::contract::ROLE_LAYER.iter().fold(
+        env.clone(),
+        |text, (role, var)| {
+            text.replace(
+                &format!("Environment=\"{var}="),
+                &format!("Environment=\"{role}="),
+            )
+        },
+    );
     assert_eq!(String::from_utf8(in_mc).unwrap(), as_role);
 
     let units = scratch.join("units");

@@ -202,8 +202,8 @@ fn static_cli_works(arch: &str, a: Arch) {
     } else {
         Arch::X86_64
     };
-    let installed =
-        tree.join(kubelet_labeler::cli::render::dropins::wrapper_path(of_arch).trim_start_matches('/'));
+    let installed = tree
+        .join(kubelet_labeler::cli::render::dropins::wrapper_path(of_arch).trim_start_matches('/'));
     assert!(
         std::fs::read(&installed).unwrap() == std::fs::read(&wrapper).unwrap(),
         "{} is not the wrapper beside the CLI",

@@ -13,10 +13,10 @@ mod systemd_oracle;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use kubelet_labeler::node::contract::{RULES_VAR, WRAPPER_PATH};
-use kubelet_labeler::node::kubelet::Profile;
 use kubelet_labeler::cli::render::arch::Arch;
 use kubelet_labeler::cli::render::dropins;
+use kubelet_labeler::node::contract::{RULES_VAR, WRAPPER_PATH};
+use kubelet_labeler::node::kubelet::Profile;
 use systemd_oracle::{UserRun, write};
 
 const LABEL: &str = "node.kubernetes.io/worker-gpu";
