@@ -112,7 +112,7 @@ fn profile(p: ProfileArg) -> kubelet_labeler::node::kubelet::Profile {
     }
 }
 
-// ---- explain (wrapper module) ----
+// ---- explain (cli::explain) ----
 
 fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
     use kubelet_labeler::cli::explain;
