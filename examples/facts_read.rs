@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use kubelet_labeler::facts::{FactsOptions, read};
+use kubelet_labeler::node::facts::{FactsOptions, read};
 
 fn main() {
     let mut args = std::env::args().skip(1);

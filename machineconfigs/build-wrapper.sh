@@ -44,7 +44,7 @@ export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER=rust-lld
 # - location-detail=none: no file:line:col strings for panics;
 # - panic=immediate-abort (with build-std): a panic is a trap instruction,
 #   without std's panic machinery, formatting or unwinder (57 KB less
-#   encoded); src/wrapper/crash.rs turns the trap into the same fallback
+#   encoded); src/node/wrapper/crash.rs turns the trap into the same fallback
 #   the panic hook gives (kubelet starts unchanged, one journal line);
 # - relocation-model=static: a plain static executable instead of a
 #   static-pie, so no relocation table and no start-up relocation pass;

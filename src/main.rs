@@ -6,12 +6,12 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 
-use kubelet_labeler::cmdline::*;
-use kubelet_labeler::iso;
-use kubelet_labeler::render::arch::Arch;
-use kubelet_labeler::render::{
+use kubelet_labeler::cli::iso;
+use kubelet_labeler::cli::render::arch::Arch;
+use kubelet_labeler::cli::render::{
     additions, gitops_dir, input, layout, machineconfig, pointer, tree, wrappers,
 };
+use kubelet_labeler::cmdline::*;
 
 /// `eprintln!` that cannot panic: with stderr a closed pipe (`2>&1 | head`)
 /// the line is lost, not the run.
@@ -55,7 +55,7 @@ fn main() -> ExitCode {
 }
 
 fn cmd_sync(c: SyncConfig) -> ExitCode {
-    use kubelet_labeler::sync::{reconcile::Policy, run};
+    use kubelet_labeler::node::sync::{reconcile::Policy, run};
     let opts = run::SyncOptions {
         root: c.root,
         unit: c.unit,
@@ -105,17 +105,17 @@ impl std::fmt::Display for Usage {
 
 impl std::error::Error for Usage {}
 
-fn profile(p: ProfileArg) -> kubelet_labeler::kubelet::Profile {
+fn profile(p: ProfileArg) -> kubelet_labeler::node::kubelet::Profile {
     match p {
-        ProfileArg::Upstream => kubelet_labeler::kubelet::Profile::Upstream,
-        ProfileArg::Openshift => kubelet_labeler::kubelet::Profile::OpenShift,
+        ProfileArg::Upstream => kubelet_labeler::node::kubelet::Profile::Upstream,
+        ProfileArg::Openshift => kubelet_labeler::node::kubelet::Profile::OpenShift,
     }
 }
 
-// ---- explain (wrapper module) ----
+// ---- explain (cli::explain) ----
 
 fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
-    use kubelet_labeler::wrapper::explain;
+    use kubelet_labeler::cli::explain;
     stdin_at_most_once(&[
         ("--machineconfig", &c.machineconfigs),
         ("--rules", &c.rules),
@@ -140,7 +140,7 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
         None => {
             scratch = tempfile::tempdir().context("creating a scratch node tree")?;
             let configs = input::read_machineconfigs(&c.machineconfigs)?;
-            release_version = kubelet_labeler::kubelet::version::from_machineconfigs(&configs);
+            release_version = kubelet_labeler::cli::validate::version_from_machineconfigs(&configs);
             layout::Layout::merge(configs)?.write(scratch.path())?;
             (scratch.path().to_path_buf(), true)
         }
@@ -149,13 +149,16 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
     // being OpenShift's, openshift for them.
     let prof = match c.profile {
         Some(p) => profile(p),
-        None => {
-            explain::wrapper_profile(&root, &c.unit, c.unit_path.as_deref()).unwrap_or(if offline {
-                kubelet_labeler::kubelet::Profile::OpenShift
-            } else {
-                kubelet_labeler::kubelet::Profile::Upstream
-            })
-        }
+        None => kubelet_labeler::node::wrapper::installed::wrapper_profile(
+            &root,
+            &c.unit,
+            c.unit_path.as_deref(),
+        )
+        .unwrap_or(if offline {
+            kubelet_labeler::node::kubelet::Profile::OpenShift
+        } else {
+            kubelet_labeler::node::kubelet::Profile::Upstream
+        }),
     };
     let mut e = explain::explain(&explain::ExplainOptions {
         root: root.clone(),
@@ -195,7 +198,7 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
 
 /// `explain --facts`: one NodeFeature (or `facts --json` output), YAML or
 /// JSON.
-fn read_facts(path: &std::path::Path) -> Result<(kubelet_labeler::facts::Features, String)> {
+fn read_facts(path: &std::path::Path) -> Result<(kubelet_labeler::node::facts::Features, String)> {
     let (text, name) = input::read_text(path, input::FACTS)?;
     let docs: Vec<serde_json::Value> = match serde_json::from_str(&text) {
         Ok(v) => vec![v],
@@ -210,7 +213,7 @@ fn read_facts(path: &std::path::Path) -> Result<(kubelet_labeler::facts::Feature
         );
     };
     let features =
-        kubelet_labeler::facts::json::from_nfd(doc, &name).map_err(anyhow::Error::msg)?;
+        kubelet_labeler::cli::facts_json::from_nfd(doc, &name).map_err(anyhow::Error::msg)?;
     Ok((features, name))
 }
 
@@ -245,10 +248,10 @@ fn stdin_at_most_once(flags: &[(&str, &[std::path::PathBuf])]) -> Result<()> {
 fn explain_override_env(
     rules: &[std::path::PathBuf],
     nfd_labels: Option<NfdLabelsArg>,
-    prof: kubelet_labeler::kubelet::Profile,
+    prof: kubelet_labeler::node::kubelet::Profile,
 ) -> Result<Vec<(String, String)>> {
-    use kubelet_labeler::contract::{NFD_LABELS_VAR, RULES_VAR};
-    use kubelet_labeler::render::node_rules;
+    use kubelet_labeler::cli::render::node_rules;
+    use kubelet_labeler::node::contract::{NFD_LABELS_VAR, RULES_VAR};
     let mut env = Vec::new();
     if !rules.is_empty() {
         let read = node_rules::read_rule_files(rules, prof)?;
@@ -267,7 +270,7 @@ fn explain_override_env(
 // ---- facts (facts module) ----
 
 fn cmd_facts(c: FactsConfig) -> Result<ExitCode> {
-    use kubelet_labeler::facts;
+    use kubelet_labeler::node::facts;
     existing_dir("--root", &c.root)?;
     let nodename = c.hostname_override.map(|h| h.trim().to_lowercase());
     let f = facts::read(&facts::FactsOptions {
@@ -285,9 +288,11 @@ fn cmd_facts(c: FactsConfig) -> Result<ExitCode> {
                 .collect::<String>(),
         )?;
     } else if c.json {
-        to_stdout(serde_json::to_string_pretty(&facts::json::nfd_json(&f))? + "\n")?;
+        to_stdout(
+            serde_json::to_string_pretty(&kubelet_labeler::cli::facts_json::nfd_json(&f))? + "\n",
+        )?;
     } else {
-        to_stdout(facts::json::human(&f))?;
+        to_stdout(kubelet_labeler::cli::facts_json::human(&f))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -295,7 +300,7 @@ fn cmd_facts(c: FactsConfig) -> Result<ExitCode> {
 // ---- validate (kubelet module) ----
 
 fn cmd_validate(c: ValidateConfig) -> Result<ExitCode> {
-    use kubelet_labeler::kubelet::validate::validate_kubelet_args;
+    use kubelet_labeler::cli::validate::validate_kubelet_args;
     if c.args.is_empty() {
         say!(
             "Error: no kubelet arguments to check; give them after '--': \
@@ -355,7 +360,7 @@ fn cmd_render_dropins(c: RenderDropinsConfig) -> Result<ExitCode> {
         );
     }
     // When the tree has the unit, say now what the next start would do.
-    let why = kubelet_labeler::wrapper::explain::left_out_at_next_start(&c.root, &c.unit, prof);
+    let why = kubelet_labeler::cli::explain::left_out_at_next_start(&c.root, &c.unit, prof);
     if let Some(why) = why {
         say!(
             "warning: at the next kubelet start the wrapper would start kubelet without our labels/taints: {why}"
@@ -366,7 +371,7 @@ fn cmd_render_dropins(c: RenderDropinsConfig) -> Result<ExitCode> {
 
 fn cmd_remove_dropins(c: &RenderDropinsConfig) -> Result<ExitCode> {
     existing_dir("--root", &c.root)?;
-    let done = kubelet_labeler::render::remove::remove_tree(&c.root, &c.unit, c.force)?;
+    let done = kubelet_labeler::cli::render::remove::remove_tree(&c.root, &c.unit, c.force)?;
     for p in &done.removed {
         say!("removed {}", p.display());
     }
@@ -433,21 +438,21 @@ fn pool_options(p: &PoolArgs) -> Result<machineconfig::PoolOptions> {
     })
 }
 
-fn nfd_flavour(f: NfdLabelsArg) -> kubelet_labeler::facts::NfdFlavour {
+fn nfd_flavour(f: NfdLabelsArg) -> kubelet_labeler::node::facts::NfdFlavour {
     match f {
-        NfdLabelsArg::Upstream => kubelet_labeler::facts::NfdFlavour::Upstream,
-        NfdLabelsArg::Openshift => kubelet_labeler::facts::NfdFlavour::OpenShift,
+        NfdLabelsArg::Upstream => kubelet_labeler::node::facts::NfdFlavour::Upstream,
+        NfdLabelsArg::Openshift => kubelet_labeler::node::facts::NfdFlavour::OpenShift,
     }
 }
 
 /// `--rules`/`--nfd-labels`: read, checked and compiled for the env drop-in.
 fn node_rules(
     a: &AdditionsArgs,
-    prof: kubelet_labeler::kubelet::Profile,
-) -> Result<kubelet_labeler::render::dropins::NodeRules> {
-    use kubelet_labeler::render::node_rules;
+    prof: kubelet_labeler::node::kubelet::Profile,
+) -> Result<kubelet_labeler::cli::render::dropins::NodeRules> {
+    use kubelet_labeler::cli::render::node_rules;
     stdin_at_most_once(&[("--rules", &a.rules)])?;
-    let mut out = kubelet_labeler::render::dropins::NodeRules {
+    let mut out = kubelet_labeler::cli::render::dropins::NodeRules {
         nfd_labels: a.nfd_labels.map(nfd_flavour),
         ..Default::default()
     };
@@ -611,7 +616,7 @@ fn cmd_iso_remove(c: IsoRemoveConfig) -> Result<ExitCode> {
 }
 
 fn cmd_iso_fleet(c: IsoFleetConfig) -> Result<ExitCode> {
-    use kubelet_labeler::iso::fleet;
+    use kubelet_labeler::cli::iso::fleet;
     let pools = c
         .pools
         .iter()
@@ -623,9 +628,9 @@ fn cmd_iso_fleet(c: IsoFleetConfig) -> Result<ExitCode> {
     let rules = if c.rules.is_empty() {
         None
     } else {
-        let read = kubelet_labeler::render::node_rules::read_rule_files(
+        let read = kubelet_labeler::cli::render::node_rules::read_rule_files(
             &c.rules,
-            kubelet_labeler::kubelet::Profile::OpenShift,
+            kubelet_labeler::node::kubelet::Profile::OpenShift,
         )?;
         // The live system's kernel and os-release are the ISO's, not the
         // installed system's that kubelet starts on.
@@ -643,7 +648,7 @@ fn cmd_iso_fleet(c: IsoFleetConfig) -> Result<ExitCode> {
                 );
             }
         }
-        Some(kubelet_labeler::render::node_rules::compile(&read)?)
+        Some(kubelet_labeler::cli::render::node_rules::compile(&read)?)
     };
     let pool_devices = c
         .pool_dest_devices
@@ -766,7 +771,7 @@ fn fleet_preview(
     let _ = writeln!(out, "wiped on install: {devices}");
     let mut all = true;
     for root in roots {
-        match kubelet_labeler::fleet::decide(&built.table, root) {
+        match kubelet_labeler::node::fleet::decide(&built.table, root) {
             Ok((pool, labels)) => {
                 let dev = iso::fleet::pool_device(pool, default_device);
                 let _ = writeln!(
@@ -774,8 +779,8 @@ fn fleet_preview(
                     "{}: would install into pool {} on {dev}: its labels ({}) match the nodeSelector",
                     root.display(),
                     pool.name,
-                    kubelet_labeler::fleet::describe_labels(
-                        &kubelet_labeler::fleet::selected_labels(&built.table.pools, &labels)
+                    kubelet_labeler::node::fleet::describe_labels(
+                        &kubelet_labeler::node::fleet::selected_labels(&built.table.pools, &labels)
                     ),
                 );
             }

@@ -11,8 +11,8 @@ mod systemd_oracle;
 
 use systemd_oracle::write;
 
-use kubelet_labeler::kubelet::Profile;
-use kubelet_labeler::render::arch::Arch;
+use kubelet_labeler::cli::render::arch::Arch;
+use kubelet_labeler::node::kubelet::Profile;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -136,7 +136,11 @@ fn render_dropins_then_explain() {
     assert_eq!(std::fs::read(&wrapper).unwrap(), built);
     assert_eq!(
         std::fs::read_to_string(&generator).unwrap(),
-        kubelet_labeler::render::dropins::generator(Profile::Upstream, "kubelet.service", &[arch])
+        kubelet_labeler::cli::render::dropins::generator(
+            Profile::Upstream,
+            "kubelet.service",
+            &[arch]
+        )
     );
     let static_dropin = root.join("etc/systemd/system/kubelet.service.d/zz-kubelet-labeler.conf");
     assert!(!static_dropin.exists());

@@ -14,7 +14,7 @@ mod skipped;
 
 use std::path::Path;
 
-use kubelet_labeler::render::layout;
+use kubelet_labeler::cli::render::layout;
 use run_cli::{cli, example_wrapper, json_of, machineconfig_example as example};
 use serde_json::{Value, json};
 
@@ -55,33 +55,33 @@ fn equivalent_tree(root: &Path, unit: &str, ours: bool) {
         // The generator writes the wrapper's drop-in at boot; it is what
         // the tree holds.
         w(
-            kubelet_labeler::contract::GENERATOR_PATH.trim_start_matches('/'),
-            kubelet_labeler::render::dropins::generator(
-                kubelet_labeler::kubelet::Profile::OpenShift,
+            kubelet_labeler::node::contract::GENERATOR_PATH.trim_start_matches('/'),
+            kubelet_labeler::cli::render::dropins::generator(
+                kubelet_labeler::node::kubelet::Profile::OpenShift,
                 "kubelet.service",
-                &[kubelet_labeler::render::arch::Arch::X86_64],
+                &[kubelet_labeler::cli::render::arch::Arch::X86_64],
             )
             .as_bytes(),
         );
         // Executable, as the MachineConfig writes it: systemd runs it.
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(
-            root.join(kubelet_labeler::contract::GENERATOR_PATH.trim_start_matches('/')),
+            root.join(kubelet_labeler::node::contract::GENERATOR_PATH.trim_start_matches('/')),
             std::fs::Permissions::from_mode(0o755),
         )
         .unwrap();
-        let additions = kubelet_labeler::kubelet::Additions {
+        let additions = kubelet_labeler::node::kubelet::Additions {
             labels: vec![("node.kubernetes.io/worker-gpu".into(), String::new())],
             taints: vec![],
         };
         std::fs::write(
-            dropins.join(kubelet_labeler::contract::ENV_DROPIN_NAME),
-            kubelet_labeler::render::dropins::env_dropin(&additions),
+            dropins.join(kubelet_labeler::node::contract::ENV_DROPIN_NAME),
+            kubelet_labeler::cli::render::dropins::env_dropin(&additions),
         )
         .unwrap();
         // The day-2 sync's units and the drop-in that pulls them in.
-        for (path, text) in kubelet_labeler::render::sync_units::files(
-            kubelet_labeler::kubelet::Profile::OpenShift,
+        for (path, text) in kubelet_labeler::cli::render::sync_units::files(
+            kubelet_labeler::node::kubelet::Profile::OpenShift,
             "kubelet.service",
             None,
         ) {
@@ -103,8 +103,10 @@ fn machineconfigs_explain_like_the_tree_they_write() {
             let mc = scratch.path().join("01-worker-kubelet.yaml");
             std::fs::write(
                 &mc,
-                kubelet_labeler::render::machineconfig::to_yaml(&mco::mco_machineconfig(&unit))
-                    .unwrap(),
+                kubelet_labeler::cli::render::machineconfig::to_yaml(&mco::mco_machineconfig(
+                    &unit,
+                ))
+                .unwrap(),
             )
             .unwrap();
             let mc = mc.to_str().unwrap().to_string();
@@ -184,7 +186,7 @@ fn falling_back_exits_1_with_the_reason() {
     let path = scratch.path().join("mc.yaml");
     std::fs::write(
         &path,
-        kubelet_labeler::render::machineconfig::to_yaml(&mc).unwrap(),
+        kubelet_labeler::cli::render::machineconfig::to_yaml(&mc).unwrap(),
     )
     .unwrap();
     let base = example("50-worker-gpu-kubelet-labeler-wrapper.yaml");
@@ -212,7 +214,7 @@ fn falling_back_exits_1_with_the_reason() {
     ]);
     std::fs::write(
         &path,
-        kubelet_labeler::render::machineconfig::to_yaml(&mc).unwrap(),
+        kubelet_labeler::cli::render::machineconfig::to_yaml(&mc).unwrap(),
     )
     .unwrap();
     let out = cli(&[
@@ -287,7 +289,7 @@ fn role_machineconfigs_taint_every_master_next_to_the_platform_taint() {
     let mc_path = scratch.path().join("01-master-kubelet.yaml");
     std::fs::write(
         &mc_path,
-        kubelet_labeler::render::machineconfig::to_yaml(&mc).unwrap(),
+        kubelet_labeler::cli::render::machineconfig::to_yaml(&mc).unwrap(),
     )
     .unwrap();
     let mut args = vec![
@@ -323,7 +325,7 @@ fn role_machineconfigs_taint_every_master_next_to_the_platform_taint() {
 
 /// A MachineConfig named `name` with `config` (Ignition) as its config.
 fn hostile_mc(name: &str, config: Value) -> String {
-    kubelet_labeler::render::machineconfig::to_yaml(&json!({
+    kubelet_labeler::cli::render::machineconfig::to_yaml(&json!({
         "apiVersion": "machineconfiguration.openshift.io/v1",
         "kind": "MachineConfig",
         "metadata": { "name": name },
@@ -574,7 +576,7 @@ fn a_rendered_config_names_its_release_and_its_pool() {
         let path = scratch.path().join(format!("{name}.yaml"));
         std::fs::write(
             &path,
-            kubelet_labeler::render::machineconfig::to_yaml(&mc).unwrap(),
+            kubelet_labeler::cli::render::machineconfig::to_yaml(&mc).unwrap(),
         )
         .unwrap();
         path.display().to_string()

@@ -12,7 +12,7 @@ mod readme_figures;
 use std::collections::BTreeSet;
 use std::process::Command;
 
-use kubelet_labeler::iso::check_ignition;
+use kubelet_labeler::cli::iso::check_ignition;
 use skipped::need;
 
 /// Configs with `VER` for the spec version. Each runs at every version, so

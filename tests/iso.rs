@@ -53,7 +53,7 @@ fn embed_area_bytes_equal_coreos_installers() {
     let Some(fx) = fixtures() else { return };
     let dir = tempfile::tempdir().unwrap();
     let base = base_iso(dir.path(), &fx);
-    let area = kubelet_labeler::iso::area_of(&base).unwrap();
+    let area = kubelet_labeler::cli::iso::area_of(&base).unwrap();
     for (config, expected) in [
         ("pointer.ign", "embed-area-pointer.ign.bin"),
         ("odd.ign", "embed-area-odd.ign.bin"),
@@ -156,13 +156,13 @@ fn interop_with_coreos_installer() {
         "etc/coreos-firstboot-network/eth0.nmconnection".to_string(),
         keyfile.clone(),
     );
-    let payload = kubelet_labeler::iso::write_members(&members).unwrap();
+    let payload = kubelet_labeler::cli::iso::write_members(&members).unwrap();
     assert!(
         payload == std::fs::read(fx.join("embed-area-pointer+eth0.bin")).unwrap(),
         "pointer+eth0 bytes"
     );
     let net = copy(&base, &d.join("net.iso"));
-    let area = kubelet_labeler::iso::area_of(&net).unwrap();
+    let area = kubelet_labeler::cli::iso::area_of(&net).unwrap();
     let mut bytes = std::fs::read(&net).unwrap();
     bytes[area.offset as usize..area.offset as usize + payload.len()].copy_from_slice(&payload);
     std::fs::write(&net, &bytes).unwrap();
@@ -185,7 +185,7 @@ fn interop_with_coreos_installer() {
         f.read_exact(&mut b).unwrap();
         b
     };
-    let kept = kubelet_labeler::iso::read_members(&area_bytes).unwrap();
+    let kept = kubelet_labeler::cli::iso::read_members(&area_bytes).unwrap();
     assert_eq!(
         kept.get("etc/coreos-firstboot-network/eth0.nmconnection"),
         Some(&keyfile)
@@ -343,7 +343,7 @@ fn output_modes_and_refusals() {
     std::fs::write(&truncated, &pristine[..pristine.len() / 2]).unwrap();
     let corrupt = d.join("corrupt.iso");
     std::fs::write(&corrupt, &pristine).unwrap();
-    let area = kubelet_labeler::iso::area_of(&corrupt).unwrap();
+    let area = kubelet_labeler::cli::iso::area_of(&corrupt).unwrap();
     let mut bytes = pristine.clone();
     bytes[area.offset as usize..area.offset as usize + 8].copy_from_slice(b"\xfd7zXZ\x00\x01\x02");
     std::fs::write(&corrupt, &bytes).unwrap();

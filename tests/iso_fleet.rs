@@ -116,7 +116,7 @@ fn rules() -> PathBuf {
 /// here).
 fn gitops(dir: &Path, pool: &str, label: &str, sel: &Path) -> PathBuf {
     let out = dir.join(format!("gitops-{pool}"));
-    let arch = kubelet_labeler::render::arch::Arch::of_elf(&std::fs::read(sel).unwrap())
+    let arch = kubelet_labeler::cli::render::arch::Arch::of_elf(&std::fs::read(sel).unwrap())
         .expect("the selector's architecture");
     let wrapper = dir.join(format!("stand-in-wrapper-{arch}"));
     std::fs::write(&wrapper, elf::static_elf(arch)).unwrap();
@@ -507,7 +507,7 @@ fn explain_installed(f: &Fleet, scratch: &Path, pool: &str, dest: &Value, facts:
 /// from the pool's config (the wrapper's plan, through `explain`), places
 /// it in the pool the install chose, by the same MCO precedence.
 fn same_answer_at_registration(f: &Fleet, scratch: &Path, node: &str, pool: &str, dest: &Value) {
-    use kubelet_labeler::fleet::{Table, base_labels, choose};
+    use kubelet_labeler::node::fleet::{Table, base_labels, choose};
     let table = Table::parse(
         &std::fs::read_to_string(scratch.join("root/etc/kubelet-labeler/fleet/pools")).unwrap(),
     )
@@ -515,8 +515,8 @@ fn same_answer_at_registration(f: &Fleet, scratch: &Path, node: &str, pool: &str
     let e = explain_installed(f, scratch, pool, dest, node);
     let argv: Vec<String> = serde_json::from_value(e["argv"].clone()).unwrap();
     let mut labels = base_labels();
-    for u in kubelet_labeler::kubelet::flags::scan(&argv).uses("node-labels") {
-        labels.extend(kubelet_labeler::kubelet::parse_node_labels(
+    for u in kubelet_labeler::node::kubelet::flags::scan(&argv).uses("node-labels") {
+        labels.extend(kubelet_labeler::node::kubelet::parse_node_labels(
             u.value.as_deref().unwrap(),
         ));
     }
@@ -606,7 +606,7 @@ fn a_raspberry_pi_installs_from_the_aarch64_iso() {
         .and_then(|files| {
             files
                 .iter_mut()
-                .find(|f| f["path"].as_str() == Some(kubelet_labeler::fleet::SELECT_PATH))
+                .find(|f| f["path"].as_str() == Some(kubelet_labeler::node::fleet::SELECT_PATH))
         })
         .expect("the selector in the live config");
     let header = std::fs::read(selector("aarch64").unwrap()).unwrap();
@@ -825,7 +825,7 @@ fn stand_in_selector(dir: &Path) -> PathBuf {
     let p = dir.join("stand-in-selector");
     std::fs::write(
         &p,
-        elf::static_elf(kubelet_labeler::render::arch::Arch::X86_64),
+        elf::static_elf(kubelet_labeler::cli::render::arch::Arch::X86_64),
     )
     .unwrap();
     p
@@ -1094,16 +1094,17 @@ fn pool_devices_reach_the_live_config_and_the_wipe_is_announced() {
             .iter()
             .find(|f| f["path"] == path)
             .unwrap_or_else(|| panic!("{path} in {live}"));
-        let url = kubelet_labeler::render::encoding::DataUrl {
+        let url = kubelet_labeler::cli::render::encoding::DataUrl {
             source: f["contents"]["source"].as_str().unwrap().to_string(),
             compression: f["contents"]["compression"]
                 .as_str()
                 .map(|c| if c == "gzip" { "gzip" } else { "?" }),
         };
-        String::from_utf8(kubelet_labeler::render::encoding::decode(&url).unwrap()).unwrap()
+        String::from_utf8(kubelet_labeler::cli::render::encoding::decode(&url).unwrap()).unwrap()
     };
     let table =
-        kubelet_labeler::fleet::Table::parse(&file(kubelet_labeler::fleet::TABLE_PATH)).unwrap();
+        kubelet_labeler::node::fleet::Table::parse(&file(kubelet_labeler::node::fleet::TABLE_PATH))
+            .unwrap();
     let devices: Vec<(&str, Option<&str>)> = table
         .pools
         .iter()
@@ -1121,7 +1122,7 @@ fn pool_devices_reach_the_live_config_and_the_wipe_is_announced() {
     );
     // coreos-installer refuses a second dest-device: the ISO's own
     // configuration names none, the selector writes the chosen pool's.
-    let installer = file(kubelet_labeler::iso::fleet::INSTALLER_CONFIG_PATH);
+    let installer = file(kubelet_labeler::cli::iso::fleet::INSTALLER_CONFIG_PATH);
     assert!(
         !installer.contains("dest-device") && installer.contains("ignition-file: "),
         "{installer}"

@@ -1,4 +1,4 @@
-//! `src/kubelet/gen-bool-flags.sh` on a made-up miniature of the kubernetes
+//! `src/node/kubelet/gen-bool-flags.sh` on a made-up miniature of the kubernetes
 //! tree (tests/fixtures/kubelet-flag-sources): every registration form it
 //! must find, every one it must skip, and the flags it keeps as `removed`.
 
@@ -12,7 +12,7 @@ fn manifest() -> PathBuf {
 /// (name, where) of each entry the script wrote.
 fn run(tree: &Path, previous: &Path) -> Vec<(String, String)> {
     let out = Command::new("bash")
-        .arg(manifest().join("src/kubelet/gen-bool-flags.sh"))
+        .arg(manifest().join("src/node/kubelet/gen-bool-flags.sh"))
         .arg(tree)
         .arg(previous)
         .env("KUBE_SOURCE", "the fixture")
@@ -123,7 +123,7 @@ fn klogflags_init_drops_klogs_bools_and_gone_flags_stay() {
 fn refuses_a_directory_that_is_no_kubernetes_checkout() {
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new("bash")
-        .arg(manifest().join("src/kubelet/gen-bool-flags.sh"))
+        .arg(manifest().join("src/node/kubelet/gen-bool-flags.sh"))
         .arg(dir.path())
         .output()
         .unwrap();

@@ -14,9 +14,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use kubelet_labeler::kubelet::config::register_with_taints;
-use kubelet_labeler::kubelet::validate::validate_kubelet_args;
-use kubelet_labeler::kubelet::{
+use kubelet_labeler::cli::validate::validate_kubelet_args;
+use kubelet_labeler::node::kubelet::config::register_with_taints;
+use kubelet_labeler::node::kubelet::{
     Additions, NodeFs, Profile, Taint, TaintEffect, apply, parse_taints,
 };
 

@@ -36,7 +36,7 @@ fn oracle() -> Option<(PathBuf, PathBuf)> {
 }
 
 fn wrapper(dir: &Path, marker: &[u8]) -> PathBuf {
-    let mut bytes = elf::static_elf(kubelet_labeler::render::arch::Arch::X86_64);
+    let mut bytes = elf::static_elf(kubelet_labeler::cli::render::arch::Arch::X86_64);
     bytes.extend_from_slice(marker);
     let p = dir.join(format!("wrapper-{}", String::from_utf8_lossy(marker)));
     std::fs::write(&p, bytes).unwrap();

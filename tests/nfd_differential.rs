@@ -26,11 +26,11 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use kubelet_labeler::contract::RULES_VAR;
-use kubelet_labeler::kubelet::{self, Profile, Taint};
-use kubelet_labeler::render::node_rules;
-use kubelet_labeler::rules::version;
-use kubelet_labeler::wrapper::plan::{self, FactsScope};
+use kubelet_labeler::cli::render::node_rules;
+use kubelet_labeler::node::contract::RULES_VAR;
+use kubelet_labeler::node::kubelet::{self, Profile, Taint};
+use kubelet_labeler::node::rules::version;
+use kubelet_labeler::node::wrapper::plan::{self, FactsScope};
 use serde_json::{Value, json};
 
 /// Cases per run, and the seed (fixed: a failure reproduces). The last
@@ -133,7 +133,7 @@ impl Rng {
 }
 
 /// Every feature the node side reads, present or not.
-use kubelet_labeler::facts::FEATURES;
+use kubelet_labeler::node::facts::FEATURES;
 
 const OPS: &[&str] = &[
     "In",

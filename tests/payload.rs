@@ -14,7 +14,7 @@ mod readme_figures;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use kubelet_labeler::render::machineconfig::{Arch, check_wrapper};
+use kubelet_labeler::cli::render::machineconfig::{Arch, check_wrapper};
 
 /// Build with the script the README's main command uses, in a target
 /// directory of its own (cargo test holds the main one) inside the one these
@@ -120,7 +120,7 @@ fn static_payloads_for_both_architectures() {
             Arch::X86_64
         };
         assert!(check_wrapper(&bytes, other, &path).is_err());
-        let encoded = kubelet_labeler::render::encoding::data_url(&bytes)
+        let encoded = kubelet_labeler::cli::render::encoding::data_url(&bytes)
             .source
             .len();
         println!(
@@ -304,7 +304,7 @@ fn shipped_wrapper_hands_on_the_inherited_signal_state() {
 }
 
 /// Each shipped wrapper carries only its own architecture's CPU name tables
-/// (src/facts/cpu.rs): on a node tree of that architecture it must still
+/// (src/node/facts/cpu.rs): on a node tree of that architecture it must still
 /// give NFD's cpuid labels (x86_64 natively on the DGX fixture, aarch64
 /// under qemu on the Raspberry Pi one).
 #[test]
@@ -329,7 +329,7 @@ fn shipped_wrappers_name_their_own_cpu_features() {
         let out = wrapper_on_recorder(&wrapper, runner, dir.path())
             .arg("--facts-root")
             .arg(nodes.join(node))
-            .env(kubelet_labeler::contract::NFD_LABELS_VAR, "upstream")
+            .env(kubelet_labeler::node::contract::NFD_LABELS_VAR, "upstream")
             .output()
             .unwrap();
         let what = format!("{node}: {}", String::from_utf8_lossy(&out.stderr));
@@ -396,7 +396,7 @@ fn a_full_config_with_one_wrapper_fits_the_live_iso_embed_area() {
                 .arg(&config)
                 .arg(&iso),
         );
-        let area = kubelet_labeler::iso::area_of(&iso).unwrap();
+        let area = kubelet_labeler::cli::iso::area_of(&iso).unwrap();
         let bytes = std::fs::read(&iso).unwrap();
         let start = area.offset as usize;
         let region = &bytes[start..start + area.length as usize];
@@ -440,7 +440,7 @@ fn readme_embed_area_figures_are_measured() {
     let dir = tempfile::tempdir().unwrap();
     let plain = dir.path().join("plain.iso");
     std::fs::write(&plain, &base).unwrap();
-    let area_length = kubelet_labeler::iso::area_of(&plain).unwrap().length as usize;
+    let area_length = kubelet_labeler::cli::iso::area_of(&plain).unwrap().length as usize;
     let wrappers = [build("x86_64"), build("aarch64")];
     // Embed a config rendered with these wrappers: Ok(bytes of the area
     // used) or Err(the refusal).
@@ -467,7 +467,7 @@ fn readme_embed_area_figures_are_measured() {
         if !out.status.success() {
             return Err(String::from_utf8_lossy(&out.stderr).into_owned());
         }
-        let area = kubelet_labeler::iso::area_of(&iso).unwrap();
+        let area = kubelet_labeler::cli::iso::area_of(&iso).unwrap();
         let bytes = std::fs::read(&iso).unwrap();
         let region = &bytes[area.offset as usize..(area.offset + area.length) as usize];
         Ok(region.len() - region.iter().rev().take_while(|&&b| b == 0).count())

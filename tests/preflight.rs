@@ -18,8 +18,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use kubelet_labeler::contract::{LABELS_VAR, TAINTS_VAR, WRAPPER_DROPIN_NAME, WRAPPER_PATH};
-use kubelet_labeler::kubelet::arg_limit::MAX_ARG_STRLEN;
+use kubelet_labeler::node::contract::{LABELS_VAR, TAINTS_VAR, WRAPPER_DROPIN_NAME, WRAPPER_PATH};
+use kubelet_labeler::node::kubelet::arg_limit::MAX_ARG_STRLEN;
 use run_cli::{cli, example_wrapper, json_of, machineconfig_example, stand_in_wrapper, stderr};
 use serde_json::{Value, json};
 use systemd_oracle::{UserRun, write};
@@ -62,7 +62,7 @@ fn kubelet_mc(dir: &Path, dropins: &[(&str, &str)]) -> String {
     let path = dir.join("rendered.yaml");
     std::fs::write(
         &path,
-        kubelet_labeler::render::machineconfig::to_yaml(&mc).unwrap(),
+        kubelet_labeler::cli::render::machineconfig::to_yaml(&mc).unwrap(),
     )
     .unwrap();
     path.display().to_string()
@@ -294,7 +294,7 @@ fn rules_without_facts_say_so_and_a_nodefeature_gives_them() {
     let nf = dir.path().join("nodefeature.yaml");
     std::fs::write(
         &nf,
-        kubelet_labeler::render::machineconfig::to_yaml(&nodefeature).unwrap(),
+        kubelet_labeler::cli::render::machineconfig::to_yaml(&nodefeature).unwrap(),
     )
     .unwrap();
     let from_nf = json_of(&explain(true, &["--facts", nf.to_str().unwrap()]));
@@ -436,8 +436,8 @@ fn render_dropins_remove_takes_out_exactly_what_render_wrote() {
     let generated = root.join("run/systemd/generator/kubelet.service.d/zz-kubelet-labeler.conf");
     write(
         &generated,
-        &kubelet_labeler::render::dropins::wrapper_dropin(
-            kubelet_labeler::kubelet::Profile::Upstream,
+        &kubelet_labeler::cli::render::dropins::wrapper_dropin(
+            kubelet_labeler::node::kubelet::Profile::Upstream,
         ),
     );
     write(
@@ -642,9 +642,9 @@ fn explain_and_validate_number_words_alike() {
     );
     // A word exec refuses cannot reach the validate command; its library.
     let args = ["/usr/bin/kubelet", "--cgroups-per-qos=true", &long].map(String::from);
-    let report = kubelet_labeler::kubelet::validate::validate_kubelet_args(
+    let report = kubelet_labeler::cli::validate::validate_kubelet_args(
         &args,
-        kubelet_labeler::kubelet::Profile::Upstream,
+        kubelet_labeler::node::kubelet::Profile::Upstream,
     );
     assert!(
         report.errors.iter().any(|e| e.contains("argument 3 (--v)")),
@@ -1004,10 +1004,10 @@ fn max_arg_strlen_is_the_kernels() {
         assert!(run_env(MAX_ARG_STRLEN).unwrap().success());
     }
     assert_eq!(
-        kubelet_labeler::kubelet::arg_limit::too_long("w", MAX_ARG_STRLEN - 1),
+        kubelet_labeler::node::kubelet::arg_limit::too_long("w", MAX_ARG_STRLEN - 1),
         None
     );
-    assert!(kubelet_labeler::kubelet::arg_limit::too_long("w", MAX_ARG_STRLEN).is_some());
+    assert!(kubelet_labeler::node::kubelet::arg_limit::too_long("w", MAX_ARG_STRLEN).is_some());
 }
 
 /// The recorder as `root/usr/bin/kubelet`, and where it writes.

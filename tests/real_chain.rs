@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use kubelet_labeler::kubelet::Profile;
+use kubelet_labeler::node::kubelet::Profile;
 use realcluster::{ChainRun, Cluster, KubeletSetup, run_chain};
 use systemd_oracle::write;
 
@@ -267,7 +267,7 @@ fn render(tree: &Path, profile: &str, args: &[&str]) {
     // the stand-in gets the rendered tree, then the built wrapper runs in it.
     let installed = tree.join(format!(
         "{}.{}",
-        kubelet_labeler::contract::WRAPPER_PATH.trim_start_matches('/'),
+        kubelet_labeler::node::contract::WRAPPER_PATH.trim_start_matches('/'),
         std::env::consts::ARCH
     ));
     std::fs::copy(env!("CARGO_BIN_EXE_kubelet-labeler-wrapper"), &installed).unwrap();
@@ -310,7 +310,7 @@ fn registered_by(
     profile: Profile,
     node: &str,
 ) -> (BTreeMap<String, String>, Option<Vec<String>>) {
-    let report = kubelet_labeler::kubelet::validate::validate_kubelet_args(&argv[1..], profile);
+    let report = kubelet_labeler::cli::validate::validate_kubelet_args(&argv[1..], profile);
     assert!(
         report.valid,
         "explain's argv is invalid: {:?}",
@@ -602,11 +602,11 @@ fn nfd_labels_openshift() {
 fn facts_root_dropin(tree: &Path, fixture: &str) {
     let exe = format!(
         "{}.{}",
-        kubelet_labeler::contract::WRAPPER_PATH,
+        kubelet_labeler::node::contract::WRAPPER_PATH,
         std::env::consts::ARCH
     );
     let facts = repo("tests/fixtures/nodes").join(fixture);
-    let text = kubelet_labeler::render::dropins::wrapper_dropin_at(Profile::OpenShift, &exe)
+    let text = kubelet_labeler::cli::render::dropins::wrapper_dropin_at(Profile::OpenShift, &exe)
         .replace(
             "--profile openshift",
             &format!("--profile openshift --facts-root {}", facts.display()),

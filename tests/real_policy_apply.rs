@@ -132,7 +132,7 @@ fn rendered_policy(dir: &Path, pool: &str) -> String {
     let wrapper = dir.join("wrapper");
     std::fs::write(
         &wrapper,
-        elf::static_elf(kubelet_labeler::render::arch::Arch::X86_64),
+        elf::static_elf(kubelet_labeler::cli::render::arch::Arch::X86_64),
     )
     .unwrap();
     let out = dir.join(pool);

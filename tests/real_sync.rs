@@ -43,9 +43,10 @@ fn tree(dir: &Path, labels: &str, taints: &str) {
     env(dir, labels, taints);
     // The wrapper installed as render installs it (its generator): what
     // `explain` predicts is what the wrapper adds at boot.
-    use kubelet_labeler::kubelet::Profile;
-    use kubelet_labeler::render::{arch::Arch, dropins};
-    let generator = dir.join(kubelet_labeler::contract::GENERATOR_PATH.trim_start_matches('/'));
+    use kubelet_labeler::cli::render::{arch::Arch, dropins};
+    use kubelet_labeler::node::kubelet::Profile;
+    let generator =
+        dir.join(kubelet_labeler::node::contract::GENERATOR_PATH.trim_start_matches('/'));
     write(
         &generator,
         &dropins::generator(Profile::OpenShift, "kubelet.service", &[Arch::X86_64]),

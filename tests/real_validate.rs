@@ -21,8 +21,8 @@ mod realcluster;
 use std::collections::BTreeMap;
 use std::process::Command;
 
-use kubelet_labeler::kubelet::Profile;
-use kubelet_labeler::kubelet::validate::validate_kubelet_args;
+use kubelet_labeler::cli::validate::validate_kubelet_args;
+use kubelet_labeler::node::kubelet::Profile;
 
 const DRY_RUN_NODE: &str = "rc-corpus";
 const REGISTERED_NODE: &str = "rc-corpus-reg";
@@ -544,7 +544,7 @@ fn our_checks_agree_with_the_real_kubelet_and_api_server() {
 /// and takes every one we take.
 #[test]
 fn unknown_flags_as_the_real_kubelet_says() {
-    use kubelet_labeler::kubelet::known_flags::{CURRENT, Known, OLDER, known};
+    use kubelet_labeler::node::kubelet::known_flags::{CURRENT, Known, OLDER, known};
     if realcluster::unavailable().is_some() {
         return;
     }

@@ -21,10 +21,10 @@ mod systemd_oracle;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use kubelet_labeler::kubelet::{Additions, Profile};
-use kubelet_labeler::render::dropins;
-use kubelet_labeler::render::encoding::{DataUrl, decode};
-use kubelet_labeler::render::machineconfig::{self, Arch, PoolOptions};
+use kubelet_labeler::cli::render::dropins;
+use kubelet_labeler::cli::render::encoding::{DataUrl, decode};
+use kubelet_labeler::cli::render::machineconfig::{self, Arch, PoolOptions};
+use kubelet_labeler::node::kubelet::{Additions, Profile};
 use serde_json::Value;
 
 fn manifest_dir() -> PathBuf {
@@ -78,7 +78,7 @@ fn example_wrapper() -> Vec<u8> {
 }
 
 fn fake_static_elf() -> Vec<u8> {
-    elf::static_elf(kubelet_labeler::render::arch::Arch::X86_64)
+    elf::static_elf(kubelet_labeler::cli::render::arch::Arch::X86_64)
 }
 
 fn opts(
@@ -93,7 +93,7 @@ fn opts(
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
-            taints: kubelet_labeler::kubelet::parse_taints("nvidia.com/gpu=true:NoSchedule")
+            taints: kubelet_labeler::node::kubelet::parse_taints("nvidia.com/gpu=true:NoSchedule")
                 .unwrap(),
         },
         pool_label: pool_label.map(|(k, v)| (k.into(), v.into())),
@@ -201,7 +201,7 @@ fn every_ignition_config_passes_ignition_validate() {
         // (tests/ignition_check.rs holds those to ignition-validate).
         if cfg["ignition"]["version"] == "3.5.0" {
             let bytes = serde_json::to_vec(&cfg).unwrap();
-            let checked = kubelet_labeler::iso::check_ignition(&bytes, &name).unwrap();
+            let checked = kubelet_labeler::cli::iso::check_ignition(&bytes, &name).unwrap();
             assert!(checked.unknown_keys.is_empty(), "{name}: {checked:?}");
             continue;
         }
@@ -275,7 +275,7 @@ fn readable_data_urls_are_what_ignition_writes() {
     if !need(ignition_oracle::IGNITION) || !need("ignition-validate") {
         return;
     }
-    use kubelet_labeler::render::encoding::readable_data_url;
+    use kubelet_labeler::cli::render::encoding::readable_data_url;
     let every: Vec<u8> = (0..=255u8).chain(*b"a+b c%20d?e#f").collect();
     let env = b"[Service]\nEnvironment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS=node.kubernetes.io/gpu=,a.io/b=c\"\n";
     let dir = tempfile::tempdir().unwrap();
@@ -337,8 +337,8 @@ fn cli_writes_the_chosen_ignition_version() {
                 .unwrap(),
         )];
         let stream = run(&[&["render", "machineconfig"][..], &version].concat());
-        for mc in
-            kubelet_labeler::render::layout::machineconfigs_from_yaml(&stream, "stdout").unwrap()
+        for mc in kubelet_labeler::cli::render::layout::machineconfigs_from_yaml(&stream, "stdout")
+            .unwrap()
         {
             configs.push((
                 format!("{}", mc["metadata"]["name"]),
@@ -778,7 +778,7 @@ fn first_boot_with_real_ignition_and_systemd() {
 fn readme_states_the_gzip_gain_on_the_wrapper() {
     use std::io::Write;
     let wrapper = example_wrapper();
-    let ours = kubelet_labeler::render::encoding::gzip(&wrapper).len();
+    let ours = kubelet_labeler::cli::render::encoding::gzip(&wrapper).len();
     let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
     z.write_all(&wrapper).unwrap();
     let zlib = z.finish().unwrap().len();

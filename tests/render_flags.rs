@@ -10,7 +10,7 @@ mod run_cli;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use kubelet_labeler::render::arch::Arch;
+use kubelet_labeler::cli::render::arch::Arch;
 use run_cli::stderr;
 
 /// A command line's words (none here holds a space).
@@ -166,8 +166,8 @@ fn only_our_wrapper_and_selector_are_carried() {
     // either, so it never holds their usage lines as they are.
     let cli = std::fs::read(env!("CARGO_BIN_EXE_kubelet-labeler")).unwrap();
     for head in [
-        kubelet_labeler::contract::WRAPPER_USAGE_HEAD,
-        kubelet_labeler::contract::SELECTOR_USAGE_HEAD,
+        kubelet_labeler::node::contract::WRAPPER_USAGE_HEAD,
+        kubelet_labeler::node::contract::SELECTOR_USAGE_HEAD,
     ] {
         assert!(
             !cli.windows(head.len()).any(|w| w == head.as_bytes()),

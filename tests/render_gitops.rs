@@ -12,9 +12,9 @@ mod skipped;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use kubelet_labeler::render::arch::Arch;
-use kubelet_labeler::render::layout::machineconfigs_from_yaml;
-use kubelet_labeler::render::machineconfig::check_wrapper;
+use kubelet_labeler::cli::render::arch::Arch;
+use kubelet_labeler::cli::render::layout::machineconfigs_from_yaml;
+use kubelet_labeler::cli::render::machineconfig::check_wrapper;
 use serde_json::Value;
 
 fn bin() -> Command {
@@ -128,8 +128,8 @@ fn dropins_refuse_a_dynamic_wrapper_and_the_suggested_command_works() {
         .output()
         .unwrap();
     assert!(done.status.success(), "{line}: {}", stderr(&done));
-    let installed =
-        root.join(kubelet_labeler::render::dropins::wrapper_path(arch).trim_start_matches('/'));
+    let installed = root
+        .join(kubelet_labeler::cli::render::dropins::wrapper_path(arch).trim_start_matches('/'));
     let bytes = std::fs::read(&installed).unwrap();
     check_wrapper(&bytes, arch, &installed).unwrap();
 }
@@ -1072,9 +1072,9 @@ fn the_labels_machineconfig_reads_as_written() {
         assert!(text.contains(shown), "{shown} not readable in:\n{text}");
     }
     assert!(!text.contains("base64") && !text.contains("gzip"), "{text}");
-    let names = kubelet_labeler::render::node_rules::read_rule_files(
+    let names = kubelet_labeler::cli::render::node_rules::read_rule_files(
         &[&rule_file],
-        kubelet_labeler::kubelet::Profile::OpenShift,
+        kubelet_labeler::node::kubelet::Profile::OpenShift,
     )
     .unwrap();
     for rule in names {
@@ -1103,7 +1103,7 @@ fn the_labels_machineconfig_reads_as_written() {
     assert!(o.status.success(), "{}", stderr(&o));
     let mc = machineconfigs_from_yaml(&text, "labels").unwrap().remove(0);
     let file = &mc["spec"]["config"]["storage"]["files"][0];
-    let decoded = kubelet_labeler::render::layout::decode_data_url(
+    let decoded = kubelet_labeler::cli::render::layout::decode_data_url(
         file["contents"]["source"].as_str().unwrap(),
         file["contents"]["compression"].as_str(),
     )

@@ -16,9 +16,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use kubelet_labeler::kubelet::Additions;
-use kubelet_labeler::kubelet::labels::label_value_errors;
-use kubelet_labeler::render::machineconfig::{self, Arch, PoolOptions};
+use kubelet_labeler::cli::render::machineconfig::{self, Arch, PoolOptions};
+use kubelet_labeler::node::kubelet::Additions;
+use kubelet_labeler::node::kubelet::labels::label_value_errors;
 use serde_json::{Value, json};
 use skipped::need;
 
@@ -77,7 +77,7 @@ fn goyaml(bin: &Path, text: &str) -> Vec<Value> {
 }
 
 fn fake_static_elf() -> Vec<u8> {
-    elf::static_elf(kubelet_labeler::render::arch::Arch::X86_64)
+    elf::static_elf(kubelet_labeler::cli::render::arch::Arch::X86_64)
 }
 
 fn opts(pool: &str, label_value: &str, version: &'static str) -> PoolOptions {
@@ -85,7 +85,8 @@ fn opts(pool: &str, label_value: &str, version: &'static str) -> PoolOptions {
         pool: pool.into(),
         additions: Additions {
             labels: vec![("example.com/v".into(), label_value.into())],
-            taints: kubelet_labeler::kubelet::parse_taints("example.com/t=1e3:NoSchedule").unwrap(),
+            taints: kubelet_labeler::node::kubelet::parse_taints("example.com/t=1e3:NoSchedule")
+                .unwrap(),
         },
         pool_label: Some(("example.com/pool".into(), label_value.into())),
         base_role: "worker".into(),

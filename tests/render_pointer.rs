@@ -203,9 +203,11 @@ fn ignition_fetches_the_pool_config_through_the_pointer() {
             pointer["ignition"]["security"]["tls"]["certificateAuthorities"][0]["compression"]
         );
         // The library function the ISO step calls gives the same config.
-        let from_lib =
-            kubelet_labeler::render::pointer_ignition(&url, &std::fs::read(dir.join(ca)).unwrap())
-                .unwrap();
+        let from_lib = kubelet_labeler::cli::render::pointer_ignition(
+            &url,
+            &std::fs::read(dir.join(ca)).unwrap(),
+        )
+        .unwrap();
         assert_eq!(serde_json::from_slice::<Value>(&from_lib).unwrap(), pointer);
 
         let root = dir.join(format!("root-{ca}"));
@@ -243,10 +245,10 @@ fn ignition_fetches_the_pool_config_through_the_pointer() {
         }
         assert_eq!(
             std::fs::read_to_string(&generator).unwrap(),
-            kubelet_labeler::render::dropins::generator(
-                kubelet_labeler::kubelet::Profile::OpenShift,
+            kubelet_labeler::cli::render::dropins::generator(
+                kubelet_labeler::node::kubelet::Profile::OpenShift,
                 "kubelet.service",
-                &[kubelet_labeler::render::arch::Arch::X86_64]
+                &[kubelet_labeler::cli::render::arch::Arch::X86_64]
             )
         );
         let dropins = root.join("etc/systemd/system/kubelet.service.d");
@@ -466,7 +468,7 @@ fn pointer_survives_the_mco_ca_rotation() {
                 ca_as_ignition_reads_it(&rotated).map_err(|e| format!("{what}: {e}")),
                 Ok(new_text.clone())
             );
-            kubelet_labeler::iso::check_ignition(
+            kubelet_labeler::cli::iso::check_ignition(
                 &serde_json::to_vec(&rotated).unwrap(),
                 "the rotated pointer",
             )
@@ -482,7 +484,7 @@ fn pointer_survives_the_mco_ca_rotation() {
     }
     // The model above is Ignition's: a CA kept as `compression: gzip`
     // (what we wrote before) makes real Ignition fail after the rewrite.
-    let mut gzipped = kubelet_labeler::render::pointer::pointer_config(
+    let mut gzipped = kubelet_labeler::cli::render::pointer::pointer_config(
         &url,
         &std::fs::read(dir.join("old-bundle.pem")).unwrap(),
         "3.4.0",
@@ -503,7 +505,7 @@ fn pointer_survives_the_mco_ca_rotation() {
     assert!(log.contains("gzip: invalid header"), "{log}");
     // Real Ignition (2.14 reads up to 3.4.0) follows the rotated pointer.
     for version in ["3.2.0", "3.4.0"] {
-        let pointer = kubelet_labeler::render::pointer::pointer_config(
+        let pointer = kubelet_labeler::cli::render::pointer::pointer_config(
             &url,
             &std::fs::read(dir.join("old-bundle.pem")).unwrap(),
             version,

@@ -14,10 +14,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use kubelet_labeler::contract::{LABELS_VAR, RULES_VAR, TAINTS_VAR};
-use kubelet_labeler::kubelet::Profile;
-use kubelet_labeler::render::node_rules;
-use kubelet_labeler::rules::{self, compact};
+use kubelet_labeler::cli::render::node_rules;
+use kubelet_labeler::node::contract::{LABELS_VAR, RULES_VAR, TAINTS_VAR};
+use kubelet_labeler::node::kubelet::Profile;
+use kubelet_labeler::node::rules::{self, compact};
 
 const STATIC_TAINT: &str = "example.com/dedicated=gpu:NoSchedule";
 const POOL_LABEL: &str = "node.kubernetes.io/worker-gpu=";
@@ -219,7 +219,7 @@ fn heavy_rule_files_are_refused_at_render_or_evaluated_within_the_budget() {
 /// `Budget::for_facts`, and within render's worst case.
 #[test]
 fn accepted_examples_evaluate_within_the_budget_on_big_facts() {
-    use kubelet_labeler::facts::Features;
+    use kubelet_labeler::node::facts::Features;
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/rules");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
@@ -230,7 +230,7 @@ fn accepted_examples_evaluate_within_the_budget_on_big_facts() {
     assert!(!files.is_empty());
     let long = "0".repeat(4096);
     let mut f = Features::default();
-    let dev = |i: usize| -> kubelet_labeler::sorted::SortedMap<String, String> {
+    let dev = |i: usize| -> kubelet_labeler::node::sorted::SortedMap<String, String> {
         [
             (
                 "class".to_string(),

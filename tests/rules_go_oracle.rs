@@ -18,9 +18,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use kubelet_labeler::rules::Element;
-use kubelet_labeler::rules::regex::Regex;
-use kubelet_labeler::rules::template::{self, Data};
+use kubelet_labeler::node::rules::Element;
+use kubelet_labeler::node::rules::regex::Regex;
+use kubelet_labeler::node::rules::template::{self, Data};
 use serde_json::{Value, json};
 
 fn build_oracle(dir: &Path) -> Option<PathBuf> {

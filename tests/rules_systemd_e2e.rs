@@ -25,7 +25,7 @@ fn static_elf_header(scratch: &Path) -> PathBuf {
     let path = scratch.join("static-elf-header");
     std::fs::write(
         &path,
-        elf::static_elf(kubelet_labeler::render::arch::Arch::X86_64),
+        elf::static_elf(kubelet_labeler::cli::render::arch::Arch::X86_64),
     )
     .unwrap();
     path
@@ -89,11 +89,11 @@ fn install_unit(
         scratch.join("state").display(),
         repo("tests/fixtures/nodes").join(node).display()
     );
-    let shipped = kubelet_labeler::render::dropins::wrapper_dropin(
-        kubelet_labeler::kubelet::Profile::OpenShift,
+    let shipped = kubelet_labeler::cli::render::dropins::wrapper_dropin(
+        kubelet_labeler::node::kubelet::Profile::OpenShift,
     )
     .replace(
-        kubelet_labeler::contract::WRAPPER_PATH,
+        kubelet_labeler::node::contract::WRAPPER_PATH,
         env!("CARGO_BIN_EXE_kubelet-labeler-wrapper"),
     )
     .replace("--unit %n --profile openshift", &own);
@@ -283,26 +283,26 @@ fn hostile_rule_names_change_nothing_systemd_reads() {
             f["path"]
                 .as_str()
                 .unwrap()
-                .ends_with(kubelet_labeler::contract::ROLE_ENV_DROPIN_NAME)
+                .ends_with(kubelet_labeler::node::contract::ROLE_ENV_DROPIN_NAME)
         })
         .expect("the env drop-in in a MachineConfig")["contents"]["source"]
         .as_str()
         .unwrap()
         .to_string();
-    let url = kubelet_labeler::render::encoding::DataUrl {
+    let url = kubelet_labeler::cli::render::encoding::DataUrl {
         source,
         compression: None,
     };
-    let in_mc = kubelet_labeler::render::encoding::decode(&url).unwrap();
-    let as_role =
-        kubelet_labeler::contract::ROLE_LAYER
-            .iter()
-            .fold(env.clone(), |text, (role, var)| {
-                text.replace(
-                    &format!("Environment=\"{var}="),
-                    &format!("Environment=\"{role}="),
-                )
-            });
+    let in_mc = kubelet_labeler::cli::render::encoding::decode(&url).unwrap();
+    let as_role = kubelet_labeler::node::contract::ROLE_LAYER.iter().fold(
+        env.clone(),
+        |text, (role, var)| {
+            text.replace(
+                &format!("Environment=\"{var}="),
+                &format!("Environment=\"{role}="),
+            )
+        },
+    );
     assert_eq!(String::from_utf8(in_mc).unwrap(), as_role);
 
     let units = scratch.join("units");
@@ -332,9 +332,9 @@ fn hostile_rule_names_change_nothing_systemd_reads() {
     );
     let rec = &outcome.records[0];
     let compact = rec
-        .env_get(kubelet_labeler::contract::RULES_VAR)
+        .env_get(kubelet_labeler::node::contract::RULES_VAR)
         .expect("the rules variable reached kubelet's environment");
-    let read_back = kubelet_labeler::rules::compact::decode(&compact).unwrap();
+    let read_back = kubelet_labeler::node::rules::compact::decode(&compact).unwrap();
     let read_names: Vec<&str> = read_back.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(read_names, names);
     let argv = rec.argv_lossy();

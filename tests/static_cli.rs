@@ -16,7 +16,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use kubelet_labeler::render::machineconfig::{Arch, check_wrapper};
+use kubelet_labeler::cli::render::machineconfig::{Arch, check_wrapper};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -202,8 +202,8 @@ fn static_cli_works(arch: &str, a: Arch) {
     } else {
         Arch::X86_64
     };
-    let installed =
-        tree.join(kubelet_labeler::render::dropins::wrapper_path(of_arch).trim_start_matches('/'));
+    let installed = tree
+        .join(kubelet_labeler::cli::render::dropins::wrapper_path(of_arch).trim_start_matches('/'));
     assert!(
         std::fs::read(&installed).unwrap() == std::fs::read(&wrapper).unwrap(),
         "{} is not the wrapper beside the CLI",
@@ -221,7 +221,7 @@ fn static_cli_works(arch: &str, a: Arch) {
     .unwrap();
     let iso_path = dir.path().join("live.iso");
     std::fs::write(&iso_path, &iso).unwrap();
-    let area = kubelet_labeler::iso::area_of(&iso_path).unwrap();
+    let area = kubelet_labeler::cli::iso::area_of(&iso_path).unwrap();
     ok(
         runner(arch, &cli)
             .args(["iso", "embed", "--no-validate", "-i"])
@@ -274,10 +274,10 @@ fn static_cli_works(arch: &str, a: Arch) {
     );
     let selector = std::fs::read(out.join(format!("kubelet-labeler-select-{arch}"))).unwrap();
     let live: serde_json::Value =
-        serde_json::from_slice(&kubelet_labeler::iso::show(&fleet_iso).unwrap()).unwrap();
+        serde_json::from_slice(&kubelet_labeler::cli::iso::show(&fleet_iso).unwrap()).unwrap();
     let file = &live["storage"]["files"][0];
     assert_eq!(file["path"], "/usr/local/bin/kubelet-labeler-select");
-    let carried = kubelet_labeler::render::layout::decode_data_url(
+    let carried = kubelet_labeler::cli::render::layout::decode_data_url(
         file["contents"]["source"].as_str().unwrap(),
         file["contents"]["compression"].as_str(),
     )

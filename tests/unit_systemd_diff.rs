@@ -16,8 +16,8 @@ mod systemd_oracle;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use kubelet_labeler::sorted::SortedMap;
-use kubelet_labeler::unit::{self, Host, LoadOptions, UnitPaths};
+use kubelet_labeler::node::sorted::SortedMap;
+use kubelet_labeler::node::unit::{self, Host, LoadOptions, UnitPaths};
 use systemd_oracle::{Outcome, UserRun};
 
 /// One case: files relative to the scratch dir (`u1/`, `u2/`, `u3/` are the

@@ -13,10 +13,10 @@ mod systemd_oracle;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use kubelet_labeler::contract::{RULES_VAR, WRAPPER_PATH};
-use kubelet_labeler::kubelet::Profile;
-use kubelet_labeler::render::arch::Arch;
-use kubelet_labeler::render::dropins;
+use kubelet_labeler::cli::render::arch::Arch;
+use kubelet_labeler::cli::render::dropins;
+use kubelet_labeler::node::contract::{RULES_VAR, WRAPPER_PATH};
+use kubelet_labeler::node::kubelet::Profile;
 use systemd_oracle::{UserRun, write};
 
 const LABEL: &str = "node.kubernetes.io/worker-gpu";
@@ -46,8 +46,8 @@ fn wrap(units: &Path, unit: &str, search_path: &str, state: &Path, labels: &str)
     env_dropin(units, unit, labels);
     let wrapper = env!("CARGO_BIN_EXE_kubelet-labeler-wrapper");
     let args = wrapper_args(search_path, state);
-    let shipped = kubelet_labeler::render::dropins::wrapper_dropin(
-        kubelet_labeler::kubelet::Profile::OpenShift,
+    let shipped = kubelet_labeler::cli::render::dropins::wrapper_dropin(
+        kubelet_labeler::node::kubelet::Profile::OpenShift,
     )
     .replace("/usr/local/bin/kubelet-labeler-wrapper", wrapper)
     .replace("--unit %n --profile openshift", &args);

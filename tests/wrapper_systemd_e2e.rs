@@ -81,8 +81,8 @@ impl Host {
                 self.search_path,
                 self.state.display()
             );
-            let shipped = kubelet_labeler::render::dropins::wrapper_dropin(
-                kubelet_labeler::kubelet::Profile::OpenShift,
+            let shipped = kubelet_labeler::cli::render::dropins::wrapper_dropin(
+                kubelet_labeler::node::kubelet::Profile::OpenShift,
             )
             .replace(
                 "/usr/local/bin/kubelet-labeler-wrapper",

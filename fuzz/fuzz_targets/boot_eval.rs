@@ -13,9 +13,9 @@
 //! Op v|v` an expression and `N Op v|v` a matchName on the last term; `F
 //! flag|attr|inst feature k=v,k=v` facts.
 #![no_main]
-use kubelet_labeler::facts::Features;
-use kubelet_labeler::kubelet::{Taint, TaintEffect};
-use kubelet_labeler::rules::{self, Expr, Rule, RuleTemplate, Term, compact};
+use kubelet_labeler::node::facts::Features;
+use kubelet_labeler::node::kubelet::{Taint, TaintEffect};
+use kubelet_labeler::node::rules::{self, Expr, Rule, RuleTemplate, Term, compact};
 use libfuzzer_sys::fuzz_target;
 
 fn pairs(s: &str) -> Vec<(String, String)> {

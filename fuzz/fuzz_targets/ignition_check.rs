@@ -1,7 +1,7 @@
 //! The check `iso embed` runs on a user's Ignition config: any bytes give
 //! an answer (no panic), and a refusal names the input.
 #![no_main]
-use kubelet_labeler::iso;
+use kubelet_labeler::cli::iso;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

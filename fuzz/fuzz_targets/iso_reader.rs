@@ -2,7 +2,7 @@
 #![no_main]
 use std::io::Write;
 
-use kubelet_labeler::iso;
+use kubelet_labeler::cli::iso;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -1,6 +1,6 @@
 //! The kubelet config reader (registerWithTaints from YAML or JSON text).
 #![no_main]
-use kubelet_labeler::kubelet::config;
+use kubelet_labeler::node::kubelet::config;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use kubelet_labeler::kubelet::{self, Additions, Profile, flags, labels, taints};
+use kubelet_labeler::node::kubelet::{self, Additions, Profile, flags, labels, taints};
 use libfuzzer_sys::fuzz_target;
 
 /// A node with no files: config reads fail as on a pre-join node.

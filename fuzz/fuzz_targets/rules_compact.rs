@@ -3,8 +3,8 @@
 //! strings and every decoded template tree (the executor); decode(encode(x))
 //! == x for whatever decodes.
 #![no_main]
-use kubelet_labeler::facts::Features;
-use kubelet_labeler::rules::{self, RuleTemplate, compact, template};
+use kubelet_labeler::node::facts::Features;
+use kubelet_labeler::node::rules::{self, RuleTemplate, compact, template};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

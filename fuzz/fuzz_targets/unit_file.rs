@@ -1,8 +1,8 @@
 //! The unit-file parser, then every ExecStart= value through the ExecStart
 //! parser and the word splitter (both flag sets), as the wrapper does at boot.
 #![no_main]
-use kubelet_labeler::sorted::SortedMap;
-use kubelet_labeler::unit::{Host, SpecifierValues, exec, syntax, words};
+use kubelet_labeler::node::sorted::SortedMap;
+use kubelet_labeler::node::unit::{Host, SpecifierValues, exec, syntax, words};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -23,5 +23,5 @@ fuzz_target!(|data: &[u8]| {
         let _ = exec::parse_exec(text, &spec);
         let _ = spec.expand(data);
     }
-    let _ = kubelet_labeler::unit::env::parse_env_file(data);
+    let _ = kubelet_labeler::node::unit::env::parse_env_file(data);
 });

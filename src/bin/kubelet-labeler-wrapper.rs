@@ -5,13 +5,13 @@
 //! ships once.
 
 #[global_allocator]
-static ALLOC: kubelet_labeler::wrapper::bump::BumpAlloc =
-    kubelet_labeler::wrapper::bump::BumpAlloc::new();
+static ALLOC: kubelet_labeler::node::wrapper::bump::BumpAlloc =
+    kubelet_labeler::node::wrapper::bump::BumpAlloc::new();
 
 fn main() {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     if args.first().is_some_and(|a| a == "sync") {
-        std::process::exit(kubelet_labeler::sync::run::node_main(&args[1..]));
+        std::process::exit(kubelet_labeler::node::sync::run::node_main(&args[1..]));
     }
-    std::process::exit(kubelet_labeler::wrapper::boot::run(&args));
+    std::process::exit(kubelet_labeler::node::wrapper::boot::run(&args));
 }

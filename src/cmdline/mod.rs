@@ -332,7 +332,7 @@ pub struct ExplainConfig {
     /// [default: a rendered config's OpenShift release, or the root's
     /// /etc/os-release OPENSHIFT_VERSION or kubelet package; else unknown]
     #[arg(long, value_name = "1.MINOR", value_parser = kubelet_version)]
-    pub kubelet_version: Option<crate::kubelet::version::KubeletVersion>,
+    pub kubelet_version: Option<crate::node::kubelet::version::KubeletVersion>,
     /// Print one JSON object
     #[arg(long)]
     pub json: bool,
@@ -796,18 +796,18 @@ pub struct IsoRemoveConfig {
 /// `--pool NAME`: a name the MCO and a label key take, not a built-in
 /// role's, as a usage error.
 fn pool_name(s: &str) -> Result<String, String> {
-    crate::render::machineconfig::pool_name_problem(s).map_or_else(|| Ok(s.to_string()), Err)
+    crate::cli::render::machineconfig::pool_name_problem(s).map_or_else(|| Ok(s.to_string()), Err)
 }
 
 /// `--kubelet-version 1.30`, as a usage error.
-fn kubelet_version(s: &str) -> Result<crate::kubelet::version::KubeletVersion, String> {
-    crate::kubelet::version::from_option(s)
+fn kubelet_version(s: &str) -> Result<crate::node::kubelet::version::KubeletVersion, String> {
+    crate::node::kubelet::version::from_option(s)
 }
 
 /// `--set-env K=V`: as the service manager takes an assignment, as a usage
 /// error.
 fn manager_env_assignment(s: &str) -> Result<(String, String), String> {
-    crate::wrapper::explain::manager_env_assignment(s)
+    crate::cli::explain::manager_env_assignment(s)
 }
 
 #[cfg(test)]

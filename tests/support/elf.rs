@@ -4,14 +4,14 @@
 
 #![allow(dead_code)]
 
-use kubelet_labeler::render::arch::Arch;
+use kubelet_labeler::cli::render::arch::Arch;
 
 /// A stand-in for our wrapper or selector: the ELF header of a static
 /// executable for `arch`, then the heads of both usage lines.
 pub fn static_elf(arch: Arch) -> Vec<u8> {
     let mut elf = foreign_static_elf(arch);
-    elf.extend_from_slice(kubelet_labeler::contract::WRAPPER_USAGE_HEAD.as_bytes());
-    elf.extend_from_slice(kubelet_labeler::contract::SELECTOR_USAGE_HEAD.as_bytes());
+    elf.extend_from_slice(kubelet_labeler::node::contract::WRAPPER_USAGE_HEAD.as_bytes());
+    elf.extend_from_slice(kubelet_labeler::node::contract::SELECTOR_USAGE_HEAD.as_bytes());
     elf
 }
 

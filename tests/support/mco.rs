@@ -108,7 +108,7 @@ registerWithTaints:\n- key: example.com/from-config\n  effect: PreferNoSchedule\
 pub fn mco_machineconfig(unit: &str) -> serde_json::Value {
     let conf = format!(
         "data:,{}",
-        kubelet_labeler::render::encoding::percent_encode(KUBELET_CONF.as_bytes())
+        kubelet_labeler::cli::render::encoding::percent_encode(KUBELET_CONF.as_bytes())
     );
     serde_json::json!({
         "apiVersion": "machineconfiguration.openshift.io/v1",

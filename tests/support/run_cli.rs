@@ -25,7 +25,7 @@ pub fn cli(args: &[&str]) -> Output {
 pub fn stand_in_wrapper() -> &'static std::path::Path {
     static FILE: std::sync::OnceLock<tempfile::TempPath> = std::sync::OnceLock::new();
     FILE.get_or_init(|| {
-        let elf = crate::elf::static_elf(kubelet_labeler::render::arch::Arch::X86_64);
+        let elf = crate::elf::static_elf(kubelet_labeler::cli::render::arch::Arch::X86_64);
         let mut f = tempfile::NamedTempFile::new().unwrap();
         std::io::Write::write_all(&mut f, &elf).unwrap();
         f.into_temp_path()
@@ -42,7 +42,7 @@ pub fn machineconfig_example(name: &str) -> std::path::PathBuf {
 /// The static wrapper the committed example MachineConfig carries, laid
 /// out from it under `dir`.
 pub fn example_wrapper(dir: &std::path::Path) -> std::path::PathBuf {
-    use kubelet_labeler::render::layout;
+    use kubelet_labeler::cli::render::layout;
     let example_tree = dir.join("example");
     let wrapper = example_tree.join("usr/local/bin/kubelet-labeler-wrapper.x86_64");
     // Laid out once: the layout writes only into a new directory.

@@ -1,7 +1,7 @@
-// Writes src/rules/unicode_tables.rs: the Unicode classes Go's regexp knows
+// Writes src/node/rules/unicode_tables.rs: the Unicode classes Go's regexp knows
 // (\pL, \p{Greek}, \p{Letter}, ...), as the Go that builds NFD has them.
 //
-//	cd tools/unicode-tables && GOTOOLCHAIN=local go run . > ../../src/rules/unicode_tables.rs
+//	cd tools/unicode-tables && GOTOOLCHAIN=local go run . > ../../src/node/rules/unicode_tables.rs
 //
 // Names are looked up as Go's regexp/syntax does: canonicalised (first
 // letter upper, the rest lower, no '_', '-' or ' '), then Any, Assigned,

@@ -1,0 +1,800 @@
+//! `explain`: what the unit files on a node's tree give, and what the
+//! wrapper would exec there. Uses the same plan as the wrapper at boot.
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+mod tree;
+use crate::node::contract::{GENERATOR_PATH, WRAPPER_DROPIN_NAME, WRAPPER_PATH};
+use crate::node::kubelet::Profile;
+use crate::node::kubelet::version::KubeletVersion;
+use crate::node::unit::{self, LoadOptions, UnitPaths};
+use crate::node::wrapper::plan::{self, Plan};
+
+pub struct ExplainOptions {
+    pub root: PathBuf,
+    pub unit: String,
+    pub profile: Profile,
+    /// The service manager's environment (lowest precedence, as in systemd).
+    pub manager_env: Vec<(String, String)>,
+    pub unit_path: Option<String>,
+    /// Set over the unit's own environment (as if the env drop-in said so):
+    /// how `--rules` and `--nfd-labels` preview rules on this tree.
+    pub override_env: Vec<(String, String)>,
+    /// Where the node's facts are read [default: `root`].
+    pub facts_root: Option<PathBuf>,
+    /// The node's facts given whole (NFD's NodeFeature, `facts --json`),
+    /// with the input's name: read instead of `facts_root`.
+    pub facts: Option<(crate::node::facts::Features, String)>,
+    /// `root` is laid out from MachineConfigs, not a whole node: a missing
+    /// kubelet binary or `--config-dir` is a warning, not an error.
+    pub offline: bool,
+    /// The node's kubelet, the unit's flags are judged for [default: as
+    /// the tree under `root` tells, else unknown].
+    pub kubelet_version: Option<KubeletVersion>,
+}
+
+/// One node rule as `explain` shows it.
+#[derive(Debug, Serialize)]
+pub struct RuleExplanation {
+    pub name: String,
+    pub matched: bool,
+    /// `<domain>.<feature>` → the elements (attribute maps) it matched.
+    pub matched_features:
+        std::collections::BTreeMap<String, Vec<std::collections::BTreeMap<String, String>>>,
+    /// What the rule gives; registered unless `left_out` says why not.
+    pub labels: Vec<String>,
+    pub taints: Vec<String>,
+    pub left_out: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Explanation {
+    pub unit: String,
+    /// Fragment and drop-ins as systemd loads them (the wrapper's included).
+    pub fragment: Option<String>,
+    pub dropins: Vec<String>,
+    /// Whether the wrapper's drop-in is installed.
+    pub wrapper_installed: bool,
+    /// Whether systemd runs the wrapper at boot: installed, and no later
+    /// drop-in takes `ExecStart=` back.
+    pub wrapper_runs: bool,
+    pub executable: String,
+    /// The kubelet release the unit's flags were judged for, and why.
+    pub kubelet_version: String,
+    /// What systemd would exec without the wrapper.
+    pub original_argv: Vec<String>,
+    /// What will run: what the wrapper would exec, or, when systemd does
+    /// not run the wrapper, `original_argv`.
+    pub argv: Vec<String>,
+    pub added_labels: Vec<String>,
+    pub taints: Vec<String>,
+    /// Why our additions would be left out, if they would.
+    pub left_out: Option<String>,
+    /// Why at boot kubelet would start without the wrapper, or not at all
+    /// (the wrapper missing or bypassed, a string exec would refuse).
+    pub errors: Vec<String>,
+    /// Node rules in order, with what each matched and gave.
+    pub rules: Vec<RuleExplanation>,
+    /// Where the facts the rules (and NFD's label set) were evaluated on
+    /// came from; None when nothing derives from facts.
+    pub facts: Option<String>,
+    /// False when no facts were read: the rules' "no match" says nothing.
+    pub facts_read: bool,
+    /// Derived output that was dropped or overridden (static wins on a key).
+    pub notes: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+impl Explanation {
+    /// Show paths as node paths: `root` is a scratch tree, not the node.
+    pub fn strip_root(&mut self, root: &Path) {
+        let strip = |p: &mut String| {
+            if let Ok(rel) = Path::new(p.as_str()).strip_prefix(root) {
+                *p = format!("/{}", rel.display());
+            }
+        };
+        if let Some(f) = self.fragment.as_mut() {
+            strip(f);
+        }
+        self.dropins.iter_mut().for_each(strip);
+        strip(&mut self.executable);
+        let root_text = root.display().to_string();
+        for w in self
+            .warnings
+            .iter_mut()
+            .chain(self.left_out.iter_mut())
+            .chain(self.errors.iter_mut())
+        {
+            *w = w.replace(&root_text, "");
+        }
+    }
+}
+
+fn lossy(v: &[OsString]) -> Vec<String> {
+    v.iter().map(|s| s.to_string_lossy().into_owned()).collect()
+}
+
+fn display(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// How to give `explain` the node's facts.
+const FACTS_FIX: &str = "give --facts-root DIR (the node's root: / on the node, or its disk \
+    mounted) or --facts FILE (`oc get nodefeature -n NAMESPACE NODE -o yaml`, or \
+    `kubelet-labeler facts --json` run on the node)";
+
+/// Our generator in `root`, if it is there: the unit it writes the
+/// wrapper's drop-in for and the architectures (its `unit=` line and `case`
+/// arms, as `render::dropins::generator` writes them), and whether systemd
+/// runs it (an executable file).
+struct Generator {
+    unit: String,
+    arches: Vec<String>,
+    executable: bool,
+}
+
+fn generator(root: &Path) -> Option<Generator> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = unit::search::contained(root, Path::new(GENERATOR_PATH)).ok()?;
+    let file = std::fs::File::open(path).ok()?;
+    let executable = file
+        .metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    let mut text = String::new();
+    file.take(64 * 1024).read_to_string(&mut text).ok()?;
+    Some(Generator {
+        unit: text
+            .lines()
+            .find_map(|l| l.strip_prefix("unit='")?.strip_suffix('\''))
+            .unwrap_or_default()
+            .to_string(),
+        arches: text
+            .lines()
+            .filter_map(|l| l.split_once(") elf='").map(|(a, _)| a.to_string()))
+            .collect(),
+        executable,
+    })
+}
+
+/// Whether systemd would run the wrapper at boot: is its drop-in there (or
+/// our generator, which writes it into /run/systemd/generator), and does a
+/// drop-in that applies after it take `ExecStart=` back?
+struct Reach {
+    installed: bool,
+    /// Installed, but a later drop-in takes `ExecStart=` back: systemd
+    /// runs another command, or none.
+    bypassed: bool,
+    /// Why kubelet would start without the wrapper though it is installed.
+    errors: Vec<String>,
+    warnings: Vec<String>,
+}
+
+/// The generator's output directory, where its drop-in lands.
+const GENERATOR_DIR: &str = "/run/systemd/generator";
+
+fn reach(paths: &UnitPaths, unit_name: &str, wrapper: &unit::Program) -> Reach {
+    let mut r = Reach {
+        installed: false,
+        bypassed: false,
+        errors: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let files = unit::search::find(&paths.root, &paths.dirs, unit_name);
+    let is_ours = |d: &PathBuf| d.file_name().is_some_and(|n| n == WRAPPER_DROPIN_NAME);
+    // Priority of a node path: the index of its search directory.
+    let rank = |p: &Path| paths.dirs.iter().position(|d| p.starts_with(d));
+    let in_tree = files.dropins.iter().find(|d| is_ours(d));
+    let gen_writes = match generator(&paths.root) {
+        Some(g) if !g.executable => {
+            r.warnings.push(format!(
+                "{GENERATOR_PATH} is not executable: systemd does not run it, and it writes no {WRAPPER_DROPIN_NAME}"
+            ));
+            false
+        }
+        Some(g) if g.unit != unit_name => {
+            r.warnings.push(format!(
+                "{GENERATOR_PATH} writes the wrapper's drop-in for {}, not {unit_name}",
+                g.unit
+            ));
+            false
+        }
+        Some(g) => {
+            if in_tree.is_none() {
+                r.warnings.push(format!(
+                    "the wrapper's drop-in is not in this tree: {GENERATOR_PATH} writes it into {GENERATOR_DIR} at boot, on nodes of {}",
+                    if g.arches.is_empty() {
+                        "no architecture".to_string()
+                    } else {
+                        g.arches.join(", ")
+                    }
+                ));
+            }
+            true
+        }
+        None => false,
+    };
+    r.installed = match in_tree {
+        // A file of that name in a directory before the generator's
+        // shadows what the generator writes; one after it is shadowed.
+        Some(d) if unit::search::is_masked(&paths.root, d) => {
+            let generator_wins = gen_writes
+                && match (rank(Path::new(GENERATOR_DIR)), rank(d)) {
+                    (Some(g), Some(masking)) => g < masking,
+                    (generator, _) => generator.is_some(),
+                };
+            if !generator_wins {
+                r.errors.push(format!(
+                    "{} masks the wrapper's drop-in (empty, or a link to /dev/null): systemd runs kubelet's own ExecStart=",
+                    d.display()
+                ));
+            }
+            generator_wins
+        }
+        Some(_) => true,
+        // Where the generator writes must be on the search path.
+        None => gen_writes && rank(Path::new(GENERATOR_DIR)).is_some(),
+    };
+    if !r.installed {
+        return r;
+    }
+    // Drop-ins apply in byte order of their names, whatever their directory.
+    for d in files.dropins.iter().filter(|d| {
+        d.file_name()
+            .is_some_and(|n| n.as_encoded_bytes() > WRAPPER_DROPIN_NAME.as_bytes())
+    }) {
+        let data = match unit::read_node(paths, d) {
+            Ok(data) => data,
+            Err(e) => {
+                r.errors.push(format!(
+                    "{}: cannot read it ({e}), and it sorts after {WRAPPER_DROPIN_NAME}: whether it takes ExecStart= back from the wrapper is unknown; run explain as root or fix the file",
+                    d.display()
+                ));
+                continue;
+            }
+        };
+        let parsed = unit::syntax::parse(&data, &d.display().to_string());
+        let exec_starts: Vec<&str> = parsed
+            .assignments
+            .iter()
+            .filter(|a| a.section == "Service" && a.key == "ExecStart")
+            .map(|a| a.value.trim())
+            .collect();
+        let name = d.display();
+        let fix = format!(
+            "remove it, or rename it to sort before {WRAPPER_DROPIN_NAME} (the wrapper then runs its command)"
+        );
+        match exec_starts.iter().rposition(|v| v.is_empty()) {
+            // Not a bypass: systemd runs the wrapper, which leaves this
+            // drop-in out like its own (`explain` says so).
+            Some(reset)
+                if exec_starts.len() == reset + 2
+                    && runs_wrapper(&paths.root, exec_starts[reset + 1], wrapper) => {}
+            Some(reset) => {
+                let why = match exec_starts.get(reset + 1) {
+                    Some(cmd) => format!(
+                        "{name} sorts after {WRAPPER_DROPIN_NAME} and resets ExecStart= to {cmd}: systemd runs that instead of the wrapper, and kubelet starts without our labels/taints; {fix}"
+                    ),
+                    None => format!(
+                        "{name} sorts after {WRAPPER_DROPIN_NAME} and resets ExecStart= to nothing: the unit has no command, and systemd refuses to start it; {fix}"
+                    ),
+                };
+                r.bypassed = true;
+                r.errors.push(why);
+            }
+            None if !exec_starts.is_empty() => {
+                r.bypassed = true;
+                r.errors.push(format!(
+                    "{name} sorts after {WRAPPER_DROPIN_NAME} and adds an ExecStart= without resetting it: with the wrapper's, the unit has two, and systemd refuses to start it; {fix}"
+                ));
+            }
+            None => r.warnings.push(format!(
+                "{name} sorts after {WRAPPER_DROPIN_NAME}; it sets no ExecStart=, so the wrapper still runs"
+            )),
+        }
+    }
+    r
+}
+
+/// Whether an `ExecStart=` command runs the wrapper.
+fn runs_wrapper(root: &Path, command: &str, wrapper: &unit::Program) -> bool {
+    let exe = command
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .trim_start_matches(['-', '@', ':', '+', '!', '|']);
+    wrapper.is(root, Path::new(exe), None)
+}
+
+/// Whether a node path is where the wrapper lives (its path, or the
+/// per-architecture one the generator picks).
+fn is_wrapper_path(exe: &Path) -> bool {
+    let Some(exe) = exe.to_str() else {
+        return false;
+    };
+    exe == WRAPPER_PATH
+        || exe
+            .strip_prefix(WRAPPER_PATH)
+            .and_then(|rest| rest.strip_prefix('.'))
+            .is_some_and(|arch| !arch.is_empty() && !arch.contains('/'))
+}
+
+/// The wrapper as the boot wrapper knows itself (the file it runs from):
+/// the file the wrapper's drop-in in the tree runs, and the paths it is
+/// installed at (a tree from MachineConfigs may not hold the file).
+fn wrapper_program(paths: &UnitPaths, unit_name: &str) -> unit::Program {
+    use std::os::unix::fs::MetadataExt;
+    let mut program = unit::Program {
+        ids: Vec::new(),
+        path_is: Some(is_wrapper_path),
+        what: "the wrapper",
+    };
+    let files = unit::search::find(&paths.root, &paths.dirs, unit_name);
+    let Some(ours) = files
+        .dropins
+        .iter()
+        .find(|d| d.file_name().is_some_and(|n| n == WRAPPER_DROPIN_NAME))
+    else {
+        return program;
+    };
+    let Ok(data) = unit::read_node(paths, ours) else {
+        return program;
+    };
+    let parsed = unit::syntax::parse(&data, &ours.display().to_string());
+    let exe = parsed
+        .assignments
+        .iter()
+        .rfind(|a| a.section == "Service" && a.key == "ExecStart" && !a.value.is_empty())
+        .and_then(|a| a.value.split_whitespace().next().map(str::to_string));
+    if let Some(exe) = exe
+        && let Ok(m) = unit::search::contained(
+            &paths.root,
+            Path::new(exe.trim_start_matches(['-', '@', ':', '+', '!', '|'])),
+        )
+        .and_then(std::fs::metadata)
+    {
+        program.ids.push((m.dev(), m.ino()));
+    }
+    program
+}
+
+/// Whether the service's environment carries anything of ours.
+fn configured(env: &[(OsString, OsString)]) -> bool {
+    use crate::node::contract::{LABELS_VAR, NFD_LABELS_VAR, RULES_VAR, TAINTS_VAR};
+    env.iter().any(|(k, v)| {
+        [LABELS_VAR, TAINTS_VAR, RULES_VAR, NFD_LABELS_VAR]
+            .iter()
+            .chain(
+                crate::node::contract::ROLE_LAYER
+                    .iter()
+                    .map(|(role, _)| role),
+            )
+            .any(|n| k == n)
+            && !v.is_empty()
+    })
+}
+
+/// One `KEY=VALUE` the service manager's environment takes (as
+/// `systemctl set-environment` does): a key before the first `=`.
+pub fn manager_env_assignment(kv: &str) -> Result<(String, String), String> {
+    match kv.split_once('=') {
+        Some(("", _)) => Err("the name before '=' is empty; write KEY=VALUE".into()),
+        Some((k, v)) => Ok((k.to_string(), v.to_string())),
+        None => Err(format!(
+            "no '='; write KEY=VALUE (KEY= for an empty value), e.g. {kv}="
+        )),
+    }
+}
+
+pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
+    let paths = match &opts.unit_path {
+        Some(list) => UnitPaths::from_list(&opts.root, list),
+        None => UnitPaths::system(&opts.root),
+    };
+    let wrapper = wrapper_program(&paths, &opts.unit);
+    let reach = reach(&paths, &opts.unit, &wrapper);
+    let as_loaded = match unit::load_service(&paths, &opts.unit, &LoadOptions::default()) {
+        Ok(s) => s,
+        // A drop-in after ours that adds a second ExecStart=, say.
+        Err(e) if !reach.errors.is_empty() => {
+            anyhow::bail!("loading {}: {e:#}; {}", opts.unit, reach.errors.join("; "))
+        }
+        Err(e) => {
+            let e = Err(e).with_context(|| format!("loading {}", opts.unit));
+            if tree::unit_missing(&paths, &opts.unit) {
+                return e.map_err(|e| {
+                    anyhow::anyhow!(
+                        "{e:#}; {}",
+                        tree::not_found_fix(&opts.unit, &opts.root, opts.offline)
+                    )
+                });
+            }
+            return e;
+        }
+    };
+    let original = unit::load_service(
+        &paths,
+        &opts.unit,
+        &LoadOptions {
+            skip_dropin: Some(WRAPPER_DROPIN_NAME.into()),
+            skip_running: Some(wrapper),
+            ..Default::default()
+        },
+    )
+    .with_context(|| format!("loading {} without {WRAPPER_DROPIN_NAME}", opts.unit))?;
+
+    let manager_env: Vec<(OsString, OsString)> = opts
+        .manager_env
+        .iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect();
+    let mut warnings = as_loaded.warnings.clone();
+    for d in &original.skipped {
+        if d.file_name().is_some_and(|n| n != WRAPPER_DROPIN_NAME) {
+            warnings.push(format!(
+                "{} runs the wrapper too: the wrapper leaves it out like {WRAPPER_DROPIN_NAME} and stands in for the command beneath both; remove it",
+                d.display()
+            ));
+        }
+    }
+    let mut for_env = original.clone();
+    if opts.offline {
+        // Files the OS image provides (/etc/os-release) are not in a tree
+        // laid out from MachineConfigs: read as absent, with a warning.
+        for (pattern, optional) in for_env.environment_files.iter_mut() {
+            if !*optional && unit::env::glob(&opts.root, pattern).is_empty() {
+                *optional = true;
+                warnings.push(format!(
+                    "EnvironmentFile={pattern} is not in this tree (offline: read as empty; at boot the OS provides it)"
+                ));
+            }
+        }
+    }
+    let mut env = unit::offline_environment(&for_env, &opts.root, &manager_env)
+        .context("building the service environment")?;
+    for (k, v) in &opts.override_env {
+        env.retain(|(ek, _)| ek != k.as_str());
+        env.push((k.into(), v.into()));
+    }
+    let command = if opts.offline {
+        plan::original_command_offline(&original, &env, &opts.root, &mut warnings)?
+    } else {
+        tree::command_on_root(&original, &env, &opts.root, &opts.unit, &mut warnings)?
+    };
+    let fs = plan::OfflineFs {
+        inner: plan::RootFs {
+            root: opts.root.clone(),
+        },
+        warnings: Default::default(),
+    };
+    let facts_root = opts.facts_root.as_deref().unwrap_or(&opts.root);
+    let derives = !crate::node::wrapper::derived::sources_from_env(&env).is_empty();
+    let (collected, facts, facts_read) = match &opts.facts {
+        Some((features, name)) => (
+            plan::collect_given(&env, features, opts.profile),
+            format!("from {name}"),
+            !features.is_empty(),
+        ),
+        None => {
+            // A tree laid out from MachineConfigs has no /sys or /proc.
+            let read = !(opts.offline && opts.facts_root.is_none())
+                && derives
+                && !crate::node::facts::read(&crate::node::facts::FactsOptions {
+                    root: facts_root,
+                    nodename: None,
+                    only: None,
+                    attributes: None,
+                })
+                .is_empty();
+            let collected = plan::collect(
+                &env,
+                &command.argv,
+                facts_root,
+                opts.profile,
+                plan::FactsScope::WholeElements,
+            );
+            let facts = match (read, opts.offline && opts.facts_root.is_none()) {
+                (true, _) => format!("read under {}", facts_root.display()),
+                (false, true) => {
+                    format!("none read: MachineConfigs hold no node's hardware; {FACTS_FIX}")
+                }
+                (false, false) => format!(
+                    "none read: {} has no /sys, /proc or os-release facts; {FACTS_FIX}",
+                    facts_root.display()
+                ),
+            };
+            (collected, facts, read)
+        }
+    };
+    let mut plan: Plan = if opts.offline {
+        plan::plan(command, collected.additions, opts.profile, &fs)
+    } else {
+        plan::plan(command, collected.additions, opts.profile, &fs.inner)
+    };
+    plan.rules = collected.rules;
+    plan.notes = collected.notes;
+    plan.notes.extend(plan::fallbacks(&plan, &env));
+    warnings.extend(fs.warnings.into_inner());
+    warnings.extend(plan.warnings.iter().cloned());
+    warnings.extend(tree::missing_config(&plan, &fs.inner, opts.offline));
+    let kubelet_version = opts
+        .kubelet_version
+        .clone()
+        .or_else(|| match opts.offline {
+            false => crate::node::kubelet::version::from_root(&opts.root),
+            true => None,
+        })
+        .unwrap_or_else(KubeletVersion::unknown);
+    warnings.extend(crate::cli::validate::command_flag_warnings(
+        &plan.executable.to_string_lossy(),
+        &lossy(&plan.original_argv),
+        kubelet_version.minor,
+    ));
+    warnings.extend(installed_pool_check(&opts.root, &plan, &env, facts_root));
+    let wrapper_installed = reach.installed;
+    let wrapper_runs = reach.installed && !reach.bypassed;
+    warnings.extend(reach.warnings);
+    let mut errors = reach.errors;
+    // (A masked drop-in has said why already.)
+    if !wrapper_installed && configured(&env) && errors.is_empty() {
+        errors.push(format!(
+            "the wrapper is not installed (neither {GENERATOR_PATH}, which writes {WRAPPER_DROPIN_NAME} at boot, nor that drop-in is here): systemd runs kubelet's own ExecStart=, without our labels/taints; {}",
+            if opts.offline {
+                "give the wrapper MachineConfig `render machineconfig` wrote too"
+            } else {
+                "install it with `kubelet-labeler render dropins`"
+            }
+        ));
+    }
+    // What exec would refuse: a string over the kernel's limit. systemd
+    // execs the service (the wrapper) with this environment; the wrapper
+    // execs kubelet with the argv.
+    for (k, v) in &env {
+        let what = format!("the environment variable {}", k.to_string_lossy());
+        let len = k.len() + 1 + v.len();
+        if let Some(why) = crate::node::kubelet::arg_limit::too_long(&what, len) {
+            errors.push(format!("systemd cannot start {}: {why}", opts.unit));
+        }
+    }
+    for (i, w) in plan.original_argv.iter().enumerate() {
+        // Counted from 1, the program being 1, as `validate` counts.
+        let what = format!("word {} of the original ExecStart=", i + 1);
+        if let Some(why) = crate::node::kubelet::arg_limit::too_long(&what, w.len()) {
+            errors.push(format!("kubelet cannot start: {why}"));
+        }
+    }
+    if let [cmd] = original.exec_start.as_slice()
+        && let Some(p) = &cmd.privilege_prefix
+    {
+        warnings.push(format!(
+            "the original ExecStart= has the {p:?} prefix; the wrapper's drop-in must carry it too"
+        ));
+    }
+
+    Ok(Explanation {
+        unit: opts.unit.clone(),
+        fragment: as_loaded.fragment.as_deref().map(display),
+        dropins: as_loaded.dropins.iter().map(|d| display(d)).collect(),
+        wrapper_installed,
+        wrapper_runs,
+        executable: display(&plan.executable),
+        kubelet_version: kubelet_version.describe(),
+        original_argv: lossy(&plan.original_argv),
+        // Without the wrapper, what systemd runs is the original command.
+        argv: lossy(if wrapper_runs {
+            &plan.argv
+        } else {
+            &plan.original_argv
+        }),
+        added_labels: match wrapper_runs {
+            true => plan
+                .added_labels
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect(),
+            false => Vec::new(),
+        },
+        taints: match wrapper_runs {
+            true => plan.taints.iter().map(|t| t.to_string()).collect(),
+            false => Vec::new(),
+        },
+        left_out: plan.left_out.clone().filter(|_| wrapper_runs),
+        errors,
+        rules: plan
+            .rules
+            .iter()
+            .map(|r| RuleExplanation {
+                name: r.name.clone(),
+                matched: r.matched,
+                matched_features: r
+                    .matched_features
+                    .iter()
+                    .map(|(feature, elements)| {
+                        let elements = elements
+                            .iter()
+                            .map(|e| e.iter().map(|(k, v)| (k.clone(), v.clone())).collect());
+                        (feature.clone(), elements.collect())
+                    })
+                    .collect(),
+                labels: r.labels.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+                taints: r.taints.iter().map(|t| t.to_string()).collect(),
+                left_out: r.left_out.clone(),
+            })
+            .collect(),
+        notes: plan.notes.clone(),
+        facts: derives.then_some(facts),
+        facts_read,
+        warnings,
+    })
+}
+
+/// A node installed from a fleet ISO records the pool it was installed for
+/// (`crate::node::fleet::INSTALLED_POOL_PATH`): say when the labels kubelet would
+/// register with no longer match that pool's nodeSelector (new hardware,
+/// changed rules), since the MCO would then move the node (and reboot it).
+pub fn installed_pool_check(
+    root: &Path,
+    plan: &Plan,
+    env: &[(OsString, OsString)],
+    facts_root: &Path,
+) -> Option<String> {
+    use crate::node::contract::{NFD_LABELS_VAR, RULES_VAR};
+    use crate::node::fleet::{
+        INSTALLED_POOL_PATH, Table, base_labels, describe_labels, registration_labels,
+        selected_labels,
+    };
+    let path = crate::node::unit::search::contained(root, Path::new(INSTALLED_POOL_PATH)).ok()?;
+    let mut text = String::new();
+    std::fs::File::open(&path)
+        .ok()?
+        .take(64 * 1024)
+        .read_to_string(&mut text)
+        .ok()?;
+    let table = match Table::parse(&text) {
+        Ok(t) => t,
+        Err(e) => return Some(format!("{INSTALLED_POOL_PATH}: {e:#}")),
+    };
+    let pool = table.pools.first()?;
+    let words = lossy(&plan.argv);
+    let mut labels = base_labels();
+    for u in crate::node::kubelet::flags::scan(&words).uses("node-labels") {
+        labels.extend(crate::node::kubelet::parse_node_labels(
+            u.value.as_deref().unwrap_or(""),
+        ));
+    }
+    labels.extend(plan.added_labels.iter().cloned());
+    if !pool.matches(&labels) {
+        return Some(format!(
+            "installed for pool {} (nodeSelector {}), but the labels kubelet would register with ({}) no longer match it: the MCO would not place this node there",
+            pool.name,
+            pool.describe_selector(),
+            describe_labels(&selected_labels(&table.pools, &labels))
+        ));
+    }
+    // The pool's own static labels keep any node in it; the hardware is
+    // what chose it: evaluated as the install did (the rules and NFD label
+    // set alone), it must still select the pool.
+    let sources: Vec<(String, String)> = env
+        .iter()
+        .filter(|(k, _)| k == RULES_VAR || k == NFD_LABELS_VAR)
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
+    let hardware = match registration_labels(&sources, facts_root) {
+        Ok(l) => l,
+        Err(why) => {
+            return Some(format!(
+                "installed for pool {}, but this node's rules no longer evaluate: {why}",
+                pool.name
+            ));
+        }
+    };
+    if pool.matches(&hardware) {
+        return None;
+    }
+    Some(format!(
+        "installed for pool {} (nodeSelector {}), but this node's hardware no longer matches it: by its rules alone, without the pool's own labels, its labels are ({})",
+        pool.name,
+        pool.describe_selector(),
+        describe_labels(&selected_labels(&table.pools, &hardware))
+    ))
+}
+
+/// Why the wrapper would start kubelet without our additions on the tree
+/// under `root` (an `ExecStart=` through `sh -c`, say), for `render
+/// dropins` to warn right away; None when it would add them, or when the
+/// tree has no unit to tell from.
+pub fn left_out_at_next_start(root: &Path, unit: &str, profile: Profile) -> Option<String> {
+    explain(&ExplainOptions {
+        root: root.to_path_buf(),
+        unit: unit.to_string(),
+        profile,
+        manager_env: Vec::new(),
+        unit_path: None,
+        override_env: Vec::new(),
+        facts_root: None,
+        facts: None,
+        offline: true,
+        kubelet_version: None,
+    })
+    .ok()
+    .and_then(|e| e.left_out.or_else(|| e.errors.into_iter().next()))
+}
+
+/// Human output: the argv, one word a line, and what changed. The errors
+/// and why our additions are left out are not in it: the caller says them
+/// once, on stderr.
+pub fn render_human(e: &Explanation) -> String {
+    let mut out = String::new();
+    out += &format!("unit: {}\n", e.unit);
+    out += &format!("fragment: {}\n", e.fragment.as_deref().unwrap_or("(none)"));
+    for d in &e.dropins {
+        out += &format!("drop-in: {d}\n");
+    }
+    out += &format!("executable: {}\n", e.executable);
+    out += &format!("kubelet version: {}\n", e.kubelet_version);
+    out += if e.wrapper_runs {
+        "argv the wrapper would exec:\n"
+    } else {
+        "argv systemd would exec, without the wrapper:\n"
+    };
+    for (i, a) in e.argv.iter().enumerate() {
+        let mark = if e.original_argv.contains(a) {
+            " "
+        } else {
+            "+"
+        };
+        out += &format!("  {mark} [{}] {}\n", i + 1, shell_words::quote(a));
+    }
+    for removed in e.original_argv.iter().filter(|a| !e.argv.contains(a)) {
+        out += &format!("  - {}\n", shell_words::quote(removed));
+    }
+    let shown = |t: &str| crate::node::wrapper::derived::escape_controls(t).into_owned();
+    // Why, and the errors, go to stderr once (see main).
+    if e.left_out.is_some() {
+        out += "our labels/taints are left out (why: on stderr)\n";
+    } else if e.wrapper_runs && e.argv == e.original_argv {
+        out += "no labels or taints to add\n";
+    }
+    if let Some(facts) = &e.facts {
+        out += &format!("facts: {facts}\n");
+    }
+    for r in &e.rules {
+        let state = match (&r.left_out, r.matched) {
+            (Some(why), _) => format!("left out: {}", shown(why)),
+            (None, true) => "matched".into(),
+            (None, false) if !e.facts_read => "not evaluated (no facts were read)".into(),
+            (None, false) => "no match".into(),
+        };
+        out += &format!("rule {:?}: {state}\n", r.name);
+        for (feature, elements) in &r.matched_features {
+            for el in elements {
+                let attrs: Vec<String> = el.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                out += &format!("    {feature}: {}\n", shown(&attrs.join(" ")));
+            }
+        }
+        if r.matched {
+            for l in &r.labels {
+                out += &format!("    label {}\n", shown(l));
+            }
+            for t in &r.taints {
+                out += &format!("    taint {t}\n");
+            }
+        }
+    }
+    for n in &e.notes {
+        out += &format!("note: {}\n", shown(n));
+    }
+    for w in &e.warnings {
+        out += &format!("warning: {w}\n");
+    }
+    out
+}

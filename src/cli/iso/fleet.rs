@@ -1,0 +1,878 @@
+//! `iso fleet`: one live ISO for every pool of a fleet. The live Ignition
+//! config carries the install-time selector (`crate::node::fleet`), the pool
+//! table, each pool's destination config, and coreos-installer's own
+//! install configuration (`/etc/coreos/installer.d`), whose `ignition-file`
+//! only the selector writes: without its choice there is nothing to install.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use base64::Engine;
+use serde_json::{Value, json};
+
+use crate::cli::render::encoding::data_url;
+use crate::cli::render::pointer;
+use crate::node::contract::{ENV_DROPIN_NAME, LABELS_VAR, NFD_LABELS_VAR, RULES_VAR};
+use crate::node::fleet::{
+    DEST_PATH, INSTALLED_POOL_PATH, Pool, PoolKind, Requirement, SELECT_PATH, TABLE_PATH, Table,
+    WORKER_ROLE_LABEL,
+};
+
+/// The live config's spec: what `coreos-installer iso customize` writes,
+/// read by every live ISO of OpenShift 4.14+.
+pub const LIVE_VERSION: &str = "3.3.0";
+/// The selector's unit, ordered as `iso customize --pre-install` orders one.
+pub const UNIT_NAME: &str = "kubelet-labeler-fleet.service";
+pub const INSTALLER_CONFIG_PATH: &str = "/etc/coreos/installer.d/0000-kubelet-labeler-fleet.yaml";
+/// The env drop-in as MachineConfigs carry it.
+const ENV_DROPIN_PATH: &str = "/etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf";
+
+pub struct FleetOptions {
+    /// `--pool NAME[=SOURCE]`, in order given.
+    pub pools: Vec<(String, Option<PathBuf>)>,
+    /// `--dest-device`: every pool's destination device but those in
+    /// `pool_devices`.
+    pub dest_device: Option<String>,
+    /// `--pool-dest-device NAME=PATH`: a pool's own destination device.
+    pub pool_devices: Vec<(String, String)>,
+    /// The compact rules `--rules` compiled to, if given.
+    pub rules: Option<String>,
+    /// `upstream` or `openshift`, if given.
+    pub nfd_labels: Option<String>,
+    /// `--mcs-url` (`https://api-int.<cluster>.<domain>:22623`) and the CA:
+    /// pointer configs for pools given without one.
+    pub mcs_url: Option<String>,
+    pub ca_pem: Option<Vec<u8>>,
+    /// The static selector program.
+    pub selector: Vec<u8>,
+}
+
+pub struct Fleet {
+    /// The live Ignition config to embed.
+    pub config: Vec<u8>,
+    pub table: Table,
+    /// Each pool's destination config (pointer + the installed-pool record).
+    pub dest: BTreeMap<String, Vec<u8>>,
+}
+
+/// What the sources of one pool gave.
+#[derive(Default)]
+struct Found {
+    pointer: Option<(Value, String)>,
+    node_selector: Option<(Value, String)>,
+    /// The env drop-in entries of the pool's MachineConfigs (its role's and
+    /// worker's), each as a MachineConfig holding only that file, with the
+    /// file it came from.
+    env_configs: Vec<(Value, String)>,
+    /// The env drop-in the node gets: (variable, value, source).
+    env: Vec<(String, String, String)>,
+}
+
+pub fn build(o: &FleetOptions) -> Result<Fleet> {
+    if o.pools.is_empty() {
+        bail!("no pools: give each with --pool NAME=SOURCE");
+    }
+    if let Some(dev) = &o.dest_device {
+        check_device(dev, "--dest-device")?;
+    }
+    for (name, dev) in &o.pool_devices {
+        check_device(dev, &format!("--pool-dest-device {name}="))?;
+        if !o.pools.iter().any(|(n, _)| n == name) {
+            bail!("--pool-dest-device {name}={dev}: no --pool {name}; give the pool too");
+        }
+        if o.pool_devices.iter().filter(|(n, _)| n == name).count() > 1 {
+            bail!("--pool-dest-device {name}: given twice; give one device per pool");
+        }
+    }
+    let mut found: BTreeMap<String, Found> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    for (name, source) in &o.pools {
+        check_pool_name(name)?;
+        if !order.contains(name) {
+            order.push(name.clone());
+        }
+        let f = found.entry(name.clone()).or_default();
+        if let Some(source) = source {
+            read_source(name, source, f)?;
+        }
+    }
+    for f in found.values_mut() {
+        f.env = pool_env(&f.env_configs)?;
+    }
+    let (env, rules_from) = fleet_env(o, &found)?;
+    let mut table = Table {
+        env,
+        pools: Vec::new(),
+    };
+    let mut dest = BTreeMap::new();
+    for name in &order {
+        let f = &found[name];
+        let kind = if name == "worker" {
+            PoolKind::Worker
+        } else {
+            PoolKind::Custom
+        };
+        let selector = match &f.node_selector {
+            Some((sel, source)) => requirements(sel)
+                .with_context(|| format!("pool {name}: the nodeSelector in {source}"))?,
+            None if kind == PoolKind::Worker => {
+                vec![Requirement::In(
+                    WORKER_ROLE_LABEL.into(),
+                    vec![String::new()],
+                )]
+            }
+            None => bail!(
+                "pool {name}: no MachineConfigPool named {name} in its sources; give the \
+                 gitops directory (or the MachineConfigPool YAML) with --pool {name}=DIR, \
+                 so the install can match its nodeSelector"
+            ),
+        };
+        // A pool whose env drop-in leaves out what the install evaluates
+        // registers its nodes without those labels.
+        if let Some((_, _, source)) = f.env.first() {
+            for var in [RULES_VAR, NFD_LABELS_VAR] {
+                if table_env(&table.env, var).is_some() && !f.env.iter().any(|(v, _, _)| v == var) {
+                    bail!(
+                        "pool {name}: {source} sets no {var}, so its nodes would register without \
+                         the labels the install chooses by; render the pool with the same --rules \
+                         and --nfd-labels"
+                    );
+                }
+            }
+        }
+        let mut static_labels = Vec::new();
+        for (var, value, source) in &f.env {
+            if var == LABELS_VAR {
+                static_labels.extend(crate::node::kubelet::parse_node_labels(value));
+            } else if var == RULES_VAR && Some(value) != table_env(&table.env, RULES_VAR) {
+                bail!(
+                    "pool {name}: {source} carries other node rules than {rules_from}; the node \
+                     would register with labels the install did not choose by. Render every \
+                     pool from the same rule files and give them with --rules"
+                );
+            } else if var == NFD_LABELS_VAR && Some(value) != table_env(&table.env, NFD_LABELS_VAR)
+            {
+                bail!(
+                    "pool {name}: {source} sets {NFD_LABELS_VAR}={value}; give the same --nfd-labels"
+                );
+            }
+        }
+        // coreos-installer takes one dest-device (a second, from another
+        // config file, is refused): when a pool has its own, the selector
+        // writes every pool's, and the ISO's own configuration names none.
+        let device = o
+            .pool_devices
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, d)| d.clone())
+            .or_else(|| {
+                (!o.pool_devices.is_empty())
+                    .then(|| o.dest_device.clone())
+                    .flatten()
+            });
+        if device.is_none() && o.dest_device.is_none() {
+            bail!(
+                "pool {name}: no destination device; give --dest-device PATH (every pool's) or \
+                 --pool-dest-device {name}=PATH"
+            );
+        }
+        let pool = Pool {
+            name: name.clone(),
+            kind,
+            config: format!("{name}.ign"),
+            selector,
+            static_labels,
+            device,
+        };
+        let pointer = match &f.pointer {
+            Some((p, _)) => p.clone(),
+            None => match (&o.mcs_url, &o.ca_pem) {
+                (Some(url), Some(ca)) => {
+                    let url = format!("{}/config/{name}", url.trim_end_matches('/'));
+                    serde_json::from_slice(&pointer::pointer_ignition(&url, ca)?)?
+                }
+                _ => bail!(
+                    "pool {name}: no pointer config; give its Secret \
+                     (oc get secret -n openshift-machine-api {name}-user-data-managed -o yaml) \
+                     or pointer config with --pool {name}=FILE, or --mcs-url and --ca-file"
+                ),
+            },
+        };
+        let config = dest_config(pointer, &pool)?;
+        crate::cli::iso::check_ignition(&config, &format!("pool {name}'s destination config"))?;
+        dest.insert(name.clone(), config);
+        table.pools.push(pool);
+    }
+    crate::cli::iso::reach::check(&table, crate::cli::render::arch::Arch::of_elf(&o.selector))?;
+    let config = live_config(o, &table, &dest)?;
+    crate::cli::iso::check_ignition(&config, "the fleet's live config")?;
+    Ok(Fleet {
+        config,
+        table,
+        dest,
+    })
+}
+
+/// The device coreos-installer wipes for `pool`.
+pub fn pool_device<'a>(pool: &'a Pool, default: Option<&'a str>) -> &'a str {
+    pool.device.as_deref().or(default).unwrap_or("no device")
+}
+
+/// What the install wipes, for messages: `/dev/nvme0n1 (pool worker-gpu),
+/// /dev/sda (every other pool)`.
+pub fn devices(table: &Table, default: Option<&str>) -> String {
+    let own = |p: &&Pool| p.device.as_deref().is_some_and(|d| Some(d) != default);
+    let mut out: Vec<String> = table
+        .pools
+        .iter()
+        .filter(own)
+        .map(|p| format!("{} (pool {})", pool_device(p, default), p.name))
+        .collect();
+    if let Some(d) = default
+        && table.pools.iter().any(|p| !own(&p))
+    {
+        let rest = if out.is_empty() {
+            "every pool"
+        } else {
+            "every other pool"
+        };
+        out.push(format!("{d} ({rest})"));
+    }
+    out.join(", ")
+}
+
+fn table_env<'a>(env: &'a [(String, String)], var: &str) -> Option<&'a String> {
+    env.iter().find(|(k, _)| k == var).map(|(_, v)| v)
+}
+
+/// The rules and NFD label set the selector evaluates: `--rules` and
+/// `--nfd-labels`, or else the ones the pools' MachineConfigs carry.
+fn fleet_env(
+    o: &FleetOptions,
+    found: &BTreeMap<String, Found>,
+) -> Result<(Vec<(String, String)>, String)> {
+    let carried = |var: &str| {
+        found
+            .values()
+            .flat_map(|f| f.env.iter())
+            .find(|(v, _, _)| v == var)
+            .map(|(_, value, source)| (value.clone(), source.clone()))
+    };
+    let mut env = Vec::new();
+    let mut from = "--rules".to_string();
+    match (&o.rules, carried(RULES_VAR)) {
+        (Some(r), _) => env.push((RULES_VAR.to_string(), r.clone())),
+        (None, Some((r, source))) => {
+            from = source;
+            env.push((RULES_VAR.to_string(), r))
+        }
+        (None, None) => {}
+    }
+    match (&o.nfd_labels, carried(NFD_LABELS_VAR)) {
+        (Some(f), _) => env.push((NFD_LABELS_VAR.to_string(), f.clone())),
+        (None, Some((f, _))) => env.push((NFD_LABELS_VAR.to_string(), f)),
+        (None, None) => {}
+    }
+    if env.is_empty() {
+        bail!(
+            "no node rules: give --rules FILE (the rule files the pools were rendered from) \
+             and/or --nfd-labels; without them every machine is a plain worker"
+        );
+    }
+    Ok((env, from))
+}
+
+fn check_pool_name(name: &str) -> Result<()> {
+    if matches!(name, "master" | "arbiter") {
+        bail!(
+            "--pool {name}: a fleet ISO installs workers; control-plane pools are not chosen by hardware"
+        );
+    }
+    let ok = !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+        && !name.starts_with(['-', '.'])
+        && !name.ends_with(['-', '.']);
+    if !ok {
+        bail!(
+            "--pool {name:?}: not a MachineConfigPool name (lower case letters, digits, '-', '.')"
+        );
+    }
+    Ok(())
+}
+
+fn check_device(dev: &str, flag: &str) -> Result<()> {
+    let bad = |c: char| c.is_whitespace() || c.is_control() || c == '"' || c == '\\';
+    if !dev.starts_with('/') || dev.len() < 2 || dev.chars().any(bad) {
+        bail!(
+            "{flag}{}{dev:?}: give the install disk's path, e.g. /dev/nvme0n1 or /dev/disk/by-path/...",
+            if flag.ends_with('=') { "" } else { " " }
+        );
+    }
+    Ok(())
+}
+
+/// Every document of a source: a directory's *.yaml, *.yml, *.json and
+/// *.ign files (sorted), or one file.
+fn read_source(name: &str, source: &Path, f: &mut Found) -> Result<()> {
+    let files: Vec<PathBuf> = if source.is_dir() {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(source)
+            .with_context(|| format!("reading {}", source.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.extension()
+                    .and_then(|e| e.to_str())
+                    .is_some_and(|e| matches!(e, "yaml" | "yml" | "json" | "ign"))
+            })
+            .collect();
+        v.sort();
+        if v.is_empty() {
+            bail!(
+                "--pool {name}={}: the directory holds no YAML or Ignition files",
+                source.display()
+            );
+        }
+        v
+    } else {
+        vec![source.to_path_buf()]
+    };
+    let before = (
+        f.pointer.is_some(),
+        f.node_selector.is_some(),
+        f.env_configs.len(),
+    );
+    for file in &files {
+        let (text, _) =
+            crate::cli::render::input::read_text(file, crate::cli::render::input::FLEET_POOL)
+                .with_context(|| format!("--pool {name}"))?;
+        let label = file.display().to_string();
+        let docs: Vec<Value> = match serde_json::from_str::<Value>(&text) {
+            Ok(v) => vec![v],
+            Err(_) => serde_saphyr::from_multiple(&text)
+                .with_context(|| format!("reading {label} as YAML or JSON (--pool {name})"))?,
+        };
+        for doc in docs {
+            read_document(name, doc, &label, f)?;
+        }
+    }
+    if (
+        f.pointer.is_some(),
+        f.node_selector.is_some(),
+        f.env_configs.len(),
+    ) == before
+    {
+        bail!(
+            "--pool {name}={}: found no pointer config, {name}-user-data-managed Secret, \
+             MachineConfigPool {name} or MachineConfig for role {name} there",
+            source.display()
+        );
+    }
+    Ok(())
+}
+
+fn read_document(name: &str, doc: Value, source: &str, f: &mut Found) -> Result<()> {
+    if doc.get("ignition").is_some() {
+        return set_pointer(name, doc, source, f);
+    }
+    let kind = doc.get("kind").and_then(Value::as_str).unwrap_or("");
+    let meta_name = doc.pointer("/metadata/name").and_then(Value::as_str);
+    match kind {
+        "Secret" => {
+            let user_data = match (
+                doc.pointer("/data/userData").and_then(Value::as_str),
+                doc.pointer("/stringData/userData").and_then(Value::as_str),
+            ) {
+                (_, Some(s)) => s.as_bytes().to_vec(),
+                (Some(b64), None) => base64::engine::general_purpose::STANDARD
+                    .decode(b64.trim())
+                    .with_context(|| format!("{source}: data.userData is not base64"))?,
+                (None, None) => bail!("{source}: the Secret has no userData"),
+            };
+            let wanted = format!("{name}-user-data-managed");
+            if meta_name.is_some_and(|n| n != wanted && n != format!("{name}-user-data")) {
+                bail!(
+                    "{source}: Secret {} is not pool {name}'s ({wanted})",
+                    meta_name.unwrap_or("")
+                );
+            }
+            let pointer: Value = serde_json::from_slice(&user_data)
+                .with_context(|| format!("{source}: userData is not an Ignition config"))?;
+            set_pointer(name, pointer, source, f)
+        }
+        "MachineConfigPool" if meta_name == Some(name) => {
+            if f.node_selector.is_some() {
+                bail!("{source}: a second MachineConfigPool {name}");
+            }
+            let sel = doc
+                .pointer("/spec/nodeSelector")
+                .cloned()
+                .unwrap_or(Value::Null);
+            f.node_selector = Some((sel, source.to_string()));
+            Ok(())
+        }
+        "MachineConfig" => {
+            let role = doc
+                .pointer("/metadata/labels/machineconfiguration.openshift.io~1role")
+                .and_then(Value::as_str);
+            if role == Some(name) || role == Some("worker") {
+                keep_env_file(&doc, source, f);
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+fn set_pointer(name: &str, pointer: Value, source: &str, f: &mut Found) -> Result<()> {
+    let bytes = serde_json::to_vec(&pointer)?;
+    crate::cli::iso::check_ignition(&bytes, source)?;
+    let merge = pointer
+        .pointer("/ignition/config/merge/0/source")
+        .or_else(|| pointer.pointer("/ignition/config/replace/source"))
+        .and_then(Value::as_str)
+        .with_context(|| {
+            format!("{source}: not a pointer config (no ignition.config.merge source)")
+        })?;
+    pointer::check_merge_url_pool(merge, name).with_context(|| source.to_string())?;
+    if let Some((_, first)) = &f.pointer {
+        bail!("pool {name}: two pointer configs ({first} and {source}); give one");
+    }
+    f.pointer = Some((pointer, source.to_string()));
+    Ok(())
+}
+
+/// Keep a MachineConfig's env drop-in entry, if it writes one, for
+/// `pool_env`.
+fn keep_env_file(mc: &Value, source: &str, f: &mut Found) {
+    let files = mc
+        .pointer("/spec/config/storage/files")
+        .and_then(Value::as_array);
+    let entries: Vec<&Value> = files
+        .into_iter()
+        .flatten()
+        .filter(|file| file.get("path").and_then(Value::as_str) == Some(ENV_DROPIN_PATH))
+        .collect();
+    if entries.is_empty() {
+        return;
+    }
+    // Name and labels: the MCO merges by role, then name.
+    let only_env = json!({
+        "metadata": {
+            "name": mc.pointer("/metadata/name").cloned().unwrap_or(Value::Null),
+            "labels": mc.pointer("/metadata/labels").cloned().unwrap_or(Value::Null),
+        },
+        "spec": { "config": { "storage": { "files": entries } } }
+    });
+    f.env_configs.push((only_env, source.to_string()));
+}
+
+/// The env drop-in's variables as the node gets them: the MCO merges a
+/// pool's MachineConfigs (worker's by name, then the pool's by name) and a
+/// later one's file replaces an earlier one's whole, as `explain
+/// --machineconfig` lays them out.
+fn pool_env(configs: &[(Value, String)]) -> Result<Vec<(String, String, String)>> {
+    let mcs: Vec<Value> = configs.iter().map(|(mc, _)| mc.clone()).collect();
+    let order = crate::cli::render::layout::merge_order(&mcs)
+        .with_context(|| format!("merging the MachineConfigs' {ENV_DROPIN_NAME}"))?;
+    // The file of the MachineConfig that wins, for messages.
+    let Some(&last) = order.last() else {
+        return Ok(Vec::new());
+    };
+    let source = &configs[last].1;
+    let layout = crate::cli::render::layout::Layout::merge(mcs)
+        .with_context(|| format!("decoding the MachineConfigs' {ENV_DROPIN_NAME}"))?;
+    let Some(file) = layout.file(ENV_DROPIN_PATH) else {
+        return Ok(Vec::new());
+    };
+    let mut env: Vec<(String, String, String)> = Vec::new();
+    for line in String::from_utf8_lossy(&file.contents).lines() {
+        let Some(v) = line
+            .strip_prefix("Environment=\"")
+            .and_then(|l| l.strip_suffix('"'))
+        else {
+            continue;
+        };
+        if let Some((k, v)) = v.split_once('=') {
+            env.retain(|(have, _, _)| have != k);
+            env.push((k.to_string(), v.to_string(), source.clone()));
+        }
+    }
+    Ok(env)
+}
+
+/// A `metav1.LabelSelector` as requirements.
+fn requirements(sel: &Value) -> Result<Vec<Requirement>> {
+    let mut out = Vec::new();
+    let Some(obj) = sel.as_object() else {
+        bail!("no nodeSelector (the MCO matches no node with it)");
+    };
+    for (k, v) in obj
+        .get("matchLabels")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        let v = match v {
+            Value::String(s) => s.clone(),
+            Value::Null => String::new(),
+            other => bail!(
+                "matchLabels {k}: {other} is not a string (the API server refuses it); quote it"
+            ),
+        };
+        check_label_words(k, std::slice::from_ref(&v))?;
+        out.push(Requirement::In(k.clone(), vec![v]));
+    }
+    for e in obj
+        .get("matchExpressions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let key = e
+            .get("key")
+            .and_then(Value::as_str)
+            .context("a matchExpression without key")?
+            .to_string();
+        let values: Vec<String> = e
+            .get("values")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|v| {
+                v.as_str().map(str::to_string).with_context(|| {
+                    format!(
+                        "matchExpression on {key}: the value {v} is not a string (the API server refuses it); quote it"
+                    )
+                })
+            })
+            .collect::<Result<_>>()?;
+        check_label_words(&key, &values)?;
+        let op = e.get("operator").and_then(Value::as_str).unwrap_or("");
+        out.push(match op {
+            "In" if !values.is_empty() => Requirement::In(key, values),
+            "NotIn" if !values.is_empty() => Requirement::NotIn(key, values),
+            "Exists" if values.is_empty() => Requirement::Exists(key),
+            "DoesNotExist" if values.is_empty() => Requirement::DoesNotExist(key),
+            _ => bail!("matchExpression on {key}: operator {op:?} with {} values is not a valid label selector", values.len()),
+        });
+    }
+    if out.is_empty() {
+        bail!("an empty nodeSelector (the MCO matches no node with it)");
+    }
+    if out.iter().any(|r| {
+        matches!(r, Requirement::In(k, _) | Requirement::NotIn(k, _) | Requirement::Exists(k) | Requirement::DoesNotExist(k) if k == "kubernetes.io/hostname")
+    }) {
+        bail!("it selects on kubernetes.io/hostname, which the install cannot know");
+    }
+    Ok(out)
+}
+
+fn check_label_words(key: &str, values: &[String]) -> Result<()> {
+    let bad = |s: &str| s.chars().any(|c| c.is_whitespace() || c.is_control()) || s == "\"\"";
+    if key.is_empty() || bad(key) || values.iter().any(|v| bad(v)) {
+        bail!("{key:?} {values:?} is not a label key and values Kubernetes accepts");
+    }
+    Ok(())
+}
+
+/// The pool's pointer config plus the file that records the pool.
+fn dest_config(mut pointer: Value, pool: &Pool) -> Result<Vec<u8>> {
+    let record = Table {
+        env: Vec::new(),
+        pools: vec![pool.clone()],
+    };
+    let record = data_url(record.to_text().as_bytes());
+    let mut contents = json!({ "source": record.source });
+    if let Some(c) = record.compression {
+        contents["compression"] = json!(c);
+    }
+    let file = json!({
+        "path": INSTALLED_POOL_PATH,
+        "mode": 0o644,
+        "overwrite": true,
+        "contents": contents
+    });
+    let root = pointer
+        .as_object_mut()
+        .context("the pointer config is not a JSON object")?;
+    let storage = root.entry("storage").or_insert_with(|| json!({}));
+    let files = storage
+        .as_object_mut()
+        .context("the pointer config's storage is not an object")?
+        .entry("files")
+        .or_insert_with(|| json!([]));
+    let files = files
+        .as_array_mut()
+        .context("the pointer config's storage.files is not a list")?;
+    if files
+        .iter()
+        .any(|f| f.get("path").and_then(Value::as_str) == Some(INSTALLED_POOL_PATH))
+    {
+        bail!(
+            "pool {}: the pointer config already writes {INSTALLED_POOL_PATH}",
+            pool.name
+        );
+    }
+    files.push(file);
+    Ok(serde_json::to_vec(&pointer)?)
+}
+
+fn file_entry(path: &str, mode: u32, bytes: &[u8]) -> Value {
+    let url = data_url(bytes);
+    let mut contents = json!({ "source": url.source });
+    if let Some(c) = url.compression {
+        contents["compression"] = json!(c);
+    }
+    json!({ "path": path, "mode": mode, "overwrite": true, "contents": contents })
+}
+
+/// The selector's unit: before coreos-installer.service, after its
+/// preparation target; a failure stops the live system in emergency mode
+/// with the reason on the console, as coreos-installer.service's does.
+pub fn unit_text() -> String {
+    format!(
+        "[Unit]\n\
+         Description=Choose this machine's MachineConfigPool for coreos-installer (kubelet-labeler)\n\
+         After=coreos-installer-pre.target\n\
+         Before=coreos-installer.service\n\
+         OnFailure=emergency.target\n\
+         OnFailureJobMode=replace-irreversibly\n\
+         \n\
+         [Service]\n\
+         Type=oneshot\n\
+         RemainAfterExit=yes\n\
+         ExecStart={SELECT_PATH}\n\
+         StandardOutput=journal+console\n\
+         StandardError=journal+console\n"
+    )
+}
+
+/// coreos-installer.service runs only after the selector succeeded.
+pub fn installer_dropin() -> String {
+    format!("[Unit]\nRequires={UNIT_NAME}\nAfter={UNIT_NAME}\n")
+}
+
+fn live_config(
+    o: &FleetOptions,
+    table: &Table,
+    dest: &BTreeMap<String, Vec<u8>>,
+) -> Result<Vec<u8>> {
+    let dir = Path::new(TABLE_PATH)
+        .parent()
+        .context("the table path has a directory")?;
+    let device = match &o.dest_device {
+        Some(dev) if table.pools.iter().all(|p| p.device.is_none()) => {
+            format!("dest-device: {}\n", serde_json::to_string(dev)?)
+        }
+        // A pool has its own: the selector writes each pool's.
+        _ => String::new(),
+    };
+    let installer = format!(
+        "# kubelet-labeler: the pool's config is chosen at install by {UNIT_NAME}\n\
+         {device}ignition-file: {DEST_PATH}\n"
+    );
+    let mut files = vec![
+        file_entry(SELECT_PATH, 0o755, &o.selector),
+        file_entry(TABLE_PATH, 0o644, table.to_text().as_bytes()),
+        file_entry(INSTALLER_CONFIG_PATH, 0o644, installer.as_bytes()),
+    ];
+    for pool in &table.pools {
+        let path = dir.join(&pool.config);
+        files.push(file_entry(
+            &path.to_string_lossy(),
+            0o600,
+            &dest[&pool.name],
+        ));
+    }
+    let config = json!({
+        "ignition": { "version": LIVE_VERSION },
+        "storage": { "files": files },
+        "systemd": { "units": [
+            { "name": UNIT_NAME, "contents": unit_text() },
+            { "name": "coreos-installer.service", "dropins": [
+                { "name": "50-kubelet-labeler-fleet.conf", "contents": installer_dropin() }
+            ] }
+        ] }
+    });
+    Ok(serde_json::to_vec(&config)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_selectors_become_requirements() {
+        let sel = json!({
+            "matchLabels": {"a/b": "", "c": "d"},
+            "matchExpressions": [
+                {"key": "e", "operator": "In", "values": ["1", "2"]},
+                {"key": "f", "operator": "DoesNotExist"}
+            ]
+        });
+        let r = requirements(&sel).unwrap();
+        assert_eq!(r.len(), 4);
+        assert_eq!(r[0], Requirement::In("a/b".into(), vec![String::new()]));
+        assert_eq!(r[3], Requirement::DoesNotExist("f".into()));
+        for bad in [
+            json!({}),
+            json!(null),
+            json!({"matchExpressions": [{"key": "e", "operator": "In"}]}),
+            json!({"matchExpressions": [{"key": "e", "operator": "Gt", "values": ["1"]}]}),
+            json!({"matchLabels": {"kubernetes.io/hostname": "n1"}}),
+            json!({"matchLabels": {"a b": ""}}),
+            json!({"matchLabels": {"gpu": true}}),
+            json!({"matchExpressions": [{"key": "e", "operator": "In", "values": [1]}]}),
+        ] {
+            assert!(requirements(&bad).is_err(), "{bad}");
+        }
+    }
+
+    /// A custom pool whose MachineConfigs carry static labels but not the
+    /// rules the install chooses by: its nodes would register without the
+    /// rules' labels, outside the pool.
+    #[test]
+    fn a_pool_without_the_rules_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mcp = json!({
+            "apiVersion": "machineconfiguration.openshift.io/v1",
+            "kind": "MachineConfigPool",
+            "metadata": { "name": "worker-p" },
+            "spec": { "nodeSelector": { "matchLabels": {
+                "example.com/p": "true", "feature.node.kubernetes.io/gpu": "true" } } }
+        });
+        let dropin = format!("[Service]\nEnvironment=\"{LABELS_VAR}=example.com/p=true\"\n");
+        let mc = json!({
+            "apiVersion": "machineconfiguration.openshift.io/v1",
+            "kind": "MachineConfig",
+            "metadata": { "name": "50-worker-p",
+                          "labels": { "machineconfiguration.openshift.io/role": "worker-p" } },
+            "spec": { "config": { "ignition": { "version": "3.2.0" }, "storage": { "files": [
+                { "path": ENV_DROPIN_PATH, "contents": { "source": data_url(dropin.as_bytes()).source } }
+            ] } } }
+        });
+        std::fs::write(dir.path().join("mcp.json"), mcp.to_string()).unwrap();
+        std::fs::write(dir.path().join("mc.json"), mc.to_string()).unwrap();
+        let o = |rules: Option<&str>| FleetOptions {
+            pools: vec![("worker-p".into(), Some(dir.path().to_path_buf()))],
+            dest_device: Some("/dev/sda".into()),
+            pool_devices: Vec::new(),
+            rules: rules.map(str::to_string),
+            nfd_labels: Some("openshift".into()),
+            mcs_url: Some("https://api-int.example.com:22623".into()),
+            ca_pem: Some(
+                b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".to_vec(),
+            ),
+            selector: b"\x7fELF".to_vec(),
+        };
+        let e = format!("{:#}", build(&o(Some("KLR2,0"))).err().unwrap());
+        assert!(
+            e.contains("pool worker-p:") && e.contains(&format!("sets no {RULES_VAR}")),
+            "{e}"
+        );
+    }
+
+    /// The MCO keeps one whole env drop-in per path, the one of the
+    /// MachineConfig it merges last: the pool's role's after worker's,
+    /// whatever the names. A pool-role file that sets only static labels
+    /// replaces the worker-role one with the rules, not adds to it.
+    #[test]
+    fn the_env_dropin_is_the_last_machineconfigs_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let mcp = json!({
+            "kind": "MachineConfigPool",
+            "metadata": { "name": "worker-p" },
+            "spec": { "nodeSelector": { "matchLabels": { "example.com/p": "true" } } }
+        });
+        let mc = |name: &str, role: &str, dropin: &str| {
+            let url = data_url(dropin.as_bytes());
+            json!({
+                "kind": "MachineConfig",
+                "metadata": { "name": name,
+                              "labels": { "machineconfiguration.openshift.io/role": role } },
+                "spec": { "config": { "ignition": { "version": "3.2.0" }, "storage": { "files": [
+                    { "path": ENV_DROPIN_PATH,
+                      "contents": { "source": url.source, "compression": url.compression } }
+                ] } } }
+            })
+        };
+        // The rules give the pool's label: some machine reaches it.
+        let rules = crate::node::rules::compact::encode(&[crate::node::rules::Rule {
+            name: "p".into(),
+            labels: vec![("example.com/p".into(), "true".into())],
+            ..Default::default()
+        }]);
+        let worker = format!(
+            "[Service]\nEnvironment=\"{RULES_VAR}={rules}\"\nEnvironment=\"{LABELS_VAR}=example.com/w=true\"\n"
+        );
+        let pool = format!("[Service]\nEnvironment=\"{LABELS_VAR}=example.com/p=true\"\n");
+        std::fs::write(dir.path().join("mcp.json"), mcp.to_string()).unwrap();
+        let o = FleetOptions {
+            pools: vec![("worker-p".into(), Some(dir.path().to_path_buf()))],
+            dest_device: Some("/dev/sda".into()),
+            pool_devices: Vec::new(),
+            rules: None,
+            nfd_labels: None,
+            mcs_url: Some("https://api-int.example.com:22623".into()),
+            ca_pem: Some(
+                b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".to_vec(),
+            ),
+            selector: b"\x7fELF".to_vec(),
+        };
+        std::fs::write(
+            dir.path().join("a.json"),
+            mc("50-worker-env", "worker", &worker).to_string(),
+        )
+        .unwrap();
+        // The pool's file is merged last, whether its name sorts after
+        // the worker's or before: the node gets no rules at all.
+        for name in ["60-worker-p-env", "40-worker-p-env"] {
+            std::fs::write(
+                dir.path().join("b.json"),
+                mc(name, "worker-p", &pool).to_string(),
+            )
+            .unwrap();
+            let e = format!("{:#}", build(&o).err().unwrap());
+            assert!(e.contains("no node rules"), "{name}: {e}");
+            // Given the rules, the file named is the pool's.
+            let with_rules = FleetOptions {
+                rules: Some("KLR2,0".into()),
+                pools: o.pools.clone(),
+                dest_device: o.dest_device.clone(),
+                pool_devices: Vec::new(),
+                nfd_labels: None,
+                mcs_url: o.mcs_url.clone(),
+                ca_pem: o.ca_pem.clone(),
+                selector: o.selector.clone(),
+            };
+            let e = format!("{:#}", build(&with_rules).err().unwrap());
+            assert!(
+                e.contains(&format!("b.json sets no {RULES_VAR}")),
+                "{name}: {e}"
+            );
+        }
+        // Without it, the worker's, rules and labels.
+        std::fs::remove_file(dir.path().join("b.json")).unwrap();
+        let fleet = build(&o).unwrap();
+        let p = &fleet.table.pools[0];
+        assert_eq!(
+            p.static_labels,
+            [("example.com/w".to_string(), "true".to_string())]
+        );
+    }
+
+    #[test]
+    fn names_and_devices_are_checked() {
+        assert!(check_pool_name("worker-gpu").is_ok());
+        for bad in ["master", "arbiter", "", "Worker", "a/b", "-x"] {
+            assert!(check_pool_name(bad).is_err(), "{bad}");
+        }
+        assert!(check_device("/dev/nvme0n1", "--dest-device").is_ok());
+        for bad in ["sda", "/dev/sd a", "/", "/dev/\"x", ""] {
+            assert!(check_device(bad, "--dest-device").is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,16 @@
+//! What only the workstation CLI runs (never the node binaries): `render`
+//! writes drop-ins, MachineConfigs and Ignition; `iso` embeds Ignition in live
+//! ISOs; `explain` previews what the wrapper will do on a node tree;
+//! `validate` reports on kubelet arguments; `facts_json` prints facts as
+//! NFD's JSON. These may use serde, clap and the other CLI dependencies.
+
+#[cfg(feature = "cli")]
+pub mod explain;
+#[cfg(feature = "cli")]
+pub mod facts_json;
+#[cfg(feature = "iso")]
+pub mod iso;
+#[cfg(feature = "cli")]
+pub mod render;
+#[cfg(feature = "cli")]
+pub mod validate;

@@ -1,0 +1,1003 @@
+//! NodeFeatureRule files into `rules::Rule`s, checked at render: anything the
+//! node side cannot evaluate, or that kubelet or NFD would refuse, is an
+//! error naming `FILE:LINE:COL`, what is wrong and the fix. Never silently
+//! dropped. Not on the boot path (the wrapper reads `rules::compact`).
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::Path;
+
+use anyhow::{Result, bail};
+use serde::Deserialize;
+use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_saphyr::Spanned;
+
+use crate::node::kubelet::{self, Profile, Taint, TaintEffect};
+use crate::node::rules::{self, DEFAULT_LABEL_PREFIX, Expr, Op, Rule, RuleTemplate, Term};
+
+/// The API versions NFD serves `NodeFeatureRule` under (upstream, and
+/// OpenShift's NFD operator).
+pub const API_VERSIONS: &[&str] = &[
+    "nfd.k8s-sigs.io/v1alpha1",
+    "nfd.openshift.io/v1",
+    "nfd.openshift.io/v1alpha1",
+];
+/// The compact form goes into one environment variable; Linux refuses a
+/// single one over 128 KiB (MAX_ARG_STRLEN), so stay well under.
+pub const MAX_COMPACT: usize = 64 * 1024;
+
+/// A YAML node with where it came from.
+#[derive(Debug, Clone)]
+enum Node {
+    Null,
+    Bool(bool),
+    Int(String),
+    Float(String),
+    Str(String),
+    Seq(Vec<Spanned<Node>>),
+    Map(Vec<(Spanned<String>, Spanned<Node>)>),
+}
+
+impl<'de> Deserialize<'de> for Node {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Node, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Node;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a YAML value")
+            }
+            fn visit_unit<E>(self) -> Result<Node, E> {
+                Ok(Node::Null)
+            }
+            fn visit_none<E>(self) -> Result<Node, E> {
+                Ok(Node::Null)
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Node, D::Error> {
+                Node::deserialize(d)
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Node, E> {
+                Ok(Node::Bool(v))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Node, E> {
+                Ok(Node::Int(v.to_string()))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Node, E> {
+                Ok(Node::Int(v.to_string()))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Node, E> {
+                Ok(Node::Float(v.to_string()))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Node, E> {
+                Ok(Node::Str(v.to_string()))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Node, E> {
+                Ok(Node::Str(v))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Node, A::Error> {
+                let mut out = Vec::new();
+                while let Some(v) = a.next_element::<Spanned<Node>>()? {
+                    out.push(v);
+                }
+                Ok(Node::Seq(out))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Node, A::Error> {
+                let mut out = Vec::new();
+                while let Some(k) = a.next_key::<Spanned<String>>()? {
+                    let v = a.next_value::<Spanned<Node>>()?;
+                    out.push((k, v));
+                }
+                Ok(Node::Map(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Where an error points.
+struct Ctx<'a> {
+    source: &'a str,
+}
+
+impl Ctx<'_> {
+    fn at<T>(&self, n: &Spanned<T>) -> String {
+        format!(
+            "{}:{}:{}",
+            self.source,
+            n.referenced.line(),
+            n.referenced.column()
+        )
+    }
+
+    fn fail<T, U>(&self, n: &Spanned<T>, msg: impl fmt::Display) -> Result<U> {
+        bail!("{}: {msg}", self.at(n))
+    }
+
+    fn map<'n>(
+        &self,
+        n: &'n Spanned<Node>,
+        what: &str,
+    ) -> Result<&'n [(Spanned<String>, Spanned<Node>)]> {
+        match &n.value {
+            Node::Map(m) => Ok(m),
+            Node::Null => Ok(&[]),
+            _ => self.fail(n, format!("{what} must be a mapping")),
+        }
+    }
+
+    fn seq<'n>(&self, n: &'n Spanned<Node>, what: &str) -> Result<&'n [Spanned<Node>]> {
+        match &n.value {
+            Node::Seq(s) => Ok(s),
+            Node::Null => Ok(&[]),
+            _ => self.fail(n, format!("{what} must be a list")),
+        }
+    }
+
+    /// A string as NFD's Go types read it: other scalars are errors there too.
+    fn string(&self, n: &Spanned<Node>, what: &str) -> Result<String> {
+        match &n.value {
+            Node::Str(s) => Ok(s.clone()),
+            Node::Int(v) | Node::Float(v) => self.fail(
+                n,
+                format!("{what} must be a string, not the number {v}; quote it (\"{v}\")"),
+            ),
+            Node::Bool(b) => self.fail(
+                n,
+                format!("{what} must be a string, not the boolean {b}; quote it (\"{b}\")"),
+            ),
+            Node::Null => self.fail(n, format!("{what} must be a string, not null")),
+            _ => self.fail(n, format!("{what} must be a string")),
+        }
+    }
+
+    fn string_map(&self, n: &Spanned<Node>, what: &str) -> Result<Vec<(String, String)>> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        for (k, v) in self.map(n, what)? {
+            let value = self.string(v, &format!("{what}.{}", k.value))?;
+            out.retain(|(old, _)| *old != k.value);
+            out.push((k.value.clone(), value));
+        }
+        Ok(out)
+    }
+
+    fn unknown<T>(&self, key: &Spanned<String>, what: &str, known: &[&str]) -> Result<T> {
+        self.fail(
+            key,
+            format!(
+                "{what} has no field {:?} (known: {})",
+                key.value,
+                known.join(", ")
+            ),
+        )
+    }
+}
+
+/// Read rule files (`-` is stdin) into rules in NFD's order: objects by
+/// `metadata.name`, the rules of one object in order.
+pub fn read_rule_files(paths: &[impl AsRef<Path>], profile: Profile) -> Result<Vec<Rule>> {
+    let mut objects: Vec<(String, String, Vec<Rule>)> = Vec::new();
+    for path in paths {
+        let path = path.as_ref();
+        let (text, source) = super::input::read_text(path, super::input::RULES)?;
+        for (name, rules) in parse_rule_objects(&text, &source, profile)? {
+            if let Some((_, first, _)) = objects.iter().find(|(n, _, _)| *n == name) {
+                bail!(
+                    "{source}: a second NodeFeatureRule named {name:?} (the first is in {first}); \
+                     names are unique in a cluster, rename one"
+                );
+            }
+            objects.push((name, source.clone(), rules));
+        }
+    }
+    objects.sort_by(|a, b| a.0.cmp(&b.0));
+    let rules: Vec<Rule> = objects.into_iter().flat_map(|(_, _, r)| r).collect();
+    if rules.is_empty() {
+        bail!("the rule files hold no rules");
+    }
+    Ok(rules)
+}
+
+/// The rules in their compact form, refused when it would not fit the
+/// environment variable that carries it, or when evaluating them at boot
+/// could pass the wrapper's budget on some node (`rules::budget`: what
+/// render accepts, the wrapper evaluates within it on any facts).
+pub fn compile(rules: &[Rule]) -> Result<String> {
+    rules::budget::check(rules).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let text = rules::compact::encode(rules);
+    if text.len() > MAX_COMPACT {
+        bail!(
+            "the rules take {} bytes in compact form, more than the {MAX_COMPACT} one \
+             environment variable may carry; split them over fewer, simpler rules",
+            text.len()
+        );
+    }
+    Ok(text)
+}
+
+/// The NodeFeatureRule objects of one multi-document YAML text: (metadata.name, rules).
+pub fn parse_rule_objects(
+    text: &str,
+    source: &str,
+    profile: Profile,
+) -> Result<Vec<(String, Vec<Rule>)>> {
+    let docs: Vec<Spanned<Node>> = serde_saphyr::from_multiple(text)
+        .map_err(|e| anyhow::anyhow!("{source}: not YAML: {e}"))?;
+    let cx = Ctx { source };
+    let mut out = Vec::new();
+    for doc in &docs {
+        if matches!(doc.value, Node::Null) {
+            continue;
+        }
+        let mut items = Vec::new();
+        collect_objects(&cx, doc, &mut items)?;
+        for obj in items {
+            out.push(object(&cx, obj, profile)?);
+        }
+    }
+    if out.is_empty() {
+        bail!("{source}: no NodeFeatureRule in this file");
+    }
+    Ok(out)
+}
+
+fn field<'n>(
+    fields: &'n [(Spanned<String>, Spanned<Node>)],
+    name: &str,
+) -> Option<&'n Spanned<Node>> {
+    fields.iter().find(|(k, _)| k.value == name).map(|(_, v)| v)
+}
+
+/// NodeFeatureRules, also inside a `List`/`NodeFeatureRuleList`.
+fn collect_objects<'n>(
+    cx: &Ctx,
+    doc: &'n Spanned<Node>,
+    out: &mut Vec<&'n Spanned<Node>>,
+) -> Result<()> {
+    let fields = cx.map(doc, "a document")?;
+    let kind = match field(fields, "kind") {
+        Some(k) => cx.string(k, "kind")?,
+        None => {
+            return cx.fail(
+                doc,
+                "a document without kind; expected kind: NodeFeatureRule",
+            );
+        }
+    };
+    match kind.as_str() {
+        "NodeFeatureRule" => out.push(doc),
+        "List" | "NodeFeatureRuleList" => {
+            if let Some(items) = field(fields, "items") {
+                for item in cx.seq(items, "items")? {
+                    collect_objects(cx, item, out)?;
+                }
+            }
+        }
+        other => {
+            let k = field(fields, "kind").expect("kind");
+            return cx.fail(
+                k,
+                format!(
+                    "kind {other:?} is not a NodeFeatureRule; give only NodeFeatureRule documents"
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+fn object(cx: &Ctx, obj: &Spanned<Node>, profile: Profile) -> Result<(String, Vec<Rule>)> {
+    let fields = cx.map(obj, "a NodeFeatureRule")?;
+    match field(fields, "apiVersion") {
+        Some(v) => {
+            let api = cx.string(v, "apiVersion")?;
+            if !API_VERSIONS.contains(&api.as_str()) {
+                return cx.fail(
+                    v,
+                    format!(
+                        "apiVersion {api:?} is not one NFD serves NodeFeatureRule under ({})",
+                        API_VERSIONS.join(", ")
+                    ),
+                );
+            }
+        }
+        None => return cx.fail(obj, "a NodeFeatureRule without apiVersion"),
+    }
+    let name = match field(fields, "metadata") {
+        Some(m) => match field(cx.map(m, "metadata")?, "name") {
+            Some(n) => cx.string(n, "metadata.name")?,
+            None => return cx.fail(m, "metadata has no name"),
+        },
+        None => return cx.fail(obj, "a NodeFeatureRule without metadata.name"),
+    };
+    for (k, _) in fields {
+        if !["apiVersion", "kind", "metadata", "spec", "status"].contains(&k.value.as_str()) {
+            return cx.unknown(
+                k,
+                "a NodeFeatureRule",
+                &["apiVersion", "kind", "metadata", "spec"],
+            );
+        }
+    }
+    let Some(spec) = field(fields, "spec") else {
+        return cx.fail(obj, "a NodeFeatureRule without spec");
+    };
+    let spec_fields = cx.map(spec, "spec")?;
+    let mut rules = Vec::new();
+    let mut names = BTreeSet::new();
+    for (k, v) in spec_fields {
+        if k.value != "rules" {
+            return cx.unknown(k, "spec", &["rules"]);
+        }
+        for r in cx.seq(v, "spec.rules")? {
+            let rule = rule(cx, r, profile)?;
+            if !names.insert(rule.name.clone()) {
+                return cx.fail(
+                    r,
+                    format!(
+                        "a second rule named {:?} in {name:?}; rename one",
+                        rule.name
+                    ),
+                );
+            }
+            rules.push(rule);
+        }
+    }
+    Ok((name, rules))
+}
+
+const RULE_FIELDS: &[&str] = &[
+    "name",
+    "labels",
+    "labelsTemplate",
+    "vars",
+    "varsTemplate",
+    "taints",
+    "matchFeatures",
+    "matchAny",
+];
+
+fn rule(cx: &Ctx, n: &Spanned<Node>, profile: Profile) -> Result<Rule> {
+    let fields = cx.map(n, "a rule")?;
+    let mut rule = Rule::default();
+    let Some(name) = field(fields, "name") else {
+        return cx.fail(n, "a rule without a name; every rule needs one");
+    };
+    rule.name = cx.string(name, "name")?;
+    let what = |f: &str| format!("rule {:?}: {f}", rule.name);
+    for (k, v) in fields {
+        // NFD's Go types read a null as the field left out (and the API
+        // server's structural schema prunes it).
+        let known = RULE_FIELDS.contains(&k.value.as_str())
+            || matches!(k.value.as_str(), "annotations" | "extendedResources");
+        if matches!(v.value, Node::Null) && known && k.value != "name" {
+            continue;
+        }
+        match k.value.as_str() {
+            "name" => {}
+            "labels" => {
+                rule.labels = cx.string_map(v, &what("labels"))?;
+                check_labels(cx, v, &rule.name, profile)?;
+            }
+            "vars" => rule.vars = cx.string_map(v, &what("vars"))?,
+            "labelsTemplate" => rule.labels_template = template(cx, v, &what("labelsTemplate"))?,
+            "varsTemplate" => rule.vars_template = template(cx, v, &what("varsTemplate"))?,
+            "taints" => rule.taints = taints(cx, v, &what("taints"))?,
+            "matchFeatures" => rule.match_features = terms(cx, v, &what("matchFeatures"))?,
+            "matchAny" => {
+                for elem in cx.seq(v, &what("matchAny"))? {
+                    let elem_fields = cx.map(elem, &what("matchAny[]"))?;
+                    let mut block = Vec::new();
+                    for (ek, ev) in elem_fields {
+                        if ek.value != "matchFeatures" {
+                            return cx.unknown(ek, &what("matchAny[]"), &["matchFeatures"]);
+                        }
+                        block = terms(cx, ev, &what("matchAny[].matchFeatures"))?;
+                    }
+                    rule.match_any.push(block);
+                }
+            }
+            "annotations" | "extendedResources" => {
+                return cx.fail(
+                    k,
+                    format!(
+                        "{}: {} are set by nfd-master on a running Node, not by kubelet at \
+                         registration; keep this rule in the cluster's NFD and leave it out here",
+                        what(&k.value),
+                        k.value
+                    ),
+                );
+            }
+            _ => return cx.unknown(k, &what("the rule"), RULE_FIELDS),
+        }
+    }
+    Ok(rule)
+}
+
+/// The parsed template (the node runs the tree; no template parser there).
+fn template(cx: &Ctx, n: &Spanned<Node>, what: &str) -> Result<Option<RuleTemplate>> {
+    let src = cx.string(n, what)?;
+    if src.trim().is_empty() {
+        return Ok(None);
+    }
+    let parsed = rules::template::parse(&src);
+    if let Err(e) = &parsed {
+        let (line, col) = rules::template::line_col(&src, e.offset);
+        return cx.fail(
+            n,
+            format!(
+                "{what}: {} (template line {line}, column {col}); the node evaluates NFD's \
+                 template forms: range, if/else, len, index, fields",
+                e.message
+            ),
+        );
+    }
+    Ok(Some(RuleTemplate(parsed.map_err(|e| e.message))))
+}
+
+fn taints(cx: &Ctx, n: &Spanned<Node>, what: &str) -> Result<Vec<Taint>> {
+    let mut out: Vec<Taint> = Vec::new();
+    for t in cx.seq(n, what)? {
+        let mut key = None;
+        let mut value = String::new();
+        let mut effect = None;
+        for (k, v) in cx.map(t, what)? {
+            match k.value.as_str() {
+                "key" => key = Some(cx.string(v, &format!("{what}.key"))?),
+                "value" => value = cx.string(v, &format!("{what}.value"))?,
+                "effect" => {
+                    let e = cx.string(v, &format!("{what}.effect"))?;
+                    effect = Some(TaintEffect::parse(&e).ok_or_else(|| {
+                        anyhow::anyhow!(
+                            "{}: {what}: effect {e:?} is not NoSchedule, PreferNoSchedule or NoExecute",
+                            cx.at(v)
+                        )
+                    })?);
+                }
+                _ => return cx.unknown(k, what, &["key", "value", "effect"]),
+            }
+        }
+        let (Some(key), Some(effect)) = (key, effect) else {
+            return cx.fail(t, format!("{what}: a taint needs key and effect"));
+        };
+        let taint = Taint { key, value, effect };
+        if kubelet::parse_taints(&taint.to_string()).as_deref() != Ok(std::slice::from_ref(&taint))
+        {
+            return cx.fail(
+                t,
+                format!("{what}: kubelet would refuse the taint {taint}: write key (a qualified name) and value (a label value)"),
+            );
+        }
+        if !taint.key.contains('/') {
+            return cx.fail(
+                t,
+                format!(
+                    "{what}: NFD refuses taint keys without a prefix ({:?}); use e.g. example.com/{}",
+                    taint.key, taint.key
+                ),
+            );
+        }
+        if out
+            .iter()
+            .any(|o| o.key == taint.key && o.effect == taint.effect)
+        {
+            return cx.fail(
+                t,
+                format!(
+                    "{what}: a second taint with key {:?} and effect {} (kubelet refuses both)",
+                    taint.key,
+                    taint.effect.as_str()
+                ),
+            );
+        }
+        out.push(taint);
+    }
+    Ok(out)
+}
+
+/// Domains whose features come from the node; `rule` is earlier rules'.
+/// NFD looks a name up lower-cased (`PCI.Device` is `pci.device`); templates
+/// still see it as written.
+fn check_feature(cx: &Ctx, n: &Spanned<Node>, feature: &str, what: &str) -> Result<()> {
+    let lookup = rules::go_lower_ascii(feature);
+    if lookup == rules::BACKREF_FEATURE || crate::node::facts::FEATURES.contains(&lookup.as_str()) {
+        return Ok(());
+    }
+    if lookup.starts_with("local.") {
+        return cx.fail(
+            n,
+            format!(
+                "{what}: feature {feature:?} comes from nfd-worker's local source (hook files), \
+                 which does not exist at registration; keep this rule in the cluster's NFD"
+            ),
+        );
+    }
+    cx.fail(
+        n,
+        format!(
+            "{what}: the node side does not read feature {feature:?}; it reads {} and rule.matched",
+            crate::node::facts::FEATURES.join(", ")
+        ),
+    )
+}
+
+fn terms(cx: &Ctx, n: &Spanned<Node>, what: &str) -> Result<Vec<Term>> {
+    let mut out = Vec::new();
+    for t in cx.seq(n, what)? {
+        let mut term = Term::default();
+        let mut feature_node = None;
+        for (k, v) in cx.map(t, what)? {
+            // A null matchExpressions or matchName is one left out: the
+            // term matches with no elements, as NFD's nil pointer does.
+            let optional = matches!(k.value.as_str(), "matchExpressions" | "matchName");
+            if matches!(v.value, Node::Null) && optional {
+                continue;
+            }
+            match k.value.as_str() {
+                "feature" => {
+                    term.feature = cx.string(v, &format!("{what}.feature"))?;
+                    feature_node = Some(v);
+                }
+                "matchExpressions" => {
+                    let mut exprs = Vec::new();
+                    for (attr, e) in cx.map(v, &format!("{what}.matchExpressions"))? {
+                        let w = format!("{what}: {}", attr.value);
+                        if matches!(e.value, Node::Null) {
+                            return cx.fail(
+                                e,
+                                format!(
+                                    "{w}: a null expression, which NFD's evaluator cannot \
+                                     evaluate (nfd-master crashes on it); write {{op: Exists}} \
+                                     or leave {} out",
+                                    attr.value
+                                ),
+                            );
+                        }
+                        exprs.push((attr.value.clone(), expression(cx, e, &w)?));
+                    }
+                    term.match_expressions = Some(exprs);
+                }
+                "matchName" => {
+                    term.match_name = Some(expression(cx, v, &format!("{what}.matchName"))?)
+                }
+                _ => return cx.unknown(k, what, &["feature", "matchExpressions", "matchName"]),
+            }
+        }
+        let Some(fnode) = feature_node else {
+            return cx.fail(t, format!("{what}: a term without feature"));
+        };
+        check_feature(cx, fnode, &term.feature, what)?;
+        out.push(term);
+    }
+    Ok(out)
+}
+
+fn expression(cx: &Ctx, n: &Spanned<Node>, what: &str) -> Result<Expr> {
+    let mut op = None;
+    let mut value = Vec::new();
+    let mut value_node = None;
+    let mut version = false;
+    for (k, v) in cx.map(n, what)? {
+        // A null op, value or type is one left out, as in NFD's Go types.
+        if matches!(v.value, Node::Null) && matches!(k.value.as_str(), "op" | "value" | "type") {
+            continue;
+        }
+        match k.value.as_str() {
+            "op" => {
+                let name = cx.string(v, &format!("{what}: op"))?;
+                op = Some(rules::compact::parse_op(&name).ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "{}: {what}: unknown op {name:?}; NFD's are In, NotIn, InRegexp, Exists, \
+                         DoesNotExist, Gt, Ge, Lt, Le, GtLt, GeLe, IsTrue, IsFalse",
+                        cx.at(v)
+                    )
+                })?);
+            }
+            "value" => {
+                value_node = Some(v);
+                for item in cx.seq(v, &format!("{what}: value"))? {
+                    value.push(cx.string(item, &format!("{what}: each value"))?);
+                }
+            }
+            "type" => match cx.string(v, &format!("{what}: type"))?.as_str() {
+                "" => {}
+                "version" => version = true,
+                other => {
+                    return cx.fail(
+                        v,
+                        format!(
+                            "{what}: type {other:?} is not one NFD knows (only \"version\", for \
+                             Gt, Ge, Lt, Le, GtLt and GeLe); NFD fails such a comparison on \
+                             every node"
+                        ),
+                    );
+                }
+            },
+            _ => return cx.unknown(k, what, &["op", "value", "type"]),
+        }
+    }
+    let op = op.unwrap_or(Op::Any);
+    let at = value_node.unwrap_or(n);
+    let count_err = |want: &str| {
+        cx.fail(
+            at,
+            format!("{what}: op {} takes {want}", rules::compact::op_name(op)),
+        )
+    };
+    match op {
+        Op::Any | Op::Exists | Op::DoesNotExist | Op::IsTrue | Op::IsFalse if !value.is_empty() => {
+            return count_err("no value");
+        }
+        Op::In | Op::NotIn | Op::InRegexp if value.is_empty() => {
+            return count_err("at least one value");
+        }
+        Op::Gt | Op::Ge | Op::Lt | Op::Le if value.len() != 1 => {
+            return count_err("exactly one value");
+        }
+        Op::GtLt | Op::GeLe if value.len() != 2 => return count_err("exactly two values"),
+        _ => {}
+    }
+    let compares = matches!(op, Op::Gt | Op::Ge | Op::Lt | Op::Le | Op::GtLt | Op::GeLe);
+    if compares && version {
+        // NFD does not order the two bounds of a version range.
+        if let Some(v) = value.iter().find(|v| rules::version(v).is_none()) {
+            return cx.fail(
+                at,
+                format!(
+                    "{what}: {v:?} is not a version (MAJOR[.MINOR[.PATCH]], an optional v \
+                     before and -pre-release or +build after)"
+                ),
+            );
+        }
+    } else if compares {
+        let mut ints = Vec::new();
+        for v in &value {
+            match go_atoi(v) {
+                Some(i) => ints.push(i),
+                None => return cx.fail(at, format!("{what}: {v:?} is not an integer")),
+            }
+        }
+        if ints.len() == 2 && ints[0] >= ints[1] {
+            return cx.fail(
+                at,
+                format!("{what}: the first value must be less than the second"),
+            );
+        }
+    }
+    let mut regexes = Vec::new();
+    if op == Op::InRegexp {
+        // Compiled here: the node runs the programs (no regexp parser there).
+        for v in std::mem::take(&mut value) {
+            match rules::regex::Regex::new(&v) {
+                Ok(re) => regexes.push(Ok(re)),
+                Err(e) => return cx.fail(at, format!("{what}: regexp {v:?}: {e}")),
+            }
+        }
+    }
+    Ok(Expr {
+        op,
+        value,
+        regexes,
+        version,
+    })
+}
+
+/// Go's strconv.Atoi: optional sign, decimal digits, fits in 64 bits.
+fn go_atoi(s: &str) -> Option<i64> {
+    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// Static labels: what kubelet (with `profile`) and NFD accept, each error
+/// pointing at the label.
+fn check_labels(cx: &Ctx, labels: &Spanned<Node>, rule: &str, profile: Profile) -> Result<()> {
+    for (key, value) in cx.map(labels, "labels")? {
+        let full = if key.value.contains('/') {
+            key.value.clone()
+        } else {
+            format!("{DEFAULT_LABEL_PREFIX}{}", key.value)
+        };
+        let value = cx.string(value, "a label value")?;
+        let (ns, name) = full.split_once('/').unwrap_or(("", full.as_str()));
+        let in_domain = |d: &str| ns == d || ns.ends_with(&format!(".{d}"));
+        let nfd_ok = !in_domain("kubernetes.io")
+            || in_domain("feature.node.kubernetes.io")
+            || in_domain("profile.node.kubernetes.io");
+        if !nfd_ok {
+            return cx.fail(
+                key,
+                format!(
+                    "rule {rule:?}: label {full}: NFD refuses the namespace {ns} (and kubelet \
+                     most of it), so the cluster's NFD would never write it; use \
+                     feature.node.kubernetes.io/{name} or a domain of your own, e.g. \
+                     example.com/{name}"
+                ),
+            );
+        }
+        // An `@domain.feature.element` value is the node's, resolved at
+        // boot (and checked there): only the key is checked here.
+        let checked = if value.starts_with('@') {
+            String::new()
+        } else {
+            value.clone()
+        };
+        let pair = [(full.clone(), checked)];
+        if let Some(e) = kubelet::validate_labels(&pair, profile).first() {
+            return cx.fail(key, format!("rule {rule:?}: label {full}={value}: {e}"));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The example's Raspberry Pi rule matches the board, not the OS: the
+    /// Pi 4 fixture under Raspberry Pi OS and under Ubuntu, not an ARM
+    /// machine without the Pi's PCIe USB controller.
+    #[test]
+    fn the_example_pi_rule_matches_the_board() {
+        let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let text =
+            std::fs::read_to_string(manifest.join("examples/rules/mixed-fleet.yaml")).unwrap();
+        let rules: Vec<Rule> = parse_rule_objects(&text, "mixed-fleet.yaml", Profile::Upstream)
+            .unwrap()
+            .into_iter()
+            .flat_map(|(_, r)| r)
+            .collect();
+        let pi = crate::node::facts::read(&crate::node::facts::FactsOptions {
+            root: &manifest.join("tests/fixtures/nodes/rpi4"),
+            nodename: None,
+            only: None,
+            attributes: None,
+        });
+        let labelled = |f: &crate::node::facts::Features| {
+            crate::node::rules::evaluate_node(&rules, f)
+                .unwrap()
+                .labels
+                .iter()
+                .any(|(k, v)| k == "feature.node.kubernetes.io/raspberry-pi" && v == "true")
+        };
+        assert!(labelled(&pi));
+        let mut ubuntu = pi.clone();
+        ubuntu
+            .attributes
+            .get_mut("system.osrelease")
+            .unwrap()
+            .insert("ID".into(), "ubuntu".into());
+        assert!(labelled(&ubuntu));
+        let mut other_arm = pi.clone();
+        other_arm.instances.remove("pci.device");
+        assert!(!labelled(&other_arm));
+    }
+
+    const GPU: &str = "\
+apiVersion: nfd.k8s-sigs.io/v1alpha1
+kind: NodeFeatureRule
+metadata:
+  name: gpu
+spec:
+  rules:
+  - name: nvidia
+    labels:
+      nvidia.com/gpu: \"true\"
+    labelsTemplate: |
+      gpu.count={{ len .pci.device }}
+    taints:
+    - key: nvidia.com/gpu
+      value: \"true\"
+      effect: NoSchedule
+    matchFeatures:
+    - feature: pci.device
+      matchExpressions:
+        vendor: {op: In, value: [\"10de\"]}
+        class: {op: InRegexp, value: [\"^03\"]}
+";
+
+    fn err(text: &str) -> String {
+        format!(
+            "{:#}",
+            parse_rule_objects(text, "r.yaml", Profile::OpenShift).unwrap_err()
+        )
+    }
+
+    #[test]
+    fn reads_a_gpu_rule() {
+        let objs = parse_rule_objects(GPU, "r.yaml", Profile::Upstream).unwrap();
+        assert_eq!(objs.len(), 1);
+        let r = &objs[0].1[0];
+        assert_eq!(r.name, "nvidia");
+        assert_eq!(r.labels, vec![("nvidia.com/gpu".into(), "true".into())]);
+        assert_eq!(r.taints.len(), 1);
+        assert_eq!(r.match_features[0].feature, "pci.device");
+        let exprs = r.match_features[0].match_expressions.as_ref().unwrap();
+        assert_eq!(exprs[1].0, "class");
+        assert_eq!(exprs[1].1.op, Op::InRegexp);
+        let compact = compile(&objs[0].1).unwrap();
+        assert_eq!(rules::compact::decode(&compact).unwrap(), objs[0].1);
+    }
+
+    #[test]
+    fn refusals_name_the_place_and_the_fix() {
+        let cases: &[(&str, &str, &str)] = &[
+            (
+                "nvidia.com/gpu: \"true\"",
+                "node-role.kubernetes.io/gpu-worker: \"true\"",
+                "r.yaml:9:7",
+            ),
+            ("labels:", "extendedResources:", "r.yaml:8:5"),
+            (
+                "{op: In, value: [\"10de\"]}",
+                "{op: Inn, value: [\"10de\"]}",
+                ":19:22",
+            ),
+            (
+                "{op: In, value: [\"10de\"]}",
+                "{op: Exists, value: [\"10de\"]}",
+                "no value",
+            ),
+            (
+                "{op: In, value: [\"10de\"]}",
+                "{op: In, value: [0302]}",
+                "quote it",
+            ),
+            ("[\"^03\"]", "[\"(03\"]", "regexp"),
+            (
+                "feature: pci.device",
+                "feature: local.label",
+                "local source",
+            ),
+            (
+                "feature: pci.device",
+                "feature: kernel.config",
+                "does not read",
+            ),
+            (
+                "{{ len .pci.device }}",
+                "{{ printf \"%d\" 1 }}",
+                "template line 1",
+            ),
+            ("key: nvidia.com/gpu", "key: gpu", "without a prefix"),
+            (
+                "effect: NoSchedule",
+                "effect: Sometimes",
+                "NoSchedule, PreferNoSchedule",
+            ),
+            (
+                "    labels:",
+                "    colour: blue\n    labels:",
+                "no field \"colour\"",
+            ),
+            (
+                "nfd.k8s-sigs.io/v1alpha1",
+                "nfd.k8s-sigs.io/v1",
+                "apiVersion",
+            ),
+        ];
+        for (from, to, want) in cases {
+            assert!(GPU.contains(from), "{from}");
+            let e = err(&GPU.replacen(from, to, 1));
+            assert!(e.contains(want), "{to}: {e}");
+            assert!(e.starts_with("r.yaml:"), "{to}: {e}");
+        }
+        let e = err(&GPU.replacen(
+            "nvidia.com/gpu: \"true\"",
+            "node-role.kubernetes.io/gpu-worker: \"true\"",
+            1,
+        ));
+        assert!(
+            e.contains("feature.node.kubernetes.io/gpu-worker"),
+            "the fix is named: {e}"
+        );
+    }
+
+    /// What NFD accepts and render once refused: capitals in feature names,
+    /// static `@` values, `\p` classes, `type: version`, `range` over an
+    /// integer, `break`.
+    #[test]
+    fn accepts_what_nfd_accepts() {
+        for (from, to) in [
+            ("feature: pci.device", "feature: PCI.Device"),
+            (
+                "nvidia.com/gpu: \"true\"",
+                "nvidia.com/gpu: \"@kernel.version.major\"",
+            ),
+            ("[\"^03\"]", "[\"^\\\\p{Nd}+$\", \"[\\\\p{Greek}]\"]"),
+            (
+                "{op: In, value: [\"10de\"]}",
+                "{op: GtLt, value: [\"v1.2\", \"1.0.0-rc1\"], type: version}",
+            ),
+            (
+                "{{ len .pci.device }}",
+                "{{ range 2 }}{{ if eq . 1 }}{{ break }}{{ end }}{{ end }}",
+            ),
+        ] {
+            assert!(GPU.contains(from), "{from}");
+            let text = GPU.replacen(from, to, 1);
+            let objs = parse_rule_objects(&text, "r.yaml", Profile::Upstream)
+                .unwrap_or_else(|e| panic!("{to}: {e:#}"));
+            let compact = compile(&objs[0].1).unwrap();
+            assert_eq!(rules::compact::decode(&compact).unwrap(), objs[0].1, "{to}");
+        }
+        for (to, want) in [
+            (
+                "{op: Gt, value: [\"5.x\"], type: version}",
+                "is not a version",
+            ),
+            ("{op: Gt, value: [\"5\"], type: semver}", "type \"semver\""),
+            (
+                "{op: InRegexp, value: [\"\\\\p{Nope}\"]}",
+                "unknown Unicode class",
+            ),
+        ] {
+            let e = err(&GPU.replacen("{op: In, value: [\"10de\"]}", to, 1));
+            assert!(e.contains(want) && e.starts_with("r.yaml:"), "{to}: {e}");
+        }
+    }
+
+    #[test]
+    fn openshift_api_versions_lists_and_order() {
+        let b = GPU
+            .replace("nfd.k8s-sigs.io/v1alpha1", "nfd.openshift.io/v1")
+            .replace("name: gpu\n", "name: a-first\n")
+            .replace("name: nvidia", "name: other");
+        let dir = tempfile::tempdir().unwrap();
+        let (pa, pb) = (dir.path().join("a.yaml"), dir.path().join("b.yaml"));
+        std::fs::write(&pa, GPU).unwrap();
+        std::fs::write(&pb, &b).unwrap();
+        let rules = read_rule_files(&[&pa, &pb], Profile::Upstream).unwrap();
+        // NFD runs objects by name: a-first before gpu.
+        assert_eq!(rules[0].name, "other");
+        assert_eq!(rules[1].name, "nvidia");
+        let e = read_rule_files(&[&pa, &pa], Profile::Upstream).unwrap_err();
+        assert!(e.to_string().contains("second NodeFeatureRule"), "{e}");
+        let list = format!(
+            "kind: List\nitems:\n{}",
+            GPU.lines()
+                .map(|l| format!("  {l}\n"))
+                .collect::<String>()
+                .replacen("  apiVersion", "- apiVersion", 1)
+        );
+        assert_eq!(
+            parse_rule_objects(&list, "l.yaml", Profile::Upstream)
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+
+    /// NFD's Go types read a null field as one left out (`matchExpressions:`
+    /// with nothing after it is null): the term then matches with no
+    /// elements, not with every one as an empty `{}` does.
+    #[test]
+    fn null_fields_are_left_out_as_nfd_reads_them() {
+        let rule = |body: &str| {
+            let text = format!(
+                "apiVersion: nfd.k8s-sigs.io/v1alpha1\nkind: NodeFeatureRule\nmetadata: {{name: o}}\nspec:\n  rules:\n  - name: r\n{body}"
+            );
+            parse_rule_objects(&text, "r.yaml", Profile::Upstream)
+                .map(|mut o| o.remove(0).1.remove(0))
+        };
+        let r = rule("    labelsTemplate:\n    matchFeatures:\n    - feature: pci.device\n      matchExpressions:\n      matchName: null\n").unwrap();
+        assert_eq!(r.labels_template, None);
+        assert_eq!(r.match_features[0].match_expressions, None);
+        assert_eq!(r.match_features[0].match_name, None);
+        let r = rule("    matchFeatures:\n    - feature: pci.device\n      matchExpressions: {}\n      matchName: {op: null, value: null, type: null}\n").unwrap();
+        assert_eq!(r.match_features[0].match_expressions, Some(vec![]));
+        assert_eq!(
+            r.match_features[0].match_name,
+            Some(Expr::new(Op::Any, vec![]))
+        );
+        let e = rule("    matchFeatures:\n    - feature: pci.device\n      matchExpressions:\n        vendor:\n").unwrap_err();
+        assert!(
+            format!("{e:#}")
+                .contains("r.yaml:10:15: rule \"r\": matchFeatures: vendor: a null expression"),
+            "{e:#}"
+        );
+        // A null is left out only where a field may be: an unknown one is still named.
+        let e = rule("    bogus: null\n").unwrap_err();
+        assert!(format!("{e:#}").contains("no field \"bogus\""), "{e:#}");
+    }
+}

@@ -1,0 +1,155 @@
+//! `render dropins --remove`: take out of a node tree exactly what render
+//! wrote there (and what our generator and wrapper made of it), all or
+//! nothing, every path resolved inside the tree as render resolves it.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use super::arch::Arch;
+use super::dropins::{ENV_DROPIN_NAME, GENERATOR_PATH, WRAPPER_DROPIN_NAME, wrapper_path};
+use super::sync_units::{SYNC_PATH, SYNC_SERVICE, WANTS_DROPIN_NAME};
+use super::tree::in_root;
+use crate::node::contract::{LABELS_VAR, NFD_LABELS_VAR, POOL_LABEL_VAR, RULES_VAR, TAINTS_VAR};
+
+/// What [`remove_tree`] did and left.
+#[derive(Debug, Default)]
+pub struct Removed {
+    pub removed: Vec<PathBuf>,
+    /// Our paths holding something render never writes (a symlink, a
+    /// directory): left, each with why.
+    pub left: Vec<String>,
+}
+
+/// The node paths of ours for `unit`: the wrappers, the generator, the env
+/// drop-in, the sync's units; the static drop-in of an earlier version; the drop-in our
+/// generator wrote into /run/systemd/generator, and the wrapper's state in
+/// /run/kubelet-labeler (both gone at the next boot anyway).
+fn ours(unit: &str) -> Vec<PathBuf> {
+    let dropins = |dir: &str| PathBuf::from(dir).join(format!("{unit}.d"));
+    let mut paths: Vec<PathBuf> = Arch::ALL
+        .iter()
+        .map(|a| PathBuf::from(wrapper_path(*a)))
+        .collect();
+    paths.push(PathBuf::from(GENERATOR_PATH));
+    paths.push(dropins("/etc/systemd/system").join(ENV_DROPIN_NAME));
+    paths.push(dropins("/etc/systemd/system").join(WRAPPER_DROPIN_NAME));
+    paths.push(dropins("/run/systemd/generator").join(WRAPPER_DROPIN_NAME));
+    // The day-2 sync's units and the drop-in that pulls them in.
+    paths.push(PathBuf::from("/etc/systemd/system").join(SYNC_SERVICE));
+    paths.push(PathBuf::from("/etc/systemd/system").join(SYNC_PATH));
+    paths.push(dropins("/etc/systemd/system").join(WANTS_DROPIN_NAME));
+    paths.push(
+        PathBuf::from("/run/kubelet-labeler").join(format!("{}.state", unit.replace('/', "_"))),
+    );
+    paths
+}
+
+/// Lines of our env drop-in that render did not write: comments, the
+/// section and our four variables are ours; anything else is a user's edit.
+fn foreign_lines(text: &str) -> Vec<&str> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#') && *l != "[Service]")
+        .filter(|l| {
+            // One quoted assignment of ours, as render writes it.
+            let assignment = l
+                .strip_prefix("Environment=\"")
+                .and_then(|v| v.strip_suffix('"'))
+                .filter(|v| !v.contains('"'));
+            !assignment.is_some_and(|a| {
+                [
+                    LABELS_VAR,
+                    TAINTS_VAR,
+                    RULES_VAR,
+                    NFD_LABELS_VAR,
+                    POOL_LABEL_VAR,
+                ]
+                .iter()
+                .any(|var| a.strip_prefix(var).is_some_and(|r| r.starts_with('=')))
+            })
+        })
+        .collect()
+}
+
+/// Remove our files for `unit` from the tree at `root`. Everything is
+/// checked first (each file's directory takes a change): a refusal removes
+/// nothing. An env drop-in with lines of the user's own is refused unless
+/// `force`: removing it would drop them silently.
+pub fn remove_tree(root: &Path, unit: &str, force: bool) -> Result<Removed> {
+    super::tree::check_unit_name(unit)?;
+    let mut out = Removed::default();
+    let mut found = Vec::new();
+    for node in ours(unit) {
+        let path = in_root(root, &node)?;
+        match fs::symlink_metadata(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+            Ok(m) if m.file_type().is_file() => found.push(path),
+            Ok(m) => out.left.push(format!(
+                "{}: a {}, not a file render writes",
+                path.display(),
+                if m.file_type().is_symlink() {
+                    "symlink"
+                } else {
+                    "directory or special file"
+                }
+            )),
+        }
+    }
+    let env_node = PathBuf::from("/etc/systemd/system")
+        .join(format!("{unit}.d"))
+        .join(ENV_DROPIN_NAME);
+    let env = in_root(root, &env_node)?;
+    if found.contains(&env) && !force {
+        let text = super::input::read_file(&env, super::input::RULES)?;
+        let text = String::from_utf8_lossy(&text);
+        let foreign = foreign_lines(&text);
+        if !foreign.is_empty() {
+            bail!(
+                "{} holds lines render did not write ({}); removing it would drop them: move \
+                 them into a drop-in of your own, or pass --force to remove it anyway; nothing \
+                 was removed",
+                env.display(),
+                foreign.join("; ")
+            );
+        }
+    }
+    for path in &found {
+        super::tree::check_removable(path).map_err(|e| {
+            anyhow::anyhow!("{e:#}; nothing was removed (run as root, or on the node)")
+        })?;
+    }
+    for path in found {
+        fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+        out.removed.push(path);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_users_lines_are_foreign() {
+        let ours = crate::cli::render::dropins::env_dropin(&crate::node::kubelet::Additions {
+            labels: vec![("a".into(), "b".into())],
+            taints: vec![],
+        });
+        assert!(foreign_lines(&ours).is_empty(), "{ours}");
+        let edited = format!("{ours}Environment=\"KUBELET_EXTRA=1\"\nExecStartPre=/bin/true\n");
+        assert_eq!(
+            foreign_lines(&edited),
+            ["Environment=\"KUBELET_EXTRA=1\"", "ExecStartPre=/bin/true"]
+        );
+        // A changed value of ours is still ours; another assignment beside
+        // it is not.
+        assert!(foreign_lines(&format!("Environment=\"{LABELS_VAR}=x=y\"\n")).is_empty());
+        assert_eq!(
+            foreign_lines(&format!("Environment=\"{LABELS_VAR}=x\" \"B=1\"\n")).len(),
+            1
+        );
+    }
+}

@@ -1,0 +1,564 @@
+//! `render dropins`: the wrappers, the generator that writes the wrapper's
+//! drop-in at boot, and the env drop-in, written into a filesystem tree (a
+//! kubeadm-style host's `/`, or a test root).
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use super::arch::Arch;
+use super::dropins::{
+    ENV_DROPIN_NAME, GENERATOR_PATH, NodeRules, WRAPPER_DROPIN_NAME, env_dropin_with_rules,
+    generator, wrapper_path,
+};
+use crate::node::kubelet::{Additions, Profile};
+use crate::node::unit::search;
+
+pub struct TreeOptions {
+    pub root: PathBuf,
+    pub unit: String,
+    pub additions: Additions,
+    pub profile: Profile,
+    /// The static wrapper binaries, one per architecture, as
+    /// `arch::one_per_arch` sorts them.
+    pub wrappers: Vec<(Arch, Vec<u8>)>,
+    pub force: bool,
+    pub node_rules: NodeRules,
+}
+
+/// Where a write to `path` lands: `path` when it does not exist or is a
+/// regular file; when it is a symlink, the regular file it resolves to (the
+/// link stays, its target gets the new contents). A device, FIFO, socket or
+/// directory, or a link to one or to nothing, is refused: the
+/// temp-file-and-rename write would replace it with a regular file.
+pub fn write_target(path: &Path) -> Result<PathBuf> {
+    let meta = match fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(path.to_path_buf()),
+        other => other.with_context(|| format!("reading {}", path.display()))?,
+    };
+    if meta.is_file() {
+        return Ok(path.to_path_buf());
+    }
+    if !meta.file_type().is_symlink() {
+        bail!(
+            "{} is {}, not a regular file; not replacing it (write to a file path, or -o - for stdout)",
+            path.display(),
+            kind(&meta)
+        );
+    }
+    let target = fs::canonicalize(path).with_context(|| {
+        format!(
+            "{} is a symlink to nothing; not writing through it (remove it or point it at a regular file)",
+            path.display()
+        )
+    })?;
+    let target_meta =
+        fs::metadata(&target).with_context(|| format!("reading {}", target.display()))?;
+    if !target_meta.is_file() {
+        bail!(
+            "{} is a symlink to {}, which is {}, not a regular file; not replacing it (write to a file path, or -o - for stdout)",
+            path.display(),
+            target.display(),
+            kind(&target_meta)
+        );
+    }
+    Ok(target)
+}
+
+fn kind(meta: &fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Where `-o PATH` writes.
+pub enum OutputFile {
+    /// A new path, or a regular file (see [`write_target`]): a temp file is
+    /// renamed onto it.
+    Replace(PathBuf),
+    /// Open for writing, never replaced: a FIFO or a character device
+    /// (`/dev/null`, a named pipe), or a file this process has open
+    /// (`/dev/stdout`, `/dev/fd/N`, a shell's `>(cmd)`), written as stdout
+    /// would be.
+    Stream(fs::File),
+}
+
+/// Where `-o PATH` writes (see [`OutputFile`]); a directory, socket, block
+/// device or dangling link is refused.
+pub fn output_file(path: &Path) -> Result<OutputFile> {
+    use std::os::unix::fs::FileTypeExt;
+    if let Some(fd) = own_fd(path) {
+        // SAFETY: `fd` is open in this process (/proc lists it), and is
+        // only borrowed to duplicate it.
+        let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+        let file = borrowed
+            .try_clone_to_owned()
+            .with_context(|| format!("opening {}", path.display()))?;
+        return Ok(OutputFile::Stream(file.into()));
+    }
+    match fs::metadata(path) {
+        Ok(m) if m.file_type().is_fifo() || m.file_type().is_char_device() => {
+            let file = fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .with_context(|| format!("opening {}", path.display()))?;
+            Ok(OutputFile::Stream(file))
+        }
+        _ => Ok(OutputFile::Replace(write_target(path)?)),
+    }
+}
+
+/// The descriptor `path` names when a symlink on its way is one of this
+/// process's `/proc/<pid>/fd/N` (`/dev/stdout`, `/dev/fd/N`): one `lstat`
+/// for a path with no link.
+fn own_fd(path: &Path) -> Option<std::os::fd::RawFd> {
+    let mut own = None;
+    let mut at = path.to_path_buf();
+    for _ in 0..40 {
+        if !fs::symlink_metadata(&at).ok()?.file_type().is_symlink() {
+            return None;
+        }
+        let dir = match at.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let dir = fs::canonicalize(dir).ok()?;
+        let own = own.get_or_insert_with(|| fs::canonicalize("/proc/self/fd").ok());
+        if own.as_deref() == Some(dir.as_path()) {
+            return at.file_name()?.to_str()?.parse().ok();
+        }
+        let target = fs::read_link(&at).ok()?;
+        at = dir.join(target);
+    }
+    None
+}
+
+/// Write `bytes` into `file` (a [`OutputFile::Stream`]) for `path`.
+pub fn write_stream(mut file: fs::File, path: &Path, bytes: &[u8]) -> Result<()> {
+    file.write_all(bytes)
+        .and_then(|()| file.flush())
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// `-o FILE`: write `bytes` (mode 0644), replacing an existing regular file
+/// only when `force`; into a FIFO, a character device or an open file of
+/// ours as is (see [`output_file`]).
+pub fn write_output(path: &Path, bytes: &[u8], force: bool) -> Result<()> {
+    match output_file(path)? {
+        OutputFile::Stream(file) => write_stream(file, path, bytes),
+        OutputFile::Replace(target) => {
+            if target.exists() && !force {
+                bail!("{} exists; pass --force to replace it", path.display());
+            }
+            write_atomic(&target, bytes, 0o644)
+        }
+    }
+}
+
+/// Write `bytes` to `path` (see [`write_target`]) through a temp file in the
+/// same directory, so a reader never sees half a file.
+pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+    let path = &write_target(path)?;
+    let dir = path.parent().context("a path with no parent")?;
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    temp_copy(dir, path, bytes, mode)?
+        .persist(path)
+        .with_context(|| format!("renaming into {}", path.display()))?;
+    Ok(())
+}
+
+/// `bytes` with `mode` in a temp file in `dir`, to be renamed onto `path`
+/// (named in errors): a reader never sees half a file. Only the permission
+/// bits of `mode` are kept: no output is ever setuid, setgid or sticky.
+pub fn temp_copy(
+    dir: &Path,
+    path: &Path,
+    bytes: &[u8],
+    mode: u32,
+) -> Result<tempfile::NamedTempFile> {
+    let mut tmp = temp_file_in(dir)?;
+    tmp.write_all(bytes)
+        .with_context(|| format!("writing {}", path.display()))?;
+    tmp.as_file()
+        .set_permissions(fs::Permissions::from_mode(mode & 0o777))
+        .with_context(|| format!("setting the mode of {}", path.display()))?;
+    Ok(tmp)
+}
+
+/// What goes where (node paths) and with which mode.
+pub fn planned_files(opts: &TreeOptions) -> Result<Vec<(PathBuf, Vec<u8>, u32)>> {
+    check_unit_name(&opts.unit)?;
+    let dropin_dir = PathBuf::from("/etc/systemd/system").join(format!("{}.d", opts.unit));
+    let arches: Vec<Arch> = opts.wrappers.iter().map(|(a, _)| *a).collect();
+    let mut files: Vec<(PathBuf, Vec<u8>, u32)> = opts
+        .wrappers
+        .iter()
+        .map(|(a, bytes)| (PathBuf::from(wrapper_path(*a)), bytes.clone(), 0o755))
+        .collect();
+    files.push((
+        PathBuf::from(GENERATOR_PATH),
+        generator(opts.profile, &opts.unit, &arches).into_bytes(),
+        0o755,
+    ));
+    // The day-2 label sync's units (`sync_units`).
+    files.extend(
+        super::sync_units::files(opts.profile, &opts.unit, None)
+            .into_iter()
+            .map(|(p, text)| (PathBuf::from(p), text.into_bytes(), 0o644)),
+    );
+    if !opts.additions.labels.is_empty()
+        || !opts.additions.taints.is_empty()
+        || !opts.node_rules.is_empty()
+    {
+        files.push((
+            dropin_dir.join(ENV_DROPIN_NAME),
+            env_dropin_with_rules(&opts.additions, &opts.node_rules)?.into_bytes(),
+            0o644,
+        ));
+    }
+    Ok(files)
+}
+
+/// Unit names as systemd allows them, so the generator can quote them.
+pub(crate) fn check_unit_name(unit: &str) -> Result<()> {
+    let ok = !unit.is_empty()
+        && unit.len() <= 255
+        && unit.contains('.')
+        && unit
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b"@._-:".contains(&c));
+    if !ok {
+        bail!(
+            "--unit {unit:?}: not a unit name (letters, digits, \"@._-:\", e.g. kubelet.service)"
+        );
+    }
+    Ok(())
+}
+
+/// Where node path `node` of the tree at `root` is on this machine. The
+/// tree is a node's root filesystem (a mounted image, a chroot, `/`): each
+/// symlink among its directories is followed as on the node, inside the
+/// root (an absolute target starts at the root, `..` stops there; the
+/// resolution `explain --root` uses), so the result never leaves the tree.
+/// RHCOS's `/usr/local -> ../var/usrlocal` lands in the root's
+/// `var/usrlocal`. The last component is not followed.
+pub fn in_root(root: &Path, node: &Path) -> Result<PathBuf> {
+    let name = node.file_name().context("a node path with no file name")?;
+    let dir = search::canonical(root, node.parent().unwrap_or(Path::new("/")));
+    // canonical stops after 32 links, where the kernel would follow on: a
+    // link left in its answer is refused.
+    let mut at = root.to_path_buf();
+    for part in dir.components().skip(1) {
+        at.push(part);
+        match fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => bail!(
+                "{}: too many levels of symbolic links in --root {} (at {}); not writing there",
+                search::under(root, node).display(),
+                root.display(),
+                at.display()
+            ),
+            Ok(_) => {}
+            // Missing (or not a directory): no link below it.
+            Err(_) => break,
+        }
+    }
+    Ok(search::under(root, &dir).join(name))
+}
+
+/// `path` (see [`in_root`]) when a regular file is there: only that can be
+/// one an earlier render wrote.
+fn regular_file(path: PathBuf) -> Option<PathBuf> {
+    path.symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_file())
+        .then_some(path)
+}
+
+/// The static drop-in an earlier version wrote, when it is there: in /etc
+/// it would shadow the generator's (same name, higher priority) and run a
+/// wrapper path that no longer exists.
+pub fn stale_static_dropin(opts: &TreeOptions) -> Result<Option<PathBuf>> {
+    let node = PathBuf::from("/etc/systemd/system")
+        .join(format!("{}.d", opts.unit))
+        .join(WRAPPER_DROPIN_NAME);
+    Ok(regular_file(in_root(&opts.root, &node)?))
+}
+
+/// Files of ours an earlier render left that this one does not write: the
+/// wrapper of an architecture no longer shipped, and the env drop-in when
+/// this render has no labels, taints or rules (left, it would still add the
+/// earlier ones).
+pub fn earlier_files(
+    opts: &TreeOptions,
+    planned: &[(PathBuf, Vec<u8>, u32)],
+) -> Result<Vec<PathBuf>> {
+    let env = PathBuf::from("/etc/systemd/system")
+        .join(format!("{}.d", opts.unit))
+        .join(ENV_DROPIN_NAME);
+    let mut found = Vec::new();
+    for node in Arch::ALL
+        .iter()
+        .map(|a| PathBuf::from(wrapper_path(*a)))
+        .chain([env])
+        .filter(|node| !planned.iter().any(|(p, _, _)| p == node))
+    {
+        found.extend(regular_file(in_root(&opts.root, &node)?));
+    }
+    Ok(found)
+}
+
+/// Refuse to write at `path` (see [`in_root`]): a symlink there (whatever
+/// it points to: render writes its own files, never through a link), or
+/// anything [`write_target`] refuses.
+fn check_target(path: &Path) -> Result<()> {
+    let meta = match fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        other => other.with_context(|| format!("reading {}", path.display()))?,
+    };
+    if meta.file_type().is_symlink() {
+        let to = fs::read_link(path).with_context(|| format!("reading {}", path.display()))?;
+        bail!(
+            "{} is a symlink (to {}); render dropins writes a regular file there, not through a link: remove the link and render again",
+            path.display(),
+            to.display()
+        );
+    }
+    write_target(path)?;
+    Ok(())
+}
+
+/// Refuse to replace other contents at `path` without `force`.
+fn check_contents(path: &Path, bytes: &[u8], force: bool) -> Result<()> {
+    let Ok(meta) = fs::metadata(path) else {
+        return Ok(());
+    };
+    if force
+        || meta.len() == bytes.len() as u64
+            && fs::read(path).with_context(|| format!("reading {}", path.display()))? == bytes
+    {
+        return Ok(());
+    }
+    bail!(
+        "{} exists with other contents; pass --force to replace it",
+        path.display()
+    )
+}
+
+/// Every output as a temp file in its directory before anything is
+/// replaced or removed, so a directory that cannot be written is found
+/// while nothing has changed; then the temp files go, and the directories
+/// made for them.
+#[derive(Default)]
+struct Staged {
+    made_dirs: Vec<PathBuf>,
+    files: Vec<(tempfile::NamedTempFile, PathBuf)>,
+}
+
+impl Staged {
+    /// `dir` and the directories above it that are missing.
+    fn make_dir(&mut self, dir: &Path) -> Result<()> {
+        let missing: Vec<PathBuf> = dir
+            .ancestors()
+            .filter(|a| !a.as_os_str().is_empty())
+            .take_while(|a| {
+                matches!(fs::symlink_metadata(a),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound)
+            })
+            .map(Path::to_path_buf)
+            .collect();
+        for d in missing.into_iter().rev() {
+            fs::create_dir(&d).with_context(|| format!("creating {}", d.display()))?;
+            self.made_dirs.push(d);
+        }
+        Ok(())
+    }
+
+    fn file(&mut self, path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+        let dir = path.parent().context("a path with no parent")?;
+        self.make_dir(dir)?;
+        let tmp = temp_copy(dir, path, bytes, mode)?;
+        self.files.push((tmp, path.to_path_buf()));
+        Ok(())
+    }
+
+    fn undo(self) {
+        drop(self.files);
+        for d in self.made_dirs.iter().rev() {
+            let _ = fs::remove_dir(d);
+        }
+    }
+}
+
+/// A temp file in `dir`. A refusal says only why, without the temp
+/// file's random name.
+fn temp_file_in(dir: &Path) -> Result<tempfile::NamedTempFile> {
+    tempfile::NamedTempFile::new_in(dir)
+        .map_err(|e| match e.kind() {
+            k @ (std::io::ErrorKind::PermissionDenied
+            | std::io::ErrorKind::ReadOnlyFilesystem
+            | std::io::ErrorKind::NotFound) => std::io::Error::from(k),
+            _ => e,
+        })
+        .with_context(|| format!("creating a temp file in {}", dir.display()))
+}
+
+/// Whether `path` can be removed: its directory takes a new file.
+pub(crate) fn check_removable(path: &Path) -> Result<()> {
+    let dir = path.parent().context("a path with no parent")?;
+    temp_file_in(dir).with_context(|| format!("removing {}", path.display()))?;
+    Ok(())
+}
+
+/// A failure while staging: it says that nothing changed, and what to do.
+fn nothing_written(e: anyhow::Error) -> anyhow::Error {
+    let kind = e
+        .chain()
+        .find_map(|c| c.downcast_ref::<std::io::Error>())
+        .map(std::io::Error::kind);
+    let fix = match kind {
+        Some(std::io::ErrorKind::PermissionDenied) => {
+            " (run as root, or render into a scratch tree with --root DIR --create-root and copy it over)"
+        }
+        Some(std::io::ErrorKind::ReadOnlyFilesystem) => {
+            " (a read-only filesystem: render into a scratch tree with --root DIR --create-root and copy it over)"
+        }
+        _ => "",
+    };
+    anyhow::anyhow!("{e:#}; nothing was written{fix}")
+}
+
+/// What [`render_tree`] did.
+#[derive(Debug, Default)]
+pub struct TreeWritten {
+    pub written: Vec<PathBuf>,
+    /// An earlier render's files this one does not write (with `force`).
+    pub removed: Vec<PathBuf>,
+}
+
+/// Write the files into the tree at `opts.root`, every path resolved inside
+/// it ([`in_root`]). Everything that could refuse is checked, and every
+/// file staged, before the first file is replaced or removed: a refusal
+/// changes nothing.
+pub fn render_tree(opts: &TreeOptions) -> Result<TreeWritten> {
+    let planned = planned_files(opts)?;
+    let mut files = Vec::new();
+    for (node, bytes, mode) in &planned {
+        let path = in_root(&opts.root, node)?;
+        check_target(&path)?;
+        files.push((path, bytes, *mode));
+    }
+    let stale = stale_static_dropin(opts)?;
+    if let Some(stale) = stale.as_ref().filter(|_| !opts.force) {
+        bail!(
+            "{} is the static drop-in of an earlier version; pass --force to remove it (the generator writes it now)",
+            stale.display()
+        );
+    }
+    let earlier = earlier_files(opts, &planned)?;
+    if !earlier.is_empty() && !opts.force {
+        let names: Vec<String> = earlier.iter().map(|p| p.display().to_string()).collect();
+        bail!(
+            "{} {} from an earlier render and this one does not write {}; pass --force to remove {}",
+            names.join(", "),
+            if names.len() == 1 { "is" } else { "are" },
+            if names.len() == 1 { "it" } else { "them" },
+            if names.len() == 1 { "it" } else { "them" },
+        );
+    }
+    for (path, bytes, _) in &files {
+        check_contents(path, bytes, opts.force)?;
+    }
+    let mut staged = Staged::default();
+    let staging = files
+        .iter()
+        .try_for_each(|(path, bytes, mode)| staged.file(path, bytes, *mode))
+        .and_then(|()| {
+            stale
+                .iter()
+                .chain(&earlier)
+                .try_for_each(|p| check_removable(p))
+        });
+    if let Err(e) = staging {
+        staged.undo();
+        return Err(nothing_written(e));
+    }
+    let mut done = TreeWritten::default();
+    if let Some(stale) = stale {
+        fs::remove_file(&stale).with_context(|| format!("removing {}", stale.display()))?;
+        done.removed.push(stale);
+    }
+    for (tmp, path) in staged.files {
+        tmp.persist(&path)
+            .with_context(|| format!("renaming into {}", path.display()))?;
+        done.written.push(path);
+    }
+    for path in earlier {
+        fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+        done.removed.push(path);
+    }
+    Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_target_follows_links_to_files_and_refuses_the_rest() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        fs::write(d.join("file"), "x").unwrap();
+        fs::create_dir(d.join("dir")).unwrap();
+        let _socket = std::os::unix::net::UnixListener::bind(d.join("socket")).unwrap();
+        std::os::unix::fs::symlink(d.join("file"), d.join("to-file")).unwrap();
+        std::os::unix::fs::symlink(d.join("dir"), d.join("to-dir")).unwrap();
+        std::os::unix::fs::symlink(d.join("nothing"), d.join("dangling")).unwrap();
+        assert_eq!(write_target(&d.join("new")).unwrap(), d.join("new"));
+        assert_eq!(write_target(&d.join("file")).unwrap(), d.join("file"));
+        let real = fs::canonicalize(d.join("file")).unwrap();
+        assert_eq!(write_target(&d.join("to-file")).unwrap(), real);
+        for (name, says) in [
+            (
+                "dir",
+                "dir is a directory, not a regular file; not replacing it",
+            ),
+            (
+                "socket",
+                "socket is a socket, not a regular file; not replacing it",
+            ),
+            (
+                "to-dir",
+                "which is a directory, not a regular file; not replacing it",
+            ),
+            (
+                "dangling",
+                "dangling is a symlink to nothing; not writing through it",
+            ),
+        ] {
+            let e = format!("{:#}", write_target(&d.join(name)).unwrap_err());
+            assert!(e.contains(says), "{name}: {e}");
+        }
+        // Written through the link: the target changes, the link stays.
+        write_atomic(&d.join("to-file"), b"new", 0o644).unwrap();
+        assert_eq!(fs::read(d.join("file")).unwrap(), b"new");
+        assert!(
+            fs::symlink_metadata(d.join("to-file"))
+                .unwrap()
+                .is_symlink()
+        );
+    }
+}

@@ -1,0 +1,59 @@
+//! What render writes and the wrapper reads at boot: file and variable names,
+//! and (in `crate::node::rules::compact`) the compact rule form. The boot path
+//! depends on this module, never on `render`.
+
+/// Sorts after every other drop-in in byte order (lowercase `zz` beats digits,
+/// upper case and `a`..`y`), so its `ExecStart=` is the one systemd keeps.
+pub const WRAPPER_DROPIN_NAME: &str = "zz-kubelet-labeler.conf";
+/// Carries the labels/taints/rules; the name only has to differ from the above.
+pub const ENV_DROPIN_NAME: &str = "90-kubelet-labeler-env.conf";
+/// Where the wrappers live on a node (writable on RHCOS, like kubenswrapper),
+/// one per architecture: this, a dot, and `uname -m` (`...-wrapper.x86_64`).
+/// SELinux labels `/usr/local/s?bin/kubelet.*` `kubelet_exec_t`, as it labels
+/// kubenswrapper (container-selinux's container.fc), so kubelet keeps the
+/// `kubelet_t` domain (docs/selinux.md).
+pub const WRAPPER_PATH: &str = "/usr/local/bin/kubelet-labeler-wrapper";
+/// The systemd generator that writes the wrapper's drop-in at boot and at
+/// every daemon-reload, for this node's architecture only when its wrapper
+/// can run here (`render::dropins::generator`).
+pub const GENERATOR_PATH: &str = "/etc/systemd/system-generators/kubelet-labeler";
+/// The variables existing deployments already set.
+pub const LABELS_VAR: &str = "FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS";
+pub const TAINTS_VAR: &str = "FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS";
+/// Node rules in the compact form of `crate::node::rules::compact` (one line, a
+/// charset that needs no escaping inside a quoted `Environment=` value).
+pub const RULES_VAR: &str = "KUBELET_LABELER_NODE_RULES";
+/// `upstream` or `openshift`: register with the labels NFD's built-in
+/// sources of that flavour would write (`crate::node::facts::nfd_labels`).
+pub const NFD_LABELS_VAR: &str = "KUBELET_LABELER_NFD_LABELS";
+/// The env drop-in of `render machineconfig --role` (worker, master). A
+/// custom pool's nodes take the role's MachineConfigs and the pool's, so
+/// the role's labels, taints and rules live in a file and variables of
+/// their own: the pool's [`ENV_DROPIN_NAME`] adds to them, never replaces
+/// them (`wrapper::plan::collect` merges the two, the pool's on top).
+/// The key of the label that selects a custom pool's nodes, in the pool's
+/// env drop-in: the day-2 sync holds it back (moving a node to another
+/// pool reboots it). Not in the sync's unit, which a `--role` render
+/// ships too, with the same bytes.
+pub const POOL_LABEL_VAR: &str = "KUBELET_LABELER_POOL_LABEL";
+pub const ROLE_ENV_DROPIN_NAME: &str = "80-kubelet-labeler-role-env.conf";
+/// The role layer's variables, one per variable above: labels, taints,
+/// rules, NFD label set.
+pub const ROLE_LABELS_VAR: &str = "KUBELET_LABELER_ROLE_LABELS";
+pub const ROLE_TAINTS_VAR: &str = "KUBELET_LABELER_ROLE_TAINTS";
+pub const ROLE_RULES_VAR: &str = "KUBELET_LABELER_ROLE_NODE_RULES";
+pub const ROLE_NFD_LABELS_VAR: &str = "KUBELET_LABELER_ROLE_NFD_LABELS";
+/// Each role variable with the variable it stands for in the pool's layer.
+pub const ROLE_LAYER: [(&str, &str); 4] = [
+    (ROLE_LABELS_VAR, LABELS_VAR),
+    (ROLE_TAINTS_VAR, TAINTS_VAR),
+    (ROLE_RULES_VAR, RULES_VAR),
+    (ROLE_NFD_LABELS_VAR, NFD_LABELS_VAR),
+];
+/// The head of the usage line the wrapper prints (`wrapper::boot`), which
+/// every build of it carries: how render tells our wrapper from any other
+/// static program (`render::wrappers::check_ours`). Changing it makes
+/// render refuse the wrappers of earlier releases.
+pub const WRAPPER_USAGE_HEAD: &str = "usage: kubelet-labeler-wrapper [";
+/// The same for the fleet ISO's selector (`fleet`).
+pub const SELECTOR_USAGE_HEAD: &str = "usage: kubelet-labeler-select [";

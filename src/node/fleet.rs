@@ -1,0 +1,782 @@
+//! One live ISO for a fleet: at install time, in the live system, pick the
+//! MachineConfigPool a machine belongs to from its own hardware, as the MCO
+//! would place the node once it registers. std only: the selector
+//! (`src/bin/kubelet-labeler-select.rs`) is a static program in the ISO.
+//!
+//! The labels come from `wrapper::plan::collect`, the function the wrapper
+//! calls at every kubelet start, on the same compact rules and the same
+//! facts reader, so the pool chosen at install and the labels the node
+//! registers with come from one evaluation.
+//!
+//! The pool table (written by `iso fleet`, read here) is line-based text;
+//! label keys and values hold no whitespace, so words split on spaces:
+//!
+//! ```text
+//! kubelet-labeler-fleet 1
+//! env KUBELET_LABELER_NODE_RULES=<compact rules>
+//! pool worker-gpu custom worker-gpu.ign
+//! in feature.node.kubernetes.io/gpu true
+//! static node.kubernetes.io/worker-gpu=
+//! device /dev/nvme0n1
+//! pool worker worker worker.ign
+//! in node-role.kubernetes.io/worker ""
+//! ```
+//!
+//! A pool's `in`/`notin`/`exists`/`absent` lines are its `nodeSelector`
+//! (matchLabels become `in` with one value); `static` lines are labels the
+//! pool's own MachineConfigs register every node with; `device` is the pool's
+//! own destination disk (coreos-installer's `dest-device`), when it has one.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use crate::node::kubelet::Profile;
+use crate::node::wrapper::plan;
+
+/// First line of a pool table.
+pub const TABLE_MAGIC: &str = "kubelet-labeler-fleet 1";
+/// Where the installed system records the pool it was installed for (a
+/// pool table with that one pool), for `explain`.
+pub const INSTALLED_POOL_PATH: &str = "/etc/kubelet-labeler/installed-pool";
+/// The live system's paths (`iso fleet` writes them, the selector reads them).
+pub const SELECT_PATH: &str = "/usr/local/bin/kubelet-labeler-select";
+pub const TABLE_PATH: &str = "/etc/kubelet-labeler/fleet/pools";
+/// The destination config coreos-installer's `ignition-file` names: only
+/// the selector writes it, so an install without a choice finds no config.
+pub const DEST_PATH: &str = "/run/kubelet-labeler-fleet/dest.ign";
+/// coreos-installer's install configuration the selector writes when the
+/// pools have their own destination devices: `iso fleet`'s own (`0000-…`)
+/// then names none (coreos-installer refuses a second `dest-device`).
+pub const DEVICE_CONFIG_PATH: &str =
+    "/etc/coreos/installer.d/0001-kubelet-labeler-fleet-device.yaml";
+/// The role label every OpenShift worker's kubelet registers with.
+pub const WORKER_ROLE_LABEL: &str = "node-role.kubernetes.io/worker";
+
+/// One `nodeSelector` requirement (Kubernetes label selector semantics).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Requirement {
+    In(String, Vec<String>),
+    NotIn(String, Vec<String>),
+    Exists(String),
+    DoesNotExist(String),
+}
+
+impl Requirement {
+    fn matches(&self, labels: &[(String, String)]) -> bool {
+        let get = |k: &str| labels.iter().rev().find(|(l, _)| l == k).map(|(_, v)| v);
+        match self {
+            Requirement::In(k, vs) => get(k).is_some_and(|v| vs.contains(v)),
+            Requirement::NotIn(k, vs) => get(k).is_none_or(|v| !vs.contains(v)),
+            Requirement::Exists(k) => get(k).is_some(),
+            Requirement::DoesNotExist(k) => get(k).is_none(),
+        }
+    }
+
+    /// `key=value`, `key in (a,b)`, ... for messages.
+    pub fn describe(&self) -> String {
+        match self {
+            Requirement::In(k, vs) if vs.len() == 1 => format!("{k}={}", vs[0]),
+            Requirement::In(k, vs) => format!("{k} in ({})", vs.join(",")),
+            Requirement::NotIn(k, vs) => format!("{k} notin ({})", vs.join(",")),
+            Requirement::Exists(k) => k.clone(),
+            Requirement::DoesNotExist(k) => format!("!{k}"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PoolKind {
+    /// The built-in `worker` pool: loses to one custom pool.
+    Worker,
+    Custom,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pool {
+    pub name: String,
+    pub kind: PoolKind,
+    /// The destination config's file name, beside the table.
+    pub config: String,
+    pub selector: Vec<Requirement>,
+    /// Labels the pool's MachineConfigs register every node with.
+    pub static_labels: Vec<(String, String)>,
+    /// The pool's own destination device; None: the ISO's `--dest-device`.
+    pub device: Option<String>,
+}
+
+impl Pool {
+    /// MCO: "a pool with a nil or empty selector ... should match nothing".
+    pub fn matches(&self, labels: &[(String, String)]) -> bool {
+        !self.selector.is_empty() && self.selector.iter().all(|r| r.matches(labels))
+    }
+
+    pub fn describe_selector(&self) -> String {
+        let words: Vec<String> = self.selector.iter().map(Requirement::describe).collect();
+        words.join(",")
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Table {
+    /// The wrapper's variables (rules, NFD label set, static labels).
+    pub env: Vec<(String, String)>,
+    pub pools: Vec<Pool>,
+}
+
+/// A label value as the table writes it: `""` for the empty value.
+fn word(v: &str) -> &str {
+    if v.is_empty() { "\"\"" } else { v }
+}
+
+fn unword(w: &str) -> String {
+    if w == "\"\"" {
+        String::new()
+    } else {
+        w.to_string()
+    }
+}
+
+impl Table {
+    pub fn to_text(&self) -> String {
+        let mut out = format!("{TABLE_MAGIC}\n");
+        for (k, v) in &self.env {
+            out += &format!("env {k}={v}\n");
+        }
+        for p in &self.pools {
+            out += &pool_text(p);
+        }
+        out
+    }
+
+    pub fn parse(text: &str) -> Result<Table> {
+        let mut lines = text.lines();
+        if lines.next() != Some(TABLE_MAGIC) {
+            bail!("not a pool table (the first line is not {TABLE_MAGIC:?})");
+        }
+        let mut table = Table::default();
+        for (n, line) in lines.enumerate() {
+            let at = || format!("line {}", n + 2);
+            let mut words = line.split(' ').filter(|w| !w.is_empty());
+            let Some(first) = words.next() else { continue };
+            let rest: Vec<&str> = words.collect();
+            let pool = table.pools.last_mut();
+            match (first, pool) {
+                ("env", _) => {
+                    let (k, v) = line
+                        .trim_start_matches(' ')
+                        .strip_prefix("env ")
+                        .and_then(|l| l.split_once('='))
+                        .with_context(|| format!("{}: env without NAME=VALUE", at()))?;
+                    table.env.push((k.to_string(), v.to_string()));
+                }
+                ("pool", _) => {
+                    let [name, kind, config] = rest[..] else {
+                        bail!("{}: pool NAME worker|custom CONFIG", at());
+                    };
+                    let kind = match kind {
+                        "worker" => PoolKind::Worker,
+                        "custom" => PoolKind::Custom,
+                        _ => bail!("{}: pool kind {kind:?} is neither worker nor custom", at()),
+                    };
+                    if config.contains('/') {
+                        bail!("{}: the config {config:?} must be a name, not a path", at());
+                    }
+                    table.pools.push(Pool {
+                        name: name.to_string(),
+                        kind,
+                        config: config.to_string(),
+                        selector: Vec::new(),
+                        static_labels: Vec::new(),
+                        device: None,
+                    });
+                }
+                ("device", Some(p)) => {
+                    let [dev] = rest[..] else {
+                        bail!("{}: device PATH", at());
+                    };
+                    if !dev.starts_with('/') || p.device.is_some() {
+                        bail!("{}: one device path per pool", at());
+                    }
+                    p.device = Some(dev.to_string());
+                }
+                ("static", Some(p)) => {
+                    let [kv] = rest[..] else {
+                        bail!("{}: static KEY=VALUE", at());
+                    };
+                    let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+                    p.static_labels.push((k.to_string(), v.to_string()));
+                }
+                (op, Some(p)) => {
+                    let Some((key, values)) = rest.split_first() else {
+                        bail!("{}: {op} without a label key", at());
+                    };
+                    let key = key.to_string();
+                    let values: Vec<String> = values.iter().map(|w| unword(w)).collect();
+                    p.selector.push(match op {
+                        "in" => Requirement::In(key, values),
+                        "notin" => Requirement::NotIn(key, values),
+                        "exists" => Requirement::Exists(key),
+                        "absent" => Requirement::DoesNotExist(key),
+                        _ => bail!("{}: unknown word {op:?}", at()),
+                    });
+                }
+                (w, None) => bail!("{}: {w:?} before any pool line", at()),
+            }
+        }
+        Ok(table)
+    }
+}
+
+/// One pool's lines of a table.
+pub fn pool_text(p: &Pool) -> String {
+    let kind = match p.kind {
+        PoolKind::Worker => "worker",
+        PoolKind::Custom => "custom",
+    };
+    let mut out = format!("pool {} {kind} {}\n", p.name, p.config);
+    for r in &p.selector {
+        let line = match r {
+            Requirement::In(k, vs) | Requirement::NotIn(k, vs) => {
+                let op = if matches!(r, Requirement::In(..)) {
+                    "in"
+                } else {
+                    "notin"
+                };
+                let vs: Vec<&str> = vs.iter().map(|v| word(v)).collect();
+                format!("{op} {k} {}", vs.join(" "))
+            }
+            Requirement::Exists(k) => format!("exists {k}"),
+            Requirement::DoesNotExist(k) => format!("absent {k}"),
+        };
+        out += line.trim_end();
+        out.push('\n');
+    }
+    for (k, v) in &p.static_labels {
+        out += &format!("static {k}={v}\n");
+    }
+    if let Some(dev) = &p.device {
+        out += &format!("device {dev}\n");
+    }
+    out
+}
+
+/// The pool the MCO would make primary for a node with `labels`
+/// (`GetPoolsForNode`): one matching custom pool beats `worker`; two custom
+/// pools is an error; no pool is an error.
+pub fn choose<'a>(pools: &'a [Pool], labels: &[(String, String)]) -> Result<&'a Pool, String> {
+    let matching: Vec<&Pool> = pools.iter().filter(|p| p.matches(labels)).collect();
+    let custom: Vec<&&Pool> = matching
+        .iter()
+        .filter(|p| p.kind == PoolKind::Custom)
+        .collect();
+    match (custom.as_slice(), matching.first()) {
+        ([one], _) => Ok(one),
+        ([], Some(worker)) => Ok(worker),
+        ([], None) => Err(format!(
+            "no pool's nodeSelector matches this machine's labels ({} of {} selected on); pools: {}",
+            describe_labels(&selected_labels(pools, labels)),
+            labels.len(),
+            pools
+                .iter()
+                .map(|p| format!("{} ({})", p.name, p.describe_selector()))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )),
+        (many, _) => Err(format!(
+            "this machine's labels ({}) match {} custom pools ({}); the MCO refuses a node in two custom pools",
+            describe_labels(&selected_labels(pools, labels)),
+            many.len(),
+            many.iter()
+                .map(|p| format!("{} ({})", p.name, p.describe_selector()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+/// The labels any pool selects on, for messages (a node has dozens).
+pub fn selected_labels(pools: &[Pool], labels: &[(String, String)]) -> Vec<(String, String)> {
+    let key = |r: &Requirement| match r {
+        Requirement::In(k, _)
+        | Requirement::NotIn(k, _)
+        | Requirement::Exists(k)
+        | Requirement::DoesNotExist(k) => k.clone(),
+    };
+    let keys: Vec<String> = pools
+        .iter()
+        .flat_map(|p| p.selector.iter().map(key))
+        .collect();
+    labels
+        .iter()
+        .filter(|(k, _)| keys.contains(k))
+        .cloned()
+        .collect()
+}
+
+pub fn describe_labels(labels: &[(String, String)]) -> String {
+    let words: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    words.join(",")
+}
+
+/// Kubernetes' name for this machine's architecture (`kubernetes.io/arch`).
+pub fn go_arch() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        "powerpc64" => "ppc64le",
+        other => other,
+    }
+}
+
+/// The labels a worker registers with before ours: the role label of the
+/// MCO's kubelet command and the ones kubelet sets itself (the beta pair
+/// too: kubelet still sets it, and older pools select on it).
+pub fn base_labels() -> Vec<(String, String)> {
+    vec![
+        ("beta.kubernetes.io/arch".into(), go_arch().into()),
+        ("beta.kubernetes.io/os".into(), "linux".into()),
+        ("kubernetes.io/arch".into(), go_arch().into()),
+        ("kubernetes.io/os".into(), "linux".into()),
+        (WORKER_ROLE_LABEL.into(), String::new()),
+    ]
+}
+
+/// The MCO's worker kubelet command registers with
+/// `node.openshift.io/os_id=${ID}`, `ID` from `EnvironmentFile=/etc/os-release`
+/// (empty when unset); the live ISO's os-release is the installed system's.
+pub fn os_id_label(root: &Path) -> (String, String) {
+    let id = crate::node::facts::system::osrelease(root)
+        .and_then(|m| m.get("ID").cloned())
+        .unwrap_or_default();
+    ("node.openshift.io/os_id".into(), id)
+}
+
+/// The labels this machine registers with under `env` (the wrapper's
+/// variables): the base labels, then what the wrapper adds. Err when the
+/// wrapper would start kubelet without its additions, or left a rule or a
+/// source out: the install must not guess.
+pub fn registration_labels(
+    env: &[(String, String)],
+    facts_root: &Path,
+) -> Result<Vec<(String, String)>, String> {
+    let env: Vec<(OsString, OsString)> = env.iter().map(|(k, v)| (k.into(), v.into())).collect();
+    let collected = plan::collect(
+        &env,
+        &[],
+        facts_root,
+        Profile::OpenShift,
+        plan::FactsScope::Used,
+    );
+    let additions = collected
+        .additions
+        .map_err(|e| format!("the node rules cannot be used: {e:#}"))?;
+    let left_out: Vec<&String> = collected
+        .notes
+        .iter()
+        // Benign: the same happens at registration (a static label wins,
+        // NFD drops what it never applies).
+        .filter(|n| !n.contains(" wins over ") && !n.starts_with("NFD would not apply"))
+        .collect();
+    if let Some(first) = left_out.first() {
+        return Err(format!(
+            "the wrapper would not register all the rules' labels: {first}"
+        ));
+    }
+    let mut labels = base_labels();
+    labels.push(os_id_label(facts_root));
+    for (k, v) in additions.map(|a| a.labels).unwrap_or_default() {
+        labels.retain(|(l, _)| *l != k);
+        labels.push((k, v));
+    }
+    labels.sort();
+    Ok(labels)
+}
+
+/// A pool and the labels it was chosen by.
+pub type Decision<'a> = (&'a Pool, Vec<(String, String)>);
+
+/// The whole install-time decision: the pool, and the labels it was chosen by.
+pub fn decide<'a>(table: &'a Table, facts_root: &Path) -> Result<Decision<'a>, String> {
+    let labels = registration_labels(&table.env, facts_root)?;
+    let pool = choose(&table.pools, &labels)?;
+    // The pool's own MachineConfigs may add labels: with them the node must
+    // still land in this pool.
+    if !pool.static_labels.is_empty() {
+        let mut with = labels.clone();
+        with.extend(pool.static_labels.iter().cloned());
+        match choose(&table.pools, &with) {
+            Ok(p) if p.name == pool.name => {}
+            Ok(p) => {
+                return Err(format!(
+                    "pool {}'s MachineConfigs add labels ({}) that place the node in pool {}",
+                    pool.name,
+                    describe_labels(&pool.static_labels),
+                    p.name
+                ));
+            }
+            Err(e) => return Err(format!("with pool {}'s own labels: {e}", pool.name)),
+        }
+    }
+    Ok((pool, labels))
+}
+
+const USAGE: &str = "usage: kubelet-labeler-select [--table FILE] [--dest FILE] \
+     [--device-config FILE] [--facts-root DIR] [--dry-run]";
+
+struct SelectOptions {
+    table: PathBuf,
+    dest: PathBuf,
+    device_config: PathBuf,
+    facts_root: PathBuf,
+    dry_run: bool,
+}
+
+fn parse_args(args: &[OsString]) -> Result<SelectOptions> {
+    let mut o = SelectOptions {
+        table: TABLE_PATH.into(),
+        dest: DEST_PATH.into(),
+        device_config: DEVICE_CONFIG_PATH.into(),
+        facts_root: "/".into(),
+        dry_run: false,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = || -> Result<PathBuf> {
+            Ok(PathBuf::from(it.next().with_context(|| {
+                format!("{} needs a value; {USAGE}", a.to_string_lossy())
+            })?))
+        };
+        match a.to_str() {
+            Some("--table") => o.table = value()?,
+            Some("--dest") => o.dest = value()?,
+            Some("--device-config") => o.device_config = value()?,
+            Some("--facts-root") => o.facts_root = value()?,
+            Some("--dry-run") => o.dry_run = true,
+            _ => bail!("unknown argument {a:?}; {USAGE}"),
+        }
+    }
+    Ok(o)
+}
+
+/// Copy the chosen pool's config to `dest`, and its own device, if it has
+/// one, to `device_config`.
+fn install_config(o: &SelectOptions, pool: &Pool) -> Result<()> {
+    let dir = o.table.parent().unwrap_or(Path::new("."));
+    let src = dir.join(&pool.config);
+    let bytes = std::fs::read(&src).with_context(|| format!("reading {}", src.display()))?;
+    if let Some(dev) = &pool.device {
+        let text = format!(
+            "# kubelet-labeler: pool {}'s destination device\ndest-device: \"{dev}\"\n",
+            pool.name
+        );
+        write_file(&o.device_config, text.as_bytes())?;
+    }
+    write_file(&o.dest, &bytes)
+}
+
+/// Write `bytes` to `dest` (temp file, then rename).
+fn write_file(dest: &Path, bytes: &[u8]) -> Result<()> {
+    let parent = dest.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    let tmp = dest.with_extension("tmp");
+    {
+        let mut f =
+            std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        f.write_all(bytes)
+            .and_then(|_| f.sync_all())
+            .with_context(|| format!("writing {}", tmp.display()))?;
+    }
+    std::fs::rename(&tmp, dest).with_context(|| format!("renaming into {}", dest.display()))
+}
+
+/// The selector's main: 0 when the destination config is in place, 1 when
+/// the install must not proceed (the reason on stderr, one line), 2 usage.
+pub fn run(args: &[OsString]) -> i32 {
+    let say = |line: String| {
+        let _ = std::io::stderr().write_all(format!("kubelet-labeler: {line}\n").as_bytes());
+    };
+    let o = match parse_args(args) {
+        Ok(o) => o,
+        Err(e) => {
+            say(format!("{e:#}"));
+            return 2;
+        }
+    };
+    // A destination config or device left from before must not be used.
+    if !o.dry_run {
+        let _ = std::fs::remove_file(&o.dest);
+        let _ = std::fs::remove_file(&o.device_config);
+    }
+    let table = match std::fs::read_to_string(&o.table)
+        .map_err(anyhow::Error::from)
+        .and_then(|t| Table::parse(&t))
+    {
+        Ok(t) => t,
+        Err(e) => {
+            say(format!(
+                "not installing: reading the pool table {}: {e:#}",
+                o.table.display()
+            ));
+            return 1;
+        }
+    };
+    let (pool, labels) = match decide(&table, &o.facts_root) {
+        Ok(d) => d,
+        Err(why) => {
+            say(format!("not installing: {why}"));
+            return 1;
+        }
+    };
+    if !o.dry_run
+        && let Err(e) = install_config(&o, pool)
+    {
+        say(format!(
+            "not installing: writing pool {}'s config: {e:#}",
+            pool.name
+        ));
+        return 1;
+    }
+    let device = match &pool.device {
+        Some(dev) => format!("; coreos-installer writes {dev}"),
+        None => String::new(),
+    };
+    say(format!(
+        "{} pool {}: this machine's labels ({}) match its nodeSelector ({}){device}",
+        if o.dry_run {
+            "would install into"
+        } else {
+            "installing into"
+        },
+        pool.name,
+        describe_labels(&selected_labels(&table.pools, &labels)),
+        pool.describe_selector()
+    ));
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `iso fleet` recognises the selector by its usage line.
+    #[test]
+    fn usage_starts_with_the_head_iso_fleet_looks_for() {
+        assert!(USAGE.starts_with(crate::node::contract::SELECTOR_USAGE_HEAD));
+    }
+
+    fn l(v: &[(&str, &str)]) -> Vec<(String, String)> {
+        v.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn pool(name: &str, kind: PoolKind, sel: Vec<Requirement>) -> Pool {
+        Pool {
+            name: name.into(),
+            kind,
+            config: format!("{name}.ign"),
+            selector: sel,
+            static_labels: Vec::new(),
+            device: None,
+        }
+    }
+
+    fn is(k: &str, v: &str) -> Requirement {
+        Requirement::In(k.into(), vec![v.into()])
+    }
+
+    fn pools() -> Vec<Pool> {
+        vec![
+            pool("worker", PoolKind::Worker, vec![is(WORKER_ROLE_LABEL, "")]),
+            pool("gpu", PoolKind::Custom, vec![is("example.com/gpu", "true")]),
+            pool(
+                "arm",
+                PoolKind::Custom,
+                vec![Requirement::Exists("example.com/arm".into())],
+            ),
+        ]
+    }
+
+    #[test]
+    fn mco_precedence() {
+        let p = pools();
+        let worker = l(&[(WORKER_ROLE_LABEL, "")]);
+        assert_eq!(choose(&p, &worker).unwrap().name, "worker");
+        let gpu = l(&[(WORKER_ROLE_LABEL, ""), ("example.com/gpu", "true")]);
+        assert_eq!(choose(&p, &gpu).unwrap().name, "gpu");
+        let both = l(&[
+            (WORKER_ROLE_LABEL, ""),
+            ("example.com/gpu", "true"),
+            ("example.com/arm", ""),
+        ]);
+        let e = choose(&p, &both).unwrap_err();
+        assert!(
+            e.contains("2 custom pools") && e.contains("gpu") && e.contains("arm"),
+            "{e}"
+        );
+        let none = l(&[("example.com/gpu", "false"), ("other", "x")]);
+        let e = choose(&p, &none).unwrap_err();
+        assert!(
+            e.contains("no pool") && e.contains("(example.com/gpu=false of 2"),
+            "{e}"
+        );
+        // An empty selector matches nothing (MCO), not everything (k8s).
+        let empty = vec![pool("any", PoolKind::Custom, vec![])];
+        assert!(choose(&empty, &worker).is_err());
+    }
+
+    #[test]
+    fn selector_operators() {
+        let labels = l(&[("a", "1"), ("b", "")]);
+        assert!(Requirement::In("a".into(), vec!["1".into(), "2".into()]).matches(&labels));
+        assert!(!Requirement::In("c".into(), vec!["".into()]).matches(&labels));
+        assert!(Requirement::NotIn("a".into(), vec!["2".into()]).matches(&labels));
+        assert!(Requirement::NotIn("c".into(), vec!["2".into()]).matches(&labels));
+        assert!(!Requirement::NotIn("a".into(), vec!["1".into()]).matches(&labels));
+        assert!(Requirement::Exists("b".into()).matches(&labels));
+        assert!(Requirement::DoesNotExist("c".into()).matches(&labels));
+        assert!(!Requirement::DoesNotExist("a".into()).matches(&labels));
+    }
+
+    #[test]
+    fn table_round_trips() {
+        let mut p = pools();
+        p[1].static_labels = l(&[("example.com/gpu", "true")]);
+        p[1].device = Some("/dev/nvme0n1".into());
+        p[2].selector
+            .push(Requirement::NotIn("x".into(), vec!["".into(), "y".into()]));
+        p[2].selector.push(Requirement::DoesNotExist("z".into()));
+        let t = Table {
+            env: l(&[("KUBELET_LABELER_NODE_RULES", "KLR2:abc=d")]),
+            pools: p,
+        };
+        let text = t.to_text();
+        assert_eq!(Table::parse(&text).unwrap(), t, "{text}");
+        for bad in [
+            "",
+            "kubelet-labeler-fleet 2\n",
+            "kubelet-labeler-fleet 1\nin a b\n",
+            "kubelet-labeler-fleet 1\npool a other a.ign\n",
+            "kubelet-labeler-fleet 1\npool a custom ../a.ign\n",
+            "kubelet-labeler-fleet 1\npool a custom a.ign\nmaybe a\n",
+            "kubelet-labeler-fleet 1\nenv\n",
+            "kubelet-labeler-fleet 1\n env\n",
+        ] {
+            assert!(Table::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn unreadable_rules_stop_the_install() {
+        let dir = tempfile::tempdir().unwrap();
+        for (var, value) in [
+            (crate::node::contract::RULES_VAR, "KLR2,garbage"),
+            (crate::node::contract::NFD_LABELS_VAR, "sideways"),
+        ] {
+            let t = Table {
+                env: l(&[(var, value)]),
+                pools: pools(),
+            };
+            let e = decide(&t, dir.path()).unwrap_err();
+            assert!(e.contains(var), "{e}");
+        }
+    }
+
+    /// Pools may select on any label the node registers with: kubelet's
+    /// beta arch label and the MCO's os_id count at install as at
+    /// registration.
+    #[test]
+    fn kubelet_and_mco_labels_count() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("etc")).unwrap();
+        std::fs::write(
+            dir.path().join("etc/os-release"),
+            "NAME=\"Red Hat Enterprise Linux CoreOS\"\nID=\"rhcos\"\n",
+        )
+        .unwrap();
+        for sel in [
+            is("node.openshift.io/os_id", "rhcos"),
+            is("beta.kubernetes.io/arch", go_arch()),
+        ] {
+            let mut t = Table {
+                env: Vec::new(),
+                pools: pools(),
+            };
+            t.pools
+                .push(pool("special", PoolKind::Custom, vec![sel.clone()]));
+            assert_eq!(decide(&t, dir.path()).unwrap().0.name, "special", "{sel:?}");
+        }
+        // No os-release: systemd expands ${ID} to nothing.
+        let none = tempfile::tempdir().unwrap();
+        assert_eq!(os_id_label(none.path()).1, "");
+    }
+
+    #[test]
+    fn static_labels_must_keep_the_node_in_its_pool() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = Table {
+            env: Vec::new(),
+            pools: pools(),
+        };
+        // No rules: a worker, whose config adds the gpu label: it would
+        // register into gpu.
+        t.pools[0].static_labels = l(&[("example.com/gpu", "true")]);
+        let e = decide(&t, dir.path()).unwrap_err();
+        assert!(e.contains("place the node in pool gpu"), "{e}");
+        t.pools[0].static_labels.clear();
+        assert_eq!(decide(&t, dir.path()).unwrap().0.name, "worker");
+    }
+
+    /// A pool with its own device: the selector writes coreos-installer's
+    /// override beside the destination config; a pool without one leaves
+    /// none, not even one from an earlier run; `--dry-run` writes nothing.
+    #[test]
+    fn a_pools_own_device_is_written_for_coreos_installer() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let facts = d.join("facts");
+        std::fs::create_dir_all(&facts).unwrap();
+        let mut t = Table {
+            env: Vec::new(),
+            pools: vec![pool(
+                "worker",
+                PoolKind::Worker,
+                vec![is(WORKER_ROLE_LABEL, "")],
+            )],
+        };
+        let (table, dest, dev) = (d.join("pools"), d.join("run/dest.ign"), d.join("0001.yaml"));
+        std::fs::write(d.join("worker.ign"), "{}").unwrap();
+        let args = |extra: &[&str]| -> Vec<OsString> {
+            let mut v: Vec<OsString> = vec![
+                "--table".into(),
+                table.clone().into(),
+                "--dest".into(),
+                dest.clone().into(),
+                "--device-config".into(),
+                dev.clone().into(),
+                "--facts-root".into(),
+                facts.clone().into(),
+            ];
+            v.extend(extra.iter().map(OsString::from));
+            v
+        };
+        t.pools[0].device = Some("/dev/disk/by-path/pci-0000:00:17.0-ata-1".into());
+        std::fs::write(&table, t.to_text()).unwrap();
+        assert_eq!(run(&args(&["--dry-run"])), 0);
+        assert!(!dest.exists() && !dev.exists());
+        assert_eq!(run(&args(&[])), 0);
+        assert_eq!(std::fs::read_to_string(&dest).unwrap(), "{}");
+        assert_eq!(
+            std::fs::read_to_string(&dev).unwrap(),
+            "# kubelet-labeler: pool worker's destination device\n\
+             dest-device: \"/dev/disk/by-path/pci-0000:00:17.0-ata-1\"\n"
+        );
+        t.pools[0].device = None;
+        std::fs::write(&table, t.to_text()).unwrap();
+        assert_eq!(run(&args(&[])), 0);
+        assert!(dest.exists() && !dev.exists());
+    }
+}

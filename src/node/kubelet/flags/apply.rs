@@ -1,0 +1,724 @@
+//! The merge of our labels and taints into kubelet's argv, with the taints
+//! kubelet already registers with (flags, `--config`, `--config-dir`).
+
+use std::ffi::OsString;
+
+use super::*;
+use crate::node::kubelet::config::register_with_taints;
+use crate::node::kubelet::labels::{effective_labels, validate_labels};
+use crate::node::kubelet::taints::parse_taints;
+use crate::node::kubelet::{Additions, ArgvPlan, Profile, Taint};
+
+/// Why our additions cannot go in; the wrapper then starts kubelet unchanged.
+#[derive(Debug)]
+pub struct MergeError(pub String);
+
+impl std::fmt::Display for MergeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for MergeError {}
+
+fn merge_err<T>(msg: impl Into<String>) -> Result<T, MergeError> {
+    Err(MergeError(msg.into()))
+}
+
+/// A taint kubelet accepts, which survives the trip through the flag
+/// unchanged (a key holding ',' or ':' would turn into other taints).
+fn is_flag_safe(t: &Taint) -> bool {
+    parse_taints(&t.to_string()).as_deref() == Ok(std::slice::from_ref(t))
+}
+
+/// The `*.conf` files under kubelet's `--config-dir`, in the order kubelet
+/// merges them (Go's filepath.WalkDir: lexical per directory, depth first).
+fn dropin_files(fs: &dyn NodeFs, dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), MergeError> {
+    let mut entries = fs.list(dir).map_err(|e| {
+        MergeError(format!(
+            "reading --config-dir {}: {e} (kubelet refuses to start without it)",
+            dir.display()
+        ))
+    })?;
+    entries.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
+    for entry in entries {
+        match fs.list(&entry) {
+            Ok(_) => dropin_files(fs, &entry, out)?,
+            Err(e) if e.kind() == io::ErrorKind::NotADirectory => {
+                if entry.extension().is_some_and(|x| x == "conf") {
+                    out.push(entry);
+                }
+            }
+            Err(e) => return merge_err(format!("reading {}: {e}", entry.display())),
+        }
+    }
+    Ok(())
+}
+
+/// The taints kubelet would register with before our change: the last
+/// `--register-with-taints`, else `registerWithTaints` from `--config` and
+/// the `--config-dir` drop-ins (a later file replaces the list).
+fn existing_taints(scan: &FlagScan, fs: &dyn NodeFs) -> Result<Vec<Taint>, MergeError> {
+    if let Some(last) = scan.uses("register-with-taints").last() {
+        let Some(value) = last.value.as_deref() else {
+            return merge_err(
+                "the command line ends with --register-with-taints and no value (kubelet refuses it)",
+            );
+        };
+        return parse_taints(value)
+            .map_err(|e| MergeError(format!("the existing --register-with-taints: {e}")));
+    }
+    let mut files = Vec::new();
+    let config = scan.last_value("config").filter(|c| !c.is_empty());
+    let has_config = config.is_some();
+    files.extend(config.map(PathBuf::from));
+    if let Some(dir) = scan.last_value("config-dir").filter(|d| !d.is_empty()) {
+        dropin_files(fs, Path::new(dir), &mut files)?;
+    }
+    let mut taints = Vec::new();
+    for (i, file) in files.into_iter().enumerate() {
+        let is_config = i == 0 && has_config;
+        let bytes = match fs.read(&file) {
+            Ok(bytes) => bytes,
+            // A missing --config (kubeadm before `join`): kubelet exits
+            // without it ("failed to load kubelet config file"), so it
+            // registers with no taint of the file; the first start after the
+            // file appears merges with it.
+            Err(e) if is_config && e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                return merge_err(format!("reading kubelet config {}: {e}", file.display()));
+            }
+        };
+        let text = String::from_utf8(bytes)
+            .map_err(|_| MergeError(format!("kubelet config {} is not UTF-8", file.display())))?;
+        match register_with_taints(&text) {
+            Ok(Some(t)) => taints = t,
+            Ok(None) => {}
+            Err(e) => {
+                return merge_err(format!(
+                    "reading registerWithTaints from {}: {e}",
+                    file.display()
+                ));
+            }
+        }
+        for t in &taints {
+            if !is_flag_safe(t) {
+                return merge_err(format!(
+                    "registerWithTaints in {} has a taint kubelet would refuse: key {:?}, value {:?}",
+                    file.display(),
+                    t.key,
+                    t.value
+                ));
+            }
+        }
+    }
+    Ok(taints)
+}
+
+/// Validate `additions` and merge them into `argv` (argv[0] first).
+pub fn apply(
+    argv: &[OsString],
+    additions: &Additions,
+    profile: Profile,
+    fs: &dyn NodeFs,
+) -> Result<ArgvPlan, MergeError> {
+    let mut plan = ArgvPlan {
+        argv: argv.to_vec(),
+        ..Default::default()
+    };
+    if additions.labels.is_empty() && additions.taints.is_empty() {
+        return Ok(plan);
+    }
+    let errors = validate_labels(&additions.labels, profile);
+    if let Some(first) = errors.first() {
+        return merge_err(first.to_string());
+    }
+    if let Some(bad) = additions.taints.iter().find(|t| !is_flag_safe(t)) {
+        return merge_err(format!(
+            "taint {bad}: kubelet would refuse it (key {:?}, value {:?})",
+            bad.key, bad.value
+        ));
+    }
+    if argv.is_empty() {
+        return merge_err("the kubelet command line is empty");
+    }
+    let labels = effective_labels(&additions.labels);
+    let words: Vec<String> = match argv.iter().map(|w| w.clone().into_string()).collect() {
+        Ok(w) => w,
+        Err(_) => return merge_err("the kubelet command line is not UTF-8"),
+    };
+    let scan = scan(&words);
+    let mut out: Vec<String> = Vec::new();
+    let mut skip_until = 0;
+    let taint_uses: Vec<&FlagUse> = scan.uses("register-with-taints").collect();
+
+    let mut merged_taints = None;
+    if !additions.taints.is_empty() {
+        let mut taints = existing_taints(&scan, fs)?;
+        for ours in &additions.taints {
+            if let Some(pos) = taints
+                .iter()
+                .position(|t| t.key == ours.key && t.effect == ours.effect)
+            {
+                plan.warnings
+                    .push(format!("taint {} replaces {}", ours, taints[pos]));
+                taints.remove(pos);
+            }
+            taints.push(ours.clone());
+        }
+        let value = taints
+            .iter()
+            .map(|t| t.to_string())
+            .collect::<Vec<_>>()
+            .join(",");
+        // What kubelet will parse must parse.
+        if let Err(e) = parse_taints(&value) {
+            return merge_err(e.to_string());
+        }
+        plan.taints = taints;
+        merged_taints = Some(value);
+    }
+
+    for (i, word) in words.iter().enumerate() {
+        if i < skip_until {
+            continue;
+        }
+        if merged_taints.is_some()
+            && let Some(u) = taint_uses.iter().find(|u| u.index == i)
+        {
+            skip_until = i + u.words;
+            continue;
+        }
+        out.push(word.clone());
+    }
+    // Our flags go after every flag (our labels win per key) but before a
+    // `--` and before a dangling value-taking flag at the very end.
+    let removed_before = |idx: usize| {
+        if merged_taints.is_none() {
+            return 0;
+        }
+        taint_uses
+            .iter()
+            .filter(|u| u.index < idx)
+            .map(|u| u.words)
+            .sum::<usize>()
+    };
+    let mut at = match scan.terminator {
+        Some(t) => t - removed_before(t),
+        None => out.len(),
+    };
+    if let Some(last) = scan.flags.last()
+        && last.value.is_none()
+        && BOOL_FLAGS.binary_search(&last.name.as_str()).is_err()
+        && last.index + 1 == scan.terminator.unwrap_or(words.len())
+    {
+        at = last.index - removed_before(last.index);
+    }
+    let at = at.max(scan.start.min(out.len()));
+    let mut ours = Vec::new();
+    if !labels.is_empty() {
+        let words: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        ours.push(format!("--node-labels={}", words.join(",")));
+        plan.added_labels = labels;
+    }
+    if let Some(value) = merged_taints {
+        ours.push(format!("--register-with-taints={value}"));
+    }
+    // kubelet must be exec'able with what we add: each word under the
+    // kernel's per-string limit (the total is left to the exec's E2BIG).
+    for w in &ours {
+        let flag = w.split_once('=').map_or(w.as_str(), |(f, _)| f);
+        if let Some(why) =
+            crate::node::kubelet::arg_limit::too_long(&format!("the {flag}= word"), w.len())
+        {
+            return merge_err(why);
+        }
+    }
+    out.splice(at..at, ours);
+    plan.argv = out.into_iter().map(OsString::from).collect();
+    Ok(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::kubelet::TaintEffect;
+    use std::collections::BTreeMap;
+
+    #[derive(Default)]
+    struct FakeFs(BTreeMap<PathBuf, String>);
+
+    /// Files by path; directories are the parents of files.
+    impl NodeFs for FakeFs {
+        fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+            if let Some(s) = self.0.get(path) {
+                return Ok(s.clone().into_bytes());
+            }
+            let kind = if self.0.keys().any(|p| p.starts_with(path)) {
+                io::ErrorKind::IsADirectory
+            } else {
+                io::ErrorKind::NotFound
+            };
+            Err(io::Error::from(kind))
+        }
+        fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+            if self.0.contains_key(dir) {
+                return Err(io::Error::from(io::ErrorKind::NotADirectory));
+            }
+            let mut v: Vec<PathBuf> = self
+                .0
+                .keys()
+                .filter_map(|p| p.strip_prefix(dir).ok()?.components().next())
+                .map(|c| dir.join(c))
+                .collect();
+            v.dedup();
+            if v.is_empty() {
+                Err(io::Error::from(io::ErrorKind::NotFound))
+            } else {
+                Ok(v)
+            }
+        }
+    }
+
+    fn argv(s: &str) -> Vec<OsString> {
+        s.split(' ').map(OsString::from).collect()
+    }
+
+    fn words(p: &ArgvPlan) -> String {
+        p.argv
+            .iter()
+            .map(|w| w.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    fn adds(labels: &[(&str, &str)], taints: &str) -> Additions {
+        Additions {
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            taints: parse_taints(taints).unwrap(),
+        }
+    }
+
+    fn run(cmd: &str, a: &Additions, fs: &FakeFs) -> Result<String, MergeError> {
+        apply(&argv(cmd), a, Profile::Upstream, fs).map(|p| words(&p))
+    }
+
+    #[test]
+    fn empty_additions_change_nothing() {
+        let fs = FakeFs::default();
+        assert_eq!(
+            run("/k --a=1 -- x", &Additions::default(), &fs).unwrap(),
+            "/k --a=1 -- x"
+        );
+    }
+
+    #[test]
+    fn labels_go_last_but_before_terminator() {
+        let fs = FakeFs::default();
+        let a = adds(&[("example.com/a", "1"), ("b", "")], "");
+        assert_eq!(
+            run("/k --v=2", &a, &fs).unwrap(),
+            "/k --v=2 --node-labels=example.com/a=1,b="
+        );
+        assert_eq!(
+            run("/k --v=2 -- --x", &a, &fs).unwrap(),
+            "/k --v=2 --node-labels=example.com/a=1,b= -- --x"
+        );
+        assert_eq!(
+            run("/k", &a, &fs).unwrap(),
+            "/k --node-labels=example.com/a=1,b="
+        );
+    }
+
+    #[test]
+    fn wrapper_chain_and_openshift_trailing_comma_kept() {
+        let fs = FakeFs::default();
+        let a = adds(&[("node.kubernetes.io/worker-gpu", "")], "");
+        let cmd = "/usr/local/bin/kubenswrapper /usr/bin/kubelet --config=/etc/kubernetes/kubelet.conf \
+                   --node-labels=node-role.kubernetes.io/worker,node.openshift.io/os_id=rhcos, --v=2";
+        let cmd = cmd.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(
+            run(&cmd, &a, &fs).unwrap(),
+            format!("{cmd} --node-labels=node.kubernetes.io/worker-gpu=")
+        );
+        let s = scan(&cmd.split(' ').map(String::from).collect::<Vec<_>>());
+        assert_eq!(s.start, 2);
+    }
+
+    #[test]
+    fn dangling_value_flag_at_end_stays_last() {
+        let fs = FakeFs::default();
+        let a = adds(&[("b", "")], "");
+        assert_eq!(
+            run("/k --a=1 --v", &a, &fs).unwrap(),
+            "/k --a=1 --node-labels=b= --v"
+        );
+        // a bool flag at the end takes no value: append after it
+        assert_eq!(
+            run("/k --fail-swap-on", &a, &fs).unwrap(),
+            "/k --fail-swap-on --node-labels=b="
+        );
+    }
+
+    #[test]
+    fn taints_merge_into_exactly_one_flag() {
+        let fs = FakeFs::default();
+        let a = adds(&[], "ours=x:NoSchedule");
+        assert_eq!(
+            run("/k --register-with-taints=a=:NoSchedule --v 2 --register-with-taints b:NoExecute --x=1", &a, &fs)
+                .unwrap(),
+            "/k --v 2 --x=1 --register-with-taints=b=:NoExecute,ours=x:NoSchedule"
+        );
+        // an empty last flag cleared the list
+        assert_eq!(
+            run(
+                "/k --register-with-taints=a:NoSchedule --register_with_taints=",
+                &a,
+                &fs
+            )
+            .unwrap(),
+            "/k --register-with-taints=ours=x:NoSchedule"
+        );
+    }
+
+    #[test]
+    fn our_taint_replaces_same_key_and_effect() {
+        let fs = FakeFs::default();
+        let a = adds(&[], "a=new:NoSchedule");
+        let p = apply(
+            &argv("/k --register-with-taints=a=old:NoSchedule,a:NoExecute"),
+            &a,
+            Profile::Upstream,
+            &fs,
+        )
+        .unwrap();
+        assert_eq!(
+            words(&p),
+            "/k --register-with-taints=a=:NoExecute,a=new:NoSchedule"
+        );
+        assert_eq!(p.warnings.len(), 1);
+        assert_eq!(p.taints.len(), 2);
+    }
+
+    #[test]
+    fn taints_from_config_file_and_config_dir() {
+        let mut fs = FakeFs::default();
+        fs.0.insert(
+            "/etc/k.yaml".into(),
+            "registerWithTaints:\n- key: f\n  effect: NoSchedule\n".into(),
+        );
+        let a = adds(&[], "ours:NoExecute");
+        assert_eq!(
+            run("/k --config /etc/k.yaml", &a, &fs).unwrap(),
+            "/k --config /etc/k.yaml --register-with-taints=f=:NoSchedule,ours=:NoExecute"
+        );
+        fs.0.insert(
+            "/etc/d/20.conf".into(),
+            r#"{"registerWithTaints":[{"key":"d","effect":"PreferNoSchedule"}]}"#.into(),
+        );
+        fs.0.insert("/etc/d/10.conf".into(), "maxPods: 1\n".into());
+        fs.0.insert("/etc/d/30.txt".into(), "registerWithTaints: []\n".into());
+        assert_eq!(
+            run("/k --config=/etc/k.yaml --config-dir=/etc/d", &a, &fs).unwrap(),
+            "/k --config=/etc/k.yaml --config-dir=/etc/d --register-with-taints=d=:PreferNoSchedule,ours=:NoExecute"
+        );
+        // the flag wins over the file
+        assert_eq!(
+            run("/k --config=/etc/k.yaml --register-with-taints=", &a, &fs).unwrap(),
+            "/k --config=/etc/k.yaml --register-with-taints=ours=:NoExecute"
+        );
+    }
+
+    #[test]
+    fn unreadable_config_refuses_only_when_adding_taints() {
+        // A directory where the file should be: kubelet cannot read it either.
+        let fs = FakeFs([(PathBuf::from("/dir/f"), String::new())].into());
+        let e = run("/k --config=/dir", &adds(&[], "a:NoSchedule"), &fs).unwrap_err();
+        assert!(e.to_string().contains("/dir"), "{e}");
+        assert!(run("/k --config=/dir", &adds(&[("a", "")], ""), &fs).is_ok());
+    }
+
+    /// kubeadm before `join`: no --config file, kubelet exits at every
+    /// start, and there are no taints of the file to keep; ours go in.
+    #[test]
+    fn a_missing_config_has_no_taints_to_keep() {
+        let fs = FakeFs::default();
+        assert_eq!(
+            run("/k --config=/missing", &adds(&[], "a:NoSchedule"), &fs).unwrap(),
+            "/k --config=/missing --register-with-taints=a=:NoSchedule"
+        );
+        // A missing --config-dir is still a reason to leave ours out.
+        assert!(run("/k --config-dir=/e", &adds(&[], "a:NoSchedule"), &fs).is_err());
+    }
+
+    #[test]
+    fn bad_label_is_refused_with_its_name() {
+        let fs = FakeFs::default();
+        let e = run(
+            "/k",
+            &adds(&[("node-role.kubernetes.io/infra", "")], ""),
+            &fs,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("node-role.kubernetes.io/infra"));
+        let ok = apply(
+            &argv("/k"),
+            &adds(&[("node-role.kubernetes.io/worker", "")], ""),
+            Profile::OpenShift,
+            &fs,
+        );
+        assert!(ok.is_ok());
+    }
+
+    #[test]
+    fn pflag_scan_forms() {
+        let w: Vec<String> =
+            "/k --node-labels --register-with-taints=x:NoSchedule --node_labels=a=1 -- --config=z"
+                .split(' ')
+                .map(String::from)
+                .collect();
+        let s = scan(&w);
+        assert_eq!(s.terminator, Some(4));
+        let labels: Vec<_> = s
+            .uses("node-labels")
+            .map(|f| f.value.clone().unwrap())
+            .collect();
+        assert_eq!(labels, vec!["--register-with-taints=x:NoSchedule", "a=1"]);
+        assert_eq!(s.last_value("config"), None);
+        let _ = TaintEffect::NoSchedule;
+    }
+
+    fn scan_of(cmd: &str) -> FlagScan {
+        scan(&cmd.split(' ').map(String::from).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn shorthands_v_and_h() {
+        let s = scan_of("/k -v 4 --a=1");
+        assert_eq!(s.last_value("v"), Some("4"));
+        assert_eq!(s.flags.len(), 2);
+        assert_eq!(scan_of("/k -v4").last_value("v"), Some("4"));
+        assert_eq!(scan_of("/k -v=4").last_value("v"), Some("4"));
+        assert_eq!(scan_of("/k -v=").last_value("v"), Some("="));
+        let s = scan_of("/k -hv 4");
+        assert_eq!(s.uses("help").count(), 1);
+        assert_eq!(s.last_value("v"), Some("4"));
+        let s = scan_of("/k -node-labels=a=1");
+        assert!(s.flags.is_empty());
+        assert_eq!(
+            s.refused,
+            vec![(
+                1,
+                "unknown shorthand flag: 'n' in -node-labels=a=1".to_string()
+            )]
+        );
+        assert_eq!(scan_of("/k ---x").refused[0].1, "bad flag syntax: ---x");
+        assert_eq!(scan_of("/k --=x").refused[0].1, "bad flag syntax: --=x");
+    }
+
+    #[test]
+    fn wrapper_chains_are_skipped() {
+        assert_eq!(scan_of("/usr/bin/hyperkube kubelet --v=2").start, 2);
+        assert_eq!(scan_of("/usr/bin/kubelet --v=2").start, 1);
+        assert_eq!(scan_of("/usr/bin/kubelet").start, 1);
+        let fs = FakeFs::default();
+        assert_eq!(
+            run(
+                "/usr/bin/hyperkube kubelet --v=2",
+                &adds(&[("a", "1")], ""),
+                &fs
+            )
+            .unwrap(),
+            "/usr/bin/hyperkube kubelet --v=2 --node-labels=a=1"
+        );
+        assert_eq!(
+            run(
+                "/usr/local/bin/kubenswrapper /usr/bin/kubelet",
+                &adds(&[("a", "1")], ""),
+                &fs
+            )
+            .unwrap(),
+            "/usr/local/bin/kubenswrapper /usr/bin/kubelet --node-labels=a=1"
+        );
+    }
+
+    #[test]
+    fn value_words_stay_with_their_flags() {
+        let fs = FakeFs::default();
+        let a = adds(&[("a", "1")], "t:NoSchedule");
+        // a dangling -v would take our flag as its value: go before it
+        assert_eq!(
+            run("/k --x=1 -v", &a, &fs).unwrap(),
+            "/k --x=1 --node-labels=a=1 --register-with-taints=t=:NoSchedule -v"
+        );
+        // `--node-labels VALUE` and `--register-with-taints VALUE`
+        assert_eq!(
+            run(
+                "/k --node-labels b=2 --register-with-taints e:NoExecute -v 3",
+                &a,
+                &fs
+            )
+            .unwrap(),
+            "/k --node-labels b=2 -v 3 --node-labels=a=1 --register-with-taints=e=:NoExecute,t=:NoSchedule"
+        );
+        // a value word that looks like the taint flag is a value, not a flag
+        assert_eq!(
+            run(
+                "/k --hostname-override --register-with-taints=x:NoSchedule",
+                &a,
+                &fs
+            )
+            .unwrap(),
+            "/k --hostname-override --register-with-taints=x:NoSchedule --node-labels=a=1 --register-with-taints=t=:NoSchedule"
+        );
+        // taint flags after `--` are positional words: left alone, ours go before `--`
+        assert_eq!(
+            run(
+                "/k --register-with-taints=a:NoSchedule -- --register-with-taints=b:NoSchedule",
+                &a,
+                &fs
+            )
+            .unwrap(),
+            "/k --node-labels=a=1 --register-with-taints=a=:NoSchedule,t=:NoSchedule -- --register-with-taints=b:NoSchedule"
+        );
+    }
+
+    #[test]
+    fn exactly_one_taint_flag_from_many() {
+        let fs = FakeFs::default();
+        let a = adds(&[], "t:NoSchedule");
+        let out = run(
+            "/k --register-with-taints=a:NoSchedule --register_with_taints b:NoSchedule --x=1 --register-with-taints=c:NoExecute,d=e:PreferNoSchedule --y=2",
+            &a,
+            &fs,
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            "/k --x=1 --y=2 --register-with-taints=c=:NoExecute,d=e:PreferNoSchedule,t=:NoSchedule"
+        );
+        assert_eq!(out.matches("--register-with-taints").count(), 1);
+        // an earlier flag that kubelet's last one replaces may be anything that parses
+        assert!(
+            run(
+                "/k --register-with-taints=bad --register-with-taints=a:NoSchedule",
+                &a,
+                &fs
+            )
+            .is_ok()
+        );
+        // a bad effective flag or a dangling one: refuse
+        let e = run("/k --register-with-taints=a:nope", &a, &fs).unwrap_err();
+        assert!(e.to_string().contains("a:nope"), "{e}");
+        let e = run("/k --register-with-taints", &a, &fs).unwrap_err();
+        assert!(e.to_string().contains("no value"), "{e}");
+    }
+
+    #[test]
+    fn labels_only_do_not_touch_taints_or_config() {
+        let fs = FakeFs::default();
+        let a = adds(&[("a", "1")], "");
+        let cmd =
+            "/k --config=/missing --register-with-taints=x:NoSchedule --register-with-taints=bogus";
+        let p = apply(&argv(cmd), &a, Profile::Upstream, &fs).unwrap();
+        assert_eq!(words(&p), format!("{cmd} --node-labels=a=1"));
+        assert!(p.taints.is_empty());
+    }
+
+    #[test]
+    fn our_labels_win_and_are_one_per_key() {
+        let fs = FakeFs::default();
+        let a = adds(&[("a", "1"), ("b", ""), ("a", "2")], "");
+        let p = apply(&argv("/k --node-labels=a=0"), &a, Profile::Upstream, &fs).unwrap();
+        assert_eq!(words(&p), "/k --node-labels=a=0 --node-labels=a=2,b=");
+        assert_eq!(
+            p.added_labels,
+            vec![
+                ("a".to_string(), "2".to_string()),
+                ("b".to_string(), String::new())
+            ]
+        );
+    }
+
+    #[test]
+    fn config_taints_edge_cases() {
+        let mut fs = FakeFs::default();
+        let a = adds(&[], "ours:NoExecute");
+        // a later drop-in, also in a subdirectory, replaces the list; `null` clears it
+        fs.0.insert(
+            "/c.yaml".into(),
+            "registerWithTaints: [{key: base, effect: NoSchedule}]\n".into(),
+        );
+        fs.0.insert(
+            "/d/10.conf".into(),
+            "registerWithTaints: [{key: ten, effect: NoSchedule}]\n".into(),
+        );
+        fs.0.insert(
+            "/d/20/x.conf".into(),
+            "registerWithTaints: [{key: sub, effect: NoSchedule}]\n".into(),
+        );
+        fs.0.insert("/d/20.conf".into(), "maxPods: 3\n".into());
+        fs.0.insert(
+            "/d/15.conf.bak".into(),
+            "registerWithTaints: [{key: bak, effect: NoSchedule}]\n".into(),
+        );
+        assert_eq!(
+            run("/k --config=/c.yaml --config-dir=/d", &a, &fs).unwrap(),
+            "/k --config=/c.yaml --config-dir=/d --register-with-taints=sub=:NoSchedule,ours=:NoExecute"
+        );
+        fs.0.insert("/d/30.conf".into(), "{\"registerWithTaints\": null}".into());
+        assert_eq!(
+            run("/k --config=/c.yaml --config-dir=/d", &a, &fs).unwrap(),
+            "/k --config=/c.yaml --config-dir=/d --register-with-taints=ours=:NoExecute"
+        );
+        // --config-dir alone, and empty --config/--config-dir values mean none
+        assert_eq!(
+            run("/k --config= --config-dir=/d/20", &a, &fs).unwrap(),
+            "/k --config= --config-dir=/d/20 --register-with-taints=sub=:NoSchedule,ours=:NoExecute"
+        );
+        // a missing --config-dir: kubelet refuses to start, so do we
+        let e = run("/k --config-dir=/nope", &a, &fs).unwrap_err();
+        assert!(e.to_string().contains("/nope"), "{e}");
+        // unparsable, or a taint that would not survive the flag
+        fs.0.insert("/bad.yaml".into(), "registerWithTaints: [\n".into());
+        let e = run("/k --config /bad.yaml", &a, &fs).unwrap_err();
+        assert!(e.to_string().contains("/bad.yaml"), "{e}");
+        fs.0.insert(
+            "/sneaky.yaml".into(),
+            "registerWithTaints:\n- key: \"a=b:NoSchedule,c\"\n  effect: NoExecute\n".into(),
+        );
+        let e = run("/k --config /sneaky.yaml", &a, &fs).unwrap_err();
+        assert!(e.to_string().contains("kubelet would refuse"), "{e}");
+        fs.0.insert(
+            "/badvalue.json".into(),
+            r#"{"registerWithTaints":[{"key":"a","value":"-x","effect":"NoSchedule"}]}"#.into(),
+        );
+        assert!(run("/k --config /badvalue.json", &a, &fs).is_err());
+        // a config duplicate of <key,effect> would be refused by the API server
+        fs.0.insert(
+            "/dup.yaml".into(),
+            "registerWithTaints: [{key: a, effect: NoSchedule}, {key: a, value: b, effect: NoSchedule}]\n".into(),
+        );
+        assert!(run("/k --config /dup.yaml", &a, &fs).is_err());
+    }
+
+    #[test]
+    fn our_taints_are_checked_before_anything_is_read() {
+        let fs = FakeFs::default();
+        let mut a = adds(&[], "");
+        a.taints.push(crate::node::kubelet::taint(
+            "a:NoSchedule,b",
+            "",
+            TaintEffect::NoExecute,
+        ));
+        let e = run("/k --config=/missing", &a, &fs).unwrap_err();
+        assert!(e.to_string().contains("a:NoSchedule,b"), "{e}");
+        a.taints[0] = crate::node::kubelet::taint("a", "-x", TaintEffect::NoExecute);
+        assert!(run("/k", &a, &fs).is_err());
+        let ok = adds(&[("a", "")], "");
+        assert!(apply(&[], &ok, Profile::Upstream, &fs).is_err());
+    }
+}

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Regenerates bool_flags.rs beside this script: the kubelet flags that take
+# no value word (pflag's NoOptDefVal is set: every bool, and --version), read
+# from the places a Linux kubelet registers its flags.
+#
+#   src/node/kubelet/gen-bool-flags.sh KUBERNETES_CHECKOUT [PREVIOUS_RS] > src/node/kubelet/bool_flags.rs
+#
+# KUBERNETES_CHECKOUT is a git checkout of kubernetes/kubernetes (it needs
+# staging/ and vendor/, which module zips leave out). Flags of PREVIOUS_RS
+# (default: the committed bool_flags.rs) that this checkout no longer
+# registers are kept as `removed`: older kubelets in the field still have
+# them. KUBE_SOURCE names the source in the header (default: `git describe`
+# and the commit of the checkout).
+#
+# Where the flags come from (paths under the checkout):
+#  1. pflag registrations, `.BoolVar(&x, "name"`, `.Bool("name"`, `…P(` forms,
+#     in cmd/kubelet/app/server.go (--help), cmd/kubelet/app/options/*.go
+#     (KubeletFlags, KubeletConfiguration) and component-base's logs/api/v1
+#     (logsapi.AddFlags: --log-*-split-stream);
+#  2. --version: component-base's verflag sets NoOptDefVal on it;
+#  3. Go `flag` flags that globalflags*.go re-registers by name
+#     (`register(global, local, "x")`, cadvisor's and, in old trees, klog's):
+#     kept when vendor/ defines them with flag.Bool/BoolVar;
+#  4. klog's bools that logs.AddFlags adds (kubelet <= 1.25), unless logs.go
+#     takes its flags from klogflags.Init, which keeps only -v and -vmodule.
+# Names are normalised `_` -> `-` as kubelet's flag set does. *_windows.go and
+# *_test.go files are skipped.
+set -euo pipefail
+
+usage() { echo "usage: $0 KUBERNETES_CHECKOUT [PREVIOUS_RS] > bool_flags.rs" >&2; exit 2; }
+[ $# -ge 1 ] && [ $# -le 2 ] || usage
+k=${1%/}
+here=$(cd "$(dirname "$0")" && pwd)
+previous=${2:-$here/bool_flags.rs}
+[ -d "$k/cmd/kubelet/app/options" ] || {
+    echo "$0: $k/cmd/kubelet/app/options is missing: give a kubernetes/kubernetes checkout" >&2
+    exit 1
+}
+
+# Go files of a directory for a Linux build, as paths under the checkout.
+go_files() {
+    local dir
+    for dir in "$@"; do
+        [ -d "$k/$dir" ] || continue
+        (cd "$k" && ls "$dir"/*.go 2>/dev/null) | grep -v -e '_test\.go$' -e '_windows\.go$' || true
+    done
+}
+
+# `name<TAB>file` for each pflag bool registered in the given files.
+pflag_bools() {
+    local f
+    for f in "$@"; do
+        perl -0777 -ne '
+            while (/\.Bool(?:Var)?P?\(\s*(?:[^"(),]|\([^()]*\))*?,?\s*"([^"]+)"/g) {
+                print "$1\t'"$f"'\n";
+            }' "$k/$f"
+    done
+}
+
+# Names of Go `flag` flags defined as bools anywhere under the given dirs.
+go_flag_bools() {
+    local dir
+    for dir in "$@"; do
+        [ -d "$k/$dir" ] || continue
+        find "$k/$dir" -name '*.go' ! -name '*_test.go' -print0 |
+            xargs -0 -r perl -0777 -ne '
+                while (/\bBool(?:Var)?\(\s*(?:&[\w.\[\]]+\s*,\s*)?"([^"]+)"/g) { print "$1\n"; }'
+    done | sort -u
+}
+
+options=cmd/kubelet/app/options
+cb=staging/src/k8s.io/component-base
+found=$(mktemp)
+trap 'rm -f "$found"' EXIT
+
+# 1. pflag bools.
+pflag_bools cmd/kubelet/app/server.go $(go_files "$options" "$cb/logs/api/v1") >>"$found"
+
+# 2. --version.
+for f in "$cb/version/verflag/verflag.go" pkg/version/verflag/verflag.go; do
+    if [ -f "$k/$f" ] && grep -q 'NoOptDefVal' "$k/$f"; then
+        perl -ne 'print "$1\t'"$f"'\n" if /versionFlagName\s*=\s*"([^"]+)"/' "$k/$f" >>"$found"
+    fi
+done
+
+# 3. Go flags re-registered by name.
+global_files=$(go_files "$options" | grep '/globalflags' || true)
+go_bools=$(go_flag_bools vendor/github.com/google/cadvisor vendor/k8s.io/klog vendor/github.com/golang/glog)
+for f in $global_files; do
+    perl -ne 'print "$1\n" while /\bregister(?:Deprecated)?\(\s*\w+\s*,\s*\w+\s*,\s*"([^"]+)"/g' "$k/$f" |
+        while read -r name; do
+            if grep -qxF "$name" <<<"$go_bools"; then printf '%s\t%s\n' "$name" "$f"; fi
+        done >>"$found"
+done
+
+# 4. klog's bools through logs.AddFlags.
+logs_go=$cb/logs/logs.go
+if [ -f "$k/$logs_go" ] && grep -qs 'logs\.AddFlags(' $(printf "$k/%s " $global_files) /dev/null &&
+    grep -q 'klog\.InitFlags(packageFlags)' "$k/$logs_go"; then
+    klog=$(go_flag_bools vendor/k8s.io/klog)
+    for name in $klog; do printf '%s\t%s\n' "$name" "$logs_go"; done >>"$found"
+fi
+
+tab=$(printf '\t')
+# One line a flag; the first file in sort order names where it is registered.
+current=$(awk -F "$tab" -v OFS="$tab" '{ gsub("_", "-", $1); print }' "$found" | LC_ALL=C sort | LC_ALL=C sort -t "$tab" -k1,1 -s -u)
+[ -n "$current" ] || { echo "$0: no boolean flags found under $k" >&2; exit 1; }
+removed=$( (grep -oE '^ *"[^"]+",' "$previous" 2>/dev/null || true) | tr -d ' ",' |
+    while read -r name; do
+        cut -f1 <<<"$current" | grep -qxF "$name" || echo "$name"
+    done)
+
+source=${KUBE_SOURCE:-$(git -C "$k" describe --tags --always 2>/dev/null || echo "(not a git checkout)") $(git -C "$k" rev-parse HEAD 2>/dev/null || true)}
+echo "// Generated by src/node/kubelet/gen-bool-flags.sh from kubernetes/kubernetes"
+echo "// $source; do not edit: rerun it on a newer checkout."
+echo "//"
+echo "// kubelet's flags that take no value word (pflag's NoOptDefVal: \`--flag\`"
+echo "// means true, \`--flag=false\` sets false, \`--flag false\` leaves \"false\" as"
+echo "// a positional word), each with the file that registers it, or \`removed\`:"
+echo "// gone from that tree, kept for the older kubelets still in the field."
+echo "#[rustfmt::skip]"
+echo "pub const BOOL_FLAGS: &[&str] = &["
+{
+    printf '%s\n' "$current"
+    [ -z "$removed" ] || printf '%s\tremoved\n' $removed
+} | LC_ALL=C sort -t "$tab" -k1,1 | while IFS="$tab" read -r name where; do
+    printf '    "%s", // %s\n' "$name" "$where"
+done
+echo "];"

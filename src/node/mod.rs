@@ -1,0 +1,22 @@
+//! What runs on the node, std only: the wrapper's boot path, the fleet ISO's
+//! install-time selector and the day-2 sync are built from this module alone.
+//!
+//! `unit` knows systemd and nothing of kubelet; `kubelet` knows kubelet flags
+//! and nothing of systemd; `wrapper` joins them at boot; `facts` reads the
+//! node's hardware under NFD's names and `rules` evaluates NodeFeatureRules on
+//! them; `contract` names what render writes and the wrapper reads; `sorted`
+//! is the map and set the boot path uses instead of std's B-trees; `nodefs`
+//! reads the node's files; `fleet` picks a machine's pool at install time;
+//! `sync` keeps a registered Node's labels current with what the wrapper
+//! derives (day 2).
+
+pub mod contract;
+pub mod facts;
+pub mod fleet;
+pub mod kubelet;
+pub mod nodefs;
+pub mod rules;
+pub mod sorted;
+pub mod sync;
+pub mod unit;
+pub mod wrapper;

@@ -1,0 +1,656 @@
+//! The reconcile core: from the labels and taints the wrapper derives and
+//! the Node as the API server stores it, what to do with each key, the one
+//! label patch to send, and the taint drift to report (never sent: a node
+//! may not change its own taints). Pure functions, no I/O.
+
+use crate::node::kubelet::labels::{is_kubernetes_label, is_self_settable};
+use crate::node::kubelet::{Profile, Taint};
+
+/// The label keys we own on a Node: their names, sorted, comma-separated
+/// (the form of NFD's `feature-labels` and Talos's `talos.dev/owned-labels`).
+/// A key is ours once we set it or adopted it (same value as derived); only
+/// keys listed here are ever changed or removed.
+pub const OWNED_ANNOTATION: &str = "kubelet-labeler.io/owned-labels";
+/// The taints we derived at the last write, `key=value:Effect`, sorted,
+/// comma-separated: how a taint dropped from the config is told from one a
+/// user or controller set (we report it; we never remove it).
+pub const TAINTS_ANNOTATION: &str = "kubelet-labeler.io/derived-taints";
+/// NFD's list of the labels it manages (`<instance>.` before it with
+/// nfd-master's `-instance`); names without a `/` are in NFD's namespace.
+pub const NFD_ANNOTATION_SUFFIX: &str = "nfd.node.kubernetes.io/feature-labels";
+const NFD_LABEL_NS: &str = "feature.node.kubernetes.io";
+
+/// Labels kubelet sets on its Node at every start: never ours.
+const KUBELET_SETS: [&str; 5] = [
+    "kubernetes.io/hostname",
+    "kubernetes.io/os",
+    "kubernetes.io/arch",
+    "beta.kubernetes.io/os",
+    "beta.kubernetes.io/arch",
+];
+
+const POOL_HELD: &str = "it selects the node's pool: changing it moves the node to another pool (opt in with --allow-pool-label)";
+
+/// The Node as read: what reconcile looks at.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeState {
+    pub name: String,
+    pub resource_version: String,
+    /// Sorted by key.
+    pub labels: Vec<(String, String)>,
+    pub annotations: Vec<(String, String)>,
+    pub taints: Vec<Taint>,
+}
+
+impl NodeState {
+    fn label(&self, key: &str) -> Option<&str> {
+        lookup(&self.labels, key)
+    }
+    fn annotation(&self, key: &str) -> Option<&str> {
+        lookup(&self.annotations, key)
+    }
+}
+
+fn lookup<'a>(map: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    map.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+}
+
+/// What the node's configuration derives (the wrapper's own computation).
+#[derive(Debug, Clone, Default)]
+pub struct Desired {
+    pub labels: Vec<(String, String)>,
+    pub taints: Vec<Taint>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    /// The label the node's MachineConfigPool selects it by.
+    pub pool_label: Option<String>,
+    /// Let the sync write or remove it (moves the node to another pool).
+    pub allow_pool_label: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Add,
+    Change,
+    Remove,
+    Adopt,
+    Leave,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Add => "add",
+            Action::Change => "change",
+            Action::Remove => "remove",
+            Action::Adopt => "adopt",
+            Action::Leave => "leave",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyPlan {
+    pub key: String,
+    pub action: Action,
+    /// The Node's value now, and the derived one.
+    pub node: Option<String>,
+    pub derived: Option<String>,
+    pub why: &'static str,
+    /// Left as it is though it differs from what is derived.
+    pub drift: bool,
+}
+
+/// The one write: labels to set and remove, and our annotations.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Patch {
+    pub set: Vec<(String, String)>,
+    pub remove: Vec<String>,
+    pub annotations: Vec<(String, String)>,
+}
+
+impl Patch {
+    pub fn is_empty(&self) -> bool {
+        self.set.is_empty() && self.remove.is_empty() && self.annotations.is_empty()
+    }
+
+    /// A JSON merge patch with `resourceVersion` as its precondition (the
+    /// API server answers 409 when the Node changed since it was read).
+    pub fn to_json(&self, resource_version: &str) -> String {
+        use super::json::quote;
+        let mut labels: Vec<String> = self
+            .set
+            .iter()
+            .map(|(k, v)| format!("{}:{}", quote(k), quote(v)))
+            .collect();
+        labels.extend(self.remove.iter().map(|k| format!("{}:null", quote(k))));
+        let annotations: Vec<String> = self
+            .annotations
+            .iter()
+            .map(|(k, v)| format!("{}:{}", quote(k), quote(v)))
+            .collect();
+        let mut meta = vec![format!("\"resourceVersion\":{}", quote(resource_version))];
+        if !labels.is_empty() {
+            meta.push(format!("\"labels\":{{{}}}", labels.join(",")));
+        }
+        if !annotations.is_empty() {
+            meta.push(format!("\"annotations\":{{{}}}", annotations.join(",")));
+        }
+        format!("{{\"metadata\":{{{}}}}}", meta.join(","))
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Reconciled {
+    /// Every derived or owned key, sorted.
+    pub keys: Vec<KeyPlan>,
+    pub patch: Patch,
+    /// Taints that differ, one line each (reported, never sent).
+    pub taint_drift: Vec<String>,
+}
+
+impl Reconciled {
+    /// Drift we may not fix remains after the patch.
+    pub fn drift_remains(&self) -> bool {
+        !self.taint_drift.is_empty() || self.keys.iter().any(|k| k.drift)
+    }
+}
+
+/// May a node change this label on its own Node? NodeRestriction refuses
+/// (403, the whole patch) any key in the kubernetes.io/k8s.io namespaces
+/// except kubelet's own keys and the `kubelet.kubernetes.io` and
+/// `node.kubernetes.io` families; on update even OpenShift's five
+/// `node-role.kubernetes.io` keys (allowed only when kubelet creates it).
+pub fn node_may_modify(key: &str) -> bool {
+    !is_kubernetes_label(key) || is_self_settable(key, Profile::Upstream)
+}
+
+/// Keys NFD lists as its own, in every NFD instance's annotation.
+pub fn nfd_owned(annotations: &[(String, String)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (k, v) in annotations {
+        let ours = k == NFD_ANNOTATION_SUFFIX
+            || k.strip_suffix(NFD_ANNOTATION_SUFFIX)
+                .is_some_and(|p| p.len() > 1 && p.ends_with('.'));
+        if !ours {
+            continue;
+        }
+        for name in v.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            out.push(if name.contains('/') {
+                name.to_string()
+            } else {
+                format!("{NFD_LABEL_NS}/{name}")
+            });
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn split_list(v: &str) -> Vec<String> {
+    let mut out: Vec<String> = v
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(String::from)
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn taint_text(taints: &[Taint]) -> String {
+    let mut t: Vec<String> = taints.iter().map(|t| t.to_string()).collect();
+    t.sort();
+    t.dedup();
+    t.join(",")
+}
+
+/// The plan for one Node.
+pub fn reconcile(desired: &Desired, node: &NodeState, policy: &Policy) -> Reconciled {
+    // The last value of a key wins, as in kubelet's --node-labels.
+    let mut derived: Vec<(String, String)> = Vec::new();
+    for (k, v) in &desired.labels {
+        derived.retain(|(dk, _)| dk != k);
+        derived.push((k.clone(), v.clone()));
+    }
+    derived.sort();
+    let owned = node
+        .annotation(OWNED_ANNOTATION)
+        .map(split_list)
+        .unwrap_or_default();
+    let nfd = nfd_owned(&node.annotations);
+    let mut keys: Vec<&str> = derived
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .chain(owned.iter().map(String::as_str))
+        .collect();
+    keys.sort();
+    keys.dedup();
+
+    let mut out = Reconciled::default();
+    let mut now_owned: Vec<String> = Vec::new();
+    for key in keys {
+        let want = lookup(&derived, key);
+        let have = node.label(key);
+        let is_owned = owned.iter().any(|o| o == key);
+        let is_pool = policy.pool_label.as_deref() == Some(key) && !policy.allow_pool_label;
+        let differs = want.is_some() && want != have;
+        let (action, why, drift) = if KUBELET_SETS.contains(&key) {
+            (Action::Leave, "kubelet sets it at every start", false)
+        } else if !node_may_modify(key) {
+            (
+                Action::Leave,
+                "NodeRestriction forbids a node to change it (set it cluster-side)",
+                differs,
+            )
+        } else if nfd.iter().any(|n| n == key) {
+            (
+                Action::Leave,
+                "NFD owns it (nfd.node.kubernetes.io/feature-labels)",
+                differs,
+            )
+        } else if is_pool && want != have && (want.is_some() || is_owned) {
+            // Only a write or removal is held back: the same value is
+            // adopted like any other, so an opt-in later finds it ours.
+            (Action::Leave, POOL_HELD, true)
+        } else {
+            match (want, have) {
+                (Some(_), None) => (Action::Add, "derived, absent", false),
+                (Some(w), Some(h)) if w == h && is_owned => (Action::Leave, "up to date", false),
+                (Some(w), Some(h)) if w == h => (Action::Adopt, "same value, now ours", false),
+                (Some(_), Some(_)) if is_owned => {
+                    (Action::Change, "ours, derived value changed", false)
+                }
+                (Some(_), Some(_)) => (Action::Leave, "another owner's value", true),
+                (None, Some(_)) => (Action::Remove, "ours, no longer derived", false),
+                (None, None) => (Action::Leave, "ours, already gone", false),
+            }
+        };
+        match action {
+            Action::Add | Action::Change => {
+                out.patch
+                    .set
+                    .push((key.to_string(), want.unwrap_or("").to_string()));
+                now_owned.push(key.to_string());
+            }
+            Action::Remove => out.patch.remove.push(key.to_string()),
+            Action::Adopt => now_owned.push(key.to_string()),
+            Action::Leave if why == "up to date" || (why == POOL_HELD && is_owned) => {
+                now_owned.push(key.to_string())
+            }
+            Action::Leave => {}
+        }
+        out.keys.push(KeyPlan {
+            key: key.to_string(),
+            action,
+            node: have.map(String::from),
+            derived: want.map(String::from),
+            why,
+            drift,
+        });
+    }
+    now_owned.sort();
+    let owned_text = now_owned.join(",");
+    if node.annotation(OWNED_ANNOTATION).unwrap_or("") != owned_text
+        && !(owned_text.is_empty() && node.annotation(OWNED_ANNOTATION).is_none())
+    {
+        out.patch
+            .annotations
+            .push((OWNED_ANNOTATION.to_string(), owned_text));
+    }
+
+    // Taints: a derived one the Node lacks (or holds with another value),
+    // and one we derived before, no longer derive, and the Node still has.
+    let same = |a: &Taint, b: &Taint| a.key == b.key && a.effect == b.effect;
+    for t in &desired.taints {
+        match node.taints.iter().find(|n| same(n, t)) {
+            Some(n) if n.value == t.value => {}
+            Some(n) => out.taint_drift.push(format!(
+                "taint {n} should be {t}: a node may not change its taints; run `kubectl taint nodes {} {t} --overwrite`",
+                node.name
+            )),
+            None => out.taint_drift.push(format!(
+                "taint {t} is missing: a node may not add taints; run `kubectl taint nodes {} {t}`",
+                node.name
+            )),
+        }
+    }
+    let before = node
+        .annotation(TAINTS_ANNOTATION)
+        .map(split_list)
+        .unwrap_or_default();
+    for n in &node.taints {
+        let text = n.to_string();
+        if before.contains(&text) && !desired.taints.iter().any(|t| same(t, n)) {
+            out.taint_drift.push(format!(
+                "taint {text} is no longer derived: a node may not remove taints; run `kubectl taint nodes {} {}:{}-`",
+                node.name,
+                n.key,
+                n.effect.as_str()
+            ));
+        }
+    }
+    let taints_text = taint_text(&desired.taints);
+    if node.annotation(TAINTS_ANNOTATION).unwrap_or("") != taints_text
+        && !(taints_text.is_empty() && node.annotation(TAINTS_ANNOTATION).is_none())
+    {
+        out.patch
+            .annotations
+            .push((TAINTS_ANNOTATION.to_string(), taints_text));
+    }
+    out
+}
+
+/// One line per key, as `sync --dry-run` prints them.
+pub fn describe(r: &Reconciled) -> Vec<String> {
+    let mut out = Vec::new();
+    for k in &r.keys {
+        let value = match (&k.node, &k.derived, k.action) {
+            (Some(n), Some(d), Action::Change) => format!("{n} -> {d}"),
+            (_, Some(d), Action::Add | Action::Adopt) => d.clone(),
+            (Some(n), Some(d), Action::Leave) if n != d => format!("{n} (derived: {d})"),
+            (None, Some(d), Action::Leave) => format!("absent (derived: {d})"),
+            (Some(n), _, _) => n.clone(),
+            (None, Some(d), _) => d.clone(),
+            (None, None, _) => "absent".into(),
+        };
+        out.push(format!(
+            "{:<6} {}={} ({})",
+            k.action.as_str(),
+            k.key,
+            value,
+            k.why
+        ));
+    }
+    out.extend(r.taint_drift.iter().map(|t| format!("drift  {t}")));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::kubelet::TaintEffect;
+
+    fn kv(v: &[(&str, &str)]) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = v
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        out.sort();
+        out
+    }
+
+    fn node(labels: &[(&str, &str)], annotations: &[(&str, &str)]) -> NodeState {
+        NodeState {
+            name: "n1".into(),
+            resource_version: "7".into(),
+            labels: kv(labels),
+            annotations: kv(annotations),
+            taints: Vec::new(),
+        }
+    }
+
+    fn desired(labels: &[(&str, &str)]) -> Desired {
+        Desired {
+            labels: kv(labels),
+            taints: Vec::new(),
+        }
+    }
+
+    fn action(r: &Reconciled, key: &str) -> (Action, &'static str, bool) {
+        let k = r.keys.iter().find(|k| k.key == key).unwrap();
+        (k.action, k.why, k.drift)
+    }
+
+    #[test]
+    fn first_sync_adopts_what_registration_set_and_adds_the_rest() {
+        let r = reconcile(
+            &desired(&[("example.com/a", "1"), ("example.com/b", "2")]),
+            &node(&[("example.com/a", "1")], &[]),
+            &Policy::default(),
+        );
+        assert_eq!(action(&r, "example.com/a").0, Action::Adopt);
+        assert_eq!(action(&r, "example.com/b").0, Action::Add);
+        assert_eq!(r.patch.set, kv(&[("example.com/b", "2")]));
+        assert_eq!(
+            r.patch.annotations,
+            kv(&[(OWNED_ANNOTATION, "example.com/a,example.com/b")])
+        );
+        assert!(!r.drift_remains());
+    }
+
+    #[test]
+    fn ours_change_and_go_foreign_values_stay() {
+        let r = reconcile(
+            &desired(&[("example.com/a", "new"), ("example.com/f", "ours")]),
+            &node(
+                &[
+                    ("example.com/a", "old"),
+                    ("example.com/gone", "x"),
+                    ("example.com/f", "theirs"),
+                ],
+                &[(OWNED_ANNOTATION, "example.com/a,example.com/gone")],
+            ),
+            &Policy::default(),
+        );
+        assert_eq!(action(&r, "example.com/a").0, Action::Change);
+        assert_eq!(action(&r, "example.com/gone").0, Action::Remove);
+        assert_eq!(
+            action(&r, "example.com/f"),
+            (Action::Leave, "another owner's value", true)
+        );
+        assert_eq!(r.patch.set, kv(&[("example.com/a", "new")]));
+        assert_eq!(r.patch.remove, vec!["example.com/gone".to_string()]);
+        assert_eq!(
+            r.patch.annotations,
+            kv(&[(OWNED_ANNOTATION, "example.com/a")])
+        );
+        assert!(r.drift_remains());
+    }
+
+    #[test]
+    fn a_second_run_writes_nothing() {
+        let d = desired(&[("example.com/a", "1")]);
+        let n = node(
+            &[("example.com/a", "1")],
+            &[(OWNED_ANNOTATION, "example.com/a")],
+        );
+        let r = reconcile(&d, &n, &Policy::default());
+        assert!(r.patch.is_empty(), "{r:?}");
+        assert_eq!(action(&r, "example.com/a").1, "up to date");
+        // Nothing derived, nothing owned: no annotation written either.
+        let r = reconcile(&desired(&[]), &node(&[], &[]), &Policy::default());
+        assert!(r.patch.is_empty() && r.keys.is_empty());
+    }
+
+    #[test]
+    fn nfd_keys_are_never_touched_in_any_instance() {
+        let annotations = [
+            (
+                "nfd.node.kubernetes.io/feature-labels",
+                "pci-10de.present,example.com/x",
+            ),
+            (
+                "blue.nfd.node.kubernetes.io/feature-labels",
+                "cpu-model.vendor_id",
+            ),
+            ("notnfd.node.kubernetes.io/feature-labels", "example.com/y"),
+        ];
+        let owned = nfd_owned(&kv(&annotations));
+        assert_eq!(
+            owned,
+            vec![
+                "example.com/x",
+                "feature.node.kubernetes.io/cpu-model.vendor_id",
+                "feature.node.kubernetes.io/pci-10de.present"
+            ]
+        );
+        let mut all = annotations.to_vec();
+        all.push((OWNED_ANNOTATION, "example.com/x"));
+        let r = reconcile(
+            &desired(&[
+                ("feature.node.kubernetes.io/pci-10de.present", "true"),
+                ("example.com/y", "1"),
+            ]),
+            &node(&[("example.com/x", "1")], &all),
+            &Policy::default(),
+        );
+        // Listed by NFD: neither added nor removed though we owned it.
+        assert_eq!(
+            action(&r, "feature.node.kubernetes.io/pci-10de.present").0,
+            Action::Leave
+        );
+        assert_eq!(action(&r, "example.com/x").0, Action::Leave);
+        assert_eq!(action(&r, "example.com/y").0, Action::Add);
+        assert_eq!(r.patch.set, kv(&[("example.com/y", "1")]));
+        assert!(r.patch.remove.is_empty());
+    }
+
+    #[test]
+    fn node_restriction_keys_are_filtered() {
+        for (key, may) in [
+            ("node-role.kubernetes.io/worker", false),
+            ("node-role.kubernetes.io/gpu", false),
+            ("node-restriction.kubernetes.io/x", false),
+            ("kubernetes.io/foo", false),
+            ("k8s.io/foo", false),
+            ("x.k8s.io/foo", false),
+            ("node.kubernetes.io/gpu", true),
+            ("a.node.kubernetes.io/gpu", true),
+            ("feature.node.kubernetes.io/x", true),
+            ("kubelet.kubernetes.io/x", true),
+            ("topology.kubernetes.io/zone", true),
+            ("example.com/x", true),
+            ("plain", true),
+        ] {
+            assert_eq!(node_may_modify(key), may, "{key}");
+        }
+        let r = reconcile(
+            &desired(&[("node-role.kubernetes.io/gpu", ""), ("example.com/a", "1")]),
+            &node(&[], &[(OWNED_ANNOTATION, "node-role.kubernetes.io/worker")]),
+            &Policy::default(),
+        );
+        assert!(action(&r, "node-role.kubernetes.io/gpu").2);
+        assert_eq!(r.patch.set, kv(&[("example.com/a", "1")]));
+        assert!(r.patch.remove.is_empty());
+        assert!(r.drift_remains());
+    }
+
+    #[test]
+    fn the_pool_label_is_reported_unless_allowed() {
+        let d = desired(&[("node.kubernetes.io/worker-gpu", "x")]);
+        let n = node(&[("node.kubernetes.io/worker-gpu", "")], &[]);
+        let pool = Policy {
+            pool_label: Some("node.kubernetes.io/worker-gpu".into()),
+            allow_pool_label: false,
+        };
+        let r = reconcile(&d, &n, &pool);
+        assert!(r.patch.set.is_empty() && r.drift_remains());
+        let allowed = Policy {
+            allow_pool_label: true,
+            ..pool.clone()
+        };
+        let owned = node(
+            &[("node.kubernetes.io/worker-gpu", "")],
+            &[(OWNED_ANNOTATION, "node.kubernetes.io/worker-gpu")],
+        );
+        let r = reconcile(&d, &owned, &allowed);
+        assert_eq!(r.patch.set, kv(&[("node.kubernetes.io/worker-gpu", "x")]));
+        assert!(reconcile(&d, &owned, &pool).patch.set.is_empty());
+        // Owned and no longer derived: still not removed by default.
+        let n = node(
+            &[("node.kubernetes.io/worker-gpu", "")],
+            &[(OWNED_ANNOTATION, "node.kubernetes.io/worker-gpu")],
+        );
+        let r = reconcile(&desired(&[]), &n, &pool);
+        assert!(r.patch.remove.is_empty() && r.drift_remains());
+        assert!(r.patch.annotations.is_empty(), "still ours: {r:?}");
+        // The same value is adopted, so an opt-in later finds it ours.
+        let same = desired(&[("node.kubernetes.io/worker-gpu", "")]);
+        let r = reconcile(
+            &same,
+            &node(&[("node.kubernetes.io/worker-gpu", "")], &[]),
+            &pool,
+        );
+        assert_eq!(action(&r, "node.kubernetes.io/worker-gpu").0, Action::Adopt);
+        assert!(!r.drift_remains());
+    }
+
+    #[test]
+    fn kubelets_own_labels_are_left() {
+        let r = reconcile(
+            &desired(&[("kubernetes.io/hostname", "other")]),
+            &node(&[("kubernetes.io/hostname", "n1")], &[]),
+            &Policy::default(),
+        );
+        assert!(r.patch.set.is_empty() && !r.drift_remains());
+    }
+
+    #[test]
+    fn taint_drift_is_reported_never_patched() {
+        let t = |k: &str, v: &str, e| Taint {
+            key: k.into(),
+            value: v.into(),
+            effect: e,
+        };
+        let d = Desired {
+            labels: Vec::new(),
+            taints: vec![
+                t("gpu", "true", TaintEffect::NoSchedule),
+                t("ok", "", TaintEffect::NoExecute),
+                t("val", "new", TaintEffect::NoSchedule),
+            ],
+        };
+        let mut n = node(&[], &[(TAINTS_ANNOTATION, "old=:NoSchedule,ok=:NoExecute")]);
+        n.taints = vec![
+            t("ok", "", TaintEffect::NoExecute),
+            t("old", "", TaintEffect::NoSchedule),
+            t("val", "old", TaintEffect::NoSchedule),
+            t("user", "", TaintEffect::NoSchedule),
+        ];
+        let r = reconcile(&d, &n, &Policy::default());
+        assert_eq!(r.taint_drift.len(), 3, "{:?}", r.taint_drift);
+        assert!(r.taint_drift[0].contains("gpu=true:NoSchedule is missing"));
+        assert!(r.taint_drift[1].contains("val=old:NoSchedule should be val=new:NoSchedule"));
+        assert!(r.taint_drift[2].contains("old=:NoSchedule is no longer derived"));
+        assert!(r.drift_remains());
+        assert!(r.patch.set.is_empty() && r.patch.remove.is_empty());
+        assert_eq!(
+            r.patch.annotations,
+            kv(&[(
+                TAINTS_ANNOTATION,
+                "gpu=true:NoSchedule,ok=:NoExecute,val=new:NoSchedule"
+            )])
+        );
+        assert!(!r.patch.to_json("7").contains("\"spec\""));
+    }
+
+    #[test]
+    fn patch_json_carries_the_precondition() {
+        let p = Patch {
+            set: kv(&[("example.com/a", "1")]),
+            remove: vec!["example.com/b".into()],
+            annotations: kv(&[(OWNED_ANNOTATION, "example.com/a")]),
+        };
+        let text = p.to_json("42");
+        let v = super::super::json::parse(&text).unwrap();
+        assert_eq!(
+            v.path(&["metadata", "resourceVersion"]).unwrap().as_str(),
+            Some("42")
+        );
+        assert_eq!(
+            v.path(&["metadata", "labels", "example.com/b"]),
+            Some(&super::super::json::Value::Null)
+        );
+        assert_eq!(
+            v.path(&["metadata", "annotations", OWNED_ANNOTATION])
+                .unwrap()
+                .as_str(),
+            Some("example.com/a")
+        );
+    }
+}

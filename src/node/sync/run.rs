@@ -1,0 +1,1033 @@
+//! One sync run: derive the labels as the wrapper does, read the Node with
+//! the node's own identity, reconcile, write at most once.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::kubeconfig::{self, Source};
+use super::reconcile::{self, Desired, NodeState, Policy};
+use super::transport::{Credentials, Curl, Failure, Response, Transport};
+use crate::node::contract::WRAPPER_DROPIN_NAME;
+use crate::node::kubelet::{self, Profile, Taint};
+use crate::node::unit::{self, LoadOptions, UnitPaths};
+use crate::node::wrapper::plan;
+
+/// Exit codes: the Node matches; drift remains we may not fix (or the run
+/// could not finish); bad usage or input, nothing tried.
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_DRIFT: i32 = 1;
+pub const EXIT_USAGE: i32 = 2;
+
+#[derive(Debug, Clone)]
+pub struct SyncOptions {
+    /// The node's tree (`/` on the node).
+    pub root: PathBuf,
+    pub unit: String,
+    /// A host path, read as kubectl reads it; None: kubelet's own (its
+    /// `--kubeconfig`, else the profile's) under `root`.
+    pub kubeconfig: Option<PathBuf>,
+    pub dry_run: bool,
+    pub policy: Policy,
+    /// None: the installed wrapper's.
+    pub profile: Option<Profile>,
+    /// Where facts are read; None: `root`.
+    pub facts_root: Option<PathBuf>,
+    /// How long to keep retrying an unreachable API server or a Node not
+    /// registered yet.
+    pub max_wait: Duration,
+    /// None: `curl` on PATH.
+    pub curl: Option<PathBuf>,
+}
+
+impl Default for SyncOptions {
+    fn default() -> Self {
+        SyncOptions {
+            root: PathBuf::from("/"),
+            unit: "kubelet.service".into(),
+            kubeconfig: None,
+            dry_run: false,
+            policy: Policy::default(),
+            profile: None,
+            facts_root: None,
+            max_wait: Duration::from_secs(300),
+            curl: None,
+        }
+    }
+}
+
+/// What a run printed and how it ended.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Per key and drift lines (`--dry-run`).
+    pub detail: Vec<String>,
+    /// The one journal line.
+    pub summary: String,
+    pub code: i32,
+    /// HTTP requests sent.
+    pub requests: usize,
+    pub writes: usize,
+}
+
+fn fail(code: i32, summary: String) -> Outcome {
+    Outcome {
+        summary,
+        code,
+        ..Default::default()
+    }
+}
+
+/// What the node's configuration derives, and where kubelet's kubeconfig is.
+pub struct Derivation {
+    pub desired: Desired,
+    pub kubeconfig: PathBuf,
+    /// kubelet's `--hostname-override` (trimmed, lower-cased as kubelet does).
+    pub node_name: Option<String>,
+    pub profile: Profile,
+    pub notes: Vec<String>,
+    /// The pool label the env drop-in names (`contract::POOL_LABEL_VAR`).
+    pub pool_label: Option<String>,
+}
+
+fn under(root: &Path, p: &Path) -> PathBuf {
+    root.join(p.strip_prefix("/").unwrap_or(p))
+}
+
+/// The labels and taints the wrapper adds at kubelet's next start, from the
+/// unit files under `root` (the same code: `wrapper::plan`).
+pub fn derive(opts: &SyncOptions) -> Result<Derivation, String> {
+    let profile = opts.profile.unwrap_or_else(|| {
+        crate::node::wrapper::installed::wrapper_profile(&opts.root, &opts.unit, None)
+            .unwrap_or(Profile::Upstream)
+    });
+    let paths = UnitPaths::system(&opts.root);
+    let load = LoadOptions {
+        skip_dropin: Some(WRAPPER_DROPIN_NAME.into()),
+        ..Default::default()
+    };
+    let svc = unit::load_service(&paths, &opts.unit, &load)
+        .map_err(|e| format!("loading {}: {e:#}", opts.unit))?;
+    let env = unit::offline_environment(&svc, &opts.root, &[])
+        .map_err(|e| format!("building {}'s environment: {e:#}", opts.unit))?;
+    let pool_label = env
+        .iter()
+        .rfind(|(k, _)| k == crate::node::contract::POOL_LABEL_VAR)
+        .map(|(_, v)| v.to_string_lossy().trim().to_string())
+        .filter(|v| !v.is_empty());
+    let mut notes = Vec::new();
+    let original = plan::original_command_offline(&svc, &env, &opts.root, &mut notes)
+        .map_err(|e| format!("{}: {e:#}", opts.unit))?;
+    let words: Vec<String> = original
+        .argv
+        .iter()
+        .map(|w| w.to_string_lossy().into_owned())
+        .collect();
+    let scan = kubelet::flags::scan(&words);
+    let node_name = scan
+        .last_value("hostname-override")
+        .map(|h| crate::node::rules::go_lower_ascii(h.trim()))
+        .filter(|h| !h.is_empty());
+    let kubeconfig = scan
+        .last_value("kubeconfig")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(match profile {
+                Profile::OpenShift => "/var/lib/kubelet/kubeconfig",
+                Profile::Upstream => "/etc/kubernetes/kubelet.conf",
+            })
+        });
+    let facts_root = opts.facts_root.as_deref().unwrap_or(&opts.root);
+    let collected = plan::collect(
+        &env,
+        &original.argv,
+        facts_root,
+        profile,
+        plan::FactsScope::Used,
+    );
+    let fs = plan::RootFs {
+        root: opts.root.clone(),
+    };
+    let p = plan::plan(original, collected.additions, profile, &fs);
+    if let Some(why) = p.left_out {
+        // The wrapper would start kubelet without our labels: the sync
+        // does not guess what it would have added.
+        return Err(format!(
+            "the wrapper would leave our labels/taints out: {why}"
+        ));
+    }
+    notes.extend(collected.notes);
+    Ok(Derivation {
+        desired: Desired {
+            labels: p.added_labels,
+            taints: p.taints,
+        },
+        kubeconfig,
+        node_name,
+        profile,
+        notes,
+        pool_label,
+    })
+}
+
+/// Inline kubeconfig data written for curl: a private directory (0700,
+/// files 0600), removed when dropped.
+pub struct PrivateFiles {
+    dir: Option<PathBuf>,
+}
+
+impl PrivateFiles {
+    fn write(&mut self, name: &str, data: &[u8]) -> std::io::Result<PathBuf> {
+        use std::io::Write;
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        let dir = match &self.dir {
+            Some(d) => d.clone(),
+            None => {
+                use std::hash::{BuildHasher, Hasher};
+                let tag = std::collections::hash_map::RandomState::new()
+                    .build_hasher()
+                    .finish();
+                let base = std::env::var_os("RUNTIME_DIRECTORY")
+                    .map(PathBuf::from)
+                    .unwrap_or_else(std::env::temp_dir);
+                let d = base.join(format!("kubelet-labeler-sync.{tag:016x}"));
+                std::fs::DirBuilder::new().mode(0o700).create(&d)?;
+                self.dir = Some(d.clone());
+                d
+            }
+        };
+        let path = dir.join(name);
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)?;
+        f.write_all(data)?;
+        Ok(path)
+    }
+}
+
+impl Drop for PrivateFiles {
+    fn drop(&mut self) {
+        if let Some(d) = &self.dir {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}
+
+/// Read at most this much of a kubeconfig or certificate.
+const MAX_FILE: u64 = 1 << 20;
+
+fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_FILE + 1)
+        .read_to_end(&mut out)?;
+    if out.len() as u64 > MAX_FILE {
+        return Err(std::io::Error::other("larger than 1 MiB"));
+    }
+    Ok(out)
+}
+
+/// kubelet's identity: curl's files and the Node's name.
+pub struct Identity {
+    pub creds: Credentials,
+    pub node: String,
+    _files: PrivateFiles,
+}
+
+pub fn now_unix() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// Load the kubeconfig and the certificate it names, check it is a node's
+/// and valid now. Every error names the input.
+pub fn identity(path: &Path, explicit: bool, root: &Path) -> Result<Identity, String> {
+    let shown = path.display();
+    let text = read_small(path).map_err(|e| format!("kubeconfig {shown}: {e}"))?;
+    let text = String::from_utf8(text).map_err(|_| format!("kubeconfig {shown}: not UTF-8"))?;
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    let map = |p: &Path| -> PathBuf {
+        if explicit {
+            p.to_path_buf()
+        } else {
+            under(root, p)
+        }
+    };
+    let k = kubeconfig::parse(&text, dir, &map).map_err(|e| format!("kubeconfig {shown}: {e}"))?;
+    let mut files = PrivateFiles { dir: None };
+    let mut place = |what: &str, s: &Source| -> Result<(PathBuf, Vec<u8>), String> {
+        match s {
+            Source::File(p) => read_small(p)
+                .map(|b| (p.clone(), b))
+                .map_err(|e| format!("{what} {} (from kubeconfig {shown}): {e}", p.display())),
+            Source::Inline(b) => files
+                .write(what.rsplit(' ').next().unwrap_or("data"), b)
+                .map(|p| (p, b.clone()))
+                .map_err(|e| format!("writing {what} of kubeconfig {shown} for curl: {e}")),
+        }
+    };
+    let (cert_path, cert_bytes) = place("client certificate", &k.client_cert)?;
+    let (key_path, _) = place("client key", &k.client_key)?;
+    let ca = match &k.ca {
+        Some(s) => {
+            let (p, b) = place("certificate authority", s)?;
+            if super::cert::pem_block(&b, "CERTIFICATE").is_none() {
+                return Err(format!(
+                    "kubeconfig {shown}: its certificate authority holds no PEM certificate"
+                ));
+            }
+            Some(p)
+        }
+        None => None,
+    };
+    let cert_shown = match &k.client_cert {
+        Source::File(p) => p.display().to_string(),
+        Source::Inline(_) => format!("client-certificate-data of {shown}"),
+    };
+    let cert = super::cert::pem_block(&cert_bytes, "CERTIFICATE")
+        .and_then(|der| super::cert::parse_der(&der))
+        .ok_or_else(|| format!("client certificate {cert_shown}: no X.509 certificate in PEM"))?;
+    let node = super::cert::node_name(&cert)
+        .map_err(|e| format!("client certificate {cert_shown}: {e}"))?;
+    let now = now_unix();
+    if now >= cert.not_after {
+        return Err(format!(
+            "client certificate {cert_shown}: expired ({} s ago); kubelet renews it while it runs, or approve its CSR",
+            now - cert.not_after
+        ));
+    }
+    if now < cert.not_before {
+        return Err(format!(
+            "client certificate {cert_shown}: not valid yet (the clock or the certificate is wrong)"
+        ));
+    }
+    Ok(Identity {
+        creds: Credentials {
+            server: k.server,
+            ca,
+            cert: cert_path,
+            key: key_path,
+        },
+        node,
+        _files: files,
+    })
+}
+
+/// The Node as reconcile sees it.
+pub fn node_state(body: &str) -> Result<NodeState, String> {
+    let v = super::json::parse(body)?;
+    let meta = v
+        .get("metadata")
+        .ok_or("the answer is no object with metadata")?;
+    let taints = v
+        .path(&["spec", "taints"])
+        .map(|t| t.as_array().to_vec())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|t| {
+            Some(Taint {
+                key: t.get("key")?.as_str()?.to_string(),
+                value: t
+                    .get("value")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("")
+                    .to_string(),
+                effect: kubelet::TaintEffect::parse(t.get("effect")?.as_str()?)?,
+            })
+        })
+        .collect();
+    Ok(NodeState {
+        name: meta
+            .get("name")
+            .and_then(|n| n.as_str())
+            .unwrap_or("")
+            .to_string(),
+        resource_version: meta
+            .get("resourceVersion")
+            .and_then(|n| n.as_str())
+            .unwrap_or("")
+            .to_string(),
+        labels: meta
+            .get("labels")
+            .map(|l| l.string_map())
+            .unwrap_or_default(),
+        annotations: meta
+            .get("annotations")
+            .map(|l| l.string_map())
+            .unwrap_or_default(),
+        taints,
+    })
+}
+
+/// The API server's message in a Status answer.
+fn status_message(r: &Response) -> String {
+    super::json::parse(&r.body)
+        .ok()
+        .and_then(|v| v.get("message").and_then(|m| m.as_str()).map(String::from))
+        .unwrap_or_else(|| r.body.trim().chars().take(200).collect())
+}
+
+/// Random factor in [0.5, 1.5) for backoff jitter.
+fn jitter() -> f64 {
+    use std::hash::{BuildHasher, Hasher};
+    let r = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    0.5 + (r % 1000) as f64 / 1000.0
+}
+
+/// Delay before retry `n` (from 0): 1 s doubling to 32 s, with jitter.
+pub fn backoff(n: u32) -> Duration {
+    Duration::from_secs_f64(f64::from(1u32 << n.min(5)) * jitter())
+}
+
+/// How many times a conflicting write is read again and retried.
+const MAX_CONFLICTS: usize = 5;
+
+/// Reconcile the Node `name` through `api`; `sleep` waits between retries
+/// (a parameter so tests need not wait).
+pub fn sync_node(
+    api: &mut dyn Transport,
+    sleep: &mut dyn FnMut(Duration),
+    name: &str,
+    desired: &Desired,
+    policy: &Policy,
+    dry_run: bool,
+    max_wait: Duration,
+) -> Outcome {
+    let start = Instant::now();
+    let mut out = Outcome::default();
+    let mut retries = 0u32;
+    let mut conflicts = 0;
+    let path = format!("/api/v1/nodes/{name}");
+    // Retry after `why` while the budget lasts; None: give up with `why`.
+    let mut wait = |why: &str, retries: &mut u32| -> Option<()> {
+        let d = backoff(*retries);
+        if start.elapsed() + d > max_wait {
+            return None;
+        }
+        *retries += 1;
+        let _ = why;
+        sleep(d);
+        Some(())
+    };
+    let finish = |mut out: Outcome, code: i32, summary: String| {
+        out.code = code;
+        out.summary = format!("kubelet-labeler sync: node {name}: {summary}");
+        out
+    };
+    loop {
+        let got = api.request("GET", &path, None);
+        out.requests += 1;
+        let r = match got {
+            Ok(r) => r,
+            Err(Failure::Unreachable(why)) => {
+                if wait(&why, &mut retries).is_some() {
+                    continue;
+                }
+                return finish(
+                    out,
+                    EXIT_DRIFT,
+                    format!(
+                        "nothing changed: {why} (gave up after {} s)",
+                        start.elapsed().as_secs()
+                    ),
+                );
+            }
+            Err(Failure::Fatal(why)) => {
+                return finish(out, EXIT_DRIFT, format!("nothing changed: {why}"));
+            }
+        };
+        match r.status {
+            200 => {}
+            404 => {
+                if wait("", &mut retries).is_some() {
+                    continue;
+                }
+                return finish(out, EXIT_DRIFT, "nothing changed: the Node is not registered (yet); the next kubelet start syncs it".into());
+            }
+            401 | 403 => {
+                return finish(
+                    out,
+                    EXIT_DRIFT,
+                    format!(
+                        "nothing changed: the API server refused kubelet's identity ({}): {}",
+                        r.status,
+                        status_message(&r)
+                    ),
+                );
+            }
+            429 | 500..=599 => {
+                if wait("", &mut retries).is_some() {
+                    continue;
+                }
+                return finish(
+                    out,
+                    EXIT_DRIFT,
+                    format!(
+                        "nothing changed: the API server answered {} (gave up after {} s): {}",
+                        r.status,
+                        start.elapsed().as_secs(),
+                        status_message(&r)
+                    ),
+                );
+            }
+            s => {
+                return finish(
+                    out,
+                    EXIT_DRIFT,
+                    format!(
+                        "nothing changed: reading the Node: HTTP {s}: {}",
+                        status_message(&r)
+                    ),
+                );
+            }
+        }
+        let node = match node_state(&r.body) {
+            Ok(n) if n.name == name => n,
+            Ok(n) => {
+                return finish(
+                    out,
+                    EXIT_DRIFT,
+                    format!("nothing changed: the API server gave Node {:?}", n.name),
+                );
+            }
+            Err(e) => {
+                return finish(
+                    out,
+                    EXIT_DRIFT,
+                    format!("nothing changed: reading the Node: {e}"),
+                );
+            }
+        };
+        let plan = reconcile::reconcile(desired, &node, policy);
+        if dry_run {
+            out.detail = reconcile::describe(&plan);
+            let code = if plan.drift_remains() {
+                EXIT_DRIFT
+            } else {
+                EXIT_OK
+            };
+            let what = if plan.patch.is_empty() {
+                "dry run: nothing to write".to_string()
+            } else {
+                format!("dry run: would write {}", changes(&plan))
+            };
+            return finish(out, code, format!("{what}{}", drift_suffix(&plan)));
+        }
+        if plan.patch.is_empty() {
+            let code = if plan.drift_remains() {
+                EXIT_DRIFT
+            } else {
+                EXIT_OK
+            };
+            return finish(out, code, format!("up to date{}", drift_suffix(&plan)));
+        }
+        let body = plan.patch.to_json(&node.resource_version);
+        let sent = api.request(
+            "PATCH",
+            &path,
+            Some(("application/merge-patch+json", &body)),
+        );
+        out.requests += 1;
+        out.writes += 1;
+        match sent {
+            Ok(r) if r.status == 200 => {
+                if !plan.taint_drift.is_empty() {
+                    // Best effort, once per change of the derived taints.
+                    let event = event_json(name, &plan.taint_drift);
+                    let _ = api.request(
+                        "POST",
+                        "/api/v1/namespaces/default/events",
+                        Some(("application/json", &event)),
+                    );
+                    out.requests += 1;
+                    out.writes += 1;
+                }
+                let code = if plan.drift_remains() {
+                    EXIT_DRIFT
+                } else {
+                    EXIT_OK
+                };
+                return finish(
+                    out,
+                    code,
+                    format!("{}{}", changes(&plan), drift_suffix(&plan)),
+                );
+            }
+            Ok(r) if r.status == 409 && conflicts < MAX_CONFLICTS => {
+                conflicts += 1;
+                continue;
+            }
+            Ok(r) if r.status == 429 || r.status >= 500 => {
+                if wait("", &mut retries).is_some() {
+                    continue;
+                }
+                return finish(
+                    out,
+                    EXIT_DRIFT,
+                    format!(
+                        "nothing changed: the API server answered {} (gave up): {}",
+                        r.status,
+                        status_message(&r)
+                    ),
+                );
+            }
+            Ok(r) => {
+                return finish(
+                    out,
+                    EXIT_DRIFT,
+                    format!(
+                        "nothing changed: the API server refused the patch ({}): {}",
+                        r.status,
+                        status_message(&r)
+                    ),
+                );
+            }
+            Err(Failure::Unreachable(why)) => {
+                if wait(&why, &mut retries).is_some() {
+                    continue;
+                }
+                return finish(out, EXIT_DRIFT, format!("nothing changed: {why} (gave up)"));
+            }
+            Err(Failure::Fatal(why)) => {
+                return finish(out, EXIT_DRIFT, format!("nothing changed: {why}"));
+            }
+        }
+    }
+}
+
+fn changes(plan: &reconcile::Reconciled) -> String {
+    let list = |a: reconcile::Action| -> Vec<String> {
+        plan.keys
+            .iter()
+            .filter(|k| k.action == a)
+            .map(|k| match &k.derived {
+                Some(v) if a != reconcile::Action::Remove => format!("{}={v}", k.key),
+                _ => k.key.clone(),
+            })
+            .collect()
+    };
+    let mut parts = Vec::new();
+    for (a, word) in [
+        (reconcile::Action::Add, "added"),
+        (reconcile::Action::Change, "changed"),
+        (reconcile::Action::Remove, "removed"),
+        (reconcile::Action::Adopt, "adopted"),
+    ] {
+        let l = list(a);
+        if !l.is_empty() {
+            parts.push(format!("{word} {}", l.join(",")));
+        }
+    }
+    if parts.is_empty() {
+        parts.push("updated our annotations".into());
+    }
+    parts.join("; ")
+}
+
+fn drift_suffix(plan: &reconcile::Reconciled) -> String {
+    let mut out = String::new();
+    for k in plan.keys.iter().filter(|k| k.drift) {
+        out += &format!(
+            " (left {}={}: {})",
+            k.key,
+            k.node.as_deref().unwrap_or("<absent>"),
+            k.why
+        );
+    }
+    for t in &plan.taint_drift {
+        out += &format!(" ({t})");
+    }
+    out
+}
+
+/// A Warning Event on the Node (node credentials may create events).
+fn event_json(node: &str, drift: &[String]) -> String {
+    use super::json::quote;
+    let now = {
+        let s = now_unix();
+        let days = s.div_euclid(86_400);
+        let (y, m, d) = civil_from_days(days);
+        let t = s.rem_euclid(86_400);
+        format!(
+            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+            t / 3600,
+            t / 60 % 60,
+            t % 60
+        )
+    };
+    format!(
+        "{{\"apiVersion\":\"v1\",\"kind\":\"Event\",\"metadata\":{{\"generateName\":{},\"namespace\":\"default\"}},\
+\"involvedObject\":{{\"kind\":\"Node\",\"name\":{},\"uid\":{}}},\"reason\":\"TaintDrift\",\"type\":\"Warning\",\
+\"message\":{},\"source\":{{\"component\":\"kubelet-labeler\",\"host\":{}}},\"firstTimestamp\":{},\"lastTimestamp\":{},\"count\":1}}",
+        quote(&format!("{node}.")),
+        quote(node),
+        quote(node),
+        quote(&drift.join("; ")),
+        quote(node),
+        quote(&now),
+        quote(&now),
+    )
+}
+
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// A whole run: derive, identify, sync.
+pub fn run(opts: &SyncOptions) -> Outcome {
+    let derivation = match derive(opts) {
+        Ok(d) => d,
+        Err(e) => {
+            return fail(
+                EXIT_USAGE,
+                format!("kubelet-labeler sync: nothing changed: {e}"),
+            );
+        }
+    };
+    let (kubeconfig, explicit) = match &opts.kubeconfig {
+        Some(k) => (k.clone(), true),
+        None => (under(&opts.root, &derivation.kubeconfig), false),
+    };
+    let id = match identity(&kubeconfig, explicit, &opts.root) {
+        Ok(i) => i,
+        Err(e) => {
+            return fail(
+                EXIT_USAGE,
+                format!("kubelet-labeler sync: nothing changed: {e}"),
+            );
+        }
+    };
+    if let Some(name) = derivation.node_name.as_ref().filter(|n| **n != id.node) {
+        return fail(
+            EXIT_USAGE,
+            format!(
+                "kubelet-labeler sync: nothing changed: kubeconfig {}: its certificate is node {}'s, but kubelet registers as {name} (--hostname-override); give that node's kubeconfig",
+                kubeconfig.display(),
+                id.node
+            ),
+        );
+    }
+    let Some(program) = opts.curl.clone().or_else(super::transport::find_curl) else {
+        return fail(
+            EXIT_DRIFT,
+            "kubelet-labeler sync: nothing changed: curl is not installed (the sync reaches the API server through the host's curl)".into(),
+        );
+    };
+    let mut api = Curl {
+        program,
+        creds: Credentials {
+            server: id.creds.server.clone(),
+            ca: id.creds.ca.clone(),
+            cert: id.creds.cert.clone(),
+            key: id.creds.key.clone(),
+        },
+        sent: 0,
+    };
+    let mut policy = opts.policy.clone();
+    if policy.pool_label.is_none() {
+        policy.pool_label = derivation.pool_label.clone();
+    }
+    let mut out = sync_node(
+        &mut api,
+        &mut std::thread::sleep,
+        &id.node,
+        &derivation.desired,
+        &policy,
+        opts.dry_run,
+        opts.max_wait,
+    );
+    for n in &derivation.notes {
+        out.summary += &format!(" ({n})");
+    }
+    out
+}
+
+/// The node-side entry (the wrapper binary's `sync` mode): std-only
+/// argument parsing, the journal line on stderr.
+pub const NODE_USAGE: &str = "usage: kubelet-labeler-wrapper sync [--root DIR] [--unit NAME] \
+[--kubeconfig FILE] [--pool-label KEY] [--allow-pool-label] [--profile upstream|openshift] \
+[--max-wait SECONDS] [--dry-run]";
+
+pub fn parse_node_args(args: &[OsString]) -> Result<SyncOptions, String> {
+    let mut opts = SyncOptions::default();
+    let mut it = args.iter().map(|a| a.to_string_lossy().into_owned());
+    while let Some(arg) = it.next() {
+        let (name, inline) = match arg.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n.to_string(), Some(v.to_string())),
+            _ => (arg.clone(), None),
+        };
+        match name.as_str() {
+            "--dry-run" => {
+                opts.dry_run = true;
+                continue;
+            }
+            "--allow-pool-label" => {
+                opts.policy.allow_pool_label = true;
+                continue;
+            }
+            _ => {}
+        }
+        let value = inline
+            .or_else(|| it.next())
+            .ok_or_else(|| format!("{name} needs a value; {NODE_USAGE}"))?;
+        match name.as_str() {
+            "--root" => opts.root = PathBuf::from(value),
+            "--unit" => opts.unit = value,
+            "--kubeconfig" => opts.kubeconfig = Some(PathBuf::from(value)),
+            "--pool-label" => opts.policy.pool_label = Some(value).filter(|v| !v.is_empty()),
+            "--facts-root" => opts.facts_root = Some(PathBuf::from(value)),
+            "--curl" => opts.curl = Some(PathBuf::from(value)),
+            "--max-wait" => {
+                opts.max_wait = Duration::from_secs(
+                    value
+                        .parse()
+                        .map_err(|_| format!("--max-wait takes seconds, not {value:?}"))?,
+                )
+            }
+            "--profile" => {
+                opts.profile = Some(match value.as_str() {
+                    "upstream" => Profile::Upstream,
+                    "openshift" => Profile::OpenShift,
+                    other => return Err(format!("unknown profile {other:?}; {NODE_USAGE}")),
+                })
+            }
+            _ => return Err(format!("unknown argument {arg:?}; {NODE_USAGE}")),
+        }
+    }
+    Ok(opts)
+}
+
+/// `kubelet-labeler-wrapper sync ...`: one run, one journal line.
+pub fn node_main(args: &[OsString]) -> i32 {
+    let opts = match parse_node_args(args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("kubelet-labeler sync: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let out = run(&opts);
+    print_outcome(&out);
+    out.code
+}
+
+/// Detail lines on stdout, the summary on stderr; a closed pipe is no panic.
+pub fn print_outcome(out: &Outcome) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    for l in &out.detail {
+        if writeln!(stdout, "{l}").is_err() {
+            break;
+        }
+    }
+    let _ = stdout.flush();
+    let _ = writeln!(std::io::stderr(), "{}", out.summary);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::sync::reconcile::OWNED_ANNOTATION;
+
+    /// Answers from a script, recording what was sent.
+    struct Script {
+        answers: Vec<Result<Response, Failure>>,
+        sent: Vec<(String, Option<String>)>,
+    }
+
+    impl Transport for Script {
+        fn request(
+            &mut self,
+            method: &str,
+            _path: &str,
+            body: Option<(&str, &str)>,
+        ) -> Result<Response, Failure> {
+            self.sent
+                .push((method.into(), body.map(|b| b.1.to_string())));
+            if self.answers.is_empty() {
+                return Err(Failure::Fatal("script ran out".into()));
+            }
+            self.answers.remove(0)
+        }
+    }
+
+    fn ok(status: u16, body: &str) -> Result<Response, Failure> {
+        Ok(Response {
+            status,
+            body: body.into(),
+        })
+    }
+
+    fn node(rv: &str, labels: &str) -> String {
+        format!(
+            r#"{{"metadata":{{"name":"n1","resourceVersion":"{rv}","labels":{{{labels}}},"annotations":{{"{OWNED_ANNOTATION}":"example.com/a"}}}},"spec":{{}}}}"#
+        )
+    }
+
+    fn desired() -> Desired {
+        Desired {
+            labels: vec![("example.com/a".into(), "2".into())],
+            taints: Vec::new(),
+        }
+    }
+
+    fn run_script(
+        answers: Vec<Result<Response, Failure>>,
+        max_wait: u64,
+    ) -> (Outcome, Script, Vec<Duration>) {
+        let mut s = Script {
+            answers,
+            sent: Vec::new(),
+        };
+        let mut slept = Vec::new();
+        let out = sync_node(
+            &mut s,
+            &mut |d| slept.push(d),
+            "n1",
+            &desired(),
+            &Policy::default(),
+            false,
+            Duration::from_secs(max_wait),
+        );
+        (out, s, slept)
+    }
+
+    #[test]
+    fn one_get_one_patch_with_the_precondition() {
+        let (out, s, _) = run_script(
+            vec![ok(200, &node("5", r#""example.com/a":"1""#)), ok(200, "{}")],
+            60,
+        );
+        assert_eq!(out.code, EXIT_OK, "{}", out.summary);
+        assert_eq!((out.requests, out.writes), (2, 1));
+        assert_eq!(s.sent[1].0, "PATCH");
+        assert!(
+            s.sent[1]
+                .1
+                .as_deref()
+                .unwrap()
+                .contains(r#""resourceVersion":"5""#)
+        );
+        assert!(
+            out.summary.contains("changed example.com/a=2"),
+            "{}",
+            out.summary
+        );
+    }
+
+    #[test]
+    fn up_to_date_sends_no_write() {
+        let (out, s, _) = run_script(vec![ok(200, &node("5", r#""example.com/a":"2""#))], 60);
+        assert_eq!((out.code, out.writes, s.sent.len()), (EXIT_OK, 0, 1));
+        assert!(out.summary.ends_with("up to date"), "{}", out.summary);
+    }
+
+    #[test]
+    fn a_conflict_reads_again() {
+        let (out, s, _) = run_script(
+            vec![
+                ok(200, &node("5", r#""example.com/a":"1""#)),
+                ok(409, r#"{"message":"the object has been modified"}"#),
+                ok(200, &node("6", r#""example.com/a":"1""#)),
+                ok(200, "{}"),
+            ],
+            60,
+        );
+        assert_eq!(out.code, EXIT_OK, "{}", out.summary);
+        assert!(
+            s.sent[3]
+                .1
+                .as_deref()
+                .unwrap()
+                .contains(r#""resourceVersion":"6""#)
+        );
+    }
+
+    #[test]
+    fn never_loops_on_401_or_403() {
+        for status in [401, 403] {
+            let (out, s, slept) = run_script(vec![ok(status, r#"{"message":"no"}"#)], 60);
+            assert_eq!((out.code, s.sent.len(), slept.len()), (EXIT_DRIFT, 1, 0));
+            assert!(out.summary.contains("refused kubelet's identity"));
+        }
+        let (out, s, _) = run_script(
+            vec![
+                ok(200, &node("5", r#""example.com/a":"1""#)),
+                ok(403, r#"{"message":"is not allowed to modify labels"}"#),
+            ],
+            60,
+        );
+        assert_eq!((out.code, s.sent.len()), (EXIT_DRIFT, 2));
+        assert!(out.summary.contains("not allowed to modify labels"));
+    }
+
+    #[test]
+    fn unreachable_429_5xx_and_404_back_off_within_the_budget() {
+        let (out, _, slept) = run_script(
+            vec![
+                Err(Failure::Unreachable("refused".into())),
+                ok(503, ""),
+                ok(429, ""),
+                ok(404, ""),
+                ok(200, &node("5", r#""example.com/a":"2""#)),
+            ],
+            600,
+        );
+        assert_eq!(out.code, EXIT_OK, "{}", out.summary);
+        assert_eq!(slept.len(), 4);
+        // Exponential with jitter in [0.5, 1.5).
+        for (i, d) in slept.iter().enumerate() {
+            let base = f64::from(1u32 << i);
+            assert!(
+                d.as_secs_f64() >= base * 0.5 && d.as_secs_f64() < base * 1.5,
+                "{i}: {d:?}"
+            );
+        }
+        // A budget of 0: one try, then the reason.
+        let (out, s, slept) = run_script(vec![Err(Failure::Unreachable("refused".into()))], 0);
+        assert_eq!((out.code, s.sent.len(), slept.len()), (EXIT_DRIFT, 1, 0));
+        assert!(
+            out.summary.contains("nothing changed: refused"),
+            "{}",
+            out.summary
+        );
+    }
+
+    #[test]
+    fn node_args() {
+        let a = |v: &[&str]| parse_node_args(&v.iter().map(OsString::from).collect::<Vec<_>>());
+        let o = a(&[
+            "--root",
+            "/r",
+            "--pool-label=node.kubernetes.io/x",
+            "--dry-run",
+            "--max-wait",
+            "5",
+        ])
+        .unwrap();
+        assert_eq!(o.root, PathBuf::from("/r"));
+        assert_eq!(o.policy.pool_label.as_deref(), Some("node.kubernetes.io/x"));
+        assert!(o.dry_run && o.max_wait == Duration::from_secs(5));
+        assert!(a(&["--bogus"]).unwrap_err().contains("usage:"));
+        assert!(a(&["--root"]).unwrap_err().contains("needs a value"));
+    }
+
+    #[test]
+    fn event_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_454), (2026, 1, 1));
+    }
+}

@@ -1,0 +1,504 @@
+//! The service environment: `Environment=`, `EnvironmentFile=` (systemd
+//! 252's env-file grammar), and exec-time `$NAME`/`${NAME}` expansion.
+//! See systemd.exec(5) "Environment" and systemd.service(5) "Command lines".
+
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+
+use super::words::{ENV_VALUE, UNIT, extract_first_word, split};
+
+/// `[A-Za-z_][A-Za-z0-9_]*`
+pub fn name_is_valid(name: &[u8]) -> bool {
+    !name.is_empty()
+        && !name[0].is_ascii_digit()
+        && name.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_')
+}
+
+fn value_is_valid(v: &[u8]) -> bool {
+    std::str::from_utf8(v).is_ok()
+        && !v
+            .iter()
+            .any(|&c| (c < b' ' && c != b'\t' && c != b'\n') || c == 127)
+}
+
+/// Specifier expansion as a callback (keeps env.rs free of unit names).
+pub type Expand<'a> = &'a dyn Fn(&[u8]) -> Result<Vec<u8>, String>;
+
+/// One `Environment=` value: words with quotes and C escapes; an invalid
+/// word (or a bad escape: no relaxed retry here) drops the rest of the line.
+/// `expand` applies specifiers. Returns (assignments, warnings).
+pub fn parse_environment_line(
+    rvalue: &str,
+    expand: Expand,
+) -> (Vec<(String, Vec<u8>)>, Vec<String>) {
+    let mut out = Vec::new();
+    let mut warnings = Vec::new();
+    let s = rvalue.as_bytes();
+    let mut pos = 0;
+    loop {
+        let word = match extract_first_word(s, &mut pos, UNIT) {
+            Ok(Some(w)) => w,
+            Ok(None) => break,
+            Err(_) => {
+                warnings.push(format!("Invalid syntax, ignoring: {rvalue}"));
+                break;
+            }
+        };
+        let word = match expand(&word) {
+            Ok(w) => w,
+            Err(e) => {
+                warnings.push(format!(
+                    "Failed to resolve specifiers in {}: {e}",
+                    String::from_utf8_lossy(&word)
+                ));
+                continue;
+            }
+        };
+        match word.iter().position(|&c| c == b'=') {
+            Some(eq) if name_is_valid(&word[..eq]) && value_is_valid(&word[eq + 1..]) => {
+                let name = String::from_utf8_lossy(&word[..eq]).into_owned();
+                out.push((name, word[eq + 1..].to_vec()));
+            }
+            _ => warnings.push(format!(
+                "Invalid environment assignment, ignoring: {}",
+                String::from_utf8_lossy(&word)
+            )),
+        }
+    }
+    (out, warnings)
+}
+
+/// Parse an environment file (systemd 252 grammar, before v254's change to
+/// comments ending in a backslash). Later keys win; invalid names dropped.
+pub fn parse_env_file(data: &[u8]) -> Vec<(String, Vec<u8>)> {
+    #[derive(PartialEq)]
+    enum S {
+        PreKey,
+        Key,
+        PreValue,
+        Value,
+        ValueEscape,
+        Single,
+        Double,
+        DoubleEscape,
+        Comment,
+        CommentEscape,
+    }
+    let ws = |c: u8| matches!(c, b' ' | b'\t' | b'\n' | b'\r');
+    let nl = |c: u8| c == b'\n' || c == b'\r';
+    let mut out: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut state = S::PreKey;
+    let mut key: Vec<u8> = Vec::new();
+    let mut value: Vec<u8> = Vec::new();
+    let mut key_ws: Option<usize> = None;
+    let mut value_ws: Option<usize> = None;
+    let mut push =
+        |key: &mut Vec<u8>, value: &mut Vec<u8>, key_ws: Option<usize>, value_ws: Option<usize>| {
+            if let Some(k) = key_ws {
+                key.truncate(k);
+            }
+            if let Some(v) = value_ws {
+                value.truncate(v);
+            }
+            if name_is_valid(key) && std::str::from_utf8(value).is_ok() {
+                let k = String::from_utf8_lossy(key).into_owned();
+                out.retain(|(old, _)| *old != k);
+                out.push((k, std::mem::take(value)));
+            }
+            key.clear();
+            value.clear();
+        };
+    for &c in data {
+        match state {
+            S::PreKey => {
+                if c == b'#' || c == b';' {
+                    state = S::Comment;
+                } else if !ws(c) {
+                    state = S::Key;
+                    key_ws = None;
+                    key.push(c);
+                }
+            }
+            S::Key => {
+                if nl(c) {
+                    state = S::PreKey;
+                    key.clear();
+                } else if c == b'=' {
+                    state = S::PreValue;
+                    value_ws = None;
+                } else {
+                    if !ws(c) {
+                        key_ws = None;
+                    } else if key_ws.is_none() {
+                        key_ws = Some(key.len());
+                    }
+                    key.push(c);
+                }
+            }
+            S::PreValue => {
+                if nl(c) {
+                    state = S::PreKey;
+                    push(&mut key, &mut value, key_ws, None);
+                } else if c == b'\'' {
+                    state = S::Single;
+                } else if c == b'"' {
+                    state = S::Double;
+                } else if c == b'\\' {
+                    state = S::ValueEscape;
+                } else if !ws(c) {
+                    state = S::Value;
+                    value.push(c);
+                }
+            }
+            S::Value => {
+                if nl(c) {
+                    state = S::PreKey;
+                    push(&mut key, &mut value, key_ws, value_ws);
+                } else if c == b'\\' {
+                    state = S::ValueEscape;
+                    value_ws = None;
+                } else {
+                    if !ws(c) {
+                        value_ws = None;
+                    } else if value_ws.is_none() {
+                        value_ws = Some(value.len());
+                    }
+                    value.push(c);
+                }
+            }
+            S::ValueEscape => {
+                state = S::Value;
+                // An escaped newline is eaten whole.
+                if !nl(c) {
+                    value.push(c);
+                }
+            }
+            S::Single => {
+                if c == b'\'' {
+                    state = S::PreValue;
+                } else {
+                    value.push(c);
+                }
+            }
+            S::Double => {
+                if c == b'"' {
+                    state = S::PreValue;
+                } else if c == b'\\' {
+                    state = S::DoubleEscape;
+                } else {
+                    value.push(c);
+                }
+            }
+            S::DoubleEscape => {
+                state = S::Double;
+                if b"\"\\`$".contains(&c) {
+                    value.push(c);
+                } else if c != b'\n' {
+                    value.push(b'\\');
+                    value.push(c);
+                }
+            }
+            S::Comment => {
+                if c == b'\\' {
+                    state = S::CommentEscape;
+                } else if nl(c) {
+                    state = S::PreKey;
+                }
+            }
+            S::CommentEscape => state = S::Comment,
+        }
+    }
+    match state {
+        S::PreValue | S::ValueEscape | S::Single | S::Double | S::DoubleEscape => {
+            push(&mut key, &mut value, key_ws, None)
+        }
+        S::Value => push(&mut key, &mut value, key_ws, value_ws),
+        _ => {}
+    }
+    out
+}
+
+fn lookup<'a>(env: &'a [(OsString, OsString)], name: &[u8]) -> Option<&'a OsStr> {
+    env.iter()
+        .rev()
+        .find(|(k, _)| k.as_bytes() == name)
+        .map(|(_, v)| v.as_os_str())
+}
+
+/// `${NAME}` → value (or empty), `$$` → `$`; anything else stays literal.
+fn replace_env(word: &[u8], env: &[(OsString, OsString)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(word.len());
+    let mut i = 0;
+    while i < word.len() {
+        if word[i] == b'$' {
+            match word.get(i + 1) {
+                Some(b'$') => {
+                    out.push(b'$');
+                    i += 2;
+                    continue;
+                }
+                Some(b'{') => {
+                    let rest = &word[i + 2..];
+                    // `:` (as in `${A:-d}`) is syntax systemd does not do.
+                    match rest.iter().position(|&c| c == b'}' || c == b':') {
+                        Some(end) if rest[end] == b'}' => {
+                            if let Some(v) = lookup(env, &rest[..end]) {
+                                out.extend_from_slice(v.as_bytes());
+                            }
+                            i += 2 + end + 1;
+                            continue;
+                        }
+                        Some(colon) => {
+                            // Left literal up to and including the ':'.
+                            out.extend_from_slice(&word[i..i + 2 + colon + 1]);
+                            i += 2 + colon + 1;
+                            continue;
+                        }
+                        None => {
+                            out.extend_from_slice(&word[i..]);
+                            break;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        out.push(word[i]);
+        i += 1;
+    }
+    out
+}
+
+/// systemd's replace_env_argv: a word that is `$NAME` becomes the value
+/// split into words (nothing when unset); `${NAME}` in a word is replaced
+/// as is. argv[0] is included; the executable path never is.
+pub fn replace_env_argv(argv: &[Vec<u8>], env: &[(OsString, OsString)]) -> Vec<Vec<u8>> {
+    let mut out = Vec::with_capacity(argv.len());
+    for word in argv {
+        if word.first() == Some(&b'$') && !matches!(word.get(1), Some(b'{') | Some(b'$')) {
+            if let Some(v) = lookup(env, &word[1..]) {
+                // RELAX splitting never fails.
+                out.extend(split(v.as_bytes(), ENV_VALUE).unwrap_or_default());
+            }
+            continue;
+        }
+        out.push(replace_env(word, env));
+    }
+    out
+}
+
+/// The built-in search path for relative executables (not `$PATH`).
+pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Find the file systemd would exec for `path` (as written), under `root`.
+/// Returns the node path.
+pub fn resolve_executable(
+    path: &OsStr,
+    search: Option<&[PathBuf]>,
+    root: &Path,
+) -> anyhow::Result<PathBuf> {
+    let under = |p: &Path| super::search::contained(root, p).unwrap_or_default();
+    let p = Path::new(path);
+    if p.is_absolute() {
+        if is_executable(&under(p)) {
+            return Ok(p.to_path_buf());
+        }
+        anyhow::bail!("{} is not an executable file", p.display());
+    }
+    let default: Vec<PathBuf> = DEFAULT_PATH.split(':').map(PathBuf::from).collect();
+    let dirs = search.unwrap_or(&default);
+    for dir in dirs {
+        let candidate = dir.join(p);
+        if is_executable(&under(&candidate)) {
+            return Ok(candidate);
+        }
+    }
+    anyhow::bail!(
+        "{} not found in {}",
+        p.display(),
+        dirs.iter()
+            .map(|d| d.display().to_string())
+            .collect::<Vec<_>>()
+            .join(":")
+    )
+}
+
+/// Expand a glob pattern with `*`, `?` and `[...]` in the last component
+/// only; sorted. Patterns in directories are rare enough to refuse.
+pub fn glob(root: &Path, pattern: &str) -> Vec<PathBuf> {
+    let node = Path::new(pattern);
+    let has_meta = |s: &str| s.contains(['*', '?', '[']);
+    let contained = |node: &Path| super::search::contained(root, node);
+    if !has_meta(pattern) {
+        return if contained(node).is_ok_and(|p| p.exists()) {
+            vec![node.to_path_buf()]
+        } else {
+            vec![]
+        };
+    }
+    let (Some(dir), Some(name)) = (node.parent(), node.file_name().and_then(|n| n.to_str())) else {
+        return vec![];
+    };
+    if has_meta(&dir.to_string_lossy()) {
+        return vec![];
+    }
+    let Ok(entries) = contained(dir).and_then(|d| crate::node::nodefs::names(&d, usize::MAX))
+    else {
+        return vec![];
+    };
+    let mut out: Vec<PathBuf> = entries
+        .into_iter()
+        .filter_map(|n| n.into_string().ok())
+        .filter(|n| !n.starts_with('.') && glob_match(name.as_bytes(), n.as_bytes()))
+        .map(|n| dir.join(n))
+        .collect();
+    out.sort();
+    out
+}
+
+fn glob_match(p: &[u8], s: &[u8]) -> bool {
+    match (p.first(), s.first()) {
+        (None, None) => true,
+        (Some(b'*'), _) => glob_match(&p[1..], s) || (!s.is_empty() && glob_match(p, &s[1..])),
+        (Some(b'?'), Some(_)) => glob_match(&p[1..], &s[1..]),
+        (Some(b'['), Some(&c)) => match p.iter().position(|&x| x == b']') {
+            Some(end) if end > 1 => {
+                let set = &p[1..end];
+                let (neg, set) = match set.first() {
+                    Some(b'!') | Some(b'^') => (true, &set[1..]),
+                    _ => (false, set),
+                };
+                let mut hit = false;
+                let mut i = 0;
+                while i < set.len() {
+                    if i + 2 < set.len() && set[i + 1] == b'-' {
+                        hit |= set[i] <= c && c <= set[i + 2];
+                        i += 3;
+                    } else {
+                        hit |= set[i] == c;
+                        i += 1;
+                    }
+                }
+                hit != neg && glob_match(&p[end + 1..], &s[1..])
+            }
+            _ => c == b'[' && glob_match(&p[1..], &s[1..]),
+        },
+        (Some(&a), Some(&b)) => a == b && glob_match(&p[1..], &s[1..]),
+        _ => false,
+    }
+}
+
+/// Merge `add` into `env`; a later name replaces an earlier one.
+pub fn merge(
+    env: &mut Vec<(OsString, OsString)>,
+    add: impl IntoIterator<Item = (String, Vec<u8>)>,
+) {
+    for (k, v) in add {
+        let k = OsString::from(k);
+        env.retain(|(old, _)| *old != k);
+        env.push((k, OsString::from_vec(v)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(v: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+        v.iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+            .collect()
+    }
+
+    fn expand(words: &str, e: &[(OsString, OsString)]) -> Vec<String> {
+        let argv: Vec<Vec<u8>> = words.split(' ').map(|w| w.as_bytes().to_vec()).collect();
+        replace_env_argv(&argv, e)
+            .into_iter()
+            .map(|w| String::from_utf8(w).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn dollar_rules() {
+        let e = env(&[("FOO", "foo"), ("BAR", "b a r")]);
+        assert_eq!(
+            expand(
+                "$FOO/x pre$FOO ${FOO}/x $$FOO $$ $ a$$b ${FOO:-d} $FOO$BAR $BAR ${FOO}${BAR} ${ FOO} $FOO_ ${FOO",
+                &e
+            ),
+            [
+                "pre$FOO",
+                "foo/x",
+                "$FOO",
+                "$",
+                "a$b",
+                "${FOO:-d}",
+                "b",
+                "a",
+                "r",
+                "foob a r",
+                "${",
+                "FOO}",
+                "${FOO"
+            ]
+        );
+        let e = env(&[("A", "1")]);
+        assert_eq!(expand("$A${A} ${A}$A $$A$A", &e), ["1$A", "$A$A"]);
+        assert_eq!(
+            expand("[ $UNDEF ${UNDEF} x${UNDEF}y ]", &env(&[])),
+            ["[", "", "xy", "]"]
+        );
+    }
+
+    #[test]
+    fn environment_line() {
+        let id = |w: &[u8]| Ok(w.to_vec());
+        let (v, _) = parse_environment_line(r#"ONE='one' "TWO='two two' too" THREE="#, &id);
+        assert_eq!(v[1], ("TWO".to_string(), b"'two two' too".to_vec()));
+        assert_eq!(v[2], ("THREE".to_string(), vec![]));
+        let (v, w) = parse_environment_line(r#"A=1 "B=\d" C=3"#, &id);
+        assert_eq!(v.len(), 1);
+        assert!(!w.is_empty());
+    }
+
+    #[test]
+    fn env_file_grammar() {
+        let text = "A=plain value  \n B = spaced\nC=\"double \\\"quoted\\\" $x \\n \\\\ end\"\n\
+                    D='single \\n $x \\'\nE=unquoted\\ with\\ escapes\\nx41\nF=\"multi\nline\"\n\
+                    G=contin\\\nued\nH=\"x\" y\nexport I=x\n# comment \\\nM=swallowed\nL=#notcomment\n\
+                    N='a'\"b\"\nO=a\"b\"c\n9BAD=x\nK=first\nK=second";
+        let got: Vec<(String, String)> = parse_env_file(text.as_bytes())
+            .into_iter()
+            .map(|(k, v)| (k, String::from_utf8(v).unwrap()))
+            .collect();
+        let get = |k: &str| got.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("A"), Some("plain value"));
+        assert_eq!(get("B"), Some("spaced"));
+        assert_eq!(get("C"), Some("double \"quoted\" $x \\n \\ end"));
+        assert_eq!(get("D"), Some("single \\n $x \\"));
+        assert_eq!(get("E"), Some("unquoted with escapesnx41"));
+        assert_eq!(get("F"), Some("multi\nline"));
+        assert_eq!(get("G"), Some("continued"));
+        assert_eq!(get("H"), Some("xy"));
+        assert_eq!(get("I"), None);
+        assert_eq!(get("M"), None);
+        assert_eq!(get("L"), Some("#notcomment"));
+        assert_eq!(get("N"), Some("ab"));
+        assert_eq!(get("O"), Some("a\"b\"c"));
+        assert_eq!(get("K"), Some("second"));
+    }
+
+    #[test]
+    fn glob_matching() {
+        assert!(glob_match(b"*.env", b"a.env"));
+        assert!(!glob_match(b"*.env", b"a.conf"));
+        assert!(glob_match(b"a?[0-9]", b"ab7"));
+        assert!(!glob_match(b"a[!0-9]", b"a7"));
+    }
+}

@@ -1,0 +1,618 @@
+//! systemd unit resolution: search path, drop-ins, unit-file syntax,
+//! `ExecStart=` parsing, specifiers, `Environment=`/`EnvironmentFile=` and
+//! exec-time `$VAR` expansion. Knows nothing of kubelet.
+//! See systemd.unit(5), systemd.service(5), systemd.exec(5), systemd.syntax(7).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+
+pub mod env;
+pub mod exec;
+pub mod search;
+pub mod specifier;
+pub mod syntax;
+pub mod words;
+
+pub use env::{replace_env_argv, resolve_executable};
+pub use specifier::{Host, SpecifierValues};
+
+/// Where units are looked for. `dirs` are node paths (as systemd sees them),
+/// looked up under `root`.
+#[derive(Debug, Clone)]
+pub struct UnitPaths {
+    pub root: PathBuf,
+    pub dirs: Vec<PathBuf>,
+}
+
+impl UnitPaths {
+    /// The system manager's search path (systemd 252 on Debian), under `root`.
+    pub fn system(root: &Path) -> Self {
+        UnitPaths {
+            root: root.to_path_buf(),
+            dirs: search::SYSTEM_UNIT_PATH.iter().map(PathBuf::from).collect(),
+        }
+    }
+
+    /// A colon-separated list in `$SYSTEMD_UNIT_PATH` style (a trailing `:`
+    /// appends the default list), under `root`.
+    pub fn from_list(root: &Path, list: &str) -> Self {
+        let mut dirs: Vec<PathBuf> = list
+            .split(':')
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .collect();
+        if list.ends_with(':') {
+            dirs.extend(search::SYSTEM_UNIT_PATH.iter().map(PathBuf::from));
+        }
+        UnitPaths {
+            root: root.to_path_buf(),
+            dirs,
+        }
+    }
+}
+
+/// One `ExecStart=` command after parsing and specifier expansion, before
+/// `$VAR` expansion. Bytes, because systemd allows any byte via `\xHH`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecCommand {
+    /// The executable as written (after specifiers).
+    pub path: Vec<u8>,
+    /// argv including argv[0] (the path, or the `@` token).
+    pub argv: Vec<Vec<u8>>,
+    /// `-`
+    pub ignore_failure: bool,
+    /// `@`
+    pub argv0_given: bool,
+    /// `:`
+    pub no_env_expand: bool,
+    /// `+`, `!` or `!!`, as written.
+    pub privilege_prefix: Option<String>,
+}
+
+/// The service as systemd would load it.
+#[derive(Debug, Clone, Default)]
+pub struct LoadedService {
+    /// Node path of the fragment; None when only drop-ins exist.
+    pub fragment: Option<PathBuf>,
+    /// Node paths of the drop-ins that apply, in application order.
+    pub dropins: Vec<PathBuf>,
+    /// Of those, the ones left out (`skip_dropin`, `skip_running`).
+    pub skipped: Vec<PathBuf>,
+    pub exec_start: Vec<ExecCommand>,
+    /// `Type=` as written (None = default).
+    pub service_type: Option<String>,
+    /// `Environment=` after folding, in order.
+    pub environment: Vec<(String, Vec<u8>)>,
+    /// `EnvironmentFile=` entries: (node path or glob, optional via `-`).
+    pub environment_files: Vec<(String, bool)>,
+    pub unset_environment: Vec<String>,
+    pub exec_search_path: Option<Vec<PathBuf>>,
+    pub syslog_identifier: Option<String>,
+    /// Non-fatal problems systemd would log.
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// Basename of a drop-in to leave out (the wrapper's own).
+    pub skip_dropin: Option<String>,
+    /// Leave out, too, every drop-in whose `ExecStart=` runs this program:
+    /// copies of the wrapper's drop-in under other names.
+    pub skip_running: Option<Program>,
+    /// Specifier values to use instead of the system manager's.
+    pub specifiers: Option<specifier::Host>,
+}
+
+/// A program known by its file, as `skip_running` looks for it.
+#[derive(Debug, Clone, Default)]
+pub struct Program {
+    /// (st_dev, st_ino) of the file, as `stat` follows links to it.
+    pub ids: Vec<(u64, u64)>,
+    /// Node paths that are it though the tree may not hold the file (a
+    /// tree laid out from MachineConfigs).
+    pub path_is: Option<fn(&Path) -> bool>,
+    /// What to call it in errors ("the wrapper").
+    pub what: &'static str,
+}
+
+impl Program {
+    /// The program this process runs (`/proc/self/exe`); None without /proc.
+    pub fn this_process(what: &'static str) -> Option<Program> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata("/proc/self/exe").ok()?;
+        Some(Program {
+            ids: vec![(m.dev(), m.ino())],
+            path_is: None,
+            what,
+        })
+    }
+
+    /// Whether the node path `exe` (under `root`) is this program: one
+    /// `stat` when it is absolute.
+    pub fn is(&self, root: &Path, exe: &Path, search: Option<&[PathBuf]>) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        if self.path_is.is_some_and(|f| f(exe)) {
+            return true;
+        }
+        if self.ids.is_empty() {
+            return false;
+        }
+        let node = if exe.is_absolute() {
+            exe.to_path_buf()
+        } else {
+            match resolve_executable(exe.as_os_str(), search, root) {
+                Ok(p) => p,
+                Err(_) => return false,
+            }
+        };
+        search::contained(root, &node)
+            .and_then(std::fs::metadata)
+            .is_ok_and(|m| self.ids.contains(&(m.dev(), m.ino())))
+    }
+}
+
+/// Whether a unit file's `[Service]` section sets an `ExecStart=` command
+/// that runs `program`.
+fn runs(
+    parsed: &syntax::Parsed,
+    program: &Program,
+    spec: &SpecifierValues,
+    root: &Path,
+    search: Option<&[PathBuf]>,
+) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    parsed
+        .assignments
+        .iter()
+        .filter(|a| a.section == "Service" && a.key == "ExecStart" && !a.value.is_empty())
+        .any(|a| match exec::parse_exec(&a.value, spec) {
+            exec::ExecLine::Append { commands, .. } => commands.iter().any(|c| {
+                program.is(
+                    root,
+                    Path::new(std::ffi::OsStr::from_bytes(&c.path)),
+                    search,
+                )
+            }),
+            exec::ExecLine::Reset => false,
+        })
+}
+
+/// A unit file or drop-in's bytes as systemd reads them (masked: none).
+pub fn read_node(paths: &UnitPaths, node: &Path) -> std::io::Result<Vec<u8>> {
+    let path = search::contained_entry(&paths.root, node)?;
+    // Not a link (the usual case): masked only when empty, which reads as
+    // nothing anyway; is_masked and resolve would lstat it twice more.
+    if let Ok(m) = std::fs::symlink_metadata(&path)
+        && !m.file_type().is_symlink()
+    {
+        // A device is never read: /dev/zero would not end.
+        if search::null_or_empty(&m) {
+            return Ok(Vec::new());
+        }
+        return crate::node::nodefs::read(&path);
+    }
+    // A drop-in linked to /dev/null (or another device) masks its name and
+    // says nothing.
+    if search::is_masked(&paths.root, node) {
+        return Ok(Vec::new());
+    }
+    let real = search::resolve(&paths.root, node).unwrap_or_else(|| node.to_path_buf());
+    crate::node::nodefs::read(&search::contained(&paths.root, &real)?)
+}
+
+/// Load `unit` as systemd would: fragment, then drop-ins in order; the
+/// `ExecStart=` list folded, and the checks of service_verify.
+pub fn load_service(
+    paths: &UnitPaths,
+    unit: &str,
+    opts: &LoadOptions,
+) -> anyhow::Result<LoadedService> {
+    if search::split_name(unit).is_none() {
+        bail!("{unit:?} is not a unit name");
+    }
+    let files = search::find(&paths.root, &paths.dirs, unit);
+    if files.masked {
+        bail!("{unit} is masked");
+    }
+    let mut svc = LoadedService {
+        fragment: files.fragment.clone(),
+        dropins: files.dropins.clone(),
+        ..Default::default()
+    };
+    // Drop-ins alone do not make a unit: systemd says not-found.
+    if svc.fragment.is_none() {
+        bail!(
+            "{unit} not found in {}",
+            paths
+                .dirs
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(":")
+        );
+    }
+    let spec = SpecifierValues {
+        host: opts.specifiers.clone().unwrap_or(specifier::Host::System {
+            root: paths.root.clone(),
+            live: paths.root == Path::new("/"),
+        }),
+        unit: unit.to_string(),
+        fragment: files.fragment.clone(),
+    };
+    let mut sources: Vec<(PathBuf, bool)> = Vec::new();
+    if let Some(f) = &files.fragment {
+        sources.push((f.clone(), true));
+    }
+    for d in &files.dropins {
+        if opts
+            .skip_dropin
+            .as_deref()
+            .is_some_and(|skip| d.file_name().is_some_and(|n| n == skip))
+        {
+            svc.skipped.push(d.clone());
+            continue;
+        }
+        sources.push((d.clone(), false));
+    }
+    // The file that set the `ExecStart=` commands last.
+    let mut exec_from: Option<PathBuf> = None;
+    for (node, is_fragment) in sources {
+        let data =
+            read_node(paths, &node).with_context(|| format!("reading {}", node.display()))?;
+        let name = node.display().to_string();
+        let parsed = syntax::parse(&data, &name);
+        let sets_exec = parsed
+            .assignments
+            .iter()
+            .any(|a| a.section == "Service" && a.key == "ExecStart" && !a.value.is_empty());
+        if sets_exec
+            && !is_fragment
+            && let Some(program) = &opts.skip_running
+            && runs(
+                &parsed,
+                program,
+                &spec,
+                &paths.root,
+                svc.exec_search_path.as_deref(),
+            )
+        {
+            svc.skipped.push(node);
+            continue;
+        }
+        if sets_exec {
+            exec_from = Some(node.clone());
+        }
+        svc.warnings.extend(parsed.warnings.iter().cloned());
+        let mut fatal = parsed.fatal.clone();
+        if fatal.is_none() {
+            for a in &parsed.assignments {
+                if a.section != "Service" {
+                    continue;
+                }
+                if let Err(e) = apply_assignment(&mut svc, a, &spec) {
+                    fatal = Some(format!("{name}:{}: {e}", a.line));
+                    break;
+                }
+            }
+        } else {
+            // What came before the fatal line still applies.
+            for a in &parsed.assignments {
+                if a.section == "Service"
+                    && let Err(e) = apply_assignment(&mut svc, a, &spec)
+                {
+                    svc.warnings.push(e);
+                    break;
+                }
+            }
+        }
+        if let Some(e) = fatal {
+            if is_fragment {
+                bail!("{unit} failed to load: {e}");
+            }
+            svc.warnings
+                .push(format!("{e}; the rest of this drop-in is ignored"));
+        }
+    }
+    if let Some(program) = &opts.skip_running {
+        use std::os::unix::ffi::OsStrExt;
+        let what = program.what;
+        let runs_it = |c: &ExecCommand| {
+            let exe = Path::new(std::ffi::OsStr::from_bytes(&c.path));
+            program.is(&paths.root, exe, svc.exec_search_path.as_deref())
+        };
+        let file = exec_from.as_deref().or(svc.fragment.as_deref());
+        let why = if svc.exec_start.is_empty() && !svc.skipped.is_empty() {
+            Some("no ExecStart= is left".to_string())
+        } else if let Some(file) = file
+            && svc.exec_start.iter().any(runs_it)
+        {
+            Some(format!("{} runs {what} too", file.display()))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            let mut left_out = String::new();
+            for p in &svc.skipped {
+                if !left_out.is_empty() {
+                    left_out += ", ";
+                }
+                left_out += &p.display().to_string();
+            }
+            bail!(
+                "nothing to start beneath {what}: {why}, and the drop-ins that run it are left out ({left_out}); give the unit its own command"
+            );
+        }
+    }
+    let oneshot = svc.service_type.as_deref() == Some("oneshot");
+    if svc.exec_start.len() > 1 && !oneshot {
+        bail!(
+            "{unit}: Service has more than one ExecStart= setting, which is only allowed for Type=oneshot services. Refusing."
+        );
+    }
+    if svc.exec_start.is_empty() && !oneshot {
+        bail!("{unit}: Service has no ExecStart= setting. Refusing.");
+    }
+    Ok(svc)
+}
+
+/// One `[Service]` assignment. Err = a fatal error for the file.
+fn apply_assignment(
+    svc: &mut LoadedService,
+    a: &syntax::Assignment,
+    spec: &SpecifierValues,
+) -> Result<(), String> {
+    let expand = |w: &[u8]| spec.expand(w);
+    match a.key.as_str() {
+        "ExecStart" => match exec::parse_exec(&a.value, spec) {
+            exec::ExecLine::Reset => svc.exec_start.clear(),
+            exec::ExecLine::Append {
+                commands,
+                warnings,
+                error,
+                fatal,
+            } => {
+                svc.exec_start.extend(commands);
+                svc.warnings.extend(warnings);
+                if let Some(e) = error {
+                    if fatal {
+                        return Err(e);
+                    }
+                    svc.warnings.push(format!("{e}, ignoring"));
+                }
+            }
+        },
+        "Type" => svc.service_type = Some(a.value.clone()),
+        "Environment" => {
+            if a.value.is_empty() {
+                svc.environment.clear();
+            } else {
+                let (vars, warnings) = env::parse_environment_line(&a.value, &expand);
+                svc.warnings.extend(warnings);
+                for (k, v) in vars {
+                    svc.environment.retain(|(old, _)| *old != k);
+                    svc.environment.push((k, v));
+                }
+            }
+        }
+        "EnvironmentFile" => {
+            if a.value.is_empty() {
+                svc.environment_files.clear();
+            } else {
+                let v = String::from_utf8_lossy(&spec.expand(a.value.as_bytes())?).into_owned();
+                let (optional, path) = match v.strip_prefix('-') {
+                    Some(p) => (true, p.to_string()),
+                    None => (false, v),
+                };
+                // systemd's path_simplify_and_warn: a `..` is refused, not
+                // followed (to the host's files, offline).
+                if !path.starts_with('/') {
+                    svc.warnings.push(format!(
+                        "EnvironmentFile= path is not absolute, ignoring: {path}"
+                    ));
+                } else if path.split('/').any(|c| c == "..") {
+                    svc.warnings.push(format!(
+                        "EnvironmentFile= path is not normalized, ignoring: {path}"
+                    ));
+                } else {
+                    svc.environment_files.push((path, optional));
+                }
+            }
+        }
+        "UnsetEnvironment" => {
+            if a.value.is_empty() {
+                svc.unset_environment.clear();
+            } else {
+                for w in words::split(a.value.as_bytes(), words::UNIT).unwrap_or_default() {
+                    svc.unset_environment
+                        .push(String::from_utf8_lossy(&expand(&w)?).into_owned());
+                }
+            }
+        }
+        "ExecSearchPath" => {
+            if a.value.is_empty() {
+                svc.exec_search_path = None;
+            } else {
+                let v = String::from_utf8_lossy(&spec.expand(a.value.as_bytes())?).into_owned();
+                svc.exec_search_path = Some(
+                    v.split(':')
+                        .filter(|d| !d.is_empty())
+                        .map(PathBuf::from)
+                        .collect(),
+                );
+            }
+        }
+        "SyslogIdentifier" => {
+            svc.syslog_identifier =
+                Some(String::from_utf8_lossy(&spec.expand(a.value.as_bytes())?).into_owned());
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Exec-time `$NAME`/`${NAME}` expansion of argv (systemd's
+/// replace_env_argv), unless the command has `:`.
+pub fn expand_argv(cmd: &ExecCommand, env: &[(OsString, OsString)]) -> Vec<Vec<u8>> {
+    if cmd.no_env_expand {
+        return cmd.argv.clone();
+    }
+    env::replace_env_argv(&cmd.argv, env)
+}
+
+/// The environment systemd would give the service, offline: the manager's
+/// (`manager_env`), then `Environment=`, then the `EnvironmentFile=`s read
+/// under the root, minus `UnsetEnvironment=`.
+pub fn offline_environment(
+    svc: &LoadedService,
+    root: &Path,
+    manager_env: &[(OsString, OsString)],
+) -> anyhow::Result<Vec<(OsString, OsString)>> {
+    let mut out: Vec<(OsString, OsString)> = manager_env.to_vec();
+    env::merge(&mut out, svc.environment.iter().cloned());
+    for (pattern, optional) in &svc.environment_files {
+        let matches = env::glob(root, pattern);
+        if matches.is_empty() {
+            if *optional {
+                continue;
+            }
+            bail!(
+                "EnvironmentFile={pattern} does not exist under {}; systemd would fail the start",
+                root.display()
+            );
+        }
+        for m in matches {
+            let data = match search::contained(root, &m).and_then(|p| crate::node::nodefs::read(&p))
+            {
+                Ok(d) => d,
+                Err(_) if *optional => continue,
+                Err(e) => return Err(e).with_context(|| format!("reading {}", m.display())),
+            };
+            env::merge(&mut out, env::parse_env_file(&data));
+        }
+    }
+    out.retain(|(k, v)| {
+        !svc.unset_environment
+            .iter()
+            .any(|u| match u.split_once('=') {
+                Some((name, value)) => k == name && v == value,
+                None => k == u.as_str(),
+            })
+    });
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A device is never read (systemd would hang on a drop-in linked to
+    /// /dev/zero, and masks a unit file linked to any device).
+    #[test]
+    fn devices_read_as_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        let units = r.join("etc/systemd/system");
+        std::fs::create_dir_all(units.join("k.service.d")).unwrap();
+        // The tree holds no /dev: the node's devices are not in it.
+        std::fs::write(units.join("k.service"), "[Service]\nExecStart=/bin/k\n").unwrap();
+        std::os::unix::fs::symlink("/dev/zero", units.join("k.service.d/50-zero.conf")).unwrap();
+        let paths = UnitPaths::system(r);
+        let svc = load_service(&paths, "k.service", &LoadOptions::default()).unwrap();
+        assert_eq!(svc.exec_start[0].path, b"/bin/k");
+        std::fs::remove_file(units.join("k.service")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", units.join("k.service")).unwrap();
+        let e = load_service(&paths, "k.service", &LoadOptions::default()).unwrap_err();
+        assert_eq!(e.to_string(), "k.service is masked");
+        // At boot (root /) the host's devices are the node's.
+        let at_boot = UnitPaths {
+            root: PathBuf::from("/"),
+            dirs: vec![units.clone()],
+        };
+        let e = load_service(&at_boot, "k.service", &LoadOptions::default()).unwrap_err();
+        assert_eq!(e.to_string(), "k.service is masked");
+        std::fs::remove_file(units.join("k.service")).unwrap();
+        std::fs::write(units.join("k.service"), "[Service]\nExecStart=/bin/k\n").unwrap();
+        let svc = load_service(&at_boot, "k.service", &LoadOptions::default()).unwrap();
+        assert_eq!(svc.exec_start[0].path, b"/bin/k");
+    }
+
+    /// Drop-ins that run the program are left out wherever they sort; a
+    /// unit that runs it with none of them left is an error naming files.
+    #[test]
+    fn drop_ins_running_the_program_are_left_out() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        let write = |p: &str, text: &str| {
+            let p = search::under(r, Path::new(p));
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        write("/bin/k", "");
+        write("/bin/w", "");
+        std::os::unix::fs::symlink("w", r.join("bin/w-link")).unwrap();
+        let m = std::fs::metadata(r.join("bin/w")).unwrap();
+        let opts = LoadOptions {
+            skip_dropin: Some("zz-ours.conf".into()),
+            skip_running: Some(Program {
+                ids: vec![(m.dev(), m.ino())],
+                path_is: None,
+                what: "the wrapper",
+            }),
+            ..Default::default()
+        };
+        let unit = "/etc/systemd/system/k.service";
+        let dropins = "/etc/systemd/system/k.service.d";
+        write(unit, "[Service]\nExecStart=/bin/k --v=2\n");
+        let wrapper = "[Service]\nExecStart=\nExecStart=/bin/w --unit %n\n";
+        write(&format!("{dropins}/zz-ours.conf"), wrapper);
+        write(&format!("{dropins}/50-old.conf"), wrapper);
+        write(
+            &format!("{dropins}/zzz-copy.conf"),
+            "[Service]\nExecStart=\nExecStart=/bin/w-link\n",
+        );
+        let paths = UnitPaths::system(r);
+        let svc = load_service(&paths, "k.service", &opts).unwrap();
+        assert_eq!(svc.exec_start.len(), 1);
+        assert_eq!(svc.exec_start[0].path, b"/bin/k");
+        let skipped: Vec<String> = svc
+            .skipped
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        assert_eq!(
+            skipped,
+            [
+                format!("{dropins}/zz-ours.conf"),
+                format!("{dropins}/50-old.conf"),
+                format!("{dropins}/zzz-copy.conf"),
+            ]
+        );
+        // Without `skip_running`, the last copy wins, as systemd has it.
+        let plain = LoadOptions {
+            skip_running: None,
+            ..opts.clone()
+        };
+        let svc = load_service(&paths, "k.service", &plain).unwrap();
+        assert_eq!(svc.exec_start[0].path, b"/bin/w-link");
+
+        write(unit, "[Service]\nExecStart=/bin/w --unit %n\n");
+        let e = format!(
+            "{:#}",
+            load_service(&paths, "k.service", &opts).unwrap_err()
+        );
+        assert!(
+            e.starts_with("nothing to start beneath the wrapper: /etc/systemd/system/k.service runs the wrapper too")
+                && e.contains("zzz-copy.conf"),
+            "{e}"
+        );
+        write(unit, "[Service]\nType=simple\n");
+        let e = format!(
+            "{:#}",
+            load_service(&paths, "k.service", &opts).unwrap_err()
+        );
+        assert!(e.contains("no ExecStart= is left"), "{e}");
+    }
+}

@@ -1,0 +1,574 @@
+//! Which files make up a unit: the fragment from the search path, the
+//! drop-in directories, and which `.conf` files apply in which order.
+//! See systemd.unit(5) "Unit File Load Path" and "Description" (drop-ins).
+
+use std::path::{Path, PathBuf};
+
+use crate::node::sorted::SortedMap;
+
+/// The system manager's search path of systemd 252 on Debian, highest
+/// priority first (`systemd-analyze unit-paths`).
+pub const SYSTEM_UNIT_PATH: &[&str] = &[
+    "/etc/systemd/system.control",
+    "/run/systemd/system.control",
+    "/run/systemd/transient",
+    "/run/systemd/generator.early",
+    "/etc/systemd/system",
+    "/etc/systemd/system.attached",
+    "/run/systemd/system",
+    "/run/systemd/system.attached",
+    "/run/systemd/generator",
+    "/usr/local/lib/systemd/system",
+    "/lib/systemd/system",
+    "/usr/lib/systemd/system",
+    "/run/systemd/generator.late",
+];
+
+/// A node path under `root`.
+pub fn under(root: &Path, node: &Path) -> PathBuf {
+    root.join(node.strip_prefix("/").unwrap_or(node))
+}
+
+/// Follow symlinks of a node path inside `root` (absolute targets are
+/// node paths). Returns the final node path, or None for a dangling link.
+pub fn resolve(root: &Path, node: &Path) -> Option<PathBuf> {
+    let mut current = node.to_path_buf();
+    for _ in 0..32 {
+        let entry = contained_entry(root, &current).ok()?;
+        let meta = match std::fs::symlink_metadata(&entry) {
+            Ok(meta) => meta,
+            Err(_) if node_device(root, &current) => return Some(current),
+            Err(_) => return None,
+        };
+        if !meta.file_type().is_symlink() {
+            return Some(current);
+        }
+        let target = std::fs::read_link(&entry).ok()?;
+        current = if target.is_absolute() {
+            target
+        } else {
+            current.parent()?.join(target)
+        };
+        if current == Path::new("/dev/null") {
+            return Some(current);
+        }
+    }
+    None
+}
+
+/// The node path `node` really is, with every symlink along it followed
+/// inside `root`.
+pub fn canonical(root: &Path, node: &Path) -> PathBuf {
+    canonical_with(root, node, &mut Vec::new()).0
+}
+
+/// Whether the kernel may resolve node paths under `root` as they are:
+/// at this machine's `/` it resolves them as the node does. So does the
+/// wrapper's build (no `cli` feature) under any root: it runs at boot on
+/// `/`, and on test trees that are ours, so the boot path gets no syscall
+/// or byte for containment (the benches' `--root` trees included).
+fn is_host_root(root: &Path) -> bool {
+    #[cfg(not(feature = "cli"))]
+    return {
+        let _ = root;
+        true
+    };
+    #[cfg(feature = "cli")]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        root.as_os_str().as_bytes() == b"/"
+    }
+}
+
+fn too_many_links(root: &Path, node: &Path) -> std::io::Error {
+    std::io::Error::other(format!(
+        "{}: too many levels of symbolic links in the tree at {}",
+        node.display(),
+        root.display()
+    ))
+}
+
+/// Where node path `node` of the tree at `root` is on this machine, every
+/// symlink on the way (the last component's too) followed inside `root`:
+/// an absolute target starts at `root`, `..` stops there. What is opened
+/// at the answer is what the node would open, and never a file outside the
+/// tree (a `..` or an absolute link in an untrusted `--root` or in a tree
+/// laid out from MachineConfigs reads the tree's file, not the host's). At
+/// `/` it is [`under`]'s answer, without a syscall.
+pub fn contained(root: &Path, node: &Path) -> std::io::Result<PathBuf> {
+    if is_host_root(root) {
+        return Ok(under(root, node));
+    }
+    match canonical_with(root, node, &mut Vec::new()) {
+        (c, true) => Ok(under(root, &c)),
+        (_, false) => Err(too_many_links(root, node)),
+    }
+}
+
+/// [`contained`] for the directory `node` is in, the last component kept:
+/// for `lstat` and `readlink` of the entry itself.
+pub fn contained_entry(root: &Path, node: &Path) -> std::io::Result<PathBuf> {
+    if is_host_root(root) {
+        return Ok(under(root, node));
+    }
+    // `..` and `.` name no entry; canonical takes them as a walk.
+    let name = match node.components().next_back() {
+        Some(std::path::Component::Normal(name)) => name,
+        _ => return contained(root, node),
+    };
+    let dir = node.parent().unwrap_or(Path::new("/"));
+    Ok(contained(root, dir)?.join(name))
+}
+
+/// What readlink said of a node path (under the root, as the kernel
+/// resolves it).
+#[derive(Debug, Clone)]
+enum Link {
+    To(PathBuf),
+    /// There, or unreadable: not a link.
+    Plain,
+    /// ENOENT or ENOTDIR: nothing below it exists either.
+    Missing,
+}
+
+/// readlink results by node path, shared by the calls for one unit: the
+/// search path's directories share prefixes (`/etc`, `/run/systemd`, ...),
+/// and the wrapper would otherwise ask the kernel about each one again.
+type LinkCache = Vec<(PathBuf, Link)>;
+
+/// Whether `node` (or a directory above it) is known to be missing under
+/// the root: then so is everything below it, no syscall needed.
+fn known_missing(cache: &LinkCache, node: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let n = node.as_os_str().as_bytes();
+    cache.iter().any(|(p, link)| {
+        let p = p.as_os_str().as_bytes();
+        matches!(link, Link::Missing)
+            && n.starts_with(p)
+            && (n.len() == p.len() || n[p.len()] == b'/')
+    })
+}
+
+/// (the canonical node path, whether every link on it was followed: false
+/// when it stopped after 32, where the kernel would go on).
+fn canonical_with(root: &Path, node: &Path, cache: &mut LinkCache) -> (PathBuf, bool) {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    // On bytes, not `Path`: this runs for each search directory at every
+    // kubelet start, and `Path::join`/`components` cost ten times as much.
+    // Names split as `Path::components` would: no empty parts, no `.`;
+    // `..` kept, in `node` as in link targets: it goes up from what is
+    // resolved so far, and never above the root.
+    fn names(path: &[u8]) -> impl DoubleEndedIterator<Item = &[u8]> {
+        path.split(|&b| b == b'/')
+            .filter(move |n| !n.is_empty() && *n != b".")
+    }
+    let mut out: Vec<u8> = b"/".to_vec();
+    let mut pending: Vec<Vec<u8>> = names(node.as_os_str().as_bytes())
+        .rev()
+        .map(<[u8]>::to_vec)
+        .collect();
+    let mut hops = 0;
+    let mut complete = true;
+    while let Some(part) = pending.pop() {
+        if part == b".." {
+            // `out` has no links left in it: its parent is lexical.
+            // PathBuf::pop: drop the last name; "/" stays "/".
+            let cut = out.iter().rposition(|&b| b == b'/').unwrap_or(0);
+            out.truncate(cut.max(1));
+            continue;
+        }
+        let mut next = out.clone();
+        if next.last() != Some(&b'/') {
+            next.push(b'/');
+        }
+        next.extend_from_slice(&part);
+        let next = PathBuf::from(std::ffi::OsString::from_vec(next));
+        let known = cache
+            .iter()
+            .find(|(p, _)| p.as_os_str() == next.as_os_str());
+        let link = match known {
+            Some((_, link)) => link.clone(),
+            None if known_missing(cache, &next) => Link::Missing,
+            None => {
+                let link = match std::fs::read_link(under(root, &next)) {
+                    Ok(target) => Link::To(target),
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                        ) =>
+                    {
+                        Link::Missing
+                    }
+                    Err(_) => Link::Plain,
+                };
+                cache.push((next.clone(), link.clone()));
+                link
+            }
+        };
+        match link {
+            Link::To(target) if hops < 32 => {
+                hops += 1;
+                let target = target.as_os_str().as_bytes();
+                if target.starts_with(b"/") {
+                    out.truncate(1);
+                }
+                pending.extend(names(target).rev().map(<[u8]>::to_vec));
+            }
+            Link::To(_) => {
+                complete = false;
+                out = next.into_os_string().into_vec();
+            }
+            _ => out = next.into_os_string().into_vec(),
+        }
+    }
+    (PathBuf::from(std::ffi::OsString::from_vec(out)), complete)
+}
+
+/// Search directories with duplicates dropped (`/lib` is `/usr/lib` on a
+/// merged-usr system): systemd keeps the first, so units there are reported
+/// under the first name.
+pub fn dedup_dirs(root: &Path, dirs: &[PathBuf]) -> Vec<PathBuf> {
+    dedup_dirs_with(root, dirs, &mut LinkCache::new())
+}
+
+fn dedup_dirs_with(root: &Path, dirs: &[PathBuf], cache: &mut LinkCache) -> Vec<PathBuf> {
+    let mut seen = Vec::new();
+    let mut out = Vec::new();
+    for d in dirs {
+        let c = canonical_with(root, d, cache).0;
+        // Canonical paths are normalized: bytes compare as `Path`'s
+        // component-wise `==` would, at a fraction of the cost (every start).
+        if !seen
+            .iter()
+            .any(|s: &PathBuf| s.as_os_str() == c.as_os_str())
+        {
+            seen.push(c);
+            out.push(d.clone());
+        }
+    }
+    out
+}
+
+/// Empty file, or a link to /dev/null or another character device: masks
+/// a unit or a drop-in (systemd's null_or_empty: a fragment linked to
+/// /dev/zero is masked; a drop-in so linked systemd reads to its end, which
+/// /dev/zero never has, and /dev/urandom's garbage it drops at the first
+/// bad line: nothing, as masked).
+pub fn is_masked(root: &Path, node: &Path) -> bool {
+    match resolve(root, node) {
+        Some(p) if p == Path::new("/dev/null") => true,
+        Some(p) => match contained(root, &p).and_then(std::fs::metadata) {
+            Ok(m) => null_or_empty(&m),
+            Err(_) => node_device(root, &p),
+        },
+        None => false,
+    }
+}
+
+/// A path under /dev that a tree other than `/` does not hold: a device of
+/// the node's (its /dev is devtmpfs at boot, not the tree's), which
+/// [`is_masked`] takes as the character device it is there.
+fn node_device(root: &Path, node: &Path) -> bool {
+    !is_host_root(root) && node.starts_with("/dev/")
+}
+
+/// systemd's null_or_empty: an empty regular file or a character device.
+pub fn null_or_empty(m: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    (m.is_file() && m.len() == 0) || m.file_type().is_char_device()
+}
+
+/// (prefix, instance, suffix): `foo@bar.service` → (`foo`, Some(`bar`), `service`).
+pub fn split_name(name: &str) -> Option<(&str, Option<&str>, &str)> {
+    let (stem, suffix) = name.rsplit_once('.')?;
+    Some(match stem.split_once('@') {
+        Some((p, i)) => (p, Some(i), suffix),
+        None => (stem, None, suffix),
+    })
+}
+
+fn template_of(name: &str) -> Option<String> {
+    let (prefix, instance, suffix) = split_name(name)?;
+    instance
+        .filter(|i| !i.is_empty())
+        .map(|_| format!("{prefix}@.{suffix}"))
+}
+
+/// The directories to look for drop-ins of `name` in one search dir, in
+/// systemd's order: `name.d`, the template's, then dash prefixes.
+fn dropin_dir_names(name: &str, out: &mut Vec<String>) {
+    out.push(format!("{name}.d"));
+    if let Some(t) = template_of(name) {
+        dropin_dir_names(&t, out);
+    }
+    let Some((prefix, instance, suffix)) = split_name(name) else {
+        return;
+    };
+    // "foo-bar-baz" → "foo-bar-", and recursively "foo-"; a trailing dash
+    // is chopped once first.
+    let mut p = prefix.to_string();
+    let mut chopped = false;
+    loop {
+        let Some(dash) = p.rfind('-') else { return };
+        if dash == 0 {
+            return;
+        }
+        if dash + 1 < p.len() || chopped {
+            p.truncate(dash + 1);
+            break;
+        }
+        p.truncate(dash);
+        chopped = true;
+    }
+    // A template's own prefixes are looked up without the '@'.
+    let built = match instance.filter(|i| !i.is_empty()) {
+        Some(i) => format!("{p}@{i}.{suffix}"),
+        None => format!("{p}.{suffix}"),
+    };
+    dropin_dir_names(&built, out);
+}
+
+/// The unit's files: (fragment node path, masked, drop-ins in order).
+pub struct UnitFiles {
+    pub fragment: Option<PathBuf>,
+    pub masked: bool,
+    pub dropins: Vec<PathBuf>,
+}
+
+pub fn find(root: &Path, dirs: &[PathBuf], name: &str) -> UnitFiles {
+    // The readlinks that canonicalize the search path also tell which of
+    // its directories are missing: nothing is looked up below those.
+    let mut cache = LinkCache::new();
+    let dirs = &dedup_dirs_with(root, dirs, &mut cache);
+    let mut names = vec![name.to_string()];
+    if let Some(t) = template_of(name) {
+        names.push(t);
+    }
+    let mut fragment = None;
+    let mut masked = false;
+    'outer: for n in &names {
+        for dir in dirs {
+            if known_missing(&cache, dir) {
+                continue;
+            }
+            let candidate = dir.join(n);
+            if let Ok(meta) = contained_entry(root, &candidate).and_then(std::fs::symlink_metadata)
+            {
+                if !meta.file_type().is_symlink() {
+                    // What is_masked and resolve would say, from this lstat.
+                    masked = null_or_empty(&meta);
+                    if !masked {
+                        fragment = Some(candidate);
+                    }
+                } else if is_masked(root, &candidate) {
+                    masked = true;
+                } else {
+                    fragment = resolve(root, &candidate);
+                }
+                break 'outer;
+            }
+        }
+    }
+
+    let mut dir_names = Vec::new();
+    dropin_dir_names(name, &mut dir_names);
+    let mut dropin_dirs: Vec<PathBuf> = Vec::new();
+    for dir in dirs.iter().filter(|d| !known_missing(&cache, d)) {
+        for d in &dir_names {
+            dropin_dirs.push(dir.join(d));
+        }
+    }
+    // The type-level directory (`service.d`) comes last, being most generic.
+    if let Some((_, _, suffix)) = split_name(name) {
+        for dir in dirs.iter().filter(|d| !known_missing(&cache, d)) {
+            dropin_dirs.push(dir.join(format!("{suffix}.d")));
+        }
+    }
+    // First occurrence of a basename wins; then byte order of basenames.
+    let mut winners: SortedMap<Vec<u8>, PathBuf> = SortedMap::new();
+    for d in &dropin_dirs {
+        // systemd chases symlinks in a drop-in directory's path and names
+        // its files by the result (on Debian /lib/... shows as /usr/lib/...).
+        let Ok(mut names) =
+            contained(root, d).and_then(|d| crate::node::nodefs::names(&d, usize::MAX))
+        else {
+            continue;
+        };
+        // Only for directories that exist: the wrapper runs at every start.
+        let d = &canonical_with(root, d, &mut cache).0;
+        names.sort();
+        for fname in names {
+            use std::os::unix::ffi::OsStrExt;
+            let b = fname.as_bytes();
+            if b.starts_with(b".") || !b.ends_with(b".conf") || winners.contains_key(b) {
+                continue;
+            }
+            winners.insert(b.to_vec(), d.join(&fname));
+        }
+    }
+    UnitFiles {
+        fragment,
+        masked,
+        dropins: winners.into_values().collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Relative links (with `..`, chains, a link to a link's parent) resolve
+    /// as the kernel resolves them: realpath under the root is the answer.
+    /// (Node paths themselves are normalized: systemd's search directories.)
+    #[test]
+    fn canonical_agrees_with_realpath() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for d in ["usr/lib/systemd/system", "etc/x/y", "run/a"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        symlink("usr/lib", root.join("lib")).unwrap();
+        symlink("../../usr/lib/systemd", root.join("etc/x/sd")).unwrap();
+        symlink("sd/system", root.join("etc/x/units")).unwrap();
+        symlink("./y/../../x/./y", root.join("etc/x/self")).unwrap();
+        symlink("../../lib/systemd/system", root.join("run/a/via-link")).unwrap();
+        for node in [
+            "/lib/systemd/system",
+            "/etc/x/units",
+            "/etc/x/self",
+            "/run/a/via-link",
+            "/usr/lib/systemd/system",
+        ] {
+            let real = root.join(&node[1..]).canonicalize().unwrap();
+            let want = Path::new("/").join(real.strip_prefix(&root).unwrap());
+            assert_eq!(canonical(&root, Path::new(node)), want, "{node}");
+        }
+        // An absolute target is a node path; a loop ends after 32 hops.
+        symlink("/usr/lib", root.join("run/a/abs")).unwrap();
+        assert_eq!(
+            canonical(&root, Path::new("/run/a/abs/systemd")),
+            Path::new("/usr/lib/systemd")
+        );
+        symlink("loop", root.join("run/a/loop")).unwrap();
+        assert_eq!(
+            canonical(&root, Path::new("/run/a/loop")),
+            Path::new("/run/a/loop")
+        );
+        // Missing parts are kept as written.
+        assert_eq!(
+            canonical(&root, Path::new("/lib/nothing/here")),
+            Path::new("/usr/lib/nothing/here")
+        );
+    }
+
+    /// Absolute links and `..` stay in the root; a loop is an error, not
+    /// the kernel's walk out of it; `/` is left to the kernel.
+    #[test]
+    fn contained_paths_never_leave_the_root() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        let host = dir.path().join("host");
+        std::fs::create_dir_all(root.join("etc/real")).unwrap();
+        std::fs::create_dir_all(&host).unwrap();
+        std::fs::write(host.join("secret"), "host").unwrap();
+        symlink("/etc/real", root.join("etc/abs")).unwrap();
+        symlink(host.join("secret"), root.join("etc/out")).unwrap();
+        symlink("../../../../../..", root.join("etc/up")).unwrap();
+        symlink("loop", root.join("etc/loop")).unwrap();
+        let c = |node: &str| contained(&root, Path::new(node));
+        assert_eq!(c("/etc/abs/f").unwrap(), root.join("etc/real/f"));
+        assert_eq!(
+            c("/etc/out").unwrap(),
+            under(&root, &host.join("secret")),
+            "the host path, inside the root"
+        );
+        assert!(std::fs::read(c("/etc/out").unwrap()).is_err());
+        assert_eq!(c("/etc/../../../x").unwrap(), root.join("x"));
+        assert_eq!(c("/etc/up/etc/out").unwrap(), c("/etc/out").unwrap());
+        assert!(c("/etc/loop/x").is_err());
+        // The entry itself: its directory resolved, the link kept.
+        assert_eq!(
+            contained_entry(&root, Path::new("/etc/abs/../out")).unwrap(),
+            root.join("etc/out")
+        );
+        assert_eq!(
+            contained(Path::new("/"), Path::new("/etc/../x")).unwrap(),
+            Path::new("/etc/../x")
+        );
+    }
+
+    #[test]
+    fn dash_prefix_and_template_dirs() {
+        let mut v = Vec::new();
+        dropin_dir_names("foo-bar-baz.service", &mut v);
+        assert_eq!(
+            v,
+            [
+                "foo-bar-baz.service.d",
+                "foo-bar-.service.d",
+                "foo-.service.d"
+            ]
+        );
+        let mut v = Vec::new();
+        dropin_dir_names("tpl@x.service", &mut v);
+        assert_eq!(v, ["tpl@x.service.d", "tpl@.service.d"]);
+        let mut v = Vec::new();
+        dropin_dir_names("a-b@x.service", &mut v);
+        assert_eq!(
+            v,
+            [
+                "a-b@x.service.d",
+                "a-b@.service.d",
+                "a-.service.d",
+                "a-@x.service.d",
+                "a-@.service.d"
+            ]
+        );
+    }
+
+    #[test]
+    fn shadowing_masking_and_byte_order() {
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        let mk = |p: &str, text: &str| {
+            let p = under(r, Path::new(p));
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        mk("/usr/lib/systemd/system/k.service", "[Service]\n");
+        mk("/etc/systemd/system/k.service.d/10-a.conf", "x");
+        mk("/usr/lib/systemd/system/k.service.d/10-a.conf", "low");
+        mk("/usr/lib/systemd/system/k.service.d/9-b.conf", "x");
+        mk("/usr/lib/systemd/system/service.d/99-all.conf", "x");
+        mk("/run/systemd/system/k.service.d/B.conf", "x");
+        mk("/run/systemd/system/k.service.d/a.conf", "x");
+        mk("/run/systemd/system/k.service.d/.hidden.conf", "x");
+        mk("/run/systemd/system/k.service.d/x.txt", "x");
+        let dirs: Vec<PathBuf> = SYSTEM_UNIT_PATH.iter().map(PathBuf::from).collect();
+        let f = find(r, &dirs, "k.service");
+        assert_eq!(
+            f.fragment.unwrap(),
+            PathBuf::from("/usr/lib/systemd/system/k.service")
+        );
+        let names: Vec<String> = f.dropins.iter().map(|p| p.display().to_string()).collect();
+        assert_eq!(
+            names,
+            [
+                "/etc/systemd/system/k.service.d/10-a.conf",
+                "/usr/lib/systemd/system/k.service.d/9-b.conf",
+                "/usr/lib/systemd/system/service.d/99-all.conf",
+                "/run/systemd/system/k.service.d/B.conf",
+                "/run/systemd/system/k.service.d/a.conf",
+            ]
+        );
+        std::os::unix::fs::symlink(
+            "/dev/null",
+            under(r, Path::new("/etc/systemd/system/k.service")),
+        )
+        .unwrap();
+        assert!(find(r, &dirs, "k.service").masked);
+    }
+}

@@ -1,0 +1,272 @@
+//! `%` specifiers (systemd.unit(5) "Specifiers"), expanded at load time on
+//! words that are already unquoted and unescaped.
+
+use std::path::{Path, PathBuf};
+
+use crate::node::sorted::SortedMap;
+
+/// The alphanumerics systemd 252 knows; any other alphanumeric is an error.
+const KNOWN: &str = "aAbBcCdEfgGhHiIjJlLmMnNopPqrRsStTuUvVwWyY";
+
+/// Where host-level specifier values come from.
+#[derive(Debug, Clone)]
+pub enum Host {
+    /// A node tree (or the live system at `/`) seen by the system manager.
+    System { root: PathBuf, live: bool },
+    /// Fixed values (tests, user managers).
+    Fixed(SortedMap<char, String>),
+}
+
+/// Values for one unit's specifiers.
+#[derive(Debug, Clone)]
+pub struct SpecifierValues {
+    pub host: Host,
+    /// Full unit name (`foo@bar.service`).
+    pub unit: String,
+    /// Node path of the fragment, for `%y`/`%Y`.
+    pub fragment: Option<PathBuf>,
+}
+
+/// A node file of the tree at `root`, resolved inside it (a link in an
+/// untrusted tree never reads the host's file).
+fn node_file(root: &Path, node: &str) -> PathBuf {
+    super::search::contained(root, Path::new(node)).unwrap_or_default()
+}
+
+fn read_trim(path: &Path) -> Option<String> {
+    let s = crate::node::nodefs::read_to_string(path).ok()?;
+    let t = s.trim();
+    (!t.is_empty()).then(|| t.to_string())
+}
+
+fn os_release_field(root: &Path, field: &str) -> Option<String> {
+    let text = crate::node::nodefs::read_to_string(&node_file(root, "/etc/os-release"))
+        .or_else(|_| crate::node::nodefs::read_to_string(&node_file(root, "/usr/lib/os-release")))
+        .ok()?;
+    text.lines().find_map(|l| {
+        let v = l.strip_prefix(field)?.strip_prefix('=')?;
+        Some(v.trim_matches(|c| c == '"' || c == '\'').to_string())
+    })
+}
+
+/// unit_name_unescape: `-` is `/`, `\xNN` a byte.
+pub fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'-' {
+            out.push(b'/');
+        } else if b[i] == b'\\'
+            && b.get(i + 1) == Some(&b'x')
+            && let Some(v) = s
+                .get(i + 2..i + 4)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(v);
+            i += 4;
+            continue;
+        } else {
+            out.push(b[i]);
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// unit_name_path_unescape: like `unescape`, as an absolute path.
+fn path_unescape(s: &str) -> String {
+    if s == "-" {
+        return "/".into();
+    }
+    format!("/{}", unescape(s))
+}
+
+impl SpecifierValues {
+    /// (prefix, instance, suffix) of the unit name.
+    fn parts(&self) -> (String, Option<String>, String) {
+        let (stem, suffix) = self.unit.rsplit_once('.').unwrap_or((&self.unit, ""));
+        match stem.split_once('@') {
+            Some((p, i)) => (p.to_string(), Some(i.to_string()), suffix.to_string()),
+            None => (stem.to_string(), None, suffix.to_string()),
+        }
+    }
+
+    fn host_value(&self, c: char) -> Option<String> {
+        match &self.host {
+            Host::Fixed(map) => map.get(&c).cloned(),
+            Host::System { root, live } => {
+                let hostname = || {
+                    if *live {
+                        read_trim(Path::new("/proc/sys/kernel/hostname"))
+                    } else {
+                        read_trim(&node_file(root, "/etc/hostname"))
+                    }
+                };
+                match c {
+                    't' => Some("/run".into()),
+                    'S' => Some("/var/lib".into()),
+                    'C' => Some("/var/cache".into()),
+                    'L' => Some("/var/log".into()),
+                    'E' => Some("/etc".into()),
+                    'T' => Some("/tmp".into()),
+                    'V' => Some("/var/tmp".into()),
+                    'h' => Some("/root".into()),
+                    'u' | 'g' => Some("root".into()),
+                    'U' | 'G' => Some("0".into()),
+                    's' => Some("/bin/sh".into()),
+                    'R' => Some("/sys/fs/cgroup".into()),
+                    'H' => hostname(),
+                    'l' => hostname().map(|h| h.split('.').next().unwrap_or("").to_string()),
+                    'm' => read_trim(&node_file(root, "/etc/machine-id")),
+                    'b' => read_trim(Path::new("/proc/sys/kernel/random/boot_id"))
+                        .map(|b| b.replace('-', "")),
+                    'v' => read_trim(Path::new("/proc/sys/kernel/osrelease")),
+                    'a' => Some(
+                        match std::env::consts::ARCH {
+                            "x86_64" => "x86-64",
+                            "aarch64" => "arm64",
+                            other => other,
+                        }
+                        .into(),
+                    ),
+                    'o' => os_release_field(root, "ID"),
+                    'w' => os_release_field(root, "VERSION_ID"),
+                    'W' => os_release_field(root, "VARIANT_ID"),
+                    'A' => os_release_field(root, "IMAGE_VERSION"),
+                    'B' => os_release_field(root, "BUILD_ID"),
+                    'M' => os_release_field(root, "IMAGE_ID"),
+                    'q' => {
+                        crate::node::nodefs::read_to_string(&node_file(root, "/etc/machine-info"))
+                            .ok()
+                            .and_then(|t| {
+                                t.lines().find_map(|l| {
+                                    l.strip_prefix("PRETTY_HOSTNAME=")
+                                        .map(|v| v.trim_matches('"').to_string())
+                                })
+                            })
+                            .or_else(hostname)
+                    }
+                    _ => None,
+                }
+            }
+        }
+    }
+
+    /// The value of `%c`, or None when systemd could not resolve it.
+    pub fn value(&self, c: char) -> Option<String> {
+        let (prefix, instance, _) = self.parts();
+        let name_no_suffix = self
+            .unit
+            .rsplit_once('.')
+            .map_or(self.unit.as_str(), |(s, _)| s);
+        let last_component = prefix
+            .rsplit_once('-')
+            .map_or(prefix.as_str(), |(_, l)| l)
+            .to_string();
+        match c {
+            'n' => Some(self.unit.clone()),
+            'N' => Some(name_no_suffix.to_string()),
+            'p' => Some(prefix),
+            'P' => Some(unescape(&prefix)),
+            'i' => Some(instance.unwrap_or_default()),
+            'I' => Some(unescape(&instance.unwrap_or_default())),
+            'j' => Some(last_component),
+            'J' => Some(unescape(&last_component)),
+            'f' => Some(match instance {
+                Some(i) => path_unescape(&i),
+                None => path_unescape(&prefix),
+            }),
+            'y' => self.fragment.as_ref().map(|f| f.display().to_string()),
+            'Y' => self
+                .fragment
+                .as_ref()
+                .and_then(|f| f.parent())
+                .map(|d| d.display().to_string()),
+            'd' => Some(format!("/run/credentials/{}", self.unit)),
+            'c' => Some(format!("/system.slice/{}", self.unit)),
+            'r' => Some("/system.slice".into()),
+            _ => self.host_value(c),
+        }
+    }
+
+    /// Expand the specifiers of `text` (specifier_printf).
+    pub fn expand(&self, text: &[u8]) -> Result<Vec<u8>, String> {
+        let mut out = Vec::with_capacity(text.len());
+        let mut i = 0;
+        while i < text.len() {
+            if text[i] != b'%' {
+                out.push(text[i]);
+                i += 1;
+                continue;
+            }
+            let Some(&c) = text.get(i + 1) else {
+                out.push(b'%');
+                break;
+            };
+            i += 2;
+            if c == b'%' {
+                out.push(b'%');
+            } else if c.is_ascii_alphanumeric() {
+                if !KNOWN.contains(c as char) {
+                    return Err(format!("unknown specifier %{}", c as char));
+                }
+                let v = self
+                    .value(c as char)
+                    .ok_or_else(|| format!("cannot resolve specifier %{}", c as char))?;
+                out.extend_from_slice(v.as_bytes());
+            } else {
+                out.push(b'%');
+                out.push(c);
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vals(unit: &str) -> SpecifierValues {
+        let mut m = SortedMap::new();
+        m.insert('t', "/run/user/0".to_string());
+        m.insert('u', "root".to_string());
+        m.insert('U', "0".to_string());
+        m.insert('h', "/root".to_string());
+        SpecifierValues {
+            host: Host::Fixed(m),
+            unit: unit.into(),
+            fragment: None,
+        }
+    }
+
+    fn x(unit: &str, text: &str) -> Result<String, String> {
+        vals(unit)
+            .expand(text.as_bytes())
+            .map(|v| String::from_utf8(v).unwrap())
+    }
+
+    #[test]
+    fn unit_name_specifiers() {
+        assert_eq!(
+            x(
+                "x01@foo-bar.service",
+                "%n %N %p %P %i %I %j %J %f %% %t %u %U %h 100% a%-b %"
+            )
+            .unwrap(),
+            "x01@foo-bar.service x01@foo-bar x01 x01 foo-bar foo/bar x01 x01 /foo/bar % /run/user/0 root 0 /root 100% a%-b %"
+        );
+        assert_eq!(x("x04@a\\x20b.service", "%i|%I").unwrap(), "a\\x20b|a b");
+        assert_eq!(
+            x("foo-bar-baz.service", "%j %f").unwrap(),
+            "baz /foo/bar/baz"
+        );
+    }
+
+    #[test]
+    fn unknown_letter_is_an_error() {
+        assert!(x("a.service", "%z").is_err());
+        assert!(x("a.service", "%D").is_err());
+    }
+}

@@ -1,0 +1,595 @@
+//! What runs at every kubelet start: systemd execs the wrapper in place of
+//! the original `ExecStart`; the wrapper execs kubelet in its own PID, so
+//! `Type=notify`, the watchdog, `Restart=` and `KillMode=` see kubelet.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use super::crash;
+use super::exec;
+use super::guard::{Guard, Verdict, may_be_refused, uptime_ms};
+use super::plan::{self, Plan};
+use crate::node::contract::WRAPPER_DROPIN_NAME;
+use crate::node::kubelet::Profile;
+use crate::node::unit::{self, LoadOptions, UnitPaths};
+
+/// systemd's exit status for "could not exec" (203/EXEC).
+pub const EXIT_EXEC: i32 = 203;
+/// "Argument list too long" (asm-generic/errno-base.h, every architecture).
+const E2BIG: i32 = 7;
+
+#[derive(Debug, Clone)]
+pub struct BootOptions {
+    pub unit: String,
+    pub root: PathBuf,
+    /// `$SYSTEMD_UNIT_PATH`-style search path; None = the system manager's.
+    pub unit_path: Option<String>,
+    /// Basename of the wrapper's own drop-in, left out when resolving.
+    pub own_dropin: String,
+    pub profile: Profile,
+    pub state_dir: PathBuf,
+    pub stop_post: bool,
+    /// Where node facts are read for rules; None = `root`.
+    pub facts_root: Option<PathBuf>,
+}
+
+impl Default for BootOptions {
+    fn default() -> Self {
+        BootOptions {
+            unit: "kubelet.service".into(),
+            root: PathBuf::from("/"),
+            unit_path: None,
+            own_dropin: WRAPPER_DROPIN_NAME.into(),
+            profile: Profile::Upstream,
+            state_dir: PathBuf::from("/run/kubelet-labeler"),
+            stop_post: false,
+            facts_root: None,
+        }
+    }
+}
+
+const USAGE: &str = "usage: kubelet-labeler-wrapper [--unit NAME] [--profile upstream|openshift] \
+[--own-dropin NAME] [--root DIR] [--facts-root DIR] [--unit-path DIRS] [--state-dir DIR] [--stop-post]";
+
+/// Parse the wrapper's own arguments (no clap: the wrapper stays small).
+pub fn parse_args(args: &[OsString]) -> Result<BootOptions> {
+    let mut opts = BootOptions::default();
+    let mut it = args.iter().map(|a| a.to_string_lossy().into_owned());
+    while let Some(arg) = it.next() {
+        let (name, inline) = match arg.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n.to_string(), Some(v.to_string())),
+            _ => (arg.clone(), None),
+        };
+        if name == "--stop-post" {
+            opts.stop_post = true;
+            continue;
+        }
+        let mut value = || {
+            inline
+                .clone()
+                .or_else(|| it.next())
+                .with_context(|| format!("{name} needs a value; {USAGE}"))
+        };
+        match name.as_str() {
+            "--unit" => opts.unit = value()?,
+            "--root" => opts.root = PathBuf::from(value()?),
+            "--facts-root" => opts.facts_root = Some(PathBuf::from(value()?)),
+            "--unit-path" => opts.unit_path = Some(value()?),
+            "--own-dropin" => opts.own_dropin = value()?,
+            "--state-dir" => opts.state_dir = PathBuf::from(value()?),
+            "--profile" => {
+                opts.profile = match value()?.as_str() {
+                    "upstream" => Profile::Upstream,
+                    "openshift" => Profile::OpenShift,
+                    other => bail!("unknown profile {other:?}; {USAGE}"),
+                }
+            }
+            _ => bail!("unknown argument {arg:?}; {USAGE}"),
+        }
+    }
+    Ok(opts)
+}
+
+/// Read a node path, under `root`.
+pub fn under_root(root: &Path, node_path: &Path) -> PathBuf {
+    match node_path.strip_prefix("/") {
+        Ok(rel) => root.join(rel),
+        Err(_) => root.join(node_path),
+    }
+}
+
+/// Resolve the original command and decide what to exec; `verdict` is
+/// what the crash-loop guard leaves out of this start.
+///
+/// The static labels and taints (the env drop-in's, validated at render,
+/// the pool label among them) are merged into the command first, before
+/// any node rule runs, and armed as the crash fallback: a crash, a panic or
+/// an evaluation error while the rules run costs the rule-derived part
+/// only, and so does an OOM kill or a start timeout, at the next start.
+pub fn prepare(
+    opts: &BootOptions,
+    env: &[(OsString, OsString)],
+    verdict: &Verdict,
+) -> Result<Plan> {
+    let paths = match &opts.unit_path {
+        Some(list) => UnitPaths::from_list(&opts.root, list),
+        None => UnitPaths::system(&opts.root),
+    };
+    // A second drop-in that runs the wrapper (an earlier render's under
+    // another name, a hand copy) is ours too: standing in for it would exec
+    // the wrapper again, in a loop, and never kubelet.
+    let load = LoadOptions {
+        skip_dropin: Some(opts.own_dropin.clone()),
+        skip_running: unit::Program::this_process("the wrapper"),
+        ..Default::default()
+    };
+    let svc = unit::load_service(&paths, &opts.unit, &load)
+        .with_context(|| format!("loading {}", opts.unit))?;
+    let original = plan::original_command(&svc, env, &opts.root)?;
+    // From here on, a crash or panic of ours starts kubelet unchanged (see
+    // `crash`), then, once the static part is merged, with that part.
+    let executable = under_root(&opts.root, &original.executable);
+    crash::arm(&executable, &original.argv);
+    let fs = plan::RootFs {
+        root: opts.root.clone(),
+    };
+    let mut static_ = match plan::static_additions(env) {
+        Ok(s) => s,
+        Err(e) => return Ok(plan::plan(original, Err(e), opts.profile, &fs)),
+    };
+    let mut refusable_gone = Vec::new();
+    if let (Verdict::DropRefusable(_), Some(a)) = (verdict, static_.as_mut()) {
+        refusable_gone = plan::drop_refusable(a);
+    }
+    let static_plan = plan::plan(original.clone(), Ok(static_.clone()), opts.profile, &fs);
+    if static_plan.left_out.is_none() && static_plan.argv != static_plan.original_argv {
+        crash::arm_static(&executable, &static_plan.argv, static_line(&static_plan));
+    }
+    // `=panic`, `=abort-late`, `=stack-overflow-late`: a crash after the
+    // static part is known, where the rules run (the crash fallback).
+    let late_fault = || {
+        if *verdict == Verdict::Full {
+            match fault(env) {
+                Some("panic") => panic!("injected fault (KUBELET_LABELER_FAULT=panic)"),
+                Some(f) => crash_now(f.strip_suffix("-late").unwrap_or("")),
+                None => {}
+            }
+        }
+    };
+    let evaluate = static_plan.left_out.is_none()
+        && !matches!(verdict, Verdict::SkipRules(_))
+        && plan::rules_in_env(env);
+    if !evaluate {
+        // Nothing derived to add: the static plan is the plan.
+        late_fault();
+        let mut plan = static_plan;
+        if let Verdict::SkipRules(why) = verdict {
+            plan.notes.push(format!(
+                "rule-derived labels and taints, if any, left out: {why}"
+            ));
+        }
+        plan.notes.extend(refusable_note(verdict, &refusable_gone));
+        return Ok(plan);
+    }
+    let collected = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        late_fault();
+        if *verdict == Verdict::Full && fault(env) == Some("rules-error") {
+            // Stands for an evaluation that fails as a whole (its budget).
+            return plan::static_only(
+                static_.clone(),
+                "injected evaluation error (KUBELET_LABELER_FAULT=rules-error)",
+            );
+        }
+        let facts_root = opts.facts_root.as_deref().unwrap_or(&opts.root);
+        plan::collect_derived(
+            env,
+            static_.clone(),
+            &original.argv,
+            facts_root,
+            opts.profile,
+            plan::FactsScope::Used,
+        )
+    }))
+    .unwrap_or_else(|_| {
+        plan::static_only(
+            static_.take(),
+            "internal error while evaluating the node rules (a bug; please report)",
+        )
+    });
+    let mut additions = collected.additions;
+    if let (Verdict::DropRefusable(_), Ok(Some(a))) = (verdict, additions.as_mut()) {
+        for key in plan::drop_refusable(a) {
+            if !refusable_gone.contains(&key) {
+                refusable_gone.push(key);
+            }
+        }
+    }
+    let mut plan = plan::plan(original, additions, opts.profile, &fs);
+    plan.rules = collected.rules;
+    plan.notes = collected.notes;
+    if let Some(why) = plan.left_out.take() {
+        // The static part merges where the whole does not: keep it.
+        let rules = std::mem::take(&mut plan.rules);
+        let notes = std::mem::take(&mut plan.notes);
+        plan = static_plan;
+        plan.rules = rules;
+        plan.notes = notes;
+        plan.notes
+            .push(format!("rule-derived labels and taints left out: {why}"));
+    }
+    plan.notes.extend(refusable_note(verdict, &refusable_gone));
+    Ok(plan)
+}
+
+/// The journal line's note for the crash-loop guard's fallback after a
+/// quick failure: what it left out, and that the rest stays.
+fn refusable_note(verdict: &Verdict, gone: &[String]) -> Option<String> {
+    let Verdict::DropRefusable(why) = verdict else {
+        return None;
+    };
+    Some(if gone.is_empty() {
+        format!("{why}; no label of ours that a kubelet may refuse, all kept")
+    } else {
+        format!(
+            "labels a kubelet of another version may refuse left out: {}: {why}; the taints \
+             and the other labels (the pool label among them) kept",
+            gone.join(", ")
+        )
+    })
+}
+
+/// The crash handler's journal line for the static part, up to the reason.
+fn static_line(static_plan: &Plan) -> String {
+    let line = plan::summary(static_plan);
+    let flags = line
+        .strip_prefix("kubelet-labeler: starting kubelet with ")
+        .and_then(|l| l.split(" (").next())
+        .unwrap_or("");
+    format!(
+        "kubelet-labeler: starting kubelet with our static labels/taints only ({flags}), \
+         without the rule-derived ones"
+    )
+}
+
+/// Builds that unwind on panic (tests, `explain` in the CLI) get the same
+/// fallback as the shipped wrapper's crash handler (`crash`), with the
+/// panic's message in the journal line.
+pub fn install_panic_fallback() {
+    std::panic::set_hook(Box::new(|info| {
+        let what = info
+            .payload()
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| info.payload().downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("panic");
+        if crash::armed() {
+            eprintln!(
+                "{}: internal error ({what}; a bug, please report)",
+                crash::fallback_line()
+            );
+            crash::exec_fallback();
+        } else {
+            eprintln!(
+                "kubelet-labeler: internal error before the kubelet command was known ({what}; a bug, please report)"
+            );
+        }
+    }));
+}
+
+/// The wrapper's main. Returns only when it could not exec.
+pub fn run(args: &[OsString]) -> i32 {
+    crash::install();
+    install_panic_fallback();
+    let opts = match parse_args(args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("kubelet-labeler: {e:#}");
+            return 2;
+        }
+    };
+    let env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    let invocation = env
+        .iter()
+        .find(|(k, _)| k == "INVOCATION_ID")
+        .map(|(_, v)| v.to_string_lossy().into_owned());
+    let guard = Guard::new(&opts.state_dir, &opts.unit);
+
+    if opts.stop_post {
+        let result = std::env::var("SERVICE_RESULT").unwrap_or_default();
+        if let (Some(id), Some(now)) = (invocation, uptime_ms()) {
+            let _ = guard.record_stop(&id, now, &result);
+        }
+        return 0;
+    }
+
+    // Before any work that could crash: judge the previous start and record
+    // this one as an attempt, so a crash that is no panic (stack overflow,
+    // abort, OOM kill) costs the next start our additions, not kubelet.
+    let mut guard_off = None;
+    let verdict = match invocation.as_deref() {
+        Some(id) => {
+            let verdict = guard.verdict(id);
+            let full = verdict == Verdict::Full;
+            if let Err(e) = guard.record_attempt(id, uptime_ms().unwrap_or(0), full) {
+                // A full or read-only /run: kubelet starts all the same,
+                // without the guard's protection, and the journal line says so.
+                guard_off = Some(format!(
+                    "crash-loop guard off for this start: writing {}: {e}",
+                    guard.path().display()
+                ));
+            }
+            verdict
+        }
+        None => Verdict::Full,
+    };
+    if verdict == Verdict::Full {
+        // Stands for a crash in the work for our additions.
+        fault_hook(&env);
+    }
+    let prepared =
+        std::panic::catch_unwind(|| prepare(&opts, &env, &verdict)).unwrap_or_else(|_| {
+            Err(anyhow::anyhow!(
+                "internal error while reading the unit files (a bug; please report)"
+            ))
+        });
+    let mut plan = match prepared {
+        Ok(mut p) => {
+            p.warnings.extend(guard_off);
+            if verdict == Verdict::Full {
+                refused_label_fault(&env, &mut p);
+            }
+            p
+        }
+        Err(e) => {
+            // Without the original command there is nothing to start.
+            eprintln!("kubelet-labeler: cannot find the command to run: {e:#}");
+            return EXIT_EXEC;
+        }
+    };
+    // Each word fits MAX_ARG_STRLEN; the total must fit the stack-derived
+    // limit too, or exec fails with E2BIG after the journal line is out:
+    // known before it, the one line says kubelet starts without ours.
+    if plan.left_out.is_none() && plan.argv != plan.original_argv {
+        let path = under_root(&opts.root, &plan.executable);
+        if let Some(why) = over_exec_limit(&path, &plan.argv, &env) {
+            plan.argv = plan.original_argv.clone();
+            plan.left_out = Some(why);
+        }
+    }
+    let mut line = plan::summary(&plan);
+    // One line, in one write; stderr is the journal under systemd.
+    line.push('\n');
+    let _ = std::io::stderr().write_all(line.as_bytes());
+    if let (Some(id), Some(now)) = (invocation.as_deref(), uptime_ms()) {
+        let with = plan.left_out.is_none() && plan.argv != plan.original_argv;
+        let refusable = with && plan.added_labels.iter().any(|(k, _)| may_be_refused(k));
+        let _ = guard.record_start(id, now, with, refusable, can_register(&opts.root, &plan));
+    }
+    let mut err = exec(&opts.root, &plan.executable, &plan.argv);
+    // E2BIG that the kernel's own answer in `over_exec_limit` did not
+    // foresee (none known): start kubelet as it would have been, recorded
+    // so, at the cost of a second line.
+    if err.raw_os_error() == Some(E2BIG) && plan.argv != plan.original_argv {
+        eprintln!(
+            "kubelet-labeler: starting kubelet without our labels/taints: executing it with them failed: {err}"
+        );
+        if let (Some(id), Some(now)) = (invocation.as_deref(), uptime_ms()) {
+            let _ = guard.record_start(id, now, false, false, can_register(&opts.root, &plan));
+        }
+        err = exec(&opts.root, &plan.executable, &plan.original_argv);
+    }
+    eprintln!(
+        "kubelet-labeler: executing {}: {err}",
+        plan.executable.display()
+    );
+    EXIT_EXEC
+}
+
+/// Why exec of `argv` with `env` would fail with E2BIG: the strings and
+/// their pointers over the kernel's limit for them (fs/exec.c: a quarter of
+/// the stack limit, at most 6 MiB, at least ARG_MAX). The usual start is far
+/// below ARG_MAX and costs one pass over the lengths. Past ARG_MAX but under
+/// the limit as counted here, the kernel is asked ([`exec::probe`]): it
+/// counts what this count cannot see (environment strings without `=`) and
+/// may count otherwise.
+fn over_exec_limit(path: &Path, argv: &[OsString], env: &[(OsString, OsString)]) -> Option<String> {
+    const ARG_MAX: u64 = 131_072;
+    let words = argv.len().max(1) + env.len();
+    let strings: usize = argv.iter().map(|a| a.len() + 1).sum::<usize>()
+        + env
+            .iter()
+            .map(|(k, v)| k.len() + v.len() + 2)
+            .sum::<usize>()
+        + path.as_os_str().len()
+        + 1;
+    let total = (strings + words * std::mem::size_of::<usize>()) as u64;
+    if total <= ARG_MAX {
+        return None;
+    }
+    let stack = stack_limit();
+    let limit = stack.map(|s| (s / 4).clamp(ARG_MAX, 6 << 20));
+    let stack = match stack {
+        Some(u64::MAX) => "infinity".to_string(),
+        Some(s) => format!("{} KiB", s >> 10),
+        None => "unknown".to_string(),
+    };
+    if let Some(limit) = limit.filter(|&l| total > l) {
+        return Some(format!(
+            "its argv and environment with them are {total} bytes, over the {limit} bytes exec \
+             allows with a stack limit of {stack} (raise LimitSTACK= or add fewer)"
+        ));
+    }
+    let refused =
+        exec::prepare(path, argv).is_some_and(|p| exec::probe(&p).raw_os_error() == Some(E2BIG));
+    refused.then(|| {
+        format!(
+            "exec refuses its argv and environment with them (E2BIG; {total} bytes as counted \
+             here, with a stack limit of {stack}): raise LimitSTACK= or add fewer"
+        )
+    })
+}
+
+/// The soft RLIMIT_STACK (u64::MAX: unlimited); None when unknown.
+fn stack_limit() -> Option<u64> {
+    #[repr(C)]
+    struct Rlimit {
+        cur: u64,
+        max: u64,
+    }
+    unsafe extern "C" {
+        fn getrlimit(resource: i32, rlim: *mut Rlimit) -> i32;
+    }
+    /// RLIMIT_STACK on every Linux architecture but alpha/sparc/mips.
+    const RLIMIT_STACK: i32 = 3;
+    let mut r = Rlimit { cur: 0, max: 0 };
+    // SAFETY: getrlimit writes one struct rlimit (two 64-bit words on
+    // 64-bit Linux) into `r`.
+    let rc = unsafe { getrlimit(RLIMIT_STACK, &mut r) };
+    (rc == 0).then_some(r.cur)
+}
+
+/// Whether kubelet, started with this plan, could have refused our flags:
+/// kubeadm's kubelet before `join` has no config file or kubeconfig and
+/// fails (or runs unregistered) whatever its labels.
+fn can_register(root: &Path, plan: &Plan) -> bool {
+    let argv: Vec<String> = plan
+        .original_argv
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    crate::node::kubelet::flags::can_register(&argv, &|p: &Path| under_root(root, p).exists())
+}
+
+/// Test hook for the fault-injection tests: `KUBELET_LABELER_FAULT=abort`
+/// or `=stack-overflow` kills the wrapper after it recorded its attempt,
+/// on a start that tries our additions, as a crash that is no panic would. Harmless in production: only an admin who puts
+/// it into kubelet.service's environment gets it, and what it does is what
+/// the guard is there for (kubelet still starts, on the next start).
+fn fault(env: &[(OsString, OsString)]) -> Option<&str> {
+    env.iter()
+        .find(|(k, _)| k == "KUBELET_LABELER_FAULT")
+        .and_then(|(_, v)| v.to_str())
+}
+
+/// `=refused-label`: a label kubelet refuses rides along with ours, as if
+/// our validation had missed it (what the crash-loop guard is for), so the
+/// guard can be watched against a real kubelet.
+fn refused_label_fault(env: &[(OsString, OsString)], plan: &mut Plan) {
+    if fault(env) == Some("refused-label")
+        && plan.left_out.is_none()
+        && !plan.added_labels.is_empty()
+    {
+        let (key, value) = ("kubernetes.io/refused-by-kubelet", "");
+        plan.argv
+            .push(format!("--node-labels={key}={value}").into());
+        plan.added_labels.push((key.into(), value.into()));
+    }
+}
+
+/// `=panic` panics later, in the work for our additions (`prepare`).
+fn fault_hook(env: &[(OsString, OsString)]) {
+    if let Some(f) = fault(env) {
+        crash_now(f);
+    }
+}
+
+fn crash_now(how: &str) {
+    match how {
+        "abort" => std::process::abort(),
+        // What an OOM kill or systemd's start timeout does: no handler runs.
+        "kill" => {
+            unsafe extern "C" {
+                fn raise(sig: i32) -> i32;
+            }
+            // SAFETY: raise has no preconditions; SIGKILL ends the process.
+            unsafe { raise(9) };
+        }
+        // Unbounded recursion: std's guard page turns it into SIGSEGV.
+        "stack-overflow" => {
+            #[allow(unconditional_recursion)]
+            fn deep(n: u64) -> u64 {
+                let pad = [n; 512];
+                std::hint::black_box(&pad);
+                deep(n + 1) + pad[0]
+            }
+            std::hint::black_box(deep(0));
+        }
+        _ => {}
+    }
+}
+
+/// execve in place: same PID, same environment, same fds, and the signal
+/// state systemd gave us.
+fn exec(root: &Path, executable: &Path, argv: &[OsString]) -> std::io::Error {
+    let path = under_root(root, executable);
+    let argv0 = [path.clone().into_os_string()];
+    let argv = if argv.is_empty() { &argv0[..] } else { argv };
+    match exec::prepare(&path, argv) {
+        Some(p) => exec::exec(&p),
+        None => std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "a NUL byte in the command",
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Render recognises the wrapper by its usage line.
+    #[test]
+    fn usage_starts_with_the_head_render_looks_for() {
+        assert!(USAGE.starts_with(crate::node::contract::WRAPPER_USAGE_HEAD));
+    }
+
+    fn os(v: &[&str]) -> Vec<OsString> {
+        v.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn exec_limit_is_checked_only_past_arg_max() {
+        let env = [(OsString::from("A"), OsString::from("b"))];
+        let path = Path::new("/usr/bin/kubelet");
+        assert_eq!(
+            over_exec_limit(path, &os(&["kubelet", "--v=2"]), &env),
+            None
+        );
+        // Past 6 MiB exec refuses whatever the stack limit.
+        let big = [(OsString::from("A"), OsString::from("b".repeat(7 << 20)))];
+        let why = over_exec_limit(path, &os(&["kubelet"]), &big).unwrap();
+        assert!(why.contains("7340076 bytes, over the"), "{why}");
+    }
+
+    #[test]
+    fn parses_both_flag_forms() {
+        let o = parse_args(&os(&[
+            "--unit",
+            "k.service",
+            "--profile=openshift",
+            "--stop-post",
+        ]))
+        .unwrap();
+        assert_eq!(o.unit, "k.service");
+        assert_eq!(o.profile, Profile::OpenShift);
+        assert!(o.stop_post);
+    }
+
+    #[test]
+    fn refuses_unknown_and_missing_values() {
+        assert!(parse_args(&os(&["--bogus"])).is_err());
+        assert!(parse_args(&os(&["--unit"])).is_err());
+        assert!(parse_args(&os(&["--profile", "x"])).is_err());
+    }
+
+    #[test]
+    fn node_paths_live_under_root() {
+        assert_eq!(
+            under_root(Path::new("/r"), Path::new("/etc/x")),
+            PathBuf::from("/r/etc/x")
+        );
+    }
+}

@@ -1,0 +1,12 @@
+//! The boot-time wrapper: find the original `ExecStart`, add labels/taints,
+//! exec in place. `plan` is shared with the CLI's `explain`, so what
+//! `explain` shows offline is what the wrapper does at boot.
+
+pub mod boot;
+pub mod bump;
+pub mod crash;
+pub mod derived;
+pub mod exec;
+pub mod guard;
+pub mod installed;
+pub mod plan;

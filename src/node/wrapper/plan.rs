@@ -1,0 +1,826 @@
+//! From a loaded service and an environment to the argv to exec.
+
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use super::derived::{self, RuleReport};
+use crate::node::contract::{LABELS_VAR, TAINTS_VAR};
+use crate::node::kubelet::{self, Additions, NodeFs, Profile, Taint};
+use crate::node::unit::{self, LoadedService};
+
+/// What the wrapper will exec.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The executable to exec (resolved like systemd does).
+    pub executable: PathBuf,
+    /// argv systemd would have exec'd without the wrapper.
+    pub original_argv: Vec<OsString>,
+    /// argv the wrapper execs: the original, or the original plus ours.
+    pub argv: Vec<OsString>,
+    pub added_labels: Vec<(String, String)>,
+    pub taints: Vec<Taint>,
+    pub warnings: Vec<String>,
+    /// Why our additions were left out, when they were.
+    pub left_out: Option<String>,
+    /// What each node rule gave here and what became of it.
+    pub rules: Vec<RuleReport>,
+    /// Derived output that was dropped or overridden, one note each.
+    pub notes: Vec<String>,
+}
+
+/// Read the labels and taints from the environment systemd built.
+/// `Ok(None)` when neither variable has content.
+pub fn additions_from_env(env: &[(OsString, OsString)]) -> Result<Option<Additions>> {
+    let get = |name: &str| {
+        env.iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.to_string_lossy().into_owned())
+    };
+    let labels = get(LABELS_VAR).unwrap_or_default();
+    let taints = get(TAINTS_VAR).unwrap_or_default();
+    if labels.trim().is_empty() && taints.is_empty() {
+        return Ok(None);
+    }
+    let labels = kubelet::parse_node_labels(&labels);
+    let taints = if taints.is_empty() {
+        Vec::new()
+    } else {
+        kubelet::parse_taints(&taints).with_context(|| TAINTS_VAR.to_string())?
+    };
+    Ok(Some(Additions { labels, taints }))
+}
+
+/// Our additions for one start: the static labels/taints of the env
+/// drop-in, merged over what the node's rules and NFD label set derive from
+/// its facts (read under `facts_root` only when there is something to derive).
+pub struct Collected {
+    pub additions: Result<Option<Additions>>,
+    pub rules: Vec<RuleReport>,
+    pub notes: Vec<String>,
+}
+
+/// How much of the facts `collect` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FactsScope {
+    /// What the sources look at (the wrapper, at every start).
+    Used,
+    /// The features they look at with every attribute of their elements
+    /// (`explain` shows the matched elements whole).
+    WholeElements,
+}
+
+/// A built-in role's labels, taints and rules (`contract::ROLE_LAYER`) and
+/// a custom pool's (or a kubeadm host's) are collected each on its own and
+/// merged, the pool's winning on a key (a taint's key and effect).
+pub fn collect(
+    env: &[(OsString, OsString)],
+    original_argv: &[OsString],
+    facts_root: &Path,
+    profile: Profile,
+    scope: FactsScope,
+) -> Collected {
+    let nodename = hostname_override(original_argv);
+    collect_layers(env, profile, &mut root_reader(facts_root, &nodename, scope))
+}
+
+/// Facts read from `root`, as [`ReadFacts`] asks for them.
+fn root_reader<'a>(
+    root: &'a Path,
+    nodename: &'a Option<String>,
+    scope: FactsScope,
+) -> impl FnMut(
+    &crate::node::sorted::SortedSet<String>,
+    Option<&crate::node::sorted::SortedSet<String>>,
+) -> crate::node::facts::Features
++ 'a {
+    move |only, used_attributes| {
+        crate::node::facts::read(&crate::node::facts::FactsOptions {
+            root,
+            nodename: nodename.as_deref(),
+            only: Some(only),
+            attributes: match scope {
+                FactsScope::Used => used_attributes,
+                FactsScope::WholeElements => None,
+            },
+        })
+    }
+}
+
+/// [`collect`] on facts given whole (`explain --facts`: NFD's NodeFeature
+/// of the node, or `facts --json` output) instead of read from a root.
+pub fn collect_given(
+    env: &[(OsString, OsString)],
+    features: &crate::node::facts::Features,
+    profile: Profile,
+) -> Collected {
+    collect_layers(env, profile, &mut |only, _| features.only(only))
+}
+
+/// `read(features, attributes)`: the node's facts of those features (and
+/// optional attributes), read only when there is something to derive.
+type ReadFacts<'a> = dyn FnMut(
+        &crate::node::sorted::SortedSet<String>,
+        Option<&crate::node::sorted::SortedSet<String>>,
+    ) -> crate::node::facts::Features
+    + 'a;
+
+/// The role's layer and the pool's, each evaluated, the pool's over the role's.
+fn collect_layers(
+    env: &[(OsString, OsString)],
+    profile: Profile,
+    read: &mut ReadFacts,
+) -> Collected {
+    let Some((role, pool)) = split_layers(env) else {
+        return collect_with(env, profile, read);
+    };
+    let role = collect_with(&role, profile, read);
+    let pool = collect_with(&pool, profile, read);
+    let mut rules = role.rules;
+    rules.extend(pool.rules);
+    let mut notes = role.notes;
+    notes.extend(pool.notes);
+    let additions = match (role.additions, pool.additions) {
+        (Err(e), _) => Err(anyhow::anyhow!("the role's labels, taints or rules: {e:#}")),
+        (_, Err(e)) => Err(e),
+        (Ok(r), Ok(p)) => Ok(pool_over_role(r, p, &mut notes)),
+    };
+    Collected {
+        additions,
+        rules,
+        notes,
+    }
+}
+
+/// The static labels and taints of `env` (the pool label among them), both
+/// layers merged: what every fallback keeps when the node rules fail.
+pub fn static_additions(env: &[(OsString, OsString)]) -> Result<Option<Additions>> {
+    let Some((role, pool)) = split_layers(env) else {
+        return additions_from_env(env);
+    };
+    let role = additions_from_env(&role)
+        .map_err(|e| anyhow::anyhow!("the role's labels or taints: {e:#}"))?;
+    Ok(pool_over_role(
+        role,
+        additions_from_env(&pool)?,
+        &mut Vec::new(),
+    ))
+}
+
+type Env = Vec<(OsString, OsString)>;
+
+/// The role layer, under the pool layer's names, and the rest; `None`
+/// when no role variable has content.
+fn split_layers(env: &[(OsString, OsString)]) -> Option<(Env, Env)> {
+    let role_var = |k: &OsString| {
+        crate::node::contract::ROLE_LAYER
+            .iter()
+            .find(|(r, _)| k == r)
+    };
+    if !env
+        .iter()
+        .any(|(k, v)| role_var(k).is_some() && !v.is_empty())
+    {
+        return None;
+    }
+    let mut role = Vec::new();
+    let mut pool = Vec::new();
+    for (k, v) in env {
+        match role_var(k) {
+            Some((_, as_pool)) => role.push((OsString::from(as_pool), v.clone())),
+            None => pool.push((k.clone(), v.clone())),
+        }
+    }
+    Some((role, pool))
+}
+
+/// The pool's additions over the role's: same label key or taint key and
+/// effect, the pool's wins, and a note says so.
+fn pool_over_role(
+    role: Option<Additions>,
+    pool: Option<Additions>,
+    notes: &mut Vec<String>,
+) -> Option<Additions> {
+    let (mut merged, pool) = match (role, pool) {
+        (r, None) => return r,
+        (None, p) => return p,
+        (Some(r), Some(p)) => (r, p),
+    };
+    merged
+        .labels
+        .retain(|(k, v)| match pool.labels.iter().rfind(|(pk, _)| pk == k) {
+            Some((_, pv)) => {
+                if pv != v {
+                    notes.push(format!(
+                        "the pool's label {k}={pv} wins over the role's {k}={v}"
+                    ));
+                }
+                false
+            }
+            None => true,
+        });
+    merged.labels.extend(pool.labels);
+    merged.taints.retain(|t| {
+        match pool
+            .taints
+            .iter()
+            .find(|p| p.key == t.key && p.effect == t.effect)
+        {
+            Some(p) => {
+                if p != t {
+                    notes.push(format!("the pool's taint {p} wins over the role's {t}"));
+                }
+                false
+            }
+            None => true,
+        }
+    });
+    merged.taints.extend(pool.taints);
+    Some(merged)
+}
+
+/// Whether either layer of `env` has node rules or an NFD label set.
+pub fn rules_in_env(env: &[(OsString, OsString)]) -> bool {
+    match split_layers(env) {
+        None => derived::sources_in_env(env),
+        Some((role, pool)) => derived::sources_in_env(&role) || derived::sources_in_env(&pool),
+    }
+}
+
+fn collect_with(env: &[(OsString, OsString)], profile: Profile, read: &mut ReadFacts) -> Collected {
+    match additions_from_env(env) {
+        Ok(static_) => derive_over(env, static_, profile, read),
+        Err(e) => Collected {
+            additions: Err(e),
+            rules: Vec::new(),
+            notes: Vec::new(),
+        },
+    }
+}
+
+/// What the rules leave when their evaluation fails as a whole (a budget,
+/// a panic): the static part, and a note that says why.
+pub fn static_only(static_: Option<Additions>, why: &str) -> Collected {
+    Collected {
+        additions: Ok(static_),
+        rules: Vec::new(),
+        notes: vec![format!(
+            "rule-derived labels and taints left out: {}",
+            derived::escape_controls(why)
+        )],
+    }
+}
+
+/// [`collect`] given the static part (read first, by
+/// [`static_additions`]: what every fallback keeps), with the rule-derived
+/// part merged under it.
+pub fn collect_derived(
+    env: &[(OsString, OsString)],
+    static_: Option<Additions>,
+    original_argv: &[OsString],
+    facts_root: &Path,
+    profile: Profile,
+    scope: FactsScope,
+) -> Collected {
+    if split_layers(env).is_some() {
+        // Each layer's rules over its own static part.
+        return collect(env, original_argv, facts_root, profile, scope);
+    }
+    let nodename = hostname_override(original_argv);
+    derive_over(
+        env,
+        static_,
+        profile,
+        &mut root_reader(facts_root, &nodename, scope),
+    )
+}
+
+/// The rule-derived part of `env` merged under `static_`; an evaluation
+/// that fails as a whole leaves the static part.
+fn derive_over(
+    env: &[(OsString, OsString)],
+    static_: Option<Additions>,
+    profile: Profile,
+    read: &mut ReadFacts,
+) -> Collected {
+    let sources = derived::sources_from_env(env);
+    if sources.is_empty() {
+        return Collected {
+            additions: Ok(static_),
+            rules: Vec::new(),
+            notes: Vec::new(),
+        };
+    }
+    // Read only what the rules and NFD's label set look at.
+    let used = derived::facts_used(&sources);
+    let attributes = used.attributes.as_ref();
+    let mut features = read(&used.features, attributes);
+    let derived = match derived::derive(&sources, &mut features, profile, &mut |more| {
+        read(more, attributes)
+    }) {
+        Ok(d) => d,
+        Err(why) => return static_only(static_, &why),
+    };
+    let (merged, mut notes) = derived::merge(static_.as_ref(), &derived);
+    notes.splice(0..0, derived.problems.iter().cloned());
+    notes.extend(derived.rules.iter().filter_map(|r| {
+        r.left_out.as_ref().map(|why| {
+            format!(
+                "rule {} left out: {}",
+                crate::node::rules::shown_name(&r.name),
+                derived::escape_controls(why)
+            )
+        })
+    }));
+    let empty = merged.labels.is_empty() && merged.taints.is_empty();
+    Collected {
+        additions: Ok((!empty).then_some(merged)),
+        rules: derived.rules,
+        notes,
+    }
+}
+
+/// Leave out the labels a kubelet that disagrees with our checks may refuse
+/// (the crash-loop guard's fallback after a quick failure); every taint and
+/// the other labels, the pool label among them, stay. Returns the keys
+/// left out.
+pub fn drop_refusable(additions: &mut Additions) -> Vec<String> {
+    let mut gone = Vec::new();
+    additions.labels.retain(|(k, _)| {
+        let refusable = super::guard::may_be_refused(k);
+        if refusable {
+            gone.push(k.clone());
+        }
+        !refusable
+    });
+    gone
+}
+
+/// What the fallbacks would keep of `plan` (for `explain`): the static part
+/// when the node rules fail, and what the crash-loop guard leaves out after
+/// a quick failure of kubelet.
+pub fn fallbacks(plan: &Plan, env: &[(OsString, OsString)]) -> Vec<String> {
+    if plan.left_out.is_some() || plan.argv == plan.original_argv {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let static_ = static_additions(env).ok().flatten().unwrap_or_default();
+    if rules_in_env(env) {
+        let labels: Vec<String> = static_
+            .labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let taints: Vec<String> = static_.taints.iter().map(|t| t.to_string()).collect();
+        out.push(format!(
+            "if the node rules fail (an error, a crash, an OOM kill, a start timeout), kubelet \
+             starts with the static part only: labels [{}], taints [{}]",
+            labels.join(","),
+            taints.join(",")
+        ));
+    }
+    let refusable: Vec<&str> = plan
+        .added_labels
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .filter(|k| super::guard::may_be_refused(k))
+        .collect();
+    out.push(if refusable.is_empty() {
+        format!(
+            "if kubelet fails within {}s of a start, the crash-loop guard leaves nothing out: \
+             every kubelet takes these labels and taints",
+            super::guard::QUICK_FAILURE_SECS
+        )
+    } else {
+        format!(
+            "if kubelet fails within {}s of a start, the crash-loop guard leaves out {} at the \
+             next (a kubelet of another version may refuse them) and keeps the taints and the \
+             other labels",
+            super::guard::QUICK_FAILURE_SECS,
+            refusable.join(", ")
+        )
+    });
+    out
+}
+
+/// The node name kubelet registers with when `--hostname-override` is set
+/// (kubelet trims and lower-cases it); NFD's `system.name` follows it.
+fn hostname_override(argv: &[OsString]) -> Option<String> {
+    let words: Vec<String> = argv
+        .iter()
+        .map(|w| w.to_string_lossy().into_owned())
+        .collect();
+    kubelet::flags::scan(&words)
+        .last_value("hostname-override")
+        .map(|h| crate::node::rules::go_lower_ascii(h.trim()))
+        .filter(|h| !h.is_empty())
+}
+
+/// The one command the wrapper stands in for, with `$VAR`s expanded.
+#[derive(Debug, Clone)]
+pub struct OriginalCommand {
+    pub executable: PathBuf,
+    pub argv: Vec<OsString>,
+}
+
+/// Expand and resolve the service's single `ExecStart=` command.
+pub fn original_command(
+    svc: &LoadedService,
+    env: &[(OsString, OsString)],
+    root: &Path,
+) -> Result<OriginalCommand> {
+    let cmd = match svc.exec_start.as_slice() {
+        [cmd] => cmd,
+        [] => bail!("the unit has no ExecStart= besides the wrapper's own"),
+        _ => bail!(
+            "the unit has {} ExecStart= commands; the wrapper can stand in for one",
+            svc.exec_start.len()
+        ),
+    };
+    let argv: Vec<OsString> = unit::expand_argv(cmd, env)
+        .into_iter()
+        .map(OsString::from_vec)
+        .collect();
+    if argv.is_empty() {
+        bail!("ExecStart= expands to an empty argv");
+    }
+    let executable = unit::resolve_executable(
+        OsStr::from_bytes(&cmd.path),
+        svc.exec_search_path.as_deref(),
+        root,
+    )
+    .with_context(|| format!("finding {}", String::from_utf8_lossy(&cmd.path)))?;
+    Ok(OriginalCommand { executable, argv })
+}
+
+/// [`original_command`] on a tree that is not a whole node (laid out from
+/// MachineConfigs): an absolute executable missing from the tree is taken
+/// as is, with a warning, since boot execs it from the OS image.
+pub fn original_command_offline(
+    svc: &LoadedService,
+    env: &[(OsString, OsString)],
+    root: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<OriginalCommand> {
+    match original_command(svc, env, root) {
+        Ok(c) => Ok(c),
+        Err(e) => {
+            let [cmd] = svc.exec_start.as_slice() else {
+                return Err(e);
+            };
+            let path = PathBuf::from(OsStr::from_bytes(&cmd.path));
+            let argv: Vec<OsString> = unit::expand_argv(cmd, env)
+                .into_iter()
+                .map(OsString::from_vec)
+                .collect();
+            if !path.is_absolute() || argv.is_empty() {
+                return Err(e);
+            }
+            warnings.push(format!(
+                "{} is not in this tree (offline: at boot it comes from the OS image)",
+                path.display()
+            ));
+            Ok(OriginalCommand {
+                executable: path,
+                argv,
+            })
+        }
+    }
+}
+
+/// Merge `additions` into the original command; on any problem with them the
+/// plan is the original command unchanged and `left_out` says why.
+pub fn plan(
+    original: OriginalCommand,
+    additions: Result<Option<Additions>>,
+    profile: Profile,
+    fs: &dyn NodeFs,
+) -> Plan {
+    let mut plan = Plan {
+        executable: original.executable,
+        argv: original.argv.clone(),
+        original_argv: original.argv,
+        added_labels: Vec::new(),
+        taints: Vec::new(),
+        warnings: Vec::new(),
+        left_out: None,
+        rules: Vec::new(),
+        notes: Vec::new(),
+    };
+    let additions = match additions {
+        Ok(Some(a)) => a,
+        Ok(None) => return plan,
+        Err(e) => {
+            plan.left_out = Some(format!("{e:#}"));
+            return plan;
+        }
+    };
+    // Flags reach kubelet only when we can tell how it gets its argv: the
+    // executable is kubelet, or a launcher that passes argv on unchanged.
+    let words: Vec<String> = plan
+        .original_argv
+        .iter()
+        .map(|w| w.to_string_lossy().into_owned())
+        .collect();
+    if let Err(why) = kubelet::flags::kubelet_args_start(&plan.executable.to_string_lossy(), &words)
+    {
+        plan.left_out = Some(why);
+        return plan;
+    }
+    // A bug of ours must not keep kubelet from starting: a panic in the
+    // merge is one more reason to start it unchanged.
+    let applied = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        kubelet::apply(&plan.original_argv, &additions, profile, fs).map_err(anyhow::Error::from)
+    }))
+    .unwrap_or_else(|_| {
+        Err(anyhow::anyhow!(
+            "internal error while merging (a bug; please report)"
+        ))
+    });
+    match applied {
+        Ok(applied) => {
+            plan.argv = applied.argv;
+            plan.added_labels = applied.added_labels;
+            plan.taints = applied.taints;
+            plan.warnings = applied.warnings;
+        }
+        Err(e) => plan.left_out = Some(format!("{e:#}")),
+    }
+    plan
+}
+
+/// The one journal line that says what the wrapper did.
+pub fn summary(plan: &Plan) -> String {
+    if let Some(why) = &plan.left_out {
+        return format!(
+            "kubelet-labeler: starting kubelet without our labels/taints: {}",
+            derived::escape_controls(why)
+        );
+    }
+    if plan.argv == plan.original_argv {
+        return format!(
+            "kubelet-labeler: no labels or taints to add; starting kubelet unchanged{}",
+            notes_suffix(plan)
+        );
+    }
+    let labels: Vec<String> = plan
+        .added_labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let taints: Vec<String> = plan.taints.iter().map(|t| t.to_string()).collect();
+    let mut out = String::from("kubelet-labeler: starting kubelet with");
+    if !labels.is_empty() {
+        out += &format!(" --node-labels={}", labels.join(","));
+    }
+    if !taints.is_empty() {
+        out += &format!(" --register-with-taints={}", taints.join(","));
+    }
+    for w in &plan.warnings {
+        out += &format!(" (warning: {w})");
+    }
+    out += &notes_suffix(plan);
+    // A restart of a registered node looks the same from here: say it.
+    out += REGISTRATION_ONLY;
+    out
+}
+
+/// What every line that adds flags ends with: kubelet applies
+/// `--node-labels` and `--register-with-taints` only when it creates the
+/// Node; against an existing Node (a restart, a reboot) it patches only its
+/// own default labels.
+pub const REGISTRATION_ONLY: &str = " (applied only when kubelet registers a new Node; an existing Node keeps its labels and taints)";
+
+/// Which rules matched and what was dropped, for the one journal line.
+fn notes_suffix(plan: &Plan) -> String {
+    let mut out = String::new();
+    let matched = plan
+        .rules
+        .iter()
+        .filter(|r| r.matched && r.left_out.is_none());
+    for (i, r) in matched.enumerate() {
+        out += if i == 0 { " (rules matched: " } else { ", " };
+        out += &crate::node::rules::shown_name(&r.name);
+    }
+    if !out.is_empty() {
+        out += ")";
+    }
+    for n in &plan.notes {
+        out += &format!(" ({})", derived::escape_controls(n));
+    }
+    out
+}
+
+/// The node's files under a root directory (`/` at boot).
+pub struct RootFs {
+    pub root: PathBuf,
+}
+
+impl RootFs {
+    /// Resolved inside the root (an untrusted tree's links stay in it).
+    fn path(&self, node_path: &Path) -> std::io::Result<PathBuf> {
+        crate::node::unit::search::contained(&self.root, node_path)
+    }
+}
+
+impl NodeFs for RootFs {
+    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        crate::node::nodefs::read(&self.path(path)?)
+    }
+
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+        Ok(crate::node::nodefs::names(&self.path(dir)?, usize::MAX)?
+            .into_iter()
+            .map(|n| dir.join(n))
+            .collect())
+    }
+}
+
+/// [`RootFs`] for a tree laid out from MachineConfigs: a directory boot makes
+/// with `ExecStartPre=` (kubelet's `--config-dir`) reads as empty, with a
+/// warning, instead of leaving our additions out.
+pub struct OfflineFs {
+    pub inner: RootFs,
+    pub warnings: std::cell::RefCell<Vec<String>>,
+}
+
+impl NodeFs for OfflineFs {
+    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        self.inner.read(path)
+    }
+
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+        match self.inner.list(dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                self.warnings.borrow_mut().push(format!(
+                    "{} is not in this tree (offline: read as empty; at boot an ExecStartPre= or the OS makes it)",
+                    dir.display()
+                ));
+                Ok(Vec::new())
+            }
+            other => other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Go lowers only these two non-ASCII characters into ASCII (every rune
+    /// through Go's strings.ToLower, checked once with Debian's Go 1.19).
+    #[test]
+    fn node_names_lowered_as_go_does() {
+        assert_eq!(
+            crate::node::rules::go_lower_ascii("Node-1.Example.COM"),
+            "node-1.example.com"
+        );
+        assert_eq!(
+            crate::node::rules::go_lower_ascii("\u{212A}ube-\u{0130}"),
+            "kube-i"
+        );
+    }
+    use crate::node::kubelet::Additions;
+
+    fn planned(executable: &str, argv: &[&str]) -> Plan {
+        let original = OriginalCommand {
+            executable: PathBuf::from(executable),
+            argv: argv.iter().map(OsString::from).collect(),
+        };
+        let additions = Additions {
+            labels: vec![("example.com/a".into(), "1".into())],
+            taints: Vec::new(),
+        };
+        let fs = RootFs {
+            root: PathBuf::from("/nonexistent"),
+        };
+        plan(original, Ok(Some(additions)), Profile::Upstream, &fs)
+    }
+
+    /// A role's and a pool's env drop-ins: both sets, the pool's value on
+    /// a key in both (a taint's key and effect), a note for each.
+    #[test]
+    fn the_pools_layer_adds_to_the_roles() {
+        use crate::node::contract::{LABELS_VAR, ROLE_LABELS_VAR, ROLE_TAINTS_VAR, TAINTS_VAR};
+        let env: Vec<(OsString, OsString)> = [
+            (
+                ROLE_LABELS_VAR,
+                "example.com/team=general,example.com/tier=worker",
+            ),
+            (ROLE_TAINTS_VAR, "d=general:NoSchedule,r=1:NoExecute"),
+            (LABELS_VAR, "example.com/tier=gpu"),
+            (TAINTS_VAR, "d=gpu:NoSchedule,r=1:NoSchedule"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect();
+        let c = collect(
+            &env,
+            &[],
+            Path::new("/nonexistent"),
+            Profile::OpenShift,
+            FactsScope::Used,
+        );
+        let a = c.additions.unwrap().unwrap();
+        let kv = |k: &str, v: &str| (k.to_string(), v.to_string());
+        assert_eq!(
+            a.labels,
+            [
+                kv("example.com/team", "general"),
+                kv("example.com/tier", "gpu")
+            ]
+        );
+        let taints: Vec<String> = a.taints.iter().map(|t| t.to_string()).collect();
+        assert_eq!(
+            taints,
+            ["r=1:NoExecute", "d=gpu:NoSchedule", "r=1:NoSchedule"]
+        );
+        assert_eq!(c.notes.len(), 2, "{:?}", c.notes);
+        assert!(
+            c.notes[0]
+                .contains("example.com/tier=gpu wins over the role's example.com/tier=worker")
+        );
+        // The role's alone, as on a plain worker.
+        let c = collect(
+            &env[..2],
+            &[],
+            Path::new("/nonexistent"),
+            Profile::OpenShift,
+            FactsScope::Used,
+        );
+        assert_eq!(c.additions.unwrap().unwrap().labels.len(), 2);
+        assert!(c.notes.is_empty());
+    }
+
+    #[test]
+    fn the_guard_keeps_taints_and_the_labels_every_kubelet_takes() {
+        let mut a = Additions {
+            labels: vec![
+                ("node.kubernetes.io/worker-gpu".into(), String::new()),
+                ("topology.kubernetes.io/zone".into(), "a".into()),
+                ("example.com/tier".into(), "gold".into()),
+                ("node-role.kubernetes.io/worker".into(), String::new()),
+            ],
+            taints: crate::node::kubelet::parse_taints("example.com/dedicated=gpu:NoSchedule")
+                .unwrap(),
+        };
+        let gone = drop_refusable(&mut a);
+        assert_eq!(
+            gone,
+            [
+                "topology.kubernetes.io/zone",
+                "node-role.kubernetes.io/worker"
+            ]
+        );
+        assert_eq!(a.labels.len(), 2);
+        assert_eq!(a.taints.len(), 1);
+    }
+
+    #[test]
+    fn the_journal_line_is_one_line_of_printable_text() {
+        let mut p = planned("/usr/bin/kubelet", &["/usr/bin/kubelet"]);
+        p.notes
+            .push("rule x: label \"a\" left out\r\u{1b}[2J\u{2028}".into());
+        let line = summary(&p);
+        assert!(
+            !line.contains(|c: char| c.is_control() || c == '\u{2028}'),
+            "{line:?}"
+        );
+        p.left_out = Some("bad\rvalue".into());
+        assert!(!summary(&p).contains('\r'));
+    }
+
+    #[test]
+    fn a_shell_gets_nothing_appended_and_the_line_says_why() {
+        let argv = ["/bin/sh", "-c", "exec /usr/bin/kubelet --v=2"];
+        let p = planned("/bin/sh", &argv);
+        assert_eq!(p.argv, p.original_argv);
+        let line = summary(&p);
+        assert!(
+            line.starts_with("kubelet-labeler: starting kubelet without our labels/taints: ")
+                && line.contains("runs /bin/sh"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn kubelet_and_its_launchers_get_the_flags() {
+        let p = planned("/usr/bin/kubelet", &["/usr/bin/kubelet", "--v=2"]);
+        assert_eq!(p.left_out, None);
+        assert_eq!(p.argv.last().unwrap(), "--node-labels=example.com/a=1");
+        // `ExecStart=@/usr/bin/kubelet k` : what runs is kubelet
+        let p = planned("/usr/bin/kubelet", &["k", "--v=2"]);
+        assert_eq!(p.left_out, None);
+        let p = planned(
+            "/usr/bin/env",
+            &["/usr/bin/env", "GODEBUG=x=1", "/usr/bin/kubelet", "--v=2"],
+        );
+        assert_eq!(p.argv.len(), 5, "{:?}", p.argv);
+        // argv[0] named kubelet does not make /bin/sh kubelet
+        let p = planned("/bin/sh", &["kubelet", "-c", "kubelet"]);
+        assert!(p.left_out.is_some());
+    }
+}
