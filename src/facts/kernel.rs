@@ -1,13 +1,112 @@
-//! `kernel.version` from /proc/sys/kernel/osrelease, parsed as NFD's
-//! source/kernel does.
+//! `kernel.version`, `kernel.config`, `kernel.loadedmodule`,
+//! `kernel.enabledmodule`, `kernel.selinux`, `kernel.kvm` as NFD's
+//! source/kernel reads them.
 
 use std::path::Path;
 
-use super::util::{read_trimmed, under};
-use crate::sorted::SortedMap;
+use super::util::{CPUINFO_CAP, exists, read_bytes, read_capped, read_trimmed, under};
+use crate::sorted::{SortedMap, SortedSet};
+
+/// The release as NFD's getVersion has it (uname -r).
+fn release(root: &Path) -> Option<String> {
+    read_trimmed(&under(root, "/proc/sys/kernel/osrelease"))
+}
 
 pub fn version(root: &Path) -> Option<SortedMap<String, String>> {
-    read_trimmed(&under(root, "/proc/sys/kernel/osrelease")).map(|r| parse_version(&r))
+    release(root).map(|r| parse_version(&r))
+}
+
+/// The first kernel config NFD's search finds (its order; `/proc/config.gz`
+/// first), `CONFIG_<NAME>=<value>` as NAME → value with `"` trimmed. A
+/// config larger than `CPUINFO_CAP` is read up to it (real ones are
+/// ~250 KiB).
+pub fn config(root: &Path) -> Option<SortedMap<String, String>> {
+    let v = release(root);
+    let v = v.as_deref();
+    let paths: Vec<String> = match v {
+        None => vec!["/usr/src/linux/.config".into()],
+        Some(v) => vec![
+            format!("/usr/src/linux-{v}/.config"),
+            format!("/usr/src/linux-rt-{v}/.config"),
+            "/usr/src/linux/.config".into(),
+            format!("/usr/lib/modules/{v}/config"),
+            format!("/usr/lib/ostree-boot/config-{v}"),
+            format!("/usr/lib/kernel/config-{v}"),
+            format!("/usr/src/linux-headers-{v}/.config"),
+            format!("/lib/modules/{v}/build/.config"),
+            format!("/usr/src/linux-rt-headers-{v}/.config"),
+            format!("/boot/config-{v}"),
+        ],
+    };
+    let raw = read_bytes(&under(root, "/proc/config.gz"), CPUINFO_CAP)
+        .and_then(|gz| super::inflate::gunzip(&gz, CPUINFO_CAP as usize))
+        .or_else(|| {
+            paths
+                .iter()
+                .find_map(|p| read_bytes(&under(root, p), CPUINFO_CAP))
+        })?;
+    Some(parse_config(&String::from_utf8_lossy(&raw)))
+}
+
+pub fn parse_config(text: &str) -> SortedMap<String, String> {
+    let mut out = SortedMap::new();
+    for line in text.split('\n') {
+        if let Some((name, value)) = line
+            .strip_prefix("CONFIG_")
+            .and_then(|l| l.split_once('='))
+        {
+            out.insert(name.to_string(), value.trim_matches('"').to_string());
+        }
+    }
+    out
+}
+
+/// The first field of each line of /proc/modules.
+pub fn loaded_modules(root: &Path) -> Option<SortedSet<String>> {
+    let text = read_capped(&under(root, "/proc/modules"), CPUINFO_CAP)?;
+    Some(
+        text.split('\n')
+            .filter_map(|l| l.split_ascii_whitespace().next())
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
+/// Loaded modules and those built in (`/lib/modules/<release>/
+/// modules.builtin`, `….ko` lines by base name); absent when the builtin
+/// list is unreadable, as in NFD.
+pub fn enabled_modules(root: &Path, loaded: Option<&SortedSet<String>>) -> Option<SortedSet<String>> {
+    let path = format!("/lib/modules/{}/modules.builtin", release(root)?);
+    let text = read_capped(&under(root, &path), CPUINFO_CAP)?;
+    let mut out: SortedSet<String> = loaded.cloned().unwrap_or_default();
+    for line in text.split('\n').map(str::trim) {
+        if let Some(path) = line.strip_suffix(".ko") {
+            out.insert(path.rsplit('/').next().unwrap_or(path).to_string());
+        }
+    }
+    Some(out)
+}
+
+/// `enabled`: /sys/fs/selinux/enforce starts with `1` (a missing file is
+/// false; no /sys/fs or another error leaves the feature out).
+pub fn selinux(root: &Path) -> Option<SortedMap<String, String>> {
+    exists(&under(root, "/sys/fs")).filter(|e| *e)?;
+    let enforce = under(root, "/sys/fs/selinux/enforce");
+    let on = match read_bytes(&enforce, 16) {
+        Some(b) => b.first() == Some(&b'1'),
+        None if exists(&enforce) == Some(false) => false,
+        None => return None,
+    };
+    Some(enabled(on))
+}
+
+/// `enabled`: /sys/devices/virtual/misc/kvm exists.
+pub fn kvm(root: &Path) -> Option<SortedMap<String, String>> {
+    exists(&under(root, "/sys/devices/virtual/misc/kvm")).map(enabled)
+}
+
+fn enabled(on: bool) -> SortedMap<String, String> {
+    SortedMap::from([("enabled".to_string(), on.to_string())])
 }
 
 /// `full`: characters outside `[-A-Za-z0-9_.]` become `_`, then `-_.` are
