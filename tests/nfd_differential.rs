@@ -53,8 +53,12 @@ fn cli() -> &'static str {
     env!("CARGO_BIN_EXE_kubelet-labeler")
 }
 
+/// The fixture nodes, and the trees with nfd-worker's kernel, memory,
+/// network, local and cpu power files.
 fn nodes() -> Vec<Node> {
-    nodes_in("tests/fixtures/nodes")
+    let mut nodes = nodes_in("tests/fixtures/nodes");
+    nodes.extend(nodes_in("tests/fixtures/nfd-worker"));
+    nodes
 }
 
 fn nodes_in(fixtures: &str) -> Vec<Node> {
@@ -62,7 +66,7 @@ fn nodes_in(fixtures: &str) -> Vec<Node> {
     let mut roots: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
+        .filter(|p| p.join("proc").is_dir())
         .collect();
     roots.sort();
     roots
