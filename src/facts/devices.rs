@@ -98,7 +98,9 @@ pub fn hugepages(root: &Path) -> Option<Attrs> {
             continue;
         };
         enabled |= total.parse::<i64>().is_ok_and(|n| n > 0);
-        out.insert(format!("hugepages-{size}"), total);
+        let mut key = String::from("hugepages-");
+        key.push_str(&size);
+        out.insert(key, total);
     }
     if enabled {
         out.insert("enabled".into(), "true".into());
@@ -123,7 +125,9 @@ fn kibi_quantity(n: &str) -> Option<String> {
         v /= 1024;
         suffix += 1;
     }
-    Some(format!("{v}{}", SUFFIXES[suffix]))
+    let mut out = v.to_string();
+    out.push_str(SUFFIXES[suffix]);
+    Some(out)
 }
 
 /// Interfaces without a `device` link: `name`, `operstate`, `speed`,

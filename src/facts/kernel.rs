@@ -22,28 +22,36 @@ pub fn version(root: &Path) -> Option<SortedMap<String, String>> {
 /// ~250 KiB).
 pub fn config(root: &Path) -> Option<SortedMap<String, String>> {
     let v = release(root);
-    let v = v.as_deref();
-    let paths: Vec<String> = match v {
-        None => vec!["/usr/src/linux/.config".into()],
-        Some(v) => vec![
-            format!("/usr/src/linux-{v}/.config"),
-            format!("/usr/src/linux-rt-{v}/.config"),
-            "/usr/src/linux/.config".into(),
-            format!("/usr/lib/modules/{v}/config"),
-            format!("/usr/lib/ostree-boot/config-{v}"),
-            format!("/usr/lib/kernel/config-{v}"),
-            format!("/usr/src/linux-headers-{v}/.config"),
-            format!("/lib/modules/{v}/build/.config"),
-            format!("/usr/src/linux-rt-headers-{v}/.config"),
-            format!("/boot/config-{v}"),
-        ],
+    // NFD's search after /proc/config.gz: (before, after) the release; with
+    // no release only /usr/src/linux/.config. Joined by hand, not format!:
+    // the wrapper carries this.
+    const PATHS: [(&str, &str); 10] = [
+        ("/usr/src/linux-", "/.config"),
+        ("/usr/src/linux-rt-", "/.config"),
+        ("/usr/src/linux/.config", ""),
+        ("/usr/lib/modules/", "/config"),
+        ("/usr/lib/ostree-boot/config-", ""),
+        ("/usr/lib/kernel/config-", ""),
+        ("/usr/src/linux-headers-", "/.config"),
+        ("/lib/modules/", "/build/.config"),
+        ("/usr/src/linux-rt-headers-", "/.config"),
+        ("/boot/config-", ""),
+    ];
+    let read = |before: &str, after: &str| {
+        let mut p = String::from(before);
+        if !before.ends_with(".config") {
+            p.push_str(v.as_deref()?);
+            p.push_str(after);
+        }
+        read_bytes(&under(root, &p), CPUINFO_CAP)
     };
     let raw = read_bytes(&under(root, "/proc/config.gz"), CPUINFO_CAP)
         .and_then(|gz| super::inflate::gunzip(&gz, CPUINFO_CAP as usize))
         .or_else(|| {
-            paths
+            PATHS
                 .iter()
-                .find_map(|p| read_bytes(&under(root, p), CPUINFO_CAP))
+                .filter(|(before, _)| v.is_some() || before.ends_with(".config"))
+                .find_map(|(before, after)| read(before, after))
         })?;
     Some(parse_config(&String::from_utf8_lossy(&raw)))
 }
@@ -76,7 +84,9 @@ pub fn loaded_modules(root: &Path) -> Option<SortedSet<String>> {
 /// modules.builtin`, `….ko` lines by base name); absent when the builtin
 /// list is unreadable, as in NFD.
 pub fn enabled_modules(root: &Path, loaded: Option<&SortedSet<String>>) -> Option<SortedSet<String>> {
-    let path = format!("/lib/modules/{}/modules.builtin", release(root)?);
+    let mut path = String::from("/lib/modules/");
+    path.push_str(&release(root)?);
+    path.push_str("/modules.builtin");
     let text = read_capped(&under(root, &path), CPUINFO_CAP)?;
     let mut out: SortedSet<String> = loaded.cloned().unwrap_or_default();
     for line in text.split('\n').map(str::trim) {
