@@ -1003,9 +1003,9 @@ fn sample_like_rule_files_give_what_nfd_gives() {
     let (mut failures, mut labels, mut taints) = (Vec::new(), 0, 0);
     for file in &files {
         let before = labels + taints;
-        let doc: Value =
-            serde_saphyr::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
-        let objects = vec![json!({ "name": doc["metadata"]["name"], "rules": doc["spec"]["rules"] })];
+        let doc: Value = serde_saphyr::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+        let objects =
+            vec![json!({ "name": doc["metadata"]["name"], "rules": doc["spec"]["rules"] })];
         for node in &nodes {
             let o = ours(node, &objects, scratch.path());
             let without = o.as_ref().map(|o| o.left_out.clone()).unwrap_or_default();
@@ -1024,7 +1024,10 @@ fn sample_like_rule_files_give_what_nfd_gives() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
     // The files must give output on these trees, not only agree on nothing.
-    assert!(labels > 40 && taints >= 4, "{labels} labels, {taints} taints");
+    assert!(
+        labels > 40 && taints >= 4,
+        "{labels} labels, {taints} taints"
+    );
 }
 
 fn differential(seed: u64, cases_n: usize, shape_cases: usize, taint_pool: bool) {

@@ -48,7 +48,11 @@ fn facts_are_what_nfd_workers_sources_discover() {
         .filter(|p| p.to_string_lossy().ends_with(".nfd.json"))
         .collect();
     goldens.sort();
-    assert!(goldens.len() >= 4, "goldens missing in {}", trees_dir().display());
+    assert!(
+        goldens.len() >= 4,
+        "goldens missing in {}",
+        trees_dir().display()
+    );
     let mut failures = Vec::new();
     // Each feature, with the trees where NFD gives it something.
     let mut seen: std::collections::BTreeMap<String, usize> = Default::default();
@@ -73,10 +77,10 @@ fn facts_are_what_nfd_workers_sources_discover() {
                         ov.map_or("absent".into(), Value::to_string)
                     ));
                 }
-                let has = nv
-                    .and_then(|v| v.get("elements"))
-                    .is_some_and(|e| e.as_object().is_some_and(|m| !m.is_empty())
-                        || e.as_array().is_some_and(|a| !a.is_empty()));
+                let has = nv.and_then(|v| v.get("elements")).is_some_and(|e| {
+                    e.as_object().is_some_and(|m| !m.is_empty())
+                        || e.as_array().is_some_and(|a| !a.is_empty())
+                });
                 *seen.entry(f.clone()).or_default() += usize::from(has);
             }
         }

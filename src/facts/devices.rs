@@ -139,7 +139,9 @@ pub fn network_virtual(root: &Path) -> Option<Vec<Attrs>> {
     Some(
         names
             .into_iter()
-            .filter(|n| n != "bonding_masters" && exists(&base.join(n).join("device")) != Some(true))
+            .filter(|n| {
+                n != "bonding_masters" && exists(&base.join(n).join("device")) != Some(true)
+            })
             .map(|n| with_files(&base.join(&n), &n, &files, &files))
             .collect(),
     )

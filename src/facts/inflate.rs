@@ -108,7 +108,8 @@ fn codes(b: &mut Bits, out: &mut Vec<u8>, cap: usize, lit: &Huffman, dist: &Huff
             256 => return Some(()),
             _ => {
                 let i = usize::from(sym - 257);
-                let len = usize::from(*LEN_BASE.get(i)?) + b.bits(u32::from(LEN_EXTRA[i]))? as usize;
+                let len =
+                    usize::from(*LEN_BASE.get(i)?) + b.bits(u32::from(LEN_EXTRA[i]))? as usize;
                 let d = usize::from(dist.decode(b)?);
                 let dist =
                     usize::from(*DIST_BASE.get(d)?) + b.bits(u32::from(DIST_EXTRA[d]))? as usize;
@@ -125,7 +126,9 @@ fn codes(b: &mut Bits, out: &mut Vec<u8>, cap: usize, lit: &Huffman, dist: &Huff
 }
 
 fn dynamic(b: &mut Bits) -> Option<(Huffman, Huffman)> {
-    const ORDER: [usize; 19] = [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15];
+    const ORDER: [usize; 19] = [
+        16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15,
+    ];
     let nlen = b.bits(5)? as usize + 257;
     let ndist = b.bits(5)? as usize + 1;
     let ncode = b.bits(4)? as usize + 4;
@@ -220,7 +223,11 @@ fn crc32(data: &[u8]) -> u32 {
     for (n, t) in table.iter_mut().enumerate() {
         let mut c = n as u32;
         for _ in 0..8 {
-            c = if c & 1 != 0 { 0xedb8_8320 ^ (c >> 1) } else { c >> 1 };
+            c = if c & 1 != 0 {
+                0xedb8_8320 ^ (c >> 1)
+            } else {
+                c >> 1
+            };
         }
         *t = c;
     }
@@ -310,7 +317,9 @@ mod tests {
         // Short input: a fixed-Huffman block; random bytes: stored blocks.
         let gz = gzip(&["-c"], b"CONFIG_A=y\n");
         assert_eq!(gunzip(&gz, 100).as_deref(), Some(&b"CONFIG_A=y\n"[..]));
-        let noise: Vec<u8> = (0..100_000u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+        let noise: Vec<u8> = (0..100_000u32)
+            .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+            .collect();
         let gz = gzip(&["-c"], &noise);
         assert_eq!(gunzip(&gz, 1 << 20).as_deref(), Some(&noise[..]));
         let mut two = gzip(&["-c"], b"a\n");

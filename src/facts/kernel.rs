@@ -57,14 +57,21 @@ pub fn config(root: &Path) -> Option<SortedMap<String, String>> {
 }
 
 pub fn parse_config(text: &str) -> SortedMap<String, String> {
+    // Sorted first (a later line wins on a name, as NFD's map assignment):
+    // inserting ~2,000 unsorted names one by one into the sorted map moves
+    // its entries quadratically (1.5 ms on a real config).
+    let mut lines: Vec<(&str, usize, &str)> = text
+        .split('\n')
+        .enumerate()
+        .filter_map(|(i, line)| {
+            let (name, value) = line.strip_prefix("CONFIG_")?.split_once('=')?;
+            Some((name, i, value.trim_matches('"')))
+        })
+        .collect();
+    lines.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
     let mut out = SortedMap::new();
-    for line in text.split('\n') {
-        if let Some((name, value)) = line
-            .strip_prefix("CONFIG_")
-            .and_then(|l| l.split_once('='))
-        {
-            out.insert(name.to_string(), value.trim_matches('"').to_string());
-        }
+    for (name, _, value) in lines {
+        out.insert(name.to_string(), value.to_string());
     }
     out
 }
@@ -72,29 +79,39 @@ pub fn parse_config(text: &str) -> SortedMap<String, String> {
 /// The first field of each line of /proc/modules.
 pub fn loaded_modules(root: &Path) -> Option<SortedSet<String>> {
     let text = read_capped(&under(root, "/proc/modules"), CPUINFO_CAP)?;
-    Some(
+    Some(sorted_set(
         text.split('\n')
             .filter_map(|l| l.split_ascii_whitespace().next())
             .map(str::to_string)
             .collect(),
-    )
+    ))
+}
+
+/// Names sorted before they go into the set: one by one, unsorted, the
+/// set's inserts move its items quadratically (modules.builtin has ~2,000).
+fn sorted_set(mut names: Vec<String>) -> SortedSet<String> {
+    names.sort();
+    names.into_iter().collect()
 }
 
 /// Loaded modules and those built in (`/lib/modules/<release>/
 /// modules.builtin`, `….ko` lines by base name); absent when the builtin
 /// list is unreadable, as in NFD.
-pub fn enabled_modules(root: &Path, loaded: Option<&SortedSet<String>>) -> Option<SortedSet<String>> {
+pub fn enabled_modules(
+    root: &Path,
+    loaded: Option<&SortedSet<String>>,
+) -> Option<SortedSet<String>> {
     let mut path = String::from("/lib/modules/");
     path.push_str(&release(root)?);
     path.push_str("/modules.builtin");
     let text = read_capped(&under(root, &path), CPUINFO_CAP)?;
-    let mut out: SortedSet<String> = loaded.cloned().unwrap_or_default();
+    let mut names: Vec<String> = loaded.map_or_else(Vec::new, |l| l.iter().cloned().collect());
     for line in text.split('\n').map(str::trim) {
         if let Some(path) = line.strip_suffix(".ko") {
-            out.insert(path.rsplit('/').next().unwrap_or(path).to_string());
+            names.push(path.rsplit('/').next().unwrap_or(path).to_string());
         }
     }
-    Some(out)
+    Some(sorted_set(names))
 }
 
 /// `enabled`: /sys/fs/selinux/enforce starts with `1` (a missing file is
@@ -180,6 +197,16 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    /// A later line wins on a name; quotes trimmed; other lines skipped.
+    #[test]
+    fn config_lines() {
+        let c = parse_config(
+            "# CONFIG_X is not set\nCONFIG_B=\"q\"\nCONFIG_A=y\nCONFIG_NOEQ\nCONFIG_B=m\n CONFIG_C=y\nCONFIG_D=1=2",
+        );
+        let got: Vec<(&str, &str)> = c.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(got, [("A", "y"), ("B", "m"), ("D", "1=2")]);
     }
 
     #[test]

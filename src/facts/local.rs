@@ -104,10 +104,9 @@ pub fn rfc3339(s: &str) -> Option<i64> {
     let b = s.as_bytes();
     let num = |r: std::ops::Range<usize>| -> Option<i64> {
         let d = b.get(r)?;
-        d.iter().all(u8::is_ascii_digit).then(|| {
-            d.iter()
-                .fold(0i64, |n, c| n * 10 + i64::from(c - b'0'))
-        })
+        d.iter()
+            .all(u8::is_ascii_digit)
+            .then(|| d.iter().fold(0i64, |n, c| n * 10 + i64::from(c - b'0')))
     };
     let sep = |i: usize, c: u8| b.get(i) == Some(&c);
     if !(sep(4, b'-') && sep(7, b'-') && sep(10, b'T') && sep(13, b':') && sep(16, b':')) {
@@ -116,8 +115,27 @@ pub fn rfc3339(s: &str) -> Option<i64> {
     let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
     let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
     let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
-    let days_in = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-    if !(1..=12).contains(&mo) || d < 1 || d > days_in[(mo - 1) as usize] || h > 23 || mi > 59 || sec > 59 {
+    let days_in = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    if !(1..=12).contains(&mo)
+        || d < 1
+        || d > days_in[(mo - 1) as usize]
+        || h > 23
+        || mi > 59
+        || sec > 59
+    {
         return None;
     }
     let mut i = 19;
@@ -188,8 +206,14 @@ mod tests {
              # +bogus\n# +expiry-time=2025-12-31T23:59:59Z\nexpired=1\n",
             now,
         );
-        assert_eq!(kv(&f), [("a", "true"), ("b", "1=2"), ("c", "x"), ("d", "true")]);
-        assert_eq!(kv(&l), [("a", "true"), ("b", "1=2"), ("d", "true"), ("e", "y")]);
+        assert_eq!(
+            kv(&f),
+            [("a", "true"), ("b", "1=2"), ("c", "x"), ("d", "true")]
+        );
+        assert_eq!(
+            kv(&l),
+            [("a", "true"), ("b", "1=2"), ("d", "true"), ("e", "y")]
+        );
         let (f, _) = parse_file("# +expiry-time=2026-01-01T00:00:01Z\nkept\n", now);
         assert_eq!(kv(&f), [("kept", "true")]);
     }
