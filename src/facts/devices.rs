@@ -121,7 +121,7 @@ fn kibi_quantity(n: &str) -> Option<String> {
     }
     let mut suffix = 0;
     const SUFFIXES: [&str; 6] = ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
-    while v % 1024 == 0 && suffix + 1 < SUFFIXES.len() {
+    while v.is_multiple_of(1024) && suffix + 1 < SUFFIXES.len() {
         v /= 1024;
         suffix += 1;
     }
