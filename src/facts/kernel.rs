@@ -53,7 +53,10 @@ pub fn config(root: &Path) -> Option<SortedMap<String, String>> {
                 .filter(|(before, _)| v.is_some() || before.ends_with(".config"))
                 .find_map(|(before, after)| read(before, after))
         })?;
-    Some(parse_config(&String::from_utf8_lossy(&raw)))
+    // Valid UTF-8 (every real config) is parsed in place, not copied.
+    let text = String::from_utf8(raw)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    Some(parse_config(&text))
 }
 
 pub fn parse_config(text: &str) -> SortedMap<String, String> {
