@@ -632,6 +632,11 @@ fn endless_inputs_are_refused_at_their_limit() {
         "proc/cpuinfo",
         "etc/os-release",
         "proc/sys/kernel/osrelease",
+        "proc/config.gz",
+        "proc/modules",
+        "proc/swaps",
+        "usr/src/linux/.config",
+        "etc/kubernetes/node-feature-discovery/features.d/endless",
     ] {
         std::fs::create_dir_all(root.join(f).parent().unwrap()).unwrap();
         std::os::unix::fs::symlink(z, root.join(f)).unwrap();

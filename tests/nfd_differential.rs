@@ -53,12 +53,20 @@ fn cli() -> &'static str {
     env!("CARGO_BIN_EXE_kubelet-labeler")
 }
 
+/// The fixture nodes, and the trees with nfd-worker's kernel, memory,
+/// network, local and cpu power files.
 fn nodes() -> Vec<Node> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nodes");
+    let mut nodes = nodes_in("tests/fixtures/nodes");
+    nodes.extend(nodes_in("tests/fixtures/nfd-worker"));
+    nodes
+}
+
+fn nodes_in(fixtures: &str) -> Vec<Node> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(fixtures);
     let mut roots: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
+        .filter(|p| p.join("proc").is_dir())
         .collect();
     roots.sort();
     roots
@@ -967,6 +975,59 @@ fn rules_give_what_nfd_gives() {
 #[test]
 fn taints_of_one_key_and_effect_as_nfd_applies_them() {
     differential(0x5441_494E_5453_0018, 400, 0, true);
+}
+
+/// Rule files of our own with the features and operators of NFD's sample
+/// rule files (deployment/nodefeaturerule/samples/*.yaml and
+/// examples/nodefeaturerule.yaml: kernel.config, kernel.loadedmodule,
+/// cpu.cstate/pstate, local.label, ...) on the trees that hold nfd-worker's
+/// files (tests/fixtures/nfd-worker): every file renders, and on every tree
+/// the wrapper's answer is NFD's.
+#[test]
+fn sample_like_rule_files_give_what_nfd_gives() {
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nfd-oracle-samples");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let Some(oracle) = nfd_oracle::build(&out_dir) else {
+        return;
+    };
+    let nodes = nodes_in("tests/fixtures/nfd-worker");
+    assert!(nodes.len() >= 4, "nfd-worker trees missing");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nfd-worker/rules");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert!(files.len() >= 5, "rule files missing in {}", dir.display());
+    let scratch = tempfile::tempdir().unwrap();
+    let (mut failures, mut labels, mut taints) = (Vec::new(), 0, 0);
+    for file in &files {
+        let before = labels + taints;
+        let doc: Value = serde_saphyr::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+        let objects =
+            vec![json!({ "name": doc["metadata"]["name"], "rules": doc["spec"]["rules"] })];
+        for node in &nodes {
+            let o = ours(node, &objects, scratch.path());
+            let without = o.as_ref().map(|o| o.left_out.clone()).unwrap_or_default();
+            let answer = nfd_oracle::run(&oracle, &[oracle_input(node, &objects, &without)]);
+            if let Ok(o) = &o {
+                labels += o.answer.labels.len();
+                taints += o.answer.taints.len();
+            }
+            if let Some(why) = compare(node, &objects, &o, &answer[0]) {
+                failures.push(format!("{} on {}: {why}", file.display(), node.name));
+            }
+        }
+        if labels + taints == before {
+            failures.push(format!("{} gives nothing on any tree", file.display()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    // The files must give output on these trees, not only agree on nothing.
+    assert!(
+        labels > 40 && taints >= 4,
+        "{labels} labels, {taints} taints"
+    );
 }
 
 fn differential(seed: u64, cases_n: usize, shape_cases: usize, taint_pool: bool) {

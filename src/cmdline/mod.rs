@@ -35,8 +35,18 @@ pub enum Cmd {
     /// /sys/bus/nd, /sys/bus/node, /sys/bus/cpu; cpu.cpuid and cpu.model from
     /// /proc/cpuinfo; kernel.version and system.name from
     /// /proc/sys/kernel/{osrelease,hostname}; system.osrelease from
-    /// /etc/os-release; system.dmiid from /sys/devices/virtual/dmi/id. A
-    /// missing file is an absent feature.
+    /// /etc/os-release; system.dmiid from /sys/devices/virtual/dmi/id;
+    /// kernel.config from the first of /proc/config.gz, /usr/lib/modules/
+    /// <release>/config, /boot/config-<release> (and NFD's other paths);
+    /// kernel.loadedmodule and kernel.enabledmodule from /proc/modules and
+    /// /lib/modules/<release>/modules.builtin; kernel.selinux, kernel.kvm
+    /// from /sys/fs/selinux/enforce, /sys/devices/virtual/misc/kvm;
+    /// cpu.cstate, cpu.pstate from cpuidle, intel_idle, intel_pstate and
+    /// cpufreq in /sys; memory.swap, memory.hugepages from /proc/swaps,
+    /// /sys/kernel/mm/hugepages; network.virtual from /sys/class/net;
+    /// local.label, local.feature from the files in
+    /// /etc/kubernetes/node-feature-discovery/features.d. A missing file is
+    /// an absent feature.
     #[command(after_help = FACTS_EXAMPLES)]
     Facts(FactsConfig),
     /// Render drop-ins, MachineConfigs or Ignition

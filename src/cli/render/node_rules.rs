@@ -501,12 +501,13 @@ fn check_feature(cx: &Ctx, n: &Spanned<Node>, feature: &str, what: &str) -> Resu
     if lookup == rules::BACKREF_FEATURE || crate::node::facts::FEATURES.contains(&lookup.as_str()) {
         return Ok(());
     }
-    if lookup.starts_with("local.") {
+    if matches!(lookup.as_str(), "cpu.rdt" | "cpu.security" | "cpu.sst") {
         return cx.fail(
             n,
             format!(
-                "{what}: feature {feature:?} comes from nfd-worker's local source (hook files), \
-                 which does not exist at registration; keep this rule in the cluster's NFD"
+                "{what}: nfd-worker reads feature {feature:?} with the CPUID instruction, not \
+                 from a file the node has; the node side does not read it; keep this rule in \
+                 the cluster's NFD"
             ),
         );
     }
@@ -846,12 +847,12 @@ spec:
             ("[\"^03\"]", "[\"(03\"]", "regexp"),
             (
                 "feature: pci.device",
-                "feature: local.label",
-                "local source",
+                "feature: cpu.security",
+                "CPUID instruction",
             ),
             (
                 "feature: pci.device",
-                "feature: kernel.config",
+                "feature: kernel.cmdline",
                 "does not read",
             ),
             (

@@ -1,9 +1,10 @@
-//! `memory.numa`, `memory.nv`, `storage.block`, `network.device`,
-//! `usb.device` as NFD's source/{memory,storage,network,usb} read them.
+//! `memory.numa`, `memory.nv`, `memory.swap`, `memory.hugepages`,
+//! `storage.block`, `network.device`, `network.virtual`, `usb.device` as
+//! NFD's source/{memory,storage,network,usb} read them.
 
 use std::path::Path;
 
-use super::util::{list_dir, read_trimmed, under};
+use super::util::{CPUINFO_CAP, exists, list_dir, read_capped, read_trimmed, under};
 use crate::node::sorted::SortedMap;
 
 type Attrs = SortedMap<String, String>;
@@ -59,8 +60,95 @@ pub fn block(root: &Path, optional: &[&str]) -> Option<Vec<Attrs>> {
     )
 }
 
+/// `enabled`: /proc/swaps has a line past its header (lines of only
+/// white space not counted).
+pub fn swap(root: &Path) -> Option<Attrs> {
+    let text = read_capped(&under(root, "/proc/swaps"), CPUINFO_CAP)?;
+    let lines = text.split('\n').filter(|l| !l.trim().is_empty()).count();
+    Some(SortedMap::from([(
+        "enabled".to_string(),
+        (lines > 1).to_string(),
+    )]))
+}
+
+/// `hugepages-<size>` → nr_hugepages ("" when unreadable) for each
+/// /sys/kernel/mm/hugepages/hugepages-<n>kB, the size as Kubernetes
+/// writes a quantity of n Ki (`2Mi`, `1Gi`, `64Ki`); `enabled` when one
+/// count is above 0. No directory: only `enabled=false`.
+pub fn hugepages(root: &Path) -> Option<Attrs> {
+    let base = under(root, "/sys/kernel/mm/hugepages");
+    let mut out = SortedMap::from([("enabled".to_string(), "false".to_string())]);
+    let names = match list_dir(&base) {
+        Some(n) => n,
+        None if exists(&base) == Some(false) => return Some(out),
+        None => return None,
+    };
+    let mut enabled = false;
+    for name in names {
+        // DirEntry.IsDir: the entry itself, links not followed.
+        let is_dir = super::util::inside(&base.join(&name))
+            .and_then(|p| std::fs::symlink_metadata(&*p).ok())
+            .is_some_and(|m| m.is_dir());
+        if !is_dir {
+            continue;
+        }
+        let total = read_trimmed(&base.join(&name).join("nr_hugepages")).unwrap_or_default();
+        let size = name.strip_prefix("hugepages-").unwrap_or(&name);
+        let Some(size) = kibi_quantity(size.trim_end_matches(['k', 'B'])) else {
+            continue;
+        };
+        enabled |= total.parse::<i64>().is_ok_and(|n| n > 0);
+        let mut key = String::from("hugepages-");
+        key.push_str(&size);
+        out.insert(key, total);
+    }
+    if enabled {
+        out.insert("enabled".into(), "true".into());
+    }
+    Some(out)
+}
+
+/// `<n>Ki` in Kubernetes' canonical form: the largest binary suffix that
+/// keeps the number whole. Only plain digit strings are taken (sysfs
+/// writes no other); None otherwise.
+fn kibi_quantity(n: &str) -> Option<String> {
+    if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let mut v: u64 = n.parse().ok()?;
+    if v == 0 {
+        return Some("0".into());
+    }
+    let mut suffix = 0;
+    const SUFFIXES: [&str; 6] = ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
+    while v.is_multiple_of(1024) && suffix + 1 < SUFFIXES.len() {
+        v /= 1024;
+        suffix += 1;
+    }
+    let mut out = v.to_string();
+    out.push_str(SUFFIXES[suffix]);
+    Some(out)
+}
+
+/// Interfaces without a `device` link: `name`, `operstate`, `speed`,
+/// `mtu`, each file kept when readable.
+pub fn network_virtual(root: &Path) -> Option<Vec<Attrs>> {
+    let base = under(root, "/sys/class/net");
+    let names = list_dir(&base)?;
+    let files = ["operstate", "speed", "mtu"];
+    Some(
+        names
+            .into_iter()
+            .filter(|n| {
+                n != "bonding_masters" && exists(&base.join(n).join("device")) != Some(true)
+            })
+            .map(|n| with_files(&base.join(&n), &n, &files, &files))
+            .collect(),
+    )
+}
+
 /// Interfaces with a `device` link (NFD's network.device; the others are
-/// network.virtual, not read here). `speed` is unreadable while down.
+/// network.virtual). `speed` is unreadable while down.
 pub fn network(root: &Path, optional: &[&str]) -> Option<Vec<Attrs>> {
     let base = under(root, "/sys/class/net");
     let names = list_dir(&base)?;

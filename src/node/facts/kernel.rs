@@ -1,13 +1,142 @@
-//! `kernel.version` from /proc/sys/kernel/osrelease, parsed as NFD's
-//! source/kernel does.
+//! `kernel.version`, `kernel.config`, `kernel.loadedmodule`,
+//! `kernel.enabledmodule`, `kernel.selinux`, `kernel.kvm` as NFD's
+//! source/kernel reads them.
 
 use std::path::Path;
 
-use super::util::{read_trimmed, under};
-use crate::node::sorted::SortedMap;
+use super::util::{CPUINFO_CAP, exists, read_bytes, read_capped, read_trimmed, under};
+use crate::node::sorted::{SortedMap, SortedSet};
+
+/// The release as NFD's getVersion has it (uname -r).
+fn release(root: &Path) -> Option<String> {
+    read_trimmed(&under(root, "/proc/sys/kernel/osrelease"))
+}
 
 pub fn version(root: &Path) -> Option<SortedMap<String, String>> {
-    read_trimmed(&under(root, "/proc/sys/kernel/osrelease")).map(|r| parse_version(&r))
+    release(root).map(|r| parse_version(&r))
+}
+
+/// The first kernel config NFD's search finds (its order; `/proc/config.gz`
+/// first), `CONFIG_<NAME>=<value>` as NAME → value with `"` trimmed. A
+/// config larger than `CPUINFO_CAP` is read up to it (real ones are
+/// ~250 KiB).
+pub fn config(root: &Path) -> Option<SortedMap<String, String>> {
+    let v = release(root);
+    // NFD's search after /proc/config.gz: (before, after) the release; with
+    // no release only /usr/src/linux/.config. Joined by hand, not format!:
+    // the wrapper carries this.
+    const PATHS: [(&str, &str); 10] = [
+        ("/usr/src/linux-", "/.config"),
+        ("/usr/src/linux-rt-", "/.config"),
+        ("/usr/src/linux/.config", ""),
+        ("/usr/lib/modules/", "/config"),
+        ("/usr/lib/ostree-boot/config-", ""),
+        ("/usr/lib/kernel/config-", ""),
+        ("/usr/src/linux-headers-", "/.config"),
+        ("/lib/modules/", "/build/.config"),
+        ("/usr/src/linux-rt-headers-", "/.config"),
+        ("/boot/config-", ""),
+    ];
+    let read = |before: &str, after: &str| {
+        let mut p = String::from(before);
+        if !before.ends_with(".config") {
+            p.push_str(v.as_deref()?);
+            p.push_str(after);
+        }
+        read_bytes(&under(root, &p), CPUINFO_CAP)
+    };
+    let raw = read_bytes(&under(root, "/proc/config.gz"), CPUINFO_CAP)
+        .and_then(|gz| super::inflate::gunzip(&gz, CPUINFO_CAP as usize))
+        .or_else(|| {
+            PATHS
+                .iter()
+                .filter(|(before, _)| v.is_some() || before.ends_with(".config"))
+                .find_map(|(before, after)| read(before, after))
+        })?;
+    // Valid UTF-8 (every real config) is parsed in place, not copied.
+    let text = String::from_utf8(raw)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    Some(parse_config(&text))
+}
+
+pub fn parse_config(text: &str) -> SortedMap<String, String> {
+    // Sorted first (a later line wins on a name, as NFD's map assignment):
+    // inserting ~2,000 unsorted names one by one into the sorted map moves
+    // its entries quadratically (1.5 ms on a real config).
+    let mut lines: Vec<(&str, usize, &str)> = text
+        .split('\n')
+        .enumerate()
+        .filter_map(|(i, line)| {
+            let (name, value) = line.strip_prefix("CONFIG_")?.split_once('=')?;
+            Some((name, i, value.trim_matches('"')))
+        })
+        .collect();
+    lines.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    let mut out = SortedMap::new();
+    for (name, _, value) in lines {
+        out.insert(name.to_string(), value.to_string());
+    }
+    out
+}
+
+/// The first field of each line of /proc/modules.
+pub fn loaded_modules(root: &Path) -> Option<SortedSet<String>> {
+    let text = read_capped(&under(root, "/proc/modules"), CPUINFO_CAP)?;
+    Some(sorted_set(
+        text.split('\n')
+            .filter_map(|l| l.split_ascii_whitespace().next())
+            .map(str::to_string)
+            .collect(),
+    ))
+}
+
+/// Names sorted before they go into the set: one by one, unsorted, the
+/// set's inserts move its items quadratically (modules.builtin has ~2,000).
+fn sorted_set(mut names: Vec<String>) -> SortedSet<String> {
+    names.sort();
+    names.into_iter().collect()
+}
+
+/// Loaded modules and those built in (`/lib/modules/<release>/
+/// modules.builtin`, `….ko` lines by base name); absent when the builtin
+/// list is unreadable, as in NFD.
+pub fn enabled_modules(
+    root: &Path,
+    loaded: Option<&SortedSet<String>>,
+) -> Option<SortedSet<String>> {
+    let mut path = String::from("/lib/modules/");
+    path.push_str(&release(root)?);
+    path.push_str("/modules.builtin");
+    let text = read_capped(&under(root, &path), CPUINFO_CAP)?;
+    let mut names: Vec<String> = loaded.map_or_else(Vec::new, |l| l.iter().cloned().collect());
+    for line in text.split('\n').map(str::trim) {
+        if let Some(path) = line.strip_suffix(".ko") {
+            names.push(path.rsplit('/').next().unwrap_or(path).to_string());
+        }
+    }
+    Some(sorted_set(names))
+}
+
+/// `enabled`: /sys/fs/selinux/enforce starts with `1` (a missing file is
+/// false; no /sys/fs or another error leaves the feature out).
+pub fn selinux(root: &Path) -> Option<SortedMap<String, String>> {
+    exists(&under(root, "/sys/fs")).filter(|e| *e)?;
+    let enforce = under(root, "/sys/fs/selinux/enforce");
+    let on = match read_bytes(&enforce, 16) {
+        Some(b) => b.first() == Some(&b'1'),
+        None if exists(&enforce) == Some(false) => false,
+        None => return None,
+    };
+    Some(enabled(on))
+}
+
+/// `enabled`: /sys/devices/virtual/misc/kvm exists.
+pub fn kvm(root: &Path) -> Option<SortedMap<String, String>> {
+    exists(&under(root, "/sys/devices/virtual/misc/kvm")).map(enabled)
+}
+
+fn enabled(on: bool) -> SortedMap<String, String> {
+    SortedMap::from([("enabled".to_string(), on.to_string())])
 }
 
 /// `full`: characters outside `[-A-Za-z0-9_.]` become `_`, then `-_.` are
@@ -71,6 +200,16 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    /// A later line wins on a name; quotes trimmed; other lines skipped.
+    #[test]
+    fn config_lines() {
+        let c = parse_config(
+            "# CONFIG_X is not set\nCONFIG_B=\"q\"\nCONFIG_A=y\nCONFIG_NOEQ\nCONFIG_B=m\n CONFIG_C=y\nCONFIG_D=1=2",
+        );
+        let got: Vec<(&str, &str)> = c.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(got, [("A", "y"), ("B", "m"), ("D", "1=2")]);
     }
 
     #[test]

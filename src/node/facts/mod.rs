@@ -9,9 +9,12 @@ use crate::node::sorted::{SortedMap, SortedSet};
 
 mod cpu;
 mod devices;
+mod inflate;
 mod kernel;
 mod labels;
+mod local;
 mod pci;
+mod power;
 pub(crate) mod system;
 mod util;
 
@@ -53,13 +56,26 @@ impl Features {
 /// Every feature `read` can produce: a rule on any other feature can never
 /// match at boot, so render refuses it.
 pub const FEATURES: &[&str] = &[
+    "cpu.coprocessor",
     "cpu.cpuid",
+    "cpu.cstate",
     "cpu.model",
+    "cpu.pstate",
     "cpu.topology",
+    "kernel.config",
+    "kernel.enabledmodule",
+    "kernel.kvm",
+    "kernel.loadedmodule",
+    "kernel.selinux",
     "kernel.version",
+    "local.feature",
+    "local.label",
+    "memory.hugepages",
     "memory.numa",
     "memory.nv",
+    "memory.swap",
     "network.device",
+    "network.virtual",
     "pci.device",
     "storage.block",
     "system.dmiid",
@@ -137,11 +153,40 @@ fn read_in(opts: &FactsOptions) -> Features {
     attr("system.dmiid", &|| system::dmiid(root));
     attr("cpu.topology", &|| cpu::topology(root));
     attr("memory.numa", &|| devices::numa(root));
+    attr("memory.swap", &|| devices::swap(root));
+    attr("memory.hugepages", &|| devices::hugepages(root));
+    attr("kernel.config", &|| kernel::config(root));
+    attr("kernel.selinux", &|| kernel::selinux(root));
+    attr("kernel.kvm", &|| kernel::kvm(root));
+    attr("cpu.cstate", &|| power::cstate(root));
+    attr("cpu.pstate", &|| Some(power::pstate(root)));
+    attr("cpu.coprocessor", &|| Some(power::coprocessor(root)));
+    if want("local.feature") || want("local.label") {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        let (feature, label) = local::read(root, now);
+        f.attributes.insert("local.feature".into(), feature);
+        f.attributes.insert("local.label".into(), label);
+    }
     if (want("cpu.model") || want("cpu.cpuid"))
         && let Some(c) = cpu::read(root)
     {
         f.attributes.insert("cpu.model".into(), c.model);
         f.flags.insert("cpu.cpuid".into(), c.cpuid);
+    }
+    let loaded = (want("kernel.loadedmodule") || want("kernel.enabledmodule"))
+        .then(|| kernel::loaded_modules(root))
+        .flatten();
+    if want("kernel.enabledmodule")
+        && let Some(m) = kernel::enabled_modules(root, loaded.as_ref())
+    {
+        f.flags.insert("kernel.enabledmodule".into(), m);
+    }
+    if want("kernel.loadedmodule")
+        && let Some(m) = loaded
+    {
+        f.flags.insert("kernel.loadedmodule".into(), m);
     }
     let mut inst = |name: &str, read: &dyn Fn() -> Option<Vec<SortedMap<String, String>>>| {
         if want(name)
@@ -162,6 +207,7 @@ fn read_in(opts: &FactsOptions) -> Features {
     inst("network.device", &|| {
         devices::network(root, &optional("network.device"))
     });
+    inst("network.virtual", &|| devices::network_virtual(root));
     inst("usb.device", &|| {
         devices::usb(root, &optional("usb.device"))
     });

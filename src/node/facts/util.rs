@@ -89,3 +89,21 @@ pub fn list_dir(dir: &Path) -> Option<Vec<String>> {
 pub fn under(root: &Path, abs: &str) -> PathBuf {
     root.join(abs.trim_start_matches('/'))
 }
+
+/// Whether `path` exists, following links (Go's `os.Stat`): Some(false)
+/// when it does not, None when that cannot be told (another error, or a
+/// link leaving a tree the CLI was given).
+pub fn exists(path: &Path) -> Option<bool> {
+    let path = inside(path)?;
+    match std::fs::metadata(&*path) {
+        Ok(_) => Some(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(false),
+        Err(_) => None,
+    }
+}
+
+/// The file's bytes, at most `cap`; None when missing or unreadable.
+pub fn read_bytes(path: &Path, cap: u64) -> Option<Vec<u8>> {
+    let path = inside(path)?;
+    crate::node::nodefs::read_up_to(crate::node::nodefs::open(&path).ok()?, cap as usize).ok()
+}

@@ -1,0 +1,124 @@
+//! `kubelet-labeler facts --json` against nfd-worker's own feature sources
+//! (kernel, memory, network, local, and cpu's cstate/pstate/coprocessor):
+//! on each node tree in tests/fixtures/nfd-worker (make-trees.sh), the
+//! features must be those NFD's code discovered there, recorded as
+//! `<tree>.nfd.json` by tests/support/nfd-worker/goldens.sh from an NFD
+//! snapshot (commits in SOURCES). The goldens are NFD's output, so this
+//! runs in CI without NFD's source or Go.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn trees_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nfd-worker")
+}
+
+/// The features NFD's sources give that these goldens cover: every one of
+/// these domains, and cpu's three sysfs features (the rest of cpu comes
+/// from the CPUID instruction).
+fn covered(name: &str) -> bool {
+    ["kernel.", "memory.", "network.", "local."]
+        .iter()
+        .any(|d| name.starts_with(d))
+        || ["cpu.cstate", "cpu.pstate", "cpu.coprocessor"].contains(&name)
+}
+
+fn facts_json(root: &Path) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+        .args(["facts", "--json", "--root"])
+        .arg(root)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "facts on {}: {}",
+        root.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn facts_are_what_nfd_workers_sources_discover() {
+    let mut goldens: Vec<PathBuf> = std::fs::read_dir(trees_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".nfd.json"))
+        .collect();
+    goldens.sort();
+    assert!(
+        goldens.len() >= 4,
+        "goldens missing in {}",
+        trees_dir().display()
+    );
+    let mut failures = Vec::new();
+    // Each feature, with the trees where NFD gives it something.
+    let mut seen: std::collections::BTreeMap<String, usize> = Default::default();
+    for golden in &goldens {
+        let name = golden.file_name().unwrap().to_string_lossy();
+        let tree = trees_dir().join(name.trim_end_matches(".nfd.json"));
+        let nfd: Value = serde_json::from_slice(&std::fs::read(golden).unwrap()).unwrap();
+        let ours = facts_json(&tree);
+        for kind in ["flags", "attributes", "instances"] {
+            let empty = serde_json::Map::new();
+            let n = nfd[kind].as_object().unwrap_or(&empty);
+            let o = ours[kind].as_object().unwrap_or(&empty);
+            let names: std::collections::BTreeSet<&String> =
+                n.keys().chain(o.keys().filter(|k| covered(k))).collect();
+            for f in names {
+                let (nv, ov) = (n.get(f), o.get(f));
+                if nv != ov {
+                    failures.push(format!(
+                        "{} {kind} {f}:\n  nfd-worker: {}\n  ours:       {}",
+                        tree.display(),
+                        nv.map_or("absent".into(), Value::to_string),
+                        ov.map_or("absent".into(), Value::to_string)
+                    ));
+                }
+                let has = nv.and_then(|v| v.get("elements")).is_some_and(|e| {
+                    e.as_object().is_some_and(|m| !m.is_empty())
+                        || e.as_array().is_some_and(|a| !a.is_empty())
+                });
+                *seen.entry(f.clone()).or_default() += usize::from(has);
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // The trees must hold each source's files: NFD finds each new feature
+    // on some tree (cpu.coprocessor is ppc64le's, empty on these x86 and
+    // arm trees, as NFD has it there).
+    for f in [
+        "kernel.config",
+        "kernel.loadedmodule",
+        "kernel.enabledmodule",
+        "kernel.selinux",
+        "kernel.kvm",
+        "cpu.cstate",
+        "cpu.pstate",
+        "memory.swap",
+        "memory.hugepages",
+        "network.virtual",
+        "local.label",
+        "local.feature",
+    ] {
+        assert!(
+            seen.get(f).is_some_and(|n| *n > 0),
+            "no tree gives {f} anything: {seen:?}"
+        );
+    }
+}
+
+/// The goldens say which NFD they came from.
+#[test]
+fn the_goldens_name_their_nfd_commit() {
+    let sources = std::fs::read_to_string(trees_dir().join("SOURCES")).unwrap();
+    assert!(
+        sources
+            .lines()
+            .any(|l| l.starts_with("kubernetes-sigs/node-feature-discovery ")
+                && l.split(' ').nth(1).is_some_and(|c| c.len() == 40)),
+        "{sources}"
+    );
+}

@@ -1,0 +1,3 @@
+module github.com/fsnotify/fsnotify
+
+go 1.24
