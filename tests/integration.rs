@@ -20,6 +20,7 @@ mod kubelet_mco;
 mod kubelet_validate_cli;
 mod mco_disruption;
 mod nfd_differential;
+mod one_binary;
 mod payload;
 mod preflight;
 mod readme;
