@@ -581,7 +581,9 @@ fn nfd_labels_openshift() {
 
 /// The facts of a fixture machine instead of this host's: an admin's
 /// static drop-in of our name in /etc (it masks the generator's) with
-/// `--facts-root`.
+/// `--facts-root`, and the same for the day-2 sync that kubelet's start
+/// pulls in (else, when it runs before the Node is read, it adds this
+/// host's labels).
 fn facts_root_dropin(tree: &Path, fixture: &str) {
     let exe = format!(
         "{}.{}",
@@ -597,6 +599,21 @@ fn facts_root_dropin(tree: &Path, fixture: &str) {
     write(
         &tree.join("etc/systemd/system/kubelet.service.d/zz-kubelet-labeler.conf"),
         &text,
+    );
+    let sync =
+        std::fs::read_to_string(tree.join("etc/systemd/system/kubelet-labeler-sync.service"))
+            .expect("the rendered sync service");
+    let exec = sync
+        .lines()
+        .find(|l| l.starts_with("ExecStart="))
+        .and_then(|l| l.strip_suffix('\''))
+        .expect("the sync's ExecStart=, a quoted sh -c");
+    write(
+        &tree.join("etc/systemd/system/kubelet-labeler-sync.service.d/zz-facts-root.conf"),
+        &format!(
+            "[Service]\nExecStart=\n{exec} --facts-root {}'\n",
+            facts.display()
+        ),
     );
 }
 
