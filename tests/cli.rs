@@ -1,25 +1,13 @@
 //! The built binary in scratch trees: `render dropins`, `explain`,
 //! `validate`, and `explain` against `systemd --test --system`.
 
-#[path = "support/elf.rs"]
-mod elf;
-#[path = "support/skipped.rs"]
-mod skipped;
-
-#[path = "support/systemd_oracle.rs"]
-mod systemd_oracle;
-
-use systemd_oracle::write;
+use crate::support::{bin, elf, scratch_dir, stderr, stdout, systemd_oracle, write};
 
 use kubelet_labeler::cli::render::arch::Arch;
 use kubelet_labeler::node::kubelet::Profile;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
-}
+use std::process::Command;
 
 /// A static wrapper for this host, as far as render and explain look at it
 /// (the ELF header): a plain `cargo build` of the wrapper is dynamic, and
@@ -27,7 +15,7 @@ fn bin() -> Command {
 fn fake_wrapper() -> &'static Path {
     static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
     let dir = DIR.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = scratch_dir();
         let arch = Arch::from_name(std::env::consts::ARCH).unwrap_or(Arch::X86_64);
         std::fs::write(
             dir.path().join("kubelet-labeler-wrapper"),
@@ -45,14 +33,6 @@ fn dropins() -> Command {
     c.args(["render", "dropins", "--wrapper"])
         .arg(fake_wrapper());
     c
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// A kubeadm host: the deb's kubelet.service and 10-kubeadm.conf, the flags
@@ -103,7 +83,7 @@ fn explain_json_exit(root: &Path, code: i32) -> serde_json::Value {
 
 #[test]
 fn render_dropins_then_explain() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let root = dir.path();
     kubeadm_root(root);
     let before = explain_json(root);
@@ -205,7 +185,7 @@ fn render_dropins_then_explain() {
 /// join wrote the file it merges with the file's registerWithTaints.
 #[test]
 fn explain_before_kubeadm_join_says_kubelet_waits_for_the_join() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let root = dir.path();
     kubeadm_root(root);
     let config = root.join("var/lib/kubelet/config.yaml");
@@ -251,7 +231,7 @@ fn explain_before_kubeadm_join_says_kubelet_waits_for_the_join() {
 /// warns naming the flag meant, and still exits 0 (nothing of ours fails).
 #[test]
 fn explain_warns_of_flags_kubelet_exits_on() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let root = dir.path();
     kubeadm_root(root);
     write(
@@ -272,7 +252,7 @@ fn explain_warns_of_flags_kubelet_exits_on() {
 /// says why; the same tree with `env NAME=VALUE` in front gets them.
 #[test]
 fn a_shell_in_execstart_gets_no_flags_and_says_why() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let root = dir.path();
     kubeadm_root(root);
     let shell = root.join("etc/systemd/system/kubelet.service.d/20-shell.conf");
@@ -336,7 +316,7 @@ fn a_shell_in_execstart_gets_no_flags_and_says_why() {
 
 #[test]
 fn render_dropins_refuses_bad_input_and_overwrites_only_with_force() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let root = dir.path();
     let out = dropins()
         .args(["--label", "node-role.kubernetes.io/infra=", "--root"])
@@ -410,7 +390,7 @@ fn explain_matches_systemd_test_system() {
     if systemd_oracle::unavailable().is_some() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let scratch = dir.path();
     let etc = scratch.join("etc");
     let run = scratch.join("run/system");

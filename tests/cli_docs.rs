@@ -3,21 +3,16 @@
 //! man/ holds the generated pages (regenerate with
 //! `cargo run -- man --output-dir man`); a test fails when they are stale.
 
-#[path = "support/skipped.rs"]
-mod skipped;
+use crate::support::{bin, scratch_dir, skipped};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use skipped::need;
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_kubelet-labeler")
-}
-
 fn generated_pages() -> (tempfile::TempDir, Vec<PathBuf>) {
-    let dir = tempfile::tempdir().unwrap();
-    let status = Command::new(bin())
+    let dir = scratch_dir();
+    let status = bin()
         .args(["man", "--output-dir"])
         .arg(dir.path())
         .status()
@@ -98,7 +93,7 @@ fn every_help_ends_with_examples_and_exit_status() {
         &["iso", "embed", "--help"],
         &["completions", "--help"],
     ] {
-        let out = Command::new(bin()).args(args).output().unwrap();
+        let out = bin().args(args).output().unwrap();
         assert!(out.status.success());
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(

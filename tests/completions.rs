@@ -4,8 +4,7 @@
 //! bash's completion function and fish's `complete -C` for the candidates.
 //! Subcommands at each depth, flags, and flag values.
 
-#[path = "support/skipped.rs"]
-mod skipped;
+use crate::support::{scratch_dir, skipped};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -130,7 +129,7 @@ fn bash_completion_function_offers_subcommands_flags_and_values() {
     if !need("bash") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let script = dir.path().join("kubelet-labeler.bash");
     std::fs::write(&script, completions("bash")).unwrap();
     for (typed, want) in CANDIDATES {
@@ -147,7 +146,7 @@ fn fish_completes_subcommands_flags_and_values() {
     if !need("fish") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let script = dir.path().join("kubelet-labeler.fish");
     std::fs::write(&script, completions("fish")).unwrap();
     ok(
@@ -270,7 +269,7 @@ impl Drop for Terminal {
 /// `setup` loads the completion script and sets PROMPT; then each TYPED
 /// line, a Tab, and the line it must become.
 fn typed_in(shell: &[&str], setup: &str, zsh: bool) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let dir = dir.path();
     let script = if zsh {
         std::fs::create_dir(dir.join("fpath")).unwrap();

@@ -5,11 +5,7 @@
 //! cannot drift apart; and the page's way to label a pool with the platform
 //! alone, run through the MCO's own code (../shared/oracles/mco).
 
-#[path = "support/skipped.rs"]
-mod skipped;
-
-#[path = "support/mco.rs"]
-mod mco;
+use crate::support::{mco, scratch_dir, skipped};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -534,7 +530,7 @@ fn the_platform_way_to_label_a_pool_lands_the_node_in_it() {
         panic!("{PAGE_PATH}: one MachineConfig example expected")
     };
     assert!(machineconfig.contains("path: /etc/kubernetes/kubelet-env"));
-    let scratch = tempfile::tempdir().unwrap();
+    let scratch = scratch_dir();
     let manifests = scratch.path().join("worker-gpu");
     std::fs::create_dir(&manifests).unwrap();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));

@@ -3,14 +3,7 @@
 //! (machineconfigs/), must explain to the same argv as `explain --root` on
 //! the equivalent node tree (files written directly, kubelet present).
 
-#[path = "support/elf.rs"]
-mod elf;
-#[path = "support/mco.rs"]
-mod mco;
-#[path = "support/run_cli.rs"]
-mod run_cli;
-#[path = "support/skipped.rs"]
-mod skipped;
+use crate::support::{mco, run_cli, scratch_dir, skipped, stderr};
 
 use std::path::Path;
 
@@ -99,7 +92,7 @@ fn machineconfigs_explain_like_the_tree_they_write() {
     assert!(units.len() >= 40, "only {} templates", units.len());
     for (name, unit) in units {
         for ours in [false, true] {
-            let scratch = tempfile::tempdir().unwrap();
+            let scratch = scratch_dir();
             let mc = scratch.path().join("01-worker-kubelet.yaml");
             std::fs::write(
                 &mc,
@@ -178,7 +171,7 @@ fn falling_back_exits_1_with_the_reason() {
         return;
     };
     let (_, unit) = mco::kubelet_units(&dir).pop().unwrap();
-    let scratch = tempfile::tempdir().unwrap();
+    let scratch = scratch_dir();
     let mut mc = mco::mco_machineconfig(&unit);
     let bad = "[Service]\nEnvironment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS=node-role.kubernetes.io/gpu-worker=\"\n";
     mc["spec"]["config"]["systemd"]["units"][0]["dropins"] =
@@ -248,7 +241,7 @@ fn role_machineconfigs_taint_every_master_next_to_the_platform_taint() {
         .into_iter()
         .find(|(n, _)| n.starts_with("release-4.20__templates__master") && n.contains("_base"))
         .expect("4.20 master template");
-    let scratch = tempfile::tempdir().unwrap();
+    let scratch = scratch_dir();
     let out_dir = scratch.path().join("openshift");
     let wrapper = example_wrapper(scratch.path());
     let rendered = cli(&[
@@ -342,7 +335,7 @@ fn hostile_mc(name: &str, config: Value) -> String {
 /// down), so a regression writes there, never into the host's /etc.
 #[test]
 fn climbing_paths_and_names_are_refused_and_write_nothing_outside() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = scratch_dir();
     let d = tmp.path();
     let scratch_parent = d.join("a/b/tmp");
     std::fs::create_dir_all(&scratch_parent).unwrap();
@@ -401,7 +394,7 @@ fn climbing_paths_and_names_are_refused_and_write_nothing_outside() {
             &scratch_parent,
             &["explain", "--machineconfig", mc.to_str().unwrap()],
         );
-        let err = run_cli::stderr(&out);
+        let err = stderr(&out);
         assert_eq!(run_cli::snapshot(d), before, "{config}: {err}");
         assert!(
             !out.status.success()
@@ -417,7 +410,7 @@ fn climbing_paths_and_names_are_refused_and_write_nothing_outside() {
         hostile_mc("99-hostile", file("/usr/../../../../etc/cron.d/x")),
     )
     .unwrap();
-    let err = run_cli::stderr(&cli(&[
+    let err = stderr(&cli(&[
         "explain",
         "--machineconfig",
         d.join("a/b/mc.yaml").to_str().unwrap(),
@@ -436,7 +429,7 @@ fn the_scratch_tree_holds_no_setuid_file_and_follows_no_link() {
         )
         .unwrap()
     };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let root = dir.path().join("tree");
     let written = mc(json!({ "storage": { "files": [
         { "path": "/usr/local/bin/x", "mode": 0o7755, "contents": { "source": "data:,x" } } ] } }))
@@ -565,7 +558,7 @@ fn a_rendered_config_names_its_release_and_its_pool() {
         .find(|(n, _)| n.starts_with("release-4.20__templates__worker") && n.contains("_base"))
         .expect("4.20 worker template");
     assert!(unit.contains("--pod-infra-container-image"));
-    let scratch = tempfile::tempdir().unwrap();
+    let scratch = scratch_dir();
     let write = |name: &str, release: Option<&str>| {
         let mut mc = mco::mco_machineconfig(&unit);
         mc["metadata"] = json!({ "name": name });

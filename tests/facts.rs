@@ -2,8 +2,7 @@
 //! (tests/fixtures/nodes, made by make-nodes.sh) and on this machine, and
 //! the built-in NFD label sets of the DGX and Pi fixtures.
 
-#[path = "support/skipped.rs"]
-mod skipped;
+use crate::support::{scratch_dir, skipped};
 use skipped::need;
 
 use std::collections::BTreeMap;
@@ -404,7 +403,7 @@ fn desktop_has_both_geforce_cards_and_usb_defaults() {
 /// label a rule makes of them).
 #[test]
 fn facts_never_read_a_file_outside_the_root() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let outside = dir.path().join("outside");
     std::fs::create_dir_all(&outside).unwrap();
     std::fs::write(outside.join("os-release"), "ID=leaked\nVERSION_ID=9\n").unwrap();

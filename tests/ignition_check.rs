@@ -3,11 +3,7 @@
 //! config of a corpus and every spec version, both accept or both refuse,
 //! and the keys ours reports as unknown are the ones Ignition warns about.
 
-#[path = "support/skipped.rs"]
-mod skipped;
-
-#[path = "support/readme_figures.rs"]
-mod readme_figures;
+use crate::support::{readme_figures, scratch_dir, skipped};
 
 use std::collections::BTreeSet;
 use std::process::Command;
@@ -99,7 +95,7 @@ fn embed_check_agrees_with_ignition_validate() {
     if !need("ignition-validate") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let (mut accepted, mut refused) = (0, 0);
     for template in CORPUS {
         for version in ["3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0"] {

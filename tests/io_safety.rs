@@ -2,24 +2,10 @@
 //! outputs that are not regular files (devices, FIFOs, sockets,
 //! directories, symlinks), and inputs without an end (/dev/zero).
 
-#[path = "support/elf.rs"]
-mod elf;
-#[path = "support/skipped.rs"]
-mod skipped;
+use crate::support::{BIN, elf, scratch_dir, skipped, stderr, write};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-
-const BIN: &str = env!("CARGO_BIN_EXE_kubelet-labeler");
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
 
 /// A static ELF header standing in for the wrapper (its bytes are carried,
 /// never run).
@@ -125,7 +111,7 @@ fn into_closed_pipe(dir: &Path, args: &[&str]) -> Output {
 /// ripgrep does; before, `print!` panicked (exit 101).
 #[test]
 fn a_closed_stdout_stops_every_subcommand_quietly() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = scratch_dir();
     let dir = tmp.path();
     inputs(dir);
     std::fs::create_dir(dir.join("other-host")).unwrap();
@@ -228,7 +214,7 @@ fn stderr_into_closed_pipe(dir: &Path, args: &[&str], both: bool) -> Output {
 /// finishes its work and exits as it would have.
 #[test]
 fn a_closed_stderr_loses_messages_not_the_run() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = scratch_dir();
     let dir = tmp.path();
     inputs(dir);
     write(&dir.join("taken.ign"), "{}");
@@ -266,7 +252,7 @@ fn a_closed_stderr_loses_messages_not_the_run() {
 /// into a pipe: opened and written, never replaced.
 #[test]
 fn writes_replace_only_regular_files() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = scratch_dir();
     let dir = tmp.path();
     inputs(dir);
     let is_root = std::fs::read_to_string("/proc/self/status")
@@ -454,7 +440,7 @@ fn run_bounded(dir: &Path, args: &[&str], stdin: Stdio) -> Output {
 /// files have no end stay capped too.
 #[test]
 fn endless_inputs_are_refused_at_their_limit() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = scratch_dir();
     let dir = tmp.path();
     inputs(dir);
     let pool = ["--pool", "gpu", "--wrapper", "wrapper"];
@@ -657,7 +643,7 @@ fn oversized_embed_areas_are_refused() {
     let Some(xorriso) = skipped::tool("xorriso") else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = scratch_dir();
     let dir = tmp.path();
     let padded_info = format!(
         r#"{{"file": "images/ignition.img"}}{}"#,
@@ -729,7 +715,7 @@ fn mode(path: &Path) -> u32 {
 #[test]
 fn no_output_is_setuid_setgid_or_sticky() {
     use std::os::unix::fs::PermissionsExt;
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = scratch_dir();
     let dir = tmp.path();
     inputs(dir);
     let special = |p: &Path| {
@@ -809,7 +795,7 @@ fn no_output_is_setuid_setgid_or_sticky() {
 /// a shell's `>(cmd)`, /dev/null, a named FIFO; ISOs too.
 #[test]
 fn o_writes_into_stdout_pipes_and_dev_null() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = scratch_dir();
     let dir = tmp.path();
     inputs(dir);
     let want = ok(dir, &[&RENDER_IGN[..], &["-o", "-"]].concat()).stdout;

@@ -2,23 +2,14 @@
 //! wrote (../shared/fixtures/coreos-installer), on images made by
 //! iso/make-test-iso.sh and on the fixture ISO.
 
-#[path = "support/skipped.rs"]
-mod skipped;
+use crate::support::{bin, scratch_dir, skipped, stderr};
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 fn fixtures() -> Option<PathBuf> {
-    crate::skipped::shared("fixtures/coreos-installer")
+    skipped::shared("fixtures/coreos-installer")
 }
 
 /// The pristine fixture ISO, decompressed into `dir`.
@@ -51,7 +42,7 @@ fn ok(o: Output) -> Output {
 #[test]
 fn embed_area_bytes_equal_coreos_installers() {
     let Some(fx) = fixtures() else { return };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let base = base_iso(dir.path(), &fx);
     let area = kubelet_labeler::cli::iso::area_of(&base).unwrap();
     for (config, expected) in [
@@ -84,10 +75,10 @@ fn embed_area_bytes_equal_coreos_installers() {
 #[test]
 fn interop_with_coreos_installer() {
     let Some(fx) = fixtures() else { return };
-    let Some(ci) = crate::skipped::tool("coreos-installer") else {
+    let Some(ci) = skipped::tool("coreos-installer") else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let d = dir.path();
     let base = base_iso(d, &fx);
     let pristine = std::fs::read(&base).unwrap();
@@ -230,11 +221,11 @@ fn interop_with_coreos_installer() {
 
 #[test]
 fn output_modes_and_refusals() {
-    let Some(xorriso) = crate::skipped::tool("xorriso") else {
+    let Some(xorriso) = skipped::tool("xorriso") else {
         return;
     };
     let _ = xorriso;
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let d = dir.path();
     let iso = d.join("made.iso");
     let st = Command::new("bash")
@@ -377,10 +368,10 @@ fn output_modes_and_refusals() {
 #[test]
 fn refuses_bad_configs_and_out_of_image_areas_keeps_mode() {
     use std::os::unix::fs::PermissionsExt;
-    if crate::skipped::tool("xorriso").is_none() {
+    if skipped::tool("xorriso").is_none() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let d = dir.path();
     let iso = d.join("made.iso");
     let st = Command::new("bash")
@@ -520,7 +511,7 @@ fn refuses_bad_configs_and_out_of_image_areas_keeps_mode() {
 #[test]
 fn existing_output_needs_f_and_an_iso_as_config_is_named() {
     let Some(fx) = fixtures() else { return };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let d = dir.path();
     let base = base_iso(d, &fx);
     let pristine = std::fs::read(&base).unwrap();

@@ -6,20 +6,7 @@
 //! install` (0.27.0) reading the install configuration our config wrote.
 //! Each fixture node's facts stand in for the machine's.
 
-#[path = "support/skipped.rs"]
-mod skipped;
-
-#[path = "support/elf.rs"]
-mod elf;
-
-#[path = "support/ignition_oracle.rs"]
-mod ignition_oracle;
-
-#[path = "support/mco.rs"]
-mod mco;
-
-#[path = "support/systemd_oracle.rs"]
-mod systemd_oracle;
+use crate::support::{bin, elf, ignition_oracle, mco, repo, scratch_dir, skipped, systemd_oracle};
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -30,14 +17,6 @@ use serde_json::Value;
 const PEM: &str =
     "-----BEGIN CERTIFICATE-----\nMIIBCgKCAQEAfleetTestCA=\n-----END CERTIFICATE-----\n";
 const MCS: &str = "https://api-int.ocp.example.com:22623";
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
-}
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// `iso fleet` from `base` to `iso` with the test rules, NFD's openshift
 /// labels, the test MCS and CA and the selector `sel`; the pools to add.
@@ -176,7 +155,7 @@ struct Fleet {
 }
 
 fn fleet(arch: &str) -> Option<Fleet> {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = scratch_dir();
     let dir = tmp.path().to_path_buf();
     let base = base_iso(&dir)?;
     let sel = selector(arch)?;
@@ -630,7 +609,7 @@ fn a_raspberry_pi_installs_from_the_aarch64_iso() {
 /// measured on the ISO coreos-installer reads back; the README quotes it.
 #[test]
 fn two_and_five_pools_fit_the_embed_area() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = scratch_dir();
     let dir = tmp.path();
     let Some(base) = base_iso(dir) else { return };
     let Some(sel) = selector("x86_64") else {
@@ -862,7 +841,7 @@ fn said(o: &Output) -> String {
 /// pool, the label and what the rules give; nothing written.
 #[test]
 fn a_pool_no_machine_can_reach_is_refused() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = scratch_dir();
     let dir = tmp.path();
     let sel = stand_in_selector(dir);
     let default_label = dir.join("gitops-default");
@@ -934,7 +913,7 @@ fn a_pool_no_machine_can_reach_is_refused() {
 /// when a machine would not install. Each pool may name its own device.
 #[test]
 fn dry_run_previews_each_machine_and_its_device() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = scratch_dir();
     let dir = tmp.path();
     let sel = stand_in_selector(dir);
     let gpu = gitops(
@@ -1035,7 +1014,7 @@ fn dry_run_previews_each_machine_and_its_device() {
 /// wipes machines; `-o` over an existing file needs `-f`.
 #[test]
 fn pool_devices_reach_the_live_config_and_the_wipe_is_announced() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = scratch_dir();
     let dir = tmp.path();
     let Some(base) = base_iso(dir) else { return };
     let sel = stand_in_selector(dir);

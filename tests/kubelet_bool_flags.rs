@@ -2,17 +2,14 @@
 //! tree (tests/fixtures/kubelet-flag-sources): every registration form it
 //! must find, every one it must skip, and the flags it keeps as `removed`.
 
-use std::path::{Path, PathBuf};
+use crate::support::{repo, scratch_dir};
+use std::path::Path;
 use std::process::Command;
-
-fn manifest() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// (name, where) of each entry the script wrote.
 fn run(tree: &Path, previous: &Path) -> Vec<(String, String)> {
     let out = Command::new("bash")
-        .arg(manifest().join("src/node/kubelet/gen-bool-flags.sh"))
+        .arg(repo().join("src/node/kubelet/gen-bool-flags.sh"))
         .arg(tree)
         .arg(previous)
         .env("KUBE_SOURCE", "the fixture")
@@ -52,7 +49,7 @@ const OPTIONS: &str = "cmd/kubelet/app/options/options.go";
 
 #[test]
 fn finds_each_registration_form_and_keeps_removed_flags() {
-    let fixture = manifest().join("tests/fixtures/kubelet-flag-sources");
+    let fixture = repo().join("tests/fixtures/kubelet-flag-sources");
     let got = run(&fixture, &fixture.join("previous.rs"));
     let want: Vec<(&str, &str)> = vec![
         ("allow-privileged", "removed"),
@@ -87,12 +84,9 @@ fn finds_each_registration_form_and_keeps_removed_flags() {
 /// re-registration; and a flag gone from the tree stays, as `removed`.
 #[test]
 fn klogflags_init_drops_klogs_bools_and_gone_flags_stay() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let tree = dir.path();
-    copy_tree(
-        &manifest().join("tests/fixtures/kubelet-flag-sources"),
-        tree,
-    );
+    copy_tree(&repo().join("tests/fixtures/kubelet-flag-sources"), tree);
     std::fs::write(
         tree.join("staging/src/k8s.io/component-base/logs/logs.go"),
         "package logs\n\nfunc init() {\n\tklogflags.Init(packageFlags)\n}\n",
@@ -121,9 +115,9 @@ fn klogflags_init_drops_klogs_bools_and_gone_flags_stay() {
 
 #[test]
 fn refuses_a_directory_that_is_no_kubernetes_checkout() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let out = Command::new("bash")
-        .arg(manifest().join("src/node/kubelet/gen-bool-flags.sh"))
+        .arg(repo().join("src/node/kubelet/gen-bool-flags.sh"))
         .arg(dir.path())
         .output()
         .unwrap();

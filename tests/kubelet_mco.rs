@@ -2,11 +2,7 @@
 //! the config reader over MCO's kubelet.conf templates, read in place from
 //! ../shared/fixtures/mco; the config reader also against PyYAML.
 
-#[path = "support/skipped.rs"]
-mod skipped;
-
-#[path = "support/mco.rs"]
-mod mco;
+use crate::support::{mco, skipped};
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -421,7 +417,7 @@ fn pyyaml_available() -> bool {
         .status()
         .is_ok_and(|s| s.success());
     if !ok {
-        crate::skipped::skipped("python3 with PyYAML is missing (apt-get install python3-yaml)");
+        skipped::skipped("python3 with PyYAML is missing (apt-get install python3-yaml)");
     }
     ok
 }

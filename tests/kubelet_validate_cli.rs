@@ -2,8 +2,7 @@
 //! invalid, 2 usage), the JSON object, and messages that name the key or
 //! taint and the rule it breaks.
 
-#[path = "support/skipped.rs"]
-mod skipped;
+use crate::support::stdout;
 
 use std::process::{Command, Output};
 
@@ -13,10 +12,6 @@ fn validate(args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("running kubelet-labeler validate")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 fn json(o: &Output) -> serde_json::Value {

@@ -5,10 +5,7 @@
 //! restarts only the sync (no drain, no reboot, no kubelet restart) and a
 //! new wrapper needs nothing, where the MCO's defaults reboot.
 
-#[path = "support/elf.rs"]
-mod elf;
-#[path = "support/skipped.rs"]
-mod skipped;
+use crate::support::{elf, scratch_dir, skipped};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -94,7 +91,7 @@ fn a_label_change_restarts_only_the_sync_and_a_new_wrapper_nothing() {
     if oracle().is_none() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let d = dir.path();
     let w1 = wrapper(d, b"1");
     let w2 = wrapper(d, b"2");

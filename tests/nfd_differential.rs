@@ -12,14 +12,7 @@
 //! of its rule stays). Each difference is shrunk to a small reproduction
 //! for the failure message.
 
-#[path = "support/current_go.rs"]
-mod current_go;
-#[path = "support/nfd_oracle.rs"]
-mod nfd_oracle;
-#[path = "support/readme_figures.rs"]
-mod readme_figures;
-#[path = "support/skipped.rs"]
-mod skipped;
+use crate::support::{nfd_oracle, readme_figures, scratch_dir};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
@@ -1044,7 +1037,7 @@ fn differential(seed: u64, cases_n: usize, shape_cases: usize, taint_pool: bool)
     };
     let nodes = nodes();
     assert!(nodes.len() >= 4, "fixture nodes missing");
-    let scratch = tempfile::tempdir().unwrap();
+    let scratch = scratch_dir();
     let mut rng = Rng(seed);
     let mut cases: Vec<(usize, Vec<Value>)> = Vec::new();
     for i in 0..cases_n {

@@ -6,13 +6,14 @@
 //! snapshot (commits in SOURCES). The goldens are NFD's output, so this
 //! runs in CI without NFD's source or Go.
 
+use crate::support::{bin, repo};
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 
 fn trees_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nfd-worker")
+    repo().join("tests/fixtures/nfd-worker")
 }
 
 /// The features NFD's sources give that these goldens cover: every one of
@@ -26,7 +27,7 @@ fn covered(name: &str) -> bool {
 }
 
 fn facts_json(root: &Path) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+    let out = bin()
         .args(["facts", "--json", "--root"])
         .arg(root)
         .output()

@@ -2,14 +2,7 @@
 //! architecture, small; and the aarch64 build really works (under
 //! qemu-aarch64-static, exec'ing a native program as the node's kubelet).
 
-#[path = "support/skipped.rs"]
-mod skipped;
-
-#[path = "support/systemd_oracle.rs"]
-mod systemd_oracle;
-
-#[path = "support/readme_figures.rs"]
-mod readme_figures;
+use crate::support::{readme_figures, scratch_dir, skipped, systemd_oracle};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -48,7 +41,7 @@ fn musl_target_installed(arch: &str) -> bool {
     if !ok {
         let why =
             format!("rust target {arch}-unknown-linux-musl is not installed (rustup target add)");
-        crate::skipped::skipped(&why);
+        skipped::skipped(&why);
     }
     ok
 }
@@ -141,7 +134,7 @@ fn aarch64_wrapper_runs_under_qemu() {
         return;
     }
     let wrapper = build("aarch64");
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let (units, records) = recorder_unit(dir.path());
     std::fs::write(
         units.join("k.service.d/zz-kubelet-labeler.conf"),
@@ -185,7 +178,7 @@ fn shipped_wrapper_starts_kubelet_with_the_static_part_after_a_crash() {
     }
     for (wrapper, runner) in &runs {
         for fault in ["panic", "abort-late", "stack-overflow-late"] {
-            let dir = tempfile::tempdir().unwrap();
+            let dir = scratch_dir();
             let (_, records) = recorder_unit(dir.path());
             let out = wrapper_on_recorder(wrapper, *runner, dir.path())
                 .env("INVOCATION_ID", "0123456789abcdef0123456789abcdef")
@@ -224,7 +217,7 @@ fn shipped_wrapper_starts_kubelet_with_the_static_part_after_a_crash() {
 }
 
 fn qemu_aarch64() -> bool {
-    crate::skipped::need("qemu-aarch64-static")
+    skipped::need("qemu-aarch64-static")
 }
 
 /// SIGPIPE ignored (as systemd's default `IgnoreSIGPIPE=yes` leaves it) and
@@ -267,7 +260,7 @@ fn shipped_wrapper_hands_on_the_inherited_signal_state() {
         return;
     }
     let wrapper = build("x86_64");
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let (_, records) = recorder_unit(dir.path());
     let mut direct = Command::new(dir.path().join("fake-kubelet/kubelet"));
     direct.env_clear().env("RECORD_DIR", &records);
@@ -281,7 +274,7 @@ fn shipped_wrapper_hands_on_the_inherited_signal_state() {
         "{reference:?}"
     );
     for fault in [None, Some("panic")] {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = scratch_dir();
         let (_, records) = recorder_unit(dir.path());
         let mut cmd = wrapper_on_recorder(&wrapper, None, dir.path());
         cmd.env("INVOCATION_ID", "0123456789abcdef0123456789abcdef")
@@ -324,7 +317,7 @@ fn shipped_wrappers_name_their_own_cpu_features() {
     }
     assert!(!runs.is_empty() || std::env::var_os("CI").is_none());
     for (wrapper, runner, node, label) in runs {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = scratch_dir();
         let (_, records) = recorder_unit(dir.path());
         let out = wrapper_on_recorder(&wrapper, runner, dir.path())
             .arg("--facts-root")
@@ -359,12 +352,12 @@ fn succeeded(cmd: &mut Command) -> std::process::Output {
 /// reads it back unchanged. Prints how much of the area it takes.
 #[test]
 fn a_full_config_with_one_wrapper_fits_the_live_iso_embed_area() {
-    let Some(fx) = crate::skipped::shared("fixtures/coreos-installer") else {
+    let Some(fx) = skipped::shared("fixtures/coreos-installer") else {
         return;
     };
     let rules = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/rules/openshift-gpu.yaml");
     let cli = env!("CARGO_BIN_EXE_kubelet-labeler");
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let mut base = Vec::new();
     std::io::Read::read_to_end(
         &mut xz2::read::XzDecoder::new(
@@ -407,7 +400,7 @@ fn a_full_config_with_one_wrapper_fits_the_live_iso_embed_area() {
             area.length
         );
         // Read back by coreos-installer itself.
-        let Some(ci) = crate::skipped::tool("coreos-installer") else {
+        let Some(ci) = skipped::tool("coreos-installer") else {
             return;
         };
         let out = succeeded(Command::new(ci).args(["iso", "ignition", "show"]).arg(&iso));
@@ -424,8 +417,7 @@ fn a_full_config_with_one_wrapper_fits_the_live_iso_embed_area() {
 #[test]
 fn readme_embed_area_figures_are_measured() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let Some(fx) = crate::skipped::shared("fixtures/coreos-installer/synthetic-coreos-base.iso.xz")
-    else {
+    let Some(fx) = skipped::shared("fixtures/coreos-installer/synthetic-coreos-base.iso.xz") else {
         return;
     };
     if !musl_target_installed("x86_64") || !musl_target_installed("aarch64") {
@@ -437,7 +429,7 @@ fn readme_embed_area_figures_are_measured() {
         &mut base,
     )
     .unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let plain = dir.path().join("plain.iso");
     std::fs::write(&plain, &base).unwrap();
     let area_length = kubelet_labeler::cli::iso::area_of(&plain).unwrap().length as usize;

@@ -5,14 +5,7 @@
 //! systemd; the exec limit against the real kernel; the wrapper's own
 //! fallback by running it.
 
-#[path = "support/elf.rs"]
-mod elf;
-#[path = "support/run_cli.rs"]
-mod run_cli;
-#[path = "support/skipped.rs"]
-mod skipped;
-#[path = "support/systemd_oracle.rs"]
-mod systemd_oracle;
+use crate::support::{run_cli, scratch_dir, stderr, systemd_oracle, write};
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -20,9 +13,9 @@ use std::process::Command;
 
 use kubelet_labeler::node::contract::{LABELS_VAR, TAINTS_VAR, WRAPPER_DROPIN_NAME, WRAPPER_PATH};
 use kubelet_labeler::node::kubelet::arg_limit::MAX_ARG_STRLEN;
-use run_cli::{cli, example_wrapper, json_of, machineconfig_example, stand_in_wrapper, stderr};
+use run_cli::{cli, example_wrapper, json_of, machineconfig_example, stand_in_wrapper};
 use serde_json::{Value, json};
-use systemd_oracle::{UserRun, write};
+use systemd_oracle::UserRun;
 
 fn example(name: &str) -> String {
     machineconfig_example(name).display().to_string()
@@ -72,7 +65,7 @@ fn kubelet_mc(dir: &Path, dropins: &[(&str, &str)]) -> String {
 /// kubelet on a node.
 #[test]
 fn machineconfigs_without_the_wrapper_exit_1() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let rendered = kubelet_mc(dir.path(), &[]);
     let labels = example("50-worker-gpu-kubelet-labeler-labels.yaml");
     let out = explain_mcs(false, &[&rendered, &labels]);
@@ -105,7 +98,7 @@ fn machineconfigs_without_the_wrapper_exit_1() {
 /// naming it.
 #[test]
 fn a_later_dropin_that_resets_execstart_exits_1() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let debug = "[Service]\nExecStart=\nExecStart=/usr/bin/kubelet --v=8\n";
     let log = "[Service]\nEnvironment=GODEBUG=x=1\n";
     let labels = example("50-worker-gpu-kubelet-labeler-labels.yaml");
@@ -150,7 +143,7 @@ fn a_later_dropin_that_resets_execstart_exits_1() {
 /// (not our flags), and says the error once, on stderr.
 #[test]
 fn a_bypassed_wrapper_shows_what_really_runs_and_the_error_once() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let debug = "[Service]\nExecStart=\nExecStart=/usr/bin/kubelet --v=8\n";
     let rendered = kubelet_mc(dir.path(), &[("zzz-debug.conf", debug)]);
     let labels = example("50-worker-gpu-kubelet-labeler-labels.yaml");
@@ -197,7 +190,7 @@ fn a_bypassed_wrapper_shows_what_really_runs_and_the_error_once() {
 /// are skipped. One with no MachineConfig is refused, naming it.
 #[test]
 fn a_machineconfig_directory_explains_as_its_files() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let rendered = kubelet_mc(dir.path(), &[]);
     let labels = example("50-worker-gpu-kubelet-labeler-labels.yaml");
     let wrapper = example("50-worker-gpu-kubelet-labeler-wrapper.yaml");
@@ -242,7 +235,7 @@ fn a_machineconfig_directory_explains_as_its_files() {
 /// as the node's own tree does.
 #[test]
 fn rules_without_facts_say_so_and_a_nodefeature_gives_them() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let rendered = kubelet_mc(dir.path(), &[]);
     let gitops = example("");
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -330,7 +323,7 @@ fn kubeadm_tree(root: &Path) {
 /// (Debian's package database) is the kubelet the flags are judged for.
 #[test]
 fn a_kubeadm_root_judges_flags_for_its_kubelet_package() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let root = dir.path();
     kubeadm_tree(root);
     write(
@@ -407,7 +400,7 @@ fn files_under(root: &Path) -> Vec<PathBuf> {
 /// or nothing; `explain` then shows kubelet as before.
 #[test]
 fn render_dropins_remove_takes_out_exactly_what_render_wrote() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let root = dir.path();
     let r = root.to_str().unwrap();
     kubeadm_tree(root);
@@ -527,7 +520,7 @@ fn kubeadm_root(root: &Path) {
 /// be in any directory of the search path, and `render dropins` warns.
 #[test]
 fn explain_root_sees_the_wrapper_bypassed() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let root = dir.path();
     kubeadm_root(root);
     let r = root.to_str().unwrap();
@@ -585,7 +578,7 @@ fn explain_root_sees_the_wrapper_bypassed() {
 /// wrapper leaves it out like its own and stands in for kubelet.
 #[test]
 fn explain_root_names_unreadable_and_wrapper_dropins() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let root = dir.path();
     kubeadm_root(root);
     let r = root.to_str().unwrap();
@@ -624,7 +617,7 @@ fn explain_root_names_unreadable_and_wrapper_dropins() {
 /// the program being word 1.
 #[test]
 fn explain_and_validate_number_words_alike() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let root = dir.path();
     kubeadm_tree(root);
     let long = format!("--v={}", "2".repeat(MAX_ARG_STRLEN));
@@ -656,7 +649,7 @@ fn explain_and_validate_number_words_alike() {
 /// Item 3: MachineConfigs are OpenShift's; its node-role labels pass.
 #[test]
 fn machineconfig_input_defaults_to_the_openshift_profile() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let env = format!("[Service]\nEnvironment=\"{LABELS_VAR}=node-role.kubernetes.io/worker=\"\n");
     let rendered = kubelet_mc(dir.path(), &[("90-kubelet-labeler-env.conf", &env)]);
     let wrapper = example("50-worker-gpu-kubelet-labeler-wrapper.yaml");
@@ -701,7 +694,7 @@ fn render_mcs(dir: &Path, out: &str, args: &[&str]) -> Vec<String> {
 /// MachineConfigs of two pools are refused, changing nothing.
 #[test]
 fn a_pools_machineconfigs_override_workers_as_on_a_node() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let rendered = kubelet_mc(dir.path(), &[]);
     let worker = render_mcs(
         dir.path(),
@@ -766,7 +759,7 @@ fn a_pools_machineconfigs_override_workers_as_on_a_node() {
 /// Without --profile, explain validates as the installed wrapper will.
 #[test]
 fn explain_root_takes_the_installed_wrappers_profile() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let root = dir.path();
     kubeadm_tree(root);
     let r = root.to_str().unwrap();
@@ -790,7 +783,7 @@ fn explain_root_takes_the_installed_wrappers_profile() {
 /// Item 13: a root that does not exist is an error naming it.
 #[test]
 fn missing_roots_are_errors() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let typo = dir.path().join("nod");
     let t = typo.to_str().unwrap();
     for args in [
@@ -836,7 +829,7 @@ fn missing_roots_are_errors() {
 /// but not executable stays an error, with the fix.
 #[test]
 fn explain_on_a_partial_tree_says_what_is_missing() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let root = dir.path();
     let r = root.to_str().unwrap();
     let out = cli(&["explain", "--root", r]);
@@ -907,7 +900,7 @@ fn many_labels(n: usize) -> Vec<String> {
 /// render, by validate and by explain, with the limit and the size.
 #[test]
 fn over_long_labels_are_refused_everywhere() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let labels = many_labels(4000);
     let mut args = vec![
         "render".to_string(),
@@ -1081,7 +1074,7 @@ fn run_wrapper(
 /// E2BIG starts kubelet unchanged too.
 #[test]
 fn the_wrapper_starts_kubelet_without_a_word_exec_would_refuse() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let root = dir.path();
     let unit = "[Service]\nExecStart=/usr/bin/kubelet --config=/etc/kubernetes/kubelet.conf\n";
     let Some(records) = recorder_root(root, unit) else {
@@ -1168,7 +1161,7 @@ fn the_wrapper_starts_kubelet_without_a_word_exec_would_refuse() {
 /// with our labels, then one for the E2BIG fallback).
 #[test]
 fn an_e2big_the_count_cannot_see_gives_one_line() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let root = dir.path();
     let unit = "[Service]\nExecStart=/usr/bin/kubelet --v=2\n";
     let Some(records) = recorder_root(root, unit) else {
@@ -1301,7 +1294,7 @@ fn wrapper_verdicts_match_systemd() {
     if systemd_oracle::unavailable().is_some() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let kubelet = systemd_oracle::build_fake_kubelet(dir.path());
     let k = kubelet.display();
     let reset = format!("[Service]\nExecStart=\nExecStart={k} debug\n");
@@ -1352,7 +1345,7 @@ fn wrapper_verdicts_match_systemd() {
 #[test]
 fn explain_never_prints_a_file_outside_the_root() {
     use std::os::unix::fs::symlink;
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let d = dir.path();
     let host = d.join("host");
     write(&host.join("secret.env"), "SECRET=hunter2-link\n");

@@ -14,11 +14,7 @@
 //! selector) is built into cargo's target directory, where that CLI finds
 //! them.
 
-#[path = "support/skipped.rs"]
-mod skipped;
-
-#[path = "support/readme_figures.rs"]
-mod readme_figures;
+use crate::support::{readme_figures, repo, scratch_dir, skipped};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -291,14 +287,10 @@ fn sh_blocks(page: &str, md: &str) -> Vec<Block> {
     blocks
 }
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
 /// README.md and every page of docs/, by path from the repository root, in
 /// that order, with their text.
 fn pages() -> Vec<(String, String)> {
-    let mut names: Vec<String> = std::fs::read_dir(root().join("docs"))
+    let mut names: Vec<String> = std::fs::read_dir(repo().join("docs"))
         .expect("reading docs/")
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.ends_with(".md"))
@@ -309,7 +301,7 @@ fn pages() -> Vec<(String, String)> {
     names
         .into_iter()
         .map(|n| {
-            let text = std::fs::read_to_string(root().join(&n)).unwrap();
+            let text = std::fs::read_to_string(repo().join(&n)).unwrap();
             (n, text)
         })
         .collect()
@@ -445,7 +437,7 @@ fn provide(need: Need, scratch: &Path) -> bool {
             // As the install step: build-wrapper.sh, in cargo's target
             // directory, where the cargo-built CLI finds it.
             let out = Command::new("bash")
-                .arg(root().join("machineconfigs/build-wrapper.sh"))
+                .arg(repo().join("machineconfigs/build-wrapper.sh"))
                 .arg(arch)
                 .env("CARGO_TARGET_DIR", target_dir())
                 .output()
@@ -462,7 +454,7 @@ fn provide(need: Need, scratch: &Path) -> bool {
                 return false;
             }
             let out = Command::new("bash")
-                .arg(root().join("machineconfigs/build-wrapper.sh"))
+                .arg(repo().join("machineconfigs/build-wrapper.sh"))
                 .args([arch, "kubelet-labeler-select"])
                 .env("CARGO_TARGET_DIR", target_dir())
                 .output()
@@ -502,7 +494,7 @@ fn provide(need: Need, scratch: &Path) -> bool {
         }
         LiveIso => {
             let fx =
-                root().join("../shared/fixtures/coreos-installer/synthetic-coreos-base.iso.xz");
+                repo().join("../shared/fixtures/coreos-installer/synthetic-coreos-base.iso.xz");
             if !fx.is_file() {
                 return missing(&format!("{} missing (a CoreOS live ISO)", fx.display()));
             }
@@ -528,7 +520,7 @@ fn runnable_sh_blocks_run_as_written() {
         std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
     ))
     .unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let mut ran = 0;
     // Built once for every page: they land in cargo's target directory.
     let mut built: Vec<Need> = Vec::new();
@@ -542,7 +534,7 @@ fn runnable_sh_blocks_run_as_written() {
         }
         // A reader starts each page in a fresh checkout.
         let scratch = dir.path().join(format!("page-{n}/kubelet-labeler"));
-        copy_tree(root(), &scratch);
+        copy_tree(repo(), &scratch);
         let mut provided: Vec<Need> = Vec::new();
         for block in &blocks {
             let Some(Run(needs)) = plan_of(page, block) else {
@@ -607,10 +599,10 @@ fn user_facing_text_has_no_internal_names() {
         ("worker-rwn", "an unexplained pool name"),
         ("llm-d-lab", "an unexplained lab name"),
     ];
-    let mut files: Vec<PathBuf> = pages().iter().map(|(p, _)| root().join(p)).collect();
-    files.push(root().join("iso/README.md"));
+    let mut files: Vec<PathBuf> = pages().iter().map(|(p, _)| repo().join(p)).collect();
+    files.push(repo().join("iso/README.md"));
     for dir in ["man", "examples/rules"] {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(root().join(dir))
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(repo().join(dir))
             .unwrap()
             .map(|e| e.unwrap().path())
             .collect();
@@ -762,7 +754,7 @@ fn broken_links(pages: &[(String, String)], exists: impl Fn(&str) -> bool) -> Ve
             if let Some(anchor) = anchor {
                 let text = match md {
                     Some(t) => t.clone(),
-                    None => std::fs::read_to_string(root().join(&file)).unwrap_or_default(),
+                    None => std::fs::read_to_string(repo().join(&file)).unwrap_or_default(),
                 };
                 if !anchors(&text).iter().any(|a| a == anchor) {
                     broken.push(format!(
@@ -778,7 +770,7 @@ fn broken_links(pages: &[(String, String)], exists: impl Fn(&str) -> bool) -> Ve
 #[test]
 fn links_between_the_pages_resolve() {
     let pages = pages();
-    let broken = broken_links(&pages, |f| root().join(f).exists());
+    let broken = broken_links(&pages, |f| repo().join(f).exists());
     assert!(
         broken.is_empty(),
         "links that do not resolve:\n{}",

@@ -7,19 +7,7 @@
 //! `explain` predicts on the same tree, and the wrapper's journal line must
 //! say what it added. One cluster serves the whole binary.
 
-#[path = "support/skipped.rs"]
-mod skipped;
-
-#[path = "support/elf.rs"]
-mod elf;
-#[path = "support/mco.rs"]
-mod mco;
-#[path = "support/realcluster.rs"]
-mod realcluster;
-#[path = "support/run_cli.rs"]
-mod run_cli;
-#[path = "support/systemd_oracle.rs"]
-mod systemd_oracle;
+use crate::support::{mco, realcluster, repo, run_cli, systemd_oracle, write};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,10 +15,9 @@ use std::process::Command;
 
 use kubelet_labeler::node::kubelet::Profile;
 use realcluster::{ChainRun, Cluster, KubeletSetup, run_chain};
-use systemd_oracle::write;
 
-/// Every node name this binary registers (each gets a client certificate).
-const NODES: [&str; 10] = [
+/// Every node name these tests register (each gets a client certificate).
+pub const NODES: [&str; 10] = [
     "rc-static",
     "rc-taints",
     "rc-rules",
@@ -54,11 +41,7 @@ fn cluster() -> Option<&'static Cluster> {
     if systemd_oracle::unavailable().is_some() || realcluster::unavailable().is_some() {
         return None;
     }
-    Some(realcluster::cluster(&NODES))
-}
-
-fn repo(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
+    Some(realcluster::cluster())
 }
 
 /// The files every node tree needs: the manager's base targets, a CRI (the
@@ -469,7 +452,7 @@ fn start_once_as_explained(
 /// reads them there (see `facts_root_dropin`).
 fn explain_on_fixture(tree: &Path, fixture: &str) -> serde_json::Value {
     facts_root_dropin(tree, fixture);
-    let facts = repo("tests/fixtures/nodes").join(fixture);
+    let facts = repo().join("tests/fixtures/nodes").join(fixture);
     explain(
         tree,
         "openshift",
@@ -555,7 +538,7 @@ fn taints_merge_with_config_and_config_dir() {
 fn node_rules_taint_a_gpu_node() {
     let Some(cluster) = cluster() else { return };
     let node = "rc-rules";
-    let rules = repo("examples/rules/openshift-gpu.yaml");
+    let rules = repo().join("examples/rules/openshift-gpu.yaml");
     let (_d, scratch, tree) = openshift_case(
         cluster,
         node,
@@ -598,14 +581,16 @@ fn nfd_labels_openshift() {
 
 /// The facts of a fixture machine instead of this host's: an admin's
 /// static drop-in of our name in /etc (it masks the generator's) with
-/// `--facts-root`.
+/// `--facts-root`, and the same for the day-2 sync that kubelet's start
+/// pulls in (else, when it runs before the Node is read, it adds this
+/// host's labels).
 fn facts_root_dropin(tree: &Path, fixture: &str) {
     let exe = format!(
         "{}.{}",
         kubelet_labeler::node::contract::WRAPPER_PATH,
         std::env::consts::ARCH
     );
-    let facts = repo("tests/fixtures/nodes").join(fixture);
+    let facts = repo().join("tests/fixtures/nodes").join(fixture);
     let text = kubelet_labeler::cli::render::dropins::wrapper_dropin_at(Profile::OpenShift, &exe)
         .replace(
             "--profile openshift",
@@ -614,6 +599,21 @@ fn facts_root_dropin(tree: &Path, fixture: &str) {
     write(
         &tree.join("etc/systemd/system/kubelet.service.d/zz-kubelet-labeler.conf"),
         &text,
+    );
+    let sync =
+        std::fs::read_to_string(tree.join("etc/systemd/system/kubelet-labeler-sync.service"))
+            .expect("the rendered sync service");
+    let exec = sync
+        .lines()
+        .find(|l| l.starts_with("ExecStart="))
+        .and_then(|l| l.strip_suffix('\''))
+        .expect("the sync's ExecStart=, a quoted sh -c");
+    write(
+        &tree.join("etc/systemd/system/kubelet-labeler-sync.service.d/zz-facts-root.conf"),
+        &format!(
+            "[Service]\nExecStart=\n{exec} --facts-root {}'\n",
+            facts.display()
+        ),
     );
 }
 

@@ -9,15 +9,9 @@
 //! (`spec.nodeDisruptionPolicy.files` a map list keyed by `path`, `units`
 //! keyed by `name`, at most 50 each; `actions` atomic lists).
 
-#[path = "support/elf.rs"]
-mod elf;
-#[path = "support/realcluster.rs"]
-mod realcluster;
-#[path = "support/skipped.rs"]
-mod skipped;
+use crate::support::{bin, elf, realcluster, scratch_dir};
 
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use realcluster::Cluster;
@@ -29,7 +23,7 @@ fn cluster() -> Option<&'static Cluster> {
     if realcluster::unavailable().is_some() {
         return None;
     }
-    Some(realcluster::cluster(&[]))
+    Some(realcluster::cluster())
 }
 
 /// openshift/api's list semantics for the fields a policy sets.
@@ -136,7 +130,7 @@ fn rendered_policy(dir: &Path, pool: &str) -> String {
     )
     .unwrap();
     let out = dir.join(pool);
-    let o = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+    let o = bin()
         .args(["render", "machineconfig", "--pool", pool, "--wrapper"])
         .arg(&wrapper)
         .arg("--output-dir")
@@ -198,7 +192,7 @@ spec:
 fn the_policy_merges_with_the_users_and_other_pools() {
     let Some(c) = cluster() else { return };
     install_crd(c);
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let gpu = rendered_policy(dir.path(), "worker-gpu");
     let pi = rendered_policy(dir.path(), "worker-pi");
 

@@ -7,11 +7,7 @@
 //! changed, others' keys, NFD's keys, the pool label and forbidden keys
 //! untouched, taint drift reported and not attempted.
 
-#[path = "support/skipped.rs"]
-mod skipped;
-
-#[path = "support/realcluster.rs"]
-mod realcluster;
+use crate::support::{realcluster, scratch_dir, write};
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -19,18 +15,13 @@ use std::process::{Command, Output};
 
 use realcluster::{Cluster, labels_and_taints};
 
-const NODES: [&str; 2] = ["rs-sync", "rs-down"];
+pub const NODES: [&str; 2] = ["rs-sync", "rs-down"];
 
 fn cluster() -> Option<&'static Cluster> {
     if realcluster::unavailable().is_some() {
         return None;
     }
-    Some(realcluster::cluster(&NODES))
-}
-
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
+    Some(realcluster::cluster())
 }
 
 /// A kubeadm-like node tree whose env drop-in carries `labels`/`taints`.
@@ -166,9 +157,7 @@ fn admin_patch(cluster: &Cluster, node: &str, body: &str) {
 
 /// Register through the real kubelet with the wrapper's flags for `tree`.
 fn register(cluster: &Cluster, node: &str, tree: &Path) {
-    // register.sh's kubelet listens on fixed ports: one at a time.
-    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = realcluster::one_kubelet_at_a_time();
     let (labels, taints) = predicted(tree);
     cluster.delete_node(node);
     let out = Command::new("bash")
@@ -192,7 +181,7 @@ fn register(cluster: &Cluster, node: &str, tree: &Path) {
 fn labels_follow_the_tree_and_nothing_else_is_touched() {
     let Some(cluster) = cluster() else { return };
     let node = "rs-sync";
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let root = dir.path().join("root");
     let kubeconfig = cluster.dir.join(format!("node-{node}.kubeconfig"));
     tree(
@@ -288,7 +277,7 @@ fn labels_follow_the_tree_and_nothing_else_is_touched() {
 fn api_server_down_bad_inputs_and_other_identities() {
     let Some(cluster) = cluster() else { return };
     let node = "rs-down";
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let root = dir.path().join("root");
     tree(&root, "example.com/a=1", "");
     register(cluster, node, &root);

@@ -12,11 +12,7 @@
 //! - one real registration of every item all three accept: the Node as
 //!   stored carries each label and taint as we parsed it.
 
-#[path = "support/skipped.rs"]
-mod skipped;
-
-#[path = "support/realcluster.rs"]
-mod realcluster;
+use crate::support::realcluster;
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -26,6 +22,8 @@ use kubelet_labeler::node::kubelet::Profile;
 
 const DRY_RUN_NODE: &str = "rc-corpus";
 const REGISTERED_NODE: &str = "rc-corpus-reg";
+/// Every node name these tests register (each gets a client certificate).
+pub const NODES: [&str; 2] = [DRY_RUN_NODE, REGISTERED_NODE];
 
 /// Label keys: valid and invalid names, prefixes, namespaces, lengths.
 fn keys() -> Vec<String> {
@@ -378,7 +376,7 @@ fn our_checks_agree_with_the_real_kubelet_and_api_server() {
         })
         .collect();
 
-    let cluster = realcluster::cluster(&[DRY_RUN_NODE, REGISTERED_NODE]);
+    let cluster = realcluster::cluster();
     let mut problems = Vec::new();
     let mut api_refused_where_kubelet_accepts = 0;
     let mut registrable = Vec::new();
@@ -469,6 +467,7 @@ fn our_checks_agree_with_the_real_kubelet_and_api_server() {
         labels.len(),
         taints.len()
     );
+    let serial = realcluster::one_kubelet_at_a_time();
     let reg = Command::new("bash")
         .arg(realcluster::tools_dir().join("register.sh"))
         .arg(&label_flag)
@@ -479,6 +478,7 @@ fn our_checks_agree_with_the_real_kubelet_and_api_server() {
         .env("TIMEOUT", "60")
         .output()
         .expect("running register.sh");
+    drop(serial);
     let reg_out: serde_json::Value = serde_json::from_slice(&reg.stdout).unwrap_or_else(|_| {
         panic!(
             "register.sh: {}{}",

@@ -2,21 +2,11 @@
 //! a YAML 1.1 reader (PyYAML), real Ignition writing a first boot's files,
 //! and real systemd starting MCO's kubelet.service with them.
 
-#[path = "support/elf.rs"]
-mod elf;
-#[path = "support/skipped.rs"]
-mod skipped;
-
-#[path = "support/ignition_oracle.rs"]
-mod ignition_oracle;
+use crate::support::{
+    elf, ignition_oracle, mco, readme_figures, repo, scratch_dir, skipped, systemd_oracle,
+};
 
 use skipped::need;
-#[path = "support/mco.rs"]
-mod mco;
-#[path = "support/readme_figures.rs"]
-mod readme_figures;
-#[path = "support/systemd_oracle.rs"]
-mod systemd_oracle;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -27,24 +17,20 @@ use kubelet_labeler::cli::render::machineconfig::{self, Arch, PoolOptions};
 use kubelet_labeler::node::kubelet::{Additions, Profile};
 use serde_json::Value;
 
-fn manifest_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 fn pyyaml_ok() -> bool {
     let ok = Command::new("python3")
         .args(["-c", "import yaml"])
         .status()
         .is_ok_and(|s| s.success());
     if !ok {
-        crate::skipped::skipped("python3 with PyYAML is missing (apt-get install python3-yaml)");
+        skipped::skipped("python3 with PyYAML is missing (apt-get install python3-yaml)");
     }
     ok
 }
 
 /// Read YAML (one document or a stream) with PyYAML, a YAML 1.1 reader.
 fn pyyaml(text: &str) -> Vec<Value> {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let f = dir.path().join("in.yaml");
     std::fs::write(&f, text).unwrap();
     let out = Command::new("python3")
@@ -65,7 +51,7 @@ fn pyyaml(text: &str) -> Vec<Value> {
 
 fn example_wrapper() -> Vec<u8> {
     let text = std::fs::read_to_string(
-        manifest_dir().join("machineconfigs/50-worker-gpu-kubelet-labeler-wrapper.yaml"),
+        repo().join("machineconfigs/50-worker-gpu-kubelet-labeler-wrapper.yaml"),
     )
     .unwrap();
     let obj = serde_json::to_value(serde_saphyr::from_str::<Value>(&text).unwrap()).unwrap();
@@ -169,7 +155,7 @@ fn every_ignition_config_passes_ignition_validate() {
     if !need("ignition-validate") || !pyyaml_ok() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let mut configs: Vec<(String, Value)> = Vec::new();
     for version in ["3.5.0", "3.4.0", "3.2.0"] {
         let o = opts(&[("example.com/a", "b")], None, version);
@@ -278,7 +264,7 @@ fn readable_data_urls_are_what_ignition_writes() {
     use kubelet_labeler::cli::render::encoding::readable_data_url;
     let every: Vec<u8> = (0..=255u8).chain(*b"a+b c%20d?e#f").collect();
     let env = b"[Service]\nEnvironment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS=node.kubernetes.io/gpu=,a.io/b=c\"\n";
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let files: Vec<Value> = [("/etc/every", &every[..]), ("/etc/env.conf", &env[..])]
         .iter()
         .map(|(path, bytes)| {
@@ -311,7 +297,7 @@ fn readable_data_urls_are_what_ignition_writes() {
 /// MCO of 4.14-4.18 parses up to 3.4.0; 3.5.0 needs 4.19+).
 #[test]
 fn cli_writes_the_chosen_ignition_version() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     std::fs::write(dir.path().join("wrapper"), fake_static_elf()).unwrap();
     let run = |args: &[&str]| {
         let o = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
@@ -376,7 +362,7 @@ fn strict_spec_types_refuse_what_they_should() {
 /// bytes out. Re-rendering twice gives identical bytes.
 #[test]
 fn example_machineconfigs_are_current() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let wrapper = dir.path().join("wrapper");
     std::fs::write(&wrapper, example_wrapper()).unwrap();
     for out in ["a", "b"] {
@@ -411,7 +397,7 @@ fn example_machineconfigs_are_current() {
         v
     };
     assert_eq!(
-        yaml_names(&manifest_dir().join("machineconfigs")),
+        yaml_names(&repo().join("machineconfigs")),
         yaml_names(&dir.path().join("a")),
         "machineconfigs/ holds other manifests than render.sh renders; remove the extra ones and run `bash machineconfigs/render.sh`"
     );
@@ -424,7 +410,7 @@ fn example_machineconfigs_are_current() {
             "not deterministic: {name:?}"
         );
         let committed =
-            std::fs::read(manifest_dir().join("machineconfigs").join(&name)).unwrap_or_default();
+            std::fs::read(repo().join("machineconfigs").join(&name)).unwrap_or_default();
         assert!(
             fresh == committed,
             "machineconfigs/{} is stale; run `bash machineconfigs/render.sh`",
@@ -439,7 +425,7 @@ fn example_machineconfigs_are_current() {
 #[test]
 fn example_wrapper_is_the_current_build() {
     let out = Command::new("bash")
-        .arg(manifest_dir().join("machineconfigs/build-wrapper.sh"))
+        .arg(repo().join("machineconfigs/build-wrapper.sh"))
         .arg("x86_64")
         .output()
         .unwrap();
@@ -467,7 +453,7 @@ fn snapshot_of_rendered_pool() {
 
 #[test]
 fn bad_input_is_refused_and_nothing_written() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let out_dir = dir.path().join("out");
     let run = |args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
@@ -628,7 +614,7 @@ fn first_boot_with_real_ignition_and_systemd() {
     let Some(fixtures) = mco::require_fixtures() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let scratch = dir.path();
     let recorder = systemd_oracle::build_recorder(scratch);
     let units = mco::kubelet_units(&fixtures);
@@ -642,7 +628,7 @@ fn first_boot_with_real_ignition_and_systemd() {
         "50-worker-gpu-kubelet-labeler-wrapper.yaml",
         "50-worker-gpu-kubelet-labeler-labels.yaml",
     ] {
-        let text = std::fs::read_to_string(manifest_dir().join("machineconfigs").join(f)).unwrap();
+        let text = std::fs::read_to_string(repo().join("machineconfigs").join(f)).unwrap();
         configs.push(pyyaml(&text).remove(0)["spec"]["config"].clone());
     }
     let merged = merge_as_mco(&configs);

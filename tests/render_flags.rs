@@ -2,16 +2,12 @@
 //! refused naming the input and the fix, with nothing written; a value
 //! clap can check is a usage error (exit 2), as clap's own.
 
-#[path = "support/elf.rs"]
-mod elf;
-#[path = "support/run_cli.rs"]
-mod run_cli;
+use crate::support::{elf, scratch_dir, stderr};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use kubelet_labeler::cli::render::arch::Arch;
-use run_cli::stderr;
 
 /// A command line's words (none here holds a space).
 fn words(line: &str) -> Vec<&str> {
@@ -31,7 +27,7 @@ fn run(dir: &Path, args: &[&str]) -> Output {
 /// A scratch directory with a stand-in wrapper (`wrapper`), some other
 /// static program (`foreign`) and a CA (`ca.pem`).
 fn scratch() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     std::fs::write(dir.path().join("wrapper"), elf::static_elf(Arch::X86_64)).unwrap();
     std::fs::write(
         dir.path().join("foreign"),

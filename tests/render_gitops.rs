@@ -2,12 +2,7 @@
 //! `render dropins` installs, what a pool's MachineConfigs reach, what
 //! `--force` removes, exit codes of usage errors, and where messages go.
 
-#[path = "support/elf.rs"]
-mod elf;
-#[path = "support/mco.rs"]
-mod mco;
-#[path = "support/skipped.rs"]
-mod skipped;
+use crate::support::{bin, elf, mco, scratch_dir, skipped, stderr, stdout};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -16,18 +11,6 @@ use kubelet_labeler::cli::render::arch::Arch;
 use kubelet_labeler::cli::render::layout::machineconfigs_from_yaml;
 use kubelet_labeler::cli::render::machineconfig::check_wrapper;
 use serde_json::Value;
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 fn host_arch() -> Arch {
     Arch::from_name(std::env::consts::ARCH).expect("a host architecture we ship")
@@ -140,7 +123,7 @@ fn dropins_refuse_a_dynamic_wrapper_and_the_suggested_command_works() {
 /// what reaches every worker.
 #[test]
 fn a_pool_render_reaches_only_its_pool() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let x86 = static_elf(dir.path(), Arch::X86_64);
     let arm = static_elf(dir.path(), Arch::Aarch64);
     let render = |args: &[&str], wrapper: &Path, out: &str| {
@@ -267,7 +250,7 @@ const PI_FILES: [&str; 3] = [
 /// naming exactly what `--force` does, and the refusal changes nothing.
 #[test]
 fn pools_share_a_gitops_dir_and_force_touches_only_its_own() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let w = static_elf(dir.path(), Arch::X86_64);
     let out = dir.path().join("gitops");
     let ok = |o: Output| {
@@ -378,7 +361,7 @@ fn pools_share_a_gitops_dir_and_force_touches_only_its_own() {
 /// named as unlisted.
 #[test]
 fn an_older_versions_worker_wrapper_is_left_and_named() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let w = static_elf(dir.path(), Arch::X86_64);
     let out = dir.path().join("gitops");
     let role = dir.path().join("role");
@@ -433,7 +416,7 @@ fn an_older_versions_worker_wrapper_is_left_and_named() {
 /// leaves the files' bytes alone.
 #[test]
 fn a_re_render_keeps_the_users_edits() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let w = static_elf(dir.path(), Arch::X86_64);
     let out = dir.path().join("gitops");
     let first = [
@@ -573,7 +556,7 @@ fn a_re_render_keeps_the_users_edits() {
 /// user's entries, and stderr says the comments went.
 #[test]
 fn a_commented_kustomization_is_rewritten_only_with_force() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let w = static_elf(dir.path(), Arch::X86_64);
     let out = dir.path().join("gitops");
     std::fs::create_dir(&out).unwrap();
@@ -613,7 +596,7 @@ fn a_commented_kustomization_is_rewritten_only_with_force() {
 /// (the user's, or another object) is never replaced, even with --force.
 #[test]
 fn a_foreign_file_at_our_name_is_refused_even_with_force() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let w = static_elf(dir.path(), Arch::X86_64);
     let out = dir.path().join("gitops");
     std::fs::create_dir(&out).unwrap();
@@ -650,7 +633,7 @@ fn worker_role_and_pool_labels_compose_on_the_pools_nodes() {
         skipped::skipped("the MCO oracle writes the node's files only as root");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let w = static_elf(dir.path(), Arch::X86_64);
     let out = dir.path().join("gitops");
     for args in [
@@ -764,7 +747,7 @@ fn worker_role_and_pool_labels_compose_on_the_pools_nodes() {
 /// "wrote" lines are on stderr, stdout stays empty.
 #[test]
 fn dropins_name_and_remove_an_earlier_renders_files() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let root = dir.path().join("root");
     std::fs::create_dir(&root).unwrap();
     let x86 = static_elf(dir.path(), Arch::X86_64);
@@ -813,7 +796,7 @@ fn dropins_name_and_remove_an_earlier_renders_files() {
 /// twice, a Debian/Go architecture name (with the kernel's name to use).
 #[test]
 fn usage_errors_exit_2_and_say_the_fix() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let w = static_elf(dir.path(), Arch::X86_64);
     let rules = dir.path().join("rules.yaml");
     std::fs::write(&rules, "").unwrap();
@@ -914,7 +897,7 @@ fn usage_errors_exit_2_and_say_the_fix() {
 /// only ever what was asked for.
 #[test]
 fn wrote_lines_go_to_stderr() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let w = static_elf(dir.path(), Arch::X86_64);
     for (sub, out) in [("machineconfig", "stream.yaml"), ("ignition", "pool.ign")] {
         let path = dir.path().join(out);
@@ -935,7 +918,7 @@ fn wrote_lines_go_to_stderr() {
 /// CA given is not used, and render says so; HTTPS gets no warning.
 #[test]
 fn plain_http_merge_url_warns_that_the_ca_is_unused() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let ca = dir.path().join("ca.pem");
     std::fs::write(
         &ca,
@@ -977,7 +960,7 @@ fn plain_http_merge_url_warns_that_the_ca_is_unused() {
 /// that is no ISO image is named in the refusal.
 #[test]
 fn iso_embed_reads_stdin_for_dash_and_names_a_non_iso() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let d = dir.path();
     let config = br#"{"ignition":{"version":"3.4.0"}}"#;
     let not_iso = d.join("notes.txt");
@@ -1031,7 +1014,7 @@ fn iso_embed_reads_stdin_for_dash_and_names_a_non_iso() {
 /// it is the drop-in render writes into a tree.
 #[test]
 fn the_labels_machineconfig_reads_as_written() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let w = static_elf(dir.path(), Arch::X86_64);
     let rules = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/rules");
     let rule_file = std::fs::read_dir(&rules)

@@ -4,13 +4,7 @@
 //! mode from Debian's packages; every string must come back as the string we
 //! meant. PyYAML checks the same in tests/render.rs.
 
-#[path = "support/elf.rs"]
-mod elf;
-#[path = "support/skipped.rs"]
-mod skipped;
-
-#[path = "support/ignition_oracle.rs"]
-mod ignition_oracle;
+use crate::support::{elf, scratch_dir, skipped};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -36,7 +30,7 @@ fn goyaml_bin() -> Option<&'static Path> {
         let have_pkg = Path::new(GOPATH).join("src/sigs.k8s.io/yaml").is_dir();
         if !have_pkg {
             let why = format!("{GOPATH}/src/sigs.k8s.io/yaml is missing ({pkgs})");
-            crate::skipped::skipped(&why);
+            skipped::skipped(&why);
             return None;
         }
         let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
@@ -64,7 +58,7 @@ fn goyaml_bin() -> Option<&'static Path> {
 
 /// Read a YAML stream as oc apply does: one JSON value per document.
 fn goyaml(bin: &Path, text: &str) -> Vec<Value> {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let f = dir.path().join("in.yaml");
     std::fs::write(&f, text).unwrap();
     let out = Command::new(bin).arg(&f).output().unwrap();

@@ -3,13 +3,7 @@
 //! trust the server through the CA we embed (and only through it), merge
 //! the pool's config and write the node's files.
 
-#[path = "support/elf.rs"]
-mod elf;
-#[path = "support/skipped.rs"]
-mod skipped;
-
-#[path = "support/ignition_oracle.rs"]
-mod ignition_oracle;
+use crate::support::{elf, ignition_oracle, scratch_dir, skipped};
 
 use skipped::need;
 
@@ -178,7 +172,7 @@ fn ignition_fetches_the_pool_config_through_the_pointer() {
     if !need(ignition_oracle::IGNITION) || !need("openssl") || !need("python3") {
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = scratch_dir();
     let dir = tmp.path();
     let (_server, url) = serve_pool(
         dir,
@@ -275,7 +269,7 @@ fn ignition_fetches_the_pool_config_through_the_pointer() {
 
 #[test]
 fn pointer_refusals() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = scratch_dir();
     let dir = tmp.path();
     std::fs::write(
         dir.join("ca.pem"),
@@ -433,7 +427,7 @@ fn pointer_survives_the_mco_ca_rotation() {
     {
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = scratch_dir();
     let dir = tmp.path();
     let (_server, url) = serve_pool(dir, &[]);
     // Before the rotation the node trusted `other` (one CA, or the bundle

@@ -3,26 +3,17 @@
 //! the node, so nothing is written outside it; and a refusal, of ours or
 //! of the filesystem's, changes nothing in it. Also `--output-dir FILE`.
 
-#[path = "support/elf.rs"]
-mod elf;
-#[path = "support/skipped.rs"]
-mod skipped;
+use crate::support::{BIN, elf, scratch_dir, skipped, stderr};
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-
-const BIN: &str = env!("CARGO_BIN_EXE_kubelet-labeler");
+use std::process::{Command, Stdio};
 
 /// The node paths `render dropins --wrapper <x86_64> --label …` writes.
 const WRAPPER: &str = "usr/local/bin/kubelet-labeler-wrapper.x86_64";
 const GENERATOR: &str = "etc/systemd/system-generators/kubelet-labeler";
 const ENV_DROPIN: &str = "etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf";
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 /// What a path is, without following a link there: a file's mode and
 /// bytes, a directory's mode, a link's target.
@@ -84,7 +75,7 @@ fn render(dir: &Path, root: &Path, extra: &[&str]) -> Command {
 /// A scratch dir with the stand-in wrapper, and what a render writes into
 /// a tree without links (the three files by node path, with their modes).
 fn setup() -> (tempfile::TempDir, BTreeMap<&'static str, Entry>) {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = scratch_dir();
     let dir = tmp.path();
     std::fs::write(dir.join("wrapper"), elf::static_x86_64_with_body()).unwrap();
     let plain = dir.join("plain");
@@ -377,7 +368,7 @@ fn a_read_only_filesystem_changes_nothing() {
 /// `--output-dir` naming a file says so and leaves the file as it was.
 #[test]
 fn output_dir_naming_a_file_says_so() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = scratch_dir();
     let dir = tmp.path();
     std::fs::write(dir.join("wrapper"), elf::static_x86_64_with_body()).unwrap();
     std::fs::write(dir.join("out"), "kept\n").unwrap();

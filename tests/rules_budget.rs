@@ -6,8 +6,7 @@
 //! starting kubelet with the static taint and the pool label, the journal
 //! line saying the rules were left out, never by running out of memory.
 
-#[path = "support/skipped.rs"]
-mod skipped;
+use crate::support::{scratch_dir, skipped};
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -167,7 +166,7 @@ fn heavy_rule_files_are_refused_at_render_or_evaluated_within_the_budget() {
         return;
     };
     for (what, yaml) in cases() {
-        let scratch = tempfile::tempdir().unwrap();
+        let scratch = scratch_dir();
         let file = scratch.path().join("rules.yaml");
         std::fs::write(&file, &yaml).unwrap();
         let read = node_rules::read_rule_files(&[&file], Profile::OpenShift).unwrap();

@@ -9,10 +9,7 @@
 //! we refuse, Go must fail too, unless our refusal says the construct is not
 //! supported (a Go feature outside our subset: those are counted).
 
-#[path = "support/current_go.rs"]
-mod current_go;
-#[path = "support/skipped.rs"]
-mod skipped;
+use crate::support::{current_go, scratch_dir};
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -700,7 +697,7 @@ fn unsupported(msg: &str) -> bool {
 
 #[test]
 fn templates_and_regexes_agree_with_go() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = scratch_dir();
     let Some(oracle) = build_oracle(tmp.path()) else {
         return;
     };

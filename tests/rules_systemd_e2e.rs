@@ -4,21 +4,12 @@
 //! must get the GPU labels and taint on GPU nodes, and its argv unchanged on
 //! the Raspberry Pi.
 
-#[path = "support/elf.rs"]
-mod elf;
-#[path = "support/skipped.rs"]
-mod skipped;
-#[path = "support/systemd_oracle.rs"]
-mod systemd_oracle;
+use crate::support::{elf, repo, scratch_dir, systemd_oracle, write};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use systemd_oracle::{UserRun, write};
-
-fn repo(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
-}
+use systemd_oracle::UserRun;
 
 /// A file with a static x86_64 program's ELF header.
 fn static_elf_header(scratch: &Path) -> PathBuf {
@@ -87,7 +78,7 @@ fn install_unit(
     let own = format!(
         "--unit %n --profile openshift --unit-path {search_path} --state-dir {} --facts-root {}",
         scratch.join("state").display(),
-        repo("tests/fixtures/nodes").join(node).display()
+        repo().join("tests/fixtures/nodes").join(node).display()
     );
     let shipped = kubelet_labeler::cli::render::dropins::wrapper_dropin(
         kubelet_labeler::node::kubelet::Profile::OpenShift,
@@ -110,15 +101,15 @@ fn rules_register_gpu_nodes_classified_and_leave_the_pi_alone() {
     if systemd_oracle::unavailable().is_some() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let scratch = dir.path();
     let units = scratch.join("units");
     std::fs::create_dir_all(&units).unwrap();
     let recorder = systemd_oracle::build_fake_kubelet(scratch);
     let search_path =
         systemd_oracle::search_path(&UserRun::new(vec![units.clone()], vec![]), scratch);
-    let gpu_classes = repo("examples/rules/gpu-classes.yaml");
-    let openshift_gpu = repo("examples/rules/openshift-gpu.yaml");
+    let gpu_classes = repo().join("examples/rules/gpu-classes.yaml");
+    let openshift_gpu = repo().join("examples/rules/openshift-gpu.yaml");
     // (unit, fixture node, render arguments)
     let cases: Vec<(&str, &str, Vec<String>)> = vec![
         (
@@ -227,7 +218,7 @@ fn hostile_rule_names_change_nothing_systemd_reads() {
     if systemd_oracle::unavailable().is_some() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let scratch = dir.path();
     let names = [
         "gpu\nExecStart=/bin/evil",

@@ -1,8 +1,7 @@
 //! The scripts find what cargo built where cargo put it: in
 //! CARGO_TARGET_DIR when one is set, not in a hard-coded `target/`.
 
-#[path = "support/skipped.rs"]
-mod skipped;
+use crate::support::{scratch_dir, skipped};
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -23,7 +22,7 @@ fn render_sh_runs_the_cli_of_cargo_target_dir() {
         return;
     };
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let scratch = tempfile::tempdir().unwrap();
+    let scratch = scratch_dir();
     let checkout = scratch.path().join("checkout");
     for script in ["render.sh", "build-wrapper.sh"] {
         let to = checkout.join("machineconfigs").join(script);

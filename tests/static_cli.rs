@@ -6,21 +6,13 @@
 //! itself, writes drop-ins, and embeds Ignition in an ISO byte for byte as
 //! coreos-installer 0.27.0 did (../shared/fixtures/coreos-installer).
 
-#[path = "support/skipped.rs"]
-mod skipped;
-
-#[path = "support/readme_figures.rs"]
-mod readme_figures;
+use crate::support::{readme_figures, repo, scratch_dir, skipped};
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use kubelet_labeler::cli::render::machineconfig::{Arch, check_wrapper};
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn ok(o: Output, what: &str) -> Output {
     assert!(
@@ -36,7 +28,7 @@ fn ok(o: Output, what: &str) -> Output {
 fn need_file(path: &str, why: &str) -> bool {
     let present = Path::new(path).is_file();
     if !present {
-        crate::skipped::skipped(why);
+        skipped::skipped(why);
     }
     present
 }
@@ -50,12 +42,12 @@ fn toolchain_present(arch: &str) -> bool {
             "musl-dev:arm64 (dpkg --add-architecture arm64 first)",
         ),
     };
-    crate::skipped::need(cc)
+    skipped::need(cc)
         && need_file(
             &format!("/usr/include/{arch}-linux-musl/stdlib.h"),
             &format!("musl headers for {arch} missing (apt-get install {musl})"),
         )
-        && (arch == "x86_64" || crate::skipped::need("qemu-aarch64-static"))
+        && (arch == "x86_64" || skipped::need("qemu-aarch64-static"))
 }
 
 /// Run the script for one arch into `out`. The target directory is the one
@@ -64,7 +56,7 @@ fn toolchain_present(arch: &str) -> bool {
 fn build(arch: &str, out: &Path) {
     ok(
         Command::new("bash")
-            .arg(root().join("dist/build-static.sh"))
+            .arg(repo().join("dist/build-static.sh"))
             .arg("-o")
             .arg(out)
             .arg(arch)
@@ -90,7 +82,7 @@ fn runner(arch: &str, exe: &Path) -> Command {
 }
 
 fn fixture_dir() -> Option<PathBuf> {
-    crate::skipped::shared("fixtures/coreos-installer")
+    skipped::shared("fixtures/coreos-installer")
 }
 
 fn static_cli_works(arch: &str, a: Arch) {
@@ -98,7 +90,7 @@ fn static_cli_works(arch: &str, a: Arch) {
         return;
     }
     let Some(fx) = fixture_dir() else { return };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let out = dir.path().join("dist");
     build(arch, &out);
     let cli = out.join(format!("kubelet-labeler-{arch}"));

@@ -2,8 +2,7 @@
 //! package, so CI installs it (.ci/run installs the list and then checks
 //! each program is found) and a missing one skips naming its package.
 
-#[path = "support/skipped.rs"]
-mod skipped;
+use crate::support::skipped;
 
 use std::collections::BTreeSet;
 use std::path::Path;

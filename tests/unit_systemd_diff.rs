@@ -4,14 +4,7 @@
 //! exec-time expansion give, and systemd's FragmentPath/DropInPaths must
 //! equal ours. Cases that systemd refuses must be refused by us too.
 
-#[path = "support/skipped.rs"]
-mod skipped;
-
-#[path = "support/readme_figures.rs"]
-mod readme_figures;
-
-#[path = "support/systemd_oracle.rs"]
-mod systemd_oracle;
+use crate::support::{readme_figures, scratch_dir, systemd_oracle};
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -668,7 +661,7 @@ fn unit_resolution_matches_real_systemd() {
     if systemd_oracle::unavailable().is_some() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let scratch = dir.path();
     eprintln!("scratch: {}", scratch.display());
     std::fs::create_dir_all(scratch.join("bin")).unwrap();

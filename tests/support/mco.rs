@@ -13,7 +13,7 @@ pub fn fixtures_dir() -> PathBuf {
 /// The templates' directory, or a skip when ../shared is absent (a failure
 /// under CI, which always has it).
 pub fn require_fixtures() -> Option<PathBuf> {
-    crate::skipped::shared("fixtures/mco")
+    super::skipped::shared("fixtures/mco")
 }
 
 /// Value for each placeholder that is not a control directive.
@@ -133,7 +133,7 @@ pub fn mco_machineconfig(unit: &str) -> serde_json::Value {
 /// The MCO oracle (../shared/oracles/mco, see its README), unpacked once:
 /// (its binary, the MCO tree it reads); a skip when absent.
 pub fn oracle() -> Option<(PathBuf, PathBuf)> {
-    let dir = crate::skipped::shared("oracles/mco")?;
+    let dir = super::skipped::shared("oracles/mco")?;
     let out = std::process::Command::new("bash")
         .arg(dir.join("unpack.sh"))
         .output()

@@ -20,10 +20,10 @@ pub fn build(out_dir: &Path) -> Option<PathBuf> {
     if !dir.join("build.sh").is_file() {
         let why = format!("{} is absent (NFD's evaluator)", dir.display());
         assert!(std::env::var_os("CI").is_none(), "{why}");
-        crate::skipped::skipped(&why);
+        super::skipped::skipped(&why);
         return None;
     }
-    let go = crate::current_go::find()?;
+    let go = super::current_go::find()?;
     let bin = out_dir.join("nfd-oracle");
     let res = Command::new("bash")
         .arg(dir.join("build.sh"))

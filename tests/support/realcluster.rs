@@ -1,5 +1,5 @@
 //! The real kubelet, kube-apiserver and etcd of `../shared/tools/realcluster`
-//! (see its README): one cluster on loopback for a whole test binary, and
+//! (see its README): one cluster on loopback for the whole test binary, and
 //! node trees whose `kubelet.service` a real `systemd --user` runs through
 //! our wrapper into the real kubelet, in a private mount namespace.
 
@@ -35,7 +35,7 @@ pub fn unavailable() -> Option<String> {
         None
     };
     if let Some(w) = &why {
-        crate::skipped::skipped(&format!("real kubelet/API server tests: {w}"));
+        super::skipped::skipped(&format!("real kubelet/API server tests: {w}"));
         return why;
     }
     let programs = [
@@ -49,7 +49,7 @@ pub fn unavailable() -> Option<String> {
     ];
     programs
         .into_iter()
-        .find(|p| !crate::skipped::need(p))
+        .find(|p| !super::skipped::need(p))
         .map(|p| format!("{p} is missing"))
 }
 
@@ -94,10 +94,30 @@ fn free_port(with_peer: bool) -> u16 {
     panic!("no free loopback port");
 }
 
-/// The cluster of this test binary, started on first use with a client
-/// certificate for each of `nodes` (every node name the binary uses).
-pub fn cluster(nodes: &[&str]) -> &'static Cluster {
+/// Every node name the tests register, each area's: the one cluster
+/// starts with a client certificate for each.
+fn every_node() -> Vec<&'static str> {
+    [
+        &crate::real_chain::NODES[..],
+        &crate::real_sync::NODES,
+        &crate::real_validate::NODES,
+    ]
+    .concat()
+}
+
+/// Held while a real kubelet runs: register.sh's listens on fixed ports, and
+/// two user managers of one user, each running a kubelet.service, were seen
+/// to stop each other's kubelet (a SIGTERM ~0.2 s after start) even in
+/// separate cgroups.
+pub fn one_kubelet_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The cluster of the test binary, started on first use.
+pub fn cluster() -> &'static Cluster {
     let c = CLUSTER.get_or_init(|| {
+        let nodes = every_node();
         let bin = Command::new("bash")
             .arg(tools_dir().join("unpack.sh"))
             .output()
@@ -427,11 +447,7 @@ pub fn run_chain(
     node: &str,
     steps: &str,
 ) -> ChainRun {
-    // One chain at a time: two user managers of one user, each running a
-    // kubelet.service, were seen to stop each other's kubelet (a SIGTERM
-    // ~0.2 s after start) even in separate cgroups.
-    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = one_kubelet_at_a_time();
     let log = scratch.join("kubelet.journal");
     let _ = std::fs::remove_file(&log);
     let mut s = String::from("set -u\n");

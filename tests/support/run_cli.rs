@@ -25,7 +25,7 @@ pub fn cli(args: &[&str]) -> Output {
 pub fn stand_in_wrapper() -> &'static std::path::Path {
     static FILE: std::sync::OnceLock<tempfile::TempPath> = std::sync::OnceLock::new();
     FILE.get_or_init(|| {
-        let elf = crate::elf::static_elf(kubelet_labeler::cli::render::arch::Arch::X86_64);
+        let elf = super::elf::static_elf(kubelet_labeler::cli::render::arch::Arch::X86_64);
         let mut f = tempfile::NamedTempFile::new().unwrap();
         std::io::Write::write_all(&mut f, &elf).unwrap();
         f.into_temp_path()
@@ -59,10 +59,6 @@ pub fn example_wrapper(dir: &std::path::Path) -> std::path::PathBuf {
         .write(&example_tree)
         .unwrap();
     wrapper
-}
-
-pub fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// Its stdout as JSON; else a failure showing both streams.

@@ -1,10 +1,10 @@
 //! Skipping a test whose program or fixture is missing, the one way every
 //! test does it. Under CI (`CI` set) nothing skips: `skipped` fails the test
 //! instead. Outside CI each skip is said in one line: libtest captures what a
-//! passing test prints, so the lines of a test binary are written straight to
-//! fd 2 at its exit (`SKIPPED in payload: ...`), and each skip is also
-//! appended to a file of the `cargo test` run, which the last test binary
-//! (tests/zz_skipped.rs) prints as the run's summary.
+//! passing test prints, so the skips are also listed straight on fd 2 when
+//! the test binary exits. The integration tests are one binary, so that list
+//! is the run's summary (the unit tests', which read ../shared too, print
+//! their own).
 //!
 //! The programs are listed in tests/support/tools.txt with the package that
 //! installs each: CI installs them from there, and `tool` names the package.
@@ -26,64 +26,17 @@ unsafe extern "C" {
     fn atexit(callback: extern "C" fn()) -> i32;
 }
 
-/// This test binary's name without cargo's hash (`payload`).
-fn binary_name() -> String {
-    let exe = std::env::args().next().unwrap_or_default();
-    let name = exe.rsplit('/').next().unwrap_or(&exe);
-    name.rsplit_once('-').map_or(name, |(n, _)| n).to_string()
-}
-
 extern "C" fn print_summary() {
     let Ok(skipped) = SKIPPED.lock() else { return };
     if skipped.is_empty() {
         return;
     }
-    let list: Vec<&str> = skipped.iter().map(String::as_str).collect();
-    // std::io::stderr() is not captured by libtest (only the print macros are).
-    let _ = writeln!(
-        std::io::stderr(),
-        "SKIPPED in {}: {} (CI=1 makes these failures)",
-        binary_name(),
-        list.join("; ")
-    );
-}
-
-/// Where the skips of one `cargo test` run are collected: a file per run,
-/// named by the cargo process that runs every test binary of it (its pid
-/// and start time, so a later run with a reused pid gets another file), in
-/// the profile's directory of the target dir (`target/debug/skipped/`).
-pub fn run_log_dir() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    // target/debug/deps/NAME-HASH
-    Some(exe.parent()?.parent()?.join("skipped"))
-}
-
-/// `PID-STARTTIME` of a process, from /proc.
-pub fn process_key(pid: u32) -> Option<String> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Field 22 (starttime), counted after the parenthesised command name.
-    let after = stat.rsplit_once(')')?.1;
-    let start = after.split_whitespace().nth(19)?;
-    Some(format!("{pid}-{start}"))
-}
-
-/// The file this run's skips are appended to.
-pub fn run_log() -> Option<PathBuf> {
-    let key = process_key(std::os::unix::process::parent_id())?;
-    Some(run_log_dir()?.join(format!("{key}.txt")))
-}
-
-fn append_to_run_log(line: &str) {
-    let Some(path) = run_log() else { return };
-    let _ = std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")));
-    if let Ok(mut f) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-    {
-        // One write of a short line: appends from parallel tests stay whole.
-        let _ = f.write_all(line.as_bytes());
+    let mut out = "\nSKIPPED (CI=1 makes these failures):\n".to_string();
+    for why in skipped.iter() {
+        out.push_str(&format!("  {why}\n"));
     }
+    // std::io::stderr() is not captured by libtest (only the print macros are).
+    let _ = std::io::stderr().write_all(out.as_bytes());
 }
 
 /// The calling test skips because of `why` (what is missing and how to get
@@ -95,10 +48,8 @@ pub fn skipped(why: &str) {
         // SAFETY: registers a plain extern "C" fn with no captured state.
         unsafe { atexit(print_summary) };
     });
-    if let Ok(mut s) = SKIPPED.lock()
-        && s.insert(why.to_string())
-    {
-        append_to_run_log(&format!("{}: {why}\n", binary_name()));
+    if let Ok(mut s) = SKIPPED.lock() {
+        s.insert(why.to_string());
     }
 }
 

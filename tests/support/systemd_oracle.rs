@@ -18,7 +18,7 @@ use std::process::Command;
 /// under CI the test fails instead: CI must run the differential tests).
 pub fn unavailable() -> Option<String> {
     for tool in ["/lib/systemd/systemd", "systemctl", "unshare", "cc"] {
-        if !crate::skipped::need(tool) {
+        if !super::skipped::need(tool) {
             return Some(format!("{tool} is missing"));
         }
     }
@@ -28,7 +28,7 @@ pub fn unavailable() -> Option<String> {
         .is_ok_and(|s| s.success());
     if !unshare_works {
         let why = "systemd oracle: `unshare --mount` does not work here (needs root)";
-        crate::skipped::skipped(why);
+        super::skipped::skipped(why);
         return Some(why.to_string());
     }
     None
@@ -457,10 +457,4 @@ pub fn copy_tree(src: &Path, dst: &Path) {
             std::fs::copy(e.path(), &to).unwrap();
         }
     }
-}
-
-/// Write a file, making its directories.
-pub fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
 }

@@ -1,0 +1,52 @@
+//! What the integration tests share: the built CLI, scratch directories,
+//! the skip helper, and the real programs they compare against (each in a
+//! module of its own).
+
+#![allow(dead_code)]
+
+pub mod current_go;
+pub mod elf;
+pub mod ignition_oracle;
+pub mod mco;
+pub mod nfd_oracle;
+pub mod readme_figures;
+pub mod realcluster;
+pub mod run_cli;
+pub mod skipped;
+pub mod systemd_oracle;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// The built `kubelet-labeler`.
+pub const BIN: &str = env!("CARGO_BIN_EXE_kubelet-labeler");
+
+/// A command running the built `kubelet-labeler`.
+pub fn bin() -> Command {
+    Command::new(BIN)
+}
+
+/// The checkout (the scripts, docs and fixtures the tests read).
+pub fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A fresh directory of its own for one test (in `TMPDIR`), removed when
+/// dropped.
+pub fn scratch_dir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("creating a scratch directory in TMPDIR")
+}
+
+/// Write `text` to `path`, creating its directories.
+pub fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
