@@ -56,8 +56,6 @@ export CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_LINKER=rust-lld
 #   the panic hook gives (kubelet starts unchanged, one journal line);
 # - relocation-model=static: a plain static executable instead of a
 #   static-pie, so no relocation table and no start-up relocation pass;
-# - inline-mir=no (with build-std): rustc's MIR inliner off; LLVM still
-#   inlines by opt-level z's size rules (5.8 KB less gzip'ed on x86_64);
 # - force-unwind-tables=no: no unwind tables (panic = "abort"; the panic
 #   hook starts kubelet unchanged).
 stable_flags="-Crelocation-model=static -Cforce-unwind-tables=no -Clink-arg=--icf=all -Clink-arg=--bp-compression-sort=function"
@@ -76,7 +74,7 @@ remap=(--remap-path-prefix="$PWD=/src"
 export SOURCE_DATE_EPOCH=0
 build=(cargo build --quiet --profile wrapper --target "$target" --bin "$bin" --no-default-features)
 if rustup component add rust-src >/dev/null 2>&1; then
-  RUSTFLAGS="${remap[*]} -Zlocation-detail=none -Zinline-mir=no -Zunstable-options -Cpanic=immediate-abort $stable_flags" RUSTC_BOOTSTRAP=1 "${build[@]}" -Z build-std=std,panic_abort -Z build-std-features=optimize_for_size >&2
+  RUSTFLAGS="${remap[*]} -Zlocation-detail=none -Zunstable-options -Cpanic=immediate-abort $stable_flags" RUSTC_BOOTSTRAP=1 "${build[@]}" -Z build-std=std,panic_abort -Z build-std-features=optimize_for_size >&2
 else
   echo "build-wrapper.sh: rust-src unavailable; building with the prebuilt std (larger)" >&2
   RUSTFLAGS="${remap[*]} $stable_flags" "${build[@]}" >&2

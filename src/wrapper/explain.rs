@@ -377,15 +377,13 @@ pub fn wrapper_profile(root: &Path, unit_name: &str, unit_path: Option<&str>) ->
         .find(|d| d.file_name().is_some_and(|n| n == WRAPPER_DROPIN_NAME))
     {
         Some(d) => unit::read_node(&paths, d).ok()?,
-        None => {
-            let mut text = Vec::new();
-            std::fs::File::open(unit::search::contained(root, Path::new(GENERATOR_PATH)).ok()?)
-                .ok()?
-                .take(64 * 1024)
-                .read_to_end(&mut text)
-                .ok()?;
-            text
-        }
+        // nodefs's reader: the one the wrapper binary (its sync) carries.
+        None => crate::nodefs::read_up_to(
+            crate::nodefs::open(&unit::search::contained(root, Path::new(GENERATOR_PATH)).ok()?)
+                .ok()?,
+            64 * 1024,
+        )
+        .ok()?,
     };
     let text = String::from_utf8_lossy(&text);
     let exec = text
