@@ -925,6 +925,10 @@ pub fn render_human(e: &Explanation) -> String {
             out += "  after: nothing starts it (no Wants= from the unit, no path unit)\n";
         }
         match &sync.nothing {
+            // The reason is on stderr, once (see main).
+            Some(_) if e.left_out.is_some() => {
+                out += "  would change nothing: our labels/taints are left out (why: on stderr)\n"
+            }
             Some(why) => out += &format!("  would change nothing: {}\n", shown(why)),
             None => {
                 out += "  would keep these labels on the Node, as kubelet's own identity (others' keys, NFD's, the pool label left alone):\n";
