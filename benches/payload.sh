@@ -14,7 +14,10 @@ cargo build --quiet --release --bin kubelet-labeler
 kl=${CARGO_TARGET_DIR:-target}/release/kubelet-labeler
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-printf '%-8s %9s %9s %9s  %s\n' arch raw gzip-9 encoded "encoded vs 200 KiB"
+# all-MCs: every MachineConfig render writes for the pool (the wrapper's,
+# which also carries the generator and the sync's units, and the labels'):
+# what the pool's rendered config gains, the figure the 200 KiB budget is on.
+printf '%-8s %9s %9s %9s %9s  %s\n' arch raw gzip-9 encoded all-MCs "all-MCs vs 200 KiB"
 for arch in x86_64 aarch64; do
   w=$(bash machineconfigs/build-wrapper.sh "$arch")
   raw=$(stat -c %s "$w")
@@ -27,7 +30,8 @@ d = yaml.safe_load(open(sys.argv[1]))
 src = [f["contents"]["source"] for f in d["spec"]["config"]["storage"]["files"]
        if f["path"].startswith("/usr/local/bin/kubelet-labeler-wrapper")]
 print(len(src[0].split(",", 1)[1]))' "$scratch/$arch/50-payload-kubelet-labeler-wrapper.yaml")
-  printf '%-8s %9d %9d %9d  %+d\n' "$arch" "$raw" "$gz" "$enc" $((enc - limit))
+  mcs=$(grep -lx 'kind: MachineConfig' "$scratch/$arch"/*.yaml | xargs cat | wc -c)
+  printf '%-8s %9d %9d %9d %9d  %+d\n' "$arch" "$raw" "$gz" "$enc" "$mcs" $((mcs - limit))
 done
 [ "$parts" = 0 ] && exit 0
 for arch in x86_64 aarch64; do

@@ -39,7 +39,15 @@ case "$arch" in
 esac
 target="$arch-unknown-linux-musl"
 rustup target add "$target" >/dev/null 2>&1 || true
+# Both arches link with the toolchain's lld (self-contained musl crt), for
+# two of its options that shrink the gzip'ed payload without changing code
+# (measured on x86_64: 4.9 KB less gzip'ed, benches/payload.sh):
+# - --icf=all folds functions whose machine code is identical (generic
+#   instances that compiled alike);
+# - --bp-compression-sort=function orders functions so that similar code
+#   sits together, which is what gzip's 32 KiB window rewards.
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER=rust-lld
+export CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_LINKER=rust-lld
 # Size flags, none of which changes behaviour:
 # - location-detail=none: no file:line:col strings for panics;
 # - panic=immediate-abort (with build-std): a panic is a trap instruction,
@@ -50,7 +58,7 @@ export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER=rust-lld
 #   static-pie, so no relocation table and no start-up relocation pass;
 # - force-unwind-tables=no: no unwind tables (panic = "abort"; the panic
 #   hook starts kubelet unchanged).
-stable_flags="-Crelocation-model=static -Cforce-unwind-tables=no"
+stable_flags="-Crelocation-model=static -Cforce-unwind-tables=no -Clink-arg=--icf=all -Clink-arg=--bp-compression-sort=function"
 # Reproducible bytes: the same source gives the same binary wherever the
 # checkout, target dir, cargo home or rustup home are (panic messages carry
 # source paths; std's, with build-std, come from rust-src). The toolchain is

@@ -1432,3 +1432,48 @@ fn explain_never_prints_a_file_outside_the_root() {
     let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
     assert!(!all.contains("hunter2"), "{all}");
 }
+
+/// The day-2 sync's units, when the rendered config ships them: explain
+/// names them, what starts them (each kubelet start, a change of the env
+/// drop-ins) and the labels a run keeps on the Node; without them, nothing.
+#[test]
+fn explain_shows_the_sync_units_and_what_they_would_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let rendered = kubelet_mc(dir.path(), &[]);
+    let labels = example("50-worker-gpu-kubelet-labeler-labels.yaml");
+    let wrapper = example("50-worker-gpu-kubelet-labeler-wrapper.yaml");
+    let out = explain_mcs(true, &[&rendered, &labels, &wrapper]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let sync = &json_of(&out)["sync"];
+    assert_eq!(
+        sync["service"],
+        "/etc/systemd/system/kubelet-labeler-sync.service"
+    );
+    assert!(
+        sync["command"]
+            .as_str()
+            .unwrap()
+            .contains("kubelet-labeler-wrapper.$$(uname -m) sync --unit kubelet.service"),
+        "{sync}"
+    );
+    let triggers = sync["triggers"].to_string();
+    for t in [
+        "every start of kubelet.service (Wants= in /etc/systemd/system/kubelet.service.d/91-kubelet-labeler-sync.conf)",
+        "a change of /etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf",
+        "a change of /etc/systemd/system/kubelet.service.d/80-kubelet-labeler-role-env.conf",
+    ] {
+        assert!(triggers.contains(t), "{t}: {triggers}");
+    }
+    assert_eq!(sync["labels"], json!(["node.kubernetes.io/worker-gpu="]));
+    assert_eq!(sync["nothing"], Value::Null);
+    let human = explain_mcs(false, &[&rendered, &labels, &wrapper]);
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(
+        text.contains("sync: /etc/systemd/system/kubelet-labeler-sync.service\n")
+            && text.contains("    label node.kubernetes.io/worker-gpu=\n"),
+        "{text}"
+    );
+    // Without the wrapper's MachineConfig, which carries the sync's units.
+    let out = explain_mcs(true, &[&rendered, &labels]);
+    assert_eq!(json_of(&out)["sync"], Value::Null);
+}

@@ -88,6 +88,88 @@ pub struct Explanation {
     /// Derived output that was dropped or overridden (static wins on a key).
     pub notes: Vec<String>,
     pub warnings: Vec<String>,
+    /// The day-2 sync, when its units are in the tree.
+    pub sync: Option<SyncPreview>,
+}
+
+/// The day-2 sync's units (`render::sync_units`) as the tree has them, and
+/// what a run would do with what the wrapper derives.
+#[derive(Debug, Serialize)]
+pub struct SyncPreview {
+    /// Its service's unit file.
+    pub service: String,
+    /// Its `ExecStart=`.
+    pub command: String,
+    /// What starts it.
+    pub triggers: Vec<String>,
+    /// The labels it keeps on the Node (the wrapper's, as above).
+    pub labels: Vec<String>,
+    /// The taints it compares with the Node's, never sends.
+    pub taints: Vec<String>,
+    /// Why a run would change nothing, if it would not.
+    pub nothing: Option<String>,
+}
+
+/// The sync's service and path units' names (`render::sync_units`).
+const SYNC_SERVICE: &str = "kubelet-labeler-sync.service";
+const SYNC_PATH: &str = "kubelet-labeler-sync.path";
+
+/// The sync's units under `paths`, or None when its service is not there.
+fn sync_preview(
+    paths: &UnitPaths,
+    unit_name: &str,
+    dropins: &[PathBuf],
+    e: &Explanation,
+) -> Option<SyncPreview> {
+    let root = &paths.root;
+    let read = |p: &Path| {
+        unit::read_node(paths, p)
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+    };
+    let service = unit::search::find(root, &paths.dirs, SYNC_SERVICE).fragment?;
+    let text = read(&service)?;
+    let command = text
+        .lines()
+        .rfind(|l| l.starts_with("ExecStart="))
+        .map_or("(no ExecStart=)", |l| &l["ExecStart=".len()..])
+        .to_string();
+    let mut triggers = Vec::new();
+    for d in dropins {
+        let pulls = read(d).is_some_and(|t| {
+            t.lines().any(|l| {
+                l.strip_prefix("Wants=")
+                    .is_some_and(|w| w.split_whitespace().any(|u| u == SYNC_SERVICE))
+            })
+        });
+        if pulls {
+            triggers.push(format!(
+                "every start of {unit_name} (Wants= in {})",
+                display(d)
+            ));
+        }
+    }
+    if let Some(path_unit) = unit::search::find(root, &paths.dirs, SYNC_PATH).fragment
+        && let Some(t) = read(&path_unit)
+    {
+        for watched in t.lines().filter_map(|l| l.strip_prefix("PathChanged=")) {
+            triggers.push(format!("a change of {watched} ({SYNC_PATH})"));
+        }
+    }
+    Some(SyncPreview {
+        service: display(&service),
+        command,
+        triggers,
+        labels: e.added_labels.clone(),
+        taints: e.taints.clone(),
+        nothing: if !e.wrapper_runs {
+            Some("the wrapper does not run, so nothing is derived".into())
+        } else {
+            e.left_out
+                .as_ref()
+                .map(|why| format!("the wrapper would leave our labels/taints out: {why}"))
+        },
+    })
 }
 
 impl Explanation {
@@ -100,6 +182,13 @@ impl Explanation {
         };
         if let Some(f) = self.fragment.as_mut() {
             strip(f);
+        }
+        if let Some(sync) = self.sync.as_mut() {
+            strip(&mut sync.service);
+            let root_text = root.display().to_string();
+            for t in &mut sync.triggers {
+                *t = t.replace(&root_text, "");
+            }
         }
         self.dropins.iter_mut().for_each(strip);
         strip(&mut self.executable);
@@ -575,7 +664,7 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
         ));
     }
 
-    Ok(Explanation {
+    let mut explained = Explanation {
         unit: opts.unit.clone(),
         fragment: as_loaded.fragment.as_deref().map(display),
         dropins: as_loaded.dropins.iter().map(|d| display(d)).collect(),
@@ -629,7 +718,10 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
         facts: derives.then_some(facts),
         facts_read,
         warnings,
-    })
+        sync: None,
+    };
+    explained.sync = sync_preview(&paths, &opts.unit, &as_loaded.dropins, &explained);
+    Ok(explained)
 }
 
 /// A node installed from a fleet ISO records the pool it was installed for
@@ -795,6 +887,32 @@ pub fn render_human(e: &Explanation) -> String {
     }
     for w in &e.warnings {
         out += &format!("warning: {w}\n");
+    }
+    if let Some(sync) = &e.sync {
+        out += &format!("sync: {}\n", sync.service);
+        out += &format!("  runs: {}\n", sync.command);
+        for t in &sync.triggers {
+            out += &format!("  after: {t}\n");
+        }
+        if sync.triggers.is_empty() {
+            out += "  after: nothing starts it (no Wants= from the unit, no path unit)\n";
+        }
+        match &sync.nothing {
+            // The reason is on stderr, once (see main).
+            Some(_) if e.left_out.is_some() => {
+                out += "  would change nothing: our labels/taints are left out (why: on stderr)\n"
+            }
+            Some(why) => out += &format!("  would change nothing: {}\n", shown(why)),
+            None => {
+                out += "  would keep these labels on the Node, as kubelet's own identity (others' keys, NFD's, the pool label left alone):\n";
+                for l in &sync.labels {
+                    out += &format!("    label {}\n", shown(l));
+                }
+                for t in &sync.taints {
+                    out += &format!("    taint {t} (compared with the Node's, never sent)\n");
+                }
+            }
+        }
     }
     out
 }

@@ -13,7 +13,10 @@ use serde_json::{Value, json};
 
 use crate::cli::render::encoding::data_url;
 use crate::cli::render::pointer;
-use crate::node::contract::{ENV_DROPIN_NAME, LABELS_VAR, NFD_LABELS_VAR, RULES_VAR};
+use crate::node::contract::{
+    ENV_DROPIN_NAME, LABELS_VAR, NFD_LABELS_VAR, ROLE_LABELS_VAR, ROLE_NFD_LABELS_VAR,
+    ROLE_RULES_VAR, RULES_VAR,
+};
 use crate::node::fleet::{
     DEST_PATH, INSTALLED_POOL_PATH, Pool, PoolKind, Requirement, SELECT_PATH, TABLE_PATH, Table,
     WORKER_ROLE_LABEL,
@@ -27,6 +30,11 @@ pub const UNIT_NAME: &str = "kubelet-labeler-fleet.service";
 pub const INSTALLER_CONFIG_PATH: &str = "/etc/coreos/installer.d/0000-kubelet-labeler-fleet.yaml";
 /// The env drop-in as MachineConfigs carry it.
 const ENV_DROPIN_PATH: &str = "/etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf";
+/// The role's env drop-in (`render machineconfig --role`): every node of a
+/// custom pool takes worker's, and the wrapper adds its labels, taints and
+/// rules to the pool's (`contract::ROLE_ENV_DROPIN_NAME`).
+const ROLE_ENV_DROPIN_PATH: &str =
+    "/etc/systemd/system/kubelet.service.d/80-kubelet-labeler-role-env.conf";
 
 pub struct FleetOptions {
     /// `--pool NAME[=SOURCE]`, in order given.
@@ -67,6 +75,8 @@ struct Found {
     env_configs: Vec<(Value, String)>,
     /// The env drop-in the node gets: (variable, value, source).
     env: Vec<(String, String, String)>,
+    /// The role's env drop-in the node gets, the same way.
+    role_env: Vec<(String, String, String)>,
 }
 
 pub fn build(o: &FleetOptions) -> Result<Fleet> {
@@ -98,7 +108,8 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
         }
     }
     for f in found.values_mut() {
-        f.env = pool_env(&f.env_configs)?;
+        f.env = pool_env(&f.env_configs, ENV_DROPIN_PATH)?;
+        f.role_env = pool_env(&f.env_configs, ROLE_ENV_DROPIN_PATH)?;
     }
     let (env, rules_from) = fleet_env(o, &found)?;
     let mut table = Table {
@@ -142,6 +153,22 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
             }
         }
         let mut static_labels = Vec::new();
+        // The role's rules and NFD label set are the fleet's (the selector
+        // evaluates them as the wrapper does, under the pool's): a pool
+        // whose nodes get others would register outside what was chosen.
+        for (var, value, source) in &f.role_env {
+            if var == ROLE_LABELS_VAR {
+                static_labels.extend(crate::node::kubelet::parse_node_labels(value));
+            } else if (var == ROLE_RULES_VAR || var == ROLE_NFD_LABELS_VAR)
+                && Some(value) != table_env(&table.env, var)
+            {
+                bail!(
+                    "pool {name}: {source} sets other {var} than the other pools' role \
+                     MachineConfigs; the install chooses by one set. Render the role once \
+                     (render machineconfig --role worker) and give it with every pool"
+                );
+            }
+        }
         for (var, value, source) in &f.env {
             if var == LABELS_VAR {
                 static_labels.extend(crate::node::kubelet::parse_node_labels(value));
@@ -273,6 +300,18 @@ fn fleet_env(
         (Some(f), _) => env.push((NFD_LABELS_VAR.to_string(), f.clone())),
         (None, Some((f, _))) => env.push((NFD_LABELS_VAR.to_string(), f)),
         (None, None) => {}
+    }
+    // The role layer's rules and NFD label set, as the role's env drop-in
+    // carries them (there are no flags for them).
+    for var in [ROLE_RULES_VAR, ROLE_NFD_LABELS_VAR] {
+        if let Some((value, _)) = found
+            .values()
+            .flat_map(|f| f.role_env.iter())
+            .find(|(v, _, _)| v == var)
+            .map(|(_, value, source)| (value.clone(), source.clone()))
+        {
+            env.push((var.to_string(), value));
+        }
     }
     if env.is_empty() {
         bail!(
@@ -444,8 +483,8 @@ fn set_pointer(name: &str, pointer: Value, source: &str, f: &mut Found) -> Resul
     Ok(())
 }
 
-/// Keep a MachineConfig's env drop-in entry, if it writes one, for
-/// `pool_env`.
+/// Keep a MachineConfig's env drop-in entries (the pool's and the
+/// role's), if it writes any, for `pool_env`.
 fn keep_env_file(mc: &Value, source: &str, f: &mut Found) {
     let files = mc
         .pointer("/spec/config/storage/files")
@@ -453,7 +492,10 @@ fn keep_env_file(mc: &Value, source: &str, f: &mut Found) {
     let entries: Vec<&Value> = files
         .into_iter()
         .flatten()
-        .filter(|file| file.get("path").and_then(Value::as_str) == Some(ENV_DROPIN_PATH))
+        .filter(|file| {
+            let path = file.get("path").and_then(Value::as_str);
+            path == Some(ENV_DROPIN_PATH) || path == Some(ROLE_ENV_DROPIN_PATH)
+        })
         .collect();
     if entries.is_empty() {
         return;
@@ -473,18 +515,29 @@ fn keep_env_file(mc: &Value, source: &str, f: &mut Found) {
 /// pool's MachineConfigs (worker's by name, then the pool's by name) and a
 /// later one's file replaces an earlier one's whole, as `explain
 /// --machineconfig` lays them out.
-fn pool_env(configs: &[(Value, String)]) -> Result<Vec<(String, String, String)>> {
+fn pool_env(configs: &[(Value, String)], path: &str) -> Result<Vec<(String, String, String)>> {
+    let name = path.rsplit('/').next().unwrap_or(ENV_DROPIN_NAME);
     let mcs: Vec<Value> = configs.iter().map(|(mc, _)| mc.clone()).collect();
     let order = crate::cli::render::layout::merge_order(&mcs)
-        .with_context(|| format!("merging the MachineConfigs' {ENV_DROPIN_NAME}"))?;
-    // The file of the MachineConfig that wins, for messages.
-    let Some(&last) = order.last() else {
+        .with_context(|| format!("merging the MachineConfigs' {name}"))?;
+    // The file of the last MachineConfig that writes `path` (it wins), for
+    // messages.
+    let writes = |i: &usize| {
+        mcs[*i]
+            .pointer("/spec/config/storage/files")
+            .and_then(Value::as_array)
+            .is_some_and(|fs| {
+                fs.iter()
+                    .any(|f| f.get("path").and_then(Value::as_str) == Some(path))
+            })
+    };
+    let Some(last) = order.iter().rev().find(|i| writes(i)) else {
         return Ok(Vec::new());
     };
-    let source = &configs[last].1;
+    let source = &configs[*last].1;
     let layout = crate::cli::render::layout::Layout::merge(mcs)
-        .with_context(|| format!("decoding the MachineConfigs' {ENV_DROPIN_NAME}"))?;
-    let Some(file) = layout.file(ENV_DROPIN_PATH) else {
+        .with_context(|| format!("decoding the MachineConfigs' {name}"))?;
+    let Some(file) = layout.file(path) else {
         return Ok(Vec::new());
     };
     let mut env: Vec<(String, String, String)> = Vec::new();
@@ -861,6 +914,108 @@ mod tests {
         assert_eq!(
             p.static_labels,
             [("example.com/w".to_string(), "true".to_string())]
+        );
+    }
+
+    /// `render machineconfig --role worker --rules ...` puts the role's
+    /// rules and labels in the role's env drop-in, which every custom
+    /// pool's nodes get too: the install chooses by them as the wrapper
+    /// derives them (before, it read only the pool's drop-in: no rules).
+    #[test]
+    fn the_roles_env_dropin_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let mcp = json!({
+            "kind": "MachineConfigPool",
+            "metadata": { "name": "worker-p" },
+            "spec": { "nodeSelector": { "matchLabels": { "example.com/p": "true" } } }
+        });
+        let mc = |name: &str, role: &str, path: &str, dropin: &str| {
+            let url = data_url(dropin.as_bytes());
+            json!({
+                "kind": "MachineConfig",
+                "metadata": { "name": name,
+                              "labels": { "machineconfiguration.openshift.io/role": role } },
+                "spec": { "config": { "ignition": { "version": "3.2.0" }, "storage": { "files": [
+                    { "path": path,
+                      "contents": { "source": url.source, "compression": url.compression } }
+                ] } } }
+            })
+        };
+        let rules = crate::node::rules::compact::encode(&[crate::node::rules::Rule {
+            name: "p".into(),
+            labels: vec![("example.com/p".into(), "true".into())],
+            ..Default::default()
+        }]);
+        let role = format!(
+            "[Service]\nEnvironment=\"{ROLE_RULES_VAR}={rules}\"\nEnvironment=\"{ROLE_LABELS_VAR}=example.com/w=true\"\n"
+        );
+        let pool = format!("[Service]\nEnvironment=\"{LABELS_VAR}=example.com/p=true\"\n");
+        std::fs::write(dir.path().join("mcp.json"), mcp.to_string()).unwrap();
+        std::fs::write(
+            dir.path().join("a.json"),
+            mc("50-worker-role-env", "worker", ROLE_ENV_DROPIN_PATH, &role).to_string(),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("b.json"),
+            mc("50-worker-p-env", "worker-p", ENV_DROPIN_PATH, &pool).to_string(),
+        )
+        .unwrap();
+        let o = |rules: Option<&str>| FleetOptions {
+            pools: vec![("worker-p".into(), Some(dir.path().to_path_buf()))],
+            dest_device: Some("/dev/sda".into()),
+            pool_devices: Vec::new(),
+            rules: rules.map(str::to_string),
+            nfd_labels: None,
+            mcs_url: Some("https://api-int.example.com:22623".into()),
+            ca_pem: Some(
+                b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".to_vec(),
+            ),
+            selector: b"\x7fELF".to_vec(),
+        };
+        let fleet = build(&o(None)).unwrap();
+        assert_eq!(table_env(&fleet.table.env, ROLE_RULES_VAR), Some(&rules));
+        assert_eq!(
+            fleet.table.pools[0].static_labels,
+            [
+                ("example.com/w".to_string(), "true".to_string()),
+                ("example.com/p".to_string(), "true".to_string())
+            ]
+        );
+        // A pool whose role drop-in carries other rules than another
+        // pool's is refused, named: the install chooses by one set.
+        let other = crate::node::rules::compact::encode(&[crate::node::rules::Rule {
+            name: "q".into(),
+            labels: vec![("example.com/p".into(), "true".into())],
+            ..Default::default()
+        }]);
+        let other = format!("[Service]\nEnvironment=\"{ROLE_RULES_VAR}={other}\"\n");
+        std::fs::write(
+            dir.path().join("c.json"),
+            mc(
+                "51-worker-p-role-env",
+                "worker-p",
+                ROLE_ENV_DROPIN_PATH,
+                &other,
+            )
+            .to_string(),
+        )
+        .unwrap();
+        let worker = tempfile::tempdir().unwrap();
+        std::fs::copy(dir.path().join("a.json"), worker.path().join("a.json")).unwrap();
+        let two = FleetOptions {
+            pools: vec![
+                ("worker-p".into(), Some(dir.path().to_path_buf())),
+                ("worker".into(), Some(worker.path().to_path_buf())),
+            ],
+            ..o(None)
+        };
+        let e = format!("{:#}", build(&two).err().unwrap());
+        assert!(
+            e.contains("pool worker-p:")
+                && e.contains("c.json")
+                && e.contains(&format!("other {ROLE_RULES_VAR}")),
+            "{e}"
         );
     }
 

@@ -107,9 +107,13 @@ impl Possible {
             p.add(key, values, true, "kubelet and the MCO");
         }
         for (var, value) in &table.env {
-            if var == crate::node::contract::NFD_LABELS_VAR {
+            // The role's layer counts as the pool's: the wrapper derives both.
+            use crate::node::contract::{
+                NFD_LABELS_VAR, ROLE_NFD_LABELS_VAR, ROLE_RULES_VAR, RULES_VAR,
+            };
+            if var == NFD_LABELS_VAR || var == ROLE_NFD_LABELS_VAR {
                 p.nfd = true;
-            } else if var == crate::node::contract::RULES_VAR {
+            } else if var == RULES_VAR || var == ROLE_RULES_VAR {
                 let rules = match crate::node::rules::compact::decode(value) {
                     Ok(r) => r,
                     Err(e) => bail!("the node rules cannot be read: {e}"),

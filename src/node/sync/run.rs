@@ -173,6 +173,10 @@ pub fn derive(opts: &SyncOptions) -> Result<Derivation, String> {
 /// files 0600), removed when dropped.
 pub struct PrivateFiles {
     dir: Option<PathBuf>,
+    /// What `write` created in `dir`: removed by name, so the payload
+    /// carries no `remove_dir_all` (std's walks the directory with libc's
+    /// `opendir` and so links musl's malloc).
+    written: Vec<PathBuf>,
 }
 
 impl PrivateFiles {
@@ -201,6 +205,7 @@ impl PrivateFiles {
             .create_new(true)
             .mode(0o600)
             .open(&path)?;
+        self.written.push(path.clone());
         f.write_all(data)?;
         Ok(path)
     }
@@ -209,21 +214,22 @@ impl PrivateFiles {
 impl Drop for PrivateFiles {
     fn drop(&mut self) {
         if let Some(d) = &self.dir {
-            let _ = std::fs::remove_dir_all(d);
+            for f in &self.written {
+                let _ = std::fs::remove_file(f);
+            }
+            let _ = std::fs::remove_dir(d);
         }
     }
 }
 
 /// Read at most this much of a kubeconfig or certificate.
-const MAX_FILE: u64 = 1 << 20;
+const MAX_FILE: usize = 1 << 20;
 
 fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let mut out = Vec::new();
-    std::fs::File::open(path)?
-        .take(MAX_FILE + 1)
-        .read_to_end(&mut out)?;
-    if out.len() as u64 > MAX_FILE {
+    // The boot path's reader: one code path in the payload, not a second
+    // one through std's `Take::read_to_end`.
+    let out = crate::node::nodefs::read_up_to(crate::node::nodefs::open(path)?, MAX_FILE + 1)?;
+    if out.len() > MAX_FILE {
         return Err(std::io::Error::other("larger than 1 MiB"));
     }
     Ok(out)
@@ -257,7 +263,10 @@ pub fn identity(path: &Path, explicit: bool, root: &Path) -> Result<Identity, St
         }
     };
     let k = kubeconfig::parse(&text, dir, &map).map_err(|e| format!("kubeconfig {shown}: {e}"))?;
-    let mut files = PrivateFiles { dir: None };
+    let mut files = PrivateFiles {
+        dir: None,
+        written: Vec::new(),
+    };
     let mut place = |what: &str, s: &Source| -> Result<(PathBuf, Vec<u8>), String> {
         match s {
             Source::File(p) => read_small(p)
@@ -1023,6 +1032,36 @@ mod tests {
         assert!(o.dry_run && o.max_wait == Duration::from_secs(5));
         assert!(a(&["--bogus"]).unwrap_err().contains("usage:"));
         assert!(a(&["--root"]).unwrap_err().contains("needs a value"));
+    }
+
+    #[test]
+    fn private_files_leave_nothing_behind() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("kubelet-labeler-sync.test");
+        std::fs::create_dir(&dir).unwrap();
+        let mut files = PrivateFiles {
+            dir: Some(dir.clone()),
+            written: Vec::new(),
+        };
+        let key = files.write("key", b"secret").unwrap();
+        files.write("authority", b"ca").unwrap();
+        assert_eq!(std::fs::read(&key).unwrap(), b"secret");
+        // A second write of the same name is refused, not overwritten.
+        assert!(files.write("key", b"other").is_err());
+        drop(files);
+        assert!(!dir.exists(), "the private directory was left behind");
+    }
+
+    #[test]
+    fn read_small_refuses_past_one_mib() {
+        let tmp = tempfile::tempdir().unwrap();
+        let at = tmp.path().join("f");
+        std::fs::write(&at, vec![b'a'; MAX_FILE]).unwrap();
+        assert_eq!(read_small(&at).unwrap().len(), MAX_FILE);
+        std::fs::write(&at, vec![b'a'; MAX_FILE + 1]).unwrap();
+        let e = read_small(&at).unwrap_err();
+        assert_eq!(e.to_string(), "larger than 1 MiB");
+        assert!(read_small(&tmp.path().join("absent")).is_err());
     }
 
     #[test]

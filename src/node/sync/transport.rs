@@ -79,7 +79,6 @@ unsafe extern "C" {
 /// `--stderr -`) captured: (exit status, output). A fork and an exec,
 /// not std's `Command`: a tenth of its code in the wrapper's payload.
 fn run_captured(program: &Path, args: &[String]) -> std::io::Result<(Option<i32>, Vec<u8>)> {
-    use std::io::Read;
     use std::os::fd::FromRawFd;
     use std::os::unix::ffi::OsStrExt;
     let nul = |b: &[u8]| CString::new(b).map_err(|_| std::io::Error::other("a NUL in an argument"));
@@ -111,15 +110,15 @@ fn run_captured(program: &Path, args: &[String]) -> std::io::Result<(Option<i32>
             _exit(127);
         }
         close(fds[1]);
-        let mut out = Vec::new();
-        let read = std::fs::File::from_raw_fd(fds[0]).read_to_end(&mut out);
+        // The boot path's reader, not a second one through std's.
+        let read = crate::node::nodefs::read_up_to(std::fs::File::from_raw_fd(fds[0]), usize::MAX);
         let mut status: c_int = 0;
         while waitpid(pid, &mut status, 0) < 0 {
             if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
                 return Err(std::io::Error::last_os_error());
             }
         }
-        read?;
+        let out = read?;
         // WIFEXITED / WEXITSTATUS.
         let code = (status & 0x7f == 0).then_some((status >> 8) & 0xff);
         Ok((code, out))

@@ -1,7 +1,6 @@
 //! What the installed wrapper is configured with, read from a node tree:
 //! the sync (on the node) and `explain` (on a copy of its disk) both ask.
 
-use std::io::Read;
 use std::path::Path;
 
 use crate::node::contract::{GENERATOR_PATH, WRAPPER_DROPIN_NAME};
@@ -23,15 +22,15 @@ pub fn wrapper_profile(root: &Path, unit_name: &str, unit_path: Option<&str>) ->
         .find(|d| d.file_name().is_some_and(|n| n == WRAPPER_DROPIN_NAME))
     {
         Some(d) => unit::read_node(&paths, d).ok()?,
-        None => {
-            let mut text = Vec::new();
-            std::fs::File::open(unit::search::contained(root, Path::new(GENERATOR_PATH)).ok()?)
-                .ok()?
-                .take(64 * 1024)
-                .read_to_end(&mut text)
-                .ok()?;
-            text
-        }
+        // nodefs's reader: the one the wrapper binary (its sync) carries.
+        None => crate::node::nodefs::read_up_to(
+            crate::node::nodefs::open(
+                &unit::search::contained(root, Path::new(GENERATOR_PATH)).ok()?,
+            )
+            .ok()?,
+            64 * 1024,
+        )
+        .ok()?,
     };
     let text = String::from_utf8_lossy(&text);
     let exec = text

@@ -137,8 +137,54 @@ fn collect_layers(
     let Some((role, pool)) = split_layers(env) else {
         return collect_with(env, profile, read);
     };
-    let role = collect_with(&role, profile, read);
-    let pool = collect_with(&pool, profile, read);
+    // When both layers derive, one read of the node's facts serves both:
+    // the features and attributes either looks at. A layer sees the
+    // features it asked for (an optional attribute only the other asked
+    // for may come along; no rule or label set looks at one it did not
+    // name). Reads beyond these (`derived::derive` asking for more) go to
+    // the node.
+    let used: Vec<derived::FactsUsed> = [&role, &pool]
+        .into_iter()
+        .map(|layer| derived::sources_from_env(layer))
+        .filter(|sources| !sources.is_empty())
+        .map(|sources| derived::facts_used(&sources))
+        .collect();
+    let shared = match &used[..] {
+        [a, b] => {
+            let mut features = a.features.clone();
+            features.extend(b.features.iter().cloned());
+            let attributes = match (&a.attributes, &b.attributes) {
+                (Some(x), Some(y)) => {
+                    let mut both = x.clone();
+                    both.extend(y.iter().cloned());
+                    Some(both)
+                }
+                _ => None,
+            };
+            let facts = read(&features, attributes.as_ref());
+            Some((features, attributes, facts))
+        }
+        _ => None,
+    };
+    let mut layer_read =
+        |only: &crate::node::sorted::SortedSet<String>,
+         attributes: Option<&crate::node::sorted::SortedSet<String>>| {
+            match &shared {
+                Some((features, read_attributes, facts))
+                    if only.iter().all(|f| features.contains(f))
+                        && match (read_attributes, attributes) {
+                            (None, _) => true,
+                            (Some(have), Some(want)) => want.iter().all(|a| have.contains(a)),
+                            (Some(_), None) => false,
+                        } =>
+                {
+                    facts.only(only)
+                }
+                _ => read(only, attributes),
+            }
+        };
+    let role = collect_with(&role, profile, &mut layer_read);
+    let pool = collect_with(&pool, profile, &mut layer_read);
     let mut rules = role.rules;
     rules.extend(pool.rules);
     let mut notes = role.notes;
@@ -753,6 +799,90 @@ mod tests {
         );
         assert_eq!(c.additions.unwrap().unwrap().labels.len(), 2);
         assert!(c.notes.is_empty());
+    }
+
+    /// Both layers derive from the node's facts: one read serves both, and
+    /// each layer derives what it derives from a read of its own.
+    #[test]
+    fn one_facts_read_for_both_layers() {
+        use crate::node::contract::{NFD_LABELS_VAR, ROLE_RULES_VAR, RULES_VAR};
+        let rule = |name: &str, label: &str, feature: &str, key: &str| crate::node::rules::Rule {
+            name: name.into(),
+            labels: vec![(label.into(), "true".into())],
+            match_features: vec![crate::node::rules::Term {
+                feature: feature.into(),
+                match_expressions: Some(vec![(
+                    key.into(),
+                    crate::node::rules::Expr {
+                        op: crate::node::rules::Op::Exists,
+                        value: Vec::new(),
+                        regexes: Vec::new(),
+                        version: false,
+                    },
+                )]),
+                match_name: None,
+            }],
+            ..Default::default()
+        };
+        let role = crate::node::rules::compact::encode(&[rule(
+            "r",
+            "example.com/role-rule",
+            "kernel.version",
+            "major",
+        )]);
+        let pool = crate::node::rules::compact::encode(&[rule(
+            "p",
+            "example.com/pool-rule",
+            "pci.device",
+            "vendor",
+        )]);
+        let env: Vec<(OsString, OsString)> = [
+            (ROLE_RULES_VAR, role.as_str()),
+            (RULES_VAR, pool.as_str()),
+            (NFD_LABELS_VAR, "openshift"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect();
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nodes/dgx");
+        let mut reads = 0;
+        let mut counted =
+            |only: &crate::node::sorted::SortedSet<String>,
+             attributes: Option<&crate::node::sorted::SortedSet<String>>| {
+                reads += 1;
+                crate::node::facts::read(&crate::node::facts::FactsOptions {
+                    root: &root,
+                    nodename: None,
+                    only: Some(only),
+                    attributes,
+                })
+            };
+        let shared = collect_layers(&env, Profile::OpenShift, &mut counted);
+        assert_eq!(reads, 1, "one read for both layers");
+        // Each layer on a read of its own, as before.
+        let (role_env, pool_env) = split_layers(&env).unwrap();
+        let mut own =
+            |only: &crate::node::sorted::SortedSet<String>,
+             attributes: Option<&crate::node::sorted::SortedSet<String>>| {
+                crate::node::facts::read(&crate::node::facts::FactsOptions {
+                    root: &root,
+                    nodename: None,
+                    only: Some(only),
+                    attributes,
+                })
+            };
+        let r = collect_with(&role_env, Profile::OpenShift, &mut own);
+        let p = collect_with(&pool_env, Profile::OpenShift, &mut own);
+        let mut notes = r.notes.clone();
+        notes.extend(p.notes.clone());
+        let apart = pool_over_role(r.additions.unwrap(), p.additions.unwrap(), &mut notes).unwrap();
+        let together = shared.additions.unwrap().unwrap();
+        assert_eq!(together.labels, apart.labels);
+        assert_eq!(together.taints, apart.taints);
+        assert_eq!(shared.notes, notes);
+        let has = |k: &str| together.labels.iter().any(|(key, _)| key == k);
+        assert!(has("example.com/role-rule") && has("example.com/pool-rule"));
+        assert!(has("feature.node.kubernetes.io/pci-10de.present"));
     }
 
     #[test]
