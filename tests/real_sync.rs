@@ -124,35 +124,13 @@ fn predicted(tree: &Path) -> (Vec<String>, Vec<String>) {
 
 /// PATCH as the cluster admin (another owner, NFD).
 fn admin_patch(cluster: &Cluster, node: &str, body: &str) {
-    let pki = cluster.dir.join("pki");
-    let out = Command::new("curl")
-        .args([
-            "-sS",
-            "-m",
-            "10",
-            "-X",
-            "PATCH",
-            "-o",
-            "/dev/null",
-            "-w",
-            "%{http_code}",
-        ])
-        .arg("--cacert")
-        .arg(pki.join("ca.crt"))
-        .arg("--cert")
-        .arg(pki.join("admin.crt"))
-        .arg("--key")
-        .arg(pki.join("admin.key"))
-        .args([
-            "-H",
-            "Content-Type: application/merge-patch+json",
-            "-d",
-            body,
-        ])
-        .arg(format!("{}/api/v1/nodes/{node}", cluster.api))
-        .output()
-        .unwrap();
-    assert_eq!(text(&out.stdout), "200", "{}", text(&out.stderr));
+    let (code, answer) = cluster.request(
+        "PATCH",
+        &format!("/api/v1/nodes/{node}"),
+        "application/merge-patch+json",
+        body,
+    );
+    assert_eq!(code, 200, "{answer}");
 }
 
 /// Register through the real kubelet with the wrapper's flags for `tree`.

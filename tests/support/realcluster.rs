@@ -178,16 +178,22 @@ pub fn cluster() -> &'static Cluster {
 }
 
 impl Cluster {
-    fn curl(&self) -> Command {
+    /// curl with the cluster's CA and `who`'s client certificate
+    /// (`admin`, or `node-<name>`).
+    fn curl_as(&self, who: &str) -> Command {
         let pki = self.dir.join("pki");
         let mut c = Command::new("curl");
         c.args(["-sS", "-m", "10", "--cacert"])
             .arg(pki.join("ca.crt"))
             .arg("--cert")
-            .arg(pki.join("admin.crt"))
+            .arg(pki.join(format!("{who}.crt")))
             .arg("--key")
-            .arg(pki.join("admin.key"));
+            .arg(pki.join(format!("{who}.key")));
         c
+    }
+
+    fn curl(&self) -> Command {
+        self.curl_as("admin")
     }
 
     /// `GET` as the cluster admin: (HTTP status, body).
@@ -198,9 +204,7 @@ impl Cluster {
             .arg(format!("{}{path}", self.api))
             .output()
             .expect("running curl");
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
-        (code.trim().parse().unwrap_or(0), body.to_string())
+        status_and_body(&out.stdout)
     }
 
     /// `method` on `path` as the cluster admin with `body` of
@@ -212,8 +216,19 @@ impl Cluster {
         content_type: &str,
         body: &str,
     ) -> (u16, String) {
-        let mut child = self
-            .curl()
+        self.send(self.curl(), method, path, content_type, body)
+    }
+
+    /// `curl` sending `body` to `path` with `method`: (HTTP status, body).
+    fn send(
+        &self,
+        mut curl: Command,
+        method: &str,
+        path: &str,
+        content_type: &str,
+        body: &str,
+    ) -> (u16, String) {
+        let mut child = curl
             .args(["-X", method, "-H"])
             .arg(format!("Content-Type: {content_type}"))
             .args(["--data-binary", "@-", "-w", "\n%{http_code}"])
@@ -230,9 +245,7 @@ impl Cluster {
             .write_all(body.as_bytes())
             .unwrap();
         let out = child.wait_with_output().expect("running curl");
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
-        (code.trim().parse().unwrap_or(0), body.to_string())
+        status_and_body(&out.stdout)
     }
 
     /// The Node as stored, if it exists.
@@ -249,43 +262,14 @@ impl Cluster {
         node: &serde_json::Value,
         dry_run: bool,
     ) -> (u16, String) {
-        let pki = self.dir.join("pki");
-        let out = Command::new("curl")
-            .args(["-sS", "-m", "10", "--cacert"])
-            .arg(pki.join("ca.crt"))
-            .arg("--cert")
-            .arg(pki.join(format!("node-{name}.crt")))
-            .arg("--key")
-            .arg(pki.join(format!("node-{name}.key")))
-            .args([
-                "-H",
-                "Content-Type: application/json",
-                "-X",
-                "POST",
-                "--data-binary",
-                "@-",
-            ])
-            .args(["-w", "\n%{http_code}"])
-            .arg(format!(
-                "{}/api/v1/nodes{}",
-                self.api,
-                if dry_run { "?dryRun=All" } else { "" }
-            ))
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .and_then(|mut c| {
-                use std::io::Write;
-                c.stdin
-                    .take()
-                    .unwrap()
-                    .write_all(node.to_string().as_bytes())?;
-                c.wait_with_output()
-            })
-            .expect("running curl");
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
-        (code.trim().parse().unwrap_or(0), body.to_string())
+        let path = format!("/api/v1/nodes{}", if dry_run { "?dryRun=All" } else { "" });
+        self.send(
+            self.curl_as(&format!("node-{name}")),
+            "POST",
+            &path,
+            "application/json",
+            &node.to_string(),
+        )
     }
 
     /// Delete a Node (and its Lease), so the next kubelet start creates it.
@@ -306,6 +290,13 @@ impl Cluster {
         std::fs::read_to_string(self.dir.join(format!("node-{node}.kubeconfig")))
             .expect("the node's kubeconfig (is it in the cluster's node list?)")
     }
+}
+
+/// curl's output with `-w '\n%{http_code}'`: (HTTP status, body).
+fn status_and_body(stdout: &[u8]) -> (u16, String) {
+    let text = String::from_utf8_lossy(stdout);
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+    (code.trim().parse().unwrap_or(0), body.to_string())
 }
 
 /// A node's labels and taints as stored: (labels, taints as `key=value:Effect`).

@@ -810,22 +810,65 @@ mod tests {
         std::fs::write(dir.path().join("mcp.json"), mcp.to_string()).unwrap();
         std::fs::write(dir.path().join("mc.json"), mc.to_string()).unwrap();
         let o = |rules: Option<&str>| FleetOptions {
-            pools: vec![("worker-p".into(), Some(dir.path().to_path_buf()))],
-            dest_device: Some("/dev/sda".into()),
-            pool_devices: Vec::new(),
-            rules: rules.map(str::to_string),
             nfd_labels: Some("openshift".into()),
-            mcs_url: Some("https://api-int.example.com:22623".into()),
-            ca_pem: Some(
-                b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".to_vec(),
-            ),
-            selector: b"\x7fELF".to_vec(),
+            ..options(
+                vec![("worker-p".into(), Some(dir.path().to_path_buf()))],
+                rules,
+            )
         };
         let e = format!("{:#}", build(&o(Some("KLR2,0"))).err().unwrap());
         assert!(
             e.contains("pool worker-p:") && e.contains(&format!("sets no {RULES_VAR}")),
             "{e}"
         );
+    }
+
+    /// A custom pool `worker-p` selecting `example.com/p=true`.
+    fn pool_p() -> Value {
+        json!({
+            "kind": "MachineConfigPool",
+            "metadata": { "name": "worker-p" },
+            "spec": { "nodeSelector": { "matchLabels": { "example.com/p": "true" } } }
+        })
+    }
+
+    /// A MachineConfig of `role` writing `dropin` at `path`.
+    fn env_mc(name: &str, role: &str, path: &str, dropin: &str) -> Value {
+        let url = data_url(dropin.as_bytes());
+        json!({
+            "kind": "MachineConfig",
+            "metadata": { "name": name,
+                          "labels": { "machineconfiguration.openshift.io/role": role } },
+            "spec": { "config": { "ignition": { "version": "3.2.0" }, "storage": { "files": [
+                { "path": path,
+                  "contents": { "source": url.source, "compression": url.compression } }
+            ] } } }
+        })
+    }
+
+    /// Compact rules of one rule `name` giving `example.com/p=true`.
+    fn rules_giving_p(name: &str) -> String {
+        crate::node::rules::compact::encode(&[crate::node::rules::Rule {
+            name: name.into(),
+            labels: vec![("example.com/p".into(), "true".into())],
+            ..Default::default()
+        }])
+    }
+
+    /// Options building `pools` with the test pointer config.
+    fn options(pools: Vec<(String, Option<PathBuf>)>, rules: Option<&str>) -> FleetOptions {
+        FleetOptions {
+            pools,
+            dest_device: Some("/dev/sda".into()),
+            pool_devices: Vec::new(),
+            rules: rules.map(str::to_string),
+            nfd_labels: None,
+            mcs_url: Some("https://api-int.example.com:22623".into()),
+            ca_pem: Some(
+                b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".to_vec(),
+            ),
+            selector: b"\x7fELF".to_vec(),
+        }
     }
 
     /// The MCO keeps one whole env drop-in per path, the one of the
@@ -835,46 +878,19 @@ mod tests {
     #[test]
     fn the_env_dropin_is_the_last_machineconfigs_whole() {
         let dir = tempfile::tempdir().unwrap();
-        let mcp = json!({
-            "kind": "MachineConfigPool",
-            "metadata": { "name": "worker-p" },
-            "spec": { "nodeSelector": { "matchLabels": { "example.com/p": "true" } } }
-        });
-        let mc = |name: &str, role: &str, dropin: &str| {
-            let url = data_url(dropin.as_bytes());
-            json!({
-                "kind": "MachineConfig",
-                "metadata": { "name": name,
-                              "labels": { "machineconfiguration.openshift.io/role": role } },
-                "spec": { "config": { "ignition": { "version": "3.2.0" }, "storage": { "files": [
-                    { "path": ENV_DROPIN_PATH,
-                      "contents": { "source": url.source, "compression": url.compression } }
-                ] } } }
-            })
-        };
+        let mcp = pool_p();
+        let mc = |name: &str, role: &str, dropin: &str| env_mc(name, role, ENV_DROPIN_PATH, dropin);
         // The rules give the pool's label: some machine reaches it.
-        let rules = crate::node::rules::compact::encode(&[crate::node::rules::Rule {
-            name: "p".into(),
-            labels: vec![("example.com/p".into(), "true".into())],
-            ..Default::default()
-        }]);
+        let rules = rules_giving_p("p");
         let worker = format!(
             "[Service]\nEnvironment=\"{RULES_VAR}={rules}\"\nEnvironment=\"{LABELS_VAR}=example.com/w=true\"\n"
         );
         let pool = format!("[Service]\nEnvironment=\"{LABELS_VAR}=example.com/p=true\"\n");
         std::fs::write(dir.path().join("mcp.json"), mcp.to_string()).unwrap();
-        let o = FleetOptions {
-            pools: vec![("worker-p".into(), Some(dir.path().to_path_buf()))],
-            dest_device: Some("/dev/sda".into()),
-            pool_devices: Vec::new(),
-            rules: None,
-            nfd_labels: None,
-            mcs_url: Some("https://api-int.example.com:22623".into()),
-            ca_pem: Some(
-                b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".to_vec(),
-            ),
-            selector: b"\x7fELF".to_vec(),
-        };
+        let o = options(
+            vec![("worker-p".into(), Some(dir.path().to_path_buf()))],
+            None,
+        );
         std::fs::write(
             dir.path().join("a.json"),
             mc("50-worker-env", "worker", &worker).to_string(),
@@ -891,16 +907,7 @@ mod tests {
             let e = format!("{:#}", build(&o).err().unwrap());
             assert!(e.contains("no node rules"), "{name}: {e}");
             // Given the rules, the file named is the pool's.
-            let with_rules = FleetOptions {
-                rules: Some("KLR2,0".into()),
-                pools: o.pools.clone(),
-                dest_device: o.dest_device.clone(),
-                pool_devices: Vec::new(),
-                nfd_labels: None,
-                mcs_url: o.mcs_url.clone(),
-                ca_pem: o.ca_pem.clone(),
-                selector: o.selector.clone(),
-            };
+            let with_rules = options(o.pools.clone(), Some("KLR2,0"));
             let e = format!("{:#}", build(&with_rules).err().unwrap());
             assert!(
                 e.contains(&format!("b.json sets no {RULES_VAR}")),
@@ -924,28 +931,8 @@ mod tests {
     #[test]
     fn the_roles_env_dropin_counts() {
         let dir = tempfile::tempdir().unwrap();
-        let mcp = json!({
-            "kind": "MachineConfigPool",
-            "metadata": { "name": "worker-p" },
-            "spec": { "nodeSelector": { "matchLabels": { "example.com/p": "true" } } }
-        });
-        let mc = |name: &str, role: &str, path: &str, dropin: &str| {
-            let url = data_url(dropin.as_bytes());
-            json!({
-                "kind": "MachineConfig",
-                "metadata": { "name": name,
-                              "labels": { "machineconfiguration.openshift.io/role": role } },
-                "spec": { "config": { "ignition": { "version": "3.2.0" }, "storage": { "files": [
-                    { "path": path,
-                      "contents": { "source": url.source, "compression": url.compression } }
-                ] } } }
-            })
-        };
-        let rules = crate::node::rules::compact::encode(&[crate::node::rules::Rule {
-            name: "p".into(),
-            labels: vec![("example.com/p".into(), "true".into())],
-            ..Default::default()
-        }]);
+        let mcp = pool_p();
+        let rules = rules_giving_p("p");
         let role = format!(
             "[Service]\nEnvironment=\"{ROLE_RULES_VAR}={rules}\"\nEnvironment=\"{ROLE_LABELS_VAR}=example.com/w=true\"\n"
         );
@@ -953,25 +940,19 @@ mod tests {
         std::fs::write(dir.path().join("mcp.json"), mcp.to_string()).unwrap();
         std::fs::write(
             dir.path().join("a.json"),
-            mc("50-worker-role-env", "worker", ROLE_ENV_DROPIN_PATH, &role).to_string(),
+            env_mc("50-worker-role-env", "worker", ROLE_ENV_DROPIN_PATH, &role).to_string(),
         )
         .unwrap();
         std::fs::write(
             dir.path().join("b.json"),
-            mc("50-worker-p-env", "worker-p", ENV_DROPIN_PATH, &pool).to_string(),
+            env_mc("50-worker-p-env", "worker-p", ENV_DROPIN_PATH, &pool).to_string(),
         )
         .unwrap();
-        let o = |rules: Option<&str>| FleetOptions {
-            pools: vec![("worker-p".into(), Some(dir.path().to_path_buf()))],
-            dest_device: Some("/dev/sda".into()),
-            pool_devices: Vec::new(),
-            rules: rules.map(str::to_string),
-            nfd_labels: None,
-            mcs_url: Some("https://api-int.example.com:22623".into()),
-            ca_pem: Some(
-                b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".to_vec(),
-            ),
-            selector: b"\x7fELF".to_vec(),
+        let o = |rules: Option<&str>| {
+            options(
+                vec![("worker-p".into(), Some(dir.path().to_path_buf()))],
+                rules,
+            )
         };
         let fleet = build(&o(None)).unwrap();
         assert_eq!(table_env(&fleet.table.env, ROLE_RULES_VAR), Some(&rules));
@@ -984,15 +965,11 @@ mod tests {
         );
         // A pool whose role drop-in carries other rules than another
         // pool's is refused, named: the install chooses by one set.
-        let other = crate::node::rules::compact::encode(&[crate::node::rules::Rule {
-            name: "q".into(),
-            labels: vec![("example.com/p".into(), "true".into())],
-            ..Default::default()
-        }]);
+        let other = rules_giving_p("q");
         let other = format!("[Service]\nEnvironment=\"{ROLE_RULES_VAR}={other}\"\n");
         std::fs::write(
             dir.path().join("c.json"),
-            mc(
+            env_mc(
                 "51-worker-p-role-env",
                 "worker-p",
                 ROLE_ENV_DROPIN_PATH,
