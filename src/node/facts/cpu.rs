@@ -113,7 +113,7 @@ pub fn parse_cpuinfo(text: &str) -> Cpu {
         cpuid = features
             .split_whitespace()
             .map(|w| w.to_ascii_uppercase())
-            .filter(|w| ARM64_HWCAPS.contains(&w.as_str()))
+            .filter(|w| crate::node::one_of(ARM64_HWCAPS, w))
             .collect();
         // klauspost/cpuid on arm64 reads MIDR_EL1 (the kernel prints its
         // fields here): vendor from the implementer, family = MIDR bits

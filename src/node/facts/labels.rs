@@ -2,6 +2,7 @@
 //! keyed `feature.node.kubernetes.io/<source>-<label>`.
 
 use super::{Features, NfdFlavour};
+use crate::node::one_of;
 
 const PREFIX: &str = "feature.node.kubernetes.io/";
 
@@ -73,10 +74,7 @@ pub fn nfd_labels(f: &Features, flavour: NfdFlavour) -> Vec<(String, String)> {
     let attrs = |name: &str| f.attributes.get(name);
 
     if let Some(cpuid) = f.flags.get("cpu.cpuid") {
-        for flag in cpuid
-            .iter()
-            .filter(|c| !CPUID_BLACKLIST.contains(&c.as_str()))
-        {
+        for flag in cpuid.iter().filter(|c| !one_of(CPUID_BLACKLIST, c)) {
             put(format!("cpu-cpuid.{flag}"), "true");
         }
     }
@@ -203,7 +201,7 @@ pub fn builtin_label_value(key: &str) -> Option<Option<&'static str>> {
     }
     let flag = k
         .strip_prefix("cpu-cpuid.")
-        .is_some_and(|f| !f.is_empty() && !CPUID_BLACKLIST.contains(&f));
+        .is_some_and(|f| !f.is_empty() && !one_of(CPUID_BLACKLIST, f));
     let only_true =
         flag || matches!(
             k,

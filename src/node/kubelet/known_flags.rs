@@ -9,6 +9,8 @@
 //! warning, not an error, since the node's kubelet may be one of those.
 //! `BOOL_FLAGS` entries count as known too (its `removed` ones are older).
 
+use crate::node::one_of;
+
 #[rustfmt::skip]
 pub const CURRENT: &[&str] = &[
     "address",
@@ -256,10 +258,10 @@ pub enum Known {
 }
 
 pub fn known(name: &str) -> Known {
-    if CURRENT.contains(&name) {
+    if one_of(CURRENT, name) {
         return Known::Current;
     }
-    if OLDER.contains(&name) || super::bool_flags::BOOL_FLAGS.contains(&name) {
+    if one_of(OLDER, name) || one_of(super::bool_flags::BOOL_FLAGS, name) {
         return Known::Older;
     }
     // One edit per four characters at most: `node-label`, `nodelabels` and

@@ -3,6 +3,7 @@
 //! self-label namespace policy, then IsQualifiedName / IsValidLabelValue).
 
 use super::Profile;
+use crate::node::one_of;
 
 /// Parse one `--node-labels` value as kubelet does: split on `,`, skip
 /// empty items, split each on the first `=`, trim key and value; a bare key
@@ -65,14 +66,14 @@ pub fn is_self_settable(key: &str, profile: Profile) -> bool {
     if !is_kubernetes_label(key) {
         return true;
     }
-    if KUBELET_LABELS.contains(&key) {
+    if one_of(&KUBELET_LABELS, key) {
         return true;
     }
     let ns = namespace(key);
     if KUBELET_NAMESPACES.iter().any(|d| in_domain(ns, d)) {
         return true;
     }
-    profile == Profile::OpenShift && OPENSHIFT_ROLE_LABELS.contains(&key)
+    profile == Profile::OpenShift && one_of(&OPENSHIFT_ROLE_LABELS, key)
 }
 
 fn is_alnum(c: u8) -> bool {

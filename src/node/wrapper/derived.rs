@@ -228,7 +228,7 @@ fn unread_dynamic(results: &[rules::RuleResult], read: &SortedSet<String>) -> So
         let mut parts = path.splitn(3, '.');
         if let (Some(d), Some(f), Some(_)) = (parts.next(), parts.next(), parts.next()) {
             let name = format!("{d}.{f}");
-            if crate::node::facts::FEATURES.contains(&name.as_str()) && !read.contains(&name) {
+            if crate::node::one_of(crate::node::facts::FEATURES, &name) && !read.contains(&name) {
                 out.insert(name);
             }
         }

@@ -158,7 +158,7 @@ pub fn may_be_refused(key: &str) -> bool {
     use crate::node::kubelet::Profile;
     use crate::node::kubelet::labels::{KUBELET_LABELS, is_kubernetes_label, is_self_settable};
     is_kubernetes_label(key)
-        && (KUBELET_LABELS.contains(&key) || !is_self_settable(key, Profile::Upstream))
+        && (crate::node::one_of(&KUBELET_LABELS, key) || !is_self_settable(key, Profile::Upstream))
 }
 
 /// The guard's state file for one unit.
