@@ -9,9 +9,9 @@ pub const WRAPPER_DROPIN_NAME: &str = "zz-kubelet-labeler.conf";
 pub const ENV_DROPIN_NAME: &str = "90-kubelet-labeler-env.conf";
 /// Where the wrappers live on a node (writable on RHCOS, like kubenswrapper),
 /// one per architecture: this, a dot, and `uname -m` (`...-wrapper.x86_64`).
-/// SELinux labels `/usr/local/s?bin/kubelet.*` `kubelet_exec_t`, as it labels
-/// kubenswrapper (container-selinux's container.fc), so kubelet keeps the
-/// `kubelet_t` domain (docs/selinux.md).
+/// SELinux labels the path as it labels kubenswrapper beside it, so kubelet
+/// keeps the domain it has without us (`kubelet_t` on Fedora CoreOS,
+/// `unconfined_service_t` on RHCOS: docs/selinux.md).
 pub const WRAPPER_PATH: &str = "/usr/local/bin/kubelet-labeler-wrapper";
 /// The systemd generator that writes the wrapper's drop-in at boot and at
 /// every daemon-reload, for this node's architecture only when its wrapper
