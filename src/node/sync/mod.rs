@@ -5,9 +5,11 @@
 //! `sync` mode and reaches the API server through the host's curl.
 //!
 //! `reconcile` decides (pure); `run` reads, writes and retries;
-//! `kubeconfig`, `cert`, `json` read the inputs; `transport` drives curl.
+//! `identity` loads kubelet's kubeconfig and certificate (`kubeconfig`,
+//! `cert`); `json` reads the API server's answers; `transport` drives curl.
 
 pub mod cert;
+pub mod identity;
 pub mod json;
 pub mod kubeconfig;
 pub mod reconcile;
