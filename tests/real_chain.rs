@@ -845,6 +845,16 @@ fn restart_after_registration_keeps_the_node() {
     let Some(cluster) = cluster() else { return };
     let node = "rc-restart";
     let (_d, scratch, tree) = openshift_case(cluster, node, &["--label", "example.com/tier=gold"]);
+    // kubelet's own behaviour on a restart, without the day-2 sync: its
+    // path unit would otherwise update the Node when the env drop-in
+    // changes, racing the check below (the sync has its own test).
+    for unit in [
+        "etc/systemd/system/kubelet.service.d/91-kubelet-labeler-sync.conf",
+        "etc/systemd/system/kubelet-labeler-sync.service",
+        "etc/systemd/system/kubelet-labeler-sync.path",
+    ] {
+        std::fs::remove_file(tree.join(unit)).unwrap();
+    }
     let ex = explain(&tree, "openshift", &[]);
     // Then the labels change (a new MachineConfig) and kubelet restarts.
     let changed = scratch.join("changed-env.conf");
