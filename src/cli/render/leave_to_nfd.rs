@@ -12,9 +12,9 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
-use super::node_rules::{ReadRule, RuleObject, read_objects};
+use super::node_rules::{NotAtBoot, ReadRule, RuleObject, read_objects};
 use crate::node::kubelet::Profile;
-use crate::node::rules::{self, Rule, shown_name};
+use crate::node::rules::{self, Rule};
 
 /// A rule left to the cluster's NFD.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,7 +47,7 @@ impl LeftRule {
             None => format!(
                 "{head}; it could be evaluated at boot (without --leave-to-nfd {} the node \
                  registers with it)",
-                self.id()
+                shell_words::quote(&self.id())
             ),
         }
     }
@@ -98,13 +98,23 @@ pub fn read_rule_files_leaving(
             left_at.push(found);
         }
     }
-    // What the node cannot evaluate, in the order given, unless left.
+    // What the node cannot evaluate, in the order given, unless left; where
+    // NFD can evaluate it after join, the error says how to leave it.
     for (o, object) in objects.iter_mut().enumerate() {
         for (r, read) in object.rules.iter_mut().enumerate() {
-            if !left_at.contains(&(o, r))
-                && let Err(e) = &mut read.rule
-            {
-                return Err(std::mem::replace(e, anyhow::anyhow!("taken")));
+            if left_at.contains(&(o, r)) {
+                continue;
+            }
+            if let Err(e) = &mut read.rule {
+                let e = std::mem::replace(e, anyhow::anyhow!("taken"));
+                if e.downcast_ref::<NotAtBoot>().is_none() {
+                    return Err(e);
+                }
+                bail!(
+                    "{e:#}; to render the rest of the file, give --leave-to-nfd {}: the \
+                     cluster's NFD applies this rule after the node joins",
+                    shell_words::quote(&format!("{}/{}", object.name, read.name))
+                );
             }
         }
     }
@@ -134,18 +144,16 @@ pub fn read_rule_files_leaving(
                     "rule {:?} of NodeFeatureRule {:?} ({}) reads rule.matched, where NFD puts \
                      what the earlier rule {:?} of {:?} ({}) gives; left to the cluster's NFD, \
                      that rule is not evaluated at boot, so this one would answer differently \
-                     at boot than NFD does after join: leave it too (--leave-to-nfd {}/{}), or \
-                     keep {}/{}",
+                     at boot than NFD does after join: leave it too (--leave-to-nfd {}), or \
+                     keep {:?}",
                     read.name,
                     object.name,
                     object.source,
                     lr.name,
                     lo.name,
                     lo.source,
-                    shown_name(&object.name),
-                    shown_name(&read.name),
-                    shown_name(&lo.name),
-                    shown_name(&lr.name),
+                    shell_words::quote(&format!("{}/{}", object.name, read.name)),
+                    lr.name,
                 );
             }
             out.rules.push(rule.clone());
@@ -193,13 +201,12 @@ fn find(objects: &[RuleObject], spec: &str) -> Result<(usize, usize)> {
             let (a, b) = (&objects[*o1], &objects[*o2]);
             bail!(
                 "--leave-to-nfd {spec}: more than one rule has that name, in NodeFeatureRule \
-                 {:?} ({}) and {:?} ({}); give OBJECT/RULE, e.g. {}/{}",
+                 {:?} ({}) and {:?} ({}); give OBJECT/RULE, e.g. {}",
                 a.name,
                 a.source,
                 b.name,
                 b.source,
-                shown_name(&a.name),
-                shown_name(&a.rules[*r1].name)
+                shell_words::quote(&format!("{}/{}", a.name, a.rules[*r1].name))
             )
         }
     }
@@ -278,7 +285,15 @@ spec:
     #[test]
     fn a_named_rule_is_left_and_the_rest_kept() {
         let e = err(&[("cpu.yaml", CPU)], &[]);
-        assert!(e.contains("extendedResources"), "{e}");
+        assert!(
+            e.contains("cpu.yaml:10:5: rule \"rdt\": extendedResources")
+                && e.ends_with("; to render the rest of the file, give --leave-to-nfd cpu/rdt: the cluster's NFD applies this rule after the node joins"),
+            "{e}"
+        );
+        // A rule NFD would refuse too: no such hint.
+        let typo = CPU.replace("vendor_id: {op: Exists}", "vendor_id: {op: Exist}");
+        let e = err(&[("cpu.yaml", &typo)], &["rdt"]);
+        assert!(e.contains("Exist") && !e.contains("--leave-to-nfd"), "{e}");
         for spec in ["rdt", "cpu/rdt"] {
             let got = read(&[("cpu.yaml", CPU)], &[spec]).unwrap();
             assert_eq!(got.rules.len(), 1);
@@ -293,8 +308,14 @@ spec:
         // An evaluable rule may be left too, with a warning that says so.
         let got = read(&[("cpu.yaml", CPU)], &["rdt", "model", "rdt"]);
         let e = format!("{:#}", got.unwrap_err());
-        assert!(e.contains("every rule") && e.contains("leave out --rules"), "{e}");
-        let two = CPU.replace("name: model", "name: other\n    labels: {a: b}\n    matchFeatures: []\n  - name: model");
+        assert!(
+            e.contains("every rule") && e.contains("leave out --rules"),
+            "{e}"
+        );
+        let two = CPU.replace(
+            "name: model",
+            "name: other\n    labels: {a: b}\n    matchFeatures: []\n  - name: model",
+        );
         let got = read(&[("cpu.yaml", &two)], &["rdt", "model"]).unwrap();
         assert_eq!(got.left_ids(), vec!["cpu/rdt", "cpu/model"]);
         assert!(got.left[1].why_not_at_boot.is_none());
@@ -339,7 +360,10 @@ spec:
             "{e}"
         );
         // An empty list sets none.
-        let empty = CPU.replace("    extendedResources:", "    taints: []\n    extendedResources:");
+        let empty = CPU.replace(
+            "    extendedResources:",
+            "    taints: []\n    extendedResources:",
+        );
         read(&[("cpu.yaml", &empty)], &["rdt"]).unwrap();
     }
 
@@ -359,6 +383,7 @@ spec:
             "      matchExpressions: {}\n",
         ] {
             let e = err(&[("cpu.yaml", &reader(expr))], &["rdt"]);
+            assert!(e.contains("--leave-to-nfd cpu/reader"), "{e}");
             assert!(
                 e.contains("\"reader\"") && e.contains("\"rdt\"") && e.contains("cpu/reader"),
                 "{expr}: {e}"
@@ -370,10 +395,8 @@ spec:
         let got = read(&[("cpu.yaml", &other)], &["rdt"]).unwrap();
         assert_eq!(got.rules.len(), 2);
         // A left rule that gives nothing to rule.matched.
-        let silent = reader("      matchName: {op: Exists}\n").replace(
-            "    labels:\n      rdt-ready: \"true\"\n",
-            "",
-        );
+        let silent = reader("      matchName: {op: Exists}\n")
+            .replace("    labels:\n      rdt-ready: \"true\"\n", "");
         read(&[("cpu.yaml", &silent)], &["rdt"]).unwrap();
         // A template may give any key.
         let templated = reader("      matchExpressions:\n        other: {op: Exists}\n").replace(

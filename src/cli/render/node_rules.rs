@@ -93,6 +93,19 @@ impl<'de> Deserialize<'de> for Node {
     }
 }
 
+/// The error of a rule the node cannot evaluate at boot (see
+/// `Ctx::not_at_boot`).
+#[derive(Debug)]
+pub(super) struct NotAtBoot(String);
+
+impl fmt::Display for NotAtBoot {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NotAtBoot {}
+
 /// Where an error points.
 struct Ctx<'a> {
     source: &'a str,
@@ -110,6 +123,15 @@ impl Ctx<'_> {
 
     fn fail<T, U>(&self, n: &Spanned<T>, msg: impl fmt::Display) -> Result<U> {
         bail!("{}: {msg}", self.at(n))
+    }
+
+    /// A refusal of what the node cannot evaluate before kubelet starts,
+    /// though NFD can after join (`--leave-to-nfd` may leave the rule).
+    fn not_at_boot<T, U>(&self, n: &Spanned<T>, msg: impl fmt::Display) -> Result<U> {
+        Err(anyhow::Error::new(NotAtBoot(format!(
+            "{}: {msg}",
+            self.at(n)
+        ))))
     }
 
     fn map<'n>(
@@ -408,7 +430,8 @@ fn read_rule(cx: &Ctx, n: &Spanned<Node>, profile: Profile) -> Result<ReadRule> 
     };
     let name = cx.string(name, "name")?;
     let set = |f: &str| field(fields, f).filter(|v| !matches!(v.value, Node::Null));
-    let sets_taints = set("taints").is_some_and(|v| !matches!(&v.value, Node::Seq(s) if s.is_empty()));
+    let sets_taints =
+        set("taints").is_some_and(|v| !matches!(&v.value, Node::Seq(s) if s.is_empty()));
     let mut output_keys = BTreeSet::new();
     let mut output_any = false;
     for f in ["labels", "vars"] {
@@ -471,7 +494,7 @@ fn rule(cx: &Ctx, n: &Spanned<Node>, profile: Profile) -> Result<Rule> {
                 }
             }
             "annotations" | "extendedResources" => {
-                return cx.fail(
+                return cx.not_at_boot(
                     k,
                     format!(
                         "{}: {} are set by nfd-master on a running Node, not by kubelet at \
@@ -577,7 +600,7 @@ fn check_feature(cx: &Ctx, n: &Spanned<Node>, feature: &str, what: &str) -> Resu
         return Ok(());
     }
     if matches!(lookup.as_str(), "cpu.rdt" | "cpu.security" | "cpu.sst") {
-        return cx.fail(
+        return cx.not_at_boot(
             n,
             format!(
                 "{what}: nfd-worker reads feature {feature:?} with the CPUID instruction, not \
@@ -586,7 +609,7 @@ fn check_feature(cx: &Ctx, n: &Spanned<Node>, feature: &str, what: &str) -> Resu
             ),
         );
     }
-    cx.fail(
+    cx.not_at_boot(
         n,
         format!(
             "{what}: the node side does not read feature {feature:?}; it reads {} and rule.matched",
