@@ -720,7 +720,7 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
                 left_out: r.left_out.clone(),
             })
             .collect(),
-        left_to_nfd: left_to_nfd(&as_loaded.dropins, opts.left_to_nfd.as_deref()),
+        left_to_nfd: left_to_nfd(&opts.root, &as_loaded.dropins, opts.left_to_nfd.as_deref()),
         notes: plan.notes.clone(),
         facts: derives.then_some(facts),
         facts_read,
@@ -734,7 +734,7 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
 /// The rules the env drop-ins record as left to the cluster's NFD
 /// (`render::dropins::LEFT_TO_NFD_MARK`, in the shown form); `flags`
 /// stands in for the pool layer's record when `--rules` replaces its rules.
-fn left_to_nfd(dropins: &[PathBuf], flags: Option<&[String]>) -> Vec<String> {
+fn left_to_nfd(root: &Path, dropins: &[PathBuf], flags: Option<&[String]>) -> Vec<String> {
     use crate::cli::render::dropins::LEFT_TO_NFD_MARK;
     use crate::node::contract::{ENV_DROPIN_NAME, ROLE_ENV_DROPIN_NAME};
     let mut out = Vec::new();
@@ -744,9 +744,16 @@ fn left_to_nfd(dropins: &[PathBuf], flags: Option<&[String]>) -> Vec<String> {
         if !(pool || name == ROLE_ENV_DROPIN_NAME) || (pool && flags.is_some()) {
             continue;
         }
-        // Systemd has read it; a record is at most a few lines of it.
+        // The node's file inside the tree (links followed inside it); a
+        // regular file, as systemd has read it.
         let mut text = String::new();
-        let read = std::fs::File::open(d).and_then(|f| f.take(1 << 20).read_to_string(&mut text));
+        let read =
+            unit::search::contained(root, d).and_then(|p| match std::fs::metadata(&p)?.is_file() {
+                true => std::fs::File::open(p)?
+                    .take(1 << 20)
+                    .read_to_string(&mut text),
+                false => Ok(0),
+            });
         if read.is_ok() {
             let ids = text
                 .lines()
