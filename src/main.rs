@@ -247,6 +247,8 @@ fn stdin_at_most_once(flags: &[(&str, &[std::path::PathBuf])]) -> Result<()> {
     Ok(())
 }
 
+type EnvAssignments = Vec<(String, String)>;
+
 /// `--rules`/`--nfd-labels` of explain, as the env drop-in would carry them,
 /// and with `--rules` the rules left to the cluster's NFD.
 fn explain_override_env(
@@ -254,7 +256,7 @@ fn explain_override_env(
     leave_to_nfd: &[String],
     nfd_labels: Option<NfdLabelsArg>,
     prof: kubelet_labeler::node::kubelet::Profile,
-) -> Result<(Vec<(String, String)>, Option<Vec<String>>)> {
+) -> Result<(EnvAssignments, Option<Vec<String>>)> {
     use kubelet_labeler::cli::render::node_rules;
     use kubelet_labeler::node::contract::{NFD_LABELS_VAR, RULES_VAR};
     let mut env = Vec::new();
