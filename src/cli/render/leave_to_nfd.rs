@@ -105,8 +105,9 @@ pub fn read_rule_files_leaving(
             if left_at.contains(&(o, r)) {
                 continue;
             }
-            if let Err(e) = &mut read.rule {
-                let e = std::mem::replace(e, anyhow::anyhow!("taken"));
+            if read.rule.is_err()
+                && let Err(e) = std::mem::replace(&mut read.rule, Ok(Rule::default()))
+            {
                 if e.downcast_ref::<NotAtBoot>().is_none() {
                     return Err(e);
                 }
@@ -136,8 +137,9 @@ pub fn read_rule_files_leaving(
                 left_so_far.push((object, read));
                 continue;
             }
-            let Ok(rule) = &read.rule else {
-                unreachable!("refused above")
+            let rule = match &read.rule {
+                Ok(rule) => rule,
+                Err(e) => bail!("{e:#}"),
             };
             if let Some((lo, lr)) = left_so_far.iter().find(|(_, l)| depends_on(rule, l)) {
                 bail!(
@@ -157,6 +159,42 @@ pub fn read_rule_files_leaving(
                 );
             }
             out.rules.push(rule.clone());
+        }
+    }
+    // `@rule.matched.KEY` values are resolved once every rule has run: a
+    // left rule anywhere may give KEY.
+    for (o, object) in objects.iter().enumerate() {
+        for (r, read) in object.rules.iter().enumerate() {
+            if left_at.contains(&(o, r)) {
+                continue;
+            }
+            let given = |l: &ReadRule| {
+                let any = l.output_any && (read.at_backref_any || !read.at_backref_keys.is_empty());
+                let key = read
+                    .at_backref_keys
+                    .iter()
+                    .any(|k| l.output_keys.contains(k));
+                let templated = read.at_backref_any && !l.output_keys.is_empty();
+                any || key || templated
+            };
+            if let Some(&(lo, lr)) = left_so_far.iter().find(|(_, l)| given(l)) {
+                bail!(
+                    "rule {:?} of NodeFeatureRule {:?} ({}) has a label value @{}.KEY (or a \
+                     template that may make one), where NFD puts what rule {:?} of {:?} ({}) \
+                     gives; left to the cluster's NFD, that rule is not evaluated at boot, so \
+                     the value would differ at boot from NFD's after join: leave this rule too \
+                     (--leave-to-nfd {}), or keep {:?}",
+                    read.name,
+                    object.name,
+                    object.source,
+                    rules::BACKREF_FEATURE,
+                    lr.name,
+                    lo.name,
+                    lo.source,
+                    shell_words::quote(&format!("{}/{}", object.name, read.name)),
+                    lr.name,
+                );
+            }
         }
     }
     if out.rules.is_empty() {
@@ -410,5 +448,30 @@ spec:
             "apiVersion: nfd.k8s-sigs.io/v1alpha1\nkind: NodeFeatureRule\nmetadata: {{name: aaa}}\nspec:\n  rules:\n  - name: reader\n    labels: {{x: v}}\n    matchFeatures:\n    - feature: rule.matched\n      matchName: {{op: Exists}}\n---\n{CPU}"
         );
         read(&[("cpu.yaml", &before)], &["cpu/rdt"]).unwrap();
+        // `@rule.matched.KEY` values resolve after every rule: a rule
+        // before the left one reads it too.
+        let at = |value: &str| {
+            format!(
+                "apiVersion: nfd.k8s-sigs.io/v1alpha1\nkind: NodeFeatureRule\nmetadata: {{name: aaa}}\nspec:\n  rules:\n  - name: at\n    labels: {{x: \"{value}\"}}\n    matchFeatures: []\n---\n{CPU}"
+            )
+        };
+        let e = err(&[("cpu.yaml", &at("@rule.matched.rdt-ready"))], &["rdt"]);
+        assert!(
+            e.contains("\"at\"") && e.contains("--leave-to-nfd aaa/at"),
+            "{e}"
+        );
+        read(
+            &[("cpu.yaml", &at("@rule.matched.example.com/cpu"))],
+            &["rdt"],
+        )
+        .unwrap();
+        read(&[("cpu.yaml", &at("@cpu.model.vendor_id"))], &["rdt"]).unwrap();
+        let templated = at("v").replace(
+            "    labels: {x: \"v\"}\n",
+            "    labelsTemplate: \"x=@rule.matched.{{ \\\"rdt-ready\\\" }}\"\n",
+        );
+        assert!(templated.contains("labelsTemplate"), "{templated}");
+        let e = err(&[("cpu.yaml", &templated)], &["rdt"]);
+        assert!(e.contains("template that may make one"), "{e}");
     }
 }

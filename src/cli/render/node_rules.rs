@@ -219,6 +219,11 @@ pub(super) struct ReadRule {
     pub output_keys: BTreeSet<String>,
     /// A template (or a field we cannot list) may put any key there.
     pub output_any: bool,
+    /// The `rule.matched` keys its `@rule.matched.KEY` label values read
+    /// (resolved after every rule has run, so from later rules too).
+    pub at_backref_keys: BTreeSet<String>,
+    /// A template that may make such a value (its source holds an `@`).
+    pub at_backref_any: bool,
 }
 
 /// The objects of rule files (`-` is stdin) in the order given.
@@ -444,12 +449,27 @@ fn read_rule(cx: &Ctx, n: &Spanned<Node>, profile: Profile) -> Result<ReadRule> 
     if set("labelsTemplate").is_some() || set("varsTemplate").is_some() {
         output_any = true;
     }
+    let at = format!("@{}.", rules::BACKREF_FEATURE);
+    let mut at_backref_keys = BTreeSet::new();
+    if let Some(Node::Map(m)) = set("labels").map(|v| &v.value) {
+        for (_, v) in m {
+            if let Node::Str(value) = &v.value
+                && let Some(key) = value.strip_prefix(&at)
+            {
+                at_backref_keys.insert(key.to_string());
+            }
+        }
+    }
+    let at_backref_any = set("labelsTemplate")
+        .is_some_and(|v| !matches!(&v.value, Node::Str(t) if !t.contains('@')));
     Ok(ReadRule {
         name,
         rule: rule(cx, n, profile),
         sets_taints,
         output_keys,
         output_any,
+        at_backref_keys,
+        at_backref_any,
     })
 }
 
