@@ -160,13 +160,16 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
             kubelet_labeler::node::kubelet::Profile::Upstream
         }),
     };
+    let (override_env, left_to_nfd) =
+        explain_override_env(&c.rules, &c.leave_to_nfd, c.nfd_labels, prof)?;
     let mut e = explain::explain(&explain::ExplainOptions {
         root: root.clone(),
         unit: c.unit,
         profile: prof,
         manager_env,
         unit_path: c.unit_path,
-        override_env: explain_override_env(&c.rules, c.nfd_labels, prof)?,
+        override_env,
+        left_to_nfd,
         facts_root: c.facts_root,
         facts,
         offline,
@@ -244,18 +247,24 @@ fn stdin_at_most_once(flags: &[(&str, &[std::path::PathBuf])]) -> Result<()> {
     Ok(())
 }
 
-/// `--rules`/`--nfd-labels` of explain, as the env drop-in would carry them.
+type EnvAssignments = Vec<(String, String)>;
+
+/// `--rules`/`--nfd-labels` of explain, as the env drop-in would carry them,
+/// and with `--rules` the rules left to the cluster's NFD.
 fn explain_override_env(
     rules: &[std::path::PathBuf],
+    leave_to_nfd: &[String],
     nfd_labels: Option<NfdLabelsArg>,
     prof: kubelet_labeler::node::kubelet::Profile,
-) -> Result<Vec<(String, String)>> {
+) -> Result<(EnvAssignments, Option<Vec<String>>)> {
     use kubelet_labeler::cli::render::node_rules;
     use kubelet_labeler::node::contract::{NFD_LABELS_VAR, RULES_VAR};
     let mut env = Vec::new();
+    let mut left = None;
     if !rules.is_empty() {
-        let read = node_rules::read_rule_files(rules, prof)?;
-        env.push((RULES_VAR.to_string(), node_rules::compile(&read)?));
+        let read = read_rules_leaving(rules, leave_to_nfd, prof)?;
+        env.push((RULES_VAR.to_string(), node_rules::compile(&read.rules)?));
+        left = Some(read.left_ids());
     }
     if let Some(f) = nfd_labels {
         let v = match f {
@@ -264,7 +273,24 @@ fn explain_override_env(
         };
         env.push((NFD_LABELS_VAR.to_string(), v.to_string()));
     }
-    Ok(env)
+    Ok((env, left))
+}
+
+/// `--rules` with `--leave-to-nfd`: a warning line for each rule left out.
+fn read_rules_leaving(
+    rules: &[std::path::PathBuf],
+    leave_to_nfd: &[String],
+    prof: kubelet_labeler::node::kubelet::Profile,
+) -> Result<kubelet_labeler::cli::render::leave_to_nfd::RuleFiles> {
+    let read = kubelet_labeler::cli::render::leave_to_nfd::read_rule_files_leaving(
+        rules,
+        prof,
+        leave_to_nfd,
+    )?;
+    for left in &read.left {
+        say!("{}", left.warning());
+    }
+    Ok(read)
 }
 
 // ---- facts (facts module) ----
@@ -457,9 +483,10 @@ fn node_rules(
         ..Default::default()
     };
     if !a.rules.is_empty() {
-        let rules = node_rules::read_rule_files(&a.rules, prof)?;
-        out.names = rules.iter().map(|r| r.name.clone()).collect();
-        out.compact = Some(node_rules::compile(&rules)?);
+        let read = read_rules_leaving(&a.rules, &a.leave_to_nfd, prof)?;
+        out.names = read.rules.iter().map(|r| r.name.clone()).collect();
+        out.compact = Some(node_rules::compile(&read.rules)?);
+        out.left_to_nfd = read.left_ids();
     }
     Ok(out)
 }
@@ -628,10 +655,12 @@ fn cmd_iso_fleet(c: IsoFleetConfig) -> Result<ExitCode> {
     let rules = if c.rules.is_empty() {
         None
     } else {
-        let read = kubelet_labeler::cli::render::node_rules::read_rule_files(
+        let read = read_rules_leaving(
             &c.rules,
+            &c.leave_to_nfd,
             kubelet_labeler::node::kubelet::Profile::OpenShift,
-        )?;
+        )?
+        .rules;
         // The live system's kernel and os-release are the ISO's, not the
         // installed system's that kubelet starts on.
         for r in &read {

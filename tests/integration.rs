@@ -18,6 +18,7 @@ mod iso_fleet;
 mod kubelet_bool_flags;
 mod kubelet_mco;
 mod kubelet_validate_cli;
+mod leave_to_nfd;
 mod mco_disruption;
 mod nfd_differential;
 mod nfd_worker_diff;

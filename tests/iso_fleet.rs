@@ -1203,3 +1203,62 @@ fn build_wrapper_runs_from_any_directory() {
         std::fs::read(&sel).unwrap()
     );
 }
+
+/// `--leave-to-nfd` on `iso fleet`: a rule file with a rule only the
+/// cluster's NFD can apply is refused, naming the flag; with the rule left
+/// to NFD (a warning line), the selector evaluates the rest as before.
+#[test]
+fn a_rule_left_to_nfd_is_not_evaluated_at_install() {
+    let tmp = scratch_dir();
+    let dir = tmp.path();
+    let sel = stand_in_selector(dir);
+    let gpu = gitops(
+        dir,
+        "worker-gpu",
+        "feature.node.kubernetes.io/gpu=true",
+        &sel,
+    );
+    let nfd_only = dir.join("nfd-only.yaml");
+    std::fs::write(
+        &nfd_only,
+        "apiVersion: nfd.k8s-sigs.io/v1alpha1\nkind: NodeFeatureRule\nmetadata: {name: nfd-only}\n\
+         spec:\n  rules:\n  - name: sgx\n    extendedResources: {example.com/sgx: \"1\"}\n\
+         \x20   matchFeatures: [{feature: cpu.cpuid, matchExpressions: {SSE2: {op: Exists}}}]\n",
+    )
+    .unwrap();
+    let preview = |leave: &[&str]| {
+        let mut c = fleet_args(dir);
+        c.arg("--rules").arg(&nfd_only);
+        for l in leave {
+            c.args(["--leave-to-nfd", l]);
+        }
+        c.args(["--dry-run", "--dest-device", "/dev/sda"])
+            .arg(format!("--pool=worker-gpu={}", gpu.display()))
+            .arg("--pool=worker")
+            .arg("--facts-root")
+            .arg(repo().join("tests/fixtures/nodes/desktop-2gpu"));
+        c.output().unwrap()
+    };
+    let o = preview(&[]);
+    assert!(!o.status.success());
+    assert!(
+        said(&o).contains("--leave-to-nfd nfd-only/sgx"),
+        "{}",
+        said(&o)
+    );
+    let o = preview(&["sgx"]);
+    assert!(o.status.success(), "{}", said(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        err.matches("warning: rule \"sgx\" of NodeFeatureRule \"nfd-only\"")
+            .count(),
+        1,
+        "{err}"
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stdout)
+            .contains("would install into pool worker-gpu on /dev/sda:"),
+        "{}",
+        said(&o)
+    );
+}

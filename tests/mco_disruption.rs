@@ -196,3 +196,64 @@ fn the_version_annotation_alone_changes_no_node() {
         "{v:#}"
     );
 }
+
+/// A re-render that leaves one more rule to the cluster's NFD
+/// (`--leave-to-nfd`) changes the env drop-in (its rules and its record of
+/// the rules left) and nothing else: the MCO restarts only the sync.
+#[test]
+fn leaving_one_more_rule_to_nfd_restarts_only_the_sync() {
+    if oracle().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let w1 = wrapper(d, b"1");
+    let rules = d.join("cpu.yaml");
+    std::fs::write(
+        &rules,
+        "apiVersion: nfd.k8s-sigs.io/v1alpha1\nkind: NodeFeatureRule\nmetadata: {name: cpu}\n\
+         spec:\n  rules:\n  - name: sgx\n    extendedResources: {example.com/sgx: \"1\"}\n\
+         \x20   matchFeatures: [{feature: cpu.cpuid, matchExpressions: {SSE2: {op: Exists}}}]\n\
+         \x20 - name: kernel\n    labels: {example.com/kernel: \"true\"}\n\
+         \x20   matchFeatures: [{feature: kernel.version, matchExpressions: {major: {op: Exists}}}]\n\
+         \x20 - name: model\n    labels: {example.com/cpu: \"known\"}\n\
+         \x20   matchFeatures: [{feature: cpu.model, matchExpressions: {vendor_id: {op: Exists}}}]\n",
+    )
+    .unwrap();
+    let r = rules.to_str().unwrap();
+    let policy = d.join("policy.yaml");
+    render(
+        &d.join("before"),
+        &w1,
+        &["--rules", r, "--leave-to-nfd", "sgx"],
+        &policy,
+    );
+    render(
+        &d.join("after"),
+        &w1,
+        &[
+            "--rules",
+            r,
+            "--leave-to-nfd",
+            "sgx",
+            "--leave-to-nfd",
+            "cpu/model",
+        ],
+        &d.join("policy-2.yaml"),
+    );
+    let env = |dir: &str| {
+        std::fs::read_to_string(
+            d.join(dir)
+                .join("50-worker-gpu-kubelet-labeler-labels.yaml"),
+        )
+        .unwrap()
+    };
+    assert_ne!(env("before"), env("after"));
+    let v = verdict(&d.join("before"), &d.join("after"), &policy);
+    assert_eq!(
+        v["withGivenPolicy"]["NodeDisruptionActions"],
+        serde_json::json!(["DaemonReload", "Restart kubelet-labeler-sync.service"]),
+        "{v}"
+    );
+    assert_eq!(v["withGivenPolicy"]["DrainNodeDisruption"], false, "{v}");
+}

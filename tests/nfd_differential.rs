@@ -19,7 +19,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use kubelet_labeler::cli::render::node_rules;
+use kubelet_labeler::cli::render::{leave_to_nfd, node_rules};
 use kubelet_labeler::node::contract::RULES_VAR;
 use kubelet_labeler::node::kubelet::{self, Profile, Taint};
 use kubelet_labeler::node::rules::version;
@@ -681,9 +681,20 @@ fn yaml_of(objects: &[Value]) -> String {
 /// Render's reading and compact form, then the wrapper's evaluation at
 /// boot and explain's; Err is a refusal or a disagreement between them.
 fn ours(node: &Node, objects: &[Value], scratch: &Path) -> Result<Ours, String> {
+    ours_leaving(node, objects, &[], scratch)
+}
+
+/// [`ours`] with `--leave-to-nfd` for each of `leave`.
+fn ours_leaving(
+    node: &Node,
+    objects: &[Value],
+    leave: &[String],
+    scratch: &Path,
+) -> Result<Ours, String> {
     let file = scratch.join("rules.yaml");
     std::fs::write(&file, yaml_of(objects)).unwrap();
-    let rules = node_rules::read_rule_files(&[&file], Profile::Upstream)
+    let rules = leave_to_nfd::read_rule_files_leaving(&[&file], Profile::Upstream, leave)
+        .map(|read| read.rules)
         .map_err(|e| format!("render refused: {e:#}"))?;
     let compact = node_rules::compile(&rules).map_err(|e| format!("render refused: {e:#}"))?;
     let env: Vec<(OsString, OsString)> = vec![(RULES_VAR.into(), compact.into())];
@@ -1020,6 +1031,86 @@ fn sample_like_rule_files_give_what_nfd_gives() {
     assert!(
         labels > 40 && taints >= 4,
         "{labels} labels, {taints} taints"
+    );
+}
+
+/// Issue 27 item 4: a file with rules only NFD can apply (an extended
+/// resource, annotations, a CPUID feature) renders with them left to NFD
+/// (`--leave-to-nfd`), refused without; on every fixture node the boot
+/// answer is NFD's on the kept rules, and it is NFD's on the whole file but
+/// for what the left rules give (kept rules after them read `rule.matched`).
+#[test]
+fn rules_left_to_nfd_leave_nfds_answer_on_the_kept_rules() {
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nfd-oracle-leave");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let Some(oracle) = nfd_oracle::build(&out_dir) else {
+        return;
+    };
+    let term =
+        |feature: &str, exprs: Value| json!({ "feature": feature, "matchExpressions": exprs });
+    let objects = vec![
+        json!({ "name": "a-site", "rules": [
+            { "name": "sgx", "extendedResources": { "example.com/sgx-epc": "1" },
+              "labels": { "left.example.com/sgx": "true" },
+              "matchFeatures": [term("cpu.cpuid", json!({ "SSE2": { "op": "Exists" } }))] },
+            { "name": "kernel", "labelsTemplate":
+                "{{ range .kernel.version }}site.example.com/kernel-{{ .Name }}={{ .Value }}\n{{ end }}",
+              "matchFeatures": [{ "feature": "kernel.version", "matchName": { "op": "In", "value": ["major", "minor"] } }] },
+            { "name": "sst", "labels": { "left.example.com/sst": "true" },
+              "matchFeatures": [term("cpu.sst", json!({ "bf.enabled": { "op": "IsTrue" } }))] },
+        ]}),
+        json!({ "name": "b-site", "rules": [
+            { "name": "annotated", "annotations": { "example.com/seen": "yes" },
+              "vars": { "left-var": "x" },
+              "matchFeatures": [term("pci.device", json!({ "class": { "op": "InRegexp", "value": ["^03"] } }))] },
+            { "name": "after-left", "labels": { "site.example.com/kernel-known": "true" },
+              "matchFeatures": [term("rule.matched", json!({ "site.example.com/kernel-major": { "op": "Exists" } }))] },
+            { "name": "gpu", "labels": { "site.example.com/gpu": "@pci.device.vendor" },
+              "matchFeatures": [term("pci.device", json!({ "class": { "op": "InRegexp", "value": ["^03"] } }))] },
+        ]}),
+    ];
+    let leave: Vec<String> = ["sgx", "a-site/sst", "annotated"]
+        .map(String::from)
+        .to_vec();
+    let left: BTreeSet<String> = ["sgx", "sst", "annotated"].map(String::from).into();
+    let scratch = tempfile::tempdir().unwrap();
+    let nodes = nodes();
+    let Err(refused) = ours(&nodes[0], &objects, scratch.path()) else {
+        panic!("the file renders without --leave-to-nfd");
+    };
+    assert!(refused.contains("--leave-to-nfd"), "{refused}");
+    let (mut failures, mut labels) = (Vec::new(), 0);
+    for node in &nodes {
+        let o = ours_leaving(node, &objects, &leave, scratch.path());
+        let mut without = o.as_ref().map(|o| o.left_out.clone()).unwrap_or_default();
+        without.extend(left.iter().cloned());
+        let kept = nfd_oracle::run(&oracle, &[oracle_input(node, &objects, &without)]);
+        if let Some(why) = compare(node, &objects, &o, &kept[0]) {
+            failures.push(format!("{} (kept rules): {why}", node.name));
+            continue;
+        }
+        let o = o.unwrap();
+        labels += o.answer.labels.len();
+        if !o.left_out.is_empty() {
+            continue;
+        }
+        // NFD on the whole file, but for the left rules' own labels.
+        let whole = nfd_oracle::run(&oracle, &[oracle_input(node, &objects, &BTreeSet::new())]);
+        let mut nfd = Answer::from_oracle(&whole[0]);
+        nfd.labels
+            .retain(|k, _| !k.starts_with("left.example.com/"));
+        if nfd != o.answer {
+            failures.push(format!(
+                "{}: we register {:?}, NFD on the whole file gives {nfd:?}",
+                node.name, o.answer
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    assert!(
+        labels >= nodes.len(),
+        "{labels} labels on {} nodes",
+        nodes.len()
     );
 }
 

@@ -158,6 +158,14 @@ const BLOCKS: &[(&str, &str, Plan)] = &[
         NotHere("needs a node: this host has no kubelet.service"),
     ),
     (
+        "docs/node-rules.md",
+        "kubelet-labeler render machineconfig --pool worker-cpu --rules nodefeaturerule-cpu.yaml \\",
+        NotHere(
+            "NFD's sample file is not in this repository; tests/leave_to_nfd.rs renders a file \
+             of its shape with these flags",
+        ),
+    ),
+    (
         "docs/openshift-gpu-stack.md",
         "kubelet-labeler render machineconfig --pool worker-gpu --profile openshift \\",
         NotHere("ends in `oc apply`: needs a cluster"),

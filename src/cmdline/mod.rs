@@ -335,6 +335,11 @@ pub struct ExplainConfig {
     /// (repeatable, "-" for stdin)
     #[arg(long = "rules", value_name = "FILE")]
     pub rules: Vec<PathBuf>,
+    /// Leave this rule of the --rules files to the cluster's NFD, which
+    /// applies it after the node joins: not evaluated at boot, a warning
+    /// each (RULE or OBJECT/RULE, repeatable; never a rule that sets taints)
+    #[arg(long = "leave-to-nfd", value_name = "RULE", requires = "rules")]
+    pub leave_to_nfd: Vec<String>,
     /// Preview NFD's built-in label set of this flavour
     #[arg(long, value_enum, value_name = "FLAVOUR")]
     pub nfd_labels: Option<NfdLabelsArg>,
@@ -415,6 +420,11 @@ pub struct AdditionsArgs {
     /// hardware at each kubelet start (repeatable, "-" for stdin)
     #[arg(long = "rules", value_name = "FILE")]
     pub rules: Vec<PathBuf>,
+    /// Leave this rule of the --rules files to the cluster's NFD, which
+    /// applies it after the node joins: not evaluated at boot, a warning
+    /// each (RULE or OBJECT/RULE, repeatable; never a rule that sets taints)
+    #[arg(long = "leave-to-nfd", value_name = "RULE", requires = "rules")]
+    pub leave_to_nfd: Vec<String>,
     /// Also register with the labels NFD's built-in sources of this flavour
     /// would write (the GPU Operator reads them)
     #[arg(long, value_enum, value_name = "FLAVOUR")]
@@ -695,6 +705,11 @@ pub struct IsoFleetConfig {
     /// Node rules (NodeFeatureRule YAML) the pools were rendered with
     #[arg(long, value_name = "FILE")]
     pub rules: Vec<PathBuf>,
+    /// Leave this rule of the --rules files to the cluster's NFD, as the
+    /// pools were rendered: the selector does not evaluate it, a warning
+    /// each (RULE or OBJECT/RULE, repeatable; never a rule that sets taints)
+    #[arg(long = "leave-to-nfd", value_name = "RULE", requires = "rules")]
+    pub leave_to_nfd: Vec<String>,
     /// Also the labels NFD's built-in sources of this flavour would write
     #[arg(long, value_enum, value_name = "FLAVOUR")]
     pub nfd_labels: Option<NfdLabelsArg>,

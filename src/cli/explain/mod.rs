@@ -25,6 +25,9 @@ pub struct ExplainOptions {
     /// Set over the unit's own environment (as if the env drop-in said so):
     /// how `--rules` and `--nfd-labels` preview rules on this tree.
     pub override_env: Vec<(String, String)>,
+    /// With `--rules`: the rules `--leave-to-nfd` left to the cluster's
+    /// NFD (`OBJECT/RULE`), in place of the env drop-in's record.
+    pub left_to_nfd: Option<Vec<String>>,
     /// Where the node's facts are read [default: `root`].
     pub facts_root: Option<PathBuf>,
     /// The node's facts given whole (NFD's NodeFeature, `facts --json`),
@@ -80,6 +83,9 @@ pub struct Explanation {
     pub errors: Vec<String>,
     /// Node rules in order, with what each matched and gave.
     pub rules: Vec<RuleExplanation>,
+    /// Rules left to the cluster's NFD (`OBJECT/RULE`): not evaluated at
+    /// boot, applied by NFD after the node joins.
+    pub left_to_nfd: Vec<String>,
     /// Where the facts the rules (and NFD's label set) were evaluated on
     /// came from; None when nothing derives from facts.
     pub facts: Option<String>,
@@ -714,6 +720,7 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
                 left_out: r.left_out.clone(),
             })
             .collect(),
+        left_to_nfd: left_to_nfd(&opts.root, &as_loaded.dropins, opts.left_to_nfd.as_deref()),
         notes: plan.notes.clone(),
         facts: derives.then_some(facts),
         facts_read,
@@ -722,6 +729,45 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
     };
     explained.sync = sync_preview(&paths, &opts.unit, &as_loaded.dropins, &explained);
     Ok(explained)
+}
+
+/// The rules the env drop-ins record as left to the cluster's NFD
+/// (`render::dropins::LEFT_TO_NFD_MARK`, in the shown form); `flags`
+/// stands in for the pool layer's record when `--rules` replaces its rules.
+fn left_to_nfd(root: &Path, dropins: &[PathBuf], flags: Option<&[String]>) -> Vec<String> {
+    use crate::cli::render::dropins::LEFT_TO_NFD_MARK;
+    use crate::node::contract::{ENV_DROPIN_NAME, ROLE_ENV_DROPIN_NAME};
+    let mut out = Vec::new();
+    for d in dropins {
+        let Some(name) = d.file_name() else { continue };
+        let pool = name == ENV_DROPIN_NAME;
+        if !(pool || name == ROLE_ENV_DROPIN_NAME) || (pool && flags.is_some()) {
+            continue;
+        }
+        // The node's file inside the tree (links followed inside it); a
+        // regular file, as systemd has read it.
+        let mut text = String::new();
+        let read =
+            unit::search::contained(root, d).and_then(|p| match std::fs::metadata(&p)?.is_file() {
+                true => std::fs::File::open(p)?
+                    .take(1 << 20)
+                    .read_to_string(&mut text),
+                false => Ok(0),
+            });
+        if read.is_ok() {
+            let ids = text
+                .lines()
+                .filter_map(|l| l.strip_prefix(LEFT_TO_NFD_MARK));
+            out.extend(ids.map(str::to_string));
+        }
+    }
+    if let Some(ids) = flags {
+        out.extend(
+            ids.iter()
+                .map(|id| crate::node::rules::shown_name(id).into_owned()),
+        );
+    }
+    out
 }
 
 /// A node installed from a fleet ISO records the pool it was installed for
@@ -812,6 +858,7 @@ pub fn left_out_at_next_start(root: &Path, unit: &str, profile: Profile) -> Opti
         manager_env: Vec::new(),
         unit_path: None,
         override_env: Vec::new(),
+        left_to_nfd: None,
         facts_root: None,
         facts: None,
         offline: true,
@@ -881,6 +928,12 @@ pub fn render_human(e: &Explanation) -> String {
                 out += &format!("    taint {t}\n");
             }
         }
+    }
+    for id in &e.left_to_nfd {
+        out += &format!(
+            "rule {}: left to the cluster's NFD (not evaluated at boot; NFD applies it after the node joins)\n",
+            shown(id)
+        );
     }
     for n in &e.notes {
         out += &format!("note: {}\n", shown(n));

@@ -166,7 +166,16 @@ pub struct NodeRules {
     /// `rules::compact` form (its charset needs no escaping in quotes).
     pub compact: Option<String>,
     pub nfd_labels: Option<NfdFlavour>,
+    /// `OBJECT/RULE` of the rules left to the cluster's NFD
+    /// (`--leave-to-nfd`), recorded in a comment line each
+    /// ([`LEFT_TO_NFD_MARK`]) so that `explain` of the rendered tree (and
+    /// of the MCO's rendered config, which keeps file contents) shows them.
+    pub left_to_nfd: Vec<String>,
 }
+
+/// The start of the env drop-in's comment line recording a rule left to
+/// the cluster's NFD; the rule follows as [`shown_name`] shows it.
+pub const LEFT_TO_NFD_MARK: &str = "# Left to the cluster's NFD, not evaluated here: ";
 
 impl NodeRules {
     pub fn is_empty(&self) -> bool {
@@ -275,6 +284,9 @@ fn env_dropin_in(
         let names: Vec<_> = rules.names.iter().map(|n| shown_name(n)).collect();
         out += &format!("# kubelet start: {}\n", names.join(", "));
         out += &format!("Environment=\"{rules_var}={compact}\"\n");
+        for id in &rules.left_to_nfd {
+            out += &format!("{LEFT_TO_NFD_MARK}{}\n", shown_name(id));
+        }
     }
     if let Some(f) = rules.nfd_labels {
         let name = match f {
@@ -382,6 +394,7 @@ mod tests {
             names: hostile.iter().map(|s| s.to_string()).collect(),
             compact: Some("KLR3,0".into()),
             nfd_labels: None,
+            left_to_nfd: hostile.iter().map(|s| format!("obj/{s}")).collect(),
         };
         let text = env_dropin_with_rules(&example_additions(), &rules).unwrap();
         let comment = text
@@ -401,6 +414,14 @@ mod tests {
             .map(|a| (a.key.as_str(), a.value.as_str()))
             .collect();
         assert_eq!(got.len(), 3, "{got:?}");
+        // The record of the rules left to NFD: one comment line each.
+        let left: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix(LEFT_TO_NFD_MARK))
+            .collect();
+        assert_eq!(left.len(), hostile.len(), "{text}");
+        assert_eq!(left[10], "obj/plain-name");
+        assert_eq!(left[0], "\"obj/gpu\\nExecStart=/bin/evil\"");
         assert!(got.iter().all(|(k, _)| *k == "Environment"), "{got:?}");
         assert_eq!(got[2].1, format!("\"{RULES_VAR}=KLR3,0\""));
         assert!(parsed.fatal.is_none() && parsed.warnings.is_empty());

@@ -13,6 +13,7 @@ pub mod encoding;
 pub mod gitops_dir;
 pub mod input;
 pub mod layout;
+pub mod leave_to_nfd;
 pub mod machineconfig;
 pub mod node_rules;
 pub mod pointer;

@@ -93,6 +93,19 @@ impl<'de> Deserialize<'de> for Node {
     }
 }
 
+/// The error of a rule the node cannot evaluate at boot (see
+/// `Ctx::not_at_boot`).
+#[derive(Debug)]
+pub(super) struct NotAtBoot(String);
+
+impl fmt::Display for NotAtBoot {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NotAtBoot {}
+
 /// Where an error points.
 struct Ctx<'a> {
     source: &'a str,
@@ -110,6 +123,15 @@ impl Ctx<'_> {
 
     fn fail<T, U>(&self, n: &Spanned<T>, msg: impl fmt::Display) -> Result<U> {
         bail!("{}: {msg}", self.at(n))
+    }
+
+    /// A refusal of what the node cannot evaluate before kubelet starts,
+    /// though NFD can after join (`--leave-to-nfd` may leave the rule).
+    fn not_at_boot<T, U>(&self, n: &Spanned<T>, msg: impl fmt::Display) -> Result<U> {
+        Err(anyhow::Error::new(NotAtBoot(format!(
+            "{}: {msg}",
+            self.at(n)
+        ))))
     }
 
     fn map<'n>(
@@ -174,26 +196,61 @@ impl Ctx<'_> {
 /// Read rule files (`-` is stdin) into rules in NFD's order: objects by
 /// `metadata.name`, the rules of one object in order.
 pub fn read_rule_files(paths: &[impl AsRef<Path>], profile: Profile) -> Result<Vec<Rule>> {
-    let mut objects: Vec<(String, String, Vec<Rule>)> = Vec::new();
+    Ok(super::leave_to_nfd::read_rule_files_leaving(paths, profile, &[])?.rules)
+}
+
+/// One NodeFeatureRule object as read: its rules, each evaluable or not.
+pub(super) struct RuleObject {
+    pub name: String,
+    /// The file's name as errors show it.
+    pub source: String,
+    pub rules: Vec<ReadRule>,
+}
+
+/// One `spec.rules[]` entry: the rule, or why the node cannot evaluate it
+/// (an error naming `FILE:LINE:COL`), and what leaving it to the cluster's
+/// NFD would change, read from the YAML so that it is known either way.
+pub(super) struct ReadRule {
+    pub name: String,
+    pub rule: Result<Rule>,
+    /// A non-empty `taints`.
+    pub sets_taints: bool,
+    /// The keys it may put in `rule.matched` (static `labels` and `vars`).
+    pub output_keys: BTreeSet<String>,
+    /// A template (or a field we cannot list) may put any key there.
+    pub output_any: bool,
+    /// The `rule.matched` keys its `@rule.matched.KEY` label values read
+    /// (resolved after every rule has run, so from later rules too).
+    pub at_backref_keys: BTreeSet<String>,
+    /// A template that may make such a value (its source holds an `@`).
+    pub at_backref_any: bool,
+}
+
+/// The objects of rule files (`-` is stdin) in the order given.
+pub(super) fn read_objects(
+    paths: &[impl AsRef<Path>],
+    profile: Profile,
+) -> Result<Vec<RuleObject>> {
+    let mut objects: Vec<RuleObject> = Vec::new();
     for path in paths {
         let path = path.as_ref();
         let (text, source) = super::input::read_text(path, super::input::RULES)?;
-        for (name, rules) in parse_rule_objects(&text, &source, profile)? {
-            if let Some((_, first, _)) = objects.iter().find(|(n, _, _)| *n == name) {
+        for (name, rules) in read_rule_objects(&text, &source, profile)? {
+            if let Some(first) = objects.iter().find(|o| o.name == name) {
                 bail!(
-                    "{source}: a second NodeFeatureRule named {name:?} (the first is in {first}); \
-                     names are unique in a cluster, rename one"
+                    "{source}: a second NodeFeatureRule named {name:?} (the first is in {}); \
+                     names are unique in a cluster, rename one",
+                    first.source
                 );
             }
-            objects.push((name, source.clone(), rules));
+            objects.push(RuleObject {
+                name,
+                source: source.clone(),
+                rules,
+            });
         }
     }
-    objects.sort_by(|a, b| a.0.cmp(&b.0));
-    let rules: Vec<Rule> = objects.into_iter().flat_map(|(_, _, r)| r).collect();
-    if rules.is_empty() {
-        bail!("the rule files hold no rules");
-    }
-    Ok(rules)
+    Ok(objects)
 }
 
 /// The rules in their compact form, refused when it would not fit the
@@ -219,6 +276,20 @@ pub fn parse_rule_objects(
     source: &str,
     profile: Profile,
 ) -> Result<Vec<(String, Vec<Rule>)>> {
+    let mut out = Vec::new();
+    for (name, read) in read_rule_objects(text, source, profile)? {
+        let rules = read.into_iter().map(|r| r.rule).collect::<Result<_>>()?;
+        out.push((name, rules));
+    }
+    Ok(out)
+}
+
+/// `parse_rule_objects` with each rule's refusal kept beside it.
+fn read_rule_objects(
+    text: &str,
+    source: &str,
+    profile: Profile,
+) -> Result<Vec<(String, Vec<ReadRule>)>> {
     let docs: Vec<Spanned<Node>> = serde_saphyr::from_multiple(text)
         .map_err(|e| anyhow::anyhow!("{source}: not YAML: {e}"))?;
     let cx = Ctx { source };
@@ -284,7 +355,7 @@ fn collect_objects<'n>(
     Ok(())
 }
 
-fn object(cx: &Ctx, obj: &Spanned<Node>, profile: Profile) -> Result<(String, Vec<Rule>)> {
+fn object(cx: &Ctx, obj: &Spanned<Node>, profile: Profile) -> Result<(String, Vec<ReadRule>)> {
     let fields = cx.map(obj, "a NodeFeatureRule")?;
     match field(fields, "apiVersion") {
         Some(v) => {
@@ -328,17 +399,17 @@ fn object(cx: &Ctx, obj: &Spanned<Node>, profile: Profile) -> Result<(String, Ve
             return cx.unknown(k, "spec", &["rules"]);
         }
         for r in cx.seq(v, "spec.rules")? {
-            let rule = rule(cx, r, profile)?;
-            if !names.insert(rule.name.clone()) {
+            let read = read_rule(cx, r, profile)?;
+            if !names.insert(read.name.clone()) {
                 return cx.fail(
                     r,
                     format!(
                         "a second rule named {:?} in {name:?}; rename one",
-                        rule.name
+                        read.name
                     ),
                 );
             }
-            rules.push(rule);
+            rules.push(read);
         }
     }
     Ok((name, rules))
@@ -354,6 +425,53 @@ const RULE_FIELDS: &[&str] = &[
     "matchFeatures",
     "matchAny",
 ];
+
+/// A rule with its name (without one, the file is refused whatever is
+/// left to NFD) and what it sets, whether or not the node can evaluate it.
+fn read_rule(cx: &Ctx, n: &Spanned<Node>, profile: Profile) -> Result<ReadRule> {
+    let fields = cx.map(n, "a rule")?;
+    let Some(name) = field(fields, "name") else {
+        return cx.fail(n, "a rule without a name; every rule needs one");
+    };
+    let name = cx.string(name, "name")?;
+    let set = |f: &str| field(fields, f).filter(|v| !matches!(v.value, Node::Null));
+    let sets_taints =
+        set("taints").is_some_and(|v| !matches!(&v.value, Node::Seq(s) if s.is_empty()));
+    let mut output_keys = BTreeSet::new();
+    let mut output_any = false;
+    for f in ["labels", "vars"] {
+        match set(f).map(|v| &v.value) {
+            Some(Node::Map(m)) => output_keys.extend(m.iter().map(|(k, _)| k.value.clone())),
+            Some(_) => output_any = true,
+            None => {}
+        }
+    }
+    if set("labelsTemplate").is_some() || set("varsTemplate").is_some() {
+        output_any = true;
+    }
+    let at = format!("@{}.", rules::BACKREF_FEATURE);
+    let mut at_backref_keys = BTreeSet::new();
+    if let Some(Node::Map(m)) = set("labels").map(|v| &v.value) {
+        for (_, v) in m {
+            if let Node::Str(value) = &v.value
+                && let Some(key) = value.strip_prefix(&at)
+            {
+                at_backref_keys.insert(key.to_string());
+            }
+        }
+    }
+    let at_backref_any = set("labelsTemplate")
+        .is_some_and(|v| !matches!(&v.value, Node::Str(t) if !t.contains('@')));
+    Ok(ReadRule {
+        name,
+        rule: rule(cx, n, profile),
+        sets_taints,
+        output_keys,
+        output_any,
+        at_backref_keys,
+        at_backref_any,
+    })
+}
 
 fn rule(cx: &Ctx, n: &Spanned<Node>, profile: Profile) -> Result<Rule> {
     let fields = cx.map(n, "a rule")?;
@@ -396,7 +514,7 @@ fn rule(cx: &Ctx, n: &Spanned<Node>, profile: Profile) -> Result<Rule> {
                 }
             }
             "annotations" | "extendedResources" => {
-                return cx.fail(
+                return cx.not_at_boot(
                     k,
                     format!(
                         "{}: {} are set by nfd-master on a running Node, not by kubelet at \
@@ -502,7 +620,7 @@ fn check_feature(cx: &Ctx, n: &Spanned<Node>, feature: &str, what: &str) -> Resu
         return Ok(());
     }
     if matches!(lookup.as_str(), "cpu.rdt" | "cpu.security" | "cpu.sst") {
-        return cx.fail(
+        return cx.not_at_boot(
             n,
             format!(
                 "{what}: nfd-worker reads feature {feature:?} with the CPUID instruction, not \
@@ -511,7 +629,7 @@ fn check_feature(cx: &Ctx, n: &Spanned<Node>, feature: &str, what: &str) -> Resu
             ),
         );
     }
-    cx.fail(
+    cx.not_at_boot(
         n,
         format!(
             "{what}: the node side does not read feature {feature:?}; it reads {} and rule.matched",
