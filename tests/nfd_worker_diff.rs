@@ -1,5 +1,7 @@
 //! `kubelet-labeler facts --json` against nfd-worker's own feature sources
-//! (kernel, memory, network, local, and cpu's cstate/pstate/coprocessor):
+//! (kernel, memory, network, local, and cpu's cstate/pstate/coprocessor/
+//! rdt/security/sst, the CPUID parts replayed from each tree's
+//! kubelet-labeler.cpuid, the `host` tree's recorded from a real CPU):
 //! on each node tree in tests/fixtures/nfd-worker (make-trees.sh), the
 //! features must be those NFD's code discovered there, recorded as
 //! `<tree>.nfd.json` by tests/support/nfd-worker/goldens.sh from an NFD
@@ -17,13 +19,21 @@ fn trees_dir() -> PathBuf {
 }
 
 /// The features NFD's sources give that these goldens cover: every one of
-/// these domains, and cpu's three sysfs features (the rest of cpu comes
-/// from the CPUID instruction).
+/// these domains, and cpu's features other than cpuid, model and topology
+/// (read from /proc/cpuinfo and checked elsewhere).
 fn covered(name: &str) -> bool {
     ["kernel.", "memory.", "network.", "local."]
         .iter()
         .any(|d| name.starts_with(d))
-        || ["cpu.cstate", "cpu.pstate", "cpu.coprocessor"].contains(&name)
+        || [
+            "cpu.cstate",
+            "cpu.pstate",
+            "cpu.coprocessor",
+            "cpu.rdt",
+            "cpu.security",
+            "cpu.sst",
+        ]
+        .contains(&name)
 }
 
 fn facts_json(root: &Path) -> Value {
@@ -98,6 +108,9 @@ fn facts_are_what_nfd_workers_sources_discover() {
         "kernel.kvm",
         "cpu.cstate",
         "cpu.pstate",
+        "cpu.rdt",
+        "cpu.security",
+        "cpu.sst",
         "memory.swap",
         "memory.hugepages",
         "network.virtual",
@@ -122,4 +135,25 @@ fn the_goldens_name_their_nfd_commit() {
                 && l.split(' ').nth(1).is_some_and(|c| c.len() == 40)),
         "{sources}"
     );
+}
+
+/// On `/` the CPUID parts come from this CPU: the three sets are there
+/// (empty on a CPU without the features, never left out), where a tree
+/// without a recording leaves cpu.rdt and cpu.sst out.
+#[test]
+fn the_cpuid_sets_come_from_this_cpu_on_the_root() {
+    let host = facts_json(Path::new("/"));
+    for f in ["cpu.rdt", "cpu.security", "cpu.sst"] {
+        assert!(
+            host["attributes"][f]["elements"].is_object(),
+            "{f} missing on /: {}",
+            host["attributes"]
+        );
+    }
+    let tree = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tree.path().join("proc")).unwrap();
+    let bare = facts_json(tree.path());
+    assert!(bare["attributes"]["cpu.rdt"].is_null(), "{bare}");
+    assert!(bare["attributes"]["cpu.sst"].is_null(), "{bare}");
+    assert_eq!(bare["attributes"]["cpu.security"]["elements"], serde_json::json!({}));
 }

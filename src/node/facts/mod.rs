@@ -12,6 +12,7 @@ mod devices;
 mod inflate;
 mod kernel;
 mod labels;
+mod leaves;
 mod local;
 mod pci;
 mod power;
@@ -61,6 +62,9 @@ pub const FEATURES: &[&str] = &[
     "cpu.cstate",
     "cpu.model",
     "cpu.pstate",
+    "cpu.rdt",
+    "cpu.security",
+    "cpu.sst",
     "cpu.topology",
     "kernel.config",
     "kernel.enabledmodule",
@@ -161,6 +165,12 @@ fn read_in(opts: &FactsOptions) -> Features {
     attr("cpu.cstate", &|| power::cstate(root));
     attr("cpu.pstate", &|| Some(power::pstate(root)));
     attr("cpu.coprocessor", &|| Some(power::coprocessor(root)));
+    if want("cpu.rdt") || want("cpu.security") || want("cpu.sst") {
+        let cpu = leaves::Leaves::of(root);
+        attr("cpu.rdt", &|| leaves::rdt(root, &cpu));
+        attr("cpu.security", &|| Some(leaves::security(root, &cpu)));
+        attr("cpu.sst", &|| leaves::sst(root, &cpu));
+    }
     if want("local.feature") || want("local.label") {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
