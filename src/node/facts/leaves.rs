@@ -64,6 +64,42 @@ impl Leaves {
     }
 }
 
+/// Every leaf these reads ask CPUID for.
+#[cfg(feature = "cli")]
+const ASKED: &[(u32, u32)] = &[
+    (0, 0),
+    (7, 0),
+    (0x0f, 0),
+    (0x0f, 1),
+    (0x10, 0),
+    (0x12, 2),
+    (0x12, 3),
+    (0x12, 4),
+    (0x12, 5),
+    (0x12, 6),
+    (0x12, 7),
+    (0x12, 8),
+    (0x12, 9),
+    (0x16, 0),
+    (0x21, 0),
+    (0x4000_000c, 0),
+];
+
+/// This CPU's leaves that these reads ask for, as a recording; None off
+/// x86-64.
+#[cfg(feature = "cli")]
+pub fn record() -> Option<String> {
+    if !cfg!(target_arch = "x86_64") {
+        return None;
+    }
+    let mut out = String::from("# leaf subleaf eax ebx ecx edx (CPUID, hex)\n");
+    for &(leaf, sub) in ASKED {
+        let [a, b, c, d] = Leaves::Cpu.get(leaf, sub);
+        out.push_str(&format!("{leaf:x} {sub:x} {a:08x} {b:08x} {c:08x} {d:08x}\n"));
+    }
+    Some(out)
+}
+
 /// The recording's leaves; a line that does not parse is skipped.
 pub fn parse_recording(text: &str) -> Vec<(u32, u32, [u32; 4])> {
     let hex = |w: &str| u32::from_str_radix(w.trim_start_matches("0x"), 16).ok();
