@@ -161,7 +161,10 @@ fn the_cpuid_sets_come_from_this_cpu_on_the_root() {
     let bare = facts_json(tree.path());
     assert!(bare["attributes"]["cpu.rdt"].is_null(), "{bare}");
     assert!(bare["attributes"]["cpu.sst"].is_null(), "{bare}");
-    assert_eq!(bare["attributes"]["cpu.security"]["elements"], serde_json::json!({}));
+    assert_eq!(
+        bare["attributes"]["cpu.security"]["elements"],
+        serde_json::json!({})
+    );
 }
 
 /// `facts --record-cpuid` in a tree holding this node's files for these
@@ -170,7 +173,11 @@ fn the_cpuid_sets_come_from_this_cpu_on_the_root() {
 #[test]
 fn a_recording_of_this_cpu_gives_what_the_cpu_gives() {
     let out = bin().args(["facts", "--record-cpuid"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let tree = tempfile::tempdir().unwrap();
     let t = tree.path();
     std::fs::write(t.join("kubelet-labeler.cpuid"), &out.stdout).unwrap();
@@ -184,9 +191,16 @@ fn a_recording_of_this_cpu_gives_what_the_cpu_gives() {
     for p in ["sev", "sev_es", "sev_snp"] {
         files.push(format!("/sys/module/kvm_amd/parameters/{p}").into());
     }
-    for cpu in std::fs::read_dir("/sys/bus/cpu/devices").into_iter().flatten() {
+    for cpu in std::fs::read_dir("/sys/bus/cpu/devices")
+        .into_iter()
+        .flatten()
+    {
         let cpu = cpu.unwrap().file_name();
-        files.push(Path::new("/sys/bus/cpu/devices").join(cpu).join("cpufreq/base_frequency"));
+        files.push(
+            Path::new("/sys/bus/cpu/devices")
+                .join(cpu)
+                .join("cpufreq/base_frequency"),
+        );
     }
     for f in files {
         if let Ok(bytes) = std::fs::read(&f) {
@@ -199,12 +213,15 @@ fn a_recording_of_this_cpu_gives_what_the_cpu_gives() {
     if Path::new("/sys/fs/resctrl").is_dir() {
         std::fs::create_dir_all(t.join("sys/fs/resctrl")).unwrap();
     }
-    let sets = |v: &Value| {
-        ["cpu.rdt", "cpu.security", "cpu.sst"].map(|f| v["attributes"][f].clone())
-    };
+    let sets =
+        |v: &Value| ["cpu.rdt", "cpu.security", "cpu.sst"].map(|f| v["attributes"][f].clone());
     let host = facts_json(Path::new("/"));
     assert_eq!(sets(&facts_json(t)), sets(&host));
-    assert!(sets(&host).iter().all(Value::is_object), "{}", host["attributes"]);
+    assert!(
+        sets(&host).iter().all(Value::is_object),
+        "{}",
+        host["attributes"]
+    );
 }
 
 /// explain on a tree without a CPUID recording says that rules on the
