@@ -382,6 +382,66 @@ mod tests {
         assert_eq!(resctrl_mount("- resctrl"), None);
     }
 
+    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (path, text) in files {
+            let p = dir.path().join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        dir
+    }
+
+    /// NFD matches a misc resource by prefix (`sev` finds `sev_es` first
+    /// when listed first), takes the second space-separated word, and has
+    /// nothing for a line without one (where it would panic) or a value
+    /// below 0.
+    #[test]
+    fn misc_capacity_reads_as_nfd_does() {
+        let misc = |text: &str, resource: &str| {
+            let t = tree(&[("sys/fs/cgroup/misc.capacity", text)]);
+            misc_capacity(t.path(), resource)
+        };
+        assert_eq!(misc("sev_es 10\nsev 509\n", "sev"), Some(10));
+        assert_eq!(misc("sev 509\nsev_es 10\n", "sev_es"), Some(10));
+        assert_eq!(misc("tdx\n", "tdx"), None);
+        assert_eq!(misc("tdx -1\n", "tdx"), None);
+        assert_eq!(misc("tdx +7 x\r\n", "tdx"), Some(7));
+        assert_eq!(misc("sev 1\n", "tdx"), None);
+        // The cgroup v1 place, read only when the v2 one does not open.
+        let t = tree(&[("sys/fs/cgroup/misc/misc.capacity", "tdx 3\n")]);
+        assert_eq!(misc_capacity(t.path(), "tdx"), Some(3));
+    }
+
+    /// SST-BF: a CPU's base frequency (kHz) above the nominal one (MHz);
+    /// an unreadable or non-numeric one before that, or no nominal
+    /// frequency with one present, is NFD's error (nothing).
+    #[test]
+    fn sst_bf_as_nfd_decides_it() {
+        let bf = |freqs: &[&str], nominal: i64| {
+            let files: Vec<(String, &str)> = freqs
+                .iter()
+                .enumerate()
+                .map(|(i, f)| {
+                    (
+                        format!("sys/bus/cpu/devices/cpu{i}/cpufreq/base_frequency"),
+                        *f,
+                    )
+                })
+                .collect();
+            let refs: Vec<(&str, &str)> = files.iter().map(|(p, f)| (p.as_str(), *f)).collect();
+            let t = tree(&refs);
+            std::fs::create_dir_all(t.path().join("sys/bus/cpu/devices/cpu9")).unwrap();
+            sst_bf(t.path(), nominal)
+        };
+        assert_eq!(bf(&["2100000\n", "2600000\n"], 2100), Some(true));
+        assert_eq!(bf(&["2100999\n"], 2100), Some(false));
+        assert_eq!(bf(&["2100000", "x", "2600000"], 2100), None);
+        assert_eq!(bf(&["2600000"], 0), None);
+        assert_eq!(bf(&[], 0), Some(false));
+        assert_eq!(sst_bf(Path::new("/nonexistent"), 2100), None);
+    }
+
     #[test]
     fn a_tdx_guest_is_told_by_either_leaf() {
         let guest = |leaves: Vec<(u32, u32, [u32; 4])>| tdx_guest(&Leaves::Recorded(leaves));
