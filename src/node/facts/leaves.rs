@@ -12,6 +12,10 @@ use crate::node::sorted::SortedMap;
 
 type Attrs = SortedMap<String, String>;
 
+/// Whether this build may read an x86-64 node: the CLI reads any tree, the
+/// wrapper its own node.
+const READS_X86: bool = cfg!(any(feature = "cli", target_arch = "x86_64"));
+
 /// A tree's recording of its CPU's CPUID leaves (a tree cannot hold the
 /// instruction): lines `LEAF SUBLEAF EAX EBX ECX EDX` in hex, `#` comments.
 pub const RECORDING: &str = "kubelet-labeler.cpuid";
@@ -45,7 +49,9 @@ impl Leaves {
     }
 
     fn x86(&self) -> bool {
-        matches!(self, Leaves::Cpu | Leaves::Recorded(_))
+        // Constant false in a wrapper for another architecture (it reads
+        // its own node's `/`): the CPUID code is left out of it.
+        READS_X86 && matches!(self, Leaves::Cpu | Leaves::Recorded(_))
     }
 
     /// EAX, EBX, ECX, EDX of CPUID with these EAX and ECX inputs.
@@ -122,10 +128,11 @@ pub fn parse_recording(text: &str) -> Vec<(u32, u32, [u32; 4])> {
 /// L3 CLOSIDs resctrl offers. None when the leaves are not known.
 pub fn rdt(root: &Path, cpu: &Leaves) -> Option<Attrs> {
     let mut out = Attrs::new();
-    match cpu {
-        Leaves::Unknown => return None,
-        Leaves::None => return Some(out),
-        _ => {}
+    if matches!(cpu, Leaves::Unknown) {
+        return None;
+    }
+    if !cpu.x86() {
+        return Some(out);
     }
     let ext = cpu.get(0x07, 0)[1];
     let mon = cpu.get(0x0f, 0)[3];
@@ -220,6 +227,14 @@ fn unescape_octal(s: &str) -> String {
 /// without a recording).
 pub fn security(root: &Path, cpu: &Leaves) -> Attrs {
     let mut out = Attrs::new();
+    // NFD reads none of these on another architecture (arm64: nothing).
+    if !cfg!(any(
+        feature = "cli",
+        target_arch = "x86_64",
+        target_arch = "s390x"
+    )) {
+        return out;
+    }
     let mut set = |k: &str, v: String| out.insert(k.to_string(), v);
     let epc = if cpu.x86() { sgx_epc(cpu) } else { 0 };
     if epc > 0 {
@@ -329,10 +344,11 @@ fn misc_capacity(root: &Path, resource: &str) -> Option<i64> {
 /// not known.
 pub fn sst(root: &Path, cpu: &Leaves) -> Option<Attrs> {
     let mut out = Attrs::new();
-    match cpu {
-        Leaves::Unknown => return None,
-        Leaves::None => return Some(out),
-        _ => {}
+    if matches!(cpu, Leaves::Unknown) {
+        return None;
+    }
+    if !cpu.x86() {
+        return Some(out);
     }
     if sst_bf(root, i64::from(cpu.get(0x16, 0)[0])) == Some(true) {
         out.insert("bf.enabled".into(), "true".into());
