@@ -56,6 +56,8 @@ impl Leaves {
 
     /// EAX, EBX, ECX, EDX of CPUID with these EAX and ECX inputs.
     fn get(&self, leaf: u32, sub: u32) -> [u32; 4] {
+        #[cfg(test)]
+        tests::ASKED_LOG.with(|l| l.borrow_mut().insert((leaf, sub)));
         match self {
             #[cfg(target_arch = "x86_64")]
             Leaves::Cpu => {
@@ -379,6 +381,45 @@ fn sst_bf(root: &Path, nominal: i64) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    thread_local! {
+        /// The leaves `Leaves::get` was asked for on this thread.
+        pub(super) static ASKED_LOG: std::cell::RefCell<std::collections::BTreeSet<(u32, u32)>> =
+            Default::default();
+    }
+
+    /// `facts --record-cpuid` records every leaf the reads can ask for:
+    /// with every feature bit set, each path is taken.
+    #[test]
+    fn the_recording_holds_every_leaf_asked_for() {
+        let t = tree(&[
+            ("sys/fs/resctrl/info/L3/num_closids", "4"),
+            (
+                "proc/self/mountinfo",
+                "1 1 0:1 / /sys/fs/resctrl rw - resctrl resctrl rw\n",
+            ),
+            ("sys/bus/cpu/devices/cpu0/cpufreq/base_frequency", "1000"),
+        ]);
+        let mut leaves = vec![
+            (0, 0, [0x21, 0, 0, 0]),
+            (7, 0, [0, 1 << 2 | 1 << 12 | 1 << 15, 0, 0]),
+            (0x0f, 0, [0, 0, 0, 2]),
+            (0x0f, 1, [0, 0, 0, 7]),
+            (0x10, 0, [0, 0xe, 0, 0]),
+            (0x16, 0, [1, 0, 0, 0]),
+        ];
+        for sub in 2..10 {
+            leaves.push((0x12, sub, [1, 0, 0x1000, 0]));
+        }
+        let cpu = Leaves::Recorded(leaves);
+        ASKED_LOG.with(|l| l.borrow_mut().clear());
+        assert!(rdt(t.path(), &cpu).is_some_and(|r| r.len() == 7));
+        assert!(security(t.path(), &cpu).contains_key("sgx.epc"));
+        assert!(sst(t.path(), &cpu).is_some());
+        let asked = ASKED_LOG.with(|l| l.borrow().clone());
+        let recorded: std::collections::BTreeSet<(u32, u32)> = ASKED.iter().copied().collect();
+        assert_eq!(asked, recorded);
+    }
 
     #[test]
     fn a_recording_reads_hex_lines_and_skips_the_rest() {
