@@ -26,7 +26,7 @@ echo "facts::read in-process:          $("$release/examples/facts_read" "$root" 
 # rule naming only it adds to a kubelet start.
 for f in kernel.version kernel.config kernel.loadedmodule kernel.enabledmodule kernel.selinux \
     kernel.kvm cpu.cstate cpu.pstate cpu.coprocessor memory.swap memory.hugepages \
-    network.virtual local.label; do
+    network.virtual local.label cpu.rdt cpu.security cpu.sst; do
   printf '%-22s / %6s µs   intel tree %6s µs\n' "$f" "$("$release/examples/facts_read" / 501 "$f")" \
     "$("$release/examples/facts_read" "$PWD/tests/fixtures/nfd-worker/intel" 501 "$f")"
 done

@@ -298,6 +298,14 @@ fn read_rules_leaving(
 fn cmd_facts(c: FactsConfig) -> Result<ExitCode> {
     use kubelet_labeler::node::facts;
     existing_dir("--root", &c.root)?;
+    if c.record_cpuid {
+        let Some(text) = facts::record_cpuid() else {
+            say!("Error: --record-cpuid: this CPU has no CPUID instruction (it is x86-64's)");
+            return Ok(ExitCode::from(1));
+        };
+        to_stdout(text)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let nodename = c.hostname_override.map(|h| h.trim().to_lowercase());
     let f = facts::read(&facts::FactsOptions {
         root: &c.root,

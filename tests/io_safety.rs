@@ -623,6 +623,9 @@ fn endless_inputs_are_refused_at_their_limit() {
         "proc/swaps",
         "usr/src/linux/.config",
         "etc/kubernetes/node-feature-discovery/features.d/endless",
+        "kubelet-labeler.cpuid",
+        "sys/module/kvm_amd/parameters/sev",
+        "sys/module/kvm_intel/parameters/tdx",
     ] {
         std::fs::create_dir_all(root.join(f).parent().unwrap()).unwrap();
         std::os::unix::fs::symlink(z, root.join(f)).unwrap();

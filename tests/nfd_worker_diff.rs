@@ -1,5 +1,7 @@
 //! `kubelet-labeler facts --json` against nfd-worker's own feature sources
-//! (kernel, memory, network, local, and cpu's cstate/pstate/coprocessor):
+//! (kernel, memory, network, local, and cpu's cstate/pstate/coprocessor/
+//! rdt/security/sst, the CPUID parts replayed from each tree's
+//! kubelet-labeler.cpuid, the `host` tree's recorded from a real CPU):
 //! on each node tree in tests/fixtures/nfd-worker (make-trees.sh), the
 //! features must be those NFD's code discovered there, recorded as
 //! `<tree>.nfd.json` by tests/support/nfd-worker/goldens.sh from an NFD
@@ -17,13 +19,21 @@ fn trees_dir() -> PathBuf {
 }
 
 /// The features NFD's sources give that these goldens cover: every one of
-/// these domains, and cpu's three sysfs features (the rest of cpu comes
-/// from the CPUID instruction).
+/// these domains, and cpu's features other than cpuid, model and topology
+/// (read from /proc/cpuinfo and checked elsewhere).
 fn covered(name: &str) -> bool {
     ["kernel.", "memory.", "network.", "local."]
         .iter()
         .any(|d| name.starts_with(d))
-        || ["cpu.cstate", "cpu.pstate", "cpu.coprocessor"].contains(&name)
+        || [
+            "cpu.cstate",
+            "cpu.pstate",
+            "cpu.coprocessor",
+            "cpu.rdt",
+            "cpu.security",
+            "cpu.sst",
+        ]
+        .contains(&name)
 }
 
 fn facts_json(root: &Path) -> Value {
@@ -98,6 +108,9 @@ fn facts_are_what_nfd_workers_sources_discover() {
         "kernel.kvm",
         "cpu.cstate",
         "cpu.pstate",
+        "cpu.rdt",
+        "cpu.security",
+        "cpu.sst",
         "memory.swap",
         "memory.hugepages",
         "network.virtual",
@@ -122,4 +135,136 @@ fn the_goldens_name_their_nfd_commit() {
                 && l.split(' ').nth(1).is_some_and(|c| c.len() == 40)),
         "{sources}"
     );
+    // And which klauspost/cpuid (SGX, TDX guests) the CPUID sets used.
+    assert!(
+        sources.lines().any(|l| l.starts_with("klauspost/cpuid ")
+            && l.split(' ').nth(1).is_some_and(|c| c.len() == 40)),
+        "{sources}"
+    );
+}
+
+/// On `/` the CPUID parts come from this CPU: the three sets are there
+/// (empty on a CPU without the features, never left out), where a tree
+/// without a recording leaves cpu.rdt and cpu.sst out.
+#[test]
+fn the_cpuid_sets_come_from_this_cpu_on_the_root() {
+    let host = facts_json(Path::new("/"));
+    for f in ["cpu.rdt", "cpu.security", "cpu.sst"] {
+        assert!(
+            host["attributes"][f]["elements"].is_object(),
+            "{f} missing on /: {}",
+            host["attributes"]
+        );
+    }
+    let tree = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tree.path().join("proc")).unwrap();
+    let bare = facts_json(tree.path());
+    assert!(bare["attributes"]["cpu.rdt"].is_null(), "{bare}");
+    assert!(bare["attributes"]["cpu.sst"].is_null(), "{bare}");
+    assert_eq!(
+        bare["attributes"]["cpu.security"]["elements"],
+        serde_json::json!({})
+    );
+}
+
+/// `facts --record-cpuid` in a tree holding this node's files for these
+/// sets stands in for this CPU: the tree gives what `/` gives.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn a_recording_of_this_cpu_gives_what_the_cpu_gives() {
+    let out = bin().args(["facts", "--record-cpuid"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tree = tempfile::tempdir().unwrap();
+    let t = tree.path();
+    std::fs::write(t.join("kubelet-labeler.cpuid"), &out.stdout).unwrap();
+    let mut files = vec![
+        PathBuf::from("/proc/self/mountinfo"),
+        "/sys/module/kvm_intel/parameters/tdx".into(),
+        "/sys/fs/cgroup/misc.capacity".into(),
+        "/sys/fs/cgroup/misc/misc.capacity".into(),
+        "/sys/fs/resctrl/info/L3/num_closids".into(),
+    ];
+    for p in ["sev", "sev_es", "sev_snp"] {
+        files.push(format!("/sys/module/kvm_amd/parameters/{p}").into());
+    }
+    for cpu in std::fs::read_dir("/sys/bus/cpu/devices")
+        .into_iter()
+        .flatten()
+    {
+        let cpu = cpu.unwrap().file_name();
+        files.push(
+            Path::new("/sys/bus/cpu/devices")
+                .join(cpu)
+                .join("cpufreq/base_frequency"),
+        );
+    }
+    for f in files {
+        if let Ok(bytes) = std::fs::read(&f) {
+            let to = t.join(f.strip_prefix("/").unwrap());
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::write(to, bytes).unwrap();
+        }
+    }
+    // resctrl's directory, where this node has it.
+    if Path::new("/sys/fs/resctrl").is_dir() {
+        std::fs::create_dir_all(t.join("sys/fs/resctrl")).unwrap();
+    }
+    let sets =
+        |v: &Value| ["cpu.rdt", "cpu.security", "cpu.sst"].map(|f| v["attributes"][f].clone());
+    let host = facts_json(Path::new("/"));
+    assert_eq!(sets(&facts_json(t)), sets(&host));
+    assert!(
+        sets(&host).iter().all(Value::is_object),
+        "{}",
+        host["attributes"]
+    );
+}
+
+/// explain on a tree without a CPUID recording says that rules on the
+/// CPUID sets see them absent; with one (or with rules on other features)
+/// it says nothing.
+#[test]
+fn explain_says_when_a_tree_has_no_cpuid_recording() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let unit = root.join("etc/systemd/system/kubelet.service");
+    std::fs::create_dir_all(unit.parent().unwrap()).unwrap();
+    std::fs::write(&unit, "[Service]\nExecStart=/usr/bin/kubelet\n").unwrap();
+    let rules = |feature: &str| {
+        let file = dir.path().join(format!("{feature}.yaml"));
+        std::fs::write(
+            &file,
+            format!(
+                "apiVersion: nfd.k8s-sigs.io/v1alpha1\nkind: NodeFeatureRule\nmetadata: {{name: r}}\n\
+                 spec:\n  rules:\n    - name: r\n      labels: {{example.com/x: \"y\"}}\n      \
+                 matchFeatures:\n        - feature: {feature}\n          matchName: {{op: Exists}}\n"
+            ),
+        )
+        .unwrap();
+        file
+    };
+    let note = |tree: &str, rules: &Path| {
+        let out = bin()
+            .args(["explain", "--root"])
+            .arg(&root)
+            .arg("--facts-root")
+            .arg(trees_dir().join(tree))
+            .arg("--rules")
+            .arg(rules)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        // 1: the tree has no wrapper installed; the preview is still made.
+        assert!(text.contains("facts: read under"), "{text}");
+        text.contains("has no kubelet-labeler.cpuid")
+    };
+    assert!(note("arm", &rules("cpu.rdt")));
+    assert!(note("arm", &rules("cpu.security")));
+    assert!(!note("intel", &rules("cpu.rdt")));
+    assert!(!note("arm", &rules("cpu.cstate")));
 }

@@ -159,9 +159,9 @@ const BLOCKS: &[(&str, &str, Plan)] = &[
     ),
     (
         "docs/node-rules.md",
-        "kubelet-labeler render machineconfig --pool worker-cpu --rules nodefeaturerule-cpu.yaml \\",
+        "kubelet-labeler render machineconfig --pool worker-sgx --rules nodefeaturerule.yaml \\",
         NotHere(
-            "NFD's sample file is not in this repository; tests/leave_to_nfd.rs renders a file \
+            "NFD's example file is not in this repository; tests/leave_to_nfd.rs renders a file \
              of its shape with these flags",
         ),
     ),

@@ -45,8 +45,15 @@ pub enum Cmd {
     /// cpufreq in /sys; memory.swap, memory.hugepages from /proc/swaps,
     /// /sys/kernel/mm/hugepages; network.virtual from /sys/class/net;
     /// local.label, local.feature from the files in
-    /// /etc/kubernetes/node-feature-discovery/features.d. A missing file is
-    /// an absent feature.
+    /// /etc/kubernetes/node-feature-discovery/features.d; cpu.rdt,
+    /// cpu.security and cpu.sst from the CPUID instruction (x86-64) and
+    /// kvm's tdx and sev* parameters, the misc cgroup's misc.capacity,
+    /// resctrl's info/L3/num_closids, cpufreq's base_frequency and
+    /// /sys/firmware/uv/prot_virt_host. The CPUID parts come from this CPU
+    /// only when --root is /; a tree gives them from its
+    /// kubelet-labeler.cpuid (--record-cpuid on the node writes it), and
+    /// without one leaves cpu.rdt, cpu.sst, and cpu.security's sgx.* and
+    /// tdx.protected out. A missing file is an absent feature.
     #[command(after_help = FACTS_EXAMPLES)]
     Facts(FactsConfig),
     /// Render drop-ins, MachineConfigs or Ignition
@@ -96,9 +103,10 @@ Examples:
   kubelet-labeler facts
   kubelet-labeler facts --root /mnt/node --json
   kubelet-labeler facts --nfd-labels openshift
+  kubelet-labeler facts --record-cpuid > /mnt/copy-of-node/kubelet-labeler.cpuid
 
 Exit status: 0 success (a missing source is an absent feature), 1 error (no
-such --root), 2 usage.";
+such --root, or --record-cpuid off x86-64), 2 usage.";
 
 const VALIDATE_EXAMPLES: &str = "\
 Examples:
@@ -376,6 +384,10 @@ pub struct FactsConfig {
     /// Print the labels NFD's built-in sources of this flavour would write
     #[arg(long, value_enum, value_name = "FLAVOUR")]
     pub nfd_labels: Option<NfdLabelsArg>,
+    /// Print this CPU's CPUID leaves that cpu.rdt, cpu.security and cpu.sst
+    /// read, for a copy of this node's tree (its kubelet-labeler.cpuid)
+    #[arg(long, conflicts_with_all = ["json", "nfd_labels", "hostname_override"])]
+    pub record_cpuid: bool,
 }
 
 #[derive(Debug, Args)]

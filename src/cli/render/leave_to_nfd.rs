@@ -1,6 +1,6 @@
 //! `--leave-to-nfd RULE`: named rules of the rule files are not evaluated at
 //! boot but left to the cluster's NFD, which applies them after the node
-//! joins (a rule the node cannot evaluate, say one reading `cpu.rdt` or
+//! joins (a rule the node cannot evaluate, say one reading `kernel.cmdline` or
 //! setting `extendedResources`, then no longer refuses its whole file).
 //! Explicit and checked: a name must match exactly one rule; a rule that
 //! sets taints is never left out (a node must not register without a taint

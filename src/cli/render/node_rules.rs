@@ -619,16 +619,6 @@ fn check_feature(cx: &Ctx, n: &Spanned<Node>, feature: &str, what: &str) -> Resu
     if lookup == rules::BACKREF_FEATURE || crate::node::facts::FEATURES.contains(&lookup.as_str()) {
         return Ok(());
     }
-    if matches!(lookup.as_str(), "cpu.rdt" | "cpu.security" | "cpu.sst") {
-        return cx.not_at_boot(
-            n,
-            format!(
-                "{what}: nfd-worker reads feature {feature:?} with the CPUID instruction, not \
-                 from a file the node has; the node side does not read it; keep this rule in \
-                 the cluster's NFD"
-            ),
-        );
-    }
     cx.not_at_boot(
         n,
         format!(
@@ -963,11 +953,6 @@ spec:
                 "quote it",
             ),
             ("[\"^03\"]", "[\"(03\"]", "regexp"),
-            (
-                "feature: pci.device",
-                "feature: cpu.security",
-                "CPUID instruction",
-            ),
             (
                 "feature: pci.device",
                 "feature: kernel.cmdline",

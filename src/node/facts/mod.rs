@@ -12,6 +12,7 @@ mod devices;
 mod inflate;
 mod kernel;
 mod labels;
+mod leaves;
 mod local;
 mod pci;
 mod power;
@@ -61,6 +62,9 @@ pub const FEATURES: &[&str] = &[
     "cpu.cstate",
     "cpu.model",
     "cpu.pstate",
+    "cpu.rdt",
+    "cpu.security",
+    "cpu.sst",
     "cpu.topology",
     "kernel.config",
     "kernel.enabledmodule",
@@ -117,6 +121,22 @@ pub const OPTIONAL_ATTRIBUTES: &[(&str, &[&str])] = &[
 /// (`nfd_labels` on facts read with only these gives the same labels).
 pub use labels::{NFD_LABEL_ATTRIBUTES, NFD_LABEL_FEATURES, builtin_label_value};
 
+/// The features read partly with the CPUID instruction (x86-64): on a tree
+/// they come from its recording, `CPUID_RECORDING` at its top.
+pub const CPUID_FEATURES: &[&str] = &["cpu.rdt", "cpu.security", "cpu.sst"];
+pub use leaves::RECORDING as CPUID_RECORDING;
+/// This CPU's CPUID leaves the reads ask for, as a tree's recording holds
+/// them; None off x86-64.
+#[cfg(feature = "cli")]
+pub use leaves::record as record_cpuid;
+
+/// Whether the CPUID parts are unknown under `root`: a tree (not `/`)
+/// without a recording.
+#[cfg(feature = "cli")]
+pub fn cpuid_unknown(root: &Path) -> bool {
+    matches!(leaves::Leaves::of(root), leaves::Leaves::Unknown)
+}
+
 /// Read every feature this module knows from the node tree.
 pub fn read(opts: &FactsOptions) -> Features {
     util::contained_in(opts.root, || read_in(opts))
@@ -161,6 +181,12 @@ fn read_in(opts: &FactsOptions) -> Features {
     attr("cpu.cstate", &|| power::cstate(root));
     attr("cpu.pstate", &|| Some(power::pstate(root)));
     attr("cpu.coprocessor", &|| Some(power::coprocessor(root)));
+    if want("cpu.rdt") || want("cpu.security") || want("cpu.sst") {
+        let cpu = leaves::Leaves::of(root);
+        attr("cpu.rdt", &|| leaves::rdt(root, &cpu));
+        attr("cpu.security", &|| Some(leaves::security(root, &cpu)));
+        attr("cpu.sst", &|| leaves::sst(root, &cpu));
+    }
     if want("local.feature") || want("local.label") {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

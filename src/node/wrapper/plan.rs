@@ -84,7 +84,30 @@ pub fn collect(
     scope: FactsScope,
 ) -> Collected {
     let nodename = hostname_override(original_argv);
-    collect_layers(env, profile, &mut root_reader(facts_root, &nodename, scope))
+    let mut read = root_reader(facts_root, &nodename, scope);
+    #[cfg(feature = "cli")]
+    {
+        // A tree without a CPUID recording: say what rules on those
+        // features see (the wrapper reads `/`, where the CPU answers).
+        use crate::node::facts;
+        let mut asked = false;
+        let mut c = collect_layers(env, profile, &mut |only, attributes| {
+            asked |= facts::CPUID_FEATURES.iter().any(|f| only.contains(*f));
+            read(only, attributes)
+        });
+        if asked && facts::cpuid_unknown(facts_root) {
+            c.notes.push(format!(
+                "{} has no {}: nfd-worker reads cpu.rdt, cpu.sst and cpu.security's sgx.* and \
+                 tdx.protected with the CPUID instruction, so rules see them absent here; record \
+                 the node's with `kubelet-labeler facts --record-cpuid` on it",
+                facts_root.display(),
+                facts::CPUID_RECORDING
+            ));
+        }
+        c
+    }
+    #[cfg(not(feature = "cli"))]
+    collect_layers(env, profile, &mut read)
 }
 
 /// Facts read from `root`, as [`ReadFacts`] asks for them.
