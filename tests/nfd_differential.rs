@@ -1114,6 +1114,52 @@ fn rules_left_to_nfd_leave_nfds_answer_on_the_kept_rules() {
     );
 }
 
+/// NFD creates rule.matched when a rule runs, whatever it gives: a kept
+/// rule whose term answers on the set being there (DoesNotExist, here with
+/// a taint) matches after join only because the left rule before it ran.
+/// NFD's own evaluator shows the taint appearing with the left rule;
+/// render refuses leaving that rule (and a rule with taints is never left).
+#[test]
+fn a_left_rule_that_creates_rule_matched_is_not_left_alone() {
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nfd-oracle-leave");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let Some(oracle) = nfd_oracle::build(&out_dir) else {
+        return;
+    };
+    let objects = vec![json!({ "name": "a-site", "rules": [
+        { "name": "sgx", "extendedResources": { "example.com/sgx-epc": "1" },
+          "matchFeatures": [{ "feature": "kernel.version",
+                              "matchExpressions": { "major": { "op": "Exists" } } }] },
+        { "name": "unverified",
+          "taints": [{ "key": "example.com/unverified", "effect": "NoSchedule" }],
+          "matchFeatures": [{ "feature": "rule.matched",
+                              "matchExpressions": { "verified": { "op": "DoesNotExist" } } }] },
+    ]})];
+    let nodes = nodes();
+    let node = &nodes[0];
+    let taints = |without: &[&str]| {
+        let without: BTreeSet<String> = without.iter().map(|s| s.to_string()).collect();
+        let answer = nfd_oracle::run(&oracle, &[oracle_input(node, &objects, &without)]);
+        Answer::from_oracle(&answer[0]).taints
+    };
+    assert_eq!(taints(&[]).len(), 1, "NFD on the whole file taints");
+    assert!(
+        taints(&["sgx"]).is_empty(),
+        "NFD on the kept rule alone does not"
+    );
+    let scratch = tempfile::tempdir().unwrap();
+    let Err(e) = ours_leaving(node, &objects, &["sgx".to_string()], scratch.path()) else {
+        panic!("leaving sgx alone renders: the node would register without the taint");
+    };
+    assert!(e.contains("--leave-to-nfd a-site/unverified"), "{e}");
+    // Nor can the tainting rule be left with it.
+    let both = ["sgx".to_string(), "unverified".to_string()];
+    let Err(e) = ours_leaving(node, &objects, &both, scratch.path()) else {
+        panic!("a rule with taints is left");
+    };
+    assert!(e.contains("sets taints"), "{e}");
+}
+
 fn differential(seed: u64, cases_n: usize, shape_cases: usize, taint_pool: bool) {
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nfd-oracle");
     std::fs::create_dir_all(&out_dir).unwrap();

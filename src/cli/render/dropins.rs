@@ -219,6 +219,21 @@ fn check_for_environment(additions: &Additions, rules: &NodeRules) -> anyhow::Re
             anyhow::bail!("{why}; give fewer or shorter {what}");
         }
     }
+    // systemd stops reading a unit file at a line of 1 MiB or more (what
+    // follows, the NFD label set's line included, is silently not set): the
+    // record of the left rules stays as small as the rules' own line.
+    let record: usize = rules
+        .left_to_nfd
+        .iter()
+        .map(|id| LEFT_TO_NFD_MARK.len() + shown_name(id).len() + 1)
+        .sum();
+    if record > super::node_rules::MAX_COMPACT {
+        anyhow::bail!(
+            "--leave-to-nfd: the names of the rules left to the cluster's NFD take {record} \
+             bytes in the env drop-in's record, over {} bytes; shorten the rule names",
+            super::node_rules::MAX_COMPACT
+        );
+    }
     let unsafe_char =
         |c: char| !c.is_ascii_graphic() || matches!(c, '"' | '\\' | '%' | '$' | '\'' | ';');
     if let Some(c) = rules.compact.as_deref().filter(|c| c.contains(unsafe_char)) {
@@ -369,6 +384,24 @@ mod tests {
                 path.display()
             );
         }
+    }
+
+    /// A rule name long enough to end systemd's reading of the drop-in
+    /// (a line of 1 MiB or more) is refused, not recorded.
+    #[test]
+    fn a_huge_left_rule_name_is_refused() {
+        let rules = |name: String| NodeRules {
+            names: vec!["kept".into()],
+            compact: Some("KLR3,0".into()),
+            nfd_labels: Some(NfdFlavour::OpenShift),
+            left_to_nfd: vec![format!("obj/{name}")],
+        };
+        let e = env_dropin_with_rules(&example_additions(), &rules("x".repeat(2 << 20)))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--leave-to-nfd") && e.contains("shorten"), "{e}");
+        let text = env_dropin_with_rules(&example_additions(), &rules("x".repeat(1000))).unwrap();
+        assert!(text.contains(&"x".repeat(1000)), "{text}");
     }
 
     /// NFD takes any string as a rule name; the comment that lists them

@@ -14,7 +14,7 @@ use anyhow::{Result, bail};
 
 use super::node_rules::{NotAtBoot, ReadRule, RuleObject, read_objects};
 use crate::node::kubelet::Profile;
-use crate::node::rules::{self, Rule};
+use crate::node::rules::{self, Op, Rule};
 
 /// A rule left to the cluster's NFD.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -251,25 +251,38 @@ fn find(objects: &[RuleObject], spec: &str) -> Result<(usize, usize)> {
 }
 
 /// Whether `rule` reads through `rule.matched` a key `left` may give (NFD
-/// puts every earlier rule's labels and vars there, as written).
+/// puts every earlier rule's labels and vars there, as written), or only
+/// whether the set is there.
 fn depends_on(rule: &Rule, left: &ReadRule) -> bool {
-    if !left.output_any && left.output_keys.is_empty() {
-        return false;
-    }
     rule.match_features
         .iter()
         .chain(rule.match_any.iter().flatten())
         .filter(|t| rules::go_lower_ascii(&t.feature) == rules::BACKREF_FEATURE)
         .any(|t| {
-            // A name expression, or no expression at all (every key
-            // matches), may read any key.
-            let exprs = match (&t.match_name, &t.match_expressions) {
-                (Some(_), _) => return true,
-                (None, None) => return false,
-                (None, Some(e)) if e.is_empty() => return true,
-                (None, Some(e)) => e,
-            };
-            left.output_any || exprs.iter().any(|(k, _)| left.output_keys.contains(k))
+            // NFD creates rule.matched when a rule runs, even one that
+            // gives nothing, and a term on a feature that is not there
+            // does not match: a term that can match a set without the
+            // keys it names answers differently at boot when the left
+            // rule is what created the set.
+            let on_existence = t.match_name.is_none()
+                && t.match_expressions.as_ref().is_none_or(|e| {
+                    e.is_empty()
+                        || e.iter()
+                            .any(|(_, x)| matches!(x.op, Op::DoesNotExist | Op::Any))
+                });
+            if on_existence {
+                return true;
+            }
+            if !left.output_any && left.output_keys.is_empty() {
+                return false;
+            }
+            // A name expression may read any key.
+            match (&t.match_name, &t.match_expressions) {
+                (None, Some(e)) => {
+                    left.output_any || e.iter().any(|(k, _)| left.output_keys.contains(k))
+                }
+                _ => true,
+            }
         })
 }
 
@@ -473,5 +486,35 @@ spec:
         assert!(templated.contains("labelsTemplate"), "{templated}");
         let e = err(&[("cpu.yaml", &templated)], &["rdt"]);
         assert!(e.contains("template that may make one"), "{e}");
+    }
+
+    /// NFD creates rule.matched when a rule runs, whatever it gives: a
+    /// kept rule whose term can match the set without the keys it names
+    /// (DoesNotExist, Any, no expressions) matches after join but not at
+    /// boot when the left rule is the one before it, so its taints would
+    /// be missing at registration.
+    #[test]
+    fn a_rule_reading_whether_rule_matched_exists_is_refused() {
+        let file = |left_labels: &str, term: &str| {
+            format!(
+                "apiVersion: nfd.k8s-sigs.io/v1alpha1\nkind: NodeFeatureRule\nmetadata: {{name: a}}\nspec:\n  rules:\n  - name: left\n{left_labels}    extendedResources: {{example.com/r: \"1\"}}\n    matchFeatures: []\n  - name: kept\n    taints: [{{key: example.com/unverified, effect: NoSchedule}}]\n    matchFeatures:\n    - feature: rule.matched\n{term}"
+            )
+        };
+        for labels in ["", "    labels: {other: \"true\"}\n"] {
+            for term in [
+                "      matchExpressions:\n        verified: {op: DoesNotExist}\n",
+                "      matchExpressions:\n        verified: {op: Any}\n",
+                "",
+            ] {
+                let e = err(&[("r.yaml", &file(labels, term))], &["left"]);
+                assert!(
+                    e.contains("\"kept\"") && e.contains("--leave-to-nfd a/kept"),
+                    "{labels}{term}: {e}"
+                );
+            }
+            // A key that must be there: absent either way.
+            let exists = "      matchExpressions:\n        verified: {op: Exists}\n";
+            read(&[("r.yaml", &file(labels, exists))], &["left"]).unwrap();
+        }
     }
 }

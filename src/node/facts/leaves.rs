@@ -421,6 +421,20 @@ mod tests {
         assert_eq!(asked, recorded);
     }
 
+    /// A tree's recording that links out of the tree is no recording, for
+    /// explain's note as for the reads (a tree's link never reads the host).
+    #[test]
+    fn a_recording_linked_out_of_the_tree_is_unknown() {
+        let outside = tree(&[("leaves", "7 0 0 8000 0 0\n")]);
+        let t = tree(&[("proc/cpuinfo", "")]);
+        std::os::unix::fs::symlink(outside.path().join("leaves"), t.path().join(RECORDING))
+            .unwrap();
+        assert!(crate::node::facts::cpuid_unknown(t.path()));
+        let inside = tree(&[("leaves", "7 0 0 8000 0 0\n")]);
+        std::os::unix::fs::symlink("/leaves", inside.path().join(RECORDING)).unwrap();
+        assert!(!crate::node::facts::cpuid_unknown(inside.path()));
+    }
+
     #[test]
     fn a_recording_reads_hex_lines_and_skips_the_rest() {
         let text = "# leaf sub eax ebx ecx edx\n7 0 0 0x8000 0 0\n10 0 0 e 0 0 # rdt\nbad\n1 2 3\n";

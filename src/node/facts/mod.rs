@@ -134,7 +134,10 @@ pub use leaves::record as record_cpuid;
 /// without a recording.
 #[cfg(feature = "cli")]
 pub fn cpuid_unknown(root: &Path) -> bool {
-    matches!(leaves::Leaves::of(root), leaves::Leaves::Unknown)
+    // Read as `read` reads it: inside the tree, links followed there.
+    util::contained_in(root, || {
+        matches!(leaves::Leaves::of(root), leaves::Leaves::Unknown)
+    })
 }
 
 /// Read every feature this module knows from the node tree.
