@@ -639,7 +639,10 @@ fn kubeadm_crash_loop_then_join() {
     // What `kubeadm join` will write, staged outside the tree.
     let staged = scratch.join("join");
     let mut copy = String::new();
-    for (path, text) in join_files(cluster, node, "") {
+    // The kubeconfig first and kubelet's config last: the crash loop goes
+    // on while they land, and a start that saw the bootstrap kubeconfig
+    // without the other would ask for a certificate no signer here issues.
+    for (path, text) in join_files(cluster, node, "").into_iter().rev() {
         let from = staged.join(path.trim_start_matches('/'));
         write(&from, &text);
         copy += &format!("install -D -m 600 {} {path}\n", from.display());
