@@ -1,7 +1,8 @@
 //! For benches/facts.sh: the cost of facts::read alone (what the wrapper
 //! pays at each kubelet start). Prints the median of N calls in µs; with
 //! FEATURE, of reading that feature alone (as the wrapper does when the
-//! rules name only it).
+//! rules name only it); with ATTRIBUTES (`feature.attr`, comma-separated),
+//! of only those attributes, as when the rules name them by key.
 use std::path::Path;
 use std::time::Instant;
 
@@ -10,16 +11,21 @@ use kubelet_labeler::node::sorted::SortedSet;
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let root = args.next().expect("usage: facts_read ROOT [N [FEATURE]]");
+    let root = args
+        .next()
+        .expect("usage: facts_read ROOT [N [FEATURE [ATTRIBUTES]]]");
     let n: usize = args
         .next()
         .map_or(1001, |s| s.parse().expect("N is a number"));
     let only: Option<SortedSet<String>> = args.next().map(|f| SortedSet::from([f]));
+    let attributes: Option<SortedSet<String>> = args
+        .next()
+        .map(|a| a.split(',').map(String::from).collect());
     let opts = FactsOptions {
         root: Path::new(&root),
         nodename: None,
         only: only.as_ref(),
-        attributes: None,
+        attributes: attributes.as_ref(),
     };
     let mut times: Vec<f64> = (0..n)
         .map(|_| {

@@ -19,8 +19,10 @@ pub fn version(root: &Path) -> Option<SortedMap<String, String>> {
 /// The first kernel config NFD's search finds (its order; `/proc/config.gz`
 /// first), `CONFIG_<NAME>=<value>` as NAME → value with `"` trimmed. A
 /// config larger than `CPUINFO_CAP` is read up to it (real ones are
-/// ~250 KiB).
-pub fn config(root: &Path) -> Option<SortedMap<String, String>> {
+/// ~250 KiB). `names`: only these options (what the rules name by key),
+/// None = all; the boot path then skips building and sorting the ~1,700
+/// others, most of a read's cost.
+pub fn config(root: &Path, names: Option<&[&str]>) -> Option<SortedMap<String, String>> {
     let v = release(root);
     // NFD's search after /proc/config.gz: (before, after) the release; with
     // no release only /usr/src/linux/.config. Joined by hand, not format!:
@@ -56,7 +58,28 @@ pub fn config(root: &Path) -> Option<SortedMap<String, String>> {
     // Valid UTF-8 (every real config) is parsed in place, not copied.
     let text = String::from_utf8(raw)
         .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-    Some(parse_config(&text))
+    Some(match names {
+        None => parse_config(&text),
+        Some(names) => parse_config_only(&text, names),
+    })
+}
+
+/// `parse_config` kept to `names`: one pass, a later line winning.
+fn parse_config_only(text: &str, names: &[&str]) -> SortedMap<String, String> {
+    let mut out = SortedMap::new();
+    if names.is_empty() {
+        return out;
+    }
+    for line in text.split('\n') {
+        let Some((name, value)) = line.strip_prefix("CONFIG_").and_then(|l| l.split_once('='))
+        else {
+            continue;
+        };
+        if crate::node::one_of(names, name) {
+            out.insert(name.to_string(), value.trim_matches('"').to_string());
+        }
+    }
+    out
 }
 
 pub fn parse_config(text: &str) -> SortedMap<String, String> {
@@ -210,6 +233,27 @@ mod tests {
         );
         let got: Vec<(&str, &str)> = c.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         assert_eq!(got, [("A", "y"), ("B", "m"), ("D", "1=2")]);
+    }
+
+    /// Kept to the names the rules use, a read is the full read's entries
+    /// of those names: later lines win, absent names stay absent.
+    #[test]
+    fn config_lines_of_named_options() {
+        let text = "# CONFIG_X is not set\nCONFIG_B=\"q\"\nCONFIG_A=y\nCONFIG_NOEQ\nCONFIG_B=m\n CONFIG_C=y\nCONFIG_D=1=2\nCONFIG_AB=n";
+        let full = parse_config(text);
+        for names in [
+            &["B", "D"][..],
+            &["A", "X", "C", "NOEQ", "AB"],
+            &[],
+            &["B", "A", "D", "AB", "Z"],
+        ] {
+            let only = parse_config_only(text, names);
+            let want: Vec<_> = full
+                .iter()
+                .filter(|(k, _)| names.contains(&k.as_str()))
+                .collect();
+            assert_eq!(only.iter().collect::<Vec<_>>(), want, "{names:?}");
+        }
     }
 
     #[test]

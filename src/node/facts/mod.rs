@@ -100,9 +100,10 @@ pub struct FactsOptions<'a> {
     /// None = all.
     pub only: Option<&'a SortedSet<String>>,
     /// Of the element attributes in `OPTIONAL_ATTRIBUTES` (each its own
-    /// file, mostly absent: three failed opens per PCI function), only
-    /// these, as `<feature>.<attribute>`; None = all. An element read
-    /// keeps every attribute asked for exactly as a full read has it.
+    /// file, mostly absent: three failed opens per PCI function), and of
+    /// `kernel.config`'s options, only these, as `<feature>.<attribute>`;
+    /// None = all. An element read keeps every attribute asked for exactly
+    /// as a full read has it.
     pub attributes: Option<&'a SortedSet<String>>,
 }
 
@@ -178,7 +179,15 @@ fn read_in(opts: &FactsOptions) -> Features {
     attr("memory.numa", &|| devices::numa(root));
     attr("memory.swap", &|| devices::swap(root));
     attr("memory.hugepages", &|| devices::hugepages(root));
-    attr("kernel.config", &|| kernel::config(root));
+    attr("kernel.config", &|| {
+        // Of its options, only those the rules name (`attributes`).
+        let names: Option<Vec<&str>> = opts.attributes.map(|set| {
+            set.iter()
+                .filter_map(|a| a.strip_prefix("kernel.config."))
+                .collect()
+        });
+        kernel::config(root, names.as_deref())
+    });
     attr("kernel.selinux", &|| kernel::selinux(root));
     attr("kernel.kvm", &|| kernel::kvm(root));
     attr("cpu.cstate", &|| power::cstate(root));

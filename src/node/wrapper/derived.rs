@@ -133,8 +133,12 @@ pub fn facts_used(sources: &Sources) -> FactsUsed {
             if let Some(path) = v.strip_prefix('@') {
                 let mut parts = path.splitn(3, '.');
                 if let (Some(d), Some(f)) = (parts.next(), parts.next()) {
-                    used.features
-                        .insert(format!("{d}.{f}").to_ascii_lowercase());
+                    let feature = format!("{d}.{f}").to_ascii_lowercase();
+                    // `@kernel.config.NO_HZ` reads that option.
+                    if let (Some(a), Some(key)) = (&mut used.attributes, parts.next()) {
+                        a.insert(format!("{feature}.{key}"));
+                    }
+                    used.features.insert(feature);
                 }
             }
         }
@@ -698,6 +702,21 @@ mod tests {
         };
         sources.rules = Some(Ok(vec![templated]));
         assert_eq!(facts_used(&sources).attributes, None);
+        // A label's `@` value reads its option (kernel.config is read only
+        // for the options named).
+        let dynamic = Rule {
+            name: "hz".into(),
+            labels: vec![("example.com/hz".into(), "@kernel.config.NO_HZ".into())],
+            ..Default::default()
+        };
+        sources.rules = Some(Ok(vec![dynamic]));
+        sources.nfd_labels = None;
+        let used = facts_used(&sources);
+        assert!(used.features.contains("kernel.config"));
+        assert_eq!(
+            used.attributes,
+            Some(SortedSet::from(["kernel.config.NO_HZ".to_string()]))
+        );
     }
 
     #[test]
