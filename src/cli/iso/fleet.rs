@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::cli::render::encoding::data_url;
 use crate::cli::render::pointer;
+use crate::cli::render::sync_units;
 use crate::node::contract::{
     ENV_DROPIN_NAME, LABELS_VAR, NFD_LABELS_VAR, ROLE_LABELS_VAR, ROLE_NFD_LABELS_VAR,
     ROLE_RULES_VAR, RULES_VAR,
@@ -29,12 +30,15 @@ pub const LIVE_VERSION: &str = "3.3.0";
 pub const UNIT_NAME: &str = "kubelet-labeler-fleet.service";
 pub const INSTALLER_CONFIG_PATH: &str = "/etc/coreos/installer.d/0000-kubelet-labeler-fleet.yaml";
 /// The env drop-in as MachineConfigs carry it.
-const ENV_DROPIN_PATH: &str = "/etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf";
+fn env_dropin_path() -> String {
+    sync_units::env_dropin_path("kubelet.service")
+}
 /// The role's env drop-in (`render machineconfig --role`): every node of a
 /// custom pool takes worker's, and the wrapper adds its labels, taints and
-/// rules to the pool's (`contract::ROLE_ENV_DROPIN_NAME`).
-const ROLE_ENV_DROPIN_PATH: &str =
-    "/etc/systemd/system/kubelet.service.d/80-kubelet-labeler-role-env.conf";
+/// rules to the pool's.
+fn role_env_dropin_path() -> String {
+    sync_units::role_env_dropin_path("kubelet.service")
+}
 
 pub struct FleetOptions {
     /// `--pool NAME[=SOURCE]`, in order given.
@@ -108,8 +112,8 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
         }
     }
     for f in found.values_mut() {
-        f.env = pool_env(&f.env_configs, ENV_DROPIN_PATH)?;
-        f.role_env = pool_env(&f.env_configs, ROLE_ENV_DROPIN_PATH)?;
+        f.env = pool_env(&f.env_configs, &env_dropin_path())?;
+        f.role_env = pool_env(&f.env_configs, &role_env_dropin_path())?;
     }
     let (env, rules_from) = fleet_env(o, &found)?;
     let mut table = Table {
@@ -489,12 +493,13 @@ fn keep_env_file(mc: &Value, source: &str, f: &mut Found) {
     let files = mc
         .pointer("/spec/config/storage/files")
         .and_then(Value::as_array);
+    let (env, role_env) = (env_dropin_path(), role_env_dropin_path());
     let entries: Vec<&Value> = files
         .into_iter()
         .flatten()
         .filter(|file| {
             let path = file.get("path").and_then(Value::as_str);
-            path == Some(ENV_DROPIN_PATH) || path == Some(ROLE_ENV_DROPIN_PATH)
+            path == Some(env.as_str()) || path == Some(role_env.as_str())
         })
         .collect();
     if entries.is_empty() {
@@ -804,7 +809,7 @@ mod tests {
             "metadata": { "name": "50-worker-p",
                           "labels": { "machineconfiguration.openshift.io/role": "worker-p" } },
             "spec": { "config": { "ignition": { "version": "3.2.0" }, "storage": { "files": [
-                { "path": ENV_DROPIN_PATH, "contents": { "source": data_url(dropin.as_bytes()).source } }
+                { "path": env_dropin_path(), "contents": { "source": data_url(dropin.as_bytes()).source } }
             ] } } }
         });
         std::fs::write(dir.path().join("mcp.json"), mcp.to_string()).unwrap();
@@ -879,7 +884,8 @@ mod tests {
     fn the_env_dropin_is_the_last_machineconfigs_whole() {
         let dir = tempfile::tempdir().unwrap();
         let mcp = pool_p();
-        let mc = |name: &str, role: &str, dropin: &str| env_mc(name, role, ENV_DROPIN_PATH, dropin);
+        let mc =
+            |name: &str, role: &str, dropin: &str| env_mc(name, role, &env_dropin_path(), dropin);
         // The rules give the pool's label: some machine reaches it.
         let rules = rules_giving_p("p");
         let worker = format!(
@@ -940,12 +946,18 @@ mod tests {
         std::fs::write(dir.path().join("mcp.json"), mcp.to_string()).unwrap();
         std::fs::write(
             dir.path().join("a.json"),
-            env_mc("50-worker-role-env", "worker", ROLE_ENV_DROPIN_PATH, &role).to_string(),
+            env_mc(
+                "50-worker-role-env",
+                "worker",
+                &role_env_dropin_path(),
+                &role,
+            )
+            .to_string(),
         )
         .unwrap();
         std::fs::write(
             dir.path().join("b.json"),
-            env_mc("50-worker-p-env", "worker-p", ENV_DROPIN_PATH, &pool).to_string(),
+            env_mc("50-worker-p-env", "worker-p", &env_dropin_path(), &pool).to_string(),
         )
         .unwrap();
         let o = |rules: Option<&str>| {
@@ -972,7 +984,7 @@ mod tests {
             env_mc(
                 "51-worker-p-role-env",
                 "worker-p",
-                ROLE_ENV_DROPIN_PATH,
+                &role_env_dropin_path(),
                 &other,
             )
             .to_string(),

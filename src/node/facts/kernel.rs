@@ -70,16 +70,19 @@ fn parse_config_only(text: &str, names: &[&str]) -> SortedMap<String, String> {
     if names.is_empty() {
         return out;
     }
-    for line in text.split('\n') {
-        let Some((name, value)) = line.strip_prefix("CONFIG_").and_then(|l| l.split_once('='))
-        else {
-            continue;
-        };
+    for (name, value) in text.split('\n').filter_map(config_line) {
         if crate::node::one_of(names, name) {
-            out.insert(name.to_string(), value.trim_matches('"').to_string());
+            out.insert(name.to_string(), value.to_string());
         }
     }
     out
+}
+
+/// `CONFIG_<NAME>=<value>` as (NAME, value with `"` trimmed); other lines
+/// (comments, `# CONFIG_X is not set`) give nothing.
+fn config_line(line: &str) -> Option<(&str, &str)> {
+    let (name, value) = line.strip_prefix("CONFIG_")?.split_once('=')?;
+    Some((name, value.trim_matches('"')))
 }
 
 pub fn parse_config(text: &str) -> SortedMap<String, String> {
@@ -89,10 +92,7 @@ pub fn parse_config(text: &str) -> SortedMap<String, String> {
     let mut lines: Vec<(&str, usize, &str)> = text
         .split('\n')
         .enumerate()
-        .filter_map(|(i, line)| {
-            let (name, value) = line.strip_prefix("CONFIG_")?.split_once('=')?;
-            Some((name, i, value.trim_matches('"')))
-        })
+        .filter_map(|(i, line)| config_line(line).map(|(name, value)| (name, i, value)))
         .collect();
     lines.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
     let mut out = SortedMap::new();

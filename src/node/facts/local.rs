@@ -160,14 +160,7 @@ pub fn rfc3339(s: &str) -> Option<i64> {
         }
         _ => return None,
     };
-    // Days from 1970-01-01 (Howard Hinnant's days_from_civil).
-    let yy = if mo <= 2 { y - 1 } else { y };
-    let era = yy.div_euclid(400);
-    let yoe = yy - era * 400;
-    let mp = (mo + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146097 + doe - 719468;
+    let days = crate::node::days_from_civil(y, mo, d);
     Some(days * 86400 + h * 3600 + mi * 60 + sec - offset + i64::from(frac))
 }
 

@@ -144,19 +144,8 @@ fn time(tag: u8, text: &[u8]) -> Option<i64> {
         return None;
     }
     let n = |i: usize| -> i64 { rest[i..i + 2].parse().unwrap_or(0) };
-    let days = days_from_civil(year, n(0), n(2));
+    let days = crate::node::days_from_civil(year, n(0), n(2));
     Some(days * 86_400 + n(4) * 3600 + n(6) * 60 + n(8))
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date.
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 /// The node name a kubelet certificate names, or why it names none.
@@ -176,8 +165,8 @@ mod tests {
 
     #[test]
     fn civil_dates() {
-        assert_eq!(days_from_civil(1970, 1, 1), 0);
-        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
+        assert_eq!(crate::node::days_from_civil(1970, 1, 1), 0);
+        assert_eq!(crate::node::days_from_civil(2000, 3, 1), 11_017);
         assert_eq!(time(0x17, b"260101000000Z"), Some(1_767_225_600));
         assert_eq!(time(0x18, b"20260101000000Z"), Some(1_767_225_600));
         assert_eq!(time(0x17, b"2601010000Z"), None);
