@@ -1,11 +1,12 @@
 /* Stands in for kubelet (and any ExecStart program) under a real systemd:
  * writes its argv (hex, one per line), /proc/self/exe, its environment and
- * its blocked and ignored signal masks to $RECORD_DIR/<unit>.<pid>, where <unit> is the last component of its
- * cgroup; sends READY=1 to $NOTIFY_SOCKET so Type=notify units start. */
+ * its blocked and ignored signal masks to $RECORD_DIR/<unit>.<start>.<pid>, where <unit> is the last
+ * component of its cgroup and <start> CLOCK_MONOTONIC in ns (PIDs wrap, so they do not order starts); sends READY=1 to $NOTIFY_SOCKET so Type=notify units start. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -32,7 +33,10 @@ int main(int argc, char **argv) {
         fclose(cg);
     }
     if (!dir) dir = "/tmp";
-    snprintf(path, sizeof path, "%s/%s.%d", dir, unit, (int)getpid());
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    snprintf(path, sizeof path, "%s/%s.%lld.%d", dir, unit,
+             (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec, (int)getpid());
     FILE *f = fopen(path, "w");
     if (!f) return 71;
     fprintf(f, "argc %d\n", argc);

@@ -351,18 +351,20 @@ pub fn run_user_manager(run: &UserRun, scratch: &Path) -> BTreeMap<String, Outco
         String::from_utf8_lossy(&out.stderr),
         std::fs::read_to_string(scratch.join("manager.log")).unwrap_or_default()
     );
-    let mut files: Vec<(u32, String, PathBuf)> = std::fs::read_dir(&rec)
+    // Records are `<unit>.<start ns>.<pid>`: ordered by start time, since
+    // PIDs wrap (a CI machine near pid_max gave starts out of order).
+    let mut files: Vec<(u64, u32, String, PathBuf)> = std::fs::read_dir(&rec)
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter_map(|p| {
             let name = p.file_name()?.to_str()?.to_string();
-            let (unit, pid) = name.rsplit_once('.')?;
-            Some((pid.parse().ok()?, unit.to_string(), p))
+            let (rest, pid) = name.rsplit_once('.')?;
+            let (unit, start) = rest.rsplit_once('.')?;
+            Some((start.parse().ok()?, pid.parse().ok()?, unit.to_string(), p))
         })
         .collect();
-    // PIDs grow in start order within one run.
     files.sort();
-    for (_, unit, path) in files {
+    for (_, _, unit, path) in files {
         let text = std::fs::read_to_string(&path).unwrap();
         result
             .entry(unit)
