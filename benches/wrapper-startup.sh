@@ -31,7 +31,7 @@ render rules --rules "$rules"
 render nfd --nfd-labels "$nfd"
 render rules+nfd --rules "$rules" --nfd-labels "$nfd"
 DERIVED="rules=$work/rules/$dropin nfd-labels=$work/nfd/$dropin rules+nfd-labels=$work/rules+nfd/$dropin" \
-FACTS_ROOT=tests/fixtures/nodes/dgx \
+FACTS_ROOT=${FACTS_ROOT:-tests/fixtures/nodes/dgx} \
 python3 benches/wrapper_startup.py "$wrapper" "$work/noop" "$kl" "$runs" "$@"
 [ -n "${PREPARE_ONLY:-}" ] && exit 0
 ls -l "$wrapper" | awk '{print "wrapper size: " $5 " bytes"}'

@@ -94,12 +94,23 @@ pub fn create(path: &Path) -> io::Result<File> {
 pub fn read_up_to(mut file: File, limit: usize) -> io::Result<Vec<u8>> {
     let mut buf = Vec::new();
     let mut len = 0;
+    let mut sized = false;
     loop {
         if len == buf.len() {
             if len >= limit {
                 break;
             }
-            let grow = buf.len().max(4096).min(limit - len);
+            let mut grow = buf.len().max(4096);
+            // Past its first 4 KiB, a file's size (where it has one: /proc
+            // files say 0) saves the doublings' zeroing and copies.
+            if len > 0 && !sized {
+                sized = true;
+                if let Ok(size) = file.metadata().map(|m| m.len()) {
+                    let size = usize::try_from(size).unwrap_or(usize::MAX);
+                    grow = grow.max(size.saturating_sub(len).saturating_add(1));
+                }
+            }
+            let grow = grow.min(limit - len);
             // vec! zeroes with memset; `resize` is a byte loop at opt-level z.
             let mut bigger = vec![0u8; len + grow];
             bigger[..len].copy_from_slice(&buf[..len]);

@@ -1,128 +1,183 @@
 //! gzip (RFC 1952) and DEFLATE (RFC 1951) decoding, for /proc/config.gz
 //! only: NFD reads the kernel config from there first. Small and std-only
-//! (the wrapper carries it); a canonical-Huffman decoder read bit by bit,
-//! fast enough for a ~40 KiB file read once per start. Any malformed input
-//! (bad header, bad code, CRC or length mismatch, output past `cap`) is
-//! None, as Go's gzip reader errors and NFD goes on to the next path.
+//! (the wrapper carries it). A start pays for it whenever a rule names
+//! `kernel.config`, so it decodes a symbol per table look-up from a 64-bit
+//! bit buffer and copies matches whole. Any malformed input (bad header,
+//! bad code, CRC or length mismatch, output past `cap`) is None, as Go's
+//! gzip reader errors and NFD goes on to the next path.
 
+/// Input bits, least significant first, in a 64-bit buffer refilled a
+/// word at a time. Past the end of the input it loads zero bytes and
+/// counts them (`over`): a stream that reads them is cut short.
 struct Bits<'a> {
     data: &'a [u8],
     pos: usize,
-    buf: u32,
+    buf: u64,
     cnt: u32,
+    over: usize,
 }
 
-impl Bits<'_> {
-    /// The next `n` bits without taking them; None near the end of the
-    /// input (the caller then goes bit by bit).
-    fn peek(&mut self, n: u32) -> Option<u32> {
-        while self.cnt < n {
-            let b = *self.data.get(self.pos)?;
-            self.pos += 1;
-            self.buf |= u32::from(b) << self.cnt;
-            self.cnt += 8;
+impl<'a> Bits<'a> {
+    fn new(data: &'a [u8]) -> Bits<'a> {
+        Bits {
+            data,
+            pos: 0,
+            buf: 0,
+            cnt: 0,
+            over: 0,
         }
-        Some(self.buf & ((1u32 << n) - 1))
     }
 
-    /// Drops the bits left of the current byte and gives back the whole
-    /// bytes read ahead: the next read starts at a byte boundary.
-    fn unread(&mut self) {
-        self.pos -= (self.cnt / 8) as usize;
-        self.buf = 0;
-        self.cnt = 0;
+    /// At least 56 bits in the buffer: one whole symbol with its extra
+    /// bits (at most 15 + 5 + 15 + 13).
+    #[inline(always)]
+    fn refill(&mut self) {
+        if let Some(w) = self.data.get(self.pos..self.pos + 8) {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(w);
+            // Whole bytes only are counted; the bits of a partly loaded
+            // byte are loaded again, the same, next time.
+            self.buf |= u64::from_le_bytes(word) << self.cnt;
+            self.pos += ((63 - self.cnt) >> 3) as usize;
+            self.cnt |= 56;
+        } else {
+            while self.cnt < 56 {
+                let b = match self.data.get(self.pos) {
+                    Some(&b) => {
+                        self.pos += 1;
+                        b
+                    }
+                    None => {
+                        self.over += 1;
+                        0
+                    }
+                };
+                self.buf |= u64::from(b) << self.cnt;
+                self.cnt += 8;
+            }
+        }
     }
 
-    fn bits(&mut self, n: u32) -> Option<u32> {
-        while self.cnt < n {
-            let b = *self.data.get(self.pos)?;
-            self.pos += 1;
-            self.buf |= u32::from(b) << self.cnt;
-            self.cnt += 8;
-        }
-        let v = self.buf & ((1u32 << n) - 1);
-        self.buf = self.buf.checked_shr(n).unwrap_or(0);
+    /// `n` bits (the buffer holds them: `refill` was called).
+    #[inline(always)]
+    fn take(&mut self, n: u32) -> u32 {
+        let v = (self.buf & ((1u64 << n) - 1)) as u32;
+        self.buf >>= n;
         self.cnt -= n;
-        Some(v)
+        v
+    }
+
+    fn bits(&mut self, n: u32) -> u32 {
+        self.refill();
+        self.take(n)
+    }
+
+    /// Whether the bits taken so far were all in the input.
+    fn in_input(&self) -> bool {
+        self.over * 8 <= self.cnt as usize
+    }
+
+    /// Drops the bits left of the current byte; the position of the next
+    /// whole byte, None when the input ended before it.
+    fn byte_pos(&mut self) -> Option<usize> {
+        let drop = self.cnt % 8;
+        self.take(drop);
+        let next = (self.pos + self.over).checked_sub((self.cnt / 8) as usize)?;
+        (next <= self.data.len()).then_some(next)
+    }
+
+    /// Starts again at byte `pos`.
+    fn seek(&mut self, pos: usize) {
+        *self = Bits::new(self.data);
+        self.pos = pos;
     }
 }
 
-/// A canonical Huffman code: how many codes of each length, the symbols
-/// in code order, and for codes of at most FAST bits a table by the next
-/// FAST input bits (symbol << 4 | length; 0 = a longer code): most symbols
-/// decode in one look-up instead of a bit at a time.
-struct Huffman {
-    count: [u16; 16],
-    symbol: Vec<u16>,
-    fast: Vec<u16>,
-}
+/// Table bits: most codes are at most this long and decode in one look-up.
+const FAST: u32 = 10;
 
-const FAST: u32 = 9;
+/// A canonical Huffman code: by the next FAST input bits, `symbol << 4 |
+/// length` (0: a longer code); for those, how many codes of each length
+/// and the symbols in code order, decoded bit by bit.
+struct Huffman {
+    fast: [u32; 1 << FAST],
+    count: [u16; 16],
+    symbol: [u16; 288],
+}
 
 impl Huffman {
     /// None for an over-subscribed set of lengths (an incomplete one is
     /// allowed, as zlib allows it for a single distance code).
     fn new(lengths: &[u8]) -> Option<Huffman> {
-        let mut count = [0u16; 16];
+        let mut h = Huffman {
+            fast: [0; 1 << FAST],
+            count: [0; 16],
+            symbol: [0; 288],
+        };
         for &l in lengths {
-            count[usize::from(l)] += 1;
+            h.count[usize::from(l & 15)] += 1;
         }
+        h.count[0] = 0;
         let mut left: i32 = 1;
-        for &c in &count[1..] {
+        for &c in &h.count[1..] {
             left = (left << 1) - i32::from(c);
             if left < 0 {
                 return None;
             }
         }
         let mut offs = [0u16; 16];
-        for len in 1..15 {
-            offs[len + 1] = offs[len] + count[len];
-        }
-        let mut symbol = vec![0u16; lengths.len()];
         let mut next = [0u32; 16];
-        for len in 2..16 {
-            next[len] = (next[len - 1] + u32::from(count[len - 1])) << 1;
+        for len in 1..15 {
+            offs[len + 1] = offs[len] + h.count[len];
         }
-        let mut fast = vec![0u16; 1 << FAST];
-        for (s, &l) in lengths.iter().enumerate() {
-            if l != 0 {
-                let l = usize::from(l);
-                symbol[usize::from(offs[l])] = s as u16;
-                offs[l] += 1;
-                let code = next[l];
-                next[l] += 1;
-                if l as u32 <= FAST {
-                    // Input bits come least significant first: the table
-                    // is indexed by the code reversed.
-                    let mut i = (code.reverse_bits() >> (32 - l)) as usize;
-                    while i < fast.len() {
-                        fast[i] = (s as u16) << 4 | l as u16;
-                        i += 1 << l;
-                    }
+        for len in 2..16 {
+            next[len] = (next[len - 1] + u32::from(h.count[len - 1])) << 1;
+        }
+        for (s, &l) in lengths.iter().enumerate().take(288) {
+            let l = usize::from(l & 15);
+            if l == 0 {
+                continue;
+            }
+            h.symbol[usize::from(offs[l])] = s as u16;
+            offs[l] += 1;
+            let code = next[l];
+            next[l] += 1;
+            if l as u32 <= FAST {
+                // Input bits come least significant first: the table is
+                // indexed by the code reversed.
+                let mut i = (code.reverse_bits() >> (32 - l)) as usize;
+                while i < h.fast.len() {
+                    h.fast[i] = (s as u32) << 4 | l as u32;
+                    i += 1 << l;
                 }
             }
         }
-        Some(Huffman {
-            count,
-            symbol,
-            fast,
-        })
+        Some(h)
     }
 
-    fn decode(&self, b: &mut Bits) -> Option<u16> {
-        if let Some(bits) = b.peek(FAST) {
-            let e = self.fast[bits as usize];
-            if e != 0 {
-                b.bits(u32::from(e & 15))?;
-                return Some(e >> 4);
-            }
+    /// The next symbol (the buffer holds 15 bits: `refill` was called).
+    #[inline(always)]
+    fn decode(&self, b: &mut Bits) -> Option<usize> {
+        let e = self.fast[(b.buf & ((1 << FAST) - 1)) as usize];
+        if e != 0 {
+            b.take(e & 15);
+            return Some((e >> 4) as usize);
         }
+        self.decode_long(b)
+    }
+
+    #[inline(never)]
+    fn decode_long(&self, b: &mut Bits) -> Option<usize> {
         let (mut code, mut first, mut index) = (0i32, 0i32, 0i32);
         for len in 1..16 {
-            code |= b.bits(1)? as i32;
+            code |= ((b.buf >> (len - 1)) & 1) as i32;
             let count = i32::from(self.count[len]);
             if code - count < first {
-                return self.symbol.get((index + code - first) as usize).copied();
+                b.take(len as u32);
+                return self
+                    .symbol
+                    .get((index + code - first) as usize)
+                    .map(|&s| usize::from(s));
             }
             index += count;
             first = (first + count) << 1;
@@ -148,33 +203,68 @@ const DIST_EXTRA: [u8; 30] = [
     13,
 ];
 
-fn codes(b: &mut Bits, out: &mut Vec<u8>, cap: usize, lit: &Huffman, dist: &Huffman) -> Option<()> {
+/// The longest match: the output keeps this much room ahead of the next
+/// symbol, so neither a literal nor a match checks for room.
+const MAX_MATCH: usize = 258;
+
+/// Output written by index (a literal is one store, not a push), into a
+/// buffer sized from the gzip trailer and grown only when that lied.
+struct Out {
+    buf: Vec<u8>,
+    at: usize,
+    cap: usize,
+}
+
+impl Out {
+    /// Room for `n` more bytes (at most MAX_MATCH past `cap`: the caller
+    /// checks `at` against `cap` at the end); None when they cannot fit.
+    fn room(&mut self, n: usize) -> Option<()> {
+        let most = self.cap.saturating_add(MAX_MATCH);
+        let need = self.at.checked_add(n).filter(|&need| need <= most)?;
+        if need > self.buf.len() {
+            // vec! zeroes with memset; `resize` is a byte loop at opt-level z.
+            let mut bigger = vec![0u8; need.max(self.buf.len() * 2).min(most)];
+            bigger[..self.at].copy_from_slice(&self.buf[..self.at]);
+            self.buf = bigger;
+        }
+        Some(())
+    }
+}
+
+fn codes(b: &mut Bits, out: &mut Out, lit: &Huffman, dist: &Huffman) -> Option<()> {
     loop {
+        // Zero bytes past the end decode too: stop at a buffer's worth.
+        if b.over > 8 {
+            return None;
+        }
+        if out.buf.len() - out.at < MAX_MATCH {
+            out.room(MAX_MATCH)?;
+        }
+        b.refill();
         let sym = lit.decode(b)?;
-        match sym {
-            0..=255 => {
-                if out.len() >= cap {
-                    return None;
-                }
-                out.push(sym as u8);
-            }
-            256 => return Some(()),
-            _ => {
-                let i = usize::from(sym - 257);
-                let len =
-                    usize::from(*LEN_BASE.get(i)?) + b.bits(u32::from(LEN_EXTRA[i]))? as usize;
-                let d = usize::from(dist.decode(b)?);
-                let dist =
-                    usize::from(*DIST_BASE.get(d)?) + b.bits(u32::from(DIST_EXTRA[d]))? as usize;
-                if dist > out.len() || out.len() + len > cap {
-                    return None;
-                }
-                let start = out.len() - dist;
-                for k in 0..len {
-                    out.push(out[start + k]);
-                }
+        if sym < 256 {
+            out.buf[out.at] = sym as u8;
+            out.at += 1;
+            continue;
+        }
+        if sym == 256 {
+            return Some(());
+        }
+        let i = sym - 257;
+        let len = usize::from(*LEN_BASE.get(i)?) + b.take(u32::from(LEN_EXTRA[i])) as usize;
+        let d = dist.decode(b)?;
+        let dist = usize::from(*DIST_BASE.get(d)?) + b.take(u32::from(DIST_EXTRA[d])) as usize;
+        let start = out.at.checked_sub(dist)?;
+        if dist >= len {
+            let (done, rest) = out.buf.split_at_mut(out.at);
+            rest[..len].copy_from_slice(&done[start..start + len]);
+        } else {
+            // Overlapping: the copy reads what it writes.
+            for k in 0..len {
+                out.buf[out.at + k] = out.buf[start + k];
             }
         }
+        out.at += len;
     }
 }
 
@@ -182,25 +272,26 @@ fn dynamic(b: &mut Bits) -> Option<(Huffman, Huffman)> {
     const ORDER: [usize; 19] = [
         16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15,
     ];
-    let nlen = b.bits(5)? as usize + 257;
-    let ndist = b.bits(5)? as usize + 1;
-    let ncode = b.bits(4)? as usize + 4;
+    let nlen = b.bits(5) as usize + 257;
+    let ndist = b.bits(5) as usize + 1;
+    let ncode = b.bits(4) as usize + 4;
     if nlen > 286 || ndist > 30 {
         return None;
     }
     let mut lengths = [0u8; 320];
     for &o in &ORDER[..ncode] {
-        lengths[o] = b.bits(3)? as u8;
+        lengths[o] = b.bits(3) as u8;
     }
     let lencode = Huffman::new(&lengths[..19])?;
     let mut i = 0;
     while i < nlen + ndist {
+        b.refill();
         let sym = lencode.decode(b)?;
         let (value, repeat) = match sym {
             0..=15 => (sym as u8, 1),
-            16 => (*lengths[..i].last()?, 3 + b.bits(2)? as usize),
-            17 => (0, 3 + b.bits(3)? as usize),
-            _ => (0, 11 + b.bits(7)? as usize),
+            16 => (*lengths[..i].last()?, 3 + b.take(2) as usize),
+            17 => (0, 3 + b.take(3) as usize),
+            _ => (0, 11 + b.take(7) as usize),
         };
         if i + repeat > nlen + ndist {
             return None;
@@ -208,7 +299,7 @@ fn dynamic(b: &mut Bits) -> Option<(Huffman, Huffman)> {
         lengths[i..i + repeat].fill(value);
         i += repeat;
     }
-    if lengths[256] == 0 {
+    if lengths[256] == 0 || !b.in_input() {
         return None;
     }
     Some((
@@ -217,52 +308,45 @@ fn dynamic(b: &mut Bits) -> Option<(Huffman, Huffman)> {
     ))
 }
 
-fn fixed() -> (Huffman, Huffman) {
+fn fixed() -> Option<(Huffman, Huffman)> {
     let mut l = [0u8; 288];
     l[..144].fill(8);
     l[144..256].fill(9);
     l[256..280].fill(7);
     l[280..].fill(8);
-    let empty = || Huffman {
-        count: [0; 16],
-        symbol: Vec::new(),
-        fast: vec![0; 1 << FAST],
-    };
-    let lit = Huffman::new(&l).unwrap_or_else(empty);
-    let dist = Huffman::new(&[5u8; 30]).unwrap_or_else(empty);
-    (lit, dist)
+    Some((Huffman::new(&l)?, Huffman::new(&[5u8; 30])?))
 }
 
 /// One DEFLATE stream from `b`, appended to `out`.
-fn inflate(b: &mut Bits, out: &mut Vec<u8>, cap: usize) -> Option<()> {
+fn inflate(b: &mut Bits, out: &mut Out) -> Option<()> {
     loop {
-        let last = b.bits(1)?;
-        match b.bits(2)? {
+        let last = b.bits(1);
+        match b.bits(2) {
             0 => {
-                // To the byte boundary; whole bytes `peek` took are unread.
-                b.unread();
-                let hdr = b.data.get(b.pos..b.pos + 4)?;
+                let pos = b.byte_pos()?;
+                let hdr = b.data.get(pos..pos + 4)?;
                 let len = usize::from(u16::from_le_bytes([hdr[0], hdr[1]]));
                 if u16::from_le_bytes([hdr[2], hdr[3]]) != !(len as u16) {
                     return None;
                 }
-                b.pos += 4;
-                let data = b.data.get(b.pos..b.pos + len)?;
-                if out.len() + len > cap {
-                    return None;
-                }
-                out.extend_from_slice(data);
-                b.pos += len;
+                let data = b.data.get(pos + 4..pos + 4 + len)?;
+                out.room(len)?;
+                out.buf[out.at..out.at + len].copy_from_slice(data);
+                out.at += len;
+                b.seek(pos + 4 + len);
             }
             1 => {
-                let (lit, dist) = fixed();
-                codes(b, out, cap, &lit, &dist)?;
+                let (lit, dist) = fixed()?;
+                codes(b, out, &lit, &dist)?;
             }
             2 => {
                 let (lit, dist) = dynamic(b)?;
-                codes(b, out, cap, &lit, &dist)?;
+                codes(b, out, &lit, &dist)?;
             }
             _ => return None,
+        }
+        if !b.in_input() {
+            return None;
         }
         if last == 1 {
             return Some(());
@@ -270,9 +354,11 @@ fn inflate(b: &mut Bits, out: &mut Vec<u8>, cap: usize) -> Option<()> {
     }
 }
 
+/// CRC-32 (gzip's), eight bytes a step ("slicing by 8"): a byte-wise
+/// table walk took a third of the decoding time.
 fn crc32(data: &[u8]) -> u32 {
-    let mut table = [0u32; 256];
-    for (n, t) in table.iter_mut().enumerate() {
+    let mut t = [[0u32; 256]; 8];
+    for n in 0..256 {
         let mut c = n as u32;
         for _ in 0..8 {
             c = if c & 1 != 0 {
@@ -281,17 +367,43 @@ fn crc32(data: &[u8]) -> u32 {
                 c >> 1
             };
         }
-        *t = c;
+        t[0][n] = c;
     }
-    !data.iter().fold(!0u32, |c, &b| {
-        table[((c ^ u32::from(b)) & 0xff) as usize] ^ (c >> 8)
-    })
+    for n in 0..256 {
+        for k in 1..8 {
+            t[k][n] = (t[k - 1][n] >> 8) ^ t[0][(t[k - 1][n] & 0xff) as usize];
+        }
+    }
+    let mut c = !0u32;
+    let mut words = data.chunks_exact(8);
+    for w in &mut words {
+        let lo = c ^ u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+        c = t[7][(lo & 0xff) as usize]
+            ^ t[6][(lo >> 8 & 0xff) as usize]
+            ^ t[5][(lo >> 16 & 0xff) as usize]
+            ^ t[4][(lo >> 24) as usize]
+            ^ t[3][usize::from(w[4])]
+            ^ t[2][usize::from(w[5])]
+            ^ t[1][usize::from(w[6])]
+            ^ t[0][usize::from(w[7])];
+    }
+    for &byte in words.remainder() {
+        c = t[0][((c ^ u32::from(byte)) & 0xff) as usize] ^ (c >> 8);
+    }
+    !c
 }
 
 /// The data of every gzip member in `gz` (Go's reader reads concatenated
 /// members), at most `cap` bytes.
 pub fn gunzip(gz: &[u8], cap: usize) -> Option<Vec<u8>> {
-    let mut out = Vec::new();
+    // The last member's size (mod 2^32) is a fair guess of the whole.
+    let size = gz.get(gz.len().checked_sub(4)?..)?;
+    let size = u32::from_le_bytes([size[0], size[1], size[2], size[3]]) as usize;
+    let mut out = Out {
+        buf: vec![0; size.min(cap)],
+        at: 0,
+        cap,
+    };
     let mut pos = 0;
     loop {
         let h = gz.get(pos..pos + 10)?;
@@ -312,25 +424,23 @@ pub fn gunzip(gz: &[u8], cap: usize) -> Option<Vec<u8>> {
         if flags & 2 != 0 {
             pos += 2;
         }
-        let start = out.len();
-        let mut b = Bits {
-            data: gz.get(pos..)?,
-            pos: 0,
-            buf: 0,
-            cnt: 0,
-        };
-        inflate(&mut b, &mut out, cap)?;
-        b.unread();
-        pos += b.pos;
+        let start = out.at;
+        let mut b = Bits::new(gz.get(pos..)?);
+        inflate(&mut b, &mut out)?;
+        if out.at > cap {
+            return None;
+        }
+        pos += b.byte_pos()?;
         let t = gz.get(pos..pos + 8)?;
         let crc = u32::from_le_bytes([t[0], t[1], t[2], t[3]]);
         let size = u32::from_le_bytes([t[4], t[5], t[6], t[7]]);
-        if crc != crc32(&out[start..]) || size != (out.len() - start) as u32 {
+        if crc != crc32(&out.buf[start..out.at]) || size != (out.at - start) as u32 {
             return None;
         }
         pos += 8;
         if pos >= gz.len() {
-            return Some(out);
+            out.buf.truncate(out.at);
+            return Some(out.buf);
         }
     }
 }

@@ -64,15 +64,29 @@ pub fn config(root: &Path, names: Option<&[&str]>) -> Option<SortedMap<String, S
     })
 }
 
-/// `parse_config` kept to `names`: one pass, a later line winning.
+/// `parse_config` kept to `names`: for each name, its last line, found by
+/// a substring search (most of the text is never split into lines).
 fn parse_config_only(text: &str, names: &[&str]) -> SortedMap<String, String> {
     let mut out = SortedMap::new();
-    if names.is_empty() {
-        return out;
-    }
-    for (name, value) in text.split('\n').filter_map(config_line) {
-        if crate::node::one_of(names, name) {
-            out.insert(name.to_string(), value.to_string());
+    for &name in names {
+        // `config_line`'s name is a line's text up to its first `=`.
+        if name.contains(['=', '\n']) {
+            continue;
+        }
+        let mut line = String::with_capacity(name.len() + 8);
+        line.push_str("CONFIG_");
+        line.push_str(name);
+        line.push('=');
+        // The pattern ends at its only `=`: its matches never overlap.
+        let last = text
+            .rmatch_indices(line.as_str())
+            .find(|&(i, _)| i == 0 || text.as_bytes()[i - 1] == b'\n');
+        if let Some((i, _)) = last {
+            let value = text[i + line.len()..]
+                .split('\n')
+                .next()
+                .unwrap_or_default();
+            out.insert(name.to_string(), value.trim_matches('"').to_string());
         }
     }
     out
@@ -239,13 +253,14 @@ mod tests {
     /// of those names: later lines win, absent names stay absent.
     #[test]
     fn config_lines_of_named_options() {
-        let text = "# CONFIG_X is not set\nCONFIG_B=\"q\"\nCONFIG_A=y\nCONFIG_NOEQ\nCONFIG_B=m\n CONFIG_C=y\nCONFIG_D=1=2\nCONFIG_AB=n";
+        let text = "CONFIG_E=first\n# CONFIG_X is not set\nCONFIG_B=\"q\"\nCONFIG_A=y\nCONFIG_NOEQ\nCONFIG_B=m\n CONFIG_C=y\nCONFIG_D=1=2\nxCONFIG_A=no\n# CONFIG_A=no\nCONFIG_AB=n\nCONFIG_F=\nCONFIG_E==\"e\"";
         let full = parse_config(text);
         for names in [
             &["B", "D"][..],
             &["A", "X", "C", "NOEQ", "AB"],
             &[],
             &["B", "A", "D", "AB", "Z"],
+            &["E", "F", "D=1", "A\nCONFIG_B", "B", "B"],
         ] {
             let only = parse_config_only(text, names);
             let want: Vec<_> = full
