@@ -17,7 +17,7 @@ printf 'int main(void) { return 0; }\n' > "$work/noop.c"
 cc -O2 -static -o "$work/noop" "$work/noop.c"
 # What the wrapper derives from the node, on the DGX-like fixture, rendered
 # as it ships (the env drop-in) and evaluated at each start: the rules of
-# examples/rules/openshift-gpu.yaml (RULES=FILE for others), NFD's label set (NFD_LABELS=upstream|openshift,
+# examples/rules/openshift-gpu.yaml (RULES=FILE for others; FACTS_ROOT=TREE for another node tree than the DGX fixture), NFD's label set (NFD_LABELS=upstream|openshift,
 # default openshift; it reads more facts than the rules), and both together.
 # PREPARE_ONLY=DIR: write the trees, print the cases as JSON, time nothing.
 rules=${RULES:-examples/rules/openshift-gpu.yaml}

@@ -89,8 +89,12 @@ pub fn create(path: &Path) -> io::Result<File> {
     File::create(path)
 }
 
-/// Up to `limit` bytes of `file`, read to its end (no `fstat` for a size:
-/// node files are small, and /proc and sysfs report none).
+/// The largest size a file's metadata may give [`read_up_to`] to size its
+/// buffer at once; a file claiming more is read by doubling.
+const SIZE_HINT_MAX: u64 = 16 << 20;
+
+/// Up to `limit` bytes of `file`, read to its end (`fstat` for a size only
+/// past the first 4 KiB: node files are small, and /proc reports none).
 pub fn read_up_to(mut file: File, limit: usize) -> io::Result<Vec<u8>> {
     let mut buf = Vec::new();
     let mut len = 0;
@@ -102,12 +106,14 @@ pub fn read_up_to(mut file: File, limit: usize) -> io::Result<Vec<u8>> {
             }
             let mut grow = buf.len().max(4096);
             // Past its first 4 KiB, a file's size (where it has one: /proc
-            // files say 0) saves the doublings' zeroing and copies.
+            // files say 0) saves the doublings' zeroing and copies. Only a
+            // plausible one: /proc/kcore says 128 TiB.
             if len > 0 && !sized {
                 sized = true;
-                if let Ok(size) = file.metadata().map(|m| m.len()) {
-                    let size = usize::try_from(size).unwrap_or(usize::MAX);
-                    grow = grow.max(size.saturating_sub(len).saturating_add(1));
+                if let Ok(size) = file.metadata().map(|m| m.len())
+                    && size < SIZE_HINT_MAX
+                {
+                    grow = grow.max((size as usize).saturating_sub(len) + 1);
                 }
             }
             let grow = grow.min(limit - len);
@@ -258,6 +264,28 @@ mod tests {
         std::io::Write::write_all(&mut create(&f).unwrap(), &big).unwrap();
         assert_eq!(read(&f).unwrap(), big);
         assert_eq!(read_up_to(open(&f).unwrap(), 5000).unwrap(), big[..5000]);
+        // Sized from its length past 4 KiB: every limit around it holds.
+        for limit in [4096, 4097, 19_999, 20_000, 20_001, usize::MAX] {
+            let got = read_up_to(open(&f).unwrap(), limit).unwrap();
+            assert_eq!(got, big[..limit.min(big.len())], "{limit}");
+        }
+        // Read from past its start and grown since: its size is only a hint.
+        let mut grown = open(&f).unwrap();
+        let mut first = [0u8; 10];
+        std::io::Read::read_exact(&mut grown, &mut first).unwrap();
+        std::io::Write::write_all(
+            &mut std::fs::OpenOptions::new().append(true).open(&f).unwrap(),
+            &big,
+        )
+        .unwrap();
+        assert_eq!(
+            read_up_to(grown, usize::MAX).unwrap().len(),
+            2 * big.len() - 10
+        );
+        // A /proc file says 0 bytes and holds more than 4 KiB.
+        if let Ok(f) = open(Path::new("/proc/self/smaps")) {
+            assert!(read_up_to(f, usize::MAX).unwrap().len() > 4096);
+        }
         std::io::Write::write_all(&mut create(&f).unwrap(), b"short").unwrap();
         assert_eq!(read_to_string(&f).unwrap(), "short", "create truncates");
         assert_eq!(
