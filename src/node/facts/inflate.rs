@@ -396,11 +396,12 @@ fn crc32(data: &[u8]) -> u32 {
 /// The data of every gzip member in `gz` (Go's reader reads concatenated
 /// members), at most `cap` bytes.
 pub fn gunzip(gz: &[u8], cap: usize) -> Option<Vec<u8>> {
-    // The last member's size (mod 2^32) is a fair guess of the whole.
+    // The last member's size (mod 2^32) is a fair guess of the whole; the
+    // room a match may need past it saves a copy at the end.
     let size = gz.get(gz.len().checked_sub(4)?..)?;
     let size = u32::from_le_bytes([size[0], size[1], size[2], size[3]]) as usize;
     let mut out = Out {
-        buf: vec![0; size.min(cap)],
+        buf: vec![0; size.min(cap) + MAX_MATCH],
         at: 0,
         cap,
     };
