@@ -78,9 +78,11 @@ fn parse_config_only(text: &str, names: &[&str]) -> SortedMap<String, String> {
         line.push_str(name);
         line.push('=');
         // The pattern ends at its only `=`: its matches never overlap.
+        // (Forward: the wrapper carries that searcher already.)
         let last = text
-            .rmatch_indices(line.as_str())
-            .find(|&(i, _)| i == 0 || text.as_bytes()[i - 1] == b'\n');
+            .match_indices(line.as_str())
+            .filter(|&(i, _)| i == 0 || text.as_bytes()[i - 1] == b'\n')
+            .last();
         if let Some((i, _)) = last {
             let value = text[i + line.len()..]
                 .split('\n')
