@@ -358,7 +358,7 @@ fn inflate(b: &mut Bits, out: &mut Out) -> Option<()> {
 /// table walk took a third of the decoding time.
 fn crc32(data: &[u8]) -> u32 {
     let mut t = [[0u32; 256]; 8];
-    for n in 0..256 {
+    for (n, entry) in t[0].iter_mut().enumerate() {
         let mut c = n as u32;
         for _ in 0..8 {
             c = if c & 1 != 0 {
@@ -367,11 +367,13 @@ fn crc32(data: &[u8]) -> u32 {
                 c >> 1
             };
         }
-        t[0][n] = c;
+        *entry = c;
     }
-    for n in 0..256 {
-        for k in 1..8 {
-            t[k][n] = (t[k - 1][n] >> 8) ^ t[0][(t[k - 1][n] & 0xff) as usize];
+    // Table k: a byte followed by k zero bytes.
+    for k in 1..8 {
+        let (done, rest) = t.split_at_mut(k);
+        for (entry, &prev) in rest[0].iter_mut().zip(&done[k - 1]) {
+            *entry = (prev >> 8) ^ done[0][(prev & 0xff) as usize];
         }
     }
     let mut c = !0u32;

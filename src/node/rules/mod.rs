@@ -449,11 +449,6 @@ fn add_default_prefix(labels: &SortedMap<String, String>) -> Vec<(String, String
     out.into_iter().collect()
 }
 
-/// The namespace part of `key` (before the first `/`), "" when none.
-fn key_ns(key: &str) -> &str {
-    key.split_once('/').map_or("", |(ns, _)| ns)
-}
-
 /// `kubernetes.io` and its subdomains are NFD's only with these exceptions.
 fn ns_allowed(ns: &str, allowed: &[&str]) -> bool {
     if ns != "kubernetes.io" && !ns.ends_with(".kubernetes.io") {
@@ -465,7 +460,7 @@ fn ns_allowed(ns: &str, allowed: &[&str]) -> bool {
 }
 
 fn taint_ns_error(key: &str) -> Option<String> {
-    let ns = key_ns(key);
+    let ns = crate::node::kubelet::labels::namespace(key);
     if ns.is_empty() {
         return Some("NFD refuses taint keys without a prefix".into());
     }
@@ -881,7 +876,7 @@ impl<'f> Evaluator<'f> {
         if !errs.is_empty() {
             return Err(format!("invalid label key: {}", errs.join("; ")));
         }
-        let ns = key_ns(key);
+        let ns = crate::node::kubelet::labels::namespace(key);
         if ns.is_empty() {
             return Err("unprefixed keys are not allowed".into());
         }
