@@ -2,9 +2,11 @@
 //! only: NFD reads the kernel config from there first. Small and std-only
 //! (the wrapper carries it). A start pays for it whenever a rule names
 //! `kernel.config`, so it decodes a symbol per table look-up from a 64-bit
-//! bit buffer and copies matches whole. Any malformed input (bad header,
-//! bad code, CRC or length mismatch, output past `cap`) is None, as Go's
-//! gzip reader errors and NFD goes on to the next path.
+//! bit buffer and copies matches whole. What Go's compress/gzip refuses is
+//! None (NFD then goes on to the next path): a bad header (its CRC16 too),
+//! a Huffman code that is not complete, a distance past the member's start,
+//! a CRC or length mismatch; so is output past `cap`. tests/gunzip_go.rs
+//! compares the two.
 
 /// Input bits, least significant first, in a 64-bit buffer refilled a
 /// word at a time. Past the end of the input it loads zero bytes and
@@ -106,8 +108,9 @@ struct Huffman {
 }
 
 impl Huffman {
-    /// None for an over-subscribed set of lengths (an incomplete one is
-    /// allowed, as zlib allows it for a single distance code).
+    /// None unless the lengths make a complete code, as Go's compress/flate
+    /// wants, which also takes no code at all (an error when read) and a
+    /// single code of one bit.
     fn new(lengths: &[u8]) -> Option<Huffman> {
         let mut h = Huffman {
             fast: [0; 1 << FAST],
@@ -124,6 +127,10 @@ impl Huffman {
             if left < 0 {
                 return None;
             }
+        }
+        let codes: u16 = h.count.iter().sum();
+        if left > 0 && codes > 0 && !(codes == 1 && h.count[1] == 1) {
+            return None;
         }
         let mut offs = [0u16; 16];
         let mut next = [0u32; 16];
@@ -213,6 +220,9 @@ struct Out {
     buf: Vec<u8>,
     at: usize,
     cap: usize,
+    /// Where this member's data starts: a distance reaches no further back
+    /// (each member is a DEFLATE stream of its own).
+    member: usize,
 }
 
 impl Out {
@@ -254,7 +264,10 @@ fn codes(b: &mut Bits, out: &mut Out, lit: &Huffman, dist: &Huffman) -> Option<(
         let len = usize::from(*LEN_BASE.get(i)?) + b.take(u32::from(LEN_EXTRA[i])) as usize;
         let d = dist.decode(b)?;
         let dist = usize::from(*DIST_BASE.get(d)?) + b.take(u32::from(DIST_EXTRA[d])) as usize;
-        let start = out.at.checked_sub(dist)?;
+        if dist > out.at - out.member {
+            return None;
+        }
+        let start = out.at - dist;
         if dist >= len {
             let (done, rest) = out.buf.split_at_mut(out.at);
             rest[..len].copy_from_slice(&done[start..start + len]);
@@ -314,7 +327,8 @@ fn fixed() -> Option<(Huffman, Huffman)> {
     l[144..256].fill(9);
     l[256..280].fill(7);
     l[280..].fill(8);
-    Some((Huffman::new(&l)?, Huffman::new(&[5u8; 30])?))
+    // 32 distance codes (a complete code): 30 and 31 are errors when read.
+    Some((Huffman::new(&l)?, Huffman::new(&[5u8; 32])?))
 }
 
 /// One DEFLATE stream from `b`, appended to `out`.
@@ -406,14 +420,17 @@ pub fn gunzip(gz: &[u8], cap: usize) -> Option<Vec<u8>> {
         buf: vec![0; size.min(cap) + MAX_MATCH],
         at: 0,
         cap,
+        member: 0,
     };
     let mut pos = 0;
     loop {
         let h = gz.get(pos..pos + 10)?;
-        if h[0] != 0x1f || h[1] != 0x8b || h[2] != 8 || h[3] & 0xe0 != 0 {
+        // Reserved flag bits are ignored, as Go ignores them.
+        if h[0] != 0x1f || h[1] != 0x8b || h[2] != 8 {
             return None;
         }
         let flags = h[3];
+        let head = pos;
         pos += 10;
         if flags & 4 != 0 {
             let x = gz.get(pos..pos + 2)?;
@@ -421,13 +438,19 @@ pub fn gunzip(gz: &[u8], cap: usize) -> Option<Vec<u8>> {
         }
         for bit in [8u8, 16] {
             if flags & bit != 0 {
-                pos += gz.get(pos..)?.iter().position(|&c| c == 0)? + 1;
+                // Go reads a name or a comment into 512 bytes, NUL included.
+                let field = gz.get(pos..)?;
+                pos += field[..field.len().min(512)].iter().position(|&c| c == 0)? + 1;
             }
         }
         if flags & 2 != 0 {
+            let x = gz.get(pos..pos + 2)?;
+            if u16::from_le_bytes([x[0], x[1]]) != crc32(&gz[head..pos]) as u16 {
+                return None;
+            }
             pos += 2;
         }
-        let start = out.at;
+        out.member = out.at;
         let mut b = Bits::new(gz.get(pos..)?);
         inflate(&mut b, &mut out)?;
         if out.at > cap {
@@ -437,7 +460,8 @@ pub fn gunzip(gz: &[u8], cap: usize) -> Option<Vec<u8>> {
         let t = gz.get(pos..pos + 8)?;
         let crc = u32::from_le_bytes([t[0], t[1], t[2], t[3]]);
         let size = u32::from_le_bytes([t[4], t[5], t[6], t[7]]);
-        if crc != crc32(&out.buf[start..out.at]) || size != (out.at - start) as u32 {
+        let data = &out.buf[out.member..out.at];
+        if crc != crc32(data) || size != data.len() as u32 {
             return None;
         }
         pos += 8;

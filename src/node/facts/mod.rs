@@ -9,7 +9,8 @@ use crate::node::sorted::{SortedMap, SortedSet};
 
 mod cpu;
 mod devices;
-mod inflate;
+/// Public for tests/gunzip_go.rs, which compares `gunzip` with Go's reader.
+pub mod inflate;
 mod kernel;
 mod labels;
 mod leaves;

@@ -1,0 +1,1139 @@
+//! Differential test: our gunzip (`node::facts::inflate::gunzip`, on every
+//! node's boot path) against Go's compress/gzip, which NFD's nfd-worker uses
+//! for /proc/config.gz (source/kernel/kconfig.go: `gzip.NewReader` on the
+//! file, then `io.ReadAll`; any error and NFD goes on to its next config
+//! path). tests/support/go-gunzip/main.go reads each input that way, once
+//! built. Ours must give the same bytes where Go reads to the end, and None
+//! where Go errors.
+//!
+//! The inputs are generated deterministically (fixed seeds): gzip's own
+//! output at every level, headers with every flag, hand-built DEFLATE
+//! streams for the corners where decoders differ (incomplete and
+//! over-subscribed Huffman codes, repeats, out-of-range symbols and
+//! distances, stored blocks), bad trailers and trailing bytes, every
+//! truncation of a few small streams and bit flips of a real-sized one.
+
+use crate::support::{current_go, scratch_dir, skipped};
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use kubelet_labeler::node::facts::inflate::gunzip;
+
+/// Ours reads at most this much (the wrapper's cap on /proc/config.gz).
+/// Go has no cap: an input that Go reads to more than this is left out of
+/// the comparison (ours must refuse it, which is our choice, not Go's).
+const CAP: usize = 4 << 20;
+
+/// What NFD's read gives: the data, or Go's error text.
+type Answer = Result<Vec<u8>, String>;
+
+struct Case {
+    name: String,
+    input: Vec<u8>,
+}
+
+#[derive(Default)]
+struct Cases(Vec<Case>);
+
+impl Cases {
+    fn add(&mut self, name: impl Into<String>, input: Vec<u8>) {
+        self.0.push(Case {
+            name: name.into(),
+            input,
+        });
+    }
+}
+
+/// splitmix64: deterministic inputs without a crate.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+}
+
+/// Text shaped like a kernel config, about `size` bytes.
+fn config_text(rng: &mut Rng, size: usize) -> Vec<u8> {
+    const WORDS: &[&str] = &[
+        "NET", "USB", "PCI", "ACPI", "X86", "KVM", "DRM", "HID", "SND", "CRYPTO", "BLK", "DEV",
+        "INTEL", "AMD", "VIRTIO", "SCHED", "DEBUG", "FS", "EXT4", "XFS", "NUMA", "HOTPLUG",
+    ];
+    let mut text = b"#\n# Automatically generated file; DO NOT EDIT.\n# Linux/x86 6.1.0 Kernel Configuration\n#\n".to_vec();
+    while text.len() < size {
+        let mut name = String::from("CONFIG");
+        for _ in 0..1 + rng.below(4) {
+            name.push('_');
+            name.push_str(WORDS[rng.below(WORDS.len())]);
+        }
+        let line = match rng.below(10) {
+            0..=3 => format!("{name}=y\n"),
+            4 | 5 => format!("# {name} is not set\n"),
+            6 => format!("{name}=m\n"),
+            7 => format!("{name}={}\n", rng.below(100_000)),
+            8 => format!(
+                "{name}=\"{}\"\n",
+                WORDS[rng.below(WORDS.len())].to_lowercase()
+            ),
+            _ => format!("\n#\n# {} support\n#\n", WORDS[rng.below(WORDS.len())]),
+        };
+        text.extend_from_slice(line.as_bytes());
+    }
+    text
+}
+
+/// gzip's CRC-32, bit by bit (the inputs are small).
+fn crc32(data: &[u8]) -> u32 {
+    let mut c = !0u32;
+    for &b in data {
+        c ^= u32::from(b);
+        for _ in 0..8 {
+            c = if c & 1 != 0 {
+                0xedb8_8320 ^ (c >> 1)
+            } else {
+                c >> 1
+            };
+        }
+    }
+    !c
+}
+
+const FTEXT: u8 = 1;
+const FHCRC: u8 = 2;
+const FEXTRA: u8 = 4;
+const FNAME: u8 = 8;
+const FCOMMENT: u8 = 16;
+
+/// A gzip member header: `flags` (any bits), with the fields its flags
+/// name; FHCRC's CRC16 right when `hcrc_ok`.
+fn header(flags: u8, extra: &[u8], name: &[u8], comment: &[u8], hcrc_ok: bool) -> Vec<u8> {
+    let mut h = vec![0x1f, 0x8b, 8, flags, 0x4d, 0x3c, 0x2b, 0x1a, 0, 3];
+    if flags & FEXTRA != 0 {
+        h.extend_from_slice(&(extra.len() as u16).to_le_bytes());
+        h.extend_from_slice(extra);
+    }
+    for (bit, s) in [(FNAME, name), (FCOMMENT, comment)] {
+        if flags & bit != 0 {
+            h.extend_from_slice(s);
+            h.push(0);
+        }
+    }
+    if flags & FHCRC != 0 {
+        let crc = crc32(&h) as u16 ^ u16::from(!hcrc_ok);
+        h.extend_from_slice(&crc.to_le_bytes());
+    }
+    h
+}
+
+fn trailer(data: &[u8]) -> Vec<u8> {
+    let mut t = crc32(data).to_le_bytes().to_vec();
+    t.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    t
+}
+
+/// A plain member: a minimal header, `deflate`, the trailer of `data`.
+fn member(deflate: &[u8], data: &[u8]) -> Vec<u8> {
+    let mut m = header(0, b"", b"", b"", true);
+    m.extend_from_slice(deflate);
+    m.extend(trailer(data));
+    m
+}
+
+/// `gzip -n LEVEL` of `data` (no name, no time stamp).
+fn gzip(tool: &Path, level: u32, data: &[u8]) -> Vec<u8> {
+    let mut child = Command::new(tool)
+        .arg("-c")
+        .arg("-n")
+        .arg(format!("-{level}"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("starting gzip");
+    let mut stdin = child.stdin.take().unwrap();
+    let data = data.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&data).unwrap());
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert!(out.status.success(), "gzip -{level} failed");
+    out.stdout
+}
+
+/// gzip's DEFLATE stream inside a member written by `gzip -n`.
+fn deflate_of(gz: &[u8]) -> &[u8] {
+    &gz[10..gz.len() - 8]
+}
+
+/// DEFLATE bits, least significant first.
+#[derive(Default)]
+struct BitWriter {
+    bytes: Vec<u8>,
+    acc: u64,
+    n: u32,
+}
+
+impl BitWriter {
+    fn put(&mut self, v: u32, n: u32) {
+        self.acc |= (u64::from(v) & ((1u64 << n) - 1)) << self.n;
+        self.n += n;
+        while self.n >= 8 {
+            self.bytes.push(self.acc as u8);
+            self.acc >>= 8;
+            self.n -= 8;
+        }
+    }
+
+    fn align(&mut self) {
+        if self.n > 0 {
+            self.put(0, 8 - self.n);
+        }
+    }
+}
+
+/// A canonical Huffman code by symbol: (code, length). Computed as RFC 1951
+/// says for any lengths, so over-subscribed and incomplete sets are written
+/// too (what a decoder makes of them is the question).
+struct Code(Vec<(u32, u32)>);
+
+impl Code {
+    fn new(lengths: &[u8]) -> Code {
+        let mut count = [0u32; 16];
+        for &l in lengths {
+            count[usize::from(l)] += 1;
+        }
+        count[0] = 0;
+        let mut next = [0u32; 16];
+        for len in 1..16 {
+            next[len] = (next[len - 1] + count[len - 1]) << 1;
+        }
+        Code(
+            lengths
+                .iter()
+                .map(|&l| {
+                    let l = usize::from(l);
+                    let c = next[l];
+                    if l > 0 {
+                        next[l] += 1;
+                    }
+                    (c, l as u32)
+                })
+                .collect(),
+        )
+    }
+
+    fn fixed_lit() -> Code {
+        let mut l = [8u8; 288];
+        l[144..256].fill(9);
+        l[256..280].fill(7);
+        Code::new(&l)
+    }
+
+    fn fixed_dist() -> Code {
+        Code::new(&[5; 32])
+    }
+}
+
+const LEN_BASE: [usize; 29] = [
+    3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131,
+    163, 195, 227, 258,
+];
+const LEN_EXTRA: [u32; 29] = [
+    0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0,
+];
+const DIST_BASE: [usize; 30] = [
+    1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537,
+    2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577,
+];
+const DIST_EXTRA: [u32; 30] = [
+    0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13,
+    13,
+];
+
+/// The code-length code's symbols in the order their lengths are sent.
+const CL_ORDER: [usize; 19] = [
+    16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15,
+];
+
+/// A complete code-length code for every symbol: 0..=12 in 4 bits, the
+/// rest in 5.
+const CL_ALL: [u8; 19] = [4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5];
+
+/// A DEFLATE stream being written, and the data it is meant to give (what
+/// the trailer's CRC and size are computed from).
+#[derive(Default)]
+struct Stream {
+    w: BitWriter,
+    out: Vec<u8>,
+}
+
+impl Stream {
+    fn block(&mut self, last: bool, kind: u32) {
+        self.w.put(u32::from(last), 1);
+        self.w.put(kind, 2);
+    }
+
+    /// Symbol `s` of `code` (written most significant bit first).
+    fn sym(&mut self, code: &Code, s: usize) {
+        let (c, l) = code.0[s];
+        assert!(l > 0, "symbol {s} has no code");
+        for i in (0..l).rev() {
+            self.w.put(c >> i, 1);
+        }
+    }
+
+    fn lit(&mut self, lit: &Code, b: u8) {
+        self.sym(lit, usize::from(b));
+        self.out.push(b);
+    }
+
+    fn end(&mut self, lit: &Code) {
+        self.sym(lit, 256);
+    }
+
+    /// A match, by its symbols and extra bits as given (so out-of-range
+    /// ones can be written); the data gets the copy when it is in range.
+    fn raw_copy(&mut self, lit: &Code, dist: &Code, l: (usize, u32), d: (usize, u32)) {
+        self.sym(lit, 257 + l.0);
+        self.w.put(l.1, LEN_EXTRA.get(l.0).copied().unwrap_or(0));
+        self.sym(dist, d.0);
+        self.w.put(d.1, DIST_EXTRA.get(d.0).copied().unwrap_or(0));
+        if let (Some(&lb), Some(&db)) = (LEN_BASE.get(l.0), DIST_BASE.get(d.0)) {
+            let (len, back) = (lb + l.1 as usize, db + d.1 as usize);
+            if back <= self.out.len() {
+                for _ in 0..len {
+                    self.out.push(self.out[self.out.len() - back]);
+                }
+            }
+        }
+    }
+
+    fn copy(&mut self, lit: &Code, dist: &Code, len: usize, back: usize) {
+        let l = if len == 258 {
+            28
+        } else {
+            LEN_BASE.iter().rposition(|&b| b <= len).unwrap()
+        };
+        let d = DIST_BASE.iter().rposition(|&b| b <= back).unwrap();
+        self.raw_copy(
+            lit,
+            dist,
+            (l, (len - LEN_BASE[l]) as u32),
+            (d, (back - DIST_BASE[d]) as u32),
+        );
+    }
+
+    fn stored(&mut self, last: bool, data: &[u8]) {
+        self.block(last, 0);
+        self.w.align();
+        self.w.put(data.len() as u32, 16);
+        self.w.put(!(data.len() as u32), 16);
+        self.w.bytes.extend_from_slice(data);
+        self.out.extend_from_slice(data);
+    }
+
+    /// A dynamic block's header: HLIT and HDIST from `nlen` and `ndist`
+    /// (5 bits each, so out-of-range counts can be sent), the code-length
+    /// code's lengths by symbol, then `seq`: code-length symbols with
+    /// their extra bits.
+    fn dynamic_header(
+        &mut self,
+        last: bool,
+        nlen: usize,
+        ndist: usize,
+        cl: &[u8; 19],
+        seq: &[(usize, u32)],
+    ) {
+        self.block(last, 2);
+        self.w.put((nlen - 257) as u32, 5);
+        self.w.put((ndist - 1) as u32, 5);
+        let ncl = (4..=19)
+            .rev()
+            .find(|&n| cl[CL_ORDER[n - 1]] != 0)
+            .unwrap_or(4);
+        self.w.put((ncl - 4) as u32, 4);
+        for &s in &CL_ORDER[..ncl] {
+            self.w.put(u32::from(cl[s]), 3);
+        }
+        let code = Code::new(cl);
+        for &(s, extra) in seq {
+            self.sym(&code, s);
+            match s {
+                16 => self.w.put(extra, 2),
+                17 => self.w.put(extra, 3),
+                18 => self.w.put(extra, 7),
+                _ => {}
+            }
+        }
+    }
+
+    /// A dynamic block's header sending `lit` and `dist` lengths one symbol
+    /// each; their codes.
+    fn dynamic(&mut self, last: bool, lit: &[u8], dist: &[u8]) -> (Code, Code) {
+        let seq: Vec<(usize, u32)> = lit.iter().chain(dist).map(|&l| (l.into(), 0)).collect();
+        self.dynamic_header(last, lit.len(), dist.len(), &CL_ALL, &seq);
+        (Code::new(lit), Code::new(dist))
+    }
+
+    /// The stream as a gzip member whose trailer is the intended data's.
+    fn member(&self) -> Vec<u8> {
+        let mut w = BitWriter {
+            bytes: self.w.bytes.clone(),
+            acc: self.w.acc,
+            n: self.w.n,
+        };
+        w.align();
+        member(&w.bytes, &self.out)
+    }
+}
+
+/// Lengths by symbol from (symbol, length) pairs, `n` symbols.
+fn lengths(n: usize, pairs: &[(usize, u8)]) -> Vec<u8> {
+    let mut l = vec![0; n];
+    for &(s, len) in pairs {
+        l[s] = len;
+    }
+    l
+}
+
+/// A complete literal/length code: a, b in 2 bits; end of block and
+/// lengths 3, 4, 11-12 (symbol 265) in 3.
+fn lit_abc() -> Vec<u8> {
+    lengths(
+        266,
+        &[(97, 2), (98, 2), (256, 3), (257, 3), (258, 3), (265, 3)],
+    )
+}
+
+/// gzip's own output at every level, of text, noise, runs and nothing.
+fn gzip_outputs(cases: &mut Cases, gz: &Path, rng: &mut Rng) {
+    let text = config_text(rng, 60_000);
+    let noise = rng.bytes(70_000);
+    let mut mixed = config_text(rng, 20_000);
+    mixed.extend(rng.bytes(20_000));
+    mixed.extend(config_text(rng, 20_000));
+    let inputs: Vec<(&str, Vec<u8>)> = vec![
+        ("config text", text.clone()),
+        ("random bytes (stored blocks)", noise),
+        ("text, noise, text", mixed),
+        ("empty", Vec::new()),
+        ("one byte", b"y".to_vec()),
+        ("short line (fixed block)", b"CONFIG_A=y\n".to_vec()),
+        ("run of one byte (distance 1)", vec![b'a'; 300_000]),
+        ("run of 3 bytes (distance 3)", b"ab\n".repeat(50_000)),
+        (
+            "run then text",
+            [vec![0u8; 70_000], text[..5000].to_vec()].concat(),
+        ),
+    ];
+    for (name, data) in &inputs {
+        for level in 1..=9 {
+            cases.add(format!("gzip -{level} of {name}"), gzip(gz, level, data));
+        }
+    }
+    // Members concatenated (as `cat a.gz b.gz`), an empty one among them.
+    let mut multi = gzip(gz, 6, &text[..20_000]);
+    multi.extend(gzip(gz, 1, b""));
+    multi.extend(gzip(gz, 9, &text[20_000..]));
+    cases.add("three members, the middle one empty", multi);
+    let mut small_last = gzip(gz, 6, &text);
+    small_last.extend(gzip(gz, 6, b"x"));
+    cases.add(
+        "a big member then a 1-byte one (last ISIZE small)",
+        small_last,
+    );
+    // Over the cap: Go reads it all, ours refuses (left out of the comparison).
+    cases.add(
+        "5 MiB of zeros (over our cap)",
+        gzip(gz, 9, &vec![0; 5 << 20]),
+    );
+}
+
+/// Headers with every flag, fields at Go's limits, and damaged headers,
+/// around gzip's own DEFLATE stream of a line.
+fn header_cases(cases: &mut Cases, gz: &Path) {
+    let data = b"CONFIG_A=y\nCONFIG_B=m\n";
+    let deflate = deflate_of(&gzip(gz, 9, data)).to_vec();
+    let with = |h: Vec<u8>| [h, deflate.clone(), trailer(data)].concat();
+    for flags in 0..32u8 {
+        let h = header(flags, b"AB\x02\x00xy", b"config", b"kernel config", true);
+        cases.add(format!("flags {flags:#04x}"), with(h));
+    }
+    for flags in [FHCRC, FHCRC | FEXTRA | FNAME | FCOMMENT, FHCRC | FTEXT] {
+        let h = header(flags, b"AB\x00\x00", b"n", b"c", false);
+        cases.add(format!("flags {flags:#04x}, wrong header CRC16"), with(h));
+    }
+    for reserved in [0x20u8, 0x40, 0x80, 0xe0] {
+        for flags in [0, FNAME | FHCRC] {
+            let h = header(flags | reserved, b"", b"name", b"", true);
+            cases.add(
+                format!("reserved flag bits {:#04x}", flags | reserved),
+                with(h),
+            );
+        }
+    }
+    for n in [0usize, 1, 255, 510, 511, 512, 513, 2000] {
+        let s = vec![b'n'; n];
+        cases.add(
+            format!("name of {n} bytes"),
+            with(header(FNAME, b"", &s, b"", true)),
+        );
+        cases.add(
+            format!("comment of {n} bytes"),
+            with(header(FCOMMENT | FHCRC, b"", b"", &s, true)),
+        );
+    }
+    cases.add(
+        "Latin-1 name and comment",
+        with(header(FNAME | FCOMMENT, b"", b"\xe9t\xe9", b"\xff", true)),
+    );
+    for n in [0usize, 1, 300, 65535] {
+        let x = vec![7u8; n];
+        cases.add(
+            format!("extra field of {n} bytes"),
+            with(header(FEXTRA | FHCRC, &x, b"", b"", true)),
+        );
+    }
+    let mut h = header(FEXTRA, b"", b"", b"", true);
+    h.truncate(10);
+    h.extend_from_slice(&[0xff, 0xff, 1, 2, 3]);
+    cases.add(
+        "extra field longer than the input",
+        [h, deflate.clone()].concat(),
+    );
+    let mut h = header(FNAME, b"", b"unterminated", b"", true);
+    h.pop();
+    cases.add("name without its NUL to the end", h);
+    for (i, v, what) in [
+        (0, 0x1e, "bad magic 1"),
+        (1, 0x8c, "bad magic 2"),
+        (2, 7, "method 7"),
+        (2, 0, "method 0"),
+        (8, 0xff, "any XFL"),
+        (9, 0xff, "any OS"),
+        (4, 0xff, "any MTIME"),
+    ] {
+        let mut h = header(0, b"", b"", b"", true);
+        h[i] = v;
+        cases.add(what, with(h));
+    }
+    cases.add("no input", Vec::new());
+    cases.add("header only", header(0, b"", b"", b"", true));
+    cases.add("plain text", b"CONFIG_A=y\nCONFIG_B=y\n".to_vec());
+}
+
+/// Hand-built DEFLATE streams: the corners where decoders differ.
+fn deflate_cases(cases: &mut Cases, rng: &mut Rng) {
+    let fl = Code::fixed_lit();
+    let fd = Code::fixed_dist();
+
+    // Huffman codes: complete, incomplete, over-subscribed, single codes.
+    let mut s = Stream::default();
+    let (l, d) = s.dynamic(true, &lit_abc(), &[1, 1]);
+    s.lit(&l, b'a');
+    s.lit(&l, b'b');
+    s.copy(&l, &d, 3, 1);
+    s.copy(&l, &d, 11, 2);
+    s.copy(&l, &d, 4, 2);
+    s.end(&l);
+    cases.add("dynamic: complete codes", s.member());
+
+    let lit_sets: &[(&str, &[(usize, u8)])] = &[
+        (
+            "incomplete (a, b, end: 2 bits each)",
+            &[(97, 2), (98, 2), (256, 2)],
+        ),
+        ("incomplete (a: 1 bit, end: 3 bits)", &[(97, 1), (256, 3)]),
+        ("over-subscribed", &[(97, 1), (98, 2), (99, 2), (256, 2)]),
+        ("one code, end of block in 1 bit", &[(256, 1)]),
+        ("one code, end of block in 2 bits", &[(256, 2)]),
+        ("one code, end of block in 15 bits", &[(256, 15)]),
+        ("no end of block (a, b: 1 bit)", &[(97, 1), (98, 1)]),
+    ];
+    for (what, pairs) in lit_sets {
+        let lit = lengths(257, pairs);
+        let mut s = Stream::default();
+        let (l, _) = s.dynamic(true, &lit, &[0]);
+        for b in [b'a', b'b'] {
+            if l.0[usize::from(b)].1 > 0 {
+                s.lit(&l, b);
+            }
+        }
+        if l.0[256].1 > 0 {
+            s.end(&l);
+        }
+        cases.add(format!("literal/length code {what}"), s.member());
+    }
+
+    let dist_sets: &[(&str, &[u8], Option<usize>)] = &[
+        ("one code of 1 bit, used", &[1], Some(1)),
+        (
+            "one code of 1 bit (distance 4), used",
+            &[0, 0, 0, 1],
+            Some(4),
+        ),
+        ("one code of 1 bit, unused", &[1], None),
+        ("one code of 2 bits, unused", &[2], None),
+        ("one code of 2 bits, used", &[2], Some(1)),
+        ("one code of 15 bits, unused", &[0, 15], None),
+        ("incomplete (1 and 2 bits), unused", &[1, 2], None),
+        ("incomplete (1 and 2 bits), used", &[1, 2], Some(1)),
+        ("over-subscribed, unused", &[1, 1, 1], None),
+        ("none, unused", &[0], None),
+        ("none, 30 zero lengths, unused", &[0; 30], None),
+    ];
+    for (what, dist, back) in dist_sets {
+        let mut s = Stream::default();
+        let (l, d) = s.dynamic(true, &lit_abc(), dist);
+        for &b in b"abab" {
+            s.lit(&l, b);
+        }
+        if let Some(back) = back {
+            s.copy(&l, &d, 4, *back);
+        }
+        s.lit(&l, b'a');
+        s.end(&l);
+        cases.add(format!("distance code {what}"), s.member());
+    }
+    // A match when there is no distance code: whatever bits follow.
+    let mut s = Stream::default();
+    let (l, _) = s.dynamic(true, &lit_abc(), &[0]);
+    s.lit(&l, b'a');
+    s.sym(&l, 257);
+    s.w.put(0, 16);
+    s.end(&l);
+    cases.add("distance code none, a match", s.member());
+
+    // Codes up to 15 bits (past both decoders' first table look-up).
+    let mut long = vec![0u8; 286];
+    for (i, sym) in [
+        97usize, 98, 99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        long[sym] = i as u8 + 1;
+    }
+    long[257] = 15;
+    long[256] = 15;
+    let dist_long: Vec<u8> = (1..=15).chain([15]).collect();
+    for (what, end_first) in [
+        ("long codes", false),
+        ("long codes, end of block alone", true),
+    ] {
+        let mut s = Stream::default();
+        let (l, d) = s.dynamic(true, &long, &dist_long);
+        if !end_first {
+            for b in b"abcdefghijklmn" {
+                s.lit(&l, *b);
+            }
+            s.copy(&l, &d, 3, 1);
+            s.raw_copy(&l, &d, (0, 0), (15, 5));
+            s.lit(&l, b'n');
+            s.raw_copy(&l, &d, (0, 0), (14, 20));
+        }
+        s.end(&l);
+        cases.add(format!("dynamic: {what}"), s.member());
+    }
+
+    // The code-length code: the lengths below use 0, 1 and 2 only.
+    let lit = lengths(257, &[(97, 1), (98, 2), (256, 2)]);
+    let plain: Vec<(usize, u32)> = lit.iter().chain(&[1, 1]).map(|&v| (v.into(), 0)).collect();
+    let cl_sets: &[(&str, [u8; 19], &[(usize, u32)])] = &[
+        (
+            "complete (0, 1, 2 and 18 in 2 bits)",
+            [2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+            &plain,
+        ),
+        (
+            "incomplete (0, 1, 2 in 2 bits)",
+            [2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+            &plain,
+        ),
+        (
+            "over-subscribed",
+            [1, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+            &plain,
+        ),
+        (
+            "one code of 1 bit (18: every length 0)",
+            [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+            &[(18, 127), (18, 110)],
+        ),
+        ("none (4 zero lengths)", [0; 19], &[]),
+    ];
+    for (what, cl, seq) in cl_sets {
+        let mut s = Stream::default();
+        s.dynamic_header(true, 257, 2, cl, seq);
+        // The data as `lit` codes it (what follows a header that sends
+        // other lengths is an error either way).
+        let l = Code::new(&lit);
+        s.lit(&l, b'a');
+        s.lit(&l, b'b');
+        s.end(&l);
+        cases.add(format!("code-length code {what}"), s.member());
+    }
+
+    // Repeats in the code lengths. The literal/length code is a in 1 bit,
+    // 0xff and end of block in 2; "prefix" sends its lengths up to 0xff's.
+    let lit = lengths(257, &[(97, 1), (255, 2), (256, 2)]);
+    let mut prefix: Vec<(usize, u32)> = vec![(0, 0); 97];
+    prefix.push((1, 0));
+    prefix.extend([(18, 138 - 11), (18, 19 - 11), (2, 0)]);
+    let with = |tail: &[(usize, u32)]| [&prefix[..], tail].concat();
+    let repeat_sets: Vec<(&str, usize, Vec<(usize, u32)>)> = vec![
+        (
+            "16 at the start",
+            4,
+            [&[(16, 0)], &prefix[1..], &[(16, 2)]].concat(),
+        ),
+        (
+            "16 across literal/length and distance lengths",
+            4,
+            with(&[(16, 2)]),
+        ),
+        ("16 running past nlen + ndist", 4, with(&[(16, 3)])),
+        (
+            "17 ending exactly at nlen + ndist",
+            3,
+            with(&[(2, 0), (17, 0)]),
+        ),
+        ("17 running past nlen + ndist", 3, with(&[(2, 0), (17, 7)])),
+        (
+            "18 ending exactly at nlen + ndist",
+            11,
+            with(&[(2, 0), (18, 0)]),
+        ),
+        (
+            "18 running past nlen + ndist",
+            11,
+            with(&[(2, 0), (18, 127)]),
+        ),
+    ];
+    for (what, ndist, seq) in &repeat_sets {
+        let mut s = Stream::default();
+        s.dynamic_header(true, 257, *ndist, &CL_ALL, seq);
+        let l = Code::new(&lit);
+        s.lit(&l, b'a');
+        s.lit(&l, 0xff);
+        s.lit(&l, b'a');
+        s.end(&l);
+        cases.add(format!("code-length repeat {what}"), s.member());
+    }
+
+    // Counts at their limits and past them: 286 literal/length codes
+    // (226 in 8 bits, 60 in 9) and 30 distance codes (2 in 4 bits, 28 in 5).
+    for (nlen, ndist) in [
+        (286usize, 30usize),
+        (287, 30),
+        (288, 30),
+        (286, 31),
+        (286, 32),
+    ] {
+        let mut lit = vec![8u8; 286];
+        lit[226..].fill(9);
+        let mut dist = vec![5u8; 30];
+        dist[..2].fill(4);
+        let seq: Vec<(usize, u32)> = (0..nlen + ndist)
+            .map(|i| match i.checked_sub(nlen) {
+                None => (usize::from(lit.get(i).copied().unwrap_or(0)), 0),
+                Some(j) => (usize::from(dist.get(j).copied().unwrap_or(0)), 0),
+            })
+            .collect();
+        let mut s = Stream::default();
+        s.dynamic_header(true, nlen, ndist, &CL_ALL, &seq);
+        let (l, d) = (Code::new(&lit), Code::new(&dist));
+        s.lit(&l, b'a');
+        s.copy(&l, &d, 258, 1);
+        s.lit(&l, 0xff);
+        s.end(&l);
+        cases.add(format!("nlen {nlen}, ndist {ndist}"), s.member());
+    }
+
+    // Length and distance symbols past the tables, in fixed blocks.
+    for (what, lsym, dsym) in [
+        ("length symbol 284 + 31 (258)", (27, 31), (0, 0)),
+        ("length symbol 285 (258)", (28, 0), (0, 0)),
+        ("length symbol 286", (29, 0), (0, 0)),
+        ("length symbol 287", (30, 0), (0, 0)),
+        ("distance symbol 29 after 1 byte", (0, 0), (29, 0)),
+        ("distance symbol 30", (0, 0), (30, 0)),
+        ("distance symbol 31", (0, 0), (31, 0)),
+    ] {
+        let mut s = Stream::default();
+        s.block(true, 1);
+        s.lit(&fl, b'x');
+        s.raw_copy(&fl, &fd, lsym, dsym);
+        s.lit(&fl, b'y');
+        s.end(&fl);
+        cases.add(format!("fixed: {what}"), s.member());
+    }
+
+    // Distances: to the first byte, one too far, the whole window.
+    for (what, out, back) in [
+        ("distance 1 with nothing yet", 0usize, 1usize),
+        ("distance to the first byte", 5, 5),
+        ("distance one past the first byte", 5, 6),
+        ("distance 32768 after 32768 bytes", 32768, 32768),
+        ("distance 32768 after 32767 bytes", 32767, 32768),
+    ] {
+        let mut s = Stream::default();
+        let data = rng.bytes(out);
+        if out > 100 {
+            s.stored(false, &data);
+            s.block(true, 1);
+        } else {
+            s.block(true, 1);
+            for &b in &data {
+                s.lit(&fl, b);
+            }
+        }
+        s.copy(&fl, &fd, 10, back);
+        s.end(&fl);
+        cases.add(format!("fixed: {what}"), s.member());
+    }
+    // A distance back into the previous gzip member: each member is a
+    // DEFLATE stream of its own.
+    let mut first = Stream::default();
+    first.block(true, 1);
+    for &b in b"abc" {
+        first.lit(&fl, b);
+    }
+    first.end(&fl);
+    let mut second = Stream::default();
+    second.block(true, 1);
+    second.out.extend_from_slice(b"abc");
+    second.copy(&fl, &fd, 3, 3);
+    second.end(&fl);
+    second.out.drain(..3);
+    let mut both = first.member();
+    both.extend(second.member());
+    cases.add("second member's distance reaches into the first", both);
+    let mut second = Stream::default();
+    second.block(true, 1);
+    second.lit(&fl, b'd');
+    second.copy(&fl, &fd, 3, 1);
+    second.end(&fl);
+    let mut both = first.member();
+    both.extend(second.member());
+    cases.add("second member's distance within itself", both);
+
+    // Stored blocks.
+    let data = rng.bytes(1000);
+    let mut s = Stream::default();
+    s.stored(true, &data);
+    let good = s.member();
+    cases.add("stored block", good.clone());
+    let mut bad = good.clone();
+    bad[10 + 3] ^= 1;
+    cases.add("stored block, NLEN wrong", bad);
+    let mut s = Stream::default();
+    s.stored(false, b"");
+    s.stored(true, b"");
+    cases.add("stored blocks of 0 bytes", s.member());
+    let mut s = Stream::default();
+    s.block(false, 1);
+    s.lit(&fl, b'q');
+    s.end(&fl);
+    s.stored(false, b"stored after 10 bits");
+    s.block(true, 1);
+    s.copy(&fl, &fd, 6, 6);
+    s.end(&fl);
+    cases.add("fixed, stored (aligned from bit 10), fixed", s.member());
+    let mut s = Stream::default();
+    s.stored(true, &rng.bytes(65535));
+    cases.add("stored block of 65535 bytes", s.member());
+    let mut s = Stream::default();
+    s.block(true, 0);
+    s.w.align();
+    s.w.put(500, 16);
+    s.w.put(!500, 16);
+    s.w.bytes.extend_from_slice(&[1; 20]);
+    cases.add("stored block longer than the input", s.member());
+
+    // Block type 3, first and after a block.
+    let mut s = Stream::default();
+    s.block(true, 3);
+    s.w.put(0, 16);
+    cases.add("block type 3", s.member());
+    let mut s = Stream::default();
+    s.block(false, 1);
+    s.lit(&fl, b'z');
+    s.end(&fl);
+    s.block(true, 3);
+    s.w.put(0, 16);
+    cases.add("fixed then block type 3", s.member());
+    let mut s = Stream::default();
+    s.block(false, 1);
+    s.lit(&fl, b'z');
+    s.end(&fl);
+    cases.add("no last block", s.member());
+
+    // Streams ending at every bit of their last byte, whole and one byte
+    // short (the rest of their bits then come from the trailer).
+    for nine in 0..8 {
+        let mut s = Stream::default();
+        s.block(true, 1);
+        for i in 0..nine {
+            s.lit(&fl, 144 + i as u8);
+        }
+        s.lit(&fl, b'k');
+        s.end(&fl);
+        let bits = s.w.bytes.len() * 8 + s.w.n as usize;
+        let whole = s.member();
+        cases.add(format!("fixed block of {bits} bits"), whole.clone());
+        let mut short = whole.clone();
+        short.remove(short.len() - 9);
+        cases.add(format!("fixed block of {bits} bits, last byte cut"), short);
+    }
+}
+
+/// Trailers: wrong CRC or size, lying sizes, bytes after the last member.
+fn trailer_cases(cases: &mut Cases, gz: &Path, rng: &mut Rng) {
+    let data = config_text(rng, 3000);
+    let good = gzip(gz, 6, &data);
+    let n = good.len();
+    for (what, at, x) in [
+        ("CRC low byte wrong", n - 8, 1u8),
+        ("CRC high byte wrong", n - 5, 0x80),
+        ("ISIZE low bit wrong", n - 4, 1),
+        ("ISIZE high byte set (lies 16 MiB+ big)", n - 1, 1),
+    ] {
+        let mut m = good.clone();
+        m[at] ^= x;
+        cases.add(format!("trailer: {what}"), m);
+    }
+    let size = data.len() as u32;
+    for size in [0, 1, size - 1, size + 1, 0xffff_ffff, 0x0040_0000] {
+        let mut m = good.clone();
+        m[n - 4..].copy_from_slice(&size.to_le_bytes());
+        cases.add(format!("trailer: ISIZE {size:#x}"), m);
+    }
+    let second = gzip(gz, 9, b"CONFIG_Z=y\n");
+    let tails: Vec<(&str, Vec<u8>)> = vec![
+        ("1 zero byte", vec![0]),
+        ("8 zero bytes", vec![0; 8]),
+        ("10 zero bytes", vec![0; 10]),
+        ("512 zero bytes", vec![0; 512]),
+        ("garbage byte", vec![b'x']),
+        ("gzip magic only", vec![0x1f, 0x8b]),
+        ("9 bytes of a header", second[..9].to_vec()),
+        ("a whole header", second[..10].to_vec()),
+        ("garbage", b"trailing garbage after the member".to_vec()),
+        ("the same trailer again", good[n - 8..].to_vec()),
+        ("an empty member", gzip(gz, 6, b"")),
+    ];
+    for (what, tail) in tails {
+        cases.add(format!("trailing {what}"), [good.clone(), tail].concat());
+    }
+    for cut in 0..second.len() {
+        cases.add(
+            format!("second member cut at {cut}"),
+            [good.clone(), second[..cut].to_vec()].concat(),
+        );
+    }
+}
+
+/// Every truncation of a few small streams.
+fn truncations(cases: &mut Cases, gz: &Path, rng: &mut Rng) {
+    let text = config_text(rng, 400);
+    let mut s = Stream::default();
+    s.stored(false, b"stored");
+    s.block(true, 1);
+    s.lit(&Code::fixed_lit(), b'!');
+    s.end(&Code::fixed_lit());
+    let flagged = [
+        header(FNAME | FCOMMENT | FEXTRA | FHCRC, b"ex", b"nm", b"cm", true),
+        deflate_of(&gzip(gz, 9, &text)).to_vec(),
+        trailer(&text),
+    ]
+    .concat();
+    let streams: Vec<(&str, Vec<u8>)> = vec![
+        ("gzip -9 of 400 bytes of config", gzip(gz, 9, &text)),
+        ("gzip -1 of a line", gzip(gz, 1, b"CONFIG_A=y\n")),
+        ("stored then fixed", s.member()),
+        ("every header field", flagged),
+    ];
+    for (what, full) in streams {
+        for cut in 0..full.len() {
+            cases.add(format!("{what}, cut to {cut} bytes"), full[..cut].to_vec());
+        }
+    }
+}
+
+/// Single-bit flips of a real-sized stream: this machine's
+/// /proc/config.gz when readable, else gzip -9 of a generated config.
+fn bit_flips(cases: &mut Cases, gz: &Path, rng: &mut Rng) {
+    let real = std::fs::read("/proc/config.gz")
+        .ok()
+        .filter(|g| g.len() > 1000);
+    let (what, full) = match real {
+        Some(g) => ("/proc/config.gz", g),
+        None => (
+            "gzip -9 of 100 KB of config",
+            gzip(gz, 9, &config_text(rng, 100_000)),
+        ),
+    };
+    cases.add(what, full.clone());
+    let n = full.len();
+    // Every bit of the header and the trailer, and random ones between,
+    // more of them near the start (the first block's code lengths).
+    let mut bits: Vec<usize> = (0..80).chain((n - 8) * 8..n * 8).collect();
+    bits.extend((0..60).map(|_| 80 + rng.below(400 * 8)));
+    bits.extend((0..240).map(|_| 80 + rng.below((n - 18) * 8)));
+    for bit in bits {
+        let mut m = full.clone();
+        m[bit / 8] ^= 1 << (bit % 8);
+        cases.add(format!("{what}, bit {bit} flipped"), m);
+    }
+}
+
+fn build_oracle(dir: &Path) -> Option<PathBuf> {
+    let go = current_go::find()?;
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/go-gunzip/main.go");
+    let bin = dir.join("go-gunzip");
+    current_go::build_std_program(&go, &src, dir, &bin);
+    Some(bin)
+}
+
+/// Go's answer for each input, in order, from one run of the oracle.
+fn run_oracle(bin: &Path, cases: &[Case]) -> Vec<Answer> {
+    let mut child = Command::new(bin)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("starting the go gunzip oracle");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut records = Vec::new();
+    for c in cases {
+        records.extend_from_slice(&(c.input.len() as u32).to_le_bytes());
+        records.extend_from_slice(&c.input);
+    }
+    let writer = std::thread::spawn(move || stdin.write_all(&records).unwrap());
+    let mut out = Vec::new();
+    child.stdout.take().unwrap().read_to_end(&mut out).unwrap();
+    writer.join().unwrap();
+    assert!(child.wait().unwrap().success(), "go gunzip oracle failed");
+    let mut answers = Vec::new();
+    let mut rest = &out[..];
+    while let [status, a, b, c, d, tail @ ..] = rest {
+        let len = u32::from_le_bytes([*a, *b, *c, *d]) as usize;
+        let (body, tail) = tail.split_at(len);
+        answers.push(match status {
+            0 => Ok(body.to_vec()),
+            _ => Err(String::from_utf8_lossy(body).into_owned()),
+        });
+        rest = tail;
+    }
+    assert!(rest.is_empty(), "oracle output ends mid-record");
+    assert_eq!(answers.len(), cases.len(), "one answer per input");
+    answers
+}
+
+fn describe(a: &Option<Vec<u8>>) -> String {
+    match a {
+        Some(d) => format!("{} bytes {:?}", d.len(), preview(d)),
+        None => "None".into(),
+    }
+}
+
+fn preview(d: &[u8]) -> String {
+    String::from_utf8_lossy(&d[..d.len().min(40)]).into_owned()
+}
+
+fn hex(d: &[u8]) -> String {
+    let shown: String = d.iter().take(48).map(|b| format!("{b:02x}")).collect();
+    if d.len() > 48 {
+        format!("{shown}... ({} bytes)", d.len())
+    } else {
+        shown
+    }
+}
+
+#[test]
+fn gunzip_agrees_with_go_compress_gzip() {
+    let Some(gz) = skipped::tool("gzip") else {
+        return;
+    };
+    let dir = scratch_dir();
+    let Some(oracle) = build_oracle(dir.path()) else {
+        return;
+    };
+    let mut rng = Rng(0x6b75_6265_6c65_7421);
+    let mut cases = Cases::default();
+    gzip_outputs(&mut cases, &gz, &mut rng);
+    header_cases(&mut cases, &gz);
+    deflate_cases(&mut cases, &mut rng);
+    trailer_cases(&mut cases, &gz, &mut rng);
+    truncations(&mut cases, &gz, &mut rng);
+    bit_flips(&mut cases, &gz, &mut rng);
+    let answers = run_oracle(&oracle, &cases.0);
+
+    let (mut read, mut errors, mut over_cap) = (0, 0, 0);
+    let mut differ = Vec::new();
+    for (case, go) in cases.0.iter().zip(&answers) {
+        let ours = std::panic::catch_unwind(|| gunzip(&case.input, CAP));
+        let Ok(ours) = ours else {
+            differ.push(format!(
+                "{}: ours panicked; input {}",
+                case.name,
+                hex(&case.input)
+            ));
+            continue;
+        };
+        match go {
+            Ok(data) if data.len() > CAP => {
+                over_cap += 1;
+                assert_eq!(ours, None, "{}: over the cap, ours must refuse", case.name);
+            }
+            Ok(data) => {
+                read += 1;
+                if ours.as_deref() != Some(&data[..]) {
+                    differ.push(format!(
+                        "{}: Go reads {} bytes {:?}, ours {}; input {}",
+                        case.name,
+                        data.len(),
+                        preview(data),
+                        describe(&ours),
+                        hex(&case.input)
+                    ));
+                }
+            }
+            Err(e) => {
+                errors += 1;
+                if ours.is_some() {
+                    differ.push(format!(
+                        "{}: Go errors ({e}), ours {}; input {}",
+                        case.name,
+                        describe(&ours),
+                        hex(&case.input)
+                    ));
+                }
+            }
+        }
+    }
+    // Not vacuous: both outcomes are well represented.
+    assert!(
+        read > 180 && errors > 900 && over_cap == 1,
+        "{read} read, {errors} errors, {over_cap} over the cap"
+    );
+    assert!(
+        differ.is_empty(),
+        "{} of {} inputs differ from Go's compress/gzip:\n{}",
+        differ.len(),
+        cases.0.len(),
+        differ.join("\n")
+    );
+}
