@@ -1,4 +1,4 @@
-//! Differential test: our gunzip (`node::facts::inflate::gunzip`, on every
+//! Differential test: our gunzip (`node::facts::gunzip`, on every
 //! node's boot path) against Go's compress/gzip, which NFD's nfd-worker uses
 //! for /proc/config.gz (source/kernel/kconfig.go: `gzip.NewReader` on the
 //! file, then `io.ReadAll`; any error and NFD goes on to its next config
@@ -19,7 +19,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use kubelet_labeler::node::facts::inflate::gunzip;
+use kubelet_labeler::node::facts::gunzip;
 
 /// Ours reads at most this much (the wrapper's cap on /proc/config.gz).
 /// Go has no cap: an input that Go reads to more than this is left out of

@@ -128,8 +128,9 @@ impl Huffman {
                 return None;
             }
         }
-        let codes: u16 = h.count.iter().sum();
-        if left > 0 && codes > 0 && !(codes == 1 && h.count[1] == 1) {
+        // What is left of the code space: none (complete), all of it (no
+        // code), or half of it with one code of one bit.
+        if left != 0 && left != 1 << 15 && !(left == 1 << 14 && h.count[1] == 1) {
             return None;
         }
         let mut offs = [0u16; 16];
@@ -220,9 +221,6 @@ struct Out {
     buf: Vec<u8>,
     at: usize,
     cap: usize,
-    /// Where this member's data starts: a distance reaches no further back
-    /// (each member is a DEFLATE stream of its own).
-    member: usize,
 }
 
 impl Out {
@@ -264,10 +262,7 @@ fn codes(b: &mut Bits, out: &mut Out, lit: &Huffman, dist: &Huffman) -> Option<(
         let len = usize::from(*LEN_BASE.get(i)?) + b.take(u32::from(LEN_EXTRA[i])) as usize;
         let d = dist.decode(b)?;
         let dist = usize::from(*DIST_BASE.get(d)?) + b.take(u32::from(DIST_EXTRA[d])) as usize;
-        if dist > out.at - out.member {
-            return None;
-        }
-        let start = out.at - dist;
+        let start = out.at.checked_sub(dist)?;
         if dist >= len {
             let (done, rest) = out.buf.split_at_mut(out.at);
             rest[..len].copy_from_slice(&done[start..start + len]);
@@ -420,8 +415,11 @@ pub fn gunzip(gz: &[u8], cap: usize) -> Option<Vec<u8>> {
         buf: vec![0; size.min(cap) + MAX_MATCH],
         at: 0,
         cap,
-        member: 0,
     };
+    // The data of the members before this one: each member is a DEFLATE
+    // stream of its own, decoded from the start of `out`, so `codes` finds
+    // a distance reaching past the member's start at no cost.
+    let mut earlier = Vec::new();
     let mut pos = 0;
     loop {
         let h = gz.get(pos..pos + 10)?;
@@ -450,25 +448,31 @@ pub fn gunzip(gz: &[u8], cap: usize) -> Option<Vec<u8>> {
             }
             pos += 2;
         }
-        out.member = out.at;
+        out.cap = cap - earlier.len();
         let mut b = Bits::new(gz.get(pos..)?);
         inflate(&mut b, &mut out)?;
-        if out.at > cap {
+        if out.at > out.cap {
             return None;
         }
         pos += b.byte_pos()?;
         let t = gz.get(pos..pos + 8)?;
         let crc = u32::from_le_bytes([t[0], t[1], t[2], t[3]]);
         let size = u32::from_le_bytes([t[4], t[5], t[6], t[7]]);
-        let data = &out.buf[out.member..out.at];
+        let data = &out.buf[..out.at];
         if crc != crc32(data) || size != data.len() as u32 {
             return None;
         }
         pos += 8;
         if pos >= gz.len() {
             out.buf.truncate(out.at);
+            if !earlier.is_empty() {
+                earlier.extend_from_slice(&out.buf);
+                out.buf = earlier;
+            }
             return Some(out.buf);
         }
+        earlier.extend_from_slice(data);
+        out.at = 0;
     }
 }
 

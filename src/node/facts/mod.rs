@@ -9,8 +9,7 @@ use crate::node::sorted::{SortedMap, SortedSet};
 
 mod cpu;
 mod devices;
-/// Public for tests/gunzip_go.rs, which compares `gunzip` with Go's reader.
-pub mod inflate;
+mod inflate;
 mod kernel;
 mod labels;
 mod leaves;
@@ -126,6 +125,10 @@ pub use labels::{NFD_LABEL_ATTRIBUTES, NFD_LABEL_FEATURES, builtin_label_value};
 /// The features read partly with the CPUID instruction (x86-64): on a tree
 /// they come from its recording, `CPUID_RECORDING` at its top.
 pub const CPUID_FEATURES: &[&str] = &["cpu.rdt", "cpu.security", "cpu.sst"];
+/// /proc/config.gz's decoder, for tests/gunzip_go.rs (compared with Go's
+/// reader); only with the CLI, so the wrapper's code stays as it is.
+#[cfg(feature = "cli")]
+pub use inflate::gunzip;
 pub use leaves::RECORDING as CPUID_RECORDING;
 /// This CPU's CPUID leaves the reads ask for, as a tree's recording holds
 /// them; None off x86-64.
