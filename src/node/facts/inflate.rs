@@ -541,4 +541,45 @@ mod tests {
         assert_eq!(gunzip(b"", 10), None);
         assert_eq!(gunzip(b"plain text", 10), None);
     }
+
+    /// What Go's compress/gzip does where ours used to differ (the cases
+    /// tests/gunzip_go.rs found; it compares with Go itself).
+    #[test]
+    fn go_parity() {
+        // Complete codes only, or none, or one code of one bit.
+        assert!(Huffman::new(&[1, 1]).is_some());
+        assert!(Huffman::new(&[0, 0]).is_some());
+        assert!(Huffman::new(&[0, 1]).is_some());
+        assert!(Huffman::new(&[2]).is_none());
+        assert!(Huffman::new(&[1, 2]).is_none());
+        assert!(Huffman::new(&[1, 1, 1]).is_none());
+        let gz = gzip(&["-c", "-n"], b"CONFIG_A=y\n");
+        let with_header = |flags: u8, fields: &[u8]| {
+            let mut m = gz[..10].to_vec();
+            m[3] = flags;
+            m.extend_from_slice(fields);
+            m.extend_from_slice(&gz[10..]);
+            m
+        };
+        // Reserved flag bits are ignored.
+        let m = with_header(0xe0, b"");
+        assert_eq!(gunzip(&m, 100).as_deref(), Some(&b"CONFIG_A=y\n"[..]));
+        // The header's CRC16 is checked.
+        let crc = crc32(&with_header(2, b"")[..10]) as u16;
+        let m = with_header(2, &crc.to_le_bytes());
+        assert!(gunzip(&m, 100).is_some());
+        let m = with_header(2, &(crc ^ 1).to_le_bytes());
+        assert_eq!(gunzip(&m, 100), None);
+        // A name takes at most 512 bytes with its NUL.
+        let mut name = vec![b'n'; 511];
+        name.push(0);
+        assert!(gunzip(&with_header(8, &name), 100).is_some());
+        name.insert(0, b'n');
+        assert_eq!(gunzip(&with_header(8, &name), 100), None);
+        // A distance reaches no further back than its member's start: "abc"
+        // then a member of a match of 3 at distance 3, both fixed blocks.
+        let two = b"\x1f\x8b\x08\x00\x4d\x3c\x2b\x1a\x00\x03\x4b\x4c\x4a\x06\x00\xc2\x41\x24\x35\x03\x00\x00\x00\
+                    \x1f\x8b\x08\x00\x4d\x3c\x2b\x1a\x00\x03\x03\x22\x00\xc2\x41\x24\x35\x03\x00\x00\x00";
+        assert_eq!(gunzip(two, 100), None);
+    }
 }
