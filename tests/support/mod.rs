@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod current_go;
+pub mod deflate;
 pub mod elf;
 pub mod ignition_oracle;
 pub mod mco;
