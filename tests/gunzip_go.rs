@@ -17,8 +17,8 @@
 //! makes of them, so that the CRC does not hide what a flip changed.
 
 use crate::support::deflate::{
-    BitWriter, CL_ALL, Code, FCOMMENT, FEXTRA, FHCRC, FNAME, FTEXT, Rng, Stream, Sym, header,
-    lengths, member, random_body, random_dynamic, trailer,
+    CL_ALL, Code, FCOMMENT, FEXTRA, FHCRC, FNAME, FTEXT, Rng, Stream, Sym, header, lengths, member,
+    random_body, random_dynamic, trailer,
 };
 use crate::support::{current_go, scratch_dir, skipped};
 
@@ -740,13 +740,7 @@ fn random_streams(cases: &mut Cases, rng: &mut Rng) -> Vec<Vec<u8>> {
                 }
             }
         }
-        let mut w = BitWriter {
-            bytes: s.w.bytes.clone(),
-            acc: s.w.acc,
-            n: s.w.n,
-        };
-        w.align();
-        streams.push(w.bytes);
+        streams.push(s.bytes());
         cases.add(format!("random stream {i}"), s.member());
     }
     streams

@@ -297,15 +297,18 @@ impl Stream {
         (Code::new(lit), Code::new(dist))
     }
 
+    /// The stream's bytes so far, its last one padded with zero bits.
+    pub fn bytes(&self) -> Vec<u8> {
+        let mut bytes = self.w.bytes.clone();
+        if self.w.n > 0 {
+            bytes.push(self.w.acc as u8);
+        }
+        bytes
+    }
+
     /// The stream as a gzip member whose trailer is the intended data's.
     pub fn member(&self) -> Vec<u8> {
-        let mut w = BitWriter {
-            bytes: self.w.bytes.clone(),
-            acc: self.w.acc,
-            n: self.w.n,
-        };
-        w.align();
-        member(&w.bytes, &self.out)
+        member(&self.bytes(), &self.out)
     }
 }
 
