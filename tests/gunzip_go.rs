@@ -23,7 +23,7 @@ use crate::support::deflate::{
 use crate::support::{current_go, scratch_dir, skipped};
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use kubelet_labeler::node::facts::gunzip;
@@ -785,14 +785,6 @@ fn mutated_streams(
     out
 }
 
-fn build_oracle(dir: &Path) -> Option<PathBuf> {
-    let go = current_go::find()?;
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/go-gunzip/main.go");
-    let bin = dir.join("go-gunzip");
-    current_go::build_std_program(&go, &src, dir, &bin);
-    Some(bin)
-}
-
 /// One run of the oracle on `(kind, input)` records (0: gzip, 1: DEFLATE):
 /// for each, whether Go read it to the end, and the record's bytes.
 fn run_oracle(bin: &Path, records: &[(u8, &[u8])]) -> Vec<(bool, Vec<u8>)> {
@@ -879,7 +871,7 @@ fn gunzip_agrees_with_go_compress_gzip() {
         return;
     };
     let dir = scratch_dir();
-    let Some(oracle) = build_oracle(dir.path()) else {
+    let Some(oracle) = current_go::build_support_oracle("go-gunzip", dir.path()) else {
         return;
     };
     let mut rng = Rng(0x6b75_6265_6c65_7421);

@@ -12,21 +12,13 @@
 use crate::support::{current_go, scratch_dir};
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use kubelet_labeler::node::rules::Element;
 use kubelet_labeler::node::rules::regex::Regex;
 use kubelet_labeler::node::rules::template::{self, Data};
 use serde_json::{Value, json};
-
-fn build_oracle(dir: &Path) -> Option<PathBuf> {
-    let go = current_go::find()?;
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/go-oracle/main.go");
-    let bin = dir.join("go-oracle");
-    current_go::build_std_program(&go, &src, dir, &bin);
-    Some(bin)
-}
 
 fn run_oracle(bin: &Path, input: &Value) -> Value {
     let mut child = Command::new(bin)
@@ -698,7 +690,7 @@ fn unsupported(msg: &str) -> bool {
 #[test]
 fn templates_and_regexes_agree_with_go() {
     let tmp = scratch_dir();
-    let Some(oracle) = build_oracle(tmp.path()) else {
+    let Some(oracle) = current_go::build_support_oracle("go-oracle", tmp.path()) else {
         return;
     };
     let mut rng = Rng(0x5EED_0001);

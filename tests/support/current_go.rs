@@ -52,6 +52,19 @@ pub fn find() -> Option<PathBuf> {
     found
 }
 
+/// `tests/support/NAME/main.go` (standard library only) built into
+/// `dir/NAME` with a current Go; None when there is none.
+pub fn build_support_oracle(name: &str, dir: &Path) -> Option<PathBuf> {
+    let go = find()?;
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/support")
+        .join(name)
+        .join("main.go");
+    let bin = dir.join(name);
+    build_std_program(&go, &src, dir, &bin);
+    Some(bin)
+}
+
 /// `go build` of a standard-library-only `main.go` into `out`, offline.
 pub fn build_std_program(go: &Path, src: &Path, dir: &Path, out: &Path) {
     let module = dir.join("module");
