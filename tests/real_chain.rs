@@ -897,7 +897,10 @@ fn restart_after_registration_keeps_the_node() {
 /// The day-2 sync through the rendered units under real systemd: after
 /// kubelet's start (the `Wants=` drop-in) it adopts what registration set;
 /// a new env drop-in (a label changed and one added) makes the path unit
-/// run it again, and the Node changes with no kubelet restart.
+/// run it again, and the Node changes with no kubelet restart. The change
+/// lands once the first run has stopped: the path unit is deaf while it
+/// runs (the sync itself derives again at its end for that; a unit test
+/// covers it), and a change in the instant between would be a race here.
 #[test]
 fn sync_units_keep_the_node_current_without_a_restart() {
     let Some(cluster) = cluster() else { return };
@@ -922,6 +925,9 @@ fn sync_units_keep_the_node_current_without_a_restart() {
          wait_sync() {{ local end=$(( $(date +%s) + $2 )); until [ \"$(grep -c 'kubelet-labeler sync: node' \"$SYNC\" 2>/dev/null)\" -ge $1 ]; do \
          [ $(date +%s) -ge $end ] && {{ echo \"timeout waiting for sync run $1\"; return 1; }}; sleep 0.1; done; }}\n\
          wait_sync 1 60 && echo first_sync=1\n\
+         wait_idle() {{ local end=$(( $(date +%s) + 30 )); until case $(systemctl --user is-active kubelet-labeler-sync.service) in inactive|failed) true;; *) false;; esac; do \
+         [ $(date +%s) -ge $end ] && {{ echo \"timeout waiting for the sync to stop\"; return 1; }}; sleep 0.1; done; }}\n\
+         wait_idle\n\
          before=$(restarts)\n\
          cp {changed} /etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf\n\
          wait_sync 2 60 && echo second_sync=1\n\

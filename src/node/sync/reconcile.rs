@@ -56,7 +56,7 @@ fn lookup<'a>(map: &'a [(String, String)], key: &str) -> Option<&'a str> {
 }
 
 /// What the node's configuration derives (the wrapper's own computation).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Desired {
     pub labels: Vec<(String, String)>,
     pub taints: Vec<Taint>,

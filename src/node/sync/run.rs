@@ -67,7 +67,13 @@ pub struct Outcome {
     /// HTTP requests sent.
     pub requests: usize,
     pub writes: usize,
+    /// What the run derived and synced to (None: it derived nothing).
+    pub derived: Option<Derived>,
 }
+
+/// What a run syncs the Node to: the labels and taints, and the pool label
+/// held back.
+pub type Derived = (Desired, Option<String>);
 
 fn fail(code: i32, summary: String) -> Outcome {
     Outcome {
@@ -605,7 +611,40 @@ pub fn run(opts: &SyncOptions) -> Outcome {
     for n in &derivation.notes {
         out.summary += &format!(" ({n})");
     }
+    out.derived = Some((derivation.desired, derivation.pool_label));
     out
+}
+
+/// What the configuration derives now (None when it derives nothing).
+pub fn derived_now(opts: &SyncOptions) -> Option<Derived> {
+    derive(opts).ok().map(|d| (d.desired, d.pool_label))
+}
+
+/// The most runs one start of the service makes.
+pub const MAX_RUNS: usize = 3;
+
+/// Runs until what the configuration derives holds still, at most
+/// MAX_RUNS times, each run printed: systemd's path unit is deaf while
+/// this service runs (it re-arms `PathChanged=` only after the service
+/// stops, and what changed in between is lost), and a run may wait
+/// minutes for an API server. So what a run synced to is derived again at
+/// its end, and a different answer is a run of its own. Returns the last
+/// run's exit code.
+pub fn run_until_settled(
+    mut run_once: impl FnMut() -> Outcome,
+    mut derive: impl FnMut() -> Option<Derived>,
+    mut print: impl FnMut(&Outcome),
+) -> i32 {
+    let mut out = run_once();
+    for _ in 1..MAX_RUNS {
+        print(&out);
+        if out.derived.is_none() || derive() == out.derived {
+            return out.code;
+        }
+        out = run_once();
+    }
+    print(&out);
+    out.code
 }
 
 /// The node-side entry (the wrapper binary's `sync` mode): std-only
@@ -663,7 +702,8 @@ pub fn parse_node_args(args: &[OsString]) -> Result<SyncOptions, String> {
     Ok(opts)
 }
 
-/// `kubelet-labeler-wrapper sync ...`: one run, one journal line.
+/// `kubelet-labeler-wrapper sync ...`: a run, one journal line; another
+/// when the configuration changed during it (`run_until_settled`).
 pub fn node_main(args: &[OsString]) -> i32 {
     let opts = match parse_node_args(args) {
         Ok(o) => o,
@@ -672,9 +712,12 @@ pub fn node_main(args: &[OsString]) -> i32 {
             return EXIT_USAGE;
         }
     };
-    let out = run(&opts);
-    print_outcome(&out);
-    out.code
+    if opts.dry_run {
+        let out = run(&opts);
+        print_outcome(&out);
+        return out.code;
+    }
+    run_until_settled(|| run(&opts), || derived_now(&opts), print_outcome)
 }
 
 /// Detail lines on stdout, the summary on stderr; a closed pipe is no panic.
@@ -806,6 +849,52 @@ mod tests {
                 .as_deref()
                 .unwrap()
                 .contains(r#""resourceVersion":"6""#)
+        );
+    }
+
+    /// A run again only when what the configuration derives changed
+    /// during the last one; each run printed; at most MAX_RUNS.
+    #[test]
+    fn runs_again_only_when_the_configuration_changed_during_a_run() {
+        use std::cell::Cell;
+        let derived = |v: u32| {
+            Some((
+                Desired {
+                    labels: vec![("example.com/v".into(), v.to_string())],
+                    taints: vec![],
+                },
+                None,
+            ))
+        };
+        // `changes`: how many runs see the configuration change under them.
+        let settle = |changes: u32, derives: bool| {
+            let (config, runs, printed) = (Cell::new(0u32), Cell::new(0), Cell::new(0));
+            let code = run_until_settled(
+                || {
+                    runs.set(runs.get() + 1);
+                    let synced = config.get();
+                    if synced < changes {
+                        config.set(synced + 1);
+                    }
+                    Outcome {
+                        code: runs.get(),
+                        derived: if derives { derived(synced) } else { None },
+                        ..Default::default()
+                    }
+                },
+                || derived(config.get()),
+                |_| printed.set(printed.get() + 1),
+            );
+            (code, runs.get(), printed.get())
+        };
+        assert_eq!(settle(0, true), (1, 1, 1), "nothing changed: one run");
+        assert_eq!(settle(1, true), (2, 2, 2), "changed during the first run");
+        assert_eq!(settle(2, true), (3, 3, 3), "changed during two runs");
+        assert_eq!(settle(9, true), (3, 3, 3), "never settles: MAX_RUNS");
+        assert_eq!(
+            settle(1, false),
+            (1, 1, 1),
+            "derived nothing: no second run"
         );
     }
 
