@@ -712,11 +712,6 @@ pub fn node_main(args: &[OsString]) -> i32 {
             return EXIT_USAGE;
         }
     };
-    if opts.dry_run {
-        let out = run(&opts);
-        print_outcome(&out);
-        return out.code;
-    }
     run_until_settled(|| run(&opts), || derived_now(&opts), print_outcome)
 }
 
