@@ -712,7 +712,15 @@ pub fn node_main(args: &[OsString]) -> i32 {
             return EXIT_USAGE;
         }
     };
-    run_until_settled(|| run(&opts), || derived_now(&opts), print_outcome)
+    // The runs share one wait budget: the service's start timeout
+    // (TimeoutStartSec=6min) holds one run's --max-wait, not three.
+    let started = std::time::Instant::now();
+    let run_within_budget = || {
+        let mut o = opts.clone();
+        o.max_wait = opts.max_wait.saturating_sub(started.elapsed());
+        run(&o)
+    };
+    run_until_settled(run_within_budget, || derived_now(&opts), print_outcome)
 }
 
 /// Detail lines on stdout, the summary on stderr; a closed pipe is no panic.
