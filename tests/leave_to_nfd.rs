@@ -6,7 +6,7 @@
 //! that reads a left one's output is refused and writes nothing.
 
 use crate::support::run_cli::{cli, json_of, snapshot};
-use crate::support::{mco, scratch_dir, write};
+use crate::support::{mco, scratch_dir, stderr, write};
 
 use std::path::Path;
 
@@ -50,10 +50,6 @@ fn kubelet_root(root: &Path) {
         &root.join("usr/lib/systemd/system/kubelet.service"),
         "[Unit]\nDescription=kubelet\n[Service]\nExecStart=/usr/bin/kubelet\n",
     );
-}
-
-fn stderr(o: &std::process::Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 #[test]

@@ -69,7 +69,7 @@ pub fn config(root: &Path, names: Option<&[&str]>) -> Option<SortedMap<String, S
 fn parse_config_only(text: &str, names: &[&str]) -> SortedMap<String, String> {
     let mut out = SortedMap::new();
     for &name in names {
-        // `config_line`'s name is a line's text up to its first `=`.
+        // `parse_config`'s name is a line's text up to its first `=`.
         if name.contains(['=', '\n']) {
             continue;
         }
@@ -94,13 +94,6 @@ fn parse_config_only(text: &str, names: &[&str]) -> SortedMap<String, String> {
     out
 }
 
-/// `CONFIG_<NAME>=<value>` as (NAME, value with `"` trimmed); other lines
-/// (comments, `# CONFIG_X is not set`) give nothing.
-fn config_line(line: &str) -> Option<(&str, &str)> {
-    let (name, value) = line.strip_prefix("CONFIG_")?.split_once('=')?;
-    Some((name, value.trim_matches('"')))
-}
-
 pub fn parse_config(text: &str) -> SortedMap<String, String> {
     // Sorted first (a later line wins on a name, as NFD's map assignment):
     // inserting ~2,000 unsorted names one by one into the sorted map moves
@@ -108,7 +101,11 @@ pub fn parse_config(text: &str) -> SortedMap<String, String> {
     let mut lines: Vec<(&str, usize, &str)> = text
         .split('\n')
         .enumerate()
-        .filter_map(|(i, line)| config_line(line).map(|(name, value)| (name, i, value)))
+        .filter_map(|(i, line)| {
+            // `CONFIG_<NAME>=<value>`; comments and `# CONFIG_X is not set` give nothing.
+            let (name, value) = line.strip_prefix("CONFIG_")?.split_once('=')?;
+            Some((name, i, value.trim_matches('"')))
+        })
         .collect();
     lines.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
     let mut out = SortedMap::new();

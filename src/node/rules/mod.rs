@@ -27,6 +27,7 @@ use std::cell::Cell;
 
 use crate::node::facts::Features;
 use crate::node::kubelet::Taint;
+use crate::node::kubelet::labels::namespace;
 use crate::node::sorted::SortedMap;
 
 pub use budget::{Budget, BudgetExceeded};
@@ -460,7 +461,7 @@ fn ns_allowed(ns: &str, allowed: &[&str]) -> bool {
 }
 
 fn taint_ns_error(key: &str) -> Option<String> {
-    let ns = crate::node::kubelet::labels::namespace(key);
+    let ns = namespace(key);
     if ns.is_empty() {
         return Some("NFD refuses taint keys without a prefix".into());
     }
@@ -876,7 +877,7 @@ impl<'f> Evaluator<'f> {
         if !errs.is_empty() {
             return Err(format!("invalid label key: {}", errs.join("; ")));
         }
-        let ns = crate::node::kubelet::labels::namespace(key);
+        let ns = namespace(key);
         if ns.is_empty() {
             return Err("unprefixed keys are not allowed".into());
         }
