@@ -57,3 +57,18 @@ pub const ROLE_LAYER: [(&str, &str); 4] = [
 pub const WRAPPER_USAGE_HEAD: &str = "usage: kubelet-labeler-wrapper [";
 /// The same for the fleet ISO's selector (`fleet`).
 pub const SELECTOR_USAGE_HEAD: &str = "usage: kubelet-labeler-select [";
+/// The taint a node registers with when rule-derived taints could not be
+/// derived at this start (the previous start died before exec'ing kubelet,
+/// the rules failed or ran out of budget, an input the node reads was past
+/// its bounds, kubelet's config could not be read): fail closed. Its value
+/// says why (one of the `FENCE_*` reasons below); its effect is
+/// `NoSchedule`. A node cannot remove its own taints (NodeRestriction), so
+/// a cluster admin lifts it once the cause is fixed
+/// (`kubectl taint node NAME kubelet-labeler.io/fenced-`).
+pub const FENCE_TAINT_KEY: &str = "kubelet-labeler.io/fenced";
+pub const FENCE_TAINT_EFFECT: &str = "NoSchedule";
+/// Reasons, as the fence taint's value (label-value syntax).
+pub const FENCE_WRAPPER_DIED: &str = "wrapper-died";
+pub const FENCE_RULES_FAILED: &str = "rules-failed";
+pub const FENCE_FEATURES_UNREADABLE: &str = "features-unreadable";
+pub const FENCE_KUBELET_CONFIG_UNREADABLE: &str = "kubelet-config-unreadable";
