@@ -746,7 +746,7 @@ fn cmd_iso_fleet(c: IsoFleetConfig) -> Result<ExitCode> {
     let names: Vec<&str> = built.table.pools.iter().map(|p| p.name.as_str()).collect();
     let Some(input) = &c.input else {
         // --dry-run without an ISO.
-        return fleet_preview(&built, c.dest_device.as_deref(), &c.facts_root);
+        return fleet_preview(&built, arch, c.dest_device.as_deref(), &c.facts_root);
     };
     let (used, area) = iso::embedded_size(input, &built.config)?;
     let fits = format!("{used} of {area} bytes of the embed area");
@@ -761,7 +761,7 @@ fn cmd_iso_fleet(c: IsoFleetConfig) -> Result<ExitCode> {
             "the fleet config for pools {} ({arch} selector) takes {fits}",
             names.join(", ")
         );
-        return fleet_preview(&built, c.dest_device.as_deref(), &c.facts_root);
+        return fleet_preview(&built, arch, c.dest_device.as_deref(), &c.facts_root);
     }
     iso::embed(
         input,
@@ -791,6 +791,7 @@ fn cmd_iso_fleet(c: IsoFleetConfig) -> Result<ExitCode> {
 /// each `--facts-root` machine would install into, as the selector decides.
 fn fleet_preview(
     built: &iso::fleet::Fleet,
+    iso_arch: Arch,
     default_device: Option<&str>,
     roots: &[std::path::PathBuf],
 ) -> Result<ExitCode> {
@@ -808,6 +809,19 @@ fn fleet_preview(
     let _ = writeln!(out, "wiped on install: {devices}");
     let mut all = true;
     for root in roots {
+        // The ISO boots only machines of its selector's architecture.
+        if let Some(machine) = kubelet_labeler::node::facts::machine_arch(root)
+            && machine != iso_arch.to_string()
+        {
+            all = false;
+            let _ = writeln!(
+                out,
+                "{}: cannot boot this ISO: the machine is {machine} (its /proc/cpuinfo), the \
+                 ISO is {iso_arch}; build a fleet ISO for {machine} to install it",
+                root.display()
+            );
+            continue;
+        }
         match kubelet_labeler::node::fleet::decide(&built.table, root) {
             Ok((pool, labels)) => {
                 let dev = iso::fleet::pool_device(pool, default_device);

@@ -975,6 +975,17 @@ fn dry_run_previews_each_machine_and_its_device() {
         "{}",
         said(&o)
     );
+    // An arm64 machine cannot boot the x86_64 ISO: it would not install
+    // whatever its labels.
+    let o = preview(&["rpi4", "vm"]);
+    assert_eq!(o.status.code(), Some(1), "{}", said(&o));
+    let want = format!(
+        "{}: cannot boot this ISO: the machine is aarch64 (its /proc/cpuinfo), the ISO is x86_64;",
+        nodes.join("rpi4").display()
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains(&want), "{want:?} in {out}");
+    assert!(!out.contains("rpi4: would install"), "{out}");
     // Without --dest-device every pool needs its own.
     let o = fleet_args(dir)
         .args(["--dry-run", "--pool-dest-device", "worker-gpu=/dev/nvme0n1"])

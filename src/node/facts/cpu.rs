@@ -20,6 +20,29 @@ pub fn read(root: &Path) -> Option<Cpu> {
     Some(parse_cpuinfo(&text))
 }
 
+/// The architecture (as `uname -m` names it) whose kernel wrote this
+/// /proc/cpuinfo, from the fields only it prints; None when unknown. The
+/// CLI asks it of a tree (`iso fleet --dry-run --facts-root`).
+#[cfg(feature = "cli")]
+pub fn arch(root: &Path) -> Option<&'static str> {
+    let text = read_first_block(&under(root, "/proc/cpuinfo"))?;
+    let has = |name: &str| {
+        text.lines()
+            .any(|l| l.split_once(':').is_some_and(|(k, _)| k.trim() == name))
+    };
+    if has("vendor_id") && has("flags") {
+        Some("x86_64")
+    } else if has("CPU implementer") || (has("Features") && has("CPU architecture")) {
+        Some("aarch64")
+    } else if has("cpu") && text.contains("POWER") {
+        Some("ppc64le")
+    } else if text.contains("vendor_id") && text.contains("IBM/S390") {
+        Some("s390x")
+    } else {
+        None
+    }
+}
+
 /// /proc/cpuinfo up to the end of the first processor's block (all that
 /// `parse_cpuinfo` reads), at most CPUINFO_CAP: the kernel makes the file
 /// as it is read, a block per CPU (about 2 KiB each, 400 KiB on a DGX).

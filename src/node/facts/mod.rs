@@ -145,6 +145,13 @@ pub fn cpuid_unknown(root: &Path) -> bool {
     })
 }
 
+/// The architecture of the machine whose tree this is (`uname -m`'s
+/// name), from its /proc/cpuinfo; None when that does not tell.
+#[cfg(feature = "cli")]
+pub fn machine_arch(root: &Path) -> Option<&'static str> {
+    util::contained_in(root, || cpu::arch(root))
+}
+
 /// Read every feature this module knows from the node tree.
 pub fn read(opts: &FactsOptions) -> Features {
     util::contained_in(opts.root, || read_in(opts))
