@@ -19,6 +19,9 @@ pub fn from_cli(labels: &[String], taints: &[String], profile: Profile) -> Resul
         if let Some(e) = validate_labels(&parsed, profile).first() {
             bail!("--label {arg:?}: {e}");
         }
+        if let Some(why) = parsed.iter().find_map(|(k, _)| per_node_key(k)) {
+            bail!("--label {arg:?}: {why}");
+        }
         for (k, v) in parsed {
             additions.labels.retain(|(old, _)| *old != k);
             additions.labels.push((k, v));
@@ -52,6 +55,20 @@ pub fn from_cli(labels: &[String], taints: &[String], profile: Profile) -> Resul
     Ok(additions)
 }
 
+/// Why a label of this key cannot be given to every node alike: kubelet
+/// registers each node with its own value, and takes a `--node-labels`
+/// value instead of it (the real kubelet stored the flag's), so a pool
+/// sharing one would break what selects on it. None for other keys.
+pub fn per_node_key(key: &str) -> Option<String> {
+    (key == "kubernetes.io/hostname").then(|| {
+        format!(
+            "{key} must name each node: kubelet sets it to the node's own hostname, and a \
+             value given here would replace that on every node alike (anti-affinity, topology \
+             spread and local volumes select on it); leave it out"
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,6 +93,23 @@ mod tests {
             ]
         );
         assert_eq!(a.taints.len(), 1);
+    }
+
+    /// kubelet takes a `--node-labels` value of kubernetes.io/hostname over
+    /// the node's own name (the real kubelet stored the flag's): a value
+    /// given to a whole pool is refused; a key kubelet sets alike on the
+    /// pool's nodes is not.
+    #[test]
+    fn a_label_that_must_differ_per_node_is_refused() {
+        for profile in [Profile::Upstream, Profile::OpenShift] {
+            let e = from_cli(&s(&["kubernetes.io/hostname=node-a"]), &[], profile).unwrap_err();
+            assert!(
+                e.to_string().starts_with("--label \"kubernetes.io/hostname=node-a\": kubernetes.io/hostname must name each node")
+                    && e.to_string().contains("leave it out"),
+                "{e}"
+            );
+        }
+        assert!(from_cli(&s(&["kubernetes.io/os=linux"]), &[], Profile::Upstream).is_ok());
     }
 
     #[test]

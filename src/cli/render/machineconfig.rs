@@ -264,7 +264,8 @@ fn carried_without_us(key: &str) -> Option<String> {
         ))
     } else if KUBELET_LABELS.contains(&key) {
         Some(format!(
-            "kubelet sets {key} on every node itself, over any --node-labels value at each start"
+            "kubelet registers every node with a {key} of its own (its hostname, OS or \
+             architecture, or the cloud provider's zone, region or instance type)"
         ))
     } else {
         None

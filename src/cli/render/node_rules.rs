@@ -835,6 +835,9 @@ fn check_labels(cx: &Ctx, labels: &Spanned<Node>, rule: &str, profile: Profile) 
         if let Some(e) = kubelet::validate_labels(&pair, profile).first() {
             return cx.fail(key, format!("rule {rule:?}: label {full}={value}: {e}"));
         }
+        if let Some(why) = super::additions::per_node_key(&full) {
+            return cx.fail(key, format!("rule {rule:?}: label {full}={value}: {why}"));
+        }
     }
     Ok(())
 }
