@@ -109,6 +109,8 @@ impl std::error::Error for NotAtBoot {}
 /// Where an error points.
 struct Ctx<'a> {
     source: &'a str,
+    /// The file's text, to quote a value as it is written.
+    text: &'a str,
 }
 
 impl Ctx<'_> {
@@ -154,14 +156,31 @@ impl Ctx<'_> {
         }
     }
 
+    /// The scalar as the file writes it (`0302`, `0x10de`, `1e3`), not as
+    /// YAML reads it (302, 4318, 1000): the fix to suggest is quoting that.
+    fn written<T>(&self, n: &Spanned<T>, read: &str) -> String {
+        let span = n.referenced.span();
+        let at = span.byte_offset().zip(span.byte_len()).and_then(|(o, l)| {
+            let o = usize::try_from(o).ok()?;
+            self.text.get(o..o.checked_add(usize::try_from(l).ok()?)?)
+        });
+        match at.map(str::trim) {
+            Some(w) if !w.is_empty() && !w.contains(['\n', '"', '\'']) => w.to_string(),
+            _ => read.to_string(),
+        }
+    }
+
     /// A string as NFD's Go types read it: other scalars are errors there too.
     fn string(&self, n: &Spanned<Node>, what: &str) -> Result<String> {
         match &n.value {
             Node::Str(s) => Ok(s.clone()),
-            Node::Int(v) | Node::Float(v) => self.fail(
-                n,
-                format!("{what} must be a string, not the number {v}; quote it (\"{v}\")"),
-            ),
+            Node::Int(v) | Node::Float(v) => {
+                let w = self.written(n, v);
+                self.fail(
+                    n,
+                    format!("{what} must be a string, not the number {w}; quote it (\"{w}\")"),
+                )
+            }
             Node::Bool(b) => self.fail(
                 n,
                 format!("{what} must be a string, not the boolean {b}; quote it (\"{b}\")"),
@@ -292,7 +311,7 @@ fn read_rule_objects(
 ) -> Result<Vec<(String, Vec<ReadRule>)>> {
     let docs: Vec<Spanned<Node>> = serde_saphyr::from_multiple(text)
         .map_err(|e| anyhow::anyhow!("{source}: not YAML: {e}"))?;
-    let cx = Ctx { source };
+    let cx = Ctx { source, text };
     let mut out = Vec::new();
     for doc in &docs {
         if matches!(doc.value, Node::Null) {
@@ -953,7 +972,12 @@ spec:
             (
                 "{op: In, value: [\"10de\"]}",
                 "{op: In, value: [0302]}",
-                "quote it",
+                "not the number 0302; quote it (\"0302\")",
+            ),
+            (
+                "{op: In, value: [\"10de\"]}",
+                "{op: In, value: [0x10de, 12]}",
+                "not the number 0x10de; quote it (\"0x10de\")",
             ),
             ("[\"^03\"]", "[\"(03\"]", "regexp"),
             (
