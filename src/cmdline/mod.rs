@@ -69,7 +69,7 @@ pub enum Cmd {
     #[command(after_help = COMPLETIONS_EXAMPLES)]
     Completions(CompletionsConfig),
     /// Write man pages, one per command, generated from this help
-    #[command(hide = true)]
+    #[command(after_help = MAN_EXAMPLES)]
     Man(ManConfig),
 }
 
@@ -235,6 +235,13 @@ Examples:
       > ~/.config/fish/completions/kubelet-labeler.fish
 
 Exit status: 0 success, 2 usage.";
+
+const MAN_EXAMPLES: &str = "\
+Examples:
+  kubelet-labeler man --output-dir /usr/local/share/man/man1
+  kubelet-labeler man --output-dir /tmp/kl-man && man /tmp/kl-man/kubelet-labeler.1
+
+Exit status: 0 success, 1 error (the message says which), 2 usage.";
 
 #[derive(Debug, Args)]
 pub struct CompletionsConfig {
