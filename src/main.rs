@@ -35,6 +35,7 @@ fn main() -> ExitCode {
         Cmd::Iso(IsoCmd::Fleet(c)) => cmd_iso_fleet(c),
         Cmd::Facts(c) => cmd_facts(c),
         Cmd::Sync(c) => Ok(cmd_sync(c)),
+        Cmd::Plan(c) => cmd_plan(c),
         Cmd::Completions(c) => cmd_completions(c),
         Cmd::Man(c) => cmd_man(c),
     };
@@ -73,6 +74,39 @@ fn cmd_sync(c: SyncConfig) -> ExitCode {
     let out = run::run(&opts);
     run::print_outcome(&out);
     ExitCode::from(out.code as u8)
+}
+
+fn cmd_plan(c: PlanConfig) -> Result<ExitCode> {
+    use kubelet_labeler::cli::plan;
+    let p = plan::plan(&plan::PlanOptions {
+        from: c.from,
+        to: c.to,
+        fleet: c.fleet,
+        profile: profile(c.profile),
+    })
+    .map_err(|e| Usage(format!("{e:#}")))?;
+    let format = match c.format {
+        PlanFormatArg::Text => plan::Format::Text,
+        PlanFormatArg::Json => plan::Format::Json,
+        PlanFormatArg::Markdown => plan::Format::Markdown,
+    };
+    to_stdout(plan::render(&p, format))?;
+    let fails = |f: &FailOnArg| match f {
+        FailOnArg::Reboot => p.reboot > 0,
+        FailOnArg::Lockout => p.lockout > 0,
+        FailOnArg::Taint => p.taint_changes > 0,
+        FailOnArg::Change => p.changed > 0,
+    };
+    let failed = if c.fail_on.is_empty() {
+        p.changed > 0
+    } else {
+        c.fail_on.iter().any(fails)
+    };
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

@@ -11,6 +11,8 @@ pub mod facts_json;
 #[cfg(feature = "iso")]
 pub mod iso;
 #[cfg(feature = "cli")]
+pub mod plan;
+#[cfg(feature = "cli")]
 pub mod render;
 #[cfg(feature = "cli")]
 pub mod validate;

@@ -65,6 +65,9 @@ pub enum Cmd {
     /// Bring a registered Node's labels up to date, as kubelet's own identity
     #[command(after_help = SYNC_EXAMPLES)]
     Sync(SyncConfig),
+    /// Show what a change of rendered manifests does to every node of a fleet
+    #[command(after_help = PLAN_EXAMPLES)]
+    Plan(PlanConfig),
     /// Print a shell completion script
     #[command(after_help = COMPLETIONS_EXAMPLES)]
     Completions(CompletionsConfig),
@@ -258,6 +261,65 @@ Examples:
 Exit status: 0 the Node matches, 1 drift remains that a node may not fix
 (taints, another owner's value, the pool label, a forbidden key) or the API
 server could not be reached, 2 usage or bad input (nothing changed).";
+
+const PLAN_EXAMPLES: &str = "\
+Examples:
+  oc get nodes,nodefeatures,daemonsets,machineconfigpools -A -o json \\
+      > fleet.json
+  kubelet-labeler plan --from origin/main:gitops/ --to gitops/ \\
+      --fleet fleet.json --format markdown
+  kubelet-labeler plan --from old/ --to new/ --fleet fleet.json \\
+      --fail-on reboot,lockout
+
+Exit status: 0 no node changes (with --fail-on: none of those happens), 1 some
+do, 2 usage or bad input.";
+
+#[derive(Debug, Args)]
+pub struct PlanConfig {
+    /// The render before the change: a directory (read recursively), a
+    /// file, or REV:PATH of this git repository (origin/main:gitops/)
+    #[arg(long, value_name = "RENDER")]
+    pub from: String,
+    /// The render after the change, as --from
+    #[arg(long, value_name = "RENDER")]
+    pub to: String,
+    /// The cluster's objects: `oc get nodes,nodefeatures,daemonsets,
+    /// machineconfigpools,pods -A -o json` (or -o yaml), the cluster's
+    /// MachineConfiguration, `facts --json` output named NODE.json
+    #[arg(long, value_name = "FILE", required = true)]
+    pub fleet: Vec<PathBuf>,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = PlanFormatArg::Text)]
+    pub format: PlanFormatArg,
+    /// Exit 1 only when one of these happens to a node (for a CI gate)
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "WHAT")]
+    pub fail_on: Vec<FailOnArg>,
+    /// Whose kubelet's label rules apply
+    #[arg(long, value_enum, default_value_t = ProfileArg::Openshift)]
+    pub profile: ProfileArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlanFormatArg {
+    /// Readable text
+    Text,
+    /// The whole plan as JSON
+    Json,
+    /// Markdown for a pull request's comment
+    Markdown,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOnArg {
+    /// A node drains and reboots
+    Reboot,
+    /// NFD's worker or a GPU Operator DaemonSet stops being schedulable on a node
+    Lockout,
+    /// A node's registration taints change, or a taint command is needed
+    Taint,
+    /// Any node changes
+    Change,
+}
 
 #[derive(Debug, Args)]
 pub struct SyncConfig {

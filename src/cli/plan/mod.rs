@@ -1,0 +1,841 @@
+//! `plan`: what a change of rendered manifests does to every node of a
+//! fleet, before it is merged. Each node's registration (labels and taints
+//! a node joining now gets), what the day-2 sync then changes on its
+//! running Node, the taint changes only the cluster can make, pool moves,
+//! what applying the change costs under the disruption policy, and the
+//! DaemonSets a taint change lets on or keeps off. Nodes with the same
+//! outcome form one group. The wrapper's, the sync's and the MCO's own
+//! rules compute it: `wrapper::plan::collect_given` on each node's
+//! NodeFeature, `sync::reconcile` on its Node, the MCO's pool choice.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+use serde_json::Value;
+
+mod inputs;
+pub mod kube;
+mod report;
+
+pub use report::{Format, render};
+
+use crate::node::contract::{POOL_LABEL_VAR, ROLE_LAYER, WRAPPER_DROPIN_NAME};
+use crate::node::facts::Features;
+use crate::node::kubelet::{Profile, Taint, TaintEffect};
+use crate::node::sorted::SortedSet;
+use crate::node::sync::reconcile::{self, Action, Desired, NodeState, Policy};
+use crate::node::wrapper::{derived, plan as wplan};
+use kube::{Disruption, Placement, Pool};
+
+pub struct PlanOptions {
+    pub from: String,
+    pub to: String,
+    pub fleet: Vec<PathBuf>,
+    pub profile: Profile,
+}
+
+/// Where a command names the node: each node of the group in turn.
+pub const NODE: &str = "<node>";
+
+/// One node's outcome, without its name: nodes with equal outcomes group.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct Outcome {
+    pub pool_before: Option<String>,
+    pub pool_after: Option<String>,
+    /// A node joining now: labels and taints before and after the change
+    /// (`KEY=VALUE`, `KEY=VALUE:EFFECT`), or why the wrapper adds none.
+    pub register_before: Registration,
+    pub register_after: Registration,
+    /// What the day-2 sync does on the running Node (`add KEY=V (why)`).
+    pub sync: Vec<String>,
+    /// Commands only the cluster can run (a node may not change its
+    /// taints), for each node of the group in place of [`NODE`].
+    pub taint_commands: Vec<String>,
+    /// Pods on the node a NoExecute taint added by those commands evicts.
+    pub evicted_pods: Option<usize>,
+    pub disruption: Disruption,
+    /// The changed files behind it, each with its policy's actions.
+    pub disruption_because: Vec<String>,
+    /// `NAMESPACE/NAME: starts|stops being schedulable (why)`, NFD's worker
+    /// and the GPU Operator's operands first.
+    pub daemonsets: Vec<String>,
+    /// A DaemonSet of NFD or the GPU Operator stops being schedulable.
+    pub lockout: bool,
+    pub not_judged: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct Registration {
+    pub labels: Vec<String>,
+    pub taints: Vec<String>,
+    pub left_out: Option<String>,
+}
+
+impl Outcome {
+    pub fn changes(&self) -> bool {
+        self.register_before != self.register_after
+            || !self.sync.is_empty()
+            || !self.taint_commands.is_empty()
+            || self.pool_before != self.pool_after
+            || self.disruption != Disruption::Nothing
+            || !self.daemonsets.is_empty()
+    }
+    pub fn reboots(&self) -> bool {
+        self.disruption == Disruption::DrainAndReboot
+    }
+}
+
+/// Nodes of one outcome.
+#[derive(Debug, Serialize)]
+pub struct Group {
+    pub nodes: Vec<String>,
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Plan {
+    pub from: String,
+    pub to: String,
+    pub nodes: usize,
+    pub changed: usize,
+    pub reboot: usize,
+    pub lockout: usize,
+    pub taint_changes: usize,
+    /// Changed groups first, largest first.
+    pub groups: Vec<Group>,
+    /// What could not be judged for lack of an input, fleet-wide.
+    pub not_judged: Vec<String>,
+}
+
+/// A node of the fleet as the inputs give it.
+#[derive(Default)]
+struct FleetNode {
+    node: Option<NodeState>,
+    kubelet_minor: Option<u32>,
+    features: Option<usize>,
+    pods: Vec<Placement>,
+}
+
+#[derive(Default)]
+struct Fleet {
+    nodes: BTreeMap<String, FleetNode>,
+    /// Distinct feature sets, reduced to what the rules read.
+    features: Vec<Features>,
+    feature_index: std::collections::HashMap<String, usize>,
+    pools: Vec<Pool>,
+    policy: Option<Value>,
+    daemonsets: Vec<(String, Placement)>,
+    pods_given: bool,
+    ignored: BTreeMap<String, usize>,
+}
+
+/// One side's env and files for one pool.
+struct PoolRender {
+    env: Vec<(OsString, OsString)>,
+    files: BTreeMap<String, Vec<u8>>,
+    pool_label: Option<String>,
+}
+
+pub fn plan(opts: &PlanOptions) -> Result<Plan> {
+    let base = inputs::read_render(&opts.from)?;
+    let proposed = inputs::read_render(&opts.to)?;
+    let mut sides = [Side::new(base)?, Side::new(proposed)?];
+    // The features any pool's rules read, on either side: each node's
+    // NodeFeature is reduced to them as it streams in.
+    let mut used = SortedSet::new();
+    for side in &mut sides {
+        side.all_envs()?;
+        for r in side.cache.values() {
+            used.extend(features_read(&r.env));
+        }
+    }
+    let fleet = read_fleet(&opts.fleet, &used)?;
+    let pools_of = |side: &Side| {
+        let mut pools = fleet.pools.clone();
+        for p in &side.pools {
+            pools.retain(|q| q.name != p.name);
+            pools.push(p.clone());
+        }
+        for role in ["master", "worker"] {
+            if !pools.iter().any(|p| p.name == role) {
+                pools.push(Pool::builtin(role));
+            }
+        }
+        pools
+    };
+    let base_pools = pools_of(&sides[0]);
+    let proposed_pools = pools_of(&sides[1]);
+    let mut policy = fleet
+        .policy
+        .as_ref()
+        .map(kube::policy_files)
+        .unwrap_or_default();
+    if let Some(p) = &sides[1].render.policy {
+        kube::merge_policy(&mut policy, kube::policy_files(p));
+    }
+    let mut fleet_notes = Vec::new();
+    if fleet.nodes.values().all(|n| n.node.is_none()) {
+        fleet_notes.push("no Node objects given (oc get nodes -o json): the day-2 sync, pool moves and taint commands are not judged".into());
+    }
+    if fleet.nodes.values().all(|n| n.features.is_none()) && !used.is_empty() {
+        fleet_notes.push("no NodeFeature objects given (oc get nodefeatures -A -o json): rules are not evaluated".into());
+    }
+    if fleet.daemonsets.is_empty() {
+        fleet_notes.push("no DaemonSets given (oc get ds -A -o json): which DaemonSets a taint keeps off is not judged".into());
+    }
+    if fleet.policy.is_none() {
+        fleet_notes.push("no MachineConfiguration given (oc get machineconfiguration cluster -o json): only the render's own disruption policy entries are known".into());
+    }
+    for (kind, n) in &fleet.ignored {
+        fleet_notes.push(format!("{n} object(s) of kind {kind} ignored"));
+    }
+    let mut outcomes: Vec<(String, Outcome)> = Vec::new();
+    for (name, n) in &fleet.nodes {
+        let o = judge(
+            n,
+            &fleet,
+            &mut sides,
+            &base_pools,
+            &proposed_pools,
+            &policy,
+            opts.profile,
+        )?;
+        outcomes.push((name.clone(), o));
+    }
+    let mut groups: Vec<Group> = Vec::new();
+    let mut index: std::collections::HashMap<String, usize> = Default::default();
+    for (name, o) in outcomes {
+        let key = serde_json::to_string(&o).context("grouping outcomes")?;
+        match index.get(&key) {
+            Some(&i) => groups[i].nodes.push(name),
+            None => {
+                index.insert(key, groups.len());
+                groups.push(Group {
+                    nodes: vec![name],
+                    outcome: o,
+                });
+            }
+        }
+    }
+    groups.sort_by(|a, b| {
+        (b.outcome.changes(), b.nodes.len()).cmp(&(a.outcome.changes(), a.nodes.len()))
+    });
+    let count = |f: &dyn Fn(&Outcome) -> bool| -> usize {
+        groups
+            .iter()
+            .filter(|g| f(&g.outcome))
+            .map(|g| g.nodes.len())
+            .sum()
+    };
+    Ok(Plan {
+        from: opts.from.clone(),
+        to: opts.to.clone(),
+        nodes: fleet.nodes.len(),
+        changed: count(&|o| o.changes()),
+        reboot: count(&|o| o.reboots()),
+        lockout: count(&|o| o.lockout),
+        taint_changes: count(&|o| {
+            o.register_before.taints != o.register_after.taints || !o.taint_commands.is_empty()
+        }),
+        groups,
+        not_judged: fleet_notes,
+    })
+}
+
+/// One render and what it gives each pool (computed once per pool).
+struct Side {
+    render: inputs::Render,
+    pools: Vec<Pool>,
+    cache: BTreeMap<String, PoolRender>,
+    /// (pool, feature set) → registration.
+    registrations: std::collections::HashMap<(String, Option<usize>), Registration>,
+}
+
+impl Side {
+    fn new(render: inputs::Render) -> Result<Side> {
+        let pools = render.pools.iter().filter_map(Pool::from_object).collect();
+        Ok(Side {
+            render,
+            pools,
+            cache: BTreeMap::new(),
+            registrations: Default::default(),
+        })
+    }
+
+    /// Every pool's env this render gives (its pools', and worker's).
+    fn all_envs(&mut self) -> Result<()> {
+        let mut names: Vec<Pool> = self.pools.clone();
+        names.push(Pool::builtin("worker"));
+        names.push(Pool::builtin("master"));
+        for p in names {
+            self.pool(&p)?;
+        }
+        Ok(())
+    }
+
+    fn pool(&mut self, pool: &Pool) -> Result<&PoolRender> {
+        if !self.cache.contains_key(&pool.name) {
+            let r = lay_out(&self.render, pool)?;
+            self.cache.insert(pool.name.clone(), r);
+        }
+        Ok(&self.cache[&pool.name])
+    }
+}
+
+/// The pool's MachineConfigs of this render, laid out as the MCO merges
+/// them, and the kubelet environment our drop-ins give there.
+fn lay_out(render: &inputs::Render, pool: &Pool) -> Result<PoolRender> {
+    let configs: Vec<Value> = render
+        .machineconfigs
+        .iter()
+        .filter(|mc| pool.takes(&string_map(mc.pointer("/metadata/labels"))))
+        .cloned()
+        .collect();
+    let scratch = tempfile::tempdir().context("creating a scratch node tree")?;
+    let root = scratch.path().join("root");
+    let layout = crate::cli::render::layout::Layout::merge(configs)
+        .with_context(|| format!("{}: pool {}", render.name, pool.name))?;
+    let written = layout
+        .write(&root)
+        .with_context(|| format!("{}: laying out pool {}", render.name, pool.name))?;
+    let mut files = BTreeMap::new();
+    for p in written {
+        if let Ok(meta) = std::fs::symlink_metadata(&p)
+            && meta.is_file()
+        {
+            let bytes = std::fs::read(&p).with_context(|| format!("reading {}", p.display()))?;
+            let node = p
+                .strip_prefix(&root)
+                .map(|r| format!("/{}", r.display()))
+                .unwrap_or_default();
+            files.insert(node, bytes);
+        }
+    }
+    // kubelet.service itself is the cluster's (in the rendered config, not
+    // in ours): a stand-in carries our drop-ins' environment.
+    let unit = root.join("etc/systemd/system/kubelet.service");
+    if !unit.exists() {
+        std::fs::create_dir_all(root.join("etc/systemd/system"))
+            .context("creating a scratch unit dir")?;
+        std::fs::write(&unit, "[Service]\nExecStart=/usr/bin/kubelet\n")
+            .context("writing a stand-in unit")?;
+    }
+    let paths = crate::node::unit::UnitPaths::system(&root);
+    let load = crate::node::unit::LoadOptions {
+        skip_dropin: Some(WRAPPER_DROPIN_NAME.into()),
+        ..Default::default()
+    };
+    let svc =
+        crate::node::unit::load_service(&paths, "kubelet.service", &load).with_context(|| {
+            format!(
+                "{}: pool {}: loading kubelet.service's drop-ins",
+                render.name, pool.name
+            )
+        })?;
+    let env = crate::node::unit::offline_environment(&svc, &root, &[]).with_context(|| {
+        format!(
+            "{}: pool {}: the drop-ins' environment",
+            render.name, pool.name
+        )
+    })?;
+    let pool_label = env
+        .iter()
+        .rfind(|(k, _)| k == POOL_LABEL_VAR)
+        .map(|(_, v)| v.to_string_lossy().trim().to_string())
+        .filter(|v| !v.is_empty());
+    Ok(PoolRender {
+        env,
+        files,
+        pool_label,
+    })
+}
+
+/// The features the rules and NFD label sets of an env (both layers) read.
+fn features_read(env: &[(OsString, OsString)]) -> SortedSet<String> {
+    let mut out = derived::facts_used(&derived::sources_from_env(env)).features;
+    let role: Vec<(OsString, OsString)> = env
+        .iter()
+        .filter_map(|(k, v)| {
+            ROLE_LAYER
+                .iter()
+                .find(|(role, _)| k == role)
+                .map(|(_, var)| (OsString::from(var), v.clone()))
+        })
+        .collect();
+    out.extend(derived::facts_used(&derived::sources_from_env(&role)).features);
+    out
+}
+
+fn string_map(v: Option<&Value>) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = match v {
+        Some(Value::Object(m)) => m
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+            .collect(),
+        _ => Vec::new(),
+    };
+    out.sort();
+    out
+}
+
+fn read_fleet(files: &[PathBuf], used: &SortedSet<String>) -> Result<Fleet> {
+    let mut fleet = Fleet::default();
+    let mut node_features: BTreeMap<String, Features> = BTreeMap::new();
+    let mut pods: Vec<(String, Placement)> = Vec::new();
+    for path in files {
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let source = path.display().to_string();
+        inputs::read_fleet_file(path, &mut |obj| {
+            add_object(
+                obj,
+                &stem,
+                &source,
+                used,
+                &mut fleet,
+                &mut node_features,
+                &mut pods,
+            )
+        })?;
+    }
+    // NodeFeatures of one node (nfd-worker's, and others') merge.
+    for (name, f) in node_features {
+        let key = crate::cli::facts_json::nfd_json(&f).to_string();
+        let next = fleet.features.len();
+        let i = *fleet.feature_index.entry(key).or_insert(next);
+        if i == next {
+            fleet.features.push(f);
+        }
+        fleet.nodes.entry(name).or_default().features = Some(i);
+    }
+    for (node, p) in pods {
+        if let Some(n) = fleet.nodes.get_mut(&node) {
+            n.pods.push(p);
+        }
+    }
+    let with_node = fleet.nodes.values().filter(|n| n.node.is_some()).count();
+    let with_features = fleet
+        .nodes
+        .values()
+        .filter(|n| n.features.is_some())
+        .count();
+    let both = fleet
+        .nodes
+        .values()
+        .filter(|n| n.node.is_some() && n.features.is_some())
+        .count();
+    if with_node > 0 && with_features > 0 && both == 0 {
+        anyhow::bail!(
+            "--fleet: the {with_node} Nodes and the {with_features} NodeFeatures share no node name: are they exports of the same cluster?"
+        );
+    }
+    if fleet.nodes.is_empty() {
+        anyhow::bail!(
+            "--fleet: no Node, NodeFeature or `facts --json` output in {} file(s); give `oc get nodes,nodefeatures -A -o json`",
+            files.len()
+        );
+    }
+    Ok(fleet)
+}
+
+fn add_object(
+    obj: Value,
+    stem: &str,
+    source: &str,
+    used: &SortedSet<String>,
+    fleet: &mut Fleet,
+    node_features: &mut BTreeMap<String, Features>,
+    pods: &mut Vec<(String, Placement)>,
+) -> Result<(), String> {
+    let kind = obj
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let api = obj
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    match kind.as_str() {
+        "Node" => {
+            let body = obj.to_string();
+            let state = crate::node::sync::run::node_state(&body)
+                .map_err(|e| format!("Node {name}: {e}"))?;
+            let minor = obj
+                .pointer("/status/nodeInfo/kubeletVersion")
+                .and_then(Value::as_str)
+                .and_then(|v| v.trim_start_matches('v').split('.').nth(1)?.parse().ok());
+            let n = fleet.nodes.entry(name).or_default();
+            n.node = Some(state);
+            n.kubelet_minor = minor;
+        }
+        "NodeFeature" => {
+            if !api.starts_with("nfd.k8s-sigs.io/v1alpha1") {
+                return Err(format!(
+                    "NodeFeature {name} is of apiVersion {api:?}; plan reads nfd.k8s-sigs.io/v1alpha1 (NFD 0.14 and later)"
+                ));
+            }
+            let node = obj
+                .pointer("/metadata/labels/nfd.node.kubernetes.io~1node-name")
+                .and_then(Value::as_str)
+                .unwrap_or(&name)
+                .to_string();
+            let f = crate::cli::facts_json::from_nfd(&obj, source)?.only(used);
+            merge_features(node_features.entry(node).or_default(), f);
+        }
+        "MachineConfigPool" => fleet.pools.extend(Pool::from_object(&obj)),
+        "MachineConfiguration" => fleet.policy = Some(obj),
+        "DaemonSet" => {
+            let ns = obj
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let mut p = Placement::from_pod_spec(obj.pointer("/spec/template/spec"));
+            p.tolerations.extend(kube::daemonset_default_tolerations());
+            fleet.daemonsets.push((format!("{ns}/{name}"), p));
+        }
+        "Pod" => {
+            fleet.pods_given = true;
+            if let Some(node) = obj.pointer("/spec/nodeName").and_then(Value::as_str) {
+                pods.push((node.to_string(), Placement::from_pod_spec(obj.get("spec"))));
+            }
+        }
+        "" if ["flags", "attributes", "instances"]
+            .iter()
+            .any(|k| obj.get(k).is_some()) =>
+        {
+            // `facts --json` output: the node is named by the file.
+            let f = crate::cli::facts_json::from_nfd(&obj, source)?.only(used);
+            merge_features(node_features.entry(stem.to_string()).or_default(), f);
+        }
+        "" => return Err("an object without kind: is this `oc get ... -o json` output?".into()),
+        other => *fleet.ignored.entry(other.to_string()).or_default() += 1,
+    }
+    Ok(())
+}
+
+fn merge_features(into: &mut Features, f: Features) {
+    for (k, v) in f.flags.iter() {
+        into.flags
+            .entry(k.clone())
+            .or_default()
+            .extend(v.iter().cloned());
+    }
+    for (k, v) in f.attributes.iter() {
+        into.attributes
+            .entry(k.clone())
+            .or_default()
+            .extend(v.iter().map(|(a, b)| (a.clone(), b.clone())));
+    }
+    for (k, v) in f.instances.iter() {
+        into.instances
+            .entry(k.clone())
+            .or_default()
+            .extend(v.iter().cloned());
+    }
+}
+
+fn shown_taint(t: &Taint) -> String {
+    if t.value.is_empty() {
+        format!("{}:{}", t.key, t.effect.as_str())
+    } else {
+        format!("{}={}:{}", t.key, t.value, t.effect.as_str())
+    }
+}
+
+/// What the wrapper adds on this node (its pool, its features) on one side.
+fn registration(
+    side: &mut Side,
+    pool: &Pool,
+    features: Option<usize>,
+    fleet: &Fleet,
+    profile: Profile,
+) -> Result<(Registration, Desired)> {
+    let key = (pool.name.clone(), features);
+    let env = side.pool(pool)?.env.clone();
+    let has_sources = derived::sources_in_env(&env)
+        || ROLE_LAYER
+            .iter()
+            .any(|(role, _)| env.iter().any(|(k, _)| k == role));
+    let empty = Features::default();
+    let f = match features {
+        Some(i) => &fleet.features[i],
+        None => &empty,
+    };
+    let collected = wplan::collect_given(&env, f, profile);
+    let (reg, desired) = match collected.additions {
+        Ok(Some(a)) => (
+            Registration {
+                labels: a.labels.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+                taints: a.taints.iter().map(shown_taint).collect(),
+                left_out: (features.is_none() && has_sources && wplan::rules_in_env(&env))
+                    .then(|| "rules not evaluated: no NodeFeature for this node".into()),
+            },
+            Desired {
+                labels: a.labels,
+                taints: a.taints,
+            },
+        ),
+        Ok(None) => (Registration::default(), Desired::default()),
+        Err(e) => (
+            Registration {
+                left_out: Some(format!("{e:#}")),
+                ..Default::default()
+            },
+            Desired::default(),
+        ),
+    };
+    side.registrations.entry(key).or_insert_with(|| reg.clone());
+    Ok((reg, desired))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn judge(
+    n: &FleetNode,
+    fleet: &Fleet,
+    sides: &mut [Side; 2],
+    base_pools: &[Pool],
+    proposed_pools: &[Pool],
+    policy: &[(String, Vec<String>)],
+    profile: Profile,
+) -> Result<Outcome> {
+    let mut o = Outcome::default();
+    let labels_now: Vec<(String, String)> = n
+        .node
+        .as_ref()
+        .map(|s| s.labels.clone())
+        .unwrap_or_else(|| vec![("node-role.kubernetes.io/worker".into(), String::new())]);
+    if n.node.is_none() {
+        o.not_judged.push("no Node: judged as a new worker".into());
+    }
+    let pool_before = match kube::choose_pool(base_pools, &labels_now) {
+        Ok(p) => p.cloned(),
+        Err(e) => {
+            o.not_judged.push(format!("pool: {e}"));
+            None
+        }
+    };
+    o.pool_before = pool_before.as_ref().map(|p| p.name.clone());
+    let Some(pool) = pool_before else {
+        return Ok(o);
+    };
+    // The same pool on the proposed side (its definition may change).
+    let proposed_pool = proposed_pools
+        .iter()
+        .find(|p| p.name == pool.name)
+        .cloned()
+        .unwrap_or_else(|| pool.clone());
+    let (before, _) = registration(&mut sides[0], &pool, n.features, fleet, profile)?;
+    let (after, desired) = registration(&mut sides[1], &proposed_pool, n.features, fleet, profile)?;
+    o.register_before = before.clone();
+    o.register_after = after.clone();
+    let mut labels_after = labels_now.clone();
+    let mut node_taints_after: Vec<Taint> = n
+        .node
+        .as_ref()
+        .map(|s| s.taints.clone())
+        .unwrap_or_default();
+    if let Some(state) = &n.node {
+        let ours_after =
+            !sides[1].pool(&proposed_pool)?.files.is_empty() && after.left_out.is_none();
+        if ours_after {
+            let pol = Policy {
+                pool_label: sides[1].pool(&proposed_pool)?.pool_label.clone(),
+                allow_pool_label: false,
+            };
+            let r = reconcile::reconcile(&desired, state, &pol);
+            for k in &r.keys {
+                let value = |v: &Option<String>| v.clone().unwrap_or_else(|| "<absent>".into());
+                match k.action {
+                    Action::Leave if !k.drift => {}
+                    Action::Leave => o.sync.push(format!(
+                        "leave {}={} (derived: {}; {})",
+                        k.key,
+                        value(&k.node),
+                        value(&k.derived),
+                        k.why
+                    )),
+                    Action::Adopt => {}
+                    a => o.sync.push(format!(
+                        "{} {}: {} -> {} ({})",
+                        a.as_str(),
+                        k.key,
+                        value(&k.node),
+                        value(&k.derived),
+                        k.why
+                    )),
+                }
+            }
+            labels_after.retain(|(k, _)| !r.patch.remove.contains(k));
+            for (k, v) in &r.patch.set {
+                labels_after.retain(|(key, _)| key != k);
+                labels_after.push((k.clone(), v.clone()));
+            }
+            labels_after.sort();
+        }
+        // Taints: the node cannot change its own (NodeRestriction); the
+        // cluster makes the registration's change on the running Node.
+        let before_taints = taints_of(&before);
+        let after_taints = taints_of(&after);
+        for t in &after_taints {
+            if !state
+                .taints
+                .iter()
+                .any(|s| s.key == t.key && s.effect == t.effect && s.value == t.value)
+            {
+                o.taint_commands.push(format!(
+                    "kubectl taint node {NODE} {} --overwrite",
+                    shown_taint(t)
+                ));
+                node_taints_after.retain(|s| !(s.key == t.key && s.effect == t.effect));
+                node_taints_after.push(t.clone());
+            }
+        }
+        for t in &before_taints {
+            let still = after_taints
+                .iter()
+                .any(|a| a.key == t.key && a.effect == t.effect);
+            if !still
+                && state
+                    .taints
+                    .iter()
+                    .any(|s| s.key == t.key && s.effect == t.effect)
+            {
+                o.taint_commands.push(format!(
+                    "kubectl taint node {NODE} {}:{}-",
+                    t.key,
+                    t.effect.as_str()
+                ));
+                node_taints_after.retain(|s| !(s.key == t.key && s.effect == t.effect));
+            }
+        }
+        let added_noexecute: Vec<&Taint> = node_taints_after
+            .iter()
+            .filter(|t| t.effect == TaintEffect::NoExecute && !state.taints.contains(t))
+            .collect();
+        if !added_noexecute.is_empty() {
+            if fleet.pods_given {
+                o.evicted_pods = Some(
+                    n.pods
+                        .iter()
+                        .filter(|p| {
+                            added_noexecute
+                                .iter()
+                                .any(|t| !p.tolerations.iter().any(|tol| tol.tolerates(t)))
+                        })
+                        .count(),
+                );
+            } else {
+                o.not_judged.push(
+                    "pods a NoExecute taint evicts: no Pods given (oc get pods -A -o json)".into(),
+                );
+            }
+        }
+        // The pool after the sync's labels, by the proposed pools.
+        match kube::choose_pool(proposed_pools, &labels_after) {
+            Ok(p) => o.pool_after = p.map(|p| p.name.clone()),
+            Err(e) => o.not_judged.push(format!("pool after the change: {e}")),
+        }
+    } else {
+        o.pool_after = o.pool_before.clone();
+        node_taints_after = taints_of(&after);
+    }
+    // What applying the change costs the node.
+    if o.pool_after != o.pool_before {
+        o.disruption = Disruption::DrainAndReboot;
+        o.disruption_because.push(format!(
+            "the node moves from pool {} to {}",
+            o.pool_before.as_deref().unwrap_or("none"),
+            o.pool_after.as_deref().unwrap_or("none")
+        ));
+    } else {
+        let old = sides[0].pool(&pool)?.files.clone();
+        let new = &sides[1].pool(&proposed_pool)?.files;
+        let changed: Vec<&String> = old
+            .keys()
+            .chain(new.keys())
+            .filter(|p| old.get(*p) != new.get(*p))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let before_policies = n.kubelet_minor.is_some_and(|m| m < 30);
+        for path in changed {
+            let (d, actions) = if before_policies {
+                (
+                    Disruption::DrainAndReboot,
+                    vec!["OpenShift before 4.17 has no node disruption policy".into()],
+                )
+            } else {
+                kube::file_disruption(policy, path)
+            };
+            o.disruption = o.disruption.max(d);
+            o.disruption_because
+                .push(format!("{path}: {}", actions.join(", ")));
+        }
+    }
+    // DaemonSets whose pods the change lets on or keeps off the node.
+    let taints_before: Vec<Taint> = match &n.node {
+        Some(s) => s.taints.clone(),
+        None => taints_of(&before),
+    };
+    let mut ds_lines: Vec<(bool, String)> = Vec::new();
+    for (ds, p) in &fleet.daemonsets {
+        let on = |labels: &[(String, String)], taints: &[Taint]| {
+            p.selects(labels) && kube::untolerated(taints, &p.tolerations).is_empty()
+        };
+        let (was, will) = (
+            on(&labels_now, &taints_before),
+            on(&labels_after, &node_taints_after),
+        );
+        if was == will {
+            continue;
+        }
+        let why: Vec<String> = kube::untolerated(&node_taints_after, &p.tolerations)
+            .iter()
+            .map(|t| shown_taint(t))
+            .collect();
+        let line = if will {
+            format!("{ds}: starts being schedulable")
+        } else if why.is_empty() {
+            format!("{ds}: stops being schedulable (its node selector no longer matches)")
+        } else {
+            format!(
+                "{ds}: stops being schedulable (does not tolerate {})",
+                why.join(", ")
+            )
+        };
+        let key = is_lockout_daemonset(ds);
+        if key && !will {
+            o.lockout = true;
+        }
+        ds_lines.push((!key, line));
+    }
+    ds_lines.sort();
+    o.daemonsets = ds_lines.into_iter().map(|(_, l)| l).collect();
+    Ok(o)
+}
+
+/// NFD's worker and the GPU Operator's operands: a taint keeping them off
+/// a GPU node means the GPU stack never comes up there.
+fn is_lockout_daemonset(ds: &str) -> bool {
+    let (ns, name) = ds.split_once('/').unwrap_or(("", ds));
+    name.contains("nfd-worker") || ns.contains("gpu-operator") || name.starts_with("nvidia-")
+}
+
+fn taints_of(r: &Registration) -> Vec<Taint> {
+    r.taints
+        .iter()
+        .filter_map(|t| crate::node::kubelet::parse_taints(t).ok())
+        .flatten()
+        .collect()
+}

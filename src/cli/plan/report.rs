@@ -1,0 +1,239 @@
+//! `plan`'s output: text for a terminal, JSON, and Markdown for a pull
+//! request's comment (totals first, groups collapsed past a few).
+
+use std::fmt::Write as _;
+
+use super::{Group, Plan};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+    Markdown,
+}
+
+/// Groups shown open in Markdown; the rest are collapsed.
+const OPEN_GROUPS: usize = 5;
+/// Node names listed per group.
+const NAMES_SHOWN: usize = 10;
+
+pub fn render(plan: &Plan, format: Format) -> String {
+    match format {
+        Format::Json => serde_json::to_string_pretty(plan).unwrap_or_default() + "\n",
+        Format::Text => text(plan),
+        Format::Markdown => markdown(plan),
+    }
+}
+
+fn totals(plan: &Plan) -> String {
+    format!(
+        "{} of {} nodes change; {} reboot; {} with a taint change; {} where NFD or the GPU Operator is locked out",
+        plan.changed, plan.nodes, plan.reboot, plan.taint_changes, plan.lockout
+    )
+}
+
+fn names(g: &Group) -> String {
+    let mut s = g
+        .nodes
+        .iter()
+        .take(NAMES_SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if g.nodes.len() > NAMES_SHOWN {
+        let _ = write!(s, " and {} more", g.nodes.len() - NAMES_SHOWN);
+    }
+    s
+}
+
+fn title(g: &Group) -> String {
+    let pool = g.outcome.pool_before.as_deref().unwrap_or("no pool");
+    let what = if g.outcome.changes() {
+        "change"
+    } else {
+        "no change"
+    };
+    if g.nodes.len() == 1 {
+        format!("1 node, {} (pool {pool}): {what}", g.nodes[0])
+    } else {
+        format!(
+            "{} nodes like {} (pool {pool}): {what}",
+            g.nodes.len(),
+            g.nodes[0]
+        )
+    }
+}
+
+/// The lines of one group's outcome, each with its indentation.
+fn lines(g: &Group) -> Vec<(usize, String)> {
+    let o = &g.outcome;
+    let mut out = Vec::new();
+    let diff = |before: &[String], after: &[String]| -> Vec<String> {
+        let mut d: Vec<String> = after
+            .iter()
+            .filter(|x| !before.contains(x))
+            .map(|x| format!("+ {x}"))
+            .collect();
+        d.extend(
+            before
+                .iter()
+                .filter(|x| !after.contains(x))
+                .map(|x| format!("- {x}")),
+        );
+        d
+    };
+    let (b, a) = (&o.register_before, &o.register_after);
+    if b != a {
+        out.push((0, "a node registering now:".into()));
+        for l in diff(&b.labels, &a.labels) {
+            out.push((1, format!("label {l}")));
+        }
+        for t in diff(&b.taints, &a.taints) {
+            out.push((1, format!("taint {t}")));
+        }
+        if b.left_out != a.left_out
+            && let Some(w) = &a.left_out
+        {
+            out.push((1, format!("our labels and taints left out: {w}")));
+        }
+    }
+    if let Some(w) = &a.left_out
+        && b.left_out == a.left_out
+    {
+        out.push((0, format!("left out at registration: {w}")));
+    }
+    if !o.sync.is_empty() {
+        out.push((0, "the day-2 sync on the running Node:".into()));
+        out.extend(o.sync.iter().map(|s| (1, s.clone())));
+    }
+    if !o.taint_commands.is_empty() {
+        let each = if g.nodes.len() > 1 {
+            ", for each node"
+        } else {
+            ""
+        };
+        out.push((
+            0,
+            format!(
+                "taints the node cannot change itself (NodeRestriction); the cluster runs{each}:"
+            ),
+        ));
+        out.extend(o.taint_commands.iter().map(|c| {
+            let c = match g.nodes.as_slice() {
+                [one] => c.replace(super::NODE, one),
+                _ => c.clone(),
+            };
+            (1, c)
+        }));
+        if let Some(n) = o.evicted_pods {
+            out.push((
+                1,
+                format!("the NoExecute taint evicts {n} pod(s) running there without a toleration"),
+            ));
+        }
+    }
+    if o.pool_before != o.pool_after {
+        out.push((
+            0,
+            format!(
+                "pool: {} -> {}",
+                o.pool_before.as_deref().unwrap_or("none"),
+                o.pool_after.as_deref().unwrap_or("none")
+            ),
+        ));
+    }
+    if o.disruption != super::kube::Disruption::Nothing || !o.disruption_because.is_empty() {
+        out.push((0, format!("applying it costs {}:", o.disruption.as_str())));
+        out.extend(o.disruption_because.iter().map(|c| (1, c.clone())));
+    }
+    if !o.daemonsets.is_empty() {
+        out.push((0, "DaemonSets:".into()));
+        out.extend(o.daemonsets.iter().map(|c| (1, c.clone())));
+    }
+    for n in &o.not_judged {
+        out.push((0, format!("not judged: {n}")));
+    }
+    out
+}
+
+fn text(plan: &Plan) -> String {
+    let mut s = format!("plan {} -> {}: {}\n", plan.from, plan.to, totals(plan));
+    for g in &plan.groups {
+        let _ = writeln!(s, "\n== {} ==", title(g));
+        if g.nodes.len() > 1 {
+            let _ = writeln!(s, "nodes: {}", names(g));
+        }
+        for (indent, l) in lines(g) {
+            let _ = writeln!(s, "{}{l}", "  ".repeat(indent));
+        }
+    }
+    for n in &plan.not_judged {
+        let _ = writeln!(s, "\nnot judged: {n}");
+    }
+    s
+}
+
+/// Markdown escapes for text from the inputs (names, values).
+fn md(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| match c {
+            '|' | '*' | '_' | '`' | '<' | '>' | '[' | ']' | '#' | '\\' => vec!['\\', c],
+            '\n' | '\r' => vec![' '],
+            c => vec![c],
+        })
+        .collect()
+}
+
+fn markdown(plan: &Plan) -> String {
+    let mut s = String::from("### kubelet-labeler plan\n\n");
+    let _ = writeln!(s, "**{}**\n", md(&totals(plan)));
+    let _ = writeln!(s, "| nodes | pool | outcome |\n|---|---|---|");
+    for g in &plan.groups {
+        let o = &g.outcome;
+        let mut what = Vec::new();
+        if o.register_before != o.register_after {
+            what.push("registration changes".to_string());
+        }
+        if !o.sync.is_empty() {
+            what.push(format!("{} sync change(s)", o.sync.len()));
+        }
+        if !o.taint_commands.is_empty() {
+            what.push("taint commands".into());
+        }
+        if o.lockout {
+            what.push("**NFD/GPU Operator locked out**".into());
+        }
+        what.push(o.disruption.as_str().to_string());
+        let _ = writeln!(
+            s,
+            "| {} ({}) | {} | {} |",
+            g.nodes.len(),
+            md(&g.nodes[0]),
+            md(o.pool_before.as_deref().unwrap_or("none")),
+            what.join(", ")
+        );
+    }
+    for (i, g) in plan.groups.iter().enumerate() {
+        let body: String = lines(g)
+            .into_iter()
+            .map(|(indent, l)| format!("{}- {}\n", "  ".repeat(indent), md(&l)))
+            .collect();
+        let head = md(&title(g));
+        if i < OPEN_GROUPS {
+            let _ = write!(s, "\n#### {head}\n\n");
+            if g.nodes.len() > 1 {
+                let _ = writeln!(s, "nodes: {}\n", md(&names(g)));
+            }
+            s.push_str(&body);
+        } else {
+            let _ = write!(
+                s,
+                "\n<details><summary>{head}</summary>\n\n{body}\n</details>\n"
+            );
+        }
+    }
+    for n in &plan.not_judged {
+        let _ = writeln!(s, "\n_not judged: {}_", md(n));
+    }
+    s
+}
