@@ -33,8 +33,8 @@ fn man_pages_render_without_warnings() {
     }
     let (_dir, pages) = generated_pages();
     // One page per visible command: kubelet-labeler, explain, validate,
-    // facts, render + 3, iso + 4, sync, completions, man.
-    assert_eq!(pages.len(), 16, "{pages:?}");
+    // facts, render + 3, iso + 4, sync, plan, completions, man.
+    assert_eq!(pages.len(), 17, "{pages:?}");
     for page in &pages {
         let out = Command::new("man")
             .args(["--warnings", "-l"])

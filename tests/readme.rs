@@ -60,6 +60,16 @@ const BLOCKS: &[(&str, &str, Plan)] = &[
     ),
     (
         "README.md",
+        "kubelet-labeler render machineconfig --pool worker-gpu --label node.kubernetes.io/worker-gpu= \\",
+        Run(&[Wrapper("x86_64")]),
+    ),
+    (
+        "docs/plan.md",
+        "kubelet-labeler render machineconfig --pool worker-gpu --label node.kubernetes.io/worker-gpu= \\",
+        Run(&[Wrapper("x86_64")]),
+    ),
+    (
+        "README.md",
         "kubelet-labeler render machineconfig --pool worker-gpu \\",
         Run(&[Wrapper("x86_64"), Selector("x86_64"), Ca, LiveIso]),
     ),
