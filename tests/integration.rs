@@ -25,6 +25,7 @@ mod nfd_differential;
 mod nfd_worker_diff;
 mod one_binary;
 mod payload;
+mod plan;
 mod preflight;
 mod readme;
 mod real_chain;

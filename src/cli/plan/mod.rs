@@ -429,9 +429,14 @@ fn read_fleet(files: &[PathBuf], used: &SortedSet<String>) -> Result<Fleet> {
         .values()
         .filter(|n| n.node.is_some() && n.features.is_some())
         .count();
+    let named = files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
     if with_node > 0 && with_features > 0 && both == 0 {
         anyhow::bail!(
-            "--fleet: the {with_node} Nodes and the {with_features} NodeFeatures share no node name: are they exports of the same cluster?"
+            "--fleet {named}: the {with_node} Nodes and the {with_features} NodeFeatures share no node name: are they exports of the same cluster?"
         );
     }
     if fleet.nodes.is_empty() {

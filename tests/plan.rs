@@ -1,0 +1,266 @@
+//! `plan` on renders `render machineconfig` makes and the example fleet
+//! export: what each group of nodes gets, the exit status and its gates,
+//! git revisions as inputs, and bad input refused with exit 2.
+
+use crate::support::run_cli::stand_in_wrapper;
+use crate::support::{bin, repo, scratch_dir, stderr, stdout};
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use serde_json::Value;
+
+fn render(dir: &Path, extra: &[&str]) {
+    let o = bin()
+        .args(["render", "machineconfig", "--pool", "worker-gpu"])
+        .args(["--label", "node.kubernetes.io/worker-gpu="])
+        .args(extra)
+        .arg("--wrapper")
+        .arg(stand_in_wrapper())
+        .arg("--output-dir")
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+fn fleet() -> PathBuf {
+    repo().join("examples/fleet/fleet.json")
+}
+
+fn gpu_rules() -> String {
+    repo()
+        .join("examples/rules/openshift-gpu.yaml")
+        .display()
+        .to_string()
+}
+
+fn plan(from: &Path, to: &Path, fleet: &Path, extra: &[&str]) -> Output {
+    bin()
+        .arg("plan")
+        .arg("--from")
+        .arg(from)
+        .arg("--to")
+        .arg(to)
+        .arg("--fleet")
+        .arg(fleet)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", stdout(o), stderr(o)))
+}
+
+/// A GPU taint rule added to the pool: the GPU nodes (one group of two)
+/// register tainted, need the cluster's `kubectl taint`, and lose NFD's
+/// worker; the CPU workers do not change. Exit 1; the gates decide.
+#[test]
+fn a_gpu_taint_rule_locks_nfd_out_of_the_gpu_nodes() {
+    let tmp = scratch_dir();
+    let (base, proposed) = (tmp.path().join("base"), tmp.path().join("proposed"));
+    render(&base, &[]);
+    render(&proposed, &["--rules", &gpu_rules()]);
+    let o = plan(&base, &proposed, &fleet(), &["--format", "json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let p = json(&o);
+    assert_eq!(
+        (p["nodes"].as_u64(), p["changed"].as_u64()),
+        (Some(4), Some(2)),
+        "{p:#}"
+    );
+    assert_eq!(p["lockout"], 2);
+    assert_eq!(p["reboot"], 0);
+    let gpu = &p["groups"][0];
+    assert_eq!(
+        gpu["nodes"],
+        serde_json::json!(["gpu-a100-01", "gpu-a100-02"])
+    );
+    let o_ = &gpu["outcome"];
+    assert_eq!(o_["pool_before"], "worker-gpu");
+    assert_eq!(o_["pool_after"], "worker-gpu");
+    assert!(
+        o_["register_before"]["taints"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        o_["register_after"]["taints"],
+        serde_json::json!(["nvidia.com/gpu=true:NoSchedule"])
+    );
+    assert_eq!(
+        o_["taint_commands"],
+        serde_json::json!(["kubectl taint node <node> nvidia.com/gpu=true:NoSchedule --overwrite"])
+    );
+    assert_eq!(
+        o_["daemonsets"],
+        serde_json::json!([
+            "openshift-nfd/nfd-worker: stops being schedulable (does not tolerate nvidia.com/gpu=true:NoSchedule)"
+        ])
+    );
+    // The env drop-in changed: its policy entry restarts the sync, no reboot.
+    assert_eq!(o_["disruption"], "restart");
+    let workers = &p["groups"][1];
+    assert_eq!(
+        workers["nodes"],
+        serde_json::json!(["worker-01", "worker-02"])
+    );
+    assert_eq!(workers["outcome"]["pool_before"], "worker");
+    // Gates: no reboot passes, the lockout fails.
+    assert_eq!(
+        plan(&base, &proposed, &fleet(), &["--fail-on", "reboot"])
+            .status
+            .code(),
+        Some(0)
+    );
+    assert_eq!(
+        plan(&base, &proposed, &fleet(), &["--fail-on", "reboot,lockout"])
+            .status
+            .code(),
+        Some(1)
+    );
+    // Markdown: totals first, the command for each node.
+    let md = plan(&base, &proposed, &fleet(), &["--format", "markdown"]);
+    let md = stdout(&md);
+    assert!(
+        md.starts_with("### kubelet-labeler plan\n\n**2 of 4 nodes change;"),
+        "{md}"
+    );
+    assert!(
+        md.contains("kubectl taint node \\<node\\> nvidia.com/gpu=true:NoSchedule"),
+        "{md}"
+    );
+    // The same render on both sides: nothing changes, exit 0.
+    let same = plan(&base, &base, &fleet(), &[]);
+    assert_eq!(same.status.code(), Some(0), "{}", stdout(&same));
+    assert!(
+        stdout(&same).contains(": 0 of 4 nodes change;"),
+        "{}",
+        stdout(&same)
+    );
+}
+
+/// `REV:PATH` reads a render at a git revision with git itself.
+#[test]
+fn a_git_revision_is_a_render() {
+    if !crate::support::skipped::need("git") {
+        return;
+    }
+    let tmp = scratch_dir();
+    let repo_dir = tmp.path();
+    let git = |args: &[&str]| {
+        let o = std::process::Command::new("git")
+            .current_dir(repo_dir)
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "git {args:?}: {}", stderr(&o));
+    };
+    git(&["init", "-q"]);
+    render(&repo_dir.join("gitops/worker-gpu"), &[]);
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "base"]);
+    std::fs::remove_dir_all(repo_dir.join("gitops/worker-gpu")).unwrap();
+    render(
+        &repo_dir.join("gitops/worker-gpu"),
+        &["--rules", &gpu_rules()],
+    );
+    let o = bin()
+        .current_dir(repo_dir)
+        .args([
+            "plan",
+            "--from",
+            "HEAD:gitops/",
+            "--to",
+            "gitops/",
+            "--format",
+            "json",
+            "--fleet",
+        ])
+        .arg(fleet())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(json(&o)["changed"], 2);
+    let o = bin()
+        .current_dir(repo_dir)
+        .args([
+            "plan",
+            "--from",
+            "no-such-branch:gitops/",
+            "--to",
+            "gitops/",
+            "--fleet",
+        ])
+        .arg(fleet())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("\"no-such-branch\" is no git revision"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// Bad input: one error naming it, exit 2, nothing on stdout.
+#[test]
+fn bad_fleet_input_is_refused() {
+    let tmp = scratch_dir();
+    let base = tmp.path().join("base");
+    render(&base, &[]);
+    let full = std::fs::read_to_string(fleet()).unwrap();
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "truncated.json",
+            full[..full.len() / 2].to_string(),
+            "truncated",
+        ),
+        (
+            "other-api.json",
+            full.replace("nfd.k8s-sigs.io/v1alpha1", "nfd.k8s-sigs.io/v1beta9"),
+            "plan reads nfd.k8s-sigs.io/v1alpha1",
+        ),
+        (
+            "other-cluster.json",
+            full.replace(
+                "\"nfd.node.kubernetes.io/node-name\": \"",
+                "\"nfd.node.kubernetes.io/node-name\": \"x-",
+            )
+            .replace("\"name\": \"gpu-a100", "\"name\": \"y-gpu-a100")
+            .replace("\"name\": \"worker-0", "\"name\": \"y-worker-0"),
+            "share no node name",
+        ),
+        ("garbage.json", "{\"kind\": [1,2".into(), "--fleet"),
+        (
+            "no-kind.yaml",
+            "metadata: {name: a}\n".into(),
+            "without kind",
+        ),
+    ];
+    for (name, text, want) in cases {
+        let f = tmp.path().join(name);
+        std::fs::write(&f, text).unwrap();
+        let o = plan(&base, &base, &f, &[]);
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "{name}: {}{}",
+            stdout(&o),
+            stderr(&o)
+        );
+        assert!(stderr(&o).contains(want), "{name}: {}", stderr(&o));
+        assert!(stderr(&o).contains(name), "{name}: {}", stderr(&o));
+        assert!(o.stdout.is_empty(), "{name}");
+    }
+    let o = plan(&tmp.path().join("missing"), &base, &fleet(), &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("missing: no such file or directory"),
+        "{}",
+        stderr(&o)
+    );
+}
