@@ -349,6 +349,9 @@ def run_round(a, cluster, names, name, value, batch, fault, out):
         "node_json_bytes": len(node) if st == 200 else None,
         "node_json_bytes_of": node_parts(node) if st == 200 else None,
         "sample_line": last[0],
+        # every line of a node that failed or was left behind (the first 10)
+        "failed_lines": [line for n, ls in zip(names, lines)
+                         if codes.get(n) != 0 or n in missing for line in ls][:10],
     }
     if fault:
         # Backoff waits: gaps > 0.25 s between a node's requests, by their

@@ -17,7 +17,10 @@
 # dropins` and an editor do), the control that the harness sees a change.
 # Needs root.
 # usage: benches/git-to-node.sh [TRIALS]
-# env: WRITE=rename|inplace, TIMEOUT=30 (seconds a trial waits), KEEP=1 (keep
+# Trials are PAUSE=2.5 s apart: systemd refuses a sixth start of the sync
+# within 10 s (its default start limit) and the path unit then fails and
+# stops watching (PAUSE=0 shows it).
+# env: WRITE=rename|inplace, TIMEOUT=30 (seconds a trial waits), PAUSE, KEEP=1 (keep
 #      the work dir), KL=PATH (a built kubelet-labeler CLI, else cargo builds it)
 set -euo pipefail
 cd "$(dirname "$0")/.."

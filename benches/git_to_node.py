@@ -22,6 +22,7 @@ DROPIN = "/etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf"
 def main():
     pki, port, node, stage, trials, timeout, how = sys.argv[1:8]
     trials, timeout = int(trials), float(timeout)
+    pause = float(os.environ.get("PAUSE", "2.5"))
     ctx = ssl.create_default_context(cafile=f"{pki}/ca.crt")
     ctx.load_cert_chain(f"{pki}/admin.crt", f"{pki}/admin.key")
     conn = [None]
@@ -41,8 +42,8 @@ def main():
                 conn[0] = None
         return None
 
-    def show(*props):
-        out = subprocess.run(["systemctl", "--user", "show", "kubelet-labeler-sync.service"]
+    def show(*props, unit="kubelet-labeler-sync.service"):
+        out = subprocess.run(["systemctl", "--user", "show", unit]
                              + [f"-p{p}" for p in props], capture_output=True, text=True).stdout
         return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
 
@@ -58,6 +59,9 @@ def main():
 
     rows = []
     for i in range(1, trials + 1):
+        # Apart by more than systemd's default start limit allows (5 starts
+        # in 10 s): a quicker change than that is refused, not measured.
+        time.sleep(pause)
         if not idle():
             print(f"trial {i}: the sync service did not stop within 60 s")
             break
@@ -85,10 +89,13 @@ def main():
         started = p["ExecMainStartTimestampMonotonic"]
         fired = started != before and started != "0"
         if seen is None:
+            path = show("ActiveState", "Result", unit="kubelet-labeler-sync.path")
             print(f"trial {i}: TIMEOUT: no label example.com/round={i} on the Node {timeout:.0f} s "
                   f"after the {how}; the sync service "
                   + ("ran (see its journal)" if fired else
-                     f"never started: the path unit did not fire on the {how}"), flush=True)
+                     f"never started: the path unit did not fire on the {how}")
+                  + f" (sync service: {p['Result']}; path unit: {path['ActiveState']}, {path['Result']})",
+                  flush=True)
             rows.append(None)
             break
         row = {"total_ms": (seen - t0) * 1000}
