@@ -8,7 +8,7 @@ temp file in the same directory, then rename(2)), run the wrapper's `sync`
 mode as shipped (driving the host's curl through a logging shim) in rounds:
 
   boot   every node at once, the Node as kubelet registered it: adopts
-  same   every node at once, nothing changed: reads only
+  same   every node at once, nothing changed since the last round: reads only
   all    every node at once after a label changed
   batch  the same in batches of BATCH (the MCO's maxUnavailable), one after the other
   kill   every node at once; the API server is SIGKILLed mid-run and restarted
@@ -274,14 +274,14 @@ def run_round(a, cluster, names, name, value, batch, fault, out):
     done = {}
     codes = {}
     for i in range(0, len(names), batch):
-        procs = {}
+        pending = {}
         for n in names[i:i + batch]:
-            procs[n] = subprocess.Popen(
-                [a.wrapper, "sync", "--root", f"{a.work}/nodes/{n}",
-                 "--kubeconfig", f"{a.work}/nodes/{n}/{kc}", "--curl", a.shim,
-                 "--max-wait", str(a.max_wait)],
-                stdout=subprocess.DEVNULL, stderr=open(f"{logdir}/{n}.log", "w"))
-        pending = dict(procs)
+            with open(f"{logdir}/{n}.log", "w") as err:
+                pending[n] = subprocess.Popen(
+                    [a.wrapper, "sync", "--root", f"{a.work}/nodes/{n}",
+                     "--kubeconfig", f"{a.work}/nodes/{n}/{kc}", "--curl", a.shim,
+                     "--max-wait", str(a.max_wait)],
+                    stdout=subprocess.DEVNULL, stderr=err)
         while pending:
             for n, p in list(pending.items()):
                 if p.poll() is not None:

@@ -13,14 +13,16 @@
 # the path unit's trigger (rename to the sync service's start) and the sync
 # (start to label). A trial that sees no label within TIMEOUT seconds says
 # whether the path unit fired, and ends the run (exit 1). WRITE=inplace
-# writes the drop-in in place instead (truncate, write, close: what `render
-# dropins` and an editor do), the control that the harness sees a change.
+# writes the drop-in in place instead (truncate, write, close: what an
+# editor does), the control that the harness sees a change; WRITE=policy
+# renames it and then does what OpenShift's node disruption policy has the
+# MCO's daemon do (`systemctl daemon-reload`, restart the sync service).
 # Needs root.
 # usage: benches/git-to-node.sh [TRIALS]
 # Trials are PAUSE=2.5 s apart: systemd refuses a sixth start of the sync
 # within 10 s (its default start limit) and the path unit then fails and
 # stops watching (PAUSE=0 shows it).
-# env: WRITE=rename|inplace, TIMEOUT=30 (seconds a trial waits), PAUSE, KEEP=1 (keep
+# env: WRITE=rename|inplace|policy, TIMEOUT=30 (seconds a trial waits), PAUSE, KEEP=1 (keep
 #      the work dir), KL=PATH (a built kubelet-labeler CLI, else cargo builds it)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -67,7 +67,7 @@ def main():
             break
         before = show("ExecMainStartTimestampMonotonic")["ExecMainStartTimestampMonotonic"]
         text = open(f"{stage}/{i}/etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf").read()
-        if how == "rename":
+        if how in ("rename", "policy"):
             tmp = os.path.join(os.path.dirname(DROPIN), f".{os.path.basename(DROPIN)}.{os.getpid()}{i}")
             with open(tmp, "w") as f:
                 f.write(text)
@@ -75,6 +75,12 @@ def main():
                 os.fsync(f.fileno())
             t0 = time.monotonic()
             os.rename(tmp, DROPIN)
+            if how == "policy":
+                # What OpenShift's node disruption policy has the MCO's
+                # daemon do after writing the file: reload, restart the sync.
+                subprocess.run(["systemctl", "--user", "daemon-reload"], check=False)
+                subprocess.run(["systemctl", "--user", "restart", "--no-block",
+                                "kubelet-labeler-sync.service"], check=False)
         else:  # written in place: truncated, written, closed
             t0 = time.monotonic()
             with open(DROPIN, "w") as f:
