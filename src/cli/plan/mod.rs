@@ -135,7 +135,8 @@ struct Fleet {
 /// One side's env and files for one pool.
 struct PoolRender {
     env: Vec<(OsString, OsString)>,
-    files: BTreeMap<String, Vec<u8>>,
+    /// Each file's length and hash, to tell a changed file.
+    files: BTreeMap<String, (usize, u64)>,
     pool_label: Option<String>,
 }
 
@@ -250,8 +251,9 @@ struct Side {
     render: inputs::Render,
     pools: Vec<Pool>,
     cache: BTreeMap<String, PoolRender>,
-    /// (pool, feature set) → registration.
-    registrations: std::collections::HashMap<(String, Option<usize>), Registration>,
+    /// (pool, feature set) → registration: each distinct feature set of a
+    /// pool is evaluated once.
+    registrations: std::collections::HashMap<(String, Option<usize>), (Registration, Desired)>,
 }
 
 impl Side {
@@ -311,7 +313,9 @@ fn lay_out(render: &inputs::Render, pool: &Pool) -> Result<PoolRender> {
                 .strip_prefix(&root)
                 .map(|r| format!("/{}", r.display()))
                 .unwrap_or_default();
-            files.insert(node, bytes);
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            std::hash::Hash::hash(&bytes, &mut h);
+            files.insert(node, (bytes.len(), std::hash::Hasher::finish(&h)));
         }
     }
     // kubelet.service itself is the cluster's (in the rendered config, not
@@ -495,6 +499,10 @@ fn add_object(
                 .and_then(Value::as_str)
                 .unwrap_or(&name)
                 .to_string();
+            let mut obj = obj;
+            if let Some(features) = obj.pointer_mut("/spec/features") {
+                prune_features(features, used);
+            }
             let f = crate::cli::facts_json::from_nfd(&obj, source)?.only(used);
             merge_features(node_features.entry(node).or_default(), f);
         }
@@ -527,6 +535,16 @@ fn add_object(
         other => *fleet.ignored.entry(other.to_string()).or_default() += 1,
     }
     Ok(())
+}
+
+/// Drop the features no rule reads before they are converted: a
+/// NodeFeature's kernel config alone is thousands of attributes.
+fn prune_features(features: &mut Value, used: &SortedSet<String>) {
+    for kind in ["flags", "attributes", "instances"] {
+        if let Some(Value::Object(m)) = features.get_mut(kind) {
+            m.retain(|name, _| used.contains(name.as_str()));
+        }
+    }
 }
 
 fn merge_features(into: &mut Features, f: Features) {
@@ -567,6 +585,9 @@ fn registration(
     profile: Profile,
 ) -> Result<(Registration, Desired)> {
     let key = (pool.name.clone(), features);
+    if let Some(r) = side.registrations.get(&key) {
+        return Ok(r.clone());
+    }
     let env = side.pool(pool)?.env.clone();
     let has_sources = derived::sources_in_env(&env)
         || ROLE_LAYER
@@ -600,7 +621,8 @@ fn registration(
             Desired::default(),
         ),
     };
-    side.registrations.entry(key).or_insert_with(|| reg.clone());
+    side.registrations
+        .insert(key, (reg.clone(), desired.clone()));
     Ok((reg, desired))
 }
 
@@ -764,14 +786,14 @@ fn judge(
             o.pool_after.as_deref().unwrap_or("none")
         ));
     } else {
-        let old = sides[0].pool(&pool)?.files.clone();
-        let new = &sides[1].pool(&proposed_pool)?.files;
-        let changed: Vec<&String> = old
+        sides[0].pool(&pool)?;
+        sides[1].pool(&proposed_pool)?;
+        let old = &sides[0].cache[&pool.name].files;
+        let new = &sides[1].cache[&proposed_pool.name].files;
+        let changed: std::collections::BTreeSet<&String> = old
             .keys()
             .chain(new.keys())
             .filter(|p| old.get(*p) != new.get(*p))
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
             .collect();
         let before_policies = n.kubelet_minor.is_some_and(|m| m < 30);
         for path in changed {
