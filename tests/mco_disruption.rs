@@ -257,3 +257,97 @@ fn leaving_one_more_rule_to_nfd_restarts_only_the_sync() {
     );
     assert_eq!(v["withGivenPolicy"]["DrainNodeDisruption"], false, "{v}");
 }
+
+/// `plan`'s cost for a pool's nodes is the daemon's own verdict (the MCO's
+/// `calculatePostConfigChangeNodeDisruptionAction` with the policy given),
+/// on the transitions `render machineconfig` makes: labels and taints
+/// changed, a new wrapper, and a file no policy entry names.
+#[test]
+fn plan_predicts_the_daemons_verdict() {
+    if oracle().is_none() {
+        return;
+    }
+    let dir = scratch_dir();
+    let d = dir.path();
+    let (w1, w2) = (wrapper(d, b"1"), wrapper(d, b"2"));
+    let policy = d.join("policy.yaml");
+    render(
+        &d.join("before"),
+        &w1,
+        &["--label", "example.com/tier=gold"],
+        &policy,
+    );
+    let changes: [(&str, &Path, &[&str]); 3] = [
+        (
+            "labels",
+            &w1,
+            &[
+                "--label",
+                "example.com/tier=silver",
+                "--taint",
+                "nvidia.com/gpu=true:NoSchedule",
+            ],
+        ),
+        ("wrapper", &w2, &["--label", "example.com/tier=gold"]),
+        ("arch", &w1, &["--label", "example.com/tier=gold"]),
+    ];
+    let fleet = d.join("fleet.json");
+    let node = serde_json::json!({"kind": "List", "items": [{
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "gpu-1", "labels": {
+            "node-role.kubernetes.io/worker": "", "node.kubernetes.io/worker-gpu": ""}},
+        "status": {"nodeInfo": {"kubeletVersion": "v1.33.5"}}}]});
+    std::fs::write(&fleet, node.to_string()).unwrap();
+    for (name, w, args) in changes {
+        let after = d.join(name);
+        render(&after, w, args, &d.join(format!("policy-{name}.yaml")));
+        if name == "arch" {
+            // A file of the pool's that no policy entry names.
+            let mc = after.join("50-worker-gpu-kubelet-labeler-labels.yaml");
+            let text = std::fs::read_to_string(&mc).unwrap();
+            let extra = "      - path: /etc/example.conf\n        mode: 420\n        overwrite: true\n        contents:\n          source: data:,x\n";
+            let text = text.replacen("      files:\n", &format!("      files:\n{extra}"), 1);
+            assert!(text.contains("/etc/example.conf"), "{text}");
+            std::fs::write(&mc, text).unwrap();
+        }
+        let v = verdict(&d.join("before"), &after, &policy);
+        let actions: Vec<String> =
+            serde_json::from_value(v["withGivenPolicy"]["NodeDisruptionActions"].clone()).unwrap();
+        let worst = actions
+            .iter()
+            .map(|a| match a.split(' ').next().unwrap() {
+                "None" => 0,
+                "DaemonReload" => 1,
+                "Reload" | "Special" => 2,
+                "Restart" => 3,
+                _ => 4,
+            })
+            .max()
+            .unwrap();
+        let want = [
+            "nothing",
+            "daemon-reload",
+            "reload",
+            "restart",
+            "drain-and-reboot",
+        ][worst];
+        let o = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+            .args(["plan", "--format", "json", "--from"])
+            .arg(d.join("before"))
+            .arg("--to")
+            .arg(&after)
+            .arg("--fleet")
+            .arg(&fleet)
+            .arg("--fleet")
+            .arg(&policy)
+            .output()
+            .unwrap();
+        let p: serde_json::Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+        assert_eq!(
+            p["groups"][0]["outcome"]["disruption"], want,
+            "{name}: the daemon says {actions:?}; plan says {:#}",
+            p["groups"][0]["outcome"]
+        );
+    }
+}
