@@ -30,7 +30,7 @@ fn is_key_byte(c: u8) -> bool {
 /// The annotation's text for `keys` (sorted and deduplicated here).
 pub fn encode(keys: &[String]) -> String {
     let mut sorted: Vec<&str> = keys.iter().map(String::as_str).collect();
-    sorted.sort_unstable();
+    sorted.sort();
     sorted.dedup();
     let mut out = String::new();
     encode_into(&sorted, 0, &mut out);
@@ -86,10 +86,10 @@ pub fn decode(text: &str) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
     let mut prefix = String::new();
     let end = list(text, 0, &mut prefix, 0, &mut out)?;
-    if let Some(c) = text.get(end..).and_then(|rest| rest.chars().next()) {
-        return Err(format!("unexpected {c:?} at byte {end}"));
+    if end < text.len() {
+        return Err(format!("a character no label key has, at byte {end}"));
     }
-    out.sort_unstable();
+    out.sort();
     out.dedup();
     Ok(out)
 }
