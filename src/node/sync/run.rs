@@ -166,7 +166,7 @@ pub fn derive(opts: &SyncOptions) -> Result<Derivation, String> {
         desired: Desired {
             labels: p.added_labels,
             taints: p.taints,
-            rule_taints: plan::rule_taints(&env),
+            rule_taints: crate::node::wrapper::derived::rule_taints(&env),
         },
         kubeconfig,
         node_name,

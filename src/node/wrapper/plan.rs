@@ -311,23 +311,6 @@ fn pool_over_role(
     Some(merged)
 }
 
-/// Every taint the node rules of either layer of `env` give a node they
-/// match, matched here or not (rules that cannot be read give none): how
-/// the day-2 sync tells a stale taint of ours from one a user set.
-pub fn rule_taints(env: &[(OsString, OsString)]) -> Vec<Taint> {
-    let layers = match split_layers(env) {
-        None => vec![env.to_vec()],
-        Some((role, pool)) => vec![role, pool],
-    };
-    let mut out = Vec::new();
-    for layer in layers {
-        if let Some(Ok(rules)) = derived::sources_from_env(&layer).rules {
-            out.extend(rules.into_iter().flat_map(|r| r.taints));
-        }
-    }
-    out
-}
-
 /// Whether either layer of `env` has node rules or an NFD label set.
 pub fn rules_in_env(env: &[(OsString, OsString)]) -> bool {
     match split_layers(env) {
