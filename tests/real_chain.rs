@@ -896,75 +896,98 @@ fn restart_after_registration_keeps_the_node() {
 
 /// The day-2 sync through the rendered units under real systemd: after
 /// kubelet's start (the `Wants=` drop-in) it adopts what registration set;
-/// a new env drop-in (a label changed and one added) makes the path unit
-/// run it again, and the Node changes with no kubelet restart. The change
-/// lands once the first run has stopped: the path unit is deaf while it
-/// runs (the sync itself derives again at its end for that; a unit test
-/// covers it), and a change in the instant between would be a race here.
+/// then every way the env drop-ins change makes the path unit run it, and
+/// the Node follows with no kubelet restart: replaced by rename (a file
+/// written beside it and renamed over it, as the MCO's daemon and `render
+/// dropins` write; the unit's file watches missed it), written in place,
+/// the role's drop-in created and removed. Each change lands once the run
+/// before has stopped: the path unit is deaf while it runs (the sync
+/// itself derives again at its end for that; a unit test covers it).
 #[test]
 fn sync_units_keep_the_node_current_without_a_restart() {
     let Some(cluster) = cluster() else { return };
     let node = "rc-sync";
     let (_d, scratch, tree) = openshift_case(cluster, node, &["--label", "example.com/tier=gold"]);
     let log = scratch.join("sync.log");
+    // Five starts in a few seconds: more than systemd's default start
+    // limit (5 in 10 s) lets a test add.
     write(
         &tree.join("etc/systemd/system/kubelet-labeler-sync.service.d/50-test-journal.conf"),
         &format!(
-            "[Service]\nStandardOutput=append:{l}\nStandardError=append:{l}\n",
+            "[Unit]\nStartLimitIntervalSec=0\n\
+             [Service]\nStandardOutput=append:{l}\nStandardError=append:{l}\n",
             l = log.display()
         ),
     );
-    let changed = scratch.join("changed-env.conf");
+    let env_text = |labels: &str| {
+        format!("[Service]\nEnvironment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS={labels}\"\n")
+    };
+    let renamed = scratch.join("renamed-env.conf");
     write(
-        &changed,
-        "[Service]\nEnvironment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS=example.com/tier=silver,example.com/new=1\"\n",
+        &renamed,
+        &env_text("example.com/tier=silver,example.com/new=1"),
     );
+    let in_place = scratch.join("in-place-env.conf");
+    write(
+        &in_place,
+        &env_text("example.com/tier=bronze,example.com/new=1"),
+    );
+    let role = scratch.join("role-env.conf");
+    write(
+        &role,
+        &format!(
+            "[Service]\nEnvironment=\"{}=example.com/role=x\"\n",
+            kubelet_labeler::node::contract::ROLE_LABELS_VAR
+        ),
+    );
+    let dir = "/etc/systemd/system/kubelet.service.d";
     let steps = format!(
         "{START_AND_REGISTER}\
          SYNC={log}\n\
-         wait_sync() {{ local end=$(( $(date +%s) + $2 )); until [ \"$(grep -c 'kubelet-labeler sync: node' \"$SYNC\" 2>/dev/null)\" -ge $1 ]; do \
-         [ $(date +%s) -ge $end ] && {{ echo \"timeout waiting for sync run $1\"; return 1; }}; sleep 0.1; done; }}\n\
-         wait_sync 1 60 && echo first_sync=1\n\
+         wait_sync() {{ local end=$(( $(date +%s) + 30 )); until grep -q -- \"$1\" \"$SYNC\" 2>/dev/null; do \
+         [ $(date +%s) -ge $end ] && {{ echo \"timeout waiting for a sync that says $1\"; return 1; }}; sleep 0.1; done; }}\n\
          wait_idle() {{ local end=$(( $(date +%s) + 30 )); until case $(systemctl --user is-active kubelet-labeler-sync.service) in inactive|failed) true;; *) false;; esac; do \
          [ $(date +%s) -ge $end ] && {{ echo \"timeout waiting for the sync to stop\"; return 1; }}; sleep 0.1; done; }}\n\
+         wait_sync 'adopted example.com/tier=gold' && echo first_sync=1\n\
          wait_idle\n\
          before=$(restarts)\n\
-         cp {changed} /etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf\n\
-         wait_sync 2 60 && echo second_sync=1\n\
+         cat {renamed} > {dir}/.90-kubelet-labeler-env.conf.tmp && mv -f {dir}/.90-kubelet-labeler-env.conf.tmp {dir}/90-kubelet-labeler-env.conf\n\
+         wait_sync 'changed example.com/tier=silver' && echo renamed=1\n\
+         wait_idle\n\
+         cp {in_place} {dir}/90-kubelet-labeler-env.conf\n\
+         wait_sync 'changed example.com/tier=bronze' && echo in_place=1\n\
+         wait_idle\n\
+         cp {role} {dir}/80-kubelet-labeler-role-env.conf\n\
+         wait_sync 'added example.com/role=x' && echo created=1\n\
+         wait_idle\n\
+         rm {dir}/80-kubelet-labeler-role-env.conf\n\
+         wait_sync 'removed example.com/role' && echo removed=1\n\
+         wait_idle\n\
          echo kubelet_restarts=$(( $(restarts) - before ))\n\
          systemctl --user is-active kubelet.service\n",
         log = log.display(),
-        changed = changed.display()
+        renamed = renamed.display(),
+        in_place = in_place.display(),
+        role = role.display(),
     );
     let run = start(cluster, node, &scratch, &tree, &steps);
     let sync_log = std::fs::read_to_string(&log).unwrap_or_default();
-    assert!(
-        run.output.contains("first_sync=1"),
-        "{}\n{sync_log}",
-        run.summary()
-    );
-    assert!(
-        run.output.contains("second_sync=1"),
-        "{}\n{sync_log}",
-        run.summary()
-    );
+    for step in ["first_sync", "renamed", "in_place", "created", "removed"] {
+        assert!(
+            run.output.contains(&format!("{step}=1")),
+            "{step}: {}\n{sync_log}",
+            run.summary()
+        );
+    }
     assert!(run.output.contains("kubelet_restarts=0"), "{}", run.output);
-    let lines: Vec<&str> = sync_log.lines().collect();
-    assert!(
-        lines[0].contains("adopted example.com/tier=gold"),
-        "{sync_log}"
-    );
-    assert!(
-        lines[1].contains("added example.com/new=1")
-            && lines[1].contains("changed example.com/tier=silver"),
-        "{sync_log}"
-    );
+    assert!(sync_log.contains("added example.com/new=1"), "{sync_log}");
     let stored = cluster.node(node).expect("the Node");
     let (labels, _) = realcluster::labels_and_taints(&stored);
-    assert_eq!(labels["example.com/tier"], "silver");
+    assert_eq!(labels["example.com/tier"], "bronze");
     assert_eq!(labels["example.com/new"], "1");
+    assert!(!labels.contains_key("example.com/role"), "{labels:?}");
     assert_eq!(
         stored["metadata"]["annotations"]["kubelet-labeler.io/owned-labels"],
-        "example.com/new,example.com/tier"
+        "example.com/{new,tier}"
     );
 }

@@ -15,7 +15,7 @@ use std::process::{Command, Output};
 
 use realcluster::{Cluster, labels_and_taints};
 
-pub const NODES: [&str; 2] = ["rs-sync", "rs-down"];
+pub const NODES: [&str; 4] = ["rs-sync", "rs-down", "rs-drift", "rs-size"];
 
 fn cluster() -> Option<&'static Cluster> {
     if realcluster::unavailable().is_some() {
@@ -186,8 +186,7 @@ fn labels_follow_the_tree_and_nothing_else_is_touched() {
         text(&out.stderr)
     );
     assert_eq!(
-        ann["kubelet-labeler.io/owned-labels"],
-        "example.com/gone,example.com/tier,node.kubernetes.io/pool",
+        ann["kubelet-labeler.io/owned-labels"], "example.com/{gone,tier},node.kubernetes.io/pool",
         "{ann}"
     );
 
@@ -229,7 +228,7 @@ fn labels_follow_the_tree_and_nothing_else_is_touched() {
     assert_eq!(taints, taints_before, "taints are never sent");
     assert_eq!(
         ann["kubelet-labeler.io/owned-labels"],
-        "example.com/new,example.com/tier,node.kubernetes.io/pool"
+        "example.com/{new,tier},node.kubernetes.io/pool"
     );
 
     // A second run sends no write.
@@ -405,4 +404,133 @@ fn api_server_down_bad_inputs_and_other_identities() {
     let out = sync(&root, &rotated, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(stored(cluster, node).0["example.com/a"], "3");
+}
+
+/// The TaintDrift Events posted about `node`.
+fn drift_events(cluster: &Cluster, node: &str) -> usize {
+    let (code, body) = cluster.get(&format!(
+        "/api/v1/namespaces/default/events?fieldSelector=involvedObject.name={node},reason=TaintDrift"
+    ));
+    assert_eq!(code, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    v["items"].as_array().map_or(0, Vec::len)
+}
+
+/// Issue 32 item 13: a taint the configuration no longer derives is
+/// reported at every run (exit 1, the journal line) until the Node loses
+/// it, not once; its Event is posted once; gone, the runs say up to date.
+#[test]
+fn taint_drift_is_reported_until_it_is_gone_and_told_once() {
+    let Some(cluster) = cluster() else { return };
+    let node = "rs-drift";
+    let dir = scratch_dir();
+    let root = dir.path().join("root");
+    let kubeconfig = cluster.dir.join(format!("node-{node}.kubeconfig"));
+    tree(&root, "example.com/a=1", "nvidia.com/gpu=true:NoSchedule");
+    register(cluster, node, &root);
+    let out = sync(&root, &kubeconfig, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // The GPUs left the machine: the taint is no longer derived.
+    env(&root, "example.com/a=1", "");
+    let mut rv = String::new();
+    for run in 1..=3 {
+        let out = sync(&root, &kubeconfig, &[]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "run {run}: {err}");
+        assert!(
+            err.contains("taint nvidia.com/gpu=true:NoSchedule is no longer derived"),
+            "run {run}: {err}"
+        );
+        assert_eq!(drift_events(cluster, node), 1, "run {run}: one Event");
+        let (_, taints, _, now) = stored(cluster, node);
+        assert!(taints.contains(&"nvidia.com/gpu=true:NoSchedule".to_string()));
+        if run > 1 {
+            assert_eq!(now, rv, "run {run} wrote");
+        }
+        rv = now;
+    }
+    // Lifted cluster-side: the next run says so and forgets the drift.
+    admin_patch(cluster, node, r#"{"spec":{"taints":null}}"#);
+    let out = sync(&root, &kubeconfig, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let (_, _, ann, _) = stored(cluster, node);
+    assert!(ann.get("kubelet-labeler.io/taint-drift").is_none(), "{ann}");
+    let out = sync(&root, &kubeconfig, &[]);
+    assert!(
+        text(&out.stderr).ends_with("up to date\n"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// Issue 32 item 12: what the first sync adds to a Node (sent to every
+/// watcher of Nodes at each write) with NFD's label set of the DGX fixture
+/// and three static labels, 89 keys: measured on the Node as stored.
+#[test]
+fn the_first_sync_adds_little_to_the_node() {
+    let Some(cluster) = cluster() else { return };
+    let node = "rs-size";
+    let dir = scratch_dir();
+    let root = dir.path().join("root");
+    let kubeconfig = cluster.dir.join(format!("node-{node}.kubeconfig"));
+    tree(
+        &root,
+        "example.com/tier=gold,example.com/rack=r1,node.kubernetes.io/worker-gpu=",
+        "",
+    );
+    let env_path = root.join("etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf");
+    let mut text_env = std::fs::read_to_string(&env_path).unwrap();
+    text_env += "Environment=KUBELET_LABELER_NFD_LABELS=openshift\n";
+    write(&env_path, &text_env);
+    let facts = crate::support::repo().join("tests/fixtures/nodes/dgx");
+    // `explain` predicts with these facts what the wrapper registers.
+    let facts_arg = ["--facts-root", facts.to_str().unwrap()];
+    let out = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+        .args(["explain", "--json", "--profile", "openshift", "--root"])
+        .arg(&root)
+        .args(facts_arg)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("explain: {e}: {}", text(&out.stderr)));
+    let labels: Vec<String> = v["added_labels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(labels.len(), 89, "{labels:?}");
+    {
+        let _serial = realcluster::one_kubelet_at_a_time();
+        cluster.delete_node(node);
+        let out = Command::new("bash")
+            .arg(realcluster::tools_dir().join("register.sh"))
+            .arg(format!("--node-labels={}", labels.join(",")))
+            .env("RC_DIR", &cluster.dir)
+            .env("NODE_NAME", node)
+            .env("SETTLE", "0")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "register.sh: {}", text(&out.stderr));
+    }
+    let size = || cluster.get(&format!("/api/v1/nodes/{node}")).1.len();
+    let before = size();
+    let out = sync(&root, &kubeconfig, &facts_arg);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("adopted"),
+        "{}",
+        text(&out.stderr)
+    );
+    let after = size();
+    let (_, _, ann, _) = stored(cluster, node);
+    let owned = ann["kubelet-labeler.io/owned-labels"].as_str().unwrap();
+    eprintln!(
+        "rs-size: Node {before} bytes registered, {after} after the first sync; owned-labels {} bytes for 89 keys",
+        owned.len()
+    );
+    // Earlier releases: the plain list, 4,069 bytes, and the Node 4.2 KB
+    // bigger.
+    assert!(owned.len() < 1000, "{owned}");
+    assert!(after - before < 1500, "{before} -> {after}");
 }

@@ -159,7 +159,8 @@ fn sync_preview(
         && let Some(t) = read(&path_unit)
     {
         for watched in t.lines().filter_map(|l| l.strip_prefix("PathChanged=")) {
-            triggers.push(format!("a change of {watched} ({SYNC_PATH})"));
+            // The drop-in directory (a file, before this release).
+            triggers.push(format!("a change in {watched} ({SYNC_PATH})"));
         }
     }
     Some(SyncPreview {

@@ -610,6 +610,7 @@ fn registration(
             Desired {
                 labels: a.labels,
                 taints: a.taints,
+                rule_taints: derived::rule_taints(&env),
             },
         ),
         Ok(None) => (Registration::default(), Desired::default()),
@@ -680,7 +681,13 @@ fn judge(
                 pool_label: sides[1].pool(&proposed_pool)?.pool_label.clone(),
                 allow_pool_label: false,
             };
-            let r = reconcile::reconcile(&desired, state, &pol);
+            let r = match reconcile::reconcile(&desired, state, &pol) {
+                Ok(r) => r,
+                Err(e) => {
+                    o.not_judged.push(format!("the day-2 sync: {e}"));
+                    reconcile::Reconciled::default()
+                }
+            };
             for k in &r.keys {
                 let value = |v: &Option<String>| v.clone().unwrap_or_else(|| "<absent>".into());
                 match k.action {

@@ -7,7 +7,7 @@
 //! pulled in by every start of kubelet.service (a `Wants=` drop-in) and
 //! ordered after it: kubelet's start job never waits for it, and a slow or failing
 //! sync leaves kubelet as it is. A path unit runs it again when the env
-//! drop-in (labels, taints and rules) changes.
+//! drop-ins (labels, taints and rules) change.
 
 use serde_json::{Value, json};
 
@@ -56,18 +56,34 @@ pub fn sync_service(profile: Profile, unit: &str, pool_label: Option<&str>) -> S
     )
 }
 
-/// `kubelet-labeler-sync.path`: the sync again when the env drop-in changes.
+/// The directory of `unit`'s drop-ins in /etc, where both env drop-ins live.
+pub fn dropin_dir(unit: &str) -> String {
+    format!("/etc/systemd/system/{unit}.d")
+}
+
+/// `kubelet-labeler-sync.path`: the sync again when the env drop-ins change.
+///
+/// It watches their directory, not the files: systemd (252 measured) then
+/// sees every way a file in it changes, written in place, replaced by
+/// rename (how the MCO's daemon and `render dropins` write), created or
+/// removed. A file watch misses a rename whenever another `PathChanged=`
+/// of the unit names a file absent in that directory (the role's drop-in,
+/// usually): that one's watch of the directory sees the rename first, and
+/// systemd re-arms every watch of the unit, dropping the other's pending
+/// event (0 of 14 renames ran the sync). The cost: a change of another
+/// drop-in of `unit` runs the sync too, which then finds nothing to write
+/// (one GET).
 pub fn sync_path(unit: &str) -> String {
     format!(
-        "# {RENDERED_BY}: the sync again when our env drop-ins change.\n\
+        "# {RENDERED_BY}: the sync again when our env drop-ins change\n\
+         # ({ENV_DROPIN_NAME}, {ROLE_ENV_DROPIN_NAME}): their directory is\n\
+         # watched, so a file replaced by rename counts too.\n\
          [Unit]\n\
          Description=kubelet-labeler: sync this Node's labels when their configuration changes\n\
          [Path]\n\
          PathChanged={}\n\
-         PathChanged={}\n\
          Unit={SYNC_SERVICE}\n",
-        env_dropin_path(unit),
-        role_env_dropin_path(unit)
+        dropin_dir(unit)
     )
 }
 
@@ -186,10 +202,21 @@ mod tests {
             assert!(get(k).is_none(), "{k}");
         }
         let path = sync_path("kubelet.service");
-        assert!(path.contains(
-            "PathChanged=/etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf\n\
-             PathChanged=/etc/systemd/system/kubelet.service.d/80-kubelet-labeler-role-env.conf\n"
-        ));
+        // One watch, of the directory both env drop-ins are in.
+        let watched: Vec<&str> = path
+            .lines()
+            .filter_map(|l| l.strip_prefix("PathChanged="))
+            .collect();
+        assert_eq!(watched, ["/etc/systemd/system/kubelet.service.d"]);
+        for p in [
+            env_dropin_path("kubelet.service"),
+            role_env_dropin_path("kubelet.service"),
+        ] {
+            assert_eq!(
+                std::path::Path::new(&p).parent(),
+                Some(std::path::Path::new(watched[0]))
+            );
+        }
         assert!(
             wants_dropin().contains("Wants=kubelet-labeler-sync.service kubelet-labeler-sync.path")
         );

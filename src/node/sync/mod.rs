@@ -4,7 +4,8 @@
 //! client certificate). std only: it ships in the wrapper binary as its
 //! `sync` mode and reaches the API server through the host's curl.
 //!
-//! `reconcile` decides (pure); `run` reads, writes and retries;
+//! `reconcile` decides (pure), `owned` writes and reads the list of keys it
+//! owns; `run` reads, writes and retries;
 //! `identity` loads kubelet's kubeconfig and certificate (`kubeconfig`,
 //! `cert`); `json` reads the API server's answers; `transport` drives curl.
 
@@ -12,6 +13,7 @@ pub mod cert;
 pub mod identity;
 pub mod json;
 pub mod kubeconfig;
+pub mod owned;
 pub mod reconcile;
 pub mod run;
 pub mod transport;

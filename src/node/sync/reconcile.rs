@@ -6,15 +6,22 @@
 use crate::node::kubelet::labels::{is_kubernetes_label, is_self_settable};
 use crate::node::kubelet::{Profile, Taint};
 
-/// The label keys we own on a Node: their names, sorted, comma-separated
-/// (the form of NFD's `feature-labels` and Talos's `talos.dev/owned-labels`).
-/// A key is ours once we set it or adopted it (same value as derived); only
-/// keys listed here are ever changed or removed.
+/// The label keys we own on a Node, sorted, each shared prefix written
+/// once (`super::owned`; a plain comma-separated list, the form of NFD's
+/// `feature-labels`, reads too). A key is ours once we set it or adopted it
+/// (same value as derived); only keys listed here are ever changed or
+/// removed.
 pub const OWNED_ANNOTATION: &str = "kubelet-labeler.io/owned-labels";
-/// The taints we derived at the last write, `key=value:Effect`, sorted,
-/// comma-separated: how a taint dropped from the config is told from one a
-/// user or controller set (we report it; we never remove it).
+/// The taints we derive, and those we derived before that the Node still
+/// has, `key=value:Effect`, sorted, comma-separated: how a taint dropped
+/// from the config is told from one a user or controller set (we report
+/// it at every run until it is gone; we never remove it).
 pub const TAINTS_ANNOTATION: &str = "kubelet-labeler.io/derived-taints";
+/// The taint drift the last `TaintDrift` Event told (`+taint` the Node
+/// lacks, `-taint` it should lose; sorted, comma-separated), absent when
+/// there is none: an Event is posted when the drift differs from it, so
+/// once per drift however many runs report it.
+pub const DRIFT_ANNOTATION: &str = "kubelet-labeler.io/taint-drift";
 /// NFD's list of the labels it manages (`<instance>.` before it with
 /// nfd-master's `-instance`); names without a `/` are in NFD's namespace.
 pub const NFD_ANNOTATION_SUFFIX: &str = "nfd.node.kubernetes.io/feature-labels";
@@ -60,6 +67,10 @@ fn lookup<'a>(map: &'a [(String, String)], key: &str) -> Option<&'a str> {
 pub struct Desired {
     pub labels: Vec<(String, String)>,
     pub taints: Vec<Taint>,
+    /// Every taint the configuration's rules give a node they match,
+    /// matched here or not: one of these on the Node and not derived is
+    /// ours and stale, whatever our annotations say.
+    pub rule_taints: Vec<Taint>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -108,12 +119,17 @@ pub struct KeyPlan {
 pub struct Patch {
     pub set: Vec<(String, String)>,
     pub remove: Vec<String>,
+    /// Sorted by key.
     pub annotations: Vec<(String, String)>,
+    pub remove_annotations: Vec<String>,
 }
 
 impl Patch {
     pub fn is_empty(&self) -> bool {
-        self.set.is_empty() && self.remove.is_empty() && self.annotations.is_empty()
+        self.set.is_empty()
+            && self.remove.is_empty()
+            && self.annotations.is_empty()
+            && self.remove_annotations.is_empty()
     }
 
     /// A JSON merge patch with `resourceVersion` as its precondition (the
@@ -126,11 +142,16 @@ impl Patch {
             .map(|(k, v)| format!("{}:{}", quote(k), quote(v)))
             .collect();
         labels.extend(self.remove.iter().map(|k| format!("{}:null", quote(k))));
-        let annotations: Vec<String> = self
+        let mut annotations: Vec<String> = self
             .annotations
             .iter()
             .map(|(k, v)| format!("{}:{}", quote(k), quote(v)))
             .collect();
+        annotations.extend(
+            self.remove_annotations
+                .iter()
+                .map(|k| format!("{}:null", quote(k))),
+        );
         let mut meta = vec![format!("\"resourceVersion\":{}", quote(resource_version))];
         if !labels.is_empty() {
             meta.push(format!("\"labels\":{{{}}}", labels.join(",")));
@@ -149,6 +170,9 @@ pub struct Reconciled {
     pub patch: Patch,
     /// Taints that differ, one line each (reported, never sent).
     pub taint_drift: Vec<String>,
+    /// This drift is new (not what `DRIFT_ANNOTATION` says was told): post
+    /// a `TaintDrift` Event once the patch, which records it, is written.
+    pub post_event: bool,
 }
 
 impl Reconciled {
@@ -190,6 +214,11 @@ pub fn nfd_owned(annotations: &[(String, String)]) -> Vec<String> {
     out
 }
 
+/// The taint drift as `DRIFT_ANNOTATION` records it.
+fn drift_item(sign: char, t: &Taint) -> String {
+    format!("{sign}{t}")
+}
+
 fn split_list(v: &str) -> Vec<String> {
     let mut out: Vec<String> = v
         .split(',')
@@ -202,15 +231,20 @@ fn split_list(v: &str) -> Vec<String> {
     out
 }
 
-fn taint_text(taints: &[Taint]) -> String {
-    let mut t: Vec<String> = taints.iter().map(|t| t.to_string()).collect();
+fn taint_text<'a>(taints: impl IntoIterator<Item = &'a Taint>) -> String {
+    let mut t: Vec<String> = taints.into_iter().map(|t| t.to_string()).collect();
     t.sort();
     t.dedup();
     t.join(",")
 }
 
-/// The plan for one Node.
-pub fn reconcile(desired: &Desired, node: &NodeState, policy: &Policy) -> Reconciled {
+/// The plan for one Node. Err: our own annotation is unreadable (nothing
+/// is changed; the message says how to start over).
+pub fn reconcile(
+    desired: &Desired,
+    node: &NodeState,
+    policy: &Policy,
+) -> Result<Reconciled, String> {
     // The last value of a key wins, as in kubelet's --node-labels.
     let mut derived: Vec<(String, String)> = Vec::new();
     for (k, v) in &desired.labels {
@@ -218,10 +252,18 @@ pub fn reconcile(desired: &Desired, node: &NodeState, policy: &Policy) -> Reconc
         derived.push((k.clone(), v.clone()));
     }
     derived.sort();
-    let owned = node
-        .annotation(OWNED_ANNOTATION)
-        .map(split_list)
-        .unwrap_or_default();
+    let owned = match node.annotation(OWNED_ANNOTATION).map(super::owned::decode) {
+        None => Vec::new(),
+        Some(Ok(keys)) => keys,
+        Some(Err(why)) => {
+            return Err(format!(
+                "the Node's annotation {OWNED_ANNOTATION} is unreadable ({why}); remove it \
+                 (`kubectl annotate node {} {OWNED_ANNOTATION}-`) and the next run adopts the \
+                 derived labels the Node has (the ones it listed and no longer derives stay)",
+                node.name
+            ));
+        }
+    };
     let nfd = nfd_owned(&node.annotations);
     let mut keys: Vec<&str> = derived
         .iter()
@@ -293,8 +335,7 @@ pub fn reconcile(desired: &Desired, node: &NodeState, policy: &Policy) -> Reconc
             drift,
         });
     }
-    now_owned.sort();
-    let owned_text = now_owned.join(",");
+    let owned_text = super::owned::encode(&now_owned);
     if node.annotation(OWNED_ANNOTATION).unwrap_or("") != owned_text
         && !(owned_text.is_empty() && node.annotation(OWNED_ANNOTATION).is_none())
     {
@@ -303,38 +344,59 @@ pub fn reconcile(desired: &Desired, node: &NodeState, policy: &Policy) -> Reconc
             .push((OWNED_ANNOTATION.to_string(), owned_text));
     }
 
-    // Taints: a derived one the Node lacks (or holds with another value),
-    // and one we derived before, no longer derive, and the Node still has.
+    taints(desired, node, &mut out);
+    out.patch.annotations.sort();
+    Ok(out)
+}
+
+/// Taints: a derived one the Node lacks (or holds with another value), and
+/// one of ours the Node still has though it is no longer derived: a rule's
+/// (`Desired::rule_taints`) or one we derived before (our annotation keeps
+/// it until the Node no longer has it), so every run reports it until it is
+/// gone. Reported, never sent; an Event when the drift is new.
+fn taints(desired: &Desired, node: &NodeState, out: &mut Reconciled) {
     let same = |a: &Taint, b: &Taint| a.key == b.key && a.effect == b.effect;
+    let mut items = Vec::new();
     for t in &desired.taints {
         match node.taints.iter().find(|n| same(n, t)) {
             Some(n) if n.value == t.value => {}
-            Some(n) => out.taint_drift.push(format!(
-                "taint {n} should be {t}: a node may not change its taints; run `kubectl taint nodes {} {t} --overwrite`",
-                node.name
-            )),
-            None => out.taint_drift.push(format!(
-                "taint {t} is missing: a node may not add taints; run `kubectl taint nodes {} {t}`",
-                node.name
-            )),
+            Some(n) => {
+                out.taint_drift.push(format!(
+                    "taint {n} should be {t}: a node may not change its taints; run `kubectl taint nodes {} {t} --overwrite`",
+                    node.name
+                ));
+                items.extend([drift_item('-', n), drift_item('+', t)]);
+            }
+            None => {
+                out.taint_drift.push(format!(
+                    "taint {t} is missing: a node may not add taints; run `kubectl taint nodes {} {t}`",
+                    node.name
+                ));
+                items.push(drift_item('+', t));
+            }
         }
     }
     let before = node
         .annotation(TAINTS_ANNOTATION)
         .map(split_list)
         .unwrap_or_default();
+    let mut ours: Vec<&Taint> = desired.taints.iter().collect();
     for n in &node.taints {
         let text = n.to_string();
-        if before.contains(&text) && !desired.taints.iter().any(|t| same(t, n)) {
+        let stale = !desired.taints.iter().any(|t| same(t, n))
+            && (before.contains(&text) || desired.rule_taints.contains(n));
+        if stale {
             out.taint_drift.push(format!(
                 "taint {text} is no longer derived: a node may not remove taints; run `kubectl taint nodes {} {}:{}-`",
                 node.name,
                 n.key,
                 n.effect.as_str()
             ));
+            items.push(drift_item('-', n));
+            ours.push(n);
         }
     }
-    let taints_text = taint_text(&desired.taints);
+    let taints_text = taint_text(ours);
     if node.annotation(TAINTS_ANNOTATION).unwrap_or("") != taints_text
         && !(taints_text.is_empty() && node.annotation(TAINTS_ANNOTATION).is_none())
     {
@@ -342,7 +404,23 @@ pub fn reconcile(desired: &Desired, node: &NodeState, policy: &Policy) -> Reconc
             .annotations
             .push((TAINTS_ANNOTATION.to_string(), taints_text));
     }
-    out
+    items.sort();
+    items.dedup();
+    let drift = items.join(",");
+    match node.annotation(DRIFT_ANNOTATION) {
+        Some(told) if told == drift => {}
+        Some(_) if drift.is_empty() => out
+            .patch
+            .remove_annotations
+            .push(DRIFT_ANNOTATION.to_string()),
+        None if drift.is_empty() => {}
+        _ => {
+            out.patch
+                .annotations
+                .push((DRIFT_ANNOTATION.to_string(), drift));
+            out.post_event = true;
+        }
+    }
 }
 
 /// One line per key, as `sync --dry-run` prints them.
@@ -397,8 +475,39 @@ mod tests {
     fn desired(labels: &[(&str, &str)]) -> Desired {
         Desired {
             labels: kv(labels),
-            taints: Vec::new(),
+            ..Default::default()
         }
+    }
+
+    fn taint(k: &str, v: &str, effect: TaintEffect) -> Taint {
+        Taint {
+            key: k.into(),
+            value: v.into(),
+            effect,
+        }
+    }
+
+    /// The Node after `r`'s patch (what the API server stores).
+    fn patched(n: &NodeState, r: &Reconciled) -> NodeState {
+        let mut n = n.clone();
+        n.labels.retain(|(k, _)| !r.patch.remove.contains(k));
+        for (k, v) in &r.patch.set {
+            n.labels.retain(|(nk, _)| nk != k);
+            n.labels.push((k.clone(), v.clone()));
+        }
+        n.annotations
+            .retain(|(k, _)| !r.patch.remove_annotations.contains(k));
+        for (k, v) in &r.patch.annotations {
+            n.annotations.retain(|(nk, _)| nk != k);
+            n.annotations.push((k.clone(), v.clone()));
+        }
+        n.labels.sort();
+        n.annotations.sort();
+        n
+    }
+
+    fn plan(d: &Desired, n: &NodeState, p: &Policy) -> Reconciled {
+        reconcile(d, n, p).unwrap()
     }
 
     fn action(r: &Reconciled, key: &str) -> (Action, &'static str, bool) {
@@ -408,7 +517,7 @@ mod tests {
 
     #[test]
     fn first_sync_adopts_what_registration_set_and_adds_the_rest() {
-        let r = reconcile(
+        let r = plan(
             &desired(&[("example.com/a", "1"), ("example.com/b", "2")]),
             &node(&[("example.com/a", "1")], &[]),
             &Policy::default(),
@@ -418,14 +527,14 @@ mod tests {
         assert_eq!(r.patch.set, kv(&[("example.com/b", "2")]));
         assert_eq!(
             r.patch.annotations,
-            kv(&[(OWNED_ANNOTATION, "example.com/a,example.com/b")])
+            kv(&[(OWNED_ANNOTATION, "example.com/{a,b}")])
         );
         assert!(!r.drift_remains());
     }
 
     #[test]
     fn ours_change_and_go_foreign_values_stay() {
-        let r = reconcile(
+        let r = plan(
             &desired(&[("example.com/a", "new"), ("example.com/f", "ours")]),
             &node(
                 &[
@@ -459,11 +568,11 @@ mod tests {
             &[("example.com/a", "1")],
             &[(OWNED_ANNOTATION, "example.com/a")],
         );
-        let r = reconcile(&d, &n, &Policy::default());
+        let r = plan(&d, &n, &Policy::default());
         assert!(r.patch.is_empty(), "{r:?}");
         assert_eq!(action(&r, "example.com/a").1, "up to date");
         // Nothing derived, nothing owned: no annotation written either.
-        let r = reconcile(&desired(&[]), &node(&[], &[]), &Policy::default());
+        let r = plan(&desired(&[]), &node(&[], &[]), &Policy::default());
         assert!(r.patch.is_empty() && r.keys.is_empty());
     }
 
@@ -491,7 +600,7 @@ mod tests {
         );
         let mut all = annotations.to_vec();
         all.push((OWNED_ANNOTATION, "example.com/x"));
-        let r = reconcile(
+        let r = plan(
             &desired(&[
                 ("feature.node.kubernetes.io/pci-10de.present", "true"),
                 ("example.com/y", "1"),
@@ -529,7 +638,7 @@ mod tests {
         ] {
             assert_eq!(node_may_modify(key), may, "{key}");
         }
-        let r = reconcile(
+        let r = plan(
             &desired(&[("node-role.kubernetes.io/gpu", ""), ("example.com/a", "1")]),
             &node(&[], &[(OWNED_ANNOTATION, "node-role.kubernetes.io/worker")]),
             &Policy::default(),
@@ -548,7 +657,7 @@ mod tests {
             pool_label: Some("node.kubernetes.io/worker-gpu".into()),
             allow_pool_label: false,
         };
-        let r = reconcile(&d, &n, &pool);
+        let r = plan(&d, &n, &pool);
         assert!(r.patch.set.is_empty() && r.drift_remains());
         let allowed = Policy {
             allow_pool_label: true,
@@ -558,20 +667,20 @@ mod tests {
             &[("node.kubernetes.io/worker-gpu", "")],
             &[(OWNED_ANNOTATION, "node.kubernetes.io/worker-gpu")],
         );
-        let r = reconcile(&d, &owned, &allowed);
+        let r = plan(&d, &owned, &allowed);
         assert_eq!(r.patch.set, kv(&[("node.kubernetes.io/worker-gpu", "x")]));
-        assert!(reconcile(&d, &owned, &pool).patch.set.is_empty());
+        assert!(plan(&d, &owned, &pool).patch.set.is_empty());
         // Owned and no longer derived: still not removed by default.
         let n = node(
             &[("node.kubernetes.io/worker-gpu", "")],
             &[(OWNED_ANNOTATION, "node.kubernetes.io/worker-gpu")],
         );
-        let r = reconcile(&desired(&[]), &n, &pool);
+        let r = plan(&desired(&[]), &n, &pool);
         assert!(r.patch.remove.is_empty() && r.drift_remains());
         assert!(r.patch.annotations.is_empty(), "still ours: {r:?}");
         // The same value is adopted, so an opt-in later finds it ours.
         let same = desired(&[("node.kubernetes.io/worker-gpu", "")]);
-        let r = reconcile(
+        let r = plan(
             &same,
             &node(&[("node.kubernetes.io/worker-gpu", "")], &[]),
             &pool,
@@ -582,7 +691,7 @@ mod tests {
 
     #[test]
     fn kubelets_own_labels_are_left() {
-        let r = reconcile(
+        let r = plan(
             &desired(&[("kubernetes.io/hostname", "other")]),
             &node(&[("kubernetes.io/hostname", "n1")], &[]),
             &Policy::default(),
@@ -592,18 +701,14 @@ mod tests {
 
     #[test]
     fn taint_drift_is_reported_never_patched() {
-        let t = |k: &str, v: &str, e| Taint {
-            key: k.into(),
-            value: v.into(),
-            effect: e,
-        };
+        let t = taint;
         let d = Desired {
-            labels: Vec::new(),
             taints: vec![
                 t("gpu", "true", TaintEffect::NoSchedule),
                 t("ok", "", TaintEffect::NoExecute),
                 t("val", "new", TaintEffect::NoSchedule),
             ],
+            ..Default::default()
         };
         let mut n = node(&[], &[(TAINTS_ANNOTATION, "old=:NoSchedule,ok=:NoExecute")]);
         n.taints = vec![
@@ -612,21 +717,159 @@ mod tests {
             t("val", "old", TaintEffect::NoSchedule),
             t("user", "", TaintEffect::NoSchedule),
         ];
-        let r = reconcile(&d, &n, &Policy::default());
+        let r = plan(&d, &n, &Policy::default());
         assert_eq!(r.taint_drift.len(), 3, "{:?}", r.taint_drift);
         assert!(r.taint_drift[0].contains("gpu=true:NoSchedule is missing"));
         assert!(r.taint_drift[1].contains("val=old:NoSchedule should be val=new:NoSchedule"));
         assert!(r.taint_drift[2].contains("old=:NoSchedule is no longer derived"));
         assert!(r.drift_remains());
         assert!(r.patch.set.is_empty() && r.patch.remove.is_empty());
+        // The stale one stays in the record while the Node has it.
         assert_eq!(
             r.patch.annotations,
-            kv(&[(
-                TAINTS_ANNOTATION,
-                "gpu=true:NoSchedule,ok=:NoExecute,val=new:NoSchedule"
-            )])
+            kv(&[
+                (
+                    TAINTS_ANNOTATION,
+                    "gpu=true:NoSchedule,ok=:NoExecute,old=:NoSchedule,val=new:NoSchedule"
+                ),
+                (
+                    DRIFT_ANNOTATION,
+                    "+gpu=true:NoSchedule,+val=new:NoSchedule,-old=:NoSchedule,-val=old:NoSchedule"
+                )
+            ])
         );
+        assert!(r.post_event);
         assert!(!r.patch.to_json("7").contains("\"spec\""));
+    }
+
+    /// Issue 32 item 13: the GPUs left the machine, so the rule's taint is
+    /// no longer derived. Every run reports it until the Node loses it,
+    /// whatever our annotations recorded in between (a release that forgot
+    /// it, a user's edit); the Event is posted once.
+    #[test]
+    fn taint_drift_is_reported_at_every_run_until_it_is_gone() {
+        let gpu = taint("nvidia.com/gpu", "true", TaintEffect::NoSchedule);
+        // The rule still declares the taint; it no longer matches here.
+        let d = Desired {
+            rule_taints: vec![gpu.clone()],
+            ..Default::default()
+        };
+        let mut n = node(
+            &[],
+            &[(TAINTS_ANNOTATION, "nvidia.com/gpu=true:NoSchedule")],
+        );
+        n.taints = vec![gpu.clone()];
+        let first = plan(&d, &n, &Policy::default());
+        assert_eq!(first.taint_drift.len(), 1, "{first:?}");
+        assert!(first.drift_remains() && first.post_event);
+        // Run after run, with what the first wrote.
+        let mut now = patched(&n, &first);
+        for run in 2..5 {
+            let r = plan(&d, &now, &Policy::default());
+            assert_eq!(r.taint_drift.len(), 1, "run {run}: {r:?}");
+            assert!(r.drift_remains(), "run {run}");
+            assert!(!r.post_event, "run {run}: the Event is posted once");
+            assert!(r.patch.is_empty(), "run {run}: {r:?}");
+            now = patched(&now, &r);
+        }
+        // What an earlier release wrote after the first report: no record.
+        for forgotten in ["", "other=:NoExecute"] {
+            let mut n = now.clone();
+            n.annotations
+                .retain(|(k, _)| k != TAINTS_ANNOTATION && k != DRIFT_ANNOTATION);
+            n.annotations
+                .push((TAINTS_ANNOTATION.into(), forgotten.into()));
+            let r = plan(&d, &n, &Policy::default());
+            assert_eq!(r.taint_drift.len(), 1, "{forgotten:?}: {r:?}");
+        }
+        // A taint dropped from the configuration (no rule declares it):
+        // the record keeps it until the Node loses it.
+        let gone = Desired::default();
+        let mut n = now.clone();
+        let r = plan(&gone, &n, &Policy::default());
+        assert_eq!(r.taint_drift.len(), 1, "{r:?}");
+        n = patched(&n, &r);
+        assert_eq!(plan(&gone, &n, &Policy::default()).taint_drift.len(), 1);
+        // Gone from the Node: no drift, the record and the told drift go.
+        n.taints.clear();
+        let r = plan(&gone, &n, &Policy::default());
+        assert!(!r.drift_remains() && !r.post_event, "{r:?}");
+        assert_eq!(
+            r.patch.remove_annotations,
+            vec![DRIFT_ANNOTATION.to_string()]
+        );
+        let n = patched(&n, &r);
+        assert!(plan(&gone, &n, &Policy::default()).patch.is_empty());
+        // A user's own taint that no rule gives and we never derived is
+        // none of ours.
+        let mut n = node(&[], &[]);
+        n.taints = vec![taint("nvidia.com/gpu", "other", TaintEffect::NoSchedule)];
+        assert!(!plan(&d, &n, &Policy::default()).drift_remains());
+    }
+
+    /// A new drift is told again; the same drift is not, even when a label
+    /// change writes the Node.
+    #[test]
+    fn an_event_per_drift_not_per_write() {
+        let gpu = taint("gpu", "true", TaintEffect::NoSchedule);
+        let d = Desired {
+            labels: kv(&[("example.com/a", "1")]),
+            taints: vec![gpu.clone()],
+            ..Default::default()
+        };
+        let n = node(&[], &[]);
+        let r = plan(&d, &n, &Policy::default());
+        assert!(r.post_event && !r.patch.set.is_empty());
+        let n = patched(&n, &r);
+        let d2 = Desired {
+            labels: kv(&[("example.com/a", "2")]),
+            ..d.clone()
+        };
+        let r = plan(&d2, &n, &Policy::default());
+        assert!(!r.patch.set.is_empty() && !r.post_event, "{r:?}");
+        let n = patched(&n, &r);
+        let d3 = Desired {
+            taints: vec![gpu, taint("fpga", "", TaintEffect::NoExecute)],
+            ..d2.clone()
+        };
+        assert!(plan(&d3, &n, &Policy::default()).post_event);
+    }
+
+    /// Issue 32 item 12: what we add to a Node is sent to every watcher
+    /// of Nodes; NFD's label set owned takes under 1 KB (4 KB as a list).
+    #[test]
+    fn the_owned_annotation_is_compact_and_keeps_ownership() {
+        let keys: Vec<String> = (0..89)
+            .map(|i| format!("feature.node.kubernetes.io/cpu-cpuid.FLAG{i:02}"))
+            .collect();
+        let labels: Vec<(String, String)> =
+            keys.iter().map(|k| (k.clone(), "true".into())).collect();
+        let d = Desired {
+            labels: labels.clone(),
+            ..Default::default()
+        };
+        let mut n = node(&[], &[]);
+        n.labels = labels;
+        let r = plan(&d, &n, &Policy::default());
+        let text = &r.patch.annotations[0].1;
+        assert_eq!(r.patch.annotations[0].0, OWNED_ANNOTATION);
+        assert!(text.len() < keys.join(",").len() / 4, "{}", text.len());
+        // Ours still: one no longer derived is removed, the rest stay.
+        let n = patched(&n, &r);
+        let fewer = Desired {
+            labels: d.labels[1..].to_vec(),
+            ..Default::default()
+        };
+        let r = plan(&fewer, &n, &Policy::default());
+        assert_eq!(r.patch.remove, vec![keys[0].clone()]);
+        // Unreadable: nothing is changed, and the message says how on.
+        let mut bad = n.clone();
+        bad.annotations = kv(&[(OWNED_ANNOTATION, "feature.{x")]);
+        let e = reconcile(&fewer, &bad, &Policy::default()).unwrap_err();
+        assert!(
+            e.contains("kubectl annotate node n1 kubelet-labeler.io/owned-labels-"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -635,6 +878,7 @@ mod tests {
             set: kv(&[("example.com/a", "1")]),
             remove: vec!["example.com/b".into()],
             annotations: kv(&[(OWNED_ANNOTATION, "example.com/a")]),
+            remove_annotations: vec![DRIFT_ANNOTATION.into()],
         };
         let text = p.to_json("42");
         let v = super::super::json::parse(&text).unwrap();
@@ -651,6 +895,10 @@ mod tests {
                 .unwrap()
                 .as_str(),
             Some("example.com/a")
+        );
+        assert_eq!(
+            v.path(&["metadata", "annotations", DRIFT_ANNOTATION]),
+            Some(&super::super::json::Value::Null)
         );
     }
 }

@@ -166,6 +166,7 @@ pub fn derive(opts: &SyncOptions) -> Result<Derivation, String> {
         desired: Desired {
             labels: p.added_labels,
             taints: p.taints,
+            rule_taints: crate::node::wrapper::derived::rule_taints(&env),
         },
         kubeconfig,
         node_name,
@@ -362,7 +363,10 @@ pub fn sync_node(
                 );
             }
         };
-        let plan = reconcile::reconcile(desired, &node, policy);
+        let plan = match reconcile::reconcile(desired, &node, policy) {
+            Ok(p) => p,
+            Err(e) => return finish(out, EXIT_DRIFT, format!("nothing changed: {e}")),
+        };
         if dry_run {
             out.detail = reconcile::describe(&plan);
             let code = if plan.drift_remains() {
@@ -378,12 +382,13 @@ pub fn sync_node(
             return finish(out, code, format!("{what}{}", drift_suffix(&plan)));
         }
         if plan.patch.is_empty() {
-            let code = if plan.drift_remains() {
-                EXIT_DRIFT
+            // Drift stays reported (exit 1) at every run until it is gone.
+            let (code, what) = if plan.drift_remains() {
+                (EXIT_DRIFT, "labels up to date")
             } else {
-                EXIT_OK
+                (EXIT_OK, "up to date")
             };
-            return finish(out, code, format!("up to date{}", drift_suffix(&plan)));
+            return finish(out, code, format!("{what}{}", drift_suffix(&plan)));
         }
         let body = plan.patch.to_json(&node.resource_version);
         let sent = api.request(
@@ -395,16 +400,26 @@ pub fn sync_node(
         out.writes += 1;
         match sent {
             Ok(r) if r.status == 200 => {
-                if !plan.taint_drift.is_empty() {
-                    // Best effort, once per change of the derived taints.
+                let mut unposted = String::new();
+                if plan.post_event {
+                    // Once per drift: the patch just written records it.
                     let event = event_json(name, &plan.taint_drift);
-                    let _ = api.request(
+                    let posted = api.request(
                         "POST",
                         "/api/v1/namespaces/default/events",
                         Some(("application/json", &event)),
                     );
                     out.requests += 1;
                     out.writes += 1;
+                    unposted = match posted {
+                        Ok(r) if (200..300).contains(&r.status) => String::new(),
+                        Ok(r) => {
+                            format!(" (the TaintDrift Event was not posted: HTTP {})", r.status)
+                        }
+                        Err(Failure::Unreachable(why) | Failure::Fatal(why)) => {
+                            format!(" (the TaintDrift Event was not posted: {why})")
+                        }
+                    };
                 }
                 let code = if plan.drift_remains() {
                     EXIT_DRIFT
@@ -414,7 +429,7 @@ pub fn sync_node(
                 return finish(
                     out,
                     code,
-                    format!("{}{}", changes(&plan), drift_suffix(&plan)),
+                    format!("{}{}{unposted}", changes(&plan), drift_suffix(&plan)),
                 );
             }
             Ok(r) if r.status == 409 && conflicts < MAX_CONFLICTS => {
@@ -779,7 +794,7 @@ mod tests {
     fn desired() -> Desired {
         Desired {
             labels: vec![("example.com/a".into(), "2".into())],
-            taints: Vec::new(),
+            ..Default::default()
         }
     }
 
@@ -864,7 +879,7 @@ mod tests {
             Some((
                 Desired {
                     labels: vec![("example.com/v".into(), v.to_string())],
-                    taints: vec![],
+                    ..Default::default()
                 },
                 None,
             ))

@@ -63,6 +63,19 @@ pub fn sources_in_env(env: &[(OsString, OsString)]) -> bool {
     env_value(env, RULES_VAR).is_some() || env_value(env, NFD_LABELS_VAR).is_some()
 }
 
+/// Every taint the node rules of `env` (the pool's and the role's) give a
+/// node they match, matched here or not; rules that cannot be read give
+/// none. How the day-2 sync tells a stale taint of ours from a user's.
+pub fn rule_taints(env: &[(OsString, OsString)]) -> Vec<Taint> {
+    let mut out = Vec::new();
+    for var in [RULES_VAR, crate::node::contract::ROLE_RULES_VAR] {
+        if let Some(Ok(rules)) = env_value(env, var).map(|text| rules::compact::decode(&text)) {
+            out.extend(rules.into_iter().flat_map(|r| r.taints));
+        }
+    }
+    out
+}
+
 /// Read the rules and the NFD flavour from the environment systemd built.
 pub fn sources_from_env(env: &[(OsString, OsString)]) -> Sources {
     Sources {
@@ -717,6 +730,37 @@ mod tests {
             used.attributes,
             Some(SortedSet::from(["kernel.config.NO_HZ".to_string()]))
         );
+    }
+
+    /// Every rule's taints, matched or not, of both layers; the day-2
+    /// sync tells a stale taint of ours by them.
+    #[test]
+    fn rule_taints_are_every_rules_of_both_layers() {
+        let taint = |k: &str| Taint {
+            key: k.into(),
+            value: "true".into(),
+            effect: kubelet::TaintEffect::NoSchedule,
+        };
+        let rules = |k: &str| {
+            rules::compact::encode(&[Rule {
+                name: k.into(),
+                taints: vec![taint(k)],
+                ..Default::default()
+            }])
+        };
+        let env = vec![
+            (RULES_VAR.into(), rules("example.com/old").into()),
+            (RULES_VAR.into(), rules("example.com/pool").into()),
+            (
+                crate::node::contract::ROLE_RULES_VAR.into(),
+                rules("example.com/role").into(),
+            ),
+        ];
+        assert_eq!(
+            rule_taints(&env),
+            vec![taint("example.com/pool"), taint("example.com/role")]
+        );
+        assert!(rule_taints(&[(RULES_VAR.into(), "garbage".into())]).is_empty());
     }
 
     #[test]
