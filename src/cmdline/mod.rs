@@ -242,7 +242,7 @@ Exit status: 0 success, 2 usage.";
 const MAN_EXAMPLES: &str = "\
 Examples:
   kubelet-labeler man --output-dir /usr/local/share/man/man1
-  kubelet-labeler man --output-dir /tmp/kl-man && man /tmp/kl-man/kubelet-labeler.1
+  kubelet-labeler man --output-dir /tmp/man && man -l /tmp/man/kubelet-labeler.1
 
 Exit status: 0 success, 1 error (the message says which), 2 usage.";
 
