@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
+use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
@@ -212,6 +213,7 @@ fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<(String, String)>> 
 /// returns an error to stop.
 pub fn read_fleet_file(
     path: &Path,
+    keep: Keep,
     each: &mut dyn FnMut(Value) -> Result<(), String>,
 ) -> Result<()> {
     let name = path.display().to_string();
@@ -239,6 +241,7 @@ pub fn read_fleet_file(
         let result = de.deserialize_map(TopVisitor {
             each,
             since: &since,
+            keep,
         });
         match result {
             Ok(()) => {}
@@ -287,6 +290,94 @@ pub fn read_fleet_file(
     Ok(())
 }
 
+/// Which features of a NodeFeature's `spec.features` to keep: the rest
+/// are skipped as they are read, never built (a kernel config alone is
+/// thousands of attributes). None keeps all.
+pub type Keep<'a> = Option<&'a crate::node::sorted::SortedSet<String>>;
+
+/// An item of a list, read as a `Value` but for the features `keep`
+/// leaves out: `spec.features.{flags,attributes,instances}.NAME` at depth
+/// 0, 1, 2, 3.
+#[derive(Clone, Copy)]
+struct Object<'a> {
+    depth: u8,
+    keep: Keep<'a>,
+}
+
+impl<'de> DeserializeSeed<'de> for Object<'_> {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        if self.keep.is_none() {
+            return Value::deserialize(d);
+        }
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Object<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let descend = match self.depth {
+                0 => key == "spec",
+                1 => key == "features",
+                2 => matches!(key.as_str(), "flags" | "attributes" | "instances"),
+                _ => false,
+            };
+            if self.depth == 3 && !self.keep.is_some_and(|k| k.contains(key.as_str())) {
+                map.next_value::<serde::de::IgnoredAny>()?;
+                continue;
+            }
+            let v = if descend {
+                map.next_value_seed(Object {
+                    depth: self.depth + 1,
+                    keep: self.keep,
+                })?
+            } else {
+                map.next_value::<Value>()?
+            };
+            out.insert(key, v);
+        }
+        Ok(Value::Object(out))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(v) = seq.next_element::<Value>()? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.into()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+}
+
 /// A reader that fails once more than `OBJECT_MAX_BYTES` were read since
 /// the last item ended: a single huge object is refused, not buffered.
 struct Counted<R> {
@@ -314,6 +405,7 @@ type Since = std::rc::Rc<std::cell::Cell<u64>>;
 struct TopVisitor<'a> {
     each: &'a mut dyn FnMut(Value) -> Result<(), String>,
     since: &'a Since,
+    keep: Keep<'a>,
 }
 
 impl<'de> Visitor<'de> for TopVisitor<'_> {
@@ -332,6 +424,7 @@ impl<'de> Visitor<'de> for TopVisitor<'_> {
                 map.next_value_seed(Items {
                     each: &mut *self.each,
                     since: self.since,
+                    keep: self.keep,
                 })?;
                 listed = true;
             } else {
@@ -349,6 +442,7 @@ impl<'de> Visitor<'de> for TopVisitor<'_> {
 struct Items<'a> {
     each: &'a mut dyn FnMut(Value) -> Result<(), String>,
     since: &'a Since,
+    keep: Keep<'a>,
 }
 
 impl<'de> DeserializeSeed<'de> for Items<'_> {
@@ -367,7 +461,10 @@ impl<'de> Visitor<'de> for Items<'_> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         use serde::de::Error;
-        while let Some(item) = seq.next_element::<Value>()? {
+        while let Some(item) = seq.next_element_seed(Object {
+            depth: 0,
+            keep: self.keep,
+        })? {
             self.since.set(0);
             (self.each)(item).map_err(A::Error::custom)?;
         }
@@ -388,7 +485,7 @@ mod tests {
         let p = dir.path().join("f");
         std::fs::write(&p, text).unwrap();
         let mut out = Vec::new();
-        read_fleet_file(&p, &mut |v| {
+        read_fleet_file(&p, None, &mut |v| {
             out.push(v);
             Ok(())
         })?;

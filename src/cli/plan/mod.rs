@@ -395,7 +395,7 @@ fn read_fleet(files: &[PathBuf], used: &SortedSet<String>) -> Result<Fleet> {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
         let source = path.display().to_string();
-        inputs::read_fleet_file(path, &mut |obj| {
+        inputs::read_fleet_file(path, Some(used), &mut |obj| {
             add_object(
                 obj,
                 &stem,
