@@ -51,6 +51,8 @@ pub struct BumpAlloc {
     chunk_next: AtomicUsize,
     chunk_end: AtomicUsize,
     chunk_lock: AtomicBool,
+    /// Past the arena, the system's allocator (see [`BumpAlloc::free_from_now`]).
+    system: AtomicBool,
 }
 
 impl BumpAlloc {
@@ -61,12 +63,38 @@ impl BumpAlloc {
             chunk_next: AtomicUsize::new(0),
             chunk_end: AtomicUsize::new(0),
             chunk_lock: AtomicBool::new(false),
+            system: AtomicBool::new(false),
         }
+    }
+
+    /// From now on what the arena cannot hold goes to the system's
+    /// allocator, which frees: for the day-2 sync, which runs for minutes
+    /// and reads an answer per try (bump chunks would keep every one).
+    /// Only before any chunk was mapped (a chunk's block handed to the
+    /// system's free would corrupt it); false if one was.
+    pub fn free_from_now(&self) -> bool {
+        while self
+            .chunk_lock
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            std::hint::spin_loop();
+        }
+        let fresh = self.chunk_end.load(Ordering::Relaxed) == 0;
+        if fresh {
+            self.system.store(true, Ordering::Relaxed);
+        }
+        self.chunk_lock.store(false, Ordering::Release);
+        fresh
     }
 
     /// Past the arena: bump in the mapped chunk, mapping a new one when it
     /// is full. Blocks there are never given back (the process is short).
     fn alloc_in_chunk(&self, layout: Layout) -> *mut u8 {
+        if self.system.load(Ordering::Relaxed) {
+            // SAFETY: the caller's layout, passed on (GlobalAlloc contract).
+            return unsafe { std::alloc::System.alloc(layout) };
+        }
         if layout.align() > PAGE {
             return std::ptr::null_mut();
         }
@@ -159,6 +187,10 @@ unsafe impl GlobalAlloc for BumpAlloc {
         // kept until exit.
         if let Some(start) = self.offset_of(ptr) {
             self.bump(start + layout.size(), start);
+        } else if self.system.load(Ordering::Relaxed) {
+            // Not the arena's, and no chunk was ever mapped: the system's.
+            // SAFETY: allocated by System.alloc with this layout.
+            unsafe { std::alloc::System.dealloc(ptr, layout) };
         }
     }
 
@@ -169,6 +201,10 @@ unsafe impl GlobalAlloc for BumpAlloc {
                 self.bump(start + layout.size(), start + new_size);
             }
             return ptr;
+        }
+        if self.offset_of(ptr).is_none() && self.system.load(Ordering::Relaxed) {
+            // SAFETY: allocated by System.alloc with this layout.
+            return unsafe { std::alloc::System.realloc(ptr, layout, new_size) };
         }
         // Growing the newest allocation in place: the common `Vec::push` case.
         if let Some(start) = self.offset_of(ptr)
@@ -242,6 +278,35 @@ mod tests {
             a.dealloc(p, layout(100, 8));
             assert_eq!(a.alloc(layout(100, 8)), p);
         }
+    }
+
+    #[test]
+    fn frees_through_the_system_allocator_once_asked() {
+        static A: BumpAlloc = BumpAlloc::new();
+        let a = &A;
+        assert!(a.free_from_now());
+        unsafe {
+            let big = a.alloc(layout(ARENA_BYTES - 8, 8));
+            assert!(a.offset_of(big).is_some());
+            // Past the arena: the system's, given back and grown there.
+            let p = a.alloc(layout(64 << 20, 8));
+            assert!(!p.is_null() && a.offset_of(p).is_none());
+            p.write_bytes(1, 64 << 20);
+            let p = a.realloc(p, layout(64 << 20, 8), 96 << 20);
+            assert_eq!(*p.add((64 << 20) - 1), 1);
+            a.dealloc(p, layout(96 << 20, 8));
+            // An arena block that must move out lands there too.
+            let q = a.realloc(big, layout(ARENA_BYTES - 8, 8), ARENA_BYTES + 8);
+            assert!(!q.is_null() && a.offset_of(q).is_none());
+            a.dealloc(q, layout(ARENA_BYTES + 8, 8));
+            assert_eq!(a.chunk_end.load(Ordering::Relaxed), 0, "no chunk mapped");
+        }
+        // Refused once a chunk exists.
+        static B: BumpAlloc = BumpAlloc::new();
+        unsafe {
+            B.alloc(layout(ARENA_BYTES + 8, 8));
+        }
+        assert!(!B.free_from_now());
     }
 
     #[test]
