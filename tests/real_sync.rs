@@ -25,7 +25,7 @@ fn cluster() -> Option<&'static Cluster> {
 }
 
 /// A kubeadm-like node tree whose env drop-in carries `labels`/`taints`.
-fn tree(dir: &Path, labels: &str, taints: &str) {
+pub fn tree(dir: &Path, labels: &str, taints: &str) {
     let sys = dir.join("etc/systemd/system");
     write(
         &sys.join("kubelet.service"),

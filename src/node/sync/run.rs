@@ -2,7 +2,7 @@
 //! the node's own identity, reconcile, write at most once.
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::identity::{Files, identity, now_unix};
@@ -1037,6 +1037,78 @@ mod tests {
             "{}",
             out.summary
         );
+    }
+
+    /// A write whose answer is lost (the connection cut) is read back:
+    /// landed, the line says what it changed and that it retried.
+    #[test]
+    fn a_lost_write_is_verified_by_reading_the_node_again() {
+        let landed = node("6", r#""example.com/a":"2""#);
+        let (out, s, slept) = run_script(
+            vec![
+                ok(200, &node("5", r#""example.com/a":"1""#)),
+                Err(Failure::Unreachable("curl: (92) HTTP/2 stream 1 was not closed cleanly".into())),
+                ok(200, &landed),
+            ],
+            60,
+        );
+        assert_eq!(out.code, EXIT_OK, "{}", out.summary);
+        assert_eq!((s.sent.len(), slept.len()), (3, 1));
+        assert!(
+            out.summary.contains("changed example.com/a=2")
+                && out.summary.contains("the write's answer was lost")
+                && out.summary.ends_with("(retried 1 time: connection failure x1)"),
+            "{}",
+            out.summary
+        );
+        // Not landed: written again.
+        let (out, s, _) = run_script(
+            vec![
+                ok(200, &node("5", r#""example.com/a":"1""#)),
+                Err(Failure::Unreachable("cut".into())),
+                ok(200, &node("5", r#""example.com/a":"1""#)),
+                ok(200, "{}"),
+            ],
+            60,
+        );
+        assert_eq!((out.code, s.sent[3].0.as_str()), (EXIT_OK, "PATCH"));
+        assert!(!out.summary.contains("lost"), "{}", out.summary);
+        // Never read back: never "nothing changed".
+        let (out, _, _) = run_script(
+            vec![
+                ok(200, &node("5", r#""example.com/a":"1""#)),
+                Err(Failure::Unreachable("cut".into())),
+            ],
+            0,
+        );
+        assert_eq!(out.code, EXIT_DRIFT);
+        assert!(
+            out.summary.contains("unknown whether the Node changed (changed example.com/a=2)")
+                && !out.summary.contains("nothing changed"),
+            "{}",
+            out.summary
+        );
+    }
+
+    /// What the API server says is network text: one line, whatever it
+    /// holds.
+    #[test]
+    fn the_api_servers_text_is_escaped() {
+        let forged = "kubelet-labeler sync: node n1: up to date";
+        let (out, _, _) = run_script(
+            vec![ok(
+                403,
+                &format!(r#"{{"message":"no\n{forged}\u001b[2J"}}"#),
+            )],
+            60,
+        );
+        assert!(
+            !out.summary.contains(['\n', '\u{1b}']) && out.summary.contains("no\\n"),
+            "{:?}",
+            out.summary
+        );
+        let (out, _, _) = run_script(vec![ok(500, "plain\r\ntext")], 0);
+        assert!(!out.summary.contains(['\n', '\r']), "{:?}", out.summary);
     }
 
     #[test]
