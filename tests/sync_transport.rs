@@ -39,8 +39,15 @@ fn answer(status: u16, body: &str) -> serde_json::Value {
 
 fn sync(bin: &str, root: &Path, kubeconfig: Option<&Path>) -> Command {
     let mut c = Command::new(bin);
-    c.args(["sync", "--profile", "openshift", "--max-wait", "60", "--root"])
-        .arg(root);
+    c.args([
+        "sync",
+        "--profile",
+        "openshift",
+        "--max-wait",
+        "60",
+        "--root",
+    ])
+    .arg(root);
     if let Some(k) = kubeconfig {
         c.arg("--kubeconfig").arg(k);
     }
@@ -278,7 +285,10 @@ fn credentials_under_root_stay_inside_the_tree() {
                 let rel = |f: &str| format!("{ups}{}", host.join(f).display());
                 write(
                     &conf,
-                    &api.kubeconfig(None, Some((&rel("ca.crt"), &rel("client.crt"), &rel("client.key")))),
+                    &api.kubeconfig(
+                        None,
+                        Some((&rel("ca.crt"), &rel("client.crt"), &rel("client.key"))),
+                    ),
                 );
             }),
         ),
@@ -311,16 +321,15 @@ fn credentials_under_root_stay_inside_the_tree() {
             assert_eq!(out.status.code(), Some(2), "{what}, {bin}: {err}");
             assert!(err.contains("No such file"), "{what}, {bin}: {err}");
         }
-        assert!(api.requests().is_empty(), "{what}: the host's identity was used");
+        assert!(
+            api.requests().is_empty(),
+            "{what}: the host's identity was used"
+        );
     }
     // The same files inside the tree: read.
     std::fs::remove_file(root.join("etc/kubernetes/pki")).unwrap();
     for f in ["ca.crt", "client.crt", "client.key"] {
-        std::fs::copy(
-            host.join(f),
-            dir.path().join("root/etc/kubernetes").join(f),
-        )
-        .unwrap();
+        std::fs::copy(host.join(f), dir.path().join("root/etc/kubernetes").join(f)).unwrap();
     }
     write(
         &conf,

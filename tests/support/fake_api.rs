@@ -23,7 +23,9 @@ impl Drop for FakeApi {
 
 /// Whether the programs are here (a skip line when not).
 pub fn available() -> bool {
-    super::skipped::need("python3") && super::skipped::need("openssl") && super::skipped::need("curl")
+    super::skipped::need("python3")
+        && super::skipped::need("openssl")
+        && super::skipped::need("curl")
 }
 
 fn openssl(dir: &Path, args: &[&str]) {
@@ -49,16 +51,40 @@ fn issue(dir: &Path, name: &str, subject: &str, ext: &str) {
     openssl(
         dir,
         &[
-            "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-            "-keyout", &key, "-out", &csr, "-subj", subject,
+            "req",
+            "-new",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-keyout",
+            &key,
+            "-out",
+            &csr,
+            "-subj",
+            subject,
         ],
     );
     std::fs::write(dir.join(format!("{name}.ext")), ext).unwrap();
     openssl(
         dir,
         &[
-            "x509", "-req", "-in", &csr, "-CA", "ca.crt", "-CAkey", "ca.key",
-            "-CAcreateserial", "-days", "2", "-out", &crt, "-extfile", &format!("{name}.ext"),
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-out",
+            &crt,
+            "-extfile",
+            &format!("{name}.ext"),
         ],
     );
 }
@@ -71,11 +97,29 @@ impl FakeApi {
         openssl(
             dir,
             &[
-                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=fake-ca",
+                "req",
+                "-x509",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:P-256",
+                "-nodes",
+                "-keyout",
+                "ca.key",
+                "-out",
+                "ca.crt",
+                "-days",
+                "2",
+                "-subj",
+                "/CN=fake-ca",
             ],
         );
-        issue(dir, "server", "/CN=127.0.0.1", "subjectAltName=IP:127.0.0.1\n");
+        issue(
+            dir,
+            "server",
+            "/CN=127.0.0.1",
+            "subjectAltName=IP:127.0.0.1\n",
+        );
         issue(
             dir,
             "client",

@@ -92,9 +92,9 @@ pub fn identity(path: &Path, files: Files) -> Result<Identity, String> {
     // memfds: nothing of it on disk, nothing resolved a second time.
     let place = |what: &str, s: &Source| -> Result<(CurlFile, Vec<u8>), String> {
         let bytes = match s {
-            Source::File(p) => files.read(p).map_err(|e| {
-                format!("{what} {} (from kubeconfig {shown}): {e}", files.shown(p))
-            })?,
+            Source::File(p) => files
+                .read(p)
+                .map_err(|e| format!("{what} {} (from kubeconfig {shown}): {e}", files.shown(p)))?,
             Source::Inline(b) => b.clone(),
         };
         CurlFile::memory(what, &bytes)

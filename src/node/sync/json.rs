@@ -315,13 +315,14 @@ mod tests {
         }
         let n: u32 = 100_000;
         // Reversed, each key twice: the second value wins.
-        let pairs: Vec<(Counted, u32)> = (0..2 * n)
-            .map(|i| (Counted(n - 1 - i % n), i))
-            .collect();
+        let pairs: Vec<(Counted, u32)> = (0..2 * n).map(|i| (Counted(n - 1 - i % n), i)).collect();
         let map = last_wins(pairs);
         assert_eq!(map.len(), n as usize);
         assert!(map.windows(2).all(|w| w[0].0.0 < w[1].0.0));
-        assert!(map.iter().all(|(k, v)| *v == 2 * n - 1 - k.0), "the later wins");
+        assert!(
+            map.iter().all(|(k, v)| *v == 2 * n - 1 - k.0),
+            "the later wins"
+        );
         let compared = COMPARED.with(Cell::get);
         let bound = 2 * u64::from(2 * n) * 18; // 2·m·log2(m), m = 2n
         assert!(compared < bound, "{compared} comparisons");
@@ -334,7 +335,9 @@ mod tests {
         text += "\"example.com/k7\":\"last\"}";
         let m = parse(&text).unwrap().string_map();
         assert_eq!(m.len(), n as usize);
-        let at = m.binary_search_by(|(k, _)| k.as_str().cmp("example.com/k7")).unwrap();
+        let at = m
+            .binary_search_by(|(k, _)| k.as_str().cmp("example.com/k7"))
+            .unwrap();
         assert_eq!(m[at].1, "last");
     }
 

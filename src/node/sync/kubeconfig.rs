@@ -112,7 +112,11 @@ fn check_server(server: &str) -> Result<(), String> {
             "its server {shown:?} is not https:// (kubelet's client certificate is only sent over TLS)"
         ));
     };
-    if rest.is_empty() || !rest.bytes().all(|b| b.is_ascii_graphic() && !matches!(b, b'?' | b'#')) {
+    if rest.is_empty()
+        || !rest
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && !matches!(b, b'?' | b'#'))
+    {
         return Err(format!(
             "its server {shown:?} is no plain https:// URL (a host, a port, a path; no space, query or fragment)"
         ));
@@ -362,10 +366,25 @@ users:
             ("clusters: [", "not read here"),
             ("a: {b: {c: d}}", "not read here"),
             (&OPENSHIFT.replace("https://", "http://"), "is not https://"),
-            (&OPENSHIFT.replace("https://", "file:///"), "is not https://"),
-            (&OPENSHIFT.replace(":6443", ":6443/?a=b"), "no plain https:// URL"),
-            (&OPENSHIFT.replace(":6443", ":6443/\u{1b}[2J"), "no plain https:// URL"),
-            (&OPENSHIFT.replace("server: https://api-int.example.com:6443", "server: \"https://\""), "no plain https:// URL"),
+            (
+                &OPENSHIFT.replace("https://", "file:///"),
+                "is not https://",
+            ),
+            (
+                &OPENSHIFT.replace(":6443", ":6443/?a=b"),
+                "no plain https:// URL",
+            ),
+            (
+                &OPENSHIFT.replace(":6443", ":6443/\u{1b}[2J"),
+                "no plain https:// URL",
+            ),
+            (
+                &OPENSHIFT.replace(
+                    "server: https://api-int.example.com:6443",
+                    "server: \"https://\"",
+                ),
+                "no plain https:// URL",
+            ),
             (
                 &OPENSHIFT.replace("current-context: kubelet", "current-context: other"),
                 "named \"other\"",

@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 use super::identity::{Files, identity, now_unix};
 use super::reconcile::{self, Desired, NodeState, Policy};
 use super::transport::{Curl, Failure, Response, Transport};
-use crate::node::wrapper::derived::escape_controls;
 use crate::node::contract::WRAPPER_DROPIN_NAME;
 use crate::node::kubelet::{self, Profile, Taint};
 use crate::node::unit::{self, LoadOptions, UnitPaths};
+use crate::node::wrapper::derived::escape_controls;
 use crate::node::wrapper::plan;
 
 /// Exit codes: the Node matches; drift remains we may not fix (or the run
@@ -311,12 +311,17 @@ pub fn sync_node(
         let summary = match (&trail.unsure, summary.strip_prefix("nothing changed: ")) {
             // The lost write may have landed: never "nothing changed".
             (Some((changes, _)), Some(why)) => {
-                format!("unknown whether the Node changed ({changes}): a write's answer was lost; {why}")
+                format!(
+                    "unknown whether the Node changed ({changes}): a write's answer was lost; {why}"
+                )
             }
             _ => summary,
         };
         out.code = code;
-        out.summary = format!("kubelet-labeler sync: node {name}: {summary}{}", trail.note());
+        out.summary = format!(
+            "kubelet-labeler sync: node {name}: {summary}{}",
+            trail.note()
+        );
         out
     };
     const CONNECTION: &str = "connection failure";
@@ -448,7 +453,12 @@ pub fn sync_node(
                     &trail,
                 );
             }
-            return finish(out, code, format!("up to date{}", drift_suffix(&plan)), &trail);
+            return finish(
+                out,
+                code,
+                format!("up to date{}", drift_suffix(&plan)),
+                &trail,
+            );
         }
         let body = plan.patch.to_json(&node.resource_version);
         drop(node);
@@ -1047,7 +1057,9 @@ mod tests {
         let (out, s, slept) = run_script(
             vec![
                 ok(200, &node("5", r#""example.com/a":"1""#)),
-                Err(Failure::Unreachable("curl: (92) HTTP/2 stream 1 was not closed cleanly".into())),
+                Err(Failure::Unreachable(
+                    "curl: (92) HTTP/2 stream 1 was not closed cleanly".into(),
+                )),
                 ok(200, &landed),
             ],
             60,
@@ -1057,7 +1069,9 @@ mod tests {
         assert!(
             out.summary.contains("changed example.com/a=2")
                 && out.summary.contains("the write's answer was lost")
-                && out.summary.ends_with("(retried 1 time: connection failure x1)"),
+                && out
+                    .summary
+                    .ends_with("(retried 1 time: connection failure x1)"),
             "{}",
             out.summary
         );
@@ -1083,7 +1097,8 @@ mod tests {
         );
         assert_eq!(out.code, EXIT_DRIFT);
         assert!(
-            out.summary.contains("unknown whether the Node changed (changed example.com/a=2)")
+            out.summary
+                .contains("unknown whether the Node changed (changed example.com/a=2)")
                 && !out.summary.contains("nothing changed"),
             "{}",
             out.summary

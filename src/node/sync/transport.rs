@@ -295,11 +295,15 @@ impl Transport for Curl {
         body: Option<(&str, &str)>,
     ) -> Result<Response, Failure> {
         let args = self.args(method, path, body);
-        let keep: Vec<c_int> = [Some(&self.creds.cert), Some(&self.creds.key), self.creds.ca.as_ref()]
-            .into_iter()
-            .flatten()
-            .map(|f| f.0.as_raw_fd())
-            .collect();
+        let keep: Vec<c_int> = [
+            Some(&self.creds.cert),
+            Some(&self.creds.key),
+            self.creds.ca.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|f| f.0.as_raw_fd())
+        .collect();
         self.sent += 1;
         let (code, out) = run_captured(&self.program, &args, &keep, MAX_BODY + TRAILER)
             .map_err(|e| Failure::Fatal(format!("running {}: {e}", self.program.display())))?;
@@ -346,9 +350,9 @@ fn classify(code: Option<i32>, output: &str, server: &str, program: &Path) -> Re
         // The connection failed or was cut: resolve, connect, an HTTP/2
         // framing error or stream closed, a partial answer, a timeout, the
         // TLS handshake, an empty reply, send, receive, HTTP/3.
-        Some(5 | 6 | 7 | 16 | 18 | 28 | 35 | 52 | 55 | 56 | 92 | 95) => Err(
-            Failure::Unreachable(format!("{server} unreachable: {why}")),
-        ),
+        Some(5 | 6 | 7 | 16 | 18 | 28 | 35 | 52 | 55 | 56 | 92 | 95) => {
+            Err(Failure::Unreachable(format!("{server} unreachable: {why}")))
+        }
         Some(1) => fatal(&format!("{server} is not an https:// URL curl accepts")),
         Some(58 | 59 | 66) => fatal("kubelet's client certificate or key"),
         Some(60 | 77 | 83) => fatal(&format!("the kubeconfig's CA does not verify {server}")),
