@@ -270,7 +270,8 @@ fn credentials_under_root_stay_inside_the_tree() {
     let conf = root.join("etc/kubernetes/kubelet.conf");
     std::fs::create_dir_all(conf.parent().unwrap()).unwrap();
     let ups = "../".repeat(host.components().count() + 2);
-    let cases: [(&str, Box<dyn Fn()>); 3] = [
+    type Arrange<'a> = Box<dyn Fn() + 'a>;
+    let cases: [(&str, Arrange); 3] = [
         (
             "an absolute link to the host's kubeconfig",
             Box::new(|| {

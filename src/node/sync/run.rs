@@ -646,6 +646,9 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
 
 /// A whole run: derive, identify, sync.
 pub fn run(opts: &SyncOptions) -> Outcome {
+    // Every read under a --root stays in the tree, in the wrapper's build
+    // too (the boot path's reads are ours at /, and skip the cost).
+    crate::node::unit::search::contain_from_now();
     let derivation = match derive(opts) {
         Ok(d) => d,
         Err(e) => {
