@@ -161,5 +161,8 @@ mod tests {
         let e = read_small(&at).unwrap_err();
         assert_eq!(e.to_string(), "larger than 1 MiB");
         assert!(read_small(&tmp.path().join("absent")).is_err());
+        // Not a regular file: refused (a FIFO would block a plain open).
+        let e = read_small(tmp.path()).unwrap_err();
+        assert_eq!(e.to_string(), "not a regular file");
     }
 }

@@ -413,6 +413,7 @@ mod tests {
         assert_eq!(a[0], "-q", "no ~/.curlrc: -q must come first");
         let has = |pair: &[&str]| a.windows(pair.len()).any(|w| w == pair);
         assert!(has(&["--globoff"]));
+        assert!(has(&["--max-filesize", &MAX_BODY.to_string()]));
         assert!(has(&["--proto", "=https"]) && has(&["--proto-redir", "=https"]));
         assert!(has(&["--user-agent", USER_AGENT]));
         assert!(USER_AGENT.starts_with("kubelet-labeler/"));
