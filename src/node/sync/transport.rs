@@ -347,12 +347,17 @@ fn classify(code: Option<i32>, output: &str, server: &str, program: &Path) -> Re
     let fatal = |what: &str| Err(Failure::Fatal(format!("{what}: {why}")));
     match code {
         Some(0) => Ok(()),
-        // The connection failed or was cut: resolve, connect, an HTTP/2
-        // framing error or stream closed, a partial answer, a timeout, the
-        // TLS handshake, an empty reply, send, receive, HTTP/3.
-        Some(5 | 6 | 7 | 16 | 18 | 28 | 35 | 52 | 55 | 56 | 92 | 95) => {
+        // No connection: resolve (a proxy, the host), connect, a timeout,
+        // the TLS handshake.
+        Some(5 | 6 | 7 | 28 | 35) => {
             Err(Failure::Unreachable(format!("{server} unreachable: {why}")))
         }
+        // The connection was cut (an API server stopped or restarted): an
+        // HTTP/2 framing error or stream closed, a partial answer, an empty
+        // reply, send, receive, HTTP/3.
+        Some(16 | 18 | 52 | 55 | 56 | 92 | 95) => Err(Failure::Unreachable(format!(
+            "{server} cut the connection: {why}"
+        ))),
         Some(1) => fatal(&format!("{server} is not an https:// URL curl accepts")),
         Some(58 | 59 | 66) => fatal("kubelet's client certificate or key"),
         Some(60 | 77 | 83) => fatal(&format!("the kubeconfig's CA does not verify {server}")),
