@@ -43,6 +43,7 @@ mod rules_go_oracle;
 mod rules_systemd_e2e;
 mod scripts_target_dir;
 mod static_cli;
+mod sync_transport;
 mod tools_listed;
 mod unit_systemd_diff;
 mod wrapper_faults;

@@ -25,7 +25,7 @@ fn cluster() -> Option<&'static Cluster> {
 }
 
 /// A kubeadm-like node tree whose env drop-in carries `labels`/`taints`.
-fn tree(dir: &Path, labels: &str, taints: &str) {
+pub fn tree(dir: &Path, labels: &str, taints: &str) {
     let sys = dir.join("etc/systemd/system");
     write(
         &sys.join("kubelet.service"),
@@ -230,6 +230,17 @@ fn labels_follow_the_tree_and_nothing_else_is_touched() {
         ann["kubelet-labeler.io/owned-labels"],
         "example.com/{new,tier},node.kubernetes.io/pool"
     );
+    // The label the sync added is managed by it (its field manager), not
+    // by curl.
+    let node_now = cluster.node(node).expect("the Node");
+    let managers: Vec<&str> = node_now["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["fieldsV1"].to_string().contains("f:example.com/new"))
+        .map(|m| m["manager"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(managers, ["kubelet-labeler"], "{node_now}");
 
     // A second run sends no write.
     let again = sync(&root, &kubeconfig, &[]);

@@ -51,6 +51,7 @@ pub fn sync_service(profile: Profile, unit: &str, pool_label: Option<&str>) -> S
          # 1: drift a node may not fix (taints, others' values); the line says which.\n\
          SuccessExitStatus=1\n\
          TimeoutStartSec=6min\n\
+         MemoryMax=128M\n\
          Nice=10\n\
          ExecStart=/bin/sh -c 'exec {WRAPPER_PATH}.$$(uname -m) {args}'\n"
     )

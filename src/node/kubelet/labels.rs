@@ -104,7 +104,7 @@ fn is_lower_alnum(c: u8) -> bool {
 /// no split (a start checks the prefix of each of NFD's hundreds of keys):
 /// each byte one of `[-.a-z0-9]`, both ends and both sides of each dot
 /// `[a-z0-9]`.
-fn is_dns1123_subdomain(b: &[u8]) -> bool {
+pub(crate) fn is_dns1123_subdomain(b: &[u8]) -> bool {
     let (Some(&first), Some(&last)) = (b.first(), b.last()) else {
         return false;
     };

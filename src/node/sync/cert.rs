@@ -148,13 +148,23 @@ fn time(tag: u8, text: &[u8]) -> Option<i64> {
     Some(days * 86_400 + n(4) * 3600 + n(6) * 60 + n(8))
 }
 
-/// The node name a kubelet certificate names, or why it names none.
+/// The node name a kubelet certificate names, or why it names none. A
+/// Node's name is a DNS-1123 subdomain (the API server's rule), so what
+/// goes into the request's URL is never `..`, `?` or `#`.
 pub fn node_name(cert: &ClientCert) -> Result<String, String> {
+    let shown = crate::node::wrapper::derived::escape_controls(&cert.common_name);
     match cert.common_name.strip_prefix("system:node:") {
-        Some(name) if !name.is_empty() => Ok(name.to_string()),
-        _ => Err(format!(
-            "its subject is CN={}, not a node's (CN=system:node:<name>)",
-            cert.common_name
+        Some(name)
+            if name.len() <= 253
+                && crate::node::kubelet::labels::is_dns1123_subdomain(name.as_bytes()) =>
+        {
+            Ok(name.to_string())
+        }
+        Some(_) => Err(format!(
+            "its subject is CN={shown}, and that is no Node's name (a DNS-1123 subdomain)"
+        )),
+        None => Err(format!(
+            "its subject is CN={shown}, not a node's (CN=system:node:<name>)"
         )),
     }
 }
@@ -170,6 +180,38 @@ mod tests {
         assert_eq!(time(0x17, b"260101000000Z"), Some(1_767_225_600));
         assert_eq!(time(0x18, b"20260101000000Z"), Some(1_767_225_600));
         assert_eq!(time(0x17, b"2601010000Z"), None);
+    }
+
+    #[test]
+    fn a_node_name_fit_for_a_url() {
+        let named = |cn: &str| {
+            node_name(&ClientCert {
+                common_name: cn.into(),
+                not_before: 0,
+                not_after: 0,
+            })
+        };
+        assert_eq!(
+            named("system:node:rk-node-1.example.com").unwrap(),
+            "rk-node-1.example.com"
+        );
+        for bad in [
+            "",
+            "..",
+            "a/../../x",
+            "n?watch=1",
+            "n#x",
+            "N1",
+            "n\n",
+            &"a".repeat(254),
+        ] {
+            let e = named(&format!("system:node:{bad}")).unwrap_err();
+            assert!(
+                e.contains("no Node's name") && !e.contains('\n'),
+                "{bad:?}: {e}"
+            );
+        }
+        assert!(named("admin").unwrap_err().contains("not a node's"));
     }
 
     #[test]

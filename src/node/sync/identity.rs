@@ -1,85 +1,75 @@
 //! kubelet's identity for the sync: its kubeconfig and the client
 //! certificate it names, read as kubectl reads them, checked to be a node's
-//! and valid now, and the files curl needs (inline data written to a
-//! private directory).
+//! and valid now, and the files curl needs (inline data in memfds, never
+//! on disk).
 
 use std::path::{Path, PathBuf};
 
 use super::kubeconfig::{self, Source};
-use super::run::under;
-use super::transport::Credentials;
-
-/// Inline kubeconfig data written for curl: a private directory (0700,
-/// files 0600), removed when dropped.
-pub struct PrivateFiles {
-    dir: Option<PathBuf>,
-    /// What `write` created in `dir`: removed by name, so the payload
-    /// carries no `remove_dir_all` (std's walks the directory with libc's
-    /// `opendir` and so links musl's malloc).
-    written: Vec<PathBuf>,
-}
-
-impl PrivateFiles {
-    fn write(&mut self, name: &str, data: &[u8]) -> std::io::Result<PathBuf> {
-        use std::io::Write;
-        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-        let dir = match &self.dir {
-            Some(d) => d.clone(),
-            None => {
-                use std::hash::{BuildHasher, Hasher};
-                let tag = std::collections::hash_map::RandomState::new()
-                    .build_hasher()
-                    .finish();
-                let base = std::env::var_os("RUNTIME_DIRECTORY")
-                    .map(PathBuf::from)
-                    .unwrap_or_else(std::env::temp_dir);
-                let d = base.join(format!("kubelet-labeler-sync.{tag:016x}"));
-                std::fs::DirBuilder::new().mode(0o700).create(&d)?;
-                self.dir = Some(d.clone());
-                d
-            }
-        };
-        let path = dir.join(name);
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)?;
-        self.written.push(path.clone());
-        f.write_all(data)?;
-        Ok(path)
-    }
-}
-
-impl Drop for PrivateFiles {
-    fn drop(&mut self) {
-        if let Some(d) = &self.dir {
-            for f in &self.written {
-                let _ = std::fs::remove_file(f);
-            }
-            let _ = std::fs::remove_dir(d);
-        }
-    }
-}
+use super::transport::{Credentials, CurlFile};
 
 /// Read at most this much of a kubeconfig or certificate.
 const MAX_FILE: usize = 1 << 20;
 
+/// A regular file of at most 1 MiB, opened without blocking (a FIFO or a
+/// device put where a certificate is expected is refused, not waited on).
 fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    const O_NONBLOCK: i32 = 0o4000;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(O_NONBLOCK)
+        .open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
     // The boot path's reader: one code path in the payload, not a second
     // one through std's `Take::read_to_end`.
-    let out = crate::node::nodefs::read_up_to(crate::node::nodefs::open(path)?, MAX_FILE + 1)?;
+    let out = crate::node::nodefs::read_up_to(f, MAX_FILE + 1)?;
     if out.len() > MAX_FILE {
         return Err(std::io::Error::other("larger than 1 MiB"));
     }
     Ok(out)
 }
 
+/// Where the kubeconfig and the files it names are read.
+#[derive(Clone, Copy)]
+pub enum Files<'a> {
+    /// On this machine, as kubectl reads them (`--kubeconfig`).
+    Host,
+    /// Node paths of the tree at this root, contained in it: `..` stops at
+    /// the root and a link's absolute target starts there, so no file
+    /// outside the tree (the host's own key) is ever read for it.
+    Tree(&'a Path),
+}
+
+impl Files<'_> {
+    fn locate(self, p: &Path) -> std::io::Result<PathBuf> {
+        match self {
+            Files::Host => Ok(p.to_path_buf()),
+            Files::Tree(root) => crate::node::unit::search::contained_in_any_build(root, p),
+        }
+    }
+
+    fn read(self, p: &Path) -> std::io::Result<Vec<u8>> {
+        read_small(&self.locate(p)?)
+    }
+
+    /// How a path is named in a message: where it is on this machine.
+    fn shown(self, p: &Path) -> String {
+        match self {
+            Files::Host => p.display().to_string(),
+            Files::Tree(root) => crate::node::unit::search::under(root, p)
+                .display()
+                .to_string(),
+        }
+    }
+}
+
 /// kubelet's identity: curl's files and the Node's name.
 pub struct Identity {
     pub creds: Credentials,
     pub node: String,
-    _files: PrivateFiles,
 }
 
 pub fn now_unix() -> i64 {
@@ -88,52 +78,45 @@ pub fn now_unix() -> i64 {
         .map_or(0, |d| d.as_secs() as i64)
 }
 
-/// Load the kubeconfig and the certificate it names, check it is a node's
-/// and valid now. Every error names the input.
-pub fn identity(path: &Path, explicit: bool, root: &Path) -> Result<Identity, String> {
-    let shown = path.display();
-    let text = read_small(path).map_err(|e| format!("kubeconfig {shown}: {e}"))?;
+/// Load the kubeconfig at `path` and the certificate it names, check it is
+/// a node's and valid now. Every error names the input.
+pub fn identity(path: &Path, files: Files) -> Result<Identity, String> {
+    let shown = files.shown(path);
+    let text = files
+        .read(path)
+        .map_err(|e| format!("kubeconfig {shown}: {e}"))?;
     let text = String::from_utf8(text).map_err(|_| format!("kubeconfig {shown}: not UTF-8"))?;
     let dir = path.parent().unwrap_or(Path::new("/"));
-    let map = |p: &Path| -> PathBuf {
-        if explicit {
-            p.to_path_buf()
-        } else {
-            under(root, p)
-        }
+    let k = kubeconfig::parse(&text, dir).map_err(|e| format!("kubeconfig {shown}: {e}"))?;
+    // What curl reads is what was read and checked here, handed over in
+    // memfds: nothing of it on disk, nothing resolved a second time.
+    let place = |what: &str, s: &Source| -> Result<(CurlFile, Vec<u8>), String> {
+        let bytes = match s {
+            Source::File(p) => files
+                .read(p)
+                .map_err(|e| format!("{what} {} (from kubeconfig {shown}): {e}", files.shown(p)))?,
+            Source::Inline(b) => b.clone(),
+        };
+        CurlFile::memory(what, &bytes)
+            .map(|f| (f, bytes))
+            .map_err(|e| format!("holding {what} of kubeconfig {shown} for curl: {e}"))
     };
-    let k = kubeconfig::parse(&text, dir, &map).map_err(|e| format!("kubeconfig {shown}: {e}"))?;
-    let mut files = PrivateFiles {
-        dir: None,
-        written: Vec::new(),
-    };
-    let mut place = |what: &str, s: &Source| -> Result<(PathBuf, Vec<u8>), String> {
-        match s {
-            Source::File(p) => read_small(p)
-                .map(|b| (p.clone(), b))
-                .map_err(|e| format!("{what} {} (from kubeconfig {shown}): {e}", p.display())),
-            Source::Inline(b) => files
-                .write(what.rsplit(' ').next().unwrap_or("data"), b)
-                .map(|p| (p, b.clone()))
-                .map_err(|e| format!("writing {what} of kubeconfig {shown} for curl: {e}")),
-        }
-    };
-    let (cert_path, cert_bytes) = place("client certificate", &k.client_cert)?;
-    let (key_path, _) = place("client key", &k.client_key)?;
+    let (cert_file, cert_bytes) = place("client certificate", &k.client_cert)?;
+    let (key_file, _) = place("client key", &k.client_key)?;
     let ca = match &k.ca {
         Some(s) => {
-            let (p, b) = place("certificate authority", s)?;
+            let (f, b) = place("certificate authority", s)?;
             if super::cert::pem_block(&b, "CERTIFICATE").is_none() {
                 return Err(format!(
                     "kubeconfig {shown}: its certificate authority holds no PEM certificate"
                 ));
             }
-            Some(p)
+            Some(f)
         }
         None => None,
     };
     let cert_shown = match &k.client_cert {
-        Source::File(p) => p.display().to_string(),
+        Source::File(p) => files.shown(p),
         Source::Inline(_) => format!("client-certificate-data of {shown}"),
     };
     let cert = super::cert::pem_block(&cert_bytes, "CERTIFICATE")
@@ -157,35 +140,16 @@ pub fn identity(path: &Path, explicit: bool, root: &Path) -> Result<Identity, St
         creds: Credentials {
             server: k.server,
             ca,
-            cert: cert_path,
-            key: key_path,
+            cert: cert_file,
+            key: key_file,
         },
         node,
-        _files: files,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn private_files_leave_nothing_behind() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("kubelet-labeler-sync.test");
-        std::fs::create_dir(&dir).unwrap();
-        let mut files = PrivateFiles {
-            dir: Some(dir.clone()),
-            written: Vec::new(),
-        };
-        let key = files.write("key", b"secret").unwrap();
-        files.write("authority", b"ca").unwrap();
-        assert_eq!(std::fs::read(&key).unwrap(), b"secret");
-        // A second write of the same name is refused, not overwritten.
-        assert!(files.write("key", b"other").is_err());
-        drop(files);
-        assert!(!dir.exists(), "the private directory was left behind");
-    }
 
     #[test]
     fn read_small_refuses_past_one_mib() {
@@ -197,5 +161,8 @@ mod tests {
         let e = read_small(&at).unwrap_err();
         assert_eq!(e.to_string(), "larger than 1 MiB");
         assert!(read_small(&tmp.path().join("absent")).is_err());
+        // Not a regular file: refused (a FIFO would block a plain open).
+        let e = read_small(tmp.path()).unwrap_err();
+        assert_eq!(e.to_string(), "not a regular file");
     }
 }

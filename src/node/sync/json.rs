@@ -41,20 +41,32 @@ impl Value {
         }
     }
 
-    /// A `map[string]string` (labels, annotations): string members only.
+    /// A `map[string]string` (labels, annotations): string members only,
+    /// sorted by key, a later duplicate winning; O(n log n) in members.
     pub fn string_map(&self) -> Vec<(String, String)> {
-        let mut out: Vec<(String, String)> = Vec::new();
-        if let Value::Object(m) = self {
-            for (k, v) in m {
-                if let Some(s) = v.as_str() {
-                    out.retain(|(ok, _)| ok != k);
-                    out.push((k.clone(), s.to_string()));
-                }
-            }
-        }
-        out.sort();
-        out
+        let Value::Object(m) = self else {
+            return Vec::new();
+        };
+        last_wins(
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect(),
+        )
     }
+}
+
+/// `pairs` sorted by key, only the last pair of each key kept (a stable
+/// sort, then one pass).
+fn last_wins<K: Ord, V>(mut pairs: Vec<(K, V)>) -> Vec<(K, V)> {
+    pairs.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut out: Vec<(K, V)> = Vec::with_capacity(pairs.len());
+    for p in pairs {
+        match out.last_mut() {
+            Some(last) if last.0 == p.0 => *last = p,
+            _ => out.push(p),
+        }
+    }
+    out
 }
 
 /// Nesting deeper than this is refused (no stack overflow on hostile input).
@@ -273,6 +285,60 @@ mod tests {
             vec![("a".into(), "1".into()), ("b".into(), "x\"y".into())]
         );
         assert_eq!(v.path(&["spec", "taints"]).unwrap().as_array().len(), 1);
+    }
+
+    /// 100,000 labels: a map built with O(n log n) comparisons (counted),
+    /// where a search per member would take n²/2 = 5·10⁹.
+    #[test]
+    fn a_large_map_is_built_in_n_log_n() {
+        use std::cell::Cell;
+        thread_local!(static COMPARED: Cell<u64> = const { Cell::new(0) });
+        #[derive(Debug)]
+        struct Counted(u32);
+        impl PartialEq for Counted {
+            fn eq(&self, o: &Self) -> bool {
+                COMPARED.with(|c| c.set(c.get() + 1));
+                self.0 == o.0
+            }
+        }
+        impl Eq for Counted {}
+        impl PartialOrd for Counted {
+            fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+                Some(self.cmp(o))
+            }
+        }
+        impl Ord for Counted {
+            fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+                COMPARED.with(|c| c.set(c.get() + 1));
+                self.0.cmp(&o.0)
+            }
+        }
+        let n: u32 = 100_000;
+        // Reversed, each key twice: the second value wins.
+        let pairs: Vec<(Counted, u32)> = (0..2 * n).map(|i| (Counted(n - 1 - i % n), i)).collect();
+        let map = last_wins(pairs);
+        assert_eq!(map.len(), n as usize);
+        assert!(map.windows(2).all(|w| w[0].0.0 < w[1].0.0));
+        assert!(
+            map.iter().all(|(k, v)| *v == 2 * n - 1 - k.0),
+            "the later wins"
+        );
+        let compared = COMPARED.with(Cell::get);
+        let bound = 2 * u64::from(2 * n) * 18; // 2·m·log2(m), m = 2n
+        assert!(compared < bound, "{compared} comparisons");
+
+        // And a Node's labels through the JSON: the same map.
+        let mut text = String::from("{");
+        for i in 0..n {
+            text += &format!("\"example.com/k{i}\":\"v{i}\",");
+        }
+        text += "\"example.com/k7\":\"last\"}";
+        let m = parse(&text).unwrap().string_map();
+        assert_eq!(m.len(), n as usize);
+        let at = m
+            .binary_search_by(|(k, _)| k.as_str().cmp("example.com/k7"))
+            .unwrap();
+        assert_eq!(m[at].1, "last");
     }
 
     #[test]

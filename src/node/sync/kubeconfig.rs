@@ -23,13 +23,10 @@ pub struct Kubeconfig {
     pub client_key: Source,
 }
 
-/// Parse a kubeconfig's text; `dir` resolves relative file references;
-/// `map_path` maps an absolute node path (under `--root`).
-pub fn parse(
-    text: &str,
-    dir: &Path,
-    map_path: &dyn Fn(&Path) -> PathBuf,
-) -> Result<Kubeconfig, String> {
+/// Parse a kubeconfig's text; `dir` resolves relative file references
+/// (the caller says where a file reference is read: on the host, or
+/// contained in a node tree).
+pub fn parse(text: &str, dir: &Path) -> Result<Kubeconfig, String> {
     let doc = if text.trim_start().starts_with('{') {
         json::parse(text)?
     } else {
@@ -71,9 +68,8 @@ pub fn parse(
     let server = cluster
         .get("server")
         .and_then(Value::as_str)
-        .filter(|s| s.starts_with("https://"))
-        .ok_or("its cluster has no https:// server")?
-        .to_string();
+        .ok_or("its cluster has no server")?;
+    check_server(server)?;
     let source = |v: &Value, data: &str, file: &str| -> Result<Option<Source>, String> {
         if let Some(d) = v
             .get(data)
@@ -87,14 +83,7 @@ pub fn parse(
         Ok(v.get(file)
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
-            .map(|f| {
-                let p = Path::new(f);
-                Source::File(if p.is_absolute() {
-                    map_path(p)
-                } else {
-                    dir.join(p)
-                })
-            }))
+            .map(|f| Source::File(dir.join(f))))
     };
     let ca = source(
         &cluster,
@@ -111,6 +100,28 @@ pub fn parse(
         client_cert,
         client_key,
     })
+}
+
+/// The API server's URL as curl gets it: https (kubelet's client
+/// certificate goes nowhere else), printable ASCII with no space, and no
+/// query or fragment (the request's path is appended to it).
+fn check_server(server: &str) -> Result<(), String> {
+    let shown = crate::node::wrapper::derived::escape_controls(server);
+    let Some(rest) = server.strip_prefix("https://") else {
+        return Err(format!(
+            "its server {shown:?} is not https:// (kubelet's client certificate is only sent over TLS)"
+        ));
+    };
+    if rest.is_empty()
+        || !rest
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && !matches!(b, b'?' | b'#'))
+    {
+        return Err(format!(
+            "its server {shown:?} is no plain https:// URL (a host, a port, a path; no space, query or fragment)"
+        ));
+    }
+    Ok(())
 }
 
 /// The block YAML subset kubeconfigs are written in: mappings, `- `
@@ -300,19 +311,14 @@ users:
     client-key: /var/lib/kubelet/pki/kubelet-client-current.pem
 ";
 
-    fn under(root: &str) -> impl Fn(&Path) -> PathBuf {
-        let root = PathBuf::from(root);
-        move |p: &Path| root.join(p.strip_prefix("/").unwrap())
-    }
-
     #[test]
     fn openshift_kubelet_kubeconfig() {
-        let k = parse(OPENSHIFT, Path::new("/var/lib/kubelet"), &under("/tree")).unwrap();
+        let k = parse(OPENSHIFT, Path::new("/var/lib/kubelet")).unwrap();
         assert_eq!(k.server, "https://api-int.example.com:6443");
         assert_eq!(k.ca, Some(Source::Inline(b"hello".to_vec())));
         assert_eq!(
             k.client_cert,
-            Source::File("/tree/var/lib/kubelet/pki/kubelet-client-current.pem".into())
+            Source::File("/var/lib/kubelet/pki/kubelet-client-current.pem".into())
         );
     }
 
@@ -334,26 +340,51 @@ users:
       client-certificate: /var/lib/kubelet/pki/kubelet-client-current.pem # rotated
       client-key: /var/lib/kubelet/pki/kubelet-client-current.pem
 ";
-        let k = parse(text, Path::new("/etc/kubernetes"), &under("/r")).unwrap();
+        let k = parse(text, Path::new("/etc/kubernetes")).unwrap();
         assert_eq!(k.server, "https://10.0.0.1:6443");
         assert_eq!(
             k.ca,
             Some(Source::File("/etc/kubernetes/pki/ca.crt".into()))
         );
+        // A server curl would glob, an IPv6 literal: taken as they are
+        // (curl runs with --globoff).
+        for server in ["https://h/[1-40]/..", "https://[::1]:6443", "https://{a,b}"] {
+            let text = OPENSHIFT.replace("https://api-int.example.com:6443", server);
+            assert_eq!(parse(&text, Path::new("/")).unwrap().server, server);
+        }
     }
 
     #[test]
     fn json_kubeconfig_and_bad_inputs() {
         let text = r#"{"clusters":[{"name":"c","cluster":{"server":"https://s"}}],
             "users":[{"name":"u","user":{"client-certificate-data":"aGVsbG8=","client-key-data":"aGVsbG8="}}]}"#;
-        let k = parse(text, Path::new("/"), &under("/")).unwrap();
+        let k = parse(text, Path::new("/")).unwrap();
         assert_eq!(k.ca, None);
         assert_eq!(k.client_key, Source::Inline(b"hello".to_vec()));
         for (bad, says) in [
             ("", "no current-context"),
             ("clusters: [", "not read here"),
             ("a: {b: {c: d}}", "not read here"),
-            (&OPENSHIFT.replace("https://", "http://"), "https://"),
+            (&OPENSHIFT.replace("https://", "http://"), "is not https://"),
+            (
+                &OPENSHIFT.replace("https://", "file:///"),
+                "is not https://",
+            ),
+            (
+                &OPENSHIFT.replace(":6443", ":6443/?a=b"),
+                "no plain https:// URL",
+            ),
+            (
+                &OPENSHIFT.replace(":6443", ":6443/\u{1b}[2J"),
+                "no plain https:// URL",
+            ),
+            (
+                &OPENSHIFT.replace(
+                    "server: https://api-int.example.com:6443",
+                    "server: \"https://\"",
+                ),
+                "no plain https:// URL",
+            ),
             (
                 &OPENSHIFT.replace("current-context: kubelet", "current-context: other"),
                 "named \"other\"",
@@ -366,7 +397,7 @@ users:
             ("{", "invalid JSON"),
             ("a:\n   b: 1\n  c: 2\n", "indentation"),
         ] {
-            let e = parse(bad, Path::new("/"), &under("/")).unwrap_err();
+            let e = parse(bad, Path::new("/")).unwrap_err();
             assert!(e.contains(says), "{bad:?}: {e}");
         }
     }

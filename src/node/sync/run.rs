@@ -2,15 +2,16 @@
 //! the node's own identity, reconcile, write at most once.
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use super::identity::{identity, now_unix};
+use super::identity::{Files, identity, now_unix};
 use super::reconcile::{self, Desired, NodeState, Policy};
-use super::transport::{Credentials, Curl, Failure, Response, Transport};
+use super::transport::{Curl, Failure, Response, Transport};
 use crate::node::contract::WRAPPER_DROPIN_NAME;
 use crate::node::kubelet::{self, Profile, Taint};
 use crate::node::unit::{self, LoadOptions, UnitPaths};
+use crate::node::wrapper::derived::escape_controls;
 use crate::node::wrapper::plan;
 
 /// Exit codes: the Node matches; drift remains we may not fix (or the run
@@ -93,10 +94,6 @@ pub struct Derivation {
     pub notes: Vec<String>,
     /// The pool label the env drop-in names (`contract::POOL_LABEL_VAR`).
     pub pool_label: Option<String>,
-}
-
-pub(super) fn under(root: &Path, p: &Path) -> PathBuf {
-    root.join(p.strip_prefix("/").unwrap_or(p))
 }
 
 /// The labels and taints the wrapper adds at kubelet's next start, from the
@@ -222,12 +219,16 @@ pub fn node_state(body: &str) -> Result<NodeState, String> {
     })
 }
 
-/// The API server's message in a Status answer.
+/// The API server's message in a Status answer: network text, escaped
+/// (a newline or an escape code in it never forges a journal line) and
+/// at most 200 characters.
 fn status_message(r: &Response) -> String {
-    super::json::parse(&r.body)
+    let text = super::json::parse(&r.body)
         .ok()
         .and_then(|v| v.get("message").and_then(|m| m.as_str()).map(String::from))
-        .unwrap_or_else(|| r.body.trim().chars().take(200).collect())
+        .unwrap_or_else(|| r.body.trim().to_string());
+    let short: String = text.chars().take(200).collect();
+    escape_controls(&short).into_owned()
 }
 
 /// Random factor in [0.5, 1.5) for backoff jitter.
@@ -247,6 +248,40 @@ pub fn backoff(n: u32) -> Duration {
 /// How many times a conflicting write is read again and retried.
 const MAX_CONFLICTS: usize = 5;
 
+/// What a run went through before its end, for its journal line.
+#[derive(Default)]
+struct Trail {
+    /// Why each retry was made ("connection failure", "HTTP 503", ...).
+    retried: Vec<String>,
+    /// A write whose answer was lost (the connection cut, a 5xx): what it
+    /// changes, and the taint drift its plan reported. Until the Node is
+    /// read again nobody knows whether it landed.
+    unsure: Option<(String, Vec<String>)>,
+}
+
+impl Trail {
+    /// " (retried 3 times: connection failure x2, HTTP 503 x1)".
+    fn note(&self) -> String {
+        if self.retried.is_empty() {
+            return String::new();
+        }
+        let mut kinds: Vec<(&str, usize)> = Vec::new();
+        for r in &self.retried {
+            match kinds.iter_mut().find(|(k, _)| k == r) {
+                Some((_, n)) => *n += 1,
+                None => kinds.push((r, 1)),
+            }
+        }
+        let n = self.retried.len();
+        let list: Vec<String> = kinds.iter().map(|(k, c)| format!("{k} x{c}")).collect();
+        format!(
+            " (retried {n} time{}: {})",
+            if n == 1 { "" } else { "s" },
+            list.join(", ")
+        )
+    }
+}
+
 /// Reconcile the Node `name` through `api`; `sleep` waits between retries
 /// (a parameter so tests need not wait).
 pub fn sync_node(
@@ -260,32 +295,44 @@ pub fn sync_node(
 ) -> Outcome {
     let start = Instant::now();
     let mut out = Outcome::default();
-    let mut retries = 0u32;
+    let mut trail = Trail::default();
     let mut conflicts = 0;
     let path = format!("/api/v1/nodes/{name}");
-    // Retry after `why` while the budget lasts; None: give up with `why`.
-    let mut wait = |why: &str, retries: &mut u32| -> Option<()> {
-        let d = backoff(*retries);
+    // Retry after `why` while the budget lasts; false: give up.
+    let mut wait = |why: String, trail: &mut Trail| -> bool {
+        let d = backoff(trail.retried.len() as u32);
         if start.elapsed() + d > max_wait {
-            return None;
+            return false;
         }
-        *retries += 1;
-        let _ = why;
+        trail.retried.push(why);
         sleep(d);
-        Some(())
+        true
     };
-    let finish = |mut out: Outcome, code: i32, summary: String| {
+    let finish = |mut out: Outcome, code: i32, summary: String, trail: &Trail| {
+        let summary = match (&trail.unsure, summary.strip_prefix("nothing changed: ")) {
+            // The lost write may have landed: never "nothing changed".
+            (Some((changes, _)), Some(why)) => {
+                format!(
+                    "unknown whether the Node changed ({changes}): a write's answer was lost; {why}"
+                )
+            }
+            _ => summary,
+        };
         out.code = code;
-        out.summary = format!("kubelet-labeler sync: node {name}: {summary}");
+        out.summary = format!(
+            "kubelet-labeler sync: node {name}: {summary}{}",
+            trail.note()
+        );
         out
     };
+    const CONNECTION: &str = "connection failure";
     loop {
         let got = api.request("GET", &path, None);
         out.requests += 1;
         let r = match got {
             Ok(r) => r,
             Err(Failure::Unreachable(why)) => {
-                if wait(&why, &mut retries).is_some() {
+                if wait(CONNECTION.into(), &mut trail) {
                     continue;
                 }
                 return finish(
@@ -295,19 +342,20 @@ pub fn sync_node(
                         "nothing changed: {why} (gave up after {} s)",
                         start.elapsed().as_secs()
                     ),
+                    &trail,
                 );
             }
             Err(Failure::Fatal(why)) => {
-                return finish(out, EXIT_DRIFT, format!("nothing changed: {why}"));
+                return finish(out, EXIT_DRIFT, format!("nothing changed: {why}"), &trail);
             }
         };
         match r.status {
             200 => {}
             404 => {
-                if wait("", &mut retries).is_some() {
+                if wait("Node not registered".into(), &mut trail) {
                     continue;
                 }
-                return finish(out, EXIT_DRIFT, "nothing changed: the Node is not registered (yet); the next kubelet start syncs it".into());
+                return finish(out, EXIT_DRIFT, "nothing changed: the Node is not registered (yet); the next kubelet start syncs it".into(), &trail);
             }
             401 | 403 => {
                 return finish(
@@ -318,10 +366,11 @@ pub fn sync_node(
                         r.status,
                         status_message(&r)
                     ),
+                    &trail,
                 );
             }
             429 | 500..=599 => {
-                if wait("", &mut retries).is_some() {
+                if wait(format!("HTTP {}", r.status), &mut trail) {
                     continue;
                 }
                 return finish(
@@ -333,6 +382,7 @@ pub fn sync_node(
                         start.elapsed().as_secs(),
                         status_message(&r)
                     ),
+                    &trail,
                 );
             }
             s => {
@@ -343,6 +393,7 @@ pub fn sync_node(
                         "nothing changed: reading the Node: HTTP {s}: {}",
                         status_message(&r)
                     ),
+                    &trail,
                 );
             }
         }
@@ -353,6 +404,7 @@ pub fn sync_node(
                     out,
                     EXIT_DRIFT,
                     format!("nothing changed: the API server gave Node {:?}", n.name),
+                    &trail,
                 );
             }
             Err(e) => {
@@ -360,12 +412,16 @@ pub fn sync_node(
                     out,
                     EXIT_DRIFT,
                     format!("nothing changed: reading the Node: {e}"),
+                    &trail,
                 );
             }
         };
+        // The answer's text is not needed past here: free it before the
+        // next request (a retry's Node is not added to this one's).
+        drop(r);
         let plan = match reconcile::reconcile(desired, &node, policy) {
             Ok(p) => p,
-            Err(e) => return finish(out, EXIT_DRIFT, format!("nothing changed: {e}")),
+            Err(e) => return finish(out, EXIT_DRIFT, format!("nothing changed: {e}"), &trail),
         };
         if dry_run {
             out.detail = reconcile::describe(&plan);
@@ -379,7 +435,7 @@ pub fn sync_node(
             } else {
                 format!("dry run: would write {}", changes(&plan))
             };
-            return finish(out, code, format!("{what}{}", drift_suffix(&plan)));
+            return finish(out, code, format!("{what}{}", drift_suffix(&plan)), &trail);
         }
         if plan.patch.is_empty() {
             // Drift stays reported (exit 1) at every run until it is gone.
@@ -388,9 +444,24 @@ pub fn sync_node(
             } else {
                 (EXIT_OK, "up to date")
             };
-            return finish(out, code, format!("{what}{}", drift_suffix(&plan)));
+            if let Some((changed, _)) = trail.unsure.take() {
+                // The lost write landed: say what it changed, as if its
+                // answer had come.
+                let unposted = post_event(api, &mut out, name, &plan);
+                return finish(
+                    out,
+                    code,
+                    format!(
+                        "{changed}{}{unposted} (the write's answer was lost; the Node read again shows it)",
+                        drift_suffix(&plan)
+                    ),
+                    &trail,
+                );
+            }
+            return finish(out, code, format!("{what}{}", drift_suffix(&plan)), &trail);
         }
         let body = plan.patch.to_json(&node.resource_version);
+        drop(node);
         let sent = api.request(
             "PATCH",
             &path,
@@ -400,27 +471,8 @@ pub fn sync_node(
         out.writes += 1;
         match sent {
             Ok(r) if r.status == 200 => {
-                let mut unposted = String::new();
-                if plan.post_event {
-                    // Once per drift: the patch just written records it.
-                    let event = event_json(name, &plan.taint_drift);
-                    let posted = api.request(
-                        "POST",
-                        "/api/v1/namespaces/default/events",
-                        Some(("application/json", &event)),
-                    );
-                    out.requests += 1;
-                    out.writes += 1;
-                    unposted = match posted {
-                        Ok(r) if (200..300).contains(&r.status) => String::new(),
-                        Ok(r) => {
-                            format!(" (the TaintDrift Event was not posted: HTTP {})", r.status)
-                        }
-                        Err(Failure::Unreachable(why) | Failure::Fatal(why)) => {
-                            format!(" (the TaintDrift Event was not posted: {why})")
-                        }
-                    };
-                }
+                trail.unsure = None;
+                let unposted = post_event(api, &mut out, name, &plan);
                 let code = if plan.drift_remains() {
                     EXIT_DRIFT
                 } else {
@@ -430,6 +482,7 @@ pub fn sync_node(
                     out,
                     code,
                     format!("{}{}{unposted}", changes(&plan), drift_suffix(&plan)),
+                    &trail,
                 );
             }
             Ok(r) if r.status == 409 && conflicts < MAX_CONFLICTS => {
@@ -437,7 +490,12 @@ pub fn sync_node(
                 continue;
             }
             Ok(r) if r.status == 429 || r.status >= 500 => {
-                if wait("", &mut retries).is_some() {
+                // A 5xx may come after the write was applied (a timeout):
+                // the next read says.
+                if r.status != 429 {
+                    trail.unsure = Some((changes(&plan), plan.taint_drift.clone()));
+                }
+                if wait(format!("HTTP {}", r.status), &mut trail) {
                     continue;
                 }
                 return finish(
@@ -448,6 +506,7 @@ pub fn sync_node(
                         r.status,
                         status_message(&r)
                     ),
+                    &trail,
                 );
             }
             Ok(r) => {
@@ -459,17 +518,55 @@ pub fn sync_node(
                         r.status,
                         status_message(&r)
                     ),
+                    &trail,
                 );
             }
             Err(Failure::Unreachable(why)) => {
-                if wait(&why, &mut retries).is_some() {
+                // Sent, maybe applied, answer lost: read the Node again.
+                trail.unsure = Some((changes(&plan), plan.taint_drift.clone()));
+                if wait(CONNECTION.into(), &mut trail) {
                     continue;
                 }
-                return finish(out, EXIT_DRIFT, format!("nothing changed: {why} (gave up)"));
+                return finish(
+                    out,
+                    EXIT_DRIFT,
+                    format!("nothing changed: {why} (gave up)"),
+                    &trail,
+                );
             }
             Err(Failure::Fatal(why)) => {
-                return finish(out, EXIT_DRIFT, format!("nothing changed: {why}"));
+                return finish(out, EXIT_DRIFT, format!("nothing changed: {why}"), &trail);
             }
+        }
+    }
+}
+
+/// The Warning Event for taint drift, best effort, once per change of the
+/// derived taints (after the write that records them).
+/// The TaintDrift Event, once per drift (the patch just written records
+/// it); a note for the journal line when it could not be posted.
+fn post_event(
+    api: &mut dyn Transport,
+    out: &mut Outcome,
+    name: &str,
+    plan: &reconcile::Reconciled,
+) -> String {
+    if !plan.post_event || plan.taint_drift.is_empty() {
+        return String::new();
+    }
+    let event = event_json(name, &plan.taint_drift);
+    let posted = api.request(
+        "POST",
+        "/api/v1/namespaces/default/events",
+        Some(("application/json", &event)),
+    );
+    out.requests += 1;
+    out.writes += 1;
+    match posted {
+        Ok(r) if (200..300).contains(&r.status) => String::new(),
+        Ok(r) => format!(" (the TaintDrift Event was not posted: HTTP {})", r.status),
+        Err(Failure::Unreachable(why) | Failure::Fatal(why)) => {
+            format!(" (the TaintDrift Event was not posted: {why})")
         }
     }
 }
@@ -506,15 +603,16 @@ fn changes(plan: &reconcile::Reconciled) -> String {
 fn drift_suffix(plan: &reconcile::Reconciled) -> String {
     let mut out = String::new();
     for k in plan.keys.iter().filter(|k| k.drift) {
+        // Keys and values as the Node has them: escaped.
         out += &format!(
             " (left {}={}: {})",
-            k.key,
-            k.node.as_deref().unwrap_or("<absent>"),
+            escape_controls(&k.key),
+            escape_controls(k.node.as_deref().unwrap_or("<absent>")),
             k.why
         );
     }
     for t in &plan.taint_drift {
-        out += &format!(" ({t})");
+        out += &format!(" ({})", escape_controls(t));
     }
     out
 }
@@ -562,6 +660,9 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
 
 /// A whole run: derive, identify, sync.
 pub fn run(opts: &SyncOptions) -> Outcome {
+    // Every read under a --root stays in the tree, in the wrapper's build
+    // too (the boot path's reads are ours at /, and skip the cost).
+    crate::node::unit::search::contain_from_now();
     let derivation = match derive(opts) {
         Ok(d) => d,
         Err(e) => {
@@ -571,11 +672,13 @@ pub fn run(opts: &SyncOptions) -> Outcome {
             );
         }
     };
-    let (kubeconfig, explicit) = match &opts.kubeconfig {
-        Some(k) => (k.clone(), true),
-        None => (under(&opts.root, &derivation.kubeconfig), false),
+    // kubelet's own kubeconfig is a node path of the tree, read inside it;
+    // one given on the command line is this machine's, as kubectl reads it.
+    let (kubeconfig, files) = match &opts.kubeconfig {
+        Some(k) => (k.clone(), Files::Host),
+        None => (derivation.kubeconfig.clone(), Files::Tree(&opts.root)),
     };
-    let id = match identity(&kubeconfig, explicit, &opts.root) {
+    let id = match identity(&kubeconfig, files) {
         Ok(i) => i,
         Err(e) => {
             return fail(
@@ -602,12 +705,7 @@ pub fn run(opts: &SyncOptions) -> Outcome {
     };
     let mut api = Curl {
         program,
-        creds: Credentials {
-            server: id.creds.server.clone(),
-            ca: id.creds.ca.clone(),
-            cert: id.creds.cert.clone(),
-            key: id.creds.key.clone(),
-        },
+        creds: id.creds,
         sent: 0,
     };
     let mut policy = opts.policy.clone();
@@ -738,17 +836,19 @@ pub fn node_main(args: &[OsString]) -> i32 {
     run_until_settled(run_within_budget, || derived_now(&opts), print_outcome)
 }
 
-/// Detail lines on stdout, the summary on stderr; a closed pipe is no panic.
+/// Detail lines on stdout, the summary on stderr, each one line whatever
+/// it holds (control characters escaped as the boot path escapes them: a
+/// line never forges another in the journal); a closed pipe is no panic.
 pub fn print_outcome(out: &Outcome) {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
     for l in &out.detail {
-        if writeln!(stdout, "{l}").is_err() {
+        if writeln!(stdout, "{}", escape_controls(l)).is_err() {
             break;
         }
     }
     let _ = stdout.flush();
-    let _ = writeln!(std::io::stderr(), "{}", out.summary);
+    let _ = writeln!(std::io::stderr(), "{}", escape_controls(&out.summary));
 }
 
 #[cfg(test)]
@@ -964,6 +1064,83 @@ mod tests {
             "{}",
             out.summary
         );
+    }
+
+    /// A write whose answer is lost (the connection cut) is read back:
+    /// landed, the line says what it changed and that it retried.
+    #[test]
+    fn a_lost_write_is_verified_by_reading_the_node_again() {
+        let landed = node("6", r#""example.com/a":"2""#);
+        let (out, s, slept) = run_script(
+            vec![
+                ok(200, &node("5", r#""example.com/a":"1""#)),
+                Err(Failure::Unreachable(
+                    "curl: (92) HTTP/2 stream 1 was not closed cleanly".into(),
+                )),
+                ok(200, &landed),
+            ],
+            60,
+        );
+        assert_eq!(out.code, EXIT_OK, "{}", out.summary);
+        assert_eq!((s.sent.len(), slept.len()), (3, 1));
+        assert!(
+            out.summary.contains("changed example.com/a=2")
+                && out.summary.contains("the write's answer was lost")
+                && out
+                    .summary
+                    .ends_with("(retried 1 time: connection failure x1)"),
+            "{}",
+            out.summary
+        );
+        // Not landed: written again.
+        let (out, s, _) = run_script(
+            vec![
+                ok(200, &node("5", r#""example.com/a":"1""#)),
+                Err(Failure::Unreachable("cut".into())),
+                ok(200, &node("5", r#""example.com/a":"1""#)),
+                ok(200, "{}"),
+            ],
+            60,
+        );
+        assert_eq!((out.code, s.sent[3].0.as_str()), (EXIT_OK, "PATCH"));
+        assert!(!out.summary.contains("lost"), "{}", out.summary);
+        // Never read back: never "nothing changed".
+        let (out, _, _) = run_script(
+            vec![
+                ok(200, &node("5", r#""example.com/a":"1""#)),
+                Err(Failure::Unreachable("cut".into())),
+            ],
+            0,
+        );
+        assert_eq!(out.code, EXIT_DRIFT);
+        assert!(
+            out.summary
+                .contains("unknown whether the Node changed (changed example.com/a=2)")
+                && !out.summary.contains("nothing changed"),
+            "{}",
+            out.summary
+        );
+    }
+
+    /// What the API server says is network text: one line, whatever it
+    /// holds.
+    #[test]
+    fn the_api_servers_text_is_escaped() {
+        let forged = "kubelet-labeler sync: node n1: up to date";
+        let (out, _, _) = run_script(
+            vec![ok(
+                403,
+                &format!(r#"{{"message":"no\n{forged}\u001b[2J"}}"#),
+            )],
+            60,
+        );
+        assert!(
+            !out.summary.contains(['\n', '\u{1b}']) && out.summary.contains("no\\n"),
+            "{:?}",
+            out.summary
+        );
+        let (out, _, _) = run_script(vec![ok(500, "plain\r\ntext")], 0);
+        assert!(!out.summary.contains(['\n', '\r']), "{:?}", out.summary);
     }
 
     #[test]

@@ -68,16 +68,24 @@ pub fn canonical(root: &Path, node: &Path) -> PathBuf {
 /// `/`, and on test trees that are ours, so the boot path gets no syscall
 /// or byte for containment (the benches' `--root` trees included).
 fn is_host_root(root: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
     #[cfg(not(feature = "cli"))]
-    return {
-        let _ = root;
-        true
-    };
-    #[cfg(feature = "cli")]
-    {
-        use std::os::unix::ffi::OsStrExt;
-        root.as_os_str().as_bytes() == b"/"
+    if !CONTAIN.load(std::sync::atomic::Ordering::Relaxed) {
+        return true;
     }
+    root.as_os_str().as_bytes() == b"/"
+}
+
+/// Set by the day-2 sync: its reads under a `--root` are contained in the
+/// wrapper's build too (it may be given a tree it does not own).
+#[cfg(not(feature = "cli"))]
+static CONTAIN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// From now on node paths under a root other than `/` are contained in
+/// every build (see [`contained`]); the CLI's build always contains them.
+pub fn contain_from_now() {
+    #[cfg(not(feature = "cli"))]
+    CONTAIN.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
 fn too_many_links(root: &Path, node: &Path) -> std::io::Error {
@@ -97,6 +105,17 @@ fn too_many_links(root: &Path, node: &Path) -> std::io::Error {
 /// `/` it is [`under`]'s answer, without a syscall.
 pub fn contained(root: &Path, node: &Path) -> std::io::Result<PathBuf> {
     if is_host_root(root) {
+        return Ok(under(root, node));
+    }
+    contained_in_any_build(root, node)
+}
+
+/// [`contained`] in every build, the wrapper's too: for what must never
+/// be read from outside a tree it is given (the sync's credentials under
+/// `--root`). At `/`, [`under`]'s answer.
+pub fn contained_in_any_build(root: &Path, node: &Path) -> std::io::Result<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    if root.as_os_str().as_bytes() == b"/" {
         return Ok(under(root, node));
     }
     match canonical_with(root, node, &mut Vec::new()) {
