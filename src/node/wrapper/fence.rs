@@ -91,22 +91,14 @@ pub const LIFT: &str = "lift it once the cause is fixed with `kubectl taint node
 kubelet-labeler.io/fenced-` (a node cannot remove its own taints)";
 
 impl Reason {
-    /// Why the node registers fenced, in words (the detail is in the
-    /// note before it).
-    fn phrase(self) -> &'static str {
+    /// What is unknown, so fenced (the detail is in the note before).
+    fn unknown(self) -> &'static str {
         match self {
-            Reason::WrapperDied => {
-                "the previous start died before exec'ing kubelet, so the rule-derived taints are \
-                 unknown"
+            Reason::WrapperDied | Reason::RulesFailed | Reason::FeaturesUnreadable => {
+                "the node rules' taints"
             }
-            Reason::RulesFailed => "the node rules failed, so the taints they give are unknown",
-            Reason::FeaturesUnreadable => {
-                "an input of the node rules could not be read, so the taints they give are unknown"
-            }
-            Reason::KubeletConfigUnreadable => {
-                "the taints kubelet registers with could not be read"
-            }
-            Reason::TaintsUnreadable => "the static taints could not be parsed",
+            Reason::KubeletConfigUnreadable => "kubelet's own taints",
+            Reason::TaintsUnreadable => "the static taints",
         }
     }
 }
@@ -114,9 +106,9 @@ impl Reason {
 /// The note for a start that registers fenced.
 pub fn note(reason: Reason) -> String {
     format!(
-        "registering fenced with {} ({}), which no workload tolerates; {LIFT}",
+        "registering fenced with {}, which no workload tolerates ({} are unknown); {LIFT}",
         reason.taint(),
-        reason.phrase()
+        reason.unknown()
     )
 }
 
