@@ -228,3 +228,58 @@ fn labels_over_the_exec_limit_leave_the_taints() {
         "{line}"
     );
 }
+
+/// `explain` previews it: the fence in the taints kubelet registers with,
+/// and the note that says why and how to lift it, where the rules cannot
+/// be used on this tree, and where kubelet's config cannot be read.
+#[test]
+fn explain_shows_the_fence() {
+    use crate::support::run_cli::{cli, json_of};
+    let dir = scratch_dir();
+    let root = dir.path();
+    write(
+        &root.join("usr/lib/systemd/system/kubelet.service"),
+        "[Service]\nExecStart=/usr/bin/kubelet --v=2 --config=/etc/kubernetes/kubelet.conf\n",
+    );
+    write(&root.join("usr/bin/kubelet"), "#!/bin/sh\n");
+    use std::os::unix::fs::PermissionsExt;
+    let exe = std::fs::Permissions::from_mode(0o755);
+    std::fs::set_permissions(root.join("usr/bin/kubelet"), exe).unwrap();
+    write(
+        &root.join("etc/kubernetes/kubelet.conf"),
+        "kind: KubeletConfiguration\n",
+    );
+    let r = root.to_str().unwrap();
+    let out = cli(&["render", "dropins", "--taint", STATIC_TAINT, "--root", r]);
+    assert!(out.status.success(), "{out:?}");
+    let env = root.join("etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf");
+    let text = std::fs::read_to_string(&env).unwrap();
+    let explain = || {
+        let e = json_of(&cli(&["explain", "--json", "--root", r]));
+        let taints: Vec<String> = e["taints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap().to_string())
+            .collect();
+        (taints, e["notes"].to_string())
+    };
+    // Rules a hand edit broke: nobody can tell what taints they give.
+    std::fs::write(&env, format!("{text}Environment={RULES_VAR}=KLR9,1\n")).unwrap();
+    let (taints, notes) = explain();
+    assert_eq!(taints, [STATIC_TAINT.to_string(), fence("rules-failed")]);
+    assert!(
+        notes.contains("registering fenced") && notes.contains(LIFT),
+        "{notes}"
+    );
+    // kubelet's config unreadable (a directory).
+    std::fs::write(&env, &text).unwrap();
+    std::fs::remove_file(root.join("etc/kubernetes/kubelet.conf")).unwrap();
+    std::fs::create_dir(root.join("etc/kubernetes/kubelet.conf")).unwrap();
+    let (taints, notes) = explain();
+    assert_eq!(
+        taints,
+        [STATIC_TAINT.to_string(), fence("kubelet-config-unreadable")]
+    );
+    assert!(notes.contains("reading kubelet config"), "{notes}");
+}
