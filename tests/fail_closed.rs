@@ -106,7 +106,10 @@ fn a_crash_or_an_error_in_the_rules_registers_fenced() {
     let Some(records) = recorder_root(root, UNIT) else {
         return;
     };
-    let cases: &[(&[(&str, &str)], &str, &str)] = &[
+    // (the env drop-in's variables over `env`'s, the fence's reason, what
+    // the line says)
+    type Case<'a> = (&'a [(&'a str, &'a str)], &'a str, &'a str);
+    let cases: &[Case] = &[
         (
             &[("KUBELET_LABELER_FAULT", "abort-late")],
             "rules-failed",

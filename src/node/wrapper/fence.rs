@@ -254,7 +254,7 @@ mod tests {
             let t = r.taint();
             assert_eq!(
                 parse_taints(&t.to_string()).unwrap(),
-                [t.clone()],
+                std::slice::from_ref(&t),
                 "{t}: through --register-with-taints unchanged"
             );
             assert!(is_fence(&t));
