@@ -273,9 +273,10 @@ pub fn prepare(
         )
     });
     let mut notes = collected.notes;
-    notes.splice(0..0, labels_note);
     let mut plan = match full {
         Ok(mut p) if p.left_out.is_none() => {
+            // (The static plan's own notes say it where it is the plan.)
+            notes.splice(0..0, labels_note);
             notes.append(&mut p.notes);
             p.notes = notes;
             p
