@@ -157,8 +157,14 @@ pub fn prepare(
     }
     let with_rules = plan::rules_in_env(env);
     // Whether the rules may give a taint: then a start without what they
-    // give registers fenced.
-    let may_taint = with_rules && fence::rules_may_taint(env);
+    // give registers fenced. (Decoded once, for both, without role layer.)
+    let mut sources = (with_rules && plan::split_layers(env).is_none())
+        .then(|| super::derived::sources_from_env(env));
+    let may_taint = with_rules
+        && match &sources {
+            Some(s) => fence::sources_may_taint(s),
+            None => fence::rules_may_taint(env),
+        };
     let fallback = match verdict {
         Verdict::SkipRules(why) => Failure::new(Reason::WrapperDied, why.clone()),
         _ => Failure::new(Reason::RulesFailed, "a crash while the node rules ran"),
@@ -242,6 +248,7 @@ pub fn prepare(
             facts_root,
             opts.profile,
             plan::FactsScope::Used,
+            sources.take(),
         )
     }))
     .unwrap_or_else(|_| {

@@ -135,9 +135,13 @@ pub fn sources_may_taint(sources: &Sources) -> bool {
 /// [`sources_may_taint`] for either layer of `env` (the role's and the
 /// pool's rules).
 pub fn rules_may_taint(env: &[(OsString, OsString)]) -> bool {
-    plan::layers(env)
-        .iter()
-        .any(|layer| sources_may_taint(&super::derived::sources_from_env(layer)))
+    let may = |layer: &[(OsString, OsString)]| {
+        sources_may_taint(&super::derived::sources_from_env(layer))
+    };
+    match plan::split_layers(env) {
+        None => may(env),
+        Some((role, pool)) => may(&role) || may(&pool),
+    }
 }
 
 /// `additions` with the fence taint of `reason` (one fence: the first
@@ -188,15 +192,21 @@ pub fn plan_keeping_taints(
     profile: Profile,
     fs: &dyn NodeFs,
 ) -> Plan {
-    let p = plan::plan_closed(original, Ok(additions.clone()), profile, fs);
-    let (Some(why), Some(a)) = (&p.left_out, additions) else {
+    // Only the taints are kept for a second try (labels may be hundreds).
+    let taints = additions
+        .as_ref()
+        .filter(|a| !a.labels.is_empty())
+        .map(|a| a.taints.clone())
+        .unwrap_or_default();
+    let p = plan::plan_closed(original, Ok(additions), profile, fs);
+    let Some(why) = &p.left_out else {
         return p;
     };
-    if a.labels.is_empty() || a.taints.is_empty() {
+    if taints.is_empty() {
         return p;
     }
     let mut tries: Vec<(&[(String, String)], &str)> = Vec::new();
-    if !keep_labels.is_empty() && keep_labels != a.labels.as_slice() {
+    if !keep_labels.is_empty() {
         tries.push((keep_labels, "rule-derived labels left out"));
     }
     tries.push((&[], "our labels left out"));
@@ -207,7 +217,7 @@ pub fn plan_keeping_taints(
         };
         let fewer = Additions {
             labels: labels.to_vec(),
-            taints: a.taints.clone(),
+            taints: taints.clone(),
         };
         let mut q = plan::plan_closed(original, Ok(Some(fewer)), profile, fs);
         if q.left_out.is_none() {

@@ -245,20 +245,11 @@ pub fn static_additions(env: &[(OsString, OsString)]) -> Result<Option<Additions
     ))
 }
 
-type Env = Vec<(OsString, OsString)>;
-
-/// The layers of `env` each under the pool layer's names: the role's and
-/// the pool's, or `env` alone.
-pub fn layers(env: &[(OsString, OsString)]) -> Vec<Env> {
-    match split_layers(env) {
-        Some((role, pool)) => vec![role, pool],
-        None => vec![env.to_vec()],
-    }
-}
+pub type Env = Vec<(OsString, OsString)>;
 
 /// The role layer, under the pool layer's names, and the rest; `None`
 /// when no role variable has content.
-fn split_layers(env: &[(OsString, OsString)]) -> Option<(Env, Env)> {
+pub fn split_layers(env: &[(OsString, OsString)]) -> Option<(Env, Env)> {
     let role_var = |k: &OsString| {
         crate::node::contract::ROLE_LAYER
             .iter()
@@ -336,7 +327,7 @@ pub fn rules_in_env(env: &[(OsString, OsString)]) -> bool {
 
 fn collect_with(env: &[(OsString, OsString)], profile: Profile, read: &mut ReadFacts) -> Collected {
     match additions_from_env(env) {
-        Ok(static_) => derive_over(env, static_, profile, read),
+        Ok(static_) => derive_over(env, static_, profile, read, None),
         Err(e) => Collected {
             additions: Err(e),
             rules: Vec::new(),
@@ -364,7 +355,8 @@ pub fn static_only(static_: Option<Additions>, failure: Failure, may_taint: bool
 
 /// [`collect`] given the static part (read first, by
 /// [`static_additions`]: what every fallback keeps), with the rule-derived
-/// part merged under it.
+/// part merged under it; `sources`, when given, are `env`'s (decoded once
+/// for the boot path's fence decision, not twice).
 pub fn collect_derived(
     env: &[(OsString, OsString)],
     static_: Option<Additions>,
@@ -372,6 +364,7 @@ pub fn collect_derived(
     facts_root: &Path,
     profile: Profile,
     scope: FactsScope,
+    sources: Option<derived::Sources>,
 ) -> Collected {
     if split_layers(env).is_some() {
         // Each layer's rules over its own static part.
@@ -383,6 +376,7 @@ pub fn collect_derived(
         static_,
         profile,
         &mut root_reader(facts_root, &nodename, scope),
+        sources,
     )
 }
 
@@ -393,8 +387,9 @@ fn derive_over(
     static_: Option<Additions>,
     profile: Profile,
     read: &mut ReadFacts,
+    sources: Option<derived::Sources>,
 ) -> Collected {
-    let sources = derived::sources_from_env(env);
+    let sources = sources.unwrap_or_else(|| derived::sources_from_env(env));
     if sources.is_empty() {
         return Collected {
             additions: Ok(static_),
