@@ -11,6 +11,7 @@ mod completions;
 mod docs_releases;
 mod explain_machineconfig;
 mod facts;
+mod fail_closed;
 mod gunzip_go;
 mod ignition_check;
 mod io_safety;

@@ -5,6 +5,7 @@
 //! systemd; the exec limit against the real kernel; the wrapper's own
 //! fallback by running it.
 
+use crate::support::wrapper_run::{recorder_root, run_wrapper};
 use crate::support::{run_cli, scratch_dir, stderr, systemd_oracle, write};
 
 use std::os::unix::fs::PermissionsExt;
@@ -1001,69 +1002,6 @@ fn max_arg_strlen_is_the_kernels() {
         None
     );
     assert!(kubelet_labeler::node::kubelet::arg_limit::too_long("w", MAX_ARG_STRLEN).is_some());
-}
-
-/// The recorder as `root/usr/bin/kubelet`, and where it writes.
-fn recorder_root(root: &Path, unit: &str) -> Option<PathBuf> {
-    if systemd_oracle::unavailable().is_some() {
-        return None;
-    }
-    let kubelet = systemd_oracle::build_fake_kubelet(root);
-    let exe = root.join("usr/bin/kubelet");
-    std::fs::create_dir_all(exe.parent().unwrap()).unwrap();
-    std::fs::rename(kubelet, &exe).unwrap();
-    write(&root.join("usr/lib/systemd/system/kubelet.service"), unit);
-    let records = root.join("records");
-    std::fs::create_dir_all(&records).unwrap();
-    Some(records)
-}
-
-/// Run the built wrapper on `root` with `env` as systemd would give it,
-/// under `sh` with `shell` run first (a `ulimit`); returns its stderr and
-/// the argv the recorder (kubelet) got.
-fn run_wrapper(
-    root: &Path,
-    records: &Path,
-    env: &[(&str, String)],
-    shell: &str,
-) -> (String, Vec<String>) {
-    let out = Command::new("/bin/sh")
-        .arg("-c")
-        .arg(format!("{shell}\nexec \"$0\" \"$@\""))
-        .arg(env!("CARGO_BIN_EXE_kubelet-labeler-wrapper"))
-        .args([
-            "--root",
-            root.to_str().unwrap(),
-            "--unit",
-            "kubelet.service",
-        ])
-        .args(["--state-dir", root.join("state").to_str().unwrap()])
-        .env_clear()
-        .env("RECORD_DIR", records)
-        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-        .output()
-        .unwrap();
-    let err = stderr(&out);
-    let file = std::fs::read_dir(records)
-        .unwrap()
-        .next()
-        .unwrap_or_else(|| panic!("kubelet did not start: {err}"))
-        .unwrap()
-        .path();
-    let text = std::fs::read_to_string(&file).unwrap();
-    std::fs::remove_file(file).unwrap();
-    let mut lines = text.lines();
-    let argc: usize = lines.next().unwrap()["argc ".len()..].parse().unwrap();
-    let argv = lines
-        .take(argc)
-        .map(|h| {
-            let bytes: Vec<u8> = (0..h.len() / 2)
-                .map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16).unwrap())
-                .collect();
-            String::from_utf8(bytes).unwrap()
-        })
-        .collect();
-    (err, argv)
 }
 
 /// Item 4 at boot: the wrapper never builds a word exec would refuse. Our

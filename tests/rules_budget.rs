@@ -209,6 +209,18 @@ fn heavy_rule_files_are_refused_at_render_or_evaluated_within_the_budget() {
         if what.starts_with("a published") {
             assert!(argv.contains("nvidia.com/gpu=true:NoSchedule"), "{argv}");
         }
+        // Fail closed: out of budget, rules that give a taint register
+        // fenced (their taints are unknown); rules that give none do not.
+        if out_of_budget {
+            let taints = compact::decode(&compact)
+                .map(|rules| rules.iter().any(|r| !r.taints.is_empty()))
+                .unwrap_or(true);
+            assert_eq!(
+                argv.contains("kubelet-labeler.io/fenced=rules-failed:NoSchedule"),
+                taints,
+                "{what}: {argv:?}\n{journal}"
+            );
+        }
     }
 }
 

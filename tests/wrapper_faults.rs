@@ -219,14 +219,14 @@ fn faults_under_real_systemd() {
             "rules-killed",
             format!("Environment=KUBELET_LABELER_FAULT=kill-late\n{RULES_ENV}"),
             &format!("{LABEL}="),
-            "rule-derived labels and taints, if any, left out: the previous start died before exec",
+            "rule-derived labels and taints left out: the previous start died before exec",
             true,
         ),
         (
             "rules-early-abort",
             format!("Environment=KUBELET_LABELER_FAULT=abort\n{RULES_ENV}"),
             &format!("{LABEL}="),
-            "rule-derived labels and taints, if any, left out: the previous start died before exec",
+            "rule-derived labels and taints left out: the previous start died before exec",
             true,
         ),
         (
@@ -273,7 +273,7 @@ fn faults_under_real_systemd() {
             "Environment=FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS=example.com/gpu=true:NoSchedule\n"
                 .into(),
             "x=",
-            "starting kubelet without our labels/taints: reading",
+            "--register-with-taints=example.com/gpu=true:NoSchedule,kubelet-labeler.io/fenced=kubelet-config-unreadable:NoSchedule",
             false,
         ),
         // A drop-in of garbage beside ours: systemd skips what it cannot
@@ -600,6 +600,30 @@ fn faults_under_real_systemd() {
                 "{name}: {journal}"
             );
         }
+    }
+    // Fail closed: a start without the rules' taint registers fenced (the
+    // rule gives a taint), with the reason, and says how to lift it.
+    for (name, reason) in [
+        ("rules-panic", "rules-failed"),
+        ("rules-abort", "rules-failed"),
+        ("rules-error", "rules-failed"),
+        ("rules-killed", "wrapper-died"),
+        ("rules-early-abort", "wrapper-died"),
+        ("config-unreadable", "kubelet-config-unreadable"),
+    ] {
+        let o = &outcomes[&format!("{name}.service")];
+        let last = o.records.last().map(|r| r.argv_lossy()).unwrap_or_default();
+        let journal = journal(&format!("{name}.service"));
+        let fence = format!("kubelet-labeler.io/fenced={reason}:NoSchedule");
+        assert!(
+            last.iter()
+                .any(|w| w.starts_with("--register-with-taints=") && w.ends_with(&fence)),
+            "{name}: {last:?}\n{journal}"
+        );
+        assert!(
+            journal.contains("`kubectl taint node <node> kubelet-labeler.io/fenced-`"),
+            "{name}: {journal}"
+        );
     }
     // The refused label went alone, after one failed start.
     let refused = &outcomes["refused.service"].records;

@@ -3,7 +3,9 @@
 //! unit with our drop-ins; the recorder standing in for kubelet must get the
 //! argv systemd gives the same unit without the wrapper, plus our labels and
 //! one merged taint flag. With a label kubelet refuses, it must get that argv
-//! unchanged. The crash-loop guard is exercised with a kubelet that refuses.
+//! with the taint and without our labels (fail closed: a bad label never
+//! costs a taint). The crash-loop guard is exercised with a kubelet that
+//! refuses.
 
 use crate::support::{mco, scratch_dir, systemd_oracle, write};
 
@@ -107,7 +109,7 @@ fn words(r: &Record) -> Vec<String> {
 
 /// What the wrapped argv must be: the original without its taint flags, plus
 /// ours (a node-labels flag, then one merged taint flag).
-fn expected(original: &[String], existing_taints: &str) -> Vec<String> {
+fn expected(original: &[String], existing_taints: &str, labels: bool) -> Vec<String> {
     let mut out = Vec::new();
     let mut skip = false;
     for w in original {
@@ -124,7 +126,9 @@ fn expected(original: &[String], existing_taints: &str) -> Vec<String> {
         }
         out.push(w.clone());
     }
-    out.push(format!("--node-labels={LABELS}"));
+    if labels {
+        out.push(format!("--node-labels={LABELS}"));
+    }
     let merged = if existing_taints.is_empty() {
         TAINT.to_string()
     } else {
@@ -274,15 +278,17 @@ fn mco_templates_kubeadm_and_eks_under_real_systemd() {
             continue;
         };
         let existing = last_taint_flag(&orig).unwrap_or_else(|| config_taints.to_string());
-        let want = expected(&orig, &existing);
+        let want = expected(&orig, &existing, true);
         if wrapped != want {
             failures.push(format!(
                 "{stem}: wrapped argv\n  got  {wrapped:?}\n  want {want:?}"
             ));
         }
-        if bad != orig {
+        // A label kubelet refuses costs our labels, never the taint.
+        let without_labels = expected(&orig, &existing, false);
+        if bad != without_labels {
             failures.push(format!(
-                "{stem}: with a refused label\n  got  {bad:?}\n  want {orig:?}"
+                "{stem}: with a refused label\n  got  {bad:?}\n  want {without_labels:?}"
             ));
         }
     }

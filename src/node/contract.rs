@@ -72,3 +72,6 @@ pub const FENCE_WRAPPER_DIED: &str = "wrapper-died";
 pub const FENCE_RULES_FAILED: &str = "rules-failed";
 pub const FENCE_FEATURES_UNREADABLE: &str = "features-unreadable";
 pub const FENCE_KUBELET_CONFIG_UNREADABLE: &str = "kubelet-config-unreadable";
+/// The env drop-in's static taints could not be parsed (a hand edit:
+/// render validates them), so what they meant is unknown.
+pub const FENCE_TAINTS_UNREADABLE: &str = "taints-unreadable";

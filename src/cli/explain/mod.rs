@@ -13,6 +13,7 @@ use crate::node::contract::{GENERATOR_PATH, WRAPPER_DROPIN_NAME, WRAPPER_PATH};
 use crate::node::kubelet::Profile;
 use crate::node::kubelet::version::KubeletVersion;
 use crate::node::unit::{self, LoadOptions, UnitPaths};
+use crate::node::wrapper::fence;
 use crate::node::wrapper::plan::{self, Plan};
 
 pub struct ExplainOptions {
@@ -606,13 +607,35 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
             (collected, facts, read)
         }
     };
-    let mut plan: Plan = if opts.offline {
-        plan::plan(command, collected.additions, opts.profile, &fs)
-    } else {
-        plan::plan(command, collected.additions, opts.profile, &fs.inner)
+    // As the wrapper plans: failing closed (the fence where the rules'
+    // taints are unknown, the taints without our labels where those do not
+    // go in).
+    let nodefs: &dyn crate::node::kubelet::NodeFs = match opts.offline {
+        true => &fs,
+        false => &fs.inner,
+    };
+    let mut plan: Plan = match collected.additions {
+        Ok(additions) => {
+            let static_labels = plan::static_additions(&env)
+                .ok()
+                .flatten()
+                .map(|a| a.labels)
+                .unwrap_or_default();
+            fence::plan_fenced(
+                command,
+                additions,
+                &static_labels,
+                collected.fence.as_ref(),
+                opts.profile,
+                nodefs,
+            )
+        }
+        Err(e) => plan::plan_closed(command, Err(e), opts.profile, nodefs),
     };
     plan.rules = collected.rules;
-    plan.notes = collected.notes;
+    let mut notes = collected.notes;
+    notes.append(&mut plan.notes);
+    plan.notes = notes;
     plan.notes.extend(plan::fallbacks(&plan, &env));
     warnings.extend(fs.warnings.into_inner());
     warnings.extend(plan.warnings.iter().cloned());

@@ -599,7 +599,8 @@ fn registration(
         None => &empty,
     };
     let collected = wplan::collect_given(&env, f, profile);
-    let (reg, desired) = match collected.additions {
+    let fence = collected.fence.clone();
+    let (mut reg, mut desired) = match collected.additions {
         Ok(Some(a)) => (
             Registration {
                 labels: a.labels.iter().map(|(k, v)| format!("{k}={v}")).collect(),
@@ -622,6 +623,16 @@ fn registration(
             Desired::default(),
         ),
     };
+    if let Some(f) = fence {
+        // The wrapper registers fenced (fail closed); the sync leaves the
+        // Node as it is.
+        reg.taints.push(shown_taint(&f.reason.taint()));
+        reg.left_out = Some(format!(
+            "the node rules could not be evaluated, so it registers fenced: {}",
+            f.why
+        ));
+        desired = Desired::default();
+    }
     side.registrations
         .insert(key, (reg.clone(), desired.clone()));
     Ok((reg, desired))

@@ -56,6 +56,9 @@ pub struct ArgvPlan {
     /// The taints the single merged flag carries (existing + ours).
     pub taints: Vec<Taint>,
     pub warnings: Vec<String>,
+    /// Why the taints kubelet already registers with could not be read,
+    /// when `apply` was given a fence for that case and used it.
+    pub fenced: Option<String>,
 }
 
 impl TaintEffect {

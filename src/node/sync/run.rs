@@ -147,6 +147,15 @@ pub fn derive(opts: &SyncOptions) -> Result<Derivation, String> {
         profile,
         plan::FactsScope::Used,
     );
+    if let Some(f) = &collected.fence {
+        // The rules could not be evaluated here: what they would give is
+        // unknown, so the sync neither adds nor removes a thing (fail
+        // closed, as the wrapper registers fenced).
+        return Err(format!(
+            "the node rules could not be evaluated ({}): the Node is left as it is",
+            f.why
+        ));
+    }
     let fs = plan::RootFs {
         root: opts.root.clone(),
     };

@@ -10,6 +10,7 @@ use anyhow::{Context, Result, bail};
 
 use super::crash;
 use super::exec;
+use super::fence::{self, Failure, Reason};
 use super::guard::{Guard, Verdict, may_be_refused, uptime_ms};
 use super::plan::{self, Plan};
 use crate::node::contract::WRAPPER_DROPIN_NAME;
@@ -109,6 +110,8 @@ pub fn under_root(root: &Path, node_path: &Path) -> PathBuf {
 /// any node rule runs, and armed as the crash fallback: a crash, a panic or
 /// an evaluation error while the rules run costs the rule-derived part
 /// only, and so does an OOM kill or a start timeout, at the next start.
+/// Where the rules may give a taint, every such fallback fails closed: it
+/// registers fenced (`fence`).
 pub fn prepare(
     opts: &BootOptions,
     env: &[(OsString, OsString)],
@@ -138,15 +141,59 @@ pub fn prepare(
     };
     let mut static_ = match plan::static_additions(env) {
         Ok(s) => s,
-        Err(e) => return Ok(plan::plan(original, Err(e), opts.profile, &fs)),
+        // The static taints do not parse (a hand edit: render validates
+        // them): what they meant is unknown, so the fence goes in alone.
+        Err(e) => {
+            let failure = Failure::new(Reason::TaintsUnreadable, format!("{e:#}"));
+            let mut p = fence::plan_fenced(original, None, &[], Some(&failure), opts.profile, &fs);
+            p.notes
+                .insert(0, format!("our labels and taints left out: {e:#}"));
+            return Ok(p);
+        }
     };
     let mut refusable_gone = Vec::new();
     if let (Verdict::DropRefusable(_), Some(a)) = (verdict, static_.as_mut()) {
         refusable_gone = plan::drop_refusable(a);
     }
-    let static_plan = plan::plan(original.clone(), Ok(static_.clone()), opts.profile, &fs);
+    let with_rules = plan::rules_in_env(env);
+    // Whether the rules may give a taint: then a start without what they
+    // give registers fenced. (Decoded once, for both, without role layer.)
+    let mut sources = (with_rules && plan::split_layers(env).is_none())
+        .then(|| super::derived::sources_from_env(env));
+    let may_taint = with_rules
+        && match &sources {
+            Some(s) => fence::sources_may_taint(s),
+            None => fence::rules_may_taint(env),
+        };
+    let fallback = match verdict {
+        Verdict::SkipRules(why) => Failure::new(Reason::WrapperDied, why.clone()),
+        _ => Failure::new(Reason::RulesFailed, "a crash while the node rules ran"),
+    };
+    let static_plan = fence::plan_fenced(
+        original.clone(),
+        static_.clone(),
+        &[],
+        may_taint.then_some(&fallback),
+        opts.profile,
+        &fs,
+    );
+    // A static label kubelet refuses: the taints went in without the
+    // labels; so they do with the rules.
+    let mut labels_note = None;
+    if let Some(a) = static_.as_mut().filter(|a| !a.labels.is_empty())
+        && static_plan.left_out.is_none()
+        && static_plan.added_labels.is_empty()
+    {
+        a.labels.clear();
+        labels_note = static_plan
+            .notes
+            .iter()
+            .find(|n| n.starts_with("our labels left out"))
+            .cloned();
+    }
     if static_plan.left_out.is_none() && static_plan.argv != static_plan.original_argv {
-        crash::arm_static(&executable, &static_plan.argv, static_line(&static_plan));
+        let (head, tail) = static_line(&static_plan);
+        crash::arm_static(&executable, &static_plan.argv, head, tail);
     }
     // `=panic`, `=abort-late`, `=stack-overflow-late`: a crash after the
     // static part is known, where the rules run (the crash fallback).
@@ -159,17 +206,24 @@ pub fn prepare(
             }
         }
     };
-    let evaluate = static_plan.left_out.is_none()
-        && !matches!(verdict, Verdict::SkipRules(_))
-        && plan::rules_in_env(env);
+    let evaluate =
+        static_plan.left_out.is_none() && !matches!(verdict, Verdict::SkipRules(_)) && with_rules;
     if !evaluate {
-        // Nothing derived to add: the static plan is the plan.
+        // Nothing derived to add: the static plan is the plan (fenced
+        // when the guard left out rules that may give a taint).
         late_fault();
         let mut plan = static_plan;
         if let Verdict::SkipRules(why) = verdict {
-            plan.notes.push(format!(
-                "rule-derived labels and taints, if any, left out: {why}"
-            ));
+            plan.notes.insert(
+                0,
+                match (with_rules, may_taint) {
+                    (true, false) => fence::no_fence_note(why),
+                    (true, true) => format!("rule-derived labels and taints left out: {why}"),
+                    (false, _) => {
+                        format!("rule-derived labels and taints, if any, left out: {why}")
+                    }
+                },
+            );
         }
         plan.notes.extend(refusable_note(verdict, &refusable_gone));
         return Ok(plan);
@@ -180,7 +234,10 @@ pub fn prepare(
             // Stands for an evaluation that fails as a whole (its budget).
             return plan::static_only(
                 static_.clone(),
-                "injected evaluation error (KUBELET_LABELER_FAULT=rules-error)",
+                Failure::from(
+                    "injected evaluation error (KUBELET_LABELER_FAULT=rules-error)".to_string(),
+                ),
+                may_taint,
             );
         }
         let facts_root = opts.facts_root.as_deref().unwrap_or(&opts.root);
@@ -191,12 +248,16 @@ pub fn prepare(
             facts_root,
             opts.profile,
             plan::FactsScope::Used,
+            sources.take(),
         )
     }))
     .unwrap_or_else(|_| {
         plan::static_only(
-            static_.take(),
-            "internal error while evaluating the node rules (a bug; please report)",
+            static_.clone(),
+            Failure::from(
+                "internal error while evaluating the node rules (a bug; please report)".to_string(),
+            ),
+            may_taint,
         )
     });
     let mut additions = collected.additions;
@@ -207,19 +268,41 @@ pub fn prepare(
             }
         }
     }
-    let mut plan = plan::plan(original, additions, opts.profile, &fs);
+    let static_labels = static_.map(|a| a.labels).unwrap_or_default();
+    let full = additions.map(|a| {
+        fence::plan_fenced(
+            original,
+            a,
+            &static_labels,
+            collected.fence.as_ref(),
+            opts.profile,
+            &fs,
+        )
+    });
+    let mut notes = collected.notes;
+    let mut plan = match full {
+        Ok(mut p) if p.left_out.is_none() => {
+            // (The static plan's own notes say it where it is the plan.)
+            notes.splice(0..0, labels_note);
+            notes.append(&mut p.notes);
+            p.notes = notes;
+            p
+        }
+        // The static part merges where the whole does not: keep it
+        // (fenced where the rules may give a taint).
+        failed => {
+            let why = match failed {
+                Ok(p) => p.left_out.unwrap_or_default(),
+                Err(e) => format!("{e:#}"),
+            };
+            let mut p = static_plan;
+            notes.push(format!("rule-derived labels and taints left out: {why}"));
+            notes.append(&mut p.notes);
+            p.notes = notes;
+            p
+        }
+    };
     plan.rules = collected.rules;
-    plan.notes = collected.notes;
-    if let Some(why) = plan.left_out.take() {
-        // The static part merges where the whole does not: keep it.
-        let rules = std::mem::take(&mut plan.rules);
-        let notes = std::mem::take(&mut plan.notes);
-        plan = static_plan;
-        plan.rules = rules;
-        plan.notes = notes;
-        plan.notes
-            .push(format!("rule-derived labels and taints left out: {why}"));
-    }
     plan.notes.extend(refusable_note(verdict, &refusable_gone));
     Ok(plan)
 }
@@ -241,17 +324,30 @@ fn refusable_note(verdict: &Verdict, gone: &[String]) -> Option<String> {
     })
 }
 
-/// The crash handler's journal line for the static part, up to the reason.
-fn static_line(static_plan: &Plan) -> String {
+/// The crash handler's journal line for the static part, up to the reason,
+/// and after it (when fenced, the fence and how to lift it).
+fn static_line(static_plan: &Plan) -> (String, String) {
     let line = plan::summary(static_plan);
     let flags = line
         .strip_prefix("kubelet-labeler: starting kubelet with ")
         .and_then(|l| l.split(" (").next())
         .unwrap_or("");
-    format!(
+    let fenced = static_plan
+        .taints
+        .iter()
+        .find(|t| fence::is_fence(t))
+        .map(|t| {
+            format!(
+                "; registering fenced with {t}, which no workload tolerates; {}",
+                fence::LIFT
+            )
+        })
+        .unwrap_or_default();
+    let head = format!(
         "kubelet-labeler: starting kubelet with our static labels/taints only ({flags}), \
          without the rule-derived ones"
-    )
+    );
+    (head, fenced)
 }
 
 /// Builds that unwind on panic (tests, `explain` in the CLI) get the same
@@ -267,8 +363,9 @@ pub fn install_panic_fallback() {
             .unwrap_or("panic");
         if crash::armed() {
             eprintln!(
-                "{}: internal error ({what}; a bug, please report)",
-                crash::fallback_line()
+                "{}: internal error ({what}; a bug, please report){}",
+                crash::fallback_line(),
+                crash::fallback_tail()
             );
             crash::exec_fallback();
         } else {
@@ -351,12 +448,25 @@ pub fn run(args: &[OsString]) -> i32 {
     };
     // Each word fits MAX_ARG_STRLEN; the total must fit the stack-derived
     // limit too, or exec fails with E2BIG after the journal line is out:
-    // known before it, the one line says kubelet starts without ours.
+    // known before it, the one line says what goes in: every taint without
+    // our labels (the bulk of the bytes) where that fits, else nothing.
     if plan.left_out.is_none() && plan.argv != plan.original_argv {
         let path = under_root(&opts.root, &plan.executable);
         if let Some(why) = over_exec_limit(&path, &plan.argv, &env) {
-            plan.argv = plan.original_argv.clone();
-            plan.left_out = Some(why);
+            match fence::without_our_labels(&plan)
+                .filter(|argv| over_exec_limit(&path, argv, &env).is_none())
+            {
+                Some(argv) => {
+                    plan.argv = argv;
+                    plan.added_labels.clear();
+                    plan.notes
+                        .push(format!("our labels left out: {why}; every taint kept"));
+                }
+                None => {
+                    plan.argv = plan.original_argv.clone();
+                    plan.left_out = Some(why);
+                }
+            }
         }
     }
     let mut line = plan::summary(&plan);
@@ -370,8 +480,17 @@ pub fn run(args: &[OsString]) -> i32 {
     }
     let mut err = exec(&opts.root, &plan.executable, &plan.argv);
     // E2BIG that the kernel's own answer in `over_exec_limit` did not
-    // foresee (none known): start kubelet as it would have been, recorded
-    // so, at the cost of a second line.
+    // foresee (none known): the taints without our labels, then kubelet as
+    // it would have been, recorded so, at the cost of a line each.
+    if err.raw_os_error() == Some(E2BIG)
+        && let Some(argv) = fence::without_our_labels(&plan)
+    {
+        eprintln!(
+            "kubelet-labeler: starting kubelet with our taints only, without our labels: \
+             executing it with them failed: {err}"
+        );
+        err = exec(&opts.root, &plan.executable, &argv);
+    }
     if err.raw_os_error() == Some(E2BIG) && plan.argv != plan.original_argv {
         eprintln!(
             "kubelet-labeler: starting kubelet without our labels/taints: executing it with them failed: {err}"
@@ -583,6 +702,195 @@ mod tests {
         assert!(parse_args(&os(&["--bogus"])).is_err());
         assert!(parse_args(&os(&["--unit"])).is_err());
         assert!(parse_args(&os(&["--profile", "x"])).is_err());
+    }
+
+    /// A node root with kubelet's unit (`ExecStart=/usr/bin/kubelet
+    /// --v=2 EXTRA`) and an executable `/usr/bin/kubelet`.
+    fn node(extra: &str) -> (tempfile::TempDir, BootOptions) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("usr/bin")).unwrap();
+        std::fs::create_dir_all(root.join("etc/systemd/system")).unwrap();
+        let kubelet = root.join("usr/bin/kubelet");
+        std::fs::write(&kubelet, "#!/bin/sh\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&kubelet, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(
+            root.join("etc/systemd/system/kubelet.service"),
+            format!("[Service]\nExecStart=/usr/bin/kubelet --v=2{extra}\n"),
+        )
+        .unwrap();
+        let opts = BootOptions {
+            root: root.to_path_buf(),
+            unit_path: Some("/etc/systemd/system".into()),
+            facts_root: Some(
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nodes/dgx"),
+            ),
+            ..Default::default()
+        };
+        (dir, opts)
+    }
+
+    /// examples/rules/openshift-gpu.yaml's rule: `nvidia.com/gpu=true:NoSchedule`
+    /// on NVIDIA display PCI functions (the DGX fixture has them).
+    const GPU_RULE: &str = "KLR3,1,nvidia-gpu-taint,0,~N,0,~N,1,nvidia.com/gpu,true,NoSchedule,\
+1,pci.device,2,vendor,In,1,10de,class,In,2,0300,0302,~N,0";
+    const STATIC_TAINT: &str = "example.com/dedicated=gpu:NoSchedule";
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+        pairs.iter().map(|(k, v)| (k.into(), v.into())).collect()
+    }
+
+    fn rules_env(rules: &str, fault: Option<&str>) -> Vec<(OsString, OsString)> {
+        use crate::node::contract::{LABELS_VAR, RULES_VAR, TAINTS_VAR};
+        let mut e = env(&[
+            (RULES_VAR, rules),
+            (TAINTS_VAR, STATIC_TAINT),
+            (LABELS_VAR, "node.kubernetes.io/worker-gpu="),
+        ]);
+        e.extend(fault.map(|f| ("KUBELET_LABELER_FAULT".into(), f.into())));
+        e
+    }
+
+    /// The `--register-with-taints=` value of `plan`'s argv.
+    fn taints_word(plan: &Plan) -> String {
+        plan.argv
+            .iter()
+            .filter_map(|w| w.to_str()?.strip_prefix("--register-with-taints="))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// The fallbacks that used to start without the rule-derived taints
+    /// (the crash-loop guard after a start died before exec, an evaluation
+    /// error) register fenced, with every static taint and label.
+    #[test]
+    fn fallbacks_without_the_rules_taints_register_fenced() {
+        let (_d, opts) = node("");
+        let died = Verdict::SkipRules("the previous start died before exec'ing kubelet".into());
+        let cases = [
+            (rules_env(GPU_RULE, None), died.clone(), "wrapper-died"),
+            (
+                rules_env(GPU_RULE, Some("rules-error")),
+                Verdict::Full,
+                "rules-failed",
+            ),
+            // Rules nobody can decode may have had taints.
+            (rules_env("KLR0,1,x", None), Verdict::Full, "rules-failed"),
+        ];
+        for (env, verdict, reason) in cases {
+            let plan = prepare(&opts, &env, &verdict).unwrap();
+            let word = taints_word(&plan);
+            assert_eq!(
+                word,
+                format!("{STATIC_TAINT},kubelet-labeler.io/fenced={reason}:NoSchedule"),
+                "{verdict:?}"
+            );
+            assert!(
+                plan.added_labels
+                    .iter()
+                    .any(|(k, _)| k == "node.kubernetes.io/worker-gpu")
+            );
+            let line = plan::summary(&plan);
+            assert!(
+                line.contains("registering fenced with kubelet-labeler.io/fenced=")
+                    && line.contains("kubectl taint node <node> kubelet-labeler.io/fenced-"),
+                "{line}"
+            );
+            assert!(!line.contains('\n'));
+        }
+        // The full start: the rule's taint, no fence.
+        let plan = prepare(&opts, &rules_env(GPU_RULE, None), &Verdict::Full).unwrap();
+        assert_eq!(
+            taints_word(&plan),
+            format!("nvidia.com/gpu=true:NoSchedule,{STATIC_TAINT}")
+        );
+    }
+
+    /// Rules that give no taint need no fence; the line says so.
+    #[test]
+    fn rules_without_taints_need_no_fence() {
+        use crate::node::rules::{Rule, compact::encode};
+        let (_d, opts) = node("");
+        let labels_only = encode(&[Rule {
+            name: "l".into(),
+            labels: vec![("example.com/gpu".into(), "true".into())],
+            ..Default::default()
+        }]);
+        let died = Verdict::SkipRules("the previous start died before exec'ing kubelet".into());
+        for (env, verdict) in [
+            (rules_env(&labels_only, None), died),
+            (rules_env(&labels_only, Some("rules-error")), Verdict::Full),
+        ] {
+            let plan = prepare(&opts, &env, &verdict).unwrap();
+            assert_eq!(taints_word(&plan), STATIC_TAINT);
+            let line = plan::summary(&plan);
+            assert!(
+                line.contains("no fence: no node rule gives a taint"),
+                "{line}"
+            );
+        }
+    }
+
+    /// kubelet's config cannot be read while taints are to be merged:
+    /// ours and the fence go in, not kubelet unchanged.
+    #[test]
+    fn an_unreadable_kubelet_config_registers_fenced() {
+        let (d, opts) = node(" --config=/etc/kubernetes/kubelet.conf");
+        std::fs::create_dir_all(d.path().join("etc/kubernetes/kubelet.conf")).unwrap();
+        let plan = prepare(&opts, &rules_env(GPU_RULE, None), &Verdict::Full).unwrap();
+        assert_eq!(plan.left_out, None);
+        assert_eq!(
+            taints_word(&plan),
+            format!(
+                "nvidia.com/gpu=true:NoSchedule,{STATIC_TAINT},\
+                 kubelet-labeler.io/fenced=kubelet-config-unreadable:NoSchedule"
+            )
+        );
+        let line = plan::summary(&plan);
+        assert!(line.contains("reading kubelet config"), "{line}");
+    }
+
+    /// A static label kubelet refuses costs the labels, never the taints;
+    /// static taints that do not parse register the fence alone.
+    #[test]
+    fn bad_static_input_keeps_or_fences_the_taints() {
+        use crate::node::contract::{LABELS_VAR, TAINTS_VAR};
+        let (_d, opts) = node("");
+        let e = env(&[
+            (LABELS_VAR, "node-role.kubernetes.io/infra="),
+            (TAINTS_VAR, STATIC_TAINT),
+        ]);
+        let plan = prepare(&opts, &e, &Verdict::Full).unwrap();
+        assert_eq!(taints_word(&plan), STATIC_TAINT);
+        assert!(plan.added_labels.is_empty());
+        let line = plan::summary(&plan);
+        assert!(line.contains("our labels left out: label"), "{line}");
+        let mut e = rules_env(GPU_RULE, None);
+        e.push((TAINTS_VAR.into(), "no effect".into()));
+        let plan = prepare(&opts, &e, &Verdict::Full).unwrap();
+        assert_eq!(
+            taints_word(&plan),
+            "kubelet-labeler.io/fenced=taints-unreadable:NoSchedule"
+        );
+    }
+
+    /// Our labels over exec's limit: the taints go in without them.
+    #[test]
+    fn labels_that_do_not_fit_leave_the_taints() {
+        let (_d, opts) = node("");
+        let mut plan = prepare(&opts, &rules_env(GPU_RULE, None), &Verdict::Full).unwrap();
+        let argv = fence::without_our_labels(&plan).unwrap();
+        assert!(
+            !argv
+                .iter()
+                .any(|w| w.to_string_lossy().starts_with("--node-labels="))
+        );
+        plan.argv = argv;
+        assert_eq!(
+            taints_word(&plan),
+            format!("nvidia.com/gpu=true:NoSchedule,{STATIC_TAINT}")
+        );
     }
 
     #[test]

@@ -55,10 +55,12 @@ unsafe extern "C" {
 /// The original command, made ready before any crash can happen: the
 /// handler only reads it.
 static FALLBACK: OnceLock<Prepared> = OnceLock::new();
-/// The command with the static labels and taints, and the journal line
-/// that says so (without its reason and newline, see [`STATIC_TAIL`]).
-static STATIC_FALLBACK: OnceLock<(Prepared, Box<str>)> = OnceLock::new();
-const STATIC_TAIL: &[u8] = b": internal error (a crash; a bug, please report)\n";
+/// The command with the static labels and taints (and the fence, where the
+/// rules may give a taint), and the journal line that says so: its head,
+/// without the reason ([`STATIC_REASON`]), and its tail after the reason
+/// (how to lift the fence; may be empty), without the newline.
+static STATIC_FALLBACK: OnceLock<(Prepared, Box<str>, Box<str>)> = OnceLock::new();
+const STATIC_REASON: &[u8] = b": internal error (a crash; a bug, please report)";
 
 const CRASH_LINE: &[u8] = b"kubelet-labeler: starting kubelet without our labels/taints: \
 internal error (a crash; a bug, please report)\n";
@@ -95,19 +97,28 @@ pub fn arm(executable: &Path, argv: &[OsString]) -> bool {
 }
 
 /// From now on a crash execs this command (the original with the static
-/// labels and taints) and writes `line`, which ends where the reason goes.
-pub fn arm_static(executable: &Path, argv: &[OsString], line: String) -> bool {
-    exec::prepare(executable, argv)
-        .is_some_and(|p| STATIC_FALLBACK.set((p, line.into_boxed_str())).is_ok())
+/// labels and taints, fenced where the rules may give a taint) and writes
+/// `head`, the reason, `tail` and a newline.
+pub fn arm_static(executable: &Path, argv: &[OsString], head: String, tail: String) -> bool {
+    exec::prepare(executable, argv).is_some_and(|p| {
+        STATIC_FALLBACK
+            .set((p, head.into_boxed_str(), tail.into_boxed_str()))
+            .is_ok()
+    })
 }
 
 /// The journal line's head for a crash from now on: what [`exec_fallback`]
 /// starts, up to the reason.
 pub fn fallback_line() -> &'static str {
     match STATIC_FALLBACK.get() {
-        Some((_, line)) => line,
+        Some((_, line, _)) => line,
         None => "kubelet-labeler: starting kubelet without our labels/taints",
     }
+}
+
+/// What the journal line for a crash ends with after the reason.
+pub fn fallback_tail() -> &'static str {
+    STATIC_FALLBACK.get().map_or("", |(_, _, tail)| tail)
 }
 
 /// Whether `arm` has run.
@@ -118,7 +129,7 @@ pub fn armed() -> bool {
 /// Exec the armed command unchanged; returns only if there is none or the
 /// exec failed. Safe to call from a signal handler.
 pub fn exec_fallback() {
-    if let Some((p, _)) = STATIC_FALLBACK.get() {
+    if let Some((p, _, _)) = STATIC_FALLBACK.get() {
         exec::exec(p);
     }
     let Some(p) = FALLBACK.get() else { return };
@@ -130,11 +141,13 @@ pub fn exec_fallback() {
 }
 
 extern "C" fn on_crash(sig: c_int) {
-    if let Some((_, line)) = STATIC_FALLBACK.get() {
-        // SAFETY: a string set before any crash, never changed after.
+    if let Some((_, line, tail)) = STATIC_FALLBACK.get() {
+        // SAFETY: strings set before any crash, never changed after.
         unsafe {
             write(STDERR, line.as_ptr(), line.len());
-            write(STDERR, STATIC_TAIL.as_ptr(), STATIC_TAIL.len());
+            write(STDERR, STATIC_REASON.as_ptr(), STATIC_REASON.len());
+            write(STDERR, tail.as_ptr(), tail.len());
+            write(STDERR, b"\n".as_ptr(), 1);
         }
         exec_fallback();
     } else if armed() {

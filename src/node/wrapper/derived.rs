@@ -200,7 +200,7 @@ pub fn derive(
     features: &mut Features,
     profile: Profile,
     read_more: ReadMore,
-) -> Result<Derived, String> {
+) -> Result<Derived, super::fence::Failure> {
     let mut out = Derived::default();
     match &sources.nfd_labels {
         Some(Ok(flavour)) => {

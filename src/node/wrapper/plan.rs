@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use super::derived::{self, RuleReport};
+use super::fence::{self, Failure};
 use crate::node::contract::{LABELS_VAR, TAINTS_VAR};
 use crate::node::kubelet::{self, Additions, NodeFs, Profile, Taint};
 use crate::node::unit::{self, LoadedService};
@@ -61,6 +62,10 @@ pub struct Collected {
     pub additions: Result<Option<Additions>>,
     pub rules: Vec<RuleReport>,
     pub notes: Vec<String>,
+    /// Set when taints the rules may give could not be derived: the
+    /// wrapper then registers fenced (`fence`); `additions` lacks the
+    /// fence itself.
+    pub fence: Option<Failure>,
 }
 
 /// How much of the facts `collect` reads.
@@ -221,6 +226,7 @@ fn collect_layers(
         additions,
         rules,
         notes,
+        fence: role.fence.or(pool.fence),
     }
 }
 
@@ -239,11 +245,11 @@ pub fn static_additions(env: &[(OsString, OsString)]) -> Result<Option<Additions
     ))
 }
 
-type Env = Vec<(OsString, OsString)>;
+pub type Env = Vec<(OsString, OsString)>;
 
 /// The role layer, under the pool layer's names, and the rest; `None`
 /// when no role variable has content.
-fn split_layers(env: &[(OsString, OsString)]) -> Option<(Env, Env)> {
+pub fn split_layers(env: &[(OsString, OsString)]) -> Option<(Env, Env)> {
     let role_var = |k: &OsString| {
         crate::node::contract::ROLE_LAYER
             .iter()
@@ -321,31 +327,36 @@ pub fn rules_in_env(env: &[(OsString, OsString)]) -> bool {
 
 fn collect_with(env: &[(OsString, OsString)], profile: Profile, read: &mut ReadFacts) -> Collected {
     match additions_from_env(env) {
-        Ok(static_) => derive_over(env, static_, profile, read),
+        Ok(static_) => derive_over(env, static_, profile, read, None),
         Err(e) => Collected {
             additions: Err(e),
             rules: Vec::new(),
             notes: Vec::new(),
+            fence: None,
         },
     }
 }
 
 /// What the rules leave when their evaluation fails as a whole (a budget,
-/// a panic): the static part, and a note that says why.
-pub fn static_only(static_: Option<Additions>, why: &str) -> Collected {
+/// a panic): the static part, and a note that says why; fenced when the
+/// rules may give a taint (`may_taint`, `fence::rules_may_taint`).
+pub fn static_only(static_: Option<Additions>, failure: Failure, may_taint: bool) -> Collected {
+    let why = derived::escape_controls(&failure.why).into_owned();
     Collected {
         additions: Ok(static_),
         rules: Vec::new(),
-        notes: vec![format!(
-            "rule-derived labels and taints left out: {}",
-            derived::escape_controls(why)
-        )],
+        notes: vec![match may_taint {
+            true => format!("rule-derived labels and taints left out: {why}"),
+            false => fence::no_fence_note(&why),
+        }],
+        fence: may_taint.then_some(failure),
     }
 }
 
 /// [`collect`] given the static part (read first, by
 /// [`static_additions`]: what every fallback keeps), with the rule-derived
-/// part merged under it.
+/// part merged under it; `sources`, when given, are `env`'s (decoded once
+/// for the boot path's fence decision, not twice).
 pub fn collect_derived(
     env: &[(OsString, OsString)],
     static_: Option<Additions>,
@@ -353,6 +364,7 @@ pub fn collect_derived(
     facts_root: &Path,
     profile: Profile,
     scope: FactsScope,
+    sources: Option<derived::Sources>,
 ) -> Collected {
     if split_layers(env).is_some() {
         // Each layer's rules over its own static part.
@@ -364,6 +376,7 @@ pub fn collect_derived(
         static_,
         profile,
         &mut root_reader(facts_root, &nodename, scope),
+        sources,
     )
 }
 
@@ -374,15 +387,18 @@ fn derive_over(
     static_: Option<Additions>,
     profile: Profile,
     read: &mut ReadFacts,
+    sources: Option<derived::Sources>,
 ) -> Collected {
-    let sources = derived::sources_from_env(env);
+    let sources = sources.unwrap_or_else(|| derived::sources_from_env(env));
     if sources.is_empty() {
         return Collected {
             additions: Ok(static_),
             rules: Vec::new(),
             notes: Vec::new(),
+            fence: None,
         };
     }
+    let may_taint = fence::sources_may_taint(&sources);
     // Read only what the rules and NFD's label set look at.
     let used = derived::facts_used(&sources);
     let attributes = used.attributes.as_ref();
@@ -391,7 +407,7 @@ fn derive_over(
         read(more, attributes)
     }) {
         Ok(d) => d,
-        Err(why) => return static_only(static_, &why),
+        Err(failure) => return static_only(static_, failure, may_taint),
     };
     let (merged, mut notes) = derived::merge(static_.as_ref(), &derived);
     notes.splice(0..0, derived.problems.iter().cloned());
@@ -409,6 +425,11 @@ fn derive_over(
         additions: Ok((!empty).then_some(merged)),
         rules: derived.rules,
         notes,
+        // Rules that could not be decoded may have had taints.
+        fence: match &sources.rules {
+            Some(Err(e)) => Some(Failure::new(fence::Reason::RulesFailed, e.clone())),
+            _ => None,
+        },
     }
 }
 
@@ -444,9 +465,18 @@ pub fn fallbacks(plan: &Plan, env: &[(OsString, OsString)]) -> Vec<String> {
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
         let taints: Vec<String> = static_.taints.iter().map(|t| t.to_string()).collect();
+        let fenced = match fence::rules_may_taint(env) {
+            true => format!(
+                ", and registers fenced with {} (or wrapper-died, after an OOM kill or a start \
+                 timeout); {}",
+                fence::Reason::RulesFailed.taint(),
+                fence::LIFT
+            ),
+            false => " (no fence: no node rule gives a taint)".into(),
+        };
         out.push(format!(
             "if the node rules fail (an error, a crash, an OOM kill, a start timeout), kubelet \
-             starts with the static part only: labels [{}], taints [{}]",
+             starts with the static part only: labels [{}], taints [{}]{fenced}",
             labels.join(","),
             taints.join(",")
         ));
@@ -568,6 +598,29 @@ pub fn plan(
     profile: Profile,
     fs: &dyn NodeFs,
 ) -> Plan {
+    plan_with(original, additions, profile, fs, false)
+}
+
+/// [`plan`], failing closed where kubelet's own taints cannot be read (its
+/// `--config` unreadable, say): ours go in with the fence
+/// (`fence::Reason::KubeletConfigUnreadable`) instead of being left out.
+/// What the wrapper and `explain` do.
+pub fn plan_closed(
+    original: OriginalCommand,
+    additions: Result<Option<Additions>>,
+    profile: Profile,
+    fs: &dyn NodeFs,
+) -> Plan {
+    plan_with(original, additions, profile, fs, true)
+}
+
+fn plan_with(
+    original: OriginalCommand,
+    additions: Result<Option<Additions>>,
+    profile: Profile,
+    fs: &dyn NodeFs,
+    fence_unreadable: bool,
+) -> Plan {
     let mut plan = Plan {
         executable: original.executable,
         argv: original.argv.clone(),
@@ -602,7 +655,17 @@ pub fn plan(
     // A bug of ours must not keep kubelet from starting: a panic in the
     // merge is one more reason to start it unchanged.
     let applied = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        kubelet::apply(&plan.original_argv, &additions, profile, fs).map_err(anyhow::Error::from)
+        match fence_unreadable {
+            true => kubelet::flags::apply_fencing(
+                &plan.original_argv,
+                &additions,
+                profile,
+                fs,
+                &fence::Reason::KubeletConfigUnreadable.taint(),
+            ),
+            false => kubelet::apply(&plan.original_argv, &additions, profile, fs),
+        }
+        .map_err(anyhow::Error::from)
     }))
     .unwrap_or_else(|_| {
         Err(anyhow::anyhow!(
@@ -615,6 +678,14 @@ pub fn plan(
             plan.added_labels = applied.added_labels;
             plan.taints = applied.taints;
             plan.warnings = applied.warnings;
+            if let Some(why) = applied.fenced {
+                plan.notes.push(format!(
+                    "kubelet's own taints left out (its --register-with-taints replaced by ours): \
+                     {why}"
+                ));
+                plan.notes
+                    .push(fence::note(fence::Reason::KubeletConfigUnreadable));
+            }
         }
         Err(e) => plan.left_out = Some(format!("{e:#}")),
     }
@@ -736,244 +807,5 @@ impl NodeFs for OfflineFs {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Go lowers only these two non-ASCII characters into ASCII (every rune
-    /// through Go's strings.ToLower, checked once with Debian's Go 1.19).
-    #[test]
-    fn node_names_lowered_as_go_does() {
-        assert_eq!(
-            crate::node::rules::go_lower_ascii("Node-1.Example.COM"),
-            "node-1.example.com"
-        );
-        assert_eq!(
-            crate::node::rules::go_lower_ascii("\u{212A}ube-\u{0130}"),
-            "kube-i"
-        );
-    }
-    use crate::node::kubelet::Additions;
-
-    fn planned(executable: &str, argv: &[&str]) -> Plan {
-        let original = OriginalCommand {
-            executable: PathBuf::from(executable),
-            argv: argv.iter().map(OsString::from).collect(),
-        };
-        let additions = Additions {
-            labels: vec![("example.com/a".into(), "1".into())],
-            taints: Vec::new(),
-        };
-        let fs = RootFs {
-            root: PathBuf::from("/nonexistent"),
-        };
-        plan(original, Ok(Some(additions)), Profile::Upstream, &fs)
-    }
-
-    /// A role's and a pool's env drop-ins: both sets, the pool's value on
-    /// a key in both (a taint's key and effect), a note for each.
-    #[test]
-    fn the_pools_layer_adds_to_the_roles() {
-        use crate::node::contract::{LABELS_VAR, ROLE_LABELS_VAR, ROLE_TAINTS_VAR, TAINTS_VAR};
-        let env: Vec<(OsString, OsString)> = [
-            (
-                ROLE_LABELS_VAR,
-                "example.com/team=general,example.com/tier=worker",
-            ),
-            (ROLE_TAINTS_VAR, "d=general:NoSchedule,r=1:NoExecute"),
-            (LABELS_VAR, "example.com/tier=gpu"),
-            (TAINTS_VAR, "d=gpu:NoSchedule,r=1:NoSchedule"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.into(), v.into()))
-        .collect();
-        let c = collect(
-            &env,
-            &[],
-            Path::new("/nonexistent"),
-            Profile::OpenShift,
-            FactsScope::Used,
-        );
-        let a = c.additions.unwrap().unwrap();
-        let kv = |k: &str, v: &str| (k.to_string(), v.to_string());
-        assert_eq!(
-            a.labels,
-            [
-                kv("example.com/team", "general"),
-                kv("example.com/tier", "gpu")
-            ]
-        );
-        let taints: Vec<String> = a.taints.iter().map(|t| t.to_string()).collect();
-        assert_eq!(
-            taints,
-            ["r=1:NoExecute", "d=gpu:NoSchedule", "r=1:NoSchedule"]
-        );
-        assert_eq!(c.notes.len(), 2, "{:?}", c.notes);
-        assert!(
-            c.notes[0]
-                .contains("example.com/tier=gpu wins over the role's example.com/tier=worker")
-        );
-        // The role's alone, as on a plain worker.
-        let c = collect(
-            &env[..2],
-            &[],
-            Path::new("/nonexistent"),
-            Profile::OpenShift,
-            FactsScope::Used,
-        );
-        assert_eq!(c.additions.unwrap().unwrap().labels.len(), 2);
-        assert!(c.notes.is_empty());
-    }
-
-    /// Both layers derive from the node's facts: one read serves both, and
-    /// each layer derives what it derives from a read of its own.
-    #[test]
-    fn one_facts_read_for_both_layers() {
-        use crate::node::contract::{NFD_LABELS_VAR, ROLE_RULES_VAR, RULES_VAR};
-        let rule = |name: &str, label: &str, feature: &str, key: &str| crate::node::rules::Rule {
-            name: name.into(),
-            labels: vec![(label.into(), "true".into())],
-            match_features: vec![crate::node::rules::Term {
-                feature: feature.into(),
-                match_expressions: Some(vec![(
-                    key.into(),
-                    crate::node::rules::Expr {
-                        op: crate::node::rules::Op::Exists,
-                        value: Vec::new(),
-                        regexes: Vec::new(),
-                        version: false,
-                    },
-                )]),
-                match_name: None,
-            }],
-            ..Default::default()
-        };
-        let role = crate::node::rules::compact::encode(&[rule(
-            "r",
-            "example.com/role-rule",
-            "kernel.version",
-            "major",
-        )]);
-        let pool = crate::node::rules::compact::encode(&[rule(
-            "p",
-            "example.com/pool-rule",
-            "pci.device",
-            "vendor",
-        )]);
-        let env: Vec<(OsString, OsString)> = [
-            (ROLE_RULES_VAR, role.as_str()),
-            (RULES_VAR, pool.as_str()),
-            (NFD_LABELS_VAR, "openshift"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.into(), v.into()))
-        .collect();
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nodes/dgx");
-        let mut reads = 0;
-        let mut counted =
-            |only: &crate::node::sorted::SortedSet<String>,
-             attributes: Option<&crate::node::sorted::SortedSet<String>>| {
-                reads += 1;
-                crate::node::facts::read(&crate::node::facts::FactsOptions {
-                    root: &root,
-                    nodename: None,
-                    only: Some(only),
-                    attributes,
-                })
-            };
-        let shared = collect_layers(&env, Profile::OpenShift, &mut counted);
-        assert_eq!(reads, 1, "one read for both layers");
-        // Each layer on a read of its own, as before.
-        let (role_env, pool_env) = split_layers(&env).unwrap();
-        let mut own =
-            |only: &crate::node::sorted::SortedSet<String>,
-             attributes: Option<&crate::node::sorted::SortedSet<String>>| {
-                crate::node::facts::read(&crate::node::facts::FactsOptions {
-                    root: &root,
-                    nodename: None,
-                    only: Some(only),
-                    attributes,
-                })
-            };
-        let r = collect_with(&role_env, Profile::OpenShift, &mut own);
-        let p = collect_with(&pool_env, Profile::OpenShift, &mut own);
-        let mut notes = r.notes.clone();
-        notes.extend(p.notes.clone());
-        let apart = pool_over_role(r.additions.unwrap(), p.additions.unwrap(), &mut notes).unwrap();
-        let together = shared.additions.unwrap().unwrap();
-        assert_eq!(together.labels, apart.labels);
-        assert_eq!(together.taints, apart.taints);
-        assert_eq!(shared.notes, notes);
-        let has = |k: &str| together.labels.iter().any(|(key, _)| key == k);
-        assert!(has("example.com/role-rule") && has("example.com/pool-rule"));
-        assert!(has("feature.node.kubernetes.io/pci-10de.present"));
-    }
-
-    #[test]
-    fn the_guard_keeps_taints_and_the_labels_every_kubelet_takes() {
-        let mut a = Additions {
-            labels: vec![
-                ("node.kubernetes.io/worker-gpu".into(), String::new()),
-                ("topology.kubernetes.io/zone".into(), "a".into()),
-                ("example.com/tier".into(), "gold".into()),
-                ("node-role.kubernetes.io/worker".into(), String::new()),
-            ],
-            taints: crate::node::kubelet::parse_taints("example.com/dedicated=gpu:NoSchedule")
-                .unwrap(),
-        };
-        let gone = drop_refusable(&mut a);
-        assert_eq!(
-            gone,
-            [
-                "topology.kubernetes.io/zone",
-                "node-role.kubernetes.io/worker"
-            ]
-        );
-        assert_eq!(a.labels.len(), 2);
-        assert_eq!(a.taints.len(), 1);
-    }
-
-    #[test]
-    fn the_journal_line_is_one_line_of_printable_text() {
-        let mut p = planned("/usr/bin/kubelet", &["/usr/bin/kubelet"]);
-        p.notes
-            .push("rule x: label \"a\" left out\r\u{1b}[2J\u{2028}".into());
-        let line = summary(&p);
-        assert!(
-            !line.contains(|c: char| c.is_control() || c == '\u{2028}'),
-            "{line:?}"
-        );
-        p.left_out = Some("bad\rvalue".into());
-        assert!(!summary(&p).contains('\r'));
-    }
-
-    #[test]
-    fn a_shell_gets_nothing_appended_and_the_line_says_why() {
-        let argv = ["/bin/sh", "-c", "exec /usr/bin/kubelet --v=2"];
-        let p = planned("/bin/sh", &argv);
-        assert_eq!(p.argv, p.original_argv);
-        let line = summary(&p);
-        assert!(
-            line.starts_with("kubelet-labeler: starting kubelet without our labels/taints: ")
-                && line.contains("runs /bin/sh"),
-            "{line}"
-        );
-    }
-
-    #[test]
-    fn kubelet_and_its_launchers_get_the_flags() {
-        let p = planned("/usr/bin/kubelet", &["/usr/bin/kubelet", "--v=2"]);
-        assert_eq!(p.left_out, None);
-        assert_eq!(p.argv.last().unwrap(), "--node-labels=example.com/a=1");
-        // `ExecStart=@/usr/bin/kubelet k` : what runs is kubelet
-        let p = planned("/usr/bin/kubelet", &["k", "--v=2"]);
-        assert_eq!(p.left_out, None);
-        let p = planned(
-            "/usr/bin/env",
-            &["/usr/bin/env", "GODEBUG=x=1", "/usr/bin/kubelet", "--v=2"],
-        );
-        assert_eq!(p.argv.len(), 5, "{:?}", p.argv);
-        // argv[0] named kubelet does not make /bin/sh kubelet
-        let p = planned("/bin/sh", &["kubelet", "-c", "kubelet"]);
-        assert!(p.left_out.is_some());
-    }
-}
+#[path = "plan_tests.rs"]
+mod tests;

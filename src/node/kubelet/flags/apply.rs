@@ -122,6 +122,30 @@ pub fn apply(
     profile: Profile,
     fs: &dyn NodeFs,
 ) -> Result<ArgvPlan, MergeError> {
+    apply_with(argv, additions, profile, fs, None)
+}
+
+/// [`apply`], failing closed: where the taints kubelet already registers
+/// with cannot be read (its `--config` unreadable, say), ours and `fence`
+/// go in alone (the flag replaces the config's list) instead of the merge
+/// failing, and `fenced` says why.
+pub fn apply_fencing(
+    argv: &[OsString],
+    additions: &Additions,
+    profile: Profile,
+    fs: &dyn NodeFs,
+    fence: &Taint,
+) -> Result<ArgvPlan, MergeError> {
+    apply_with(argv, additions, profile, fs, Some(fence))
+}
+
+fn apply_with(
+    argv: &[OsString],
+    additions: &Additions,
+    profile: Profile,
+    fs: &dyn NodeFs,
+    fence: Option<&Taint>,
+) -> Result<ArgvPlan, MergeError> {
     let mut plan = ArgvPlan {
         argv: argv.to_vec(),
         ..Default::default()
@@ -154,8 +178,22 @@ pub fn apply(
 
     let mut merged_taints = None;
     if !additions.taints.is_empty() {
-        let mut taints = existing_taints(&scan, fs)?;
-        for ours in &additions.taints {
+        let mut taints = match (existing_taints(&scan, fs), fence) {
+            (Ok(t), _) => t,
+            (Err(e), Some(_)) => {
+                plan.fenced = Some(e.0);
+                Vec::new()
+            }
+            (Err(e), None) => return Err(e),
+        };
+        let fence = fence.filter(|f| {
+            plan.fenced.is_some()
+                && !additions
+                    .taints
+                    .iter()
+                    .any(|t| t.key == f.key && t.effect == f.effect)
+        });
+        for ours in additions.taints.iter().chain(fence) {
             if let Some(pos) = taints
                 .iter()
                 .position(|t| t.key == ours.key && t.effect == ours.effect)
@@ -452,6 +490,48 @@ mod tests {
         );
         // A missing --config-dir is still a reason to leave ours out.
         assert!(run("/k --config-dir=/e", &adds(&[], "a:NoSchedule"), &fs).is_err());
+    }
+
+    /// Given a fence, existing taints that cannot be read make ours and the
+    /// fence go in alone (the flag replaces the config's list, and every
+    /// --register-with-taints of the command line); `fenced` says why.
+    #[test]
+    fn unreadable_existing_taints_fence_when_asked() {
+        let mut fs = FakeFs::default();
+        fs.0.insert(
+            "/etc/c/x".into(),
+            "registerWithTaints:\n- key: a b\n  effect: NoSchedule\n".into(),
+        );
+        let fence = parse_taints("kubelet-labeler.io/fenced=kubelet-config-unreadable:NoSchedule")
+            .unwrap()
+            .remove(0);
+        let a = adds(&[("l", "")], "b=1:NoSchedule");
+        for cmd in [
+            "/k --config=/etc/c",
+            "/k --config-dir=/missing",
+            "/k --register-with-taints=x=y=z:Bad",
+            "/k --config=/etc/c/x",
+        ] {
+            assert!(run(cmd, &a, &fs).is_err(), "{cmd}");
+            let p = apply_fencing(&argv(cmd), &a, Profile::Upstream, &fs, &fence).unwrap();
+            assert!(p.fenced.is_some(), "{cmd}");
+            let w = words(&p);
+            assert!(
+                w.ends_with(
+                    " --node-labels=l= --register-with-taints=b=1:NoSchedule,\
+                     kubelet-labeler.io/fenced=kubelet-config-unreadable:NoSchedule"
+                ),
+                "{cmd}: {w}"
+            );
+            assert!(!w.contains("x=y=z"), "{w}");
+        }
+        // Readable: the fence is not used.
+        let p = apply_fencing(&argv("/k"), &a, Profile::Upstream, &fs, &fence).unwrap();
+        assert_eq!(p.fenced, None);
+        assert_eq!(
+            words(&p),
+            "/k --node-labels=l= --register-with-taints=b=1:NoSchedule"
+        );
     }
 
     #[test]

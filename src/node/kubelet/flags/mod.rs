@@ -5,7 +5,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 mod apply;
-pub use apply::{MergeError, apply};
+pub use apply::{MergeError, apply, apply_fencing};
 
 /// Read access to the node's files (the live system, or a tree under a root).
 pub trait NodeFs {

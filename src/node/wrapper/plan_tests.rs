@@ -1,0 +1,238 @@
+//! Tests of `plan` (a file of their own: `plan.rs` stays under 1,000 lines).
+
+use super::*;
+
+/// Go lowers only these two non-ASCII characters into ASCII (every rune
+/// through Go's strings.ToLower, checked once with Debian's Go 1.19).
+#[test]
+fn node_names_lowered_as_go_does() {
+    assert_eq!(
+        crate::node::rules::go_lower_ascii("Node-1.Example.COM"),
+        "node-1.example.com"
+    );
+    assert_eq!(
+        crate::node::rules::go_lower_ascii("\u{212A}ube-\u{0130}"),
+        "kube-i"
+    );
+}
+use crate::node::kubelet::Additions;
+
+fn planned(executable: &str, argv: &[&str]) -> Plan {
+    let original = OriginalCommand {
+        executable: PathBuf::from(executable),
+        argv: argv.iter().map(OsString::from).collect(),
+    };
+    let additions = Additions {
+        labels: vec![("example.com/a".into(), "1".into())],
+        taints: Vec::new(),
+    };
+    let fs = RootFs {
+        root: PathBuf::from("/nonexistent"),
+    };
+    plan(original, Ok(Some(additions)), Profile::Upstream, &fs)
+}
+
+/// A role's and a pool's env drop-ins: both sets, the pool's value on
+/// a key in both (a taint's key and effect), a note for each.
+#[test]
+fn the_pools_layer_adds_to_the_roles() {
+    use crate::node::contract::{LABELS_VAR, ROLE_LABELS_VAR, ROLE_TAINTS_VAR, TAINTS_VAR};
+    let env: Vec<(OsString, OsString)> = [
+        (
+            ROLE_LABELS_VAR,
+            "example.com/team=general,example.com/tier=worker",
+        ),
+        (ROLE_TAINTS_VAR, "d=general:NoSchedule,r=1:NoExecute"),
+        (LABELS_VAR, "example.com/tier=gpu"),
+        (TAINTS_VAR, "d=gpu:NoSchedule,r=1:NoSchedule"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.into(), v.into()))
+    .collect();
+    let c = collect(
+        &env,
+        &[],
+        Path::new("/nonexistent"),
+        Profile::OpenShift,
+        FactsScope::Used,
+    );
+    let a = c.additions.unwrap().unwrap();
+    let kv = |k: &str, v: &str| (k.to_string(), v.to_string());
+    assert_eq!(
+        a.labels,
+        [
+            kv("example.com/team", "general"),
+            kv("example.com/tier", "gpu")
+        ]
+    );
+    let taints: Vec<String> = a.taints.iter().map(|t| t.to_string()).collect();
+    assert_eq!(
+        taints,
+        ["r=1:NoExecute", "d=gpu:NoSchedule", "r=1:NoSchedule"]
+    );
+    assert_eq!(c.notes.len(), 2, "{:?}", c.notes);
+    assert!(
+        c.notes[0].contains("example.com/tier=gpu wins over the role's example.com/tier=worker")
+    );
+    // The role's alone, as on a plain worker.
+    let c = collect(
+        &env[..2],
+        &[],
+        Path::new("/nonexistent"),
+        Profile::OpenShift,
+        FactsScope::Used,
+    );
+    assert_eq!(c.additions.unwrap().unwrap().labels.len(), 2);
+    assert!(c.notes.is_empty());
+}
+
+/// Both layers derive from the node's facts: one read serves both, and
+/// each layer derives what it derives from a read of its own.
+#[test]
+fn one_facts_read_for_both_layers() {
+    use crate::node::contract::{NFD_LABELS_VAR, ROLE_RULES_VAR, RULES_VAR};
+    let rule = |name: &str, label: &str, feature: &str, key: &str| crate::node::rules::Rule {
+        name: name.into(),
+        labels: vec![(label.into(), "true".into())],
+        match_features: vec![crate::node::rules::Term {
+            feature: feature.into(),
+            match_expressions: Some(vec![(
+                key.into(),
+                crate::node::rules::Expr {
+                    op: crate::node::rules::Op::Exists,
+                    value: Vec::new(),
+                    regexes: Vec::new(),
+                    version: false,
+                },
+            )]),
+            match_name: None,
+        }],
+        ..Default::default()
+    };
+    let role = crate::node::rules::compact::encode(&[rule(
+        "r",
+        "example.com/role-rule",
+        "kernel.version",
+        "major",
+    )]);
+    let pool = crate::node::rules::compact::encode(&[rule(
+        "p",
+        "example.com/pool-rule",
+        "pci.device",
+        "vendor",
+    )]);
+    let env: Vec<(OsString, OsString)> = [
+        (ROLE_RULES_VAR, role.as_str()),
+        (RULES_VAR, pool.as_str()),
+        (NFD_LABELS_VAR, "openshift"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.into(), v.into()))
+    .collect();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nodes/dgx");
+    let mut reads = 0;
+    let mut counted =
+        |only: &crate::node::sorted::SortedSet<String>,
+         attributes: Option<&crate::node::sorted::SortedSet<String>>| {
+            reads += 1;
+            crate::node::facts::read(&crate::node::facts::FactsOptions {
+                root: &root,
+                nodename: None,
+                only: Some(only),
+                attributes,
+            })
+        };
+    let shared = collect_layers(&env, Profile::OpenShift, &mut counted);
+    assert_eq!(reads, 1, "one read for both layers");
+    // Each layer on a read of its own, as before.
+    let (role_env, pool_env) = split_layers(&env).unwrap();
+    let mut own = |only: &crate::node::sorted::SortedSet<String>,
+                   attributes: Option<&crate::node::sorted::SortedSet<String>>| {
+        crate::node::facts::read(&crate::node::facts::FactsOptions {
+            root: &root,
+            nodename: None,
+            only: Some(only),
+            attributes,
+        })
+    };
+    let r = collect_with(&role_env, Profile::OpenShift, &mut own);
+    let p = collect_with(&pool_env, Profile::OpenShift, &mut own);
+    let mut notes = r.notes.clone();
+    notes.extend(p.notes.clone());
+    let apart = pool_over_role(r.additions.unwrap(), p.additions.unwrap(), &mut notes).unwrap();
+    let together = shared.additions.unwrap().unwrap();
+    assert_eq!(together.labels, apart.labels);
+    assert_eq!(together.taints, apart.taints);
+    assert_eq!(shared.notes, notes);
+    let has = |k: &str| together.labels.iter().any(|(key, _)| key == k);
+    assert!(has("example.com/role-rule") && has("example.com/pool-rule"));
+    assert!(has("feature.node.kubernetes.io/pci-10de.present"));
+}
+
+#[test]
+fn the_guard_keeps_taints_and_the_labels_every_kubelet_takes() {
+    let mut a = Additions {
+        labels: vec![
+            ("node.kubernetes.io/worker-gpu".into(), String::new()),
+            ("topology.kubernetes.io/zone".into(), "a".into()),
+            ("example.com/tier".into(), "gold".into()),
+            ("node-role.kubernetes.io/worker".into(), String::new()),
+        ],
+        taints: crate::node::kubelet::parse_taints("example.com/dedicated=gpu:NoSchedule").unwrap(),
+    };
+    let gone = drop_refusable(&mut a);
+    assert_eq!(
+        gone,
+        [
+            "topology.kubernetes.io/zone",
+            "node-role.kubernetes.io/worker"
+        ]
+    );
+    assert_eq!(a.labels.len(), 2);
+    assert_eq!(a.taints.len(), 1);
+}
+
+#[test]
+fn the_journal_line_is_one_line_of_printable_text() {
+    let mut p = planned("/usr/bin/kubelet", &["/usr/bin/kubelet"]);
+    p.notes
+        .push("rule x: label \"a\" left out\r\u{1b}[2J\u{2028}".into());
+    let line = summary(&p);
+    assert!(
+        !line.contains(|c: char| c.is_control() || c == '\u{2028}'),
+        "{line:?}"
+    );
+    p.left_out = Some("bad\rvalue".into());
+    assert!(!summary(&p).contains('\r'));
+}
+
+#[test]
+fn a_shell_gets_nothing_appended_and_the_line_says_why() {
+    let argv = ["/bin/sh", "-c", "exec /usr/bin/kubelet --v=2"];
+    let p = planned("/bin/sh", &argv);
+    assert_eq!(p.argv, p.original_argv);
+    let line = summary(&p);
+    assert!(
+        line.starts_with("kubelet-labeler: starting kubelet without our labels/taints: ")
+            && line.contains("runs /bin/sh"),
+        "{line}"
+    );
+}
+
+#[test]
+fn kubelet_and_its_launchers_get_the_flags() {
+    let p = planned("/usr/bin/kubelet", &["/usr/bin/kubelet", "--v=2"]);
+    assert_eq!(p.left_out, None);
+    assert_eq!(p.argv.last().unwrap(), "--node-labels=example.com/a=1");
+    // `ExecStart=@/usr/bin/kubelet k` : what runs is kubelet
+    let p = planned("/usr/bin/kubelet", &["k", "--v=2"]);
+    assert_eq!(p.left_out, None);
+    let p = planned(
+        "/usr/bin/env",
+        &["/usr/bin/env", "GODEBUG=x=1", "/usr/bin/kubelet", "--v=2"],
+    );
+    assert_eq!(p.argv.len(), 5, "{:?}", p.argv);
+    // argv[0] named kubelet does not make /bin/sh kubelet
+    let p = planned("/bin/sh", &["kubelet", "-c", "kubelet"]);
+    assert!(p.left_out.is_some());
+}

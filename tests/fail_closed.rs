@@ -1,0 +1,288 @@
+//! Fail closed, through the built wrapper on a scratch node root: every
+//! start that goes without the taints the node rules would have given (the
+//! crash-loop guard after a start died while they ran, the crash handler,
+//! an evaluation error) registers fenced, with every static taint; kubelet's
+//! config unreadable fences instead of starting kubelet unchanged; a label
+//! kubelet refuses, or labels over exec's limit, cost the labels, never the
+//! taints. The recorder stands in for kubelet and says what it got.
+
+use crate::support::wrapper_run::{recorder_root, try_wrapper};
+use crate::support::{repo, scratch_dir, write};
+
+use kubelet_labeler::node::contract::{LABELS_VAR, RULES_VAR, TAINTS_VAR};
+
+/// examples/rules/openshift-gpu.yaml's rule as render compiles it:
+/// `nvidia.com/gpu=true:NoSchedule` on NVIDIA display PCI functions.
+const GPU_RULE: &str = "KLR3,1,nvidia-gpu-taint,0,~N,0,~N,1,nvidia.com/gpu,true,NoSchedule,\
+1,pci.device,2,vendor,In,1,10de,class,In,2,0300,0302,~N,0";
+const STATIC_TAINT: &str = "example.com/dedicated=gpu:NoSchedule";
+const LABEL: &str = "node.kubernetes.io/worker-gpu=";
+const UNIT: &str = "[Service]\nExecStart=/usr/bin/kubelet --v=2\n";
+const LIFT: &str = "`kubectl taint node <node> kubelet-labeler.io/fenced-`";
+
+fn fence(reason: &str) -> String {
+    format!("kubelet-labeler.io/fenced={reason}:NoSchedule")
+}
+
+/// The env drop-in's variables: the GPU rule, a static taint and label,
+/// a start's invocation ID, and `extra`.
+fn env(id: &str, extra: &[(&'static str, &str)]) -> Vec<(&'static str, String)> {
+    let mut e = vec![
+        (RULES_VAR, GPU_RULE.to_string()),
+        (TAINTS_VAR, STATIC_TAINT.to_string()),
+        (LABELS_VAR, LABEL.to_string()),
+        ("INVOCATION_ID", id.to_string()),
+    ];
+    for (k, v) in extra {
+        e.retain(|(ek, _)| ek != k);
+        e.push((k, v.to_string()));
+    }
+    e
+}
+
+fn taints_of(argv: &[String]) -> &str {
+    argv.iter()
+        .rev()
+        .find_map(|w| w.strip_prefix("--register-with-taints="))
+        .unwrap_or("")
+}
+
+fn one_line(err: &str) -> &str {
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    lines[0]
+}
+
+/// The crash-loop guard: a start killed while the rules ran (an OOM kill,
+/// systemd's start timeout) made the next start register without the
+/// rules' taint; it now registers fenced, with the static taint and label,
+/// and the one after is a full start with the rule's taint.
+#[test]
+fn a_start_after_a_death_while_the_rules_ran_is_fenced() {
+    let dir = scratch_dir();
+    let root = dir.path();
+    let Some(records) = recorder_root(root, UNIT) else {
+        return;
+    };
+    let dgx = repo().join("tests/fixtures/nodes/dgx");
+    let facts = ["--facts-root", dgx.to_str().unwrap()];
+    let run = |id: &str, fault: &str| {
+        let extra: &[(&str, &str)] = &[("KUBELET_LABELER_FAULT", fault)];
+        try_wrapper(root, &records, &env(id, extra), "", &facts)
+    };
+    let (err, argv) = run("first", "kill-late");
+    assert_eq!(argv, None, "killed before exec: {err}");
+    let (err, argv) = run("second", "kill-late");
+    let argv = argv.unwrap_or_else(|| panic!("kubelet did not start: {err}"));
+    assert_eq!(
+        taints_of(&argv),
+        format!("{STATIC_TAINT},{}", fence("wrapper-died")),
+        "{err}"
+    );
+    assert!(argv.contains(&format!("--node-labels={LABEL}")), "{argv:?}");
+    let line = one_line(&err);
+    assert!(
+        line.contains("the previous start died before exec'ing kubelet")
+            && line.contains("registering fenced with kubelet-labeler.io/fenced=wrapper-died")
+            && line.contains(LIFT),
+        "{line}"
+    );
+    // The fault hook fires only on full starts: this one is.
+    let (err, argv) = run("third", "");
+    let argv = argv.unwrap();
+    assert_eq!(
+        taints_of(&argv),
+        format!("nvidia.com/gpu=true:NoSchedule,{STATIC_TAINT}"),
+        "{err}"
+    );
+}
+
+/// In the same start: the crash handler (an abort while the rules run), an
+/// evaluation error, rules that cannot be decoded.
+#[test]
+fn a_crash_or_an_error_in_the_rules_registers_fenced() {
+    let dir = scratch_dir();
+    let root = dir.path();
+    let Some(records) = recorder_root(root, UNIT) else {
+        return;
+    };
+    // (the env drop-in's variables over `env`'s, the fence's reason, what
+    // the line says)
+    type Case<'a> = (&'a [(&'a str, &'a str)], &'a str, &'a str);
+    let cases: &[Case] = &[
+        (
+            &[("KUBELET_LABELER_FAULT", "abort-late")],
+            "rules-failed",
+            "without the rule-derived ones: internal error (a crash; a bug, please report); \
+             registering fenced",
+        ),
+        (
+            &[("KUBELET_LABELER_FAULT", "stack-overflow-late")],
+            "rules-failed",
+            "internal error (a crash",
+        ),
+        (
+            &[("KUBELET_LABELER_FAULT", "rules-error")],
+            "rules-failed",
+            "rule-derived labels and taints left out: injected evaluation error",
+        ),
+        (
+            &[(RULES_VAR, "KLR9,1")],
+            "rules-failed",
+            "expected \"KLR3\"",
+        ),
+    ];
+    for (i, (extra, reason, says)) in cases.iter().enumerate() {
+        // A crash handler's exec leaves its attempt behind: the guard would
+        // take the next start for one after a death.
+        let _ = std::fs::remove_dir_all(root.join("state"));
+        let (err, argv) = try_wrapper(root, &records, &env(&i.to_string(), extra), "", &[]);
+        let argv = argv.unwrap_or_else(|| panic!("{extra:?}: kubelet did not start: {err}"));
+        assert_eq!(
+            taints_of(&argv),
+            format!("{STATIC_TAINT},{}", fence(reason)),
+            "{extra:?}: {err}"
+        );
+        assert!(argv.contains(&format!("--node-labels={LABEL}")), "{argv:?}");
+        let line = one_line(&err);
+        assert!(
+            line.contains(says) && line.contains(LIFT),
+            "{extra:?}: {line}"
+        );
+    }
+}
+
+/// kubelet's `--config` cannot be read while taints are to be merged: ours
+/// and the fence go in (kubelet unchanged before); a label kubelet refuses
+/// costs the labels, not the taint (kubelet unchanged before).
+#[test]
+fn bad_kubelet_config_or_label_keeps_the_taints() {
+    let dir = scratch_dir();
+    let root = dir.path();
+    let unit =
+        "[Service]\nExecStart=/usr/bin/kubelet --v=2 --config=/etc/kubernetes/kubelet.conf\n";
+    let Some(records) = recorder_root(root, unit) else {
+        return;
+    };
+    std::fs::create_dir_all(root.join("etc/kubernetes/kubelet.conf")).unwrap();
+    let (err, argv) = try_wrapper(root, &records, &env("c", &[(RULES_VAR, "")]), "", &[]);
+    let argv = argv.unwrap();
+    assert_eq!(
+        taints_of(&argv),
+        format!("{STATIC_TAINT},{}", fence("kubelet-config-unreadable")),
+        "{err}"
+    );
+    let line = one_line(&err);
+    assert!(
+        line.contains("reading kubelet config /etc/kubernetes/kubelet.conf") && line.contains(LIFT),
+        "{line}"
+    );
+    write(&root.join("usr/lib/systemd/system/kubelet.service"), UNIT);
+    let bad = [
+        (RULES_VAR, ""),
+        (LABELS_VAR, "node-role.kubernetes.io/infra="),
+    ];
+    let (err, argv) = try_wrapper(root, &records, &env("l", &bad), "", &[]);
+    let argv = argv.unwrap();
+    assert_eq!(
+        argv[1..],
+        [
+            "--v=2".to_string(),
+            format!("--register-with-taints={STATIC_TAINT}")
+        ]
+    );
+    assert!(
+        one_line(&err).contains("our labels left out: label \"node-role.kubernetes.io/infra\"")
+    );
+}
+
+/// Our labels over exec's limit (a 1 MiB stack allows 256 KiB of argv and
+/// environment): the taint goes in without them, in one line (kubelet
+/// unchanged before).
+#[test]
+fn labels_over_the_exec_limit_leave_the_taints() {
+    let dir = scratch_dir();
+    let root = dir.path();
+    let Some(records) = recorder_root(root, UNIT) else {
+        return;
+    };
+    let labels: Vec<String> = (0..4800).map(|i| format!("example.com/l{i:06}=")).collect();
+    let labels = labels.join(",");
+    let filler = "f".repeat(75_000);
+    let extra = [
+        (RULES_VAR, ""),
+        (LABELS_VAR, labels.as_str()),
+        ("FILLER_A", filler.as_str()),
+        ("FILLER_B", filler.as_str()),
+    ];
+    let (err, argv) = try_wrapper(root, &records, &env("big", &extra), "ulimit -s 1024", &[]);
+    let argv = argv.unwrap();
+    assert_eq!(
+        argv[1..],
+        [
+            "--v=2".to_string(),
+            format!("--register-with-taints={STATIC_TAINT}")
+        ]
+    );
+    let line = one_line(&err);
+    assert!(
+        line.contains("our labels left out: its argv and environment with them are")
+            && line.contains("every taint kept"),
+        "{line}"
+    );
+}
+
+/// `explain` previews it: the fence in the taints kubelet registers with,
+/// and the note that says why and how to lift it, where the rules cannot
+/// be used on this tree, and where kubelet's config cannot be read.
+#[test]
+fn explain_shows_the_fence() {
+    use crate::support::run_cli::{cli, json_of};
+    let dir = scratch_dir();
+    let root = dir.path();
+    write(
+        &root.join("usr/lib/systemd/system/kubelet.service"),
+        "[Service]\nExecStart=/usr/bin/kubelet --v=2 --config=/etc/kubernetes/kubelet.conf\n",
+    );
+    write(&root.join("usr/bin/kubelet"), "#!/bin/sh\n");
+    use std::os::unix::fs::PermissionsExt;
+    let exe = std::fs::Permissions::from_mode(0o755);
+    std::fs::set_permissions(root.join("usr/bin/kubelet"), exe).unwrap();
+    write(
+        &root.join("etc/kubernetes/kubelet.conf"),
+        "kind: KubeletConfiguration\n",
+    );
+    let r = root.to_str().unwrap();
+    let out = cli(&["render", "dropins", "--taint", STATIC_TAINT, "--root", r]);
+    assert!(out.status.success(), "{out:?}");
+    let env = root.join("etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf");
+    let text = std::fs::read_to_string(&env).unwrap();
+    let explain = || {
+        let e = json_of(&cli(&["explain", "--json", "--root", r]));
+        let taints: Vec<String> = e["taints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap().to_string())
+            .collect();
+        (taints, e["notes"].to_string())
+    };
+    // Rules a hand edit broke: nobody can tell what taints they give.
+    std::fs::write(&env, format!("{text}Environment={RULES_VAR}=KLR9,1\n")).unwrap();
+    let (taints, notes) = explain();
+    assert_eq!(taints, [STATIC_TAINT.to_string(), fence("rules-failed")]);
+    assert!(
+        notes.contains("registering fenced") && notes.contains(LIFT),
+        "{notes}"
+    );
+    // kubelet's config unreadable (a directory).
+    std::fs::write(&env, &text).unwrap();
+    std::fs::remove_file(root.join("etc/kubernetes/kubelet.conf")).unwrap();
+    std::fs::create_dir(root.join("etc/kubernetes/kubelet.conf")).unwrap();
+    let (taints, notes) = explain();
+    assert_eq!(
+        taints,
+        [STATIC_TAINT.to_string(), fence("kubelet-config-unreadable")]
+    );
+    assert!(notes.contains("reading kubelet config"), "{notes}");
+}
