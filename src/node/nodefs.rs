@@ -163,8 +163,9 @@ impl Dir {
     /// The regular file `name` in it, opened relative to it: not a link
     /// (ELOOP), not a path elsewhere (a name with `/` is refused), never
     /// blocking; anything but a regular file (a FIFO, a device, a
-    /// directory: checked on the open descriptor) is an error.
-    pub fn open_file(&self, name: &std::ffi::OsStr) -> io::Result<File> {
+    /// directory: checked on the open descriptor) is an error. With its
+    /// size.
+    pub fn open_file(&self, name: &std::ffi::OsStr) -> io::Result<(File, u64)> {
         use std::os::fd::AsRawFd;
         use std::os::unix::ffi::OsStrExt;
         if name.as_bytes().contains(&b'/') || name == "." || name == ".." {
@@ -195,10 +196,11 @@ impl Dir {
             // SAFETY: see above.
             unsafe { File::from_raw_fd(got) }
         };
-        if !file.metadata()?.file_type().is_file() {
+        let meta = file.metadata()?;
+        if !meta.file_type().is_file() {
             return Err(io::Error::from(io::ErrorKind::InvalidInput));
         }
-        Ok(file)
+        Ok((file, meta.len()))
     }
 }
 

@@ -20,6 +20,12 @@ thread_local! {
     static MOVED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
+/// Entries moved on this thread so far (tests only).
+#[cfg(test)]
+pub(crate) fn moves() -> usize {
+    MOVED.with(|m| m.get())
+}
+
 /// Count `n` entries moved (tests only).
 #[inline(always)]
 fn moved(_n: usize) {

@@ -188,6 +188,11 @@ pub fn derive(
     profile: Profile,
     read_more: ReadMore,
 ) -> Result<Derived, String> {
+    // Facts not read whole (features.d past its bounds): nothing is
+    // derived from part of them.
+    if let Some(why) = features.incomplete() {
+        return Err(why.to_string());
+    }
     let mut out = Derived::default();
     match &sources.nfd_labels {
         Some(Ok(flavour)) => {
@@ -263,6 +268,9 @@ fn derive_rules(
     let more = unread_dynamic(&outcome.results, &read);
     if !more.is_empty() {
         let extra = read_more(&more);
+        if let Some(why) = extra.incomplete() {
+            return Err(why.to_string());
+        }
         features.flags.extend(extra.flags);
         features.attributes.extend(extra.attributes);
         features.instances.extend(extra.instances);
