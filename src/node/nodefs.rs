@@ -413,6 +413,68 @@ mod tests {
         );
     }
 
+    /// `open` on another thread: an open or read that blocks fails the
+    /// test after a minute instead of hanging it (a guard, not a timing
+    /// check).
+    fn guarded<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(f()));
+        rx.recv_timeout(std::time::Duration::from_secs(60))
+            .expect("a read blocked")
+    }
+
+    fn mkfifo(path: &Path) {
+        let status = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// A FIFO where a file was expected neither blocks the open (which
+    /// waits for a writer without O_NONBLOCK) nor the read.
+    #[test]
+    fn a_fifo_never_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        mkfifo(&fifo);
+        let f = fifo.clone();
+        assert_eq!(
+            guarded(move || read(&f).map_err(|e| e.kind())),
+            Ok(Vec::new())
+        );
+        let d = Dir::open(dir.path()).unwrap();
+        assert!(guarded(move || d.open_file("fifo".as_ref()).is_err()));
+    }
+
+    /// A directory's files opened relative to it: regular files only,
+    /// through no link (to a file beside them or out of the directory),
+    /// and never a path elsewhere; the directory itself not through a link.
+    #[test]
+    fn dir_opens_its_regular_files_only() {
+        use std::os::unix::fs::symlink;
+        let top = tempfile::tempdir().unwrap();
+        let dir = top.path().join("d");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(top.path().join("secret"), "s").unwrap();
+        std::fs::write(dir.join("file"), "abc").unwrap();
+        symlink("file", dir.join("near")).unwrap();
+        symlink(top.path().join("secret"), dir.join("far")).unwrap();
+        std::fs::create_dir(dir.join("sub")).unwrap();
+        let d = Dir::open(&dir).unwrap();
+        let mut got = d.names(10).unwrap();
+        got.sort();
+        assert_eq!(got, ["far", "file", "near", "sub"]);
+        let (file, size) = d.open_file("file".as_ref()).unwrap();
+        assert_eq!((read_up_to(file, 10).unwrap(), size), (b"abc".to_vec(), 3));
+        for name in ["near", "far", "sub", "../secret", "missing", "", ".", ".."] {
+            assert!(d.open_file(name.as_ref()).is_err(), "{name}");
+        }
+        symlink(&dir, top.path().join("link")).unwrap();
+        assert!(Dir::open(&top.path().join("link")).is_err());
+        assert!(Dir::open(&dir.join("file")).is_err());
+    }
+
     #[test]
     fn errors_like_read_dir() {
         let dir = tempfile::tempdir().unwrap();

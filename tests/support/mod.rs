@@ -15,6 +15,7 @@ pub mod realcluster;
 pub mod run_cli;
 pub mod skipped;
 pub mod systemd_oracle;
+pub mod wrapper_run;
 
 use std::path::Path;
 use std::process::{Command, Output};
