@@ -210,57 +210,60 @@ impl<K: Ord, V> FromIterator<(K, V)> for SortedMap<K, V> {
 }
 
 /// In O(n log n) whatever the order (see [`settle`]); later pairs win on a
-/// key, the key first there kept, as `BTreeMap::insert` does.
+/// key, as with `BTreeMap::insert`.
 impl<K: Ord, V> Extend<(K, V)> for SortedMap<K, V> {
     fn extend<I: IntoIterator<Item = (K, V)>>(&mut self, iter: I) {
         let sorted = self.entries.len();
         self.entries.extend(iter);
-        settle(
-            &mut self.entries,
-            sorted,
-            |a, b| a.0.cmp(&b.0),
-            |kept, later| kept.1 = later.1,
-        );
+        settle(&mut self.entries, sorted, |a, b| a.0.cmp(&b.0), true);
     }
 }
 
 /// Make `items` ascending without repeats, given `items[..sorted]` is and
-/// the rest is in any order: `merge(first, later)` folds each repeat of a
-/// key into its first item, in order. One comparison an item when the new
+/// the rest is in any order; of the items equal to one another the first
+/// is kept, or the last with `last` (`BTreeMap::insert` replaces a value,
+/// `BTreeSet::insert` keeps the item). One comparison an item when the new
 /// ones come ascending after the old (most builds here), else one sort of
 /// the whole: O(n log n) where an insert each is O(n²) (keys descending).
-fn settle<T>(
-    items: &mut Vec<T>,
-    sorted: usize,
-    cmp: impl Fn(&T, &T) -> Ordering,
-    merge: impl Fn(&mut T, T),
-) {
-    let tail = &items[sorted.saturating_sub(1)..];
-    if tail.windows(2).all(|w| cmp(&w[0], &w[1]) == Ordering::Less) {
+/// The comparisons and the sort are in [`kept_order`], one copy for every
+/// item type; this part only moves the items.
+fn settle<T>(items: &mut Vec<T>, sorted: usize, cmp: fn(&T, &T) -> Ordering, last: bool) {
+    let Some(keep) = kept_order(items.len(), sorted, &|a, b| cmp(&items[a], &items[b]), last)
+    else {
         return;
-    }
-    let order = sorted_order(items.len(), &|a, b| cmp(&items[a], &items[b]));
-    moved(order.len());
+    };
+    moved(items.len());
     let mut slots: Vec<Option<T>> = std::mem::take(items).into_iter().map(Some).collect();
-    items.reserve(slots.len());
-    for i in order {
-        let Some(item) = slots.get_mut(i).and_then(Option::take) else {
-            continue;
-        };
-        match items.last_mut() {
-            Some(last) if cmp(last, &item) == Ordering::Equal => merge(last, item),
-            _ => items.push(item),
-        }
-    }
+    items.extend(keep.into_iter().filter_map(|i| slots.get_mut(i)?.take()));
 }
 
-/// The positions `0..n` in the order `cmp` sorts them, ties by position.
-/// Not generic: one copy of the sort's code serves every key type.
+/// The positions of `0..n` to keep, in the order that sorts them by `cmp`,
+/// one of each run of equal ones (the first, or the last with `last`);
+/// None when `sorted..n` already come ascending after the first `sorted`.
 #[inline(never)]
-fn sorted_order(n: usize, cmp: &dyn Fn(usize, usize) -> Ordering) -> Vec<usize> {
+fn kept_order(
+    n: usize,
+    sorted: usize,
+    cmp: &dyn Fn(usize, usize) -> Ordering,
+    last: bool,
+) -> Option<Vec<usize>> {
+    if (sorted.max(1)..n).all(|i| cmp(i - 1, i) == Ordering::Less) {
+        return None;
+    }
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_unstable_by(|&a, &b| cmp(a, b).then(a.cmp(&b)));
-    order
+    let mut keep: Vec<usize> = Vec::with_capacity(n);
+    for i in order {
+        match keep.last_mut() {
+            Some(k) if cmp(*k, i) == Ordering::Equal => {
+                if last {
+                    *k = i;
+                }
+            }
+            _ => keep.push(i),
+        }
+    }
+    Some(keep)
 }
 
 impl<K: Ord, V, const N: usize> From<[(K, V); N]> for SortedMap<K, V> {
@@ -419,7 +422,7 @@ impl<T: Ord> Extend<T> for SortedSet<T> {
     fn extend<I: IntoIterator<Item = T>>(&mut self, iter: I) {
         let sorted = self.items.len();
         self.items.extend(iter);
-        settle(&mut self.items, sorted, T::cmp, |_, _| {});
+        settle(&mut self.items, sorted, T::cmp, false);
     }
 }
 

@@ -99,7 +99,7 @@ fn read_file(dir: &Dir, name: &OsString) -> Option<Vec<u8>> {
 /// are dropped once it is past), `# +no-label` and `# +no-feature` (the
 /// next line only). A bad directive is ignored, as NFD logs and goes on.
 pub fn parse_file(text: &str, now: i64) -> (Attrs, Attrs) {
-    // Each key line in order (None: the key removed), then one build:
+    // Each key line in order (REMOVED: the key removed), then one build:
     // O(n log n) in any order of keys.
     let mut features = Vec::new();
     let mut labels = Vec::new();
@@ -133,7 +133,8 @@ pub fn parse_file(text: &str, now: i64) -> (Attrs, Attrs) {
             None => (line, "true"),
         };
         for (skip, ops) in [(skip_feature, &mut features), (skip_label, &mut labels)] {
-            ops.push((key.to_string(), (!skip).then(|| value.to_string())));
+            let value = if skip { REMOVED } else { value };
+            ops.push((key.to_string(), value.to_string()));
         }
         skip_label = false;
         skip_feature = false;
@@ -141,12 +142,14 @@ pub fn parse_file(text: &str, now: i64) -> (Attrs, Attrs) {
     (last_values(features), last_values(labels))
 }
 
+/// The value a key's line leaves when a directive removes the key: no
+/// value holds it (lines are split at it).
+const REMOVED: &str = "\n";
+
 /// The last value of each key, a key whose last line removed it left out.
-fn last_values(ops: Vec<(String, Option<String>)>) -> Attrs {
-    let last: SortedMap<String, Option<String>> = ops.into_iter().collect();
-    last.into_iter()
-        .filter_map(|(k, v)| Some((k, v?)))
-        .collect()
+fn last_values(ops: Vec<(String, String)>) -> Attrs {
+    let last: Attrs = ops.into_iter().collect();
+    last.into_iter().filter(|(_, v)| v != REMOVED).collect()
 }
 
 /// Seconds since the epoch of an RFC 3339 time as Go's `time.Parse(
