@@ -95,40 +95,47 @@ fn links_fifos_and_devices_in_features_d_are_not_read() {
     assert!(argv.contains(STATIC_TAINT), "{argv}");
 }
 
-/// More feature files than the bound (in bytes, in entries): the rules
-/// are left out whole with the reason in the journal line, the static
-/// taint kept; within the bounds, keys in descending order are all read.
+/// More feature files than the bounds (in bytes, keys, entries): the
+/// rules are left out whole with the reason in the journal line, the
+/// static taint kept; within them, keys in descending order are all read.
 #[test]
 fn features_d_past_its_bounds_leaves_the_rules_out() {
-    // Just within: four files of 64 KB, each of keys in descending order
-    // (features only: kubelet takes a few hundred labels, not thousands)
-    // and one label.
+    // Just within: 1000 keys in descending order (features only: kubelet
+    // takes a few hundred labels, not a thousand) and one label, in 64 KiB.
     let scratch = scratch_dir();
     let facts = scratch.path().join("facts");
     let dir = facts.join(FEATURES_D);
-    for f in 0..4 {
-        let mut text: String = (0..2600)
-            .rev()
-            .map(|i| format!("# +no-label\nf{f}-k{i:05}=v\n"))
-            .collect();
-        text += &format!("f{f}=present\n{}", "#".repeat(64_000 - text.len()));
-        assert!(text.len() <= 64 << 10, "{}", text.len());
-        write(&dir.join(format!("f{f}")), &text);
-    }
+    let mut text: String = (0..1000)
+        .rev()
+        .map(|i| format!("# +no-label\nk{i:04}=v\n"))
+        .collect();
+    text += "gpu=present\n";
+    write(&dir.join("keys"), &text);
+    write(&dir.join("pad"), &"#".repeat((64 << 10) - text.len()));
     let started = start(&facts, scratch.path());
-    assert!(started.argv.contains("f3=present"), "{}", started.journal);
+    assert!(started.argv.contains("gpu=present"), "{}", started.journal);
     assert!(started.argv.contains("example.com/local=true:NoSchedule"));
-    // One more file: past 256 KiB in all.
-    write(&dir.join("f4"), &"one=more\n".repeat(1000));
-    let scratch = scratch_dir();
-    let started = start(&facts, scratch.path());
-    let (journal, argv) = (&started.journal, &started.argv);
-    assert!(
-        journal.contains("features.d: more than 256 KiB of feature files"),
-        "{journal}"
-    );
-    assert!(!argv.contains("example.com/local"), "{argv}");
-    assert!(argv.contains(STATIC_TAINT), "{argv}");
+    for (extra, why) in [
+        (
+            "one=more\n",
+            "features.d: more than 64 KiB of feature files",
+        ),
+        ("", "features.d: feature files setting more than 1024 keys"),
+    ] {
+        if extra.is_empty() {
+            std::fs::remove_file(dir.join("pad")).unwrap();
+            let more: String = (0..30).map(|i| format!("more{i}\n")).collect();
+            write(&dir.join("more"), &more);
+        } else {
+            write(&dir.join("more"), extra);
+        }
+        let scratch = scratch_dir();
+        let started = start(&facts, scratch.path());
+        let (journal, argv) = (&started.journal, &started.argv);
+        assert!(journal.contains(why), "{journal}");
+        assert!(!argv.contains("example.com/local"), "{argv}");
+        assert!(argv.contains(STATIC_TAINT), "{argv}");
+    }
     // Past 1024 entries, hidden ones included.
     let scratch = scratch_dir();
     let facts = scratch.path().join("facts");

@@ -20,13 +20,17 @@ const MAX_FILE: u64 = 65536;
 /// regular file included). A node's provisioning writes a handful; a pod
 /// that can write the directory could write millions.
 pub const MAX_ENTRIES: usize = 1024;
-/// The most bytes of feature files read in all: four files at NFD's own
-/// limit, a hundred times any real directory (each line is a label, and a
-/// Node with thousands of labels is already broken). What it bounds:
-/// the read, the parse and the merge (O(n log n): milliseconds), the
-/// memory (the wrapper's allocator never frees), and the facts the node
-/// rules' budget grows with.
-pub const MAX_BYTES: u64 = 256 << 10;
+/// The most bytes of feature files read in all (NFD's limit for one
+/// file), and the most keys they may set (each a label where NFD
+/// publishes them: a Node with a thousand is already unusual). A node's
+/// provisioning writes a few lines; past these, the time a pod that can
+/// write features.d adds to a kubelet start is what bounds them: the
+/// read, the parse and the merge (O(n log n): a millisecond), the memory
+/// (the wrapper's allocator never frees), and the node rules' budget,
+/// which grows with the facts (`rules::budget`: 64 KiB and 1024 keys in
+/// both maps add at most ~200 K of facts).
+pub const MAX_BYTES: u64 = 64 << 10;
+pub const MAX_KEYS: usize = 1024;
 
 /// (`local.feature`, `local.label`): both empty when there is no directory
 /// (NFD publishes them so). Err: what keeps them from being read whole,
@@ -79,6 +83,11 @@ pub fn read(root: &Path, now: i64) -> Result<(Attrs, Attrs), String> {
         // A later file wins on a key, as in NFD; one build of all of them.
         features.extend(f);
         labels.extend(l);
+        if features.len().max(labels.len()) > MAX_KEYS {
+            return Err(format!(
+                "{FEATURES_DIR}: feature files setting more than {MAX_KEYS} keys"
+            ));
+        }
     }
     Ok((features.into_iter().collect(), labels.into_iter().collect()))
 }
@@ -289,9 +298,9 @@ mod tests {
         assert_eq!(f, l);
     }
 
-    /// Past its bounds (entries, bytes in all) features.d is not read at
-    /// all: an error naming the bound, never part of it. One file past
-    /// NFD's 64 KiB is skipped, as NFD skips it.
+    /// Past its bounds (entries, bytes in all, keys) features.d is not
+    /// read at all: an error naming the bound, never part of it. One file
+    /// past NFD's 64 KiB is skipped, as NFD skips it.
     #[test]
     fn past_its_bounds_features_d_is_an_error() {
         let (root, dir) = scratch();
@@ -299,16 +308,24 @@ mod tests {
         std::fs::write(dir.join("small"), "b=1\n").unwrap();
         let (f, _) = read_guarded(root.path()).unwrap();
         assert_eq!(kv(&f), [("b", "1")]);
-        let line = "k=".to_string() + &"v".repeat(60) + "\n";
-        for i in 0..4 {
-            std::fs::write(dir.join(format!("f{i}")), line.repeat(1000)).unwrap();
-        }
-        assert!(read_guarded(root.path()).is_ok(), "four files of 62 KB");
-        std::fs::write(dir.join("f4"), line.repeat(1000)).unwrap();
-        let e = read_guarded(root.path()).unwrap_err();
+        // Within: 64 KiB in all, 1024 keys.
+        std::fs::remove_file(dir.join("big")).unwrap();
+        let keys: String = (0..1023).map(|i| format!("k{i:04}=1\n")).collect();
+        std::fs::write(dir.join("keys"), &keys).unwrap();
+        let pad = 64 * 1024 - keys.len() - 4;
+        std::fs::write(dir.join("pad"), "#".repeat(pad)).unwrap();
+        assert_eq!(read_guarded(root.path()).unwrap().0.len(), 1024);
+        std::fs::write(dir.join("small"), "b=12\n").unwrap();
         assert_eq!(
-            e,
-            format!("{FEATURES_DIR}: more than 256 KiB of feature files")
+            read_guarded(root.path()).err(),
+            Some(format!("{FEATURES_DIR}: more than 64 KiB of feature files"))
+        );
+        std::fs::write(dir.join("small"), "c\nd\n").unwrap();
+        assert_eq!(
+            read_guarded(root.path()).err(),
+            Some(format!(
+                "{FEATURES_DIR}: feature files setting more than 1024 keys"
+            ))
         );
 
         let (root, dir) = scratch();
@@ -330,19 +347,21 @@ mod tests {
         assert!(e.contains("is a symbolic link, not followed"), "{e}");
     }
 
-    /// Keys in descending order (each a Vec insert at the front before):
-    /// the read moves O(n) entries, not n²/2. Counted, not timed.
+    /// A file of keys in descending order (each a Vec insert at the front
+    /// before): the parse moves O(n) entries, not n²/2. Counted, not
+    /// timed.
     #[test]
     fn descending_keys_cost_n_log_n() {
-        let (root, dir) = scratch();
         let n = 5_000;
         let text: String = (0..n).rev().map(|i| format!("k{i:05}={i}\n")).collect();
-        assert!(text.len() < 64 << 10);
-        std::fs::write(dir.join("desc"), &text).unwrap();
         let before = crate::node::sorted::moves();
-        let (f, l) = read(root.path(), 0).unwrap();
+        let (f, l) = parse_file(&text, 0);
         let moved = crate::node::sorted::moves() - before;
         assert_eq!((f.len(), l.len()), (n, n));
+        assert_eq!(
+            f.iter().next(),
+            Some((&"k00000".to_string(), &"0".to_string()))
+        );
         assert!(moved <= 10 * n, "{moved} entries moved for {n} keys");
     }
 
