@@ -16,6 +16,7 @@
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Read};
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use std::os::unix::ffi::OsStringExt;
 use std::path::Path;
 
@@ -273,7 +274,9 @@ pub fn read_to_string(path: &Path) -> io::Result<String> {
 
 /// Offsets in `struct linux_dirent64`: d_ino u64, d_off i64, d_reclen u16,
 /// d_type u8, then the NUL-terminated name.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 const RECLEN_AT: usize = 16;
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 const NAME_AT: usize = 19;
 
 /// The names in `dir` except `.` and `..`, in the order the kernel gives
