@@ -242,6 +242,13 @@ pub fn read_up_to(mut file: File, limit: usize) -> io::Result<Vec<u8>> {
             Ok(0) => break,
             Ok(n) => len += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            // Opened non-blocking: a FIFO or device with nothing to read now.
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                return Err(io::Error::new(
+                    e.kind(),
+                    "a FIFO or device with nothing to read now, never waited for",
+                ));
+            }
             Err(e) => return Err(e),
         }
     }
@@ -445,6 +452,19 @@ mod tests {
         assert_eq!(
             guarded(move || read(&f).map_err(|e| e.kind())),
             Ok(Vec::new())
+        );
+        // With a writer that writes nothing (O_RDWR: its open does not
+        // wait): refused at once, saying why.
+        let _writer = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&fifo)
+            .unwrap();
+        let f = fifo.clone();
+        let e = guarded(move || read(&f).unwrap_err().to_string());
+        assert_eq!(
+            e,
+            "a FIFO or device with nothing to read now, never waited for"
         );
         let d = Dir::open(dir.path()).unwrap();
         assert!(guarded(move || d.open_file("fifo".as_ref()).is_err()));
