@@ -347,6 +347,9 @@ fn cmd_facts(c: FactsConfig) -> Result<ExitCode> {
         only: None,
         attributes: None,
     });
+    for (feature, why) in &f.incomplete {
+        say!("warning: {feature} not read (node rules on it fail at boot): {why}");
+    }
     if let Some(flavour) = c.nfd_labels {
         let labels = facts::nfd_labels(&f, nfd_flavour(flavour));
         to_stdout(

@@ -420,7 +420,46 @@ fn facts_never_read_a_file_outside_the_root() {
     std::os::unix::fs::symlink(outside.join("product"), dmi.join("product_name")).unwrap();
     std::os::unix::fs::symlink("../../../../../outside/os-release", dmi.join("sys_vendor"))
         .unwrap();
+    // features.d reads no link at all, as on the node: neither out of the
+    // tree nor to a file beside it.
+    let features_d = root.join("etc/kubernetes/node-feature-discovery/features.d");
+    std::fs::create_dir_all(&features_d).unwrap();
+    std::fs::write(outside.join("cloud.env"), "key=leaked\n").unwrap();
+    std::os::unix::fs::symlink(outside.join("cloud.env"), features_d.join("cloud")).unwrap();
+    std::fs::write(root.join("local-file"), "beside=linked\n").unwrap();
+    std::os::unix::fs::symlink("/local-file", features_d.join("beside")).unwrap();
+    std::fs::write(features_d.join("own"), "own=inside\n").unwrap();
     let text = facts(&["--root", root.to_str().unwrap(), "--json"]);
-    assert!(!text.contains("leaked"), "{text}");
+    assert!(
+        !text.contains("leaked") && !text.contains("linked"),
+        "{text}"
+    );
     assert!(text.contains("inside"), "{text}");
+    assert!(text.contains("\"own\""), "{text}");
+}
+
+/// features.d past its bounds: `facts` says the local features were not
+/// read and why (at boot the node rules fail on them).
+#[test]
+fn facts_say_when_features_d_is_past_its_bounds() {
+    let dir = scratch_dir();
+    let features_d = dir
+        .path()
+        .join("etc/kubernetes/node-feature-discovery/features.d");
+    std::fs::create_dir_all(&features_d).unwrap();
+    for i in 0..2 {
+        std::fs::write(features_d.join(format!("f{i}")), "a=b\n".repeat(15_000)).unwrap();
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+        .args(["facts", "--root"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("warning: local.feature not read")
+            && err.contains("features.d: more than 64 KiB of feature files"),
+        "{err}"
+    );
 }

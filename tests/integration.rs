@@ -5,6 +5,7 @@
 
 mod support;
 
+mod boot_reads;
 mod cli;
 mod cli_docs;
 mod completions;

@@ -6,12 +6,10 @@
 //! starting kubelet with the static taint and the pool label, the journal
 //! line saying the rules were left out, never by running out of memory.
 
-use crate::support::{scratch_dir, skipped};
+use crate::support::{scratch_dir, skipped, wrapper_run};
 
 use std::ffi::OsString;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use kubelet_labeler::cli::render::node_rules;
 use kubelet_labeler::node::contract::{LABELS_VAR, RULES_VAR, TAINTS_VAR};
@@ -94,70 +92,24 @@ fn cases() -> Vec<(&'static str, String)> {
     ]
 }
 
-/// The wrapper on `compact` under the address-space limit: its journal
-/// line and kubelet's argv.
+/// The wrapper on `compact` under the address-space limit, on the DGX-like
+/// fixture's facts: its journal line and kubelet's argv.
 fn boot(prlimit: &Path, compact: &str, scratch: &Path) -> (String, String) {
-    let root = scratch.join("root");
-    let unit = root.join("etc/systemd/system/kubelet.service");
-    std::fs::create_dir_all(unit.parent().unwrap()).unwrap();
-    std::fs::write(&unit, "[Service]\nExecStart=/usr/bin/kubelet --v=2\n").unwrap();
-    let kubelet = root.join("usr/bin/kubelet");
-    std::fs::create_dir_all(kubelet.parent().unwrap()).unwrap();
-    let argv_file = scratch.join("argv");
-    std::fs::write(
-        &kubelet,
-        format!("#!/bin/sh\necho \"$*\" > '{}'\n", argv_file.display()),
-    )
-    .unwrap();
-    std::os::unix::fs::PermissionsExt::set_mode(
-        &mut std::fs::metadata(&kubelet).unwrap().permissions(),
-        0o755,
-    );
-    std::fs::set_permissions(
-        &kubelet,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-    let state = scratch.join("state");
-    std::fs::create_dir_all(&state).unwrap();
     let facts = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nodes/dgx");
     let env: Vec<(OsString, OsString)> = vec![
         (RULES_VAR.into(), compact.into()),
         (TAINTS_VAR.into(), STATIC_TAINT.into()),
         (LABELS_VAR.into(), POOL_LABEL.into()),
     ];
-    let mut child = Command::new(prlimit)
-        .arg(format!("--as={ADDRESS_SPACE}"))
-        .arg("--")
-        .arg(env!("CARGO_BIN_EXE_kubelet-labeler-wrapper"))
-        .args(["--unit", "kubelet.service", "--root"])
-        .arg(&root)
-        .arg("--state-dir")
-        .arg(&state)
-        .arg("--facts-root")
-        .arg(&facts)
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .envs(env)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Not a timing check (benches/ measure time): a guard against a hang,
-    // which is what today's evaluation does on these files.
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > Duration::from_secs(300) {
-            let _ = child.kill();
-            panic!("the wrapper still runs after 300 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
-    let journal = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "wrapper: {:?}\n{journal}", out.status);
-    let argv = std::fs::read_to_string(&argv_file).unwrap_or_default();
-    (journal, argv)
+    let prefix = [
+        prlimit.into(),
+        format!("--as={ADDRESS_SPACE}").into(),
+        "--".into(),
+    ];
+    // A hang (what evaluation did on these files before the budget) fails
+    // after a few minutes.
+    let started = wrapper_run::start(&prefix, &env, &facts, scratch);
+    (started.journal, started.argv)
 }
 
 #[test]

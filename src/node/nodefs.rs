@@ -6,10 +6,17 @@
 //! its only caller left in the wrapper, so with this the payload carries no
 //! malloc of musl's. std only; raw syscalls on x86_64 and aarch64 Linux,
 //! std's calls elsewhere.
+//!
+//! Every open is non-blocking (a FIFO or a device where a file was
+//! expected opens at once, and a read of it fails instead of waiting) and
+//! never makes a terminal ours. [`Dir`] reads a directory a pod may write
+//! (features.d): its files opened relative to it, through no link, regular
+//! files only.
 
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Read};
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use std::os::unix::ffi::OsStringExt;
 use std::path::Path;
 
@@ -26,20 +33,16 @@ mod sys {
     pub const SYS_OPENAT: c_long = 257;
     #[cfg(target_arch = "x86_64")]
     pub const SYS_GETDENTS64: c_long = 217;
-    #[cfg(target_arch = "x86_64")]
-    pub const O_DIRECTORY: c_int = 0o200000;
     #[cfg(target_arch = "aarch64")]
     pub const SYS_OPENAT: c_long = 56;
     #[cfg(target_arch = "aarch64")]
     pub const SYS_GETDENTS64: c_long = 61;
-    #[cfg(target_arch = "aarch64")]
-    pub const O_DIRECTORY: c_int = 0o40000;
     pub const O_RDONLY: c_int = 0;
     pub const O_WRONLY: c_int = 1;
     pub const O_CREAT: c_int = 0o100;
     pub const O_TRUNC: c_int = 0o1000;
-    const O_CLOEXEC: c_int = 0o2000000;
-    const AT_FDCWD: c_long = -100;
+    pub use super::flags::*;
+    pub const AT_FDCWD: c_int = -100;
 
     unsafe extern "C" {
         pub fn syscall(number: c_long, ...) -> c_long;
@@ -47,6 +50,11 @@ mod sys {
 
     /// openat(2) itself, close-on-exec, without libc's extra fcntl.
     pub fn open(path: &Path, flags: c_int) -> io::Result<File> {
+        open_at(AT_FDCWD, path, flags)
+    }
+
+    /// openat(2) relative to the directory `dirfd`.
+    pub fn open_at(dirfd: c_int, path: &Path, flags: c_int) -> io::Result<File> {
         let c = CString::new(path.as_os_str().as_bytes())
             .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
         loop {
@@ -55,9 +63,9 @@ mod sys {
             let fd = unsafe {
                 syscall(
                     SYS_OPENAT,
-                    AT_FDCWD,
+                    dirfd as c_long,
                     c.as_ptr(),
-                    (flags | O_CLOEXEC) as c_long,
+                    (flags | O_CLOEXEC | O_NONBLOCK | O_NOCTTY) as c_long,
                     0o666 as c_long,
                 )
             };
@@ -73,12 +81,43 @@ mod sys {
     }
 }
 
-/// A file opened for reading.
+/// open(2) flags of the architectures the node side is built for (the
+/// generic values; arm64 and powerpc have their own for two of them).
+mod flags {
+    use std::ffi::c_int;
+
+    #[cfg(any(target_arch = "aarch64", target_arch = "powerpc64"))]
+    pub const O_DIRECTORY: c_int = 0o40000;
+    #[cfg(any(target_arch = "aarch64", target_arch = "powerpc64"))]
+    pub const O_NOFOLLOW: c_int = 0o100000;
+    #[cfg(not(any(target_arch = "aarch64", target_arch = "powerpc64")))]
+    pub const O_DIRECTORY: c_int = 0o200000;
+    #[cfg(not(any(target_arch = "aarch64", target_arch = "powerpc64")))]
+    pub const O_NOFOLLOW: c_int = 0o400000;
+    pub const O_NONBLOCK: c_int = 0o4000;
+    pub const O_NOCTTY: c_int = 0o400;
+    pub const O_CLOEXEC: c_int = 0o2000000;
+}
+
+/// std's open with our flags (non-blocking, no controlling terminal).
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+fn std_open(path: &Path, write: bool, extra: std::ffi::c_int) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(!write)
+        .write(write)
+        .create(write)
+        .truncate(write)
+        .custom_flags(flags::O_NONBLOCK | flags::O_NOCTTY | extra)
+        .open(path)
+}
+
+/// A file opened for reading, without blocking (a FIFO, a device).
 pub fn open(path: &Path) -> io::Result<File> {
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     return sys::open(path, sys::O_RDONLY);
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    File::open(path)
+    std_open(path, false, 0)
 }
 
 /// A file created or truncated for writing (mode 0666 less the umask).
@@ -86,7 +125,84 @@ pub fn create(path: &Path) -> io::Result<File> {
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     return sys::open(path, sys::O_WRONLY | sys::O_CREAT | sys::O_TRUNC);
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    File::create(path)
+    std_open(path, true, 0)
+}
+
+/// A directory whose files are read without leaving it: opened through no
+/// link at its last component, each file opened relative to it
+/// ([`Dir::open_file`]).
+pub struct Dir {
+    file: File,
+    /// Where it was opened (listed by path off x86_64 and aarch64).
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    path: std::path::PathBuf,
+}
+
+impl Dir {
+    /// The directory `path`; an error when it is anything else, a link
+    /// among them (ELOOP).
+    pub fn open(path: &Path) -> io::Result<Dir> {
+        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+        return Ok(Dir {
+            file: sys::open(path, sys::O_RDONLY | sys::O_DIRECTORY | sys::O_NOFOLLOW)?,
+        });
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+        Ok(Dir {
+            file: std_open(path, false, flags::O_DIRECTORY | flags::O_NOFOLLOW)?,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Its names except `.` and `..`, at most `limit` (as [`names`]).
+    pub fn names(&self, limit: usize) -> io::Result<Vec<OsString>> {
+        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+        return names_of(&self.file, limit);
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+        names(&self.path, limit)
+    }
+
+    /// The regular file `name` in it, opened relative to it: not a link
+    /// (ELOOP), not a path elsewhere (a name with `/` is refused), never
+    /// blocking; anything but a regular file (a FIFO, a device, a
+    /// directory: checked on the open descriptor) is an error. With its
+    /// size.
+    pub fn open_file(&self, name: &std::ffi::OsStr) -> io::Result<(File, u64)> {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::ffi::OsStrExt;
+        if name.as_bytes().contains(&b'/') || name == "." || name == ".." {
+            return Err(io::Error::from(io::ErrorKind::InvalidInput));
+        }
+        let fd = self.file.as_raw_fd();
+        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+        let file = sys::open_at(fd, Path::new(name), sys::O_RDONLY | sys::O_NOFOLLOW)?;
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+        let file = {
+            use std::os::fd::FromRawFd;
+            unsafe extern "C" {
+                fn openat(
+                    dirfd: std::ffi::c_int,
+                    path: *const std::ffi::c_char,
+                    flags: std::ffi::c_int,
+                    ...
+                ) -> std::ffi::c_int;
+            }
+            let c = std::ffi::CString::new(name.as_bytes())
+                .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+            let flags = flags::O_NOFOLLOW | flags::O_NONBLOCK | flags::O_NOCTTY | flags::O_CLOEXEC;
+            // SAFETY: a NUL-terminated name; a new fd nothing else owns.
+            let got = unsafe { openat(fd, c.as_ptr(), flags) };
+            if got < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: see above.
+            unsafe { File::from_raw_fd(got) }
+        };
+        let meta = file.metadata()?;
+        if !meta.file_type().is_file() {
+            return Err(io::Error::from(io::ErrorKind::InvalidInput));
+        }
+        Ok((file, meta.len()))
+    }
 }
 
 /// The largest size a file's metadata may give [`read_up_to`] to size its
@@ -126,6 +242,13 @@ pub fn read_up_to(mut file: File, limit: usize) -> io::Result<Vec<u8>> {
             Ok(0) => break,
             Ok(n) => len += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            // Opened non-blocking: a FIFO or device with nothing to read now.
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                return Err(io::Error::new(
+                    e.kind(),
+                    "a FIFO or device with nothing to read now, never waited for",
+                ));
+            }
             Err(e) => return Err(e),
         }
     }
@@ -133,29 +256,22 @@ pub fn read_up_to(mut file: File, limit: usize) -> io::Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// The most [`read`] takes in the CLI (`explain --root`): far above any
-/// unit file, drop-in, environment file or kubelet config, so a file past
-/// it (a link to /dev/zero, a log) fails to read instead of taking memory
-/// without end.
-pub const CLI_READ_LIMIT: usize = 16 << 20;
+/// The most [`read`] takes: far above any unit file, drop-in, environment
+/// file or kubelet config, so a file past it (a link to /dev/zero, a log)
+/// fails to read instead of taking memory without end, at boot as in the
+/// CLI (`explain --root`).
+pub const READ_LIMIT: usize = 16 << 20;
 
-/// The whole file (as `std::fs::read`); in the CLI refused past
-/// [`CLI_READ_LIMIT`]. The wrapper's build (no `cli` feature) reads whole
-/// files as before, so its payload bytes stay as released.
+/// The whole file (as `std::fs::read`), refused past [`READ_LIMIT`].
 pub fn read(path: &Path) -> io::Result<Vec<u8>> {
-    #[cfg(not(feature = "cli"))]
-    return read_up_to(open(path)?, usize::MAX);
-    #[cfg(feature = "cli")]
-    {
-        let buf = read_up_to(open(path)?, CLI_READ_LIMIT + 1)?;
-        if buf.len() > CLI_READ_LIMIT {
-            return Err(io::Error::new(
-                io::ErrorKind::FileTooLarge,
-                "larger than 16 MiB, the most a node file is read",
-            ));
-        }
-        Ok(buf)
+    let buf = read_up_to(open(path)?, READ_LIMIT + 1)?;
+    if buf.len() > READ_LIMIT {
+        return Err(io::Error::new(
+            io::ErrorKind::FileTooLarge,
+            "larger than 16 MiB, the most a node file is read",
+        ));
     }
+    Ok(buf)
 }
 
 /// The whole file as UTF-8 (as `std::fs::read_to_string`).
@@ -165,7 +281,9 @@ pub fn read_to_string(path: &Path) -> io::Result<String> {
 
 /// Offsets in `struct linux_dirent64`: d_ino u64, d_off i64, d_reclen u16,
 /// d_type u8, then the NUL-terminated name.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 const RECLEN_AT: usize = 16;
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 const NAME_AT: usize = 19;
 
 /// The names in `dir` except `.` and `..`, in the order the kernel gives
@@ -177,52 +295,54 @@ pub fn names(dir: &Path, limit: usize) -> io::Result<Vec<OsString>> {
         .map(|e| e.map(|e| e.file_name()))
         .collect();
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    {
-        use std::os::fd::AsRawFd;
-        // O_DIRECTORY: anything else fails here (a FIFO would block in open).
-        let file = sys::open(dir, sys::O_RDONLY | sys::O_DIRECTORY)?;
-        let mut out = Vec::new();
-        // Not zeroed: the kernel writes what `filled` covers.
-        let mut buf: Vec<u8> = Vec::with_capacity(8192);
-        loop {
-            // SAFETY: the buffer is valid for its capacity; the kernel
-            // writes at most that many bytes and returns how many.
-            let n = unsafe {
-                sys::syscall(
-                    sys::SYS_GETDENTS64,
-                    file.as_raw_fd() as std::ffi::c_long,
-                    buf.as_mut_ptr(),
-                    buf.capacity(),
-                )
-            };
-            if n < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            if n == 0 {
+    // O_DIRECTORY: anything else fails here.
+    names_of(&sys::open(dir, sys::O_RDONLY | sys::O_DIRECTORY)?, limit)
+}
+
+/// [`names`] of the directory open as `file`.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn names_of(file: &File, limit: usize) -> io::Result<Vec<OsString>> {
+    use std::os::fd::AsRawFd;
+    let mut out = Vec::new();
+    // Not zeroed: the kernel writes what `filled` covers.
+    let mut buf: Vec<u8> = Vec::with_capacity(8192);
+    loop {
+        // SAFETY: the buffer is valid for its capacity; the kernel
+        // writes at most that many bytes and returns how many.
+        let n = unsafe {
+            sys::syscall(
+                sys::SYS_GETDENTS64,
+                file.as_raw_fd() as std::ffi::c_long,
+                buf.as_mut_ptr(),
+                buf.capacity(),
+            )
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if n == 0 {
+            return Ok(out);
+        }
+        // SAFETY: the kernel initialised the first n bytes (n <= capacity).
+        unsafe { buf.set_len((n as usize).min(buf.capacity())) };
+        let filled = &buf[..];
+        let mut at = 0;
+        while at + NAME_AT < filled.len() {
+            let reclen = u16::from_ne_bytes([filled[at + RECLEN_AT], filled[at + RECLEN_AT + 1]]);
+            let end = (at + reclen as usize).min(filled.len());
+            if reclen == 0 || end <= at + NAME_AT {
+                // Not what the kernel writes; stop rather than loop.
                 return Ok(out);
             }
-            // SAFETY: the kernel initialised the first n bytes (n <= capacity).
-            unsafe { buf.set_len((n as usize).min(buf.capacity())) };
-            let filled = &buf[..];
-            let mut at = 0;
-            while at + NAME_AT < filled.len() {
-                let reclen =
-                    u16::from_ne_bytes([filled[at + RECLEN_AT], filled[at + RECLEN_AT + 1]]);
-                let end = (at + reclen as usize).min(filled.len());
-                if reclen == 0 || end <= at + NAME_AT {
-                    // Not what the kernel writes; stop rather than loop.
+            let field = &filled[at + NAME_AT..end];
+            let name = &field[..field.iter().position(|&b| b == 0).unwrap_or(field.len())];
+            if name != b"." && name != b".." {
+                if out.len() == limit {
                     return Ok(out);
                 }
-                let field = &filled[at + NAME_AT..end];
-                let name = &field[..field.iter().position(|&b| b == 0).unwrap_or(field.len())];
-                if name != b"." && name != b".." {
-                    if out.len() == limit {
-                        return Ok(out);
-                    }
-                    out.push(OsString::from_vec(name.to_vec()));
-                }
-                at = end;
+                out.push(OsString::from_vec(name.to_vec()));
             }
+            at = end;
         }
     }
 }
@@ -292,7 +412,6 @@ mod tests {
             read(&dir.path().join("missing")).unwrap_err().kind(),
             io::ErrorKind::NotFound
         );
-        #[cfg(feature = "cli")]
         assert_eq!(
             read(Path::new("/dev/zero")).unwrap_err().to_string(),
             "larger than 16 MiB, the most a node file is read"
@@ -302,6 +421,81 @@ mod tests {
                 .unwrap()
                 .contains("Pid:")
         );
+    }
+
+    /// `open` on another thread: an open or read that blocks fails the
+    /// test after a minute instead of hanging it (a guard, not a timing
+    /// check).
+    fn guarded<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(f()));
+        rx.recv_timeout(std::time::Duration::from_secs(60))
+            .expect("a read blocked")
+    }
+
+    fn mkfifo(path: &Path) {
+        let status = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// A FIFO where a file was expected neither blocks the open (which
+    /// waits for a writer without O_NONBLOCK) nor the read.
+    #[test]
+    fn a_fifo_never_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        mkfifo(&fifo);
+        let f = fifo.clone();
+        assert_eq!(
+            guarded(move || read(&f).map_err(|e| e.kind())),
+            Ok(Vec::new())
+        );
+        // With a writer that writes nothing (O_RDWR: its open does not
+        // wait): refused at once, saying why.
+        let _writer = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&fifo)
+            .unwrap();
+        let f = fifo.clone();
+        let e = guarded(move || read(&f).unwrap_err().to_string());
+        assert_eq!(
+            e,
+            "a FIFO or device with nothing to read now, never waited for"
+        );
+        let d = Dir::open(dir.path()).unwrap();
+        assert!(guarded(move || d.open_file("fifo".as_ref()).is_err()));
+    }
+
+    /// A directory's files opened relative to it: regular files only,
+    /// through no link (to a file beside them or out of the directory),
+    /// and never a path elsewhere; the directory itself not through a link.
+    #[test]
+    fn dir_opens_its_regular_files_only() {
+        use std::os::unix::fs::symlink;
+        let top = tempfile::tempdir().unwrap();
+        let dir = top.path().join("d");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(top.path().join("secret"), "s").unwrap();
+        std::fs::write(dir.join("file"), "abc").unwrap();
+        symlink("file", dir.join("near")).unwrap();
+        symlink(top.path().join("secret"), dir.join("far")).unwrap();
+        std::fs::create_dir(dir.join("sub")).unwrap();
+        let d = Dir::open(&dir).unwrap();
+        let mut got = d.names(10).unwrap();
+        got.sort();
+        assert_eq!(got, ["far", "file", "near", "sub"]);
+        let (file, size) = d.open_file("file".as_ref()).unwrap();
+        assert_eq!((read_up_to(file, 10).unwrap(), size), (b"abc".to_vec(), 3));
+        for name in ["near", "far", "sub", "../secret", "missing", "", ".", ".."] {
+            assert!(d.open_file(name.as_ref()).is_err(), "{name}");
+        }
+        symlink(&dir, top.path().join("link")).unwrap();
+        assert!(Dir::open(&top.path().join("link")).is_err());
+        assert!(Dir::open(&dir.join("file")).is_err());
     }
 
     #[test]

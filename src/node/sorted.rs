@@ -2,12 +2,36 @@
 //! `BTreeMap`/`BTreeSet` cost the static wrapper ~25 KB of code for the
 //! handful of key/value types it uses, where these are a binary search and
 //! a `Vec` insert per call. The maps at boot hold tens to a few hundred
-//! entries, built mostly in ascending order, so the O(n) insert is cheap.
+//! entries, built mostly in ascending order, so the O(n) insert is cheap;
+//! a build from many (`collect`, `extend`) is O(n log n) in any order
+//! (feature files a pod writes may list thousands of keys descending).
 //! Iteration is in ascending `Ord` order, as with `BTreeMap`, so output
 //! built from either is the same.
 
 use std::borrow::Borrow;
+use std::cmp::Ordering;
 use std::fmt;
+
+// Entries moved by inserts and removals (each shifts the tail of the Vec)
+// and by bulk builds, counted in tests: the work a build does, measured
+// without a clock.
+#[cfg(test)]
+thread_local! {
+    static MOVED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Entries moved on this thread so far (tests only).
+#[cfg(test)]
+pub(crate) fn moves() -> usize {
+    MOVED.with(|m| m.get())
+}
+
+/// Count `n` entries moved (tests only).
+#[inline(always)]
+fn moved(_n: usize) {
+    #[cfg(test)]
+    MOVED.with(|m| m.set(m.get() + _n));
+}
 
 /// A map kept sorted by key; the subset of `BTreeMap`'s API the code uses,
 /// with the same results.
@@ -76,6 +100,7 @@ impl<K: Ord, V> SortedMap<K, V> {
         match at {
             Ok(i) => Some(std::mem::replace(&mut self.entries[i].1, value)),
             Err(i) => {
+                moved(self.entries.len() - i);
                 self.entries.insert(i, (key, value));
                 None
             }
@@ -133,6 +158,7 @@ impl<'a, K, V> Entry<'a, K, V> {
         let i = match self.at {
             Ok(i) => i,
             Err(i) => {
+                moved(self.map.entries.len() - i);
                 self.map.entries.insert(i, (self.key, value()));
                 i
             }
@@ -174,8 +200,7 @@ impl<K: fmt::Debug, V: fmt::Debug> fmt::Debug for SortedMap<K, V> {
     }
 }
 
-/// Later pairs win on a key, as in `BTreeMap`. Inserted one by one: no
-/// sort code per type, and the inputs here come mostly in key order.
+/// Later pairs win on a key, as in `BTreeMap`.
 impl<K: Ord, V> FromIterator<(K, V)> for SortedMap<K, V> {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
         let mut map = Self::new();
@@ -184,12 +209,61 @@ impl<K: Ord, V> FromIterator<(K, V)> for SortedMap<K, V> {
     }
 }
 
+/// In O(n log n) whatever the order (see [`settle`]); later pairs win on a
+/// key, as with `BTreeMap::insert`.
 impl<K: Ord, V> Extend<(K, V)> for SortedMap<K, V> {
     fn extend<I: IntoIterator<Item = (K, V)>>(&mut self, iter: I) {
-        for (k, v) in iter {
-            self.insert(k, v);
+        let sorted = self.entries.len();
+        self.entries.extend(iter);
+        settle(&mut self.entries, sorted, |a, b| a.0.cmp(&b.0), true);
+    }
+}
+
+/// Make `items` ascending without repeats, given `items[..sorted]` is and
+/// the rest is in any order; of the items equal to one another the first
+/// is kept, or the last with `last` (`BTreeMap::insert` replaces a value,
+/// `BTreeSet::insert` keeps the item). One comparison an item when the new
+/// ones come ascending after the old (most builds here), else one sort of
+/// the whole: O(n log n) where an insert each is O(n²) (keys descending).
+/// The comparisons and the sort are in [`kept_order`], one copy for every
+/// item type; this part only moves the items.
+fn settle<T>(items: &mut Vec<T>, sorted: usize, cmp: fn(&T, &T) -> Ordering, last: bool) {
+    let Some(keep) = kept_order(items.len(), sorted, &|a, b| cmp(&items[a], &items[b]), last)
+    else {
+        return;
+    };
+    moved(items.len());
+    let mut slots: Vec<Option<T>> = std::mem::take(items).into_iter().map(Some).collect();
+    items.extend(keep.into_iter().filter_map(|i| slots.get_mut(i)?.take()));
+}
+
+/// The positions of `0..n` to keep, in the order that sorts them by `cmp`,
+/// one of each run of equal ones (the first, or the last with `last`);
+/// None when `sorted..n` already come ascending after the first `sorted`.
+#[inline(never)]
+fn kept_order(
+    n: usize,
+    sorted: usize,
+    cmp: &dyn Fn(usize, usize) -> Ordering,
+    last: bool,
+) -> Option<Vec<usize>> {
+    if (sorted.max(1)..n).all(|i| cmp(i - 1, i) == Ordering::Less) {
+        return None;
+    }
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_unstable_by(|&a, &b| cmp(a, b).then(a.cmp(&b)));
+    let mut keep: Vec<usize> = Vec::with_capacity(n);
+    for i in order {
+        match keep.last_mut() {
+            Some(k) if cmp(*k, i) == Ordering::Equal => {
+                if last {
+                    *k = i;
+                }
+            }
+            _ => keep.push(i),
         }
     }
+    Some(keep)
 }
 
 impl<K: Ord, V, const N: usize> From<[(K, V); N]> for SortedMap<K, V> {
@@ -297,6 +371,7 @@ impl<T: Ord> SortedSet<T> {
         match at {
             Ok(_) => false,
             Err(i) => {
+                moved(self.items.len() - i);
                 self.items.insert(i, item);
                 true
             }
@@ -341,11 +416,13 @@ impl<T: Ord> FromIterator<T> for SortedSet<T> {
     }
 }
 
+/// In O(n log n) whatever the order (see [`settle`]); an item already
+/// there is kept, as `BTreeSet::insert` does.
 impl<T: Ord> Extend<T> for SortedSet<T> {
     fn extend<I: IntoIterator<Item = T>>(&mut self, iter: I) {
-        for item in iter {
-            self.insert(item);
-        }
+        let sorted = self.items.len();
+        self.items.extend(iter);
+        settle(&mut self.items, sorted, T::cmp, false);
     }
 }
 
@@ -475,6 +552,72 @@ mod tests {
         let from = SortedMap::from([(2, "b"), (1, "a"), (2, "c")]);
         assert_eq!(from.as_slice(), [(1, "a"), (2, "c")]);
         assert_eq!(format!("{from:?}"), r#"{1: "a", 2: "c"}"#);
+    }
+
+    /// A key that counts its comparisons.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    struct Counted(u32);
+
+    thread_local! {
+        static COMPARED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    impl PartialOrd for Counted {
+        fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+            Some(self.cmp(o))
+        }
+    }
+
+    impl Ord for Counted {
+        fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+            COMPARED.with(|c| c.set(c.get() + 1));
+            self.0.cmp(&o.0)
+        }
+    }
+
+    /// The work (comparisons and entries moved) of collecting `n` keys in
+    /// the order `keys` gives, then (`more`) extending with `n` others
+    /// between them.
+    fn work(keys: &dyn Fn(u32) -> u32, n: u32, more: bool) -> (usize, usize) {
+        COMPARED.with(|c| c.set(0));
+        MOVED.with(|m| m.set(0));
+        let mut map: SortedMap<Counted, u32> = (0..n).map(|i| (Counted(keys(i)), i)).collect();
+        let mut set: SortedSet<Counted> = (0..n).map(|i| Counted(keys(i))).collect();
+        if more {
+            map.extend((0..n).map(|i| (Counted(keys(i) + 1), i)));
+            set.extend((0..n).map(|i| Counted(keys(i) + 1)));
+        }
+        assert_eq!(map.len(), set.len());
+        (COMPARED.with(|c| c.get()), MOVED.with(|m| m.get()))
+    }
+
+    /// Building from keys in any order is O(n log n): keys in descending
+    /// order (a feature file can hold them so), shuffled, or extending with
+    /// keys between those there cost as few comparisons and moves as a
+    /// sort, where an insert each moves every entry after it (n²/2 moves).
+    /// Counted, not timed.
+    #[test]
+    fn building_in_any_order_is_n_log_n() {
+        let n: u32 = 1 << 14;
+        let log = 14;
+        // Ascending: about one comparison a key, nothing moved.
+        let (cmp, moved) = work(&|i| 4 * i, n, false);
+        assert!(cmp <= 4 * n as usize, "ascending: {cmp} comparisons");
+        assert_eq!(moved, 0, "ascending");
+        let descending = |i: u32| 4 * (n - i);
+        let shuffled = |i: u32| (i.wrapping_mul(2654435761) >> 8) & !3;
+        for (what, keys, more) in [
+            ("descending", &descending as &dyn Fn(u32) -> u32, false),
+            ("shuffled", &shuffled, false),
+            ("ascending, then between", &|i| 4 * i, true),
+            ("descending, then between", &descending, true),
+        ] {
+            let (cmp, moved) = work(keys, n, more);
+            // Two builds of n, and two extends of n more over n.
+            let items = 2 * n as usize * if more { 3 } else { 1 };
+            assert!(cmp <= 4 * items * log, "{what}: {cmp} comparisons");
+            assert!(moved <= 2 * items, "{what}: {moved} entries moved");
+        }
     }
 
     /// Lookups by a borrowed form (`&str` for `String` keys), as in `BTreeMap`.

@@ -3,9 +3,12 @@
 //! not hooks, which NFD no longer runs): files that are on the node before
 //! kubelet starts, written by its provisioning.
 
+use std::ffi::OsString;
+use std::io::ErrorKind;
 use std::path::Path;
 
-use super::util::{list_dir, read_bytes, under};
+use super::util::{inside, under};
+use crate::node::nodefs::{Dir, read_up_to};
 use crate::node::sorted::SortedMap;
 
 type Attrs = SortedMap<String, String>;
@@ -13,37 +16,91 @@ type Attrs = SortedMap<String, String>;
 pub const FEATURES_DIR: &str = "/etc/kubernetes/node-feature-discovery/features.d";
 /// NFD skips a file larger than this.
 const MAX_FILE: u64 = 65536;
+/// The most names features.d may hold (hidden ones and what is not a
+/// regular file included). A node's provisioning writes a handful; a pod
+/// that can write the directory could write millions.
+pub const MAX_ENTRIES: usize = 1024;
+/// The most bytes of feature files read in all (NFD's limit for one
+/// file), and the most keys they may set (each a label where NFD
+/// publishes them: a Node with a thousand is already unusual). A node's
+/// provisioning writes a few lines; past these, the time a pod that can
+/// write features.d adds to a kubelet start is what bounds them: the
+/// read, the parse and the merge (O(n log n): a millisecond), the memory
+/// (the wrapper's allocator never frees), and the node rules' budget,
+/// which grows with the facts (`rules::budget`: 64 KiB and 1024 keys in
+/// both maps add at most ~200 K of facts).
+pub const MAX_BYTES: u64 = 64 << 10;
+pub const MAX_KEYS: usize = 1024;
 
-/// (`local.feature`, `local.label`): both empty when there is no
-/// readable directory (NFD publishes them so).
-pub fn read(root: &Path, now: i64) -> (Attrs, Attrs) {
-    let dir = under(root, FEATURES_DIR);
-    let mut features = Attrs::new();
-    let mut labels = Attrs::new();
-    let Some(names) = list_dir(&dir) else {
-        return (features, labels);
+/// (`local.feature`, `local.label`): both empty when there is no directory
+/// (NFD publishes them so). Err: what keeps them from being read whole,
+/// as one line (a bound passed, features.d a link or unreadable): rules
+/// must not run on part of them.
+pub fn read(root: &Path, now: i64) -> Result<(Attrs, Attrs), String> {
+    let path = under(root, FEATURES_DIR);
+    // A tree the CLI was given: the directory's path resolved inside it.
+    let Some(path) = inside(&path) else {
+        return Err(format!("{FEATURES_DIR}: a link out of the tree"));
     };
-    for name in names.iter().filter(|n| !n.starts_with('.')) {
-        let path = dir.join(name);
-        // Regular files only (links followed), at most MAX_FILE bytes.
-        let Some(meta) = super::util::inside(&path).and_then(|p| std::fs::metadata(&*p).ok())
-        else {
+    let dir = match Dir::open(&path) {
+        Ok(d) => d,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok((Attrs::new(), Attrs::new())),
+        // O_NOFOLLOW met a link (ELOOP, or ENOTDIR with O_DIRECTORY).
+        Err(_) if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink()) => {
+            return Err(format!(
+                "{FEATURES_DIR} is a symbolic link, not followed (make it a directory)"
+            ));
+        }
+        Err(e) => return Err(format!("{FEATURES_DIR}: {e}")),
+    };
+    let mut names = dir
+        .names(MAX_ENTRIES + 1)
+        .map_err(|e| format!("{FEATURES_DIR}: {e}"))?;
+    if names.len() > MAX_ENTRIES {
+        return Err(format!("{FEATURES_DIR}: more than {MAX_ENTRIES} entries"));
+    }
+    names.sort();
+    let (mut features, mut labels) = (Vec::new(), Vec::new());
+    let mut total = 0;
+    for name in names
+        .iter()
+        .filter(|n| !n.as_encoded_bytes().starts_with(b"."))
+    {
+        // Regular files only, opened in the directory through no link
+        // (unlike NFD: a link could name any file of the host's); at most
+        // MAX_FILE bytes, as NFD (a larger file is skipped unread).
+        let Some(bytes) = read_file(&dir, name) else {
             continue;
         };
-        if !meta.is_file() {
-            continue;
+        total += bytes.len() as u64;
+        if total > MAX_BYTES {
+            return Err(format!(
+                "{FEATURES_DIR}: more than {} KiB of feature files",
+                MAX_BYTES >> 10
+            ));
         }
-        if meta.len() > MAX_FILE {
-            continue;
-        }
-        let Some(bytes) = read_bytes(&path, MAX_FILE) else {
-            continue;
-        };
         let (f, l) = parse_file(&String::from_utf8_lossy(&bytes), now);
+        // A later file wins on a key, as in NFD; one build of all of them.
         features.extend(f);
         labels.extend(l);
+        if features.len().max(labels.len()) > MAX_KEYS {
+            return Err(format!(
+                "{FEATURES_DIR}: feature files setting more than {MAX_KEYS} keys"
+            ));
+        }
     }
-    (features, labels)
+    Ok((features.into_iter().collect(), labels.into_iter().collect()))
+}
+
+/// The bytes of the regular file `name` in `dir`, None when it is
+/// anything else, unreadable, or larger than NFD reads.
+fn read_file(dir: &Dir, name: &OsString) -> Option<Vec<u8>> {
+    let (file, size) = dir.open_file(name).ok()?;
+    if size > MAX_FILE {
+        return None;
+    }
+    let bytes = read_up_to(file, MAX_FILE as usize + 1).ok()?;
+    (bytes.len() as u64 <= MAX_FILE).then_some(bytes)
 }
 
 /// One feature file: `name[=value]` lines (no value: `true`), `#` lines
@@ -51,8 +108,10 @@ pub fn read(root: &Path, now: i64) -> (Attrs, Attrs) {
 /// are dropped once it is past), `# +no-label` and `# +no-feature` (the
 /// next line only). A bad directive is ignored, as NFD logs and goes on.
 pub fn parse_file(text: &str, now: i64) -> (Attrs, Attrs) {
-    let mut features = Attrs::new();
-    let mut labels = Attrs::new();
+    // Each key line in order (REMOVED: the key removed), then one build:
+    // O(n log n) in any order of keys.
+    let mut features = Vec::new();
+    let mut labels = Vec::new();
     let mut expiry = now;
     let (mut skip_label, mut skip_feature) = (false, false);
     for line in text.split('\n').map(str::trim).filter(|l| !l.is_empty()) {
@@ -82,17 +141,24 @@ pub fn parse_file(text: &str, now: i64) -> (Attrs, Attrs) {
             Some((k, v)) => (k, v),
             None => (line, "true"),
         };
-        for (skip, map) in [(skip_feature, &mut features), (skip_label, &mut labels)] {
-            if skip {
-                map.remove(key);
-            } else {
-                map.insert(key.to_string(), value.to_string());
-            }
+        for (skip, ops) in [(skip_feature, &mut features), (skip_label, &mut labels)] {
+            let value = if skip { REMOVED } else { value };
+            ops.push((key.to_string(), value.to_string()));
         }
         skip_label = false;
         skip_feature = false;
     }
-    (features, labels)
+    (last_values(features), last_values(labels))
+}
+
+/// The value a key's line leaves when a directive removes the key: no
+/// value holds it (lines are split at it).
+const REMOVED: &str = "\n";
+
+/// The last value of each key, a key whose last line removed it left out.
+fn last_values(ops: Vec<(String, String)>) -> Attrs {
+    let last: Attrs = ops.into_iter().collect();
+    last.into_iter().filter(|(_, v)| v != REMOVED).collect()
 }
 
 /// Seconds since the epoch of an RFC 3339 time as Go's `time.Parse(
@@ -170,6 +236,133 @@ mod tests {
 
     fn kv(m: &Attrs) -> Vec<(&str, &str)> {
         m.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+    }
+
+    /// A scratch node root with features.d, and the path of features.d.
+    fn scratch() -> (tempfile::TempDir, std::path::PathBuf) {
+        let root = tempfile::tempdir().unwrap();
+        let dir = under(root.path(), FEATURES_DIR);
+        std::fs::create_dir_all(&dir).unwrap();
+        (root, dir)
+    }
+
+    fn mkfifo(path: &Path) {
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        unsafe extern "C" {
+            fn mkfifo(path: *const std::ffi::c_char, mode: u32) -> i32;
+        }
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { mkfifo(c.as_ptr(), 0o644) }, 0, "{path:?}");
+    }
+
+    /// `read` on another thread: a read that blocks fails the test after a
+    /// minute instead of hanging it (a guard, not a timing check).
+    fn read_guarded(root: &Path) -> Result<(Attrs, Attrs), String> {
+        let root = root.to_path_buf();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(read(&root, 0)));
+        rx.recv_timeout(std::time::Duration::from_secs(60))
+            .expect("reading features.d blocked")
+    }
+
+    /// Links out of features.d are not followed (a root-only file linked
+    /// there never becomes a label), and FIFOs, devices and links to them
+    /// neither block nor count: only the regular files in it are read.
+    #[test]
+    fn only_regular_files_in_the_directory_are_read() {
+        use std::os::unix::fs::{PermissionsExt, symlink};
+        let (root, dir) = scratch();
+        let secret = root.path().join("root/cloud.env");
+        std::fs::create_dir_all(secret.parent().unwrap()).unwrap();
+        std::fs::write(&secret, "aws_access_key_id=AKIA\n").unwrap();
+        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+        symlink(&secret, dir.join("cloud")).unwrap();
+        symlink("../../../../root/cloud.env", dir.join("relative")).unwrap();
+        let inner = dir.join("inner");
+        std::fs::write(&inner, "inner=1\n").unwrap();
+        symlink("inner", dir.join("link-to-inner")).unwrap();
+        mkfifo(&dir.join("fifo"));
+        symlink(dir.join("fifo"), dir.join("link-to-fifo")).unwrap();
+        symlink("/proc/kmsg", dir.join("kmsg")).unwrap();
+        symlink("/dev/zero", dir.join("zero")).unwrap();
+        std::fs::create_dir(dir.join("subdir")).unwrap();
+        std::fs::write(dir.join("ok"), "gpu=yes\n").unwrap();
+        // Non-UTF-8 names are files too, in byte order (Go's ReadDir).
+        std::fs::write(
+            dir.join(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b"z\xff")),
+            "gpu=last\n",
+        )
+        .unwrap();
+        let (f, l) = read_guarded(root.path()).unwrap();
+        assert_eq!(kv(&f), [("gpu", "last"), ("inner", "1")]);
+        assert_eq!(f, l);
+    }
+
+    /// Past its bounds (entries, bytes in all, keys) features.d is not
+    /// read at all: an error naming the bound, never part of it. One file
+    /// past NFD's 64 KiB is skipped, as NFD skips it.
+    #[test]
+    fn past_its_bounds_features_d_is_an_error() {
+        let (root, dir) = scratch();
+        std::fs::write(dir.join("big"), "a=1\n".repeat(20_000)).unwrap();
+        std::fs::write(dir.join("small"), "b=1\n").unwrap();
+        let (f, _) = read_guarded(root.path()).unwrap();
+        assert_eq!(kv(&f), [("b", "1")]);
+        // Within: 64 KiB in all, 1024 keys.
+        std::fs::remove_file(dir.join("big")).unwrap();
+        let keys: String = (0..1023).map(|i| format!("k{i:04}=1\n")).collect();
+        std::fs::write(dir.join("keys"), &keys).unwrap();
+        let pad = 64 * 1024 - keys.len() - 4;
+        std::fs::write(dir.join("pad"), "#".repeat(pad)).unwrap();
+        assert_eq!(read_guarded(root.path()).unwrap().0.len(), 1024);
+        std::fs::write(dir.join("small"), "b=12\n").unwrap();
+        assert_eq!(
+            read_guarded(root.path()).err(),
+            Some(format!("{FEATURES_DIR}: more than 64 KiB of feature files"))
+        );
+        std::fs::write(dir.join("small"), "c\nd\n").unwrap();
+        assert_eq!(
+            read_guarded(root.path()).err(),
+            Some(format!(
+                "{FEATURES_DIR}: feature files setting more than 1024 keys"
+            ))
+        );
+
+        let (root, dir) = scratch();
+        for i in 0..MAX_ENTRIES {
+            std::fs::write(dir.join(format!(".{i}")), "").unwrap();
+        }
+        assert!(read_guarded(root.path()).is_ok());
+        std::fs::write(dir.join("one-more"), "").unwrap();
+        let e = read_guarded(root.path()).unwrap_err();
+        assert_eq!(e, format!("{FEATURES_DIR}: more than 1024 entries"));
+
+        // features.d itself a link: not followed, an error (a missing
+        // directory is no feature files, as in NFD).
+        let (root, dir) = scratch();
+        std::fs::remove_dir(&dir).unwrap();
+        assert_eq!(read_guarded(root.path()), Ok((Attrs::new(), Attrs::new())));
+        std::os::unix::fs::symlink("/root", &dir).unwrap();
+        let e = read_guarded(root.path()).unwrap_err();
+        assert!(e.contains("is a symbolic link, not followed"), "{e}");
+    }
+
+    /// A file of keys in descending order (each a Vec insert at the front
+    /// before): the parse moves O(n) entries, not n²/2. Counted, not
+    /// timed.
+    #[test]
+    fn descending_keys_cost_n_log_n() {
+        let n = 5_000;
+        let text: String = (0..n).rev().map(|i| format!("k{i:05}={i}\n")).collect();
+        let before = crate::node::sorted::moves();
+        let (f, l) = parse_file(&text, 0);
+        let moved = crate::node::sorted::moves() - before;
+        assert_eq!((f.len(), l.len()), (n, n));
+        assert_eq!(
+            f.iter().next(),
+            Some((&"k00000".to_string(), &"0".to_string()))
+        );
+        assert!(moved <= 10 * n, "{moved} entries moved for {n} keys");
     }
 
     #[test]

@@ -31,6 +31,10 @@ pub struct Features {
     /// Instance features: a list of elements, each name → value
     /// (`pci.device` → `[{class: 0302, vendor: 10de, ...}]`).
     pub instances: SortedMap<String, Vec<SortedMap<String, String>>>,
+    /// Features that could not be read whole, each with why (features.d
+    /// past its bounds, say): no rule may be evaluated on part of them, so
+    /// `wrapper::derived::derive` fails as a failed evaluation does.
+    pub incomplete: SortedMap<String, String>,
 }
 
 impl Features {
@@ -46,11 +50,22 @@ impl Features {
         for (k, v) in self.instances.iter().filter(|(k, _)| names.contains(*k)) {
             out.instances.insert(k.clone(), v.clone());
         }
+        for (k, v) in self.incomplete.iter().filter(|(k, _)| names.contains(*k)) {
+            out.incomplete.insert(k.clone(), v.clone());
+        }
         out
     }
 
     pub fn is_empty(&self) -> bool {
-        self.flags.is_empty() && self.attributes.is_empty() && self.instances.is_empty()
+        self.flags.is_empty()
+            && self.attributes.is_empty()
+            && self.instances.is_empty()
+            && self.incomplete.is_empty()
+    }
+
+    /// Why these features are not whole, if they are not (the first reason).
+    pub fn incomplete(&self) -> Option<&str> {
+        self.incomplete.values().next().map(String::as_str)
     }
 }
 
@@ -214,9 +229,16 @@ fn read_in(opts: &FactsOptions) -> Features {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
-        let (feature, label) = local::read(root, now);
-        f.attributes.insert("local.feature".into(), feature);
-        f.attributes.insert("local.label".into(), label);
+        match local::read(root, now) {
+            Ok((feature, label)) => {
+                f.attributes.insert("local.feature".into(), feature);
+                f.attributes.insert("local.label".into(), label);
+            }
+            Err(why) => {
+                f.incomplete.insert("local.feature".into(), why.clone());
+                f.incomplete.insert("local.label".into(), why);
+            }
+        }
     }
     if (want("cpu.model") || want("cpu.cpuid"))
         && let Some(c) = cpu::read(root)

@@ -201,6 +201,12 @@ pub fn derive(
     profile: Profile,
     read_more: ReadMore,
 ) -> Result<Derived, super::fence::Failure> {
+    use super::fence::{Failure, Reason};
+    // Facts not read whole (features.d past its bounds): nothing is
+    // derived from part of them.
+    if let Some(why) = features.incomplete() {
+        return Err(Failure::new(Reason::FeaturesUnreadable, why.to_string()));
+    }
     let mut out = Derived::default();
     match &sources.nfd_labels {
         Some(Ok(flavour)) => {
@@ -264,7 +270,7 @@ fn derive_rules(
     profile: Profile,
     read_more: ReadMore,
     out: &mut Derived,
-) -> Result<(), String> {
+) -> Result<(), super::fence::Failure> {
     // One budget for every evaluation below (see rules::budget); running
     // out of it leaves the rules out whole, the static part kept.
     let mut budget = rules::Budget::for_facts(features);
@@ -276,6 +282,12 @@ fn derive_rules(
     let more = unread_dynamic(&outcome.results, &read);
     if !more.is_empty() {
         let extra = read_more(&more);
+        if let Some(why) = extra.incomplete() {
+            return Err(super::fence::Failure::new(
+                super::fence::Reason::FeaturesUnreadable,
+                why.to_string(),
+            ));
+        }
         features.flags.extend(extra.flags);
         features.attributes.extend(extra.attributes);
         features.instances.extend(extra.instances);

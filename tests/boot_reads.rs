@@ -1,0 +1,158 @@
+//! The wrapper's reads of features.d, a directory a pod may be able to
+//! write (issue 32 items 1 and 3), with the wrapper as built: links out of
+//! it (a root-only file, /proc/kmsg) are never followed, FIFOs never block
+//! it, and past its bounds the node rules are left out whole, never run on
+//! part of the files.
+
+use crate::support::{scratch_dir, wrapper_run, write};
+
+use std::ffi::OsString;
+use std::os::unix::fs::{PermissionsExt, symlink};
+use std::path::Path;
+
+use kubelet_labeler::cli::render::node_rules;
+use kubelet_labeler::node::contract::{RULES_VAR, TAINTS_VAR};
+use kubelet_labeler::node::kubelet::Profile;
+
+const FEATURES_D: &str = "etc/kubernetes/node-feature-discovery/features.d";
+const STATIC_TAINT: &str = "example.com/dedicated=gpu:NoSchedule";
+/// NFD's usual rule publishing the feature files' labels, with a taint.
+const RULE: &str = "apiVersion: nfd.k8s-sigs.io/v1alpha1
+kind: NodeFeatureRule
+metadata:
+  name: local
+spec:
+  rules:
+  - name: local-labels
+    labelsTemplate: |
+      {{ range .local.label }}{{ .Name }}={{ .Value }}
+      {{ end }}
+    taints: [{key: example.com/local, value: 'true', effect: NoSchedule}]
+    matchFeatures:
+    - feature: local.label
+      matchName: {op: Exists}
+";
+
+/// The wrapper started on the facts tree `facts` with the rule above.
+fn start(facts: &Path, scratch: &Path) -> wrapper_run::Started {
+    let file = scratch.join("rules.yaml");
+    std::fs::write(&file, RULE).unwrap();
+    let read = node_rules::read_rule_files(&[&file], Profile::OpenShift).unwrap();
+    let compact = node_rules::compile(&read).unwrap();
+    let env: Vec<(OsString, OsString)> = vec![
+        (RULES_VAR.into(), compact.into()),
+        (TAINTS_VAR.into(), STATIC_TAINT.into()),
+    ];
+    wrapper_run::start(&[], &env, facts, scratch)
+}
+
+fn mkfifo(path: &Path) {
+    let status = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success(), "mkfifo {path:?}");
+}
+
+/// A root-only file linked into features.d never reaches kubelet's
+/// flags; FIFOs, links to FIFOs, to /proc/kmsg and to /dev/zero neither
+/// block the start nor count; the regular files do.
+#[test]
+fn links_fifos_and_devices_in_features_d_are_not_read() {
+    let scratch = scratch_dir();
+    let facts = scratch.path().join("facts");
+    let dir = facts.join(FEATURES_D);
+    let secret = scratch.path().join("root-only/cloud.env");
+    write(&secret, "aws_access_key_id=AKIAEXAMPLE\n");
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    write(&dir.join("gpu"), "gpu=present\n");
+    symlink(&secret, dir.join("cloud")).unwrap();
+    mkfifo(&dir.join("fifo"));
+    symlink(dir.join("fifo"), dir.join("fifo-link")).unwrap();
+    mkfifo(&scratch.path().join("outside-fifo"));
+    symlink(
+        scratch.path().join("outside-fifo"),
+        dir.join("outside-fifo"),
+    )
+    .unwrap();
+    // 40 of them, as in the issue: a zero-size "regular file" that blocks
+    // a read once drained (never opened here: it is a link).
+    for i in 0..40 {
+        symlink("/proc/kmsg", dir.join(format!("kmsg{i}"))).unwrap();
+    }
+    symlink("/dev/zero", dir.join("zero")).unwrap();
+    let started = start(&facts, scratch.path());
+    let (journal, argv) = (&started.journal, &started.argv);
+    assert!(
+        !argv.contains("aws_access_key_id") && !journal.contains("AKIA"),
+        "{argv}\n{journal}"
+    );
+    assert!(argv.contains("gpu=present"), "{argv}\n{journal}");
+    assert!(
+        argv.contains("example.com/local=true:NoSchedule"),
+        "{argv}\n{journal}"
+    );
+    assert!(argv.contains(STATIC_TAINT), "{argv}");
+}
+
+/// More feature files than the bounds (in bytes, keys, entries): the
+/// rules are left out whole with the reason in the journal line, the
+/// static taint kept; within them, keys in descending order are all read.
+#[test]
+fn features_d_past_its_bounds_leaves_the_rules_out() {
+    // Just within: 1000 keys in descending order (features only: kubelet
+    // takes a few hundred labels, not a thousand) and one label, in 64 KiB.
+    let scratch = scratch_dir();
+    let facts = scratch.path().join("facts");
+    let dir = facts.join(FEATURES_D);
+    let mut text: String = (0..1000)
+        .rev()
+        .map(|i| format!("# +no-label\nk{i:04}=v\n"))
+        .collect();
+    text += "gpu=present\n";
+    write(&dir.join("keys"), &text);
+    write(&dir.join("pad"), &"#".repeat((64 << 10) - text.len()));
+    let started = start(&facts, scratch.path());
+    assert!(started.argv.contains("gpu=present"), "{}", started.journal);
+    assert!(started.argv.contains("example.com/local=true:NoSchedule"));
+    for (extra, why) in [
+        (
+            "one=more\n",
+            "features.d: more than 64 KiB of feature files",
+        ),
+        ("", "features.d: feature files setting more than 1024 keys"),
+    ] {
+        if extra.is_empty() {
+            std::fs::remove_file(dir.join("pad")).unwrap();
+            let more: String = (0..30).map(|i| format!("more{i}\n")).collect();
+            write(&dir.join("more"), &more);
+        } else {
+            write(&dir.join("more"), extra);
+        }
+        let scratch = scratch_dir();
+        let started = start(&facts, scratch.path());
+        let (journal, argv) = (&started.journal, &started.argv);
+        assert!(journal.contains(why), "{journal}");
+        assert!(!argv.contains("example.com/local"), "{argv}");
+        assert!(argv.contains(STATIC_TAINT), "{argv}");
+    }
+    // Past 1024 entries, hidden ones included.
+    let scratch = scratch_dir();
+    let facts = scratch.path().join("facts");
+    let dir = facts.join(FEATURES_D);
+    write(&dir.join("gpu"), "gpu=present\n");
+    for i in 0..1024 {
+        std::fs::write(dir.join(format!(".{i}")), "").unwrap();
+    }
+    let started = start(&facts, scratch.path());
+    let journal = &started.journal;
+    assert!(
+        journal.contains("features.d: more than 1024 entries"),
+        "{journal}"
+    );
+    assert!(
+        !started.argv.contains("example.com/local"),
+        "{}",
+        started.argv
+    );
+}
