@@ -135,6 +135,12 @@ fn features_d_past_its_bounds_leaves_the_rules_out() {
         assert!(journal.contains(why), "{journal}");
         assert!(!argv.contains("example.com/local"), "{argv}");
         assert!(argv.contains(STATIC_TAINT), "{argv}");
+        // Fail closed: the rule's taint could not be derived, so the node
+        // registers fenced.
+        assert!(
+            argv.contains("kubelet-labeler.io/fenced=features-unreadable:NoSchedule"),
+            "{argv}"
+        );
     }
     // Past 1024 entries, hidden ones included.
     let scratch = scratch_dir();
