@@ -19,6 +19,27 @@ pub struct TreeFile {
     pub mode: u32,
 }
 
+/// The most one file's contents may unpack to: what explain reads of a
+/// file at most (`nodefs::CLI_READ_LIMIT`).
+pub const FILE_CAP: u64 = crate::node::nodefs::CLI_READ_LIMIT as u64;
+
+/// The most the files laid out may unpack to in all. A pool's rendered
+/// config unpacks to a few MiB (our wrappers, 0.3 MiB each, are most of it);
+/// without a cap a small MachineConfig of gzip'ed files takes memory and
+/// scratch disk linear in their count.
+pub const TOTAL_CAP: u64 = 64 << 20;
+
+/// A file as merged: its contents still encoded, unpacked only when read
+/// (`Layout::write`, `Layout::file`).
+#[derive(Debug, Clone)]
+struct MergedFile {
+    source: Option<String>,
+    compression: Option<String>,
+    mode: u32,
+    /// The MachineConfig that wrote it, for messages.
+    machineconfig: String,
+}
+
 #[derive(Debug, Clone, Default)]
 struct Unit {
     contents: Option<String>,
@@ -31,7 +52,7 @@ struct Unit {
 pub struct Layout {
     /// `metadata.name`s in merge order.
     pub machineconfigs: Vec<String>,
-    files: BTreeMap<String, TreeFile>,
+    files: BTreeMap<String, MergedFile>,
     units: BTreeMap<String, Unit>,
 }
 
@@ -71,39 +92,71 @@ fn collect(doc: Value, source: &str, out: &mut Vec<Value>) -> Result<()> {
     Ok(())
 }
 
-/// Decode an Ignition `contents.source` data URL (RFC 2397).
+/// Decode an Ignition `contents.source` data URL (RFC 2397), its contents
+/// unpacked to at most [`FILE_CAP`].
 pub fn decode_data_url(source: &str, compression: Option<&str>) -> Result<Vec<u8>> {
+    decode_capped(source, compression, FILE_CAP)
+}
+
+/// The data URL's bytes before any decompression; the compression named
+/// is checked too.
+fn data_url_bytes(source: &str, compression: Option<&str>) -> Result<Vec<u8>> {
     let rest = source
         .strip_prefix("data:")
         .with_context(|| format!("only data: URLs can be laid out offline, not {source:.60}"))?;
     let (meta, data) = rest.split_once(',').context("a data: URL without ','")?;
-    let raw = if meta.ends_with(";base64") {
+    if let Some(other) = compression.filter(|c| !["", "gzip"].contains(c)) {
+        bail!("unknown compression {other:?}");
+    }
+    if meta.ends_with(";base64") {
         base64::engine::general_purpose::STANDARD
             .decode(data.trim())
-            .context("decoding base64 contents")?
+            .context("decoding base64 contents")
     } else {
-        percent_decode(data)?
-    };
-    match compression.unwrap_or("") {
-        "" => Ok(raw),
+        percent_decode(data)
+    }
+}
+
+/// [`decode_data_url`] unpacking at most `cap` bytes: a small forged gzip
+/// must not unpack into memory without end.
+fn decode_capped(source: &str, compression: Option<&str>, cap: u64) -> Result<Vec<u8>> {
+    let raw = data_url_bytes(source, compression)?;
+    let out = match compression.unwrap_or("") {
         "gzip" => {
-            // As much as a whole --machineconfig file may be; a small
-            // forged gzip must not unpack into memory without end.
-            let limit = super::input::MACHINECONFIG.bytes;
             let mut out = Vec::new();
             std::io::Read::read_to_end(
-                &mut std::io::Read::take(flate2::read::GzDecoder::new(raw.as_slice()), limit + 1),
+                &mut std::io::Read::take(flate2::read::GzDecoder::new(raw.as_slice()), cap + 1),
                 &mut out,
             )
             .context("decompressing gzip contents")?;
-            if out.len() as u64 > limit {
-                bail!("gzip contents unpack to more than {} MiB", limit >> 20);
-            }
-            Ok(out)
+            out
         }
-        other => bail!("unknown compression {other:?}"),
+        _ => raw,
+    };
+    if out.len() as u64 > cap {
+        return Err(TooBig(cap).into());
+    }
+    Ok(out)
+}
+
+/// Contents that unpack to more than the cap given.
+#[derive(Debug)]
+struct TooBig(u64);
+
+impl std::fmt::Display for TooBig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "its contents unpack to more than {} MiB (explain lays out at most {} MiB of a \
+             file, as much as it reads of one, and {} MiB in all)",
+            self.0 >> 20,
+            FILE_CAP >> 20,
+            TOTAL_CAP >> 20
+        )
     }
 }
+
+impl std::error::Error for TooBig {}
 
 fn percent_decode(s: &str) -> Result<Vec<u8>> {
     let b = s.as_bytes();
@@ -246,19 +299,27 @@ impl Layout {
                 continue;
             };
             layout
-                .add_config(config)
+                .add_config(name, config)
                 .with_context(|| format!("MachineConfig {name:?}"))?;
         }
         Ok(layout)
     }
 
     /// The file the merged configs write at `path`: the whole file of the
-    /// last MachineConfig in merge order that writes it.
-    pub fn file(&self, path: &str) -> Option<&TreeFile> {
-        self.files.get(path)
+    /// last MachineConfig in merge order that writes it, unpacked to at
+    /// most [`FILE_CAP`].
+    pub fn file(&self, path: &str) -> Result<Option<TreeFile>> {
+        let Some(f) = self.files.get(path) else {
+            return Ok(None);
+        };
+        Ok(Some(TreeFile {
+            path: path.to_string(),
+            contents: unpack(path, f, FILE_CAP)?,
+            mode: f.mode,
+        }))
     }
 
-    fn add_config(&mut self, config: &Value) -> Result<()> {
+    fn add_config(&mut self, name: &str, config: &Value) -> Result<()> {
         let files = config.pointer("/storage/files").and_then(Value::as_array);
         for (i, f) in files.into_iter().flatten().enumerate() {
             let field = format!("spec.config.storage.files[{i}].path");
@@ -269,17 +330,19 @@ impl Layout {
             check_file_path(path).map_err(|why| anyhow::anyhow!("{field} {path:?} {why}"))?;
             let source = f.pointer("/contents/source").and_then(Value::as_str);
             let compression = f.pointer("/contents/compression").and_then(Value::as_str);
-            let contents = match source {
-                Some(s) => decode_data_url(s, compression).with_context(|| path.to_string())?,
-                None => Vec::new(),
-            };
+            // Checked now (a URL Ignition cannot fetch fails the boot);
+            // unpacked only if explain reads it (`write`).
+            if let Some(s) = source {
+                data_url_bytes(s, compression).with_context(|| path.to_string())?;
+            }
             let mode = f.get("mode").and_then(Value::as_u64).unwrap_or(0o644) as u32;
             self.files.insert(
                 path.to_string(),
-                TreeFile {
-                    path: path.to_string(),
-                    contents,
+                MergedFile {
+                    source: source.map(str::to_string),
+                    compression: compression.map(str::to_string),
                     mode,
+                    machineconfig: name.to_string(),
                 },
             );
         }
@@ -319,13 +382,18 @@ impl Layout {
         Ok(())
     }
 
-    /// What the tree holds, by node path: the files, then the units over
-    /// them as Ignition writes them (a unit's file replaces a file of that
-    /// path; a mask, a link to /dev/null, replaces both).
-    fn entries(&self) -> BTreeMap<String, Entry<'_>> {
+    /// What the tree holds, by node path: the files (with their contents
+    /// when `unpacked` has them, else empty), then the units over them as
+    /// Ignition writes them (a unit's file replaces a file of that path; a
+    /// mask, a link to /dev/null, replaces both).
+    fn entries<'a>(
+        &'a self,
+        unpacked: &'a BTreeMap<&'a str, Vec<u8>>,
+    ) -> BTreeMap<String, Entry<'a>> {
         let mut out = BTreeMap::new();
-        for f in self.files.values() {
-            out.insert(f.path.clone(), Entry::File(&f.contents, f.mode));
+        for (path, f) in &self.files {
+            let contents = unpacked.get(path.as_str()).map_or(&[][..], Vec::as_slice);
+            out.insert(path.clone(), Entry::File(contents, f.mode));
         }
         for (name, unit) in &self.units {
             let path = format!("{UNIT_DIR}/{name}");
@@ -340,6 +408,63 @@ impl Layout {
             }
         }
         out
+    }
+
+    /// The contents of the files explain reads, unpacked: those where it
+    /// reads whatever names them ([`read_by_explain`]), and every file a
+    /// unit, a drop-in or a file unpacked here names ([`named_prefixes`]:
+    /// an `EnvironmentFile=`, kubelet's `--config`, a program), until none
+    /// is left. A file over [`FILE_CAP`], or past [`TOTAL_CAP`] in all, is
+    /// refused naming its MachineConfig and path; the rest stay packed.
+    fn unpack_read(&self) -> Result<BTreeMap<&str, Vec<u8>>> {
+        let mut todo: Vec<&str> = self
+            .files
+            .keys()
+            .map(String::as_str)
+            .filter(|p| read_by_explain(p))
+            .collect();
+        fn name<'a>(files: &'a BTreeMap<String, MergedFile>, text: &[u8], todo: &mut Vec<&'a str>) {
+            use std::ops::Bound;
+            for prefix in named_prefixes(text) {
+                todo.extend(
+                    files
+                        .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
+                        .map(|(p, _)| p.as_str())
+                        .take_while(|p| p.starts_with(prefix)),
+                );
+            }
+        }
+        for unit in self.units.values() {
+            for text in unit.contents.iter().chain(unit.dropins.values()) {
+                name(&self.files, text.as_bytes(), &mut todo);
+            }
+        }
+        let mut unpacked = BTreeMap::new();
+        let mut total = 0u64;
+        while let Some(path) = todo.pop() {
+            if unpacked.contains_key(path) {
+                continue;
+            }
+            let f = &self.files[path];
+            let left = TOTAL_CAP - total;
+            let contents = match unpack(path, f, FILE_CAP.min(left)) {
+                Err(e) if left < FILE_CAP && e.downcast_ref::<TooBig>().is_some() => bail!(
+                    "MachineConfig {:?}: {path}: with it the files explain reads unpack to more \
+                     than {} MiB in all (the most explain lays out); give the MachineConfigs of \
+                     one pool only",
+                    f.machineconfig,
+                    TOTAL_CAP >> 20,
+                ),
+                other => other?,
+            };
+            total += contents.len() as u64;
+            // A program's bytes name no file the node reads for kubelet.
+            if !contents.starts_with(b"\x7fELF") {
+                name(&self.files, &contents, &mut todo);
+            }
+            unpacked.insert(path, contents);
+        }
+        Ok(unpacked)
     }
 
     /// Write the tree under `root`, a scratch directory that is missing or
@@ -367,8 +492,9 @@ impl Layout {
             }
             Err(e) => return Err(e).with_context(|| format!("reading {}", root.display())),
         }
+        let unpacked = self.unpack_read()?;
         let mut written = Vec::new();
-        for (node, entry) in &self.entries() {
+        for (node, entry) in &self.entries(&unpacked) {
             written.push(create_in(root, node, entry)?);
         }
         Ok(written)
@@ -377,6 +503,65 @@ impl Layout {
 
 /// Where Ignition writes units.
 const UNIT_DIR: &str = "/etc/systemd/system";
+
+/// `f`, the file at `path`, unpacked to at most `cap` bytes; an error names
+/// its MachineConfig and the path ([`TooBig`] the cap).
+fn unpack(path: &str, f: &MergedFile, cap: u64) -> Result<Vec<u8>> {
+    let Some(source) = &f.source else {
+        return Ok(Vec::new());
+    };
+    decode_capped(source, f.compression.as_deref(), cap)
+        .with_context(|| format!("MachineConfig {:?}: {path}", f.machineconfig))
+}
+
+/// Whether explain reads the file at `path` whatever names it: units and
+/// drop-ins (the unit search path, the generators' directory), kubelet's
+/// files under /etc/kubernetes, ours, and the OS release.
+fn read_by_explain(path: &str) -> bool {
+    const ALSO: [&str; 6] = [
+        "/etc/systemd/",
+        "/etc/kubernetes/",
+        "/etc/kubelet-labeler/",
+        "/etc/os-release",
+        "/usr/lib/os-release",
+        "/var/lib/dpkg/status",
+    ];
+    crate::node::unit::search::SYSTEM_UNIT_PATH
+        .iter()
+        .any(|d| path.strip_prefix(d).is_some_and(|r| r.starts_with('/')))
+        || ALSO.iter().any(|p| path.starts_with(p))
+        || path.starts_with(crate::node::contract::WRAPPER_PATH)
+}
+
+/// The absolute paths `text` names, each as a prefix of the files it may
+/// mean: a word starting with `/` (`-/etc/x.env`, `--config=/etc/k.yaml`,
+/// `"/usr/bin/x"`), cut where a variable, a specifier or a glob starts
+/// (`/etc/k/*.conf`: every file under /etc/k/). A prefix of fewer than two
+/// directories (`/`, `/etc`) names too much to be a file kubelet's start
+/// reads, and is left out.
+fn named_prefixes(text: &[u8]) -> Vec<&str> {
+    let starts_word = |b: u8| !(b.is_ascii_alphanumeric() || b"._/~".contains(&b));
+    let ends_word = |b: u8| b.is_ascii_whitespace() || b"\"'`,;()<>|&\\=:$%*?[{".contains(&b);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < text.len() {
+        if text[i] != b'/' || (i > 0 && !starts_word(text[i - 1])) {
+            i += 1;
+            continue;
+        }
+        let end = text[i..]
+            .iter()
+            .position(|b| ends_word(*b))
+            .map_or(text.len(), |n| i + n);
+        if let Ok(word) = std::str::from_utf8(&text[i..end])
+            && word.trim_end_matches('/').matches('/').count() >= 2
+        {
+            out.push(word);
+        }
+        i = end.max(i + 1);
+    }
+    out
+}
 
 #[derive(Debug, Clone, Copy)]
 enum Entry<'a> {
@@ -581,7 +766,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         layout.write(dir.path()).unwrap();
         let read = |p: &str| std::fs::read_to_string(dir.path().join(p)).unwrap();
-        assert_eq!(read("etc/x"), "two");
+        // Merged: the later file; laid out empty (nothing names it).
+        assert_eq!(layout.file("/etc/x").unwrap().unwrap().contents, b"two");
+        assert_eq!(read("etc/x"), "");
         assert_eq!(read("etc/systemd/system/k.service"), "A");
         assert_eq!(read("etc/systemd/system/k.service.d/d.conf"), "2");
         assert_eq!(read("etc/systemd/system/k.service.d/e.conf"), "3");
@@ -620,7 +807,7 @@ mod tests {
                 "50-worker-gpu-a"
             ]
         );
-        assert_eq!(layout.file("/etc/x").unwrap().contents, b"pool");
+        assert_eq!(layout.file("/etc/x").unwrap().unwrap().contents, b"pool");
         let dir = tempfile::tempdir().unwrap();
         layout.write(dir.path()).unwrap();
         let dropin = dir.path().join("etc/systemd/system/k.service.d/d.conf");
@@ -631,7 +818,7 @@ mod tests {
             mc("rendered-worker-0123", writes("rendered")),
         ])
         .unwrap();
-        assert_eq!(layout.file("/etc/x").unwrap().contents, b"worker");
+        assert_eq!(layout.file("/etc/x").unwrap().unwrap().contents, b"worker");
     }
 
     #[test]
@@ -762,20 +949,113 @@ mod tests {
         assert!(e.to_string().contains("data: URLs"), "{e}");
     }
 
-    #[test]
-    fn gzip_contents_unpack_only_so_far() {
+    /// `n` MiB of zeros, gzip'ed, as a data URL.
+    fn gzip_zeros(n: usize) -> String {
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         let zeros = vec![0u8; 1 << 20];
-        for _ in 0..65 {
+        for _ in 0..n {
             std::io::Write::write_all(&mut gz, &zeros).unwrap();
         }
         let bomb = gz.finish().unwrap();
-        let url = format!(
+        format!(
             "data:;base64,{}",
             base64::engine::general_purpose::STANDARD.encode(bomb)
+        )
+    }
+
+    #[test]
+    fn gzip_contents_unpack_only_so_far() {
+        let e = decode_data_url(&gzip_zeros(17), Some("gzip")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "its contents unpack to more than 16 MiB (explain lays out at most 16 MiB of a file, \
+             as much as it reads of one, and 64 MiB in all)"
         );
-        let e = decode_data_url(&url, Some("gzip")).unwrap_err();
-        assert_eq!(e.to_string(), "gzip contents unpack to more than 64 MiB");
+        assert_eq!(
+            decode_data_url(&gzip_zeros(16), Some("gzip"))
+                .unwrap()
+                .len(),
+            16 << 20
+        );
+    }
+
+    #[test]
+    fn paths_a_text_names() {
+        let text = b"EnvironmentFile=-/etc/kubernetes/kubelet-env\n\
+                     ExecStart=/usr/bin/kubelet --config=/etc/kubernetes/kubelet.conf \\\n\
+                     --x=\"/etc/a/b\" ${X}/etc/no /etc/k/*.conf /etc/v/${V} a/b/c /etc / /e/\n\
+                     PATH=/usr/local/bin:/usr/bin /opt/%i/x";
+        assert_eq!(
+            named_prefixes(text),
+            [
+                "/etc/kubernetes/kubelet-env",
+                "/usr/bin/kubelet",
+                "/etc/kubernetes/kubelet.conf",
+                "/etc/a/b",
+                "/etc/no",
+                "/etc/k/",
+                "/etc/v/",
+                "/usr/local/bin",
+                "/usr/bin",
+            ]
+        );
+    }
+
+    /// Issue 32 item 14: files are unpacked only where explain reads them,
+    /// each to at most 16 MiB and all to at most 64 MiB; the rest are laid
+    /// out empty.
+    #[test]
+    fn only_what_explain_reads_is_unpacked_and_only_so_far() {
+        let bomb = gzip_zeros(20);
+        let file = |path: &str, url: &str| json!({"path": path, "contents": {"source": url, "compression": "gzip"}});
+        let plain = |path: &str, text: &str| json!({"path": path, "contents": {"source": format!("data:,{text}")}});
+        // Forty bombs nothing names, an env file the unit names, which names
+        // the kubelet config, which names a CA.
+        let mut files: Vec<Value> = (0..40)
+            .map(|i| file(&format!("/etc/bomb/{i}"), &bomb))
+            .collect();
+        files.push(plain("/etc/node.env", "CONFIG=/etc/kube/config.yaml"));
+        files.push(plain("/etc/kube/config.yaml", "ca:%20/etc/pki/kube-ca.crt"));
+        files.push(plain("/etc/pki/kube-ca.crt", "CA"));
+        files.push(plain("/etc/pki/other.crt", "other"));
+        let unit = json!({"name": "kubelet.service",
+            "contents": "[Service]\nEnvironmentFile=-/etc/node.env\nExecStart=/usr/bin/kubelet --config=${CONFIG}\n"});
+        let config = json!({"storage": {"files": files}, "systemd": {"units": [unit]}});
+        let layout = Layout::merge(vec![mc("50-bombs", config.clone())]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        layout.write(&dir.path().join("t")).unwrap();
+        let read = |p: &str| std::fs::read(dir.path().join("t").join(p)).unwrap();
+        assert_eq!(read("etc/kube/config.yaml"), b"ca: /etc/pki/kube-ca.crt");
+        assert_eq!(read("etc/pki/kube-ca.crt"), b"CA");
+        // Laid out, not unpacked.
+        assert_eq!(read("etc/pki/other.crt"), b"");
+        assert_eq!(read("etc/bomb/7"), b"");
+
+        // Where explain reads them: the first refused, naming the
+        // MachineConfig, the path and the cap.
+        let mut config = config;
+        config["storage"]["files"][3]["path"] = json!("/etc/kubernetes/bomb");
+        let layout = Layout::merge(vec![mc("50-bombs", config)]).unwrap();
+        let e = format!("{:#}", layout.write(&dir.path().join("t2")).unwrap_err());
+        assert_eq!(
+            e,
+            "MachineConfig \"50-bombs\": /etc/kubernetes/bomb: its contents unpack to more than \
+             16 MiB (explain lays out at most 16 MiB of a file, as much as it reads of one, and \
+             64 MiB in all)"
+        );
+        // Five of 15 MiB: the fifth passes 64 MiB in all.
+        let fifteen = gzip_zeros(15);
+        let files: Vec<Value> = (0..5)
+            .map(|i| file(&format!("/etc/kubernetes/f{i}"), &fifteen))
+            .collect();
+        let layout =
+            Layout::merge(vec![mc("50-many", json!({"storage": {"files": files}}))]).unwrap();
+        let e = format!("{:#}", layout.write(&dir.path().join("t3")).unwrap_err());
+        assert!(
+            e.starts_with("MachineConfig \"50-many\": /etc/kubernetes/f")
+                && e.contains("unpack to more than 64 MiB in all"),
+            "{e}"
+        );
     }
 
     #[test]
