@@ -9,7 +9,7 @@ use clap::Parser;
 use kubelet_labeler::cli::iso;
 use kubelet_labeler::cli::render::arch::Arch;
 use kubelet_labeler::cli::render::{
-    additions, gitops_dir, input, layout, machineconfig, pointer, tree, wrappers,
+    additions, contained, gitops_dir, input, layout, machineconfig, pointer, tree, wrappers,
 };
 use kubelet_labeler::cmdline::*;
 
@@ -961,7 +961,7 @@ fn write_man_pages(cmd: &clap::Command, dir: &std::path::Path) -> Result<()> {
     if cmd.get_version().is_some() {
         man.render_version_section(&mut page)?;
     }
-    tree::write_atomic(&dir.join(format!("{name}.1")), &page, 0o644)?;
+    contained::write_own(dir, &format!("{name}.1"), &page, 0o644, "man")?;
     for sub in cmd.get_subcommands() {
         write_man_pages(sub, dir)?;
     }

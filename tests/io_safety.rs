@@ -422,6 +422,106 @@ fn writes_replace_only_regular_files() {
     assert!(!out.status.success() && stderr(&out).contains("pass --force"));
 }
 
+/// Issue 32 item 15: inside a directory it was given, a command writes its
+/// own file names as regular files, never through a link out of it. A
+/// pull request's symlinked `kustomization.yaml` (or manifest, or page)
+/// pointing at a YAML file elsewhere is refused, with or without
+/// `--force`, and the file it points at stays byte-identical; before,
+/// `render machineconfig --output-dir` merged its entries into that file.
+#[test]
+fn own_files_in_a_given_directory_are_never_written_through_a_link() {
+    let tmp = scratch_dir();
+    let dir = tmp.path();
+    inputs(dir);
+    let victim = dir.join("elsewhere/victim.yaml");
+    write(
+        &victim,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: theirs\n",
+    );
+    let before = std::fs::read(&victim).unwrap();
+    let render = |out_dir: &Path, force: bool| {
+        let mut args = vec![
+            "render",
+            "machineconfig",
+            "--pool",
+            "gpu",
+            "--wrapper",
+            "wrapper",
+        ];
+        if force {
+            args.push("--force");
+        }
+        args.extend(["--output-dir", out_dir.to_str().unwrap()]);
+        run(dir, &args)
+    };
+    for (n, name) in [
+        "kustomization.yaml",
+        "50-gpu-kubelet-labeler-labels.yaml",
+        "machineconfigpool-gpu.yaml",
+    ]
+    .iter()
+    .enumerate()
+    {
+        for force in [false, true] {
+            let out_dir = dir.join(format!("gitops-{n}-{force}"));
+            std::fs::create_dir(&out_dir).unwrap();
+            std::os::unix::fs::symlink(&victim, out_dir.join(name)).unwrap();
+            let out = render(&out_dir, force);
+            let err = stderr(&out);
+            assert!(
+                !out.status.success()
+                    && err.contains(&format!("{name} is a symlink (to "))
+                    && err.contains("remove the link and render again"),
+                "{name} (--force: {force}): {err}"
+            );
+            assert_eq!(std::fs::read(&victim).unwrap(), before, "{name}");
+            // Nothing written: the link alone.
+            let entries: Vec<_> = std::fs::read_dir(&out_dir).unwrap().collect();
+            assert_eq!(entries.len(), 1, "{name}: {entries:?}");
+        }
+    }
+    // A link at a name of ours that points inside the directory is refused
+    // too: render writes its files, never links.
+    let out_dir = dir.join("gitops-inside");
+    std::fs::create_dir(&out_dir).unwrap();
+    write(&out_dir.join("kustomization.yml.orig"), "resources: []\n");
+    std::os::unix::fs::symlink("kustomization.yml.orig", out_dir.join("kustomization.yaml"))
+        .unwrap();
+    let out = render(&out_dir, true);
+    assert!(
+        !out.status.success() && stderr(&out).contains("kustomization.yaml is a symlink (to "),
+        "{}",
+        stderr(&out)
+    );
+    // Another file's link is left, never read through.
+    let out_dir = dir.join("gitops-other");
+    std::fs::create_dir(&out_dir).unwrap();
+    std::os::unix::fs::symlink(&victim, out_dir.join("theirs.yaml")).unwrap();
+    ok(
+        dir,
+        &[&RENDER_MC[..], &["--output-dir", out_dir.to_str().unwrap()]].concat(),
+    );
+    assert!(
+        std::fs::symlink_metadata(out_dir.join("theirs.yaml"))
+            .unwrap()
+            .is_symlink()
+    );
+    assert_eq!(std::fs::read(&victim).unwrap(), before);
+    // man --output-dir: a page's name linked out.
+    let man = dir.join("man");
+    std::fs::create_dir(&man).unwrap();
+    std::os::unix::fs::symlink(&victim, man.join("kubelet-labeler-render.1")).unwrap();
+    let out = run(dir, &["man", "--output-dir", man.to_str().unwrap()]);
+    assert!(
+        !out.status.success()
+            && stderr(&out).contains("kubelet-labeler-render.1 is a symlink (to ")
+            && stderr(&out).contains("remove the link and run it again"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read(&victim).unwrap(), before);
+}
+
 /// Run under a 1 GiB address-space limit, so a read that grows without
 /// bound fails fast instead of taking the machine's memory.
 fn run_bounded(dir: &Path, args: &[&str], stdin: Stdio) -> Output {

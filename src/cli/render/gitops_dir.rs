@@ -60,6 +60,8 @@ enum Action {
 }
 
 struct Write {
+    /// Its name in the directory (`own_path`).
+    name: String,
     path: PathBuf,
     text: String,
     action: Action,
@@ -138,12 +140,12 @@ pub fn write(rendered: &Rendered, dir: &Path, force: bool) -> Result<Vec<String>
             forced.join("; ")
         );
     }
-    let mut texts = Vec::new();
-    for w in &plan.writes {
-        if !matches!(w.action, Action::Unchanged) {
-            texts.push((super::tree::write_target(&w.path)?, w.text.clone()));
-        }
-    }
+    let texts: Vec<(&str, &str)> = plan
+        .writes
+        .iter()
+        .filter(|w| !matches!(w.action, Action::Unchanged))
+        .map(|w| (w.name.as_str(), w.text.as_str()))
+        .collect();
     let created = !dir.exists();
     let staged = match stage_files(dir, &texts) {
         Ok(s) => s,
@@ -211,11 +213,12 @@ fn plan(rendered: &Rendered, dir: &Path, found: &[Found]) -> Result<Plan> {
         if !unlisted(name) {
             ours_listed.push(name);
         }
-        let path = dir.join(name);
-        // A link to nothing, a directory, a FIFO at our name: refused by name.
-        super::tree::write_target(&path)?;
+        // A link (to anywhere), a directory, a FIFO at our name: refused
+        // by name, before anything else is said of it.
+        let path = own_path(dir, name)?;
         let Some(f) = at(name) else {
             writes.push(Write {
+                name: name.clone(),
                 path,
                 text: to_yaml(obj)?,
                 action: Action::Create,
@@ -246,6 +249,7 @@ fn plan(rendered: &Rendered, dir: &Path, found: &[Found]) -> Result<Plan> {
             }
         };
         writes.push(Write {
+            name: name.clone(),
             path,
             text: to_yaml(&merged)?,
             action,
@@ -263,8 +267,7 @@ fn plan(rendered: &Rendered, dir: &Path, found: &[Found]) -> Result<Plan> {
         .find(|n| at(n).is_some())
         .copied()
         .unwrap_or(KUSTOMIZATION);
-    let k_path = dir.join(k_name);
-    super::tree::write_target(&k_path)?;
+    let k_path = own_path(dir, k_name)?;
     let removed_names: Vec<&str> = removes.iter().map(|f| f.name.as_str()).collect();
     let listed: Vec<String>;
     match (at(k_name), kustomization) {
@@ -284,6 +287,7 @@ fn plan(rendered: &Rendered, dir: &Path, found: &[Found]) -> Result<Plan> {
             k["resources"] = serde_json::json!(resources);
             listed = resources;
             writes.push(Write {
+                name: k_name.to_string(),
                 path: k_path,
                 text: to_yaml(&k)?,
                 action: Action::Create,
@@ -314,6 +318,7 @@ fn plan(rendered: &Rendered, dir: &Path, found: &[Found]) -> Result<Plan> {
                 }
             };
             writes.push(Write {
+                name: k_name.to_string(),
                 path: k_path,
                 text: to_yaml(&new)?,
                 action,
@@ -570,8 +575,12 @@ fn scan(dir: &Path) -> Result<Vec<Found>> {
 }
 
 fn read_manifest(path: &Path) -> std::result::Result<(String, Value), String> {
-    // Follows a symlink, as the write does (`tree::write_target`).
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read it ({e})"))?;
+    // A link is never ours (render writes regular files), and is not
+    // followed out of the directory.
+    let meta = std::fs::symlink_metadata(path).map_err(|e| format!("cannot read it ({e})"))?;
+    if meta.file_type().is_symlink() {
+        return Err("a symlink, which render neither follows nor writes through".into());
+    }
     if !meta.is_file() || meta.len() > MAX_MANIFEST {
         return Err("not a regular file of at most 16 MiB".into());
     }
@@ -633,17 +642,33 @@ fn check_output_dir(dir: &Path) -> Result<()> {
     )
 }
 
+/// Who writes in the directory, for [`super::contained`]'s messages.
+const WHO: &str = "render machineconfig --output-dir";
+
+/// Where our file `name` goes in `dir`, never through a link
+/// ([`super::contained::own_path`]).
+fn own_path(dir: &Path, name: &str) -> Result<PathBuf> {
+    super::contained::own_path(dir, name, WHO)
+}
+
 fn stage_files(
     dir: &Path,
-    texts: &[(PathBuf, String)],
+    texts: &[(&str, &str)],
 ) -> Result<Vec<(tempfile::NamedTempFile, PathBuf)>> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut staged = Vec::new();
-    for (path, text) in texts {
-        // In the directory of a symlink's target, for the rename.
-        let dir = path.parent().unwrap_or(dir);
-        let tmp = super::tree::temp_copy(dir, path, text.as_bytes(), 0o644)?;
-        staged.push((tmp, path.clone()));
+    let mut made = Vec::new();
+    for (name, text) in texts {
+        match super::contained::stage_own(dir, name, text.as_bytes(), 0o644, WHO, &mut made) {
+            Ok(s) => staged.push(s),
+            Err(e) => {
+                drop(staged);
+                for d in made.iter().rev() {
+                    let _ = std::fs::remove_dir(d);
+                }
+                return Err(e);
+            }
+        }
     }
     Ok(staged)
 }

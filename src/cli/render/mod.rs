@@ -8,6 +8,7 @@ pub const RENDERED_BY: &str = concat!("kubelet-labeler ", env!("CARGO_PKG_VERSIO
 
 pub mod additions;
 pub mod arch;
+pub mod contained;
 pub mod dropins;
 pub mod encoding;
 pub mod gitops_dir;
