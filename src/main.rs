@@ -518,7 +518,8 @@ fn cmd_render_machineconfig(c: RenderMachineConfigConfig) -> Result<ExitCode> {
             }
         }
         (None, Some(out)) if out.as_os_str() == "-" => {
-            to_stdout(machineconfig::to_stream(&rendered)?)?
+            to_stdout(machineconfig::to_stream(&rendered)?)?;
+            say!("{}", machineconfig::stream_policy_note(&rendered));
         }
         (None, Some(out)) => {
             tree::write_output(
@@ -527,6 +528,7 @@ fn cmd_render_machineconfig(c: RenderMachineConfigConfig) -> Result<ExitCode> {
                 c.force,
             )?;
             say!("wrote {}", out.display());
+            say!("{}", machineconfig::stream_policy_note(&rendered));
         }
         // clap requires one of the two.
         (None, None) => unreachable!("--output-dir or --output"),
