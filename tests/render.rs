@@ -541,7 +541,10 @@ fn bad_input_is_refused_and_nothing_written() {
     assert_eq!(std::fs::read(out_dir.join("keep.yaml")).unwrap(), b"x");
     for e in std::fs::read_dir(&out_dir).unwrap() {
         let p = e.unwrap().path();
-        if !p.ends_with("keep.yaml") {
+        if p.is_dir() {
+            // The cluster-wide policy's directory.
+            std::fs::remove_dir_all(p).unwrap();
+        } else if !p.ends_with("keep.yaml") {
             std::fs::remove_file(p).unwrap();
         }
     }
