@@ -21,6 +21,7 @@ pub mod pointer;
 pub mod remove;
 pub mod sync_units;
 pub mod tree;
+mod unpack;
 pub mod wrappers;
 
 pub use pointer::pointer_ignition;
