@@ -9,7 +9,7 @@ use clap::Parser;
 use kubelet_labeler::cli::iso;
 use kubelet_labeler::cli::render::arch::Arch;
 use kubelet_labeler::cli::render::{
-    additions, gitops_dir, input, layout, machineconfig, pointer, tree, wrappers,
+    additions, contained, gitops_dir, input, layout, machineconfig, pointer, tree, wrappers,
 };
 use kubelet_labeler::cmdline::*;
 
@@ -555,7 +555,8 @@ fn cmd_render_machineconfig(c: RenderMachineConfigConfig) -> Result<ExitCode> {
             }
         }
         (None, Some(out)) if out.as_os_str() == "-" => {
-            to_stdout(machineconfig::to_stream(&rendered)?)?
+            to_stdout(machineconfig::to_stream(&rendered)?)?;
+            say!("{}", machineconfig::stream_policy_note(&rendered));
         }
         (None, Some(out)) => {
             tree::write_output(
@@ -564,6 +565,7 @@ fn cmd_render_machineconfig(c: RenderMachineConfigConfig) -> Result<ExitCode> {
                 c.force,
             )?;
             say!("wrote {}", out.display());
+            say!("{}", machineconfig::stream_policy_note(&rendered));
         }
         // clap requires one of the two.
         (None, None) => unreachable!("--output-dir or --output"),
@@ -1012,7 +1014,7 @@ fn write_man_pages(cmd: &clap::Command, dir: &std::path::Path) -> Result<()> {
     if cmd.get_version().is_some() {
         man.render_version_section(&mut page)?;
     }
-    tree::write_atomic(&dir.join(format!("{name}.1")), &page, 0o644)?;
+    contained::write_own(dir, &format!("{name}.1"), &page, 0o644, "man")?;
     for sub in cmd.get_subcommands() {
         write_man_pages(sub, dir)?;
     }

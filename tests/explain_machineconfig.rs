@@ -271,8 +271,8 @@ fn role_machineconfigs_taint_every_master_next_to_the_platform_taint() {
         [
             "50-master-kubelet-labeler-labels.yaml",
             "50-master-kubelet-labeler-wrapper.yaml",
+            "cluster-wide",
             "kustomization.yaml",
-            "machineconfiguration-master.yaml"
         ],
         "no MachineConfigPool for a built-in role"
     );

@@ -422,6 +422,106 @@ fn writes_replace_only_regular_files() {
     assert!(!out.status.success() && stderr(&out).contains("pass --force"));
 }
 
+/// Issue 32 item 15: inside a directory it was given, a command writes its
+/// own file names as regular files, never through a link out of it. A
+/// pull request's symlinked `kustomization.yaml` (or manifest, or page)
+/// pointing at a YAML file elsewhere is refused, with or without
+/// `--force`, and the file it points at stays byte-identical; before,
+/// `render machineconfig --output-dir` merged its entries into that file.
+#[test]
+fn own_files_in_a_given_directory_are_never_written_through_a_link() {
+    let tmp = scratch_dir();
+    let dir = tmp.path();
+    inputs(dir);
+    let victim = dir.join("elsewhere/victim.yaml");
+    write(
+        &victim,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: theirs\n",
+    );
+    let before = std::fs::read(&victim).unwrap();
+    let render = |out_dir: &Path, force: bool| {
+        let mut args = vec![
+            "render",
+            "machineconfig",
+            "--pool",
+            "gpu",
+            "--wrapper",
+            "wrapper",
+        ];
+        if force {
+            args.push("--force");
+        }
+        args.extend(["--output-dir", out_dir.to_str().unwrap()]);
+        run(dir, &args)
+    };
+    for (n, name) in [
+        "kustomization.yaml",
+        "50-gpu-kubelet-labeler-labels.yaml",
+        "machineconfigpool-gpu.yaml",
+    ]
+    .iter()
+    .enumerate()
+    {
+        for force in [false, true] {
+            let out_dir = dir.join(format!("gitops-{n}-{force}"));
+            std::fs::create_dir(&out_dir).unwrap();
+            std::os::unix::fs::symlink(&victim, out_dir.join(name)).unwrap();
+            let out = render(&out_dir, force);
+            let err = stderr(&out);
+            assert!(
+                !out.status.success()
+                    && err.contains(&format!("{name} is a symlink (to "))
+                    && err.contains("remove the link and render again"),
+                "{name} (--force: {force}): {err}"
+            );
+            assert_eq!(std::fs::read(&victim).unwrap(), before, "{name}");
+            // Nothing written: the link alone.
+            let entries: Vec<_> = std::fs::read_dir(&out_dir).unwrap().collect();
+            assert_eq!(entries.len(), 1, "{name}: {entries:?}");
+        }
+    }
+    // A link at a name of ours that points inside the directory is refused
+    // too: render writes its files, never links.
+    let out_dir = dir.join("gitops-inside");
+    std::fs::create_dir(&out_dir).unwrap();
+    write(&out_dir.join("kustomization.yml.orig"), "resources: []\n");
+    std::os::unix::fs::symlink("kustomization.yml.orig", out_dir.join("kustomization.yaml"))
+        .unwrap();
+    let out = render(&out_dir, true);
+    assert!(
+        !out.status.success() && stderr(&out).contains("kustomization.yaml is a symlink (to "),
+        "{}",
+        stderr(&out)
+    );
+    // Another file's link is left, never read through.
+    let out_dir = dir.join("gitops-other");
+    std::fs::create_dir(&out_dir).unwrap();
+    std::os::unix::fs::symlink(&victim, out_dir.join("theirs.yaml")).unwrap();
+    ok(
+        dir,
+        &[&RENDER_MC[..], &["--output-dir", out_dir.to_str().unwrap()]].concat(),
+    );
+    assert!(
+        std::fs::symlink_metadata(out_dir.join("theirs.yaml"))
+            .unwrap()
+            .is_symlink()
+    );
+    assert_eq!(std::fs::read(&victim).unwrap(), before);
+    // man --output-dir: a page's name linked out.
+    let man = dir.join("man");
+    std::fs::create_dir(&man).unwrap();
+    std::os::unix::fs::symlink(&victim, man.join("kubelet-labeler-render.1")).unwrap();
+    let out = run(dir, &["man", "--output-dir", man.to_str().unwrap()]);
+    assert!(
+        !out.status.success()
+            && stderr(&out).contains("kubelet-labeler-render.1 is a symlink (to ")
+            && stderr(&out).contains("remove the link and run it again"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read(&victim).unwrap(), before);
+}
+
 /// Run under a 1 GiB address-space limit, so a read that grows without
 /// bound fails fast instead of taking the machine's memory.
 fn run_bounded(dir: &Path, args: &[&str], stdin: Stdio) -> Output {
@@ -641,6 +741,105 @@ fn endless_inputs_are_refused_at_their_limit() {
         let out = run_bounded(dir, &args, Stdio::null());
         assert!(out.status.success(), "{args:?}: {}", stderr(&out));
     }
+}
+
+/// `mib` MiB of zeros gzip'ed, as a data URL (1/1000 of it on the wire).
+fn gzip_bomb(mib: usize) -> String {
+    use base64::Engine;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    let zeros = vec![0u8; 1 << 20];
+    for _ in 0..mib {
+        std::io::Write::write_all(&mut gz, &zeros).unwrap();
+    }
+    format!(
+        "data:;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(gz.finish().unwrap())
+    )
+}
+
+/// A MachineConfig of `count` files at `dir/N`, each the gzip'ed data
+/// URL `url`, and a kubelet unit naming none.
+fn gzip_bomb_machineconfig(dir: &str, count: usize, url: &str) -> String {
+    let files: Vec<serde_json::Value> = (0..count)
+        .map(|i| {
+            serde_json::json!({ "path": format!("{dir}/{i}"),
+                "contents": { "source": url, "compression": "gzip" } })
+        })
+        .collect();
+    let mc = serde_json::json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig",
+        "metadata": { "name": "50-bombs" },
+        "spec": { "config": {
+            "storage": { "files": files },
+            "systemd": { "units": [ { "name": "kubelet.service",
+                "contents": "[Service]\nExecStart=/usr/bin/kubelet --v=2\n" } ] } } }
+    });
+    serde_json::to_string(&mc).unwrap()
+}
+
+/// Issue 32 item 14: a 3.5 MB MachineConfig of forty gzip'ed 64 MiB files
+/// took 2.6 GB of memory and 2.5 GB of scratch disk in `explain
+/// --machineconfig`. Now only the files explain reads are unpacked, each to
+/// at most 16 MiB, all to at most 64 MiB: run under a 1 GiB address space
+/// and a 40 MiB file-size limit, forty 32 MiB bombs nothing names (1.25 GiB
+/// unpacked, which the old code held in memory) explain fine, and
+/// bombs where explain reads are refused naming the MachineConfig, the
+/// path and the cap.
+#[test]
+fn machineconfig_bombs_unpack_only_what_explain_reads_within_caps() {
+    let tmp = scratch_dir();
+    let dir = tmp.path();
+    let bounded = |args: &[&str]| {
+        Command::new("sh")
+            .args([
+                "-c",
+                "ulimit -v 1048576 && ulimit -f 40960 && exec \"$@\"",
+                "sh",
+                BIN,
+            ])
+            .args(args)
+            .current_dir(dir)
+            .env("TMPDIR", dir)
+            .output()
+            .unwrap()
+    };
+    let bomb = gzip_bomb(32);
+    write(
+        &dir.join("unread.json"),
+        &gzip_bomb_machineconfig("/etc/bomb", 40, &bomb),
+    );
+    let out = bounded(&["explain", "--json", "--machineconfig", "unread.json"]);
+    let err = stderr(&out);
+    assert!(
+        out.status.code().is_some_and(|c| c <= 1) && !err.contains("Error:"),
+        "{err}"
+    );
+    let explained: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(explained["original_argv"][1], "--v=2", "{explained}");
+
+    write(
+        &dir.join("read.json"),
+        &gzip_bomb_machineconfig("/etc/kubernetes/bomb", 40, &bomb),
+    );
+    let out = bounded(&["explain", "--machineconfig", "read.json"]);
+    let err = stderr(&out);
+    assert!(
+        out.status.code() == Some(1)
+            && err.contains("MachineConfig \"50-bombs\": /etc/kubernetes/bomb/")
+            && err.contains(
+                "its contents unpack to more than 16 MiB (explain lays out at most 16 MiB of a \
+                 file, as much as it reads of one, and 64 MiB in all)"
+            ),
+        "{err}"
+    );
+    // The scratch trees went with the runs.
+    let left: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_dir())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 /// An ISO whose embed area or IGNINFO is far past any live ISO's (a

@@ -58,7 +58,12 @@ fn render(out: &Path, wrapper: &Path, args: &[&str], policy: &Path) {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    std::fs::rename(out.join("machineconfiguration-worker-gpu.yaml"), policy).unwrap();
+    std::fs::rename(
+        out.join("cluster-wide/machineconfiguration-worker-gpu.yaml"),
+        policy,
+    )
+    .unwrap();
+    std::fs::remove_dir(out.join("cluster-wide")).unwrap();
 }
 
 /// The daemon's verdict for moving worker-gpu nodes from `before` to `after`.

@@ -121,8 +121,15 @@ fn install_crd(c: &Cluster) {
     }
 }
 
-/// `render machineconfig --pool POOL`'s policy file.
-fn rendered_policy(dir: &Path, pool: &str) -> String {
+/// The tests here change the cluster's one object: one at a time.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `render machineconfig --pool POOL --output-dir DIR/POOL`: the
+/// directory and what the render said on stderr.
+fn render_pool(dir: &Path, pool: &str) -> (std::path::PathBuf, String) {
     let wrapper = dir.join("wrapper");
     std::fs::write(
         &wrapper,
@@ -138,8 +145,16 @@ fn rendered_policy(dir: &Path, pool: &str) -> String {
         .args(["--label", "example.com/tier=gold"])
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    std::fs::read_to_string(out.join(format!("machineconfiguration-{pool}.yaml"))).unwrap()
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err}");
+    (out, err)
+}
+
+/// `render machineconfig --pool POOL`'s policy file.
+fn rendered_policy(dir: &Path, pool: &str) -> String {
+    let (out, _) = render_pool(dir, pool);
+    std::fs::read_to_string(out.join(format!("cluster-wide/machineconfiguration-{pool}.yaml")))
+        .unwrap()
 }
 
 /// `oc apply --server-side --field-manager=MANAGER -f -` of `yaml`.
@@ -191,6 +206,7 @@ spec:
 #[test]
 fn the_policy_merges_with_the_users_and_other_pools() {
     let Some(c) = cluster() else { return };
+    let _one = one_at_a_time();
     install_crd(c);
     let dir = scratch_dir();
     let gpu = rendered_policy(dir.path(), "worker-gpu");
@@ -251,4 +267,61 @@ fn the_policy_merges_with_the_users_and_other_pools() {
         !files.contains(&"/etc/chrony.conf".to_string()),
         "{files:?}"
     );
+}
+
+/// Issue 33 item 2: `oc apply -f` on a pool's directory (the most common
+/// habit) applies every document of its own files client-side, a custom
+/// resource as a JSON merge patch. It used to carry the cluster-wide
+/// policy and replace the cluster's lists: another team's entry vanished.
+/// Now that apply leaves the policy alone, and the command stderr gives
+/// (server-side, the pool's field manager, the file in `cluster-wide/`)
+/// merges ours with the team's.
+#[test]
+fn a_plain_apply_of_the_pool_directory_keeps_other_teams_entries() {
+    let Some(c) = cluster() else { return };
+    let _one = one_at_a_time();
+    install_crd(c);
+    let dir = scratch_dir();
+    let (out, err) = render_pool(dir.path(), "worker-edge");
+    let (code, body) = apply(c, "user", USERS);
+    assert!(code == 200 || code == 201, "{code} {body}");
+
+    for doc in crate::render_policy::plain_apply(&out) {
+        if doc["kind"] != "MachineConfiguration" {
+            // No MachineConfig type here: what decides is the policy's fate.
+            continue;
+        }
+        let (code, body) = c.request(
+            "PATCH",
+            OBJECT,
+            "application/merge-patch+json",
+            &doc.to_string(),
+        );
+        assert_eq!(code, 200, "{body}");
+    }
+    let files = keys(&stored(c), "files", "path");
+    assert!(
+        files.contains(&"/etc/chrony.conf".to_string()),
+        "a plain apply of the pool's directory dropped the team's entry: {files:?}"
+    );
+
+    // The command render gave, as given.
+    let command = err
+        .lines()
+        .find_map(|l| l.split_once(": oc apply --server-side ").map(|(_, c)| c))
+        .unwrap_or_else(|| panic!("no apply command on stderr: {err}"));
+    let (manager, path) = command
+        .strip_prefix("--field-manager=")
+        .and_then(|c| c.split_once(" -f "))
+        .unwrap_or_else(|| panic!("{command}"));
+    assert_eq!(manager, "kubelet-labeler-worker-edge");
+    let (code, body) = apply(c, manager, &std::fs::read_to_string(path).unwrap());
+    assert_eq!(code, 200, "{body}");
+    let files = keys(&stored(c), "files", "path");
+    for p in [
+        "/etc/chrony.conf",
+        "/etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf",
+    ] {
+        assert!(files.contains(&p.to_string()), "{p}: {files:?}");
+    }
 }

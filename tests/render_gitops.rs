@@ -18,7 +18,7 @@ fn host_arch() -> Arch {
 
 /// A file with a static program's ELF header for `arch`: all render and
 /// explain look at.
-fn static_elf(dir: &Path, arch: Arch) -> PathBuf {
+pub(crate) fn static_elf(dir: &Path, arch: Arch) -> PathBuf {
     let path = dir.join(format!("static-{arch}"));
     std::fs::write(&path, elf::static_elf(arch)).unwrap();
     path
@@ -199,7 +199,7 @@ fn render_into(w: &Path, args: &[&str], out: &Path) -> Output {
         .unwrap()
 }
 
-fn names_in(dir: &Path) -> Vec<String> {
+pub(crate) fn names_in(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -208,18 +208,26 @@ fn names_in(dir: &Path) -> Vec<String> {
     v
 }
 
-/// Every file of `dir`, with its bytes.
+/// Every file of `dir` (and of its subdirectories, as `sub/name`), with
+/// its bytes.
 fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    names_in(dir)
-        .into_iter()
-        .map(|n| {
-            let bytes = std::fs::read(dir.join(&n)).unwrap();
-            (n, bytes)
-        })
-        .collect()
+    let mut out = Vec::new();
+    for n in names_in(dir) {
+        let p = dir.join(&n);
+        if p.is_dir() {
+            out.extend(
+                snapshot(&p)
+                    .into_iter()
+                    .map(|(sub, bytes)| (format!("{n}/{sub}"), bytes)),
+            );
+        } else {
+            out.push((n, std::fs::read(p).unwrap()));
+        }
+    }
+    out
 }
 
-fn kustomization_resources(dir: &Path) -> Vec<String> {
+pub(crate) fn kustomization_resources(dir: &Path) -> Vec<String> {
     let k: Value =
         serde_saphyr::from_str(&std::fs::read_to_string(dir.join("kustomization.yaml")).unwrap())
             .unwrap();
@@ -401,7 +409,7 @@ fn an_older_versions_worker_wrapper_is_left_and_named() {
     want.extend([
         old_worker,
         "kustomization.yaml",
-        "machineconfiguration-worker-gpu.yaml",
+        "cluster-wide",
         "mine.yaml",
     ]);
     want.sort();
@@ -664,8 +672,10 @@ fn worker_role_and_pool_labels_compose_on_the_pools_nodes() {
     // The node disruption policies are applied on their own, server-side
     // (not with the kustomization): out of the pool's manifests.
     for owner in ["worker", "worker-gpu"] {
-        std::fs::remove_file(out.join(format!("machineconfiguration-{owner}.yaml"))).unwrap();
+        std::fs::remove_file(out.join(format!("cluster-wide/machineconfiguration-{owner}.yaml")))
+            .unwrap();
     }
+    std::fs::remove_dir(out.join("cluster-wide")).unwrap();
     let work = dir.path().join("work");
     let o = Command::new(&oracle)
         .arg("-mco-root")
@@ -910,7 +920,23 @@ fn wrote_lines_go_to_stderr() {
             .unwrap();
         assert!(o.status.success(), "{}", stderr(&o));
         assert_eq!(stdout(&o), "", "{sub}");
-        assert_eq!(stderr(&o), format!("wrote {}\n", path.display()), "{sub}");
+        let err = stderr(&o);
+        let (wrote, rest) = err.split_once('\n').unwrap();
+        assert_eq!(wrote, format!("wrote {}", path.display()), "{sub}");
+        // Issue 33 item 17: the stream leaves the cluster-wide policy out,
+        // and says so.
+        if sub == "machineconfig" {
+            assert!(
+                rest.starts_with("not in this stream: the cluster-wide node disruption policy")
+                    && rest.contains(
+                        "oc apply --server-side --field-manager=kubelet-labeler-worker-gpu -f \
+                         DIR/cluster-wide/machineconfiguration-worker-gpu.yaml\n"
+                    ),
+                "{err}"
+            );
+        } else {
+            assert_eq!(rest, "", "{sub}");
+        }
     }
 }
 

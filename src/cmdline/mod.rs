@@ -691,11 +691,14 @@ pub struct RenderMachineConfigConfig {
     pub pool: PoolArgs,
     /// Directory to write the manifests into, made when missing; other
     /// pools' renders and your files may share it (kept, and listed in its
-    /// kustomization as they were)
+    /// kustomization as they were). The cluster-wide node disruption policy
+    /// goes to DIR/cluster-wide/, out of the kustomization and of `oc apply
+    /// -f DIR`: apply it server-side, as stderr says
     #[arg(long, value_name = "DIR", conflicts_with = "output")]
     pub output_dir: Option<PathBuf>,
     /// Write the manifests to apply as one YAML stream to this file ("-" for
-    /// stdout, for `oc apply -f -`); the kustomization is left out
+    /// stdout, for `oc apply -f -`); the kustomization and the cluster-wide
+    /// node disruption policy are left out
     #[arg(short, long, value_name = "PATH")]
     pub output: Option<PathBuf>,
     /// Replace this pool's earlier manifests (keeping the fields render does

@@ -542,7 +542,10 @@ fn pool_env(configs: &[(Value, String)], path: &str) -> Result<Vec<(String, Stri
     let source = &configs[*last].1;
     let layout = crate::cli::render::layout::Layout::merge(mcs)
         .with_context(|| format!("decoding the MachineConfigs' {name}"))?;
-    let Some(file) = layout.file(path) else {
+    let Some(file) = layout
+        .file(path)
+        .with_context(|| format!("decoding the MachineConfigs' {name}"))?
+    else {
         return Ok(Vec::new());
     };
     let mut env: Vec<(String, String, String)> = Vec::new();

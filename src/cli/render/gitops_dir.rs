@@ -14,6 +14,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
 use super::machineconfig::{KUSTOMIZATION, RENDERED_FOR, Rendered, to_yaml};
+use super::sync_units::{CLUSTER_WIDE_DIR, POLICY_FILE_PREFIX};
 
 /// The names kustomize reads a directory's kustomization from, in its order.
 const KUSTOMIZATION_NAMES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
@@ -60,6 +61,8 @@ enum Action {
 }
 
 struct Write {
+    /// Its name in the directory (`own_path`).
+    name: String,
     path: PathBuf,
     text: String,
     action: Action,
@@ -101,13 +104,26 @@ impl Plan {
             }
         }
         for p in &self.removes {
-            out.push(format!(
-                "remove {} (an earlier render's for this pool, which this one does not write; \
-                 its kustomization entry too)",
-                p.display()
-            ));
+            out.push(format!("remove {} ({})", p.display(), removal_why(p)));
         }
         out
+    }
+}
+
+/// Why this render removes its earlier file `p`.
+fn removal_why(p: &Path) -> &'static str {
+    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let top_level = p
+        .parent()
+        .and_then(Path::file_name)
+        .is_none_or(|d| d != CLUSTER_WIDE_DIR);
+    if top_level && legacy_policy(name) {
+        "this pool's cluster-wide node disruption policy, where an earlier version wrote it: a \
+         plain `oc apply -f` on the directory applies it client-side and drops other teams' \
+         entries; it is now in cluster-wide/"
+    } else {
+        "an earlier render's for this pool, which this one does not write; its kustomization \
+         entry too"
     }
 }
 
@@ -138,12 +154,12 @@ pub fn write(rendered: &Rendered, dir: &Path, force: bool) -> Result<Vec<String>
             forced.join("; ")
         );
     }
-    let mut texts = Vec::new();
-    for w in &plan.writes {
-        if !matches!(w.action, Action::Unchanged) {
-            texts.push((super::tree::write_target(&w.path)?, w.text.clone()));
-        }
-    }
+    let texts: Vec<(&str, &str)> = plan
+        .writes
+        .iter()
+        .filter(|w| !matches!(w.action, Action::Unchanged))
+        .map(|w| (w.name.as_str(), w.text.as_str()))
+        .collect();
     let created = !dir.exists();
     let staged = match stage_files(dir, &texts) {
         Ok(s) => s,
@@ -179,19 +195,52 @@ pub fn write(rendered: &Rendered, dir: &Path, force: bool) -> Result<Vec<String>
     }
     for p in &plan.removes {
         std::fs::remove_file(p).with_context(|| format!("removing {}", p.display()))?;
-        lines.push(format!(
-            "removed {} (an earlier render's for {}; this one does not write it)",
-            p.display(),
-            rendered.owner
-        ));
+        lines.push(format!("removed {} ({})", p.display(), removal_why(p)));
     }
+    let note = policy_note(rendered, &plan);
     lines.extend(plan.left);
+    lines.extend(note);
     Ok(lines)
 }
 
-/// Files render writes that no kustomization of ours lists.
+/// What to do with the node disruption policy this render wrote or
+/// changed: it is outside the kustomization and out of a plain `oc apply
+/// -f` on the directory, and must reach the cluster before the
+/// MachineConfigs (a file the policy does not name yet reboots every node
+/// of the pool).
+fn policy_note(rendered: &Rendered, plan: &Plan) -> Option<String> {
+    let name = super::sync_units::policy_file(&rendered.owner);
+    let w = plan.writes.iter().find(|w| w.name == name)?;
+    let what = match w.action {
+        Action::Unchanged => return None,
+        Action::Create => "wrote the cluster-wide node disruption policy",
+        Action::Replace { .. } => "the cluster-wide node disruption policy changed",
+    };
+    Some(format!(
+        "{what} (OpenShift 4.17+; not in the kustomization, and `oc apply -f` on the directory \
+         does not reach it): apply it before the MachineConfigs, or nodes of the pool reboot for \
+         files it does not name yet, server-side so that other teams' entries stay: {}",
+        super::sync_units::apply_command(&rendered.owner, &w.path)
+    ))
+}
+
+/// Files render writes that no kustomization of ours lists: what is in
+/// the cluster-wide directory, and an earlier version's policy beside the
+/// manifests.
 fn unlisted(name: &str) -> bool {
-    name.starts_with(super::sync_units::POLICY_FILE_PREFIX)
+    in_cluster_wide(name) || legacy_policy(name)
+}
+
+/// A name in the cluster-wide directory (`cluster-wide/x.yaml`).
+fn in_cluster_wide(name: &str) -> bool {
+    name.strip_prefix(CLUSTER_WIDE_DIR)
+        .is_some_and(|r| r.starts_with('/'))
+}
+
+/// A policy file's name where earlier versions wrote it: beside the
+/// manifests, where a plain `oc apply -f` on the directory applies it.
+fn legacy_policy(name: &str) -> bool {
+    !name.contains('/') && name.starts_with(POLICY_FILE_PREFIX)
 }
 
 fn plan(rendered: &Rendered, dir: &Path, found: &[Found]) -> Result<Plan> {
@@ -211,11 +260,12 @@ fn plan(rendered: &Rendered, dir: &Path, found: &[Found]) -> Result<Plan> {
         if !unlisted(name) {
             ours_listed.push(name);
         }
-        let path = dir.join(name);
-        // A link to nothing, a directory, a FIFO at our name: refused by name.
-        super::tree::write_target(&path)?;
+        // A link (to anywhere), a directory, a FIFO at our name: refused
+        // by name, before anything else is said of it.
+        let path = own_path(dir, name)?;
         let Some(f) = at(name) else {
             writes.push(Write {
+                name: name.clone(),
                 path,
                 text: to_yaml(obj)?,
                 action: Action::Create,
@@ -246,6 +296,7 @@ fn plan(rendered: &Rendered, dir: &Path, found: &[Found]) -> Result<Plan> {
             }
         };
         writes.push(Write {
+            name: name.clone(),
             path,
             text: to_yaml(&merged)?,
             action,
@@ -263,8 +314,7 @@ fn plan(rendered: &Rendered, dir: &Path, found: &[Found]) -> Result<Plan> {
         .find(|n| at(n).is_some())
         .copied()
         .unwrap_or(KUSTOMIZATION);
-    let k_path = dir.join(k_name);
-    super::tree::write_target(&k_path)?;
+    let k_path = own_path(dir, k_name)?;
     let removed_names: Vec<&str> = removes.iter().map(|f| f.name.as_str()).collect();
     let listed: Vec<String>;
     match (at(k_name), kustomization) {
@@ -284,6 +334,7 @@ fn plan(rendered: &Rendered, dir: &Path, found: &[Found]) -> Result<Plan> {
             k["resources"] = serde_json::json!(resources);
             listed = resources;
             writes.push(Write {
+                name: k_name.to_string(),
                 path: k_path,
                 text: to_yaml(&k)?,
                 action: Action::Create,
@@ -314,6 +365,7 @@ fn plan(rendered: &Rendered, dir: &Path, found: &[Found]) -> Result<Plan> {
                 }
             };
             writes.push(Write {
+                name: k_name.to_string(),
                 path: k_path,
                 text: to_yaml(&new)?,
                 action,
@@ -325,7 +377,19 @@ fn plan(rendered: &Rendered, dir: &Path, found: &[Found]) -> Result<Plan> {
         if ours.contains(&f.name.as_str())
             || removed_names.contains(&f.name.as_str())
             || KUSTOMIZATION_NAMES.contains(&f.name.as_str())
+            // Out of a plain `oc apply -f` on the directory.
+            || in_cluster_wide(&f.name)
         {
+            continue;
+        }
+        if let (Some(owner), true) = (&f.owner, legacy_policy(&f.name)) {
+            left.push(format!(
+                "left {} ({owner}'s cluster-wide node disruption policy, where an earlier version \
+                 wrote it: a plain `oc apply -f` on the directory applies it client-side and drops \
+                 other teams' entries; render {owner} again with --force to move it into \
+                 {CLUSTER_WIDE_DIR}/)",
+                f.path.display()
+            ));
             continue;
         }
         // Earlier versions wrote the worker wrapper MachineConfig with every
@@ -537,6 +601,19 @@ pub fn comment_lines(text: &str) -> Vec<usize> {
 /// The manifest-like files of `dir` (`.yaml`, `.yml`, `.json`, and the
 /// kustomization's names), sorted, each read and told whose it is.
 fn scan(dir: &Path) -> Result<Vec<Found>> {
+    let mut found = scan_in(dir, "")?;
+    // The cluster-wide directory, when it is one (a link there is refused
+    // when written, never followed).
+    let sub = dir.join(CLUSTER_WIDE_DIR);
+    if std::fs::symlink_metadata(&sub).is_ok_and(|m| m.is_dir()) {
+        found.extend(scan_in(&sub, &format!("{CLUSTER_WIDE_DIR}/"))?);
+    }
+    found.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(found)
+}
+
+/// The manifest-like files of `dir`, named `prefix` + file name.
+fn scan_in(dir: &Path, prefix: &str) -> Result<Vec<Found>> {
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -551,6 +628,7 @@ fn scan(dir: &Path) -> Result<Vec<Found>> {
         if !manifest || name.starts_with('.') {
             continue;
         }
+        let name = format!("{prefix}{name}");
         let path = entry.path();
         let read = read_manifest(&path);
         let (owner, marked) = match &read {
@@ -565,13 +643,16 @@ fn scan(dir: &Path) -> Result<Vec<Found>> {
             marked,
         });
     }
-    found.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(found)
 }
 
 fn read_manifest(path: &Path) -> std::result::Result<(String, Value), String> {
-    // Follows a symlink, as the write does (`tree::write_target`).
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read it ({e})"))?;
+    // A link is never ours (render writes regular files), and is not
+    // followed out of the directory.
+    let meta = std::fs::symlink_metadata(path).map_err(|e| format!("cannot read it ({e})"))?;
+    if meta.file_type().is_symlink() {
+        return Err("a symlink, which render neither follows nor writes through".into());
+    }
     if !meta.is_file() || meta.len() > MAX_MANIFEST {
         return Err("not a regular file of at most 16 MiB".into());
     }
@@ -587,19 +668,30 @@ fn read_manifest(path: &Path) -> std::result::Result<(String, Value), String> {
 /// MachineConfig of that name, `machineconfigpool-<x>.yaml` the
 /// MachineConfigPool `<x>`. Returns (owner, marked).
 fn owner_of(name: &str, obj: &Value) -> (Option<String>, bool) {
-    if let Some(o) = obj["metadata"]["annotations"][RENDERED_FOR].as_str() {
+    let (sub, base) = match name.split_once('/') {
+        Some((d, b)) => (Some(d), b),
+        None => (None, name),
+    };
+    if sub.is_some_and(|d| d != CLUSTER_WIDE_DIR) {
+        return (None, false);
+    }
+    // In the cluster-wide directory only a policy is ours.
+    if let (None, Some(o)) = (sub, obj["metadata"]["annotations"][RENDERED_FOR].as_str()) {
         return (Some(o.to_string()), true);
     }
-    let Some(stem) = name.strip_suffix(".yaml") else {
+    let Some(stem) = base.strip_suffix(".yaml") else {
         return (None, false);
     };
     // The cluster-wide policy carries no mark (`machineconfig::with_policy`):
     // its file name is the mark.
-    if let Some(owner) = stem.strip_prefix(super::sync_units::POLICY_FILE_PREFIX) {
+    if let Some(owner) = stem.strip_prefix(POLICY_FILE_PREFIX) {
         let ours = obj["apiVersion"] == "operator.openshift.io/v1"
             && obj["kind"] == "MachineConfiguration"
             && obj["metadata"]["name"] == "cluster";
         return (ours.then(|| owner.to_string()), ours);
+    }
+    if sub.is_some() {
+        return (None, false);
     }
     let (kind, object, owner) = if let Some(pool) = stem.strip_prefix("machineconfigpool-") {
         ("MachineConfigPool", pool, pool)
@@ -633,17 +725,33 @@ fn check_output_dir(dir: &Path) -> Result<()> {
     )
 }
 
+/// Who writes in the directory, for [`super::contained`]'s messages.
+const WHO: &str = "render machineconfig --output-dir";
+
+/// Where our file `name` goes in `dir`, never through a link
+/// ([`super::contained::own_path`]).
+fn own_path(dir: &Path, name: &str) -> Result<PathBuf> {
+    super::contained::own_path(dir, name, WHO)
+}
+
 fn stage_files(
     dir: &Path,
-    texts: &[(PathBuf, String)],
+    texts: &[(&str, &str)],
 ) -> Result<Vec<(tempfile::NamedTempFile, PathBuf)>> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut staged = Vec::new();
-    for (path, text) in texts {
-        // In the directory of a symlink's target, for the rename.
-        let dir = path.parent().unwrap_or(dir);
-        let tmp = super::tree::temp_copy(dir, path, text.as_bytes(), 0o644)?;
-        staged.push((tmp, path.clone()));
+    let mut made = Vec::new();
+    for (name, text) in texts {
+        match super::contained::stage_own(dir, name, text.as_bytes(), 0o644, WHO, &mut made) {
+            Ok(s) => staged.push(s),
+            Err(e) => {
+                drop(staged);
+                for d in made.iter().rev() {
+                    let _ = std::fs::remove_dir(d);
+                }
+                return Err(e);
+            }
+        }
     }
     Ok(staged)
 }

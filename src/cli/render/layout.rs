@@ -8,8 +8,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use base64::Engine;
 use serde_json::Value;
+
+pub use super::unpack::{FILE_CAP, TOTAL_CAP, decode_data_url};
+use super::unpack::{MergedFile, data_url_bytes, unpack, unpack_read};
 
 /// One file to write into the tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,7 +33,7 @@ struct Unit {
 pub struct Layout {
     /// `metadata.name`s in merge order.
     pub machineconfigs: Vec<String>,
-    files: BTreeMap<String, TreeFile>,
+    files: BTreeMap<String, MergedFile>,
     units: BTreeMap<String, Unit>,
 }
 
@@ -69,58 +71,6 @@ fn collect(doc: Value, source: &str, out: &mut Vec<Value>) -> Result<()> {
         None => bail!("{source}: a document without `kind`; is this a MachineConfig?"),
     }
     Ok(())
-}
-
-/// Decode an Ignition `contents.source` data URL (RFC 2397).
-pub fn decode_data_url(source: &str, compression: Option<&str>) -> Result<Vec<u8>> {
-    let rest = source
-        .strip_prefix("data:")
-        .with_context(|| format!("only data: URLs can be laid out offline, not {source:.60}"))?;
-    let (meta, data) = rest.split_once(',').context("a data: URL without ','")?;
-    let raw = if meta.ends_with(";base64") {
-        base64::engine::general_purpose::STANDARD
-            .decode(data.trim())
-            .context("decoding base64 contents")?
-    } else {
-        percent_decode(data)?
-    };
-    match compression.unwrap_or("") {
-        "" => Ok(raw),
-        "gzip" => {
-            // As much as a whole --machineconfig file may be; a small
-            // forged gzip must not unpack into memory without end.
-            let limit = super::input::MACHINECONFIG.bytes;
-            let mut out = Vec::new();
-            std::io::Read::read_to_end(
-                &mut std::io::Read::take(flate2::read::GzDecoder::new(raw.as_slice()), limit + 1),
-                &mut out,
-            )
-            .context("decompressing gzip contents")?;
-            if out.len() as u64 > limit {
-                bail!("gzip contents unpack to more than {} MiB", limit >> 20);
-            }
-            Ok(out)
-        }
-        other => bail!("unknown compression {other:?}"),
-    }
-}
-
-fn percent_decode(s: &str) -> Result<Vec<u8>> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let hex = b.get(i + 1..i + 3).context("a truncated %-escape")?;
-            let hex = std::str::from_utf8(hex).ok().context("a bad %-escape")?;
-            out.push(u8::from_str_radix(hex, 16).ok().context("a bad %-escape")?);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    Ok(out)
 }
 
 /// The label a MachineConfigPool selects its MachineConfigs by.
@@ -246,19 +196,27 @@ impl Layout {
                 continue;
             };
             layout
-                .add_config(config)
+                .add_config(name, config)
                 .with_context(|| format!("MachineConfig {name:?}"))?;
         }
         Ok(layout)
     }
 
     /// The file the merged configs write at `path`: the whole file of the
-    /// last MachineConfig in merge order that writes it.
-    pub fn file(&self, path: &str) -> Option<&TreeFile> {
-        self.files.get(path)
+    /// last MachineConfig in merge order that writes it, unpacked to at
+    /// most [`FILE_CAP`].
+    pub fn file(&self, path: &str) -> Result<Option<TreeFile>> {
+        let Some(f) = self.files.get(path) else {
+            return Ok(None);
+        };
+        Ok(Some(TreeFile {
+            path: path.to_string(),
+            contents: unpack(path, f, FILE_CAP)?,
+            mode: f.mode,
+        }))
     }
 
-    fn add_config(&mut self, config: &Value) -> Result<()> {
+    fn add_config(&mut self, name: &str, config: &Value) -> Result<()> {
         let files = config.pointer("/storage/files").and_then(Value::as_array);
         for (i, f) in files.into_iter().flatten().enumerate() {
             let field = format!("spec.config.storage.files[{i}].path");
@@ -269,17 +227,19 @@ impl Layout {
             check_file_path(path).map_err(|why| anyhow::anyhow!("{field} {path:?} {why}"))?;
             let source = f.pointer("/contents/source").and_then(Value::as_str);
             let compression = f.pointer("/contents/compression").and_then(Value::as_str);
-            let contents = match source {
-                Some(s) => decode_data_url(s, compression).with_context(|| path.to_string())?,
-                None => Vec::new(),
-            };
+            // Checked now (a URL Ignition cannot fetch fails the boot);
+            // unpacked only if explain reads it (`write`).
+            if let Some(s) = source {
+                data_url_bytes(s, compression).with_context(|| path.to_string())?;
+            }
             let mode = f.get("mode").and_then(Value::as_u64).unwrap_or(0o644) as u32;
             self.files.insert(
                 path.to_string(),
-                TreeFile {
-                    path: path.to_string(),
-                    contents,
+                MergedFile {
+                    source: source.map(str::to_string),
+                    compression: compression.map(str::to_string),
                     mode,
+                    machineconfig: name.to_string(),
                 },
             );
         }
@@ -319,13 +279,18 @@ impl Layout {
         Ok(())
     }
 
-    /// What the tree holds, by node path: the files, then the units over
-    /// them as Ignition writes them (a unit's file replaces a file of that
-    /// path; a mask, a link to /dev/null, replaces both).
-    fn entries(&self) -> BTreeMap<String, Entry<'_>> {
+    /// What the tree holds, by node path: the files (with their contents
+    /// when `unpacked` has them, else empty), then the units over them as
+    /// Ignition writes them (a unit's file replaces a file of that path; a
+    /// mask, a link to /dev/null, replaces both).
+    fn entries<'a>(
+        &'a self,
+        unpacked: &'a BTreeMap<&'a str, Vec<u8>>,
+    ) -> BTreeMap<String, Entry<'a>> {
         let mut out = BTreeMap::new();
-        for f in self.files.values() {
-            out.insert(f.path.clone(), Entry::File(&f.contents, f.mode));
+        for (path, f) in &self.files {
+            let contents = unpacked.get(path.as_str()).map_or(&[][..], Vec::as_slice);
+            out.insert(path.clone(), Entry::File(contents, f.mode));
         }
         for (name, unit) in &self.units {
             let path = format!("{UNIT_DIR}/{name}");
@@ -367,8 +332,15 @@ impl Layout {
             }
             Err(e) => return Err(e).with_context(|| format!("reading {}", root.display())),
         }
+        let texts = self.units.values().flat_map(|u| {
+            u.contents
+                .iter()
+                .chain(u.dropins.values())
+                .map(String::as_str)
+        });
+        let unpacked = unpack_read(&self.files, texts)?;
         let mut written = Vec::new();
-        for (node, entry) in &self.entries() {
+        for (node, entry) in &self.entries(&unpacked) {
             written.push(create_in(root, node, entry)?);
         }
         Ok(written)
@@ -553,6 +525,7 @@ fn check_dropin_name(name: &str) -> std::result::Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine;
     use serde_json::json;
 
     fn mc(name: &str, config: Value) -> Value {
@@ -581,7 +554,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         layout.write(dir.path()).unwrap();
         let read = |p: &str| std::fs::read_to_string(dir.path().join(p)).unwrap();
-        assert_eq!(read("etc/x"), "two");
+        // Merged: the later file; laid out empty (nothing names it).
+        assert_eq!(layout.file("/etc/x").unwrap().unwrap().contents, b"two");
+        assert_eq!(read("etc/x"), "");
         assert_eq!(read("etc/systemd/system/k.service"), "A");
         assert_eq!(read("etc/systemd/system/k.service.d/d.conf"), "2");
         assert_eq!(read("etc/systemd/system/k.service.d/e.conf"), "3");
@@ -620,7 +595,7 @@ mod tests {
                 "50-worker-gpu-a"
             ]
         );
-        assert_eq!(layout.file("/etc/x").unwrap().contents, b"pool");
+        assert_eq!(layout.file("/etc/x").unwrap().unwrap().contents, b"pool");
         let dir = tempfile::tempdir().unwrap();
         layout.write(dir.path()).unwrap();
         let dropin = dir.path().join("etc/systemd/system/k.service.d/d.conf");
@@ -631,7 +606,7 @@ mod tests {
             mc("rendered-worker-0123", writes("rendered")),
         ])
         .unwrap();
-        assert_eq!(layout.file("/etc/x").unwrap().contents, b"worker");
+        assert_eq!(layout.file("/etc/x").unwrap().unwrap().contents, b"worker");
     }
 
     #[test]
@@ -762,20 +737,61 @@ mod tests {
         assert!(e.to_string().contains("data: URLs"), "{e}");
     }
 
+    /// Issue 32 item 14: files are unpacked only where explain reads them,
+    /// each to at most 16 MiB and all to at most 64 MiB; the rest are laid
+    /// out empty.
     #[test]
-    fn gzip_contents_unpack_only_so_far() {
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        let zeros = vec![0u8; 1 << 20];
-        for _ in 0..65 {
-            std::io::Write::write_all(&mut gz, &zeros).unwrap();
-        }
-        let bomb = gz.finish().unwrap();
-        let url = format!(
-            "data:;base64,{}",
-            base64::engine::general_purpose::STANDARD.encode(bomb)
+    fn only_what_explain_reads_is_unpacked_and_only_so_far() {
+        let bomb = super::super::unpack::tests::gzip_zeros(20);
+        let file = |path: &str, url: &str| json!({"path": path, "contents": {"source": url, "compression": "gzip"}});
+        let plain = |path: &str, text: &str| json!({"path": path, "contents": {"source": format!("data:,{text}")}});
+        // Forty bombs nothing names, an env file the unit names, which names
+        // the kubelet config, which names a CA.
+        let mut files: Vec<Value> = (0..40)
+            .map(|i| file(&format!("/etc/bomb/{i}"), &bomb))
+            .collect();
+        files.push(plain("/etc/node.env", "CONFIG=/etc/kube/config.yaml"));
+        files.push(plain("/etc/kube/config.yaml", "ca:%20/etc/pki/kube-ca.crt"));
+        files.push(plain("/etc/pki/kube-ca.crt", "CA"));
+        files.push(plain("/etc/pki/other.crt", "other"));
+        let unit = json!({"name": "kubelet.service",
+            "contents": "[Service]\nEnvironmentFile=-/etc/node.env\nExecStart=/usr/bin/kubelet --config=${CONFIG}\n"});
+        let config = json!({"storage": {"files": files}, "systemd": {"units": [unit]}});
+        let layout = Layout::merge(vec![mc("50-bombs", config.clone())]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        layout.write(&dir.path().join("t")).unwrap();
+        let read = |p: &str| std::fs::read(dir.path().join("t").join(p)).unwrap();
+        assert_eq!(read("etc/kube/config.yaml"), b"ca: /etc/pki/kube-ca.crt");
+        assert_eq!(read("etc/pki/kube-ca.crt"), b"CA");
+        // Laid out, not unpacked.
+        assert_eq!(read("etc/pki/other.crt"), b"");
+        assert_eq!(read("etc/bomb/7"), b"");
+
+        // Where explain reads them: the first refused, naming the
+        // MachineConfig, the path and the cap.
+        let mut config = config;
+        config["storage"]["files"][3]["path"] = json!("/etc/kubernetes/bomb");
+        let layout = Layout::merge(vec![mc("50-bombs", config)]).unwrap();
+        let e = format!("{:#}", layout.write(&dir.path().join("t2")).unwrap_err());
+        assert_eq!(
+            e,
+            "MachineConfig \"50-bombs\": /etc/kubernetes/bomb: its contents unpack to more than \
+             16 MiB (explain lays out at most 16 MiB of a file, as much as it reads of one, and \
+             64 MiB in all)"
         );
-        let e = decode_data_url(&url, Some("gzip")).unwrap_err();
-        assert_eq!(e.to_string(), "gzip contents unpack to more than 64 MiB");
+        // Five of 15 MiB: the fifth passes 64 MiB in all.
+        let fifteen = super::super::unpack::tests::gzip_zeros(15);
+        let files: Vec<Value> = (0..5)
+            .map(|i| file(&format!("/etc/kubernetes/f{i}"), &fifteen))
+            .collect();
+        let layout =
+            Layout::merge(vec![mc("50-many", json!({"storage": {"files": files}}))]).unwrap();
+        let e = format!("{:#}", layout.write(&dir.path().join("t3")).unwrap_err());
+        assert!(
+            e.starts_with("MachineConfig \"50-many\": /etc/kubernetes/f")
+                && e.contains("unpack to more than 64 MiB in all"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -549,6 +549,19 @@ pub fn to_yaml(v: &Value) -> Result<String> {
     serde_saphyr::to_string(v).context("writing YAML")
 }
 
+/// What `-o` says on stderr of the policy its stream leaves out
+/// ([`to_stream`]): where to get it and how to apply it.
+pub fn stream_policy_note(rendered: &Rendered) -> String {
+    let file = super::sync_units::policy_file(&rendered.owner);
+    format!(
+        "not in this stream: the cluster-wide node disruption policy (OpenShift 4.17+), which a \
+         client-side `oc apply` would apply over other teams' entries. Render with --output-dir \
+         DIR to get it as DIR/{file}, and apply it before these MachineConfigs, or nodes of the \
+         pool reboot for files it does not name yet: {}",
+        super::sync_units::apply_command(&rendered.owner, &Path::new("DIR").join(&file))
+    )
+}
+
 /// The manifests to apply, as one YAML stream (`-o -`, for `oc apply -f -`).
 /// The kustomization is left out: it is kustomize's input, not an API
 /// object, and `oc apply` fails on its kind.

@@ -8,6 +8,7 @@ pub const RENDERED_BY: &str = concat!("kubelet-labeler ", env!("CARGO_PKG_VERSIO
 
 pub mod additions;
 pub mod arch;
+pub mod contained;
 pub mod dropins;
 pub mod encoding;
 pub mod gitops_dir;
@@ -20,6 +21,7 @@ pub mod pointer;
 pub mod remove;
 pub mod sync_units;
 pub mod tree;
+mod unpack;
 pub mod wrappers;
 
 pub use pointer::pointer_ignition;

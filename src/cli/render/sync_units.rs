@@ -116,18 +116,36 @@ pub fn files(profile: Profile, unit: &str, pool_label: Option<&str>) -> Vec<(Str
     ]
 }
 
-/// The file `render machineconfig` writes the policy of pool (or role)
-/// `owner` to: one per render, so pools sharing a directory each keep
-/// theirs. It is kept out of the kustomization and the `-o -` stream, which
-/// a client-side apply would use to replace the cluster's lists with ours;
-/// applied server-side with a field manager per pool, the entries of every
-/// pool and the user's own merge by path.
+/// The file `render machineconfig --output-dir` writes the policy of pool
+/// (or role) `owner` to: one per render, so pools sharing a directory each
+/// keep theirs, in [`CLUSTER_WIDE_DIR`]. The policy is the cluster's one
+/// `MachineConfiguration`: applied client-side (a plain `oc apply -f` on
+/// the pool's directory, the kustomization, `-o -`) it would replace the
+/// cluster's lists with ours and drop other teams' entries, so it is kept
+/// where none of them reaches it; applied server-side with a field manager
+/// per pool ([`apply_command`]), the entries of every pool and the user's
+/// own merge by path.
 pub fn policy_file(owner: &str) -> String {
-    format!("{POLICY_FILE_PREFIX}{owner}.yaml")
+    format!("{CLUSTER_WIDE_DIR}/{POLICY_FILE_PREFIX}{owner}.yaml")
 }
 
-/// What every policy file's name starts with (`policy_file`).
+/// The subdirectory of `--output-dir` for what is cluster-wide: `oc apply
+/// -f DIR` reads DIR's own `.yaml`, `.yml` and `.json` files, not a
+/// subdirectory's (only with `-R`), and no kustomization of ours lists it.
+pub const CLUSTER_WIDE_DIR: &str = "cluster-wide";
+
+/// What every policy file's name starts with (`policy_file`); earlier
+/// versions wrote it in the output directory itself.
 pub const POLICY_FILE_PREFIX: &str = "machineconfiguration-";
+
+/// The command that applies `owner`'s policy file at `path`: server-side,
+/// with the field manager of that pool.
+pub fn apply_command(owner: &str, path: &std::path::Path) -> String {
+    format!(
+        "oc apply --server-side --field-manager=kubelet-labeler-{owner} -f {}",
+        path.display()
+    )
+}
 
 /// The `MachineConfiguration` (operator.openshift.io/v1, name `cluster`)
 /// entries for our files: a new env drop-in (labels, taints, rules)

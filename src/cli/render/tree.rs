@@ -321,26 +321,6 @@ pub fn earlier_files(
     Ok(found)
 }
 
-/// Refuse to write at `path` (see [`in_root`]): a symlink there (whatever
-/// it points to: render writes its own files, never through a link), or
-/// anything [`write_target`] refuses.
-fn check_target(path: &Path) -> Result<()> {
-    let meta = match fs::symlink_metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        other => other.with_context(|| format!("reading {}", path.display()))?,
-    };
-    if meta.file_type().is_symlink() {
-        let to = fs::read_link(path).with_context(|| format!("reading {}", path.display()))?;
-        bail!(
-            "{} is a symlink (to {}); render dropins writes a regular file there, not through a link: remove the link and render again",
-            path.display(),
-            to.display()
-        );
-    }
-    write_target(path)?;
-    Ok(())
-}
-
 /// Refuse to replace other contents at `path` without `force`.
 fn check_contents(path: &Path, bytes: &[u8], force: bool) -> Result<()> {
     let Ok(meta) = fs::metadata(path) else {
@@ -458,7 +438,7 @@ pub fn render_tree(opts: &TreeOptions) -> Result<TreeWritten> {
     let mut files = Vec::new();
     for (node, bytes, mode) in &planned {
         let path = in_root(&opts.root, node)?;
-        check_target(&path)?;
+        super::contained::check_own_file(&path, "render dropins")?;
         files.push((path, bytes, *mode));
     }
     let stale = stale_static_dropin(opts)?;

@@ -1,0 +1,162 @@
+//! Our own files written inside a directory the CLI was given
+//! (`render machineconfig --output-dir`, `man --output-dir`, `render dropins
+//! --root`): never through a link, so never out of it. A name of ours with a
+//! symlink there (whatever it points to: a pull request can add one) is
+//! refused, as is one whose directory below the given one is a link; the
+//! file goes in as a temp file beside its place renamed onto it, and a
+//! rename replaces a link that appears in the meantime, never writes
+//! through it.
+
+use std::fs;
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+/// Refuse our file at `path` when a symlink is there (whatever it points
+/// to) or anything [`super::tree::write_target`] refuses (a directory, a
+/// FIFO, a device, a socket). `who` is the command, for the message.
+pub fn check_own_file(path: &Path, who: &str) -> Result<()> {
+    let meta = match fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        other => other.with_context(|| format!("reading {}", path.display()))?,
+    };
+    if meta.file_type().is_symlink() {
+        let to = fs::read_link(path).with_context(|| format!("reading {}", path.display()))?;
+        bail!(
+            "{} is a symlink (to {}); {who} writes a regular file there, not through a link: \
+             remove the link and {}",
+            path.display(),
+            to.display(),
+            if who.starts_with("render") {
+                "render again"
+            } else {
+                "run it again"
+            }
+        );
+    }
+    super::tree::write_target(path)?;
+    Ok(())
+}
+
+/// Where our file `rel` (plain names joined by `/`) goes below `dir`: each
+/// directory on the way below `dir` is a directory or missing, never a
+/// link, and the file passes [`check_own_file`]. `dir` itself is the
+/// user's: a link there is followed.
+pub fn own_path(dir: &Path, rel: &str, who: &str) -> Result<PathBuf> {
+    let rel = Path::new(rel);
+    if rel.components().any(|c| !matches!(c, Component::Normal(_))) {
+        bail!("{}: not a plain relative name", rel.display());
+    }
+    let mut at = dir.to_path_buf();
+    let parts: Vec<_> = rel.components().collect();
+    let (last, dirs) = parts.split_last().context("an empty name")?;
+    for part in dirs {
+        at.push(part);
+        match fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => bail!(
+                "{} is a symlink; {who} writes its files in a directory of {} there, not \
+                 through a link: remove the link and {}",
+                at.display(),
+                dir.display(),
+                if who.starts_with("render") {
+                    "render again"
+                } else {
+                    "run it again"
+                }
+            ),
+            Ok(m) if !m.is_dir() => bail!(
+                "{} is not a directory; {who} writes its files in a directory there: move it \
+                 away",
+                at.display()
+            ),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("reading {}", at.display())),
+        }
+    }
+    at.push(last);
+    check_own_file(&at, who)?;
+    Ok(at)
+}
+
+/// `bytes` (permission bits of `mode`) in a temp file beside our file
+/// `rel` below `dir` ([`own_path`]), to be renamed onto the path returned.
+/// Missing directories on the way are made (`mkdir` follows no link); the
+/// ones made are pushed to `made`, for the caller to remove on a refusal.
+pub fn stage_own(
+    dir: &Path,
+    rel: &str,
+    bytes: &[u8],
+    mode: u32,
+    who: &str,
+    made: &mut Vec<PathBuf>,
+) -> Result<(tempfile::NamedTempFile, PathBuf)> {
+    let path = own_path(dir, rel, who)?;
+    let parent = path.parent().context("a path with no parent")?;
+    let missing: Vec<&Path> = parent
+        .ancestors()
+        .take_while(|a| {
+            !a.as_os_str().is_empty()
+                && matches!(fs::symlink_metadata(a),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound)
+        })
+        .collect();
+    for d in missing.into_iter().rev() {
+        fs::create_dir(d).with_context(|| format!("creating {}", d.display()))?;
+        made.push(d.to_path_buf());
+    }
+    let tmp = super::tree::temp_copy(parent, &path, bytes, mode)?;
+    Ok((tmp, path))
+}
+
+/// Write our file `rel` below `dir` at once ([`stage_own`], then the
+/// rename).
+pub fn write_own(dir: &Path, rel: &str, bytes: &[u8], mode: u32, who: &str) -> Result<PathBuf> {
+    let mut made = Vec::new();
+    let (tmp, path) = stage_own(dir, rel, bytes, mode, who, &mut made)?;
+    tmp.persist(&path)
+        .with_context(|| format!("renaming into {}", path.display()))?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_at_or_on_the_way_to_our_names_are_refused_never_followed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        let outside = d.join("outside");
+        fs::create_dir(&outside).unwrap();
+        fs::write(outside.join("victim.yaml"), "theirs").unwrap();
+        let out = d.join("out");
+        fs::create_dir(&out).unwrap();
+        std::os::unix::fs::symlink(outside.join("victim.yaml"), out.join("k.yaml")).unwrap();
+        std::os::unix::fs::symlink(&outside, out.join("sub")).unwrap();
+        let e = format!(
+            "{:#}",
+            write_own(&out, "k.yaml", b"ours", 0o644, "man").unwrap_err()
+        );
+        assert!(
+            e.contains("k.yaml is a symlink (to") && e.contains("remove the link and run it again"),
+            "{e}"
+        );
+        let e = format!(
+            "{:#}",
+            write_own(&out, "sub/x.yaml", b"ours", 0o644, "render machineconfig").unwrap_err()
+        );
+        assert!(
+            e.contains("sub is a symlink") && e.contains("remove the link and render again"),
+            "{e}"
+        );
+        assert_eq!(fs::read(outside.join("victim.yaml")).unwrap(), b"theirs");
+        assert_eq!(fs::read_dir(&outside).unwrap().count(), 1);
+        // A new name in a new directory: made, written, a regular file.
+        let p = write_own(&out, "new/x.yaml", b"ours", 0o644, "man").unwrap();
+        assert_eq!(p, out.join("new/x.yaml"));
+        assert_eq!(fs::read(&p).unwrap(), b"ours");
+        assert!(own_path(&out, "../x", "man").is_err());
+        assert!(own_path(&out, "/etc/x", "man").is_err());
+    }
+}

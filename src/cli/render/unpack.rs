@@ -1,0 +1,288 @@
+//! The files of MachineConfigs, unpacked as `explain --machineconfig` lays
+//! them out (`layout`): data URLs decoded, gzip unpacked, and only the files
+//! explain reads, each to at most [`FILE_CAP`] and all to at most
+//! [`TOTAL_CAP`], so a small MachineConfig of gzip'ed files takes neither
+//! memory nor scratch disk linear in their count.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result, bail};
+use base64::Engine;
+
+/// The most one file's contents may unpack to: what explain reads of a
+/// file at most (`nodefs::CLI_READ_LIMIT`).
+pub const FILE_CAP: u64 = crate::node::nodefs::CLI_READ_LIMIT as u64;
+
+/// The most the files laid out may unpack to in all. A pool's rendered
+/// config unpacks to a few MiB (our wrappers, 0.3 MiB each, are most of it);
+/// without a cap a small MachineConfig of gzip'ed files takes memory and
+/// scratch disk linear in their count.
+pub const TOTAL_CAP: u64 = 64 << 20;
+
+/// A file as merged: its contents still encoded, unpacked only when read
+/// (`Layout::write`, `Layout::file`).
+#[derive(Debug, Clone)]
+pub(super) struct MergedFile {
+    pub source: Option<String>,
+    pub compression: Option<String>,
+    pub mode: u32,
+    /// The MachineConfig that wrote it, for messages.
+    pub machineconfig: String,
+}
+
+/// Decode an Ignition `contents.source` data URL (RFC 2397), its contents
+/// unpacked to at most [`FILE_CAP`].
+pub fn decode_data_url(source: &str, compression: Option<&str>) -> Result<Vec<u8>> {
+    decode_capped(source, compression, FILE_CAP)
+}
+
+/// The data URL's bytes before any decompression; the compression named
+/// is checked too.
+pub(super) fn data_url_bytes(source: &str, compression: Option<&str>) -> Result<Vec<u8>> {
+    let rest = source
+        .strip_prefix("data:")
+        .with_context(|| format!("only data: URLs can be laid out offline, not {source:.60}"))?;
+    let (meta, data) = rest.split_once(',').context("a data: URL without ','")?;
+    if let Some(other) = compression.filter(|c| !["", "gzip"].contains(c)) {
+        bail!("unknown compression {other:?}");
+    }
+    if meta.ends_with(";base64") {
+        base64::engine::general_purpose::STANDARD
+            .decode(data.trim())
+            .context("decoding base64 contents")
+    } else {
+        percent_decode(data)
+    }
+}
+
+/// [`decode_data_url`] unpacking at most `cap` bytes: a small forged gzip
+/// must not unpack into memory without end.
+fn decode_capped(source: &str, compression: Option<&str>, cap: u64) -> Result<Vec<u8>> {
+    let raw = data_url_bytes(source, compression)?;
+    let out = match compression.unwrap_or("") {
+        "gzip" => {
+            let mut out = Vec::new();
+            std::io::Read::read_to_end(
+                &mut std::io::Read::take(flate2::read::GzDecoder::new(raw.as_slice()), cap + 1),
+                &mut out,
+            )
+            .context("decompressing gzip contents")?;
+            out
+        }
+        _ => raw,
+    };
+    if out.len() as u64 > cap {
+        return Err(TooBig(cap).into());
+    }
+    Ok(out)
+}
+
+/// Contents that unpack to more than the cap given.
+#[derive(Debug)]
+struct TooBig(u64);
+
+impl std::fmt::Display for TooBig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "its contents unpack to more than {} MiB (explain lays out at most {} MiB of a \
+             file, as much as it reads of one, and {} MiB in all)",
+            self.0 >> 20,
+            FILE_CAP >> 20,
+            TOTAL_CAP >> 20
+        )
+    }
+}
+
+impl std::error::Error for TooBig {}
+
+fn percent_decode(s: &str) -> Result<Vec<u8>> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = b.get(i + 1..i + 3).context("a truncated %-escape")?;
+            let hex = std::str::from_utf8(hex).ok().context("a bad %-escape")?;
+            out.push(u8::from_str_radix(hex, 16).ok().context("a bad %-escape")?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    Ok(out)
+}
+
+/// `f`, the file at `path`, unpacked to at most `cap` bytes; an error names
+/// its MachineConfig and the path ([`TooBig`] the cap).
+pub(super) fn unpack(path: &str, f: &MergedFile, cap: u64) -> Result<Vec<u8>> {
+    let Some(source) = &f.source else {
+        return Ok(Vec::new());
+    };
+    decode_capped(source, f.compression.as_deref(), cap)
+        .with_context(|| format!("MachineConfig {:?}: {path}", f.machineconfig))
+}
+
+/// Whether explain reads the file at `path` whatever names it: units and
+/// drop-ins (the unit search path, the generators' directory), kubelet's
+/// files under /etc/kubernetes, ours, and the OS release.
+fn read_by_explain(path: &str) -> bool {
+    const ALSO: [&str; 6] = [
+        "/etc/systemd/",
+        "/etc/kubernetes/",
+        "/etc/kubelet-labeler/",
+        "/etc/os-release",
+        "/usr/lib/os-release",
+        "/var/lib/dpkg/status",
+    ];
+    crate::node::unit::search::SYSTEM_UNIT_PATH
+        .iter()
+        .any(|d| path.strip_prefix(d).is_some_and(|r| r.starts_with('/')))
+        || ALSO.iter().any(|p| path.starts_with(p))
+        || path.starts_with(crate::node::contract::WRAPPER_PATH)
+}
+
+/// The absolute paths `text` names, each as a prefix of the files it may
+/// mean: a word starting with `/` (`-/etc/x.env`, `--config=/etc/k.yaml`,
+/// `"/usr/bin/x"`), cut where a variable, a specifier or a glob starts
+/// (`/etc/k/*.conf`: every file under /etc/k/). A prefix of fewer than two
+/// directories (`/`, `/etc`) names too much to be a file kubelet's start
+/// reads, and is left out.
+fn named_prefixes(text: &[u8]) -> Vec<&str> {
+    let starts_word = |b: u8| !(b.is_ascii_alphanumeric() || b"._/~".contains(&b));
+    let ends_word = |b: u8| b.is_ascii_whitespace() || b"\"'`,;()<>|&\\=:$%*?[{".contains(&b);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < text.len() {
+        if text[i] != b'/' || (i > 0 && !starts_word(text[i - 1])) {
+            i += 1;
+            continue;
+        }
+        let end = text[i..]
+            .iter()
+            .position(|b| ends_word(*b))
+            .map_or(text.len(), |n| i + n);
+        if let Ok(word) = std::str::from_utf8(&text[i..end])
+            && word.trim_end_matches('/').matches('/').count() >= 2
+        {
+            out.push(word);
+        }
+        i = end.max(i + 1);
+    }
+    out
+}
+
+/// The contents of the files explain reads, unpacked: those where it
+/// reads whatever names them ([`read_by_explain`]), and every file a
+/// unit or drop-in (`texts`) or a file unpacked here names ([`named_prefixes`]:
+/// an `EnvironmentFile=`, kubelet's `--config`, a program), until none
+/// is left. A file over [`FILE_CAP`], or past [`TOTAL_CAP`] in all, is
+/// refused naming its MachineConfig and path; the rest stay packed.
+pub(super) fn unpack_read<'a>(
+    files: &'a BTreeMap<String, MergedFile>,
+    texts: impl Iterator<Item = &'a str>,
+) -> Result<BTreeMap<&'a str, Vec<u8>>> {
+    let mut todo: Vec<&str> = files
+        .keys()
+        .map(String::as_str)
+        .filter(|p| read_by_explain(p))
+        .collect();
+    fn name<'a>(files: &'a BTreeMap<String, MergedFile>, text: &[u8], todo: &mut Vec<&'a str>) {
+        use std::ops::Bound;
+        for prefix in named_prefixes(text) {
+            todo.extend(
+                files
+                    .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
+                    .map(|(p, _)| p.as_str())
+                    .take_while(|p| p.starts_with(prefix)),
+            );
+        }
+    }
+    for text in texts {
+        name(files, text.as_bytes(), &mut todo);
+    }
+    let mut unpacked = BTreeMap::new();
+    let mut total = 0u64;
+    while let Some(path) = todo.pop() {
+        if unpacked.contains_key(path) {
+            continue;
+        }
+        let f = &files[path];
+        let left = TOTAL_CAP - total;
+        let contents = match unpack(path, f, FILE_CAP.min(left)) {
+            Err(e) if left < FILE_CAP && e.downcast_ref::<TooBig>().is_some() => bail!(
+                "MachineConfig {:?}: {path}: with it the files explain reads unpack to more \
+                 than {} MiB in all (the most explain lays out); give the MachineConfigs of \
+                 one pool only",
+                f.machineconfig,
+                TOTAL_CAP >> 20,
+            ),
+            other => other?,
+        };
+        total += contents.len() as u64;
+        // A program's bytes name no file the node reads for kubelet.
+        if !contents.starts_with(b"\x7fELF") {
+            name(files, &contents, &mut todo);
+        }
+        unpacked.insert(path, contents);
+    }
+    Ok(unpacked)
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+
+    /// `n` MiB of zeros, gzip'ed, as a data URL.
+    pub(in crate::cli::render) fn gzip_zeros(n: usize) -> String {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        let zeros = vec![0u8; 1 << 20];
+        for _ in 0..n {
+            std::io::Write::write_all(&mut gz, &zeros).unwrap();
+        }
+        let bomb = gz.finish().unwrap();
+        format!(
+            "data:;base64,{}",
+            base64::engine::general_purpose::STANDARD.encode(bomb)
+        )
+    }
+
+    #[test]
+    fn gzip_contents_unpack_only_so_far() {
+        let e = decode_data_url(&gzip_zeros(17), Some("gzip")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "its contents unpack to more than 16 MiB (explain lays out at most 16 MiB of a file, \
+             as much as it reads of one, and 64 MiB in all)"
+        );
+        assert_eq!(
+            decode_data_url(&gzip_zeros(16), Some("gzip"))
+                .unwrap()
+                .len(),
+            16 << 20
+        );
+    }
+
+    #[test]
+    fn paths_a_text_names() {
+        let text = b"EnvironmentFile=-/etc/kubernetes/kubelet-env\n\
+                     ExecStart=/usr/bin/kubelet --config=/etc/kubernetes/kubelet.conf \\\n\
+                     --x=\"/etc/a/b\" ${X}/etc/no /etc/k/*.conf /etc/v/${V} a/b/c /etc / /e/\n\
+                     PATH=/usr/local/bin:/usr/bin /opt/%i/x";
+        assert_eq!(
+            named_prefixes(text),
+            [
+                "/etc/kubernetes/kubelet-env",
+                "/usr/bin/kubelet",
+                "/etc/kubernetes/kubelet.conf",
+                "/etc/a/b",
+                "/etc/no",
+                "/etc/k/",
+                "/etc/v/",
+                "/usr/local/bin",
+                "/usr/bin",
+            ]
+        );
+    }
+}
