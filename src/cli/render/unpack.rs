@@ -10,8 +10,8 @@ use anyhow::{Context, Result, bail};
 use base64::Engine;
 
 /// The most one file's contents may unpack to: what explain reads of a
-/// file at most (`nodefs::CLI_READ_LIMIT`).
-pub const FILE_CAP: u64 = crate::node::nodefs::CLI_READ_LIMIT as u64;
+/// file at most (`nodefs::READ_LIMIT`).
+pub const FILE_CAP: u64 = crate::node::nodefs::READ_LIMIT as u64;
 
 /// The most the files laid out may unpack to in all. A pool's rendered
 /// config unpacks to a few MiB (our wrappers, 0.3 MiB each, are most of it);
