@@ -130,14 +130,14 @@ pub const ROLE_LABEL: &str = "machineconfiguration.openshift.io/role";
 /// `worker`'s as a custom pool does.
 const OWN_ROLE_ONLY: [&str; 2] = ["master", "arbiter"];
 
-fn mc_name(mc: &Value) -> &str {
+pub(super) fn mc_name(mc: &Value) -> &str {
     mc.pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or("")
 }
 
 /// A MachineConfig's role label, if it has one.
-fn role(mc: &Value) -> Result<Option<&str>> {
+pub(super) fn role(mc: &Value) -> Result<Option<&str>> {
     match mc
         .pointer("/metadata/labels")
         .and_then(|l| l.get(ROLE_LABEL))
@@ -154,7 +154,7 @@ fn role(mc: &Value) -> Result<Option<&str>> {
 /// The pool a rendered config was rendered for: the MachineConfigPool
 /// that owns it (`ownerReferences`), else the pool in its name
 /// (`rendered-<pool>-<hash>`, as the MCO names it).
-fn rendered_pool(mc: &Value) -> Option<&str> {
+pub(super) fn rendered_pool(mc: &Value) -> Option<&str> {
     let owner = mc
         .pointer("/metadata/ownerReferences")
         .and_then(Value::as_array)
@@ -317,6 +317,22 @@ impl Layout {
             }
         }
         Ok(())
+    }
+
+    /// What one MachineConfig's config writes, by node path (a masked
+    /// unit as its link's target): what `compose` compares across
+    /// MachineConfigs.
+    pub(super) fn writes_of(config: &Value) -> Result<BTreeMap<String, Vec<u8>>> {
+        let mut one = Layout::default();
+        one.add_config(config)?;
+        Ok(one
+            .entries()
+            .into_iter()
+            .map(|(path, e)| match e {
+                Entry::File(bytes, _) => (path, bytes.to_vec()),
+                Entry::Link(target) => (path, format!("-> {target}").into_bytes()),
+            })
+            .collect())
     }
 
     /// What the tree holds, by node path: the files, then the units over

@@ -284,7 +284,42 @@ pub fn check_ours(bytes: &[u8], program: Program, path: &Path) -> Result<()> {
             path.display()
         );
     }
+    // What it reads must be what this render writes (docs/upgrading.md).
+    if program == Program::Wrapper {
+        let format = wrapper_format(bytes).flatten();
+        if format.as_deref() != Some(contract::NODE_FORMAT) {
+            bail!(
+                "{} is a {name} of {}, and this release writes node format {} (drop-ins, \
+                 rules) that it would misread on every node; give {flag} the static {name} \
+                 of this release",
+                path.display(),
+                super::node_format::describe(format.as_deref(), true),
+                contract::NODE_FORMAT
+            );
+        }
+    }
     Ok(())
+}
+
+/// Whether `bytes` are our wrapper, and then its node format: the number
+/// after [`contract::WRAPPER_FORMAT_MARK`] in its usage line, or None for
+/// a wrapper of a release before the usage line carried it.
+pub fn wrapper_format(bytes: &[u8]) -> Option<Option<String>> {
+    let at = bytes
+        .windows(WRAPPER_MARK.len())
+        .position(|w| w.iter().zip(&WRAPPER_MARK).all(|(b, m)| *b == !*m))?;
+    // The usage line is one literal: its tail is within a few hundred bytes.
+    let line = &bytes[at..bytes.len().min(at + 512)];
+    let mark = contract::WRAPPER_FORMAT_MARK.as_bytes();
+    let Some(m) = line.windows(mark.len()).position(|w| w == mark) else {
+        return Some(None);
+    };
+    let digits: String = line[m + mark.len()..]
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .map(|&b| b as char)
+        .collect();
+    Some((!digits.is_empty()).then_some(digits))
 }
 
 /// The name dist/build-static.sh gives the static wrapper for `arch`.
