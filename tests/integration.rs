@@ -8,6 +8,7 @@ mod support;
 mod cli;
 mod cli_docs;
 mod completions;
+mod compose;
 mod docs_releases;
 mod explain_machineconfig;
 mod facts;
