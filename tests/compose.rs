@@ -334,3 +334,111 @@ fn the_mco_gives_the_pools_node_only_the_later_dropin() {
     let (o, _) = explain(&[&rendered_worker_unit_only(dir.path()), &out]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
 }
+
+/// An earlier release's wrapper: its usage line without the node format.
+fn earlier_wrapper() -> Vec<u8> {
+    let mut elf =
+        crate::support::elf::foreign_static_elf(kubelet_labeler::cli::render::arch::Arch::X86_64);
+    elf.extend_from_slice(
+        format!(
+            "{}--unit NAME] [--profile upstream|openshift] [--stop-post]",
+            kubelet_labeler::node::contract::WRAPPER_USAGE_HEAD
+        )
+        .as_bytes(),
+    );
+    elf
+}
+
+fn explain_root(root: &Path) -> (Output, Value) {
+    let o = bin()
+        .args(["explain", "--json", "--root"])
+        .arg(root)
+        .output()
+        .unwrap();
+    let v = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
+    (o, v)
+}
+
+/// `explain --root` on a node whose wrapper, or whose env drop-in, an
+/// earlier release installed: this CLI would preview the rules with its
+/// own compact form (KLR3) and mispredict; it exits 1 saying the preview
+/// is not what that node will do, naming the file and its format. The
+/// real wrapper carries this release's node format.
+#[test]
+fn explain_root_refuses_a_node_of_another_node_format() {
+    let dir = scratch_dir();
+    let root = dir.path().join("node");
+    crate::cli::kubeadm_root(&root);
+    let rules = dir.path().join("gpu.yaml");
+    std::fs::write(
+        &rules,
+        "apiVersion: nfd.k8s-sigs.io/v1alpha1\nkind: NodeFeatureRule\nmetadata: {name: gpu-taint}\n\
+         spec:\n  rules:\n  - name: nvidia-gpu-taint\n    taints: [{key: nvidia.com/gpu, value: \"true\", effect: NoSchedule}]\n\
+         \x20   matchFeatures:\n    - feature: pci.device\n      matchExpressions:\n        vendor: {op: In, value: [\"10de\"]}\n",
+    )
+    .unwrap();
+    let o = bin()
+        .args(["render", "dropins", "--rules"])
+        .arg(&rules)
+        .args(["--taint", "example.com/d=x:NoSchedule", "--wrapper"])
+        .arg(run_cli::stand_in_wrapper())
+        .arg("--root")
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (o, e) = explain_root(&root);
+    assert!(o.status.success(), "{}: {e}", stderr(&o));
+
+    let wrapper = root.join(format!(
+        "usr/local/bin/kubelet-labeler-wrapper.{}",
+        kubelet_labeler::cli::render::arch::Arch::X86_64.name()
+    ));
+    let ours = std::fs::read(&wrapper).unwrap();
+    std::fs::write(&wrapper, earlier_wrapper()).unwrap();
+    let (o, e) = explain_root(&root);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("this preview is not what that node will do")
+            && err.contains(
+                "/usr/local/bin/kubelet-labeler-wrapper.x86_64 (an earlier release (its node format is not stamped))"
+            ),
+        "{err}"
+    );
+    assert!(
+        e["errors"].to_string().contains("this preview is not"),
+        "{e}"
+    );
+
+    // The wrapper of this release, the env drop-in of an earlier one.
+    std::fs::write(&wrapper, ours).unwrap();
+    let env = root.join("etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf");
+    let text = std::fs::read_to_string(&env).unwrap();
+    let earlier = text
+        .replacen(
+            kubelet_labeler::cli::render::RENDERED_BY,
+            "kubelet-labeler 0.1.0",
+            1,
+        )
+        .replace("KLR3,", "KLR2,");
+    assert_ne!(earlier, text);
+    std::fs::write(&env, earlier).unwrap();
+    let (o, _) = explain_root(&root);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(
+            "/etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf (an earlier release"
+        ),
+        "{err}"
+    );
+
+    let real = std::fs::read(env!("CARGO_BIN_EXE_kubelet-labeler-wrapper")).unwrap();
+    assert_eq!(
+        kubelet_labeler::cli::render::wrappers::wrapper_format(&real),
+        Some(Some(
+            kubelet_labeler::node::contract::NODE_FORMAT.to_string()
+        ))
+    );
+}
