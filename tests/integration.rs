@@ -10,6 +10,7 @@ mod cli_docs;
 mod completions;
 mod compose;
 mod docs_releases;
+mod explain_command_line;
 mod explain_machineconfig;
 mod facts;
 mod gunzip_go;

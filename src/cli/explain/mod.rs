@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 mod formats;
+pub mod release;
 mod tree;
 use crate::node::contract::{GENERATOR_PATH, WRAPPER_DROPIN_NAME, WRAPPER_PATH};
 use crate::node::kubelet::Profile;
@@ -638,6 +639,16 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
     warnings.extend(reach.warnings);
     let mut errors = reach.errors;
     errors.extend(format_error);
+    // The whole command line kubelet gets, not only our additions.
+    errors.extend(crate::cli::validate::command_line_errors(
+        &plan.executable.to_string_lossy(),
+        &lossy(if wrapper_runs {
+            &plan.argv
+        } else {
+            &plan.original_argv
+        }),
+        opts.profile,
+    ));
     // (A masked drop-in has said why already.)
     if !wrapper_installed && configured(&env) && errors.is_empty() {
         errors.push(format!(
