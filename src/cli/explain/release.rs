@@ -164,7 +164,7 @@ mod tests {
             }
         }
         // No release named: nothing judged.
-        assert!(errors(&[ours.clone()]).is_empty());
+        assert!(errors(std::slice::from_ref(&ours)).is_empty());
         // 3.4.0 and 3.2.0 are read by every supported release.
         let given = [
             mc("rendered-worker-0a", "3.4.0", Some("4.14.2")),
