@@ -79,11 +79,9 @@ fn ours(mc: &Value) -> bool {
 /// MCO merges them) that replace another render's files with a file of
 /// another node format, or a file that is not ours.
 pub fn clashes(configs: &[Value]) -> Result<Vec<Clash>> {
-    // Node path -> (the MachineConfig that wrote it last, the bytes).
-    let mut last: BTreeMap<String, (usize, Vec<u8>)> = BTreeMap::new();
-    // (later, earlier) -> paths, formats of the first path.
-    type Formats = (Option<Option<String>>, Option<Option<String>>);
-    let mut pairs: Vec<((usize, usize), Vec<String>, Formats)> = Vec::new();
+    // Node path -> every MachineConfig that writes it, in merge order, with
+    // the bytes.
+    let mut writers: BTreeMap<String, Vec<(usize, Vec<u8>)>> = BTreeMap::new();
     for i in layout::merge_order(configs)? {
         let mc = &configs[i];
         let Some(config) = mc.pointer("/spec/config") else {
@@ -92,25 +90,40 @@ pub fn clashes(configs: &[Value]) -> Result<Vec<Clash>> {
         let writes = Layout::writes_of(config)
             .with_context(|| format!("MachineConfig {:?}", mc_name(mc)))?;
         for (path, bytes) in writes {
-            if let Some((j, before)) = last.get(&path)
-                && *before != bytes
-            {
-                let (later_format, earlier_format) =
-                    (node_format::of_file(&bytes), node_format::of_file(before));
-                let later_ours = ours(mc) || later_format.is_some();
-                let one_owner = owner_key(mc).is_some() && owner_key(mc) == owner_key(&configs[*j]);
-                if later_ours && !one_owner && !node_format::same(&earlier_format, &later_format) {
-                    match pairs.iter_mut().find(|(p, _, _)| *p == (i, *j)) {
-                        Some((_, paths, _)) => paths.push(path.clone()),
-                        None => pairs.push((
-                            (i, *j),
-                            vec![path.clone()],
-                            (later_format, earlier_format),
-                        )),
-                    }
-                }
+            writers.entry(path).or_default().push((i, bytes));
+        }
+    }
+    // (later, earlier) -> paths, formats of the first path.
+    type Formats = (Option<Option<String>>, Option<Option<String>>);
+    let mut pairs: Vec<((usize, usize), Vec<String>, Formats)> = Vec::new();
+    for (path, writes) in &writers {
+        // What the node gets is the last file; each other content is lost
+        // (judged once, at the last MachineConfig that wrote it: a rendered
+        // config repeats its pool's files).
+        let Some(((i, bytes), earlier)) = writes.split_last() else {
+            continue;
+        };
+        let mc = &configs[*i];
+        let later_format = node_format::of_file(bytes);
+        let later_ours = ours(mc) || later_format.is_some();
+        for (n, (j, before)) in earlier.iter().enumerate() {
+            let repeated = earlier[n + 1..].iter().any(|(_, b)| b == before);
+            if before == bytes || repeated || !later_ours {
+                continue;
             }
-            last.insert(path, (i, bytes));
+            let earlier_format = node_format::of_file(before);
+            let one_owner = owner_key(mc).is_some() && owner_key(mc) == owner_key(&configs[*j]);
+            if one_owner || node_format::same(&earlier_format, &later_format) {
+                continue;
+            }
+            match pairs.iter_mut().find(|(p, _, _)| *p == (*i, *j)) {
+                Some((_, paths, _)) => paths.push(path.clone()),
+                None => pairs.push((
+                    (*i, *j),
+                    vec![path.clone()],
+                    (later_format.clone(), earlier_format),
+                )),
+            }
         }
     }
     Ok(pairs
@@ -314,6 +327,41 @@ mod tests {
             &[(ENV, "# kubelet-labeler: x\n")],
         );
         assert_eq!(clashes(&[old_role, same]).unwrap(), []);
+    }
+
+    /// The pool's rendered config from before an upgrade, with the role's
+    /// and the pool's re-renders: the pool's files are what the node gets,
+    /// whatever the role's re-render laid over the rendered config first.
+    #[test]
+    fn an_upgrade_of_role_and_pool_over_the_pools_rendered_config_composes() {
+        let shared = "/etc/systemd/system/kubelet-labeler-sync.service";
+        let mut rendered = mc(
+            "rendered-worker-gpu-0123abcd",
+            "worker-gpu",
+            None,
+            &[(shared, "# kubelet-labeler 0.1.0: old\n")],
+        );
+        rendered["metadata"]["labels"] = json!({});
+        let role = mc(
+            "50-worker-kubelet-labeler-wrapper",
+            "worker",
+            Some("worker"),
+            &[(shared, &now("a\n"))],
+        );
+        let pool = mc(
+            "50-worker-gpu-kubelet-labeler-wrapper",
+            "worker-gpu",
+            Some("worker-gpu"),
+            &[(shared, &now("b\n"))],
+        );
+        assert_eq!(
+            clashes(&[rendered.clone(), role.clone(), pool]).unwrap(),
+            []
+        );
+        // The role alone re-rendered: the pool's earlier files stay.
+        let c = clashes(&[rendered, role]).unwrap();
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert_eq!(c[0].earlier, "rendered-worker-gpu-0123abcd");
     }
 
     #[test]
