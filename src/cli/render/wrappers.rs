@@ -361,7 +361,38 @@ mod tests {
         v[16..18].copy_from_slice(&t);
         v[18..20].copy_from_slice(&m);
         v.extend_from_slice(contract::WRAPPER_USAGE_HEAD.as_bytes());
+        v.extend_from_slice(contract::WRAPPER_FORMAT_MARK.as_bytes());
+        v.extend_from_slice(contract::NODE_FORMAT.as_bytes());
         v
+    }
+
+    /// A wrapper of another node format (an earlier release's, without
+    /// one in its usage line, or another number) is refused.
+    #[test]
+    fn a_wrapper_of_another_node_format_is_refused() {
+        let ours = static_elf(Arch::X86_64);
+        assert!(check_ours(&ours, Program::Wrapper, Path::new("w")).is_ok());
+        assert_eq!(
+            wrapper_format(&ours),
+            Some(Some(contract::NODE_FORMAT.into()))
+        );
+        let head = ours.len() - contract::WRAPPER_FORMAT_MARK.len() - contract::NODE_FORMAT.len();
+        let mut earlier = ours[..head].to_vec();
+        earlier.extend_from_slice(b"--unit NAME] [--stop-post]");
+        assert_eq!(wrapper_format(&earlier), Some(None));
+        let e = check_ours(&earlier, Program::Wrapper, Path::new("w"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("an earlier release") && e.contains("--wrapper"),
+            "{e}"
+        );
+        let mut other = ours[..head].to_vec();
+        other.extend_from_slice(format!("{}99", contract::WRAPPER_FORMAT_MARK).as_bytes());
+        let e = check_ours(&other, Program::Wrapper, Path::new("w"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("node format 99"), "{e}");
     }
 
     /// With a PT_INTERP program header: what a plain `cargo build` makes.
