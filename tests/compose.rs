@@ -6,6 +6,7 @@
 //! `render` into the shared directory refuse that, naming both
 //! MachineConfigs; the MCO oracle shows what the node receives.
 
+use crate::iso_fleet;
 use crate::support::{bin, is_root, mco, run_cli, scratch_dir, skipped, stderr};
 
 use std::path::Path;
@@ -440,5 +441,50 @@ fn explain_root_refuses_a_node_of_another_node_format() {
         Some(Some(
             kubelet_labeler::node::contract::NODE_FORMAT.to_string()
         ))
+    );
+}
+
+/// Issue 33 item 1 in the fleet ISO: the selector decides by the env
+/// drop-ins the node would get, and an earlier release's worker role
+/// drop-in under today's pool's is lost on it. Refused, naming both.
+#[test]
+fn iso_fleet_refuses_an_earlier_roles_dropin_under_the_pools() {
+    let tmp = scratch_dir();
+    let dir = tmp.path();
+    let sel = iso_fleet::stand_in_selector(dir);
+    let gpu = iso_fleet::gitops(
+        dir,
+        "worker-gpu",
+        "feature.node.kubernetes.io/gpu=true",
+        &sel,
+    );
+    let text = "# kubelet-labeler: labels and taints\n[Service]\n\
+        Environment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS=example.com/role=worker:NoSchedule\"\n";
+    let role = serde_json::json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+        "metadata": {"name": "50-worker-kubelet-labeler-labels",
+            "labels": {"machineconfiguration.openshift.io/role": "worker"}},
+        "spec": {"config": {"ignition": {"version": "3.4.0"}, "storage": {"files": [{
+            "path": "/etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf",
+            "contents": {"source": format!("data:,{}",
+                kubelet_labeler::cli::render::encoding::percent_encode(text.as_bytes()))}}]}}}
+    });
+    std::fs::write(
+        gpu.join("50-worker-kubelet-labeler-labels.yaml"),
+        kubelet_labeler::cli::render::machineconfig::to_yaml(&role).unwrap(),
+    )
+    .unwrap();
+    let o = iso_fleet::fleet_args(dir)
+        .args(["--dry-run", "--arch", "x86_64", "--dest-device", "/dev/sda"])
+        .arg(format!("--pool=worker-gpu={}", gpu.display()))
+        .arg("--pool=worker")
+        .output()
+        .unwrap();
+    let e = iso_fleet::said(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains("pool worker-gpu: MachineConfig \"50-worker-gpu-kubelet-labeler-labels\"")
+            && e.contains("of MachineConfig \"50-worker-kubelet-labeler-labels\""),
+        "{e}"
     );
 }

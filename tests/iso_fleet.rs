@@ -93,7 +93,7 @@ fn rules() -> PathBuf {
 /// A pool's gitops directory, rendered by `render machineconfig`; a
 /// stand-in wrapper of the selector's architecture is carried (never run
 /// here).
-fn gitops(dir: &Path, pool: &str, label: &str, sel: &Path) -> PathBuf {
+pub(crate) fn gitops(dir: &Path, pool: &str, label: &str, sel: &Path) -> PathBuf {
     let out = dir.join(format!("gitops-{pool}"));
     let arch = kubelet_labeler::cli::render::arch::Arch::of_elf(&std::fs::read(sel).unwrap())
         .expect("the selector's architecture");
@@ -800,7 +800,7 @@ fn systemd_starts_coreos_installer_only_after_a_choice() {
 
 /// A stand-in selector (x86_64): `iso fleet` reads its ELF header and usage
 /// line; it is never run here.
-fn stand_in_selector(dir: &Path) -> PathBuf {
+pub(crate) fn stand_in_selector(dir: &Path) -> PathBuf {
     let p = dir.join("stand-in-selector");
     std::fs::write(
         &p,
@@ -812,7 +812,7 @@ fn stand_in_selector(dir: &Path) -> PathBuf {
 
 /// `iso fleet` with the test rules, NFD's openshift labels, the test MCS
 /// and CA and the stand-in selector, without an ISO yet.
-fn fleet_args(dir: &Path) -> Command {
+pub(crate) fn fleet_args(dir: &Path) -> Command {
     let ca = dir.join("ca.pem");
     std::fs::write(&ca, PEM).unwrap();
     let mut c = bin();
@@ -825,7 +825,7 @@ fn fleet_args(dir: &Path) -> Command {
     c
 }
 
-fn said(o: &Output) -> String {
+pub(crate) fn said(o: &Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&o.stdout),
@@ -1260,50 +1260,5 @@ fn a_rule_left_to_nfd_is_not_evaluated_at_install() {
             .contains("would install into pool worker-gpu on /dev/sda:"),
         "{}",
         said(&o)
-    );
-}
-
-/// Issue 33 item 1 in the fleet ISO: the selector decides by the env
-/// drop-ins the node would get, and an earlier release's worker role
-/// drop-in under today's pool's is lost on it. Refused, naming both.
-#[test]
-fn an_earlier_roles_dropin_under_the_pools_is_refused() {
-    let tmp = scratch_dir();
-    let dir = tmp.path();
-    let sel = stand_in_selector(dir);
-    let gpu = gitops(
-        dir,
-        "worker-gpu",
-        "feature.node.kubernetes.io/gpu=true",
-        &sel,
-    );
-    let text = "# kubelet-labeler: labels and taints\n[Service]\n\
-        Environment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS=example.com/role=worker:NoSchedule\"\n";
-    let role = serde_json::json!({
-        "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
-        "metadata": {"name": "50-worker-kubelet-labeler-labels",
-            "labels": {"machineconfiguration.openshift.io/role": "worker"}},
-        "spec": {"config": {"ignition": {"version": "3.4.0"}, "storage": {"files": [{
-            "path": "/etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf",
-            "contents": {"source": format!("data:,{}",
-                kubelet_labeler::cli::render::encoding::percent_encode(text.as_bytes()))}}]}}}
-    });
-    std::fs::write(
-        gpu.join("50-worker-kubelet-labeler-labels.yaml"),
-        kubelet_labeler::cli::render::machineconfig::to_yaml(&role).unwrap(),
-    )
-    .unwrap();
-    let o = fleet_args(dir)
-        .args(["--dry-run", "--arch", "x86_64", "--dest-device", "/dev/sda"])
-        .arg(format!("--pool=worker-gpu={}", gpu.display()))
-        .arg("--pool=worker")
-        .output()
-        .unwrap();
-    let e = said(&o);
-    assert_eq!(o.status.code(), Some(1), "{e}");
-    assert!(
-        e.contains("pool worker-gpu: MachineConfig \"50-worker-gpu-kubelet-labeler-labels\"")
-            && e.contains("of MachineConfig \"50-worker-kubelet-labeler-labels\""),
-        "{e}"
     );
 }
