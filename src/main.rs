@@ -166,6 +166,9 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
     // MachineConfigs are laid out in a scratch tree that lives until the end.
     let scratch;
     let mut release_version = None;
+    // Renders of ours that do not compose (`render::compose`), and what the
+    // named release refuses: errors of the preflight.
+    let mut clashes: Vec<String> = Vec::new();
     let (root, offline) = match c.root {
         Some(root) => {
             existing_dir("--root", &root)?;
@@ -175,6 +178,12 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
             scratch = tempfile::tempdir().context("creating a scratch node tree")?;
             let configs = input::read_machineconfigs(&c.machineconfigs)?;
             release_version = kubelet_labeler::cli::validate::version_from_machineconfigs(&configs);
+            clashes = kubelet_labeler::cli::render::compose::clashes(&configs)?
+                .iter()
+                .map(|c| c.to_string())
+                .collect();
+            // What the cluster's release refuses, judged by the release named.
+            clashes.extend(explain::release::errors(&configs));
             layout::Layout::merge(configs)?.write(scratch.path())?;
             (scratch.path().to_path_buf(), true)
         }
@@ -212,6 +221,7 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
     if offline {
         e.strip_root(&root);
     }
+    e.errors.extend(clashes);
     if c.json {
         to_stdout(serde_json::to_string_pretty(&e)? + "\n")?;
     } else {

@@ -37,7 +37,7 @@ fn dropins() -> Command {
 
 /// A kubeadm host: the deb's kubelet.service and 10-kubeadm.conf, the flags
 /// file kubeadm writes, and a kubelet binary.
-fn kubeadm_root(root: &Path) {
+pub(crate) fn kubeadm_root(root: &Path) {
     write(
         &root.join("usr/lib/systemd/system/kubelet.service"),
         "[Unit]\nDescription=kubelet\n[Service]\nExecStart=/usr/bin/kubelet\nRestart=always\n",

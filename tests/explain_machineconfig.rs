@@ -663,3 +663,63 @@ fn a_rendered_config_names_its_release_and_its_pool() {
     );
     assert!(out.stdout.is_empty());
 }
+
+/// Issue 33 item 5: what the release decides is judged against the release
+/// the rendered config names. A 3.5.0 MachineConfig with a 4.18 rendered
+/// config: the MCO of 4.14-4.18 parses up to 3.4.0 and degrades the pool
+/// (docs/commands.md), so exit 1 naming both and the fix; with 4.19, 3.5.0
+/// is read, exit 0.
+#[test]
+fn the_ignition_version_is_judged_by_the_named_release() {
+    let scratch = scratch_dir();
+    let unit =
+        "[Service]\nExecStart=/usr/bin/kubelet --node-labels=node-role.kubernetes.io/worker\n";
+    let mut pool = layout::machineconfigs_from_yaml(
+        &std::fs::read_to_string(example("50-worker-gpu-kubelet-labeler-labels.yaml")).unwrap(),
+        "example",
+    )
+    .unwrap()
+    .remove(0);
+    pool["spec"]["config"]["ignition"]["version"] = json!("3.5.0");
+    let pool_path = scratch.path().join("pool.yaml");
+    std::fs::write(
+        &pool_path,
+        kubelet_labeler::cli::render::machineconfig::to_yaml(&pool).unwrap(),
+    )
+    .unwrap();
+    for (release, code) in [("4.18.7", 1), ("4.14.0", 1), ("4.19.2", 0)] {
+        let rendered = json!({
+            "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+            "metadata": {"name": "rendered-worker-gpu-0a1b2c", "annotations": {
+                "machineconfiguration.openshift.io/release-image-version": release}},
+            "spec": {"config": {"ignition": {"version": "3.4.0"},
+                "systemd": {"units": [{"name": "kubelet.service", "contents": unit}]}}}
+        });
+        let path = scratch.path().join(format!("rendered-{release}.yaml"));
+        std::fs::write(
+            &path,
+            kubelet_labeler::cli::render::machineconfig::to_yaml(&rendered).unwrap(),
+        )
+        .unwrap();
+        let out = cli(&[
+            "explain",
+            "--machineconfig",
+            path.to_str().unwrap(),
+            "--machineconfig",
+            pool_path.to_str().unwrap(),
+            "--machineconfig",
+            example("50-worker-gpu-kubelet-labeler-wrapper.yaml")
+                .to_str()
+                .unwrap(),
+        ]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(code), "{release}: {err}");
+        let said = format!(
+            "MachineConfig \"50-worker-gpu-kubelet-labeler-labels\" is Ignition 3.5.0: the MCO of \
+             OpenShift {release} (the release rendered-worker-gpu-0a1b2c was rendered by) parses \
+             MachineConfigs up to Ignition 3.4.0 and degrades the pool on it; render it with \
+             --ignition-version 3.4.0"
+        );
+        assert_eq!(err.contains(&said), code == 1, "{release}: {err}");
+    }
+}

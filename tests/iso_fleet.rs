@@ -93,7 +93,7 @@ fn rules() -> PathBuf {
 /// A pool's gitops directory, rendered by `render machineconfig`; a
 /// stand-in wrapper of the selector's architecture is carried (never run
 /// here).
-fn gitops(dir: &Path, pool: &str, label: &str, sel: &Path) -> PathBuf {
+pub(crate) fn gitops(dir: &Path, pool: &str, label: &str, sel: &Path) -> PathBuf {
     let out = dir.join(format!("gitops-{pool}"));
     let arch = kubelet_labeler::cli::render::arch::Arch::of_elf(&std::fs::read(sel).unwrap())
         .expect("the selector's architecture");
@@ -800,7 +800,7 @@ fn systemd_starts_coreos_installer_only_after_a_choice() {
 
 /// A stand-in selector (x86_64): `iso fleet` reads its ELF header and usage
 /// line; it is never run here.
-fn stand_in_selector(dir: &Path) -> PathBuf {
+pub(crate) fn stand_in_selector(dir: &Path) -> PathBuf {
     let p = dir.join("stand-in-selector");
     std::fs::write(
         &p,
@@ -812,7 +812,7 @@ fn stand_in_selector(dir: &Path) -> PathBuf {
 
 /// `iso fleet` with the test rules, NFD's openshift labels, the test MCS
 /// and CA and the stand-in selector, without an ISO yet.
-fn fleet_args(dir: &Path) -> Command {
+pub(crate) fn fleet_args(dir: &Path) -> Command {
     let ca = dir.join("ca.pem");
     std::fs::write(&ca, PEM).unwrap();
     let mut c = bin();
@@ -825,7 +825,7 @@ fn fleet_args(dir: &Path) -> Command {
     c
 }
 
-fn said(o: &Output) -> String {
+pub(crate) fn said(o: &Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&o.stdout),

@@ -175,8 +175,8 @@ fn the_version_annotation_alone_changes_no_node() {
     let after = d.join("after");
     std::fs::create_dir(&after).unwrap();
     let ours = format!(
-        "kubelet-labeler/rendered-by: kubelet-labeler {}",
-        env!("CARGO_PKG_VERSION")
+        "kubelet-labeler/rendered-by: {}",
+        kubelet_labeler::cli::render::RENDERED_BY
     );
     let mut marked = 0;
     for e in std::fs::read_dir(d.join("before")).unwrap() {

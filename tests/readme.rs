@@ -263,6 +263,15 @@ const BLOCKS: &[(&str, &str, Plan)] = &[
         "oc apply --server-side --field-manager=kubelet-labeler-worker-gpu \\",
         NotHere("needs a cluster (oc)"),
     ),
+    (
+        "docs/upgrading.md",
+        "kubelet-labeler render machineconfig --role worker ... --output-dir gitops/",
+        NotHere(
+            "the site's own flags (...) and the cluster's rendered config (oc get mc); \
+             tests/compose.rs renders a role and a pool into one directory and explains them \
+             with a rendered config",
+        ),
+    ),
 ];
 
 /// A fenced shell block: the page line it starts on and its text,

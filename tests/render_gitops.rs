@@ -2,7 +2,7 @@
 //! `render dropins` installs, what a pool's MachineConfigs reach, what
 //! `--force` removes, exit codes of usage errors, and where messages go.
 
-use crate::support::{bin, elf, mco, scratch_dir, skipped, stderr, stdout};
+use crate::support::{bin, elf, is_root, mco, scratch_dir, skipped, stderr, stdout};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -618,13 +618,6 @@ fn a_foreign_file_at_our_name_is_refused_even_with_force() {
         "{err}"
     );
     assert_eq!(names_in(&out), ["machineconfigpool-worker-gpu.yaml"]);
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
 }
 
 /// `--role worker --label …` and a custom pool's render, applied together:

@@ -3,7 +3,7 @@
 //! the node, so nothing is written outside it; and a refusal, of ours or
 //! of the filesystem's, changes nothing in it. Also `--output-dir FILE`.
 
-use crate::support::{BIN, elf, scratch_dir, skipped, stderr};
+use crate::support::{BIN, elf, is_root, scratch_dir, skipped, stderr};
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::{PermissionsExt, symlink};
@@ -241,13 +241,6 @@ fn links_in_the_root_resolve_inside_it() {
         }
     }
     assert!(failed.is_empty(), "failed: {failed:?}");
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
 }
 
 /// `program` as nobody when we are root (root writes anywhere), else as

@@ -140,7 +140,8 @@ fn static_cli_works(arch: &str, a: Arch) {
     );
     assert_eq!(
         String::from_utf8_lossy(&version.stdout).trim(),
-        format!("kubelet-labeler {}", env!("CARGO_PKG_VERSION"))
+        // The version with its node format, as every render stamps it.
+        kubelet_labeler::cli::render::RENDERED_BY
     );
 
     // render machineconfig takes the wrapper from beside itself and writes

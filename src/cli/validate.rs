@@ -138,6 +138,38 @@ pub fn command_flag_warnings(program: &str, argv: &[String], minor: Option<u32>)
         .collect()
 }
 
+/// For `explain`: what kubelet refuses in the whole command line the node
+/// would run (`argv`: the unit's own words, which the wrapper passes on as
+/// they are, and ours), as `validate` judges it: kubelet exits at every
+/// start on each. Unknown flags are [`command_flag_warnings`]'. With the
+/// upstream profile (a guess when nothing says which kubelet), a unit whose
+/// own labels only OpenShift's kubelet takes is judged as OpenShift's.
+pub fn command_line_errors(program: &str, argv: &[String], profile: Profile) -> Vec<String> {
+    let Ok(start) = crate::node::kubelet::flags::kubelet_args_start(program, argv) else {
+        return Vec::new();
+    };
+    let args = &argv[start..];
+    let mut report = validate_kubelet_args(args, profile);
+    if profile == Profile::Upstream && !report.valid {
+        let openshift = validate_kubelet_args(args, Profile::OpenShift);
+        if openshift.errors.len() < report.errors.len() {
+            report = openshift;
+        }
+    }
+    report
+        .errors
+        .into_iter()
+        .filter(|e| !e.starts_with("unknown flag:"))
+        .map(|e| {
+            format!(
+                "kubelet exits at every start on this command line: {e} (the unit's own words \
+                 are passed on as they are: fix the unit, or the file that sets the variable \
+                 it expands, e.g. CUSTOM_KUBELET_LABELS in /etc/kubernetes/kubelet-env)"
+            )
+        })
+        .collect()
+}
+
 /// Long flags of `argv` kubelet does not know, as kubelet refuses them
 /// (`unknown flag: --x`, exit 1), with the flag likely meant; and those only
 /// older kubelets know, for a warning: for the kubelet 1.`minor` when

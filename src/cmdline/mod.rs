@@ -9,7 +9,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(
     name = "kubelet-labeler",
-    version,
+    // The node format too: two builds of one version that write different
+    // node files say so (`contract::NODE_FORMAT`).
+    version = concat!(env!("CARGO_PKG_VERSION"), "+node.", crate::node_format!()),
     about = "Make nodes register with kubelet already labeled and tainted",
     args_conflicts_with_subcommands = true,
     disable_help_subcommand = true,

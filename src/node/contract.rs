@@ -2,6 +2,29 @@
 //! and (in `crate::node::rules::compact`) the compact rule form. The boot path
 //! depends on this module, never on `render`.
 
+/// The node format: the number of what the node reads from our files as a
+/// whole (the names below, the env drop-ins' variables and values, the
+/// compact rule form of `crate::node::rules::compact`, the generator's and
+/// the sync's units). Renders and wrappers of one format compose on a node
+/// (a custom pool's nodes take the role's MachineConfigs and the pool's);
+/// of two formats they do not, and `explain`/`render` refuse them. Bump it
+/// whenever any of that changes: `cli::render::node_format`'s test records
+/// a fingerprint of it with this number, and fails until both change. It
+/// is stamped in every rendered file and manifest
+/// (`cli::render::RENDERED_BY`: `kubelet-labeler 0.1.0+node.3`), in the
+/// wrapper's usage line (`; node format 3`) and in the compact form's
+/// header (`KLR3`).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! node_format {
+    () => {
+        "3"
+    };
+}
+pub const NODE_FORMAT: &str = crate::node_format!();
+/// What follows the node format's number in the wrapper's usage line.
+pub const WRAPPER_FORMAT_MARK: &str = "; node format ";
+
 /// Sorts after every other drop-in in byte order (lowercase `zz` beats digits,
 /// upper case and `a`..`y`), so its `ExecStart=` is the one systemd keeps.
 pub const WRAPPER_DROPIN_NAME: &str = "zz-kubelet-labeler.conf";

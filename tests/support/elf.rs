@@ -7,11 +7,17 @@
 use kubelet_labeler::cli::render::arch::Arch;
 
 /// A stand-in for our wrapper or selector: the ELF header of a static
-/// executable for `arch`, then the heads of both usage lines.
+/// executable for `arch`, then the heads of both usage lines (the
+/// wrapper's with this release's node format).
 pub fn static_elf(arch: Arch) -> Vec<u8> {
     let mut elf = foreign_static_elf(arch);
-    elf.extend_from_slice(kubelet_labeler::node::contract::WRAPPER_USAGE_HEAD.as_bytes());
-    elf.extend_from_slice(kubelet_labeler::node::contract::SELECTOR_USAGE_HEAD.as_bytes());
+    use kubelet_labeler::node::contract::{
+        NODE_FORMAT, SELECTOR_USAGE_HEAD, WRAPPER_FORMAT_MARK, WRAPPER_USAGE_HEAD,
+    };
+    // The wrapper's usage line ends with its node format.
+    let usage = format!("{WRAPPER_USAGE_HEAD}--unit NAME]{WRAPPER_FORMAT_MARK}{NODE_FORMAT}");
+    elf.extend_from_slice(usage.as_bytes());
+    elf.extend_from_slice(SELECTOR_USAGE_HEAD.as_bytes());
     elf
 }
 

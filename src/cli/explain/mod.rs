@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
+mod formats;
+pub mod release;
 mod tree;
 use crate::node::contract::{GENERATOR_PATH, WRAPPER_DROPIN_NAME, WRAPPER_PATH};
 use crate::node::kubelet::Profile;
@@ -654,10 +656,23 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
         kubelet_version.minor,
     ));
     warnings.extend(installed_pool_check(&opts.root, &plan, &env, facts_root));
+    // The node's own wrapper reads its own node format.
+    let format_error = formats::preview_error(&paths, &as_loaded.dropins);
     let wrapper_installed = reach.installed;
     let wrapper_runs = reach.installed && !reach.bypassed;
     warnings.extend(reach.warnings);
     let mut errors = reach.errors;
+    errors.extend(format_error);
+    // The whole command line kubelet gets, not only our additions.
+    errors.extend(crate::cli::validate::command_line_errors(
+        &plan.executable.to_string_lossy(),
+        &lossy(if wrapper_runs {
+            &plan.argv
+        } else {
+            &plan.original_argv
+        }),
+        opts.profile,
+    ));
     // (A masked drop-in has said why already.)
     if !wrapper_installed && configured(&env) && errors.is_empty() {
         errors.push(format!(

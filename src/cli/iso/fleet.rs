@@ -111,7 +111,13 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
             read_source(name, source, f)?;
         }
     }
-    for f in found.values_mut() {
+    for (name, f) in found.iter_mut() {
+        // The node gets one env drop-in per path: renders of two node
+        // formats may replace the role's with the pool's.
+        let mcs: Vec<Value> = f.env_configs.iter().map(|(mc, _)| mc.clone()).collect();
+        if let Some(c) = crate::cli::render::compose::clashes(&mcs)?.first() {
+            bail!("pool {name}: {c}");
+        }
         f.env = pool_env(&f.env_configs, &env_dropin_path())?;
         f.role_env = pool_env(&f.env_configs, &role_env_dropin_path())?;
     }

@@ -323,7 +323,7 @@ mod tests {
     /// A GitOps diff shows which release rendered each file a node gets.
     #[test]
     fn every_rendered_file_names_the_version_first() {
-        let mark = format!("# kubelet-labeler {}: ", env!("CARGO_PKG_VERSION"));
+        let mark = format!("# {}: ", super::super::RENDERED_BY);
         let mut files = vec![
             wrapper_dropin(Profile::OpenShift),
             env_dropin(&example_additions()),
@@ -338,6 +338,11 @@ mod tests {
         }
         for text in files {
             assert!(text.starts_with(&mark), "{text}");
+            // With the node format, as compose and explain read it back.
+            assert_eq!(
+                super::super::node_format::of_file(text.as_bytes()),
+                Some(Some(crate::node::contract::NODE_FORMAT.to_string()))
+            );
         }
     }
 

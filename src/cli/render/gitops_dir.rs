@@ -145,6 +145,15 @@ pub fn write(rendered: &Rendered, dir: &Path, force: bool) -> Result<Vec<String>
     check_output_dir(dir)?;
     let found = scan(dir)?;
     let plan = plan(rendered, dir, &found)?;
+    let clashes = clashes(rendered, &found)?;
+    if !clashes.is_empty() && !force {
+        bail!(
+            "not writing into {}: {}. Render the other one into this directory with this \
+             release too (--force writes this one first)",
+            dir.display(),
+            clashes.join("; ")
+        );
+    }
     let forced = plan.forced();
     if !forced.is_empty() && !force {
         bail!(
@@ -200,7 +209,21 @@ pub fn write(rendered: &Rendered, dir: &Path, force: bool) -> Result<Vec<String>
     let note = policy_note(rendered, &plan);
     lines.extend(plan.left);
     lines.extend(note);
+    lines.extend(clashes.iter().map(|c| format!("warning (--force): {c}")));
     Ok(lines)
+}
+
+/// What this render clashes with among the directory's MachineConfigs
+/// (`compose::with_directory`), in words.
+fn clashes(rendered: &Rendered, found: &[Found]) -> Result<Vec<String>> {
+    let objects: Vec<&Value> = found
+        .iter()
+        .filter_map(|f| f.read.as_ref().ok().map(|(_, o)| o))
+        .collect();
+    Ok(super::compose::with_directory(rendered, &objects)?
+        .iter()
+        .map(|c| c.to_string())
+        .collect())
 }
 
 /// What to do with the node disruption policy this render wrote or

@@ -80,14 +80,14 @@ pub const ROLE_LABEL: &str = "machineconfiguration.openshift.io/role";
 /// `worker`'s as a custom pool does.
 const OWN_ROLE_ONLY: [&str; 2] = ["master", "arbiter"];
 
-fn mc_name(mc: &Value) -> &str {
+pub(super) fn mc_name(mc: &Value) -> &str {
     mc.pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or("")
 }
 
 /// A MachineConfig's role label, if it has one.
-fn role(mc: &Value) -> Result<Option<&str>> {
+pub(super) fn role(mc: &Value) -> Result<Option<&str>> {
     match mc
         .pointer("/metadata/labels")
         .and_then(|l| l.get(ROLE_LABEL))
@@ -104,7 +104,7 @@ fn role(mc: &Value) -> Result<Option<&str>> {
 /// The pool a rendered config was rendered for: the MachineConfigPool
 /// that owns it (`ownerReferences`), else the pool in its name
 /// (`rendered-<pool>-<hash>`, as the MCO names it).
-fn rendered_pool(mc: &Value) -> Option<&str> {
+pub(super) fn rendered_pool(mc: &Value) -> Option<&str> {
     let owner = mc
         .pointer("/metadata/ownerReferences")
         .and_then(Value::as_array)
@@ -277,6 +277,43 @@ impl Layout {
             }
         }
         Ok(())
+    }
+
+    /// What one MachineConfig's config writes, by node path (a masked
+    /// unit as its link's target): what `compose` compares across
+    /// MachineConfigs. The files explain reads are unpacked (within the
+    /// same caps); any other file stands as its encoded source.
+    pub(super) fn writes_of(name: &str, config: &Value) -> Result<BTreeMap<String, Vec<u8>>> {
+        let mut one = Layout::default();
+        one.add_config(name, config)?;
+        let texts = one.units.values().flat_map(|u| {
+            u.contents
+                .iter()
+                .chain(u.dropins.values())
+                .map(String::as_str)
+        });
+        let unpacked = unpack_read(&one.files, texts)?;
+        let mut out: BTreeMap<String, Vec<u8>> = one
+            .entries(&unpacked)
+            .into_iter()
+            .map(|(path, e)| match e {
+                Entry::File(bytes, _) => (path, bytes.to_vec()),
+                Entry::Link(target) => (path, format!("-> {target}").into_bytes()),
+            })
+            .collect();
+        for (path, f) in &one.files {
+            if !unpacked.contains_key(path.as_str())
+                && let Some(bytes) = out.get_mut(path)
+            {
+                *bytes = format!(
+                    "{}|{}",
+                    f.compression.as_deref().unwrap_or(""),
+                    f.source.as_deref().unwrap_or("")
+                )
+                .into_bytes();
+            }
+        }
+        Ok(out)
     }
 
     /// What the tree holds, by node path: the files (with their contents

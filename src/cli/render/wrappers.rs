@@ -284,7 +284,42 @@ pub fn check_ours(bytes: &[u8], program: Program, path: &Path) -> Result<()> {
             path.display()
         );
     }
+    // What it reads must be what this render writes (docs/upgrading.md).
+    if program == Program::Wrapper {
+        let format = wrapper_format(bytes).flatten();
+        if format.as_deref() != Some(contract::NODE_FORMAT) {
+            bail!(
+                "{} is a {name} of {}, and this release writes node format {} (drop-ins, \
+                 rules) that it would misread on every node; give {flag} the static {name} \
+                 of this release",
+                path.display(),
+                super::node_format::describe(format.as_deref(), true),
+                contract::NODE_FORMAT
+            );
+        }
+    }
     Ok(())
+}
+
+/// Whether `bytes` are our wrapper, and then its node format: the number
+/// after [`contract::WRAPPER_FORMAT_MARK`] in its usage line, or None for
+/// a wrapper of a release before the usage line carried it.
+pub fn wrapper_format(bytes: &[u8]) -> Option<Option<String>> {
+    let at = bytes
+        .windows(WRAPPER_MARK.len())
+        .position(|w| w.iter().zip(&WRAPPER_MARK).all(|(b, m)| *b == !*m))?;
+    // The usage line is one literal: its tail is within a few hundred bytes.
+    let line = &bytes[at..bytes.len().min(at + 512)];
+    let mark = contract::WRAPPER_FORMAT_MARK.as_bytes();
+    let Some(m) = line.windows(mark.len()).position(|w| w == mark) else {
+        return Some(None);
+    };
+    let digits: String = line[m + mark.len()..]
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .map(|&b| b as char)
+        .collect();
+    Some((!digits.is_empty()).then_some(digits))
 }
 
 /// The name dist/build-static.sh gives the static wrapper for `arch`.
@@ -326,7 +361,38 @@ mod tests {
         v[16..18].copy_from_slice(&t);
         v[18..20].copy_from_slice(&m);
         v.extend_from_slice(contract::WRAPPER_USAGE_HEAD.as_bytes());
+        v.extend_from_slice(contract::WRAPPER_FORMAT_MARK.as_bytes());
+        v.extend_from_slice(contract::NODE_FORMAT.as_bytes());
         v
+    }
+
+    /// A wrapper of another node format (an earlier release's, without
+    /// one in its usage line, or another number) is refused.
+    #[test]
+    fn a_wrapper_of_another_node_format_is_refused() {
+        let ours = static_elf(Arch::X86_64);
+        assert!(check_ours(&ours, Program::Wrapper, Path::new("w")).is_ok());
+        assert_eq!(
+            wrapper_format(&ours),
+            Some(Some(contract::NODE_FORMAT.into()))
+        );
+        let head = ours.len() - contract::WRAPPER_FORMAT_MARK.len() - contract::NODE_FORMAT.len();
+        let mut earlier = ours[..head].to_vec();
+        earlier.extend_from_slice(b"--unit NAME] [--stop-post]");
+        assert_eq!(wrapper_format(&earlier), Some(None));
+        let e = check_ours(&earlier, Program::Wrapper, Path::new("w"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("an earlier release") && e.contains("--wrapper"),
+            "{e}"
+        );
+        let mut other = ours[..head].to_vec();
+        other.extend_from_slice(format!("{}99", contract::WRAPPER_FORMAT_MARK).as_bytes());
+        let e = check_ours(&other, Program::Wrapper, Path::new("w"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("node format 99"), "{e}");
     }
 
     /// With a PT_INTERP program header: what a plain `cargo build` makes.

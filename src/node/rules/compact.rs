@@ -28,7 +28,9 @@ use super::template::Template;
 use super::{Expr, Op, Rule, RuleTemplate, Term};
 use crate::node::kubelet::{Taint, TaintEffect};
 
-pub const HEADER: &str = "KLR3";
+/// `KLR` and the node format (`crate::node::contract::NODE_FORMAT`): a
+/// wrapper of another format refuses the rules by their header.
+pub const HEADER: &str = concat!("KLR", crate::node_format!());
 /// Bounds decode enforces (the env line itself is bounded by systemd).
 pub const MAX_ENCODED: usize = 1 << 20;
 const MAX_RULES: usize = 4096;

@@ -52,8 +52,12 @@ impl Default for BootOptions {
     }
 }
 
-const USAGE: &str = "usage: kubelet-labeler-wrapper [--unit NAME] [--profile upstream|openshift] \
-[--own-dropin NAME] [--root DIR] [--facts-root DIR] [--unit-path DIRS] [--state-dir DIR] [--stop-post]";
+const USAGE: &str = concat!(
+    "usage: kubelet-labeler-wrapper [--unit NAME] [--profile upstream|openshift] \
+[--own-dropin NAME] [--root DIR] [--facts-root DIR] [--unit-path DIRS] [--state-dir DIR] [--stop-post]\
+; node format ",
+    crate::node_format!()
+);
 
 /// Parse the wrapper's own arguments (no clap: the wrapper stays small).
 pub fn parse_args(args: &[OsString]) -> Result<BootOptions> {
@@ -663,6 +667,13 @@ mod tests {
     #[test]
     fn usage_starts_with_the_head_render_looks_for() {
         assert!(USAGE.starts_with(crate::node::contract::WRAPPER_USAGE_HEAD));
+        // And ends with its node format, which explain and render read.
+        let tail = format!(
+            "{}{}",
+            crate::node::contract::WRAPPER_FORMAT_MARK,
+            crate::node::contract::NODE_FORMAT
+        );
+        assert!(USAGE.ends_with(&tail), "{USAGE}");
     }
 
     fn os(v: &[&str]) -> Vec<OsString> {
