@@ -135,8 +135,8 @@ struct Fleet {
 /// One side's env and files for one pool.
 struct PoolRender {
     env: Vec<(OsString, OsString)>,
-    /// Each file's length and hash, to tell a changed file.
-    files: BTreeMap<String, (usize, u64)>,
+    /// Each path's hash of what is written there, to tell a changed file.
+    files: BTreeMap<String, u64>,
     pool_label: Option<String>,
 }
 
@@ -300,24 +300,10 @@ fn lay_out(render: &inputs::Render, pool: &Pool) -> Result<PoolRender> {
     let root = scratch.path().join("root");
     let layout = crate::cli::render::layout::Layout::merge(configs)
         .with_context(|| format!("{}: pool {}", render.name, pool.name))?;
-    let written = layout
+    layout
         .write(&root)
         .with_context(|| format!("{}: laying out pool {}", render.name, pool.name))?;
-    let mut files = BTreeMap::new();
-    for p in written {
-        if let Ok(meta) = std::fs::symlink_metadata(&p)
-            && meta.is_file()
-        {
-            let bytes = std::fs::read(&p).with_context(|| format!("reading {}", p.display()))?;
-            let node = p
-                .strip_prefix(&root)
-                .map(|r| format!("/{}", r.display()))
-                .unwrap_or_default();
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            std::hash::Hash::hash(&bytes, &mut h);
-            files.insert(node, (bytes.len(), std::hash::Hasher::finish(&h)));
-        }
-    }
+    let files = layout.identities();
     // kubelet.service itself is the cluster's (in the rendered config, not
     // in ours): a stand-in carries our drop-ins' environment.
     let unit = root.join("etc/systemd/system/kubelet.service");

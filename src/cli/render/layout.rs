@@ -279,6 +279,43 @@ impl Layout {
         Ok(())
     }
 
+    /// Each path the merged configs write with a hash of what is written
+    /// there (a file's encoded source, compression and mode; a unit's or
+    /// drop-in's text), as the MCO's daemon tells a changed file: nothing
+    /// is unpacked.
+    pub fn identities(&self) -> BTreeMap<String, u64> {
+        use std::hash::{Hash, Hasher};
+        let hash = |parts: &[&[u8]]| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            parts.hash(&mut h);
+            h.finish()
+        };
+        let mut out = BTreeMap::new();
+        for (path, f) in &self.files {
+            let mode = f.mode.to_le_bytes();
+            let (c, s) = (
+                f.compression.as_deref().unwrap_or(""),
+                f.source.as_deref().unwrap_or(""),
+            );
+            out.insert(path.clone(), hash(&[c.as_bytes(), s.as_bytes(), &mode]));
+        }
+        for (name, unit) in &self.units {
+            let path = format!("{UNIT_DIR}/{name}");
+            if unit.mask {
+                out.insert(path, hash(&[b"mask"]));
+            } else if let Some(text) = &unit.contents {
+                out.insert(path, hash(&[text.as_bytes()]));
+            }
+            for (dname, text) in &unit.dropins {
+                out.insert(
+                    format!("{UNIT_DIR}/{name}.d/{dname}"),
+                    hash(&[text.as_bytes()]),
+                );
+            }
+        }
+        out
+    }
+
     /// What one MachineConfig's config writes, by node path (a masked
     /// unit as its link's target): what `compose` compares across
     /// MachineConfigs. The files explain reads are unpacked (within the
