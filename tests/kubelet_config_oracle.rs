@@ -350,7 +350,7 @@ fn generated(r: &mut Rng) -> String {
             )
         })
         .collect();
-    if r.next() % 6 == 0 {
+    if r.next().is_multiple_of(6) {
         let body: Vec<Value> = items
             .iter()
             .map(|(k, v, e)| json!({"key": k, "value": v, "effect": e}))
@@ -360,8 +360,9 @@ fn generated(r: &mut Rng) -> String {
         .to_string();
     }
     let mut out = String::new();
-    if r.next() % 4 == 0 {
-        out.push_str(*r.pick(&["---\n", "%YAML 1.1\n---\n", "# head\n", "--- # c\n"]));
+    if r.next().is_multiple_of(4) {
+        let s: &str = r.pick::<&str>(&["---\n", "%YAML 1.1\n---\n", "# head\n", "--- # c\n"]);
+        out.push_str(s);
     }
     let head = [
         "apiVersion: kubelet.config.k8s.io/v1beta1\n",
@@ -378,8 +379,9 @@ fn generated(r: &mut Rng) -> String {
     if list_at == 3 {
         out.push_str(&list(r, &items));
     }
-    if r.next() % 5 == 0 {
-        out.push_str(*r.pick(&["...\n", "---\nmaxPods: 1\n", "# tail\n", "...\n--- {\n"]));
+    if r.next().is_multiple_of(5) {
+        let s: &str = r.pick::<&str>(&["...\n", "---\nmaxPods: 1\n", "# tail\n", "...\n--- {\n"]);
+        out.push_str(s);
     }
     out
 }
@@ -418,7 +420,7 @@ fn list(r: &mut Rng, items: &[(String, String, String)]) -> String {
                 "registerWithTaints:\n".to_string()
             };
             for (k, v, e) in items {
-                if r.next() % 4 == 0 {
+                if r.next().is_multiple_of(4) {
                     s.push_str(&format!("{pad}- {}\n", flow(k, v, e)));
                     continue;
                 }
@@ -428,10 +430,10 @@ fn list(r: &mut Rng, items: &[(String, String, String)]) -> String {
                     format!("key: {}", scalar(r, k, fi)),
                     format!("effect: {}", scalar(r, e, fi)),
                 ];
-                if !v.is_empty() || r.next() % 2 == 0 {
+                if !v.is_empty() || r.next().is_multiple_of(2) {
                     fields.push(format!("value: {}", scalar(r, v, fi)));
                 }
-                if r.next() % 3 == 0 {
+                if r.next().is_multiple_of(3) {
                     fields.reverse();
                 }
                 s.push_str(&format!("{pad}- {}\n", fields[0]));

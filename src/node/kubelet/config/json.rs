@@ -27,8 +27,8 @@ impl Json<'_> {
         match c {
             b'{' | b'[' => {
                 self.depth += 1;
-                if self.depth > 10_000 {
-                    return fail("JSON: exceeded max depth");
+                if self.depth > super::yaml::MAX_DEPTH {
+                    return fail("JSON: nested deeper than this reader follows");
                 }
                 self.i += 1;
                 let close = if c == b'{' { b'}' } else { b']' };

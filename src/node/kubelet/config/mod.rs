@@ -18,6 +18,7 @@
 //! registers, and fails closed.
 
 mod json;
+mod scan;
 mod yaml;
 
 use super::taints::parse_taints;

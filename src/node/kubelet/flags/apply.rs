@@ -435,10 +435,11 @@ mod tests {
 
     #[test]
     fn taints_from_config_file_and_config_dir() {
+        const H: &str = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n";
         let mut fs = FakeFs::default();
         fs.0.insert(
             "/etc/k.yaml".into(),
-            "registerWithTaints:\n- key: f\n  effect: NoSchedule\n".into(),
+            H.to_string() + "registerWithTaints:\n- key: f\n  effect: NoSchedule\n",
         );
         let a = adds(&[], "ours:NoExecute");
         assert_eq!(
@@ -447,10 +448,13 @@ mod tests {
         );
         fs.0.insert(
             "/etc/d/20.conf".into(),
-            r#"{"registerWithTaints":[{"key":"d","effect":"PreferNoSchedule"}]}"#.into(),
+            r#"{"apiVersion":"kubelet.config.k8s.io/v1beta1","kind":"KubeletConfiguration","registerWithTaints":[{"key":"d","effect":"PreferNoSchedule"}]}"#.into(),
         );
-        fs.0.insert("/etc/d/10.conf".into(), "maxPods: 1\n".into());
-        fs.0.insert("/etc/d/30.txt".into(), "registerWithTaints: []\n".into());
+        fs.0.insert("/etc/d/10.conf".into(), H.to_string() + "maxPods: 1\n");
+        fs.0.insert(
+            "/etc/d/30.txt".into(),
+            H.to_string() + "registerWithTaints: []\n",
+        );
         assert_eq!(
             run("/k --config=/etc/k.yaml --config-dir=/etc/d", &a, &fs).unwrap(),
             "/k --config=/etc/k.yaml --config-dir=/etc/d --register-with-taints=d=:PreferNoSchedule,ours=:NoExecute"
@@ -675,31 +679,37 @@ mod tests {
 
     #[test]
     fn config_taints_edge_cases() {
+        const H: &str = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n";
+        const J: &str =
+            r#"{"apiVersion":"kubelet.config.k8s.io/v1beta1","kind":"KubeletConfiguration"}"#;
         let mut fs = FakeFs::default();
         let a = adds(&[], "ours:NoExecute");
         // a later drop-in, also in a subdirectory, replaces the list; `null` clears it
         fs.0.insert(
             "/c.yaml".into(),
-            "registerWithTaints: [{key: base, effect: NoSchedule}]\n".into(),
+            H.to_string() + "registerWithTaints: [{key: base, effect: NoSchedule}]\n",
         );
         fs.0.insert(
             "/d/10.conf".into(),
-            "registerWithTaints: [{key: ten, effect: NoSchedule}]\n".into(),
+            H.to_string() + "registerWithTaints: [{key: ten, effect: NoSchedule}]\n",
         );
         fs.0.insert(
             "/d/20/x.conf".into(),
-            "registerWithTaints: [{key: sub, effect: NoSchedule}]\n".into(),
+            H.to_string() + "registerWithTaints: [{key: sub, effect: NoSchedule}]\n",
         );
-        fs.0.insert("/d/20.conf".into(), "maxPods: 3\n".into());
+        fs.0.insert("/d/20.conf".into(), H.to_string() + "maxPods: 3\n");
         fs.0.insert(
             "/d/15.conf.bak".into(),
-            "registerWithTaints: [{key: bak, effect: NoSchedule}]\n".into(),
+            H.to_string() + "registerWithTaints: [{key: bak, effect: NoSchedule}]\n",
         );
         assert_eq!(
             run("/k --config=/c.yaml --config-dir=/d", &a, &fs).unwrap(),
             "/k --config=/c.yaml --config-dir=/d --register-with-taints=sub=:NoSchedule,ours=:NoExecute"
         );
-        fs.0.insert("/d/30.conf".into(), "{\"registerWithTaints\": null}".into());
+        fs.0.insert(
+            "/d/30.conf".into(),
+            J.replace("}", ",\"registerWithTaints\": null}"),
+        );
         assert_eq!(
             run("/k --config=/c.yaml --config-dir=/d", &a, &fs).unwrap(),
             "/k --config=/c.yaml --config-dir=/d --register-with-taints=ours=:NoExecute"
@@ -713,24 +723,28 @@ mod tests {
         let e = run("/k --config-dir=/nope", &a, &fs).unwrap_err();
         assert!(e.to_string().contains("/nope"), "{e}");
         // unparsable, or a taint that would not survive the flag
-        fs.0.insert("/bad.yaml".into(), "registerWithTaints: [\n".into());
+        fs.0.insert(
+            "/bad.yaml".into(),
+            H.to_string() + "registerWithTaints: [\n",
+        );
         let e = run("/k --config /bad.yaml", &a, &fs).unwrap_err();
         assert!(e.to_string().contains("/bad.yaml"), "{e}");
         fs.0.insert(
             "/sneaky.yaml".into(),
-            "registerWithTaints:\n- key: \"a=b:NoSchedule,c\"\n  effect: NoExecute\n".into(),
+            H.to_string()
+                + "registerWithTaints:\n- key: \"a=b:NoSchedule,c\"\n  effect: NoExecute\n",
         );
         let e = run("/k --config /sneaky.yaml", &a, &fs).unwrap_err();
-        assert!(e.to_string().contains("kubelet would refuse"), "{e}");
+        assert!(e.to_string().contains("kubelet refuses"), "{e}");
         fs.0.insert(
             "/badvalue.json".into(),
-            r#"{"registerWithTaints":[{"key":"a","value":"-x","effect":"NoSchedule"}]}"#.into(),
+            r#"{"apiVersion":"kubelet.config.k8s.io/v1beta1","kind":"KubeletConfiguration","registerWithTaints":[{"key":"a","value":"-x","effect":"NoSchedule"}]}"#.into(),
         );
         assert!(run("/k --config /badvalue.json", &a, &fs).is_err());
         // a config duplicate of <key,effect> would be refused by the API server
         fs.0.insert(
             "/dup.yaml".into(),
-            "registerWithTaints: [{key: a, effect: NoSchedule}, {key: a, value: b, effect: NoSchedule}]\n".into(),
+            H.to_string() + "registerWithTaints: [{key: a, effect: NoSchedule}, {key: a, value: b, effect: NoSchedule}]\n",
         );
         assert!(run("/k --config /dup.yaml", &a, &fs).is_err());
     }
