@@ -70,7 +70,10 @@ fn fold_eq(a: &str, b: &str) -> bool {
 /// A file's top-level mapping, checked as kubelet's decoder checks it.
 fn load(text: &str, dropin: bool) -> Result<Vec<(String, Value)>, ConfigError> {
     if text.is_empty() {
-        return fail("the file is empty (kubelet refuses it)");
+        // kubelet refuses to start with an empty file ("was empty") and so
+        // registers nothing; like a missing --config (kubeadm writes it at
+        // `join`), it has no taints to keep
+        return Ok(Vec::new());
     }
     let is_json = text
         .trim_start_matches(char::is_whitespace)

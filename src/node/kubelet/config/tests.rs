@@ -87,7 +87,6 @@ fn yaml_types_as_kubelet_sees_them() {
 #[test]
 fn kubelet_refuses_so_do_we() {
     for bad in [
-        String::new(),
         "registerWithTaints: []\n".to_string(), // no apiVersion/kind
         format!("%YAML 1.2\n---\n{H}registerWithTaints: []\n"),
         format!("{H}registerWithTaints: [\n"),
@@ -106,6 +105,8 @@ fn kubelet_refuses_so_do_we() {
 
 #[test]
 fn absent_null_and_case() {
+    // an empty file: kubelet stops, nothing registers; no taints to keep
+    assert_eq!(register_with_taints(""), Ok(None));
     assert_eq!(read("maxPods: 1\nx:\n  registerWithTaints: []\n"), Ok(None));
     assert_eq!(read("registerWithTaints:\n"), Ok(Some(vec![])));
     assert_eq!(read("registerWithTaints: ~\n- x\n").ok(), None);
