@@ -207,7 +207,7 @@ impl Scanner {
     fn insert(&mut self, number: Option<usize>, t: Tok) {
         match number {
             Some(n) => {
-                let at = (n - self.parsed).min(self.tokens.len());
+                let at = n.saturating_sub(self.parsed).min(self.tokens.len());
                 self.tokens.insert(at, t);
             }
             None => self.tokens.push_back(t),

@@ -341,7 +341,7 @@ impl Parser {
 
     /// Put a token taken with next() back at the head of the queue.
     fn push_back(&mut self, t: Tok) {
-        self.sc.parsed -= 1;
+        self.sc.parsed = self.sc.parsed.saturating_sub(1);
         self.sc.tokens.push_front(t);
     }
 }
