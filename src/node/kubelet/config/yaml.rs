@@ -351,7 +351,6 @@ impl Parser {
 enum Key {
     Str(String),
     Int(i128),
-    Float(f64),
     Bool(bool),
 }
 
@@ -362,7 +361,8 @@ enum Scalar {
     Null,
     Str(String),
     Int(i128),
-    Float(f64),
+    /// finite?
+    Float(bool),
     Bool(bool),
 }
 
@@ -401,40 +401,58 @@ fn go_int(s: &str) -> Option<i128> {
     (signed || (v >= 0 && !s.starts_with('+'))).then_some(v)
 }
 
-/// `^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`, parsed as a
-/// finite float64 (Go's ParseFloat refuses what overflows).
-fn yaml_float(s: &str) -> Option<f64> {
-    let body = s.strip_prefix(['-', '+']).unwrap_or(s);
+/// 2^1024 - 2^970: the least decimal Go's ParseFloat rounds to infinity
+/// (and refuses); its 309 digits.
+const FLOAT_LIMIT: &str = "179769313486231580793728971405303415079934132710037826936173778980444968292764750946649017977587207096330286416692887910946555547851940402630657488671505820681908902000708383676273854845817711531764475730270069855571366959622842914819860834936475292719074168444365510704342711559699508093042880177904174497792";
+
+/// The YAML float `[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?`
+/// (`dot`: Go's ParseFloat's `\\.[0-9]+([eE][-+]?[0-9]+)?`, the only form of
+/// it a '.' starts): Some(finite?) when `s` has that form.
+fn float(s: &str, dot: bool) -> Option<bool> {
+    let body = s.strip_prefix(['-', '+']).filter(|_| !dot).unwrap_or(s);
     let (mantissa, exp) = match body.find(['e', 'E']) {
         Some(i) => (&body[..i], Some(&body[i + 1..])),
         None => (body, None),
     };
     let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
-    let m_ok = match mantissa.split_once('.') {
-        Some(("", f)) => digits(f),
-        Some((i, f)) => digits(i) && (f.is_empty() || digits(f)),
-        None => digits(mantissa),
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let ok = if int.is_empty() {
+        digits(frac)
+    } else {
+        !dot && digits(int) && (frac.is_empty() || digits(frac))
     };
-    let e_ok = exp.is_none_or(|e| digits(e.strip_prefix(['-', '+']).unwrap_or(e)));
-    if !(m_ok && e_ok) {
-        return None;
-    }
-    s.parse::<f64>().ok().filter(|f| f.is_finite())
-}
-
-/// Go's ParseFloat on a string starting with '.': `.5`, `.5e3`.
-fn dot_float(s: &str) -> Option<f64> {
-    let rest = &s[1..];
-    let (frac, exp) = match rest.find(['e', 'E']) {
-        Some(i) => (&rest[..i], Some(&rest[i + 1..])),
-        None => (rest, None),
+    let exp = match exp {
+        None => 0i64,
+        Some(e) => {
+            let (neg, d) = match e.strip_prefix('-') {
+                Some(d) => (true, d),
+                None => (false, e.strip_prefix('+').unwrap_or(e)),
+            };
+            if !digits(d) {
+                return None;
+            }
+            let v = d.bytes().fold(0i64, |v, b| {
+                v.saturating_mul(10).saturating_add(i64::from(b - b'0'))
+            });
+            if neg { -v } else { v }
+        }
     };
-    let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
-    let ok = digits(frac) && exp.is_none_or(|e| digits(e.strip_prefix(['-', '+']).unwrap_or(e)));
     if !ok {
         return None;
     }
-    s.parse::<f64>().ok().filter(|f| f.is_finite())
+    // 0.SIG x 10^point; past FLOAT_LIMIT it overflows
+    let all: String = [int, frac].concat();
+    let lead = all.bytes().take_while(|b| *b == b'0').count();
+    let sig = all[lead..].trim_end_matches('0');
+    if sig.is_empty() {
+        return Some(true);
+    }
+    let point = (int.len() as i64 - lead as i64).saturating_add(exp);
+    Some(match point.cmp(&(FLOAT_LIMIT.len() as i64)) {
+        std::cmp::Ordering::Less => true,
+        std::cmp::Ordering::Greater => false,
+        std::cmp::Ordering::Equal => sig < FLOAT_LIMIT.trim_end_matches('0'),
+    })
 }
 
 /// Is `s` a timestamp go-yaml's parseTimestamp accepts? Only `!!timestamp`
@@ -492,14 +510,16 @@ fn resolve(text: &str, tag: &str, implicit: bool) -> Res<Scalar> {
         Scalar::Bool(false)
     } else if word(&["", "~", "null", "Null", "NULL"]) {
         Scalar::Null
-    } else if word(&[".nan", ".NaN", ".NAN"]) {
-        Scalar::Float(f64::NAN)
-    } else if word(&[".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"]) {
-        Scalar::Float(f64::INFINITY)
-    } else if word(&["-.inf", "-.Inf", "-.INF"]) {
-        Scalar::Float(f64::NEG_INFINITY)
+    } else if word(&[
+        ".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf",
+        "-.Inf", "-.INF",
+    ]) {
+        Scalar::Float(false)
     } else if hint == b'.' {
-        dot_float(text).map_or_else(|| Scalar::Str(text.into()), Scalar::Float)
+        match float(text, true) {
+            Some(true) => Scalar::Float(true),
+            _ => Scalar::Str(text.to_string()),
+        }
     } else if hint == b'S' || hint == b'D' {
         // a timestamp decodes to its text; !!timestamp needs one
         if short == Some("timestamp") && timestamp(text) {
@@ -508,8 +528,8 @@ fn resolve(text: &str, tag: &str, implicit: bool) -> Res<Scalar> {
         let plain: String = text.chars().filter(|c| *c != '_').collect();
         if let Some(i) = go_int(&plain) {
             Scalar::Int(i)
-        } else if let Some(f) = yaml_float(&plain) {
-            Scalar::Float(f)
+        } else if let Some(true) = float(&plain, false) {
+            Scalar::Float(true)
         } else {
             Scalar::Str(text.to_string())
         }
@@ -522,7 +542,7 @@ fn resolve(text: &str, tag: &str, implicit: bool) -> Res<Scalar> {
         (Some("bool"), Scalar::Bool(_)) => true,
         (Some("int"), Scalar::Int(_)) => true,
         (Some("float"), Scalar::Float(_)) => true,
-        (Some("float"), Scalar::Int(i)) => return Ok(Scalar::Float(*i as f64)),
+        (Some("float"), Scalar::Int(_)) => return Ok(Scalar::Float(true)),
         (Some("null"), Scalar::Null) => true,
         (Some("timestamp"), Scalar::Str(_)) => timestamp(text),
         _ => false,
@@ -611,7 +631,7 @@ impl Dec<'_> {
                     Scalar::Null => Ok(Value::Null),
                     Scalar::Str(s) => Ok(Value::Str(s)),
                     // json.Marshal refuses NaN and infinities
-                    Scalar::Float(f) if !f.is_finite() => {
+                    Scalar::Float(false) => {
                         fail("YAML: a value JSON cannot hold (NaN or infinity)")
                     }
                     _ => Ok(Value::Other),
@@ -678,7 +698,10 @@ impl Dec<'_> {
                 Scalar::Null => return fail("YAML: a null mapping key"),
                 Scalar::Str(s) => Key::Str(s),
                 Scalar::Int(i) => Key::Int(i),
-                Scalar::Float(f) => Key::Float(f),
+                // sigs.k8s.io/yaml formats it; this reader does not
+                Scalar::Float(_) => {
+                    return fail("YAML: a float mapping key, which this reader does not follow");
+                }
                 Scalar::Bool(b) => Key::Bool(b),
             };
             let val = self.value(v)?;
