@@ -7,6 +7,6 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {
         let _ = config::register_with_taints(text);
-        let _ = config::kubelet_taints(None, Some(&[text]));
+        let _ = config::kubelet_taints(None, Some(&[text][..]));
     }
 });

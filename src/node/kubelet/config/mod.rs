@@ -237,6 +237,47 @@ fn config_items(text: &str) -> Result<Option<Vec<Item>>, ConfigError> {
     decode(v, false).map(Some)
 }
 
+/// A config file's bytes as kubelet's readers take them: UTF-8; UTF-16
+/// after its byte order mark (go-yaml decodes it); JSON holding bytes that
+/// are not UTF-8 (encoding/json reads each as U+FFFD). Anything else kubelet
+/// refuses (go-yaml: "invalid leading UTF-8 octet").
+pub fn text(bytes: Vec<u8>) -> Result<String, ConfigError> {
+    let be = match bytes.get(..2) {
+        Some([0xfe, 0xff]) => Some(true),
+        Some([0xff, 0xfe]) => Some(false),
+        _ => None,
+    };
+    if let Some(be) = be {
+        let units = bytes.chunks(2).map(|c| match *c {
+            [a, b] if be => Ok(u16::from_be_bytes([a, b])),
+            [a, b] => Ok(u16::from_le_bytes([a, b])),
+            _ => Err(()),
+        });
+        let mut out = String::new();
+        for u in char::decode_utf16(units.map_while(Result::ok)) {
+            out.push(u.or_else(|_| fail("the UTF-16 config holds an unpaired surrogate"))?);
+        }
+        if !bytes.len().is_multiple_of(2) {
+            return fail("the UTF-16 config ends in half a character");
+        }
+        return Ok(out);
+    }
+    match String::from_utf8(bytes) {
+        Ok(s) => Ok(s),
+        Err(e) => {
+            let lossy = String::from_utf8_lossy(e.as_bytes()).into_owned();
+            if lossy
+                .trim_start_matches(char::is_whitespace)
+                .starts_with('{')
+            {
+                Ok(lossy)
+            } else {
+                fail("the file is neither UTF-8 nor UTF-16 with a byte order mark")
+            }
+        }
+    }
+}
+
 /// The `registerWithTaints` of a `--config` file alone: None when the file
 /// does not set it.
 pub fn register_with_taints(text: &str) -> Result<Option<Vec<Taint>>, ConfigError> {

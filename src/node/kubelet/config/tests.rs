@@ -189,3 +189,39 @@ fn bounded_on_hostile_input() {
     let deep = format!("{H}x: {}{}\n", "[".repeat(20_000), "]".repeat(20_000));
     assert!(register_with_taints(&deep).is_err());
 }
+
+#[test]
+fn encodings_kubelet_reads() {
+    // UTF-16 behind its byte order mark (go-yaml decodes it), both orders;
+    // the real kubelet registers these taints
+    let body = format!("{H}registerWithTaints:\n- key: u16\n  effect: NoSchedule\n");
+    let units: Vec<u16> = body.encode_utf16().collect();
+    let le: Vec<u8> = [0xff, 0xfe]
+        .into_iter()
+        .chain(units.iter().flat_map(|u| u.to_le_bytes()))
+        .collect();
+    let be: Vec<u8> = [0xfe, 0xff]
+        .into_iter()
+        .chain(units.iter().flat_map(|u| u.to_be_bytes()))
+        .collect();
+    for bytes in [le.clone(), be] {
+        let t = text(bytes).unwrap();
+        assert_eq!(
+            register_with_taints(&t),
+            one("u16", "", TaintEffect::NoSchedule)
+        );
+    }
+    assert!(text(le[..le.len() - 1].to_vec()).is_err());
+    // JSON with a byte that is not UTF-8: encoding/json reads U+FFFD (here
+    // in a field kubelet ignores)
+    let json =
+        b"{\"apiVersion\":\"kubelet.config.k8s.io/v1beta1\",\"kind\":\"KubeletConfiguration\",\
+                 \"registerWithTaints\":[{\"key\":\"a\",\"x\xff\":1,\"effect\":\"NoSchedule\"}]}";
+    let t = text(json.to_vec()).unwrap();
+    assert_eq!(
+        register_with_taints(&t),
+        one("a", "", TaintEffect::NoSchedule)
+    );
+    // YAML that is not UTF-8: go-yaml refuses it
+    assert!(text(b"kind: \xff\n".to_vec()).is_err());
+}

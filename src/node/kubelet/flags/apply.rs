@@ -4,7 +4,7 @@
 use std::ffi::OsString;
 
 use super::*;
-use crate::node::kubelet::config::kubelet_taints;
+use crate::node::kubelet::config::{kubelet_taints, text};
 use crate::node::kubelet::labels::{effective_labels, validate_labels};
 use crate::node::kubelet::taints::parse_taints;
 use crate::node::kubelet::{Additions, ArgvPlan, Profile, Taint};
@@ -96,9 +96,9 @@ fn existing_taints(scan: &FlagScan, fs: &dyn NodeFs) -> Result<Vec<Taint>, Merge
     }
     let read = |file: &Path, missing_ok: bool| -> Result<Option<String>, MergeError> {
         match fs.read(file) {
-            Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| {
-                config_unreadable(format!("kubelet config {} is not UTF-8", file.display()))
-            }),
+            Ok(bytes) => text(bytes)
+                .map(Some)
+                .map_err(|e| config_unreadable(format!("kubelet config {}: {e}", file.display()))),
             // A missing --config (kubeadm before `join`): kubelet exits
             // without it ("failed to load kubelet config file"), so it
             // registers with no taint of the file; the first start after the
