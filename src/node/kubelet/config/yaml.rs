@@ -42,8 +42,17 @@ impl Parser {
         self.nodes.push(n);
         Ok(self.nodes.len() - 1)
     }
+    /// The next token's kind (its text stays in the queue: next() takes it).
     fn peek(&mut self) -> Res<Tok> {
-        self.sc.peek().cloned()
+        let e = String::new;
+        Ok(match self.sc.peek()? {
+            Tok::Scalar(_, plain) => Tok::Scalar(e(), *plain),
+            Tok::Alias(_) => Tok::Alias(e()),
+            Tok::Anchor(_) => Tok::Anchor(e()),
+            Tok::Tag(..) => Tok::Tag(e(), e()),
+            Tok::TagDirective(..) => Tok::TagDirective(e(), e()),
+            t => t.clone(),
+        })
     }
     fn empty(&mut self) -> Res<usize> {
         self.add(Node::Scalar(String::new(), String::new(), true))
