@@ -94,9 +94,6 @@ func loadConfig(data []byte) ([]taint, error) {
 	if kind == "" {
 		return nil, fmt.Errorf("Object 'Kind' is missing")
 	}
-	if av == "" || !strings.Contains(av, "/") && av != "" && false {
-		return nil, fmt.Errorf("Object 'apiVersion' is missing")
-	}
 	if av != wantAPIVersion || kind != wantKind {
 		return nil, fmt.Errorf("no kind %q is registered for version %q", kind, av)
 	}
