@@ -50,9 +50,28 @@ for f in "$repo"/units/*/*; do install -m 644 "$f" corpus/unit_file/; done
 printf 'a=b,node-role.kubernetes.io/worker=\0--node-labels=x=y\0--register-with-taints=k=v:NoSchedule\0--cpu-cfs-quota\0false' \
   > corpus/kubelet_flags/argv
 printf 'k=v:NoSchedule,k2:NoExecute' > corpus/kubelet_flags/taints
-printf '{"kind":"KubeletConfiguration","registerWithTaints":[{"key":"k","value":"v","effect":"NoSchedule"}]}' \
+printf '{"apiVersion":"kubelet.config.k8s.io/v1beta1","kind":"KubeletConfiguration","registerWithTaints":[{"key":"k","value":"v","effect":"NoSchedule"}]}' \
   > corpus/kubelet_config/json
-printf 'kind: KubeletConfiguration\nregisterWithTaints:\n- key: k\n  effect: NoSchedule\n' > corpus/kubelet_config/yaml
+printf 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nregisterWithTaints:\n- key: k\n  effect: NoSchedule\n' > corpus/kubelet_config/yaml
+printf '%s' '%YAML 1.1
+%TAG !k! tag:yaml.org,2002:
+--- # c
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: !!str KubeletConfiguration
+e: &e {effect: NoSchedule}
+registerWithTaints: !k!seq
+- <<: *e
+  key: >-
+    k
+  value: "\x76\u0031"
+- [a: b]
+- key: |2+
+    x
+
+  effect: *e
+...
+--- [
+' > corpus/kubelet_config/constructs
 if [ -d "$coi" ]; then
   xz -dc "$coi/synthetic-coreos-base.iso.xz" > corpus/iso_reader/base.iso
   xz -dc "$coi/synthetic-coreos-embedded-pointer.iso.xz" > corpus/iso_reader/pointer.iso

@@ -55,7 +55,7 @@ pub(crate) fn kubeadm_root(root: &Path) {
     );
     write(
         &root.join("var/lib/kubelet/config.yaml"),
-        "kind: KubeletConfiguration\nregisterWithTaints:\n- key: node.example.com/existing\n  effect: NoSchedule\n",
+        "kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\nregisterWithTaints:\n- key: node.example.com/existing\n  effect: NoSchedule\n",
     );
     write(&root.join("usr/bin/kubelet"), "#!/bin/sh\n");
     std::fs::set_permissions(

@@ -21,6 +21,7 @@ mod io_safety;
 mod iso;
 mod iso_fleet;
 mod kubelet_bool_flags;
+mod kubelet_config_oracle;
 mod kubelet_mco;
 mod kubelet_validate_cli;
 mod leave_to_nfd;

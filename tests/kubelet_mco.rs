@@ -1,14 +1,14 @@
 //! `kubelet::apply` over every MCO kubelet.service template's ExecStart, and
 //! the config reader over MCO's kubelet.conf templates, read in place from
-//! ../shared/fixtures/mco; the config reader also against PyYAML.
+//! ../shared/fixtures/mco (the reader against kubelet's own reading, these
+//! templates among its cases: kubelet_config_oracle.rs).
 
-use crate::support::{mco, skipped};
+use crate::support::mco;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use kubelet_labeler::cli::validate::validate_kubelet_args;
 use kubelet_labeler::node::kubelet::config::register_with_taints;
@@ -139,7 +139,7 @@ fn kubelet_conf(template: &str) -> String {
     out
 }
 
-fn config_templates(dir: &Path) -> Vec<(String, String)> {
+pub(crate) fn config_templates(dir: &Path) -> Vec<(String, String)> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .expect("reading fixtures")
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -203,7 +203,8 @@ fn mco_exec_starts_keep_every_word_in_place() {
         // MCO's kubelet.conf has no registerWithTaints; the drop-in dir is empty
         fs.files.insert(
             "/etc/kubernetes/kubelet.conf".into(),
-            "kind: KubeletConfiguration\nmaxPods: 250\n".into(),
+            "kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\nmaxPods: 250\n"
+                .into(),
         );
         fs.dirs.push("/etc/openshift/kubelet.conf.d".into());
         let argv: Vec<OsString> = before.iter().map(OsString::from).collect();
@@ -326,11 +327,11 @@ fn mco_exec_starts_read_registerwithtaints_when_they_have_no_flag() {
         let mut fs = FakeFs::default();
         fs.files.insert(
             "/etc/kubernetes/kubelet.conf".into(),
-            "kind: KubeletConfiguration\nregisterWithTaints:\n- key: from-config\n  effect: PreferNoSchedule\n".into(),
+            "kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\nregisterWithTaints:\n- key: from-config\n  effect: PreferNoSchedule\n".into(),
         );
         fs.files.insert(
             "/etc/openshift/kubelet.conf.d/99-last.conf".into(),
-            r#"{"registerWithTaints":[{"key":"from-dropin","value":"x","effect":"NoSchedule"}]}"#
+            r#"{"apiVersion":"kubelet.config.k8s.io/v1beta1","kind":"KubeletConfiguration","registerWithTaints":[{"key":"from-dropin","value":"x","effect":"NoSchedule"}]}"#
                 .into(),
         );
         let plan = apply(&argv, &additions, Profile::OpenShift, &fs).unwrap();
@@ -409,156 +410,4 @@ fn mco_kubelet_confs_read_cleanly_and_set_no_taints() {
             );
         }
     }
-}
-
-fn pyyaml_available() -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", "import yaml"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        skipped::skipped("python3 with PyYAML is missing (apt-get install python3-yaml)");
-    }
-    ok
-}
-
-/// A taint as (key, value, effect).
-type Triple = (String, String, String);
-
-/// For each text: PyYAML's reading of `registerWithTaints` as
-/// `Ok(None | Some([(key, value, effect)]))`, or `Err` when PyYAML fails or a
-/// field is not a string (kubelet could not load it either).
-fn pyyaml_taints(texts: &[String]) -> Vec<Result<Option<Vec<Triple>>, String>> {
-    const SCRIPT: &str = r#"
-import json, sys, yaml
-out = []
-for text in json.load(sys.stdin):
-    try:
-        doc = yaml.safe_load(text)
-        if not isinstance(doc, dict) or "registerWithTaints" not in doc:
-            out.append({"ok": None}); continue
-        items = doc["registerWithTaints"] or []
-        taints = []
-        for it in items:
-            fields = [it.get(f) for f in ("key", "value", "effect")]
-            if any(f is not None and not isinstance(f, str) for f in fields):
-                raise ValueError("field is not a string")
-            if it.get("timeAdded") is not None:
-                raise ValueError("timeAdded")
-            taints.append([f or "" for f in fields])
-        out.append({"ok": taints})
-    except Exception as e:
-        out.append({"err": str(e)})
-print(json.dumps(out))
-"#;
-    let mut child = Command::new("python3")
-        .args(["-c", SCRIPT])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("running python3");
-    serde_json::to_writer(child.stdin.take().unwrap(), texts).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "python3 failed");
-    let v: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
-    v.into_iter()
-        .map(|r| {
-            if let Some(e) = r.get("err") {
-                return Err(e.to_string());
-            }
-            Ok(r["ok"].as_array().map(|items| {
-                items
-                    .iter()
-                    .map(|t| {
-                        let s = |i: usize| t[i].as_str().unwrap().to_string();
-                        (s(0), s(1), s(2))
-                    })
-                    .collect()
-            }))
-        })
-        .collect()
-}
-
-/// Whatever our reader accepts, PyYAML (a YAML 1.1 reader, like kubelet's Go
-/// YAML) reads the same way; the plain kubelet-config forms must be accepted.
-#[test]
-fn config_reader_agrees_with_pyyaml() {
-    if !pyyaml_available() {
-        return;
-    }
-    let item_forms = [
-        "registerWithTaints:\n- key: a\n  value: b\n  effect: NoSchedule\n",
-        "registerWithTaints:\n  - key: a\n    effect: NoExecute\n  - key: example.com/b\n    value: \"x\"\n    effect: PreferNoSchedule\n",
-        "registerWithTaints:\n-\n  key: a\n  effect: NoSchedule\n",
-        "registerWithTaints: [{key: a, value: b, effect: NoSchedule}, {key: c, effect: NoExecute}]\n",
-        "registerWithTaints:\n- {key: 'a', value: \"b\", effect: NoSchedule} # c\n",
-        "registerWithTaints: # none\n",
-        "registerWithTaints: []\n",
-        "registerWithTaints: null\n",
-        "registerWithTaints: ~\n",
-        "\"registerWithTaints\":\n- key: a\n  effect: NoSchedule\n",
-        "registerWithTaints:\n- key: a # k\n  # between\n  effect: NoSchedule\n\n  value: v\n",
-        "registerWithTaints:\n- key: a\n  value: '12'\n  effect: NoSchedule\n",
-        "registerWithTaints:\n- key: a\n  value: 1gpu\n  effect: NoSchedule\n",
-        "registerWithTaints:\n- key: a\n  value: 12\n  effect: NoSchedule\n",
-        "registerWithTaints:\n- key: a\n  value: yes\n  effect: NoSchedule\n",
-        "registerWithTaints:\n- key: a\n  value: off\n  effect: NoSchedule\n",
-        "registerWithTaints:\n- key: a\n  value: 0x1F\n  effect: NoSchedule\n",
-        "registerWithTaints:\n- key: a\n  value: 1.5\n  effect: NoSchedule\n",
-        "registerWithTaints:\n- key: a\n  value: 2001-12-14\n  effect: NoSchedule\n",
-        "registerWithTaints:\n- key: a\n  value: v1.5\n  effect: NoSchedule\n",
-        "registerWithTaints:\n- key: a\n  effect: NoSchedule\n  timeAdded: null\n",
-        "registerWithTaints:\n- key: a\n  effect: NoSchedule\n  timeAdded: 2024-01-01T00:00:00Z\n",
-        "registerWithTaints:\n- key: &k a\n  effect: NoSchedule\n",
-        "registerWithTaints:\n- key: a\n  effect: NoSchedule\n---\nmaxPods: 1\n",
-        "registerWithTaints:\n- key: |\n    a\n  effect: NoSchedule\n",
-        "nested:\n  registerWithTaints:\n  - key: a\n    effect: NoSchedule\n",
-        "maxPods: 1\n",
-    ];
-    let mut texts: Vec<String> = item_forms.iter().map(|s| s.to_string()).collect();
-    texts.extend(
-        [
-            r#"{"registerWithTaints":[{"key":"a","value":"b","effect":"NoSchedule","timeAdded":null}]}"#,
-            r#"{"kind":"KubeletConfiguration","maxPods":250,"registerWithTaints":[]}"#,
-            "{\n  \"registerWithTaints\": [\n    {\"key\": \"a\", \"effect\": \"NoExecute\"}\n  ]\n}\n",
-            r#"{"registerWithTaints":[{"key":"a","value":1,"effect":"NoSchedule"}]}"#,
-            r#"{"registerWithTaints":[{"key":"a\u0041","effect":"NoSchedule"}]}"#,
-        ]
-        .map(String::from),
-    );
-    // the MCO kubelet.conf templates, bare and followed by each form
-    if let Some(dir) = mco::require_fixtures() {
-        for (_, conf) in config_templates(&dir) {
-            texts.push(conf.clone());
-            texts.extend(item_forms.iter().map(|f| format!("{conf}{f}")));
-        }
-    }
-    let theirs = pyyaml_taints(&texts);
-    let mut accepted = 0;
-    for (text, py) in texts.iter().zip(theirs) {
-        let ours = register_with_taints(text);
-        let Ok(ours) = ours else {
-            continue; // refusing is always allowed: kubelet then starts unchanged
-        };
-        accepted += 1;
-        let ours: Option<Vec<Triple>> = ours.map(|ts| {
-            ts.into_iter()
-                .map(|t| (t.key, t.value, t.effect.as_str().to_string()))
-                .collect()
-        });
-        assert_eq!(Ok(ours), py, "{text}");
-    }
-    // the plain kubelet-config forms must be read, not refused
-    for form in &item_forms[..13] {
-        assert!(register_with_taints(form).is_ok(), "refused {form:?}");
-    }
-    eprintln!(
-        "our reader accepted {accepted} of {} configs; PyYAML agreed on each",
-        texts.len()
-    );
-    assert!(
-        accepted > texts.len() / 2,
-        "accepted only {accepted} of {}",
-        texts.len()
-    );
 }

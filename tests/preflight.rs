@@ -1028,7 +1028,9 @@ fn the_wrapper_starts_kubelet_without_a_word_exec_would_refuse() {
         .collect();
     write(
         &root.join("etc/kubernetes/kubelet.conf"),
-        &format!("kind: KubeletConfiguration\nregisterWithTaints:\n{config_taints}"),
+        &format!(
+            "kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\nregisterWithTaints:\n{config_taints}"
+        ),
     );
     // As long as the environment string allows.
     let mut taints = String::new();
@@ -1300,7 +1302,7 @@ fn explain_never_prints_a_file_outside_the_root() {
     );
     write(
         &host.join("kubelet-config.yaml"),
-        "kind: KubeletConfiguration\nregisterWithTaints:\n- key: hunter2-config\n  effect: NoSchedule\n",
+        "kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\nregisterWithTaints:\n- key: hunter2-config\n  effect: NoSchedule\n",
     );
     let root = d.join("root");
     kubeadm_tree(&root);

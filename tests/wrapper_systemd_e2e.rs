@@ -175,7 +175,7 @@ fn mco_templates_kubeadm_and_eks_under_real_systemd() {
     );
     write(
         &etc.join("kubernetes/kubelet/kubelet-config.json"),
-        r#"{"kind":"KubeletConfiguration","registerWithTaints":[{"key":"ignored","effect":"NoSchedule"}]}"#,
+        r#"{"apiVersion":"kubelet.config.k8s.io/v1beta1","kind":"KubeletConfiguration","registerWithTaints":[{"key":"ignored","effect":"NoSchedule"}]}"#,
     );
     write(&etc.join("default/kubelet"), "KUBELET_EXTRA_ARGS=--v=4\n");
     let usr_local_bin = scratch.join("over-usr-local-bin");
@@ -189,7 +189,7 @@ fn mco_templates_kubeadm_and_eks_under_real_systemd() {
     );
     write(
         &var_lib.join("kubelet/config.yaml"),
-        "kind: KubeletConfiguration\nregisterWithTaints: []\n",
+        "kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\nregisterWithTaints: []\n",
     );
 
     // OpenShift's alibabacloud units (4.14-4.16) require this file.
@@ -341,7 +341,7 @@ fn explain_agrees_with_real_systemd() {
         &etc.join("node-sizing.env"),
         "SYSTEM_RESERVED_MEMORY=1Gi\nSYSTEM_RESERVED_CPU=500m\nSYSTEM_RESERVED_ES=1Gi\n",
     );
-    let kubelet_conf = "kind: KubeletConfiguration\nregisterWithTaints:\n- key: example.com/from-config\n  effect: PreferNoSchedule\n";
+    let kubelet_conf = "kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\nregisterWithTaints:\n- key: example.com/from-config\n  effect: PreferNoSchedule\n";
     write(&etc.join("kubernetes/kubelet.conf"), kubelet_conf);
     let bin = scratch.join("over-bin");
     install_exe(&recorder, &bin.join("kubenswrapper"));

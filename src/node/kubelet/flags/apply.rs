@@ -4,25 +4,42 @@
 use std::ffi::OsString;
 
 use super::*;
-use crate::node::kubelet::config::register_with_taints;
+use crate::node::kubelet::config::{kubelet_taints, text};
 use crate::node::kubelet::labels::{effective_labels, validate_labels};
 use crate::node::kubelet::taints::parse_taints;
 use crate::node::kubelet::{Additions, ArgvPlan, Profile, Taint};
 
-/// Why our additions cannot go in; the wrapper then starts kubelet unchanged.
+/// Why our additions cannot go in.
 #[derive(Debug)]
-pub struct MergeError(pub String);
+pub struct MergeError {
+    pub message: String,
+    /// The taints kubelet registers from its `--config` file or
+    /// `--config-dir` drop-ins could not be read (the file is unreadable,
+    /// or holds what this reader cannot follow): the wrapper cannot know
+    /// them, so it fails closed (contract::FENCE_KUBELET_CONFIG_UNREADABLE).
+    pub config_unreadable: bool,
+}
 
 impl std::fmt::Display for MergeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
 impl std::error::Error for MergeError {}
 
 fn merge_err<T>(msg: impl Into<String>) -> Result<T, MergeError> {
-    Err(MergeError(msg.into()))
+    Err(MergeError {
+        message: msg.into(),
+        config_unreadable: false,
+    })
+}
+
+fn config_unreadable(msg: String) -> MergeError {
+    MergeError {
+        message: msg,
+        config_unreadable: true,
+    }
 }
 
 /// A taint kubelet accepts, which survives the trip through the flag
@@ -35,7 +52,7 @@ fn is_flag_safe(t: &Taint) -> bool {
 /// merges them (Go's filepath.WalkDir: lexical per directory, depth first).
 fn dropin_files(fs: &dyn NodeFs, dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), MergeError> {
     let mut entries = fs.list(dir).map_err(|e| {
-        MergeError(format!(
+        config_unreadable(format!(
             "reading --config-dir {}: {e} (kubelet refuses to start without it)",
             dir.display()
         ))
@@ -45,11 +62,20 @@ fn dropin_files(fs: &dyn NodeFs, dir: &Path, out: &mut Vec<PathBuf>) -> Result<(
         match fs.list(&entry) {
             Ok(_) => dropin_files(fs, &entry, out)?,
             Err(e) if e.kind() == io::ErrorKind::NotADirectory => {
-                if entry.extension().is_some_and(|x| x == "conf") {
+                // Go's filepath.Ext(name) == ".conf": `.conf` itself too
+                if entry
+                    .file_name()
+                    .is_some_and(|n| n.as_encoded_bytes().ends_with(b".conf"))
+                {
                     out.push(entry);
                 }
             }
-            Err(e) => return merge_err(format!("reading {}: {e}", entry.display())),
+            Err(e) => {
+                return Err(config_unreadable(format!(
+                    "reading {}: {e}",
+                    entry.display()
+                )));
+            }
         }
     }
     Ok(())
@@ -57,7 +83,7 @@ fn dropin_files(fs: &dyn NodeFs, dir: &Path, out: &mut Vec<PathBuf>) -> Result<(
 
 /// The taints kubelet would register with before our change: the last
 /// `--register-with-taints`, else `registerWithTaints` from `--config` and
-/// the `--config-dir` drop-ins (a later file replaces the list).
+/// the `--config-dir` drop-ins, merged as kubelet merges them.
 fn existing_taints(scan: &FlagScan, fs: &dyn NodeFs) -> Result<Vec<Taint>, MergeError> {
     if let Some(last) = scan.uses("register-with-taints").last() {
         let Some(value) = last.value.as_deref() else {
@@ -66,53 +92,57 @@ fn existing_taints(scan: &FlagScan, fs: &dyn NodeFs) -> Result<Vec<Taint>, Merge
             );
         };
         return parse_taints(value)
-            .map_err(|e| MergeError(format!("the existing --register-with-taints: {e}")));
+            .or_else(|e| merge_err(format!("the existing --register-with-taints: {e}")));
     }
-    let mut files = Vec::new();
-    let config = scan.last_value("config").filter(|c| !c.is_empty());
-    let has_config = config.is_some();
-    files.extend(config.map(PathBuf::from));
-    if let Some(dir) = scan.last_value("config-dir").filter(|d| !d.is_empty()) {
-        dropin_files(fs, Path::new(dir), &mut files)?;
-    }
-    let mut taints = Vec::new();
-    for (i, file) in files.into_iter().enumerate() {
-        let is_config = i == 0 && has_config;
-        let bytes = match fs.read(&file) {
-            Ok(bytes) => bytes,
+    let read = |file: &Path, missing_ok: bool| -> Result<Option<String>, MergeError> {
+        match fs.read(file) {
+            Ok(bytes) => text(bytes)
+                .map(Some)
+                .map_err(|e| config_unreadable(format!("kubelet config {}: {e}", file.display()))),
             // A missing --config (kubeadm before `join`): kubelet exits
             // without it ("failed to load kubelet config file"), so it
             // registers with no taint of the file; the first start after the
             // file appears merges with it.
-            Err(e) if is_config && e.kind() == io::ErrorKind::NotFound => continue,
-            Err(e) => {
-                return merge_err(format!("reading kubelet config {}: {e}", file.display()));
-            }
-        };
-        let text = String::from_utf8(bytes)
-            .map_err(|_| MergeError(format!("kubelet config {} is not UTF-8", file.display())))?;
-        match register_with_taints(&text) {
-            Ok(Some(t)) => taints = t,
-            Ok(None) => {}
-            Err(e) => {
-                return merge_err(format!(
-                    "reading registerWithTaints from {}: {e}",
-                    file.display()
-                ));
-            }
+            Err(e) if missing_ok && e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(config_unreadable(format!(
+                "reading kubelet config {}: {e}",
+                file.display()
+            ))),
         }
-        for t in &taints {
-            if !is_flag_safe(t) {
-                return merge_err(format!(
-                    "registerWithTaints in {} has a taint kubelet would refuse: key {:?}, value {:?}",
-                    file.display(),
-                    t.key,
-                    t.value
-                ));
-            }
+    };
+    let config = match scan.last_value("config").filter(|c| !c.is_empty()) {
+        Some(c) => read(Path::new(c), true)?,
+        None => None,
+    };
+    let mut dropins = None;
+    if let Some(dir) = scan.last_value("config-dir").filter(|d| !d.is_empty()) {
+        let mut files = Vec::new();
+        dropin_files(fs, Path::new(dir), &mut files)?;
+        let mut texts = Vec::new();
+        for file in &files {
+            texts.extend(read(file, false)?);
         }
+        dropins = Some((files, texts));
     }
-    Ok(taints)
+    let dropin_texts: Option<Vec<&str>> = dropins
+        .as_ref()
+        .map(|(_, texts)| texts.iter().map(String::as_str).collect());
+    kubelet_taints(config.as_deref(), dropin_texts.as_deref()).map_err(|e| {
+        let files = match &dropins {
+            Some((files, _)) => files.iter().map(|f| f.display().to_string()).collect(),
+            None => Vec::new(),
+        };
+        let mut names = scan
+            .last_value("config")
+            .map(str::to_string)
+            .into_iter()
+            .collect::<Vec<_>>();
+        names.extend(files);
+        config_unreadable(format!(
+            "reading registerWithTaints from {}: {e}",
+            names.join(", ")
+        ))
+    })
 }
 
 /// Validate `additions` and merge them into `argv` (argv[0] first).
@@ -181,7 +211,7 @@ fn apply_with(
         let mut taints = match (existing_taints(&scan, fs), fence) {
             (Ok(t), _) => t,
             (Err(e), Some(_)) => {
-                plan.fenced = Some(e.0);
+                plan.fenced = Some(e.message);
                 Vec::new()
             }
             (Err(e), None) => return Err(e),
@@ -443,10 +473,11 @@ mod tests {
 
     #[test]
     fn taints_from_config_file_and_config_dir() {
+        const H: &str = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n";
         let mut fs = FakeFs::default();
         fs.0.insert(
             "/etc/k.yaml".into(),
-            "registerWithTaints:\n- key: f\n  effect: NoSchedule\n".into(),
+            H.to_string() + "registerWithTaints:\n- key: f\n  effect: NoSchedule\n",
         );
         let a = adds(&[], "ours:NoExecute");
         assert_eq!(
@@ -455,10 +486,13 @@ mod tests {
         );
         fs.0.insert(
             "/etc/d/20.conf".into(),
-            r#"{"registerWithTaints":[{"key":"d","effect":"PreferNoSchedule"}]}"#.into(),
+            r#"{"apiVersion":"kubelet.config.k8s.io/v1beta1","kind":"KubeletConfiguration","registerWithTaints":[{"key":"d","effect":"PreferNoSchedule"}]}"#.into(),
         );
-        fs.0.insert("/etc/d/10.conf".into(), "maxPods: 1\n".into());
-        fs.0.insert("/etc/d/30.txt".into(), "registerWithTaints: []\n".into());
+        fs.0.insert("/etc/d/10.conf".into(), H.to_string() + "maxPods: 1\n");
+        fs.0.insert(
+            "/etc/d/30.txt".into(),
+            H.to_string() + "registerWithTaints: []\n",
+        );
         assert_eq!(
             run("/k --config=/etc/k.yaml --config-dir=/etc/d", &a, &fs).unwrap(),
             "/k --config=/etc/k.yaml --config-dir=/etc/d --register-with-taints=d=:PreferNoSchedule,ours=:NoExecute"
@@ -725,31 +759,37 @@ mod tests {
 
     #[test]
     fn config_taints_edge_cases() {
+        const H: &str = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n";
+        const J: &str =
+            r#"{"apiVersion":"kubelet.config.k8s.io/v1beta1","kind":"KubeletConfiguration"}"#;
         let mut fs = FakeFs::default();
         let a = adds(&[], "ours:NoExecute");
         // a later drop-in, also in a subdirectory, replaces the list; `null` clears it
         fs.0.insert(
             "/c.yaml".into(),
-            "registerWithTaints: [{key: base, effect: NoSchedule}]\n".into(),
+            H.to_string() + "registerWithTaints: [{key: base, effect: NoSchedule}]\n",
         );
         fs.0.insert(
             "/d/10.conf".into(),
-            "registerWithTaints: [{key: ten, effect: NoSchedule}]\n".into(),
+            H.to_string() + "registerWithTaints: [{key: ten, effect: NoSchedule}]\n",
         );
         fs.0.insert(
             "/d/20/x.conf".into(),
-            "registerWithTaints: [{key: sub, effect: NoSchedule}]\n".into(),
+            H.to_string() + "registerWithTaints: [{key: sub, effect: NoSchedule}]\n",
         );
-        fs.0.insert("/d/20.conf".into(), "maxPods: 3\n".into());
+        fs.0.insert("/d/20.conf".into(), H.to_string() + "maxPods: 3\n");
         fs.0.insert(
             "/d/15.conf.bak".into(),
-            "registerWithTaints: [{key: bak, effect: NoSchedule}]\n".into(),
+            H.to_string() + "registerWithTaints: [{key: bak, effect: NoSchedule}]\n",
         );
         assert_eq!(
             run("/k --config=/c.yaml --config-dir=/d", &a, &fs).unwrap(),
             "/k --config=/c.yaml --config-dir=/d --register-with-taints=sub=:NoSchedule,ours=:NoExecute"
         );
-        fs.0.insert("/d/30.conf".into(), "{\"registerWithTaints\": null}".into());
+        fs.0.insert(
+            "/d/30.conf".into(),
+            J.replace("}", ",\"registerWithTaints\": null}"),
+        );
         assert_eq!(
             run("/k --config=/c.yaml --config-dir=/d", &a, &fs).unwrap(),
             "/k --config=/c.yaml --config-dir=/d --register-with-taints=ours=:NoExecute"
@@ -763,24 +803,28 @@ mod tests {
         let e = run("/k --config-dir=/nope", &a, &fs).unwrap_err();
         assert!(e.to_string().contains("/nope"), "{e}");
         // unparsable, or a taint that would not survive the flag
-        fs.0.insert("/bad.yaml".into(), "registerWithTaints: [\n".into());
+        fs.0.insert(
+            "/bad.yaml".into(),
+            H.to_string() + "registerWithTaints: [\n",
+        );
         let e = run("/k --config /bad.yaml", &a, &fs).unwrap_err();
         assert!(e.to_string().contains("/bad.yaml"), "{e}");
         fs.0.insert(
             "/sneaky.yaml".into(),
-            "registerWithTaints:\n- key: \"a=b:NoSchedule,c\"\n  effect: NoExecute\n".into(),
+            H.to_string()
+                + "registerWithTaints:\n- key: \"a=b:NoSchedule,c\"\n  effect: NoExecute\n",
         );
         let e = run("/k --config /sneaky.yaml", &a, &fs).unwrap_err();
-        assert!(e.to_string().contains("kubelet would refuse"), "{e}");
+        assert!(e.to_string().contains("kubelet refuses"), "{e}");
         fs.0.insert(
             "/badvalue.json".into(),
-            r#"{"registerWithTaints":[{"key":"a","value":"-x","effect":"NoSchedule"}]}"#.into(),
+            r#"{"apiVersion":"kubelet.config.k8s.io/v1beta1","kind":"KubeletConfiguration","registerWithTaints":[{"key":"a","value":"-x","effect":"NoSchedule"}]}"#.into(),
         );
         assert!(run("/k --config /badvalue.json", &a, &fs).is_err());
         // a config duplicate of <key,effect> would be refused by the API server
         fs.0.insert(
             "/dup.yaml".into(),
-            "registerWithTaints: [{key: a, effect: NoSchedule}, {key: a, value: b, effect: NoSchedule}]\n".into(),
+            H.to_string() + "registerWithTaints: [{key: a, effect: NoSchedule}, {key: a, value: b, effect: NoSchedule}]\n",
         );
         assert!(run("/k --config /dup.yaml", &a, &fs).is_err());
     }

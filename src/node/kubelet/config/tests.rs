@@ -1,0 +1,227 @@
+//! The cases of issue 32 and the kubelet behaviours they rest on; the
+//! differential test against kubelet's own reading is
+//! tests/kubelet_config_oracle.rs.
+
+use super::*;
+
+use crate::node::kubelet::taint as t;
+
+const H: &str = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n";
+
+fn read(body: &str) -> Result<Option<Vec<Taint>>, ConfigError> {
+    register_with_taints(&format!("{H}{body}"))
+}
+
+fn one(key: &str, value: &str, effect: TaintEffect) -> Result<Option<Vec<Taint>>, ConfigError> {
+    Ok(Some(vec![t(key, value, effect)]))
+}
+
+#[test]
+fn the_issues_constructs_are_read() {
+    use TaintEffect::*;
+    let list = "registerWithTaints:\n- key: a\n  value: b\n  effect: NoSchedule\n";
+    let b = one("a", "b", NoSchedule);
+    for text in [
+        format!("{H}{list}...\n"),
+        format!("%YAML 1.1\n---\n{H}{list}"),
+        format!("--- # c\n{H}{list}---\nregisterWithTaints: []\n"),
+        format!("{H}v: &v b\nregisterWithTaints:\n- key: a\n  value: *v\n  effect: NoSchedule\n"),
+        format!(
+            "{H}registerWithTaints:\n- key: !!str a\n  value: !!str b\n  effect: !!str NoSchedule\n"
+        ),
+        format!(
+            "{H}registerWithTaints:\n- key: >-\n    a\n  value: |-\n    b\n  effect: NoSchedule\n"
+        ),
+        format!(
+            "{H}e: &e {{effect: NoSchedule}}\nregisterWithTaints:\n- <<: *e\n  key: a\n  value: b\n"
+        ),
+        format!(
+            "{H}registerWithTaints: !!seq\n- !!map {{key: \"\\x61\", value: 'b', effect: \"No\\\n  Schedule\"}}\n"
+        ),
+        format!("\u{feff}{H}{list}"),
+        "{\"apiVersion\": \"kubelet.config.k8s.io/v1beta1\", \"kind\": \"KubeletConfiguration\",\n \
+         \"registerWithTaints\": [{\"key\": \"\\u0061\", \"value\": \"b\", \"effect\": \"NoSchedule\"}]}"
+            .to_string(),
+    ] {
+        assert_eq!(register_with_taints(&text), b.clone(), "{text}");
+    }
+}
+
+#[test]
+fn yaml_types_as_kubelet_sees_them() {
+    // YAML 1.1 gives these another type: kubelet refuses the file
+    for typed in [
+        "123", "1_000", "0x1F", "0o17", "-1", "1.5", ".5", "1e3", "yes", "No", "on", "y",
+    ] {
+        let text =
+            format!("registerWithTaints:\n- key: a\n  value: {typed}\n  effect: NoSchedule\n");
+        let got = read(&text);
+        assert!(got.is_err(), "{typed}: {got:?}");
+    }
+    // strings to go-yaml v2 (a timestamp decodes to its text; an overflowing
+    // number is no number)
+    for s in [
+        "'123'",
+        "!!str 123",
+        "2001-12-14",
+        "1e400",
+        "0xFFFFFFFFFFFFFFFFFFFF",
+        "1gpu",
+        "e5",
+        "null",
+        "~",
+    ] {
+        let text = format!("registerWithTaints:\n- key: a\n  value: {s}\n  effect: NoSchedule\n");
+        let want = s.trim_matches('\'').trim_start_matches("!!str ");
+        let want = if want == "null" || want == "~" {
+            ""
+        } else {
+            want
+        };
+        assert_eq!(read(&text), one("a", want, TaintEffect::NoSchedule), "{s}");
+    }
+    // NaN anywhere: sigs.k8s.io/yaml cannot make JSON of it
+    assert!(read("x: .nan\nregisterWithTaints: []\n").is_err());
+}
+
+#[test]
+fn kubelet_refuses_so_do_we() {
+    for bad in [
+        "registerWithTaints: []\n".to_string(), // no apiVersion/kind
+        format!("%YAML 1.2\n---\n{H}registerWithTaints: []\n"),
+        format!("{H}registerWithTaints: [\n"),
+        format!("{H}registerWithTaints:\n- key: a\n  effect: *nope\n"),
+        format!("{H}registerWithTaints:\n- key: a\n"),
+        format!("{H}registerWithTaints:\n- key: a\n  effect: bogus\n"),
+        format!("{H}registerWithTaints: {{a: b}}\n"),
+        format!("{H}registerWithTaints:\n- key: a\n  effect: NoSchedule\n  timeAdded: 2024-01-01T00:00:00Z\n"),
+        format!("{H}registerWithTaints:\n- key: a b\n  effect: NoSchedule\n"),
+        r#"{"apiVersion":"kubelet.config.k8s.io/v1beta1","kind":"KubeletConfiguration","registerWithTaints":[1]}"#.into(),
+        r#"{"apiVersion":"kubelet.config.k8s.io/v1beta1","kind":"KubeletConfiguration"} {}"#.into(),
+    ] {
+        assert!(register_with_taints(&bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn absent_null_and_case() {
+    // an empty file: kubelet stops, nothing registers; no taints to keep
+    assert_eq!(register_with_taints(""), Ok(None));
+    assert_eq!(read("maxPods: 1\nx:\n  registerWithTaints: []\n"), Ok(None));
+    assert_eq!(read("registerWithTaints:\n"), Ok(Some(vec![])));
+    assert_eq!(read("registerWithTaints: ~\n- x\n").ok(), None);
+    // --config's fields are matched exactly (sigs.k8s.io/json)
+    assert_eq!(
+        read("RegisterWithTaints: [{key: a, effect: NoSchedule}]\n"),
+        Ok(None)
+    );
+    assert_eq!(
+        read("registerWithTaints: [{Key: b, key: a, effect: NoSchedule}]\n"),
+        one("a", "", TaintEffect::NoSchedule)
+    );
+    // a repeated key keeps the last value
+    assert_eq!(
+        read("registerWithTaints: [{key: a, effect: NoSchedule}]\nregisterWithTaints: []\n"),
+        Ok(Some(vec![]))
+    );
+}
+
+#[test]
+fn dropins_merge_as_kubelet_merges() {
+    use TaintEffect::*;
+    let config = format!("{H}registerWithTaints: [{{key: a, value: x, effect: NoSchedule}}]\n");
+    let d = |body: &str| format!("{H}{body}");
+    let merged = |dropins: &[String]| {
+        let v: Vec<&str> = dropins.iter().map(String::as_str).collect();
+        kubelet_taints(Some(&config), Some(&v))
+    };
+    assert_eq!(merged(&[]), Ok(vec![t("a", "x", NoSchedule)]));
+    assert_eq!(
+        merged(&[d("maxPods: 3\n")]),
+        Ok(vec![t("a", "x", NoSchedule)])
+    );
+    // a drop-in's list replaces the one before, whole
+    assert_eq!(
+        merged(&[d("registerWithTaints: [{key: b, effect: NoExecute}]\n")]),
+        Ok(vec![t("b", "", NoExecute)])
+    );
+    // null deletes it (JSON merge patch)
+    assert_eq!(merged(&[d("registerWithTaints: null\n")]), Ok(vec![]));
+    // encoding/json folds the names of the merged document
+    assert_eq!(
+        merged(&[d("registerWithTaints: [{KEY: b, Effect: NoExecute}]\n")]),
+        Ok(vec![t("b", "", NoExecute)])
+    );
+    // what kubelet refuses in a drop-in: a repeated key, no kind
+    assert!(merged(&[d("maxPods: 1\nmaxPods: 2\n")]).is_err());
+    assert!(merged(&["registerWithTaints: []\n".into()]).is_err());
+    // two names of the list: Go decodes one into the other's elements
+    let e = merged(&[d("RegisterWithTaints: []\n")]).unwrap_err();
+    assert!(e.0.contains("does not follow"), "{e}");
+    // no --config: the drop-ins alone
+    let v = [d(
+        "registerWithTaints: [{key: c, effect: PreferNoSchedule}]\n",
+    )];
+    let v: Vec<&str> = v.iter().map(String::as_str).collect();
+    assert_eq!(
+        kubelet_taints(None, Some(&v)),
+        Ok(vec![t("c", "", PreferNoSchedule)])
+    );
+    // the config's list need only be valid after the merge
+    let bad = format!("{H}registerWithTaints: [{{key: a}}]\n");
+    let fix = [d("registerWithTaints: []\n")];
+    let fix: Vec<&str> = fix.iter().map(String::as_str).collect();
+    assert_eq!(kubelet_taints(Some(&bad), Some(&fix)), Ok(vec![]));
+    assert!(kubelet_taints(Some(&bad), None).is_err());
+}
+
+#[test]
+fn bounded_on_hostile_input() {
+    // an alias bomb, deep nesting: refused, quickly
+    let mut bomb = format!("{H}a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..12 {
+        let p = i - 1;
+        bomb.push_str(&format!(
+            "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
+        ));
+    }
+    assert!(register_with_taints(&bomb).is_err());
+    let deep = format!("{H}x: {}{}\n", "[".repeat(20_000), "]".repeat(20_000));
+    assert!(register_with_taints(&deep).is_err());
+}
+
+#[test]
+fn encodings_kubelet_reads() {
+    // UTF-16 behind its byte order mark (go-yaml decodes it), both orders;
+    // the real kubelet registers these taints
+    let body = format!("{H}registerWithTaints:\n- key: u16\n  effect: NoSchedule\n");
+    let units: Vec<u16> = body.encode_utf16().collect();
+    let le: Vec<u8> = [0xff, 0xfe]
+        .into_iter()
+        .chain(units.iter().flat_map(|u| u.to_le_bytes()))
+        .collect();
+    let be: Vec<u8> = [0xfe, 0xff]
+        .into_iter()
+        .chain(units.iter().flat_map(|u| u.to_be_bytes()))
+        .collect();
+    for bytes in [le.clone(), be] {
+        let t = text(bytes).unwrap();
+        assert_eq!(
+            register_with_taints(&t),
+            one("u16", "", TaintEffect::NoSchedule)
+        );
+    }
+    assert!(text(le[..le.len() - 1].to_vec()).is_err());
+    // JSON with a byte that is not UTF-8: encoding/json reads U+FFFD (here
+    // in a field kubelet ignores)
+    let json =
+        b"{\"apiVersion\":\"kubelet.config.k8s.io/v1beta1\",\"kind\":\"KubeletConfiguration\",\
+                 \"registerWithTaints\":[{\"key\":\"a\",\"x\xff\":1,\"effect\":\"NoSchedule\"}]}";
+    let t = text(json.to_vec()).unwrap();
+    assert_eq!(
+        register_with_taints(&t),
+        one("a", "", TaintEffect::NoSchedule)
+    );
+    // YAML that is not UTF-8: go-yaml refuses it
+    assert!(text(b"kind: \xff\n".to_vec()).is_err());
+}
