@@ -18,6 +18,8 @@ pub mod machineconfig;
 pub mod node_rules;
 pub mod pointer;
 pub mod remove;
+mod rule_objects;
+mod rule_yaml;
 pub mod sync_units;
 pub mod tree;
 pub mod wrappers;
