@@ -12,7 +12,8 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
-use super::node_rules::{NotAtBoot, ReadRule, RuleObject, read_objects};
+use super::rule_objects::{ReadRule, RuleObject, read_objects};
+use super::rule_yaml::NotAtBoot;
 use crate::node::kubelet::Profile;
 use crate::node::rules::{self, Op, Rule};
 

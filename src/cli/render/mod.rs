@@ -28,6 +28,8 @@ pub mod node_format;
 pub mod node_rules;
 pub mod pointer;
 pub mod remove;
+mod rule_objects;
+mod rule_yaml;
 pub mod sync_units;
 pub mod tree;
 mod unpack;

@@ -1,0 +1,558 @@
+//! Running one rule against the facts: its `matchFeatures` / `matchAny`
+//! terms (each operator on flags, attributes and instances, `matchName`),
+//! its templates, and nfd-master's label checks (`filter_label`), each step
+//! charged to the budget. The rule loop, the output's assembly (prefix,
+//! merge, taints, what is dropped) and the rule model are in `super`.
+
+use std::cell::Cell;
+
+use super::{
+    BACKREF_FEATURE, EVAL_UNITS, Element, Expr, Op, Rule, RuleTemplate, Term, budget,
+    go_lower_ascii, ns_allowed, template,
+};
+use crate::node::facts::Features;
+use crate::node::kubelet::labels::namespace;
+use crate::node::sorted::SortedMap;
+
+/// Output of one rule before prefixing.
+#[derive(Debug, Clone)]
+pub(crate) struct Output {
+    pub(super) matched: bool,
+    pub(super) matched_features: SortedMap<String, Vec<Element>>,
+    pub(super) labels: SortedMap<String, String>,
+    pub(super) vars: SortedMap<String, String>,
+}
+
+pub(super) struct Evaluator<'f> {
+    pub(super) features: &'f Features,
+    /// `rule.matched` once a rule has run.
+    pub(super) backref: Option<SortedMap<String, String>>,
+    /// Budget units left.
+    pub(super) left: Cell<u64>,
+    /// Set when they ran out (the error then stops every rule).
+    pub(super) out_of_budget: Cell<bool>,
+}
+
+/// One feature name's elements of each kind (NFD allows several kinds).
+struct Kinds<'a> {
+    flags: Option<&'a crate::node::sorted::SortedSet<String>>,
+    attributes: Option<&'a SortedMap<String, String>>,
+    instances: Option<&'a Vec<SortedMap<String, String>>>,
+}
+
+/// What a rule error says when the budget ran out (never shown: the whole
+/// evaluation stops).
+const OUT_OF_BUDGET: &str = "out of budget";
+
+impl<'f> Evaluator<'f> {
+    pub(super) fn charge(&self, units: u64) -> Result<(), String> {
+        match self.left.get().checked_sub(units) {
+            Some(left) => {
+                self.left.set(left);
+                Ok(())
+            }
+            None => {
+                self.left.set(0);
+                self.out_of_budget.set(true);
+                Err(OUT_OF_BUDGET.into())
+            }
+        }
+    }
+
+    /// An element copied into matched data.
+    fn charge_element(&self, e: &Element) -> Result<(), String> {
+        self.charge(element_units(e))
+    }
+
+    fn kinds(&self, name: &str) -> Kinds<'_> {
+        let attributes = match (&self.backref, name == BACKREF_FEATURE) {
+            (Some(b), true) => Some(b),
+            _ => self.features.attributes.get(name),
+        };
+        Kinds {
+            flags: self.features.flags.get(name),
+            attributes,
+            instances: self.features.instances.get(name),
+        }
+    }
+
+    /// nfd `Execute` with failFast, as nfd-master calls it.
+    pub(super) fn execute(&self, rule: &Rule) -> Result<Output, String> {
+        let unmatched = || Output {
+            matched: false,
+            matched_features: SortedMap::new(),
+            labels: SortedMap::new(),
+            vars: SortedMap::new(),
+        };
+        let mut out = unmatched();
+        // A parse error counts only when the template would run (NFD
+        // parses it on use).
+        let labels_t = (&rule.labels_template, "labelsTemplate");
+        let vars_t = (&rule.vars_template, "varsTemplate");
+        let templates = labels_t.0.is_some() || vars_t.0.is_some();
+        if !rule.match_any.is_empty() {
+            let mut any = false;
+            for branch in &rule.match_any {
+                let Some(data) = self.match_terms(branch)? else {
+                    continue;
+                };
+                any = true;
+                self.record(&mut out.matched_features, &data)?;
+                if !templates {
+                    break;
+                }
+                self.run_template(labels_t, &data, &mut out.labels)?;
+                self.run_template(vars_t, &data, &mut out.vars)?;
+            }
+            if !any {
+                return Ok(unmatched());
+            }
+        }
+        if !rule.match_features.is_empty() {
+            let Some(data) = self.match_terms(&rule.match_features)? else {
+                return Ok(unmatched());
+            };
+            self.record(&mut out.matched_features, &data)?;
+            self.run_template(labels_t, &data, &mut out.labels)?;
+            self.run_template(vars_t, &data, &mut out.vars)?;
+        }
+        out.labels.extend(rule.labels.iter().cloned());
+        out.vars.extend(rule.vars.iter().cloned());
+        out.matched = true;
+        Ok(out)
+    }
+
+    /// A `matchFeatures` block (AND over terms). `Some(template data)` when
+    /// it matched.
+    fn match_terms(&self, terms: &[Term]) -> Result<Option<template::Data>, String> {
+        let mut data = template::Data::new();
+        for term in terms {
+            self.charge(budget::ELEMENT + 3 * term.feature.len() as u64)?;
+            // NFD lower-cases the name for the lookup only.
+            let lookup = go_lower_ascii(&term.feature);
+            // Template keys come from the name as written (NFD lower-cases
+            // only the lookup).
+            let (dom, nam) = match term.feature.split_once('.') {
+                Some((d, n)) => (d.to_string(), n.to_string()),
+                None => (lookup.clone(), String::new()),
+            };
+            let k = self.kinds(&lookup);
+            if k.flags.is_none() && k.attributes.is_none() && k.instances.is_none() {
+                return Ok(None);
+            }
+            let (flags, attrs, insts) = (k.flags, k.attributes, k.instances);
+            let mut term_match = true;
+            let mut elems = Vec::new();
+            if let Some(exprs) = &term.match_expressions {
+                (term_match, elems) = self.match_multi(exprs, flags, attrs, insts)?;
+            }
+            if term_match && let Some(e) = &term.match_name {
+                let (m, more) = self.match_names(e, flags, attrs, insts)?;
+                term_match = m;
+                elems.extend(more);
+            }
+            data.entry(dom)
+                .or_default()
+                .entry(nam)
+                .or_default()
+                .extend(elems);
+            if !term_match {
+                return Ok(None);
+            }
+        }
+        Ok(Some(data))
+    }
+
+    /// NFD's `MatchMulti`: flags and attributes as a union, then instances
+    /// (an instance matches when all expressions match its attributes).
+    fn match_multi(
+        &self,
+        exprs: &[(String, Expr)],
+        keys: Option<&crate::node::sorted::SortedSet<String>>,
+        values: Option<&SortedMap<String, String>>,
+        instances: Option<&Vec<SortedMap<String, String>>>,
+    ) -> Result<(bool, Vec<Element>), String> {
+        let mut is_match = keys.is_some() || values.is_some();
+        let mut elems: Vec<Element> = Vec::new();
+        for (n, e) in exprs {
+            let mut mk = false;
+            let mut mv = false;
+            if let Some(keys) = keys {
+                mk = self.eval(e, keys.contains(n), None)?;
+                if mk {
+                    elems.push(self.name_elem(n, None)?);
+                } else if e.op == Op::DoesNotExist {
+                    is_match = false;
+                    elems.clear();
+                    break;
+                }
+            }
+            if let Some(values) = values {
+                let v = values.get(n).map(String::as_str);
+                mv = self.eval(e, v.is_some(), v)?;
+                if mv {
+                    elems.push(self.name_elem(n, Some(v.unwrap_or("")))?);
+                } else if e.op == Op::DoesNotExist {
+                    is_match = false;
+                    elems.clear();
+                    break;
+                }
+            }
+            if !mk && !mv {
+                is_match = false;
+                elems.clear();
+                break;
+            }
+        }
+        sort_by_name(&mut elems);
+        let mut any_instance = false;
+        for inst in instances.into_iter().flatten() {
+            let mut all = true;
+            for (n, e) in exprs {
+                let v = inst.get(n).map(String::as_str);
+                if !self.eval(e, v.is_some(), v)? {
+                    all = false;
+                    break;
+                }
+            }
+            if all {
+                any_instance = true;
+                self.charge_element(inst)?;
+                elems.push(inst.clone());
+            }
+        }
+        Ok((is_match || any_instance, elems))
+    }
+
+    /// NFD's `MatchNamesMulti`: the expression against element names
+    /// (flags, attributes), then against each instance's attribute names.
+    fn match_names(
+        &self,
+        e: &Expr,
+        keys: Option<&crate::node::sorted::SortedSet<String>>,
+        values: Option<&SortedMap<String, String>>,
+        instances: Option<&Vec<SortedMap<String, String>>>,
+    ) -> Result<(bool, Vec<Element>), String> {
+        let mut out = Vec::new();
+        for k in keys.into_iter().flatten() {
+            if self.eval(e, true, Some(k))? {
+                out.push(self.name_elem(k, None)?);
+            }
+        }
+        for (k, v) in values.into_iter().flatten() {
+            if self.eval(e, true, Some(k))? {
+                out.push(self.name_elem(k, Some(v))?);
+            }
+        }
+        sort_by_name(&mut out);
+        for inst in instances.into_iter().flatten() {
+            let mut hit = false;
+            for k in inst.keys() {
+                hit |= self.eval(e, true, Some(k))?;
+            }
+            if hit {
+                self.charge_element(inst)?;
+                out.push(inst.clone());
+            }
+        }
+        Ok((!out.is_empty(), out))
+    }
+
+    /// NFD's `evaluateMatchExpression`; `value` None is a flag (no value).
+    fn eval(&self, e: &Expr, valid: bool, value: Option<&str>) -> Result<bool, String> {
+        self.charge(EVAL_UNITS + e.value.len() as u64 + value.map_or(0, |v| v.len() as u64))?;
+        let want_empty = |e: &Expr| {
+            if e.value.is_empty() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "invalid expression, 'value' field must be empty for Op {:?} (have {:?})",
+                    e.op, e.value
+                ))
+            }
+        };
+        match e.op {
+            Op::Any => return want_empty(e).map(|()| true),
+            Op::Exists => return want_empty(e).map(|()| valid),
+            Op::DoesNotExist => return want_empty(e).map(|()| !valid),
+            _ => {}
+        }
+        let (true, Some(value)) = (valid, value) else {
+            return Ok(false);
+        };
+        let non_empty = |e: &Expr| {
+            if e.value.is_empty() && e.regexes.is_empty() {
+                Err(format!(
+                    "invalid expression, 'value' field must be non-empty for Op {:?}",
+                    e.op
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        let atoi = |s: &str, what: &str| {
+            s.parse::<i64>()
+                .map_err(|_| format!("not a number {s:?}{what}"))
+        };
+        Ok(match e.op {
+            Op::In => {
+                non_empty(e)?;
+                e.value.iter().any(|v| v == value)
+            }
+            Op::NotIn => {
+                non_empty(e)?;
+                !e.value.iter().any(|v| v == value)
+            }
+            Op::InRegexp => {
+                non_empty(e)?;
+                let mut hit = false;
+                for re in &e.regexes {
+                    // Every pattern must compile, even after a hit.
+                    let re = re.as_ref().map_err(Clone::clone)?;
+                    if !hit {
+                        let mut left = self.left.get();
+                        let m = re.is_match_within(value, &mut left);
+                        self.left.set(left);
+                        hit = m.ok_or_else(|| {
+                            self.out_of_budget.set(true);
+                            OUT_OF_BUDGET.to_string()
+                        })?;
+                    }
+                }
+                hit
+            }
+            Op::Gt | Op::Ge | Op::Lt | Op::Le => {
+                if e.value.len() != 1 {
+                    return Err(format!(
+                        "invalid expression, 'value' field must contain exactly one element for Op {:?} (have {:?})",
+                        e.op, e.value
+                    ));
+                }
+                if e.version {
+                    let l = version(value).ok_or_else(|| format!("not a version {value:?}"))?;
+                    let r = version(&e.value[0])
+                        .ok_or_else(|| format!("not a version {:?} in the rule", e.value[0]))?;
+                    return Ok(match e.op {
+                        Op::Gt => l > r,
+                        Op::Ge => l >= r,
+                        Op::Lt => l < r,
+                        _ => l <= r,
+                    });
+                }
+                let l = atoi(value, "")?;
+                let r = atoi(&e.value[0], " in the rule")?;
+                match e.op {
+                    Op::Gt => l > r,
+                    Op::Ge => l >= r,
+                    Op::Lt => l < r,
+                    _ => l <= r,
+                }
+            }
+            Op::GtLt | Op::GeLe => {
+                if e.value.len() != 2 {
+                    return Err(format!(
+                        "invalid expression, 'value' field must contain exactly two elements for Op {:?} (have {:?})",
+                        e.op, e.value
+                    ));
+                }
+                if e.version {
+                    let v = version(value).ok_or_else(|| format!("not a version {value:?}"))?;
+                    let mut lr = [(0, 0, 0); 2];
+                    for (i, s) in e.value.iter().enumerate() {
+                        lr[i] =
+                            version(s).ok_or_else(|| format!("not a version {s:?} in the rule"))?;
+                    }
+                    // No order check on the bounds here (NFD has none).
+                    return Ok(if e.op == Op::GtLt {
+                        v > lr[0] && v < lr[1]
+                    } else {
+                        v >= lr[0] && v <= lr[1]
+                    });
+                }
+                let v = atoi(value, "")?;
+                let lo = atoi(&e.value[0], " in the rule")?;
+                let hi = atoi(&e.value[1], " in the rule")?;
+                if lo >= hi {
+                    return Err(format!(
+                        "invalid expression, value[0] must be less than Value[1] for Op {:?} (have {:?})",
+                        e.op, e.value
+                    ));
+                }
+                if e.op == Op::GtLt {
+                    v > lo && v < hi
+                } else {
+                    v >= lo && v <= hi
+                }
+            }
+            Op::IsTrue | Op::IsFalse => {
+                want_empty(e)?;
+                value == if e.op == Op::IsTrue { "true" } else { "false" }
+            }
+            Op::Any | Op::Exists | Op::DoesNotExist => unreachable!("handled above"),
+        })
+    }
+
+    /// nfd-master's `filterFeatureLabel`: `@` values, then NFD's label checks.
+    pub(super) fn filter_label(&self, key: &str, value: &str) -> Result<String, String> {
+        // Borrowed until it passed the checks (a value may be large).
+        let value: &str = match value.strip_prefix('@') {
+            None => value,
+            Some(path) => {
+                let mut parts = path.splitn(3, '.');
+                let (Some(d), Some(f), Some(el)) = (parts.next(), parts.next(), parts.next())
+                else {
+                    return Err(format!(
+                        "value {value} is not in the form of '@domain.feature.element'"
+                    ));
+                };
+                let feature = format!("{d}.{f}");
+                let attrs = self
+                    .kinds(&feature)
+                    .attributes
+                    .ok_or_else(|| format!("feature {feature} not found"))?;
+                attrs
+                    .get(el)
+                    .map(String::as_str)
+                    .ok_or_else(|| format!("element {el} not found on feature {feature}"))?
+            }
+        };
+        let errs = crate::node::kubelet::labels::label_key_errors(key);
+        if !errs.is_empty() {
+            return Err(format!("invalid label key: {}", errs.join("; ")));
+        }
+        let ns = namespace(key);
+        if ns.is_empty() {
+            return Err("unprefixed keys are not allowed".into());
+        }
+        if !ns_allowed(
+            ns,
+            &["feature.node.kubernetes.io", "profile.node.kubernetes.io"],
+        ) {
+            return Err(format!("NFD refuses the label namespace {ns:?}"));
+        }
+        let errs = crate::node::kubelet::labels::label_value_errors(value);
+        if !errs.is_empty() {
+            return Err(format!("invalid value {value:?}: {}", errs.join("; ")));
+        }
+        Ok(value.to_string())
+    }
+}
+
+/// A version as NFD's `type: version` reads it (Masterminds semver, leading
+/// zeros coerced): `[v]MAJOR[.MINOR[.PATCH]][-PRE][+META]`, identifiers of
+/// `[0-9A-Za-z-]`, no numeric pre-release identifier with a leading zero.
+/// Compared by major, minor, patch only (NFD drops the pre-release).
+pub fn version(s: &str) -> Option<(u64, u64, u64)> {
+    let s = s.strip_prefix('v').unwrap_or(s);
+    let (s, meta) = match s.split_once('+') {
+        Some((a, m)) => (a, Some(m)),
+        None => (s, None),
+    };
+    let (core, pre) = match s.split_once('-') {
+        Some((a, p)) => (a, Some(p)),
+        None => (s, None),
+    };
+    let ident =
+        |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    if meta.is_some_and(|m| !m.split('.').all(ident)) {
+        return None;
+    }
+    if let Some(pre) = pre {
+        let ok = pre.split('.').all(|p| {
+            ident(p)
+                && !(p.len() > 1 && p.starts_with('0') && p.bytes().all(|b| b.is_ascii_digit()))
+        });
+        if !ok {
+            return None;
+        }
+    }
+    let mut parts = core.split('.');
+    let mut num = || -> Option<Option<u64>> {
+        match parts.next() {
+            None => Some(None),
+            Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => {
+                p.parse().ok().map(Some)
+            }
+            Some(_) => None,
+        }
+    };
+    let major = num()??;
+    let minor = num()?.unwrap_or(0);
+    let patch = num()?.unwrap_or(0);
+    parts.next().is_none().then_some((major, minor, patch))
+}
+
+/// NFD sorts flag/attribute matches by name "for reproducible output".
+fn sort_by_name(elems: &mut [Element]) {
+    elems.sort_by(|a, b| a.get("Name").cmp(&b.get("Name")));
+}
+
+fn name_elem(name: &str, value: Option<&str>) -> Element {
+    let mut e = Element::new();
+    e.insert("Name".into(), name.into());
+    if let Some(v) = value {
+        e.insert("Value".into(), v.into());
+    }
+    e
+}
+
+/// Budget units of copying an element: `budget::ELEMENT` for it and each
+/// attribute, and their bytes (its `budget::facts_size`).
+pub(super) fn element_units(e: &Element) -> u64 {
+    budget::ELEMENT
+        + e.iter()
+            .map(|(k, v)| budget::ELEMENT + (k.len() + v.len()) as u64)
+            .sum::<u64>()
+}
+
+impl Evaluator<'_> {
+    fn name_elem(&self, name: &str, value: Option<&str>) -> Result<Element, String> {
+        let e = name_elem(name, value);
+        self.charge_element(&e)?;
+        Ok(e)
+    }
+
+    /// Keep what a matched block gave, keyed `<domain>.<feature>`, for explain.
+    fn record(
+        &self,
+        all: &mut SortedMap<String, Vec<Element>>,
+        data: &template::Data,
+    ) -> Result<(), String> {
+        for (dom, feats) in data {
+            for (nam, elems) in feats {
+                self.charge(budget::ELEMENT + (dom.len() + nam.len()) as u64)?;
+                for e in elems {
+                    self.charge_element(e)?;
+                }
+                all.entry(format!("{dom}.{nam}"))
+                    .or_default()
+                    .extend(elems.iter().cloned());
+            }
+        }
+        Ok(())
+    }
+
+    fn run_template(
+        &self,
+        (t, what): (&Option<RuleTemplate>, &str),
+        data: &template::Data,
+        out: &mut SortedMap<String, String>,
+    ) -> Result<(), String> {
+        if let Some(RuleTemplate(t)) = t {
+            let t = t.as_ref().map_err(|e| format!("{what}: {e}"))?;
+            let mut left = self.left.get();
+            let r = t.expand_map_within(data, &mut left);
+            self.left.set(left);
+            match r {
+                Ok(pairs) => out.extend(pairs),
+                Err(template::RunError::Failed(e)) => return Err(format!("template: {e}")),
+                Err(template::RunError::Budget) => {
+                    self.left.set(0);
+                    self.out_of_budget.set(true);
+                    return Err(OUT_OF_BUDGET.into());
+                }
+            }
+        }
+        Ok(())
+    }
+}

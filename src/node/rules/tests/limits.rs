@@ -1,0 +1,185 @@
+//! Robustness and edges: parsers on arbitrary text, `type: version`, names
+//! shown on one line, repeated taints, the evaluation budget.
+
+use super::*;
+
+/// Arbitrary rule text (as a corrupted compact form could carry) never
+/// panics the template or regex parsers, nor their execution.
+#[test]
+fn parsers_never_panic() {
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    const PIECES: &[&str] = &[
+        "{{",
+        "}}",
+        "{{-",
+        " -}}",
+        "/*",
+        "*/",
+        "(",
+        ")",
+        "[",
+        "]",
+        "{",
+        "}",
+        "|",
+        "$",
+        "$x",
+        ":=",
+        "=",
+        ",",
+        ".",
+        ".a",
+        "len",
+        "range",
+        "if",
+        "else",
+        "end",
+        "\"",
+        "`",
+        "\\",
+        "-",
+        "1",
+        "é",
+        "\u{212A}",
+        " ",
+        "\n",
+        "^",
+        "*",
+        "+",
+        "?",
+        "(?i)",
+        "[:alpha:]",
+        "\\x{",
+        "\\Q",
+        "\\E",
+        "{2,",
+        "0",
+    ];
+    let data = {
+        let mut d = template::Data::new();
+        d.entry("a".into())
+            .or_default()
+            .insert("b".into(), vec![el(&[("c", "d")])]);
+        d
+    };
+    for _ in 0..20_000 {
+        let s: String = (0..next(12)).map(|_| PIECES[next(PIECES.len())]).collect();
+        if let Ok(t) = template::parse(&s) {
+            let _ = t.expand_map(&data);
+        }
+        if let Ok(re) = regex::Regex::new(&s) {
+            let _ = re.is_match(&s);
+            let _ = re.is_match("a\nb K é");
+        }
+    }
+}
+
+/// `type: version` reads values as NFD's semver does (leading zeros
+/// coerced, pre-release dropped from the comparison).
+#[test]
+fn versions_as_nfd_reads_them() {
+    use super::version;
+    for (s, want) in [
+        ("1", Some((1, 0, 0))),
+        ("v1.2", Some((1, 2, 0))),
+        ("5.14.0", Some((5, 14, 0))),
+        ("05.014.00", Some((5, 14, 0))),
+        ("6.1.0-18-amd64", Some((6, 1, 0))),
+        ("1.2.3-rc.1+build.5", Some((1, 2, 3))),
+        ("1.2.3-01", None),
+        ("1.2.3-", None),
+        ("1.2.3+", None),
+        ("5.14.0-570.25.1.el9_6.x86_64", None),
+        ("1.2.3.4", None),
+        ("V1", None),
+        ("", None),
+        ("1..2", None),
+        ("18446744073709551616", None),
+    ] {
+        assert_eq!(version(s), want, "{s:?}");
+    }
+}
+
+/// Plain names show as written; any other is quoted and escaped, so a
+/// list of them stays on one line and never ends in a backslash.
+#[test]
+fn names_show_on_one_line() {
+    for plain in ["nvidia-gpu", "my sample rule", "é✓", "a.b/c:d"] {
+        assert_eq!(shown_name(plain), plain);
+    }
+    for (name, shown) in [
+        ("a\nb", r#""a\nb""#),
+        ("x\\", r#""x\\""#),
+        ("a, b", r#""a, b""#),
+        ("", r#""""#),
+        (" lead", r#"" lead""#),
+        ("q\"", r#""q\"""#),
+        ("ls\u{2028}", r#""ls\u{2028}""#),
+        ("nel\u{85}", r#""nel\u{85}""#),
+        ("cr\r", r#""cr\r""#),
+    ] {
+        assert_eq!(shown_name(name), shown);
+        assert!(!shown_name(name).contains(['\n', '\r', '\u{2028}', '\u{85}']));
+    }
+}
+
+/// nfd-master applies taints one after another (AddOrUpdateTaint): one
+/// of the same key and effect is replaced where it stands, so the last
+/// applied value wins even when an earlier rule gave that same taint.
+#[test]
+fn taints_of_one_key_and_effect_keep_the_last_applied() {
+    let f = Features::default();
+    let taint = |value: &str, effect: TaintEffect| Taint {
+        key: "example.com/shared".into(),
+        value: value.into(),
+        effect,
+    };
+    let with = |name: &str, t: Vec<Taint>| Rule {
+        name: name.into(),
+        labels: pairs(&[("x", "1")]),
+        taints: t,
+        ..Default::default()
+    };
+    let rules = [
+        with("a", vec![taint("v1", TaintEffect::NoSchedule)]),
+        with("b", vec![taint("", TaintEffect::NoExecute)]),
+        with("c", vec![taint("v2", TaintEffect::NoSchedule)]),
+        with("d", vec![taint("v1", TaintEffect::NoSchedule)]),
+    ];
+    assert_eq!(
+        evaluate_node(&rules, &f).taints,
+        vec![
+            taint("v1", TaintEffect::NoSchedule),
+            taint("", TaintEffect::NoExecute)
+        ]
+    );
+}
+
+/// The issue's heavy rules, evaluated within a budget: a clean error, not
+/// a panic, an abort or minutes.
+#[test]
+fn heavy_rules_stop_at_the_budget() {
+    let mut f = Features::default();
+    flags(&mut f, "cpu.cpuid", &["AVX"]);
+    let heavy = |i: usize| Rule {
+        name: format!("r{i}"),
+        labels_template: Some("{{ range 30000 }}{{ end }}".into()),
+        match_features: vec![name_term("cpu.cpuid", Expr::new(Op::Exists, vec![]))],
+        ..Default::default()
+    };
+    let rules: Vec<Rule> = (0..800).map(heavy).collect();
+    let mut budget = Budget::new(budget::BASE);
+    let e = evaluate_node_without(&rules, &f, &[], &mut budget).unwrap_err();
+    assert!(e.to_string().contains("budget"), "{e}");
+    assert!(budget::check(&rules).is_err());
+    // Within the budget once fewer: and render's check agrees.
+    let few: Vec<Rule> = (0..2).map(heavy).collect();
+    assert!(budget::check(&few).is_ok());
+    assert!(super::super::evaluate_node(&few, &f).is_ok());
+}
