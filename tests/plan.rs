@@ -5,9 +5,11 @@
 use crate::support::run_cli::stand_in_wrapper;
 use crate::support::{bin, repo, scratch_dir, stderr, stdout};
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use kubelet_labeler::node::kubelet::Profile;
 use serde_json::Value;
 
 fn render(dir: &Path, extra: &[&str]) {
@@ -262,5 +264,162 @@ fn bad_fleet_input_is_refused() {
         stderr(&o).contains("missing: no such file or directory"),
         "{}",
         stderr(&o)
+    );
+}
+
+/// What plan predicts for a node registering now is what NFD's own
+/// evaluator (../shared/oracles/nfd) gives on the node's NodeFeature: for
+/// the example rule files and the NFD-sample-like ones on every fixture
+/// tree, as `facts --json` (and, for nfd-worker's trees, as the real
+/// nfd-worker wrote it), each wrapped as a NodeFeature of a worker-gpu
+/// Node; NFD's answer less what kubelet refuses, plan's `register_after`
+/// less the pool's static labels (`register_before`: no rules).
+#[test]
+fn registering_now_is_what_nfd_gives() {
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nfd-oracle-plan");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let Some(oracle) = crate::support::nfd_oracle::build(&out_dir) else {
+        return;
+    };
+    let tmp = scratch_dir();
+    // (node name, features)
+    let mut nodes: Vec<(String, Value)> = Vec::new();
+    for fixtures in ["tests/fixtures/nodes", "tests/fixtures/nfd-worker"] {
+        let mut roots: Vec<PathBuf> = std::fs::read_dir(repo().join(fixtures))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.join("proc").is_dir())
+            .collect();
+        roots.sort();
+        for root in roots {
+            let name = root.file_name().unwrap().to_string_lossy().into_owned();
+            let o = bin()
+                .args(["facts", "--json", "--root"])
+                .arg(&root)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "facts on {name}: {}", stderr(&o));
+            nodes.push((name.clone(), json(&o)));
+            let golden = root.with_extension("nfd.json");
+            if golden.is_file() {
+                let text = std::fs::read_to_string(&golden).unwrap();
+                nodes.push((
+                    format!("{name}-nfd-worker"),
+                    serde_json::from_str(&text).unwrap(),
+                ));
+            }
+        }
+    }
+    assert!(nodes.len() >= 14, "fixture trees missing: {}", nodes.len());
+    let items: Vec<Value> = nodes
+        .iter()
+        .flat_map(|(name, features)| {
+            [
+                serde_json::json!({"apiVersion": "v1", "kind": "Node",
+                    "metadata": {"name": name, "labels": {
+                        "node-role.kubernetes.io/worker": "",
+                        "node.kubernetes.io/worker-gpu": ""}},
+                    "status": {"nodeInfo": {"kubeletVersion": "v1.33.5"}}}),
+                serde_json::json!({"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeature",
+                    "metadata": {"name": name, "namespace": "node-feature-discovery",
+                        "labels": {"nfd.node.kubernetes.io/node-name": name}},
+                    "spec": {"features": features}}),
+            ]
+        })
+        .collect();
+    let fleet = tmp.path().join("fleet.json");
+    std::fs::write(
+        &fleet,
+        serde_json::json!({"kind": "List", "items": items}).to_string(),
+    )
+    .unwrap();
+    let base = tmp.path().join("base");
+    render(&base, &[]);
+    let mut files: Vec<PathBuf> = ["examples/rules", "tests/fixtures/nfd-worker/rules"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(repo().join(d)).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 8, "rule files missing");
+    let (mut failures, mut compared) = (Vec::new(), (0, 0));
+    for (i, file) in files.iter().enumerate() {
+        let proposed = tmp.path().join(format!("proposed-{i}"));
+        render(&proposed, &["--rules", &file.display().to_string()]);
+        let o = plan(&base, &proposed, &fleet, &["--format", "json"]);
+        assert!(
+            matches!(o.status.code(), Some(0 | 1)),
+            "{}: {}",
+            file.display(),
+            stderr(&o)
+        );
+        let p = json(&o);
+        let doc: Value = serde_saphyr::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+        let objects = vec![
+            serde_json::json!({"name": doc["metadata"]["name"], "rules": doc["spec"]["rules"]}),
+        ];
+        let inputs: Vec<Value> = nodes
+            .iter()
+            .map(|(_, f)| serde_json::json!({"features": f, "objects": objects}))
+            .collect();
+        let answers = crate::support::nfd_oracle::run(&oracle, &inputs);
+        for ((name, _), answer) in nodes.iter().zip(&answers) {
+            let Some(group) = p["groups"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|g| g["nodes"].as_array().unwrap().iter().any(|n| n == name))
+            else {
+                failures.push(format!("{}: no group has {name}", file.display()));
+                continue;
+            };
+            let o = &group["outcome"];
+            let strings = |v: &Value| -> BTreeSet<String> {
+                v.as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|s| s.as_str().map(String::from))
+                    .collect()
+            };
+            let static_labels = strings(&o["register_before"]["labels"]);
+            let ours = (
+                &strings(&o["register_after"]["labels"]) - &static_labels,
+                strings(&o["register_after"]["taints"]),
+            );
+            let candidates: Vec<(BTreeSet<String>, BTreeSet<String>)> =
+                crate::support::nfd_oracle::outcomes(answer)
+                    .into_iter()
+                    .map(|a| {
+                        let (labels, taints) =
+                            crate::support::nfd_oracle::kubelet_accepted(a, Profile::OpenShift);
+                        (
+                            labels.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+                            taints
+                                .iter()
+                                .map(|(k, v, e)| match v.as_str() {
+                                    "" => format!("{k}:{e}"),
+                                    v => format!("{k}={v}:{e}"),
+                                })
+                                .collect(),
+                        )
+                    })
+                    .collect();
+            compared.0 += ours.0.len();
+            compared.1 += ours.1.len();
+            if !candidates.contains(&ours) || !o["register_after"]["left_out"].is_null() {
+                failures.push(format!(
+                    "{} on {name}: plan {ours:?} (left out: {}), NFD {candidates:?}",
+                    file.display(),
+                    o["register_after"]["left_out"]
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    // The files must give output on these nodes, not only agree on nothing.
+    assert!(
+        compared.0 > 200 && compared.1 >= 10,
+        "only {compared:?} labels and taints compared"
     );
 }
