@@ -78,16 +78,16 @@ pub fn outcomes(answer: &Value) -> Vec<&Value> {
     }
 }
 
+/// Labels by key.
+pub type Labels = std::collections::BTreeMap<String, String>;
+
 /// One NFD outcome as kubelet registers it: the labels and taints
 /// (`key=value:Effect`) it would refuse left out, each alone (as the
 /// wrapper leaves out one it refuses, the rest of its rule kept).
 pub fn kubelet_accepted(
     outcome: &Value,
     profile: kubelet_labeler::node::kubelet::Profile,
-) -> (
-    std::collections::BTreeMap<String, String>,
-    Vec<(String, String, String)>,
-) {
+) -> (Labels, Vec<(String, String, String)>) {
     use kubelet_labeler::node::kubelet;
     let labels = outcome["labels"]
         .as_object()
