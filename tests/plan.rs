@@ -423,3 +423,188 @@ fn registering_now_is_what_nfd_gives() {
         "only {compared:?} labels and taints compared"
     );
 }
+
+/// Nodes of the real cluster (../shared/tools/realcluster) this area uses.
+pub const NODES: [&str; 1] = ["plan-sync"];
+
+/// `plan`'s day-2 sync lines are what the real sync then writes: a Node
+/// created with the node's own certificate as a first boot of the base
+/// render registers it (NFD's label and the role added by the cluster
+/// admin), exported with its NodeFeature. Twice: the first sync on the base
+/// render (it adopts what the node registered), then a change (a static
+/// label changed, one added, a rule file's added). Each time the real
+/// `sync` runs on the node's tree (the render's files laid out; the DGX
+/// fixture's hardware) through the real API server, and the Node's labels
+/// must be, key by key, plan's lines applied to the exported ones.
+#[test]
+fn plans_sync_lines_are_what_the_real_sync_writes() {
+    use crate::support::realcluster;
+    if realcluster::unavailable().is_some() {
+        return;
+    }
+    let cluster = realcluster::cluster();
+    let name = NODES[0];
+    let tmp = scratch_dir();
+    let d = tmp.path();
+    let (base, proposed) = (d.join("base"), d.join("proposed"));
+    render(&base, &["--label", "example.com/tier=gold"]);
+    let rules = repo().join("examples/rules/gpu-classes.yaml");
+    render(
+        &proposed,
+        &[
+            "--label",
+            "example.com/tier=silver",
+            "--label",
+            "example.com/zone=a",
+            "--rules",
+            rules.to_str().unwrap(),
+        ],
+    );
+    // The Node as the base render's first boot registers it.
+    cluster.delete_node(name);
+    let node = serde_json::json!({"apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {
+            "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+            "example.com/tier": "gold", "node.kubernetes.io/worker-gpu": ""}}});
+    let (code, body) = cluster.post_node_as_node(name, &node, false);
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = cluster.request(
+        "PATCH",
+        &format!("/api/v1/nodes/{name}"),
+        "application/merge-patch+json",
+        r#"{"metadata":{"labels":{"node-role.kubernetes.io/worker":"","feature.node.kubernetes.io/nfd":"true"}}}"#,
+    );
+    assert_eq!(code, 200, "{body}");
+    // Adopting what the node registered changes no label: no line.
+    sync_as_planned(cluster, name, &base, &base, &d.join("first"));
+    let change = sync_as_planned(cluster, name, &base, &proposed, &d.join("change"));
+    for want in [
+        "change example.com/tier",
+        "add example.com/zone",
+        "add nvidia.com/gpu",
+    ] {
+        assert!(
+            change.iter().any(|l| l.starts_with(want)),
+            "{want}: {change:?}"
+        );
+    }
+}
+
+/// Export the Node and its NodeFeature, `plan --from --to`, run the real
+/// sync on a tree of `to`'s files, and compare the Node's labels with
+/// plan's lines applied: the lines that changed something (action key).
+fn sync_as_planned(
+    cluster: &crate::support::realcluster::Cluster,
+    name: &str,
+    from: &Path,
+    to: &Path,
+    d: &Path,
+) -> Vec<String> {
+    use crate::support::realcluster::labels_and_taints;
+    use kubelet_labeler::cli::render::layout;
+    std::fs::create_dir_all(d).unwrap();
+    let tree = d.join("tree");
+    let hardware = repo().join("tests/fixtures/nodes/dgx");
+    let mut configs = Vec::new();
+    for e in std::fs::read_dir(to).unwrap() {
+        let p = e.unwrap().path();
+        let text = std::fs::read_to_string(&p).unwrap();
+        if !text.lines().any(|l| l == "kind: MachineConfig") {
+            continue; // the pool, the disruption policy
+        }
+        configs.extend(layout::machineconfigs_from_yaml(&text, &p.display().to_string()).unwrap());
+    }
+    layout::Layout::merge(configs)
+        .unwrap()
+        .write(&tree)
+        .unwrap();
+    let unit = tree.join("etc/systemd/system/kubelet.service");
+    if !unit.exists() {
+        crate::support::write(&unit, "[Service]\nExecStart=/usr/bin/kubelet\n");
+    }
+    let kubelet = tree.join("usr/bin/kubelet");
+    crate::support::write(&kubelet, "#!/bin/sh\n");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&kubelet, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let kubeconfig = d.join("kubeconfig");
+    std::fs::write(&kubeconfig, cluster.kubeconfig(name)).unwrap();
+    // The export plan reads: the Node and the node's NodeFeature.
+    let exported = cluster.node(name).expect("the Node");
+    let facts = bin()
+        .args(["facts", "--json", "--root"])
+        .arg(&hardware)
+        .output()
+        .unwrap();
+    assert!(facts.status.success(), "{}", stderr(&facts));
+    let fleet = d.join("fleet.json");
+    std::fs::write(
+        &fleet,
+        serde_json::json!({"kind": "List", "items": [exported,
+            {"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeature",
+             "metadata": {"name": name, "labels": {"nfd.node.kubernetes.io/node-name": name}},
+             "spec": {"features": json(&facts)}}]})
+        .to_string(),
+    )
+    .unwrap();
+    let o = plan(from, to, &fleet, &["--format", "json"]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    let p = json(&o);
+    let outcome = &p["groups"][0]["outcome"];
+    // Plan's lines applied to the exported labels.
+    let (mut predicted, _) = labels_and_taints(&exported);
+    let mut acted = Vec::new();
+    for line in outcome["sync"].as_array().unwrap() {
+        let line = line.as_str().unwrap();
+        let (action, rest) = line.split_once(' ').unwrap();
+        if action == "leave" {
+            continue;
+        }
+        let (key, rest) = rest.split_once(": ").unwrap();
+        let (_, rest) = rest.split_once(" -> ").unwrap();
+        let (value, _) = rest.split_once(" (").unwrap();
+        match action {
+            "add" | "change" | "adopt" => predicted.insert(key.to_string(), value.to_string()),
+            "remove" => predicted.remove(key),
+            other => panic!("{other} in {line}"),
+        };
+        acted.push(format!("{action} {key}"));
+    }
+    let s = bin()
+        .args(["sync", "--profile", "openshift", "--root"])
+        .arg(&tree)
+        .arg("--facts-root")
+        .arg(&hardware)
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .output()
+        .unwrap();
+    // 1: something is left to report (another owner's value).
+    assert!(
+        matches!(s.status.code(), Some(0 | 1)),
+        "sync: {:?} {}{}",
+        s.status,
+        stdout(&s),
+        stderr(&s)
+    );
+    let (stored, _) = labels_and_taints(&cluster.node(name).unwrap());
+    let keys: BTreeSet<&String> = stored.keys().chain(predicted.keys()).collect();
+    let differ: Vec<String> = keys
+        .into_iter()
+        .filter(|k| stored.get(*k) != predicted.get(*k))
+        .map(|k| {
+            format!(
+                "{k}: stored {:?}, plan {:?}",
+                stored.get(k),
+                predicted.get(k)
+            )
+        })
+        .collect();
+    assert!(
+        differ.is_empty(),
+        "{}\nplan: {outcome:#}\nsync: {}{}",
+        differ.join("\n"),
+        stdout(&s),
+        stderr(&s)
+    );
+    acted
+}
