@@ -608,3 +608,173 @@ fn sync_as_planned(
     );
     acted
 }
+
+/// Label selectors against Kubernetes' own code: the real API server
+/// lists Nodes by a `labelSelector` (apimachinery's `labels.Parse`, whose
+/// requirements are `NewRequirement`'s and match by `Requirement.Matches`,
+/// as node affinity's do). On 24 Nodes of random labels, for 1,000 seeded
+/// random selectors (every operator, missing keys, non-numbers for Gt/Lt,
+/// values and keys Kubernetes refuses), the Nodes the API server lists are
+/// the ones plan's `Selector` matches (none when the server refuses it).
+#[test]
+fn selectors_match_as_the_api_server_selects_nodes() {
+    use crate::support::realcluster;
+    use kubelet_labeler::cli::plan::kube::Selector;
+    if realcluster::unavailable().is_some() {
+        return;
+    }
+    let cluster = realcluster::cluster();
+    let mut seed: u64 = 0x504C_414E_5345_4C21;
+    let mut rnd = |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    const KEYS: &[&str] = &["a", "b", "n", "example.com/tier"];
+    const VALUES: &[&str] = &["", "1", "2", "10", "x", "007"];
+    let mut nodes: Vec<(String, Vec<(String, String)>)> = Vec::new();
+    for i in 0..24 {
+        let name = format!("plan-sel-{i}");
+        let mut labels: Vec<(String, String)> = Vec::new();
+        for k in KEYS {
+            if rnd(3) != 0 {
+                labels.push((k.to_string(), VALUES[rnd(VALUES.len())].to_string()));
+            }
+        }
+        let map: serde_json::Map<String, Value> = labels
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
+            .collect();
+        let (code, body) = cluster.request(
+            "DELETE",
+            &format!("/api/v1/nodes/{name}"),
+            "application/json",
+            "",
+        );
+        assert!(matches!(code, 200 | 404), "{body}");
+        let node = serde_json::json!({"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": map}});
+        let (code, body) = cluster.request(
+            "POST",
+            "/api/v1/nodes",
+            "application/json",
+            &node.to_string(),
+        );
+        assert_eq!(code, 201, "{body}");
+        nodes.push((name, labels));
+    }
+    let keys: Vec<&str> = KEYS.iter().copied().chain(["z", "-a", "a/b/c"]).collect();
+    let values: Vec<&str> = VALUES.iter().copied().chain(["-1", "a b"]).collect();
+    let (mut refused, mut selected, mut failures) = (0, 0, Vec::new());
+    for _ in 0..1000 {
+        let mut text = Vec::new();
+        let mut exprs = Vec::new();
+        for _ in 0..1 + rnd(2) {
+            let key = keys[rnd(keys.len())];
+            let mut vals: Vec<&str> = (0..rnd(3)).map(|_| values[rnd(values.len())]).collect();
+            let op = ["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "="][rnd(7)];
+            let s = match op {
+                "In" | "NotIn" => {
+                    vals.retain(|v| !v.is_empty());
+                    let word = if op == "In" { "in" } else { "notin" };
+                    let s = format!("{key} {word} ({})", vals.join(","));
+                    if vals.is_empty() {
+                        // labels.Parse reads `()` as the one empty value.
+                        vals.push("");
+                    }
+                    s
+                }
+                "Exists" => {
+                    vals.clear();
+                    key.to_string()
+                }
+                "DoesNotExist" => {
+                    vals.clear();
+                    format!("!{key}")
+                }
+                _ => {
+                    vals.truncate(1);
+                    if vals.is_empty() {
+                        vals.push("3");
+                    }
+                    let sign = match op {
+                        "Gt" => ">",
+                        "Lt" => "<",
+                        _ => "=",
+                    };
+                    format!("{key}{sign}{}", vals[0])
+                }
+            };
+            let op = if op == "=" { "In" } else { op };
+            exprs.push(serde_json::json!({"key": key, "operator": op, "values": vals}));
+            text.push(s);
+        }
+        let text = text.join(",");
+        let ours =
+            Selector::from_node_selector_term(&serde_json::json!({"matchExpressions": exprs}));
+        let encoded: String = text
+            .bytes()
+            .map(|b| match b {
+                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' => (b as char).to_string(),
+                _ => format!("%{b:02X}"),
+            })
+            .collect();
+        let (code, body) = cluster.get(&format!("/api/v1/nodes?labelSelector={encoded}"));
+        let listed: BTreeSet<String> = match code {
+            200 => {
+                let v: Value = serde_json::from_str(&body).unwrap();
+                v["items"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(|n| n["metadata"]["name"].as_str())
+                    .filter(|n| n.starts_with("plan-sel-"))
+                    .map(String::from)
+                    .collect()
+            }
+            400 => {
+                refused += 1;
+                if ours.error.is_none() {
+                    failures.push(format!(
+                        "{text}: the API server refuses it ({body}), plan does not"
+                    ));
+                }
+                continue;
+            }
+            _ => panic!("{text}: {code} {body}"),
+        };
+        if let Some(e) = &ours.error {
+            failures.push(format!(
+                "{text}: plan refuses it ({e}), the API server does not"
+            ));
+            continue;
+        }
+        let matched: BTreeSet<String> = nodes
+            .iter()
+            .filter(|(_, labels)| ours.matches(labels))
+            .map(|(n, _)| n.clone())
+            .collect();
+        selected += matched.len();
+        if matched != listed {
+            failures.push(format!("{text}: API server {listed:?}, plan {matched:?}"));
+        }
+    }
+    for (name, _) in &nodes {
+        cluster.request(
+            "DELETE",
+            &format!("/api/v1/nodes/{name}"),
+            "application/json",
+            "",
+        );
+    }
+    assert!(
+        failures.is_empty(),
+        "{}",
+        failures[..failures.len().min(20)].join("\n")
+    );
+    assert!(
+        refused > 50 && selected > 2000,
+        "{refused} refused, {selected} selected"
+    );
+}
