@@ -610,30 +610,8 @@ impl Answer {
     /// NFD's answer with what kubelet would refuse left out, each label and
     /// taint alone.
     fn from_oracle(v: &Value) -> Answer {
-        Answer {
-            labels: v["labels"]
-                .as_object()
-                .unwrap()
-                .iter()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
-                .filter(|kv| {
-                    kubelet::validate_labels(std::slice::from_ref(kv), Profile::Upstream).is_empty()
-                })
-                .collect(),
-            taints: v["taints"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|t| {
-                    let s = |k: &str| t[k].as_str().unwrap_or("").to_string();
-                    (s("key"), s("value"), s("effect"))
-                })
-                .filter(|(k, v, e)| {
-                    kubelet::parse_taints(&format!("{k}={v}:{e}"))
-                        .is_ok_and(|ts| ts.len() == 1 && ts[0].key == *k && ts[0].value == *v)
-                })
-                .collect(),
-        }
+        let (labels, taints) = nfd_oracle::kubelet_accepted(v, Profile::Upstream);
+        Answer { labels, taints }
     }
 
     fn from_ours(labels: &[(String, String)], taints: &[Taint]) -> Answer {

@@ -5,9 +5,11 @@
 use crate::support::run_cli::stand_in_wrapper;
 use crate::support::{bin, repo, scratch_dir, stderr, stdout};
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use kubelet_labeler::node::kubelet::Profile;
 use serde_json::Value;
 
 fn render(dir: &Path, extra: &[&str]) {
@@ -262,5 +264,517 @@ fn bad_fleet_input_is_refused() {
         stderr(&o).contains("missing: no such file or directory"),
         "{}",
         stderr(&o)
+    );
+}
+
+/// What plan predicts for a node registering now is what NFD's own
+/// evaluator (../shared/oracles/nfd) gives on the node's NodeFeature: for
+/// the example rule files and the NFD-sample-like ones on every fixture
+/// tree, as `facts --json` (and, for nfd-worker's trees, as the real
+/// nfd-worker wrote it), each wrapped as a NodeFeature of a worker-gpu
+/// Node; NFD's answer less what kubelet refuses, plan's `register_after`
+/// less the pool's static labels (`register_before`: no rules).
+#[test]
+fn registering_now_is_what_nfd_gives() {
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nfd-oracle-plan");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let Some(oracle) = crate::support::nfd_oracle::build(&out_dir) else {
+        return;
+    };
+    let tmp = scratch_dir();
+    // (node name, features)
+    let mut nodes: Vec<(String, Value)> = Vec::new();
+    for fixtures in ["tests/fixtures/nodes", "tests/fixtures/nfd-worker"] {
+        let mut roots: Vec<PathBuf> = std::fs::read_dir(repo().join(fixtures))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.join("proc").is_dir())
+            .collect();
+        roots.sort();
+        for root in roots {
+            let name = root.file_name().unwrap().to_string_lossy().into_owned();
+            let o = bin()
+                .args(["facts", "--json", "--root"])
+                .arg(&root)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "facts on {name}: {}", stderr(&o));
+            nodes.push((name.clone(), json(&o)));
+            let golden = root.with_extension("nfd.json");
+            if golden.is_file() {
+                let text = std::fs::read_to_string(&golden).unwrap();
+                nodes.push((
+                    format!("{name}-nfd-worker"),
+                    serde_json::from_str(&text).unwrap(),
+                ));
+            }
+        }
+    }
+    assert!(nodes.len() >= 14, "fixture trees missing: {}", nodes.len());
+    let items: Vec<Value> = nodes
+        .iter()
+        .flat_map(|(name, features)| {
+            [
+                serde_json::json!({"apiVersion": "v1", "kind": "Node",
+                    "metadata": {"name": name, "labels": {
+                        "node-role.kubernetes.io/worker": "",
+                        "node.kubernetes.io/worker-gpu": ""}},
+                    "status": {"nodeInfo": {"kubeletVersion": "v1.33.5"}}}),
+                serde_json::json!({"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeature",
+                    "metadata": {"name": name, "namespace": "node-feature-discovery",
+                        "labels": {"nfd.node.kubernetes.io/node-name": name}},
+                    "spec": {"features": features}}),
+            ]
+        })
+        .collect();
+    let fleet = tmp.path().join("fleet.json");
+    std::fs::write(
+        &fleet,
+        serde_json::json!({"kind": "List", "items": items}).to_string(),
+    )
+    .unwrap();
+    let base = tmp.path().join("base");
+    render(&base, &[]);
+    let mut files: Vec<PathBuf> = ["examples/rules", "tests/fixtures/nfd-worker/rules"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(repo().join(d)).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 8, "rule files missing");
+    let (mut failures, mut compared) = (Vec::new(), (0, 0));
+    for (i, file) in files.iter().enumerate() {
+        let proposed = tmp.path().join(format!("proposed-{i}"));
+        render(&proposed, &["--rules", &file.display().to_string()]);
+        let o = plan(&base, &proposed, &fleet, &["--format", "json"]);
+        assert!(
+            matches!(o.status.code(), Some(0 | 1)),
+            "{}: {}",
+            file.display(),
+            stderr(&o)
+        );
+        let p = json(&o);
+        let doc: Value = serde_saphyr::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+        let objects = vec![
+            serde_json::json!({"name": doc["metadata"]["name"], "rules": doc["spec"]["rules"]}),
+        ];
+        let inputs: Vec<Value> = nodes
+            .iter()
+            .map(|(_, f)| serde_json::json!({"features": f, "objects": objects}))
+            .collect();
+        let answers = crate::support::nfd_oracle::run(&oracle, &inputs);
+        for ((name, _), answer) in nodes.iter().zip(&answers) {
+            let Some(group) = p["groups"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|g| g["nodes"].as_array().unwrap().iter().any(|n| n == name))
+            else {
+                failures.push(format!("{}: no group has {name}", file.display()));
+                continue;
+            };
+            let o = &group["outcome"];
+            let strings = |v: &Value| -> BTreeSet<String> {
+                v.as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|s| s.as_str().map(String::from))
+                    .collect()
+            };
+            let static_labels = strings(&o["register_before"]["labels"]);
+            let ours = (
+                &strings(&o["register_after"]["labels"]) - &static_labels,
+                strings(&o["register_after"]["taints"]),
+            );
+            let candidates: Vec<(BTreeSet<String>, BTreeSet<String>)> =
+                crate::support::nfd_oracle::outcomes(answer)
+                    .into_iter()
+                    .map(|a| {
+                        let (labels, taints) =
+                            crate::support::nfd_oracle::kubelet_accepted(a, Profile::OpenShift);
+                        (
+                            labels.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+                            taints
+                                .iter()
+                                .map(|(k, v, e)| match v.as_str() {
+                                    "" => format!("{k}:{e}"),
+                                    v => format!("{k}={v}:{e}"),
+                                })
+                                .collect(),
+                        )
+                    })
+                    .collect();
+            compared.0 += ours.0.len();
+            compared.1 += ours.1.len();
+            if !candidates.contains(&ours) || !o["register_after"]["left_out"].is_null() {
+                failures.push(format!(
+                    "{} on {name}: plan {ours:?} (left out: {}), NFD {candidates:?}",
+                    file.display(),
+                    o["register_after"]["left_out"]
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    // The files must give output on these nodes, not only agree on nothing.
+    assert!(
+        compared.0 > 200 && compared.1 >= 10,
+        "only {compared:?} labels and taints compared"
+    );
+}
+
+/// Nodes of the real cluster (../shared/tools/realcluster) this area uses.
+pub const NODES: [&str; 1] = ["plan-sync"];
+
+/// `plan`'s day-2 sync lines are what the real sync then writes: a Node
+/// created with the node's own certificate as a first boot of the base
+/// render registers it (NFD's label and the role added by the cluster
+/// admin), exported with its NodeFeature. Twice: the first sync on the base
+/// render (it adopts what the node registered), then a change (a static
+/// label changed, one added, a rule file's added). Each time the real
+/// `sync` runs on the node's tree (the render's files laid out; the DGX
+/// fixture's hardware) through the real API server, and the Node's labels
+/// must be, key by key, plan's lines applied to the exported ones.
+#[test]
+fn plans_sync_lines_are_what_the_real_sync_writes() {
+    use crate::support::realcluster;
+    if realcluster::unavailable().is_some() {
+        return;
+    }
+    let cluster = realcluster::cluster();
+    let name = NODES[0];
+    let tmp = scratch_dir();
+    let d = tmp.path();
+    let (base, proposed) = (d.join("base"), d.join("proposed"));
+    render(&base, &["--label", "example.com/tier=gold"]);
+    let rules = repo().join("examples/rules/gpu-classes.yaml");
+    render(
+        &proposed,
+        &[
+            "--label",
+            "example.com/tier=silver",
+            "--label",
+            "example.com/zone=a",
+            "--rules",
+            rules.to_str().unwrap(),
+        ],
+    );
+    // The Node as the base render's first boot registers it.
+    cluster.delete_node(name);
+    let node = serde_json::json!({"apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {
+            "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+            "example.com/tier": "gold", "node.kubernetes.io/worker-gpu": ""}}});
+    let (code, body) = cluster.post_node_as_node(name, &node, false);
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = cluster.request(
+        "PATCH",
+        &format!("/api/v1/nodes/{name}"),
+        "application/merge-patch+json",
+        r#"{"metadata":{"labels":{"node-role.kubernetes.io/worker":"","feature.node.kubernetes.io/nfd":"true"}}}"#,
+    );
+    assert_eq!(code, 200, "{body}");
+    // Adopting what the node registered changes no label: no line.
+    sync_as_planned(cluster, name, &base, &base, &d.join("first"));
+    let change = sync_as_planned(cluster, name, &base, &proposed, &d.join("change"));
+    for want in [
+        "change example.com/tier",
+        "add example.com/zone",
+        "add nvidia.com/gpu",
+    ] {
+        assert!(
+            change.iter().any(|l| l.starts_with(want)),
+            "{want}: {change:?}"
+        );
+    }
+}
+
+/// Export the Node and its NodeFeature, `plan --from --to`, run the real
+/// sync on a tree of `to`'s files, and compare the Node's labels with
+/// plan's lines applied: the lines that changed something (action key).
+fn sync_as_planned(
+    cluster: &crate::support::realcluster::Cluster,
+    name: &str,
+    from: &Path,
+    to: &Path,
+    d: &Path,
+) -> Vec<String> {
+    use crate::support::realcluster::labels_and_taints;
+    use kubelet_labeler::cli::render::layout;
+    std::fs::create_dir_all(d).unwrap();
+    let tree = d.join("tree");
+    let hardware = repo().join("tests/fixtures/nodes/dgx");
+    let mut configs = Vec::new();
+    for e in std::fs::read_dir(to).unwrap() {
+        let p = e.unwrap().path();
+        let text = std::fs::read_to_string(&p).unwrap();
+        if !text.lines().any(|l| l == "kind: MachineConfig") {
+            continue; // the pool, the disruption policy
+        }
+        configs.extend(layout::machineconfigs_from_yaml(&text, &p.display().to_string()).unwrap());
+    }
+    layout::Layout::merge(configs)
+        .unwrap()
+        .write(&tree)
+        .unwrap();
+    let unit = tree.join("etc/systemd/system/kubelet.service");
+    if !unit.exists() {
+        crate::support::write(&unit, "[Service]\nExecStart=/usr/bin/kubelet\n");
+    }
+    let kubelet = tree.join("usr/bin/kubelet");
+    crate::support::write(&kubelet, "#!/bin/sh\n");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&kubelet, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let kubeconfig = d.join("kubeconfig");
+    std::fs::write(&kubeconfig, cluster.kubeconfig(name)).unwrap();
+    // The export plan reads: the Node and the node's NodeFeature.
+    let exported = cluster.node(name).expect("the Node");
+    let facts = bin()
+        .args(["facts", "--json", "--root"])
+        .arg(&hardware)
+        .output()
+        .unwrap();
+    assert!(facts.status.success(), "{}", stderr(&facts));
+    let fleet = d.join("fleet.json");
+    std::fs::write(
+        &fleet,
+        serde_json::json!({"kind": "List", "items": [exported,
+            {"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeature",
+             "metadata": {"name": name, "labels": {"nfd.node.kubernetes.io/node-name": name}},
+             "spec": {"features": json(&facts)}}]})
+        .to_string(),
+    )
+    .unwrap();
+    let o = plan(from, to, &fleet, &["--format", "json"]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    let p = json(&o);
+    let outcome = &p["groups"][0]["outcome"];
+    // Plan's lines applied to the exported labels.
+    let (mut predicted, _) = labels_and_taints(&exported);
+    let mut acted = Vec::new();
+    for line in outcome["sync"].as_array().unwrap() {
+        let line = line.as_str().unwrap();
+        let (action, rest) = line.split_once(' ').unwrap();
+        if action == "leave" {
+            continue;
+        }
+        let (key, rest) = rest.split_once(": ").unwrap();
+        let (_, rest) = rest.split_once(" -> ").unwrap();
+        let (value, _) = rest.split_once(" (").unwrap();
+        match action {
+            "add" | "change" | "adopt" => predicted.insert(key.to_string(), value.to_string()),
+            "remove" => predicted.remove(key),
+            other => panic!("{other} in {line}"),
+        };
+        acted.push(format!("{action} {key}"));
+    }
+    let s = bin()
+        .args(["sync", "--profile", "openshift", "--root"])
+        .arg(&tree)
+        .arg("--facts-root")
+        .arg(&hardware)
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .output()
+        .unwrap();
+    // 1: something is left to report (another owner's value).
+    assert!(
+        matches!(s.status.code(), Some(0 | 1)),
+        "sync: {:?} {}{}",
+        s.status,
+        stdout(&s),
+        stderr(&s)
+    );
+    let (stored, _) = labels_and_taints(&cluster.node(name).unwrap());
+    let keys: BTreeSet<&String> = stored.keys().chain(predicted.keys()).collect();
+    let differ: Vec<String> = keys
+        .into_iter()
+        .filter(|k| stored.get(*k) != predicted.get(*k))
+        .map(|k| {
+            format!(
+                "{k}: stored {:?}, plan {:?}",
+                stored.get(k),
+                predicted.get(k)
+            )
+        })
+        .collect();
+    assert!(
+        differ.is_empty(),
+        "{}\nplan: {outcome:#}\nsync: {}{}",
+        differ.join("\n"),
+        stdout(&s),
+        stderr(&s)
+    );
+    acted
+}
+
+/// Label selectors against Kubernetes' own code: the real API server
+/// lists Nodes by a `labelSelector` (apimachinery's `labels.Parse`, whose
+/// requirements are `NewRequirement`'s and match by `Requirement.Matches`,
+/// as node affinity's do). On 24 Nodes of random labels, for 1,000 seeded
+/// random selectors (every operator, missing keys, non-numbers for Gt/Lt,
+/// values and keys Kubernetes refuses), the Nodes the API server lists are
+/// the ones plan's `Selector` matches (none when the server refuses it).
+#[test]
+fn selectors_match_as_the_api_server_selects_nodes() {
+    use crate::support::realcluster;
+    use kubelet_labeler::cli::plan::kube::Selector;
+    if realcluster::unavailable().is_some() {
+        return;
+    }
+    let cluster = realcluster::cluster();
+    let mut seed: u64 = 0x504C_414E_5345_4C21;
+    let mut rnd = |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    const KEYS: &[&str] = &["a", "b", "n", "example.com/tier"];
+    const VALUES: &[&str] = &["", "1", "2", "10", "x", "007"];
+    let mut nodes: Vec<(String, Vec<(String, String)>)> = Vec::new();
+    for i in 0..24 {
+        let name = format!("plan-sel-{i}");
+        let mut labels: Vec<(String, String)> = Vec::new();
+        for k in KEYS {
+            if rnd(3) != 0 {
+                labels.push((k.to_string(), VALUES[rnd(VALUES.len())].to_string()));
+            }
+        }
+        let map: serde_json::Map<String, Value> = labels
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
+            .collect();
+        let (code, body) = cluster.request(
+            "DELETE",
+            &format!("/api/v1/nodes/{name}"),
+            "application/json",
+            "",
+        );
+        assert!(matches!(code, 200 | 404), "{body}");
+        let node = serde_json::json!({"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": map}});
+        let (code, body) = cluster.request(
+            "POST",
+            "/api/v1/nodes",
+            "application/json",
+            &node.to_string(),
+        );
+        assert_eq!(code, 201, "{body}");
+        nodes.push((name, labels));
+    }
+    let keys: Vec<&str> = KEYS.iter().copied().chain(["z", "-a", "a/b/c"]).collect();
+    let values: Vec<&str> = VALUES.iter().copied().chain(["-1", "a b"]).collect();
+    let (mut refused, mut selected, mut failures) = (0, 0, Vec::new());
+    for _ in 0..1000 {
+        let mut text = Vec::new();
+        let mut exprs = Vec::new();
+        for _ in 0..1 + rnd(2) {
+            let key = keys[rnd(keys.len())];
+            let mut vals: Vec<&str> = (0..rnd(3)).map(|_| values[rnd(values.len())]).collect();
+            let op = ["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "="][rnd(7)];
+            let s = match op {
+                "In" | "NotIn" => {
+                    vals.retain(|v| !v.is_empty());
+                    let word = if op == "In" { "in" } else { "notin" };
+                    let s = format!("{key} {word} ({})", vals.join(","));
+                    if vals.is_empty() {
+                        // labels.Parse reads `()` as the one empty value.
+                        vals.push("");
+                    }
+                    s
+                }
+                "Exists" => {
+                    vals.clear();
+                    key.to_string()
+                }
+                "DoesNotExist" => {
+                    vals.clear();
+                    format!("!{key}")
+                }
+                _ => {
+                    vals.truncate(1);
+                    if vals.is_empty() {
+                        vals.push("3");
+                    }
+                    let sign = match op {
+                        "Gt" => ">",
+                        "Lt" => "<",
+                        _ => "=",
+                    };
+                    format!("{key}{sign}{}", vals[0])
+                }
+            };
+            let op = if op == "=" { "In" } else { op };
+            exprs.push(serde_json::json!({"key": key, "operator": op, "values": vals}));
+            text.push(s);
+        }
+        let text = text.join(",");
+        let ours =
+            Selector::from_node_selector_term(&serde_json::json!({"matchExpressions": exprs}));
+        let encoded: String = text
+            .bytes()
+            .map(|b| match b {
+                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' => (b as char).to_string(),
+                _ => format!("%{b:02X}"),
+            })
+            .collect();
+        let (code, body) = cluster.get(&format!("/api/v1/nodes?labelSelector={encoded}"));
+        let listed: BTreeSet<String> = match code {
+            200 => {
+                let v: Value = serde_json::from_str(&body).unwrap();
+                v["items"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(|n| n["metadata"]["name"].as_str())
+                    .filter(|n| n.starts_with("plan-sel-"))
+                    .map(String::from)
+                    .collect()
+            }
+            400 => {
+                refused += 1;
+                if ours.error.is_none() {
+                    failures.push(format!(
+                        "{text}: the API server refuses it ({body}), plan does not"
+                    ));
+                }
+                continue;
+            }
+            _ => panic!("{text}: {code} {body}"),
+        };
+        if let Some(e) = &ours.error {
+            failures.push(format!(
+                "{text}: plan refuses it ({e}), the API server does not"
+            ));
+            continue;
+        }
+        let matched: BTreeSet<String> = nodes
+            .iter()
+            .filter(|(_, labels)| ours.matches(labels))
+            .map(|(n, _)| n.clone())
+            .collect();
+        selected += matched.len();
+        if matched != listed {
+            failures.push(format!("{text}: API server {listed:?}, plan {matched:?}"));
+        }
+    }
+    for (name, _) in &nodes {
+        cluster.request(
+            "DELETE",
+            &format!("/api/v1/nodes/{name}"),
+            "application/json",
+            "",
+        );
+    }
+    assert!(
+        failures.is_empty(),
+        "{}",
+        failures[..failures.len().min(20)].join("\n")
+    );
+    assert!(
+        refused > 50 && selected > 2000,
+        "{refused} refused, {selected} selected"
     );
 }

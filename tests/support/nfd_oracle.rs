@@ -77,3 +77,37 @@ pub fn outcomes(answer: &Value) -> Vec<&Value> {
         None => vec![answer],
     }
 }
+
+/// Labels by key.
+pub type Labels = std::collections::BTreeMap<String, String>;
+
+/// One NFD outcome as kubelet registers it: the labels and taints
+/// (`key=value:Effect`) it would refuse left out, each alone (as the
+/// wrapper leaves out one it refuses, the rest of its rule kept).
+pub fn kubelet_accepted(
+    outcome: &Value,
+    profile: kubelet_labeler::node::kubelet::Profile,
+) -> (Labels, Vec<(String, String, String)>) {
+    use kubelet_labeler::node::kubelet;
+    let labels = outcome["labels"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+        .filter(|kv| kubelet::validate_labels(std::slice::from_ref(kv), profile).is_empty())
+        .collect();
+    let taints = outcome["taints"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| {
+            let s = |k: &str| t[k].as_str().unwrap_or("").to_string();
+            (s("key"), s("value"), s("effect"))
+        })
+        .filter(|(k, v, e)| {
+            kubelet::parse_taints(&format!("{k}={v}:{e}"))
+                .is_ok_and(|ts| ts.len() == 1 && ts[0].key == *k && ts[0].value == *v)
+        })
+        .collect();
+    (labels, taints)
+}

@@ -101,6 +101,7 @@ fn every_node() -> Vec<&'static str> {
         &crate::real_chain::NODES[..],
         &crate::real_sync::NODES,
         &crate::real_validate::NODES,
+        &crate::plan::NODES,
     ]
     .concat()
 }

@@ -7,13 +7,25 @@ use serde_json::Value;
 use crate::node::kubelet::{Taint, TaintEffect};
 
 /// A `metav1.LabelSelector` (or a pod's `nodeSelector` map, or one
-/// `nodeSelectorTerm`).
+/// `nodeSelectorTerm`), as Kubernetes builds it (`LabelSelectorAsSelector`,
+/// `SelectorFromSet`, the scheduler's `nodeaffinity`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Selector {
     pub labels: Vec<(String, String)>,
     /// (key, operator, values)
     pub expressions: Vec<(String, String, Vec<String>)>,
+    /// A nodeSelectorTerm's `matchFields` (key, operator, values): the
+    /// Node's `metadata.name` is its one field.
+    pub fields: Vec<(String, String, Vec<String>)>,
+    /// Why Kubernetes cannot build this selector (`labels.NewRequirement`'s
+    /// checks): such a selector matches nothing.
+    pub error: Option<String>,
 }
+
+/// The operators of a LabelSelector's `matchExpressions`.
+const LABEL_SELECTOR_OPS: &[&str] = &["In", "NotIn", "Exists", "DoesNotExist"];
+/// A nodeSelectorTerm's take `Gt` and `Lt` too.
+const NODE_SELECTOR_OPS: &[&str] = &["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"];
 
 impl Selector {
     /// From a LabelSelector object (`matchLabels`, `matchExpressions`).
@@ -31,42 +43,147 @@ impl Selector {
                 s.expressions.push(expression(e, "operator"));
             }
         }
+        s.error = s.validate(LABEL_SELECTOR_OPS);
         Some(s)
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.labels.is_empty() && self.expressions.is_empty()
+    /// A pod's `nodeSelector` map (`labels.SelectorFromSet`).
+    pub fn from_set(labels: Vec<(String, String)>) -> Selector {
+        let mut s = Selector {
+            labels,
+            ..Default::default()
+        };
+        s.error = s.validate(&[]);
+        s
     }
 
-    /// As `labels.Selector.Matches` (operators of LabelSelectors and of
-    /// nodeSelectorTerms: In, NotIn, Exists, DoesNotExist, Gt, Lt).
+    /// One `nodeSelectorTerm` of a required node affinity.
+    pub fn from_node_selector_term(term: &Value) -> Selector {
+        let exprs = |k: &str| -> Vec<(String, String, Vec<String>)> {
+            term.get(k)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|e| expression(e, "operator"))
+                .collect()
+        };
+        let mut s = Selector {
+            expressions: exprs("matchExpressions"),
+            fields: exprs("matchFields"),
+            ..Default::default()
+        };
+        s.error = s.validate(NODE_SELECTOR_OPS).or_else(|| {
+            s.fields.iter().find_map(|(k, op, values)| {
+                if !matches!(op.as_str(), "In" | "NotIn") {
+                    Some(format!(
+                        "matchFields {k}: operator {op:?} is not In or NotIn"
+                    ))
+                } else if values.len() != 1 {
+                    Some(format!("matchFields {k}: must have one value"))
+                } else {
+                    None
+                }
+            })
+        });
+        s
+    }
+
+    /// Why `labels.NewRequirement` refuses one of this selector's
+    /// requirements, if it does.
+    fn validate(&self, ops: &[&str]) -> Option<String> {
+        let req = |key: &str, op: &str, values: &[String]| -> Option<String> {
+            let key_errs = crate::node::kubelet::labels::label_key_errors(key);
+            if let Some(e) = key_errs.first() {
+                return Some(format!("key {key:?}: {e}"));
+            }
+            let count = match op {
+                "=" => (values.len() != 1).then_some("exactly one value is required"),
+                "In" | "NotIn" => values.is_empty().then_some("values set can't be empty"),
+                "Exists" | "DoesNotExist" => (!values.is_empty())
+                    .then_some("values set must be empty for exists and does not exist"),
+                "Gt" | "Lt" => (values.len() != 1 || values[0].parse::<i64>().is_err())
+                    .then_some("exactly one integer value is required"),
+                _ => Some("not a valid operator"),
+            };
+            if let Some(e) = count {
+                return Some(format!("{key} {op}: {e}"));
+            }
+            values.iter().find_map(|v| {
+                crate::node::kubelet::labels::label_value_errors(v)
+                    .first()
+                    .map(|e| format!("{key}: value {v:?}: {e}"))
+            })
+        };
+        self.labels
+            .iter()
+            .find_map(|(k, v)| req(k, "=", std::slice::from_ref(v)))
+            .or_else(|| {
+                self.expressions.iter().find_map(|(k, op, values)| {
+                    if ops.contains(&op.as_str()) {
+                        req(k, op, values)
+                    } else {
+                        Some(format!("{k}: {op:?} is not a valid operator here"))
+                    }
+                })
+            })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.labels.is_empty()
+            && self.expressions.is_empty()
+            && self.fields.is_empty()
+            && self.error.is_none()
+    }
+
+    /// As `labels.Selector.Matches` (every requirement; operators In,
+    /// NotIn, Exists, DoesNotExist, Gt, Lt); a selector Kubernetes cannot
+    /// build matches nothing.
     pub fn matches(&self, labels: &[(String, String)]) -> bool {
+        self.matches_node("", labels)
+    }
+
+    /// [`Selector::matches`] with the `matchFields` on the Node's name.
+    pub fn matches_node(&self, name: &str, labels: &[(String, String)]) -> bool {
+        if self.error.is_some() {
+            return false;
+        }
         let get = |k: &str| {
             labels
                 .iter()
                 .find(|(key, _)| key == k)
                 .map(|(_, v)| v.as_str())
         };
+        let field = |k: &str| if k == "metadata.name" { name } else { "" };
         self.labels.iter().all(|(k, v)| get(k) == Some(v.as_str()))
             && self
                 .expressions
                 .iter()
-                .all(|(k, op, values)| match op.as_str() {
-                    "In" => get(k).is_some_and(|v| values.iter().any(|x| x == v)),
-                    "NotIn" => get(k).is_none_or(|v| !values.iter().any(|x| x == v)),
-                    "Exists" => get(k).is_some(),
-                    "DoesNotExist" => get(k).is_none(),
-                    "Gt" | "Lt" => {
-                        let (Some(v), Some(bound)) = (
-                            get(k).and_then(|v| v.parse::<i64>().ok()),
-                            values.first().and_then(|b| b.parse::<i64>().ok()),
-                        ) else {
-                            return false;
-                        };
-                        if op == "Gt" { v > bound } else { v < bound }
-                    }
-                    _ => false,
-                })
+                .all(|(k, op, values)| requirement_matches(get(k), op, values))
+            && (name.is_empty()
+                || self.fields.iter().all(|(k, op, values)| {
+                    let equal = values.first().is_some_and(|v| *v == field(k));
+                    if op == "In" { equal } else { !equal }
+                }))
+    }
+}
+
+/// `labels.Requirement.Matches` for a label's value (None: no such label).
+fn requirement_matches(value: Option<&str>, op: &str, values: &[String]) -> bool {
+    match op {
+        "In" => value.is_some_and(|v| values.iter().any(|x| x == v)),
+        "NotIn" => value.is_none_or(|v| !values.iter().any(|x| x == v)),
+        "Exists" => value.is_some(),
+        "DoesNotExist" => value.is_none(),
+        "Gt" | "Lt" => {
+            let (Some(v), [bound]) = (value.and_then(|v| v.parse::<i64>().ok()), values) else {
+                return false;
+            };
+            let Ok(bound) = bound.parse::<i64>() else {
+                return false;
+            };
+            if op == "Gt" { v > bound } else { v < bound }
+        }
+        _ => false,
     }
 }
 
@@ -157,6 +274,15 @@ pub fn choose_pool<'a>(
     pools: &'a [Pool],
     labels: &[(String, String)],
 ) -> Result<Option<&'a Pool>, String> {
+    if let Some((p, e)) = pools.iter().find_map(|p| {
+        let e = p.node_selector.as_ref()?.error.as_ref()?;
+        Some((p, e))
+    }) {
+        return Err(format!(
+            "pool {} has an invalid node selector ({e}): the MCO places no node",
+            p.name
+        ));
+    }
     let matching: Vec<&Pool> = pools
         .iter()
         .filter(|p| p.node_selector.as_ref().is_some_and(|s| s.matches(labels)))
@@ -218,6 +344,18 @@ impl Toleration {
         match self.operator.as_str() {
             "" | "Equal" => self.value == t.value,
             "Exists" => true,
+            // The taint's value below (Lt) or above (Gt) the toleration's,
+            // both integers (Kubernetes 1.35's TaintTolerationComparisonOperators).
+            "Lt" | "Gt" => match (self.value.parse::<i64>(), t.value.parse::<i64>()) {
+                (Ok(tol), Ok(taint)) => {
+                    if self.operator == "Lt" {
+                        taint < tol
+                    } else {
+                        taint > tol
+                    }
+                }
+                _ => false,
+            },
             _ => false,
         }
     }
@@ -258,7 +396,9 @@ pub fn untolerated<'a>(taints: &'a [Taint], tolerations: &[Toleration]) -> Vec<&
 #[derive(Debug, Clone, Default)]
 pub struct Placement {
     pub node_selector: Selector,
-    pub affinity_terms: Vec<Selector>,
+    /// The required node affinity's terms (None: no required affinity;
+    /// an empty term, or none at all, selects no node).
+    pub affinity_terms: Option<Vec<Selector>>,
     pub tolerations: Vec<Toleration>,
 }
 
@@ -269,22 +409,25 @@ impl Placement {
             return p;
         };
         if let Some(Value::Object(m)) = spec.get("nodeSelector") {
-            for (k, v) in m {
-                p.node_selector
-                    .labels
-                    .push((k.clone(), v.as_str().unwrap_or_default().to_string()));
-            }
+            p.node_selector = Selector::from_set(
+                m.iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                    .collect(),
+            );
         }
-        if let Some(Value::Array(terms)) =
-            spec.pointer("/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms")
+        if let Some(ns) =
+            spec.pointer("/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution")
+            && !ns.is_null()
         {
-            for term in terms {
-                let mut s = Selector::default();
-                for e in term.get("matchExpressions").and_then(Value::as_array).into_iter().flatten() {
-                    s.expressions.push(expression(e, "operator"));
-                }
-                p.affinity_terms.push(s);
-            }
+            let terms = ns.get("nodeSelectorTerms").and_then(Value::as_array);
+            p.affinity_terms = Some(
+                terms
+                    .into_iter()
+                    .flatten()
+                    .map(Selector::from_node_selector_term)
+                    .filter(|t| !(t.expressions.is_empty() && t.fields.is_empty()))
+                    .collect(),
+            );
         }
         if let Some(Value::Array(ts)) = spec.get("tolerations") {
             p.tolerations = ts.iter().map(Toleration::from_object).collect();
@@ -292,11 +435,14 @@ impl Placement {
         p
     }
 
-    /// Whether the node's labels select it (taints aside).
-    pub fn selects(&self, labels: &[(String, String)]) -> bool {
+    /// Whether the node's name and labels select it, taints aside
+    /// (`nodeaffinity.GetRequiredNodeAffinity(pod).Match`).
+    pub fn selects(&self, name: &str, labels: &[(String, String)]) -> bool {
         self.node_selector.matches(labels)
-            && (self.affinity_terms.is_empty()
-                || self.affinity_terms.iter().any(|t| t.matches(labels)))
+            && self
+                .affinity_terms
+                .as_ref()
+                .is_none_or(|terms| terms.iter().any(|t| t.matches_node(name, labels)))
     }
 }
 
@@ -475,6 +621,168 @@ mod tests {
         assert!(!t("", "", "", "").tolerates(&gpu));
         let soft = taint("x", "", TaintEffect::PreferNoSchedule);
         assert!(untolerated(&[soft], &[]).is_empty());
+    }
+
+    /// Kubernetes' taint and toleration matching, as
+    /// `staging/src/k8s.io/api/core/v1/toleration.go` (`ToleratesTaint`, with
+    /// the `Lt`/`Gt` operators of 1.35) writes it, read with the upstream
+    /// source at hand (no Debian package ships k8s.io/api for a Go oracle;
+    /// nothing upstream is copied here).
+    #[test]
+    fn tolerations_as_upstream_code() {
+        let t = |k: &str, op: &str, v: &str, e: &str| Toleration {
+            key: k.into(),
+            operator: op.into(),
+            value: v.into(),
+            effect: e.into(),
+        };
+        let taint5 = taint("prio", "5", TaintEffect::NoSchedule);
+        // (toleration, tolerates prio=5:NoSchedule)
+        let table = [
+            (t("prio", "Lt", "6", ""), true),
+            (t("prio", "Lt", "5", ""), false),
+            (t("prio", "Gt", "4", "NoSchedule"), true),
+            (t("prio", "Gt", "5", ""), false),
+            (t("prio", "Gt", "x", ""), false),
+            (t("", "Lt", "9", ""), true),
+            (t("prio", "Gt", "4", "NoExecute"), false),
+            (t("prio", "Bogus", "5", ""), false),
+            // An empty key with Equal compares the value alone.
+            (t("", "", "5", ""), true),
+            (t("", "Equal", "6", ""), false),
+        ];
+        for (tol, want) in table {
+            assert_eq!(tol.tolerates(&taint5), want, "{tol:?}");
+        }
+        let word = taint("prio", "high", TaintEffect::NoSchedule);
+        assert!(!t("prio", "Lt", "9", "").tolerates(&word));
+        // The DaemonSet controller and the scheduler filter on NoSchedule
+        // and NoExecute only.
+        let hard = [
+            taint("a", "", TaintEffect::NoExecute),
+            taint("b", "", TaintEffect::PreferNoSchedule),
+        ];
+        assert_eq!(untolerated(&hard, &[]).len(), 1);
+        assert!(untolerated(&hard, &[t("a", "Exists", "", "NoExecute")]).is_empty());
+    }
+
+    /// Label selectors as apimachinery builds and matches them:
+    /// `labels/selector.go` (`NewRequirement`'s checks, `Requirement.Matches`),
+    /// `apis/meta/v1/helpers.go` (`LabelSelectorAsSelector`: no Gt/Lt), and
+    /// component-helpers' `scheduling/corev1/nodeaffinity` (an empty term
+    /// selects nothing, terms ORed, `matchFields` on `metadata.name`), read
+    /// with the upstream source at hand; nothing upstream is copied here.
+    #[test]
+    fn selectors_as_upstream_code() {
+        let e = |k: &str, op: &str, vs: &[&str]| serde_json::json!({"key": k, "operator": op, "values": vs});
+        let labels = kv(&[("a", "1"), ("b", "x"), ("n", "10")]);
+        // (matchExpressions, LabelSelector matches, nodeSelectorTerm matches)
+        let table = [
+            (e("a", "In", &["1", "2"]), true, true),
+            (e("a", "In", &["2"]), false, false),
+            (e("z", "In", &["1"]), false, false),
+            (e("a", "NotIn", &["2"]), true, true),
+            (e("z", "NotIn", &["2"]), true, true),
+            (e("a", "NotIn", &["1"]), false, false),
+            (e("a", "Exists", &[]), true, true),
+            (e("z", "DoesNotExist", &[]), true, true),
+            (e("a", "DoesNotExist", &[]), false, false),
+            // Gt/Lt: node selector terms only; both sides integers.
+            (e("n", "Gt", &["9"]), false, true),
+            (e("n", "Gt", &["10"]), false, false),
+            (e("n", "Lt", &["11"]), false, true),
+            (e("b", "Gt", &["1"]), false, false),
+            (e("z", "Lt", &["1"]), false, false),
+            // What NewRequirement refuses builds no selector: nothing matches.
+            (e("z", "NotIn", &[]), false, false),
+            (e("a", "Exists", &["1"]), false, false),
+            (e("n", "Gt", &["1", "2"]), false, false),
+            (e("n", "Gt", &["x"]), false, false),
+            (e("bad key!", "DoesNotExist", &[]), false, false),
+            (e("z", "NotIn", &["not a value"]), false, false),
+            (e("a", "Equals", &["1"]), false, false),
+        ];
+        for (expr, in_label_selector, in_term) in table {
+            let ls = Selector::from_label_selector(Some(
+                &serde_json::json!({"matchExpressions": [expr.clone()]}),
+            ))
+            .unwrap();
+            assert_eq!(ls.matches(&labels), in_label_selector, "{expr}");
+            let term = Selector::from_node_selector_term(
+                &serde_json::json!({"matchExpressions": [expr.clone()]}),
+            );
+            assert_eq!(term.matches_node("n1", &labels), in_term, "{expr}");
+        }
+        // matchLabels and a pod's nodeSelector: the key must be there.
+        let set = Selector::from_set(kv(&[("z", "")]));
+        assert!(!set.matches(&labels));
+        assert!(Selector::from_set(kv(&[("a", "1")])).matches(&labels));
+        assert!(!Selector::from_set(kv(&[("a", "1"), ("b", "bad value")])).matches(&labels));
+        // A pool of an invalid selector: the MCO places no node at all.
+        let pools = [
+            Pool::builtin("worker"),
+            Pool::from_object(&serde_json::json!({
+                "metadata": {"name": "odd"},
+                "spec": {"nodeSelector": {"matchExpressions": [e("n", "Gt", &["1"])]}}
+            }))
+            .unwrap(),
+        ];
+        assert!(choose_pool(&pools, &labels).unwrap_err().contains("odd"));
+    }
+
+    #[test]
+    fn required_node_affinity_as_upstream_code() {
+        let p = |affinity: serde_json::Value| {
+            Placement::from_pod_spec(Some(&serde_json::json!({
+                "nodeSelector": {"a": "1"},
+                "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": affinity}}
+            })))
+        };
+        let labels = kv(&[("a", "1"), ("gpu", "")]);
+        let exists =
+            |k: &str| serde_json::json!({"matchExpressions": [{"key": k, "operator": "Exists"}]});
+        let name_in = |n: &str| serde_json::json!({"matchFields": [{"key": "metadata.name", "operator": "In", "values": [n]}]});
+        let table = [
+            (serde_json::Value::Null, true),
+            (serde_json::json!({"nodeSelectorTerms": []}), false),
+            (serde_json::json!({"nodeSelectorTerms": [{}]}), false),
+            (
+                serde_json::json!({"nodeSelectorTerms": [{}, exists("gpu")]}),
+                true,
+            ),
+            (
+                serde_json::json!({"nodeSelectorTerms": [exists("x"), exists("gpu")]}),
+                true,
+            ),
+            (
+                serde_json::json!({"nodeSelectorTerms": [exists("x")]}),
+                false,
+            ),
+            (
+                serde_json::json!({"nodeSelectorTerms": [name_in("n1")]}),
+                true,
+            ),
+            (
+                serde_json::json!({"nodeSelectorTerms": [name_in("n2")]}),
+                false,
+            ),
+            (
+                serde_json::json!({"nodeSelectorTerms": [{
+                    "matchExpressions": [{"key": "gpu", "operator": "Exists"}],
+                    "matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n1"]}]
+                }]}),
+                false,
+            ),
+        ];
+        for (affinity, want) in table {
+            assert_eq!(
+                p(affinity.clone()).selects("n1", &labels),
+                want,
+                "{affinity}"
+            );
+        }
+        // The nodeSelector map and the affinity both hold.
+        assert!(!p(serde_json::Value::Null).selects("n1", &kv(&[("gpu", "")])));
     }
 
     #[test]

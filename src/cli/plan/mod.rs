@@ -196,6 +196,7 @@ pub fn plan(opts: &PlanOptions) -> Result<Plan> {
     let mut outcomes: Vec<(String, Outcome)> = Vec::new();
     for (name, n) in &fleet.nodes {
         let o = judge(
+            name,
             n,
             &fleet,
             &mut sides,
@@ -626,6 +627,7 @@ fn registration(
 
 #[allow(clippy::too_many_arguments)]
 fn judge(
+    name: &str,
     n: &FleetNode,
     fleet: &Fleet,
     sides: &mut [Side; 2],
@@ -822,7 +824,7 @@ fn judge(
     let mut ds_lines: Vec<(bool, String)> = Vec::new();
     for (ds, p) in &fleet.daemonsets {
         let on = |labels: &[(String, String)], taints: &[Taint]| {
-            p.selects(labels) && kube::untolerated(taints, &p.tolerations).is_empty()
+            p.selects(name, labels) && kube::untolerated(taints, &p.tolerations).is_empty()
         };
         let (was, will) = (
             on(&labels_now, &taints_before),
