@@ -141,18 +141,8 @@ pub fn identity(path: &Path, explicit: bool, root: &Path) -> Result<Identity, St
         .ok_or_else(|| format!("client certificate {cert_shown}: no X.509 certificate in PEM"))?;
     let node = super::cert::node_name(&cert)
         .map_err(|e| format!("client certificate {cert_shown}: {e}"))?;
-    let now = now_unix();
-    if now >= cert.not_after {
-        return Err(format!(
-            "client certificate {cert_shown}: expired ({} s ago); kubelet renews it while it runs, or approve its CSR",
-            now - cert.not_after
-        ));
-    }
-    if now < cert.not_before {
-        return Err(format!(
-            "client certificate {cert_shown}: not valid yet (the clock or the certificate is wrong)"
-        ));
-    }
+    super::cert::check_validity(&cert, now_unix())
+        .map_err(|e| format!("client certificate {cert_shown}: {e}"))?;
     Ok(Identity {
         creds: Credentials {
             server: k.server,

@@ -24,6 +24,17 @@ pub const TAINTS_ANNOTATION: &str = "kubelet-labeler.io/derived-taints";
 pub const DRIFT_ANNOTATION: &str = "kubelet-labeler.io/taint-drift";
 /// NFD's list of the labels it manages (`<instance>.` before it with
 /// nfd-master's `-instance`); names without a `/` are in NFD's namespace.
+/// Every key that was the node's pool label (`--pool-label`, the env
+/// drop-in's `contract::POOL_LABEL_VAR`) while the Node has it, written as
+/// `OWNED_ANNOTATION` is. A MachineConfigPool selects by a label the node
+/// cannot see, so a key that selected its pool once is held as the pool
+/// label is: after a `--pool-label` change the old key stays until it is
+/// taken off cluster-side, whichever of the drop-in and the pool's new
+/// `nodeSelector` reaches the node first.
+pub const POOL_ANNOTATION: &str = "kubelet-labeler.io/pool-labels";
+/// How `sync --dry-run` and the journal line show a label the Node lacks
+/// (no label value has `<`).
+pub const ABSENT: &str = "<absent>";
 pub const NFD_ANNOTATION_SUFFIX: &str = "nfd.node.kubernetes.io/feature-labels";
 const NFD_LABEL_NS: &str = "feature.node.kubernetes.io";
 
@@ -37,6 +48,7 @@ const KUBELET_SETS: [&str; 5] = [
 ];
 
 const POOL_HELD: &str = "it selects the node's pool: changing it moves the node to another pool (opt in with --allow-pool-label)";
+const POOL_BEFORE: &str = "it was the node's pool label: a MachineConfigPool may still select it, so it stays until you take it off once none does";
 
 /// The Node as read: what reconcile looks at.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -264,6 +276,18 @@ pub fn reconcile(
             ));
         }
     };
+    let pools = match node.annotation(POOL_ANNOTATION).map(super::owned::decode) {
+        None => Vec::new(),
+        Some(Ok(keys)) => keys,
+        Some(Err(why)) => {
+            return Err(format!(
+                "the Node's annotation {POOL_ANNOTATION} is unreadable ({why}); put back the \
+                 pool labels it listed (`kubectl annotate node {} --overwrite \
+                 {POOL_ANNOTATION}=KEY,...`) or remove it",
+                node.name
+            ));
+        }
+    };
     let nfd = nfd_owned(&node.annotations);
     let mut keys: Vec<&str> = derived
         .iter()
@@ -279,7 +303,10 @@ pub fn reconcile(
         let want = lookup(&derived, key);
         let have = node.label(key);
         let is_owned = owned.iter().any(|o| o == key);
-        let is_pool = policy.pool_label.as_deref() == Some(key) && !policy.allow_pool_label;
+        let current_pool = policy.pool_label.as_deref() == Some(key);
+        // A pool label of before, while the Node has it.
+        let was_pool = !current_pool && have.is_some() && pools.iter().any(|p| p == key);
+        let is_pool = (current_pool || was_pool) && !policy.allow_pool_label;
         let differs = want.is_some() && want != have;
         let (action, why, drift) = if KUBELET_SETS.contains(&key) {
             (Action::Leave, "kubelet sets it at every start", false)
@@ -298,7 +325,11 @@ pub fn reconcile(
         } else if is_pool && want != have && (want.is_some() || is_owned) {
             // Only a write or removal is held back: the same value is
             // adopted like any other, so an opt-in later finds it ours.
-            (Action::Leave, POOL_HELD, true)
+            (
+                Action::Leave,
+                if was_pool { POOL_BEFORE } else { POOL_HELD },
+                true,
+            )
         } else {
             match (want, have) {
                 (Some(_), None) => (Action::Add, "derived, absent", false),
@@ -321,7 +352,7 @@ pub fn reconcile(
             }
             Action::Remove => out.patch.remove.push(key.to_string()),
             Action::Adopt => now_owned.push(key.to_string()),
-            Action::Leave if why == "up to date" || (why == POOL_HELD && is_owned) => {
+            Action::Leave if why == "up to date" || (drift && is_pool && is_owned) => {
                 now_owned.push(key.to_string())
             }
             Action::Leave => {}
@@ -335,18 +366,34 @@ pub fn reconcile(
             drift,
         });
     }
-    let owned_text = super::owned::encode(&now_owned);
-    if node.annotation(OWNED_ANNOTATION).unwrap_or("") != owned_text
-        && !(owned_text.is_empty() && node.annotation(OWNED_ANNOTATION).is_none())
-    {
-        out.patch
-            .annotations
-            .push((OWNED_ANNOTATION.to_string(), owned_text));
+    // The pool labels: this one, and those of before the Node still has
+    // and that were not just removed (opted in).
+    let mut now_pools: Vec<String> = pools
+        .into_iter()
+        .filter(|k| node.label(k).is_some() && !out.patch.remove.contains(k))
+        .collect();
+    now_pools.extend(policy.pool_label.clone());
+    for (name, keys) in [(OWNED_ANNOTATION, now_owned), (POOL_ANNOTATION, now_pools)] {
+        let text = super::owned::encode(&keys);
+        if node.annotation(name).unwrap_or("") != text
+            && !(text.is_empty() && node.annotation(name).is_none())
+        {
+            out.patch.annotations.push((name.to_string(), text));
+        }
     }
 
     taints(desired, node, &mut out);
     out.patch.annotations.sort();
     Ok(out)
+}
+
+/// The warning the advice to apply a `NoExecute` taint carries.
+fn evicts(t: &Taint) -> &'static str {
+    if t.effect == crate::node::kubelet::TaintEffect::NoExecute {
+        " (NoExecute: applying it evicts every pod on the node that does not tolerate it)"
+    } else {
+        ""
+    }
 }
 
 /// Taints: a derived one the Node lacks (or holds with another value), and
@@ -362,15 +409,17 @@ fn taints(desired: &Desired, node: &NodeState, out: &mut Reconciled) {
             Some(n) if n.value == t.value => {}
             Some(n) => {
                 out.taint_drift.push(format!(
-                    "taint {n} should be {t}: a node may not change its taints; run `kubectl taint nodes {} {t} --overwrite`",
-                    node.name
+                    "taint {n} should be {t}: a node may not change its taints; run `kubectl taint nodes {} {t} --overwrite`{}",
+                    node.name,
+                    evicts(t)
                 ));
                 items.extend([drift_item('-', n), drift_item('+', t)]);
             }
             None => {
                 out.taint_drift.push(format!(
-                    "taint {t} is missing: a node may not add taints; run `kubectl taint nodes {} {t}`",
-                    node.name
+                    "taint {t} is missing: a node may not add taints; run `kubectl taint nodes {} {t}`{}",
+                    node.name,
+                    evicts(t)
                 ));
                 items.push(drift_item('+', t));
             }
@@ -431,10 +480,10 @@ pub fn describe(r: &Reconciled) -> Vec<String> {
             (Some(n), Some(d), Action::Change) => format!("{n} -> {d}"),
             (_, Some(d), Action::Add | Action::Adopt) => d.clone(),
             (Some(n), Some(d), Action::Leave) if n != d => format!("{n} (derived: {d})"),
-            (None, Some(d), Action::Leave) => format!("absent (derived: {d})"),
+            (None, Some(d), Action::Leave) => format!("{ABSENT} (derived: {d})"),
             (Some(n), _, _) => n.clone(),
             (None, Some(d), _) => d.clone(),
-            (None, None, _) => "absent".into(),
+            (None, None, _) => ABSENT.into(),
         };
         out.push(format!(
             "{:<6} {}={} ({})",
@@ -677,7 +726,12 @@ mod tests {
         );
         let r = plan(&desired(&[]), &n, &pool);
         assert!(r.patch.remove.is_empty() && r.drift_remains());
-        assert!(r.patch.annotations.is_empty(), "still ours: {r:?}");
+        // Still ours; the pool label recorded (POOL_ANNOTATION).
+        assert_eq!(
+            r.patch.annotations,
+            kv(&[(POOL_ANNOTATION, "node.kubernetes.io/worker-gpu")]),
+            "{r:?}"
+        );
         // The same value is adopted, so an opt-in later finds it ours.
         let same = desired(&[("node.kubernetes.io/worker-gpu", "")]);
         let r = plan(
@@ -687,6 +741,122 @@ mod tests {
         );
         assert_eq!(action(&r, "node.kubernetes.io/worker-gpu").0, Action::Adopt);
         assert!(!r.drift_remains());
+    }
+
+    /// Issue 33 item 9: `--pool-label` changes from A to B. The env
+    /// drop-in may reach the node before the pool's new `nodeSelector`:
+    /// A, the key its pool selects it by until then, is never removed,
+    /// whatever the runs in between saw; taken off cluster-side, it is
+    /// forgotten.
+    #[test]
+    fn a_key_that_was_the_pool_label_is_held_after_a_pool_label_change() {
+        let (a, b) = (
+            "node.kubernetes.io/worker-gpu",
+            "node.kubernetes.io/gpu-pool",
+        );
+        let pool = |k: &str| Policy {
+            pool_label: Some(k.into()),
+            allow_pool_label: false,
+        };
+        // Registered with A (the pool label), then synced with A.
+        let n = node(&[(a, ""), ("example.com/x", "1")], &[]);
+        let first = plan(&desired(&[(a, ""), ("example.com/x", "1")]), &n, &pool(a));
+        let n = patched(&n, &first);
+        assert_eq!(
+            n.annotations
+                .iter()
+                .find(|(k, _)| k == POOL_ANNOTATION)
+                .map(|(_, v)| v.as_str()),
+            Some(a)
+        );
+        // The new drop-in: B is the pool label, A no longer derived.
+        let d = desired(&[(b, ""), ("example.com/x", "1")]);
+        let mut now = n.clone();
+        for run in 1..4 {
+            let r = plan(&d, &now, &pool(b));
+            assert!(!r.patch.remove.contains(&a.to_string()), "run {run}: {r:?}");
+            assert_eq!(
+                action(&r, a),
+                (Action::Leave, POOL_BEFORE, true),
+                "run {run}"
+            );
+            // B, the new pool label, is held too until the Node has it.
+            assert!(r.patch.set.is_empty(), "run {run}: {r:?}");
+            now = patched(&now, &r);
+            assert_eq!(now.label(a), Some(""), "run {run}");
+            let record = super::super::owned::decode(now.annotation(POOL_ANNOTATION).unwrap());
+            assert_eq!(record.unwrap(), vec![b.to_string(), a.to_string()]);
+        }
+        // Taken off cluster-side: no drift, forgotten by both records.
+        now.labels.retain(|(k, _)| k != a);
+        let r = plan(&d, &now, &pool(b));
+        assert!(r.keys.iter().all(|k| !k.drift || k.key == b), "{r:?}");
+        let now = patched(&now, &r);
+        assert_eq!(now.annotation(POOL_ANNOTATION), Some(b));
+        assert!(!now.annotation(OWNED_ANNOTATION).unwrap().contains(a));
+        // With --allow-pool-label an old pool label is removed as ours.
+        let r = plan(
+            &d,
+            &n,
+            &Policy {
+                allow_pool_label: true,
+                ..pool(b)
+            },
+        );
+        assert_eq!(r.patch.remove, vec![a.to_string()]);
+        assert_eq!(patched(&n, &r).annotation(POOL_ANNOTATION), Some(b));
+        // Unreadable: nothing is changed, and the message says how on.
+        let mut bad = n.clone();
+        bad.annotations
+            .push((POOL_ANNOTATION.into(), "a.{b".into()));
+        bad.annotations.sort();
+        assert!(
+            reconcile(&d, &bad, &pool(b))
+                .unwrap_err()
+                .contains("kubelet-labeler.io/pool-labels is unreadable")
+        );
+    }
+
+    /// Issue 33 item 26: one spelling of a label the Node lacks, one no
+    /// label value can be.
+    #[test]
+    fn an_absent_label_is_spelled_one_way() {
+        let r = plan(
+            &desired(&[("node-role.kubernetes.io/gpu", "")]),
+            &node(&[], &[(OWNED_ANNOTATION, "example.com/gone")]),
+            &Policy::default(),
+        );
+        let lines = describe(&r);
+        assert_eq!(
+            lines,
+            vec![
+                "leave  example.com/gone=<absent> (ours, already gone)",
+                "leave  node-role.kubernetes.io/gpu=<absent> (derived: ) (NodeRestriction forbids a node to change it (set it cluster-side))",
+            ]
+        );
+    }
+
+    /// Issue 33 item 24: the advice to apply a NoExecute taint says that
+    /// it evicts every pod that does not tolerate it (journal line and
+    /// Event message alike); NoSchedule advice does not.
+    #[test]
+    fn noexecute_advice_warns_of_evictions() {
+        let d = Desired {
+            taints: vec![
+                taint("a", "1", TaintEffect::NoExecute),
+                taint("b", "2", TaintEffect::NoExecute),
+                taint("c", "", TaintEffect::NoSchedule),
+            ],
+            ..Default::default()
+        };
+        let mut n = node(&[], &[]);
+        n.taints = vec![taint("b", "1", TaintEffect::NoExecute)];
+        let r = plan(&d, &n, &Policy::default());
+        assert_eq!(r.taint_drift.len(), 3, "{r:?}");
+        let warning = "evicts every pod on the node that does not tolerate it";
+        assert!(r.taint_drift[0].contains(warning), "{}", r.taint_drift[0]);
+        assert!(r.taint_drift[1].contains(warning), "{}", r.taint_drift[1]);
+        assert!(!r.taint_drift[2].contains(warning), "{}", r.taint_drift[2]);
     }
 
     #[test]
