@@ -203,6 +203,12 @@ pub fn node_may_modify(key: &str) -> bool {
     !is_kubernetes_label(key) || is_self_settable(key, Profile::Upstream)
 }
 
+/// May the sync own this key at all (kubelet's own keys and those a node
+/// may not change never are)?
+pub fn may_own(key: &str) -> bool {
+    !KUBELET_SETS.contains(&key) && node_may_modify(key)
+}
+
 /// Keys NFD lists as its own, in every NFD instance's annotation.
 pub fn nfd_owned(annotations: &[(String, String)]) -> Vec<String> {
     let mut out = Vec::new();
