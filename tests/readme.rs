@@ -263,6 +263,11 @@ const BLOCKS: &[(&str, &str, Plan)] = &[
         "oc apply --server-side --field-manager=kubelet-labeler-worker-gpu \\",
         NotHere("needs a cluster (oc)"),
     ),
+    (
+        "docs/upgrading.md",
+        "oc get node NODE -o jsonpath='{.metadata.annotations.kubelet-labeler\\.io/owned-labels}'",
+        NotHere("needs a cluster (oc)"),
+    ),
 ];
 
 /// A fenced shell block: the page line it starts on and its text,
