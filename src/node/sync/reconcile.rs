@@ -22,8 +22,6 @@ pub const TAINTS_ANNOTATION: &str = "kubelet-labeler.io/derived-taints";
 /// there is none: an Event is posted when the drift differs from it, so
 /// once per drift however many runs report it.
 pub const DRIFT_ANNOTATION: &str = "kubelet-labeler.io/taint-drift";
-/// NFD's list of the labels it manages (`<instance>.` before it with
-/// nfd-master's `-instance`); names without a `/` are in NFD's namespace.
 /// Every key that was the node's pool label (`--pool-label`, the env
 /// drop-in's `contract::POOL_LABEL_VAR`) while the Node has it, written as
 /// `OWNED_ANNOTATION` is. A MachineConfigPool selects by a label the node
@@ -35,6 +33,8 @@ pub const POOL_ANNOTATION: &str = "kubelet-labeler.io/pool-labels";
 /// How `sync --dry-run` and the journal line show a label the Node lacks
 /// (no label value has `<`).
 pub const ABSENT: &str = "<absent>";
+/// NFD's list of the labels it manages (`<instance>.` before it with
+/// nfd-master's `-instance`); names without a `/` are in NFD's namespace.
 pub const NFD_ANNOTATION_SUFFIX: &str = "nfd.node.kubernetes.io/feature-labels";
 const NFD_LABEL_NS: &str = "feature.node.kubernetes.io";
 
@@ -358,7 +358,10 @@ pub fn reconcile(
             }
             Action::Remove => out.patch.remove.push(key.to_string()),
             Action::Adopt => now_owned.push(key.to_string()),
-            Action::Leave if why == "up to date" || (drift && is_pool && is_owned) => {
+            Action::Leave
+                if why == "up to date"
+                    || ((why == POOL_HELD || why == POOL_BEFORE) && is_owned) =>
+            {
                 now_owned.push(key.to_string())
             }
             Action::Leave => {}
