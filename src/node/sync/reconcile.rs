@@ -49,6 +49,7 @@ const KUBELET_SETS: [&str; 5] = [
 
 const POOL_HELD: &str = "it selects the node's pool: changing it moves the node to another pool (opt in with --allow-pool-label)";
 const POOL_BEFORE: &str = "it was the node's pool label: a MachineConfigPool may still select it, so it stays until you take it off once none does";
+const POOL_UNKNOWN: &str = "the release that synced this Node before did not record pool labels and it may have been one: it stays until you take it off once no MachineConfigPool selects it";
 
 /// The Node as read: what reconcile looks at.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -294,6 +295,10 @@ pub fn reconcile(
             ));
         }
     };
+    // The first run after an upgrade from a release that kept no record:
+    // any key it owned that is no longer derived may be the pool label of
+    // before (changed in the same rollout), so it is held as one.
+    let unrecorded = node.annotation(POOL_ANNOTATION).is_none() && policy.pool_label.is_some();
     let nfd = nfd_owned(&node.annotations);
     let mut keys: Vec<&str> = derived
         .iter()
@@ -311,7 +316,9 @@ pub fn reconcile(
         let is_owned = owned.iter().any(|o| o == key);
         let current_pool = policy.pool_label.as_deref() == Some(key);
         // A pool label of before, while the Node has it.
-        let was_pool = !current_pool && have.is_some() && pools.iter().any(|p| p == key);
+        let guessed = unrecorded && is_owned && want.is_none();
+        let was_pool =
+            !current_pool && have.is_some() && (guessed || pools.iter().any(|p| p == key));
         let is_pool = (current_pool || was_pool) && !policy.allow_pool_label;
         let differs = want.is_some() && want != have;
         let (action, why, drift) = if KUBELET_SETS.contains(&key) {
@@ -333,7 +340,11 @@ pub fn reconcile(
             // adopted like any other, so an opt-in later finds it ours.
             (
                 Action::Leave,
-                if was_pool { POOL_BEFORE } else { POOL_HELD },
+                match (was_pool, guessed) {
+                    (false, _) => POOL_HELD,
+                    (true, false) => POOL_BEFORE,
+                    (true, true) => POOL_UNKNOWN,
+                },
                 true,
             )
         } else {
@@ -360,7 +371,7 @@ pub fn reconcile(
             Action::Adopt => now_owned.push(key.to_string()),
             Action::Leave
                 if why == "up to date"
-                    || ((why == POOL_HELD || why == POOL_BEFORE) && is_owned) =>
+                    || ([POOL_HELD, POOL_BEFORE, POOL_UNKNOWN].contains(&why) && is_owned) =>
             {
                 now_owned.push(key.to_string())
             }
@@ -379,6 +390,12 @@ pub fn reconcile(
     // and that were not just removed (opted in).
     let mut now_pools: Vec<String> = pools
         .into_iter()
+        .chain(
+            out.keys
+                .iter()
+                .filter(|k| k.why == POOL_UNKNOWN)
+                .map(|k| k.key.clone()),
+        )
         .filter(|k| node.label(k).is_some() && !out.patch.remove.contains(k))
         .collect();
     now_pools.extend(policy.pool_label.clone());
@@ -824,6 +841,43 @@ mod tests {
                 .unwrap_err()
                 .contains("kubelet-labeler.io/pool-labels is unreadable")
         );
+    }
+
+    /// Issue 33 item 9, the upgrade: the Node was synced by a release
+    /// that kept no record of pool labels, and the pool label changes in
+    /// the same rollout. A key it owned that is no longer derived may be
+    /// the old pool label: held (and recorded), never removed.
+    #[test]
+    fn after_an_upgrade_an_unrecorded_old_pool_label_is_held() {
+        let (a, b) = ("node.kubernetes.io/pool-a", "node.kubernetes.io/pool-b");
+        let pool = Policy {
+            pool_label: Some(b.into()),
+            allow_pool_label: false,
+        };
+        let n = node(
+            &[(a, ""), (b, ""), ("example.com/x", "1")],
+            &[(OWNED_ANNOTATION, "example.com/x,node.kubernetes.io/pool-a")],
+        );
+        let d = desired(&[(b, ""), ("example.com/x", "1")]);
+        let r = plan(&d, &n, &pool);
+        assert!(r.patch.remove.is_empty(), "{r:?}");
+        assert_eq!(action(&r, a), (Action::Leave, POOL_UNKNOWN, true));
+        let n = patched(&n, &r);
+        assert_eq!(
+            n.annotation(POOL_ANNOTATION),
+            Some("node.kubernetes.io/{pool-a,pool-b}")
+        );
+        // Recorded: held as a pool label of before from then on.
+        let r = plan(&d, &n, &pool);
+        assert_eq!(action(&r, a), (Action::Leave, POOL_BEFORE, true));
+        assert!(r.patch.is_empty(), "{r:?}");
+        // Without a pool label (no MachineConfigPool), nothing is guessed.
+        let n = node(
+            &[(a, ""), ("example.com/x", "1")],
+            &[(OWNED_ANNOTATION, "example.com/x,node.kubernetes.io/pool-a")],
+        );
+        let r = plan(&desired(&[("example.com/x", "1")]), &n, &Policy::default());
+        assert_eq!(r.patch.remove, vec![a.to_string()]);
     }
 
     /// Issue 33 item 26: one spelling of a label the Node lacks, one no
