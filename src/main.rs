@@ -471,6 +471,9 @@ fn cmd_remove_dropins(c: &RenderDropinsConfig) -> Result<ExitCode> {
             c.unit
         );
     }
+    for l in &done.cleanup {
+        say!("{l}");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

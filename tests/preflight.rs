@@ -468,6 +468,22 @@ fn render_dropins_remove_takes_out_exactly_what_render_wrote() {
         "{}",
         stderr(&out)
     );
+    // Issue 33 item 25: the Node keeps the sync's labels and annotations;
+    // the exact commands that take them off (the labels the tree derived,
+    // read before its files went; kubelet's certificate names the Node).
+    for want in [
+        "kubectl label node NODE node.kubernetes.io/gpu-\n",
+        "kubectl annotate node NODE kubelet-labeler.io/owned-labels- \
+         kubelet-labeler.io/pool-labels- kubelet-labeler.io/derived-taints- \
+         kubelet-labeler.io/taint-drift-\n",
+        "(NODE: the node's name",
+    ] {
+        assert!(
+            stderr(&out).contains(want),
+            "{want:?} not in {}",
+            stderr(&out)
+        );
+    }
     assert_eq!(files_under(root), before);
     let after = explain();
     for key in [

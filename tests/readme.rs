@@ -272,6 +272,11 @@ const BLOCKS: &[(&str, &str, Plan)] = &[
              with a rendered config",
         ),
     ),
+    (
+        "docs/upgrading.md",
+        "oc get node NODE -o jsonpath='{.metadata.annotations.kubelet-labeler\\.io/owned-labels}'",
+        NotHere("needs a cluster (oc)"),
+    ),
 ];
 
 /// A fenced shell block: the page line it starts on and its text,

@@ -15,7 +15,7 @@ use std::process::{Command, Output};
 
 use realcluster::{Cluster, labels_and_taints};
 
-pub const NODES: [&str; 4] = ["rs-sync", "rs-down", "rs-drift", "rs-size"];
+pub const NODES: [&str; 5] = ["rs-sync", "rs-down", "rs-drift", "rs-size", "rs-pool"];
 
 fn cluster() -> Option<&'static Cluster> {
     if realcluster::unavailable().is_some() {
@@ -209,7 +209,7 @@ fn labels_follow_the_tree_and_nothing_else_is_touched() {
         "add    example.com/new=1 (derived, absent)",
         "leave  example.com/foreign=theirs (derived: mine) (another owner's value)",
         "leave  feature.node.kubernetes.io/nfd-key=1 (derived: 2) (NFD owns it",
-        "leave  node-role.kubernetes.io/worker=absent (derived: ) (NodeRestriction forbids",
+        "leave  node-role.kubernetes.io/worker=<absent> (derived: ) (NodeRestriction forbids",
         "leave  node.kubernetes.io/pool= (derived: other) (it selects the node's pool",
         "drift  taint example.com/t=1:NoSchedule should be example.com/t=2:NoSchedule",
     ] {
@@ -415,6 +415,93 @@ fn api_server_down_bad_inputs_and_other_identities() {
     let out = sync(&root, &rotated, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(stored(cluster, node).0["example.com/a"], "3");
+}
+
+/// The env drop-in with the pool label as `render machineconfig` names it
+/// (`contract::POOL_LABEL_VAR`): what the sync holds.
+fn pool_env(dir: &Path, labels: &str, pool: &str) {
+    write(
+        &dir.join("etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf"),
+        &format!(
+            "[Service]\nEnvironment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS={labels}\"\n\
+             Environment=\"{}={pool}\"\n",
+            kubelet_labeler::node::contract::POOL_LABEL_VAR
+        ),
+    );
+}
+
+/// The sync as the node runs it: the pool label from the env drop-in.
+fn sync_as_node(tree: &Path, kubeconfig: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+        .args(["sync", "--profile", "openshift", "--root"])
+        .arg(tree)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .output()
+        .unwrap()
+}
+
+/// Issue 33 item 9: `--pool-label` changes from pool-a to pool-b and the
+/// new env drop-in reaches the node before the pools' new `nodeSelector`s.
+/// The real API server's Node keeps pool-a at every run (its pool still
+/// selects the node by it) until it is taken off cluster-side; then the
+/// sync forgets it, and follows pool-b once the Node has it.
+#[test]
+fn a_pool_label_change_never_takes_the_node_out_of_its_pool() {
+    let Some(cluster) = cluster() else { return };
+    let node = "rs-pool";
+    let dir = scratch_dir();
+    let root = dir.path().join("root");
+    let kubeconfig = cluster.dir.join(format!("node-{node}.kubeconfig"));
+    let (a, b) = ("node.kubernetes.io/pool-a", "node.kubernetes.io/pool-b");
+    tree(&root, "", "");
+    pool_env(&root, &format!("example.com/x=1,{a}="), a);
+    register(cluster, node, &root);
+    let out = sync_as_node(&root, &kubeconfig);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let (_, _, ann, _) = stored(cluster, node);
+    assert_eq!(ann["kubelet-labeler.io/pool-labels"], a, "{ann}");
+
+    pool_env(&root, &format!("example.com/x=1,{b}="), b);
+    let mut rv = String::new();
+    for run in 1..=3 {
+        let out = sync_as_node(&root, &kubeconfig);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "run {run}: {err}");
+        assert!(
+            err.contains(&format!("(left {a}=: it was the node's pool label")),
+            "run {run}: {err}"
+        );
+        let (labels, _, ann, now) = stored(cluster, node);
+        assert_eq!(labels.get(a).map(String::as_str), Some(""), "run {run}");
+        assert!(!labels.contains_key(b), "run {run}: pool-b is held too");
+        assert_eq!(
+            ann["kubelet-labeler.io/pool-labels"],
+            format!("node.kubernetes.io/{{pool-a,pool-b}}"),
+            "run {run}"
+        );
+        if run > 1 {
+            assert_eq!(now, rv, "run {run} wrote");
+        }
+        rv = now;
+    }
+    // The pools moved: the admin labels the node for pool-b and takes
+    // pool-a off. The sync adopts pool-b and forgets pool-a.
+    admin_patch(
+        cluster,
+        node,
+        &format!(r#"{{"metadata":{{"labels":{{"{a}":null,"{b}":""}}}}}}"#),
+    );
+    let out = sync_as_node(&root, &kubeconfig);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let (labels, _, ann, _) = stored(cluster, node);
+    assert_eq!(labels.get(b).map(String::as_str), Some(""));
+    assert_eq!(ann["kubelet-labeler.io/pool-labels"], b, "{ann}");
+    assert_eq!(
+        ann["kubelet-labeler.io/owned-labels"],
+        format!("example.com/x,{b}"),
+        "{ann}"
+    );
 }
 
 /// The TaintDrift Events posted about `node`.

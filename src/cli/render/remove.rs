@@ -20,7 +20,100 @@ pub struct Removed {
     /// Our paths holding something render never writes (a symlink, a
     /// directory): left, each with why.
     pub left: Vec<String>,
+    /// What the Node keeps and how to take it off (`cleanup`), when
+    /// something was removed.
+    pub cleanup: Vec<String>,
 }
+
+/// The Node keeps the labels the sync wrote and our annotations: the
+/// `kubectl` commands that take them off, for the labels this tree derives
+/// now (read before its files go), the pool label left out (taking it
+/// off moves the node out of its pool). Without a derivation, how to list
+/// what the Node's annotation says the sync owns.
+pub fn cleanup(root: &Path, unit: &str) -> Vec<String> {
+    use crate::node::sync::reconcile::{self, OWNED_ANNOTATION, POOL_ANNOTATION};
+    let opts = crate::node::sync::run::SyncOptions {
+        root: root.to_path_buf(),
+        unit: unit.to_string(),
+        ..Default::default()
+    };
+    let derived = crate::node::sync::run::derive(&opts).ok();
+    let node = derived
+        .as_ref()
+        .and_then(|d| d.node_name.clone())
+        .or_else(|| {
+            // kubelet's rotated client certificate names the Node.
+            let pem = in_root(root, Path::new(KUBELET_CLIENT_CERT)).ok()?;
+            let text = super::input::read_file(&pem, super::input::RULES).ok()?;
+            let der = crate::node::sync::cert::pem_block(&text, "CERTIFICATE")?;
+            crate::node::sync::cert::node_name(&crate::node::sync::cert::parse_der(&der)?).ok()
+        })
+        .filter(|n| {
+            !n.is_empty()
+                && n.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-')
+        })
+        .unwrap_or_else(|| "NODE".into());
+    let annotations = [
+        OWNED_ANNOTATION,
+        POOL_ANNOTATION,
+        reconcile::TAINTS_ANNOTATION,
+        reconcile::DRIFT_ANNOTATION,
+    ]
+    .map(|a| format!(" {a}-"))
+    .concat();
+    let mut out = vec![format!(
+        "the Node keeps the labels the sync set and its annotations; to take them off, with \
+         cluster access (check first that no workload or pool selects a label):"
+    )];
+    match derived {
+        Some(d) => {
+            let pool = d.pool_label.as_deref();
+            let mut keys: Vec<&str> = d
+                .desired
+                .labels
+                .iter()
+                .map(|(k, _)| k.as_str())
+                .filter(|k| reconcile::may_own(k) && Some(*k) != pool)
+                .collect();
+            keys.sort();
+            keys.dedup();
+            if !keys.is_empty() {
+                out.push(format!(
+                    "  kubectl label node {node}{}",
+                    keys.iter().map(|k| format!(" {k}-")).collect::<String>()
+                ));
+            }
+            out.push(format!("  kubectl annotate node {node}{annotations}"));
+            out.push(format!(
+                "(the labels this tree derived; the Node's {OWNED_ANNOTATION} lists the ones the \
+                 sync owns{})",
+                match pool {
+                    Some(p) => format!(
+                        "; the pool label {p} is left: taking it off moves the node out of its pool"
+                    ),
+                    None => String::new(),
+                }
+            ));
+        }
+        None => {
+            out.push(format!(
+                "  kubectl get node {node} -o jsonpath='{{.metadata.annotations.kubelet-labeler\\.io/owned-labels}}'"
+            ));
+            out.push(format!(
+                "  kubectl label node {node} KEY- ...   (each key it lists; `a.{{b,c}}` is a.b and a.c)"
+            ));
+            out.push(format!("  kubectl annotate node {node}{annotations}"));
+        }
+    }
+    if node == "NODE" {
+        out.push("(NODE: the node's name, `kubectl get nodes`)".into());
+    }
+    out
+}
+
+/// Where kubelet keeps its rotated client certificate (both profiles).
+const KUBELET_CLIENT_CERT: &str = "/var/lib/kubelet/pki/kubelet-client-current.pem";
 
 /// The node paths of ours for `unit`: the wrappers, the generator, the env
 /// drop-in, the sync's units; the static drop-in of an earlier version; the drop-in our
@@ -121,6 +214,9 @@ pub fn remove_tree(root: &Path, unit: &str, force: bool) -> Result<Removed> {
             anyhow::anyhow!("{e:#}; nothing was removed (run as root, or on the node)")
         })?;
     }
+    if !found.is_empty() {
+        out.cleanup = cleanup(root, unit);
+    }
     for path in found {
         fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
         out.removed.push(path);
@@ -131,6 +227,43 @@ pub fn remove_tree(root: &Path, unit: &str, force: bool) -> Result<Removed> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 33 item 25: the commands name the Node and the labels the
+    /// tree derives, never the pool label or a key the sync cannot own.
+    #[test]
+    fn cleanup_names_the_node_and_its_labels_but_not_the_pool_label() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let sys = root.join("etc/systemd/system");
+        fs::create_dir_all(sys.join("kubelet.service.d")).unwrap();
+        fs::write(
+            sys.join("kubelet.service"),
+            "[Service]\nExecStart=/usr/bin/kubelet --hostname-override=RK-1\n",
+        )
+        .unwrap();
+        fs::write(
+            sys.join("kubelet.service.d").join(ENV_DROPIN_NAME),
+            format!(
+                "[Service]\nEnvironment=\"{LABELS_VAR}=example.com/a=1,node.kubernetes.io/pool=,\
+                 kubernetes.io/hostname=x\"\nEnvironment=\"{POOL_LABEL_VAR}=node.kubernetes.io/pool\"\n"
+            ),
+        )
+        .unwrap();
+        let lines = cleanup(root, "kubelet.service").join("\n");
+        assert!(
+            lines.contains("\n  kubectl label node rk-1 example.com/a-\n"),
+            "{lines}"
+        );
+        assert!(
+            lines.contains("  kubectl annotate node rk-1 kubelet-labeler.io/owned-labels-"),
+            "{lines}"
+        );
+        assert!(
+            lines.contains("the pool label node.kubernetes.io/pool is left"),
+            "{lines}"
+        );
+        assert!(!lines.contains("NODE"), "{lines}");
+    }
 
     #[test]
     fn a_users_lines_are_foreign() {

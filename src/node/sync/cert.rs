@@ -169,6 +169,37 @@ pub fn node_name(cert: &ClientCert) -> Result<String, String> {
     }
 }
 
+/// A span of seconds in the largest whole unit: "3 days", "1 hour".
+pub fn age(secs: i64) -> String {
+    let s = secs.max(0);
+    let (n, unit) = match s {
+        0..=119 => (s, "second"),
+        120..=7_199 => (s / 60, "minute"),
+        7_200..=172_799 => (s / 3600, "hour"),
+        _ => (s / 86_400, "day"),
+    };
+    format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
+}
+
+/// Is `cert` valid at `now`? Err: why not, and what renews it.
+pub fn check_validity(cert: &ClientCert, now: i64) -> Result<(), String> {
+    if now >= cert.not_after {
+        return Err(format!(
+            "expired {} ago; kubelet's rotation renews a certificate only before it expires: \
+             restart kubelet so it asks for a new one with its bootstrap kubeconfig, then approve \
+             the node's CSR (`kubectl get csr`, `kubectl certificate approve NAME`)",
+            age(now - cert.not_after)
+        ));
+    }
+    if now < cert.not_before {
+        return Err(format!(
+            "not valid for another {} (the clock or the certificate is wrong)",
+            age(cert.not_before - now)
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,6 +211,39 @@ mod tests {
         assert_eq!(time(0x17, b"260101000000Z"), Some(1_767_225_600));
         assert_eq!(time(0x18, b"20260101000000Z"), Some(1_767_225_600));
         assert_eq!(time(0x17, b"2601010000Z"), None);
+    }
+
+    /// Issue 33 item 20: ages in human units; an expired certificate is
+    /// not said to be renewed by kubelet's rotation.
+    #[test]
+    fn validity_in_human_units() {
+        let c = ClientCert {
+            common_name: String::new(),
+            not_before: 1_000_000,
+            not_after: 2_000_000,
+        };
+        let e = check_validity(&c, 2_000_000 + 3 * 86_400 + 5).unwrap_err();
+        assert!(e.starts_with("expired 3 days ago;"), "{e}");
+        assert!(
+            e.contains("only before it expires") && e.contains("kubectl certificate approve"),
+            "{e}"
+        );
+        let e = check_validity(&c, 1_000_000 - 7_300).unwrap_err();
+        assert!(e.starts_with("not valid for another 2 hours"), "{e}");
+        assert!(check_validity(&c, 1_500_000).is_ok());
+        for (s, want) in [
+            (0, "0 seconds"),
+            (1, "1 second"),
+            (119, "119 seconds"),
+            (120, "2 minutes"),
+            (3_600, "60 minutes"),
+            (7_200, "2 hours"),
+            (86_400, "24 hours"),
+            (172_800, "2 days"),
+            (-5, "0 seconds"),
+        ] {
+            assert_eq!(age(s), want, "{s}");
+        }
     }
 
     #[test]

@@ -44,7 +44,7 @@ pub enum Files<'a> {
 }
 
 impl Files<'_> {
-    fn locate(self, p: &Path) -> std::io::Result<PathBuf> {
+    pub(super) fn locate(self, p: &Path) -> std::io::Result<PathBuf> {
         match self {
             Files::Host => Ok(p.to_path_buf()),
             Files::Tree(root) => crate::node::unit::search::contained_in_any_build(root, p),
@@ -124,18 +124,8 @@ pub fn identity(path: &Path, files: Files) -> Result<Identity, String> {
         .ok_or_else(|| format!("client certificate {cert_shown}: no X.509 certificate in PEM"))?;
     let node = super::cert::node_name(&cert)
         .map_err(|e| format!("client certificate {cert_shown}: {e}"))?;
-    let now = now_unix();
-    if now >= cert.not_after {
-        return Err(format!(
-            "client certificate {cert_shown}: expired ({} s ago); kubelet renews it while it runs, or approve its CSR",
-            now - cert.not_after
-        ));
-    }
-    if now < cert.not_before {
-        return Err(format!(
-            "client certificate {cert_shown}: not valid yet (the clock or the certificate is wrong)"
-        ));
-    }
+    super::cert::check_validity(&cert, now_unix())
+        .map_err(|e| format!("client certificate {cert_shown}: {e}"))?;
     Ok(Identity {
         creds: Credentials {
             server: k.server,

@@ -4,7 +4,7 @@
 //! client certificate). std only: it ships in the wrapper binary as its
 //! `sync` mode and reaches the API server through the host's curl.
 //!
-//! `reconcile` decides (pure), `owned` writes and reads the list of keys it
+//! `reconcile` decides (pure; `taints` the taint drift), `owned` writes and reads the list of keys it
 //! owns; `run` reads, writes and retries;
 //! `identity` loads kubelet's kubeconfig and certificate (`kubeconfig`,
 //! `cert`); `json` reads the API server's answers; `transport` drives curl.
@@ -16,4 +16,5 @@ pub mod kubeconfig;
 pub mod owned;
 pub mod reconcile;
 pub mod run;
+mod taints;
 pub mod transport;

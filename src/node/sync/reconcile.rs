@@ -22,6 +22,17 @@ pub const TAINTS_ANNOTATION: &str = "kubelet-labeler.io/derived-taints";
 /// there is none: an Event is posted when the drift differs from it, so
 /// once per drift however many runs report it.
 pub const DRIFT_ANNOTATION: &str = "kubelet-labeler.io/taint-drift";
+/// Every key that was the node's pool label (`--pool-label`, the env
+/// drop-in's `contract::POOL_LABEL_VAR`) while the Node has it, written as
+/// `OWNED_ANNOTATION` is. A MachineConfigPool selects by a label the node
+/// cannot see, so a key that selected its pool once is held as the pool
+/// label is: after a `--pool-label` change the old key stays until it is
+/// taken off cluster-side, whichever of the drop-in and the pool's new
+/// `nodeSelector` reaches the node first.
+pub const POOL_ANNOTATION: &str = "kubelet-labeler.io/pool-labels";
+/// How `sync --dry-run` and the journal line show a label the Node lacks
+/// (no label value has `<`).
+pub const ABSENT: &str = "<absent>";
 /// NFD's list of the labels it manages (`<instance>.` before it with
 /// nfd-master's `-instance`); names without a `/` are in NFD's namespace.
 pub const NFD_ANNOTATION_SUFFIX: &str = "nfd.node.kubernetes.io/feature-labels";
@@ -37,6 +48,8 @@ const KUBELET_SETS: [&str; 5] = [
 ];
 
 const POOL_HELD: &str = "it selects the node's pool: changing it moves the node to another pool (opt in with --allow-pool-label)";
+const POOL_BEFORE: &str = "it was the node's pool label: a MachineConfigPool may still select it, so it stays until you take it off once none does";
+const POOL_UNKNOWN: &str = "the release that synced this Node before did not record pool labels and it may have been one: it stays until you take it off once no MachineConfigPool selects it";
 
 /// The Node as read: what reconcile looks at.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -53,7 +66,7 @@ impl NodeState {
     fn label(&self, key: &str) -> Option<&str> {
         lookup(&self.labels, key)
     }
-    fn annotation(&self, key: &str) -> Option<&str> {
+    pub(super) fn annotation(&self, key: &str) -> Option<&str> {
         lookup(&self.annotations, key)
     }
 }
@@ -191,6 +204,12 @@ pub fn node_may_modify(key: &str) -> bool {
     !is_kubernetes_label(key) || is_self_settable(key, Profile::Upstream)
 }
 
+/// May the sync own this key at all (kubelet's own keys and those a node
+/// may not change never are)?
+pub fn may_own(key: &str) -> bool {
+    !KUBELET_SETS.contains(&key) && node_may_modify(key)
+}
+
 /// Keys NFD lists as its own, in every NFD instance's annotation.
 pub fn nfd_owned(annotations: &[(String, String)]) -> Vec<String> {
     let mut out = Vec::new();
@@ -212,30 +231,6 @@ pub fn nfd_owned(annotations: &[(String, String)]) -> Vec<String> {
     out.sort();
     out.dedup();
     out
-}
-
-/// The taint drift as `DRIFT_ANNOTATION` records it.
-fn drift_item(sign: char, t: &Taint) -> String {
-    format!("{sign}{t}")
-}
-
-fn split_list(v: &str) -> Vec<String> {
-    let mut out: Vec<String> = v
-        .split(',')
-        .map(str::trim)
-        .filter(|n| !n.is_empty())
-        .map(String::from)
-        .collect();
-    out.sort();
-    out.dedup();
-    out
-}
-
-fn taint_text<'a>(taints: impl IntoIterator<Item = &'a Taint>) -> String {
-    let mut t: Vec<String> = taints.into_iter().map(|t| t.to_string()).collect();
-    t.sort();
-    t.dedup();
-    t.join(",")
 }
 
 /// The plan for one Node. Err: our own annotation is unreadable (nothing
@@ -264,6 +259,22 @@ pub fn reconcile(
             ));
         }
     };
+    let pools = match node.annotation(POOL_ANNOTATION).map(super::owned::decode) {
+        None => Vec::new(),
+        Some(Ok(keys)) => keys,
+        Some(Err(why)) => {
+            return Err(format!(
+                "the Node's annotation {POOL_ANNOTATION} is unreadable ({why}); put back the \
+                 pool labels it listed (`kubectl annotate node {} --overwrite \
+                 {POOL_ANNOTATION}=KEY,...`) or remove it",
+                node.name
+            ));
+        }
+    };
+    // The first run after an upgrade from a release that kept no record:
+    // any key it owned that is no longer derived may be the pool label of
+    // before (changed in the same rollout), so it is held as one.
+    let unrecorded = node.annotation(POOL_ANNOTATION).is_none() && policy.pool_label.is_some();
     let nfd = nfd_owned(&node.annotations);
     let mut keys: Vec<&str> = derived
         .iter()
@@ -279,7 +290,12 @@ pub fn reconcile(
         let want = lookup(&derived, key);
         let have = node.label(key);
         let is_owned = owned.iter().any(|o| o == key);
-        let is_pool = policy.pool_label.as_deref() == Some(key) && !policy.allow_pool_label;
+        let current_pool = policy.pool_label.as_deref() == Some(key);
+        // A pool label of before, while the Node has it.
+        let guessed = unrecorded && is_owned && want.is_none();
+        let was_pool =
+            !current_pool && have.is_some() && (guessed || pools.iter().any(|p| p == key));
+        let is_pool = (current_pool || was_pool) && !policy.allow_pool_label;
         let differs = want.is_some() && want != have;
         let (action, why, drift) = if KUBELET_SETS.contains(&key) {
             (Action::Leave, "kubelet sets it at every start", false)
@@ -298,7 +314,15 @@ pub fn reconcile(
         } else if is_pool && want != have && (want.is_some() || is_owned) {
             // Only a write or removal is held back: the same value is
             // adopted like any other, so an opt-in later finds it ours.
-            (Action::Leave, POOL_HELD, true)
+            (
+                Action::Leave,
+                match (was_pool, guessed) {
+                    (false, _) => POOL_HELD,
+                    (true, false) => POOL_BEFORE,
+                    (true, true) => POOL_UNKNOWN,
+                },
+                true,
+            )
         } else {
             match (want, have) {
                 (Some(_), None) => (Action::Add, "derived, absent", false),
@@ -321,7 +345,10 @@ pub fn reconcile(
             }
             Action::Remove => out.patch.remove.push(key.to_string()),
             Action::Adopt => now_owned.push(key.to_string()),
-            Action::Leave if why == "up to date" || (why == POOL_HELD && is_owned) => {
+            Action::Leave
+                if why == "up to date"
+                    || ([POOL_HELD, POOL_BEFORE, POOL_UNKNOWN].contains(&why) && is_owned) =>
+            {
                 now_owned.push(key.to_string())
             }
             Action::Leave => {}
@@ -335,92 +362,31 @@ pub fn reconcile(
             drift,
         });
     }
-    let owned_text = super::owned::encode(&now_owned);
-    if node.annotation(OWNED_ANNOTATION).unwrap_or("") != owned_text
-        && !(owned_text.is_empty() && node.annotation(OWNED_ANNOTATION).is_none())
-    {
-        out.patch
-            .annotations
-            .push((OWNED_ANNOTATION.to_string(), owned_text));
+    // The pool labels: this one, and those of before the Node still has
+    // and that were not just removed (opted in).
+    let mut now_pools: Vec<String> = pools
+        .into_iter()
+        .chain(
+            out.keys
+                .iter()
+                .filter(|k| k.why == POOL_UNKNOWN)
+                .map(|k| k.key.clone()),
+        )
+        .filter(|k| node.label(k).is_some() && !out.patch.remove.contains(k))
+        .collect();
+    now_pools.extend(policy.pool_label.clone());
+    for (name, keys) in [(OWNED_ANNOTATION, now_owned), (POOL_ANNOTATION, now_pools)] {
+        let text = super::owned::encode(&keys);
+        if node.annotation(name).unwrap_or("") != text
+            && !(text.is_empty() && node.annotation(name).is_none())
+        {
+            out.patch.annotations.push((name.to_string(), text));
+        }
     }
 
-    taints(desired, node, &mut out);
+    super::taints::taints(desired, node, &mut out);
     out.patch.annotations.sort();
     Ok(out)
-}
-
-/// Taints: a derived one the Node lacks (or holds with another value), and
-/// one of ours the Node still has though it is no longer derived: a rule's
-/// (`Desired::rule_taints`) or one we derived before (our annotation keeps
-/// it until the Node no longer has it), so every run reports it until it is
-/// gone. Reported, never sent; an Event when the drift is new.
-fn taints(desired: &Desired, node: &NodeState, out: &mut Reconciled) {
-    let same = |a: &Taint, b: &Taint| a.key == b.key && a.effect == b.effect;
-    let mut items = Vec::new();
-    for t in &desired.taints {
-        match node.taints.iter().find(|n| same(n, t)) {
-            Some(n) if n.value == t.value => {}
-            Some(n) => {
-                out.taint_drift.push(format!(
-                    "taint {n} should be {t}: a node may not change its taints; run `kubectl taint nodes {} {t} --overwrite`",
-                    node.name
-                ));
-                items.extend([drift_item('-', n), drift_item('+', t)]);
-            }
-            None => {
-                out.taint_drift.push(format!(
-                    "taint {t} is missing: a node may not add taints; run `kubectl taint nodes {} {t}`",
-                    node.name
-                ));
-                items.push(drift_item('+', t));
-            }
-        }
-    }
-    let before = node
-        .annotation(TAINTS_ANNOTATION)
-        .map(split_list)
-        .unwrap_or_default();
-    let mut ours: Vec<&Taint> = desired.taints.iter().collect();
-    for n in &node.taints {
-        let text = n.to_string();
-        let stale = !desired.taints.iter().any(|t| same(t, n))
-            && (before.contains(&text) || desired.rule_taints.contains(n));
-        if stale {
-            out.taint_drift.push(format!(
-                "taint {text} is no longer derived: a node may not remove taints; run `kubectl taint nodes {} {}:{}-`",
-                node.name,
-                n.key,
-                n.effect.as_str()
-            ));
-            items.push(drift_item('-', n));
-            ours.push(n);
-        }
-    }
-    let taints_text = taint_text(ours);
-    if node.annotation(TAINTS_ANNOTATION).unwrap_or("") != taints_text
-        && !(taints_text.is_empty() && node.annotation(TAINTS_ANNOTATION).is_none())
-    {
-        out.patch
-            .annotations
-            .push((TAINTS_ANNOTATION.to_string(), taints_text));
-    }
-    items.sort();
-    items.dedup();
-    let drift = items.join(",");
-    match node.annotation(DRIFT_ANNOTATION) {
-        Some(told) if told == drift => {}
-        Some(_) if drift.is_empty() => out
-            .patch
-            .remove_annotations
-            .push(DRIFT_ANNOTATION.to_string()),
-        None if drift.is_empty() => {}
-        _ => {
-            out.patch
-                .annotations
-                .push((DRIFT_ANNOTATION.to_string(), drift));
-            out.post_event = true;
-        }
-    }
 }
 
 /// One line per key, as `sync --dry-run` prints them.
@@ -431,10 +397,10 @@ pub fn describe(r: &Reconciled) -> Vec<String> {
             (Some(n), Some(d), Action::Change) => format!("{n} -> {d}"),
             (_, Some(d), Action::Add | Action::Adopt) => d.clone(),
             (Some(n), Some(d), Action::Leave) if n != d => format!("{n} (derived: {d})"),
-            (None, Some(d), Action::Leave) => format!("absent (derived: {d})"),
+            (None, Some(d), Action::Leave) => format!("{ABSENT} (derived: {d})"),
             (Some(n), _, _) => n.clone(),
             (None, Some(d), _) => d.clone(),
-            (None, None, _) => "absent".into(),
+            (None, None, _) => ABSENT.into(),
         };
         out.push(format!(
             "{:<6} {}={} ({})",
@@ -449,11 +415,11 @@ pub fn describe(r: &Reconciled) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::node::kubelet::TaintEffect;
 
-    fn kv(v: &[(&str, &str)]) -> Vec<(String, String)> {
+    pub(crate) fn kv(v: &[(&str, &str)]) -> Vec<(String, String)> {
         let mut out: Vec<(String, String)> = v
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -462,7 +428,7 @@ mod tests {
         out
     }
 
-    fn node(labels: &[(&str, &str)], annotations: &[(&str, &str)]) -> NodeState {
+    pub(crate) fn node(labels: &[(&str, &str)], annotations: &[(&str, &str)]) -> NodeState {
         NodeState {
             name: "n1".into(),
             resource_version: "7".into(),
@@ -472,14 +438,14 @@ mod tests {
         }
     }
 
-    fn desired(labels: &[(&str, &str)]) -> Desired {
+    pub(crate) fn desired(labels: &[(&str, &str)]) -> Desired {
         Desired {
             labels: kv(labels),
             ..Default::default()
         }
     }
 
-    fn taint(k: &str, v: &str, effect: TaintEffect) -> Taint {
+    pub(crate) fn taint(k: &str, v: &str, effect: TaintEffect) -> Taint {
         Taint {
             key: k.into(),
             value: v.into(),
@@ -488,7 +454,7 @@ mod tests {
     }
 
     /// The Node after `r`'s patch (what the API server stores).
-    fn patched(n: &NodeState, r: &Reconciled) -> NodeState {
+    pub(crate) fn patched(n: &NodeState, r: &Reconciled) -> NodeState {
         let mut n = n.clone();
         n.labels.retain(|(k, _)| !r.patch.remove.contains(k));
         for (k, v) in &r.patch.set {
@@ -506,7 +472,7 @@ mod tests {
         n
     }
 
-    fn plan(d: &Desired, n: &NodeState, p: &Policy) -> Reconciled {
+    pub(crate) fn plan(d: &Desired, n: &NodeState, p: &Policy) -> Reconciled {
         reconcile(d, n, p).unwrap()
     }
 
@@ -677,7 +643,12 @@ mod tests {
         );
         let r = plan(&desired(&[]), &n, &pool);
         assert!(r.patch.remove.is_empty() && r.drift_remains());
-        assert!(r.patch.annotations.is_empty(), "still ours: {r:?}");
+        // Still ours; the pool label recorded (POOL_ANNOTATION).
+        assert_eq!(
+            r.patch.annotations,
+            kv(&[(POOL_ANNOTATION, "node.kubernetes.io/worker-gpu")]),
+            "{r:?}"
+        );
         // The same value is adopted, so an opt-in later finds it ours.
         let same = desired(&[("node.kubernetes.io/worker-gpu", "")]);
         let r = plan(
@@ -689,6 +660,136 @@ mod tests {
         assert!(!r.drift_remains());
     }
 
+    /// Issue 33 item 9: `--pool-label` changes from A to B. The env
+    /// drop-in may reach the node before the pool's new `nodeSelector`:
+    /// A, the key its pool selects it by until then, is never removed,
+    /// whatever the runs in between saw; taken off cluster-side, it is
+    /// forgotten.
+    #[test]
+    fn a_key_that_was_the_pool_label_is_held_after_a_pool_label_change() {
+        let (a, b) = (
+            "node.kubernetes.io/worker-gpu",
+            "node.kubernetes.io/gpu-pool",
+        );
+        let pool = |k: &str| Policy {
+            pool_label: Some(k.into()),
+            allow_pool_label: false,
+        };
+        // Registered with A (the pool label), then synced with A.
+        let n = node(&[(a, ""), ("example.com/x", "1")], &[]);
+        let first = plan(&desired(&[(a, ""), ("example.com/x", "1")]), &n, &pool(a));
+        let n = patched(&n, &first);
+        assert_eq!(
+            n.annotations
+                .iter()
+                .find(|(k, _)| k == POOL_ANNOTATION)
+                .map(|(_, v)| v.as_str()),
+            Some(a)
+        );
+        // The new drop-in: B is the pool label, A no longer derived.
+        let d = desired(&[(b, ""), ("example.com/x", "1")]);
+        let mut now = n.clone();
+        for run in 1..4 {
+            let r = plan(&d, &now, &pool(b));
+            assert!(!r.patch.remove.contains(&a.to_string()), "run {run}: {r:?}");
+            assert_eq!(
+                action(&r, a),
+                (Action::Leave, POOL_BEFORE, true),
+                "run {run}"
+            );
+            // B, the new pool label, is held too until the Node has it.
+            assert!(r.patch.set.is_empty(), "run {run}: {r:?}");
+            now = patched(&now, &r);
+            assert_eq!(now.label(a), Some(""), "run {run}");
+            let record = super::super::owned::decode(now.annotation(POOL_ANNOTATION).unwrap());
+            assert_eq!(record.unwrap(), vec![b.to_string(), a.to_string()]);
+        }
+        // Taken off cluster-side: no drift, forgotten by both records.
+        now.labels.retain(|(k, _)| k != a);
+        let r = plan(&d, &now, &pool(b));
+        assert!(r.keys.iter().all(|k| !k.drift || k.key == b), "{r:?}");
+        let now = patched(&now, &r);
+        assert_eq!(now.annotation(POOL_ANNOTATION), Some(b));
+        assert!(!now.annotation(OWNED_ANNOTATION).unwrap().contains(a));
+        // With --allow-pool-label an old pool label is removed as ours.
+        let r = plan(
+            &d,
+            &n,
+            &Policy {
+                allow_pool_label: true,
+                ..pool(b)
+            },
+        );
+        assert_eq!(r.patch.remove, vec![a.to_string()]);
+        assert_eq!(patched(&n, &r).annotation(POOL_ANNOTATION), Some(b));
+        // Unreadable: nothing is changed, and the message says how on.
+        let mut bad = n.clone();
+        bad.annotations
+            .push((POOL_ANNOTATION.into(), "a.{b".into()));
+        bad.annotations.sort();
+        assert!(
+            reconcile(&d, &bad, &pool(b))
+                .unwrap_err()
+                .contains("kubelet-labeler.io/pool-labels is unreadable")
+        );
+    }
+
+    /// Issue 33 item 9, the upgrade: the Node was synced by a release
+    /// that kept no record of pool labels, and the pool label changes in
+    /// the same rollout. A key it owned that is no longer derived may be
+    /// the old pool label: held (and recorded), never removed.
+    #[test]
+    fn after_an_upgrade_an_unrecorded_old_pool_label_is_held() {
+        let (a, b) = ("node.kubernetes.io/pool-a", "node.kubernetes.io/pool-b");
+        let pool = Policy {
+            pool_label: Some(b.into()),
+            allow_pool_label: false,
+        };
+        let n = node(
+            &[(a, ""), (b, ""), ("example.com/x", "1")],
+            &[(OWNED_ANNOTATION, "example.com/x,node.kubernetes.io/pool-a")],
+        );
+        let d = desired(&[(b, ""), ("example.com/x", "1")]);
+        let r = plan(&d, &n, &pool);
+        assert!(r.patch.remove.is_empty(), "{r:?}");
+        assert_eq!(action(&r, a), (Action::Leave, POOL_UNKNOWN, true));
+        let n = patched(&n, &r);
+        assert_eq!(
+            n.annotation(POOL_ANNOTATION),
+            Some("node.kubernetes.io/{pool-a,pool-b}")
+        );
+        // Recorded: held as a pool label of before from then on.
+        let r = plan(&d, &n, &pool);
+        assert_eq!(action(&r, a), (Action::Leave, POOL_BEFORE, true));
+        assert!(r.patch.is_empty(), "{r:?}");
+        // Without a pool label (no MachineConfigPool), nothing is guessed.
+        let n = node(
+            &[(a, ""), ("example.com/x", "1")],
+            &[(OWNED_ANNOTATION, "example.com/x,node.kubernetes.io/pool-a")],
+        );
+        let r = plan(&desired(&[("example.com/x", "1")]), &n, &Policy::default());
+        assert_eq!(r.patch.remove, vec![a.to_string()]);
+    }
+
+    /// Issue 33 item 26: one spelling of a label the Node lacks, one no
+    /// label value can be.
+    #[test]
+    fn an_absent_label_is_spelled_one_way() {
+        let r = plan(
+            &desired(&[("node-role.kubernetes.io/gpu", "")]),
+            &node(&[], &[(OWNED_ANNOTATION, "example.com/gone")]),
+            &Policy::default(),
+        );
+        let lines = describe(&r);
+        assert_eq!(
+            lines,
+            vec![
+                "leave  example.com/gone=<absent> (ours, already gone)",
+                "leave  node-role.kubernetes.io/gpu=<absent> (derived: ) (NodeRestriction forbids a node to change it (set it cluster-side))",
+            ]
+        );
+    }
+
     #[test]
     fn kubelets_own_labels_are_left() {
         let r = plan(
@@ -697,142 +798,6 @@ mod tests {
             &Policy::default(),
         );
         assert!(r.patch.set.is_empty() && !r.drift_remains());
-    }
-
-    #[test]
-    fn taint_drift_is_reported_never_patched() {
-        let t = taint;
-        let d = Desired {
-            taints: vec![
-                t("gpu", "true", TaintEffect::NoSchedule),
-                t("ok", "", TaintEffect::NoExecute),
-                t("val", "new", TaintEffect::NoSchedule),
-            ],
-            ..Default::default()
-        };
-        let mut n = node(&[], &[(TAINTS_ANNOTATION, "old=:NoSchedule,ok=:NoExecute")]);
-        n.taints = vec![
-            t("ok", "", TaintEffect::NoExecute),
-            t("old", "", TaintEffect::NoSchedule),
-            t("val", "old", TaintEffect::NoSchedule),
-            t("user", "", TaintEffect::NoSchedule),
-        ];
-        let r = plan(&d, &n, &Policy::default());
-        assert_eq!(r.taint_drift.len(), 3, "{:?}", r.taint_drift);
-        assert!(r.taint_drift[0].contains("gpu=true:NoSchedule is missing"));
-        assert!(r.taint_drift[1].contains("val=old:NoSchedule should be val=new:NoSchedule"));
-        assert!(r.taint_drift[2].contains("old=:NoSchedule is no longer derived"));
-        assert!(r.drift_remains());
-        assert!(r.patch.set.is_empty() && r.patch.remove.is_empty());
-        // The stale one stays in the record while the Node has it.
-        assert_eq!(
-            r.patch.annotations,
-            kv(&[
-                (
-                    TAINTS_ANNOTATION,
-                    "gpu=true:NoSchedule,ok=:NoExecute,old=:NoSchedule,val=new:NoSchedule"
-                ),
-                (
-                    DRIFT_ANNOTATION,
-                    "+gpu=true:NoSchedule,+val=new:NoSchedule,-old=:NoSchedule,-val=old:NoSchedule"
-                )
-            ])
-        );
-        assert!(r.post_event);
-        assert!(!r.patch.to_json("7").contains("\"spec\""));
-    }
-
-    /// Issue 32 item 13: the GPUs left the machine, so the rule's taint is
-    /// no longer derived. Every run reports it until the Node loses it,
-    /// whatever our annotations recorded in between (a release that forgot
-    /// it, a user's edit); the Event is posted once.
-    #[test]
-    fn taint_drift_is_reported_at_every_run_until_it_is_gone() {
-        let gpu = taint("nvidia.com/gpu", "true", TaintEffect::NoSchedule);
-        // The rule still declares the taint; it no longer matches here.
-        let d = Desired {
-            rule_taints: vec![gpu.clone()],
-            ..Default::default()
-        };
-        let mut n = node(
-            &[],
-            &[(TAINTS_ANNOTATION, "nvidia.com/gpu=true:NoSchedule")],
-        );
-        n.taints = vec![gpu.clone()];
-        let first = plan(&d, &n, &Policy::default());
-        assert_eq!(first.taint_drift.len(), 1, "{first:?}");
-        assert!(first.drift_remains() && first.post_event);
-        // Run after run, with what the first wrote.
-        let mut now = patched(&n, &first);
-        for run in 2..5 {
-            let r = plan(&d, &now, &Policy::default());
-            assert_eq!(r.taint_drift.len(), 1, "run {run}: {r:?}");
-            assert!(r.drift_remains(), "run {run}");
-            assert!(!r.post_event, "run {run}: the Event is posted once");
-            assert!(r.patch.is_empty(), "run {run}: {r:?}");
-            now = patched(&now, &r);
-        }
-        // What an earlier release wrote after the first report: no record.
-        for forgotten in ["", "other=:NoExecute"] {
-            let mut n = now.clone();
-            n.annotations
-                .retain(|(k, _)| k != TAINTS_ANNOTATION && k != DRIFT_ANNOTATION);
-            n.annotations
-                .push((TAINTS_ANNOTATION.into(), forgotten.into()));
-            let r = plan(&d, &n, &Policy::default());
-            assert_eq!(r.taint_drift.len(), 1, "{forgotten:?}: {r:?}");
-        }
-        // A taint dropped from the configuration (no rule declares it):
-        // the record keeps it until the Node loses it.
-        let gone = Desired::default();
-        let mut n = now.clone();
-        let r = plan(&gone, &n, &Policy::default());
-        assert_eq!(r.taint_drift.len(), 1, "{r:?}");
-        n = patched(&n, &r);
-        assert_eq!(plan(&gone, &n, &Policy::default()).taint_drift.len(), 1);
-        // Gone from the Node: no drift, the record and the told drift go.
-        n.taints.clear();
-        let r = plan(&gone, &n, &Policy::default());
-        assert!(!r.drift_remains() && !r.post_event, "{r:?}");
-        assert_eq!(
-            r.patch.remove_annotations,
-            vec![DRIFT_ANNOTATION.to_string()]
-        );
-        let n = patched(&n, &r);
-        assert!(plan(&gone, &n, &Policy::default()).patch.is_empty());
-        // A user's own taint that no rule gives and we never derived is
-        // none of ours.
-        let mut n = node(&[], &[]);
-        n.taints = vec![taint("nvidia.com/gpu", "other", TaintEffect::NoSchedule)];
-        assert!(!plan(&d, &n, &Policy::default()).drift_remains());
-    }
-
-    /// A new drift is told again; the same drift is not, even when a label
-    /// change writes the Node.
-    #[test]
-    fn an_event_per_drift_not_per_write() {
-        let gpu = taint("gpu", "true", TaintEffect::NoSchedule);
-        let d = Desired {
-            labels: kv(&[("example.com/a", "1")]),
-            taints: vec![gpu.clone()],
-            ..Default::default()
-        };
-        let n = node(&[], &[]);
-        let r = plan(&d, &n, &Policy::default());
-        assert!(r.post_event && !r.patch.set.is_empty());
-        let n = patched(&n, &r);
-        let d2 = Desired {
-            labels: kv(&[("example.com/a", "2")]),
-            ..d.clone()
-        };
-        let r = plan(&d2, &n, &Policy::default());
-        assert!(!r.patch.set.is_empty() && !r.post_event, "{r:?}");
-        let n = patched(&n, &r);
-        let d3 = Desired {
-            taints: vec![gpu, taint("fpga", "", TaintEffect::NoExecute)],
-            ..d2.clone()
-        };
-        assert!(plan(&d3, &n, &Policy::default()).post_event);
     }
 
     /// Issue 32 item 12: what we add to a Node is sent to every watcher

@@ -687,6 +687,16 @@ pub fn run(opts: &SyncOptions) -> Outcome {
         Some(k) => (k.clone(), Files::Host),
         None => (derivation.kubeconfig.clone(), Files::Tree(&opts.root)),
     };
+    // Not written yet: the node's first client certificate awaits the
+    // CSR's approval (only kubelet's own kubeconfig; one given must exist).
+    if let Files::Tree(_) = files
+        && files.locate(&kubeconfig).map_or_else(
+            |e| e.kind() == std::io::ErrorKind::NotFound,
+            |p| not_there(&p),
+        )
+    {
+        return fail(EXIT_OK, no_kubeconfig_yet(&kubeconfig));
+    }
     let id = match identity(&kubeconfig, files) {
         Ok(i) => i,
         Err(e) => {
@@ -735,6 +745,21 @@ pub fn run(opts: &SyncOptions) -> Outcome {
     }
     out.derived = Some((derivation.desired, derivation.pool_label));
     out
+}
+
+fn not_there(p: &std::path::Path) -> bool {
+    std::fs::symlink_metadata(p).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+}
+
+/// kubelet's own kubeconfig is not written yet (its first certificate is
+/// not issued: the node's CSR awaits approval): nothing to sync, exit 0.
+fn no_kubeconfig_yet(kubeconfig: &std::path::Path) -> String {
+    format!(
+        "kubelet-labeler sync: nothing to do yet: kubelet has no kubeconfig {} (its client \
+         certificate is not issued: approve the node's CSR); kubelet registers the Node with \
+         our labels, and its next start runs the sync again",
+        kubeconfig.display()
+    )
 }
 
 /// What the configuration derives now (None when it derives nothing).
@@ -1169,6 +1194,44 @@ mod tests {
         assert!(o.dry_run && o.max_wait == Duration::from_secs(5));
         assert!(a(&["--bogus"]).unwrap_err().contains("usage:"));
         assert!(a(&["--root"]).unwrap_err().contains("needs a value"));
+    }
+
+    /// Issue 33 item 20: before the node's CSR is approved kubelet has no
+    /// kubeconfig: the sync says so in one line and exits 0 (its unit is
+    /// not failed on every new node); a --kubeconfig given and missing is
+    /// still bad input.
+    #[test]
+    fn no_kubeconfig_yet_is_no_failure() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let unit = root.join("etc/systemd/system/kubelet.service");
+        std::fs::create_dir_all(unit.parent().unwrap()).unwrap();
+        std::fs::write(
+            &unit,
+            "[Service]\nExecStart=/usr/bin/kubelet --kubeconfig=/var/lib/kubelet/kubeconfig\n",
+        )
+        .unwrap();
+        let opts = SyncOptions {
+            root: root.to_path_buf(),
+            profile: Some(Profile::OpenShift),
+            ..Default::default()
+        };
+        let out = run(&opts);
+        assert_eq!(out.code, EXIT_OK, "{}", out.summary);
+        assert!(
+            out.summary
+                .contains("nothing to do yet: kubelet has no kubeconfig")
+                && out.summary.contains("var/lib/kubelet/kubeconfig")
+                && !out.summary.contains('\n'),
+            "{}",
+            out.summary
+        );
+        assert_eq!(out.requests, 0);
+        let given = SyncOptions {
+            kubeconfig: Some(root.join("nope.kubeconfig")),
+            ..opts
+        };
+        assert_eq!(run(&given).code, EXIT_USAGE);
     }
 
     #[test]
