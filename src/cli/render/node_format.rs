@@ -31,7 +31,7 @@ pub fn of_file(bytes: &[u8]) -> Option<Option<String>> {
     )
 }
 
-/// A node format in words: `node format 3`; for one of ours without a
+/// A node format in words: `node format 4`; for one of ours without a
 /// stamp (`ours`), an earlier release.
 pub fn describe(format: Option<&str>, ours: bool) -> String {
     match (format, ours) {
@@ -177,7 +177,7 @@ spec:
     }
 
     /// The node format this fingerprint of [`node_reads`] was recorded for.
-    const RECORDED: (&str, u64) = ("3", 0xc129_0782_9f51_c8bb);
+    const RECORDED: (&str, u64) = ("4", 0x24d3_46dd_9884_6c36);
 
     /// What the node reads changes only with a new node format, so the
     /// version stamped in every file and manifest tells renders and
