@@ -283,7 +283,8 @@ fn the_mco_gives_the_pools_node_only_the_later_dropin() {
     let out = dir.path().join("gitops");
     let o = render_pool(&out, false);
     assert!(o.status.success(), "{}", stderr(&o));
-    std::fs::remove_file(out.join("machineconfiguration-worker-gpu.yaml")).unwrap();
+    // The cluster-wide policy is not the pool's to serve.
+    std::fs::remove_dir_all(out.join("cluster-wide")).unwrap();
     write_yaml(
         &out.join("50-worker-kubelet-labeler-labels.yaml"),
         &earlier_role(),

@@ -508,6 +508,9 @@ fn sync_as_planned(
     let mut configs = Vec::new();
     for e in std::fs::read_dir(to).unwrap() {
         let p = e.unwrap().path();
+        if p.is_dir() {
+            continue; // cluster-wide/: the disruption policy
+        }
         let text = std::fs::read_to_string(&p).unwrap();
         if !text.lines().any(|l| l == "kind: MachineConfig") {
             continue; // the pool, the disruption policy
