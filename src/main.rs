@@ -839,61 +839,16 @@ fn cmd_iso_fleet(c: IsoFleetConfig) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `iso fleet --dry-run`: each pool's nodeSelector and device, and the pool
-/// each `--facts-root` machine would install into, as the selector decides.
+/// `iso fleet --dry-run`: its preview on stdout; exit 1 when a machine
+/// would not install.
 fn fleet_preview(
     built: &iso::fleet::Fleet,
     iso_arch: Arch,
     default_device: Option<&str>,
     roots: &[std::path::PathBuf],
 ) -> Result<ExitCode> {
-    use std::fmt::Write as _;
-    let devices = iso::fleet::devices(&built.table, default_device);
-    let mut out = String::new();
-    for p in &built.table.pools {
-        let _ = writeln!(
-            out,
-            "pool {}: nodeSelector {}",
-            p.name,
-            p.describe_selector()
-        );
-    }
-    let _ = writeln!(out, "wiped on install: {devices}");
-    let mut all = true;
-    for root in roots {
-        // The ISO boots only machines of its selector's architecture.
-        if let Some(machine) = kubelet_labeler::node::facts::machine_arch(root)
-            && machine != iso_arch.to_string()
-        {
-            all = false;
-            let _ = writeln!(
-                out,
-                "{}: cannot boot this ISO: the machine is {machine} (its /proc/cpuinfo), the \
-                 ISO is {iso_arch}; build a fleet ISO for {machine} to install it",
-                root.display()
-            );
-            continue;
-        }
-        match kubelet_labeler::node::fleet::decide(&built.table, root) {
-            Ok((pool, labels)) => {
-                let dev = iso::fleet::pool_device(pool, default_device);
-                let _ = writeln!(
-                    out,
-                    "{}: would install into pool {} on {dev}: its labels ({}) match the nodeSelector",
-                    root.display(),
-                    pool.name,
-                    kubelet_labeler::node::fleet::describe_labels(
-                        &kubelet_labeler::node::fleet::selected_labels(&built.table.pools, &labels)
-                    ),
-                );
-            }
-            Err(why) => {
-                all = false;
-                let _ = writeln!(out, "{}: would not install: {why}", root.display());
-            }
-        }
-    }
-    to_stdout(out.into_bytes())?;
+    let (text, all) = iso::fleet::preview(built, iso_arch, default_device, roots);
+    to_stdout(text)?;
     Ok(if all {
         ExitCode::SUCCESS
     } else {

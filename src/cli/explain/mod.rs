@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 mod formats;
+mod human;
 pub mod release;
 mod tree;
 use crate::node::contract::{GENERATOR_PATH, WRAPPER_DROPIN_NAME, WRAPPER_PATH};
@@ -17,6 +18,7 @@ use crate::node::kubelet::version::KubeletVersion;
 use crate::node::unit::{self, LoadOptions, UnitPaths};
 use crate::node::wrapper::fence;
 use crate::node::wrapper::plan::{self, Plan};
+pub use human::render_human;
 
 pub struct ExplainOptions {
     pub root: PathBuf,
@@ -905,106 +907,4 @@ pub fn left_out_at_next_start(root: &Path, unit: &str, profile: Profile) -> Opti
     })
     .ok()
     .and_then(|e| e.left_out.or_else(|| e.errors.into_iter().next()))
-}
-
-/// Human output: the argv, one word a line, and what changed. The errors
-/// and why our additions are left out are not in it: the caller says them
-/// once, on stderr.
-pub fn render_human(e: &Explanation) -> String {
-    let mut out = String::new();
-    out += &format!("unit: {}\n", e.unit);
-    out += &format!("fragment: {}\n", e.fragment.as_deref().unwrap_or("(none)"));
-    for d in &e.dropins {
-        out += &format!("drop-in: {d}\n");
-    }
-    out += &format!("executable: {}\n", e.executable);
-    out += &format!("kubelet version: {}\n", e.kubelet_version);
-    out += if e.wrapper_runs {
-        "argv the wrapper would exec:\n"
-    } else {
-        "argv systemd would exec, without the wrapper:\n"
-    };
-    for (i, a) in e.argv.iter().enumerate() {
-        let mark = if e.original_argv.contains(a) {
-            " "
-        } else {
-            "+"
-        };
-        out += &format!("  {mark} [{}] {}\n", i + 1, shell_words::quote(a));
-    }
-    for removed in e.original_argv.iter().filter(|a| !e.argv.contains(a)) {
-        out += &format!("  - {}\n", shell_words::quote(removed));
-    }
-    let shown = |t: &str| crate::node::wrapper::derived::escape_controls(t).into_owned();
-    // Why, and the errors, go to stderr once (see main).
-    if e.left_out.is_some() {
-        out += "our labels/taints are left out (why: on stderr)\n";
-    } else if e.wrapper_runs && e.argv == e.original_argv {
-        out += "no labels or taints to add\n";
-    }
-    if let Some(facts) = &e.facts {
-        out += &format!("facts: {facts}\n");
-    }
-    for r in &e.rules {
-        let state = match (&r.left_out, r.matched) {
-            (Some(why), _) => format!("left out: {}", shown(why)),
-            (None, true) => "matched".into(),
-            (None, false) if !e.facts_read => "not evaluated (no facts were read)".into(),
-            (None, false) => "no match".into(),
-        };
-        out += &format!("rule {:?}: {state}\n", r.name);
-        for (feature, elements) in &r.matched_features {
-            for el in elements {
-                let attrs: Vec<String> = el.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                out += &format!("    {feature}: {}\n", shown(&attrs.join(" ")));
-            }
-        }
-        if r.matched {
-            for l in &r.labels {
-                out += &format!("    label {}\n", shown(l));
-            }
-            for t in &r.taints {
-                out += &format!("    taint {t}\n");
-            }
-        }
-    }
-    for id in &e.left_to_nfd {
-        out += &format!(
-            "rule {}: left to the cluster's NFD (not evaluated at boot; NFD applies it after the node joins)\n",
-            shown(id)
-        );
-    }
-    for n in &e.notes {
-        out += &format!("note: {}\n", shown(n));
-    }
-    for w in &e.warnings {
-        out += &format!("warning: {w}\n");
-    }
-    if let Some(sync) = &e.sync {
-        out += &format!("sync: {}\n", sync.service);
-        out += &format!("  runs: {}\n", sync.command);
-        for t in &sync.triggers {
-            out += &format!("  after: {t}\n");
-        }
-        if sync.triggers.is_empty() {
-            out += "  after: nothing starts it (no Wants= from the unit, no path unit)\n";
-        }
-        match &sync.nothing {
-            // The reason is on stderr, once (see main).
-            Some(_) if e.left_out.is_some() => {
-                out += "  would change nothing: our labels/taints are left out (why: on stderr)\n"
-            }
-            Some(why) => out += &format!("  would change nothing: {}\n", shown(why)),
-            None => {
-                out += "  would keep these labels on the Node, as kubelet's own identity (others' keys, NFD's, the pool label left alone):\n";
-                for l in &sync.labels {
-                    out += &format!("    label {}\n", shown(l));
-                }
-                for t in &sync.taints {
-                    out += &format!("    taint {t} (compared with the Node's, never sent)\n");
-                }
-            }
-        }
-    }
-    out
 }

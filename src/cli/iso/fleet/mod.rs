@@ -6,6 +6,8 @@
 //! The pools' sources are read in `pools`.
 
 mod pools;
+mod preview;
+pub use preview::preview;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

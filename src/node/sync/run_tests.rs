@@ -1,0 +1,355 @@
+//! `run`'s unit tests (beside it, in their own file: `run.rs` stays
+//! under 1,000 lines).
+
+use super::*;
+use crate::node::sync::reconcile::OWNED_ANNOTATION;
+
+/// Answers from a script, recording what was sent.
+struct Script {
+    answers: Vec<Result<Response, Failure>>,
+    sent: Vec<(String, Option<String>)>,
+}
+
+impl Transport for Script {
+    fn request(
+        &mut self,
+        method: &str,
+        _path: &str,
+        body: Option<(&str, &str)>,
+    ) -> Result<Response, Failure> {
+        self.sent
+            .push((method.into(), body.map(|b| b.1.to_string())));
+        if self.answers.is_empty() {
+            return Err(Failure::Fatal("script ran out".into()));
+        }
+        self.answers.remove(0)
+    }
+}
+
+fn ok(status: u16, body: &str) -> Result<Response, Failure> {
+    Ok(Response {
+        status,
+        body: body.into(),
+    })
+}
+
+fn node(rv: &str, labels: &str) -> String {
+    format!(
+        r#"{{"metadata":{{"name":"n1","resourceVersion":"{rv}","labels":{{{labels}}},"annotations":{{"{OWNED_ANNOTATION}":"example.com/a"}}}},"spec":{{}}}}"#
+    )
+}
+
+fn desired() -> Desired {
+    Desired {
+        labels: vec![("example.com/a".into(), "2".into())],
+        ..Default::default()
+    }
+}
+
+fn run_script(
+    answers: Vec<Result<Response, Failure>>,
+    max_wait: u64,
+) -> (Outcome, Script, Vec<Duration>) {
+    let mut s = Script {
+        answers,
+        sent: Vec::new(),
+    };
+    let mut slept = Vec::new();
+    let out = sync_node(
+        &mut s,
+        &mut |d| slept.push(d),
+        "n1",
+        &desired(),
+        &Policy::default(),
+        false,
+        Duration::from_secs(max_wait),
+    );
+    (out, s, slept)
+}
+
+#[test]
+fn one_get_one_patch_with_the_precondition() {
+    let (out, s, _) = run_script(
+        vec![ok(200, &node("5", r#""example.com/a":"1""#)), ok(200, "{}")],
+        60,
+    );
+    assert_eq!(out.code, EXIT_OK, "{}", out.summary);
+    assert_eq!((out.requests, out.writes), (2, 1));
+    assert_eq!(s.sent[1].0, "PATCH");
+    assert!(
+        s.sent[1]
+            .1
+            .as_deref()
+            .unwrap()
+            .contains(r#""resourceVersion":"5""#)
+    );
+    assert!(
+        out.summary.contains("changed example.com/a=2"),
+        "{}",
+        out.summary
+    );
+}
+
+#[test]
+fn up_to_date_sends_no_write() {
+    let (out, s, _) = run_script(vec![ok(200, &node("5", r#""example.com/a":"2""#))], 60);
+    assert_eq!((out.code, out.writes, s.sent.len()), (EXIT_OK, 0, 1));
+    assert!(out.summary.ends_with("up to date"), "{}", out.summary);
+}
+
+#[test]
+fn a_conflict_reads_again() {
+    let (out, s, _) = run_script(
+        vec![
+            ok(200, &node("5", r#""example.com/a":"1""#)),
+            ok(409, r#"{"message":"the object has been modified"}"#),
+            ok(200, &node("6", r#""example.com/a":"1""#)),
+            ok(200, "{}"),
+        ],
+        60,
+    );
+    assert_eq!(out.code, EXIT_OK, "{}", out.summary);
+    assert!(
+        s.sent[3]
+            .1
+            .as_deref()
+            .unwrap()
+            .contains(r#""resourceVersion":"6""#)
+    );
+}
+
+/// A run again only when what the configuration derives changed
+/// during the last one; each run printed; at most MAX_RUNS.
+#[test]
+fn runs_again_only_when_the_configuration_changed_during_a_run() {
+    use std::cell::Cell;
+    let derived = |v: u32| {
+        Some((
+            Desired {
+                labels: vec![("example.com/v".into(), v.to_string())],
+                ..Default::default()
+            },
+            None,
+        ))
+    };
+    // `changes`: how many runs see the configuration change under them.
+    let settle = |changes: u32, derives: bool| {
+        let (config, runs, printed) = (Cell::new(0u32), Cell::new(0), Cell::new(0));
+        let code = run_until_settled(
+            || {
+                runs.set(runs.get() + 1);
+                let synced = config.get();
+                if synced < changes {
+                    config.set(synced + 1);
+                }
+                Outcome {
+                    code: runs.get(),
+                    derived: if derives { derived(synced) } else { None },
+                    ..Default::default()
+                }
+            },
+            || derived(config.get()),
+            |_| printed.set(printed.get() + 1),
+        );
+        (code, runs.get(), printed.get())
+    };
+    assert_eq!(settle(0, true), (1, 1, 1), "nothing changed: one run");
+    assert_eq!(settle(1, true), (2, 2, 2), "changed during the first run");
+    assert_eq!(settle(2, true), (3, 3, 3), "changed during two runs");
+    assert_eq!(settle(9, true), (3, 3, 3), "never settles: MAX_RUNS");
+    assert_eq!(
+        settle(1, false),
+        (1, 1, 1),
+        "derived nothing: no second run"
+    );
+}
+
+#[test]
+fn never_loops_on_401_or_403() {
+    for status in [401, 403] {
+        let (out, s, slept) = run_script(vec![ok(status, r#"{"message":"no"}"#)], 60);
+        assert_eq!((out.code, s.sent.len(), slept.len()), (EXIT_DRIFT, 1, 0));
+        assert!(out.summary.contains("refused kubelet's identity"));
+    }
+    let (out, s, _) = run_script(
+        vec![
+            ok(200, &node("5", r#""example.com/a":"1""#)),
+            ok(403, r#"{"message":"is not allowed to modify labels"}"#),
+        ],
+        60,
+    );
+    assert_eq!((out.code, s.sent.len()), (EXIT_DRIFT, 2));
+    assert!(out.summary.contains("not allowed to modify labels"));
+}
+
+#[test]
+fn unreachable_429_5xx_and_404_back_off_within_the_budget() {
+    let (out, _, slept) = run_script(
+        vec![
+            Err(Failure::Unreachable("refused".into())),
+            ok(503, ""),
+            ok(429, ""),
+            ok(404, ""),
+            ok(200, &node("5", r#""example.com/a":"2""#)),
+        ],
+        600,
+    );
+    assert_eq!(out.code, EXIT_OK, "{}", out.summary);
+    assert_eq!(slept.len(), 4);
+    // Exponential with jitter in [0.5, 1.5).
+    for (i, d) in slept.iter().enumerate() {
+        let base = f64::from(1u32 << i);
+        assert!(
+            d.as_secs_f64() >= base * 0.5 && d.as_secs_f64() < base * 1.5,
+            "{i}: {d:?}"
+        );
+    }
+    // A budget of 0: one try, then the reason.
+    let (out, s, slept) = run_script(vec![Err(Failure::Unreachable("refused".into()))], 0);
+    assert_eq!((out.code, s.sent.len(), slept.len()), (EXIT_DRIFT, 1, 0));
+    assert!(
+        out.summary.contains("nothing changed: refused"),
+        "{}",
+        out.summary
+    );
+}
+
+/// A write whose answer is lost (the connection cut) is read back:
+/// landed, the line says what it changed and that it retried.
+#[test]
+fn a_lost_write_is_verified_by_reading_the_node_again() {
+    let landed = node("6", r#""example.com/a":"2""#);
+    let (out, s, slept) = run_script(
+        vec![
+            ok(200, &node("5", r#""example.com/a":"1""#)),
+            Err(Failure::Unreachable(
+                "curl: (92) HTTP/2 stream 1 was not closed cleanly".into(),
+            )),
+            ok(200, &landed),
+        ],
+        60,
+    );
+    assert_eq!(out.code, EXIT_OK, "{}", out.summary);
+    assert_eq!((s.sent.len(), slept.len()), (3, 1));
+    assert!(
+        out.summary.contains("changed example.com/a=2")
+            && out.summary.contains("the write's answer was lost")
+            && out
+                .summary
+                .ends_with("(retried 1 time: connection failure x1)"),
+        "{}",
+        out.summary
+    );
+    // Not landed: written again.
+    let (out, s, _) = run_script(
+        vec![
+            ok(200, &node("5", r#""example.com/a":"1""#)),
+            Err(Failure::Unreachable("cut".into())),
+            ok(200, &node("5", r#""example.com/a":"1""#)),
+            ok(200, "{}"),
+        ],
+        60,
+    );
+    assert_eq!((out.code, s.sent[3].0.as_str()), (EXIT_OK, "PATCH"));
+    assert!(!out.summary.contains("lost"), "{}", out.summary);
+    // Never read back: never "nothing changed".
+    let (out, _, _) = run_script(
+        vec![
+            ok(200, &node("5", r#""example.com/a":"1""#)),
+            Err(Failure::Unreachable("cut".into())),
+        ],
+        0,
+    );
+    assert_eq!(out.code, EXIT_DRIFT);
+    assert!(
+        out.summary
+            .contains("unknown whether the Node changed (changed example.com/a=2)")
+            && !out.summary.contains("nothing changed"),
+        "{}",
+        out.summary
+    );
+}
+
+/// What the API server says is network text: one line, whatever it
+/// holds.
+#[test]
+fn the_api_servers_text_is_escaped() {
+    let forged = "kubelet-labeler sync: node n1: up to date";
+    let (out, _, _) = run_script(
+        vec![ok(
+            403,
+            &format!(r#"{{"message":"no\n{forged}\u001b[2J"}}"#),
+        )],
+        60,
+    );
+    assert!(
+        !out.summary.contains(['\n', '\u{1b}']) && out.summary.contains("no\\n"),
+        "{:?}",
+        out.summary
+    );
+    let (out, _, _) = run_script(vec![ok(500, "plain\r\ntext")], 0);
+    assert!(!out.summary.contains(['\n', '\r']), "{:?}", out.summary);
+}
+
+#[test]
+fn node_args() {
+    let a = |v: &[&str]| parse_node_args(&v.iter().map(OsString::from).collect::<Vec<_>>());
+    let o = a(&[
+        "--root",
+        "/r",
+        "--pool-label=node.kubernetes.io/x",
+        "--dry-run",
+        "--max-wait",
+        "5",
+    ])
+    .unwrap();
+    assert_eq!(o.root, PathBuf::from("/r"));
+    assert_eq!(o.policy.pool_label.as_deref(), Some("node.kubernetes.io/x"));
+    assert!(o.dry_run && o.max_wait == Duration::from_secs(5));
+    assert!(a(&["--bogus"]).unwrap_err().contains("usage:"));
+    assert!(a(&["--root"]).unwrap_err().contains("needs a value"));
+}
+
+/// Issue 33 item 20: before the node's CSR is approved kubelet has no
+/// kubeconfig: the sync says so in one line and exits 0 (its unit is
+/// not failed on every new node); a --kubeconfig given and missing is
+/// still bad input.
+#[test]
+fn no_kubeconfig_yet_is_no_failure() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let unit = root.join("etc/systemd/system/kubelet.service");
+    std::fs::create_dir_all(unit.parent().unwrap()).unwrap();
+    std::fs::write(
+        &unit,
+        "[Service]\nExecStart=/usr/bin/kubelet --kubeconfig=/var/lib/kubelet/kubeconfig\n",
+    )
+    .unwrap();
+    let opts = SyncOptions {
+        root: root.to_path_buf(),
+        profile: Some(Profile::OpenShift),
+        ..Default::default()
+    };
+    let out = run(&opts);
+    assert_eq!(out.code, EXIT_OK, "{}", out.summary);
+    assert!(
+        out.summary
+            .contains("nothing to do yet: kubelet has no kubeconfig")
+            && out.summary.contains("var/lib/kubelet/kubeconfig")
+            && !out.summary.contains('\n'),
+        "{}",
+        out.summary
+    );
+    assert_eq!(out.requests, 0);
+    let given = SyncOptions {
+        kubeconfig: Some(root.join("nope.kubeconfig")),
+        ..opts
+    };
+    assert_eq!(run(&given).code, EXIT_USAGE);
+}
+
+#[test]
+fn event_dates() {
+    assert_eq!(civil_from_days(0), (1970, 1, 1));
+    assert_eq!(civil_from_days(20_454), (2026, 1, 1));
+}
