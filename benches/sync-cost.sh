@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 n=${1:-50}
 repo=$PWD
 rc=$repo/../shared/tools/realcluster
-kl=${KL:-$repo/target/debug/kubelet-labeler}
+kl=${KL:-$(realpath -m "${CARGO_TARGET_DIR:-target}")/debug/kubelet-labeler}
 work=$(mktemp -d)
 export RC_DIR=$work/rc
 cleanup() { bash "$rc/down.sh" "$RC_DIR" >/dev/null 2>&1 || true; rm -rf "$work"; }

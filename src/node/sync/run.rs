@@ -689,7 +689,10 @@ pub fn run(opts: &SyncOptions) -> Outcome {
     };
     // Not written yet: the node's first client certificate awaits the
     // CSR's approval (only kubelet's own kubeconfig; one given must exist).
-    if let Files::Tree(_) = files
+    // A link there (wherever it points) is a kubeconfig given, judged as
+    // such below.
+    if let Files::Tree(root) = files
+        && not_there(&root.join(kubeconfig.strip_prefix("/").unwrap_or(&kubeconfig)))
         && files.locate(&kubeconfig).map_or_else(
             |e| e.kind() == std::io::ErrorKind::NotFound,
             |p| not_there(&p),
