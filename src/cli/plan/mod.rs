@@ -22,7 +22,7 @@ mod report;
 
 pub use report::{Format, render};
 
-use crate::node::contract::{POOL_LABEL_VAR, ROLE_LAYER, WRAPPER_DROPIN_NAME};
+use crate::node::contract::{POOL_LABEL_VAR, WRAPPER_DROPIN_NAME};
 use crate::node::facts::Features;
 use crate::node::kubelet::{Profile, Taint, TaintEffect};
 use crate::node::sorted::SortedSet;
@@ -346,18 +346,17 @@ fn lay_out(render: &inputs::Render, pool: &Pool) -> Result<PoolRender> {
 
 /// The features the rules and NFD label sets of an env (both layers) read.
 fn features_read(env: &[(OsString, OsString)]) -> SortedSet<String> {
-    let mut out = derived::facts_used(&derived::sources_from_env(env)).features;
-    let role: Vec<(OsString, OsString)> = env
-        .iter()
-        .filter_map(|(k, v)| {
-            ROLE_LAYER
-                .iter()
-                .find(|(role, _)| k == role)
-                .map(|(_, var)| (OsString::from(var), v.clone()))
-        })
-        .collect();
-    out.extend(derived::facts_used(&derived::sources_from_env(&role)).features);
-    out
+    let used = |env: &[(OsString, OsString)]| {
+        derived::facts_used(&derived::sources_from_env(env)).features
+    };
+    match wplan::split_layers(env) {
+        Some((role, pool)) => {
+            let mut out = used(&pool);
+            out.extend(used(&role));
+            out
+        }
+        None => used(env),
+    }
 }
 
 fn string_map(v: Option<&Value>) -> Vec<(String, String)> {
@@ -576,10 +575,7 @@ fn registration(
         return Ok(r.clone());
     }
     let env = side.pool(pool)?.env.clone();
-    let has_sources = derived::sources_in_env(&env)
-        || ROLE_LAYER
-            .iter()
-            .any(|(role, _)| env.iter().any(|(k, _)| k == role));
+    let has_sources = derived::sources_in_env(&env) || wplan::split_layers(&env).is_some();
     let empty = Features::default();
     let f = match features {
         Some(i) => &fleet.features[i],
