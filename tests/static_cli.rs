@@ -128,11 +128,13 @@ fn static_cli_works(arch: &str, a: Arch) {
         cli.display()
     );
     println!("{arch}: kubelet-labeler {} bytes", bytes.len());
-    // The size docs/install.md states, to a tenth of a MiB.
-    readme_figures::assert_docs_say(&format!(
-        "{:.1} MiB ({arch})",
-        bytes.len() as f64 / (1024.0 * 1024.0)
-    ));
+    // The size docs/install.md states as "about": within 0.2 MiB, so that
+    // an ordinary change to the CLI does not make the page false.
+    readme_figures::assert_docs_say_about(
+        &format!("MiB ({arch})"),
+        bytes.len() as f64 / (1024.0 * 1024.0),
+        0.2,
+    );
 
     let version = ok(
         runner(arch, &cli).arg("--version").output().unwrap(),

@@ -29,6 +29,57 @@ pub fn assert_docs_say(phrase: &str) {
     );
 }
 
+/// README.md or one page of docs/ states an approximate figure as
+/// `<number> <unit_suffix>` (for instance "7.0 MiB (x86_64)"), and the number
+/// is within `tolerance` of `measured`: for figures the pages give as "about",
+/// which move a little with every change to the code.
+pub fn assert_docs_say_about(unit_suffix: &str, measured: f64, tolerance: f64) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("README.md")];
+    let mut docs: Vec<_> = std::fs::read_dir(root.join("docs"))
+        .expect("reading docs/")
+        .map(|e| e.expect("reading docs/").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    docs.sort();
+    files.extend(docs);
+    let suffix: Vec<&str> = unit_suffix.split_whitespace().collect();
+    let mut stated = Vec::new();
+    for f in &files {
+        let text =
+            std::fs::read_to_string(f).unwrap_or_else(|e| panic!("reading {}: {e}", f.display()));
+        let words: Vec<&str> = text.split_whitespace().collect();
+        for i in 1..words.len() {
+            // The suffix's last word may carry punctuation: "(aarch64).".
+            let said = words.len() - i >= suffix.len()
+                && suffix.iter().enumerate().all(|(k, w)| {
+                    let word = words[i + k];
+                    if k + 1 == suffix.len() {
+                        word.starts_with(w)
+                    } else {
+                        word == *w
+                    }
+                });
+            if said {
+                if let Ok(n) = words[i - 1].parse::<f64>() {
+                    stated.push(n);
+                }
+            }
+        }
+    }
+    assert!(
+        !stated.is_empty(),
+        "README.md or a page of docs/ should state \"{measured:.1} {unit_suffix}\""
+    );
+    for n in &stated {
+        assert!(
+            (n - measured).abs() <= tolerance,
+            "the docs say \"{n} {unit_suffix}\" but today's figure is {measured:.1}: \
+             write \"{measured:.1} {unit_suffix}\""
+        );
+    }
+}
+
 /// `n` as the pages write it: 265,764.
 pub fn with_commas(n: usize) -> String {
     let s = n.to_string();
