@@ -60,10 +60,8 @@ pub fn assert_docs_say_about(unit_suffix: &str, measured: f64, tolerance: f64) {
                         word == *w
                     }
                 });
-            if said {
-                if let Ok(n) = words[i - 1].parse::<f64>() {
-                    stated.push(n);
-                }
+            if said && let Ok(n) = words[i - 1].parse::<f64>() {
+                stated.push(n);
             }
         }
     }
