@@ -16,7 +16,7 @@ use crate::node::contract::{GENERATOR_PATH, WRAPPER_DROPIN_NAME, WRAPPER_PATH};
 use crate::node::kubelet::Profile;
 use crate::node::kubelet::version::KubeletVersion;
 use crate::node::unit::{self, LoadOptions, UnitPaths};
-use crate::node::wrapper::fence;
+use crate::node::wrapper::fail_closed;
 use crate::node::wrapper::plan::{self, Plan};
 pub use human::render_human;
 
@@ -625,7 +625,7 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
                 .flatten()
                 .map(|a| a.labels)
                 .unwrap_or_default();
-            fence::plan_fenced(
+            fail_closed::plan_fenced(
                 command,
                 additions,
                 &static_labels,

@@ -16,5 +16,6 @@ pub mod kubeconfig;
 pub mod owned;
 pub mod reconcile;
 pub mod run;
+pub mod state;
 mod taints;
 pub mod transport;

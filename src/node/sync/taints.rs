@@ -3,7 +3,7 @@
 //! reported (the journal line, a `TaintDrift` Event once per drift), never
 //! sent; our annotations record what was derived and what was told.
 
-use super::reconcile::{DRIFT_ANNOTATION, Desired, NodeState, Reconciled, TAINTS_ANNOTATION};
+use super::state::{DRIFT_ANNOTATION, Desired, NodeState, Reconciled, TAINTS_ANNOTATION};
 use crate::node::kubelet::Taint;
 
 /// The taint drift as `DRIFT_ANNOTATION` records it.

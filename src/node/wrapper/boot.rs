@@ -10,6 +10,7 @@ use anyhow::{Context, Result, bail};
 
 use super::crash;
 use super::exec;
+use super::fail_closed;
 use super::fence::{self, Failure, Reason};
 use super::guard::{Guard, Verdict, may_be_refused, uptime_ms};
 use super::plan::{self, Plan};
@@ -149,7 +150,8 @@ pub fn prepare(
         // them): what they meant is unknown, so the fence goes in alone.
         Err(e) => {
             let failure = Failure::new(Reason::TaintsUnreadable, format!("{e:#}"));
-            let mut p = fence::plan_fenced(original, None, &[], Some(&failure), opts.profile, &fs);
+            let mut p =
+                fail_closed::plan_fenced(original, None, &[], Some(&failure), opts.profile, &fs);
             p.notes
                 .insert(0, format!("our labels and taints left out: {e:#}"));
             return Ok(p);
@@ -166,14 +168,14 @@ pub fn prepare(
         .then(|| super::derived::sources_from_env(env));
     let may_taint = with_rules
         && match &sources {
-            Some(s) => fence::sources_may_taint(s),
-            None => fence::rules_may_taint(env),
+            Some(s) => super::derived::sources_may_taint(s),
+            None => plan::rules_may_taint(env),
         };
     let fallback = match verdict {
         Verdict::SkipRules(why) => Failure::new(Reason::WrapperDied, why.clone()),
         _ => Failure::new(Reason::RulesFailed, "a crash while the node rules ran"),
     };
-    let static_plan = fence::plan_fenced(
+    let static_plan = fail_closed::plan_fenced(
         original.clone(),
         static_.clone(),
         &[],
@@ -274,7 +276,7 @@ pub fn prepare(
     }
     let static_labels = static_.map(|a| a.labels).unwrap_or_default();
     let full = additions.map(|a| {
-        fence::plan_fenced(
+        fail_closed::plan_fenced(
             original,
             a,
             &static_labels,
@@ -457,7 +459,7 @@ pub fn run(args: &[OsString]) -> i32 {
     if plan.left_out.is_none() && plan.argv != plan.original_argv {
         let path = under_root(&opts.root, &plan.executable);
         if let Some(why) = over_exec_limit(&path, &plan.argv, &env) {
-            match fence::without_our_labels(&plan)
+            match fail_closed::without_our_labels(&plan)
                 .filter(|argv| over_exec_limit(&path, argv, &env).is_none())
             {
                 Some(argv) => {
@@ -487,7 +489,7 @@ pub fn run(args: &[OsString]) -> i32 {
     // foresee (none known): the taints without our labels, then kubelet as
     // it would have been, recorded so, at the cost of a line each.
     if err.raw_os_error() == Some(E2BIG)
-        && let Some(argv) = fence::without_our_labels(&plan)
+        && let Some(argv) = fail_closed::without_our_labels(&plan)
     {
         eprintln!(
             "kubelet-labeler: starting kubelet with our taints only, without our labels: \
@@ -891,7 +893,7 @@ mod tests {
     fn labels_that_do_not_fit_leave_the_taints() {
         let (_d, opts) = node("");
         let mut plan = prepare(&opts, &rules_env(GPU_RULE, None), &Verdict::Full).unwrap();
-        let argv = fence::without_our_labels(&plan).unwrap();
+        let argv = fail_closed::without_our_labels(&plan).unwrap();
         assert!(
             !argv
                 .iter()

@@ -430,6 +430,17 @@ pub fn merge(static_: Option<&Additions>, derived: &Derived) -> (Additions, Vec<
     (merged, notes)
 }
 
+/// Whether these sources could give a taint on some node: a rule with a
+/// taint (NFD never templates taints; its built-in label set gives none),
+/// or rules that could not be decoded (then nobody can tell).
+pub fn sources_may_taint(sources: &Sources) -> bool {
+    match &sources.rules {
+        None => false,
+        Some(Ok(rules)) => rules.iter().any(|r| !r.taints.is_empty()),
+        Some(Err(_)) => true,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

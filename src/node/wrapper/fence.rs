@@ -14,15 +14,11 @@
 //! that matters is the first of a node's life, which has no earlier
 //! derivation to keep (and `/run` does not outlive a reboot).
 
-use std::ffi::OsString;
-
-use super::derived::Sources;
-use super::plan::{self, OriginalCommand, Plan};
 use crate::node::contract::{
     FENCE_FEATURES_UNREADABLE, FENCE_KUBELET_CONFIG_UNREADABLE, FENCE_RULES_FAILED,
     FENCE_TAINT_KEY, FENCE_TAINTS_UNREADABLE, FENCE_WRAPPER_DIED,
 };
-use crate::node::kubelet::{Additions, NodeFs, Profile, Taint, TaintEffect};
+use crate::node::kubelet::{Additions, Taint, TaintEffect};
 
 /// Why a node registers fenced: the fence taint's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,29 +117,6 @@ pub fn no_fence_note(why: &str) -> String {
     )
 }
 
-/// Whether these sources could give a taint on some node: a rule with a
-/// taint (NFD never templates taints; its built-in label set gives none),
-/// or rules that could not be decoded (then nobody can tell).
-pub fn sources_may_taint(sources: &Sources) -> bool {
-    match &sources.rules {
-        None => false,
-        Some(Ok(rules)) => rules.iter().any(|r| !r.taints.is_empty()),
-        Some(Err(_)) => true,
-    }
-}
-
-/// [`sources_may_taint`] for either layer of `env` (the role's and the
-/// pool's rules).
-pub fn rules_may_taint(env: &[(OsString, OsString)]) -> bool {
-    let may = |layer: &[(OsString, OsString)]| {
-        sources_may_taint(&super::derived::sources_from_env(layer))
-    };
-    match plan::split_layers(env) {
-        None => may(env),
-        Some((role, pool)) => may(&role) || may(&pool),
-    }
-}
-
 /// `additions` with the fence taint of `reason` (one fence: the first
 /// reason stays).
 pub fn fenced(additions: Option<Additions>, reason: Reason) -> Additions {
@@ -159,97 +132,10 @@ pub fn is_fence(t: &Taint) -> bool {
     t.key == FENCE_TAINT_KEY && t.effect == TaintEffect::NoSchedule
 }
 
-/// [`plan::plan_closed`] of `additions` (see [`plan_keeping_taints`]),
-/// fenced for `failure` when there is one; a note says so, and how to lift
-/// it.
-pub fn plan_fenced(
-    original: OriginalCommand,
-    additions: Option<Additions>,
-    keep_labels: &[(String, String)],
-    failure: Option<&Failure>,
-    profile: Profile,
-    fs: &dyn NodeFs,
-) -> Plan {
-    let Some(f) = failure else {
-        return plan_keeping_taints(original, additions, keep_labels, profile, fs);
-    };
-    let additions = Some(fenced(additions, f.reason));
-    let mut p = plan_keeping_taints(original, additions, keep_labels, profile, fs);
-    if p.left_out.is_none() {
-        p.notes.push(note(f.reason));
-    }
-    p
-}
-
-/// Merge `additions`, failing closed: when the merge fails with our
-/// labels in it (a label kubelet refuses, a `--node-labels` word over the
-/// kernel's limit), the taints go in with `keep_labels` (the static ones),
-/// else alone, and a note says which labels were left out and why.
-pub fn plan_keeping_taints(
-    original: OriginalCommand,
-    additions: Option<Additions>,
-    keep_labels: &[(String, String)],
-    profile: Profile,
-    fs: &dyn NodeFs,
-) -> Plan {
-    // Only the taints are kept for a second try (labels may be hundreds).
-    let taints = additions
-        .as_ref()
-        .filter(|a| !a.labels.is_empty())
-        .map(|a| a.taints.clone())
-        .unwrap_or_default();
-    let p = plan::plan_closed(original, Ok(additions), profile, fs);
-    let Some(why) = &p.left_out else {
-        return p;
-    };
-    if taints.is_empty() {
-        return p;
-    }
-    let mut tries: Vec<(&[(String, String)], &str)> = Vec::new();
-    if !keep_labels.is_empty() {
-        tries.push((keep_labels, "rule-derived labels left out"));
-    }
-    tries.push((&[], "our labels left out"));
-    for (labels, which) in tries {
-        let original = OriginalCommand {
-            executable: p.executable.clone(),
-            argv: p.original_argv.clone(),
-        };
-        let fewer = Additions {
-            labels: labels.to_vec(),
-            taints: taints.clone(),
-        };
-        let mut q = plan::plan_closed(original, Ok(Some(fewer)), profile, fs);
-        if q.left_out.is_none() {
-            q.notes.push(format!("{which}: {why}; every taint kept"));
-            return q;
-        }
-    }
-    p
-}
-
-/// `plan`'s argv without the `--node-labels=` word we added (the last one
-/// equal to it): what is left to exec when ours do not fit exec's limit.
-pub fn without_our_labels(plan: &Plan) -> Option<Vec<OsString>> {
-    if plan.added_labels.is_empty() || plan.taints.is_empty() {
-        return None;
-    }
-    let words: Vec<String> = plan
-        .added_labels
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    let ours = OsString::from(format!("--node-labels={}", words.join(",")));
-    let at = plan.argv.iter().rposition(|w| *w == ours)?;
-    let mut argv = plan.argv.clone();
-    argv.remove(at);
-    Some(argv)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node::contract::{FENCE_TAINT_EFFECT, RULES_VAR};
+    use crate::node::contract::FENCE_TAINT_EFFECT;
     use crate::node::kubelet::parse_taints;
 
     #[test]
@@ -271,39 +157,6 @@ mod tests {
             assert_eq!(t.effect.as_str(), FENCE_TAINT_EFFECT);
             assert!(t.to_string().starts_with("kubelet-labeler.io/fenced="));
         }
-    }
-
-    fn env(rules: &str) -> Vec<(OsString, OsString)> {
-        vec![(RULES_VAR.into(), rules.into())]
-    }
-
-    /// Only a rule with a taint (or rules nobody can read) may taint.
-    #[test]
-    fn which_rules_may_taint() {
-        use crate::node::rules::{Rule, compact::encode};
-        let labels_only = Rule {
-            name: "l".into(),
-            labels: vec![("example.com/a".into(), "1".into())],
-            labels_template: Some("{{ range .pci.device }}x=y{{ end }}".into()),
-            ..Default::default()
-        };
-        let tainting = Rule {
-            name: "t".into(),
-            taints: parse_taints("nvidia.com/gpu=true:NoSchedule").unwrap(),
-            ..Default::default()
-        };
-        assert!(!rules_may_taint(&[]));
-        assert!(!rules_may_taint(&env(&encode(std::slice::from_ref(
-            &labels_only
-        )))));
-        assert!(rules_may_taint(&env(&encode(&[labels_only, tainting]))));
-        assert!(rules_may_taint(&env("KLR0,garbage")));
-        // The role's layer counts too.
-        let role = vec![(
-            crate::node::contract::ROLE_RULES_VAR.into(),
-            OsString::from("KLR0,garbage"),
-        )];
-        assert!(rules_may_taint(&role));
     }
 
     #[test]

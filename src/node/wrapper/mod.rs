@@ -7,6 +7,7 @@ pub mod bump;
 pub mod crash;
 pub mod derived;
 pub mod exec;
+pub mod fail_closed;
 pub mod fence;
 pub mod guard;
 pub mod installed;

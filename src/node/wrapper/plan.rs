@@ -398,7 +398,7 @@ fn derive_over(
             fence: None,
         };
     }
-    let may_taint = fence::sources_may_taint(&sources);
+    let may_taint = derived::sources_may_taint(&sources);
     // Read only what the rules and NFD's label set look at.
     let used = derived::facts_used(&sources);
     let attributes = used.attributes.as_ref();
@@ -465,7 +465,7 @@ pub fn fallbacks(plan: &Plan, env: &[(OsString, OsString)]) -> Vec<String> {
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
         let taints: Vec<String> = static_.taints.iter().map(|t| t.to_string()).collect();
-        let fenced = match fence::rules_may_taint(env) {
+        let fenced = match rules_may_taint(env) {
             true => format!(
                 ", and registers fenced with {} (or wrapper-died, after an OOM kill or a start \
                  timeout); {}",
@@ -803,6 +803,18 @@ impl NodeFs for OfflineFs {
             }
             other => other,
         }
+    }
+}
+
+/// [`derived::sources_may_taint`] for either layer of `env` (the role's and the
+/// pool's rules).
+pub fn rules_may_taint(env: &[(OsString, OsString)]) -> bool {
+    let may = |layer: &[(OsString, OsString)]| {
+        derived::sources_may_taint(&derived::sources_from_env(layer))
+    };
+    match split_layers(env) {
+        None => may(env),
+        Some((role, pool)) => may(&role) || may(&pool),
     }
 }
 

@@ -1,6 +1,8 @@
 //! Tests of `plan` (a file of their own: `plan.rs` stays under 1,000 lines).
 
 use super::*;
+use crate::node::kubelet::parse_taints;
+use std::ffi::OsString;
 
 /// Go lowers only these two non-ASCII characters into ASCII (every rune
 /// through Go's strings.ToLower, checked once with Debian's Go 1.19).
@@ -235,4 +237,37 @@ fn kubelet_and_its_launchers_get_the_flags() {
     // argv[0] named kubelet does not make /bin/sh kubelet
     let p = planned("/bin/sh", &["kubelet", "-c", "kubelet"]);
     assert!(p.left_out.is_some());
+}
+
+fn env(rules: &str) -> Vec<(OsString, OsString)> {
+    vec![(crate::node::contract::RULES_VAR.into(), rules.into())]
+}
+
+/// Only a rule with a taint (or rules nobody can read) may taint.
+#[test]
+fn which_rules_may_taint() {
+    use crate::node::rules::{Rule, compact::encode};
+    let labels_only = Rule {
+        name: "l".into(),
+        labels: vec![("example.com/a".into(), "1".into())],
+        labels_template: Some("{{ range .pci.device }}x=y{{ end }}".into()),
+        ..Default::default()
+    };
+    let tainting = Rule {
+        name: "t".into(),
+        taints: parse_taints("nvidia.com/gpu=true:NoSchedule").unwrap(),
+        ..Default::default()
+    };
+    assert!(!rules_may_taint(&[]));
+    assert!(!rules_may_taint(&env(&encode(std::slice::from_ref(
+        &labels_only
+    )))));
+    assert!(rules_may_taint(&env(&encode(&[labels_only, tainting]))));
+    assert!(rules_may_taint(&env("KLR0,garbage")));
+    // The role's layer counts too.
+    let role = vec![(
+        crate::node::contract::ROLE_RULES_VAR.into(),
+        OsString::from("KLR0,garbage"),
+    )];
+    assert!(rules_may_taint(&role));
 }

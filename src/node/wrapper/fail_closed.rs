@@ -1,0 +1,97 @@
+//! Fail closed, the plans: a start fenced for a failure of ours, and a
+//! merge that keeps every taint when our labels cannot go in (a label
+//! kubelet refuses, a `--node-labels` word over the kernel's limit). The
+//! fence itself (its reasons and taint) is `super::fence`.
+
+use std::ffi::OsString;
+
+use super::fence::{Failure, fenced, note};
+use super::plan::{self, OriginalCommand, Plan};
+use crate::node::kubelet::{Additions, NodeFs, Profile};
+
+/// [`plan::plan_closed`] of `additions` (see [`plan_keeping_taints`]),
+/// fenced for `failure` when there is one; a note says so, and how to lift
+/// it.
+pub fn plan_fenced(
+    original: OriginalCommand,
+    additions: Option<Additions>,
+    keep_labels: &[(String, String)],
+    failure: Option<&Failure>,
+    profile: Profile,
+    fs: &dyn NodeFs,
+) -> Plan {
+    let Some(f) = failure else {
+        return plan_keeping_taints(original, additions, keep_labels, profile, fs);
+    };
+    let additions = Some(fenced(additions, f.reason));
+    let mut p = plan_keeping_taints(original, additions, keep_labels, profile, fs);
+    if p.left_out.is_none() {
+        p.notes.push(note(f.reason));
+    }
+    p
+}
+
+/// Merge `additions`, failing closed: when the merge fails with our
+/// labels in it (a label kubelet refuses, a `--node-labels` word over the
+/// kernel's limit), the taints go in with `keep_labels` (the static ones),
+/// else alone, and a note says which labels were left out and why.
+pub fn plan_keeping_taints(
+    original: OriginalCommand,
+    additions: Option<Additions>,
+    keep_labels: &[(String, String)],
+    profile: Profile,
+    fs: &dyn NodeFs,
+) -> Plan {
+    // Only the taints are kept for a second try (labels may be hundreds).
+    let taints = additions
+        .as_ref()
+        .filter(|a| !a.labels.is_empty())
+        .map(|a| a.taints.clone())
+        .unwrap_or_default();
+    let p = plan::plan_closed(original, Ok(additions), profile, fs);
+    let Some(why) = &p.left_out else {
+        return p;
+    };
+    if taints.is_empty() {
+        return p;
+    }
+    let mut tries: Vec<(&[(String, String)], &str)> = Vec::new();
+    if !keep_labels.is_empty() {
+        tries.push((keep_labels, "rule-derived labels left out"));
+    }
+    tries.push((&[], "our labels left out"));
+    for (labels, which) in tries {
+        let original = OriginalCommand {
+            executable: p.executable.clone(),
+            argv: p.original_argv.clone(),
+        };
+        let fewer = Additions {
+            labels: labels.to_vec(),
+            taints: taints.clone(),
+        };
+        let mut q = plan::plan_closed(original, Ok(Some(fewer)), profile, fs);
+        if q.left_out.is_none() {
+            q.notes.push(format!("{which}: {why}; every taint kept"));
+            return q;
+        }
+    }
+    p
+}
+
+/// `plan`'s argv without the `--node-labels=` word we added (the last one
+/// equal to it): what is left to exec when ours do not fit exec's limit.
+pub fn without_our_labels(plan: &Plan) -> Option<Vec<OsString>> {
+    if plan.added_labels.is_empty() || plan.taints.is_empty() {
+        return None;
+    }
+    let words: Vec<String> = plan
+        .added_labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let ours = OsString::from(format!("--node-labels={}", words.join(",")));
+    let at = plan.argv.iter().rposition(|w| *w == ours)?;
+    let mut argv = plan.argv.clone();
+    argv.remove(at);
+    Some(argv)
+}
