@@ -9,7 +9,8 @@ use clap::Parser;
 use kubelet_labeler::cli::iso;
 use kubelet_labeler::cli::render::arch::Arch;
 use kubelet_labeler::cli::render::{
-    additions, contained, gitops_dir, input, layout, machineconfig, pointer, tree, wrappers,
+    additions, contained, gitops_dir, input, layout, machineconfig, output_file, pointer, tree,
+    wrappers,
 };
 use kubelet_labeler::cmdline::*;
 
@@ -572,7 +573,7 @@ fn cmd_render_machineconfig(c: RenderMachineConfigConfig) -> Result<ExitCode> {
             say!("{}", machineconfig::stream_policy_note(&rendered));
         }
         (None, Some(out)) => {
-            tree::write_output(
+            output_file::write_output(
                 out,
                 machineconfig::to_stream(&rendered)?.as_bytes(),
                 c.force,
@@ -615,7 +616,7 @@ fn cmd_render_ignition(c: RenderIgnitionConfig) -> Result<ExitCode> {
     if c.output.as_os_str() == "-" {
         to_stdout(text)?;
     } else {
-        tree::write_output(&c.output, text.as_bytes(), c.force)?;
+        output_file::write_output(&c.output, text.as_bytes(), c.force)?;
         say!("wrote {}", c.output.display());
     }
     Ok(ExitCode::SUCCESS)

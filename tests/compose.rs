@@ -438,7 +438,7 @@ fn explain_root_refuses_a_node_of_another_node_format() {
 
     let real = std::fs::read(env!("CARGO_BIN_EXE_kubelet-labeler-wrapper")).unwrap();
     assert_eq!(
-        kubelet_labeler::cli::render::wrappers::wrapper_format(&real),
+        kubelet_labeler::cli::render::node_format::wrapper_format(&real),
         Some(Some(
             kubelet_labeler::node::contract::NODE_FORMAT.to_string()
         ))

@@ -335,9 +335,9 @@ fn write_image(input: &Path, e: Extent, area: &[u8], output: Output) -> Result<(
             #[cfg(not(feature = "cli"))]
             let file = path.to_path_buf();
             #[cfg(feature = "cli")]
-            let file = match crate::cli::render::tree::output_file(path)? {
+            let file = match crate::cli::render::output_file::output_file(path)? {
                 // A FIFO, a character device, /dev/stdout: written through.
-                crate::cli::render::tree::OutputFile::Stream(file) => {
+                crate::cli::render::output_file::OutputFile::Stream(file) => {
                     use std::io::IsTerminal;
                     if file.is_terminal() {
                         bail!(
@@ -347,7 +347,7 @@ fn write_image(input: &Path, e: Extent, area: &[u8], output: Output) -> Result<(
                     }
                     return stream_image(input, e, area, &mut io::BufWriter::new(file), within);
                 }
-                crate::cli::render::tree::OutputFile::Replace(file) => file,
+                crate::cli::render::output_file::OutputFile::Replace(file) => file,
             };
             if file.exists() {
                 bail!(

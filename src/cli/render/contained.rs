@@ -13,7 +13,7 @@ use std::path::{Component, Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 /// Refuse our file at `path` when a symlink is there (whatever it points
-/// to) or anything [`super::tree::write_target`] refuses (a directory, a
+/// to) or anything [`super::output_file::write_target`] refuses (a directory, a
 /// FIFO, a device, a socket). `who` is the command, for the message.
 pub fn check_own_file(path: &Path, who: &str) -> Result<()> {
     let meta = match fs::symlink_metadata(path) {
@@ -34,7 +34,7 @@ pub fn check_own_file(path: &Path, who: &str) -> Result<()> {
             }
         );
     }
-    super::tree::write_target(path)?;
+    super::output_file::write_target(path)?;
     Ok(())
 }
 
@@ -105,7 +105,7 @@ pub fn stage_own(
         fs::create_dir(d).with_context(|| format!("creating {}", d.display()))?;
         made.push(d.to_path_buf());
     }
-    let tmp = super::tree::temp_copy(parent, &path, bytes, mode)?;
+    let tmp = super::output_file::temp_copy(parent, &path, bytes, mode)?;
     Ok((tmp, path))
 }
 

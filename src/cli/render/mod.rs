@@ -26,6 +26,7 @@ pub mod leave_to_nfd;
 pub mod machineconfig;
 pub mod node_format;
 pub mod node_rules;
+pub mod output_file;
 pub mod pointer;
 pub mod remove;
 mod rule_objects;

@@ -2,6 +2,8 @@
 //! wrappers as the CLI reads it back: whether renders and wrappers of two
 //! builds compose on a node (`compose`, `explain`).
 
+use crate::node::contract;
+
 /// The head of every text file render writes for a node: its first line is
 /// `# kubelet-labeler[ VERSION]: ...` (`super::RENDERED_BY`).
 const TEXT_HEAD: &str = "# kubelet-labeler";
@@ -11,7 +13,7 @@ const TEXT_HEAD: &str = "# kubelet-labeler";
 /// release that did not stamp it (an earlier one, unknown).
 pub fn of_file(bytes: &[u8]) -> Option<Option<String>> {
     if bytes.starts_with(b"\x7fELF") {
-        return super::wrappers::wrapper_format(bytes);
+        return wrapper_format(bytes);
     }
     let rest = bytes.strip_prefix(TEXT_HEAD.as_bytes())?;
     let line = &rest[..rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len())];
@@ -44,6 +46,44 @@ pub fn describe(format: Option<&str>, ours: bool) -> String {
 /// Whether two of our files are of one (known) node format.
 pub fn same(a: &Option<Option<String>>, b: &Option<Option<String>>) -> bool {
     matches!((a, b), (Some(Some(x)), Some(Some(y))) if x == y)
+}
+
+/// `s` with every byte inverted, at compile time: the heads are looked for
+/// in this form, so this program never holds them as they are and a static
+/// build of it passed as --wrapper is not taken for the wrapper.
+pub(super) const fn inverted<const N: usize>(s: &str) -> [u8; N] {
+    let b = s.as_bytes();
+    let mut out = [0u8; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = !b[i];
+        i += 1;
+    }
+    out
+}
+
+pub(super) const WRAPPER_MARK: [u8; contract::WRAPPER_USAGE_HEAD.len()] =
+    inverted(contract::WRAPPER_USAGE_HEAD);
+
+/// Whether `bytes` are our wrapper, and then its node format: the number
+/// after [`contract::WRAPPER_FORMAT_MARK`] in its usage line, or None for
+/// a wrapper of a release before the usage line carried it.
+pub fn wrapper_format(bytes: &[u8]) -> Option<Option<String>> {
+    let at = bytes
+        .windows(WRAPPER_MARK.len())
+        .position(|w| w.iter().zip(&WRAPPER_MARK).all(|(b, m)| *b == !*m))?;
+    // The usage line is one literal: its tail is within a few hundred bytes.
+    let line = &bytes[at..bytes.len().min(at + 512)];
+    let mark = contract::WRAPPER_FORMAT_MARK.as_bytes();
+    let Some(m) = line.windows(mark.len()).position(|w| w == mark) else {
+        return Some(None);
+    };
+    let digits: String = line[m + mark.len()..]
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .map(|&b| b as char)
+        .collect();
+    Some((!digits.is_empty()).then_some(digits))
 }
 
 #[cfg(test)]

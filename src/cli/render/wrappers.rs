@@ -11,6 +11,7 @@ use anyhow::{Context, Result, bail};
 use super::arch::{Arch, one_per_arch};
 use super::input::{WRAPPER, read_file};
 use super::machineconfig::{check_no_interpreter, check_wrapper};
+use super::node_format::{self, WRAPPER_MARK, inverted, wrapper_format};
 use crate::node::contract;
 
 /// Where to look: the directory of the running CLI.
@@ -238,22 +239,6 @@ impl Program {
     }
 }
 
-/// `s` with every byte inverted, at compile time: the heads are looked for
-/// in this form, so this program never holds them as they are and a static
-/// build of it passed as --wrapper is not taken for the wrapper.
-const fn inverted<const N: usize>(s: &str) -> [u8; N] {
-    let b = s.as_bytes();
-    let mut out = [0u8; N];
-    let mut i = 0;
-    while i < N {
-        out[i] = !b[i];
-        i += 1;
-    }
-    out
-}
-
-const WRAPPER_MARK: [u8; contract::WRAPPER_USAGE_HEAD.len()] =
-    inverted(contract::WRAPPER_USAGE_HEAD);
 const SELECTOR_MARK: [u8; contract::SELECTOR_USAGE_HEAD.len()] =
     inverted(contract::SELECTOR_USAGE_HEAD);
 
@@ -293,33 +278,12 @@ pub fn check_ours(bytes: &[u8], program: Program, path: &Path) -> Result<()> {
                  rules) that it would misread on every node; give {flag} the static {name} \
                  of this release",
                 path.display(),
-                super::node_format::describe(format.as_deref(), true),
+                node_format::describe(format.as_deref(), true),
                 contract::NODE_FORMAT
             );
         }
     }
     Ok(())
-}
-
-/// Whether `bytes` are our wrapper, and then its node format: the number
-/// after [`contract::WRAPPER_FORMAT_MARK`] in its usage line, or None for
-/// a wrapper of a release before the usage line carried it.
-pub fn wrapper_format(bytes: &[u8]) -> Option<Option<String>> {
-    let at = bytes
-        .windows(WRAPPER_MARK.len())
-        .position(|w| w.iter().zip(&WRAPPER_MARK).all(|(b, m)| *b == !*m))?;
-    // The usage line is one literal: its tail is within a few hundred bytes.
-    let line = &bytes[at..bytes.len().min(at + 512)];
-    let mark = contract::WRAPPER_FORMAT_MARK.as_bytes();
-    let Some(m) = line.windows(mark.len()).position(|w| w == mark) else {
-        return Some(None);
-    };
-    let digits: String = line[m + mark.len()..]
-        .iter()
-        .take_while(|b| b.is_ascii_digit())
-        .map(|&b| b as char)
-        .collect();
-    Some((!digits.is_empty()).then_some(digits))
 }
 
 /// The name dist/build-static.sh gives the static wrapper for `arch`.

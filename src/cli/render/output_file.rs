@@ -1,0 +1,245 @@
+//! One output file: where a write lands (a regular file, or the one a
+//! symlink names), streams written as stdout would be (a FIFO, a character
+//! device, a descriptor of ours), and a temp file beside the target renamed
+//! into place, so a reader never sees half a file.
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+/// Where a write to `path` lands: `path` when it does not exist or is a
+/// regular file; when it is a symlink, the regular file it resolves to (the
+/// link stays, its target gets the new contents). A device, FIFO, socket or
+/// directory, or a link to one or to nothing, is refused: the
+/// temp-file-and-rename write would replace it with a regular file.
+pub fn write_target(path: &Path) -> Result<PathBuf> {
+    let meta = match fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(path.to_path_buf()),
+        other => other.with_context(|| format!("reading {}", path.display()))?,
+    };
+    if meta.is_file() {
+        return Ok(path.to_path_buf());
+    }
+    if !meta.file_type().is_symlink() {
+        bail!(
+            "{} is {}, not a regular file; not replacing it (write to a file path, or -o - for stdout)",
+            path.display(),
+            kind(&meta)
+        );
+    }
+    let target = fs::canonicalize(path).with_context(|| {
+        format!(
+            "{} is a symlink to nothing; not writing through it (remove it or point it at a regular file)",
+            path.display()
+        )
+    })?;
+    let target_meta =
+        fs::metadata(&target).with_context(|| format!("reading {}", target.display()))?;
+    if !target_meta.is_file() {
+        bail!(
+            "{} is a symlink to {}, which is {}, not a regular file; not replacing it (write to a file path, or -o - for stdout)",
+            path.display(),
+            target.display(),
+            kind(&target_meta)
+        );
+    }
+    Ok(target)
+}
+
+fn kind(meta: &fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Where `-o PATH` writes.
+pub enum OutputFile {
+    /// A new path, or a regular file (see [`write_target`]): a temp file is
+    /// renamed onto it.
+    Replace(PathBuf),
+    /// Open for writing, never replaced: a FIFO or a character device
+    /// (`/dev/null`, a named pipe), or a file this process has open
+    /// (`/dev/stdout`, `/dev/fd/N`, a shell's `>(cmd)`), written as stdout
+    /// would be.
+    Stream(fs::File),
+}
+
+/// Where `-o PATH` writes (see [`OutputFile`]); a directory, socket, block
+/// device or dangling link is refused.
+pub fn output_file(path: &Path) -> Result<OutputFile> {
+    use std::os::unix::fs::FileTypeExt;
+    if let Some(fd) = own_fd(path) {
+        // SAFETY: `fd` is open in this process (/proc lists it), and is
+        // only borrowed to duplicate it.
+        let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+        let file = borrowed
+            .try_clone_to_owned()
+            .with_context(|| format!("opening {}", path.display()))?;
+        return Ok(OutputFile::Stream(file.into()));
+    }
+    match fs::metadata(path) {
+        Ok(m) if m.file_type().is_fifo() || m.file_type().is_char_device() => {
+            let file = fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .with_context(|| format!("opening {}", path.display()))?;
+            Ok(OutputFile::Stream(file))
+        }
+        _ => Ok(OutputFile::Replace(write_target(path)?)),
+    }
+}
+
+/// The descriptor `path` names when a symlink on its way is one of this
+/// process's `/proc/<pid>/fd/N` (`/dev/stdout`, `/dev/fd/N`): one `lstat`
+/// for a path with no link.
+fn own_fd(path: &Path) -> Option<std::os::fd::RawFd> {
+    let mut own = None;
+    let mut at = path.to_path_buf();
+    for _ in 0..40 {
+        if !fs::symlink_metadata(&at).ok()?.file_type().is_symlink() {
+            return None;
+        }
+        let dir = match at.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let dir = fs::canonicalize(dir).ok()?;
+        let own = own.get_or_insert_with(|| fs::canonicalize("/proc/self/fd").ok());
+        if own.as_deref() == Some(dir.as_path()) {
+            return at.file_name()?.to_str()?.parse().ok();
+        }
+        let target = fs::read_link(&at).ok()?;
+        at = dir.join(target);
+    }
+    None
+}
+
+/// Write `bytes` into `file` (a [`OutputFile::Stream`]) for `path`.
+pub fn write_stream(mut file: fs::File, path: &Path, bytes: &[u8]) -> Result<()> {
+    file.write_all(bytes)
+        .and_then(|()| file.flush())
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// `-o FILE`: write `bytes` (mode 0644), replacing an existing regular file
+/// only when `force`; into a FIFO, a character device or an open file of
+/// ours as is (see [`output_file`]).
+pub fn write_output(path: &Path, bytes: &[u8], force: bool) -> Result<()> {
+    match output_file(path)? {
+        OutputFile::Stream(file) => write_stream(file, path, bytes),
+        OutputFile::Replace(target) => {
+            if target.exists() && !force {
+                bail!("{} exists; pass --force to replace it", path.display());
+            }
+            write_atomic(&target, bytes, 0o644)
+        }
+    }
+}
+
+/// Write `bytes` to `path` (see [`write_target`]) through a temp file in the
+/// same directory, so a reader never sees half a file.
+pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+    let path = &write_target(path)?;
+    let dir = path.parent().context("a path with no parent")?;
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    temp_copy(dir, path, bytes, mode)?
+        .persist(path)
+        .with_context(|| format!("renaming into {}", path.display()))?;
+    Ok(())
+}
+
+/// `bytes` with `mode` in a temp file in `dir`, to be renamed onto `path`
+/// (named in errors): a reader never sees half a file. Only the permission
+/// bits of `mode` are kept: no output is ever setuid, setgid or sticky.
+pub fn temp_copy(
+    dir: &Path,
+    path: &Path,
+    bytes: &[u8],
+    mode: u32,
+) -> Result<tempfile::NamedTempFile> {
+    let mut tmp = temp_file_in(dir)?;
+    tmp.write_all(bytes)
+        .with_context(|| format!("writing {}", path.display()))?;
+    tmp.as_file()
+        .set_permissions(fs::Permissions::from_mode(mode & 0o777))
+        .with_context(|| format!("setting the mode of {}", path.display()))?;
+    Ok(tmp)
+}
+
+/// A temp file in `dir`. A refusal says only why, without the temp
+/// file's random name.
+pub(super) fn temp_file_in(dir: &Path) -> Result<tempfile::NamedTempFile> {
+    tempfile::NamedTempFile::new_in(dir)
+        .map_err(|e| match e.kind() {
+            k @ (std::io::ErrorKind::PermissionDenied
+            | std::io::ErrorKind::ReadOnlyFilesystem
+            | std::io::ErrorKind::NotFound) => std::io::Error::from(k),
+            _ => e,
+        })
+        .with_context(|| format!("creating a temp file in {}", dir.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_target_follows_links_to_files_and_refuses_the_rest() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        fs::write(d.join("file"), "x").unwrap();
+        fs::create_dir(d.join("dir")).unwrap();
+        let _socket = std::os::unix::net::UnixListener::bind(d.join("socket")).unwrap();
+        std::os::unix::fs::symlink(d.join("file"), d.join("to-file")).unwrap();
+        std::os::unix::fs::symlink(d.join("dir"), d.join("to-dir")).unwrap();
+        std::os::unix::fs::symlink(d.join("nothing"), d.join("dangling")).unwrap();
+        assert_eq!(write_target(&d.join("new")).unwrap(), d.join("new"));
+        assert_eq!(write_target(&d.join("file")).unwrap(), d.join("file"));
+        let real = fs::canonicalize(d.join("file")).unwrap();
+        assert_eq!(write_target(&d.join("to-file")).unwrap(), real);
+        for (name, says) in [
+            (
+                "dir",
+                "dir is a directory, not a regular file; not replacing it",
+            ),
+            (
+                "socket",
+                "socket is a socket, not a regular file; not replacing it",
+            ),
+            (
+                "to-dir",
+                "which is a directory, not a regular file; not replacing it",
+            ),
+            (
+                "dangling",
+                "dangling is a symlink to nothing; not writing through it",
+            ),
+        ] {
+            let e = format!("{:#}", write_target(&d.join(name)).unwrap_err());
+            assert!(e.contains(says), "{name}: {e}");
+        }
+        // Written through the link: the target changes, the link stays.
+        write_atomic(&d.join("to-file"), b"new", 0o644).unwrap();
+        assert_eq!(fs::read(d.join("file")).unwrap(), b"new");
+        assert!(
+            fs::symlink_metadata(d.join("to-file"))
+                .unwrap()
+                .is_symlink()
+        );
+    }
+}
