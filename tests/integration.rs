@@ -16,6 +16,7 @@ mod explain_machineconfig;
 mod facts;
 mod fail_closed;
 mod gunzip_go;
+mod house;
 mod ignition_check;
 mod io_safety;
 mod iso;

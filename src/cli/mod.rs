@@ -5,14 +5,26 @@
 //! NFD's JSON. These may use serde, clap and the other CLI dependencies.
 
 #[cfg(feature = "cli")]
+pub mod args;
+#[cfg(feature = "cli")]
+pub mod completions;
+#[cfg(feature = "cli")]
 pub mod explain;
+#[cfg(feature = "cli")]
+pub mod facts;
 #[cfg(feature = "cli")]
 pub mod facts_json;
 #[cfg(feature = "iso")]
 pub mod iso;
 #[cfg(feature = "cli")]
+pub mod man;
+#[cfg(feature = "cli")]
+pub mod output;
+#[cfg(feature = "cli")]
 pub mod plan;
 #[cfg(feature = "cli")]
 pub mod render;
+#[cfg(feature = "cli")]
+pub mod sync;
 #[cfg(feature = "cli")]
 pub mod validate;

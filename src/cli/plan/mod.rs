@@ -16,6 +16,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use serde_json::Value;
 
+pub mod command;
 mod inputs;
 pub mod kube;
 mod report;

@@ -15,6 +15,7 @@ pub const RENDERED_BY: &str = concat!(
 
 pub mod additions;
 pub mod arch;
+pub mod command;
 pub mod compose;
 pub mod contained;
 pub mod dropins;

@@ -1,6 +1,8 @@
 //! `validate`: would this kubelet accept the `--node-labels` and
 //! `--register-with-taints` in these arguments?
 
+pub mod command;
+
 use serde::Serialize;
 
 use crate::node::kubelet::flags::scan;

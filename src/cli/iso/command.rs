@@ -1,0 +1,248 @@
+//! `iso embed|show|remove|fleet`: their clap types to the ISO modules'
+//! options, and what each says it did.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+
+use crate::cli::iso;
+use crate::cli::output::{say, to_stdout};
+use crate::cli::render::arch::Arch;
+use crate::cli::render::command::{read_ca_file, read_rules_leaving};
+use crate::cli::render::{input, machineconfig, pointer, wrappers};
+use crate::cmdline::{
+    IsoEmbedConfig, IsoFleetConfig, IsoRemoveConfig, IsoShowConfig, NfdLabelsArg,
+};
+
+/// `-o`: in place, stdout, or a new file (`-f`: or over an existing one).
+fn iso_output(o: &Option<std::path::PathBuf>, force: bool) -> iso::Output<'_> {
+    match o {
+        None => iso::Output::InPlace,
+        Some(p) if p.as_os_str() == "-" => iso::Output::Stdout,
+        Some(p) if force => iso::Output::Replace(p),
+        Some(p) => iso::Output::File(p),
+    }
+}
+
+pub fn embed(c: IsoEmbedConfig) -> Result<ExitCode> {
+    let config = match (&c.pool, &c.ignition_file) {
+        (Some(pool), _) => {
+            let (url, ca) = (
+                c.merge_url.as_deref().unwrap_or(""),
+                c.ca_file.as_ref().context("--ca-file")?,
+            );
+            pointer::check_merge_url_pool(url, pool)?;
+            if let Some(w) = pointer::plain_http_warning(url) {
+                say!("warning: {w}");
+            }
+            let pem = read_ca_file(ca)?;
+            let version = c.ignition_version.spec();
+            let config = serde_json::to_vec(&machineconfig::pointer_ignition(url, &pem, version)?)?;
+            iso::check_ignition(&config, "the rendered pointer config")?;
+            config
+        }
+        (None, Some(path)) if path.as_os_str() != "-" => {
+            if iso::is_iso_image(path) {
+                anyhow::bail!(
+                    "-i {}: that is an ISO image, not an Ignition config; -i takes the config to \
+                     embed and the ISO comes last: iso embed -i CONFIG ISO",
+                    path.display()
+                );
+            }
+            let config = input::read_file(path, input::IGNITION)?;
+            checked_input(config, &path.display().to_string(), c.no_validate)?
+        }
+        // `-i -`, or no -i: stdin.
+        (None, _) => {
+            let buf = input::read_capped(std::io::stdin().lock(), "<stdin>", input::IGNITION)?;
+            checked_input(buf, "the config on stdin", c.no_validate)?
+        }
+    };
+    iso::embed(&c.input, &config, c.force, iso_output(&c.output, c.force))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A user's config, refused if the node's Ignition would refuse it; keys
+/// its spec version does not have are only warned about, as Ignition does.
+fn checked_input(config: Vec<u8>, name: &str, no_validate: bool) -> Result<Vec<u8>> {
+    if no_validate {
+        return Ok(config);
+    }
+    let checked = iso::check_ignition(&config, name)
+        .map_err(|e| anyhow::anyhow!("{e}; --no-validate embeds it unchecked"))?;
+    if checked.repeats_keys {
+        say!("warning: {name} names a key twice in one object; Ignition uses the last");
+    }
+    for key in &checked.unknown_keys {
+        say!(
+            "warning: {name}: Ignition {} ignores the unknown key {key}; fix its name, or raise ignition.version if it is a newer spec's field",
+            checked.version
+        );
+    }
+    Ok(config)
+}
+
+pub fn show(c: IsoShowConfig) -> Result<ExitCode> {
+    let config = iso::show(&c.input)?;
+    to_stdout(config)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn remove(c: IsoRemoveConfig) -> Result<ExitCode> {
+    iso::remove(&c.input, iso_output(&c.output, false))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn fleet(c: IsoFleetConfig) -> Result<ExitCode> {
+    use crate::cli::iso::fleet;
+    let pools = c
+        .pools
+        .iter()
+        .map(|p| match p.split_once('=') {
+            Some((n, s)) => (n.to_string(), Some(std::path::PathBuf::from(s))),
+            None => (p.clone(), None),
+        })
+        .collect();
+    let rules = if c.rules.is_empty() {
+        None
+    } else {
+        let read = read_rules_leaving(
+            &c.rules,
+            &c.leave_to_nfd,
+            crate::node::kubelet::Profile::OpenShift,
+        )?
+        .rules;
+        // The live system's kernel and os-release are the ISO's, not the
+        // installed system's that kubelet starts on.
+        for r in &read {
+            let terms = r.match_features.iter().chain(r.match_any.iter().flatten());
+            if let Some(t) = terms.into_iter().find(|t| {
+                let f = t.feature.to_ascii_lowercase();
+                f.starts_with("kernel.") || f == "system.osrelease"
+            }) {
+                say!(
+                    "warning: rule {:?} reads {}: at install that is the live ISO's, at registration the installed system's; \
+                     keep the live ISO at the cluster's RHCOS version, or match on hardware only",
+                    r.name,
+                    t.feature
+                );
+            }
+        }
+        Some(crate::cli::render::node_rules::compile(&read)?)
+    };
+    let pool_devices = c
+        .pool_dest_devices
+        .iter()
+        .map(|p| match p.split_once('=') {
+            Some((n, d)) => Ok((n.to_string(), d.to_string())),
+            None => Err(anyhow::anyhow!(
+                "--pool-dest-device {p}: give NAME=PATH, e.g. worker-gpu=/dev/nvme0n1"
+            )),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let ca_pem = match &c.ca_file {
+        Some(p) => Some(read_ca_file(p)?),
+        None => None,
+    };
+    let selector_path = match &c.selector {
+        Some(p) => p.clone(),
+        None => wrappers::Lookup::of_this_program()?.selector_for(Arch::from(c.arch))?,
+    };
+    let selector = input::read_file(&selector_path, input::SELECTOR)
+        .with_context(|| format!("reading the selector {}", selector_path.display()))?;
+    let hint = |arch| {
+        wrappers::Lookup::of_this_program().map_or_else(
+            |_| String::new(),
+            |l| format!("; {}", l.selector_hint(arch)),
+        )
+    };
+    let arch = Arch::of_elf(&selector).with_context(|| {
+        format!(
+            "{} is not a 64-bit ELF program{}",
+            selector_path.display(),
+            hint(Arch::from(c.arch))
+        )
+    })?;
+    if c.selector.is_none() && arch != Arch::from(c.arch) {
+        anyhow::bail!(
+            "{} is a {arch} program, not {}; rebuild it or pass --selector",
+            selector_path.display(),
+            Arch::from(c.arch)
+        );
+    }
+    machineconfig::check_wrapper(&selector, arch, &selector_path)?;
+    wrappers::check_ours(&selector, wrappers::Program::Selector, &selector_path)
+        .map_err(|e| anyhow::anyhow!("{e}{}", hint(arch)))?;
+    let built = fleet::build(&fleet::FleetOptions {
+        pools,
+        dest_device: c.dest_device.clone(),
+        pool_devices,
+        rules,
+        nfd_labels: c.nfd_labels.map(|f| match f {
+            NfdLabelsArg::Upstream => "upstream".to_string(),
+            NfdLabelsArg::Openshift => "openshift".to_string(),
+        }),
+        mcs_url: c.mcs_url.clone(),
+        ca_pem,
+        selector,
+    })?;
+    let names: Vec<&str> = built.table.pools.iter().map(|p| p.name.as_str()).collect();
+    let Some(input) = &c.input else {
+        // --dry-run without an ISO.
+        return fleet_preview(&built, arch, c.dest_device.as_deref(), &c.facts_root);
+    };
+    let (used, area) = iso::embedded_size(input, &built.config)?;
+    let fits = format!("{used} of {area} bytes of the embed area");
+    if c.dry_run {
+        if used as u64 > area {
+            anyhow::bail!(
+                "the fleet config does not fit {}: {fits}; give fewer pools",
+                input.display()
+            );
+        }
+        say!(
+            "the fleet config for pools {} ({arch} selector) takes {fits}",
+            names.join(", ")
+        );
+        return fleet_preview(&built, arch, c.dest_device.as_deref(), &c.facts_root);
+    }
+    iso::embed(
+        input,
+        &built.config,
+        c.force,
+        iso_output(&c.output, c.force),
+    )?;
+    say!(
+        "embedded the fleet config for pools {} ({arch} selector): {fits}",
+        names.join(", ")
+    );
+    let iso_name = match &c.output {
+        Some(o) if o.as_os_str() == "-" => "the ISO".to_string(),
+        Some(o) => o.display().to_string(),
+        None => input.display().to_string(),
+    };
+    say!(
+        "warning: every machine booted from {iso_name} whose hardware selects a pool is WIPED \
+         and installed without a prompt ({}); keep it away from machines you do not \
+         mean to reinstall, and preview a machine with --dry-run --facts-root",
+        fleet::devices(&built.table, c.dest_device.as_deref())
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `iso fleet --dry-run`: its preview on stdout; exit 1 when a machine
+/// would not install.
+fn fleet_preview(
+    built: &iso::fleet::Fleet,
+    iso_arch: Arch,
+    default_device: Option<&str>,
+    roots: &[std::path::PathBuf],
+) -> Result<ExitCode> {
+    let (text, all) = iso::fleet::preview(built, iso_arch, default_device, roots);
+    to_stdout(text)?;
+    Ok(if all {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

@@ -1,0 +1,53 @@
+//! What every subcommand writes: stdout, which a closed pipe ends quietly
+//! (`| head`), stderr lines that cannot panic, and the exit code of an error.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+
+use super::args::Usage;
+
+/// `eprintln!` that cannot panic: with stderr a closed pipe (`2>&1 | head`)
+/// the line is lost, not the run.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+pub(crate) use say;
+
+/// A subcommand's result as the process exits with it: an error is one
+/// line on stderr and exit 1 (2 for a usage error, as clap's own); a
+/// closed stdout ends quietly, with success, as ripgrep does.
+pub fn exit_code(result: Result<ExitCode>) -> ExitCode {
+    match result {
+        Ok(code) => code,
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            say!("Error: {e:#}");
+            if e.is::<Usage>() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
+}
+
+pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// All of a subcommand's output: a closed stdout is an error (quiet, see
+/// main), never the panic of `print!`.
+pub fn to_stdout(text: impl AsRef<[u8]>) -> Result<()> {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    o.write_all(text.as_ref())
+        .and_then(|()| o.flush())
+        .context("writing to stdout")
+}

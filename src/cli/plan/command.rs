@@ -1,0 +1,44 @@
+//! `plan`: its clap types to [`super::PlanOptions`], the report on stdout,
+//! and the exit code `--fail-on` asks for.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use crate::cli::args::Usage;
+use crate::cli::output::to_stdout;
+use crate::cmdline::{FailOnArg, PlanConfig, PlanFormatArg};
+use crate::node::kubelet::Profile;
+
+pub fn run(c: PlanConfig) -> Result<ExitCode> {
+    use crate::cli::plan;
+    let p = plan::plan(&plan::PlanOptions {
+        from: c.from,
+        to: c.to,
+        fleet: c.fleet,
+        profile: Profile::from(c.profile),
+    })
+    .map_err(|e| Usage(format!("{e:#}")))?;
+    let format = match c.format {
+        PlanFormatArg::Text => plan::Format::Text,
+        PlanFormatArg::Json => plan::Format::Json,
+        PlanFormatArg::Markdown => plan::Format::Markdown,
+    };
+    to_stdout(plan::render(&p, format))?;
+    let fails = |f: &FailOnArg| match f {
+        FailOnArg::Reboot => p.reboot > 0,
+        FailOnArg::Lockout => p.lockout > 0,
+        FailOnArg::Taint => p.taint_changes > 0,
+        FailOnArg::Change => p.changed > 0,
+    };
+    let failed = if c.fail_on.is_empty() {
+        p.changed > 0
+    } else {
+        c.fail_on.iter().any(fails)
+    };
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}

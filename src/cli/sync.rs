@@ -1,0 +1,27 @@
+//! `sync`: the day-2 sync the node runs (`crate::node::sync`), from the CLI.
+
+use std::process::ExitCode;
+
+use crate::cmdline::SyncConfig;
+use crate::node::kubelet::Profile;
+
+pub fn run(c: SyncConfig) -> ExitCode {
+    use crate::node::sync::{reconcile::Policy, run};
+    let opts = run::SyncOptions {
+        root: c.root,
+        unit: c.unit,
+        kubeconfig: c.kubeconfig,
+        dry_run: c.dry_run,
+        policy: Policy {
+            pool_label: c.pool_label,
+            allow_pool_label: c.allow_pool_label,
+        },
+        profile: c.profile.map(Profile::from),
+        facts_root: c.facts_root,
+        max_wait: std::time::Duration::from_secs(c.max_wait),
+        curl: None,
+    };
+    let out = run::run(&opts);
+    run::print_outcome(&out);
+    ExitCode::from(out.code as u8)
+}
