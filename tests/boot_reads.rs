@@ -100,7 +100,13 @@ fn links_in_features_d_fence_the_rules_taints() {
     // a read once drained (never opened here: it is a link).
     .chain((0..40).map(|i| (format!("kmsg{i}"), "/proc/kmsg".into())))
     .collect();
-    for links in [vec![("gpu".to_string(), provisioned.clone())], hostile] {
+    // A link's name is the pod's: escaped in the one journal line.
+    let forged = vec![("x\nkubelet-labeler: forged".to_string(), "/dev/zero".into())];
+    for links in [
+        vec![("gpu".to_string(), provisioned.clone())],
+        hostile,
+        forged,
+    ] {
         let scratch = scratch_dir();
         let facts = scratch.path().join("facts");
         let dir = facts.join(FEATURES_D);
@@ -118,6 +124,7 @@ fn links_in_features_d_fence_the_rules_taints() {
             journal.contains("is a symbolic link, not followed"),
             "{journal}"
         );
+        assert_eq!(journal.trim_end().lines().count(), 1, "{journal}");
         assert!(!argv.contains("example.com/local"), "{argv}");
         assert!(argv.contains(STATIC_TAINT), "{argv}");
         assert!(
