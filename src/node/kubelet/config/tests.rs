@@ -253,4 +253,20 @@ fn many_keys_are_read_without_a_scan_per_key() {
     assert!(matches!(m[0].1, Value::Other), "{m:?}");
     assert!(yaml::parse("1: x\n\"1\": y\n").is_err());
     assert!(!yaml::parse("a: 1\nb: 2\n").unwrap().1);
+    // JSON keeps a repeat, and a drop-in that repeats a key is refused:
+    // found with one sort too (300,000 keys, 16 MiB holds a million).
+    let keys: Vec<String> = (0..300_000).rev().map(|i| format!("\"k{i}\":0")).collect();
+    let text = format!(
+        "{{\"apiVersion\":\"kubelet.config.k8s.io/v1beta1\",\"kind\":\"KubeletConfiguration\",\
+         \"registerWithTaints\":[{{\"key\":\"a\",\"effect\":\"NoSchedule\"}}],\
+         \"staticPodURLHeader\":{{{}}}}}",
+        keys.join(",")
+    );
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(load(&text, true).map(|top| top.len())));
+    let got = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("reading a JSON map of 300,000 keys took over a minute");
+    assert_eq!(got.ok(), Some(4));
+    assert!(load("{\"a\":{\"b\":1,\"c\":2,\"b\":3}}", true).is_err());
 }
