@@ -683,25 +683,34 @@ impl Dec<'_> {
                     };
                     sets.push((k.0, k.1, Some(v)));
                 }
-                let mut order: Vec<usize> = (0..sets.len()).collect();
-                order.sort_by(|&a, &b| sets[a].0.cmp(&sets[b].0));
-                let mut first = vec![false; sets.len()];
+                // By key text, then place: each key's sets in order.
+                let mut order: Vec<(&str, usize)> = sets
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| (s.0.as_str(), i))
+                    .collect();
+                order.sort_unstable();
+                let mut runs = Vec::new();
                 let mut at = 0;
-                while let Some(&head) = order.get(at) {
+                while let Some(&(key, head)) = order.get(at) {
                     let mut end = at + 1;
-                    while order.get(end).is_some_and(|&i| sets[i].0 == sets[head].0) {
+                    while let Some(&(_, i)) = order.get(end).filter(|(k, _)| *k == key) {
                         // "1" and 1 both: Go picks one at random
-                        if sets[order[end]].1 != sets[head].1 {
-                            return fail(format!("YAML: two keys read as {:?}", sets[head].0));
+                        if sets[i].1 != sets[head].1 {
+                            return fail(format!("YAML: two keys read as {key:?}"));
                         }
                         end += 1;
                     }
-                    if end - at > 1 {
+                    runs.push((head, order[end - 1].1));
+                    at = end;
+                }
+                let mut first = vec![false; sets.len()];
+                for (head, last) in runs {
+                    if head != last {
                         self.dup = true;
-                        sets[head].2 = sets[order[end - 1]].2.take();
+                        sets[head].2 = sets[last].2.take();
                     }
                     first[head] = true;
-                    at = end;
                 }
                 let out = sets
                     .into_iter()
