@@ -54,45 +54,84 @@ fn mkfifo(path: &Path) {
     assert!(status.success(), "mkfifo {path:?}");
 }
 
-/// A root-only file linked into features.d never reaches kubelet's
-/// flags; FIFOs, links to FIFOs, to /proc/kmsg and to /dev/zero neither
-/// block the start nor count; the regular files do.
+/// FIFOs and directories in features.d neither block the start nor count
+/// (nfd-worker skips what is not a regular file); the regular files do.
 #[test]
-fn links_fifos_and_devices_in_features_d_are_not_read() {
+fn fifos_and_directories_in_features_d_are_not_read() {
     let scratch = scratch_dir();
     let facts = scratch.path().join("facts");
     let dir = facts.join(FEATURES_D);
-    let secret = scratch.path().join("root-only/cloud.env");
-    write(&secret, "aws_access_key_id=AKIAEXAMPLE\n");
-    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
     write(&dir.join("gpu"), "gpu=present\n");
-    symlink(&secret, dir.join("cloud")).unwrap();
     mkfifo(&dir.join("fifo"));
-    symlink(dir.join("fifo"), dir.join("fifo-link")).unwrap();
-    mkfifo(&scratch.path().join("outside-fifo"));
-    symlink(
-        scratch.path().join("outside-fifo"),
-        dir.join("outside-fifo"),
-    )
-    .unwrap();
-    // 40 of them, as in the issue: a zero-size "regular file" that blocks
-    // a read once drained (never opened here: it is a link).
-    for i in 0..40 {
-        symlink("/proc/kmsg", dir.join(format!("kmsg{i}"))).unwrap();
-    }
-    symlink("/dev/zero", dir.join("zero")).unwrap();
+    std::fs::create_dir(dir.join("subdir")).unwrap();
     let started = start(&facts, scratch.path());
     let (journal, argv) = (&started.journal, &started.argv);
-    assert!(
-        !argv.contains("aws_access_key_id") && !journal.contains("AKIA"),
-        "{argv}\n{journal}"
-    );
     assert!(argv.contains("gpu=present"), "{argv}\n{journal}");
     assert!(
         argv.contains("example.com/local=true:NoSchedule"),
         "{argv}\n{journal}"
     );
     assert!(argv.contains(STATIC_TAINT), "{argv}");
+}
+
+/// Links in features.d are never followed: a root-only file linked there
+/// never reaches kubelet's flags, and links to FIFOs, to /proc/kmsg and to
+/// /dev/zero never block the start. nfd-worker reads what a link names, so
+/// what the rules would give is unknown: they are left out whole and the
+/// node registers fenced. A provisioning tool's link to a regular file that
+/// says `gpu=present` used to be skipped, the rules run on the rest, and
+/// the node register without the rule's taint, unfenced.
+#[test]
+fn links_in_features_d_fence_the_rules_taints() {
+    let scratch = scratch_dir();
+    let provisioned = scratch.path().join("provisioning/gpu.features");
+    write(&provisioned, "gpu=present\n");
+    let secret = scratch.path().join("root-only/cloud.env");
+    write(&secret, "aws_access_key_id=AKIAEXAMPLE\n");
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    mkfifo(&scratch.path().join("outside-fifo"));
+    let hostile: Vec<(String, std::path::PathBuf)> = [
+        ("cloud".to_string(), secret.clone()),
+        ("outside-fifo".into(), scratch.path().join("outside-fifo")),
+        ("zero".into(), "/dev/zero".into()),
+    ]
+    .into_iter()
+    // 40 of them, as in the issue: a zero-size "regular file" that blocks
+    // a read once drained (never opened here: it is a link).
+    .chain((0..40).map(|i| (format!("kmsg{i}"), "/proc/kmsg".into())))
+    .collect();
+    // A link's name is the pod's: escaped in the one journal line.
+    let forged = vec![("x\nkubelet-labeler: forged".to_string(), "/dev/zero".into())];
+    for links in [
+        vec![("gpu".to_string(), provisioned.clone())],
+        hostile,
+        forged,
+    ] {
+        let scratch = scratch_dir();
+        let facts = scratch.path().join("facts");
+        let dir = facts.join(FEATURES_D);
+        write(&dir.join("other"), "other=1\n");
+        for (name, to) in &links {
+            symlink(to, dir.join(name)).unwrap();
+        }
+        let started = start(&facts, scratch.path());
+        let (journal, argv) = (&started.journal, &started.argv);
+        assert!(
+            !argv.contains("aws_access_key_id") && !journal.contains("AKIA"),
+            "{argv}\n{journal}"
+        );
+        assert!(
+            journal.contains("is a symbolic link, not followed"),
+            "{journal}"
+        );
+        assert_eq!(journal.trim_end().lines().count(), 1, "{journal}");
+        assert!(!argv.contains("example.com/local"), "{argv}");
+        assert!(argv.contains(STATIC_TAINT), "{argv}");
+        assert!(
+            argv.contains("kubelet-labeler.io/fenced=features-unreadable:NoSchedule"),
+            "{argv}\n{journal}"
+        );
+    }
 }
 
 /// More feature files than the bounds (in bytes, keys, entries): the

@@ -1068,3 +1068,64 @@ fn o_writes_into_stdout_pipes_and_dev_null() {
         ok(dir, &embed("/dev/null"));
     }
 }
+
+/// `explain --root` on a tree that is not to be trusted: the files it reads
+/// besides the units (os-release, the dpkg database, the generator, the
+/// installed-pool record) never make it wait (a FIFO there, no writer:
+/// the old open blocked for ever) and never lead it out of the tree (a
+/// link to the host's dpkg database named the host's kubelet).
+#[test]
+fn explain_never_waits_on_or_leaves_the_tree() {
+    let tmp = scratch_dir();
+    let dir = tmp.path();
+    inputs(dir);
+    let outside = dir.join("outside-status");
+    write(
+        &outside,
+        "Package: kubelet\nStatus: install ok installed\nVersion: 1.29.0-1.1\n\n",
+    );
+    std::fs::create_dir_all(dir.join("host/var/lib/dpkg")).unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join("host/var/lib/dpkg/status")).unwrap();
+    let out = ok(dir, &["explain", "--root", "host"]);
+    assert!(
+        !crate::support::stdout(&out).contains("1.29"),
+        "{}",
+        crate::support::stdout(&out)
+    );
+    std::fs::remove_file(dir.join("host/var/lib/dpkg/status")).unwrap();
+    for f in [
+        "etc/os-release",
+        "var/lib/dpkg/status",
+        "etc/systemd/system-generators/kubelet-labeler",
+        "etc/kubelet-labeler/installed-pool",
+    ] {
+        let path = dir.join("host").join(f);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        assert!(
+            Command::new("mkfifo")
+                .arg(&path)
+                .status()
+                .unwrap()
+                .success()
+        );
+    }
+    let mut child = command(dir, &["explain", "--root", "host"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let status = status.expect("explain --root waited on a FIFO in the tree");
+    assert!(status.success(), "{status:?}");
+}

@@ -152,15 +152,7 @@ fn a_git_revision_is_a_render() {
     }
     let tmp = scratch_dir();
     let repo_dir = tmp.path();
-    let git = |args: &[&str]| {
-        let o = std::process::Command::new("git")
-            .current_dir(repo_dir)
-            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "git {args:?}: {}", stderr(&o));
-    };
+    let git = |args: &[&str]| git_in(repo_dir, args);
     git(&["init", "-q"]);
     render(&repo_dir.join("gitops/worker-gpu"), &[]);
     git(&["add", "-A"]);
@@ -203,6 +195,62 @@ fn a_git_revision_is_a_render() {
     assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o).contains("\"no-such-branch\" is no git revision"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// git `args` in `dir`, which must succeed: its stdout.
+fn git_in(dir: &Path, args: &[&str]) -> String {
+    let o = std::process::Command::new("git")
+        .current_dir(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "git {args:?}: {}", stderr(&o));
+    stdout(&o)
+}
+
+/// A manifest git stores in a few hundred KiB that holds 200 MiB (zeros
+/// compress a thousandfold): refused from git's listing of sizes, never
+/// read into memory (the old read took it whole before counting, past
+/// the 128 MiB of address space the run is given here).
+#[test]
+fn a_git_revisions_manifests_are_measured_before_they_are_read() {
+    if !crate::support::skipped::need("git") {
+        return;
+    }
+    let tmp = scratch_dir();
+    let dir = tmp.path();
+    git_in(dir, &["init", "-q"]);
+    render(&dir.join("gitops/worker-gpu"), &[]);
+    let zeros = dir.join("zeros");
+    std::fs::write(&zeros, vec![0u8; 200 << 20]).unwrap();
+    let blob = git_in(dir, &["hash-object", "-w", "zeros"]);
+    std::fs::remove_file(&zeros).unwrap();
+    let info = format!("100644,{},gitops/worker-gpu/zz.yaml", blob.trim());
+    git_in(dir, &["add", "gitops"]);
+    git_in(dir, &["update-index", "--add", "--cacheinfo", &info]);
+    git_in(dir, &["commit", "-q", "-m", "bomb"]);
+    let o = std::process::Command::new("sh")
+        .args(["-c", "ulimit -v 131072 && exec \"$@\"", "sh"])
+        .arg(crate::support::BIN)
+        .args([
+            "plan",
+            "--from",
+            "HEAD:gitops/",
+            "--to",
+            "HEAD:gitops/",
+            "--fleet",
+        ])
+        .arg(fleet())
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("HEAD:gitops/: more than 128 MiB of manifests"),
         "{}",
         stderr(&o)
     );

@@ -274,6 +274,19 @@ pub fn read(path: &Path) -> io::Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// The regular file `path` (links followed; callers contain the path),
+/// at most `limit` bytes, None past it: a FIFO, a device or a directory
+/// is an error, checked on the descriptor opened without blocking (the
+/// CLI's reads of a tree it was given: nothing there makes it wait).
+pub fn read_regular(path: &Path, limit: usize) -> io::Result<Option<Vec<u8>>> {
+    let file = open(path)?;
+    if !file.metadata()?.file_type().is_file() {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    }
+    let buf = read_up_to(file, limit.saturating_add(1))?;
+    Ok((buf.len() <= limit).then_some(buf))
+}
+
 /// The whole file as UTF-8 (as `std::fs::read_to_string`).
 pub fn read_to_string(path: &Path) -> io::Result<String> {
     String::from_utf8(read(path)?).map_err(|_| io::Error::from(io::ErrorKind::InvalidData))

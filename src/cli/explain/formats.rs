@@ -3,7 +3,6 @@
 //! `explain` previews with this CLI's. A tree whose wrapper, or any file of
 //! ours, is of another node format is not previewed as if it were ours.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::cli::render::arch::Arch;
@@ -19,17 +18,7 @@ const MAX_WRAPPER: u64 = 16 << 20;
 /// link out of the tree).
 fn regular(root: &Path, node: &Path, max: u64) -> Option<Vec<u8>> {
     let path = unit::search::contained(root, node).ok()?;
-    let m = std::fs::metadata(&path).ok()?;
-    if !m.is_file() || m.len() > max {
-        return None;
-    }
-    let mut bytes = Vec::new();
-    std::fs::File::open(&path)
-        .ok()?
-        .take(max)
-        .read_to_end(&mut bytes)
-        .ok()?;
-    Some(bytes)
+    crate::node::nodefs::read_regular(&path, max as usize).ok()?
 }
 
 /// Our files in the tree of another node format than this CLI's, with

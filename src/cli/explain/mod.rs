@@ -2,7 +2,6 @@
 //! wrapper would exec there. Uses the same plan as the wrapper at boot.
 
 use std::ffi::OsString;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -243,12 +242,13 @@ struct Generator {
 fn generator(root: &Path) -> Option<Generator> {
     use std::os::unix::fs::PermissionsExt;
     let path = unit::search::contained(root, Path::new(GENERATOR_PATH)).ok()?;
-    let file = std::fs::File::open(path).ok()?;
-    let executable = file
-        .metadata()
-        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
-    let mut text = String::new();
-    file.take(64 * 1024).read_to_string(&mut text).ok()?;
+    let executable = std::fs::metadata(&path).is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
+    // A regular file (never a FIFO that would keep us waiting), as much
+    // of it as a generator of ours takes.
+    let bytes = crate::node::nodefs::read_regular(&path, 64 * 1024)
+        .ok()?
+        .unwrap_or_default();
+    let text = String::from_utf8(bytes).ok()?;
     Some(Generator {
         unit: text
             .lines()
@@ -788,15 +788,10 @@ fn left_to_nfd(root: &Path, dropins: &[PathBuf], flags: Option<&[String]>) -> Ve
         }
         // The node's file inside the tree (links followed inside it); a
         // regular file, as systemd has read it.
-        let mut text = String::new();
-        let read =
-            unit::search::contained(root, d).and_then(|p| match std::fs::metadata(&p)?.is_file() {
-                true => std::fs::File::open(p)?
-                    .take(1 << 20)
-                    .read_to_string(&mut text),
-                false => Ok(0),
-            });
-        if read.is_ok() {
+        let read = unit::search::contained(root, d)
+            .and_then(|p| crate::node::nodefs::read_regular(&p, 1 << 20));
+        if let Ok(Some(bytes)) = read {
+            let text = String::from_utf8_lossy(&bytes);
             let ids = text
                 .lines()
                 .filter_map(|l| l.strip_prefix(LEFT_TO_NFD_MARK));
@@ -828,12 +823,10 @@ pub fn installed_pool_check(
         selected_labels,
     };
     let path = crate::node::unit::search::contained(root, Path::new(INSTALLED_POOL_PATH)).ok()?;
-    let mut text = String::new();
-    std::fs::File::open(&path)
+    let bytes = crate::node::nodefs::read_regular(&path, 64 * 1024)
         .ok()?
-        .take(64 * 1024)
-        .read_to_string(&mut text)
-        .ok()?;
+        .unwrap_or_default();
+    let text = String::from_utf8(bytes).ok()?;
     let table = match Table::parse(&text) {
         Ok(t) => t,
         Err(e) => return Some(format!("{INSTALLED_POOL_PATH}: {e:#}")),

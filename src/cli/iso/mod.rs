@@ -29,7 +29,8 @@ pub const CONFIG_PATH: &str = "config.ign";
 
 /// Sizes past any live ISO's, refused as a corrupt image before they are
 /// read into memory: the embed area (256 KiB in every CoreOS live ISO),
-/// COREOS/IGNINFO.JSO (one line), and an archive of the area decompressed.
+/// COREOS/IGNINFO.JSO (one line), and the area's archives decompressed, all
+/// of them together (an area of many small archives is bounded too).
 const MAX_AREA: u64 = 16 << 20;
 const MAX_IGNINFO: u64 = 64 << 10;
 const MAX_UNPACKED: u64 = 64 << 20;
@@ -97,7 +98,7 @@ fn check_area_size(area: Extent) -> Result<()> {
 
 fn unpacked_too_large() -> anyhow::Error {
     anyhow::anyhow!(
-        "an archive in the embed area unpacks to more than {} MiB (corrupt image?)",
+        "the archives in the embed area unpack to more than {} MiB (corrupt image?)",
         MAX_UNPACKED >> 20
     )
 }
@@ -107,24 +108,27 @@ fn unpacked_too_large() -> anyhow::Error {
 pub fn read_members(area: &[u8]) -> Result<BTreeMap<String, Vec<u8>>> {
     let mut members = BTreeMap::new();
     let mut rest = area;
+    // What the archives before this one unpacked to.
+    let mut unpacked = 0u64;
     loop {
         let skip = rest.iter().take_while(|&&b| b == 0).count();
         rest = &rest[skip..];
         if rest.is_empty() {
             break;
         }
+        let budget = MAX_UNPACKED - unpacked;
         let (cpio, used) = if rest.starts_with(b"\xfd7zXZ\x00") {
-            xz_one_stream(rest)?
+            xz_one_stream(rest, budget)?
         } else if rest.starts_with(b"\x1f\x8b") {
             let mut cur = Cursor::new(rest);
             let mut out = Vec::new();
             {
                 let dec = flate2::bufread::GzDecoder::new(&mut cur);
-                dec.take(MAX_UNPACKED + 1)
+                dec.take(budget + 1)
                     .read_to_end(&mut out)
                     .context("decompressing the embedded archive (gzip)")?;
             }
-            if out.len() as u64 > MAX_UNPACKED {
+            if out.len() as u64 > budget {
                 return Err(unpacked_too_large());
             }
             (out, cur.position() as usize)
@@ -133,6 +137,10 @@ pub fn read_members(area: &[u8]) -> Result<BTreeMap<String, Vec<u8>>> {
         } else {
             bail!("the embed area holds something that is not an initramfs archive (corrupt?)");
         };
+        unpacked += cpio.len() as u64;
+        if unpacked > MAX_UNPACKED {
+            return Err(unpacked_too_large());
+        }
         read_cpio(&cpio, &mut members)?;
         if used == 0 {
             break;
@@ -142,8 +150,9 @@ pub fn read_members(area: &[u8]) -> Result<BTreeMap<String, Vec<u8>>> {
     Ok(members)
 }
 
-/// Decode the one xz stream at the start of `data`: (output, bytes used).
-fn xz_one_stream(data: &[u8]) -> Result<(Vec<u8>, usize)> {
+/// Decode the one xz stream at the start of `data`, at most `budget`
+/// bytes of it: (output, bytes used).
+fn xz_one_stream(data: &[u8], budget: u64) -> Result<(Vec<u8>, usize)> {
     let mut stream =
         xz2::stream::Stream::new_stream_decoder(u64::MAX, 0).context("creating the xz decoder")?;
     let mut out = Vec::with_capacity(data.len() * 4);
@@ -155,7 +164,7 @@ fn xz_one_stream(data: &[u8]) -> Result<(Vec<u8>, usize)> {
         let status = stream
             .process_vec(&data[before..], &mut out, xz2::stream::Action::Run)
             .context("decompressing the embedded archive (xz; corrupt?)")?;
-        if out.len() as u64 > MAX_UNPACKED {
+        if out.len() as u64 > budget {
             return Err(unpacked_too_large());
         }
         if status == xz2::stream::Status::StreamEnd {
@@ -525,9 +534,42 @@ mod tests {
             let e = read_members(&area).unwrap_err().to_string();
             assert_eq!(
                 e,
-                "an archive in the embed area unpacks to more than 64 MiB (corrupt image?)"
+                "the archives in the embed area unpack to more than 64 MiB (corrupt image?)"
             );
         }
+    }
+
+    /// Many small archives, each under the limit, together past it (an
+    /// area of 16 MiB holds over a thousand 64 MiB xz bombs): refused as
+    /// soon as their sum passes it, not unpacked into memory without end.
+    #[test]
+    fn archives_unpacking_past_the_limit_together_are_refused() {
+        use std::io::Write;
+        let zeros = vec![0u8; 1 << 20];
+        let mut archives = Vec::new();
+        for n in 0..3 {
+            let mut cpio = Vec::new();
+            let entry = cpio::NewcBuilder::new(&format!("f{n}")).mode(0o100_600);
+            let mut w = entry.write(&mut cpio, 30 << 20);
+            for _ in 0..30 {
+                w.write_all(&zeros).unwrap();
+            }
+            w.finish().unwrap();
+            cpio::newc::trailer(&mut cpio).unwrap();
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            gz.write_all(&cpio).unwrap();
+            archives.push(gz.finish().unwrap());
+        }
+        let area = archives.concat();
+        assert!(area.len() < 1 << 20, "{}", area.len());
+        let e = read_members(&area).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "the archives in the embed area unpack to more than 64 MiB (corrupt image?)"
+        );
+        // Two of them (60 MiB in all) are read.
+        let two = archives[..2].concat();
+        assert_eq!(read_members(&two).map(|m| m.len()).ok(), Some(2));
     }
 
     #[test]

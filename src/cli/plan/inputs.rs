@@ -172,24 +172,33 @@ fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<(String, String)>> 
         );
     }
     let sub = sub.trim_start_matches("./");
-    let listing = git(&[
-        "-C",
-        &top,
-        "ls-tree",
-        "-r",
-        "-z",
-        "--name-only",
-        rev,
-        "--",
-        sub,
-    ])?;
-    let mut out = Vec::new();
+    // With each blob's size (`<mode> <type> <object> <size>\t<name>`): the
+    // total is known before any blob is read (a blob git stores in a few
+    // MiB may hold gigabytes of zeros, and git hands it over whole).
+    let listing = git(&["-C", &top, "ls-tree", "-r", "-z", "--long", rev, "--", sub])?;
+    let mut names = Vec::new();
     let mut total = 0u64;
-    for name in listing.split(|&b| b == 0).filter(|n| !n.is_empty()) {
-        let name = String::from_utf8_lossy(name).into_owned();
-        if !is_manifest(Path::new(&name)) || name.split('/').any(|c| c.starts_with('.')) {
+    for entry in listing.split(|&b| b == 0).filter(|n| !n.is_empty()) {
+        let entry = String::from_utf8_lossy(entry);
+        let Some((meta, name)) = entry.split_once('\t') else {
+            continue;
+        };
+        if !is_manifest(Path::new(name)) || name.split('/').any(|c| c.starts_with('.')) {
             continue;
         }
+        let size = meta.split_whitespace().nth(3).unwrap_or("0");
+        total = total.saturating_add(size.parse().unwrap_or(0));
+        names.push(name.to_string());
+    }
+    if total > RENDER_MAX_BYTES {
+        bail!(
+            "{spec}: more than {} MiB of manifests",
+            RENDER_MAX_BYTES >> 20
+        );
+    }
+    let mut out = Vec::new();
+    let mut total = 0u64;
+    for name in names {
         let bytes = git(&["-C", &top, "cat-file", "blob", &format!("{rev}:{name}")])?;
         total += bytes.len() as u64;
         if total > RENDER_MAX_BYTES {

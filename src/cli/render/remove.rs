@@ -42,9 +42,12 @@ pub fn cleanup(root: &Path, unit: &str) -> Vec<String> {
         .as_ref()
         .and_then(|d| d.node_name.clone())
         .or_else(|| {
-            // kubelet's rotated client certificate names the Node.
-            let pem = in_root(root, Path::new(KUBELET_CLIENT_CERT)).ok()?;
-            let text = super::input::read_file(&pem, super::input::RULES).ok()?;
+            // kubelet's rotated client certificate names the Node: a link
+            // (kubelet's own) followed inside the tree, a regular file read
+            // without waiting.
+            let pem =
+                crate::node::unit::search::contained(root, Path::new(KUBELET_CLIENT_CERT)).ok()?;
+            let text = crate::node::nodefs::read_regular(&pem, 1 << 20).ok()??;
             let der = crate::node::sync::cert::pem_block(&text, "CERTIFICATE")?;
             crate::node::sync::cert::node_name(&crate::node::sync::cert::parse_der(&der)?).ok()
         })
@@ -263,6 +266,25 @@ mod tests {
             "{lines}"
         );
         assert!(!lines.contains("NODE"), "{lines}");
+    }
+
+    /// kubelet's client certificate is read inside the tree and never
+    /// waited for: a FIFO at its path (no writer) used to hang the removal.
+    #[test]
+    fn a_fifo_for_the_client_certificate_never_blocks_the_cleanup() {
+        let tmp = tempfile::tempdir().unwrap();
+        let pem = tmp.path().join(KUBELET_CLIENT_CERT.trim_start_matches('/'));
+        fs::create_dir_all(pem.parent().unwrap()).unwrap();
+        let made = std::process::Command::new("mkfifo").arg(&pem).status();
+        assert!(made.unwrap().success());
+        let root = tmp.path().to_path_buf();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(cleanup(&root, "kubelet.service")));
+        let lines = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the cleanup waited on a FIFO")
+            .join("\n");
+        assert!(lines.contains("kubectl label node NODE"), "{lines}");
     }
 
     #[test]

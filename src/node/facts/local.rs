@@ -68,8 +68,10 @@ pub fn read(root: &Path, now: i64) -> Result<(Attrs, Attrs), String> {
     {
         // Regular files only, opened in the directory through no link
         // (unlike NFD: a link could name any file of the host's); at most
-        // MAX_FILE bytes, as NFD (a larger file is skipped unread).
-        let Some(bytes) = read_file(&dir, name) else {
+        // MAX_FILE bytes, as NFD (a larger file is skipped unread). A link
+        // NFD would follow to what it names: what the rules would see is
+        // unknown, so they must not run (fail closed), as past the bounds.
+        let Some(bytes) = read_file(&dir, name)? else {
             continue;
         };
         total += bytes.len() as u64;
@@ -93,14 +95,25 @@ pub fn read(root: &Path, now: i64) -> Result<(Attrs, Attrs), String> {
 }
 
 /// The bytes of the regular file `name` in `dir`, None when it is
-/// anything else, unreadable, or larger than NFD reads.
-fn read_file(dir: &Dir, name: &OsString) -> Option<Vec<u8>> {
-    let (file, size) = dir.open_file(name).ok()?;
+/// anything else, unreadable, or larger than NFD reads; Err for a link.
+fn read_file(dir: &Dir, name: &OsString) -> Result<Option<Vec<u8>>, String> {
+    let (file, size) = match dir.open_file(name) {
+        Ok(f) => f,
+        // O_NOFOLLOW met a link (ELOOP).
+        Err(e) if e.raw_os_error() == Some(40) => {
+            // (The journal line escapes what the name holds.)
+            return Err(format!(
+                "{FEATURES_DIR}/{} is a symbolic link, not followed (nfd-worker reads what it names; make it a regular file)",
+                name.to_string_lossy()
+            ));
+        }
+        Err(_) => return Ok(None),
+    };
     if size > MAX_FILE {
-        return None;
+        return Ok(None);
     }
-    let bytes = read_up_to(file, MAX_FILE as usize + 1).ok()?;
-    (bytes.len() as u64 <= MAX_FILE).then_some(bytes)
+    let bytes = read_up_to(file, MAX_FILE as usize + 1).ok();
+    Ok(bytes.filter(|b| b.len() as u64 <= MAX_FILE))
 }
 
 /// One feature file: `name[=value]` lines (no value: `true`), `#` lines
@@ -265,27 +278,15 @@ mod tests {
             .expect("reading features.d blocked")
     }
 
-    /// Links out of features.d are not followed (a root-only file linked
-    /// there never becomes a label), and FIFOs, devices and links to them
-    /// neither block nor count: only the regular files in it are read.
+    /// FIFOs, devices and directories in features.d neither block nor
+    /// count (NFD skips what is not a regular file): only the regular
+    /// files in it are read.
     #[test]
     fn only_regular_files_in_the_directory_are_read() {
-        use std::os::unix::fs::{PermissionsExt, symlink};
         let (root, dir) = scratch();
-        let secret = root.path().join("root/cloud.env");
-        std::fs::create_dir_all(secret.parent().unwrap()).unwrap();
-        std::fs::write(&secret, "aws_access_key_id=AKIA\n").unwrap();
-        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
-        symlink(&secret, dir.join("cloud")).unwrap();
-        symlink("../../../../root/cloud.env", dir.join("relative")).unwrap();
-        let inner = dir.join("inner");
-        std::fs::write(&inner, "inner=1\n").unwrap();
-        symlink("inner", dir.join("link-to-inner")).unwrap();
         mkfifo(&dir.join("fifo"));
-        symlink(dir.join("fifo"), dir.join("link-to-fifo")).unwrap();
-        symlink("/proc/kmsg", dir.join("kmsg")).unwrap();
-        symlink("/dev/zero", dir.join("zero")).unwrap();
         std::fs::create_dir(dir.join("subdir")).unwrap();
+        std::fs::write(dir.join("inner"), "inner=1\n").unwrap();
         std::fs::write(dir.join("ok"), "gpu=yes\n").unwrap();
         // Non-UTF-8 names are files too, in byte order (Go's ReadDir).
         std::fs::write(
@@ -296,6 +297,45 @@ mod tests {
         let (f, l) = read_guarded(root.path()).unwrap();
         assert_eq!(kv(&f), [("gpu", "last"), ("inner", "1")]);
         assert_eq!(f, l);
+    }
+
+    /// A link in features.d is never followed (a root-only file linked
+    /// there never becomes a label, /proc/kmsg or a FIFO never blocks), and
+    /// since nfd-worker reads what a link names, what the rules would see
+    /// is unknown: an error naming it, never the other files alone (a rule
+    /// whose taint rests on the linked file would lose it unfenced).
+    #[test]
+    fn a_link_in_features_d_is_an_error() {
+        use std::os::unix::fs::{PermissionsExt, symlink};
+        let (root, dir) = scratch();
+        let secret = root.path().join("root/cloud.env");
+        std::fs::create_dir_all(secret.parent().unwrap()).unwrap();
+        std::fs::write(&secret, "aws_access_key_id=AKIA\n").unwrap();
+        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::fs::write(dir.join("ok"), "gpu=yes\n").unwrap();
+        mkfifo(&dir.join("fifo"));
+        for (name, to) in [
+            ("cloud", secret.to_str().unwrap()),
+            ("relative", "../../../../root/cloud.env"),
+            ("link-to-ok", "ok"),
+            ("link-to-fifo", "fifo"),
+            ("kmsg", "/proc/kmsg"),
+            ("zero", "/dev/zero"),
+            ("dangling", "nowhere"),
+            ("bad\nname", "ok"),
+        ] {
+            symlink(to, dir.join(name)).unwrap();
+            let e = read_guarded(root.path()).unwrap_err();
+            assert_eq!(
+                e,
+                format!(
+                    "{FEATURES_DIR}/{name} is a symbolic link, not followed (nfd-worker reads what it names; make it a regular file)"
+                )
+            );
+            assert!(!e.contains("AKIA"), "{e}");
+            std::fs::remove_file(dir.join(name)).unwrap();
+        }
+        assert_eq!(kv(&read_guarded(root.path()).unwrap().0), [("gpu", "yes")]);
     }
 
     /// Past its bounds (entries, bytes in all, keys) features.d is not

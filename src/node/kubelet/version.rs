@@ -78,15 +78,12 @@ pub const RELEASE_ANNOTATION: &str = "machineconfiguration.openshift.io/release-
 /// /etc/os-release (`OPENSHIFT_VERSION`); a Debian-family kubeadm node's
 /// package database has the kubelet package's version.
 pub fn from_root(root: &Path) -> Option<KubeletVersion> {
+    // A regular file of the tree (possibly untrusted: never through a link
+    // out of it, never a FIFO that would keep `explain` waiting).
     let read = |rel: &str| {
-        use std::io::Read;
-        let mut text = String::new();
-        std::fs::File::open(root.join(rel))
-            .ok()?
-            .take(16 << 20)
-            .read_to_string(&mut text)
-            .ok()?;
-        Some(text)
+        let path = crate::node::unit::search::contained(root, &Path::new("/").join(rel)).ok()?;
+        let bytes = crate::node::nodefs::read_regular(&path, 16 << 20).ok()??;
+        String::from_utf8(bytes).ok()
     };
     for rel in ["etc/os-release", "usr/lib/os-release"] {
         let Some(text) = read(rel) else { continue };
