@@ -15,6 +15,7 @@ mod explain_command_line;
 mod explain_machineconfig;
 mod facts;
 mod fail_closed;
+mod install;
 mod gunzip_go;
 mod ignition_check;
 mod io_safety;
