@@ -153,7 +153,9 @@ impl Stubbed {
 /// The shell blocks of the README's `## Install` section.
 fn readme_install_blocks() -> Vec<String> {
     let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
-    let start = readme.find("\n## Install\n").expect("README has ## Install");
+    let start = readme
+        .find("\n## Install\n")
+        .expect("README has ## Install");
     let section = &readme[start + 1..];
     let end = section[1..].find("\n## ").map_or(section.len(), |e| e + 1);
     sh_blocks("README.md", &section[..end])
