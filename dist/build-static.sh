@@ -91,10 +91,10 @@ for arch in "${arches[@]}"; do
   export "CFLAGS_$t=-nostdinc -isystem /usr/include/$arch-linux-musl -isystem $($cc -print-file-name=include) $c_remap"
   RUSTFLAGS="$rust_remap" cargo build --locked --quiet --profile dist --target "$target" --bin kubelet-labeler >&2
   cp "$target_dir/$target/dist/kubelet-labeler" "$out/kubelet-labeler-$arch"
-  wrapper=$(bash machineconfigs/build-wrapper.sh "$arch")
-  cp "$wrapper" "$out/kubelet-labeler-wrapper-$arch"
-  selector=$(bash machineconfigs/build-wrapper.sh "$arch" kubelet-labeler-select)
-  cp "$selector" "$out/kubelet-labeler-select-$arch"
+  # Both static programs in one build (one line each: wrapper, selector).
+  programs=$(bash machineconfigs/build-wrapper.sh "$arch" kubelet-labeler-wrapper kubelet-labeler-select)
+  cp "$(sed -n 1p <<<"$programs")" "$out/kubelet-labeler-wrapper-$arch"
+  cp "$(sed -n 2p <<<"$programs")" "$out/kubelet-labeler-select-$arch"
 done
 (cd "$out" && sha256sum -- kubelet-labeler-* > SHA256SUMS)
 echo "$out"

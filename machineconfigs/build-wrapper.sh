@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Build the static boot-time wrapper that MachineConfigs carry, and print its
-# path.  usage: build-wrapper.sh [x86_64|aarch64] [--unstripped] [BIN]
-# BIN: kubelet-labeler-wrapper (the default) or kubelet-labeler-select (the
-# fleet ISO's install-time selector, built the same way from the same code).
+# path.  usage: build-wrapper.sh [ARCH...] [--unstripped] [BIN...]
+# ARCH: x86_64 (the default) or aarch64; BIN: kubelet-labeler-wrapper (the
+# default) or kubelet-labeler-select (the fleet ISO's install-time selector,
+# built the same way from the same code). Every ARCH and BIN named is built
+# in ONE cargo invocation (std, rebuilt per arch, and the crate are compiled
+# once for all of them, and the arches build side by side), and one path is
+# printed per line: for each ARCH in order, each BIN in order. A program's
+# bytes do not depend on what else the invocation builds (tests/install.rs).
 #
 # std is rebuilt (-Z build-std, allowed on the stable toolchain through
 # RUSTC_BOOTSTRAP) without its backtrace symbolizer, which is most of a static
@@ -19,26 +24,29 @@ case "${CARGO_TARGET_DIR:-}" in
   *) export CARGO_TARGET_DIR="$PWD/$CARGO_TARGET_DIR" ;;
 esac
 cd "$(dirname "$0")/.."
-arch=${1:-x86_64}
-bin=kubelet-labeler-wrapper
+arches=()
+bins=()
 unstripped=
-for a in "${@:2}"; do
+for a in "$@"; do
   case "$a" in
     --unstripped) unstripped=1 ;;
-    kubelet-labeler-wrapper|kubelet-labeler-select) bin=$a ;;
-    *) echo "build-wrapper.sh: unknown argument $a" >&2; exit 2 ;;
+    x86_64|aarch64) [[ " ${arches[*]} " == *" $a "* ]] || arches+=("$a") ;;
+    kubelet-labeler-wrapper|kubelet-labeler-select) [[ " ${bins[*]} " == *" $a "* ]] || bins+=("$a") ;;
+    *) echo "build-wrapper.sh: unknown argument $a (usage: build-wrapper.sh [x86_64] [aarch64] [--unstripped] [kubelet-labeler-wrapper] [kubelet-labeler-select])" >&2
+       exit 2 ;;
   esac
 done
+[ ${#arches[@]} -gt 0 ] || arches=(x86_64)
+[ ${#bins[@]} -gt 0 ] || bins=(kubelet-labeler-wrapper)
 if [ -n "$unstripped" ]; then
   export CARGO_PROFILE_WRAPPER_STRIP=false
   export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}/wrapper-unstripped"
 fi
-case "$arch" in
-  x86_64|aarch64) ;;
-  *) echo "build-wrapper.sh: unknown arch $arch (x86_64 or aarch64)" >&2; exit 2 ;;
-esac
-target="$arch-unknown-linux-musl"
-rustup target add "$target" >/dev/null 2>&1 || true
+targets=()
+for arch in "${arches[@]}"; do
+  targets+=(--target "$arch-unknown-linux-musl")
+  rustup target add "$arch-unknown-linux-musl" >/dev/null 2>&1 || true
+done
 # Both arches link with the toolchain's lld (self-contained musl crt), for
 # two of its options that shrink the gzip'ed payload without changing code
 # (measured on x86_64: 4.9 KB less gzip'ed, benches/payload.sh):
@@ -72,11 +80,16 @@ remap=(--remap-path-prefix="$PWD=/src"
        # name (stable-… or 1.95.0-…) differs between machines
        --remap-path-prefix="$(rustc --print sysroot)=/rust-sysroot")
 export SOURCE_DATE_EPOCH=0
-build=(cargo build --quiet --profile wrapper --target "$target" --bin "$bin" --no-default-features)
+build=(cargo build --quiet --profile wrapper "${targets[@]}" --no-default-features)
+for bin in "${bins[@]}"; do build+=(--bin "$bin"); done
 if rustup component add rust-src >/dev/null 2>&1; then
   RUSTFLAGS="${remap[*]} -Zlocation-detail=none -Zunstable-options -Cpanic=immediate-abort $stable_flags" RUSTC_BOOTSTRAP=1 "${build[@]}" -Z build-std=std,panic_abort -Z build-std-features=optimize_for_size >&2
 else
   echo "build-wrapper.sh: rust-src unavailable; building with the prebuilt std (larger)" >&2
   RUSTFLAGS="${remap[*]} $stable_flags" "${build[@]}" >&2
 fi
-echo "$target_dir/$target/wrapper/$bin"
+for arch in "${arches[@]}"; do
+  for bin in "${bins[@]}"; do
+    echo "$target_dir/$arch-unknown-linux-musl/wrapper/$bin"
+  done
+done

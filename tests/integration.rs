@@ -18,6 +18,7 @@ mod fail_closed;
 mod gunzip_go;
 mod house;
 mod ignition_check;
+mod install;
 mod io_safety;
 mod iso;
 mod iso_fleet;

@@ -47,10 +47,11 @@ use Plan::*;
 const BLOCKS: &[(&str, &str, Plan)] = &[
     (
         "README.md",
-        "cargo install --locked --path . --bin kubelet-labeler   # the CLI alone, into ~/.cargo/bin",
+        "bash dist/install.sh    # the CLI and its static programs for x86_64 nodes, into ~/.cargo/bin",
         NotHere(
-            "installs a release build into the user's ~/.cargo/bin; this test runs the CLI cargo \
-             built instead and builds the wrappers the same way (Need::Wrapper)",
+            "installs a release build into the user's ~/.cargo/bin; tests/install.rs runs it as \
+             written with cargo stubbed, and this test runs the CLI cargo built and builds the \
+             wrappers the same way (Need::Wrapper)",
         ),
     ),
     (
@@ -281,15 +282,15 @@ const BLOCKS: &[(&str, &str, Plan)] = &[
 
 /// A fenced shell block: the page line it starts on and its text,
 /// de-indented by the fence's indentation (blocks inside list items).
-struct Block {
-    line: usize,
-    text: String,
+pub(crate) struct Block {
+    pub(crate) line: usize,
+    pub(crate) text: String,
 }
 
 /// The info strings of the blocks a reader runs in a shell.
 const SHELLS: &[&str] = &["sh", "bash", "shell"];
 
-fn sh_blocks(page: &str, md: &str) -> Vec<Block> {
+pub(crate) fn sh_blocks(page: &str, md: &str) -> Vec<Block> {
     let lines: Vec<&str> = md.lines().collect();
     let mut blocks = Vec::new();
     let mut i = 0;

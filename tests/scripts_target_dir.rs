@@ -1,17 +1,10 @@
 //! The scripts find what cargo built where cargo put it: in
 //! CARGO_TARGET_DIR when one is set, not in a hard-coded `target/`.
 
-use crate::support::{scratch_dir, skipped};
+use crate::support::{scratch_dir, skipped, write_exec};
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
-
-fn write_exec(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
 
 /// render.sh in a copy of the checkout's scripts, with cargo, rustup and
 /// rustc stubbed (nothing is built) and a stub CLI in CARGO_TARGET_DIR that

@@ -46,6 +46,14 @@ pub fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
+/// Write `text` to `path` as an executable (a stub program), creating its
+/// directories.
+pub fn write_exec(path: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    write(path, text);
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 /// Whether the tests run as root (the MCO oracle writes a node's files
 /// only then).
 pub fn is_root() -> bool {

@@ -73,8 +73,9 @@ impl Lookup {
             (Arch::X86_64 | Arch::Aarch64, None) => format!(
                 "pass the static kubelet-labeler-wrapper-{arch} of a release as --wrapper or \
                  install it as {}, or build it in a source checkout with \
-                 `bash machineconfigs/build-wrapper.sh {arch}`",
-                self.exe_dir.join(shipped_name(arch)).display()
+                 `bash machineconfigs/build-wrapper.sh {arch}`{}",
+                self.exe_dir.join(shipped_name(arch)).display(),
+                self.install_hint(arch)
             ),
             _ => format!(
                 "build a static {arch} wrapper (cargo build --profile wrapper --bin \
@@ -86,6 +87,19 @@ impl Lookup {
                     arch.name()
                 }
             ),
+        }
+    }
+
+    /// When this CLI is installed in a `bin/` directory (as dist/install.sh
+    /// installs it), the command that adds `arch`'s wrapper and selector
+    /// beside it from a source checkout: "" otherwise.
+    fn install_hint(&self, arch: Arch) -> String {
+        match self.exe_dir.parent() {
+            Some(root) if self.exe_dir.file_name().is_some_and(|n| n == "bin") => format!(
+                " (or both static programs at once: `bash dist/install.sh --arch {arch} --root {}`)",
+                shell_word(&root.display().to_string())
+            ),
+            _ => String::new(),
         }
     }
 
@@ -106,8 +120,9 @@ impl Lookup {
             (Arch::X86_64 | Arch::Aarch64, None) => format!(
                 "install the static kubelet-labeler-select-{arch} of a release (dist/build-static.sh) \
                  as {dest}; or, from a source checkout, `install -m 0755 \"$(bash \
-                 machineconfigs/build-wrapper.sh {arch} kubelet-labeler-select)\" {dest}`; or pass \
-                 one with --selector"
+                 machineconfigs/build-wrapper.sh {arch} kubelet-labeler-select)\" {dest}`{}; or \
+                 pass one with --selector",
+                self.install_hint(arch)
             ),
             _ => format!(
                 "build a static {arch} selector (cargo build --profile wrapper --bin \
@@ -428,6 +443,22 @@ mod tests {
             e.contains("dynamically linked") && e.contains("build-wrapper.sh x86_64)"),
             "{e}"
         );
+    }
+
+    /// A CLI installed in ROOT/bin (not a checkout) names, for a missing
+    /// arch, the one command that installs both its programs there.
+    #[test]
+    fn an_installed_cli_names_install_sh_for_a_missing_arch() {
+        let lookup = Lookup {
+            exe_dir: PathBuf::from("/opt/my tools/bin"),
+        };
+        let install = "`bash dist/install.sh --arch aarch64 --root '/opt/my tools'`";
+        assert!(lookup.build_hint(Arch::Aarch64).contains(install));
+        assert!(lookup.selector_hint(Arch::Aarch64).contains(install));
+        let elsewhere = Lookup {
+            exe_dir: PathBuf::from("/opt/tools"),
+        };
+        assert!(!elsewhere.build_hint(Arch::Aarch64).contains("install.sh"));
     }
 
     #[test]
