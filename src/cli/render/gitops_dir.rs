@@ -14,8 +14,8 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
 use super::machineconfig::{KUSTOMIZATION, RENDERED_FOR, Rendered, manifest_text, to_yaml};
-use super::{summary, yaml_edit};
 use super::sync_units::{CLUSTER_WIDE_DIR, POLICY_FILE_PREFIX};
+use super::{summary, yaml_edit};
 
 /// The names kustomize reads a directory's kustomization from, in its order.
 const KUSTOMIZATION_NAMES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
@@ -314,7 +314,10 @@ fn plan(rendered: &Rendered, dir: &Path, found: &[Found]) -> Result<Plan> {
             );
         }
         let (merged, replaced, kept) = merge(old, obj);
-        let new_text = summary::set(&edited(&summary::without(text), &merged)?, &summary::lines(&merged));
+        let new_text = summary::set(
+            &edited(&summary::without(text), &merged)?,
+            &summary::lines(&merged),
+        );
         let action = if new_text == *text {
             Action::Unchanged
         } else if merged == *old {

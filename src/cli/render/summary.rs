@@ -18,8 +18,7 @@ use crate::node::rules::{Expr, Op, Rule, RuleTemplate, Term, compact, shown_name
 /// The block's first line; the lines after it that start with [`ITEM`] are
 /// the block too. Render rewrites them; the user's own comments (any other
 /// line) stay.
-pub const HEAD: &str =
-    "# kubelet-labeler: what this MachineConfig's drop-in registers nodes with (render rewrites these lines)";
+pub const HEAD: &str = "# kubelet-labeler: what this MachineConfig's drop-in registers nodes with (render rewrites these lines)";
 const ITEM: &str = "#   ";
 
 /// The block's lines for `obj`, when it is a MachineConfig carrying our env
@@ -284,8 +283,18 @@ mod tests {
                     Environment=\"KUBELET_LABELER_NODE_RULES=KLR0,1\"\n\
                     Environment=\"KUBELET_LABELER_POOL_LABEL=a.io/b\"\n";
         let l = dropin_lines(text);
-        assert_eq!(l[..3], ["label a.io/b=", "label c.io/d=e", "taint g.io/x=y:NoSchedule"]);
-        assert!(l[3].starts_with("rules that this release cannot read"), "{l:?}");
+        assert_eq!(
+            l[..3],
+            [
+                "label a.io/b=",
+                "label c.io/d=e",
+                "taint g.io/x=y:NoSchedule"
+            ]
+        );
+        assert!(
+            l[3].starts_with("rules that this release cannot read"),
+            "{l:?}"
+        );
         assert_eq!(l[4], "pool label a.io/b (the sync never removes it)");
     }
 }

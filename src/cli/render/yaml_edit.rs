@@ -379,7 +379,10 @@ impl Doc<'_> {
         }
         let mut added = String::new();
         for v in &new[kept..] {
-            added += &indented(&to_yaml(&json!([v])).map_err(|_| Whole)?, indent.unwrap_or(0));
+            added += &indented(
+                &to_yaml(&json!([v])).map_err(|_| Whole)?,
+                indent.unwrap_or(0),
+            );
         }
         if !added.is_empty() {
             if !self.text[..last_end].ends_with('\n') {
