@@ -5,8 +5,11 @@
 //! entries naming its files. Everything else is kept: other pools' files
 //! stay listed, a pool's `paused: true` or a sync-wave annotation survives a
 //! re-render, the user's resources and `commonAnnotations` stay in the
-//! kustomization. What a rewrite cannot keep (YAML comments) is named, and
-//! only `--force` drops it.
+//! kustomization. A file is edited in place (`yaml_edit`): the user's
+//! quoting, layout and comments stay outside the lines that change; a
+//! comment a change cannot keep is named, and only `--force` drops it. The
+//! summary comment block at a labels MachineConfig's top (`summary`) is
+//! render's own.
 
 use std::path::{Path, PathBuf};
 
