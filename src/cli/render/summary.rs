@@ -51,8 +51,24 @@ pub fn lines(obj: &Value) -> Vec<String> {
         return Vec::new();
     }
     std::iter::once(HEAD.to_string())
-        .chain(out.into_iter().map(|l| format!("{ITEM}{l}")))
+        .chain(out.into_iter().map(|l| format!("{ITEM}{}", one_line(&l))))
         .collect()
+}
+
+/// `s` with every character a YAML reader could take for a line break
+/// (go-yaml's: also U+2028, U+2029, U+0085) or that is a control
+/// character escaped as `\u{..}`: a rule's value cannot end the comment
+/// and start YAML.
+fn one_line(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') {
+            out += &format!("\\u{{{:x}}}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// What an env drop-in's lines say, in words.
@@ -273,6 +289,59 @@ mod tests {
         let below = format!("# mine\n{HEAD}\n#   label x=y\napiVersion: v1\n");
         assert_eq!(without(&below), "# mine\napiVersion: v1\n");
         assert_eq!(block_lines(&below), [2, 3]);
+    }
+
+    /// The block is read from the drop-in's bytes: the same whatever
+    /// the data URL's encoding (an earlier release's gzip+base64 too), and
+    /// one comment line per item whatever a rule's values hold.
+    #[test]
+    fn the_block_does_not_depend_on_the_encoding() {
+        use crate::cli::render::encoding::{data_url, gzip, readable_data_url};
+        use crate::node::rules::{Expr, Term};
+        let rule = Rule {
+            name: "gpu".into(),
+            labels: vec![("a.io/x".into(), "y".into())],
+            match_features: vec![Term {
+                feature: "pci.device".into(),
+                match_expressions: Some(vec![(
+                    "vendor".into(),
+                    Expr::new(
+                        Op::In,
+                        vec!["10de\nkind: Secret".into(), "a\u{2028}b".into()],
+                    ),
+                )]),
+                match_name: None,
+            }],
+            ..Default::default()
+        };
+        let dropin = format!(
+            "[Service]\nEnvironment=\"{LABELS_VAR}=a.io/b=\"\nEnvironment=\"{RULES_VAR}={}\"\n",
+            compact::encode(&[rule])
+        );
+        let mc = |source: String, compression: Option<&str>| {
+            let mut f = serde_json::json!({
+                "path": format!("/etc/systemd/system/kubelet.service.d/{ENV_DROPIN_NAME}"),
+                "contents": {"source": source}
+            });
+            if let Some(c) = compression {
+                f["contents"]["compression"] = c.into();
+            }
+            serde_json::json!({"kind": "MachineConfig", "spec": {"config": {"storage": {"files": [f]}}}})
+        };
+        let plain = lines(&mc(readable_data_url(dropin.as_bytes()).source, None));
+        let b64 = data_url(&gzip(dropin.as_bytes()));
+        assert_eq!(b64.compression, None);
+        let zipped = lines(&mc(b64.source, Some("gzip")));
+        assert_eq!(plain, zipped);
+        assert_eq!(plain.len(), 3, "{plain:?}");
+        assert_eq!(plain[1], "#   label a.io/b=");
+        assert_eq!(
+            plain[2],
+            "#   rule gpu: labels a.io/x=y; when pci.device {vendor In [10de\\u{a}kind: Secret, a\\u{2028}b]}"
+        );
+        let text = set("kind: MachineConfig\n", &plain);
+        let v: Value = serde_saphyr::from_str(&text).unwrap();
+        assert_eq!(v, serde_json::json!({"kind": "MachineConfig"}));
     }
 
     #[test]

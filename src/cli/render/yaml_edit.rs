@@ -135,7 +135,7 @@ impl Doc<'_> {
                     b'"' | b'\'' => quote = Some(c),
                     b'[' | b'{' => depth += 1,
                     b']' | b'}' => {
-                        depth -= 1;
+                        depth = depth.checked_sub(1).ok_or(Whole)?;
                         if depth == 0 {
                             return Ok(i + 1);
                         }
