@@ -210,6 +210,34 @@ fn fingerprint(s: &str) -> String {
     format!("#{h:08x}")
 }
 
+/// Refuse a file whose block does not say what its MachineConfig's
+/// drop-in does (the drop-in or the comment edited by hand): a review that
+/// reads the comment would be misled. Only a file of this release, whose
+/// wording this release writes, and of one MachineConfig.
+pub fn check(text: &str, mcs: &[Value], source: &str) -> anyhow::Result<()> {
+    let [mc] = mcs else {
+        return Ok(());
+    };
+    let ours = mc["metadata"]["annotations"][super::machineconfig::RENDERED_BY_ANNOTATION]
+        == super::RENDERED_BY;
+    let at = block_lines(text);
+    if !ours || at.is_empty() {
+        return Ok(());
+    }
+    let all: Vec<&str> = text.lines().collect();
+    let written: Vec<&str> = at.iter().filter_map(|l| all.get(l - 1).copied()).collect();
+    if written != lines(mc) {
+        anyhow::bail!(
+            "{source}: the comment block at its top (lines {}-{}) does not say what its env \
+             drop-in registers nodes with (edited by hand?), so a review reading it is misled; \
+             render it again, which rewrites the block from the drop-in",
+            at[0],
+            at[at.len() - 1]
+        );
+    }
+    Ok(())
+}
+
 /// `text` with the block at its top set to `block` (none: removed). An
 /// earlier block is found among the comment lines the file starts with.
 pub fn set(text: &str, block: &[String]) -> String {
@@ -342,6 +370,46 @@ mod tests {
         let text = set("kind: MachineConfig\n", &plain);
         let v: Value = serde_saphyr::from_str(&text).unwrap();
         assert_eq!(v, serde_json::json!({"kind": "MachineConfig"}));
+    }
+
+    #[test]
+    fn a_block_that_does_not_match_its_dropin_is_refused() {
+        use crate::cli::render::machineconfig::{PoolOptions, manifest_text, render};
+        use crate::node::kubelet::Additions;
+        let mut additions = Additions::default();
+        additions
+            .labels
+            .push(("example.com/team".into(), "ml".into()));
+        let opts = PoolOptions {
+            pool: "worker-gpu".into(),
+            additions,
+            pool_label: None,
+            base_role: "worker".into(),
+            ignition_version: "3.4.0",
+            wrappers: Vec::new(),
+            node_rules: Default::default(),
+            builtin_role: false,
+        };
+        let r = render(&opts).unwrap();
+        let (_, mc) = &r.manifests[1];
+        let text = manifest_text(mc).unwrap();
+        assert!(check(&text, std::slice::from_ref(mc), "f").is_ok());
+        let lying = text.replace(
+            "#   label example.com/team=ml",
+            "#   label example.com/team=ai",
+        );
+        let e = check(&lying, std::slice::from_ref(mc), "f")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("f: the comment block at its top (lines 1-"),
+            "{e}"
+        );
+        // Another release's wording is not judged.
+        let mut other = mc.clone();
+        other["metadata"]["annotations"]["kubelet-labeler/rendered-by"] =
+            "kubelet-labeler 0.0.1".into();
+        assert!(check(&lying, &[other], "f").is_ok());
     }
 
     #[test]
