@@ -241,13 +241,20 @@ pub fn check(text: &str, mcs: &[Value], source: &str) -> anyhow::Result<()> {
 /// `text` with the block at its top set to `block` (none: removed). An
 /// earlier block is found among the comment lines the file starts with.
 pub fn set(text: &str, block: &[String]) -> String {
-    let kept = without(text);
-    let mut out = String::with_capacity(kept.len() + block.len() * 80);
+    let mut new = String::with_capacity(block.len() * 80);
     for l in block {
-        out += l;
-        out += "\n";
+        new += l;
+        new += "\n";
     }
-    out += &kept;
+    // Where it was (below a comment of the user's, say), or on top.
+    let at = block_lines(text);
+    let (Some(first), Some(last)) = (at.first(), at.last()) else {
+        return new + text;
+    };
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let mut out: String = lines[..first - 1].concat();
+    out += &new;
+    out += &lines[*last..].concat();
     out
 }
 
@@ -317,6 +324,13 @@ mod tests {
         let below = format!("# mine\n{HEAD}\n#   label x=y\napiVersion: v1\n");
         assert_eq!(without(&below), "# mine\napiVersion: v1\n");
         assert_eq!(block_lines(&below), [2, 3]);
+        // and kept there.
+        let block = [HEAD.to_string(), "#   label x=z".into()];
+        assert_eq!(
+            set(&below, &block),
+            format!("# mine\n{HEAD}\n#   label x=z\napiVersion: v1\n")
+        );
+        assert_eq!(set(&below, &[]), "# mine\napiVersion: v1\n");
     }
 
     /// The block is read from the drop-in's bytes: the same whatever
