@@ -239,7 +239,7 @@ pub(crate) fn kustomization_resources(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-const GPU_FILES: [&str; 3] = [
+pub(crate) const GPU_FILES: [&str; 3] = [
     "50-worker-gpu-kubelet-labeler-wrapper.yaml",
     "50-worker-gpu-kubelet-labeler-labels.yaml",
     "machineconfigpool-worker-gpu.yaml",
@@ -561,70 +561,6 @@ fn a_re_render_keeps_the_users_edits() {
         serde_json::json!({"example.com/gpu": "true"}),
         "the selector render writes is replaced whole"
     );
-}
-
-/// The user's own kustomization with comments: a pool's files are added
-/// in place, the comments kept, without --force. Where the list cannot be
-/// edited in place (a flow list with a comment on its line), the rewrite
-/// that would drop the comment is refused naming the line, and changes
-/// nothing; with --force the pool's files are added after the user's
-/// entries, and stderr says the comment went.
-#[test]
-fn a_commented_kustomization_keeps_its_comments() {
-    let dir = scratch_dir();
-    let w = static_elf(dir.path(), Arch::X86_64);
-    let out = dir.path().join("gitops");
-    std::fs::create_dir(&out).unwrap();
-    let kust = out.join("kustomization.yaml");
-    let text = "# the cluster's GitOps\nresources:\n- app.yaml # the app\n";
-    std::fs::write(&kust, text).unwrap();
-    std::fs::write(
-        out.join("app.yaml"),
-        "kind: ConfigMap\nmetadata:\n  name: app\n",
-    )
-    .unwrap();
-    let o = render_into(&w, &["--pool", "worker-gpu"], &out);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let listed: String = GPU_FILES.iter().map(|f| format!("- {f}\n")).collect();
-    assert_eq!(
-        std::fs::read_to_string(&kust).unwrap(),
-        format!("{text}{listed}")
-    );
-
-    let out = dir.path().join("flow");
-    std::fs::create_dir(&out).unwrap();
-    let kust = out.join("kustomization.yaml");
-    let text = "# the cluster's GitOps\nresources: [app.yaml] # the app\n";
-    std::fs::write(&kust, text).unwrap();
-    std::fs::write(
-        out.join("app.yaml"),
-        "kind: ConfigMap\nmetadata:\n  name: app\n",
-    )
-    .unwrap();
-    let refused = render_into(&w, &["--pool", "worker-gpu"], &out);
-    let err = stderr(&refused);
-    assert_eq!(refused.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains(&format!(
-            "replace {} (its resources), dropping the YAML comment on line 2",
-            kust.display()
-        )),
-        "{err}"
-    );
-    assert_eq!(names_in(&out), ["app.yaml", "kustomization.yaml"]);
-    assert_eq!(std::fs::read_to_string(&kust).unwrap(), text);
-    let forced = render_into(&w, &["--pool", "worker-gpu", "--force"], &out);
-    let err = stderr(&forced);
-    assert!(forced.status.success(), "{err}");
-    assert!(err.contains("dropped the YAML comment on line 2"), "{err}");
-    assert!(
-        std::fs::read_to_string(&kust)
-            .unwrap()
-            .starts_with("# the cluster's GitOps\n")
-    );
-    let mut want = vec!["app.yaml".to_string()];
-    want.extend(GPU_FILES.iter().map(|s| s.to_string()));
-    assert_eq!(kustomization_resources(&out), want);
 }
 
 /// A file at one of this render's names that is not its earlier output

@@ -4,7 +4,7 @@
 //! as the bare manifests; and the user's own YAML (quoting, flow style,
 //! indentation, comments) kept byte for byte outside what render owns.
 
-use crate::render_gitops::static_elf;
+use crate::render_gitops::{GPU_FILES, kustomization_resources, names_in, static_elf};
 use crate::support::{bin, is_root, mco, scratch_dir, skipped, stderr};
 
 use std::path::Path;
@@ -298,4 +298,68 @@ fn a_re_render_keeps_the_users_yaml_style() {
              - machineconfigpool-worker-pi.yaml\ncommonAnnotations"
         )
     );
+}
+
+/// The user's own kustomization with comments: a pool's files are added
+/// in place, the comments kept, without --force. Where the list cannot be
+/// edited in place (a flow list with a comment on its line), the rewrite
+/// that would drop the comment is refused naming the line, and changes
+/// nothing; with --force the pool's files are added after the user's
+/// entries, and stderr says the comment went.
+#[test]
+fn a_commented_kustomization_keeps_its_comments() {
+    let dir = scratch_dir();
+    let w = static_elf(dir.path(), Arch::X86_64);
+    let out = dir.path().join("gitops");
+    std::fs::create_dir(&out).unwrap();
+    let kust = out.join("kustomization.yaml");
+    let text = "# the cluster's GitOps\nresources:\n- app.yaml # the app\n";
+    std::fs::write(&kust, text).unwrap();
+    std::fs::write(
+        out.join("app.yaml"),
+        "kind: ConfigMap\nmetadata:\n  name: app\n",
+    )
+    .unwrap();
+    let o = render_into(&w, &["--pool", "worker-gpu"], &out);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let listed: String = GPU_FILES.iter().map(|f| format!("- {f}\n")).collect();
+    assert_eq!(
+        std::fs::read_to_string(&kust).unwrap(),
+        format!("{text}{listed}")
+    );
+
+    let out = dir.path().join("flow");
+    std::fs::create_dir(&out).unwrap();
+    let kust = out.join("kustomization.yaml");
+    let text = "# the cluster's GitOps\nresources: [app.yaml] # the app\n";
+    std::fs::write(&kust, text).unwrap();
+    std::fs::write(
+        out.join("app.yaml"),
+        "kind: ConfigMap\nmetadata:\n  name: app\n",
+    )
+    .unwrap();
+    let refused = render_into(&w, &["--pool", "worker-gpu"], &out);
+    let err = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "replace {} (its resources), dropping the YAML comment on line 2",
+            kust.display()
+        )),
+        "{err}"
+    );
+    assert_eq!(names_in(&out), ["app.yaml", "kustomization.yaml"]);
+    assert_eq!(std::fs::read_to_string(&kust).unwrap(), text);
+    let forced = render_into(&w, &["--pool", "worker-gpu", "--force"], &out);
+    let err = stderr(&forced);
+    assert!(forced.status.success(), "{err}");
+    assert!(err.contains("dropped the YAML comment on line 2"), "{err}");
+    assert!(
+        std::fs::read_to_string(&kust)
+            .unwrap()
+            .starts_with("# the cluster's GitOps\n")
+    );
+    let mut want = vec!["app.yaml".to_string()];
+    want.extend(GPU_FILES.iter().map(|s| s.to_string()));
+    assert_eq!(kustomization_resources(&out), want);
 }
