@@ -45,6 +45,7 @@ mod render_gitops;
 mod render_goyaml;
 mod render_pointer;
 mod render_policy;
+mod render_review;
 mod render_root;
 mod rules_budget;
 mod rules_go_oracle;

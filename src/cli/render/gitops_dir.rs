@@ -5,16 +5,20 @@
 //! entries naming its files. Everything else is kept: other pools' files
 //! stay listed, a pool's `paused: true` or a sync-wave annotation survives a
 //! re-render, the user's resources and `commonAnnotations` stay in the
-//! kustomization. What a rewrite cannot keep (YAML comments) is named, and
-//! only `--force` drops it.
+//! kustomization. A file is edited in place (`yaml_edit`): the user's
+//! quoting, layout and comments stay outside the lines that change; a
+//! comment a change cannot keep is named, and only `--force` drops it. The
+//! summary comment block at a labels MachineConfig's top (`summary`) is
+//! render's own.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
-use super::machineconfig::{KUSTOMIZATION, RENDERED_FOR, Rendered, to_yaml};
+use super::machineconfig::{KUSTOMIZATION, RENDERED_FOR, Rendered, manifest_text, to_yaml};
 use super::sync_units::{CLUSTER_WIDE_DIR, POLICY_FILE_PREFIX};
+use super::{summary, yaml_edit};
 
 /// The names kustomize reads a directory's kustomization from, in its order.
 const KUSTOMIZATION_NAMES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
@@ -52,6 +56,9 @@ struct Found {
 enum Action {
     Create,
     Unchanged,
+    /// Only the comment block render writes at the top changes (an earlier
+    /// version's file has none): no field, nothing of the user's.
+    Summary,
     /// Fields render writes that change, fields it keeps, comment lines lost.
     Replace {
         replaced: Vec<String>,
@@ -189,6 +196,7 @@ pub fn write(rendered: &Rendered, dir: &Path, force: bool) -> Result<Vec<String>
         let p = w.path.display();
         lines.push(match &w.action {
             Action::Create => format!("wrote {p}"),
+            Action::Summary => format!("wrote {p} (only the summary comment at its top)"),
             Action::Unchanged => format!("unchanged {p}"),
             Action::Replace { kept, comments, .. } => {
                 let mut s = format!("wrote {p}");
@@ -236,7 +244,7 @@ fn policy_note(rendered: &Rendered, plan: &Plan) -> Option<String> {
     let w = plan.writes.iter().find(|w| w.name == name)?;
     let what = match w.action {
         Action::Unchanged => return None,
-        Action::Create => "wrote the cluster-wide node disruption policy",
+        Action::Create | Action::Summary => "wrote the cluster-wide node disruption policy",
         Action::Replace { .. } => "the cluster-wide node disruption policy changed",
     };
     Some(format!(
@@ -290,7 +298,7 @@ fn plan(rendered: &Rendered, dir: &Path, found: &[Found]) -> Result<Plan> {
             writes.push(Write {
                 name: name.clone(),
                 path,
-                text: to_yaml(obj)?,
+                text: manifest_text(obj)?,
                 action: Action::Create,
             });
             continue;
@@ -309,19 +317,25 @@ fn plan(rendered: &Rendered, dir: &Path, found: &[Found]) -> Result<Plan> {
             );
         }
         let (merged, replaced, kept) = merge(old, obj);
-        let action = if merged == *old {
+        let new_text = summary::set(
+            &edited(&summary::without(text), &merged)?,
+            &summary::lines(&merged),
+        );
+        let action = if new_text == *text {
             Action::Unchanged
+        } else if merged == *old {
+            Action::Summary
         } else {
             Action::Replace {
                 replaced,
                 kept,
-                comments: comment_lines(text),
+                comments: lost_comments(text, &new_text),
             }
         };
         writes.push(Write {
             name: name.clone(),
             path,
-            text: to_yaml(&merged)?,
+            text: new_text,
             action,
         });
     }
@@ -373,10 +387,11 @@ fn plan(rendered: &Rendered, dir: &Path, found: &[Found]) -> Result<Plan> {
             let new = merge_kustomization(old, &ours_listed, &removed_names)
                 .with_context(|| format!("{}: cannot add this pool's files", k_path.display()))?;
             listed = entries(&new).unwrap_or_default();
+            let new_text = edited(text, &new)?;
             let action = if new == *old {
                 Action::Unchanged
             } else {
-                let comments = comment_lines(text);
+                let comments = lost_comments(text, &new_text);
                 if comments.is_empty() {
                     Action::Create
                 } else {
@@ -390,7 +405,7 @@ fn plan(rendered: &Rendered, dir: &Path, found: &[Found]) -> Result<Plan> {
             writes.push(Write {
                 name: k_name.to_string(),
                 path: k_path,
-                text: to_yaml(&new)?,
+                text: new_text,
                 action,
             });
         }
@@ -566,6 +581,31 @@ fn merge_at(
             ours.clone()
         }
     }
+}
+
+/// `text` edited to read as `new`: in place, the user's quoting, layout
+/// and comments kept outside what changes (`yaml_edit`); or, where that
+/// cannot be done, rewritten whole.
+fn edited(text: &str, new: &Value) -> Result<String> {
+    match yaml_edit::edit(text, new) {
+        Some(t) => Ok(t),
+        None => to_yaml(new),
+    }
+}
+
+/// The lines (1-based) of `old` with a comment of the user's (not the
+/// summary block render writes) that `new` no longer has.
+fn lost_comments(old: &str, new: &str) -> Vec<usize> {
+    let ours = summary::block_lines(old);
+    let lines: Vec<&str> = old.lines().collect();
+    comment_lines(old)
+        .into_iter()
+        .filter(|l| !ours.contains(l))
+        .filter(|l| {
+            let line = lines.get(l - 1).copied().unwrap_or_default();
+            !new.lines().any(|n| n == line)
+        })
+        .collect()
 }
 
 /// The lines (1-based) of `text` that hold a YAML comment: a `#` at the

@@ -128,7 +128,9 @@ pub fn read_machineconfigs(paths: &[std::path::PathBuf]) -> Result<Vec<serde_jso
             if from_dir && !names_a_machineconfig(&text) {
                 continue;
             }
-            configs.extend(machineconfigs_from_yaml(&text, &name)?);
+            let mcs = machineconfigs_from_yaml(&text, &name)?;
+            super::summary::check(&text, &mcs, &name)?;
+            configs.extend(mcs);
         }
         if from_dir && configs.len() == before {
             bail!(

@@ -549,6 +549,13 @@ pub fn to_yaml(v: &Value) -> Result<String> {
     serde_saphyr::to_string(v).context("writing YAML")
 }
 
+/// A manifest as render writes it: the YAML, below the comment block that
+/// says in words what a MachineConfig's env drop-in registers nodes with
+/// (`summary`), so that a Git diff of two renders shows the change.
+pub fn manifest_text(v: &Value) -> Result<String> {
+    Ok(super::summary::set(&to_yaml(v)?, &super::summary::lines(v)))
+}
+
 /// What `-o` says on stderr of the policy its stream leaves out
 /// ([`to_stream`]): where to get it and how to apply it.
 pub fn stream_policy_note(rendered: &Rendered) -> String {
@@ -574,7 +581,7 @@ pub fn to_stream(rendered: &Rendered) -> Result<String> {
             continue;
         }
         out += "---\n";
-        out += &to_yaml(obj)?;
+        out += &manifest_text(obj)?;
     }
     Ok(out)
 }

@@ -32,9 +32,11 @@ pub mod pointer;
 pub mod remove;
 mod rule_objects;
 mod rule_yaml;
+pub mod summary;
 pub mod sync_units;
 pub mod tree;
 mod unpack;
 pub mod wrappers;
+mod yaml_edit;
 
 pub use pointer::pointer_ignition;
