@@ -11,11 +11,9 @@ smaller the base64 of the gzip'ed code gets without the part's functions
 usage: payload_parts.py ELF [PARTS [TOP_FUNCTIONS]]
 """
 import collections
-import os
 import re
 import subprocess
 import sys
-import tempfile
 import zlib
 
 elf = sys.argv[1]
@@ -56,13 +54,15 @@ for line in out.splitlines():
     parts[key] += size; count[key] += 1; fns.append((size, name))
     ranges[key].append((int(f[0], 16), size))
 total = sum(parts.values())
-# .text as loaded, and where it starts, for the encoded cost of each part
-vma = [l.split() for l in subprocess.run(["readelf", "-SW", elf], capture_output=True, text=True,
-                                          check=True).stdout.splitlines() if " .text " in l]
-text_at = int(vma[0][vma[0].index(".text") + 2], 16)
-with tempfile.TemporaryDirectory() as d:
-    subprocess.run(["objcopy", "-O", "binary", "--only-section=.text", elf, d + "/t"], check=True)
-    text = open(d + "/t", "rb").read()
+# .text (its address, file offset and size from readelf, which reads either
+# architecture's ELF), for the encoded cost of each part
+sh = [l.split() for l in subprocess.run(["readelf", "-SW", elf], capture_output=True, text=True,
+                                         check=True).stdout.splitlines() if " .text " in l][0]
+i = sh.index(".text")
+text_at, off, length = (int(x, 16) for x in sh[i + 2 : i + 5])
+with open(elf, "rb") as fh:
+    fh.seek(off)
+    text = fh.read(length)
 def packed(b): return len(zlib.compress(b, 9)) * 4 // 3
 whole = packed(text)
 def encoded_cost(key):
