@@ -6,8 +6,9 @@
 # own render (../shared/oracles/mco), the share of OpenShift's 1.5 MiB limit
 # on a rendered MachineConfig that a base rendered config and ours take, for
 # a single-arch and a mixed-arch pool; then what each part costs, from an
-# unstripped build of the same profile and flags. Exits 1 when a pool's
-# MachineConfigs add more than 256 KiB per architecture (the budget).
+# unstripped build of the same profile and flags. Exits 1 (after the table)
+# when a pool's MachineConfigs add more than 256 KiB per architecture (the
+# budget).
 # usage: benches/payload.sh [PARTS]   (PARTS: rows in the per-part table,
 # default 25; 0 = sizes only)
 set -euo pipefail
@@ -72,13 +73,16 @@ if oracle=$(bash ../shared/oracles/mco/unpack.sh 2>/dev/null | sed -n 1p) && [ -
 else
   echo "(no MCO oracle at ../shared/oracles/mco: the rendered-config shares are not measured)"
 fi
+# The parts table comes before the verdict: over the budget is when it is
+# needed most.
+if [ "$parts" != 0 ]; then
+  for arch in x86_64 aarch64; do
+    echo
+    echo "== $arch: sections and code by part (unstripped build, same flags) =="
+    python3 benches/payload_parts.py "$(bash machineconfigs/build-wrapper.sh "$arch" --unstripped)" "$parts"
+  done
+fi
 if [ "$over" = 1 ]; then
   echo "payload.sh: a pool's MachineConfigs add more than 256 KiB for an architecture" >&2
   exit 1
 fi
-[ "$parts" = 0 ] && exit 0
-for arch in x86_64 aarch64; do
-  echo
-  echo "== $arch: sections and code by part (unstripped build, same flags) =="
-  python3 benches/payload_parts.py "$(bash machineconfigs/build-wrapper.sh "$arch" --unstripped)" "$parts"
-done

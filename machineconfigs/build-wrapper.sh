@@ -67,6 +67,15 @@ export CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_LINKER=rust-lld
 # - force-unwind-tables=no: no unwind tables (panic = "abort"; the panic
 #   hook starts kubelet unchanged).
 stable_flags="-Crelocation-model=static -Cforce-unwind-tables=no -Clink-arg=--icf=all -Clink-arg=--bp-compression-sort=function"
+# - aarch64: no machine outliner (LLVM runs it by default on size-optimized
+#   aarch64 code): the repeated instruction sequences it turns into calls
+#   are what gzip compresses anyway, and the calls do not compress (measured:
+#   5.8 KB less gzip'ed, 7.8 KB less encoded, for 25 KB more raw; it also
+#   saves a call and return per outlined sequence at run time). On x86_64
+#   LLVM does not outline by default (forcing it is 8.5 KB larger gzip'ed).
+if [ "$arch" = aarch64 ]; then
+  stable_flags="$stable_flags -Cllvm-args=-enable-machine-outliner=never"
+fi
 # Reproducible bytes: the same source gives the same binary wherever the
 # checkout, target dir, cargo home or rustup home are (panic messages carry
 # source paths; std's, with build-std, come from rust-src). The toolchain is
