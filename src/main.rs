@@ -306,7 +306,15 @@ fn explain_override_env(
     let mut env = Vec::new();
     let mut left = None;
     if !rules.is_empty() {
-        let read = read_rules_leaving(rules, leave_to_nfd, prof)?;
+        // explain says itself which values the node never reads.
+        let read = kubelet_labeler::cli::render::leave_to_nfd::read_rule_files_leaving(
+            rules,
+            prof,
+            leave_to_nfd,
+        )?;
+        for left in &read.left {
+            say!("{}", left.warning());
+        }
         env.push((RULES_VAR.to_string(), node_rules::compile(&read.rules)?));
         left = Some(read.left_ids());
     }
@@ -331,8 +339,13 @@ fn read_rules_leaving(
         prof,
         leave_to_nfd,
     )?;
-    for left in &read.left {
-        say!("{}", left.warning());
+    for w in read
+        .left
+        .iter()
+        .map(|l| l.warning())
+        .chain(read.warnings.clone())
+    {
+        say!("{w}");
     }
     Ok(read)
 }

@@ -32,14 +32,14 @@ const CASES: usize = 1500;
 const SHAPE_CASES: usize = 300;
 const SEED: u64 = 0x4E46_445F_4449_4646;
 
-struct Node {
-    name: String,
+pub struct Node {
+    pub name: String,
     root: PathBuf,
     /// `facts --json`: what the oracle evaluates on.
-    json: Value,
+    pub json: Value,
     flags: BTreeMap<String, Vec<String>>,
-    attrs: BTreeMap<String, Vec<(String, String)>>,
-    insts: BTreeMap<String, Vec<BTreeMap<String, String>>>,
+    pub attrs: BTreeMap<String, Vec<(String, String)>>,
+    pub insts: BTreeMap<String, Vec<BTreeMap<String, String>>>,
 }
 
 fn cli() -> &'static str {
@@ -48,7 +48,7 @@ fn cli() -> &'static str {
 
 /// The fixture nodes, and the trees with nfd-worker's kernel, memory,
 /// network, local and cpu power files.
-fn nodes() -> Vec<Node> {
+pub fn nodes() -> Vec<Node> {
     let mut nodes = nodes_in("tests/fixtures/nodes");
     nodes.extend(nodes_in("tests/fixtures/nfd-worker"));
     nodes

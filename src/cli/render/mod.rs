@@ -33,6 +33,7 @@ mod rule_yaml;
 pub mod sync_units;
 pub mod tree;
 mod unpack;
+pub mod value_forms;
 pub mod wrappers;
 
 pub use pointer::pointer_ignition;
