@@ -324,7 +324,8 @@ fn kubeadm_tree(root: &Path) {
 /// Debian's package database) rendered with `--profile openshift`: the
 /// wrapper lets OpenShift's `node-role.kubernetes.io/worker` through, and
 /// the node's kubelet refuses it. The kubelet the node runs decides:
-/// explain exits 1 naming both and the fix; re-rendered with `--profile
+/// explain exits 1 naming both and the fix, render (which sees the package)
+/// refuses the same and writes nothing; re-rendered with `--profile
 /// upstream`, it passes.
 #[test]
 fn a_kubeadm_root_rendered_for_openshift_is_an_error() {
@@ -332,12 +333,8 @@ fn a_kubeadm_root_rendered_for_openshift_is_an_error() {
     let root = dir.path();
     let r = root.to_str().unwrap();
     kubeadm_tree(root);
-    write(
-        &root.join("var/lib/dpkg/status"),
-        "Package: kubelet\nStatus: install ok installed\nVersion: 1.33.2-1.1\n\n",
-    );
     let render = |profile: &str, label: &str| {
-        let out = cli(&[
+        cli(&[
             "render",
             "dropins",
             "--root",
@@ -349,17 +346,22 @@ fn a_kubeadm_root_rendered_for_openshift_is_an_error() {
             profile,
             "--label",
             label,
-        ]);
-        assert!(out.status.success(), "{}", stderr(&out));
+        ])
     };
-    render("openshift", "node-role.kubernetes.io/worker=");
+    // Rendered before the kubelet package was installed (nothing told).
+    let out = render("openshift", "node-role.kubernetes.io/worker=");
+    assert!(out.status.success(), "{}", stderr(&out));
+    write(
+        &root.join("var/lib/dpkg/status"),
+        "Package: kubelet\nStatus: install ok installed\nVersion: 1.33.2-1.1\n\n",
+    );
     let out = cli(&["explain", "--root", r]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
         err.contains("this node runs an upstream kubelet (the kubelet package 1.33.2-1.1")
             && err.contains("rendered with --profile openshift")
-            && err.contains("re-render with `kubelet-labeler render dropins --profile upstream`"),
+            && err.contains("re-render with --profile upstream"),
         "{err}"
     );
     // The label itself, judged as the node's kubelet judges it.
@@ -368,7 +370,20 @@ fn a_kubeadm_root_rendered_for_openshift_is_an_error() {
             && err.contains("node-role.kubernetes.io/worker"),
         "{err}"
     );
-    render("upstream", "node.kubernetes.io/worker=");
+    let env = root.join("etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf");
+    let before = std::fs::read_to_string(&env).unwrap();
+    let out = render("openshift", "node-role.kubernetes.io/worker=");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("this node runs an upstream kubelet (the kubelet package 1.33.2-1.1")
+            && err.contains("but --profile openshift")
+            && err.contains("render with --profile upstream"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&env).unwrap(), before);
+    let out = render("upstream", "node.kubernetes.io/worker=");
+    assert!(out.status.success(), "{}", stderr(&out));
     let out = cli(&["explain", "--root", r]);
     assert!(out.status.success(), "{}", stderr(&out));
     // The other way round: an OpenShift node (its release in os-release)

@@ -732,28 +732,30 @@ fn value_form_warnings(env: &[(OsString, OsString)]) -> Vec<String> {
     out
 }
 
-/// Whose kubelet the node runs, and what says so: OpenShift's on a tree laid
-/// out from MachineConfigs (the MCO's nodes) and where the release is
-/// named; upstream's where a distribution's kubelet package is installed.
-/// None when nothing tells.
+/// Whose kubelet the node runs, and what says so: OpenShift's where its
+/// release is named (os-release, a rendered config's annotation);
+/// upstream's where a distribution's kubelet package is installed. None
+/// when nothing tells.
 fn kubelet_flavour(opts: &ExplainOptions, given: &KubeletVersion) -> Option<(Profile, String)> {
     if let Some(p) = given.profile {
         return Some((p, given.source.clone()));
-    }
-    if opts.offline {
-        return Some((
-            Profile::OpenShift,
-            "MachineConfigs: the MCO's nodes run OpenShift's kubelet".into(),
-        ));
     }
     let found = crate::node::kubelet::version::from_root(&opts.root)?;
     Some((found.profile?, found.source))
 }
 
-fn profile_name(p: Profile) -> &'static str {
+pub fn profile_name(p: Profile) -> &'static str {
     match p {
         Profile::Upstream => "upstream",
         Profile::OpenShift => "openshift",
+    }
+}
+
+/// Whose kubelet, in words.
+pub fn kubelet_name(p: Profile) -> &'static str {
+    match p {
+        Profile::OpenShift => "OpenShift's kubelet",
+        Profile::Upstream => "an upstream kubelet",
     }
 }
 
@@ -784,20 +786,12 @@ fn profile_mismatch(
         _ if !configured => return None,
         _ => format!("explain was given --profile {}", profile_name(opts.profile)),
     };
-    let theirs = match kubelet {
-        Profile::OpenShift => "OpenShift's kubelet",
-        Profile::Upstream => "an upstream kubelet",
-    };
-    let fix = match (kubelet, opts.offline) {
-        (_, true) => format!(
-            "re-render with `kubelet-labeler render machineconfig --profile {}` (its default)",
-            profile_name(*kubelet)
-        ),
-        (_, false) => format!(
-            "re-render with `kubelet-labeler render dropins --profile {}` (and explain with it)",
-            profile_name(*kubelet)
-        ),
-    };
+    let theirs = kubelet_name(*kubelet);
+    let fix = format!(
+        "re-render with --profile {} (`render dropins` on a kubeadm node; `render \
+         machineconfig`, where it is the default, for an OpenShift pool)",
+        profile_name(*kubelet)
+    );
     Some(format!(
         "this node runs {theirs} ({source}), but {ours}: the wrapper lets through labels by \
          the other kubelet's rules, and kubelet refuses what its own rules do not allow (it \
