@@ -133,7 +133,7 @@ fn decide(command: &str, derived: &Derived) -> Result<(Vec<String>, Vec<Reported
     let args = sync_args(command)
         .ok_or_else(|| format!("its command does not run the wrapper's sync mode ({command})"))?;
     let opts = run::parse_node_args(&args).map_err(|e| format!("its command: {e}"))?;
-    let policy = run::effective_policy(&opts.policy, run::pool_label(derived.env).as_deref());
+    let policy = run::effective_policy(&opts.policy, &run::pool_label(derived.env));
     let desired = Desired {
         labels: derived.labels.to_vec(),
         taints: derived.taints.to_vec(),

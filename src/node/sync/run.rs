@@ -189,10 +189,10 @@ pub fn pool_label(env: &[(OsString, OsString)]) -> Option<String> {
 
 /// The policy a run follows: its command line's, the pool label the
 /// env drop-in names where the command line gives none.
-pub fn effective_policy(given: &Policy, env_pool_label: Option<&str>) -> Policy {
+pub fn effective_policy(given: &Policy, env_pool_label: &Option<String>) -> Policy {
     let mut policy = given.clone();
     if policy.pool_label.is_none() {
-        policy.pool_label = env_pool_label.map(str::to_string);
+        policy.pool_label = env_pool_label.clone();
     }
     policy
 }
@@ -745,7 +745,7 @@ pub fn run(opts: &SyncOptions) -> Outcome {
         creds: id.creds,
         sent: 0,
     };
-    let policy = effective_policy(&opts.policy, derivation.pool_label.as_deref());
+    let policy = effective_policy(&opts.policy, &derivation.pool_label);
     let mut out = sync_node(
         &mut api,
         &mut std::thread::sleep,
