@@ -1282,10 +1282,12 @@ fn differential(seed: u64, cases_n: usize, shape_cases: usize, taint_pool: bool)
     // The generator must exercise matches, labels and taints, not only errors.
     assert!(
         matched > cases_n / 3
-            && labels > cases_n / 2
             && taints > cases_n / 20
             // The taint pool's run is about colliding taints; the main
-            // run's 1,500 cases are the ones that must leave labels out.
+            // run's 1,500 cases are the ones that must give labels and
+            // leave some out (its 400 cases drew 196 labels once the Pi 3
+            // fixture, with few features, joined the nodes).
+            && (taint_pool || labels > cases_n / 2)
             && (taint_pool || left_out * CASES > 5 * cases_n),
         "too little output"
     );
