@@ -692,7 +692,7 @@ fn explain_says_what_the_sync_writes() {
     assert_eq!(
         reported,
         [
-            format!("node-role.kubernetes.io/worker="),
+            "node-role.kubernetes.io/worker=".to_string(),
             format!("{pool}=")
         ],
         "{sync}"

@@ -133,7 +133,9 @@ impl Form {
         match self {
             Form::Hex4 if is_hex && bare.len() <= 4 => Some(format!("write \"{bare:0>4}\"")),
             Form::Hex2 if is_hex && bare.len() <= 2 => Some(format!("write \"{bare:0>2}\"")),
-            Form::PciClass if is_hex && bare.len() == 4 => Some(format!("write \"{bare}\"")),
+            Form::PciClass if is_hex && (3..=4).contains(&bare.len()) => {
+                Some(format!("write \"{bare:0>4}\""))
+            }
             Form::PciClass if is_hex && bare.len() == 6 => Some(format!(
                 "write \"{}\" (the node reads no programming interface)",
                 &bare[..4]
