@@ -32,14 +32,14 @@ const CASES: usize = 1500;
 const SHAPE_CASES: usize = 300;
 const SEED: u64 = 0x4E46_445F_4449_4646;
 
-struct Node {
-    name: String,
+pub struct Node {
+    pub name: String,
     root: PathBuf,
     /// `facts --json`: what the oracle evaluates on.
-    json: Value,
+    pub json: Value,
     flags: BTreeMap<String, Vec<String>>,
-    attrs: BTreeMap<String, Vec<(String, String)>>,
-    insts: BTreeMap<String, Vec<BTreeMap<String, String>>>,
+    pub attrs: BTreeMap<String, Vec<(String, String)>>,
+    pub insts: BTreeMap<String, Vec<BTreeMap<String, String>>>,
 }
 
 fn cli() -> &'static str {
@@ -48,7 +48,7 @@ fn cli() -> &'static str {
 
 /// The fixture nodes, and the trees with nfd-worker's kernel, memory,
 /// network, local and cpu power files.
-fn nodes() -> Vec<Node> {
+pub fn nodes() -> Vec<Node> {
     let mut nodes = nodes_in("tests/fixtures/nodes");
     nodes.extend(nodes_in("tests/fixtures/nfd-worker"));
     nodes
@@ -1282,10 +1282,12 @@ fn differential(seed: u64, cases_n: usize, shape_cases: usize, taint_pool: bool)
     // The generator must exercise matches, labels and taints, not only errors.
     assert!(
         matched > cases_n / 3
-            && labels > cases_n / 2
             && taints > cases_n / 20
             // The taint pool's run is about colliding taints; the main
-            // run's 1,500 cases are the ones that must leave labels out.
+            // run's 1,500 cases are the ones that must give labels and
+            // leave some out (its 400 cases drew 196 labels once the Pi 3
+            // fixture, with few features, joined the nodes).
+            && (taint_pool || labels > cases_n / 2)
             && (taint_pool || left_out * CASES > 5 * cases_n),
         "too little output"
     );

@@ -320,6 +320,88 @@ fn kubeadm_tree(root: &Path) {
     .unwrap();
 }
 
+/// Issue 33 item 12: a kubeadm root (an upstream kubelet 1.33 from
+/// Debian's package database) rendered with `--profile openshift`: the
+/// wrapper lets OpenShift's `node-role.kubernetes.io/worker` through, and
+/// the node's kubelet refuses it. The kubelet the node runs decides:
+/// explain exits 1 naming both and the fix, render (which sees the package)
+/// refuses the same and writes nothing; re-rendered with `--profile
+/// upstream`, it passes.
+#[test]
+fn a_kubeadm_root_rendered_for_openshift_is_an_error() {
+    let dir = scratch_dir();
+    let root = dir.path();
+    let r = root.to_str().unwrap();
+    kubeadm_tree(root);
+    let render = |profile: &str, label: &str| {
+        cli(&[
+            "render",
+            "dropins",
+            "--root",
+            r,
+            "--force",
+            "--arch",
+            "x86_64",
+            "--profile",
+            profile,
+            "--label",
+            label,
+        ])
+    };
+    // Rendered before the kubelet package was installed (nothing told).
+    let out = render("openshift", "node-role.kubernetes.io/worker=");
+    assert!(out.status.success(), "{}", stderr(&out));
+    write(
+        &root.join("var/lib/dpkg/status"),
+        "Package: kubelet\nStatus: install ok installed\nVersion: 1.33.2-1.1\n\n",
+    );
+    let out = cli(&["explain", "--root", r]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("this node runs an upstream kubelet (the kubelet package 1.33.2-1.1")
+            && err.contains("rendered with --profile openshift")
+            && err.contains("re-render with --profile upstream"),
+        "{err}"
+    );
+    // The label itself, judged as the node's kubelet judges it.
+    assert!(
+        err.contains("kubelet exits at every start on this command line")
+            && err.contains("node-role.kubernetes.io/worker"),
+        "{err}"
+    );
+    let env = root.join("etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf");
+    let before = std::fs::read_to_string(&env).unwrap();
+    let out = render("openshift", "node-role.kubernetes.io/worker=");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("this node runs an upstream kubelet (the kubelet package 1.33.2-1.1")
+            && err.contains("but --profile openshift")
+            && err.contains("render with --profile upstream"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&env).unwrap(), before);
+    let out = render("upstream", "node.kubernetes.io/worker=");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = cli(&["explain", "--root", r]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The other way round: an OpenShift node (its release in os-release)
+    // with a wrapper rendered for upstream.
+    write(
+        &root.join("etc/os-release"),
+        "ID=rhel\nOPENSHIFT_VERSION=\"4.19\"\n",
+    );
+    let out = cli(&["explain", "--root", r]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("this node runs OpenShift's kubelet (OpenShift 4.19")
+            && err.contains("--profile openshift"),
+        "{err}"
+    );
+}
+
 /// Issue 22 item 7 on a kubeadm root: the kubelet package's version
 /// (Debian's package database) is the kubelet the flags are judged for.
 #[test]
@@ -1419,13 +1501,28 @@ fn explain_shows_the_sync_units_and_what_they_would_do() {
     ] {
         assert!(triggers.contains(t), "{t}: {triggers}");
     }
-    assert_eq!(sync["labels"], json!(["node.kubernetes.io/worker-gpu="]));
+    // Issue 33 item 11: the pool label is registered by the wrapper but
+    // never sent by the sync (it holds the key its pool selects by): it is
+    // only reported, with the sync's own reason.
+    assert_eq!(sync["labels"], json!([]), "{sync}");
+    assert_eq!(
+        sync["reported"][0]["label"], "node.kubernetes.io/worker-gpu=",
+        "{sync}"
+    );
+    assert!(
+        sync["reported"][0]["why"]
+            .as_str()
+            .unwrap()
+            .contains("selects the node's pool"),
+        "{sync}"
+    );
     assert_eq!(sync["nothing"], Value::Null);
     let human = explain_mcs(false, &[&rendered, &labels, &wrapper]);
     let text = String::from_utf8_lossy(&human.stdout);
     assert!(
         text.contains("sync: /etc/systemd/system/kubelet-labeler-sync.service\n")
-            && text.contains("    label node.kubernetes.io/worker-gpu=\n"),
+            && text.contains("  writes no label\n")
+            && text.contains("  only reports (never sends) a difference in:\n    label node.kubernetes.io/worker-gpu= (it selects the node's pool"),
         "{text}"
     );
     // Without the wrapper's MachineConfig, which carries the sync's units.

@@ -198,6 +198,14 @@ const BLOCKS: &[(&str, &str, Plan)] = &[
     ),
     (
         "docs/kubeadm.md",
+        "mkdir -p /etc/kubernetes/node-feature-discovery/features.d",
+        NotHere(
+            "writes into a Raspberry Pi's /etc from its /proc/device-tree (tests/example_rules.rs \
+             evaluates the file it writes on the Pi 3 fixture)",
+        ),
+    ),
+    (
+        "docs/kubeadm.md",
         "systemctl daemon-reload",
         NotHere("reloads systemd and joins a cluster: root on a real node (<api-server>, <token>)"),
     ),

@@ -15,7 +15,14 @@ use std::process::{Command, Output};
 
 use realcluster::{Cluster, labels_and_taints};
 
-pub const NODES: [&str; 5] = ["rs-sync", "rs-down", "rs-drift", "rs-size", "rs-pool"];
+pub const NODES: [&str; 6] = [
+    "rs-sync",
+    "rs-down",
+    "rs-drift",
+    "rs-size",
+    "rs-pool",
+    "rs-explain",
+];
 
 fn cluster() -> Option<&'static Cluster> {
     if realcluster::unavailable().is_some() {
@@ -631,4 +638,110 @@ fn the_first_sync_adds_little_to_the_node() {
     // bigger.
     assert!(owned.len() < 1000, "{owned}");
     assert!(after - before < 1500, "{before} -> {after}");
+}
+
+/// Issue 33 item 11: `explain`'s `sync:` section against what the real
+/// sync does. A Node registered without our labels; the sync, run as the
+/// node runs it (the service's own arguments, the pool label from the env
+/// drop-in), sets exactly the labels explain says it writes, and none of
+/// those explain says it only reports (the pool label, a key
+/// NodeRestriction forbids a node to change), which stay absent.
+#[test]
+fn explain_says_what_the_sync_writes() {
+    let Some(cluster) = cluster() else { return };
+    let node = "rs-explain";
+    let dir = scratch_dir();
+    let root = dir.path().join("root");
+    let kubeconfig = cluster.dir.join(format!("node-{node}.kubeconfig"));
+    let pool = "node.kubernetes.io/explain-pool";
+    tree(&root, "", "");
+    pool_env(
+        &root,
+        &format!("example.com/a=1,example.com/b=2,node-role.kubernetes.io/worker=,{pool}="),
+        pool,
+    );
+    use kubelet_labeler::cli::render::sync_units;
+    use kubelet_labeler::node::kubelet::Profile;
+    write(
+        &root
+            .join("etc/systemd/system")
+            .join(sync_units::SYNC_SERVICE),
+        &sync_units::sync_service(Profile::OpenShift, "kubelet.service", Some(pool)),
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+        .args(["explain", "--json", "--profile", "openshift", "--root"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("explain: {e}: {}", text(&out.stderr)));
+    let sync = &v["sync"];
+    let writes: Vec<String> = sync["labels"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{v}"))
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect();
+    let reported: Vec<String> = sync["reported"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["label"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(writes, ["example.com/a=1", "example.com/b=2"], "{sync}");
+    assert_eq!(
+        reported,
+        [
+            "node-role.kubernetes.io/worker=".to_string(),
+            format!("{pool}=")
+        ],
+        "{sync}"
+    );
+    {
+        let _serial = realcluster::one_kubelet_at_a_time();
+        cluster.delete_node(node);
+        let out = Command::new("bash")
+            .arg(realcluster::tools_dir().join("register.sh"))
+            .arg("--node-labels=")
+            .env("RC_DIR", &cluster.dir)
+            .env("NODE_NAME", node)
+            .env("SETTLE", "0")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "register.sh: {}", text(&out.stderr));
+    }
+    let (before, ..) = stored(cluster, node);
+    // The service's own arguments, as the node runs it.
+    let args: Vec<String> =
+        sync_units::sync_service(Profile::OpenShift, "kubelet.service", Some(pool))
+            .lines()
+            .find_map(|l| l.strip_prefix("ExecStart="))
+            .and_then(|c| c.split(" sync ").nth(1))
+            .unwrap()
+            .trim_end_matches('\'')
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+    let out = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+        .arg("sync")
+        .args(&args)
+        .arg("--root")
+        .arg(&root)
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .output()
+        .unwrap();
+    // Drift remains (the labels it may not send).
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let (after, ..) = stored(cluster, node);
+    let gained: Vec<String> = after
+        .iter()
+        .filter(|(k, v)| before.get(*k) != Some(*v))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    assert_eq!(gained, writes, "explain's writes against the stored Node");
+    for r in &reported {
+        let key = r.split_once('=').unwrap().0;
+        assert!(!after.contains_key(key), "{key} was sent: {after:?}");
+    }
 }

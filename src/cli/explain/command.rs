@@ -7,7 +7,6 @@ use anyhow::{Context, Result};
 
 use crate::cli::args::{existing_dir, stdin_at_most_once};
 use crate::cli::output::{say, to_stdout};
-use crate::cli::render::command::read_rules_leaving;
 use crate::cli::render::{input, layout};
 use crate::cmdline::{ExplainConfig, NfdLabelsArg};
 use crate::node::kubelet::Profile;
@@ -140,7 +139,12 @@ fn explain_override_env(
     let mut env = Vec::new();
     let mut left = None;
     if !rules.is_empty() {
-        let read = read_rules_leaving(rules, leave_to_nfd, prof)?;
+        // explain says itself which values the node never reads.
+        let read =
+            crate::cli::render::leave_to_nfd::read_rule_files_leaving(rules, prof, leave_to_nfd)?;
+        for left in &read.left {
+            say!("{}", left.warning());
+        }
         env.push((RULES_VAR.to_string(), node_rules::compile(&read.rules)?));
         left = Some(read.left_ids());
     }

@@ -91,12 +91,22 @@ pub fn render_human(e: &Explanation) -> String {
             }
             Some(why) => out += &format!("  would change nothing: {}\n", shown(why)),
             None => {
-                out += "  would keep these labels on the Node, as kubelet's own identity (others' keys, NFD's, the pool label left alone):\n";
+                if sync.labels.is_empty() {
+                    out += "  writes no label\n";
+                } else {
+                    out += "  writes these labels, as kubelet's own identity, when the Node lacks them or has another value of its own (others' keys and NFD's left alone):\n";
+                }
                 for l in &sync.labels {
                     out += &format!("    label {}\n", shown(l));
                 }
+                if !(sync.reported.is_empty() && sync.taints.is_empty()) {
+                    out += "  only reports (never sends) a difference in:\n";
+                }
+                for r in &sync.reported {
+                    out += &format!("    label {} ({})\n", shown(&r.label), r.why);
+                }
                 for t in &sync.taints {
-                    out += &format!("    taint {t} (compared with the Node's, never sent)\n");
+                    out += &format!("    taint {t} (a node may not change its taints)\n");
                 }
             }
         }

@@ -11,6 +11,7 @@ pub mod command;
 mod formats;
 mod human;
 pub mod release;
+mod sync;
 mod tree;
 use crate::node::contract::{GENERATOR_PATH, WRAPPER_DROPIN_NAME, WRAPPER_PATH};
 use crate::node::kubelet::Profile;
@@ -19,6 +20,7 @@ use crate::node::unit::{self, LoadOptions, UnitPaths};
 use crate::node::wrapper::fail_closed;
 use crate::node::wrapper::plan::{self, Plan};
 pub use human::render_human;
+pub use sync::{ReportedLabel, SyncPreview};
 
 pub struct ExplainOptions {
     pub root: PathBuf,
@@ -101,87 +103,6 @@ pub struct Explanation {
     pub warnings: Vec<String>,
     /// The day-2 sync, when its units are in the tree.
     pub sync: Option<SyncPreview>,
-}
-
-/// The day-2 sync's units (`render::sync_units`) as the tree has them, and
-/// what a run would do with what the wrapper derives.
-#[derive(Debug, Serialize)]
-pub struct SyncPreview {
-    /// Its service's unit file.
-    pub service: String,
-    /// Its `ExecStart=`.
-    pub command: String,
-    /// What starts it.
-    pub triggers: Vec<String>,
-    /// The labels it keeps on the Node (the wrapper's, as above).
-    pub labels: Vec<String>,
-    /// The taints it compares with the Node's, never sends.
-    pub taints: Vec<String>,
-    /// Why a run would change nothing, if it would not.
-    pub nothing: Option<String>,
-}
-
-/// The sync's service and path units' names (`render::sync_units`).
-const SYNC_SERVICE: &str = "kubelet-labeler-sync.service";
-const SYNC_PATH: &str = "kubelet-labeler-sync.path";
-
-/// The sync's units under `paths`, or None when its service is not there.
-fn sync_preview(
-    paths: &UnitPaths,
-    unit_name: &str,
-    dropins: &[PathBuf],
-    e: &Explanation,
-) -> Option<SyncPreview> {
-    let root = &paths.root;
-    let read = |p: &Path| {
-        unit::read_node(paths, p)
-            .ok()
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
-    };
-    let service = unit::search::find(root, &paths.dirs, SYNC_SERVICE).fragment?;
-    let text = read(&service)?;
-    let command = text
-        .lines()
-        .rfind(|l| l.starts_with("ExecStart="))
-        .map_or("(no ExecStart=)", |l| &l["ExecStart=".len()..])
-        .to_string();
-    let mut triggers = Vec::new();
-    for d in dropins {
-        let pulls = read(d).is_some_and(|t| {
-            t.lines().any(|l| {
-                l.strip_prefix("Wants=")
-                    .is_some_and(|w| w.split_whitespace().any(|u| u == SYNC_SERVICE))
-            })
-        });
-        if pulls {
-            triggers.push(format!(
-                "every start of {unit_name} (Wants= in {})",
-                display(d)
-            ));
-        }
-    }
-    if let Some(path_unit) = unit::search::find(root, &paths.dirs, SYNC_PATH).fragment
-        && let Some(t) = read(&path_unit)
-    {
-        for watched in t.lines().filter_map(|l| l.strip_prefix("PathChanged=")) {
-            // The drop-in directory (a file, before this release).
-            triggers.push(format!("a change in {watched} ({SYNC_PATH})"));
-        }
-    }
-    Some(SyncPreview {
-        service: display(&service),
-        command,
-        triggers,
-        labels: e.added_labels.clone(),
-        taints: e.taints.clone(),
-        nothing: if !e.wrapper_runs {
-            Some("the wrapper does not run, so nothing is derived".into())
-        } else {
-            e.left_out
-                .as_ref()
-                .map(|why| format!("the wrapper would leave our labels/taints out: {why}"))
-        },
-    })
 }
 
 impl Explanation {
@@ -659,6 +580,12 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
         kubelet_version.minor,
     ));
     warnings.extend(installed_pool_check(&opts.root, &plan, &env, facts_root));
+    warnings.extend(value_form_warnings(&env));
+    // Whose kubelet the node runs decides which labels it takes.
+    let kubelet = kubelet_flavour(opts, &kubelet_version);
+    let profile_error = kubelet
+        .as_ref()
+        .and_then(|k| profile_mismatch(opts, k, configured(&env)));
     // The node's own wrapper reads its own node format.
     let format_error = formats::preview_error(&paths, &as_loaded.dropins);
     let wrapper_installed = reach.installed;
@@ -666,7 +593,9 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
     warnings.extend(reach.warnings);
     let mut errors = reach.errors;
     errors.extend(format_error);
-    // The whole command line kubelet gets, not only our additions.
+    errors.extend(profile_error);
+    // The whole command line kubelet gets, not only our additions, as the
+    // node's kubelet judges it.
     errors.extend(crate::cli::validate::command_line_errors(
         &plan.executable.to_string_lossy(),
         &lossy(if wrapper_runs {
@@ -674,7 +603,8 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
         } else {
             &plan.original_argv
         }),
-        opts.profile,
+        kubelet.as_ref().map_or(opts.profile, |k| k.0),
+        kubelet.is_some(),
     ));
     // (A masked drop-in has said why already.)
     if !wrapper_installed && configured(&env) && errors.is_empty() {
@@ -769,8 +699,105 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
         warnings,
         sync: None,
     };
-    explained.sync = sync_preview(&paths, &opts.unit, &as_loaded.dropins, &explained);
+    explained.sync = sync::preview(
+        &paths,
+        &opts.unit,
+        &as_loaded.dropins,
+        &explained,
+        &sync::Derived {
+            labels: &plan.added_labels,
+            taints: &plan.taints,
+            env: &env,
+        },
+    );
     Ok(explained)
+}
+
+/// Values of the node rules (the pool's and the role's) in a form the node
+/// never reads (`render::value_forms`).
+fn value_form_warnings(env: &[(OsString, OsString)]) -> Vec<String> {
+    use crate::node::contract::{ROLE_RULES_VAR, RULES_VAR};
+    let mut out = Vec::new();
+    for var in [ROLE_RULES_VAR, RULES_VAR] {
+        let Some((_, text)) = env.iter().rfind(|(k, _)| k == var) else {
+            continue;
+        };
+        let Ok(rules) = crate::node::rules::compact::decode(&text.to_string_lossy()) else {
+            continue;
+        };
+        for r in &rules {
+            let what = format!("rule {:?}", r.name);
+            out.extend(crate::cli::render::value_forms::warnings(r, &what));
+        }
+    }
+    out
+}
+
+/// Whose kubelet the node runs, and what says so: OpenShift's where its
+/// release is named (os-release, a rendered config's annotation);
+/// upstream's where a distribution's kubelet package is installed. None
+/// when nothing tells.
+fn kubelet_flavour(opts: &ExplainOptions, given: &KubeletVersion) -> Option<(Profile, String)> {
+    if let Some(p) = given.profile {
+        return Some((p, given.source.clone()));
+    }
+    let found = crate::node::kubelet::version::from_root(&opts.root)?;
+    Some((found.profile?, found.source))
+}
+
+pub fn profile_name(p: Profile) -> &'static str {
+    match p {
+        Profile::Upstream => "upstream",
+        Profile::OpenShift => "openshift",
+    }
+}
+
+/// Whose kubelet, in words.
+pub fn kubelet_name(p: Profile) -> &'static str {
+    match p {
+        Profile::OpenShift => "OpenShift's kubelet",
+        Profile::Upstream => "an upstream kubelet",
+    }
+}
+
+/// The wrapper validates labels with the profile it was rendered with; a
+/// node whose kubelet is the other one's refuses what that profile lets
+/// through (OpenShift's node-role keys on an upstream kubelet), or is
+/// judged by rules it does not have. An error naming both, and the fix.
+/// None when they agree, or when there is nothing of ours to judge.
+fn profile_mismatch(
+    opts: &ExplainOptions,
+    (kubelet, source): &(Profile, String),
+    configured: bool,
+) -> Option<String> {
+    if *kubelet == opts.profile {
+        return None;
+    }
+    let installed = crate::node::wrapper::installed::wrapper_profile(
+        &opts.root,
+        &opts.unit,
+        opts.unit_path.as_deref(),
+    );
+    let ours = match installed {
+        Some(p) if p == opts.profile => format!(
+            "the wrapper here was rendered with --profile {} (its drop-in says so)",
+            profile_name(p)
+        ),
+        // Not installed: nothing is judged with a profile at boot yet.
+        _ if !configured => return None,
+        _ => format!("explain was given --profile {}", profile_name(opts.profile)),
+    };
+    let theirs = kubelet_name(*kubelet);
+    let fix = format!(
+        "re-render with --profile {} (`render dropins` on a kubeadm node; `render \
+         machineconfig`, where it is the default, for an OpenShift pool)",
+        profile_name(*kubelet)
+    );
+    Some(format!(
+        "this node runs {theirs} ({source}), but {ours}: the wrapper lets through labels by \
+         the other kubelet's rules, and kubelet refuses what its own rules do not allow (it \
+         exits at every start); {fix}"
+    ))
 }
 
 /// The rules the env drop-ins record as left to the cluster's NFD

@@ -25,8 +25,13 @@ pub fn read_rules_leaving(
 ) -> Result<crate::cli::render::leave_to_nfd::RuleFiles> {
     let read =
         crate::cli::render::leave_to_nfd::read_rule_files_leaving(rules, prof, leave_to_nfd)?;
-    for left in &read.left {
-        say!("{}", left.warning());
+    for w in read
+        .left
+        .iter()
+        .map(|l| l.warning())
+        .chain(read.warnings.clone())
+    {
+        say!("{w}");
     }
     Ok(read)
 }

@@ -61,6 +61,9 @@ pub struct RuleFiles {
     pub rules: Vec<Rule>,
     /// In NFD's order.
     pub left: Vec<LeftRule>,
+    /// Values the node never reads (`value_forms`), one `warning: ` line
+    /// each.
+    pub warnings: Vec<String>,
 }
 
 impl RuleFiles {
@@ -129,6 +132,16 @@ pub fn read_rule_files_leaving(
         let object = &objects[o];
         for (r, read) in object.rules.iter().enumerate() {
             if left_at.contains(&(o, r)) {
+                // NFD reads the same values: the same warning.
+                if let Ok(rule) = &read.rule {
+                    out.warnings.extend(super::value_forms::warned(
+                        rule,
+                        &format!(
+                            "rule {:?} of NodeFeatureRule {:?} ({})",
+                            read.name, object.name, object.source
+                        ),
+                    ));
+                }
                 out.left.push(LeftRule {
                     object: object.name.clone(),
                     name: read.name.clone(),
@@ -159,6 +172,13 @@ pub fn read_rule_files_leaving(
                     lr.name,
                 );
             }
+            out.warnings.extend(super::value_forms::warned(
+                rule,
+                &format!(
+                    "rule {:?} of NodeFeatureRule {:?} ({})",
+                    read.name, object.name, object.source
+                ),
+            ));
             out.rules.push(rule.clone());
         }
     }

@@ -36,6 +36,7 @@ pub mod summary;
 pub mod sync_units;
 pub mod tree;
 mod unpack;
+pub mod value_forms;
 pub mod wrappers;
 mod yaml_edit;
 

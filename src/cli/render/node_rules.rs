@@ -59,8 +59,8 @@ mod tests {
     use crate::node::rules::{Expr, Op};
 
     /// The example's Raspberry Pi rule matches the board, not the OS: the
-    /// Pi 4 fixture under Raspberry Pi OS and under Ubuntu, not an ARM
-    /// machine without the Pi's PCIe USB controller.
+    /// Pi 4 fixture under Raspberry Pi OS and under Ubuntu, a Pi without
+    /// PCIe by its kernel, not an ARM machine with neither.
     #[test]
     fn the_example_pi_rule_matches_the_board() {
         let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -92,8 +92,17 @@ mod tests {
             .unwrap()
             .insert("ID".into(), "ubuntu".into());
         assert!(labelled(&ubuntu));
-        let mut other_arm = pi.clone();
-        other_arm.instances.remove("pci.device");
+        // A Pi without PCIe (a Pi 3) by the kernel Raspberry Pi OS builds
+        // for it; an ARM machine with neither, not.
+        let mut pi3 = pi.clone();
+        pi3.instances.remove("pci.device");
+        assert!(labelled(&pi3));
+        let mut other_arm = pi3.clone();
+        other_arm
+            .attributes
+            .get_mut("kernel.version")
+            .unwrap()
+            .insert("full".into(), "6.1.0-28-arm64".into());
         assert!(!labelled(&other_arm));
     }
 

@@ -249,6 +249,23 @@ pub struct TreeWritten {
 /// file staged, before the first file is replaced or removed: a refusal
 /// changes nothing.
 pub fn render_tree(opts: &TreeOptions) -> Result<TreeWritten> {
+    // The kubelet the node runs decides which labels it takes; the wrapper
+    // validates with the profile rendered here.
+    if let Some(k) = crate::node::kubelet::version::from_root(&opts.root)
+        && let Some(theirs) = k.profile.filter(|p| *p != opts.profile)
+    {
+        use crate::cli::explain::{kubelet_name, profile_name};
+        bail!(
+            "--root {}: this node runs {} ({}), but --profile {}: the wrapper would let \
+             through labels by the other kubelet's rules, and kubelet refuses what its own do \
+             not allow (it exits at every start); render with --profile {}",
+            opts.root.display(),
+            kubelet_name(theirs),
+            k.source,
+            profile_name(opts.profile),
+            profile_name(theirs)
+        );
+    }
     let planned = planned_files(opts)?;
     let mut files = Vec::new();
     for (node, bytes, mode) in &planned {

@@ -146,13 +146,19 @@ pub fn command_flag_warnings(program: &str, argv: &[String], minor: Option<u32>)
 /// start on each. Unknown flags are [`command_flag_warnings`]'. With the
 /// upstream profile (a guess when nothing says which kubelet), a unit whose
 /// own labels only OpenShift's kubelet takes is judged as OpenShift's.
-pub fn command_line_errors(program: &str, argv: &[String], profile: Profile) -> Vec<String> {
+pub fn command_line_errors(
+    program: &str,
+    argv: &[String],
+    profile: Profile,
+    kubelet_known: bool,
+) -> Vec<String> {
     let Ok(start) = crate::node::kubelet::flags::kubelet_args_start(program, argv) else {
         return Vec::new();
     };
     let args = &argv[start..];
     let mut report = validate_kubelet_args(args, profile);
-    if profile == Profile::Upstream && !report.valid {
+    // Whose kubelet runs is unknown: OpenShift's, when that explains more.
+    if !kubelet_known && profile == Profile::Upstream && !report.valid {
         let openshift = validate_kubelet_args(args, Profile::OpenShift);
         if openshift.errors.len() < report.errors.len() {
             report = openshift;
@@ -263,6 +269,7 @@ pub fn version_from_machineconfigs(
         Some(version::KubeletVersion {
             minor: Some(version::openshift_to_kubernetes(release)?),
             source: format!("OpenShift {release}, the release {name} was rendered by"),
+            profile: Some(Profile::OpenShift),
         })
     })
 }

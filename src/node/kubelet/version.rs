@@ -4,6 +4,8 @@
 
 use std::path::Path;
 
+use super::Profile;
+
 /// The newest kubelet whose flags `known_flags::CURRENT` lists.
 pub const REFERENCE_MINOR: u32 = 36;
 
@@ -14,6 +16,10 @@ pub struct KubeletVersion {
     pub minor: Option<u32>,
     /// Said with it: `--kubelet-version`, an OpenShift release, ...
     pub source: String,
+    /// Whose kubelet it is, when the source tells: OpenShift's (an
+    /// OpenShift release names it) or upstream's (a distribution's kubelet
+    /// package); their self-label rules differ (`Profile`).
+    pub profile: Option<Profile>,
 }
 
 impl KubeletVersion {
@@ -21,6 +27,7 @@ impl KubeletVersion {
         KubeletVersion {
             minor: None,
             source: String::new(),
+            profile: None,
         }
     }
 
@@ -51,6 +58,7 @@ pub fn from_option(text: &str) -> Result<KubeletVersion, String> {
         Some(m) => Ok(KubeletVersion {
             minor: Some(m),
             source: "--kubelet-version".into(),
+            profile: None,
         }),
         None => Err(format!(
             "{text:?} is not a kubelet version; write 1.MINOR, e.g. 1.30"
@@ -95,6 +103,7 @@ pub fn from_root(root: &Path) -> Option<KubeletVersion> {
             return Some(KubeletVersion {
                 minor: Some(openshift_to_kubernetes(release)?),
                 source: format!("OpenShift {release}, from /{rel}"),
+                profile: Some(Profile::OpenShift),
             });
         }
         break;
@@ -113,6 +122,7 @@ pub fn from_root(root: &Path) -> Option<KubeletVersion> {
     Some(KubeletVersion {
         minor: Some(parse_minor(version.split(':').next_back()?)?),
         source: format!("the kubelet package {version}, from /var/lib/dpkg/status"),
+        profile: Some(Profile::Upstream),
     })
 }
 
@@ -154,9 +164,14 @@ mod tests {
              Package: kubelet\nStatus: install ok installed\nVersion: 1.30.2-1.1\n",
         );
         assert_eq!(from_root(dir.path()).unwrap().minor, Some(30));
+        assert_eq!(
+            from_root(dir.path()).unwrap().profile,
+            Some(Profile::Upstream)
+        );
         w("etc/os-release", "ID=rhcos\nOPENSHIFT_VERSION=\"4.16\"\n");
         let v = from_root(dir.path()).unwrap();
         assert_eq!(v.minor, Some(29));
         assert!(v.source.contains("OpenShift 4.16"), "{}", v.source);
+        assert_eq!(v.profile, Some(Profile::OpenShift));
     }
 }

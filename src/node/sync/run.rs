@@ -112,11 +112,7 @@ pub fn derive(opts: &SyncOptions) -> Result<Derivation, String> {
         .map_err(|e| format!("loading {}: {e:#}", opts.unit))?;
     let env = unit::offline_environment(&svc, &opts.root, &[])
         .map_err(|e| format!("building {}'s environment: {e:#}", opts.unit))?;
-    let pool_label = env
-        .iter()
-        .rfind(|(k, _)| k == crate::node::contract::POOL_LABEL_VAR)
-        .map(|(_, v)| v.to_string_lossy().trim().to_string())
-        .filter(|v| !v.is_empty());
+    let pool_label = pool_label(&env);
     let mut notes = Vec::new();
     let original = plan::original_command_offline(&svc, &env, &opts.root, &mut notes)
         .map_err(|e| format!("{}: {e:#}", opts.unit))?;
@@ -180,6 +176,25 @@ pub fn derive(opts: &SyncOptions) -> Result<Derivation, String> {
         notes,
         pool_label,
     })
+}
+
+/// The pool label the unit's environment names (the env drop-in's
+/// `contract::POOL_LABEL_VAR`, the last one set).
+pub fn pool_label(env: &[(OsString, OsString)]) -> Option<String> {
+    env.iter()
+        .rfind(|(k, _)| k == crate::node::contract::POOL_LABEL_VAR)
+        .map(|(_, v)| v.to_string_lossy().trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+/// The policy a run follows: its command line's, the pool label the
+/// env drop-in names where the command line gives none.
+pub fn effective_policy(given: &Policy, env_pool_label: &Option<String>) -> Policy {
+    let mut policy = given.clone();
+    if policy.pool_label.is_none() {
+        policy.pool_label = env_pool_label.clone();
+    }
+    policy
 }
 
 /// The Node as reconcile sees it.
@@ -730,10 +745,7 @@ pub fn run(opts: &SyncOptions) -> Outcome {
         creds: id.creds,
         sent: 0,
     };
-    let mut policy = opts.policy.clone();
-    if policy.pool_label.is_none() {
-        policy.pool_label = derivation.pool_label.clone();
-    }
+    let policy = effective_policy(&opts.policy, &derivation.pool_label);
     let mut out = sync_node(
         &mut api,
         &mut std::thread::sleep,

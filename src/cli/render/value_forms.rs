@@ -1,0 +1,289 @@
+//! Values a rule compares with what the node reads, in a form the node
+//! never reads: NFD (and the wrapper, which reads as NFD does) compares
+//! `In`/`NotIn` values as exact strings, and some attributes have one
+//! fixed form. `pci.device`'s IDs are the kernel's `0x%04x` without `0x`
+//! (`10de`), its class the first 4 of the 6 hex digits (`0302`); `usb.device`'s
+//! vendor and device are `%04x` (`046d`), its class `%02x` (`03`);
+//! `cpu.model`'s family and id are decimal numbers (`6`, `143`), its
+//! vendor_id NFD's vendor name (`Intel`, not `/proc/cpuinfo`'s
+//! `GenuineIntel`, nor `intel`). A value in another form never equals one the node
+//! reads: in `In` it never matches, in `NotIn` it excludes nothing. Render
+//! and explain warn, naming the rule, feature, attribute, value, the form
+//! and the value meant where it is clear. Not a refusal: the rule is what
+//! NFD would evaluate, and NFD accepts it too.
+
+use crate::node::rules::{Op, Rule, Term};
+
+/// The fixed forms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// 4 lower-case hex digits, no `0x`.
+    Hex4,
+    /// PCI class: 4 lower-case hex digits (base class and subclass).
+    PciClass,
+    /// 2 lower-case hex digits.
+    Hex2,
+    /// A decimal number, no leading zero.
+    Decimal,
+    /// NFD's CPU vendor name.
+    Vendor,
+}
+
+/// The attributes with a fixed form: (feature, attribute, form).
+const FORMS: &[(&str, &str, Form)] = &[
+    ("pci.device", "class", Form::PciClass),
+    ("pci.device", "vendor", Form::Hex4),
+    ("pci.device", "device", Form::Hex4),
+    ("pci.device", "subsystem_vendor", Form::Hex4),
+    ("pci.device", "subsystem_device", Form::Hex4),
+    ("usb.device", "class", Form::Hex2),
+    ("usb.device", "vendor", Form::Hex4),
+    ("usb.device", "device", Form::Hex4),
+    ("cpu.model", "family", Form::Decimal),
+    ("cpu.model", "id", Form::Decimal),
+    ("cpu.model", "vendor_id", Form::Vendor),
+];
+
+/// NFD's CPU vendor names (klauspost/cpuid's, as `facts::cpu` reads them),
+/// and `/proc/cpuinfo`'s x86 vendor strings with the name NFD gives them.
+const VENDORS: &[&str] = &[
+    "Intel",
+    "AMD",
+    "Hygon",
+    "VIA",
+    "Transmeta",
+    "NSC",
+    "SiS",
+    "Zhaoxin",
+    "ARM",
+    "Broadcom",
+    "Cavium",
+    "DEC",
+    "Fujitsu",
+    "Infineon",
+    "Motorola",
+    "NVIDIA",
+    "AMCC",
+    "Qualcomm",
+    "Marvell",
+    "Ampere",
+    "Apple",
+    "KVM",
+    "MSVM",
+    "VMware",
+    "XenHVM",
+    "Bhyve",
+    "QEMU",
+    "QNX",
+    "ACRN",
+    "SRE",
+    "RDC",
+    "VendorUnknown",
+];
+const CPUINFO_VENDORS: &[(&str, &str)] = &[
+    ("GenuineIntel", "Intel"),
+    ("AuthenticAMD", "AMD"),
+    ("HygonGenuine", "Hygon"),
+    ("CentaurHauls", "VIA"),
+    ("GenuineTMx86", "Transmeta"),
+    ("TransmetaCPU", "Transmeta"),
+];
+
+impl Form {
+    fn describe(self) -> &'static str {
+        match self {
+            Form::Hex4 => "4 lower-case hex digits without 0x (e.g. \"10de\")",
+            Form::PciClass => {
+                "the class as 4 lower-case hex digits, base class and subclass (e.g. \"0302\")"
+            }
+            Form::Hex2 => "2 lower-case hex digits (e.g. \"03\")",
+            Form::Decimal => "a decimal number without leading zeros (e.g. \"6\")",
+            Form::Vendor => "NFD's vendor name (Intel, AMD, ARM, ...)",
+        }
+    }
+
+    fn fits(self, v: &str) -> bool {
+        let hex = |n: usize| {
+            v.len() == n
+                && v.bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        };
+        match self {
+            Form::Hex4 | Form::PciClass => hex(4),
+            Form::Hex2 => hex(2),
+            Form::Decimal => {
+                !v.is_empty()
+                    && v.bytes().all(|b| b.is_ascii_digit())
+                    && (v == "0" || !v.starts_with('0'))
+            }
+            // Only a recognisable mistake: a vendor this list lacks (a
+            // newer cpuid library's) is not judged.
+            Form::Vendor => VENDORS.contains(&v) || self.hint(v).is_none(),
+        }
+    }
+
+    /// The value meant, where it is clear; or how to write a prefix.
+    fn hint(self, v: &str) -> Option<String> {
+        let bare = v
+            .strip_prefix("0x")
+            .or_else(|| v.strip_prefix("0X"))
+            .unwrap_or(v)
+            .to_ascii_lowercase();
+        let is_hex = !bare.is_empty() && bare.bytes().all(|b| b.is_ascii_hexdigit());
+        match self {
+            Form::Hex4 if is_hex && bare.len() <= 4 => Some(format!("write \"{bare:0>4}\"")),
+            Form::Hex2 if is_hex && bare.len() <= 2 => Some(format!("write \"{bare:0>2}\"")),
+            Form::PciClass if is_hex && (3..=4).contains(&bare.len()) => {
+                Some(format!("write \"{bare:0>4}\""))
+            }
+            Form::PciClass if is_hex && bare.len() == 6 => Some(format!(
+                "write \"{}\" (the node reads no programming interface)",
+                &bare[..4]
+            )),
+            Form::PciClass if is_hex && bare.len() <= 2 => Some(format!(
+                "for every subclass of base class {bare:0>2}, match with {{op: InRegexp, value: [\"^{bare:0>2}\"]}}"
+            )),
+            Form::Decimal => {
+                let n = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+                    Some(h) => u64::from_str_radix(h, 16).ok()?,
+                    None => v.parse::<u64>().ok()?,
+                };
+                Some(format!("write \"{n}\""))
+            }
+            Form::Vendor => CPUINFO_VENDORS
+                .iter()
+                .find(|(raw, _)| *raw == v.trim())
+                .map(|(_, name)| *name)
+                .or_else(|| {
+                    VENDORS
+                        .iter()
+                        .copied()
+                        .find(|n| n.eq_ignore_ascii_case(v.trim()))
+                })
+                .map(|n| format!("write \"{n}\"")),
+            _ => None,
+        }
+    }
+}
+
+/// The (feature, attribute) pairs whose values have a fixed form.
+pub fn fixed() -> impl Iterator<Item = (&'static str, &'static str)> {
+    FORMS.iter().map(|(f, a, _)| (*f, *a))
+}
+
+/// Whether `value` is in the form the node reads `feature`'s `attribute`
+/// in (true where the attribute has no fixed form).
+pub fn fits(feature: &str, attribute: &str, value: &str) -> bool {
+    form(feature, attribute).is_none_or(|f| f.fits(value))
+}
+
+fn form(feature: &str, attribute: &str) -> Option<Form> {
+    FORMS
+        .iter()
+        .find(|(f, a, _)| *f == feature && *a == attribute)
+        .map(|(_, _, form)| *form)
+}
+
+/// One warning (without `warning: `) per value of `rule` the node can
+/// never read, `what` naming the rule (`rule "x" of NodeFeatureRule "y"
+/// (FILE)`).
+pub fn warnings(rule: &Rule, what: &str) -> Vec<String> {
+    let terms = rule
+        .match_features
+        .iter()
+        .chain(rule.match_any.iter().flatten());
+    let mut out = Vec::new();
+    for t in terms {
+        out.extend(term_warnings(t, what));
+    }
+    out.dedup();
+    out
+}
+
+/// [`warnings`] as lines of their own (`warning: ...`).
+pub fn warned(rule: &Rule, what: &str) -> Vec<String> {
+    warnings(rule, what)
+        .into_iter()
+        .map(|w| format!("warning: {w}"))
+        .collect()
+}
+
+fn term_warnings(t: &Term, what: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (attr, expr) in t.match_expressions.iter().flatten() {
+        if !matches!(expr.op, Op::In | Op::NotIn) {
+            continue;
+        }
+        let Some(form) = form(&t.feature, attr) else {
+            continue;
+        };
+        for v in expr.value.iter().filter(|v| !form.fits(v)) {
+            let effect = match expr.op {
+                Op::In => "never matches",
+                _ => "excludes nothing",
+            };
+            let hint = form.hint(v).map(|h| format!("; {h}")).unwrap_or_default();
+            out.push(format!(
+                "{what}: {} {attr} {v:?} ({:?}) {effect}: the node reads {attr} as {}{hint}",
+                t.feature,
+                expr.op,
+                form.describe()
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::rules::Expr;
+
+    fn rule(feature: &str, attr: &str, op: Op, values: &[&str]) -> Rule {
+        Rule {
+            name: "r".into(),
+            match_features: vec![Term {
+                feature: feature.into(),
+                match_expressions: Some(vec![(
+                    attr.into(),
+                    Expr::new(op, values.iter().map(|v| v.to_string()).collect()),
+                )]),
+                match_name: None,
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn forms_and_hints() {
+        let w = |f: &str, a: &str, op: Op, v: &[&str]| warnings(&rule(f, a, op, v), "rule \"r\"");
+        assert!(w("pci.device", "vendor", Op::In, &["10de", "8086"]).is_empty());
+        assert!(w("pci.device", "class", Op::In, &["0302"]).is_empty());
+        let got = w("pci.device", "vendor", Op::In, &["0x10de"]);
+        assert_eq!(got.len(), 1);
+        assert!(
+            got[0].contains("pci.device vendor \"0x10de\" (In) never matches")
+                && got[0].ends_with("write \"10de\""),
+            "{got:?}"
+        );
+        assert!(w("pci.device", "vendor", Op::In, &["10DE"])[0].ends_with("write \"10de\""));
+        assert!(w("pci.device", "class", Op::In, &["302"])[0].ends_with("write \"0302\""));
+        assert!(w("pci.device", "class", Op::In, &["030200"])[0].contains("write \"0302\""));
+        assert!(w("pci.device", "class", Op::In, &["03"])[0].contains("InRegexp"));
+        assert!(w("pci.device", "device", Op::NotIn, &["0x2330"])[0].contains("excludes nothing"));
+        assert!(w("pci.device", "vendor", Op::InRegexp, &["^0x10de$"]).is_empty());
+        assert!(w("pci.device", "vendor", Op::Exists, &[]).is_empty());
+        assert!(w("usb.device", "class", Op::In, &["3"])[0].ends_with("write \"03\""));
+        assert!(w("usb.device", "vendor", Op::In, &["046d"]).is_empty());
+        assert!(w("cpu.model", "family", Op::In, &["0x19"])[0].ends_with("write \"25\""));
+        assert!(w("cpu.model", "id", Op::In, &["06"])[0].ends_with("write \"6\""));
+        assert!(w("cpu.model", "family", Op::In, &["6"]).is_empty());
+        assert!(
+            w("cpu.model", "vendor_id", Op::In, &["GenuineIntel"])[0].ends_with("write \"Intel\"")
+        );
+        assert!(w("cpu.model", "vendor_id", Op::In, &["arm"])[0].ends_with("write \"ARM\""));
+        assert!(w("cpu.model", "vendor_id", Op::In, &["AMD"]).is_empty());
+        // No fixed form: anything goes.
+        assert!(w("usb.device", "serial", Op::In, &["0xABC"]).is_empty());
+    }
+}
