@@ -176,7 +176,11 @@ fn cmd_explain(c: ExplainConfig) -> Result<ExitCode> {
         }
         None => {
             scratch = tempfile::tempdir().context("creating a scratch node tree")?;
-            let configs = input::read_machineconfigs(&c.machineconfigs)?;
+            let (configs, pools) = input::read_machineconfigs_and_pools(&c.machineconfigs)?;
+            let configs = match &c.pool {
+                Some(name) => explain::pool::choose(configs, &pools, name)?,
+                None => explain::pool::check_one_pool(&configs, &pools).map(|()| configs)?,
+            };
             release_version = kubelet_labeler::cli::validate::version_from_machineconfigs(&configs);
             clashes = kubelet_labeler::cli::render::compose::clashes(&configs)?
                 .iter()
@@ -431,8 +435,8 @@ fn cmd_render_dropins(c: RenderDropinsConfig) -> Result<ExitCode> {
         force: c.force,
         node_rules: node_rules(&c.additions, prof)?,
     })?;
-    for p in written.written {
-        say!("wrote {}", p.display());
+    for (p, change) in written.written {
+        say!("{} {}", change.word(), p.display());
     }
     for p in written.removed {
         say!(
@@ -572,12 +576,14 @@ fn cmd_render_machineconfig(c: RenderMachineConfigConfig) -> Result<ExitCode> {
             say!("{}", machineconfig::stream_policy_note(&rendered));
         }
         (None, Some(out)) => {
-            tree::write_output(
+            let file = tree::write_output(
                 out,
                 machineconfig::to_stream(&rendered)?.as_bytes(),
                 c.force,
             )?;
-            say!("wrote {}", out.display());
+            if file {
+                say!("wrote {}", out.display());
+            }
             say!("{}", machineconfig::stream_policy_note(&rendered));
         }
         // clap requires one of the two.
@@ -593,29 +599,40 @@ fn read_ca_file(path: &std::path::Path) -> Result<Vec<u8>> {
     Ok(pem)
 }
 
-fn cmd_render_ignition(c: RenderIgnitionConfig) -> Result<ExitCode> {
-    let version = ignition_version(c.pool.ignition_version);
-    let config = match (&c.merge_url, &c.ca_file) {
+/// The config `render ignition` writes and `iso embed --pool|--role`
+/// embeds, one JSON line: with `--merge-url`, the pointer config; else the
+/// pool's full config. Checked: a render bug must not reach a node's first
+/// boot.
+fn ignition_text(
+    pool: &PoolArgs,
+    merge_url: Option<&str>,
+    ca_file: Option<&std::path::Path>,
+) -> Result<String> {
+    let version = ignition_version(pool.ignition_version);
+    let config = match (merge_url, ca_file) {
         (Some(url), Some(ca)) => {
-            let pool = c.pool.pool.as_deref().ok_or_else(|| {
+            let name = pool.pool.as_deref().ok_or_else(|| {
                 Usage("--merge-url needs --pool NAME: the pointer config merges a custom pool's config".into())
             })?;
-            pointer::check_merge_url_pool(url, pool)?;
+            pointer::check_merge_url_pool(url, name)?;
             if let Some(w) = pointer::plain_http_warning(url) {
                 say!("warning: {w}");
             }
             let pem = read_ca_file(ca)?;
             pointer::pointer_config(url, &pem, version)?
         }
-        _ => machineconfig::ignition(&pool_options(&c.pool)?)?,
+        _ => machineconfig::ignition(&pool_options(pool)?)?,
     };
     let text = serde_json::to_string(&config)? + "\n";
-    // A render bug must not reach a node's first boot.
     iso::check_ignition(text.as_bytes(), "the rendered config")?;
+    Ok(text)
+}
+
+fn cmd_render_ignition(c: RenderIgnitionConfig) -> Result<ExitCode> {
+    let text = ignition_text(&c.pool, c.merge_url.as_deref(), c.ca_file.as_deref())?;
     if c.output.as_os_str() == "-" {
         to_stdout(text)?;
-    } else {
-        tree::write_output(&c.output, text.as_bytes(), c.force)?;
+    } else if tree::write_output(&c.output, text.as_bytes(), c.force)? {
         say!("wrote {}", c.output.display());
     }
     Ok(ExitCode::SUCCESS)
@@ -634,23 +651,36 @@ fn iso_output(o: &Option<std::path::PathBuf>, force: bool) -> iso::Output<'_> {
 }
 
 fn cmd_iso_embed(c: IsoEmbedConfig) -> Result<ExitCode> {
-    let config = match (&c.pool, &c.ignition_file) {
-        (Some(pool), _) => {
-            let (url, ca) = (
-                c.merge_url.as_deref().unwrap_or(""),
-                c.ca_file.as_ref().context("--ca-file")?,
-            );
-            pointer::check_merge_url_pool(url, pool)?;
-            if let Some(w) = pointer::plain_http_warning(url) {
-                say!("warning: {w}");
-            }
-            let pem = read_ca_file(ca)?;
-            let version = ignition_version(c.ignition_version);
-            let config = serde_json::to_vec(&machineconfig::pointer_ignition(url, &pem, version)?)?;
-            iso::check_ignition(&config, "the rendered pointer config")?;
-            config
+    let p = &c.pool;
+    let renders = p.pool.is_some() || p.role.is_some();
+    let a = &p.additions;
+    let render_flags = !a.labels.is_empty()
+        || !a.taints.is_empty()
+        || !a.rules.is_empty()
+        || a.nfd_labels.is_some()
+        || a.profile.is_some()
+        || !p.arches.is_empty()
+        || !p.wrappers.is_empty();
+    if !renders && render_flags {
+        return Err(Usage(
+            "--label, --taint, --rules, --nfd-labels, --profile, --arch and --wrapper render the \
+             config to embed: give --pool NAME or --role ROLE too"
+                .into(),
+        )
+        .into());
+    }
+    let config = match &c.ignition_file {
+        _ if renders => {
+            ignition_text(&c.pool, c.merge_url.as_deref(), c.ca_file.as_deref())?.into_bytes()
         }
-        (None, Some(path)) if path.as_os_str() != "-" => {
+        _ if c.merge_url.is_some() => {
+            return Err(Usage(
+                "--merge-url needs --pool NAME: the pointer config merges a custom pool's config"
+                    .into(),
+            )
+            .into());
+        }
+        Some(path) if path.as_os_str() != "-" => {
             if iso::is_iso_image(path) {
                 anyhow::bail!(
                     "-i {}: that is an ISO image, not an Ignition config; -i takes the config to \
@@ -662,7 +692,7 @@ fn cmd_iso_embed(c: IsoEmbedConfig) -> Result<ExitCode> {
             checked_input(config, &path.display().to_string(), c.no_validate)?
         }
         // `-i -`, or no -i: stdin.
-        (None, _) => {
+        _ => {
             let buf = input::read_capped(std::io::stdin().lock(), "<stdin>", input::IGNITION)?;
             checked_input(buf, "the config on stdin", c.no_validate)?
         }

@@ -197,6 +197,11 @@ const BLOCKS: &[(&str, &str, Plan)] = &[
     ),
     (
         "docs/kubeadm.md",
+        "kubelet-labeler render dropins --root ./node-files \\",
+        Run(&[Wrapper("x86_64"), Wrapper("aarch64")]),
+    ),
+    (
+        "docs/kubeadm.md",
         "systemctl daemon-reload",
         NotHere("reloads systemd and joins a cluster: root on a real node (<api-server>, <token>)"),
     ),

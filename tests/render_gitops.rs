@@ -543,7 +543,7 @@ fn a_re_render_keeps_the_users_edits() {
     let err = stderr(&forced);
     assert!(forced.status.success(), "{err}");
     assert!(
-        err.contains(&format!("wrote {}", mcp.display()))
+        err.contains(&format!("updated {}", mcp.display()))
             && err.contains("dropped the YAML comment on line 1"),
         "{err}"
     );

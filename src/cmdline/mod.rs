@@ -186,8 +186,8 @@ Examples:
   kubelet-labeler iso embed --pool worker-gpu \\
       --merge-url https://api-int.ocp.example.com:22623/config/worker-gpu \\
       --ca-file ca.pem rhcos-live.x86_64.iso
-  kubelet-labeler render ignition --pool worker-gpu -o - | \\
-      kubelet-labeler iso embed -f node.iso
+  kubelet-labeler iso embed --pool worker-gpu --rules gpu.yaml \\
+      --arch x86_64 -o node.iso rhcos-live.x86_64.iso
 
 Exit status: 0 success, 1 error (the message says which input and the fix),
 2 usage.";
@@ -388,6 +388,19 @@ pub struct ExplainConfig {
         conflicts_with_all = ["root", "unit_path"]
     )]
     pub machineconfigs: Vec<PathBuf>,
+    /// With --machineconfig: explain this pool's node from MachineConfigs
+    /// of several pools (a directory they share): the MachineConfigs its
+    /// machineConfigSelector picks by their role label (its
+    /// MachineConfigPool among the inputs, else role NAME, and for a custom
+    /// pool worker's too, as the MCO's custom pools take them), and its
+    /// rendered config
+    #[arg(
+        long = "pool",
+        value_name = "NAME",
+        requires = "machineconfigs",
+        value_parser = pool_or_role_name
+    )]
+    pub pool: Option<String>,
     /// Unit to resolve
     #[arg(long, value_name = "NAME", default_value = "kubelet.service")]
     pub unit: String,
@@ -651,12 +664,7 @@ pub enum IgnitionVersionArg {
 #[derive(Debug, Args)]
 pub struct PoolArgs {
     /// Custom MachineConfigPool name
-    #[arg(
-        long,
-        value_name = "NAME",
-        required_unless_present = "role",
-        value_parser = pool_name
-    )]
+    #[arg(long, value_name = "NAME", value_parser = pool_name)]
     pub pool: Option<String>,
     /// Built-in role instead of a custom pool (no MachineConfigPool): every
     /// node of the role registers with the labels/taints
@@ -688,6 +696,7 @@ pub struct PoolArgs {
 
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("destination").required(true).args(["output_dir", "output"])))]
+#[command(group(clap::ArgGroup::new("nodes").required(true).args(["pool", "role"])))]
 pub struct RenderMachineConfigConfig {
     #[command(flatten)]
     pub pool: PoolArgs,
@@ -711,6 +720,7 @@ pub struct RenderMachineConfigConfig {
 }
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("nodes").required(true).args(["pool", "role"])))]
 pub struct RenderIgnitionConfig {
     #[command(flatten)]
     pub pool: PoolArgs,
@@ -838,39 +848,38 @@ pub struct IsoFleetConfig {
 
 #[derive(Debug, Args)]
 pub struct IsoEmbedConfig {
-    /// Ignition config to embed ("-" for stdin) [default: stdin]
+    /// Ignition config to embed ("-" for stdin) [default: stdin, unless
+    /// --pool or --role renders one]
     #[arg(
         short = 'i',
         long = "ignition-file",
         value_name = "CONFIG",
-        conflicts_with = "pool"
+        conflicts_with_all = [
+            "pool", "role", "labels", "taints", "profile", "rules", "nfd_labels", "arches",
+            "wrappers", "pool_label", "merge_url",
+        ]
     )]
     pub ignition_file: Option<PathBuf>,
-    /// Render and embed a pointer config for this pool instead
+    // With --pool or --role: the config `render ignition` writes with the
+    // same flags (the full config; with --merge-url, the pointer config).
+    #[command(flatten)]
+    pub pool: PoolArgs,
+    /// Embed a pointer config that merges this URL (the pool's MCS config)
+    /// instead of the full config; the labels, taints, rules and wrappers are
+    /// the MCS's
     #[arg(
         long,
-        value_name = "NAME",
-        requires_all = ["merge_url", "ca_file"],
-        value_parser = pool_name
+        value_name = "URL",
+        requires = "ca_file",
+        conflicts_with_all = [
+            "labels", "taints", "profile", "rules", "nfd_labels", "arches",
+            "wrappers", "pool_label",
+        ]
     )]
-    pub pool: Option<String>,
-    /// With --pool: the pool's MCS config URL
-    #[arg(long, value_name = "URL")]
     pub merge_url: Option<String>,
-    /// With --pool: PEM CA bundle of the MCS
-    #[arg(long, value_name = "PEM")]
+    /// With --merge-url: PEM CA bundle of the MCS
+    #[arg(long, value_name = "PEM", requires = "merge_url")]
     pub ca_file: Option<PathBuf>,
-    /// With --pool: Ignition spec version of the pointer config; the default
-    /// is the newest that every OpenShift from 4.14 boots with (3.5.0 needs
-    /// a 4.19+ live ISO)
-    #[arg(
-        long,
-        value_enum,
-        value_name = "V",
-        default_value = "3.4.0",
-        requires = "pool"
-    )]
-    pub ignition_version: IgnitionVersionArg,
     /// Write the ISO to a new file ("-" for stdout) instead of in place
     #[arg(short, long, value_name = "OUTPUT")]
     pub output: Option<PathBuf>,
@@ -908,6 +917,14 @@ pub struct IsoRemoveConfig {
 /// role's, as a usage error.
 fn pool_name(s: &str) -> Result<String, String> {
     crate::cli::render::machineconfig::pool_name_problem(s).map_or_else(|| Ok(s.to_string()), Err)
+}
+
+/// `explain --pool NAME`: a pool's name, built-in roles' included.
+fn pool_or_role_name(s: &str) -> Result<String, String> {
+    match s {
+        "worker" | "master" | "arbiter" => Ok(s.to_string()),
+        _ => pool_name(s),
+    }
 }
 
 /// `--kubelet-version 1.30`, as a usage error.

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 mod formats;
 mod human;
+pub mod pool;
 pub mod release;
 mod tree;
 use crate::node::contract::{GENERATOR_PATH, WRAPPER_DROPIN_NAME, WRAPPER_PATH};

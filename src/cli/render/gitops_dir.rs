@@ -191,7 +191,7 @@ pub fn write(rendered: &Rendered, dir: &Path, force: bool) -> Result<Vec<String>
             Action::Create => format!("wrote {p}"),
             Action::Unchanged => format!("unchanged {p}"),
             Action::Replace { kept, comments, .. } => {
-                let mut s = format!("wrote {p}");
+                let mut s = format!("updated {p}");
                 if !kept.is_empty() {
                     s += &format!(" (kept {})", kept.join(", "));
                 }
