@@ -111,6 +111,11 @@ const BLOCKS: &[(&str, &str, Plan)] = &[
     ),
     (
         "docs/commands.md",
+        "kubelet-labeler explain --machineconfig rendered.yaml --machineconfig gitops/ --pool worker-gpu",
+        NotHere("needs the cluster's rendered config (rendered.yaml, from oc get mc)"),
+    ),
+    (
+        "docs/commands.md",
         "kubelet-labeler facts --root /                 # one `feature attr=value` per line",
         Run(&[]),
     ),
