@@ -651,34 +651,10 @@ fn iso_output(o: &Option<std::path::PathBuf>, force: bool) -> iso::Output<'_> {
 }
 
 fn cmd_iso_embed(c: IsoEmbedConfig) -> Result<ExitCode> {
-    let p = &c.pool;
-    let renders = p.pool.is_some() || p.role.is_some();
-    let a = &p.additions;
-    let render_flags = !a.labels.is_empty()
-        || !a.taints.is_empty()
-        || !a.rules.is_empty()
-        || a.nfd_labels.is_some()
-        || a.profile.is_some()
-        || !p.arches.is_empty()
-        || !p.wrappers.is_empty();
-    if !renders && render_flags {
-        return Err(Usage(
-            "--label, --taint, --rules, --nfd-labels, --profile, --arch and --wrapper render the \
-             config to embed: give --pool NAME or --role ROLE too"
-                .into(),
-        )
-        .into());
-    }
+    // clap requires --pool or --role with the flags that render.
     let config = match &c.ignition_file {
-        _ if renders => {
+        _ if c.pool.pool.is_some() || c.pool.role.is_some() => {
             ignition_text(&c.pool, c.merge_url.as_deref(), c.ca_file.as_deref())?.into_bytes()
-        }
-        _ if c.merge_url.is_some() => {
-            return Err(Usage(
-                "--merge-url needs --pool NAME: the pointer config merges a custom pool's config"
-                    .into(),
-            )
-            .into());
         }
         Some(path) if path.as_os_str() != "-" => {
             if iso::is_iso_image(path) {

@@ -669,7 +669,8 @@ fn embed_renders_the_full_config_as_render_ignition() {
         .arg(&base));
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("--pool NAME or --role ROLE"),
+        stderr(&o).contains("the following required arguments were not provided")
+            && stderr(&o).contains("--pool <NAME>|--role <ROLE>"),
         "{}",
         stderr(&o)
     );

@@ -847,6 +847,13 @@ pub struct IsoFleetConfig {
 }
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("nodes").args(["pool", "role"])))]
+#[command(group(
+    clap::ArgGroup::new("content")
+        .multiple(true)
+        .args(["labels", "taints", "profile", "rules", "nfd_labels", "arches", "wrappers"])
+        .requires("nodes")
+))]
 pub struct IsoEmbedConfig {
     /// Ignition config to embed ("-" for stdin) [default: stdin, unless
     /// --pool or --role renders one]
@@ -856,7 +863,7 @@ pub struct IsoEmbedConfig {
         value_name = "CONFIG",
         conflicts_with_all = [
             "pool", "role", "labels", "taints", "profile", "rules", "nfd_labels", "arches",
-            "wrappers", "pool_label", "merge_url",
+            "wrappers", "pool_label", "merge_url", "ignition_version", "base_role",
         ]
     )]
     pub ignition_file: Option<PathBuf>,
@@ -870,7 +877,7 @@ pub struct IsoEmbedConfig {
     #[arg(
         long,
         value_name = "URL",
-        requires = "ca_file",
+        requires_all = ["ca_file", "pool"],
         conflicts_with_all = [
             "labels", "taints", "profile", "rules", "nfd_labels", "arches",
             "wrappers", "pool_label",
