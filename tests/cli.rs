@@ -315,7 +315,7 @@ fn a_shell_in_execstart_gets_no_flags_and_says_why() {
 }
 
 #[test]
-fn render_dropins_refuses_bad_input_and_overwrites_only_with_force() {
+fn render_dropins_refuses_bad_input_and_replaces_only_its_own_files() {
     let dir = scratch_dir();
     let root = dir.path();
     let out = dropins()
@@ -344,16 +344,22 @@ fn render_dropins_refuses_bad_input_and_overwrites_only_with_force() {
     };
     assert!(render("a=1", false).status.success());
     let env = root.join("etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf");
-    let first = std::fs::read_to_string(&env).unwrap();
+    // A re-render replaces what an earlier render wrote (issue 33 item 15).
     let out = render("a=2", false);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(std::fs::read_to_string(&env).unwrap().contains("=a=2\""));
+    // A file that is not ours needs --force.
+    let theirs = "[Service]\nEnvironment=A=b\n";
+    std::fs::write(&env, theirs).unwrap();
+    let out = render("a=3", false);
     assert!(
         !out.status.success() && stderr(&out).contains("--force"),
         "{}",
         stderr(&out)
     );
-    assert_eq!(std::fs::read_to_string(&env).unwrap(), first);
-    assert!(render("a=2", true).status.success());
-    assert!(std::fs::read_to_string(&env).unwrap().contains("=a=2\""));
+    assert_eq!(std::fs::read_to_string(&env).unwrap(), theirs);
+    assert!(render("a=3", true).status.success());
+    assert!(std::fs::read_to_string(&env).unwrap().contains("=a=3\""));
 }
 
 #[test]

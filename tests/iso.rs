@@ -581,3 +581,98 @@ fn existing_output_needs_f_and_an_iso_as_config_is_named() {
     );
     assert!(std::fs::read(&base).unwrap() == pristine);
 }
+
+/// Issue 33 item 21: `iso embed --pool NAME` with `render ignition`'s flags
+/// (rules, architectures, labels, taints) embeds the full config itself:
+/// the image is byte-identical to `render ignition … -o - | iso embed`'s.
+/// A render flag without --pool is a usage error.
+#[test]
+fn embed_renders_the_full_config_as_render_ignition() {
+    let Some(fx) = fixtures() else { return };
+    let dir = scratch_dir();
+    let d = dir.path();
+    let base = base_iso(d, &fx);
+    let rules = crate::support::repo().join("examples/rules/mixed-fleet.yaml");
+    let mut flags: Vec<std::ffi::OsString> = [
+        "--pool",
+        "worker-gpu",
+        "--arch",
+        "x86_64",
+        "--arch",
+        "aarch64",
+        "--label",
+        "example.com/site=lab",
+        "--taint",
+        "example.com/dedicated=gpu:NoSchedule",
+        "--rules",
+    ]
+    .iter()
+    .map(Into::into)
+    .collect();
+    flags.push(rules.into());
+    for arch in [
+        kubelet_labeler::cli::render::arch::Arch::X86_64,
+        kubelet_labeler::cli::render::arch::Arch::Aarch64,
+    ] {
+        let w = d.join(format!("wrapper-{arch}"));
+        std::fs::write(&w, crate::support::elf::static_elf(arch)).unwrap();
+        flags.push("--wrapper".into());
+        flags.push(w.into());
+    }
+    let rendered = ok(run(bin()
+        .args(["render", "ignition"])
+        .args(&flags)
+        .args(["-o", "-"])))
+    .stdout;
+    let piped = d.join("piped.iso");
+    let mut child = bin()
+        .args(["iso", "embed", "-o"])
+        .arg(&piped)
+        .arg(&base)
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(&rendered).unwrap();
+    ok(child.wait_with_output().unwrap());
+    let direct = d.join("direct.iso");
+    let o = ok(run(bin()
+        .args(["iso", "embed"])
+        .args(&flags)
+        .arg("-o")
+        .arg(&direct)
+        .arg(&base)));
+    assert_eq!(stderr(&o), "");
+    let shown = ok(run(bin().args(["iso", "show"]).arg(&direct))).stdout;
+    assert_eq!(shown, rendered, "the embedded config");
+    assert!(
+        std::fs::read(&direct).unwrap() == std::fs::read(&piped).unwrap(),
+        "the two images differ"
+    );
+    let config: serde_json::Value = serde_json::from_slice(&shown).unwrap();
+    let paths: Vec<&str> = config["storage"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["path"].as_str())
+        .collect();
+    assert!(
+        paths.contains(&"/usr/local/bin/kubelet-labeler-wrapper.aarch64"),
+        "{paths:?}"
+    );
+
+    // Render flags without --pool (or --role): nothing to render them into.
+    let o = run(bin()
+        .args(["iso", "embed", "--rules", "r.yaml", "-o"])
+        .arg(d.join("x.iso"))
+        .arg(&base));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("the following required arguments were not provided")
+            && stderr(&o).contains("--pool <NAME>|--role <ROLE>"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!d.join("x.iso").exists());
+}

@@ -356,3 +356,115 @@ fn plan_predicts_the_daemons_verdict() {
         );
     }
 }
+
+/// Issue 33 item 19: render names an earlier version's unmarked
+/// `50-worker-kubelet-labeler-wrapper.yaml` with what removing it costs
+/// (worker and every custom pool roll; worker's nodes reboot without the
+/// policy) and the cheaper order; the MCO's own daemon agrees: a worker
+/// node reboots by default and only reloads with the policy, a custom
+/// pool's node (which keeps its own render's files) does nothing.
+#[test]
+fn removing_the_old_worker_wrapper_costs_what_render_says() {
+    use kubelet_labeler::cli::render::machineconfig::{RENDERED_FOR, to_yaml};
+    let dir = scratch_dir();
+    let d = dir.path();
+    let w = wrapper(d, b"1");
+    // The earlier version's worker wrapper MachineConfig, unmarked.
+    let old = d.join("old");
+    let o = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+        .args(["render", "machineconfig", "--role", "worker", "--wrapper"])
+        .arg(&w)
+        .arg("--output-dir")
+        .arg(&old)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let name = "50-worker-kubelet-labeler-wrapper.yaml";
+    let mut mc: serde_json::Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(old.join(name)).unwrap()).unwrap();
+    mc["metadata"]["annotations"]
+        .as_object_mut()
+        .unwrap()
+        .remove(RENDERED_FOR);
+    let before = d.join("before");
+    std::fs::create_dir(&before).unwrap();
+    std::fs::write(before.join(name), to_yaml(&mc).unwrap()).unwrap();
+
+    let o = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+        .args([
+            "render",
+            "machineconfig",
+            "--pool",
+            "worker-gpu",
+            "--wrapper",
+        ])
+        .arg(&w)
+        .arg("--output-dir")
+        .arg(&before)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with(&format!("left {}", before.join(name).display())))
+        .unwrap_or_else(|| panic!("{err}"));
+    for says in [
+        "changes the rendered config of worker and of every custom pool",
+        "A custom pool's node keeps the files its own render writes at the same paths",
+        "drained and rebooted for that before OpenShift 4.17, or until the cluster-wide node \
+         disruption policy is applied (with it, a daemon-reload and a restart of the sync)",
+        "remove it in the same change as this render, with the pools paused, so that each pool \
+         rolls once, and apply the policy first",
+    ] {
+        assert!(line.contains(says), "{says}: {line}");
+    }
+
+    if oracle().is_none() {
+        return;
+    }
+    let policy = d.join("policy.yaml");
+    std::fs::rename(
+        before.join("cluster-wide/machineconfiguration-worker-gpu.yaml"),
+        &policy,
+    )
+    .unwrap();
+    std::fs::remove_dir(before.join("cluster-wide")).unwrap();
+    let after = d.join("after");
+    std::fs::create_dir(&after).unwrap();
+    for e in std::fs::read_dir(&before).unwrap() {
+        let p = e.unwrap().path();
+        if p.file_name().unwrap() != name {
+            std::fs::copy(&p, after.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    let report = oracle_report(&before, &after, &policy);
+    let verdicts: Vec<(String, String)> = report["changeFromPrevManifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["what"].as_str().unwrap().to_string(),
+                c["verdict"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    // Both pools roll (a new rendered config each) ...
+    assert_eq!(verdicts.len(), 2, "{verdicts:?}");
+    for (what, verdict) in &verdicts {
+        if what.starts_with("worker nodes") {
+            // ... worker's nodes reboot by default, reload with the policy;
+            let (default, given) = verdict.split_once("; with the given policy: ").unwrap();
+            assert_eq!(default, "default: Reboot", "{verdict}");
+            assert!(
+                given.starts_with("DaemonReload") && !given.contains("Reboot"),
+                "{verdict}"
+            );
+        } else {
+            // ... a custom pool's node keeps its own render's files.
+            assert!(what.starts_with("worker-gpu nodes"), "{what}");
+            assert_eq!(verdict, "default: none; with the given policy: none");
+        }
+    }
+}

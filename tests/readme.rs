@@ -112,6 +112,11 @@ const BLOCKS: &[(&str, &str, Plan)] = &[
     ),
     (
         "docs/commands.md",
+        "kubelet-labeler explain --machineconfig rendered.yaml --machineconfig gitops/ --pool worker-gpu",
+        NotHere("needs the cluster's rendered config (rendered.yaml, from oc get mc)"),
+    ),
+    (
+        "docs/commands.md",
         "kubelet-labeler facts --root /                 # one `feature attr=value` per line",
         Run(&[]),
     ),
@@ -203,6 +208,11 @@ const BLOCKS: &[(&str, &str, Plan)] = &[
             "writes into a Raspberry Pi's /etc from its /proc/device-tree (tests/example_rules.rs \
              evaluates the file it writes on the Pi 3 fixture)",
         ),
+    ),
+    (
+        "docs/kubeadm.md",
+        "kubelet-labeler render dropins --root ./node-files \\",
+        Run(&[Wrapper("x86_64"), Wrapper("aarch64")]),
     ),
     (
         "docs/kubeadm.md",

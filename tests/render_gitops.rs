@@ -544,7 +544,7 @@ fn a_re_render_keeps_the_users_edits() {
     let err = stderr(&forced);
     assert!(forced.status.success(), "{err}");
     assert!(
-        err.contains(&format!("wrote {}", mcp.display())) && !err.contains("dropped"),
+        err.contains(&format!("updated {}", mcp.display())) && !err.contains("dropped"),
         "{err}"
     );
     assert!(

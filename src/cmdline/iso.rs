@@ -105,40 +105,46 @@ pub struct IsoFleetConfig {
 }
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("nodes").args(["pool", "role"])))]
+#[command(group(
+    clap::ArgGroup::new("content")
+        .multiple(true)
+        .args(["labels", "taints", "profile", "rules", "nfd_labels", "arches", "wrappers"])
+        .requires("nodes")
+))]
 pub struct IsoEmbedConfig {
-    /// Ignition config to embed ("-" for stdin) [default: stdin]
+    /// Ignition config to embed ("-" for stdin) [default: stdin, unless
+    /// --pool or --role renders one]
     #[arg(
         short = 'i',
         long = "ignition-file",
         value_name = "CONFIG",
-        conflicts_with = "pool"
+        conflicts_with_all = [
+            "pool", "role", "labels", "taints", "profile", "rules", "nfd_labels", "arches",
+            "wrappers", "pool_label", "merge_url", "ignition_version", "base_role",
+        ]
     )]
     pub ignition_file: Option<PathBuf>,
-    /// Render and embed a pointer config for this pool instead
+    // With --pool or --role: the config `render ignition` writes with the
+    // same flags (the full config; with --merge-url, the pointer config).
+    #[command(flatten)]
+    pub pool: PoolArgs,
+    /// Embed a pointer config that merges this URL (the pool's MCS config)
+    /// instead of the full config; the labels, taints, rules and wrappers are
+    /// the MCS's
     #[arg(
         long,
-        value_name = "NAME",
-        requires_all = ["merge_url", "ca_file"],
-        value_parser = pool_name
+        value_name = "URL",
+        requires_all = ["ca_file", "pool"],
+        conflicts_with_all = [
+            "labels", "taints", "profile", "rules", "nfd_labels", "arches",
+            "wrappers", "pool_label",
+        ]
     )]
-    pub pool: Option<String>,
-    /// With --pool: the pool's MCS config URL
-    #[arg(long, value_name = "URL")]
     pub merge_url: Option<String>,
-    /// With --pool: PEM CA bundle of the MCS
-    #[arg(long, value_name = "PEM")]
+    /// With --merge-url: PEM CA bundle of the MCS
+    #[arg(long, value_name = "PEM", requires = "merge_url")]
     pub ca_file: Option<PathBuf>,
-    /// With --pool: Ignition spec version of the pointer config; the default
-    /// is the newest that every OpenShift from 4.14 boots with (3.5.0 needs
-    /// a 4.19+ live ISO)
-    #[arg(
-        long,
-        value_enum,
-        value_name = "V",
-        default_value = "3.4.0",
-        requires = "pool"
-    )]
-    pub ignition_version: IgnitionVersionArg,
     /// Write the ISO to a new file ("-" for stdout) instead of in place
     #[arg(short, long, value_name = "OUTPUT")]
     pub output: Option<PathBuf>,

@@ -192,8 +192,8 @@ Examples:
   kubelet-labeler iso embed --pool worker-gpu \\
       --merge-url https://api-int.ocp.example.com:22623/config/worker-gpu \\
       --ca-file ca.pem rhcos-live.x86_64.iso
-  kubelet-labeler render ignition --pool worker-gpu -o - | \\
-      kubelet-labeler iso embed -f node.iso
+  kubelet-labeler iso embed --pool worker-gpu --rules gpu.yaml \\
+      --arch x86_64 -o node.iso rhcos-live.x86_64.iso
 
 Exit status: 0 success, 1 error (the message says which input and the fix),
 2 usage.";
@@ -394,6 +394,19 @@ pub struct ExplainConfig {
         conflicts_with_all = ["root", "unit_path"]
     )]
     pub machineconfigs: Vec<PathBuf>,
+    /// With --machineconfig: explain this pool's node from MachineConfigs
+    /// of several pools (a directory they share): the MachineConfigs its
+    /// machineConfigSelector picks by their role label (its
+    /// MachineConfigPool among the inputs, else role NAME, and for a custom
+    /// pool worker's too, as the MCO's custom pools take them), and its
+    /// rendered config
+    #[arg(
+        long = "pool",
+        value_name = "NAME",
+        requires = "machineconfigs",
+        value_parser = pool_or_role_name
+    )]
+    pub pool: Option<String>,
     /// Unit to resolve
     #[arg(long, value_name = "NAME", default_value = "kubelet.service")]
     pub unit: String,
@@ -502,6 +515,14 @@ impl From<NfdLabelsArg> for crate::node::facts::NfdFlavour {
 /// role's, as a usage error.
 fn pool_name(s: &str) -> Result<String, String> {
     crate::cli::render::machineconfig::pool_name_problem(s).map_or_else(|| Ok(s.to_string()), Err)
+}
+
+/// `explain --pool NAME`: a pool's name, built-in roles' included.
+fn pool_or_role_name(s: &str) -> Result<String, String> {
+    match s {
+        "worker" | "master" | "arbiter" => Ok(s.to_string()),
+        _ => pool_name(s),
+    }
 }
 
 /// `--kubelet-version 1.30`, as a usage error.

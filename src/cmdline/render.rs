@@ -183,12 +183,7 @@ pub enum IgnitionVersionArg {
 #[derive(Debug, Args)]
 pub struct PoolArgs {
     /// Custom MachineConfigPool name
-    #[arg(
-        long,
-        value_name = "NAME",
-        required_unless_present = "role",
-        value_parser = pool_name
-    )]
+    #[arg(long, value_name = "NAME", value_parser = pool_name)]
     pub pool: Option<String>,
     /// Built-in role instead of a custom pool (no MachineConfigPool): every
     /// node of the role registers with the labels/taints
@@ -220,6 +215,7 @@ pub struct PoolArgs {
 
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("destination").required(true).args(["output_dir", "output"])))]
+#[command(group(clap::ArgGroup::new("nodes").required(true).args(["pool", "role"])))]
 pub struct RenderMachineConfigConfig {
     #[command(flatten)]
     pub pool: PoolArgs,
@@ -243,6 +239,7 @@ pub struct RenderMachineConfigConfig {
 }
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("nodes").required(true).args(["pool", "role"])))]
 pub struct RenderIgnitionConfig {
     #[command(flatten)]
     pub pool: PoolArgs,

@@ -39,7 +39,11 @@ pub fn run(c: ExplainConfig) -> Result<ExitCode> {
         }
         None => {
             scratch = tempfile::tempdir().context("creating a scratch node tree")?;
-            let configs = input::read_machineconfigs(&c.machineconfigs)?;
+            let (configs, pools) = input::read_machineconfigs_and_pools(&c.machineconfigs)?;
+            let configs = match &c.pool {
+                Some(name) => explain::pool::choose(configs, &pools, name)?,
+                None => explain::pool::check_one_pool(&configs, &pools).map(|()| configs)?,
+            };
             release_version = crate::cli::validate::version_from_machineconfigs(&configs);
             clashes = crate::cli::render::compose::clashes(&configs)?
                 .iter()

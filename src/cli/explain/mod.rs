@@ -10,6 +10,7 @@ use serde::Serialize;
 pub mod command;
 mod formats;
 mod human;
+pub mod pool;
 pub mod release;
 mod sync;
 mod tree;

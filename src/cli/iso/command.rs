@@ -8,8 +8,8 @@ use anyhow::{Context, Result};
 use crate::cli::iso;
 use crate::cli::output::{say, to_stdout};
 use crate::cli::render::arch::Arch;
-use crate::cli::render::command::{read_ca_file, read_rules_leaving};
-use crate::cli::render::{input, machineconfig, pointer, wrappers};
+use crate::cli::render::command::{ignition_text, read_ca_file, read_rules_leaving};
+use crate::cli::render::{input, machineconfig, wrappers};
 use crate::cmdline::{
     IsoEmbedConfig, IsoFleetConfig, IsoRemoveConfig, IsoShowConfig, NfdLabelsArg,
 };
@@ -25,23 +25,12 @@ fn iso_output(o: &Option<std::path::PathBuf>, force: bool) -> iso::Output<'_> {
 }
 
 pub fn embed(c: IsoEmbedConfig) -> Result<ExitCode> {
-    let config = match (&c.pool, &c.ignition_file) {
-        (Some(pool), _) => {
-            let (url, ca) = (
-                c.merge_url.as_deref().unwrap_or(""),
-                c.ca_file.as_ref().context("--ca-file")?,
-            );
-            pointer::check_merge_url_pool(url, pool)?;
-            if let Some(w) = pointer::plain_http_warning(url) {
-                say!("warning: {w}");
-            }
-            let pem = read_ca_file(ca)?;
-            let version = c.ignition_version.spec();
-            let config = serde_json::to_vec(&machineconfig::pointer_ignition(url, &pem, version)?)?;
-            iso::check_ignition(&config, "the rendered pointer config")?;
-            config
+    // clap requires --pool or --role with the flags that render.
+    let config = match &c.ignition_file {
+        _ if c.pool.pool.is_some() || c.pool.role.is_some() => {
+            ignition_text(&c.pool, c.merge_url.as_deref(), c.ca_file.as_deref())?.into_bytes()
         }
-        (None, Some(path)) if path.as_os_str() != "-" => {
+        Some(path) if path.as_os_str() != "-" => {
             if iso::is_iso_image(path) {
                 anyhow::bail!(
                     "-i {}: that is an ISO image, not an Ignition config; -i takes the config to \
@@ -53,7 +42,7 @@ pub fn embed(c: IsoEmbedConfig) -> Result<ExitCode> {
             checked_input(config, &path.display().to_string(), c.no_validate)?
         }
         // `-i -`, or no -i: stdin.
-        (None, _) => {
+        _ => {
             let buf = input::read_capped(std::io::stdin().lock(), "<stdin>", input::IGNITION)?;
             checked_input(buf, "the config on stdin", c.no_validate)?
         }

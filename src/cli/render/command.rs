@@ -67,8 +67,8 @@ pub fn dropins(c: RenderDropinsConfig) -> Result<ExitCode> {
         force: c.force,
         node_rules: node_rules(&c.additions, prof)?,
     })?;
-    for p in written.written {
-        say!("wrote {}", p.display());
+    for (p, change) in written.written {
+        say!("{} {}", change.word(), p.display());
     }
     for p in written.removed {
         say!(
@@ -184,12 +184,14 @@ pub fn machineconfig(c: RenderMachineConfigConfig) -> Result<ExitCode> {
             say!("{}", machineconfig::stream_policy_note(&rendered));
         }
         (None, Some(out)) => {
-            output_file::write_output(
+            let file = output_file::write_output(
                 out,
                 machineconfig::to_stream(&rendered)?.as_bytes(),
                 c.force,
             )?;
-            say!("wrote {}", out.display());
+            if file {
+                say!("wrote {}", out.display());
+            }
             say!("{}", machineconfig::stream_policy_note(&rendered));
         }
         // clap requires one of the two.
@@ -205,29 +207,40 @@ pub fn read_ca_file(path: &std::path::Path) -> Result<Vec<u8>> {
     Ok(pem)
 }
 
-pub fn ignition(c: RenderIgnitionConfig) -> Result<ExitCode> {
-    let version = c.pool.ignition_version.spec();
-    let config = match (&c.merge_url, &c.ca_file) {
+/// The config `render ignition` writes and `iso embed --pool|--role`
+/// embeds, one JSON line: with `--merge-url`, the pointer config; else the
+/// pool's full config. Checked: a render bug must not reach a node's first
+/// boot.
+pub fn ignition_text(
+    pool: &PoolArgs,
+    merge_url: Option<&str>,
+    ca_file: Option<&std::path::Path>,
+) -> Result<String> {
+    let version = pool.ignition_version.spec();
+    let config = match (merge_url, ca_file) {
         (Some(url), Some(ca)) => {
-            let pool = c.pool.pool.as_deref().ok_or_else(|| {
+            let name = pool.pool.as_deref().ok_or_else(|| {
                 Usage("--merge-url needs --pool NAME: the pointer config merges a custom pool's config".into())
             })?;
-            pointer::check_merge_url_pool(url, pool)?;
+            pointer::check_merge_url_pool(url, name)?;
             if let Some(w) = pointer::plain_http_warning(url) {
                 say!("warning: {w}");
             }
             let pem = read_ca_file(ca)?;
             pointer::pointer_config(url, &pem, version)?
         }
-        _ => machineconfig::ignition(&pool_options(&c.pool)?)?,
+        _ => machineconfig::ignition(&pool_options(pool)?)?,
     };
     let text = serde_json::to_string(&config)? + "\n";
-    // A render bug must not reach a node's first boot.
     iso::check_ignition(text.as_bytes(), "the rendered config")?;
+    Ok(text)
+}
+
+pub fn ignition(c: RenderIgnitionConfig) -> Result<ExitCode> {
+    let text = ignition_text(&c.pool, c.merge_url.as_deref(), c.ca_file.as_deref())?;
     if c.output.as_os_str() == "-" {
         to_stdout(text)?;
-    } else {
-        output_file::write_output(&c.output, text.as_bytes(), c.force)?;
+    } else if output_file::write_output(&c.output, text.as_bytes(), c.force)? {
         say!("wrote {}", c.output.display());
     }
     Ok(ExitCode::SUCCESS)

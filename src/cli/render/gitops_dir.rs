@@ -199,7 +199,7 @@ pub fn write(rendered: &Rendered, dir: &Path, force: bool) -> Result<Vec<String>
             Action::Summary => format!("wrote {p} (only the summary comment at its top)"),
             Action::Unchanged => format!("unchanged {p}"),
             Action::Replace { kept, comments, .. } => {
-                let mut s = format!("wrote {p}");
+                let mut s = format!("updated {p}");
                 if !kept.is_empty() {
                     s += &format!(" (kept {})", kept.join(", "));
                 }
@@ -435,8 +435,10 @@ fn plan(rendered: &Rendered, dir: &Path, found: &[Found]) -> Result<Plan> {
         if let (Some(role @ ("worker" | "master")), false) = (f.owner.as_deref(), f.marked) {
             left.push(format!(
                 "left {} (unmarked, for every node of role {role}: an earlier version wrote it \
-                 with each pool; remove it and its {k_name} entry unless you render --role {role})",
+                 with each pool; remove it and its {k_name} entry unless you render --role \
+                 {role}). {}",
                 f.path.display(),
+                removal_cost(role),
             ));
         } else if !(listed.contains(&f.name) || f.owner.is_some() && unlisted(&f.name)) {
             left.push(format!(
@@ -450,6 +452,28 @@ fn plan(rendered: &Rendered, dir: &Path, found: &[Found]) -> Result<Plan> {
         removes: removes.iter().map(|f| f.path.clone()).collect(),
         left,
     })
+}
+
+/// What removing a built-in role's MachineConfig costs, and the cheaper
+/// order (checked against the MCO's own daemon: tests/mco_disruption.rs).
+fn removal_cost(role: &str) -> String {
+    let (pools, custom) = if role == "worker" {
+        (
+            "of worker and of every custom pool (they take worker's MachineConfigs)",
+            "A custom pool's node keeps the files its own render writes at the same paths; ",
+        )
+    } else {
+        ("of the master pool", "")
+    };
+    format!(
+        "Removing it changes the rendered config {pools}: each rolls, maxUnavailable nodes at a \
+         time. {custom}a file only it writes goes, and a {role} node loses the wrapper, the \
+         generator and the sync's units: each node is drained and rebooted for that before \
+         OpenShift 4.17, or until the cluster-wide node disruption policy is applied (with it, a \
+         daemon-reload and a restart of the sync). Cheaper: remove it in the same change as \
+         this render, with the pools paused, so that each pool rolls once, and apply the policy \
+         first (docs/upgrading.md)"
+    )
 }
 
 fn not_replacing(obj: &Value) -> String {

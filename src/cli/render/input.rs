@@ -117,14 +117,25 @@ pub fn files_of(path: &Path, flag: &str) -> Result<Vec<std::path::PathBuf>> {
 /// directories, whose other manifests (a pool, a kustomization) are
 /// skipped; a directory with none is refused.
 pub fn read_machineconfigs(paths: &[std::path::PathBuf]) -> Result<Vec<serde_json::Value>> {
+    Ok(read_machineconfigs_and_pools(paths)?.0)
+}
+
+/// [`read_machineconfigs`], and the MachineConfigPools the same files hold
+/// (`explain --pool` takes a pool's `machineConfigSelector` from them).
+pub fn read_machineconfigs_and_pools(
+    paths: &[std::path::PathBuf],
+) -> Result<(Vec<serde_json::Value>, Vec<serde_json::Value>)> {
     use super::layout::machineconfigs_from_yaml;
+    use crate::cli::explain::pool::pools_from_yaml;
     let mut configs = Vec::new();
+    let mut pools = Vec::new();
     for path in paths {
         let files = files_of(path, MACHINECONFIG.flag)?;
         let from_dir = path.as_os_str() != "-" && path.is_dir();
         let before = configs.len();
         for file in &files {
             let (text, name) = read_text(file, MACHINECONFIG)?;
+            pools.extend(pools_from_yaml(&text));
             if from_dir && !names_a_machineconfig(&text) {
                 continue;
             }
@@ -141,7 +152,7 @@ pub fn read_machineconfigs(paths: &[std::path::PathBuf]) -> Result<Vec<serde_jso
             );
         }
     }
-    Ok(configs)
+    Ok((configs, pools))
 }
 
 /// Whether YAML text has a MachineConfig document or list (a directory's

@@ -80,14 +80,14 @@ pub const ROLE_LABEL: &str = "machineconfiguration.openshift.io/role";
 /// `worker`'s as a custom pool does.
 const OWN_ROLE_ONLY: [&str; 2] = ["master", "arbiter"];
 
-pub(super) fn mc_name(mc: &Value) -> &str {
+pub fn mc_name(mc: &Value) -> &str {
     mc.pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or("")
 }
 
 /// A MachineConfig's role label, if it has one.
-pub(super) fn role(mc: &Value) -> Result<Option<&str>> {
+pub fn role(mc: &Value) -> Result<Option<&str>> {
     match mc
         .pointer("/metadata/labels")
         .and_then(|l| l.get(ROLE_LABEL))
@@ -104,7 +104,7 @@ pub(super) fn role(mc: &Value) -> Result<Option<&str>> {
 /// The pool a rendered config was rendered for: the MachineConfigPool
 /// that owns it (`ownerReferences`), else the pool in its name
 /// (`rendered-<pool>-<hash>`, as the MCO names it).
-pub(super) fn rendered_pool(mc: &Value) -> Option<&str> {
+pub fn rendered_pool(mc: &Value) -> Option<&str> {
     let owner = mc
         .pointer("/metadata/ownerReferences")
         .and_then(Value::as_array)

@@ -138,15 +138,17 @@ pub fn write_stream(mut file: fs::File, path: &Path, bytes: &[u8]) -> Result<()>
 
 /// `-o FILE`: write `bytes` (mode 0644), replacing an existing regular file
 /// only when `force`; into a FIFO, a character device or an open file of
-/// ours as is (see [`output_file`]).
-pub fn write_output(path: &Path, bytes: &[u8], force: bool) -> Result<()> {
+/// ours as is (see [`output_file`]). Whether a file was written: a stream
+/// (`/dev/null`, a pipe, `/dev/stdout`) is written as stdout is, and a
+/// caller says "wrote" only for a file.
+pub fn write_output(path: &Path, bytes: &[u8], force: bool) -> Result<bool> {
     match output_file(path)? {
-        OutputFile::Stream(file) => write_stream(file, path, bytes),
+        OutputFile::Stream(file) => write_stream(file, path, bytes).map(|()| false),
         OutputFile::Replace(target) => {
             if target.exists() && !force {
                 bail!("{} exists; pass --force to replace it", path.display());
             }
-            write_atomic(&target, bytes, 0o644)
+            write_atomic(&target, bytes, 0o644).map(|()| true)
         }
     }
 }

@@ -144,7 +144,7 @@ fn ours(unit: &str) -> Vec<PathBuf> {
 
 /// Lines of our env drop-in that render did not write: comments, the
 /// section and our four variables are ours; anything else is a user's edit.
-fn foreign_lines(text: &str) -> Vec<&str> {
+pub(crate) fn foreign_lines(text: &str) -> Vec<&str> {
     text.lines()
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#') && *l != "[Service]")

@@ -3,6 +3,7 @@
 //! kubeadm-style host's `/`, or a test root).
 
 use std::fs;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -149,21 +150,86 @@ pub fn earlier_files(
     Ok(found)
 }
 
-/// Refuse to replace other contents at `path` without `force`.
-fn check_contents(path: &Path, bytes: &[u8], force: bool) -> Result<()> {
-    let Ok(meta) = fs::metadata(path) else {
-        return Ok(());
-    };
-    if force
-        || meta.len() == bytes.len() as u64
-            && fs::read(path).with_context(|| format!("reading {}", path.display()))? == bytes
-    {
-        return Ok(());
+/// What a write does to a file already at its path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// Nothing was there.
+    Created,
+    /// A file of ours (an earlier render's, see [`ours`]) or, with
+    /// `force`, any file: replaced.
+    Updated,
+    /// The same bytes and mode: left as it is (not rewritten, so nothing
+    /// watching it runs for nothing).
+    Unchanged,
+}
+
+impl Change {
+    /// The word stderr says before the path, as `render machineconfig`
+    /// says it for its manifests.
+    pub fn word(self) -> &'static str {
+        match self {
+            Change::Created => "wrote",
+            Change::Updated => "updated",
+            Change::Unchanged => "unchanged",
+        }
     }
-    bail!(
-        "{} exists with other contents; pass --force to replace it",
-        path.display()
-    )
+}
+
+/// The most of an existing file read to compare it (a wrapper is well
+/// under 1 MiB; a larger file is not one render wrote).
+const COMPARE_CAP: u64 = 64 << 20;
+
+/// Why the file `existing` at `path` is not one an earlier render wrote
+/// and left as it was: `None` when it is ours (our first line, or our
+/// wrapper's usage line: [`super::node_format::of_file`]) and, for the env
+/// drop-in, holds no line render does not write.
+fn not_ours(path: &Path, existing: &[u8]) -> Option<String> {
+    if super::node_format::of_file(existing).is_none() {
+        return Some("not written by kubelet-labeler".into());
+    }
+    if path.file_name() == Some(std::ffi::OsStr::new(ENV_DROPIN_NAME)) {
+        let text = String::from_utf8_lossy(existing);
+        let foreign = super::remove::foreign_lines(&text);
+        if !foreign.is_empty() {
+            return Some(format!(
+                "it holds lines render did not write ({}), which replacing it would drop: move \
+                 them into a drop-in of your own",
+                foreign.join("; ")
+            ));
+        }
+    }
+    None
+}
+
+/// What writing `bytes` with `mode` at `path` changes. A file that is not
+/// ours is refused without `force`: a re-render replaces only what an
+/// earlier render wrote.
+fn change_at(path: &Path, bytes: &[u8], mode: u32, force: bool) -> Result<Change> {
+    let meta = match fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Change::Created),
+        other => other.with_context(|| format!("reading {}", path.display()))?,
+    };
+    // Not a regular file: refused by `check_own_file` before; with
+    // `force`, replaced.
+    let existing = if meta.is_file() && meta.len() <= COMPARE_CAP {
+        Some(fs::read(path).with_context(|| format!("reading {}", path.display()))?)
+    } else {
+        None
+    };
+    if existing.as_deref() == Some(bytes) && meta.permissions().mode() & 0o7777 == mode & 0o777 {
+        return Ok(Change::Unchanged);
+    }
+    let why = match &existing {
+        Some(existing) => not_ours(path, existing),
+        None => Some("not a file render writes".into()),
+    };
+    match why {
+        Some(why) if !force => bail!(
+            "{} exists with other contents, {why}; pass --force to replace it",
+            path.display()
+        ),
+        _ => Ok(Change::Updated),
+    }
 }
 
 /// Every output as a temp file in its directory before anything is
@@ -239,7 +305,8 @@ fn nothing_written(e: anyhow::Error) -> anyhow::Error {
 /// What [`render_tree`] did.
 #[derive(Debug, Default)]
 pub struct TreeWritten {
-    pub written: Vec<PathBuf>,
+    /// Each file this render writes, and what it did there.
+    pub written: Vec<(PathBuf, Change)>,
     /// An earlier render's files this one does not write (with `force`).
     pub removed: Vec<PathBuf>,
 }
@@ -291,13 +358,16 @@ pub fn render_tree(opts: &TreeOptions) -> Result<TreeWritten> {
             if names.len() == 1 { "it" } else { "them" },
         );
     }
-    for (path, bytes, _) in &files {
-        check_contents(path, bytes, opts.force)?;
+    let mut changes = Vec::with_capacity(files.len());
+    for (path, bytes, mode) in &files {
+        changes.push(change_at(path, bytes, *mode, opts.force)?);
     }
     let mut staged = Staged::default();
     let staging = files
         .iter()
-        .try_for_each(|(path, bytes, mode)| staged.file(path, bytes, *mode))
+        .zip(&changes)
+        .filter(|(_, change)| **change != Change::Unchanged)
+        .try_for_each(|((path, bytes, mode), _)| staged.file(path, bytes, *mode))
         .and_then(|()| {
             stale
                 .iter()
@@ -316,8 +386,12 @@ pub fn render_tree(opts: &TreeOptions) -> Result<TreeWritten> {
     for (tmp, path) in staged.files {
         tmp.persist(&path)
             .with_context(|| format!("renaming into {}", path.display()))?;
-        done.written.push(path);
     }
+    done.written = files
+        .into_iter()
+        .zip(changes)
+        .map(|((path, _, _), change)| (path, change))
+        .collect();
     for path in earlier {
         fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
         done.removed.push(path);

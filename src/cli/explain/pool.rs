@@ -1,0 +1,236 @@
+//! `explain --machineconfig DIR --pool NAME`: one pool's MachineConfigs
+//! out of inputs several pools share (a GitOps directory), chosen as the
+//! MCO chooses them: a MachineConfig belongs to a pool when the pool's
+//! `machineConfigSelector` matches its labels (the role label,
+//! `machineconfiguration.openshift.io/role`). A custom pool's selector
+//! takes `worker`'s role too, so its nodes get worker's MachineConfigs
+//! with its own.
+
+use std::collections::BTreeSet;
+
+use anyhow::{Result, bail};
+use serde_json::Value;
+
+use crate::cli::plan::kube::Selector;
+use crate::cli::render::layout::{ROLE_LABEL, rendered_pool, role};
+
+/// The MachineConfigPool objects among YAML documents (and `kind: List`
+/// items), as `--machineconfig` files may hold them beside the
+/// MachineConfigs (`machineconfigpool-<pool>.yaml` in a render's
+/// directory). Unreadable text holds none (reading it as MachineConfigs
+/// says why).
+pub fn pools_from_yaml(text: &str) -> Vec<Value> {
+    fn collect(doc: Value, out: &mut Vec<Value>) {
+        match doc.get("kind").and_then(Value::as_str) {
+            Some("MachineConfigPool") => out.push(doc),
+            Some(k) if k.ends_with("List") => {
+                if let Some(Value::Array(items)) = doc.get("items") {
+                    for item in items {
+                        collect(item.clone(), out);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for doc in serde_saphyr::from_multiple::<Value>(text).unwrap_or_default() {
+        collect(doc, &mut out);
+    }
+    out
+}
+
+fn pool_name(pool: &Value) -> &str {
+    pool.pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// The pools the inputs name: the MachineConfigs' roles, the pools their
+/// rendered configs are for, and the MachineConfigPools given; sorted.
+pub fn pools_found(configs: &[Value], pools: &[Value]) -> Vec<String> {
+    let mut found = BTreeSet::new();
+    for mc in configs {
+        if let Ok(Some(r)) = role(mc) {
+            found.insert(r.to_string());
+        }
+        if let Some(p) = rendered_pool(mc) {
+            found.insert(p.to_string());
+        }
+    }
+    found.extend(pools.iter().map(pool_name).map(str::to_string));
+    found.remove("");
+    found.into_iter().collect()
+}
+
+/// The `machineConfigSelector` of pool `name`: its MachineConfigPool's when
+/// one is given; else the built-in pool's (its own role), or a custom
+/// pool's as `render machineconfig` and the MCO's docs write it (roles
+/// `worker` and `name`). With where it came from, for messages.
+fn selector_of(pools: &[Value], name: &str) -> Result<(Selector, String)> {
+    let given: Vec<&Value> = pools.iter().filter(|p| pool_name(p) == name).collect();
+    if let Some(pool) = given.last() {
+        let selector = Selector::from_label_selector(pool.pointer("/spec/machineConfigSelector"))
+            .filter(|s| !s.is_empty());
+        let Some(selector) = selector else {
+            bail!(
+                "--pool {name}: its MachineConfigPool has no spec.machineConfigSelector, so the \
+                 MCO renders no config for it"
+            );
+        };
+        if let Some(e) = &selector.error {
+            bail!("--pool {name}: its MachineConfigPool's spec.machineConfigSelector: {e}");
+        }
+        return Ok((
+            selector,
+            format!("MachineConfigPool {name}'s machineConfigSelector"),
+        ));
+    }
+    let roles: Vec<String> = match name {
+        "worker" | "master" | "arbiter" => vec![name.to_string()],
+        _ => vec!["worker".to_string(), name.to_string()],
+    };
+    let what = format!("role {}", roles.join(" or "));
+    let selector = Selector {
+        expressions: vec![(ROLE_LABEL.to_string(), "In".to_string(), roles)],
+        ..Default::default()
+    };
+    Ok((selector, what))
+}
+
+/// A MachineConfig's labels, as the selector matches them.
+fn labels(mc: &Value) -> Vec<(String, String)> {
+    mc.pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+        .collect()
+}
+
+/// The MachineConfigs of pool `name` among `configs`. A rendered config (no labels: what a pool already
+/// merged) counts as its pool's role, so `rendered-worker-…` stands for
+/// worker's MachineConfigs, which a custom pool takes too.
+pub fn choose(configs: Vec<Value>, pools: &[Value], name: &str) -> Result<Vec<Value>> {
+    let found = pools_found(&configs, pools);
+    if !found.iter().any(|f| f == name) {
+        bail!(
+            "--pool {name}: no MachineConfig, rendered config or MachineConfigPool of pool {name} \
+             among the inputs (pools found: {})",
+            found.join(", ")
+        );
+    }
+    let (selector, what) = selector_of(pools, name)?;
+    let mut chosen = Vec::new();
+    for mc in configs {
+        let mut l = labels(&mc);
+        if role(&mc)?.is_none()
+            && let Some(p) = rendered_pool(&mc)
+        {
+            l.push((ROLE_LABEL.to_string(), p.to_string()));
+        }
+        if selector.matches(&l) {
+            chosen.push(mc);
+        }
+    }
+    if chosen.is_empty() {
+        bail!(
+            "--pool {name}: no MachineConfig of the inputs is selected by {what} (pools found: {})",
+            found.join(", ")
+        );
+    }
+    Ok(chosen)
+}
+
+/// Without `--pool`: MachineConfigs of more than one pool that the MCO
+/// would not give one node are refused, naming the pools found and the
+/// flag that picks one. A custom pool's with worker's is one node's (the
+/// custom pool's), as before.
+pub fn check_one_pool(configs: &[Value], pools: &[Value]) -> Result<()> {
+    if let Err(e) = crate::cli::render::layout::merge_order(configs) {
+        let found = pools_found(configs, pools);
+        if found.len() > 1 {
+            bail!(
+                "--machineconfig: MachineConfigs of several pools ({}); pick one with --pool NAME \
+                 (a custom pool takes worker's MachineConfigs too, as the MCO gives them): {e:#}",
+                found.join(", ")
+            );
+        }
+        return Err(e);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::render::layout::mc_name;
+    use serde_json::json;
+
+    fn mc(name: &str, role: Option<&str>) -> Value {
+        let mut v = json!({"kind": "MachineConfig", "metadata": {"name": name}});
+        if let Some(r) = role {
+            v["metadata"]["labels"] = json!({ ROLE_LABEL: r });
+        }
+        v
+    }
+
+    fn names(v: &[Value]) -> Vec<&str> {
+        v.iter().map(mc_name).collect()
+    }
+
+    #[test]
+    fn a_custom_pool_takes_worker_s_and_its_own() {
+        let configs = vec![
+            mc("50-worker-x", Some("worker")),
+            mc("50-gpu-x", Some("gpu")),
+            mc("50-infra-x", Some("infra")),
+            mc("00-master", Some("master")),
+            mc("rendered-worker-0123abcd", None),
+            mc("rendered-gpu-0123abcd", None),
+        ];
+        let gpu = choose(configs.clone(), &[], "gpu").unwrap();
+        assert_eq!(
+            names(&gpu),
+            [
+                "50-worker-x",
+                "50-gpu-x",
+                "rendered-worker-0123abcd",
+                "rendered-gpu-0123abcd"
+            ]
+        );
+        let worker = choose(configs.clone(), &[], "worker").unwrap();
+        assert_eq!(names(&worker), ["50-worker-x", "rendered-worker-0123abcd"]);
+        let master = choose(configs.clone(), &[], "master").unwrap();
+        assert_eq!(names(&master), ["00-master"]);
+        let e = choose(configs, &[], "storage").unwrap_err().to_string();
+        assert!(e.contains("pools found: gpu, infra, master, worker"), "{e}");
+    }
+
+    #[test]
+    fn the_pools_own_selector_decides_when_given() {
+        let configs = vec![
+            mc("50-worker-x", Some("worker")),
+            mc("50-gpu-x", Some("gpu")),
+        ];
+        // A pool that selects only its own role takes no worker config.
+        let pool = json!({"kind": "MachineConfigPool", "metadata": {"name": "gpu"},
+            "spec": {"machineConfigSelector": {"matchLabels": { ROLE_LABEL: "gpu" }}}});
+        let gpu = choose(configs.clone(), &[pool], "gpu").unwrap();
+        assert_eq!(names(&gpu), ["50-gpu-x"]);
+        let empty = json!({"kind": "MachineConfigPool", "metadata": {"name": "gpu"},
+            "spec": {"machineConfigSelector": {}}});
+        assert!(choose(configs, &[empty], "gpu").is_err());
+    }
+
+    #[test]
+    fn pools_are_read_beside_machineconfigs() {
+        let text = "kind: MachineConfigPool\nmetadata: {name: gpu}\n---\nkind: List\nitems:\n- \
+                    {kind: MachineConfigPool, metadata: {name: infra}}\n- {kind: MachineConfig}\n";
+        let pools = pools_from_yaml(text);
+        assert_eq!(
+            pools.iter().map(pool_name).collect::<Vec<_>>(),
+            ["gpu", "infra"]
+        );
+    }
+}
