@@ -173,9 +173,7 @@ pub struct NodeRules {
     pub left_to_nfd: Vec<String>,
 }
 
-/// The start of the env drop-in's comment line recording a rule left to
-/// the cluster's NFD; the rule follows as [`shown_name`] shows it.
-pub const LEFT_TO_NFD_MARK: &str = "# Left to the cluster's NFD, not evaluated here: ";
+pub use super::LEFT_TO_NFD_MARK;
 
 impl NodeRules {
     pub fn is_empty(&self) -> bool {
@@ -312,6 +310,33 @@ fn env_dropin_in(
         out += &format!("Environment=\"{nfd_var}={name}\"\n");
     }
     Ok(out)
+}
+
+/// Lines of our env drop-in that render did not write: comments, the
+/// section and our four variables are ours; anything else is a user's edit.
+pub(crate) fn foreign_lines(text: &str) -> Vec<&str> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#') && *l != "[Service]")
+        .filter(|l| {
+            // One quoted assignment of ours, as render writes it.
+            let assignment = l
+                .strip_prefix("Environment=\"")
+                .and_then(|v| v.strip_suffix('"'))
+                .filter(|v| !v.contains('"'));
+            !assignment.is_some_and(|a| {
+                [
+                    crate::node::contract::LABELS_VAR,
+                    crate::node::contract::TAINTS_VAR,
+                    crate::node::contract::RULES_VAR,
+                    crate::node::contract::NFD_LABELS_VAR,
+                    crate::node::contract::POOL_LABEL_VAR,
+                ]
+                .iter()
+                .any(|var| a.strip_prefix(var).is_some_and(|r| r.starts_with('=')))
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -358,11 +358,7 @@ fn machine_config(name: &str, role: &str, config: Value) -> Value {
 /// reads it.
 pub const RENDERED_FOR: &str = "kubelet-labeler/rendered-for";
 
-/// The annotation naming the version that rendered a manifest
-/// ([`super::RENDERED_BY`]), so a PR's diff shows a re-render by another
-/// release. The MCO leaves source annotations out of the rendered config,
-/// so it changes no pool's rendered config by itself.
-pub const RENDERED_BY_ANNOTATION: &str = "kubelet-labeler/rendered-by";
+pub use super::RENDERED_BY_ANNOTATION;
 
 /// Mark `obj` as rendered by this version for `owner`.
 fn mark(obj: &mut Value, owner: &str) {

@@ -13,6 +13,16 @@ pub const RENDERED_BY: &str = concat!(
     crate::node_format!()
 );
 
+/// The annotation naming the version that rendered a manifest
+/// ([`RENDERED_BY`]), so a PR's diff shows a re-render by another
+/// release. The MCO leaves source annotations out of the rendered config,
+/// so it changes no pool's rendered config by itself.
+pub const RENDERED_BY_ANNOTATION: &str = "kubelet-labeler/rendered-by";
+
+/// The start of the env drop-in's comment line recording a rule left to
+/// the cluster's NFD; the rule follows as [`crate::node::rules::shown_name`] shows it.
+pub const LEFT_TO_NFD_MARK: &str = "# Left to the cluster's NFD, not evaluated here: ";
+
 pub mod additions;
 pub mod arch;
 pub mod command;

@@ -11,7 +11,6 @@ use super::arch::Arch;
 use super::dropins::{ENV_DROPIN_NAME, GENERATOR_PATH, WRAPPER_DROPIN_NAME, wrapper_path};
 use super::sync_units::{SYNC_PATH, SYNC_SERVICE, WANTS_DROPIN_NAME};
 use super::tree::in_root;
-use crate::node::contract::{LABELS_VAR, NFD_LABELS_VAR, POOL_LABEL_VAR, RULES_VAR, TAINTS_VAR};
 
 /// What [`remove_tree`] did and left.
 #[derive(Debug, Default)]
@@ -142,33 +141,6 @@ fn ours(unit: &str) -> Vec<PathBuf> {
     paths
 }
 
-/// Lines of our env drop-in that render did not write: comments, the
-/// section and our four variables are ours; anything else is a user's edit.
-pub(crate) fn foreign_lines(text: &str) -> Vec<&str> {
-    text.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#') && *l != "[Service]")
-        .filter(|l| {
-            // One quoted assignment of ours, as render writes it.
-            let assignment = l
-                .strip_prefix("Environment=\"")
-                .and_then(|v| v.strip_suffix('"'))
-                .filter(|v| !v.contains('"'));
-            !assignment.is_some_and(|a| {
-                [
-                    LABELS_VAR,
-                    TAINTS_VAR,
-                    RULES_VAR,
-                    NFD_LABELS_VAR,
-                    POOL_LABEL_VAR,
-                ]
-                .iter()
-                .any(|var| a.strip_prefix(var).is_some_and(|r| r.starts_with('=')))
-            })
-        })
-        .collect()
-}
-
 /// Remove our files for `unit` from the tree at `root`. Everything is
 /// checked first (each file's directory takes a change): a refusal removes
 /// nothing. An env drop-in with lines of the user's own is refused unless
@@ -201,7 +173,7 @@ pub fn remove_tree(root: &Path, unit: &str, force: bool) -> Result<Removed> {
     if found.contains(&env) && !force {
         let text = super::input::read_file(&env, super::input::RULES)?;
         let text = String::from_utf8_lossy(&text);
-        let foreign = foreign_lines(&text);
+        let foreign = super::dropins::foreign_lines(&text);
         if !foreign.is_empty() {
             bail!(
                 "{} holds lines render did not write ({}); removing it would drop them: move \

@@ -75,7 +75,7 @@ fn one_line(s: &str) -> String {
 fn dropin_lines(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for line in text.lines() {
-        if let Some(id) = line.strip_prefix(super::dropins::LEFT_TO_NFD_MARK) {
+        if let Some(id) = line.strip_prefix(super::LEFT_TO_NFD_MARK) {
             out.push(format!("rule {id}: left to the cluster's NFD"));
             continue;
         }
@@ -218,8 +218,7 @@ pub fn check(text: &str, mcs: &[Value], source: &str) -> anyhow::Result<()> {
     let [mc] = mcs else {
         return Ok(());
     };
-    let ours = mc["metadata"]["annotations"][super::machineconfig::RENDERED_BY_ANNOTATION]
-        == super::RENDERED_BY;
+    let ours = mc["metadata"]["annotations"][super::RENDERED_BY_ANNOTATION] == super::RENDERED_BY;
     let at = block_lines(text);
     if !ours || at.is_empty() {
         return Ok(());

@@ -189,7 +189,7 @@ fn not_ours(path: &Path, existing: &[u8]) -> Option<String> {
     }
     if path.file_name() == Some(std::ffi::OsStr::new(ENV_DROPIN_NAME)) {
         let text = String::from_utf8_lossy(existing);
-        let foreign = super::remove::foreign_lines(&text);
+        let foreign = super::dropins::foreign_lines(&text);
         if !foreign.is_empty() {
             return Some(format!(
                 "it holds lines render did not write ({}), which replacing it would drop: move \
