@@ -781,3 +781,162 @@ fn selectors_match_as_the_api_server_selects_nodes() {
         "{refused} refused, {selected} selected"
     );
 }
+
+/// A NoExecute taint added to the pool: the node's pods are evicted as
+/// Kubernetes' taint eviction controller evicts them. At once: a pod with
+/// no toleration, one whose toleration's value or effect differs, a
+/// DaemonSet pod (the DaemonSet controller's tolerations are for the node
+/// conditions only), one whose first matching toleration has
+/// `tolerationSeconds: 0`. Later: one tolerating it for 300 s, one for
+/// 60 s. Never: one tolerating the key, one tolerating everything, and a
+/// pod that has finished or runs on another node. A pod already on its way
+/// out (an earlier NoExecute taint it does not tolerate) is not counted.
+#[test]
+fn a_noexecute_taint_evicts_the_pods_kubernetes_evicts() {
+    let tmp = scratch_dir();
+    let (base, proposed) = (tmp.path().join("base"), tmp.path().join("proposed"));
+    render(&base, &[]);
+    render(&proposed, &["--taint", "example.com/drain=true:NoExecute"]);
+    let tol = |key: &str, op: &str, value: &str, effect: &str, secs: Option<i64>| {
+        let mut t = serde_json::json!({"key": key, "operator": op, "effect": effect});
+        if !value.is_empty() {
+            t["value"] = value.into();
+        }
+        if let Some(s) = secs {
+            t["tolerationSeconds"] = s.into();
+        }
+        t
+    };
+    let ds_defaults = vec![
+        tol("node.kubernetes.io/not-ready", "Exists", "", "NoExecute", None),
+        tol("node.kubernetes.io/unreachable", "Exists", "", "NoExecute", None),
+        tol("node.kubernetes.io/disk-pressure", "Exists", "", "NoSchedule", None),
+    ];
+    // (name, node, phase, tolerations)
+    let pods: Vec<(&str, &str, &str, Vec<Value>)> = vec![
+        ("bare", "gpu-1", "Running", vec![]),
+        (
+            "other-value",
+            "gpu-1",
+            "Running",
+            vec![tol("example.com/drain", "Equal", "false", "NoExecute", None)],
+        ),
+        (
+            "noschedule-only",
+            "gpu-1",
+            "Running",
+            vec![tol("example.com/drain", "Exists", "", "NoSchedule", None)],
+        ),
+        ("daemonset-pod", "gpu-1", "Running", ds_defaults),
+        (
+            "zero-seconds",
+            "gpu-1",
+            "Running",
+            vec![
+                tol("example.com/drain", "Exists", "", "NoExecute", Some(0)),
+                tol("", "Exists", "", "", None),
+            ],
+        ),
+        (
+            "five-minutes",
+            "gpu-1",
+            "Running",
+            vec![tol("example.com/drain", "Equal", "true", "NoExecute", Some(300))],
+        ),
+        (
+            "one-minute",
+            "gpu-1",
+            "Pending",
+            vec![tol("example.com/drain", "Exists", "", "", Some(60))],
+        ),
+        (
+            "tolerates-key",
+            "gpu-1",
+            "Running",
+            vec![tol("example.com/drain", "Exists", "", "NoExecute", None)],
+        ),
+        (
+            "tolerates-all",
+            "gpu-1",
+            "Running",
+            vec![tol("", "Exists", "", "", None)],
+        ),
+        ("finished", "gpu-1", "Succeeded", vec![]),
+        ("elsewhere", "gpu-2", "Running", vec![]),
+        (
+            "leaving-anyway",
+            "gpu-3",
+            "Running",
+            vec![tol("example.com/old", "Exists", "", "NoExecute", Some(30))],
+        ),
+        (
+            "tolerates-the-old-only",
+            "gpu-3",
+            "Running",
+            vec![tol("example.com/old", "Exists", "", "NoExecute", None)],
+        ),
+    ];
+    let node = |name: &str, taints: Value| {
+        serde_json::json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {
+                "node-role.kubernetes.io/worker": "", "node.kubernetes.io/worker-gpu": ""}},
+            "spec": {"taints": taints},
+            "status": {"nodeInfo": {"kubeletVersion": "v1.33.5"}}})
+    };
+    let mut items = vec![
+        node("gpu-1", serde_json::json!([])),
+        node("gpu-2", serde_json::json!([])),
+        node(
+            "gpu-3",
+            serde_json::json!([{"key": "example.com/old", "effect": "NoExecute"}]),
+        ),
+    ];
+    for (name, on, phase, tolerations) in &pods {
+        items.push(serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "apps"},
+            "spec": {"nodeName": on, "tolerations": tolerations},
+            "status": {"phase": phase}}));
+    }
+    let fleet = tmp.path().join("fleet.json");
+    std::fs::write(
+        &fleet,
+        serde_json::json!({"kind": "List", "items": items}).to_string(),
+    )
+    .unwrap();
+    let o = plan(&base, &proposed, &fleet, &["--format", "json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let p = json(&o);
+    let group = |node: &str| {
+        p["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["nodes"].as_array().unwrap().iter().any(|n| n == node))
+            .unwrap_or_else(|| panic!("no group has {node}: {p:#}"))["outcome"]
+            .clone()
+    };
+    let gpu1 = group("gpu-1");
+    assert_eq!(
+        gpu1["taint_commands"],
+        serde_json::json!(["kubectl taint node <node> example.com/drain=true:NoExecute --overwrite"]),
+        "{gpu1:#}"
+    );
+    // bare, other-value, noschedule-only, daemonset-pod, zero-seconds.
+    assert_eq!(gpu1["evicted_pods"], 5, "{gpu1:#}");
+    assert_eq!(
+        gpu1["evicted_later"],
+        serde_json::json!({"pods": 2, "soonest_seconds": 60, "latest_seconds": 300}),
+        "{gpu1:#}"
+    );
+    assert_eq!(group("gpu-2")["evicted_pods"], 1);
+    assert_eq!(group("gpu-2")["evicted_later"], Value::Null);
+    assert_eq!(group("gpu-3")["evicted_pods"], 1, "{:#}", group("gpu-3"));
+    let text = stdout(&plan(&base, &proposed, &fleet, &[]));
+    assert!(
+        text.contains("evicts 5 pod(s) running there at once")
+            && text.contains("and 2 more between 60 s and 300 s"),
+        "{text}"
+    );
+}
