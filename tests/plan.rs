@@ -940,3 +940,153 @@ fn a_noexecute_taint_evicts_the_pods_kubernetes_evicts() {
         "{text}"
     );
 }
+
+/// A PR that re-renders a pool with a release of another node format:
+/// the base render (what the nodes run) is of node format 3, the proposed
+/// of this release's. A node whose rendered config is not given is taken
+/// to run the base render: it keeps node format 3's behaviour until the new
+/// MachineConfigs land, which this CLI cannot judge. A node whose current
+/// rendered config is given and already carries this release's files has
+/// no change of format.
+#[test]
+fn a_node_of_another_node_format_keeps_its_old_behaviour() {
+    use kubelet_labeler::cli::render::{encoding, layout};
+    use kubelet_labeler::node::contract::{NODE_FORMAT, WRAPPER_FORMAT_MARK, WRAPPER_USAGE_HEAD};
+    let tmp = scratch_dir();
+    let (base, proposed) = (tmp.path().join("base"), tmp.path().join("proposed"));
+    render(&base, &["--label", "example.com/tier=gold"]);
+    render(&proposed, &["--label", "example.com/tier=silver"]);
+    // The base as the release of node format 3 rendered it: its text
+    // files stamped `+node.3`, its wrapper's usage line `; node format 3`.
+    let mut old_wrapper =
+        crate::support::elf::foreign_static_elf(kubelet_labeler::cli::render::arch::Arch::X86_64);
+    old_wrapper.extend_from_slice(
+        format!("{WRAPPER_USAGE_HEAD}--unit NAME]{WRAPPER_FORMAT_MARK}3").as_bytes(),
+    );
+    let ours = format!("+node.{NODE_FORMAT}");
+    let mut rendered_new = Vec::new();
+    for e in std::fs::read_dir(&base).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_none_or(|x| x != "yaml") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&p).unwrap();
+        // (A file of no MachineConfig, the pool or kustomization, stays.)
+        let mut mcs = layout::machineconfigs_from_yaml(&text, "mc").unwrap_or_default();
+        if mcs.is_empty() {
+            continue;
+        }
+        for mc in &mut mcs {
+            for f in mc["spec"]["config"]["storage"]["files"]
+                .as_array_mut()
+                .into_iter()
+                .flatten()
+            {
+                let bytes = layout::decode_data_url(
+                    f["contents"]["source"].as_str().unwrap(),
+                    f["contents"]["compression"].as_str(),
+                )
+                .unwrap();
+                let bytes = if f["path"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("/usr/local/bin/kubelet-labeler-wrapper")
+                {
+                    old_wrapper.clone()
+                } else {
+                    String::from_utf8(bytes)
+                        .unwrap()
+                        .replace(&ours, "+node.3")
+                        .into_bytes()
+                };
+                let url = encoding::data_url(&bytes);
+                f["contents"] = serde_json::json!({"source": url.source, "compression": url.compression});
+            }
+        }
+        std::fs::remove_file(&p).unwrap();
+        std::fs::write(
+            p.with_extension("json"),
+            serde_json::json!({"kind": "List", "items": mcs}).to_string(),
+        )
+        .unwrap();
+    }
+    // The rendered config of a node already updated: the proposed files.
+    for e in std::fs::read_dir(&proposed).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "yaml") {
+            let text = std::fs::read_to_string(&p).unwrap();
+            rendered_new.extend(layout::machineconfigs_from_yaml(&text, "mc").unwrap_or_default());
+        }
+    }
+    let mut files = Vec::new();
+    for mc in &rendered_new {
+        let c = &mc["spec"]["config"];
+        files.extend(c["storage"]["files"].as_array().cloned().unwrap_or_default());
+    }
+    assert!(!files.is_empty());
+    let node = |name: &str, current: &str| {
+        serde_json::json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name,
+                "labels": {"node-role.kubernetes.io/worker": "", "node.kubernetes.io/worker-gpu": ""},
+                "annotations": {"machineconfiguration.openshift.io/currentConfig": current}},
+            "status": {"nodeInfo": {"kubeletVersion": "v1.33.5"}}})
+    };
+    let fleet = tmp.path().join("fleet.json");
+    std::fs::write(
+        &fleet,
+        serde_json::json!({"kind": "List", "items": [
+            node("gpu-old", "rendered-worker-gpu-aaa"),
+            node("gpu-new", "rendered-worker-gpu-bbb"),
+            {"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+             "metadata": {"name": "rendered-worker-gpu-bbb"},
+             "spec": {"config": {"ignition": {"version": "3.5.0"},
+                "storage": {"files": files}}}},
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let o = plan(&base, &proposed, &fleet, &["--format", "json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let p = json(&o);
+    let group = |node: &str| {
+        p["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["nodes"].as_array().unwrap().iter().any(|n| n == node))
+            .unwrap_or_else(|| panic!("no group has {node}: {p:#}"))["outcome"]
+            .clone()
+    };
+    let old = group("gpu-old");
+    let f = &old["wrapper_format"];
+    assert_eq!(f["installed"], "node format 3", "{old:#}");
+    assert_eq!(f["proposed"], format!("node format {NODE_FORMAT}"), "{old:#}");
+    assert!(
+        f["installed_from"]
+            .as_str()
+            .unwrap()
+            .starts_with("the base render of pool worker-gpu (rendered-worker-gpu-aaa"),
+        "{old:#}"
+    );
+    assert!(
+        f["until_then"].as_str().unwrap().contains("cannot be judged"),
+        "{old:#}"
+    );
+    assert!(
+        old["not_judged"].to_string().contains("the base render's files for pool worker-gpu are of node format 3"),
+        "{old:#}"
+    );
+    assert_eq!(group("gpu-new")["wrapper_format"], Value::Null);
+    let text = stdout(&plan(&base, &proposed, &fleet, &[]));
+    assert!(
+        text.contains("wrapper: installed node format 3 (from the base render of pool worker-gpu")
+            && text.contains("it keeps the old behaviour until the new MachineConfigs land"),
+        "{text}"
+    );
+    let md = stdout(&plan(&base, &proposed, &fleet, &["--format", "markdown"]));
+    assert!(
+        md.contains("old behaviour until the new MachineConfigs land (node format 3 installed"),
+        "{md}"
+    );
+}
