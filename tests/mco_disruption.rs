@@ -341,6 +341,10 @@ fn plan_predicts_the_daemons_verdict() {
             })
             .max()
             .unwrap();
+        if name == "cluster-files" {
+            // The MCO's defaults decide: crio reloads, no drain, no reboot.
+            assert_eq!(actions, ["Reload crio.service"], "{v}");
+        }
         let want = [
             "nothing",
             "daemon-reload",
@@ -361,6 +365,13 @@ fn plan_predicts_the_daemons_verdict() {
             .unwrap();
         let p: serde_json::Value = serde_json::from_slice(&o.stdout)
             .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+        if name == "cluster-files" {
+            let because = p["groups"][0]["outcome"]["disruption_because"].to_string();
+            assert!(
+                because.contains("/etc/containers/policy.json: Reload crio.service (the MCO's default)"),
+                "{because}"
+            );
+        }
         assert_eq!(
             p["groups"][0]["outcome"]["disruption"], want,
             "{name}: the daemon says {actions:?}; plan says {:#}",
