@@ -314,14 +314,19 @@ fn plan_predicts_the_daemons_verdict() {
         // nothing), no entry of the cluster's or ours.
         let extra: &[&str] = match name {
             "arch" => &["/etc/example.conf"],
-            "cluster-files" => &["/etc/containers/policy.json", "/var/lib/kubelet/config.json"],
+            "cluster-files" => &[
+                "/etc/containers/policy.json",
+                "/var/lib/kubelet/config.json",
+            ],
             _ => &[],
         };
         if !extra.is_empty() {
             let mc = after.join("50-worker-gpu-kubelet-labeler-labels.yaml");
             let mut text = std::fs::read_to_string(&mc).unwrap();
             for path in extra {
-                let file = format!("      - path: {path}\n        mode: 420\n        overwrite: true\n        contents:\n          source: data:,x\n");
+                let file = format!(
+                    "      - path: {path}\n        mode: 420\n        overwrite: true\n        contents:\n          source: data:,x\n"
+                );
                 text = text.replacen("      files:\n", &format!("      files:\n{file}"), 1);
                 assert!(text.contains(path), "{text}");
             }
@@ -368,7 +373,9 @@ fn plan_predicts_the_daemons_verdict() {
         if name == "cluster-files" {
             let because = p["groups"][0]["outcome"]["disruption_because"].to_string();
             assert!(
-                because.contains("/etc/containers/policy.json: Reload crio.service (the MCO's default)"),
+                because.contains(
+                    "/etc/containers/policy.json: Reload crio.service (the MCO's default)"
+                ),
                 "{because}"
             );
         }

@@ -808,9 +808,27 @@ fn a_noexecute_taint_evicts_the_pods_kubernetes_evicts() {
         t
     };
     let ds_defaults = vec![
-        tol("node.kubernetes.io/not-ready", "Exists", "", "NoExecute", None),
-        tol("node.kubernetes.io/unreachable", "Exists", "", "NoExecute", None),
-        tol("node.kubernetes.io/disk-pressure", "Exists", "", "NoSchedule", None),
+        tol(
+            "node.kubernetes.io/not-ready",
+            "Exists",
+            "",
+            "NoExecute",
+            None,
+        ),
+        tol(
+            "node.kubernetes.io/unreachable",
+            "Exists",
+            "",
+            "NoExecute",
+            None,
+        ),
+        tol(
+            "node.kubernetes.io/disk-pressure",
+            "Exists",
+            "",
+            "NoSchedule",
+            None,
+        ),
     ];
     // (name, node, phase, tolerations)
     let pods: Vec<(&str, &str, &str, Vec<Value>)> = vec![
@@ -819,7 +837,13 @@ fn a_noexecute_taint_evicts_the_pods_kubernetes_evicts() {
             "other-value",
             "gpu-1",
             "Running",
-            vec![tol("example.com/drain", "Equal", "false", "NoExecute", None)],
+            vec![tol(
+                "example.com/drain",
+                "Equal",
+                "false",
+                "NoExecute",
+                None,
+            )],
         ),
         (
             "noschedule-only",
@@ -841,7 +865,13 @@ fn a_noexecute_taint_evicts_the_pods_kubernetes_evicts() {
             "five-minutes",
             "gpu-1",
             "Running",
-            vec![tol("example.com/drain", "Equal", "true", "NoExecute", Some(300))],
+            vec![tol(
+                "example.com/drain",
+                "Equal",
+                "true",
+                "NoExecute",
+                Some(300),
+            )],
         ),
         (
             "one-minute",
@@ -920,7 +950,9 @@ fn a_noexecute_taint_evicts_the_pods_kubernetes_evicts() {
     let gpu1 = group("gpu-1");
     assert_eq!(
         gpu1["taint_commands"],
-        serde_json::json!(["kubectl taint node <node> example.com/drain=true:NoExecute --overwrite"]),
+        serde_json::json!([
+            "kubectl taint node <node> example.com/drain=true:NoExecute --overwrite"
+        ]),
         "{gpu1:#}"
     );
     // bare, other-value, noschedule-only, daemonset-pod, zero-seconds.
@@ -1000,7 +1032,8 @@ fn a_node_of_another_node_format_keeps_its_old_behaviour() {
                         .into_bytes()
                 };
                 let url = encoding::data_url(&bytes);
-                f["contents"] = serde_json::json!({"source": url.source, "compression": url.compression});
+                f["contents"] =
+                    serde_json::json!({"source": url.source, "compression": url.compression});
             }
         }
         std::fs::remove_file(&p).unwrap();
@@ -1021,7 +1054,12 @@ fn a_node_of_another_node_format_keeps_its_old_behaviour() {
     let mut files = Vec::new();
     for mc in &rendered_new {
         let c = &mc["spec"]["config"];
-        files.extend(c["storage"]["files"].as_array().cloned().unwrap_or_default());
+        files.extend(
+            c["storage"]["files"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default(),
+        );
     }
     assert!(!files.is_empty());
     let node = |name: &str, current: &str| {
@@ -1061,7 +1099,11 @@ fn a_node_of_another_node_format_keeps_its_old_behaviour() {
     let old = group("gpu-old");
     let f = &old["wrapper_format"];
     assert_eq!(f["installed"], "node format 3", "{old:#}");
-    assert_eq!(f["proposed"], format!("node format {NODE_FORMAT}"), "{old:#}");
+    assert_eq!(
+        f["proposed"],
+        format!("node format {NODE_FORMAT}"),
+        "{old:#}"
+    );
     assert!(
         f["installed_from"]
             .as_str()
@@ -1070,11 +1112,16 @@ fn a_node_of_another_node_format_keeps_its_old_behaviour() {
         "{old:#}"
     );
     assert!(
-        f["until_then"].as_str().unwrap().contains("cannot be judged"),
+        f["until_then"]
+            .as_str()
+            .unwrap()
+            .contains("cannot be judged"),
         "{old:#}"
     );
     assert!(
-        old["not_judged"].to_string().contains("the base render's files for pool worker-gpu are of node format 3"),
+        old["not_judged"]
+            .to_string()
+            .contains("the base render's files for pool worker-gpu are of node format 3"),
         "{old:#}"
     );
     assert_eq!(group("gpu-new")["wrapper_format"], Value::Null);

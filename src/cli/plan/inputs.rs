@@ -482,11 +482,7 @@ impl Splitter {
         Ok(())
     }
 
-    fn feed(
-        &mut self,
-        buf: &[u8],
-        item: &mut dyn FnMut(&[u8]) -> Result<()>,
-    ) -> Result<(), Split> {
+    fn feed(&mut self, buf: &[u8], item: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<(), Split> {
         let mut i = 0;
         while i < buf.len() {
             if self.done {
@@ -629,7 +625,11 @@ mod tests {
             objects(single).unwrap(),
             vec![serde_json::from_str::<Value>(single).unwrap()]
         );
-        for bad in [r#"{"items":[{"a":1}]}{"#, r#"{"items":[{"a":1]}"#, r#"{"a":"b"}}"#] {
+        for bad in [
+            r#"{"items":[{"a":1}]}{"#,
+            r#"{"items":[{"a":1]}"#,
+            r#"{"a":"b"}}"#,
+        ] {
             assert!(objects(bad).is_err(), "{bad}");
         }
     }

@@ -684,29 +684,32 @@ mod tests {
         let drain = taint("drain", "", TaintEffect::NoExecute);
         let other = taint("other", "", TaintEffect::NoExecute);
         let soft = taint("soft", "", TaintEffect::NoSchedule);
-        let e = |taints: &[Taint], tols: &[Toleration]| noexecute_eviction(taints, tols);
-        assert_eq!(e(&[soft.clone()], &[]), Eviction::Stays);
-        assert_eq!(e(&[drain.clone()], &[]), Eviction::Now);
+        let e = |taints: Vec<Taint>, tols: &[Toleration]| noexecute_eviction(&taints, tols);
+        assert_eq!(e(vec![soft], &[]), Eviction::Stays);
+        assert_eq!(e(vec![drain.clone()], &[]), Eviction::Now);
         assert_eq!(
-            e(&[drain.clone()], &[t("drain", "Exists", "NoSchedule", None)]),
+            e(
+                vec![drain.clone()],
+                &[t("drain", "Exists", "NoSchedule", None)]
+            ),
             Eviction::Now
         );
         assert_eq!(
-            e(&[drain.clone()], &[t("drain", "Exists", "", None)]),
+            e(vec![drain.clone()], &[t("drain", "Exists", "", None)]),
             Eviction::Stays
         );
         assert_eq!(
-            e(&[drain.clone()], &[t("drain", "Exists", "", Some(300))]),
+            e(vec![drain.clone()], &[t("drain", "Exists", "", Some(300))]),
             Eviction::After(300)
         );
         assert_eq!(
-            e(&[drain.clone()], &[t("drain", "Exists", "", Some(0))]),
+            e(vec![drain.clone()], &[t("drain", "Exists", "", Some(0))]),
             Eviction::Now
         );
         // The first matching toleration is the one used.
         assert_eq!(
             e(
-                &[drain.clone()],
+                vec![drain.clone()],
                 &[
                     t("", "Exists", "", Some(60)),
                     t("drain", "Exists", "", None)
@@ -717,7 +720,7 @@ mod tests {
         // Two taints: the least of their tolerations' seconds.
         assert_eq!(
             e(
-                &[drain.clone(), other.clone()],
+                vec![drain.clone(), other.clone()],
                 &[
                     t("drain", "Exists", "", Some(600)),
                     t("other", "Exists", "", Some(30))
@@ -726,7 +729,7 @@ mod tests {
             Eviction::After(30)
         );
         assert_eq!(
-            e(&[drain, other], &[t("drain", "Exists", "", None)]),
+            e(vec![drain, other], &[t("drain", "Exists", "", None)]),
             Eviction::Now
         );
     }

@@ -225,7 +225,12 @@ pub fn plan(opts: &PlanOptions) -> Result<Plan> {
     let policies: BTreeMap<Option<u32>, NodePolicy> = fleet
         .nodes
         .values()
-        .map(|n| (n.kubelet_minor, policy::with_defaults(n.kubelet_minor, &policy)))
+        .map(|n| {
+            (
+                n.kubelet_minor,
+                policy::with_defaults(n.kubelet_minor, &policy),
+            )
+        })
         .collect();
     let mut outcomes: Vec<(String, Outcome)> = Vec::new();
     for (name, n) in &fleet.nodes {

@@ -148,7 +148,10 @@ mod tests {
             on(Some(30), "/etc/crio/policies/a.json"),
             Disruption::DrainAndReboot
         );
-        assert_eq!(on(Some(31), "/etc/crio/policies/a.json"), Disruption::Reload);
+        assert_eq!(
+            on(Some(31), "/etc/crio/policies/a.json"),
+            Disruption::Reload
+        );
         // Credential providers from 4.22 on; unknown release: the oldest.
         let cp = "/etc/kubernetes/credential-providers/ecr.yaml";
         assert_eq!(on(Some(34), cp), Disruption::DrainAndReboot);
