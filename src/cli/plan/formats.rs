@@ -14,6 +14,10 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 use serde_json::Value;
 
+use anyhow::Result;
+
+use super::kube::Pool;
+use super::{Fleet, FleetNode, Outcome, Side};
 use crate::cli::render::layout::Layout;
 use crate::cli::render::node_format;
 use crate::node::contract::NODE_FORMAT;
@@ -95,6 +99,52 @@ pub fn change(installed: &Formats, from: String, proposed: &Formats) -> Option<F
         proposed: describe(proposed),
         until_then,
     })
+}
+
+/// The node format of the files the node runs against the proposed
+/// render's for its pool, and a note when either side's is not this CLI's
+/// (its registration is read as this CLI's node format reads it).
+pub(super) fn judge(
+    o: &mut Outcome,
+    n: &FleetNode,
+    fleet: &Fleet,
+    sides: &mut [Side; 2],
+    pool: &Pool,
+    proposed_pool: &Pool,
+) -> Result<()> {
+    let base = sides[0].pool(pool)?.formats.clone();
+    let proposed = sides[1].pool(proposed_pool)?.formats.clone();
+    let current = n
+        .node
+        .as_ref()
+        .and_then(|s| s.annotations.iter().find(|(k, _)| k == CURRENT_CONFIG))
+        .map(|(_, v)| v.as_str());
+    let (installed, from) = match current.and_then(|c| Some((c, fleet.rendered.get(c)?))) {
+        Some((c, f)) => (f.clone(), format!("{c}, the Node's current config")),
+        None => (
+            base.clone(),
+            match current {
+                Some(c) => format!(
+                    "the base render of pool {} ({c}, the Node's current config, not given: oc get mc {c} -o json)",
+                    pool.name
+                ),
+                None => format!("the base render of pool {}", pool.name),
+            },
+        ),
+    };
+    o.wrapper_format = change(&installed, from, &proposed);
+    let ours = Some(crate::node::contract::NODE_FORMAT.to_string());
+    for (side, f) in [("base", &base), ("proposed", &proposed)] {
+        if f.iter().any(|x| *x != ours) {
+            o.not_judged.push(format!(
+                "the {side} render's files for pool {} are of {}; this CLI reads node format {}: its registration is read as this CLI would do it",
+                pool.name,
+                describe(f),
+                crate::node::contract::NODE_FORMAT
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -428,6 +428,38 @@ pub fn noexecute_eviction(taints: &[Taint], tolerations: &[Toleration]) -> Evict
     }
 }
 
+/// The node's pods the change of its taints evicts: at once, and later
+/// (after their `tolerationSeconds`), each judged as Kubernetes' taint
+/// eviction controller judges it on the taints before and after; a pod
+/// already on its way out before the change is not counted.
+pub fn evictions(
+    pods: &[Placement],
+    before: &[Taint],
+    after: &[Taint],
+) -> (usize, Option<super::DelayedEviction>) {
+    let mut now = 0;
+    let mut later: Option<super::DelayedEviction> = None;
+    for p in pods {
+        let was = noexecute_eviction(before, &p.tolerations);
+        match noexecute_eviction(after, &p.tolerations) {
+            _ if was != Eviction::Stays => {}
+            Eviction::Now => now += 1,
+            Eviction::After(s) => {
+                let l = later.get_or_insert(super::DelayedEviction {
+                    pods: 0,
+                    soonest_seconds: s,
+                    latest_seconds: s,
+                });
+                l.pods += 1;
+                l.soonest_seconds = l.soonest_seconds.min(s);
+                l.latest_seconds = l.latest_seconds.max(s);
+            }
+            _ => {}
+        }
+    }
+    (now, later)
+}
+
 /// A pod's (or pod template's) placement: node selector, required node
 /// affinity terms (any one must match), tolerations.
 #[derive(Debug, Clone, Default)]

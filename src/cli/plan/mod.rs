@@ -713,7 +713,7 @@ fn judge(
     let (after, desired) = registration(&mut sides[1], &proposed_pool, n.features, fleet, profile)?;
     o.register_before = before.clone();
     o.register_after = after.clone();
-    wrapper_format(&mut o, n, fleet, sides, &pool, &proposed_pool)?;
+    formats::judge(&mut o, n, fleet, sides, &pool, &proposed_pool)?;
     let mut labels_after = labels_now.clone();
     let mut node_taints_after: Vec<Taint> = n
         .node
@@ -806,7 +806,7 @@ fn judge(
             .collect();
         if !added_noexecute.is_empty() {
             if fleet.pods_given {
-                let (now, later) = evictions(&n.pods, &state.taints, &node_taints_after);
+                let (now, later) = kube::evictions(&n.pods, &state.taints, &node_taints_after);
                 o.evicted_pods = Some(now);
                 o.evicted_later = later;
             } else {
@@ -904,89 +904,6 @@ fn judge(
     ds_lines.sort();
     o.daemonsets = ds_lines.into_iter().map(|(_, l)| l).collect();
     Ok(o)
-}
-
-/// The node format of the files the node runs against the proposed
-/// render's for its pool, and a note when either side's is not this CLI's
-/// (its registration is read as this CLI's node format reads it).
-fn wrapper_format(
-    o: &mut Outcome,
-    n: &FleetNode,
-    fleet: &Fleet,
-    sides: &mut [Side; 2],
-    pool: &Pool,
-    proposed_pool: &Pool,
-) -> Result<()> {
-    let base = sides[0].pool(pool)?.formats.clone();
-    let proposed = sides[1].pool(proposed_pool)?.formats.clone();
-    let current = n
-        .node
-        .as_ref()
-        .and_then(|s| {
-            s.annotations
-                .iter()
-                .find(|(k, _)| k == formats::CURRENT_CONFIG)
-        })
-        .map(|(_, v)| v.as_str());
-    let (installed, from) = match current.and_then(|c| Some((c, fleet.rendered.get(c)?))) {
-        Some((c, f)) => (f.clone(), format!("{c}, the Node's current config")),
-        None => (
-            base.clone(),
-            match current {
-                Some(c) => format!(
-                    "the base render of pool {} ({c}, the Node's current config, not given: oc get mc {c} -o json)",
-                    pool.name
-                ),
-                None => format!("the base render of pool {}", pool.name),
-            },
-        ),
-    };
-    o.wrapper_format = formats::change(&installed, from, &proposed);
-    let ours = Some(crate::node::contract::NODE_FORMAT.to_string());
-    for (side, f) in [("base", &base), ("proposed", &proposed)] {
-        if f.iter().any(|x| *x != ours) {
-            o.not_judged.push(format!(
-                "the {side} render's files for pool {} are of {}; this CLI reads node format {}: its registration is read as this CLI would do it",
-                pool.name,
-                formats::describe(f),
-                crate::node::contract::NODE_FORMAT
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// The node's pods the change of its taints evicts: at once, and later
-/// (after their `tolerationSeconds`), each judged as Kubernetes' taint
-/// eviction controller judges it on the taints before and after; a pod
-/// already on its way out before the change is not counted.
-fn evictions(
-    pods: &[Placement],
-    before: &[Taint],
-    after: &[Taint],
-) -> (usize, Option<DelayedEviction>) {
-    use kube::Eviction;
-    let mut now = 0;
-    let mut later: Option<DelayedEviction> = None;
-    for p in pods {
-        let was = kube::noexecute_eviction(before, &p.tolerations);
-        match kube::noexecute_eviction(after, &p.tolerations) {
-            _ if was != Eviction::Stays => {}
-            Eviction::Now => now += 1,
-            Eviction::After(s) => {
-                let l = later.get_or_insert(DelayedEviction {
-                    pods: 0,
-                    soonest_seconds: s,
-                    latest_seconds: s,
-                });
-                l.pods += 1;
-                l.soonest_seconds = l.soonest_seconds.min(s);
-                l.latest_seconds = l.latest_seconds.max(s);
-            }
-            _ => {}
-        }
-    }
-    (now, later)
 }
 
 /// NFD's worker and the GPU Operator's operands: a taint keeping them off
