@@ -3,12 +3,14 @@
 # are as large as real ones (about 130 KB each: the DGX fixture's facts,
 # padded with kernel config options as nfd-worker exports them), one
 # `oc get nodes,nodefeatures -A -o json` list, every node with its own
-# feature set. Prints wall time and peak RSS per N (median of RUNS).
-# usage: benches/plan.sh [N...]   (default 100 1000 10000; RUNS=3)
+# feature set. Prints wall time, CPU time (user + system: what a loaded
+# machine does not inflate) and peak RSS per N (the run of median wall
+# time of RUNS).
+# usage: benches/plan.sh [N...]   (default 100 1000 3000 10000; RUNS=3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-sizes=("${@:-100 1000 10000}")
-[ $# -gt 0 ] || sizes=(100 1000 10000)
+sizes=("$@")
+[ $# -gt 0 ] || sizes=(100 1000 3000 10000)
 runs=${RUNS:-3}
 cargo build --quiet --release --bin kubelet-labeler
 kl=${CARGO_TARGET_DIR:-target}/release/kubelet-labeler
@@ -30,7 +32,7 @@ PY
   --rules examples/rules/openshift-gpu.yaml --nfd-labels openshift \
   --wrapper "$wrapper" --output-dir "$scratch/proposed" >/dev/null 2>&1
 "$kl" facts --root tests/fixtures/nodes/dgx --json > "$scratch/dgx.json"
-printf '%8s %12s %10s %14s\n' nodes "fleet MB" "wall s" "peak RSS MiB"
+printf '%8s %12s %10s %10s %14s\n' nodes "fleet MB" "wall s" "CPU s" "peak RSS MiB"
 for n in "${sizes[@]}"; do
   fleet=$scratch/fleet-$n.json
   python3 - "$scratch/dgx.json" "$n" > "$fleet" <<'PY'
@@ -59,11 +61,12 @@ PY
   mb=$(($(stat -c %s "$fleet") / 1000000))
   : > "$scratch/times"
   for _ in $(seq "$runs"); do
-    /usr/bin/time -f '%e %M' -o "$scratch/time" "$kl" plan --from machineconfigs \
+    /usr/bin/time -f '%e %M %U %S' -o "$scratch/time" "$kl" plan --from machineconfigs \
       --to "$scratch/proposed" --fleet "$fleet" --format json > /dev/null || [ $? = 1 ]
     tail -n 1 "$scratch/time" >> "$scratch/times"
   done
-  read -r wall rss < <(sort -n "$scratch/times" | sed -n "$(((runs + 1) / 2))p")
-  printf '%8d %12d %10s %14d\n' "$n" "$mb" "$wall" $((rss / 1024))
+  read -r wall rss user sys < <(sort -n "$scratch/times" | sed -n "$(((runs + 1) / 2))p")
+  cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')
+  printf '%8d %12d %10s %10s %14d\n' "$n" "$mb" "$wall" "$cpu" $((rss / 1024))
   rm -f "$fleet"
 done

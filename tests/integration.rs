@@ -35,6 +35,7 @@ mod nfd_worker_diff;
 mod one_binary;
 mod payload;
 mod plan;
+mod plan_fleet;
 mod preflight;
 mod readme;
 mod real_chain;

@@ -266,7 +266,8 @@ fn leaving_one_more_rule_to_nfd_restarts_only_the_sync() {
 /// `plan`'s cost for a pool's nodes is the daemon's own verdict (the MCO's
 /// `calculatePostConfigChangeNodeDisruptionAction` with the policy given),
 /// on the transitions `render machineconfig` makes: labels and taints
-/// changed, a new wrapper, and a file no policy entry names.
+/// changed, a new wrapper, a file no policy entry names, and the cluster's own
+/// files, which only the MCO's default entries name.
 #[test]
 fn plan_predicts_the_daemons_verdict() {
     if oracle().is_none() {
@@ -282,7 +283,7 @@ fn plan_predicts_the_daemons_verdict() {
         &["--label", "example.com/tier=gold"],
         &policy,
     );
-    let changes: [(&str, &Path, &[&str]); 3] = [
+    let changes: [(&str, &Path, &[&str]); 4] = [
         (
             "labels",
             &w1,
@@ -295,6 +296,7 @@ fn plan_predicts_the_daemons_verdict() {
         ),
         ("wrapper", &w2, &["--label", "example.com/tier=gold"]),
         ("arch", &w1, &["--label", "example.com/tier=gold"]),
+        ("cluster-files", &w1, &["--label", "example.com/tier=gold"]),
     ];
     let fleet = d.join("fleet.json");
     let node = serde_json::json!({"kind": "List", "items": [{
@@ -306,13 +308,28 @@ fn plan_predicts_the_daemons_verdict() {
     for (name, w, args) in changes {
         let after = d.join(name);
         render(&after, w, args, &d.join(format!("policy-{name}.yaml")));
-        if name == "arch" {
-            // A file of the pool's that no policy entry names.
+        // "arch": a file of the pool's that no policy entry names;
+        // "cluster-files": files only the MCO's default entries name (the
+        // image policy reloads crio, the kubelet's pull secret needs
+        // nothing), no entry of the cluster's or ours.
+        let extra: &[&str] = match name {
+            "arch" => &["/etc/example.conf"],
+            "cluster-files" => &[
+                "/etc/containers/policy.json",
+                "/var/lib/kubelet/config.json",
+            ],
+            _ => &[],
+        };
+        if !extra.is_empty() {
             let mc = after.join("50-worker-gpu-kubelet-labeler-labels.yaml");
-            let text = std::fs::read_to_string(&mc).unwrap();
-            let extra = "      - path: /etc/example.conf\n        mode: 420\n        overwrite: true\n        contents:\n          source: data:,x\n";
-            let text = text.replacen("      files:\n", &format!("      files:\n{extra}"), 1);
-            assert!(text.contains("/etc/example.conf"), "{text}");
+            let mut text = std::fs::read_to_string(&mc).unwrap();
+            for path in extra {
+                let file = format!(
+                    "      - path: {path}\n        mode: 420\n        overwrite: true\n        contents:\n          source: data:,x\n"
+                );
+                text = text.replacen("      files:\n", &format!("      files:\n{file}"), 1);
+                assert!(text.contains(path), "{text}");
+            }
             std::fs::write(&mc, text).unwrap();
         }
         let v = verdict(&d.join("before"), &after, &policy);
@@ -329,6 +346,10 @@ fn plan_predicts_the_daemons_verdict() {
             })
             .max()
             .unwrap();
+        if name == "cluster-files" {
+            // The MCO's defaults decide: crio reloads, no drain, no reboot.
+            assert_eq!(actions, ["Reload crio.service"], "{v}");
+        }
         let want = [
             "nothing",
             "daemon-reload",
@@ -349,6 +370,15 @@ fn plan_predicts_the_daemons_verdict() {
             .unwrap();
         let p: serde_json::Value = serde_json::from_slice(&o.stdout)
             .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+        if name == "cluster-files" {
+            let because = p["groups"][0]["outcome"]["disruption_because"].to_string();
+            assert!(
+                because.contains(
+                    "/etc/containers/policy.json: Reload crio.service (the MCO's default)"
+                ),
+                "{because}"
+            );
+        }
         assert_eq!(
             p["groups"][0]["outcome"]["disruption"], want,
             "{name}: the daemon says {actions:?}; plan says {:#}",

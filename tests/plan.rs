@@ -12,7 +12,7 @@ use std::process::Output;
 use kubelet_labeler::node::kubelet::Profile;
 use serde_json::Value;
 
-fn render(dir: &Path, extra: &[&str]) {
+pub(crate) fn render(dir: &Path, extra: &[&str]) {
     let o = bin()
         .args(["render", "machineconfig", "--pool", "worker-gpu"])
         .args(["--label", "node.kubernetes.io/worker-gpu="])
@@ -37,7 +37,7 @@ fn gpu_rules() -> String {
         .to_string()
 }
 
-fn plan(from: &Path, to: &Path, fleet: &Path, extra: &[&str]) -> Output {
+pub(crate) fn plan(from: &Path, to: &Path, fleet: &Path, extra: &[&str]) -> Output {
     bin()
         .arg("plan")
         .arg("--from")
@@ -51,7 +51,7 @@ fn plan(from: &Path, to: &Path, fleet: &Path, extra: &[&str]) -> Output {
         .unwrap()
 }
 
-fn json(o: &Output) -> Value {
+pub(crate) fn json(o: &Output) -> Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", stdout(o), stderr(o)))
 }
 

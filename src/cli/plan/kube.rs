@@ -315,6 +315,9 @@ pub struct Toleration {
     pub operator: String,
     pub value: String,
     pub effect: String,
+    /// `tolerationSeconds`: how long a NoExecute taint is tolerated
+    /// (None: for ever).
+    pub seconds: Option<i64>,
 }
 
 impl Toleration {
@@ -330,6 +333,7 @@ impl Toleration {
             operator: s("operator"),
             value: s("value"),
             effect: s("effect"),
+            seconds: v.get("tolerationSeconds").and_then(Value::as_i64),
         }
     }
 
@@ -370,6 +374,7 @@ pub fn daemonset_default_tolerations() -> Vec<Toleration> {
         operator: "Exists".into(),
         value: String::new(),
         effect: effect.into(),
+        seconds: None,
     };
     vec![
         t("node.kubernetes.io/not-ready", "NoExecute"),
@@ -389,6 +394,70 @@ pub fn untolerated<'a>(taints: &'a [Taint], tolerations: &[Toleration]) -> Vec<&
         .filter(|t| t.effect != TaintEffect::PreferNoSchedule)
         .filter(|t| !tolerations.iter().any(|tol| tol.tolerates(t)))
         .collect()
+}
+
+/// What the NoExecute taints of a node do to a pod running there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Eviction {
+    /// Evicted at once (a NoExecute taint it does not tolerate).
+    Now,
+    /// Evicted once this many seconds pass (its `tolerationSeconds`).
+    After(i64),
+    Stays,
+}
+
+/// As Kubernetes' taint eviction controller (`processPodOnNode`): each
+/// NoExecute taint is tolerated by the pod's first toleration matching it
+/// (`GetMatchingTolerations`); one it does not tolerate evicts it at once;
+/// else the least `tolerationSeconds` of those tolerations (0 or less: at
+/// once) is when it is evicted, none at all: never.
+pub fn noexecute_eviction(taints: &[Taint], tolerations: &[Toleration]) -> Eviction {
+    let mut least: Option<i64> = None;
+    for t in taints.iter().filter(|t| t.effect == TaintEffect::NoExecute) {
+        let Some(tol) = tolerations.iter().find(|tol| tol.tolerates(t)) else {
+            return Eviction::Now;
+        };
+        if let Some(s) = tol.seconds {
+            least = Some(least.map_or(s, |l| l.min(s)));
+        }
+    }
+    match least {
+        Some(s) if s <= 0 => Eviction::Now,
+        Some(s) => Eviction::After(s),
+        None => Eviction::Stays,
+    }
+}
+
+/// The node's pods the change of its taints evicts: at once, and later
+/// (after their `tolerationSeconds`), each judged as Kubernetes' taint
+/// eviction controller judges it on the taints before and after; a pod
+/// already on its way out before the change is not counted.
+pub fn evictions(
+    pods: &[Placement],
+    before: &[Taint],
+    after: &[Taint],
+) -> (usize, Option<super::DelayedEviction>) {
+    let mut now = 0;
+    let mut later: Option<super::DelayedEviction> = None;
+    for p in pods {
+        let was = noexecute_eviction(before, &p.tolerations);
+        match noexecute_eviction(after, &p.tolerations) {
+            _ if was != Eviction::Stays => {}
+            Eviction::Now => now += 1,
+            Eviction::After(s) => {
+                let l = later.get_or_insert(super::DelayedEviction {
+                    pods: 0,
+                    soonest_seconds: s,
+                    latest_seconds: s,
+                });
+                l.pods += 1;
+                l.soonest_seconds = l.soonest_seconds.min(s);
+                l.latest_seconds = l.latest_seconds.max(s);
+            }
+            _ => {}
+        }
+    }
+    (now, later)
 }
 
 /// A pod's (or pod template's) placement: node selector, required node
@@ -478,14 +547,7 @@ pub fn file_disruption(
     policy_files: &[(String, Vec<String>)],
     path: &str,
 ) -> (Disruption, Vec<String>) {
-    let exact = policy_files.iter().find(|(p, _)| p == path);
-    let dir = || {
-        policy_files
-            .iter()
-            .filter(|(p, _)| path.starts_with(&format!("{}/", p.trim_end_matches('/'))))
-            .max_by_key(|(p, _)| p.len())
-    };
-    let Some((_, actions)) = exact.or_else(dir) else {
+    let Some((_, actions)) = policy_entry(policy_files, path) else {
         return (Disruption::DrainAndReboot, vec!["no policy entry".into()]);
     };
     let worst = actions
@@ -500,6 +562,21 @@ pub fn file_disruption(
         .max()
         .unwrap_or(Disruption::DrainAndReboot);
     (worst, actions.clone())
+}
+
+/// The policy entry for a changed file: by exact path, else the longest
+/// directory entry above it (`FindClosestFilePolicyPathMatch`).
+pub fn policy_entry<'a>(
+    policy_files: &'a [(String, Vec<String>)],
+    path: &str,
+) -> Option<&'a (String, Vec<String>)> {
+    let exact = policy_files.iter().find(|(p, _)| p == path);
+    exact.or_else(|| {
+        policy_files
+            .iter()
+            .filter(|(p, _)| path.starts_with(&format!("{}/", p.trim_end_matches('/'))))
+            .max_by_key(|(p, _)| p.len())
+    })
 }
 
 /// `spec.nodeDisruptionPolicy.files` of a MachineConfiguration: each path
@@ -612,6 +689,7 @@ mod tests {
             operator: op.into(),
             value: v.into(),
             effect: e.into(),
+            seconds: None,
         };
         assert!(t("nvidia.com/gpu", "Exists", "", "").tolerates(&gpu));
         assert!(t("nvidia.com/gpu", "Equal", "present", "NoSchedule").tolerates(&gpu));
@@ -621,6 +699,71 @@ mod tests {
         assert!(!t("", "", "", "").tolerates(&gpu));
         let soft = taint("x", "", TaintEffect::PreferNoSchedule);
         assert!(untolerated(&[soft], &[]).is_empty());
+    }
+
+    /// The taint eviction controller's verdict: the first toleration that
+    /// matches each NoExecute taint counts, the least tolerationSeconds of
+    /// those wins, 0 or less is at once.
+    #[test]
+    fn noexecute_eviction_as_the_taint_eviction_controller() {
+        let t = |k: &str, op: &str, e: &str, secs: Option<i64>| Toleration {
+            key: k.into(),
+            operator: op.into(),
+            value: String::new(),
+            effect: e.into(),
+            seconds: secs,
+        };
+        let drain = taint("drain", "", TaintEffect::NoExecute);
+        let other = taint("other", "", TaintEffect::NoExecute);
+        let soft = taint("soft", "", TaintEffect::NoSchedule);
+        let e = |taints: Vec<Taint>, tols: &[Toleration]| noexecute_eviction(&taints, tols);
+        assert_eq!(e(vec![soft], &[]), Eviction::Stays);
+        assert_eq!(e(vec![drain.clone()], &[]), Eviction::Now);
+        assert_eq!(
+            e(
+                vec![drain.clone()],
+                &[t("drain", "Exists", "NoSchedule", None)]
+            ),
+            Eviction::Now
+        );
+        assert_eq!(
+            e(vec![drain.clone()], &[t("drain", "Exists", "", None)]),
+            Eviction::Stays
+        );
+        assert_eq!(
+            e(vec![drain.clone()], &[t("drain", "Exists", "", Some(300))]),
+            Eviction::After(300)
+        );
+        assert_eq!(
+            e(vec![drain.clone()], &[t("drain", "Exists", "", Some(0))]),
+            Eviction::Now
+        );
+        // The first matching toleration is the one used.
+        assert_eq!(
+            e(
+                vec![drain.clone()],
+                &[
+                    t("", "Exists", "", Some(60)),
+                    t("drain", "Exists", "", None)
+                ]
+            ),
+            Eviction::After(60)
+        );
+        // Two taints: the least of their tolerations' seconds.
+        assert_eq!(
+            e(
+                vec![drain.clone(), other.clone()],
+                &[
+                    t("drain", "Exists", "", Some(600)),
+                    t("other", "Exists", "", Some(30))
+                ]
+            ),
+            Eviction::After(30)
+        );
+        assert_eq!(
+            e(vec![drain, other], &[t("drain", "Exists", "", None)]),
+            Eviction::Now
+        );
     }
 
     /// Kubernetes' taint and toleration matching, as
@@ -635,6 +778,7 @@ mod tests {
             operator: op.into(),
             value: v.into(),
             effect: e.into(),
+            seconds: None,
         };
         let taint5 = taint("prio", "5", TaintEffect::NoSchedule);
         // (toleration, tolerates prio=5:NoSchedule)

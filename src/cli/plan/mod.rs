@@ -17,8 +17,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub mod command;
+pub mod formats;
 mod inputs;
 pub mod kube;
+mod policy;
 mod report;
 
 pub use report::{Format, render};
@@ -55,8 +57,12 @@ pub struct Outcome {
     /// Commands only the cluster can run (a node may not change its
     /// taints), for each node of the group in place of [`NODE`].
     pub taint_commands: Vec<String>,
-    /// Pods on the node a NoExecute taint added by those commands evicts.
+    /// Pods on the node a NoExecute taint added by those commands evicts
+    /// at once (none of their tolerations matches it).
     pub evicted_pods: Option<usize>,
+    /// Pods that tolerate it for a while (`tolerationSeconds`), then are
+    /// evicted as well, unless the taint is taken off before.
+    pub evicted_later: Option<DelayedEviction>,
     pub disruption: Disruption,
     /// The changed files behind it, each with its policy's actions.
     pub disruption_because: Vec<String>,
@@ -65,7 +71,18 @@ pub struct Outcome {
     pub daemonsets: Vec<String>,
     /// A DaemonSet of NFD or the GPU Operator stops being schedulable.
     pub lockout: bool,
+    /// The node runs files of ours of another node format than the
+    /// proposed render's: it keeps the old behaviour until they land.
+    pub wrapper_format: Option<formats::FormatChange>,
     pub not_judged: Vec<String>,
+}
+
+/// Pods a NoExecute taint evicts once their `tolerationSeconds` pass.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct DelayedEviction {
+    pub pods: usize,
+    pub soonest_seconds: i64,
+    pub latest_seconds: i64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
@@ -128,10 +145,18 @@ struct Fleet {
     feature_index: std::collections::HashMap<String, usize>,
     pools: Vec<Pool>,
     policy: Option<Value>,
+    /// The node formats of our files in each rendered config given
+    /// (`oc get mc -o json`), by name.
+    rendered: std::collections::HashMap<String, formats::Formats>,
     daemonsets: Vec<(String, Placement)>,
     pods_given: bool,
     ignored: BTreeMap<String, usize>,
 }
+
+/// A node's disruption policy (the MCO's defaults of its release under
+/// the cluster's and the render's entries), and the paths whose entry is
+/// the MCO's default.
+type NodePolicy = (Vec<(String, Vec<String>)>, Vec<String>);
 
 /// One side's env and files for one pool.
 struct PoolRender {
@@ -139,6 +164,8 @@ struct PoolRender {
     /// Each path's hash of what is written there, to tell a changed file.
     files: BTreeMap<String, u64>,
     pool_label: Option<String>,
+    /// The node formats of our files in the pool's MachineConfigs.
+    formats: formats::Formats,
 }
 
 pub fn plan(opts: &PlanOptions) -> Result<Plan> {
@@ -189,11 +216,23 @@ pub fn plan(opts: &PlanOptions) -> Result<Plan> {
         fleet_notes.push("no DaemonSets given (oc get ds -A -o json): which DaemonSets a taint keeps off is not judged".into());
     }
     if fleet.policy.is_none() {
-        fleet_notes.push("no MachineConfiguration given (oc get machineconfiguration cluster -o json): only the render's own disruption policy entries are known".into());
+        fleet_notes.push("no MachineConfiguration given (oc get machineconfiguration cluster -o json): only the MCO's default and the render's own disruption policy entries are known".into());
     }
     for (kind, n) in &fleet.ignored {
         fleet_notes.push(format!("{n} object(s) of kind {kind} ignored"));
     }
+    // The policy each release's daemon applies: the MCO's defaults of
+    // that release under the cluster's and the render's entries.
+    let policies: BTreeMap<Option<u32>, NodePolicy> = fleet
+        .nodes
+        .values()
+        .map(|n| {
+            (
+                n.kubelet_minor,
+                policy::with_defaults(n.kubelet_minor, &policy),
+            )
+        })
+        .collect();
     let mut outcomes: Vec<(String, Outcome)> = Vec::new();
     for (name, n) in &fleet.nodes {
         let o = judge(
@@ -203,7 +242,7 @@ pub fn plan(opts: &PlanOptions) -> Result<Plan> {
             &mut sides,
             &base_pools,
             &proposed_pools,
-            &policy,
+            &policies[&n.kubelet_minor],
             opts.profile,
         )?;
         outcomes.push((name.clone(), o));
@@ -298,6 +337,7 @@ fn lay_out(render: &inputs::Render, pool: &Pool) -> Result<PoolRender> {
         .filter(|mc| pool.takes(&string_map(mc.pointer("/metadata/labels"))))
         .cloned()
         .collect();
+    let formats = formats::of_configs(&configs);
     let scratch = tempfile::tempdir().context("creating a scratch node tree")?;
     let root = scratch.path().join("root");
     let layout = crate::cli::render::layout::Layout::merge(configs)
@@ -342,6 +382,7 @@ fn lay_out(render: &inputs::Render, pool: &Pool) -> Result<PoolRender> {
         env,
         files,
         pool_label,
+        formats,
     })
 }
 
@@ -494,6 +535,11 @@ fn add_object(
             merge_features(node_features.entry(node).or_default(), f);
         }
         "MachineConfigPool" => fleet.pools.extend(Pool::from_object(&obj)),
+        // A pool's rendered config, which a Node's currentConfig names.
+        "MachineConfig" if name.starts_with("rendered-") => {
+            let f = formats::of_configs([&obj]);
+            fleet.rendered.insert(name, f);
+        }
         "MachineConfiguration" => fleet.policy = Some(obj),
         "DaemonSet" => {
             let ns = obj
@@ -506,6 +552,11 @@ fn add_object(
         }
         "Pod" => {
             fleet.pods_given = true;
+            // A pod that has finished runs nothing a taint could evict.
+            let phase = obj.pointer("/status/phase").and_then(Value::as_str);
+            if matches!(phase, Some("Succeeded" | "Failed")) {
+                return Ok(());
+            }
             if let Some(node) = obj.pointer("/spec/nodeName").and_then(Value::as_str) {
                 pods.push((node.to_string(), Placement::from_pod_spec(obj.get("spec"))));
             }
@@ -630,7 +681,7 @@ fn judge(
     sides: &mut [Side; 2],
     base_pools: &[Pool],
     proposed_pools: &[Pool],
-    policy: &[(String, Vec<String>)],
+    (policy, defaults): &NodePolicy,
     profile: Profile,
 ) -> Result<Outcome> {
     let mut o = Outcome::default();
@@ -663,6 +714,7 @@ fn judge(
     let (after, desired) = registration(&mut sides[1], &proposed_pool, n.features, fleet, profile)?;
     o.register_before = before.clone();
     o.register_after = after.clone();
+    formats::judge(&mut o, n, fleet, sides, &pool, &proposed_pool)?;
     let mut labels_after = labels_now.clone();
     let mut node_taints_after: Vec<Taint> = n
         .node
@@ -755,16 +807,9 @@ fn judge(
             .collect();
         if !added_noexecute.is_empty() {
             if fleet.pods_given {
-                o.evicted_pods = Some(
-                    n.pods
-                        .iter()
-                        .filter(|p| {
-                            added_noexecute
-                                .iter()
-                                .any(|t| !p.tolerations.iter().any(|tol| tol.tolerates(t)))
-                        })
-                        .count(),
-                );
+                let (now, later) = kube::evictions(&n.pods, &state.taints, &node_taints_after);
+                o.evicted_pods = Some(now);
+                o.evicted_later = later;
             } else {
                 o.not_judged.push(
                     "pods a NoExecute taint evicts: no Pods given (oc get pods -A -o json)".into(),
@@ -798,7 +843,9 @@ fn judge(
             .chain(new.keys())
             .filter(|p| old.get(*p) != new.get(*p))
             .collect();
-        let before_policies = n.kubelet_minor.is_some_and(|m| m < 30);
+        let before_policies = n
+            .kubelet_minor
+            .is_some_and(|m| m < policy::FIRST_KUBELET_MINOR);
         for path in changed {
             let (d, actions) = if before_policies {
                 (
@@ -808,9 +855,14 @@ fn judge(
             } else {
                 kube::file_disruption(policy, path)
             };
+            let default = !before_policies
+                && kube::policy_entry(policy, path).is_some_and(|(p, _)| defaults.contains(p));
             o.disruption = o.disruption.max(d);
-            o.disruption_because
-                .push(format!("{path}: {}", actions.join(", ")));
+            o.disruption_because.push(format!(
+                "{path}: {}{}",
+                actions.join(", "),
+                if default { " (the MCO's default)" } else { "" }
+            ));
         }
     }
     // DaemonSets whose pods the change lets on or keeps off the node.

@@ -128,7 +128,21 @@ fn lines(g: &Group) -> Vec<(usize, String)> {
         if let Some(n) = o.evicted_pods {
             out.push((
                 1,
-                format!("the NoExecute taint evicts {n} pod(s) running there without a toleration"),
+                format!("the NoExecute taint evicts {n} pod(s) running there at once (no toleration of theirs matches it)"),
+            ));
+        }
+        if let Some(l) = &o.evicted_later {
+            let when = if l.soonest_seconds == l.latest_seconds {
+                format!("after {} s", l.soonest_seconds)
+            } else {
+                format!("between {} s and {} s", l.soonest_seconds, l.latest_seconds)
+            };
+            out.push((
+                1,
+                format!(
+                    "and {} more {when}, when their tolerationSeconds run out, unless the taint is taken off before",
+                    l.pods
+                ),
             ));
         }
     }
@@ -145,6 +159,16 @@ fn lines(g: &Group) -> Vec<(usize, String)> {
     if o.disruption != super::kube::Disruption::Nothing || !o.disruption_because.is_empty() {
         out.push((0, format!("applying it costs {}:", o.disruption.as_str())));
         out.extend(o.disruption_because.iter().map(|c| (1, c.clone())));
+    }
+    if let Some(f) = &o.wrapper_format {
+        out.push((
+            0,
+            format!(
+                "wrapper: installed {} (from {}), proposed {}:",
+                f.installed, f.installed_from, f.proposed
+            ),
+        ));
+        out.push((1, f.until_then.clone()));
     }
     if !o.daemonsets.is_empty() {
         out.push((0, "DaemonSets:".into()));
@@ -202,6 +226,13 @@ fn markdown(plan: &Plan) -> String {
         }
         if o.lockout {
             what.push("**NFD/GPU Operator locked out**".into());
+        }
+        if let Some(f) = &o.wrapper_format {
+            what.push(format!(
+                "old behaviour until the new MachineConfigs land ({} installed, {} proposed)",
+                md(&f.installed),
+                md(&f.proposed)
+            ));
         }
         what.push(o.disruption.as_str().to_string());
         let _ = writeln!(

@@ -320,7 +320,7 @@ impl Layout {
     /// unit as its link's target): what `compose` compares across
     /// MachineConfigs. The files explain reads are unpacked (within the
     /// same caps); any other file stands as its encoded source.
-    pub(super) fn writes_of(name: &str, config: &Value) -> Result<BTreeMap<String, Vec<u8>>> {
+    pub(crate) fn writes_of(name: &str, config: &Value) -> Result<BTreeMap<String, Vec<u8>>> {
         let mut one = Layout::default();
         one.add_config(name, config)?;
         let texts = one.units.values().flat_map(|u| {
