@@ -202,6 +202,7 @@ pub fn remove_tree(root: &Path, unit: &str, force: bool) -> Result<Removed> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::render::dropins::foreign_lines;
     use crate::node::contract::{LABELS_VAR, POOL_LABEL_VAR};
 
     /// Issue 33 item 25: the commands name the Node and the labels the
