@@ -51,7 +51,7 @@ fn code_of(text: &str) -> String {
     let text = match text
         .find("#[cfg(test)]\nmod tests")
         .or_else(|| text.find("#[cfg(test)]\npub(super) mod tests"))
-        .or_else(|| text.find("#[cfg(test)]\n#[path"))
+        .or_else(|| text.find(concat!("#[cfg(test)]\n#", "[path")))
     {
         Some(at) => &text[..at],
         None => text,
