@@ -56,6 +56,11 @@ const BLOCKS: &[(&str, &str, Plan)] = &[
     ),
     (
         "README.md",
+        "cargo test --all-targets",
+        NotHere("runs this very test suite (CI runs it as written: .ci/run)"),
+    ),
+    (
+        "README.md",
         "kubelet-labeler render machineconfig --pool worker-gpu --taint nvidia.com/gpu=true:NoSchedule \\",
         Run(&[Wrapper("x86_64")]),
     ),
