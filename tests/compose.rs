@@ -6,8 +6,8 @@
 //! `render` into the shared directory refuse that, naming both
 //! MachineConfigs; the MCO oracle shows what the node receives.
 
-use crate::iso_fleet;
 use crate::support::{bin, is_root, mco, run_cli, scratch_dir, skipped, stderr};
+use crate::{iso_fleet, iso_fleet_cli};
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -452,7 +452,7 @@ fn explain_root_refuses_a_node_of_another_node_format() {
 fn iso_fleet_refuses_an_earlier_roles_dropin_under_the_pools() {
     let tmp = scratch_dir();
     let dir = tmp.path();
-    let sel = iso_fleet::stand_in_selector(dir);
+    let sel = iso_fleet_cli::stand_in_selector(dir);
     let gpu = iso_fleet::gitops(
         dir,
         "worker-gpu",
@@ -475,13 +475,13 @@ fn iso_fleet_refuses_an_earlier_roles_dropin_under_the_pools() {
         kubelet_labeler::cli::render::machineconfig::to_yaml(&role).unwrap(),
     )
     .unwrap();
-    let o = iso_fleet::fleet_args(dir)
+    let o = iso_fleet_cli::fleet_args(dir)
         .args(["--dry-run", "--arch", "x86_64", "--dest-device", "/dev/sda"])
         .arg(format!("--pool=worker-gpu={}", gpu.display()))
         .arg("--pool=worker")
         .output()
         .unwrap();
-    let e = iso_fleet::said(&o);
+    let e = iso_fleet_cli::said(&o);
     assert_eq!(o.status.code(), Some(1), "{e}");
     assert!(
         e.contains("pool worker-gpu: MachineConfig \"50-worker-gpu-kubelet-labeler-labels\"")
