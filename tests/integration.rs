@@ -36,6 +36,7 @@ mod one_binary;
 mod payload;
 mod plan;
 mod plan_fleet;
+mod plan_tolerations;
 mod preflight;
 mod readme;
 mod real_chain;
