@@ -133,9 +133,10 @@ fn start_kubelet(cluster: &Cluster, node: &str, taints: &[String], work: &str) -
     let child = Command::new("bash")
         .arg(realcluster::tools_dir().join("register.sh"))
         .arg(format!("--register-with-taints={}", taints.join(",")))
-        // Only a memory threshold: the fake CRI reports no image
-        // filesystem, which the default imagefs threshold reads as disk
-        // pressure (every pod then rejected as Evicted, not judged on taints).
+        // Only a memory threshold: with the default ones a host disk less
+        // than 15% free (imagefs.available) is disk pressure, and the
+        // kubelet evicts the pods it admitted ("low on resource:
+        // ephemeral-storage", reason Evicted), which is no verdict on taints.
         .arg("--eviction-hard=memory.available<1Mi")
         .env("RC_DIR", &cluster.dir)
         .env("NODE_NAME", node)
