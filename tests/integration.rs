@@ -39,6 +39,7 @@ mod one_binary;
 mod payload;
 mod plan;
 mod plan_fleet;
+mod plan_tolerations;
 mod preflight;
 mod preflight_arg_limit;
 mod preflight_kubeadm;

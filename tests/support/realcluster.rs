@@ -102,6 +102,7 @@ fn every_node() -> Vec<&'static str> {
         &crate::real_sync::NODES,
         &crate::real_validate::NODES,
         &crate::plan::NODES,
+        &crate::plan_tolerations::NODES,
     ]
     .concat()
 }
