@@ -532,7 +532,8 @@ fn removing_the_old_worker_wrapper_costs_what_render_says() {
 /// The same proof on the changes this project has met: a role's and a
 /// pool's renders composing (a gpu node is in both), an architecture
 /// added (a real re-render), the pool's label changed (plan's pool move
-/// against the MCO's own pool choice), each against the daemon's verdict.
+/// against the MCO's own pool choice) and a version upgrade (a base of node
+/// format 3), each against the daemon's verdict.
 #[test]
 fn plan_predicts_the_daemons_verdict_on_the_changes_met() {
     if oracle().is_none() {
@@ -723,5 +724,35 @@ fn plan_predicts_the_daemons_verdict_on_the_changes_met() {
     assert_eq!(
         both["disruption"], want,
         "pool label: the daemon says {actions:?}; plan says {both:#}"
+    );
+
+    // (4) a version upgrade: the base as node format 3's release rendered
+    // it (its files stamped, its wrapper of that format), the same options
+    // re-rendered by this one.
+    let policy = d.join("policy-upgrade.yaml");
+    pool(
+        &d.join("upgrade-before"),
+        &[&["--wrapper", w1], &gold[..]].concat(),
+        &d.join("policy-format-3.yaml"),
+    );
+    crate::support::node_format::as_node_format_3(&d.join("upgrade-before"), false);
+    pool(
+        &d.join("upgrade-after"),
+        &[&["--wrapper", w1], &gold[..]].concat(),
+        &policy,
+    );
+    let v = verdict(&d.join("upgrade-before"), &d.join("upgrade-after"), &policy);
+    let (want, actions) = daemon_cost(&v);
+    let fleet = fleet_of(vec![gpu("gpu-1", ours())]);
+    let p = plan_json(
+        &d.join("upgrade-before"),
+        &d.join("upgrade-after"),
+        &fleet,
+        &policy,
+    );
+    let o = group_of(&p, "gpu-1");
+    assert_eq!(
+        o["disruption"], want,
+        "upgrade: the daemon says {actions:?}; plan says {o:#}"
     );
 }
