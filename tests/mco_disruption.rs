@@ -40,24 +40,26 @@ fn wrapper(dir: &Path, marker: &[u8]) -> PathBuf {
     p
 }
 
-/// `render machineconfig` into `out`; the policy file moves to `policy`
-/// (it is applied once, cluster-wide, not with the pool's manifests).
-fn render(out: &Path, wrapper: &Path, args: &[&str], policy: &Path) {
+/// `render machineconfig ARGS --output-dir out`.
+fn render_to(out: &Path, args: &[&str]) {
     let o = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
-        .args([
-            "render",
-            "machineconfig",
-            "--pool",
-            "worker-gpu",
-            "--wrapper",
-        ])
-        .arg(wrapper)
+        .args(["render", "machineconfig"])
+        .args(args)
         .arg("--output-dir")
         .arg(out)
-        .args(args)
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// `render machineconfig` into `out`; the policy file moves to `policy`
+/// (it is applied once, cluster-wide, not with the pool's manifests).
+fn render(out: &Path, wrapper: &Path, args: &[&str], policy: &Path) {
+    let w = wrapper.to_str().unwrap();
+    render_to(
+        out,
+        &[&["--pool", "worker-gpu", "--wrapper", w], args].concat(),
+    );
     std::fs::rename(
         out.join("cluster-wide/machineconfiguration-worker-gpu.yaml"),
         policy,
@@ -89,6 +91,65 @@ fn oracle_report(before: &Path, after: &Path, policy: &Path) -> serde_json::Valu
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
     assert_eq!(v["summary"]["ok"], true, "{}", v["summary"]);
     v
+}
+
+/// The daemon's cost in `plan`'s words (its worst action with the given
+/// policy), and the actions behind it.
+fn daemon_cost(v: &serde_json::Value) -> (&'static str, Vec<String>) {
+    let actions: Vec<String> =
+        serde_json::from_value(v["withGivenPolicy"]["NodeDisruptionActions"].clone())
+            .unwrap_or_else(|e| panic!("{e}: {v}"));
+    let worst = actions
+        .iter()
+        .map(|a| match a.split(' ').next().unwrap_or_default() {
+            "None" => 0,
+            "DaemonReload" => 1,
+            "Reload" | "Special" => 2,
+            "Restart" => 3,
+            _ => 4,
+        })
+        .max()
+        .unwrap_or(4);
+    let cost = [
+        "nothing",
+        "daemon-reload",
+        "reload",
+        "restart",
+        "drain-and-reboot",
+    ][worst];
+    (cost, actions)
+}
+
+/// The oracle's verdict for worker-gpu's nodes among the pools it moves.
+fn gpu_change(report: &serde_json::Value) -> &serde_json::Value {
+    let changes = &report["changeFromPrevManifests"];
+    changes
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| {
+            c["what"]
+                .as_str()
+                .is_some_and(|w| w.starts_with("worker-gpu nodes"))
+        })
+        .unwrap_or_else(|| panic!("{changes:#}"))
+}
+
+/// `plan --format json` from `before` to `after` for the fleet and policy.
+fn plan_json(before: &Path, after: &Path, fleet: &Path, policy: &Path) -> serde_json::Value {
+    let o = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+        .args(["plan", "--format", "json", "--from"])
+        .arg(before)
+        .arg("--to")
+        .arg(after)
+        .arg("--fleet")
+        .arg(fleet)
+        .arg("--fleet")
+        .arg(policy)
+        .output()
+        .unwrap();
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)))
 }
 
 #[test]
@@ -333,43 +394,12 @@ fn plan_predicts_the_daemons_verdict() {
             std::fs::write(&mc, text).unwrap();
         }
         let v = verdict(&d.join("before"), &after, &policy);
-        let actions: Vec<String> =
-            serde_json::from_value(v["withGivenPolicy"]["NodeDisruptionActions"].clone()).unwrap();
-        let worst = actions
-            .iter()
-            .map(|a| match a.split(' ').next().unwrap() {
-                "None" => 0,
-                "DaemonReload" => 1,
-                "Reload" | "Special" => 2,
-                "Restart" => 3,
-                _ => 4,
-            })
-            .max()
-            .unwrap();
+        let (want, actions) = daemon_cost(&v);
         if name == "cluster-files" {
             // The MCO's defaults decide: crio reloads, no drain, no reboot.
             assert_eq!(actions, ["Reload crio.service"], "{v}");
         }
-        let want = [
-            "nothing",
-            "daemon-reload",
-            "reload",
-            "restart",
-            "drain-and-reboot",
-        ][worst];
-        let o = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
-            .args(["plan", "--format", "json", "--from"])
-            .arg(d.join("before"))
-            .arg("--to")
-            .arg(&after)
-            .arg("--fleet")
-            .arg(&fleet)
-            .arg("--fleet")
-            .arg(&policy)
-            .output()
-            .unwrap();
-        let p: serde_json::Value = serde_json::from_slice(&o.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+        let p = plan_json(&d.join("before"), &after, &fleet, &policy);
         if name == "cluster-files" {
             let because = p["groups"][0]["outcome"]["disruption_because"].to_string();
             assert!(
@@ -497,4 +527,232 @@ fn removing_the_old_worker_wrapper_costs_what_render_says() {
             assert_eq!(verdict, "default: none; with the given policy: none");
         }
     }
+}
+
+/// The same proof on the changes this project has met: a role's and a
+/// pool's renders composing (a gpu node is in both), an architecture
+/// added (a real re-render), the pool's label changed (plan's pool move
+/// against the MCO's own pool choice) and a version upgrade (a base of node
+/// format 3), each against the daemon's verdict.
+#[test]
+fn plan_predicts_the_daemons_verdict_on_the_changes_met() {
+    if oracle().is_none() {
+        return;
+    }
+    let dir = scratch_dir();
+    let d = dir.path();
+    let w1 = wrapper(d, b"1");
+    let w1 = w1.to_str().unwrap();
+    let arm = d.join("wrapper-arm");
+    std::fs::write(
+        &arm,
+        elf::static_elf(kubelet_labeler::cli::render::arch::Arch::Aarch64),
+    )
+    .unwrap();
+    let arm = arm.to_str().unwrap();
+    let gold = ["--label", "example.com/tier=gold"];
+    let gpu = |name: &str, labels: serde_json::Value| {
+        serde_json::json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": labels},
+            "status": {"nodeInfo": {"kubeletVersion": "v1.33.5"}}})
+    };
+    let fleet_of = |nodes: Vec<serde_json::Value>| {
+        let f = d.join("fleet.json");
+        std::fs::write(
+            &f,
+            serde_json::json!({"kind": "List", "items": nodes}).to_string(),
+        )
+        .unwrap();
+        f
+    };
+    let group_of = |p: &serde_json::Value, node: &str| {
+        p["groups"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|g| {
+                g["nodes"]
+                    .as_array()
+                    .is_some_and(|n| n.iter().any(|n| n == node))
+            })
+            .map(|g| g["outcome"].clone())
+            .unwrap_or_else(|| panic!("{node} in no group: {p:#}"))
+    };
+    let ours = || {
+        serde_json::json!({
+            "node-role.kubernetes.io/worker": "", "node.kubernetes.io/worker-gpu": ""})
+    };
+    // The pool's render with its policy taken out to `policy`.
+    let pool = |out: &Path, args: &[&str], policy: &Path| {
+        render_to(out, &[&["--pool", "worker-gpu"], args].concat());
+        std::fs::rename(
+            out.join("cluster-wide/machineconfiguration-worker-gpu.yaml"),
+            policy,
+        )
+        .unwrap();
+        std::fs::remove_dir_all(out.join("cluster-wide")).unwrap();
+    };
+
+    // (1) worker's render and worker-gpu's in the same inputs; worker's
+    // labels change: the gpu node gets worker's files too.
+    let policy = d.join("policy-role.yaml");
+    for (side, tier) in [("role-before", "a"), ("role-after", "b")] {
+        let out = d.join(side);
+        let label = format!("example.com/role-tier={tier}");
+        render_to(
+            &out,
+            &["--role", "worker", "--wrapper", w1, "--label", &label],
+        );
+        pool(&out, &[&["--wrapper", w1], &gold[..]].concat(), &policy);
+    }
+    let report = oracle_report(&d.join("role-before"), &d.join("role-after"), &policy);
+    let v = gpu_change(&report);
+    let (want, actions) = daemon_cost(v);
+    let fleet = fleet_of(vec![gpu("gpu-1", ours())]);
+    let p = plan_json(
+        &d.join("role-before"),
+        &d.join("role-after"),
+        &fleet,
+        &policy,
+    );
+    let o = group_of(&p, "gpu-1");
+    assert_eq!(
+        o["disruption"], want,
+        "role+pool: the daemon says {actions:?}; plan says {o:#}"
+    );
+
+    // (2) aarch64 added by a re-render; its policy (naming the new
+    // wrapper) is applied first, as render says.
+    let policy = d.join("policy-arch.yaml");
+    pool(
+        &d.join("arch-before"),
+        &[&["--arch", "x86_64", "--wrapper", w1], &gold[..]].concat(),
+        &d.join("policy-x86.yaml"),
+    );
+    pool(
+        &d.join("arch-after"),
+        &[
+            &[
+                "--arch",
+                "x86_64",
+                "--arch",
+                "aarch64",
+                "--wrapper",
+                w1,
+                "--wrapper",
+                arm,
+            ],
+            &gold[..],
+        ]
+        .concat(),
+        &policy,
+    );
+    let v = verdict(&d.join("arch-before"), &d.join("arch-after"), &policy);
+    let (want, actions) = daemon_cost(&v);
+    let p = plan_json(
+        &d.join("arch-before"),
+        &d.join("arch-after"),
+        &fleet,
+        &policy,
+    );
+    let o = group_of(&p, "gpu-1");
+    assert_eq!(
+        o["disruption"], want,
+        "arch: the daemon says {actions:?}; plan says {o:#}"
+    );
+
+    // (3) the pool's label changed: a node registering from the new
+    // render lands where the MCO puts it; a running node with the old
+    // label only is selected by no custom pool any more, as the oracle's
+    // node without our labels.
+    let policy = d.join("policy-label.yaml");
+    pool(
+        &d.join("label-before"),
+        &[&["--wrapper", w1], &gold[..]].concat(),
+        &policy,
+    );
+    pool(
+        &d.join("label-after"),
+        &[
+            &["--wrapper", w1, "--pool-label", "example.com/gpu=true"],
+            &gold[..],
+        ]
+        .concat(),
+        &d.join("policy-label-2.yaml"),
+    );
+    let report = oracle_report(&d.join("label-before"), &d.join("label-after"), &policy);
+    let labels_of = |choice: &serde_json::Value| {
+        let mut m = serde_json::Map::new();
+        for kv in choice["labels"].as_str().unwrap_or_default().split(',') {
+            if let Some((k, v)) = kv.split_once('=') {
+                m.insert(k.into(), v.into());
+            }
+        }
+        serde_json::Value::Object(m)
+    };
+    let chosen = &report["poolSelection"];
+    let bare = &report["poolSelectionControls"]["withoutOurLabels"];
+    let fleet = fleet_of(vec![
+        gpu("gpu-new", labels_of(chosen)),
+        gpu("gpu-old", ours()),
+        gpu("gpu-both", {
+            let mut l = ours();
+            l["example.com/gpu"] = "true".into();
+            l
+        }),
+    ]);
+    let p = plan_json(
+        &d.join("label-before"),
+        &d.join("label-after"),
+        &fleet,
+        &policy,
+    );
+    let (new, old) = (group_of(&p, "gpu-new"), group_of(&p, "gpu-old"));
+    // A node carrying both labels stays in the pool: the daemon's verdict
+    // for the pool's nodes is its cost.
+    let both = group_of(&p, "gpu-both");
+    assert_eq!(both["pool_before"], "worker-gpu", "{both:#}");
+    assert_eq!(both["pool_after"], "worker-gpu", "{both:#}");
+    assert_eq!(
+        new["pool_after"], chosen["primary"],
+        "{chosen}; plan: {new:#}"
+    );
+    assert_eq!(old["pool_before"], "worker-gpu", "{old:#}");
+    assert_eq!(old["pool_after"], bare["primary"], "{bare}; plan: {old:#}");
+    let (want, actions) = daemon_cost(gpu_change(&report));
+    assert_eq!(
+        both["disruption"], want,
+        "pool label: the daemon says {actions:?}; plan says {both:#}"
+    );
+
+    // (4) a version upgrade: the base as node format 3's release rendered
+    // it (its files stamped, its wrapper of that format), the same options
+    // re-rendered by this one.
+    let policy = d.join("policy-upgrade.yaml");
+    pool(
+        &d.join("upgrade-before"),
+        &[&["--wrapper", w1], &gold[..]].concat(),
+        &d.join("policy-format-3.yaml"),
+    );
+    crate::support::node_format::as_node_format_3(&d.join("upgrade-before"), false);
+    pool(
+        &d.join("upgrade-after"),
+        &[&["--wrapper", w1], &gold[..]].concat(),
+        &policy,
+    );
+    let v = verdict(&d.join("upgrade-before"), &d.join("upgrade-after"), &policy);
+    let (want, actions) = daemon_cost(&v);
+    let fleet = fleet_of(vec![gpu("gpu-1", ours())]);
+    let p = plan_json(
+        &d.join("upgrade-before"),
+        &d.join("upgrade-after"),
+        &fleet,
+        &policy,
+    );
+    let o = group_of(&p, "gpu-1");
+    assert_eq!(
+        o["disruption"], want,
+        "upgrade: the daemon says {actions:?}; plan says {o:#}"
+    );
 }

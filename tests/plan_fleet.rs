@@ -207,67 +207,15 @@ fn a_noexecute_taint_evicts_the_pods_kubernetes_evicts() {
 /// no change of format.
 #[test]
 fn a_node_of_another_node_format_keeps_its_old_behaviour() {
-    use kubelet_labeler::cli::render::{encoding, layout};
-    use kubelet_labeler::node::contract::{NODE_FORMAT, WRAPPER_FORMAT_MARK, WRAPPER_USAGE_HEAD};
+    use kubelet_labeler::cli::render::layout;
+    use kubelet_labeler::node::contract::NODE_FORMAT;
     let tmp = scratch_dir();
     let (base, proposed) = (tmp.path().join("base"), tmp.path().join("proposed"));
     render(&base, &["--label", "example.com/tier=gold"]);
     render(&proposed, &["--label", "example.com/tier=silver"]);
-    // The base as the release of node format 3 rendered it: its text
-    // files stamped `+node.3`, its wrapper's usage line `; node format 3`.
-    let mut old_wrapper =
-        crate::support::elf::foreign_static_elf(kubelet_labeler::cli::render::arch::Arch::X86_64);
-    old_wrapper.extend_from_slice(
-        format!("{WRAPPER_USAGE_HEAD}--unit NAME]{WRAPPER_FORMAT_MARK}3").as_bytes(),
-    );
-    let ours = format!("+node.{NODE_FORMAT}");
+    // The base as the release of node format 3 rendered it.
+    crate::support::node_format::as_node_format_3(&base, true);
     let mut rendered_new = Vec::new();
-    for e in std::fs::read_dir(&base).unwrap() {
-        let p = e.unwrap().path();
-        if p.extension().is_none_or(|x| x != "yaml") {
-            continue;
-        }
-        let text = std::fs::read_to_string(&p).unwrap();
-        // (A file of no MachineConfig, the pool or kustomization, stays.)
-        let mut mcs = layout::machineconfigs_from_yaml(&text, "mc").unwrap_or_default();
-        if mcs.is_empty() {
-            continue;
-        }
-        for mc in &mut mcs {
-            for f in mc["spec"]["config"]["storage"]["files"]
-                .as_array_mut()
-                .into_iter()
-                .flatten()
-            {
-                let bytes = layout::decode_data_url(
-                    f["contents"]["source"].as_str().unwrap(),
-                    f["contents"]["compression"].as_str(),
-                )
-                .unwrap();
-                let bytes = if f["path"]
-                    .as_str()
-                    .unwrap()
-                    .starts_with("/usr/local/bin/kubelet-labeler-wrapper")
-                {
-                    old_wrapper.clone()
-                } else {
-                    String::from_utf8(bytes)
-                        .unwrap()
-                        .replace(&ours, "+node.3")
-                        .into_bytes()
-                };
-                let url = encoding::data_url(&bytes);
-                f["contents"] =
-                    serde_json::json!({"source": url.source, "compression": url.compression});
-            }
-        }
-        std::fs::remove_file(&p).unwrap();
-        std::fs::write(
-            p.with_extension("json"),
-            serde_json::json!({"kind": "List", "items": mcs}).to_string(),
-        )
-        .unwrap();
-    }
     // The rendered config of a node already updated: the proposed files.
     for e in std::fs::read_dir(&proposed).unwrap() {
         let p = e.unwrap().path();

@@ -11,6 +11,7 @@ pub mod fake_api;
 pub mod ignition_oracle;
 pub mod mco;
 pub mod nfd_oracle;
+pub mod node_format;
 pub mod readme_figures;
 pub mod realcluster;
 pub mod run_cli;
