@@ -5,8 +5,8 @@
 //! zeros. The kernel loads it as an extra initramfs.
 
 #[cfg(feature = "cli")]
-#[cfg(feature = "cli")]
 pub mod command;
+#[cfg(feature = "cli")]
 pub mod fleet;
 pub mod ignition;
 pub mod iso9660;
