@@ -5,9 +5,8 @@
 
 use std::path::Path;
 
-/// README.md or one page of docs/ says `phrase` (whitespace-insensitive:
-/// line breaks anywhere); otherwise a failure saying what it should say.
-pub fn assert_docs_say(phrase: &str) {
+/// The text of README.md and of every page of docs/.
+fn pages() -> Vec<String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = vec![root.join("README.md")];
     let mut docs: Vec<_> = std::fs::read_dir(root.join("docs"))
@@ -17,12 +16,21 @@ pub fn assert_docs_say(phrase: &str) {
         .collect();
     docs.sort();
     files.extend(docs);
+    files
+        .iter()
+        .map(|f| {
+            std::fs::read_to_string(f).unwrap_or_else(|e| panic!("reading {}: {e}", f.display()))
+        })
+        .collect()
+}
+
+/// README.md or one page of docs/ says `phrase` (whitespace-insensitive:
+/// line breaks anywhere); otherwise a failure saying what it should say.
+pub fn assert_docs_say(phrase: &str) {
     let flat = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
-    let said = files.iter().any(|f| {
-        let text =
-            std::fs::read_to_string(f).unwrap_or_else(|e| panic!("reading {}: {e}", f.display()));
-        flat(&text).contains(&flat(phrase))
-    });
+    let said = pages()
+        .iter()
+        .any(|text| flat(text).contains(&flat(phrase)));
     assert!(
         said,
         "the docs' figure is not today's: README.md or a page of docs/ should say \"{phrase}\""
@@ -34,20 +42,9 @@ pub fn assert_docs_say(phrase: &str) {
 /// is within `tolerance` of `measured`: for figures the pages give as "about",
 /// which move a little with every change to the code.
 pub fn assert_docs_say_about(unit_suffix: &str, measured: f64, tolerance: f64) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = vec![root.join("README.md")];
-    let mut docs: Vec<_> = std::fs::read_dir(root.join("docs"))
-        .expect("reading docs/")
-        .map(|e| e.expect("reading docs/").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "md"))
-        .collect();
-    docs.sort();
-    files.extend(docs);
     let suffix: Vec<&str> = unit_suffix.split_whitespace().collect();
     let mut stated = Vec::new();
-    for f in &files {
-        let text =
-            std::fs::read_to_string(f).unwrap_or_else(|e| panic!("reading {}: {e}", f.display()));
+    for text in pages() {
         let words: Vec<&str> = text.split_whitespace().collect();
         for i in 1..words.len() {
             // The suffix's last word may carry punctuation: "(aarch64).".

@@ -260,16 +260,7 @@ impl Doc<'_> {
                 added += &indented(&to_yaml(&json!({ k: v })).map_err(|_| Whole)?, indent);
             }
         }
-        if !added.is_empty() {
-            if !self.text[..last_end].ends_with('\n') {
-                added.insert(0, '\n');
-            }
-            edits.push(Edit {
-                start: last_end,
-                end: last_end,
-                with: added,
-            });
-        }
+        self.append_after(last_end, added, edits);
         Ok(())
     }
 
@@ -384,17 +375,24 @@ impl Doc<'_> {
                 indent.unwrap_or(0),
             );
         }
-        if !added.is_empty() {
-            if !self.text[..last_end].ends_with('\n') {
-                added.insert(0, '\n');
-            }
-            edits.push(Edit {
-                start: last_end,
-                end: last_end,
-                with: added,
-            });
-        }
+        self.append_after(last_end, added, edits);
         Ok(())
+    }
+
+    /// New entries `added` (already indented) after the sibling that ends at
+    /// `last_end`, on a line of their own.
+    fn append_after(&self, last_end: usize, mut added: String, edits: &mut Vec<Edit>) {
+        if added.is_empty() {
+            return;
+        }
+        if !self.text[..last_end].ends_with('\n') {
+            added.insert(0, '\n');
+        }
+        edits.push(Edit {
+            start: last_end,
+            end: last_end,
+            with: added,
+        });
     }
 }
 
