@@ -13,7 +13,9 @@
 # round leaves a Node behind.
 # usage: benches/fleet-sync.sh [N] [BATCH]
 # env: ROUNDS="boot same all batch kill 429" (a subset, in order), MAX_WAIT=300
-#      (the sync's --max-wait, as the service), DOWN=5 (seconds the API server
+#      (the sync's --max-wait, as the service), RESTART_SEC=60 (a run that
+#      gave up, exit 75, starts again this much later, as the service's
+#      Restart=on-failure), DOWN=5 (seconds the API server
 #      stays down), K429=2 F429=0.25 (429 to each node's first K429 requests,
 #      then to a fraction F429), OUT=FILE (the figures as JSON), KEEP=1 (keep
 #      the work dir), API_PORT, ETCD_PORT, PROXY_PORT.
@@ -54,4 +56,4 @@ echo "cluster up in $(( $(date +%s) - t0 )) s (load average $(cut -d' ' -f1-3 /p
 python3 benches/fleet_sync.py --rc-dir "$RC_DIR" --wrapper "$wrapper" --work "$work" \
   --nodes "$n" --batch "$batch" --rounds "${ROUNDS:-boot same all batch kill 429}" \
   --max-wait "${MAX_WAIT:-300}" --down "${DOWN:-5}" --k429 "${K429:-2}" --f429 "${F429:-0.25}" \
-  --proxy-port "${PROXY_PORT:-27799}" --out "${OUT:-/tmp/fleet-sync-$n-$batch.json}"
+  --proxy-port "${PROXY_PORT:-27799}" --restart-sec "${RESTART_SEC:-60}" --out "${OUT:-/tmp/fleet-sync-$n-$batch.json}"

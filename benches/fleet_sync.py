@@ -273,21 +273,35 @@ def run_round(a, cluster, names, name, value, batch, fault, out):
         killer.start()
     done = {}
     codes = {}
+    restarts = {}
+
+    def spawn(n, mode):
+        with open(f"{logdir}/{n}.log", mode) as err:
+            return subprocess.Popen(
+                [a.wrapper, "sync", "--root", f"{a.work}/nodes/{n}",
+                 "--kubeconfig", f"{a.work}/nodes/{n}/{kc}", "--curl", a.shim,
+                 "--max-wait", str(a.max_wait)],
+                stdout=subprocess.DEVNULL, stderr=err)
+
     for i in range(0, len(names), batch):
-        pending = {}
-        for n in names[i:i + batch]:
-            with open(f"{logdir}/{n}.log", "w") as err:
-                pending[n] = subprocess.Popen(
-                    [a.wrapper, "sync", "--root", f"{a.work}/nodes/{n}",
-                     "--kubeconfig", f"{a.work}/nodes/{n}/{kc}", "--curl", a.shim,
-                     "--max-wait", str(a.max_wait)],
-                    stdout=subprocess.DEVNULL, stderr=err)
-        while pending:
+        pending = {n: spawn(n, "w") for n in names[i:i + batch]}
+        # As the sync's unit (Restart=on-failure, RestartPreventExitStatus=2):
+        # a run that gave up (75) starts again RESTART_SEC later.
+        waiting = {}
+        while pending or waiting:
             for n, p in list(pending.items()):
                 if p.poll() is not None:
+                    del pending[n]
+                    if p.returncode not in (0, 1, 2) and restarts.get(n, 0) < a.max_restarts:
+                        restarts[n] = restarts.get(n, 0) + 1
+                        waiting[n] = time.time() + a.restart_sec
+                        continue
                     done[n] = time.time() - t0
                     codes[n] = p.returncode
-                    del pending[n]
+            for n, at in list(waiting.items()):
+                if time.time() >= at:
+                    del waiting[n]
+                    pending[n] = spawn(n, "a")
             time.sleep(0.005)
     wall = time.time() - t0
     if killer:
@@ -350,6 +364,9 @@ def run_round(a, cluster, names, name, value, batch, fault, out):
         "node_json_bytes_of": node_parts(node) if st == 200 else None,
         "sample_line": last[0],
         # every line of a node that failed or was left behind (the first 10)
+        # runs that gave up (exit 75) and were started again, as systemd would
+        "restarted": {"nodes": len(restarts), "max_per_node": max(restarts.values(), default=0)},
+        "gave_up_lines": [line for ls in lines for line in ls if "gave up" in line][:5],
         "failed_lines": [line for n, ls in zip(names, lines)
                          if codes.get(n) != 0 or n in missing for line in ls][:10],
     }
@@ -405,6 +422,8 @@ def main():
     ap.add_argument("--k429", type=int, default=2)
     ap.add_argument("--f429", type=float, default=0.25)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--restart-sec", type=float, default=60.0)
+    ap.add_argument("--max-restarts", type=int, default=5)
     a = ap.parse_args()
     cluster = Cluster(a.rc_dir)
     names = [f"fleet-{i:05d}" for i in range(1, a.nodes + 1)]
@@ -415,7 +434,9 @@ def main():
     with open(a.shim, "w") as f:
         f.write(
             "#!/bin/bash\nm=GET n=? prev=\n"
-            "for w in \"$@\"; do case $prev in -X) m=$w;; --cert) n=${w##*/node-}; n=${n%.crt};; esac; "
+            # the Node from the URL (the credentials reach curl as memfds)
+            "for w in \"$@\"; do case $prev in -X) m=$w;; esac; "
+            "case $w in https://*/api/v1/nodes/*) n=${w##*/nodes/}; n=${n%%[?/]*};; esac; "
             "prev=$w; done\n"
             f"echo \"$EPOCHREALTIME $n $m\" >> {a.work}/requests.log\n"
             f'exec {curl} "$@"\n'

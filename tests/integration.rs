@@ -46,6 +46,7 @@ mod preflight_kubeadm;
 mod preflight_systemd;
 mod readme;
 mod real_chain;
+mod real_chain_sync;
 mod real_policy_apply;
 mod real_sync;
 mod real_validate;

@@ -17,7 +17,7 @@ use kubelet_labeler::node::kubelet::Profile;
 use realcluster::{ChainRun, Cluster, KubeletSetup, run_chain};
 
 /// Every node name these tests register (each gets a client certificate).
-pub const NODES: [&str; 10] = [
+pub const NODES: [&str; 9] = [
     "rc-static",
     "rc-taints",
     "rc-rules",
@@ -26,7 +26,6 @@ pub const NODES: [&str; 10] = [
     "rc-guard",
     "rc-apirefuse",
     "rc-restart",
-    "rc-sync",
     "rc-port",
 ];
 
@@ -37,7 +36,7 @@ pub const NODES: [&str; 10] = [
 const NOT_READY: &str = "node.kubernetes.io/not-ready=:NoSchedule";
 const UNINITIALIZED: &str = "node.cloudprovider.kubernetes.io/uninitialized=true:NoSchedule";
 
-fn cluster() -> Option<&'static Cluster> {
+pub(crate) fn cluster() -> Option<&'static Cluster> {
     if systemd_oracle::unavailable().is_some() || realcluster::unavailable().is_some() {
         return None;
     }
@@ -383,7 +382,7 @@ fn assert_line_says_added(line: &str, ex: &serde_json::Value) {
 }
 
 /// Shell steps: start kubelet, wait for its registration, print how long.
-const START_AND_REGISTER: &str = "t0=$(date +%s%N)\n\
+pub(crate) const START_AND_REGISTER: &str = "t0=$(date +%s%N)\n\
     systemctl --user start --no-block kubelet.service\n\
     wait_log 'Successfully registered node' 60 && echo registered_ms=$(( ($(date +%s%N) - t0) / 1000000 ))\n";
 
@@ -411,7 +410,7 @@ fn scratch_for(case: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
 
 /// A case on OpenShift's unit: its scratch dir (kept while the guard
 /// lives), the node tree, and `render dropins` with `args` into it.
-fn openshift_case(
+pub(crate) fn openshift_case(
     cluster: &Cluster,
     node: &str,
     args: &[&str],
@@ -424,7 +423,13 @@ fn openshift_case(
 
 /// Runs `steps` on the tree with the case's Node deleted first, printing
 /// its timing.
-fn start(cluster: &Cluster, node: &str, scratch: &Path, tree: &Path, steps: &str) -> ChainRun {
+pub(crate) fn start(
+    cluster: &Cluster,
+    node: &str,
+    scratch: &Path,
+    tree: &Path,
+    steps: &str,
+) -> ChainRun {
     cluster.delete_node(node);
     let run = run_chain(cluster, scratch, tree, node, steps);
     timing(node, &run);
@@ -892,102 +897,4 @@ fn restart_after_registration_keeps_the_node() {
     );
     // As first registered: the first tree's prediction, not the second's.
     assert_node_as_explained(cluster, node, &ex, Profile::OpenShift, &[], &run);
-}
-
-/// The day-2 sync through the rendered units under real systemd: after
-/// kubelet's start (the `Wants=` drop-in) it adopts what registration set;
-/// then every way the env drop-ins change makes the path unit run it, and
-/// the Node follows with no kubelet restart: replaced by rename (a file
-/// written beside it and renamed over it, as the MCO's daemon and `render
-/// dropins` write; the unit's file watches missed it), written in place,
-/// the role's drop-in created and removed. Each change lands once the run
-/// before has stopped: the path unit is deaf while it runs (the sync
-/// itself derives again at its end for that; a unit test covers it).
-#[test]
-fn sync_units_keep_the_node_current_without_a_restart() {
-    let Some(cluster) = cluster() else { return };
-    let node = "rc-sync";
-    let (_d, scratch, tree) = openshift_case(cluster, node, &["--label", "example.com/tier=gold"]);
-    let log = scratch.join("sync.log");
-    // Five starts in a few seconds: more than systemd's default start
-    // limit (5 in 10 s) lets a test add.
-    write(
-        &tree.join("etc/systemd/system/kubelet-labeler-sync.service.d/50-test-journal.conf"),
-        &format!(
-            "[Unit]\nStartLimitIntervalSec=0\n\
-             [Service]\nStandardOutput=append:{l}\nStandardError=append:{l}\n",
-            l = log.display()
-        ),
-    );
-    let env_text = |labels: &str| {
-        format!("[Service]\nEnvironment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS={labels}\"\n")
-    };
-    let renamed = scratch.join("renamed-env.conf");
-    write(
-        &renamed,
-        &env_text("example.com/tier=silver,example.com/new=1"),
-    );
-    let in_place = scratch.join("in-place-env.conf");
-    write(
-        &in_place,
-        &env_text("example.com/tier=bronze,example.com/new=1"),
-    );
-    let role = scratch.join("role-env.conf");
-    write(
-        &role,
-        &format!(
-            "[Service]\nEnvironment=\"{}=example.com/role=x\"\n",
-            kubelet_labeler::node::contract::ROLE_LABELS_VAR
-        ),
-    );
-    let dir = "/etc/systemd/system/kubelet.service.d";
-    let steps = format!(
-        "{START_AND_REGISTER}\
-         SYNC={log}\n\
-         wait_sync() {{ local end=$(( $(date +%s) + 30 )); until grep -q -- \"$1\" \"$SYNC\" 2>/dev/null; do \
-         [ $(date +%s) -ge $end ] && {{ echo \"timeout waiting for a sync that says $1\"; return 1; }}; sleep 0.1; done; }}\n\
-         wait_idle() {{ local end=$(( $(date +%s) + 30 )); until case $(systemctl --user is-active kubelet-labeler-sync.service) in inactive|failed) true;; *) false;; esac; do \
-         [ $(date +%s) -ge $end ] && {{ echo \"timeout waiting for the sync to stop\"; return 1; }}; sleep 0.1; done; }}\n\
-         wait_sync 'adopted example.com/tier=gold' && echo first_sync=1\n\
-         wait_idle\n\
-         before=$(restarts)\n\
-         cat {renamed} > {dir}/.90-kubelet-labeler-env.conf.tmp && mv -f {dir}/.90-kubelet-labeler-env.conf.tmp {dir}/90-kubelet-labeler-env.conf\n\
-         wait_sync 'changed example.com/tier=silver' && echo renamed=1\n\
-         wait_idle\n\
-         cp {in_place} {dir}/90-kubelet-labeler-env.conf\n\
-         wait_sync 'changed example.com/tier=bronze' && echo in_place=1\n\
-         wait_idle\n\
-         cp {role} {dir}/80-kubelet-labeler-role-env.conf\n\
-         wait_sync 'added example.com/role=x' && echo created=1\n\
-         wait_idle\n\
-         rm {dir}/80-kubelet-labeler-role-env.conf\n\
-         wait_sync 'removed example.com/role' && echo removed=1\n\
-         wait_idle\n\
-         echo kubelet_restarts=$(( $(restarts) - before ))\n\
-         systemctl --user is-active kubelet.service\n",
-        log = log.display(),
-        renamed = renamed.display(),
-        in_place = in_place.display(),
-        role = role.display(),
-    );
-    let run = start(cluster, node, &scratch, &tree, &steps);
-    let sync_log = std::fs::read_to_string(&log).unwrap_or_default();
-    for step in ["first_sync", "renamed", "in_place", "created", "removed"] {
-        assert!(
-            run.output.contains(&format!("{step}=1")),
-            "{step}: {}\n{sync_log}",
-            run.summary()
-        );
-    }
-    assert!(run.output.contains("kubelet_restarts=0"), "{}", run.output);
-    assert!(sync_log.contains("added example.com/new=1"), "{sync_log}");
-    let stored = cluster.node(node).expect("the Node");
-    let (labels, _) = realcluster::labels_and_taints(&stored);
-    assert_eq!(labels["example.com/tier"], "bronze");
-    assert_eq!(labels["example.com/new"], "1");
-    assert!(!labels.contains_key("example.com/role"), "{labels:?}");
-    assert_eq!(
-        stored["metadata"]["annotations"]["kubelet-labeler.io/owned-labels"],
-        "example.com/{new,tier}"
-    );
 }

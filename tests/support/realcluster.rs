@@ -99,6 +99,7 @@ fn free_port(with_peer: bool) -> u16 {
 fn every_node() -> Vec<&'static str> {
     [
         &crate::real_chain::NODES[..],
+        &crate::real_chain_sync::NODES,
         &crate::real_sync::NODES,
         &crate::real_validate::NODES,
         &crate::plan::NODES,

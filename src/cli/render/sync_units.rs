@@ -50,6 +50,13 @@ pub fn sync_service(profile: Profile, unit: &str, pool_label: Option<&str>) -> S
          Type=oneshot\n\
          # 1: drift a node may not fix (taints, others' values); the line says which.\n\
          SuccessExitStatus=1\n\
+         # 75: the API server stayed unreachable or busy past the run's wait\n\
+         # (5 min): start again a minute later, until the Node is current;\n\
+         # never after a usage error (2). (systemd refuses\n\
+         # RestartForceExitStatus= in a oneshot service.)\n\
+         Restart=on-failure\n\
+         RestartPreventExitStatus=2\n\
+         RestartSec=1min\n\
          TimeoutStartSec=6min\n\
          MemoryMax=128M\n\
          Nice=10\n\
@@ -213,6 +220,14 @@ mod tests {
         };
         assert_eq!(get("After").as_deref(), Some("kubelet.service"));
         assert_eq!(get("Type").as_deref(), Some("oneshot"));
+        // A run that gave up on an unreachable or busy API server starts again.
+        use crate::node::sync::run::{EXIT_DRIFT, EXIT_USAGE};
+        assert_eq!(get("Restart").as_deref(), Some("on-failure"));
+        assert_eq!(
+            get("RestartPreventExitStatus"),
+            Some(EXIT_USAGE.to_string())
+        );
+        assert_eq!(get("SuccessExitStatus"), Some(EXIT_DRIFT.to_string()));
         // `$$` is systemd's escape for a literal `$`: the shell sees $(uname -m).
         let exec = get("ExecStart").unwrap();
         assert!(exec.contains("kubelet-labeler-wrapper.$$(uname -m) sync --unit kubelet.service --profile openshift --pool-label node.kubernetes.io/worker-gpu"), "{exec}");

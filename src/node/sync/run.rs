@@ -19,6 +19,11 @@ use crate::node::wrapper::plan;
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_DRIFT: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
+/// The API server stayed unreachable or busy (a cut connection, 429, 5xx)
+/// past the run's wait: the sync service starts again later
+/// (`Restart=on-failure`), so the Node does not stay stale until the
+/// next change or kubelet start. 75 is sysexits' EX_TEMPFAIL.
+pub const EXIT_RETRY_LATER: i32 = 75;
 
 #[derive(Debug, Clone)]
 pub struct SyncOptions {
@@ -361,7 +366,7 @@ pub fn sync_node(
                 }
                 return finish(
                     out,
-                    EXIT_DRIFT,
+                    EXIT_RETRY_LATER,
                     format!(
                         "nothing changed: {why} (gave up after {} s)",
                         start.elapsed().as_secs()
@@ -399,7 +404,7 @@ pub fn sync_node(
                 }
                 return finish(
                     out,
-                    EXIT_DRIFT,
+                    EXIT_RETRY_LATER,
                     format!(
                         "nothing changed: the API server answered {} (gave up after {} s): {}",
                         r.status,
@@ -524,7 +529,7 @@ pub fn sync_node(
                 }
                 return finish(
                     out,
-                    EXIT_DRIFT,
+                    EXIT_RETRY_LATER,
                     format!(
                         "nothing changed: the API server answered {} (gave up): {}",
                         r.status,
@@ -553,7 +558,7 @@ pub fn sync_node(
                 }
                 return finish(
                     out,
-                    EXIT_DRIFT,
+                    EXIT_RETRY_LATER,
                     format!("nothing changed: {why} (gave up)"),
                     &trail,
                 );

@@ -206,7 +206,10 @@ fn unreachable_429_5xx_and_404_back_off_within_the_budget() {
     }
     // A budget of 0: one try, then the reason.
     let (out, s, slept) = run_script(vec![Err(Failure::Unreachable("refused".into()))], 0);
-    assert_eq!((out.code, s.sent.len(), slept.len()), (EXIT_DRIFT, 1, 0));
+    assert_eq!(
+        (out.code, s.sent.len(), slept.len()),
+        (EXIT_RETRY_LATER, 1, 0)
+    );
     assert!(
         out.summary.contains("nothing changed: refused"),
         "{}",
@@ -260,7 +263,7 @@ fn a_lost_write_is_verified_by_reading_the_node_again() {
         ],
         0,
     );
-    assert_eq!(out.code, EXIT_DRIFT);
+    assert_eq!(out.code, EXIT_RETRY_LATER);
     assert!(
         out.summary
             .contains("unknown whether the Node changed (changed example.com/a=2)")
@@ -352,4 +355,35 @@ fn no_kubeconfig_yet_is_no_failure() {
 fn event_dates() {
     assert_eq!(civil_from_days(0), (1970, 1, 1));
     assert_eq!(civil_from_days(20_454), (2026, 1, 1));
+}
+
+/// Giving up on an API server that stayed unreachable or busy exits
+/// EXIT_RETRY_LATER (the service starts again); a refusal does not.
+#[test]
+fn giving_up_on_a_busy_api_server_asks_to_run_again() {
+    let read = || ok(200, &node("5", r#""example.com/a":"1""#));
+    type Case = (&'static str, Vec<Result<Response, Failure>>, i32);
+    let cases: Vec<Case> = vec![
+        (
+            "GET cut",
+            vec![Err(Failure::Unreachable("cut".into()))],
+            EXIT_RETRY_LATER,
+        ),
+        ("GET 429", vec![ok(429, "")], EXIT_RETRY_LATER),
+        ("GET 503", vec![ok(503, "")], EXIT_RETRY_LATER),
+        ("PATCH 429", vec![read(), ok(429, "")], EXIT_RETRY_LATER),
+        ("PATCH 500", vec![read(), ok(500, "")], EXIT_RETRY_LATER),
+        (
+            "PATCH cut",
+            vec![read(), Err(Failure::Unreachable("cut".into()))],
+            EXIT_RETRY_LATER,
+        ),
+        ("GET 403", vec![ok(403, "")], EXIT_DRIFT),
+        ("PATCH 422", vec![read(), ok(422, "")], EXIT_DRIFT),
+        ("GET 404", vec![ok(404, "")], EXIT_DRIFT),
+    ];
+    for (what, script, code) in cases {
+        let (out, _, _) = run_script(script, 0);
+        assert_eq!(out.code, code, "{what}: {}", out.summary);
+    }
 }
