@@ -152,6 +152,49 @@ fn a_crash_or_an_error_in_the_rules_registers_fenced() {
     }
 }
 
+/// A crash after the original command is known, before the static part is
+/// merged (`=abort-early`): where static taints or node rules are
+/// configured, kubelet starts with the fence alone (before: unchanged,
+/// without the taints and unfenced); kubelet's own `--register-with-taints`
+/// stays; with static labels alone it starts unchanged.
+#[test]
+fn a_crash_before_the_static_part_is_merged_registers_fenced() {
+    let dir = scratch_dir();
+    let root = dir.path();
+    let unit = "[Service]\nExecStart=/usr/bin/kubelet --v=2 --register-with-taints=a=b:NoExecute\n";
+    let Some(records) = recorder_root(root, unit) else {
+        return;
+    };
+    let early = ("KUBELET_LABELER_FAULT", "abort-early");
+    let fenced = format!("a=b:NoExecute,{}", fence("wrapper-died"));
+    let cases: &[(&[(&str, &str)], &str)] = &[
+        (&[early], &fenced),
+        (&[early, (RULES_VAR, "")], &fenced),
+        (&[early, (TAINTS_VAR, "")], &fenced),
+        (&[early, (RULES_VAR, ""), (TAINTS_VAR, "")], "a=b:NoExecute"),
+    ];
+    for (i, (extra, taints)) in cases.iter().enumerate() {
+        let _ = std::fs::remove_dir_all(root.join("state"));
+        let (err, argv) = try_wrapper(root, &records, &env(&i.to_string(), extra), "", &[]);
+        let argv = argv.unwrap_or_else(|| panic!("{extra:?}: kubelet did not start: {err}"));
+        assert_eq!(taints_of(&argv), *taints, "{extra:?}: {err}");
+        assert!(
+            !argv.iter().any(|w| w.starts_with("--node-labels")),
+            "{argv:?}"
+        );
+        let line = one_line(&err);
+        let says = match taints.contains("fenced") {
+            true => {
+                "starting kubelet fenced, without our labels/taints (not merged yet): internal \
+                     error (a crash; a bug, please report); registering fenced with \
+                     kubelet-labeler.io/fenced=wrapper-died:NoSchedule"
+            }
+            false => "starting kubelet without our labels/taints: internal error (a crash",
+        };
+        assert!(line.contains(says), "{extra:?}: {line}");
+    }
+}
+
 /// kubelet's `--config` cannot be read while taints are to be merged: ours
 /// and the fence go in (kubelet unchanged before); a label kubelet refuses
 /// costs the labels, not the taint (kubelet unchanged before).
