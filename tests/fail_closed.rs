@@ -239,6 +239,41 @@ fn bad_kubelet_config_or_label_keeps_the_taints() {
     );
 }
 
+/// kubelet's `--config-dir` past its bound (1,024 entries in all, its
+/// subdirectories' included): what kubelet registers with is unknown, so
+/// ours and the fence go in (it was read whole, however large); at the
+/// bound, merged as usual.
+#[test]
+fn a_config_dir_past_its_bound_registers_fenced() {
+    let dir = scratch_dir();
+    let root = dir.path();
+    let unit = "[Service]\nExecStart=/usr/bin/kubelet --v=2 --config-dir=/etc/kubernetes/k.d\n";
+    let Some(records) = recorder_root(root, unit) else {
+        return;
+    };
+    let d = root.join("etc/kubernetes/k.d/sub");
+    std::fs::create_dir_all(&d).unwrap();
+    // The subdirectory is one entry; it holds the rest.
+    for i in 0..1023 {
+        write(&d.join(format!("{i:04}.txt")), "");
+    }
+    let env = env("c", &[(RULES_VAR, "")]);
+    let (err, argv) = try_wrapper(root, &records, &env, "", &[]);
+    assert_eq!(taints_of(&argv.unwrap()), STATIC_TAINT, "{err}");
+    write(&d.join("1023.txt"), "");
+    let (err, argv) = try_wrapper(root, &records, &env, "", &[]);
+    assert_eq!(
+        taints_of(&argv.unwrap()),
+        format!("{STATIC_TAINT},{}", fence("kubelet-config-unreadable")),
+        "{err}"
+    );
+    let line = one_line(&err);
+    assert!(
+        line.contains("more than 1024 entries in all") && line.contains(LIFT),
+        "{line}"
+    );
+}
+
 /// Our labels over exec's limit (a 1 MiB stack allows 256 KiB of argv and
 /// environment): the taint goes in without them, in one line (kubelet
 /// unchanged before).
