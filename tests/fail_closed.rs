@@ -269,7 +269,7 @@ fn a_config_dir_past_its_bound_registers_fenced() {
     );
     let line = one_line(&err);
     assert!(
-        line.contains("more than 1024 entries in all") && line.contains(LIFT),
+        line.contains("more than 1024 entries in all) (registering fenced") && line.contains(LIFT),
         "{line}"
     );
 }

@@ -53,11 +53,15 @@ impl Default for BootOptions {
     }
 }
 
-const USAGE: &str = concat!(
+/// Ends with the node format and a `.`: in the binary the next string
+/// literal follows at once, and one starting with a digit would read as
+/// part of the number (`render` read node format 4 as 47).
+pub const USAGE: &str = concat!(
     "usage: kubelet-labeler-wrapper [--unit NAME] [--profile upstream|openshift] \
 [--own-dropin NAME] [--root DIR] [--facts-root DIR] [--unit-path DIRS] [--state-dir DIR] [--stop-post]\
 ; node format ",
-    crate::node_format!()
+    crate::node_format!(),
+    "."
 );
 
 /// Parse the wrapper's own arguments (no clap: the wrapper stays small).
@@ -697,7 +701,7 @@ mod tests {
             crate::node::contract::WRAPPER_FORMAT_MARK,
             crate::node::contract::NODE_FORMAT
         );
-        assert!(USAGE.ends_with(&tail), "{USAGE}");
+        assert!(USAGE.ends_with(&format!("{tail}.")), "{USAGE}");
     }
 
     fn os(v: &[&str]) -> Vec<OsString> {

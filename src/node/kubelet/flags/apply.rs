@@ -69,10 +69,11 @@ fn dropin_files(
             Ok(e)
         })
         .map_err(|e| {
-            config_unreadable(format!(
-                "reading --config-dir {}: {e} (kubelet refuses to start without it)",
-                dir.display()
-            ))
+            let why = match e.kind() {
+                io::ErrorKind::FileTooLarge => "",
+                _ => " (kubelet refuses to start without it)",
+            };
+            config_unreadable(format!("reading --config-dir {}: {e}{why}", dir.display()))
         })?;
     entries.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
     for entry in entries {
