@@ -3,15 +3,17 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 use kubelet_labeler::cli::{
     completions, explain, facts, iso, man, output, plan, render, sync, validate,
 };
 use kubelet_labeler::cmdline::{Cmd, IsoCmd, RenderCmd};
 
 fn main() -> ExitCode {
-    let result = match Cmd::parse() {
+    let cmd = match output::parse() {
+        Ok(cmd) => cmd,
+        Err(code) => return code,
+    };
+    let result = match cmd {
         Cmd::Explain(c) => explain::command::run(c),
         Cmd::Validate(c) => validate::command::run(c),
         Cmd::Render(RenderCmd::Dropins(c)) => render::command::dropins(c),

@@ -152,6 +152,49 @@ fn a_crash_or_an_error_in_the_rules_registers_fenced() {
     }
 }
 
+/// A crash after the original command is known, before the static part is
+/// merged (`=abort-early`): where static taints or node rules are
+/// configured, kubelet starts with the fence alone (before: unchanged,
+/// without the taints and unfenced); kubelet's own `--register-with-taints`
+/// stays; with static labels alone it starts unchanged.
+#[test]
+fn a_crash_before_the_static_part_is_merged_registers_fenced() {
+    let dir = scratch_dir();
+    let root = dir.path();
+    let unit = "[Service]\nExecStart=/usr/bin/kubelet --v=2 --register-with-taints=a=b:NoExecute\n";
+    let Some(records) = recorder_root(root, unit) else {
+        return;
+    };
+    let early = ("KUBELET_LABELER_FAULT", "abort-early");
+    let fenced = format!("a=b:NoExecute,{}", fence("wrapper-died"));
+    let cases: &[(&[(&str, &str)], &str)] = &[
+        (&[early], &fenced),
+        (&[early, (RULES_VAR, "")], &fenced),
+        (&[early, (TAINTS_VAR, "")], &fenced),
+        (&[early, (RULES_VAR, ""), (TAINTS_VAR, "")], "a=b:NoExecute"),
+    ];
+    for (i, (extra, taints)) in cases.iter().enumerate() {
+        let _ = std::fs::remove_dir_all(root.join("state"));
+        let (err, argv) = try_wrapper(root, &records, &env(&i.to_string(), extra), "", &[]);
+        let argv = argv.unwrap_or_else(|| panic!("{extra:?}: kubelet did not start: {err}"));
+        assert_eq!(taints_of(&argv), *taints, "{extra:?}: {err}");
+        assert!(
+            !argv.iter().any(|w| w.starts_with("--node-labels")),
+            "{argv:?}"
+        );
+        let line = one_line(&err);
+        let says = match taints.contains("fenced") {
+            true => {
+                "starting kubelet fenced, without our labels/taints (not merged yet): internal \
+                     error (a crash; a bug, please report); registering fenced with \
+                     kubelet-labeler.io/fenced=wrapper-died:NoSchedule"
+            }
+            false => "starting kubelet without our labels/taints: internal error (a crash",
+        };
+        assert!(line.contains(says), "{extra:?}: {line}");
+    }
+}
+
 /// kubelet's `--config` cannot be read while taints are to be merged: ours
 /// and the fence go in (kubelet unchanged before); a label kubelet refuses
 /// costs the labels, not the taint (kubelet unchanged before).
@@ -193,6 +236,41 @@ fn bad_kubelet_config_or_label_keeps_the_taints() {
     );
     assert!(
         one_line(&err).contains("our labels left out: label \"node-role.kubernetes.io/infra\"")
+    );
+}
+
+/// kubelet's `--config-dir` past its bound (1,024 entries in all, its
+/// subdirectories' included): what kubelet registers with is unknown, so
+/// ours and the fence go in (it was read whole, however large); at the
+/// bound, merged as usual.
+#[test]
+fn a_config_dir_past_its_bound_registers_fenced() {
+    let dir = scratch_dir();
+    let root = dir.path();
+    let unit = "[Service]\nExecStart=/usr/bin/kubelet --v=2 --config-dir=/etc/kubernetes/k.d\n";
+    let Some(records) = recorder_root(root, unit) else {
+        return;
+    };
+    let d = root.join("etc/kubernetes/k.d/sub");
+    std::fs::create_dir_all(&d).unwrap();
+    // The subdirectory is one entry; it holds the rest.
+    for i in 0..1023 {
+        write(&d.join(format!("{i:04}.txt")), "");
+    }
+    let env = env("c", &[(RULES_VAR, "")]);
+    let (err, argv) = try_wrapper(root, &records, &env, "", &[]);
+    assert_eq!(taints_of(&argv.unwrap()), STATIC_TAINT, "{err}");
+    write(&d.join("1023.txt"), "");
+    let (err, argv) = try_wrapper(root, &records, &env, "", &[]);
+    assert_eq!(
+        taints_of(&argv.unwrap()),
+        format!("{STATIC_TAINT},{}", fence("kubelet-config-unreadable")),
+        "{err}"
+    );
+    let line = one_line(&err);
+    assert!(
+        line.contains("more than 1024 entries in all) (registering fenced") && line.contains(LIFT),
+        "{line}"
     );
 }
 

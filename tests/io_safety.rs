@@ -201,6 +201,34 @@ fn a_closed_stdout_stops_every_subcommand_quietly() {
     }
 }
 
+/// A stdout that cannot be written (`> /dev/full`) is an error for every
+/// output, clap's help and version too (they exited 0): exit 1 and one
+/// line on stderr.
+#[test]
+fn a_full_stdout_is_an_error_with_one_line() {
+    let tmp = scratch_dir();
+    let dir = tmp.path();
+    inputs(dir);
+    let cases: [&[&str]; 5] = [
+        &["--help"],
+        &["--version"],
+        &["render", "machineconfig", "--help"],
+        &["completions", "bash"],
+        &["facts", "--json"],
+    ];
+    for args in cases {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = command(dir, args).stdout(full).output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains("No space left on device"), "{args:?}: {err}");
+    }
+}
+
 /// Run with stderr (and, `both`, stdout too: `2>&1 | head`) a pipe nobody
 /// reads any more.
 fn stderr_into_closed_pipe(dir: &Path, args: &[&str], both: bool) -> Output {

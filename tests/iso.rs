@@ -676,3 +676,66 @@ fn embed_renders_the_full_config_as_render_ignition() {
     );
     assert!(!d.join("x.iso").exists());
 }
+
+/// Ctrl-C while `iso embed -o FILE` copies a large image (2 GiB, sparse)
+/// leaves nothing in the output's directory: the copy is an unnamed file
+/// until complete (before, a `.kubelet-labeler-iso-*` temp file stayed).
+#[test]
+fn an_interrupted_embed_leaves_nothing() {
+    use std::os::unix::process::ExitStatusExt;
+    if skipped::tool("xorriso").is_none() {
+        return;
+    }
+    let dir = scratch_dir();
+    let d = dir.path();
+    let iso = d.join("made.iso");
+    let st = Command::new("bash")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("iso/make-test-iso.sh"))
+        .arg(&iso)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let f = std::fs::OpenOptions::new().write(true).open(&iso).unwrap();
+    f.set_len(f.metadata().unwrap().len() + (2 << 30)).unwrap();
+    std::fs::write(d.join("c.ign"), br#"{"ignition":{"version":"3.4.0"}}"#).unwrap();
+    let out = d.join("out");
+    std::fs::create_dir(&out).unwrap();
+    let child = bin()
+        .args(["iso", "embed", "-i"])
+        .arg(d.join("c.ign"))
+        .arg("-o")
+        .arg(out.join("big.iso"))
+        .arg(&iso)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Interrupted once its output is open (a descriptor in `out`).
+    let fds = PathBuf::from(format!("/proc/{}/fd", child.id()));
+    let writing = || {
+        std::fs::read_dir(&fds).is_ok_and(|mut it| {
+            it.any(|e| {
+                e.ok()
+                    .and_then(|e| std::fs::read_link(e.path()).ok())
+                    .is_some_and(|t| t.starts_with(&out))
+            })
+        })
+    };
+    let start = std::time::Instant::now();
+    while !writing() {
+        assert!(start.elapsed().as_secs() < 20, "the output never opened");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    unsafe extern "C" {
+        fn kill(pid: i32, sig: i32) -> i32;
+    }
+    // SAFETY: a signal to our own child.
+    assert_eq!(unsafe { kill(child.id() as i32, 2) }, 0);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.signal(), Some(2), "{}", stderr(&o));
+    let left: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

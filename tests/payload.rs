@@ -165,7 +165,8 @@ fn aarch64_wrapper_runs_under_qemu() {
 /// The shipped wrapper has no panic machinery (`-Cpanic=immediate-abort`):
 /// a panic is a trap instruction, an abort or a stack overflow ends in
 /// SIGABRT. Each, once the original command is known, must still start
-/// kubelet with that command and the static labels, and say why in one line; on both
+/// kubelet with that command and the static labels (before those are merged,
+/// with the fence alone), and say why in one line; on both
 /// architectures (aarch64 under qemu, whose trap is a different signal).
 #[test]
 fn shipped_wrapper_starts_kubelet_with_the_static_part_after_a_crash() {
@@ -212,6 +213,36 @@ fn shipped_wrapper_starts_kubelet_with_the_static_part_after_a_crash() {
                 "{text}"
             );
         }
+        // Before the static part is merged, with a static taint: the
+        // fence alone.
+        let dir = scratch_dir();
+        let (_, records) = recorder_unit(dir.path());
+        let out = wrapper_on_recorder(wrapper, *runner, dir.path())
+            .env("INVOCATION_ID", "0123456789abcdef0123456789abcdef")
+            .env("KUBELET_LABELER_FAULT", "abort-early")
+            .env(
+                "FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS",
+                "example.com/t=1:NoSchedule",
+            )
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(
+            stderr.starts_with(
+                "kubelet-labeler: starting kubelet fenced, without our labels/taints (not merged \
+                 yet): internal error (a crash; a bug, please report); registering fenced with \
+                 kubelet-labeler.io/fenced=wrapper-died:NoSchedule"
+            ),
+            "{stderr}"
+        );
+        let text = recorded(&records);
+        assert!(
+            text.contains(&hex(
+                "--register-with-taints=kubelet-labeler.io/fenced=wrapper-died:NoSchedule"
+            )),
+            "{text}"
+        );
     }
     assert!(!runs.is_empty() || std::env::var_os("CI").is_none());
 }

@@ -15,13 +15,14 @@ use std::process::{Command, Output};
 
 use realcluster::{Cluster, labels_and_taints};
 
-pub const NODES: [&str; 6] = [
+pub const NODES: [&str; 7] = [
     "rs-sync",
     "rs-down",
     "rs-drift",
     "rs-size",
     "rs-pool",
     "rs-explain",
+    "rs-big",
 ];
 
 fn cluster() -> Option<&'static Cluster> {
@@ -744,4 +745,33 @@ fn explain_says_what_the_sync_writes() {
         let key = r.split_once('=').unwrap().0;
         assert!(!after.contains_key(key), "{key} was sent: {after:?}");
     }
+}
+
+/// A PATCH body past an argument's 128 KiB: 6,000 labels, within what
+/// `--node-labels` takes (one word under 128 KiB), are some 180 KB as JSON
+/// with the owned-labels annotation; the body reaches the real API server
+/// whole (it went to curl as one argument, and exec refused it: E2BIG).
+#[test]
+fn a_patch_past_an_arguments_limit_is_synced() {
+    let Some(cluster) = cluster() else { return };
+    let node = "rs-big";
+    let dir = scratch_dir();
+    let root = dir.path().join("root");
+    let kubeconfig = cluster.dir.join(format!("node-{node}.kubeconfig"));
+    tree(&root, "example.com/tier=gold", "");
+    register(cluster, node, &root);
+    let labels: Vec<String> = (0..6000).map(|i| format!("example.com/l{i:05}=")).collect();
+    let labels = labels.join(",");
+    assert!(labels.len() < 128 << 10);
+    env(&root, &labels, "");
+    let out = sync(&root, &kubeconfig, &[]);
+    let err = text(&out.stderr);
+    let head = &err[..err.len().min(400)];
+    assert_eq!(out.status.code(), Some(0), "{head}");
+    let (stored, _, _, _) = stored(cluster, node);
+    let ours = stored
+        .keys()
+        .filter(|k| k.starts_with("example.com/l"))
+        .count();
+    assert_eq!(ours, 6000, "{head}");
 }

@@ -51,3 +51,18 @@ pub fn to_stdout(text: impl AsRef<[u8]>) -> Result<()> {
         .and_then(|()| o.flush())
         .context("writing to stdout")
 }
+
+/// The command line, parsed. clap's help and version (`--help`,
+/// `--version`, a subcommand's help) go to stdout through [`to_stdout`], so
+/// a write error is one line on stderr and exit 1 (`> /dev/full`; clap
+/// itself ignores it and exits 0) and a closed pipe ends quietly; its usage
+/// errors go to stderr, exit 2, as clap's own.
+pub fn parse<P: clap::Parser>() -> Result<P, ExitCode> {
+    P::try_parse().map_err(|e| {
+        if e.use_stderr() {
+            let _ = e.print();
+            return ExitCode::from(e.exit_code() as u8);
+        }
+        exit_code(to_stdout(e.render().to_string()).map(|()| ExitCode::SUCCESS))
+    })
+}

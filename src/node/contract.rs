@@ -12,7 +12,7 @@
 /// a fingerprint of it with this number, and fails until both change. It
 /// is stamped in every rendered file and manifest
 /// (`cli::render::RENDERED_BY`: `kubelet-labeler 0.1.0+node.4`), in the
-/// wrapper's usage line (`; node format 4`) and in the compact form's
+/// wrapper's usage line (`; node format 4.`) and in the compact form's
 /// header (`KLR4`).
 #[macro_export]
 #[doc(hidden)]

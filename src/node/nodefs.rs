@@ -292,6 +292,25 @@ pub fn read_to_string(path: &Path) -> io::Result<String> {
     String::from_utf8(read(path)?).map_err(|_| io::Error::from(io::ErrorKind::InvalidData))
 }
 
+/// The most entries read from a directory of configuration (kubelet's
+/// `--config-dir` and its subdirectories, a unit's drop-in directories,
+/// an `EnvironmentFile=` glob's): real ones hold a few.
+pub const MAX_CONFIG_ENTRIES: usize = 1024;
+const _: () = assert!(MAX_CONFIG_ENTRIES == 1024, "the message says 1024");
+
+/// [`names`] of a directory of configuration, refused past
+/// [`MAX_CONFIG_ENTRIES`] (what it holds is then unknown).
+pub fn config_names(dir: &Path) -> io::Result<Vec<OsString>> {
+    let names = names(dir, MAX_CONFIG_ENTRIES + 1)?;
+    if names.len() > MAX_CONFIG_ENTRIES {
+        return Err(io::Error::new(
+            io::ErrorKind::FileTooLarge,
+            "more than 1024 entries",
+        ));
+    }
+    Ok(names)
+}
+
 /// Offsets in `struct linux_dirent64`: d_ino u64, d_off i64, d_reclen u16,
 /// d_type u8, then the NUL-terminated name.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]

@@ -470,7 +470,7 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
         // Files the OS image provides (/etc/os-release) are not in a tree
         // laid out from MachineConfigs: read as absent, with a warning.
         for (pattern, optional) in for_env.environment_files.iter_mut() {
-            if !*optional && unit::env::glob(&opts.root, pattern).is_empty() {
+            if !*optional && unit::env::glob(&opts.root, pattern).is_ok_and(|m| m.is_empty()) {
                 *optional = true;
                 warnings.push(format!(
                     "EnvironmentFile={pattern} is not in this tree (offline: read as empty; at boot the OS provides it)"

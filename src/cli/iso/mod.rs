@@ -12,6 +12,7 @@ pub mod ignition;
 pub mod iso9660;
 #[cfg(feature = "cli")]
 pub mod reach;
+mod unnamed;
 
 pub use ignition::{Checked, IGNITION_VERSIONS, check_ignition};
 
@@ -407,7 +408,8 @@ fn stream_image(
 }
 
 /// A copy of `input` with `area` written, renamed onto `path` (over a
-/// regular file there only when `replace`).
+/// regular file there only when `replace`). Written unnamed where the
+/// filesystem can (`unnamed`): an interrupted run leaves nothing.
 fn write_copy(
     input: &Path,
     e: Extent,
@@ -420,10 +422,36 @@ fn write_copy(
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
+    let creating = || format!("creating a temp file in {}", dir.display());
+    let renaming = || format!("renaming into {}", path.display());
+    if let Some(mut tmp) = unnamed::create(dir).with_context(creating)? {
+        fill_copy(input, e, area, path, &mut tmp, within)?;
+        return unnamed::publish(&tmp, dir, path, replace).with_context(renaming);
+    }
     let mut tmp = tempfile::Builder::new()
         .prefix(".kubelet-labeler-iso-")
         .tempfile_in(dir)
-        .with_context(|| format!("creating a temp file in {}", dir.display()))?;
+        .with_context(creating)?;
+    fill_copy(input, e, area, path, tmp.as_file_mut(), within)?;
+    if replace {
+        tmp.persist(path)
+    } else {
+        tmp.persist_noclobber(path)
+    }
+    .map_err(|e| e.error)
+    .with_context(renaming)?;
+    Ok(())
+}
+
+/// `input` copied into `tmp` (for `path`), with `area` written.
+fn fill_copy(
+    input: &Path,
+    e: Extent,
+    area: &[u8],
+    path: &Path,
+    tmp: &mut File,
+    within: &dyn Fn(&File) -> Result<()>,
+) -> Result<()> {
     let mut src = File::open(input).with_context(|| format!("opening {}", input.display()))?;
     within(&src)?;
     // The copy gets the input's permission bits, not the temp file's
@@ -433,25 +461,14 @@ fn write_copy(
             .with_context(|| format!("reading {}", input.display()))?
             .permissions(),
     );
-    tmp.as_file()
-        .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode & 0o777))
+    tmp.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode & 0o777))
         .with_context(|| format!("setting the mode of {}", path.display()))?;
     // File to file: std uses copy_file_range, which reflinks or
     // copies in the kernel where the filesystem can.
-    io::copy(&mut src, tmp.as_file_mut()).context("copying the image")?;
-    tmp.as_file_mut()
-        .seek(SeekFrom::Start(e.offset))
+    io::copy(&mut src, tmp).context("copying the image")?;
+    tmp.seek(SeekFrom::Start(e.offset))
         .context("seeking to the embed area")?;
-    tmp.as_file_mut()
-        .write_all(area)
-        .context("writing the embed area")?;
-    if replace {
-        tmp.persist(path)
-    } else {
-        tmp.persist_noclobber(path)
-    }
-    .map_err(|e| e.error)
-    .with_context(|| format!("renaming into {}", path.display()))?;
+    tmp.write_all(area).context("writing the embed area")?;
     Ok(())
 }
 

@@ -94,6 +94,22 @@ mod tests {
     use crate::node::contract::NODE_FORMAT;
     use crate::node::kubelet::{Additions, Profile};
 
+    /// The wrapper's usage line read back whatever string literal the
+    /// linker puts after it (one starting with a digit made node format 4
+    /// read as 47).
+    #[test]
+    fn the_wrappers_node_format_reads_back_whatever_follows() {
+        use crate::node::wrapper::boot::USAGE;
+        for next in [&b"7_"[..], b"", b"\0", b"42"] {
+            let bytes = [b"\x7fELF".as_slice(), USAGE.as_bytes(), next].concat();
+            assert_eq!(
+                wrapper_format(&bytes),
+                Some(Some(NODE_FORMAT.to_string())),
+                "{next:?}"
+            );
+        }
+    }
+
     #[test]
     fn stamps_read_back() {
         let ours = format!("# {}: labels\n[Service]\n", super::super::RENDERED_BY);

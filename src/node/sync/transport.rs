@@ -4,7 +4,9 @@
 //!
 //! What reaches curl is fenced: https only (also after a redirect), no URL
 //! globbing, no `~/.curlrc`; inline kubeconfig data reaches it as a memfd
-//! (`/proc/self/fd/N`), never as a file on disk, and curl dies with us
+//! (`/proc/self/fd/N`), never as a file on disk, and so does a request's
+//! body (an argument is at most 128 KiB, a Node's labels may be more); curl
+//! dies with us
 //! (`PR_SET_PDEATHSIG`), so a stop or a kill leaves nothing behind. Its
 //! answer is read up to [`MAX_BODY`], no further.
 
@@ -227,8 +229,9 @@ fn run_captured(
 }
 
 impl Curl {
-    /// curl's arguments for one request (everything but the program).
-    pub fn args(&self, method: &str, path: &str, body: Option<(&str, &str)>) -> Vec<String> {
+    /// curl's arguments for one request (everything but the program);
+    /// `body`: its content type and the memfd that holds it.
+    pub fn args(&self, method: &str, path: &str, body: Option<(&str, &CurlFile)>) -> Vec<String> {
         // -q first: no ~/.curlrc. Errors go to stdout, after the body.
         let mut args: Vec<String> = [
             "-q",
@@ -266,12 +269,12 @@ impl Curl {
             args.push("--cacert".into());
             args.push(ca.arg());
         }
-        if let Some((content_type, text)) = body {
+        if let Some((content_type, data)) = body {
             args.push("-H".into());
             args.push(format!("Content-Type: {content_type}"));
-            // --data-raw: no `@file` reading; our bodies are a few KiB.
-            args.push("--data-raw".into());
-            args.push(text.into());
+            // --data-binary: sent as it is (no newline stripped).
+            args.push("--data-binary".into());
+            args.push(format!("@{}", data.arg()));
         }
         args.push("-w".into());
         args.push("\n%{http_code}".into());
@@ -294,11 +297,19 @@ impl Transport for Curl {
         path: &str,
         body: Option<(&str, &str)>,
     ) -> Result<Response, Failure> {
-        let args = self.args(method, path, body);
+        let data = match body {
+            Some((_, text)) => Some(
+                CurlFile::memory("body", text.as_bytes())
+                    .map_err(|e| Failure::Fatal(format!("holding the request body: {e}")))?,
+            ),
+            None => None,
+        };
+        let args = self.args(method, path, body.map(|(k, _)| k).zip(data.as_ref()));
         let keep: Vec<c_int> = [
             Some(&self.creds.cert),
             Some(&self.creds.key),
             self.creds.ca.as_ref(),
+            data.as_ref(),
         ]
         .into_iter()
         .flatten()
@@ -414,7 +425,12 @@ mod tests {
     #[test]
     fn curl_is_fenced_and_names_us() {
         let c = curl("https://h:6443/[1-40]");
-        let a = c.args("PATCH", "/api/v1/nodes/n", Some(("application/json", "{}")));
+        let body = CurlFile::memory("body", b"{}").unwrap();
+        let a = c.args(
+            "PATCH",
+            "/api/v1/nodes/n",
+            Some(("application/json", &body)),
+        );
         assert_eq!(a[0], "-q", "no ~/.curlrc: -q must come first");
         let has = |pair: &[&str]| a.windows(pair.len()).any(|w| w == pair);
         assert!(has(&["--globoff"]));
@@ -422,9 +438,12 @@ mod tests {
         assert!(has(&["--proto", "=https"]) && has(&["--proto-redir", "=https"]));
         assert!(has(&["--user-agent", USER_AGENT]));
         assert!(USER_AGENT.starts_with("kubelet-labeler/"));
-        for what in ["--cert", "--key"] {
+        for what in ["--cert", "--key", "--data-binary"] {
             let f = &a[a.iter().position(|x| x == what).unwrap() + 1];
-            assert!(f.starts_with("/proc/self/fd/"), "{what} {f}");
+            assert!(
+                f.trim_start_matches('@').starts_with("/proc/self/fd/"),
+                "{what} {f}"
+            );
         }
         assert_eq!(
             a.last().unwrap(),
@@ -458,6 +477,38 @@ mod tests {
             assert!(matches!(r, Err(Failure::Fatal(_))), "{code}: {r:?}");
         }
         assert!(classify(Some(0), "", "https://s", p).is_ok());
+    }
+
+    /// A body past an argument's 128 KiB (a Node's labels may be more)
+    /// reaches curl whole: a stand-in for it answers with the body it read
+    /// (exec refused it as an argument: E2BIG).
+    #[test]
+    fn a_body_past_an_arguments_limit_reaches_curl() {
+        if !crate::skipped::need("/bin/sh") {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let fake = dir.path().join("curl");
+        std::fs::write(
+            &fake,
+            "#!/bin/sh\nwhile [ $# -gt 0 ]; do [ \"$1\" = --data-binary ] && f=${2#@}; shift; done\n\
+             cat \"$f\"; printf '\\n200'\n",
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut c = curl("https://h:6443");
+        c.program = fake;
+        let body = format!("{{\"a\":\"{}\"}}\n", "x".repeat(200 << 10));
+        let r = c
+            .request(
+                "PATCH",
+                "/api/v1/nodes/n",
+                Some(("application/json", &body)),
+            )
+            .unwrap();
+        assert_eq!((r.status, r.body.len()), (200, body.len()));
+        assert!(r.body == body);
     }
 
     /// A real curl, when here: the answer is read as far as the cap, the

@@ -330,27 +330,30 @@ pub fn resolve_executable(
 }
 
 /// Expand a glob pattern with `*`, `?` and `[...]` in the last component
-/// only; sorted. Patterns in directories are rare enough to refuse.
-pub fn glob(root: &Path, pattern: &str) -> Vec<PathBuf> {
+/// only; sorted. Patterns in directories are rare enough to refuse. An
+/// error: the directory is past its bound (`nodefs::MAX_CONFIG_ENTRIES`).
+pub fn glob(root: &Path, pattern: &str) -> std::io::Result<Vec<PathBuf>> {
     let node = Path::new(pattern);
     let has_meta = |s: &str| s.contains(['*', '?', '[']);
     let contained = |node: &Path| super::search::contained(root, node);
     if !has_meta(pattern) {
-        return if contained(node).is_ok_and(|p| p.exists()) {
+        return Ok(if contained(node).is_ok_and(|p| p.exists()) {
             vec![node.to_path_buf()]
         } else {
             vec![]
-        };
+        });
     }
     let (Some(dir), Some(name)) = (node.parent(), node.file_name().and_then(|n| n.to_str())) else {
-        return vec![];
+        return Ok(vec![]);
     };
     if has_meta(&dir.to_string_lossy()) {
-        return vec![];
+        return Ok(vec![]);
     }
-    let Ok(entries) = contained(dir).and_then(|d| crate::node::nodefs::names(&d, usize::MAX))
-    else {
-        return vec![];
+    let entries = match contained(dir).and_then(|d| crate::node::nodefs::config_names(&d)) {
+        Ok(e) => e,
+        // Past its bound: which files match is unknown.
+        Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => return Err(e),
+        Err(_) => return Ok(vec![]),
     };
     let mut out: Vec<PathBuf> = entries
         .into_iter()
@@ -359,7 +362,7 @@ pub fn glob(root: &Path, pattern: &str) -> Vec<PathBuf> {
         .map(|n| dir.join(n))
         .collect();
     out.sort();
-    out
+    Ok(out)
 }
 
 fn glob_match(p: &[u8], s: &[u8]) -> bool {

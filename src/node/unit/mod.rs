@@ -216,6 +216,9 @@ pub fn load_service(
     if files.masked {
         bail!("{unit} is masked");
     }
+    if let Some(why) = &files.refused {
+        bail!("{why}");
+    }
     let mut svc = LoadedService {
         fragment: files.fragment.clone(),
         dropins: files.dropins.clone(),
@@ -472,7 +475,8 @@ pub fn offline_environment(
     let mut out: Vec<(OsString, OsString)> = manager_env.to_vec();
     env::merge(&mut out, svc.environment.iter().cloned());
     for (pattern, optional) in &svc.environment_files {
-        let matches = env::glob(root, pattern);
+        let matches = env::glob(root, pattern)
+            .with_context(|| format!("EnvironmentFile={pattern}: its directory"))?;
         if matches.is_empty() {
             if *optional {
                 continue;
@@ -509,6 +513,52 @@ mod tests {
 
     /// A device is never read (systemd would hang on a drop-in linked to
     /// /dev/zero, and masks a unit file linked to any device).
+    /// A drop-in directory past its bound is refused, naming it: any of
+    /// its entries could be the drop-in that sets the command or the
+    /// taints (it was read whole, however large).
+    #[test]
+    fn a_dropin_directory_past_its_bound_is_refused() {
+        use crate::node::nodefs::MAX_CONFIG_ENTRIES;
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        let units = r.join("etc/systemd/system");
+        let d = units.join("k.service.d");
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(units.join("k.service"), "[Service]\nExecStart=/bin/k\n").unwrap();
+        for i in 0..MAX_CONFIG_ENTRIES {
+            std::fs::write(d.join(format!("{i:04}.txt")), "").unwrap();
+        }
+        let paths = UnitPaths::system(r);
+        assert!(load_service(&paths, "k.service", &LoadOptions::default()).is_ok());
+        std::fs::write(
+            d.join("99-taints.conf"),
+            "[Service]\nExecStart=\nExecStart=/bin/k2\n",
+        )
+        .unwrap();
+        let e = load_service(&paths, "k.service", &LoadOptions::default()).unwrap_err();
+        assert_eq!(
+            format!("{e:#}"),
+            "/etc/systemd/system/k.service.d: more than 1024 entries"
+        );
+        // An `EnvironmentFile=` glob's directory, optional or not.
+        std::fs::remove_file(d.join("99-taints.conf")).unwrap();
+        std::fs::write(
+            d.join("0000.txt"),
+            "[Service]\nEnvironmentFile=-/etc/systemd/system/k.service.d/*.env\n",
+        )
+        .unwrap();
+        std::fs::rename(d.join("0000.txt"), d.join("0000.conf")).unwrap();
+        let svc = load_service(&paths, "k.service", &LoadOptions::default()).unwrap();
+        assert!(offline_environment(&svc, r, &[]).is_ok());
+        std::fs::write(d.join("k.env"), "A=1\n").unwrap();
+        let e = offline_environment(&svc, r, &[]).unwrap_err();
+        assert_eq!(
+            format!("{e:#}"),
+            "EnvironmentFile=/etc/systemd/system/k.service.d/*.env: its directory: more than 1024 \
+             entries"
+        );
+    }
+
     #[test]
     fn devices_read_as_nothing() {
         let dir = tempfile::tempdir().unwrap();

@@ -353,6 +353,9 @@ pub struct UnitFiles {
     pub fragment: Option<PathBuf>,
     pub masked: bool,
     pub dropins: Vec<PathBuf>,
+    /// A drop-in directory past its bound (`nodefs::MAX_CONFIG_ENTRIES`):
+    /// the unit cannot be known.
+    pub refused: Option<String>,
 }
 
 pub fn find(root: &Path, dirs: &[PathBuf], name: &str) -> UnitFiles {
@@ -406,13 +409,19 @@ pub fn find(root: &Path, dirs: &[PathBuf], name: &str) -> UnitFiles {
     }
     // First occurrence of a basename wins; then byte order of basenames.
     let mut winners: SortedMap<Vec<u8>, PathBuf> = SortedMap::new();
+    let mut refused = None;
     for d in &dropin_dirs {
         // systemd chases symlinks in a drop-in directory's path and names
         // its files by the result (on Debian /lib/... shows as /usr/lib/...).
-        let Ok(mut names) =
-            contained(root, d).and_then(|d| crate::node::nodefs::names(&d, usize::MAX))
-        else {
-            continue;
+        let mut names = match contained(root, d).and_then(|d| crate::node::nodefs::config_names(&d))
+        {
+            Ok(n) => n,
+            // Past its bound: what it holds is unknown, the unit with it too.
+            Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => {
+                refused.get_or_insert_with(|| format!("{}: {e}", d.display()));
+                continue;
+            }
+            Err(_) => continue,
         };
         // Only for directories that exist: the wrapper runs at every start.
         let d = &canonical_with(root, d, &mut cache).0;
@@ -430,6 +439,7 @@ pub fn find(root: &Path, dirs: &[PathBuf], name: &str) -> UnitFiles {
         fragment,
         masked,
         dropins: winners.into_values().collect(),
+        refused,
     }
 }
 

@@ -53,11 +53,15 @@ impl Default for BootOptions {
     }
 }
 
-const USAGE: &str = concat!(
+/// Ends with the node format and a `.`: in the binary the next string
+/// literal follows at once, and one starting with a digit would read as
+/// part of the number (`render` read node format 4 as 47).
+pub const USAGE: &str = concat!(
     "usage: kubelet-labeler-wrapper [--unit NAME] [--profile upstream|openshift] \
 [--own-dropin NAME] [--root DIR] [--facts-root DIR] [--unit-path DIRS] [--state-dir DIR] [--stop-post]\
 ; node format ",
-    crate::node_format!()
+    crate::node_format!(),
+    "."
 );
 
 /// Parse the wrapper's own arguments (no clap: the wrapper stays small).
@@ -137,10 +141,22 @@ pub fn prepare(
     let svc = unit::load_service(&paths, &opts.unit, &load)
         .with_context(|| format!("loading {}", opts.unit))?;
     let original = plan::original_command(&svc, env, &opts.root)?;
-    // From here on, a crash or panic of ours starts kubelet unchanged (see
-    // `crash`), then, once the static part is merged, with that part.
+    // From here on, a crash or panic of ours starts kubelet (see `crash`):
+    // unchanged, or fenced where static taints or node rules are configured
+    // (what they give is unknown until merged), then, once the static part
+    // is merged, with that part.
     let executable = under_root(&opts.root, &original.executable);
-    crash::arm(&executable, &original.argv);
+    match fail_closed::fenced_before_merge(&original, env, opts.profile) {
+        Some(p) => crash::arm(&executable, &p.argv, FENCED_HEAD, fence_tail(&p)),
+        None => crash::arm(&executable, &original.argv, crash::UNCHANGED, String::new()),
+    };
+    // `=abort-early`, `=stack-overflow-early`: a crash before the static
+    // part is merged.
+    if *verdict == Verdict::Full
+        && let Some(f) = fault(env).and_then(|f| f.strip_suffix("-early"))
+    {
+        crash_now(f);
+    }
     let fs = plan::RootFs {
         root: opts.root.clone(),
     };
@@ -197,10 +213,9 @@ pub fn prepare(
             .find(|n| n.starts_with("our labels left out"))
             .cloned();
     }
-    if static_plan.left_out.is_none() && static_plan.argv != static_plan.original_argv {
-        let (head, tail) = static_line(&static_plan);
-        crash::arm_static(&executable, &static_plan.argv, head, tail);
-    }
+    // (Also where the static plan adds nothing: it replaces the fence.)
+    let (head, tail) = static_line(&static_plan);
+    crash::arm_static(&executable, &static_plan.argv, head, tail);
     // `=panic`, `=abort-late`, `=stack-overflow-late`: a crash after the
     // static part is known, where the rules run (the crash fallback).
     let late_fault = || {
@@ -330,16 +345,32 @@ fn refusable_note(verdict: &Verdict, gone: &[String]) -> Option<String> {
     })
 }
 
+/// The crash handler's journal line for the fenced original command.
+const FENCED_HEAD: &str =
+    "kubelet-labeler: starting kubelet fenced, without our labels/taints (not merged yet)";
+
 /// The crash handler's journal line for the static part, up to the reason,
 /// and after it (when fenced, the fence and how to lift it).
 fn static_line(static_plan: &Plan) -> (String, String) {
+    if static_plan.argv == static_plan.original_argv {
+        return (crash::UNCHANGED.into(), String::new());
+    }
     let line = plan::summary(static_plan);
     let flags = line
         .strip_prefix("kubelet-labeler: starting kubelet with ")
         .and_then(|l| l.split(" (").next())
         .unwrap_or("");
-    let fenced = static_plan
-        .taints
+    let head = format!(
+        "kubelet-labeler: starting kubelet with our static labels/taints only ({flags}), \
+         without the rule-derived ones"
+    );
+    (head, fence_tail(static_plan))
+}
+
+/// After the crash line's reason, when `plan` is fenced: the fence and how
+/// to lift it.
+fn fence_tail(plan: &Plan) -> String {
+    plan.taints
         .iter()
         .find(|t| fence::is_fence(t))
         .map(|t| {
@@ -348,12 +379,7 @@ fn static_line(static_plan: &Plan) -> (String, String) {
                 fence::LIFT
             )
         })
-        .unwrap_or_default();
-    let head = format!(
-        "kubelet-labeler: starting kubelet with our static labels/taints only ({flags}), \
-         without the rule-derived ones"
-    );
-    (head, fenced)
+        .unwrap_or_default()
 }
 
 /// Builds that unwind on panic (tests, `explain` in the CLI) get the same
@@ -675,7 +701,7 @@ mod tests {
             crate::node::contract::WRAPPER_FORMAT_MARK,
             crate::node::contract::NODE_FORMAT
         );
-        assert!(USAGE.ends_with(&tail), "{USAGE}");
+        assert!(USAGE.ends_with(&format!("{tail}.")), "{USAGE}");
     }
 
     fn os(v: &[&str]) -> Vec<OsString> {

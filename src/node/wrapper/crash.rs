@@ -7,10 +7,12 @@
 //! in SIGABRT; a stack overflow is SIGSEGV on the guard page (the handler
 //! runs on a stack of its own for it). Once the original kubelet command is
 //! known (`arm`), a handler
-//! for those signals writes the one journal line and execs that command
-//! unchanged. Before it is known there is nothing to start: the handler
-//! restores the default action, the wrapper dies, systemd restarts the unit
-//! and the crash-loop guard starts kubelet unchanged next time.
+//! for those signals writes the one journal line and execs that command:
+//! unchanged, or, where static taints or node rules are configured, with
+//! the fence alone (a crash before they are merged must not start kubelet
+//! without them and unfenced). Before it is known there is nothing to
+//! start: the handler restores the default action, the wrapper dies,
+//! systemd restarts the unit and the crash-loop guard takes over.
 //!
 //! Once the static labels and taints are merged into the command (before any
 //! node rule runs, `arm_static`), a crash execs that command instead: a
@@ -52,18 +54,20 @@ unsafe extern "C" {
     fn write(fd: c_int, buf: *const u8, len: usize) -> isize;
 }
 
-/// The original command, made ready before any crash can happen: the
-/// handler only reads it.
-static FALLBACK: OnceLock<Prepared> = OnceLock::new();
-/// The command with the static labels and taints (and the fence, where the
-/// rules may give a taint), and the journal line that says so: its head,
+/// A command made ready before any crash can happen (the handler only
+/// reads it), and the journal line that says what it starts: its head,
 /// without the reason ([`STATIC_REASON`]), and its tail after the reason
 /// (how to lift the fence; may be empty), without the newline.
-static STATIC_FALLBACK: OnceLock<(Prepared, Box<str>, Box<str>)> = OnceLock::new();
+type Fallback = (Prepared, Box<str>, Box<str>);
+/// The original command, unchanged or with the fence alone (`arm`).
+static FALLBACK: OnceLock<Fallback> = OnceLock::new();
+/// The command with the static labels and taints (and the fence, where the
+/// rules may give a taint).
+static STATIC_FALLBACK: OnceLock<Fallback> = OnceLock::new();
 const STATIC_REASON: &[u8] = b": internal error (a crash; a bug, please report)";
 
-const CRASH_LINE: &[u8] = b"kubelet-labeler: starting kubelet without our labels/taints: \
-internal error (a crash; a bug, please report)\n";
+/// [`arm`]'s head for the original command unchanged.
+pub const UNCHANGED: &str = "kubelet-labeler: starting kubelet without our labels/taints";
 const EXEC_FAILED: &[u8] = b"kubelet-labeler: executing the original kubelet command failed\n";
 
 /// Install the handlers; call first thing in `main`.
@@ -90,35 +94,45 @@ pub fn install() {
 }
 
 /// From now on a crash execs `executable` (a path on this host) with `argv`
-/// (argv[0] first). Returns false when the command cannot be made into C
-/// strings (a NUL byte: kubelet could not be started with it either).
-pub fn arm(executable: &Path, argv: &[OsString]) -> bool {
-    exec::prepare(executable, argv).is_some_and(|p| FALLBACK.set(p).is_ok())
+/// (argv[0] first): the original command, unchanged or fenced, and writes
+/// `head`, the reason, `tail` and a newline. Returns false when the command
+/// cannot be made into C strings (a NUL byte: kubelet could not be started
+/// with it either).
+pub fn arm(executable: &Path, argv: &[OsString], head: &str, tail: String) -> bool {
+    set(&FALLBACK, executable, argv, head.into(), tail)
 }
 
 /// From now on a crash execs this command (the original with the static
 /// labels and taints, fenced where the rules may give a taint) and writes
 /// `head`, the reason, `tail` and a newline.
 pub fn arm_static(executable: &Path, argv: &[OsString], head: String, tail: String) -> bool {
-    exec::prepare(executable, argv).is_some_and(|p| {
-        STATIC_FALLBACK
-            .set((p, head.into_boxed_str(), tail.into_boxed_str()))
-            .is_ok()
-    })
+    set(&STATIC_FALLBACK, executable, argv, head, tail)
+}
+
+fn set(
+    slot: &OnceLock<Fallback>,
+    executable: &Path,
+    argv: &[OsString],
+    head: String,
+    tail: String,
+) -> bool {
+    exec::prepare(executable, argv).is_some_and(|p| slot.set((p, head.into(), tail.into())).is_ok())
+}
+
+/// What a crash from now on starts, the latest armed.
+fn armed_fallback() -> Option<&'static Fallback> {
+    STATIC_FALLBACK.get().or(FALLBACK.get())
 }
 
 /// The journal line's head for a crash from now on: what [`exec_fallback`]
 /// starts, up to the reason.
 pub fn fallback_line() -> &'static str {
-    match STATIC_FALLBACK.get() {
-        Some((_, line, _)) => line,
-        None => "kubelet-labeler: starting kubelet without our labels/taints",
-    }
+    armed_fallback().map_or(UNCHANGED, |(_, line, _)| line)
 }
 
 /// What the journal line for a crash ends with after the reason.
 pub fn fallback_tail() -> &'static str {
-    STATIC_FALLBACK.get().map_or("", |(_, _, tail)| tail)
+    armed_fallback().map_or("", |(_, _, tail)| tail)
 }
 
 /// Whether `arm` has run.
@@ -126,13 +140,15 @@ pub fn armed() -> bool {
     FALLBACK.get().is_some()
 }
 
-/// Exec the armed command unchanged; returns only if there is none or the
-/// exec failed. Safe to call from a signal handler.
+/// Exec the armed command; returns only if there is none or the exec
+/// failed. Safe to call from a signal handler.
 pub fn exec_fallback() {
     if let Some((p, _, _)) = STATIC_FALLBACK.get() {
         exec::exec(p);
     }
-    let Some(p) = FALLBACK.get() else { return };
+    let Some((p, _, _)) = FALLBACK.get() else {
+        return;
+    };
     // exec restores the inherited signal mask: the handler's signal is
     // blocked while it runs, and kubelet must not start with it blocked.
     exec::exec(p);
@@ -141,7 +157,7 @@ pub fn exec_fallback() {
 }
 
 extern "C" fn on_crash(sig: c_int) {
-    if let Some((_, line, tail)) = STATIC_FALLBACK.get() {
+    if let Some((_, line, tail)) = armed_fallback() {
         // SAFETY: strings set before any crash, never changed after.
         unsafe {
             write(STDERR, line.as_ptr(), line.len());
@@ -149,10 +165,6 @@ extern "C" fn on_crash(sig: c_int) {
             write(STDERR, tail.as_ptr(), tail.len());
             write(STDERR, b"\n".as_ptr(), 1);
         }
-        exec_fallback();
-    } else if armed() {
-        // SAFETY: a static byte string.
-        unsafe { write(STDERR, CRASH_LINE.as_ptr(), CRASH_LINE.len()) };
         exec_fallback();
     }
     // Nothing to start: die of the signal as we would have without us (a

@@ -5,8 +5,9 @@
 
 use std::ffi::OsString;
 
-use super::fence::{Failure, fenced, note};
+use super::fence::{Failure, Reason, fenced, note};
 use super::plan::{self, OriginalCommand, Plan};
+use crate::node::contract::{ROLE_RULES_VAR, ROLE_TAINTS_VAR, RULES_VAR, TAINTS_VAR};
 use crate::node::kubelet::{Additions, NodeFs, Profile};
 
 /// [`plan::plan_closed`] of `additions` (see [`plan_keeping_taints`]),
@@ -94,4 +95,47 @@ pub fn without_our_labels(plan: &Plan) -> Option<Vec<OsString>> {
     let mut argv = plan.argv.clone();
     argv.remove(at);
     Some(argv)
+}
+
+/// The crash fallback before the static part is merged, where `env` has
+/// static taints or node rules (either layer): what they give is unknown
+/// then, so `original` with the fence alone, merged without reading a
+/// node file (kubelet's own taints, in its config, are unknown too: the
+/// fence replaces them, as when its config is unreadable). None: nothing
+/// to fence, or flags cannot reach kubelet (it starts unchanged).
+pub fn fenced_before_merge(
+    original: &OriginalCommand,
+    env: &[(OsString, OsString)],
+    profile: Profile,
+) -> Option<Plan> {
+    let vars = [TAINTS_VAR, ROLE_TAINTS_VAR, RULES_VAR, ROLE_RULES_VAR];
+    if !env
+        .iter()
+        .any(|(k, v)| !v.is_empty() && vars.iter().any(|n| k == n))
+    {
+        return None;
+    }
+    let failure = Failure::new(Reason::WrapperDied, "");
+    let p = plan_fenced(
+        original.clone(),
+        None,
+        &[],
+        Some(&failure),
+        profile,
+        &Unread,
+    );
+    p.left_out.is_none().then_some(p)
+}
+
+/// No node file can be read: [`fenced_before_merge`] reads none.
+struct Unread;
+
+impl NodeFs for Unread {
+    fn read(&self, _: &std::path::Path) -> std::io::Result<Vec<u8>> {
+        Err(std::io::ErrorKind::Other.into())
+    }
+
+    fn list(&self, _: &std::path::Path) -> std::io::Result<Vec<std::path::PathBuf>> {
+        Err(std::io::ErrorKind::Other.into())
+    }
 }

@@ -772,7 +772,7 @@ impl NodeFs for RootFs {
     }
 
     fn list(&self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-        Ok(crate::node::nodefs::names(&self.path(dir)?, usize::MAX)?
+        Ok(crate::node::nodefs::config_names(&self.path(dir)?)?
             .into_iter()
             .map(|n| dir.join(n))
             .collect())

@@ -25,7 +25,7 @@ struct Parser {
     sc: Scanner,
     depth: usize,
     nodes: Vec<Node>,
-    anchors: Vec<(String, usize)>,
+    anchors: crate::node::sorted::SortedMap<String, usize>,
     tags: Vec<(String, String)>,
 }
 
@@ -132,7 +132,7 @@ impl Parser {
     fn node_inner(&mut self, block: bool, indentless: bool) -> Res<usize> {
         let mut t = self.sc.next()?;
         if let Tok::Alias(name) = t {
-            let Some(&(_, target)) = self.anchors.iter().rev().find(|(a, _)| *a == name) else {
+            let Some(&target) = self.anchors.get(name.as_str()) else {
                 return fail(format!("YAML: unknown anchor '{name}' referenced"));
             };
             return self.add(Node::Alias(target));
@@ -162,7 +162,7 @@ impl Parser {
         // it from here on (an alias inside it is a cycle, refused later).
         let at = self.nodes.len();
         if let Some(a) = anchor.clone() {
-            self.anchors.push((a, at));
+            self.anchors.insert(a, at);
         }
         let node = match t {
             Tok::BlockEntry if indentless => {
@@ -817,7 +817,7 @@ pub(super) fn parse(text: &str) -> Res<(Value, bool)> {
         sc: Scanner::new(c),
         depth: 0,
         nodes: Vec::new(),
-        anchors: Vec::new(),
+        anchors: crate::node::sorted::SortedMap::new(),
         tags: Vec::new(),
     };
     let Some(root) = p.document()? else {

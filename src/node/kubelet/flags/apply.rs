@@ -50,17 +50,35 @@ fn is_flag_safe(t: &Taint) -> bool {
 
 /// The `*.conf` files under kubelet's `--config-dir`, in the order kubelet
 /// merges them (Go's filepath.WalkDir: lexical per directory, depth first).
-fn dropin_files(fs: &dyn NodeFs, dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), MergeError> {
-    let mut entries = fs.list(dir).map_err(|e| {
-        config_unreadable(format!(
-            "reading --config-dir {}: {e} (kubelet refuses to start without it)",
-            dir.display()
-        ))
-    })?;
+///
+/// At most `MAX_CONFIG_ENTRIES` entries in all, subdirectories included
+/// (`left`: how many more): past them what kubelet registers with is
+/// unknown, and the start is fenced (`config_unreadable`).
+fn dropin_files(
+    fs: &dyn NodeFs,
+    dir: &Path,
+    out: &mut Vec<PathBuf>,
+    left: &mut usize,
+) -> Result<(), MergeError> {
+    let mut entries = fs
+        .list(dir)
+        .and_then(|e| {
+            *left = left.checked_sub(e.len()).ok_or_else(|| {
+                io::Error::new(io::ErrorKind::FileTooLarge, "more than 1024 entries in all")
+            })?;
+            Ok(e)
+        })
+        .map_err(|e| {
+            let why = match e.kind() {
+                io::ErrorKind::FileTooLarge => "",
+                _ => " (kubelet refuses to start without it)",
+            };
+            config_unreadable(format!("reading --config-dir {}: {e}{why}", dir.display()))
+        })?;
     entries.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
     for entry in entries {
         match fs.list(&entry) {
-            Ok(_) => dropin_files(fs, &entry, out)?,
+            Ok(_) => dropin_files(fs, &entry, out, left)?,
             Err(e) if e.kind() == io::ErrorKind::NotADirectory => {
                 // Go's filepath.Ext(name) == ".conf": `.conf` itself too
                 if entry
@@ -117,7 +135,8 @@ fn existing_taints(scan: &FlagScan, fs: &dyn NodeFs) -> Result<Vec<Taint>, Merge
     let mut dropins = None;
     if let Some(dir) = scan.last_value("config-dir").filter(|d| !d.is_empty()) {
         let mut files = Vec::new();
-        dropin_files(fs, Path::new(dir), &mut files)?;
+        let mut left = crate::node::nodefs::MAX_CONFIG_ENTRIES;
+        dropin_files(fs, Path::new(dir), &mut files, &mut left)?;
         let mut texts = Vec::new();
         for file in &files {
             texts.extend(read(file, false)?);
