@@ -363,7 +363,7 @@ fn explain_root(root: &Path) -> (Output, Value) {
 
 /// `explain --root` on a node whose wrapper, or whose env drop-in, an
 /// earlier release installed: this CLI would preview the rules with its
-/// own compact form (KLR4) and mispredict; it exits 1 saying the preview
+/// own compact form (KLR5) and mispredict; it exits 1 saying the preview
 /// is not what that node will do, naming the file and its format. The
 /// real wrapper carries this release's node format.
 #[test]
@@ -423,7 +423,7 @@ fn explain_root_refuses_a_node_of_another_node_format() {
             "kubelet-labeler 0.1.0",
             1,
         )
-        .replace("KLR4,", "KLR2,");
+        .replace("KLR5,", "KLR2,");
     assert_ne!(earlier, text);
     std::fs::write(&env, earlier).unwrap();
     let (o, _) = explain_root(&root);

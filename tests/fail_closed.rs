@@ -13,7 +13,7 @@ use kubelet_labeler::node::contract::{LABELS_VAR, RULES_VAR, TAINTS_VAR};
 
 /// examples/rules/openshift-gpu.yaml's rule as render compiles it:
 /// `nvidia.com/gpu=true:NoSchedule` on NVIDIA display PCI functions.
-const GPU_RULE: &str = "KLR4,1,nvidia-gpu-taint,0,~N,0,~N,1,nvidia.com/gpu,true,NoSchedule,\
+const GPU_RULE: &str = "KLR5,1,nvidia-gpu-taint,0,~N,0,~N,1,nvidia.com/gpu,true,NoSchedule,\
 1,pci.device,2,vendor,In,1,10de,class,In,2,0300,0302,~N,0";
 const STATIC_TAINT: &str = "example.com/dedicated=gpu:NoSchedule";
 const LABEL: &str = "node.kubernetes.io/worker-gpu=";
@@ -129,7 +129,7 @@ fn a_crash_or_an_error_in_the_rules_registers_fenced() {
         (
             &[(RULES_VAR, "KLR9,1")],
             "rules-failed",
-            "expected \"KLR4\"",
+            "expected \"KLR5\"",
         ),
     ];
     for (i, (extra, reason, says)) in cases.iter().enumerate() {

@@ -54,14 +54,14 @@ fn wrap(units: &Path, unit: &str, search_path: &str, state: &Path, labels: &str)
 type GeneratorCase = (&'static str, Vec<Arch>, Option<Vec<u8>>, Option<String>);
 
 /// examples/rules/openshift-gpu.yaml's rule as `render` compiles it: NVIDIA display PCI functions.
-const GPU_RULE: &str = "KLR4,1,nvidia-gpu-taint,0,~N,0,~N,1,nvidia.com/gpu,true,NoSchedule,\
+const GPU_RULE: &str = "KLR5,1,nvidia-gpu-taint,0,~N,0,~N,1,nvidia.com/gpu,true,NoSchedule,\
 1,pci.device,2,vendor,In,1,10de,class,In,2,0300,0302,~N,0";
 
 /// The static taint every fallback keeps, as a unit's environment line.
 const STATIC_TAINT_ENV: &str =
     "Environment=FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS=example.com/dedicated=gpu:NoSchedule\n";
 /// Node rules and the static taint.
-const RULES_ENV: &str = "Environment=KUBELET_LABELER_NODE_RULES=KLR4,1,nvidia-gpu-taint,0,~N,0,~N,1,\
+const RULES_ENV: &str = "Environment=KUBELET_LABELER_NODE_RULES=KLR5,1,nvidia-gpu-taint,0,~N,0,~N,1,\
 nvidia.com/gpu,true,NoSchedule,1,pci.device,2,vendor,In,1,10de,class,In,2,0300,0302,~N,0\n\
 Environment=FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS=example.com/dedicated=gpu:NoSchedule\n";
 

@@ -11,14 +11,14 @@
 /// whenever any of that changes: `cli::render::node_format`'s test records
 /// a fingerprint of it with this number, and fails until both change. It
 /// is stamped in every rendered file and manifest
-/// (`cli::render::RENDERED_BY`: `kubelet-labeler 0.1.0+node.4`), in the
-/// wrapper's usage line (`; node format 4.`) and in the compact form's
-/// header (`KLR4`).
+/// (`cli::render::RENDERED_BY`: `kubelet-labeler 0.1.0+node.5`), in the
+/// wrapper's usage line (`; node format 5.`) and in the compact form's
+/// header (`KLR5`).
 #[macro_export]
 #[doc(hidden)]
 macro_rules! node_format {
     () => {
-        "4"
+        "5"
     };
 }
 pub const NODE_FORMAT: &str = crate::node_format!();

@@ -50,7 +50,7 @@ pub fn of_configs<'a>(configs: impl IntoIterator<Item = &'a Value>) -> Formats {
     out
 }
 
-/// In words: `node format 4`, `an earlier release (...)`, or several.
+/// In words: `node format 5`, `an earlier release (...)`, or several.
 pub fn describe(f: &Formats) -> String {
     if f.is_empty() {
         return "none of ours".into();

@@ -422,7 +422,7 @@ mod tests {
     fn a_huge_left_rule_name_is_refused() {
         let rules = |name: String| NodeRules {
             names: vec!["kept".into()],
-            compact: Some("KLR4,0".into()),
+            compact: Some("KLR5,0".into()),
             nfd_labels: Some(NfdFlavour::OpenShift),
             left_to_nfd: vec![format!("obj/{name}")],
         };
@@ -455,7 +455,7 @@ mod tests {
         ];
         let rules = NodeRules {
             names: hostile.iter().map(|s| s.to_string()).collect(),
-            compact: Some("KLR4,0".into()),
+            compact: Some("KLR5,0".into()),
             nfd_labels: None,
             left_to_nfd: hostile.iter().map(|s| format!("obj/{s}")).collect(),
         };
@@ -486,7 +486,7 @@ mod tests {
         assert_eq!(left[10], "obj/plain-name");
         assert_eq!(left[0], "\"obj/gpu\\nExecStart=/bin/evil\"");
         assert!(got.iter().all(|(k, _)| *k == "Environment"), "{got:?}");
-        assert_eq!(got[2].1, format!("\"{RULES_VAR}=KLR4,0\""));
+        assert_eq!(got[2].1, format!("\"{RULES_VAR}=KLR5,0\""));
         assert!(parsed.fatal.is_none() && parsed.warnings.is_empty());
     }
 

@@ -33,7 +33,7 @@ pub fn of_file(bytes: &[u8]) -> Option<Option<String>> {
     )
 }
 
-/// A node format in words: `node format 4`; for one of ours without a
+/// A node format in words: `node format 5`; for one of ours without a
 /// stamp (`ours`), an earlier release.
 pub fn describe(format: Option<&str>, ours: bool) -> String {
     match (format, ours) {
@@ -95,7 +95,7 @@ mod tests {
     use crate::node::kubelet::{Additions, Profile};
 
     /// The wrapper's usage line read back whatever string literal the
-    /// linker puts after it (one starting with a digit made node format 4
+    /// linker puts after it (one starting with a digit made node format 5
     /// read as 47).
     #[test]
     fn the_wrappers_node_format_reads_back_whatever_follows() {
@@ -233,7 +233,7 @@ spec:
     }
 
     /// The node format this fingerprint of [`node_reads`] was recorded for.
-    const RECORDED: (&str, u64) = ("4", 0x24d3_46dd_9884_6c36);
+    const RECORDED: (&str, u64) = ("5", 0x2caca0952045bc22);
 
     /// What the node reads changes only with a new node format, so the
     /// version stamped in every file and manifest tells renders and

@@ -3,11 +3,11 @@
 //! printable ASCII without space, `"`, `\`, `%`, `$`, `'` or `;`, so it sits in a quoted
 //! `Environment=` value with no escaping.
 //!
-//! Layout: `KLR4` then comma-separated fields, every list preceded by its
+//! Layout: `KLR5` then comma-separated fields, every list preceded by its
 //! count:
 //!
 //! ```text
-//! KLR4,<rules>,<rule>...
+//! KLR5,<rules>,<rule>...
 //! rule  = name,<n>,(key,value)*,labelsTemplate,<n>,(key,value)*,varsTemplate,
 //!         <n>,(key,value,effect)*,<n>,term*,<n>,(<n>,term*)*
 //! term  = feature,<n|~N>,(key,op,<n>,value*)*,<op|~N>,[<n>,value*]
@@ -529,7 +529,7 @@ mod tests {
         let rules = sample();
         let text = encode(&rules);
         assert!(charset_ok(&text), "{text}");
-        assert!(text.starts_with("KLR4,2,"));
+        assert!(text.starts_with("KLR5,2,"));
         assert_eq!(decode(&text).unwrap(), rules);
         assert_eq!(decode(&encode(&[])).unwrap(), vec![]);
     }
@@ -618,7 +618,7 @@ mod tests {
 
     /// One rule, one `InRegexp` expression whose value field is `wire`.
     fn regex_rule(wire: &str) -> String {
-        format!("KLR4,1,n,0,~N,0,~N,0,1,f,1,k,InRegexp,1,{wire},~N,0")
+        format!("KLR5,1,n,0,~N,0,~N,0,1,f,1,k,InRegexp,1,{wire},~N,0")
     }
 
     #[test]
@@ -651,26 +651,26 @@ mod tests {
             ("", "header"),
             (
                 "KLR1,0",
-                "header \"KLR1\", expected \"KLR4\" (render and wrapper versions differ?)",
+                "header \"KLR1\", expected \"KLR5\" (render and wrapper versions differ?)",
             ),
-            ("KLR4", "rule count at byte 4: missing"),
-            ("KLR4,x", "rule count at byte 5: expected a count"),
-            ("KLR4,99999", "more than 4096"),
-            ("KLR4,0,", "unexpected data"),
-            ("KLR4,1,a b", "rule 1 name at byte 8: character outside"),
-            ("KLR4,1,a~4", "bad ~ escape"),
-            ("KLR4,1,~FF", "UTF-8"),
+            ("KLR5", "rule count at byte 4: missing"),
+            ("KLR5,x", "rule count at byte 5: expected a count"),
+            ("KLR5,99999", "more than 4096"),
+            ("KLR5,0,", "unexpected data"),
+            ("KLR5,1,a b", "rule 1 name at byte 8: character outside"),
+            ("KLR5,1,a~4", "bad ~ escape"),
+            ("KLR5,1,~FF", "UTF-8"),
             (
-                "KLR4,1,n,0,Q",
+                "KLR5,1,n,0,Q",
                 "labelsTemplate at byte 11: expected a compiled form",
             ),
             (
-                "KLR4,1,n,0,T1:q",
+                "KLR5,1,n,0,T1:q",
                 "labelsTemplate at byte 11: not a compiled form",
             ),
-            ("KLR4,1,n,0,T1:t9:x", "not a compiled form"),
+            ("KLR5,1,n,0,T1:t9:x", "not a compiled form"),
             (
-                "KLR4,1,n,0,~N,0,T0:t",
+                "KLR5,1,n,0,~N,0,T0:t",
                 "varsTemplate at byte 16: not a compiled form",
             ),
             (

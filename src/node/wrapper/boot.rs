@@ -772,7 +772,7 @@ mod tests {
 
     /// examples/rules/openshift-gpu.yaml's rule: `nvidia.com/gpu=true:NoSchedule`
     /// on NVIDIA display PCI functions (the DGX fixture has them).
-    const GPU_RULE: &str = "KLR4,1,nvidia-gpu-taint,0,~N,0,~N,1,nvidia.com/gpu,true,NoSchedule,\
+    const GPU_RULE: &str = "KLR5,1,nvidia-gpu-taint,0,~N,0,~N,1,nvidia.com/gpu,true,NoSchedule,\
 1,pci.device,2,vendor,In,1,10de,class,In,2,0300,0302,~N,0";
     const STATIC_TAINT: &str = "example.com/dedicated=gpu:NoSchedule";
 
