@@ -11,6 +11,7 @@
 //! derives (day 2).
 
 pub mod contract;
+pub mod error;
 pub mod facts;
 pub mod fleet;
 pub mod kubelet;

@@ -4,7 +4,8 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use crate::node::error::{Context, Result};
+use crate::node_bail as bail;
 
 use super::derived::{self, RuleReport};
 use super::fence::{self, Failure};
@@ -218,7 +219,9 @@ fn collect_layers(
     let mut notes = role.notes;
     notes.extend(pool.notes);
     let additions = match (role.additions, pool.additions) {
-        (Err(e), _) => Err(anyhow::anyhow!("the role's labels, taints or rules: {e:#}")),
+        (Err(e), _) => Err(crate::node_error!(
+            "the role's labels, taints or rules: {e:#}"
+        )),
         (_, Err(e)) => Err(e),
         (Ok(r), Ok(p)) => Ok(pool_over_role(r, p, &mut notes)),
     };
@@ -237,7 +240,7 @@ pub fn static_additions(env: &[(OsString, OsString)]) -> Result<Option<Additions
         return additions_from_env(env);
     };
     let role = additions_from_env(&role)
-        .map_err(|e| anyhow::anyhow!("the role's labels or taints: {e:#}"))?;
+        .map_err(|e| crate::node_error!("the role's labels or taints: {e:#}"))?;
     Ok(pool_over_role(
         role,
         additions_from_env(&pool)?,
@@ -665,10 +668,10 @@ fn plan_with(
             ),
             false => kubelet::apply(&plan.original_argv, &additions, profile, fs),
         }
-        .map_err(anyhow::Error::from)
+        .map_err(|e| crate::node::error::Error::msg(e.to_string()))
     }))
     .unwrap_or_else(|_| {
-        Err(anyhow::anyhow!(
+        Err(crate::node_error!(
             "internal error while merging (a bug; please report)"
         ))
     });
