@@ -287,34 +287,34 @@ fn pool_over_role(
         (None, p) => return p,
         (Some(r), Some(p)) => (r, p),
     };
-    merged
+    crate::node::retain(&mut merged.labels, &mut |(k, v)| match pool
         .labels
-        .retain(|(k, v)| match pool.labels.iter().rfind(|(pk, _)| pk == k) {
-            Some((_, pv)) => {
-                if pv != v {
-                    notes.push(format!(
-                        "the pool's label {k}={pv} wins over the role's {k}={v}"
-                    ));
-                }
-                false
+        .iter()
+        .rfind(|(pk, _)| pk == k)
+    {
+        Some((_, pv)) => {
+            if pv != v {
+                notes.push(format!(
+                    "the pool's label {k}={pv} wins over the role's {k}={v}"
+                ));
             }
-            None => true,
-        });
-    merged.labels.extend(pool.labels);
-    merged.taints.retain(|t| {
-        match pool
-            .taints
-            .iter()
-            .find(|p| p.key == t.key && p.effect == t.effect)
-        {
-            Some(p) => {
-                if p != t {
-                    notes.push(format!("the pool's taint {p} wins over the role's {t}"));
-                }
-                false
-            }
-            None => true,
+            false
         }
+        None => true,
+    });
+    merged.labels.extend(pool.labels);
+    crate::node::retain(&mut merged.taints, &mut |t| match pool
+        .taints
+        .iter()
+        .find(|p| p.key == t.key && p.effect == t.effect)
+    {
+        Some(p) => {
+            if p != t {
+                notes.push(format!("the pool's taint {p} wins over the role's {t}"));
+            }
+            false
+        }
+        None => true,
     });
     merged.taints.extend(pool.taints);
     Some(merged)
@@ -442,7 +442,7 @@ fn derive_over(
 /// left out.
 pub fn drop_refusable(additions: &mut Additions) -> Vec<String> {
     let mut gone = Vec::new();
-    additions.labels.retain(|(k, _)| {
+    crate::node::retain(&mut additions.labels, &mut |(k, _)| {
         let refusable = super::guard::may_be_refused(k);
         if refusable {
             gone.push(k.clone());

@@ -682,7 +682,9 @@ impl Dec<'_> {
                         Key::Int(i) if i <= i64::MAX as i128 => (i.to_string(), 1),
                         Key::Bool(b) => (b.to_string(), 2),
                         _ => {
-                            return Err(refusal("YAML: a mapping key this reader does not convert"));
+                            return Err(refusal(
+                                "YAML: a mapping key this reader does not convert",
+                            ));
                         }
                     };
                     sets.push((k.0, k.1, Some(v)));
