@@ -265,7 +265,7 @@ pub fn text(bytes: Vec<u8>) -> Result<String, ConfigError> {
         });
         let mut out = String::new();
         for u in char::decode_utf16(units.map_while(Result::ok)) {
-            out.push(u.or_else(|_| Err(refusal("the UTF-16 config holds an unpaired surrogate")))?);
+            out.push(u.map_err(|_| refusal("the UTF-16 config holds an unpaired surrogate"))?);
         }
         if !bytes.len().is_multiple_of(2) {
             return Err(refusal("the UTF-16 config ends in half a character"));
