@@ -11,6 +11,7 @@
 //! derives (day 2).
 
 pub mod contract;
+pub mod error;
 pub mod facts;
 pub mod fleet;
 pub mod kubelet;
@@ -29,6 +30,13 @@ pub mod wrapper;
 pub fn one_of(list: &[&str], s: &str) -> bool {
     list.iter()
         .any(|x| x.len() == s.len() && x.as_bytes() == s.as_bytes())
+}
+
+/// `v.retain(keep)` through one copy of std's loop per item type, not one
+/// per predicate (the wrapper's payload is counted in bytes).
+#[inline(never)]
+pub fn retain<T>(v: &mut Vec<T>, keep: &mut dyn FnMut(&T) -> bool) {
+    v.retain(|x| keep(x))
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's

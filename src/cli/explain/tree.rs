@@ -52,7 +52,7 @@ pub(super) fn command_on_root(
     };
     let path = match original.exec_start.as_slice() {
         [cmd] => PathBuf::from(std::ffi::OsStr::from_bytes(&cmd.path)),
-        _ => return Err(e),
+        _ => return Err(e.into()),
     };
     let in_tree = unit::search::contained(root, &path).is_ok_and(|p| p.exists());
     if !path.is_absolute() || in_tree {

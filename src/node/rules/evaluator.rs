@@ -267,7 +267,8 @@ impl<'f> Evaluator<'f> {
             } else {
                 Err(format!(
                     "invalid expression, 'value' field must be empty for Op {:?} (have {:?})",
-                    e.op, e.value
+                    e.op,
+                    Listed(&e.value)
                 ))
             }
         };
@@ -325,7 +326,8 @@ impl<'f> Evaluator<'f> {
                 if e.value.len() != 1 {
                     return Err(format!(
                         "invalid expression, 'value' field must contain exactly one element for Op {:?} (have {:?})",
-                        e.op, e.value
+                        e.op,
+                        Listed(&e.value)
                     ));
                 }
                 if e.version {
@@ -352,7 +354,8 @@ impl<'f> Evaluator<'f> {
                 if e.value.len() != 2 {
                     return Err(format!(
                         "invalid expression, 'value' field must contain exactly two elements for Op {:?} (have {:?})",
-                        e.op, e.value
+                        e.op,
+                        Listed(&e.value)
                     ));
                 }
                 if e.version {
@@ -375,7 +378,8 @@ impl<'f> Evaluator<'f> {
                 if lo >= hi {
                     return Err(format!(
                         "invalid expression, value[0] must be less than Value[1] for Op {:?} (have {:?})",
-                        e.op, e.value
+                        e.op,
+                        Listed(&e.value)
                     ));
                 }
                 if e.op == Op::GtLt {
@@ -483,6 +487,24 @@ pub fn version(s: &str) -> Option<(u64, u64, u64)> {
 }
 
 /// NFD sorts flag/attribute matches by name "for reproducible output".
+/// A rule's values as `{:?}` prints a `Vec<String>` (`["a", "b"]`), in
+/// the messages that quote them, without std's list formatter (its padding
+/// adapter for `{:#?}`): the wrapper's payload is counted in bytes.
+struct Listed<'a>(&'a [String]);
+
+impl std::fmt::Debug for Listed<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[")?;
+        for (i, v) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            std::fmt::Debug::fmt(v.as_str(), f)?;
+        }
+        f.write_str("]")
+    }
+}
+
 fn sort_by_name(elems: &mut [Element]) {
     elems.sort_by(|a, b| a.get("Name").cmp(&b.get("Name")));
 }
@@ -554,5 +576,25 @@ impl Evaluator<'_> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod listed_tests {
+    /// `Listed` prints what `{:?}` of the `Vec<String>` printed.
+    #[test]
+    fn listed_is_vec_debug() {
+        for v in [
+            vec![],
+            vec!["a".to_string()],
+            vec![
+                "x\"y".into(),
+                "tab\there".into(),
+                "é\u{301}\u{7f}".into(),
+                "".into(),
+            ],
+        ] {
+            assert_eq!(format!("{:?}", super::Listed(&v)), format!("{v:?}"));
+        }
     }
 }

@@ -394,7 +394,7 @@ fn evaluate_with(
             Err(why) => dropped.push(format!("label {k}={v}: {why}")),
         }
     }
-    taints.retain(|t| match taint_ns_error(&t.key) {
+    crate::node::retain(&mut taints, &mut |t| match taint_ns_error(&t.key) {
         None => true,
         Some(why) => {
             dropped.push(format!("taint {t}: {why}"));

@@ -78,7 +78,7 @@ pub fn reconcile(
     // The last value of a key wins, as in kubelet's --node-labels.
     let mut derived: Vec<(String, String)> = Vec::new();
     for (k, v) in &desired.labels {
-        derived.retain(|(dk, _)| dk != k);
+        crate::node::retain(&mut derived, &mut |(dk, _)| dk != k);
         derived.push((k.clone(), v.clone()));
     }
     derived.sort();

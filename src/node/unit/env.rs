@@ -302,14 +302,14 @@ pub fn resolve_executable(
     path: &OsStr,
     search: Option<&[PathBuf]>,
     root: &Path,
-) -> anyhow::Result<PathBuf> {
+) -> crate::node::error::Result<PathBuf> {
     let under = |p: &Path| super::search::contained(root, p).unwrap_or_default();
     let p = Path::new(path);
     if p.is_absolute() {
         if is_executable(&under(p)) {
             return Ok(p.to_path_buf());
         }
-        anyhow::bail!("{} is not an executable file", p.display());
+        crate::node_bail!("{} is not an executable file", p.display());
     }
     let default: Vec<PathBuf> = DEFAULT_PATH.split(':').map(PathBuf::from).collect();
     let dirs = search.unwrap_or(&default);
@@ -319,7 +319,7 @@ pub fn resolve_executable(
             return Ok(candidate);
         }
     }
-    anyhow::bail!(
+    crate::node_bail!(
         "{} not found in {}",
         p.display(),
         dirs.iter()

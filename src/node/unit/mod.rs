@@ -6,7 +6,8 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, bail};
+use crate::node::error::Context;
+use crate::node_bail as bail;
 
 pub mod env;
 pub mod exec;
@@ -208,7 +209,7 @@ pub fn load_service(
     paths: &UnitPaths,
     unit: &str,
     opts: &LoadOptions,
-) -> anyhow::Result<LoadedService> {
+) -> crate::node::error::Result<LoadedService> {
     if search::split_name(unit).is_none() {
         bail!("{unit:?} is not a unit name");
     }
@@ -471,7 +472,7 @@ pub fn offline_environment(
     svc: &LoadedService,
     root: &Path,
     manager_env: &[(OsString, OsString)],
-) -> anyhow::Result<Vec<(OsString, OsString)>> {
+) -> crate::node::error::Result<Vec<(OsString, OsString)>> {
     let mut out: Vec<(OsString, OsString)> = manager_env.to_vec();
     env::merge(&mut out, svc.environment.iter().cloned());
     for (pattern, optional) in &svc.environment_files {

@@ -6,7 +6,8 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use crate::node::error::{Context, Result};
+use crate::node_bail as bail;
 
 use super::crash;
 use super::exec;
@@ -460,7 +461,7 @@ pub fn run(args: &[OsString]) -> i32 {
     }
     let prepared =
         std::panic::catch_unwind(|| prepare(&opts, &env, &verdict)).unwrap_or_else(|_| {
-            Err(anyhow::anyhow!(
+            Err(crate::node_error!(
                 "internal error while reading the unit files (a bug; please report)"
             ))
         });

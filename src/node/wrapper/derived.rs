@@ -212,7 +212,7 @@ pub fn derive(
         Some(Ok(flavour)) => {
             let mut labels = crate::node::facts::nfd_labels(features, *flavour);
             for (key, why) in refused_labels(&labels, profile) {
-                labels.retain(|(k, _)| *k != key);
+                crate::node::retain(&mut labels, &mut |(k, _)| *k != key);
                 out.problems
                     .push(format!("NFD built-in label left out: {why}"));
             }
@@ -305,7 +305,7 @@ fn derive_rules(
     let mut refused = Vec::new();
     for (key, why) in refused_labels(&outcome.labels, profile) {
         let rule = owner(&outcome.results, &key);
-        outcome.labels.retain(|(k, v)| {
+        crate::node::retain(&mut outcome.labels, &mut |(k, v)| {
             let keep = *k != key;
             if !keep {
                 refused.push(format!(
@@ -316,15 +316,17 @@ fn derive_rules(
             keep
         });
     }
-    outcome
-        .taints
-        .retain(|t| match refusal(&[], std::slice::from_ref(t), profile) {
-            None => true,
-            Some(why) => {
-                refused.push(format!("{why}; that taint left out alone"));
-                false
-            }
-        });
+    crate::node::retain(&mut outcome.taints, &mut |t| match refusal(
+        &[],
+        std::slice::from_ref(t),
+        profile,
+    ) {
+        None => true,
+        Some(why) => {
+            refused.push(format!("{why}; that taint left out alone"));
+            false
+        }
+    });
     out.problems.extend(refused);
     let in_final = |key: &str| {
         outcome

@@ -4,7 +4,8 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use crate::node::error::{Context, Result};
+use crate::node_bail as bail;
 
 use super::derived::{self, RuleReport};
 use super::fence::{self, Failure};
@@ -218,7 +219,9 @@ fn collect_layers(
     let mut notes = role.notes;
     notes.extend(pool.notes);
     let additions = match (role.additions, pool.additions) {
-        (Err(e), _) => Err(anyhow::anyhow!("the role's labels, taints or rules: {e:#}")),
+        (Err(e), _) => Err(crate::node_error!(
+            "the role's labels, taints or rules: {e:#}"
+        )),
         (_, Err(e)) => Err(e),
         (Ok(r), Ok(p)) => Ok(pool_over_role(r, p, &mut notes)),
     };
@@ -237,7 +240,7 @@ pub fn static_additions(env: &[(OsString, OsString)]) -> Result<Option<Additions
         return additions_from_env(env);
     };
     let role = additions_from_env(&role)
-        .map_err(|e| anyhow::anyhow!("the role's labels or taints: {e:#}"))?;
+        .map_err(|e| crate::node_error!("the role's labels or taints: {e:#}"))?;
     Ok(pool_over_role(
         role,
         additions_from_env(&pool)?,
@@ -284,34 +287,34 @@ fn pool_over_role(
         (None, p) => return p,
         (Some(r), Some(p)) => (r, p),
     };
-    merged
+    crate::node::retain(&mut merged.labels, &mut |(k, v)| match pool
         .labels
-        .retain(|(k, v)| match pool.labels.iter().rfind(|(pk, _)| pk == k) {
-            Some((_, pv)) => {
-                if pv != v {
-                    notes.push(format!(
-                        "the pool's label {k}={pv} wins over the role's {k}={v}"
-                    ));
-                }
-                false
+        .iter()
+        .rfind(|(pk, _)| pk == k)
+    {
+        Some((_, pv)) => {
+            if pv != v {
+                notes.push(format!(
+                    "the pool's label {k}={pv} wins over the role's {k}={v}"
+                ));
             }
-            None => true,
-        });
-    merged.labels.extend(pool.labels);
-    merged.taints.retain(|t| {
-        match pool
-            .taints
-            .iter()
-            .find(|p| p.key == t.key && p.effect == t.effect)
-        {
-            Some(p) => {
-                if p != t {
-                    notes.push(format!("the pool's taint {p} wins over the role's {t}"));
-                }
-                false
-            }
-            None => true,
+            false
         }
+        None => true,
+    });
+    merged.labels.extend(pool.labels);
+    crate::node::retain(&mut merged.taints, &mut |t| match pool
+        .taints
+        .iter()
+        .find(|p| p.key == t.key && p.effect == t.effect)
+    {
+        Some(p) => {
+            if p != t {
+                notes.push(format!("the pool's taint {p} wins over the role's {t}"));
+            }
+            false
+        }
+        None => true,
     });
     merged.taints.extend(pool.taints);
     Some(merged)
@@ -439,7 +442,7 @@ fn derive_over(
 /// left out.
 pub fn drop_refusable(additions: &mut Additions) -> Vec<String> {
     let mut gone = Vec::new();
-    additions.labels.retain(|(k, _)| {
+    crate::node::retain(&mut additions.labels, &mut |(k, _)| {
         let refusable = super::guard::may_be_refused(k);
         if refusable {
             gone.push(k.clone());
@@ -665,10 +668,10 @@ fn plan_with(
             ),
             false => kubelet::apply(&plan.original_argv, &additions, profile, fs),
         }
-        .map_err(anyhow::Error::from)
+        .map_err(|e| crate::node::error::Error::msg(e.to_string()))
     }))
     .unwrap_or_else(|_| {
-        Err(anyhow::anyhow!(
+        Err(crate::node_error!(
             "internal error while merging (a bug; please report)"
         ))
     });

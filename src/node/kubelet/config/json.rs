@@ -2,7 +2,7 @@
 //! non-space character is `{` as JSON): keys in document order, repeated
 //! keys kept for the caller to judge.
 
-use super::{ConfigError, Value, fail};
+use super::{ConfigError, Value, fail, refusal};
 
 struct Json<'a> {
     s: &'a [u8],
@@ -17,18 +17,22 @@ impl Json<'_> {
         }
     }
     fn err<T>(&self) -> Result<T, ConfigError> {
-        fail(format!("JSON: invalid character at byte {}", self.i))
+        Err(self.error())
+    }
+    #[inline(never)]
+    fn error(&self) -> ConfigError {
+        ConfigError(format!("JSON: invalid character at byte {}", self.i))
     }
     fn value(&mut self) -> Result<Value, ConfigError> {
         self.ws();
         let Some(&c) = self.s.get(self.i) else {
-            return fail("JSON: unexpected end of input");
+            return Err(refusal("JSON: unexpected end of input"));
         };
         match c {
             b'{' | b'[' => {
                 self.depth += 1;
                 if self.depth > super::yaml::MAX_DEPTH {
-                    return fail("JSON: nested deeper than this reader follows");
+                    return Err(refusal("JSON: nested deeper than this reader follows"));
                 }
                 self.i += 1;
                 let close = if c == b'{' { b'}' } else { b']' };
@@ -135,7 +139,7 @@ impl Json<'_> {
         let mut out = String::new();
         loop {
             let Some(&c) = self.s.get(self.i) else {
-                return fail("JSON: unterminated string");
+                return Err(refusal("JSON: unterminated string"));
             };
             match c {
                 b'"' => {

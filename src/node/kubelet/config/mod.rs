@@ -40,6 +40,13 @@ fn fail<T>(msg: impl Into<String>) -> Result<T, ConfigError> {
     Err(ConfigError(msg.into()))
 }
 
+/// [`fail`] of a fixed message, the String made out of line (one copy for
+/// the readers' many refusals).
+#[inline(never)]
+fn refusal(msg: &str) -> ConfigError {
+    ConfigError(msg.to_string())
+}
+
 /// A config as JSON: what kubelet decodes.
 #[derive(Debug, Clone, PartialEq)]
 enum Value {
@@ -86,10 +93,10 @@ fn load(text: &str, dropin: bool) -> Result<Vec<(String, Value)>, ConfigError> {
         yaml::parse(text)?
     };
     if dropin && dup {
-        return fail("a drop-in repeats a key (kubelet refuses it)");
+        return Err(refusal("a drop-in repeats a key (kubelet refuses it)"));
     }
     let Value::Map(top) = top else {
-        return fail("the file is not a mapping (kubelet refuses it)");
+        return Err(refusal("the file is not a mapping (kubelet refuses it)"));
     };
     // SimpleMetaFactory.Interpret: encoding/json, names folded, in the
     // order of the JSON kubelet decodes (YAML's comes sorted)
@@ -258,10 +265,10 @@ pub fn text(bytes: Vec<u8>) -> Result<String, ConfigError> {
         });
         let mut out = String::new();
         for u in char::decode_utf16(units.map_while(Result::ok)) {
-            out.push(u.or_else(|_| fail("the UTF-16 config holds an unpaired surrogate"))?);
+            out.push(u.map_err(|_| refusal("the UTF-16 config holds an unpaired surrogate"))?);
         }
         if !bytes.len().is_multiple_of(2) {
-            return fail("the UTF-16 config ends in half a character");
+            return Err(refusal("the UTF-16 config ends in half a character"));
         }
         return Ok(out);
     }
@@ -275,7 +282,9 @@ pub fn text(bytes: Vec<u8>) -> Result<String, ConfigError> {
             {
                 Ok(lossy)
             } else {
-                fail("the file is neither UTF-8 nor UTF-16 with a byte order mark")
+                Err(refusal(
+                    "the file is neither UTF-8 nor UTF-16 with a byte order mark",
+                ))
             }
         }
     }

@@ -3,7 +3,7 @@
 //! scalar style. The parser beside it (`yaml.rs`) asks for tokens one at a
 //! time, as go-yaml's does, so nothing past the first document is read.
 
-use super::{ConfigError, fail};
+use super::{ConfigError, refusal};
 
 type Res<T> = Result<T, ConfigError>;
 
@@ -131,7 +131,13 @@ impl Scanner {
         self.skip();
     }
     fn err<T>(&self, what: &str) -> Res<T> {
-        fail(format!("YAML line {}: {what}", self.line + 1))
+        Err(self.error(what))
+    }
+    /// Out of line: one copy of the message's formatting for the
+    /// scanner's many refusals (the wrapper's payload is counted in bytes).
+    #[inline(never)]
+    fn error(&self, what: &str) -> ConfigError {
+        ConfigError(format!("YAML line {}: {what}", self.line + 1))
     }
 
     /// peek_token: go-yaml's fetch_more_tokens, then the head.
@@ -239,7 +245,7 @@ impl Scanner {
 
     fn fetch_next(&mut self) -> Res<()> {
         if self.ended {
-            return fail("YAML: read past the end");
+            return Err(refusal("YAML: read past the end"));
         }
         if !self.started {
             self.started = true;

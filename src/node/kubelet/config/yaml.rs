@@ -6,7 +6,7 @@
 //! code: the names of go-yaml's functions are given where they apply.
 
 use super::scan::{Scanner, Tok};
-use super::{ConfigError, Value, fail};
+use super::{ConfigError, Value, fail, refusal};
 
 type Res<T> = Result<T, ConfigError>;
 
@@ -37,7 +37,7 @@ pub(super) const MAX_DEPTH: usize = 100;
 impl Parser {
     fn add(&mut self, n: Node) -> Res<usize> {
         if self.nodes.len() >= MAX_NODES {
-            return fail("the YAML document has too many nodes");
+            return Err(refusal("the YAML document has too many nodes"));
         }
         self.nodes.push(n);
         Ok(self.nodes.len() - 1)
@@ -71,16 +71,16 @@ impl Parser {
             match self.sc.next()? {
                 Tok::Version(major, minor) => {
                     if version {
-                        return fail("YAML: found duplicate %YAML directive");
+                        return Err(refusal("YAML: found duplicate %YAML directive"));
                     }
                     if (major, minor) != (1, 1) {
-                        return fail("YAML: found incompatible YAML document");
+                        return Err(refusal("YAML: found incompatible YAML document"));
                     }
                     version = true;
                 }
                 Tok::TagDirective(handle, prefix) => {
                     if self.tags.iter().any(|(h, _)| *h == handle) {
-                        return fail("YAML: found duplicate %TAG directive");
+                        return Err(refusal("YAML: found duplicate %TAG directive"));
                     }
                     self.tags.push((handle, prefix));
                 }
@@ -98,7 +98,7 @@ impl Parser {
                 return Ok(None);
             }
             if t != Tok::DocStart {
-                return fail("YAML: did not find expected <document start>");
+                return Err(refusal("YAML: did not find expected <document start>"));
             }
             self.sc.next()?;
             let t = self.peek()?;
@@ -122,7 +122,7 @@ impl Parser {
     fn node(&mut self, block: bool, indentless: bool) -> Res<usize> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            return fail("YAML: nested deeper than this reader follows");
+            return Err(refusal("YAML: nested deeper than this reader follows"));
         }
         let n = self.node_inner(block, indentless);
         self.depth -= 1;
@@ -155,7 +155,7 @@ impl Parser {
             Some((h, s)) if h.is_empty() => s,
             Some((h, s)) => match self.tags.iter().find(|(x, _)| *x == h) {
                 Some((_, prefix)) => format!("{prefix}{s}"),
-                None => return fail("YAML: found undefined tag handle"),
+                None => return Err(refusal("YAML: found undefined tag handle")),
             },
         };
         // The node's index is known before its children: an anchor names
@@ -196,7 +196,7 @@ impl Parser {
                     if n != Tok::FlowSeqEnd {
                         if !first {
                             if n != Tok::FlowEntry {
-                                return fail("YAML: did not find expected ',' or ']'");
+                                return Err(refusal("YAML: did not find expected ',' or ']'"));
                             }
                             self.sc.next()?;
                             n = self.peek()?;
@@ -238,7 +238,7 @@ impl Parser {
                     if n != Tok::FlowMapEnd {
                         if !first {
                             if n != Tok::FlowEntry {
-                                return fail("YAML: did not find expected ',' or '}'");
+                                return Err(refusal("YAML: did not find expected ',' or '}'"));
                             }
                             self.sc.next()?;
                             n = self.peek()?;
@@ -284,7 +284,7 @@ impl Parser {
                             });
                         }
                         Tok::BlockEnd => break,
-                        _ => return fail("YAML: did not find expected '-' indicator"),
+                        _ => return Err(refusal("YAML: did not find expected '-' indicator")),
                     }
                 }
                 self.nodes[at] = Node::Seq(items);
@@ -307,7 +307,7 @@ impl Parser {
                             self.sc.next()?;
                             break;
                         }
-                        _ => return fail("YAML: did not find expected key"),
+                        _ => return Err(refusal("YAML: did not find expected key")),
                     };
                     let v = if self.peek()? == Tok::Val {
                         self.sc.next()?;
@@ -330,7 +330,7 @@ impl Parser {
                     let implicit = tag.is_empty();
                     return self.add(Node::Scalar(String::new(), tag, implicit));
                 }
-                return fail("YAML: did not find expected node content");
+                return Err(refusal("YAML: did not find expected node content"));
             }
         };
         Ok(node)
@@ -494,7 +494,9 @@ fn resolve(text: &str, tag: &str, implicit: bool) -> Res<Scalar> {
         );
     if !resolvable {
         if short == Some("binary") {
-            return fail("YAML: a !!binary value, which this reader does not follow");
+            return Err(refusal(
+                "YAML: a !!binary value, which this reader does not follow",
+            ));
         }
         return Ok(Scalar::Str(text.to_string()));
     }
@@ -590,7 +592,7 @@ impl Dec<'_> {
             && self.alias_count as f64 / self.count as f64 > ratio)
             || self.count > MAX_NODES
         {
-            return fail("YAML: document contains excessive aliasing");
+            return Err(refusal("YAML: document contains excessive aliasing"));
         }
         Ok(())
     }
@@ -606,13 +608,13 @@ impl Dec<'_> {
                 self.leave();
                 v
             }
-            _ => fail("YAML: invalid map key (a mapping or a sequence)"),
+            _ => Err(refusal("YAML: invalid map key (a mapping or a sequence)")),
         }
     }
 
     fn enter(&mut self, alias: usize) -> Res<()> {
         if self.active.contains(&alias) {
-            return fail("YAML: anchor value contains itself");
+            return Err(refusal("YAML: anchor value contains itself"));
         }
         self.active.push(alias);
         self.alias_depth += 1;
@@ -626,7 +628,7 @@ impl Dec<'_> {
     fn value(&mut self, n: usize) -> Res<Value> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            return fail("YAML: nested deeper than this reader follows");
+            return Err(refusal("YAML: nested deeper than this reader follows"));
         }
         let v = self.value_inner(n);
         self.depth -= 1;
@@ -641,7 +643,7 @@ impl Dec<'_> {
                     Scalar::Str(s) => Ok(Value::Str(s)),
                     // json.Marshal refuses NaN and infinities
                     Scalar::Float(false) => {
-                        fail("YAML: a value JSON cannot hold (NaN or infinity)")
+                        Err(refusal("YAML: a value JSON cannot hold (NaN or infinity)"))
                     }
                     _ => Ok(Value::Other),
                 };
@@ -679,7 +681,11 @@ impl Dec<'_> {
                         Key::Str(s) => (s, 0),
                         Key::Int(i) if i <= i64::MAX as i128 => (i.to_string(), 1),
                         Key::Bool(b) => (b.to_string(), 2),
-                        _ => return fail("YAML: a mapping key this reader does not convert"),
+                        _ => {
+                            return Err(refusal(
+                                "YAML: a mapping key this reader does not convert",
+                            ));
+                        }
                     };
                     sets.push((k.0, k.1, Some(v)));
                 }
@@ -730,7 +736,9 @@ impl Dec<'_> {
     /// decoder.mapping into a map[interface{}]interface{}.
     fn mapping(&mut self, n: usize, out: &mut Vec<(Key, Value)>) -> Res<()> {
         let Node::Map(pairs) = &self.nodes[n] else {
-            return fail("YAML: map merge requires map or sequence of maps as the value");
+            return Err(refusal(
+                "YAML: map merge requires map or sequence of maps as the value",
+            ));
         };
         for (k, v) in pairs.clone() {
             if self.is_merge(k) {
@@ -738,12 +746,14 @@ impl Dec<'_> {
                 continue;
             }
             let key = match self.scalar(k)? {
-                Scalar::Null => return fail("YAML: a null mapping key"),
+                Scalar::Null => return Err(refusal("YAML: a null mapping key")),
                 Scalar::Str(s) => Key::Str(s),
                 Scalar::Int(i) => Key::Int(i),
                 // sigs.k8s.io/yaml formats it; this reader does not
                 Scalar::Float(_) => {
-                    return fail("YAML: a float mapping key, which this reader does not follow");
+                    return Err(refusal(
+                        "YAML: a float mapping key, which this reader does not follow",
+                    ));
                 }
                 Scalar::Bool(b) => Key::Bool(b),
             };
@@ -779,7 +789,9 @@ impl Dec<'_> {
     fn merge_one(&mut self, n: usize, out: &mut Vec<(Key, Value)>) -> Res<()> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            return fail("YAML: merges nested deeper than this reader follows");
+            return Err(refusal(
+                "YAML: merges nested deeper than this reader follows",
+            ));
         }
         let r = self.merge_inner(n, out);
         self.depth -= 1;
