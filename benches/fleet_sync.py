@@ -277,11 +277,16 @@ def run_round(a, cluster, names, name, value, batch, fault, out):
 
     def spawn(n, mode):
         with open(f"{logdir}/{n}.log", mode) as err:
-            return subprocess.Popen(
-                [a.wrapper, "sync", "--root", f"{a.work}/nodes/{n}",
-                 "--kubeconfig", f"{a.work}/nodes/{n}/{kc}", "--curl", a.shim,
-                 "--max-wait", str(a.max_wait)],
-                stdout=subprocess.DEVNULL, stderr=err)
+            try:
+                return subprocess.Popen(
+                    [a.wrapper, "sync", "--root", f"{a.work}/nodes/{n}",
+                     "--kubeconfig", f"{a.work}/nodes/{n}/{kc}", "--curl", a.shim,
+                     "--max-wait", str(a.max_wait)],
+                    stdout=subprocess.DEVNULL, stderr=err)
+            except OSError as e:
+                sys.exit(f"fleet_sync.py: round {name}: could not start the sync of {n} "
+                         f"({e}): this machine cannot run {batch} nodes at once; run "
+                         "ROUNDS=batch with a smaller BATCH")
 
     for i in range(0, len(names), batch):
         pending = {n: spawn(n, "w") for n in names[i:i + batch]}
