@@ -73,9 +73,9 @@ stable_flags="-Crelocation-model=static -Cforce-unwind-tables=no -Clink-arg=--ic
 #   5.8 KB less gzip'ed, 7.8 KB less encoded, for 25 KB more raw; it also
 #   saves a call and return per outlined sequence at run time). On x86_64
 #   LLVM does not outline by default (forcing it is 8.5 KB larger gzip'ed).
-if [ "$arch" = aarch64 ]; then
-  stable_flags="$stable_flags -Cllvm-args=-enable-machine-outliner=never"
-fi
+#   Per target (cargo's CARGO_TARGET_<TRIPLE>_RUSTFLAGS), so that it reaches
+#   aarch64 and only aarch64 whatever the arches built together and their order.
+no_outliner="-Cllvm-args=-enable-machine-outliner=never"
 # Reproducible bytes: the same source gives the same binary wherever the
 # checkout, target dir, cargo home or rustup home are (panic messages carry
 # source paths; std's, with build-std, come from rust-src). The toolchain is
@@ -91,11 +91,24 @@ remap=(--remap-path-prefix="$PWD=/src"
 export SOURCE_DATE_EPOCH=0
 build=(cargo build --quiet --profile wrapper "${targets[@]}" --no-default-features)
 for bin in "${bins[@]}"; do build+=(--bin "$bin"); done
+# Each target's flags in its own variable: RUSTFLAGS (or its encoded form)
+# would override them, so neither is passed on.
+unset RUSTFLAGS CARGO_ENCODED_RUSTFLAGS
+target_flags() {
+  local arch
+  for arch in "${arches[@]}"; do
+    local extra=
+    [ "$arch" != aarch64 ] || extra=" $no_outliner"
+    export "CARGO_TARGET_${arch^^}_UNKNOWN_LINUX_MUSL_RUSTFLAGS=$1$extra"
+  done
+}
 if rustup component add rust-src >/dev/null 2>&1; then
-  RUSTFLAGS="${remap[*]} -Zlocation-detail=none -Zunstable-options -Cpanic=immediate-abort $stable_flags" RUSTC_BOOTSTRAP=1 "${build[@]}" -Z build-std=std,panic_abort -Z build-std-features=optimize_for_size >&2
+  target_flags "${remap[*]} -Zlocation-detail=none -Zunstable-options -Cpanic=immediate-abort $stable_flags"
+  RUSTC_BOOTSTRAP=1 "${build[@]}" -Z build-std=std,panic_abort -Z build-std-features=optimize_for_size >&2
 else
   echo "build-wrapper.sh: rust-src unavailable; building with the prebuilt std (larger)" >&2
-  RUSTFLAGS="${remap[*]} $stable_flags" "${build[@]}" >&2
+  target_flags "${remap[*]} $stable_flags"
+  "${build[@]}" >&2
 fi
 # The section headers and the sections no segment loads (.comment,
 # .shstrtab) go, as sstrip does: the kernel runs a static executable from

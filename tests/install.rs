@@ -21,6 +21,11 @@ const CARGO: &str = r#"#!/bin/sh
 echo "$*" >> "$LOG"
 case "$1" in
 build)
+  {
+    echo "flags RUSTFLAGS=${RUSTFLAGS-}"
+    echo "flags x86_64=${CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS-}"
+    echo "flags aarch64=${CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUSTFLAGS-}"
+  } >> "$LOG.flags"
   targets= bins=
   while [ $# -gt 0 ]; do
     case "$1" in
@@ -213,4 +218,48 @@ fn install_sh_builds_every_arch_asked_in_one_cargo_build() {
     );
     s.assert_two_cargo_calls(&["x86_64", "aarch64"]);
     s.assert_installed(&root, &["x86_64", "aarch64"]);
+}
+
+/// Each architecture's flags reach its own target only, in whatever order
+/// the arches are named: aarch64 is built without LLVM's machine outliner,
+/// x86_64 never gets that flag, and RUSTFLAGS (which would override the
+/// per-target flags) carries nothing.
+#[test]
+fn each_arch_gets_its_own_flags_in_any_order() {
+    let Some(bash) = skipped::tool("bash") else {
+        return;
+    };
+    for order in ["x86_64 aarch64", "aarch64 x86_64", "aarch64", "x86_64"] {
+        let s = stubbed();
+        s.run(
+            &bash,
+            &format!("bash machineconfigs/build-wrapper.sh {order}"),
+        );
+        let flags = std::fs::read_to_string(format!("{}.flags", s.log.display())).unwrap();
+        let get = |k: &str| {
+            flags
+                .lines()
+                .find_map(|l| l.strip_prefix(&format!("flags {k}=")))
+                .unwrap_or_else(|| panic!("{order}: no {k} in {flags}"))
+                .to_string()
+        };
+        let outliner = "-enable-machine-outliner=never";
+        assert_eq!(get("RUSTFLAGS"), "", "{order}");
+        let x86 = get("x86_64");
+        let arm = get("aarch64");
+        assert_eq!(x86.is_empty(), !order.contains("x86_64"), "{order}: {x86}");
+        assert_eq!(arm.is_empty(), !order.contains("aarch64"), "{order}: {arm}");
+        assert!(!x86.contains(outliner), "{order}: {x86}");
+        if !arm.is_empty() {
+            assert!(arm.contains(outliner), "{order}: {arm}");
+        }
+        if !arm.is_empty() && !x86.is_empty() {
+            // the same flags otherwise
+            assert_eq!(
+                arm.replace(&format!(" -Cllvm-args={outliner}"), ""),
+                x86,
+                "{order}"
+            );
+        }
+    }
 }
