@@ -51,3 +51,15 @@ pub fn to_stdout(text: impl AsRef<[u8]>) -> Result<()> {
         .and_then(|()| o.flush())
         .context("writing to stdout")
 }
+
+/// Text read from a tree or file the CLI was given, for a terminal: each
+/// line's control characters escaped (`\u{1b}`), the lines kept. A
+/// hostile unit file's escape codes never reach the terminal, where they
+/// could erase or rewrite the lines above them (`explain` on a pull
+/// request's MachineConfigs).
+pub fn terminal_safe(text: &str) -> String {
+    text.split('\n')
+        .map(crate::node::wrapper::derived::escape_controls)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
