@@ -543,8 +543,14 @@ mod tests {
         assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{e}");
         std::thread::sleep(std::time::Duration::from_millis(200));
         assert!(!woke.load(Ordering::SeqCst), "the FIFO was opened");
-        // Release the writer.
-        drop(std::fs::File::open(&fifo));
+        // Release the writer (a non-blocking open for reading never waits).
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            let _ = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(flags::O_NONBLOCK)
+                .open(&fifo);
+        }
         writer.join().unwrap();
         // A link is still ELOOP, a regular file still read.
         std::os::unix::fs::symlink("fifo", dir.path().join("link")).unwrap();
