@@ -25,8 +25,13 @@ pub fn run(c: PlanConfig) -> Result<ExitCode> {
         PlanFormatArg::Markdown => plan::Format::Markdown,
     };
     // Node names and labels come from a fleet export: no escape code of
-    // theirs reaches a terminal (JSON escapes its own).
-    to_stdout(terminal_safe(&plan::render(&p, format)))?;
+    // theirs reaches a terminal (JSON escapes its own, and stays JSON).
+    let text = plan::render(&p, format);
+    if matches!(format, plan::Format::Json) {
+        to_stdout(text)?;
+    } else {
+        to_stdout(terminal_safe(&text))?;
+    }
     let fails = |f: &FailOnArg| match f {
         FailOnArg::Reboot => p.reboot > 0,
         FailOnArg::Lockout => p.lockout > 0,
