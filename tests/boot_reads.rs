@@ -56,15 +56,39 @@ fn mkfifo(path: &Path) {
 
 /// FIFOs and directories in features.d neither block the start nor count
 /// (nfd-worker skips what is not a regular file); the regular files do.
+/// What is not a regular file is never even opened (a device's driver
+/// acts on an open: a watchdog arms): here a FIFO's writer, waiting in
+/// open(2) for a reader, stays waiting.
 #[test]
 fn fifos_and_directories_in_features_d_are_not_read() {
+    use std::sync::atomic::{AtomicBool, Ordering};
     let scratch = scratch_dir();
     let facts = scratch.path().join("facts");
     let dir = facts.join(FEATURES_D);
     write(&dir.join("gpu"), "gpu=present\n");
-    mkfifo(&dir.join("fifo"));
+    let fifo = dir.join("fifo");
+    mkfifo(&fifo);
     std::fs::create_dir(dir.join("subdir")).unwrap();
+    let woke = std::sync::Arc::new(AtomicBool::new(false));
+    let (w, f) = (woke.clone(), fifo.clone());
+    let writer = std::thread::spawn(move || {
+        let _f = std::fs::OpenOptions::new().write(true).open(&f);
+        w.store(true, Ordering::SeqCst);
+    });
+    std::thread::sleep(std::time::Duration::from_millis(200));
     let started = start(&facts, scratch.path());
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let opened = woke.load(Ordering::SeqCst);
+    // Release the writer (a non-blocking open for reading never waits).
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let _ = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(0o4000)
+            .open(&fifo);
+    }
+    writer.join().unwrap();
+    assert!(!opened, "the wrapper opened the FIFO in features.d");
     let (journal, argv) = (&started.journal, &started.argv);
     assert!(argv.contains("gpu=present"), "{argv}\n{journal}");
     assert!(

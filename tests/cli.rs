@@ -250,6 +250,32 @@ fn explain_warns_of_flags_kubelet_exits_on() {
 
 /// kubelet behind `sh -c`: render warns, explain leaves our flags out and
 /// says why; the same tree with `env NAME=VALUE` in front gets them.
+/// A unit file's escape codes (a hostile tree, a pull request's
+/// MachineConfigs) reach the terminal escaped: they could erase the lines
+/// above them, or set the clipboard.
+#[test]
+fn explain_escapes_what_the_tree_says_for_the_terminal() {
+    let dir = scratch_dir();
+    let root = dir.path();
+    kubeadm_root(root);
+    write(
+        &root.join("etc/systemd/system/kubelet.service.d/20-esc.conf"),
+        "[Service]\nExecStart=\nExecStart=/usr/bin/kubelet \"\\x1b[1A\\x1b[2K\\x1b]52;c;ZWNobyBoaQ==\\x07\"\n",
+    );
+    let out = bin()
+        .args(["explain", "--root"])
+        .arg(root)
+        .output()
+        .unwrap();
+    let (human, err) = (stdout(&out), stderr(&out));
+    assert!(human.contains("\\u{1b}[1A"), "{human}");
+    assert!(
+        !human.contains('\u{1b}') && !err.contains('\u{1b}'),
+        "{human:?}"
+    );
+    assert!(human.lines().count() > 3, "{human}");
+}
+
 #[test]
 fn a_shell_in_execstart_gets_no_flags_and_says_why() {
     let dir = scratch_dir();

@@ -465,3 +465,28 @@ fn facts_say_when_features_d_is_past_its_bounds() {
         "{err}"
     );
 }
+
+/// A feature file a pod wrote: its escape codes reach the terminal of
+/// whoever runs `facts` escaped, in the facts and as NFD's labels.
+#[test]
+fn feature_files_reach_the_terminal_escaped() {
+    let dir = scratch_dir();
+    let d = dir
+        .path()
+        .join("etc/kubernetes/node-feature-discovery/features.d");
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(
+        d.join("esc"),
+        "example.com/x=\u{1b}[2J\u{1b}]52;c;aGk=\u{7}\n",
+    )
+    .unwrap();
+    let root = dir.path().to_str().unwrap();
+    for args in [
+        vec!["--root", root],
+        vec!["--root", root, "--nfd-labels", "upstream"],
+    ] {
+        let out = facts(&args);
+        assert!(!out.contains('\u{1b}'), "{out:?}");
+    }
+    assert!(facts(&["--root", root]).contains("\\u{1b}[2J"));
+}

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use crate::cli::args::existing_dir;
-use crate::cli::output::{say, to_stdout};
+use crate::cli::output::{say, terminal_safe, to_stdout};
 use crate::cmdline::FactsConfig;
 use crate::node::facts::NfdFlavour;
 
@@ -29,20 +29,24 @@ pub fn run(c: FactsConfig) -> Result<ExitCode> {
         attributes: None,
     });
     for (feature, why) in &f.incomplete {
-        say!("warning: {feature} not read (node rules on it fail at boot): {why}");
+        say!(
+            "warning: {feature} not read (node rules on it fail at boot): {}",
+            terminal_safe(why)
+        );
     }
     if let Some(flavour) = c.nfd_labels {
         let labels = facts::nfd_labels(&f, NfdFlavour::from(flavour));
-        to_stdout(
-            labels
+        to_stdout(terminal_safe(
+            &labels
                 .iter()
                 .map(|(k, v)| format!("{k}={v}\n"))
                 .collect::<String>(),
-        )?;
+        ))?;
     } else if c.json {
         to_stdout(serde_json::to_string_pretty(&crate::cli::facts_json::nfd_json(&f))? + "\n")?;
     } else {
-        to_stdout(crate::cli::facts_json::human(&f))?;
+        // features.d is written by whoever may write it (a pod).
+        to_stdout(terminal_safe(&crate::cli::facts_json::human(&f)))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -66,3 +66,15 @@ pub fn parse<P: clap::Parser>() -> Result<P, ExitCode> {
         exit_code(to_stdout(e.render().to_string()).map(|()| ExitCode::SUCCESS))
     })
 }
+
+/// Text read from a tree or file the CLI was given, for a terminal: each
+/// line's control characters escaped (`\u{1b}`), the lines kept. A
+/// hostile unit file's escape codes never reach the terminal, where they
+/// could erase or rewrite the lines above them (`explain` on a pull
+/// request's MachineConfigs).
+pub fn terminal_safe(text: &str) -> String {
+    text.split('\n')
+        .map(crate::node::wrapper::derived::escape_controls)
+        .collect::<Vec<_>>()
+        .join("\n")
+}

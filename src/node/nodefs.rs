@@ -96,6 +96,8 @@ mod flags {
     pub const O_NOFOLLOW: c_int = 0o400000;
     pub const O_NONBLOCK: c_int = 0o4000;
     pub const O_NOCTTY: c_int = 0o400;
+    /// The same on every architecture the node side is built for.
+    pub const O_PATH: c_int = 0o10000000;
     pub const O_CLOEXEC: c_int = 0o2000000;
 }
 
@@ -164,44 +166,76 @@ impl Dir {
     /// The regular file `name` in it, opened relative to it: not a link
     /// (ELOOP), not a path elsewhere (a name with `/` is refused), never
     /// blocking; anything but a regular file (a FIFO, a device, a
-    /// directory: checked on the open descriptor) is an error. With its
-    /// size.
+    /// directory) is an error, and never opened: the name is looked at
+    /// first through an `O_PATH` handle, which no driver sees (opening a
+    /// watchdog device arms it, a serial line's raises DTR, a tape's
+    /// rewinds it, a FIFO's wakes its writer), and a regular file is then
+    /// opened through that handle (`/proc/self/fd`), so a name swapped in
+    /// meanwhile is never what is opened. With its size; a regular file
+    /// that could not be opened so is an error of kind `Other`.
     pub fn open_file(&self, name: &std::ffi::OsStr) -> io::Result<(File, u64)> {
         use std::os::fd::AsRawFd;
         use std::os::unix::ffi::OsStrExt;
         if name.as_bytes().contains(&b'/') || name == "." || name == ".." {
             return Err(io::Error::from(io::ErrorKind::InvalidInput));
         }
-        let fd = self.file.as_raw_fd();
-        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-        let file = sys::open_at(fd, Path::new(name), sys::O_RDONLY | sys::O_NOFOLLOW)?;
-        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-        let file = {
-            use std::os::fd::FromRawFd;
-            unsafe extern "C" {
-                fn openat(
-                    dirfd: std::ffi::c_int,
-                    path: *const std::ffi::c_char,
-                    flags: std::ffi::c_int,
-                    ...
-                ) -> std::ffi::c_int;
-            }
-            let c = std::ffi::CString::new(name.as_bytes())
-                .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-            let flags = flags::O_NOFOLLOW | flags::O_NONBLOCK | flags::O_NOCTTY | flags::O_CLOEXEC;
-            // SAFETY: a NUL-terminated name; a new fd nothing else owns.
-            let got = unsafe { openat(fd, c.as_ptr(), flags) };
-            if got < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // SAFETY: see above.
-            unsafe { File::from_raw_fd(got) }
-        };
-        let meta = file.metadata()?;
-        if !meta.file_type().is_file() {
-            return Err(io::Error::from(io::ErrorKind::InvalidInput));
+        let handle = open_at(
+            self.file.as_raw_fd(),
+            name,
+            flags::O_PATH | flags::O_NOFOLLOW,
+        )?;
+        regular(&handle)
+    }
+}
+
+/// The regular file `handle` (an `O_PATH` descriptor) names, opened for
+/// reading through it, with its size; a link is ELOOP, anything else but
+/// a regular file InvalidInput (see [`Dir::open_file`]).
+fn regular(handle: &File) -> io::Result<(File, u64)> {
+    use std::os::fd::AsRawFd;
+    let meta = handle.metadata()?;
+    if meta.file_type().is_symlink() {
+        return Err(io::Error::from_raw_os_error(40));
+    }
+    if !meta.file_type().is_file() {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    }
+    let at = format!("/proc/self/fd/{}", handle.as_raw_fd());
+    let file = open(Path::new(&at)).map_err(|e| io::Error::other(format!("{at}: {e}")))?;
+    Ok((file, meta.len()))
+}
+
+/// openat(2) of `name` in the directory `dirfd` with `extra` flags, never
+/// blocking, close-on-exec, no controlling terminal.
+fn open_at(
+    dirfd: std::ffi::c_int,
+    name: &std::ffi::OsStr,
+    extra: std::ffi::c_int,
+) -> io::Result<File> {
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    return sys::open_at(dirfd, Path::new(name), sys::O_RDONLY | extra);
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        use std::os::fd::FromRawFd;
+        use std::os::unix::ffi::OsStrExt;
+        unsafe extern "C" {
+            fn openat(
+                dirfd: std::ffi::c_int,
+                path: *const std::ffi::c_char,
+                flags: std::ffi::c_int,
+                ...
+            ) -> std::ffi::c_int;
         }
-        Ok((file, meta.len()))
+        let c = std::ffi::CString::new(name.as_bytes())
+            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        let flags = extra | flags::O_NONBLOCK | flags::O_NOCTTY | flags::O_CLOEXEC;
+        // SAFETY: a NUL-terminated name; a new fd nothing else owns.
+        let got = unsafe { openat(dirfd, c.as_ptr(), flags) };
+        if got < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: see above.
+        Ok(unsafe { File::from_raw_fd(got) })
     }
 }
 
@@ -276,13 +310,12 @@ pub fn read(path: &Path) -> io::Result<Vec<u8>> {
 
 /// The regular file `path` (links followed; callers contain the path),
 /// at most `limit` bytes, None past it: a FIFO, a device or a directory
-/// is an error, checked on the descriptor opened without blocking (the
-/// CLI's reads of a tree it was given: nothing there makes it wait).
+/// is an error, looked at before it is opened (as [`Dir::open_file`]: no
+/// device or FIFO of a tree the CLI was given is ever opened, nothing
+/// there makes it wait).
 pub fn read_regular(path: &Path, limit: usize) -> io::Result<Option<Vec<u8>>> {
-    let file = open(path)?;
-    if !file.metadata()?.file_type().is_file() {
-        return Err(io::Error::from(io::ErrorKind::InvalidInput));
-    }
+    const AT_FDCWD: std::ffi::c_int = -100;
+    let (file, _) = regular(&open_at(AT_FDCWD, path.as_os_str(), flags::O_PATH)?)?;
     let buf = read_up_to(file, limit.saturating_add(1))?;
     Ok((buf.len() <= limit).then_some(buf))
 }
@@ -500,6 +533,55 @@ mod tests {
         );
         let d = Dir::open(dir.path()).unwrap();
         assert!(guarded(move || d.open_file("fifo".as_ref()).is_err()));
+    }
+
+    /// A FIFO, a device: never opened, only looked at (an open is what a
+    /// driver acts on: a watchdog device arms, a tape rewinds). Seen here
+    /// on a FIFO, whose writer waiting in open(2) wakes when it is opened
+    /// for reading: it stays waiting through `open_file` and
+    /// `read_regular`.
+    #[test]
+    fn what_is_not_a_regular_file_is_never_opened() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        mkfifo(&fifo);
+        let woke = Arc::new(AtomicBool::new(false));
+        let (w, f) = (woke.clone(), fifo.clone());
+        let writer = std::thread::spawn(move || {
+            // Blocks until someone opens the FIFO for reading.
+            let _f = std::fs::OpenOptions::new().write(true).open(&f);
+            w.store(true, Ordering::SeqCst);
+        });
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let d = Dir::open(dir.path()).unwrap();
+        let e = d.open_file("fifo".as_ref()).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{e}");
+        let e = read_regular(&fifo, 10).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{e}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert!(!woke.load(Ordering::SeqCst), "the FIFO was opened");
+        // Release the writer (a non-blocking open for reading never waits).
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            let _ = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(flags::O_NONBLOCK)
+                .open(&fifo);
+        }
+        writer.join().unwrap();
+        // A link is still ELOOP, a regular file still read.
+        std::os::unix::fs::symlink("fifo", dir.path().join("link")).unwrap();
+        std::fs::write(dir.path().join("file"), "abc").unwrap();
+        let e = d.open_file("link".as_ref()).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(40), "{e}");
+        let (file, size) = d.open_file("file".as_ref()).unwrap();
+        assert_eq!((read_up_to(file, 10).unwrap(), size), (b"abc".to_vec(), 3));
+        assert_eq!(
+            read_regular(&dir.path().join("file"), 10).unwrap().unwrap(),
+            b"abc"
+        );
     }
 
     /// A directory's files opened relative to it: regular files only,

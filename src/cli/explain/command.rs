@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use crate::cli::args::{existing_dir, stdin_at_most_once};
-use crate::cli::output::{say, to_stdout};
+use crate::cli::output::{say, terminal_safe, to_stdout};
 use crate::cli::render::{input, layout};
 use crate::cmdline::{ExplainConfig, NfdLabelsArg};
 use crate::node::kubelet::Profile;
@@ -90,15 +90,16 @@ pub fn run(c: ExplainConfig) -> Result<ExitCode> {
     if c.json {
         to_stdout(serde_json::to_string_pretty(&e)? + "\n")?;
     } else {
-        to_stdout(explain::render_human(&e))?;
+        to_stdout(terminal_safe(&explain::render_human(&e)))?;
     }
     // A preflight: exit 1 whenever our additions would not reach kubelet.
     for err in &e.errors {
-        say!("kubelet-labeler: {err}");
+        say!("kubelet-labeler: {}", terminal_safe(err));
     }
     if let Some(why) = &e.left_out {
         say!(
-            "kubelet-labeler: at boot the wrapper would start kubelet without our additions: {why}"
+            "kubelet-labeler: at boot the wrapper would start kubelet without our additions: {}",
+            terminal_safe(why)
         );
     }
     Ok(if e.errors.is_empty() && e.left_out.is_none() {

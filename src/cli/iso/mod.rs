@@ -35,6 +35,9 @@ pub const CONFIG_PATH: &str = "config.ign";
 const MAX_AREA: u64 = 16 << 20;
 const MAX_IGNINFO: u64 = 64 << 10;
 const MAX_UNPACKED: u64 = 64 << 20;
+/// PATH_MAX: the kernel's initramfs unpacker skips a member whose name
+/// (with its NUL) is longer.
+const MAX_NAME: usize = 4096;
 
 /// The embed area of an image.
 pub fn find_area(file: &mut File) -> Result<Extent> {
@@ -192,6 +195,13 @@ fn read_cpio(data: &[u8], members: &mut BTreeMap<String, Vec<u8>>) -> Result<()>
             return Ok(());
         }
         let name = entry.name().to_string();
+        // The kernel skips a longer name when it unpacks the archive.
+        if name.len() >= MAX_NAME {
+            bail!(
+                "the embed area holds a file name of {} bytes, longer than the kernel unpacks ({MAX_NAME}; corrupt image?)",
+                name.len()
+            );
+        }
         let is_file = entry.mode() & 0o170000 == 0o100000;
         let mut bytes = Vec::new();
         reader
@@ -214,19 +224,39 @@ pub fn write_members(members: &BTreeMap<String, Vec<u8>>) -> Result<Vec<u8>> {
         return Ok(Vec::new());
     }
     let mut entries: Vec<(cpio::NewcBuilder, Cursor<Vec<u8>>)> = Vec::new();
-    let mut dirs: Vec<String> = Vec::new();
-    for (path, bytes) in members {
-        let parts: Vec<&str> = path.split('/').collect();
-        for i in 1..parts.len() {
-            let dir = parts[..i].join("/");
-            if !dirs.contains(&dir) {
-                dirs.push(dir.clone());
-                entries.push((
-                    cpio::NewcBuilder::new(&dir).mode(0o40_755),
-                    Cursor::new(Vec::new()),
-                ));
-            }
+    let mut dirs: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
+    // The archive's size, bounded as what it was read from is: members'
+    // names come from the image (a name of a million `a/` is a million
+    // directories, each as long).
+    let mut size = 0u64;
+    let mut add = |name: &str, len: usize| -> Result<()> {
+        size += 112 + name.len() as u64 + len as u64;
+        if size > MAX_UNPACKED {
+            return Err(unpacked_too_large());
         }
+        Ok(())
+    };
+    for (path, bytes) in members {
+        // Its parent directories not written yet, deepest first: those of
+        // a directory already written were written with it.
+        let mut new = Vec::new();
+        let mut end = path.len();
+        while let Some(i) = path[..end].rfind('/') {
+            let dir = &path[..i];
+            add(dir, 0)?;
+            if !dirs.insert(dir) {
+                break;
+            }
+            new.push(dir);
+            end = i;
+        }
+        for dir in new.into_iter().rev() {
+            entries.push((
+                cpio::NewcBuilder::new(dir).mode(0o40_755),
+                Cursor::new(Vec::new()),
+            ));
+        }
+        add(path, bytes.len())?;
         entries.push((
             cpio::NewcBuilder::new(path).mode(0o100_600),
             Cursor::new(bytes.clone()),
@@ -587,6 +617,42 @@ mod tests {
         // Two of them (60 MiB in all) are read.
         let two = archives[..2].concat();
         assert_eq!(read_members(&two).map(|m| m.len()).ok(), Some(2));
+    }
+
+    /// Names from the image are bounded work: a member named a million
+    /// `a/` deep (2 MiB, 1,400 bytes in xz) took hours to write back (each
+    /// parent directory joined anew and looked for in a list), now refused
+    /// as the kernel would skip it; written back, the archive is bounded.
+    #[test]
+    fn deep_member_names_are_bounded_work() {
+        let deep = format!("{}f", "a/".repeat(1 << 20));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let name = deep.clone();
+        std::thread::spawn(move || {
+            let m = members(&[(&name, b"x")]);
+            let _ = tx.send(write_members(&m).map(|_| ()).map_err(|e| e.to_string()));
+        });
+        let got = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("writing a deep member back took more than a minute");
+        assert_eq!(
+            got.unwrap_err(),
+            "the archives in the embed area unpack to more than 64 MiB (corrupt image?)"
+        );
+        let mut cpio = Vec::new();
+        cpio::NewcBuilder::new(&deep)
+            .mode(0o100_600)
+            .write(&mut cpio, 1)
+            .finish()
+            .unwrap();
+        cpio::newc::trailer(&mut cpio).unwrap();
+        let e = read_members(&cpio).unwrap_err().to_string();
+        assert!(e.contains("longer than the kernel unpacks"), "{e}");
+        // Many members in directories of their own: each written once.
+        let names: Vec<String> = (0..20_000).map(|i| format!("d{i}/e/f")).collect();
+        let m: BTreeMap<String, Vec<u8>> = names.iter().map(|n| (n.clone(), Vec::new())).collect();
+        let area = write_members(&m).unwrap();
+        assert_eq!(read_members(&area).unwrap().len(), 20_000);
     }
 
     #[test]

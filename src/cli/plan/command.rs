@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use crate::cli::args::Usage;
-use crate::cli::output::to_stdout;
+use crate::cli::output::{terminal_safe, to_stdout};
 use crate::cmdline::{FailOnArg, PlanConfig, PlanFormatArg};
 use crate::node::kubelet::Profile;
 
@@ -24,7 +24,14 @@ pub fn run(c: PlanConfig) -> Result<ExitCode> {
         PlanFormatArg::Json => plan::Format::Json,
         PlanFormatArg::Markdown => plan::Format::Markdown,
     };
-    to_stdout(plan::render(&p, format))?;
+    // Node names and labels come from a fleet export: no escape code of
+    // theirs reaches a terminal (JSON escapes its own, and stays JSON).
+    let text = plan::render(&p, format);
+    if matches!(format, plan::Format::Json) {
+        to_stdout(text)?;
+    } else {
+        to_stdout(terminal_safe(&text))?;
+    }
     let fails = |f: &FailOnArg| match f {
         FailOnArg::Reboot => p.reboot > 0,
         FailOnArg::Lockout => p.lockout > 0,

@@ -107,6 +107,10 @@ fn read_file(dir: &Dir, name: &OsString) -> Result<Option<Vec<u8>>, String> {
                 name.to_string_lossy()
             ));
         }
+        // A regular file that could not be opened: NFD reads it.
+        Err(e) if e.kind() == ErrorKind::Other => {
+            return Err(format!("{FEATURES_DIR}/{}: {e}", name.to_string_lossy()));
+        }
         Err(_) => return Ok(None),
     };
     if size > MAX_FILE {

@@ -256,8 +256,38 @@ fn status_message(r: &Response) -> String {
         .ok()
         .and_then(|v| v.get("message").and_then(|m| m.as_str()).map(String::from))
         .unwrap_or_else(|| r.body.trim().to_string());
-    let short: String = text.chars().take(200).collect();
-    escape_controls(&short).into_owned()
+    shown(&text, 200)
+}
+
+/// Network text for the journal line: escaped, and at most `most`
+/// characters of it (a label value or a taint of a Node the API server
+/// made up can be megabytes).
+fn shown(text: &str, most: usize) -> String {
+    let short: String = text.chars().take(most).collect();
+    let more = if short.len() < text.len() { "..." } else { "" };
+    format!("{}{more}", escape_controls(&short))
+}
+
+/// The most bytes of one line the sync writes: journald splits a line
+/// past its `LineMax=` (48 KiB by default), and what follows the split is
+/// a record of its own, which network text in it could then forge.
+const MAX_LINE: usize = 32 << 10;
+
+/// `line` escaped (see [`print_outcome`]) and cut to [`MAX_LINE`] bytes.
+fn journal_line(line: &str) -> std::borrow::Cow<'_, str> {
+    let line = escape_controls(line);
+    if line.len() <= MAX_LINE {
+        return line;
+    }
+    let mut cut = MAX_LINE - 64;
+    while !line.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    std::borrow::Cow::Owned(format!(
+        "{}... ({} bytes more, cut)",
+        &line[..cut],
+        line.len() - cut
+    ))
 }
 
 /// Random factor in [0.5, 1.5) for backoff jitter.
@@ -432,7 +462,10 @@ pub fn sync_node(
                 return finish(
                     out,
                     EXIT_DRIFT,
-                    format!("nothing changed: the API server gave Node {:?}", n.name),
+                    format!(
+                        "nothing changed: the API server gave Node {:?}",
+                        shown(&n.name, 253)
+                    ),
                     &trail,
                 );
             }
@@ -636,12 +669,12 @@ fn drift_suffix(plan: &reconcile::Reconciled) -> String {
         out += &format!(
             " (left {}={}: {})",
             escape_controls(&k.key),
-            escape_controls(k.node.as_deref().unwrap_or("<absent>")),
+            shown(k.node.as_deref().unwrap_or("<absent>"), 200),
             k.why
         );
     }
     for t in &plan.taint_drift {
-        out += &format!(" ({})", escape_controls(t));
+        out += &format!(" ({})", shown(t, 1000));
     }
     out
 }
@@ -891,18 +924,19 @@ pub fn node_main(args: &[OsString]) -> i32 {
 }
 
 /// Detail lines on stdout, the summary on stderr, each one line whatever
-/// it holds (control characters escaped as the boot path escapes them: a
-/// line never forges another in the journal); a closed pipe is no panic.
+/// it holds (control characters escaped as the boot path escapes them, and
+/// short of journald's `LineMax=`: a line never forges another in the
+/// journal); a closed pipe is no panic.
 pub fn print_outcome(out: &Outcome) {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
     for l in &out.detail {
-        if writeln!(stdout, "{}", escape_controls(l)).is_err() {
+        if writeln!(stdout, "{}", journal_line(l)).is_err() {
             break;
         }
     }
     let _ = stdout.flush();
-    let _ = writeln!(std::io::stderr(), "{}", escape_controls(&out.summary));
+    let _ = writeln!(std::io::stderr(), "{}", journal_line(&out.summary));
 }
 
 #[cfg(test)]

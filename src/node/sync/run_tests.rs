@@ -294,6 +294,30 @@ fn the_api_servers_text_is_escaped() {
     assert!(!out.summary.contains(['\n', '\r']), "{:?}", out.summary);
 }
 
+/// Network text of any length (a Node the API server made up) is cut
+/// short on the journal line: journald splits a line past its `LineMax=`
+/// (48 KiB), and the text after the split is a record of its own.
+#[test]
+fn the_api_servers_text_is_cut_short() {
+    let forged = format!(
+        "{}kubelet-labeler sync: node n1: up to date",
+        "x".repeat(100_000)
+    );
+    let name = format!(r#"{{"metadata":{{"name":"{forged}","resourceVersion":"1"}}}}"#);
+    let (out, _, _) = run_script(vec![ok(200, &name)], 60);
+    assert!(out.summary.len() < 1000, "{} bytes", out.summary.len());
+    // A Node's label value left as another owner's.
+    let labels = format!(r#""example.com/a":"{forged}""#);
+    let body = node("5", &labels).replace(OWNED_ANNOTATION, "x.io/y");
+    let (out, _, _) = run_script(vec![ok(200, &body)], 60);
+    assert!(out.summary.contains("left example.com/a=xxx"), "{out:?}");
+    assert!(out.summary.len() < 1000, "{} bytes", out.summary.len());
+    // The line as a whole (many such texts).
+    let line = journal_line(&"é".repeat(40_000)).into_owned();
+    assert!(line.len() <= MAX_LINE && line.ends_with("bytes more, cut)"));
+    assert_eq!(journal_line("a\nb"), "a\\nb");
+}
+
 #[test]
 fn node_args() {
     let a = |v: &[&str]| parse_node_args(&v.iter().map(OsString::from).collect::<Vec<_>>());

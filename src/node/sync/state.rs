@@ -37,19 +37,31 @@ pub const ABSENT: &str = "<absent>";
 pub struct NodeState {
     pub name: String,
     pub resource_version: String,
-    /// Sorted by key.
+    /// Sorted by key, each key once (both).
     pub labels: Vec<(String, String)>,
     pub annotations: Vec<(String, String)>,
     pub taints: Vec<Taint>,
 }
 
 impl NodeState {
+    // Both maps are sorted by key (`json::Value::string_map`): looked up
+    // by bisection, as the Node is network text of any size.
     pub(super) fn label(&self, key: &str) -> Option<&str> {
-        lookup(&self.labels, key)
+        lookup_sorted(&self.labels, key)
     }
     pub(super) fn annotation(&self, key: &str) -> Option<&str> {
-        lookup(&self.annotations, key)
+        lookup_sorted(&self.annotations, key)
     }
+}
+
+fn lookup_sorted<'a>(map: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    let i = map.binary_search_by(|(k, _)| k.as_str().cmp(key)).ok()?;
+    Some(map[i].1.as_str())
+}
+
+/// Whether the sorted list `list` holds `key`.
+pub(super) fn has(list: &[String], key: &str) -> bool {
+    list.binary_search_by(|k| k.as_str().cmp(key)).is_ok()
 }
 
 pub(super) fn lookup<'a>(map: &'a [(String, String)], key: &str) -> Option<&'a str> {

@@ -76,7 +76,7 @@ pub(super) fn taints(desired: &Desired, node: &NodeState, out: &mut Reconciled) 
     for n in &node.taints {
         let text = n.to_string();
         let stale = !desired.taints.iter().any(|t| same(t, n))
-            && (before.contains(&text) || desired.rule_taints.contains(n));
+            && (super::state::has(&before, &text) || desired.rule_taints.contains(n));
         if stale {
             out.taint_drift.push(format!(
                 "taint {text} is no longer derived: a node may not remove taints; run `kubectl taint nodes {} {}:{}-`",
