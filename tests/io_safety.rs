@@ -3,9 +3,9 @@
 //! directories, symlinks), the modes of what it writes, and a tree it must
 //! not trust. Inputs without an end or past their caps: io_safety_bounds.rs.
 
-use crate::support::{BIN, elf, scratch_dir, skipped, stderr, write};
+use crate::support::{BIN, elf, scratch_dir, skipped, stderr, test_iso, write};
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 /// A static ELF header standing in for the wrapper (its bytes are carried,
@@ -86,17 +86,6 @@ fn ok(dir: &Path, args: &[&str]) -> Output {
     let out = run(dir, args);
     assert!(out.status.success(), "{args:?}: {}", stderr(&out));
     out
-}
-
-/// A live-ISO stand-in from iso/make-test-iso.sh, or None (skipped) without
-/// xorriso.
-fn test_iso(dir: &Path) -> Option<PathBuf> {
-    skipped::tool("xorriso")?;
-    let iso = dir.join("base.iso");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("iso/make-test-iso.sh");
-    let out = Command::new("bash").arg(script).arg(&iso).output().unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    Some(iso)
 }
 
 /// Run with stdout a pipe nobody reads any more: its read end is closed

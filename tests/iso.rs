@@ -2,7 +2,7 @@
 //! wrote (../shared/fixtures/coreos-installer), on images made by
 //! iso/make-test-iso.sh and on the fixture ISO.
 
-use crate::support::{bin, scratch_dir, skipped, stderr};
+use crate::support::{bin, scratch_dir, skipped, stderr, test_iso};
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -221,19 +221,9 @@ fn interop_with_coreos_installer() {
 
 #[test]
 fn output_modes_and_refusals() {
-    let Some(xorriso) = skipped::tool("xorriso") else {
-        return;
-    };
-    let _ = xorriso;
     let dir = scratch_dir();
     let d = dir.path();
-    let iso = d.join("made.iso");
-    let st = Command::new("bash")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("iso/make-test-iso.sh"))
-        .arg(&iso)
-        .status()
-        .unwrap();
-    assert!(st.success());
+    let Some(iso) = test_iso(d) else { return };
     let pristine = std::fs::read(&iso).unwrap();
     std::fs::write(d.join("c.ign"), br#"{"ignition":{"version":"3.4.0"}}"#).unwrap();
 
@@ -368,19 +358,9 @@ fn output_modes_and_refusals() {
 #[test]
 fn refuses_bad_configs_and_out_of_image_areas_keeps_mode() {
     use std::os::unix::fs::PermissionsExt;
-    if skipped::tool("xorriso").is_none() {
-        return;
-    }
     let dir = scratch_dir();
     let d = dir.path();
-    let iso = d.join("made.iso");
-    let st = Command::new("bash")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("iso/make-test-iso.sh"))
-        .arg(&iso)
-        .stderr(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success());
+    let Some(iso) = test_iso(d) else { return };
     std::fs::set_permissions(&iso, std::fs::Permissions::from_mode(0o644)).unwrap();
     let pristine = std::fs::read(&iso).unwrap();
     std::fs::write(d.join("c.ign"), br#"{"ignition":{"version":"3.4.0"}}"#).unwrap();
@@ -683,18 +663,9 @@ fn embed_renders_the_full_config_as_render_ignition() {
 #[test]
 fn an_interrupted_embed_leaves_nothing() {
     use std::os::unix::process::ExitStatusExt;
-    if skipped::tool("xorriso").is_none() {
-        return;
-    }
     let dir = scratch_dir();
     let d = dir.path();
-    let iso = d.join("made.iso");
-    let st = Command::new("bash")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("iso/make-test-iso.sh"))
-        .arg(&iso)
-        .status()
-        .unwrap();
-    assert!(st.success());
+    let Some(iso) = test_iso(d) else { return };
     let f = std::fs::OpenOptions::new().write(true).open(&iso).unwrap();
     f.set_len(f.metadata().unwrap().len() + (2 << 30)).unwrap();
     std::fs::write(d.join("c.ign"), br#"{"ignition":{"version":"3.4.0"}}"#).unwrap();

@@ -3,10 +3,10 @@
 //! `iso embed -i -`.
 
 use crate::render_gitops::static_elf;
-use crate::support::{bin, scratch_dir, skipped, stderr, stdout};
+use crate::support::{bin, scratch_dir, stderr, stdout, test_iso};
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use kubelet_labeler::cli::render::arch::Arch;
 
@@ -224,17 +224,7 @@ fn iso_embed_reads_stdin_for_dash_and_names_a_non_iso() {
         "{err}"
     );
 
-    if skipped::tool("xorriso").is_none() {
-        return;
-    }
-    let iso = d.join("made.iso");
-    let st = Command::new("bash")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("iso/make-test-iso.sh"))
-        .arg(&iso)
-        .stderr(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success());
+    let Some(iso) = test_iso(d) else { return };
     let out = d.join("out.iso");
     let o = embed(&iso, Some(&out));
     assert!(o.status.success(), "{}", stderr(&o));

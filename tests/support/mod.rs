@@ -71,3 +71,17 @@ pub fn stdout(o: &Output) -> String {
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
+
+/// A live-ISO stand-in built by iso/make-test-iso.sh in `dir`, or None
+/// (skipped, one line) without xorriso.
+pub fn test_iso(dir: &Path) -> Option<std::path::PathBuf> {
+    skipped::tool("xorriso")?;
+    let iso = dir.join("base.iso");
+    let out = Command::new("bash")
+        .arg(repo().join("iso/make-test-iso.sh"))
+        .arg(&iso)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    Some(iso)
+}
