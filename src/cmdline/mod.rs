@@ -268,7 +268,9 @@ Examples:
 
 Exit status: 0 the Node matches, 1 drift remains that a node may not fix
 (taints, another owner's value, the pool label, a forbidden key) or the API
-server could not be reached, 2 usage or bad input (nothing changed).";
+server refused the request, 2 usage or bad input (nothing changed), 75 the
+API server stayed unreachable or busy (429, 5xx) for --max-wait: try again
+later (the sync's service starts it again a minute later).";
 
 const PLAN_EXAMPLES: &str = "\
 Examples:
