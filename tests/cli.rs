@@ -276,6 +276,74 @@ fn explain_escapes_what_the_tree_says_for_the_terminal() {
     assert!(human.lines().count() > 3, "{human}");
 }
 
+/// An error or a warning that quotes a rules file (a pull request's) or
+/// the arguments given reaches the terminal escaped: a YAML `\e` in a
+/// label key used to go to stderr raw, and so did a taint to `validate`.
+#[test]
+fn errors_escape_what_the_rules_file_says_for_the_terminal() {
+    let dir = scratch_dir();
+    let root = dir.path();
+    kubeadm_root(root);
+    let rules = root.join("rules.yaml");
+    write(
+        &rules,
+        "apiVersion: nfd.k8s-sigs.io/v1alpha1\nkind: NodeFeatureRule\nmetadata:\n  name: x\n\
+         spec:\n  rules:\n  - name: r\n    labels:\n      \"example.com/a\\e[1A\\e[2K\": \"1\"\n\
+         \x20   matchFeatures:\n    - feature: kernel.version\n      matchExpressions:\n\
+         \x20       major: {op: Exists}\n",
+    );
+    let out = bin()
+        .args(["explain", "--root"])
+        .arg(root)
+        .arg("--rules")
+        .arg(&rules)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(!out.status.success() && err.contains("\\u{1b}[1A"), "{err}");
+    assert!(!err.contains('\u{1b}'), "{err:?}");
+    let out = bin()
+        .args([
+            "validate",
+            "--",
+            "--register-with-taints=x\u{1b}[2J=y:NoSchedule",
+        ])
+        .output()
+        .unwrap();
+    let human = stdout(&out);
+    assert!(human.contains("\\u{1b}[2J"), "{human}");
+    assert!(!human.contains('\u{1b}'), "{human:?}");
+}
+
+/// A unit whose `$VAR`s expand past what exec takes (a pull request's
+/// 215 KB unit of 5000 `$A`s of 200 KB took `explain` 80 s and 5.9 GB):
+/// refused at exec's limit, as systemd's exec would fail (E2BIG).
+#[test]
+fn a_command_expanding_past_execs_limit_is_refused_without_building_it() {
+    let dir = scratch_dir();
+    let root = dir.path();
+    write(
+        &root.join("etc/systemd/system/kubelet.service"),
+        &format!(
+            "[Service]\nEnvironment=A={}\nExecStart=/usr/bin/kubelet{}\n",
+            "x".repeat(200_000),
+            " $A".repeat(40)
+        ),
+    );
+    let out = bin()
+        .args(["explain", "--root"])
+        .arg(root)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(
+        !out.status.success() && err.contains("(E2BIG)"),
+        "{}",
+        &err[..err.len().min(500)]
+    );
+    assert!(out.stdout.len() < 100_000, "{} bytes", out.stdout.len());
+}
+
 #[test]
 fn a_shell_in_execstart_gets_no_flags_and_says_why() {
     let dir = scratch_dir();

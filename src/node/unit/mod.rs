@@ -458,9 +458,12 @@ fn apply_assignment(
 
 /// Exec-time `$NAME`/`${NAME}` expansion of argv (systemd's
 /// replace_env_argv), unless the command has `:`.
-pub fn expand_argv(cmd: &ExecCommand, env: &[(OsString, OsString)]) -> Vec<Vec<u8>> {
+pub fn expand_argv(
+    cmd: &ExecCommand,
+    env: &[(OsString, OsString)],
+) -> Result<Vec<Vec<u8>>, String> {
     if cmd.no_env_expand {
-        return cmd.argv.clone();
+        return Ok(cmd.argv.clone());
     }
     env::replace_env_argv(&cmd.argv, env)
 }
