@@ -244,6 +244,7 @@ pub fn load_service(
         }),
         unit: unit.to_string(),
         fragment: files.fragment.clone(),
+        cache: Default::default(),
     };
     let mut sources: Vec<(PathBuf, bool)> = Vec::new();
     if let Some(f) = &files.fragment {
