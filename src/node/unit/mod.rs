@@ -359,6 +359,7 @@ pub fn load_service(
     if svc.exec_start.is_empty() && !oneshot {
         bail!("{unit}: Service has no ExecStart= setting. Refusing.");
     }
+    env::keep_last(&mut svc.environment);
     Ok(svc)
 }
 
@@ -395,10 +396,8 @@ fn apply_assignment(
             } else {
                 let (vars, warnings) = env::parse_environment_line(&a.value, &expand);
                 svc.warnings.extend(warnings);
-                for (k, v) in vars {
-                    svc.environment.retain(|(old, _)| *old != k);
-                    svc.environment.push((k, v));
-                }
+                // Repeats are settled once, when the unit is loaded.
+                svc.environment.extend(vars);
             }
         }
         "EnvironmentFile" => {
@@ -501,13 +500,15 @@ pub fn offline_environment(
             env::merge(&mut out, env::parse_env_file(&data));
         }
     }
-    out.retain(|(k, v)| {
-        !svc.unset_environment
-            .iter()
-            .any(|u| match u.split_once('=') {
-                Some((name, value)) => k == name && v == value,
-                None => k == u.as_str(),
-            })
+    // One lookup per variable, not a scan of UnsetEnvironment=.
+    let unset: crate::node::sorted::SortedSet<&str> =
+        svc.unset_environment.iter().map(String::as_str).collect();
+    out.retain(|(k, v)| match (k.to_str(), v.to_str()) {
+        (Some(k), v) => {
+            !(unset.contains(k) || v.is_some_and(|v| unset.contains(format!("{k}={v}").as_str())))
+        }
+        // UnsetEnvironment= names text: other bytes never match it.
+        (None, _) => true,
     });
     Ok(out)
 }
