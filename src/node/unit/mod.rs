@@ -501,12 +501,11 @@ pub fn offline_environment(
         }
     }
     // One lookup per variable, not a scan of UnsetEnvironment=.
-    let unset: crate::node::sorted::SortedSet<&str> =
-        svc.unset_environment.iter().map(String::as_str).collect();
+    let mut unset: Vec<&str> = svc.unset_environment.iter().map(String::as_str).collect();
+    unset.sort_unstable();
+    let has = |u: &str| unset.binary_search(&u).is_ok();
     out.retain(|(k, v)| match (k.to_str(), v.to_str()) {
-        (Some(k), v) => {
-            !(unset.contains(k) || v.is_some_and(|v| unset.contains(format!("{k}={v}").as_str())))
-        }
+        (Some(k), v) => !(has(k) || v.is_some_and(|v| has(&format!("{k}={v}")))),
         // UnsetEnvironment= names text: other bytes never match it.
         (None, _) => true,
     });

@@ -32,7 +32,7 @@ pub struct SpecifierValues {
 
 /// See [`SpecifierValues::cache`].
 #[derive(Debug, Clone, Default)]
-pub struct HostCache(std::cell::RefCell<SortedMap<char, Option<String>>>);
+pub struct HostCache(std::cell::RefCell<Vec<(char, Option<String>)>>);
 
 /// The most of a host file (/etc/hostname, /etc/os-release, ...) read for
 /// a specifier: a real one holds a few hundred bytes.
@@ -200,11 +200,12 @@ impl SpecifierValues {
             'c' => Some(format!("/system.slice/{}", self.unit)),
             'r' => Some("/system.slice".into()),
             _ => {
-                if let Some(v) = self.cache.0.borrow().get(&c) {
+                // A few dozen letters at most: a scan is the smallest code.
+                if let Some((_, v)) = self.cache.0.borrow().iter().find(|(k, _)| *k == c) {
                     return v.clone();
                 }
                 let v = self.host_value(c);
-                self.cache.0.borrow_mut().insert(c, v.clone());
+                self.cache.0.borrow_mut().push((c, v.clone()));
                 v
             }
         }
