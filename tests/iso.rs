@@ -710,3 +710,30 @@ fn an_interrupted_embed_leaves_nothing() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// `iso show` of a downloaded ISO whose embedded config holds escape codes:
+/// on a terminal (a pty from `script`) they are shown escaped; into a pipe,
+/// the config is its bytes as they are.
+#[test]
+fn show_escapes_a_hostile_config_on_a_terminal() {
+    let Some(fx) = fixtures() else { return };
+    let Some(script) = skipped::tool("script") else {
+        return;
+    };
+    let dir = scratch_dir();
+    let d = dir.path();
+    let base = base_iso(d, &fx);
+    let evil = b"{\"ignition\":{\"version\":\"3.4.0\"}}\x1b[1A\x1b[2K\x1b]52;c;ZWNobyBoaQ==\x07\n";
+    std::fs::write(d.join("evil.ign"), evil).unwrap();
+    ok(run(bin()
+        .args(["iso", "embed", "--no-validate", "-i"])
+        .arg(d.join("evil.ign"))
+        .arg(&base)));
+    let piped = ok(run(bin().args(["iso", "show"]).arg(&base)));
+    assert_eq!(piped.stdout, evil);
+    let cmd = format!("{} iso show {}", crate::support::BIN, base.display());
+    let tty = ok(run(Command::new(script).args(["-qec", &cmd, "/dev/null"])));
+    let shown = String::from_utf8_lossy(&tty.stdout);
+    assert!(shown.contains("\\u{1b}[1A"), "{shown:?}");
+    assert!(!shown.contains('\u{1b}'), "{shown:?}");
+}

@@ -617,7 +617,7 @@ fn compare(
     }
     for (cmd, rec) in ran.iter().zip(&outcome.records) {
         let env: Vec<(OsString, OsString)> = rec.env.clone();
-        let ours = unit::expand_argv(cmd, &env);
+        let ours = unit::expand_argv(cmd, &env)?;
         if ours != rec.argv {
             let show = |v: &[Vec<u8>]| {
                 v.iter()

@@ -25,7 +25,9 @@ pub fn exit_code(result: Result<ExitCode>) -> ExitCode {
         Ok(code) => code,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            say!("Error: {e:#}");
+            // The message may quote a rules file, a tree or an ISO: their
+            // escape codes never reach the terminal.
+            say!("Error: {}", terminal_safe(&format!("{e:#}")));
             if e.is::<Usage>() {
                 ExitCode::from(2)
             } else {

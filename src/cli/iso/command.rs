@@ -73,7 +73,17 @@ fn checked_input(config: Vec<u8>, name: &str, no_validate: bool) -> Result<Vec<u
 
 pub fn show(c: IsoShowConfig) -> Result<ExitCode> {
     let config = iso::show(&c.input)?;
-    to_stdout(config)?;
+    // The bytes of a downloaded ISO: on a terminal its escape codes are
+    // shown escaped (they could rewrite the screen or set the clipboard);
+    // into a pipe or file, the config as it is.
+    use std::io::IsTerminal;
+    if std::io::stdout().is_terminal() {
+        to_stdout(crate::cli::output::terminal_safe(&String::from_utf8_lossy(
+            &config,
+        )))?;
+    } else {
+        to_stdout(config)?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 

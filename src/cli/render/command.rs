@@ -31,7 +31,8 @@ pub fn read_rules_leaving(
         .map(|l| l.warning())
         .chain(read.warnings.clone())
     {
-        say!("{w}");
+        // Warnings quote the rules files.
+        say!("{}", crate::cli::output::terminal_safe(&w));
     }
     Ok(read)
 }

@@ -182,9 +182,11 @@ impl Ctx<'_> {
         let mut out: Vec<(String, String)> = Vec::new();
         for (k, v) in self.map(n, what)? {
             let value = self.string(v, &format!("{what}.{}", k.value))?;
-            out.retain(|(old, _)| *old != k.value);
             out.push((k.value.clone(), value));
         }
+        // A repeated key: its last value, in one sort (a scan per key took
+        // `explain --rules` 71 s on a map of 100,000 labels).
+        crate::node::unit::env::keep_last(&mut out);
         Ok(out)
     }
 

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::cli::output::{say, to_stdout};
+use crate::cli::output::{say, terminal_safe, to_stdout};
 use crate::cmdline::ValidateConfig;
 use crate::node::kubelet::Profile;
 
@@ -22,7 +22,8 @@ pub fn run(c: ValidateConfig) -> Result<ExitCode> {
     if c.json {
         to_stdout(report.to_json() + "\n")?;
     } else {
-        to_stdout(report.to_human())?;
+        // It quotes the arguments, which may be pasted from a hostile unit.
+        to_stdout(terminal_safe(&report.to_human()))?;
     }
     Ok(ExitCode::from(if report.valid { 0 } else { 1 }))
 }

@@ -7,6 +7,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 use super::words::{ENV_VALUE, UNIT, extract_first_word, split};
+use crate::node::sorted::SortedMap;
 
 /// `[A-Za-z_][A-Za-z0-9_]*`
 pub fn name_is_valid(name: &[u8]) -> bool {
@@ -103,7 +104,6 @@ pub fn parse_env_file(data: &[u8]) -> Vec<(String, Vec<u8>)> {
             }
             if name_is_valid(key) && std::str::from_utf8(value).is_ok() {
                 let k = String::from_utf8_lossy(key).into_owned();
-                out.retain(|(old, _)| *old != k);
                 out.push((k, std::mem::take(value)));
             }
             key.clear();
@@ -216,25 +216,36 @@ pub fn parse_env_file(data: &[u8]) -> Vec<(String, Vec<u8>)> {
         S::Value => push(&mut key, &mut value, key_ws, value_ws),
         _ => {}
     }
+    keep_last(&mut out);
     out
 }
 
-fn lookup<'a>(env: &'a [(OsString, OsString)], name: &[u8]) -> Option<&'a OsStr> {
-    env.iter()
-        .rev()
-        .find(|(k, _)| k.as_bytes() == name)
-        .map(|(_, v)| v.as_os_str())
-}
+/// The most bytes of argument strings (their NULs included) an exec
+/// takes, whatever the stack limit (fs/exec.c: 3/4 of `_STK_LIM`): a
+/// command that expands past it can never run, under systemd or the
+/// wrapper, so its expansion stops there (a 200 KiB unit file of `$A`s took
+/// gigabytes and minutes).
+pub const EXEC_STRINGS_MAX: usize = 6 << 20;
+
+/// The environment by name, the last assignment of a name winning: one
+/// lookup a reference, not a scan of the environment.
+type Index<'a> = SortedMap<&'a [u8], &'a OsStr>;
 
 /// `${NAME}` → value (or empty), `$$` → `$`; anything else stays literal.
-fn replace_env(word: &[u8], env: &[(OsString, OsString)]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(word.len());
+/// Err once `left` bytes are spent.
+fn replace_env(word: &[u8], env: &Index, left: &mut usize) -> Result<Vec<u8>, ()> {
+    let mut out = Vec::with_capacity(word.len().min(*left));
+    let mut put = |out: &mut Vec<u8>, b: &[u8]| {
+        *left = left.checked_sub(b.len()).ok_or(())?;
+        out.extend_from_slice(b);
+        Ok(())
+    };
     let mut i = 0;
     while i < word.len() {
         if word[i] == b'$' {
             match word.get(i + 1) {
                 Some(b'$') => {
-                    out.push(b'$');
+                    put(&mut out, b"$")?;
                     i += 2;
                     continue;
                 }
@@ -243,20 +254,20 @@ fn replace_env(word: &[u8], env: &[(OsString, OsString)]) -> Vec<u8> {
                     // `:` (as in `${A:-d}`) is syntax systemd does not do.
                     match rest.iter().position(|&c| c == b'}' || c == b':') {
                         Some(end) if rest[end] == b'}' => {
-                            if let Some(v) = lookup(env, &rest[..end]) {
-                                out.extend_from_slice(v.as_bytes());
+                            if let Some(v) = env.get(&rest[..end]) {
+                                put(&mut out, v.as_bytes())?;
                             }
                             i += 2 + end + 1;
                             continue;
                         }
                         Some(colon) => {
                             // Left literal up to and including the ':'.
-                            out.extend_from_slice(&word[i..i + 2 + colon + 1]);
+                            put(&mut out, &word[i..i + 2 + colon + 1])?;
                             i += 2 + colon + 1;
                             continue;
                         }
                         None => {
-                            out.extend_from_slice(&word[i..]);
+                            put(&mut out, &word[i..])?;
                             break;
                         }
                     }
@@ -264,28 +275,48 @@ fn replace_env(word: &[u8], env: &[(OsString, OsString)]) -> Vec<u8> {
                 _ => {}
             }
         }
-        out.push(word[i]);
+        put(&mut out, &word[i..=i])?;
         i += 1;
     }
-    out
+    Ok(out)
 }
 
 /// systemd's replace_env_argv: a word that is `$NAME` becomes the value
 /// split into words (nothing when unset); `${NAME}` in a word is replaced
-/// as is. argv[0] is included; the executable path never is.
-pub fn replace_env_argv(argv: &[Vec<u8>], env: &[(OsString, OsString)]) -> Vec<Vec<u8>> {
+/// as is. argv[0] is included; the executable path never is. Err when the
+/// words pass [`EXEC_STRINGS_MAX`], which exec refuses (E2BIG).
+pub fn replace_env_argv(
+    argv: &[Vec<u8>],
+    env: &[(OsString, OsString)],
+) -> Result<Vec<Vec<u8>>, String> {
+    let index: Index = env
+        .iter()
+        .map(|(k, v)| (k.as_bytes(), v.as_os_str()))
+        .collect();
+    let mut left = EXEC_STRINGS_MAX;
+    let too_big = || {
+        format!(
+            "its command expands to more than the {} MiB of arguments exec takes (E2BIG)",
+            EXEC_STRINGS_MAX >> 20
+        )
+    };
     let mut out = Vec::with_capacity(argv.len());
     for word in argv {
         if word.first() == Some(&b'$') && !matches!(word.get(1), Some(b'{') | Some(b'$')) {
-            if let Some(v) = lookup(env, &word[1..]) {
+            if let Some(v) = index.get(&word[1..]) {
                 // RELAX splitting never fails.
-                out.extend(split(v.as_bytes(), ENV_VALUE).unwrap_or_default());
+                for w in split(v.as_bytes(), ENV_VALUE).unwrap_or_default() {
+                    left = left.checked_sub(w.len() + 1).ok_or_else(too_big)?;
+                    out.push(w);
+                }
             }
             continue;
         }
-        out.push(replace_env(word, env));
+        let w = replace_env(word, &index, &mut left).map_err(|()| too_big())?;
+        left = left.checked_sub(1).ok_or_else(too_big)?;
+        out.push(w);
     }
-    out
+    Ok(out)
 }
 
 /// The built-in search path for relative executables (not `$PATH`).
@@ -433,11 +464,30 @@ pub fn merge(
     env: &mut Vec<(OsString, OsString)>,
     add: impl IntoIterator<Item = (String, Vec<u8>)>,
 ) {
-    for (k, v) in add {
-        let k = OsString::from(k);
-        env.retain(|(old, _)| *old != k);
-        env.push((k, OsString::from_vec(v)));
-    }
+    env.extend(
+        add.into_iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from_vec(v))),
+    );
+    keep_last(env);
+}
+
+/// The last assignment of each name, in the order of those: what setting
+/// them one at a time (the earlier removed, the new appended) leaves, in
+/// O(n log n) (a scan per assignment took `explain` 154 s on an
+/// EnvironmentFile= of 100,000 lines).
+pub fn keep_last<K: Ord, V>(env: &mut Vec<(K, V)>) {
+    let keep: Vec<bool> = {
+        let last: SortedMap<&K, usize> = env.iter().enumerate().map(|(i, (k, _))| (k, i)).collect();
+        env.iter()
+            .enumerate()
+            .map(|(i, (k, _))| last.get(&k) == Some(&i))
+            .collect()
+    };
+    let mut i = 0;
+    env.retain(|_| {
+        i += 1;
+        keep[i - 1]
+    });
 }
 
 #[cfg(test)]
@@ -453,6 +503,7 @@ mod tests {
     fn expand(words: &str, e: &[(OsString, OsString)]) -> Vec<String> {
         let argv: Vec<Vec<u8>> = words.split(' ').map(|w| w.as_bytes().to_vec()).collect();
         replace_env_argv(&argv, e)
+            .unwrap()
             .into_iter()
             .map(|w| String::from_utf8(w).unwrap())
             .collect()
@@ -487,6 +538,65 @@ mod tests {
         assert_eq!(
             expand("[ $UNDEF ${UNDEF} x${UNDEF}y ]", &env(&[])),
             ["[", "", "xy", "]"]
+        );
+    }
+
+    /// A unit of a few hundred KiB whose `$A`s expand to gigabytes (5000
+    /// words of a 200 KB value took 80 s and 5.9 GB in `explain`), or a
+    /// word of `${A}`s: refused at exec's limit, as exec would refuse it,
+    /// without building it. Many variables and many references: one
+    /// lookup each, not a scan of the environment.
+    #[test]
+    fn expansion_stops_at_execs_limit_and_looks_up_in_log_time() {
+        let big = "x".repeat(200_000);
+        let e = env(&[("A", &big)]);
+        let many = vec![b"$A".to_vec(); 5000];
+        let t = std::time::Instant::now();
+        let why = replace_env_argv(&many, &e).unwrap_err();
+        assert!(why.contains("E2BIG"), "{why}");
+        let one = vec!["${A}".repeat(100_000).into_bytes()];
+        assert!(replace_env_argv(&one, &e).is_err());
+        // Up to the limit it is as before.
+        let fits = vec![b"$A".to_vec(); EXEC_STRINGS_MAX / 200_001];
+        assert_eq!(replace_env_argv(&fits, &e).unwrap().len(), fits.len());
+        let names: Vec<String> = (0..100_000).map(|i| format!("V{i}")).collect();
+        let e: Vec<(OsString, OsString)> = names
+            .iter()
+            .map(|n| (OsString::from(n), OsString::from("v")))
+            .collect();
+        let refs: Vec<Vec<u8>> = (0..100_000)
+            .map(|i| format!("${{U{i}}}").into_bytes())
+            .collect();
+        assert_eq!(replace_env_argv(&refs, &e).unwrap().len(), refs.len());
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(10),
+            "{:?}",
+            t.elapsed()
+        );
+    }
+
+    /// Setting many variables is O(n log n), and leaves what setting them
+    /// one at a time did: the last value of each, in the order of those.
+    #[test]
+    fn merging_many_variables_keeps_the_last_of_each_in_log_time() {
+        let mut e = env(&[("A", "0"), ("B", "0")]);
+        merge(
+            &mut e,
+            [("B", "1"), ("C", "1"), ("A", "2"), ("C", "3")]
+                .map(|(k, v)| (k.to_string(), v.as_bytes().to_vec())),
+        );
+        assert_eq!(e, env(&[("B", "1"), ("A", "2"), ("C", "3")]));
+        let t = std::time::Instant::now();
+        let mut e = Vec::new();
+        merge(
+            &mut e,
+            (0..200_000).map(|i| (format!("V{}", i % 150_000), b"1".to_vec())),
+        );
+        assert_eq!(e.len(), 150_000);
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            t.elapsed()
         );
     }
 

@@ -224,6 +224,7 @@ mod tests {
             host: Host::Fixed(SortedMap::new()),
             unit: "p04.service".into(),
             fragment: None,
+            cache: Default::default(),
         }
     }
 

@@ -244,6 +244,7 @@ pub fn load_service(
         }),
         unit: unit.to_string(),
         fragment: files.fragment.clone(),
+        cache: Default::default(),
     };
     let mut sources: Vec<(PathBuf, bool)> = Vec::new();
     if let Some(f) = &files.fragment {
@@ -358,6 +359,7 @@ pub fn load_service(
     if svc.exec_start.is_empty() && !oneshot {
         bail!("{unit}: Service has no ExecStart= setting. Refusing.");
     }
+    env::keep_last(&mut svc.environment);
     Ok(svc)
 }
 
@@ -394,10 +396,8 @@ fn apply_assignment(
             } else {
                 let (vars, warnings) = env::parse_environment_line(&a.value, &expand);
                 svc.warnings.extend(warnings);
-                for (k, v) in vars {
-                    svc.environment.retain(|(old, _)| *old != k);
-                    svc.environment.push((k, v));
-                }
+                // Repeats are settled once, when the unit is loaded.
+                svc.environment.extend(vars);
             }
         }
         "EnvironmentFile" => {
@@ -458,9 +458,12 @@ fn apply_assignment(
 
 /// Exec-time `$NAME`/`${NAME}` expansion of argv (systemd's
 /// replace_env_argv), unless the command has `:`.
-pub fn expand_argv(cmd: &ExecCommand, env: &[(OsString, OsString)]) -> Vec<Vec<u8>> {
+pub fn expand_argv(
+    cmd: &ExecCommand,
+    env: &[(OsString, OsString)],
+) -> Result<Vec<Vec<u8>>, String> {
     if cmd.no_env_expand {
-        return cmd.argv.clone();
+        return Ok(cmd.argv.clone());
     }
     env::replace_env_argv(&cmd.argv, env)
 }
@@ -497,13 +500,14 @@ pub fn offline_environment(
             env::merge(&mut out, env::parse_env_file(&data));
         }
     }
-    out.retain(|(k, v)| {
-        !svc.unset_environment
-            .iter()
-            .any(|u| match u.split_once('=') {
-                Some((name, value)) => k == name && v == value,
-                None => k == u.as_str(),
-            })
+    // One lookup per variable, not a scan of UnsetEnvironment=.
+    let mut unset: Vec<&str> = svc.unset_environment.iter().map(String::as_str).collect();
+    unset.sort_unstable();
+    let has = |u: &str| unset.binary_search(&u).is_ok();
+    out.retain(|(k, v)| match (k.to_str(), v.to_str()) {
+        (Some(k), v) => !(has(k) || v.is_some_and(|v| has(&format!("{k}={v}")))),
+        // UnsetEnvironment= names text: other bytes never match it.
+        (None, _) => true,
     });
     Ok(out)
 }

@@ -25,7 +25,18 @@ pub struct SpecifierValues {
     pub unit: String,
     /// Node path of the fragment, for `%y`/`%Y`.
     pub fragment: Option<PathBuf>,
+    /// Host values already read: each file once, however many specifiers
+    /// name it (2000 `%H`s on a padded /etc/hostname read it 2000 times).
+    pub cache: HostCache,
 }
+
+/// See [`SpecifierValues::cache`].
+#[derive(Debug, Clone, Default)]
+pub struct HostCache(std::cell::RefCell<Vec<(char, Option<String>)>>);
+
+/// The most of a host file (/etc/hostname, /etc/os-release, ...) read for
+/// a specifier: a real one holds a few hundred bytes.
+const HOST_FILE_MAX: usize = 64 << 10;
 
 /// A node file of the tree at `root`, resolved inside it (a link in an
 /// untrusted tree never reads the host's file).
@@ -33,16 +44,21 @@ fn node_file(root: &Path, node: &str) -> PathBuf {
     super::search::contained(root, Path::new(node)).unwrap_or_default()
 }
 
+/// A small regular file as text, None past [`HOST_FILE_MAX`].
+fn read_host_file(path: &Path) -> Option<String> {
+    let bytes = crate::node::nodefs::read_regular(path, HOST_FILE_MAX).ok()??;
+    String::from_utf8(bytes).ok()
+}
+
 fn read_trim(path: &Path) -> Option<String> {
-    let s = crate::node::nodefs::read_to_string(path).ok()?;
+    let s = read_host_file(path)?;
     let t = s.trim();
     (!t.is_empty()).then(|| t.to_string())
 }
 
 fn os_release_field(root: &Path, field: &str) -> Option<String> {
-    let text = crate::node::nodefs::read_to_string(&node_file(root, "/etc/os-release"))
-        .or_else(|_| crate::node::nodefs::read_to_string(&node_file(root, "/usr/lib/os-release")))
-        .ok()?;
+    let text = read_host_file(&node_file(root, "/etc/os-release"))
+        .or_else(|| read_host_file(&node_file(root, "/usr/lib/os-release")))?;
     text.lines().find_map(|l| {
         let v = l.strip_prefix(field)?.strip_prefix('=')?;
         Some(v.trim_matches(|c| c == '"' || c == '\'').to_string())
@@ -136,17 +152,14 @@ impl SpecifierValues {
                     'A' => os_release_field(root, "IMAGE_VERSION"),
                     'B' => os_release_field(root, "BUILD_ID"),
                     'M' => os_release_field(root, "IMAGE_ID"),
-                    'q' => {
-                        crate::node::nodefs::read_to_string(&node_file(root, "/etc/machine-info"))
-                            .ok()
-                            .and_then(|t| {
-                                t.lines().find_map(|l| {
-                                    l.strip_prefix("PRETTY_HOSTNAME=")
-                                        .map(|v| v.trim_matches('"').to_string())
-                                })
+                    'q' => read_host_file(&node_file(root, "/etc/machine-info"))
+                        .and_then(|t| {
+                            t.lines().find_map(|l| {
+                                l.strip_prefix("PRETTY_HOSTNAME=")
+                                    .map(|v| v.trim_matches('"').to_string())
                             })
-                            .or_else(hostname)
-                    }
+                        })
+                        .or_else(hostname),
                     _ => None,
                 }
             }
@@ -186,7 +199,15 @@ impl SpecifierValues {
             'd' => Some(format!("/run/credentials/{}", self.unit)),
             'c' => Some(format!("/system.slice/{}", self.unit)),
             'r' => Some("/system.slice".into()),
-            _ => self.host_value(c),
+            _ => {
+                // A few dozen letters at most: a scan is the smallest code.
+                if let Some((_, v)) = self.cache.0.borrow().iter().find(|(k, _)| *k == c) {
+                    return v.clone();
+                }
+                let v = self.host_value(c);
+                self.cache.0.borrow_mut().push((c, v.clone()));
+                v
+            }
         }
     }
 
@@ -214,6 +235,14 @@ impl SpecifierValues {
                 let v = self
                     .value(c as char)
                     .ok_or_else(|| format!("cannot resolve specifier %{}", c as char))?;
+                // Past what any exec takes, the value is of no use: never
+                // built (a line of `%o`s on a long os-release field).
+                if out.len() + v.len() > super::env::EXEC_STRINGS_MAX {
+                    return Err(format!(
+                        "its specifiers expand to more than the {} MiB of arguments exec takes",
+                        super::env::EXEC_STRINGS_MAX >> 20
+                    ));
+                }
                 out.extend_from_slice(v.as_bytes());
             } else {
                 out.push(b'%');
@@ -228,6 +257,54 @@ impl SpecifierValues {
 mod tests {
     use super::*;
 
+    /// A tree's padded /etc/hostname named by a line of `%H`s is read once
+    /// (2000 of them on an 8 MiB file held `explain --root` past 300 s),
+    /// and a line of `%o`s on a long os-release field stops at exec's
+    /// limit instead of building gigabytes.
+    #[test]
+    fn host_files_are_read_once_and_expansion_is_bounded() {
+        let tmp = tempfile::tempdir().unwrap();
+        let etc = tmp.path().join("etc");
+        std::fs::create_dir_all(&etc).unwrap();
+        std::fs::write(
+            etc.join("hostname"),
+            format!("{}node-a\n", " ".repeat(60 << 10)),
+        )
+        .unwrap();
+        std::fs::write(
+            etc.join("os-release"),
+            format!("ID={}\n", "o".repeat(60 << 10)),
+        )
+        .unwrap();
+        let v = SpecifierValues {
+            host: Host::System {
+                root: tmp.path().to_path_buf(),
+                live: false,
+            },
+            unit: "kubelet.service".into(),
+            fragment: None,
+            cache: HostCache::default(),
+        };
+        let t = std::time::Instant::now();
+        let out = v.expand("%H".repeat(20_000).as_bytes()).unwrap();
+        assert_eq!(out, "node-a".repeat(20_000).into_bytes());
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(3),
+            "{:?}",
+            t.elapsed()
+        );
+        let why = v.expand("%o".repeat(200).as_bytes()).unwrap_err();
+        assert!(why.contains("exec takes"), "{why}");
+        // Past its bound a host file is not read: the specifier is
+        // unresolved, as for a missing file.
+        std::fs::write(etc.join("hostname"), " ".repeat(1 << 20) + "a").unwrap();
+        let fresh = SpecifierValues {
+            cache: HostCache::default(),
+            ..v.clone()
+        };
+        assert!(fresh.expand(b"%H").is_err());
+    }
+
     fn vals(unit: &str) -> SpecifierValues {
         let mut m = SortedMap::new();
         m.insert('t', "/run/user/0".to_string());
@@ -238,6 +315,7 @@ mod tests {
             host: Host::Fixed(m),
             unit: unit.into(),
             fragment: None,
+            cache: HostCache::default(),
         }
     }
 

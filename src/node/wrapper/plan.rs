@@ -543,6 +543,7 @@ pub fn original_command(
         ),
     };
     let argv: Vec<OsString> = unit::expand_argv(cmd, env)
+        .map_err(|e| crate::node_error!("ExecStart=: {e}"))?
         .into_iter()
         .map(OsString::from_vec)
         .collect();
@@ -574,10 +575,10 @@ pub fn original_command_offline(
                 return Err(e);
             };
             let path = PathBuf::from(OsStr::from_bytes(&cmd.path));
-            let argv: Vec<OsString> = unit::expand_argv(cmd, env)
-                .into_iter()
-                .map(OsString::from_vec)
-                .collect();
+            let Ok(argv) = unit::expand_argv(cmd, env) else {
+                return Err(e);
+            };
+            let argv: Vec<OsString> = argv.into_iter().map(OsString::from_vec).collect();
             if !path.is_absolute() || argv.is_empty() {
                 return Err(e);
             }

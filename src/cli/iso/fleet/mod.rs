@@ -513,6 +513,27 @@ mod tests {
         );
     }
 
+    /// A MachineConfig's env drop-in of 100,000 lines (a hostile directory
+    /// given to `iso fleet`) is read in one sort, the last value of a name
+    /// winning: a scan of the lines read per line was quadratic.
+    #[test]
+    fn a_long_env_dropin_is_read_in_one_sort() {
+        let mut dropin = String::from("[Service]\n");
+        for i in 0..100_000 {
+            dropin += &format!("Environment=\"K{}=v{i}\"\n", i % 50_000);
+        }
+        let mc = env_mc("50-worker-p", "worker-p", &env_dropin_path(), &dropin);
+        let t = std::time::Instant::now();
+        let env = pool_env(&[(mc, "mc.json".into())], &env_dropin_path()).unwrap();
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(10),
+            "{:?}",
+            t.elapsed()
+        );
+        assert_eq!(env.len(), 50_000);
+        assert_eq!(env[0], ("K0".into(), "v50000".into(), "mc.json".into()));
+    }
+
     /// A custom pool `worker-p` selecting `example.com/p=true`.
     fn pool_p() -> Value {
         json!({

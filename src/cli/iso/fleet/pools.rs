@@ -255,7 +255,7 @@ pub(super) fn pool_env(
     else {
         return Ok(Vec::new());
     };
-    let mut env: Vec<(String, String, String)> = Vec::new();
+    let mut env: Vec<(String, (String, String))> = Vec::new();
     for line in String::from_utf8_lossy(&file.contents).lines() {
         let Some(v) = line
             .strip_prefix("Environment=\"")
@@ -264,11 +264,12 @@ pub(super) fn pool_env(
             continue;
         };
         if let Some((k, v)) = v.split_once('=') {
-            env.retain(|(have, _, _)| have != k);
-            env.push((k.to_string(), v.to_string(), source.clone()));
+            env.push((k.to_string(), (v.to_string(), source.clone())));
         }
     }
-    Ok(env)
+    // A repeated name: its last value, in one sort (not a scan per line).
+    crate::node::unit::env::keep_last(&mut env);
+    Ok(env.into_iter().map(|(k, (v, s))| (k, v, s)).collect())
 }
 
 /// A `metav1.LabelSelector` as requirements.
