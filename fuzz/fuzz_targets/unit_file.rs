@@ -13,6 +13,7 @@ fuzz_target!(|data: &[u8]| {
         ])),
         unit: "kubelet.service".into(),
         fragment: None,
+        cache: Default::default(),
     };
     let parsed = syntax::parse(data, "kubelet.service");
     let _ = format!("{parsed:?}");
