@@ -248,8 +248,6 @@ fn explain_warns_of_flags_kubelet_exits_on() {
     );
 }
 
-/// kubelet behind `sh -c`: render warns, explain leaves our flags out and
-/// says why; the same tree with `env NAME=VALUE` in front gets them.
 /// A unit file's escape codes (a hostile tree, a pull request's
 /// MachineConfigs) reach the terminal escaped: they could erase the lines
 /// above them, or set the clipboard.
@@ -421,6 +419,8 @@ fn a_rules_map_of_many_keys_is_read_without_a_scan_per_key() {
     );
 }
 
+/// kubelet behind `sh -c`: render warns, explain leaves our flags out and
+/// says why; the same tree with `env NAME=VALUE` in front gets them.
 #[test]
 fn a_shell_in_execstart_gets_no_flags_and_says_why() {
     let dir = scratch_dir();
