@@ -1,12 +1,12 @@
 //! The little JSON the sync reads (a Node, a JSON kubeconfig, a Status) and
 //! writes (a merge patch): std only, like the wrapper it ships in.
 
-/// A parsed JSON value; numbers stay text (nothing here computes with them).
+/// A parsed JSON value; a number keeps no digits (nothing here reads them).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     Null,
     Bool(bool),
-    Number(String),
+    Number,
     String(String),
     Array(Vec<Value>),
     /// Members in document order (a later duplicate wins in [`Value::get`]).
@@ -72,10 +72,16 @@ fn last_wins<K: Ord, V>(mut pairs: Vec<(K, V)>) -> Vec<(K, V)> {
 /// Nesting deeper than this is refused (no stack overflow on hostile input).
 const MAX_DEPTH: usize = 128;
 
+/// More values than this are refused: a value takes 32 bytes however short
+/// its text, so 4 MiB of `[0,0,…]` would take 140 MB. A Node with 100,000
+/// labels has about as many values; a real one, a few thousand.
+const MAX_VALUES: usize = 1 << 18;
+
 pub fn parse(text: &str) -> Result<Value, String> {
     let mut p = Parser {
         s: text.as_bytes(),
         i: 0,
+        values: 0,
     };
     let v = p.value(0)?;
     p.ws();
@@ -88,6 +94,7 @@ pub fn parse(text: &str) -> Result<Value, String> {
 struct Parser<'a> {
     s: &'a [u8],
     i: usize,
+    values: usize,
 }
 
 impl Parser<'_> {
@@ -117,6 +124,10 @@ impl Parser<'_> {
     fn value(&mut self, depth: usize) -> Result<Value, String> {
         if depth > MAX_DEPTH {
             return Err(self.err("nested too deeply"));
+        }
+        self.values += 1;
+        if self.values > MAX_VALUES {
+            return Err(self.err("more than 262144 values"));
         }
         self.ws();
         match self.s.get(self.i) {
@@ -174,15 +185,12 @@ impl Parser<'_> {
             Some(_) if self.eat(b"true") => Ok(Value::Bool(true)),
             Some(_) if self.eat(b"false") => Ok(Value::Bool(false)),
             Some(c) if *c == b'-' || c.is_ascii_digit() => {
-                let start = self.i;
                 while self.s.get(self.i).is_some_and(|c| {
                     c.is_ascii_digit() || matches!(c, b'-' | b'+' | b'.' | b'e' | b'E')
                 }) {
                     self.i += 1;
                 }
-                Ok(Value::Number(
-                    String::from_utf8_lossy(&self.s[start..self.i]).into_owned(),
-                ))
+                Ok(Value::Number)
             }
             Some(_) => Err(self.err("unexpected character")),
         }
@@ -192,6 +200,7 @@ impl Parser<'_> {
         let h = self
             .s
             .get(self.i..self.i + 4)
+            .filter(|h| h.iter().all(u8::is_ascii_hexdigit))
             .and_then(|h| std::str::from_utf8(h).ok())
             .and_then(|h| u32::from_str_radix(h, 16).ok())
             .ok_or_else(|| self.err("bad \\u escape"))?;
@@ -363,10 +372,23 @@ mod tests {
             "nul",
             "{}x",
             "\"\\u12\"",
+            "\"\\u+041\"",
         ] {
             assert!(parse(bad).is_err(), "{bad:?}");
         }
         let deep = "[".repeat(100_000);
         assert!(parse(&deep).unwrap_err().contains("deeply"));
+    }
+
+    /// 4 MiB of `[0,0,…]` took 140 MB: the count of values is bounded, and
+    /// the bound leaves room for a Node with 100,000 labels (above).
+    #[test]
+    fn the_count_of_values_is_bounded() {
+        let many = |n: usize| format!("[{}0]", "0,".repeat(n - 2));
+        assert!(parse(&many(MAX_VALUES)).is_ok());
+        let err = parse(&many(MAX_VALUES + 1)).unwrap_err();
+        assert!(err.contains("262144 values"), "{err}");
+        assert!(parse(&many(2 << 20)).is_err());
+        assert_eq!(MAX_VALUES, 262_144, "the message names the bound");
     }
 }
