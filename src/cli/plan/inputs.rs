@@ -21,6 +21,11 @@ const RENDER_MAX_BYTES: u64 = 128 << 20;
 pub const OBJECT_MAX_BYTES: u64 = 16 << 20;
 /// A YAML export is read whole; JSON is streamed.
 const YAML_MAX_BYTES: u64 = 256 << 20;
+/// The most `git ls-tree` may list under a render's path: about 200,000
+/// files.
+const LISTING_MAX_BYTES: u64 = 32 << 20;
+/// Linux's `O_NONBLOCK` (std names no open flags).
+const O_NONBLOCK: i32 = 0o4000;
 
 /// One side of the change: the manifests of a render.
 #[derive(Debug, Default)]
@@ -134,6 +139,59 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>, spec: &str) -> Result<()> {
     Ok(())
 }
 
+/// What git writes to its standard output, refused past `cap` bytes (git
+/// is stopped there); `input` is written to its standard input meanwhile.
+fn git_output(args: &[&str], input: Option<Vec<u8>>, cap: u64) -> Result<Vec<u8>> {
+    use std::process::Stdio;
+    let mut child = Command::new("git")
+        .args(args)
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("running git")?;
+    // Written from a thread: git answers while it reads, and both pipes
+    // could fill.
+    let writer = child.stdin.take().zip(input).map(|(mut stdin, bytes)| {
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let _ = stdin.write_all(&bytes);
+        })
+    });
+    let errors = child.stderr.take().map(|e| {
+        std::thread::spawn(move || {
+            let mut text = Vec::new();
+            let _ = e.take(1 << 16).read_to_end(&mut text);
+            text
+        })
+    });
+    let mut stdout = Vec::new();
+    let read = child
+        .stdout
+        .take()
+        .map_or(Ok(0), |s| s.take(cap + 1).read_to_end(&mut stdout));
+    if read.is_err() || stdout.len() as u64 > cap {
+        let _ = child.kill();
+    }
+    let status = child.wait().context("waiting for git")?;
+    if let Some(w) = writer {
+        let _ = w.join();
+    }
+    let stderr = errors.and_then(|t| t.join().ok()).unwrap_or_default();
+    read.context("reading what git wrote")?;
+    if stdout.len() as u64 > cap {
+        bail!("more than {} MiB of output", cap >> 20);
+    }
+    if !status.success() {
+        bail!("{}", String::from_utf8_lossy(&stderr).trim());
+    }
+    Ok(stdout)
+}
+
 fn is_manifest(p: &Path) -> bool {
     p.extension()
         .and_then(|e| e.to_str())
@@ -144,29 +202,26 @@ fn is_manifest(p: &Path) -> bool {
 /// working directory is in (`git show REV:PATH` spelling), read with git
 /// itself: nothing is checked out or written.
 fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<(String, String)>> {
-    let git = |args: &[&str]| -> Result<Vec<u8>> {
-        let out = Command::new("git")
-            .args(args)
-            .output()
-            .with_context(|| format!("{spec}: running git"))?;
-        if !out.status.success() {
-            bail!(
-                "{spec}: git {}: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
-        }
-        Ok(out.stdout)
+    let git = |args: &[&str], input: Option<Vec<u8>>, cap: u64| -> Result<Vec<u8>> {
+        git_output(args, input, cap).with_context(|| format!("{spec}: git {}", args.join(" ")))
     };
-    let top = String::from_utf8_lossy(&git(&["rev-parse", "--show-toplevel"]).map_err(|_| {
-        anyhow::anyhow!(
-            "{spec}: not a file, and the working directory is in no git repository for REV:PATH"
-        )
-    })?)
+    let top = String::from_utf8_lossy(
+        &git(&["rev-parse", "--show-toplevel"], None, 1 << 16).map_err(|_| {
+            anyhow::anyhow!(
+                "{spec}: not a file, and the working directory is in no git repository for REV:PATH"
+            )
+        })?,
+    )
     .trim()
     .to_string();
     let commit = format!("{rev}^{{commit}}");
-    if git(&["-C", &top, "rev-parse", "--verify", "--quiet", &commit]).is_err() {
+    if git(
+        &["-C", &top, "rev-parse", "--verify", "--quiet", &commit],
+        None,
+        1 << 16,
+    )
+    .is_err()
+    {
         bail!(
             "{spec}: {rev:?} is no git revision of {top}; give a branch, tag or commit (git fetch first for origin/...)"
         );
@@ -174,9 +229,14 @@ fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<(String, String)>> 
     let sub = sub.trim_start_matches("./");
     // With each blob's size (`<mode> <type> <object> <size>\t<name>`): the
     // total is known before any blob is read (a blob git stores in a few
-    // MiB may hold gigabytes of zeros, and git hands it over whole).
-    let listing = git(&["-C", &top, "ls-tree", "-r", "-z", "--long", rev, "--", sub])?;
-    let mut names = Vec::new();
+    // MiB may hold gigabytes of zeros, and git hands it over whole). The
+    // listing itself is bounded: a tree of millions of files is refused.
+    let listing = git(
+        &["-C", &top, "ls-tree", "-r", "-z", "--long", rev, "--", sub],
+        None,
+        LISTING_MAX_BYTES,
+    )?;
+    let mut blobs = Vec::new();
     let mut total = 0u64;
     for entry in listing.split(|&b| b == 0).filter(|n| !n.is_empty()) {
         let entry = String::from_utf8_lossy(entry);
@@ -186,9 +246,15 @@ fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<(String, String)>> 
         if !is_manifest(Path::new(name)) || name.split('/').any(|c| c.starts_with('.')) {
             continue;
         }
-        let size = meta.split_whitespace().nth(3).unwrap_or("0");
-        total = total.saturating_add(size.parse().unwrap_or(0));
-        names.push(name.to_string());
+        let mut fields = meta.split_whitespace().skip(1);
+        let (Some("blob"), Some(object), Some(size)) =
+            (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        let size: u64 = size.parse().unwrap_or(u64::MAX);
+        total = total.saturating_add(size);
+        blobs.push((name.to_string(), object.to_string(), size));
     }
     if total > RENDER_MAX_BYTES {
         bail!(
@@ -196,18 +262,29 @@ fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<(String, String)>> 
             RENDER_MAX_BYTES >> 20
         );
     }
+    // Every blob through one `git cat-file --batch`, not a process each.
+    let request: String = blobs
+        .iter()
+        .map(|(_, object, _)| format!("{object}\n"))
+        .collect();
+    let batch = git(
+        &["-C", &top, "cat-file", "--batch"],
+        Some(request.into_bytes()),
+        total + 128 * blobs.len() as u64,
+    )?;
+    let mut rest = &batch[..];
     let mut out = Vec::new();
-    let mut total = 0u64;
-    for name in names {
-        let bytes = git(&["-C", &top, "cat-file", "blob", &format!("{rev}:{name}")])?;
-        total += bytes.len() as u64;
-        if total > RENDER_MAX_BYTES {
-            bail!(
-                "{spec}: more than {} MiB of manifests",
-                RENDER_MAX_BYTES >> 20
-            );
-        }
-        let text = String::from_utf8(bytes)
+    for (name, object, size) in blobs {
+        let header = format!("{object} blob {size}\n");
+        let body = rest
+            .strip_prefix(header.as_bytes())
+            .and_then(|r| r.get(..size as usize).map(|b| (b, &r[size as usize..])))
+            .and_then(|(b, r)| Some((b, r.strip_prefix(b"\n")?)));
+        let Some((bytes, after)) = body else {
+            bail!("{spec}: git cat-file gave no blob {object} for {name}");
+        };
+        rest = after;
+        let text = String::from_utf8(bytes.to_vec())
             .map_err(|_| anyhow::anyhow!("{spec}: {name} is not UTF-8 text"))?;
         out.push((format!("{rev}:{name}"), text));
     }
@@ -226,7 +303,15 @@ pub fn read_fleet_file(
     each: &mut dyn FnMut(Value) -> Result<(), String>,
 ) -> Result<()> {
     let name = path.display().to_string();
-    let file = std::fs::File::open(path).with_context(|| format!("--fleet {name}: opening it"))?;
+    // Without blocking: a FIFO named here is refused, not waited on.
+    let file = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(O_NONBLOCK)
+            .open(path)
+            .with_context(|| format!("--fleet {name}: opening it"))?
+    };
     let meta = file.metadata().with_context(|| format!("--fleet {name}"))?;
     if !meta.is_file() {
         bail!("--fleet {name}: not a regular file");
@@ -585,6 +670,32 @@ impl Splitter {
 mod tests {
     use super::*;
 
+    /// git's output is read up to a bound, then refused (a listing of
+    /// millions of files was read whole); input reaches it meanwhile.
+    #[test]
+    fn what_git_writes_is_bounded() {
+        let err = git_output(&["--version"], None, 4).unwrap_err();
+        assert!(format!("{err:#}").contains("more than"), "{err:#}");
+        assert!(git_output(&["--version"], None, 1 << 10).is_ok());
+        // 1.2 MiB in and out through both pipes at once: no deadlock.
+        let repo = tempfile::tempdir().unwrap();
+        let dir = repo.path().to_str().unwrap();
+        git_output(&["init", "-q", dir], None, 1 << 16).unwrap();
+        let line = format!("{}\n", "0".repeat(40));
+        let out = git_output(
+            &["-C", dir, "cat-file", "--batch-check"],
+            Some(line.repeat(25_000).into_bytes()),
+            4 << 20,
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            format!("{} missing\n", "0".repeat(40))
+                .repeat(25_000)
+                .into_bytes()
+        );
+    }
+
     fn objects(text: &str) -> Result<Vec<Value>> {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("f");
@@ -641,6 +752,26 @@ mod tests {
         ] {
             assert!(objects(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_fifo_is_refused_without_waiting_for_a_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fleet.json");
+        let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(made.success());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let p = fifo.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(read_fleet_file(&p, None, &mut |_| Ok(())).map_err(|e| e.to_string()));
+        });
+        let got = rx.recv_timeout(std::time::Duration::from_secs(10));
+        if got.is_err() {
+            // Let the blocked open return before failing.
+            let _ = std::fs::OpenOptions::new().write(true).open(&fifo);
+        }
+        let err = got.expect("the open waited for a writer").unwrap_err();
+        assert!(err.contains("not a regular file"), "{err}");
     }
 
     #[test]
