@@ -96,6 +96,8 @@ pub fn clashes(configs: &[Value]) -> Result<Vec<Clash>> {
     // (later, earlier) -> paths, formats of the first path.
     type Formats = (Option<Option<String>>, Option<Option<String>>);
     let mut pairs: Vec<((usize, usize), Vec<String>, Formats)> = Vec::new();
+    // Where each pair is in `pairs`: one lookup, not a scan, per clash.
+    let mut pair_at: BTreeMap<(usize, usize), usize> = BTreeMap::new();
     for (path, writes) in &writers {
         // What the node gets is the last file; each other content is lost
         // (judged once, at the last MachineConfig that wrote it: a rendered
@@ -106,9 +108,18 @@ pub fn clashes(configs: &[Value]) -> Result<Vec<Clash>> {
         let mc = &configs[*i];
         let later_format = node_format::of_file(bytes);
         let later_ours = ours(mc) || later_format.is_some();
-        for (n, (j, before)) in earlier.iter().enumerate() {
-            let repeated = earlier[n + 1..].iter().any(|(_, b)| b == before);
-            if before == bytes || repeated || !later_ours {
+        // Each content judged at its last writer: from the last one back,
+        // a content seen already is repeated later (a set, not a scan per
+        // writer: many MachineConfigs writing one path stay linear).
+        let mut seen: std::collections::HashSet<&[u8]> = std::collections::HashSet::new();
+        let mut judged = Vec::new();
+        for (j, before) in earlier.iter().rev() {
+            if seen.insert(before.as_slice()) {
+                judged.push((j, before));
+            }
+        }
+        for (j, before) in judged.into_iter().rev() {
+            if before == bytes || !later_ours {
                 continue;
             }
             let earlier_format = node_format::of_file(before);
@@ -116,13 +127,16 @@ pub fn clashes(configs: &[Value]) -> Result<Vec<Clash>> {
             if one_owner || node_format::same(&earlier_format, &later_format) {
                 continue;
             }
-            match pairs.iter_mut().find(|(p, _, _)| *p == (*i, *j)) {
-                Some((_, paths, _)) => paths.push(path.clone()),
-                None => pairs.push((
-                    (*i, *j),
-                    vec![path.clone()],
-                    (later_format.clone(), earlier_format),
-                )),
+            match pair_at.get(&(*i, *j)) {
+                Some(&at) => pairs[at].1.push(path.clone()),
+                None => {
+                    pair_at.insert((*i, *j), pairs.len());
+                    pairs.push((
+                        (*i, *j),
+                        vec![path.clone()],
+                        (later_format.clone(), earlier_format),
+                    ));
+                }
             }
         }
     }
