@@ -264,3 +264,37 @@ fn an_e2big_the_count_cannot_see_gives_one_line() {
     let state = std::fs::read_to_string(root.join("state/kubelet.service.state")).unwrap();
     assert!(state.contains("with_additions=0\n"), "{state}");
 }
+
+/// journald splits a line past its `LineMax=` (48 KiB), and what follows
+/// the split is a record of its own: the wrapper's one line is cut in its
+/// middle to 32 KiB, keeping its head and its end (the taints, what was
+/// left out and why), while kubelet gets every label.
+#[test]
+fn the_journal_line_is_cut_short_of_line_max() {
+    let dir = scratch_dir();
+    let root = dir.path();
+    let unit = "[Service]\nExecStart=/usr/bin/kubelet\n";
+    let Some(records) = recorder_root(root, unit) else {
+        return;
+    };
+    let labels = many_labels(2000).join(",");
+    assert!(labels.len() > 64 << 10);
+    let env = [
+        (LABELS_VAR, labels.clone()),
+        (TAINTS_VAR, "example.com/last=x:NoSchedule".to_string()),
+    ];
+    let (err, argv) = run_wrapper(root, &records, &env, "");
+    assert!(
+        argv.contains(&format!("--node-labels={labels}")),
+        "{argv:?}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.len() <= 32 << 10, "{} bytes", err.len());
+    assert!(
+        err.starts_with(
+            "kubelet-labeler: starting kubelet with --node-labels=example.com/label-000000="
+        ) && err.contains(" bytes cut) ...")
+            && err.contains(" --register-with-taints=example.com/last=x:NoSchedule (applied only"),
+        "{err}"
+    );
+}

@@ -11,7 +11,7 @@ use super::transport::{Curl, Failure, Response, Transport};
 use crate::node::contract::WRAPPER_DROPIN_NAME;
 use crate::node::kubelet::{self, Profile, Taint};
 use crate::node::unit::{self, LoadOptions, UnitPaths};
-use crate::node::wrapper::derived::escape_controls;
+use crate::node::wrapper::derived::{escape_controls, journal_line};
 use crate::node::wrapper::plan;
 
 /// Exit codes: the Node matches; drift remains we may not fix (or the run
@@ -266,28 +266,6 @@ fn shown(text: &str, most: usize) -> String {
     let short: String = text.chars().take(most).collect();
     let more = if short.len() < text.len() { "..." } else { "" };
     format!("{}{more}", escape_controls(&short))
-}
-
-/// The most bytes of one line the sync writes: journald splits a line
-/// past its `LineMax=` (48 KiB by default), and what follows the split is
-/// a record of its own, which network text in it could then forge.
-const MAX_LINE: usize = 32 << 10;
-
-/// `line` escaped (see [`print_outcome`]) and cut to [`MAX_LINE`] bytes.
-fn journal_line(line: &str) -> std::borrow::Cow<'_, str> {
-    let line = escape_controls(line);
-    if line.len() <= MAX_LINE {
-        return line;
-    }
-    let mut cut = MAX_LINE - 64;
-    while !line.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    std::borrow::Cow::Owned(format!(
-        "{}... ({} bytes more, cut)",
-        &line[..cut],
-        line.len() - cut
-    ))
 }
 
 /// Random factor in [0.5, 1.5) for backoff jitter.

@@ -10,6 +10,7 @@ use crate::node::error::{Context, Result};
 use crate::node_bail as bail;
 
 use super::crash;
+use super::derived;
 use super::exec;
 use super::fail_closed;
 use super::fence::{self, Failure, Reason};
@@ -361,6 +362,7 @@ fn static_line(static_plan: &Plan) -> (String, String) {
         .strip_prefix("kubelet-labeler: starting kubelet with ")
         .and_then(|l| l.split(" (").next())
         .unwrap_or("");
+    let flags = derived::cut_middle(flags, derived::MAX_LINE / 2);
     let head = format!(
         "kubelet-labeler: starting kubelet with our static labels/taints only ({flags}), \
          without the rule-derived ones"
@@ -502,8 +504,8 @@ pub fn run(args: &[OsString]) -> i32 {
             }
         }
     }
-    let mut line = plan::summary(&plan);
     // One line, in one write; stderr is the journal under systemd.
+    let mut line = derived::journal_line(&plan::summary(&plan)).into_owned();
     line.push('\n');
     let _ = std::io::stderr().write_all(line.as_bytes());
     if let (Some(id), Some(now)) = (invocation.as_deref(), uptime_ms()) {

@@ -400,6 +400,42 @@ pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// The most bytes of one journal line: journald splits a line past its
+/// `LineMax=` (48 KiB by default), and what follows the split is a record of
+/// its own, which text in it (a file's, the network's) could then forge.
+pub const MAX_LINE: usize = 32 << 10;
+
+/// `line` escaped (see [`escape_controls`]) and cut to [`MAX_LINE`] bytes.
+pub fn journal_line(line: &str) -> std::borrow::Cow<'_, str> {
+    let line = escape_controls(line);
+    if line.len() <= MAX_LINE {
+        return line;
+    }
+    std::borrow::Cow::Owned(cut_middle(&line, MAX_LINE))
+}
+
+/// `text` cut to about `most` bytes in its middle, its head and its tail
+/// kept (the end of a summary says what was left out and why).
+pub fn cut_middle(text: &str, most: usize) -> String {
+    if text.len() <= most {
+        return text.to_string();
+    }
+    let mut head = most / 2;
+    while !text.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = text.len() - (most / 2 - 64);
+    while !text.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!(
+        "{}... ({} bytes cut) ...{}",
+        &text[..head],
+        tail - head,
+        &text[tail..]
+    )
+}
+
 /// Static labels/taints win over derived ones on the same key (taints: key
 /// and effect). Returns the merged additions and a note per override.
 pub fn merge(static_: Option<&Additions>, derived: &Derived) -> (Additions, Vec<String>) {
