@@ -154,20 +154,30 @@ pub fn read_members(area: &[u8]) -> Result<BTreeMap<String, Vec<u8>>> {
     Ok(members)
 }
 
+/// The most memory the xz decoder may take.
+const XZ_MEMLIMIT: u64 = 256 << 20;
+
 /// Decode the one xz stream at the start of `data`, at most `budget`
 /// bytes of it: (output, bytes used).
 fn xz_one_stream(data: &[u8], budget: u64) -> Result<(Vec<u8>, usize)> {
-    let mut stream =
-        xz2::stream::Stream::new_stream_decoder(u64::MAX, 0).context("creating the xz decoder")?;
+    // The dictionary is reserved as the archive declares it (up to 4 GiB):
+    // bounded. coreos-installer's (and our) preset 9 needs 65 MiB.
+    let mut stream = xz2::stream::Stream::new_stream_decoder(XZ_MEMLIMIT, 0)
+        .context("creating the xz decoder")?;
     let mut out = Vec::with_capacity(data.len() * 4);
     loop {
         if out.capacity() - out.len() < 64 * 1024 {
             out.reserve(256 * 1024);
         }
         let before = stream.total_in() as usize;
-        let status = stream
-            .process_vec(&data[before..], &mut out, xz2::stream::Action::Run)
-            .context("decompressing the embedded archive (xz; corrupt?)")?;
+        let status = match stream.process_vec(&data[before..], &mut out, xz2::stream::Action::Run) {
+            Err(xz2::stream::Error::MemLimit) => bail!(
+                "the embedded xz archive needs more than {} MiB of memory to decompress; \
+                 is this image from coreos-installer?",
+                XZ_MEMLIMIT >> 20
+            ),
+            other => other.context("decompressing the embedded archive (xz; corrupt?)")?,
+        };
         if out.len() as u64 > budget {
             return Err(unpacked_too_large());
         }
@@ -584,6 +594,28 @@ mod tests {
                 "the archives in the embed area unpack to more than 64 MiB (corrupt image?)"
             );
         }
+    }
+
+    /// An archive declaring a 4 GiB dictionary for a few bytes: refused
+    /// before the decoder reserves it; preset 9 (65 MiB) still reads.
+    #[test]
+    fn an_xz_dictionary_past_the_limit_is_refused() {
+        use std::io::Write;
+        let mut xz = xz2::write::XzEncoder::new(Vec::new(), 9);
+        xz.write_all(b"070701 tiny").unwrap();
+        let mut area = xz.finish().unwrap();
+        assert!(xz_one_stream(&area, 1 << 20).is_ok());
+        // The block header after the 12-byte stream header: its size, its
+        // flags (one filter, no sizes), LZMA2's id and property size, then
+        // the dictionary size byte (40: 4 GiB - 1), zero padding and CRC32.
+        assert_eq!(area[13..16], [0x00, 0x21, 0x01]);
+        let header_len = (usize::from(area[12]) + 1) * 4;
+        area[16] = 40;
+        let mut crc = flate2::Crc::new();
+        crc.update(&area[12..12 + header_len - 4]);
+        area[12 + header_len - 4..12 + header_len].copy_from_slice(&crc.sum().to_le_bytes());
+        let e = xz_one_stream(&area, 1 << 20).unwrap_err().to_string();
+        assert!(e.contains("more than 256 MiB of memory"), "{e}");
     }
 
     /// Many small archives, each under the limit, together past it (an
