@@ -79,10 +79,80 @@ pub fn own_path(dir: &Path, rel: &str, who: &str) -> Result<PathBuf> {
     Ok(at)
 }
 
+/// Our file staged below the output directory: a temp file in the
+/// directory it goes to, held open from the directory given, link by link
+/// refused, so that neither the temp file nor the rename goes through a link
+/// swapped in after the checks ([`own_path`]).
+pub struct StagedOwn {
+    pub tmp: tempfile::NamedTempFile,
+    /// Where the file goes, as shown.
+    pub path: PathBuf,
+    /// The same place through the directory held open.
+    target: PathBuf,
+    _parent: Option<fs::File>,
+}
+
+impl StagedOwn {
+    /// Rename the temp file onto its place; the place as shown.
+    pub fn persist(self) -> Result<PathBuf> {
+        self.tmp
+            .persist(&self.target)
+            .with_context(|| format!("renaming into {}", self.path.display()))?;
+        Ok(self.path)
+    }
+}
+
+/// Linux's `O_DIRECTORY` and `O_NOFOLLOW` (std names no open flags).
+const O_DIRECTORY: i32 = 0o200000;
+const O_NOFOLLOW: i32 = 0o400000;
+
+/// The directory `dir`/`parts`, opened one name at a time relative to the
+/// one before (through `/proc/self/fd`), no name below `dir` a link: a
+/// directory swapped for a link after the checks is refused, not followed.
+/// None where the system has no `/proc`: then paths, as checked.
+fn open_below(dir: &Path, parts: &[Component], who: &str) -> Result<Option<fs::File>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    if !Path::new("/proc/self/fd").is_dir() {
+        return Ok(None);
+    }
+    let open = |p: &Path, flags: i32| {
+        fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(O_DIRECTORY | flags)
+            .open(p)
+    };
+    let mut at = dir.to_path_buf();
+    let mut held = open(dir, 0).with_context(|| format!("opening {}", dir.display()))?;
+    for part in parts {
+        at.push(part);
+        let via = Path::new("/proc/self/fd")
+            .join(held.as_raw_fd().to_string())
+            .join(part);
+        held = match open(&via, O_NOFOLLOW) {
+            Ok(f) => f,
+            // ELOOP, ENOTDIR: it changed since the checks.
+            Err(e) if matches!(e.raw_os_error(), Some(40 | 20)) => bail!(
+                "{} is no longer a directory (a link or a file appeared there while {who} \
+                 wrote); nothing was written through it: {} again",
+                at.display(),
+                if who.starts_with("render") {
+                    "render"
+                } else {
+                    "run it"
+                }
+            ),
+            Err(e) => return Err(e).with_context(|| format!("opening {}", at.display())),
+        };
+    }
+    Ok(Some(held))
+}
+
 /// `bytes` (permission bits of `mode`) in a temp file beside our file
-/// `rel` below `dir` ([`own_path`]), to be renamed onto the path returned.
-/// Missing directories on the way are made (`mkdir` follows no link); the
-/// ones made are pushed to `made`, for the caller to remove on a refusal.
+/// `rel` below `dir` ([`own_path`]), to be renamed onto it with
+/// [`StagedOwn::persist`]. Missing directories on the way are made (`mkdir`
+/// follows no link); the ones made are pushed to `made`, for the caller to
+/// remove on a refusal.
 pub fn stage_own(
     dir: &Path,
     rel: &str,
@@ -90,7 +160,7 @@ pub fn stage_own(
     mode: u32,
     who: &str,
     made: &mut Vec<PathBuf>,
-) -> Result<(tempfile::NamedTempFile, PathBuf)> {
+) -> Result<StagedOwn> {
     let path = own_path(dir, rel, who)?;
     let parent = path.parent().context("a path with no parent")?;
     let missing: Vec<&Path> = parent
@@ -105,18 +175,33 @@ pub fn stage_own(
         fs::create_dir(d).with_context(|| format!("creating {}", d.display()))?;
         made.push(d.to_path_buf());
     }
-    let tmp = super::output_file::temp_copy(parent, &path, bytes, mode)?;
-    Ok((tmp, path))
+    let parts: Vec<Component> = Path::new(rel).components().collect();
+    let (name, dirs) = parts.split_last().context("an empty name")?;
+    let held = open_below(dir, dirs, who)?;
+    let (in_dir, target) = match &held {
+        Some(f) => {
+            use std::os::unix::io::AsRawFd;
+            let via = Path::new("/proc/self/fd").join(f.as_raw_fd().to_string());
+            let target = via.join(name);
+            (via, target)
+        }
+        None => (parent.to_path_buf(), path.clone()),
+    };
+    let tmp = super::output_file::temp_copy(&in_dir, &path, bytes, mode)
+        .with_context(|| format!("writing in {}", parent.display()))?;
+    Ok(StagedOwn {
+        tmp,
+        path,
+        target,
+        _parent: held,
+    })
 }
 
 /// Write our file `rel` below `dir` at once ([`stage_own`], then the
 /// rename).
 pub fn write_own(dir: &Path, rel: &str, bytes: &[u8], mode: u32, who: &str) -> Result<PathBuf> {
     let mut made = Vec::new();
-    let (tmp, path) = stage_own(dir, rel, bytes, mode, who, &mut made)?;
-    tmp.persist(&path)
-        .with_context(|| format!("renaming into {}", path.display()))?;
-    Ok(path)
+    stage_own(dir, rel, bytes, mode, who, &mut made)?.persist()
 }
 
 #[cfg(test)]
@@ -158,5 +243,30 @@ mod tests {
         assert_eq!(fs::read(&p).unwrap(), b"ours");
         assert!(own_path(&out, "../x", "man").is_err());
         assert!(own_path(&out, "/etc/x", "man").is_err());
+    }
+
+    /// A directory on the way swapped for a link after the checks (another
+    /// user of a shared output directory, at the wrong moment): the staged
+    /// file still lands in the directory that was checked, never through
+    /// the link; a swap before staging is refused.
+    #[test]
+    fn a_link_swapped_in_after_the_checks_is_not_written_through() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        let outside = d.join("outside");
+        fs::create_dir(&outside).unwrap();
+        let out = d.join("out");
+        fs::create_dir_all(out.join("sub")).unwrap();
+        let mut made = Vec::new();
+        let staged = stage_own(&out, "sub/x.yaml", b"ours", 0o644, "man", &mut made).unwrap();
+        fs::rename(out.join("sub"), out.join("checked")).unwrap();
+        std::os::unix::fs::symlink(&outside, out.join("sub")).unwrap();
+        assert_eq!(staged.persist().unwrap(), out.join("sub/x.yaml"));
+        assert_eq!(fs::read_dir(&outside).unwrap().count(), 0);
+        assert_eq!(fs::read(out.join("checked/x.yaml")).unwrap(), b"ours");
+        // Swapped between the checks and the staging.
+        let parts: Vec<Component> = Path::new("sub").components().collect();
+        let e = format!("{:#}", open_below(&out, &parts, "man").unwrap_err());
+        assert!(e.contains("sub is no longer a directory"), "{e}");
     }
 }

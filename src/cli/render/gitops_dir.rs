@@ -187,9 +187,8 @@ pub fn write(rendered: &Rendered, dir: &Path, force: bool) -> Result<Vec<String>
             return Err(e);
         }
     };
-    for (tmp, path) in staged {
-        tmp.persist(&path)
-            .with_context(|| format!("renaming into {}", path.display()))?;
+    for file in staged {
+        file.persist()?;
     }
     let mut lines = Vec::new();
     for w in &plan.writes {
@@ -821,10 +820,7 @@ fn own_path(dir: &Path, name: &str) -> Result<PathBuf> {
     super::contained::own_path(dir, name, WHO)
 }
 
-fn stage_files(
-    dir: &Path,
-    texts: &[(&str, &str)],
-) -> Result<Vec<(tempfile::NamedTempFile, PathBuf)>> {
+fn stage_files(dir: &Path, texts: &[(&str, &str)]) -> Result<Vec<super::contained::StagedOwn>> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut staged = Vec::new();
     let mut made = Vec::new();
