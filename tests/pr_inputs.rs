@@ -1,0 +1,233 @@
+//! A pull request's directory as the CLI reads it in CI: a link in it is
+//! refused, never read through (it may name any file of the CI machine,
+//! whose text an error would quote) and never skipped (`oc apply -f DIR`
+//! applies what it names); a hidden manifest is read, as `oc apply -f DIR`
+//! applies it; a FIFO never makes a command wait; and no line quoting a
+//! name or key of it carries a control character to the terminal.
+
+use crate::plan::{json, plan, render};
+use crate::support::{bin, repo, scratch_dir, stderr};
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// What the CI machine holds and a pull request must never see.
+const SECRET: &str = "SECRET-4f1c9a";
+
+/// A file outside the repository that no YAML parser reads (an AWS
+/// credentials file: its lines are quoted by a parse error).
+fn secret_file(dir: &Path) -> std::path::PathBuf {
+    let p = dir.join("credentials");
+    std::fs::write(
+        &p,
+        format!("[default]\naws_access_key_id = AKIA\naws_secret_access_key = {SECRET}\n"),
+    )
+    .unwrap();
+    p
+}
+
+/// `c` run to its end, killed after 60 s (a read that waits forever is a
+/// failure, not a hung test).
+fn bounded(mut c: Command) -> Output {
+    let mut child = c
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let o = child.wait_with_output().unwrap();
+            panic!("still running after 60 s: {}", stderr(&o));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn explain_dir(dir: &Path) -> Output {
+    let mut c = bin();
+    c.arg("explain").arg("--machineconfig").arg(dir);
+    bounded(c)
+}
+
+fn fleet_dir(dir: &Path) -> Output {
+    let mut c = bin();
+    c.args(["iso", "fleet", "--dest-device", "/dev/sda", "--dry-run"])
+        .args(["--facts-root", "/"])
+        .arg("--pool")
+        .arg(format!("worker-gpu={}", dir.display()));
+    bounded(c)
+}
+
+/// `explain --machineconfig DIR` and `iso fleet --pool NAME=DIR` on a
+/// directory with a link to a host file: refused, naming the link, and the
+/// file's text never printed (it was, in the YAML error's excerpt).
+#[test]
+fn a_link_in_a_manifest_directory_is_refused_never_read_through() {
+    let tmp = scratch_dir();
+    let gitops = tmp.path().join("gitops");
+    render(&gitops, &[]);
+    std::os::unix::fs::symlink(secret_file(tmp.path()), gitops.join("zz.yaml")).unwrap();
+    for (what, o) in [
+        ("explain", explain_dir(&gitops)),
+        ("iso fleet", fleet_dir(&gitops)),
+    ] {
+        let e = stderr(&o);
+        assert!(!o.status.success(), "{what}: {e}");
+        assert!(!e.contains(SECRET), "{what} printed the linked file: {e}");
+        assert!(
+            e.contains("zz.yaml is a symbolic link"),
+            "{what}: the link is named: {e}"
+        );
+    }
+}
+
+/// A FIFO in the directory (a local user's, or one a link names) never
+/// makes a command wait for a writer: refused as no regular file.
+#[test]
+fn a_fifo_in_a_manifest_directory_is_refused_without_waiting() {
+    if !crate::support::skipped::need("mkfifo") {
+        return;
+    }
+    let tmp = scratch_dir();
+    let gitops = tmp.path().join("gitops");
+    render(&gitops, &[]);
+    let st = Command::new("mkfifo")
+        .arg(gitops.join("zz.yaml"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    for (what, o) in [
+        ("explain", explain_dir(&gitops)),
+        ("iso fleet", fleet_dir(&gitops)),
+    ] {
+        let e = stderr(&o);
+        assert!(!o.status.success(), "{what}: {e}");
+        assert!(e.contains("zz.yaml is not a regular file"), "{what}: {e}");
+    }
+}
+
+/// plan on a pull request whose GPU taint rule arrives through a hidden
+/// file or a link: `oc apply -f` on the directory applies both, so the
+/// hidden one is planned (2 GPU nodes get a taint) and the link is
+/// refused (exit 2), never skipped as if the pool had no labels
+/// MachineConfig (which planned "0 with a taint change").
+#[test]
+fn plan_reads_hidden_manifests_and_refuses_links() {
+    let tmp = scratch_dir();
+    let base = tmp.path().join("base");
+    render(&base, &[]);
+    let staged = tmp.path().join("staged");
+    let rules = repo().join("examples/rules/openshift-gpu.yaml");
+    render(&staged, &["--rules", rules.to_str().unwrap()]);
+    let labels = "50-worker-gpu-kubelet-labeler-labels.yaml";
+    let fleet = repo().join("examples/fleet/fleet.json");
+
+    // The labels MachineConfig under a hidden name.
+    let hidden = tmp.path().join("hidden");
+    render(&hidden, &[]);
+    std::fs::remove_file(hidden.join(labels)).unwrap();
+    std::fs::copy(staged.join(labels), hidden.join(format!(".{labels}"))).unwrap();
+    let o = plan(&base, &hidden, &fleet, &["--format", "json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(json(&o)["taint_changes"], 2, "{}", stderr(&o));
+
+    // The labels MachineConfig as a link to the staged one.
+    let linked = tmp.path().join("linked");
+    render(&linked, &[]);
+    std::fs::remove_file(linked.join(labels)).unwrap();
+    std::os::unix::fs::symlink(staged.join(labels), linked.join(labels)).unwrap();
+    let o = plan(&base, &linked, &fleet, &["--format", "json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("{labels} is a symbolic link")),
+        "{}",
+        stderr(&o)
+    );
+
+    // The same link committed: git stores it as a link, whose text (its
+    // target's name) is no manifest.
+    if !crate::support::skipped::need("git") {
+        return;
+    }
+    let git = |args: &[&str]| {
+        let o = Command::new("git")
+            .current_dir(tmp.path())
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "git {args:?}: {}", stderr(&o));
+    };
+    git(&["init", "-q"]);
+    git(&["add", "linked"]);
+    git(&["commit", "-q", "-m", "pr"]);
+    let o = bin()
+        .current_dir(tmp.path())
+        .args(["plan", "--from", "base", "--to", "HEAD:linked/", "--fleet"])
+        .arg(&fleet)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("linked/{labels} is a symbolic link")),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// A pull request's file name, or an Ignition config's key, quoted on a
+/// line: its escape codes (ESC[1A ESC[2K erases the line above, OSC 52
+/// sets the clipboard) and newlines reach the terminal escaped, one line
+/// each.
+#[test]
+fn lines_quoting_a_directory_or_a_config_escape_control_characters() {
+    let tmp = scratch_dir();
+    let gitops = tmp.path().join("gitops");
+    render(&gitops, &[]);
+    let name = "\x1b[1A\x1b[2K\x1b]52;c;cHduZWQ=\x07x\nwrote forged.yaml";
+    std::fs::write(
+        gitops.join(format!("{name}.yaml")),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+    )
+    .unwrap();
+    let o = bin()
+        .args(["render", "machineconfig", "--pool", "worker-gpu"])
+        .args(["--label", "node.kubernetes.io/worker-gpu="])
+        .arg("--wrapper")
+        .arg(crate::support::run_cli::stand_in_wrapper())
+        .arg("--output-dir")
+        .arg(&gitops)
+        .output()
+        .unwrap();
+    let e = stderr(&o);
+    assert!(o.status.success(), "{e}");
+    assert!(!e.contains('\x1b') && !e.contains('\x07'), "{e:?}");
+    assert!(e.contains("\\u{1b}[1A"), "{e}");
+    assert!(!e.lines().any(|l| l.starts_with("wrote forged")), "{e}");
+
+    let ign = tmp.path().join("evil.ign");
+    std::fs::write(
+        &ign,
+        r#"{"ignition":{"version":"3.4.0"},"\u001b[1A\u001b[2Kk\nwarning: forged":1}"#,
+    )
+    .unwrap();
+    let iso = tmp.path().join("not.iso");
+    std::fs::write(&iso, vec![0u8; 1 << 16]).unwrap();
+    let o = bin()
+        .args(["iso", "embed", "-i"])
+        .arg(&ign)
+        .arg(&iso)
+        .arg("-o")
+        .arg(tmp.path().join("out.iso"))
+        .output()
+        .unwrap();
+    let e = stderr(&o);
+    assert!(e.contains("ignores the unknown key"), "{e}");
+    assert!(!e.contains('\x1b'), "{e:?}");
+    assert!(!e.lines().any(|l| l.starts_with("warning: forged")), "{e}");
+}
