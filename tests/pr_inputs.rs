@@ -231,3 +231,71 @@ fn lines_quoting_a_directory_or_a_config_escape_control_characters() {
     assert!(!e.contains('\x1b'), "{e:?}");
     assert!(!e.lines().any(|l| l.starts_with("warning: forged")), "{e}");
 }
+
+/// A pull request's MachineConfig that sets only the `mode` of our env
+/// drop-in: the MCO merges it field by field and serves the contents
+/// before it, so the node registers with our labels; explain lays the
+/// merge out the same way (it laid the file out empty and said "no labels
+/// or taints to add", exit 0). The MCO oracle's node labels decide.
+#[test]
+fn a_partial_file_entry_merges_as_the_mco_merges_it() {
+    let Some((oracle, mco_root)) = crate::support::mco::oracle() else {
+        return;
+    };
+    if !crate::support::is_root() {
+        crate::support::skipped::skipped("the MCO oracle needs root (it chroots)");
+        return;
+    }
+    let tmp = scratch_dir();
+    let gitops = tmp.path().join("gitops");
+    render(&gitops, &["--label", "example.com/gpu=yes"]);
+    let env = "/etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf";
+    std::fs::write(
+        gitops.join("99-worker-gpu-mode.yaml"),
+        format!(
+            "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\n\
+             metadata:\n  name: 99-worker-gpu-mode\n  labels:\n    \
+             machineconfiguration.openshift.io/role: worker-gpu\n\
+             spec:\n  config:\n    ignition: {{version: 3.4.0}}\n    storage:\n      \
+             files:\n      - {{path: {env}, mode: 420}}\n"
+        ),
+    )
+    .unwrap();
+    let o = Command::new(&oracle)
+        .arg("-mco-root")
+        .arg(&mco_root)
+        .arg("-manifests")
+        .arg(&gitops)
+        .output()
+        .unwrap();
+    let report: serde_json::Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
+    let served = &report["nodeLabels"]["fromFIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS"];
+    assert_eq!(served["example.com/gpu"], "yes", "{}", report["nodeLabels"]);
+
+    // kubelet's unit, outside the oracle's manifests (it has the MCO's own).
+    let kubelet = tmp.path().join("kubelet.yaml");
+    std::fs::write(
+        &kubelet,
+        "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\n\
+         metadata:\n  name: 01-worker-kubelet\n  labels:\n    \
+         machineconfiguration.openshift.io/role: worker\n\
+         spec:\n  config:\n    ignition: {version: 3.4.0}\n    systemd:\n      units:\n      \
+         - name: kubelet.service\n        contents: |\n          [Service]\n          \
+         ExecStart=/usr/bin/kubelet\n",
+    )
+    .unwrap();
+    let o = bin()
+        .args(["explain", "--pool", "worker-gpu", "--machineconfig"])
+        .arg(&kubelet)
+        .arg("--machineconfig")
+        .arg(&gitops)
+        .output()
+        .unwrap();
+    let out = crate::support::stdout(&o);
+    assert!(
+        out.contains("'--node-labels=node.kubernetes.io/worker-gpu=,example.com/gpu=yes'"),
+        "{out}{}",
+        stderr(&o)
+    );
+}

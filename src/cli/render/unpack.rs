@@ -26,7 +26,10 @@ pub(super) struct MergedFile {
     pub source: Option<String>,
     pub compression: Option<String>,
     pub mode: u32,
-    /// The MachineConfig that wrote it, for messages.
+    /// Its `append` entries (source, compression), in merge order: Ignition
+    /// writes each after the contents.
+    pub appends: Vec<(String, Option<String>)>,
+    /// The MachineConfig that wrote it last, for messages.
     pub machineconfig: String,
 }
 
@@ -116,12 +119,27 @@ fn percent_decode(s: &str) -> Result<Vec<u8>> {
 
 /// `f`, the file at `path`, unpacked to at most `cap` bytes; an error names
 /// its MachineConfig and the path ([`TooBig`] the cap).
+/// Its contents and then each `append` entry, as Ignition writes the file
+/// (the cap is on them all).
 pub(super) fn unpack(path: &str, f: &MergedFile, cap: u64) -> Result<Vec<u8>> {
-    let Some(source) = &f.source else {
-        return Ok(Vec::new());
+    let context = || format!("MachineConfig {:?}: {path}", f.machineconfig);
+    let mut out = match &f.source {
+        Some(source) => {
+            decode_capped(source, f.compression.as_deref(), cap).with_context(context)?
+        }
+        None => Vec::new(),
     };
-    decode_capped(source, f.compression.as_deref(), cap)
-        .with_context(|| format!("MachineConfig {:?}: {path}", f.machineconfig))
+    for (source, compression) in &f.appends {
+        let left = cap - out.len() as u64;
+        let more = decode_capped(source, compression.as_deref(), left)
+            .map_err(|e| match e.downcast::<TooBig>() {
+                Ok(_) => TooBig(cap).into(),
+                Err(e) => e,
+            })
+            .with_context(context)?;
+        out.extend(more);
+    }
+    Ok(out)
 }
 
 /// Whether explain reads the file at `path` whatever names it: units and
