@@ -708,6 +708,25 @@ mod tests {
         let read = |p: &str| std::fs::read_to_string(dir.path().join(p)).unwrap();
         assert_eq!(read(&env[1..]), "T=taint\nT=\n");
         assert_eq!(read("etc/systemd/system/k.service.d/d.conf"), "1");
+        // A later entry's plain source with no `compression` keeps an
+        // earlier gzip, as the MCO serves it: Ignition cannot unpack it.
+        let gz = |name: &str, c: Value| {
+            mc(
+                name,
+                json!({"storage": {"files": [{"path": "/etc/kubernetes/x",
+                "contents": {"source": "data:,plain", "compression": c}}]}}),
+            )
+        };
+        let e = Layout::merge(vec![gz("50-a", json!("gzip")), gz("60-b", Value::Null)])
+            .unwrap()
+            .file("/etc/kubernetes/x")
+            .unwrap_err();
+        assert!(format!("{e:#}").contains("gzip"), "{e:#}");
+        let f = Layout::merge(vec![gz("50-a", json!("gzip")), gz("60-b", json!(""))]).unwrap();
+        assert_eq!(
+            f.file("/etc/kubernetes/x").unwrap().unwrap().contents,
+            b"plain"
+        );
         // Appends count toward the file's cap.
         let big = mc(
             "99-d",
