@@ -299,3 +299,42 @@ fn a_partial_file_entry_merges_as_the_mco_merges_it() {
         stderr(&o)
     );
 }
+
+/// A pull request that changes only the kustomization beside the
+/// MachineConfigs, adding a patch: `kubectl apply -k` (Argo CD, Flux)
+/// applies the patched MachineConfig (here a NoExecute taint, which evicts
+/// every pod of the GPU nodes), so plan and explain, which read the files
+/// as they are, refuse it and say what to give them instead (plan said
+/// "0 of 4 nodes change", exit 0). Render's own kustomization passes.
+#[test]
+fn a_kustomization_that_patches_the_machineconfigs_is_refused() {
+    let tmp = scratch_dir();
+    let base = tmp.path().join("base");
+    render(&base, &[]);
+    let pr = tmp.path().join("pr");
+    render(&pr, &[]);
+    let k = pr.join("kustomization.yaml");
+    let mut text = std::fs::read_to_string(&k).unwrap();
+    text += "patches:\n- target:\n    kind: MachineConfig\n    name: 50-worker-gpu-kubelet-labeler-labels\n  \
+             patch: |\n    - op: replace\n      path: /spec/config/storage/files/0/contents/source\n      \
+             value: \"data:,%5BService%5D%0AEnvironment%3DFIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS%3Devil%3ANoExecute%0A\"\n";
+    std::fs::write(&k, text).unwrap();
+    let fleet = repo().join("examples/fleet/fleet.json");
+    let o = plan(&base, &pr, &fleet, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("kustomization.yaml: patches make `kubectl apply -k`"),
+        "{}",
+        stderr(&o)
+    );
+    let o = explain_dir(&pr);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("patches make `kubectl apply -k`"),
+        "{}",
+        stderr(&o)
+    );
+    // The render's own (resources only) is no refusal.
+    let o = plan(&base, &base, &fleet, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}

@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
+
+use crate::cli::render::input;
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
@@ -50,11 +52,38 @@ pub fn read_render(spec: &str) -> Result<Render> {
         name: spec.to_string(),
         ..Default::default()
     };
+    // The directory a file is in: `gitops/a` of `gitops/a/x.yaml`,
+    // `rev` of `rev:x.yaml`.
+    let dir_of = |name: &str| -> String {
+        match name.rsplit_once('/') {
+            Some((d, _)) => d.to_string(),
+            None => name.split_once(':').map_or("", |(r, _)| r).to_string(),
+        }
+    };
+    let mut kustomizations = Vec::new();
+    let mut with_ours = std::collections::BTreeSet::new();
     for (name, text) in texts {
+        let file = name.rsplit(['/', ':']).next().unwrap_or(&name);
+        if input::KUSTOMIZATION_NAMES.contains(&file) {
+            kustomizations.push((name, text));
+            continue;
+        }
         let docs: Vec<Value> = serde_saphyr::from_multiple(&text)
             .with_context(|| format!("{spec}: reading {name} as YAML"))?;
+        let before = render.machineconfigs.len() + render.pools.len();
         for doc in docs {
             add_render_object(doc, &mut render);
+        }
+        if render.machineconfigs.len() + render.pools.len() > before {
+            with_ours.insert(dir_of(&name));
+        }
+    }
+    // A kustomization beside MachineConfigs or pools: `kubectl apply -k`
+    // there applies them as it says, which must be the files as they are.
+    for (name, text) in &kustomizations {
+        if with_ours.contains(&dir_of(name)) {
+            input::check_kustomization(text, name, "plan")
+                .map_err(|e| e.context(spec.to_string()))?;
         }
     }
     if render.machineconfigs.is_empty() && render.pools.is_empty() {
@@ -87,7 +116,7 @@ fn add_render_object(doc: Value, render: &mut Render) {
 /// read inside it (`input::read_entry`): a link is refused, never followed
 /// nor skipped (`oc apply -f` would apply what it names).
 fn local_texts(path: &Path, spec: &str) -> Result<Vec<(String, String)>> {
-    use crate::cli::render::input::{self, Limit};
+    use crate::cli::render::input::Limit;
     let mut files = Vec::new();
     if !path.is_dir() {
         let mut text = String::new();
@@ -162,10 +191,14 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>, spec: &str) -> Result<()> {
     Ok(())
 }
 
+/// A manifest's name, or a kustomization's (checked, see
+/// `input::check_kustomization`).
 fn is_manifest(p: &Path) -> bool {
-    p.extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
+    p.file_name()
+        .is_some_and(|n| input::KUSTOMIZATION_NAMES.iter().any(|k| n == *k))
+        || p.extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
 }
 
 /// The manifests under `sub` at git revision `rev` of the repository the

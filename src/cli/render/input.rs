@@ -135,23 +135,83 @@ pub fn manifest_texts(dir: &Path, exts: &[&str], limit: Limit) -> Result<Vec<(St
         .map(|e| e.map(|e| e.file_name()))
         .collect::<std::io::Result<_>>()
         .with_context(|| format!("reading {} {}", limit.flag, dir.display()))?;
-    names.retain(|n| {
+    let is_kustomization = |n: &std::ffi::OsString| KUSTOMIZATION_NAMES.iter().any(|k| n == k);
+    let listed = |n: &std::ffi::OsString| {
         Path::new(n)
             .extension()
             .and_then(|e| e.to_str())
             .is_some_and(|e| exts.contains(&e))
-    });
+    };
+    names.retain(|n| is_kustomization(n) || listed(n));
     names.sort();
     let mut out = Vec::with_capacity(names.len());
     for name in names {
         let path = dir.join(&name);
-        let bytes = read_entry(&at, &path, &name, limit)?;
-        out.push((
-            utf8(bytes, &path.display().to_string(), limit)?,
-            path.display().to_string(),
-        ));
+        let shown = path.display().to_string();
+        let text = utf8(read_entry(&at, &path, &name, limit)?, &shown, limit)?;
+        if is_kustomization(&name) {
+            check_kustomization(&text, &shown, limit.flag)?;
+        }
+        if listed(&name) {
+            out.push((text, shown));
+        }
     }
     Ok(out)
+}
+
+/// The names `kubectl apply -k` reads a directory's kustomization under.
+pub const KUSTOMIZATION_NAMES: [&str; 3] =
+    ["kustomization.yaml", "kustomization.yml", "Kustomization"];
+
+/// Refuse a kustomization (`text`, the file `name`) that makes `kubectl
+/// apply -k` (or Argo CD, or Flux) apply anything but the files it lists
+/// as they are: a patch, a prefix, common labels, a generator, a resource
+/// outside the directory. `reader` reads the files as they are, so what
+/// it said would not be what is applied (a patch adding a NoExecute taint
+/// to the env drop-in planned as "no change"). Render's own lists only
+/// `resources`.
+pub fn check_kustomization(text: &str, name: &str, reader: &str) -> Result<()> {
+    let Ok(doc) = serde_saphyr::from_str::<serde_json::Value>(text) else {
+        bail!(
+            "{name}: a kustomization {reader} cannot read, so it cannot tell what `kubectl \
+             apply -k` applies; fix it, or give {reader} `kubectl kustomize` output"
+        );
+    };
+    let Some(fields) = doc.as_object() else {
+        return Ok(());
+    };
+    let mut more: Vec<String> = fields
+        .keys()
+        .filter(|k| !matches!(k.as_str(), "apiVersion" | "kind" | "metadata" | "resources"))
+        .cloned()
+        .collect();
+    let resources = fields
+        .get("resources")
+        .and_then(serde_json::Value::as_array);
+    for r in resources.into_iter().flatten() {
+        let plain = r.as_str().is_some_and(|r| {
+            !r.contains("://")
+                && !r.starts_with('/')
+                && Path::new(r).components().all(|c| {
+                    matches!(
+                        c,
+                        std::path::Component::Normal(_) | std::path::Component::CurDir
+                    )
+                })
+        });
+        if !plain {
+            more.push(format!("resource {r}"));
+        }
+    }
+    if !more.is_empty() {
+        bail!(
+            "{name}: {} make `kubectl apply -k` (and Argo CD, Flux) apply other than the files \
+             as they are, which is what {reader} reads; give {reader} the output of `kubectl \
+             kustomize` on the directory instead",
+            more.join(", ")
+        );
+    }
+    Ok(())
 }
 
 /// The manifests a path names: a directory's `*.yaml`, `*.yml` and
