@@ -11,7 +11,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
 pub use super::unpack::{FILE_CAP, TOTAL_CAP, decode_data_url};
-use super::unpack::{MergedFile, data_url_bytes, unpack, unpack_read};
+use super::unpack::{MergedFile, unpack, unpack_read};
 
 /// One file to write into the tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -225,49 +225,9 @@ impl Layout {
                 .and_then(Value::as_str)
                 .with_context(|| format!("{field} is missing; every file needs one"))?;
             check_file_path(path).map_err(|why| anyhow::anyhow!("{field} {path:?} {why}"))?;
-            // Merged into the same path's entry as the MCO merges (Ignition's
-            // merge): field by field, what this one leaves unset kept (a
-            // `mode` alone keeps the contents), its `append` entries after
-            // the others (one of the same source replaced).
             let was = self.files.remove(path);
-            let field = |p: &str| f.pointer(p).and_then(Value::as_str).map(str::to_string);
-            let source = field("/contents/source").or_else(|| was.as_ref()?.source.clone());
-            let compression = match f.pointer("/contents/compression") {
-                Some(Value::String(c)) => Some(c.clone()),
-                _ => was.as_ref().and_then(|w| w.compression.clone()),
-            };
-            // Checked now (a URL Ignition cannot fetch fails the boot);
-            // unpacked only if explain reads it (`write`).
-            if let Some(s) = &source {
-                data_url_bytes(s, compression.as_deref()).with_context(|| path.to_string())?;
-            }
-            let mode = match f.get("mode").and_then(Value::as_u64) {
-                Some(m) => m as u32,
-                None => was.as_ref().map_or(0o644, |w| w.mode),
-            };
-            let mut appends = was.map(|w| w.appends).unwrap_or_default();
-            let added = f.get("append").and_then(Value::as_array);
-            for (j, a) in added.into_iter().flatten().enumerate() {
-                let Some(s) = a.get("source").and_then(Value::as_str) else {
-                    continue;
-                };
-                let c = a.pointer("/compression").and_then(Value::as_str);
-                data_url_bytes(s, c).with_context(|| format!("{path}: append[{j}]"))?;
-                match appends.iter_mut().find(|(have, _)| have == s) {
-                    Some(same) => same.1 = c.map(str::to_string).or(same.1.take()),
-                    None => appends.push((s.to_string(), c.map(str::to_string))),
-                }
-            }
-            self.files.insert(
-                path.to_string(),
-                MergedFile {
-                    source,
-                    compression,
-                    mode,
-                    appends,
-                    machineconfig: name.to_string(),
-                },
-            );
+            let merged = MergedFile::merge(was, f, path, name)?;
+            self.files.insert(path.to_string(), merged);
         }
         let units = config.pointer("/systemd/units").and_then(Value::as_array);
         for (i, u) in units.into_iter().flatten().enumerate() {

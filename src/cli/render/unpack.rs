@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use anyhow::{Context, Result, bail};
 use base64::Engine;
+use serde_json::Value;
 
 /// The most one file's contents may unpack to: what explain reads of a
 /// file at most (`nodefs::READ_LIMIT`).
@@ -31,6 +32,53 @@ pub(super) struct MergedFile {
     pub appends: Vec<(String, Option<String>)>,
     /// The MachineConfig that wrote it last, for messages.
     pub machineconfig: String,
+}
+
+impl MergedFile {
+    /// The file entry `f` (at `path`, of MachineConfig `name`) merged over
+    /// `was`, the same path's entry before it, as the MCO merges them
+    /// (Ignition's merge): field by field, what `f` leaves unset kept (a
+    /// `mode` alone keeps the contents; a `compression` left unset keeps an
+    /// earlier gzip), its `append` entries after the others (one of the
+    /// same source merged). Data URLs are checked now (one Ignition cannot
+    /// fetch fails the boot), unpacked only if explain reads the file.
+    pub fn merge(was: Option<MergedFile>, f: &Value, path: &str, name: &str) -> Result<MergedFile> {
+        let source = match f.pointer("/contents/source").and_then(Value::as_str) {
+            Some(s) => Some(s.to_string()),
+            None => was.as_ref().and_then(|w| w.source.clone()),
+        };
+        let compression = match f.pointer("/contents/compression") {
+            Some(Value::String(c)) => Some(c.clone()),
+            _ => was.as_ref().and_then(|w| w.compression.clone()),
+        };
+        if let Some(s) = &source {
+            data_url_bytes(s, compression.as_deref()).with_context(|| path.to_string())?;
+        }
+        let mode = match f.get("mode").and_then(Value::as_u64) {
+            Some(m) => m as u32,
+            None => was.as_ref().map_or(0o644, |w| w.mode),
+        };
+        let mut appends = was.map(|w| w.appends).unwrap_or_default();
+        let added = f.get("append").and_then(Value::as_array);
+        for (j, a) in added.into_iter().flatten().enumerate() {
+            let Some(s) = a.get("source").and_then(Value::as_str) else {
+                continue;
+            };
+            let c = a.get("compression").and_then(Value::as_str);
+            data_url_bytes(s, c).with_context(|| format!("{path}: append[{j}]"))?;
+            match appends.iter_mut().find(|(have, _)| have == s) {
+                Some(same) => same.1 = c.map(str::to_string).or(same.1.take()),
+                None => appends.push((s.to_string(), c.map(str::to_string))),
+            }
+        }
+        Ok(MergedFile {
+            source,
+            compression,
+            mode,
+            appends,
+            machineconfig: name.to_string(),
+        })
+    }
 }
 
 /// Decode an Ignition `contents.source` data URL (RFC 2397), its contents
