@@ -40,6 +40,7 @@ mod payload;
 mod plan;
 mod plan_fleet;
 mod plan_tolerations;
+mod pr_inputs;
 mod preflight;
 mod preflight_arg_limit;
 mod preflight_kubeadm;

@@ -8,11 +8,19 @@ use anyhow::{Context, Result};
 use super::args::Usage;
 
 /// `eprintln!` that cannot panic: with stderr a closed pipe (`2>&1 | head`)
-/// the line is lost, not the run.
+/// the line is lost, not the run. One line, whatever it quotes: a control
+/// character in it (a pull request's file name, an Ignition config's key)
+/// is escaped (`\u{1b}`, `\n`), so it never erases or rewrites the lines
+/// above it, sets the clipboard, or starts a line of its own.
 macro_rules! say {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
+        let line = format!($($arg)*);
+        let _ = writeln!(
+            std::io::stderr(),
+            "{}",
+            crate::node::wrapper::derived::escape_controls(&line)
+        );
     }};
 }
 pub(crate) use say;
@@ -27,7 +35,13 @@ pub fn exit_code(result: Result<ExitCode>) -> ExitCode {
         Err(e) => {
             // The message may quote a rules file, a tree or an ISO: their
             // escape codes never reach the terminal.
-            say!("Error: {}", terminal_safe(&format!("{e:#}")));
+            // Its lines kept (a YAML error's excerpt), each escaped.
+            use std::io::Write as _;
+            let _ = writeln!(
+                std::io::stderr(),
+                "Error: {}",
+                terminal_safe(&format!("{e:#}"))
+            );
             if e.is::<Usage>() {
                 ExitCode::from(2)
             } else {

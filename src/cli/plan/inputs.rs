@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
+
+use crate::cli::render::input;
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
@@ -55,11 +57,38 @@ pub fn read_render(spec: &str) -> Result<Render> {
         name: spec.to_string(),
         ..Default::default()
     };
+    // The directory a file is in: `gitops/a` of `gitops/a/x.yaml`,
+    // `rev` of `rev:x.yaml`.
+    let dir_of = |name: &str| -> String {
+        match name.rsplit_once('/') {
+            Some((d, _)) => d.to_string(),
+            None => name.split_once(':').map_or("", |(r, _)| r).to_string(),
+        }
+    };
+    let mut kustomizations = Vec::new();
+    let mut with_ours = std::collections::BTreeSet::new();
     for (name, text) in texts {
+        let file = name.rsplit(['/', ':']).next().unwrap_or(&name);
+        if input::KUSTOMIZATION_NAMES.contains(&file) {
+            kustomizations.push((name, text));
+            continue;
+        }
         let docs: Vec<Value> = serde_saphyr::from_multiple(&text)
             .with_context(|| format!("{spec}: reading {name} as YAML"))?;
+        let before = render.machineconfigs.len() + render.pools.len();
         for doc in docs {
             add_render_object(doc, &mut render);
+        }
+        if render.machineconfigs.len() + render.pools.len() > before {
+            with_ours.insert(dir_of(&name));
+        }
+    }
+    // A kustomization beside MachineConfigs or pools: `kubectl apply -k`
+    // there applies them as it says, which must be the files as they are.
+    for (name, text) in &kustomizations {
+        if with_ours.contains(&dir_of(name)) {
+            input::check_kustomization(text, name, "plan")
+                .map_err(|e| e.context(spec.to_string()))?;
         }
     }
     if render.machineconfigs.is_empty() && render.pools.is_empty() {
@@ -86,33 +115,61 @@ fn add_render_object(doc: Value, render: &mut Render) {
     }
 }
 
-/// The YAML and JSON files of a directory (recursively, links not
-/// followed, hidden entries skipped) or one file, at most
-/// `RENDER_MAX_BYTES` in all.
+/// The YAML and JSON files of a directory (recursively, hidden
+/// directories skipped; hidden files read, as `oc apply -f` reads them)
+/// or one file, at most `RENDER_MAX_BYTES` in all. A directory's files are
+/// read inside it (`input::read_entry`): a link is refused, never followed
+/// nor skipped (`oc apply -f` would apply what it names).
 fn local_texts(path: &Path, spec: &str) -> Result<Vec<(String, String)>> {
+    use crate::cli::render::input::Limit;
     let mut files = Vec::new();
-    if path.is_dir() {
-        walk(path, &mut files, spec)?;
-        files.sort();
-    } else {
-        files.push(path.to_path_buf());
-    }
-    let mut total = 0u64;
-    let mut out = Vec::new();
-    for f in files {
+    if !path.is_dir() {
         let mut text = String::new();
-        std::fs::File::open(&f)
-            .with_context(|| format!("{spec}: opening {}", f.display()))?
-            .take(RENDER_MAX_BYTES + 1 - total)
+        std::fs::File::open(path)
+            .with_context(|| format!("{spec}: opening {}", path.display()))?
+            .take(RENDER_MAX_BYTES + 1)
             .read_to_string(&mut text)
-            .with_context(|| format!("{spec}: reading {} as UTF-8 text", f.display()))?;
-        total += text.len() as u64;
-        if total > RENDER_MAX_BYTES {
+            .with_context(|| format!("{spec}: reading {} as UTF-8 text", path.display()))?;
+        if text.len() as u64 > RENDER_MAX_BYTES {
             bail!(
-                "{spec}: more than {} MiB of manifests; give the directory of the pools to plan",
+                "{spec}: more than {} MiB of manifests",
                 RENDER_MAX_BYTES >> 20
             );
         }
+        return Ok(vec![(path.display().to_string(), text)]);
+    }
+    walk(path, &mut files, spec)?;
+    files.sort();
+    let mut total = 0u64;
+    let mut out = Vec::new();
+    let mut opened: Option<(PathBuf, crate::node::nodefs::Dir)> = None;
+    for f in files {
+        let (Some(dir), Some(name)) = (f.parent(), f.file_name()) else {
+            continue;
+        };
+        if opened.as_ref().is_none_or(|(d, _)| d != dir) {
+            let at = input::open_dir(dir).with_context(|| spec.to_string())?;
+            opened = Some((dir.to_path_buf(), at));
+        }
+        let Some((_, at)) = &opened else { continue };
+        let limit = Limit {
+            flag: "plan",
+            bytes: RENDER_MAX_BYTES - total,
+        };
+        let bytes = input::read_entry(at, &f, name, limit).map_err(|e| {
+            if format!("{e:#}").contains(" is larger than ") {
+                anyhow::anyhow!(
+                    "{spec}: more than {} MiB of manifests; give the directory of the pools to plan",
+                    RENDER_MAX_BYTES >> 20
+                )
+            } else {
+                e.context(spec.to_string())
+            }
+        })?;
+        total += bytes.len() as u64;
+        let text = String::from_utf8(bytes).map_err(|_| {
+            anyhow::anyhow!("{spec}: reading {} as UTF-8 text: not UTF-8", f.display())
+        })?;
         out.push((f.display().to_string(), text));
     }
     Ok(out)
@@ -123,16 +180,16 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>, spec: &str) -> Result<()> {
         std::fs::read_dir(dir).with_context(|| format!("{spec}: reading {}", dir.display()))?
     {
         let entry = entry.with_context(|| format!("{spec}: reading {}", dir.display()))?;
-        let name = entry.file_name();
-        if name.to_string_lossy().starts_with('.') {
-            continue;
-        }
         let p = entry.path();
         let meta =
             std::fs::symlink_metadata(&p).with_context(|| format!("{spec}: {}", p.display()))?;
         if meta.is_dir() {
-            walk(&p, out, spec)?;
-        } else if meta.is_file() && is_manifest(&p) {
+            // .git, .github: not the renders'.
+            if !entry.file_name().to_string_lossy().starts_with('.') {
+                walk(&p, out, spec)?;
+            }
+        } else if is_manifest(&p) {
+            // Whatever it is (a link, a FIFO): read_entry says.
             out.push(p);
         }
     }
@@ -192,10 +249,14 @@ fn git_output(args: &[&str], input: Option<Vec<u8>>, cap: u64) -> Result<Vec<u8>
     Ok(stdout)
 }
 
+/// A manifest's name, or a kustomization's (checked, see
+/// `input::check_kustomization`).
 fn is_manifest(p: &Path) -> bool {
-    p.extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
+    p.file_name()
+        .is_some_and(|n| input::KUSTOMIZATION_NAMES.iter().any(|k| n == *k))
+        || p.extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
 }
 
 /// The manifests under `sub` at git revision `rev` of the repository the
@@ -243,8 +304,18 @@ fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<(String, String)>> 
         let Some((meta, name)) = entry.split_once('\t') else {
             continue;
         };
-        if !is_manifest(Path::new(name)) || name.split('/').any(|c| c.starts_with('.')) {
+        // Hidden directories skipped, hidden files read (as local_texts).
+        let in_hidden_dir = name
+            .rsplit_once('/')
+            .is_some_and(|(dirs, _)| dirs.split('/').any(|c| c.starts_with('.')));
+        if !is_manifest(Path::new(name)) || in_hidden_dir {
             continue;
+        }
+        if meta.split_whitespace().next() == Some("120000") {
+            bail!(
+                "{spec}: {name} is a symbolic link, not followed: `oc apply -f` on the directory \
+                 would apply what it names, which may be outside it; make it a regular file"
+            );
         }
         let mut fields = meta.split_whitespace().skip(1);
         let (Some("blob"), Some(object), Some(size)) =

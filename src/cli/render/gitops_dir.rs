@@ -21,7 +21,7 @@ use super::sync_units::{CLUSTER_WIDE_DIR, POLICY_FILE_PREFIX};
 use super::{summary, yaml_edit};
 
 /// The names kustomize reads a directory's kustomization from, in its order.
-const KUSTOMIZATION_NAMES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
+use super::input::KUSTOMIZATION_NAMES;
 
 /// Where a manifest's fields are merged key by key; below these, a field
 /// render writes is replaced whole (its `spec.nodeSelector`, `spec.config`).

@@ -76,41 +76,160 @@ pub fn read_path_or_stdin(path: &Path, limit: Limit) -> Result<(Vec<u8>, String)
 /// [`read_path_or_stdin`] as UTF-8 text.
 pub fn read_text(path: &Path, limit: Limit) -> Result<(String, String)> {
     let (bytes, name) = read_path_or_stdin(path, limit)?;
-    let text = String::from_utf8(bytes).map_err(|e| {
+    Ok((utf8(bytes, &name, limit)?, name))
+}
+
+fn utf8(bytes: Vec<u8>, name: &str, limit: Limit) -> Result<String> {
+    String::from_utf8(bytes).map_err(|e| {
         anyhow::anyhow!(
             "{name} is not UTF-8 text (invalid byte at offset {}); give the YAML file {} expects",
             e.utf8_error().valid_up_to(),
             limit.flag
         )
-    })?;
-    Ok((text, name))
+    })
 }
 
-/// The files a path names: a directory's `*.yaml`, `*.yml` and `*.json`
-/// (sorted; as `iso fleet --pool NAME=DIR` reads a gitops directory), or
-/// the path itself (a file, or `-` for stdin).
-pub fn files_of(path: &Path, flag: &str) -> Result<Vec<std::path::PathBuf>> {
-    if path.as_os_str() == "-" || !path.is_dir() {
-        return Ok(vec![path.to_path_buf()]);
+/// The directory `dir` (a link there is the user's, and followed), opened
+/// to read its entries inside it ([`read_entry`]).
+pub fn open_dir(dir: &Path) -> Result<crate::node::nodefs::Dir> {
+    let real = std::fs::canonicalize(dir).with_context(|| format!("reading {}", dir.display()))?;
+    crate::node::nodefs::Dir::open(&real).with_context(|| format!("reading {}", dir.display()))
+}
+
+/// The entry `name` of the directory `at` (`path` names it for messages),
+/// read as a regular file inside it: a link there is refused, never
+/// followed (in a pull request's directory it may name any file of the
+/// machine that reads it, whose text an error would quote; `oc apply -f`
+/// on the directory would apply what it names), and so is anything else
+/// but a regular file, never opened (a FIFO would wait for a writer).
+pub fn read_entry(
+    at: &crate::node::nodefs::Dir,
+    path: &Path,
+    name: &std::ffi::OsStr,
+    limit: Limit,
+) -> Result<Vec<u8>> {
+    let shown = path.display();
+    match at.open_file(name) {
+        Ok((file, _)) => read_capped(file, &shown.to_string(), limit),
+        // O_NOFOLLOW met a link.
+        Err(e) if e.raw_os_error() == Some(40) => bail!(
+            "{shown} is a symbolic link, not followed: `oc apply -f` on the directory would \
+             apply what it names, which may be outside it; make it a regular file"
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => bail!(
+            "{shown} is not a regular file (a directory, a FIFO, a device), not read; rename it \
+             or move it out of the directory"
+        ),
+        Err(e) => Err(e).with_context(|| format!("reading {shown}")),
     }
-    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(path)
-        .with_context(|| format!("reading {flag} {}", path.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.extension()
-                .and_then(|e| e.to_str())
-                .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
-                && p.is_file()
-        })
-        .collect();
-    files.sort();
-    if files.is_empty() {
+}
+
+/// The manifests of directory `dir` (its files whose name ends in `.EXT`
+/// for one of `exts`, hidden ones too, as `oc apply -f` reads them),
+/// sorted by name: each its text and its name for messages, read by
+/// [`read_entry`].
+pub fn manifest_texts(dir: &Path, exts: &[&str], limit: Limit) -> Result<Vec<(String, String)>> {
+    let at = open_dir(dir)?;
+    let mut names: Vec<std::ffi::OsString> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {} {}", limit.flag, dir.display()))?
+        .map(|e| e.map(|e| e.file_name()))
+        .collect::<std::io::Result<_>>()
+        .with_context(|| format!("reading {} {}", limit.flag, dir.display()))?;
+    let is_kustomization = |n: &std::ffi::OsString| KUSTOMIZATION_NAMES.iter().any(|k| n == k);
+    let listed = |n: &std::ffi::OsString| {
+        Path::new(n)
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| exts.contains(&e))
+    };
+    names.retain(|n| is_kustomization(n) || listed(n));
+    names.sort();
+    let mut out = Vec::with_capacity(names.len());
+    for name in names {
+        let path = dir.join(&name);
+        let shown = path.display().to_string();
+        let text = utf8(read_entry(&at, &path, &name, limit)?, &shown, limit)?;
+        if is_kustomization(&name) {
+            check_kustomization(&text, &shown, limit.flag)?;
+        }
+        if listed(&name) {
+            out.push((text, shown));
+        }
+    }
+    Ok(out)
+}
+
+/// The names `kubectl apply -k` reads a directory's kustomization under.
+pub const KUSTOMIZATION_NAMES: [&str; 3] =
+    ["kustomization.yaml", "kustomization.yml", "Kustomization"];
+
+/// Refuse a kustomization (`text`, the file `name`) that makes `kubectl
+/// apply -k` (or Argo CD, or Flux) apply anything but the files it lists
+/// as they are: a patch, a prefix, common labels, a generator, a resource
+/// outside the directory. `reader` reads the files as they are, so what
+/// it said would not be what is applied (a patch adding a NoExecute taint
+/// to the env drop-in planned as "no change"). Render's own lists only
+/// `resources`.
+pub fn check_kustomization(text: &str, name: &str, reader: &str) -> Result<()> {
+    let Ok(doc) = serde_saphyr::from_str::<serde_json::Value>(text) else {
         bail!(
-            "{flag} {}: the directory holds no *.yaml, *.yml or *.json file",
+            "{name}: a kustomization {reader} cannot read, so it cannot tell what `kubectl \
+             apply -k` applies; fix it, or give {reader} `kubectl kustomize` output"
+        );
+    };
+    let Some(fields) = doc.as_object() else {
+        return Ok(());
+    };
+    let mut more: Vec<String> = fields
+        .keys()
+        .filter(|k| !matches!(k.as_str(), "apiVersion" | "kind" | "metadata" | "resources"))
+        .cloned()
+        .collect();
+    let resources = fields
+        .get("resources")
+        .and_then(serde_json::Value::as_array);
+    for r in resources.into_iter().flatten() {
+        let plain = r.as_str().is_some_and(|r| {
+            !r.contains("://")
+                && !r.starts_with('/')
+                && Path::new(r).components().all(|c| {
+                    matches!(
+                        c,
+                        std::path::Component::Normal(_) | std::path::Component::CurDir
+                    )
+                })
+        });
+        if !plain {
+            more.push(format!("resource {r}"));
+        }
+    }
+    if !more.is_empty() {
+        bail!(
+            "{name}: {} make `kubectl apply -k` (and Argo CD, Flux) apply other than the files \
+             as they are, which is what {reader} reads; give {reader} the output of `kubectl \
+             kustomize` on the directory instead",
+            more.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// The manifests a path names: a directory's `*.yaml`, `*.yml` and
+/// `*.json` ([`manifest_texts`]), or the path itself (a file, or `-` for
+/// stdin), each (text, name).
+pub fn texts_of(path: &Path, limit: Limit) -> Result<Vec<(String, String)>> {
+    if path.as_os_str() == "-" || !path.is_dir() {
+        return Ok(vec![read_text(path, limit)?]);
+    }
+    let texts = manifest_texts(path, &["yaml", "yml", "json"], limit)?;
+    if texts.is_empty() {
+        bail!(
+            "{} {}: the directory holds no *.yaml, *.yml or *.json file",
+            limit.flag,
             path.display()
         );
     }
-    Ok(files)
+    Ok(texts)
 }
 
 /// The MachineConfigs of `--machineconfig` paths: files, `-`, or
@@ -130,17 +249,16 @@ pub fn read_machineconfigs_and_pools(
     let mut configs = Vec::new();
     let mut pools = Vec::new();
     for path in paths {
-        let files = files_of(path, MACHINECONFIG.flag)?;
+        let texts = texts_of(path, MACHINECONFIG)?;
         let from_dir = path.as_os_str() != "-" && path.is_dir();
         let before = configs.len();
-        for file in &files {
-            let (text, name) = read_text(file, MACHINECONFIG)?;
-            pools.extend(pools_from_yaml(&text));
-            if from_dir && !names_a_machineconfig(&text) {
+        for (text, name) in &texts {
+            pools.extend(pools_from_yaml(text));
+            if from_dir && !names_a_machineconfig(text) {
                 continue;
             }
-            let mcs = machineconfigs_from_yaml(&text, &name)?;
-            super::summary::check(&text, &mcs, &name)?;
+            let mcs = machineconfigs_from_yaml(text, name)?;
+            super::summary::check(text, &mcs, name)?;
             configs.extend(mcs);
         }
         if from_dir && configs.len() == before {
@@ -148,7 +266,7 @@ pub fn read_machineconfigs_and_pools(
                 "--machineconfig {}: no MachineConfig in its {} file(s); give the directory \
                  `render machineconfig --output-dir` wrote, or `oc get mc NAME -o yaml` output",
                 path.display(),
-                files.len()
+                texts.len()
             );
         }
     }

@@ -11,7 +11,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
 pub use super::unpack::{FILE_CAP, TOTAL_CAP, decode_data_url};
-use super::unpack::{MergedFile, data_url_bytes, unpack, unpack_read};
+use super::unpack::{MergedFile, unpack, unpack_read};
 
 /// One file to write into the tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -225,23 +225,9 @@ impl Layout {
                 .and_then(Value::as_str)
                 .with_context(|| format!("{field} is missing; every file needs one"))?;
             check_file_path(path).map_err(|why| anyhow::anyhow!("{field} {path:?} {why}"))?;
-            let source = f.pointer("/contents/source").and_then(Value::as_str);
-            let compression = f.pointer("/contents/compression").and_then(Value::as_str);
-            // Checked now (a URL Ignition cannot fetch fails the boot);
-            // unpacked only if explain reads it (`write`).
-            if let Some(s) = source {
-                data_url_bytes(s, compression).with_context(|| path.to_string())?;
-            }
-            let mode = f.get("mode").and_then(Value::as_u64).unwrap_or(0o644) as u32;
-            self.files.insert(
-                path.to_string(),
-                MergedFile {
-                    source: source.map(str::to_string),
-                    compression: compression.map(str::to_string),
-                    mode,
-                    machineconfig: name.to_string(),
-                },
-            );
+            let was = self.files.remove(path);
+            let merged = MergedFile::merge(was, f, path, name)?;
+            self.files.insert(path.to_string(), merged);
         }
         let units = config.pointer("/systemd/units").and_then(Value::as_array);
         for (i, u) in units.into_iter().flatten().enumerate() {
@@ -272,8 +258,13 @@ impl Layout {
                     .with_context(|| format!("{field} is missing; every drop-in needs one"))?;
                 check_dropin_name(dname)
                     .map_err(|why| anyhow::anyhow!("{field} {dname:?} {why}"))?;
-                let text = d.get("contents").and_then(Value::as_str).unwrap_or("");
-                unit.dropins.insert(dname.to_string(), text.to_string());
+                // A drop-in without contents keeps an earlier one's (the
+                // MCO's merge), or is empty.
+                let text = d.get("contents").and_then(Value::as_str);
+                let at = unit.dropins.entry(dname.to_string()).or_default();
+                if let Some(t) = text {
+                    *at = t.to_string();
+                }
             }
         }
         Ok(())
@@ -297,7 +288,11 @@ impl Layout {
                 f.compression.as_deref().unwrap_or(""),
                 f.source.as_deref().unwrap_or(""),
             );
-            out.insert(path.clone(), hash(&[c.as_bytes(), s.as_bytes(), &mode]));
+            let mut parts: Vec<&[u8]> = vec![c.as_bytes(), s.as_bytes(), &mode];
+            for (s, c) in &f.appends {
+                parts.extend([s.as_bytes(), c.as_deref().unwrap_or("").as_bytes()]);
+            }
+            out.insert(path.clone(), hash(&parts));
         }
         for (name, unit) in &self.units {
             let path = format!("{UNIT_DIR}/{name}");
@@ -634,6 +629,79 @@ mod tests {
         assert_eq!(read("etc/systemd/system/k.service"), "A");
         assert_eq!(read("etc/systemd/system/k.service.d/d.conf"), "2");
         assert_eq!(read("etc/systemd/system/k.service.d/e.conf"), "3");
+    }
+
+    /// As the MCO merges (Ignition's merge): a later entry of a path keeps
+    /// what it leaves unset (a `mode` alone kept the contents, which were
+    /// laid out empty: explain said "no labels or taints to add" where
+    /// the MCO serves them), and its `append` entries are written after
+    /// the contents (they were dropped: explain showed a taint an appended
+    /// line clears at the node's first boot). A drop-in without contents
+    /// keeps the earlier one's too.
+    #[test]
+    fn a_later_entry_merges_field_by_field_and_appends() {
+        let env = "/etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf";
+        let a = mc(
+            "50-a",
+            json!({"storage": {"files": [{"path": env, "mode": 420,
+                                           "contents": {"source": "data:,T%3Dtaint%0A"}}]},
+                   "systemd": {"units": [{"name": "k.service",
+                                           "dropins": [{"name": "d.conf", "contents": "1"}]}]}}),
+        );
+        let mode_only = mc(
+            "60-b",
+            json!({"storage": {"files": [{"path": env, "mode": 384}]},
+                   "systemd": {"units": [{"name": "k.service",
+                                           "dropins": [{"name": "d.conf"}]}]}}),
+        );
+        let appended = mc(
+            "99-c",
+            json!({"storage": {"files": [{"path": env,
+                "append": [{"source": "data:,T%3D%0A"}]}]}}),
+        );
+        let layout = Layout::merge(vec![a, mode_only, appended]).unwrap();
+        let f = layout.file(env).unwrap().unwrap();
+        assert_eq!(String::from_utf8(f.contents).unwrap(), "T=taint\nT=\n");
+        assert_eq!(f.mode, 384);
+        let dir = tempfile::tempdir().unwrap();
+        layout.write(dir.path()).unwrap();
+        let read = |p: &str| std::fs::read_to_string(dir.path().join(p)).unwrap();
+        assert_eq!(read(&env[1..]), "T=taint\nT=\n");
+        assert_eq!(read("etc/systemd/system/k.service.d/d.conf"), "1");
+        // A later entry's plain source with no `compression` keeps an
+        // earlier gzip, as the MCO serves it: Ignition cannot unpack it.
+        let gz = |name: &str, c: Value| {
+            mc(
+                name,
+                json!({"storage": {"files": [{"path": "/etc/kubernetes/x",
+                "contents": {"source": "data:,plain", "compression": c}}]}}),
+            )
+        };
+        let e = Layout::merge(vec![gz("50-a", json!("gzip")), gz("60-b", Value::Null)])
+            .unwrap()
+            .file("/etc/kubernetes/x")
+            .unwrap_err();
+        assert!(format!("{e:#}").contains("gzip"), "{e:#}");
+        let f = Layout::merge(vec![gz("50-a", json!("gzip")), gz("60-b", json!(""))]).unwrap();
+        assert_eq!(
+            f.file("/etc/kubernetes/x").unwrap().unwrap().contents,
+            b"plain"
+        );
+        // Appends count toward the file's cap.
+        let big = mc(
+            "99-d",
+            json!({"storage": {"files": [{"path": env, "append": [
+                {"source": format!("data:,{}", "a".repeat(super::super::unpack::FILE_CAP as usize))}]}]}}),
+        );
+        let layout = Layout::merge(vec![big]).unwrap();
+        assert!(layout.file(env).is_ok());
+        let over = mc(
+            "99-e",
+            json!({"storage": {"files": [{"path": env, "contents": {"source": "data:,x"}, "append": [
+                {"source": format!("data:,{}", "a".repeat(super::super::unpack::FILE_CAP as usize))}]}]}}),
+        );
+        let e = Layout::merge(vec![over]).unwrap().file(env).unwrap_err();
+        assert!(format!("{e:#}").contains("unpack to more than"), "{e:#}");
     }
 
     fn role_mc(name: &str, role: &str, config: Value) -> Value {

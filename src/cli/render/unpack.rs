@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use anyhow::{Context, Result, bail};
 use base64::Engine;
+use serde_json::Value;
 
 /// The most one file's contents may unpack to: what explain reads of a
 /// file at most (`nodefs::READ_LIMIT`).
@@ -26,8 +27,58 @@ pub(super) struct MergedFile {
     pub source: Option<String>,
     pub compression: Option<String>,
     pub mode: u32,
-    /// The MachineConfig that wrote it, for messages.
+    /// Its `append` entries (source, compression), in merge order: Ignition
+    /// writes each after the contents.
+    pub appends: Vec<(String, Option<String>)>,
+    /// The MachineConfig that wrote it last, for messages.
     pub machineconfig: String,
+}
+
+impl MergedFile {
+    /// The file entry `f` (at `path`, of MachineConfig `name`) merged over
+    /// `was`, the same path's entry before it, as the MCO merges them
+    /// (Ignition's merge): field by field, what `f` leaves unset kept (a
+    /// `mode` alone keeps the contents; a `compression` left unset keeps an
+    /// earlier gzip), its `append` entries after the others (one of the
+    /// same source merged). Data URLs are checked now (one Ignition cannot
+    /// fetch fails the boot), unpacked only if explain reads the file.
+    pub fn merge(was: Option<MergedFile>, f: &Value, path: &str, name: &str) -> Result<MergedFile> {
+        let source = match f.pointer("/contents/source").and_then(Value::as_str) {
+            Some(s) => Some(s.to_string()),
+            None => was.as_ref().and_then(|w| w.source.clone()),
+        };
+        let compression = match f.pointer("/contents/compression") {
+            Some(Value::String(c)) => Some(c.clone()),
+            _ => was.as_ref().and_then(|w| w.compression.clone()),
+        };
+        if let Some(s) = &source {
+            data_url_bytes(s, compression.as_deref()).with_context(|| path.to_string())?;
+        }
+        let mode = match f.get("mode").and_then(Value::as_u64) {
+            Some(m) => m as u32,
+            None => was.as_ref().map_or(0o644, |w| w.mode),
+        };
+        let mut appends = was.map(|w| w.appends).unwrap_or_default();
+        let added = f.get("append").and_then(Value::as_array);
+        for (j, a) in added.into_iter().flatten().enumerate() {
+            let Some(s) = a.get("source").and_then(Value::as_str) else {
+                continue;
+            };
+            let c = a.get("compression").and_then(Value::as_str);
+            data_url_bytes(s, c).with_context(|| format!("{path}: append[{j}]"))?;
+            match appends.iter_mut().find(|(have, _)| have == s) {
+                Some(same) => same.1 = c.map(str::to_string).or(same.1.take()),
+                None => appends.push((s.to_string(), c.map(str::to_string))),
+            }
+        }
+        Ok(MergedFile {
+            source,
+            compression,
+            mode,
+            appends,
+            machineconfig: name.to_string(),
+        })
+    }
 }
 
 /// Decode an Ignition `contents.source` data URL (RFC 2397), its contents
@@ -116,12 +167,27 @@ fn percent_decode(s: &str) -> Result<Vec<u8>> {
 
 /// `f`, the file at `path`, unpacked to at most `cap` bytes; an error names
 /// its MachineConfig and the path ([`TooBig`] the cap).
+/// Its contents and then each `append` entry, as Ignition writes the file
+/// (the cap is on them all).
 pub(super) fn unpack(path: &str, f: &MergedFile, cap: u64) -> Result<Vec<u8>> {
-    let Some(source) = &f.source else {
-        return Ok(Vec::new());
+    let context = || format!("MachineConfig {:?}: {path}", f.machineconfig);
+    let mut out = match &f.source {
+        Some(source) => {
+            decode_capped(source, f.compression.as_deref(), cap).with_context(context)?
+        }
+        None => Vec::new(),
     };
-    decode_capped(source, f.compression.as_deref(), cap)
-        .with_context(|| format!("MachineConfig {:?}: {path}", f.machineconfig))
+    for (source, compression) in &f.appends {
+        let left = cap - out.len() as u64;
+        let more = decode_capped(source, compression.as_deref(), left)
+            .map_err(|e| match e.downcast::<TooBig>() {
+                Ok(_) => TooBig(cap).into(),
+                Err(e) => e,
+            })
+            .with_context(context)?;
+        out.extend(more);
+    }
+    Ok(out)
 }
 
 /// Whether explain reads the file at `path` whatever names it: units and

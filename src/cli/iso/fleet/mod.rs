@@ -544,8 +544,12 @@ mod tests {
     }
 
     /// A MachineConfig of `role` writing `dropin` at `path`.
+    /// The file's `compression` always set (`""` for none): the MCO merges
+    /// a same-path entry field by field, so one left unset keeps an
+    /// earlier entry's gzip (see `layout`).
     fn env_mc(name: &str, role: &str, path: &str, dropin: &str) -> Value {
-        let url = data_url(dropin.as_bytes());
+        let mut url = data_url(dropin.as_bytes());
+        url.compression = Some(url.compression.unwrap_or(""));
         json!({
             "kind": "MachineConfig",
             "metadata": { "name": name,

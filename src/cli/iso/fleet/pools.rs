@@ -4,7 +4,7 @@
 //! merges them; and the checks of pool names and devices. `super::build`
 //! turns these into the pool table and the live config.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use base64::Engine;
@@ -65,17 +65,12 @@ pub(super) fn check_device(dev: &str, flag: &str) -> Result<()> {
 /// Every document of a source: a directory's *.yaml, *.yml, *.json and
 /// *.ign files (sorted), or one file.
 pub(super) fn read_source(name: &str, source: &Path, f: &mut Found) -> Result<()> {
-    let files: Vec<PathBuf> = if source.is_dir() {
-        let mut v: Vec<PathBuf> = std::fs::read_dir(source)
-            .with_context(|| format!("reading {}", source.display()))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                p.extension()
-                    .and_then(|e| e.to_str())
-                    .is_some_and(|e| matches!(e, "yaml" | "yml" | "json" | "ign"))
-            })
-            .collect();
-        v.sort();
+    use crate::cli::render::input::{FLEET_POOL, manifest_texts, read_text};
+    // A directory's files are read inside it: a link there (a pull
+    // request's) is refused, never followed; a FIFO never waited on.
+    let texts: Vec<(String, String)> = if source.is_dir() {
+        let v = manifest_texts(source, &["yaml", "yml", "json", "ign"], FLEET_POOL)
+            .with_context(|| format!("--pool {name}"))?;
         if v.is_empty() {
             bail!(
                 "--pool {name}={}: the directory holds no YAML or Ignition files",
@@ -84,25 +79,21 @@ pub(super) fn read_source(name: &str, source: &Path, f: &mut Found) -> Result<()
         }
         v
     } else {
-        vec![source.to_path_buf()]
+        vec![read_text(source, FLEET_POOL).with_context(|| format!("--pool {name}"))?]
     };
     let before = (
         f.pointer.is_some(),
         f.node_selector.is_some(),
         f.env_configs.len(),
     );
-    for file in &files {
-        let (text, _) =
-            crate::cli::render::input::read_text(file, crate::cli::render::input::FLEET_POOL)
-                .with_context(|| format!("--pool {name}"))?;
-        let label = file.display().to_string();
-        let docs: Vec<Value> = match serde_json::from_str::<Value>(&text) {
+    for (text, label) in &texts {
+        let docs: Vec<Value> = match serde_json::from_str::<Value>(text) {
             Ok(v) => vec![v],
-            Err(_) => serde_saphyr::from_multiple(&text)
+            Err(_) => serde_saphyr::from_multiple(text)
                 .with_context(|| format!("reading {label} as YAML or JSON (--pool {name})"))?,
         };
         for doc in docs {
-            read_document(name, doc, &label, f)?;
+            read_document(name, doc, label, f)?;
         }
     }
     if (

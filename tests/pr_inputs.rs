@@ -1,0 +1,340 @@
+//! A pull request's directory as the CLI reads it in CI: a link in it is
+//! refused, never read through (it may name any file of the CI machine,
+//! whose text an error would quote) and never skipped (`oc apply -f DIR`
+//! applies what it names); a hidden manifest is read, as `oc apply -f DIR`
+//! applies it; a FIFO never makes a command wait; and no line quoting a
+//! name or key of it carries a control character to the terminal.
+
+use crate::plan::{json, plan, render};
+use crate::support::{bin, repo, scratch_dir, stderr};
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// What the CI machine holds and a pull request must never see.
+const SECRET: &str = "SECRET-4f1c9a";
+
+/// A file outside the repository that no YAML parser reads (an AWS
+/// credentials file: its lines are quoted by a parse error).
+fn secret_file(dir: &Path) -> std::path::PathBuf {
+    let p = dir.join("credentials");
+    std::fs::write(
+        &p,
+        format!("[default]\naws_access_key_id = AKIA\naws_secret_access_key = {SECRET}\n"),
+    )
+    .unwrap();
+    p
+}
+
+/// `c` run to its end, killed after 60 s (a read that waits forever is a
+/// failure, not a hung test).
+fn bounded(mut c: Command) -> Output {
+    let mut child = c
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let o = child.wait_with_output().unwrap();
+            panic!("still running after 60 s: {}", stderr(&o));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn explain_dir(dir: &Path) -> Output {
+    let mut c = bin();
+    c.arg("explain").arg("--machineconfig").arg(dir);
+    bounded(c)
+}
+
+fn fleet_dir(dir: &Path) -> Output {
+    let mut c = bin();
+    c.args(["iso", "fleet", "--dest-device", "/dev/sda", "--dry-run"])
+        .args(["--facts-root", "/"])
+        .arg("--pool")
+        .arg(format!("worker-gpu={}", dir.display()));
+    bounded(c)
+}
+
+/// `explain --machineconfig DIR` and `iso fleet --pool NAME=DIR` on a
+/// directory with a link to a host file: refused, naming the link, and the
+/// file's text never printed (it was, in the YAML error's excerpt).
+#[test]
+fn a_link_in_a_manifest_directory_is_refused_never_read_through() {
+    let tmp = scratch_dir();
+    let gitops = tmp.path().join("gitops");
+    render(&gitops, &[]);
+    std::os::unix::fs::symlink(secret_file(tmp.path()), gitops.join("zz.yaml")).unwrap();
+    for (what, o) in [
+        ("explain", explain_dir(&gitops)),
+        ("iso fleet", fleet_dir(&gitops)),
+    ] {
+        let e = stderr(&o);
+        assert!(!o.status.success(), "{what}: {e}");
+        assert!(!e.contains(SECRET), "{what} printed the linked file: {e}");
+        assert!(
+            e.contains("zz.yaml is a symbolic link"),
+            "{what}: the link is named: {e}"
+        );
+    }
+}
+
+/// A FIFO in the directory (a local user's, or one a link names) never
+/// makes a command wait for a writer: refused as no regular file.
+#[test]
+fn a_fifo_in_a_manifest_directory_is_refused_without_waiting() {
+    if !crate::support::skipped::need("mkfifo") {
+        return;
+    }
+    let tmp = scratch_dir();
+    let gitops = tmp.path().join("gitops");
+    render(&gitops, &[]);
+    let st = Command::new("mkfifo")
+        .arg(gitops.join("zz.yaml"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    for (what, o) in [
+        ("explain", explain_dir(&gitops)),
+        ("iso fleet", fleet_dir(&gitops)),
+    ] {
+        let e = stderr(&o);
+        assert!(!o.status.success(), "{what}: {e}");
+        assert!(e.contains("zz.yaml is not a regular file"), "{what}: {e}");
+    }
+}
+
+/// plan on a pull request whose GPU taint rule arrives through a hidden
+/// file or a link: `oc apply -f` on the directory applies both, so the
+/// hidden one is planned (2 GPU nodes get a taint) and the link is
+/// refused (exit 2), never skipped as if the pool had no labels
+/// MachineConfig (which planned "0 with a taint change").
+#[test]
+fn plan_reads_hidden_manifests_and_refuses_links() {
+    let tmp = scratch_dir();
+    let base = tmp.path().join("base");
+    render(&base, &[]);
+    let staged = tmp.path().join("staged");
+    let rules = repo().join("examples/rules/openshift-gpu.yaml");
+    render(&staged, &["--rules", rules.to_str().unwrap()]);
+    let labels = "50-worker-gpu-kubelet-labeler-labels.yaml";
+    let fleet = repo().join("examples/fleet/fleet.json");
+
+    // The labels MachineConfig under a hidden name.
+    let hidden = tmp.path().join("hidden");
+    render(&hidden, &[]);
+    std::fs::remove_file(hidden.join(labels)).unwrap();
+    std::fs::copy(staged.join(labels), hidden.join(format!(".{labels}"))).unwrap();
+    let o = plan(&base, &hidden, &fleet, &["--format", "json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(json(&o)["taint_changes"], 2, "{}", stderr(&o));
+
+    // The labels MachineConfig as a link to the staged one.
+    let linked = tmp.path().join("linked");
+    render(&linked, &[]);
+    std::fs::remove_file(linked.join(labels)).unwrap();
+    std::os::unix::fs::symlink(staged.join(labels), linked.join(labels)).unwrap();
+    let o = plan(&base, &linked, &fleet, &["--format", "json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("{labels} is a symbolic link")),
+        "{}",
+        stderr(&o)
+    );
+
+    // The same link committed: git stores it as a link, whose text (its
+    // target's name) is no manifest.
+    if !crate::support::skipped::need("git") {
+        return;
+    }
+    let git = |args: &[&str]| {
+        let o = Command::new("git")
+            .current_dir(tmp.path())
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "git {args:?}: {}", stderr(&o));
+    };
+    git(&["init", "-q"]);
+    git(&["add", "linked"]);
+    git(&["commit", "-q", "-m", "pr"]);
+    let o = bin()
+        .current_dir(tmp.path())
+        .args(["plan", "--from", "base", "--to", "HEAD:linked/", "--fleet"])
+        .arg(&fleet)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("linked/{labels} is a symbolic link")),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// A pull request's file name, or an Ignition config's key, quoted on a
+/// line: its escape codes (ESC[1A ESC[2K erases the line above, OSC 52
+/// sets the clipboard) and newlines reach the terminal escaped, one line
+/// each.
+#[test]
+fn lines_quoting_a_directory_or_a_config_escape_control_characters() {
+    let tmp = scratch_dir();
+    let gitops = tmp.path().join("gitops");
+    render(&gitops, &[]);
+    let name = "\x1b[1A\x1b[2K\x1b]52;c;cHduZWQ=\x07x\nwrote forged.yaml";
+    std::fs::write(
+        gitops.join(format!("{name}.yaml")),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+    )
+    .unwrap();
+    let o = bin()
+        .args(["render", "machineconfig", "--pool", "worker-gpu"])
+        .args(["--label", "node.kubernetes.io/worker-gpu="])
+        .arg("--wrapper")
+        .arg(crate::support::run_cli::stand_in_wrapper())
+        .arg("--output-dir")
+        .arg(&gitops)
+        .output()
+        .unwrap();
+    let e = stderr(&o);
+    assert!(o.status.success(), "{e}");
+    assert!(!e.contains('\x1b') && !e.contains('\x07'), "{e:?}");
+    assert!(e.contains("\\u{1b}[1A"), "{e}");
+    assert!(!e.lines().any(|l| l.starts_with("wrote forged")), "{e}");
+
+    let ign = tmp.path().join("evil.ign");
+    std::fs::write(
+        &ign,
+        r#"{"ignition":{"version":"3.4.0"},"\u001b[1A\u001b[2Kk\nwarning: forged":1}"#,
+    )
+    .unwrap();
+    let iso = tmp.path().join("not.iso");
+    std::fs::write(&iso, vec![0u8; 1 << 16]).unwrap();
+    let o = bin()
+        .args(["iso", "embed", "-i"])
+        .arg(&ign)
+        .arg(&iso)
+        .arg("-o")
+        .arg(tmp.path().join("out.iso"))
+        .output()
+        .unwrap();
+    let e = stderr(&o);
+    assert!(e.contains("ignores the unknown key"), "{e}");
+    assert!(!e.contains('\x1b'), "{e:?}");
+    assert!(!e.lines().any(|l| l.starts_with("warning: forged")), "{e}");
+}
+
+/// A pull request's MachineConfig that sets only the `mode` of our env
+/// drop-in: the MCO merges it field by field and serves the contents
+/// before it, so the node registers with our labels; explain lays the
+/// merge out the same way (it laid the file out empty and said "no labels
+/// or taints to add", exit 0). The MCO oracle's node labels decide.
+#[test]
+fn a_partial_file_entry_merges_as_the_mco_merges_it() {
+    let Some((oracle, mco_root)) = crate::support::mco::oracle() else {
+        return;
+    };
+    if !crate::support::is_root() {
+        crate::support::skipped::skipped("the MCO oracle needs root (it chroots)");
+        return;
+    }
+    let tmp = scratch_dir();
+    let gitops = tmp.path().join("gitops");
+    render(&gitops, &["--label", "example.com/gpu=yes"]);
+    let env = "/etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf";
+    std::fs::write(
+        gitops.join("99-worker-gpu-mode.yaml"),
+        format!(
+            "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\n\
+             metadata:\n  name: 99-worker-gpu-mode\n  labels:\n    \
+             machineconfiguration.openshift.io/role: worker-gpu\n\
+             spec:\n  config:\n    ignition: {{version: 3.4.0}}\n    storage:\n      \
+             files:\n      - {{path: {env}, mode: 420}}\n"
+        ),
+    )
+    .unwrap();
+    let o = Command::new(&oracle)
+        .arg("-mco-root")
+        .arg(&mco_root)
+        .arg("-manifests")
+        .arg(&gitops)
+        .output()
+        .unwrap();
+    let report: serde_json::Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
+    let served = &report["nodeLabels"]["fromFIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS"];
+    assert_eq!(served["example.com/gpu"], "yes", "{}", report["nodeLabels"]);
+
+    // kubelet's unit, outside the oracle's manifests (it has the MCO's own).
+    let kubelet = tmp.path().join("kubelet.yaml");
+    std::fs::write(
+        &kubelet,
+        "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\n\
+         metadata:\n  name: 01-worker-kubelet\n  labels:\n    \
+         machineconfiguration.openshift.io/role: worker\n\
+         spec:\n  config:\n    ignition: {version: 3.4.0}\n    systemd:\n      units:\n      \
+         - name: kubelet.service\n        contents: |\n          [Service]\n          \
+         ExecStart=/usr/bin/kubelet\n",
+    )
+    .unwrap();
+    let o = bin()
+        .args(["explain", "--pool", "worker-gpu", "--machineconfig"])
+        .arg(&kubelet)
+        .arg("--machineconfig")
+        .arg(&gitops)
+        .output()
+        .unwrap();
+    let out = crate::support::stdout(&o);
+    assert!(
+        out.contains("'--node-labels=node.kubernetes.io/worker-gpu=,example.com/gpu=yes'"),
+        "{out}{}",
+        stderr(&o)
+    );
+}
+
+/// A pull request that changes only the kustomization beside the
+/// MachineConfigs, adding a patch: `kubectl apply -k` (Argo CD, Flux)
+/// applies the patched MachineConfig (here a NoExecute taint, which evicts
+/// every pod of the GPU nodes), so plan and explain, which read the files
+/// as they are, refuse it and say what to give them instead (plan said
+/// "0 of 4 nodes change", exit 0). Render's own kustomization passes.
+#[test]
+fn a_kustomization_that_patches_the_machineconfigs_is_refused() {
+    let tmp = scratch_dir();
+    let base = tmp.path().join("base");
+    render(&base, &[]);
+    let pr = tmp.path().join("pr");
+    render(&pr, &[]);
+    let k = pr.join("kustomization.yaml");
+    let mut text = std::fs::read_to_string(&k).unwrap();
+    text += "patches:\n- target:\n    kind: MachineConfig\n    name: 50-worker-gpu-kubelet-labeler-labels\n  \
+             patch: |\n    - op: replace\n      path: /spec/config/storage/files/0/contents/source\n      \
+             value: \"data:,%5BService%5D%0AEnvironment%3DFIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS%3Devil%3ANoExecute%0A\"\n";
+    std::fs::write(&k, text).unwrap();
+    let fleet = repo().join("examples/fleet/fleet.json");
+    let o = plan(&base, &pr, &fleet, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("kustomization.yaml: patches make `kubectl apply -k`"),
+        "{}",
+        stderr(&o)
+    );
+    let o = explain_dir(&pr);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("patches make `kubectl apply -k`"),
+        "{}",
+        stderr(&o)
+    );
+    // The render's own (resources only) is no refusal.
+    let o = plan(&base, &base, &fleet, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
