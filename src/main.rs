@@ -24,7 +24,7 @@ fn main() -> ExitCode {
         Cmd::Iso(IsoCmd::Remove(c)) => iso::command::remove(c),
         Cmd::Iso(IsoCmd::Fleet(c)) => iso::command::fleet(c),
         Cmd::Facts(c) => facts::run(c),
-        Cmd::Sync(c) => Ok(sync::run(c)),
+        Cmd::Sync(c) => sync::run(c),
         Cmd::Plan(c) => plan::command::run(c),
         Cmd::Completions(c) => completions::run(c),
         Cmd::Man(c) => man::run(c),

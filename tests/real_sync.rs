@@ -224,6 +224,26 @@ fn labels_follow_the_tree_and_nothing_else_is_touched() {
         assert!(lines.contains(want), "{want:?} not in:\n{lines}");
     }
     assert_eq!(stored(cluster, node).3, rv, "--dry-run wrote");
+    // Its lines into a full disk: an error, as for every command.
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+        .args(["sync", "--profile", "openshift", "--dry-run", "--root"])
+        .arg(&root)
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["--pool-label", "node.kubernetes.io/pool"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("writing to stdout: No space left on device"),
+        "{}",
+        text(&out.stderr)
+    );
 
     let out = sync(&root, &kubeconfig, &[]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));

@@ -5,8 +5,11 @@ use std::process::ExitCode;
 use crate::cmdline::SyncConfig;
 use crate::node::kubelet::Profile;
 
-pub fn run(c: SyncConfig) -> ExitCode {
+/// A write error on stdout (`--dry-run > /dev/full`) is the command's
+/// error, as for every command; the run's own code otherwise.
+pub fn run(c: SyncConfig) -> anyhow::Result<ExitCode> {
     use crate::node::sync::{reconcile::Policy, run};
+    use anyhow::Context;
     let opts = run::SyncOptions {
         root: c.root,
         unit: c.unit,
@@ -22,6 +25,6 @@ pub fn run(c: SyncConfig) -> ExitCode {
         curl: None,
     };
     let out = run::run(&opts);
-    run::print_outcome(&out);
-    ExitCode::from(out.code as u8)
+    run::print_outcome(&out).context("writing to stdout")?;
+    Ok(ExitCode::from(out.code as u8))
 }

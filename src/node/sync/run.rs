@@ -898,23 +898,31 @@ pub fn node_main(args: &[OsString]) -> i32 {
         o.max_wait = opts.max_wait.saturating_sub(started.elapsed());
         run(&o)
     };
-    run_until_settled(run_within_budget, || derived_now(&opts), print_outcome)
+    run_until_settled(
+        run_within_budget,
+        || derived_now(&opts),
+        |o| {
+            let _ = print_outcome(o);
+        },
+    )
 }
 
 /// Detail lines on stdout, the summary on stderr, each one line whatever
 /// it holds (control characters escaped as the boot path escapes them, and
 /// short of journald's `LineMax=`: a line never forges another in the
 /// journal); a closed pipe is no panic.
-pub fn print_outcome(out: &Outcome) {
+/// The summary is written whatever became of stdout; its error is returned
+/// (the CLI reports it, the node's journal has no reader to tell).
+pub fn print_outcome(out: &Outcome) -> std::io::Result<()> {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
-    for l in &out.detail {
-        if writeln!(stdout, "{}", journal_line(l)).is_err() {
-            break;
-        }
-    }
-    let _ = stdout.flush();
+    let written = out
+        .detail
+        .iter()
+        .try_for_each(|l| writeln!(stdout, "{}", journal_line(l)))
+        .and_then(|()| stdout.flush());
     let _ = writeln!(std::io::stderr(), "{}", journal_line(&out.summary));
+    written
 }
 
 #[cfg(test)]
