@@ -127,14 +127,31 @@ fn plan_reads_hidden_manifests_and_refuses_links() {
     let labels = "50-worker-gpu-kubelet-labeler-labels.yaml";
     let fleet = repo().join("examples/fleet/fleet.json");
 
-    // The labels MachineConfig under a hidden name.
-    let hidden = tmp.path().join("hidden");
-    render(&hidden, &[]);
-    std::fs::remove_file(hidden.join(labels)).unwrap();
-    std::fs::copy(staged.join(labels), hidden.join(format!(".{labels}"))).unwrap();
-    let o = plan(&base, &hidden, &fleet, &["--format", "json"]);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert_eq!(json(&o)["taint_changes"], 2, "{}", stderr(&o));
+    // The labels MachineConfig under a hidden name, and under `.yaml`
+    // alone (kubectl tells a manifest by what follows the last dot, Go's
+    // `filepath.Ext`: the real kubectl applies it), in a directory applied
+    // with `oc apply -f` (no kustomization: one that does not list the
+    // file is refused, below).
+    for name in [format!(".{labels}"), ".yaml".to_string()] {
+        let hidden = tmp.path().join("hidden");
+        let _ = std::fs::remove_dir_all(&hidden);
+        render(&hidden, &[]);
+        std::fs::remove_file(hidden.join(labels)).unwrap();
+        std::fs::copy(staged.join(labels), hidden.join(&name)).unwrap();
+        let o = plan(&base, &hidden, &fleet, &["--format", "json"]);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{name}: {e}");
+        assert!(
+            e.contains(&format!(
+                "resource \"{labels}\" (not a manifest file of its directory)"
+            )) && e.contains(&format!("{name} left out of its resources")),
+            "{name}: {e}"
+        );
+        std::fs::remove_file(hidden.join("kustomization.yaml")).unwrap();
+        let o = plan(&base, &hidden, &fleet, &["--format", "json"]);
+        assert_eq!(o.status.code(), Some(1), "{name}: {}", stderr(&o));
+        assert_eq!(json(&o)["taint_changes"], 2, "{name}: {}", stderr(&o));
+    }
 
     // The labels MachineConfig as a link to the staged one.
     let linked = tmp.path().join("linked");
@@ -261,6 +278,10 @@ fn a_partial_file_entry_merges_as_the_mco_merges_it() {
         ),
     )
     .unwrap();
+    // Listed in the kustomization, as a pull request adding it would.
+    let k = gitops.join("kustomization.yaml");
+    let listed = std::fs::read_to_string(&k).unwrap() + "- 99-worker-gpu-mode.yaml\n";
+    std::fs::write(&k, listed).unwrap();
     let o = Command::new(&oracle)
         .arg("-mco-root")
         .arg(&mco_root)
@@ -323,18 +344,62 @@ fn a_kustomization_that_patches_the_machineconfigs_is_refused() {
     let o = plan(&base, &pr, &fleet, &[]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("kustomization.yaml: patches make `kubectl apply -k`"),
+        stderr(&o).contains("kustomization.yaml: with it `kubectl apply -k` (and Argo CD, Flux) applies other than the manifests of the directory as they are, which is what plan reads: patches;"),
         "{}",
         stderr(&o)
     );
     let o = explain_dir(&pr);
     assert!(!o.status.success());
     assert!(
-        stderr(&o).contains("patches make `kubectl apply -k`"),
+        stderr(&o).contains("which is what --machineconfig reads: patches;"),
         "{}",
         stderr(&o)
     );
     // The render's own (resources only) is no refusal.
     let o = plan(&base, &base, &fleet, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+
+    // Resources that are not the directory's manifests as they are, each
+    // run through the real `kubectl kustomize` by the review that found
+    // them: a file of another extension (its MachineConfig applied), a
+    // remote base (kustomize fetches it with git), a file left out of the
+    // list (not applied, and pruned by Argo CD).
+    let own = std::fs::read_to_string(base.join("kustomization.yaml")).unwrap();
+    let first = own
+        .lines()
+        .find_map(|l| l.strip_prefix("- "))
+        .unwrap()
+        .to_string();
+    for (resources, file, why) in [
+        (
+            "- zz-override.txt\n",
+            Some("zz-override.txt"),
+            "resource \"zz-override.txt\" (not a manifest file of its directory)",
+        ),
+        (
+            "- github.com/org/mcs//overlay?ref=v1\n",
+            None,
+            "resource \"github.com/org/mcs//overlay?ref=v1\" (not a manifest file of its directory)",
+        ),
+        ("", None, "left out of its resources"),
+    ] {
+        let pr = tmp.path().join("pr-resources");
+        let _ = std::fs::remove_dir_all(&pr);
+        render(&pr, &[]);
+        let mut text = if resources.is_empty() {
+            own.replace(&format!("- {first}\n"), "")
+        } else {
+            own.clone()
+        };
+        text += resources;
+        std::fs::write(pr.join("kustomization.yaml"), text).unwrap();
+        if let Some(f) = file {
+            std::fs::write(pr.join(f), "kind: MachineConfig\n").unwrap();
+        }
+        let o = plan(&base, &pr, &fleet, &[]);
+        assert_eq!(o.status.code(), Some(2), "{resources:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(why), "{resources:?}: {}", stderr(&o));
+        let o = explain_dir(&pr);
+        assert!(stderr(&o).contains(why), "{resources:?}: {}", stderr(&o));
+    }
 }

@@ -66,6 +66,8 @@ pub fn read_render(spec: &str) -> Result<Render> {
         }
     };
     let mut kustomizations = Vec::new();
+    // Each directory's manifest files, by plain name.
+    let mut manifests: std::collections::BTreeMap<String, Vec<String>> = Default::default();
     let mut with_ours = std::collections::BTreeSet::new();
     for (name, text) in texts {
         let file = name.rsplit(['/', ':']).next().unwrap_or(&name);
@@ -73,6 +75,10 @@ pub fn read_render(spec: &str) -> Result<Render> {
             kustomizations.push((name, text));
             continue;
         }
+        manifests
+            .entry(dir_of(&name))
+            .or_default()
+            .push(file.to_string());
         let docs: Vec<Value> = serde_saphyr::from_multiple(&text)
             .with_context(|| format!("{spec}: reading {name} as YAML"))?;
         let before = render.machineconfigs.len() + render.pools.len();
@@ -86,8 +92,10 @@ pub fn read_render(spec: &str) -> Result<Render> {
     // A kustomization beside MachineConfigs or pools: `kubectl apply -k`
     // there applies them as it says, which must be the files as they are.
     for (name, text) in &kustomizations {
-        if with_ours.contains(&dir_of(name)) {
-            input::check_kustomization(text, name, "plan")
+        let dir = dir_of(name);
+        if with_ours.contains(&dir) {
+            let files = manifests.get(&dir).map_or(&[][..], Vec::as_slice);
+            input::check_kustomization(text, name, "plan", files)
                 .map_err(|e| e.context(spec.to_string()))?;
         }
     }
@@ -252,11 +260,10 @@ fn git_output(args: &[&str], input: Option<Vec<u8>>, cap: u64) -> Result<Vec<u8>
 /// A manifest's name, or a kustomization's (checked, see
 /// `input::check_kustomization`).
 fn is_manifest(p: &Path) -> bool {
-    p.file_name()
-        .is_some_and(|n| input::KUSTOMIZATION_NAMES.iter().any(|k| n == *k))
-        || p.extension()
-            .and_then(|e| e.to_str())
-            .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
+    p.file_name().is_some_and(|n| {
+        input::KUSTOMIZATION_NAMES.iter().any(|k| n == *k)
+            || input::has_extension(n, &input::KUBECTL_EXTENSIONS)
+    })
 }
 
 /// The manifests under `sub` at git revision `rev` of the repository the

@@ -136,27 +136,46 @@ pub fn manifest_texts(dir: &Path, exts: &[&str], limit: Limit) -> Result<Vec<(St
         .collect::<std::io::Result<_>>()
         .with_context(|| format!("reading {} {}", limit.flag, dir.display()))?;
     let is_kustomization = |n: &std::ffi::OsString| KUSTOMIZATION_NAMES.iter().any(|k| n == k);
-    let listed = |n: &std::ffi::OsString| {
-        Path::new(n)
-            .extension()
-            .and_then(|e| e.to_str())
-            .is_some_and(|e| exts.contains(&e))
-    };
+    let listed = |n: &std::ffi::OsString| has_extension(n, exts);
     names.retain(|n| is_kustomization(n) || listed(n));
     names.sort();
+    // What `kubectl apply -f` would apply: a kustomization must list
+    // exactly these.
+    let applied: Vec<String> = names
+        .iter()
+        .filter(|n| !is_kustomization(n) && has_extension(n, &KUBECTL_EXTENSIONS))
+        .map(|n| n.to_string_lossy().into_owned())
+        .collect();
     let mut out = Vec::with_capacity(names.len());
+    let mut kustomizations = Vec::new();
     for name in names {
         let path = dir.join(&name);
         let shown = path.display().to_string();
         let text = utf8(read_entry(&at, &path, &name, limit)?, &shown, limit)?;
         if is_kustomization(&name) {
-            check_kustomization(&text, &shown, limit.flag)?;
-        }
-        if listed(&name) {
+            kustomizations.push((text, shown));
+        } else if listed(&name) {
             out.push((text, shown));
         }
     }
+    for (text, shown) in &kustomizations {
+        check_kustomization(text, shown, limit.flag, &applied)?;
+    }
     Ok(out)
+}
+
+/// The extensions `kubectl apply -f DIR` reads.
+pub const KUBECTL_EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
+
+/// Whether the file name `name` ends in `.EXT` for one of `exts`, as
+/// kubectl tells (Go's `filepath.Ext`: what follows the last dot, so
+/// `.yaml` alone is a YAML file too).
+pub fn has_extension(name: &std::ffi::OsStr, exts: &[&str]) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let name = name.as_bytes();
+    name.iter()
+        .rposition(|&b| b == b'.')
+        .is_some_and(|dot| exts.iter().any(|e| &name[dot + 1..] == e.as_bytes()))
 }
 
 /// The names `kubectl apply -k` reads a directory's kustomization under.
@@ -164,22 +183,23 @@ pub const KUSTOMIZATION_NAMES: [&str; 3] =
     ["kustomization.yaml", "kustomization.yml", "Kustomization"];
 
 /// Refuse a kustomization (`text`, the file `name`) that makes `kubectl
-/// apply -k` (or Argo CD, or Flux) apply anything but the files it lists
-/// as they are: a patch, a prefix, common labels, a generator, a resource
-/// outside the directory. `reader` reads the files as they are, so what
+/// apply -k` (or Argo CD, or Flux) apply anything but the manifests of its
+/// directory (`files`, plain names) as they are: a patch, a prefix, common
+/// labels, a generator, a resource that is not one of those files (another
+/// directory, a remote base, a file of another extension), or one of them
+/// left out of `resources`. `reader` reads the files as they are, so what
 /// it said would not be what is applied (a patch adding a NoExecute taint
-/// to the env drop-in planned as "no change"). Render's own lists only
-/// `resources`.
-pub fn check_kustomization(text: &str, name: &str, reader: &str) -> Result<()> {
+/// to the env drop-in planned as "no change"). Render's own lists its
+/// files in `resources`, and nothing else.
+pub fn check_kustomization(text: &str, name: &str, reader: &str, files: &[String]) -> Result<()> {
     let Ok(doc) = serde_saphyr::from_str::<serde_json::Value>(text) else {
         bail!(
             "{name}: a kustomization {reader} cannot read, so it cannot tell what `kubectl \
              apply -k` applies; fix it, or give {reader} `kubectl kustomize` output"
         );
     };
-    let Some(fields) = doc.as_object() else {
-        return Ok(());
-    };
+    let empty = serde_json::Map::new();
+    let fields = doc.as_object().unwrap_or(&empty);
     let mut more: Vec<String> = fields
         .keys()
         .filter(|k| !matches!(k.as_str(), "apiVersion" | "kind" | "metadata" | "resources"))
@@ -188,26 +208,38 @@ pub fn check_kustomization(text: &str, name: &str, reader: &str) -> Result<()> {
     let resources = fields
         .get("resources")
         .and_then(serde_json::Value::as_array);
+    let mut listed = std::collections::BTreeSet::new();
     for r in resources.into_iter().flatten() {
-        let plain = r.as_str().is_some_and(|r| {
-            !r.contains("://")
-                && !r.starts_with('/')
-                && Path::new(r).components().all(|c| {
-                    matches!(
-                        c,
-                        std::path::Component::Normal(_) | std::path::Component::CurDir
-                    )
-                })
-        });
-        if !plain {
-            more.push(format!("resource {r}"));
+        // A file of this directory, by its plain name (`./` allowed):
+        // kustomize reads anything else as another kustomization, a remote
+        // base (`github.com/org/repo//dir?ref=v1` fetches with git) or
+        // resources of a file we do not read.
+        let file = r
+            .as_str()
+            .map(|r| r.strip_prefix("./").unwrap_or(r))
+            .filter(|f| files.iter().any(|x| x == f));
+        match file {
+            Some(f) => {
+                listed.insert(f);
+            }
+            None => more.push(format!(
+                "resource {} (not a manifest file of its directory)",
+                crate::cli::output::terminal_safe(&r.to_string())
+            )),
         }
+    }
+    for f in files.iter().filter(|f| !listed.contains(f.as_str())) {
+        more.push(format!(
+            "{} left out of its resources (`kubectl apply -k` leaves it out)",
+            crate::cli::output::terminal_safe(f)
+        ));
     }
     if !more.is_empty() {
         bail!(
-            "{name}: {} make `kubectl apply -k` (and Argo CD, Flux) apply other than the files \
-             as they are, which is what {reader} reads; give {reader} the output of `kubectl \
-             kustomize` on the directory instead",
+            "{name}: with it `kubectl apply -k` (and Argo CD, Flux) applies other than the \
+             manifests of the directory as they are, which is what {reader} reads: {}; give \
+             {reader} the output of `kubectl kustomize` on the directory instead, or list \
+             every manifest of the directory in its resources and nothing more",
             more.join(", ")
         );
     }
@@ -312,6 +344,19 @@ pub fn read_capped(r: impl Read, name: &str, limit: Limit) -> Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What follows the last dot, as Go's `filepath.Ext` (kubectl).
+    #[test]
+    fn extensions_are_told_as_kubectl_tells_them() {
+        let yes = [".yaml", "a.yaml", "a.b.yml", "..json", ".x.yaml"];
+        let no = ["yaml", "a.yaml.txt", "a.YAML", "a.", "a"];
+        for n in yes {
+            assert!(has_extension(n.as_ref(), &KUBECTL_EXTENSIONS), "{n}");
+        }
+        for n in no {
+            assert!(!has_extension(n.as_ref(), &KUBECTL_EXTENSIONS), "{n}");
+        }
+    }
 
     #[test]
     fn refuses_past_the_limit_naming_file_and_limit() {
