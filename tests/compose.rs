@@ -289,6 +289,7 @@ fn the_mco_gives_the_pools_node_only_the_later_dropin() {
         &out.join("50-worker-kubelet-labeler-labels.yaml"),
         &earlier_role(),
     );
+    crate::support::relist_kustomization(&out, &["50-worker-kubelet-labeler-labels.yaml"], &[]);
     let work = dir.path().join("work");
     let o = Command::new(&oracle)
         .arg("-mco-root")
@@ -475,6 +476,7 @@ fn iso_fleet_refuses_an_earlier_roles_dropin_under_the_pools() {
         kubelet_labeler::cli::render::machineconfig::to_yaml(&role).unwrap(),
     )
     .unwrap();
+    crate::support::relist_kustomization(&gpu, &["50-worker-kubelet-labeler-labels.yaml"], &[]);
     let o = iso_fleet_cli::fleet_args(dir)
         .args(["--dry-run", "--arch", "x86_64", "--dest-device", "/dev/sda"])
         .arg(format!("--pool=worker-gpu={}", gpu.display()))

@@ -212,9 +212,25 @@ fn a_machineconfig_directory_explains_as_its_files() {
         "{}",
         stderr(&out)
     );
+    // The example's kustomization alone: it lists files that are not
+    // there (kustomize fails on it), which is said.
     std::fs::copy(
         machineconfig_example("kustomization.yaml"),
         other.join("kustomization.yaml"),
+    )
+    .unwrap();
+    let out = explain_mcs(false, &[&rendered, other.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains(
+            "resource \"50-worker-gpu-kubelet-labeler-wrapper.yaml\" (not a manifest file of its directory)"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::write(
+        other.join("kustomization.yaml"),
+        "kind: Kustomization\nresources: []\n",
     )
     .unwrap();
     let out = explain_mcs(false, &[&rendered, other.to_str().unwrap()]);

@@ -47,6 +47,20 @@ pub fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
+/// `names` listed in the kustomization of `dir` (render's), with `drop`
+/// left out, as a pull request that adds or renames manifests there does
+/// (`kubectl apply -k` applies only what it lists, and the CLI refuses a
+/// directory whose kustomization does not list exactly its manifests).
+pub fn relist_kustomization(dir: &Path, names: &[&str], drop: &[&str]) {
+    let path = dir.join("kustomization.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut k: serde_json::Value = serde_saphyr::from_str(&text).unwrap();
+    let resources = k["resources"].as_array_mut().unwrap();
+    resources.retain(|r| !drop.iter().any(|d| r == d));
+    resources.extend(names.iter().map(|n| serde_json::json!(n)));
+    std::fs::write(&path, k.to_string()).unwrap();
+}
+
 /// Write `text` to `path` as an executable (a stub program), creating its
 /// directories.
 pub fn write_exec(path: &Path, text: &str) {

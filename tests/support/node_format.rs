@@ -63,6 +63,9 @@ pub fn as_node_format_3(dir: &Path, json: bool) {
                 serde_json::json!({"kind": "List", "items": mcs}).to_string(),
             )
             .unwrap();
+            let name = |p: &Path| p.file_name().unwrap().to_str().unwrap().to_string();
+            let json_name = name(&p.with_extension("json"));
+            super::relist_kustomization(dir, &[&json_name], &[&name(&p)]);
         } else {
             let docs: Vec<String> = mcs.iter().map(|mc| to_yaml(mc).unwrap()).collect();
             std::fs::write(&p, docs.join("---\n")).unwrap();

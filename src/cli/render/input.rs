@@ -153,8 +153,9 @@ pub fn manifest_texts(dir: &Path, exts: &[&str], limit: Limit) -> Result<Vec<(St
         let shown = path.display().to_string();
         let text = utf8(read_entry(&at, &path, &name, limit)?, &shown, limit)?;
         if is_kustomization(&name) {
-            kustomizations.push((text, shown));
-        } else if listed(&name) {
+            kustomizations.push((text.clone(), shown.clone()));
+        }
+        if listed(&name) {
             out.push((text, shown));
         }
     }
@@ -228,7 +229,13 @@ pub fn check_kustomization(text: &str, name: &str, reader: &str, files: &[String
             )),
         }
     }
-    for f in files.iter().filter(|f| !listed.contains(f.as_str())) {
+    // An earlier release's node disruption policy beside the manifests is
+    // left out of its kustomization by design (it is applied server-side).
+    let by_design = |f: &str| f.starts_with(super::sync_units::POLICY_FILE_PREFIX);
+    for f in files
+        .iter()
+        .filter(|f| !listed.contains(f.as_str()) && !by_design(f))
+    {
         more.push(format!(
             "{} left out of its resources (`kubectl apply -k` leaves it out)",
             crate::cli::output::terminal_safe(f)
