@@ -480,6 +480,43 @@ fn multi_cases(start: usize) -> Vec<Case> {
         "d#.service",
         &[("u1/d#.service", "[Service]\nExecStart={R} bad-utf8 \u{0}\n")],
     );
+    // An alias's drop-ins apply to the unit (they were left out): after
+    // the unit's own name's, whose same-named file wins from any directory.
+    add(
+        "d#.service",
+        &[
+            ("u2/d#.service", frag),
+            ("u1/al#.service", "@../u2/d#.service"),
+            ("u1/al#.service.d/10.conf", &r("alias-dropin")),
+        ],
+    );
+    add(
+        "d#.service",
+        &[
+            ("u2/d#.service", frag),
+            ("u2/al#.service", "@d#.service"),
+            ("u1/al#.service.d/10.conf", &r("alias-dropin")),
+            ("u3/d#.service.d/10.conf", &r("own-name-dropin")),
+            ("u1/al#.service.d/20.conf", "[Service]\nEnvironment=AL=1\n"),
+        ],
+    );
+    // Line ends of several bytes, a byte order mark past the first line,
+    // and what ends systemd's parse of a drop-in (the lines after it are
+    // not applied): each used to give another command than systemd's.
+    let pad = "x".repeat(kubelet_labeler::node::unit::syntax::LONG_LINE_MAX);
+    for dropin in [
+        "[Service]\nExecStart=\nExecStart={R} a \\\n\rnext-line\n".to_string(),
+        "[Service]\nExecStart=\nExecStart={R} a \\\n\0next-line\n".into(),
+        "[Service]\nExecStart=\n\u{feff}ExecStart={R} bom-on-line-3\n".into(),
+        "[Service]\nExecStart=\nExecStart={R} first\n[X-\"q\"]\n[Service]\nExecStart=\nExecStart={R} after\n".into(),
+        "[Service]\nExecStart=\nExecStart={R} first\nX-A=\u{fffe}\nExecStart=\nExecStart={R} after\n".into(),
+        format!("[Service]\nExecStart=\nExecStart={{R}} first\nX-A={pad}\nExecStart=\nExecStart={{R}} after\n"),
+    ] {
+        add(
+            "d#.service",
+            &[("u1/d#.service", frag), ("u1/d#.service.d/10.conf", &dropin)],
+        );
+    }
     v
 }
 

@@ -242,7 +242,8 @@ pub fn load_service(
             root: paths.root.clone(),
             live: paths.root == Path::new("/"),
         }),
-        unit: unit.to_string(),
+        // `%n` is the unit's own name, where `unit` is an alias of it.
+        unit: files.names.first().map_or(unit, String::as_str).to_string(),
         fragment: files.fragment.clone(),
         cache: Default::default(),
     };
