@@ -91,6 +91,9 @@ pub struct LoadedService {
     pub unset_environment: Vec<String>,
     pub exec_search_path: Option<Vec<PathBuf>>,
     pub syslog_identifier: Option<String>,
+    /// `WorkingDirectory=` (a node path; `~` is root's home): where the
+    /// command's relative paths start (`--config=config.yaml`); None: `/`.
+    pub working_directory: Option<PathBuf>,
     /// Non-fatal problems systemd would log.
     pub warnings: Vec<String>,
 }
@@ -447,6 +450,23 @@ fn apply_assignment(
                         .collect(),
                 );
             }
+        }
+        "WorkingDirectory" => {
+            let v = String::from_utf8_lossy(&spec.expand(a.value.as_bytes())?).into_owned();
+            // `-`: a missing directory is no error; `~`: the home of the
+            // user the system manager runs it as (root).
+            let v = v.strip_prefix('-').unwrap_or(&v);
+            svc.working_directory = match v {
+                "" => None,
+                "~" => Some(PathBuf::from("/root")),
+                p if p.starts_with('/') => Some(PathBuf::from(p)),
+                p => {
+                    svc.warnings.push(format!(
+                        "WorkingDirectory= path is not absolute, ignoring: {p}"
+                    ));
+                    svc.working_directory.take()
+                }
+            };
         }
         "SyslogIdentifier" => {
             svc.syslog_identifier =

@@ -758,15 +758,30 @@ fn notes_suffix(plan: &Plan) -> String {
     out
 }
 
-/// The node's files under a root directory (`/` at boot).
+/// The node's files under a root directory (`/` at boot), as kubelet's
+/// command sees them: a relative path starts at `cwd`.
 pub struct RootFs {
     pub root: PathBuf,
+    /// The node path kubelet runs in (its unit's `WorkingDirectory=`):
+    /// `--config=config.yaml` is read there, as kubelet reads it.
+    pub cwd: PathBuf,
 }
 
 impl RootFs {
+    /// The files of `root` as the command of `svc` sees them.
+    pub fn of_unit(root: &Path, svc: &LoadedService) -> RootFs {
+        RootFs {
+            root: root.to_path_buf(),
+            cwd: svc
+                .working_directory
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("/")),
+        }
+    }
+
     /// Resolved inside the root (an untrusted tree's links stay in it).
-    fn path(&self, node_path: &Path) -> std::io::Result<PathBuf> {
-        crate::node::unit::search::contained(&self.root, node_path)
+    pub fn path(&self, node_path: &Path) -> std::io::Result<PathBuf> {
+        crate::node::unit::search::contained(&self.root, &self.cwd.join(node_path))
     }
 }
 

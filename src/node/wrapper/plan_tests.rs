@@ -30,6 +30,7 @@ fn planned(executable: &str, argv: &[&str]) -> Plan {
     };
     let fs = RootFs {
         root: PathBuf::from("/nonexistent"),
+        cwd: PathBuf::from("/"),
     };
     plan(original, Ok(Some(additions)), Profile::Upstream, &fs)
 }
