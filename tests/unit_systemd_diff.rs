@@ -500,6 +500,16 @@ fn multi_cases(start: usize) -> Vec<Case> {
             ("u1/al#.service.d/20.conf", "[Service]\nEnvironment=AL=1\n"),
         ],
     );
+    // A drop-in that is a directory: systemd lists it and skips it (the
+    // wrapper refused the unit).
+    add(
+        "d#.service",
+        &[
+            ("u1/d#.service", frag),
+            ("u1/d#.service.d/50-dir.conf/x", "x"),
+            ("u1/d#.service.d/60.conf", &r("after-dir")),
+        ],
+    );
     // Line ends of several bytes, a byte order mark past the first line,
     // and what ends systemd's parse of a drop-in (the lines after it are
     // not applied): each used to give another command than systemd's.

@@ -268,8 +268,18 @@ pub fn load_service(
     // The file that set the `ExecStart=` commands last.
     let mut exec_from: Option<PathBuf> = None;
     for (node, is_fragment) in sources {
-        let data =
-            read_node(paths, &node).with_context(|| format!("reading {}", node.display()))?;
+        let data = match read_node(paths, &node) {
+            Ok(d) => d,
+            // A drop-in systemd cannot read (a directory or a socket named
+            // `*.conf`) it logs and goes on without; one past the read
+            // bound is unknown, and refused as a fragment that cannot be read.
+            Err(e) if !is_fragment && e.kind() != std::io::ErrorKind::FileTooLarge => {
+                svc.warnings
+                    .push(format!("reading {}: {e}; ignoring", node.display()));
+                continue;
+            }
+            Err(e) => return Err(e).with_context(|| format!("reading {}", node.display())),
+        };
         let name = node.display().to_string();
         let parsed = syntax::parse(&data, &name);
         let sets_exec = parsed
@@ -539,6 +549,25 @@ mod tests {
 
     /// A device is never read (systemd would hang on a drop-in linked to
     /// /dev/zero, and masks a unit file linked to any device).
+    /// A drop-in systemd cannot read (a directory or a socket named
+    /// `*.conf`) is left out, as systemd leaves it out; the unit loads.
+    /// Such a name made the wrapper exit 203, and kubelet never started.
+    #[test]
+    fn an_unreadable_dropin_is_skipped_as_systemd_skips_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let units = dir.path().join("etc/systemd/system");
+        let d = units.join("k.service.d");
+        std::fs::create_dir_all(d.join("50-dir.conf")).unwrap();
+        std::fs::write(units.join("k.service"), "[Service]\nExecStart=/bin/k\n").unwrap();
+        std::os::unix::net::UnixListener::bind(d.join("60-sock.conf")).unwrap();
+        std::fs::write(d.join("70.conf"), "[Service]\nEnvironment=A=1\n").unwrap();
+        let paths = UnitPaths::system(dir.path());
+        let svc = load_service(&paths, "k.service", &LoadOptions::default()).unwrap();
+        assert_eq!(svc.exec_start[0].path, b"/bin/k");
+        assert_eq!(svc.environment, [("A".to_string(), b"1".to_vec())]);
+        assert_eq!(svc.dropins.len(), 3);
+    }
+
     /// A drop-in directory past its bound is refused, naming it: any of
     /// its entries could be the drop-in that sets the command or the
     /// taints (it was read whole, however large).
