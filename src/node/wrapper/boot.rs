@@ -473,7 +473,13 @@ pub fn run(args: &[OsString]) -> i32 {
         }
         Err(e) => {
             // Without the original command there is nothing to start.
-            eprintln!("kubelet-labeler: cannot find the command to run: {e:#}");
+            // Unit files' names and words may hold control characters or
+            // line ends: one journal line, escaped as the others.
+            let why = format!("{e:#}");
+            eprintln!(
+                "kubelet-labeler: cannot find the command to run: {}",
+                super::derived::escape_controls(&why)
+            );
             return EXIT_EXEC;
         }
     };
@@ -531,9 +537,10 @@ pub fn run(args: &[OsString]) -> i32 {
         }
         err = exec(&opts.root, &plan.executable, &plan.original_argv);
     }
+    let exe = plan.executable.display().to_string();
     eprintln!(
         "kubelet-labeler: executing {}: {err}",
-        plan.executable.display()
+        super::derived::escape_controls(&exe)
     );
     EXIT_EXEC
 }
