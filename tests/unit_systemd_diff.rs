@@ -15,9 +15,9 @@ use systemd_oracle::{Outcome, UserRun};
 
 /// One case: files relative to the scratch dir (`u1/`, `u2/`, `u3/` are the
 /// search path, highest first); `{R}` is the recorder, `{S}` the scratch dir.
-struct Case {
-    unit: String,
-    files: Vec<(String, String)>,
+pub(crate) struct Case {
+    pub(crate) unit: String,
+    pub(crate) files: Vec<(String, String)>,
 }
 
 fn simple(n: usize, body: &str) -> Case {
@@ -510,6 +510,18 @@ fn multi_cases(start: usize) -> Vec<Case> {
             ("u1/d#.service.d/60.conf", &r("after-dir")),
         ],
     );
+    // A form feed is no whitespace to systemd: not trimmed off a key or a
+    // value (an `ExecStart=` so written reset the command for us).
+    add(
+        "d#.service",
+        &[
+            ("u1/d#.service", frag),
+            (
+                "u1/d#.service.d/10.conf",
+                "[Service]\nExecStart=\nExecStart={R} kept\n\u{c}ExecStart=\nExecStart=\u{c}\n",
+            ),
+        ],
+    );
     // Line ends of several bytes, a byte order mark past the first line,
     // and what ends systemd's parse of a drop-in (the lines after it are
     // not applied): each used to give another command than systemd's.
@@ -530,7 +542,7 @@ fn multi_cases(start: usize) -> Vec<Case> {
     v
 }
 
-fn scratch_files(scratch: &Path, case: &Case, recorder: &Path) {
+pub(crate) fn scratch_files(scratch: &Path, case: &Case, recorder: &Path) {
     let bin = recorder.parent().unwrap().parent().unwrap();
     for (rel, text) in &case.files {
         let path = scratch.join(rel);
@@ -546,7 +558,7 @@ fn scratch_files(scratch: &Path, case: &Case, recorder: &Path) {
     }
 }
 
-fn user_manager_specifiers(scratch: &Path) -> Host {
+pub(crate) fn user_manager_specifiers(scratch: &Path) -> Host {
     let read = |p: &str| {
         std::fs::read_to_string(p)
             .unwrap_or_default()
@@ -587,7 +599,7 @@ fn user_manager_specifiers(scratch: &Path) -> Host {
 }
 
 /// Compare one case; returns a description of the mismatch, if any.
-fn compare(
+pub(crate) fn compare(
     case: &Case,
     outcome: Option<&Outcome>,
     paths: &UnitPaths,

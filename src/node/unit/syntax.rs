@@ -190,10 +190,10 @@ fn handle_line(
     parsed.assignments.push(Assignment {
         section: sect.clone(),
         key: key
-            .trim_matches(|c: char| c.is_ascii_whitespace())
+            .trim_matches(|c: char| matches!(c, ' ' | '\t' | '\n' | '\r'))
             .to_string(),
         value: value
-            .trim_matches(|c: char| c.is_ascii_whitespace())
+            .trim_matches(|c: char| matches!(c, ' ' | '\t' | '\n' | '\r'))
             .to_string(),
         line,
     });
@@ -338,5 +338,19 @@ mod tests {
         let half = "x".repeat(LONG_LINE_MAX / 2);
         let e = fatal(format!("[S]\nA=1\nX={half}\\\n{half}\\\nB=2\n").as_bytes());
         assert!(e.contains("Continuation line too long"), "{e}");
+    }
+
+    /// Only space, tab, CR and LF are whitespace to systemd: a form feed or
+    /// a vertical tab stays on a key (an unknown one) and on a value.
+    #[test]
+    fn a_form_feed_is_no_whitespace() {
+        assert_eq!(
+            values("[S]\n\u{c}ExecStart=x\nA=\u{c}\nB=\u{b}y\n"),
+            vec![
+                kv("\u{c}ExecStart", "x"),
+                kv("A", "\u{c}"),
+                kv("B", "\u{b}y")
+            ]
+        );
     }
 }
