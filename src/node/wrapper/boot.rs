@@ -476,10 +476,13 @@ pub fn run(args: &[OsString]) -> i32 {
             // Unit files' names and words may hold control characters or
             // line ends: one journal line, escaped as the others.
             let why = format!("{e:#}");
-            eprintln!(
-                "kubelet-labeler: cannot find the command to run: {}",
-                super::derived::escape_controls(&why)
+            let mut line = String::from("kubelet-labeler: cannot find the command to run: ");
+            plan::push_cut(
+                &mut line,
+                &super::derived::escape_controls(&why),
+                plan::LINE_MAX,
             );
+            eprintln!("{line}");
             return EXIT_EXEC;
         }
     };
