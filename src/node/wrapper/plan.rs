@@ -742,7 +742,7 @@ pub const REGISTRATION_ONLY: &str = " (applied only when kubelet registers a new
 /// into notes a hundred times its size) could make read as a line of ours.
 pub const LINE_MAX: usize = 32 << 10;
 /// The most bytes of one note (a refused value is quoted whole in it).
-const NOTE_MAX: usize = 1 << 10;
+const NOTE_MAX: usize = 4 << 10;
 
 /// `text`, cut on a character boundary so that `out` stays within `max`
 /// bytes, the cut marked.
