@@ -475,6 +475,28 @@ mod tests {
         assert_eq!(names(dir.path(), 7).unwrap().len(), 7);
     }
 
+    /// `entries` says which names are links, as `lstat` would.
+    #[test]
+    fn entries_tell_links() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("file"), "").unwrap();
+        std::fs::create_dir(dir.path().join("dir")).unwrap();
+        std::os::unix::fs::symlink("file", dir.path().join("link")).unwrap();
+        std::os::unix::fs::symlink("nowhere", dir.path().join("dangling")).unwrap();
+        let mut got = entries(dir.path(), usize::MAX).unwrap();
+        got.sort();
+        let want: Vec<(OsString, bool)> = [
+            ("dangling", true),
+            ("dir", false),
+            ("file", false),
+            ("link", true),
+        ]
+        .iter()
+        .map(|(n, l)| (OsString::from(n), *l))
+        .collect();
+        assert_eq!(got, want);
+    }
+
     #[test]
     fn reads_and_creates_like_std() {
         let dir = tempfile::tempdir().unwrap();
