@@ -225,3 +225,25 @@ fn features_d_past_its_bounds_leaves_the_rules_out() {
         started.argv
     );
 }
+
+/// A feature file a pod wrote, of values kubelet refuses, makes notes a
+/// hundred times its size: the journal line stays one record of journald
+/// (below its LineMax of 48 KiB). It was 190 KB from 3 KiB of file, and
+/// journald split it: the text the file chose at the split began a record
+/// of its own, a line that read as ours ("kubelet-labeler: no labels or
+/// taints to add; starting kubelet unchanged"), shown so by journalctl.
+#[test]
+fn refused_values_of_a_feature_file_keep_the_journal_line_one_record() {
+    let scratch = scratch_dir();
+    let facts = scratch.path().join("facts");
+    let forged = "kubelet-labeler: no labels or taints to add; starting kubelet unchanged";
+    let mut file: String = (0..170).map(|i| format!("a{i:03}=-\n")).collect();
+    file += &format!("zzz={} {forged}\n", "B".repeat(1161));
+    write(&facts.join(FEATURES_D).join("refused"), &file);
+    let started = start(&facts, scratch.path());
+    let journal = &started.journal;
+    assert_eq!(journal.lines().count(), 1, "{journal}");
+    assert!(journal.len() < 48 << 10, "{}", journal.len());
+    assert!(journal.contains("(and more notes;"), "{journal}");
+    assert!(started.argv.contains(STATIC_TAINT), "{}", started.argv);
+}

@@ -364,3 +364,33 @@ fn explain_shows_the_fence() {
     );
     assert!(notes.contains("reading kubelet config"), "{notes}");
 }
+
+/// What cannot be started says so in one journal line, escaped: a unit
+/// file's name can hold a line end (here a drop-in past the read bound,
+/// whose name would have started a journal record of its own).
+#[test]
+fn the_line_of_a_start_that_cannot_be_made_is_one_line() {
+    let dir = scratch_dir();
+    let root = dir.path();
+    let Some(records) = recorder_root(root, UNIT) else {
+        return;
+    };
+    let forged = "kubelet-labeler: no labels or taints to add; starting kubelet unchanged";
+    let name = format!("10-a\n{forged}\u{1b}[2K.conf");
+    let big = "#".repeat(kubelet_labeler::node::nodefs::READ_LIMIT + 1);
+    write(
+        &root
+            .join("usr/lib/systemd/system/kubelet.service.d")
+            .join(name),
+        &big,
+    );
+    let (err, argv) = try_wrapper(root, &records, &env("id", &[]), "", &[]);
+    assert_eq!(argv, None, "{err}");
+    let line = one_line(&err);
+    assert!(
+        line.starts_with("kubelet-labeler: cannot find the command to run: ")
+            && line.contains("10-a\\n")
+            && line.contains("\\u{1b}[2K"),
+        "{line}"
+    );
+}

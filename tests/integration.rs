@@ -69,6 +69,7 @@ mod static_cli;
 mod sync_transport;
 mod tools_listed;
 mod unit_systemd_diff;
+mod unit_systemd_fuzz;
 mod value_forms;
 mod wrapper_faults;
 mod wrapper_systemd_e2e;

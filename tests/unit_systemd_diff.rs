@@ -15,9 +15,9 @@ use systemd_oracle::{Outcome, UserRun};
 
 /// One case: files relative to the scratch dir (`u1/`, `u2/`, `u3/` are the
 /// search path, highest first); `{R}` is the recorder, `{S}` the scratch dir.
-struct Case {
-    unit: String,
-    files: Vec<(String, String)>,
+pub(crate) struct Case {
+    pub(crate) unit: String,
+    pub(crate) files: Vec<(String, String)>,
 }
 
 fn simple(n: usize, body: &str) -> Case {
@@ -480,10 +480,69 @@ fn multi_cases(start: usize) -> Vec<Case> {
         "d#.service",
         &[("u1/d#.service", "[Service]\nExecStart={R} bad-utf8 \u{0}\n")],
     );
+    // An alias's drop-ins apply to the unit (they were left out): after
+    // the unit's own name's, whose same-named file wins from any directory.
+    add(
+        "d#.service",
+        &[
+            ("u2/d#.service", frag),
+            ("u1/al#.service", "@../u2/d#.service"),
+            ("u1/al#.service.d/10.conf", &r("alias-dropin")),
+        ],
+    );
+    add(
+        "d#.service",
+        &[
+            ("u2/d#.service", frag),
+            ("u2/al#.service", "@d#.service"),
+            ("u1/al#.service.d/10.conf", &r("alias-dropin")),
+            ("u3/d#.service.d/10.conf", &r("own-name-dropin")),
+            ("u1/al#.service.d/20.conf", "[Service]\nEnvironment=AL=1\n"),
+        ],
+    );
+    // A drop-in that is a directory: systemd lists it and skips it (the
+    // wrapper refused the unit).
+    add(
+        "d#.service",
+        &[
+            ("u1/d#.service", frag),
+            ("u1/d#.service.d/50-dir.conf/x", "x"),
+            ("u1/d#.service.d/60.conf", &r("after-dir")),
+        ],
+    );
+    // A form feed is no whitespace to systemd: not trimmed off a key or a
+    // value (an `ExecStart=` so written reset the command for us).
+    add(
+        "d#.service",
+        &[
+            ("u1/d#.service", frag),
+            (
+                "u1/d#.service.d/10.conf",
+                "[Service]\nExecStart=\nExecStart={R} kept\n\u{c}ExecStart=\nExecStart=\u{c}\n",
+            ),
+        ],
+    );
+    // Line ends of several bytes, a byte order mark past the first line,
+    // and what ends systemd's parse of a drop-in (the lines after it are
+    // not applied): each used to give another command than systemd's.
+    let pad = "x".repeat(kubelet_labeler::node::unit::syntax::LONG_LINE_MAX);
+    for dropin in [
+        "[Service]\nExecStart=\nExecStart={R} a \\\n\rnext-line\n".to_string(),
+        "[Service]\nExecStart=\nExecStart={R} a \\\n\0next-line\n".into(),
+        "[Service]\nExecStart=\n\u{feff}ExecStart={R} bom-on-line-3\n".into(),
+        "[Service]\nExecStart=\nExecStart={R} first\n[X-\"q\"]\n[Service]\nExecStart=\nExecStart={R} after\n".into(),
+        "[Service]\nExecStart=\nExecStart={R} first\nX-A=\u{fffe}\nExecStart=\nExecStart={R} after\n".into(),
+        format!("[Service]\nExecStart=\nExecStart={{R}} first\nX-A={pad}\nExecStart=\nExecStart={{R}} after\n"),
+    ] {
+        add(
+            "d#.service",
+            &[("u1/d#.service", frag), ("u1/d#.service.d/10.conf", &dropin)],
+        );
+    }
     v
 }
 
-fn scratch_files(scratch: &Path, case: &Case, recorder: &Path) {
+pub(crate) fn scratch_files(scratch: &Path, case: &Case, recorder: &Path) {
     let bin = recorder.parent().unwrap().parent().unwrap();
     for (rel, text) in &case.files {
         let path = scratch.join(rel);
@@ -499,7 +558,7 @@ fn scratch_files(scratch: &Path, case: &Case, recorder: &Path) {
     }
 }
 
-fn user_manager_specifiers(scratch: &Path) -> Host {
+pub(crate) fn user_manager_specifiers(scratch: &Path) -> Host {
     let read = |p: &str| {
         std::fs::read_to_string(p)
             .unwrap_or_default()
@@ -540,7 +599,7 @@ fn user_manager_specifiers(scratch: &Path) -> Host {
 }
 
 /// Compare one case; returns a description of the mismatch, if any.
-fn compare(
+pub(crate) fn compare(
     case: &Case,
     outcome: Option<&Outcome>,
     paths: &UnitPaths,

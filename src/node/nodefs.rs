@@ -158,7 +158,10 @@ impl Dir {
     /// Its names except `.` and `..`, at most `limit` (as [`names`]).
     pub fn names(&self, limit: usize) -> io::Result<Vec<OsString>> {
         #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-        return names_of(&self.file, limit);
+        return Ok(names_of(&self.file, limit)?
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect());
         #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
         names(&self.path, limit)
     }
@@ -354,19 +357,47 @@ const NAME_AT: usize = 19;
 /// The names in `dir` except `.` and `..`, in the order the kernel gives
 /// them (callers sort), at most `limit` of them.
 pub fn names(dir: &Path, limit: usize) -> io::Result<Vec<OsString>> {
+    Ok(entries(dir, limit)?.into_iter().map(|(n, _)| n).collect())
+}
+
+/// [`names`], each with whether it is a symbolic link (the entry's type
+/// as the directory gives it; `lstat` where it gives none).
+pub fn entries(dir: &Path, limit: usize) -> io::Result<Vec<(OsString, bool)>> {
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     return std::fs::read_dir(dir)?
         .take(limit)
-        .map(|e| e.map(|e| e.file_name()))
+        .map(|e| e.and_then(|e| Ok((e.file_name(), e.file_type()?.is_symlink()))))
         .collect();
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    // O_DIRECTORY: anything else fails here.
-    names_of(&sys::open(dir, sys::O_RDONLY | sys::O_DIRECTORY)?, limit)
+    {
+        // O_DIRECTORY: anything else fails here.
+        let mut out = names_of(&sys::open(dir, sys::O_RDONLY | sys::O_DIRECTORY)?, limit)?;
+        for (name, link) in &mut out {
+            // DT_UNKNOWN (0): a filesystem that does not say.
+            if *link == Some(0) {
+                *link = std::fs::symlink_metadata(dir.join(&*name)).ok().map(|m| {
+                    if m.file_type().is_symlink() {
+                        DT_LNK
+                    } else {
+                        1
+                    }
+                });
+            }
+        }
+        Ok(out
+            .into_iter()
+            .map(|(n, t)| (n, t == Some(DT_LNK)))
+            .collect())
+    }
 }
 
-/// [`names`] of the directory open as `file`.
+/// A symbolic link's `d_type`.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-fn names_of(file: &File, limit: usize) -> io::Result<Vec<OsString>> {
+const DT_LNK: u8 = 10;
+
+/// [`names`] of the directory open as `file`, each with its `d_type`.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn names_of(file: &File, limit: usize) -> io::Result<Vec<(OsString, Option<u8>)>> {
     use std::os::fd::AsRawFd;
     let mut out = Vec::new();
     // Not zeroed: the kernel writes what `filled` covers.
@@ -405,7 +436,10 @@ fn names_of(file: &File, limit: usize) -> io::Result<Vec<OsString>> {
                 if out.len() == limit {
                     return Ok(out);
                 }
-                out.push(OsString::from_vec(name.to_vec()));
+                out.push((
+                    OsString::from_vec(name.to_vec()),
+                    Some(filled[at + NAME_AT - 1]),
+                ));
             }
             at = end;
         }
@@ -439,6 +473,28 @@ mod tests {
         std_names.sort();
         assert_eq!(got, std_names);
         assert_eq!(names(dir.path(), 7).unwrap().len(), 7);
+    }
+
+    /// `entries` says which names are links, as `lstat` would.
+    #[test]
+    fn entries_tell_links() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("file"), "").unwrap();
+        std::fs::create_dir(dir.path().join("dir")).unwrap();
+        std::os::unix::fs::symlink("file", dir.path().join("link")).unwrap();
+        std::os::unix::fs::symlink("nowhere", dir.path().join("dangling")).unwrap();
+        let mut got = entries(dir.path(), usize::MAX).unwrap();
+        got.sort();
+        let want: Vec<(OsString, bool)> = [
+            ("dangling", true),
+            ("dir", false),
+            ("file", false),
+            ("link", true),
+        ]
+        .iter()
+        .map(|(n, l)| (OsString::from(n), *l))
+        .collect();
+        assert_eq!(got, want);
     }
 
     #[test]

@@ -490,9 +490,7 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
         tree::command_on_root(&original, &env, &opts.root, &opts.unit, &mut warnings)?
     };
     let fs = plan::OfflineFs {
-        inner: plan::RootFs {
-            root: opts.root.clone(),
-        },
+        inner: plan::RootFs::of_unit(&opts.root, &original),
         warnings: Default::default(),
     };
     let facts_root = opts.facts_root.as_deref().unwrap_or(&opts.root);

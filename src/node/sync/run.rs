@@ -157,9 +157,7 @@ pub fn derive(opts: &SyncOptions) -> Result<Derivation, String> {
             f.why
         ));
     }
-    let fs = plan::RootFs {
-        root: opts.root.clone(),
-    };
+    let fs = plan::RootFs::of_unit(&opts.root, &svc);
     let p = plan::plan(original, collected.additions, profile, &fs);
     if let Some(why) = p.left_out {
         // The wrapper would start kubelet without our labels: the sync

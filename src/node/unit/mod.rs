@@ -91,6 +91,9 @@ pub struct LoadedService {
     pub unset_environment: Vec<String>,
     pub exec_search_path: Option<Vec<PathBuf>>,
     pub syslog_identifier: Option<String>,
+    /// `WorkingDirectory=` (a node path; `~` is root's home): where the
+    /// command's relative paths start (`--config=config.yaml`); None: `/`.
+    pub working_directory: Option<PathBuf>,
     /// Non-fatal problems systemd would log.
     pub warnings: Vec<String>,
 }
@@ -242,7 +245,8 @@ pub fn load_service(
             root: paths.root.clone(),
             live: paths.root == Path::new("/"),
         }),
-        unit: unit.to_string(),
+        // `%n` is the unit's own name, where `unit` is an alias of it.
+        unit: files.names.first().map_or(unit, String::as_str).to_string(),
         fragment: files.fragment.clone(),
         cache: Default::default(),
     };
@@ -264,8 +268,18 @@ pub fn load_service(
     // The file that set the `ExecStart=` commands last.
     let mut exec_from: Option<PathBuf> = None;
     for (node, is_fragment) in sources {
-        let data =
-            read_node(paths, &node).with_context(|| format!("reading {}", node.display()))?;
+        let data = match read_node(paths, &node) {
+            Ok(d) => d,
+            // A drop-in systemd cannot read (a directory or a socket named
+            // `*.conf`) it logs and goes on without; one past the read
+            // bound is unknown, and refused as a fragment that cannot be read.
+            Err(e) if !is_fragment && e.kind() != std::io::ErrorKind::FileTooLarge => {
+                svc.warnings
+                    .push(format!("reading {}: {e}; ignoring", node.display()));
+                continue;
+            }
+            Err(e) => return Err(e).with_context(|| format!("reading {}", node.display())),
+        };
         let name = node.display().to_string();
         let parsed = syntax::parse(&data, &name);
         let sets_exec = parsed
@@ -447,6 +461,23 @@ fn apply_assignment(
                 );
             }
         }
+        "WorkingDirectory" => {
+            let v = String::from_utf8_lossy(&spec.expand(a.value.as_bytes())?).into_owned();
+            // `-`: a missing directory is no error; `~`: the home of the
+            // user the system manager runs it as (root).
+            let v = v.strip_prefix('-').unwrap_or(&v);
+            svc.working_directory = match v {
+                "" => None,
+                "~" => Some(PathBuf::from("/root")),
+                p if p.starts_with('/') => Some(PathBuf::from(p)),
+                p => {
+                    svc.warnings.push(format!(
+                        "WorkingDirectory= path is not absolute, ignoring: {p}"
+                    ));
+                    svc.working_directory.take()
+                }
+            };
+        }
         "SyslogIdentifier" => {
             svc.syslog_identifier =
                 Some(String::from_utf8_lossy(&spec.expand(a.value.as_bytes())?).into_owned());
@@ -518,6 +549,25 @@ mod tests {
 
     /// A device is never read (systemd would hang on a drop-in linked to
     /// /dev/zero, and masks a unit file linked to any device).
+    /// A drop-in systemd cannot read (a directory or a socket named
+    /// `*.conf`) is left out, as systemd leaves it out; the unit loads.
+    /// Such a name made the wrapper exit 203, and kubelet never started.
+    #[test]
+    fn an_unreadable_dropin_is_skipped_as_systemd_skips_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let units = dir.path().join("etc/systemd/system");
+        let d = units.join("k.service.d");
+        std::fs::create_dir_all(d.join("50-dir.conf")).unwrap();
+        std::fs::write(units.join("k.service"), "[Service]\nExecStart=/bin/k\n").unwrap();
+        std::os::unix::net::UnixListener::bind(d.join("60-sock.conf")).unwrap();
+        std::fs::write(d.join("70.conf"), "[Service]\nEnvironment=A=1\n").unwrap();
+        let paths = UnitPaths::system(dir.path());
+        let svc = load_service(&paths, "k.service", &LoadOptions::default()).unwrap();
+        assert_eq!(svc.exec_start[0].path, b"/bin/k");
+        assert_eq!(svc.environment, [("A".to_string(), b"1".to_vec())]);
+        assert_eq!(svc.dropins.len(), 3);
+    }
+
     /// A drop-in directory past its bound is refused, naming it: any of
     /// its entries could be the drop-in that sets the command or the
     /// taints (it was read whole, however large).

@@ -348,8 +348,125 @@ fn dropin_dir_names(name: &str, out: &mut Vec<String>) {
     dropin_dir_names(&built, out);
 }
 
+/// The most entries of a search directory listed for aliases: real ones
+/// hold a few hundred units.
+pub const MAX_SEARCH_DIR_ENTRIES: usize = 16384;
+
+/// A plain unit name of type `suffix` (unit-name.c's characters; no `@`:
+/// instances and templates keep their own names here).
+fn plain_unit_name(name: &[u8], suffix: &str) -> bool {
+    let Some(prefix) = name
+        .strip_suffix(suffix.as_bytes())
+        .and_then(|p| p.strip_suffix(b"."))
+    else {
+        return false;
+    };
+    name.len() < 256
+        && !prefix.is_empty()
+        && prefix
+            .iter()
+            .all(|&c| c.is_ascii_alphanumeric() || b":-_.\\".contains(&c))
+}
+
+/// The names systemd 252 knows the plain unit `name` by (unit-file.c's
+/// name map): first the unit's own (the name its symlinks lead to, when
+/// `name` is itself an alias), then every other name whose symlink in the
+/// search path leads to it (`Alias=`, an admin's link), in byte order.
+/// Each name's drop-in directories apply to the unit. A symlink to a file
+/// outside the search path is a linked unit of its own name, not an alias;
+/// the first entry of a name in search order decides, as for fragments.
+/// Err: a search directory past [`MAX_SEARCH_DIR_ENTRIES`].
+fn unit_names(
+    root: &Path,
+    all_dirs: &[PathBuf],
+    dirs: &[PathBuf],
+    name: &str,
+    cache: &mut LinkCache,
+) -> Result<Vec<String>, String> {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let Some((_, None, suffix)) = split_name(name) else {
+        return Ok(vec![name.to_string()]);
+    };
+    // Each name: None for a unit file (or a linked one), else the name of
+    // the unit it is an alias of.
+    let mut ids: SortedMap<Vec<u8>, Option<Vec<u8>>> = SortedMap::new();
+    let present: Vec<&PathBuf> = dirs.iter().filter(|d| !known_missing(cache, d)).collect();
+    for dir in present {
+        let Ok(at) = contained(root, dir) else {
+            continue;
+        };
+        let Ok(entries) = crate::node::nodefs::entries(&at, MAX_SEARCH_DIR_ENTRIES + 1) else {
+            continue;
+        };
+        if entries.len() > MAX_SEARCH_DIR_ENTRIES {
+            return Err(format!(
+                "{}: more than {MAX_SEARCH_DIR_ENTRIES} entries",
+                dir.display()
+            ));
+        }
+        for (entry, link) in entries {
+            let n = entry.as_bytes();
+            if !plain_unit_name(n, suffix) || ids.contains_key(n) {
+                continue;
+            }
+            if !link {
+                ids.insert(n.to_vec(), None);
+                continue;
+            }
+            let Ok(target) = std::fs::read_link(at.join(&entry)) else {
+                continue;
+            };
+            let target = dir.join(target);
+            let (Some(parent), Some(base)) = (target.parent(), target.file_name()) else {
+                continue;
+            };
+            let parent = canonical_with(root, parent, cache).0;
+            if !all_dirs.iter().any(|d| parent.starts_with(d)) {
+                ids.insert(n.to_vec(), None);
+                continue;
+            }
+            let base = base.as_bytes();
+            // A link to its own name is no alias; one to a unit of another
+            // type or a template is refused.
+            if base != n && plain_unit_name(base, suffix) {
+                ids.insert(n.to_vec(), Some(base.to_vec()));
+            }
+        }
+    }
+    let main_of = |n: &[u8]| {
+        let mut id = n.to_vec();
+        for _ in 0..32 {
+            match ids.get(&id)? {
+                None => return Some(id),
+                Some(next) => id = next.clone(),
+            }
+        }
+        None
+    };
+    let main = main_of(name.as_bytes()).unwrap_or_else(|| name.as_bytes().to_vec());
+    let mut names = vec![main.clone()];
+    for n in ids.keys() {
+        if *n != main && main_of(n).as_ref() == Some(&main) {
+            names.push(n.clone());
+        }
+    }
+    if !names.iter().any(|n| n == name.as_bytes()) {
+        names.push(name.as_bytes().to_vec());
+    }
+    Ok(names
+        .into_iter()
+        .map(|n| {
+            std::ffi::OsString::from_vec(n)
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect())
+}
+
 /// The unit's files: (fragment node path, masked, drop-ins in order).
 pub struct UnitFiles {
+    /// The unit's names, its own (its id, `%n`) first, then its aliases.
+    pub names: Vec<String>,
     pub fragment: Option<PathBuf>,
     pub masked: bool,
     pub dropins: Vec<PathBuf>,
@@ -362,6 +479,7 @@ pub fn find(root: &Path, dirs: &[PathBuf], name: &str) -> UnitFiles {
     // The readlinks that canonicalize the search path also tell which of
     // its directories are missing: nothing is looked up below those.
     let mut cache = LinkCache::new();
+    let all_dirs = dirs;
     let dirs = &dedup_dirs_with(root, dirs, &mut cache);
     let mut names = vec![name.to_string()];
     if let Some(t) = template_of(name) {
@@ -393,12 +511,24 @@ pub fn find(root: &Path, dirs: &[PathBuf], name: &str) -> UnitFiles {
         }
     }
 
-    let mut dir_names = Vec::new();
-    dropin_dir_names(name, &mut dir_names);
+    // The unit's own name's directories in every search directory, then
+    // each alias's (systemd's unit_file_find_dropin_paths).
+    let mut refused = None;
+    let unit_names = match unit_names(root, all_dirs, dirs, name, &mut cache) {
+        Ok(n) => n,
+        Err(why) => {
+            refused = Some(why);
+            vec![name.to_string()]
+        }
+    };
     let mut dropin_dirs: Vec<PathBuf> = Vec::new();
-    for dir in dirs.iter().filter(|d| !known_missing(&cache, d)) {
-        for d in &dir_names {
-            dropin_dirs.push(dir.join(d));
+    for n in &unit_names {
+        let mut dir_names = Vec::new();
+        dropin_dir_names(n, &mut dir_names);
+        for dir in dirs.iter().filter(|d| !known_missing(&cache, d)) {
+            for d in &dir_names {
+                dropin_dirs.push(dir.join(d));
+            }
         }
     }
     // The type-level directory (`service.d`) comes last, being most generic.
@@ -409,7 +539,6 @@ pub fn find(root: &Path, dirs: &[PathBuf], name: &str) -> UnitFiles {
     }
     // First occurrence of a basename wins; then byte order of basenames.
     let mut winners: SortedMap<Vec<u8>, PathBuf> = SortedMap::new();
-    let mut refused = None;
     for d in &dropin_dirs {
         // systemd chases symlinks in a drop-in directory's path and names
         // its files by the result (on Debian /lib/... shows as /usr/lib/...).
@@ -436,6 +565,7 @@ pub fn find(root: &Path, dirs: &[PathBuf], name: &str) -> UnitFiles {
         }
     }
     UnitFiles {
+        names: unit_names,
         fragment,
         masked,
         dropins: winners.into_values().collect(),
@@ -599,5 +729,97 @@ mod tests {
         )
         .unwrap();
         assert!(find(r, &dirs, "k.service").masked);
+    }
+
+    /// Drop-ins of the unit's aliases apply, after its own name's, as in
+    /// systemd 252 (`systemd --test` of this tree: DropInPaths
+    /// `/run/.../kubelet.service.d/10-x.conf`, `/etc/.../k9s.service.d/20-y.conf`).
+    /// They were left out: a drop-in of `Alias=k8s.service` that set
+    /// `ExecStart=` (with kubelet's `--register-with-taints`) was not the
+    /// command the wrapper stood in for.
+    #[test]
+    fn aliases_drop_ins_apply() {
+        use std::os::unix::fs::symlink;
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        let mk = |p: &str, text: &str| {
+            let p = under(r, Path::new(p));
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        let ln = |target: &str, p: &str| symlink(target, under(r, Path::new(p))).unwrap();
+        let etc = "/etc/systemd/system";
+        mk(&format!("{etc}/kubelet.service"), "[Service]\n");
+        ln("kubelet.service", &format!("{etc}/k8s.service"));
+        // An alias of the alias, by absolute path.
+        ln(&format!("{etc}/k8s.service"), &format!("{etc}/k9s.service"));
+        mk(&format!("{etc}/k8s.service.d/10-x.conf"), "x");
+        mk(&format!("{etc}/k9s.service.d/20-y.conf"), "x");
+        mk("/run/systemd/system/kubelet.service.d/10-x.conf", "x");
+        // Not aliases: a link to a file outside the search path (a linked
+        // unit), one to a unit of another type, one to its own name.
+        mk("/opt/units/other.service", "[Service]\n");
+        ln("/opt/units/other.service", &format!("{etc}/linked.service"));
+        mk(&format!("{etc}/linked.service.d/1.conf"), "x");
+        mk(&format!("{etc}/kubelet.socket"), "");
+        ln("kubelet.socket", &format!("{etc}/sock.service"));
+        mk(&format!("{etc}/sock.service.d/2.conf"), "x");
+        let dirs: Vec<PathBuf> = SYSTEM_UNIT_PATH.iter().map(PathBuf::from).collect();
+        let f = find(r, &dirs, "kubelet.service");
+        assert_eq!(f.names, ["kubelet.service", "k8s.service", "k9s.service"]);
+        let names: Vec<String> = f.dropins.iter().map(|p| p.display().to_string()).collect();
+        assert_eq!(
+            names,
+            [
+                "/run/systemd/system/kubelet.service.d/10-x.conf",
+                "/etc/systemd/system/k9s.service.d/20-y.conf",
+            ]
+        );
+        // Asked by an alias's name: the same unit, its own name first.
+        let f = find(r, &dirs, "k9s.service");
+        assert_eq!(f.names, ["kubelet.service", "k8s.service", "k9s.service"]);
+        assert_eq!(f.dropins.len(), 2);
+        // The unit itself a link to a unit of another name in the search
+        // path: it is that unit, and both names' drop-ins apply.
+        mk(
+            "/usr/lib/systemd/system/kubelet-real.service",
+            "[Service]\n",
+        );
+        mk(
+            "/usr/lib/systemd/system/kubelet-real.service.d/30.conf",
+            "x",
+        );
+        std::fs::remove_file(under(r, Path::new(&format!("{etc}/kubelet.service")))).unwrap();
+        ln(
+            "/usr/lib/systemd/system/kubelet-real.service",
+            &format!("{etc}/kubelet.service"),
+        );
+        let f = find(r, &dirs, "kubelet.service");
+        assert_eq!(f.names[0], "kubelet-real.service");
+        assert!(
+            f.dropins
+                .iter()
+                .any(|d| d.ends_with("kubelet-real.service.d/30.conf"))
+        );
+        assert!(
+            f.dropins
+                .iter()
+                .any(|d| d.ends_with("k9s.service.d/20-y.conf"))
+        );
+    }
+
+    /// A search directory past its bound is not listed whole: the unit is
+    /// refused (what aliases it has is unknown).
+    #[test]
+    fn a_search_directory_past_its_bound_refuses_the_unit() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("u");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("k.service"), "[Service]\n").unwrap();
+        for i in 0..MAX_SEARCH_DIR_ENTRIES {
+            std::fs::write(dir.join(format!("{i}")), "").unwrap();
+        }
+        let f = find(root.path(), &[PathBuf::from("/u")], "k.service");
+        assert!(f.refused.unwrap().contains("more than 16384 entries"));
     }
 }

@@ -56,13 +56,17 @@ fn read_trim(path: &Path) -> Option<String> {
     (!t.is_empty()).then(|| t.to_string())
 }
 
+/// A field of os-release; empty when the file does not set it (systemd's
+/// specifier_os_release_common: `%A` on an image without IMAGE_VERSION is
+/// "", not an error that would drop the `ExecStart=` line).
 fn os_release_field(root: &Path, field: &str) -> Option<String> {
     let text = read_host_file(&node_file(root, "/etc/os-release"))
         .or_else(|| read_host_file(&node_file(root, "/usr/lib/os-release")))?;
-    text.lines().find_map(|l| {
+    let value = text.lines().find_map(|l| {
         let v = l.strip_prefix(field)?.strip_prefix('=')?;
         Some(v.trim_matches(|c| c == '"' || c == '\'').to_string())
-    })
+    });
+    Some(value.unwrap_or_default())
 }
 
 /// unit_name_unescape: `-` is `/`, `\xNN` a byte.
@@ -346,5 +350,29 @@ mod tests {
     fn unknown_letter_is_an_error() {
         assert!(x("a.service", "%z").is_err());
         assert!(x("a.service", "%D").is_err());
+    }
+
+    /// An os-release field the file does not set is empty, as in systemd;
+    /// without os-release it cannot be resolved.
+    #[test]
+    fn a_missing_os_release_field_is_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("etc")).unwrap();
+        let spec = SpecifierValues {
+            host: Host::System {
+                root: dir.path().to_path_buf(),
+                live: false,
+            },
+            unit: "k.service".into(),
+            fragment: None,
+            cache: Default::default(),
+        };
+        assert!(spec.expand(b"%A").is_err());
+        std::fs::write(dir.path().join("etc/os-release"), "ID=debian\n").unwrap();
+        let spec = SpecifierValues {
+            cache: Default::default(),
+            ..spec
+        };
+        assert_eq!(spec.expand(b"[%A][%o][%W]").unwrap(), b"[][debian][]");
     }
 }

@@ -159,9 +159,7 @@ pub fn prepare(
     {
         crash_now(f);
     }
-    let fs = plan::RootFs {
-        root: opts.root.clone(),
-    };
+    let fs = plan::RootFs::of_unit(&opts.root, &svc);
     let mut static_ = match plan::static_additions(env) {
         Ok(s) => s,
         // The static taints do not parse (a hand edit: render validates
@@ -477,7 +475,16 @@ pub fn run(args: &[OsString]) -> i32 {
         }
         Err(e) => {
             // Without the original command there is nothing to start.
-            eprintln!("kubelet-labeler: cannot find the command to run: {e:#}");
+            // Unit files' names and words may hold control characters or
+            // line ends: one journal line, escaped as the others.
+            let why = format!("{e:#}");
+            let mut line = String::from("kubelet-labeler: cannot find the command to run: ");
+            plan::push_cut(
+                &mut line,
+                &super::derived::escape_controls(&why),
+                plan::LINE_MAX,
+            );
+            eprintln!("{line}");
             return EXIT_EXEC;
         }
     };
@@ -535,9 +542,10 @@ pub fn run(args: &[OsString]) -> i32 {
         }
         err = exec(&opts.root, &plan.executable, &plan.original_argv);
     }
+    let exe = plan.executable.display().to_string();
     eprintln!(
         "kubelet-labeler: executing {}: {err}",
-        plan.executable.display()
+        super::derived::escape_controls(&exe)
     );
     EXIT_EXEC
 }
@@ -614,7 +622,13 @@ fn can_register(root: &Path, plan: &Plan) -> bool {
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    crate::node::kubelet::flags::can_register(&argv, &|p: &Path| under_root(root, p).exists())
+    // At `/` a relative path is the process's: systemd started it in the
+    // unit's WorkingDirectory=, which kubelet keeps.
+    let exists = |p: &Path| match p.is_relative() && root == Path::new("/") {
+        true => p.exists(),
+        false => under_root(root, p).exists(),
+    };
+    crate::node::kubelet::flags::can_register(&argv, &exists)
 }
 
 /// Test hook for the fault-injection tests: `KUBELET_LABELER_FAULT=abort`
@@ -891,6 +905,38 @@ mod tests {
         );
         let line = plan::summary(&plan);
         assert!(line.contains("reading kubelet config"), "{line}");
+    }
+
+    /// A relative `--config` is read where kubelet reads it, in its unit's
+    /// `WorkingDirectory=`: its taints are kept beside ours. It was read at
+    /// `/`, found missing, and ours replaced them (the node registered
+    /// without the config's taint).
+    #[test]
+    fn a_relative_config_is_read_in_the_working_directory() {
+        let (d, opts) = node(" --config=config.yaml");
+        let unit = d.path().join("etc/systemd/system/kubelet.service");
+        let text = std::fs::read_to_string(&unit).unwrap();
+        std::fs::write(
+            &unit,
+            text.replace(
+                "[Service]\n",
+                "[Service]\nWorkingDirectory=-/var/lib/kubelet\n",
+            ),
+        )
+        .unwrap();
+        let dir = d.path().join("var/lib/kubelet");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("config.yaml"),
+            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n\
+             registerWithTaints:\n- {key: from-config, effect: NoSchedule}\n",
+        )
+        .unwrap();
+        let plan = prepare(&opts, &rules_env(GPU_RULE, None), &Verdict::Full).unwrap();
+        assert_eq!(
+            taints_word(&plan),
+            format!("from-config=:NoSchedule,nvidia.com/gpu=true:NoSchedule,{STATIC_TAINT}")
+        );
     }
 
     /// A static label kubelet refuses costs the labels, never the taints;

@@ -699,16 +699,15 @@ fn plan_with(
 /// The one journal line that says what the wrapper did.
 pub fn summary(plan: &Plan) -> String {
     if let Some(why) = &plan.left_out {
-        return format!(
-            "kubelet-labeler: starting kubelet without our labels/taints: {}",
-            derived::escape_controls(why)
-        );
+        let mut out = String::from("kubelet-labeler: starting kubelet without our labels/taints: ");
+        push_cut(&mut out, &derived::escape_controls(why), LINE_MAX);
+        return out;
     }
     if plan.argv == plan.original_argv {
-        return format!(
-            "kubelet-labeler: no labels or taints to add; starting kubelet unchanged{}",
-            notes_suffix(plan)
-        );
+        let mut out =
+            String::from("kubelet-labeler: no labels or taints to add; starting kubelet unchanged");
+        push_notes(&mut out, plan, "");
+        return out;
     }
     let labels: Vec<String> = plan
         .added_labels
@@ -726,9 +725,8 @@ pub fn summary(plan: &Plan) -> String {
     for w in &plan.warnings {
         out += &format!(" (warning: {w})");
     }
-    out += &notes_suffix(plan);
     // A restart of a registered node looks the same from here: say it.
-    out += REGISTRATION_ONLY;
+    push_notes(&mut out, plan, REGISTRATION_ONLY);
     out
 }
 
@@ -738,35 +736,92 @@ pub fn summary(plan: &Plan) -> String {
 /// own default labels.
 pub const REGISTRATION_ONLY: &str = " (applied only when kubelet registers a new Node; an existing Node keeps its labels and taints)";
 
-/// Which rules matched and what was dropped, for the one journal line.
-fn notes_suffix(plan: &Plan) -> String {
-    let mut out = String::new();
+/// The most bytes of the journal line: below journald's LineMax (48 KiB by
+/// default), past which it splits a line and the text after the split is a
+/// record of its own, which text from a node (a pod's feature file, made
+/// into notes a hundred times its size) could make read as a line of ours.
+pub const LINE_MAX: usize = 32 << 10;
+/// The most bytes of one note (a refused value is quoted whole in it).
+const NOTE_MAX: usize = 4 << 10;
+
+/// `text`, cut on a character boundary so that `out` stays within `max`
+/// bytes, the cut marked.
+pub fn push_cut(out: &mut String, text: &str, max: usize) {
+    const MARK: &str = "...(cut)";
+    if out.len() + text.len() <= max {
+        out.push_str(text);
+        return;
+    }
+    let mut end = max.saturating_sub(out.len() + MARK.len()).min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    out.push_str(&text[..end]);
+    out.push_str(MARK);
+}
+
+/// Which rules matched and what was dropped, for the one journal line,
+/// then `tail`; notes cut short, and left out past [`LINE_MAX`].
+fn push_notes(out: &mut String, plan: &Plan, tail: &str) {
+    const MORE: &str = " (and more notes; `kubelet-labeler explain --root /` shows them)";
+    let budget = LINE_MAX - tail.len() - MORE.len();
+    let mut rules = String::new();
     let matched = plan
         .rules
         .iter()
         .filter(|r| r.matched && r.left_out.is_none());
     for (i, r) in matched.enumerate() {
-        out += if i == 0 { " (rules matched: " } else { ", " };
-        out += &crate::node::rules::shown_name(&r.name);
+        rules += if i == 0 { " (rules matched: " } else { ", " };
+        rules += &crate::node::rules::shown_name(&r.name);
     }
-    if !out.is_empty() {
-        out += ")";
+    if !rules.is_empty() {
+        rules += ")";
     }
+    let mut notes = vec![rules];
     for n in &plan.notes {
-        out += &format!(" ({})", derived::escape_controls(n));
+        let mut note = String::from(" (");
+        push_cut(&mut note, &derived::escape_controls(n), NOTE_MAX);
+        note.push(')');
+        notes.push(note);
     }
-    out
+    let mut more = false;
+    for note in notes.iter().filter(|n| !n.is_empty()) {
+        if out.len() + note.len() > budget {
+            more = true;
+            continue;
+        }
+        out.push_str(note);
+    }
+    if more {
+        out.push_str(MORE);
+    }
+    push_cut(out, tail, LINE_MAX);
 }
 
-/// The node's files under a root directory (`/` at boot).
+/// The node's files under a root directory (`/` at boot), as kubelet's
+/// command sees them: a relative path starts at `cwd`.
 pub struct RootFs {
     pub root: PathBuf,
+    /// The node path kubelet runs in (its unit's `WorkingDirectory=`):
+    /// `--config=config.yaml` is read there, as kubelet reads it.
+    pub cwd: PathBuf,
 }
 
 impl RootFs {
+    /// The files of `root` as the command of `svc` sees them.
+    pub fn of_unit(root: &Path, svc: &LoadedService) -> RootFs {
+        RootFs {
+            root: root.to_path_buf(),
+            cwd: svc
+                .working_directory
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("/")),
+        }
+    }
+
     /// Resolved inside the root (an untrusted tree's links stay in it).
-    fn path(&self, node_path: &Path) -> std::io::Result<PathBuf> {
-        crate::node::unit::search::contained(&self.root, node_path)
+    pub fn path(&self, node_path: &Path) -> std::io::Result<PathBuf> {
+        crate::node::unit::search::contained(&self.root, &self.cwd.join(node_path))
     }
 }
 

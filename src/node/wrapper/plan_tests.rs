@@ -30,6 +30,7 @@ fn planned(executable: &str, argv: &[&str]) -> Plan {
     };
     let fs = RootFs {
         root: PathBuf::from("/nonexistent"),
+        cwd: PathBuf::from("/"),
     };
     plan(original, Ok(Some(additions)), Profile::Upstream, &fs)
 }
@@ -206,6 +207,35 @@ fn the_journal_line_is_one_line_of_printable_text() {
     );
     p.left_out = Some("bad\rvalue".into());
     assert!(!summary(&p).contains('\r'));
+}
+
+/// The line stays one journal record: below journald's LineMax, each
+/// note cut short and, past the line's bound, left out. A pod's feature
+/// file of 3 KiB made a line of 190 KB, and text of its choosing, at
+/// journald's 48 KiB split, began a record of its own (`tests/boot_reads.rs`).
+#[test]
+fn the_journal_line_stays_below_journalds_line_max() {
+    let mut p = planned("/usr/bin/kubelet", &["/usr/bin/kubelet"]);
+    p.notes.push(format!("first {}", "v".repeat(60_000)));
+    for i in 0..500 {
+        p.notes.push(format!("note {i} {}", "x".repeat(300)));
+    }
+    let line = summary(&p);
+    assert!(line.len() <= LINE_MAX, "{}", line.len());
+    assert!(line.contains("(first vvv") && line.contains("...(cut)) (note 0 "));
+    assert!(
+        line.ends_with(REGISTRATION_ONLY),
+        "{}",
+        &line[line.len() - 200..]
+    );
+    assert!(line.contains("(and more notes; `kubelet-labeler explain --root /` shows them)"));
+    p.left_out = Some("é".repeat(40_000));
+    let line = summary(&p);
+    assert!(
+        line.len() <= LINE_MAX && line.ends_with("é...(cut)"),
+        "{}",
+        line.len()
+    );
 }
 
 #[test]
