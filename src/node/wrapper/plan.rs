@@ -736,11 +736,11 @@ pub fn summary(plan: &Plan) -> String {
 /// own default labels.
 pub const REGISTRATION_ONLY: &str = " (applied only when kubelet registers a new Node; an existing Node keeps its labels and taints)";
 
-/// The most bytes of the journal line: below journald's LineMax (48 KiB by
-/// default), past which it splits a line and the text after the split is a
-/// record of its own, which text from a node (a pod's feature file, made
-/// into notes a hundred times its size) could make read as a line of ours.
-pub const LINE_MAX: usize = 32 << 10;
+/// The most bytes of the journal line ([`derived::MAX_LINE`]): text from a
+/// node (a pod's feature file, made into notes a hundred times its size)
+/// must not push it past journald's `LineMax=`. Notes are cut here, where
+/// what they are is known; `boot` cuts the whole line last.
+pub const LINE_MAX: usize = derived::MAX_LINE;
 /// The most bytes of one note (a refused value is quoted whole in it).
 const NOTE_MAX: usize = 4 << 10;
 
