@@ -151,3 +151,149 @@ pub(super) fn check_file_path(path: &str) -> std::result::Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::super::layout::Layout;
+
+    const ENV: &str = "/etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf";
+    const TAINTS: &str = "data:,Environment%3D%22T%3Dnvidia.com/gpu%3Dtrue%3ANoSchedule%22%0A";
+
+    fn mc(name: &str, storage: Value) -> Value {
+        json!({"kind": "MachineConfig", "metadata": {"name": name},
+               "spec": {"config": {"storage": storage}}})
+    }
+
+    fn env_file(name: &str) -> Value {
+        mc(
+            name,
+            json!({"files": [{"path": ENV, "contents": {"source": TAINTS}}]}),
+        )
+    }
+
+    fn read(layout: &Layout, path: &str) -> Option<String> {
+        let tree = tempfile::tempdir().unwrap();
+        layout.write(tree.path()).unwrap();
+        std::fs::read_to_string(tree.path().join(&path[1..])).ok()
+    }
+
+    /// Ignition's merge (`Storage.MergedKeys`: files, links and
+    /// directories one list by path; a child entry in another list drops
+    /// the parent's): a later link or directory at a file's path removes
+    /// the file (it was kept: explain showed the env drop-in's taint where
+    /// the MCO serves none), and a later file replaces a link.
+    #[test]
+    fn a_later_link_or_directory_replaces_a_file_and_a_file_a_link() {
+        let link = mc(
+            "99-link",
+            json!({"links": [{"path": ENV, "target": "/dev/null", "overwrite": true}]}),
+        );
+        let layout = Layout::merge(vec![env_file("50-ours"), link.clone()]).unwrap();
+        for e in [
+            layout.file(ENV).unwrap_err(),
+            layout.write(tempfile::tempdir().unwrap().path()).unwrap_err(),
+        ] {
+            assert_eq!(
+                format!("{e:#}"),
+                format!(
+                    "MachineConfig \"99-link\": {ENV} is a link to /dev/null, which leads to no \
+                     file of these MachineConfigs (a file of the host, /dev/null, a directory \
+                     or nothing); explain cannot vouch for what the node reads through it: \
+                     write the file itself at {ENV}, or leave the link out"
+                )
+            );
+        }
+        let dir = mc("99-dir", json!({"directories": [{"path": ENV, "mode": 493}]}));
+        let layout = Layout::merge(vec![env_file("50-ours"), dir]).unwrap();
+        assert_eq!(layout.file(ENV).unwrap(), None);
+        let tree = tempfile::tempdir().unwrap();
+        layout.write(tree.path()).unwrap();
+        assert!(tree.path().join(&ENV[1..]).is_dir());
+        // A later file replaces a link whole.
+        let layout = Layout::merge(vec![link, env_file("99-z")]).unwrap();
+        assert!(read(&layout, ENV).unwrap().contains("nvidia.com/gpu"));
+    }
+
+    /// A link to a file of the merged configs is what the node reads
+    /// through it (systemd follows a linked drop-in): laid out as that
+    /// file's contents, a relative target from the link's directory. It
+    /// was left out: explain listed no such drop-in.
+    #[test]
+    fn a_link_to_a_file_of_the_configs_reads_as_that_file() {
+        let extra = mc(
+            "99-extra",
+            json!({"files": [{"path": "/etc/kubernetes/gpu-tuning.conf",
+                              "contents": {"source": "data:,%5BService%5D%0AT%3D%0A"}}],
+                   "links": [{"path": "/etc/systemd/system/kubelet.service.d/95-gpu.conf",
+                              "target": "/etc/kubernetes/gpu-tuning.conf"},
+                             {"path": "/etc/systemd/system/kubelet.service.d/96-gpu.conf",
+                              "target": "../../../kubernetes/gpu-tuning.conf"},
+                             {"path": "/etc/systemd/system/multi-user.target.wants/x.service",
+                              "target": "/usr/lib/systemd/system/x.service"}]}),
+        );
+        let layout = Layout::merge(vec![env_file("50-ours"), extra]).unwrap();
+        for n in [95, 96] {
+            let path = format!("/etc/systemd/system/kubelet.service.d/{n}-gpu.conf");
+            assert_eq!(read(&layout, &path).unwrap(), "[Service]\nT=\n");
+            let f = layout.file(&path).unwrap().unwrap();
+            assert_eq!(f.contents, b"[Service]\nT=\n");
+        }
+        // A link explain reads nothing through (enabling a unit of the
+        // OS) is not laid out, and no error.
+        assert_eq!(
+            read(&layout, "/etc/systemd/system/multi-user.target.wants/x.service"),
+            None
+        );
+    }
+
+    /// Ignition's `FileEmbedded1.IgnoreDuplicates` covers `Append`: the
+    /// lists are concatenated, none dropped (contents C, then [X], then
+    /// [Y, X] is C X Y X). The second X was merged into the first: the
+    /// file ended with Y's taint where the node's ends with X's none.
+    #[test]
+    fn appends_are_concatenated_with_their_repeats() {
+        let append = |name: &str, sources: &[&str]| {
+            let a: Vec<Value> = sources
+                .iter()
+                .map(|s| json!({"source": format!("data:,{s}%0A")}))
+                .collect();
+            mc(name, json!({"files": [{"path": ENV, "append": a}]}))
+        };
+        let layout = Layout::merge(vec![
+            env_file("50-ours"),
+            append("60-x", &["X"]),
+            append("70-y", &["Y", "X"]),
+        ])
+        .unwrap();
+        let f = layout.file(ENV).unwrap().unwrap();
+        let text = String::from_utf8(f.contents).unwrap();
+        assert!(text.ends_with("\"\nX\nY\nX\n"), "{text}");
+    }
+
+    /// Ignition's `Config.Validate` refuses a storage entry at the path of
+    /// a unit or drop-in with contents (the MCS serves the pool nothing);
+    /// the unit's drop-in won, silently.
+    #[test]
+    fn a_storage_entry_at_a_units_or_dropins_path_is_refused() {
+        let dropin = json!({"systemd": {"units": [{"name": "kubelet.service",
+            "dropins": [{"name": "90-kubelet-labeler-env.conf", "contents": "[Service]\n"}]}]}});
+        let mut both = env_file("50-ours");
+        both["spec"]["config"]["systemd"] = dropin["systemd"].clone();
+        let later = json!({"kind": "MachineConfig", "metadata": {"name": "99-unit"},
+                           "spec": {"config": dropin}});
+        for configs in [vec![both.clone()], vec![env_file("50-ours"), later]] {
+            let e = Layout::merge(configs).unwrap_err();
+            assert!(
+                format!("{e:#}").starts_with(&format!(
+                    "MachineConfig \"50-ours\": storage file {ENV}: path conflicts with \
+                     systemd unit or dropin"
+                )),
+                "{e:#}"
+            );
+        }
+        let e = Layout::writes_of("50-ours", &both["spec"]["config"]).unwrap_err();
+        assert!(format!("{e:#}").contains("path conflicts"), "{e:#}");
+    }
+}
