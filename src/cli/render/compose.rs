@@ -408,7 +408,10 @@ mod tests {
             &[(ENV, &now("Environment=\"A=c\"\n"))],
         );
         for (list, entry) in [
-            ("links", json!({"path": ENV, "target": "/etc/kubernetes/env.conf"})),
+            (
+                "links",
+                json!({"path": ENV, "target": "/etc/kubernetes/env.conf"}),
+            ),
             ("directories", json!({"path": ENV})),
         ] {
             let mut role = mc("50-worker-kubelet-labeler-labels", "worker", None, &[]);

@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
-pub use super::unpack::{FILE_CAP, TOTAL_CAP, decode_data_url};
 use super::storage::{merge_storage, refuse_systemd_conflicts};
 #[cfg(test)]
 use super::unpack::clean_path;
+pub use super::unpack::{FILE_CAP, TOTAL_CAP, decode_data_url};
 use super::unpack::{Kind, MergedFile, masks_a_unit, read_node, resolve, unpack_read};
 
 /// One file to write into the tree.
@@ -210,11 +210,13 @@ impl Layout {
     /// last MachineConfig in merge order that writes it, unpacked to at
     /// most [`FILE_CAP`].
     pub fn file(&self, path: &str) -> Result<Option<TreeFile>> {
-        Ok(read_node(&self.files, path)?.map(|(contents, mode)| TreeFile {
-            path: path.to_string(),
-            contents,
-            mode,
-        }))
+        Ok(
+            read_node(&self.files, path)?.map(|(contents, mode)| TreeFile {
+                path: path.to_string(),
+                contents,
+                mode,
+            }),
+        )
     }
 
     /// The paths of the units and drop-ins with contents, as Ignition
@@ -376,7 +378,10 @@ impl Layout {
                 // `unpack_read`); a mask as a mask; any other as a link
                 // `write` leaves out (nothing in the tree leads out of it).
                 Kind::Link { target, .. } => match (contents, target.as_deref()) {
-                    (Some(c), _) => Entry::File(c, resolve(&self.files, path).map_or(0o644, |r| self.files[r].mode)),
+                    (Some(c), _) => Entry::File(
+                        c,
+                        resolve(&self.files, path).map_or(0o644, |r| self.files[r].mode),
+                    ),
                     (None, Some(t)) if masks_a_unit(path, Some(t)) => Entry::Link("/dev/null"),
                     (None, t) => Entry::Link(t.unwrap_or_default()),
                 },

@@ -29,7 +29,12 @@ pub(super) fn merge_storage(
 ) -> Result<()> {
     for (list, one) in LISTS {
         let entries = config.get("storage").and_then(|s| s.get(list));
-        for (i, f) in entries.and_then(Value::as_array).into_iter().flatten().enumerate() {
+        for (i, f) in entries
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
             let field = format!("spec.config.storage.{list}[{i}].path");
             let path = f
                 .get("path")
@@ -193,7 +198,9 @@ mod tests {
         let layout = Layout::merge(vec![env_file("50-ours"), link.clone()]).unwrap();
         for e in [
             layout.file(ENV).unwrap_err(),
-            layout.write(tempfile::tempdir().unwrap().path()).unwrap_err(),
+            layout
+                .write(tempfile::tempdir().unwrap().path())
+                .unwrap_err(),
         ] {
             assert_eq!(
                 format!("{e:#}"),
@@ -205,7 +212,10 @@ mod tests {
                 )
             );
         }
-        let dir = mc("99-dir", json!({"directories": [{"path": ENV, "mode": 493}]}));
+        let dir = mc(
+            "99-dir",
+            json!({"directories": [{"path": ENV, "mode": 493}]}),
+        );
         let layout = Layout::merge(vec![env_file("50-ours"), dir]).unwrap();
         assert_eq!(layout.file(ENV).unwrap(), None);
         let tree = tempfile::tempdir().unwrap();
@@ -243,7 +253,10 @@ mod tests {
         // A link explain reads nothing through (enabling a unit of the
         // OS) is not laid out, and no error.
         assert_eq!(
-            read(&layout, "/etc/systemd/system/multi-user.target.wants/x.service"),
+            read(
+                &layout,
+                "/etc/systemd/system/multi-user.target.wants/x.service"
+            ),
             None
         );
     }

@@ -335,8 +335,11 @@ fn is_link(f: &MergedFile) -> bool {
 /// directory: links there enable units, and explain reads no file
 /// through them.
 fn in_a_dependency_dir(path: &str) -> bool {
-    path.split('/')
-        .any(|c| [".wants", ".requires", ".upholds"].iter().any(|e| c.ends_with(e)))
+    path.split('/').any(|c| {
+        [".wants", ".requires", ".upholds"]
+            .iter()
+            .any(|e| c.ends_with(e))
+    })
 }
 
 /// Whether a link at `path` to `target` masks a unit: in place of a unit
@@ -356,13 +359,18 @@ pub(super) fn masks_a_unit(path: &str, target: Option<&str>) -> bool {
 /// what the node reads through it is not in them.
 pub(super) fn resolve<'a>(nodes: &'a BTreeMap<String, MergedFile>, path: &str) -> Result<&'a str> {
     let first = nodes.get(path).context("no such path")?;
-    let mut at = nodes.get_key_value(path).map(|(k, _)| k.as_str()).unwrap_or_default();
+    let mut at = nodes
+        .get_key_value(path)
+        .map(|(k, _)| k.as_str())
+        .unwrap_or_default();
     let mut hops = 0;
     loop {
         let here = &nodes[at];
         let target = match &here.kind {
             Kind::File => return Ok(at),
-            Kind::Link { target: Some(t), .. } if hops < 40 => t,
+            Kind::Link {
+                target: Some(t), ..
+            } if hops < 40 => t,
             Kind::Link { target: None, .. } => bail!(
                 "MachineConfig {:?}: {at} is a link without a target; Ignition refuses it: \
                  give its target",
@@ -382,7 +390,9 @@ pub(super) fn resolve<'a>(nodes: &'a BTreeMap<String, MergedFile>, path: &str) -
         hops += 1;
     }
     let target = match &first.kind {
-        Kind::Link { target: Some(t), .. } => t.as_str(),
+        Kind::Link {
+            target: Some(t), ..
+        } => t.as_str(),
         _ => at,
     };
     bail!(
