@@ -72,11 +72,11 @@ fn rendered_worker() -> Value {
     mc
 }
 
-fn write_yaml(path: &Path, obj: &Value) {
+pub(crate) fn write_yaml(path: &Path, obj: &Value) {
     std::fs::write(path, to_yaml(obj).unwrap()).unwrap();
 }
 
-fn render_pool(out: &Path, force: bool) -> Output {
+pub(crate) fn render_pool(out: &Path, force: bool) -> Output {
     let mut c = bin();
     c.args(["render", "machineconfig", "--pool", "worker-gpu"])
         .args(["--taint", "example.com/pool=gpu:NoSchedule", "--wrapper"])

@@ -31,6 +31,7 @@ mod kubelet_config_oracle;
 mod kubelet_mco;
 mod kubelet_validate_cli;
 mod leave_to_nfd;
+mod machineconfig_merge;
 mod mco_disruption;
 mod nfd_differential;
 mod nfd_differential_gen;

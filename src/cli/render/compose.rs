@@ -394,4 +394,32 @@ mod tests {
         );
         assert_eq!(clashes(&[role, user]).unwrap(), []);
     }
+
+    /// Ignition merges files, links and directories as one list by path:
+    /// a later file of ours at the path of an earlier link or directory
+    /// replaces it as it replaces a file (the link and the directory were
+    /// not seen: no warning).
+    #[test]
+    fn a_link_or_directory_replaced_is_named_too() {
+        let pool = mc(
+            "50-worker-gpu-kubelet-labeler-labels",
+            "worker-gpu",
+            Some("worker-gpu"),
+            &[(ENV, &now("Environment=\"A=c\"\n"))],
+        );
+        for (list, entry) in [
+            (
+                "links",
+                json!({"path": ENV, "target": "/etc/kubernetes/env.conf"}),
+            ),
+            ("directories", json!({"path": ENV})),
+        ] {
+            let mut role = mc("50-worker-kubelet-labeler-labels", "worker", None, &[]);
+            role["spec"]["config"]["storage"] = json!({ list: [entry] });
+            let c = clashes(&[pool.clone(), role]).unwrap();
+            assert_eq!(c.len(), 1, "{list}: {c:?}");
+            assert_eq!(c[0].earlier, "50-worker-kubelet-labeler-labels");
+            assert_eq!(c[0].paths, [ENV]);
+        }
+    }
 }

@@ -10,8 +10,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
+use super::storage::{merge_storage, refuse_systemd_conflicts};
+#[cfg(test)]
+use super::unpack::clean_path;
 pub use super::unpack::{FILE_CAP, TOTAL_CAP, decode_data_url};
-use super::unpack::{MergedFile, unpack, unpack_read};
+use super::unpack::{Kind, MergedFile, masks_a_unit, read_node, resolve, unpack_read};
 
 /// One file to write into the tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -199,6 +202,7 @@ impl Layout {
                 .add_config(name, config)
                 .with_context(|| format!("MachineConfig {name:?}"))?;
         }
+        refuse_systemd_conflicts(&layout.files, layout.unit_paths())?;
         Ok(layout)
     }
 
@@ -206,29 +210,29 @@ impl Layout {
     /// last MachineConfig in merge order that writes it, unpacked to at
     /// most [`FILE_CAP`].
     pub fn file(&self, path: &str) -> Result<Option<TreeFile>> {
-        let Some(f) = self.files.get(path) else {
-            return Ok(None);
-        };
-        Ok(Some(TreeFile {
-            path: path.to_string(),
-            contents: unpack(path, f, FILE_CAP)?,
-            mode: f.mode,
-        }))
+        Ok(
+            read_node(&self.files, path)?.map(|(contents, mode)| TreeFile {
+                path: path.to_string(),
+                contents,
+                mode,
+            }),
+        )
+    }
+
+    /// The paths of the units and drop-ins with contents, as Ignition
+    /// checks storage entries against them.
+    fn unit_paths(&self) -> impl Iterator<Item = String> + '_ {
+        self.units.iter().flat_map(|(name, unit)| {
+            let own = unit.contents.as_ref().filter(|c| !c.is_empty());
+            own.map(|_| format!("{UNIT_DIR}/{name}")).into_iter().chain(
+                (unit.dropins.iter().filter(|(_, t)| !t.is_empty()))
+                    .map(move |(d, _)| format!("{UNIT_DIR}/{name}.d/{d}")),
+            )
+        })
     }
 
     fn add_config(&mut self, name: &str, config: &Value) -> Result<()> {
-        let files = config.pointer("/storage/files").and_then(Value::as_array);
-        for (i, f) in files.into_iter().flatten().enumerate() {
-            let field = format!("spec.config.storage.files[{i}].path");
-            let path = f
-                .get("path")
-                .and_then(Value::as_str)
-                .with_context(|| format!("{field} is missing; every file needs one"))?;
-            check_file_path(path).map_err(|why| anyhow::anyhow!("{field} {path:?} {why}"))?;
-            let was = self.files.remove(path);
-            let merged = MergedFile::merge(was, f, path, name)?;
-            self.files.insert(path.to_string(), merged);
-        }
+        merge_storage(&mut self.files, name, config)?;
         let units = config.pointer("/systemd/units").and_then(Value::as_array);
         for (i, u) in units.into_iter().flatten().enumerate() {
             let field = format!("spec.config.systemd.units[{i}].name");
@@ -288,7 +292,8 @@ impl Layout {
                 f.compression.as_deref().unwrap_or(""),
                 f.source.as_deref().unwrap_or(""),
             );
-            let mut parts: Vec<&[u8]> = vec![c.as_bytes(), s.as_bytes(), &mode];
+            let kind = format!("{:?}", f.kind);
+            let mut parts: Vec<&[u8]> = vec![kind.as_bytes(), c.as_bytes(), s.as_bytes(), &mode];
             for (s, c) in &f.appends {
                 parts.extend([s.as_bytes(), c.as_deref().unwrap_or("").as_bytes()]);
             }
@@ -318,23 +323,30 @@ impl Layout {
     pub(crate) fn writes_of(name: &str, config: &Value) -> Result<BTreeMap<String, Vec<u8>>> {
         let mut one = Layout::default();
         one.add_config(name, config)?;
+        refuse_systemd_conflicts(&one.files, one.unit_paths())?;
         let texts = one.units.values().flat_map(|u| {
             u.contents
                 .iter()
                 .chain(u.dropins.values())
                 .map(String::as_str)
         });
-        let unpacked = unpack_read(&one.files, texts)?;
+        // A link is what it says: its target may be another config's.
+        let unpacked = unpack_read(&one.files, texts, false)?;
         let mut out: BTreeMap<String, Vec<u8>> = one
             .entries(&unpacked)
             .into_iter()
             .map(|(path, e)| match e {
                 Entry::File(bytes, _) => (path, bytes.to_vec()),
                 Entry::Link(target) => (path, format!("-> {target}").into_bytes()),
+                Entry::Directory(_) => (path, b"a directory".to_vec()),
             })
             .collect();
         for (path, f) in &one.files {
-            if !unpacked.contains_key(path.as_str())
+            if let Kind::Link { target, hard } = &f.kind {
+                let to = target.as_deref().unwrap_or("");
+                out.insert(path.clone(), format!("-> {to} (hard: {hard})").into_bytes());
+            } else if f.kind == Kind::File
+                && !unpacked.contains_key(path.as_str())
                 && let Some(bytes) = out.get_mut(path)
             {
                 *bytes = format!(
@@ -358,8 +370,23 @@ impl Layout {
     ) -> BTreeMap<String, Entry<'a>> {
         let mut out = BTreeMap::new();
         for (path, f) in &self.files {
-            let contents = unpacked.get(path.as_str()).map_or(&[][..], Vec::as_slice);
-            out.insert(path.clone(), Entry::File(contents, f.mode));
+            let contents = unpacked.get(path.as_str()).map(Vec::as_slice);
+            let entry = match &f.kind {
+                Kind::File => Entry::File(contents.unwrap_or_default(), f.mode),
+                Kind::Directory => Entry::Directory(f.mode),
+                // A link explain reads is laid out as what it reads (see
+                // `unpack_read`); a mask as a mask; any other as a link
+                // `write` leaves out (nothing in the tree leads out of it).
+                Kind::Link { target, .. } => match (contents, target.as_deref()) {
+                    (Some(c), _) => Entry::File(
+                        c,
+                        resolve(&self.files, path).map_or(0o644, |r| self.files[r].mode),
+                    ),
+                    (None, Some(t)) if masks_a_unit(path, Some(t)) => Entry::Link("/dev/null"),
+                    (None, t) => Entry::Link(t.unwrap_or_default()),
+                },
+            };
+            out.insert(path.clone(), entry);
         }
         for (name, unit) in &self.units {
             let path = format!("{UNIT_DIR}/{name}");
@@ -407,9 +434,12 @@ impl Layout {
                 .chain(u.dropins.values())
                 .map(String::as_str)
         });
-        let unpacked = unpack_read(&self.files, texts)?;
+        let unpacked = unpack_read(&self.files, texts, true)?;
         let mut written = Vec::new();
         for (node, entry) in &self.entries(&unpacked) {
+            if matches!(entry, Entry::Link(t) if *t != "/dev/null") {
+                continue;
+            }
             written.push(create_in(root, node, entry)?);
         }
         Ok(written)
@@ -422,7 +452,8 @@ const UNIT_DIR: &str = "/etc/systemd/system";
 #[derive(Debug, Clone, Copy)]
 enum Entry<'a> {
     File(&'a [u8], u32),
-    Link(&'static str),
+    Link(&'a str),
+    Directory(u32),
 }
 
 /// Create `entry` at the clean node path `node` in the tree at `root`.
@@ -473,56 +504,15 @@ fn create_in(root: &Path, node: &str, entry: &Entry) -> Result<PathBuf> {
                 .with_context(|| format!("setting the mode of {node}"))?;
         }
         Entry::Link(target) => std::os::unix::fs::symlink(target, &at).map_err(exists)?,
+        Entry::Directory(mode) => {
+            if !std::fs::symlink_metadata(&at).is_ok_and(|m| m.is_dir()) {
+                std::fs::create_dir(&at).map_err(exists)?;
+            }
+            std::fs::set_permissions(&at, std::fs::Permissions::from_mode(mode & 0o777 | 0o700))
+                .with_context(|| format!("setting the mode of {node}"))?;
+        }
     }
     Ok(at)
-}
-
-/// Why Ignition refuses `path` as a file's path, if it does: it must be
-/// absolute and clean (Go's `path.Clean` leaves it as it is: no `..` or
-/// `.` component, no `//`, no trailing `/`).
-fn check_file_path(path: &str) -> std::result::Result<(), String> {
-    let fix = |why: &str| {
-        let clean = clean_path(path);
-        if clean == "/" {
-            format!("{why}; Ignition refuses it: give the absolute path of the file, as /etc/NAME")
-        } else {
-            format!("{why}; Ignition refuses it: write it as {clean}")
-        }
-    };
-    if path.is_empty() {
-        return Err("is empty; Ignition refuses it: give the absolute path of the file".into());
-    }
-    if path.contains('\0') {
-        return Err("holds a NUL byte; no file has such a name: remove it".into());
-    }
-    if !path.starts_with('/') {
-        return Err(fix("is not absolute"));
-    }
-    if path == "/" {
-        return Err("is the root directory, not a file: give the file's absolute path".into());
-    }
-    if clean_path(path) != path {
-        return Err(fix(
-            "is not clean (a \"..\" or \".\" component, \"//\" or a trailing \"/\")",
-        ));
-    }
-    Ok(())
-}
-
-/// Go's `path.Clean` for an absolute path (a relative one is taken from
-/// `/`): `..` stops at the root.
-fn clean_path(path: &str) -> String {
-    let mut out: Vec<&str> = Vec::new();
-    for name in path.split('/') {
-        match name {
-            "" | "." => {}
-            ".." => {
-                out.pop();
-            }
-            n => out.push(n),
-        }
-    }
-    format!("/{}", out.join("/"))
 }
 
 /// The unit types systemd loads (the suffixes Ignition takes, less

@@ -42,6 +42,7 @@ pub mod pointer;
 pub mod remove;
 mod rule_objects;
 mod rule_yaml;
+mod storage;
 pub mod summary;
 pub mod sync_units;
 pub mod tree;

@@ -32,6 +32,22 @@ pub(super) struct MergedFile {
     pub appends: Vec<(String, Option<String>)>,
     /// The MachineConfig that wrote it last, for messages.
     pub machineconfig: String,
+    /// What Ignition writes at the path: files, links and directories
+    /// are one list keyed by path in Ignition's merge.
+    pub kind: Kind,
+}
+
+/// The kind of a storage entry: a later entry of another kind at a path
+/// replaces the earlier one whole (Ignition's `Storage.MergedKeys`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Kind {
+    File,
+    /// A link's `target` (unset until some entry sets it) and `hard`.
+    Link {
+        target: Option<String>,
+        hard: bool,
+    },
+    Directory,
 }
 
 impl MergedFile {
@@ -39,9 +55,11 @@ impl MergedFile {
     /// `was`, the same path's entry before it, as the MCO merges them
     /// (Ignition's merge): field by field, what `f` leaves unset kept (a
     /// `mode` alone keeps the contents; a `compression` left unset keeps an
-    /// earlier gzip), its `append` entries after the others (one of the
-    /// same source merged). Data URLs are checked now (one Ignition cannot
-    /// fetch fails the boot), unpacked only if explain reads the file.
+    /// earlier gzip), its `append` entries after the others, every one
+    /// kept (Ignition's `FileEmbedded1.IgnoreDuplicates` covers `Append`:
+    /// `[X]` then `[Y, X]` is `[X, Y, X]`). Data URLs are checked now (one
+    /// Ignition cannot fetch fails the boot), unpacked only if explain
+    /// reads the file.
     pub fn merge(was: Option<MergedFile>, f: &Value, path: &str, name: &str) -> Result<MergedFile> {
         let source = match f.pointer("/contents/source").and_then(Value::as_str) {
             Some(s) => Some(s.to_string()),
@@ -66,10 +84,7 @@ impl MergedFile {
             };
             let c = a.get("compression").and_then(Value::as_str);
             data_url_bytes(s, c).with_context(|| format!("{path}: append[{j}]"))?;
-            match appends.iter_mut().find(|(have, _)| have == s) {
-                Some(same) => same.1 = c.map(str::to_string).or(same.1.take()),
-                None => appends.push((s.to_string(), c.map(str::to_string))),
-            }
+            appends.push((s.to_string(), c.map(str::to_string)));
         }
         Ok(MergedFile {
             source,
@@ -77,6 +92,7 @@ impl MergedFile {
             mode,
             appends,
             machineconfig: name.to_string(),
+            kind: Kind::File,
         })
     }
 }
@@ -245,14 +261,20 @@ fn named_prefixes(text: &[u8]) -> Vec<&str> {
 /// an `EnvironmentFile=`, kubelet's `--config`, a program), until none
 /// is left. A file over [`FILE_CAP`], or past [`TOTAL_CAP`] in all, is
 /// refused naming its MachineConfig and path; the rest stay packed.
+///
+/// A link is read as the file of `files` it leads to ([`resolve`]); one
+/// that leads elsewhere is an error when `strict` (explain cannot vouch
+/// for what the node reads through it), else left out; a link to
+/// /dev/null in place of a unit is a mask, laid out as one.
 pub(super) fn unpack_read<'a>(
     files: &'a BTreeMap<String, MergedFile>,
     texts: impl Iterator<Item = &'a str>,
+    strict: bool,
 ) -> Result<BTreeMap<&'a str, Vec<u8>>> {
     let mut todo: Vec<&str> = files
-        .keys()
-        .map(String::as_str)
-        .filter(|p| read_by_explain(p))
+        .iter()
+        .filter(|(p, f)| read_by_explain(p) && !(is_link(f) && in_a_dependency_dir(p)))
+        .map(|(p, _)| p.as_str())
         .collect();
     fn name<'a>(files: &'a BTreeMap<String, MergedFile>, text: &[u8], todo: &mut Vec<&'a str>) {
         use std::ops::Bound;
@@ -274,9 +296,18 @@ pub(super) fn unpack_read<'a>(
         if unpacked.contains_key(path) {
             continue;
         }
-        let f = &files[path];
+        let (real, f) = match &files[path].kind {
+            Kind::Directory => continue,
+            Kind::File => (path, &files[path]),
+            Kind::Link { target, .. } if masks_a_unit(path, target.as_deref()) => continue,
+            Kind::Link { .. } => match resolve(files, path) {
+                Ok(real) => (real, &files[real]),
+                Err(e) if strict => return Err(e),
+                Err(_) => continue,
+            },
+        };
         let left = TOTAL_CAP - total;
-        let contents = match unpack(path, f, FILE_CAP.min(left)) {
+        let contents = match unpack(real, f, FILE_CAP.min(left)) {
             Err(e) if left < FILE_CAP && e.downcast_ref::<TooBig>().is_some() => bail!(
                 "MachineConfig {:?}: {path}: with it the files explain reads unpack to more \
                  than {} MiB in all (the most explain lays out); give the MachineConfigs of \
@@ -294,6 +325,115 @@ pub(super) fn unpack_read<'a>(
         unpacked.insert(path, contents);
     }
     Ok(unpacked)
+}
+
+fn is_link(f: &MergedFile) -> bool {
+    matches!(f.kind, Kind::Link { .. })
+}
+
+/// Whether `path` is in a unit's `.wants`/`.requires`/`.upholds`
+/// directory: links there enable units, and explain reads no file
+/// through them.
+fn in_a_dependency_dir(path: &str) -> bool {
+    path.split('/').any(|c| {
+        [".wants", ".requires", ".upholds"]
+            .iter()
+            .any(|e| c.ends_with(e))
+    })
+}
+
+/// Whether a link at `path` to `target` masks a unit: in place of a unit
+/// in /etc/systemd/system, to /dev/null (as Ignition writes `mask: true`).
+pub(super) fn masks_a_unit(path: &str, target: Option<&str>) -> bool {
+    target == Some("/dev/null")
+        && path
+            .strip_prefix("/etc/systemd/system/")
+            .is_some_and(|n| !n.contains('/') && !n.ends_with(".d"))
+}
+
+/// The path of the file of `nodes` that reading `path` reads: `path`
+/// itself, or where its links lead (a target absolute or relative to the
+/// link's directory, at most 40 links as the kernel follows). A link that
+/// leads to no file of these MachineConfigs (a file of the host, /dev/null,
+/// a directory, nothing) is an error naming its MachineConfig and path:
+/// what the node reads through it is not in them.
+pub(super) fn resolve<'a>(nodes: &'a BTreeMap<String, MergedFile>, path: &str) -> Result<&'a str> {
+    let first = nodes.get(path).context("no such path")?;
+    let mut at = nodes
+        .get_key_value(path)
+        .map(|(k, _)| k.as_str())
+        .unwrap_or_default();
+    let mut hops = 0;
+    loop {
+        let here = &nodes[at];
+        let target = match &here.kind {
+            Kind::File => return Ok(at),
+            Kind::Link {
+                target: Some(t), ..
+            } if hops < 40 => t,
+            Kind::Link { target: None, .. } => bail!(
+                "MachineConfig {:?}: {at} is a link without a target; Ignition refuses it: \
+                 give its target",
+                here.machineconfig
+            ),
+            _ => break,
+        };
+        let parent = at.rsplit_once('/').map_or("", |(d, _)| d);
+        let next = match target.starts_with('/') {
+            true => clean_path(target),
+            false => clean_path(&format!("{parent}/{target}")),
+        };
+        match nodes.get_key_value(next.as_str()) {
+            Some((k, _)) => at = k.as_str(),
+            None => break,
+        }
+        hops += 1;
+    }
+    let target = match &first.kind {
+        Kind::Link {
+            target: Some(t), ..
+        } => t.as_str(),
+        _ => at,
+    };
+    bail!(
+        "MachineConfig {:?}: {path} is a link to {target}, which leads to no file of these \
+         MachineConfigs (a file of the host, /dev/null, a directory or nothing); explain \
+         cannot vouch for what the node reads through it: write the file itself at {path}, \
+         or leave the link out",
+        first.machineconfig
+    )
+}
+
+/// The file the merged `nodes` write at `path` (through links, see
+/// [`resolve`]) unpacked to at most [`FILE_CAP`], with its mode; none for
+/// a directory or nothing.
+pub(super) fn read_node(
+    nodes: &BTreeMap<String, MergedFile>,
+    path: &str,
+) -> Result<Option<(Vec<u8>, u32)>> {
+    let real = match nodes.get(path).map(|f| &f.kind) {
+        None | Some(Kind::Directory) => return Ok(None),
+        Some(Kind::File) => path,
+        Some(Kind::Link { .. }) => resolve(nodes, path)?,
+    };
+    let f = &nodes[real];
+    Ok(Some((unpack(real, f, FILE_CAP)?, f.mode)))
+}
+
+/// Go's `path.Clean` for an absolute path (a relative one is taken from
+/// `/`): `..` stops at the root.
+pub(super) fn clean_path(path: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    for name in path.split('/') {
+        match name {
+            "" | "." => {}
+            ".." => {
+                out.pop();
+            }
+            n => out.push(n),
+        }
+    }
+    format!("/{}", out.join("/"))
 }
 
 #[cfg(test)]
