@@ -56,8 +56,13 @@ fn explain_dir(dir: &Path) -> Output {
 
 fn fleet_dir(dir: &Path) -> Output {
     let mut c = bin();
+    // A stand-in selector beside the directory: a fresh build has no
+    // static one.
+    let selector = crate::iso_fleet_cli::stand_in_selector(dir.parent().unwrap());
     c.args(["iso", "fleet", "--dest-device", "/dev/sda", "--dry-run"])
         .args(["--facts-root", "/"])
+        .arg("--selector")
+        .arg(selector)
         .arg("--pool")
         .arg(format!("worker-gpu={}", dir.display()));
     bounded(c)
@@ -402,4 +407,72 @@ fn a_kustomization_that_patches_the_machineconfigs_is_refused() {
         let o = explain_dir(&pr);
         assert!(stderr(&o).contains(why), "{resources:?}: {}", stderr(&o));
     }
+}
+
+/// What kubectl applies, as it reads it: a pull request setting the
+/// generator's mode to `0644` (octal to kubectl's YAML 1.1: 420, so
+/// systemd no longer runs it and the GPU nodes register without their
+/// taint; the MCO oracle served that mode, by the review that found it)
+/// was planned as no change (the mode was not read as a number), and a
+/// manifest named `99-x:kustomization.yaml` was taken for a kustomization
+/// and never read (kubectl applies it: its name ends in `.yaml`).
+#[test]
+fn plan_reads_modes_and_names_as_kubectl_does() {
+    let tmp = scratch_dir();
+    let rules = repo().join("examples/rules/openshift-gpu.yaml");
+    let base = tmp.path().join("base");
+    render(&base, &["--rules", rules.to_str().unwrap()]);
+    let fleet = repo().join("examples/fleet/fleet.json");
+    let mc = |name: &str, files: &str| {
+        format!(
+            "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\n\
+             metadata:\n  name: {name}\n  labels:\n    \
+             machineconfiguration.openshift.io/role: worker-gpu\n\
+             spec:\n  config:\n    ignition:\n      version: 3.4.0\n    storage:\n      \
+             files:\n{files}"
+        )
+    };
+
+    let tuned = tmp.path().join("tuned");
+    render(&tuned, &["--rules", rules.to_str().unwrap()]);
+    let generator = kubelet_labeler::node::contract::GENERATOR_PATH;
+    std::fs::write(
+        tuned.join("99-worker-gpu-tune.yaml"),
+        mc(
+            "99-worker-gpu-tune",
+            &format!("      - path: {generator}\n        mode: 0644\n"),
+        ),
+    )
+    .unwrap();
+    crate::support::relist_kustomization(&tuned, &["99-worker-gpu-tune.yaml"], &[]);
+    let o = plan(&base, &tuned, &fleet, &["--format", "json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(json(&o)["taint_changes"], 2, "{}", stderr(&o));
+    let text = crate::support::stdout(&plan(&base, &tuned, &fleet, &[]));
+    assert!(
+        text.contains("taint - nvidia.com/gpu=true:NoSchedule")
+            && text.contains(&format!(
+                "the wrapper does not run: {generator} is not executable (mode 644)"
+            )),
+        "{text}"
+    );
+
+    let named = tmp.path().join("named");
+    render(&named, &["--rules", rules.to_str().unwrap()]);
+    let env = "/etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf";
+    std::fs::create_dir(named.join("extra")).unwrap();
+    std::fs::write(
+        named.join("extra/99-x:kustomization.yaml"),
+        mc(
+            "99-worker-gpu-clear",
+            &format!(
+                "      - path: {env}\n        mode: 420\n        contents:\n          \
+                 source: \"data:,%5BService%5D%0A\"\n"
+            ),
+        ),
+    )
+    .unwrap();
+    let o = plan(&base, &named, &fleet, &["--format", "json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(json(&o)["taint_changes"], 2, "{}", stderr(&o));
 }

@@ -40,6 +40,16 @@ pub struct Render {
     pub policy: Option<Value>,
 }
 
+/// One manifest file of a render: its name as shown, the directory it is
+/// in and its own name (told apart when read, not from the shown name: a
+/// file name may hold `:` or `/`-free text that looks like another's).
+struct ManifestFile {
+    name: String,
+    dir: String,
+    file: String,
+    text: String,
+}
+
 /// A render given as a directory (read recursively), a file, or
 /// `REV:PATH` of the git repository of the working directory.
 pub fn read_render(spec: &str) -> Result<Render> {
@@ -57,45 +67,35 @@ pub fn read_render(spec: &str) -> Result<Render> {
         name: spec.to_string(),
         ..Default::default()
     };
-    // The directory a file is in: `gitops/a` of `gitops/a/x.yaml`,
-    // `rev` of `rev:x.yaml`.
-    let dir_of = |name: &str| -> String {
-        match name.rsplit_once('/') {
-            Some((d, _)) => d.to_string(),
-            None => name.split_once(':').map_or("", |(r, _)| r).to_string(),
-        }
-    };
     let mut kustomizations = Vec::new();
     // Each directory's manifest files, by plain name.
     let mut manifests: std::collections::BTreeMap<String, Vec<String>> = Default::default();
     let mut with_ours = std::collections::BTreeSet::new();
-    for (name, text) in texts {
-        let file = name.rsplit(['/', ':']).next().unwrap_or(&name);
-        if input::KUSTOMIZATION_NAMES.contains(&file) {
-            kustomizations.push((name, text));
+    for m in texts {
+        if input::KUSTOMIZATION_NAMES.contains(&m.file.as_str()) {
+            kustomizations.push(m);
             continue;
         }
         manifests
-            .entry(dir_of(&name))
+            .entry(m.dir.clone())
             .or_default()
-            .push(file.to_string());
-        let docs: Vec<Value> = serde_saphyr::from_multiple(&text)
-            .with_context(|| format!("{spec}: reading {name} as YAML"))?;
+            .push(m.file.clone());
+        let docs = input::kube_yaml_docs(&m.text)
+            .with_context(|| format!("{spec}: reading {} as YAML", m.name))?;
         let before = render.machineconfigs.len() + render.pools.len();
         for doc in docs {
             add_render_object(doc, &mut render);
         }
         if render.machineconfigs.len() + render.pools.len() > before {
-            with_ours.insert(dir_of(&name));
+            with_ours.insert(m.dir);
         }
     }
     // A kustomization beside MachineConfigs or pools: `kubectl apply -k`
     // there applies them as it says, which must be the files as they are.
-    for (name, text) in &kustomizations {
-        let dir = dir_of(name);
-        if with_ours.contains(&dir) {
-            let files = manifests.get(&dir).map_or(&[][..], Vec::as_slice);
-            input::check_kustomization(text, name, "plan", files)
+    for k in &kustomizations {
+        if with_ours.contains(&k.dir) {
+            let files = manifests.get(&k.dir).map_or(&[][..], Vec::as_slice);
+            input::check_kustomization(&k.text, &k.name, "plan", files)
                 .map_err(|e| e.context(spec.to_string()))?;
         }
     }
@@ -128,7 +128,7 @@ fn add_render_object(doc: Value, render: &mut Render) {
 /// or one file, at most `RENDER_MAX_BYTES` in all. A directory's files are
 /// read inside it (`input::read_entry`): a link is refused, never followed
 /// nor skipped (`oc apply -f` would apply what it names).
-fn local_texts(path: &Path, spec: &str) -> Result<Vec<(String, String)>> {
+fn local_texts(path: &Path, spec: &str) -> Result<Vec<ManifestFile>> {
     use crate::cli::render::input::Limit;
     let mut files = Vec::new();
     if !path.is_dir() {
@@ -144,7 +144,7 @@ fn local_texts(path: &Path, spec: &str) -> Result<Vec<(String, String)>> {
                 RENDER_MAX_BYTES >> 20
             );
         }
-        return Ok(vec![(path.display().to_string(), text)]);
+        return Ok(vec![local_file(path, text)]);
     }
     walk(path, &mut files, spec)?;
     files.sort();
@@ -178,9 +178,20 @@ fn local_texts(path: &Path, spec: &str) -> Result<Vec<(String, String)>> {
         let text = String::from_utf8(bytes).map_err(|_| {
             anyhow::anyhow!("{spec}: reading {} as UTF-8 text: not UTF-8", f.display())
         })?;
-        out.push((f.display().to_string(), text));
+        out.push(local_file(&f, text));
     }
     Ok(out)
+}
+
+fn local_file(path: &Path, text: String) -> ManifestFile {
+    ManifestFile {
+        name: path.display().to_string(),
+        dir: path.parent().unwrap_or(Path::new("")).display().to_string(),
+        file: path
+            .file_name()
+            .map_or(String::new(), |f| f.to_string_lossy().into_owned()),
+        text,
+    }
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>, spec: &str) -> Result<()> {
@@ -269,7 +280,7 @@ fn is_manifest(p: &Path) -> bool {
 /// The manifests under `sub` at git revision `rev` of the repository the
 /// working directory is in (`git show REV:PATH` spelling), read with git
 /// itself: nothing is checked out or written.
-fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<(String, String)>> {
+fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<ManifestFile>> {
     let git = |args: &[&str], input: Option<Vec<u8>>, cap: u64| -> Result<Vec<u8>> {
         git_output(args, input, cap).with_context(|| format!("{spec}: git {}", args.join(" ")))
     };
@@ -364,7 +375,13 @@ fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<(String, String)>> 
         rest = after;
         let text = String::from_utf8(bytes.to_vec())
             .map_err(|_| anyhow::anyhow!("{spec}: {name} is not UTF-8 text"))?;
-        out.push((format!("{rev}:{name}"), text));
+        let (dir, file) = name.rsplit_once('/').unwrap_or(("", &name));
+        out.push(ManifestFile {
+            name: format!("{rev}:{name}"),
+            dir: format!("{rev}:{dir}"),
+            file: file.to_string(),
+            text,
+        });
     }
     if out.is_empty() {
         bail!("{spec}: no *.yaml, *.yml or *.json file under {sub:?} at {rev}");
@@ -435,7 +452,7 @@ pub fn read_fleet_file(
             YAML_MAX_BYTES >> 20
         );
     }
-    let docs: Vec<Value> = serde_saphyr::from_multiple(&text)
+    let docs: Vec<Value> = input::kube_yaml_docs(&text)
         .with_context(|| format!("--fleet {name}: reading it as YAML or JSON"))?;
     for doc in docs {
         match doc.get("items") {

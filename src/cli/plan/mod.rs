@@ -166,6 +166,10 @@ struct PoolRender {
     pool_label: Option<String>,
     /// The node formats of our files in the pool's MachineConfigs.
     formats: formats::Formats,
+    /// Why the wrapper never runs on the pool's nodes though our drop-in
+    /// is there (the generator missing or not executable): they register
+    /// with nothing of ours.
+    wrapper_off: Option<String>,
 }
 
 pub fn plan(opts: &PlanOptions) -> Result<Plan> {
@@ -378,11 +382,20 @@ fn lay_out(render: &inputs::Render, pool: &Pool) -> Result<PoolRender> {
         .rfind(|(k, _)| k == POOL_LABEL_VAR)
         .map(|(_, v)| v.to_string_lossy().trim().to_string())
         .filter(|v| !v.is_empty());
+    let ours = [
+        crate::node::contract::LABELS_VAR,
+        crate::node::contract::TAINTS_VAR,
+    ]
+    .iter()
+    .any(|v| env.iter().any(|(k, _)| k == v))
+        || derived::sources_in_env(&env);
+    let wrapper_off = ours.then(|| formats::generator_off(&root)).flatten();
     Ok(PoolRender {
         env,
         files,
         pool_label,
         formats,
+        wrapper_off,
     })
 }
 
@@ -625,6 +638,17 @@ fn registration(
     let key = (pool.name.clone(), features);
     if let Some(r) = side.registrations.get(&key) {
         return Ok(r.clone());
+    }
+    if let Some(why) = side.pool(pool)?.wrapper_off.clone() {
+        let off = (
+            Registration {
+                left_out: Some(why),
+                ..Default::default()
+            },
+            Desired::default(),
+        );
+        side.registrations.insert(key, off.clone());
+        return Ok(off);
     }
     let env = side.pool(pool)?.env.clone();
     let has_sources = derived::sources_in_env(&env) || wplan::split_layers(&env).is_some();

@@ -46,7 +46,7 @@ pub struct Layout {
 /// skipped: a rendered bundle holds them too.
 pub fn machineconfigs_from_yaml(text: &str, source: &str) -> Result<Vec<Value>> {
     let docs: Vec<Value> =
-        serde_saphyr::from_multiple(text).with_context(|| format!("reading {source} as YAML"))?;
+        super::input::kube_yaml_docs(text).with_context(|| format!("reading {source} as YAML"))?;
     let mut out = Vec::new();
     for doc in docs {
         collect(doc, source, &mut out)?;

@@ -92,6 +92,7 @@ fn node(name: &str, mode: u32, kind: Kind) -> MergedFile {
     MergedFile {
         source: None,
         compression: None,
+        checked: Vec::new(),
         mode,
         appends: Vec::new(),
         machineconfig: name.to_string(),

@@ -795,7 +795,9 @@ fn push_notes(out: &mut String, plan: &Plan, tail: &str) {
     if more {
         out.push_str(MORE);
     }
-    push_cut(out, tail, LINE_MAX);
+    // Ours and short, kept whole: a line its labels alone make too long
+    // is cut in its middle when written (`derived::journal_line`).
+    out.push_str(tail);
 }
 
 /// The node's files under a root directory (`/` at boot), as kubelet's
