@@ -28,3 +28,4 @@ pub mod render;
 pub mod sync;
 #[cfg(feature = "cli")]
 pub mod validate;
+pub mod yaml;

@@ -34,7 +34,7 @@ pub fn pools_from_yaml(text: &str) -> Vec<Value> {
         }
     }
     let mut out = Vec::new();
-    for doc in crate::cli::render::input::kube_yaml_docs(text).unwrap_or_default() {
+    for doc in crate::cli::yaml::kube_yaml_docs(text).unwrap_or_default() {
         collect(doc, &mut out);
     }
     out

@@ -80,7 +80,7 @@ pub fn read_render(spec: &str) -> Result<Render> {
             .entry(m.dir.clone())
             .or_default()
             .push(m.file.clone());
-        let docs = input::kube_yaml_docs(&m.text)
+        let docs = crate::cli::yaml::kube_yaml_docs(&m.text)
             .with_context(|| format!("{spec}: reading {} as YAML", m.name))?;
         let before = render.machineconfigs.len() + render.pools.len();
         for doc in docs {
@@ -452,7 +452,7 @@ pub fn read_fleet_file(
             YAML_MAX_BYTES >> 20
         );
     }
-    let docs: Vec<Value> = input::kube_yaml_docs(&text)
+    let docs: Vec<Value> = crate::cli::yaml::kube_yaml_docs(&text)
         .with_context(|| format!("--fleet {name}: reading it as YAML or JSON"))?;
     for doc in docs {
         match doc.get("items") {

@@ -45,8 +45,8 @@ pub struct Layout {
 /// `oc get mc -o yaml` prints it. Other kinds (a pool, a kustomization) are
 /// skipped: a rendered bundle holds them too.
 pub fn machineconfigs_from_yaml(text: &str, source: &str) -> Result<Vec<Value>> {
-    let docs: Vec<Value> =
-        super::input::kube_yaml_docs(text).with_context(|| format!("reading {source} as YAML"))?;
+    let docs: Vec<Value> = crate::cli::yaml::kube_yaml_docs(text)
+        .with_context(|| format!("reading {source} as YAML"))?;
     let mut out = Vec::new();
     for doc in docs {
         collect(doc, source, &mut out)?;

@@ -89,7 +89,7 @@ pub(super) fn read_source(name: &str, source: &Path, f: &mut Found) -> Result<()
     for (text, label) in &texts {
         let docs: Vec<Value> = match serde_json::from_str::<Value>(text) {
             Ok(v) => vec![v],
-            Err(_) => crate::cli::render::input::kube_yaml_docs(text)
+            Err(_) => crate::cli::yaml::kube_yaml_docs(text)
                 .with_context(|| format!("reading {label} as YAML or JSON (--pool {name})"))?,
         };
         for doc in docs {
