@@ -28,4 +28,5 @@ pub mod render;
 pub mod sync;
 #[cfg(feature = "cli")]
 pub mod validate;
+#[cfg(feature = "cli")]
 pub mod yaml;
