@@ -452,10 +452,45 @@ fn plan_reads_modes_and_names_as_kubectl_does() {
     assert!(
         text.contains("taint - nvidia.com/gpu=true:NoSchedule")
             && text.contains(&format!(
-                "the wrapper does not run: {generator} is not executable (mode 644)"
+                "the wrapper does not run: {generator} is not executable"
             )),
         "{text}"
     );
+
+    // A drop-in of the wrapper's name in /etc that runs nothing hides the
+    // one the generator writes (real systemd 252 ran kubelet's own command,
+    // by the review that found it), and one sorting after it that resets
+    // ExecStart= takes the command back: the nodes register without ours.
+    let dropins = "/etc/systemd/system/kubelet.service.d";
+    for (file, body) in [
+        ("zz-kubelet-labeler.conf", "%23%20nothing%0A"),
+        (
+            "zzz-override.conf",
+            "%5BService%5D%0AExecStart%3D%0AExecStart%3D%2Fusr%2Fbin%2Fkubelet%0A",
+        ),
+    ] {
+        let hidden = tmp.path().join("hidden");
+        let _ = std::fs::remove_dir_all(&hidden);
+        render(&hidden, &["--rules", rules.to_str().unwrap()]);
+        std::fs::write(
+            hidden.join("99-worker-gpu-dropin.yaml"),
+            mc(
+                "99-worker-gpu-dropin",
+                &format!(
+                    "      - path: {dropins}/{file}\n        mode: 420\n        contents:\n          \
+                     source: \"data:,{body}\"\n"
+                ),
+            ),
+        )
+        .unwrap();
+        crate::support::relist_kustomization(&hidden, &["99-worker-gpu-dropin.yaml"], &[]);
+        let text = crate::support::stdout(&plan(&base, &hidden, &fleet, &[]));
+        assert!(
+            text.contains("taint - nvidia.com/gpu=true:NoSchedule")
+                && text.contains(&format!("the wrapper does not run: {dropins}/{file}")),
+            "{file}: {text}"
+        );
+    }
 
     let named = tmp.path().join("named");
     render(&named, &["--rules", rules.to_str().unwrap()]);

@@ -147,25 +147,6 @@ pub(super) fn judge(
     Ok(())
 }
 
-/// Why systemd would not run the generator of the tree at `root` (so no
-/// node of it runs the wrapper), as explain says it.
-pub fn generator_off(root: &std::path::Path) -> Option<String> {
-    use std::os::unix::fs::PermissionsExt;
-    let path = crate::node::contract::GENERATOR_PATH;
-    match std::fs::symlink_metadata(root.join(path.trim_start_matches('/'))) {
-        Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 => None,
-        Ok(m) if m.is_file() => Some(format!(
-            "the wrapper does not run: {path} is not executable (mode {:o}), so systemd does not \
-             run it and kubelet starts without our labels and taints",
-            m.permissions().mode() & 0o7777
-        )),
-        _ => Some(format!(
-            "the wrapper does not run: {path} is not in the pool's MachineConfigs, so kubelet \
-             starts without our labels and taints"
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -167,8 +167,9 @@ struct PoolRender {
     /// The node formats of our files in the pool's MachineConfigs.
     formats: formats::Formats,
     /// Why the wrapper never runs on the pool's nodes though our drop-in
-    /// is there (the generator missing or not executable): they register
-    /// with nothing of ours.
+    /// is there (as `explain` judges it: the generator missing or not
+    /// executable, our drop-in hidden or taken back by a later one): they
+    /// register with nothing of ours.
     wrapper_off: Option<String>,
 }
 
@@ -389,7 +390,9 @@ fn lay_out(render: &inputs::Render, pool: &Pool) -> Result<PoolRender> {
     .iter()
     .any(|v| env.iter().any(|(k, _)| k == v))
         || derived::sources_in_env(&env);
-    let wrapper_off = ours.then(|| formats::generator_off(&root)).flatten();
+    let wrapper_off = ours
+        .then(|| crate::cli::explain::reach::wrapper_off(&root))
+        .flatten();
     Ok(PoolRender {
         env,
         files,

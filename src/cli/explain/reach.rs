@@ -1,0 +1,305 @@
+//! Whether systemd runs the wrapper at kubelet's start: our drop-in (or
+//! the generator that writes it) there, not hidden, not taken back by a
+//! later drop-in. `explain` reports it; `plan` asks it of each pool.
+
+use std::path::{Path, PathBuf};
+
+use crate::node::contract::{GENERATOR_PATH, WRAPPER_DROPIN_NAME, WRAPPER_PATH};
+use crate::node::unit::{self, UnitPaths};
+
+/// Our generator in `root`, if it is there: the unit it writes the
+/// wrapper's drop-in for and the architectures (its `unit=` line and `case`
+/// arms, as `render::dropins::generator` writes them), and whether systemd
+/// runs it (an executable file).
+pub(super) struct Generator {
+    unit: String,
+    arches: Vec<String>,
+    executable: bool,
+}
+
+pub(super) fn generator(root: &Path) -> Option<Generator> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = unit::search::contained(root, Path::new(GENERATOR_PATH)).ok()?;
+    let executable = std::fs::metadata(&path).is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
+    // A regular file (never a FIFO that would keep us waiting), as much
+    // of it as a generator of ours takes.
+    let bytes = crate::node::nodefs::read_regular(&path, 64 * 1024)
+        .ok()?
+        .unwrap_or_default();
+    let text = String::from_utf8(bytes).ok()?;
+    Some(Generator {
+        unit: text
+            .lines()
+            .find_map(|l| l.strip_prefix("unit='")?.strip_suffix('\''))
+            .unwrap_or_default()
+            .to_string(),
+        arches: text
+            .lines()
+            .filter_map(|l| l.split_once(") elf='").map(|(a, _)| a.to_string()))
+            .collect(),
+        executable,
+    })
+}
+
+/// Whether systemd would run the wrapper at boot: is its drop-in there (or
+/// our generator, which writes it into /run/systemd/generator), and does a
+/// drop-in that applies after it take `ExecStart=` back?
+pub(super) struct Reach {
+    pub installed: bool,
+    /// Installed, but a later drop-in takes `ExecStart=` back: systemd
+    /// runs another command, or none.
+    pub bypassed: bool,
+    /// Why kubelet would start without the wrapper though it is installed.
+    pub errors: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+/// The generator's output directory, where its drop-in lands.
+const GENERATOR_DIR: &str = "/run/systemd/generator";
+
+pub(super) fn reach(paths: &UnitPaths, unit_name: &str, wrapper: &unit::Program) -> Reach {
+    let mut r = Reach {
+        installed: false,
+        bypassed: false,
+        errors: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let files = unit::search::find(&paths.root, &paths.dirs, unit_name);
+    let is_ours = |d: &PathBuf| d.file_name().is_some_and(|n| n == WRAPPER_DROPIN_NAME);
+    // Priority of a node path: the index of its search directory.
+    let rank = |p: &Path| paths.dirs.iter().position(|d| p.starts_with(d));
+    let in_tree = files.dropins.iter().find(|d| is_ours(d));
+    let gen_writes = match generator(&paths.root) {
+        Some(g) if !g.executable => {
+            r.warnings.push(format!(
+                "{GENERATOR_PATH} is not executable: systemd does not run it, and it writes no {WRAPPER_DROPIN_NAME}"
+            ));
+            false
+        }
+        Some(g) if g.unit != unit_name => {
+            r.warnings.push(format!(
+                "{GENERATOR_PATH} writes the wrapper's drop-in for {}, not {unit_name}",
+                g.unit
+            ));
+            false
+        }
+        Some(g) => {
+            if in_tree.is_none() {
+                r.warnings.push(format!(
+                    "the wrapper's drop-in is not in this tree: {GENERATOR_PATH} writes it into {GENERATOR_DIR} at boot, on nodes of {}",
+                    if g.arches.is_empty() {
+                        "no architecture".to_string()
+                    } else {
+                        g.arches.join(", ")
+                    }
+                ));
+            }
+            true
+        }
+        None => false,
+    };
+    r.installed = match in_tree {
+        // A file of that name in a directory before the generator's
+        // shadows what the generator writes; one after it is shadowed.
+        Some(d) if unit::search::is_masked(&paths.root, d) => {
+            let generator_wins = gen_writes
+                && match (rank(Path::new(GENERATOR_DIR)), rank(d)) {
+                    (Some(g), Some(masking)) => g < masking,
+                    (generator, _) => generator.is_some(),
+                };
+            if !generator_wins {
+                r.errors.push(format!(
+                    "{} masks the wrapper's drop-in (empty, or a link to /dev/null): systemd runs kubelet's own ExecStart=",
+                    d.display()
+                ));
+            }
+            generator_wins
+        }
+        // A drop-in of our name that outranks the generator's hides it: it
+        // must itself run the wrapper (`# nothing` there ran kubelet's own
+        // ExecStart=, as systemd 252 showed).
+        Some(d) => {
+            let generator_wins = gen_writes
+                && match (rank(Path::new(GENERATOR_DIR)), rank(d)) {
+                    (Some(g), Some(ours)) => g < ours,
+                    (generator, _) => generator.is_some(),
+                };
+            let runs = generator_wins || dropin_runs_wrapper(paths, d);
+            if !runs {
+                // Not installed, first of what is said (`wrapper_off`).
+                r.warnings.insert(0, format!(
+                    "{} has the wrapper's drop-in name but sets no command (no ExecStart= reset \
+                     and the wrapper's), and hides the drop-in {GENERATOR_PATH} writes: systemd \
+                     runs kubelet's own ExecStart=, without our labels/taints; remove it",
+                    d.display()
+                ));
+            }
+            runs
+        }
+        // Where the generator writes must be on the search path.
+        None => gen_writes && rank(Path::new(GENERATOR_DIR)).is_some(),
+    };
+    if !r.installed {
+        return r;
+    }
+    // Drop-ins apply in byte order of their names, whatever their directory.
+    for d in files.dropins.iter().filter(|d| {
+        d.file_name()
+            .is_some_and(|n| n.as_encoded_bytes() > WRAPPER_DROPIN_NAME.as_bytes())
+    }) {
+        let data = match unit::read_node(paths, d) {
+            Ok(data) => data,
+            Err(e) => {
+                r.errors.push(format!(
+                    "{}: cannot read it ({e}), and it sorts after {WRAPPER_DROPIN_NAME}: whether it takes ExecStart= back from the wrapper is unknown; run explain as root or fix the file",
+                    d.display()
+                ));
+                continue;
+            }
+        };
+        let parsed = unit::syntax::parse(&data, &d.display().to_string());
+        let exec_starts: Vec<&str> = parsed
+            .assignments
+            .iter()
+            .filter(|a| a.section == "Service" && a.key == "ExecStart")
+            .map(|a| a.value.trim())
+            .collect();
+        let name = d.display();
+        let fix = format!(
+            "remove it, or rename it to sort before {WRAPPER_DROPIN_NAME} (the wrapper then runs its command)"
+        );
+        match exec_starts.iter().rposition(|v| v.is_empty()) {
+            // Not a bypass: systemd runs the wrapper, which leaves this
+            // drop-in out like its own (`explain` says so).
+            Some(reset)
+                if exec_starts.len() == reset + 2
+                    && runs_wrapper(&paths.root, exec_starts[reset + 1], wrapper) => {}
+            Some(reset) => {
+                let why = match exec_starts.get(reset + 1) {
+                    Some(cmd) => format!(
+                        "{name} sorts after {WRAPPER_DROPIN_NAME} and resets ExecStart= to {cmd}: systemd runs that instead of the wrapper, and kubelet starts without our labels/taints; {fix}"
+                    ),
+                    None => format!(
+                        "{name} sorts after {WRAPPER_DROPIN_NAME} and resets ExecStart= to nothing: the unit has no command, and systemd refuses to start it; {fix}"
+                    ),
+                };
+                r.bypassed = true;
+                r.errors.push(why);
+            }
+            None if !exec_starts.is_empty() => {
+                r.bypassed = true;
+                r.errors.push(format!(
+                    "{name} sorts after {WRAPPER_DROPIN_NAME} and adds an ExecStart= without resetting it: with the wrapper's, the unit has two, and systemd refuses to start it; {fix}"
+                ));
+            }
+            None => r.warnings.push(format!(
+                "{name} sorts after {WRAPPER_DROPIN_NAME}; it sets no ExecStart=, so the wrapper still runs"
+            )),
+        }
+    }
+    r
+}
+
+/// Whether the drop-in `d` of our name sets a command: its last
+/// `ExecStart=` reset followed by one command (the wrapper, wherever a
+/// tree installs it; one of ours that sets none runs kubelet's own).
+fn dropin_runs_wrapper(paths: &UnitPaths, d: &Path) -> bool {
+    let Ok(data) = unit::read_node(paths, d) else {
+        return false;
+    };
+    let parsed = unit::syntax::parse(&data, &d.display().to_string());
+    let exec_starts: Vec<&str> = parsed
+        .assignments
+        .iter()
+        .filter(|a| a.section == "Service" && a.key == "ExecStart")
+        .map(|a| a.value.trim())
+        .collect();
+    matches!(exec_starts.iter().rposition(|v| v.is_empty()),
+        Some(reset) if exec_starts.len() == reset + 2)
+}
+
+/// Why no node of the tree at `root` runs the wrapper at kubelet's start
+/// (`plan`'s question of a pool's laid-out MachineConfigs): not installed,
+/// its drop-in hidden, or a later drop-in taking `ExecStart=` back.
+pub fn wrapper_off(root: &Path) -> Option<String> {
+    let paths = UnitPaths::system(root);
+    let unit_name = "kubelet.service";
+    let wrapper = wrapper_program(&paths, unit_name);
+    let r = reach(&paths, unit_name, &wrapper);
+    if !r.errors.is_empty() {
+        return Some(format!("the wrapper does not run: {}", r.errors.join("; ")));
+    }
+    if !r.installed {
+        let why = r
+            .warnings
+            .first()
+            .cloned()
+            .unwrap_or_else(|| format!("neither {GENERATOR_PATH} nor its drop-in is there"));
+        return Some(format!(
+            "the wrapper does not run: {why}; kubelet starts without our labels and taints"
+        ));
+    }
+    None
+}
+
+/// Whether an `ExecStart=` command runs the wrapper.
+fn runs_wrapper(root: &Path, command: &str, wrapper: &unit::Program) -> bool {
+    let exe = command
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .trim_start_matches(['-', '@', ':', '+', '!', '|']);
+    wrapper.is(root, Path::new(exe), None)
+}
+
+/// Whether a node path is where the wrapper lives (its path, or the
+/// per-architecture one the generator picks).
+fn is_wrapper_path(exe: &Path) -> bool {
+    let Some(exe) = exe.to_str() else {
+        return false;
+    };
+    exe == WRAPPER_PATH
+        || exe
+            .strip_prefix(WRAPPER_PATH)
+            .and_then(|rest| rest.strip_prefix('.'))
+            .is_some_and(|arch| !arch.is_empty() && !arch.contains('/'))
+}
+
+/// The wrapper as the boot wrapper knows itself (the file it runs from):
+/// the file the wrapper's drop-in in the tree runs, and the paths it is
+/// installed at (a tree from MachineConfigs may not hold the file).
+pub(super) fn wrapper_program(paths: &UnitPaths, unit_name: &str) -> unit::Program {
+    use std::os::unix::fs::MetadataExt;
+    let mut program = unit::Program {
+        ids: Vec::new(),
+        path_is: Some(is_wrapper_path),
+        what: "the wrapper",
+    };
+    let files = unit::search::find(&paths.root, &paths.dirs, unit_name);
+    let Some(ours) = files
+        .dropins
+        .iter()
+        .find(|d| d.file_name().is_some_and(|n| n == WRAPPER_DROPIN_NAME))
+    else {
+        return program;
+    };
+    let Ok(data) = unit::read_node(paths, ours) else {
+        return program;
+    };
+    let parsed = unit::syntax::parse(&data, &ours.display().to_string());
+    let exe = parsed
+        .assignments
+        .iter()
+        .rfind(|a| a.section == "Service" && a.key == "ExecStart" && !a.value.is_empty())
+        .and_then(|a| a.value.split_whitespace().next().map(str::to_string));
+    if let Some(exe) = exe
+        && let Ok(m) = unit::search::contained(
+            &paths.root,
+            Path::new(exe.trim_start_matches(['-', '@', ':', '+', '!', '|'])),
+        )
+        .and_then(std::fs::metadata)
+    {
+        program.ids.push((m.dev(), m.ino()));
+    }
+    program
+}
