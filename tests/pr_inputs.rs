@@ -462,13 +462,17 @@ fn plan_reads_modes_and_names_as_kubectl_does() {
     // by the review that found it), and one sorting after it that resets
     // ExecStart= takes the command back: the nodes register without ours.
     let dropins = "/etc/systemd/system/kubelet.service.d";
-    for (file, body) in [
-        ("zz-kubelet-labeler.conf", "%23%20nothing%0A"),
-        (
-            "zzz-override.conf",
-            "%5BService%5D%0AExecStart%3D%0AExecStart%3D%2Fusr%2Fbin%2Fkubelet%0A",
-        ),
-    ] {
+    // One that runs the wrapper for another unit, and one sorting before
+    // it that makes kubelet's command one the wrapper cannot add to (the
+    // eighth review's): the same.
+    let wrapper = "%2Fusr%2Flocal%2Fbin%2Fkubelet-labeler-wrapper.x86_64";
+    let cases = [
+        ("zz-kubelet-labeler.conf", "%23%20nothing%0A".to_string(), format!("the wrapper does not run: {dropins}/zz-kubelet-labeler.conf")),
+        ("zzz-override.conf", "%5BService%5D%0AExecStart%3D%0AExecStart%3D%2Fusr%2Fbin%2Fkubelet%0A".to_string(), format!("the wrapper does not run: {dropins}/zzz-override.conf")),
+        ("zzz-other.conf", format!("%5BService%5D%0AExecStart%3D%0AExecStart%3D{wrapper}%20--unit%20other.service%0A"), format!("the wrapper does not run: {dropins}/zzz-other.conf")),
+        ("10-sh.conf", "%5BService%5D%0AExecStart%3D%0AExecStart%3D%2Fbin%2Fsh%20-c%20%22exec%20%2Fusr%2Fbin%2Fkubelet%22%0A".to_string(), "the wrapper starts kubelet's command without ours".to_string()),
+    ];
+    for (file, body, why) in cases {
         let hidden = tmp.path().join("hidden");
         let _ = std::fs::remove_dir_all(&hidden);
         render(&hidden, &["--rules", rules.to_str().unwrap()]);
@@ -486,8 +490,7 @@ fn plan_reads_modes_and_names_as_kubectl_does() {
         crate::support::relist_kustomization(&hidden, &["99-worker-gpu-dropin.yaml"], &[]);
         let text = crate::support::stdout(&plan(&base, &hidden, &fleet, &[]));
         assert!(
-            text.contains("taint - nvidia.com/gpu=true:NoSchedule")
-                && text.contains(&format!("the wrapper does not run: {dropins}/{file}")),
+            text.contains("taint - nvidia.com/gpu=true:NoSchedule") && text.contains(&why),
             "{file}: {text}"
         );
     }

@@ -142,6 +142,17 @@ pub(super) fn reach(paths: &UnitPaths, unit_name: &str, wrapper: &unit::Program)
     if !r.installed {
         return r;
     }
+    // Our drop-in's own command, when it is in the tree: a copy of it
+    // after ours runs the same.
+    let ours = in_tree.and_then(|d| {
+        let data = unit::read_node(paths, d).ok()?;
+        let parsed = unit::syntax::parse(&data, &d.display().to_string());
+        parsed
+            .assignments
+            .iter()
+            .rfind(|a| a.section == "Service" && a.key == "ExecStart" && !a.value.is_empty())
+            .map(|a| a.value.trim().to_string())
+    });
     // Drop-ins apply in byte order of their names, whatever their directory.
     for d in files.dropins.iter().filter(|d| {
         d.file_name()
@@ -173,7 +184,9 @@ pub(super) fn reach(paths: &UnitPaths, unit_name: &str, wrapper: &unit::Program)
             // drop-in out like its own (`explain` says so).
             Some(reset)
                 if exec_starts.len() == reset + 2
-                    && runs_wrapper(&paths.root, exec_starts[reset + 1], wrapper) => {}
+                    && runs_wrapper(&paths.root, exec_starts[reset + 1], wrapper)
+                    && (renders_arguments(exec_starts[reset + 1], unit_name)
+                        || ours.as_deref() == Some(exec_starts[reset + 1])) => {}
             Some(reset) => {
                 let why = match exec_starts.get(reset + 1) {
                     Some(cmd) => format!(
@@ -240,6 +253,21 @@ pub fn wrapper_off(root: &Path) -> Option<String> {
         ));
     }
     None
+}
+
+/// Whether the wrapper's arguments in `command` are the ones render writes
+/// (`--unit %n`, and `--profile openshift` or `upstream`): another
+/// `--unit`, `--root` or `--facts-root` makes it derive from another unit or
+/// tree than kubelet's (a later drop-in so written started kubelet without
+/// our taints while explain showed them).
+fn renders_arguments(command: &str, unit_name: &str) -> bool {
+    let words: Vec<&str> = command.split_whitespace().skip(1).collect();
+    let unit_ok = |u: &str| u == "%n" || u == unit_name;
+    match words.as_slice() {
+        ["--unit", u] => unit_ok(u),
+        ["--unit", u, "--profile", p] => unit_ok(u) && matches!(*p, "openshift" | "upstream"),
+        _ => false,
+    }
 }
 
 /// Whether an `ExecStart=` command runs the wrapper.

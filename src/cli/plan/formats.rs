@@ -147,6 +147,30 @@ pub(super) fn judge(
     Ok(())
 }
 
+/// Why the wrapper adds nothing to the command kubelet's unit runs without
+/// it (the pool's drop-ins may set it: `/bin/sh -c "exec kubelet …"` is no
+/// command the wrapper can add flags to), as the wrapper judges it at boot.
+pub fn command_off(
+    svc: &crate::node::unit::LoadedService,
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+    root: &std::path::Path,
+) -> Option<String> {
+    let command =
+        match crate::node::wrapper::plan::original_command_offline(svc, env, root, &mut Vec::new())
+        {
+            Ok(c) => c,
+            Err(e) => return Some(format!("the wrapper finds no command to run: {e:#}")),
+        };
+    let words: Vec<String> = command
+        .argv
+        .iter()
+        .map(|w| w.to_string_lossy().into_owned())
+        .collect();
+    crate::node::kubelet::flags::kubelet_args_start(&command.executable.to_string_lossy(), &words)
+        .err()
+        .map(|why| format!("the wrapper starts kubelet's command without ours: {why}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

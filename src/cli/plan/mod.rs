@@ -391,7 +391,10 @@ fn lay_out(render: &inputs::Render, pool: &Pool) -> Result<PoolRender> {
     .any(|v| env.iter().any(|(k, _)| k == v))
         || derived::sources_in_env(&env);
     let wrapper_off = ours
-        .then(|| crate::cli::explain::reach::wrapper_off(&root))
+        .then(|| {
+            crate::cli::explain::reach::wrapper_off(&root)
+                .or_else(|| formats::command_off(&svc, &env, &root))
+        })
         .flatten();
     Ok(PoolRender {
         env,
