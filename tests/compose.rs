@@ -6,11 +6,11 @@
 //! `render` into the shared directory refuse that, naming both
 //! MachineConfigs; the MCO oracle shows what the node receives.
 
-use crate::support::{bin, is_root, mco, run_cli, scratch_dir, skipped, stderr};
+use crate::support::{bin, mco, run_cli, scratch_dir, stderr};
 use crate::{iso_fleet, iso_fleet_cli};
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use kubelet_labeler::cli::render::encoding::percent_encode;
 use kubelet_labeler::cli::render::machineconfig::to_yaml;
@@ -272,13 +272,9 @@ fn render_refuses_to_compose_with_an_earlier_release_in_its_directory() {
 /// receives.
 #[test]
 fn the_mco_gives_the_pools_node_only_the_later_dropin() {
-    let Some((oracle, mco_root)) = mco::oracle() else {
+    let Some((oracle, mco_root)) = mco::oracle_as_root() else {
         return;
     };
-    if !is_root() {
-        skipped::skipped("the MCO oracle writes the node's files only as root");
-        return;
-    }
     let dir = scratch_dir();
     let out = dir.path().join("gitops");
     let o = render_pool(&out, false);
@@ -291,15 +287,7 @@ fn the_mco_gives_the_pools_node_only_the_later_dropin() {
     );
     crate::support::relist_kustomization(&out, &["50-worker-kubelet-labeler-labels.yaml"], &[]);
     let work = dir.path().join("work");
-    let o = Command::new(&oracle)
-        .arg("-mco-root")
-        .arg(&mco_root)
-        .arg("-manifests")
-        .arg(&out)
-        .args(["-boot-pool", "worker-gpu", "-work"])
-        .arg(&work)
-        .output()
-        .unwrap();
+    let o = mco::boot_render((&oracle, &mco_root), &out, "worker-gpu", &work);
     let report: Value =
         serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
     // The MCO's rendered config for the pool lacks the role's drop-in as

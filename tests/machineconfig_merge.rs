@@ -5,7 +5,7 @@
 //! concatenated, repeats kept.
 
 use crate::compose::{render_pool, write_yaml};
-use crate::support::{is_root, mco, scratch_dir, skipped, stderr};
+use crate::support::{mco, scratch_dir, stderr};
 
 use kubelet_labeler::cli::render::layout::{Layout, machineconfigs_from_yaml};
 use serde_json::{Value, json};
@@ -103,13 +103,9 @@ fn mcos(rendered: &Layout, config: &Value, path: &str) -> Result<Option<Vec<u8>>
 /// none).
 #[test]
 fn the_merge_is_the_mcos_for_links_directories_and_appends() {
-    let Some((oracle, mco_root)) = mco::oracle() else {
+    let Some((oracle, mco_root)) = mco::oracle_as_root() else {
         return;
     };
-    if !is_root() {
-        skipped::skipped("the MCO oracle writes the node's files only as root");
-        return;
-    }
     let dir = scratch_dir();
     let runs: Vec<_> = cases()
         .into_iter()

@@ -3,7 +3,7 @@
 //! `--force` removes. Exit codes of usage errors and where messages go:
 //! render_gitops_messages.rs.
 
-use crate::support::{bin, elf, is_root, mco, scratch_dir, skipped, stderr, stdout};
+use crate::support::{bin, elf, mco, scratch_dir, stderr, stdout};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -591,13 +591,9 @@ fn a_foreign_file_at_our_name_is_refused_even_with_force() {
 /// pool's value, and `explain` says so.
 #[test]
 fn worker_role_and_pool_labels_compose_on_the_pools_nodes() {
-    let Some((oracle, mco_root)) = mco::oracle() else {
+    let Some((oracle, mco_root)) = mco::oracle_as_root() else {
         return;
     };
-    if !is_root() {
-        skipped::skipped("the MCO oracle writes the node's files only as root");
-        return;
-    }
     let dir = scratch_dir();
     let w = static_elf(dir.path(), Arch::X86_64);
     let out = dir.path().join("gitops");
@@ -634,15 +630,7 @@ fn worker_role_and_pool_labels_compose_on_the_pools_nodes() {
     }
     std::fs::remove_dir(out.join("cluster-wide")).unwrap();
     let work = dir.path().join("work");
-    let o = Command::new(&oracle)
-        .arg("-mco-root")
-        .arg(&mco_root)
-        .arg("-manifests")
-        .arg(&out)
-        .args(["-boot-pool", "worker-gpu", "-work"])
-        .arg(&work)
-        .output()
-        .unwrap();
+    let o = mco::boot_render((&oracle, &mco_root), &out, "worker-gpu", &work);
     let report: Value =
         serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
     assert!(o.status.success(), "{}", report["summary"]);

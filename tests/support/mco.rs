@@ -4,7 +4,7 @@
 
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub fn fixtures_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/mco")
@@ -146,4 +146,35 @@ pub fn oracle() -> Option<(PathBuf, PathBuf)> {
     let text = String::from_utf8(out.stdout).unwrap();
     let mut lines = text.lines().map(PathBuf::from);
     Some((lines.next().unwrap(), lines.next().unwrap()))
+}
+
+/// [`oracle`] where it can run: as root (it chroots into the node's
+/// files); elsewhere a skip with one line.
+pub fn oracle_as_root() -> Option<(PathBuf, PathBuf)> {
+    let found = oracle()?;
+    if !super::is_root() {
+        super::skipped::skipped("the MCO oracle needs root (it chroots into the node's files)");
+        return None;
+    }
+    Some(found)
+}
+
+/// The MCO's install-time render of `pool` from the manifests in
+/// `manifests` (its bootstrap), the node's files under `work`: the
+/// oracle's JSON report on stdout.
+pub fn boot_render(
+    (oracle, mco_root): (&Path, &Path),
+    manifests: &Path,
+    pool: &str,
+    work: &Path,
+) -> std::process::Output {
+    std::process::Command::new(oracle)
+        .arg("-mco-root")
+        .arg(mco_root)
+        .arg("-manifests")
+        .arg(manifests)
+        .args(["-boot-pool", pool, "-work"])
+        .arg(work)
+        .output()
+        .unwrap()
 }

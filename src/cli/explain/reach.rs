@@ -144,22 +144,16 @@ pub(super) fn reach(paths: &UnitPaths, unit_name: &str, wrapper: &unit::Program)
     }
     // Our drop-in's own command, when it is in the tree: a copy of it
     // after ours runs the same.
-    let ours = in_tree.and_then(|d| {
-        let data = unit::read_node(paths, d).ok()?;
-        let parsed = unit::syntax::parse(&data, &d.display().to_string());
-        parsed
-            .assignments
-            .iter()
-            .rfind(|a| a.section == "Service" && a.key == "ExecStart" && !a.value.is_empty())
-            .map(|a| a.value.trim().to_string())
-    });
+    let ours = in_tree
+        .and_then(|d| exec_starts(paths, d).ok())
+        .and_then(|v| v.into_iter().rfind(|c| !c.is_empty()));
     // Drop-ins apply in byte order of their names, whatever their directory.
     for d in files.dropins.iter().filter(|d| {
         d.file_name()
             .is_some_and(|n| n.as_encoded_bytes() > WRAPPER_DROPIN_NAME.as_bytes())
     }) {
-        let data = match unit::read_node(paths, d) {
-            Ok(data) => data,
+        let exec_starts = match exec_starts(paths, d) {
+            Ok(v) => v,
             Err(e) => {
                 r.errors.push(format!(
                     "{}: cannot read it ({e}), and it sorts after {WRAPPER_DROPIN_NAME}: whether it takes ExecStart= back from the wrapper is unknown; run explain as root or fix the file",
@@ -168,13 +162,7 @@ pub(super) fn reach(paths: &UnitPaths, unit_name: &str, wrapper: &unit::Program)
                 continue;
             }
         };
-        let parsed = unit::syntax::parse(&data, &d.display().to_string());
-        let exec_starts: Vec<&str> = parsed
-            .assignments
-            .iter()
-            .filter(|a| a.section == "Service" && a.key == "ExecStart")
-            .map(|a| a.value.trim())
-            .collect();
+        let exec_starts: Vec<&str> = exec_starts.iter().map(String::as_str).collect();
         let name = d.display();
         let fix = format!(
             "remove it, or rename it to sort before {WRAPPER_DROPIN_NAME} (the wrapper then runs its command)"
@@ -217,18 +205,22 @@ pub(super) fn reach(paths: &UnitPaths, unit_name: &str, wrapper: &unit::Program)
 /// `ExecStart=` reset followed by one command (the wrapper, wherever a
 /// tree installs it; one of ours that sets none runs kubelet's own).
 fn dropin_runs_wrapper(paths: &UnitPaths, d: &Path) -> bool {
-    let Ok(data) = unit::read_node(paths, d) else {
-        return false;
-    };
+    exec_starts(paths, d).is_ok_and(
+        |v| matches!(v.iter().rposition(|v| v.is_empty()), Some(reset) if v.len() == reset + 2),
+    )
+}
+
+/// The `ExecStart=` values of the drop-in `d`, trimmed, in order (an empty
+/// one resets the list).
+fn exec_starts(paths: &UnitPaths, d: &Path) -> std::io::Result<Vec<String>> {
+    let data = unit::read_node(paths, d)?;
     let parsed = unit::syntax::parse(&data, &d.display().to_string());
-    let exec_starts: Vec<&str> = parsed
+    Ok(parsed
         .assignments
         .iter()
         .filter(|a| a.section == "Service" && a.key == "ExecStart")
-        .map(|a| a.value.trim())
-        .collect();
-    matches!(exec_starts.iter().rposition(|v| v.is_empty()),
-        Some(reset) if exec_starts.len() == reset + 2)
+        .map(|a| a.value.trim().to_string())
+        .collect())
 }
 
 /// Why no node of the tree at `root` runs the wrapper at kubelet's start
@@ -311,15 +303,10 @@ pub(super) fn wrapper_program(paths: &UnitPaths, unit_name: &str) -> unit::Progr
     else {
         return program;
     };
-    let Ok(data) = unit::read_node(paths, ours) else {
-        return program;
-    };
-    let parsed = unit::syntax::parse(&data, &ours.display().to_string());
-    let exe = parsed
-        .assignments
-        .iter()
-        .rfind(|a| a.section == "Service" && a.key == "ExecStart" && !a.value.is_empty())
-        .and_then(|a| a.value.split_whitespace().next().map(str::to_string));
+    let exe = exec_starts(paths, ours)
+        .ok()
+        .and_then(|v| v.into_iter().rfind(|c| !c.is_empty()))
+        .and_then(|c| c.split_whitespace().next().map(str::to_string));
     if let Some(exe) = exe
         && let Ok(m) = unit::search::contained(
             &paths.root,
