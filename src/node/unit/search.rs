@@ -688,15 +688,18 @@ mod tests {
         );
     }
 
+    /// `text` at the node path `p` under `root`, its directories made.
+    fn write_under(root: &Path, p: &str, text: &str) {
+        let p = under(root, Path::new(p));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
     #[test]
     fn shadowing_masking_and_byte_order() {
         let root = tempfile::tempdir().unwrap();
         let r = root.path();
-        let mk = |p: &str, text: &str| {
-            let p = under(r, Path::new(p));
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, text).unwrap();
-        };
+        let mk = |p: &str, text: &str| write_under(r, p, text);
         mk("/usr/lib/systemd/system/k.service", "[Service]\n");
         mk("/etc/systemd/system/k.service.d/10-a.conf", "x");
         mk("/usr/lib/systemd/system/k.service.d/10-a.conf", "low");
@@ -742,11 +745,7 @@ mod tests {
         use std::os::unix::fs::symlink;
         let root = tempfile::tempdir().unwrap();
         let r = root.path();
-        let mk = |p: &str, text: &str| {
-            let p = under(r, Path::new(p));
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, text).unwrap();
-        };
+        let mk = |p: &str, text: &str| write_under(r, p, text);
         let ln = |target: &str, p: &str| symlink(target, under(r, Path::new(p))).unwrap();
         let etc = "/etc/systemd/system";
         mk(&format!("{etc}/kubelet.service"), "[Service]\n");
