@@ -510,3 +510,115 @@ fn plan_reads_modes_and_names_as_kubectl_does() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert_eq!(json(&o)["taint_changes"], 2, "{}", stderr(&o));
 }
+
+/// Static taints that do not parse (a hand edit in a pull request: render
+/// validates them): boot registers the fence alone (what they meant is
+/// unknown); plan and explain say so, where they showed nothing of ours.
+#[test]
+fn unparsable_static_taints_show_the_fence_boot_registers() {
+    let tmp = scratch_dir();
+    let rules = repo().join("examples/rules/openshift-gpu.yaml");
+    let base = tmp.path().join("base");
+    render(&base, &["--rules", rules.to_str().unwrap()]);
+    let fleet = repo().join("examples/fleet/fleet.json");
+    let bogus = tmp.path().join("bogus");
+    render(&bogus, &["--rules", rules.to_str().unwrap()]);
+    let taints = kubelet_labeler::node::contract::TAINTS_VAR;
+    std::fs::write(
+        bogus.join("99-worker-gpu-taints.yaml"),
+        format!(
+            "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\n\
+             metadata:\n  name: 99-worker-gpu-taints\n  labels:\n    \
+             machineconfiguration.openshift.io/role: worker-gpu\n\
+             spec:\n  config:\n    ignition:\n      version: 3.4.0\n    storage:\n      \
+             files:\n      - path: /etc/systemd/system/kubelet.service.d/95-taints.conf\n        \
+             mode: 420\n        contents:\n          \
+             source: \"data:,%5BService%5D%0AEnvironment%3D{taints}%3Dnvidia.com%2Fgpu%3Dtrue%3ABogus%0A\"\n"
+        ),
+    )
+    .unwrap();
+    crate::support::relist_kustomization(&bogus, &["99-worker-gpu-taints.yaml"], &[]);
+    let fence = "kubelet-labeler.io/fenced=taints-unreadable:NoSchedule";
+
+    let text = crate::support::stdout(&plan(&base, &bogus, &fleet, &[]));
+    assert!(
+        text.contains(&format!("taint + {fence}")) && text.contains("registers fenced"),
+        "{text}"
+    );
+    // With kubelet's unit as the MCO renders it (the role's own config).
+    let kubelet = tmp.path().join("01-worker-kubelet.yaml");
+    let unit = "[Service]\nExecStart=/usr/bin/kubelet --config=/etc/kubernetes/kubelet.conf\n";
+    let mc = crate::support::mco::mco_machineconfig(unit);
+    std::fs::write(&kubelet, serde_json::to_string(&mc).unwrap()).unwrap();
+    let mut c = bin();
+    c.args(["explain", "--profile", "openshift", "--machineconfig"])
+        .arg(&kubelet)
+        .arg("--machineconfig")
+        .arg(&bogus);
+    let o = bounded(c);
+    let shown = crate::support::stdout(&o);
+    assert!(
+        shown.contains(fence) && shown.contains("Bogus"),
+        "{shown}\n{}",
+        stderr(&o)
+    );
+}
+
+/// A generator edited in a pull request (an `exit 0` before it writes the
+/// wrapper's drop-in): the nodes start kubelet without ours, and plan and
+/// explain said they kept the taint. It must be the code this release
+/// renders; the same file unedited changes nothing.
+#[test]
+fn an_edited_generator_is_not_taken_for_ours() {
+    use kubelet_labeler::cli::render::{arch::Arch, dropins};
+    use kubelet_labeler::node::kubelet::Profile;
+    let tmp = scratch_dir();
+    let rules = repo().join("examples/rules/openshift-gpu.yaml");
+    let base = tmp.path().join("base");
+    render(&base, &["--rules", rules.to_str().unwrap()]);
+    let fleet = repo().join("examples/fleet/fleet.json");
+    let generator = kubelet_labeler::node::contract::GENERATOR_PATH;
+    let ours = dropins::generator(Profile::OpenShift, "kubelet.service", &[Arch::X86_64]);
+    let edited = ours.replacen("\nunit=", "\nexit 0\nunit=", 1);
+    // Comments are no code: one more changes nothing.
+    let commented = ours.replacen("\nunit=", "\n# a note\nunit=", 1);
+    for (name, text, changes) in [("same", &commented, false), ("edited", &edited, true)] {
+        let dir = tmp.path().join(name);
+        render(&dir, &["--rules", rules.to_str().unwrap()]);
+        let source = format!(
+            "data:,{}",
+            kubelet_labeler::cli::render::encoding::percent_encode(text.as_bytes())
+        );
+        let mc = serde_json::json!({
+            "apiVersion": "machineconfiguration.openshift.io/v1",
+            "kind": "MachineConfig",
+            "metadata": { "name": "99-worker-gpu-generator",
+                          "labels": { "machineconfiguration.openshift.io/role": "worker-gpu" } },
+            "spec": { "config": { "ignition": { "version": "3.4.0" },
+                "storage": { "files": [ { "path": generator, "mode": 493,
+                                          "contents": { "source": source, "compression": "" } } ] } } }
+        });
+        std::fs::write(
+            dir.join("99-worker-gpu-generator.yaml"),
+            serde_json::to_string(&mc).unwrap(),
+        )
+        .unwrap();
+        crate::support::relist_kustomization(&dir, &["99-worker-gpu-generator.yaml"], &[]);
+        let o = plan(&base, &dir, &fleet, &[]);
+        let text = crate::support::stdout(&o);
+        assert_eq!(
+            text.contains("taint - nvidia.com/gpu=true:NoSchedule"),
+            changes,
+            "{name}: {text}{}",
+            stderr(&o)
+        );
+        if changes {
+            assert!(
+                text.contains(&format!(
+                    "the wrapper does not run: {generator} is not the generator this release renders"
+                )),
+                "{text}"
+            );
+        }
+    }
+}

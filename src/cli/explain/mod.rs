@@ -322,7 +322,8 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
                 nodefs,
             )
         }
-        Err(e) => plan::plan_closed(command, Err(e), opts.profile, nodefs),
+        // As boot: the fence alone, where the static part does not parse.
+        Err(e) => fail_closed::statics_unreadable(command, &e, opts.profile, nodefs),
     };
     plan.rules = collected.rules;
     let mut notes = collected.notes;

@@ -15,6 +15,10 @@ pub(super) struct Generator {
     unit: String,
     arches: Vec<String>,
     executable: bool,
+    /// Not an earlier release's, and not the code this release renders for
+    /// its unit and architectures (an `exit 0` edited in): what it does at
+    /// boot is unknown.
+    edited: bool,
 }
 
 pub(super) fn generator(root: &Path) -> Option<Generator> {
@@ -27,18 +31,73 @@ pub(super) fn generator(root: &Path) -> Option<Generator> {
         .ok()?
         .unwrap_or_default();
     let text = String::from_utf8(bytes).ok()?;
+    let unit = text
+        .lines()
+        .find_map(|l| l.strip_prefix("unit='")?.strip_suffix('\''))
+        .unwrap_or_default()
+        .to_string();
+    let arches: Vec<String> = text
+        .lines()
+        .filter_map(|l| l.split_once(") elf='").map(|(a, _)| a.to_string()))
+        .collect();
+    // An earlier release's generator is judged by that release (`formats`
+    // says this CLI cannot); any other must be this release's code.
+    let earlier = match crate::cli::render::node_format::of_file(text.as_bytes()) {
+        Some(Some(f)) => f != crate::node::contract::NODE_FORMAT,
+        Some(None) => true,
+        None => false,
+    };
+    let edited = !earlier && !as_rendered(&text, &unit, &arches);
     Some(Generator {
-        unit: text
-            .lines()
-            .find_map(|l| l.strip_prefix("unit='")?.strip_suffix('\''))
-            .unwrap_or_default()
-            .to_string(),
-        arches: text
-            .lines()
-            .filter_map(|l| l.split_once(") elf='").map(|(a, _)| a.to_string()))
-            .collect(),
+        unit,
+        arches,
         executable,
+        edited,
     })
+}
+
+/// Whether `text` is the generator render writes for `unit` and `arches`
+/// (with either profile): its `#!` line and every line of code equal,
+/// comments and blank lines aside (they may differ between builds of one
+/// node format, whose fingerprint covers the rest; sh runs none of them).
+fn as_rendered(text: &str, unit: &str, arches: &[String]) -> bool {
+    use crate::cli::render::{arch::Arch, dropins};
+    use crate::node::kubelet::Profile;
+    // (render checks unit names before it writes one into the script.)
+    let unit_ok = |u: &str| {
+        !u.is_empty()
+            && u.bytes()
+                .all(|c| c.is_ascii_alphanumeric() || b"@._-:".contains(&c))
+    };
+    let Some(arches) = arches
+        .iter()
+        .map(|a| Arch::from_name(a))
+        .collect::<Option<Vec<_>>>()
+    else {
+        return false;
+    };
+    if !unit_ok(unit) {
+        return false;
+    }
+    // Lines as sh reads them: a carriage return is part of a word.
+    let code = |t: &str| -> Vec<String> {
+        let mut lines = t.split('\n');
+        let shebang = lines.next().unwrap_or_default().to_string();
+        std::iter::once(shebang)
+            .chain(
+                lines
+                    .filter(|l| {
+                        let l = l.trim_start_matches([' ', '\t']);
+                        !l.is_empty() && !l.starts_with('#')
+                    })
+                    .map(str::to_string),
+            )
+            .collect()
+    };
+    let got = code(text);
+    [Profile::OpenShift, Profile::Upstream]
+        .into_iter()
+        .any(|p| code(&dropins::generator(p, unit, &arches)) == got)
 }
 
 /// Whether systemd would run the wrapper at boot: is its drop-in there (or
@@ -73,6 +132,16 @@ pub(super) fn reach(paths: &UnitPaths, unit_name: &str, wrapper: &unit::Program)
         Some(g) if !g.executable => {
             r.warnings.push(format!(
                 "{GENERATOR_PATH} is not executable: systemd does not run it, and it writes no {WRAPPER_DROPIN_NAME}"
+            ));
+            false
+        }
+        Some(g) if g.edited => {
+            r.errors.push(format!(
+                "{GENERATOR_PATH} is not the generator this release renders for {} (its code \
+                 differs: edited by hand or by another tool): what it does at boot cannot be \
+                 judged, so it is taken to write no {WRAPPER_DROPIN_NAME} and kubelet to start \
+                 without our labels/taints; render it again with `kubelet-labeler render`",
+                g.unit
             ));
             false
         }

@@ -16,8 +16,9 @@ use serde_json::Value;
 
 use anyhow::Result;
 
+use super::fleet::{Fleet, FleetNode};
 use super::kube::Pool;
-use super::{Fleet, FleetNode, Outcome, Side};
+use super::{Outcome, Side};
 use crate::cli::render::layout::Layout;
 use crate::cli::render::node_format;
 use crate::node::contract::NODE_FORMAT;

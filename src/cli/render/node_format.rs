@@ -15,6 +15,8 @@ pub fn of_file(bytes: &[u8]) -> Option<Option<String>> {
     if bytes.starts_with(b"\x7fELF") {
         return wrapper_format(bytes);
     }
+    // The generator: a shell script, stamped on the line after its `#!`.
+    let bytes = bytes.strip_prefix(b"#!/bin/sh\n").unwrap_or(bytes);
     let rest = bytes.strip_prefix(TEXT_HEAD.as_bytes())?;
     let line = &rest[..rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len())];
     let line = String::from_utf8_lossy(line);

@@ -165,12 +165,12 @@ pub fn prepare(
         // The static taints do not parse (a hand edit: render validates
         // them): what they meant is unknown, so the fence goes in alone.
         Err(e) => {
-            let failure = Failure::new(Reason::TaintsUnreadable, format!("{e:#}"));
-            let mut p =
-                fail_closed::plan_fenced(original, None, &[], Some(&failure), opts.profile, &fs);
-            p.notes
-                .insert(0, format!("our labels and taints left out: {e:#}"));
-            return Ok(p);
+            return Ok(fail_closed::statics_unreadable(
+                original,
+                &e,
+                opts.profile,
+                &fs,
+            ));
         }
     };
     let mut refusable_gone = Vec::new();

@@ -32,6 +32,22 @@ pub fn plan_fenced(
     p
 }
 
+/// The plan where the static labels and taints do not parse (a hand edit:
+/// render validates them): what they meant is unknown, so `original` with
+/// the fence alone. `explain` and `plan` show what boot registers.
+pub fn statics_unreadable(
+    original: OriginalCommand,
+    error: &crate::node::error::Error,
+    profile: Profile,
+    fs: &dyn NodeFs,
+) -> Plan {
+    let failure = Failure::new(Reason::TaintsUnreadable, format!("{error:#}"));
+    let mut p = plan_fenced(original, None, &[], Some(&failure), profile, fs);
+    p.notes
+        .insert(0, format!("our labels and taints left out: {error:#}"));
+    p
+}
+
 /// Merge `additions`, failing closed: when the merge fails with our
 /// labels in it (a label kubelet refuses, a `--node-labels` word over the
 /// kernel's limit), the taints go in with `keep_labels` (the static ones),
