@@ -61,7 +61,7 @@ pub(super) fn generator(root: &Path) -> Option<Generator> {
 /// comments and blank lines aside (they may differ between builds of one
 /// node format, whose fingerprint covers the rest; sh runs none of them).
 fn as_rendered(text: &str, unit: &str, arches: &[String]) -> bool {
-    use crate::cli::render::{arch::Arch, dropins};
+    use crate::cli::render::{arch::Arch, generator as rendered};
     use crate::node::kubelet::Profile;
     // (render checks unit names before it writes one into the script.)
     let unit_ok = |u: &str| {
@@ -97,7 +97,7 @@ fn as_rendered(text: &str, unit: &str, arches: &[String]) -> bool {
     let got = code(text);
     [Profile::OpenShift, Profile::Upstream]
         .into_iter()
-        .any(|p| code(&dropins::generator(p, unit, &arches)) == got)
+        .any(|p| code(&rendered::generator(p, unit, &arches)) == got)
 }
 
 /// Whether systemd would run the wrapper at boot: is its drop-in there (or
@@ -386,4 +386,39 @@ pub(super) fn wrapper_program(paths: &UnitPaths, unit_name: &str) -> unit::Progr
         program.ids.push((m.dev(), m.ino()));
     }
     program
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::render::{arch::Arch, generator as rendered};
+    use crate::node::kubelet::Profile;
+
+    /// What render writes is ours, with either profile and any
+    /// architectures; code changed in any way sh would see is not.
+    #[test]
+    fn only_the_rendered_code_is_ours() {
+        let arches = [Arch::X86_64, Arch::Aarch64];
+        let names: Vec<String> = arches.iter().map(|a| a.name().to_string()).collect();
+        for p in [Profile::OpenShift, Profile::Upstream] {
+            let text = rendered::generator(p, "kubelet.service", &arches);
+            assert!(as_rendered(&text, "kubelet.service", &names));
+            assert!(as_rendered(
+                &text.replace("\nesac\n", "\n\t# a comment\n\nesac\n"),
+                "kubelet.service",
+                &names
+            ));
+            assert!(!as_rendered(&text, "kubelet.service", &names[..1]));
+            assert!(!as_rendered(&text, "crio.service", &names));
+            for edited in [
+                text.replacen("#!/bin/sh\n", "#!/bin/true\n", 1),
+                text.replacen("\nesac\n", "\nesac\r\n", 1),
+                text.replacen("\nesac\n", "\nesac\nexit 0\n", 1),
+                text.replacen("\tfi\n", "\tfi # x\n", 1),
+                text.clone() + "true\n",
+            ] {
+                assert!(!as_rendered(&edited, "kubelet.service", &names), "{edited}");
+            }
+        }
+    }
 }

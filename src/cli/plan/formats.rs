@@ -9,19 +9,19 @@
 //! the fleet holds that rendered config (`oc get mc NAME -o json`), its
 //! files say; else the node is taken to run the base render of its pool.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use serde::Serialize;
 use serde_json::Value;
 
 use anyhow::Result;
 
-use super::fleet::{Fleet, FleetNode};
 use super::kube::Pool;
 use super::{Outcome, Side};
 use crate::cli::render::layout::Layout;
 use crate::cli::render::node_format;
 use crate::node::contract::NODE_FORMAT;
+use crate::node::sync::reconcile::NodeState;
 
 /// The MCO's annotation naming the rendered config a node runs.
 pub const CURRENT_CONFIG: &str = "machineconfiguration.openshift.io/currentConfig";
@@ -107,20 +107,18 @@ pub fn change(installed: &Formats, from: String, proposed: &Formats) -> Option<F
 /// (its registration is read as this CLI's node format reads it).
 pub(super) fn judge(
     o: &mut Outcome,
-    n: &FleetNode,
-    fleet: &Fleet,
+    node: Option<&NodeState>,
+    rendered: &HashMap<String, Formats>,
     sides: &mut [Side; 2],
     pool: &Pool,
     proposed_pool: &Pool,
 ) -> Result<()> {
     let base = sides[0].pool(pool)?.formats.clone();
     let proposed = sides[1].pool(proposed_pool)?.formats.clone();
-    let current = n
-        .node
-        .as_ref()
+    let current = node
         .and_then(|s| s.annotations.iter().find(|(k, _)| k == CURRENT_CONFIG))
         .map(|(_, v)| v.as_str());
-    let (installed, from) = match current.and_then(|c| Some((c, fleet.rendered.get(c)?))) {
+    let (installed, from) = match current.and_then(|c| Some((c, rendered.get(c)?))) {
         Some((c, f)) => (f.clone(), format!("{c}, the Node's current config")),
         None => (
             base.clone(),

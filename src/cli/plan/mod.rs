@@ -533,7 +533,14 @@ fn judge(
     let (after, desired) = registration(&mut sides[1], &proposed_pool, n.features, fleet, profile)?;
     o.register_before = before.clone();
     o.register_after = after.clone();
-    formats::judge(&mut o, n, fleet, sides, &pool, &proposed_pool)?;
+    formats::judge(
+        &mut o,
+        n.node.as_ref(),
+        &fleet.rendered,
+        sides,
+        &pool,
+        &proposed_pool,
+    )?;
     let mut labels_after = labels_now.clone();
     let mut node_taints_after: Vec<Taint> = n
         .node

@@ -30,6 +30,7 @@ pub mod compose;
 pub mod contained;
 pub mod dropins;
 pub mod encoding;
+pub mod generator;
 pub mod gitops_dir;
 pub mod input;
 pub mod layout;
