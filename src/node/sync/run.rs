@@ -540,21 +540,28 @@ pub fn sync_node(
                     out,
                     EXIT_RETRY_LATER,
                     format!(
-                        "nothing changed: the API server answered {} (gave up): {}",
+                        "nothing changed: the API server answered {} (gave up): {}{}",
                         r.status,
-                        status_message(&r)
+                        status_message(&r),
+                        drift_suffix(&plan)
                     ),
                     &trail,
                 );
             }
+            // The label write refused (an admission policy, the Node's
+            // annotations at their limit): the drift this run found is
+            // still reported, and its Event posted (it does not depend on
+            // the write), at every run while it lasts.
             Ok(r) => {
+                let unposted = post_event(api, &mut out, name, &plan);
                 return finish(
                     out,
                     EXIT_DRIFT,
                     format!(
-                        "nothing changed: the API server refused the patch ({}): {}",
+                        "nothing changed: the API server refused the patch ({}): {}{}{unposted}",
                         r.status,
-                        status_message(&r)
+                        status_message(&r),
+                        drift_suffix(&plan)
                     ),
                     &trail,
                 );
@@ -568,12 +575,17 @@ pub fn sync_node(
                 return finish(
                     out,
                     EXIT_RETRY_LATER,
-                    format!("nothing changed: {why} (gave up)"),
+                    format!("nothing changed: {why} (gave up){}", drift_suffix(&plan)),
                     &trail,
                 );
             }
             Err(Failure::Fatal(why)) => {
-                return finish(out, EXIT_DRIFT, format!("nothing changed: {why}"), &trail);
+                return finish(
+                    out,
+                    EXIT_DRIFT,
+                    format!("nothing changed: {why}{}", drift_suffix(&plan)),
+                    &trail,
+                );
             }
         }
     }

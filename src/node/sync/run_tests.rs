@@ -412,3 +412,53 @@ fn giving_up_on_a_busy_api_server_asks_to_run_again() {
         assert_eq!(out.code, code, "{what}: {}", out.summary);
     }
 }
+
+/// A label write the API server refuses (an admission policy, the Node's
+/// annotations at their limit) still reports the taint drift the run found,
+/// and posts its Event, at every run: it said "nothing changed" alone.
+#[test]
+fn a_refused_write_still_reports_the_taint_drift() {
+    let wanted = Desired {
+        labels: vec![("example.com/a".into(), "2".into())],
+        taints: crate::node::kubelet::parse_taints("nvidia.com/gpu=true:NoSchedule").unwrap(),
+        rule_taints: Vec::new(),
+    };
+    for (refusal, event) in [
+        (
+            ok(422, r#"{"message":"nodes may not change their labels"}"#),
+            true,
+        ),
+        (Err(Failure::Fatal("curl: (56) failure".into())), false),
+    ] {
+        let mut s = Script {
+            answers: vec![
+                ok(200, &node("5", r#""example.com/a":"1""#)),
+                refusal,
+                ok(201, "{}"),
+            ],
+            sent: Vec::new(),
+        };
+        let out = sync_node(
+            &mut s,
+            &mut |_| {},
+            "n1",
+            &wanted,
+            &Policy::default(),
+            false,
+            Duration::from_secs(60),
+        );
+        assert_eq!(out.code, EXIT_DRIFT, "{}", out.summary);
+        assert!(
+            out.summary
+                .contains("nvidia.com/gpu=true:NoSchedule is missing"),
+            "{}",
+            out.summary
+        );
+        let methods: Vec<&str> = s.sent.iter().map(|(m, _)| m.as_str()).collect();
+        let expected: &[&str] = match event {
+            true => &["GET", "PATCH", "POST"],
+            false => &["GET", "PATCH"],
+        };
+        assert_eq!(methods, expected);
+    }
+}

@@ -268,6 +268,12 @@ impl Curl {
         if let Some(ca) = &self.creds.ca {
             args.push("--cacert".into());
             args.push(ca.arg());
+            // The kubeconfig's CA alone, as kubelet trusts it: curl's
+            // built-in CA directory (/etc/ssl/certs on Debian) would let a
+            // certificate from any CA the host trusts answer for the API
+            // server. No file is found under /dev/null.
+            args.push("--capath".into());
+            args.push("/dev/null".into());
         }
         if let Some((content_type, data)) = body {
             args.push("-H".into());
@@ -452,6 +458,21 @@ mod tests {
         assert_eq!(a[a.len() - 2], "--");
         let get = c.args("GET", "/api/v1/nodes/n", None);
         assert_eq!(get.last().unwrap(), "https://h:6443/[1-40]/api/v1/nodes/n");
+    }
+
+    /// The kubeconfig's CA is the only one trusted, as by kubelet: curl's
+    /// built-in CA directory (the host's public and corporate CAs) is
+    /// replaced by one where no certificate is found.
+    #[test]
+    fn only_the_kubeconfigs_ca_is_trusted() {
+        let mut c = curl("https://h:6443");
+        c.creds.ca = Some(CurlFile::memory("ca", b"ca").unwrap());
+        let a = c.args("GET", "/api/v1/nodes/n", None);
+        let at = a.iter().position(|x| x == "--cacert").unwrap();
+        assert!(a[at + 1].starts_with("/proc/self/fd/"));
+        assert_eq!(a.iter().filter(|x| *x == "--capath").count(), 1, "{a:?}");
+        let at = a.iter().position(|x| x == "--capath").unwrap();
+        assert_eq!(a[at + 1], "/dev/null");
     }
 
     #[test]
