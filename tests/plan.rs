@@ -829,3 +829,32 @@ fn selectors_match_as_the_api_server_selects_nodes() {
         "{refused} refused, {selected} selected"
     );
 }
+
+/// A paused pool (the pull request pauses it, or it is paused): the MCO
+/// rolls nothing out to its nodes, and the MCS serves new ones the current
+/// rendered config, until it is unpaused. plan says so beside what
+/// unpausing does.
+#[test]
+fn a_paused_pool_is_said_to_roll_nothing_out() {
+    let tmp = scratch_dir();
+    let (base, proposed) = (tmp.path().join("base"), tmp.path().join("proposed"));
+    render(&base, &[]);
+    render(&proposed, &["--rules", &gpu_rules()]);
+    let pool = proposed.join("machineconfigpool-worker-gpu.yaml");
+    let text = std::fs::read_to_string(&pool).unwrap();
+    std::fs::write(
+        &pool,
+        text.replacen("spec:\n", "spec:\n  paused: true\n", 1),
+    )
+    .unwrap();
+    let o = plan(&base, &proposed, &fleet(), &["--format", "json"]);
+    let shown = json(&o).to_string();
+    assert!(
+        shown.contains("pool worker-gpu is paused (spec.paused): the MCO rolls none of this out"),
+        "{shown}"
+    );
+    // Unpaused: not said.
+    std::fs::write(&pool, text).unwrap();
+    let o = plan(&base, &proposed, &fleet(), &["--format", "json"]);
+    assert!(!json(&o).to_string().contains("is paused"));
+}

@@ -213,6 +213,9 @@ pub struct Pool {
     /// None: matches no node (the MCO renders nothing for an empty one).
     pub node_selector: Option<Selector>,
     pub machineconfig_selector: Option<Selector>,
+    /// `spec.paused`: the MCO rolls no new rendered config out to the
+    /// pool's nodes, and the MCS serves new ones its current one.
+    pub paused: bool,
 }
 
 pub const ROLE_LABEL: &str = "machineconfiguration.openshift.io/role";
@@ -228,6 +231,10 @@ impl Pool {
             machineconfig_selector: nonempty(Selector::from_label_selector(
                 v.pointer("/spec/machineConfigSelector"),
             )),
+            paused: v
+                .pointer("/spec/paused")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
             name,
         })
     }
@@ -244,6 +251,7 @@ impl Pool {
                 labels: vec![(ROLE_LABEL.into(), role.to_string())],
                 ..Default::default()
             }),
+            paused: false,
         }
     }
 
@@ -657,6 +665,7 @@ mod tests {
                 ..Default::default()
             }),
             machineconfig_selector: None,
+            paused: false,
         };
         let pools = vec![Pool::builtin("master"), Pool::builtin("worker"), gpu, numa];
         let worker = kv(&[("node-role.kubernetes.io/worker", "")]);

@@ -529,6 +529,14 @@ fn judge(
         .find(|p| p.name == pool.name)
         .cloned()
         .unwrap_or_else(|| pool.clone());
+    if proposed_pool.paused {
+        o.not_judged.push(format!(
+            "pool {} is paused (spec.paused): the MCO rolls none of this out to its nodes, and \
+             nodes joining it boot its current rendered config, until it is unpaused; what is \
+             shown is what unpausing does",
+            proposed_pool.name
+        ));
+    }
     let (before, _) = registration(&mut sides[0], &pool, n.features, fleet, profile)?;
     let (after, desired) = registration(&mut sides[1], &proposed_pool, n.features, fleet, profile)?;
     o.register_before = before.clone();
