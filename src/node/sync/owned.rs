@@ -14,8 +14,13 @@
 
 /// Longest label key: a 253-byte DNS prefix, `/`, a 63-byte name.
 const MAX_KEY: usize = 317;
-/// Most keys one annotation may list (a Node's whole metadata is 256 KiB).
-const MAX_KEYS: usize = 16_384;
+/// Most keys one annotation may list: what fits the 256 KiB the API server
+/// allows a Node's annotations, at two bytes a key (what the sync writes,
+/// it reads back).
+const MAX_KEYS: usize = 131_072;
+/// Most bytes the keys read may hold (prefixes shared in the text are
+/// repeated in each key).
+const MAX_BYTES: usize = 8 << 20;
 /// Deepest nesting written and read.
 const MAX_DEPTH: usize = 16;
 
@@ -85,7 +90,7 @@ fn encode_into(keys: &[&str], depth: usize, out: &mut String) {
 pub fn decode(text: &str) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
     let mut prefix = String::new();
-    let end = list(text, 0, &mut prefix, 0, &mut out)?;
+    let end = list(text, 0, &mut prefix, 0, &mut out, &mut 0)?;
     if end < text.len() {
         return Err(format!("a character no label key has, at byte {end}"));
     }
@@ -110,6 +115,7 @@ fn list(
     prefix: &mut String,
     depth: usize,
     out: &mut Vec<String>,
+    total: &mut usize,
 ) -> Result<usize, String> {
     let s = t.as_bytes();
     loop {
@@ -131,7 +137,7 @@ fn list(
                     "a {{ at byte {i} with no prefix or nested too deep"
                 ));
             }
-            i = list(t, i + 1, prefix, depth + 1, out)?;
+            i = list(t, i + 1, prefix, depth + 1, out, total)?;
             if s.get(i) != Some(&b'}') {
                 return Err(format!("the {{ before byte {i} is not closed"));
             }
@@ -139,6 +145,10 @@ fn list(
         } else if !text.is_empty() {
             if out.len() >= MAX_KEYS {
                 return Err(format!("more than {MAX_KEYS} keys"));
+            }
+            *total += prefix.len();
+            if *total > MAX_BYTES {
+                return Err(format!("keys of more than {MAX_BYTES} bytes"));
             }
             out.push(prefix.clone());
         }
@@ -214,6 +224,19 @@ mod tests {
         assert!(decode(&long).is_err());
         let many = vec!["k"; MAX_KEYS + 1].join(",");
         assert!(decode(&many).is_err());
+        // A shared prefix is repeated in every key: 90 KB of text that
+        // would be 9 MB of keys.
+        let suffixes: Vec<String> = (0..30_000).map(|i| format!("{i:x}")).collect();
+        let wide = format!("{}.{{{}}}", "p".repeat(300), suffixes.join(","));
+        assert!(decode(&wide).unwrap_err().contains("bytes"));
+    }
+
+    /// What the sync writes for the most labels a node registers with, it
+    /// reads back (16,385 keys were refused by the reader).
+    #[test]
+    fn what_is_written_is_read_back() {
+        let keys: Vec<String> = (0..40_000).map(|i| format!("k{i:05}")).collect();
+        assert_eq!(decode(&encode(&keys)).unwrap(), keys);
     }
 
     /// Any set of keys survives the round trip, however its prefixes nest.

@@ -361,6 +361,11 @@ pub fn sync_node(
         out
     };
     const CONNECTION: &str = "connection failure";
+    // The drift whose Event this run posted, and a note when its post
+    // failed: posted before the write that records it as told, so neither
+    // a failed post nor a write's lost answer loses it.
+    let mut posted: Option<Vec<String>> = None;
+    let mut unposted = String::new();
     loop {
         let got = api.request("GET", &path, None);
         out.requests += 1;
@@ -457,7 +462,7 @@ pub fn sync_node(
         // The answer's text is not needed past here: free it before the
         // next request (a retry's Node is not added to this one's).
         drop(r);
-        let plan = match reconcile::reconcile(desired, &node, policy) {
+        let mut plan = match reconcile::reconcile(desired, &node, policy) {
             Ok(p) => p,
             Err(e) => return finish(out, EXIT_DRIFT, format!("nothing changed: {e}"), &trail),
         };
@@ -485,7 +490,6 @@ pub fn sync_node(
             if let Some((changed, _)) = trail.unsure.take() {
                 // The lost write landed: say what it changed, as if its
                 // answer had come.
-                let unposted = post_event(api, &mut out, name, &plan);
                 return finish(
                     out,
                     code,
@@ -497,6 +501,25 @@ pub fn sync_node(
                 );
             }
             return finish(out, code, format!("{what}{}", drift_suffix(&plan)), &trail);
+        }
+        if plan.post_event && posted.as_ref() != Some(&plan.taint_drift) {
+            unposted = post_event(api, &mut out, name, &plan);
+            if unposted.is_empty() {
+                posted = Some(plan.taint_drift.clone());
+            } else {
+                // Not told: the next run posts it.
+                plan.patch
+                    .annotations
+                    .retain(|(k, _)| k != reconcile::DRIFT_ANNOTATION);
+                if plan.patch.is_empty() {
+                    return finish(
+                        out,
+                        EXIT_DRIFT,
+                        format!("labels up to date{}{unposted}", drift_suffix(&plan)),
+                        &trail,
+                    );
+                }
+            }
         }
         let body = plan.patch.to_json(&node.resource_version);
         drop(node);
@@ -510,7 +533,6 @@ pub fn sync_node(
         match sent {
             Ok(r) if r.status == 200 => {
                 trail.unsure = None;
-                let unposted = post_event(api, &mut out, name, &plan);
                 let code = if plan.drift_remains() {
                     EXIT_DRIFT
                 } else {
@@ -553,7 +575,6 @@ pub fn sync_node(
             // still reported, and its Event posted (it does not depend on
             // the write), at every run while it lasts.
             Ok(r) => {
-                let unposted = post_event(api, &mut out, name, &plan);
                 return finish(
                     out,
                     EXIT_DRIFT,
@@ -591,8 +612,6 @@ pub fn sync_node(
     }
 }
 
-/// The Warning Event for taint drift, best effort, once per change of the
-/// derived taints (after the write that records them).
 /// The TaintDrift Event, once per drift (the patch just written records
 /// it); a note for the journal line when it could not be posted.
 fn post_event(

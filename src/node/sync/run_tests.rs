@@ -433,8 +433,8 @@ fn a_refused_write_still_reports_the_taint_drift() {
         let mut s = Script {
             answers: vec![
                 ok(200, &node("5", r#""example.com/a":"1""#)),
-                refusal,
                 ok(201, "{}"),
+                refusal,
             ],
             sent: Vec::new(),
         };
@@ -454,11 +454,165 @@ fn a_refused_write_still_reports_the_taint_drift() {
             "{}",
             out.summary
         );
+        // The Event goes before the write that records it as told.
         let methods: Vec<&str> = s.sent.iter().map(|(m, _)| m.as_str()).collect();
-        let expected: &[&str] = match event {
-            true => &["GET", "PATCH", "POST"],
-            false => &["GET", "PATCH"],
-        };
-        assert_eq!(methods, expected);
+        assert_eq!(methods, ["GET", "POST", "PATCH"]);
     }
+}
+
+fn gpu_taint() -> Taint {
+    Taint {
+        key: "nvidia.com/gpu".into(),
+        value: "true".into(),
+        effect: kubelet::TaintEffect::NoSchedule,
+    }
+}
+
+fn run_with(answers: Vec<Result<Response, Failure>>, desired: &Desired) -> (Outcome, Script) {
+    let mut s = Script {
+        answers,
+        sent: Vec::new(),
+    };
+    let out = sync_node(
+        &mut s,
+        &mut |_| {},
+        "n1",
+        desired,
+        &Policy::default(),
+        false,
+        Duration::from_secs(60),
+    );
+    (out, s)
+}
+
+/// F1: a label write the API server refuses (a ValidatingAdmissionPolicy,
+/// annotations past 256 KiB: 422; five conflicts) still reports the taint
+/// drift the run found, as every run must until it is gone.
+#[test]
+fn refused_and_conflicting_writes_still_report_the_taint_drift() {
+    let d = Desired {
+        taints: vec![gpu_taint()],
+        ..desired()
+    };
+    let refused = r#"{"kind":"Status","message":"nodes may not change their labels"}"#;
+    let mut conflicts = Vec::new();
+    for _ in 0..=MAX_CONFLICTS {
+        conflicts.push(ok(200, &node("5", r#""example.com/a":"1""#)));
+        conflicts.push(ok(409, r#"{"kind":"Status","message":"conflict"}"#));
+    }
+    for answers in [
+        vec![
+            ok(200, &node("5", r#""example.com/a":"1""#)),
+            ok(422, refused),
+        ],
+        conflicts,
+    ] {
+        let (out, _) = run_with(answers, &d);
+        assert_eq!(out.code, EXIT_DRIFT, "{}", out.summary);
+        assert!(
+            out.summary
+                .contains("taint nvidia.com/gpu=true:NoSchedule is missing"),
+            "the missing taint is not reported: {}",
+            out.summary
+        );
+    }
+}
+
+/// F3: what the sync writes as its owned-labels annotation, its next run
+/// reads (16,385 keys here), and the taint drift is reported either way.
+#[test]
+fn the_owned_annotation_written_is_read_back() {
+    let keys: Vec<String> = (0..16_385).map(|i| format!("k{i:05}")).collect();
+    let d = Desired {
+        labels: keys.iter().map(|k| (k.clone(), String::new())).collect(),
+        taints: vec![gpu_taint()],
+        ..Default::default()
+    };
+    let labels: Vec<String> = keys.iter().map(|k| format!("\"{k}\":\"\"")).collect();
+    let body = format!(
+        r#"{{"metadata":{{"name":"n1","resourceVersion":"5","labels":{{{}}},"annotations":{{"{OWNED_ANNOTATION}":"{}","{}":"nvidia.com/gpu=true:NoSchedule","{}":"+nvidia.com/gpu=true:NoSchedule"}}}},"spec":{{}}}}"#,
+        labels.join(","),
+        crate::node::sync::owned::encode(&keys),
+        reconcile::TAINTS_ANNOTATION,
+        reconcile::DRIFT_ANNOTATION,
+    );
+    let (out, _) = run_with(vec![ok(200, &body)], &d);
+    assert!(
+        !out.summary.contains("unreadable"),
+        "its own annotation is unreadable: {}",
+        &out.summary[..out.summary.len().min(300)]
+    );
+    assert!(
+        out.summary.contains("is missing"),
+        "{}",
+        &out.summary[..out.summary.len().min(300)]
+    );
+}
+
+/// A TaintDrift Event whose post failed (503) is not recorded as told:
+/// the write leaves the drift annotation out, so the next run posts it.
+#[test]
+fn a_failed_event_post_is_not_lost() {
+    let d = Desired {
+        taints: vec![gpu_taint()],
+        ..desired()
+    };
+    let (out, s) = run_with(
+        vec![
+            ok(200, &node("5", r#""example.com/a":"1""#)),
+            ok(503, r#"{"kind":"Status","message":"etcd leader changed"}"#),
+            ok(200, "{}"),
+        ],
+        &d,
+    );
+    let methods: Vec<&str> = s.sent.iter().map(|(m, _)| m.as_str()).collect();
+    assert_eq!(methods, ["GET", "POST", "PATCH"]);
+    let patch = s.sent[2].1.clone().unwrap_or_default();
+    assert!(!patch.contains(reconcile::DRIFT_ANNOTATION), "{patch}");
+    assert!(
+        out.summary.contains("Event was not posted"),
+        "{}",
+        out.summary
+    );
+    // Where the write is only that record, none is sent.
+    let recorded = format!(
+        r#"{{"metadata":{{"name":"n1","resourceVersion":"6","labels":{{"example.com/a":"2"}},"annotations":{{"{OWNED_ANNOTATION}":"example.com/a","{}":"nvidia.com/gpu=true:NoSchedule"}}}},"spec":{{}}}}"#,
+        reconcile::TAINTS_ANNOTATION,
+    );
+    let (out, s) = run_with(vec![ok(200, &recorded), ok(503, "{}")], &d);
+    let methods: Vec<&str> = s.sent.iter().map(|(m, _)| m.as_str()).collect();
+    assert_eq!(methods, ["GET", "POST"], "{}", out.summary);
+    assert_eq!(out.code, EXIT_DRIFT);
+    assert!(out.summary.contains("is missing"), "{}", out.summary);
+}
+
+/// F6, second way: the PATCH that records the drift as told lands but its
+/// answer is lost (an API server restarting); the Node read again shows the
+/// record, so the Event is never posted.
+#[test]
+fn a_lost_write_answer_still_posts_the_event() {
+    let d = Desired {
+        taints: vec![gpu_taint()],
+        ..desired()
+    };
+    let told = format!(
+        r#"{{"metadata":{{"name":"n1","resourceVersion":"6","labels":{{"example.com/a":"2"}},"annotations":{{"{OWNED_ANNOTATION}":"example.com/a","{}":"nvidia.com/gpu=true:NoSchedule","{}":"+nvidia.com/gpu=true:NoSchedule"}}}},"spec":{{}}}}"#,
+        reconcile::TAINTS_ANNOTATION,
+        reconcile::DRIFT_ANNOTATION,
+    );
+    let (out, s) = run_with(
+        vec![
+            ok(200, &node("5", r#""example.com/a":"1""#)),
+            Err(Failure::Unreachable("cut".into())),
+            ok(200, &told),
+            ok(201, "{}"),
+        ],
+        &d,
+    );
+    let methods: Vec<&str> = s.sent.iter().map(|(m, _)| m.as_str()).collect();
+    assert!(
+        methods.contains(&"POST"),
+        "no Event for the new drift: sent {methods:?}; {}",
+        out.summary
+    );
 }
