@@ -423,12 +423,9 @@ fn a_refused_write_still_reports_the_taint_drift() {
         taints: crate::node::kubelet::parse_taints("nvidia.com/gpu=true:NoSchedule").unwrap(),
         rule_taints: Vec::new(),
     };
-    for (refusal, event) in [
-        (
-            ok(422, r#"{"message":"nodes may not change their labels"}"#),
-            true,
-        ),
-        (Err(Failure::Fatal("curl: (56) failure".into())), false),
+    for refusal in [
+        ok(422, r#"{"message":"nodes may not change their labels"}"#),
+        Err(Failure::Fatal("curl: (56) failure".into())),
     ] {
         let mut s = Script {
             answers: vec![
