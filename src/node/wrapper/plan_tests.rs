@@ -301,3 +301,70 @@ fn which_rules_may_taint() {
     )];
     assert!(rules_may_taint(&role));
 }
+
+/// Review 9 (rboot) F6, FAILS on 4a4bbe7: kubelet walks `--config-dir` with
+/// Go's filepath.WalkDir, which descends into no symbolic link: neither a
+/// `--config-dir` that is itself a link nor a linked subdirectory (checked
+/// with the real kubelet at -v=5: its RegisterWithTaints keeps the
+/// `--config` file's taint). A drop-in there that clears
+/// `registerWithTaints` must not drop the file's taint from the
+/// `--register-with-taints` we pass (it replaces kubelet's list).
+#[test]
+fn linked_config_dirs_are_not_walked_as_kubelet_does_not() {
+    use std::os::unix::fs::symlink;
+    let head = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n";
+    for linked_subdir in [false, true] {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let kc = root.join("etc/kc");
+        std::fs::create_dir_all(kc.join("real-dd")).unwrap();
+        std::fs::write(
+            kc.join("c.yaml"),
+            format!(
+                "{head}registerWithTaints: [{{key: example.com/a, value: v, effect: NoExecute}}]\n"
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            kc.join("real-dd/50-clear.conf"),
+            format!("{head}registerWithTaints: []\n"),
+        )
+        .unwrap();
+        if linked_subdir {
+            std::fs::create_dir(kc.join("dd")).unwrap();
+            symlink("../real-dd", kc.join("dd/sub")).unwrap();
+        } else {
+            symlink("real-dd", kc.join("dd")).unwrap();
+        }
+        let original = OriginalCommand {
+            executable: PathBuf::from("/usr/bin/kubelet"),
+            argv: [
+                "/usr/bin/kubelet",
+                "--config=/etc/kc/c.yaml",
+                "--config-dir=/etc/kc/dd",
+            ]
+            .iter()
+            .map(OsString::from)
+            .collect(),
+        };
+        let additions = Additions {
+            labels: Vec::new(),
+            taints: parse_taints("x.example/ours:NoSchedule").unwrap(),
+        };
+        let fs = RootFs {
+            root: root.to_path_buf(),
+            cwd: PathBuf::from("/"),
+        };
+        let p = plan(original, Ok(Some(additions)), Profile::Upstream, &fs);
+        let argv: Vec<String> = p
+            .argv
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            argv.iter().any(|a| a.starts_with("--register-with-taints=")
+                && a.contains("example.com/a=v:NoExecute")),
+            "linked subdir {linked_subdir}: kubelet registers example.com/a=v:NoExecute; argv {argv:?}"
+        );
+    }
+}
