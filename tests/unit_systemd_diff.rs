@@ -184,12 +184,21 @@ const SINGLE: &[&str] = &[
 fn multi_cases(start: usize) -> Vec<Case> {
     let mut v = Vec::new();
     let mut n = start;
+    // `#` is the case's number in paths and in link targets (`@...`).
     let mut add = |unit: &str, files: &[(&str, &str)]| {
-        let unit = unit.replace("#", &format!("{n:03}"));
+        let num = |s: &str| s.replace("#", &format!("{n:03}"));
+        let unit = num(unit);
         v.push(Case {
             files: files
                 .iter()
-                .map(|(p, t)| (p.replace("#", &format!("{n:03}")), t.to_string()))
+                .map(|(p, t)| {
+                    let t = if t.starts_with('@') {
+                        num(t)
+                    } else {
+                        t.to_string()
+                    };
+                    (num(p), t)
+                })
                 .collect(),
             unit,
         });
