@@ -591,17 +591,24 @@ fn reads_registerwithtaints_as_kubelet_does() {
 fn real_kubelet(kubelet: &Path, c: &Case) -> Result<Vec<String>, String> {
     let dir = scratch_dir();
     let d = dir.path();
-    let mut cmd = Command::new(kubelet);
     std::fs::write(d.join("c.yaml"), c.config.as_deref().unwrap_or("")).unwrap();
     std::fs::create_dir(d.join("dd")).unwrap();
     for (i, t) in c.dropins.iter().flatten().enumerate() {
         std::fs::write(d.join(format!("dd/{i:02}.conf")), t).unwrap();
     }
+    real_kubelet_in(kubelet, d, &d.join("dd").display().to_string())
+}
+
+/// [`real_kubelet`] on the tree at `d` (its `c.yaml` the `--config`),
+/// with `--config-dir=config_dir` as written, run in `d`.
+fn real_kubelet_in(kubelet: &Path, d: &Path, config_dir: &str) -> Result<Vec<String>, String> {
+    let mut cmd = Command::new(kubelet);
     cmd.arg(format!("--config={}", d.join("c.yaml").display()))
-        .arg(format!("--config-dir={}", d.join("dd").display()))
+        .arg(format!("--config-dir={config_dir}"))
         .arg(format!("--kubeconfig={}", d.join("none").display()))
         .arg(format!("--root-dir={}", d.join("root").display()))
-        .arg("-v=5");
+        .arg("-v=5")
+        .current_dir(d);
     let out = cmd.output().unwrap();
     let log = String::from_utf8_lossy(&out.stderr);
     let Some(start) = log.find("\"KubeletConfiguration\" configuration=<\n") else {
@@ -677,6 +684,142 @@ fn real_kubelet_agrees() {
         wrong.is_empty(),
         "{} cases differ:\n{}",
         wrong.len(),
+        wrong.join("\n")
+    );
+}
+
+/// The `--config-dir` walk (which drop-ins are merged) against the real
+/// kubelet's, on trees with links: Go's filepath.WalkDir descends into no
+/// link (the `--config-dir` itself walked only written with a `/` at its
+/// end), and reads a link or a file named `*.conf` (the `--config-dir`
+/// itself too). Each tree's drop-ins set taints of their own, so the list
+/// kubelet registers with says which it read last. Review 9 F6: the
+/// wrapper walked linked directories, and a drop-in there that kubelet
+/// never reads cleared the `--config`'s taints from ours.
+#[test]
+fn real_kubelet_walks_the_config_dir_as_ours() {
+    use kubelet_labeler::node::kubelet::{Additions, Profile, apply, parse_taints};
+    use kubelet_labeler::node::wrapper::plan::RootFs;
+    use std::os::unix::fs::symlink;
+    if realcluster::unavailable().is_some() {
+        return;
+    }
+    let unpacked = Command::new("bash")
+        .arg(realcluster::tools_dir().join("unpack.sh"))
+        .output()
+        .unwrap();
+    assert!(unpacked.status.success());
+    let kubelet = PathBuf::from(String::from_utf8_lossy(&unpacked.stdout).trim()).join("kubelet");
+    let taint =
+        |key: &str| format!("{HEAD}registerWithTaints: [{{key: {key}, effect: NoSchedule}}]\n");
+    // (--config-dir as written, the tree: `name` a file of a drop-in
+    // setting the taint `name`'s last part, or `name@target` a link)
+    let cases: &[(&str, &[&str])] = &[
+        ("dd", &["real-dd/50.conf", "dd@real-dd"]),
+        ("dd/", &["real-dd/50.conf", "dd@real-dd"]),
+        ("dd/.", &["real-dd/50.conf", "dd@real-dd"]),
+        ("{D}/dd", &["real-dd/50.conf", "dd@{D}/real-dd"]),
+        ("{D}/dd/", &["real-dd/50.conf", "dd@{D}/real-dd"]),
+        (
+            "dd",
+            &["dd/10.conf", "real-dd/50.conf", "dd/sub@../real-dd"],
+        ),
+        (
+            "dd",
+            &["dd/10.conf", "real-dd/50.conf", "dd/sub@{D}/real-dd"],
+        ),
+        ("dd", &["dd/10.conf", "dd/sub/50.conf"]),
+        (
+            "dd",
+            &["dd/10.conf", "f/50.conf", "dd/zz.conf@../f/50.conf"],
+        ),
+        ("dd", &["dd/10.conf", "f/50.conf", "dd/zz@../f/50.conf"]),
+        (
+            "dd",
+            &["dd/10.conf", "real-dd/50.conf", "dd/sub.conf@../real-dd"],
+        ),
+        ("dd", &["dd/10.conf", "dd/zz.conf@nowhere"]),
+        ("dd", &["dd@nowhere"]),
+        ("dd", &[]),
+        ("one.conf", &["one.conf"]),
+        ("ln.conf", &["f/50.conf", "ln.conf@f/50.conf"]),
+        ("ln", &["f/50.conf", "ln@f/50.conf"]),
+    ];
+    let (mut wrong, mut read) = (Vec::new(), 0);
+    for (config_dir, tree) in cases {
+        let dir = scratch_dir();
+        let d = dir.path();
+        let at_d = |s: &str| s.replace("{D}", &d.display().to_string());
+        // This host runs cgroup v1, which kubelet refuses unless told.
+        std::fs::write(
+            d.join("c.yaml"),
+            format!("{HEAD}failCgroupV1: false\nregisterWithTaints: [{{key: example.com/a, value: v, effect: NoExecute}}]\n"),
+        )
+        .unwrap();
+        for entry in *tree {
+            let (path, target) = match entry.split_once('@') {
+                Some((p, t)) => (d.join(p), Some(at_d(t))),
+                None => (d.join(entry), None),
+            };
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            match target {
+                Some(t) => symlink(t, &path).unwrap(),
+                None => {
+                    let key = entry.replace(['/', '.'], "-");
+                    std::fs::write(&path, taint(&format!("x.example/{key}"))).unwrap()
+                }
+            }
+        }
+        let config_dir = at_d(config_dir);
+        let real = real_kubelet_in(&kubelet, d, &config_dir);
+        let fs = RootFs {
+            root: PathBuf::from("/"),
+            cwd: d.to_path_buf(),
+        };
+        let argv: Vec<std::ffi::OsString> = [
+            "/usr/bin/kubelet".to_string(),
+            format!("--config={}", d.join("c.yaml").display()),
+            format!("--config-dir={config_dir}"),
+        ]
+        .into_iter()
+        .map(Into::into)
+        .collect();
+        let additions = Additions {
+            labels: Vec::new(),
+            taints: parse_taints("x.example/ours:NoSchedule").unwrap(),
+        };
+        let ours = apply(&argv, &additions, Profile::Upstream, &fs)
+            .map(|p| {
+                let flag = p
+                    .argv
+                    .iter()
+                    .filter_map(|a| a.to_str()?.strip_prefix("--register-with-taints="))
+                    .next_back()
+                    .unwrap_or("")
+                    .to_string();
+                flag.split(',')
+                    .filter(|t| !t.is_empty() && *t != "x.example/ours=:NoSchedule")
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .map_err(|e| e.to_string());
+        println!("--config-dir={config_dir} {tree:?}: kubelet {real:?}");
+        read += usize::from(real.is_ok());
+        if real.is_ok() != ours.is_ok() || (real.is_ok() && real != ours) {
+            wrong.push(format!(
+                "--config-dir={config_dir} {tree:?}\n  kubelet: {real:?}\n  ours:    {ours:?}"
+            ));
+        }
+    }
+    // Kubelet went past its configuration (to the missing kubeconfig) but
+    // for the three trees it refuses (a `*.conf` link to a directory or to
+    // nothing, no --config-dir): not stopped by this host or a flag.
+    assert_eq!(read, cases.len() - 3, "trees kubelet read");
+    assert!(
+        wrong.is_empty(),
+        "{} of {} trees differ:\n{}",
+        wrong.len(),
+        cases.len(),
         wrong.join("\n")
     );
 }

@@ -34,7 +34,7 @@ impl NodeFs for FakeFs {
             .map(|s| s.clone().into_bytes())
             .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
     }
-    fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+    fn list(&self, dir: &Path) -> io::Result<Vec<(PathBuf, bool)>> {
         if self.files.contains_key(dir) {
             return Err(io::Error::from(io::ErrorKind::NotADirectory));
         }
@@ -48,7 +48,18 @@ impl NodeFs for FakeFs {
         if v.is_empty() && !self.dirs.iter().any(|d| d == dir) {
             return Err(io::Error::from(io::ErrorKind::NotFound));
         }
-        Ok(v)
+        Ok(v.into_iter()
+            .map(|p| {
+                let dir = !self.files.contains_key(&p);
+                (p, dir)
+            })
+            .collect())
+    }
+    fn is_dir(&self, path: &Path) -> io::Result<bool> {
+        self.list(path).map(|_| true).or_else(|e| match e.kind() {
+            io::ErrorKind::NotADirectory => Ok(false),
+            _ => Err(e),
+        })
     }
 }
 

@@ -184,12 +184,21 @@ const SINGLE: &[&str] = &[
 fn multi_cases(start: usize) -> Vec<Case> {
     let mut v = Vec::new();
     let mut n = start;
+    // `#` is the case's number in paths and in link targets (`@...`).
     let mut add = |unit: &str, files: &[(&str, &str)]| {
-        let unit = unit.replace("#", &format!("{n:03}"));
+        let num = |s: &str| s.replace("#", &format!("{n:03}"));
+        let unit = num(unit);
         v.push(Case {
             files: files
                 .iter()
-                .map(|(p, t)| (p.replace("#", &format!("{n:03}")), t.to_string()))
+                .map(|(p, t)| {
+                    let t = if t.starts_with('@') {
+                        num(t)
+                    } else {
+                        t.to_string()
+                    };
+                    (num(p), t)
+                })
                 .collect(),
             unit,
         });
@@ -539,6 +548,52 @@ fn multi_cases(start: usize) -> Vec<Case> {
             &[("u1/d#.service", frag), ("u1/d#.service.d/10.conf", &dropin)],
         );
     }
+    // A drop-in directory that is a link: a relative one counts only where
+    // its target, taken from `/` (the manager's working directory), is a
+    // directory; an absolute one is followed; a relative link to a drop-in
+    // file is read (review 9 F7: the relative directory link was followed).
+    add(
+        "d#.service",
+        &[
+            ("u1/d#.service", frag),
+            ("shared#.d/10-x.conf", &r("from-linked-dir")),
+            ("u1/d#.service.d", "@../shared#.d"),
+        ],
+    );
+    add(
+        "d#.service",
+        &[
+            ("u1/d#.service", frag),
+            ("u1/shared#-x/10-x.conf", &r("from-sibling-dir")),
+            ("u1/d#.service.d", "@shared#-x"),
+        ],
+    );
+    add(
+        "d#.service",
+        &[
+            ("u1/d#.service", frag),
+            ("../abs#.d/10-x.conf", &r("from-absolute-link")),
+            ("u1/d#.service.d", "@{S}/abs#.d"),
+        ],
+    );
+    // `usr/lib` from `/` is a directory: the link counts, followed from
+    // where it is.
+    add(
+        "d#.service",
+        &[
+            ("u1/d#.service", frag),
+            ("u2/usr/lib/10-x.conf", &r("relative-root-dir")),
+            ("u2/d#.service.d", "@usr/lib"),
+        ],
+    );
+    add(
+        "d#.service",
+        &[
+            ("u1/d#.service", frag),
+            ("u3/x#-dropin.conf", &r("linked-file")),
+            ("u3/d#.service.d/10-x.conf", "@../x#-dropin.conf"),
+        ],
+    );
     v
 }
 

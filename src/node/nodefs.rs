@@ -337,14 +337,24 @@ const _: () = assert!(MAX_CONFIG_ENTRIES == 1024, "the message says 1024");
 /// [`names`] of a directory of configuration, refused past
 /// [`MAX_CONFIG_ENTRIES`] (what it holds is then unknown).
 pub fn config_names(dir: &Path) -> io::Result<Vec<OsString>> {
-    let names = names(dir, MAX_CONFIG_ENTRIES + 1)?;
-    if names.len() > MAX_CONFIG_ENTRIES {
+    Ok(config_entries(dir)?.into_iter().map(|(n, _)| n).collect())
+}
+
+/// [`config_names`], each with whether it is a directory itself: a link
+/// to one is not (the entry's type as `lstat` gives it, as Go's
+/// `os.ReadDir` and `filepath.WalkDir` see it).
+pub fn config_entries(dir: &Path) -> io::Result<Vec<(OsString, bool)>> {
+    let entries = typed_entries(dir, MAX_CONFIG_ENTRIES + 1)?;
+    if entries.len() > MAX_CONFIG_ENTRIES {
         return Err(io::Error::new(
             io::ErrorKind::FileTooLarge,
             "more than 1024 entries",
         ));
     }
-    Ok(names)
+    Ok(entries
+        .into_iter()
+        .map(|(n, kind)| (n, kind == Kind::Dir))
+        .collect())
 }
 
 /// Offsets in `struct linux_dirent64`: d_ino u64, d_off i64, d_reclen u16,
@@ -363,37 +373,66 @@ pub fn names(dir: &Path, limit: usize) -> io::Result<Vec<OsString>> {
 /// [`names`], each with whether it is a symbolic link (the entry's type
 /// as the directory gives it; `lstat` where it gives none).
 pub fn entries(dir: &Path, limit: usize) -> io::Result<Vec<(OsString, bool)>> {
+    Ok(typed_entries(dir, limit)?
+        .into_iter()
+        .map(|(n, kind)| (n, kind == Kind::Link))
+        .collect())
+}
+
+/// What a directory entry is, as `lstat` says: a link is a link, whatever
+/// it leads to.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    Dir,
+    Link,
+    Other,
+}
+
+/// [`names`], each with its [`Kind`] (the entry's type as the directory
+/// gives it; `lstat` where it gives none).
+fn typed_entries(dir: &Path, limit: usize) -> io::Result<Vec<(OsString, Kind)>> {
+    let kind = |t: std::fs::FileType| {
+        if t.is_symlink() {
+            Kind::Link
+        } else if t.is_dir() {
+            Kind::Dir
+        } else {
+            Kind::Other
+        }
+    };
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     return std::fs::read_dir(dir)?
         .take(limit)
-        .map(|e| e.and_then(|e| Ok((e.file_name(), e.file_type()?.is_symlink()))))
+        .map(|e| e.and_then(|e| Ok((e.file_name(), kind(e.file_type()?)))))
         .collect();
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     {
         // O_DIRECTORY: anything else fails here.
-        let mut out = names_of(&sys::open(dir, sys::O_RDONLY | sys::O_DIRECTORY)?, limit)?;
-        for (name, link) in &mut out {
-            // DT_UNKNOWN (0): a filesystem that does not say.
-            if *link == Some(0) {
-                *link = std::fs::symlink_metadata(dir.join(&*name)).ok().map(|m| {
-                    if m.file_type().is_symlink() {
-                        DT_LNK
-                    } else {
-                        1
-                    }
-                });
-            }
-        }
+        let out = names_of(&sys::open(dir, sys::O_RDONLY | sys::O_DIRECTORY)?, limit)?;
         Ok(out
             .into_iter()
-            .map(|(n, t)| (n, t == Some(DT_LNK)))
+            .map(|(name, t)| {
+                let k = match t {
+                    Some(DT_LNK) => Kind::Link,
+                    Some(DT_DIR) => Kind::Dir,
+                    // DT_UNKNOWN (0): a filesystem that does not say.
+                    Some(0) | None => match std::fs::symlink_metadata(dir.join(&name)) {
+                        Ok(m) => kind(m.file_type()),
+                        Err(_) => Kind::Other,
+                    },
+                    Some(_) => Kind::Other,
+                };
+                (name, k)
+            })
             .collect())
     }
 }
 
-/// A symbolic link's `d_type`.
+/// A symbolic link's and a directory's `d_type`.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 const DT_LNK: u8 = 10;
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+const DT_DIR: u8 = 4;
 
 /// [`names`] of the directory open as `file`, each with its `d_type`.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
@@ -495,6 +534,16 @@ mod tests {
         .map(|(n, l)| (OsString::from(n), *l))
         .collect();
         assert_eq!(got, want);
+        // Which are directories themselves: a link to one is not.
+        std::os::unix::fs::symlink("dir", dir.path().join("to-dir")).unwrap();
+        let mut got = config_entries(dir.path()).unwrap();
+        got.sort();
+        let dirs: Vec<&str> = got
+            .iter()
+            .filter(|(_, d)| *d)
+            .map(|(n, _)| n.to_str().unwrap())
+            .collect();
+        assert_eq!((got.len(), dirs), (5, vec!["dir"]));
     }
 
     #[test]

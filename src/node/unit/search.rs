@@ -553,6 +553,9 @@ pub fn find(root: &Path, dirs: &[PathBuf], name: &str) -> UnitFiles {
             Err(_) => continue,
         };
         // Only for directories that exist: the wrapper runs at every start.
+        if !in_path_cache(root, d) {
+            continue;
+        }
         let d = &canonical_with(root, d, &mut cache).0;
         names.sort();
         for fname in names {
@@ -570,6 +573,28 @@ pub fn find(root: &Path, dirs: &[PathBuf], name: &str) -> UnitFiles {
         masked,
         dropins: winners.into_values().collect(),
         refused,
+    }
+}
+
+/// Whether systemd 252 looks in the drop-in directory `d` (a name in a
+/// search directory, listed as a directory) at all: its unit path cache
+/// (unit-file.c's unit_file_build_name_map) holds a directory there, or a
+/// link whose target, as written, is a directory, a relative one taken from
+/// the manager's working directory, `/`, not from the link's. So a relative
+/// link to a directory beside it is ignored (`kubelet.service.d ->
+/// ../shared.d` counts only where `/shared.d` is a directory), an absolute
+/// one followed; then the link is followed as any path. Following every
+/// link applied drop-ins systemd never reads: another command than its.
+fn in_path_cache(root: &Path, d: &Path) -> bool {
+    let Ok(entry) = contained_entry(root, d) else {
+        return false;
+    };
+    match std::fs::read_link(entry) {
+        Ok(target) => contained(root, &Path::new("/").join(target))
+            .and_then(std::fs::metadata)
+            .is_ok_and(|m| m.is_dir()),
+        // Not a link: the directory it was listed as.
+        Err(_) => true,
     }
 }
 
@@ -804,6 +829,61 @@ mod tests {
             f.dropins
                 .iter()
                 .any(|d| d.ends_with("k9s.service.d/20-y.conf"))
+        );
+    }
+
+    /// A drop-in directory that is a relative link counts only where its
+    /// target, taken from `/`, is a directory (systemd 252's path cache,
+    /// `in_path_cache`); an absolute link is followed; a relative link to a
+    /// drop-in file is read. Review 9 F7: the relative link was followed,
+    /// and its drop-in's `ExecStart=` was not the command systemd runs.
+    /// (Against the real systemd: tests/unit_systemd_diff.rs.)
+    #[test]
+    fn a_linked_dropin_directory_counts_as_systemd_252_counts_it() {
+        use std::os::unix::fs::symlink;
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        let mk = |p: &str, text: &str| write_under(r, p, text);
+        let ln = |target: &str, p: &str| symlink(target, under(r, Path::new(p))).unwrap();
+        let dirs: Vec<PathBuf> = SYSTEM_UNIT_PATH.iter().map(PathBuf::from).collect();
+        let dropins = || -> Vec<String> {
+            find(r, &dirs, "k.service")
+                .dropins
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect()
+        };
+        mk("/etc/systemd/system/k.service", "[Service]\n");
+        mk("/etc/systemd/shared.d/10-x.conf", "x");
+        ln("../shared.d", "/etc/systemd/system/k.service.d");
+        assert!(dropins().is_empty(), "{:?}", dropins());
+        // An absolute link is followed, its drop-ins named by where they are.
+        mk("/opt/abs.d/20-y.conf", "x");
+        std::fs::create_dir_all(under(r, Path::new("/run/systemd/system"))).unwrap();
+        ln("/opt/abs.d", "/run/systemd/system/k.service.d");
+        assert_eq!(dropins(), ["/opt/abs.d/20-y.conf"]);
+        // `/shared.d` a directory: the relative link counts, followed from
+        // where it is.
+        mk("/shared.d/unrelated", "x");
+        assert_eq!(
+            dropins(),
+            ["/etc/systemd/shared.d/10-x.conf", "/opt/abs.d/20-y.conf"]
+        );
+        // A relative link to a drop-in file in a directory that is one.
+        mk("/usr/lib/systemd/system/k.service.d/05-real.conf", "x");
+        mk("/usr/lib/systemd/files/30-z.conf", "x");
+        ln(
+            "../files/30-z.conf",
+            "/usr/lib/systemd/system/k.service.d/30-z.conf",
+        );
+        assert_eq!(
+            dropins(),
+            [
+                "/usr/lib/systemd/system/k.service.d/05-real.conf",
+                "/etc/systemd/shared.d/10-x.conf",
+                "/opt/abs.d/20-y.conf",
+                "/usr/lib/systemd/system/k.service.d/30-z.conf",
+            ]
         );
     }
 

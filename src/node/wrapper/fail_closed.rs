@@ -151,7 +151,11 @@ impl NodeFs for Unread {
         Err(std::io::ErrorKind::Other.into())
     }
 
-    fn list(&self, _: &std::path::Path) -> std::io::Result<Vec<std::path::PathBuf>> {
+    fn list(&self, _: &std::path::Path) -> std::io::Result<Vec<(std::path::PathBuf, bool)>> {
+        Err(std::io::ErrorKind::Other.into())
+    }
+
+    fn is_dir(&self, _: &std::path::Path) -> std::io::Result<bool> {
         Err(std::io::ErrorKind::Other.into())
     }
 }

@@ -832,11 +832,26 @@ impl NodeFs for RootFs {
         crate::node::nodefs::read(&self.path(path)?)
     }
 
-    fn list(&self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-        Ok(crate::node::nodefs::config_names(&self.path(dir)?)?
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<(PathBuf, bool)>> {
+        Ok(crate::node::nodefs::config_entries(&self.path(dir)?)?
             .into_iter()
-            .map(|n| dir.join(n))
+            .map(|(n, is_dir)| (dir.join(n), is_dir))
             .collect())
+    }
+
+    fn is_dir(&self, path: &Path) -> std::io::Result<bool> {
+        use std::os::unix::ffi::OsStrExt;
+        // lstat(2) of the path as written: `dd/`, `dd/.` follow `dd`.
+        let last = path.as_os_str().as_bytes().rsplit(|&b| b == b'/').next();
+        let meta = if matches!(last, Some(b"" | b"." | b"..")) {
+            std::fs::metadata(self.path(path)?)?
+        } else {
+            let node = self.cwd.join(path);
+            std::fs::symlink_metadata(crate::node::unit::search::contained_entry(
+                &self.root, &node,
+            )?)?
+        };
+        Ok(meta.is_dir())
     }
 }
 
@@ -853,7 +868,15 @@ impl NodeFs for OfflineFs {
         self.inner.read(path)
     }
 
-    fn list(&self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    fn is_dir(&self, path: &Path) -> std::io::Result<bool> {
+        match self.inner.is_dir(path) {
+            // Read as an empty directory by `list`, with its warning.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
+            other => other,
+        }
+    }
+
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<(PathBuf, bool)>> {
         match self.inner.list(dir) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 self.warnings.borrow_mut().push(format!(

@@ -49,12 +49,46 @@ fn is_flag_safe(t: &Taint) -> bool {
 }
 
 /// The `*.conf` files under kubelet's `--config-dir`, in the order kubelet
-/// merges them (Go's filepath.WalkDir: lexical per directory, depth first).
+/// merges them: Go's filepath.WalkDir, lexical per directory, depth first,
+/// and into no link: the `--config-dir` itself `lstat`ed (a link there is
+/// walked only written with a `/` at its end; one named `*.conf` is read
+/// as a drop-in, as a file there is), a link inside it never descended
+/// (one named `*.conf` is read through). Walking a linked directory read
+/// drop-ins kubelet never reads: one clearing `registerWithTaints` dropped
+/// the `--config`'s taints from the `--register-with-taints` we pass.
 ///
 /// At most `MAX_CONFIG_ENTRIES` entries in all, subdirectories included
 /// (`left`: how many more): past them what kubelet registers with is
 /// unknown, and the start is fenced (`config_unreadable`).
 fn dropin_files(
+    fs: &dyn NodeFs,
+    dir: &Path,
+    out: &mut Vec<PathBuf>,
+    left: &mut usize,
+) -> Result<(), MergeError> {
+    match fs.is_dir(dir) {
+        Ok(true) => walk_dropins(fs, dir, out, left),
+        Ok(false) => {
+            if is_dropin_name(dir) {
+                out.push(dir.to_path_buf());
+            }
+            Ok(())
+        }
+        Err(e) => Err(config_unreadable(format!(
+            "reading --config-dir {}: {e} (kubelet refuses to start without it)",
+            dir.display()
+        ))),
+    }
+}
+
+/// Go's filepath.Ext(name) == ".conf": `.conf` itself too.
+fn is_dropin_name(path: &Path) -> bool {
+    path.file_name()
+        .is_some_and(|n| n.as_encoded_bytes().ends_with(b".conf"))
+}
+
+/// [`dropin_files`] below the directory `dir`.
+fn walk_dropins(
     fs: &dyn NodeFs,
     dir: &Path,
     out: &mut Vec<PathBuf>,
@@ -75,25 +109,12 @@ fn dropin_files(
             };
             config_unreadable(format!("reading --config-dir {}: {e}{why}", dir.display()))
         })?;
-    entries.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
-    for entry in entries {
-        match fs.list(&entry) {
-            Ok(_) => dropin_files(fs, &entry, out, left)?,
-            Err(e) if e.kind() == io::ErrorKind::NotADirectory => {
-                // Go's filepath.Ext(name) == ".conf": `.conf` itself too
-                if entry
-                    .file_name()
-                    .is_some_and(|n| n.as_encoded_bytes().ends_with(b".conf"))
-                {
-                    out.push(entry);
-                }
-            }
-            Err(e) => {
-                return Err(config_unreadable(format!(
-                    "reading {}: {e}",
-                    entry.display()
-                )));
-            }
+    entries.sort_by(|a, b| a.0.file_name().cmp(&b.0.file_name()));
+    for (entry, is_dir) in entries {
+        if is_dir {
+            walk_dropins(fs, &entry, out, left)?;
+        } else if is_dropin_name(&entry) {
+            out.push(entry);
         }
     }
     Ok(())
@@ -348,7 +369,7 @@ mod tests {
             };
             Err(io::Error::from(kind))
         }
-        fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        fn list(&self, dir: &Path) -> io::Result<Vec<(PathBuf, bool)>> {
             if self.0.contains_key(dir) {
                 return Err(io::Error::from(io::ErrorKind::NotADirectory));
             }
@@ -362,8 +383,19 @@ mod tests {
             if v.is_empty() {
                 Err(io::Error::from(io::ErrorKind::NotFound))
             } else {
-                Ok(v)
+                Ok(v.into_iter()
+                    .map(|p| {
+                        let dir = !self.0.contains_key(&p);
+                        (p, dir)
+                    })
+                    .collect())
             }
+        }
+        fn is_dir(&self, path: &Path) -> io::Result<bool> {
+            self.list(path).map(|_| true).or_else(|e| match e.kind() {
+                io::ErrorKind::NotADirectory => Ok(false),
+                _ => Err(e),
+            })
         }
     }
 

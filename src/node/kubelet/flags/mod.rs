@@ -10,8 +10,13 @@ pub use apply::{MergeError, apply, apply_fencing};
 /// Read access to the node's files (the live system, or a tree under a root).
 pub trait NodeFs {
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
-    /// Entries of a directory (full paths), any order.
-    fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>>;
+    /// Entries of a directory (full paths), any order, each with whether
+    /// it is a directory itself: a link to one is not (Go's `os.ReadDir`).
+    fn list(&self, dir: &Path) -> io::Result<Vec<(PathBuf, bool)>>;
+    /// Whether `path` is a directory as Go's `os.Lstat` sees it: a link at
+    /// its end is not followed (a link to a directory is none), unless the
+    /// path ends in `/`, `.` or `..`, which lstat(2) follows.
+    fn is_dir(&self, path: &Path) -> io::Result<bool>;
 }
 
 // kubelet's flags that take no value word, generated from its sources by
