@@ -409,6 +409,35 @@ mod tests {
         assert!(moved <= 10 * n, "{moved} entries moved for {n} keys");
     }
 
+    /// Review 9 (rboot) F1, FAILS on 4a4bbe7: Go's time.Parse(RFC3339), what
+    /// nfd-worker uses for `# +expiry-time`, takes zone offsets up to
+    /// +24:00 and minutes up to 60 (Go 1.27: -24:00 and +24:60 parse,
+    /// +25:00 and +00:61 do not).
+    #[test]
+    fn rfc3339_offsets_as_go_takes_them() {
+        assert_eq!(rfc3339("2020-01-01T00:00:00+24:00"), Some(1577750400));
+        assert_eq!(rfc3339("2020-01-01T00:00:00-24:00"), Some(1577923200));
+        assert_eq!(rfc3339("2020-01-01T00:00:00+24:60"), Some(1577746800));
+        assert_eq!(rfc3339("2020-01-01T00:00:00+00:60"), Some(1577833200));
+        assert_eq!(rfc3339("2020-01-01T00:00:00+25:00"), None);
+        assert_eq!(rfc3339("2020-01-01T00:00:00+00:61"), None);
+    }
+
+    /// Review 9 (rboot) F2, FAILS on 4a4bbe7: nfd-worker keeps a feature
+    /// file's bytes, and the NodeFeature's JSON (Go's encoding/json) makes
+    /// each byte that is not UTF-8 one U+FFFD: "\xe2\x82a" is three runes
+    /// to NFD's rules (`^.{3}$` matches), not two.
+    #[test]
+    fn bytes_that_are_not_utf8_read_as_nfd_sees_them() {
+        let (root, dir) = scratch();
+        std::fs::write(dir.join("a"), b"serial=\xe2\x82a\n\xff\xfe=1\n").unwrap();
+        let (f, _) = read_guarded(root.path()).unwrap();
+        assert_eq!(
+            kv(&f),
+            [("serial", "\u{FFFD}\u{FFFD}a"), ("\u{FFFD}\u{FFFD}", "1")]
+        );
+    }
+
     #[test]
     fn rfc3339_times() {
         assert_eq!(rfc3339("1970-01-01T00:00:00Z"), Some(0));

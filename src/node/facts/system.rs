@@ -105,6 +105,23 @@ mod tests {
         assert!(!r.contains_key("EMPTY") && !r.contains_key("BAD KEY"));
     }
 
+    /// Review 9 (rboot) F4, FAILS on 4a4bbe7: NFD reads the whole
+    /// os-release (bufio.Scanner, lines up to 64 KiB); keys past 16 KiB are
+    /// NFD's too.
+    #[test]
+    fn a_long_os_release_is_read_whole() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("etc")).unwrap();
+        let pad = "# padding comment line ......................................\n".repeat(300);
+        std::fs::write(
+            root.path().join("etc/os-release"),
+            format!("NAME=x\n{pad}ID=\"rhel\"\nVERSION_ID=\"9.6\"\n"),
+        )
+        .unwrap();
+        let r = osrelease(root.path()).unwrap();
+        assert_eq!(r.get("VERSION_ID").map(String::as_str), Some("9.6"));
+    }
+
     #[test]
     fn version_forms() {
         let r = parse_os_release("VERSION_ID=12\n");

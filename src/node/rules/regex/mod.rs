@@ -445,6 +445,19 @@ mod tests {
         decoded.is_match(t)
     }
 
+    /// Review 9 (rboot) F3, FAILS on 4a4bbe7: `(?i)` folds along Go's
+    /// unicode.SimpleFold orbits (CaseFolding.txt), not Rust's case
+    /// mappings: Go 1.27 folds U+FB05/U+FB06, U+0390/U+1FD3, U+03B0/U+1FE3,
+    /// and does not fold U+0131 (dotless i) with i/I.
+    #[test]
+    fn fold_orbits_are_gos_simple_fold() {
+        assert!(m("(?i)^\u{FB05}$", "\u{FB06}"));
+        assert!(m("(?i)^\u{0390}$", "\u{1FD3}"));
+        assert!(m("(?i)^[\u{03B0}]$", "\u{1FE3}"));
+        assert!(!m("(?i)^\u{0131}$", "I"));
+        assert!(!m("(?i)^[a-z]$", "\u{0131}"));
+    }
+
     #[test]
     fn folding_is_compiled_in() {
         // `(?i)` leaves plain ranges and characters: no case tables at boot.
