@@ -155,6 +155,13 @@ impl Dir {
         })
     }
 
+    /// Its size as the filesystem gives it (`fstat`'s `st_size`): what
+    /// listing it costs, however few names it holds now (see
+    /// [`MAX_DIR_BYTES`]).
+    pub fn size(&self) -> io::Result<u64> {
+        Ok(self.file.metadata()?.len())
+    }
+
     /// Its names except `.` and `..`, at most `limit` (as [`names`]).
     pub fn names(&self, limit: usize) -> io::Result<Vec<OsString>> {
         #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
@@ -334,10 +341,25 @@ pub fn read_to_string(path: &Path) -> io::Result<String> {
 pub const MAX_CONFIG_ENTRIES: usize = 1024;
 const _: () = assert!(MAX_CONFIG_ENTRIES == 1024, "the message says 1024");
 
+/// The largest size (`st_size`) of a directory the node lists. A
+/// directory never shrinks on ext4: one that once held millions of names
+/// (a pod creating and deleting files) stays millions of entries long,
+/// and listing it cold takes seconds at every start however few names it
+/// holds. 1024 names of 255 bytes take about 270 KB of ext4 blocks; what
+/// a node's provisioning writes takes one 4 KiB block (tmpfs: 20 bytes a
+/// name; btrfs and XFS a few dozen). Past this, what it holds is not read
+/// and is unknown, as past [`MAX_CONFIG_ENTRIES`].
+pub const MAX_DIR_BYTES: u64 = 512 << 10;
+const _: () = assert!(MAX_DIR_BYTES == 512 << 10, "messages say 512 KiB");
+
 /// [`names`] of a directory of configuration, refused past
-/// [`MAX_CONFIG_ENTRIES`] (what it holds is then unknown).
+/// [`MAX_CONFIG_ENTRIES`] or [`MAX_DIR_BYTES`] (what it holds is then
+/// unknown).
 pub fn config_names(dir: &Path) -> io::Result<Vec<OsString>> {
-    let names = names(dir, MAX_CONFIG_ENTRIES + 1)?;
+    let names = entries_of_size(dir, MAX_CONFIG_ENTRIES + 1, MAX_DIR_BYTES)?
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect::<Vec<_>>();
     if names.len() > MAX_CONFIG_ENTRIES {
         return Err(io::Error::new(
             io::ErrorKind::FileTooLarge,
@@ -363,15 +385,45 @@ pub fn names(dir: &Path, limit: usize) -> io::Result<Vec<OsString>> {
 /// [`names`], each with whether it is a symbolic link (the entry's type
 /// as the directory gives it; `lstat` where it gives none).
 pub fn entries(dir: &Path, limit: usize) -> io::Result<Vec<(OsString, bool)>> {
+    entries_of_size(dir, limit, u64::MAX)
+}
+
+/// [`entries`], refused (`FileTooLarge`) when the directory's size is past
+/// `max_size`, before it is listed.
+fn entries_of_size(
+    dir: &Path,
+    limit: usize,
+    max_size: u64,
+) -> io::Result<Vec<(OsString, bool)>> {
+    let too_large = |size: u64| {
+        (size > max_size).then(|| {
+            io::Error::new(
+                io::ErrorKind::FileTooLarge,
+                format!("a directory of {size} bytes, past 512 KiB (recreate it)"),
+            )
+        })
+    };
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    return std::fs::read_dir(dir)?
-        .take(limit)
-        .map(|e| e.and_then(|e| Ok((e.file_name(), e.file_type()?.is_symlink()))))
-        .collect();
+    {
+        let meta = std::fs::metadata(dir)?;
+        if let Some(e) = meta.is_dir().then(|| too_large(meta.len())).flatten() {
+            return Err(e);
+        }
+        return std::fs::read_dir(dir)?
+            .take(limit)
+            .map(|e| e.and_then(|e| Ok((e.file_name(), e.file_type()?.is_symlink()))))
+            .collect();
+    }
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     {
         // O_DIRECTORY: anything else fails here.
-        let mut out = names_of(&sys::open(dir, sys::O_RDONLY | sys::O_DIRECTORY)?, limit)?;
+        let file = sys::open(dir, sys::O_RDONLY | sys::O_DIRECTORY)?;
+        if max_size != u64::MAX
+            && let Some(e) = too_large(file.metadata()?.len())
+        {
+            return Err(e);
+        }
+        let mut out = names_of(&file, limit)?;
         for (name, link) in &mut out {
             // DT_UNKNOWN (0): a filesystem that does not say.
             if *link == Some(0) {

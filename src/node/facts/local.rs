@@ -7,8 +7,8 @@ use std::ffi::OsString;
 use std::io::ErrorKind;
 use std::path::Path;
 
-use super::util::{inside, under};
-use crate::node::nodefs::{Dir, read_up_to};
+use super::util::{go_string, inside, under};
+use crate::node::nodefs::{Dir, MAX_DIR_BYTES, read_up_to};
 use crate::node::sorted::SortedMap;
 
 type Attrs = SortedMap<String, String>;
@@ -53,6 +53,15 @@ pub fn read(root: &Path, now: i64) -> Result<(Attrs, Attrs), String> {
         }
         Err(e) => return Err(format!("{FEATURES_DIR}: {e}")),
     };
+    // Its size first: listing a directory that once held millions of
+    // names takes seconds, however few it holds now.
+    let size = dir.size().map_err(|e| format!("{FEATURES_DIR}: {e}"))?;
+    if size > MAX_DIR_BYTES {
+        return Err(format!(
+            "{FEATURES_DIR}: a directory of {size} bytes, past {} KiB, not listed (recreate it)",
+            MAX_DIR_BYTES >> 10
+        ));
+    }
     let mut names = dir
         .names(MAX_ENTRIES + 1)
         .map_err(|e| format!("{FEATURES_DIR}: {e}"))?;
@@ -81,7 +90,8 @@ pub fn read(root: &Path, now: i64) -> Result<(Attrs, Attrs), String> {
                 MAX_BYTES >> 10
             ));
         }
-        let (f, l) = parse_file(&String::from_utf8_lossy(&bytes), now);
+        // Each byte that is not UTF-8 one U+FFFD, as NFD's rules see it.
+        let (f, l) = parse_file(&go_string(&bytes), now);
         // A later file wins on a key, as in NFD; one build of all of them.
         features.extend(f);
         labels.extend(l);
@@ -179,24 +189,29 @@ fn last_values(ops: Vec<(String, String)>) -> Attrs {
 }
 
 /// Seconds since the epoch of an RFC 3339 time as Go's `time.Parse(
-/// time.RFC3339, ...)` takes it: `YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`.
-/// The fraction only moves a time within its second, so an expiry is
+/// time.RFC3339, ...)` (what nfd-worker calls) takes it: its fast path or,
+/// when that refuses, its general parse of the layout, which is more
+/// lenient: `YYYY-MM-DDTH[H]:MM:SS[(.|,)frac](Z|±HH:MM)` with offsets up
+/// to 24 hours and 60 minutes (time/format.go: "some people do write
+/// offsets of 24 hours or 60 minutes"). The fraction only moves a time
+/// within its second (Go keeps its first nine digits), so an expiry is
 /// compared by whole seconds, rounded up (still valid within its last
 /// second).
 pub fn rfc3339(s: &str) -> Option<i64> {
     let b = s.as_bytes();
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let d = b.get(r)?;
-        d.iter()
-            .all(u8::is_ascii_digit)
-            .then(|| d.iter().fold(0i64, |n, c| n * 10 + i64::from(c - b'0')))
-    };
-    let sep = |i: usize, c: u8| b.get(i) == Some(&c);
-    if !(sep(4, b'-') && sep(7, b'-') && sep(10, b'T') && sep(13, b':') && sep(16, b':')) {
-        return None;
-    }
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    let mut i = 0;
+    let y = digits(b, &mut i, 4, 4)?;
+    lit(b, &mut i, b'-')?;
+    let mo = digits(b, &mut i, 2, 2)?;
+    lit(b, &mut i, b'-')?;
+    let d = digits(b, &mut i, 2, 2)?;
+    lit(b, &mut i, b'T')?;
+    // Go's stdHour: one digit or two.
+    let h = digits(b, &mut i, 1, 2)?;
+    lit(b, &mut i, b':')?;
+    let mi = digits(b, &mut i, 2, 2)?;
+    lit(b, &mut i, b':')?;
+    let sec = digits(b, &mut i, 2, 2)?;
     let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
     let days_in = [
         31,
@@ -221,21 +236,20 @@ pub fn rfc3339(s: &str) -> Option<i64> {
     {
         return None;
     }
-    let mut i = 19;
     let mut frac = false;
-    if sep(i, b'.') || sep(i, b',') {
+    if matches!(b.get(i), Some(b'.' | b',')) && b.get(i + 1).is_some_and(u8::is_ascii_digit) {
         let n = b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
-        if n == 0 {
-            return None;
-        }
-        frac = b[i + 1..i + 1 + n].iter().any(|&c| c != b'0');
+        // Go's parseNanoseconds reads nine digits at most.
+        frac = b[i + 1..i + 1 + n.min(9)].iter().any(|&c| c != b'0');
         i += 1 + n;
     }
     let offset = match b.get(i..)? {
         b"Z" => 0,
-        [sign @ (b'+' | b'-'), _, _, b':', _, _] => {
-            let (oh, om) = (num(i + 1..i + 3)?, num(i + 4..i + 6)?);
-            if oh > 23 || om > 59 {
+        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
+            let (mut j, mut k) = (0, 0);
+            let oh = digits(&[*h1, *h2], &mut j, 2, 2)?;
+            let om = digits(&[*m1, *m2], &mut k, 2, 2)?;
+            if oh > 24 || om > 60 {
                 return None;
             }
             let o = oh * 3600 + om * 60;
@@ -245,6 +259,23 @@ pub fn rfc3339(s: &str) -> Option<i64> {
     };
     let days = crate::node::days_from_civil(y, mo, d);
     Some(days * 86400 + h * 3600 + mi * 60 + sec - offset + i64::from(frac))
+}
+
+/// `min..=max` ASCII digits at `b[*i..]` (as many as there are, up to
+/// `max`), their value; `*i` moved past them.
+fn digits(b: &[u8], i: &mut usize, min: usize, max: usize) -> Option<i64> {
+    let d = b.get(*i..)?;
+    let n = d.iter().take(max).take_while(|c| c.is_ascii_digit()).count();
+    if n < min {
+        return None;
+    }
+    *i += n;
+    Some(d[..n].iter().fold(0, |v, c| v * 10 + i64::from(c - b'0')))
+}
+
+/// The byte `c` at `b[*i]`, `*i` moved past it.
+fn lit(b: &[u8], i: &mut usize, c: u8) -> Option<()> {
+    (b.get(*i) == Some(&c)).then(|| *i += 1)
 }
 
 #[cfg(test)]

@@ -198,7 +198,6 @@ fn read_in(opts: &FactsOptions) -> Features {
         }
     };
     attr("kernel.version", &|| kernel::version(root));
-    attr("system.osrelease", &|| system::osrelease(root));
     attr("system.name", &|| system::name(root, opts.nodename));
     attr("system.dmiid", &|| system::dmiid(root));
     attr("cpu.topology", &|| cpu::topology(root));
@@ -224,6 +223,17 @@ fn read_in(opts: &FactsOptions) -> Features {
         attr("cpu.rdt", &|| leaves::rdt(root, &cpu));
         attr("cpu.security", &|| Some(leaves::security(root, &cpu)));
         attr("cpu.sst", &|| leaves::sst(root, &cpu));
+    }
+    if want("system.osrelease") {
+        match system::osrelease(root) {
+            Ok(Some(v)) => {
+                f.attributes.insert("system.osrelease".into(), v);
+            }
+            Ok(None) => {}
+            Err(why) => {
+                f.incomplete.insert("system.osrelease".into(), why);
+            }
+        }
     }
     if want("local.feature") || want("local.label") {
         let now = std::time::SystemTime::now()

@@ -85,6 +85,21 @@ pub fn list_dir(dir: &Path) -> Option<Vec<String>> {
     Some(names)
 }
 
+/// Bytes as Go's strings are seen by its regexp and its encoding/json
+/// (NFD's rules, a NodeFeature's JSON): UTF-8, each byte that is not part
+/// of a whole sequence one U+FFFD (Rust's lossy decoding makes one of a
+/// cut sequence: "\xe2\x82" is two runes to Go, one to it).
+pub fn go_string(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for _ in chunk.invalid() {
+            out.push(char::REPLACEMENT_CHARACTER);
+        }
+    }
+    out
+}
+
 /// `root` joined with a path written as if absolute (`/sys/...`).
 pub fn under(root: &Path, abs: &str) -> PathBuf {
     root.join(abs.trim_start_matches('/'))
