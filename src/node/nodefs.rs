@@ -720,6 +720,27 @@ mod tests {
         assert!(Dir::open(&dir.join("file")).is_err());
     }
 
+    /// Review 9 (rboot) F5, for kubelet's --config-dir and the other
+    /// directories of configuration: one past its size (a directory
+    /// emptied of millions of names keeps it) is refused as one past its
+    /// entries, before it is listed; a file is still "not a directory".
+    #[test]
+    fn a_config_directory_past_its_size_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("10.conf"), "").unwrap();
+        let size = std::fs::metadata(dir.path()).unwrap().len();
+        let err = entries_of_size(dir.path(), 10, size - 1).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::FileTooLarge, "{err}");
+        assert!(err.to_string().contains(&format!("{size} bytes")), "{err}");
+        assert_eq!(entries_of_size(dir.path(), 10, size).unwrap().len(), 1);
+        let file = dir.path().join("10.conf");
+        assert_eq!(
+            config_names(&file).unwrap_err().kind(),
+            io::ErrorKind::NotADirectory
+        );
+        assert_eq!(config_names(dir.path()).unwrap().len(), 1);
+    }
+
     #[test]
     fn errors_like_read_dir() {
         let dir = tempfile::tempdir().unwrap();
