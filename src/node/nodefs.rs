@@ -390,11 +390,7 @@ pub fn entries(dir: &Path, limit: usize) -> io::Result<Vec<(OsString, bool)>> {
 
 /// [`entries`], refused (`FileTooLarge`) when the directory's size is past
 /// `max_size`, before it is listed.
-fn entries_of_size(
-    dir: &Path,
-    limit: usize,
-    max_size: u64,
-) -> io::Result<Vec<(OsString, bool)>> {
+fn entries_of_size(dir: &Path, limit: usize, max_size: u64) -> io::Result<Vec<(OsString, bool)>> {
     let too_large = |size: u64| {
         (size > max_size).then(|| {
             io::Error::new(

@@ -270,7 +270,11 @@ pub fn rfc3339(s: &str) -> Option<i64> {
 /// `max`), their value; `*i` moved past them.
 fn digits(b: &[u8], i: &mut usize, min: usize, max: usize) -> Option<i64> {
     let d = b.get(*i..)?;
-    let n = d.iter().take(max).take_while(|c| c.is_ascii_digit()).count();
+    let n = d
+        .iter()
+        .take(max)
+        .take_while(|c| c.is_ascii_digit())
+        .count();
     if n < min {
         return None;
     }
@@ -489,7 +493,10 @@ mod tests {
         let size = std::fs::metadata(&dir).unwrap().len();
         assert!(size > 0, "{size}");
         let err = read_within(root.path(), 0, size - 1).unwrap_err();
-        assert!(err.contains(&format!("a directory of {size} bytes")), "{err}");
+        assert!(
+            err.contains(&format!("a directory of {size} bytes")),
+            "{err}"
+        );
         let (f, _) = read_within(root.path(), 0, size).unwrap();
         assert_eq!(kv(&f), [("gpu", "yes")]);
     }

@@ -17,8 +17,7 @@ pub const MAX_OS_RELEASE: usize = (64 << 10) - 1;
 /// than [`MAX_OS_RELEASE`], so not read whole: rules must not run on part
 /// of it.
 pub fn osrelease(root: &Path) -> Result<Option<SortedMap<String, String>>, String> {
-    let Some(bytes) = read_bytes(&under(root, "/etc/os-release"), MAX_OS_RELEASE as u64 + 1)
-    else {
+    let Some(bytes) = read_bytes(&under(root, "/etc/os-release"), MAX_OS_RELEASE as u64 + 1) else {
         return Ok(None);
     };
     if bytes.len() > MAX_OS_RELEASE {
