@@ -833,7 +833,7 @@ impl NodeFs for RootFs {
     }
 
     fn list(&self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-        Ok(crate::node::nodefs::config_names(&self.path(dir)?)?
+        Ok(crate::node::nodefs::config_dir_names(&self.path(dir)?)?
             .into_iter()
             .map(|n| dir.join(n))
             .collect())
