@@ -255,7 +255,9 @@ fn an_emptied_large_features_d_is_not_listed() {
     let started = start(&facts, scratch.path());
     let (journal, argv) = (&started.journal, &started.argv);
     assert!(
-        journal.contains(&format!("features.d: a directory of {size} bytes, past 512 KiB")),
+        journal.contains(&format!(
+            "features.d: a directory of {size} bytes, past 512 KiB"
+        )),
         "{journal}"
     );
     assert!(!argv.contains("example.com/local"), "{argv}");

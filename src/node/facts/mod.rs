@@ -339,6 +339,31 @@ mod tests {
         })
     }
 
+    /// Review 9 (rboot) F4: an /etc/os-release longer than the wrapper
+    /// reads (NFD reads it whole) is not read in part: it is incomplete,
+    /// so rules on it are fenced (`wrapper::derived`), as features.d past
+    /// its bounds; at the bound it is read whole.
+    #[test]
+    fn an_os_release_past_its_bound_is_incomplete() {
+        let root = tempfile::tempdir().unwrap();
+        let path = root.path().join("etc/os-release");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let only = SortedSet::from(["system.osrelease".to_string()]);
+        let body = "ID=rhel\n";
+        let pad = "#".repeat(system::MAX_OS_RELEASE - body.len() - 1) + "\n";
+        std::fs::write(&path, format!("{pad}{body}")).unwrap();
+        let f = read_with(root.path(), Some(&only), None);
+        assert_eq!(f.attributes["system.osrelease"]["ID"], "rhel");
+        assert_eq!(f.incomplete(), None);
+        std::fs::write(&path, format!("#{pad}{body}")).unwrap();
+        let f = read_with(root.path(), Some(&only), None);
+        assert!(!f.attributes.contains_key("system.osrelease"));
+        assert!(
+            f.incomplete()
+                .is_some_and(|w| w.contains("/etc/os-release"))
+        );
+    }
+
     /// Each optional attribute asked for alone comes out as a full read has
     /// it, and the others are left out.
     #[test]
