@@ -226,6 +226,48 @@ fn features_d_past_its_bounds_leaves_the_rules_out() {
     );
 }
 
+/// A features.d emptied of thousands of names (a pod creating and deleting
+/// files there): ext4 keeps the directory's size, and listing it cold took
+/// seconds at every start (2.5 million names: 3-4 s). Past 512 KiB it is
+/// not listed: the rules are left out, fenced, whatever it holds now.
+#[test]
+fn an_emptied_large_features_d_is_not_listed() {
+    let scratch = scratch_dir();
+    let facts = scratch.path().join("facts");
+    let dir = facts.join(FEATURES_D);
+    write(&dir.join("gpu"), "gpu=present\n");
+    let names: Vec<_> = (0..2100)
+        .map(|i| dir.join(format!("{i:04}{}", "x".repeat(251))))
+        .collect();
+    for name in &names {
+        std::fs::write(name, "").unwrap();
+    }
+    for name in &names {
+        std::fs::remove_file(name).unwrap();
+    }
+    let size = std::fs::metadata(&dir).unwrap().len();
+    if size <= 512 << 10 {
+        crate::support::skipped::skipped(&format!(
+            "an emptied features.d keeps {size} bytes here (not ext4?)"
+        ));
+        return;
+    }
+    let started = start(&facts, scratch.path());
+    let (journal, argv) = (&started.journal, &started.argv);
+    assert!(
+        journal.contains(&format!(
+            "features.d: a directory of {size} bytes, past 512 KiB"
+        )),
+        "{journal}"
+    );
+    assert!(!argv.contains("example.com/local"), "{argv}");
+    assert!(argv.contains(STATIC_TAINT), "{argv}");
+    assert!(
+        argv.contains("kubelet-labeler.io/fenced=features-unreadable:NoSchedule"),
+        "{argv}"
+    );
+}
+
 /// A feature file a pod wrote, of values kubelet refuses, makes notes a
 /// hundred times its size: the journal line stays one record of journald
 /// (below its LineMax of 48 KiB). It was 190 KB from 3 KiB of file, and

@@ -274,6 +274,50 @@ fn a_config_dir_past_its_bound_registers_fenced() {
     );
 }
 
+/// A `--config-dir` subdirectory emptied of thousands of names (ext4
+/// keeps a directory's size: listing it cold takes seconds at every
+/// start): past 512 KiB it is not listed, and the start registers fenced
+/// as past the entries' bound.
+#[test]
+fn an_emptied_large_config_dir_registers_fenced() {
+    let dir = scratch_dir();
+    let root = dir.path();
+    let unit = "[Service]\nExecStart=/usr/bin/kubelet --v=2 --config-dir=/etc/kubernetes/k.d\n";
+    let Some(records) = recorder_root(root, unit) else {
+        return;
+    };
+    let d = root.join("etc/kubernetes/k.d/sub");
+    std::fs::create_dir_all(&d).unwrap();
+    let names: Vec<_> = (0..2100)
+        .map(|i| d.join(format!("{i:04}{}", "x".repeat(251))))
+        .collect();
+    for name in &names {
+        write(name, "");
+    }
+    for name in &names {
+        std::fs::remove_file(name).unwrap();
+    }
+    let size = std::fs::metadata(&d).unwrap().len();
+    if size <= 512 << 10 {
+        crate::support::skipped::skipped(&format!(
+            "an emptied directory keeps {size} bytes here (not ext4?)"
+        ));
+        return;
+    }
+    let env = env("c", &[(RULES_VAR, "")]);
+    let (err, argv) = try_wrapper(root, &records, &env, "", &[]);
+    assert_eq!(
+        taints_of(&argv.unwrap()),
+        format!("{STATIC_TAINT},{}", fence("kubelet-config-unreadable")),
+        "{err}"
+    );
+    let line = one_line(&err);
+    assert!(
+        line.contains(&format!("a directory of {size} bytes, past 512 KiB")),
+        "{line}"
+    );
+}
+
 /// Our labels over exec's limit (a 1 MiB stack allows 256 KiB of argv and
 /// environment): the taint goes in without them, in one line (kubelet
 /// unchanged before).

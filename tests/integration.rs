@@ -52,6 +52,7 @@ mod real_chain_sync;
 mod real_policy_apply;
 mod real_sync;
 mod real_validate;
+mod regex_fold_go;
 mod render;
 mod render_flags;
 mod render_gitops;

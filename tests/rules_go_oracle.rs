@@ -20,7 +20,7 @@ use kubelet_labeler::node::rules::regex::Regex;
 use kubelet_labeler::node::rules::template::{self, Data};
 use serde_json::{Value, json};
 
-fn run_oracle(bin: &Path, input: &Value) -> Value {
+pub(crate) fn run_oracle(bin: &Path, input: &Value) -> Value {
     let mut child = Command::new(bin)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -348,7 +348,10 @@ pub fn base_labels() -> Vec<(String, String)> {
 /// `node.openshift.io/os_id=${ID}`, `ID` from `EnvironmentFile=/etc/os-release`
 /// (empty when unset); the live ISO's os-release is the installed system's.
 pub fn os_id_label(root: &Path) -> (String, String) {
+    // (One longer than the wrapper reads: no ID known, as unreadable.)
     let id = crate::node::facts::system::osrelease(root)
+        .ok()
+        .flatten()
         .and_then(|m| m.get("ID").cloned())
         .unwrap_or_default();
     ("node.openshift.io/os_id".into(), id)

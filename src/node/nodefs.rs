@@ -155,6 +155,13 @@ impl Dir {
         })
     }
 
+    /// Its size as the filesystem gives it (`fstat`'s `st_size`): what
+    /// listing it costs, however few names it holds now (see
+    /// [`MAX_DIR_BYTES`]).
+    pub fn size(&self) -> io::Result<u64> {
+        Ok(self.file.metadata()?.len())
+    }
+
     /// Its names except `.` and `..`, at most `limit` (as [`names`]).
     pub fn names(&self, limit: usize) -> io::Result<Vec<OsString>> {
         #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
@@ -334,6 +341,17 @@ pub fn read_to_string(path: &Path) -> io::Result<String> {
 pub const MAX_CONFIG_ENTRIES: usize = 1024;
 const _: () = assert!(MAX_CONFIG_ENTRIES == 1024, "the message says 1024");
 
+/// The largest size (`st_size`) of a directory the node lists. A
+/// directory never shrinks on ext4: one that once held millions of names
+/// (a pod creating and deleting files) stays millions of entries long,
+/// and listing it cold takes seconds at every start however few names it
+/// holds. 1024 names of 255 bytes take about 270 KB of ext4 blocks; what
+/// a node's provisioning writes takes one 4 KiB block (tmpfs: 20 bytes a
+/// name; btrfs and XFS a few dozen). Past this, what it holds is not read
+/// and is unknown, as past [`MAX_CONFIG_ENTRIES`].
+pub const MAX_DIR_BYTES: u64 = 512 << 10;
+const _: () = assert!(MAX_DIR_BYTES == 512 << 10, "messages say 512 KiB");
+
 /// [`names`] of a directory of configuration, refused past
 /// [`MAX_CONFIG_ENTRIES`] (what it holds is then unknown).
 pub fn config_names(dir: &Path) -> io::Result<Vec<OsString>> {
@@ -344,7 +362,19 @@ pub fn config_names(dir: &Path) -> io::Result<Vec<OsString>> {
 /// to one is not (the entry's type as `lstat` gives it, as Go's
 /// `os.ReadDir` and `filepath.WalkDir` see it).
 pub fn config_entries(dir: &Path) -> io::Result<Vec<(OsString, bool)>> {
-    let entries = typed_entries(dir, MAX_CONFIG_ENTRIES + 1)?;
+    sized_config_entries(dir, u64::MAX)
+}
+
+/// [`config_entries`] of kubelet's `--config-dir` or a directory in it,
+/// also refused past [`MAX_DIR_BYTES`]: a pod that can write there (a
+/// shared directory) must not make every start take seconds. (Not a unit's
+/// drop-in directories: past their bounds kubelet does not start.)
+pub fn config_dir_entries(dir: &Path) -> io::Result<Vec<(OsString, bool)>> {
+    sized_config_entries(dir, MAX_DIR_BYTES)
+}
+
+fn sized_config_entries(dir: &Path, max_size: u64) -> io::Result<Vec<(OsString, bool)>> {
+    let entries = typed_entries(dir, MAX_CONFIG_ENTRIES + 1, max_size)?;
     if entries.len() > MAX_CONFIG_ENTRIES {
         return Err(io::Error::new(
             io::ErrorKind::FileTooLarge,
@@ -373,7 +403,17 @@ pub fn names(dir: &Path, limit: usize) -> io::Result<Vec<OsString>> {
 /// [`names`], each with whether it is a symbolic link (the entry's type
 /// as the directory gives it; `lstat` where it gives none).
 pub fn entries(dir: &Path, limit: usize) -> io::Result<Vec<(OsString, bool)>> {
-    Ok(typed_entries(dir, limit)?
+    Ok(typed_entries(dir, limit, u64::MAX)?
+        .into_iter()
+        .map(|(n, kind)| (n, kind == Kind::Link))
+        .collect())
+}
+
+/// [`entries`], refused (`FileTooLarge`) when the directory's size is past
+/// `max_size`, before it is listed.
+#[cfg(test)]
+fn entries_of_size(dir: &Path, limit: usize, max_size: u64) -> io::Result<Vec<(OsString, bool)>> {
+    Ok(typed_entries(dir, limit, max_size)?
         .into_iter()
         .map(|(n, kind)| (n, kind == Kind::Link))
         .collect())
@@ -389,8 +429,9 @@ enum Kind {
 }
 
 /// [`names`], each with its [`Kind`] (the entry's type as the directory
-/// gives it; `lstat` where it gives none).
-fn typed_entries(dir: &Path, limit: usize) -> io::Result<Vec<(OsString, Kind)>> {
+/// gives it; `lstat` where it gives none); refused (`FileTooLarge`) when
+/// the directory's size is past `max_size`, before it is listed.
+fn typed_entries(dir: &Path, limit: usize, max_size: u64) -> io::Result<Vec<(OsString, Kind)>> {
     let kind = |t: std::fs::FileType| {
         if t.is_symlink() {
             Kind::Link
@@ -400,15 +441,35 @@ fn typed_entries(dir: &Path, limit: usize) -> io::Result<Vec<(OsString, Kind)>> 
             Kind::Other
         }
     };
+    let too_large = |size: u64| {
+        (size > max_size).then(|| {
+            io::Error::new(
+                io::ErrorKind::FileTooLarge,
+                format!("a directory of {size} bytes, past 512 KiB (recreate it)"),
+            )
+        })
+    };
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    return std::fs::read_dir(dir)?
-        .take(limit)
-        .map(|e| e.and_then(|e| Ok((e.file_name(), kind(e.file_type()?)))))
-        .collect();
+    {
+        let meta = std::fs::metadata(dir)?;
+        if let Some(e) = meta.is_dir().then(|| too_large(meta.len())).flatten() {
+            return Err(e);
+        }
+        return std::fs::read_dir(dir)?
+            .take(limit)
+            .map(|e| e.and_then(|e| Ok((e.file_name(), kind(e.file_type()?)))))
+            .collect();
+    }
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     {
         // O_DIRECTORY: anything else fails here.
-        let out = names_of(&sys::open(dir, sys::O_RDONLY | sys::O_DIRECTORY)?, limit)?;
+        let file = sys::open(dir, sys::O_RDONLY | sys::O_DIRECTORY)?;
+        if max_size != u64::MAX
+            && let Some(e) = too_large(file.metadata()?.len())
+        {
+            return Err(e);
+        }
+        let out = names_of(&file, limit)?;
         Ok(out
             .into_iter()
             .map(|(name, t)| {
@@ -715,6 +776,27 @@ mod tests {
         symlink(&dir, top.path().join("link")).unwrap();
         assert!(Dir::open(&top.path().join("link")).is_err());
         assert!(Dir::open(&dir.join("file")).is_err());
+    }
+
+    /// Review 9 (rboot) F5, for kubelet's --config-dir: a directory past
+    /// its size (a directory
+    /// emptied of millions of names keeps it) is refused as one past its
+    /// entries, before it is listed; a file is still "not a directory".
+    #[test]
+    fn a_config_directory_past_its_size_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("10.conf"), "").unwrap();
+        let size = std::fs::metadata(dir.path()).unwrap().len();
+        let err = entries_of_size(dir.path(), 10, size - 1).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::FileTooLarge, "{err}");
+        assert!(err.to_string().contains(&format!("{size} bytes")), "{err}");
+        assert_eq!(entries_of_size(dir.path(), 10, size).unwrap().len(), 1);
+        let file = dir.path().join("10.conf");
+        assert_eq!(
+            config_dir_entries(&file).unwrap_err().kind(),
+            io::ErrorKind::NotADirectory
+        );
+        assert_eq!(config_dir_entries(dir.path()).unwrap().len(), 1);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 // Writes src/node/rules/unicode_tables.rs: the Unicode classes Go's regexp knows
-// (\pL, \p{Greek}, \p{Letter}, ...), as the Go that builds NFD has them.
+// (\pL, \p{Greek}, \p{Letter}, ...) and the case-fold orbits (?i) folds
+// along (unicode.SimpleFold), as the Go that builds NFD has them.
 //
 //	cd tools/unicode-tables && GOTOOLCHAIN=local go run . > ../../src/node/rules/unicode_tables.rs
 //
@@ -148,4 +149,35 @@ func main() {
 		fmt.Fprintf(w, "    // %s\n    \"%s\",\n", k, strings.Join(parts, " "))
 	}
 	fmt.Fprintf(w, "];\n")
+	// The case-fold orbits (?i) folds along (regexp/syntax: each rune with
+	// all unicode.SimpleFold reaches from it), each from its smallest rune.
+	var orbits []string
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if unicode.SimpleFold(r) == r {
+			continue
+		}
+		orbit := []string{fmt.Sprintf("%x", r)}
+		smallest := true
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			smallest = smallest && f > r
+			orbit = append(orbit, fmt.Sprintf("%x", f))
+		}
+		if smallest {
+			orbits = append(orbits, strings.Join(orbit, " "))
+		}
+	}
+	fmt.Fprintf(w, "\n/// unicode.SimpleFold's orbits, the runes `(?i)` makes one: hex runes,\n/// orbits split by `;`, each from its smallest rune, by that rune.\n")
+	fmt.Fprintf(w, "pub const FOLD_ORBITS: &str = \"\\\n")
+	for i := 0; i < len(orbits); i += 8 {
+		end := i + 8
+		if end > len(orbits) {
+			end = len(orbits)
+		}
+		sep := ";\\\n"
+		if end == len(orbits) {
+			sep = "\\\n"
+		}
+		fmt.Fprintf(w, "    %s%s", strings.Join(orbits[i:end], ";"), sep)
+	}
+	fmt.Fprintf(w, "\";\n")
 }

@@ -198,7 +198,6 @@ fn read_in(opts: &FactsOptions) -> Features {
         }
     };
     attr("kernel.version", &|| kernel::version(root));
-    attr("system.osrelease", &|| system::osrelease(root));
     attr("system.name", &|| system::name(root, opts.nodename));
     attr("system.dmiid", &|| system::dmiid(root));
     attr("cpu.topology", &|| cpu::topology(root));
@@ -224,6 +223,17 @@ fn read_in(opts: &FactsOptions) -> Features {
         attr("cpu.rdt", &|| leaves::rdt(root, &cpu));
         attr("cpu.security", &|| Some(leaves::security(root, &cpu)));
         attr("cpu.sst", &|| leaves::sst(root, &cpu));
+    }
+    if want("system.osrelease") {
+        match system::osrelease(root) {
+            Ok(Some(v)) => {
+                f.attributes.insert("system.osrelease".into(), v);
+            }
+            Ok(None) => {}
+            Err(why) => {
+                f.incomplete.insert("system.osrelease".into(), why);
+            }
+        }
     }
     if want("local.feature") || want("local.label") {
         let now = std::time::SystemTime::now()
@@ -327,6 +337,31 @@ mod tests {
             only,
             attributes: attrs,
         })
+    }
+
+    /// Review 9 (rboot) F4: an /etc/os-release longer than the wrapper
+    /// reads (NFD reads it whole) is not read in part: it is incomplete,
+    /// so rules on it are fenced (`wrapper::derived`), as features.d past
+    /// its bounds; at the bound it is read whole.
+    #[test]
+    fn an_os_release_past_its_bound_is_incomplete() {
+        let root = tempfile::tempdir().unwrap();
+        let path = root.path().join("etc/os-release");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let only = SortedSet::from(["system.osrelease".to_string()]);
+        let body = "ID=rhel\n";
+        let pad = "#".repeat(system::MAX_OS_RELEASE - body.len() - 1) + "\n";
+        std::fs::write(&path, format!("{pad}{body}")).unwrap();
+        let f = read_with(root.path(), Some(&only), None);
+        assert_eq!(f.attributes["system.osrelease"]["ID"], "rhel");
+        assert_eq!(f.incomplete(), None);
+        std::fs::write(&path, format!("#{pad}{body}")).unwrap();
+        let f = read_with(root.path(), Some(&only), None);
+        assert!(!f.attributes.contains_key("system.osrelease"));
+        assert!(
+            f.incomplete()
+                .is_some_and(|w| w.contains("/etc/os-release"))
+        );
     }
 
     /// Each optional attribute asked for alone comes out as a full read has

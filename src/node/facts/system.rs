@@ -3,12 +3,30 @@
 
 use std::path::Path;
 
-use super::util::{SMALL_FILE_CAP, read_capped, read_trimmed, under};
+use super::util::{go_string, read_bytes, read_trimmed, under};
 use crate::node::sorted::SortedMap;
 
+/// The most bytes of /etc/os-release read. NFD reads it whole, line by
+/// line (bufio.Scanner, which stops at a line of 64 KiB): a file of at
+/// most this many bytes is read as NFD reads it; a real one holds about
+/// 500.
+pub const MAX_OS_RELEASE: usize = (64 << 10) - 1;
+
 /// NFD opens /etc/os-release only (no /usr/lib/os-release fallback).
-pub fn osrelease(root: &Path) -> Option<SortedMap<String, String>> {
-    read_capped(&under(root, "/etc/os-release"), SMALL_FILE_CAP * 4).map(|t| parse_os_release(&t))
+/// Ok(None): missing or unreadable (NFD gives no keys then). Err: longer
+/// than [`MAX_OS_RELEASE`], so not read whole: rules must not run on part
+/// of it.
+pub fn osrelease(root: &Path) -> Result<Option<SortedMap<String, String>>, String> {
+    let Some(bytes) = read_bytes(&under(root, "/etc/os-release"), MAX_OS_RELEASE as u64 + 1) else {
+        return Ok(None);
+    };
+    if bytes.len() > MAX_OS_RELEASE {
+        return Err(format!(
+            "/etc/os-release: longer than {MAX_OS_RELEASE} bytes, not read"
+        ));
+    }
+    // Each byte that is not UTF-8 one U+FFFD, as NFD's rules see it.
+    Ok(Some(parse_os_release(&go_string(&bytes))))
 }
 
 /// Lines matching `^(\w+)=(.+)`, value with `"` and `'` trimmed from both
@@ -16,7 +34,10 @@ pub fn osrelease(root: &Path) -> Option<SortedMap<String, String>> {
 /// `^(\d+)(\.(\d+))?(\..*)?$`, each only when non-empty.
 pub fn parse_os_release(text: &str) -> SortedMap<String, String> {
     let mut out = SortedMap::new();
-    for line in text.lines() {
+    // bufio.ScanLines: lines end at \n, each without one \r before it
+    // (the last one too, ended or not).
+    for line in text.split_terminator('\n') {
+        let line = line.strip_suffix('\r').unwrap_or(line);
         let Some((key, value)) = line.split_once('=') else {
             continue;
         };
@@ -103,6 +124,23 @@ mod tests {
         assert_eq!(r["VERSION_ID.minor"], "6");
         assert_eq!(r["OSTREE_VERSION"], "9.6.20250701-0");
         assert!(!r.contains_key("EMPTY") && !r.contains_key("BAD KEY"));
+    }
+
+    /// Review 9 (rboot) F4, FAILS on 4a4bbe7: NFD reads the whole
+    /// os-release (bufio.Scanner, lines up to 64 KiB); keys past 16 KiB are
+    /// NFD's too.
+    #[test]
+    fn a_long_os_release_is_read_whole() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("etc")).unwrap();
+        let pad = "# padding comment line ......................................\n".repeat(300);
+        std::fs::write(
+            root.path().join("etc/os-release"),
+            format!("NAME=x\n{pad}ID=\"rhel\"\nVERSION_ID=\"9.6\"\n"),
+        )
+        .unwrap();
+        let r = osrelease(root.path()).unwrap().unwrap();
+        assert_eq!(r.get("VERSION_ID").map(String::as_str), Some("9.6"));
     }
 
     #[test]

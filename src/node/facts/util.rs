@@ -54,15 +54,17 @@ pub fn inside(path: &Path) -> Option<&Path> {
     Some(path)
 }
 
-/// The file's text, at most `cap` bytes; None when missing or unreadable.
+/// The file's text, at most `cap` bytes (each byte that is not UTF-8 one
+/// U+FFFD, as NFD's rules see it); None when missing or unreadable.
 pub fn read_capped(path: &Path, cap: u64) -> Option<String> {
     let path = inside(path)?;
     let buf = crate::node::nodefs::read_up_to(crate::node::nodefs::open(&path).ok()?, cap as usize)
         .ok()?;
-    Some(String::from_utf8_lossy(&buf).into_owned())
+    Some(go_string(&buf))
 }
 
-/// A small file's contents with surrounding whitespace trimmed. One read:
+/// A small file's contents with surrounding whitespace trimmed (bytes
+/// that are not UTF-8 as [`go_string`] makes them). One read:
 /// a sysfs attribute or an os-release file comes whole in one, and the
 /// wrapper reads a hundred of them per start (open, read, close each).
 pub fn read_trimmed(path: &Path) -> Option<String> {
@@ -70,7 +72,7 @@ pub fn read_trimmed(path: &Path) -> Option<String> {
     let mut file = crate::node::nodefs::open(&path).ok()?;
     let mut buf = [0u8; SMALL_FILE_CAP as usize];
     let n = file.read(&mut buf).ok()?;
-    Some(String::from_utf8_lossy(&buf[..n]).trim().to_string())
+    Some(go_string(&buf[..n]).trim().to_string())
 }
 
 /// Names in a directory, sorted, at most MAX_ENTRIES; None when unreadable.
@@ -83,6 +85,21 @@ pub fn list_dir(dir: &Path) -> Option<Vec<String>> {
         .collect();
     names.sort();
     Some(names)
+}
+
+/// Bytes as Go's strings are seen by its regexp and its encoding/json
+/// (NFD's rules, a NodeFeature's JSON): UTF-8, each byte that is not part
+/// of a whole sequence one U+FFFD (Rust's lossy decoding makes one of a
+/// cut sequence: "\xe2\x82" is two runes to Go, one to it).
+pub fn go_string(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for _ in chunk.invalid() {
+            out.push(char::REPLACEMENT_CHARACTER);
+        }
+    }
+    out
 }
 
 /// `root` joined with a path written as if absolute (`/sys/...`).

@@ -833,7 +833,7 @@ impl NodeFs for RootFs {
     }
 
     fn list(&self, dir: &Path) -> std::io::Result<Vec<(PathBuf, bool)>> {
-        Ok(crate::node::nodefs::config_entries(&self.path(dir)?)?
+        Ok(crate::node::nodefs::config_dir_entries(&self.path(dir)?)?
             .into_iter()
             .map(|(n, is_dir)| (dir.join(n), is_dir))
             .collect())

@@ -53,106 +53,69 @@ impl Regex {
 
 // ---- case folding (Go folds along Unicode simple-fold orbits) ----
 
-pub(super) fn lower1(c: char) -> char {
-    let mut it = c.to_lowercase();
-    match (it.next(), it.next()) {
-        (Some(l), None) => l,
-        _ => c,
-    }
-}
+/// Go's unicode.SimpleFold orbits (`tools/unicode-tables`), render only:
+/// the wrapper compiles no pattern (it gets the ranges compiled in).
+#[cfg(feature = "cli")]
+const FOLD_ORBITS: &str = crate::node::rules::unicode_tables::FOLD_ORBITS;
+#[cfg(not(feature = "cli"))]
+const FOLD_ORBITS: &str = "";
 
-pub(super) fn upper1(c: char) -> char {
-    let mut it = c.to_uppercase();
-    match (it.next(), it.next()) {
-        (Some(u), None) => u,
-        _ => c,
-    }
-}
-
-/// One representative per fold orbit.
-pub(super) fn canon(c: char) -> char {
-    lower1(upper1(c))
-}
-
-/// Orbit members that neither upper- nor lower-casing reaches from the
-/// representative (Kelvin sign, long s, Greek symbol forms, title case).
-pub(super) fn fold_extras(c: char) -> &'static [char] {
-    match c {
-        'k' => &['\u{212A}'],
-        's' => &['\u{017F}'],
-        'å' => &['\u{212B}'],
-        'μ' => &['\u{00B5}'],
-        'ω' => &['\u{2126}'],
-        'θ' => &['\u{03D1}', '\u{03F4}'],
-        'β' => &['\u{03D0}'],
-        'ε' => &['\u{03F5}'],
-        'κ' => &['\u{03F0}'],
-        'π' => &['\u{03D6}'],
-        'ρ' => &['\u{03F1}'],
-        'σ' => &['\u{03C2}'],
-        'φ' => &['\u{03D5}'],
-        'ι' => &['\u{0345}', '\u{1FBE}'],
-        'ṡ' => &['\u{1E9B}'],
-        'ǆ' => &['\u{01C5}'],
-        'ǉ' => &['\u{01C8}'],
-        'ǌ' => &['\u{01CB}'],
-        'ǳ' => &['\u{01F2}'],
-        _ => &[],
-    }
-}
-
-/// Characters with a case mapping (all below U+20000), and each with its
-/// orbit representative, sorted by representative. Built once, at render.
+/// The fold orbits: their runes, and each rune with its orbit's index,
+/// sorted by rune. Built once, at render.
 pub(super) struct FoldTables {
-    pub(super) cased: Vec<char>,
-    pub(super) by_canon: Vec<(char, char)>,
+    pub(super) orbits: Vec<Vec<char>>,
+    pub(super) by_rune: Vec<(char, u32)>,
 }
 
 pub(super) fn fold_tables() -> &'static FoldTables {
     static TABLES: std::sync::OnceLock<FoldTables> = std::sync::OnceLock::new();
     TABLES.get_or_init(|| {
-        let cased: Vec<char> = (0..0x20000u32)
-            .filter_map(char::from_u32)
-            .filter(|&c| lower1(c) != c || upper1(c) != c)
+        let orbits: Vec<Vec<char>> = FOLD_ORBITS
+            .split(';')
+            .map(|o| {
+                o.split(' ')
+                    .filter_map(|r| char::from_u32(u32::from_str_radix(r, 16).ok()?))
+                    .collect::<Vec<char>>()
+            })
+            .filter(|o| o.len() > 1)
             .collect();
-        let mut by_canon: Vec<(char, char)> = cased.iter().map(|&c| (canon(c), c)).collect();
-        by_canon.sort_unstable();
-        FoldTables { cased, by_canon }
+        let mut by_rune: Vec<(char, u32)> = orbits
+            .iter()
+            .enumerate()
+            .flat_map(|(i, o)| o.iter().map(move |&c| (c, i as u32)))
+            .collect();
+        by_rune.sort_unstable();
+        FoldTables { orbits, by_rune }
     })
 }
 
-/// `c` under `(?i)`: one character, or a class of its fold orbit (the
-/// characters `ch` with `canon(ch) == canon(c)`: cased ones, and `c`'s
-/// representative when it is uncased).
-fn literal(c: char, fold: bool) -> Node {
-    if !fold {
-        return Node::Char(c);
-    }
-    let k = canon(c);
+/// The runes `(?i)` makes one with `c` (Go's SimpleFold orbit), `c`
+/// among them; empty when it has no other case.
+pub(super) fn orbit(c: char) -> &'static [char] {
     let t = fold_tables();
-    let from = t.by_canon.partition_point(|&(x, _)| x < k);
-    let mut orbit: Vec<char> = t.by_canon[from..]
-        .iter()
-        .take_while(|&&(x, _)| x == k)
-        .map(|&(_, c)| c)
-        .chain([c, k])
-        .filter(|&x| canon(x) == k)
-        .collect();
-    orbit.sort_unstable();
-    orbit.dedup();
-    if orbit.len() == 1 {
+    match t.by_rune.binary_search_by(|&(r, _)| r.cmp(&c)) {
+        Ok(at) => &t.orbits[t.by_rune[at].1 as usize],
+        Err(_) => &[],
+    }
+}
+
+/// `c` under `(?i)`: one character, or a class of its fold orbit.
+fn literal(c: char, fold: bool) -> Node {
+    let orbit = if fold { orbit(c) } else { &[] };
+    if orbit.is_empty() {
         return Node::Char(c);
     }
+    let mut ranges: Vec<(char, char)> = orbit.iter().map(|&c| (c, c)).collect();
+    ranges.sort_unstable();
     Node::Class(Class {
-        ranges: orbit.into_iter().map(|c| (c, c)).collect(),
+        ranges,
         negated: false,
     })
 }
 
 impl ClassSpec {
-    /// Merge the items into ranges, folding as Go does: a character is in
-    /// a folded item when it, its upper or lower case, its orbit
-    /// representative (or that one's upper case) or an extra orbit member is.
+    /// Merge the items into ranges, folding as Go does (appendFoldedClass):
+    /// a folded item holds the whole fold orbit of each character in it.
     fn compile(&self) -> Class {
         let mut all: Vec<(u32, u32)> = Vec::new();
         for (ranges, neg) in &self.items {
@@ -162,15 +125,9 @@ impl ClassSpec {
                 .map(|&(lo, hi)| (lo as u32, hi as u32))
                 .collect();
             if self.fold {
-                for &c in &fold_tables().cased {
-                    let k = canon(c);
-                    if has(lower1(c))
-                        || has(upper1(c))
-                        || has(k)
-                        || has(upper1(k))
-                        || fold_extras(k).iter().any(|&x| has(x))
-                    {
-                        set.push((c as u32, c as u32));
+                for orbit in &fold_tables().orbits {
+                    if orbit.iter().any(|&x| has(x)) {
+                        set.extend(orbit.iter().map(|&c| (c as u32, c as u32)));
                     }
                 }
             }
