@@ -123,13 +123,7 @@ pub fn choose(configs: Vec<Value>, pools: &[Value], name: &str) -> Result<Vec<Va
     let (selector, what) = selector_of(pools, name)?;
     let mut chosen = Vec::new();
     for mc in configs {
-        let mut l = labels(&mc);
-        if role(&mc)?.is_none()
-            && let Some(p) = rendered_pool(&mc)
-        {
-            l.push((ROLE_LABEL.to_string(), p.to_string()));
-        }
-        if selector.matches(&l) {
+        if selector.matches(&selected_labels(&mc)?) {
             chosen.push(mc);
         }
     }
@@ -159,6 +153,84 @@ pub fn check_one_pool(configs: &[Value], pools: &[Value]) -> Result<()> {
         return Err(e);
     }
     Ok(())
+}
+
+/// The role a MachineConfig is given as: its role label, or a rendered
+/// config's pool (what that pool already merged); `None` for neither (an
+/// empty role is none).
+fn effective_role(mc: &Value) -> Result<Option<&str>> {
+    Ok(role(mc)?
+        .filter(|r| !r.is_empty())
+        .or_else(|| rendered_pool(mc)))
+}
+
+/// A MachineConfig's labels with its [`effective_role`], as a pool's
+/// selector matches it.
+fn selected_labels(mc: &Value) -> Result<Vec<(String, String)>> {
+    let mut l = labels(mc);
+    if role(mc)?.is_none()
+        && let Some(p) = rendered_pool(mc)
+    {
+        l.push((ROLE_LABEL.to_string(), p.to_string()));
+    }
+    Ok(l)
+}
+
+/// Whether a MachineConfigPool given selects `mc`.
+fn given_pool_selects(pools: &[Value], mc: &Value) -> Result<bool> {
+    let l = selected_labels(mc)?;
+    Ok(pools.iter().any(|p| {
+        Selector::from_label_selector(p.pointer("/spec/machineConfigSelector"))
+            .filter(|s| !s.is_empty() && s.error.is_none())
+            .is_some_and(|s| s.matches(&l))
+    }))
+}
+
+/// A directory's MachineConfigs (`from_dir`) the MCO gives no node: one
+/// without a role label that is no rendered config (the MCO's pools
+/// select by the role label) and that no MachineConfigPool given selects.
+/// Refused, naming it: laid out as a base, it showed what no node gets. A
+/// config given as a file of its own is a base (`oc get mc NAME -o
+/// yaml` of a rendered one under any name).
+pub fn check_selected(from_dir: &[Value], pools: &[Value]) -> Result<()> {
+    for mc in from_dir {
+        if effective_role(mc)?.is_none() && !given_pool_selects(pools, mc)? {
+            bail!(
+                "--machineconfig: MachineConfig {:?} has no {ROLE_LABEL} label and is no rendered \
+                 config: no pool selects it, so the MCO gives it to no node; label it with its \
+                 pool's role (or give a rendered config as a file of its own)",
+                crate::cli::render::layout::mc_name(mc)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Without `--pool`, inputs holding exactly one MachineConfigPool: that
+/// pool, as `--pool NAME` chooses its MachineConfigs. One that neither it
+/// nor a built-in pool (worker, master, arbiter: their role) selects is
+/// refused, naming it: the MCO gives it to no node. `None` for inputs with
+/// no pool or several.
+pub fn choose_the_given_pool(configs: Vec<Value>, pools: &[Value]) -> Result<Option<Vec<Value>>> {
+    let names: BTreeSet<&str> = pools.iter().map(pool_name).collect();
+    let [name] = names.into_iter().collect::<Vec<_>>()[..] else {
+        return Ok(None);
+    };
+    let (selector, what) = selector_of(pools, name)?;
+    for mc in &configs {
+        let builtin = matches!(effective_role(mc)?, Some("worker" | "master" | "arbiter"));
+        if !builtin && !selector.matches(&selected_labels(mc)?) {
+            bail!(
+                "--machineconfig: MachineConfig {:?} ({ROLE_LABEL} {:?}) is selected by no pool: \
+                 not by {what}, the pool the inputs give, nor by a built-in pool; the MCO gives \
+                 it to no node (give its pool's MachineConfigPool, or label it with a role {name} \
+                 selects)",
+                crate::cli::render::layout::mc_name(mc),
+                role(mc)?.unwrap_or_default()
+            );
+        }
+    }
+    choose(configs, pools, name).map(Some)
 }
 
 #[cfg(test)]
