@@ -108,7 +108,8 @@ fn labels(mc: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The MachineConfigs of pool `name` among `configs`. A rendered config (no labels: what a pool already
+/// The MachineConfigs of pool `name` among `configs`, and a base given as
+/// a file of its own (no role, no rendered config). A rendered config (no labels: what a pool already
 /// merged) counts as its pool's role, so `rendered-worker-…` stands for
 /// worker's MachineConfigs, which a custom pool takes too.
 pub fn choose(configs: Vec<Value>, pools: &[Value], name: &str) -> Result<Vec<Value>> {
@@ -123,7 +124,9 @@ pub fn choose(configs: Vec<Value>, pools: &[Value], name: &str) -> Result<Vec<Va
     let (selector, what) = selector_of(pools, name)?;
     let mut chosen = Vec::new();
     for mc in configs {
-        if selector.matches(&selected_labels(&mc)?) {
+        // A config without a role that is no rendered one is a base given
+        // as a file of its own ([`check_selected`] refuses a directory's).
+        if effective_role(&mc)?.is_none() || selector.matches(&selected_labels(&mc)?) {
             chosen.push(mc);
         }
     }
@@ -218,8 +221,11 @@ pub fn choose_the_given_pool(configs: Vec<Value>, pools: &[Value]) -> Result<Opt
     };
     let (selector, what) = selector_of(pools, name)?;
     for mc in &configs {
-        let builtin = matches!(effective_role(mc)?, Some("worker" | "master" | "arbiter"));
-        if !builtin && !selector.matches(&selected_labels(mc)?) {
+        let builtin_or_base = matches!(
+            effective_role(mc)?,
+            None | Some("worker" | "master" | "arbiter")
+        );
+        if !builtin_or_base && !selector.matches(&selected_labels(mc)?) {
             bail!(
                 "--machineconfig: MachineConfig {:?} ({ROLE_LABEL} {:?}) is selected by no pool: \
                  not by {what}, the pool the inputs give, nor by a built-in pool; the MCO gives \
@@ -293,6 +299,47 @@ mod tests {
         let empty = json!({"kind": "MachineConfigPool", "metadata": {"name": "gpu"},
             "spec": {"machineConfigSelector": {}}});
         assert!(choose(configs, &[empty], "gpu").is_err());
+    }
+
+    /// A base given as a file (no role, no rendered name) goes with any
+    /// pool; a directory's such config is refused, and, the inputs' one
+    /// pool deciding, so is a role it does not select.
+    #[test]
+    fn bases_and_configs_no_pool_selects() {
+        let pool = json!({"kind": "MachineConfigPool", "metadata": {"name": "gpu"},
+            "spec": {"machineConfigSelector": {"matchExpressions": [
+                {"key": ROLE_LABEL, "operator": "In", "values": ["worker", "gpu-v2"]}]}}});
+        let base = mc("my-base", None);
+        let chosen = choose(
+            vec![base.clone(), mc("50-gpu-x", Some("gpu-v2"))],
+            &[],
+            "gpu-v2",
+        );
+        assert_eq!(names(&chosen.unwrap()), ["my-base", "50-gpu-x"]);
+        let e = check_selected(&[base], &[]).unwrap_err().to_string();
+        assert!(
+            e.contains("\"my-base\"") && e.contains("no pool selects it"),
+            "{e}"
+        );
+        assert!(check_selected(&[mc("rendered-gpu-0a1b", None)], &[]).is_ok());
+        let configs = vec![
+            mc("50-worker-x", Some("worker")),
+            mc("50-gpu-x", Some("gpu")),
+        ];
+        let e = choose_the_given_pool(configs, std::slice::from_ref(&pool))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("\"50-gpu-x\"") && e.contains("selected by no pool"),
+            "{e}"
+        );
+        let ok = vec![
+            mc("50-worker-x", Some("worker")),
+            mc("50-gpu-x", Some("gpu-v2")),
+        ];
+        let chosen = choose_the_given_pool(ok, &[pool]).unwrap().unwrap();
+        assert_eq!(names(&chosen), ["50-worker-x", "50-gpu-x"]);
+        assert!(choose_the_given_pool(vec![], &[]).unwrap().is_none());
     }
 
     #[test]
