@@ -58,10 +58,12 @@ pub fn env_files() -> Vec<&'static str> {
 /// The stand-in as the MachineConfig the MCO's templates are: a base
 /// without a role, so the render's MachineConfigs change it as they change
 /// the MCO's (a drop-in of the same name replaces one, a kubelet.service
-/// of the render's replaces the unit).
-pub fn machineconfig() -> Value {
+/// of the render's replaces the unit). A drop-in the render writes as a
+/// file (`written`) is the render's alone.
+fn machineconfig(written: &[&str]) -> Value {
     let dropins: Vec<Value> = DROPINS
         .iter()
+        .filter(|(name, _)| !written.contains(&format!("{UNIT_PATH}.d/{name}").as_str()))
         .map(|(name, text)| json!({ "name": name, "contents": text }))
         .collect();
     json!({
@@ -80,15 +82,19 @@ pub fn machineconfig() -> Value {
 /// `configs` with the stand-in first, unless one of them writes
 /// kubelet.service as a file (a rendered config's own is a unit).
 pub fn with_stand_in(mut configs: Vec<Value>) -> Vec<Value> {
-    let unit_file = configs.iter().any(|mc| {
-        mc.pointer("/spec/config/storage/files")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .any(|f| f.get("path").and_then(Value::as_str) == Some(UNIT_PATH))
-    });
-    if !unit_file {
-        configs.insert(0, machineconfig());
+    let written: Vec<&str> = configs
+        .iter()
+        .flat_map(|mc| {
+            mc.pointer("/spec/config/storage/files")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|f| f.get("path").and_then(Value::as_str))
+        })
+        .collect();
+    if !written.contains(&UNIT_PATH) {
+        let stand_in = machineconfig(&written);
+        configs.insert(0, stand_in);
     }
     configs
 }
@@ -98,6 +104,25 @@ const UNIT_PATH: &str = "/etc/systemd/system/kubelet.service";
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A drop-in of the MCO's name the render writes as a file is the
+    /// render's (no unit drop-in at a file's path); a unit file of the
+    /// render's leaves no stand-in.
+    #[test]
+    fn the_render_s_files_replace_the_stand_in_s() {
+        let file =
+            |path: &str| json!({"spec": {"config": {"storage": {"files": [{"path": path}]}}}});
+        let configs = with_stand_in(vec![file(&format!("{UNIT_PATH}.d/20-node-env.conf"))]);
+        let dropins = configs[0]
+            .pointer("/spec/config/systemd/units/0/dropins")
+            .and_then(Value::as_array)
+            .unwrap()
+            .iter()
+            .map(|d| d["name"].as_str().unwrap())
+            .collect::<Vec<_>>();
+        assert_eq!(dropins, ["01-kubens.conf", "10-mco-default-env.conf"]);
+        assert_eq!(with_stand_in(vec![file(UNIT_PATH)]).len(), 1);
+    }
 
     #[test]
     fn the_stand_in_reads_the_files_in_systemd_s_order() {
