@@ -133,3 +133,123 @@ fn one_flag_picks_a_pool_from_a_shared_directory() {
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("pools found: gpu, infra, worker"), "{err}");
 }
+
+/// The MCO's answer for pool `pool` of the manifests in `dir` (the
+/// cluster-wide policy is not the pool's to serve): its errors, and the
+/// drop-ins it serves the pool's node. `None`: skipped (no oracle, not root).
+fn mco_serves(dir: &Path, pool: &str) -> Option<(String, Vec<String>)> {
+    let (oracle, mco_root) = crate::support::mco::oracle_as_root()?;
+    let manifests = dir.parent().unwrap().join("manifests");
+    let o = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(dir)
+        .arg(&manifests)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let _ = std::fs::remove_dir_all(manifests.join("cluster-wide"));
+    let work = dir.parent().unwrap().join("mco-work");
+    let o = crate::support::mco::boot_render((&oracle, &mco_root), &manifests, pool, &work);
+    let report: serde_json::Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
+    let dropins = std::fs::read_dir(work.join("node-root/etc/systemd/system/kubelet.service.d"))
+        .map(|d| {
+            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    Some((report["mcoErrors"].to_string(), dropins))
+}
+
+/// A MachineConfig without a role label in a pull request's directory (a
+/// taint drop-in): no pool selects it, the MCO serves it to no node, and
+/// explain laid it out as a base (the node "registered" tainted). Refused,
+/// naming it; the same config as a file of its own is a base still (a
+/// rendered config saved under any name). The MCO oracle agrees.
+#[test]
+fn an_unlabelled_machineconfig_of_a_directory_is_refused_naming_it() {
+    let dir = scratch_dir();
+    let d = dir.path();
+    let base = d.join("rendered-worker.yaml");
+    std::fs::write(&base, RENDERED_WORKER).unwrap();
+    let pr = d.join("pr");
+    crate::plan::render(&pr, &[]);
+    let taints = kubelet_labeler::node::contract::TAINTS_VAR;
+    crate::support::add_file_machineconfig(
+        &pr,
+        "51-worker-gpu-taints",
+        None,
+        "/etc/systemd/system/kubelet.service.d/95-taints.conf",
+        &format!("[Service]\nEnvironment={taints}=nvidia.com/gpu=present:NoSchedule\n"),
+    );
+    let o = explain(&[&base, &pr], &[]);
+    let e = stderr(&o);
+    assert!(
+        !o.status.success(),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert!(
+        e.contains("\"51-worker-gpu-taints\"") && e.contains("no pool selects it"),
+        "{e}"
+    );
+    // Given as a file: a base, as before.
+    let o = explain(&[&pr.join("51-worker-gpu-taints.yaml"), &base], &[]);
+    assert!(!stderr(&o).contains("no pool selects it"), "{}", stderr(&o));
+
+    if let Some((errors, dropins)) = mco_serves(&pr, "worker-gpu") {
+        assert!(
+            errors.contains("51-worker-gpu-taints is selected by no pool"),
+            "{errors}"
+        );
+        assert!(
+            !dropins.iter().any(|n| n == "95-taints.conf"),
+            "{dropins:?}"
+        );
+    }
+}
+
+/// Without `--pool`, a directory's one MachineConfigPool decides as `--pool`
+/// does: a pool whose selector no longer takes our role (a pull request's
+/// edit) leaves our MachineConfigs on no node; explain showed their taint.
+/// Refused, naming them; the pool as rendered explains as `--pool` does.
+/// The MCO oracle agrees.
+#[test]
+fn the_directory_s_one_pool_decides_without_the_flag() {
+    let dir = scratch_dir();
+    let d = dir.path();
+    let base = d.join("rendered-worker.yaml");
+    std::fs::write(&base, RENDERED_WORKER).unwrap();
+    let pr = d.join("pr");
+    crate::plan::render(&pr, &["--taint", "nvidia.com/gpu=present:NoSchedule"]);
+    let same = explain(&[&base, &pr], &[]);
+    let picked = explain(&[&base, &pr], &["--pool", "worker-gpu"]);
+    assert_eq!(same.stdout, picked.stdout, "{}", stderr(&same));
+    assert!(String::from_utf8_lossy(&same.stdout).contains("nvidia.com/gpu=present:NoSchedule"));
+
+    let pool = pr.join("machineconfigpool-worker-gpu.yaml");
+    let text = std::fs::read_to_string(&pool).unwrap();
+    std::fs::write(&pool, text.replace("- worker-gpu\n", "- worker-gpu-v2\n")).unwrap();
+    let o = explain(&[&base, &pr], &[]);
+    let e = stderr(&o);
+    assert!(
+        !o.status.success(),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert!(
+        e.contains("\"50-worker-gpu-kubelet-labeler-labels\"") && e.contains("selected by no pool"),
+        "{e}"
+    );
+
+    if let Some((errors, dropins)) = mco_serves(&pr, "worker-gpu") {
+        assert!(
+            errors.contains("50-worker-gpu-kubelet-labeler-labels is selected by no pool"),
+            "{errors}"
+        );
+        assert!(
+            !dropins.iter().any(|n| n.contains("kubelet-labeler")),
+            "{dropins:?}"
+        );
+    }
+}

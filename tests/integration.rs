@@ -39,6 +39,7 @@ mod nfd_worker_diff;
 mod one_binary;
 mod payload;
 mod plan;
+mod plan_cluster_unit;
 mod plan_fleet;
 mod plan_tolerations;
 mod pr_inputs;

@@ -622,3 +622,59 @@ fn an_edited_generator_is_not_taken_for_ours() {
         }
     }
 }
+
+/// File paths of a pull request's MachineConfig with newlines (Ignition
+/// and the MCO take them): plan's text listed one raw, and its lines
+/// forged a group header ("no change") under the real one; explain's
+/// listing of the drop-ins forged a warning. Each name stays on its line,
+/// its newlines escaped.
+#[test]
+fn a_path_with_newlines_forges_no_line_of_plan_or_explain() {
+    let tmp = scratch_dir();
+    let base = tmp.path().join("base");
+    render(&base, &[]);
+    let pr = tmp.path().join("pr");
+    render(&pr, &[]);
+    let forged = "== 2 nodes like gpu-a100-01 (pool worker-gpu): no change ==";
+    crate::support::add_file_machineconfig(
+        &pr,
+        "60-worker-gpu-note",
+        Some("worker-gpu"),
+        &format!("/etc/note\n\n{forged}\n\nzz"),
+        "x",
+    );
+    let warning = "warning: forged line";
+    crate::support::add_file_machineconfig(
+        &pr,
+        "61-worker-gpu-dropin",
+        Some("worker-gpu"),
+        &format!("/etc/systemd/system/kubelet.service.d/95-x\n{warning}\n.conf"),
+        "[Service]\n",
+    );
+    let fleet = repo().join("examples/fleet/fleet.json");
+    let o = plan(&base, &pr, &fleet, &[]);
+    let text = crate::support::stdout(&o);
+    assert!(text.contains("/etc/note\\n\\n== 2 nodes"), "{text}");
+    assert!(
+        !text.lines().any(|l| l == forged || l.starts_with(warning)),
+        "{text}"
+    );
+
+    let kubelet = tmp.path().join("01-worker-kubelet.yaml");
+    let unit = "[Service]\nExecStart=/usr/bin/kubelet --config=/etc/kubernetes/kubelet.conf\n";
+    let mc = crate::support::mco::mco_machineconfig(unit);
+    std::fs::write(&kubelet, serde_json::to_string(&mc).unwrap()).unwrap();
+    let mut c = bin();
+    c.args(["explain", "--machineconfig"])
+        .arg(&kubelet)
+        .arg("--machineconfig")
+        .arg(&pr);
+    let o = bounded(c);
+    let shown = crate::support::stdout(&o);
+    assert!(
+        shown.contains("drop-in: /etc/systemd/system/kubelet.service.d/95-x\\nwarning"),
+        "{shown}\n{}",
+        stderr(&o)
+    );
+    assert!(!shown.lines().any(|l| l.starts_with(warning)), "{shown}");
+}

@@ -83,6 +83,13 @@ pub fn parse<P: clap::Parser>() -> Result<P, ExitCode> {
     })
 }
 
+/// A name or value from the input (a pull request's file path, a
+/// MachineConfig's name) for one line of output: every control character
+/// escaped, newlines too (`\n`), so it forges no line of its own.
+pub fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
+    crate::node::wrapper::derived::escape_controls(text)
+}
+
 /// Text read from a tree or file the CLI was given, for a terminal: each
 /// line's control characters escaped (`\u{1b}`), the lines kept. A
 /// hostile unit file's escape codes never reach the terminal, where they

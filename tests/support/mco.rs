@@ -178,3 +178,33 @@ pub fn boot_render(
         .output()
         .unwrap()
 }
+
+/// What every MCO template of kubelet.service (its units and its drop-ins,
+/// every release of the fixtures) sets: (fixture name, directive, value),
+/// e.g. `("…kubelet.service.yaml", "EnvironmentFile", "-/etc/os-release")`.
+/// Template lines (`{{ … }}`) are left out; both branches of a condition
+/// are taken (what any cluster may be served).
+pub fn kubelet_service_directives(dir: &Path) -> Vec<(String, String, String)> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("reading fixtures")
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("__units__kubelet"))
+        .collect();
+    names.sort();
+    let mut out = Vec::new();
+    for n in names {
+        let yaml = std::fs::read_to_string(dir.join(&n)).unwrap();
+        if !yaml.lines().any(|l| l.trim() == "name: kubelet.service") {
+            continue;
+        }
+        for line in yaml.lines().map(str::trim) {
+            let Some((key, value)) = line.split_once('=') else {
+                continue;
+            };
+            if !key.is_empty() && key.bytes().all(|b| b.is_ascii_alphabetic()) {
+                out.push((n.clone(), key.to_string(), value.trim().to_string()));
+            }
+        }
+    }
+    out
+}

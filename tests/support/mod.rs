@@ -61,6 +61,31 @@ pub fn relist_kustomization(dir: &Path, names: &[&str], drop: &[&str]) {
     std::fs::write(&path, k.to_string()).unwrap();
 }
 
+/// A pull request's MachineConfig `name` (role `role`, none when `None`)
+/// writing one file at `path` with `text`, added to the render in `dir`
+/// and listed in its kustomization.
+pub fn add_file_machineconfig(dir: &Path, name: &str, role: Option<&str>, path: &str, text: &str) {
+    let source = format!(
+        "data:,{}",
+        kubelet_labeler::cli::render::encoding::percent_encode(text.as_bytes())
+    );
+    let mut mc = serde_json::json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig",
+        "metadata": { "name": name },
+        "spec": { "config": { "ignition": { "version": "3.4.0" },
+            "storage": { "files": [ { "path": path, "mode": 420,
+                                      "contents": { "source": source } } ] } } }
+    });
+    if let Some(role) = role {
+        mc["metadata"]["labels"] =
+            serde_json::json!({ "machineconfiguration.openshift.io/role": role });
+    }
+    let file = format!("{name}.yaml");
+    std::fs::write(dir.join(&file), mc.to_string()).unwrap();
+    relist_kustomization(dir, &[&file], &[]);
+}
+
 /// Write `text` to `path` as an executable (a stub program), creating its
 /// directories.
 pub fn write_exec(path: &Path, text: &str) {

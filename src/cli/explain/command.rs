@@ -39,10 +39,22 @@ pub fn run(c: ExplainConfig) -> Result<ExitCode> {
         }
         None => {
             scratch = tempfile::tempdir().context("creating a scratch node tree")?;
-            let (configs, pools) = input::read_machineconfigs_and_pools(&c.machineconfigs)?;
+            let (mut configs, mut pools, mut from_dirs) = (Vec::new(), Vec::new(), Vec::new());
+            for path in &c.machineconfigs {
+                let (mcs, p) = input::read_machineconfigs_and_pools(std::slice::from_ref(path))?;
+                if path.as_os_str() != "-" && path.is_dir() {
+                    from_dirs.extend(mcs.iter().cloned());
+                }
+                configs.extend(mcs);
+                pools.extend(p);
+            }
+            explain::pool::check_selected(&from_dirs, &pools)?;
             let configs = match &c.pool {
                 Some(name) => explain::pool::choose(configs, &pools, name)?,
-                None => explain::pool::check_one_pool(&configs, &pools).map(|()| configs)?,
+                None => match explain::pool::choose_the_given_pool(configs.clone(), &pools)? {
+                    Some(chosen) => chosen,
+                    None => explain::pool::check_one_pool(&configs, &pools).map(|()| configs)?,
+                },
             };
             release_version = crate::cli::validate::version_from_machineconfigs(&configs);
             clashes = crate::cli::render::compose::clashes(&configs)?

@@ -6,14 +6,20 @@ use super::*;
 /// and why our additions are left out are not in it: the caller says them
 /// once, on stderr.
 pub fn render_human(e: &Explanation) -> String {
+    // Names and text from the tree (a pull request's file names) one line
+    // each: a newline in one forges no line of ours.
+    let shown = |t: &str| crate::cli::output::one_line(t).into_owned();
     let mut out = String::new();
-    out += &format!("unit: {}\n", e.unit);
-    out += &format!("fragment: {}\n", e.fragment.as_deref().unwrap_or("(none)"));
+    out += &format!("unit: {}\n", shown(&e.unit));
+    out += &format!(
+        "fragment: {}\n",
+        shown(e.fragment.as_deref().unwrap_or("(none)"))
+    );
     for d in &e.dropins {
-        out += &format!("drop-in: {d}\n");
+        out += &format!("drop-in: {}\n", shown(d));
     }
-    out += &format!("executable: {}\n", e.executable);
-    out += &format!("kubelet version: {}\n", e.kubelet_version);
+    out += &format!("executable: {}\n", shown(&e.executable));
+    out += &format!("kubelet version: {}\n", shown(&e.kubelet_version));
     out += if e.wrapper_runs {
         "argv the wrapper would exec:\n"
     } else {
@@ -30,7 +36,6 @@ pub fn render_human(e: &Explanation) -> String {
     for removed in e.original_argv.iter().filter(|a| !e.argv.contains(a)) {
         out += &format!("  - {}\n", shell_words::quote(removed));
     }
-    let shown = |t: &str| crate::node::wrapper::derived::escape_controls(t).into_owned();
     // Why, and the errors, go to stderr once (see main).
     if e.left_out.is_some() {
         out += "our labels/taints are left out (why: on stderr)\n";
@@ -38,7 +43,7 @@ pub fn render_human(e: &Explanation) -> String {
         out += "no labels or taints to add\n";
     }
     if let Some(facts) = &e.facts {
-        out += &format!("facts: {facts}\n");
+        out += &format!("facts: {}\n", shown(facts));
     }
     for r in &e.rules {
         let state = match (&r.left_out, r.matched) {
@@ -59,7 +64,7 @@ pub fn render_human(e: &Explanation) -> String {
                 out += &format!("    label {}\n", shown(l));
             }
             for t in &r.taints {
-                out += &format!("    taint {t}\n");
+                out += &format!("    taint {}\n", shown(t));
             }
         }
     }
@@ -73,13 +78,13 @@ pub fn render_human(e: &Explanation) -> String {
         out += &format!("note: {}\n", shown(n));
     }
     for w in &e.warnings {
-        out += &format!("warning: {w}\n");
+        out += &format!("warning: {}\n", shown(w));
     }
     if let Some(sync) = &e.sync {
-        out += &format!("sync: {}\n", sync.service);
-        out += &format!("  runs: {}\n", sync.command);
+        out += &format!("sync: {}\n", shown(&sync.service));
+        out += &format!("  runs: {}\n", shown(&sync.command));
         for t in &sync.triggers {
-            out += &format!("  after: {t}\n");
+            out += &format!("  after: {}\n", shown(t));
         }
         if sync.triggers.is_empty() {
             out += "  after: nothing starts it (no Wants= from the unit, no path unit)\n";
@@ -103,10 +108,13 @@ pub fn render_human(e: &Explanation) -> String {
                     out += "  only reports (never sends) a difference in:\n";
                 }
                 for r in &sync.reported {
-                    out += &format!("    label {} ({})\n", shown(&r.label), r.why);
+                    out += &format!("    label {} ({})\n", shown(&r.label), shown(&r.why));
                 }
                 for t in &sync.taints {
-                    out += &format!("    taint {t} (a node may not change its taints)\n");
+                    out += &format!(
+                        "    taint {} (a node may not change its taints)\n",
+                        shown(t)
+                    );
                 }
             }
         }

@@ -108,7 +108,8 @@ fn labels(mc: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The MachineConfigs of pool `name` among `configs`. A rendered config (no labels: what a pool already
+/// The MachineConfigs of pool `name` among `configs`, and a base given as
+/// a file of its own (no role, no rendered config). A rendered config (no labels: what a pool already
 /// merged) counts as its pool's role, so `rendered-worker-…` stands for
 /// worker's MachineConfigs, which a custom pool takes too.
 pub fn choose(configs: Vec<Value>, pools: &[Value], name: &str) -> Result<Vec<Value>> {
@@ -123,13 +124,9 @@ pub fn choose(configs: Vec<Value>, pools: &[Value], name: &str) -> Result<Vec<Va
     let (selector, what) = selector_of(pools, name)?;
     let mut chosen = Vec::new();
     for mc in configs {
-        let mut l = labels(&mc);
-        if role(&mc)?.is_none()
-            && let Some(p) = rendered_pool(&mc)
-        {
-            l.push((ROLE_LABEL.to_string(), p.to_string()));
-        }
-        if selector.matches(&l) {
+        // A config without a role that is no rendered one is a base given
+        // as a file of its own ([`check_selected`] refuses a directory's).
+        if effective_role(&mc)?.is_none() || selector.matches(&selected_labels(&mc)?) {
             chosen.push(mc);
         }
     }
@@ -159,6 +156,87 @@ pub fn check_one_pool(configs: &[Value], pools: &[Value]) -> Result<()> {
         return Err(e);
     }
     Ok(())
+}
+
+/// The role a MachineConfig is given as: its role label, or a rendered
+/// config's pool (what that pool already merged); `None` for neither (an
+/// empty role is none).
+fn effective_role(mc: &Value) -> Result<Option<&str>> {
+    Ok(role(mc)?
+        .filter(|r| !r.is_empty())
+        .or_else(|| rendered_pool(mc)))
+}
+
+/// A MachineConfig's labels with its [`effective_role`], as a pool's
+/// selector matches it.
+fn selected_labels(mc: &Value) -> Result<Vec<(String, String)>> {
+    let mut l = labels(mc);
+    if role(mc)?.is_none()
+        && let Some(p) = rendered_pool(mc)
+    {
+        l.push((ROLE_LABEL.to_string(), p.to_string()));
+    }
+    Ok(l)
+}
+
+/// Whether a MachineConfigPool given selects `mc`.
+fn given_pool_selects(pools: &[Value], mc: &Value) -> Result<bool> {
+    let l = selected_labels(mc)?;
+    Ok(pools.iter().any(|p| {
+        Selector::from_label_selector(p.pointer("/spec/machineConfigSelector"))
+            .filter(|s| !s.is_empty() && s.error.is_none())
+            .is_some_and(|s| s.matches(&l))
+    }))
+}
+
+/// A directory's MachineConfigs (`from_dir`) the MCO gives no node: one
+/// without a role label that is no rendered config (the MCO's pools
+/// select by the role label) and that no MachineConfigPool given selects.
+/// Refused, naming it: laid out as a base, it showed what no node gets. A
+/// config given as a file of its own is a base (`oc get mc NAME -o
+/// yaml` of a rendered one under any name).
+pub fn check_selected(from_dir: &[Value], pools: &[Value]) -> Result<()> {
+    for mc in from_dir {
+        if effective_role(mc)?.is_none() && !given_pool_selects(pools, mc)? {
+            bail!(
+                "--machineconfig: MachineConfig {:?} has no {ROLE_LABEL} label and is no rendered \
+                 config: no pool selects it, so the MCO gives it to no node; label it with its \
+                 pool's role (or give a rendered config as a file of its own)",
+                crate::cli::render::layout::mc_name(mc)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Without `--pool`, inputs holding exactly one MachineConfigPool: that
+/// pool, as `--pool NAME` chooses its MachineConfigs. One that neither it
+/// nor a built-in pool (worker, master, arbiter: their role) selects is
+/// refused, naming it: the MCO gives it to no node. `None` for inputs with
+/// no pool or several.
+pub fn choose_the_given_pool(configs: Vec<Value>, pools: &[Value]) -> Result<Option<Vec<Value>>> {
+    let names: BTreeSet<&str> = pools.iter().map(pool_name).collect();
+    let [name] = names.into_iter().collect::<Vec<_>>()[..] else {
+        return Ok(None);
+    };
+    let (selector, what) = selector_of(pools, name)?;
+    for mc in &configs {
+        let builtin_or_base = matches!(
+            effective_role(mc)?,
+            None | Some("worker" | "master" | "arbiter")
+        );
+        if !builtin_or_base && !selector.matches(&selected_labels(mc)?) {
+            bail!(
+                "--machineconfig: MachineConfig {:?} ({ROLE_LABEL} {:?}) is selected by no pool: \
+                 not by {what}, the pool the inputs give, nor by a built-in pool; the MCO gives \
+                 it to no node (give its pool's MachineConfigPool, or label it with a role {name} \
+                 selects)",
+                crate::cli::render::layout::mc_name(mc),
+                role(mc)?.unwrap_or_default()
+            );
+        }
+    }
+    choose(configs, pools, name).map(Some)
 }
 
 #[cfg(test)]
@@ -221,6 +299,47 @@ mod tests {
         let empty = json!({"kind": "MachineConfigPool", "metadata": {"name": "gpu"},
             "spec": {"machineConfigSelector": {}}});
         assert!(choose(configs, &[empty], "gpu").is_err());
+    }
+
+    /// A base given as a file (no role, no rendered name) goes with any
+    /// pool; a directory's such config is refused, and, the inputs' one
+    /// pool deciding, so is a role it does not select.
+    #[test]
+    fn bases_and_configs_no_pool_selects() {
+        let pool = json!({"kind": "MachineConfigPool", "metadata": {"name": "gpu"},
+            "spec": {"machineConfigSelector": {"matchExpressions": [
+                {"key": ROLE_LABEL, "operator": "In", "values": ["worker", "gpu-v2"]}]}}});
+        let base = mc("my-base", None);
+        let chosen = choose(
+            vec![base.clone(), mc("50-gpu-x", Some("gpu-v2"))],
+            &[],
+            "gpu-v2",
+        );
+        assert_eq!(names(&chosen.unwrap()), ["my-base", "50-gpu-x"]);
+        let e = check_selected(&[base], &[]).unwrap_err().to_string();
+        assert!(
+            e.contains("\"my-base\"") && e.contains("no pool selects it"),
+            "{e}"
+        );
+        assert!(check_selected(&[mc("rendered-gpu-0a1b", None)], &[]).is_ok());
+        let configs = vec![
+            mc("50-worker-x", Some("worker")),
+            mc("50-gpu-x", Some("gpu")),
+        ];
+        let e = choose_the_given_pool(configs, std::slice::from_ref(&pool))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("\"50-gpu-x\"") && e.contains("selected by no pool"),
+            "{e}"
+        );
+        let ok = vec![
+            mc("50-worker-x", Some("worker")),
+            mc("50-gpu-x", Some("gpu-v2")),
+        ];
+        let chosen = choose_the_given_pool(ok, &[pool]).unwrap().unwrap();
+        assert_eq!(names(&chosen), ["50-worker-x", "50-gpu-x"]);
+        assert!(choose_the_given_pool(vec![], &[]).unwrap().is_none());
     }
 
     #[test]

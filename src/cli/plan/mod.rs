@@ -16,6 +16,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use serde_json::Value;
 
+pub mod cluster_unit;
 pub mod command;
 mod fleet;
 pub mod formats;
@@ -320,6 +321,10 @@ fn lay_out(render: &inputs::Render, pool: &Pool) -> Result<PoolRender> {
         .cloned()
         .collect();
     let formats = formats::of_configs(&configs);
+    // kubelet.service itself is the cluster's (the MCO's templates, in no
+    // render of ours): a stand-in, the base the render changes, reads what
+    // it reads.
+    let configs = cluster_unit::with_stand_in(configs);
     let scratch = tempfile::tempdir().context("creating a scratch node tree")?;
     let root = scratch.path().join("root");
     let layout = crate::cli::render::layout::Layout::merge(configs)
@@ -328,15 +333,6 @@ fn lay_out(render: &inputs::Render, pool: &Pool) -> Result<PoolRender> {
         .write(&root)
         .with_context(|| format!("{}: laying out pool {}", render.name, pool.name))?;
     let files = layout.identities();
-    // kubelet.service itself is the cluster's (in the rendered config, not
-    // in ours): a stand-in carries our drop-ins' environment.
-    let unit = root.join("etc/systemd/system/kubelet.service");
-    if !unit.exists() {
-        std::fs::create_dir_all(root.join("etc/systemd/system"))
-            .context("creating a scratch unit dir")?;
-        std::fs::write(&unit, "[Service]\nExecStart=/usr/bin/kubelet\n")
-            .context("writing a stand-in unit")?;
-    }
     let paths = crate::node::unit::UnitPaths::system(&root);
     let load = crate::node::unit::LoadOptions {
         skip_dropin: Some(WRAPPER_DROPIN_NAME.into()),

@@ -180,19 +180,28 @@ fn lines(g: &Group) -> Vec<(usize, String)> {
     out
 }
 
+/// Each line one line: what the inputs name in it (a pull request's file
+/// path, a MachineConfig's or a node's name) has its newlines and other
+/// control characters escaped, so it forges no line of the plan.
 fn text(plan: &Plan) -> String {
-    let mut s = format!("plan {} -> {}: {}\n", plan.from, plan.to, totals(plan));
+    use crate::cli::output::one_line;
+    let mut s = format!(
+        "plan {} -> {}: {}\n",
+        one_line(&plan.from),
+        one_line(&plan.to),
+        totals(plan)
+    );
     for g in &plan.groups {
-        let _ = writeln!(s, "\n== {} ==", title(g));
+        let _ = writeln!(s, "\n== {} ==", one_line(&title(g)));
         if g.nodes.len() > 1 {
-            let _ = writeln!(s, "nodes: {}", names(g));
+            let _ = writeln!(s, "nodes: {}", one_line(&names(g)));
         }
         for (indent, l) in lines(g) {
-            let _ = writeln!(s, "{}{l}", "  ".repeat(indent));
+            let _ = writeln!(s, "{}{}", "  ".repeat(indent), one_line(&l));
         }
     }
     for n in &plan.not_judged {
-        let _ = writeln!(s, "\nnot judged: {n}");
+        let _ = writeln!(s, "\nnot judged: {}", one_line(n));
     }
     s
 }

@@ -1,0 +1,143 @@
+//! The cluster's kubelet.service, which no GitOps render holds (the MCO
+//! renders it from its templates), stood in for when plan lays a pool out.
+//!
+//! What matters is what the unit and the MCO's drop-ins of it read: every
+//! `EnvironmentFile=` of every MCO kubelet.service template and drop-in
+//! template (`templates/*/01-*-kubelet/*/units/kubelet.service.yaml`,
+//! `templates/common/*/units/kubelet*.yaml`), in the order systemd reads
+//! them (the unit's, then the drop-ins' by name). systemd gives a variable
+//! of an `EnvironmentFile=` precedence over any `Environment=`, so a
+//! pull request's file at one of these paths overrides our drop-ins at
+//! boot; the stand-in makes plan see it as the node does.
+//!
+//! Every file is read when present (`-`): the node's own ones (its
+//! os-release, its node sizing) are not in a render and set nothing of
+//! ours; ones the cluster reads on some platforms or releases only (AWS's
+//! node.env, a proxy's env, Alibaba's) are read as if it did, which a test
+//! proves against the templates of every release in ../shared/fixtures.
+
+use serde_json::{Value, json};
+
+/// The unit's own `EnvironmentFile=` lines, in the templates' order, and an
+/// `ExecStart=` for our drop-ins' environment to start.
+pub const UNIT: &str = "[Service]\n\
+EnvironmentFile=-/etc/os-release\n\
+EnvironmentFile=-/etc/kubernetes/kubelet-workaround\n\
+EnvironmentFile=-/etc/kubernetes/kubelet-env\n\
+EnvironmentFile=-/etc/node-sizing.env\n\
+EnvironmentFile=-/run/kubelet-alibaba.env\n\
+ExecStart=/usr/bin/kubelet\n";
+
+/// The MCO's drop-ins of kubelet.service that read a file, by their names
+/// (a pull request's file of the same path replaces one, as the MCO's
+/// merge does).
+pub const DROPINS: [(&str, &str); 3] = [
+    (
+        "01-kubens.conf",
+        "[Service]\nEnvironmentFile=-/run/kubens/env\n",
+    ),
+    (
+        "10-mco-default-env.conf",
+        "[Service]\nEnvironmentFile=-/etc/mco/proxy.env\n",
+    ),
+    (
+        "20-node-env.conf",
+        "[Service]\nEnvironmentFile=-/etc/kubernetes/node.env\n",
+    ),
+];
+
+/// Every file the stand-in reads, in its order (the unit's, then the
+/// drop-ins').
+pub fn env_files() -> Vec<&'static str> {
+    UNIT.lines()
+        .chain(DROPINS.iter().flat_map(|(_, text)| text.lines()))
+        .filter_map(|l| l.strip_prefix("EnvironmentFile=-"))
+        .collect()
+}
+
+/// The stand-in as the MachineConfig the MCO's templates are: a base
+/// without a role, so the render's MachineConfigs change it as they change
+/// the MCO's (a drop-in of the same name replaces one, a kubelet.service
+/// of the render's replaces the unit). A drop-in the render writes as a
+/// file (`written`) is the render's alone.
+fn machineconfig(written: &[&str]) -> Value {
+    let dropins: Vec<Value> = DROPINS
+        .iter()
+        .filter(|(name, _)| !written.contains(&format!("{UNIT_PATH}.d/{name}").as_str()))
+        .map(|(name, text)| json!({ "name": name, "contents": text }))
+        .collect();
+    json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig",
+        "metadata": { "name": "00-cluster-kubelet-service-stand-in" },
+        "spec": { "config": {
+            "ignition": { "version": "3.4.0" },
+            "systemd": { "units": [
+                { "name": "kubelet.service", "contents": UNIT, "dropins": dropins }
+            ] }
+        } }
+    })
+}
+
+/// `configs` with the stand-in first, unless one of them writes
+/// kubelet.service as a file (a rendered config's own is a unit).
+pub fn with_stand_in(mut configs: Vec<Value>) -> Vec<Value> {
+    let written: Vec<&str> = configs
+        .iter()
+        .flat_map(|mc| {
+            mc.pointer("/spec/config/storage/files")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|f| f.get("path").and_then(Value::as_str))
+        })
+        .collect();
+    if !written.contains(&UNIT_PATH) {
+        let stand_in = machineconfig(&written);
+        configs.insert(0, stand_in);
+    }
+    configs
+}
+
+const UNIT_PATH: &str = "/etc/systemd/system/kubelet.service";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A drop-in of the MCO's name the render writes as a file is the
+    /// render's (no unit drop-in at a file's path); a unit file of the
+    /// render's leaves no stand-in.
+    #[test]
+    fn the_render_s_files_replace_the_stand_in_s() {
+        let file =
+            |path: &str| json!({"spec": {"config": {"storage": {"files": [{"path": path}]}}}});
+        let configs = with_stand_in(vec![file(&format!("{UNIT_PATH}.d/20-node-env.conf"))]);
+        let dropins = configs[0]
+            .pointer("/spec/config/systemd/units/0/dropins")
+            .and_then(Value::as_array)
+            .unwrap()
+            .iter()
+            .map(|d| d["name"].as_str().unwrap())
+            .collect::<Vec<_>>();
+        assert_eq!(dropins, ["01-kubens.conf", "10-mco-default-env.conf"]);
+        assert_eq!(with_stand_in(vec![file(UNIT_PATH)]).len(), 1);
+    }
+
+    #[test]
+    fn the_stand_in_reads_the_files_in_systemd_s_order() {
+        assert_eq!(
+            env_files(),
+            [
+                "/etc/os-release",
+                "/etc/kubernetes/kubelet-workaround",
+                "/etc/kubernetes/kubelet-env",
+                "/etc/node-sizing.env",
+                "/run/kubelet-alibaba.env",
+                "/run/kubens/env",
+                "/etc/mco/proxy.env",
+                "/etc/kubernetes/node.env",
+            ]
+        );
+    }
+}
