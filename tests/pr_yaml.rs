@@ -1,0 +1,146 @@
+//! A pull request's YAML that `kubectl apply -f`, kustomize and the MCO
+//! read otherwise than plan and explain would: refused by both, naming the
+//! file and the line. Each PR is review 9's (rcli): on 553e238 plan said the
+//! GPU nodes keep their taint (no change) while the MCO served them an env
+//! drop-in without it (F1, F1b, F2, F7) or `kubectl kustomize` patched it
+//! away (F1c).
+
+use crate::plan::{plan, render};
+use crate::support::{bin, relist_kustomization, repo, scratch_dir, stderr};
+
+use std::path::Path;
+
+const LABELS: &str = "50-worker-gpu-kubelet-labeler-labels.yaml";
+const TAINT: &str = "nvidia.com/gpu=present:NoSchedule";
+
+/// The env drop-in's `source:` line of a labels MachineConfig (the one
+/// carrying the taint), and its value without the taint's line.
+fn env_source(text: &str) -> (String, String) {
+    let line = text
+        .lines()
+        .find(|l| l.contains("FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS"))
+        .expect("the env drop-in's source line")
+        .to_string();
+    let value = line.trim().trim_start_matches("source:").trim();
+    let value = value.trim_matches('"');
+    let start = value.find("Environment").unwrap_or(value.len());
+    let without = value[..start].to_string();
+    (line, without)
+}
+
+fn explain(dir: &Path) -> std::process::Output {
+    bin()
+        .arg("explain")
+        .arg("--machineconfig")
+        .arg(dir)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn yaml_kubectl_reads_otherwise_is_refused_by_plan_and_explain() {
+    let tmp = scratch_dir();
+    let d = tmp.path();
+    let taint = ["--taint", TAINT];
+    let base = d.join("base");
+    render(&base, &taint);
+    let notaint = d.join("notaint");
+    render(&notaint, &[]);
+    let fleet = repo().join("examples/fleet/fleet.json");
+    let o = plan(&base, &base, &fleet, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let labels = std::fs::read_to_string(base.join(LABELS)).unwrap();
+    let (source, without) = env_source(&labels);
+    let indent = &source[..source.len() - source.trim_start().len()];
+    let n = labels.lines().position(|l| l == source).unwrap() + 1;
+    let dropin = format!(
+        "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  \
+         name: 60-worker-gpu-debug\n  labels:\n    machineconfiguration.openshift.io/role: \
+         worker-gpu\nspec:\n  config:\n    ignition:\n      version: 3.4.0\n    systemd:\n      \
+         units:\n      - name: kubelet.service\n        dropins:\n        - name: 95-debug.conf\n          \
+         contents: |\n            [Service]\n            X-Note=verbose logging for debugging\u{85}            \
+         Environment=FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS=\n"
+    );
+    let kust = std::fs::read_to_string(base.join("kustomization.yaml")).unwrap();
+    let patch = format!(
+        "# applied with oc apply -k\u{2028}patches: [{{target: {{kind: MachineConfig, name: \
+         50-worker-gpu-kubelet-labeler-labels}}, patch: '[{{\"op\":\"replace\",\"path\":\
+         \"/spec/config/storage/files/0/contents/source\",\"value\":\"{without}\"}}]'}}]\n"
+    );
+    let notaint_labels = std::fs::read_to_string(notaint.join(LABELS)).unwrap();
+    let second = labels.replace(
+        "name: 50-worker-gpu-kubelet-labeler-labels\n",
+        "name: 50-worker-gpu-kubelet-labeler-labels-v2\n",
+    );
+    let docend_line = notaint_labels.lines().count() + 2;
+    // (finding, file, its text, the line named, the words).
+    let cases: Vec<(&str, &str, String, usize, &str)> = vec![
+        (
+            "F1",
+            "60-worker-gpu-debug.yaml",
+            dropin.clone(),
+            18,
+            "a U+0085 (NEXT LINE) character",
+        ),
+        (
+            "F1b",
+            LABELS,
+            labels.replace(
+                &format!("{source}\n"),
+                &format!(
+                    "{source}\n{indent}# rendered by kubelet-labeler; do not edit\u{2028}\
+                     {indent}source: \"{without}\"\n"
+                ),
+            ),
+            n + 1,
+            "a U+2028 (LINE SEPARATOR) character",
+        ),
+        (
+            "F1c",
+            "kustomization.yaml",
+            format!("{kust}{patch}"),
+            kust.lines().count() + 1,
+            "a U+2028 (LINE SEPARATOR) character",
+        ),
+        (
+            "F2",
+            LABELS,
+            format!("{notaint_labels}...\n{second}"),
+            docend_line,
+            "content after the document end `...`",
+        ),
+        (
+            "F7",
+            LABELS,
+            labels.replace(
+                &format!("{source}\n"),
+                &format!("{source}\n{indent}<<: {{source: \"{without}\"}}\n"),
+            ),
+            n + 1,
+            "a `<<` merge key",
+        ),
+    ];
+    for (finding, file, text, line, words) in cases {
+        let pr = d.join(format!("pr-{finding}"));
+        render(&pr, &taint);
+        std::fs::write(pr.join(file), &text).unwrap();
+        if file != LABELS && file != "kustomization.yaml" {
+            relist_kustomization(&pr, &[file], &[]);
+        }
+        let want = format!("line {line}: {words}");
+        let o = plan(&base, &pr, &fleet, &["--format", "json"]);
+        assert_eq!(o.status.code(), Some(2), "{finding}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(&want) && stderr(&o).contains(file),
+            "{finding}: want {file} and {want:?}: {}",
+            stderr(&o)
+        );
+        let o = explain(&pr);
+        assert!(!o.status.success(), "{finding}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(&want) && stderr(&o).contains(file),
+            "{finding}: want {file} and {want:?}: {}",
+            stderr(&o)
+        );
+    }
+}
