@@ -91,25 +91,23 @@ fn yaml_kubectl_reads_otherwise_is_refused_by_plan_and_explain() {
         stderr(&o)
     );
     let labels = std::fs::read_to_string(base.join(LABELS)).unwrap();
-    let without = WITHOUT;
     let (comment, comment_line) = after_env_source(
         &labels,
         &format!("# rendered by kubelet-labeler; do not edit\u{2028}source: \"{WITHOUT}\""),
     );
     let (merge, merge_line) = after_env_source(&labels, &format!("<<: {{source: \"{WITHOUT}\"}}"));
-    let dropin = format!(
-        "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  \
+    let dropin = "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  \
          name: 60-worker-gpu-debug\n  labels:\n    machineconfiguration.openshift.io/role: \
          worker-gpu\nspec:\n  config:\n    ignition:\n      version: 3.4.0\n    systemd:\n      \
          units:\n      - name: kubelet.service\n        dropins:\n        - name: 95-debug.conf\n          \
          contents: |\n            [Service]\n            X-Note=verbose logging for debugging\u{85}            \
          Environment=FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS=\n"
-    );
+        .to_string();
     let kust = std::fs::read_to_string(base.join("kustomization.yaml")).unwrap();
     let patch = format!(
         "# applied with oc apply -k\u{2028}patches: [{{target: {{kind: MachineConfig, name: \
          50-worker-gpu-kubelet-labeler-labels}}, patch: '[{{\"op\":\"replace\",\"path\":\
-         \"/spec/config/storage/files/0/contents/source\",\"value\":\"{without}\"}}]'}}]\n"
+         \"/spec/config/storage/files/0/contents/source\",\"value\":\"{WITHOUT}\"}}]'}}]\n"
     );
     let notaint_labels = std::fs::read_to_string(notaint.join(LABELS)).unwrap();
     let second = labels.replace(
@@ -125,7 +123,7 @@ fn yaml_kubectl_reads_otherwise_is_refused_by_plan_and_explain() {
         (
             "F1",
             "60-worker-gpu-debug.yaml",
-            dropin.clone(),
+            dropin,
             18,
             "a U+0085 (NEXT LINE) character",
         ),

@@ -202,7 +202,9 @@ mod tests {
         ] {
             let e = refused(&format!("a: |\n  x=1{c}  y=2\n"));
             assert!(e.starts_with(&format!("line 2: a {name} ")), "{e}");
-            let e = refused(&format!("f:\n  source: taint\n  # note{c}  source: empty\n"));
+            let e = refused(&format!(
+                "f:\n  source: taint\n  # note{c}  source: empty\n"
+            ));
             assert!(e.starts_with("line 3: ") && e.contains("remove it"), "{e}");
         }
     }
@@ -257,7 +259,10 @@ mod tests {
     fn merge_keys_are_refused() {
         for text in ["a: 2\n<<: {a: 1}\n", "b: &x {a: 1}\nc:\n  <<: *x\n"] {
             let e = refused(text);
-            assert!(e.starts_with("line 2: a `<<` merge key") || e.starts_with("line 3: a `<<`"), "{e}");
+            assert!(
+                e.starts_with("line 2: a `<<` merge key") || e.starts_with("line 3: a `<<`"),
+                "{e}"
+            );
         }
         // A quoted `<<` is a key like any other to every reader.
         assert_eq!(kube_yaml_docs("\"<<\": 1\n").unwrap()[0]["<<"], 1);
