@@ -244,6 +244,7 @@ const DIFFERENT: &[(&str, Option<&str>)] = &[
     // What follows `...` before a `---` line is never applied.
     ("a: 1\n...\na: 2\n", Some("F2")),
     ("a: 1\n...\n# c\nkind: MachineConfig\n", Some("F2")),
+    ("a: 1\n... b: 2\n", Some("F2")),
     // A later merge key overrides an explicit key for go-yaml v2 only.
     ("a: 2\n<<: {a: 1}\n", Some("F7")),
     ("f:\n  source: taint\n  <<: {source: empty}\n", Some("F7")),

@@ -115,12 +115,12 @@ pub fn refuse_ambiguous(text: &str) -> Result<()> {
                  the document after it; remove it"
             );
         }
-        if let Some(rest) = body.strip_prefix("...")
-            && (rest.is_empty() || rest.starts_with([' ', '\t']))
-        {
-            ended.get_or_insert(n);
-            continue;
-        }
+        // What follows `...` on its line counts as after it.
+        let (body, end) = match body.strip_prefix("...") {
+            Some(rest) if rest.is_empty() || rest.starts_with([' ', '\t']) => (rest, Some(n)),
+            _ => (body, None),
+        };
+        ended = ended.or(end);
         let blank = body.trim_start_matches([' ', '\t']);
         if let Some(end) = ended
             && !(blank.is_empty() || blank.starts_with('#'))
@@ -219,6 +219,11 @@ mod tests {
             "{e}"
         );
         refused("a: 1\n... # end\n\n# c\n  b: 2\n");
+        let e = refused("a: 1\n... b: 2\n");
+        assert!(
+            e.starts_with("line 2: content after the document end `...` of line 2"),
+            "{e}"
+        );
         refused("...\na: 1\n");
         // A `...` then only comments, or a `---` line after it, is read
         // alike by all.
