@@ -176,3 +176,40 @@ fn yaml_kubectl_reads_otherwise_is_refused_by_plan_and_explain() {
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
+
+/// A re-render into a directory whose kustomization hides a key after a
+/// U+2028 (F1c's) refuses to edit it, naming the file and the line: it
+/// kept the hidden `patches:` key in place.
+#[test]
+fn rerender_refuses_a_kustomization_kubectl_reads_otherwise() {
+    let tmp = scratch_dir();
+    let dir = tmp.path().join("gitops");
+    render(&dir, &[]);
+    let k = dir.join("kustomization.yaml");
+    let text = std::fs::read_to_string(&k).unwrap();
+    let line = text.lines().count() + 1;
+    let bad = format!("{text}# applied with oc apply -k\u{2028}patches: []\n");
+    std::fs::write(&k, &bad).unwrap();
+    let o = bin()
+        .args(["render", "machineconfig", "--pool", "worker-gpu"])
+        .args([
+            "--label",
+            "node.kubernetes.io/worker-gpu=",
+            "--taint",
+            TAINT,
+        ])
+        .arg("--wrapper")
+        .arg(crate::support::run_cli::stand_in_wrapper())
+        .arg("--output-dir")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("kustomization.yaml")
+            && stderr(&o).contains(&format!("line {line}: a U+2028 (LINE SEPARATOR)")),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read_to_string(&k).unwrap(), bad);
+}
