@@ -178,8 +178,9 @@ fn yaml_kubectl_reads_otherwise_is_refused_by_plan_and_explain() {
 }
 
 /// A re-render into a directory whose kustomization hides a key after a
-/// U+2028 (F1c's) refuses to edit it, naming the file and the line: it
-/// kept the hidden `patches:` key in place.
+/// U+2028 (F1c's) refuses to edit it, naming the file and the line: the
+/// same render into it (`--force`) succeeded on 553e238, keeping the
+/// hidden key.
 #[test]
 fn rerender_refuses_a_kustomization_kubectl_reads_otherwise() {
     let tmp = scratch_dir();
@@ -200,7 +201,7 @@ fn rerender_refuses_a_kustomization_kubectl_reads_otherwise() {
         ])
         .arg("--wrapper")
         .arg(crate::support::run_cli::stand_in_wrapper())
-        .arg("--output-dir")
+        .args(["--force", "--output-dir"])
         .arg(&dir)
         .output()
         .unwrap();
