@@ -58,16 +58,19 @@ fn goyaml_bin() -> Option<&'static Path> {
 
 /// Read a YAML stream as oc apply does: one JSON value per document.
 fn goyaml(bin: &Path, text: &str) -> Vec<Value> {
+    goyaml_read(bin, text).unwrap_or_else(|e| panic!("goyaml on {text:?}: {e}"))
+}
+
+/// [`goyaml`], or go-yaml's (or the split's) error.
+fn goyaml_read(bin: &Path, text: &str) -> Result<Vec<Value>, String> {
     let dir = scratch_dir();
     let f = dir.path().join("in.yaml");
     std::fs::write(&f, text).unwrap();
     let out = Command::new(bin).arg(&f).output().unwrap();
-    assert!(
-        out.status.success(),
-        "goyaml on {text:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    Ok(serde_json::from_slice(&out.stdout).unwrap())
 }
 
 fn fake_static_elf() -> Vec<u8> {
@@ -213,4 +216,82 @@ fn go_yaml_oracle_reads_plain_scalars_as_yaml_1_1() {
             json!({"g": "x"})
         ]
     );
+}
+
+/// Manifest text kubectl (apimachinery's split at `---` lines, then go-yaml
+/// v2) reads otherwise than YAML 1.2 does, each with the finding of review
+/// 9 (rcli) it carried (a pull request hid a taint change from plan and
+/// explain that way), and text all read alike (None).
+const DIFFERENT: &[(&str, Option<&str>)] = &[
+    // A literal block's NEL, LS, PS: a second line to go-yaml.
+    ("a: |\n  x=1\u{85}  Environment=T=\n", Some("F1")),
+    ("a: |\n  x=1\u{2028}  Environment=T=\n", Some("F1")),
+    ("a: |\n  x=1\u{2029}  Environment=T=\n", Some("F1")),
+    // A comment ends at LS: a key follows (the last of two wins).
+    (
+        "f:\n  source: taint\n  # note\u{2028}  source: empty\n",
+        Some("F1b"),
+    ),
+    (
+        "f:\n  source: taint\n  # note\u{85}  reset: x\n",
+        Some("F1b"),
+    ),
+    // A kustomization's `patches:` after a comment's LS.
+    (
+        "resources:\n- a.yaml\n# applied with oc apply -k\u{2028}patches: [{path: p.yaml}]\n",
+        Some("F1c"),
+    ),
+    // What follows `...` before a `---` line is never applied.
+    ("a: 1\n...\na: 2\n", Some("F2")),
+    ("a: 1\n...\n# c\nkind: MachineConfig\n", Some("F2")),
+    ("a: 1\n... b: 2\n", Some("F2")),
+    // A later merge key overrides an explicit key for go-yaml v2 only.
+    ("a: 2\n<<: {a: 1}\n", Some("F7")),
+    ("f:\n  source: taint\n  <<: {source: empty}\n", Some("F7")),
+    // A lone CR splits no part for kubectl: go-yaml reads the first.
+    ("a: 1\r---\rb: 2\n", Some("F2")),
+    // Read alike.
+    ("a: 1\n--- # next\nb: 2\n", None),
+    ("a: 1\n...\n# c\n---\nb: 2\n", None),
+    ("a: |\n  x=1\n  y=2\n", None),
+    ("a: \"x\\u2028y\"\n", None),
+    ("b: &x {a: 1}\nc: *x\n", None),
+    ("a: 0644\nb: 493.0\n---\t\r\nc: [1, \"2\"]\n", None),
+];
+
+/// Every reader of a pull request's manifests and kustomizations reads as
+/// kubectl does, or refuses: each text of [`DIFFERENT`] go-yaml v2 reads
+/// otherwise than YAML 1.2 (the oracle sees the difference) is refused,
+/// and what is read equals go-yaml's reading. Failed on 553e238 (F1, F1b,
+/// F1c, F2, F7 were read as YAML 1.2).
+#[test]
+fn manifests_are_read_as_go_yaml_reads_them_or_refused() {
+    use kubelet_labeler::cli::yaml::kube_yaml_docs;
+    let Some(bin) = goyaml_bin() else { return };
+    let docs = |v: Vec<Value>| -> Vec<Value> { v.into_iter().filter(|d| !d.is_null()).collect() };
+    let mut bad = Vec::new();
+    for (text, finding) in DIFFERENT {
+        let theirs = goyaml_read(bin, text).map(docs);
+        if let Some(finding) = finding {
+            // The oracle itself: YAML 1.2 reads it otherwise.
+            let yaml12 = serde_saphyr::from_multiple::<Value>(text).map(docs);
+            assert_ne!(
+                yaml12.ok(),
+                theirs.clone().ok(),
+                "{finding}: {text:?} is read alike"
+            );
+        }
+        match kube_yaml_docs(text) {
+            Ok(ours) if finding.is_some() => {
+                bad.push(format!("{finding:?}: {text:?} read as {ours:?}"))
+            }
+            Ok(ours) if Ok(docs(ours.clone())) != theirs => {
+                bad.push(format!("{text:?}: read as {ours:?}, go-yaml {theirs:?}"))
+            }
+            Ok(_) => {}
+            Err(e) if finding.is_none() => bad.push(format!("{text:?} refused: {e}")),
+            Err(_) => {}
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
 }

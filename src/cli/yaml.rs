@@ -1,17 +1,139 @@
 //! YAML as kubectl reads a manifest, for every reader of what a pull
-//! request applies.
+//! request applies: the manifests, the kustomizations beside them and the
+//! NodeFeatureRules left to the cluster all go through [`kube_yaml`].
+//!
+//! What a pull request's YAML says must be what every consumer reads:
+//! `kubectl apply -f` and the MCO (k8s.io/apimachinery's YAMLReader splits
+//! a file at `---` lines, then sigs.k8s.io/yaml over go-yaml v2, YAML 1.1,
+//! reads the first document of each part), and `kubectl apply -k`, Argo CD
+//! and Flux (kustomize, go-yaml v3). Where they read the same text
+//! differently from one another or from us (YAML 1.2), the text is
+//! refused, naming the line and the fix, rather than read one way: a
+//! taint reset hidden from plan that way was applied to the nodes.
+
+use anyhow::{Result, bail};
+
+/// The documents of a manifest stream, read as kubectl reads them, or the
+/// refusal of what its readers read differently ([`refuse_ambiguous`]).
+/// Numbers are YAML 1.1's (`0644` is octal); a `<<` merge key is refused
+/// (go-yaml v2 lets a later one override an explicit key, go-yaml v3 and
+/// YAML do not). Errors name the line; callers add the file.
+pub fn kube_yaml<T: serde::de::DeserializeOwned>(text: &str) -> Result<Vec<T>> {
+    refuse_ambiguous(text)?;
+    let options = serde_saphyr::options! {
+        legacy_octal_numbers: true,
+        merge_keys: serde_saphyr::MergeKeyPolicy::Error,
+    };
+    serde_saphyr::from_multiple_with_options(text, options).map_err(|e| {
+        use serde_saphyr::Error as E;
+        let mut inner = &e;
+        while let E::AliasError { error, .. } | E::WithSnippet { error, .. } = inner {
+            inner = error;
+        }
+        match (inner, e.location()) {
+            (E::MergeKeyNotAllowed { .. }, Some(at)) => anyhow::anyhow!(
+                "line {}: a `<<` merge key, read one way by `kubectl apply -f` and the MCO (a \
+                 later one overrides an explicit key) and another by kustomize (it does not); \
+                 write the keys out instead",
+                at.line()
+            ),
+            _ => anyhow::Error::new(e),
+        }
+    })
+}
 
 /// The YAML documents of a manifest as kubectl reads them (sigs.k8s.io/yaml
 /// over go-yaml, YAML 1.1, then JSON): `0644` is octal (420), and a number
 /// without a fraction, `493.0`, is the integer JSON carries on (493). Read
 /// as YAML 1.2 the first was no integer and the second a float, and a
 /// `mode:` so written was passed over as if absent (a pull request setting
-/// the generator's mode to `0644` planned as no change).
-pub fn kube_yaml_docs(text: &str) -> Result<Vec<serde_json::Value>, serde_saphyr::Error> {
-    let options = serde_saphyr::options! { legacy_octal_numbers: true };
-    let mut docs: Vec<serde_json::Value> = serde_saphyr::from_multiple_with_options(text, options)?;
+/// the generator's mode to `0644` planned as no change). See [`kube_yaml`]
+/// for what is refused.
+pub fn kube_yaml_docs(text: &str) -> Result<Vec<serde_json::Value>> {
+    let mut docs: Vec<serde_json::Value> = kube_yaml(text)?;
     docs.iter_mut().for_each(integral_numbers);
     Ok(docs)
+}
+
+/// Refuse the text kubectl, kustomize and the MCO read other than we do,
+/// or other than one another, naming its line:
+/// - NEL, LS, PS (U+0085, U+2028, U+2029) anywhere: line breaks to go-yaml
+///   (YAML 1.1), content to us (YAML 1.2): a comment ended there for them,
+///   and what followed it (a key, a drop-in line) was applied unseen;
+/// - a carriage return not before a line feed: a line break to YAML, none
+///   to kubectl's splitting at `---` lines;
+/// - content after a `...` document end before the next `---` line:
+///   kubectl reads the first document of each part between `---` lines
+///   and drops the rest, we read it;
+/// - a `---` line with more after it than a comment (kubectl refuses it),
+///   and a `%` directive line (kubectl reads it as a part of its own).
+pub fn refuse_ambiguous(text: &str) -> Result<()> {
+    // The line of a `...` since the last `---` line.
+    let mut ended: Option<usize> = None;
+    for (i, line) in text.split('\n').enumerate() {
+        let n = i + 1;
+        if let Some(c) = line
+            .chars()
+            .find(|c| matches!(c, '\u{85}' | '\u{2028}' | '\u{2029}'))
+        {
+            let what = match c {
+                '\u{85}' => "U+0085 (NEXT LINE)",
+                '\u{2028}' => "U+2028 (LINE SEPARATOR)",
+                _ => "U+2029 (PARAGRAPH SEPARATOR)",
+            };
+            bail!(
+                "line {n}: a {what} character, a line break to `kubectl apply -f`, kustomize \
+                 and the MCO (YAML 1.1) and not to this reader, so they would apply other \
+                 than what it shows; remove it (in a double-quoted string, write it escaped, \
+                 e.g. \"\\u2028\")"
+            );
+        }
+        let body = line.strip_suffix('\r').unwrap_or(line);
+        if body.contains('\r') {
+            bail!(
+                "line {n}: a carriage return not followed by a line feed, a line break to YAML \
+                 and not to `kubectl apply -f`'s split at `---` lines; end lines with \\n (or \\r\\n)"
+            );
+        }
+        if let Some(rest) = body.strip_prefix("---") {
+            let after = rest.trim_matches([' ', '\t']);
+            if !(rest.is_empty() || rest.starts_with([' ', '\t']))
+                || !(after.is_empty() || after.starts_with('#'))
+            {
+                bail!(
+                    "line {n}: a `---` line with more after it than a comment, which \
+                     `kubectl apply -f` refuses and YAML reads as part of a document; put \
+                     `---` alone on its line and the document on the next"
+                );
+            }
+            ended = None;
+            continue;
+        }
+        if body.starts_with('%') {
+            bail!(
+                "line {n}: a YAML directive (`%`), which `kubectl apply -f` reads apart from \
+                 the document after it; remove it"
+            );
+        }
+        // What follows `...` on its line counts as after it.
+        let (body, end) = match body.strip_prefix("...") {
+            Some(rest) if rest.is_empty() || rest.starts_with([' ', '\t']) => (rest, Some(n)),
+            _ => (body, None),
+        };
+        ended = ended.or(end);
+        let blank = body.trim_start_matches([' ', '\t']);
+        if let Some(end) = ended
+            && !(blank.is_empty() || blank.starts_with('#'))
+        {
+            bail!(
+                "line {n}: content after the document end `...` of line {end}: `kubectl \
+                 apply -f`, kustomize and the MCO apply only the first document before a \
+                 `---` line and drop this one, which this reader would read; put a `---` \
+                 line before it, or remove it"
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Floats without a fraction made integers, as Go's JSON encoder writes
@@ -53,5 +175,101 @@ mod tests {
         assert_eq!(d["e"], 420);
         assert_eq!(d["f"], 1.5);
         assert_eq!(d["g"], 493);
+    }
+
+    /// The refusal's words, or what was read.
+    fn refused(text: &str) -> String {
+        match kube_yaml_docs(text) {
+            Ok(docs) => panic!("read {text:?} as {docs:?}"),
+            Err(e) => format!("{e:#}"),
+        }
+    }
+
+    // Review 9 (rcli): text kubectl (apimachinery's YAMLReader, then
+    // sigs.k8s.io/yaml over go-yaml v2) or kustomize (go-yaml v3) read
+    // otherwise than YAML 1.2 does is refused, naming its line: each was
+    // read on 553e238, and a pull request hid a taint change from plan and
+    // explain with it (tests/render_goyaml.rs checks against go-yaml).
+
+    /// F1, F1b: NEL, LS and PS are line breaks to go-yaml: a literal block
+    /// got a second line, a comment ended and a key followed.
+    #[test]
+    fn nel_ls_and_ps_are_refused_with_their_line() {
+        for (c, name) in [
+            ('\u{85}', "U+0085"),
+            ('\u{2028}', "U+2028"),
+            ('\u{2029}', "U+2029"),
+        ] {
+            let e = refused(&format!("a: |\n  x=1{c}  y=2\n"));
+            assert!(e.starts_with(&format!("line 2: a {name} ")), "{e}");
+            let e = refused(&format!(
+                "f:\n  source: taint\n  # note{c}  source: empty\n"
+            ));
+            assert!(e.starts_with("line 3: ") && e.contains("remove it"), "{e}");
+        }
+    }
+
+    /// F2: kubectl splits only at `---` lines and reads the first document
+    /// of each part: what follows `...` was never applied.
+    #[test]
+    fn content_after_a_document_end_is_refused() {
+        let e = refused("a: 1\n...\na: 2\n");
+        assert!(
+            e.starts_with("line 3: content after the document end `...` of line 2"),
+            "{e}"
+        );
+        refused("a: 1\n... # end\n\n# c\n  b: 2\n");
+        let e = refused("a: 1\n... b: 2\n");
+        assert!(
+            e.starts_with("line 2: content after the document end `...` of line 2"),
+            "{e}"
+        );
+        refused("...\na: 1\n");
+        // A `...` then only comments, or a `---` line after it, is read
+        // alike by all.
+        for ok in ["a: 1\n...\n# c\n\n---\na: 2\n", "a: 1\n...\n", "a: ...\n"] {
+            assert!(kube_yaml_docs(ok).is_ok(), "{ok:?}");
+        }
+        assert_eq!(kube_yaml_docs("a: 1\n... \n---\nb: 2\n").unwrap().len(), 2);
+    }
+
+    /// `---` lines as kubectl splits at them: a comment may follow, a
+    /// document may not (kubectl refuses it); a directive or a lone CR
+    /// splits other than YAML does.
+    #[test]
+    fn separators_kubectl_reads_otherwise_are_refused() {
+        assert_eq!(
+            kube_yaml_docs("a: 1\n--- # next\nb: 2\n---\t\r\nc: 3\n").unwrap(),
+            vec![
+                serde_json::json!({"a": 1}),
+                serde_json::json!({"b": 2}),
+                serde_json::json!({"c": 3})
+            ]
+        );
+        for (text, line) in [
+            ("a: 1\n--- {a: 2}\n", 2),
+            ("a: 1\n--- |\n  x\n", 2),
+            ("a: 1\n---#c\n", 2),
+            ("%YAML 1.1\n---\na: 1\n", 1),
+            ("a: 1\rb: 2\n", 1),
+        ] {
+            let e = refused(text);
+            assert!(e.starts_with(&format!("line {line}: ")), "{text:?}: {e}");
+        }
+    }
+
+    /// F7: go-yaml v2 lets a later merge key override an explicit key,
+    /// go-yaml v3 (kustomize) does not: refused, as is any merge key.
+    #[test]
+    fn merge_keys_are_refused() {
+        for text in ["a: 2\n<<: {a: 1}\n", "b: &x {a: 1}\nc:\n  <<: *x\n"] {
+            let e = refused(text);
+            assert!(
+                e.starts_with("line 2: a `<<` merge key") || e.starts_with("line 3: a `<<`"),
+                "{e}"
+            );
+        }
+        // A quoted `<<` is a key like any other to every reader.
+        assert_eq!(kube_yaml_docs("\"<<\": 1\n").unwrap()[0]["<<"], 1);
     }
 }

@@ -743,8 +743,18 @@ fn read_manifest(path: &Path) -> std::result::Result<(String, Value), String> {
         return Err("not a regular file of at most 16 MiB".into());
     }
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read it ({e})"))?;
-    let obj = serde_saphyr::from_str::<Value>(&text)
-        .map_err(|e| format!("not one YAML document render can read ({e})"))?;
+    // As kubectl and kustomize read it, or refused: a key they read after a
+    // U+2028 in a comment is no key to YAML 1.2.
+    let obj = match crate::cli::yaml::kube_yaml_docs(&text) {
+        Ok(docs) => {
+            let mut docs: Vec<Value> = docs.into_iter().filter(|d| !d.is_null()).collect();
+            if docs.len() > 1 {
+                return Err(format!("{} YAML documents, not one", docs.len()));
+            }
+            docs.pop().unwrap_or_default()
+        }
+        Err(e) => return Err(format!("not one YAML document render can read ({e:#})")),
+    };
     Ok((text, obj))
 }
 

@@ -193,11 +193,24 @@ pub const KUSTOMIZATION_NAMES: [&str; 3] =
 /// to the env drop-in planned as "no change"). Render's own lists its
 /// files in `resources`, and nothing else.
 pub fn check_kustomization(text: &str, name: &str, reader: &str, files: &[String]) -> Result<()> {
-    let Ok(doc) = serde_saphyr::from_str::<serde_json::Value>(text) else {
-        bail!(
-            "{name}: a kustomization {reader} cannot read, so it cannot tell what `kubectl \
-             apply -k` applies; fix it, or give {reader} `kubectl kustomize` output"
-        );
+    // Read as kustomize and kubectl read it (a `patches:` key after a U+2028
+    // in a comment is a key to them): what they would read otherwise is
+    // refused.
+    let docs = crate::cli::yaml::kube_yaml_docs(text).map(|docs| {
+        docs.into_iter()
+            .filter(|d| !d.is_null())
+            .collect::<Vec<_>>()
+    });
+    let doc = match docs {
+        Ok(mut docs) if docs.len() <= 1 => docs.pop().unwrap_or_default(),
+        Ok(docs) => bail!(
+            "{name}: a kustomization of {} YAML documents; kustomize reads one: keep one",
+            docs.len()
+        ),
+        Err(e) => bail!(
+            "{name}: a kustomization {reader} cannot read ({e:#}), so it cannot tell what \
+             `kubectl apply -k` applies; fix it, or give {reader} `kubectl kustomize` output"
+        ),
     };
     let empty = serde_json::Map::new();
     let fields = doc.as_object().unwrap_or(&empty);

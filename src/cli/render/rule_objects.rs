@@ -81,8 +81,10 @@ pub(super) fn read_rule_objects(
     source: &str,
     profile: Profile,
 ) -> Result<Vec<(String, Vec<ReadRule>)>> {
-    let docs: Vec<Spanned<Node>> = serde_saphyr::from_multiple(text)
-        .map_err(|e| anyhow::anyhow!("{source}: not YAML: {e}"))?;
+    // As kubectl reads what it applies to the cluster (rules left to NFD
+    // are), or refused.
+    let docs: Vec<Spanned<Node>> = crate::cli::yaml::kube_yaml(text)
+        .map_err(|e| anyhow::anyhow!("{source}: not YAML: {e:#}"))?;
     let cx = Ctx { source, text };
     let mut out = Vec::new();
     for doc in &docs {

@@ -46,7 +46,9 @@ func main() {
 	os.Stdout.Write(out)
 }
 
-// split cuts a stream at lines that are "---" (trailing spaces allowed).
+// split cuts a stream as k8s.io/apimachinery's YAMLReader does: at lines
+// beginning "---" with nothing after it but spaces or a comment; a line
+// beginning "---" with more is an error ("invalid Yaml document separator").
 func split(data []byte) [][]byte {
 	var docs [][]byte
 	var cur bytes.Buffer
@@ -54,7 +56,12 @@ func split(data []byte) [][]byte {
 	sc.Buffer(make([]byte, 1024*1024), 64*1024*1024)
 	for sc.Scan() {
 		line := sc.Text()
-		if strings.TrimRight(line, " \t") == "---" {
+		if strings.HasPrefix(line, "---") {
+			trimmed := strings.TrimSpace(line[3:])
+			if len(trimmed) > 0 && trimmed[0] != '#' {
+				fmt.Fprintf(os.Stderr, "invalid Yaml document separator: %s\n", trimmed)
+				os.Exit(1)
+			}
 			docs = append(docs, append([]byte(nil), cur.Bytes()...))
 			cur.Reset()
 			continue
