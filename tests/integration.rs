@@ -42,6 +42,7 @@ mod plan;
 mod plan_fleet;
 mod plan_tolerations;
 mod pr_inputs;
+mod pr_machineconfigs;
 mod preflight;
 mod preflight_arg_limit;
 mod preflight_kubeadm;

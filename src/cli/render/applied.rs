@@ -233,6 +233,17 @@ fn once_each(config: &Value) -> Result<()> {
                      ({refused}); keep one entry for it"
                 );
             }
+            // Ignition validates every data URL, of files explain reads
+            // or not.
+            let sources = f.pointer("/contents/source").into_iter().chain(
+                (f.get("append").and_then(Value::as_array).into_iter().flatten())
+                    .filter_map(|a| a.get("source")),
+            );
+            for s in sources.filter_map(Value::as_str) {
+                if s.starts_with("data:") {
+                    super::unpack::data_url_bytes(s, None).with_context(|| at.clone())?;
+                }
+            }
             if list == "files"
                 && let Some(mode) = f.get("mode").and_then(Value::as_u64)
                 && mode > 0o777

@@ -144,8 +144,10 @@ pub(super) fn data_url_bytes(source: &str, compression: Option<&str>) -> Result<
         bail!("unknown compression {other:?}");
     }
     super::dataurl::decode(source).map_err(|why| {
+        let shown: String = source.chars().take(60).collect();
+        let more = if shown.len() < source.len() { "…" } else { "" };
         anyhow::anyhow!(
-            "data URL {source:.60?}: {why}; Ignition (RFC 2397) refuses it, and the MCO renders \
+            "data URL {shown:?}{more}: {why}; Ignition (RFC 2397) refuses it, and the MCO renders \
              no config for the pool with it: write it as render does, data:,<%-encoded text> or \
              data:;base64,<base64>"
         )
