@@ -50,7 +50,9 @@ fn with_source(text: &str, source: &str) -> String {
 /// The env file's text as the render wrote it (percent-decoded).
 fn env_text(text: &str) -> String {
     let mc = &kubelet_labeler::cli::render::layout::machineconfigs_from_yaml(text, "x").unwrap()[0];
-    let source = mc.pointer("/spec/config/storage/files/0/contents/source").unwrap();
+    let source = mc
+        .pointer("/spec/config/storage/files/0/contents/source")
+        .unwrap();
     let bytes =
         kubelet_labeler::cli::render::layout::decode_data_url(source.as_str().unwrap(), None)
             .unwrap();
@@ -92,7 +94,11 @@ fn judged(oracle: (&Path, &Path), dir: &Path, work: &Path) -> Mco {
     let tainted = std::fs::read_dir(&dropins)
         .unwrap()
         .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
-        .any(|t| t.contains(&format!("FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS={TAINT}")));
+        .any(|t| {
+            t.contains(&format!(
+                "FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS={TAINT}"
+            ))
+        });
     Mco::ServesWithoutTaint(!tainted)
 }
 
@@ -117,7 +123,10 @@ fn plan_refuses_machineconfigs_the_cluster_reads_otherwise() {
             "name: 50-worker-gpu-kubelet-labeler-labels\n",
             "name: 51-worker-gpu-kubelet-labeler-taints\n",
         )
-        .replace(ENV, "/etc/systemd/system/kubelet.service.d/95-kubelet-labeler-taints.conf");
+        .replace(
+            ENV,
+            "/etc/systemd/system/kubelet.service.d/95-kubelet-labeler-taints.conf",
+        );
     let after_source = |extra: &str| {
         let mut out = String::new();
         let mut in_source = false;
@@ -227,6 +236,13 @@ fn plan_refuses_machineconfigs_the_cluster_reads_otherwise() {
             Mco::Refuses,
         ),
         (
+            "F8 no ignition.version",
+            labels.replacen(&format!("    ignition:\n{version}"), "", 1),
+            None,
+            "spec.config.ignition.version is missing",
+            Mco::Refuses,
+        ),
+        (
             "F8 kernelType bogus",
             labels.replacen("spec:\n", "spec:\n  kernelType: bogus\n", 1),
             None,
@@ -259,7 +275,10 @@ fn plan_refuses_machineconfigs_the_cluster_reads_otherwise() {
     for (i, (case, text, added, says, mco_side)) in cases.into_iter().enumerate() {
         let pr = tmp.path().join(format!("pr{i}"));
         render(&pr, &[]);
-        assert_ne!(text, labels, "{case}: the pull request changes the labels file");
+        assert_ne!(
+            text, labels,
+            "{case}: the pull request changes the labels file"
+        );
         std::fs::write(pr.join(LABELS), text).unwrap();
         if let Some(added) = added {
             let name = "51-worker-gpu-kubelet-labeler-taints.yaml";
@@ -269,11 +288,19 @@ fn plan_refuses_machineconfigs_the_cluster_reads_otherwise() {
         // Every case run, the ones plan or explain read collected.
         let o = plan(&base, &pr, &fleet, &[]);
         if o.status.code() != Some(2) || !stderr(&o).contains(says) {
-            read.push(format!("plan, {case}: {:?} {}", o.status.code(), stderr(&o)));
+            read.push(format!(
+                "plan, {case}: {:?} {}",
+                o.status.code(),
+                stderr(&o)
+            ));
         }
         let o = explain_dir(&pr);
         if o.status.success() || !stderr(&o).contains(says) {
-            read.push(format!("explain, {case}: {:?} {}", o.status.code(), stderr(&o)));
+            read.push(format!(
+                "explain, {case}: {:?} {}",
+                o.status.code(),
+                stderr(&o)
+            ));
         }
         if let Some((oracle, root)) = &oracle
             && mco_side != Mco::NotJudged
@@ -310,7 +337,11 @@ fn what_the_mco_renders_is_read() {
             &format!("data:application/octet-stream;x-a=%41,{}", percent(&env)),
         ),
         labels
-            .replacen("spec:\n", "spec:\n  kernelType: default\n  extensions: [usbguard]\n", 1)
+            .replacen(
+                "spec:\n",
+                "spec:\n  kernelType: default\n  extensions: [usbguard]\n",
+                1,
+            )
             .replacen("version: \"3.4.0\"", "version: \"3.2.0\"", 1),
     ]
     .into_iter()
@@ -328,7 +359,10 @@ fn what_the_mco_renders_is_read() {
             .find(|g| g["outcome"]["pool_after"] == "worker-gpu")
             .cloned()
             .unwrap();
-        assert_eq!(gpu["outcome"]["register_after"]["taints"][0], TAINT, "{i}: {gpu}");
+        assert_eq!(
+            gpu["outcome"]["register_after"]["taints"][0], TAINT,
+            "{i}: {gpu}"
+        );
         if let Some((oracle, root)) = &oracle {
             let work = tmp.path().join(format!("work{i}"));
             let got = judged((oracle, root), &pr, &work);

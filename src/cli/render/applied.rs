@@ -67,9 +67,7 @@ fn check_object(doc: &Value, source: &str) -> Result<()> {
         format!("{kind} {name:?}")
     };
     // kubectl's unstructured decoding: an object with `items` is a list.
-    let items = object
-        .keys()
-        .find(|k| ignition_keys::fold(k) == "ITEMS");
+    let items = object.keys().find(|k| ignition_keys::fold(k) == "ITEMS");
     if let Some(key) = items {
         if kind.ends_with("List") && key == "items" {
             return match &object[key] {
@@ -115,7 +113,8 @@ fn left_out_by(key: &str, value: &str) -> Option<&'static str> {
             Some("Flux leaves the object as it is in the cluster, whatever the manifest says")
         }
         "kustomize.toolkit.fluxcd.io/ssa"
-            if value.eq_ignore_ascii_case("IfNotPresent") || value.eq_ignore_ascii_case("Ignore") =>
+            if value.eq_ignore_ascii_case("IfNotPresent")
+                || value.eq_ignore_ascii_case("Ignore") =>
         {
             Some(
                 "Flux applies it only where the object does not exist yet (IfNotPresent), or \
@@ -127,7 +126,9 @@ fn left_out_by(key: &str, value: &str) -> Option<&'static str> {
 }
 
 fn check_annotations(doc: &Value, source: &str, what: &str) -> Result<()> {
-    let annotations = doc.pointer("/metadata/annotations").and_then(Value::as_object);
+    let annotations = doc
+        .pointer("/metadata/annotations")
+        .and_then(Value::as_object);
     for (key, value) in annotations.into_iter().flatten() {
         let text = value.as_str().unwrap_or("");
         if let Some(why) = left_out_by(key, text) {
@@ -236,8 +237,11 @@ fn once_each(config: &Value) -> Result<()> {
             // Ignition validates every data URL, of files explain reads
             // or not.
             let sources = f.pointer("/contents/source").into_iter().chain(
-                (f.get("append").and_then(Value::as_array).into_iter().flatten())
-                    .filter_map(|a| a.get("source")),
+                (f.get("append")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten())
+                .filter_map(|a| a.get("source")),
             );
             for s in sources.filter_map(Value::as_str) {
                 if s.starts_with("data:") {
@@ -308,9 +312,18 @@ mod tests {
     #[test]
     fn ours_pass() {
         let list = json!({"kind": "List", "items": [mc(json!({"config": env_config()}))]});
-        check_documents(&[mc(json!({"config": env_config()})), list, Value::Null], "x").unwrap();
-        check_documents(&[mc(json!({"kernelType": "realtime", "extensions": ["usbguard"]}))], "x")
-            .unwrap();
+        check_documents(
+            &[mc(json!({"config": env_config()})), list, Value::Null],
+            "x",
+        )
+        .unwrap();
+        check_documents(
+            &[mc(
+                json!({"kernelType": "realtime", "extensions": ["usbguard"]}),
+            )],
+            "x",
+        )
+        .unwrap();
     }
 
     /// Review 9, F4: `items: []` (or `items:` alone) on a MachineConfig:
@@ -323,8 +336,9 @@ mod tests {
             doc["items"] = items;
             let e = err(doc);
             assert!(
-                e.starts_with("pr/x.yaml: MachineConfig \"51-worker-gpu-taints\" has a top-level `items`")
-                    && e.ends_with("remove `items`"),
+                e.starts_with(
+                    "pr/x.yaml: MachineConfig \"51-worker-gpu-taints\" has a top-level `items`"
+                ) && e.ends_with("remove `items`"),
                 "{e}"
             );
         }
@@ -357,8 +371,9 @@ mod tests {
                 doc["metadata"]["annotations"] = json!({ key: value });
                 let e = err(doc);
                 assert!(
-                    e.contains(&format!("{kind} \"51-worker-gpu-taints\" is annotated {key}: \"{value}\""))
-                        && e.contains(says)
+                    e.contains(&format!(
+                        "{kind} \"51-worker-gpu-taints\" is annotated {key}: \"{value}\""
+                    )) && e.contains(says)
                         && e.contains("remove the annotation"),
                     "{e}"
                 );
@@ -383,8 +398,9 @@ mod tests {
             config["ignition"]["config"] = json!({ key: value });
             let e = err(mc(json!({ "config": config })));
             assert!(
-                e.contains(&format!("spec.config.ignition.config.{key}: the MCO serves it"))
-                    && e.contains("leave ignition.config out"),
+                e.contains(&format!(
+                    "spec.config.ignition.config.{key}: the MCO serves it"
+                )) && e.contains("leave ignition.config out"),
                 "{e}"
             );
         }
@@ -404,12 +420,21 @@ mod tests {
             mc(json!({ "config": c }))
         };
         for (doc, needle) in [
-            (with_version(json!("3.9.0")), "version \"3.9.0\": no Ignition version the MCO reads"),
+            (
+                with_version(json!("3.9.0")),
+                "version \"3.9.0\": no Ignition version the MCO reads",
+            ),
             (with_version(json!(3)), "version 3: no Ignition version"),
             (with_version(json!("2.2.0")), "spec 2"),
             (mc(json!({"config": {"storage": {}}})), "version is missing"),
-            (mc(json!({"kernelType": "bogus"})), "spec.kernelType \"bogus\" is no kernel type"),
-            (mc(json!({"extensions": ["bogus-ext"]})), "spec.extensions: \"bogus-ext\" is no extension"),
+            (
+                mc(json!({"kernelType": "bogus"})),
+                "spec.kernelType \"bogus\" is no kernel type",
+            ),
+            (
+                mc(json!({"extensions": ["bogus-ext"]})),
+                "spec.extensions: \"bogus-ext\" is no extension",
+            ),
         ] {
             let e = err(doc);
             assert!(e.contains(needle), "{e}");

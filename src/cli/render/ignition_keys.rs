@@ -99,7 +99,11 @@ fn fields(kind: Kind) -> Vec<(&'static str, Shape)> {
         ],
         K::HttpHeader => &[("name", Plain), ("value", Plain)],
         K::Verification => &[("hash", Plain)],
-        K::Proxy => &[("httpProxy", Plain), ("httpsProxy", Plain), ("noProxy", Plain)],
+        K::Proxy => &[
+            ("httpProxy", Plain),
+            ("httpsProxy", Plain),
+            ("noProxy", Plain),
+        ],
         K::Security => &[("tls", Object(K::Tls))],
         K::Tls => &[("certificateAuthorities", List(K::Resource))],
         K::Timeouts => &[("httpResponseHeaders", Plain), ("httpTotal", Plain)],
@@ -192,7 +196,11 @@ fn fields(kind: Kind) -> Vec<(&'static str, Shape)> {
             ("tpm2", Plain),
         ],
         K::ClevisCustom => &[("config", Plain), ("needsNetwork", Plain), ("pin", Plain)],
-        K::Tang => &[("advertisement", Plain), ("thumbprint", Plain), ("url", Plain)],
+        K::Tang => &[
+            ("advertisement", Plain),
+            ("thumbprint", Plain),
+            ("url", Plain),
+        ],
         K::Raid => &[
             ("devices", Plain),
             ("level", Plain),
@@ -325,7 +333,11 @@ mod tests {
                 "spec.config.storage.\"lin\u{212a}s\"",
                 "\"links\"",
             ),
-            (json!({"IGNITION": {}}), "spec.config.\"IGNITION\"", "\"ignition\""),
+            (
+                json!({"IGNITION": {}}),
+                "spec.config.\"IGNITION\"",
+                "\"ignition\"",
+            ),
         ] {
             let e = format!("{:#}", check(&config).unwrap_err());
             assert!(

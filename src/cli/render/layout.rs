@@ -876,7 +876,10 @@ mod tests {
             "data:text/plain ;base64,aGk=",
         ] {
             let e = decode_data_url(bad, None).unwrap_err();
-            assert!(e.to_string().contains("Ignition (RFC 2397) refuses it"), "{e}");
+            assert!(
+                e.to_string().contains("Ignition (RFC 2397) refuses it"),
+                "{e}"
+            );
         }
     }
 

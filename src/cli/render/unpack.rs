@@ -145,7 +145,11 @@ pub(super) fn data_url_bytes(source: &str, compression: Option<&str>) -> Result<
     }
     super::dataurl::decode(source).map_err(|why| {
         let shown: String = source.chars().take(60).collect();
-        let more = if shown.len() < source.len() { "…" } else { "" };
+        let more = if shown.len() < source.len() {
+            "…"
+        } else {
+            ""
+        };
         anyhow::anyhow!(
             "data URL {shown:?}{more}: {why}; Ignition (RFC 2397) refuses it, and the MCO renders \
              no config for the pool with it: write it as render does, data:,<%-encoded text> or \
