@@ -317,7 +317,10 @@ fn role_machineconfigs_taint_every_master_next_to_the_platform_taint() {
 }
 
 /// A MachineConfig named `name` with `config` (Ignition) as its config.
-fn hostile_mc(name: &str, config: Value) -> String {
+fn hostile_mc(name: &str, mut config: Value) -> String {
+    // A version the MCO reads: without one the MachineConfig is refused
+    // before its paths and names are.
+    config["ignition"] = json!({ "version": "3.4.0" });
     kubelet_labeler::cli::render::machineconfig::to_yaml(&json!({
         "apiVersion": "machineconfiguration.openshift.io/v1",
         "kind": "MachineConfig",
@@ -349,7 +352,7 @@ fn climbing_paths_and_names_are_refused_and_write_nothing_outside() {
     let file = |path: &str| {
         json!({ "storage": { "files": [
             { "path": "/etc/ok", "contents": { "source": "data:,ok" } },
-            { "path": path, "mode": 0o4755, "contents": { "source": "data:,pwned" } } ] } })
+            { "path": path, "mode": 0o755, "contents": { "source": "data:,pwned" } } ] } })
     };
     let unit = |u: Value| json!({ "systemd": { "units": [ { "name": "ok.service", "contents": "" }, u ] } });
     let cases: Vec<(Value, &str)> = vec![

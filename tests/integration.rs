@@ -43,6 +43,7 @@ mod plan_cluster_unit;
 mod plan_fleet;
 mod plan_tolerations;
 mod pr_inputs;
+mod pr_machineconfigs;
 mod pr_yaml;
 mod preflight;
 mod preflight_arg_limit;

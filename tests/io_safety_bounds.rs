@@ -257,6 +257,7 @@ fn gzip_bomb_machineconfig(dir: &str, count: usize, url: &str) -> String {
         "kind": "MachineConfig",
         "metadata": { "name": "50-bombs" },
         "spec": { "config": {
+            "ignition": { "version": "3.4.0" },
             "storage": { "files": files },
             "systemd": { "units": [ { "name": "kubelet.service",
                 "contents": "[Service]\nExecStart=/usr/bin/kubelet --v=2\n" } ] } } }

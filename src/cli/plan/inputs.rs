@@ -82,6 +82,8 @@ pub fn read_render(spec: &str) -> Result<Render> {
             .push(m.file.clone());
         let docs = crate::cli::yaml::kube_yaml_docs(&m.text)
             .with_context(|| format!("{spec}: reading {} as YAML", m.name))?;
+        crate::cli::render::applied::check_documents(&docs, &m.name)
+            .map_err(|e| e.context(spec.to_string()))?;
         let before = render.machineconfigs.len() + render.pools.len();
         for doc in docs {
             add_render_object(doc, &mut render);

@@ -305,6 +305,10 @@ pub fn read_machineconfigs_and_pools(
         let from_dir = path.as_os_str() != "-" && path.is_dir();
         let before = configs.len();
         for (text, name) in &texts {
+            // Unreadable text: reading it as MachineConfigs says why.
+            if let Ok(docs) = crate::cli::yaml::kube_yaml_docs(text) {
+                super::applied::check_documents(&docs, name)?;
+            }
             pools.extend(pools_from_yaml(text));
             if from_dir && !names_a_machineconfig(text) {
                 continue;

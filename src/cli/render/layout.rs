@@ -867,6 +867,20 @@ mod tests {
         assert_eq!(decode_data_url(&url, Some("gzip")).unwrap(), b"zipped");
         let e = decode_data_url("https://example.com/x", None).unwrap_err();
         assert!(e.to_string().contains("data: URLs"), "{e}");
+        // Review 9, F8: what Ignition's data-URL lexer refuses (the MCO
+        // oracle: "invalid data character", "expected base64") was read.
+        for bad in [
+            "data:,#%20kubelet",
+            "data:;BASE64,aGk=",
+            "data:;base64;x=y,aGk=",
+            "data:text/plain ;base64,aGk=",
+        ] {
+            let e = decode_data_url(bad, None).unwrap_err();
+            assert!(
+                e.to_string().contains("Ignition (RFC 2397) refuses it"),
+                "{e}"
+            );
+        }
     }
 
     /// Issue 32 item 14: files are unpacked only where explain reads them,

@@ -24,14 +24,17 @@ pub const RENDERED_BY_ANNOTATION: &str = "kubelet-labeler/rendered-by";
 pub const LEFT_TO_NFD_MARK: &str = "# Left to the cluster's NFD, not evaluated here: ";
 
 pub mod additions;
+pub mod applied;
 pub mod arch;
 pub mod command;
 pub mod compose;
 pub mod contained;
+mod dataurl;
 pub mod dropins;
 pub mod encoding;
 pub mod generator;
 pub mod gitops_dir;
+mod ignition_keys;
 pub mod input;
 pub mod layout;
 pub mod leave_to_nfd;

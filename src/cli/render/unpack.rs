@@ -7,7 +7,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{Context, Result, bail};
-use base64::Engine;
 use serde_json::Value;
 
 /// The most one file's contents may unpack to: what explain reads of a
@@ -135,23 +134,28 @@ pub fn decode_data_url(source: &str, compression: Option<&str>) -> Result<Vec<u8
     decode_capped(source, compression, FILE_CAP)
 }
 
-/// The data URL's bytes before any decompression; the compression named
-/// is checked too.
+/// The data URL's bytes before any decompression, read as Ignition reads
+/// it ([`super::dataurl`]); the compression named is checked too.
 pub(super) fn data_url_bytes(source: &str, compression: Option<&str>) -> Result<Vec<u8>> {
-    let rest = source
-        .strip_prefix("data:")
-        .with_context(|| format!("only data: URLs can be laid out offline, not {source:.60}"))?;
-    let (meta, data) = rest.split_once(',').context("a data: URL without ','")?;
+    if !source.starts_with("data:") {
+        bail!("only data: URLs can be laid out offline, not {source:.60}");
+    }
     if let Some(other) = compression.filter(|c| !["", "gzip"].contains(c)) {
         bail!("unknown compression {other:?}");
     }
-    if meta.ends_with(";base64") {
-        base64::engine::general_purpose::STANDARD
-            .decode(data.trim())
-            .context("decoding base64 contents")
-    } else {
-        percent_decode(data)
-    }
+    super::dataurl::decode(source).map_err(|why| {
+        let shown: String = source.chars().take(60).collect();
+        let more = if shown.len() < source.len() {
+            "…"
+        } else {
+            ""
+        };
+        anyhow::anyhow!(
+            "data URL {shown:?}{more}: {why}; Ignition (RFC 2397) refuses it, and the MCO renders \
+             no config for the pool with it: write it as render does, data:,<%-encoded text> or \
+             data:;base64,<base64>"
+        )
+    })
 }
 
 /// [`decode_data_url`] unpacking at most `cap` bytes: a small forged gzip
@@ -194,24 +198,6 @@ impl std::fmt::Display for TooBig {
 }
 
 impl std::error::Error for TooBig {}
-
-fn percent_decode(s: &str) -> Result<Vec<u8>> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let hex = b.get(i + 1..i + 3).context("a truncated %-escape")?;
-            let hex = std::str::from_utf8(hex).ok().context("a bad %-escape")?;
-            out.push(u8::from_str_radix(hex, 16).ok().context("a bad %-escape")?);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    Ok(out)
-}
 
 /// `f`, the file at `path`, unpacked to at most `cap` bytes; an error names
 /// its MachineConfig and the path ([`TooBig`] the cap).
@@ -566,7 +552,7 @@ pub(super) mod tests {
         let bomb = gz.finish().unwrap();
         format!(
             "data:;base64,{}",
-            base64::engine::general_purpose::STANDARD.encode(bomb)
+            base64::Engine::encode(&base64::engine::general_purpose::STANDARD, bomb)
         )
     }
 

@@ -92,6 +92,8 @@ pub(super) fn read_source(name: &str, source: &Path, f: &mut Found) -> Result<()
             Err(_) => crate::cli::yaml::kube_yaml_docs(text)
                 .with_context(|| format!("reading {label} as YAML or JSON (--pool {name})"))?,
         };
+        crate::cli::render::applied::check_documents(&docs, label)
+            .with_context(|| format!("--pool {name}"))?;
         for doc in docs {
             read_document(name, doc, label, f)?;
         }
