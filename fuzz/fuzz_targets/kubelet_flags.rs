@@ -16,7 +16,10 @@ impl flags::NodeFs for NoFiles {
     fn read(&self, _: &Path) -> io::Result<Vec<u8>> {
         Err(io::ErrorKind::NotFound.into())
     }
-    fn list(&self, _: &Path) -> io::Result<Vec<PathBuf>> {
+    fn list(&self, _: &Path) -> io::Result<Vec<(PathBuf, bool)>> {
+        Err(io::ErrorKind::NotFound.into())
+    }
+    fn is_dir(&self, _: &Path) -> io::Result<bool> {
         Err(io::ErrorKind::NotFound.into())
     }
 }
