@@ -44,7 +44,11 @@ fn read(text: &str) -> (Vec<Rule>, Features) {
                     .entry(name)
                     .or_default()
                     .extend(body.split(',').map(str::to_string)),
-                "attr" => facts.attributes.entry(name).or_default().extend(pairs(body)),
+                "attr" => facts
+                    .attributes
+                    .entry(name)
+                    .or_default()
+                    .extend(pairs(body)),
                 _ => facts
                     .instances
                     .entry(name)
@@ -158,7 +162,10 @@ fuzz_target!(|data: &[u8]| {
             worst.boot.at(size) <= limit,
             "render accepted a worst case past the budget"
         );
-        assert!(outcome.is_ok(), "render accepted it, yet it ran out of the budget");
+        assert!(
+            outcome.is_ok(),
+            "render accepted it, yet it ran out of the budget"
+        );
         // Every evaluation the boot path may run, on one budget.
         for _ in 1..rules::budget::evaluations(&rules) {
             assert!(
