@@ -352,7 +352,8 @@ fn output_modes_and_refusals() {
     }
 }
 
-/// `-o` keeps the input's mode; a config CoreOS cannot read, or an image
+/// `-o` writes a new file 0600, as coreos-installer does (it holds the
+/// config; the input's mode gave a secret's ISO 0644); a config CoreOS cannot read, or an image
 /// whose IGNINFO points outside itself, is refused with the file named and
 /// nothing written.
 #[test]
@@ -374,7 +375,21 @@ fn refuses_bad_configs_and_out_of_image_areas_keeps_mode() {
         .unwrap()
         .permissions()
         .mode();
-    assert_eq!(mode & 0o777, 0o644, "-o output mode {mode:o}");
+    assert_eq!(mode & 0o7777, 0o600, "-o output mode {mode:o}");
+    // Nor from an input others may write.
+    std::fs::set_permissions(&iso, std::fs::Permissions::from_mode(0o666)).unwrap();
+    ok(run(bin()
+        .args(["iso", "embed", "-i"])
+        .arg(d.join("c.ign"))
+        .arg("-o")
+        .arg(d.join("out2.iso"))
+        .arg(&iso)));
+    let mode = std::fs::metadata(d.join("out2.iso"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o7777, 0o600, "-o output mode {mode:o}");
+    std::fs::set_permissions(&iso, std::fs::Permissions::from_mode(0o644)).unwrap();
 
     for (name, body, needle) in [
         ("notjson.ign", &b"not json"[..], "is not JSON"),

@@ -465,14 +465,14 @@ fn write_copy(
     let creating = || format!("creating a temp file in {}", dir.display());
     let renaming = || format!("renaming into {}", path.display());
     if let Some(mut tmp) = unnamed::create(dir).with_context(creating)? {
-        fill_copy(input, e, area, path, &mut tmp, within)?;
+        fill_copy(input, e, area, &mut tmp, within)?;
         return unnamed::publish(&tmp, dir, path, replace).with_context(renaming);
     }
     let mut tmp = tempfile::Builder::new()
         .prefix(".kubelet-labeler-iso-")
         .tempfile_in(dir)
         .with_context(creating)?;
-    fill_copy(input, e, area, path, tmp.as_file_mut(), within)?;
+    fill_copy(input, e, area, tmp.as_file_mut(), within)?;
     if replace {
         tmp.persist(path)
     } else {
@@ -488,21 +488,14 @@ fn fill_copy(
     input: &Path,
     e: Extent,
     area: &[u8],
-    path: &Path,
     tmp: &mut File,
     within: &dyn Fn(&File) -> Result<()>,
 ) -> Result<()> {
     let mut src = File::open(input).with_context(|| format!("opening {}", input.display()))?;
     within(&src)?;
-    // The copy gets the input's permission bits, not the temp file's
-    // 0600; never its setuid, setgid or sticky bit.
-    let mode = std::os::unix::fs::PermissionsExt::mode(
-        &src.metadata()
-            .with_context(|| format!("reading {}", input.display()))?
-            .permissions(),
-    );
-    tmp.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode & 0o777))
-        .with_context(|| format!("setting the mode of {}", path.display()))?;
+    // The copy keeps the temp file's 0600, as coreos-installer's output:
+    // it holds the embedded config (secrets, often), and an input others
+    // may write (a download of mode 0666) gives no output they may.
     // File to file: std uses copy_file_range, which reflinks or
     // copies in the kernel where the filesystem can.
     io::copy(&mut src, tmp).context("copying the image")?;
