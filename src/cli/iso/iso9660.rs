@@ -85,14 +85,25 @@ impl<'a> Iso9660<'a> {
     pub fn find(&mut self, path: &str) -> Result<Extent> {
         let mut dir = self.root;
         let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+        // ECMA-119 nests directories 8 deep; a live ISO's path has 2 parts.
+        // (IGNINFO names a path: 32,700 parts through one 16 MiB directory
+        // read 512 GiB.)
+        if parts.len() > 8 {
+            bail!(
+                "a path of {} parts, more than ISO 9660's 8 levels (corrupt image?)",
+                parts.len()
+            );
+        }
+        let mut read = 0u64;
         for (i, part) in parts.iter().enumerate() {
             let want = part.to_ascii_uppercase();
             self.check_within(dir, "a directory")?;
-            // A live ISO's directories take a few sectors.
-            if dir.length > MAX_DIR {
+            // A live ISO's directories take a few sectors, all of them.
+            read += dir.length;
+            if dir.length > MAX_DIR || read > MAX_DIR {
                 bail!(
-                    "a directory of {} bytes, more than {} MiB (corrupt image?)",
-                    dir.length,
+                    "directories of {} bytes on the way to a file, more than {} MiB (corrupt image?)",
+                    read.max(dir.length),
                     MAX_DIR >> 20
                 );
             }
@@ -186,6 +197,45 @@ mod tests {
                 .contains("images/ignition.img")
         );
         assert!(iso.find("NOPE/X").unwrap_err().is::<NotFound>());
+    }
+
+    /// A directory `A` that is the root itself, the root 3 MiB: a path of
+    /// many `A/` reads it again at each (a 17 MB image took minutes).
+    #[test]
+    fn a_path_through_one_directory_again_and_again_is_bounded() {
+        let root_len: u32 = 3 << 20;
+        let root_at: u32 = 18;
+        let mut img = vec![0u8; (root_at as usize) * 2048 + root_len as usize];
+        let pvd = &mut img[16 * 2048..17 * 2048];
+        pvd[0] = 1;
+        pvd[1..6].copy_from_slice(b"CD001");
+        let blocks = (img.len() / 2048) as u32;
+        let record = |name: &[u8], dir: bool| {
+            let mut r = vec![0u8; 33 + name.len()];
+            r[0] = r.len() as u8;
+            r[2..6].copy_from_slice(&root_at.to_le_bytes());
+            r[10..14].copy_from_slice(&root_len.to_le_bytes());
+            r[25] = if dir { 2 } else { 0 };
+            r[32] = name.len() as u8;
+            r[33..].copy_from_slice(name);
+            r
+        };
+        let pvd = &mut img[16 * 2048..17 * 2048];
+        pvd[80..84].copy_from_slice(&blocks.to_le_bytes());
+        let root = record(b"\0", true);
+        pvd[156..156 + 34].copy_from_slice(&root);
+        let a = record(b"A", true);
+        let at = root_at as usize * 2048;
+        img[at..at + a.len()].copy_from_slice(&a);
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(&img).unwrap();
+        let mut iso = Iso9660::open(&mut f).unwrap();
+        // Within the bounds: found (the directory itself, as a directory).
+        assert!(iso.find("A/A/A/X").unwrap_err().is::<NotFound>());
+        let deep = "A/".repeat(9) + "X";
+        assert!(iso.find(&deep).unwrap_err().to_string().contains("8 levels"));
+        let wide = "A/".repeat(6) + "X";
+        assert!(iso.find(&wide).unwrap_err().to_string().contains("MiB"));
     }
 
     #[test]
