@@ -244,7 +244,14 @@ fn hostile_rule_names_change_nothing_systemd_reads() {
         "spec": { "rules": rules }
     });
     let rules_file = scratch.join("hostile.yaml");
-    std::fs::write(&rules_file, object.to_string()).unwrap();
+    // The line breaks of YAML 1.1 written escaped, as a rules file must
+    // hold them (raw, kubectl would read other text than render).
+    let text = object
+        .to_string()
+        .replace('\u{85}', "\\u0085")
+        .replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029");
+    std::fs::write(&rules_file, text).unwrap();
     let rules_arg = rules_file.display().to_string();
     let env = rendered_env_dropin(scratch, "hostile", &["--rules", &rules_arg]);
 

@@ -233,7 +233,12 @@ mod tests {
         // Within the bounds: found (the directory itself, as a directory).
         assert!(iso.find("A/A/A/X").unwrap_err().is::<NotFound>());
         let deep = "A/".repeat(9) + "X";
-        assert!(iso.find(&deep).unwrap_err().to_string().contains("8 levels"));
+        assert!(
+            iso.find(&deep)
+                .unwrap_err()
+                .to_string()
+                .contains("8 levels")
+        );
         let wide = "A/".repeat(6) + "X";
         assert!(iso.find(&wide).unwrap_err().to_string().contains("MiB"));
     }
