@@ -752,3 +752,113 @@ fn show_escapes_a_hostile_config_on_a_terminal() {
     assert!(shown.contains("\\u{1b}[1A"), "{shown:?}");
     assert!(!shown.contains('\u{1b}'), "{shown:?}");
 }
+
+/// An uncompressed cpio archive with its trailer (as the kernel's early
+/// microcode archive is): the one `write_members` compresses.
+fn newc(files: &[(&str, &[u8])]) -> Vec<u8> {
+    let members = files
+        .iter()
+        .map(|(name, data)| (name.to_string(), data.to_vec()))
+        .collect();
+    let xz = kubelet_labeler::cli::iso::write_members(&members).unwrap();
+    let mut out = Vec::new();
+    xz2::read::XzDecoder::new(&xz[..])
+        .read_to_end(&mut out)
+        .unwrap();
+    assert!(out.starts_with(b"070701"));
+    out
+}
+
+fn xz_crc32(data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let stream = xz2::stream::Stream::new_easy_encoder(6, xz2::stream::Check::Crc32).unwrap();
+    let mut w = xz2::write::XzEncoder::new_stream(Vec::new(), stream);
+    w.write_all(data).unwrap();
+    w.finish().unwrap()
+}
+
+/// An embed area holding more than one archive (review 9 riso F2): `iso
+/// show` shows what coreos-installer shows (the later config.ign, the one
+/// the kernel leaves in the initramfs), or refuses what it refuses (a second
+/// archive inside one compressed stream); `iso embed` without -f refuses an
+/// ISO that has a config in a later archive, as coreos-installer does.
+#[test]
+fn show_reads_every_archive_of_the_area_as_coreos_installer() {
+    let Some(fx) = fixtures() else { return };
+    let Some(ci) = skipped::tool("coreos-installer") else {
+        return;
+    };
+    let dir = scratch_dir();
+    let d = dir.path();
+    let base = base_iso(d, &fx);
+    let area = kubelet_labeler::cli::iso::area_of(&base).unwrap();
+    let decoy: &[u8] = br#"{"ignition":{"version":"3.4.0"}}"#;
+    let real: &[u8] = br#"{"ignition":{"version":"3.4.0"},"passwd":{"users":[{"name":"core","sshAuthorizedKeys":["ssh-ed25519 AAAA attacker"]}]}}"#;
+    let with_area = |name: &str, bytes: &[u8]| {
+        let mut iso = std::fs::read(&base).unwrap();
+        let at = area.offset as usize;
+        assert!(bytes.len() as u64 <= area.length);
+        iso[at..at + bytes.len()].copy_from_slice(bytes);
+        let p = d.join(name);
+        std::fs::write(&p, iso).unwrap();
+        p
+    };
+    let mut uncompressed_then_xz = newc(&[("config.ign", decoy)]);
+    uncompressed_then_xz.extend(xz_crc32(&newc(&[("config.ign", real)])));
+    let one_xz_stream = xz_crc32(
+        &[
+            newc(&[("config.ign", decoy)]),
+            newc(&[("config.ign", real)]),
+        ]
+        .concat(),
+    );
+    let mut other_then_config = newc(&[("etc/x", b"x")]);
+    other_then_config.extend([0u8; 8]);
+    other_then_config.extend(xz_crc32(&newc(&[("config.ign", real)])));
+    for (name, bytes) in [
+        ("f2a.iso", uncompressed_then_xz),
+        ("f2b.iso", one_xz_stream),
+        ("f2c.iso", other_then_config),
+    ] {
+        let iso = with_area(name, &bytes);
+        let theirs = run(Command::new(&ci)
+            .args(["iso", "ignition", "show"])
+            .arg(&iso));
+        let ours = run(bin().args(["iso", "show"]).arg(&iso));
+        assert_eq!(
+            ours.status.success(),
+            theirs.status.success(),
+            "{name}: ours: {} theirs: {}",
+            stderr(&ours),
+            stderr(&theirs)
+        );
+        if theirs.status.success() {
+            assert_eq!(ours.stdout, theirs.stdout, "{name}");
+            assert_eq!(ours.stdout, real, "{name}");
+        } else {
+            assert!(
+                stderr(&theirs).contains("trailing garbage"),
+                "{name}: {}",
+                stderr(&theirs)
+            );
+            assert!(
+                stderr(&ours).contains("inside its compressed stream"),
+                "{name}: {}",
+                stderr(&ours)
+            );
+        }
+        // Embedding without -f: both refuse, the image unchanged.
+        let before = std::fs::read(&iso).unwrap();
+        let theirs = run(Command::new(&ci)
+            .args(["iso", "ignition", "embed", "-i"])
+            .arg(fx.join("odd.ign"))
+            .arg(&iso));
+        assert!(!theirs.status.success(), "{name}");
+        let ours = run(bin()
+            .args(["iso", "embed", "--no-validate", "-i"])
+            .arg(fx.join("odd.ign"))
+            .arg(&iso));
+        assert!(!ours.status.success(), "{name}");
+        assert!(std::fs::read(&iso).unwrap() == before, "{name}");
+    }
+}

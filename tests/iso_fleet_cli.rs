@@ -485,3 +485,75 @@ fn a_rule_left_to_nfd_is_not_evaluated_at_install() {
         said(&o)
     );
 }
+
+/// `--leave-to-nfd` of a rule whose label a pool selects nodes by (review 9
+/// riso F6): the machine would install into (and register in) another pool
+/// and join this one once NFD labels it, without the pool's taints. Refused,
+/// naming the rule, the pool and the fix; a left rule giving another label
+/// is still taken.
+#[test]
+fn a_rule_left_to_nfd_giving_a_pools_label_is_refused() {
+    let tmp = scratch_dir();
+    let dir = tmp.path();
+    let sel = stand_in_selector(dir);
+    let gpu = gitops(
+        dir,
+        "worker-gpu",
+        "feature.node.kubernetes.io/gpu=true",
+        &sel,
+    );
+    // One rule a file: the rules the selector evaluates stay the pool's.
+    let late = |name: &str, output: &str| {
+        let p = dir.join(format!("{name}.yaml"));
+        std::fs::write(
+            &p,
+            format!(
+                "apiVersion: nfd.k8s-sigs.io/v1alpha1\nkind: NodeFeatureRule\nmetadata: {{name: late}}\n\
+                 spec:\n  rules:\n  - name: {name}\n    {output}\n\
+                 \x20   matchFeatures: [{{feature: cpu.cpuid, matchExpressions: {{SSE2: {{op: Exists}}}}}}]\n"
+            ),
+        )
+        .unwrap();
+        p
+    };
+    let preview = |file: &Path, leave: &str| {
+        let mut c = fleet_args(dir);
+        c.arg("--rules")
+            .arg(file)
+            .args(["--leave-to-nfd", leave])
+            .args(["--dry-run", "--dest-device", "/dev/sda"])
+            .arg(format!("--pool=worker-gpu={}", gpu.display()))
+            .arg("--pool=worker")
+            .arg("--facts-root")
+            .arg(repo().join("tests/fixtures/nodes/vm"));
+        c.output().unwrap()
+    };
+    for (leave, output, gives) in [
+        (
+            "late-gpu",
+            "labels: {gpu: \"true\"}",
+            "gives the label feature.node.kubernetes.io/gpu,",
+        ),
+        (
+            "late-template",
+            "labelsTemplate: \"{{ range .cpu.cpuid }}cpu-{{ .Name }}=true\\n{{ end }}\"",
+            "may give any label through its labelsTemplate",
+        ),
+    ] {
+        let o = preview(&late(leave, output), leave);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{leave}: {}", said(&o));
+        assert!(
+            err.contains(&format!(
+                "Error: --leave-to-nfd late/{leave}: rule \"{leave}\""
+            )) && err.contains(gives)
+                && err.contains("pool worker-gpu's nodeSelector")
+                && err.contains("evaluate the rule at boot"),
+            "{leave}: {err}"
+        );
+        assert!(!String::from_utf8_lossy(&o.stdout).contains("would install"));
+    }
+    let other = late("late-other", "labels: {example.com/other: \"true\"}");
+    let o = preview(&other, "late-other");
+    assert!(o.status.success(), "{}", said(&o));
+}

@@ -273,3 +273,58 @@ fn explain_of_the_rendered_machineconfigs_shows_the_rules_left() {
     );
     assert_eq!(e["rules"].as_array().unwrap().len(), 1, "{e}");
 }
+
+/// `render machineconfig --pool` refuses to leave to NFD a rule giving the
+/// label the pool selects its nodes by (review 9 riso F6): the node would
+/// register outside the pool and join it once NFD labels it, without the
+/// pool's taints. Nothing written; without `--leave-to-nfd` it renders.
+#[test]
+fn a_rule_giving_the_pool_label_is_not_left_to_nfd() {
+    let scratch = scratch_dir();
+    let rules = scratch.path().join("late.yaml");
+    std::fs::write(
+        &rules,
+        "apiVersion: nfd.k8s-sigs.io/v1alpha1\nkind: NodeFeatureRule\nmetadata: {name: late}\n\
+         spec:\n  rules:\n  - name: late-numa\n    labels: {feature.node.kubernetes.io/memory-numa: \"true\"}\n\
+         \x20   matchFeatures: [{feature: cpu.cpuid, matchExpressions: {SSE2: {op: Exists}}}]\n\
+         \x20 - name: kept\n    labels: {example.com/kept: \"true\"}\n\
+         \x20   matchFeatures: [{feature: cpu.cpuid, matchExpressions: {SSE2: {op: Exists}}}]\n",
+    )
+    .unwrap();
+    let out_dir = scratch.path().join("gitops");
+    let render = |leave: bool| {
+        let mut args = vec![
+            "render",
+            "machineconfig",
+            "--pool",
+            "worker-numa",
+            "--pool-label",
+            "feature.node.kubernetes.io/memory-numa=true",
+            "--taint",
+            "example.com/worker-numa=yes:NoSchedule",
+            "--rules",
+            rules.to_str().unwrap(),
+            "--arch",
+            "x86_64",
+            "--output-dir",
+            out_dir.to_str().unwrap(),
+        ];
+        if leave {
+            args.extend(["--leave-to-nfd", "late-numa"]);
+        }
+        cli(&args)
+    };
+    let out = render(true);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("Error: --leave-to-nfd late/late-numa: rule \"late-numa\"")
+            && err.contains("gives the label feature.node.kubernetes.io/memory-numa")
+            && err.contains("--pool-label of pool worker-numa")
+            && err.contains("evaluate the rule at boot"),
+        "{err}"
+    );
+    assert!(!out_dir.exists());
+    let out = render(false);
+    assert!(out.status.success(), "{}", stderr(&out));
+}

@@ -102,15 +102,16 @@ pub fn fleet(c: IsoFleetConfig) -> Result<ExitCode> {
             None => (p.clone(), None),
         })
         .collect();
+    let mut read_rules = None;
     let rules = if c.rules.is_empty() {
         None
     } else {
-        let read = read_rules_leaving(
+        let read_files = read_rules_leaving(
             &c.rules,
             &c.leave_to_nfd,
             crate::node::kubelet::Profile::OpenShift,
-        )?
-        .rules;
+        )?;
+        let read = read_rules.insert(read_files).rules.clone();
         // The live system's kernel and os-release are the ISO's, not the
         // installed system's that kubelet starts on.
         for r in &read {
@@ -185,6 +186,9 @@ pub fn fleet(c: IsoFleetConfig) -> Result<ExitCode> {
         ca_pem,
         selector,
     })?;
+    if let Some(read) = &read_rules {
+        read.refuse_left_selecting(&fleet_selectors(&built.table))?;
+    }
     let names: Vec<&str> = built.table.pools.iter().map(|p| p.name.as_str()).collect();
     let Some(input) = &c.input else {
         // --dry-run without an ISO.
@@ -227,6 +231,23 @@ pub fn fleet(c: IsoFleetConfig) -> Result<ExitCode> {
         fleet::devices(&built.table, c.dest_device.as_deref())
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The keys the fleet's pools select nodes by (their MachineConfigPools'
+/// nodeSelectors), with whose each is.
+fn fleet_selectors(table: &crate::node::fleet::Table) -> Vec<(String, String)> {
+    use crate::node::fleet::Requirement;
+    let mut out = Vec::new();
+    for pool in &table.pools {
+        for r in &pool.selector {
+            let (Requirement::In(k, _)
+            | Requirement::NotIn(k, _)
+            | Requirement::Exists(k)
+            | Requirement::DoesNotExist(k)) = r;
+            out.push((k.clone(), format!("pool {}'s nodeSelector", pool.name)));
+        }
+    }
+    out
 }
 
 /// `iso fleet --dry-run`: its preview on stdout; exit 1 when a machine

@@ -107,8 +107,13 @@ fn unpacked_too_large() -> anyhow::Error {
     )
 }
 
-/// Read the members of an embed area (concatenated archives, compressed or
-/// not, zero padding between them). Later copies of a path win.
+/// Read the members of an embed area as coreos-installer reads it (and the
+/// kernel unpacks it): archives one after another, each compressed (one xz
+/// or gzip stream) or not, zero padding between them. An uncompressed
+/// archive ends at its trailer and the next archive follows it; inside a
+/// compressed stream only zeros may follow the trailer (coreos-installer
+/// refuses more; the kernel would unpack it as another archive). Later
+/// copies of a path win, as the kernel unpacks them.
 pub fn read_members(area: &[u8]) -> Result<BTreeMap<String, Vec<u8>>> {
     let mut members = BTreeMap::new();
     let mut rest = area;
@@ -121,8 +126,11 @@ pub fn read_members(area: &[u8]) -> Result<BTreeMap<String, Vec<u8>>> {
             break;
         }
         let budget = MAX_UNPACKED - unpacked;
-        let (cpio, used) = if rest.starts_with(b"\xfd7zXZ\x00") {
-            xz_one_stream(rest, budget)?
+        let used = if rest.starts_with(b"\xfd7zXZ\x00") {
+            let (cpio, used) = xz_one_stream(rest, budget)?;
+            unpacked += cpio.len() as u64;
+            read_compressed(&cpio, &mut members)?;
+            used
         } else if rest.starts_with(b"\x1f\x8b") {
             let mut cur = Cursor::new(rest);
             let mut out = Vec::new();
@@ -135,19 +143,22 @@ pub fn read_members(area: &[u8]) -> Result<BTreeMap<String, Vec<u8>>> {
             if out.len() as u64 > budget {
                 return Err(unpacked_too_large());
             }
-            (out, cur.position() as usize)
-        } else if rest.starts_with(b"070701") {
-            (rest.to_vec(), rest.len())
+            unpacked += out.len() as u64;
+            read_compressed(&out, &mut members)?;
+            cur.position() as usize
+        } else if rest.starts_with(b"070701") || rest.starts_with(b"070702") {
+            // Up to its trailer: what follows is the next archive.
+            let used = read_cpio(rest, &mut members)?;
+            unpacked += used as u64;
+            if unpacked > MAX_UNPACKED {
+                return Err(unpacked_too_large());
+            }
+            used
         } else {
             bail!("the embed area holds something that is not an initramfs archive (corrupt?)");
         };
-        unpacked += cpio.len() as u64;
-        if unpacked > MAX_UNPACKED {
-            return Err(unpacked_too_large());
-        }
-        read_cpio(&cpio, &mut members)?;
         if used == 0 {
-            break;
+            bail!("the embed area holds an empty archive (corrupt?)");
         }
         rest = &rest[used.min(rest.len())..];
     }
@@ -190,19 +201,38 @@ fn xz_one_stream(data: &[u8], budget: u64) -> Result<(Vec<u8>, usize)> {
     }
 }
 
-fn read_cpio(data: &[u8], members: &mut BTreeMap<String, Vec<u8>>) -> Result<()> {
+/// The members of the cpio archive a compressed stream unpacked to.
+fn read_compressed(cpio: &[u8], members: &mut BTreeMap<String, Vec<u8>>) -> Result<()> {
+    let end = read_cpio(cpio, members)?;
+    if cpio[end..].iter().any(|&b| b != 0) {
+        bail!(
+            "the embed area holds data after the end of an archive inside its compressed \
+             stream, which coreos-installer refuses and the kernel would unpack as another \
+             archive (corrupt or tampered image?)"
+        );
+    }
+    Ok(())
+}
+
+/// The members of the cpio archive at the start of `data` into `members`:
+/// the bytes it takes, up to and with its trailer (all of `data` when only
+/// zeros or nothing follow its last member).
+fn read_cpio(data: &[u8], members: &mut BTreeMap<String, Vec<u8>>) -> Result<usize> {
     let mut cur = Cursor::new(data);
     loop {
         // Archives may be followed by zero padding.
         let buf = cur.fill_buf()?;
         if buf.is_empty() || buf.iter().all(|&b| b == 0) {
-            return Ok(());
+            return Ok(data.len());
         }
         let mut reader = cpio::NewcReader::new(&mut cur)
             .context("reading the embedded cpio archive (corrupt?)")?;
         let entry = reader.entry();
         if entry.is_trailer() {
-            return Ok(());
+            reader
+                .finish()
+                .context("reading the embedded cpio archive's trailer (corrupt?)")?;
+            return Ok(cur.position() as usize);
         }
         let name = entry.name().to_string();
         // The kernel skips a longer name when it unpacks the archive.
@@ -700,6 +730,74 @@ mod tests {
         );
         assert!(read_members(&[0u8; 64]).unwrap().is_empty());
         assert!(write_members(&BTreeMap::new()).unwrap().is_empty());
+    }
+
+    /// An uncompressed archive with its trailer.
+    fn newc(v: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (name, data) in v {
+            let mut w = cpio::NewcBuilder::new(name)
+                .mode(0o100_600)
+                .write(&mut out, data.len() as u32);
+            w.write_all(data).unwrap();
+            w.finish().unwrap();
+        }
+        cpio::newc::trailer(&mut out).unwrap();
+        out
+    }
+
+    fn xz(data: &[u8]) -> Vec<u8> {
+        let mut xz = xz2::write::XzEncoder::new(Vec::new(), 1);
+        xz.write_all(data).unwrap();
+        xz.finish().unwrap()
+    }
+
+    /// The area is read on after an uncompressed archive's trailer (the
+    /// early-microcode layout: the kernel and coreos-installer read on),
+    /// and the later copy of a member wins, as the kernel unpacks it.
+    #[test]
+    fn archives_after_an_uncompressed_one_are_read() {
+        let mut area = newc(&[("config.ign", b"decoy"), ("etc/a", b"a")]);
+        area.extend(xz(&newc(&[("config.ign", b"real")])));
+        area.extend([0u8; 7]);
+        area.extend(newc(&[("etc/b", b"b")]));
+        area.extend([0u8; 100]);
+        let m = read_members(&area).unwrap();
+        assert_eq!(m["config.ign"], b"real");
+        assert_eq!(m["etc/a"], b"a");
+        assert_eq!(m["etc/b"], b"b");
+        // Two uncompressed archives back to back, no padding between.
+        let two = [newc(&[("config.ign", b"1")]), newc(&[("config.ign", b"2")])].concat();
+        assert_eq!(read_members(&two).unwrap()["config.ign"], b"2");
+        // What follows a trailer is an archive or zeros.
+        let mut junk = newc(&[("config.ign", b"1")]);
+        junk.extend(b"junk");
+        assert!(read_members(&junk).is_err());
+    }
+
+    /// A second archive inside one compressed stream (the kernel unpacks
+    /// it) is refused, as coreos-installer refuses it; zeros there are not.
+    #[test]
+    fn data_after_the_trailer_inside_a_compressed_stream_is_refused() {
+        let two = [
+            newc(&[("config.ign", b"decoy")]),
+            newc(&[("config.ign", b"real")]),
+        ]
+        .concat();
+        for area in [xz(&two), {
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            gz.write_all(&two).unwrap();
+            gz.finish().unwrap()
+        }] {
+            let e = read_members(&area).unwrap_err().to_string();
+            assert!(
+                e.contains("after the end of an archive inside its compressed"),
+                "{e}"
+            );
+        }
+        let mut padded = newc(&[("config.ign", b"1")]);
+        padded.extend([0u8; 512]);
+        assert_eq!(read_members(&xz(&padded)).unwrap()["config.ign"], b"1");
     }
 
     #[test]

@@ -57,7 +57,7 @@ fn go_arch(arch: Arch) -> &'static str {
 
 /// NFD's default namespace rules for a label key (see `rules::evaluate_node`):
 /// None when nfd-master keeps it, else why it drops it.
-fn nfd_refuses(key: &str) -> Option<String> {
+pub(crate) fn nfd_refuses(key: &str) -> Option<String> {
     let errs = crate::node::kubelet::labels::label_key_errors(key);
     if !errs.is_empty() {
         return Some(format!("not a valid label key ({})", errs.join("; ")));
@@ -73,7 +73,7 @@ fn nfd_refuses(key: &str) -> Option<String> {
 }
 
 /// A rule's label key as NFD writes it (`addNsToMapKeys`).
-fn prefixed(key: &str) -> String {
+pub(crate) fn prefixed(key: &str) -> String {
     let ns = crate::node::rules::DEFAULT_LABEL_PREFIX.trim_end_matches('/');
     if key.contains('/') {
         return key.to_string();

@@ -66,7 +66,7 @@ pub fn dropins(c: RenderDropinsConfig) -> Result<ExitCode> {
         profile: prof,
         wrappers,
         force: c.force,
-        node_rules: node_rules(&c.additions, prof)?,
+        node_rules: node_rules(&c.additions, prof, &[])?,
     })?;
     for (p, change) in written.written {
         say!("{} {}", change.word(), p.display());
@@ -137,6 +137,16 @@ pub fn pool_options(p: &PoolArgs) -> Result<machineconfig::PoolOptions> {
         (Some(pool), None) => (pool.clone(), false),
         (None, None) => anyhow::bail!("say which nodes: --pool NAME or --role worker|master"),
     };
+    // The key the pool selects its nodes by (the MachineConfigPool's
+    // nodeSelector), as `machineconfig` writes it.
+    let selectors = match (&pool_label, builtin_role) {
+        (_, true) => Vec::new(),
+        (Some((k, _)), false) => vec![(k.clone(), format!("--pool-label of pool {pool}"))],
+        (None, false) => vec![(
+            format!("node.kubernetes.io/{pool}"),
+            format!("the pool label of pool {pool}"),
+        )],
+    };
     Ok(machineconfig::PoolOptions {
         pool,
         builtin_role,
@@ -147,14 +157,16 @@ pub fn pool_options(p: &PoolArgs) -> Result<machineconfig::PoolOptions> {
         },
         ignition_version: p.ignition_version.spec(),
         wrappers,
-        node_rules: node_rules(&p.additions, prof)?,
+        node_rules: node_rules(&p.additions, prof, &selectors)?,
     })
 }
 
-/// `--rules`/`--nfd-labels`: read, checked and compiled for the env drop-in.
+/// `--rules`/`--nfd-labels`: read, checked and compiled for the env drop-in;
+/// no rule left to NFD may give a label of `selectors` (a pool's key).
 fn node_rules(
     a: &AdditionsArgs,
     prof: crate::node::kubelet::Profile,
+    selectors: &[(String, String)],
 ) -> Result<crate::cli::render::dropins::NodeRules> {
     use crate::cli::render::node_rules;
     stdin_at_most_once(&[("--rules", &a.rules)])?;
@@ -164,6 +176,7 @@ fn node_rules(
     };
     if !a.rules.is_empty() {
         let read = read_rules_leaving(&a.rules, &a.leave_to_nfd, prof)?;
+        read.refuse_left_selecting(selectors)?;
         out.names = read.rules.iter().map(|r| r.name.clone()).collect();
         out.compact = Some(node_rules::compile(&read.rules)?);
         out.left_to_nfd = read.left_ids();

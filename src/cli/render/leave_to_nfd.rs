@@ -14,6 +14,7 @@ use anyhow::{Result, bail};
 
 use super::rule_objects::{ReadRule, RuleObject, read_objects};
 use super::rule_yaml::NotAtBoot;
+use crate::cli::iso::reach::{nfd_refuses, prefixed};
 use crate::node::kubelet::Profile;
 use crate::node::rules::{self, Op, Rule};
 
@@ -28,6 +29,10 @@ pub struct LeftRule {
     pub source: String,
     /// Why the node could not evaluate it at boot; None when it could.
     pub why_not_at_boot: Option<String>,
+    /// Its static labels' keys, as NFD writes them (default namespace added).
+    pub label_keys: Vec<String>,
+    /// A `labelsTemplate` may give any label NFD keeps.
+    pub labels_any: bool,
 }
 
 impl LeftRule {
@@ -70,6 +75,40 @@ impl RuleFiles {
     /// The ids of the left rules, for the env drop-in's record.
     pub fn left_ids(&self) -> Vec<String> {
         self.left.iter().map(LeftRule::id).collect()
+    }
+
+    /// Refuse a rule left to NFD whose labels can match a key a pool
+    /// selects nodes by (`selectors`: the key, and whose it is, e.g. `pool
+    /// worker-numa's nodeSelector`). The node would register without the
+    /// label, outside the pool (or be installed into another), and join the
+    /// pool once NFD applies it: without the pool's taints, which kubelet
+    /// sets only when the node registers. The same outcome as leaving out
+    /// a rule that sets taints, one step later.
+    pub fn refuse_left_selecting(&self, selectors: &[(String, String)]) -> Result<()> {
+        for left in &self.left {
+            for (key, whose) in selectors {
+                let gives = if left.label_keys.contains(key) {
+                    format!("gives the label {key}")
+                } else if left.labels_any && nfd_refuses(key).is_none() {
+                    format!("may give any label through its labelsTemplate, {key} too")
+                } else {
+                    continue;
+                };
+                bail!(
+                    "--leave-to-nfd {}: rule {:?} of NodeFeatureRule {:?} ({}) {gives}, which \
+                     {whose} selects nodes by: the node would register without it, outside \
+                     the pool, and join the pool once the cluster's NFD applies it, without the \
+                     pool's taints (kubelet sets them only when the node registers); evaluate \
+                     the rule at boot (drop --leave-to-nfd for it), or select the pool by a \
+                     label the node registers with",
+                    shell_words::quote(&left.id()),
+                    left.name,
+                    left.object,
+                    left.source,
+                );
+            }
+        }
+        Ok(())
     }
 }
 
@@ -147,6 +186,8 @@ pub fn read_rule_files_leaving(
                     name: read.name.clone(),
                     source: object.source.clone(),
                     why_not_at_boot: read.rule.as_ref().err().map(|e| format!("{e:#}")),
+                    label_keys: read.label_keys.iter().map(|k| prefixed(k)).collect(),
+                    labels_any: read.labels_any,
                 });
                 left_so_far.push((object, read));
                 continue;

@@ -46,6 +46,10 @@ pub(super) struct ReadRule {
     pub at_backref_keys: BTreeSet<String>,
     /// A template that may make such a value (its source holds an `@`).
     pub at_backref_any: bool,
+    /// Its static `labels`' keys, as written.
+    pub label_keys: BTreeSet<String>,
+    /// A `labelsTemplate` (or `labels` we cannot list) may give any label.
+    pub labels_any: bool,
 }
 
 /// The objects of rule files (`-` is stdin) in the order given.
@@ -223,6 +227,16 @@ fn read_rule(cx: &Ctx, n: &Spanned<Node>, profile: Profile) -> Result<ReadRule> 
     let set = |f: &str| field(fields, f).filter(|v| !matches!(v.value, Node::Null));
     let sets_taints =
         set("taints").is_some_and(|v| !matches!(&v.value, Node::Seq(s) if s.is_empty()));
+    let mut label_keys = BTreeSet::new();
+    let labels_any = set("labelsTemplate").is_some()
+        || match set("labels").map(|v| &v.value) {
+            Some(Node::Map(m)) => {
+                label_keys.extend(m.iter().map(|(k, _)| k.value.clone()));
+                false
+            }
+            Some(_) => true,
+            None => false,
+        };
     let mut output_keys = BTreeSet::new();
     let mut output_any = false;
     for f in ["labels", "vars"] {
@@ -256,6 +270,8 @@ fn read_rule(cx: &Ctx, n: &Spanned<Node>, profile: Profile) -> Result<ReadRule> 
         output_any,
         at_backref_keys,
         at_backref_any,
+        label_keys,
+        labels_any,
     })
 }
 
