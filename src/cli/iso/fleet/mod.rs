@@ -25,7 +25,9 @@ use crate::node::fleet::{
     DEST_PATH, INSTALLED_POOL_PATH, Pool, PoolKind, Requirement, SELECT_PATH, TABLE_PATH, Table,
     WORKER_ROLE_LABEL,
 };
-use pools::{Found, check_device, check_pool_name, pool_env, read_source, requirements};
+use pools::{
+    Found, check_device, check_pool_name, pool_configs, pool_env, read_source, requirements,
+};
 
 /// The live config's spec: what `coreos-installer iso customize` writes,
 /// read by every live ISO of OpenShift 4.14+.
@@ -100,6 +102,7 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
             read_source(name, source, f)?;
         }
     }
+    pool_configs(&mut found)?;
     for (name, f) in found.iter_mut() {
         // The node gets one env drop-in per path: renders of two node
         // formats may replace the role's with the pool's.
