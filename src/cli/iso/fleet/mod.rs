@@ -487,8 +487,12 @@ mod tests {
             "apiVersion": "machineconfiguration.openshift.io/v1",
             "kind": "MachineConfigPool",
             "metadata": { "name": "worker-p" },
-            "spec": { "nodeSelector": { "matchLabels": {
-                "example.com/p": "true", "feature.node.kubernetes.io/gpu": "true" } } }
+            "spec": {
+                "machineConfigSelector": { "matchLabels": {
+                    "machineconfiguration.openshift.io/role": "worker-p" } },
+                "nodeSelector": { "matchLabels": {
+                    "example.com/p": "true", "feature.node.kubernetes.io/gpu": "true" } }
+            }
         });
         let dropin = format!("[Service]\nEnvironment=\"{LABELS_VAR}=example.com/p=true\"\n");
         let mc = json!({
@@ -542,7 +546,14 @@ mod tests {
         json!({
             "kind": "MachineConfigPool",
             "metadata": { "name": "worker-p" },
-            "spec": { "nodeSelector": { "matchLabels": { "example.com/p": "true" } } }
+            "spec": {
+                "machineConfigSelector": { "matchExpressions": [ {
+                    "key": "machineconfiguration.openshift.io/role",
+                    "operator": "In",
+                    "values": ["worker", "worker-p"]
+                } ] },
+                "nodeSelector": { "matchLabels": { "example.com/p": "true" } }
+            }
         })
     }
 

@@ -627,3 +627,74 @@ fn check_label_words(key: &str, values: &[String]) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only the rendered form is read; anything systemd may read otherwise
+    /// (unquoted, escapes, specifiers, continuation, two assignments) is not.
+    #[test]
+    fn env_lines_in_the_rendered_form_only() {
+        assert_eq!(canonical_line("[Service]"), Some(None));
+        assert_eq!(canonical_line("# a comment"), Some(None));
+        assert_eq!(canonical_line(""), Some(None));
+        assert_eq!(
+            canonical_line("Environment=\"A_1=x=y,z:NoSchedule\""),
+            Some(Some(("A_1", "x=y,z:NoSchedule")))
+        );
+        for bad in [
+            "Environment=A=b",
+            "Environment=\"A=b\" \"C=d\"",
+            "Environment=\"A=b\\x41\"",
+            "Environment=\"A=%H\"",
+            "Environment=\"A=b\" ",
+            " Environment=\"A=b\"",
+            "Environment=",
+            "EnvironmentFile=/etc/x",
+            "UnsetEnvironment=A",
+            "[Unit]",
+            "# continued \\",
+            "Environment=\"1A=b\"",
+            "Environment=\"A=b\r\"",
+        ] {
+            assert_eq!(canonical_line(bad), None, "{bad:?}");
+        }
+    }
+
+    /// kubelet's unit, its drop-ins (any unit directory, any spelling of
+    /// the path), every service's drop-ins and the manager's configuration;
+    /// and links moving a unit directory.
+    #[test]
+    fn kubelet_unit_paths() {
+        for p in [
+            "/etc/systemd/system/kubelet.service",
+            "/etc/systemd/system/kubelet.service.d/95-x.conf",
+            "/etc//systemd/./system/kubelet.service.d/95-x.conf",
+            "/etc/x/../systemd/system/kubelet.service.d/95-x.conf",
+            "/usr/local/lib/systemd/system/kubelet.service.d/95-x.conf",
+            "/etc/systemd/system/service.d/10-env.conf",
+            "/etc/systemd/system.conf.d/env.conf",
+            "/etc/systemd/system.control/kubelet.service.d/x.conf",
+        ] {
+            assert!(touches_kubelet_unit(&clean_path(p)), "{p}");
+        }
+        for p in [
+            "/etc/systemd/system/kubelet-labeler-sync.service",
+            "/etc/systemd/system/crio.service.d/x.conf",
+            "/etc/kubernetes/kubelet.conf",
+        ] {
+            assert!(!touches_kubelet_unit(&clean_path(p)), "{p}");
+        }
+        assert!(moves_unit_dir("/etc/systemd/system"));
+        assert!(moves_unit_dir("/etc/systemd"));
+        assert!(moves_unit_dir("/etc"));
+        assert!(!moves_unit_dir(
+            "/etc/systemd/system/multi-user.target.wants"
+        ));
+        let mc = json!({ "metadata": { "name": "l" }, "spec": { "config": { "storage": {
+            "links": [ { "path": "/etc/systemd/system", "target": "/var/x" } ] } } } });
+        let e = check_kubelet_files(&mc, "l.yaml", "worker-p").unwrap_err();
+        assert!(format!("{e}").contains("links /etc/systemd/system"), "{e}");
+    }
+}
