@@ -208,7 +208,12 @@ fn check_pointer_only(pointer: &Value) -> Result<()> {
         let Some(obj) = v.as_object() else {
             bail!("{} is not an object", at.trim_end_matches('.'));
         };
-        if let Some(k) = obj.keys().find(|k| !allowed.contains(&k.as_str())) {
+        // Go's encoding/json writes empty structs (`"storage":{}`).
+        if let Some(k) = obj
+            .iter()
+            .find(|(k, v)| !allowed.contains(&k.as_str()) && !is_empty(v))
+            .map(|(k, _)| k)
+        {
             bail!("it has {at}{k}");
         }
         Ok(())
@@ -244,6 +249,16 @@ fn check_pointer_only(pointer: &Value) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// null, or an object or array of nothing but empty values.
+fn is_empty(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Object(o) => o.values().all(is_empty),
+        Value::Array(a) => a.is_empty(),
+        _ => false,
+    }
 }
 
 /// The roles a MachineConfigPool takes MachineConfigs of: its
@@ -374,6 +389,11 @@ fn check_kubelet_files(mc: &Value, source: &str, pool: &str) -> Result<()> {
                 continue;
             };
             let clean = clean_path(path);
+            if clean == ours[2] && kind == "files" && !wants_only(mc, &clean) {
+                refuse(&format!(
+                    "writes {path} with more than the sync's Wants= render writes"
+                ))?;
+            }
             if ours.contains(&clean) && kind == "files" {
                 continue;
             }
@@ -401,6 +421,27 @@ fn check_kubelet_files(mc: &Value, source: &str, pool: &str) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether the sync's kubelet drop-in in `mc` is as render writes it (its
+/// comment aside): `[Unit]` and the sync's `Wants=` only.
+fn wants_only(mc: &Value, path: &str) -> bool {
+    use crate::cli::render::sync_units::{SYNC_PATH, SYNC_SERVICE};
+    let wants = format!("Wants={SYNC_SERVICE} {SYNC_PATH}");
+    let Ok(layout) = crate::cli::render::layout::Layout::merge(vec![mc.clone()]) else {
+        return false;
+    };
+    let Ok(Some(file)) = layout.file(path) else {
+        return false;
+    };
+    std::str::from_utf8(&file.contents).is_ok_and(|text| {
+        text.split('\n').all(|l| {
+            l.is_empty()
+                || l == "[Unit]"
+                || l == wants
+                || (l.starts_with('#') && !l.ends_with('\\') && !l.contains('\r'))
+        })
+    })
 }
 
 /// A path as the node resolves it: `.`, `..` and repeated `/` removed.
@@ -696,5 +737,43 @@ mod tests {
             "links": [ { "path": "/etc/systemd/system", "target": "/var/x" } ] } } } });
         let e = check_kubelet_files(&mc, "l.yaml", "worker-p").unwrap_err();
         assert!(format!("{e}").contains("links /etc/systemd/system"), "{e}");
+    }
+
+    /// The sync's drop-in as render writes it is ours; with an
+    /// `Environment=` line it is another drop-in.
+    #[test]
+    fn the_syncs_dropin_only_as_rendered() {
+        use crate::cli::render::sync_units::{WANTS_DROPIN_NAME, wants_dropin};
+        let path = format!("/etc/systemd/system/kubelet.service.d/{WANTS_DROPIN_NAME}");
+        let mc = |text: &str| {
+            json!({ "metadata": { "name": "s" }, "spec": { "config": {
+                "ignition": { "version": "3.2.0" }, "storage": { "files": [ {
+                    "path": path, "contents": { "source": format!("data:,{}",
+                        crate::cli::render::encoding::percent_encode(text.as_bytes())) } } ] } } } })
+        };
+        check_kubelet_files(&mc(&wants_dropin()), "s.yaml", "worker-p").unwrap();
+        let hostile = format!("{}[Service]\nEnvironment=A=b\n", wants_dropin());
+        let e = check_kubelet_files(&mc(&hostile), "s.yaml", "worker-p").unwrap_err();
+        assert!(
+            format!("{e}").contains("more than the sync's Wants="),
+            "{e}"
+        );
+    }
+
+    /// Empty values Go writes for a pointer's unset parts are taken;
+    /// anything in them is not.
+    #[test]
+    fn a_pointer_may_carry_empty_parts_only() {
+        let p = |extra: Value| {
+            let mut v = json!({ "ignition": { "version": "3.2.0",
+                "config": { "merge": [ { "source": "https://h:22623/config/worker-p" } ],
+                            "replace": { "verification": {} } } } });
+            v.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            check_pointer_only(&v)
+        };
+        p(json!({ "storage": {}, "passwd": {}, "systemd": { "units": [] } })).unwrap();
+        assert!(p(json!({ "passwd": { "users": [ { "name": "core" } ] } })).is_err());
     }
 }
