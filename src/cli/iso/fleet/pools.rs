@@ -400,6 +400,19 @@ fn check_kubelet_files(mc: &Value, source: &str, pool: &str) -> Result<()> {
             if kind == "links" && moves_unit_dir(&clean) {
                 refuse(&format!("links {path}, a systemd directory, elsewhere"))?;
             }
+            if KUBELET_ENV_FILES.contains(&clean.as_str())
+                && (kind == "links" || sets_our_variables(mc, &clean))
+            {
+                refuse(&format!(
+                    "writes {path}, which kubelet.service reads with EnvironmentFile= (it \
+                     overrides the drop-ins' Environment=), {}",
+                    if kind == "links" {
+                        "as a link"
+                    } else {
+                        "with variables of ours"
+                    }
+                ))?;
+            }
             if touches_kubelet_unit(&clean) {
                 refuse(&format!(
                     "writes {path}, another kubelet.service unit or drop-in"
@@ -421,6 +434,30 @@ fn check_kubelet_files(mc: &Value, source: &str, pool: &str) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The files the MCO's kubelet.service reads with `EnvironmentFile=`
+/// (4.14-4.20): what they set beats the drop-ins' `Environment=`.
+const KUBELET_ENV_FILES: &[&str] = &[
+    "/etc/os-release",
+    "/etc/kubernetes/kubelet-workaround",
+    "/etc/kubernetes/kubelet-env",
+    "/etc/node-sizing.env",
+];
+
+/// Whether `mc`'s file at `path` names one of the variables the wrapper
+/// reads (or cannot be read to tell).
+fn sets_our_variables(mc: &Value, path: &str) -> bool {
+    let Ok(layout) = crate::cli::render::layout::Layout::merge(vec![mc.clone()]) else {
+        return true;
+    };
+    let Ok(file) = layout.file(path) else {
+        return true;
+    };
+    file.is_some_and(|f| {
+        let text = String::from_utf8_lossy(&f.contents);
+        text.contains("KUBELET_LABELER_") || text.contains("FIRST_BOOT_ONLY_KUBELET_NODE_")
+    })
 }
 
 /// Whether the sync's kubelet drop-in in `mc` is as render writes it (its
@@ -758,6 +795,17 @@ mod tests {
             format!("{e}").contains("more than the sync's Wants="),
             "{e}"
         );
+        // kubelet's EnvironmentFile= beats the drop-ins: a site's own
+        // variables there are taken, ours are not.
+        let env_file = |text: &str| {
+            let mut m = mc(text);
+            m["spec"]["config"]["storage"]["files"][0]["path"] =
+                json!("/etc/kubernetes/kubelet-env");
+            check_kubelet_files(&m, "s.yaml", "worker-p")
+        };
+        env_file("CUSTOM_KUBELET_LABELS=a=b\n").unwrap();
+        let e = env_file("KUBELET_LABELER_NODE_RULES=\n").unwrap_err();
+        assert!(format!("{e}").contains("EnvironmentFile="), "{e}");
     }
 
     /// Empty values Go writes for a pointer's unset parts are taken;
