@@ -628,7 +628,16 @@ fn canonical_line(line: &str) -> Option<Option<(&str, &str)>> {
         && !k.starts_with(|c: char| c.is_ascii_digit())
         && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
     let value_ok = !v.contains(['"', '\\', '%', '\t']);
-    (name_ok && value_ok).then_some(Some((k, v)))
+    // And systemd's reading (the node's unit model) is the same one
+    // assignment, without a warning.
+    let keep = |w: &[u8]| Ok(w.to_vec());
+    let (systemd, warnings) =
+        crate::node::unit::env::parse_environment_line(&line["Environment=".len()..], &keep);
+    let same = warnings.is_empty()
+        && systemd.len() == 1
+        && systemd[0].0 == k
+        && systemd[0].1 == v.as_bytes();
+    (name_ok && value_ok && same).then_some(Some((k, v)))
 }
 
 /// A `metav1.LabelSelector` as requirements.
