@@ -26,6 +26,7 @@ mod io_safety_bounds;
 mod iso;
 mod iso_fleet;
 mod iso_fleet_cli;
+mod iso_fleet_inputs;
 mod kubelet_bool_flags;
 mod kubelet_config_oracle;
 mod kubelet_mco;

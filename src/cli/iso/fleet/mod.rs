@@ -25,7 +25,9 @@ use crate::node::fleet::{
     DEST_PATH, INSTALLED_POOL_PATH, Pool, PoolKind, Requirement, SELECT_PATH, TABLE_PATH, Table,
     WORKER_ROLE_LABEL,
 };
-use pools::{Found, check_device, check_pool_name, pool_env, read_source, requirements};
+use pools::{
+    Found, check_device, check_pool_name, pool_configs, pool_env, read_source, requirements,
+};
 
 /// The live config's spec: what `coreos-installer iso customize` writes,
 /// read by every live ISO of OpenShift 4.14+.
@@ -100,6 +102,7 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
             read_source(name, source, f)?;
         }
     }
+    pool_configs(&mut found)?;
     for (name, f) in found.iter_mut() {
         // The node gets one env drop-in per path: renders of two node
         // formats may replace the role's with the pool's.
@@ -484,8 +487,12 @@ mod tests {
             "apiVersion": "machineconfiguration.openshift.io/v1",
             "kind": "MachineConfigPool",
             "metadata": { "name": "worker-p" },
-            "spec": { "nodeSelector": { "matchLabels": {
-                "example.com/p": "true", "feature.node.kubernetes.io/gpu": "true" } } }
+            "spec": {
+                "machineConfigSelector": { "matchLabels": {
+                    "machineconfiguration.openshift.io/role": "worker-p" } },
+                "nodeSelector": { "matchLabels": {
+                    "example.com/p": "true", "feature.node.kubernetes.io/gpu": "true" } }
+            }
         });
         let dropin = format!("[Service]\nEnvironment=\"{LABELS_VAR}=example.com/p=true\"\n");
         let mc = json!({
@@ -539,7 +546,14 @@ mod tests {
         json!({
             "kind": "MachineConfigPool",
             "metadata": { "name": "worker-p" },
-            "spec": { "nodeSelector": { "matchLabels": { "example.com/p": "true" } } }
+            "spec": {
+                "machineConfigSelector": { "matchExpressions": [ {
+                    "key": "machineconfiguration.openshift.io/role",
+                    "operator": "In",
+                    "values": ["worker", "worker-p"]
+                } ] },
+                "nodeSelector": { "matchLabels": { "example.com/p": "true" } }
+            }
         })
     }
 

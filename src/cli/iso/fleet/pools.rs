@@ -28,6 +28,12 @@ pub(super) struct Found {
     pub(super) env: Vec<(String, String, String)>,
     /// The role's env drop-in the node gets, the same way.
     pub(super) role_env: Vec<(String, String, String)>,
+    /// Every MachineConfig of the pool's sources that has a role: (role,
+    /// MachineConfig, source). The MCO gives one to every pool selecting its
+    /// role, whichever directory it came in.
+    pub(super) machine_configs: Vec<(String, Value, String)>,
+    /// The roles the pool's MachineConfigPool selects MachineConfigs by.
+    pub(super) roles: Option<Vec<String>>,
 }
 
 pub(super) fn check_pool_name(name: &str) -> Result<()> {
@@ -81,11 +87,13 @@ pub(super) fn read_source(name: &str, source: &Path, f: &mut Found) -> Result<()
     } else {
         vec![read_text(source, FLEET_POOL).with_context(|| format!("--pool {name}"))?]
     };
-    let before = (
-        f.pointer.is_some(),
-        f.node_selector.is_some(),
-        f.env_configs.len(),
-    );
+    let own = |f: &Found| {
+        f.machine_configs
+            .iter()
+            .filter(|(role, _, _)| role == name || role == "worker")
+            .count()
+    };
+    let before = (f.pointer.is_some(), f.node_selector.is_some(), own(f));
     for (text, label) in &texts {
         let docs: Vec<Value> = match serde_json::from_str::<Value>(text) {
             Ok(v) => vec![v],
@@ -98,12 +106,7 @@ pub(super) fn read_source(name: &str, source: &Path, f: &mut Found) -> Result<()
             read_document(name, doc, label, f)?;
         }
     }
-    if (
-        f.pointer.is_some(),
-        f.node_selector.is_some(),
-        f.env_configs.len(),
-    ) == before
-    {
+    if (f.pointer.is_some(), f.node_selector.is_some(), own(f)) == before {
         bail!(
             "--pool {name}={}: found no pointer config, {name}-user-data-managed Secret, \
              MachineConfigPool {name} or MachineConfig for role {name} there",
@@ -150,6 +153,7 @@ fn read_document(name: &str, doc: Value, source: &str, f: &mut Found) -> Result<
                 .pointer("/spec/nodeSelector")
                 .cloned()
                 .unwrap_or(Value::Null);
+            f.roles = Some(config_roles(name, &doc, source)?);
             f.node_selector = Some((sel, source.to_string()));
             Ok(())
         }
@@ -157,8 +161,9 @@ fn read_document(name: &str, doc: Value, source: &str, f: &mut Found) -> Result<
             let role = doc
                 .pointer("/metadata/labels/machineconfiguration.openshift.io~1role")
                 .and_then(Value::as_str);
-            if role == Some(name) || role == Some("worker") {
-                keep_env_file(&doc, source, f);
+            if let Some(role) = role {
+                f.machine_configs
+                    .push((role.to_string(), doc.clone(), source.to_string()));
             }
             Ok(())
         }
@@ -169,6 +174,16 @@ fn read_document(name: &str, doc: Value, source: &str, f: &mut Found) -> Result<
 fn set_pointer(name: &str, pointer: Value, source: &str, f: &mut Found) -> Result<()> {
     let bytes = serde_json::to_vec(&pointer)?;
     crate::cli::iso::check_ignition(&bytes, source)?;
+    check_pointer_only(&pointer).with_context(|| {
+        format!(
+            "{source}: pool {name}'s pointer config carries more than a pointer; \
+             the install writes it as the machine's first config, where Ignition applies \
+             it whole and the MCO never undoes it. Give a pointer with one \
+             ignition.config.merge source and its CA (as `oc get secret -n \
+             openshift-machine-api {name}-user-data-managed` or `render ignition` give), \
+             and put the rest in the pool's MachineConfigs"
+        )
+    })?;
     let merge = pointer
         .pointer("/ignition/config/merge/0/source")
         .or_else(|| pointer.pointer("/ignition/config/replace/source"))
@@ -182,6 +197,330 @@ fn set_pointer(name: &str, pointer: Value, source: &str, f: &mut Found) -> Resul
     }
     f.pointer = Some((pointer, source.to_string()));
     Ok(())
+}
+
+/// A pointer config as the MCO and `render ignition` write it: only
+/// `ignition` (version, one merge source or a replace, the CA, timeouts,
+/// proxy). Anything else (files, units, users, a second merge) Ignition
+/// applies at first boot, unseen by the fleet and never undone by the MCO.
+fn check_pointer_only(pointer: &Value) -> Result<()> {
+    let keys = |v: &Value, at: &str, allowed: &[&str]| -> Result<()> {
+        let Some(obj) = v.as_object() else {
+            bail!("{} is not an object", at.trim_end_matches('.'));
+        };
+        // Go's encoding/json writes empty structs (`"storage":{}`).
+        if let Some(k) = obj
+            .iter()
+            .find(|(k, v)| !allowed.contains(&k.as_str()) && !is_empty(v))
+            .map(|(k, _)| k)
+        {
+            bail!("it has {at}{k}");
+        }
+        Ok(())
+    };
+    keys(pointer, "", &["ignition"])?;
+    let ign = &pointer["ignition"];
+    keys(
+        ign,
+        "ignition.",
+        &["version", "config", "security", "timeouts", "proxy"],
+    )?;
+    if let Some(config) = ign.get("config") {
+        keys(config, "ignition.config.", &["merge", "replace"])?;
+        let merges = config
+            .get("merge")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        let replace = config
+            .get("replace")
+            .is_some_and(|r| r.get("source").is_some_and(|s| !s.is_null()));
+        if merges + usize::from(replace) != 1 {
+            bail!(
+                "it has {merges} ignition.config.merge entries{}: Ignition applies every one, \
+                 a later one's files over the earlier's",
+                if replace { " and a replace" } else { "" }
+            );
+        }
+    }
+    if let Some(sec) = ign.get("security") {
+        keys(sec, "ignition.security.", &["tls"])?;
+        if let Some(tls) = sec.get("tls") {
+            keys(tls, "ignition.security.tls.", &["certificateAuthorities"])?;
+        }
+    }
+    Ok(())
+}
+
+/// null, or an object or array of nothing but empty values.
+fn is_empty(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Object(o) => o.values().all(is_empty),
+        Value::Array(a) => a.is_empty(),
+        _ => false,
+    }
+}
+
+/// The roles a MachineConfigPool takes MachineConfigs of: its
+/// machineConfigSelector must select its own role (and at most worker's
+/// besides), as `render machineconfig` writes it; any other the fleet
+/// cannot read as the MCO does.
+fn config_roles(name: &str, mcp: &Value, source: &str) -> Result<Vec<String>> {
+    const ROLE: &str = "machineconfiguration.openshift.io/role";
+    let sel = mcp.pointer("/spec/machineConfigSelector");
+    let roles: Option<Vec<String>> = sel.and_then(|sel| {
+        let obj = sel.as_object()?;
+        let labels = obj.get("matchLabels").and_then(Value::as_object);
+        let exprs = obj.get("matchExpressions").and_then(Value::as_array);
+        let known = obj
+            .keys()
+            .all(|k| k == "matchLabels" || k == "matchExpressions");
+        let labels = labels.filter(|l| !l.is_empty());
+        let exprs = exprs.filter(|e| !e.is_empty());
+        match (labels, exprs) {
+            (Some(l), None) if known && l.len() == 1 => {
+                Some(vec![l.get(ROLE)?.as_str()?.to_string()])
+            }
+            (None, Some(e)) if known && e.len() == 1 => {
+                let e = e[0].as_object()?;
+                let plain = e
+                    .keys()
+                    .all(|k| ["key", "operator", "values"].contains(&k.as_str()));
+                if !plain || e.get("key")?.as_str()? != ROLE || e.get("operator")?.as_str()? != "In"
+                {
+                    return None;
+                }
+                e.get("values")?
+                    .as_array()?
+                    .iter()
+                    .map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            }
+            _ => None,
+        }
+    });
+    match roles {
+        Some(r) if r.iter().any(|r| r == name) && r.iter().all(|r| r == name || r == "worker") => {
+            Ok(r)
+        }
+        _ => bail!(
+            "{source}: MachineConfigPool {name}'s machineConfigSelector {} does not select \
+             the MachineConfigs of role {name} (and at most worker's besides), so the fleet cannot tell \
+             which reach its nodes; select them as `render machineconfig --pool {name}` \
+             writes it: matchExpressions [{{key: {ROLE}, operator: In, values: [worker, {name}]}}]",
+            sel.map_or_else(|| "(none)".to_string(), Value::to_string)
+        ),
+    }
+}
+
+/// Each pool's MachineConfigs from every source (the MCO gives a
+/// MachineConfig to every pool selecting its role, whichever directory it
+/// came in): kubelet units and drop-ins other than ours are refused, and
+/// the env drop-ins kept for `pool_env`.
+pub(super) fn pool_configs(found: &mut std::collections::BTreeMap<String, Found>) -> Result<()> {
+    let mut all: Vec<(String, Value, String)> = Vec::new();
+    for f in found.values() {
+        for (role, mc, source) in &f.machine_configs {
+            let mc_name = mc.pointer("/metadata/name").and_then(Value::as_str);
+            match all
+                .iter()
+                .find(|(_, m, _)| m.pointer("/metadata/name").and_then(Value::as_str) == mc_name)
+            {
+                Some((_, m, _)) if m == mc => {}
+                Some((_, _, first)) => bail!(
+                    "{first} and {source} both hold MachineConfig {} and they differ; the \
+                     cluster holds one: give it once",
+                    mc_name.unwrap_or("")
+                ),
+                None => all.push((role.clone(), mc.clone(), source.clone())),
+            }
+        }
+    }
+    for (name, f) in found.iter_mut() {
+        let roles = f.roles.clone().unwrap_or_else(|| {
+            let mut r = vec!["worker".to_string()];
+            if name != "worker" {
+                r.push(name.clone());
+            }
+            r
+        });
+        for (role, mc, source) in &all {
+            if roles.contains(role) {
+                check_kubelet_files(mc, source, name)?;
+                keep_env_file(mc, source, f);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Refuse a file, link or unit of a MachineConfig that changes kubelet's
+/// unit other than our drop-ins: systemd applies it, the fleet's reading of
+/// the env drop-ins would not.
+fn check_kubelet_files(mc: &Value, source: &str, pool: &str) -> Result<()> {
+    use crate::node::contract::ROLE_ENV_DROPIN_NAME;
+    let mc_name = mc
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let ours = [
+        ENV_DROPIN_NAME,
+        ROLE_ENV_DROPIN_NAME,
+        crate::cli::render::sync_units::WANTS_DROPIN_NAME,
+    ]
+    .map(|n| format!("/etc/systemd/system/kubelet.service.d/{n}"));
+    let refuse = |what: &str| -> Result<()> {
+        bail!(
+            "{source}: MachineConfig {mc_name} (reaching pool {pool}'s nodes) {what}: systemd \
+             applies it to kubelet, and the fleet cannot evaluate the labels and taints the \
+             node registers with as it will; move its settings into the pool's rendered \
+             drop-ins (render machineconfig --pool {pool}) or leave it out of the pool's sources"
+        )
+    };
+    let storage = mc.pointer("/spec/config/storage");
+    for kind in ["files", "links", "directories"] {
+        for entry in storage
+            .and_then(|s| s.get(kind))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let Some(path) = entry.get("path").and_then(Value::as_str) else {
+                continue;
+            };
+            let clean = clean_path(path);
+            if clean == ours[2] && kind == "files" && !wants_only(mc, &clean) {
+                refuse(&format!(
+                    "writes {path} with more than the sync's Wants= render writes"
+                ))?;
+            }
+            if ours.contains(&clean) && kind == "files" {
+                continue;
+            }
+            if kind == "links" && moves_unit_dir(&clean) {
+                refuse(&format!("links {path}, a systemd directory, elsewhere"))?;
+            }
+            if KUBELET_ENV_FILES.contains(&clean.as_str())
+                && (kind == "links" || sets_our_variables(mc, &clean))
+            {
+                refuse(&format!(
+                    "writes {path}, which kubelet.service reads with EnvironmentFile= (it \
+                     overrides the drop-ins' Environment=), {}",
+                    if kind == "links" {
+                        "as a link"
+                    } else {
+                        "with variables of ours"
+                    }
+                ))?;
+            }
+            if touches_kubelet_unit(&clean) {
+                refuse(&format!(
+                    "writes {path}, another kubelet.service unit or drop-in"
+                ))?;
+            }
+        }
+    }
+    for unit in mc
+        .pointer("/spec/config/systemd/units")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let unit_name = unit.get("name").and_then(Value::as_str).unwrap_or("");
+        if unit_name == "kubelet.service" || unit_name == "service.d" {
+            refuse(&format!(
+                "has systemd unit {unit_name} (its contents or drop-ins)"
+            ))?;
+        }
+    }
+    Ok(())
+}
+
+/// The files the MCO's kubelet.service reads with `EnvironmentFile=`
+/// (4.14-4.20): what they set beats the drop-ins' `Environment=`.
+const KUBELET_ENV_FILES: &[&str] = &[
+    "/etc/os-release",
+    "/etc/kubernetes/kubelet-workaround",
+    "/etc/kubernetes/kubelet-env",
+    "/etc/node-sizing.env",
+];
+
+/// Whether `mc`'s file at `path` names one of the variables the wrapper
+/// reads (or cannot be read to tell).
+fn sets_our_variables(mc: &Value, path: &str) -> bool {
+    let Ok(layout) = crate::cli::render::layout::Layout::merge(vec![mc.clone()]) else {
+        return true;
+    };
+    let Ok(file) = layout.file(path) else {
+        return true;
+    };
+    file.is_some_and(|f| {
+        let text = String::from_utf8_lossy(&f.contents);
+        text.contains("KUBELET_LABELER_") || text.contains("FIRST_BOOT_ONLY_KUBELET_NODE_")
+    })
+}
+
+/// Whether the sync's kubelet drop-in in `mc` is as render writes it (its
+/// comment aside): `[Unit]` and the sync's `Wants=` only.
+fn wants_only(mc: &Value, path: &str) -> bool {
+    use crate::cli::render::sync_units::{SYNC_PATH, SYNC_SERVICE};
+    let wants = format!("Wants={SYNC_SERVICE} {SYNC_PATH}");
+    let Ok(layout) = crate::cli::render::layout::Layout::merge(vec![mc.clone()]) else {
+        return false;
+    };
+    let Ok(Some(file)) = layout.file(path) else {
+        return false;
+    };
+    std::str::from_utf8(&file.contents).is_ok_and(|text| {
+        text.split('\n').all(|l| {
+            l.is_empty()
+                || l == "[Unit]"
+                || l == wants
+                || (l.starts_with('#') && !l.ends_with('\\') && !l.contains('\r'))
+        })
+    })
+}
+
+/// A path as the node resolves it: `.`, `..` and repeated `/` removed.
+fn clean_path(path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for p in path.split('/') {
+        match p {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            p => parts.push(p),
+        }
+    }
+    format!("/{}", parts.join("/"))
+}
+
+/// Whether a node path is kubelet.service's unit file, drop-in directory or
+/// one of its drop-ins, or a drop-in of every service, in a systemd unit
+/// directory, or the manager's own configuration (DefaultEnvironment=).
+fn touches_kubelet_unit(path: &str) -> bool {
+    if path == "/etc/systemd/system.conf" || path.starts_with("/etc/systemd/system.conf.d") {
+        return true;
+    }
+    crate::node::unit::search::SYSTEM_UNIT_PATH
+        .iter()
+        .any(|dir| {
+            path.strip_prefix(dir)
+                .and_then(|r| r.strip_prefix('/'))
+                .is_some_and(|rest| {
+                    rest.starts_with("kubelet.service") || rest.starts_with("service.d")
+                })
+        })
+}
+
+/// Whether a link at `path` would move a systemd unit directory (or the
+/// manager's configuration) elsewhere.
+fn moves_unit_dir(path: &str) -> bool {
+    crate::node::unit::search::SYSTEM_UNIT_PATH
+        .iter()
+        .chain(&["/etc/systemd/system.conf"])
+        .any(|dir| *dir == path || dir.starts_with(&format!("{path}/")))
 }
 
 /// Keep a MachineConfig's env drop-in entries (the pool's and the
@@ -248,21 +587,57 @@ pub(super) fn pool_env(
     else {
         return Ok(Vec::new());
     };
+    let text = std::str::from_utf8(&file.contents)
+        .ok()
+        .with_context(|| format!("{source}: {path} is not UTF-8 text; render it again"))?;
     let mut env: Vec<(String, (String, String))> = Vec::new();
-    for line in String::from_utf8_lossy(&file.contents).lines() {
-        let Some(v) = line
-            .strip_prefix("Environment=\"")
-            .and_then(|l| l.strip_suffix('"'))
-        else {
-            continue;
-        };
-        if let Some((k, v)) = v.split_once('=') {
-            env.push((k.to_string(), (v.to_string(), source.clone())));
+    for (n, line) in text.split('\n').enumerate() {
+        match canonical_line(line) {
+            Some(Some((k, v))) => env.push((k.to_string(), (v.to_string(), source.clone()))),
+            Some(None) => {}
+            None => bail!(
+                "{source}: line {} of {path} ({line:?}) is not in the form `render \
+                 machineconfig` writes (`[Service]`, `# ...` or `Environment=\"NAME=value\"` \
+                 without quotes, backslashes or % in the value): systemd may read it otherwise \
+                 than the fleet; render the pool again instead of editing the drop-in",
+                n + 1
+            ),
         }
     }
     // A repeated name: its last value, in one sort (not a scan per line).
     crate::node::unit::env::keep_last(&mut env);
     Ok(env.into_iter().map(|(k, (v, s))| (k, v, s)).collect())
+}
+
+/// A line of an env drop-in as `render machineconfig` writes it: None when
+/// it is not one, Some(None) for a blank, comment or `[Service]` line,
+/// Some(Some((name, value))) for `Environment="NAME=value"`, read the same
+/// by systemd (no escapes, specifiers, continuation or second assignment).
+fn canonical_line(line: &str) -> Option<Option<(&str, &str)>> {
+    if line.chars().any(|c| c.is_control() && c != '\t') || line.ends_with('\\') {
+        return None;
+    }
+    if line.is_empty() || line == "[Service]" || line.starts_with('#') {
+        return Some(None);
+    }
+    let (k, v) = line
+        .strip_prefix("Environment=\"")?
+        .strip_suffix('"')?
+        .split_once('=')?;
+    let name_ok = !k.is_empty()
+        && !k.starts_with(|c: char| c.is_ascii_digit())
+        && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    let value_ok = !v.contains(['"', '\\', '%', '\t']);
+    // And systemd's reading (the node's unit model) is the same one
+    // assignment, without a warning.
+    let keep = |w: &[u8]| Ok(w.to_vec());
+    let (systemd, warnings) =
+        crate::node::unit::env::parse_environment_line(&line["Environment=".len()..], &keep);
+    let same = warnings.is_empty()
+        && systemd.len() == 1
+        && systemd[0].0 == k
+        && systemd[0].1 == v.as_bytes();
+    (name_ok && value_ok && same).then_some(Some((k, v)))
 }
 
 /// A `metav1.LabelSelector` as requirements.
@@ -338,4 +713,124 @@ fn check_label_words(key: &str, values: &[String]) -> Result<()> {
         bail!("{key:?} {values:?} is not a label key and values Kubernetes accepts");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only the rendered form is read; anything systemd may read otherwise
+    /// (unquoted, escapes, specifiers, continuation, two assignments) is not.
+    #[test]
+    fn env_lines_in_the_rendered_form_only() {
+        assert_eq!(canonical_line("[Service]"), Some(None));
+        assert_eq!(canonical_line("# a comment"), Some(None));
+        assert_eq!(canonical_line(""), Some(None));
+        assert_eq!(
+            canonical_line("Environment=\"A_1=x=y,z:NoSchedule\""),
+            Some(Some(("A_1", "x=y,z:NoSchedule")))
+        );
+        for bad in [
+            "Environment=A=b",
+            "Environment=\"A=b\" \"C=d\"",
+            "Environment=\"A=b\\x41\"",
+            "Environment=\"A=%H\"",
+            "Environment=\"A=b\" ",
+            " Environment=\"A=b\"",
+            "Environment=",
+            "EnvironmentFile=/etc/x",
+            "UnsetEnvironment=A",
+            "[Unit]",
+            "# continued \\",
+            "Environment=\"1A=b\"",
+            "Environment=\"A=b\r\"",
+        ] {
+            assert_eq!(canonical_line(bad), None, "{bad:?}");
+        }
+    }
+
+    /// kubelet's unit, its drop-ins (any unit directory, any spelling of
+    /// the path), every service's drop-ins and the manager's configuration;
+    /// and links moving a unit directory.
+    #[test]
+    fn kubelet_unit_paths() {
+        for p in [
+            "/etc/systemd/system/kubelet.service",
+            "/etc/systemd/system/kubelet.service.d/95-x.conf",
+            "/etc//systemd/./system/kubelet.service.d/95-x.conf",
+            "/etc/x/../systemd/system/kubelet.service.d/95-x.conf",
+            "/usr/local/lib/systemd/system/kubelet.service.d/95-x.conf",
+            "/etc/systemd/system/service.d/10-env.conf",
+            "/etc/systemd/system.conf.d/env.conf",
+            "/etc/systemd/system.control/kubelet.service.d/x.conf",
+        ] {
+            assert!(touches_kubelet_unit(&clean_path(p)), "{p}");
+        }
+        for p in [
+            "/etc/systemd/system/kubelet-labeler-sync.service",
+            "/etc/systemd/system/crio.service.d/x.conf",
+            "/etc/kubernetes/kubelet.conf",
+        ] {
+            assert!(!touches_kubelet_unit(&clean_path(p)), "{p}");
+        }
+        assert!(moves_unit_dir("/etc/systemd/system"));
+        assert!(moves_unit_dir("/etc/systemd"));
+        assert!(moves_unit_dir("/etc"));
+        assert!(!moves_unit_dir(
+            "/etc/systemd/system/multi-user.target.wants"
+        ));
+        let mc = json!({ "metadata": { "name": "l" }, "spec": { "config": { "storage": {
+            "links": [ { "path": "/etc/systemd/system", "target": "/var/x" } ] } } } });
+        let e = check_kubelet_files(&mc, "l.yaml", "worker-p").unwrap_err();
+        assert!(format!("{e}").contains("links /etc/systemd/system"), "{e}");
+    }
+
+    /// The sync's drop-in as render writes it is ours; with an
+    /// `Environment=` line it is another drop-in.
+    #[test]
+    fn the_syncs_dropin_only_as_rendered() {
+        use crate::cli::render::sync_units::{WANTS_DROPIN_NAME, wants_dropin};
+        let path = format!("/etc/systemd/system/kubelet.service.d/{WANTS_DROPIN_NAME}");
+        let mc = |text: &str| {
+            json!({ "metadata": { "name": "s" }, "spec": { "config": {
+                "ignition": { "version": "3.2.0" }, "storage": { "files": [ {
+                    "path": path, "contents": { "source": format!("data:,{}",
+                        crate::cli::render::encoding::percent_encode(text.as_bytes())) } } ] } } } })
+        };
+        check_kubelet_files(&mc(&wants_dropin()), "s.yaml", "worker-p").unwrap();
+        let hostile = format!("{}[Service]\nEnvironment=A=b\n", wants_dropin());
+        let e = check_kubelet_files(&mc(&hostile), "s.yaml", "worker-p").unwrap_err();
+        assert!(
+            format!("{e}").contains("more than the sync's Wants="),
+            "{e}"
+        );
+        // kubelet's EnvironmentFile= beats the drop-ins: a site's own
+        // variables there are taken, ours are not.
+        let env_file = |text: &str| {
+            let mut m = mc(text);
+            m["spec"]["config"]["storage"]["files"][0]["path"] =
+                json!("/etc/kubernetes/kubelet-env");
+            check_kubelet_files(&m, "s.yaml", "worker-p")
+        };
+        env_file("CUSTOM_KUBELET_LABELS=a=b\n").unwrap();
+        let e = env_file("KUBELET_LABELER_NODE_RULES=\n").unwrap_err();
+        assert!(format!("{e}").contains("EnvironmentFile="), "{e}");
+    }
+
+    /// Empty values Go writes for a pointer's unset parts are taken;
+    /// anything in them is not.
+    #[test]
+    fn a_pointer_may_carry_empty_parts_only() {
+        let p = |extra: Value| {
+            let mut v = json!({ "ignition": { "version": "3.2.0",
+                "config": { "merge": [ { "source": "https://h:22623/config/worker-p" } ],
+                            "replace": { "verification": {} } } } });
+            v.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            check_pointer_only(&v)
+        };
+        p(json!({ "storage": {}, "passwd": {}, "systemd": { "units": [] } })).unwrap();
+        assert!(p(json!({ "passwd": { "users": [ { "name": "core" } ] } })).is_err());
+    }
 }

@@ -1,0 +1,311 @@
+//! `iso fleet` refuses pool inputs it cannot evaluate exactly as the node
+//! will (review 9 riso F1): another kubelet drop-in or unit, an env drop-in
+//! line not in the rendered form, a MachineConfigPool selecting other
+//! MachineConfigs, a pointer config carrying more than its pointer; and a
+//! `worker` MachineConfig counts for every pool, whichever directory it
+//! came in.
+
+use crate::iso_fleet::{MCS, gitops, ok};
+use crate::iso_fleet_cli::{fleet_args, said, stand_in_selector};
+use crate::support::{bin, repo, scratch_dir};
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use serde_json::{Value, json};
+
+/// A copy of a gitops directory's files (not its subdirectories).
+fn copy_dir(from: &Path, to: &Path) -> PathBuf {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_file() {
+            std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    to.to_path_buf()
+}
+
+/// A MachineConfig of `role` writing `files` ((path, text)) and `units`.
+fn machine_config(name: &str, role: &str, files: &[(&str, &str)], units: Value) -> Value {
+    let files: Vec<Value> = files
+        .iter()
+        .map(|(path, text)| {
+            json!({ "path": path, "mode": 420, "contents": { "source": format!(
+                "data:,{}",
+                kubelet_labeler::cli::render::encoding::percent_encode(text.as_bytes())
+            ) } })
+        })
+        .collect();
+    json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig",
+        "metadata": { "name": name,
+                      "labels": { "machineconfiguration.openshift.io/role": role } },
+        "spec": { "config": { "ignition": { "version": "3.2.0" },
+                              "storage": { "files": files },
+                              "systemd": { "units": units } } }
+    })
+}
+
+/// A manifest added to a gitops directory and its kustomization.
+fn add(dir: &Path, name: &str, v: &Value) {
+    std::fs::write(dir.join(name), v.to_string()).unwrap();
+    let k = dir.join("kustomization.yaml");
+    let text = std::fs::read_to_string(&k).unwrap();
+    let line = "- machineconfigpool-";
+    assert!(text.contains(line), "{text}");
+    std::fs::write(&k, text.replacen(line, &format!("- {name}\n{line}"), 1)).unwrap();
+}
+
+struct Pools {
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+    gpu: PathBuf,
+    numa: PathBuf,
+}
+
+fn pools() -> Pools {
+    let tmp = scratch_dir();
+    let dir = tmp.path().to_path_buf();
+    let sel = stand_in_selector(&dir);
+    let gpu = gitops(
+        &dir,
+        "worker-gpu",
+        "feature.node.kubernetes.io/gpu=true",
+        &sel,
+    );
+    let numa = gitops(
+        &dir,
+        "worker-numa",
+        "feature.node.kubernetes.io/memory-numa=true",
+        &sel,
+    );
+    Pools {
+        _tmp: tmp,
+        dir,
+        gpu,
+        numa,
+    }
+}
+
+/// `iso fleet --dry-run` of worker-gpu from `gpu`, worker-numa and worker
+/// on `machine`, with `extra` arguments.
+fn dry_run(p: &Pools, gpu: &Path, machine: &str, extra: &[String]) -> Output {
+    fleet_args(&p.dir)
+        .args(["--dry-run", "--dest-device", "/dev/sda"])
+        .arg(format!("--pool=worker-gpu={}", gpu.display()))
+        .arg(format!("--pool=worker-numa={}", p.numa.display()))
+        .arg("--pool=worker")
+        .args(extra)
+        .arg("--facts-root")
+        .arg(repo().join("tests/fixtures/nodes").join(machine))
+        .output()
+        .unwrap()
+}
+
+fn refused(o: &Output, needles: &[&str]) {
+    let e = said(o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    for n in needles {
+        assert!(e.contains(n), "{n:?} in {e}");
+    }
+}
+
+const HOSTILE: &str = "[Service]\nEnvironment=KUBELET_LABELER_NODE_RULES=\n\
+    Environment=FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS=feature.node.kubernetes.io/memory-numa=true\n\
+    Environment=FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS=\n";
+
+/// Another kubelet drop-in (a file, or `systemd.units[].dropins`), or an env
+/// drop-in line systemd reads otherwise than the rendered form (unquoted):
+/// the node would register without the pool's labels and taints, into
+/// another pool. Refused, naming the MachineConfig and the file.
+#[test]
+fn other_kubelet_dropins_and_lines_are_refused() {
+    let p = pools();
+    let env = "/etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf";
+    let cases: Vec<(Value, Vec<&str>)> = vec![
+        (
+            machine_config(
+                "51-worker-gpu-tuning",
+                "worker-gpu",
+                &[(
+                    "/etc/systemd/system/kubelet.service.d/95-tuning.conf",
+                    HOSTILE,
+                )],
+                json!([]),
+            ),
+            vec![
+                "MachineConfig 51-worker-gpu-tuning (reaching pool worker-gpu's nodes) writes \
+                 /etc/systemd/system/kubelet.service.d/95-tuning.conf",
+                "render machineconfig --pool worker-gpu",
+            ],
+        ),
+        (
+            machine_config(
+                "51-worker-gpu-units",
+                "worker-gpu",
+                &[],
+                json!([{ "name": "kubelet.service",
+                         "dropins": [{ "name": "99-site.conf", "contents": HOSTILE }] }]),
+            ),
+            vec![
+                "MachineConfig 51-worker-gpu-units",
+                "has systemd unit kubelet.service",
+            ],
+        ),
+        (
+            machine_config(
+                "51-worker-gpu-all-services",
+                "worker-gpu",
+                &[("/etc/systemd/system/service.d/10-env.conf", HOSTILE)],
+                json!([]),
+            ),
+            vec!["writes /etc/systemd/system/service.d/10-env.conf"],
+        ),
+        (
+            machine_config(
+                "60-worker-gpu-env",
+                "worker-gpu",
+                &[(env, HOSTILE)],
+                json!([]),
+            ),
+            vec![
+                "line 2 of /etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf",
+                "\"Environment=KUBELET_LABELER_NODE_RULES=\"",
+                "render the pool again",
+            ],
+        ),
+    ];
+    for (i, (mc, needles)) in cases.iter().enumerate() {
+        let gpu = copy_dir(&p.gpu, &p.dir.join(format!("case-{i}")));
+        add(&gpu, "zz-added.json", mc);
+        refused(&dry_run(&p, &gpu, "desktop-2gpu", &[]), needles);
+    }
+}
+
+/// A MachineConfigPool whose machineConfigSelector leaves out the pool's
+/// own role (its nodes get none of its MachineConfigs) or takes another's
+/// is refused; the rendered one is taken.
+#[test]
+fn a_pool_selecting_other_machineconfigs_is_refused() {
+    let p = pools();
+    let mcp = "machineconfigpool-worker-gpu.yaml";
+    let text = std::fs::read_to_string(p.gpu.join(mcp)).unwrap();
+    assert!(text.contains("      - worker-gpu\n"), "{text}");
+    for (i, edited) in [
+        text.replace("      - worker-gpu\n", ""),
+        text.replace(
+            "      - worker-gpu\n",
+            "      - worker-gpu\n      - worker-numa\n",
+        ),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let gpu = copy_dir(&p.gpu, &p.dir.join(format!("mcp-{i}")));
+        std::fs::write(gpu.join(mcp), edited).unwrap();
+        refused(
+            &dry_run(&p, &gpu, "desktop-2gpu", &[]),
+            &[
+                "machineconfigpool-worker-gpu.yaml: MachineConfigPool worker-gpu's machineConfigSelector",
+                "values: [worker, worker-gpu]",
+            ],
+        );
+    }
+    let o = dry_run(&p, &p.gpu, "desktop-2gpu", &[]);
+    assert!(o.status.success(), "{}", said(&o));
+}
+
+/// A pointer config carrying a kubelet drop-in, or a second merge source
+/// (another pool's config over this one's): refused, nothing else in a
+/// pointer is taken.
+#[test]
+fn a_pointer_with_more_than_its_pointer_is_refused() {
+    let p = pools();
+    let ca = p.dir.join("ca.pem");
+    std::fs::write(&ca, crate::iso_fleet::PEM).unwrap();
+    let ptr = p.dir.join("ptr.ign");
+    ok(bin()
+        .args(["render", "ignition", "--pool", "worker-gpu", "--merge-url"])
+        .arg(format!("{MCS}/config/worker-gpu"))
+        .arg("--ca-file")
+        .arg(&ca)
+        .arg("-o")
+        .arg(&ptr)
+        .output()
+        .unwrap());
+    let base: Value = serde_json::from_slice(&std::fs::read(&ptr).unwrap()).unwrap();
+    let mut dropin = base.clone();
+    dropin["systemd"] = json!({ "units": [{ "name": "kubelet.service",
+        "dropins": [{ "name": "99-site.conf", "contents": HOSTILE }] }] });
+    let mut two = base.clone();
+    two["ignition"]["config"]["merge"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({ "source": format!("{MCS}/config/worker-numa") }));
+    for (name, v, needle) in [
+        ("dropin.ign", &dropin, "it has systemd"),
+        ("two.ign", &two, "it has 2 ignition.config.merge entries"),
+    ] {
+        let f = p.dir.join(name);
+        std::fs::write(&f, v.to_string()).unwrap();
+        refused(
+            &dry_run(
+                &p,
+                &p.gpu,
+                "desktop-2gpu",
+                &[format!("--pool=worker-gpu={}", f.display())],
+            ),
+            &[
+                &format!("{name}: pool worker-gpu's pointer config carries more than a pointer"),
+                needle,
+            ],
+        );
+    }
+    let o = dry_run(
+        &p,
+        &p.gpu,
+        "desktop-2gpu",
+        &[format!("--pool=worker-gpu={}", ptr.display())],
+    );
+    assert!(o.status.success(), "{}", said(&o));
+}
+
+/// A `worker` MachineConfig in one pool's directory reaches every pool's
+/// nodes (the MCO gives it to each pool selecting worker): the fleet counts
+/// it for each, so a server is no longer said to install into worker-numa
+/// where it would register with worker-gpu's label too.
+#[test]
+fn a_worker_machineconfig_counts_for_every_pool() {
+    let p = pools();
+    let before = dry_run(&p, &p.gpu, "server", &[]);
+    assert!(
+        said(&before).contains("server: would install into pool worker-numa"),
+        "{}",
+        said(&before)
+    );
+    let gpu = copy_dir(&p.gpu, &p.dir.join("role"));
+    let role_env = "/etc/systemd/system/kubelet.service.d/80-kubelet-labeler-role-env.conf";
+    add(
+        &gpu,
+        "50-worker-role-env.json",
+        &machine_config(
+            "50-worker-role-env",
+            "worker",
+            &[(
+                role_env,
+                "[Service]\nEnvironment=\"KUBELET_LABELER_ROLE_LABELS=feature.node.kubernetes.io/gpu=true\"\n",
+            )],
+            json!([]),
+        ),
+    );
+    refused(
+        &dry_run(&p, &gpu, "server", &[]),
+        &[
+            "server: would not install",
+            "feature.node.kubernetes.io/gpu=true,feature.node.kubernetes.io/memory-numa=true) \
+             match 2 custom pools",
+        ],
+    );
+}
