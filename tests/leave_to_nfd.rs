@@ -292,6 +292,8 @@ fn a_rule_giving_the_pool_label_is_not_left_to_nfd() {
     )
     .unwrap();
     let out_dir = scratch.path().join("gitops");
+    // The example's wrapper: a fresh build has none for --arch to find.
+    let wrapper = crate::support::run_cli::example_wrapper(scratch.path());
     let render = |leave: bool| {
         let mut args = vec![
             "render",
@@ -304,8 +306,8 @@ fn a_rule_giving_the_pool_label_is_not_left_to_nfd() {
             "example.com/worker-numa=yes:NoSchedule",
             "--rules",
             rules.to_str().unwrap(),
-            "--arch",
-            "x86_64",
+            "--wrapper",
+            wrapper.to_str().unwrap(),
             "--output-dir",
             out_dir.to_str().unwrap(),
         ];

@@ -100,10 +100,16 @@ impl<'a> Iso9660<'a> {
             self.check_within(dir, "a directory")?;
             // A live ISO's directories take a few sectors, all of them.
             read += dir.length;
-            if dir.length > MAX_DIR || read > MAX_DIR {
+            if dir.length > MAX_DIR {
                 bail!(
-                    "directories of {} bytes on the way to a file, more than {} MiB (corrupt image?)",
-                    read.max(dir.length),
+                    "a directory of {} bytes, more than {} MiB (corrupt image?)",
+                    dir.length,
+                    MAX_DIR >> 20
+                );
+            }
+            if read > MAX_DIR {
+                bail!(
+                    "directories of {read} bytes on the way to a file, more than {} MiB (corrupt image?)",
                     MAX_DIR >> 20
                 );
             }
