@@ -580,9 +580,19 @@ fn an_edited_generator_is_not_taken_for_ours() {
     let generator = kubelet_labeler::node::contract::GENERATOR_PATH;
     let ours = dropins::generator(Profile::OpenShift, "kubelet.service", &[Arch::X86_64]);
     let edited = ours.replacen("\nunit=", "\nexit 0\nunit=", 1);
-    // Comments are no code: one more changes nothing.
-    let commented = ours.replacen("\nunit=", "\n# a note\nunit=", 1);
-    for (name, text, changes) in [("same", &commented, false), ("edited", &edited, true)] {
+    // A `#` line in the here-document is the drop-in's text, and `$(...)`
+    // in it runs at boot (an empty taints line written after ours, by the
+    // tenth review): no comment is taken for one.
+    let commented = ours.replacen(
+        "[Service]\n",
+        "[Service]\n# $(printf '\\nEnvironment=FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS=')\n",
+        1,
+    );
+    for (name, text, changes) in [
+        ("same", &ours, false),
+        ("edited", &edited, true),
+        ("commented", &commented, true),
+    ] {
         let dir = tmp.path().join(name);
         render(&dir, &["--rules", rules.to_str().unwrap()]);
         let source = format!(

@@ -57,11 +57,13 @@ pub(super) fn generator(root: &Path) -> Option<Generator> {
 }
 
 /// Whether `text` is the generator render writes for `unit` and `arches`
-/// (with either profile): its `#!` line and every line of code equal,
-/// comments and blank lines aside (they may differ between builds of one
-/// node format, whose fingerprint covers the rest; sh runs none of them).
+/// (with either profile), byte for byte but for the release in its stamp
+/// (`kubelet-labeler VERSION+node.N`, of this node format: the caller
+/// checks). Comments are compared too: the drop-in goes through an
+/// unquoted here-document, where a `#` line is the drop-in's text and a
+/// `$(...)` in it runs at boot.
 fn as_rendered(text: &str, unit: &str, arches: &[String]) -> bool {
-    use crate::cli::render::{arch::Arch, generator as rendered};
+    use crate::cli::render::{RENDERED_BY, arch::Arch, generator as rendered};
     use crate::node::kubelet::Profile;
     // (render checks unit names before it writes one into the script.)
     let unit_ok = |u: &str| {
@@ -79,25 +81,25 @@ fn as_rendered(text: &str, unit: &str, arches: &[String]) -> bool {
     if !unit_ok(unit) {
         return false;
     }
-    // Lines as sh reads them: a carriage return is part of a word.
-    let code = |t: &str| -> Vec<String> {
-        let mut lines = t.split('\n');
-        let shebang = lines.next().unwrap_or_default().to_string();
-        std::iter::once(shebang)
-            .chain(
-                lines
-                    .filter(|l| {
-                        let l = l.trim_start_matches([' ', '\t']);
-                        !l.is_empty() && !l.starts_with('#')
-                    })
-                    .map(str::to_string),
-            )
-            .collect()
+    // The stamp on its second line: a release's name, in characters that
+    // neither sh nor a here-document expands.
+    let Some(stamp) = text
+        .split('\n')
+        .nth(1)
+        .and_then(|l| l.strip_prefix("# "))
+        .and_then(|l| l.split_once(": ").map(|(s, _)| s))
+    else {
+        return false;
     };
-    let got = code(text);
-    [Profile::OpenShift, Profile::Upstream]
-        .into_iter()
-        .any(|p| code(&rendered::generator(p, unit, &arches)) == got)
+    let plain = stamp.strip_prefix("kubelet-labeler ").is_some_and(|v| {
+        !v.is_empty()
+            && v.bytes()
+                .all(|c| c.is_ascii_alphanumeric() || b".+-_".contains(&c))
+    });
+    plain
+        && [Profile::OpenShift, Profile::Upstream]
+            .into_iter()
+            .any(|p| rendered::generator(p, unit, &arches).replace(RENDERED_BY, stamp) == text)
 }
 
 /// Whether systemd would run the wrapper at boot: is its drop-in there (or
@@ -403,11 +405,12 @@ mod tests {
         for p in [Profile::OpenShift, Profile::Upstream] {
             let text = rendered::generator(p, "kubelet.service", &arches);
             assert!(as_rendered(&text, "kubelet.service", &names));
-            assert!(as_rendered(
-                &text.replace("\nesac\n", "\n\t# a comment\n\nesac\n"),
-                "kubelet.service",
-                &names
-            ));
+            // Another release of this node format: its stamp.
+            let other = text.replace(
+                crate::cli::render::RENDERED_BY,
+                "kubelet-labeler 0.0.9+node.5",
+            );
+            assert!(as_rendered(&other, "kubelet.service", &names));
             assert!(!as_rendered(&text, "kubelet.service", &names[..1]));
             assert!(!as_rendered(&text, "crio.service", &names));
             for edited in [
@@ -416,6 +419,11 @@ mod tests {
                 text.replacen("\nesac\n", "\nesac\nexit 0\n", 1),
                 text.replacen("\tfi\n", "\tfi # x\n", 1),
                 text.clone() + "true\n",
+                // A comment is the drop-in's text inside the here-document,
+                // and `$(...)` in it runs.
+                text.replacen("[Service]\n", "[Service]\n# $(true)\n", 1),
+                text.replacen("\nesac\n", "\n\t# a comment\n\nesac\n", 1),
+                text.replacen("kubelet-labeler ", "kubelet-labeler $(true)", 1),
             ] {
                 assert!(!as_rendered(&edited, "kubelet.service", &names), "{edited}");
             }
