@@ -427,22 +427,13 @@ fn a_refused_write_still_reports_the_taint_drift() {
         ok(422, r#"{"message":"nodes may not change their labels"}"#),
         Err(Failure::Fatal("curl: (56) failure".into())),
     ] {
-        let mut s = Script {
-            answers: vec![
+        let (out, s) = run_with(
+            vec![
                 ok(200, &node("5", r#""example.com/a":"1""#)),
                 ok(201, "{}"),
                 refusal,
             ],
-            sent: Vec::new(),
-        };
-        let out = sync_node(
-            &mut s,
-            &mut |_| {},
-            "n1",
             &wanted,
-            &Policy::default(),
-            false,
-            Duration::from_secs(60),
         );
         assert_eq!(out.code, EXIT_DRIFT, "{}", out.summary);
         assert!(
