@@ -289,3 +289,29 @@ fn refused_values_of_a_feature_file_keep_the_journal_line_one_record() {
     assert!(journal.contains("(and more notes;"), "{journal}");
     assert!(started.argv.contains(STATIC_TAINT), "{}", started.argv);
 }
+
+/// Review 11 (r11a) F1, FAILS on 9d154a5: the template caps (4 KiB of
+/// output, 100,000 steps) are the wrapper's, not NFD's. NFD's usual rule
+/// publishing the feature files' labels, with a taint, on one provisioning
+/// file of 90 labels (4.5 KB of template output): NFD's own evaluator
+/// (../shared/oracles/nfd) gives all 90 labels and
+/// `example.com/local=true:NoSchedule`; the wrapper left the rule out whole,
+/// its taint with it, and registered without a fence.
+#[test]
+fn a_rule_past_the_template_output_cap_keeps_its_taint_or_fences() {
+    let scratch = scratch_dir();
+    let facts = scratch.path().join("facts");
+    let text: String = (0..90)
+        .map(|i| format!("site-inventory-attribute-{i:03}=value-{i:03}-abcdefghij\n"))
+        .collect();
+    write(&facts.join(FEATURES_D).join("inventory"), &text);
+    let started = start(&facts, scratch.path());
+    let (journal, argv) = (&started.journal, &started.argv);
+    assert!(argv.contains(STATIC_TAINT), "{argv}");
+    assert!(
+        argv.contains("example.com/local=true:NoSchedule")
+            || argv.contains("kubelet-labeler.io/fenced="),
+        "NFD taints this node example.com/local=true:NoSchedule; the wrapper registered \
+         neither it nor the fence:\n{journal}\nargv: {argv}"
+    );
+}

@@ -17,16 +17,26 @@ fn object(attrs: &SortedMap<String, String>) -> Value {
 
 /// `feature attr=value` lines (flags as `feature NAME`), sorted.
 pub fn human(f: &Features) -> String {
+    // A value (a firmware's DMI string, a file of a tree given) may hold a
+    // newline: escaped, it forges no line of its own.
+    use crate::cli::output::one_line as esc;
     let mut lines = Vec::new();
     for (name, set) in &f.flags {
-        lines.extend(set.iter().map(|flag| format!("{name} {flag}")));
+        lines.extend(set.iter().map(|flag| format!("{name} {}", esc(flag))));
     }
     for (name, attrs) in &f.attributes {
-        lines.extend(attrs.iter().map(|(k, v)| format!("{name} {k}={v}")));
+        lines.extend(
+            attrs
+                .iter()
+                .map(|(k, v)| format!("{name} {}={}", esc(k), esc(v))),
+        );
     }
     for (name, elems) in &f.instances {
         for e in elems {
-            let attrs: Vec<String> = e.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let attrs: Vec<String> = e
+                .iter()
+                .map(|(k, v)| format!("{}={}", esc(k), esc(v)))
+                .collect();
             lines.push(format!("{name} {}", attrs.join(" ")));
         }
     }
@@ -182,6 +192,23 @@ pub fn from_nfd(doc: &Value, source: &str) -> Result<Features, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A DMI string with a newline (nfd-worker trims only its ends) forges
+    /// no line of `facts`' text output.
+    #[test]
+    fn a_value_s_newline_forges_no_line() {
+        let mut f = Features::default();
+        f.attributes
+            .entry("system.dmiid".into())
+            .or_default()
+            .insert(
+                "product_name".into(),
+                "Evil\npci.device vendor=10de class=0302".into(),
+            );
+        let text = human(&f);
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(text.contains("Evil\\npci.device"), "{text}");
+    }
 
     /// A NodeFeature as nfd-worker writes it (trimmed), and `facts --json`
     /// output: the same features.

@@ -19,6 +19,32 @@ pub(super) struct Generator {
     /// its unit and architectures (an `exit 0` edited in): what it does at
     /// boot is unknown.
     edited: bool,
+    /// Why the wrapper of an architecture it ships, where the tree holds
+    /// one, cannot run (not a regular executable file, not an ELF program
+    /// of that architecture): the generator's own check, which then
+    /// writes no drop-in.
+    broken: Vec<String>,
+}
+
+/// The generator's `why_not` on the tree's wrapper for `arch`: None when
+/// it can run, or when the tree holds none (on RHCOS, /usr/local/bin is
+/// under /var, mounted after generators run).
+fn wrapper_broken(root: &Path, arch: &str) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let node = format!("{WRAPPER_PATH}.{arch}");
+    let path = unit::search::contained(root, Path::new(&node)).ok()?;
+    let meta = std::fs::metadata(&path).ok()?;
+    if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
+        return Some(format!("{node} is not an executable file"));
+    }
+    // Its ELF header (a regular file: opening it never waits).
+    let mut head = Vec::new();
+    if let Ok(f) = std::fs::File::open(&path) {
+        use std::io::Read;
+        let _ = f.take(64).read_to_end(&mut head);
+    }
+    let of = crate::cli::render::arch::Arch::of_elf(&head).map(|a| a.name());
+    (of != Some(arch)).then(|| format!("{node} is not an {arch} program"))
 }
 
 pub(super) fn generator(root: &Path) -> Option<Generator> {
@@ -48,11 +74,16 @@ pub(super) fn generator(root: &Path) -> Option<Generator> {
         None => false,
     };
     let edited = !earlier && !as_rendered(&text, &unit, &arches);
+    let broken = arches
+        .iter()
+        .filter_map(|a| wrapper_broken(root, a))
+        .collect();
     Some(Generator {
         unit,
         arches,
         executable,
         edited,
+        broken,
     })
 }
 
@@ -144,6 +175,14 @@ pub(super) fn reach(paths: &UnitPaths, unit_name: &str, wrapper: &unit::Program)
                  judged, so it is taken to write no {WRAPPER_DROPIN_NAME} and kubelet to start \
                  without our labels/taints; render it again with `kubelet-labeler render`",
                 g.unit
+            ));
+            false
+        }
+        Some(g) if !g.broken.is_empty() => {
+            r.errors.push(format!(
+                "{}: {GENERATOR_PATH} then writes no {WRAPPER_DROPIN_NAME} and kubelet starts \
+                 without our labels/taints (its own check, at boot)",
+                g.broken.join("; ")
             ));
             false
         }

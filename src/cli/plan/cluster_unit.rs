@@ -18,6 +18,12 @@
 
 use serde_json::{Value, json};
 
+use crate::cli::render::layout::{ROLE_LABEL, mc_name, rendered_pool, role};
+
+fn role_of(mc: &Value) -> Option<&str> {
+    role(mc).ok().flatten()
+}
+
 /// The unit's own `EnvironmentFile=` lines, in the templates' order, and an
 /// `ExecStart=` for our drop-ins' environment to start.
 pub const UNIT: &str = "[Service]\n\
@@ -55,12 +61,13 @@ pub fn env_files() -> Vec<&'static str> {
         .collect()
 }
 
-/// The stand-in as the MachineConfig the MCO's templates are: a base
-/// without a role, so the render's MachineConfigs change it as they change
-/// the MCO's (a drop-in of the same name replaces one, a kubelet.service
-/// of the render's replaces the unit). A drop-in the render writes as a
-/// file (`written`) is the render's alone.
-fn machineconfig(written: &[&str]) -> Value {
+/// The stand-in as the MachineConfig of the MCO's templates that writes
+/// kubelet.service (`01-<role>-kubelet`), so the render's MachineConfigs
+/// change it as they change the MCO's (a drop-in of the same name replaces
+/// one, a kubelet.service of the render's replaces the unit), in the MCO's
+/// order. A drop-in the render writes as a file (`written`) is the
+/// render's alone.
+fn machineconfig(written: &[&str], role: &str) -> Value {
     let dropins: Vec<Value> = DROPINS
         .iter()
         .filter(|(name, _)| !written.contains(&format!("{UNIT_PATH}.d/{name}").as_str()))
@@ -69,7 +76,10 @@ fn machineconfig(written: &[&str]) -> Value {
     json!({
         "apiVersion": "machineconfiguration.openshift.io/v1",
         "kind": "MachineConfig",
-        "metadata": { "name": "00-cluster-kubelet-service-stand-in" },
+        "metadata": {
+            "name": format!("01-{role}-kubelet"),
+            "labels": { ROLE_LABEL: role },
+        },
         "spec": { "config": {
             "ignition": { "version": "3.4.0" },
             "systemd": { "units": [
@@ -79,9 +89,25 @@ fn machineconfig(written: &[&str]) -> Value {
     })
 }
 
-/// `configs` with the stand-in first, unless one of them writes
-/// kubelet.service as a file (a rendered config's own is a unit).
+/// `configs` with the stand-in, unless one of them writes kubelet.service
+/// as a file, or holds the MCO's own unit already (its template
+/// MachineConfig, or a rendered config, which merged it).
 pub fn with_stand_in(mut configs: Vec<Value>) -> Vec<Value> {
+    // A master or arbiter pool takes its own role's configs only; any
+    // other pool, worker's.
+    let role = configs
+        .iter()
+        .filter_map(|mc| role(mc).ok().flatten())
+        .find(|r| matches!(*r, "master" | "arbiter"))
+        .unwrap_or("worker")
+        .to_string();
+    let template = format!("01-{role}-kubelet");
+    let has_unit = configs.iter().any(|mc| {
+        mc_name(mc) == template || (rendered_pool(mc).is_some() && role_of(mc).is_none())
+    });
+    if has_unit {
+        return configs;
+    }
     let written: Vec<&str> = configs
         .iter()
         .flat_map(|mc| {
@@ -93,7 +119,7 @@ pub fn with_stand_in(mut configs: Vec<Value>) -> Vec<Value> {
         })
         .collect();
     if !written.contains(&UNIT_PATH) {
-        let stand_in = machineconfig(&written);
+        let stand_in = machineconfig(&written, &role);
         configs.insert(0, stand_in);
     }
     configs

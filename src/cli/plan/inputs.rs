@@ -38,6 +38,47 @@ pub struct Render {
     pub pools: Vec<Value>,
     /// A `MachineConfiguration` (the disruption policy), when it holds one.
     pub policy: Option<Value>,
+    /// Objects the MCO renders into a pool's MachineConfigs that plan does
+    /// not lay out (`NOT_LAID_OUT`), by kind and name.
+    pub not_laid_out: std::collections::BTreeMap<(String, String), Value>,
+}
+
+/// Kinds the MCO renders into MachineConfigs of the pools they select
+/// (`KubeletConfig`: kubelet.conf, `registerWithTaints` among it;
+/// `ContainerRuntimeConfig`: CRI-O's), which plan does not render.
+pub const NOT_LAID_OUT: [&str; 2] = ["KubeletConfig", "ContainerRuntimeConfig"];
+
+/// Refuse a change of an object plan does not lay out: its pools' nodes
+/// change in ways plan would not show (a KubeletConfig's
+/// `registerWithTaints` taints every node registering after it).
+pub fn check_not_laid_out(base: &Render, proposed: &Render) -> Result<()> {
+    let keys: std::collections::BTreeSet<&(String, String)> = base
+        .not_laid_out
+        .keys()
+        .chain(proposed.not_laid_out.keys())
+        .collect();
+    for key in keys {
+        let (before, after) = (base.not_laid_out.get(key), proposed.not_laid_out.get(key));
+        if before != after {
+            let how = match (before, after) {
+                (None, _) => "is added",
+                (_, None) => "is removed",
+                _ => "changes",
+            };
+            bail!(
+                "{} {:?} {how} from {} to {}: plan does not render {} objects (the MCO renders \
+                 them into the MachineConfigs of the pools they select: kubelet's config, its \
+                 registerWithTaints among it, and a reboot), so it cannot show what the change \
+                 does to nodes; plan the change without it, and review that object by eye",
+                key.0,
+                key.1,
+                base.name,
+                proposed.name,
+                key.0
+            );
+        }
+    }
+    Ok(())
 }
 
 /// One manifest file of a render: its name as shown, the directory it is
@@ -114,6 +155,13 @@ fn add_render_object(doc: Value, render: &mut Render) {
         Some("MachineConfig") => render.machineconfigs.push(doc),
         Some("MachineConfigPool") => render.pools.push(doc),
         Some("MachineConfiguration") => render.policy = Some(doc),
+        Some(k) if NOT_LAID_OUT.contains(&k) => {
+            let name = doc.pointer("/metadata/name").and_then(Value::as_str);
+            let key = (k.to_string(), name.unwrap_or_default().to_string());
+            // What the MCO renders from: its spec.
+            let spec = doc.get("spec").cloned().unwrap_or_default();
+            render.not_laid_out.insert(key, spec);
+        }
         Some(k) if k == "List" || k.ends_with("List") => {
             if let Some(Value::Array(items)) = doc.get("items") {
                 for item in items.clone() {

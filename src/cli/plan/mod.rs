@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -154,6 +154,7 @@ struct PoolRender {
 pub fn plan(opts: &PlanOptions) -> Result<Plan> {
     let base = inputs::read_render(&opts.from)?;
     let proposed = inputs::read_render(&opts.to)?;
+    inputs::check_not_laid_out(&base, &proposed)?;
     let mut sides = [Side::new(base)?, Side::new(proposed)?];
     // The features any pool's rules read, on either side: each node's
     // NodeFeature is reduced to them as it streams in.
@@ -320,6 +321,21 @@ fn lay_out(render: &inputs::Render, pool: &Pool) -> Result<PoolRender> {
         .filter(|mc| pool.takes(&string_map(mc.pointer("/metadata/labels"))))
         .cloned()
         .collect();
+    // The MCO's merge refuses a MachineConfig without labels (which a
+    // `NotIn` selector takes): the pool renders nothing of the change.
+    let unlabelled = configs
+        .iter()
+        .find(|mc| mc.pointer("/metadata/labels").is_none_or(Value::is_null));
+    if let Some(mc) = unlabelled {
+        bail!(
+            "{}: pool {} selects MachineConfig {:?}, which has no labels: the MCO refuses to \
+             render the pool (\"cannot find label in MachineConfig\"), so nothing of the change \
+             reaches its nodes; label it with its pool's role",
+            render.name,
+            pool.name,
+            crate::cli::render::layout::mc_name(mc)
+        );
+    }
     let formats = formats::of_configs(&configs);
     // kubelet.service itself is the cluster's (the MCO's templates, in no
     // render of ours): a stand-in, the base the render changes, reads what

@@ -85,6 +85,7 @@ fn check_object(doc: &Value, source: &str) -> Result<()> {
              the object itself, while plan and explain read the {kind}; remove `{key}`"
         );
     }
+    super::api_objects::check(doc, source)?;
     if matches!(
         kind,
         "MachineConfig" | "MachineConfigPool" | "MachineConfiguration"

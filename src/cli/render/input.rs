@@ -234,7 +234,14 @@ pub fn check_kustomization(text: &str, name: &str, reader: &str, files: &[String
             .filter(|f| files.iter().any(|x| x == f));
         match file {
             Some(f) => {
-                listed.insert(f);
+                if !listed.insert(f) {
+                    // kustomize: "may not add resource with an already
+                    // registered id": nothing of the build is applied.
+                    more.push(format!(
+                        "resource {} listed twice (kustomize refuses the build)",
+                        crate::cli::output::terminal_safe(f)
+                    ));
+                }
             }
             None => more.push(format!(
                 "resource {} (not a manifest file of its directory)",

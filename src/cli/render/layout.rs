@@ -130,7 +130,9 @@ pub fn rendered_pool(mc: &Value) -> Option<&str> {
 /// worker's, whatever the names. It refuses a MachineConfig without
 /// labels, but the input here is often a rendered config (`oc get mc
 /// rendered-worker-...`), which carries none: what the pool already merged.
-/// So configs without a role go first, as the base the others change.
+/// So a rendered config (or one without labels, a base given as a file)
+/// goes first, as the base the others change; one with labels but no role
+/// goes with the pool's own, as the MCO's "other" configs.
 ///
 /// A node is in one pool: configs of two pools' roles are refused, and a
 /// rendered config counts as its pool's (rendered-worker stands for
@@ -147,10 +149,15 @@ pub fn merge_order(configs: &[Value]) -> Result<Vec<usize>> {
         if let Some(p) = rendered_pool(mc).filter(|p| role != Some(*p)) {
             roles.entry(p).or_default()[1].push(mc_name(mc));
         }
+        // A rendered config, or one without labels (which the MCO
+        // refuses: a base given as a file of its own), is the base; one
+        // with labels but no role is among the MCO's "other" configs,
+        // merged after worker's by name.
+        let unlabelled = mc.pointer("/metadata/labels").is_none_or(Value::is_null);
         rank.push(match role {
-            None => 0,
+            None if unlabelled || rendered_pool(mc).is_some() => 0,
             Some("worker") => 1,
-            Some(_) => 2,
+            _ => 2,
         });
     }
     let pools: Vec<&str> = roles.keys().copied().filter(|r| *r != "worker").collect();
@@ -190,6 +197,7 @@ pub fn merge_order(configs: &[Value]) -> Result<Vec<usize>> {
 impl Layout {
     /// Merge MachineConfigs in MCO's order (see `merge_order`).
     pub fn merge(configs: Vec<Value>) -> Result<Layout> {
+        super::merge_inputs::check(&configs)?;
         let mut layout = Layout::default();
         for i in merge_order(&configs)? {
             let mc = &configs[i];
@@ -390,12 +398,14 @@ impl Layout {
         }
         for (name, unit) in &self.units {
             let path = format!("{UNIT_DIR}/{name}");
+            // Ignition and the MCO's daemon write no unit or drop-in
+            // without contents (the daemon removes one there).
             if unit.mask {
                 out.insert(path, Entry::Link("/dev/null"));
-            } else if let Some(text) = &unit.contents {
+            } else if let Some(text) = unit.contents.as_ref().filter(|t| !t.is_empty()) {
                 out.insert(path, Entry::File(text.as_bytes(), 0o644));
             }
-            for (dname, text) in &unit.dropins {
+            for (dname, text) in unit.dropins.iter().filter(|(_, t)| !t.is_empty()) {
                 let path = format!("{UNIT_DIR}/{name}.d/{dname}");
                 out.insert(path, Entry::File(text.as_bytes(), 0o644));
             }
@@ -712,7 +722,7 @@ mod tests {
         let configs = vec![
             role_mc("99-worker-z", "worker", writes("worker")),
             role_mc("50-worker-gpu-a", "worker-gpu", writes("pool")),
-            mc("rendered-worker-gpu-0123", writes("rendered")),
+            mc("rendered-worker-0123", writes("rendered")),
             role_mc("00-worker-a", "worker", json!({})),
             mc("00-base", json!({})),
         ];
@@ -721,7 +731,7 @@ mod tests {
             layout.machineconfigs,
             [
                 "00-base",
-                "rendered-worker-gpu-0123",
+                "rendered-worker-0123",
                 "00-worker-a",
                 "99-worker-z",
                 "50-worker-gpu-a"

@@ -24,6 +24,7 @@ pub const RENDERED_BY_ANNOTATION: &str = "kubelet-labeler/rendered-by";
 pub const LEFT_TO_NFD_MARK: &str = "# Left to the cluster's NFD, not evaluated here: ";
 
 pub mod additions;
+mod api_objects;
 pub mod applied;
 pub mod arch;
 pub mod command;
@@ -39,6 +40,7 @@ pub mod input;
 pub mod layout;
 pub mod leave_to_nfd;
 pub mod machineconfig;
+mod merge_inputs;
 pub mod node_format;
 pub mod node_rules;
 pub mod output_file;

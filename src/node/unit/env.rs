@@ -361,8 +361,9 @@ pub fn resolve_executable(
 }
 
 /// Expand a glob pattern with `*`, `?` and `[...]` in the last component
-/// only; sorted. Patterns in directories are rare enough to refuse. An
-/// error: the directory is past its bound (`nodefs::MAX_CONFIG_ENTRIES`).
+/// only; sorted. Patterns in directories are rare enough to refuse (an
+/// error). An error too: the directory is past its bound
+/// (`nodefs::MAX_CONFIG_ENTRIES`).
 pub fn glob(root: &Path, pattern: &str) -> std::io::Result<Vec<PathBuf>> {
     let node = Path::new(pattern);
     let has_meta = |s: &str| s.contains(['*', '?', '[']);
@@ -378,7 +379,11 @@ pub fn glob(root: &Path, pattern: &str) -> std::io::Result<Vec<PathBuf>> {
         return Ok(vec![]);
     };
     if has_meta(&dir.to_string_lossy()) {
-        return Ok(vec![]);
+        // systemd's glob(3) expands every component: which files match is
+        // not read here, so it is unknown, never taken as none.
+        return Err(std::io::Error::other(
+            "a pattern in a directory component, which this read does not expand",
+        ));
     }
     let entries = match contained(dir).and_then(|d| crate::node::nodefs::config_names(&d)) {
         Ok(e) => e,

@@ -326,6 +326,18 @@ pub fn load_service(
                 }
             }
         }
+        // Off the node (a tree, a MachineConfig's layout) a value the node
+        // has (its os-release, hostname) may be missing: what the line
+        // says there is unknown, never taken as ignored.
+        let live = matches!(spec.host, specifier::Host::System { live: true, .. });
+        if let Some(e) = fatal
+            .as_ref()
+            .filter(|e| !live && e.contains("cannot resolve specifier"))
+        {
+            bail!(
+                "{e}: it resolves only on the node, so what {unit} gets there cannot be judged here"
+            );
+        }
         if let Some(e) = fatal {
             if is_fragment {
                 bail!("{unit} failed to load: {e}");
@@ -566,6 +578,27 @@ mod tests {
         assert_eq!(svc.exec_start[0].path, b"/bin/k");
         assert_eq!(svc.environment, [("A".to_string(), b"1".to_vec())]);
         assert_eq!(svc.dropins.len(), 3);
+    }
+
+    /// Off the node, an `EnvironmentFile=` the node alone resolves (a
+    /// specifier of its os-release, a pattern in a directory) is an error,
+    /// never read as absent: the file it names there may empty our taints.
+    #[test]
+    fn what_only_the_node_resolves_is_refused_off_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let units = dir.path().join("etc/systemd/system");
+        std::fs::create_dir_all(units.join("k.service.d")).unwrap();
+        std::fs::write(units.join("k.service"), "[Service]\nExecStart=/bin/k\n").unwrap();
+        let paths = UnitPaths::system(dir.path());
+        let dropin = units.join("k.service.d/95-site.conf");
+        std::fs::write(&dropin, "[Service]\nEnvironmentFile=-/etc/site/%o.env\n").unwrap();
+        let e = load_service(&paths, "k.service", &LoadOptions::default()).unwrap_err();
+        assert!(e.to_string().contains("%o"), "{e}");
+        std::fs::write(&dropin, "[Service]\nEnvironmentFile=-/etc/site-*/a.env\n").unwrap();
+        std::fs::create_dir_all(dir.path().join("etc/site-1")).unwrap();
+        std::fs::write(dir.path().join("etc/site-1/a.env"), "A=1\n").unwrap();
+        let svc = load_service(&paths, "k.service", &LoadOptions::default()).unwrap();
+        assert!(offline_environment(&svc, dir.path(), &[]).is_err());
     }
 
     /// A drop-in directory past its bound is refused, naming it: any of

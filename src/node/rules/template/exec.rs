@@ -54,7 +54,9 @@ struct Exec<'d> {
 }
 
 /// Why a run stopped: the template failed (NFD skips the rule), or the
-/// evaluation budget ran out (the caller falls back).
+/// evaluation budget or one of our caps (output, steps, bytes compared)
+/// ran out, which NFD's template does not have: the evaluation fails as a
+/// whole and the caller fails closed, since NFD would apply the rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RunError {
     Failed(String),
@@ -161,7 +163,7 @@ impl<'d> Exec<'d> {
     fn step(&mut self) -> ExecResult<()> {
         self.steps += 1;
         if self.steps > MAX_STEPS {
-            return Err(format!("template ran more than {MAX_STEPS} steps").into());
+            return Err(RunError::Budget);
         }
         self.charge(crate::node::rules::budget::TEMPLATE_STEP)
     }
@@ -169,7 +171,7 @@ impl<'d> Exec<'d> {
     /// Append to the output; refused before it would pass `MAX_OUTPUT`.
     fn emit(&mut self, s: &str) -> ExecResult<()> {
         if self.out.len() + s.len() > MAX_OUTPUT {
-            return Err(format!("template output larger than {MAX_OUTPUT} bytes").into());
+            return Err(RunError::Budget);
         }
         self.charge(OUTPUT_BYTE * s.len() as u64)?;
         self.out.push_str(s);
@@ -331,7 +333,7 @@ impl<'d> Exec<'d> {
                     );
                 }
                 if n > MAX_STEPS as i64 {
-                    return Err(format!("template ran more than {MAX_STEPS} steps").into());
+                    return Err(RunError::Budget);
                 }
                 for i in 0..n.max(0) {
                     any = true;
@@ -465,7 +467,7 @@ impl<'d> Exec<'d> {
         }
         self.compared += bytes;
         if self.compared > MAX_COMPARED {
-            return Err(format!("template compared more than {MAX_COMPARED} bytes").into());
+            return Err(RunError::Budget);
         }
         self.charge(bytes as u64)
     }

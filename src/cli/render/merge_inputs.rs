@@ -1,0 +1,319 @@
+//! A pool's MachineConfigs that the MCO's merge reads otherwise than a
+//! layout of them can: refused before `Layout::merge`, naming the fix.
+//!
+//! - Two MachineConfigs of one name: the cluster holds one object per name
+//!   (`kubectl apply -f DIR` keeps the last file's whole, kustomize refuses
+//!   the build), while a layout would merge both.
+//! - A `worker` (or `master`, `arbiter`) MachineConfig named before the
+//!   MCO's own template MachineConfigs of that role (`00-worker`,
+//!   `01-worker-container-runtime`, `01-worker-kubelet`) that writes what
+//!   they write and kubelet reads: kubelet.service, its drop-ins, a file its
+//!   `EnvironmentFile=` lines read. The templates are in no render (plan
+//!   stands in for them, a rendered config holds them merged), and in the
+//!   cluster they merge after such a config and win.
+//! - A file, directory or link under /run or /tmp: tmpfs on the node, so
+//!   what Ignition writes there is covered at the switch to the real root,
+//!   and what the daemon writes is gone at the reboot it then makes.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use anyhow::{Result, bail};
+use serde_json::Value;
+
+use super::layout::{mc_name, rendered_pool, role};
+
+const UNIT: &str = "kubelet.service";
+const UNIT_PATH: &str = "/etc/systemd/system/kubelet.service";
+
+/// Refuse what the MCO merges otherwise than `Layout::merge` lays out.
+pub fn check(configs: &[Value]) -> Result<()> {
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for mc in configs {
+        let name = mc_name(mc);
+        let count = seen.entry(name).or_default();
+        *count += 1;
+        if *count == 2 {
+            bail!(
+                "MachineConfig {name:?} is given twice: the cluster holds one object per name \
+                 (`oc apply -f` keeps the last one applied, whole; kustomize refuses the \
+                 build), while plan and explain would merge both; give it once"
+            );
+        }
+    }
+    // A custom pool's rendered config holds its own configs merged after
+    // every worker one: a worker config given beside it goes under them,
+    // which a layout over the rendered config cannot do where both write.
+    let custom_rendered = configs.iter().filter(|mc| {
+        role(mc).ok().flatten().is_none() && rendered_pool(mc).is_some_and(|p| p != "worker")
+    });
+    for rendered in custom_rendered {
+        let theirs = written(rendered);
+        for mc in configs {
+            if role(mc)? != Some("worker") {
+                continue;
+            }
+            if let Some(path) = written(mc).intersection(&theirs).next() {
+                bail!(
+                    "MachineConfig {:?} (role worker) writes {path}, which the rendered config \
+                     {:?} holds: the MCO merges a worker MachineConfig before the pool's own, \
+                     so theirs may win in the cluster; give the pool's MachineConfigs instead \
+                     of its rendered config",
+                    mc_name(mc),
+                    mc_name(rendered)
+                );
+            }
+        }
+    }
+    for mc in configs {
+        if let Some(path) = non_persistent(mc) {
+            bail!(
+                "MachineConfig {:?} writes {path}: Ignition writes it before the switch to the \
+                 node's root, whose /run and /tmp are mounted over it, and the MCO's daemon into \
+                 the running system, gone at the next boot: kubelet never reads it at \
+                 registration, while plan and explain would lay it out; write it under /etc",
+                mc_name(mc)
+            );
+        }
+        if let Some(what) = shadowed_by_templates(mc)? {
+            let name = mc_name(mc);
+            let role = role(mc)?.unwrap_or_default();
+            bail!(
+                "MachineConfig {name:?} (role {role}) writes {what}, which the MCO's own \
+                 MachineConfigs of role {role} (00-{role}, 01-{role}-kubelet) write too; they \
+                 sort after {name:?} and win in the cluster, but are in no render here: name \
+                 it to sort after 01-{role}-kubelet (as 50-{role}-...)"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The node paths `mc` writes: storage entries, units and drop-ins.
+fn written(mc: &Value) -> BTreeSet<String> {
+    let mut out: BTreeSet<String> = ["files", "directories", "links"]
+        .iter()
+        .filter_map(|k| mc.pointer(&format!("/spec/config/storage/{k}")))
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter_map(|e| e.get("path").and_then(Value::as_str))
+        .map(str::to_string)
+        .collect();
+    let units = mc
+        .pointer("/spec/config/systemd/units")
+        .and_then(Value::as_array);
+    for u in units.into_iter().flatten() {
+        let Some(name) = u.get("name").and_then(Value::as_str) else {
+            continue;
+        };
+        out.insert(format!("/etc/systemd/system/{name}"));
+        let dropins = u.get("dropins").and_then(Value::as_array);
+        for d in dropins.into_iter().flatten() {
+            if let Some(d) = d.get("name").and_then(Value::as_str) {
+                out.insert(format!("/etc/systemd/system/{name}.d/{d}"));
+            }
+        }
+    }
+    out
+}
+
+/// A storage entry of `mc` under /run or /tmp (tmpfs on the node).
+fn non_persistent(mc: &Value) -> Option<String> {
+    ["files", "directories", "links"]
+        .iter()
+        .filter_map(|k| mc.pointer(&format!("/spec/config/storage/{k}")))
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter_map(|e| e.get("path").and_then(Value::as_str))
+        .find(|p| {
+            ["/run", "/tmp", "/var/run"].iter().any(|d| {
+                p.strip_prefix(d)
+                    .is_some_and(|r| r.is_empty() || r.starts_with('/'))
+            })
+        })
+        .map(str::to_string)
+}
+
+/// What `mc` writes of the MCO templates' kubelet files, if it is named
+/// before them in their role.
+fn shadowed_by_templates(mc: &Value) -> Result<Option<String>> {
+    let Some(role) = role(mc)? else {
+        return Ok(None);
+    };
+    if !matches!(role, "worker" | "master" | "arbiter")
+        || mc_name(mc) >= format!("01-{role}-kubelet").as_str()
+    {
+        return Ok(None);
+    }
+    let read = crate::cli::plan::cluster_unit::env_files();
+    let files = mc
+        .pointer("/spec/config/storage/files")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f.get("path").and_then(Value::as_str));
+    for path in files {
+        let kubelet_unit = path == UNIT_PATH || path.starts_with(&format!("{UNIT_PATH}.d/"));
+        if kubelet_unit || read.contains(&path) {
+            return Ok(Some(path.to_string()));
+        }
+    }
+    let units = mc
+        .pointer("/spec/config/systemd/units")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten();
+    for unit in units {
+        if unit.get("name").and_then(Value::as_str) == Some(UNIT) {
+            return Ok(Some(format!("the unit {UNIT}")));
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn mc(name: &str, role: Option<&str>, config: Value) -> Value {
+        let labels = match role {
+            Some(r) => json!({ "machineconfiguration.openshift.io/role": r }),
+            None => json!({ "example.com/team": "gpu" }),
+        };
+        json!({ "kind": "MachineConfig",
+                "metadata": { "name": name, "labels": labels },
+                "spec": { "config": config } })
+    }
+
+    fn file(path: &str) -> Value {
+        json!({ "ignition": { "version": "3.4.0" },
+                "storage": { "files": [ { "path": path } ] } })
+    }
+
+    #[test]
+    fn a_name_given_twice_is_refused() {
+        let a = mc("50-a", Some("worker"), json!({}));
+        let err = check(&[a.clone(), a]).unwrap_err().to_string();
+        assert!(err.contains("\"50-a\" is given twice"), "{err}");
+    }
+
+    /// Before the templates in their role, and only for what kubelet reads
+    /// of theirs; after them, or of a custom role (merged after all of
+    /// worker's), a config wins in the cluster as in the layout.
+    #[test]
+    fn a_config_named_before_the_templates_may_not_write_their_kubelet_files() {
+        let unit = json!({ "systemd": { "units": [ { "name": "kubelet.service" } ] } });
+        for (m, refused) in [
+            (mc("00-a", Some("worker"), unit.clone()), true),
+            (
+                mc("01-worker-kubelet-", Some("worker"), unit.clone()),
+                false,
+            ),
+            (mc("00-a", Some("master"), file("/etc/mco/proxy.env")), true),
+            (
+                mc("00-a", Some("worker"), file("/etc/kubernetes/node.env")),
+                true,
+            ),
+            (
+                mc(
+                    "01-worker-a",
+                    Some("worker"),
+                    file("/etc/systemd/system/kubelet.service.d/20-x.conf"),
+                ),
+                true,
+            ),
+            (mc("00-a", Some("worker"), file("/etc/other.env")), false),
+            (mc("00-a", Some("worker-gpu"), unit.clone()), false),
+            (mc("00-a", None, unit.clone()), false),
+            (
+                mc("50-a", Some("worker"), file("/etc/mco/proxy.env")),
+                false,
+            ),
+        ] {
+            assert_eq!(check(&[m.clone()]).is_err(), refused, "{m}");
+        }
+    }
+
+    /// The MCO merges worker's configs by name, then all others by name, a
+    /// config with labels but no role among them; only a rendered config
+    /// (no labels, what the pool merged) is the base.
+    #[test]
+    fn a_config_without_a_role_merges_with_the_pool_s_own() {
+        let configs = [
+            mc("zz-no-role", None, json!({})),
+            mc("50-worker-gpu-ours", Some("worker-gpu"), json!({})),
+            mc("99-worker-x", Some("worker"), json!({})),
+            json!({ "kind": "MachineConfig", "metadata": { "name": "rendered-worker-gpu-0a1b" } }),
+        ];
+        let order: Vec<&str> = super::super::layout::merge_order(&configs)
+            .unwrap()
+            .into_iter()
+            .map(|i| mc_name(&configs[i]))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                "rendered-worker-gpu-0a1b",
+                "99-worker-x",
+                "50-worker-gpu-ours",
+                "zz-no-role"
+            ]
+        );
+    }
+
+    /// Ignition (`writeSystemdUnit`) and the MCO's daemon (`writeDropins`)
+    /// write no unit or drop-in without contents: an empty one laid out
+    /// masked a drop-in of the same name in another directory, which the
+    /// node reads.
+    #[test]
+    fn a_unit_or_drop_in_without_contents_is_not_written() {
+        let config = json!({ "ignition": { "version": "3.4.0" }, "systemd": { "units": [
+            { "name": "kubelet.service", "dropins": [ { "name": "95-untaint.conf" } ] },
+            { "name": "x.service", "contents": "",
+              "dropins": [ { "name": "a.conf", "contents": "" },
+                           { "name": "b.conf", "contents": "[Unit]\n" } ] }
+        ] } });
+        let layout =
+            super::super::layout::Layout::merge(vec![mc("60-a", Some("worker"), config)]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        layout.write(dir.path()).unwrap();
+        let units = dir.path().join("etc/systemd/system");
+        assert!(!units.join("kubelet.service.d/95-untaint.conf").exists());
+        assert!(!units.join("x.service").exists());
+        assert!(!units.join("x.service.d/a.conf").exists());
+        assert!(units.join("x.service.d/b.conf").exists());
+    }
+
+    #[test]
+    fn a_path_under_run_or_tmp_is_refused() {
+        for (path, refused) in [
+            ("/run/systemd/system/kubelet.service.d/95-x.conf", true),
+            ("/tmp/x", true),
+            ("/var/run/x", true),
+            ("/run", true),
+            ("/runner/x", false),
+            ("/etc/x", false),
+        ] {
+            let m = mc("60-a", Some("worker-gpu"), file(path));
+            assert_eq!(check(&[m]).is_err(), refused, "{path}");
+        }
+    }
+
+    /// A worker config beside a custom pool's rendered config, where both
+    /// write: refused (the pool's own win in the cluster); beside worker's
+    /// rendered config, or where only it writes, laid over it.
+    #[test]
+    fn a_worker_config_beside_a_custom_pool_s_rendered_config() {
+        let env = "/etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf";
+        let rendered = |pool: &str| {
+            let mut r = mc(&format!("rendered-{pool}-0a1b"), None, file(env));
+            r["metadata"].as_object_mut().unwrap().remove("labels");
+            r
+        };
+        let worker = mc("60-a-env", Some("worker"), file(env));
+        let other = mc("00-a-env", Some("worker"), file("/etc/other"));
+        assert!(check(&[rendered("worker-gpu"), worker.clone()]).is_err());
+        assert!(check(&[rendered("worker-gpu"), other]).is_ok());
+        assert!(check(&[rendered("worker"), worker]).is_ok());
+    }
+}
