@@ -318,6 +318,58 @@ fn an_emptied_large_config_dir_registers_fenced() {
     );
 }
 
+/// Review 10 F1: the 512 KiB bound on `--config-dir` directories is one
+/// budget for the whole walk, not one per directory: subdirectories each
+/// well under it (ext4: 4 KiB an empty one) but past it in all register
+/// fenced as one directory past it does; at the bound, merged as usual.
+#[test]
+fn config_dir_subdirectories_past_512_kib_in_all_register_fenced() {
+    let dir = scratch_dir();
+    let root = dir.path();
+    let unit = "[Service]\nExecStart=/usr/bin/kubelet --v=2 --config-dir=/etc/kubernetes/k.d\n";
+    let Some(records) = recorder_root(root, unit) else {
+        return;
+    };
+    let k = root.join("etc/kubernetes/k.d");
+    std::fs::create_dir_all(&k).unwrap();
+    let size = |p: &std::path::Path| std::fs::metadata(p).unwrap().len();
+    let total = |k: &std::path::Path| -> u64 {
+        let subdirs = std::fs::read_dir(k).unwrap();
+        size(k) + subdirs.map(|e| size(&e.unwrap().path())).sum::<u64>()
+    };
+    let probe = root.join("probe");
+    std::fs::create_dir(&probe).unwrap();
+    let one = size(&probe);
+    let mut made = 0;
+    while total(&k) + one <= 512 << 10 {
+        if made == 1000 {
+            crate::support::skipped::skipped(&format!(
+                "1000 empty directories of {one} bytes here are not 512 KiB (not ext4?)"
+            ));
+            return;
+        }
+        std::fs::create_dir(k.join(format!("d{made:04}"))).unwrap();
+        made += 1;
+    }
+    let env = env("c", &[(RULES_VAR, "")]);
+    let (err, argv) = try_wrapper(root, &records, &env, "", &[]);
+    assert_eq!(taints_of(&argv.unwrap()), STATIC_TAINT, "{err}");
+    std::fs::create_dir(k.join(format!("d{made:04}"))).unwrap();
+    assert!(total(&k) > 512 << 10);
+    let (err, argv) = try_wrapper(root, &records, &env, "", &[]);
+    assert_eq!(
+        taints_of(&argv.unwrap()),
+        format!("{STATIC_TAINT},{}", fence("kubelet-config-unreadable")),
+        "{err}"
+    );
+    let line = one_line(&err);
+    assert!(
+        line.contains(&format!("a directory of {one} bytes, past 512 KiB in all"))
+            && line.contains(LIFT),
+        "{line}"
+    );
+}
+
 /// Our labels over exec's limit (a 1 MiB stack allows 256 KiB of argv and
 /// environment): the taint goes in without them, in one line (kubelet
 /// unchanged before).

@@ -744,6 +744,53 @@ fn real_kubelet_walks_the_config_dir_as_ours() {
         ("one.conf", &["one.conf"]),
         ("ln.conf", &["f/50.conf", "ln.conf@f/50.conf"]),
         ("ln", &["f/50.conf", "ln@f/50.conf"]),
+        // Review 10 F3: `dd/..` is the parent of dd's target as the kernel
+        // resolves it, but each entry is named filepath.Join(dir, name),
+        // cleaned lexically: kubelet reads {D}/x.conf, not real/x.conf, and
+        // lists the directory `inner` at {D}/inner.
+        (
+            "{D}/dd/..",
+            &[
+                "dd@{D}/real/inner",
+                "real/inner/10.conf",
+                "real/x.conf",
+                "inner/20.conf",
+                "x.conf",
+            ],
+        ),
+        (
+            "dd/..",
+            &[
+                "dd@{D}/real/inner",
+                "real/inner/10.conf",
+                "real/x.conf",
+                "inner/20.conf",
+                "x.conf",
+            ],
+        ),
+        // ... and below it, each subdirectory at its lexical path too.
+        (
+            "{D}/dd/..",
+            &[
+                "dd@{D}/real/inner",
+                "real/inner/10.conf",
+                "real/sub/t/10.conf",
+                "inner/20.conf",
+                "sub/t/30.conf",
+                "sub/t/u/40.conf",
+            ],
+        ),
+        // A `..` inside: the directory as the kernel resolves it, its
+        // entries named below the lexical one.
+        (
+            "{D}/dd/../k.d",
+            &[
+                "dd@{D}/real/inner",
+                "real/inner/10.conf",
+                "real/k.d/10.conf",
+                "k.d/10.conf",
+            ],
+        ),
     ];
     let (mut wrong, mut read) = (Vec::new(), 0);
     for (config_dir, tree) in cases {
@@ -772,10 +819,7 @@ fn real_kubelet_walks_the_config_dir_as_ours() {
         }
         let config_dir = at_d(config_dir);
         let real = real_kubelet_in(&kubelet, d, &config_dir);
-        let fs = RootFs {
-            root: PathBuf::from("/"),
-            cwd: d.to_path_buf(),
-        };
+        let fs = RootFs::new(Path::new("/"), d);
         let argv: Vec<std::ffi::OsString> = [
             "/usr/bin/kubelet".to_string(),
             format!("--config={}", d.join("c.yaml").display()),

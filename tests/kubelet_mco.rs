@@ -34,7 +34,7 @@ impl NodeFs for FakeFs {
             .map(|s| s.clone().into_bytes())
             .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
     }
-    fn list(&self, dir: &Path) -> io::Result<Vec<(PathBuf, bool)>> {
+    fn list(&self, dir: &Path, _: &mut u64) -> io::Result<Vec<(OsString, bool)>> {
         if self.files.contains_key(dir) {
             return Err(io::Error::from(io::ErrorKind::NotADirectory));
         }
@@ -51,15 +51,17 @@ impl NodeFs for FakeFs {
         Ok(v.into_iter()
             .map(|p| {
                 let dir = !self.files.contains_key(&p);
-                (p, dir)
+                (p.file_name().unwrap_or_default().to_owned(), dir)
             })
             .collect())
     }
     fn is_dir(&self, path: &Path) -> io::Result<bool> {
-        self.list(path).map(|_| true).or_else(|e| match e.kind() {
-            io::ErrorKind::NotADirectory => Ok(false),
-            _ => Err(e),
-        })
+        self.list(path, &mut { u64::MAX })
+            .map(|_| true)
+            .or_else(|e| match e.kind() {
+                io::ErrorKind::NotADirectory => Ok(false),
+                _ => Err(e),
+            })
     }
 }
 

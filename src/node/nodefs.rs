@@ -341,11 +341,13 @@ pub fn read_to_string(path: &Path) -> io::Result<String> {
 pub const MAX_CONFIG_ENTRIES: usize = 1024;
 const _: () = assert!(MAX_CONFIG_ENTRIES == 1024, "the message says 1024");
 
-/// The largest size (`st_size`) of a directory the node lists. A
+/// The largest size (`st_size`) of a directory the node lists, and of
+/// all the directories of kubelet's `--config-dir` together. A
 /// directory never shrinks on ext4: one that once held millions of names
 /// (a pod creating and deleting files) stays millions of entries long,
 /// and listing it cold takes seconds at every start however few names it
-/// holds. 1024 names of 255 bytes take about 270 KB of ext4 blocks; what
+/// holds; a thousand directories each just under this bound take as long
+/// (review 10). 1024 names of 255 bytes take about 270 KB of ext4 blocks; what
 /// a node's provisioning writes takes one 4 KiB block (tmpfs: 20 bytes a
 /// name; btrfs and XFS a few dozen). Past this, what it holds is not read
 /// and is unknown, as past [`MAX_CONFIG_ENTRIES`].
@@ -362,19 +364,30 @@ pub fn config_names(dir: &Path) -> io::Result<Vec<OsString>> {
 /// to one is not (the entry's type as `lstat` gives it, as Go's
 /// `os.ReadDir` and `filepath.WalkDir` see it).
 pub fn config_entries(dir: &Path) -> io::Result<Vec<(OsString, bool)>> {
-    sized_config_entries(dir, u64::MAX)
+    sized_config_entries(dir, false, None)
 }
 
 /// [`config_entries`] of kubelet's `--config-dir` or a directory in it,
-/// also refused past [`MAX_DIR_BYTES`]: a pod that can write there (a
-/// shared directory) must not make every start take seconds. (Not a unit's
-/// drop-in directories: past their bounds kubelet does not start.)
-pub fn config_dir_entries(dir: &Path) -> io::Result<Vec<(OsString, bool)>> {
-    sized_config_entries(dir, MAX_DIR_BYTES)
+/// its size charged to `bytes_left` (what is left of [`MAX_DIR_BYTES`]
+/// for the whole walk) and refused past it, before it is listed: a pod
+/// that can write there (a shared directory) must not make every start
+/// take seconds, with one directory or a thousand. (Not a unit's drop-in
+/// directories: past their bounds kubelet does not start.) `nofollow`: a
+/// link at `dir`'s end is not followed (not a directory).
+pub fn config_dir_entries(
+    dir: &Path,
+    nofollow: bool,
+    bytes_left: &mut u64,
+) -> io::Result<Vec<(OsString, bool)>> {
+    sized_config_entries(dir, nofollow, Some(bytes_left))
 }
 
-fn sized_config_entries(dir: &Path, max_size: u64) -> io::Result<Vec<(OsString, bool)>> {
-    let entries = typed_entries(dir, MAX_CONFIG_ENTRIES + 1, max_size)?;
+fn sized_config_entries(
+    dir: &Path,
+    nofollow: bool,
+    bytes_left: Option<&mut u64>,
+) -> io::Result<Vec<(OsString, bool)>> {
+    let entries = typed_entries(dir, MAX_CONFIG_ENTRIES + 1, nofollow, bytes_left)?;
     if entries.len() > MAX_CONFIG_ENTRIES {
         return Err(io::Error::new(
             io::ErrorKind::FileTooLarge,
@@ -403,7 +416,7 @@ pub fn names(dir: &Path, limit: usize) -> io::Result<Vec<OsString>> {
 /// [`names`], each with whether it is a symbolic link (the entry's type
 /// as the directory gives it; `lstat` where it gives none).
 pub fn entries(dir: &Path, limit: usize) -> io::Result<Vec<(OsString, bool)>> {
-    Ok(typed_entries(dir, limit, u64::MAX)?
+    Ok(typed_entries(dir, limit, false, None)?
         .into_iter()
         .map(|(n, kind)| (n, kind == Kind::Link))
         .collect())
@@ -413,7 +426,7 @@ pub fn entries(dir: &Path, limit: usize) -> io::Result<Vec<(OsString, bool)>> {
 /// `max_size`, before it is listed.
 #[cfg(test)]
 fn entries_of_size(dir: &Path, limit: usize, max_size: u64) -> io::Result<Vec<(OsString, bool)>> {
-    Ok(typed_entries(dir, limit, max_size)?
+    Ok(typed_entries(dir, limit, false, Some(&mut { max_size }))?
         .into_iter()
         .map(|(n, kind)| (n, kind == Kind::Link))
         .collect())
@@ -428,10 +441,31 @@ enum Kind {
     Other,
 }
 
+/// A directory of `size` bytes charged to `left` (of [`MAX_DIR_BYTES`]):
+/// refused (`FileTooLarge`) past it.
+fn charge(left: &mut u64, size: u64) -> io::Result<()> {
+    *left = left.checked_sub(size).ok_or_else(|| {
+        let why = match MAX_DIR_BYTES.saturating_sub(*left) {
+            0 => format!("a directory of {size} bytes, past 512 KiB (recreate it)"),
+            spent => format!(
+                "a directory of {size} bytes, past 512 KiB in all with the {spent} bytes \
+                 of those listed before it (recreate the large ones)"
+            ),
+        };
+        io::Error::new(io::ErrorKind::FileTooLarge, why)
+    })?;
+    Ok(())
+}
+
 /// [`names`], each with its [`Kind`] (the entry's type as the directory
-/// gives it; `lstat` where it gives none); refused (`FileTooLarge`) when
-/// the directory's size is past `max_size`, before it is listed.
-fn typed_entries(dir: &Path, limit: usize, max_size: u64) -> io::Result<Vec<(OsString, Kind)>> {
+/// gives it; `lstat` where it gives none); the directory's size charged
+/// to `bytes_left` ([`charge`]), before it is listed.
+fn typed_entries(
+    dir: &Path,
+    limit: usize,
+    nofollow: bool,
+    bytes_left: Option<&mut u64>,
+) -> io::Result<Vec<(OsString, Kind)>> {
     let kind = |t: std::fs::FileType| {
         if t.is_symlink() {
             Kind::Link
@@ -441,19 +475,17 @@ fn typed_entries(dir: &Path, limit: usize, max_size: u64) -> io::Result<Vec<(OsS
             Kind::Other
         }
     };
-    let too_large = |size: u64| {
-        (size > max_size).then(|| {
-            io::Error::new(
-                io::ErrorKind::FileTooLarge,
-                format!("a directory of {size} bytes, past 512 KiB (recreate it)"),
-            )
-        })
-    };
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
-        let meta = std::fs::metadata(dir)?;
-        if let Some(e) = meta.is_dir().then(|| too_large(meta.len())).flatten() {
-            return Err(e);
+        let meta = match nofollow {
+            true => std::fs::symlink_metadata(dir)?,
+            false => std::fs::metadata(dir)?,
+        };
+        if meta.file_type().is_symlink() {
+            return Err(io::ErrorKind::NotADirectory.into()); // as O_NOFOLLOW|O_DIRECTORY
+        }
+        if let Some(left) = bytes_left.filter(|_| meta.is_dir()) {
+            charge(left, meta.len())?;
         }
         return std::fs::read_dir(dir)?
             .take(limit)
@@ -463,11 +495,10 @@ fn typed_entries(dir: &Path, limit: usize, max_size: u64) -> io::Result<Vec<(OsS
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     {
         // O_DIRECTORY: anything else fails here.
-        let file = sys::open(dir, sys::O_RDONLY | sys::O_DIRECTORY)?;
-        if max_size != u64::MAX
-            && let Some(e) = too_large(file.metadata()?.len())
-        {
-            return Err(e);
+        let nofollow = if nofollow { sys::O_NOFOLLOW } else { 0 };
+        let file = sys::open(dir, sys::O_RDONLY | sys::O_DIRECTORY | nofollow)?;
+        if let Some(left) = bytes_left {
+            charge(left, file.metadata()?.len())?;
         }
         let out = names_of(&file, limit)?;
         Ok(out
@@ -792,11 +823,52 @@ mod tests {
         assert!(err.to_string().contains(&format!("{size} bytes")), "{err}");
         assert_eq!(entries_of_size(dir.path(), 10, size).unwrap().len(), 1);
         let file = dir.path().join("10.conf");
+        let mut left = MAX_DIR_BYTES;
         assert_eq!(
-            config_dir_entries(&file).unwrap_err().kind(),
+            config_dir_entries(&file, false, &mut left)
+                .unwrap_err()
+                .kind(),
             io::ErrorKind::NotADirectory
         );
-        assert_eq!(config_dir_entries(dir.path()).unwrap().len(), 1);
+        assert_eq!(
+            config_dir_entries(dir.path(), false, &mut left)
+                .unwrap()
+                .len(),
+            1
+        );
+        assert_eq!(left, MAX_DIR_BYTES - size);
+    }
+
+    /// Review 10 F1: one budget for a whole walk: each directory's size is
+    /// charged, and the one past what is left is refused (before it is
+    /// listed), whatever its own size; `nofollow` refuses a link.
+    #[test]
+    fn config_directories_share_one_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("10.conf"), "").unwrap();
+        let size = std::fs::metadata(dir.path()).unwrap().len();
+        let mut left = 2 * size;
+        for _ in 0..2 {
+            assert_eq!(
+                config_dir_entries(dir.path(), true, &mut left)
+                    .unwrap()
+                    .len(),
+                1
+            );
+        }
+        assert_eq!(left, 0);
+        let err = config_dir_entries(dir.path(), false, &mut left).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::FileTooLarge, "{err}");
+        assert!(err.to_string().contains("past 512 KiB in all"), "{err}");
+        let mut left = MAX_DIR_BYTES;
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(".", &link).unwrap();
+        assert_eq!(
+            config_dir_entries(&link, false, &mut left).unwrap().len(),
+            2
+        );
+        let err = config_dir_entries(&link, true, &mut left).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotADirectory, "{err}");
     }
 
     #[test]

@@ -151,7 +151,7 @@ impl NodeFs for Unread {
         Err(std::io::ErrorKind::Other.into())
     }
 
-    fn list(&self, _: &std::path::Path) -> std::io::Result<Vec<(std::path::PathBuf, bool)>> {
+    fn list(&self, _: &std::path::Path, _: &mut u64) -> std::io::Result<Vec<(OsString, bool)>> {
         Err(std::io::ErrorKind::Other.into())
     }
 

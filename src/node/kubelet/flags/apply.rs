@@ -48,78 +48,6 @@ fn is_flag_safe(t: &Taint) -> bool {
     parse_taints(&t.to_string()).as_deref() == Ok(std::slice::from_ref(t))
 }
 
-/// The `*.conf` files under kubelet's `--config-dir`, in the order kubelet
-/// merges them: Go's filepath.WalkDir, lexical per directory, depth first,
-/// and into no link: the `--config-dir` itself `lstat`ed (a link there is
-/// walked only written with a `/` at its end; one named `*.conf` is read
-/// as a drop-in, as a file there is), a link inside it never descended
-/// (one named `*.conf` is read through). Walking a linked directory read
-/// drop-ins kubelet never reads: one clearing `registerWithTaints` dropped
-/// the `--config`'s taints from the `--register-with-taints` we pass.
-///
-/// At most `MAX_CONFIG_ENTRIES` entries in all, subdirectories included
-/// (`left`: how many more): past them what kubelet registers with is
-/// unknown, and the start is fenced (`config_unreadable`).
-fn dropin_files(
-    fs: &dyn NodeFs,
-    dir: &Path,
-    out: &mut Vec<PathBuf>,
-    left: &mut usize,
-) -> Result<(), MergeError> {
-    match fs.is_dir(dir) {
-        Ok(true) => walk_dropins(fs, dir, out, left),
-        Ok(false) => {
-            if is_dropin_name(dir) {
-                out.push(dir.to_path_buf());
-            }
-            Ok(())
-        }
-        Err(e) => Err(config_unreadable(format!(
-            "reading --config-dir {}: {e} (kubelet refuses to start without it)",
-            dir.display()
-        ))),
-    }
-}
-
-/// Go's filepath.Ext(name) == ".conf": `.conf` itself too.
-fn is_dropin_name(path: &Path) -> bool {
-    path.file_name()
-        .is_some_and(|n| n.as_encoded_bytes().ends_with(b".conf"))
-}
-
-/// [`dropin_files`] below the directory `dir`.
-fn walk_dropins(
-    fs: &dyn NodeFs,
-    dir: &Path,
-    out: &mut Vec<PathBuf>,
-    left: &mut usize,
-) -> Result<(), MergeError> {
-    let mut entries = fs
-        .list(dir)
-        .and_then(|e| {
-            *left = left.checked_sub(e.len()).ok_or_else(|| {
-                io::Error::new(io::ErrorKind::FileTooLarge, "more than 1024 entries in all")
-            })?;
-            Ok(e)
-        })
-        .map_err(|e| {
-            let why = match e.kind() {
-                io::ErrorKind::FileTooLarge => "",
-                _ => " (kubelet refuses to start without it)",
-            };
-            config_unreadable(format!("reading --config-dir {}: {e}{why}", dir.display()))
-        })?;
-    entries.sort_by(|a, b| a.0.file_name().cmp(&b.0.file_name()));
-    for (entry, is_dir) in entries {
-        if is_dir {
-            walk_dropins(fs, &entry, out, left)?;
-        } else if is_dropin_name(&entry) {
-            out.push(entry);
-        }
-    }
-    Ok(())
-}
-
 /// The taints kubelet would register with before our change: the last
 /// `--register-with-taints`, else `registerWithTaints` from `--config` and
 /// the `--config-dir` drop-ins, merged as kubelet merges them.
@@ -156,8 +84,8 @@ fn existing_taints(scan: &FlagScan, fs: &dyn NodeFs) -> Result<Vec<Taint>, Merge
     let mut dropins = None;
     if let Some(dir) = scan.last_value("config-dir").filter(|d| !d.is_empty()) {
         let mut files = Vec::new();
-        let mut left = crate::node::nodefs::MAX_CONFIG_ENTRIES;
-        dropin_files(fs, Path::new(dir), &mut files, &mut left)?;
+        super::config_dir::dropin_files(fs, Path::new(dir), &mut files)
+            .map_err(config_unreadable)?;
         let mut texts = Vec::new();
         for file in &files {
             texts.extend(read(file, false)?);
@@ -352,11 +280,13 @@ mod tests {
     use super::*;
     use crate::node::kubelet::TaintEffect;
     use std::collections::BTreeMap;
+    use std::path::PathBuf;
 
     #[derive(Default)]
     struct FakeFs(BTreeMap<PathBuf, String>);
 
-    /// Files by path; directories are the parents of files.
+    /// Files by path; directories are the parents of files, 4 KiB each
+    /// (an ext4 directory of a few names).
     impl NodeFs for FakeFs {
         fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
             if let Some(s) = self.0.get(path) {
@@ -369,10 +299,13 @@ mod tests {
             };
             Err(io::Error::from(kind))
         }
-        fn list(&self, dir: &Path) -> io::Result<Vec<(PathBuf, bool)>> {
+        fn list(&self, dir: &Path, bytes_left: &mut u64) -> io::Result<Vec<(OsString, bool)>> {
             if self.0.contains_key(dir) {
                 return Err(io::Error::from(io::ErrorKind::NotADirectory));
             }
+            *bytes_left = bytes_left
+                .checked_sub(4096)
+                .ok_or_else(|| io::Error::new(io::ErrorKind::FileTooLarge, "past 512 KiB"))?;
             let mut v: Vec<PathBuf> = self
                 .0
                 .keys()
@@ -386,16 +319,18 @@ mod tests {
                 Ok(v.into_iter()
                     .map(|p| {
                         let dir = !self.0.contains_key(&p);
-                        (p, dir)
+                        (p.file_name().unwrap_or_default().to_owned(), dir)
                     })
                     .collect())
             }
         }
         fn is_dir(&self, path: &Path) -> io::Result<bool> {
-            self.list(path).map(|_| true).or_else(|e| match e.kind() {
-                io::ErrorKind::NotADirectory => Ok(false),
-                _ => Err(e),
-            })
+            self.list(path, &mut { u64::MAX })
+                .map(|_| true)
+                .or_else(|e| match e.kind() {
+                    io::ErrorKind::NotADirectory => Ok(false),
+                    _ => Err(e),
+                })
         }
     }
 
@@ -552,6 +487,27 @@ mod tests {
         assert_eq!(
             run("/k --config=/etc/k.yaml --register-with-taints=", &a, &fs).unwrap(),
             "/k --config=/etc/k.yaml --register-with-taints=ours=:NoExecute"
+        );
+    }
+
+    /// Review 10 F1: 512 KiB of directories in all, however they are
+    /// split (4 KiB each here): at it merged, past it what kubelet
+    /// registers with is unknown (config_unreadable: the start is fenced).
+    #[test]
+    fn config_dir_directories_share_one_size_budget() {
+        let mut fs = FakeFs::default();
+        let a = adds(&[], "ours:NoExecute");
+        for i in 0..127 {
+            fs.0.insert(format!("/d/s{i:03}/x.txt").into(), String::new());
+        }
+        assert!(run("/k --config-dir=/d", &a, &fs).is_ok());
+        fs.0.insert("/d/s127/x.txt".into(), String::new());
+        let e = run("/k --config-dir=/d", &a, &fs).unwrap_err();
+        assert!(e.config_unreadable, "{e}");
+        assert!(
+            e.message
+                .contains("reading --config-dir /d/s127: past 512 KiB"),
+            "{e}"
         );
     }
 

@@ -1,18 +1,22 @@
 //! Where kubelet's flags are in an argv (pflag's rules); `apply` merges our
 //! labels and taints into it.
 
+use std::ffi::OsString;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 mod apply;
+mod config_dir;
 pub use apply::{MergeError, apply, apply_fencing};
 
 /// Read access to the node's files (the live system, or a tree under a root).
 pub trait NodeFs {
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
-    /// Entries of a directory (full paths), any order, each with whether
-    /// it is a directory itself: a link to one is not (Go's `os.ReadDir`).
-    fn list(&self, dir: &Path) -> io::Result<Vec<(PathBuf, bool)>>;
+    /// Entries of a directory (names), any order, each with whether it
+    /// is a directory itself: a link to one is not (Go's `os.ReadDir`).
+    /// The directory's size is charged to `bytes_left` first, and one past
+    /// it is refused unlisted (`FileTooLarge`, `nodefs::config_dir_entries`).
+    fn list(&self, dir: &Path, bytes_left: &mut u64) -> io::Result<Vec<(OsString, bool)>>;
     /// Whether `path` is a directory as Go's `os.Lstat` sees it: a link at
     /// its end is not followed (a link to a directory is none), unless the
     /// path ends in `/`, `.` or `..`, which lstat(2) follows.
