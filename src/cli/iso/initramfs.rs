@@ -38,8 +38,11 @@ const PATH_MAX: usize = 4096;
 /// Archives and compressed streams in one area: a live ISO's holds one to
 /// three (an early-microcode archive, the config's).
 const MAX_ARCHIVES: usize = 64;
-/// Members in one area: a live ISO's holds a few.
-const MAX_MEMBERS: usize = 65_536;
+/// Members in one area, and components in one name: a live ISO's area
+/// holds a few files, three deep. Bounds the work of checking each name's
+/// parents (a 64 MiB area of 4 KiB names 2,000 deep took over a minute).
+const MAX_MEMBERS: usize = 4096;
+const MAX_DEPTH: usize = 32;
 /// The most memory the xz decoder may take.
 const XZ_MEMLIMIT: u64 = 256 << 20;
 
@@ -231,12 +234,72 @@ fn xz_one_stream(data: &[u8], budget: u64, out: &mut Vec<u8>) -> Result<usize> {
             return Err(unpacked_too_large());
         }
         if status == xz2::stream::Status::StreamEnd {
-            return Ok(stream.total_in() as usize);
+            let used = stream.total_in() as usize;
+            lzma2_only(&data[..used]).context(
+                "the embed area holds an xz stream with a filter other than LZMA2 alone, which \
+                 the kernel's xz decoder may not unpack (it stops there); refusing a corrupt or \
+                 tampered image",
+            )?;
+            return Ok(used);
         }
         if stream.total_in() as usize >= data.len() && status != xz2::stream::Status::MemNeeded {
             bail!("the embedded xz archive is truncated");
         }
     }
+}
+
+/// Check that every block of a (decoded, so well-formed) xz stream is
+/// LZMA2 alone, as coreos-installer writes it: the kernel's decoder has no
+/// delta filter, and BCJ filters only where configured. The blocks are
+/// found through the index before the stream footer.
+fn lzma2_only(stream: &[u8]) -> Result<()> {
+    fn vli(data: &[u8], at: &mut usize) -> Result<u64> {
+        let mut v = 0u64;
+        for i in 0..9 {
+            let b = *data.get(*at).context("truncated")?;
+            *at += 1;
+            v |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        bail!("a number too long")
+    }
+    let footer = stream
+        .len()
+        .checked_sub(12)
+        .filter(|&f| f >= 12)
+        .context("truncated")?;
+    let backward = u32::from_le_bytes(stream[footer + 4..footer + 8].try_into()?);
+    let index = footer
+        .checked_sub((backward as usize + 1) * 4)
+        .context("an index before the stream")?;
+    let mut at = index + 1;
+    let records = vli(stream, &mut at)?;
+    let mut block = 12usize;
+    for _ in 0..records {
+        let unpadded = vli(stream, &mut at)?;
+        vli(stream, &mut at)?;
+        let header = stream
+            .get(block..block + 2)
+            .context("a block past the index")?;
+        let mut pos = block + 2;
+        if header[1] & 0x40 != 0 {
+            vli(stream, &mut pos)?;
+        }
+        if header[1] & 0x80 != 0 {
+            vli(stream, &mut pos)?;
+        }
+        if header[1] & 0x03 != 0 || vli(stream, &mut pos)? != 0x21 {
+            bail!("a block with another filter");
+        }
+        block = usize::try_from(unpadded)?
+            .checked_next_multiple_of(4)
+            .and_then(|n| n.checked_add(block))
+            .filter(|&b| b <= index)
+            .context("a block past the index")?;
+    }
+    Ok(())
 }
 
 /// Decode the one gzip member at the start of `data` into `out`, at most
@@ -425,6 +488,8 @@ fn check_clean(name: &str) -> Result<()> {
 #[derive(Default)]
 struct Tree {
     nodes: BTreeMap<String, (Kind, Vec<u8>)>,
+    /// Members applied.
+    members: usize,
 }
 
 impl Tree {
@@ -444,6 +509,20 @@ impl Tree {
     /// A member of `kind` at `name`, as the kernel's do_name/do_symlink
     /// apply it (clean_path: what is there, of another type, is unlinked).
     fn apply(&mut self, name: &str, kind: Kind, body: &[u8]) -> Result<()> {
+        self.members += 1;
+        if self.members > MAX_MEMBERS {
+            bail!(
+                "the embed area holds more than {MAX_MEMBERS} members (a live ISO's holds a \
+                 few; corrupt image?)"
+            );
+        }
+        if name.split('/').nth(MAX_DEPTH).is_some() {
+            bail!(
+                "the embed area holds {:?}..., more than {MAX_DEPTH} directories deep (a \
+                 live ISO's are three; corrupt image?)",
+                name.chars().take(64).collect::<String>()
+            );
+        }
         for (i, _) in name.match_indices('/') {
             let parent = &name[..i];
             match self.nodes.get(parent) {
@@ -474,12 +553,6 @@ impl Tree {
         }
         if kind == Kind::Dir && matches!(self.nodes.get(name), Some((Kind::Dir, _))) {
             return Ok(());
-        }
-        if self.nodes.len() >= MAX_MEMBERS && !self.nodes.contains_key(name) {
-            bail!(
-                "the embed area holds more than {MAX_MEMBERS} files (a live ISO's holds a \
-                 few; corrupt image?)"
-            );
         }
         let bytes = if kind == Kind::File {
             body.to_vec()
@@ -726,7 +799,7 @@ mod tests {
             let hostile = raw(name.as_bytes(), 0o100_600, 1, b"attacker");
             for area in [
                 archive(&[decoy.clone(), hostile.clone()]),
-                [archive(&[decoy.clone()]), xz(&archive(&[hostile]))].concat(),
+                [archive(std::slice::from_ref(&decoy)), xz(&archive(&[hostile]))].concat(),
             ] {
                 let e = err(&area);
                 assert!(e.contains(&format!("{name:?}, not a clean path")), "{e}");
@@ -845,6 +918,19 @@ mod tests {
         }
         area.extend(xz(&archive(&[file("b", b"b")])));
         assert_eq!(read_members(&area).unwrap().len(), 2);
+        // A BCJ filter before LZMA2 (liblzma reads it, a kernel built
+        // without it not).
+        let filters = {
+            let mut f = xz2::stream::Filters::new();
+            f.sparc();
+            f.lzma2(&xz2::stream::LzmaOptions::new_preset(1).unwrap());
+            f
+        };
+        let delta = xz2::stream::Stream::new_stream_encoder(&filters, xz2::stream::Check::Crc32);
+        let mut w = xz2::write::XzEncoder::new_stream(Vec::new(), delta.unwrap());
+        w.write_all(&archive(&[file("a", b"a")])).unwrap();
+        let e = err(&w.finish().unwrap());
+        assert!(e.contains("other than LZMA2 alone"), "{e}");
         // Compressions and forms the kernel may stop on.
         let mut crc64 = xz2::write::XzEncoder::new(Vec::new(), 1);
         crc64.write_all(&archive(&[file("a", b"a")])).unwrap();
@@ -873,5 +959,13 @@ mod tests {
         assert!(start.elapsed() < std::time::Duration::from_secs(1));
         assert!(read_members(&one.repeat(64)).unwrap().is_empty());
         assert!(err(&trailer().repeat(65)).contains("more than 64 archives"));
+        // Names more than 32 deep, or more than 4,096 members (a 64 MiB area
+        // of 4 KiB names 2,000 deep took over a minute): refused.
+        let deep = format!("{}f", "a/".repeat(32));
+        assert!(err(&archive(&[file(&deep, b"")])).contains("more than 32 directories deep"));
+        assert!(read_members(&archive(&[file(&deep[2..], b"")])).is_ok());
+        let many: Vec<Vec<u8>> = (0..4097).map(|i| file(&format!("f{i}"), b"")).collect();
+        assert!(err(&archive(&many)).contains("more than 4096 members"));
+        assert_eq!(read_members(&archive(&many[1..])).unwrap().len(), 4096);
     }
 }
