@@ -271,8 +271,10 @@ fn lzma2_only(stream: &[u8]) -> Result<()> {
         .filter(|&f| f >= 12)
         .context("truncated")?;
     let backward = u32::from_le_bytes(stream[footer + 4..footer + 8].try_into()?);
-    let index = footer
-        .checked_sub((backward as usize + 1) * 4)
+    let index = usize::try_from(backward)?
+        .checked_add(1)
+        .and_then(|n| n.checked_mul(4))
+        .and_then(|n| footer.checked_sub(n))
         .context("an index before the stream")?;
     let mut at = index + 1;
     let records = vli(stream, &mut at)?;
@@ -799,7 +801,11 @@ mod tests {
             let hostile = raw(name.as_bytes(), 0o100_600, 1, b"attacker");
             for area in [
                 archive(&[decoy.clone(), hostile.clone()]),
-                [archive(std::slice::from_ref(&decoy)), xz(&archive(&[hostile]))].concat(),
+                [
+                    archive(std::slice::from_ref(&decoy)),
+                    xz(&archive(&[hostile])),
+                ]
+                .concat(),
             ] {
                 let e = err(&area);
                 assert!(e.contains(&format!("{name:?}, not a clean path")), "{e}");
