@@ -8,12 +8,12 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-fn fixtures() -> Option<PathBuf> {
+pub(crate) fn fixtures() -> Option<PathBuf> {
     skipped::shared("fixtures/coreos-installer")
 }
 
 /// The pristine fixture ISO, decompressed into `dir`.
-fn base_iso(dir: &Path, fx: &Path) -> PathBuf {
+pub(crate) fn base_iso(dir: &Path, fx: &Path) -> PathBuf {
     let mut xz = xz2::read::XzDecoder::new(
         std::fs::File::open(fx.join("synthetic-coreos-base.iso.xz")).unwrap(),
     );
@@ -29,11 +29,11 @@ fn copy(src: &Path, dst: &Path) -> PathBuf {
     dst.to_path_buf()
 }
 
-fn run(c: &mut Command) -> Output {
+pub(crate) fn run(c: &mut Command) -> Output {
     c.output().unwrap()
 }
 
-fn ok(o: Output) -> Output {
+pub(crate) fn ok(o: Output) -> Output {
     assert!(o.status.success(), "{}", stderr(&o));
     o
 }

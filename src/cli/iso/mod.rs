@@ -2,23 +2,27 @@
 //! the embed area is found through `COREOS/IGNINFO.JSO` (or
 //! `IMAGES/IGNITION.IMG`) and holds an xz-compressed newc cpio archive with
 //! `config.ign` (and whatever else is there, e.g. network keyfiles), then
-//! zeros. The kernel loads it as an extra initramfs.
+//! zeros. The kernel loads it as an extra initramfs; `initramfs` reads it
+//! as the kernel unpacks it.
 
 #[cfg(feature = "cli")]
 pub mod command;
 #[cfg(feature = "cli")]
 pub mod fleet;
 pub mod ignition;
+mod initramfs;
 pub mod iso9660;
 #[cfg(feature = "cli")]
 pub mod reach;
 mod unnamed;
 
 pub use ignition::{Checked, IGNITION_VERSIONS, check_ignition};
+pub use initramfs::read_members;
+use initramfs::{MAX_UNPACKED, unpacked_too_large};
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, Cursor, Read, Seek, SeekFrom, Write};
+use std::io::{self, Cursor, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
@@ -29,15 +33,10 @@ use iso9660::{Extent, Iso9660, NotFound};
 pub const CONFIG_PATH: &str = "config.ign";
 
 /// Sizes past any live ISO's, refused as a corrupt image before they are
-/// read into memory: the embed area (256 KiB in every CoreOS live ISO),
-/// COREOS/IGNINFO.JSO (one line), and the area's archives decompressed, all
-/// of them together (an area of many small archives is bounded too).
+/// read into memory: the embed area (256 KiB in every CoreOS live ISO) and
+/// COREOS/IGNINFO.JSO (one line).
 const MAX_AREA: u64 = 16 << 20;
 const MAX_IGNINFO: u64 = 64 << 10;
-const MAX_UNPACKED: u64 = 64 << 20;
-/// PATH_MAX: the kernel's initramfs unpacker skips a member whose name
-/// (with its NUL) is longer.
-const MAX_NAME: usize = 4096;
 
 /// The embed area of an image.
 pub fn find_area(file: &mut File) -> Result<Extent> {
@@ -68,12 +67,36 @@ pub fn find_area(file: &mut File) -> Result<Extent> {
             if offset.checked_add(length).is_none_or(|end| end > f.length) {
                 bail!("COREOS/IGNINFO.JSO points past the end of {name} (corrupt image?)");
             }
+            // The kernel reads an archive only at a 4-aligned offset of the
+            // file (the boot loader loads each initrd 4-aligned).
+            if !offset.is_multiple_of(4) {
+                bail!(
+                    "COREOS/IGNINFO.JSO puts the embed area at offset {offset} of {name}, not a \
+                     multiple of 4, where the kernel reads no archive (corrupt image?)"
+                );
+            }
             let area = Extent {
                 offset: f.offset + offset,
                 length,
             };
             check_area_size(area)?;
             iso.check_within(area, "the embed area")?;
+            // The boot loader loads the whole file and the kernel unpacks
+            // all of it: an archive after the area would be unpacked after
+            // ours and win. Only zeros may follow it.
+            let tail = Extent {
+                offset: area.offset + length,
+                length: f.length - offset - length,
+            };
+            if tail.length > MAX_AREA
+                || (tail.length > 0 && iso.read(tail)?.iter().any(|&b| b != 0))
+            {
+                bail!(
+                    "{name} holds data after the embed area COREOS/IGNINFO.JSO gives ({length} \
+                     bytes at offset {offset}): the kernel unpacks the whole file at boot, so \
+                     a config there would replace the one in the area; refusing a tampered image"
+                );
+            }
             Ok(area)
         }
         Err(e) if e.is::<NotFound>() => {
@@ -98,162 +121,6 @@ fn check_area_size(area: Extent) -> Result<()> {
         );
     }
     Ok(())
-}
-
-fn unpacked_too_large() -> anyhow::Error {
-    anyhow::anyhow!(
-        "the archives in the embed area unpack to more than {} MiB (corrupt image?)",
-        MAX_UNPACKED >> 20
-    )
-}
-
-/// Read the members of an embed area as coreos-installer reads it (and the
-/// kernel unpacks it): archives one after another, each compressed (one xz
-/// or gzip stream) or not, zero padding between them. An uncompressed
-/// archive ends at its trailer and the next archive follows it; inside a
-/// compressed stream only zeros may follow the trailer (coreos-installer
-/// refuses more; the kernel would unpack it as another archive). Later
-/// copies of a path win, as the kernel unpacks them.
-pub fn read_members(area: &[u8]) -> Result<BTreeMap<String, Vec<u8>>> {
-    let mut members = BTreeMap::new();
-    let mut rest = area;
-    // What the archives before this one unpacked to.
-    let mut unpacked = 0u64;
-    loop {
-        let skip = rest.iter().take_while(|&&b| b == 0).count();
-        rest = &rest[skip..];
-        if rest.is_empty() {
-            break;
-        }
-        let budget = MAX_UNPACKED - unpacked;
-        let used = if rest.starts_with(b"\xfd7zXZ\x00") {
-            let (cpio, used) = xz_one_stream(rest, budget)?;
-            unpacked += cpio.len() as u64;
-            read_compressed(&cpio, &mut members)?;
-            used
-        } else if rest.starts_with(b"\x1f\x8b") {
-            let mut cur = Cursor::new(rest);
-            let mut out = Vec::new();
-            {
-                let dec = flate2::bufread::GzDecoder::new(&mut cur);
-                dec.take(budget + 1)
-                    .read_to_end(&mut out)
-                    .context("decompressing the embedded archive (gzip)")?;
-            }
-            if out.len() as u64 > budget {
-                return Err(unpacked_too_large());
-            }
-            unpacked += out.len() as u64;
-            read_compressed(&out, &mut members)?;
-            cur.position() as usize
-        } else if rest.starts_with(b"070701") || rest.starts_with(b"070702") {
-            // Up to its trailer: what follows is the next archive.
-            let used = read_cpio(rest, &mut members)?;
-            unpacked += used as u64;
-            if unpacked > MAX_UNPACKED {
-                return Err(unpacked_too_large());
-            }
-            used
-        } else {
-            bail!("the embed area holds something that is not an initramfs archive (corrupt?)");
-        };
-        if used == 0 {
-            bail!("the embed area holds an empty archive (corrupt?)");
-        }
-        rest = &rest[used.min(rest.len())..];
-    }
-    Ok(members)
-}
-
-/// The most memory the xz decoder may take.
-const XZ_MEMLIMIT: u64 = 256 << 20;
-
-/// Decode the one xz stream at the start of `data`, at most `budget`
-/// bytes of it: (output, bytes used).
-fn xz_one_stream(data: &[u8], budget: u64) -> Result<(Vec<u8>, usize)> {
-    // The dictionary is reserved as the archive declares it (up to 4 GiB):
-    // bounded. coreos-installer's (and our) preset 9 needs 65 MiB.
-    let mut stream = xz2::stream::Stream::new_stream_decoder(XZ_MEMLIMIT, 0)
-        .context("creating the xz decoder")?;
-    let mut out = Vec::with_capacity(data.len() * 4);
-    loop {
-        if out.capacity() - out.len() < 64 * 1024 {
-            out.reserve(256 * 1024);
-        }
-        let before = stream.total_in() as usize;
-        let status = match stream.process_vec(&data[before..], &mut out, xz2::stream::Action::Run) {
-            Err(xz2::stream::Error::MemLimit) => bail!(
-                "the embedded xz archive needs more than {} MiB of memory to decompress; \
-                 is this image from coreos-installer?",
-                XZ_MEMLIMIT >> 20
-            ),
-            other => other.context("decompressing the embedded archive (xz; corrupt?)")?,
-        };
-        if out.len() as u64 > budget {
-            return Err(unpacked_too_large());
-        }
-        if status == xz2::stream::Status::StreamEnd {
-            return Ok((out, stream.total_in() as usize));
-        }
-        if stream.total_in() as usize >= data.len() && status != xz2::stream::Status::MemNeeded {
-            bail!("the embedded xz archive is truncated");
-        }
-    }
-}
-
-/// The members of the cpio archive a compressed stream unpacked to.
-fn read_compressed(cpio: &[u8], members: &mut BTreeMap<String, Vec<u8>>) -> Result<()> {
-    let end = read_cpio(cpio, members)?;
-    if cpio[end..].iter().any(|&b| b != 0) {
-        bail!(
-            "the embed area holds data after the end of an archive inside its compressed \
-             stream, which coreos-installer refuses and the kernel would unpack as another \
-             archive (corrupt or tampered image?)"
-        );
-    }
-    Ok(())
-}
-
-/// The members of the cpio archive at the start of `data` into `members`:
-/// the bytes it takes, up to and with its trailer (all of `data` when only
-/// zeros or nothing follow its last member).
-fn read_cpio(data: &[u8], members: &mut BTreeMap<String, Vec<u8>>) -> Result<usize> {
-    let mut cur = Cursor::new(data);
-    loop {
-        // Archives may be followed by zero padding.
-        let buf = cur.fill_buf()?;
-        if buf.is_empty() || buf.iter().all(|&b| b == 0) {
-            return Ok(data.len());
-        }
-        let mut reader = cpio::NewcReader::new(&mut cur)
-            .context("reading the embedded cpio archive (corrupt?)")?;
-        let entry = reader.entry();
-        if entry.is_trailer() {
-            reader
-                .finish()
-                .context("reading the embedded cpio archive's trailer (corrupt?)")?;
-            return Ok(cur.position() as usize);
-        }
-        let name = entry.name().to_string();
-        // The kernel skips a longer name when it unpacks the archive.
-        if name.len() >= MAX_NAME {
-            bail!(
-                "the embed area holds a file name of {} bytes, longer than the kernel unpacks ({MAX_NAME}; corrupt image?)",
-                name.len()
-            );
-        }
-        let is_file = entry.mode() & 0o170000 == 0o100000;
-        let mut bytes = Vec::new();
-        reader
-            .read_to_end(&mut bytes)
-            .context("reading an embedded file")?;
-        reader
-            .finish()
-            .context("reading the embedded cpio archive")?;
-        if is_file {
-            members.insert(name, bytes);
-        }
-    }
 }
 
 /// The archive coreos-installer writes: parent directories first (0755),
@@ -597,83 +464,6 @@ mod tests {
         v.iter().map(|(k, b)| (k.to_string(), b.to_vec())).collect()
     }
 
-    /// A small archive that unpacks past the limit (a corrupt or forged
-    /// area) is refused, not unpacked into memory without end.
-    #[test]
-    fn archives_unpacking_past_the_limit_are_refused() {
-        use std::io::Write;
-        let zeros = vec![0u8; 1 << 20];
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-        let mut xz = xz2::write::XzEncoder::new(Vec::new(), 0);
-        for _ in 0..=(MAX_UNPACKED >> 20) {
-            gz.write_all(&zeros).unwrap();
-            xz.write_all(&zeros).unwrap();
-        }
-        for area in [gz.finish().unwrap(), xz.finish().unwrap()] {
-            assert!(area.len() < 256 << 10, "{}", area.len());
-            let e = read_members(&area).unwrap_err().to_string();
-            assert_eq!(
-                e,
-                "the archives in the embed area unpack to more than 64 MiB (corrupt image?)"
-            );
-        }
-    }
-
-    /// An archive declaring a 4 GiB dictionary for a few bytes: refused
-    /// before the decoder reserves it; preset 9 (65 MiB) still reads.
-    #[test]
-    fn an_xz_dictionary_past_the_limit_is_refused() {
-        use std::io::Write;
-        let mut xz = xz2::write::XzEncoder::new(Vec::new(), 9);
-        xz.write_all(b"070701 tiny").unwrap();
-        let mut area = xz.finish().unwrap();
-        assert!(xz_one_stream(&area, 1 << 20).is_ok());
-        // The block header after the 12-byte stream header: its size, its
-        // flags (one filter, no sizes), LZMA2's id and property size, then
-        // the dictionary size byte (40: 4 GiB - 1), zero padding and CRC32.
-        assert_eq!(area[13..16], [0x00, 0x21, 0x01]);
-        let header_len = (usize::from(area[12]) + 1) * 4;
-        area[16] = 40;
-        let mut crc = flate2::Crc::new();
-        crc.update(&area[12..12 + header_len - 4]);
-        area[12 + header_len - 4..12 + header_len].copy_from_slice(&crc.sum().to_le_bytes());
-        let e = xz_one_stream(&area, 1 << 20).unwrap_err().to_string();
-        assert!(e.contains("more than 256 MiB of memory"), "{e}");
-    }
-
-    /// Many small archives, each under the limit, together past it (an
-    /// area of 16 MiB holds over a thousand 64 MiB xz bombs): refused as
-    /// soon as their sum passes it, not unpacked into memory without end.
-    #[test]
-    fn archives_unpacking_past_the_limit_together_are_refused() {
-        use std::io::Write;
-        let zeros = vec![0u8; 1 << 20];
-        let mut archives = Vec::new();
-        for n in 0..3 {
-            let mut cpio = Vec::new();
-            let entry = cpio::NewcBuilder::new(&format!("f{n}")).mode(0o100_600);
-            let mut w = entry.write(&mut cpio, 30 << 20);
-            for _ in 0..30 {
-                w.write_all(&zeros).unwrap();
-            }
-            w.finish().unwrap();
-            cpio::newc::trailer(&mut cpio).unwrap();
-            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-            gz.write_all(&cpio).unwrap();
-            archives.push(gz.finish().unwrap());
-        }
-        let area = archives.concat();
-        assert!(area.len() < 1 << 20, "{}", area.len());
-        let e = read_members(&area).unwrap_err().to_string();
-        assert_eq!(
-            e,
-            "the archives in the embed area unpack to more than 64 MiB (corrupt image?)"
-        );
-        // Two of them (60 MiB in all) are read.
-        let two = archives[..2].concat();
-        assert_eq!(read_members(&two).map(|m| m.len()).ok(), Some(2));
-    }
-
     /// Names from the image are bounded work: a member named a million
     /// `a/` deep (2 MiB, 1,400 bytes in xz) took hours to write back (each
     /// parent directory joined anew and looked for in a list), now refused
@@ -702,12 +492,19 @@ mod tests {
             .unwrap();
         cpio::newc::trailer(&mut cpio).unwrap();
         let e = read_members(&cpio).unwrap_err().to_string();
-        assert!(e.contains("longer than the kernel unpacks"), "{e}");
-        // Many members in directories of their own: each written once.
+        assert!(e.contains("which the kernel skips"), "{e}");
+        // Many members in directories of their own: each written once (read
+        // back up to the members a live ISO's area could hold).
         let names: Vec<String> = (0..20_000).map(|i| format!("d{i}/e/f")).collect();
         let m: BTreeMap<String, Vec<u8>> = names.iter().map(|n| (n.clone(), Vec::new())).collect();
         let area = write_members(&m).unwrap();
-        assert_eq!(read_members(&area).unwrap().len(), 20_000);
+        let e = read_members(&area).unwrap_err().to_string();
+        assert!(e.contains("more than 4096 members"), "{e}");
+        let m: BTreeMap<String, Vec<u8>> = m.into_iter().take(1365).collect();
+        assert_eq!(
+            read_members(&write_members(&m).unwrap()).unwrap().len(),
+            1365
+        );
     }
 
     #[test]
@@ -731,75 +528,6 @@ mod tests {
         assert!(read_members(&[0u8; 64]).unwrap().is_empty());
         assert!(write_members(&BTreeMap::new()).unwrap().is_empty());
     }
-
-    /// An uncompressed archive with its trailer.
-    fn newc(v: &[(&str, &[u8])]) -> Vec<u8> {
-        let mut out = Vec::new();
-        for (name, data) in v {
-            let mut w = cpio::NewcBuilder::new(name)
-                .mode(0o100_600)
-                .write(&mut out, data.len() as u32);
-            w.write_all(data).unwrap();
-            w.finish().unwrap();
-        }
-        cpio::newc::trailer(&mut out).unwrap();
-        out
-    }
-
-    fn xz(data: &[u8]) -> Vec<u8> {
-        let mut xz = xz2::write::XzEncoder::new(Vec::new(), 1);
-        xz.write_all(data).unwrap();
-        xz.finish().unwrap()
-    }
-
-    /// The area is read on after an uncompressed archive's trailer (the
-    /// early-microcode layout: the kernel and coreos-installer read on),
-    /// and the later copy of a member wins, as the kernel unpacks it.
-    #[test]
-    fn archives_after_an_uncompressed_one_are_read() {
-        let mut area = newc(&[("config.ign", b"decoy"), ("etc/a", b"a")]);
-        area.extend(xz(&newc(&[("config.ign", b"real")])));
-        area.extend([0u8; 7]);
-        area.extend(newc(&[("etc/b", b"b")]));
-        area.extend([0u8; 100]);
-        let m = read_members(&area).unwrap();
-        assert_eq!(m["config.ign"], b"real");
-        assert_eq!(m["etc/a"], b"a");
-        assert_eq!(m["etc/b"], b"b");
-        // Two uncompressed archives back to back, no padding between.
-        let two = [newc(&[("config.ign", b"1")]), newc(&[("config.ign", b"2")])].concat();
-        assert_eq!(read_members(&two).unwrap()["config.ign"], b"2");
-        // What follows a trailer is an archive or zeros.
-        let mut junk = newc(&[("config.ign", b"1")]);
-        junk.extend(b"junk");
-        assert!(read_members(&junk).is_err());
-    }
-
-    /// A second archive inside one compressed stream (the kernel unpacks
-    /// it) is refused, as coreos-installer refuses it; zeros there are not.
-    #[test]
-    fn data_after_the_trailer_inside_a_compressed_stream_is_refused() {
-        let two = [
-            newc(&[("config.ign", b"decoy")]),
-            newc(&[("config.ign", b"real")]),
-        ]
-        .concat();
-        for area in [xz(&two), {
-            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-            gz.write_all(&two).unwrap();
-            gz.finish().unwrap()
-        }] {
-            let e = read_members(&area).unwrap_err().to_string();
-            assert!(
-                e.contains("after the end of an archive inside its compressed"),
-                "{e}"
-            );
-        }
-        let mut padded = newc(&[("config.ign", b"1")]);
-        padded.extend([0u8; 512]);
-        assert_eq!(read_members(&xz(&padded)).unwrap()["config.ign"], b"1");
-    }
-
     #[test]
     fn writes_outside_the_image_are_refused() {
         let dir = tempfile::tempdir().unwrap();

@@ -1,0 +1,285 @@
+//! Review 10 r10c: an embed area written to hide a config from `iso show`
+//! (and coreos-installer) that the kernel unpacks at boot over the one
+//! shown, or over ours once `iso embed -f` / `iso fleet` keeps it: every
+//! `iso` command refuses the image, naming the member and why, and writes
+//! nothing. Each image is the fixture ISO with a hostile area, built here.
+
+use crate::iso::{base_iso, fixtures, ok, run};
+use crate::support::{bin, scratch_dir, skipped, stderr};
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+const DECOY: &[u8] = br#"{"ignition":{"version":"3.4.0"},"passwd":{"users":[{"name":"decoy"}]}}"#;
+const ATTACKER: &[u8] =
+    br#"{"ignition":{"version":"3.4.0"},"passwd":{"users":[{"name":"attacker"}]}}"#;
+const OURS: &[u8] = br#"{"ignition":{"version":"3.4.0"},"passwd":{"users":[{"name":"ours"}]}}"#;
+
+/// A newc member as a hostile image writes it: any name bytes, any mode.
+fn member(name: &[u8], mode: u32, data: &[u8]) -> Vec<u8> {
+    let mut e = b"070701".to_vec();
+    for v in [0, mode, 0, 0, 1, 0, data.len() as u32, 0, 0, 0, 0] {
+        e.extend(format!("{v:08x}").bytes());
+    }
+    e.extend(format!("{:08x}{:08x}", name.len() + 1, 0).bytes());
+    e.extend(name);
+    e.push(0);
+    e.resize(e.len().div_ceil(4) * 4, 0);
+    e.extend(data);
+    e.resize(e.len().div_ceil(4) * 4, 0);
+    e
+}
+
+/// Members, then the trailer: an uncompressed archive.
+fn archive(members: &[Vec<u8>]) -> Vec<u8> {
+    [members.concat(), member(b"TRAILER!!!", 0, b"")].concat()
+}
+
+fn file(name: &[u8], data: &[u8]) -> Vec<u8> {
+    member(name, 0o100_600, data)
+}
+
+/// The fixture ISO with `area` at the start of its embed area.
+fn with_area(base: &Path, name: &str, area: &[u8]) -> PathBuf {
+    let e = kubelet_labeler::cli::iso::area_of(base).unwrap();
+    assert!(area.len() as u64 <= e.length);
+    let mut iso = std::fs::read(base).unwrap();
+    iso[e.offset as usize..e.offset as usize + area.len()].copy_from_slice(area);
+    let p = base.with_file_name(name);
+    std::fs::write(&p, iso).unwrap();
+    p
+}
+
+/// `iso show`, `iso embed` (with -f and without), `iso remove` and
+/// `iso embed -o` all refuse `iso` with `why` in their message, and leave
+/// it as it was.
+fn refused_by_every_command(iso: &Path, ours: &Path, why: &str) {
+    let before = std::fs::read(iso).unwrap();
+    let out = iso.with_extension("out.iso");
+    let ours = ours.as_os_str();
+    let iso_arg = iso.as_os_str();
+    let runs: [&[&std::ffi::OsStr]; 5] = [
+        &["show".as_ref(), iso_arg],
+        &["embed".as_ref(), "-i".as_ref(), ours, iso_arg],
+        &[
+            "embed".as_ref(),
+            "-f".as_ref(),
+            "-i".as_ref(),
+            ours,
+            iso_arg,
+        ],
+        &[
+            "embed".as_ref(),
+            "-f".as_ref(),
+            "-i".as_ref(),
+            ours,
+            "-o".as_ref(),
+            out.as_ref(),
+            iso_arg,
+        ],
+        &["remove".as_ref(), iso_arg],
+    ];
+    for args in runs {
+        let o = run(bin().arg("iso").args(args));
+        let err = stderr(&o);
+        assert!(
+            !o.status.success() && err.contains(why) && err.contains(&iso.display().to_string()),
+            "{}: iso {args:?}: {err}",
+            iso.display()
+        );
+        assert!(o.stdout.is_empty(), "{args:?}");
+        assert!(
+            std::fs::read(iso).unwrap() == before,
+            "{args:?}: image changed"
+        );
+        assert!(!out.exists(), "{args:?} wrote {}", out.display());
+    }
+}
+
+fn xz_crc32(data: &[u8]) -> Vec<u8> {
+    let stream = xz2::stream::Stream::new_easy_encoder(6, xz2::stream::Check::Crc32).unwrap();
+    let mut w = xz2::write::XzEncoder::new_stream(Vec::new(), stream);
+    w.write_all(data).unwrap();
+    w.finish().unwrap()
+}
+
+/// F1 (`x/../config.ign`, `config.ign<NUL>x` after a decoy, or alone so
+/// no -f was needed), F2 (a later symlink or directory at config.ign) and
+/// F3 (a decoy archive at an offset 1 mod 4 after a gzip stream, where the
+/// kernel stops): before, `iso show` printed the decoy (rc 0) or said there
+/// was no config, and `iso embed` wrote the hostile member back after ours.
+#[test]
+fn hostile_embed_areas_are_refused_by_every_command() {
+    let Some(fx) = fixtures() else { return };
+    let dir = scratch_dir();
+    let d = dir.path();
+    let base = base_iso(d, &fx);
+    let ours = d.join("ours.ign");
+    std::fs::write(&ours, OURS).unwrap();
+    let decoy = || file(b"config.ign", DECOY);
+    let mut unaligned = {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&archive(&[file(b"config.ign", ATTACKER)]))
+            .unwrap();
+        gz.finish().unwrap()
+    };
+    while unaligned.len() % 4 != 1 {
+        unaligned.push(0);
+    }
+    unaligned.extend(archive(&[decoy()]));
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "dotdot.iso",
+            [
+                archive(&[decoy()]),
+                archive(&[
+                    member(b"x", 0o40_755, b""),
+                    file(b"x/../config.ign", ATTACKER),
+                ]),
+            ]
+            .concat(),
+            r#"named "x/../config.ign", not a clean path: the kernel would write it at "config.ign" (over config.ign"#,
+        ),
+        (
+            "nul.iso",
+            [
+                archive(&[decoy()]),
+                xz_crc32(&archive(&[file(b"config.ign\0x", ATTACKER)])),
+            ]
+            .concat(),
+            r#"named "config.ign\0x", with a NUL inside its name: the kernel takes the name up to its first NUL and would write "config.ign""#,
+        ),
+        (
+            "hidden.iso",
+            archive(&[file(b"config.ign\0x", ATTACKER)]),
+            "with a NUL inside its name",
+        ),
+        (
+            "symlink.iso",
+            [
+                archive(&[decoy()]),
+                archive(&[
+                    file(b"real.ign", ATTACKER),
+                    member(b"config.ign", 0o120_777, b"real.ign"),
+                ]),
+            ]
+            .concat(),
+            "leaves a symlink at config.ign, not the regular file Ignition reads",
+        ),
+        (
+            "dir.iso",
+            archive(&[decoy(), member(b"config.ign", 0o40_755, b"")]),
+            "leaves a directory at config.ign",
+        ),
+        (
+            "unaligned.iso",
+            unaligned,
+            "not a multiple of 4, where the kernel stops unpacking",
+        ),
+    ];
+    for (name, area, why) in cases {
+        let iso = with_area(&base, name, &area);
+        refused_by_every_command(&iso, &ours, why);
+    }
+}
+
+/// F1 (IGNINFO variant): IGNINFO gives the area as the first 4 KiB of
+/// images/ignition.img; the boot loader loads the whole file and the
+/// kernel unpacks an archive after those 4 KiB over ours. Before, `iso
+/// show` said there was no config and `iso embed` wrote ours before it.
+/// Zeros there are fine; an area at an offset not 4-aligned is refused.
+#[test]
+fn data_after_igninfos_area_in_its_file_is_refused() {
+    let Some(xorriso) = skipped::tool("xorriso") else {
+        return;
+    };
+    let dir = scratch_dir();
+    let d = dir.path();
+    let ours = d.join("ours.ign");
+    std::fs::write(&ours, OURS).unwrap();
+    let build = |name: &str, info: &str, img: &[u8]| {
+        let tree = d.join("tree");
+        let _ = std::fs::remove_dir_all(&tree);
+        std::fs::create_dir_all(tree.join("images")).unwrap();
+        std::fs::create_dir_all(tree.join("coreos")).unwrap();
+        std::fs::write(tree.join("images/ignition.img"), img).unwrap();
+        std::fs::write(tree.join("coreos/igninfo.json"), info).unwrap();
+        let iso = d.join(name);
+        let st = Command::new(&xorriso)
+            .args(["-as", "mkisofs", "-quiet", "-R", "-J", "-o"])
+            .arg(&iso)
+            .arg(&tree)
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success());
+        iso
+    };
+    let info = r#"{"file":"images/ignition.img","length":4096}"#;
+    let mut img = vec![0u8; 4096];
+    img.extend(archive(&[file(b"config.ign", ATTACKER)]));
+    img.resize(16384, 0);
+    let iso = build("tail.iso", info, &img);
+    refused_by_every_command(
+        &iso,
+        &ours,
+        "holds data after the embed area COREOS/IGNINFO.JSO gives (4096 bytes at offset 0): the kernel unpacks the whole file at boot",
+    );
+    let iso = build("zeros.iso", info, &[0u8; 16384]);
+    ok(run(bin().args(["iso", "embed", "-i"]).arg(&ours).arg(&iso)));
+    assert_eq!(ok(run(bin().args(["iso", "show"]).arg(&iso))).stdout, OURS);
+    let info = r#"{"file":"images/ignition.img","offset":2,"length":4096}"#;
+    let iso = build("offset.iso", info, &[0u8; 16384]);
+    refused_by_every_command(
+        &iso,
+        &ours,
+        "not a multiple of 4, where the kernel reads no archive",
+    );
+}
+
+/// What `iso embed` writes over an area holding another member (a network
+/// keyfile) is what coreos-installer and we read back, the kernel's way.
+#[test]
+fn areas_we_write_read_back_in_coreos_installer() {
+    let Some(fx) = fixtures() else { return };
+    let Some(ci) = skipped::tool("coreos-installer") else {
+        return;
+    };
+    let dir = scratch_dir();
+    let d = dir.path();
+    let base = base_iso(d, &fx);
+    let ours = d.join("ours.ign");
+    std::fs::write(&ours, OURS).unwrap();
+    let area = [
+        archive(&[
+            member(b"etc", 0o40_755, b""),
+            member(b"etc/coreos-firstboot-network", 0o40_755, b""),
+            file(b"etc/coreos-firstboot-network/eth0.nmconnection", b"[c]\n"),
+        ]),
+        xz_crc32(&archive(&[file(b"config.ign", DECOY)])),
+    ]
+    .concat();
+    let iso = with_area(&base, "net.iso", &area);
+    assert_eq!(ok(run(bin().args(["iso", "show"]).arg(&iso))).stdout, DECOY);
+    ok(run(bin()
+        .args(["iso", "embed", "-f", "-i"])
+        .arg(&ours)
+        .arg(&iso)));
+    for show in [
+        bin().args(["iso", "show"]).arg(&iso),
+        Command::new(&ci)
+            .args(["iso", "ignition", "show"])
+            .arg(&iso),
+    ] {
+        assert_eq!(ok(run(show)).stdout, OURS);
+    }
+    let out = ok(run(Command::new(&ci)
+        .args(["iso", "network", "extract"])
+        .arg(&iso)));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("[c]"),
+        "{}",
+        stderr(&out)
+    );
+}
