@@ -50,7 +50,12 @@ fn machine_config(name: &str, role: &str, files: &[(&str, &str)], units: Value) 
 
 /// A manifest added to a gitops directory and its kustomization.
 fn add(dir: &Path, name: &str, v: &Value) {
-    std::fs::write(dir.join(name), v.to_string()).unwrap();
+    add_text(dir, name, &v.to_string());
+}
+
+/// `add` of a manifest's text.
+fn add_text(dir: &Path, name: &str, text: &str) {
+    std::fs::write(dir.join(name), text).unwrap();
     let k = dir.join("kustomization.yaml");
     let text = std::fs::read_to_string(&k).unwrap();
     let line = "- machineconfigpool-";
@@ -92,10 +97,15 @@ fn pools() -> Pools {
 /// `iso fleet --dry-run` of worker-gpu from `gpu`, worker-numa and worker
 /// on `machine`, with `extra` arguments.
 fn dry_run(p: &Pools, gpu: &Path, machine: &str, extra: &[String]) -> Output {
+    dry_run_with(p, gpu, &p.numa, machine, extra)
+}
+
+/// `dry_run` with worker-numa from `numa`.
+fn dry_run_with(p: &Pools, gpu: &Path, numa: &Path, machine: &str, extra: &[String]) -> Output {
     fleet_args(&p.dir)
         .args(["--dry-run", "--dest-device", "/dev/sda"])
         .arg(format!("--pool=worker-gpu={}", gpu.display()))
-        .arg(format!("--pool=worker-numa={}", p.numa.display()))
+        .arg(format!("--pool=worker-numa={}", numa.display()))
         .arg("--pool=worker")
         .args(extra)
         .arg("--facts-root")
@@ -308,4 +318,143 @@ fn a_worker_machineconfig_counts_for_every_pool() {
              match 2 custom pools",
         ],
     );
+}
+
+/// Review 10 r10c F4: a `kind: List` (`oc get mc -o yaml`), nested lists
+/// too, is what kubectl and kustomize apply item by item: a kubelet
+/// drop-in or an env drop-in override inside one is refused as it is
+/// plainly, and the pool's MachineConfigPool inside one is read.
+#[test]
+fn list_items_are_read_as_kubectl_applies_them() {
+    let p = pools();
+    let list = |items: Vec<Value>| json!({ "apiVersion": "v1", "kind": "List", "items": items });
+    let dropin = machine_config(
+        "99-worker-gpu-override",
+        "worker-gpu",
+        &[(
+            "/etc/systemd/system/kubelet.service.d/99-zz-override.conf",
+            HOSTILE,
+        )],
+        json!([]),
+    );
+    let env = machine_config(
+        "99-worker-gpu-env",
+        "worker-gpu",
+        &[(
+            "/etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf",
+            HOSTILE,
+        )],
+        json!([]),
+    );
+    let cases = [
+        (
+            list(vec![dropin]),
+            "zz-list.json: MachineConfig 99-worker-gpu-override (reaching pool worker-gpu's \
+             nodes) writes /etc/systemd/system/kubelet.service.d/99-zz-override.conf",
+        ),
+        (
+            list(vec![json!({ "kind": "MachineConfigList", "items": [env] })]),
+            "zz-list.json: line 2 of /etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf",
+        ),
+    ];
+    for (i, (v, needle)) in cases.iter().enumerate() {
+        let gpu = copy_dir(&p.gpu, &p.dir.join(format!("list-{i}")));
+        add(&gpu, "zz-list.json", v);
+        refused(&dry_run(&p, &gpu, "desktop-2gpu", &[]), &[needle]);
+    }
+    // The pool's own MachineConfigPool as `oc get mcp worker-gpu -o yaml`
+    // in a List: read, the machine installs into the pool.
+    let gpu = copy_dir(&p.gpu, &p.dir.join("list-mcp"));
+    let mcp = gpu.join("machineconfigpool-worker-gpu.yaml");
+    let text = std::fs::read_to_string(&mcp).unwrap();
+    let listed = format!(
+        "apiVersion: v1\nkind: List\nitems:\n- {}\n",
+        text.trim_end().replace('\n', "\n  ")
+    );
+    std::fs::write(&mcp, listed).unwrap();
+    let o = dry_run(&p, &gpu, "desktop-2gpu", &[]);
+    assert!(
+        said(&o).contains("desktop-2gpu: would install into pool worker-gpu"),
+        "{}",
+        said(&o)
+    );
+}
+
+/// Review 10 r10c F6: worker-numa's directory carries a MachineConfigPool
+/// worker-gpu (kubectl applies it over worker-gpu's own, selecting role
+/// `evil` too) and role `evil`'s kubelet drop-in: the pool is refused,
+/// naming the file and the fix; and a MachineConfig no given pool selects
+/// is refused when it reaches kubelet's unit or writes our env drop-in
+/// (whatever pool selects it in the cluster, the fleet did not read),
+/// taken when it does not; a Node object is refused.
+#[test]
+fn another_pools_objects_in_a_pools_sources() {
+    let p = pools();
+    let mcp = std::fs::read_to_string(p.gpu.join("machineconfigpool-worker-gpu.yaml")).unwrap();
+    assert!(mcp.contains("      - worker-gpu\n"), "{mcp}");
+    let evil_pool = mcp.replace("      - worker-gpu\n", "      - worker-gpu\n      - evil\n");
+    let dropin = |name: &str, role: &str, path: &str| {
+        let mut mc = machine_config(name, role, &[(path, HOSTILE)], json!([]));
+        if role.is_empty() {
+            mc["metadata"].as_object_mut().unwrap().remove("labels");
+        }
+        mc
+    };
+    let kubelet_dropin = "/etc/systemd/system/kubelet.service.d/99-zz-override.conf";
+    let env = "/etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf";
+    let numa = copy_dir(&p.numa, &p.dir.join("numa-mcp"));
+    add_text(&numa, "zz-added.yaml", &evil_pool);
+    refused(
+        &dry_run_with(&p, &p.gpu, &numa, "desktop-2gpu", &[]),
+        &[
+            "zz-added.yaml: MachineConfigPool \"worker-gpu\" in pool worker-numa's sources",
+            "belongs in its own directory (--pool worker-gpu=DIR)",
+        ],
+    );
+    let cases: Vec<(Value, Vec<&str>)> = vec![
+        (
+            dropin("99-evil-override", "evil", kubelet_dropin),
+            vec![
+                "zz-added.json: MachineConfig 99-evil-override (role evil, which no --pool \
+                 given selects) writes /etc/systemd/system/kubelet.service.d/99-zz-override.conf",
+                "leave it out of the pool's sources",
+            ],
+        ),
+        (
+            dropin("99-no-role-env", "", env),
+            vec![
+                "MachineConfig 99-no-role-env (no machineconfiguration.openshift.io/role label",
+                "writes /etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf, \
+                 kubelet-labeler's env drop-in",
+            ],
+        ),
+        (
+            json!({ "apiVersion": "v1", "kind": "Node", "metadata": { "name": "gpu-01",
+                    "labels": { "feature.node.kubernetes.io/gpu": "true" } } }),
+            vec!["zz-added.json: Node \"gpu-01\" in pool worker-numa's sources"],
+        ),
+    ];
+    for (i, (v, needles)) in cases.iter().enumerate() {
+        let numa = copy_dir(&p.numa, &p.dir.join(format!("numa-{i}")));
+        add(&numa, "zz-added.json", v);
+        refused(
+            &dry_run_with(&p, &p.gpu, &numa, "desktop-2gpu", &[]),
+            needles,
+        );
+    }
+    // A role's MachineConfig that leaves kubelet alone (a master's chrony
+    // configuration kept beside the pool) is taken.
+    let numa = copy_dir(&p.numa, &p.dir.join("numa-chrony"));
+    add(
+        &numa,
+        "zz-added.json",
+        &machine_config(
+            "50-master-chrony",
+            "master",
+            &[("/etc/chrony.conf", "pool 2.rhel.pool.ntp.org iburst\n")],
+            json!([]),
+        ),
+    );
+    let o = dry_run_with(&p, &p.gpu, &numa, "desktop-2gpu", &[]);
+    assert!(o.status.success(), "{}", said(&o));
 }

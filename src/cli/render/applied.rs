@@ -46,13 +46,23 @@ const EXTENSIONS: [&str; 7] = [
 /// kustomize, Argo CD, Flux or the MCO read otherwise than plan and
 /// explain; `kind: List` items are checked as kubectl flattens them.
 pub fn check_documents(docs: &[Value], source: &str) -> Result<()> {
-    for doc in docs {
-        check_object(doc, source)?;
-    }
-    Ok(())
+    applied_objects(docs, source).map(drop)
 }
 
-fn check_object(doc: &Value, source: &str) -> Result<()> {
+/// The objects kubectl (`apply -f`, `-k`: kustomize inlines them the
+/// same) applies of one manifest file's documents, each checked as
+/// `check_documents` checks it: a `*List`'s items in its place, nested
+/// lists flattened too, and nothing of the list itself (`items: null`: no
+/// object). Documents that are not objects (an empty `---`) give none.
+pub fn applied_objects<'a>(docs: &'a [Value], source: &str) -> Result<Vec<&'a Value>> {
+    let mut out = Vec::new();
+    for doc in docs {
+        check_object(doc, source, &mut out)?;
+    }
+    Ok(out)
+}
+
+fn check_object<'a>(doc: &'a Value, source: &str, out: &mut Vec<&'a Value>) -> Result<()> {
     let Some(object) = doc.as_object() else {
         return Ok(());
     };
@@ -71,7 +81,7 @@ fn check_object(doc: &Value, source: &str) -> Result<()> {
     if let Some(key) = items {
         if kind.ends_with("List") && key == "items" {
             return match &object[key] {
-                Value::Array(items) => items.iter().try_for_each(|i| check_object(i, source)),
+                Value::Array(items) => items.iter().try_for_each(|i| check_object(i, source, out)),
                 Value::Null => Ok(()),
                 other => bail!(
                     "{source}: {what}: `items` is {other:.40}, not a list of objects; kubectl \
@@ -95,6 +105,7 @@ fn check_object(doc: &Value, source: &str) -> Result<()> {
     if kind == "MachineConfig" {
         check_machineconfig(doc).with_context(|| format!("{source}: MachineConfig {name:?}"))?;
     }
+    out.push(doc);
     Ok(())
 }
 
@@ -325,6 +336,27 @@ mod tests {
             "x",
         )
         .unwrap();
+    }
+
+    /// kubectl's and kustomize's flattening (review 10 r10c F4): a
+    /// `*List`'s items, nested lists too, in order; nothing of the list;
+    /// a `*List` kind without `items` is an object.
+    #[test]
+    fn lists_give_their_items() {
+        let a = mc(json!({"config": env_config()}));
+        let mut b = a.clone();
+        b["metadata"]["name"] = json!("b");
+        let pool = json!({"kind": "MachineConfigPool", "metadata": {"name": "p"}});
+        let no_items = json!({"kind": "FooList", "metadata": {"name": "f"}});
+        let docs = [
+            json!({"kind": "List", "items": [a, {"kind": "MachineConfigList", "items": [b]}]}),
+            json!({"kind": "List", "items": null}),
+            Value::Null,
+            pool.clone(),
+            no_items.clone(),
+        ];
+        let got = applied_objects(&docs, "x").unwrap();
+        assert_eq!(got, [&docs[0]["items"][0], &b, &pool, &no_items]);
     }
 
     /// Review 9, F4: `items: []` (or `items:` alone) on a MachineConfig:

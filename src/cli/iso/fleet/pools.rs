@@ -28,9 +28,9 @@ pub(super) struct Found {
     pub(super) env: Vec<(String, String, String)>,
     /// The role's env drop-in the node gets, the same way.
     pub(super) role_env: Vec<(String, String, String)>,
-    /// Every MachineConfig of the pool's sources that has a role: (role,
-    /// MachineConfig, source). The MCO gives one to every pool selecting its
-    /// role, whichever directory it came in.
+    /// Every MachineConfig of the pool's sources: (role, "" without one,
+    /// MachineConfig, source). The MCO gives one to every pool selecting
+    /// its role, whichever directory it came in.
     pub(super) machine_configs: Vec<(String, Value, String)>,
     /// The roles the pool's MachineConfigPool selects MachineConfigs by.
     pub(super) roles: Option<Vec<String>>,
@@ -100,10 +100,12 @@ pub(super) fn read_source(name: &str, source: &Path, f: &mut Found) -> Result<()
             Err(_) => crate::cli::yaml::kube_yaml_docs(text)
                 .with_context(|| format!("reading {label} as YAML or JSON (--pool {name})"))?,
         };
-        crate::cli::render::applied::check_documents(&docs, label)
+        // What kubectl applies of the file: a `kind: List`'s items (`oc get
+        // mc -o yaml`) are read as the objects they are.
+        let objects = crate::cli::render::applied::applied_objects(&docs, label)
             .with_context(|| format!("--pool {name}"))?;
-        for doc in docs {
-            read_document(name, doc, label, f)?;
+        for doc in objects {
+            read_document(name, doc.clone(), label, f)?;
         }
     }
     if (f.pointer.is_some(), f.node_selector.is_some(), own(f)) == before {
@@ -116,6 +118,19 @@ pub(super) fn read_source(name: &str, source: &Path, f: &mut Found) -> Result<()
     Ok(())
 }
 
+/// One object `kubectl apply` applies from pool `name`'s sources. What
+/// the fleet reads: the pointer (a pointer Ignition file or the pool's
+/// Secret), the pool's MachineConfigPool and every MachineConfig (checked
+/// in `pool_configs` for each pool selecting its role, and when none does).
+/// Refused: a MachineConfigPool of another pool (kubectl applies it over
+/// that pool's own, the last applied wins, and its selectors are then what
+/// the fleet did not read) and a Node (kubelet sets its labels and taints
+/// only on a Node it creates: a machine registering under an applied
+/// Node's name keeps that object's). Taken without effect on the fleet:
+/// every other kind, among them `KubeletConfig` (the MCO renders kubelet's
+/// config file and a log-level drop-in from it: `registerWithTaints` there
+/// only adds taints, which the wrapper merges into its flag) and
+/// `ContainerRuntimeConfig` (CRI-O's configuration).
 fn read_document(name: &str, doc: Value, source: &str, f: &mut Found) -> Result<()> {
     if doc.get("ignition").is_some() {
         return set_pointer(name, doc, source, f);
@@ -145,7 +160,24 @@ fn read_document(name: &str, doc: Value, source: &str, f: &mut Found) -> Result<
                 .with_context(|| format!("{source}: userData is not an Ignition config"))?;
             set_pointer(name, pointer, source, f)
         }
-        "MachineConfigPool" if meta_name == Some(name) => {
+        "MachineConfigPool" if meta_name != Some(name) => {
+            let other = meta_name.unwrap_or_default();
+            bail!(
+                "{source}: MachineConfigPool {other:?} in pool {name}'s sources: applying them \
+                 replaces pool {other:?}'s own (whichever is applied last is the cluster's, and \
+                 it may select other MachineConfigs and nodes), while the fleet reads each pool \
+                 only from its own sources; remove it, and its kustomization entry, here: a \
+                 pool's MachineConfigPool belongs in its own directory (--pool {other}=DIR)"
+            )
+        }
+        "Node" => bail!(
+            "{source}: Node {:?} in pool {name}'s sources: kubectl applies it (creating it \
+             when no machine registered under its name yet), and a machine registering under \
+             that name keeps its labels and taints, never those of its pool's rules (kubelet \
+             sets them only on a Node it creates); remove it",
+            meta_name.unwrap_or_default()
+        ),
+        "MachineConfigPool" => {
             if f.node_selector.is_some() {
                 bail!("{source}: a second MachineConfigPool {name}");
             }
@@ -158,13 +190,13 @@ fn read_document(name: &str, doc: Value, source: &str, f: &mut Found) -> Result<
             Ok(())
         }
         "MachineConfig" => {
+            // Without a role label: "" (no pool selects it).
             let role = doc
                 .pointer("/metadata/labels/machineconfiguration.openshift.io~1role")
-                .and_then(Value::as_str);
-            if let Some(role) = role {
-                f.machine_configs
-                    .push((role.to_string(), doc.clone(), source.to_string()));
-            }
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            f.machine_configs
+                .push((role.to_string(), doc.clone(), source.to_string()));
             Ok(())
         }
         _ => Ok(()),
@@ -336,6 +368,7 @@ pub(super) fn pool_configs(found: &mut std::collections::BTreeMap<String, Found>
             }
         }
     }
+    let mut selected: Vec<String> = Vec::new();
     for (name, f) in found.iter_mut() {
         let roles = f.roles.clone().unwrap_or_else(|| {
             let mut r = vec!["worker".to_string()];
@@ -346,18 +379,38 @@ pub(super) fn pool_configs(found: &mut std::collections::BTreeMap<String, Found>
         });
         for (role, mc, source) in &all {
             if roles.contains(role) {
-                check_kubelet_files(mc, source, name)?;
+                check_kubelet_files(mc, source, Reach::Pool(name))?;
                 keep_env_file(mc, source, f);
             }
+        }
+        selected.extend(roles);
+    }
+    // A MachineConfig no given pool selects reaches the nodes of whatever
+    // pool selects its role in the cluster (a MachineConfigPool applied
+    // from elsewhere, or changed later): one that changes kubelet's unit
+    // or variables, or writes our env drop-ins, would make nodes register
+    // otherwise than the fleet shows.
+    for (role, mc, source) in &all {
+        if !selected.contains(role) {
+            check_kubelet_files(mc, source, Reach::Unselected(role))?;
         }
     }
     Ok(())
 }
 
+/// Whose nodes a MachineConfig reaches, for `check_kubelet_files`.
+#[derive(Clone, Copy)]
+enum Reach<'a> {
+    /// A pool given to the fleet selects its role.
+    Pool(&'a str),
+    /// No pool given selects its role (""; no role label).
+    Unselected(&'a str),
+}
+
 /// Refuse a file, link or unit of a MachineConfig that changes kubelet's
 /// unit other than our drop-ins: systemd applies it, the fleet's reading of
 /// the env drop-ins would not.
-fn check_kubelet_files(mc: &Value, source: &str, pool: &str) -> Result<()> {
+fn check_kubelet_files(mc: &Value, source: &str, reach: Reach) -> Result<()> {
     use crate::node::contract::ROLE_ENV_DROPIN_NAME;
     let mc_name = mc
         .pointer("/metadata/name")
@@ -370,12 +423,29 @@ fn check_kubelet_files(mc: &Value, source: &str, pool: &str) -> Result<()> {
     ]
     .map(|n| format!("/etc/systemd/system/kubelet.service.d/{n}"));
     let refuse = |what: &str| -> Result<()> {
-        bail!(
-            "{source}: MachineConfig {mc_name} (reaching pool {pool}'s nodes) {what}: systemd \
-             applies it to kubelet, and the fleet cannot evaluate the labels and taints the \
-             node registers with as it will; move its settings into the pool's rendered \
-             drop-ins (render machineconfig --pool {pool}) or leave it out of the pool's sources"
-        )
+        match reach {
+            Reach::Pool(pool) => bail!(
+                "{source}: MachineConfig {mc_name} (reaching pool {pool}'s nodes) {what}: \
+                 systemd applies it to kubelet, and the fleet cannot evaluate the labels and \
+                 taints the node registers with as it will; move its settings into the pool's \
+                 rendered drop-ins (render machineconfig --pool {pool}) or leave it out of the \
+                 pool's sources"
+            ),
+            Reach::Unselected(role) => bail!(
+                "{source}: MachineConfig {mc_name} ({}) {what}: kubectl applies it with the \
+                 pool's sources, and the MCO gives it to the nodes of every pool selecting it, \
+                 pools the fleet did not read, whose nodes then register otherwise than the \
+                 fleet shows; leave it out of the pool's sources (apply it from a directory of \
+                 its own), or give the pool it is for with --pool NAME=DIR",
+                if role.is_empty() {
+                    "no machineconfiguration.openshift.io/role label, which the pools given \
+                     select by"
+                        .to_string()
+                } else {
+                    format!("role {role}, which no --pool given selects")
+                },
+            ),
+        }
     };
     let storage = mc.pointer("/spec/config/storage");
     for kind in ["files", "links", "directories"] {
@@ -393,6 +463,9 @@ fn check_kubelet_files(mc: &Value, source: &str, pool: &str) -> Result<()> {
                 refuse(&format!(
                     "writes {path} with more than the sync's Wants= render writes"
                 ))?;
+            }
+            if ours[..2].contains(&clean) && matches!(reach, Reach::Unselected(_)) {
+                refuse(&format!("writes {path}, kubelet-labeler's env drop-in"))?;
             }
             if ours.contains(&clean) && kind == "files" {
                 continue;
@@ -781,7 +854,7 @@ mod tests {
         ));
         let mc = json!({ "metadata": { "name": "l" }, "spec": { "config": { "storage": {
             "links": [ { "path": "/etc/systemd/system", "target": "/var/x" } ] } } } });
-        let e = check_kubelet_files(&mc, "l.yaml", "worker-p").unwrap_err();
+        let e = check_kubelet_files(&mc, "l.yaml", Reach::Pool("worker-p")).unwrap_err();
         assert!(format!("{e}").contains("links /etc/systemd/system"), "{e}");
     }
 
@@ -797,9 +870,9 @@ mod tests {
                     "path": path, "contents": { "source": format!("data:,{}",
                         crate::cli::render::encoding::percent_encode(text.as_bytes())) } } ] } } } })
         };
-        check_kubelet_files(&mc(&wants_dropin()), "s.yaml", "worker-p").unwrap();
+        check_kubelet_files(&mc(&wants_dropin()), "s.yaml", Reach::Pool("worker-p")).unwrap();
         let hostile = format!("{}[Service]\nEnvironment=A=b\n", wants_dropin());
-        let e = check_kubelet_files(&mc(&hostile), "s.yaml", "worker-p").unwrap_err();
+        let e = check_kubelet_files(&mc(&hostile), "s.yaml", Reach::Pool("worker-p")).unwrap_err();
         assert!(
             format!("{e}").contains("more than the sync's Wants="),
             "{e}"
@@ -810,7 +883,7 @@ mod tests {
             let mut m = mc(text);
             m["spec"]["config"]["storage"]["files"][0]["path"] =
                 json!("/etc/kubernetes/kubelet-env");
-            check_kubelet_files(&m, "s.yaml", "worker-p")
+            check_kubelet_files(&m, "s.yaml", Reach::Pool("worker-p"))
         };
         env_file("CUSTOM_KUBELET_LABELS=a=b\n").unwrap();
         let e = env_file("KUBELET_LABELER_NODE_RULES=\n").unwrap_err();
