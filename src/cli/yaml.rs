@@ -11,20 +11,34 @@
 //! refused, naming the line and the fix, rather than read one way: a
 //! taint reset hidden from plan that way was applied to the nodes.
 
+mod scalars;
+
 use anyhow::{Result, bail};
 
 /// The documents of a manifest stream, read as kubectl reads them, or the
 /// refusal of what its readers read differently ([`refuse_ambiguous`]).
-/// Numbers are YAML 1.1's (`0644` is octal); a `<<` merge key is refused
-/// (go-yaml v2 lets a later one override an explicit key, go-yaml v3 and
-/// YAML do not). Errors name the line; callers add the file.
+/// Numbers are YAML 1.1's (`0644` is octal); booleans are what go-yaml v2
+/// and v3 agree on (`true`, `True`, `TRUE` and the `false` three; `oN`
+/// and `tRUE` are strings to both); a plain `yes`, `on`, `y`, `off`... (a
+/// boolean to `kubectl apply -f`, a string to kustomize), a plain date (a
+/// string to one, a timestamp to the other), a key go-yaml v2 reads as
+/// another (`on:`, `0644:`), and tags other than the core ones are refused
+/// (scalars.rs); so is a `<<` merge key (go-yaml v2 lets a later one
+/// override an explicit key, go-yaml v3 and YAML do not). Errors name the
+/// line; callers add the file.
 pub fn kube_yaml<T: serde::de::DeserializeOwned>(text: &str) -> Result<Vec<T>> {
     refuse_ambiguous(text)?;
+    let unparsed = match scalars::check(text) {
+        Ok(()) => None,
+        Err(scalars::Stop::Refused(e)) => return Err(e),
+        Err(scalars::Stop::Unparsed(e)) => Some(e),
+    };
     let options = serde_saphyr::options! {
         legacy_octal_numbers: true,
+        strict_booleans: true,
         merge_keys: serde_saphyr::MergeKeyPolicy::Error,
     };
-    serde_saphyr::from_multiple_with_options(text, options).map_err(|e| {
+    let docs = serde_saphyr::from_multiple_with_options(text, options).map_err(|e| {
         use serde_saphyr::Error as E;
         let mut inner = &e;
         while let E::AliasError { error, .. } | E::WithSnippet { error, .. } = inner {
@@ -39,7 +53,13 @@ pub fn kube_yaml<T: serde::de::DeserializeOwned>(text: &str) -> Result<Vec<T>> {
             ),
             _ => anyhow::Error::new(e),
         }
-    })
+    })?;
+    // The scalars went unchecked: refused all the same (the deserializer
+    // and the check share their parser, so this is not expected).
+    match unparsed {
+        Some(e) => Err(e),
+        None => Ok(docs),
+    }
 }
 
 /// The YAML documents of a manifest as kubectl reads them (sigs.k8s.io/yaml
