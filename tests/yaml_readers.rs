@@ -68,52 +68,52 @@ const CASES: &[(&str, Want)] = &[
     // YAML 1.1 booleans: to kubectl apply -f booleans, to kustomize strings.
     (
         "m: on\n",
-        Split("line 1: the value `on` unquoted, the boolean true"),
+        Split("line 1: the unquoted value `on` is the boolean true"),
     ),
     (
         "m: ON\n",
         Split("quote it: \"ON\" (or write true for the boolean)"),
     ),
-    ("m: yes\n", Split("line 1: the value `yes` unquoted")),
-    ("m: Yes\n", Split("line 1: the value `Yes` unquoted")),
-    ("m: y\n", Split("line 1: the value `y` unquoted")),
-    ("m: Y\n", Split("line 1: the value `Y` unquoted")),
+    ("m: yes\n", Split("line 1: the unquoted value `yes`")),
+    ("m: Yes\n", Split("line 1: the unquoted value `Yes`")),
+    ("m: y\n", Split("line 1: the unquoted value `y`")),
+    ("m: Y\n", Split("line 1: the unquoted value `Y`")),
     ("m: n\n", Split("the boolean false to `kubectl apply -f`")),
-    ("m: off\n", Split("line 1: the value `off` unquoted")),
+    ("m: off\n", Split("line 1: the unquoted value `off`")),
     (
         "a: 1\nm: [x, on]\n",
-        Split("line 2: the value `on` unquoted"),
+        Split("line 2: the unquoted value `on`"),
     ),
     (
         "a:\n  b: {c: off}\n",
-        Split("line 2: the value `off` unquoted"),
+        Split("line 2: the unquoted value `off`"),
     ),
-    ("on: 1\n", Split("line 1: the key `on` unquoted")),
-    ("a:\n  - {y: 1}\n", Split("line 2: the key `y` unquoted")),
+    ("on: 1\n", Split("line 1: the unquoted key `on`")),
+    ("a:\n  - {y: 1}\n", Split("line 2: the unquoted key `y`")),
     // Keys go-yaml v2 makes other keys of.
     (
         "True: 1\n",
-        Split("line 1: the key `True` unquoted, a boolean"),
+        Split("line 1: the unquoted key `True` is a boolean"),
     ),
     (
         "a: {true: 1}\n",
-        Split("line 1: the key `true` unquoted, a boolean"),
+        Split("line 1: the unquoted key `true` is a boolean"),
     ),
     (
         "0644: 1\n",
-        Split("line 1: the key `0644` unquoted, a number"),
+        Split("line 1: the unquoted key `0644` is a number"),
     ),
-    ("1.0: 1\n", Split("the key `1.0` unquoted, a number")),
-    ("0x1F: 1\n", Split("the key `0x1F` unquoted, a number")),
-    ("~: 1\n", Split("the key `~` unquoted, null")),
+    ("1.0: 1\n", Split("the unquoted key `1.0` is a number")),
+    ("0x1F: 1\n", Split("the unquoted key `0x1F` is a number")),
+    ("~: 1\n", Split("the unquoted key `~` is null")),
     // A date: a string to kubectl apply -f, a timestamp to kustomize.
     (
         "m: 2001-12-14\n",
-        Split("line 1: the value `2001-12-14` unquoted"),
+        Split("line 1: the unquoted value `2001-12-14`"),
     ),
     (
         "a: {2001-12-14: 1}\n",
-        Split("the key `2001-12-14` unquoted"),
+        Split("the unquoted key `2001-12-14`"),
     ),
     (
         "m: !!timestamp 2001-12-14\n",
@@ -147,7 +147,7 @@ const CASES: &[(&str, Want)] = &[
     ),
     ("m: !!str {a: 1}\n", Unsure("the tag `!!str` on a mapping")),
     ("m: !!null 5\n", Unsure("`!!null 5`, no null")),
-    ("true: 1\n", Unsure("the key `true` unquoted")),
+    ("true: 1\n", Unsure("the unquoted key `true`")),
 ];
 
 /// Documents without the empty ones (`---` alone), as the Go readers skip them.

@@ -292,4 +292,91 @@ mod tests {
         // A quoted `<<` is a key like any other to every reader.
         assert_eq!(kube_yaml_docs("\"<<\": 1\n").unwrap()[0]["<<"], 1);
     }
+
+    // Review 10 (r10b) F2: scalars go-yaml v2 (`kubectl apply -f`, the
+    // MCO) and v3 (kustomize) read differently, or we otherwise than both,
+    // were read one way on 9d154a5 (tests/yaml_readers.rs checks against
+    // both readers; these are their resolve tables' answers).
+
+    /// Mixed-case YAML 1.1 spellings are in neither reader's table of
+    /// booleans (v2: y/Y/yes/Yes/YES/on/On/ON/true/True/TRUE and the false
+    /// ones; v3: true/True/TRUE, false/False/FALSE): strings, as keys too.
+    #[test]
+    fn mixed_case_boolean_spellings_are_strings() {
+        let d = &kube_yaml_docs("m: oN\nk: yEs\nt: tRUE\nf: [fALSE, nO]\noFF: 1\nb: True\n")
+            .unwrap()[0];
+        assert_eq!(
+            d,
+            &serde_json::json!({"m": "oN", "k": "yEs", "t": "tRUE", "f": ["fALSE", "nO"],
+                                "oFF": 1, "b": true})
+        );
+    }
+
+    /// A plain `on`, `yes`, `y`, `off`... is a boolean to go-yaml v2 and a
+    /// string to v3; a date a string to v2 and a timestamp to v3; a key v2
+    /// reads as a boolean, null or number is another key to it.
+    #[test]
+    fn scalars_the_go_readers_read_differently_are_refused() {
+        for (text, want) in [
+            (
+                "a: 1\nmask: on\n",
+                "line 2: the unquoted value `on` is the boolean true to `kubectl apply -f` and the \
+                 MCO (YAML 1.1) but the string \"on\" to kustomize",
+            ),
+            (
+                "m: [x, No]\n",
+                "quote it: \"No\" (or write false for the boolean)",
+            ),
+            ("m: {a: Y}\n", "line 1: the unquoted value `Y`"),
+            ("a:\n  on: 1\n", "line 2: the unquoted key `on`"),
+            ("True: 1\n", "line 1: the unquoted key `True` is a boolean"),
+            ("0644: 1\n", "the unquoted key `0644` is a number"),
+            ("null: 1\n", "the unquoted key `null` is null"),
+            ("d: 2024-1-2\n", "line 1: the unquoted value `2024-1-2`"),
+            ("d: 2024-01-02T10:00:00Z\n", "a timestamp to kustomize"),
+        ] {
+            let e = refused(text);
+            assert!(e.starts_with("line ") && e.contains(want), "{text:?}: {e}");
+        }
+        // Quoted, all read strings; numbers and dates-to-be are read.
+        let d = &kube_yaml_docs("a: \"on\"\n'y': 1\nc: \"2024-01-02\"\n123: 2\nd: 2024-01\n")
+            .unwrap()[0];
+        assert_eq!(
+            d,
+            &serde_json::json!({"a": "on", "y": 1, "c": "2024-01-02", "123": 2, "d": "2024-01"})
+        );
+    }
+
+    /// Tags: the core scalar tags are read as both readers read them; any
+    /// other tag (both drop it and read the text as a string, we would
+    /// not), a `!!bool` or `!!null` with other content, or a collection's
+    /// tag other than its own is refused.
+    #[test]
+    fn tags_other_than_the_core_ones_are_refused() {
+        let d = &kube_yaml_docs(
+            "s: !!str on\nb: !!bool \"true\"\ni: !!int \"0644\"\nz: !!null\nm: !!map {a: 1}\n",
+        )
+        .unwrap()[0];
+        assert_eq!(
+            d,
+            &serde_json::json!({"s": "on", "b": true, "i": 420, "z": null, "m": {"a": 1}})
+        );
+        for (text, want) in [
+            (
+                "m: !foo 420\n",
+                "line 1: the tag `!foo` on the value \"420\": `kubectl apply -f`, kustomize \
+                 and the MCO drop a tag they do not know and read the string \"420\"",
+            ),
+            ("m: !int 420\n", "the tag `!int`"),
+            ("m: ! 420\n", "the tag `!`"),
+            ("m: !!timestamp 2001-12-14\n", "the tag `!!timestamp`"),
+            ("m: !!bool yes\n", "`!!bool yes`: only true and false"),
+            ("m: !!null 5\n", "`!!null 5`, no null"),
+            ("m: !!seq {a: 1}\n", "the tag `!!seq` on a mapping"),
+            ("m: !x [1]\n", "the tag `!x` on a sequence"),
+        ] {
+            let e = refused(text);
+            assert!(e.contains(want), "{text:?}: {e}");
+        }
+    }
 }

@@ -122,10 +122,10 @@ fn shown(value: &str) -> String {
 /// A plain scalar (`is_key`: a mapping's key) the readers do not all read
 /// as we do.
 fn plain(value: &str, is_key: bool) -> Option<String> {
-    let what = if is_key { "the key" } else { "the value" };
+    let what = if is_key { "key" } else { "value" };
     if let Some((_, b)) = V2_ONLY_BOOLS.iter().find(|(s, _)| *s == value) {
         return Some(format!(
-            "{what} `{value}` unquoted, the boolean {b} to `kubectl apply -f` and the MCO \
+            "the unquoted {what} `{value}` is the boolean {b} to `kubectl apply -f` and the MCO \
              (YAML 1.1) but the string {q} to kustomize (`kubectl apply -k`, Argo CD, Flux), so \
              they would apply different things; quote it: {q}{or}",
             q = shown(value),
@@ -138,7 +138,7 @@ fn plain(value: &str, is_key: bool) -> Option<String> {
     }
     if looks_like_a_date(value) {
         return Some(format!(
-            "{what} `{value}` unquoted, a string to `kubectl apply -f` and the MCO but a \
+            "the unquoted {what} `{value}` is a string to `kubectl apply -f` and the MCO but a \
              timestamp to kustomize (`kubectl apply -k`, Argo CD, Flux), which sends it as \
              another text (`2001-12-14` becomes \"2001-12-14T00:00:00Z\"); quote it: {}",
             shown(value)
@@ -160,7 +160,7 @@ fn plain(value: &str, is_key: bool) -> Option<String> {
         return None;
     };
     Some(format!(
-        "the key `{value}` unquoted, {resolved} to `kubectl apply -f` and the MCO (YAML 1.1, \
+        "the unquoted key `{value}` is {resolved} to `kubectl apply -f` and the MCO (YAML 1.1, \
          and so another key or none) and to kustomize in a nested mapping (refused there), but \
          the string {q} at its top level; quote it: {q}",
         q = shown(value)
@@ -224,10 +224,10 @@ fn tagged_scalar(tag: &Tag, value: &str) -> Option<String> {
              it); write null, or remove the tag"
         )),
         _ => Some(format!(
-            "the tag `{shown_tag}` on the value {v}, which `kubectl apply -f`, kustomize and \
-             the MCO do not read as this reader would (a tag they do not know is dropped and \
-             the text read as the string {v}); remove the tag, and quote the value if a string \
-             is meant: {v}"
+            "the tag `{shown_tag}` on the value {v}: `kubectl apply -f`, kustomize and the \
+             MCO drop a tag they do not know and read the string {v} (or read it otherwise), \
+             and this reader might not; remove the tag, and quote the value if a string is \
+             meant: {v}"
         )),
     }
 }
