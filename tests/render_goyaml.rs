@@ -63,6 +63,8 @@ fn assert_reads_back(bin: &Path, o: &PoolOptions, what: &str) {
         .collect();
     let stream = machineconfig::to_stream(&rendered).unwrap();
     assert_eq!(goyaml(bin, &stream), ours, "stream, {what}");
+    let back = kubelet_labeler::cli::yaml::kube_yaml_docs(&stream);
+    assert_eq!(back.ok(), Some(ours), "our reader, stream, {what}");
     for (name, obj) in &rendered.manifests {
         let text = machineconfig::to_yaml(obj).unwrap();
         assert_eq!(goyaml(bin, &text), vec![obj.clone()], "{name}, {what}");
@@ -93,6 +95,10 @@ const AMBIGUOUS: &[&str] = &[
     ".5",
     "-1",
     "2001-12-14",
+    "2001-12-14T10:00:00Z",
+    "oN",
+    "tRUE",
+    "~",
     "",
 ];
 
@@ -112,11 +118,11 @@ fn go_yaml_reads_every_label_value_back_as_the_string() {
             "metadata": { "name": v, "annotations": { "example.com/a": v, (*v): v } },
             "list": [v],
         });
-        assert_eq!(
-            goyaml(bin, &machineconfig::to_yaml(&obj).unwrap()),
-            vec![obj],
-            "emitter, {v:?}"
-        );
+        let text = machineconfig::to_yaml(&obj).unwrap();
+        // Our own reader (plan, explain) reads what we write back too.
+        let ours = kubelet_labeler::cli::yaml::kube_yaml_docs(&text);
+        assert_eq!(ours.ok(), Some(vec![obj.clone()]), "our reader, {v:?}");
+        assert_eq!(goyaml(bin, &text), vec![obj], "emitter, {v:?}");
     }
     assert!(rendered >= 15, "only {rendered} label values rendered");
 }
