@@ -106,6 +106,16 @@ const CASES: &[(&str, Want)] = &[
     ("1.0: 1\n", Split("the unquoted key `1.0` is a number")),
     ("0x1F: 1\n", Split("the unquoted key `0x1F` is a number")),
     ("~: 1\n", Split("the unquoted key `~` is null")),
+    // A tagged key but `!!str`: another key to v2 (or none), refused by v3
+    // in a nested mapping.
+    (
+        "!!int 0644: 1\n",
+        Split("line 1: the tag `!!int` on the key \"0644\""),
+    ),
+    (
+        "a: {!!bool true: 1}\n",
+        Split("the tag `!!bool` on the key"),
+    ),
     // A date: a string to kubectl apply -f, a timestamp to kustomize.
     (
         "m: 2001-12-14\n",

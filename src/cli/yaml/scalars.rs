@@ -76,6 +76,7 @@ pub(super) fn check(text: &str) -> Result<(), Stop> {
         };
         let refusal = match &event {
             Event::Scalar(value, style, _, tag) => match tag {
+                Some(tag) if is_key => tagged_key(tag, value),
                 Some(tag) => tagged_scalar(tag, value),
                 None if *style == ScalarStyle::Plain => plain(value, is_key),
                 None => None,
@@ -230,6 +231,21 @@ fn tagged_scalar(tag: &Tag, value: &str) -> Option<String> {
              meant: {v}"
         )),
     }
+}
+
+/// A tagged key but `!!str`: go-yaml v2 makes its own key of what the tag
+/// resolves (`!!int 0644` is "420"), kustomize takes the text ("0644") or
+/// refuses it in a nested mapping.
+fn tagged_key(tag: &Tag, value: &str) -> Option<String> {
+    if core_name(tag).as_deref() == Some("str") {
+        return None;
+    }
+    Some(format!(
+        "the tag `{}` on the key {v}, a key `kubectl apply -f`, kustomize and the MCO read \
+         differently (or refuse); remove the tag, and quote the key: {v}",
+        tag.original(),
+        v = shown(value)
+    ))
 }
 
 /// A tag on a mapping or sequence other than its own core one.
