@@ -81,3 +81,4 @@ mod unit_systemd_fuzz;
 mod value_forms;
 mod wrapper_faults;
 mod wrapper_systemd_e2e;
+mod yaml_readers;

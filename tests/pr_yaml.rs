@@ -3,7 +3,8 @@
 //! file and the line. Each PR is review 9's (rcli): on 553e238 plan said the
 //! GPU nodes keep their taint (no change) while the MCO served them an env
 //! drop-in without it (F1, F1b, F2, F7) or `kubectl kustomize` patched it
-//! away (F1c).
+//! away (F1c). Review 10's (r10b) F2: a plain `on` (a boolean to kubectl
+//! and the MCO, a string to kustomize) and a local tag were read one way.
 
 use crate::plan::{plan, render};
 use crate::support::{bin, relist_kustomization, repo, scratch_dir, stderr};
@@ -103,6 +104,11 @@ fn yaml_kubectl_reads_otherwise_is_refused_by_plan_and_explain() {
          contents: |\n            [Service]\n            X-Note=verbose logging for debugging\u{85}            \
          Environment=FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS=\n"
         .to_string();
+    // A MachineConfig of the pool's with one unit, whose lines follow.
+    let unit_mc = "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  \
+         name: 60-worker-gpu-mask\n  labels:\n    machineconfiguration.openshift.io/role: \
+         worker-gpu\nspec:\n  config:\n    ignition:\n      version: 3.4.0\n    systemd:\n      \
+         units:\n";
     let kust = std::fs::read_to_string(base.join("kustomization.yaml")).unwrap();
     let patch = format!(
         "# applied with oc apply -k\u{2028}patches: [{{target: {{kind: MachineConfig, name: \
@@ -149,6 +155,23 @@ fn yaml_kubectl_reads_otherwise_is_refused_by_plan_and_explain() {
             "content after the document end `...`",
         ),
         ("F7", LABELS, merge, merge_line, "a `<<` merge key"),
+        // Review 10 (r10b) F2: a boolean to `kubectl apply -f` and the MCO,
+        // the string "on" to kustomize (which the MCO then refuses).
+        (
+            "r10b-F2",
+            "60-worker-gpu-mask.yaml",
+            format!("{unit_mc}      - name: debug.service\n        mask: on\n"),
+            14,
+            "the unquoted value `on` is the boolean true",
+        ),
+        // The string "420" to both Go readers, the number 420 on 9d154a5.
+        (
+            "r10b-F2-tag",
+            "60-worker-gpu-mask.yaml",
+            format!("{unit_mc}      - name: debug.service\n        contents: !unit 420\n"),
+            14,
+            "the tag `!unit` on the value \"420\"",
+        ),
     ];
     let mut bad = Vec::new();
     for (finding, file, text, line, words) in cases {

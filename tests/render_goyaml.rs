@@ -4,73 +4,29 @@
 //! mode from Debian's packages; every string must come back as the string we
 //! meant. PyYAML checks the same in tests/render.rs.
 
-use crate::support::{elf, scratch_dir, skipped};
+use crate::support::{elf, go_yaml};
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::OnceLock;
+use std::path::Path;
 
 use kubelet_labeler::cli::render::machineconfig::{self, Arch, PoolOptions};
 use kubelet_labeler::node::kubelet::Additions;
 use kubelet_labeler::node::kubelet::labels::label_value_errors;
 use serde_json::{Value, json};
-use skipped::need;
 
-const GOPATH: &str = "/usr/share/gocode";
-
-/// Builds the reader once; None (after saying why) when Go or Debian's
-/// sigs.k8s.io/yaml is missing outside CI.
+/// The `kubectl apply -f` reader's program (go-yaml v2), or None after a
+/// skip.
 fn goyaml_bin() -> Option<&'static Path> {
-    static BIN: OnceLock<Option<PathBuf>> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let pkgs = "apt-get install golang-k8s-sigs-yaml-dev golang-gopkg-yaml.v2-dev";
-        if !need("go") {
-            return None;
-        }
-        let have_pkg = Path::new(GOPATH).join("src/sigs.k8s.io/yaml").is_dir();
-        if !have_pkg {
-            let why = format!("{GOPATH}/src/sigs.k8s.io/yaml is missing ({pkgs})");
-            skipped::skipped(&why);
-            return None;
-        }
-        let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-        let bin = tmp.join("goyaml");
-        let out = Command::new("go")
-            .args(["build", "-o"])
-            .arg(&bin)
-            .arg("./tests/support/goyaml")
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .env("GO111MODULE", "off")
-            .env("GOPATH", GOPATH)
-            .env("GOCACHE", tmp.join("gocache"))
-            .env("GOPROXY", "off")
-            .output()
-            .expect("running go build");
-        assert!(
-            out.status.success(),
-            "go build tests/support/goyaml: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Some(bin)
-    })
-    .as_deref()
+    go_yaml::bin(go_yaml::Reader::V2)
 }
 
 /// Read a YAML stream as oc apply does: one JSON value per document.
 fn goyaml(bin: &Path, text: &str) -> Vec<Value> {
-    goyaml_read(bin, text).unwrap_or_else(|e| panic!("goyaml on {text:?}: {e}"))
+    go_yaml::read(bin, text)
 }
 
 /// [`goyaml`], or go-yaml's (or the split's) error.
 fn goyaml_read(bin: &Path, text: &str) -> Result<Vec<Value>, String> {
-    let dir = scratch_dir();
-    let f = dir.path().join("in.yaml");
-    std::fs::write(&f, text).unwrap();
-    let out = Command::new(bin).arg(&f).output().unwrap();
-    if !out.status.success() {
-        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
-    }
-    Ok(serde_json::from_slice(&out.stdout).unwrap())
+    go_yaml::try_read(bin, text)
 }
 
 fn fake_static_elf() -> Vec<u8> {
@@ -107,6 +63,8 @@ fn assert_reads_back(bin: &Path, o: &PoolOptions, what: &str) {
         .collect();
     let stream = machineconfig::to_stream(&rendered).unwrap();
     assert_eq!(goyaml(bin, &stream), ours, "stream, {what}");
+    let back = kubelet_labeler::cli::yaml::kube_yaml_docs(&stream);
+    assert_eq!(back.ok(), Some(ours), "our reader, stream, {what}");
     for (name, obj) in &rendered.manifests {
         let text = machineconfig::to_yaml(obj).unwrap();
         assert_eq!(goyaml(bin, &text), vec![obj.clone()], "{name}, {what}");
@@ -137,6 +95,10 @@ const AMBIGUOUS: &[&str] = &[
     ".5",
     "-1",
     "2001-12-14",
+    "2001-12-14T10:00:00Z",
+    "oN",
+    "tRUE",
+    "~",
     "",
 ];
 
@@ -156,11 +118,11 @@ fn go_yaml_reads_every_label_value_back_as_the_string() {
             "metadata": { "name": v, "annotations": { "example.com/a": v, (*v): v } },
             "list": [v],
         });
-        assert_eq!(
-            goyaml(bin, &machineconfig::to_yaml(&obj).unwrap()),
-            vec![obj],
-            "emitter, {v:?}"
-        );
+        let text = machineconfig::to_yaml(&obj).unwrap();
+        // Our own reader (plan, explain) reads what we write back too.
+        let ours = kubelet_labeler::cli::yaml::kube_yaml_docs(&text);
+        assert_eq!(ours.ok(), Some(vec![obj.clone()]), "our reader, {v:?}");
+        assert_eq!(goyaml(bin, &text), vec![obj], "emitter, {v:?}");
     }
     assert!(rendered >= 15, "only {rendered} label values rendered");
 }

@@ -11,20 +11,34 @@
 //! refused, naming the line and the fix, rather than read one way: a
 //! taint reset hidden from plan that way was applied to the nodes.
 
+mod scalars;
+
 use anyhow::{Result, bail};
 
 /// The documents of a manifest stream, read as kubectl reads them, or the
 /// refusal of what its readers read differently ([`refuse_ambiguous`]).
-/// Numbers are YAML 1.1's (`0644` is octal); a `<<` merge key is refused
-/// (go-yaml v2 lets a later one override an explicit key, go-yaml v3 and
-/// YAML do not). Errors name the line; callers add the file.
+/// Numbers are YAML 1.1's (`0644` is octal); booleans are what go-yaml v2
+/// and v3 agree on (`true`, `True`, `TRUE` and the `false` three; `oN`
+/// and `tRUE` are strings to both); a plain `yes`, `on`, `y`, `off`... (a
+/// boolean to `kubectl apply -f`, a string to kustomize), a plain date (a
+/// string to one, a timestamp to the other), a key go-yaml v2 reads as
+/// another (`on:`, `0644:`), and tags other than the core ones are refused
+/// (scalars.rs); so is a `<<` merge key (go-yaml v2 lets a later one
+/// override an explicit key, go-yaml v3 and YAML do not). Errors name the
+/// line; callers add the file.
 pub fn kube_yaml<T: serde::de::DeserializeOwned>(text: &str) -> Result<Vec<T>> {
     refuse_ambiguous(text)?;
+    let unparsed = match scalars::check(text) {
+        Ok(()) => None,
+        Err(scalars::Stop::Refused(e)) => return Err(e),
+        Err(scalars::Stop::Unparsed(e)) => Some(e),
+    };
     let options = serde_saphyr::options! {
         legacy_octal_numbers: true,
+        strict_booleans: true,
         merge_keys: serde_saphyr::MergeKeyPolicy::Error,
     };
-    serde_saphyr::from_multiple_with_options(text, options).map_err(|e| {
+    let docs = serde_saphyr::from_multiple_with_options(text, options).map_err(|e| {
         use serde_saphyr::Error as E;
         let mut inner = &e;
         while let E::AliasError { error, .. } | E::WithSnippet { error, .. } = inner {
@@ -39,7 +53,13 @@ pub fn kube_yaml<T: serde::de::DeserializeOwned>(text: &str) -> Result<Vec<T>> {
             ),
             _ => anyhow::Error::new(e),
         }
-    })
+    })?;
+    // The scalars went unchecked: refused all the same (the deserializer
+    // and the check share their parser, so this is not expected).
+    match unparsed {
+        Some(e) => Err(e),
+        None => Ok(docs),
+    }
 }
 
 /// The YAML documents of a manifest as kubectl reads them (sigs.k8s.io/yaml
@@ -271,5 +291,92 @@ mod tests {
         }
         // A quoted `<<` is a key like any other to every reader.
         assert_eq!(kube_yaml_docs("\"<<\": 1\n").unwrap()[0]["<<"], 1);
+    }
+
+    // Review 10 (r10b) F2: scalars go-yaml v2 (`kubectl apply -f`, the
+    // MCO) and v3 (kustomize) read differently, or we otherwise than both,
+    // were read one way on 9d154a5 (tests/yaml_readers.rs checks against
+    // both readers; these are their resolve tables' answers).
+
+    /// Mixed-case YAML 1.1 spellings are in neither reader's table of
+    /// booleans (v2: y/Y/yes/Yes/YES/on/On/ON/true/True/TRUE and the false
+    /// ones; v3: true/True/TRUE, false/False/FALSE): strings, as keys too.
+    #[test]
+    fn mixed_case_boolean_spellings_are_strings() {
+        let d = &kube_yaml_docs("m: oN\nk: yEs\nt: tRUE\nf: [fALSE, nO]\noFF: 1\nb: True\n")
+            .unwrap()[0];
+        assert_eq!(
+            d,
+            &serde_json::json!({"m": "oN", "k": "yEs", "t": "tRUE", "f": ["fALSE", "nO"],
+                                "oFF": 1, "b": true})
+        );
+    }
+
+    /// A plain `on`, `yes`, `y`, `off`... is a boolean to go-yaml v2 and a
+    /// string to v3; a date a string to v2 and a timestamp to v3; a key v2
+    /// reads as a boolean, null or number is another key to it.
+    #[test]
+    fn scalars_the_go_readers_read_differently_are_refused() {
+        for (text, want) in [
+            (
+                "a: 1\nmask: on\n",
+                "line 2: the unquoted value `on` is the boolean true to `kubectl apply -f` and the \
+                 MCO (YAML 1.1) but the string \"on\" to kustomize",
+            ),
+            (
+                "m: [x, No]\n",
+                "quote it: \"No\" (or write false for the boolean)",
+            ),
+            ("m: {a: Y}\n", "line 1: the unquoted value `Y`"),
+            ("a:\n  on: 1\n", "line 2: the unquoted key `on`"),
+            ("True: 1\n", "line 1: the unquoted key `True` is a boolean"),
+            ("0644: 1\n", "the unquoted key `0644` is a number"),
+            ("null: 1\n", "the unquoted key `null` is null"),
+            ("d: 2024-1-2\n", "line 1: the unquoted value `2024-1-2`"),
+            ("d: 2024-01-02T10:00:00Z\n", "a timestamp to kustomize"),
+        ] {
+            let e = refused(text);
+            assert!(e.starts_with("line ") && e.contains(want), "{text:?}: {e}");
+        }
+        // Quoted, all read strings; numbers and dates-to-be are read.
+        let d = &kube_yaml_docs("a: \"on\"\n'y': 1\nc: \"2024-01-02\"\n123: 2\nd: 2024-01\n")
+            .unwrap()[0];
+        assert_eq!(
+            d,
+            &serde_json::json!({"a": "on", "y": 1, "c": "2024-01-02", "123": 2, "d": "2024-01"})
+        );
+    }
+
+    /// Tags: the core scalar tags are read as both readers read them; any
+    /// other tag (both drop it and read the text as a string, we would
+    /// not), a `!!bool` or `!!null` with other content, or a collection's
+    /// tag other than its own is refused.
+    #[test]
+    fn tags_other_than_the_core_ones_are_refused() {
+        let d = &kube_yaml_docs(
+            "s: !!str on\nb: !!bool \"true\"\ni: !!int \"0644\"\nz: !!null\nm: !!map {a: 1}\n",
+        )
+        .unwrap()[0];
+        assert_eq!(
+            d,
+            &serde_json::json!({"s": "on", "b": true, "i": 420, "z": null, "m": {"a": 1}})
+        );
+        for (text, want) in [
+            (
+                "m: !foo 420\n",
+                "line 1: the tag `!foo` on the value \"420\": `kubectl apply -f`, kustomize \
+                 and the MCO drop a tag they do not know and read the string \"420\"",
+            ),
+            ("m: !int 420\n", "the tag `!int`"),
+            ("m: ! 420\n", "the tag `!`"),
+            ("m: !!timestamp 2001-12-14\n", "the tag `!!timestamp`"),
+            ("m: !!bool yes\n", "`!!bool yes`: only true and false"),
+            ("m: !!null 5\n", "`!!null 5`, no null"),
+            ("m: !!seq {a: 1}\n", "the tag `!!seq` on a mapping"),
+            ("m: !x [1]\n", "the tag `!x` on a sequence"),
+        ] {
+            let e = refused(text);
+            assert!(e.contains(want), "{text:?}: {e}");
+        }
     }
 }

@@ -28,6 +28,9 @@ fn placeholder(expr: &str) -> &'static str {
         ".Images.infraImageKey" => {
             "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:1c2f9d8e7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d"
         }
+        // manifests/userdata_secret.yaml's.
+        ".Role" => "worker",
+        ".PointerConfig" => "eyJpZ25pdGlvbiI6eyJ2ZXJzaW9uIjoiMy40LjAifX0=",
         other => panic!("unknown MCO template placeholder {{{{{other}}}}}"),
     }
 }

@@ -8,6 +8,7 @@ pub mod current_go;
 pub mod deflate;
 pub mod elf;
 pub mod fake_api;
+pub mod go_yaml;
 pub mod ignition_oracle;
 pub mod mco;
 pub mod nfd_oracle;

@@ -1,0 +1,261 @@
+//! Scalars and tags the Go readers of a manifest read differently from
+//! one another or from us, refused with their line and the fix.
+//!
+//! `kubectl apply -f` and the MCO read YAML with go-yaml v2 (YAML 1.1:
+//! gopkg.in/yaml.v2 resolve.go's table makes `y`, `Yes`, `ON`, `off` and
+//! the like booleans, in these exact spellings only); kustomize (`kubectl
+//! apply -k`, Argo CD, Flux) with go-yaml v3 (YAML 1.2: resolve.go's table
+//! has only `true`/`True`/`TRUE` and the `false` three; a plain
+//! `2001-12-14` is a timestamp, kyaml's RNode.Map decoding it so). Where
+//! the two differ, or where this reader (serde-saphyr) would read otherwise
+//! than both, the text is refused rather than read one way. What both read
+//! alike and we do too (`oN`, `tRUE`: strings to all, with
+//! `strict_booleans`) passes.
+
+use anyhow::anyhow;
+use serde_saphyr::granit_parser::{Event, Parser, ScalarStyle, Tag};
+
+/// Why [`check`] stopped.
+pub(super) enum Stop {
+    /// Text the readers read differently: the refusal, naming the line.
+    Refused(anyhow::Error),
+    /// Text the parser refused: the deserializer will say so too, in its
+    /// words (this one is the fallback).
+    Unparsed(anyhow::Error),
+}
+
+/// The YAML 1.1 booleans of go-yaml v2 that go-yaml v3 reads as strings.
+const V2_ONLY_BOOLS: &[(&str, bool)] = &[
+    ("y", true),
+    ("Y", true),
+    ("yes", true),
+    ("Yes", true),
+    ("YES", true),
+    ("on", true),
+    ("On", true),
+    ("ON", true),
+    ("n", false),
+    ("N", false),
+    ("no", false),
+    ("No", false),
+    ("NO", false),
+    ("off", false),
+    ("Off", false),
+    ("OFF", false),
+];
+
+/// Booleans to go-yaml v2, go-yaml v3 and us alike.
+const BOOLS: &[&str] = &["true", "True", "TRUE", "false", "False", "FALSE"];
+
+/// Nulls to every reader (plain).
+const NULLS: &[&str] = &["", "~", "null", "Null", "NULL"];
+
+/// The core tags' namespace (`!!x` is `tag:yaml.org,2002:x`).
+const CORE: &str = "tag:yaml.org,2002:";
+
+/// Where a node stands in its parent.
+enum Frame {
+    Seq,
+    /// A mapping, and whether its next node is a key.
+    Map(bool),
+}
+
+/// Every scalar and tag of `text`, against what the Go readers make of it.
+pub(super) fn check(text: &str) -> Result<(), Stop> {
+    let mut frames: Vec<Frame> = Vec::new();
+    for event in Parser::new_from_str(text) {
+        let (event, span) = event.map_err(|e| Stop::Unparsed(anyhow!("{e}")))?;
+        let line = span.start.line();
+        let is_key = match frames.last_mut() {
+            Some(Frame::Map(next_is_key)) if is_node(&event) => {
+                let key = *next_is_key;
+                *next_is_key = !key;
+                key
+            }
+            _ => false,
+        };
+        let refusal = match &event {
+            Event::Scalar(value, style, _, tag) => match tag {
+                Some(tag) if is_key => tagged_key(tag, value),
+                Some(tag) => tagged_scalar(tag, value),
+                None if *style == ScalarStyle::Plain => plain(value, is_key),
+                None => None,
+            },
+            Event::MappingStart(_, _, tag) => {
+                frames.push(Frame::Map(true));
+                tag.as_deref()
+                    .and_then(|t| collection_tag(t, "map", "a mapping"))
+            }
+            Event::SequenceStart(_, _, tag) => {
+                frames.push(Frame::Seq);
+                tag.as_deref()
+                    .and_then(|t| collection_tag(t, "seq", "a sequence"))
+            }
+            Event::MappingEnd | Event::SequenceEnd => {
+                frames.pop();
+                None
+            }
+            _ => None,
+        };
+        if let Some(why) = refusal {
+            return Err(Stop::Refused(anyhow!("line {line}: {why}")));
+        }
+    }
+    Ok(())
+}
+
+fn is_node(event: &Event) -> bool {
+    matches!(
+        event,
+        Event::Scalar(..) | Event::MappingStart(..) | Event::SequenceStart(..) | Event::Alias(_)
+    )
+}
+
+/// How a value is shown in a refusal: quoted, cut short.
+fn shown(value: &str) -> String {
+    let mut cut: String = value.chars().take(40).collect();
+    if cut.len() < value.len() {
+        cut.push('…');
+    }
+    format!("{cut:?}")
+}
+
+/// A plain scalar (`is_key`: a mapping's key) the readers do not all read
+/// as we do.
+fn plain(value: &str, is_key: bool) -> Option<String> {
+    let what = if is_key { "key" } else { "value" };
+    if let Some((_, b)) = V2_ONLY_BOOLS.iter().find(|(s, _)| *s == value) {
+        return Some(format!(
+            "the unquoted {what} `{value}` is the boolean {b} to `kubectl apply -f` and the MCO \
+             (YAML 1.1) but the string {q} to kustomize (`kubectl apply -k`, Argo CD, Flux), so \
+             they would apply different things; quote it: {q}{or}",
+            q = shown(value),
+            or = if is_key {
+                String::new()
+            } else {
+                format!(" (or write {b} for the boolean)")
+            },
+        ));
+    }
+    if looks_like_a_date(value) {
+        return Some(format!(
+            "the unquoted {what} `{value}` is a string to `kubectl apply -f` and the MCO but a \
+             timestamp to kustomize (`kubectl apply -k`, Argo CD, Flux), which sends it as \
+             another text (`2001-12-14` becomes \"2001-12-14T00:00:00Z\"); quote it: {}",
+            shown(value)
+        ));
+    }
+    if !is_key {
+        return None;
+    }
+    // A key is a string to kustomize's top level; go-yaml v2 resolves it
+    // first (`0644` is "420", `True` is "true", `~` no key at all), and v3
+    // refuses such keys in a nested mapping.
+    let resolved = if BOOLS.contains(&value) {
+        "a boolean"
+    } else if NULLS.contains(&value) {
+        "null"
+    } else if noncanonical_number(value) {
+        "a number"
+    } else {
+        return None;
+    };
+    Some(format!(
+        "the unquoted key `{value}` is {resolved} to `kubectl apply -f` and the MCO (YAML 1.1, \
+         and so another key or none) and to kustomize in a nested mapping (refused there), but \
+         the string {q} at its top level; quote it: {q}",
+        q = shown(value)
+    ))
+}
+
+/// Whether go-yaml v3 may read a plain scalar as a timestamp: `YYYY-M-D`,
+/// alone or before `T`, `t` or a space (v3's parseTimestamp formats; a
+/// text past the date that no format takes is refused all the same).
+fn looks_like_a_date(value: &str) -> bool {
+    let b = value.as_bytes();
+    let digits = |from: usize| b[from..].iter().take_while(|c| c.is_ascii_digit()).count();
+    if b.len() < 8 || digits(0) != 4 || b[4] != b'-' {
+        return false;
+    }
+    let month = digits(5);
+    if !(1..=2).contains(&month) || b.get(5 + month) != Some(&b'-') {
+        return false;
+    }
+    let at = 6 + month;
+    let day = digits(at);
+    (1..=2).contains(&day) && matches!(b.get(at + day), None | Some(b'T' | b't' | b' '))
+}
+
+/// A number (as a value, to us and go-yaml) whose key text is not its
+/// decimal integer form: go-yaml v2 makes another key of it (`0644` is
+/// "420", `1.0` is "1").
+fn noncanonical_number(value: &str) -> bool {
+    if !value.starts_with(|c: char| c.is_ascii_digit() || matches!(c, '+' | '-' | '.')) {
+        return false;
+    }
+    let options = serde_saphyr::options! { legacy_octal_numbers: true };
+    match serde_saphyr::from_str_with_options::<serde_json::Value>(value, options) {
+        Ok(serde_json::Value::Number(n)) => !(n.is_i64() || n.is_u64()) || n.to_string() != value,
+        _ => false,
+    }
+}
+
+/// The core type a tag names (`!!int`: "int"), or None for a local or
+/// other tag (`!foo`, `!`, `!<tag:example.com,2000:x>`).
+fn core_name(tag: &Tag) -> Option<String> {
+    tag.suffix_in_namespace(CORE).map(|s| s.into_owned())
+}
+
+/// A tagged scalar the readers read differently.
+fn tagged_scalar(tag: &Tag, value: &str) -> Option<String> {
+    let shown_tag = tag.original();
+    let v = shown(value);
+    match core_name(tag).as_deref() {
+        // Read alike by all (tests/yaml_readers.rs).
+        Some("str" | "int" | "float" | "binary") => None,
+        Some("bool") if BOOLS.contains(&value) => None,
+        Some("bool") => Some(format!(
+            "`{shown_tag} {value}`: only true and false (`True`, `FALSE`...) are booleans to \
+             every reader (kustomize refuses {v} there, `kubectl apply -f` takes YAML 1.1's); \
+             write true or false"
+        )),
+        Some("null") if NULLS.contains(&value) => None,
+        Some("null") => Some(format!(
+            "`{shown_tag} {value}`, no null to `kubectl apply -f` or kustomize (they refuse \
+             it); write null, or remove the tag"
+        )),
+        _ => Some(format!(
+            "the tag `{shown_tag}` on the value {v}: `kubectl apply -f`, kustomize and the \
+             MCO drop a tag they do not know and read the string {v} (or read it otherwise), \
+             and this reader might not; remove the tag, and quote the value if a string is \
+             meant: {v}"
+        )),
+    }
+}
+
+/// A tagged key but `!!str`: go-yaml v2 makes its own key of what the tag
+/// resolves (`!!int 0644` is "420"), kustomize takes the text ("0644") or
+/// refuses it in a nested mapping.
+fn tagged_key(tag: &Tag, value: &str) -> Option<String> {
+    if core_name(tag).as_deref() == Some("str") {
+        return None;
+    }
+    Some(format!(
+        "the tag `{}` on the key {v}, a key `kubectl apply -f`, kustomize and the MCO read \
+         differently (or refuse); remove the tag, and quote the key: {v}",
+        tag.original(),
+        v = shown(value)
+    ))
+}
+
+/// A tag on a mapping or sequence other than its own core one.
+fn collection_tag(tag: &Tag, own: &str, what: &str) -> Option<String> {
+    if core_name(tag).as_deref() == Some(own) {
+        return None;
+    }
+    Some(format!(
+        "the tag `{}` on {what}, which `kubectl apply -f`, kustomize and the MCO drop or \
+         refuse; remove it",
+        tag.original()
+    ))
+}
