@@ -695,3 +695,79 @@ fn ignition_fields_the_mco_refuses_are_refused_and_valid_ones_read() {
         );
     }
 }
+
+/// Ignition parses unit and drop-in contents with go-systemd's
+/// `unit.Deserialize` and refuses the config on its error: a differential
+/// of plan's refusals against the MCO oracle's (`ValidateMachineConfig`),
+/// one MachineConfig per text, on the lexer's edges (sections over lines,
+/// text before the first section, comments continued with `\`, a `\r`
+/// kept before `\n`, an option name at the end of the text...).
+#[test]
+fn unit_contents_are_refused_as_ignition_parses_them() {
+    let texts = [
+        "",
+        "[Unit]",
+        "[Unit]\n",
+        "[Unit] x\n",
+        "[Unit]]\n",
+        "[Unit]\r\nA=b\r\n",
+        "A=b\n[Unit]\n",
+        "x[y]\nA=b\n",
+        "x[y\n",
+        "[Un\nit]\nA=b\n",
+        "[Unit]\n[",
+        "[Unit]\n  A=b\n",
+        "[Unit]\nA\n",
+        "[Unit]\nA",
+        "[Unit]\nA=",
+        "[Unit]\n=x\n",
+        "[Unit]\nA\r=b\n",
+        "[Unit]\nA=b\\\n",
+        "[Unit]\nA=b \\\nc\n",
+        "[Unit]\nA=b\\\r\nc\n",
+        "[Unit]\nA=b\\\n\nc\n",
+        "[Unit]\n#c\\\nA\n",
+        "[Unit]\n# c \\ \nA\n",
+        "[Unit]\n# c \\  \nA\n",
+        "[Unit]\n;x\nA=b\n",
+        "[Unit]\n\u{a0}A=b\n",
+        "[Unit]\n\tA\tB = c\n",
+        "\u{feff}[Unit]\nA=b\n",
+        "[Unit]\nA=b\r",
+        "# c\\\n[Unit]\nA\n",
+    ];
+    let tmp = scratch_dir();
+    let dir = tmp.path().join("units");
+    render(&dir, &[]);
+    let mut ours = Vec::new();
+    for (i, text) in texts.iter().enumerate() {
+        let mc = serde_json::json!({
+            "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+            "metadata": {"name": format!("99-u-{i}"),
+                         "labels": {"machineconfiguration.openshift.io/role": "worker-gpu"}},
+            "spec": {"config": {"ignition": {"version": "3.4.0"}, "systemd": {"units": [
+                {"name": "u.service", "dropins": [{"name": "a.conf", "contents": text}]}]}}}
+        });
+        let file = format!("99-u-{i}.json");
+        std::fs::write(dir.join(&file), mc.to_string()).unwrap();
+        let refused = kubelet_labeler::cli::render::applied::check_documents(&[mc], &file);
+        ours.push((file, refused.err().map(|e| format!("{e:#}"))));
+    }
+    let Some((oracle, root)) = mco::oracle_as_root() else {
+        return;
+    };
+    let o = mco::boot_render((&oracle, &root), &dir, "worker-gpu", &tmp.path().join("w"));
+    let report: Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
+    let differ: Vec<String> = texts
+        .iter()
+        .zip(&ours)
+        .filter_map(|(text, (file, ours))| {
+            let theirs = oracle_errors(&report, file);
+            (ours.is_some() != !theirs.is_empty())
+                .then(|| format!("{text:?}: plan {ours:?}, the MCO {theirs:?}"))
+        })
+        .collect();
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+    assert!(ours.iter().any(|(_, e)| e.is_some()) && ours.iter().any(|(_, e)| e.is_none()));
+}
