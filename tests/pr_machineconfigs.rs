@@ -580,13 +580,13 @@ fn ignition_fields_the_mco_refuses_are_refused_and_valid_ones_read() {
         (
             "a file without a source",
             format!("{FILE}        mode: 420\n"),
-            "a file without contents.source: the MCO's merge sets its `overwrite` to true",
+            "storage file /etc/a: no MachineConfig of the pool gives it contents.source, and the MCO's merge sets its `overwrite` to true",
             "",
         ),
         (
             "append without a source (F3 addendum)",
             format!("{FILE}        append: [{{source: \"data:,x\"}}]\n"),
-            "a file without contents.source",
+            "storage file /etc/a: no MachineConfig of the pool gives it contents.source",
             "",
         ),
     ];
@@ -594,6 +594,8 @@ fn ignition_fields_the_mco_refuses_are_refused_and_valid_ones_read() {
         format!("{FILE}{SRC}        mode: 420.0\n        overwrite: null\n        user: {{name: null}}\n"),
         format!("{UNIT}        mask: false\n        enabled: true\n        contents: \"[Unit]\\nDescription=x \\\\\\n  y\\n# c \\\\\\n[Service]\\nExecStart=/bin/true\\n[Install]\\nWantedBy=multi-user.target\\n\"\n"),
         "    storage:\n      files:\n      - {path: /etc/b, overwrite: false, mode: 384}\n      - path: /etc/c\n        contents: {source: \"data:,\", compression: \"\", verification: {hash: null}, httpHeaders: []}\n".to_string(),
+        // No source of its own: the first control's /etc/a gives it.
+        "    storage:\n      files:\n      - {path: /etc/a, mode: 384}\n".to_string(),
     ];
     let tmp = scratch_dir();
     let base = tmp.path().join("base");
@@ -621,10 +623,14 @@ fn ignition_fields_the_mco_refuses_are_refused_and_valid_ones_read() {
         with(&pr, &[(file.clone(), text.clone())]);
         let o = plan(&base, &pr, &fleet, &[]);
         let e = stderr(&o);
-        if o.status.code() != Some(2)
-            || !e.contains(says)
-            || !e.contains(&format!("{file}: MachineConfig \"{name}\""))
-        {
+        // (The pool's merged files are judged after each file's own: the
+        // MachineConfig, not its file, is named.)
+        let named = if mco_says.is_empty() {
+            format!("MachineConfig \"{name}\"")
+        } else {
+            format!("{file}: MachineConfig \"{name}\"")
+        };
+        if o.status.code() != Some(2) || !e.contains(says) || !e.contains(&named) {
             wrong.push(format!("plan, {case}: {:?} {e}", o.status.code()));
         }
         if mco_says.is_empty() {

@@ -197,21 +197,15 @@ fn file(f: &Value, at: &str, version: &str) -> Result<()> {
     mode(f, at)?;
     let contents = f.get("contents").unwrap_or(&Value::Null);
     let source = contents.get("source").filter(|s| !s.is_null());
-    match (f.get("overwrite").and_then(Value::as_bool), source) {
-        (Some(true), None) => refuse(
+    // A file without a source whose overwrite is unset: see
+    // `storage::refuse_sourceless_files` (a later MachineConfig may give
+    // the source).
+    if f.get("overwrite").and_then(Value::as_bool) == Some(true) && source.is_none() {
+        refuse(
             &format!("{at}.overwrite"),
             "overwrite must be false if source is unspecified",
             "give contents.source (data:, for an empty file)",
-        )?,
-        // The MCO's merge sets `overwrite: true` where it is unset, and
-        // its Machine Config Server then refuses the pool's config.
-        (None, None) => bail!(
-            "spec.config {at}: a file without contents.source: the MCO's merge sets its \
-             `overwrite` to true, and Ignition refuses that (overwrite must be false if source \
-             is unspecified): the Machine Config Server cannot serve the pool's config, so no \
-             new node of it boots; give contents.source (data:, for an empty file)"
-        ),
-        _ => {}
+        )?;
     }
     if !contents.is_null() {
         resource(contents, &format!("{at}.contents"), version)?;

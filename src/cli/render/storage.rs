@@ -95,6 +95,7 @@ fn node(name: &str, mode: u32, kind: Kind) -> MergedFile {
         checked: Vec::new(),
         mode,
         appends: Vec::new(),
+        overwrite: None,
         machineconfig: name.to_string(),
         kind,
     }
@@ -119,6 +120,26 @@ pub(super) fn refuse_systemd_conflicts(
                  dropin (Ignition refuses such a config; the Machine Config Server serves the \
                  pool none): write it either as the unit or drop-in, or as a storage {one}, \
                  not both",
+                f.machineconfig
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Refuse a merged file without `contents.source` whose `overwrite` no
+/// entry set to false: the MCO's merge sets it to true, and Ignition
+/// refuses the pool's config then (`overwrite must be false if source is
+/// unspecified`): the Machine Config Server serves it to no node.
+pub(super) fn refuse_sourceless_files(nodes: &BTreeMap<String, MergedFile>) -> Result<()> {
+    for (path, f) in nodes {
+        if f.kind == Kind::File && f.source.is_none() && f.overwrite != Some(false) {
+            bail!(
+                "MachineConfig {:?}: storage file {path}: no MachineConfig of the pool gives it \
+                 contents.source, and the MCO's merge sets its `overwrite` to true: Ignition \
+                 refuses that (overwrite must be false if source is unspecified), so the \
+                 Machine Config Server cannot serve the pool's config and no new node of it \
+                 boots; give contents.source (data:, for an empty file)",
                 f.machineconfig
             );
         }
