@@ -158,11 +158,13 @@ fn node(e: &Value, at: &str) -> Result<()> {
         ""
     };
     if !why.is_empty() {
-        refuse(
-            &format!("{at}.path"),
-            why,
-            "give the absolute path without `.`, `..`, `//` or a trailing `/`",
-        )?;
+        let clean = clean_path(path);
+        let fix = if clean == "/" {
+            "give the absolute path, as /etc/NAME".to_string()
+        } else {
+            format!("write it as {clean}")
+        };
+        refuse(&format!("{at}.path"), why, &fix)?;
     }
     for owner in ["user", "group"] {
         if let Some(o) = e.get(owner)
