@@ -428,6 +428,60 @@ mod tests {
         );
     }
 
+    /// Review 10 (r10b F1): a value of another type than Ignition's Go
+    /// field was read as absent (`mask: "yes"` as no mask) while the MCO
+    /// refused the MachineConfig. `null` fits any field, as in Go.
+    #[test]
+    fn values_have_the_go_type_of_their_field() {
+        let unit = |u: Value| json!({"systemd": {"units": [u]}});
+        for (config, says) in [
+            (
+                unit(json!({"name": "x.service", "mask": "yes"})),
+                "$.systemd.units.0.mask is \"yes\": Ignition reads true or false",
+            ),
+            (
+                unit(json!({"name": "x.service", "enabled": 1})),
+                "cannot unmarshal number 1 into Go struct field Config.systemd.units.0.enabled of type bool",
+            ),
+            (unit(json!({"name": 1})), "$.systemd.units.0.name is 1"),
+            (
+                json!({"storage": {"files": [{"path": "/a", "mode": 420.5}]}}),
+                "number 420.5",
+            ),
+            (
+                json!({"storage": {"files": [{"path": "/a", "mode": 9_223_372_036_854_775_808u64}]}}),
+                "of type int",
+            ),
+            (
+                json!({"storage": {"files": [{"path": "/a", "mode": "420"}]}}),
+                "$.storage.files.0.mode is \"420\": Ignition reads an integer",
+            ),
+            (
+                json!({"passwd": {"users": [{"name": "core", "sshAuthorizedKeys": ["a", 1]}]}}),
+                "$.passwd.users.0.sshAuthorizedKeys.1 is 1",
+            ),
+            (
+                json!({"storage": {"files": [{"path": "/a", "contents": "data:,x"}]}}),
+                "$.storage.files.0.contents is \"data:,x\": Ignition reads an object",
+            ),
+            (json!({"storage": {"files": ["/a"]}}), "of type types.File"),
+            (json!({"systemd": []}), "$.systemd is a list"),
+        ] {
+            let e = format!("{:#}", check(&config).unwrap_err());
+            assert!(
+                e.contains(says) && e.contains("the MCO refuses"),
+                "{config}: {e}"
+            );
+        }
+        check(&json!({"ignition": {"version": "3.4.0", "config": null},
+            "storage": {"files": [{"path": "/a", "mode": null, "overwrite": null,
+                "user": null, "append": [null], "contents": {"source": null}}],
+                "links": null},
+            "passwd": {"users": [{"name": "core", "sshAuthorizedKeys": [null], "uid": -1}]},
+            "systemd": {"units": [{"name": "x.service", "mask": false, "enabled": null}]}}))
+        .unwrap();
+    }
+
     #[test]
     fn folding_as_go_compares_keys() {
         assert_eq!(fold("ſource"), "SOURCE");
