@@ -681,7 +681,7 @@ mod tests {
         // Appends count toward the file's cap.
         let big = mc(
             "99-d",
-            json!({"storage": {"files": [{"path": env, "append": [
+            json!({"storage": {"files": [{"path": env, "overwrite": false, "append": [
                 {"source": format!("data:,{}", "a".repeat(super::super::unpack::FILE_CAP as usize))}]}]}}),
         );
         let layout = Layout::merge(vec![big]).unwrap();

@@ -206,6 +206,44 @@ mod tests {
         std::fs::read_to_string(tree.path().join(&path[1..])).ok()
     }
 
+    /// Review 10 (r10b F3 addendum): a file no MachineConfig gives a
+    /// source (`append` only, a mode only) gets `overwrite: true` from the
+    /// MCO's merge, and its Machine Config Server refuses the pool's config
+    /// then; a source from another MachineConfig, or `overwrite: false`,
+    /// keeps it served.
+    #[test]
+    fn a_file_without_a_source_in_the_pool_is_refused() {
+        let only = |name: &str, f: Value| mc(name, json!({"files": [f]}));
+        for configs in [
+            vec![only(
+                "60-a",
+                json!({"path": "/etc/a", "append": [{"source": "data:,x"}]}),
+            )],
+            vec![only("60-a", json!({"path": "/etc/a", "mode": 420}))],
+            vec![
+                only("60-a", json!({"path": "/etc/a", "overwrite": false})),
+                only("70-b", json!({"path": "/etc/a", "overwrite": true})),
+            ],
+        ] {
+            let e = format!("{:#}", Layout::merge(configs).unwrap_err());
+            assert!(
+                e.contains(
+                    "storage file /etc/a: no MachineConfig of the pool gives it contents.source"
+                ),
+                "{e}"
+            );
+        }
+        for configs in [
+            vec![
+                env_file("50-a"),
+                only("60-b", json!({"path": ENV, "mode": 384})),
+            ],
+            vec![only("60-a", json!({"path": "/etc/a", "overwrite": false}))],
+        ] {
+            Layout::merge(configs).unwrap();
+        }
+    }
+
     /// Ignition's merge (`Storage.MergedKeys`: files, links and
     /// directories one list by path; a child entry in another list drops
     /// the parent's): a later link or directory at a file's path removes
