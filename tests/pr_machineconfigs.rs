@@ -770,7 +770,7 @@ fn unit_contents_are_refused_as_ignition_parses_them() {
         .zip(&ours)
         .filter_map(|(text, (file, ours))| {
             let theirs = oracle_errors(&report, file);
-            (ours.is_some() != !theirs.is_empty())
+            (ours.is_some() == theirs.is_empty())
                 .then(|| format!("{text:?}: plan {ours:?}, the MCO {theirs:?}"))
         })
         .collect();
