@@ -370,3 +370,410 @@ fn what_the_mco_renders_is_read() {
         }
     }
 }
+
+/// A pull request's other MachineConfig for the pool, named `name`, whose
+/// `spec.config` (after its Ignition version) is `config`, YAML indented
+/// for `spec.config`'s keys (its own `ignition:` first, if it has one).
+fn extra_mc(name: &str, config: &str) -> String {
+    let version = if config.starts_with("    ignition:") {
+        ""
+    } else {
+        "    ignition: {version: 3.4.0}\n"
+    };
+    format!(
+        "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  \
+         name: {name}\n  labels:\n    machineconfiguration.openshift.io/role: worker-gpu\n\
+         spec:\n  config:\n{version}{config}"
+    )
+}
+
+/// The oracle's errors for the manifest file `file` (its decode and
+/// `ValidateMachineConfig` alone).
+fn oracle_errors(report: &Value, file: &str) -> String {
+    report["decoded"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["file"] == file)
+        .flat_map(|d| d["errors"].as_array().cloned().unwrap_or_default())
+        .map(|e| e.as_str().unwrap_or("").to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Review 10 (r10b F1, F3): a pull request adding a taint and, for the
+/// same pool, a MachineConfig with a mistyped or invalid Ignition field
+/// (`mask: "yes"`, a short hash, `append` without a source...). The MCO
+/// refuses that MachineConfig (`ValidateMachineConfig`: Ignition's Go JSON
+/// reader and `Validate()`) or cannot serve the pool's config with it, so
+/// no node gets the taint; plan showed the GPU nodes registering with it.
+/// Now plan refuses each (exit 2), naming the file, the MachineConfig and
+/// the JSON path; the oracle refuses each too. The valid controls (a mode
+/// written `420.0`, explicit `mask: false`, nulls, `overwrite: false`
+/// without a source) are rendered and served by the MCO and planned with
+/// the taint.
+#[test]
+fn ignition_fields_the_mco_refuses_are_refused_and_valid_ones_read() {
+    const FILE: &str = "    storage:\n      files:\n      - path: /etc/a\n";
+    const SRC: &str = "        contents: {source: \"data:,x\"}\n";
+    const UNIT: &str = "    systemd:\n      units:\n      - name: x.service\n";
+    let sha512 = "0".repeat(128);
+    // (case, spec.config after the version, plan's words, the MCO's words;
+    // "" when the MCO's Machine Config Server refuses the pool's config)
+    let refused: Vec<(&str, String, &str, &str)> = vec![
+        (
+            "mask \"yes\"",
+            format!("{UNIT}        mask: \"yes\"\n"),
+            "$.systemd.units.0.mask is \"yes\": Ignition reads true or false there",
+            "units.0.mask of type bool",
+        ),
+        (
+            "enabled \"no\"",
+            format!("{UNIT}        enabled: \"no\"\n"),
+            "$.systemd.units.0.enabled is \"no\"",
+            "units.0.enabled of type bool",
+        ),
+        (
+            "overwrite \"true\"",
+            format!("{FILE}{SRC}        overwrite: \"true\"\n"),
+            "$.storage.files.0.overwrite is \"true\"",
+            "files.0.overwrite of type bool",
+        ),
+        (
+            "mode \"420\"",
+            format!("{FILE}{SRC}        mode: \"420\"\n"),
+            "$.storage.files.0.mode is \"420\": Ignition reads an integer",
+            "files.0.mode of type int",
+        ),
+        (
+            "mode 420.5",
+            format!("{FILE}{SRC}        mode: 420.5\n"),
+            "cannot unmarshal number 420.5 into Go struct field Config.storage.files.0.mode",
+            "number 420.5",
+        ),
+        (
+            "user name 1",
+            "    passwd:\n      users:\n      - name: 1\n".to_string(),
+            "$.passwd.users.0.name is 1",
+            "users.0.name of type string",
+        ),
+        (
+            "sshAuthorizedKeys a string",
+            "    passwd:\n      users:\n      - name: core\n        sshAuthorizedKeys: \"ssh-ed25519 AAAA\"\n".to_string(),
+            "$.passwd.users.0.sshAuthorizedKeys is \"ssh-ed25519 AAAA\"",
+            "sshAuthorizedKeys of type",
+        ),
+        (
+            "files an object",
+            "    storage:\n      files: {path: /etc/a}\n".to_string(),
+            "$.storage.files is an object",
+            "storage.files of type",
+        ),
+        (
+            "httpTotal \"10\"",
+            "    ignition: {version: 3.4.0, timeouts: {httpTotal: \"10\"}}\n".to_string(),
+            "$.ignition.timeouts.httpTotal is \"10\"",
+            "httpTotal of type int",
+        ),
+        (
+            "hash sha512-zz",
+            format!("{FILE}        contents: {{source: \"data:,x\", verification: {{hash: sha512-zz}}}}\n"),
+            "$.storage.files.0.contents.verification.hash: Ignition refuses it (incorrect size for hash sum)",
+            "incorrect size for hash sum",
+        ),
+        (
+            "hash md5",
+            format!("{FILE}        contents: {{source: \"data:,x\", verification: {{hash: md5-{}}}}}\n", "0".repeat(32)),
+            "verification.hash: Ignition refuses it (unrecognized hash function)",
+            "unrecognized hash function",
+        ),
+        (
+            "a hash without a source",
+            format!("{FILE}        overwrite: false\n        contents: {{verification: {{hash: sha512-{sha512}}}}}\n"),
+            "source must be specified if verification is specified",
+            "source must be specified if verification is specified",
+        ),
+        (
+            "source ftp://",
+            format!("{FILE}        contents: {{source: \"ftp://example.com/a\"}}\n"),
+            "$.storage.files.0.contents.source: Ignition refuses it (invalid url scheme)",
+            "invalid url scheme",
+        ),
+        (
+            "httpHeaders on a data URL",
+            format!("{FILE}        contents: {{source: \"data:,x\", httpHeaders: [{{name: a, value: b}}]}}\n"),
+            "cannot use HTTP headers with this source scheme",
+            "cannot use HTTP headers with this source scheme",
+        ),
+        (
+            "a dirty path",
+            "    storage:\n      files:\n      - path: /etc/./a\n        contents: {source: \"data:,x\"}\n".to_string(),
+            "$.storage.files.0.path: Ignition refuses it (path is not fully simplified)",
+            "path is not fully simplified",
+        ),
+        (
+            "owner id and name",
+            format!("{FILE}{SRC}        user: {{id: 0, name: root}}\n"),
+            "$.storage.files.0.user: Ignition refuses it (cannot set both id and name)",
+            "cannot set both id and name",
+        ),
+        (
+            "a directory mode past 07777",
+            "    storage:\n      directories:\n      - path: /etc/d\n        mode: 99999\n".to_string(),
+            "$.storage.directories.0.mode: Ignition refuses it (illegal file mode)",
+            "illegal file mode",
+        ),
+        (
+            "a link without target",
+            "    storage:\n      links:\n      - path: /etc/l\n".to_string(),
+            "$.storage.links.0.target: Ignition refuses it (link target is required)",
+            "link target is required",
+        ),
+        (
+            "a file under a link",
+            "    storage:\n      links:\n      - {path: /etc/l, target: /tmp}\n      files:\n      - path: /etc/l/a\n        contents: {source: \"data:,x\"}\n".to_string(),
+            "$.storage.files.0: Ignition refuses it (file path includes link in config)",
+            "file path includes link in config",
+        ),
+        (
+            "a hard link to a directory",
+            "    storage:\n      directories:\n      - path: /etc/d\n      links:\n      - {path: /etc/l, target: /etc/d, hard: true}\n".to_string(),
+            "$.storage.links.0: Ignition refuses it (hard link target is a directory)",
+            "hard link target is a directory",
+        ),
+        (
+            "a file at a unit's path",
+            format!("{UNIT}        contents: \"[Unit]\\n\"\n    storage:\n      files:\n      - path: /etc/systemd/system/x.service\n{SRC}"),
+            "$.storage.files.0.path: Ignition refuses it (path conflicts with systemd unit or dropin)",
+            "path conflicts with systemd unit or dropin",
+        ),
+        (
+            "a unit section without its ]",
+            format!("{UNIT}        contents: \"[Unit\\nDescription=x\\n\"\n"),
+            "invalid unit content: unable to find end of section",
+            "unable to find end of section",
+        ),
+        (
+            "a unit option without =",
+            format!("{UNIT}        contents: \"[Service]\\nExecStart\\n\"\n"),
+            "invalid unit content: unexpected newline encountered while parsing option name",
+            "unexpected newline encountered while parsing option name",
+        ),
+        (
+            "a drop-in option without =",
+            format!("{UNIT}        dropins:\n        - {{name: a.conf, contents: \"[Service]\\nX\"}}\n"),
+            "$.systemd.units.0.dropins.0.contents: Ignition refuses it (invalid unit content: EOF)",
+            "invalid unit content: EOF",
+        ),
+        (
+            "an ssh key twice",
+            "    passwd:\n      users:\n      - name: core\n        sshAuthorizedKeys: [ssh-ed25519 AAAA, ssh-ed25519 AAAA]\n".to_string(),
+            "$.passwd.users.0.sshAuthorizedKeys.1: Ignition refuses it (duplicate entry defined)",
+            "duplicate entry defined",
+        ),
+        (
+            "a kernel argument kept and dropped",
+            "    kernelArguments: {shouldExist: [a=1], shouldNotExist: [a=1]}\n".to_string(),
+            "$.kernelArguments.shouldNotExist.0: Ignition refuses it (duplicate entry defined)",
+            "duplicate entry defined",
+        ),
+        (
+            "a file without a source",
+            format!("{FILE}        mode: 420\n"),
+            "storage file /etc/a: no MachineConfig of the pool gives it contents.source, and the MCO's merge sets its `overwrite` to true",
+            "",
+        ),
+        (
+            "append without a source (F3 addendum)",
+            format!("{FILE}        append: [{{source: \"data:,x\"}}]\n"),
+            "storage file /etc/a: no MachineConfig of the pool gives it contents.source",
+            "",
+        ),
+    ];
+    let accepted = [
+        format!("{FILE}{SRC}        mode: 420.0\n        overwrite: null\n        user: {{name: null}}\n"),
+        format!("{UNIT}        mask: false\n        enabled: true\n        contents: \"[Unit]\\nDescription=x \\\\\\n  y\\n# c \\\\\\n[Service]\\nExecStart=/bin/true\\n[Install]\\nWantedBy=multi-user.target\\n\"\n"),
+        "    storage:\n      files:\n      - {path: /etc/b, overwrite: false, mode: 384}\n      - path: /etc/c\n        contents: {source: \"data:,\", compression: \"\", verification: {hash: null}, httpHeaders: []}\n".to_string(),
+        // No source of its own: the first control's /etc/a gives it.
+        "    storage:\n      files:\n      - {path: /etc/a, mode: 384}\n".to_string(),
+    ];
+    let tmp = scratch_dir();
+    let base = tmp.path().join("base");
+    render(&base, &[]);
+    let fleet = repo().join("examples/fleet/fleet.json");
+    let oracle = mco::oracle_as_root();
+    let with = |dir: &Path, files: &[(String, String)]| {
+        render(dir, &["--taint", TAINT]);
+        for (name, text) in files {
+            std::fs::write(dir.join(name), text).unwrap();
+        }
+        let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+        crate::support::relist_kustomization(dir, &names, &[]);
+    };
+    // Plan: each refused, naming the file, the MachineConfig and the path.
+    let mut wrong = Vec::new();
+    let mut validated = Vec::new();
+    for (i, (case, config, says, mco_says)) in refused.iter().enumerate() {
+        let (file, name) = (
+            format!("99-worker-gpu-extra-{i}.yaml"),
+            format!("99-worker-gpu-extra-{i}"),
+        );
+        let text = extra_mc(&name, config);
+        let pr = tmp.path().join(format!("pr{i}"));
+        with(&pr, &[(file.clone(), text.clone())]);
+        let o = plan(&base, &pr, &fleet, &[]);
+        let e = stderr(&o);
+        // (The pool's merged files are judged after each file's own: the
+        // MachineConfig, not its file, is named.)
+        let named = if mco_says.is_empty() {
+            format!("MachineConfig \"{name}\"")
+        } else {
+            format!("{file}: MachineConfig \"{name}\"")
+        };
+        if o.status.code() != Some(2) || !e.contains(says) || !e.contains(&named) {
+            wrong.push(format!("plan, {case}: {:?} {e}", o.status.code()));
+        }
+        if mco_says.is_empty() {
+            // Refused by the Machine Config Server: one render of its own.
+            if let Some((oracle, root)) = &oracle {
+                let got = judged((oracle, root), &pr, &tmp.path().join(format!("work{i}")));
+                assert_eq!(got, Mco::Refuses, "{case}: the MCO's side");
+            }
+        } else {
+            validated.push((case, file, text, mco_says));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "not refused as expected:\n{}",
+        wrong.join("\n")
+    );
+    // The MCO: ValidateMachineConfig refuses each of them (one render, one
+    // file each).
+    if let Some((oracle, root)) = &oracle {
+        let all = tmp.path().join("all");
+        let files: Vec<(String, String)> = validated
+            .iter()
+            .map(|(_, f, t, _)| (f.clone(), t.clone()))
+            .collect();
+        with(&all, &files);
+        let o = mco::boot_render((oracle, root), &all, "worker-gpu", &tmp.path().join("wall"));
+        let report: Value =
+            serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
+        for (case, file, _, mco_says) in &validated {
+            let errors = oracle_errors(&report, file);
+            assert!(
+                errors.contains(*mco_says),
+                "{case}: the MCO says {errors:?}"
+            );
+        }
+    }
+    // The controls: planned with the taint, rendered and served by the MCO.
+    let ok = tmp.path().join("ok");
+    let files: Vec<(String, String)> = accepted
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let name = format!("99-worker-gpu-ok-{i}");
+            (format!("{name}.yaml"), extra_mc(&name, c))
+        })
+        .collect();
+    with(&ok, &files);
+    let o = plan(&base, &ok, &fleet, &["--format", "json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let gpu = json(&o)["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["outcome"]["pool_after"] == "worker-gpu")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        gpu["outcome"]["register_after"]["taints"][0], TAINT,
+        "{gpu}"
+    );
+    if let Some((oracle, root)) = &oracle {
+        let got = judged((oracle, root), &ok, &tmp.path().join("wok"));
+        assert_eq!(
+            got,
+            Mco::ServesWithoutTaint(false),
+            "the controls: the MCO's side"
+        );
+    }
+}
+
+/// Ignition parses unit and drop-in contents with go-systemd's
+/// `unit.Deserialize` and refuses the config on its error: a differential
+/// of plan's refusals against the MCO oracle's (`ValidateMachineConfig`),
+/// one MachineConfig per text, on the lexer's edges (sections over lines,
+/// text before the first section, comments continued with `\`, a `\r`
+/// kept before `\n`, an option name at the end of the text...).
+#[test]
+fn unit_contents_are_refused_as_ignition_parses_them() {
+    let texts = [
+        "",
+        "[Unit]",
+        "[Unit]\n",
+        "[Unit] x\n",
+        "[Unit]]\n",
+        "[Unit]\r\nA=b\r\n",
+        "A=b\n[Unit]\n",
+        "x[y]\nA=b\n",
+        "x[y\n",
+        "[Un\nit]\nA=b\n",
+        "[Unit]\n[",
+        "[Unit]\n  A=b\n",
+        "[Unit]\nA\n",
+        "[Unit]\nA",
+        "[Unit]\nA=",
+        "[Unit]\n=x\n",
+        "[Unit]\nA\r=b\n",
+        "[Unit]\nA=b\\\n",
+        "[Unit]\nA=b \\\nc\n",
+        "[Unit]\nA=b\\\r\nc\n",
+        "[Unit]\nA=b\\\n\nc\n",
+        "[Unit]\n#c\\\nA\n",
+        "[Unit]\n# c \\ \nA\n",
+        "[Unit]\n# c \\  \nA\n",
+        "[Unit]\n;x\nA=b\n",
+        "[Unit]\n\u{a0}A=b\n",
+        "[Unit]\n\tA\tB = c\n",
+        "\u{feff}[Unit]\nA=b\n",
+        "[Unit]\nA=b\r",
+        "# c\\\n[Unit]\nA\n",
+    ];
+    let tmp = scratch_dir();
+    let dir = tmp.path().join("units");
+    render(&dir, &[]);
+    let mut ours = Vec::new();
+    for (i, text) in texts.iter().enumerate() {
+        let mc = serde_json::json!({
+            "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+            "metadata": {"name": format!("99-u-{i}"),
+                         "labels": {"machineconfiguration.openshift.io/role": "worker-gpu"}},
+            "spec": {"config": {"ignition": {"version": "3.4.0"}, "systemd": {"units": [
+                {"name": "u.service", "dropins": [{"name": "a.conf", "contents": text}]}]}}}
+        });
+        let file = format!("99-u-{i}.json");
+        std::fs::write(dir.join(&file), mc.to_string()).unwrap();
+        let refused = kubelet_labeler::cli::render::applied::check_documents(&[mc], &file);
+        ours.push((file, refused.err().map(|e| format!("{e:#}"))));
+    }
+    let Some((oracle, root)) = mco::oracle_as_root() else {
+        return;
+    };
+    let o = mco::boot_render((&oracle, &root), &dir, "worker-gpu", &tmp.path().join("w"));
+    let report: Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
+    let differ: Vec<String> = texts
+        .iter()
+        .zip(&ours)
+        .filter_map(|(text, (file, ours))| {
+            let theirs = oracle_errors(&report, file);
+            (ours.is_some() == theirs.is_empty())
+                .then(|| format!("{text:?}: plan {ours:?}, the MCO {theirs:?}"))
+        })
+        .collect();
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+    assert!(ours.iter().any(|(_, e)| e.is_some()) && ours.iter().any(|(_, e)| e.is_none()));
+}

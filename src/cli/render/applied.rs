@@ -219,6 +219,8 @@ pub fn check_machineconfig(mc: &Value) -> Result<()> {
             if merges { "merges" } else { "replaces" }
         );
     }
+    let version = version.and_then(Value::as_str).unwrap_or("");
+    super::ignition_rules::check(config, version)?;
     once_each(config)
 }
 

@@ -15,17 +15,26 @@
 use anyhow::{Result, bail};
 use serde_json::Value;
 
-/// What a field holds.
+/// What a field holds: its Go type in Ignition's `types` package. Go's
+/// `encoding/json` takes `null` for any of them (a pointer stays nil, any
+/// other type keeps its zero value) and refuses any other mismatch: the
+/// whole config with it.
 #[derive(Clone, Copy)]
 enum Shape {
-    /// A string, number, bool, or a list of them.
-    Plain,
+    /// `*bool`: true or false.
+    Bool,
+    /// `*int`, `int`: an integer (Go's `int`, 64 bits), no fraction.
+    Int,
+    /// `*string`, `string` and the named string types.
+    Str,
+    /// A list of strings (`[]KernelArgument`, `[]SSHAuthorizedKey`...).
+    Strs,
     Object(Kind),
     List(Kind),
 }
 
 /// The spec's object types.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 enum Kind {
     Config,
     Ignition,
@@ -61,13 +70,13 @@ enum Kind {
 }
 
 use Kind as K;
-use Shape::{List, Object, Plain};
+use Shape::{Bool, Int, List, Object, Str, Strs};
 
 /// A storage node's fields (files, directories and links have them all).
 const NODE: [(&str, Shape); 4] = [
     ("group", Object(K::NodeOwner)),
-    ("overwrite", Plain),
-    ("path", Plain),
+    ("overwrite", Bool),
+    ("path", Str),
     ("user", Object(K::NodeOwner)),
 ];
 
@@ -85,52 +94,48 @@ fn fields(kind: Kind) -> Vec<(&'static str, Shape)> {
             ("proxy", Object(K::Proxy)),
             ("security", Object(K::Security)),
             ("timeouts", Object(K::Timeouts)),
-            ("version", Plain),
+            ("version", Str),
         ],
         K::IgnitionConfig => &[
             ("merge", List(K::Resource)),
             ("replace", Object(K::Resource)),
         ],
         K::Resource => &[
-            ("compression", Plain),
+            ("compression", Str),
             ("httpHeaders", List(K::HttpHeader)),
-            ("source", Plain),
+            ("source", Str),
             ("verification", Object(K::Verification)),
         ],
-        K::HttpHeader => &[("name", Plain), ("value", Plain)],
-        K::Verification => &[("hash", Plain)],
-        K::Proxy => &[
-            ("httpProxy", Plain),
-            ("httpsProxy", Plain),
-            ("noProxy", Plain),
-        ],
+        K::HttpHeader => &[("name", Str), ("value", Str)],
+        K::Verification => &[("hash", Str)],
+        K::Proxy => &[("httpProxy", Str), ("httpsProxy", Str), ("noProxy", Strs)],
         K::Security => &[("tls", Object(K::Tls))],
         K::Tls => &[("certificateAuthorities", List(K::Resource))],
-        K::Timeouts => &[("httpResponseHeaders", Plain), ("httpTotal", Plain)],
-        K::KernelArguments => &[("shouldExist", Plain), ("shouldNotExist", Plain)],
+        K::Timeouts => &[("httpResponseHeaders", Int), ("httpTotal", Int)],
+        K::KernelArguments => &[("shouldExist", Strs), ("shouldNotExist", Strs)],
         K::Passwd => &[("groups", List(K::Group)), ("users", List(K::User))],
         K::User => &[
-            ("gecos", Plain),
-            ("groups", Plain),
-            ("homeDir", Plain),
-            ("name", Plain),
-            ("noCreateHome", Plain),
-            ("noLogInit", Plain),
-            ("noUserGroup", Plain),
-            ("passwordHash", Plain),
-            ("primaryGroup", Plain),
-            ("sshAuthorizedKeys", Plain),
-            ("shell", Plain),
-            ("shouldExist", Plain),
-            ("system", Plain),
-            ("uid", Plain),
+            ("gecos", Str),
+            ("groups", Strs),
+            ("homeDir", Str),
+            ("name", Str),
+            ("noCreateHome", Bool),
+            ("noLogInit", Bool),
+            ("noUserGroup", Bool),
+            ("passwordHash", Str),
+            ("primaryGroup", Str),
+            ("sshAuthorizedKeys", Strs),
+            ("shell", Str),
+            ("shouldExist", Bool),
+            ("system", Bool),
+            ("uid", Int),
         ],
         K::Group => &[
-            ("gid", Plain),
-            ("name", Plain),
-            ("passwordHash", Plain),
-            ("shouldExist", Plain),
-            ("system", Plain),
+            ("gid", Int),
+            ("name", Str),
+            ("passwordHash", Str),
+            ("shouldExist", Bool),
+            ("system", Bool),
         ],
         K::Storage => &[
             ("directories", List(K::Directory)),
@@ -144,79 +149,75 @@ fn fields(kind: Kind) -> Vec<(&'static str, Shape)> {
         K::File => &[
             ("append", List(K::Resource)),
             ("contents", Object(K::Resource)),
-            ("mode", Plain),
+            ("mode", Int),
         ],
-        K::Directory => &[("mode", Plain)],
-        K::Link => &[("hard", Plain), ("target", Plain)],
-        K::NodeOwner => &[("id", Plain), ("name", Plain)],
+        K::Directory => &[("mode", Int)],
+        K::Link => &[("hard", Bool), ("target", Str)],
+        K::NodeOwner => &[("id", Int), ("name", Str)],
         K::Disk => &[
-            ("device", Plain),
+            ("device", Str),
             ("partitions", List(K::Partition)),
-            ("wipeTable", Plain),
+            ("wipeTable", Bool),
         ],
         K::Partition => &[
-            ("guid", Plain),
-            ("label", Plain),
-            ("number", Plain),
-            ("resize", Plain),
-            ("shouldExist", Plain),
-            ("sizeMiB", Plain),
-            ("startMiB", Plain),
-            ("typeGuid", Plain),
-            ("wipePartitionEntry", Plain),
+            ("guid", Str),
+            ("label", Str),
+            ("number", Int),
+            ("resize", Bool),
+            ("shouldExist", Bool),
+            ("sizeMiB", Int),
+            ("startMiB", Int),
+            ("typeGuid", Str),
+            ("wipePartitionEntry", Bool),
         ],
         K::Filesystem => &[
-            ("device", Plain),
-            ("format", Plain),
-            ("label", Plain),
-            ("mountOptions", Plain),
-            ("options", Plain),
-            ("path", Plain),
-            ("uuid", Plain),
-            ("wipeFilesystem", Plain),
+            ("device", Str),
+            ("format", Str),
+            ("label", Str),
+            ("mountOptions", Strs),
+            ("options", Strs),
+            ("path", Str),
+            ("uuid", Str),
+            ("wipeFilesystem", Bool),
         ],
         K::Luks => &[
             ("cex", Object(K::Cex)),
             ("clevis", Object(K::Clevis)),
-            ("device", Plain),
-            ("discard", Plain),
+            ("device", Str),
+            ("discard", Bool),
             ("keyFile", Object(K::Resource)),
-            ("label", Plain),
-            ("name", Plain),
-            ("openOptions", Plain),
-            ("options", Plain),
-            ("uuid", Plain),
-            ("wipeVolume", Plain),
+            ("label", Str),
+            ("name", Str),
+            ("openOptions", Strs),
+            ("options", Strs),
+            ("uuid", Str),
+            ("wipeVolume", Bool),
         ],
-        K::Cex => &[("enabled", Plain)],
+        K::Cex => &[("enabled", Bool)],
         K::Clevis => &[
             ("custom", Object(K::ClevisCustom)),
             ("tang", List(K::Tang)),
-            ("threshold", Plain),
-            ("tpm2", Plain),
+            ("threshold", Int),
+            ("tpm2", Bool),
         ],
-        K::ClevisCustom => &[("config", Plain), ("needsNetwork", Plain), ("pin", Plain)],
-        K::Tang => &[
-            ("advertisement", Plain),
-            ("thumbprint", Plain),
-            ("url", Plain),
-        ],
+        K::ClevisCustom => &[("config", Str), ("needsNetwork", Bool), ("pin", Str)],
+        K::Tang => &[("advertisement", Str), ("thumbprint", Str), ("url", Str)],
         K::Raid => &[
-            ("devices", Plain),
-            ("level", Plain),
-            ("name", Plain),
-            ("options", Plain),
-            ("spares", Plain),
+            ("devices", Strs),
+            ("level", Str),
+            ("name", Str),
+            ("options", Strs),
+            ("spares", Int),
         ],
         K::Systemd => &[("units", List(K::Unit))],
         K::Unit => &[
-            ("contents", Plain),
+            ("contents", Str),
             ("dropins", List(K::Dropin)),
-            ("enabled", Plain),
-            ("mask", Plain),
-            ("name", Plain),
+            ("enabled", Bool),
+            ("mask", Bool),
+            ("name", Str),
         ],
-        K::Dropin => &[("contents", Plain), ("name", Plain)],
+        K::Dropin => &[("contents", Str), ("name", Str)],
     };
     let mut out = own.to_vec();
     if matches!(kind, K::File | K::Directory | K::Link) {
@@ -243,14 +244,15 @@ pub fn fold(key: &str) -> String {
 }
 
 /// Refuse a key of `config` (a MachineConfig's `spec.config`) that is not
-/// the spec's own key where it stands, naming it by its path.
+/// the spec's own key where it stands, and a value of a type Ignition's
+/// Go reader refuses there, naming it by its path.
 pub fn check(config: &Value) -> Result<()> {
-    walk(config, K::Config, "spec.config")
+    walk(config, K::Config, "spec.config", "$")
 }
 
-fn walk(v: &Value, kind: Kind, at: &str) -> Result<()> {
+fn walk(v: &Value, kind: Kind, at: &str, jp: &str) -> Result<()> {
     let Some(object) = v.as_object() else {
-        // Not an object: the MCO's own parse refuses a wrong type.
+        // Not an object: refused by the caller's type check.
         return Ok(());
     };
     let known = fields(kind);
@@ -271,17 +273,89 @@ fn walk(v: &Value, kind: Kind, at: &str) -> Result<()> {
             }
         };
         let here = format!("{at}.{key}");
+        let jhere = format!("{jp}.{key}");
+        check_type(value, *shape, &jhere)?;
         match shape {
-            Plain => {}
-            Object(k) => walk(value, *k, &here)?,
+            Object(k) => walk(value, *k, &here, &jhere)?,
             List(k) => {
                 for (i, item) in value.as_array().into_iter().flatten().enumerate() {
-                    walk(item, *k, &format!("{here}[{i}]"))?;
+                    walk(item, *k, &format!("{here}[{i}]"), &format!("{jhere}.{i}"))?;
                 }
             }
+            _ => {}
         }
     }
     Ok(())
+}
+
+/// Refuse `v` where Go's `encoding/json` refuses it for a field of
+/// `shape` (`jp`: its JSON path, `$.systemd.units.0.mask`), saying what
+/// the MCO says.
+fn check_type(v: &Value, shape: Shape, jp: &str) -> Result<()> {
+    let fits = |v: &Value, shape: Shape| match (shape, v) {
+        (_, Value::Null) => true,
+        (Bool, Value::Bool(_)) | (Str, Value::String(_)) => true,
+        // Go reads an int from the number's text: no fraction, no
+        // exponent, within 64 bits. (YAML's `420.0` reaches it as `420`.)
+        (Int, Value::Number(n)) => n.as_i64().is_some(),
+        (Strs | List(_), Value::Array(_)) | (Object(_), Value::Object(_)) => true,
+        _ => false,
+    };
+    let go_type = |shape: Shape| match shape {
+        Bool => "bool".to_string(),
+        Int => "int".to_string(),
+        Str => "string".to_string(),
+        Strs => "[]string".to_string(),
+        Object(k) => format!("types.{k:?}"),
+        List(k) => format!("[]types.{k:?}"),
+    };
+    let json_type = |v: &Value| match v {
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+        Value::Null => "null",
+    };
+    let wants = |shape: Shape| match shape {
+        Bool => "true or false",
+        Int => "an integer (no fraction, within 64 bits)",
+        Str => "a string (quote it)",
+        Strs => "a list of strings",
+        Object(_) => "an object",
+        List(_) => "a list of objects",
+    };
+    let (bad, at, elem) = match (shape, v) {
+        (Strs, Value::Array(items)) => match items.iter().position(|i| !fits(i, Str)) {
+            Some(i) => (&items[i], format!("{jp}.{i}"), Str),
+            None => return Ok(()),
+        },
+        (List(k), Value::Array(items)) => match items.iter().position(|i| !fits(i, Object(k))) {
+            Some(i) => (&items[i], format!("{jp}.{i}"), Object(k)),
+            None => return Ok(()),
+        },
+        _ if fits(v, shape) => return Ok(()),
+        _ => (v, jp.to_string(), shape),
+    };
+    let what = match bad {
+        Value::Number(n) => format!("number {n}"),
+        other => json_type(other).to_string(),
+    };
+    let shown = match bad {
+        Value::Array(_) => "a list".to_string(),
+        Value::Object(_) => "an object".to_string(),
+        other => other.to_string(),
+    };
+    bail!(
+        "spec.config {at} is {shown}: Ignition reads {} there, so the MCO refuses the \
+         MachineConfig (\"json: cannot unmarshal {what} into Go struct field Config{} of type \
+         {}\") and renders no config for its pool (it goes Degraded: its nodes, and new ones, \
+         keep the config before); write {} there",
+        wants(elem),
+        jp.trim_start_matches('$'),
+        go_type(elem),
+        wants(elem),
+    )
 }
 
 #[cfg(test)]
@@ -352,6 +426,60 @@ mod tests {
             e.starts_with("spec.config.storage.files[0].\"overwite\": no key of Ignition"),
             "{e}"
         );
+    }
+
+    /// Review 10 (r10b F1): a value of another type than Ignition's Go
+    /// field was read as absent (`mask: "yes"` as no mask) while the MCO
+    /// refused the MachineConfig. `null` fits any field, as in Go.
+    #[test]
+    fn values_have_the_go_type_of_their_field() {
+        let unit = |u: Value| json!({"systemd": {"units": [u]}});
+        for (config, says) in [
+            (
+                unit(json!({"name": "x.service", "mask": "yes"})),
+                "$.systemd.units.0.mask is \"yes\": Ignition reads true or false",
+            ),
+            (
+                unit(json!({"name": "x.service", "enabled": 1})),
+                "cannot unmarshal number 1 into Go struct field Config.systemd.units.0.enabled of type bool",
+            ),
+            (unit(json!({"name": 1})), "$.systemd.units.0.name is 1"),
+            (
+                json!({"storage": {"files": [{"path": "/a", "mode": 420.5}]}}),
+                "number 420.5",
+            ),
+            (
+                json!({"storage": {"files": [{"path": "/a", "mode": 9_223_372_036_854_775_808u64}]}}),
+                "of type int",
+            ),
+            (
+                json!({"storage": {"files": [{"path": "/a", "mode": "420"}]}}),
+                "$.storage.files.0.mode is \"420\": Ignition reads an integer",
+            ),
+            (
+                json!({"passwd": {"users": [{"name": "core", "sshAuthorizedKeys": ["a", 1]}]}}),
+                "$.passwd.users.0.sshAuthorizedKeys.1 is 1",
+            ),
+            (
+                json!({"storage": {"files": [{"path": "/a", "contents": "data:,x"}]}}),
+                "$.storage.files.0.contents is \"data:,x\": Ignition reads an object",
+            ),
+            (json!({"storage": {"files": ["/a"]}}), "of type types.File"),
+            (json!({"systemd": []}), "$.systemd is a list"),
+        ] {
+            let e = format!("{:#}", check(&config).unwrap_err());
+            assert!(
+                e.contains(says) && e.contains("the MCO refuses"),
+                "{config}: {e}"
+            );
+        }
+        check(&json!({"ignition": {"version": "3.4.0", "config": null},
+            "storage": {"files": [{"path": "/a", "mode": null, "overwrite": null,
+                "user": null, "append": [null], "contents": {"source": null}}],
+                "links": null},
+            "passwd": {"users": [{"name": "core", "sshAuthorizedKeys": [null], "uid": -1}]},
+            "systemd": {"units": [{"name": "x.service", "mask": false, "enabled": null}]}}))
+        .unwrap();
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
-use super::storage::{merge_storage, refuse_systemd_conflicts};
+use super::storage::{merge_storage, refuse_sourceless_files, refuse_systemd_conflicts};
 #[cfg(test)]
 use super::unpack::clean_path;
 pub use super::unpack::{FILE_CAP, TOTAL_CAP, decode_data_url};
@@ -211,6 +211,7 @@ impl Layout {
                 .with_context(|| format!("MachineConfig {name:?}"))?;
         }
         refuse_systemd_conflicts(&layout.files, layout.unit_paths())?;
+        refuse_sourceless_files(&layout.files)?;
         Ok(layout)
     }
 
@@ -690,7 +691,7 @@ mod tests {
         // Appends count toward the file's cap.
         let big = mc(
             "99-d",
-            json!({"storage": {"files": [{"path": env, "append": [
+            json!({"storage": {"files": [{"path": env, "overwrite": false, "append": [
                 {"source": format!("data:,{}", "a".repeat(super::super::unpack::FILE_CAP as usize))}]}]}}),
         );
         let layout = Layout::merge(vec![big]).unwrap();

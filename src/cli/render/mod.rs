@@ -36,6 +36,7 @@ pub mod encoding;
 pub mod generator;
 pub mod gitops_dir;
 mod ignition_keys;
+mod ignition_rules;
 pub mod input;
 pub mod layout;
 pub mod leave_to_nfd;

@@ -95,6 +95,7 @@ fn node(name: &str, mode: u32, kind: Kind) -> MergedFile {
         checked: Vec::new(),
         mode,
         appends: Vec::new(),
+        overwrite: None,
         machineconfig: name.to_string(),
         kind,
     }
@@ -119,6 +120,26 @@ pub(super) fn refuse_systemd_conflicts(
                  dropin (Ignition refuses such a config; the Machine Config Server serves the \
                  pool none): write it either as the unit or drop-in, or as a storage {one}, \
                  not both",
+                f.machineconfig
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Refuse a merged file without `contents.source` whose `overwrite` no
+/// entry set to false: the MCO's merge sets it to true, and Ignition
+/// refuses the pool's config then (`overwrite must be false if source is
+/// unspecified`): the Machine Config Server serves it to no node.
+pub(super) fn refuse_sourceless_files(nodes: &BTreeMap<String, MergedFile>) -> Result<()> {
+    for (path, f) in nodes {
+        if f.kind == Kind::File && f.source.is_none() && f.overwrite != Some(false) {
+            bail!(
+                "MachineConfig {:?}: storage file {path}: no MachineConfig of the pool gives it \
+                 contents.source, and the MCO's merge sets its `overwrite` to true: Ignition \
+                 refuses that (overwrite must be false if source is unspecified), so the \
+                 Machine Config Server cannot serve the pool's config and no new node of it \
+                 boots; give contents.source (data:, for an empty file)",
                 f.machineconfig
             );
         }
@@ -183,6 +204,44 @@ mod tests {
         let tree = tempfile::tempdir().unwrap();
         layout.write(tree.path()).unwrap();
         std::fs::read_to_string(tree.path().join(&path[1..])).ok()
+    }
+
+    /// Review 10 (r10b F3 addendum): a file no MachineConfig gives a
+    /// source (`append` only, a mode only) gets `overwrite: true` from the
+    /// MCO's merge, and its Machine Config Server refuses the pool's config
+    /// then; a source from another MachineConfig, or `overwrite: false`,
+    /// keeps it served.
+    #[test]
+    fn a_file_without_a_source_in_the_pool_is_refused() {
+        let only = |name: &str, f: Value| mc(name, json!({"files": [f]}));
+        for configs in [
+            vec![only(
+                "60-a",
+                json!({"path": "/etc/a", "append": [{"source": "data:,x"}]}),
+            )],
+            vec![only("60-a", json!({"path": "/etc/a", "mode": 420}))],
+            vec![
+                only("60-a", json!({"path": "/etc/a", "overwrite": false})),
+                only("70-b", json!({"path": "/etc/a", "overwrite": true})),
+            ],
+        ] {
+            let e = format!("{:#}", Layout::merge(configs).unwrap_err());
+            assert!(
+                e.contains(
+                    "storage file /etc/a: no MachineConfig of the pool gives it contents.source"
+                ),
+                "{e}"
+            );
+        }
+        for configs in [
+            vec![
+                env_file("50-a"),
+                only("60-b", json!({"path": ENV, "mode": 384})),
+            ],
+            vec![only("60-a", json!({"path": "/etc/a", "overwrite": false}))],
+        ] {
+            Layout::merge(configs).unwrap();
+        }
     }
 
     /// Ignition's merge (`Storage.MergedKeys`: files, links and

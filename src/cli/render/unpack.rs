@@ -31,6 +31,8 @@ pub(super) struct MergedFile {
     /// Its `append` entries (source, compression), in merge order: Ignition
     /// writes each after the contents.
     pub appends: Vec<(String, Option<String>)>,
+    /// `overwrite` as the last entry that set it set it.
+    pub overwrite: Option<bool>,
     /// The MachineConfig that wrote it last, for messages.
     pub machineconfig: String,
     /// What Ignition writes at the path: files, links and directories
@@ -70,6 +72,10 @@ impl MergedFile {
         // What the earlier entry set is moved on, not copied: many entries
         // at one path each cost what they set, not the contents again.
         let new_source = f.pointer("/contents/source").and_then(Value::as_str);
+        let overwrite = f
+            .get("overwrite")
+            .and_then(Value::as_bool)
+            .or_else(|| was.as_ref().and_then(|w| w.overwrite));
         let new_compression = match f.pointer("/contents/compression") {
             Some(Value::String(c)) => Some(c.clone()),
             _ => None,
@@ -122,6 +128,7 @@ impl MergedFile {
             checked,
             mode,
             appends,
+            overwrite,
             machineconfig: name.to_string(),
             kind: Kind::File,
         })
