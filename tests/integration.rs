@@ -43,6 +43,7 @@ mod payload;
 mod plan;
 mod plan_cluster_unit;
 mod plan_fleet;
+mod plan_reconcilable;
 mod plan_tolerations;
 mod pr_inputs;
 mod pr_machineconfigs;

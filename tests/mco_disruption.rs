@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The oracle binary and its MCO tree, when they can run here.
-fn oracle() -> Option<(PathBuf, PathBuf)> {
+pub(crate) fn oracle() -> Option<(PathBuf, PathBuf)> {
     let unpack = skipped::shared("oracles/mco/unpack.sh")?;
     let is_root = Command::new("id")
         .arg("-u")
@@ -32,7 +32,7 @@ fn oracle() -> Option<(PathBuf, PathBuf)> {
     Some((lines.next()?.into(), lines.next()?.into()))
 }
 
-fn wrapper(dir: &Path, marker: &[u8]) -> PathBuf {
+pub(crate) fn wrapper(dir: &Path, marker: &[u8]) -> PathBuf {
     let mut bytes = elf::static_elf(kubelet_labeler::cli::render::arch::Arch::X86_64);
     bytes.extend_from_slice(marker);
     let p = dir.join(format!("wrapper-{}", String::from_utf8_lossy(marker)));
@@ -54,7 +54,7 @@ fn render_to(out: &Path, args: &[&str]) {
 
 /// `render machineconfig` into `out`; the policy file moves to `policy`
 /// (it is applied once, cluster-wide, not with the pool's manifests).
-fn render(out: &Path, wrapper: &Path, args: &[&str], policy: &Path) {
+pub(crate) fn render(out: &Path, wrapper: &Path, args: &[&str], policy: &Path) {
     let w = wrapper.to_str().unwrap();
     render_to(
         out,
@@ -75,6 +75,14 @@ fn verdict(before: &Path, after: &Path, policy: &Path) -> serde_json::Value {
 
 /// The oracle's whole report on moving from `before` to `after`.
 fn oracle_report(before: &Path, after: &Path, policy: &Path) -> serde_json::Value {
+    let v = oracle_json(before, after, policy);
+    assert_eq!(v["summary"]["ok"], true, "{}", v["summary"]);
+    v
+}
+
+/// The oracle's report on moving from `before` to `after`, whatever it
+/// finds.
+pub(crate) fn oracle_json(before: &Path, after: &Path, policy: &Path) -> serde_json::Value {
     let (bin, root) = oracle().unwrap();
     let out = Command::new(bin)
         .arg("-mco-root")
@@ -87,15 +95,13 @@ fn oracle_report(before: &Path, after: &Path, policy: &Path) -> serde_json::Valu
         .arg(policy)
         .output()
         .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-    assert_eq!(v["summary"]["ok"], true, "{}", v["summary"]);
-    v
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
 }
 
 /// The daemon's cost in `plan`'s words (its worst action with the given
 /// policy), and the actions behind it.
-fn daemon_cost(v: &serde_json::Value) -> (&'static str, Vec<String>) {
+pub(crate) fn daemon_cost(v: &serde_json::Value) -> (&'static str, Vec<String>) {
     let actions: Vec<String> =
         serde_json::from_value(v["withGivenPolicy"]["NodeDisruptionActions"].clone())
             .unwrap_or_else(|e| panic!("{e}: {v}"));
@@ -121,7 +127,7 @@ fn daemon_cost(v: &serde_json::Value) -> (&'static str, Vec<String>) {
 }
 
 /// The oracle's verdict for worker-gpu's nodes among the pools it moves.
-fn gpu_change(report: &serde_json::Value) -> &serde_json::Value {
+pub(crate) fn gpu_change(report: &serde_json::Value) -> &serde_json::Value {
     let changes = &report["changeFromPrevManifests"];
     changes
         .as_array()
@@ -137,7 +143,19 @@ fn gpu_change(report: &serde_json::Value) -> &serde_json::Value {
 
 /// `plan --format json` from `before` to `after` for the fleet and policy.
 fn plan_json(before: &Path, after: &Path, fleet: &Path, policy: &Path) -> serde_json::Value {
-    let o = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+    let o = plan_run(before, after, fleet, policy);
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)))
+}
+
+/// `plan --format json` from `before` to `after`, as it ran.
+pub(crate) fn plan_run(
+    before: &Path,
+    after: &Path,
+    fleet: &Path,
+    policy: &Path,
+) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
         .args(["plan", "--format", "json", "--from"])
         .arg(before)
         .arg("--to")
@@ -147,9 +165,7 @@ fn plan_json(before: &Path, after: &Path, fleet: &Path, policy: &Path) -> serde_
         .arg("--fleet")
         .arg(policy)
         .output()
-        .unwrap();
-    serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)))
+        .unwrap()
 }
 
 #[test]

@@ -282,7 +282,8 @@ Examples:
       --fail-on reboot,lockout
 
 Exit status: 0 no node changes (with --fail-on: none of those happens), 1 some
-do, 2 usage or bad input.";
+do, 2 usage or bad input, or the MCO refuses a pool's change (the plan is
+written all the same).";
 
 #[derive(Debug, Args)]
 pub struct PlanConfig {

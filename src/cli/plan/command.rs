@@ -43,6 +43,10 @@ pub fn run(c: PlanConfig) -> Result<ExitCode> {
     } else {
         c.fail_on.iter().any(fails)
     };
+    // The MCO refuses a pool's change: a refusal, as bad input is.
+    if p.refused > 0 {
+        return Ok(ExitCode::from(2));
+    }
     Ok(if failed {
         ExitCode::FAILURE
     } else {

@@ -23,6 +23,7 @@ pub mod formats;
 mod inputs;
 pub mod kube;
 mod policy;
+mod reconcilable;
 mod report;
 
 pub use report::{Format, render};
@@ -77,6 +78,10 @@ pub struct Outcome {
     /// The node runs files of ours of another node format than the
     /// proposed render's: it keeps the old behaviour until they land.
     pub wrapper_format: Option<formats::FormatChange>,
+    /// Why the MCO refuses the change of the node's pool on running nodes
+    /// (`IsRenderedConfigReconcilable`): nothing of it rolls out, and
+    /// nothing else is shown changing.
+    pub refused: Option<String>,
     pub not_judged: Vec<String>,
 }
 
@@ -125,6 +130,8 @@ pub struct Plan {
     pub reboot: usize,
     pub lockout: usize,
     pub taint_changes: usize,
+    /// Nodes whose pool's change the MCO refuses (plan exits 2).
+    pub refused: usize,
     /// Changed groups first, largest first.
     pub groups: Vec<Group>,
     /// What could not be judged for lack of an input, fleet-wide.
@@ -144,6 +151,9 @@ struct PoolRender {
     pool_label: Option<String>,
     /// The node formats of our files in the pool's MachineConfigs.
     formats: formats::Formats,
+    /// The render's MachineConfigs of the pool, for what the MCO judges
+    /// beyond the files (`reconcilable`).
+    configs: Vec<Value>,
     /// Why the wrapper never runs on the pool's nodes though our drop-in
     /// is there (as `explain` judges it: the generator missing or not
     /// executable, our drop-in hidden or taken back by a later one): they
@@ -266,6 +276,7 @@ pub fn plan(opts: &PlanOptions) -> Result<Plan> {
         taint_changes: count(&|o| {
             o.register_before.taints != o.register_after.taints || !o.taint_commands.is_empty()
         }),
+        refused: count(&|o| o.refused.is_some()),
         groups,
         not_judged: fleet_notes,
     })
@@ -279,6 +290,9 @@ struct Side {
     /// (pool, feature set) → registration: each distinct feature set of a
     /// pool is evaluated once.
     registrations: std::collections::HashMap<(String, Option<usize>), (Registration, Desired)>,
+    /// (pool before, pool after) → the MCO's refusal of the change and the
+    /// OS changes it reboots for (kept on the proposed side).
+    against: std::collections::HashMap<(String, String), Against>,
 }
 
 impl Side {
@@ -289,6 +303,7 @@ impl Side {
             pools,
             cache: BTreeMap::new(),
             registrations: Default::default(),
+            against: Default::default(),
         })
     }
 
@@ -337,6 +352,7 @@ fn lay_out(render: &inputs::Render, pool: &Pool) -> Result<PoolRender> {
         );
     }
     let formats = formats::of_configs(&configs);
+    let own = configs.clone();
     // kubelet.service itself is the cluster's (the MCO's templates, in no
     // render of ours): a stand-in, the base the render changes, reads what
     // it reads.
@@ -390,6 +406,7 @@ fn lay_out(render: &inputs::Render, pool: &Pool) -> Result<PoolRender> {
         files,
         pool_label,
         formats,
+        configs: own,
         wrapper_off,
     })
 }
@@ -550,6 +567,49 @@ fn judge(
         ));
     }
     let (before, _) = registration(&mut sides[0], &pool, n.features, fleet, profile)?;
+    let (refused, os_changes, extensions) = against(sides, &pool, &proposed_pool)?;
+    // OpenShift 4.N runs Kubernetes 1.(N+13).
+    let release = n.kubelet_minor.map(|m| m.saturating_sub(13));
+    let extension_refused =
+        crate::cli::render::extensions::refused(extensions.iter().map(String::as_str), release);
+    if let Some(why) = refused {
+        // Nothing of the change reaches the pool's nodes, new ones
+        // included (since 4.16 the render is refused).
+        let before_416 = release.is_some_and(|r| r < 16);
+        o.refused = Some(format!(
+            "the MCO refuses this change on running nodes: nothing rolls out (pool {} goes \
+             Degraded: {why}){}",
+            proposed_pool.name,
+            if before_416 {
+                "; OpenShift before 4.16 renders it all the same: nodes joining the pool boot \
+                 it, while its running nodes' daemons refuse it"
+            } else {
+                ""
+            }
+        ));
+    } else if let Some(why) = extension_refused {
+        o.refused = Some(format!(
+            "{}: pool {} goes Degraded, and nothing of the change reaches its nodes, new ones \
+             included ({why})",
+            if release.is_some() {
+                "the MCO refuses this change: nothing rolls out"
+            } else {
+                "the MCO may refuse this change: nothing is shown rolling out"
+            },
+            proposed_pool.name
+        ));
+    }
+    if o.refused.is_none() && release.is_some() {
+        o.not_judged.extend(crate::cli::render::extensions::partial(
+            extensions.iter().map(String::as_str),
+        ));
+    }
+    if o.refused.is_some() {
+        o.pool_after = o.pool_before.clone();
+        o.register_after = before.clone();
+        o.register_before = before;
+        return Ok(o);
+    }
     let (after, desired) = registration(&mut sides[1], &proposed_pool, n.features, fleet, profile)?;
     o.register_before = before.clone();
     o.register_after = after.clone();
@@ -705,6 +765,10 @@ fn judge(
                 if default { " (the MCO's default)" } else { "" }
             ));
         }
+        for why in os_changes {
+            o.disruption = Disruption::DrainAndReboot;
+            o.disruption_because.push(why);
+        }
     }
     // DaemonSets whose pods the change lets on or keeps off the node.
     let taints_before: Vec<Taint> = match &n.node {
@@ -746,6 +810,31 @@ fn judge(
     ds_lines.sort();
     o.daemonsets = ds_lines.into_iter().map(|(_, l)| l).collect();
     Ok(o)
+}
+
+/// The MCO's judgement of moving the pool's running nodes from the base
+/// render to the proposed one: its refusal, and the OS changes it reboots
+/// for (computed once per pair of pools).
+/// The MCO's refusal of a pool's change on running nodes, the OS changes
+/// it reboots for, and the proposed pool's extensions.
+type Against = (Option<String>, Vec<String>, Vec<String>);
+
+fn against(sides: &mut [Side; 2], pool: &Pool, proposed: &Pool) -> Result<Against> {
+    let key = (pool.name.clone(), proposed.name.clone());
+    if let Some(r) = sides[1].against.get(&key) {
+        return Ok(r.clone());
+    }
+    sides[0].pool(pool)?;
+    sides[1].pool(proposed)?;
+    let old = &sides[0].cache[&pool.name].configs;
+    let new = &sides[1].cache[&proposed.name].configs;
+    let r = (
+        reconcilable::refusal(old, new),
+        reconcilable::os_changes(old, new),
+        reconcilable::extensions(new),
+    );
+    sides[1].against.insert(key, r.clone());
+    Ok(r)
 }
 
 /// NFD's worker and the GPU Operator's operands: a taint keeping them off

@@ -26,10 +26,18 @@ pub fn render(plan: &Plan, format: Format) -> String {
 }
 
 fn totals(plan: &Plan) -> String {
-    format!(
+    let mut s = format!(
         "{} of {} nodes change; {} reboot; {} with a taint change; {} where NFD or the GPU Operator is locked out",
         plan.changed, plan.nodes, plan.reboot, plan.taint_changes, plan.lockout
-    )
+    );
+    if plan.refused > 0 {
+        let _ = write!(
+            s,
+            "; {} in a pool whose change the MCO refuses (nothing rolls out there)",
+            plan.refused
+        );
+    }
+    s
 }
 
 fn names(g: &Group) -> String {
@@ -48,7 +56,9 @@ fn names(g: &Group) -> String {
 
 fn title(g: &Group) -> String {
     let pool = g.outcome.pool_before.as_deref().unwrap_or("no pool");
-    let what = if g.outcome.changes() {
+    let what = if g.outcome.refused.is_some() {
+        "the MCO refuses the change"
+    } else if g.outcome.changes() {
         "change"
     } else {
         "no change"
@@ -68,6 +78,9 @@ fn title(g: &Group) -> String {
 fn lines(g: &Group) -> Vec<(usize, String)> {
     let o = &g.outcome;
     let mut out = Vec::new();
+    if let Some(why) = &o.refused {
+        out.push((0, why.clone()));
+    }
     let diff = |before: &[String], after: &[String]| -> Vec<String> {
         let mut d: Vec<String> = after
             .iter()
@@ -224,6 +237,9 @@ fn markdown(plan: &Plan) -> String {
     for g in &plan.groups {
         let o = &g.outcome;
         let mut what = Vec::new();
+        if o.refused.is_some() {
+            what.push("**the MCO refuses the change: nothing rolls out**".to_string());
+        }
         if o.register_before != o.register_after {
             what.push("registration changes".to_string());
         }

@@ -33,6 +33,7 @@ pub mod contained;
 mod dataurl;
 pub mod dropins;
 pub mod encoding;
+pub mod extensions;
 pub mod generator;
 pub mod gitops_dir;
 mod ignition_keys;
