@@ -230,7 +230,7 @@ mod tests {
                 false,
             ),
         ] {
-            assert_eq!(check(&[m.clone()]).is_err(), refused, "{m}");
+            assert_eq!(check(std::slice::from_ref(&m)).is_err(), refused, "{m}");
         }
     }
 
