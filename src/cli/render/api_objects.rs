@@ -78,6 +78,9 @@ pub fn check(doc: &Value, source: &str) -> Result<()> {
             "metadata.labels is {other:.40}, not a map"
         ))),
     }
+    if kind == "MachineConfig" {
+        spec_types(doc).map_err(refused)?;
+    }
     if kind == "MachineConfigPool" && !inherits_worker(doc) {
         bail!(refused(
             "its machineConfigSelector does not select role worker's MachineConfigs, which \
@@ -86,6 +89,33 @@ pub fn check(doc: &Value, source: &str) -> Result<()> {
              In [worker, <pool>] (or master, arbiter by matchLabels)"
                 .to_string()
         ));
+    }
+    Ok(())
+}
+
+/// `MachineConfigSpec`'s fields by their Go types, as its CRD's schema
+/// (and the MCO's decode) refuse another: `fips: "no"` is no bool.
+fn spec_types(doc: &Value) -> std::result::Result<(), String> {
+    let Some(spec) = doc.get("spec").filter(|s| !s.is_null()) else {
+        return Ok(());
+    };
+    let Some(spec) = spec.as_object() else {
+        return Err(format!("spec is {spec:.40}, not an object"));
+    };
+    let strings = |v: &Value| v.as_array().is_some_and(|a| a.iter().all(Value::is_string));
+    for (key, value) in spec {
+        let (ok, ty) = match key.as_str() {
+            "fips" => (value.is_boolean(), "a boolean"),
+            "kernelArguments" | "extensions" => (strings(value), "a list of strings"),
+            "kernelType" | "osImageURL" | "baseOSExtensionsContainerImage" => {
+                (value.is_string(), "a string")
+            }
+            "config" => (value.is_object(), "an object"),
+            _ => (true, ""),
+        };
+        if !ok && !value.is_null() {
+            return Err(format!("spec.{key} is {value:.40}, not {ty}; write it as {ty}"));
+        }
     }
     Ok(())
 }
@@ -157,6 +187,17 @@ mod tests {
             mc(v1, "50-a", json!({ "a b": "x" })),
             mc(v1, "50-a", json!({ "k": 1 })),
         ] {
+            assert!(check(&bad, "f").is_err(), "{bad}");
+        }
+        for spec in [
+            json!({ "fips": "no" }),
+            json!({ "kernelArguments": "nosmt" }),
+            json!({ "extensions": [1] }),
+            json!({ "kernelType": true }),
+            json!({ "config": "x" }),
+        ] {
+            let mut bad = mc(v1, "50-a", role.clone());
+            bad["spec"] = spec;
             assert!(check(&bad, "f").is_err(), "{bad}");
         }
         let pool = |selector: Value| {

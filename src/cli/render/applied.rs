@@ -83,7 +83,6 @@ fn check_object<'a>(doc: &'a Value, source: &str, out: &mut Vec<&'a Value>) -> R
              the object itself, while plan and explain read the {kind}; remove `{key}`"
         );
     }
-    super::api_objects::check(doc, source)?;
     if matches!(
         kind,
         "MachineConfig" | "MachineConfigPool" | "MachineConfiguration"
@@ -93,6 +92,7 @@ fn check_object<'a>(doc: &'a Value, source: &str, out: &mut Vec<&'a Value>) -> R
     if kind == "MachineConfig" {
         check_machineconfig(doc).with_context(|| format!("{source}: MachineConfig {name:?}"))?;
     }
+    super::api_objects::check(doc, source)?;
     out.push(doc);
     Ok(())
 }
@@ -338,7 +338,10 @@ mod tests {
         let a = mc(json!({"config": env_config()}));
         let mut b = a.clone();
         b["metadata"]["name"] = json!("b");
-        let pool = json!({"kind": "MachineConfigPool", "metadata": {"name": "p"}});
+        let pool = json!({"apiVersion": "machineconfiguration.openshift.io/v1",
+            "kind": "MachineConfigPool", "metadata": {"name": "p"},
+            "spec": {"machineConfigSelector": {"matchLabels":
+                {"machineconfiguration.openshift.io/role": "worker"}}}});
         let no_items = json!({"kind": "FooList", "metadata": {"name": "f"}});
         let docs = [
             json!({"kind": "List", "items": [a, {"kind": "MachineConfigList", "items": [b]}]}),

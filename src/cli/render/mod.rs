@@ -42,7 +42,7 @@ pub mod input;
 pub mod layout;
 pub mod leave_to_nfd;
 pub mod machineconfig;
-mod merge_inputs;
+pub mod merge_inputs;
 pub mod node_format;
 pub mod node_rules;
 pub mod output_file;

@@ -488,8 +488,9 @@ mod tests {
             "kind": "MachineConfigPool",
             "metadata": { "name": "worker-p" },
             "spec": {
-                "machineConfigSelector": { "matchLabels": {
-                    "machineconfiguration.openshift.io/role": "worker-p" } },
+                "machineConfigSelector": { "matchExpressions": [ {
+                    "key": "machineconfiguration.openshift.io/role",
+                    "operator": "In", "values": ["worker", "worker-p"] } ] },
                 "nodeSelector": { "matchLabels": {
                     "example.com/p": "true", "feature.node.kubernetes.io/gpu": "true" } }
             }
@@ -544,6 +545,7 @@ mod tests {
     /// A custom pool `worker-p` selecting `example.com/p=true`.
     fn pool_p() -> Value {
         json!({
+            "apiVersion": "machineconfiguration.openshift.io/v1",
             "kind": "MachineConfigPool",
             "metadata": { "name": "worker-p" },
             "spec": {

@@ -635,6 +635,10 @@ pub(super) fn pool_env(
 ) -> Result<Vec<(String, String, String)>> {
     let name = path.rsplit('/').next().unwrap_or(ENV_DROPIN_NAME);
     let mcs: Vec<Value> = configs.iter().map(|(mc, _)| mc.clone()).collect();
+    // What plan and explain refuse as merged otherwise by the MCO (a name
+    // twice, a worker config before the templates, /run paths).
+    crate::cli::render::merge_inputs::check(&mcs)
+        .with_context(|| format!("merging the MachineConfigs' {name}"))?;
     let order = crate::cli::render::layout::merge_order(&mcs)
         .with_context(|| format!("merging the MachineConfigs' {name}"))?;
     // The file of the last MachineConfig that writes `path` (it wins), for
