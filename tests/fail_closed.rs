@@ -438,3 +438,37 @@ fn the_line_of_a_start_that_cannot_be_made_is_one_line() {
         "{line}"
     );
 }
+
+/// Review 11 (r11a) F2, FAILS on 9d154a5: kubelet's own taints (a
+/// `--config-dir` drop-in of 3000 harmless `PreferNoSchedule` taints, which
+/// the real kubelet and API server register as they are) make the merged
+/// `--register-with-taints=` word pass MAX_ARG_STRLEN. The wrapper started
+/// kubelet's original command: kubelet registered with the drop-in's
+/// taints and without ours (the static taint, the rule's) and unfenced.
+#[test]
+fn kubelets_own_taints_past_the_word_limit_never_drop_ours() {
+    let dir = scratch_dir();
+    let root = dir.path();
+    let unit = "[Service]\nExecStart=/usr/bin/kubelet --v=2 --config-dir=/etc/kubernetes/k.d\n";
+    let Some(records) = recorder_root(root, unit) else {
+        return;
+    };
+    let mut dropin = String::from(
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nregisterWithTaints:\n",
+    );
+    for i in 0..3000 {
+        dropin += &format!(
+            "- {{key: example.com/harmless-{i:05}, value: x, effect: PreferNoSchedule}}\n"
+        );
+    }
+    write(&root.join("etc/kubernetes/k.d/50-pod.conf"), &dropin);
+    let env = env("c", &[(RULES_VAR, "")]);
+    let (err, argv) = try_wrapper(root, &records, &env, "", &[]);
+    let argv = argv.unwrap();
+    let taints = taints_of(&argv);
+    assert!(
+        taints.split(',').any(|t| t == STATIC_TAINT),
+        "kubelet registers without the static taint {STATIC_TAINT}: {err}\nargv: {}",
+        argv.join(" ").chars().take(300).collect::<String>()
+    );
+}

@@ -5,10 +5,10 @@
 
 use std::ffi::OsString;
 
-use super::fence::{Failure, Reason, fenced, note};
+use super::fence::{Failure, Reason, fenced, is_fence, note, push_replaced};
 use super::plan::{self, OriginalCommand, Plan};
 use crate::node::contract::{ROLE_RULES_VAR, ROLE_TAINTS_VAR, RULES_VAR, TAINTS_VAR};
-use crate::node::kubelet::{Additions, NodeFs, Profile};
+use crate::node::kubelet::{Additions, NodeFs, Profile, Taint};
 
 /// [`plan::plan_closed`] of `additions` (see [`plan_keeping_taints`]),
 /// fenced for `failure` when there is one; a note says so, and how to lift
@@ -111,6 +111,63 @@ pub fn without_our_labels(plan: &Plan) -> Option<Vec<OsString>> {
     let mut argv = plan.argv.clone();
     argv.remove(at);
     Some(argv)
+}
+
+/// `plan`'s argv without our labels and without kubelet's own taints: our
+/// taints and the fence (`kubelet-taints-too-long`, unless ours hold a
+/// fence) replace the `--register-with-taints=` word we merged; and those
+/// taints. None where `plan` carries no taint of kubelet's own.
+pub fn our_taints_alone(plan: &Plan) -> Option<(Vec<OsString>, Vec<Taint>)> {
+    let ours = &plan.added_taints;
+    if ours.is_empty() || plan.taints.len() <= ours.len() {
+        return None;
+    }
+    let mut taints = ours.clone();
+    if !taints.iter().any(is_fence) {
+        taints.push(Reason::KubeletTaintsTooLong.taint());
+    }
+    let word = |taints: &[Taint]| {
+        let words: Vec<String> = taints.iter().map(|t| t.to_string()).collect();
+        OsString::from(format!("--register-with-taints={}", words.join(",")))
+    };
+    let mut argv = without_our_labels(plan).unwrap_or_else(|| plan.argv.clone());
+    let merged = word(&plan.taints);
+    let at = argv.iter().rposition(|w| *w == merged)?;
+    argv[at] = word(&taints);
+    Some((argv, taints))
+}
+
+/// `plan` made to fit exec's limit (`over`: why an argv is past it, None
+/// when it is not), failing closed: without our labels (every taint
+/// kept), else with our taints and the fence alone (kubelet's own
+/// replaced, as when they do not fit one word), else, past the limit even
+/// so, kubelet's original command, `left_out` saying so.
+pub fn fit_exec_limit(plan: &mut Plan, over: &dyn Fn(&[OsString]) -> Option<String>) {
+    let Some(why) = over(&plan.argv) else {
+        return;
+    };
+    if let Some(argv) = without_our_labels(plan).filter(|a| over(a).is_none()) {
+        plan.argv = argv;
+        plan.added_labels.clear();
+        plan.notes
+            .push(format!("our labels left out: {why}; every taint kept"));
+    } else if let Some((argv, taints)) = our_taints_alone(plan).filter(|a| over(&a.0).is_none()) {
+        plan.argv = argv;
+        plan.added_labels.clear();
+        plan.taints = taints.clone();
+        plan.added_taints = taints;
+        let why = format!("{why}; our labels left out too");
+        push_replaced(&mut plan.notes, Reason::KubeletTaintsTooLong, &why);
+    } else {
+        plan.argv = plan.original_argv.clone();
+        plan.left_out = Some(match plan.added_taints.is_empty() {
+            true => why,
+            false => format!(
+                "{why}; so is it with our taints and the fence alone (without our labels and \
+                 kubelet's own taints)"
+            ),
+        });
+    }
 }
 
 /// The crash fallback before the static part is merged, where `env` has
