@@ -375,7 +375,7 @@ fn apply_with(
         let flag = w.split_once('=').map_or(w.as_str(), |(f, _)| f);
         let what = match &plan.fenced {
             Some((Replaced::TooLong, _)) if flag == "--register-with-taints" => {
-                format!("the {flag}= word of our taints and the fence alone")
+                format!("the {flag}= word, even of our taints and the fence alone,")
             }
             _ => format!("the {flag}= word"),
         };
