@@ -490,3 +490,103 @@ fn the_line_of_a_start_that_cannot_be_made_is_one_line() {
         "{line}"
     );
 }
+
+/// Review 11 (r11a) F2, FAILS on 9d154a5: kubelet's own taints (a
+/// `--config-dir` drop-in of 3000 harmless `PreferNoSchedule` taints, which
+/// the real kubelet and API server register as they are) make the merged
+/// `--register-with-taints=` word pass MAX_ARG_STRLEN. The wrapper started
+/// kubelet's original command: kubelet registered with the drop-in's
+/// taints and without ours (the static taint, the rule's) and unfenced.
+#[test]
+fn kubelets_own_taints_past_the_word_limit_never_drop_ours() {
+    let dir = scratch_dir();
+    let root = dir.path();
+    let unit = "[Service]\nExecStart=/usr/bin/kubelet --v=2 --config-dir=/etc/kubernetes/k.d\n";
+    let Some(records) = recorder_root(root, unit) else {
+        return;
+    };
+    let mut dropin = String::from(
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nregisterWithTaints:\n",
+    );
+    for i in 0..3000 {
+        dropin += &format!(
+            "- {{key: example.com/harmless-{i:05}, value: x, effect: PreferNoSchedule}}\n"
+        );
+    }
+    write(&root.join("etc/kubernetes/k.d/50-pod.conf"), &dropin);
+    let env = env("c", &[(RULES_VAR, "")]);
+    let (err, argv) = try_wrapper(root, &records, &env, "", &[]);
+    let argv = argv.unwrap();
+    let taints = taints_of(&argv);
+    assert!(
+        taints.split(',').any(|t| t == STATIC_TAINT),
+        "kubelet registers without the static taint {STATIC_TAINT}: {err}\nargv: {}",
+        argv.join(" ").chars().take(300).collect::<String>()
+    );
+    // Ours and the fence replace the drop-in's (as when it is unreadable);
+    // the labels stay; one line says why and how to lift it.
+    let fenced = format!("{STATIC_TAINT},{}", fence("kubelet-taints-too-long"));
+    assert_eq!(taints, fenced, "{err}");
+    assert!(
+        argv.iter().any(|w| w == &format!("--node-labels={LABEL}")),
+        "{err}"
+    );
+    let line = one_line(&err);
+    assert!(
+        line.contains("kubelet's own taints left out (its --register-with-taints replaced by ours): the --register-with-taints= word with kubelet's own 3000 taints is")
+            && line.contains("kubelet's own taints are too many to pass with ours")
+            && line.contains(LIFT),
+        "{line}"
+    );
+}
+
+/// The same over exec's total limit (a 1 MiB stack allows 256 KiB of argv
+/// and environment): each word fits, but kubelet's own taints (110 KB of a
+/// `--config-dir` drop-in) with the environment do not. Without our labels
+/// is not enough: ours and the fence replace kubelet's own, in one line.
+/// (kubelet started unchanged before: without ours, unfenced.)
+#[test]
+fn kubelets_own_taints_over_the_exec_limit_never_drop_ours() {
+    let dir = scratch_dir();
+    let root = dir.path();
+    let unit = "[Service]\nExecStart=/usr/bin/kubelet --v=2 --config-dir=/etc/kubernetes/k.d\n";
+    let Some(records) = recorder_root(root, unit) else {
+        return;
+    };
+    let mut dropin = String::from(
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nregisterWithTaints:\n",
+    );
+    for i in 0..2000 {
+        dropin += &format!(
+            "- {{key: example.com/harmless-{i:05}-{}, effect: PreferNoSchedule}}\n",
+            "x".repeat(10)
+        );
+    }
+    write(&root.join("etc/kubernetes/k.d/50-pod.conf"), &dropin);
+    let filler = "f".repeat(80_000);
+    let extra = [
+        (RULES_VAR, ""),
+        ("FILLER_A", filler.as_str()),
+        ("FILLER_B", filler.as_str()),
+    ];
+    let (err, argv) = try_wrapper(root, &records, &env("big", &extra), "ulimit -s 1024", &[]);
+    let argv = argv.unwrap();
+    let fenced = format!("{STATIC_TAINT},{}", fence("kubelet-taints-too-long"));
+    assert_eq!(
+        argv[1..],
+        [
+            "--v=2".to_string(),
+            "--config-dir=/etc/kubernetes/k.d".into(),
+            format!("--register-with-taints={fenced}")
+        ],
+        "{err}"
+    );
+    let line = one_line(&err);
+    assert!(
+        line.contains("kubelet's own taints left out (its --register-with-taints replaced by ours): its argv and environment with them are")
+            && line.contains("our labels left out too")
+            && line.contains("kubelet's own taints are too many to pass with ours")
+            && line.contains(LIFT),
+        "{line}"
+    );
+}

@@ -131,7 +131,10 @@ fn max_arg_strlen_is_the_kernels() {
 
 /// Item 4 at boot: the wrapper never builds a word exec would refuse. Our
 /// taints fit the environment variable, but merged with the kubelet
-/// config's they make a `--register-with-taints=` word over the limit:
+/// config's they make a `--register-with-taints=` word over the limit, and
+/// with the fence that would replace the config's (`kubelet-taints-too-long`)
+/// even ours alone are (render takes up to the limit; the flag's name is
+/// shorter than the variable's, the fence longer than the difference):
 /// kubelet starts with its own argv and the journal line says why. And when
 /// the whole argv with ours is over the stack-derived total, the exec's
 /// E2BIG starts kubelet unchanged too.
@@ -176,7 +179,8 @@ fn the_wrapper_starts_kubelet_without_a_word_exec_would_refuse() {
     assert_eq!(argv[1..], original[1..], "{err}");
     assert!(
         err.contains(
-            "starting kubelet without our labels/taints: the --register-with-taints= word is"
+            "starting kubelet without our labels/taints: the --register-with-taints= word, even \
+             of our taints and the fence alone, is"
         ) && err.contains("MAX_ARG_STRLEN"),
         "{err}"
     );

@@ -83,7 +83,9 @@ pub const SELECTOR_USAGE_HEAD: &str = "usage: kubelet-labeler-select [";
 /// The taint a node registers with when rule-derived taints could not be
 /// derived at this start (the previous start died before exec'ing kubelet,
 /// the rules failed or ran out of budget, an input the node reads was past
-/// its bounds, kubelet's config could not be read): fail closed. Its value
+/// its bounds), or kubelet's own taints could not be kept beside ours (its
+/// config could not be read, or its taints are too many to pass): fail
+/// closed. Its value
 /// says why (one of the `FENCE_*` reasons below); its effect is
 /// `NoSchedule`. A node cannot remove its own taints (NodeRestriction), so
 /// a cluster admin lifts it once the cause is fixed
@@ -95,6 +97,11 @@ pub const FENCE_WRAPPER_DIED: &str = "wrapper-died";
 pub const FENCE_RULES_FAILED: &str = "rules-failed";
 pub const FENCE_FEATURES_UNREADABLE: &str = "features-unreadable";
 pub const FENCE_KUBELET_CONFIG_UNREADABLE: &str = "kubelet-config-unreadable";
+/// kubelet's own taints (its config's, its `--register-with-taints`) were
+/// read, but with ours they pass what one exec may carry: ours and the
+/// fence replace them. Told apart from the above: the config reads fine,
+/// the fix is fewer taints there (or finding who wrote them).
+pub const FENCE_KUBELET_TAINTS_TOO_LONG: &str = "kubelet-taints-too-long";
 /// The env drop-in's static taints could not be parsed (a hand edit:
 /// render validates them), so what they meant is unknown.
 pub const FENCE_TAINTS_UNREADABLE: &str = "taints-unreadable";

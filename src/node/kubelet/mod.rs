@@ -55,10 +55,21 @@ pub struct ArgvPlan {
     pub added_labels: Vec<(String, String)>,
     /// The taints the single merged flag carries (existing + ours).
     pub taints: Vec<Taint>,
+    /// Ours among them (the fence too, when used): the last of `taints`.
+    pub added_taints: Vec<Taint>,
     pub warnings: Vec<String>,
-    /// Why the taints kubelet already registers with could not be read,
-    /// when `apply` was given a fence for that case and used it.
-    pub fenced: Option<String>,
+    /// Why the taints kubelet already registers with were replaced by ours
+    /// and the fence, when `apply` was given a fence and used it.
+    pub fenced: Option<(Replaced, String)>,
+}
+
+/// Why kubelet's own taints were replaced by ours and the fence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replaced {
+    /// They could not be read.
+    Unreadable,
+    /// With ours they pass what one exec may carry.
+    TooLong,
 }
 
 impl TaintEffect {

@@ -345,6 +345,11 @@ fn refusable_note(verdict: &Verdict, gone: &[String]) -> Option<String> {
     })
 }
 
+/// The E2BIG fallback's line for [`fail_closed::our_taints_alone`].
+const FENCED_ALONE: &str = "our taints and the fence alone (kubelet-labeler.io/fenced=\
+kubelet-taints-too-long:NoSchedule unless ours hold a fence), without our labels and kubelet's \
+own taints";
+
 /// The crash handler's journal line for the fenced original command.
 const FENCED_HEAD: &str =
     "kubelet-labeler: starting kubelet fenced, without our labels/taints (not merged yet)";
@@ -491,25 +496,11 @@ pub fn run(args: &[OsString]) -> i32 {
     // Each word fits MAX_ARG_STRLEN; the total must fit the stack-derived
     // limit too, or exec fails with E2BIG after the journal line is out:
     // known before it, the one line says what goes in: every taint without
-    // our labels (the bulk of the bytes) where that fits, else nothing.
+    // our labels (the bulk of the bytes) where that fits, else ours and the
+    // fence without kubelet's own, else (past the limit even so) nothing.
     if plan.left_out.is_none() && plan.argv != plan.original_argv {
         let path = under_root(&opts.root, &plan.executable);
-        if let Some(why) = over_exec_limit(&path, &plan.argv, &env) {
-            match fail_closed::without_our_labels(&plan)
-                .filter(|argv| over_exec_limit(&path, argv, &env).is_none())
-            {
-                Some(argv) => {
-                    plan.argv = argv;
-                    plan.added_labels.clear();
-                    plan.notes
-                        .push(format!("our labels left out: {why}; every taint kept"));
-                }
-                None => {
-                    plan.argv = plan.original_argv.clone();
-                    plan.left_out = Some(why);
-                }
-            }
-        }
+        fail_closed::fit_exec_limit(&mut plan, &|argv| over_exec_limit(&path, argv, &env));
     }
     // One line, in one write; stderr is the journal under systemd.
     let mut line = derived::journal_line(&plan::summary(&plan)).into_owned();
@@ -522,16 +513,18 @@ pub fn run(args: &[OsString]) -> i32 {
     }
     let mut err = exec(&opts.root, &plan.executable, &plan.argv);
     // E2BIG that the kernel's own answer in `over_exec_limit` did not
-    // foresee (none known): the taints without our labels, then kubelet as
-    // it would have been, recorded so, at the cost of a line each.
-    if err.raw_os_error() == Some(E2BIG)
-        && let Some(argv) = fail_closed::without_our_labels(&plan)
-    {
-        eprintln!(
-            "kubelet-labeler: starting kubelet with our taints only, without our labels: \
-             executing it with them failed: {err}"
-        );
-        err = exec(&opts.root, &plan.executable, &argv);
+    // foresee (none known): the taints without our labels, ours and the
+    // fence alone, then kubelet as it would have been, recorded so, at the
+    // cost of a line each.
+    let smaller = [
+        fail_closed::without_our_labels(&plan).map(|a| (a, "every taint, without our labels")),
+        fail_closed::our_taints_alone(&plan).map(|a| (a.0, FENCED_ALONE)),
+    ];
+    for (argv, what) in smaller.into_iter().flatten() {
+        if err.raw_os_error() == Some(E2BIG) {
+            eprintln!("kubelet-labeler: starting kubelet with {what}: executing it failed: {err}");
+            err = exec(&opts.root, &plan.executable, &argv);
+        }
     }
     if err.raw_os_error() == Some(E2BIG) && plan.argv != plan.original_argv {
         eprintln!(

@@ -5,10 +5,10 @@
 
 use std::ffi::OsString;
 
-use super::fence::{Failure, Reason, fenced, note};
+use super::fence::{Failure, Reason, fenced, is_fence, note, push_replaced};
 use super::plan::{self, OriginalCommand, Plan};
 use crate::node::contract::{ROLE_RULES_VAR, ROLE_TAINTS_VAR, RULES_VAR, TAINTS_VAR};
-use crate::node::kubelet::{Additions, NodeFs, Profile};
+use crate::node::kubelet::{Additions, NodeFs, Profile, Taint};
 
 /// [`plan::plan_closed`] of `additions` (see [`plan_keeping_taints`]),
 /// fenced for `failure` when there is one; a note says so, and how to lift
@@ -113,6 +113,63 @@ pub fn without_our_labels(plan: &Plan) -> Option<Vec<OsString>> {
     Some(argv)
 }
 
+/// `plan`'s argv without our labels and without kubelet's own taints: our
+/// taints and the fence (`kubelet-taints-too-long`, unless ours hold a
+/// fence) replace the `--register-with-taints=` word we merged; and those
+/// taints. None where `plan` carries no taint of kubelet's own.
+pub fn our_taints_alone(plan: &Plan) -> Option<(Vec<OsString>, Vec<Taint>)> {
+    let ours = &plan.added_taints;
+    if ours.is_empty() || plan.taints.len() <= ours.len() {
+        return None;
+    }
+    let mut taints = ours.clone();
+    if !taints.iter().any(is_fence) {
+        taints.push(Reason::KubeletTaintsTooLong.taint());
+    }
+    let word = |taints: &[Taint]| {
+        let words: Vec<String> = taints.iter().map(|t| t.to_string()).collect();
+        OsString::from(format!("--register-with-taints={}", words.join(",")))
+    };
+    let mut argv = without_our_labels(plan).unwrap_or_else(|| plan.argv.clone());
+    let merged = word(&plan.taints);
+    let at = argv.iter().rposition(|w| *w == merged)?;
+    argv[at] = word(&taints);
+    Some((argv, taints))
+}
+
+/// `plan` made to fit exec's limit (`over`: why an argv is past it, None
+/// when it is not), failing closed: without our labels (every taint
+/// kept), else with our taints and the fence alone (kubelet's own
+/// replaced, as when they do not fit one word), else, past the limit even
+/// so, kubelet's original command, `left_out` saying so.
+pub fn fit_exec_limit(plan: &mut Plan, over: &dyn Fn(&[OsString]) -> Option<String>) {
+    let Some(why) = over(&plan.argv) else {
+        return;
+    };
+    if let Some(argv) = without_our_labels(plan).filter(|a| over(a).is_none()) {
+        plan.argv = argv;
+        plan.added_labels.clear();
+        plan.notes
+            .push(format!("our labels left out: {why}; every taint kept"));
+    } else if let Some((argv, taints)) = our_taints_alone(plan).filter(|a| over(&a.0).is_none()) {
+        plan.argv = argv;
+        plan.added_labels.clear();
+        plan.taints = taints.clone();
+        plan.added_taints = taints;
+        let why = format!("{why}; our labels left out too");
+        push_replaced(&mut plan.notes, Reason::KubeletTaintsTooLong, &why);
+    } else {
+        plan.argv = plan.original_argv.clone();
+        plan.left_out = Some(match plan.added_taints.is_empty() {
+            true => why,
+            false => format!(
+                "{why}; so is it with our taints and the fence alone (without our labels and \
+                 kubelet's own taints)"
+            ),
+        });
+    }
+}
+
 /// The crash fallback before the static part is merged, where `env` has
 /// static taints or node rules (either layer): what they give is unknown
 /// then, so `original` with the fence alone, merged without reading a
@@ -157,5 +214,126 @@ impl NodeFs for Unread {
 
     fn is_dir(&self, _: &std::path::Path) -> std::io::Result<bool> {
         Err(std::io::ErrorKind::Other.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::kubelet::parse_taints;
+
+    const OURS: &str = "example.com/dedicated=gpu:NoSchedule";
+    const TOO_LONG: &str = "kubelet-labeler.io/fenced=kubelet-taints-too-long:NoSchedule";
+
+    /// kubelet with its own taints on its command line (`own` of them, of
+    /// 68 bytes each), ours merged in (and `failure`'s fence).
+    fn planned(own: usize, failure: Option<&Failure>) -> Plan {
+        let own: Vec<String> = (0..own)
+            .map(|i| format!("{}{i:05}=:NoSchedule", "k".repeat(50)))
+            .collect();
+        let original = OriginalCommand {
+            executable: "/usr/bin/kubelet".into(),
+            argv: ["/usr/bin/kubelet", "--v=2"]
+                .into_iter()
+                .map(String::from)
+                .chain([format!("--register-with-taints={}", own.join(","))])
+                .map(OsString::from)
+                .collect(),
+        };
+        let additions = Additions {
+            labels: vec![("example.com/gpu".into(), "true".into())],
+            taints: parse_taints(OURS).unwrap(),
+        };
+        plan_fenced(
+            original,
+            Some(additions),
+            &[],
+            failure,
+            Profile::Upstream,
+            &Unread,
+        )
+    }
+
+    fn taints(p: &Plan) -> String {
+        let t: Vec<String> = p.taints.iter().map(|t| t.to_string()).collect();
+        t.join(",")
+    }
+
+    /// Review 11, F2: kubelet's own taints that with ours pass the kernel's
+    /// limit on one word: ours, our labels and the fence go in, kubelet's
+    /// own are left out, and the one line says why and how to lift it. It
+    /// started kubelet's original command, without ours and unfenced.
+    #[test]
+    fn kubelets_own_taints_past_the_word_limit_leave_ours_fenced() {
+        // 1927 fit kubelet's own word (131,058 bytes), not with ours.
+        let p = planned(1927, None);
+        assert_eq!((p.left_out.as_deref(), p.taints.len()), (None, 2));
+        assert_eq!(taints(&p), format!("{OURS},{TOO_LONG}"));
+        assert_eq!(p.added_labels.len(), 1);
+        let line = plan::summary(&p);
+        for part in [
+            "kubelet's own taints left out (its --register-with-taints replaced by ours): the \
+             --register-with-taints= word with kubelet's own 1927 taints is 131096 bytes",
+            "registering fenced with kubelet-labeler.io/fenced=kubelet-taints-too-long:NoSchedule",
+            "kubelet's own taints are too many to pass with ours",
+        ] {
+            assert!(line.contains(part), "{part}\n{line}");
+        }
+        // Under the limit: kept beside ours, no fence.
+        let p = planned(1926, None);
+        assert_eq!((p.taints.len(), p.added_taints.len()), (1927, 1));
+    }
+
+    /// The whole command over exec's limit: our labels go first, then
+    /// kubelet's own taints (ours and the fence stay), and only past the
+    /// limit even so the original command, the line saying so.
+    #[test]
+    fn over_the_exec_limit_our_taints_go_last() {
+        let size = |argv: &[OsString]| argv.iter().map(|w| w.len() + 1).sum::<usize>();
+        let fit = |p: &mut Plan, limit: usize| {
+            let over = |argv: &[OsString]| (size(argv) > limit).then(|| "over".to_string());
+            fit_exec_limit(p, &over);
+        };
+        let full = planned(3, None);
+        let no_labels = size(&without_our_labels(&full).unwrap());
+        let (alone, fenced) = our_taints_alone(&full).unwrap();
+        assert_eq!(
+            taints(&Plan {
+                taints: fenced,
+                ..full.clone()
+            }),
+            format!("{OURS},{TOO_LONG}")
+        );
+        let mut p = full.clone();
+        fit(&mut p, size(&full.argv));
+        assert_eq!((p.argv == full.argv, p.notes.len()), (true, 0));
+        fit(&mut p, no_labels);
+        assert_eq!((p.added_labels.len(), p.taints.len()), (0, 4));
+        assert!(p.notes[0].starts_with("our labels left out: over"));
+        let mut p = full.clone();
+        fit(&mut p, size(&alone));
+        assert_eq!(
+            (p.argv == alone, taints(&p)),
+            (true, format!("{OURS},{TOO_LONG}"))
+        );
+        let line = plan::summary(&p);
+        assert!(line.contains("kubelet's own taints left out (its --register-with-taints replaced by ours): over; our labels left out too") && line.contains("kubelet-taints-too-long"), "{line}");
+        let mut p = full.clone();
+        fit(&mut p, size(&alone) - 1);
+        assert_eq!(p.argv, p.original_argv);
+        let line = plan::summary(&p);
+        assert!(line.ends_with("without our labels/taints: over; so is it with our taints and the fence alone (without our labels and kubelet's own taints)"), "{line}");
+        // Ours fenced already: that fence stays, alone.
+        let failure = Failure::new(Reason::RulesFailed, "x");
+        let (_, fenced) = our_taints_alone(&planned(3, Some(&failure))).unwrap();
+        assert_eq!(
+            fenced,
+            [
+                parse_taints(OURS).unwrap()[0].clone(),
+                Reason::RulesFailed.taint()
+            ]
+        );
+        // Nothing of kubelet's own to leave out.
+        assert!(our_taints_alone(&planned(0, None)).is_none());
     }
 }

@@ -2,7 +2,8 @@
 //! fails and the taints the node rules would have given cannot be known
 //! (the previous start died before exec'ing kubelet, the rules failed or
 //! ran out of budget, an input they read was past its bounds, kubelet's
-//! config could not be read), the node registers *fenced*: with every
+//! config could not be read, or kubelet's own taints are too many to pass
+//! with ours), the node registers *fenced*: with every
 //! static taint and a taint of ours, `contract::FENCE_TAINT_KEY` with the
 //! reason as its value, which no workload tolerates. A node cannot remove
 //! its own taints (NodeRestriction): an admin lifts the fence once the
@@ -15,10 +16,10 @@
 //! derivation to keep (and `/run` does not outlive a reboot).
 
 use crate::node::contract::{
-    FENCE_FEATURES_UNREADABLE, FENCE_KUBELET_CONFIG_UNREADABLE, FENCE_RULES_FAILED,
-    FENCE_TAINT_KEY, FENCE_TAINTS_UNREADABLE, FENCE_WRAPPER_DIED,
+    FENCE_FEATURES_UNREADABLE, FENCE_KUBELET_CONFIG_UNREADABLE, FENCE_KUBELET_TAINTS_TOO_LONG,
+    FENCE_RULES_FAILED, FENCE_TAINT_KEY, FENCE_TAINTS_UNREADABLE, FENCE_WRAPPER_DIED,
 };
-use crate::node::kubelet::{Additions, Taint, TaintEffect};
+use crate::node::kubelet::{Additions, Replaced, Taint, TaintEffect};
 
 /// Why a node registers fenced: the fence taint's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +33,10 @@ pub enum Reason {
     /// kubelet's `--config` (or `--config-dir`, or its own
     /// `--register-with-taints`) could not be read to merge ours with.
     KubeletConfigUnreadable,
+    /// kubelet's own taints with ours pass what one exec may carry (the
+    /// `--register-with-taints=` word over MAX_ARG_STRLEN, or the whole
+    /// command over exec's limit): ours go in without them.
+    KubeletTaintsTooLong,
     /// The env drop-in's static taints could not be parsed.
     TaintsUnreadable,
 }
@@ -43,6 +48,7 @@ impl Reason {
             Reason::RulesFailed => FENCE_RULES_FAILED,
             Reason::FeaturesUnreadable => FENCE_FEATURES_UNREADABLE,
             Reason::KubeletConfigUnreadable => FENCE_KUBELET_CONFIG_UNREADABLE,
+            Reason::KubeletTaintsTooLong => FENCE_KUBELET_TAINTS_TOO_LONG,
             Reason::TaintsUnreadable => FENCE_TAINTS_UNREADABLE,
         }
     }
@@ -53,6 +59,16 @@ impl Reason {
             key: FENCE_TAINT_KEY.into(),
             value: self.value().into(),
             effect: TaintEffect::NoSchedule,
+        }
+    }
+}
+
+/// Why kubelet's own taints were replaced by ours and the fence.
+impl From<Replaced> for Reason {
+    fn from(why: Replaced) -> Reason {
+        match why {
+            Replaced::Unreadable => Reason::KubeletConfigUnreadable,
+            Replaced::TooLong => Reason::KubeletTaintsTooLong,
         }
     }
 }
@@ -87,14 +103,15 @@ pub const LIFT: &str = "lift it once the cause is fixed with `kubectl taint node
 kubelet-labeler.io/fenced-` (a node cannot remove its own taints)";
 
 impl Reason {
-    /// What is unknown, so fenced (the detail is in the note before).
-    fn unknown(self) -> &'static str {
+    /// What is left out, so fenced (the detail is in the note before).
+    fn left_out(self) -> &'static str {
         match self {
             Reason::WrapperDied | Reason::RulesFailed | Reason::FeaturesUnreadable => {
-                "the node rules' taints"
+                "the node rules' taints are unknown"
             }
-            Reason::KubeletConfigUnreadable => "kubelet's own taints",
-            Reason::TaintsUnreadable => "the static taints",
+            Reason::KubeletConfigUnreadable => "kubelet's own taints are unknown",
+            Reason::KubeletTaintsTooLong => "kubelet's own taints are too many to pass with ours",
+            Reason::TaintsUnreadable => "the static taints are unknown",
         }
     }
 }
@@ -102,10 +119,19 @@ impl Reason {
 /// The note for a start that registers fenced.
 pub fn note(reason: Reason) -> String {
     format!(
-        "registering fenced with {}, which no workload tolerates ({} are unknown); {LIFT}",
+        "registering fenced with {}, which no workload tolerates ({}); {LIFT}",
         reason.taint(),
-        reason.unknown()
+        reason.left_out()
     )
+}
+
+/// The notes for a start whose kubelet's own taints were replaced by ours
+/// and the fence of `reason`, `why`.
+pub fn push_replaced(notes: &mut Vec<String>, reason: Reason, why: &str) {
+    notes.push(format!(
+        "kubelet's own taints left out (its --register-with-taints replaced by ours): {why}"
+    ));
+    notes.push(note(reason));
 }
 
 /// The note for a start whose rule-derived part is left out while no
@@ -145,6 +171,7 @@ mod tests {
             Reason::RulesFailed,
             Reason::FeaturesUnreadable,
             Reason::KubeletConfigUnreadable,
+            Reason::KubeletTaintsTooLong,
             Reason::TaintsUnreadable,
         ] {
             let t = r.taint();

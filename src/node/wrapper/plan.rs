@@ -24,6 +24,8 @@ pub struct Plan {
     pub argv: Vec<OsString>,
     pub added_labels: Vec<(String, String)>,
     pub taints: Vec<Taint>,
+    /// Ours among `taints` (the fence too, when there is one).
+    pub added_taints: Vec<Taint>,
     pub warnings: Vec<String>,
     /// Why our additions were left out, when they were.
     pub left_out: Option<String>,
@@ -606,9 +608,10 @@ pub fn plan(
 }
 
 /// [`plan`], failing closed where kubelet's own taints cannot be read (its
-/// `--config` unreadable, say): ours go in with the fence
-/// (`fence::Reason::KubeletConfigUnreadable`) instead of being left out.
-/// What the wrapper and `explain` do.
+/// `--config` unreadable, say) or passed (with ours, over the kernel's
+/// limit on one word): ours go in with the fence
+/// (`fence::Reason::KubeletConfigUnreadable`, `KubeletTaintsTooLong`)
+/// instead of being left out. What the wrapper and `explain` do.
 pub fn plan_closed(
     original: OriginalCommand,
     additions: Result<Option<Additions>>,
@@ -631,6 +634,7 @@ fn plan_with(
         original_argv: original.argv,
         added_labels: Vec::new(),
         taints: Vec::new(),
+        added_taints: Vec::new(),
         warnings: Vec::new(),
         left_out: None,
         rules: Vec::new(),
@@ -665,7 +669,7 @@ fn plan_with(
                 &additions,
                 profile,
                 fs,
-                &fence::Reason::KubeletConfigUnreadable.taint(),
+                &|why| fence::Reason::from(why).taint(),
             ),
             false => kubelet::apply(&plan.original_argv, &additions, profile, fs),
         }
@@ -681,14 +685,10 @@ fn plan_with(
             plan.argv = applied.argv;
             plan.added_labels = applied.added_labels;
             plan.taints = applied.taints;
+            plan.added_taints = applied.added_taints;
             plan.warnings = applied.warnings;
-            if let Some(why) = applied.fenced {
-                plan.notes.push(format!(
-                    "kubelet's own taints left out (its --register-with-taints replaced by ours): \
-                     {why}"
-                ));
-                plan.notes
-                    .push(fence::note(fence::Reason::KubeletConfigUnreadable));
+            if let Some((replaced, why)) = applied.fenced {
+                fence::push_replaced(&mut plan.notes, fence::Reason::from(replaced), &why);
             }
         }
         Err(e) => plan.left_out = Some(format!("{e:#}")),

@@ -7,7 +7,7 @@ use super::*;
 use crate::node::kubelet::config::{kubelet_taints, text};
 use crate::node::kubelet::labels::{effective_labels, validate_labels};
 use crate::node::kubelet::taints::parse_taints;
-use crate::node::kubelet::{Additions, ArgvPlan, Profile, Taint};
+use crate::node::kubelet::{Additions, ArgvPlan, Profile, Replaced, Taint};
 
 /// Why our additions cannot go in.
 #[derive(Debug)]
@@ -124,17 +124,47 @@ pub fn apply(
 }
 
 /// [`apply`], failing closed: where the taints kubelet already registers
-/// with cannot be read (its `--config` unreadable, say), ours and `fence`
-/// go in alone (the flag replaces the config's list) instead of the merge
-/// failing, and `fenced` says why.
+/// with cannot be read (its `--config` unreadable, say), or with ours pass
+/// the kernel's limit on one word, ours and `fence(why)` go in alone (the
+/// flag replaces the config's list) instead of the merge failing, and
+/// `fenced` says why.
 pub fn apply_fencing(
     argv: &[OsString],
     additions: &Additions,
     profile: Profile,
     fs: &dyn NodeFs,
-    fence: &Taint,
+    fence: &dyn Fn(Replaced) -> Taint,
 ) -> Result<ArgvPlan, MergeError> {
     apply_with(argv, additions, profile, fs, Some(fence))
+}
+
+/// `taints` with `ours` merged over them (one per key and effect, ours
+/// last), a warning for each of `taints` replaced, and the flag's value.
+fn merge_taints(
+    mut taints: Vec<Taint>,
+    ours: &[Taint],
+) -> Result<(Vec<Taint>, Vec<String>, String), MergeError> {
+    let mut warnings = Vec::new();
+    for ours in ours {
+        if let Some(pos) = taints
+            .iter()
+            .position(|t| t.key == ours.key && t.effect == ours.effect)
+        {
+            warnings.push(format!("taint {} replaces {}", ours, taints[pos]));
+            taints.remove(pos);
+        }
+        taints.push(ours.clone());
+    }
+    let value = taints
+        .iter()
+        .map(|t| t.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    // What kubelet will parse must parse.
+    if let Err(e) = parse_taints(&value) {
+        return merge_err(e.to_string());
+    }
+    Ok((taints, warnings, value))
 }
 
 fn apply_with(
@@ -142,7 +172,7 @@ fn apply_with(
     additions: &Additions,
     profile: Profile,
     fs: &dyn NodeFs,
-    fence: Option<&Taint>,
+    fence: Option<&dyn Fn(Replaced) -> Taint>,
 ) -> Result<ArgvPlan, MergeError> {
     let mut plan = ArgvPlan {
         argv: argv.to_vec(),
@@ -176,42 +206,49 @@ fn apply_with(
 
     let mut merged_taints = None;
     if !additions.taints.is_empty() {
-        let mut taints = match (existing_taints(&scan, fs), fence) {
+        let existing = match (existing_taints(&scan, fs), fence) {
             (Ok(t), _) => t,
             (Err(e), Some(_)) => {
-                plan.fenced = Some(e.message);
+                plan.fenced = Some((Replaced::Unreadable, e.message));
                 Vec::new()
             }
             (Err(e), None) => return Err(e),
         };
-        let fence = fence.filter(|f| {
-            plan.fenced.is_some()
-                && !additions
+        // Ours, and the fence where it is used (one: ours may hold it).
+        let ours = |why: Option<Replaced>| {
+            let fence = why.zip(fence).map(|(why, f)| f(why)).filter(|f| {
+                !additions
                     .taints
                     .iter()
                     .any(|t| t.key == f.key && t.effect == f.effect)
-        });
-        for ours in additions.taints.iter().chain(fence) {
-            if let Some(pos) = taints
+            });
+            additions
+                .taints
                 .iter()
-                .position(|t| t.key == ours.key && t.effect == ours.effect)
-            {
-                plan.warnings
-                    .push(format!("taint {} replaces {}", ours, taints[pos]));
-                taints.remove(pos);
+                .cloned()
+                .chain(fence)
+                .collect::<Vec<_>>()
+        };
+        let own = existing.len();
+        let mut added = ours(plan.fenced.as_ref().map(|f| f.0));
+        let mut merged = merge_taints(existing, &added)?;
+        // kubelet's own taints with ours over the kernel's limit on one
+        // word: exec would fail. Given a fence, they are replaced as when
+        // they cannot be read (kubelet registers ours and the fence).
+        let what = format!("the --register-with-taints= word with kubelet's own {own} taints");
+        let len = "--register-with-taints=".len() + merged.2.len();
+        if own > 0
+            && let Some(why) = crate::node::kubelet::arg_limit::too_long(&what, len)
+        {
+            if fence.is_none() {
+                return merge_err(why);
             }
-            taints.push(ours.clone());
+            plan.fenced = Some((Replaced::TooLong, why));
+            added = ours(Some(Replaced::TooLong));
+            merged = merge_taints(Vec::new(), &added)?;
         }
-        let value = taints
-            .iter()
-            .map(|t| t.to_string())
-            .collect::<Vec<_>>()
-            .join(",");
-        // What kubelet will parse must parse.
-        if let Err(e) = parse_taints(&value) {
-            return merge_err(e.to_string());
-        }
-        plan.taints = taints;
+        let (taints, warnings, value) = merged;
+        (plan.taints, plan.warnings, plan.added_taints) = (taints, warnings, added);
         merged_taints = Some(value);
     }
 
@@ -264,9 +301,13 @@ fn apply_with(
     // kernel's per-string limit (the total is left to the exec's E2BIG).
     for w in &ours {
         let flag = w.split_once('=').map_or(w.as_str(), |(f, _)| f);
-        if let Some(why) =
-            crate::node::kubelet::arg_limit::too_long(&format!("the {flag}= word"), w.len())
-        {
+        let what = match &plan.fenced {
+            Some((Replaced::TooLong, _)) if flag == "--register-with-taints" => {
+                format!("the {flag}= word, even of our taints and the fence alone,")
+            }
+            _ => format!("the {flag}= word"),
+        };
+        if let Some(why) = crate::node::kubelet::arg_limit::too_long(&what, w.len()) {
             return merge_err(why);
         }
     }
@@ -278,7 +319,7 @@ fn apply_with(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node::kubelet::TaintEffect;
+    use crate::node::kubelet::{TaintEffect, arg_limit};
     use std::collections::BTreeMap;
     use std::path::PathBuf;
 
@@ -554,8 +595,13 @@ mod tests {
             "/k --config=/etc/c/x",
         ] {
             assert!(run(cmd, &a, &fs).is_err(), "{cmd}");
-            let p = apply_fencing(&argv(cmd), &a, Profile::Upstream, &fs, &fence).unwrap();
-            assert!(p.fenced.is_some(), "{cmd}");
+            let p =
+                apply_fencing(&argv(cmd), &a, Profile::Upstream, &fs, &|_| fence.clone()).unwrap();
+            assert_eq!(
+                p.fenced.as_ref().map(|f| f.0),
+                Some(Replaced::Unreadable),
+                "{cmd}"
+            );
             let w = words(&p);
             assert!(
                 w.ends_with(
@@ -567,12 +613,40 @@ mod tests {
             assert!(!w.contains("x=y=z"), "{w}");
         }
         // Readable: the fence is not used.
-        let p = apply_fencing(&argv("/k"), &a, Profile::Upstream, &fs, &fence).unwrap();
+        let p = apply_fencing(&argv("/k"), &a, Profile::Upstream, &fs, &|_| fence.clone()).unwrap();
         assert_eq!(p.fenced, None);
         assert_eq!(
             words(&p),
             "/k --node-labels=l= --register-with-taints=b=1:NoSchedule"
         );
+    }
+
+    /// kubelet's own taints with ours one byte past the kernel's limit on
+    /// one word: refused (one byte shorter fits); given a fence, ours and
+    /// the fence replace them, as when they cannot be read (review 11, F2).
+    #[test]
+    fn kubelets_own_taints_past_the_word_limit_fence_when_asked() {
+        let (a, max) = (adds(&[], "b=1:NoSchedule"), arg_limit::MAX_ARG_STRLEN);
+        // `--register-with-taints=`, `,b=1:NoSchedule`; `,k..k00000=:NoSchedule` each.
+        let (rest, k) = (max - 1 - 23 - 15, "k".repeat(50));
+        let n = rest / 68;
+        let own: String = (0..n).map(|i| format!(",{k}{i:05}=:NoSchedule")).collect();
+        let x = "x".repeat(rest - n * 68 - 12);
+        let cmd = |y| format!("/k --register-with-taints={x}{y}=:NoSchedule{own}");
+        let (fs, fence) = (FakeFs::default(), |why| {
+            crate::node::kubelet::taint("f", &format!("{why:?}"), TaintEffect::NoSchedule)
+        });
+        let p = apply_fencing(&argv(&cmd("")), &a, Profile::Upstream, &fs, &fence).unwrap();
+        assert_eq!((p.argv[1].len(), p.fenced), (max - 1, None));
+        let e = run(&cmd("y"), &a, &fs).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("kubelet's own {} taints", n + 1)),
+            "{e}"
+        );
+        let p = apply_fencing(&argv(&cmd("y")), &a, Profile::Upstream, &fs, &fence).unwrap();
+        assert_eq!(p.fenced.clone(), Some((Replaced::TooLong, e)));
+        let w = "/k --register-with-taints=b=1:NoSchedule,f=TooLong:NoSchedule";
+        assert_eq!((words(&p).as_str(), &p.added_taints), (w, &p.taints));
     }
 
     #[test]
