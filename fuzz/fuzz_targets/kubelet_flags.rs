@@ -5,7 +5,7 @@
 #![no_main]
 use std::ffi::OsString;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use kubelet_labeler::node::kubelet::{self, Additions, Profile, flags, labels, taints};
 use libfuzzer_sys::fuzz_target;
@@ -16,7 +16,7 @@ impl flags::NodeFs for NoFiles {
     fn read(&self, _: &Path) -> io::Result<Vec<u8>> {
         Err(io::ErrorKind::NotFound.into())
     }
-    fn list(&self, _: &Path) -> io::Result<Vec<(PathBuf, bool)>> {
+    fn list(&self, _: &Path, _: &mut u64) -> io::Result<Vec<(std::ffi::OsString, bool)>> {
         Err(io::ErrorKind::NotFound.into())
     }
     fn is_dir(&self, _: &Path) -> io::Result<bool> {
