@@ -197,6 +197,16 @@ fn given_pool_selects(pools: &[Value], mc: &Value) -> Result<bool> {
 /// yaml` of a rendered one under any name).
 pub fn check_selected(from_dir: &[Value], pools: &[Value]) -> Result<()> {
     for mc in from_dir {
+        let rendered = role(mc)?.is_none() && rendered_pool(mc).is_some();
+        if rendered {
+            bail!(
+                "--machineconfig: MachineConfig {:?} of a directory is named or owned as a \
+                 rendered config, but the cluster's pools select a directory's MachineConfigs by \
+                 their labels, and it has none: no pool selects it (the MCO refuses one \
+                 selected); give a pool's rendered config as a file of its own",
+                crate::cli::render::layout::mc_name(mc)
+            );
+        }
         if effective_role(mc)?.is_none() && !given_pool_selects(pools, mc)? {
             bail!(
                 "--machineconfig: MachineConfig {:?} has no {ROLE_LABEL} label and is no rendered \
@@ -321,7 +331,9 @@ mod tests {
             e.contains("\"my-base\"") && e.contains("no pool selects it"),
             "{e}"
         );
-        assert!(check_selected(&[mc("rendered-gpu-0a1b", None)], &[]).is_ok());
+        // A rendered config is given as a file of its own: in a
+        // directory (a pull request's) it is a config no pool selects.
+        assert!(check_selected(&[mc("rendered-gpu-0a1b", None)], &[]).is_err());
         let configs = vec![
             mc("50-worker-x", Some("worker")),
             mc("50-gpu-x", Some("gpu")),

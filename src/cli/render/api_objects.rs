@@ -114,7 +114,9 @@ fn spec_types(doc: &Value) -> std::result::Result<(), String> {
             _ => (true, ""),
         };
         if !ok && !value.is_null() {
-            return Err(format!("spec.{key} is {value:.40}, not {ty}; write it as {ty}"));
+            return Err(format!(
+                "spec.{key} is {value:.40}, not {ty}; write it as {ty}"
+            ));
         }
     }
     Ok(())

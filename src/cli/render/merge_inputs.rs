@@ -20,10 +20,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::{Result, bail};
 use serde_json::Value;
 
-use super::layout::{mc_name, rendered_pool, role};
+use super::merge_order::{mc_name, rendered_pool, role};
 
 const UNIT: &str = "kubelet.service";
 const UNIT_PATH: &str = "/etc/systemd/system/kubelet.service";
+const KUBELET_CONF: &str = "/etc/kubernetes/kubelet.conf";
 
 /// Refuse what the MCO merges otherwise than `Layout::merge` lays out.
 pub fn check(configs: &[Value]) -> Result<()> {
@@ -46,6 +47,31 @@ pub fn check(configs: &[Value]) -> Result<()> {
     let custom_rendered = configs.iter().filter(|mc| {
         role(mc).ok().flatten().is_none() && rendered_pool(mc).is_some_and(|p| p != "worker")
     });
+    // Beside a rendered config, kubelet's config: the MCO generates it for
+    // every pool (`97-`, `98-`, `99-<pool>-generated-kubelet`), after
+    // whatever sorts before those.
+    let rendered_for = configs
+        .iter()
+        .find(|mc| role(mc).ok().flatten().is_none() && rendered_pool(mc).is_some())
+        .and_then(rendered_pool);
+    if let Some(pool) = rendered_for {
+        for mc in configs {
+            if role(mc)?.is_none() && rendered_pool(mc).is_some() {
+                continue;
+            }
+            let role = role(mc)?.unwrap_or(pool);
+            let generated = format!("99-{role}-generated-kubelet");
+            if written(mc).contains(KUBELET_CONF) && mc_name(mc) <= generated.as_str() {
+                bail!(
+                    "MachineConfig {:?} writes {KUBELET_CONF}, which the MCO generates for pool \
+                     {role} (97-, 98- and {generated}, merged after it): the cluster serves \
+                     theirs; set kubelet's config with a KubeletConfig, or name it after \
+                     {generated}",
+                    mc_name(mc)
+                );
+            }
+        }
+    }
     for rendered in custom_rendered {
         let theirs = written(rendered);
         for mc in configs {
@@ -315,5 +341,37 @@ mod tests {
         assert!(check(&[rendered("worker-gpu"), worker.clone()]).is_err());
         assert!(check(&[rendered("worker-gpu"), other]).is_ok());
         assert!(check(&[rendered("worker"), worker]).is_ok());
+    }
+
+    /// Beside a rendered config, kubelet.conf is the MCO's generated
+    /// configs' unless a config is named after them.
+    #[test]
+    fn kubelet_s_config_beside_a_rendered_config() {
+        let mut rendered = mc("rendered-worker-gpu-0a1b", None, file("/etc/x"));
+        rendered["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("labels");
+        let conf = file("/etc/kubernetes/kubelet.conf");
+        let early = mc("60-worker-gpu-conf", Some("worker-gpu"), conf.clone());
+        let late = mc("99-worker-gpu-zz", Some("worker-gpu"), conf.clone());
+        assert!(check(&[rendered.clone(), early.clone()]).is_err());
+        assert!(check(&[rendered, late]).is_ok());
+        assert!(check(&[early]).is_ok());
+    }
+
+    /// A config with labels is never a rendered one, whatever its name.
+    #[test]
+    fn a_labelled_config_named_rendered_merges_by_its_labels() {
+        let configs = [
+            mc("rendered-worker-gpu-0", None, json!({})),
+            mc("50-worker-gpu-ours", Some("worker-gpu"), json!({})),
+        ];
+        let order: Vec<&str> = super::super::layout::merge_order(&configs)
+            .unwrap()
+            .into_iter()
+            .map(|i| mc_name(&configs[i]))
+            .collect();
+        assert_eq!(order, ["50-worker-gpu-ours", "rendered-worker-gpu-0"]);
     }
 }

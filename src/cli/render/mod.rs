@@ -43,6 +43,7 @@ pub mod layout;
 pub mod leave_to_nfd;
 pub mod machineconfig;
 pub mod merge_inputs;
+pub mod merge_order;
 pub mod node_format;
 pub mod node_rules;
 pub mod output_file;

@@ -108,35 +108,70 @@ fn parse_one(spec: &str) -> Result<(String, String, Option<TaintEffect>), TaintE
 /// is no taints; items ending in `-` are removals, which kubelet drops.
 pub fn parse_taints(value: &str) -> Result<Vec<Taint>, TaintError> {
     let mut taints: Vec<Taint> = Vec::new();
+    // The spec of each taint, for a duplicate's error.
+    let mut specs: Vec<&str> = Vec::new();
     if value.is_empty() {
         return Ok(taints);
     }
+    let mut failed = None;
     for spec in value.split(',') {
-        if let Some(removal) = spec.strip_suffix('-') {
-            parse_one(removal)?;
-            continue;
-        }
-        let (key, value, effect) = parse_one(spec)?;
-        let Some(effect) = effect else {
-            return Err(err(
-                spec,
-                format!(
-                    "invalid taint spec: {spec} (an effect is required: key=value:Effect, key=:Effect or key:Effect; {EFFECTS_HINT})"
-                ),
-            ));
+        let parsed = match spec.strip_suffix('-') {
+            Some(removal) => parse_one(removal).map(|_| None),
+            None => parse_one(spec).and_then(|(key, value, effect)| match effect {
+                Some(effect) => Ok(Some(Taint { key, value, effect })),
+                None => Err(err(
+                    spec,
+                    format!(
+                        "invalid taint spec: {spec} (an effect is required: key=value:Effect, key=:Effect or key:Effect; {EFFECTS_HINT})"
+                    ),
+                )),
+            }),
         };
-        if taints.iter().any(|t| t.key == key && t.effect == effect) {
-            return Err(err(
-                spec,
-                format!(
-                    "duplicated taints with the same key and effect: {key}:{}",
-                    effect.as_str()
-                ),
-            ));
+        match parsed {
+            Ok(Some(t)) => {
+                taints.push(t);
+                specs.push(spec);
+            }
+            Ok(None) => {}
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
         }
-        taints.push(Taint { key, value, effect });
     }
-    Ok(taints)
+    // kubelet refuses the first taint whose key and effect an earlier one
+    // has (before any error after it): found by one sort, not a scan per
+    // taint (a drop-in a pod writes may hold many thousands).
+    let mut order: Vec<usize> = (0..taints.len()).collect();
+    order.sort_by(|&a, &b| {
+        (taints[a].key.as_str(), taints[a].effect, a).cmp(&(
+            taints[b].key.as_str(),
+            taints[b].effect,
+            b,
+        ))
+    });
+    let same =
+        |a: usize, b: usize| taints[a].key == taints[b].key && taints[a].effect == taints[b].effect;
+    let duplicate = order
+        .windows(2)
+        .filter(|w| same(w[0], w[1]))
+        .map(|w| w[1])
+        .min();
+    if let Some(i) = duplicate {
+        let t = &taints[i];
+        return Err(err(
+            specs[i],
+            format!(
+                "duplicated taints with the same key and effect: {}:{}",
+                t.key,
+                t.effect.as_str()
+            ),
+        ));
+    }
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(taints),
+    }
 }
 
 #[cfg(test)]
@@ -144,6 +179,20 @@ mod tests {
     use super::*;
 
     use crate::node::kubelet::taint as t;
+
+    /// The first duplicate in order is named, before a later error; many
+    /// taints are one sort.
+    #[test]
+    fn the_first_duplicate_is_refused() {
+        let e =
+            parse_taints("a:NoSchedule,b:NoExecute,b=x:NoExecute,a=y:NoSchedule,bad").unwrap_err();
+        assert_eq!(e.spec, "b=x:NoExecute");
+        let e = parse_taints("a:NoSchedule,bad,a:NoSchedule").unwrap_err();
+        assert_ne!(e.spec, "a:NoSchedule");
+        let many: Vec<String> = (0..50_000).map(|i| format!("k{i}:NoSchedule")).collect();
+        assert_eq!(parse_taints(&many.join(",")).unwrap().len(), 50_000);
+        assert!(parse_taints(&format!("{},k7:NoSchedule", many.join(","))).is_err());
+    }
 
     #[test]
     fn accepted_forms() {
