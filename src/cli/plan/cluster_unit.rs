@@ -18,7 +18,7 @@
 
 use serde_json::{Value, json};
 
-use crate::cli::render::layout::{ROLE_LABEL, mc_name, rendered_pool, role};
+use crate::cli::render::merge_order::{ROLE_LABEL, mc_name, rendered_pool, role};
 
 fn role_of(mc: &Value) -> Option<&str> {
     role(mc).ok().flatten()

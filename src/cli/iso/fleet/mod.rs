@@ -567,6 +567,7 @@ mod tests {
         let mut url = data_url(dropin.as_bytes());
         url.compression = Some(url.compression.unwrap_or(""));
         json!({
+            "apiVersion": "machineconfiguration.openshift.io/v1",
             "kind": "MachineConfig",
             "metadata": { "name": name,
                           "labels": { "machineconfiguration.openshift.io/role": role } },
