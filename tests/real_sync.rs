@@ -50,8 +50,10 @@ pub fn tree(dir: &Path, labels: &str, taints: &str) {
         &generator,
         &dropins::generator(Profile::OpenShift, "kubelet.service", &[Arch::X86_64]),
     );
+    // An x86_64 program, as the generator checks at boot.
     let wrapper = dir.join("usr/local/bin/kubelet-labeler-wrapper.x86_64");
-    write(&wrapper, "");
+    std::fs::create_dir_all(wrapper.parent().unwrap()).unwrap();
+    std::fs::write(&wrapper, crate::support::elf::static_elf(Arch::X86_64)).unwrap();
     for exe in [&generator, &wrapper] {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(exe, std::fs::Permissions::from_mode(0o755)).unwrap();
