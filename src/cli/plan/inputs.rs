@@ -142,6 +142,20 @@ pub fn read_render(spec: &str) -> Result<Render> {
                 .map_err(|e| e.context(spec.to_string()))?;
         }
     }
+    // kubectl keeps one object per kind and name (the last applied,
+    // whole); kustomize refuses the build.
+    let mut names = std::collections::BTreeSet::new();
+    for pool in &render.pools {
+        let name = pool.pointer("/metadata/name").and_then(Value::as_str);
+        if !names.insert(name) {
+            bail!(
+                "{spec}: MachineConfigPool {:?} is given twice: the cluster holds one object \
+                 per name (`oc apply -f` keeps the last one applied, whole; kustomize refuses \
+                 the build), while plan would take the first; give it once",
+                name.unwrap_or_default()
+            );
+        }
+    }
     if render.machineconfigs.is_empty() && render.pools.is_empty() {
         bail!(
             "{spec}: no MachineConfig or MachineConfigPool in it; give what `render machineconfig --output-dir` wrote"

@@ -80,6 +80,13 @@ pub fn check(doc: &Value, source: &str) -> Result<()> {
     }
     if kind == "MachineConfig" {
         spec_types(doc).map_err(refused)?;
+        if let Some(n) = name.filter(|n| is_mco_s_own(n)) {
+            return Err(refused(format!(
+                "{n} is the name of a MachineConfig the MCO makes itself (from its templates \
+                 or a KubeletConfig, ContainerRuntimeConfig): it writes its own over yours; \
+                 name yours otherwise (as 50-<pool>-...)"
+            )));
+        }
     }
     if kind == "MachineConfigPool" && !inherits_worker(doc) {
         bail!(refused(
@@ -91,6 +98,23 @@ pub fn check(doc: &Value, source: &str) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// A name the MCO gives its own MachineConfigs: `00-<role>`,
+/// `01-<role>-container-runtime`, `01-<role>-kubelet`, and the
+/// `97-`/`98-`/`99-<pool>-generated-<what>` its controllers render.
+fn is_mco_s_own(name: &str) -> bool {
+    let templated = ["worker", "master", "arbiter"].iter().any(|r| {
+        name == format!("00-{r}")
+            || name == format!("01-{r}-container-runtime")
+            || name == format!("01-{r}-kubelet")
+    });
+    let generated = ["97-", "98-", "99-"].iter().any(|p| {
+        name.strip_prefix(p)
+            .and_then(|rest| rest.split_once("-generated-"))
+            .is_some_and(|(pool, what)| !pool.is_empty() && !what.is_empty())
+    });
+    templated || generated
 }
 
 /// `MachineConfigSpec`'s fields by their Go types, as its CRD's schema
@@ -111,7 +135,15 @@ fn spec_types(doc: &Value) -> std::result::Result<(), String> {
                 (value.is_string(), "a string")
             }
             "config" => (value.is_object(), "an object"),
-            _ => (true, ""),
+            // The CRD's schema prunes nothing here: the API server refuses
+            // a field it does not know (strict field validation).
+            _ => {
+                return Err(format!(
+                    "spec.{key} is no field of a MachineConfig (config, kernelArguments, \
+                     extensions, fips, kernelType, osImageURL, baseOSExtensionsContainerImage); \
+                     remove or correct it"
+                ));
+            }
         };
         if !ok && !value.is_null() {
             return Err(format!(
@@ -188,6 +220,9 @@ mod tests {
             ),
             mc(v1, "50-a", json!({ "a b": "x" })),
             mc(v1, "50-a", json!({ "k": 1 })),
+            mc(v1, "01-worker-kubelet", role.clone()),
+            mc(v1, "00-worker", role.clone()),
+            mc(v1, "97-worker-gpu-generated-kubelet", role.clone()),
         ] {
             assert!(check(&bad, "f").is_err(), "{bad}");
         }
@@ -197,6 +232,7 @@ mod tests {
             json!({ "extensions": [1] }),
             json!({ "kernelType": true }),
             json!({ "config": "x" }),
+            json!({ "kernelArgs": ["nosmt"] }),
         ] {
             let mut bad = mc(v1, "50-a", role.clone());
             bad["spec"] = spec;

@@ -102,7 +102,7 @@ pub fn decode(url: &DataUrl) -> Option<Vec<u8>> {
     };
     match url.compression {
         Some("gzip") => {
-            let mut d = flate2::read::GzDecoder::new(raw.as_slice());
+            let mut d = flate2::read::MultiGzDecoder::new(raw.as_slice());
             let mut out = Vec::new();
             std::io::Read::read_to_end(&mut d, &mut out).ok()?;
             Some(out)

@@ -100,6 +100,13 @@ pub fn check(configs: &[Value]) -> Result<()> {
                 mc_name(mc)
             );
         }
+        if let Some((path, why)) = mco_owned(mc) {
+            bail!(
+                "MachineConfig {:?} writes {path}, {why}: what it holds there is not what the \
+                 node reads when kubelet starts; leave {path} to the MCO",
+                mc_name(mc)
+            );
+        }
         if let Some(what) = shadowed_by_templates(mc)? {
             let name = mc_name(mc);
             let role = role(mc)?.unwrap_or_default();
@@ -112,6 +119,41 @@ pub fn check(configs: &[Value]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A path of `mc` that the MCO's own configs or scripts own, and why what
+/// another config writes there is not what kubelet reads; none for the
+/// MCO's own MachineConfigs (given to explain from a cluster).
+fn mco_owned(mc: &Value) -> Option<(String, &'static str)> {
+    let name = mc_name(mc);
+    let role = role(mc).ok().flatten().unwrap_or_default();
+    if [format!("00-{role}"), format!("01-{role}-kubelet")].contains(&name.to_string()) {
+        return None;
+    }
+    ["files", "links", "directories"]
+        .iter()
+        .filter_map(|k| mc.pointer(&format!("/spec/config/storage/{k}")))
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter_map(|e| e.get("path").and_then(Value::as_str))
+        .find_map(|p| {
+            let why = match p {
+                "/etc/node-sizing.env" => {
+                    "which the MCO's node sizing (kubelet-auto-node-size.service) writes anew \
+                     before every kubelet start"
+                }
+                "/etc/mco/proxy.env" => {
+                    "the MCO's own (00-<role>, from the cluster's Proxy), read only on a cluster \
+                     with a proxy"
+                }
+                UNIT_PATH => {
+                    "where the MCO writes kubelet.service as a unit (01-<role>-kubelet): a file \
+                     there conflicts, and the Machine Config Server serves the pool nothing"
+                }
+                _ => return None,
+            };
+            Some((p.to_string(), why))
+        })
 }
 
 /// The node paths `mc` writes: storage entries, units and drop-ins.
@@ -151,10 +193,12 @@ fn non_persistent(mc: &Value) -> Option<String> {
         .flatten()
         .filter_map(|e| e.get("path").and_then(Value::as_str))
         .find(|p| {
-            ["/run", "/tmp", "/var/run"].iter().any(|d| {
-                p.strip_prefix(d)
-                    .is_some_and(|r| r.is_empty() || r.starts_with('/'))
-            })
+            ["/run", "/tmp", "/var/run", "/dev", "/proc", "/sys"]
+                .iter()
+                .any(|d| {
+                    p.strip_prefix(d)
+                        .is_some_and(|r| r.is_empty() || r.starts_with('/'))
+                })
         })
         .map(str::to_string)
 }
@@ -165,16 +209,24 @@ fn shadowed_by_templates(mc: &Value) -> Result<Option<String>> {
     let Some(role) = role(mc)? else {
         return Ok(None);
     };
+    // The templates' own MachineConfigs (given to explain from a cluster)
+    // are what they stand for.
+    let templates = [
+        format!("00-{role}"),
+        format!("01-{role}-container-runtime"),
+        format!("01-{role}-kubelet"),
+    ];
     if !matches!(role, "worker" | "master" | "arbiter")
-        || mc_name(mc) >= format!("01-{role}-kubelet").as_str()
+        || mc_name(mc) >= templates[2].as_str()
+        || templates.iter().any(|t| t == mc_name(mc))
     {
         return Ok(None);
     }
     let read = crate::cli::plan::cluster_unit::env_files();
-    let files = mc
-        .pointer("/spec/config/storage/files")
-        .and_then(Value::as_array)
-        .into_iter()
+    let files = ["files", "links", "directories"]
+        .iter()
+        .filter_map(|k| mc.pointer(&format!("/spec/config/storage/{k}")))
+        .filter_map(Value::as_array)
         .flatten()
         .filter_map(|f| f.get("path").and_then(Value::as_str));
     for path in files {
@@ -235,7 +287,7 @@ mod tests {
                 mc("01-worker-kubelet-", Some("worker"), unit.clone()),
                 false,
             ),
-            (mc("00-a", Some("master"), file("/etc/mco/proxy.env")), true),
+            (mc("00-a", Some("master"), file("/etc/kubernetes/kubelet-env")), true),
             (
                 mc("00-a", Some("worker"), file("/etc/kubernetes/node.env")),
                 true,
@@ -373,5 +425,28 @@ mod tests {
             .map(|i| mc_name(&configs[i]))
             .collect();
         assert_eq!(order, ["50-worker-gpu-ours", "rendered-worker-gpu-0"]);
+    }
+
+    /// Paths the MCO owns are refused from another config (its own, given
+    /// from a cluster, write them); links count as files.
+    #[test]
+    fn paths_the_mco_owns() {
+        for (path, refused) in [
+            ("/etc/node-sizing.env", true),
+            ("/etc/mco/proxy.env", true),
+            ("/etc/systemd/system/kubelet.service", true),
+            ("/dev/shm/x.env", true),
+            ("/sys/x", true),
+            ("/etc/kubernetes/x.env", false),
+        ] {
+            let m = mc("60-a", Some("worker-gpu"), file(path));
+            assert_eq!(check(&[m]).is_err(), refused, "{path}");
+        }
+        let own = mc("00-worker", Some("worker"), file("/etc/mco/proxy.env"));
+        assert!(check(&[own]).is_ok());
+        let link = json!({ "ignition": { "version": "3.4.0" },
+                           "storage": { "links": [ { "path": "/etc/kubernetes/node.env",
+                                                     "target": "/etc/x" } ] } });
+        assert!(check(&[mc("00-a", Some("worker"), link)]).is_err());
     }
 }

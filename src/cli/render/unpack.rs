@@ -173,7 +173,10 @@ fn decode_capped(source: &str, compression: Option<&str>, cap: u64) -> Result<Ve
         "gzip" => {
             let mut out = Vec::new();
             std::io::Read::read_to_end(
-                &mut std::io::Read::take(flate2::read::GzDecoder::new(raw.as_slice()), cap + 1),
+                &mut std::io::Read::take(
+                    flate2::read::MultiGzDecoder::new(raw.as_slice()),
+                    cap + 1,
+                ),
                 &mut out,
             )
             .context("decompressing gzip contents")?;
@@ -487,6 +490,27 @@ pub(super) fn clean_path(path: &str) -> String {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
+
+    /// Go's gzip reader (Ignition's, the MCO daemon's) reads every member
+    /// of a stream: a second member's line is in the file on the node.
+    #[test]
+    fn every_gzip_member_is_read() {
+        use base64::Engine;
+        use std::io::Write;
+        let member = |text: &str| {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            e.write_all(text.as_bytes()).unwrap();
+            e.finish().unwrap()
+        };
+        let mut both = member("T=taint\n");
+        both.extend(member("T=\n"));
+        let url = format!(
+            "data:;base64,{}",
+            base64::engine::general_purpose::STANDARD.encode(&both)
+        );
+        let out = decode_data_url(&url, Some("gzip")).unwrap();
+        assert_eq!(out, b"T=taint\nT=\n");
+    }
 
     /// A drop-in naming one directory of many files many times (30,000 of
     /// each: 900 million queued paths before, about 1 GB at 8,000), and

@@ -181,6 +181,16 @@ fn read_document(name: &str, doc: Value, source: &str, f: &mut Found) -> Result<
             if f.node_selector.is_some() {
                 bail!("{source}: a second MachineConfigPool {name}");
             }
+            // The Machine Config Server serves a joining machine of a paused
+            // pool the config rendered before the pause, not these sources.
+            if doc.pointer("/spec/paused").and_then(Value::as_bool) == Some(true) {
+                bail!(
+                    "{source}: MachineConfigPool {name} is paused (spec.paused: true): the \
+                     Machine Config Server serves machines joining it the config rendered \
+                     before the pause, not what its sources say; build the fleet ISO once the \
+                     pool is unpaused"
+                );
+            }
             let sel = doc
                 .pointer("/spec/nodeSelector")
                 .cloned()
