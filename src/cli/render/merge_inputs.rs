@@ -287,7 +287,10 @@ mod tests {
                 mc("01-worker-kubelet-", Some("worker"), unit.clone()),
                 false,
             ),
-            (mc("00-a", Some("master"), file("/etc/kubernetes/kubelet-env")), true),
+            (
+                mc("00-a", Some("master"), file("/etc/kubernetes/kubelet-env")),
+                true,
+            ),
             (
                 mc("00-a", Some("worker"), file("/etc/kubernetes/node.env")),
                 true,
@@ -304,7 +307,7 @@ mod tests {
             (mc("00-a", Some("worker-gpu"), unit.clone()), false),
             (mc("00-a", None, unit.clone()), false),
             (
-                mc("50-a", Some("worker"), file("/etc/mco/proxy.env")),
+                mc("50-a", Some("worker"), file("/etc/kubernetes/node.env")),
                 false,
             ),
         ] {
