@@ -26,7 +26,8 @@ use crate::node::fleet::{
     WORKER_ROLE_LABEL,
 };
 use pools::{
-    Found, check_device, check_pool_name, pool_configs, pool_env, read_source, requirements,
+    Found, check_device, check_pool_name, merge_source, pool_configs, pool_env, read_source,
+    requirements,
 };
 
 /// The live config's spec: what `coreos-installer iso customize` writes,
@@ -72,6 +73,8 @@ pub struct Fleet {
     pub table: Table,
     /// Each pool's destination config (pointer + the installed-pool record).
     pub dest: BTreeMap<String, Vec<u8>>,
+    /// Each pool's merge URL: where its machines fetch their config.
+    pub merge_urls: BTreeMap<String, String>,
 }
 
 pub fn build(o: &FleetOptions) -> Result<Fleet> {
@@ -119,6 +122,13 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
         pools: Vec::new(),
     };
     let mut dest = BTreeMap::new();
+    // Every pointer's server is --mcs-url's, when given.
+    let mcs = o
+        .mcs_url
+        .as_deref()
+        .map(pointer::parse_mcs_server)
+        .transpose()?;
+    let mut merge_urls = BTreeMap::new();
     for name in &order {
         let f = &found[name];
         let kind = if name == "worker" {
@@ -215,10 +225,20 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
             device,
         };
         let pointer = match &f.pointer {
-            Some((p, _)) => p.clone(),
+            Some((p, source)) => {
+                let url = merge_source(p).unwrap_or_default();
+                let what = format!("{source}: pool {name}'s merge URL");
+                let read = pointer::check_pool_url(url, name, &what)?;
+                if let Some(mcs) = &mcs {
+                    pointer::check_same_server(&read, mcs, &format!("{what} {url:?}"))?;
+                }
+                merge_urls.insert(name.clone(), url.to_string());
+                p.clone()
+            }
             None => match (&o.mcs_url, &o.ca_pem) {
                 (Some(url), Some(ca)) => {
                     let url = format!("{}/config/{name}", url.trim_end_matches('/'));
+                    merge_urls.insert(name.clone(), url.clone());
                     serde_json::from_slice(&pointer::pointer_ignition(&url, ca)?)?
                 }
                 _ => bail!(
@@ -240,6 +260,7 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
         config,
         table,
         dest,
+        merge_urls,
     })
 }
 
