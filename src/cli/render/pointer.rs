@@ -362,8 +362,9 @@ mod tests {
     #[test]
     fn urls_are_read_as_go_reads_them() {
         let p = "/config/gpu";
-        let ok = |https, host: &str, port| Some((https, host.to_string(), port));
-        let table: &[(&str, Option<(bool, String, u16)>)] = &[
+        type Read = (bool, &'static str, u16);
+        let ok = |https, host, port| Some((https, host, port));
+        let table: &[(&str, Option<Read>)] = &[
             (
                 "https://api-int.c.example.com:22623/config/gpu",
                 ok(true, "api-int.c.example.com", 22623),
@@ -444,7 +445,7 @@ mod tests {
             let got = check_pool_url(url, "gpu", "the URL");
             match (want, got) {
                 (Some(w), Ok(u)) => {
-                    assert_eq!((u.https, u.host, u.port), w.clone(), "{url}");
+                    assert_eq!((u.https, u.host.as_str(), u.port), *w, "{url}");
                     assert_eq!(u.path, p, "{url}");
                 }
                 (None, Err(e)) => {
