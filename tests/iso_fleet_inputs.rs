@@ -385,7 +385,21 @@ fn a_pointer_fetching_from_another_server_is_refused() {
     for pool in ["worker-gpu", "worker-numa", "worker"] {
         let line = format!("pool {pool}: config fetched from {MCS}/config/{pool}\n");
         assert!(out.contains(&line), "{line:?} in {out}");
-    }
+    } // A proxy in the pointer is shown: Ignition fetches through it.
+    let mut v = base.clone();
+    v["ignition"]["proxy"] = json!({ "httpsProxy": "http://proxy.example:3128" });
+    let proxied = p.dir.join("proxied.ign");
+    std::fs::write(&proxied, v.to_string()).unwrap();
+    let o = dry_run(
+        &p,
+        &p.gpu,
+        "desktop-2gpu",
+        &[format!("--pool=worker-gpu={}", proxied.display())],
+    );
+    let line = format!(
+        "pool worker-gpu: config fetched from {MCS}/config/worker-gpu (through proxy http://proxy.example:3128)\n"
+    );
+    assert!(said(&o).contains(&line), "{line:?} in {}", said(&o));
 }
 
 /// A `worker` MachineConfig in one pool's directory reaches every pool's

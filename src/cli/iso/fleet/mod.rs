@@ -73,7 +73,8 @@ pub struct Fleet {
     pub table: Table,
     /// Each pool's destination config (pointer + the installed-pool record).
     pub dest: BTreeMap<String, Vec<u8>>,
-    /// Each pool's merge URL: where its machines fetch their config.
+    /// Each pool's merge URL: where its machines fetch their config (and
+    /// the pointer's proxy, when it has one).
     pub merge_urls: BTreeMap<String, String>,
 }
 
@@ -232,7 +233,7 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
                 if let Some(mcs) = &mcs {
                     pointer::check_same_server(&read, mcs, &format!("{what} {url:?}"))?;
                 }
-                merge_urls.insert(name.clone(), url.to_string());
+                merge_urls.insert(name.clone(), format!("{url}{}", proxy_note(p)));
                 p.clone()
             }
             None => match (&o.mcs_url, &o.ca_pem) {
@@ -262,6 +263,41 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
         dest,
         merge_urls,
     })
+}
+
+/// ` (through proxy P, noProxy N)` when the pointer sets Ignition's proxy:
+/// Ignition fetches the merge URL through it, and the pointer's CA decides
+/// whom it trusts there.
+fn proxy_note(pointer: &Value) -> String {
+    let get = |k: &str| {
+        pointer
+            .pointer(&format!("/ignition/proxy/{k}"))
+            .map(|v| match v {
+                Value::String(s) => s.clone(),
+                Value::Array(a) => a
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(","),
+                _ => String::new(),
+            })
+            .unwrap_or_default()
+    };
+    let proxies: Vec<String> = ["httpsProxy", "httpProxy"]
+        .into_iter()
+        .map(get)
+        .filter(|p| !p.is_empty())
+        .collect();
+    if proxies.is_empty() {
+        return String::new();
+    }
+    let no = get("noProxy");
+    let no = if no.is_empty() {
+        String::new()
+    } else {
+        format!(", noProxy {no}")
+    };
+    format!(" (through proxy {}{no})", proxies.join(" / "))
 }
 
 /// The device coreos-installer wipes for `pool`.
