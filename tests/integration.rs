@@ -35,6 +35,7 @@ mod kubelet_validate_cli;
 mod leave_to_nfd;
 mod machineconfig_merge;
 mod mco_disruption;
+mod merge_url_go;
 mod nfd_differential;
 mod nfd_differential_gen;
 mod nfd_worker_diff;

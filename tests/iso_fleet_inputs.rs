@@ -282,6 +282,126 @@ fn a_pointer_with_more_than_its_pointer_is_refused() {
     assert!(o.status.success(), "{}", said(&o));
 }
 
+/// A pointer config (file or `<pool>-user-data-managed` Secret) whose merge
+/// URL is another server (review 12 r12c F3): userinfo before `@` (Go's
+/// net/url, which Ignition fetches with, takes the host after it), no
+/// `/config/<pool>` path, or a host:port other than `--mcs-url`'s. Refused,
+/// naming the file; the dry run shows where each pool's machines fetch
+/// their config. `render ignition --merge-url` refuses the same URLs.
+#[test]
+fn a_pointer_fetching_from_another_server_is_refused() {
+    use base64::Engine;
+    let p = pools();
+    let ca = p.dir.join("ca.pem");
+    std::fs::write(&ca, crate::iso_fleet::PEM).unwrap();
+    let render = |url: &str, out: &Path| {
+        bin()
+            .args([
+                "render",
+                "ignition",
+                "--pool",
+                "worker-gpu",
+                "--merge-url",
+                url,
+            ])
+            .arg("--ca-file")
+            .arg(&ca)
+            .arg("-o")
+            .arg(out)
+            .output()
+            .unwrap()
+    };
+    let ptr = p.dir.join("ptr.ign");
+    ok(render(&format!("{MCS}/config/worker-gpu"), &ptr));
+    let base: Value = serde_json::from_slice(&std::fs::read(&ptr).unwrap()).unwrap();
+    let userinfo = "https://api-int.ocp.example.com:22623@evil.example/config/worker-gpu";
+    for (i, (url, needle)) in [
+        (userinfo, "the host after the last '@' (\"evil.example\")"),
+        (
+            "https://evil.example/worker.ign",
+            "path \"/worker.ign\" is not",
+        ),
+        (
+            "https://evil.example:22623/config/worker-gpu",
+            "is fetched from https://evil.example:22623, not from --mcs-url",
+        ),
+        (
+            "https://api-int.ocp.example.com/config/worker-gpu",
+            "is fetched from https://api-int.ocp.example.com:443, not",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut v = base.clone();
+        v["ignition"]["config"]["merge"][0]["source"] = json!(url);
+        let file = p.dir.join(format!("pointer-{i}.ign"));
+        std::fs::write(&file, v.to_string()).unwrap();
+        let secret = p.dir.join(format!("secret-{i}.yaml"));
+        let data = base64::engine::general_purpose::STANDARD.encode(v.to_string());
+        std::fs::write(
+            &secret,
+            json!({ "apiVersion": "v1", "kind": "Secret",
+                    "metadata": { "name": "worker-gpu-user-data-managed",
+                                  "namespace": "openshift-machine-api" },
+                    "data": { "userData": data } })
+            .to_string(),
+        )
+        .unwrap();
+        for source in [&file, &secret] {
+            refused(
+                &dry_run(
+                    &p,
+                    &p.gpu,
+                    "desktop-2gpu",
+                    &[format!("--pool=worker-gpu={}", source.display())],
+                ),
+                &[
+                    &format!("{}: pool worker-gpu's merge URL", source.display()),
+                    url,
+                    needle,
+                ],
+            );
+        }
+    }
+    for url in [userinfo, "https://evil.example/worker.ign"] {
+        let o = render(url, &p.dir.join("refused.ign"));
+        assert_eq!(o.status.code(), Some(1), "{}", said(&o));
+        assert!(
+            said(&o).contains(&format!("--merge-url {url:?}")),
+            "{}",
+            said(&o)
+        );
+        assert!(!p.dir.join("refused.ign").exists());
+    }
+    let o = dry_run(
+        &p,
+        &p.gpu,
+        "desktop-2gpu",
+        &[format!("--pool=worker-gpu={}", ptr.display())],
+    );
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{}", said(&o));
+    for pool in ["worker-gpu", "worker-numa", "worker"] {
+        let line = format!("pool {pool}: config fetched from {MCS}/config/{pool}\n");
+        assert!(out.contains(&line), "{line:?} in {out}");
+    } // A proxy in the pointer is shown: Ignition fetches through it.
+    let mut v = base.clone();
+    v["ignition"]["proxy"] = json!({ "httpsProxy": "http://proxy.example:3128" });
+    let proxied = p.dir.join("proxied.ign");
+    std::fs::write(&proxied, v.to_string()).unwrap();
+    let o = dry_run(
+        &p,
+        &p.gpu,
+        "desktop-2gpu",
+        &[format!("--pool=worker-gpu={}", proxied.display())],
+    );
+    let line = format!(
+        "pool worker-gpu: config fetched from {MCS}/config/worker-gpu (through proxy http://proxy.example:3128)\n"
+    );
+    assert!(said(&o).contains(&line), "{line:?} in {}", said(&o));
+}
+
 /// A `worker` MachineConfig in one pool's directory reaches every pool's
 /// nodes (the MCO gives it to each pool selecting worker): the fleet counts
 /// it for each, so a server is no longer said to install into worker-numa

@@ -189,7 +189,16 @@ pub fn fleet(c: IsoFleetConfig) -> Result<ExitCode> {
     if let Some(read) = &read_rules {
         read.refuse_left_selecting(&fleet_selectors(&built.table))?;
     }
-    let names: Vec<&str> = built.table.pools.iter().map(|p| p.name.as_str()).collect();
+    // Each pool with where its machines fetch their config.
+    let names: Vec<String> = built
+        .table
+        .pools
+        .iter()
+        .map(|p| match built.merge_urls.get(&p.name) {
+            Some(url) => format!("{} (config from {url})", p.name),
+            None => p.name.clone(),
+        })
+        .collect();
     let Some(input) = &c.input else {
         // --dry-run without an ISO.
         return fleet_preview(&built, arch, c.dest_device.as_deref(), &c.facts_root);

@@ -26,7 +26,8 @@ use crate::node::fleet::{
     WORKER_ROLE_LABEL,
 };
 use pools::{
-    Found, check_device, check_pool_name, pool_configs, pool_env, read_source, requirements,
+    Found, check_device, check_pool_name, merge_source, pool_configs, pool_env, read_source,
+    requirements,
 };
 
 /// The live config's spec: what `coreos-installer iso customize` writes,
@@ -72,6 +73,9 @@ pub struct Fleet {
     pub table: Table,
     /// Each pool's destination config (pointer + the installed-pool record).
     pub dest: BTreeMap<String, Vec<u8>>,
+    /// Each pool's merge URL: where its machines fetch their config (and
+    /// the pointer's proxy, when it has one).
+    pub merge_urls: BTreeMap<String, String>,
 }
 
 pub fn build(o: &FleetOptions) -> Result<Fleet> {
@@ -119,6 +123,13 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
         pools: Vec::new(),
     };
     let mut dest = BTreeMap::new();
+    // Every pointer's server is --mcs-url's, when given.
+    let mcs = o
+        .mcs_url
+        .as_deref()
+        .map(pointer::parse_mcs_server)
+        .transpose()?;
+    let mut merge_urls = BTreeMap::new();
     for name in &order {
         let f = &found[name];
         let kind = if name == "worker" {
@@ -215,10 +226,20 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
             device,
         };
         let pointer = match &f.pointer {
-            Some((p, _)) => p.clone(),
+            Some((p, source)) => {
+                let url = merge_source(p).unwrap_or_default();
+                let what = format!("{source}: pool {name}'s merge URL");
+                let read = pointer::check_pool_url(url, name, &what)?;
+                if let Some(mcs) = &mcs {
+                    pointer::check_same_server(&read, mcs, &format!("{what} {url:?}"))?;
+                }
+                merge_urls.insert(name.clone(), format!("{url}{}", proxy_note(p)));
+                p.clone()
+            }
             None => match (&o.mcs_url, &o.ca_pem) {
                 (Some(url), Some(ca)) => {
                     let url = format!("{}/config/{name}", url.trim_end_matches('/'));
+                    merge_urls.insert(name.clone(), url.clone());
                     serde_json::from_slice(&pointer::pointer_ignition(&url, ca)?)?
                 }
                 _ => bail!(
@@ -240,7 +261,43 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
         config,
         table,
         dest,
+        merge_urls,
     })
+}
+
+/// ` (through proxy P, noProxy N)` when the pointer sets Ignition's proxy:
+/// Ignition fetches the merge URL through it, and the pointer's CA decides
+/// whom it trusts there.
+fn proxy_note(pointer: &Value) -> String {
+    let get = |k: &str| {
+        pointer
+            .pointer(&format!("/ignition/proxy/{k}"))
+            .map(|v| match v {
+                Value::String(s) => s.clone(),
+                Value::Array(a) => a
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(","),
+                _ => String::new(),
+            })
+            .unwrap_or_default()
+    };
+    let proxies: Vec<String> = ["httpsProxy", "httpProxy"]
+        .into_iter()
+        .map(get)
+        .filter(|p| !p.is_empty())
+        .collect();
+    if proxies.is_empty() {
+        return String::new();
+    }
+    let no = get("noProxy");
+    let no = if no.is_empty() {
+        String::new()
+    } else {
+        format!(", noProxy {no}")
+    };
+    format!(" (through proxy {}{no})", proxies.join(" / "))
 }
 
 /// The device coreos-installer wipes for `pool`.

@@ -226,19 +226,23 @@ fn set_pointer(name: &str, pointer: Value, source: &str, f: &mut Found) -> Resul
              and put the rest in the pool's MachineConfigs"
         )
     })?;
-    let merge = pointer
-        .pointer("/ignition/config/merge/0/source")
-        .or_else(|| pointer.pointer("/ignition/config/replace/source"))
-        .and_then(Value::as_str)
-        .with_context(|| {
-            format!("{source}: not a pointer config (no ignition.config.merge source)")
-        })?;
-    pointer::check_merge_url_pool(merge, name).with_context(|| source.to_string())?;
+    let merge = merge_source(&pointer).with_context(|| {
+        format!("{source}: not a pointer config (no ignition.config.merge source)")
+    })?;
+    pointer::check_pool_url(merge, name, &format!("{source}: pool {name}'s merge URL"))?;
     if let Some((_, first)) = &f.pointer {
         bail!("pool {name}: two pointer configs ({first} and {source}); give one");
     }
     f.pointer = Some((pointer, source.to_string()));
     Ok(())
+}
+
+/// The URL a pointer config merges (or replaces) its config from.
+pub(super) fn merge_source(pointer: &Value) -> Option<&str> {
+    pointer
+        .pointer("/ignition/config/merge/0/source")
+        .or_else(|| pointer.pointer("/ignition/config/replace/source"))
+        .and_then(Value::as_str)
 }
 
 /// A pointer config as the MCO and `render ignition` write it: only

@@ -23,6 +23,9 @@ pub fn preview(
             p.name,
             p.describe_selector()
         );
+        if let Some(url) = built.merge_urls.get(&p.name) {
+            let _ = writeln!(out, "pool {}: config fetched from {url}", p.name);
+        }
     }
     let _ = writeln!(out, "wiped on install: {devices}");
     let mut all = true;
