@@ -5,8 +5,10 @@
 //! zeros. The kernel loads it as an extra initramfs; `initramfs` reads it
 //! as the kernel unpacks it.
 
+mod before_area;
 #[cfg(feature = "cli")]
 pub mod command;
+mod coreos_members;
 #[cfg(feature = "cli")]
 pub mod fleet;
 pub mod ignition;
@@ -75,6 +77,7 @@ pub fn find_area(file: &mut File) -> Result<Extent> {
                      multiple of 4, where the kernel reads no archive (corrupt image?)"
                 );
             }
+            before_area::check(&mut iso, name, f, offset)?;
             let area = Extent {
                 offset: f.offset + offset,
                 length,
@@ -406,8 +409,9 @@ fn open_area(input: &Path) -> Result<(Extent, BTreeMap<String, Vec<u8>>)> {
     let mut f = File::open(input).with_context(|| format!("opening {}", input.display()))?;
     let e = find_area(&mut f).with_context(|| input.display().to_string())?;
     let area = read_area(&mut f, e)?;
-    let members = read_members(&area)
-        .with_context(|| format!("reading the embed area of {}", input.display()))?;
+    let reading = || format!("reading the embed area of {}", input.display());
+    let (members, dirs) = initramfs::read_paths(&area).with_context(reading)?;
+    coreos_members::check(&members, &dirs).with_context(reading)?;
     Ok((e, members))
 }
 
