@@ -99,8 +99,11 @@ pub fn read_members(area: &[u8]) -> Result<BTreeMap<String, Vec<u8>>> {
     Ok(read_paths(area)?.0)
 }
 
+/// The regular files the area leaves, by path, and its directories.
+pub(super) type Paths = (BTreeMap<String, Vec<u8>>, Vec<String>);
+
 /// `read_members`, and the directories the area leaves.
-pub(super) fn read_paths(area: &[u8]) -> Result<(BTreeMap<String, Vec<u8>>, Vec<String>)> {
+pub(super) fn read_paths(area: &[u8]) -> Result<Paths> {
     let mut tree = Tree::default();
     let mut pos = 0;
     let mut archives = 0;
@@ -572,7 +575,7 @@ impl Tree {
 
     /// The regular files and the directories, or a refusal naming what
     /// `iso` could neither show nor write back as the kernel would leave it.
-    fn into_files(self) -> Result<(BTreeMap<String, Vec<u8>>, Vec<String>)> {
+    fn into_files(self) -> Result<Paths> {
         let (mut files, mut dirs) = (BTreeMap::new(), Vec::new());
         for (name, (kind, bytes)) in self.nodes {
             match kind {

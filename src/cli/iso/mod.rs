@@ -1,9 +1,9 @@
 //! CoreOS live ISO Ignition embedding, compatible with coreos-installer:
 //! the embed area is found through `COREOS/IGNINFO.JSO` (or
 //! `IMAGES/IGNITION.IMG`) and holds an xz-compressed newc cpio archive with
-//! `config.ign` (and whatever else is there, e.g. network keyfiles), then
-//! zeros. The kernel loads it as an extra initramfs; `initramfs` reads it
-//! as the kernel unpacks it.
+//! `config.ign` (and network keyfiles: nothing else, `coreos_members`),
+//! then zeros. The kernel loads it as an extra initramfs; `initramfs` reads
+//! it as the kernel unpacks it, `before_area` checks the kernel reaches it.
 
 mod before_area;
 #[cfg(feature = "cli")]
@@ -416,7 +416,7 @@ fn open_area(input: &Path) -> Result<(Extent, BTreeMap<String, Vec<u8>>)> {
 }
 
 /// `iso embed`: put `config` in the area (refusing to replace one unless
-/// `force`), keeping other members.
+/// `force`), keeping network keyfiles.
 pub fn embed(input: &Path, config: &[u8], force: bool, output: Output) -> Result<()> {
     let (e, mut members) = open_area(input)?;
     if members.contains_key(CONFIG_PATH) && !force {
@@ -446,7 +446,7 @@ pub fn show(input: &Path) -> Result<Vec<u8>> {
         .with_context(|| format!("{} has no embedded Ignition config", input.display()))
 }
 
-/// `iso remove`: drop the config, keep other members (zeros if none).
+/// `iso remove`: drop the config, keep network keyfiles (zeros if none).
 pub fn remove(input: &Path, output: Output) -> Result<()> {
     let (e, mut members) = open_area(input)?;
     members.remove(CONFIG_PATH);
