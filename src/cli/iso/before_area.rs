@@ -149,8 +149,8 @@ impl Walk<'_, '_> {
             self.zeros += len;
             if self.zeros > MAX_ZEROS + CHUNK {
                 bail!(
-                    "the file the embed area is in holds more than {} MiB of zeros before it \
-                     (corrupt image?)",
+                    "the file the embed area is in holds more than {} MiB of padding between \
+                     the archives before it (corrupt image?)",
                     MAX_ZEROS >> 20
                 );
             }
