@@ -812,7 +812,9 @@ fn show_reads_every_archive_of_the_area_as_coreos_installer() {
         ]
         .concat(),
     );
-    let mut other_then_config = newc(&[("etc/x", b"x")]);
+    // Another member coreos-installer writes (a network keyfile; any other
+    // is refused: iso_hostile.rs), then the config.
+    let mut other_then_config = newc(&[("etc/coreos-firstboot-network/x", b"x")]);
     other_then_config.extend([0u8; 8]);
     other_then_config.extend(xz_crc32(&newc(&[("config.ign", real)])));
     for (name, bytes) in [

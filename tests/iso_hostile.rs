@@ -184,6 +184,30 @@ fn hostile_embed_areas_are_refused_by_every_command() {
     }
 }
 
+/// An ISO of `files` (paths under its root) with `info` as
+/// COREOS/IGNINFO.JSO, made by xorriso in `d`.
+fn build_iso(d: &Path, xorriso: &Path, name: &str, info: &str, files: &[(&str, &[u8])]) -> PathBuf {
+    let tree = d.join("tree");
+    let _ = std::fs::remove_dir_all(&tree);
+    std::fs::create_dir_all(tree.join("coreos")).unwrap();
+    std::fs::write(tree.join("coreos/igninfo.json"), info).unwrap();
+    for (path, bytes) in files {
+        let p = tree.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, bytes).unwrap();
+    }
+    let iso = d.join(name);
+    let st = Command::new(xorriso)
+        .args(["-as", "mkisofs", "-quiet", "-R", "-J", "-o"])
+        .arg(&iso)
+        .arg(&tree)
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    iso
+}
+
 /// F1 (IGNINFO variant): IGNINFO gives the area as the first 4 KiB of
 /// images/ignition.img; the boot loader loads the whole file and the
 /// kernel unpacks an archive after those 4 KiB over ours. Before, `iso
@@ -199,22 +223,7 @@ fn data_after_igninfos_area_in_its_file_is_refused() {
     let ours = d.join("ours.ign");
     std::fs::write(&ours, OURS).unwrap();
     let build = |name: &str, info: &str, img: &[u8]| {
-        let tree = d.join("tree");
-        let _ = std::fs::remove_dir_all(&tree);
-        std::fs::create_dir_all(tree.join("images")).unwrap();
-        std::fs::create_dir_all(tree.join("coreos")).unwrap();
-        std::fs::write(tree.join("images/ignition.img"), img).unwrap();
-        std::fs::write(tree.join("coreos/igninfo.json"), info).unwrap();
-        let iso = d.join(name);
-        let st = Command::new(&xorriso)
-            .args(["-as", "mkisofs", "-quiet", "-R", "-J", "-o"])
-            .arg(&iso)
-            .arg(&tree)
-            .stderr(Stdio::null())
-            .status()
-            .unwrap();
-        assert!(st.success());
-        iso
+        build_iso(d, &xorriso, name, info, &[("images/ignition.img", img)])
     };
     let info = r#"{"file":"images/ignition.img","length":4096}"#;
     let mut img = vec![0u8; 4096];
@@ -282,4 +291,202 @@ fn areas_we_write_read_back_in_coreos_installer() {
         "{}",
         stderr(&out)
     );
+}
+
+/// Directories, as a hostile area writes them.
+fn dirs(names: &[&str]) -> Vec<Vec<u8>> {
+    names
+        .iter()
+        .map(|n| member(n.as_bytes(), 0o40_755, b""))
+        .collect()
+}
+
+/// Review 12 r12c F1: an area holding files coreos-installer never writes
+/// there (an Ignition base config fragment, merged into every config
+/// Ignition runs; a unit wanted by initrd.target), with no config.ign or
+/// beside one. Before, `iso show` said there was no config (or showed
+/// config.ign alone), and `iso embed` (no -f needed) and `iso fleet` wrote
+/// them back beside ours. coreos-installer's own members still pass.
+#[test]
+fn members_coreos_installer_never_writes_are_refused_by_every_command() {
+    let Some(fx) = fixtures() else { return };
+    let dir = scratch_dir();
+    let d = dir.path();
+    let base = base_iso(d, &fx);
+    let ours = d.join("ours.ign");
+    std::fs::write(&ours, OURS).unwrap();
+    let base_d = [
+        dirs(&[
+            "usr",
+            "usr/lib",
+            "usr/lib/ignition",
+            "usr/lib/ignition/base.d",
+        ]),
+        vec![file(b"usr/lib/ignition/base.d/00-evil.ign", ATTACKER)],
+    ]
+    .concat();
+    let unit = [
+        dirs(&[
+            "etc",
+            "etc/systemd",
+            "etc/systemd/system",
+            "etc/systemd/system/initrd.target.wants",
+        ]),
+        vec![file(
+            b"etc/systemd/system/initrd.target.wants/evil.service",
+            b"[Unit]\nDefaultDependencies=no\n[Service]\nExecStart=/bin/true\n",
+        )],
+    ]
+    .concat();
+    let network = [
+        dirs(&["etc", "etc/coreos-firstboot-network"]),
+        vec![file(
+            b"etc/coreos-firstboot-network/eth0.nmconnection",
+            b"[c]\n",
+        )],
+    ]
+    .concat();
+    let config = || vec![file(b"config.ign", DECOY)];
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "extra.iso",
+            xz_crc32(&archive(&[base_d.clone(), unit].concat())),
+            "holds a file at etc/systemd/system/initrd.target.wants/evil.service (and 8 other \
+             members), which coreos-installer never writes there",
+        ),
+        (
+            "beside.iso",
+            [
+                archive(&[config(), network.clone()].concat()),
+                xz_crc32(&archive(&base_d)),
+            ]
+            .concat(),
+            "holds a file at usr/lib/ignition/base.d/00-evil.ign (and 4 other members), which",
+        ),
+        (
+            "dir.iso",
+            archive(&[network.clone(), dirs(&["etc/coreos-firstboot-network/d"])].concat()),
+            "holds a directory at etc/coreos-firstboot-network/d, which",
+        ),
+    ];
+    for (name, area, why) in cases {
+        let iso = with_area(&base, name, &area);
+        refused_by_every_command(&iso, &ours, why);
+        let out = d.join("fleet.iso");
+        let o = run(crate::iso_fleet_cli::fleet_args(d)
+            .args(["--dest-device", "/dev/sda", "--pool=worker", "-o"])
+            .arg(&out)
+            .arg(&iso));
+        assert!(
+            !o.status.success() && stderr(&o).contains(why),
+            "{name}: iso fleet: {}",
+            stderr(&o)
+        );
+        assert!(!out.exists(), "{name}: iso fleet wrote {}", out.display());
+    }
+    // What coreos-installer writes: a config and a network keyfile.
+    let iso = with_area(&base, "net.iso", &archive(&[config(), network].concat()));
+    assert_eq!(ok(run(bin().args(["iso", "show"]).arg(&iso))).stdout, DECOY);
+    ok(run(bin()
+        .args(["iso", "embed", "-f", "-i"])
+        .arg(&ours)
+        .arg(&iso)));
+    assert_eq!(ok(run(bin().args(["iso", "show"]).arg(&iso))).stdout, OURS);
+}
+
+/// Review 12 r12c F2: IGNINFO's offset puts the area inside a cpio member
+/// that starts before it in the same file (the kernel unpacks the file from
+/// its start: the area is that member's data, never unpacked; the config
+/// before it is the one Ignition reads). Before, `iso show` said there was
+/// no config and `iso embed` wrote ours into the member's data. An offset
+/// into images/ignition.img is refused; in another file, an uncompressed
+/// archive before the area must end (with its trailer) before it.
+#[test]
+fn an_area_inside_a_member_before_it_is_refused() {
+    let Some(xorriso) = skipped::tool("xorriso") else {
+        return;
+    };
+    let dir = scratch_dir();
+    let d = dir.path();
+    let ours = d.join("ours.ign");
+    std::fs::write(&ours, OURS).unwrap();
+    const LEN: usize = 16384;
+    // config.ign (the attacker's), then `pad`, whose data runs to the end
+    // of the file, over the area at 4096 (the reproducer's layout).
+    let spanning = {
+        let config = file(b"config.ign", ATTACKER);
+        let header = member(b"pad", 0o100_600, b"").len();
+        let pad = member(b"pad", 0o100_600, &vec![0u8; LEN - config.len() - header]);
+        [config, pad].concat()
+    };
+    assert_eq!(spanning.len(), LEN);
+    // `prefix`, then zeros.
+    let img = |prefix: &[u8]| {
+        let mut v = prefix.to_vec();
+        v.resize(LEN, 0);
+        v
+    };
+    let info = |name: &str| format!(r#"{{"file":"images/{name}","offset":4096}}"#);
+    let only_area = "a file that is only the embed area in every live ISO";
+    for (name, bytes) in [("spanning.iso", spanning.clone()), ("zeros.iso", img(&[]))] {
+        let iso = build_iso(
+            d,
+            &xorriso,
+            name,
+            &info("ignition.img"),
+            &[("images/ignition.img", &bytes)],
+        );
+        refused_by_every_command(&iso, &ours, only_area);
+    }
+    let gzip = {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&archive(&[file(b"config.ign", DECOY)]))
+            .unwrap();
+        gz.finish().unwrap()
+    };
+    let cdboot = |name: &str, bytes: &[u8]| {
+        build_iso(
+            d,
+            &xorriso,
+            name,
+            &info("cdboot.img"),
+            &[("images/cdboot.img", bytes)],
+        )
+    };
+    for (name, bytes, why) in [
+        (
+            "legacy-spanning.iso",
+            spanning,
+            "bytes of data run over the area",
+        ),
+        (
+            "no-trailer.iso",
+            img(&file(b"config.ign", ATTACKER)),
+            "no cpio header where the kernel reads one",
+        ),
+        (
+            "broken-padding.iso",
+            img(&[archive(&[file(b"a", b"a")]), vec![0, 0], gzip.clone()].concat()),
+            "(\"broken padding\": the kernel stops)",
+        ),
+    ] {
+        let iso = cdboot(name, &bytes);
+        refused_by_every_command(&iso, &ours, why);
+    }
+    // The area where the kernel is between archives: after an early
+    // archive's trailer, after a compressed stream (not decompressed: a
+    // known limit), after something that is no initramfs (s390x's
+    // cdboot.img starts with its kernel).
+    for (name, bytes) in [
+        ("legacy.iso", img(&archive(&[file(b"config.ign", DECOY)]))),
+        (
+            "legacy-gzip.iso",
+            img(&[archive(&[file(b"a", b"a")]), gzip].concat()),
+        ),
+        ("kernel.iso", img(b"\x00\x08\x00\x00\x80\x00\x02\x00")),
+    ] {
+        let iso = cdboot(name, &bytes);
+        ok(run(bin().args(["iso", "embed", "-i"]).arg(&ours).arg(&iso)));
+        assert_eq!(ok(run(bin().args(["iso", "show"]).arg(&iso))).stdout, OURS);
+    }
 }

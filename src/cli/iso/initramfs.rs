@@ -96,6 +96,14 @@ impl Kind {
 /// write back as it is (a symlink, a device, a FIFO or a socket left in the
 /// area; anything but a regular file at `config.ign`).
 pub fn read_members(area: &[u8]) -> Result<BTreeMap<String, Vec<u8>>> {
+    Ok(read_paths(area)?.0)
+}
+
+/// The regular files the area leaves, by path, and its directories.
+pub(super) type Paths = (BTreeMap<String, Vec<u8>>, Vec<String>);
+
+/// `read_members`, and the directories the area leaves.
+pub(super) fn read_paths(area: &[u8]) -> Result<Paths> {
     let mut tree = Tree::default();
     let mut pos = 0;
     let mut archives = 0;
@@ -565,16 +573,16 @@ impl Tree {
         Ok(())
     }
 
-    /// The regular files, or a refusal naming what `iso` could neither show
-    /// nor write back as the kernel would leave it.
-    fn into_files(self) -> Result<BTreeMap<String, Vec<u8>>> {
-        let mut files = BTreeMap::new();
+    /// The regular files and the directories, or a refusal naming what
+    /// `iso` could neither show nor write back as the kernel would leave it.
+    fn into_files(self) -> Result<Paths> {
+        let (mut files, mut dirs) = (BTreeMap::new(), Vec::new());
         for (name, (kind, bytes)) in self.nodes {
             match kind {
                 Kind::File => {
                     files.insert(name, bytes);
                 }
-                Kind::Dir if name != CONFIG_PATH => {}
+                Kind::Dir if name != CONFIG_PATH => dirs.push(name),
                 _ if name == CONFIG_PATH => bail!(
                     "the embed area leaves {} at config.ign, not the regular file Ignition \
                      reads (the kernel unpacks the area so at boot); refusing a tampered image",
@@ -588,7 +596,7 @@ impl Tree {
                 ),
             }
         }
-        Ok(files)
+        Ok((files, dirs))
     }
 }
 

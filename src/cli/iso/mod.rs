@@ -1,12 +1,14 @@
 //! CoreOS live ISO Ignition embedding, compatible with coreos-installer:
 //! the embed area is found through `COREOS/IGNINFO.JSO` (or
 //! `IMAGES/IGNITION.IMG`) and holds an xz-compressed newc cpio archive with
-//! `config.ign` (and whatever else is there, e.g. network keyfiles), then
-//! zeros. The kernel loads it as an extra initramfs; `initramfs` reads it
-//! as the kernel unpacks it.
+//! `config.ign` (and network keyfiles: nothing else, `coreos_members`),
+//! then zeros. The kernel loads it as an extra initramfs; `initramfs` reads
+//! it as the kernel unpacks it, `before_area` checks the kernel reaches it.
 
+mod before_area;
 #[cfg(feature = "cli")]
 pub mod command;
+mod coreos_members;
 #[cfg(feature = "cli")]
 pub mod fleet;
 pub mod ignition;
@@ -75,6 +77,7 @@ pub fn find_area(file: &mut File) -> Result<Extent> {
                      multiple of 4, where the kernel reads no archive (corrupt image?)"
                 );
             }
+            before_area::check(&mut iso, name, f, offset)?;
             let area = Extent {
                 offset: f.offset + offset,
                 length,
@@ -406,13 +409,14 @@ fn open_area(input: &Path) -> Result<(Extent, BTreeMap<String, Vec<u8>>)> {
     let mut f = File::open(input).with_context(|| format!("opening {}", input.display()))?;
     let e = find_area(&mut f).with_context(|| input.display().to_string())?;
     let area = read_area(&mut f, e)?;
-    let members = read_members(&area)
-        .with_context(|| format!("reading the embed area of {}", input.display()))?;
+    let reading = || format!("reading the embed area of {}", input.display());
+    let (members, dirs) = initramfs::read_paths(&area).with_context(reading)?;
+    coreos_members::check(&members, &dirs).with_context(reading)?;
     Ok((e, members))
 }
 
 /// `iso embed`: put `config` in the area (refusing to replace one unless
-/// `force`), keeping other members.
+/// `force`), keeping network keyfiles.
 pub fn embed(input: &Path, config: &[u8], force: bool, output: Output) -> Result<()> {
     let (e, mut members) = open_area(input)?;
     if members.contains_key(CONFIG_PATH) && !force {
@@ -442,7 +446,7 @@ pub fn show(input: &Path) -> Result<Vec<u8>> {
         .with_context(|| format!("{} has no embedded Ignition config", input.display()))
 }
 
-/// `iso remove`: drop the config, keep other members (zeros if none).
+/// `iso remove`: drop the config, keep network keyfiles (zeros if none).
 pub fn remove(input: &Path, output: Output) -> Result<()> {
     let (e, mut members) = open_area(input)?;
     members.remove(CONFIG_PATH);
