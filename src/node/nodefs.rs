@@ -354,6 +354,18 @@ const _: () = assert!(MAX_CONFIG_ENTRIES == 1024, "the message says 1024");
 pub const MAX_DIR_BYTES: u64 = 512 << 10;
 const _: () = assert!(MAX_DIR_BYTES == 512 << 10, "messages say 512 KiB");
 
+/// The most bytes of kubelet's config read at a start: its `--config` file
+/// and all its `--config-dir` drop-ins together, each charged as it is
+/// read. Real ones take a few KiB (OpenShift's kubelet.conf about 3 KiB, a
+/// drop-in a few hundred bytes): 1 MiB is hundreds of times that, and its
+/// parse takes a few MiB of memory and milliseconds. A pod that can write
+/// the `--config-dir` (a shared directory) must not make every start read
+/// 1,024 files of 16 MiB ([`READ_LIMIT`]) and take gigabytes (review 12):
+/// past this, what kubelet registers with is unknown, as past
+/// [`MAX_CONFIG_ENTRIES`].
+pub const MAX_CONFIG_BYTES: usize = 1 << 20;
+const _: () = assert!(MAX_CONFIG_BYTES == 1 << 20, "messages say 1 MiB");
+
 /// [`names`] of a directory of configuration, refused past
 /// [`MAX_CONFIG_ENTRIES`] (what it holds is then unknown).
 pub fn config_names(dir: &Path) -> io::Result<Vec<OsString>> {

@@ -843,8 +843,17 @@ impl RootFs {
 }
 
 impl NodeFs for RootFs {
-    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
-        crate::node::nodefs::read(&self.path(path)?)
+    fn read(&self, path: &Path, limit: usize) -> std::io::Result<Vec<u8>> {
+        use crate::node::nodefs::{READ_LIMIT, open, read_up_to};
+        let limit = limit.min(READ_LIMIT);
+        let buf = read_up_to(open(&self.path(path)?)?, limit + 1)?;
+        if buf.len() > limit {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::FileTooLarge,
+                "larger than the most read",
+            ));
+        }
+        Ok(buf)
     }
 
     fn list(&self, dir: &Path, bytes_left: &mut u64) -> std::io::Result<Vec<(OsString, bool)>> {
@@ -899,8 +908,8 @@ pub struct OfflineFs {
 }
 
 impl NodeFs for OfflineFs {
-    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
-        self.inner.read(path)
+    fn read(&self, path: &Path, limit: usize) -> std::io::Result<Vec<u8>> {
+        self.inner.read(path, limit)
     }
 
     fn is_dir(&self, path: &Path) -> std::io::Result<bool> {
