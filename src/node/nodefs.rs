@@ -300,20 +300,27 @@ pub fn read_up_to(mut file: File, limit: usize) -> io::Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// The most [`read`] takes: far above any unit file, drop-in, environment
-/// file or kubelet config, so a file past it (a link to /dev/zero, a log)
+/// The most [`read`] takes: far above any unit file, drop-in or environment
+/// file (kubelet's config: [`MAX_CONFIG_BYTES`] in all), so a file past it (a link to /dev/zero, a log)
 /// fails to read instead of taking memory without end, at boot as in the
 /// CLI (`explain --root`).
 pub const READ_LIMIT: usize = 16 << 20;
 
 /// The whole file (as `std::fs::read`), refused past [`READ_LIMIT`].
 pub fn read(path: &Path) -> io::Result<Vec<u8>> {
-    let buf = read_up_to(open(path)?, READ_LIMIT + 1)?;
-    if buf.len() > READ_LIMIT {
-        return Err(io::Error::new(
-            io::ErrorKind::FileTooLarge,
-            "larger than 16 MiB, the most a node file is read",
-        ));
+    read_within(
+        path,
+        READ_LIMIT,
+        "larger than 16 MiB, the most a node file is read",
+    )
+}
+
+/// The whole file, refused past `limit` bytes (`FileTooLarge`, `why`)
+/// after at most `limit + 1` are read.
+pub fn read_within(path: &Path, limit: usize, why: &'static str) -> io::Result<Vec<u8>> {
+    let buf = read_up_to(open(path)?, limit.saturating_add(1))?;
+    if buf.len() > limit {
+        return Err(io::Error::new(io::ErrorKind::FileTooLarge, why));
     }
     Ok(buf)
 }

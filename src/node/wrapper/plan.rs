@@ -844,16 +844,12 @@ impl RootFs {
 
 impl NodeFs for RootFs {
     fn read(&self, path: &Path, limit: usize) -> std::io::Result<Vec<u8>> {
-        use crate::node::nodefs::{READ_LIMIT, open, read_up_to};
-        let limit = limit.min(READ_LIMIT);
-        let buf = read_up_to(open(&self.path(path)?)?, limit + 1)?;
-        if buf.len() > limit {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::FileTooLarge,
-                "larger than the most read",
-            ));
-        }
-        Ok(buf)
+        use crate::node::nodefs::{READ_LIMIT, read_within};
+        read_within(
+            &self.path(path)?,
+            limit.min(READ_LIMIT),
+            "larger than the most read",
+        )
     }
 
     fn list(&self, dir: &Path, bytes_left: &mut u64) -> std::io::Result<Vec<(OsString, bool)>> {
