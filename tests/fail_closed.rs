@@ -370,6 +370,51 @@ fn config_dir_subdirectories_past_512_kib_in_all_register_fenced() {
     );
 }
 
+/// Review 12 F1, FAILS on 4a9fffb: kubelet's `--config` and its
+/// `--config-dir` drop-ins are read within 1 MiB in all (each was read up
+/// to 16 MiB and all kept: a pod writing the directory OOM-killed every
+/// start). Five drop-ins of 200 KiB are merged; eight register fenced, in
+/// one line, as past the directories' bounds.
+#[test]
+fn config_dir_drop_ins_past_1_mib_in_all_register_fenced() {
+    let dir = scratch_dir();
+    let root = dir.path();
+    let unit = "[Service]\nExecStart=/usr/bin/kubelet --v=2 --config-dir=/etc/kubernetes/k.d\n";
+    let Some(records) = recorder_root(root, unit) else {
+        return;
+    };
+    let dropin = |i: usize| {
+        let head = format!(
+            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n\
+             registerWithTaints:\n- {{key: example.com/d{i}, effect: PreferNoSchedule}}\n# "
+        );
+        let fill = "a".repeat((200 << 10) - head.len() - 1);
+        write(
+            &root.join(format!("etc/kubernetes/k.d/{i}.conf")),
+            &format!("{head}{fill}\n"),
+        );
+    };
+    (0..5).for_each(dropin);
+    let env = env("c", &[(RULES_VAR, "")]);
+    let (err, argv) = try_wrapper(root, &records, &env, "", &[]);
+    let merged = format!("example.com/d4=:PreferNoSchedule,{STATIC_TAINT}");
+    assert_eq!(taints_of(&argv.unwrap()), merged, "{err}");
+    (5..8).for_each(dropin);
+    let (err, argv) = try_wrapper(root, &records, &env, "", &[]);
+    assert_eq!(
+        taints_of(&argv.unwrap()),
+        format!("{STATIC_TAINT},{}", fence("kubelet-config-unreadable")),
+        "{err}"
+    );
+    let line = one_line(&err);
+    assert!(
+        line.contains(
+            "reading kubelet config /etc/kubernetes/k.d/5.conf: past 1 MiB of kubelet config in all"
+        ) && line.contains(LIFT),
+        "{line}"
+    );
+}
+
 /// Our labels over exec's limit (a 1 MiB stack allows 256 KiB of argv and
 /// environment): the taint goes in without them, in one line (kubelet
 /// unchanged before).

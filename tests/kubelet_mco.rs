@@ -25,7 +25,7 @@ struct FakeFs {
 }
 
 impl NodeFs for FakeFs {
-    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+    fn read(&self, path: &Path, _: usize) -> io::Result<Vec<u8>> {
         if self.dirs.iter().any(|d| d == path) {
             return Err(io::Error::from(io::ErrorKind::IsADirectory));
         }

@@ -13,7 +13,7 @@ use libfuzzer_sys::fuzz_target;
 /// A node with no files: config reads fail as on a pre-join node.
 struct NoFiles;
 impl flags::NodeFs for NoFiles {
-    fn read(&self, _: &Path) -> io::Result<Vec<u8>> {
+    fn read(&self, _: &Path, _: usize) -> io::Result<Vec<u8>> {
         Err(io::ErrorKind::NotFound.into())
     }
     fn list(&self, _: &Path, _: &mut u64) -> io::Result<Vec<(std::ffi::OsString, bool)>> {

@@ -300,20 +300,27 @@ pub fn read_up_to(mut file: File, limit: usize) -> io::Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// The most [`read`] takes: far above any unit file, drop-in, environment
-/// file or kubelet config, so a file past it (a link to /dev/zero, a log)
+/// The most [`read`] takes: far above any unit file, drop-in or environment
+/// file (kubelet's config: [`MAX_CONFIG_BYTES`] in all), so a file past it (a link to /dev/zero, a log)
 /// fails to read instead of taking memory without end, at boot as in the
 /// CLI (`explain --root`).
 pub const READ_LIMIT: usize = 16 << 20;
 
 /// The whole file (as `std::fs::read`), refused past [`READ_LIMIT`].
 pub fn read(path: &Path) -> io::Result<Vec<u8>> {
-    let buf = read_up_to(open(path)?, READ_LIMIT + 1)?;
-    if buf.len() > READ_LIMIT {
-        return Err(io::Error::new(
-            io::ErrorKind::FileTooLarge,
-            "larger than 16 MiB, the most a node file is read",
-        ));
+    read_within(
+        path,
+        READ_LIMIT,
+        "larger than 16 MiB, the most a node file is read",
+    )
+}
+
+/// The whole file, refused past `limit` bytes (`FileTooLarge`, `why`)
+/// after at most `limit + 1` are read.
+pub fn read_within(path: &Path, limit: usize, why: &'static str) -> io::Result<Vec<u8>> {
+    let buf = read_up_to(open(path)?, limit.saturating_add(1))?;
+    if buf.len() > limit {
+        return Err(io::Error::new(io::ErrorKind::FileTooLarge, why));
     }
     Ok(buf)
 }
@@ -353,6 +360,18 @@ const _: () = assert!(MAX_CONFIG_ENTRIES == 1024, "the message says 1024");
 /// and is unknown, as past [`MAX_CONFIG_ENTRIES`].
 pub const MAX_DIR_BYTES: u64 = 512 << 10;
 const _: () = assert!(MAX_DIR_BYTES == 512 << 10, "messages say 512 KiB");
+
+/// The most bytes of kubelet's config read at a start: its `--config` file
+/// and all its `--config-dir` drop-ins together, each charged as it is
+/// read. Real ones take a few KiB (OpenShift's kubelet.conf about 3 KiB, a
+/// drop-in a few hundred bytes): 1 MiB is hundreds of times that, and its
+/// parse takes a few MiB of memory and milliseconds. A pod that can write
+/// the `--config-dir` (a shared directory) must not make every start read
+/// 1,024 files of 16 MiB ([`READ_LIMIT`]) and take gigabytes (review 12):
+/// past this, what kubelet registers with is unknown, as past
+/// [`MAX_CONFIG_ENTRIES`].
+pub const MAX_CONFIG_BYTES: usize = 1 << 20;
+const _: () = assert!(MAX_CONFIG_BYTES == 1 << 20, "messages say 1 MiB");
 
 /// [`names`] of a directory of configuration, refused past
 /// [`MAX_CONFIG_ENTRIES`] (what it holds is then unknown).

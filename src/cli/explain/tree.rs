@@ -84,8 +84,9 @@ pub(super) fn missing_config(plan: &Plan, fs: &plan::RootFs, offline: bool) -> O
         .collect();
     let scan = crate::node::kubelet::flags::scan(&words);
     let config = scan.last_value("config").filter(|c| !c.is_empty())?;
+    // Whether it is there: at most one byte read.
     let absent =
-        matches!(fs.read(Path::new(config)), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
+        matches!(fs.read(Path::new(config), 0), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
     if !absent {
         return None;
     }

@@ -204,7 +204,7 @@ pub fn fenced_before_merge(
 struct Unread;
 
 impl NodeFs for Unread {
-    fn read(&self, _: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    fn read(&self, _: &std::path::Path, _: usize) -> std::io::Result<Vec<u8>> {
         Err(std::io::ErrorKind::Other.into())
     }
 

@@ -843,8 +843,13 @@ impl RootFs {
 }
 
 impl NodeFs for RootFs {
-    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
-        crate::node::nodefs::read(&self.path(path)?)
+    fn read(&self, path: &Path, limit: usize) -> std::io::Result<Vec<u8>> {
+        use crate::node::nodefs::{READ_LIMIT, read_within};
+        read_within(
+            &self.path(path)?,
+            limit.min(READ_LIMIT),
+            "larger than the most read",
+        )
     }
 
     fn list(&self, dir: &Path, bytes_left: &mut u64) -> std::io::Result<Vec<(OsString, bool)>> {
@@ -899,8 +904,8 @@ pub struct OfflineFs {
 }
 
 impl NodeFs for OfflineFs {
-    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
-        self.inner.read(path)
+    fn read(&self, path: &Path, limit: usize) -> std::io::Result<Vec<u8>> {
+        self.inner.read(path, limit)
     }
 
     fn is_dir(&self, path: &Path) -> std::io::Result<bool> {

@@ -303,49 +303,83 @@ pub fn kubelet_taints(
     config: Option<&str>,
     dropins: Option<&[&str]>,
 ) -> Result<Vec<Taint>, ConfigError> {
-    let base = match config {
-        Some(text) => config_items(text)?.unwrap_or_default(),
-        None => Vec::new(),
-    };
     let Some(dropins) = dropins else {
-        return validate(base);
+        return validate(config_base(config)?);
     };
-    // the merge document's keys that fold to registerWithTaints: the
-    // config's (marshaled from v1beta1, omitted when empty), then patches
-    let mut merged: Vec<(String, Value)> = Vec::new();
-    if !base.is_empty() {
-        let items = base
-            .iter()
-            .map(|(key, value, effect, time_added)| {
-                let mut m = vec![
-                    ("key".into(), Value::Str(key.clone())),
-                    ("value".into(), Value::Str(value.clone())),
-                    ("effect".into(), Value::Str(effect.clone())),
-                ];
-                if *time_added {
-                    m.push(("timeAdded".into(), Value::Other));
-                }
-                Value::Map(m)
-            })
-            .collect();
-        merged.push((FIELD.into(), Value::Seq(items)));
+    let mut merge = Merge::new(config)?;
+    for text in dropins {
+        merge.dropin(text)?;
     }
-    for (i, text) in dropins.iter().enumerate() {
-        let top = load(text, true).map_err(|e| ConfigError(format!("drop-in {}: {e}", i + 1)))?;
+    merge.taints()
+}
+
+fn config_base(config: Option<&str>) -> Result<Vec<Item>, ConfigError> {
+    match config {
+        Some(text) => Ok(config_items(text)?.unwrap_or_default()),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// [`kubelet_taints`] under a `--config-dir`, one drop-in at a time: each
+/// is parsed as it is read and dropped, none kept (kubelet reads them so).
+pub struct Merge {
+    /// The merge document's keys that fold to registerWithTaints: the
+    /// config's (marshaled from v1beta1, omitted when empty), then patches.
+    merged: Vec<(String, Value)>,
+    /// Drop-ins merged so far.
+    count: usize,
+}
+
+impl Merge {
+    /// Over the `--config` file's taints (None: kubelet runs without one).
+    pub fn new(config: Option<&str>) -> Result<Merge, ConfigError> {
+        let base = config_base(config)?;
+        let mut merged = Vec::new();
+        if !base.is_empty() {
+            let items = base
+                .into_iter()
+                .map(|(key, value, effect, time_added)| {
+                    let mut m = vec![
+                        ("key".into(), Value::Str(key)),
+                        ("value".into(), Value::Str(value)),
+                        ("effect".into(), Value::Str(effect)),
+                    ];
+                    if time_added {
+                        m.push(("timeAdded".into(), Value::Other));
+                    }
+                    Value::Map(m)
+                })
+                .collect();
+            merged.push((FIELD.into(), Value::Seq(items)));
+        }
+        Ok(Merge { merged, count: 0 })
+    }
+
+    /// The next drop-in, JSON-merge-patched over the config and those
+    /// before it.
+    pub fn dropin(&mut self, text: &str) -> Result<(), ConfigError> {
+        self.count += 1;
+        let n = self.count;
+        let top = load(text, true).map_err(|e| ConfigError(format!("drop-in {n}: {e}")))?;
         for (k, v) in top.into_iter().filter(|(k, _)| fold_eq(k, FIELD)) {
-            merged.retain(|(x, _)| *x != k);
+            self.merged.retain(|(x, _)| *x != k);
             if v != Value::Null {
-                merged.push((k, v));
+                self.merged.push((k, v));
             }
         }
+        Ok(())
     }
-    match merged.as_slice() {
-        [] => Ok(Vec::new()),
-        [(_, v)] => validate(decode(v, true)?),
-        _ => fail(format!(
-            "{FIELD} set under names differing in case; Go decodes one list into the other's \
-             elements, which this reader does not follow"
-        )),
+
+    /// The taints kubelet registers with, the drop-ins merged.
+    pub fn taints(self) -> Result<Vec<Taint>, ConfigError> {
+        match self.merged.as_slice() {
+            [] => Ok(Vec::new()),
+            [(_, v)] => validate(decode(v, true)?),
+            _ => fail(format!(
+                "{FIELD} set under names differing in case; Go decodes one list into the other's \
+                 elements, which this reader does not follow"
+            )),
+        }
     }
 }
 

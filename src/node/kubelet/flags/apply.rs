@@ -4,10 +4,11 @@
 use std::ffi::OsString;
 
 use super::*;
-use crate::node::kubelet::config::{kubelet_taints, text};
+use crate::node::kubelet::config::{Merge, kubelet_taints, text};
 use crate::node::kubelet::labels::{effective_labels, validate_labels};
 use crate::node::kubelet::taints::parse_taints;
 use crate::node::kubelet::{Additions, ArgvPlan, Profile, Replaced, Taint};
+use crate::node::nodefs::MAX_CONFIG_BYTES;
 
 /// Why our additions cannot go in.
 #[derive(Debug)]
@@ -61,56 +62,76 @@ fn existing_taints(scan: &FlagScan, fs: &dyn NodeFs) -> Result<Vec<Taint>, Merge
         return parse_taints(value)
             .or_else(|e| merge_err(format!("the existing --register-with-taints: {e}")));
     }
+    // One budget for the --config file and every drop-in together, each
+    // charged as it is read (MAX_CONFIG_BYTES).
+    let left = std::cell::Cell::new(MAX_CONFIG_BYTES);
     let read = |file: &Path, missing_ok: bool| -> Result<Option<String>, MergeError> {
-        match fs.read(file) {
-            Ok(bytes) => text(bytes)
-                .map(Some)
-                .map_err(|e| config_unreadable(format!("kubelet config {}: {e}", file.display()))),
+        let unreadable =
+            |e| config_unreadable(format!("reading kubelet config {}: {e}", file.display()));
+        match fs.read(file, left.get()) {
+            Ok(bytes) => {
+                let Some(rest) = left.get().checked_sub(bytes.len()) else {
+                    return Err(unreadable(past_budget()));
+                };
+                left.set(rest);
+                text(bytes).map(Some).map_err(|e| {
+                    config_unreadable(format!("kubelet config {}: {e}", file.display()))
+                })
+            }
             // A missing --config (kubeadm before `join`): kubelet exits
             // without it ("failed to load kubelet config file"), so it
             // registers with no taint of the file; the first start after the
             // file appears merges with it.
             Err(e) if missing_ok && e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(config_unreadable(format!(
-                "reading kubelet config {}: {e}",
-                file.display()
-            ))),
+            Err(e) if e.kind() == io::ErrorKind::FileTooLarge => Err(unreadable(past_budget())),
+            Err(e) => Err(unreadable(e)),
         }
     };
-    let config = match scan.last_value("config").filter(|c| !c.is_empty()) {
+    let config_name = scan.last_value("config").filter(|c| !c.is_empty());
+    let config = match config_name {
         Some(c) => read(Path::new(c), true)?,
         None => None,
     };
-    let mut dropins = None;
-    if let Some(dir) = scan.last_value("config-dir").filter(|d| !d.is_empty()) {
-        let mut files = Vec::new();
-        super::config_dir::dropin_files(fs, Path::new(dir), &mut files)
-            .map_err(config_unreadable)?;
-        let mut texts = Vec::new();
-        for file in &files {
-            texts.extend(read(file, false)?);
-        }
-        dropins = Some((files, texts));
-    }
-    let dropin_texts: Option<Vec<&str>> = dropins
-        .as_ref()
-        .map(|(_, texts)| texts.iter().map(String::as_str).collect());
-    kubelet_taints(config.as_deref(), dropin_texts.as_deref()).map_err(|e| {
-        let files = match &dropins {
-            Some((files, _)) => files.iter().map(|f| f.display().to_string()).collect(),
-            None => Vec::new(),
-        };
-        let mut names = scan
+    let Some(dir) = scan.last_value("config-dir").filter(|d| !d.is_empty()) else {
+        return kubelet_taints(config.as_deref(), None).map_err(|e| {
+            config_unreadable(format!(
+                "reading registerWithTaints from {}: {e}",
+                scan.last_value("config").unwrap_or_default()
+            ))
+        });
+    };
+    let mut files = Vec::new();
+    super::config_dir::dropin_files(fs, Path::new(dir), &mut files).map_err(config_unreadable)?;
+    let named = |e| {
+        let names: Vec<String> = scan
             .last_value("config")
             .map(str::to_string)
             .into_iter()
-            .collect::<Vec<_>>();
-        names.extend(files);
+            .chain(files.iter().map(|f| f.display().to_string()))
+            .collect();
         config_unreadable(format!(
             "reading registerWithTaints from {}: {e}",
             names.join(", ")
         ))
-    })
+    };
+    let mut merge = Merge::new(config.as_deref()).map_err(named)?;
+    drop(config);
+    // Each drop-in parsed as it is read, none kept: memory is that of the
+    // largest, within the budget.
+    for file in &files {
+        if let Some(text) = read(file, false)? {
+            merge.dropin(&text).map_err(named)?;
+        }
+    }
+    merge.taints().map_err(named)
+}
+
+/// Why kubelet's config is not read past [`MAX_CONFIG_BYTES`].
+fn past_budget() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::FileTooLarge,
+        "past 1 MiB of kubelet config in all (--config and --config-dir drop-ins together), the most read at a start",
+    )
 }
 
 /// Validate `additions` and merge them into `argv` (argv[0] first).
@@ -329,7 +350,7 @@ mod tests {
     /// Files by path; directories are the parents of files, 4 KiB each
     /// (an ext4 directory of a few names).
     impl NodeFs for FakeFs {
-        fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        fn read(&self, path: &Path, _: usize) -> io::Result<Vec<u8>> {
             if let Some(s) = self.0.get(path) {
                 return Ok(s.clone().into_bytes());
             }
@@ -549,6 +570,41 @@ mod tests {
             e.message
                 .contains("reading --config-dir /d/s127: past 512 KiB"),
             "{e}"
+        );
+    }
+
+    /// Review 12 F1: one budget of 1 MiB for the --config file and every
+    /// drop-in together (FAILS on 4a9fffb, which read each up to 16 MiB
+    /// and kept them all): at it merged, one byte past it fenced.
+    #[test]
+    fn config_and_dropins_share_one_byte_budget() {
+        const H: &str = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n";
+        let padded = |body: &str, size: usize| {
+            let fill = size - H.len() - body.len() - 3;
+            format!("{H}{body}# {}\n", "a".repeat(fill))
+        };
+        let mut fs = FakeFs::default();
+        let taint = "registerWithTaints:\n- key: f\n  effect: NoSchedule\n";
+        fs.0.insert("/k.yaml".into(), padded(taint, MAX_CONFIG_BYTES / 5));
+        for i in 0..4 {
+            let size = MAX_CONFIG_BYTES / 5 + usize::from(i == 0) * (MAX_CONFIG_BYTES % 5);
+            fs.0.insert(format!("/d/{i}.conf").into(), padded("", size));
+        }
+        let (a, cmd) = (
+            adds(&[], "ours:NoExecute"),
+            "/k --config=/k.yaml --config-dir=/d",
+        );
+        let merged = run(cmd, &a, &fs).unwrap();
+        assert!(
+            merged.ends_with("=f=:NoSchedule,ours=:NoExecute"),
+            "{merged}"
+        );
+        fs.0.insert("/d/4.conf".into(), "\n".into());
+        let e = run(cmd, &a, &fs).unwrap_err();
+        assert!(e.config_unreadable, "{e}");
+        assert_eq!(
+            e.message,
+            format!("reading kubelet config /d/4.conf: {}", past_budget())
         );
     }
 

@@ -11,7 +11,9 @@ pub use apply::{MergeError, apply, apply_fencing};
 
 /// Read access to the node's files (the live system, or a tree under a root).
 pub trait NodeFs {
-    fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// The whole file, at most `limit` bytes: a longer one is refused
+    /// (`FileTooLarge`) after at most `limit + 1` bytes are read.
+    fn read(&self, path: &Path, limit: usize) -> io::Result<Vec<u8>>;
     /// Entries of a directory (names), any order, each with whether it
     /// is a directory itself: a link to one is not (Go's `os.ReadDir`).
     /// The directory's size is charged to `bytes_left` first, and one past
