@@ -17,6 +17,7 @@ mod explain_machineconfig;
 mod explain_pool;
 mod facts;
 mod fail_closed;
+mod guard_state;
 mod gunzip_go;
 mod house;
 mod ignition_check;

@@ -38,9 +38,6 @@ mod sys {
     #[cfg(target_arch = "aarch64")]
     pub const SYS_GETDENTS64: c_long = 61;
     pub const O_RDONLY: c_int = 0;
-    pub const O_WRONLY: c_int = 1;
-    pub const O_CREAT: c_int = 0o100;
-    pub const O_TRUNC: c_int = 0o1000;
     pub use super::flags::*;
     pub const AT_FDCWD: c_int = -100;
 
@@ -83,7 +80,7 @@ mod sys {
 
 /// open(2) flags of the architectures the node side is built for (the
 /// generic values; arm64 and powerpc have their own for two of them).
-mod flags {
+pub mod flags {
     use std::ffi::c_int;
 
     #[cfg(any(target_arch = "aarch64", target_arch = "powerpc64"))]
@@ -96,6 +93,9 @@ mod flags {
     pub const O_NOFOLLOW: c_int = 0o400000;
     pub const O_NONBLOCK: c_int = 0o4000;
     pub const O_NOCTTY: c_int = 0o400;
+    pub const O_WRONLY: c_int = 1;
+    pub const O_CREAT: c_int = 0o100;
+    pub const O_EXCL: c_int = 0o200;
     /// The same on every architecture the node side is built for.
     pub const O_PATH: c_int = 0o10000000;
     pub const O_CLOEXEC: c_int = 0o2000000;
@@ -103,13 +103,10 @@ mod flags {
 
 /// std's open with our flags (non-blocking, no controlling terminal).
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-fn std_open(path: &Path, write: bool, extra: std::ffi::c_int) -> io::Result<File> {
+fn std_open(path: &Path, extra: std::ffi::c_int) -> io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
-        .read(!write)
-        .write(write)
-        .create(write)
-        .truncate(write)
+        .read(true)
         .custom_flags(flags::O_NONBLOCK | flags::O_NOCTTY | extra)
         .open(path)
 }
@@ -119,15 +116,7 @@ pub fn open(path: &Path) -> io::Result<File> {
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     return sys::open(path, sys::O_RDONLY);
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    std_open(path, false, 0)
-}
-
-/// A file created or truncated for writing (mode 0666 less the umask).
-pub fn create(path: &Path) -> io::Result<File> {
-    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    return sys::open(path, sys::O_WRONLY | sys::O_CREAT | sys::O_TRUNC);
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    std_open(path, true, 0)
+    std_open(path, 0)
 }
 
 /// A directory whose files are read without leaving it: opened through no
@@ -150,7 +139,7 @@ impl Dir {
         });
         #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
         Ok(Dir {
-            file: std_open(path, false, flags::O_DIRECTORY | flags::O_NOFOLLOW)?,
+            file: std_open(path, flags::O_DIRECTORY | flags::O_NOFOLLOW)?,
             path: path.to_path_buf(),
         })
     }
@@ -160,6 +149,11 @@ impl Dir {
     /// [`MAX_DIR_BYTES`]).
     pub fn size(&self) -> io::Result<u64> {
         Ok(self.file.metadata()?.len())
+    }
+
+    /// Its metadata (`fstat` of the directory opened, not of a path).
+    pub fn metadata(&self) -> io::Result<std::fs::Metadata> {
+        self.file.metadata()
     }
 
     /// Its names except `.` and `..`, at most `limit` (as [`names`]).
@@ -195,6 +189,12 @@ impl Dir {
             flags::O_PATH | flags::O_NOFOLLOW,
         )?;
         regular(&handle)
+    }
+}
+
+impl std::os::fd::AsRawFd for Dir {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.file.as_raw_fd()
     }
 }
 
@@ -662,7 +662,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("f");
         let big: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
-        std::io::Write::write_all(&mut create(&f).unwrap(), &big).unwrap();
+        std::io::Write::write_all(&mut std::fs::File::create(&f).unwrap(), &big).unwrap();
         assert_eq!(read(&f).unwrap(), big);
         assert_eq!(read_up_to(open(&f).unwrap(), 5000).unwrap(), big[..5000]);
         // Sized from its length past 4 KiB: every limit around it holds.
@@ -687,7 +687,7 @@ mod tests {
         if let Ok(f) = open(Path::new("/proc/self/smaps")) {
             assert!(read_up_to(f, usize::MAX).unwrap().len() > 4096);
         }
-        std::io::Write::write_all(&mut create(&f).unwrap(), b"short").unwrap();
+        std::io::Write::write_all(&mut std::fs::File::create(&f).unwrap(), b"short").unwrap();
         assert_eq!(read_to_string(&f).unwrap(), "short", "create truncates");
         assert_eq!(
             read(&dir.path().join("missing")).unwrap_err().kind(),

@@ -124,6 +124,8 @@ pub fn start(
     std::fs::set_permissions(&kubelet, std::fs::Permissions::from_mode(0o755)).unwrap();
     let state = scratch.join("state");
     std::fs::create_dir_all(&state).unwrap();
+    // Writable by its owner alone, as the wrapper requires, whatever the umask.
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o755)).unwrap();
     let wrapper = env!("CARGO_BIN_EXE_kubelet-labeler-wrapper");
     let mut command = match prefix.split_first() {
         Some((program, args)) => {

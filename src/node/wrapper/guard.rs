@@ -36,15 +36,15 @@
 //! A label a particular kubelet refuses thus costs one failed start, and a
 //! wrapper that dies on the node rules one.
 
-use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
+
+use super::state_dir::StateDir;
 
 /// kubelet validates flags before it does anything else, well within this.
 pub const QUICK_FAILURE_SECS: u64 = 10;
 
 /// State files are a few lines; anything longer is not ours.
-const STATE_MAX_BYTES: u64 = 4096;
+const STATE_MAX_BYTES: usize = 4096;
 
 /// How far a start got.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -163,6 +163,10 @@ pub fn may_be_refused(key: &str) -> bool {
 
 /// The guard's state file for one unit.
 pub struct Guard {
+    dir: PathBuf,
+    /// The state file's name in `dir`, and the name it is written to first.
+    name: String,
+    tmp: String,
     path: PathBuf,
     boot_id: String,
 }
@@ -174,9 +178,13 @@ impl Guard {
 
     pub fn with_boot_id(state_dir: &Path, unit: &str, boot_id: String) -> Guard {
         // Unit names hold no '/', but keep the file inside the directory.
-        let name = unit.replace('/', "_");
+        let unit = unit.replace('/', "_");
+        let name = format!("{unit}.state");
         Guard {
-            path: state_dir.join(format!("{name}.state")),
+            dir: state_dir.to_path_buf(),
+            path: state_dir.join(&name),
+            name,
+            tmp: format!("{unit}.tmp"),
             boot_id,
         }
     }
@@ -185,13 +193,12 @@ impl Guard {
         &self.path
     }
 
-    /// The state of this boot, if any (another boot's is ignored).
+    /// The state of this boot, if any (another boot's is ignored); only
+    /// a file as the wrapper writes it (see [`StateDir::read`]).
     pub fn load(&self) -> Option<State> {
-        let bytes = crate::node::nodefs::read_up_to(
-            crate::node::nodefs::open(&self.path).ok()?,
-            STATE_MAX_BYTES as usize,
-        )
-        .ok()?;
+        let bytes = StateDir::open(&self.dir, false)
+            .ok()?
+            .read(&self.name, STATE_MAX_BYTES)?;
         let text = String::from_utf8(bytes).ok()?;
         State::parse(&text).filter(|s| s.boot_id == self.boot_id)
     }
@@ -282,21 +289,11 @@ impl Guard {
         self.write(&state)
     }
 
+    /// Through no link, never into a file of another name, never out of
+    /// the state directory (see [`StateDir`]); the directory is made at
+    /// the first start of a boot.
     fn write(&self, state: &State) -> std::io::Result<()> {
-        let tmp = self.path.with_extension("tmp");
-        // The directory exists but at the first start of a boot: make it
-        // only then (two syscalls less at every other start).
-        let mut f = match crate::node::nodefs::create(&tmp) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                if let Some(dir) = self.path.parent() {
-                    fs::create_dir_all(dir)?;
-                }
-                crate::node::nodefs::create(&tmp)?
-            }
-            other => other?,
-        };
-        f.write_all(state.render().as_bytes())?;
-        fs::rename(&tmp, &self.path)
+        StateDir::open(&self.dir, true)?.replace(&self.name, &self.tmp, state.render().as_bytes())
     }
 }
 
@@ -325,6 +322,7 @@ pub fn uptime_ms() -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     fn guard() -> (tempfile::TempDir, Guard) {
         let dir = tempfile::tempdir().unwrap();
@@ -454,6 +452,77 @@ mod tests {
         assert_eq!(g.verdict("b"), Verdict::Full);
         fs::write(g.path(), "x=".repeat(100_000)).unwrap();
         assert_eq!(g.load(), None);
+    }
+
+    /// Review 12 F5: a symbolic or hard link planted at the name the
+    /// state is written to first, or at the state's own name (a pod with
+    /// a hostPath on /run), is replaced, never written through: the file
+    /// it points at is untouched, the state is a file of its own.
+    #[test]
+    fn links_planted_in_the_state_dir_are_never_written_through() {
+        use std::os::unix::fs::{MetadataExt, symlink};
+        let victims = tempfile::tempdir().unwrap();
+        let victim = victims.path().join("shadow");
+        let near = |g: &Guard| g.path().with_extension("victim");
+        for plant in [
+            "symlink-tmp",
+            "symlink-state",
+            "hardlink-tmp",
+            "hardlink-state",
+        ] {
+            let (_d, g) = guard();
+            let at = match plant {
+                "symlink-tmp" | "hardlink-tmp" => g.path().with_extension("tmp"),
+                _ => g.path().to_path_buf(),
+            };
+            if plant.starts_with("symlink") {
+                fs::write(&victim, "root:$6$precious\n").unwrap();
+                symlink(&victim, &at).unwrap();
+            } else {
+                // A hard link needs the same filesystem: a file beside.
+                fs::write(near(&g), "root:$6$precious\n").unwrap();
+                fs::hard_link(near(&g), &at).unwrap();
+            }
+            g.record_attempt("a", 1000, true).unwrap();
+            g.record_start("a", 1000, true, true, true).unwrap();
+            g.record_stop("a", 1500, "exit-code").unwrap();
+            let target = if plant.starts_with("symlink") {
+                victim.clone()
+            } else {
+                near(&g)
+            };
+            assert_eq!(
+                fs::read_to_string(&target).unwrap(),
+                "root:$6$precious\n",
+                "{plant}"
+            );
+            let meta = fs::symlink_metadata(g.path()).unwrap();
+            assert!(meta.is_file() && meta.nlink() == 1, "{plant}");
+            assert!(!g.path().with_extension("tmp").exists(), "{plant}");
+            assert!(g.load().is_some_and(|s| s.failed_quickly), "{plant}");
+        }
+    }
+
+    /// Review 12 F5: a state a pod planted is read only when it is what
+    /// the wrapper writes (a regular file of its user, writable by it
+    /// alone, one link): else the start is a full one.
+    #[test]
+    fn a_planted_state_is_not_taken() {
+        use std::os::unix::fs::{PermissionsExt, symlink};
+        let (d, g) = guard();
+        start(&g, "a", 100_000, (true, true), true, 1000, "exit-code");
+        let planted = fs::read_to_string(g.path()).unwrap();
+        assert!(matches!(g.verdict("b"), Verdict::DropRefusable(_)));
+        fs::set_permissions(g.path(), fs::Permissions::from_mode(0o666)).unwrap();
+        assert_eq!(g.verdict("b"), Verdict::Full);
+        fs::remove_file(g.path()).unwrap();
+        let elsewhere = d.path().join("elsewhere");
+        fs::write(&elsewhere, &planted).unwrap();
+        symlink(&elsewhere, g.path()).unwrap();
+        assert_eq!(g.verdict("b"), Verdict::Full);
+        fs::remove_file(g.path()).unwrap();
+        fs::hard_link(&elsewhere, g.path()).unwrap();
+        assert_eq!(g.verdict("b"), Verdict::Full);
     }
 
     #[test]

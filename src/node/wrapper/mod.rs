@@ -12,3 +12,4 @@ pub mod fence;
 pub mod guard;
 pub mod installed;
 pub mod plan;
+pub mod state_dir;
