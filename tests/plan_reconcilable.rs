@@ -125,6 +125,12 @@ fn plan_says_what_the_mco_refuses_on_running_nodes() {
             .as_str()
             .filter(|e| !e.is_empty());
         let o = plan_run(&before, &after, &fleet, &policy);
+        // Fields plan does not judge (disks, filesystems, raid, luks) are
+        // refused before any plan: the safe side, whatever the MCO says.
+        let not_judged = String::from_utf8_lossy(&o.stderr).contains("plan cannot judge");
+        if o.status.code() == Some(2) && o.stdout.is_empty() && not_judged {
+            continue;
+        }
         let p: Value = serde_json::from_slice(&o.stdout)
             .unwrap_or_else(|e| panic!("{name}: {e}: {}", String::from_utf8_lossy(&o.stderr)));
         let outcome = &p["groups"][0]["outcome"];

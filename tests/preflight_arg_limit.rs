@@ -72,9 +72,24 @@ fn over_long_labels_are_refused_everywhere() {
         "[Service]\nEnvironment=\"{LABELS_VAR}={}\"\n",
         labels.join(",")
     );
-    let rendered = kubelet_mc(dir.path(), &[("90-kubelet-labeler-env.conf", &env)]);
+    // A file, as render writes it (a unit drop-in's line past 2048 bytes
+    // is one Ignition's unit parser refuses).
+    let rendered = kubelet_mc(dir.path(), &[]);
+    let url = kubelet_labeler::cli::render::encoding::data_url(env.as_bytes());
+    let env_mc = dir.path().join("50-worker-env.json");
+    let mc = serde_json::json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+        "metadata": { "name": "50-worker-env",
+                      "labels": { "machineconfiguration.openshift.io/role": "worker" } },
+        "spec": { "config": { "ignition": { "version": "3.4.0" }, "storage": { "files": [
+            { "path": "/etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf",
+              "mode": 420,
+              "contents": { "source": url.source, "compression": url.compression } } ] } } }
+    });
+    std::fs::write(&env_mc, mc.to_string()).unwrap();
+    let env_mc = env_mc.display().to_string();
     let wrapper = example("50-worker-gpu-kubelet-labeler-wrapper.yaml");
-    let out = explain_mcs(true, &[&rendered, &wrapper]);
+    let out = explain_mcs(true, &[&rendered, &env_mc, &wrapper]);
     assert_eq!(out.status.code(), Some(1));
     let e = json_of(&out);
     let errors = e["errors"].to_string();

@@ -142,6 +142,10 @@ pub fn read_render(spec: &str) -> Result<Render> {
                 .map_err(|e| e.context(spec.to_string()))?;
         }
     }
+    for mc in &render.machineconfigs {
+        let name = crate::cli::render::layout::mc_name(mc);
+        crate::cli::render::api_objects::check_not_mco_s_own(name, spec)?;
+    }
     // kubectl keeps one object per kind and name (the last applied,
     // whole); kustomize refuses the build.
     let mut names = std::collections::BTreeSet::new();

@@ -80,13 +80,6 @@ pub fn check(doc: &Value, source: &str) -> Result<()> {
     }
     if kind == "MachineConfig" {
         spec_types(doc).map_err(refused)?;
-        if let Some(n) = name.filter(|n| is_mco_s_own(n)) {
-            return Err(refused(format!(
-                "{n} is the name of a MachineConfig the MCO makes itself (from its templates \
-                 or a KubeletConfig, ContainerRuntimeConfig): it writes its own over yours; \
-                 name yours otherwise (as 50-<pool>-...)"
-            )));
-        }
     }
     if kind == "MachineConfigPool" && !inherits_worker(doc) {
         bail!(refused(
@@ -100,10 +93,24 @@ pub fn check(doc: &Value, source: &str) -> Result<()> {
     Ok(())
 }
 
+/// Refuse a MachineConfig of a repository (plan's, a fleet pool's) named as
+/// the MCO names its own: it writes its own over it. explain takes them,
+/// given from a cluster.
+pub fn check_not_mco_s_own(name: &str, source: &str) -> Result<()> {
+    if is_mco_s_own(name) {
+        bail!(
+            "{source}: MachineConfig {name:?} is named as a MachineConfig the MCO makes itself \
+             (from its templates, or a KubeletConfig or ContainerRuntimeConfig): it writes its \
+             own over yours; name yours otherwise (as 50-<pool>-...)"
+        );
+    }
+    Ok(())
+}
+
 /// A name the MCO gives its own MachineConfigs: `00-<role>`,
 /// `01-<role>-container-runtime`, `01-<role>-kubelet`, and the
 /// `97-`/`98-`/`99-<pool>-generated-<what>` its controllers render.
-fn is_mco_s_own(name: &str) -> bool {
+pub fn is_mco_s_own(name: &str) -> bool {
     let templated = ["worker", "master", "arbiter"].iter().any(|r| {
         name == format!("00-{r}")
             || name == format!("01-{r}-container-runtime")
@@ -220,9 +227,6 @@ mod tests {
             ),
             mc(v1, "50-a", json!({ "a b": "x" })),
             mc(v1, "50-a", json!({ "k": 1 })),
-            mc(v1, "01-worker-kubelet", role.clone()),
-            mc(v1, "00-worker", role.clone()),
-            mc(v1, "97-worker-gpu-generated-kubelet", role.clone()),
         ] {
             assert!(check(&bad, "f").is_err(), "{bad}");
         }
@@ -275,6 +279,16 @@ mod tests {
                 admitted,
                 "{selector}"
             );
+        }
+        for (name, own) in [
+            ("01-worker-kubelet", true),
+            ("00-worker", true),
+            ("97-worker-gpu-generated-kubelet", true),
+            ("99-worker-generated-registries", true),
+            ("50-worker-gpu-kubelet-labeler-labels", false),
+            ("99-worker-ssh", false),
+        ] {
+            assert_eq!(check_not_mco_s_own(name, "f").is_err(), own, "{name}");
         }
         // Kinds the MCO does not read are not judged here.
         assert!(

@@ -24,7 +24,7 @@ pub const RENDERED_BY_ANNOTATION: &str = "kubelet-labeler/rendered-by";
 pub const LEFT_TO_NFD_MARK: &str = "# Left to the cluster's NFD, not evaluated here: ";
 
 pub mod additions;
-mod api_objects;
+pub mod api_objects;
 pub mod applied;
 pub mod arch;
 pub mod command;

@@ -200,6 +200,10 @@ fn read_document(name: &str, doc: Value, source: &str, f: &mut Found) -> Result<
             Ok(())
         }
         "MachineConfig" => {
+            crate::cli::render::api_objects::check_not_mco_s_own(
+                meta_name.unwrap_or_default(),
+                source,
+            )?;
             // Without a role label: "" (no pool selects it).
             let role = doc
                 .pointer("/metadata/labels/machineconfiguration.openshift.io~1role")
