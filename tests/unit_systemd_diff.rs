@@ -618,7 +618,10 @@ fn multi_cases(start: usize) -> Vec<Case> {
         let dropin = format!("[Service]\n{line}\nEnvironment=X=later\n");
         add(
             "d#.service",
-            &[("u1/d#.service", base), ("u1/d#.service.d/95-site.conf", &dropin)],
+            &[
+                ("u1/d#.service", base),
+                ("u1/d#.service.d/95-site.conf", &dropin),
+            ],
         );
     }
     add(

@@ -409,11 +409,15 @@ pub fn glob(root: &Path, pattern: &str) -> std::io::Result<Vec<PathBuf>> {
         let sure = b.is_ascii() || (pat.bytewise && std::str::from_utf8(b).is_ok());
         if pat.matches(b) {
             if !sure {
-                return unknown("a name that is not ASCII, which the node's glob(3) may match otherwise");
+                return unknown(
+                    "a name that is not ASCII, which the node's glob(3) may match otherwise",
+                );
             }
             out.push(dir.join(n));
         } else if !sure && !pat.bytewise {
-            return unknown("a name that is not ASCII, which the node's glob(3) may match otherwise");
+            return unknown(
+                "a name that is not ASCII, which the node's glob(3) may match otherwise",
+            );
         }
     }
     out.sort();
@@ -560,8 +564,8 @@ impl Tok {
             Tok::Star | Tok::Any => true,
             Tok::Byte(b) => *b == c,
             Tok::Set(neg, ranges, classes) => {
-                let hit = ranges.iter().any(|&(a, z)| a <= c && c <= z)
-                    || classes.iter().any(|f| f(&c));
+                let hit =
+                    ranges.iter().any(|&(a, z)| a <= c && c <= z) || classes.iter().any(|f| f(&c));
                 hit != *neg
             }
             Tok::Never => false,
@@ -802,8 +806,19 @@ mod tests {
         assert!(glob_match(b"[a-]", b"-"));
         assert!(!glob_match(b"x\\", b"x"));
         assert!(!glob_match(b"x\\", b"x\\"));
-        for bad in [&b"[ab"[..], b"[[=a=]]", b"[[.a.]]", b"[[:foo:]]", b"[\\]]", b"[[:alpha:]-z]"] {
-            assert!(Pattern::parse(bad).is_err(), "{:?}", String::from_utf8_lossy(bad));
+        for bad in [
+            &b"[ab"[..],
+            b"[[=a=]]",
+            b"[[.a.]]",
+            b"[[:foo:]]",
+            b"[\\]]",
+            b"[[:alpha:]-z]",
+        ] {
+            assert!(
+                Pattern::parse(bad).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
         }
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("d")).unwrap();
@@ -813,7 +828,11 @@ mod tests {
         assert!(g("/d/[[=k=]].env").is_err());
         assert!(g("/d\\/k.env").is_err());
         // A name not ASCII: sure against `*`s and text, unknown otherwise.
-        std::fs::write(dir.path().join("d").join(OsStr::from_bytes(b"\xe9.env")), "").unwrap();
+        std::fs::write(
+            dir.path().join("d").join(OsStr::from_bytes(b"\xe9.env")),
+            "",
+        )
+        .unwrap();
         assert_eq!(g("/d/k*").unwrap(), [PathBuf::from("/d/k.env")]);
         assert!(g("/d/*.env").is_err());
         assert!(g("/d/?.env").is_err());

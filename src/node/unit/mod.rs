@@ -436,7 +436,10 @@ fn apply_assignment(
             // resolve, and only that line.
             let v = match spec.expand(a.value.as_bytes()) {
                 Ok(v) => String::from_utf8_lossy(&v).into_owned(),
-                Err(e) => return Ok(ignored(svc, &a.value, &e)),
+                Err(e) => {
+                    ignored(svc, &a.value, &e);
+                    return Ok(());
+                }
             };
             let (optional, path) = match v.strip_prefix('-') {
                 Some(p) => (true, p.to_string()),
@@ -483,7 +486,10 @@ fn apply_assignment(
             for word in a.value.split(':').filter(|w| !w.is_empty()) {
                 let p = match spec.expand(word.as_bytes()) {
                     Ok(p) => String::from_utf8_lossy(&p).into_owned(),
-                    Err(e) => return Ok(ignored(svc, word, &e)),
+                    Err(e) => {
+                        ignored(svc, word, &e);
+                        return Ok(());
+                    }
                 };
                 if !p.starts_with('/') {
                     svc.warnings.push(format!(
@@ -503,7 +509,10 @@ fn apply_assignment(
             };
             let v = match spec.expand(v.as_bytes()) {
                 Ok(v) => String::from_utf8_lossy(&v).into_owned(),
-                Err(e) if missing_ok => return Ok(ignored(svc, v, &e)),
+                Err(e) if missing_ok => {
+                    ignored(svc, v, &e);
+                    return Ok(());
+                }
                 Err(e) => return Err(format!("Failed to resolve unit specifiers in {v}: {e}")),
             };
             // `~`: the home of the user the system manager runs it as (root).
@@ -639,7 +648,10 @@ mod tests {
         ] {
             std::fs::write(&dropin, format!("[Service]\n{line}\n")).unwrap();
             let e = load_service(&paths, "k.service", &LoadOptions::default()).unwrap_err();
-            assert!(e.to_string().contains("resolves only on the node"), "{line}: {e}");
+            assert!(
+                e.to_string().contains("resolves only on the node"),
+                "{line}: {e}"
+            );
         }
         // An unknown specifier fails on the node as here: that line alone.
         std::fs::write(

@@ -346,7 +346,11 @@ mod tests {
         }
         assert!(spec(true).expand(b"%a").is_ok());
         assert!(off.expand(b"%Z").is_err());
-        assert_eq!(off.take_unresolved(), None, "an unknown letter fails anywhere");
+        assert_eq!(
+            off.take_unresolved(),
+            None,
+            "an unknown letter fails anywhere"
+        );
     }
 
     fn vals(unit: &str) -> SpecifierValues {
