@@ -166,6 +166,13 @@ const SINGLE: &[&str] = &[
     "ExecStart=\"{S}/bin/recx\" quoted-path",
     "ExecStart={S}/bin/rec\\x78 escaped-path",
     "Environment=PATH=/nonexistent\nExecSearchPath={S}/bin\nExecStart=recx path-ignored",
+    // each ExecSearchPath= line appends; one with a specifier systemd
+    // cannot resolve keeps the words before it and drops the rest
+    "ExecSearchPath={S}/bin\nExecSearchPath=/nonexistent\nExecStart=recx appended",
+    "ExecSearchPath={S}/bin:/usr/%Z:/nonexistent\nExecStart=recx partial",
+    // a line systemd ignores alone: its specifier unresolved
+    "Environment=A=1 B=2\nUnsetEnvironment=%Z A\nExecStart={R} [${A}] [${B}]",
+    "WorkingDirectory=relative\nExecStart={R} relative-working-directory",
     // sections and keys
     "[service]\nExecStart={R} lower-section",
     "[Service] # c\nExecStart={R} bad-header",
@@ -594,6 +601,69 @@ fn multi_cases(start: usize) -> Vec<Case> {
             ("u3/d#.service.d/10-x.conf", "@../x#-dropin.conf"),
         ],
     );
+    // A line systemd 252 ignores alone (a specifier it does not know) must
+    // not make us ignore the rest of its drop-in: the later `Environment=`
+    // applies, and the drop-in's command is the one run (review 12: the
+    // wrapper ran the fragment's, without the drop-in's taint). Without
+    // `-`, WorkingDirectory= fails the file: the rest is ignored.
+    let base = "[Service]\nEnvironment=X=base\nExecStart={R} [${X}]\n";
+    for line in [
+        "EnvironmentFile=-/nonexistent/%Z.env",
+        "UnsetEnvironment=%Z",
+        "ExecSearchPath=/usr/%Z",
+        "WorkingDirectory=-/tmp/%Z",
+        "SyslogIdentifier=%Z",
+        "WorkingDirectory=/tmp/%Z",
+    ] {
+        let dropin = format!("[Service]\n{line}\nEnvironment=X=later\n");
+        add(
+            "d#.service",
+            &[
+                ("u1/d#.service", base),
+                ("u1/d#.service.d/95-site.conf", &dropin),
+            ],
+        );
+    }
+    add(
+        "d#.service",
+        &[
+            ("u1/d#.service", "[Service]\nExecStart={R} fragment\n"),
+            (
+                "u1/d#.service.d/50-site.conf",
+                "[Service]\nWorkingDirectory=-/tmp/%Z\nExecStart=\n\
+                 ExecStart={R} --register-with-taints=site.example.com/dedicated=db:NoSchedule\n",
+            ),
+        ],
+    );
+    // `EnvironmentFile=` globs as systemd's glob(3) expands them: X=base
+    // from a plain file, then X=glob from the file the pattern may match
+    // (review 12: classes, escapes, `]` first and a leading `.` missed it).
+    for (n, (pattern, name)) in [
+        ("[[:alpha:]]*.env", "k.env"),
+        ("a\\*.env", "a*.env"),
+        ("k\\.env", "k.env"),
+        (".*.env", ".k.env"),
+        ("[]k]*.env", "k.env"),
+        ("*.env", ".k.env"),
+        ("[!a-j]?.env", "k1.env"),
+        ("[^[:digit:]]*", "k.env"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let unit = format!(
+            "[Service]\nEnvironmentFile={{S}}/batch0/glob{n}/base\n\
+             EnvironmentFile=-{{S}}/batch0/glob{n}/{pattern}\nExecStart={{R}} [${{X}}]\n"
+        );
+        add(
+            "g#.service",
+            &[
+                ("u1/g#.service", &unit),
+                (&format!("glob{n}/base"), "X=base\n"),
+                (&format!("glob{n}/{name}"), "X=glob\n"),
+            ],
+        );
+    }
     v
 }
 

@@ -304,39 +304,33 @@ pub fn load_service(
             exec_from = Some(node.clone());
         }
         svc.warnings.extend(parsed.warnings.iter().cloned());
-        let mut fatal = parsed.fatal.clone();
-        if fatal.is_none() {
-            for a in &parsed.assignments {
-                if a.section != "Service" {
-                    continue;
-                }
-                if let Err(e) = apply_assignment(&mut svc, a, &spec) {
-                    fatal = Some(format!("{name}:{}: {e}", a.line));
-                    break;
-                }
-            }
-        } else {
-            // What came before the fatal line still applies.
-            for a in &parsed.assignments {
-                if a.section == "Service"
-                    && let Err(e) = apply_assignment(&mut svc, a, &spec)
-                {
-                    svc.warnings.push(e);
-                    break;
-                }
-            }
-        }
         // Off the node (a tree, a MachineConfig's layout) a value the node
-        // has (its os-release, hostname) may be missing: what the line
-        // says there is unknown, never taken as ignored.
+        // has (its os-release, kernel, boot) may be unknown: what a line
+        // naming it does there is unknown, never taken as that line (or
+        // the rest of its file) ignored.
         let live = matches!(spec.host, specifier::Host::System { live: true, .. });
-        if let Some(e) = fatal
-            .as_ref()
-            .filter(|e| !live && e.contains("cannot resolve specifier"))
-        {
-            bail!(
-                "{e}: it resolves only on the node, so what {unit} gets there cannot be judged here"
-            );
+        spec.take_unresolved();
+        let mut fatal = parsed.fatal.clone();
+        for a in &parsed.assignments {
+            if a.section != "Service" {
+                continue;
+            }
+            let applied = apply_assignment(&mut svc, a, &spec);
+            if let Some(c) = spec.take_unresolved().filter(|_| !live) {
+                bail!(
+                    "{name}:{}: cannot resolve specifier %{c}: it resolves only on the node, so what {unit} gets there cannot be judged here",
+                    a.line
+                );
+            }
+            if let Err(e) = applied {
+                // What came before a line that ends the file's parse
+                // still applies.
+                match fatal {
+                    None => fatal = Some(format!("{name}:{}: {e}", a.line)),
+                    Some(_) => svc.warnings.push(e),
+                }
+                break;
+            }
         }
         if let Some(e) = fatal {
             if is_fragment {
@@ -389,6 +383,13 @@ pub fn load_service(
     Ok(svc)
 }
 
+/// A line (or word) systemd leaves out, its specifiers not resolved.
+fn ignored(svc: &mut LoadedService, value: &str, e: &str) {
+    svc.warnings.push(format!(
+        "Failed to resolve unit specifiers in {value}, ignoring: {e}"
+    ));
+}
+
 /// One `[Service]` assignment. Err = a fatal error for the file.
 fn apply_assignment(
     svc: &mut LoadedService,
@@ -429,71 +430,109 @@ fn apply_assignment(
         "EnvironmentFile" => {
             if a.value.is_empty() {
                 svc.environment_files.clear();
-            } else {
-                let v = String::from_utf8_lossy(&spec.expand(a.value.as_bytes())?).into_owned();
-                let (optional, path) = match v.strip_prefix('-') {
-                    Some(p) => (true, p.to_string()),
-                    None => (false, v),
-                };
-                // systemd's path_simplify_and_warn: a `..` is refused, not
-                // followed (to the host's files, offline).
-                if !path.starts_with('/') {
-                    svc.warnings.push(format!(
-                        "EnvironmentFile= path is not absolute, ignoring: {path}"
-                    ));
-                } else if path.split('/').any(|c| c == "..") {
-                    svc.warnings.push(format!(
-                        "EnvironmentFile= path is not normalized, ignoring: {path}"
-                    ));
-                } else {
-                    svc.environment_files.push((path, optional));
+                return Ok(());
+            }
+            // systemd's parser drops a line whose specifiers it cannot
+            // resolve, and only that line.
+            let v = match spec.expand(a.value.as_bytes()) {
+                Ok(v) => String::from_utf8_lossy(&v).into_owned(),
+                Err(e) => {
+                    ignored(svc, &a.value, &e);
+                    return Ok(());
                 }
+            };
+            let (optional, path) = match v.strip_prefix('-') {
+                Some(p) => (true, p.to_string()),
+                None => (false, v),
+            };
+            // systemd's path_simplify_and_warn: a `..` is refused, not
+            // followed (to the host's files, offline).
+            if !path.starts_with('/') {
+                svc.warnings.push(format!(
+                    "EnvironmentFile= path is not absolute, ignoring: {path}"
+                ));
+            } else if path.split('/').any(|c| c == "..") {
+                svc.warnings.push(format!(
+                    "EnvironmentFile= path is not normalized, ignoring: {path}"
+                ));
+            } else {
+                svc.environment_files.push((path, optional));
             }
         }
         "UnsetEnvironment" => {
             if a.value.is_empty() {
                 svc.unset_environment.clear();
             } else {
+                // A word whose specifiers do not resolve is left out.
                 for w in words::split(a.value.as_bytes(), words::UNIT).unwrap_or_default() {
-                    svc.unset_environment
-                        .push(String::from_utf8_lossy(&expand(&w)?).into_owned());
+                    match expand(&w) {
+                        Ok(w) => svc
+                            .unset_environment
+                            .push(String::from_utf8_lossy(&w).into_owned()),
+                        Err(e) => ignored(svc, &String::from_utf8_lossy(&w), &e),
+                    }
                 }
             }
         }
         "ExecSearchPath" => {
             if a.value.is_empty() {
                 svc.exec_search_path = None;
-            } else {
-                let v = String::from_utf8_lossy(&spec.expand(a.value.as_bytes())?).into_owned();
-                svc.exec_search_path = Some(
-                    v.split(':')
-                        .filter(|d| !d.is_empty())
-                        .map(PathBuf::from)
-                        .collect(),
-                );
+                return Ok(());
+            }
+            // systemd's config_parse_colon_separated_paths: each word is
+            // appended to the list, up to one it cannot resolve or that is
+            // not absolute (the rest of the line is ignored).
+            let list = svc.exec_search_path.get_or_insert_with(Vec::new);
+            for word in a.value.split(':').filter(|w| !w.is_empty()) {
+                let p = match spec.expand(word.as_bytes()) {
+                    Ok(p) => String::from_utf8_lossy(&p).into_owned(),
+                    Err(e) => {
+                        ignored(svc, word, &e);
+                        return Ok(());
+                    }
+                };
+                if !p.starts_with('/') {
+                    svc.warnings.push(format!(
+                        "ExecSearchPath= path is not absolute, ignoring: {p}"
+                    ));
+                    break;
+                }
+                list.push(PathBuf::from(p));
             }
         }
         "WorkingDirectory" => {
-            let v = String::from_utf8_lossy(&spec.expand(a.value.as_bytes())?).into_owned();
-            // `-`: a missing directory is no error; `~`: the home of the
-            // user the system manager runs it as (root).
-            let v = v.strip_prefix('-').unwrap_or(&v);
-            svc.working_directory = match v {
-                "" => None,
+            // `-`: a missing directory is no error, and a value systemd
+            // cannot use ignores the line; without it the file fails.
+            let (missing_ok, v) = match a.value.strip_prefix('-') {
+                Some(v) => (true, v),
+                None => (false, a.value.as_str()),
+            };
+            let v = match spec.expand(v.as_bytes()) {
+                Ok(v) => String::from_utf8_lossy(&v).into_owned(),
+                Err(e) if missing_ok => {
+                    ignored(svc, v, &e);
+                    return Ok(());
+                }
+                Err(e) => return Err(format!("Failed to resolve unit specifiers in {v}: {e}")),
+            };
+            // `~`: the home of the user the system manager runs it as (root).
+            svc.working_directory = match v.as_str() {
+                "" if a.value.is_empty() => None,
                 "~" => Some(PathBuf::from("/root")),
                 p if p.starts_with('/') => Some(PathBuf::from(p)),
-                p => {
+                p if missing_ok => {
                     svc.warnings.push(format!(
                         "WorkingDirectory= path is not absolute, ignoring: {p}"
                     ));
                     svc.working_directory.take()
                 }
+                p => return Err(format!("WorkingDirectory= path is not absolute: {p}")),
             };
         }
-        "SyslogIdentifier" => {
-            svc.syslog_identifier =
-                Some(String::from_utf8_lossy(&spec.expand(a.value.as_bytes())?).into_owned());
-        }
+        "SyslogIdentifier" => match spec.expand(a.value.as_bytes()) {
+            Ok(v) => svc.syslog_identifier = Some(String::from_utf8_lossy(&v).into_owned()),
+            Err(e) => ignored(svc, &a.value, &e),
+        },
         _ => {}
     }
     Ok(())
@@ -522,8 +561,8 @@ pub fn offline_environment(
     let mut out: Vec<(OsString, OsString)> = manager_env.to_vec();
     env::merge(&mut out, svc.environment.iter().cloned());
     for (pattern, optional) in &svc.environment_files {
-        let matches = env::glob(root, pattern)
-            .with_context(|| format!("EnvironmentFile={pattern}: its directory"))?;
+        let matches =
+            env::glob(root, pattern).with_context(|| format!("EnvironmentFile={pattern}"))?;
         if matches.is_empty() {
             if *optional {
                 continue;
@@ -594,6 +633,34 @@ mod tests {
         std::fs::write(&dropin, "[Service]\nEnvironmentFile=-/etc/site/%o.env\n").unwrap();
         let e = load_service(&paths, "k.service", &LoadOptions::default()).unwrap_err();
         assert!(e.to_string().contains("%o"), "{e}");
+        // This machine's kernel, architecture and boot are not the node's
+        // (review 12: read at the CLI's values); and a line systemd drops
+        // alone when it cannot resolve it is as unknown here.
+        for line in [
+            "EnvironmentFile=-/etc/site/%v.env",
+            "EnvironmentFile=-/etc/site/%a.env",
+            "EnvironmentFile=-/etc/site/%b.env",
+            "Environment=A=%o",
+            "UnsetEnvironment=%o",
+            "ExecSearchPath=/opt/%o",
+            "WorkingDirectory=-/var/%o",
+            "ExecStart=\nExecStart=-/bin/k %o",
+        ] {
+            std::fs::write(&dropin, format!("[Service]\n{line}\n")).unwrap();
+            let e = load_service(&paths, "k.service", &LoadOptions::default()).unwrap_err();
+            assert!(
+                e.to_string().contains("resolves only on the node"),
+                "{line}: {e}"
+            );
+        }
+        // An unknown specifier fails on the node as here: that line alone.
+        std::fs::write(
+            &dropin,
+            "[Service]\nEnvironmentFile=-/etc/site/%Z.env\nEnvironment=A=1\n",
+        )
+        .unwrap();
+        let svc = load_service(&paths, "k.service", &LoadOptions::default()).unwrap();
+        assert_eq!(svc.environment, [("A".to_string(), b"1".to_vec())]);
         std::fs::write(&dropin, "[Service]\nEnvironmentFile=-/etc/site-*/a.env\n").unwrap();
         std::fs::create_dir_all(dir.path().join("etc/site-1")).unwrap();
         std::fs::write(dir.path().join("etc/site-1/a.env"), "A=1\n").unwrap();

@@ -30,9 +30,13 @@ pub struct SpecifierValues {
     pub cache: HostCache,
 }
 
-/// See [`SpecifierValues::cache`].
+/// See [`SpecifierValues::cache`]. Also the last known specifier that
+/// could not be resolved (see [`SpecifierValues::take_unresolved`]).
 #[derive(Debug, Clone, Default)]
-pub struct HostCache(std::cell::RefCell<Vec<(char, Option<String>)>>);
+pub struct HostCache(
+    std::cell::RefCell<Vec<(char, Option<String>)>>,
+    std::cell::Cell<Option<char>>,
+);
 
 /// The most of a host file (/etc/hostname, /etc/os-release, ...) read for
 /// a specifier: a real one holds a few hundred bytes.
@@ -139,10 +143,13 @@ impl SpecifierValues {
                     'H' => hostname(),
                     'l' => hostname().map(|h| h.split('.').next().unwrap_or("").to_string()),
                     'm' => read_trim(&node_file(root, "/etc/machine-id")),
-                    'b' => read_trim(Path::new("/proc/sys/kernel/random/boot_id"))
+                    // The running kernel, boot and architecture: off the
+                    // node (a tree, a pool's layout) this machine's are not
+                    // the node's, so they are unknown there.
+                    'b' if *live => read_trim(Path::new("/proc/sys/kernel/random/boot_id"))
                         .map(|b| b.replace('-', "")),
-                    'v' => read_trim(Path::new("/proc/sys/kernel/osrelease")),
-                    'a' => Some(
+                    'v' if *live => read_trim(Path::new("/proc/sys/kernel/osrelease")),
+                    'a' if *live => Some(
                         match std::env::consts::ARCH {
                             "x86_64" => "x86-64",
                             "aarch64" => "arm64",
@@ -215,6 +222,13 @@ impl SpecifierValues {
         }
     }
 
+    /// The last known specifier [`Self::expand`] could not resolve since
+    /// the last call, if any: off the node, what it stands for is unknown
+    /// (not what systemd fails on), whatever the line does with the error.
+    pub fn take_unresolved(&self) -> Option<char> {
+        self.cache.1.take()
+    }
+
     /// Expand the specifiers of `text` (specifier_printf).
     pub fn expand(&self, text: &[u8]) -> Result<Vec<u8>, String> {
         let mut out = Vec::with_capacity(text.len());
@@ -236,9 +250,10 @@ impl SpecifierValues {
                 if !KNOWN.contains(c as char) {
                     return Err(format!("unknown specifier %{}", c as char));
                 }
-                let v = self
-                    .value(c as char)
-                    .ok_or_else(|| format!("cannot resolve specifier %{}", c as char))?;
+                let Some(v) = self.value(c as char) else {
+                    self.cache.1.set(Some(c as char));
+                    return Err(format!("cannot resolve specifier %{}", c as char));
+                };
                 // Past what any exec takes, the value is of no use: never
                 // built (a line of `%o`s on a long os-release field).
                 if out.len() + v.len() > super::env::EXEC_STRINGS_MAX {
@@ -307,6 +322,35 @@ mod tests {
             ..v.clone()
         };
         assert!(fresh.expand(b"%H").is_err());
+    }
+
+    /// Off the node the running kernel, boot and architecture are this
+    /// machine's, not the node's: unresolved (review 12), and said so.
+    #[test]
+    fn this_machines_kernel_boot_and_arch_are_unknown_off_the_node() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = |live| SpecifierValues {
+            host: Host::System {
+                root: dir.path().to_path_buf(),
+                live,
+            },
+            unit: "k.service".into(),
+            fragment: None,
+            cache: Default::default(),
+        };
+        let off = spec(false);
+        for c in ["%v", "%a", "%b"] {
+            assert!(off.expand(c.as_bytes()).is_err(), "{c}");
+            assert_eq!(off.take_unresolved(), c.chars().nth(1));
+            assert_eq!(off.take_unresolved(), None);
+        }
+        assert!(spec(true).expand(b"%a").is_ok());
+        assert!(off.expand(b"%Z").is_err());
+        assert_eq!(
+            off.take_unresolved(),
+            None,
+            "an unknown letter fails anywhere"
+        );
     }
 
     fn vals(unit: &str) -> SpecifierValues {
