@@ -126,7 +126,14 @@ pub fn check(configs: &[Value]) -> Result<()> {
 /// MCO's own MachineConfigs (given to explain from a cluster).
 fn mco_owned(mc: &Value) -> Option<(String, &'static str)> {
     let name = mc_name(mc);
-    let role = role(mc).ok().flatten().unwrap_or_default();
+    let role = role(mc).ok().flatten();
+    // A rendered config is the MCO's merge (one without labels, a base
+    // given as a file of its own, stands for one): its files are its own.
+    let unlabelled = mc.pointer("/metadata/labels").is_none_or(Value::is_null);
+    if role.is_none() && (unlabelled || rendered_pool(mc).is_some()) {
+        return None;
+    }
+    let role = role.unwrap_or_default();
     if [format!("00-{role}"), format!("01-{role}-kubelet")].contains(&name.to_string()) {
         return None;
     }
@@ -447,6 +454,12 @@ mod tests {
         }
         let own = mc("00-worker", Some("worker"), file("/etc/mco/proxy.env"));
         assert!(check(&[own]).is_ok());
+        let mut rendered = mc("rendered-worker-0a1b", None, file("/etc/node-sizing.env"));
+        rendered["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("labels");
+        assert!(check(&[rendered]).is_ok());
         let link = json!({ "ignition": { "version": "3.4.0" },
                            "storage": { "links": [ { "path": "/etc/kubernetes/node.env",
                                                      "target": "/etc/x" } ] } });
