@@ -137,42 +137,39 @@ fn mco_owned(mc: &Value) -> Option<(String, &'static str)> {
     if [format!("00-{role}"), format!("01-{role}-kubelet")].contains(&name.to_string()) {
         return None;
     }
+    storage_paths(mc).find_map(|p| {
+        let why = match p {
+            "/etc/node-sizing.env" => {
+                "which the MCO's node sizing (kubelet-auto-node-size.service) writes anew \
+                     before every kubelet start"
+            }
+            "/etc/mco/proxy.env" => {
+                "the MCO's own (00-<role>, from the cluster's Proxy), read only on a cluster \
+                     with a proxy"
+            }
+            UNIT_PATH => {
+                "where the MCO writes kubelet.service as a unit (01-<role>-kubelet): a file \
+                     there conflicts, and the Machine Config Server serves the pool nothing"
+            }
+            _ => return None,
+        };
+        Some((p.to_string(), why))
+    })
+}
+
+/// The paths of `mc`'s storage entries: files, links and directories.
+fn storage_paths(mc: &Value) -> impl Iterator<Item = &str> {
     ["files", "links", "directories"]
-        .iter()
+        .into_iter()
         .filter_map(|k| mc.pointer(&format!("/spec/config/storage/{k}")))
         .filter_map(Value::as_array)
         .flatten()
         .filter_map(|e| e.get("path").and_then(Value::as_str))
-        .find_map(|p| {
-            let why = match p {
-                "/etc/node-sizing.env" => {
-                    "which the MCO's node sizing (kubelet-auto-node-size.service) writes anew \
-                     before every kubelet start"
-                }
-                "/etc/mco/proxy.env" => {
-                    "the MCO's own (00-<role>, from the cluster's Proxy), read only on a cluster \
-                     with a proxy"
-                }
-                UNIT_PATH => {
-                    "where the MCO writes kubelet.service as a unit (01-<role>-kubelet): a file \
-                     there conflicts, and the Machine Config Server serves the pool nothing"
-                }
-                _ => return None,
-            };
-            Some((p.to_string(), why))
-        })
 }
 
 /// The node paths `mc` writes: storage entries, units and drop-ins.
 fn written(mc: &Value) -> BTreeSet<String> {
-    let mut out: BTreeSet<String> = ["files", "directories", "links"]
-        .iter()
-        .filter_map(|k| mc.pointer(&format!("/spec/config/storage/{k}")))
-        .filter_map(Value::as_array)
-        .flatten()
-        .filter_map(|e| e.get("path").and_then(Value::as_str))
-        .map(str::to_string)
-        .collect();
+    let mut out: BTreeSet<String> = storage_paths(mc).map(str::to_string).collect();
     let units = mc
         .pointer("/spec/config/systemd/units")
         .and_then(Value::as_array);
@@ -193,12 +190,7 @@ fn written(mc: &Value) -> BTreeSet<String> {
 
 /// A storage entry of `mc` under /run or /tmp (tmpfs on the node).
 fn non_persistent(mc: &Value) -> Option<String> {
-    ["files", "directories", "links"]
-        .iter()
-        .filter_map(|k| mc.pointer(&format!("/spec/config/storage/{k}")))
-        .filter_map(Value::as_array)
-        .flatten()
-        .filter_map(|e| e.get("path").and_then(Value::as_str))
+    storage_paths(mc)
         .find(|p| {
             ["/run", "/tmp", "/var/run", "/dev", "/proc", "/sys"]
                 .iter()
@@ -230,12 +222,7 @@ fn shadowed_by_templates(mc: &Value) -> Result<Option<String>> {
         return Ok(None);
     }
     let read = crate::cli::plan::cluster_unit::env_files();
-    let files = ["files", "links", "directories"]
-        .iter()
-        .filter_map(|k| mc.pointer(&format!("/spec/config/storage/{k}")))
-        .filter_map(Value::as_array)
-        .flatten()
-        .filter_map(|f| f.get("path").and_then(Value::as_str));
+    let files = storage_paths(mc);
     for path in files {
         let kubelet_unit = path == UNIT_PATH || path.starts_with(&format!("{UNIT_PATH}.d/"));
         if kubelet_unit || read.contains(&path) {
