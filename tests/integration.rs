@@ -44,6 +44,7 @@ mod one_binary;
 mod payload;
 mod plan;
 mod plan_cluster_unit;
+mod plan_disruption_cost;
 mod plan_fleet;
 mod plan_reconcilable;
 mod plan_tolerations;

@@ -20,7 +20,7 @@ const IGN: &str = "  config:\n    ignition: {version: 3.4.0}\n";
 
 /// The proposed render with one more MachineConfig for the pool, its
 /// `spec` being `spec` (YAML indented by 2), listed in the kustomization.
-fn with_extra(dir: &Path, spec: &str) {
+pub(crate) fn with_extra(dir: &Path, spec: &str) {
     let mc = format!(
         "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  \
          name: 99-worker-gpu-extra\n  labels:\n    machineconfiguration.openshift.io/role: \

@@ -24,6 +24,7 @@ mod inputs;
 pub mod kube;
 mod policy;
 mod reconcilable;
+mod rendered_diff;
 mod report;
 
 pub use report::{Format, render};
@@ -35,7 +36,8 @@ use crate::node::sorted::SortedSet;
 use crate::node::sync::reconcile::{self, Action, Desired, Policy};
 use crate::node::wrapper::{derived, fence, plan as wplan};
 use fleet::{Fleet, FleetNode};
-use kube::{Disruption, Pool};
+use kube::Pool;
+use policy::{Changed, Disruption, DisruptionPolicy};
 
 pub struct PlanOptions {
     pub from: String,
@@ -141,13 +143,15 @@ pub struct Plan {
 /// A node's disruption policy (the MCO's defaults of its release under
 /// the cluster's and the render's entries), and the paths whose entry is
 /// the MCO's default.
-type NodePolicy = (Vec<(String, Vec<String>)>, Vec<String>);
+type NodePolicy = (DisruptionPolicy, Vec<String>);
 
 /// One side's env and files for one pool.
 struct PoolRender {
     env: Vec<(OsString, OsString)>,
-    /// Each path's hash of what is written there, to tell a changed file.
-    files: BTreeMap<String, u64>,
+    /// Each file, unit and `passwd` as the MCO's daemon compares them.
+    changes: BTreeMap<Changed, Value>,
+    /// Whether the pool's MachineConfigs write anything.
+    writes: bool,
     pool_label: Option<String>,
     /// The node formats of our files in the pool's MachineConfigs.
     formats: formats::Formats,
@@ -191,13 +195,15 @@ pub fn plan(opts: &PlanOptions) -> Result<Plan> {
     };
     let base_pools = pools_of(&sides[0]);
     let proposed_pools = pools_of(&sides[1]);
-    let mut policy = fleet
-        .policy
-        .as_ref()
-        .map(kube::policy_files)
-        .unwrap_or_default();
+    let mut policy = match &fleet.policy {
+        Some(p) => {
+            DisruptionPolicy::of_machineconfiguration(p, "the fleet's MachineConfiguration")?
+        }
+        None => DisruptionPolicy::default(),
+    };
     if let Some(p) = &sides[1].render.policy {
-        kube::merge_policy(&mut policy, kube::policy_files(p));
+        let name = sides[1].render.name.clone();
+        policy.merge(DisruptionPolicy::of_machineconfiguration(p, &name)?)?;
     }
     let mut fleet_notes = Vec::new();
     if fleet.nodes.values().all(|n| n.node.is_none()) {
@@ -357,6 +363,8 @@ fn lay_out(render: &inputs::Render, pool: &Pool) -> Result<PoolRender> {
     // render of ours): a stand-in, the base the render changes, reads what
     // it reads.
     let configs = cluster_unit::with_stand_in(configs);
+    let changes = rendered_diff::identities(&configs)
+        .with_context(|| format!("{}: pool {}", render.name, pool.name))?;
     let scratch = tempfile::tempdir().context("creating a scratch node tree")?;
     let root = scratch.path().join("root");
     let layout = crate::cli::render::layout::Layout::merge(configs)
@@ -364,7 +372,7 @@ fn lay_out(render: &inputs::Render, pool: &Pool) -> Result<PoolRender> {
     layout
         .write(&root)
         .with_context(|| format!("{}: laying out pool {}", render.name, pool.name))?;
-    let files = layout.identities();
+    let writes = !layout.identities().is_empty();
     let paths = crate::node::unit::UnitPaths::system(&root);
     let load = crate::node::unit::LoadOptions {
         skip_dropin: Some(WRAPPER_DROPIN_NAME.into()),
@@ -403,7 +411,8 @@ fn lay_out(render: &inputs::Render, pool: &Pool) -> Result<PoolRender> {
         .flatten();
     Ok(PoolRender {
         env,
-        files,
+        changes,
+        writes,
         pool_label,
         formats,
         configs: own,
@@ -628,8 +637,7 @@ fn judge(
         .map(|s| s.taints.clone())
         .unwrap_or_default();
     if let Some(state) = &n.node {
-        let ours_after =
-            !sides[1].pool(&proposed_pool)?.files.is_empty() && after.left_out.is_none();
+        let ours_after = sides[1].pool(&proposed_pool)?.writes && after.left_out.is_none();
         if ours_after {
             let pol = Policy {
                 pool_label: sides[1].pool(&proposed_pool)?.pool_label.clone(),
@@ -737,30 +745,30 @@ fn judge(
     } else {
         sides[0].pool(&pool)?;
         sides[1].pool(&proposed_pool)?;
-        let old = &sides[0].cache[&pool.name].files;
-        let new = &sides[1].cache[&proposed_pool.name].files;
-        let changed: std::collections::BTreeSet<&String> = old
-            .keys()
-            .chain(new.keys())
-            .filter(|p| old.get(*p) != new.get(*p))
-            .collect();
+        let old = &sides[0].cache[&pool.name].changes;
+        let new = &sides[1].cache[&proposed_pool.name].changes;
         let before_policies = n
             .kubelet_minor
             .is_some_and(|m| m < policy::FIRST_KUBELET_MINOR);
-        for path in changed {
-            let (d, actions) = if before_policies {
-                (
+        for change in rendered_diff::changed(old, new) {
+            let (d, actions) = match change {
+                // Written in place on every release.
+                Changed::SshKeys if before_policies => (Disruption::Nothing, vec!["None".into()]),
+                _ if before_policies => (
                     Disruption::DrainAndReboot,
                     vec!["OpenShift before 4.17 has no node disruption policy".into()],
-                )
-            } else {
-                kube::file_disruption(policy, path)
+                ),
+                _ => policy.cost(change),
             };
-            let default = !before_policies
-                && kube::policy_entry(policy, path).is_some_and(|(p, _)| defaults.contains(p));
+            let default = !before_policies && policy.is_default(change, defaults);
             o.disruption = o.disruption.max(d);
+            let what = match change {
+                Changed::File(path) => path.clone(),
+                Changed::Unit(name) => format!("unit {name}"),
+                Changed::SshKeys => "core's SSH keys".into(),
+            };
             o.disruption_because.push(format!(
-                "{path}: {}{}",
+                "{what}: {}{}",
                 actions.join(", "),
                 if default { " (the MCO's default)" } else { "" }
             ));

@@ -6,6 +6,9 @@
 //! release branches (`pkg/apihelpers`, the defaults the operator merges the
 //! user's entries over); they differ by release.
 
+use anyhow::{Result, anyhow, bail};
+use serde_json::Value;
+
 /// One default entry: the path, its actions (as `kube::policy_files` writes
 /// them), and the first OpenShift release that has it, as the kubelet's
 /// minor version of that release (OpenShift 4.N runs Kubernetes 1.N+13).
@@ -94,45 +97,453 @@ const DEFAULTS: &[Entry] = &[
     },
 ];
 
+/// The MCO's default unit entries (`iri-registry.service` from 4.22 on).
+const DEFAULT_UNITS: &[Entry] = &[Entry {
+    path: "iri-registry.service",
+    actions: &["DaemonReload", "Restart iri-registry.service"],
+    since_kubelet_minor: 35,
+}];
+
+/// What applying a change costs a node, worst first (the MCO's
+/// post-config-change actions).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Disruption {
+    #[default]
+    Nothing,
+    DaemonReload,
+    Reload,
+    Restart,
+    /// The node drains (its pods are evicted) and is not rebooted: a
+    /// `Drain` action, or `Special` (registries.conf) for a change the
+    /// MCO does not judge safe.
+    Drain,
+    DrainAndReboot,
+}
+
+impl Disruption {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Disruption::Nothing => "nothing",
+            Disruption::DaemonReload => "a daemon-reload",
+            Disruption::Reload => "a service reload",
+            Disruption::Restart => "a service restart",
+            Disruption::Drain => "a drain",
+            Disruption::DrainAndReboot => "a drain and reboot",
+        }
+    }
+
+    /// The worst of a policy entry's actions (as `policy_of` writes them).
+    fn of_actions(actions: &[String]) -> Disruption {
+        actions
+            .iter()
+            .map(|a| match a.split_once(' ').map_or(a.as_str(), |(t, _)| t) {
+                "None" => Disruption::Nothing,
+                "DaemonReload" => Disruption::DaemonReload,
+                "Reload" => Disruption::Reload,
+                "Restart" => Disruption::Restart,
+                // The MCO drains for `Special` unless the registries.conf
+                // change only adds digest-only mirrors, which plan does
+                // not judge.
+                "Drain" | "Special" => Disruption::Drain,
+                _ => Disruption::DrainAndReboot,
+            })
+            .max()
+            .unwrap_or(Disruption::DrainAndReboot)
+    }
+}
+
+/// Entries of a disruption policy: a path or unit name with its actions
+/// (`Restart kubelet-labeler-sync.service`).
+pub type Entries = Vec<(String, Vec<String>)>;
+
+/// `spec.nodeDisruptionPolicy` of a MachineConfiguration, or the policy
+/// the daemon applies (the MCO's defaults under it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DisruptionPolicy {
+    pub files: Entries,
+    pub units: Entries,
+    /// Empty: the MCO's default (`None`).
+    pub sshkey: Vec<String>,
+}
+
+/// What the daemon compares between two rendered configs of a pool.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Changed {
+    File(String),
+    Unit(String),
+    /// `passwd`: the only part of it the MCO changes in place is core's
+    /// SSH keys.
+    SshKeys,
+}
+
+impl DisruptionPolicy {
+    /// The policy's entries read from a MachineConfiguration, refused as
+    /// its CRD refuses them (the API server would refuse the object, and
+    /// the cluster would keep its policy).
+    pub fn of_machineconfiguration(v: &Value, source: &str) -> Result<DisruptionPolicy> {
+        let Some(ndp) = v
+            .pointer("/spec/nodeDisruptionPolicy")
+            .filter(|p| !p.is_null())
+        else {
+            return Ok(DisruptionPolicy::default());
+        };
+        let refuse = |why: String| {
+            anyhow!(
+                "{source}: MachineConfiguration spec.nodeDisruptionPolicy.{why}: the API server \
+                 refuses the object (its CRD's validation), so the cluster keeps its policy; \
+                 fix the entry"
+            )
+        };
+        let obj = ndp
+            .as_object()
+            .ok_or_else(|| refuse("is not an object".into()))?;
+        for k in obj.keys() {
+            if !["files", "units", "sshkey"].contains(&k.as_str()) {
+                return Err(refuse(format!("{k} is not a field")));
+            }
+        }
+        let list = |field: &str, key: &str| -> Result<Entries> {
+            let Some(items) = ndp.get(field).filter(|v| !v.is_null()) else {
+                return Ok(Vec::new());
+            };
+            let items = items
+                .as_array()
+                .ok_or_else(|| refuse(format!("{field} is not a list")))?;
+            if items.len() > MAX_ENTRIES {
+                return Err(refuse(format!(
+                    "{field} has {} entries, more than {MAX_ENTRIES}",
+                    items.len()
+                )));
+            }
+            let mut out: Entries = Vec::new();
+            for (i, item) in items.iter().enumerate() {
+                let at = format!("{field}[{i}]");
+                let o = item
+                    .as_object()
+                    .ok_or_else(|| refuse(format!("{at} is not an object")))?;
+                for k in o.keys() {
+                    if k != key && k != "actions" {
+                        return Err(refuse(format!("{at}.{k} is not a field")));
+                    }
+                }
+                let name = item
+                    .get(key)
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| refuse(format!("{at}.{key} is missing")))?;
+                if key == "name" {
+                    service_name(name)
+                        .map_err(|why| refuse(format!("{at}.name {name:?}: {why}")))?;
+                }
+                if out.iter().any(|(n, _)| n == name) {
+                    return Err(refuse(format!(
+                        "{field}: two entries for {key} {name:?} (a list keyed by {key})"
+                    )));
+                }
+                let actions =
+                    actions_of(item.get("actions"), &format!("{at}.actions")).map_err(refuse)?;
+                out.push((name.to_string(), actions));
+            }
+            Ok(out)
+        };
+        let files = list("files", "path")?;
+        let units = list("units", "name")?;
+        let sshkey = match ndp.get("sshkey").filter(|v| !v.is_null()) {
+            None => Vec::new(),
+            Some(s) => {
+                let o = s
+                    .as_object()
+                    .ok_or_else(|| refuse("sshkey is not an object".into()))?;
+                if let Some(k) = o.keys().find(|k| *k != "actions") {
+                    return Err(refuse(format!("sshkey.{k} is not a field")));
+                }
+                actions_of(s.get("actions"), "sshkey.actions").map_err(refuse)?
+            }
+        };
+        Ok(DisruptionPolicy {
+            files,
+            units,
+            sshkey,
+        })
+    }
+
+    /// Another policy's entries over these, keyed by path and by unit
+    /// name as the API server merges the lists on a server-side apply;
+    /// refused past the CRD's 50 entries a list.
+    pub fn merge(&mut self, over: DisruptionPolicy) -> Result<()> {
+        merge_entries(&mut self.files, over.files);
+        merge_entries(&mut self.units, over.units);
+        if !over.sshkey.is_empty() {
+            self.sshkey = over.sshkey;
+        }
+        for (field, n) in [("files", self.files.len()), ("units", self.units.len())] {
+            if n > MAX_ENTRIES {
+                bail!(
+                    "the cluster's MachineConfiguration and the render's hold {n} \
+                     spec.nodeDisruptionPolicy.{field} entries together, more than the \
+                     {MAX_ENTRIES} its CRD allows: the API server refuses the render's, so the \
+                     cluster keeps its policy; merge entries under a directory"
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// What a change costs under this policy, and the actions behind it
+    /// (`calculatePostConfigChangeNodeDisruptionActionFromMCDiffs`): a
+    /// file by its closest entry, a unit by its name's, SSH keys by the
+    /// `sshkey` entry; none: a reboot.
+    pub fn cost(&self, change: &Changed) -> (Disruption, Vec<String>) {
+        let actions = match change {
+            Changed::File(path) => closest_file_entry(&self.files, path).map(|(_, a)| a),
+            Changed::Unit(name) => self.units.iter().find(|(n, _)| n == name).map(|(_, a)| a),
+            Changed::SshKeys => Some(&self.sshkey),
+        };
+        match actions {
+            Some(a) if a.is_empty() && *change == Changed::SshKeys => {
+                (Disruption::Nothing, vec!["None".into()])
+            }
+            Some(a) => (Disruption::of_actions(a), a.clone()),
+            None => (Disruption::DrainAndReboot, vec!["no policy entry".into()]),
+        }
+    }
+
+    /// The entry a change is judged by, when it is one of the MCO's
+    /// defaults (`defaults` as `with_defaults` returns them).
+    pub fn is_default(&self, change: &Changed, defaults: &[String]) -> bool {
+        match change {
+            Changed::File(path) => {
+                closest_file_entry(&self.files, path).is_some_and(|(p, _)| defaults.contains(p))
+            }
+            Changed::Unit(name) => defaults.iter().any(|d| d == &format!("unit {name}")),
+            Changed::SshKeys => false,
+        }
+    }
+}
+
+/// The CRD's `maxItems` of `files` and `units`.
+const MAX_ENTRIES: usize = 50;
+
+fn merge_entries(base: &mut Entries, over: Entries) {
+    for (key, actions) in over {
+        match base.iter_mut().find(|(k, _)| *k == key) {
+            Some(e) => e.1 = actions,
+            None => base.push((key, actions)),
+        }
+    }
+}
+
+/// `FindClosestFilePolicyPathMatch`: among the entries whose path is the
+/// file's or a directory above it (`IsSubdirectory`: both cleaned, the
+/// entry's with a `/` added), the longest path as written wins, the first
+/// of equal length.
+fn closest_file_entry<'a>(files: &'a Entries, path: &str) -> Option<&'a (String, Vec<String>)> {
+    let mut best: Option<&(String, Vec<String>)> = None;
+    for e in files {
+        let under = go_clean(path).starts_with(&format!("{}/", go_clean(&e.0)));
+        if (e.0 == path || under) && best.is_none_or(|b| e.0.len() > b.0.len()) {
+            best = Some(e);
+        }
+    }
+    best
+}
+
+/// Go's `filepath.Clean`: `""` is `.`, `/` stays `/` (so an entry `/`
+/// is the prefix `//` and matches no file, as in the MCO).
+fn go_clean(path: &str) -> String {
+    let rooted = path.starts_with('/');
+    let mut out: Vec<&str> = Vec::new();
+    for name in path.split('/') {
+        match name {
+            "" | "." => {}
+            ".." => match out.last() {
+                Some(&l) if l != ".." => {
+                    out.pop();
+                }
+                _ if rooted => {}
+                _ => out.push(".."),
+            },
+            n => out.push(n),
+        }
+    }
+    match (rooted, out.is_empty()) {
+        (true, _) => format!("/{}", out.join("/")),
+        (false, true) => ".".into(),
+        (false, false) => out.join("/"),
+    }
+}
+
+/// A policy entry's actions as the CRD admits them, each written
+/// `Type` or `Type service-name`.
+fn actions_of(v: Option<&Value>, at: &str) -> std::result::Result<Vec<String>, String> {
+    let items = v
+        .and_then(Value::as_array)
+        .ok_or_else(|| format!("{at} is missing or not a list"))?;
+    if items.len() > 10 {
+        return Err(format!("{at} has {} actions, more than 10", items.len()));
+    }
+    let mut out = Vec::new();
+    for (i, a) in items.iter().enumerate() {
+        let at = format!("{at}[{i}]");
+        let o = a
+            .as_object()
+            .ok_or_else(|| format!("{at} is not an object"))?;
+        if let Some(k) = o
+            .keys()
+            .find(|k| !["type", "restart", "reload"].contains(&k.as_str()))
+        {
+            return Err(format!("{at}.{k} is not a field"));
+        }
+        let ty = a
+            .get("type")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("{at}.type is missing"))?;
+        if ![
+            "Reboot",
+            "Drain",
+            "Reload",
+            "Restart",
+            "DaemonReload",
+            "None",
+        ]
+        .contains(&ty)
+        {
+            return Err(format!(
+                "{at}.type {ty:?} is not one of Reboot, Drain, Reload, Restart, DaemonReload, None"
+            ));
+        }
+        let mut svc = None;
+        for k in ["reload", "restart"] {
+            let given = a.get(k).is_some_and(|v| !v.is_null());
+            let wanted = ty.eq_ignore_ascii_case(k);
+            if given != wanted {
+                return Err(format!(
+                    "{at}: {k} is required when type is {}, and forbidden otherwise",
+                    if k == "reload" { "Reload" } else { "Restart" }
+                ));
+            }
+            if given {
+                let s = a
+                    .pointer(&format!("/{k}/serviceName"))
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| format!("{at}.{k}.serviceName is missing"))?;
+                service_name(s).map_err(|why| format!("{at}.{k}.serviceName {s:?}: {why}"))?;
+                svc = Some(s);
+            }
+        }
+        out.push(match svc {
+            Some(s) => format!("{ty} {s}"),
+            None => ty.to_string(),
+        });
+    }
+    for lone in ["Reboot", "None"] {
+        if out.len() > 1 && out.iter().any(|a| a == lone) {
+            return Err(format!(
+                "{at}: the {lone} action can only be given alone, as it overrides any other"
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// A unit name as the CRD's rules take it: at most 255 characters,
+/// ending in a unit type's suffix, and `^[a-zA-Z0-9:._\\-]+\..` (an RE2
+/// search: a run of those characters, a dot, then any character but a
+/// newline).
+fn service_name(s: &str) -> std::result::Result<(), String> {
+    const TYPES: &[&str] = &[
+        "service",
+        "socket",
+        "device",
+        "mount",
+        "automount",
+        "swap",
+        "target",
+        "path",
+        "timer",
+        "snapshot",
+        "slice",
+        "scope",
+    ];
+    if s.chars().count() > 255 {
+        return Err("longer than 255 characters".into());
+    }
+    if !TYPES.iter().any(|t| s.ends_with(&format!(".{t}"))) {
+        return Err("not NAME.TYPE, TYPE one of .service, .socket, .device, .mount, .automount, .swap, .target, .path, .timer, .snapshot, .slice, .scope".into());
+    }
+    let class = |c: char| c.is_ascii_alphanumeric() || ":._\\-".contains(c);
+    let chars: Vec<char> = s.chars().collect();
+    let ok = (1..chars.len()).any(|i| {
+        chars[..i].iter().all(|&c| class(c))
+            && chars[i] == '.'
+            && chars.get(i + 1).is_some_and(|&c| c != '\n')
+    });
+    if !ok {
+        return Err(
+            "NAME may only hold letters, digits, \":\", \"-\", \"_\", \".\" and \"\\\"".into(),
+        );
+    }
+    Ok(())
+}
+
 /// The policy a node's daemon applies: the MCO's defaults of the node's
 /// release (`kubelet_minor`; unknown: only those of every release since
 /// 4.17, so a newer default never hides a reboot), with `over` (the
-/// cluster's and the render's entries) replacing them by path. And the
-/// paths whose entry is the MCO's default.
+/// cluster's and the render's entries) replacing them by path and by unit
+/// name (`MergeClusterPolicies`). And the entries that are the MCO's
+/// defaults (paths, and `unit NAME`).
 pub fn with_defaults(
     kubelet_minor: Option<u32>,
-    over: &[(String, Vec<String>)],
-) -> (Vec<(String, Vec<String>)>, Vec<String>) {
+    over: &DisruptionPolicy,
+) -> (DisruptionPolicy, Vec<String>) {
     let minor = kubelet_minor.unwrap_or(FIRST_KUBELET_MINOR);
-    let mut merged: Vec<(String, Vec<String>)> = DEFAULTS
-        .iter()
-        .filter(|d| d.since_kubelet_minor <= minor)
-        .map(|d| {
-            (
-                d.path.to_string(),
-                d.actions.iter().map(|a| a.to_string()).collect(),
-            )
-        })
-        .collect();
-    let defaults: Vec<String> = merged
-        .iter()
+    let of = |table: &[Entry]| -> Entries {
+        table
+            .iter()
+            .filter(|d| d.since_kubelet_minor <= minor)
+            .map(|d| {
+                (
+                    d.path.to_string(),
+                    d.actions.iter().map(|a| a.to_string()).collect(),
+                )
+            })
+            .collect()
+    };
+    let mut merged = DisruptionPolicy {
+        files: of(DEFAULTS),
+        units: of(DEFAULT_UNITS),
+        sshkey: vec!["None".into()],
+    };
+    let mut defaults: Vec<String> = (merged.files.iter())
         .map(|(p, _)| p.clone())
-        .filter(|p| !over.iter().any(|(q, _)| q == p))
+        .filter(|p| !over.files.iter().any(|(q, _)| q == p))
         .collect();
-    super::kube::merge_policy(&mut merged, over.to_vec());
+    defaults.extend(
+        (merged.units.iter())
+            .filter(|(n, _)| !over.units.iter().any(|(q, _)| q == n))
+            .map(|(n, _)| format!("unit {n}")),
+    );
+    merge_entries(&mut merged.files, over.files.clone());
+    merge_entries(&mut merged.units, over.units.clone());
+    if !over.sshkey.is_empty() {
+        merged.sshkey = over.sshkey.clone();
+    }
     (merged, defaults)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::plan::kube::{Disruption, file_disruption};
+
+    fn file(policy: &DisruptionPolicy, path: &str) -> Disruption {
+        policy.cost(&Changed::File(path.into())).0
+    }
 
     #[test]
     fn defaults_by_release() {
         let on = |minor: Option<u32>, path: &str| {
-            let (policy, _) = with_defaults(minor, &[]);
-            file_disruption(&policy, path).0
+            let (policy, _) = with_defaults(minor, &DisruptionPolicy::default());
+            file(&policy, path)
         };
         // The pull secret: nothing; a registries.d file: crio reloads.
         assert_eq!(
@@ -142,6 +553,11 @@ mod tests {
         assert_eq!(
             on(Some(33), "/etc/containers/registries.d/quay.yaml"),
             Disruption::Reload
+        );
+        // registries.conf: the MCO's Special, a drain unless judged safe.
+        assert_eq!(
+            on(Some(33), "/etc/containers/registries.conf"),
+            Disruption::Drain
         );
         // /etc/crio/policies from 4.18 on.
         assert_eq!(
@@ -157,20 +573,110 @@ mod tests {
         assert_eq!(on(Some(34), cp), Disruption::DrainAndReboot);
         assert_eq!(on(Some(35), cp), Disruption::Restart);
         assert_eq!(on(None, cp), Disruption::DrainAndReboot);
+        // Units: by name, the MCO's default from 4.22 on; SSH keys: None.
+        let unit = |minor: u32, name: &str| {
+            let (policy, _) = with_defaults(Some(minor), &DisruptionPolicy::default());
+            policy.cost(&Changed::Unit(name.into())).0
+        };
+        assert_eq!(unit(35, "iri-registry.service"), Disruption::Restart);
+        assert_eq!(unit(34, "iri-registry.service"), Disruption::DrainAndReboot);
+        assert_eq!(unit(35, "kdump.service"), Disruption::DrainAndReboot);
+        let (policy, _) = with_defaults(Some(33), &DisruptionPolicy::default());
+        assert_eq!(policy.cost(&Changed::SshKeys).0, Disruption::Nothing);
     }
 
     #[test]
     fn the_clusters_entry_replaces_the_default() {
-        let over = vec![(
-            "/etc/containers/policy.json".to_string(),
-            vec!["Reboot".to_string()],
-        )];
+        let over = DisruptionPolicy {
+            files: vec![(
+                "/etc/containers/policy.json".to_string(),
+                vec!["Reboot".to_string()],
+            )],
+            ..Default::default()
+        };
         let (policy, defaults) = with_defaults(Some(33), &over);
         assert_eq!(
-            file_disruption(&policy, "/etc/containers/policy.json").0,
+            file(&policy, "/etc/containers/policy.json"),
             Disruption::DrainAndReboot
         );
         assert!(!defaults.iter().any(|p| p == "/etc/containers/policy.json"));
         assert!(defaults.iter().any(|p| p == "/var/lib/kubelet/config.json"));
+    }
+
+    /// `FindClosestFilePolicyPathMatch` and `IsSubdirectory` as the MCO
+    /// has them (review 13: `/` and `""` match no file; the longest path
+    /// as written wins, exact or not).
+    #[test]
+    fn closest_entry_as_the_mco() {
+        let p = |entries: &[(&str, &str)]| DisruptionPolicy {
+            files: entries
+                .iter()
+                .map(|(p, a)| (p.to_string(), vec![a.to_string()]))
+                .collect(),
+            ..Default::default()
+        };
+        let policy = p(&[("/etc/a.conf", "Restart s.service"), ("/etc/dir", "None")]);
+        assert_eq!(file(&policy, "/etc/a.conf"), Disruption::Restart);
+        assert_eq!(file(&policy, "/etc/dir/x"), Disruption::Nothing);
+        assert_eq!(file(&policy, "/etc/directory"), Disruption::DrainAndReboot);
+        assert_eq!(file(&policy, "/etc/b"), Disruption::DrainAndReboot);
+        for root in ["/", "", "//"] {
+            let policy = p(&[(root, "None")]);
+            assert_eq!(
+                file(&policy, "/etc/chrony.d/gpu.conf"),
+                Disruption::DrainAndReboot,
+                "{root:?}"
+            );
+        }
+        // Cleaned before the prefix test; the longest path as written wins.
+        let policy = p(&[
+            ("/var/lib/kubelet/config.json", "None"),
+            ("/var/lib/kubelet/////////////", "Reboot"),
+        ]);
+        assert_eq!(
+            file(&policy, "/var/lib/kubelet/config.json"),
+            Disruption::DrainAndReboot
+        );
+        let policy = p(&[("/etc/./dir/", "None")]);
+        assert_eq!(file(&policy, "/etc/dir/x"), Disruption::Nothing);
+    }
+
+    /// The CRD's rules on `spec.nodeDisruptionPolicy` (review 13 F5).
+    #[test]
+    fn machineconfiguration_refused_as_its_crd() {
+        let read = |ndp: Value| {
+            DisruptionPolicy::of_machineconfiguration(
+                &serde_json::json!({"spec": {"nodeDisruptionPolicy": ndp}}),
+                "m.yaml",
+            )
+        };
+        let f =
+            |actions: Value| serde_json::json!({"files": [{"path": "/etc/x", "actions": actions}]});
+        let ok = read(f(serde_json::json!([{"type": "DaemonReload"}, {"type": "Restart", "restart": {"serviceName": "chronyd.service"}}]))).unwrap();
+        assert_eq!(ok.files[0].1, ["DaemonReload", "Restart chronyd.service"]);
+        for bad in [
+            serde_json::json!([{"type": "Restart", "restart": {"serviceName": "chronyd"}}]),
+            serde_json::json!([{"type": "Restart"}]),
+            serde_json::json!([{"type": "None", "restart": {"serviceName": "a.service"}}]),
+            serde_json::json!([{"type": "None"}, {"type": "DaemonReload"}]),
+            serde_json::json!([{"type": "Reboot"}, {"type": "Drain"}]),
+            serde_json::json!([{"type": "Special"}]),
+            serde_json::json!([{"type": "Reload", "reload": {"serviceName": "a b.service"}}]),
+            serde_json::json!([{"type": "Reload", "reload": {"serviceName": ".service"}}]),
+        ] {
+            assert!(read(f(bad.clone())).is_err(), "{bad}");
+        }
+        let dup = serde_json::json!({"files": [
+            {"path": "/etc/x", "actions": [{"type": "None"}]},
+            {"path": "/etc/x", "actions": [{"type": "Reboot"}]}]});
+        assert!(read(dup).is_err());
+        let many: Vec<Value> = (0..51)
+            .map(|i| serde_json::json!({"path": format!("/etc/x{i}"), "actions": [{"type": "None"}]}))
+            .collect();
+        assert!(read(serde_json::json!({"files": many})).is_err());
+        assert!(read(serde_json::json!({"unit": []})).is_err());
+        assert!(service_name("a.b c.service").is_ok());
+        assert!(service_name("kubelet.service").is_ok());
+        assert!(service_name("a\\x2d.mount").is_ok());
     }
 }

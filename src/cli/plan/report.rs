@@ -169,7 +169,7 @@ fn lines(g: &Group) -> Vec<(usize, String)> {
             ),
         ));
     }
-    if o.disruption != super::kube::Disruption::Nothing || !o.disruption_because.is_empty() {
+    if o.disruption != super::policy::Disruption::Nothing || !o.disruption_because.is_empty() {
         out.push((0, format!("applying it costs {}:", o.disruption.as_str())));
         out.extend(o.disruption_because.iter().map(|c| (1, c.clone())));
     }
