@@ -299,6 +299,13 @@ pub struct PlanConfig {
     /// MachineConfiguration, `facts --json` output named NODE.json
     #[arg(long, value_name = "FILE", required = true)]
     pub fleet: Vec<PathBuf>,
+    /// Your apply deletes what the change removes from the render (Argo CD
+    /// with `prune: true`, `oc apply --prune`); without it, a
+    /// MachineConfig or pool removed from the render is planned as staying
+    /// in the cluster, as `oc apply -f`, `oc apply -k` and Argo CD's
+    /// default sync leave it
+    #[arg(long)]
+    pub prune: bool,
     /// Output format
     #[arg(long, value_enum, default_value_t = PlanFormatArg::Text)]
     pub format: PlanFormatArg,

@@ -16,6 +16,7 @@ pub fn run(c: PlanConfig) -> Result<ExitCode> {
         from: c.from,
         to: c.to,
         fleet: c.fleet,
+        prune: c.prune,
         profile: Profile::from(c.profile),
     })
     .map_err(|e| Usage(format!("{e:#}")))?;

@@ -36,8 +36,8 @@ pub struct Render {
     pub name: String,
     pub machineconfigs: Vec<Value>,
     pub pools: Vec<Value>,
-    /// A `MachineConfiguration` (the disruption policy), when it holds one.
-    pub policy: Option<Value>,
+    /// Its `MachineConfiguration`s (the disruption policy), in read order.
+    pub policies: Vec<super::policy::PolicyFile>,
     /// Objects the MCO renders into a pool's MachineConfigs that plan does
     /// not lay out (`NOT_LAID_OUT`), by kind and name.
     pub not_laid_out: std::collections::BTreeMap<(String, String), Value>,
@@ -79,6 +79,36 @@ pub fn check_not_laid_out(base: &Render, proposed: &Render) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The MachineConfigs and pools of `base` that `proposed` removes, added
+/// back to it: an apply that does not prune leaves them in the cluster,
+/// where they still render into their pools. What was kept, named.
+pub fn keep_removed(base: &Render, proposed: &mut Render) -> Vec<String> {
+    let name = |v: &Value| {
+        v.pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let mut kept = Vec::new();
+    for (kind, from, to) in [
+        (
+            "MachineConfig",
+            &base.machineconfigs,
+            &mut proposed.machineconfigs,
+        ),
+        ("MachineConfigPool", &base.pools, &mut proposed.pools),
+    ] {
+        for obj in from {
+            let n = name(obj);
+            if !to.iter().any(|o| name(o) == n) {
+                kept.push(format!("{kind} {n:?}"));
+                to.push(obj.clone());
+            }
+        }
+    }
+    kept
 }
 
 /// One manifest file of a render: its name as shown, the directory it is
@@ -127,7 +157,7 @@ pub fn read_render(spec: &str) -> Result<Render> {
             .map_err(|e| e.context(spec.to_string()))?;
         let before = render.machineconfigs.len() + render.pools.len();
         for doc in docs {
-            add_render_object(doc, &mut render);
+            add_render_object(doc, &m, &mut render);
         }
         if render.machineconfigs.len() + render.pools.len() > before {
             with_ours.insert(m.dir);
@@ -168,11 +198,21 @@ pub fn read_render(spec: &str) -> Result<Render> {
     Ok(render)
 }
 
-fn add_render_object(doc: Value, render: &mut Render) {
+fn add_render_object(doc: Value, m: &ManifestFile, render: &mut Render) {
     match doc.get("kind").and_then(Value::as_str) {
         Some("MachineConfig") => render.machineconfigs.push(doc),
         Some("MachineConfigPool") => render.pools.push(doc),
-        Some("MachineConfiguration") => render.policy = Some(doc),
+        Some("MachineConfiguration") => render.policies.push(super::policy::PolicyFile {
+            name: m.name.clone(),
+            // The field manager `render machineconfig` applies its
+            // policy file with (`machineconfiguration-<pool>.yaml`).
+            manager: (m
+                .file
+                .strip_prefix(crate::cli::render::sync_units::POLICY_FILE_PREFIX))
+            .and_then(|f| f.strip_suffix(".yaml"))
+            .map(|pool| format!("kubelet-labeler-{pool}")),
+            doc,
+        }),
         Some(k) if NOT_LAID_OUT.contains(&k) => {
             let name = doc.pointer("/metadata/name").and_then(Value::as_str);
             let key = (k.to_string(), name.unwrap_or_default().to_string());
@@ -183,7 +223,7 @@ fn add_render_object(doc: Value, render: &mut Render) {
         Some(k) if k == "List" || k.ends_with("List") => {
             if let Some(Value::Array(items)) = doc.get("items") {
                 for item in items.clone() {
-                    add_render_object(item, render);
+                    add_render_object(item, m, render);
                 }
             }
         }

@@ -43,6 +43,8 @@ pub struct PlanOptions {
     pub from: String,
     pub to: String,
     pub fleet: Vec<PathBuf>,
+    /// The apply deletes what the change removes.
+    pub prune: bool,
     pub profile: Profile,
 }
 
@@ -167,8 +169,13 @@ struct PoolRender {
 
 pub fn plan(opts: &PlanOptions) -> Result<Plan> {
     let base = inputs::read_render(&opts.from)?;
-    let proposed = inputs::read_render(&opts.to)?;
+    let mut proposed = inputs::read_render(&opts.to)?;
     inputs::check_not_laid_out(&base, &proposed)?;
+    let kept = if opts.prune {
+        Vec::new()
+    } else {
+        inputs::keep_removed(&base, &mut proposed)
+    };
     let mut sides = [Side::new(base)?, Side::new(proposed)?];
     // The features any pool's rules read, on either side: each node's
     // NodeFeature is reduced to them as it streams in.
@@ -195,17 +202,16 @@ pub fn plan(opts: &PlanOptions) -> Result<Plan> {
     };
     let base_pools = pools_of(&sides[0]);
     let proposed_pools = pools_of(&sides[1]);
-    let mut policy = match &fleet.policy {
-        Some(p) => {
-            DisruptionPolicy::of_machineconfiguration(p, "the fleet's MachineConfiguration")?
-        }
-        None => DisruptionPolicy::default(),
-    };
-    if let Some(p) = &sides[1].render.policy {
-        let name = sides[1].render.name.clone();
-        policy.merge(DisruptionPolicy::of_machineconfiguration(p, &name)?)?;
-    }
+    let policy = policy::applied(fleet.policy.as_ref(), &sides[1].render.policies)?;
     let mut fleet_notes = Vec::new();
+    for what in kept {
+        fleet_notes.push(format!(
+            "{what} is removed from {} but planned as staying in the cluster: `oc apply -f`, \
+             `oc apply -k` and Argo CD's default sync leave it; give --prune if your apply \
+             deletes it",
+            opts.to
+        ));
+    }
     if fleet.nodes.values().all(|n| n.node.is_none()) {
         fleet_notes.push("no Node objects given (oc get nodes -o json): the day-2 sync, pool moves and taint commands are not judged".into());
     }

@@ -6,6 +6,8 @@
 //! release branches (`pkg/apihelpers`, the defaults the operator merges the
 //! user's entries over); they differ by release.
 
+use std::collections::BTreeMap;
+
 use anyhow::{Result, anyhow, bail};
 use serde_json::Value;
 
@@ -321,7 +323,133 @@ impl DisruptionPolicy {
     }
 }
 
-/// The CRD's `maxItems` of `files` and `units`.
+/// A `MachineConfiguration` of a render, with the field manager its
+/// file is applied with, when known.
+#[derive(Debug, Clone)]
+pub struct PolicyFile {
+    pub name: String,
+    pub manager: Option<String>,
+    pub doc: Value,
+}
+
+/// The policy once a render's MachineConfigurations are applied over the
+/// cluster's (`cluster`, as `oc get machineconfiguration cluster -o json`
+/// exports it), as server-side apply merges them (one field manager a
+/// file); refused where the apply fails or the MCO never reads the object.
+pub fn applied(cluster: Option<&Value>, files: &[PolicyFile]) -> Result<DisruptionPolicy> {
+    let cluster_name = "the fleet's MachineConfiguration";
+    let mut policy = match cluster {
+        Some(c) => DisruptionPolicy::of_machineconfiguration(c, cluster_name)?,
+        None => DisruptionPolicy::default(),
+    };
+    let base = policy.clone();
+    // Each entry the render's files set: (list, key) -> (actions, file).
+    let mut set: BTreeMap<(&str, String), (Vec<String>, &str)> = BTreeMap::new();
+    for f in files {
+        let name = f.doc.pointer("/metadata/name").and_then(Value::as_str);
+        if name != Some("cluster") {
+            bail!(
+                "{}: MachineConfiguration {:?}: the MCO reads only the one named cluster, so \
+                 its entries never apply; name it cluster",
+                f.name,
+                name.unwrap_or_default()
+            );
+        }
+        let p = DisruptionPolicy::of_machineconfiguration(&f.doc, &f.name)?;
+        let entries =
+            (p.files.iter().map(|e| ("files", e))).chain(p.units.iter().map(|e| ("units", e)));
+        let sshkey = ("sshkey".to_string(), p.sshkey.clone());
+        let sshkey = (!p.sshkey.is_empty()).then_some(("sshkey", &sshkey));
+        for (list, (key, actions)) in entries.chain(sshkey) {
+            if let Some((other, by)) = set.get(&(list, key.clone()))
+                && other != actions
+            {
+                bail!(
+                    "{} and {by} give spec.nodeDisruptionPolicy.{list} {key:?} different \
+                     actions: the second server-side apply conflicts with the first's field \
+                     manager and none of its entries land; give the entry once",
+                    f.name
+                );
+            }
+            set.insert((list, key.clone()), (actions.clone(), &f.name));
+            let cluster_has = match list {
+                "files" => base.files.iter().find(|(k, _)| k == key).map(|(_, a)| a),
+                "units" => base.units.iter().find(|(k, _)| k == key).map(|(_, a)| a),
+                _ => (!base.sshkey.is_empty()).then_some(&base.sshkey),
+            };
+            let Some(theirs) = cluster_has.filter(|a| *a != actions) else {
+                continue;
+            };
+            let owners = cluster.and_then(|c| owners_of(c, list, key));
+            let Some(owners) = owners else {
+                bail!(
+                    "{}: spec.nodeDisruptionPolicy.{list} {key:?} differs from the cluster's \
+                     ({}), and the export does not say who set the cluster's: a server-side \
+                     apply by another field manager conflicts and none of the file's entries \
+                     land; export it with `oc get machineconfiguration cluster -o json \
+                     --show-managed-fields`",
+                    f.name,
+                    theirs.join(", ")
+                );
+            };
+            let others: Vec<&String> = (owners.iter())
+                .filter(|o| Some(*o) != f.manager.as_ref())
+                .collect();
+            if !others.is_empty() {
+                bail!(
+                    "{}: spec.nodeDisruptionPolicy.{list} {key:?} differs from the cluster's \
+                     ({}), which field manager {} set: the server-side apply conflicts and none \
+                     of the file's entries land, so the cluster keeps its policy; give the \
+                     cluster's actions, or change the cluster's entry first",
+                    f.name,
+                    theirs.join(", "),
+                    others
+                        .iter()
+                        .map(|o| format!("{o:?}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+        }
+        policy.merge(p)?;
+    }
+    Ok(policy)
+}
+
+/// The field managers that own an entry's `actions` in an exported
+/// object's `managedFields` (None: the export has none).
+fn owners_of(obj: &Value, list: &str, key: &str) -> Option<Vec<String>> {
+    let managed = obj.pointer("/metadata/managedFields")?.as_array()?;
+    let item = match list {
+        "files" => Some(format!("k:{}", serde_json::json!({ "path": key }))),
+        "units" => Some(format!("k:{}", serde_json::json!({ "name": key }))),
+        _ => None,
+    };
+    let mut out = Vec::new();
+    for m in managed {
+        let Some(mut at) = m
+            .get("fieldsV1")
+            .and_then(|f| f.get("f:spec"))
+            .and_then(|f| f.get("f:nodeDisruptionPolicy"))
+            .and_then(|f| f.get(format!("f:{list}")))
+        else {
+            continue;
+        };
+        if let Some(item) = &item {
+            match at.get(item) {
+                Some(v) => at = v,
+                None => continue,
+            }
+        }
+        if at.get("f:actions").is_some() {
+            let manager = m.get("manager").and_then(Value::as_str).unwrap_or_default();
+            out.push(manager.to_string());
+        }
+    }
+    Some(out)
+}
+
+/// The CRD's `maxItems` of `files` and `units`."
 const MAX_ENTRIES: usize = 50;
 
 fn merge_entries(base: &mut Entries, over: Entries) {
@@ -678,5 +806,66 @@ mod tests {
         assert!(service_name("a.b c.service").is_ok());
         assert!(service_name("kubelet.service").is_ok());
         assert!(service_name("a\\x2d.mount").is_ok());
+    }
+
+    /// Review 13 F9, F11: every MachineConfiguration of a render counts,
+    /// only `cluster` is read by the MCO, and an entry another field
+    /// manager set in the cluster makes the server-side apply conflict.
+    #[test]
+    fn render_policies_applied_as_server_side_apply_merges_them() {
+        let mc = |name: &str, path: &str, ty: &str| {
+            serde_json::json!({"metadata": {"name": name}, "spec": {"nodeDisruptionPolicy": {
+                "files": [{"path": path, "actions": [{"type": ty}]}]}}})
+        };
+        let file = |name: &str, doc: Value| PolicyFile {
+            name: name.into(),
+            manager: Some("kubelet-labeler-worker-gpu".into()),
+            doc,
+        };
+        // Two files: both count.
+        let p = applied(
+            None,
+            &[
+                file("a.yaml", mc("cluster", "/etc/a", "None")),
+                file("b.yaml", mc("cluster", "/etc/b", "Reboot")),
+            ],
+        )
+        .unwrap();
+        assert_eq!(p.files.len(), 2);
+        // Not named cluster: never read.
+        assert!(applied(None, &[file("a.yaml", mc("gpu-team", "/etc/a", "None"))]).is_err());
+        // Two files, one path, other actions: the second apply conflicts.
+        assert!(
+            applied(
+                None,
+                &[
+                    file("a.yaml", mc("cluster", "/etc/a", "None")),
+                    file("b.yaml", mc("cluster", "/etc/a", "Reboot")),
+                ],
+            )
+            .is_err()
+        );
+        // The cluster's entry differs: set by another manager, by ours,
+        // or unknown.
+        let owned = |manager: &str| {
+            let mut c = mc("cluster", "/etc/a", "Reboot");
+            c["metadata"]["managedFields"] = serde_json::json!([{"manager": manager,
+                "fieldsV1": {"f:spec": {"f:nodeDisruptionPolicy": {"f:files": {
+                    "k:{\"path\":\"/etc/a\"}": {".": {}, "f:actions": {}, "f:path": {}}}}}}}]);
+            c
+        };
+        let ours = [file("a.yaml", mc("cluster", "/etc/a", "None"))];
+        assert!(applied(Some(&owned("kubectl-client-side-apply")), &ours).is_err());
+        let p = applied(Some(&owned("kubelet-labeler-worker-gpu")), &ours).unwrap();
+        assert_eq!(p.files, [("/etc/a".to_string(), vec!["None".to_string()])]);
+        assert!(applied(Some(&mc("cluster", "/etc/a", "Reboot")), &ours).is_err());
+        // The same actions: no conflict, whoever set them.
+        assert!(
+            applied(
+                Some(&owned("someone")),
+                &[file("a.yaml", mc("cluster", "/etc/a", "Reboot"))]
+            )
+            .is_ok()
+        );
     }
 }

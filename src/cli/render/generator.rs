@@ -83,6 +83,10 @@ pub fn generator(profile: Profile, unit: &str, arches: &[Arch]) -> String {
 # at every daemon-reload. It writes the drop-in that makes {unit} run our\n\
 # wrapper, only when this node's wrapper can run here; otherwise {unit}\n\
 # starts with its own ExecStart and one kernel log line (journalctl -k) says why.\n\
+# The manager's DefaultEnvironment= reaches generators: the commands below\n\
+# are found where the OS keeps them, whatever PATH it sets.\n\
+PATH=/usr/sbin:/usr/bin:/sbin:/bin\n\
+export PATH\n\
 unit='{unit}'\n\
 say() {{\n\
 \tif [ \"${{SYSTEMD_SCOPE:-system}}\" = system ] && [ \"$1\" != --exec-failed ] &&\n\
@@ -163,12 +167,15 @@ mod tests {
         std::fs::write(&gen_path, script).unwrap();
         let out = dir.join("out");
         let _ = std::fs::remove_dir_all(&out);
-        let run = std::process::Command::new("sh")
+        // The manager's DefaultEnvironment= may give generators any PATH
+        // (review 13 r13b F8): the generator finds its commands itself.
+        let run = std::process::Command::new("/bin/sh")
             .arg(&gen_path)
             .arg(&out)
             .arg(dir.join("early"))
             .arg(dir.join("late"))
             .env("SYSTEMD_SCOPE", "user")
+            .env("PATH", "/usr/local/sbin:/nonexistent")
             .output()
             .unwrap();
         assert!(run.status.success(), "the generator failed: {run:?}");

@@ -17,7 +17,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
 use super::merge_order::{mc_name, rendered_pool, role};
@@ -100,6 +100,16 @@ pub fn check(configs: &[Value]) -> Result<()> {
                 mc_name(mc)
             );
         }
+        if let Some(what) = manager_environment(mc)? {
+            bail!(
+                "MachineConfig {:?} {what}: systemd hands the manager's environment to every \
+                 generator and service, kubelet-labeler's generator and wrapper among them \
+                 (without /usr/bin in PATH the generator writes no drop-in, and kubelet starts \
+                 without the pool's labels and taints), and plan and explain do not lay it \
+                 out; leave the manager's environment out of the change",
+                mc_name(mc)
+            );
+        }
         if let Some((path, why)) = mco_owned(mc) {
             bail!(
                 "MachineConfig {:?} writes {path}, {why}: what it holds there is not what the \
@@ -155,6 +165,80 @@ fn mco_owned(mc: &Value) -> Option<(String, &'static str)> {
         };
         Some((p.to_string(), why))
     })
+}
+
+/// Where `mc` sets the systemd manager's environment (what every
+/// generator and service starts with): `DefaultEnvironment=` or
+/// `ManagerEnvironment=` of another variable than the MCO's own `GODEBUG`
+/// in `/etc/systemd/system.conf` or `system.conf.d/`, a link there, an
+/// environment generator, or a `systemd.setenv=` kernel argument.
+fn manager_environment(mc: &Value) -> Result<Option<String>> {
+    let args = [
+        "/spec/kernelArguments",
+        "/spec/config/kernelArguments/shouldExist",
+    ];
+    for arg in args
+        .iter()
+        .filter_map(|p| mc.pointer(p))
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter_map(Value::as_str)
+    {
+        if arg
+            .split_whitespace()
+            .any(|a| a.starts_with("systemd.setenv="))
+        {
+            return Ok(Some(format!("sets the kernel argument {arg:?}")));
+        }
+    }
+    let manager_dir = |p: &str| {
+        let p = super::unpack::clean_path(p);
+        let under = |dir: &str| p == dir || p.starts_with(&format!("{dir}/"));
+        (p == "/etc/systemd/system.conf" || under("/etc/systemd/system.conf.d"))
+            .then_some(false)
+            .or(under("/etc/systemd/system-environment-generators").then_some(true))
+    };
+    for list in ["files", "links"] {
+        let entries = mc
+            .pointer(&format!("/spec/config/storage/{list}"))
+            .and_then(Value::as_array);
+        for e in entries.into_iter().flatten() {
+            let Some(path) = e.get("path").and_then(Value::as_str) else {
+                continue;
+            };
+            let Some(generators) = manager_dir(path) else {
+                continue;
+            };
+            if generators || list == "links" {
+                return Ok(Some(format!("writes {path}")));
+            }
+            let source = e.pointer("/contents/source").and_then(Value::as_str);
+            let compression = e.pointer("/contents/compression").and_then(Value::as_str);
+            let text = match source {
+                None => continue,
+                Some(s) => super::unpack::decode_data_url(s, compression)
+                    .with_context(|| format!("MachineConfig {:?}: {path}", mc_name(mc)))?,
+            };
+            let text = String::from_utf8_lossy(&text);
+            for line in text.lines() {
+                let line = line.trim();
+                let Some((key, value)) = line.split_once('=') else {
+                    continue;
+                };
+                if !["DefaultEnvironment", "ManagerEnvironment"].contains(&key.trim()) {
+                    continue;
+                }
+                let others = value
+                    .split_whitespace()
+                    .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
+                    .any(|w| w.split('=').next() != Some("GODEBUG"));
+                if others {
+                    return Ok(Some(format!("sets {line:?} in {path}")));
+                }
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// The paths of `mc`'s storage entries: files, links and directories.
@@ -451,5 +535,59 @@ mod tests {
                            "storage": { "links": [ { "path": "/etc/kubernetes/node.env",
                                                      "target": "/etc/x" } ] } });
         assert!(check(&[mc("00-a", Some("worker"), link)]).is_err());
+    }
+
+    /// Review 13 r13b F8: the manager's environment reaches the generator
+    /// and the wrapper; the MCO's own GODEBUG drop-in is left alone.
+    #[test]
+    fn the_managers_environment_is_refused() {
+        let conf = |path: &str, text: &str| {
+            let url = format!(
+                "data:,{}",
+                text.bytes()
+                    .map(|b| format!("%{b:02X}"))
+                    .collect::<String>()
+            );
+            json!({ "ignition": { "version": "3.4.0" },
+                    "storage": { "files": [ { "path": path, "contents": { "source": url } } ] } })
+        };
+        for (path, text) in [
+            (
+                "/etc/systemd/system.conf.d/10-path.conf",
+                "[Manager]\nDefaultEnvironment=\"PATH=/usr/sbin\"\n",
+            ),
+            (
+                "/etc/systemd/system.conf",
+                "[Manager]\nManagerEnvironment=A=1\n",
+            ),
+            (
+                "/etc/systemd//system.conf.d/./x.conf",
+                "[Manager]\nDefaultEnvironment=GODEBUG=1 PATH=/x\n",
+            ),
+            (
+                "/etc/systemd/system-environment-generators/x",
+                "#!/bin/sh\n",
+            ),
+        ] {
+            let err = check(&[mc("60-worker-x", Some("worker"), conf(path, text))]).unwrap_err();
+            assert!(
+                err.to_string().contains("manager's environment"),
+                "{path}: {err}"
+            );
+        }
+        let godebug = conf(
+            "/etc/systemd/system.conf.d/10-default-env-godebug.conf",
+            "[Manager]\nDefaultEnvironment=GODEBUG=x509ignoreCN=0,madvdontneed=1\n",
+        );
+        check(&[mc("00-worker", Some("worker"), godebug)]).unwrap();
+        let timeout = conf(
+            "/etc/systemd/system.conf.d/10-t.conf",
+            "[Manager]\nDefaultTimeoutStopSec=10s\n",
+        );
+        check(&[mc("60-worker-t", Some("worker"), timeout)]).unwrap();
+        let karg = json!({ "kind": "MachineConfig",
+            "metadata": { "name": "60-worker-k", "labels": { "machineconfiguration.openshift.io/role": "worker" } },
+            "spec": { "kernelArguments": ["nosmt", "systemd.setenv=PATH=/usr/sbin"] } });
+        assert!(check(&[karg]).is_err());
     }
 }

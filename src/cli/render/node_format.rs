@@ -235,9 +235,10 @@ spec:
     }
 
     /// The node format this fingerprint of [`node_reads`] was recorded for.
-    /// (Re-recorded in format 5 for a new fence reason, the only change: a
-    /// value the wrapper writes, which no render reads.)
-    const RECORDED: (&str, u64) = ("5", 0xeb4ebbf799c117a3);
+    /// (Re-recorded in format 5 for a new fence reason, a value the wrapper
+    /// writes which no render reads, then for the generator's own PATH:
+    /// what it writes is the same, so renders and wrappers still compose.)
+    const RECORDED: (&str, u64) = ("5", 0x75dd8a9034a1b671);
 
     /// What the node reads changes only with a new node format, so the
     /// version stamped in every file and manifest tells renders and
