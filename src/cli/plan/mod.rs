@@ -25,6 +25,7 @@ pub mod kube;
 mod policy;
 mod reconcilable;
 mod report;
+mod unrendered;
 
 pub use report::{Format, render};
 
@@ -164,7 +165,7 @@ struct PoolRender {
 pub fn plan(opts: &PlanOptions) -> Result<Plan> {
     let base = inputs::read_render(&opts.from)?;
     let proposed = inputs::read_render(&opts.to)?;
-    inputs::check_not_laid_out(&base, &proposed)?;
+    unrendered::check_objects(&base, &proposed)?;
     let mut sides = [Side::new(base)?, Side::new(proposed)?];
     // The features any pool's rules read, on either side: each node's
     // NodeFeature is reduced to them as it streams in.
@@ -191,6 +192,36 @@ pub fn plan(opts: &PlanOptions) -> Result<Plan> {
     };
     let base_pools = pools_of(&sides[0]);
     let proposed_pools = pools_of(&sides[1]);
+    unrendered::check_selection(
+        &sides[0].render,
+        &sides[1].render,
+        &base_pools,
+        &proposed_pools,
+    )?;
+    // kubelet's config files of every pool, whether nodes are given or not.
+    let names: std::collections::BTreeSet<&str> = base_pools
+        .iter()
+        .chain(&proposed_pools)
+        .map(|p| p.name.as_str())
+        .collect();
+    for name in names {
+        let find = |pools: &[Pool]| pools.iter().find(|p| p.name == name).cloned();
+        let (Some(pool), Some(proposed)) = (
+            find(&base_pools).or_else(|| find(&proposed_pools)),
+            find(&proposed_pools).or_else(|| find(&base_pools)),
+        ) else {
+            continue;
+        };
+        let [base, after] = &mut sides;
+        base.pool(&pool)?;
+        after.pool(&proposed)?;
+        unrendered::check_kubelet_config(
+            (&base.render.name, &after.render.name),
+            name,
+            &base.cache[name].files,
+            &after.cache[name].files,
+        )?;
+    }
     let mut policy = fleet
         .policy
         .as_ref()
