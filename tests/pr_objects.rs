@@ -157,19 +157,22 @@ fn a_pool_label_change_under_an_unchanged_kubeletconfig_is_refused() {
     );
     let tmp = scratch_dir();
     let (base, pr) = (tmp.path().join("base"), tmp.path().join("pr"));
+    let label_pool = |dir: &Path| {
+        let pool = dir.join("machineconfigpool-worker-gpu.yaml");
+        let text = std::fs::read_to_string(&pool).unwrap();
+        let labelled = text.replacen(
+            "  name: worker-gpu\n",
+            "  name: worker-gpu\n  labels:\n    custom-kubelet: gpu-taints\n",
+            1,
+        );
+        assert_ne!(text, labelled);
+        std::fs::write(&pool, labelled).unwrap();
+    };
     for dir in [&base, &pr] {
         render(dir, &[]);
         add(dir, "kubeletconfig.yaml", &kc);
     }
-    let pool = pr.join("machineconfigpool-worker-gpu.yaml");
-    let text = std::fs::read_to_string(&pool).unwrap();
-    let labelled = text.replacen(
-        "  name: worker-gpu\n",
-        "  name: worker-gpu\n  labels:\n    custom-kubelet: gpu-taints\n",
-        1,
-    );
-    assert_ne!(text, labelled);
-    std::fs::write(&pool, labelled).unwrap();
+    label_pool(&pr);
     let fleet = repo().join("examples/fleet/fleet.json");
     let o = plan(&base, &pr, &fleet, &[]);
     refused(
@@ -185,6 +188,25 @@ fn a_pool_label_change_under_an_unchanged_kubeletconfig_is_refused() {
         let o = plan(same, same, &fleet, &[]);
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     }
+    // The cluster's KubeletConfig, in neither render: given with the
+    // fleet, judged the same; not given, the plan says what it could not
+    // judge.
+    let (base, pr) = (tmp.path().join("base2"), tmp.path().join("pr2"));
+    render(&base, &[]);
+    render(&pr, &[]);
+    label_pool(&pr);
+    let cluster = tmp.path().join("kubeletconfigs.yaml");
+    std::fs::write(&cluster, &kc).unwrap();
+    let o = plan(&base, &pr, &fleet, &["--fleet", cluster.to_str().unwrap()]);
+    refused(&o, &["pools gaining it: worker-gpu"]);
+    let o = plan(&base, &pr, &fleet, &["--format", "json"]);
+    let p = crate::plan::json(&o);
+    assert!(
+        p["not_judged"].to_string().contains(
+            "pool labels change (worker-gpu) and no KubeletConfig or ContainerRuntimeConfig"
+        ),
+        "{p:#}"
+    );
 }
 
 /// Review 12 F9: a MachineConfig writing kubelet's config (named after the

@@ -252,22 +252,17 @@ impl Pool {
     /// The MCO's own `master` and `worker` pools, as installed (its
     /// `manifests/<role>.machineconfigpool.yaml`).
     pub fn builtin(role: &str) -> Pool {
-        let mut labels = vec![
-            (
-                "machineconfiguration.openshift.io/mco-built-in".into(),
-                String::new(),
-            ),
-            (
-                format!("pools.operator.machineconfiguration.openshift.io/{role}"),
-                String::new(),
-            ),
+        let pool = format!("pools.operator.machineconfiguration.openshift.io/{role}");
+        let upgrade = "operator.machineconfiguration.openshift.io/required-for-upgrade";
+        let keys = [
+            "machineconfiguration.openshift.io/mco-built-in",
+            &pool,
+            upgrade,
         ];
-        if role == "master" {
-            let upgrade = "operator.machineconfiguration.openshift.io/required-for-upgrade";
-            labels.push((upgrade.into(), String::new()));
-        }
+        let n = if role == "master" { 3 } else { 2 };
+        let labels = keys[..n].iter().map(|k| (k.to_string(), String::new()));
         Pool {
-            labels,
+            labels: labels.collect(),
             name: role.to_string(),
             node_selector: Some(Selector {
                 labels: vec![(format!("node-role.kubernetes.io/{role}"), String::new())],

@@ -193,8 +193,8 @@ pub fn plan(opts: &PlanOptions) -> Result<Plan> {
     let base_pools = pools_of(&sides[0]);
     let proposed_pools = pools_of(&sides[1]);
     unrendered::check_selection(
-        &sides[0].render,
-        &sides[1].render,
+        (&sides[0].render, &sides[1].render),
+        &fleet.not_laid_out,
         &base_pools,
         &proposed_pools,
     )?;
@@ -242,6 +242,15 @@ pub fn plan(opts: &PlanOptions) -> Result<Plan> {
     }
     if fleet.policy.is_none() {
         fleet_notes.push("no MachineConfiguration given (oc get machineconfiguration cluster -o json): only the MCO's default and the render's own disruption policy entries are known".into());
+    }
+    let relabelled = unrendered::relabelled(&base_pools, &proposed_pools);
+    if !relabelled.is_empty() && fleet.not_laid_out.is_empty() {
+        fleet_notes.push(format!(
+            "pool labels change ({}) and no KubeletConfig or ContainerRuntimeConfig of the \
+             cluster's is given (oc get kubeletconfigs,containerruntimeconfigs -o json): one \
+             outside the renders that selects a pool by them is not judged",
+            relabelled.join(", ")
+        ));
     }
     for (kind, n) in &fleet.ignored {
         fleet_notes.push(format!("{n} object(s) of kind {kind} ignored"));

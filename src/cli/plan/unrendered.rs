@@ -77,22 +77,24 @@ fn selected<'a>(spec: &Value, pools: &'a [Pool]) -> BTreeSet<&'a str> {
 }
 
 /// Refuse a change of the pools an unchanged object selects (after
-/// [`check_objects`]: the objects are the same on both sides): the pools
-/// before the change (the cluster's, under the base render's) against
-/// those after it.
+/// [`check_objects`]: the renders' objects are the same on both sides;
+/// `cluster`'s, from the fleet, stand where the renders have none of the
+/// name): the pools before the change (the cluster's, under the base
+/// render's) against those after it.
 pub fn check_selection(
-    base: &Render,
-    proposed: &Render,
+    (base, proposed): (&Render, &Render),
+    cluster: &BTreeMap<(String, String), Value>,
     base_pools: &[Pool],
     proposed_pools: &[Pool],
 ) -> Result<()> {
-    for ((kind, name), spec) in &base.not_laid_out {
-        let before = selected(spec, base_pools);
-        let after = proposed
-            .not_laid_out
-            .get(&(kind.clone(), name.clone()))
-            .map(|spec| selected(spec, proposed_pools))
-            .unwrap_or_default();
+    let keys: BTreeSet<&(String, String)> =
+        base.not_laid_out.keys().chain(cluster.keys()).collect();
+    for key in keys {
+        let spec_before = base.not_laid_out.get(key).or_else(|| cluster.get(key));
+        let spec_after = proposed.not_laid_out.get(key).or_else(|| cluster.get(key));
+        let before = spec_before.map(|s| selected(s, base_pools));
+        let after = spec_after.map(|s| selected(s, proposed_pools));
+        let (before, after) = (before.unwrap_or_default(), after.unwrap_or_default());
         if before == after {
             continue;
         }
@@ -105,6 +107,7 @@ pub fn check_selection(
         };
         let gained: BTreeSet<&str> = after.difference(&before).copied().collect();
         let lost: BTreeSet<&str> = before.difference(&after).copied().collect();
+        let (kind, name) = key;
         bail!(
             "{kind} {name:?} selects other pools from {} to {} (by the pools' labels, its \
              machineConfigPoolSelector): pools gaining it: {}; losing it: {}. The MCO renders it \
@@ -121,9 +124,36 @@ pub fn check_selection(
     Ok(())
 }
 
-/// Whether `path` is kubelet's config or under its config directory.
+/// The pools whose labels differ between `base_pools` and
+/// `proposed_pools` (one missing on a side: no labels there).
+pub fn relabelled<'a>(base_pools: &'a [Pool], proposed_pools: &'a [Pool]) -> Vec<&'a str> {
+    let labels = |pools: &'a [Pool], name: &str| {
+        let mut l = pools
+            .iter()
+            .find(|p| p.name == name)
+            .map(|p| p.labels.clone())
+            .unwrap_or_default();
+        l.sort();
+        l
+    };
+    let names: BTreeSet<&str> = base_pools
+        .iter()
+        .chain(proposed_pools)
+        .map(|p| p.name.as_str())
+        .collect();
+    names
+        .into_iter()
+        .filter(|n| labels(base_pools, n) != labels(proposed_pools, n))
+        .collect()
+}
+
+/// Whether `path` is kubelet's config, under its config directory, or a
+/// directory above them (a link there points kubelet elsewhere).
 fn kubelet_config(path: &str) -> bool {
+    let above = |p: &str| p.strip_prefix(path).is_some_and(|r| r.starts_with('/'));
     path == KUBELET_CONFIG
+        || above(KUBELET_CONFIG)
+        || above(KUBELET_CONFIG_DIR)
         || path
             .strip_prefix(KUBELET_CONFIG_DIR)
             .is_some_and(|r| r.is_empty() || r.starts_with('/'))
@@ -192,16 +222,16 @@ mod tests {
             Pool::builtin("worker"),
             pool("worker-gpu", json!({ "custom-kubelet": "gpu-taints" })),
         ];
-        let err = check_selection(&base, &pr, &plain, &labelled)
+        let err = check_selection((&base, &pr), &BTreeMap::new(), &plain, &labelled)
             .unwrap_err()
             .to_string();
         assert!(
             err.contains("pools gaining it: worker-gpu; losing it: none"),
             "{err}"
         );
-        assert!(check_selection(&base, &pr, &labelled, &plain).is_err());
-        assert!(check_selection(&base, &pr, &labelled, &labelled).is_ok());
-        assert!(check_selection(&base, &pr, &plain, &plain).is_ok());
+        assert!(check_selection((&base, &pr), &BTreeMap::new(), &labelled, &plain).is_err());
+        assert!(check_selection((&base, &pr), &BTreeMap::new(), &labelled, &labelled).is_ok());
+        assert!(check_selection((&base, &pr), &BTreeMap::new(), &plain, &plain).is_ok());
         // The worker pool's own labels, as installed.
         let builtin = json!({ "machineConfigPoolSelector": { "matchLabels": {
             "pools.operator.machineconfiguration.openshift.io/worker": "" } } });
@@ -213,8 +243,28 @@ mod tests {
             selected(&base.not_laid_out.values().next().unwrap().clone(), &plain),
             BTreeSet::from(["worker"])
         );
-        assert!(check_selection(&base, &pr, &plain, &plain[..1]).is_ok());
-        assert!(check_selection(&base, &pr, &plain, &plain[1..]).is_err());
+        assert!(check_selection((&base, &pr), &BTreeMap::new(), &plain, &plain[..1]).is_ok());
+        assert!(check_selection((&base, &pr), &BTreeMap::new(), &plain, &plain[1..]).is_err());
+    }
+
+    /// A KubeletConfig of the cluster's (from the fleet), in neither
+    /// render: judged the same; the pools relabelled are named.
+    #[test]
+    fn the_cluster_s_kubeletconfigs_are_judged_too() {
+        let spec = json!({ "machineConfigPoolSelector": {
+                               "matchLabels": { "custom-kubelet": "gpu-taints" } } });
+        let cluster = BTreeMap::from([(("KubeletConfig".into(), "gpu-taints".into()), spec)]);
+        let (base, pr) = (render("base", None), render("pr", None));
+        let plain = [Pool::builtin("worker"), pool("worker-gpu", json!({}))];
+        let labelled = [
+            Pool::builtin("worker"),
+            pool("worker-gpu", json!({ "custom-kubelet": "gpu-taints" })),
+        ];
+        assert!(check_selection((&base, &pr), &cluster, &plain, &labelled).is_err());
+        assert!(check_selection((&base, &pr), &cluster, &plain, &plain).is_ok());
+        assert_eq!(relabelled(&plain, &labelled), ["worker-gpu"]);
+        assert_eq!(relabelled(&labelled, &labelled[..1]), ["worker-gpu"]);
+        assert!(relabelled(&labelled, &labelled).is_empty());
     }
 
     /// An empty or absent selector, or one Kubernetes refuses, selects no
@@ -243,6 +293,10 @@ mod tests {
             ("/etc/kubernetes/kubelet.conf", true),
             ("/etc/openshift/kubelet.conf.d/90-gpu-taints.conf", true),
             ("/etc/openshift/kubelet.conf.d", true),
+            ("/etc/openshift", true),
+            ("/etc/kubernetes", true),
+            ("/etc/kubernetes/x.env", false),
+            ("/etc/openshift/other", false),
             ("/etc/openshift/kubelet.conf.dx", false),
             ("/etc/kubernetes/kubelet.conf.bak", false),
         ] {
