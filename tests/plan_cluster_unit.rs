@@ -140,8 +140,7 @@ fn a_file_the_cluster_s_kubelet_service_reads_is_planned_as_the_node_reads_it() 
         // (review 12 F14: a taint there was planned, and no node off AWS
         // registered it).
         let owned = ["/etc/node-sizing.env"];
-        if path.starts_with("/run/") || owned.contains(&path.as_str()) || somewhere.contains(&path)
-        {
+        if path.starts_with("/run/") || owned.contains(&path.as_str()) || somewhere.contains(path) {
             let fleet = repo().join("examples/fleet/fleet.json");
             let o = plan(&base, &pr, &fleet, &[]);
             assert_eq!(o.status.code(), Some(2), "{path}: {}", stderr(&o));
