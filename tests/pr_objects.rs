@@ -140,3 +140,92 @@ fn a_kustomization_listing_a_file_twice_is_refused() {
     let o = plan(&base, &pr, &repo().join("examples/fleet/fleet.json"), &[]);
     refused(&o, &["listed twice"]);
 }
+
+/// Review 12 F16: both renders hold the same KubeletConfig, which selects
+/// no pool; the pull request labels the GPU pool as its selector asks.
+/// The cluster then renders its `99-worker-gpu-generated-kubelet` (every
+/// GPU node reboots and registers with its NoExecute taint); plan said "0
+/// reboot" and no such taint. Taking the label away is the same change
+/// back; the same labels on both sides plan as before.
+#[test]
+fn a_pool_label_change_under_an_unchanged_kubeletconfig_is_refused() {
+    let kc = format!(
+        "apiVersion: {V1}\nkind: KubeletConfig\nmetadata:\n  name: gpu-taints\nspec:\n  \
+         machineConfigPoolSelector:\n    matchLabels:\n      custom-kubelet: gpu-taints\n  \
+         kubeletConfig:\n    registerWithTaints:\n    - key: example.com/gpu\n      \
+         value: \"true\"\n      effect: NoExecute\n"
+    );
+    let tmp = scratch_dir();
+    let (base, pr) = (tmp.path().join("base"), tmp.path().join("pr"));
+    let label_pool = |dir: &Path| {
+        let pool = dir.join("machineconfigpool-worker-gpu.yaml");
+        let text = std::fs::read_to_string(&pool).unwrap();
+        let labelled = text.replacen(
+            "  name: worker-gpu\n",
+            "  name: worker-gpu\n  labels:\n    custom-kubelet: gpu-taints\n",
+            1,
+        );
+        assert_ne!(text, labelled);
+        std::fs::write(&pool, labelled).unwrap();
+    };
+    for dir in [&base, &pr] {
+        render(dir, &[]);
+        add(dir, "kubeletconfig.yaml", &kc);
+    }
+    label_pool(&pr);
+    let fleet = repo().join("examples/fleet/fleet.json");
+    let o = plan(&base, &pr, &fleet, &[]);
+    refused(
+        &o,
+        &[
+            "KubeletConfig \"gpu-taints\" selects other pools",
+            "pools gaining it: worker-gpu; losing it: none",
+        ],
+    );
+    let o = plan(&pr, &base, &fleet, &[]);
+    refused(&o, &["pools gaining it: none; losing it: worker-gpu"]);
+    for same in [&base, &pr] {
+        let o = plan(same, same, &fleet, &[]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    }
+    // The cluster's KubeletConfig, in neither render: given with the
+    // fleet, judged the same; not given, the plan says what it could not
+    // judge.
+    let (base, pr) = (tmp.path().join("base2"), tmp.path().join("pr2"));
+    render(&base, &[]);
+    render(&pr, &[]);
+    label_pool(&pr);
+    let cluster = tmp.path().join("kubeletconfigs.yaml");
+    std::fs::write(&cluster, &kc).unwrap();
+    let o = plan(&base, &pr, &fleet, &["--fleet", cluster.to_str().unwrap()]);
+    refused(&o, &["pools gaining it: worker-gpu"]);
+    let o = plan(&base, &pr, &fleet, &["--format", "json"]);
+    let p = crate::plan::json(&o);
+    assert!(
+        p["not_judged"].to_string().contains(
+            "pool labels change (worker-gpu) and no KubeletConfig or ContainerRuntimeConfig"
+        ),
+        "{p:#}"
+    );
+}
+
+/// Review 12 F9: a MachineConfig writing kubelet's config (named after the
+/// MCO's generated ones, so the cluster serves it): the node registers
+/// with its registerWithTaints, which plan does not render; refused as a
+/// KubeletConfig is. (The `--config-dir` drop-in of 4.21, against the MCO
+/// and explain: `plan_cluster_unit`.)
+#[test]
+fn a_machineconfig_writing_kubelet_s_config_is_refused() {
+    let file = "    storage:\n      files:\n      - path: /etc/kubernetes/kubelet.conf\n        \
+                mode: 420\n        contents:\n          source: \"data:,registerWithTaints%3A%20\
+                %5B%7Bkey%3A%20example.com%2Fgpu%2C%20effect%3A%20NoExecute%7D%5D%0A\"\n";
+    let mc = machineconfig(V1, "99-worker-gpu-zz-kubelet", "worker-gpu", file);
+    let o = plan_with("kubelet-conf.yaml", &mc);
+    refused(
+        &o,
+        &[
+            "pool worker-gpu: /etc/kubernetes/kubelet.conf changes",
+            "set kubelet's config with a KubeletConfig",
+        ],
+    );
+}

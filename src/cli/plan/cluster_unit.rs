@@ -12,9 +12,12 @@
 //!
 //! Every file is read when present (`-`): the node's own ones (its
 //! os-release, its node sizing) are not in a render and set nothing of
-//! ours; ones the cluster reads on some platforms or releases only (AWS's
-//! node.env, a proxy's env, Alibaba's) are read as if it did, which a test
-//! proves against the templates of every release in ../shared/fixtures.
+//! ours; ones the cluster reads on some platforms or clusters only (AWS's
+//! and OpenStack's node.env, a proxy's env, Alibaba's under /run) are
+//! refused where a render writes them (`merge_inputs`: plan cannot tell
+//! whether the cluster it plans for reads them), so what the stand-in
+//! reads of a render is what every node reads; a test proves it against
+//! the templates of every release in ../shared/fixtures.
 
 use serde_json::{Value, json};
 

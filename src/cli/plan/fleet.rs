@@ -37,6 +37,9 @@ pub struct Fleet {
     pub daemonsets: Vec<(String, Placement)>,
     pub pods_given: bool,
     pub ignored: BTreeMap<String, usize>,
+    /// The cluster's KubeletConfigs and ContainerRuntimeConfigs
+    /// (`inputs::NOT_LAID_OUT`), by kind and name: their specs.
+    pub not_laid_out: BTreeMap<(String, String), Value>,
 }
 
 pub fn read_fleet(files: &[PathBuf], used: &SortedSet<String>) -> Result<Fleet> {
@@ -167,6 +170,10 @@ fn add_object(
             fleet.rendered.insert(name, f);
         }
         "MachineConfiguration" => fleet.policy = Some(obj),
+        k if inputs::NOT_LAID_OUT.contains(&k) => {
+            let spec = obj.get("spec").cloned().unwrap_or_default();
+            fleet.not_laid_out.insert((k.to_string(), name), spec);
+        }
         "DaemonSet" => {
             let ns = obj
                 .pointer("/metadata/namespace")

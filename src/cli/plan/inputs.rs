@@ -48,39 +48,6 @@ pub struct Render {
 /// `ContainerRuntimeConfig`: CRI-O's), which plan does not render.
 pub const NOT_LAID_OUT: [&str; 2] = ["KubeletConfig", "ContainerRuntimeConfig"];
 
-/// Refuse a change of an object plan does not lay out: its pools' nodes
-/// change in ways plan would not show (a KubeletConfig's
-/// `registerWithTaints` taints every node registering after it).
-pub fn check_not_laid_out(base: &Render, proposed: &Render) -> Result<()> {
-    let keys: std::collections::BTreeSet<&(String, String)> = base
-        .not_laid_out
-        .keys()
-        .chain(proposed.not_laid_out.keys())
-        .collect();
-    for key in keys {
-        let (before, after) = (base.not_laid_out.get(key), proposed.not_laid_out.get(key));
-        if before != after {
-            let how = match (before, after) {
-                (None, _) => "is added",
-                (_, None) => "is removed",
-                _ => "changes",
-            };
-            bail!(
-                "{} {:?} {how} from {} to {}: plan does not render {} objects (the MCO renders \
-                 them into the MachineConfigs of the pools they select: kubelet's config, its \
-                 registerWithTaints among it, and a reboot), so it cannot show what the change \
-                 does to nodes; plan the change without it, and review that object by eye",
-                key.0,
-                key.1,
-                base.name,
-                proposed.name,
-                key.0
-            );
-        }
-    }
-    Ok(())
-}
-
 /// The MachineConfigs and pools of `base` that `proposed` removes, added
 /// back to it: an apply that does not prune leaves them in the cluster,
 /// where they still render into their pools. What was kept, named.

@@ -213,6 +213,9 @@ pub struct Pool {
     /// None: matches no node (the MCO renders nothing for an empty one).
     pub node_selector: Option<Selector>,
     pub machineconfig_selector: Option<Selector>,
+    /// `metadata.labels`: what a KubeletConfig's `machineConfigPoolSelector`
+    /// selects it by.
+    pub labels: Vec<(String, String)>,
     /// `spec.paused`: the MCO rolls no new rendered config out to the
     /// pool's nodes, and the MCS serves new ones its current one.
     pub paused: bool,
@@ -235,13 +238,31 @@ impl Pool {
                 .pointer("/spec/paused")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
+            labels: match v.pointer("/metadata/labels") {
+                Some(Value::Object(m)) => m
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                    .collect(),
+                _ => Vec::new(),
+            },
             name,
         })
     }
 
-    /// The MCO's own `master` and `worker` pools, as installed.
+    /// The MCO's own `master` and `worker` pools, as installed (its
+    /// `manifests/<role>.machineconfigpool.yaml`).
     pub fn builtin(role: &str) -> Pool {
+        let pool = format!("pools.operator.machineconfiguration.openshift.io/{role}");
+        let upgrade = "operator.machineconfiguration.openshift.io/required-for-upgrade";
+        let keys = [
+            "machineconfiguration.openshift.io/mco-built-in",
+            &pool,
+            upgrade,
+        ];
+        let n = if role == "master" { 3 } else { 2 };
+        let labels = keys[..n].iter().map(|k| (k.to_string(), String::new()));
         Pool {
+            labels: labels.collect(),
             name: role.to_string(),
             node_selector: Some(Selector {
                 labels: vec![(format!("node-role.kubernetes.io/{role}"), String::new())],
@@ -555,6 +576,7 @@ mod tests {
                 ..Default::default()
             }),
             machineconfig_selector: None,
+            labels: Vec::new(),
             paused: false,
         };
         let pools = vec![Pool::builtin("master"), Pool::builtin("worker"), gpu, numa];

@@ -26,6 +26,7 @@ mod policy;
 mod reconcilable;
 mod rendered_diff;
 mod report;
+mod unrendered;
 
 pub use report::{Format, render};
 
@@ -152,8 +153,9 @@ struct PoolRender {
     env: Vec<(OsString, OsString)>,
     /// Each file, unit and `passwd` as the MCO's daemon compares them.
     changes: BTreeMap<Changed, Value>,
-    /// Whether the pool's MachineConfigs write anything.
-    writes: bool,
+    /// Each path's hash of what is written there (kubelet's config files
+    /// told apart; empty: the pool's MachineConfigs write nothing).
+    files: BTreeMap<String, u64>,
     pool_label: Option<String>,
     /// The node formats of our files in the pool's MachineConfigs.
     formats: formats::Formats,
@@ -170,7 +172,7 @@ struct PoolRender {
 pub fn plan(opts: &PlanOptions) -> Result<Plan> {
     let base = inputs::read_render(&opts.from)?;
     let mut proposed = inputs::read_render(&opts.to)?;
-    inputs::check_not_laid_out(&base, &proposed)?;
+    unrendered::check_objects(&base, &proposed)?;
     let kept = if opts.prune {
         Vec::new()
     } else {
@@ -202,6 +204,36 @@ pub fn plan(opts: &PlanOptions) -> Result<Plan> {
     };
     let base_pools = pools_of(&sides[0]);
     let proposed_pools = pools_of(&sides[1]);
+    unrendered::check_selection(
+        (&sides[0].render, &sides[1].render),
+        &fleet.not_laid_out,
+        &base_pools,
+        &proposed_pools,
+    )?;
+    // kubelet's config files of every pool, whether nodes are given or not.
+    let names: std::collections::BTreeSet<&str> = base_pools
+        .iter()
+        .chain(&proposed_pools)
+        .map(|p| p.name.as_str())
+        .collect();
+    for name in names {
+        let find = |pools: &[Pool]| pools.iter().find(|p| p.name == name).cloned();
+        let (Some(pool), Some(proposed)) = (
+            find(&base_pools).or_else(|| find(&proposed_pools)),
+            find(&proposed_pools).or_else(|| find(&base_pools)),
+        ) else {
+            continue;
+        };
+        let [base, after] = &mut sides;
+        base.pool(&pool)?;
+        after.pool(&proposed)?;
+        unrendered::check_kubelet_config(
+            (&base.render.name, &after.render.name),
+            name,
+            &base.cache[name].files,
+            &after.cache[name].files,
+        )?;
+    }
     let policy = policy::applied(fleet.policy.as_ref(), &sides[1].render.policies)?;
     let mut fleet_notes = Vec::new();
     for what in kept {
@@ -223,6 +255,15 @@ pub fn plan(opts: &PlanOptions) -> Result<Plan> {
     }
     if fleet.policy.is_none() {
         fleet_notes.push("no MachineConfiguration given (oc get machineconfiguration cluster -o json): only the MCO's default and the render's own disruption policy entries are known".into());
+    }
+    let relabelled = unrendered::relabelled(&base_pools, &proposed_pools);
+    if !relabelled.is_empty() && fleet.not_laid_out.is_empty() {
+        fleet_notes.push(format!(
+            "pool labels change ({}) and no KubeletConfig or ContainerRuntimeConfig of the \
+             cluster's is given (oc get kubeletconfigs,containerruntimeconfigs -o json): one \
+             outside the renders that selects a pool by them is not judged",
+            relabelled.join(", ")
+        ));
     }
     for (kind, n) in &fleet.ignored {
         fleet_notes.push(format!("{n} object(s) of kind {kind} ignored"));
@@ -378,7 +419,7 @@ fn lay_out(render: &inputs::Render, pool: &Pool) -> Result<PoolRender> {
     layout
         .write(&root)
         .with_context(|| format!("{}: laying out pool {}", render.name, pool.name))?;
-    let writes = !layout.identities().is_empty();
+    let files = layout.identities();
     let paths = crate::node::unit::UnitPaths::system(&root);
     let load = crate::node::unit::LoadOptions {
         skip_dropin: Some(WRAPPER_DROPIN_NAME.into()),
@@ -418,7 +459,7 @@ fn lay_out(render: &inputs::Render, pool: &Pool) -> Result<PoolRender> {
     Ok(PoolRender {
         env,
         changes,
-        writes,
+        files,
         pool_label,
         formats,
         configs: own,
@@ -643,7 +684,8 @@ fn judge(
         .map(|s| s.taints.clone())
         .unwrap_or_default();
     if let Some(state) = &n.node {
-        let ours_after = sides[1].pool(&proposed_pool)?.writes && after.left_out.is_none();
+        let ours_after =
+            !sides[1].pool(&proposed_pool)?.files.is_empty() && after.left_out.is_none();
         if ours_after {
             let pol = Policy {
                 pool_label: sides[1].pool(&proposed_pool)?.pool_label.clone(),

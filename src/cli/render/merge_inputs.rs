@@ -25,6 +25,9 @@ use super::merge_order::{mc_name, rendered_pool, role};
 const UNIT: &str = "kubelet.service";
 const UNIT_PATH: &str = "/etc/systemd/system/kubelet.service";
 const KUBELET_CONF: &str = "/etc/kubernetes/kubelet.conf";
+/// Read by kubelet.service on some platforms only (the MCO's
+/// `templates/common/{aws,openstack}/units/kubelet-node-env.dropin.yaml`).
+const NODE_ENV: &str = "/etc/kubernetes/node.env";
 
 /// Refuse what the MCO merges otherwise than `Layout::merge` lays out.
 pub fn check(configs: &[Value]) -> Result<()> {
@@ -156,6 +159,12 @@ fn mco_owned(mc: &Value) -> Option<(String, &'static str)> {
             "/etc/mco/proxy.env" => {
                 "the MCO's own (00-<role>, from the cluster's Proxy), read only on a cluster \
                      with a proxy"
+            }
+            NODE_ENV => {
+                "read by kubelet on AWS and OpenStack only (the MCO's 20-node-env.conf \
+                     drop-in of those platforms, where its nodename service writes the node's \
+                     name into it before kubelet starts); on any other platform nothing \
+                     reads it, and plan and explain cannot tell the cluster's platform"
             }
             UNIT_PATH => {
                 "where the MCO writes kubelet.service as a unit (01-<role>-kubelet): a file \
@@ -385,7 +394,7 @@ mod tests {
             (mc("00-a", Some("worker-gpu"), unit.clone()), false),
             (mc("00-a", None, unit.clone()), false),
             (
-                mc("50-a", Some("worker"), file("/etc/kubernetes/node.env")),
+                mc("50-a", Some("worker"), file("/etc/kubernetes/kubelet-env")),
                 false,
             ),
         ] {
@@ -515,6 +524,7 @@ mod tests {
         for (path, refused) in [
             ("/etc/node-sizing.env", true),
             ("/etc/mco/proxy.env", true),
+            ("/etc/kubernetes/node.env", true),
             ("/etc/systemd/system/kubelet.service", true),
             ("/dev/shm/x.env", true),
             ("/sys/x", true),
