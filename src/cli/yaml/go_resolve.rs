@@ -43,10 +43,12 @@ impl GoNumber {
 /// serde_json (an integral one below 1e21 becomes an integer where it
 /// fits 64 bits).
 pub(super) fn go_float_json(f: f64) -> serde_json::Value {
-    if f.is_finite() && f.fract() == 0.0 && f.abs() < 1e21 {
-        if let Ok(v) = serde_json::from_str(&format!("{f}")) {
-            return v;
-        }
+    if f.is_finite()
+        && f.fract() == 0.0
+        && f.abs() < 1e21
+        && let Ok(v) = serde_json::from_str(&format!("{f}"))
+    {
+        return v;
     }
     serde_json::Value::from(f)
 }
