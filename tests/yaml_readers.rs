@@ -224,8 +224,14 @@ const CASES: &[(&str, Want)] = &[
         Refused("line 1: the escape `\\/` in a double-quoted string"),
     ),
     ("a: 1\nb: [\"\\/\"]\n", Refused("line 2: the escape `\\/`")),
-    ("m: \"a\\qb\"\n", Refused("unknown escape character")),
-    ("m: \"a\\%b\"\n", Refused("unknown escape character")),
+    ("m: \"a\\qb\"\n", Refused("line 1: the escape `\\q`")),
+    (
+        "a: 1\nm: \"\\'a\\%b\"\n",
+        Refused("line 2: the escape `\\%`"),
+    ),
+    // go-yaml's `\'` (no YAML 1.2 escape): `'`, in keys, flow and lists.
+    ("m: \"it\\'s\"\nk: {\"a\\'\": [\"\\'\\'\", 1_0]}\n", Alike),
+    ("- \"x\\\\\\'\"\n- \"a\\'\n  b\\'\" # c\n", Alike),
     (
         "m: \"a\\uD800b\"\n",
         Refused("while parsing a quoted scalar"),

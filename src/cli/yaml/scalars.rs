@@ -34,6 +34,10 @@ pub(super) enum Stop {
     /// Text the parser refused: the deserializer will say so too, in its
     /// words (this one is the fallback).
     Unparsed(anyhow::Error),
+    /// An escape YAML 1.2 does not have in the double-quoted scalar whose
+    /// opening quote is at this byte: go-yaml's `\'` is read by
+    /// [`quote_escapes`], any other refused there.
+    Escape(usize),
 }
 
 /// The YAML 1.1 booleans of go-yaml v2 that go-yaml v3 reads as strings.
@@ -82,7 +86,13 @@ pub(super) fn check(text: &str) -> Result<Vec<Rewrite>, Stop> {
     let mut frames: Vec<Frame> = Vec::new();
     let mut rewrites = Vec::new();
     for event in Parser::new_from_str(text) {
-        let (event, span) = event.map_err(|e| Stop::Unparsed(anyhow!("{e}")))?;
+        let (event, span) = event.map_err(|e| {
+            use serde_saphyr::granit_parser::ErrorKind;
+            match (e.kind(), e.marker().byte_offset()) {
+                (ErrorKind::UnknownQuotedScalarEscape, Some(at)) => Stop::Escape(at),
+                _ => Stop::Unparsed(anyhow!("{e}")),
+            }
+        })?;
         let line = span.start.line();
         let raw = span
             .start
@@ -334,23 +344,65 @@ fn escapes(raw: &str) -> Option<String> {
         }
         match chars.next() {
             Some(e) if GO_ESCAPES.contains(e) => {}
-            Some(e) => {
-                let plain = if e == '/' {
-                    "write `/` without the backslash".to_string()
-                } else {
-                    format!("write {e:?} another way (`\\\\` for a backslash)")
-                };
-                return Some(format!(
-                    "the escape `\\{e}` in a double-quoted string: `kubectl apply -f`, kustomize \
-                     and the MCO (go-yaml, YAML 1.1) know no such escape and refuse the whole \
-                     file (\"found unknown escape character\"); {plain}, or single-quote the \
-                     string"
-                ));
-            }
+            Some(e) => return Some(unknown_escape(e)),
             None => {}
         }
     }
     None
+}
+
+/// The refusal of `\e`, an escape go-yaml does not know.
+fn unknown_escape(e: char) -> String {
+    let plain = if e == '/' {
+        "write `/` without the backslash".to_string()
+    } else {
+        format!("write {e:?} another way (`\\\\` for a backslash)")
+    };
+    format!(
+        "the escape `\\{e}` in a double-quoted string: `kubectl apply -f`, kustomize \
+                     and the MCO (go-yaml, YAML 1.1) know no such escape and refuse the whole \
+                     file (\"found unknown escape character\"); {plain}, or single-quote the \
+                     string"
+    )
+}
+
+/// `text` with the double-quoted scalar whose opening quote is at byte
+/// `at` read as go-yaml reads it: each `\'` (go-yaml's, not YAML 1.2's)
+/// written `'`, as many spaces after the closing quote (lines and columns
+/// stay); or the refusal of an escape go-yaml does not know either.
+pub(super) fn quote_escapes(text: &str, at: usize) -> Result<String, String> {
+    let Some(body) = text.get(at..).and_then(|t| t.strip_prefix('"')) else {
+        return Err("an escape this reader does not know in a double-quoted string".into());
+    };
+    let mut out = String::with_capacity(text.len());
+    out.push_str(&text[..at]);
+    out.push('"');
+    let mut dropped = 0;
+    let mut chars = body.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' => {
+                out.push('"');
+                out.extend(std::iter::repeat_n(' ', dropped));
+                out.push_str(&body[i + 1..]);
+                return Ok(out);
+            }
+            '\\' => match chars.next() {
+                Some((_, '\'')) => {
+                    out.push('\'');
+                    dropped += 1;
+                }
+                Some((_, e)) if GO_ESCAPES.contains(e) => {
+                    out.push('\\');
+                    out.push(e);
+                }
+                Some((_, e)) => return Err(unknown_escape(e)),
+                None => break,
+            },
+            c => out.push(c),
+        }
+    }
+    Err("a double-quoted string without its closing quote".into())
 }
 
 /// The core type a tag names (`!!int`: "int"), or None for a local or
