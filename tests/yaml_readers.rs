@@ -198,7 +198,7 @@ const CASES: &[(&str, Want)] = &[
         "m: 1e1000\n",
         Unsure("line 1: the unquoted value `1e1000` is the string"),
     ),
-    (".inf: 1\n", Unsure("the unquoted key `.inf`")),
+    (".inf: 1\n", Alike),
     (
         "m: .inf\n",
         Refused("line 1: the unquoted value `.inf` is a float"),
