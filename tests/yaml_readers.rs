@@ -188,6 +188,15 @@ const CASES: &[(&str, Want)] = &[
         Alike,
     ),
     ("m: -9223372036854775808\nk: 9223372036854775808\n", Alike),
+    // Tagged numbers, go-yaml's the same way.
+    ("m: !!int 1_\n", Alike),
+    ("m: !!float 1_0\n", Alike),
+    ("m: !!int \"1_0\"\n", Alike),
+    ("m: !!str 1_0\nk: \"1_0\"\n", Alike),
+    (
+        "m: !!int 0b-1\nk: !!float 1e1_0\no: [!!int 0x1_, !!float .5_0]\n",
+        Alike,
+    ),
     (
         "1_0: x\n",
         Split("line 1: the unquoted key `1_0` is a number"),

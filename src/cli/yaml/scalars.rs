@@ -110,7 +110,20 @@ pub(super) fn check(text: &str) -> Result<Vec<Rewrite>, Stop> {
         let refusal = match &event {
             Event::Scalar(value, style, _, tag) => match tag {
                 Some(tag) if is_key => tagged_key(tag, value),
-                Some(tag) => tagged_scalar(tag, value),
+                Some(tag) => tagged_scalar(tag, value).or_else(|| {
+                    let core = core_name(tag)?;
+                    if *style != ScalarStyle::Plain || !matches!(core.as_str(), "int" | "float") {
+                        return None;
+                    }
+                    match tagged_number(&core, value, raw.clone()) {
+                        Number::Alike => None,
+                        Number::Rewrite(r) => {
+                            rewrites.push(r);
+                            None
+                        }
+                        Number::Refused(why) => Some(why),
+                    }
+                }),
                 None if *style == ScalarStyle::Plain => match plain(value, is_key) {
                     Some(why) => Some(why),
                     None if is_key => None,
@@ -318,6 +331,40 @@ fn plain_number(value: &str, raw: Option<(Range<usize>, &str)>) -> Number {
              and the MCO (go-yaml drops every `_`), which this reader would read otherwise; \
              write {want} (or quote it for the string {q})",
             q = shown(value)
+        )),
+    }
+}
+
+/// A plain `!!int` or `!!float` (`core`) number as go-yaml v2 reads it
+/// (`!!int 1_` is 1, `!!float 1_0` 10.0), or refused; other texts are
+/// the deserializer's and Go's alike, or refused by both.
+fn tagged_number(core: &str, value: &str, raw: Option<(Range<usize>, &str)>) -> Number {
+    let Some(go) = go_resolve::number(value) else {
+        return Number::Alike;
+    };
+    let want = match (core, go) {
+        ("float", GoNumber::Int(i)) => go_resolve::go_float_json(i as f64),
+        ("float", GoNumber::Uint(u)) => go_resolve::go_float_json(u as f64),
+        _ => go.json(),
+    };
+    let read = |t: &str| alone(&format!("!!{core} {t}"));
+    if read(value).as_ref() == Some(&want) {
+        return Number::Alike;
+    }
+    let mut texts = vec![value.replace('_', "")];
+    texts.extend(go.texts());
+    let fits = texts
+        .into_iter()
+        .find(|t| t.len() <= value.len() && read(t).as_ref() == Some(&want));
+    match (fits, raw) {
+        (Some(t), Some((at, written))) if written == value => {
+            let pad = value.len() - t.len();
+            Number::Rewrite((at, format!("{t}{}", " ".repeat(pad))))
+        }
+        _ => Number::Refused(format!(
+            "`!!{core} {value}` is the number {want} to `kubectl apply -f`, kustomize and the \
+             MCO (go-yaml drops every `_`), which this reader would read otherwise; write \
+             {want}"
         )),
     }
 }
