@@ -322,6 +322,88 @@ fn a_partial_file_entry_merges_as_the_mco_merges_it() {
     );
 }
 
+/// Review 12 (r12b) F12: a spec 3 MachineConfig with spec 2's
+/// `filesystem: root` left on a file and a directory (repos converted from
+/// spec 2 keep it): the MCO accepts it and serves the config without the
+/// key; explain reads it too (refused on 810045b: "no key of Ignition's
+/// spec 3 config here").
+#[test]
+fn a_spec2_filesystem_key_is_read_as_the_mco_reads_it() {
+    let Some((oracle, mco_root)) = crate::support::mco::oracle_as_root() else {
+        return;
+    };
+    let tmp = scratch_dir();
+    let gitops = tmp.path().join("gitops");
+    render(&gitops, &["--label", "example.com/gpu=yes"]);
+    std::fs::write(
+        gitops.join("99-worker-gpu-registries.yaml"),
+        "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\n\
+         metadata:\n  name: 99-worker-gpu-registries\n  labels:\n    \
+         machineconfiguration.openshift.io/role: worker-gpu\n\
+         spec:\n  config:\n    ignition: {version: 3.1.0}\n    storage:\n      files:\n      \
+         - contents: {source: 'data:,x'}\n        filesystem: root\n        mode: 420\n        \
+         path: /etc/containers/registries.conf.d/99-mirror.conf\n      directories:\n      \
+         - {path: /etc/containers/x.d, mode: 493, filesystem: root}\n",
+    )
+    .unwrap();
+    let k = gitops.join("kustomization.yaml");
+    let listed = std::fs::read_to_string(&k).unwrap() + "- 99-worker-gpu-registries.yaml\n";
+    std::fs::write(&k, listed).unwrap();
+    let work = tmp.path().join("work");
+    let o = Command::new(&oracle)
+        .arg("-mco-root")
+        .arg(&mco_root)
+        .arg("-manifests")
+        .arg(&gitops)
+        .arg("-work")
+        .arg(&work)
+        .output()
+        .unwrap();
+    let report: serde_json::Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
+    assert_eq!(
+        report["summary"]["mcoValidationErrors"], 0,
+        "{}",
+        report["summary"]
+    );
+    let served: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(work.join("desired-mc.json")).unwrap()).unwrap();
+    let storage = &served["spec"]["config"]["storage"];
+    let file = storage["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "/etc/containers/registries.conf.d/99-mirror.conf")
+        .expect("the file served");
+    assert!(file.get("filesystem").is_none(), "{file}");
+    assert!(!storage.to_string().contains("filesystem"), "{storage}");
+
+    let kubelet = tmp.path().join("kubelet.yaml");
+    std::fs::write(
+        &kubelet,
+        "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\n\
+         metadata:\n  name: 01-worker-kubelet\n  labels:\n    \
+         machineconfiguration.openshift.io/role: worker\n\
+         spec:\n  config:\n    ignition: {version: 3.4.0}\n    systemd:\n      units:\n      \
+         - name: kubelet.service\n        contents: |\n          [Service]\n          \
+         ExecStart=/usr/bin/kubelet\n",
+    )
+    .unwrap();
+    let o = bin()
+        .args(["explain", "--pool", "worker-gpu", "--machineconfig"])
+        .arg(&kubelet)
+        .arg("--machineconfig")
+        .arg(&gitops)
+        .output()
+        .unwrap();
+    let out = crate::support::stdout(&o);
+    assert!(
+        o.status.success() && out.contains("example.com/gpu=yes"),
+        "{out}{}",
+        stderr(&o)
+    );
+}
+
 /// A pull request that changes only the kustomization beside the
 /// MachineConfigs, adding a patch: `kubectl apply -k` (Argo CD, Flux)
 /// applies the patched MachineConfig (here a NoExecute taint, which evicts

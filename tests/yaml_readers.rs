@@ -25,8 +25,10 @@ enum Want {
     /// Refused, with these words, though both Go readers read it alike:
     /// this reader would not (a tag it would honour, they drop).
     Unsure(&'static str),
+    /// Refused by both Go readers, and by us with these words.
+    Refused(&'static str),
 }
-use Want::{Alike, Split, Unsure};
+use Want::{Alike, Refused, Split, Unsure};
 
 const CASES: &[(&str, Want)] = &[
     // Mixed-case YAML 1.1 spellings: strings to both (on 9d154a5, to us
@@ -158,6 +160,96 @@ const CASES: &[(&str, Want)] = &[
     ("m: !!str {a: 1}\n", Unsure("the tag `!!str` on a mapping")),
     ("m: !!null 5\n", Unsure("`!!null 5`, no null")),
     ("true: 1\n", Unsure("the unquoted key `true`")),
+    // Review 12 (r12b) F6: go-yaml drops every `_` of a plain number
+    // (YAML 1.1), takes `0b-`, no sexagesimal, and writes a float without
+    // a fraction as an integer; on 810045b these were strings (or floats).
+    ("m: 1_\nk: 0x1_\no: 685_230.15\np: 1e1_0\n", Alike),
+    ("m: 1__0\nk: -_1\no: +_1\np: 0_644\nq: 0b1_0\n", Alike),
+    (
+        "m: 0b-101\nk: -0b1_0\no: 0b_1\np: 1_e3\nq: 0_\nr: 5.5_\n",
+        Alike,
+    ),
+    (
+        "m: 12_34.5_6e1_0\nk: 1.5e1_0\no: .5e1_0\np: .5_0\nq: 1_0.0\n",
+        Alike,
+    ),
+    ("m: [4_93, {a: 2_0}]\nk: {a: 1__0,b: 2}\n", Alike),
+    (
+        "m: _1\nk: ._5\no: 0x_\np: 0o8\nq: 0x1p3\nr: 1:20\ns: 190:20:30\n",
+        Alike,
+    ),
+    (
+        "m: 08\nk: 09.5\no: 1e16\np: 1e20\nq: 1e21\nr: -0.0\ns: 1e-400\n",
+        Alike,
+    ),
+    ("m: 99999999999999999999\nk: +18446744073709551615\n", Alike),
+    (
+        "m: 0B11\nk: 0O17\no: 0X1f\np: -0x1f\nq: +0b1\nr: 0xFFFFFFFFFFFFFFFF\n",
+        Alike,
+    ),
+    ("m: -9223372036854775808\nk: 9223372036854775808\n", Alike),
+    // Tagged numbers, go-yaml's the same way.
+    ("m: !!int 1_\n", Alike),
+    ("m: !!float 1_0\n", Alike),
+    ("m: !!int \"1_0\"\n", Alike),
+    ("m: !!str 1_0\nk: \"1_0\"\n", Alike),
+    (
+        "m: !!int 0b-1\nk: !!float 1e1_0\no: [!!int 0x1_, !!float .5_0]\n",
+        Alike,
+    ),
+    (
+        "1_0: x\n",
+        Split("line 1: the unquoted key `1_0` is a number"),
+    ),
+    ("0b1: x\n", Split("the unquoted key `0b1` is a number")),
+    // Past a float: a string to Go, an infinity to YAML 1.2: refused.
+    (
+        "m: 1e1000\n",
+        Unsure("line 1: the unquoted value `1e1000` is the string"),
+    ),
+    (".inf: 1\n", Alike),
+    (
+        "m: .inf\n",
+        Refused("line 1: the unquoted value `.inf` is a float"),
+    ),
+    ("m: -.Inf\n", Refused("the unquoted value `-.Inf`")),
+    ("m: .NaN\n", Refused("the unquoted value `.NaN`")),
+    // Double-quoted escapes: YAML 1.1's, as go-yaml has them (and a tab
+    // after `\`); YAML 1.2's `\/` refused as go-yaml refuses the file.
+    (
+        "m: \"a\\tb\\\tc\\Nd\\_e\\Lf\\Pg\\x41\\xe9\\u00e9\\U0001F600\"\n",
+        Alike,
+    ),
+    (
+        "m: \"\\0\\a\\b\\v\\f\\r\\e\\ \\\"\\\\\\x85\\uFFFE\\x00\\u2028\"\n",
+        Alike,
+    ),
+    (
+        "m: \"a\\\n  b\"\nk: 'a\\/b'\no: a\\/b\np: \"a\\\\/b\"\n",
+        Alike,
+    ),
+    (
+        "m: \"OPS-1\\/2\"\n",
+        Refused("line 1: the escape `\\/` in a double-quoted string"),
+    ),
+    ("a: 1\nb: [\"\\/\"]\n", Refused("line 2: the escape `\\/`")),
+    ("m: \"a\\qb\"\n", Refused("line 1: the escape `\\q`")),
+    (
+        "a: 1\nm: \"\\'a\\%b\"\n",
+        Refused("line 2: the escape `\\%`"),
+    ),
+    // go-yaml's `\'` (no YAML 1.2 escape): `'`, in keys, flow and lists.
+    ("m: \"it\\'s\"\nk: {\"a\\'\": [\"\\'\\'\", 1_0]}\n", Alike),
+    ("- \"x\\\\\\'\"\n- \"a\\'\n  b\\'\" # c\n", Alike),
+    (
+        "m: \"a\\uD800b\"\n",
+        Refused("while parsing a quoted scalar"),
+    ),
+    (
+        "m: \"\\U00110000\"\n",
+        Refused("invalid Unicode character escape code"),
+    ),
+    ("m: \"a\\x8gb\"\n", Refused("expected hexadecimal number")),
 ];
 
 /// Documents without the empty ones (`---` alone), as the Go readers skip them.
@@ -187,6 +279,20 @@ fn scalars_are_read_as_both_go_readers_read_them_or_refused() {
                     ));
                 } else if ours != theirs2 {
                     bad.push(format!("{text:?}: read as {ours:?}, go-yaml {theirs2:?}"));
+                }
+            }
+            Refused(words) => {
+                if theirs2.is_ok() || theirs3.is_ok() {
+                    bad.push(format!(
+                        "{text:?}: the oracle read it: v2 {theirs2:?}, v3 {theirs3:?}"
+                    ));
+                }
+                match ours {
+                    Ok(v) => bad.push(format!("{text:?}: read as {v:?}")),
+                    Err(e) if !e.contains(words) => {
+                        bad.push(format!("{text:?}: refused, not with {words:?}: {e}"))
+                    }
+                    Err(_) => {}
                 }
             }
             Split(words) | Unsure(words) => {

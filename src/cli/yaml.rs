@@ -11,6 +11,7 @@
 //! refused, naming the line and the fix, rather than read one way: a
 //! taint reset hidden from plan that way was applied to the nodes.
 
+mod go_resolve;
 mod scalars;
 
 use anyhow::{Result, bail};
@@ -28,17 +29,39 @@ use anyhow::{Result, bail};
 /// line; callers add the file.
 pub fn kube_yaml<T: serde::de::DeserializeOwned>(text: &str) -> Result<Vec<T>> {
     refuse_ambiguous(text)?;
-    let unparsed = match scalars::check(text) {
-        Ok(()) => None,
+    // go-yaml's `\'` in a double-quoted string, written `'` (same length:
+    // lines and columns stay); one scalar each round.
+    let mut read = std::borrow::Cow::Borrowed(text);
+    let mut rounds = 0;
+    let checked = loop {
+        rounds += 1;
+        if rounds > 1000 {
+            bail!(
+                "more than 1,000 double-quoted strings with `\\'` (go-yaml's escape for `'`, \
+                 not YAML 1.2's); write `'` without the backslash"
+            );
+        }
+        match scalars::check(&read) {
+            Err(scalars::Stop::Escape(at)) => match scalars::quote_escapes(&read, at) {
+                Ok(t) if t != *read => read = std::borrow::Cow::Owned(t),
+                Ok(_) => break Err(scalars::Stop::Unparsed(anyhow::anyhow!("unknown escape"))),
+                Err(why) => bail!("line {}: {why}", line_of(&read, at)),
+            },
+            other => break other,
+        }
+    };
+    let (unparsed, rewrites) = match checked {
+        Ok(rewrites) => (None, rewrites),
         Err(scalars::Stop::Refused(e)) => return Err(e),
-        Err(scalars::Stop::Unparsed(e)) => Some(e),
+        Err(scalars::Stop::Unparsed(e)) => (Some(e), Vec::new()),
+        Err(scalars::Stop::Escape(_)) => (None, Vec::new()),
     };
-    let options = serde_saphyr::options! {
-        legacy_octal_numbers: true,
-        strict_booleans: true,
-        merge_keys: serde_saphyr::MergeKeyPolicy::Error,
-    };
-    let docs = serde_saphyr::from_multiple_with_options(text, options).map_err(|e| {
+    // Numbers go-yaml reads otherwise than YAML 1.2, written as the same
+    // number in YAML 1.2's terms (same length: lines and columns stay).
+    for (at, with) in rewrites {
+        read.to_mut().replace_range(at, &with);
+    }
+    let docs = serde_saphyr::from_multiple_with_options(&read, read_options()).map_err(|e| {
         use serde_saphyr::Error as E;
         let mut inner = &e;
         while let E::AliasError { error, .. } | E::WithSnippet { error, .. } = inner {
@@ -59,6 +82,24 @@ pub fn kube_yaml<T: serde::de::DeserializeOwned>(text: &str) -> Result<Vec<T>> {
     match unparsed {
         Some(e) => Err(e),
         None => Ok(docs),
+    }
+}
+
+/// The line (from 1) of byte `at` of `text`.
+fn line_of(text: &str, at: usize) -> usize {
+    1 + text.as_bytes()[..at.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+}
+
+/// How the deserializer reads a manifest: YAML 1.1's octal, the booleans
+/// both Go readers take, no merge key.
+fn read_options() -> serde_saphyr::Options {
+    serde_saphyr::options! {
+        legacy_octal_numbers: true,
+        strict_booleans: true,
+        merge_keys: serde_saphyr::MergeKeyPolicy::Error,
     }
 }
 
@@ -156,17 +197,15 @@ pub fn refuse_ambiguous(text: &str) -> Result<()> {
     Ok(())
 }
 
-/// Floats without a fraction made integers, as Go's JSON encoder writes
-/// them (within 2^53, where a float is exact).
+/// Floats as Go's JSON encoder writes them and serde_json reads that
+/// back: one without a fraction below 1e21 as its shortest digits, an
+/// integer where it fits 64 bits (`1e16` is 10000000000000000).
 fn integral_numbers(v: &mut serde_json::Value) {
     use serde_json::Value;
     match v {
         Value::Number(n) if !n.is_i64() && !n.is_u64() => {
-            if let Some(f) = n
-                .as_f64()
-                .filter(|f| f.fract() == 0.0 && f.abs() < 9.007e15)
-            {
-                *v = Value::from(f as i64);
+            if let Some(f) = n.as_f64() {
+                *v = go_resolve::go_float_json(f);
             }
         }
         Value::Array(items) => items.iter_mut().for_each(integral_numbers),
@@ -377,6 +416,83 @@ mod tests {
         ] {
             let e = refused(text);
             assert!(e.contains(want), "{text:?}: {e}");
+        }
+    }
+
+    // Review 12 (r12b) F6: go-yaml (`kubectl apply -f`, the MCO, and
+    // kustomize alike) drops every `_` of a plain number and refuses an
+    // escape YAML 1.1 does not have; on 810045b `mode: 4_93` was a string
+    // (a valid file refused) and `"OPS-1\/2"` read as `OPS-1/2` where
+    // kubectl refuses the file (tests/yaml_readers.rs checks both against
+    // go-yaml).
+
+    /// Numbers with `_`, `0b-`, and floats Go writes as integers, as
+    /// kubectl reads them; every other byte of the text stays where it is.
+    #[test]
+    fn numbers_with_underscores_are_go_yamls() {
+        let d = &kube_yaml_docs(
+            "mode: 4_93
+v: [1_, 0x1_, 685_230.15, 1e1_0, 1__0, -_1, 0b-101, 1e16, .5_0]
+w: _1
+",
+        )
+        .unwrap()[0];
+        assert_eq!(
+            d,
+            &serde_json::json!({"mode": 493,
+                "v": [1, 1, 685_230.15, 10_000_000_000u64, 10, -1, -5, 10_000_000_000_000_000u64, 0.5],
+                "w": "_1"})
+        );
+        for (text, want) in [
+            (
+                "m: 1e1000\n",
+                "line 1: the unquoted value `1e1000` is the string",
+            ),
+            (
+                "m: .inf\n",
+                "line 1: the unquoted value `.inf` is a float without a JSON",
+            ),
+            ("1_0: x\n", "line 1: the unquoted key `1_0` is a number"),
+        ] {
+            let e = refused(text);
+            assert!(e.contains(want), "{text:?}: {e}");
+        }
+    }
+
+    /// A double-quoted `\/` (YAML 1.2, JSON) is no escape to go-yaml: the
+    /// whole file is refused, naming the line and the fix.
+    #[test]
+    fn escapes_go_yaml_does_not_know_are_refused() {
+        let e = refused("a: 1\nb: {c: \"OPS-1\\/2\"}\n");
+        assert!(
+            e.starts_with("line 2: the escape `\\/` in a double-quoted string")
+                && e.contains("write `/` without the backslash"),
+            "{e}"
+        );
+        let d = &kube_yaml_docs("a: \"\\t\\_\\N\\L\\x41\\u00e9\\\\/\"\nb: 'x\\/'\n").unwrap()[0];
+        assert_eq!(
+            d,
+            &serde_json::json!({"a": "\t\u{a0}\u{85}\u{2028}A\u{e9}\\/", "b": "x\\/"})
+        );
+    }
+
+    /// go-yaml reads `\'` in a double-quoted string as `'` (YAML 1.2 has
+    /// no such escape: refused on 810045b); an escape neither knows is
+    /// refused naming the line and the fix.
+    #[test]
+    fn go_yamls_quote_escape_is_read() {
+        let text = "a: \"it\\'s\"\nb: {\"k\\'\": [\"\\'\\'x\", 1_0]}\nc: \"x\\\\\\'\"\n";
+        let d = &kube_yaml_docs(text).unwrap()[0];
+        assert_eq!(
+            d,
+            &serde_json::json!({"a": "it's", "b": {"k'": ["''x", 10]}, "c": "x\\'"})
+        );
+        for (text, want) in [
+            ("a: 1\nb: \"\\q\"\n", "line 2: the escape `\\q`"),
+            ("a: \"\\'\\%\"\n", "line 1: the escape `\\%`"),
+        ] {
+            let e = refused(text);
+            assert!(e.starts_with(want), "{text:?}: {e}");
         }
     }
 }

@@ -69,9 +69,20 @@ fn merged(configs: &[Value]) -> Merged {
             let Some(v) = config.pointer(at).filter(|v| !v.is_null()) else {
                 continue;
             };
-            // Of files only what the checks read (not their contents).
+            // Of files only what the checks read (not their contents);
+            // of directories and links what the MCO serves (no spec 2
+            // `filesystem`).
             let reduced;
-            let v = if *at == "/storage/files" {
+            let v = if *at == "/storage/directories" || *at == "/storage/links" {
+                reduced = Value::Array(
+                    v.as_array()
+                        .map_or(&[][..], Vec::as_slice)
+                        .iter()
+                        .map(without_spec2_filesystem)
+                        .collect(),
+                );
+                &reduced
+            } else if *at == "/storage/files" {
                 reduced = Value::Array(
                     v.as_array()
                         .map_or(&[][..], Vec::as_slice)
@@ -125,6 +136,15 @@ fn merged(configs: &[Value]) -> Merged {
         }
     }
     m
+}
+
+/// A storage node as the MCO serves it: without spec 2's `filesystem`.
+fn without_spec2_filesystem(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(o) = v.as_object_mut() {
+        o.remove("filesystem");
+    }
+    v
 }
 
 fn json_pick(v: &Value, keys: &[&str]) -> Value {
@@ -336,6 +356,27 @@ mod tests {
             o.extend(add);
         }
         json!({"config": c})
+    }
+
+    /// Review 12 (r12b) F12: a spec 2 `filesystem` left on a directory or
+    /// link is not served by the MCO: adding it changes nothing (on
+    /// 810045b, "directories section contains changes").
+    #[test]
+    fn a_spec2_filesystem_key_is_no_change() {
+        let old = [mc(
+            "99-x",
+            cfg(
+                json!({"storage": {"directories": [{"path": "/etc/d", "mode": 493}],
+                "links": [{"path": "/etc/l", "target": "/x"}]}}),
+            ),
+        )];
+        let new = [mc(
+            "99-x",
+            cfg(json!({"storage": {
+                "directories": [{"path": "/etc/d", "mode": 493, "filesystem": "root"}],
+                "links": [{"path": "/etc/l", "target": "/x", "filesystem": "root"}]}})),
+        )];
+        assert_eq!(refusal(&old, &new), None);
     }
 
     #[test]

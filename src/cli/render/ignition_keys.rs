@@ -226,6 +226,13 @@ fn fields(kind: Kind) -> Vec<(&'static str, Shape)> {
     out
 }
 
+/// Spec 2's `filesystem` of a file, directory or link, often left in
+/// configs converted to spec 3: Ignition's spec 3 reader skips it (it
+/// only warns), the MCO accepts the config and serves it without the key
+/// (review 12 F12, checked with the MCO oracle), so it is passed over
+/// here too, whatever its value, and plan's comparisons drop it.
+pub const SPEC2_FILESYSTEM: &str = "filesystem";
+
 /// A key as Go's `encoding/json` compares it: ASCII upper-cased, any
 /// other rune lower- then upper-cased (`ſ` is `S`, the Kelvin sign `K`).
 /// Its older matcher (Unicode simple folding) joins the same runes here.
@@ -257,6 +264,9 @@ fn walk(v: &Value, kind: Kind, at: &str, jp: &str) -> Result<()> {
     };
     let known = fields(kind);
     for (key, value) in object {
+        if key == SPEC2_FILESYSTEM && matches!(kind, K::File | K::Directory | K::Link) {
+            continue;
+        }
         let Some((_, shape)) = known.iter().find(|(k, _)| k == key) else {
             match known.iter().find(|(k, _)| fold(k) == fold(key)) {
                 Some((exact, _)) => bail!(
@@ -480,6 +490,29 @@ mod tests {
             "passwd": {"users": [{"name": "core", "sshAuthorizedKeys": [null], "uid": -1}]},
             "systemd": {"units": [{"name": "x.service", "mask": false, "enabled": null}]}}))
         .unwrap();
+    }
+
+    /// Review 12 (r12b) F12: a spec 2 `filesystem` left on a file,
+    /// directory or link is skipped by the MCO (refused on 810045b); a
+    /// folded spelling of it, or the key elsewhere, is still refused.
+    #[test]
+    fn a_spec2_filesystem_key_of_a_storage_node_is_passed_over() {
+        check(&json!({"ignition": {"version": "3.1.0"}, "storage": {
+            "files": [{"path": "/etc/x", "filesystem": "root", "mode": 420}],
+            "directories": [{"path": "/etc/d", "filesystem": 5}],
+            "links": [{"path": "/etc/l", "target": "/x", "filesystem": {"a": [1]}}]}}))
+        .unwrap();
+        for config in [
+            json!({"storage": {"files": [{"path": "/x", "Filesystem": "root"}]}}),
+            json!({"systemd": {"units": [{"name": "a.service", "filesystem": "root"}]}}),
+            json!({"storage": {"filesystem": "root"}}),
+        ] {
+            let e = format!("{:#}", check(&config).unwrap_err());
+            assert!(
+                e.contains("no key of Ignition's spec 3 config"),
+                "{config}: {e}"
+            );
+        }
     }
 
     #[test]

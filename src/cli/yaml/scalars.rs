@@ -11,9 +11,21 @@
 //! than both, the text is refused rather than read one way. What both read
 //! alike and we do too (`oN`, `tRUE`: strings to all, with
 //! `strict_booleans`) passes.
+//!
+//! Numbers are go-yaml's (go_resolve.rs): a plain number YAML 1.2 reads
+//! otherwise (`1_`, `685_230.15`, `0b-101`) is read as Go reads it (the
+//! text handed to the deserializer says the same number in its terms,
+//! same length, so every line and column stays), or refused where no
+//! such text fits. A double-quoted escape go-yaml does not know (YAML
+//! 1.2's `\/`) is refused as go-yaml refuses the whole file.
+
+use std::ops::Range;
 
 use anyhow::anyhow;
+use serde_json::Value;
 use serde_saphyr::granit_parser::{Event, Parser, ScalarStyle, Tag};
+
+use super::go_resolve::{self, GoNumber};
 
 /// Why [`check`] stopped.
 pub(super) enum Stop {
@@ -22,6 +34,10 @@ pub(super) enum Stop {
     /// Text the parser refused: the deserializer will say so too, in its
     /// words (this one is the fallback).
     Unparsed(anyhow::Error),
+    /// An escape YAML 1.2 does not have in the double-quoted scalar whose
+    /// opening quote is at this byte: go-yaml's `\'` is read by
+    /// [`quote_escapes`], any other refused there.
+    Escape(usize),
 }
 
 /// The YAML 1.1 booleans of go-yaml v2 that go-yaml v3 reads as strings.
@@ -60,12 +76,29 @@ enum Frame {
     Map(bool),
 }
 
-/// Every scalar and tag of `text`, against what the Go readers make of it.
-pub(super) fn check(text: &str) -> Result<(), Stop> {
+/// Bytes of the text to read in place of what is written there (same
+/// length): a number in the deserializer's terms.
+pub(super) type Rewrite = (Range<usize>, String);
+
+/// Every scalar and tag of `text`, against what the Go readers make of it;
+/// the rewrites that make the deserializer read its numbers as Go does.
+pub(super) fn check(text: &str) -> Result<Vec<Rewrite>, Stop> {
     let mut frames: Vec<Frame> = Vec::new();
+    let mut rewrites = Vec::new();
     for event in Parser::new_from_str(text) {
-        let (event, span) = event.map_err(|e| Stop::Unparsed(anyhow!("{e}")))?;
+        let (event, span) = event.map_err(|e| {
+            use serde_saphyr::granit_parser::ErrorKind;
+            match (e.kind(), e.marker().byte_offset()) {
+                (ErrorKind::UnknownQuotedScalarEscape, Some(at)) => Stop::Escape(at),
+                _ => Stop::Unparsed(anyhow!("{e}")),
+            }
+        })?;
         let line = span.start.line();
+        let raw = span
+            .start
+            .byte_offset()
+            .zip(span.end.byte_offset())
+            .and_then(|(a, b)| Some((a..b, text.get(a..b)?)));
         let is_key = match frames.last_mut() {
             Some(Frame::Map(next_is_key)) if is_node(&event) => {
                 let key = *next_is_key;
@@ -77,8 +110,35 @@ pub(super) fn check(text: &str) -> Result<(), Stop> {
         let refusal = match &event {
             Event::Scalar(value, style, _, tag) => match tag {
                 Some(tag) if is_key => tagged_key(tag, value),
-                Some(tag) => tagged_scalar(tag, value),
-                None if *style == ScalarStyle::Plain => plain(value, is_key),
+                Some(tag) => tagged_scalar(tag, value).or_else(|| {
+                    let core = core_name(tag)?;
+                    if *style != ScalarStyle::Plain || !matches!(core.as_str(), "int" | "float") {
+                        return None;
+                    }
+                    match tagged_number(&core, value, raw.clone()) {
+                        Number::Alike => None,
+                        Number::Rewrite(r) => {
+                            rewrites.push(r);
+                            None
+                        }
+                        Number::Refused(why) => Some(why),
+                    }
+                }),
+                None if *style == ScalarStyle::Plain => match plain(value, is_key) {
+                    Some(why) => Some(why),
+                    None if is_key => None,
+                    None => match plain_number(value, raw.clone()) {
+                        Number::Alike => None,
+                        Number::Rewrite(r) => {
+                            rewrites.push(r);
+                            None
+                        }
+                        Number::Refused(why) => Some(why),
+                    },
+                },
+                None if *style == ScalarStyle::DoubleQuoted => {
+                    raw.as_ref().and_then(|(_, r)| escapes(r))
+                }
                 None => None,
             },
             Event::MappingStart(_, _, tag) => {
@@ -101,7 +161,7 @@ pub(super) fn check(text: &str) -> Result<(), Stop> {
             return Err(Stop::Refused(anyhow!("line {line}: {why}")));
         }
     }
-    Ok(())
+    Ok(rewrites)
 }
 
 fn is_node(event: &Event) -> bool {
@@ -186,18 +246,211 @@ fn looks_like_a_date(value: &str) -> bool {
     (1..=2).contains(&day) && matches!(b.get(at + day), None | Some(b'T' | b't' | b' '))
 }
 
-/// A number (as a value, to us and go-yaml) whose key text is not its
-/// decimal integer form: go-yaml v2 makes another key of it (`0644` is
-/// "420", `1.0` is "1").
+/// A number to go-yaml v2 whose key text is not its decimal integer
+/// form: go-yaml v2 makes another key of it (`0644` is "420", `1_0` is
+/// "10", `1.0` is "1").
 fn noncanonical_number(value: &str) -> bool {
+    match go_resolve::number(value) {
+        Some(GoNumber::Int(i)) => i.to_string() != value,
+        Some(GoNumber::Uint(u)) => u.to_string() != value,
+        Some(GoNumber::Float(_)) => true,
+        // `.inf:` is the key ".inf" to all (and a string to us).
+        None => false,
+    }
+}
+
+/// go-yaml v2's infinities and NaN (resolve.go's table): floats JSON has
+/// no text for, so kubectl refuses the file with one.
+const NON_FINITE: &[&str] = &[
+    ".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf",
+    "-.INF",
+];
+
+/// What a plain value is to go-yaml v2 and to the deserializer.
+enum Number {
+    /// Read alike (or no number to either).
+    Alike,
+    /// A number to Go that the deserializer reads otherwise as written:
+    /// these bytes read as Go's number.
+    Rewrite(Rewrite),
+    /// Read otherwise, and no text of Go's number fits: the refusal.
+    Refused(String),
+}
+
+/// A plain value (`raw`: where it is written) as go-yaml v2 reads it: a
+/// number read as Go reads it, or refused.
+fn plain_number(value: &str, raw: Option<(Range<usize>, &str)>) -> Number {
     if !value.starts_with(|c: char| c.is_ascii_digit() || matches!(c, '+' | '-' | '.')) {
-        return false;
+        return Number::Alike;
     }
-    let options = serde_saphyr::options! { legacy_octal_numbers: true };
-    match serde_saphyr::from_str_with_options::<serde_json::Value>(value, options) {
-        Ok(serde_json::Value::Number(n)) => !(n.is_i64() || n.is_u64()) || n.to_string() != value,
-        _ => false,
+    if NON_FINITE.contains(&value) {
+        return Number::Refused(format!(
+            "the unquoted value `{value}` is a float without a JSON text (infinite or NaN): \
+             `kubectl apply -f`, kustomize and the MCO refuse the file; quote it for the \
+             string: {}",
+            shown(value)
+        ));
     }
+    let go = match go_resolve::number(value) {
+        Some(n) => n,
+        // A string to Go: no number to us either, or refused.
+        None => {
+            let unreadable = |v: &str| v.replace('_', "").parse::<f64>().is_ok();
+            return match alone(value) {
+                Some(Value::Number(_)) => Number::Refused(format!(
+                    "the unquoted value `{value}` is the string {q} to `kubectl apply -f`, \
+                     kustomize and the MCO (go-yaml), but not to this reader; quote it: {q}",
+                    q = shown(value)
+                )),
+                None if unreadable(value) => Number::Refused(format!(
+                    "the unquoted value `{value}` is the string {q} to `kubectl apply -f`, \
+                     kustomize and the MCO (go-yaml: no number past a float), but not to this \
+                     reader; quote it: {q}",
+                    q = shown(value)
+                )),
+                _ => Number::Alike,
+            };
+        }
+    };
+    let want = go.json();
+    if alone(value).as_ref() == Some(&want) {
+        return Number::Alike;
+    }
+    let mut texts = vec![value.replace('_', "")];
+    texts.extend(go.texts());
+    let fits = texts
+        .into_iter()
+        .find(|t| t.len() <= value.len() && alone(t).as_ref() == Some(&want));
+    match (fits, raw) {
+        (Some(t), Some((at, written))) if written == value => {
+            let pad = value.len() - t.len();
+            Number::Rewrite((at, format!("{t}{}", " ".repeat(pad))))
+        }
+        _ => Number::Refused(format!(
+            "the unquoted value `{value}` is the number {want} to `kubectl apply -f`, kustomize \
+             and the MCO (go-yaml drops every `_`), which this reader would read otherwise; \
+             write {want} (or quote it for the string {q})",
+            q = shown(value)
+        )),
+    }
+}
+
+/// A plain `!!int` or `!!float` (`core`) number as go-yaml v2 reads it
+/// (`!!int 1_` is 1, `!!float 1_0` 10.0), or refused; other texts are
+/// the deserializer's and Go's alike, or refused by both.
+fn tagged_number(core: &str, value: &str, raw: Option<(Range<usize>, &str)>) -> Number {
+    let Some(go) = go_resolve::number(value) else {
+        return Number::Alike;
+    };
+    let want = match (core, go) {
+        ("float", GoNumber::Int(i)) => go_resolve::go_float_json(i as f64),
+        ("float", GoNumber::Uint(u)) => go_resolve::go_float_json(u as f64),
+        _ => go.json(),
+    };
+    let read = |t: &str| alone(&format!("!!{core} {t}"));
+    if read(value).as_ref() == Some(&want) {
+        return Number::Alike;
+    }
+    let mut texts = vec![value.replace('_', "")];
+    texts.extend(go.texts());
+    let fits = texts
+        .into_iter()
+        .find(|t| t.len() <= value.len() && read(t).as_ref() == Some(&want));
+    match (fits, raw) {
+        (Some(t), Some((at, written))) if written == value => {
+            let pad = value.len() - t.len();
+            Number::Rewrite((at, format!("{t}{}", " ".repeat(pad))))
+        }
+        _ => Number::Refused(format!(
+            "`!!{core} {value}` is the number {want} to `kubectl apply -f`, kustomize and the \
+             MCO (go-yaml drops every `_`), which this reader would read otherwise; write \
+             {want}"
+        )),
+    }
+}
+
+/// What the deserializer reads a scalar's text as, alone, as kubectl's
+/// JSON carries it on.
+fn alone(text: &str) -> Option<Value> {
+    let mut v = serde_saphyr::from_str_with_options::<Value>(text, super::read_options()).ok()?;
+    super::integral_numbers(&mut v);
+    Some(v)
+}
+
+/// The escapes of go-yaml's double-quoted scalars (YAML 1.1's, and `\'`
+/// and a tab): after `\`, one of these, or a line break.
+const GO_ESCAPES: &str = "0abt\tnvfre \"'\\N_LPxuU\n\r";
+
+/// A double-quoted scalar as written (`raw`, from its quote) with an
+/// escape go-yaml does not know: the whole file is refused by it.
+fn escapes(raw: &str) -> Option<String> {
+    let body = &raw[raw.find('"')? + 1..];
+    let mut chars = body.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            continue;
+        }
+        match chars.next() {
+            Some(e) if GO_ESCAPES.contains(e) => {}
+            Some(e) => return Some(unknown_escape(e)),
+            None => {}
+        }
+    }
+    None
+}
+
+/// The refusal of `\e`, an escape go-yaml does not know.
+fn unknown_escape(e: char) -> String {
+    let plain = if e == '/' {
+        "write `/` without the backslash".to_string()
+    } else {
+        format!("write {e:?} another way (`\\\\` for a backslash)")
+    };
+    format!(
+        "the escape `\\{e}` in a double-quoted string: `kubectl apply -f`, kustomize \
+                     and the MCO (go-yaml, YAML 1.1) know no such escape and refuse the whole \
+                     file (\"found unknown escape character\"); {plain}, or single-quote the \
+                     string"
+    )
+}
+
+/// `text` with the double-quoted scalar whose opening quote is at byte
+/// `at` read as go-yaml reads it: each `\'` (go-yaml's, not YAML 1.2's)
+/// written `'`, as many spaces after the closing quote (lines and columns
+/// stay); or the refusal of an escape go-yaml does not know either.
+pub(super) fn quote_escapes(text: &str, at: usize) -> Result<String, String> {
+    let Some(body) = text.get(at..).and_then(|t| t.strip_prefix('"')) else {
+        return Err("an escape this reader does not know in a double-quoted string".into());
+    };
+    let mut out = String::with_capacity(text.len());
+    out.push_str(&text[..at]);
+    out.push('"');
+    let mut dropped = 0;
+    let mut chars = body.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' => {
+                out.push('"');
+                out.extend(std::iter::repeat_n(' ', dropped));
+                out.push_str(&body[i + 1..]);
+                return Ok(out);
+            }
+            '\\' => match chars.next() {
+                Some((_, '\'')) => {
+                    out.push('\'');
+                    dropped += 1;
+                }
+                Some((_, e)) if GO_ESCAPES.contains(e) => {
+                    out.push('\\');
+                    out.push(e);
+                }
+                Some((_, e)) => return Err(unknown_escape(e)),
+                None => break,
+            },
+            c => out.push(c),
+        }
+    }
+    Err("a double-quoted string without its closing quote".into())
 }
 
 /// The core type a tag names (`!!int`: "int"), or None for a local or
