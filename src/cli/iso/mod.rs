@@ -228,8 +228,9 @@ pub fn is_iso_image(path: &Path) -> bool {
 }
 
 /// The regular file a replacing `-o` writes: `path`, or the regular file a
-/// symlink there resolves to; None when nothing is there. Anything else (a
-/// directory, a device, a FIFO, a socket) is not replaced by a copy.
+/// symlink of yours (or root's) there leads to; None when nothing is there.
+/// Anything else (a directory, a device, a FIFO, a socket, another user's
+/// link: see render's `-o`) is not replaced by a copy.
 fn replaced_file(path: &Path) -> Result<Option<std::path::PathBuf>> {
     let meta = match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -238,10 +239,19 @@ fn replaced_file(path: &Path) -> Result<Option<std::path::PathBuf>> {
     if meta.is_file() {
         return Ok(Some(path.to_path_buf()));
     }
-    let target = std::fs::canonicalize(path).ok();
+    // The CLI's `-o` rules (render's); a build without them (the fuzz
+    // targets') follows no link.
+    #[cfg(feature = "cli")]
+    let target = meta
+        .file_type()
+        .is_symlink()
+        .then(|| crate::cli::render::output_file::write_target(path))
+        .transpose()?;
+    #[cfg(not(feature = "cli"))]
+    let target: Option<std::path::PathBuf> = None;
     match target {
-        Some(t) if meta.file_type().is_symlink() && t.is_file() => Ok(Some(t)),
-        _ => bail!(
+        Some(t) => Ok(Some(t)),
+        None => bail!(
             "{} exists and is not a regular file (or a symlink to one); not replacing it with \
              an ISO image: choose another -o",
             path.display()
