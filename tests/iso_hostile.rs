@@ -11,13 +11,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-const DECOY: &[u8] = br#"{"ignition":{"version":"3.4.0"},"passwd":{"users":[{"name":"decoy"}]}}"#;
-const ATTACKER: &[u8] =
+pub(crate) const DECOY: &[u8] =
+    br#"{"ignition":{"version":"3.4.0"},"passwd":{"users":[{"name":"decoy"}]}}"#;
+pub(crate) const ATTACKER: &[u8] =
     br#"{"ignition":{"version":"3.4.0"},"passwd":{"users":[{"name":"attacker"}]}}"#;
 const OURS: &[u8] = br#"{"ignition":{"version":"3.4.0"},"passwd":{"users":[{"name":"ours"}]}}"#;
 
 /// A newc member as a hostile image writes it: any name bytes, any mode.
-fn member(name: &[u8], mode: u32, data: &[u8]) -> Vec<u8> {
+pub(crate) fn member(name: &[u8], mode: u32, data: &[u8]) -> Vec<u8> {
     let mut e = b"070701".to_vec();
     for v in [0, mode, 0, 0, 1, 0, data.len() as u32, 0, 0, 0, 0] {
         e.extend(format!("{v:08x}").bytes());
@@ -32,11 +33,11 @@ fn member(name: &[u8], mode: u32, data: &[u8]) -> Vec<u8> {
 }
 
 /// Members, then the trailer: an uncompressed archive.
-fn archive(members: &[Vec<u8>]) -> Vec<u8> {
+pub(crate) fn archive(members: &[Vec<u8>]) -> Vec<u8> {
     [members.concat(), member(b"TRAILER!!!", 0, b"")].concat()
 }
 
-fn file(name: &[u8], data: &[u8]) -> Vec<u8> {
+pub(crate) fn file(name: &[u8], data: &[u8]) -> Vec<u8> {
     member(name, 0o100_600, data)
 }
 

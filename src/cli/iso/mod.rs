@@ -19,8 +19,8 @@ pub mod reach;
 mod unnamed;
 
 pub use ignition::{Checked, IGNITION_VERSIONS, check_ignition};
-pub use initramfs::read_members;
 use initramfs::{MAX_UNPACKED, unpacked_too_large};
+pub use initramfs::{gunzip_member, read_members};
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
