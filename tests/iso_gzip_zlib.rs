@@ -28,9 +28,12 @@ use std::process::Command;
 
 use kubelet_labeler::cli::iso::{gunzip_member, read_members};
 
-/// The kernel's reading of each gzip member: Ok((bytes taken, data)) or
-/// zlib's error; None without python3.
-fn kernel_gunzip(members: &[&[u8]]) -> Option<Vec<Result<(usize, Vec<u8>), String>>> {
+/// The kernel's reading of a gzip member: the bytes it takes and its data,
+/// or zlib's error.
+type Reading = Result<(usize, Vec<u8>), String>;
+
+/// The kernel's reading of each gzip member; None without python3.
+fn kernel_gunzip(members: &[&[u8]]) -> Option<Vec<Reading>> {
     skipped::tool("python3")?;
     let mut oracle = Command::new("python3");
     oracle.arg(repo().join("tests/support/zlib-gunzip.py"));
