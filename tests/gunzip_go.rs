@@ -36,16 +36,16 @@ const CAP: usize = 4 << 20;
 /// What NFD's read gives: the data, or Go's error text.
 type Answer = Result<Vec<u8>, String>;
 
-struct Case {
-    name: String,
-    input: Vec<u8>,
+pub(crate) struct Case {
+    pub(crate) name: String,
+    pub(crate) input: Vec<u8>,
 }
 
 #[derive(Default)]
-struct Cases(Vec<Case>);
+pub(crate) struct Cases(pub(crate) Vec<Case>);
 
 impl Cases {
-    fn add(&mut self, name: impl Into<String>, input: Vec<u8>) {
+    pub(crate) fn add(&mut self, name: impl Into<String>, input: Vec<u8>) {
         self.0.push(Case {
             name: name.into(),
             input,
@@ -54,7 +54,7 @@ impl Cases {
 }
 
 /// Text shaped like a kernel config, about `size` bytes.
-fn config_text(rng: &mut Rng, size: usize) -> Vec<u8> {
+pub(crate) fn config_text(rng: &mut Rng, size: usize) -> Vec<u8> {
     const WORDS: &[&str] = &[
         "NET", "USB", "PCI", "ACPI", "X86", "KVM", "DRM", "HID", "SND", "CRYPTO", "BLK", "DEV",
         "INTEL", "AMD", "VIRTIO", "SCHED", "DEBUG", "FS", "EXT4", "XFS", "NUMA", "HOTPLUG",
@@ -83,7 +83,7 @@ fn config_text(rng: &mut Rng, size: usize) -> Vec<u8> {
 }
 
 /// `gzip -n LEVEL` of `data` (no name, no time stamp).
-fn gzip(tool: &Path, level: u32, data: &[u8]) -> Vec<u8> {
+pub(crate) fn gzip(tool: &Path, level: u32, data: &[u8]) -> Vec<u8> {
     let mut child = Command::new(tool)
         .arg("-c")
         .arg("-n")
@@ -102,7 +102,7 @@ fn gzip(tool: &Path, level: u32, data: &[u8]) -> Vec<u8> {
 }
 
 /// gzip's DEFLATE stream inside a member written by `gzip -n`.
-fn deflate_of(gz: &[u8]) -> &[u8] {
+pub(crate) fn deflate_of(gz: &[u8]) -> &[u8] {
     &gz[10..gz.len() - 8]
 }
 
@@ -116,7 +116,7 @@ fn lit_abc() -> Vec<u8> {
 }
 
 /// gzip's own output at every level, of text, noise, runs and nothing.
-fn gzip_outputs(cases: &mut Cases, gz: &Path, rng: &mut Rng) {
+pub(crate) fn gzip_outputs(cases: &mut Cases, gz: &Path, rng: &mut Rng) {
     let text = config_text(rng, 60_000);
     let noise = rng.bytes(70_000);
     let mut mixed = config_text(rng, 20_000);
@@ -176,7 +176,7 @@ fn gzip_outputs(cases: &mut Cases, gz: &Path, rng: &mut Rng) {
 
 /// Headers with every flag, fields at Go's limits, and damaged headers,
 /// around gzip's own DEFLATE stream of a line.
-fn header_cases(cases: &mut Cases, gz: &Path) {
+pub(crate) fn header_cases(cases: &mut Cases, gz: &Path) {
     let data = b"CONFIG_A=y\nCONFIG_B=m\n";
     let deflate = deflate_of(&gzip(gz, 9, data)).to_vec();
     let with = |h: Vec<u8>| [h, deflate.clone(), trailer(data)].concat();
@@ -248,7 +248,7 @@ fn header_cases(cases: &mut Cases, gz: &Path) {
 }
 
 /// Hand-built DEFLATE streams: the corners where decoders differ.
-fn deflate_cases(cases: &mut Cases, rng: &mut Rng) {
+pub(crate) fn deflate_cases(cases: &mut Cases, rng: &mut Rng) {
     let fl = Code::fixed_lit();
     let fd = Code::fixed_dist();
 
@@ -614,7 +614,7 @@ fn deflate_cases(cases: &mut Cases, rng: &mut Rng) {
 }
 
 /// Trailers: wrong CRC or size, lying sizes, bytes after the last member.
-fn trailer_cases(cases: &mut Cases, gz: &Path, rng: &mut Rng) {
+pub(crate) fn trailer_cases(cases: &mut Cases, gz: &Path, rng: &mut Rng) {
     let data = config_text(rng, 3000);
     let good = gzip(gz, 6, &data);
     let n = good.len();
@@ -660,7 +660,7 @@ fn trailer_cases(cases: &mut Cases, gz: &Path, rng: &mut Rng) {
 }
 
 /// Every truncation of a few small streams.
-fn truncations(cases: &mut Cases, gz: &Path, rng: &mut Rng) {
+pub(crate) fn truncations(cases: &mut Cases, gz: &Path, rng: &mut Rng) {
     let text = config_text(rng, 400);
     let mut s = Stream::default();
     s.stored(false, b"stored");
@@ -688,7 +688,7 @@ fn truncations(cases: &mut Cases, gz: &Path, rng: &mut Rng) {
 
 /// Single-bit flips of a real-sized stream: this machine's
 /// /proc/config.gz when readable, else gzip -9 of a generated config.
-fn bit_flips(cases: &mut Cases, gz: &Path, rng: &mut Rng) -> Vec<u8> {
+pub(crate) fn bit_flips(cases: &mut Cases, gz: &Path, rng: &mut Rng) -> Vec<u8> {
     let real = std::fs::read("/proc/config.gz")
         .ok()
         .filter(|g| g.len() > 1000);
@@ -716,7 +716,7 @@ fn bit_flips(cases: &mut Cases, gz: &Path, rng: &mut Rng) -> Vec<u8> {
 
 /// Random valid streams of 1 to 4 blocks (dynamic, fixed, stored), each a
 /// gzip member; the streams, for mutating.
-fn random_streams(cases: &mut Cases, rng: &mut Rng) -> Vec<Vec<u8>> {
+pub(crate) fn random_streams(cases: &mut Cases, rng: &mut Rng) -> Vec<Vec<u8>> {
     let fl = Code::fixed_lit();
     let fd = Code::fixed_dist();
     let lits: Vec<usize> = (0..256).collect();
@@ -748,7 +748,7 @@ fn random_streams(cases: &mut Cases, rng: &mut Rng) -> Vec<Vec<u8>> {
 
 /// DEFLATE streams with one bit flipped: every bit of a small one from
 /// gzip, random bits of the random streams and of the real-sized one.
-fn mutated_streams(
+pub(crate) fn mutated_streams(
     gz: &Path,
     rng: &mut Rng,
     random: &[Vec<u8>],
@@ -785,14 +785,15 @@ fn mutated_streams(
     out
 }
 
-/// One run of the oracle on `(kind, input)` records (0: gzip, 1: DEFLATE):
-/// for each, whether Go read it to the end, and the record's bytes.
-fn run_oracle(bin: &Path, records: &[(u8, &[u8])]) -> Vec<(bool, Vec<u8>)> {
-    let mut child = Command::new(bin)
+/// One run of an oracle (Go's, or tests/support/zlib-gunzip.py) on `(kind,
+/// input)` records (0: gzip, 1: DEFLATE): for each, whether it read it to
+/// the end, and the record's bytes.
+pub(crate) fn run_oracle(mut oracle: Command, records: &[(u8, &[u8])]) -> Vec<(bool, Vec<u8>)> {
+    let mut child = oracle
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
-        .expect("starting the go gunzip oracle");
+        .expect("starting the gunzip oracle");
     let mut stdin = child.stdin.take().unwrap();
     let mut input = Vec::new();
     for (kind, bytes) in records {
@@ -804,7 +805,7 @@ fn run_oracle(bin: &Path, records: &[(u8, &[u8])]) -> Vec<(bool, Vec<u8>)> {
     let mut out = Vec::new();
     child.stdout.take().unwrap().read_to_end(&mut out).unwrap();
     writer.join().unwrap();
-    assert!(child.wait().unwrap().success(), "go gunzip oracle failed");
+    assert!(child.wait().unwrap().success(), "the gunzip oracle failed");
     let mut answers = Vec::new();
     let mut rest = &out[..];
     while let [status, a, b, c, d, tail @ ..] = rest {
@@ -821,7 +822,7 @@ fn run_oracle(bin: &Path, records: &[(u8, &[u8])]) -> Vec<(bool, Vec<u8>)> {
 /// What NFD's read gives for each case.
 fn go_gunzip(bin: &Path, cases: &[Case]) -> Vec<Answer> {
     let records: Vec<(u8, &[u8])> = cases.iter().map(|c| (0, &c.input[..])).collect();
-    run_oracle(bin, &records)
+    run_oracle(Command::new(bin), &records)
         .into_iter()
         .map(|(ok, body)| match ok {
             true => Ok(body),
@@ -836,7 +837,8 @@ fn go_gunzip(bin: &Path, cases: &[Case]) -> Vec<Answer> {
 /// holds the bytes Go's stream took, or all of them when it erred.
 fn wrapped_by_go(cases: &mut Cases, bin: &Path, streams: &[(String, Vec<u8>)]) {
     let records: Vec<(u8, &[u8])> = streams.iter().map(|(_, s)| (1, &s[..])).collect();
-    for ((name, stream), (ok, body)) in streams.iter().zip(run_oracle(bin, &records)) {
+    for ((name, stream), (ok, body)) in streams.iter().zip(run_oracle(Command::new(bin), &records))
+    {
         let took = u32::from_le_bytes(body[..4].try_into().unwrap()) as usize;
         let data = &body[4..];
         let stream = if ok { &stream[..took] } else { &stream[..] };
@@ -852,11 +854,11 @@ fn describe(a: &Option<Vec<u8>>) -> String {
     }
 }
 
-fn preview(d: &[u8]) -> String {
+pub(crate) fn preview(d: &[u8]) -> String {
     String::from_utf8_lossy(&d[..d.len().min(40)]).into_owned()
 }
 
-fn hex(d: &[u8]) -> String {
+pub(crate) fn hex(d: &[u8]) -> String {
     let shown: String = d.iter().take(48).map(|b| format!("{b:02x}")).collect();
     if d.len() > 48 {
         format!("{shown}... ({} bytes)", d.len())

@@ -762,3 +762,115 @@ fn explain_never_waits_on_or_leaves_the_tree() {
     let status = status.expect("explain --root waited on a FIFO in the tree");
     assert!(status.success(), "{status:?}");
 }
+
+/// A symlink at `-o` that another user owns is never written through, by
+/// any command with `-o` (`--force`/`-f` given where it has one; review 12
+/// r12c F7): one planted
+/// in a sticky world-writable directory (`/tmp`), pointing at a file the
+/// caller (root, here) may write, or at a FIFO, or reached from a link of
+/// the caller's own. Refused, naming the target to give instead; the target
+/// and the link left as they were. Root only: `lchown` to another user.
+#[test]
+fn a_link_another_user_owns_at_o_is_never_written_through() {
+    use std::os::unix::fs::{PermissionsExt, lchown, symlink};
+    let tmp = scratch_dir();
+    let dir = tmp.path();
+    inputs(dir);
+    let sticky = dir.join("sticky");
+    std::fs::create_dir(&sticky).unwrap();
+    std::fs::set_permissions(&sticky, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let victim = dir.join("victim");
+    write(&victim, "victim\n");
+    // Another user's link: nobody's (65534).
+    let planted = |name: &str, to: &Path| {
+        let link = sticky.join(name);
+        symlink(to, &link).unwrap();
+        lchown(&link, Some(65534), Some(65534)).is_ok()
+    };
+    if !planted("probe", &victim) {
+        skipped::skipped("a link of another user: lchown needs root");
+        return;
+    }
+    let fifo = dir.join("fifo");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut cases: Vec<Vec<&str>> = vec![
+        [&RENDER_MC[..], &["--force", "-o"]].concat(),
+        [&RENDER_IGN[..], &["--force", "-o"]].concat(),
+    ];
+    if test_iso(dir).is_some() {
+        ok(dir, &[&RENDER_MC[..], &GITOPS_REACHABLE].concat());
+        ok(
+            dir,
+            &[
+                &["iso", "embed"][..],
+                &MERGE,
+                &["ca.pem", "-o", "with.iso", "base.iso"],
+            ]
+            .concat(),
+        );
+        cases.push(
+            [
+                &["iso", "embed", "-f"][..],
+                &MERGE,
+                &["ca.pem", "base.iso", "-o"],
+            ]
+            .concat(),
+        );
+        cases.push(vec!["iso", "remove", "with.iso", "-o"]);
+        cases.push(vec![
+            "iso",
+            "fleet",
+            "--pool",
+            "gpu=gitops",
+            "--mcs-url",
+            "https://api-int.c.example.com:22623",
+            "--ca-file",
+            "ca.pem",
+            "--selector",
+            "wrapper",
+            "--nfd-labels",
+            "upstream",
+            "--dest-device",
+            "/dev/sda",
+            "base.iso",
+            "-f",
+            "-o",
+        ]);
+    }
+    for (n, args) in cases.iter().enumerate() {
+        // Directly, to a FIFO, and from a link of ours to theirs.
+        let direct = format!("sticky/d{n}");
+        assert!(planted(&format!("d{n}"), &victim));
+        let to_fifo = format!("sticky/f{n}");
+        assert!(planted(&format!("f{n}"), &fifo));
+        assert!(planted(&format!("t{n}"), &victim));
+        let ours = format!("ours{n}");
+        symlink(sticky.join(format!("t{n}")), dir.join(&ours)).unwrap();
+        for (out, target) in [(&direct, &victim), (&to_fifo, &fifo), (&ours, &victim)] {
+            let o = run(dir, &[&args[..], &[out.as_str()]].concat());
+            let err = stderr(&o);
+            assert!(
+                !o.status.success()
+                    && err.contains("owned by another user (uid 65534); not writing through it")
+                    && err.contains(&format!("give -o {} if", target.display())),
+                "{args:?} -o {out}: {err}"
+            );
+            assert_eq!(
+                std::fs::read(&victim).unwrap(),
+                b"victim\n",
+                "{args:?} -o {out}"
+            );
+            assert!(
+                std::fs::symlink_metadata(dir.join(out))
+                    .unwrap()
+                    .is_symlink()
+            );
+        }
+    }
+}

@@ -11,13 +11,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-const DECOY: &[u8] = br#"{"ignition":{"version":"3.4.0"},"passwd":{"users":[{"name":"decoy"}]}}"#;
-const ATTACKER: &[u8] =
+pub(crate) const DECOY: &[u8] =
+    br#"{"ignition":{"version":"3.4.0"},"passwd":{"users":[{"name":"decoy"}]}}"#;
+pub(crate) const ATTACKER: &[u8] =
     br#"{"ignition":{"version":"3.4.0"},"passwd":{"users":[{"name":"attacker"}]}}"#;
 const OURS: &[u8] = br#"{"ignition":{"version":"3.4.0"},"passwd":{"users":[{"name":"ours"}]}}"#;
 
 /// A newc member as a hostile image writes it: any name bytes, any mode.
-fn member(name: &[u8], mode: u32, data: &[u8]) -> Vec<u8> {
+pub(crate) fn member(name: &[u8], mode: u32, data: &[u8]) -> Vec<u8> {
     let mut e = b"070701".to_vec();
     for v in [0, mode, 0, 0, 1, 0, data.len() as u32, 0, 0, 0, 0] {
         e.extend(format!("{v:08x}").bytes());
@@ -32,11 +33,11 @@ fn member(name: &[u8], mode: u32, data: &[u8]) -> Vec<u8> {
 }
 
 /// Members, then the trailer: an uncompressed archive.
-fn archive(members: &[Vec<u8>]) -> Vec<u8> {
+pub(crate) fn archive(members: &[Vec<u8>]) -> Vec<u8> {
     [members.concat(), member(b"TRAILER!!!", 0, b"")].concat()
 }
 
-fn file(name: &[u8], data: &[u8]) -> Vec<u8> {
+pub(crate) fn file(name: &[u8], data: &[u8]) -> Vec<u8> {
     member(name, 0o100_600, data)
 }
 
@@ -55,6 +56,16 @@ fn with_area(base: &Path, name: &str, area: &[u8]) -> PathBuf {
 /// `iso embed -o` all refuse `iso` with `why` in their message, and leave
 /// it as it was.
 fn refused_by_every_command(iso: &Path, ours: &Path, why: &str) {
+    refused(iso, ours, why, true)
+}
+
+/// The same without `iso show`, which reads what the others refuse to
+/// write back.
+fn refused_by_every_command_but_show(iso: &Path, ours: &Path, why: &str) {
+    refused(iso, ours, why, false)
+}
+
+fn refused(iso: &Path, ours: &Path, why: &str, show: bool) {
     let before = std::fs::read(iso).unwrap();
     let out = iso.with_extension("out.iso");
     let ours = ours.as_os_str();
@@ -80,7 +91,7 @@ fn refused_by_every_command(iso: &Path, ours: &Path, why: &str) {
         ],
         &["remove".as_ref(), iso_arg],
     ];
-    for args in runs {
+    for args in runs.into_iter().skip(usize::from(!show)) {
         let o = run(bin().arg("iso").args(args));
         let err = stderr(&o);
         assert!(
@@ -489,4 +500,50 @@ fn an_area_inside_a_member_before_it_is_refused() {
         ok(run(bin().args(["iso", "embed", "-i"]).arg(&ours).arg(&iso)));
         assert_eq!(ok(run(bin().args(["iso", "show"]).arg(&iso))).stdout, OURS);
     }
+}
+
+/// Review 12 r12c F4: network keyfiles that unpack to more than 1 MiB (a
+/// live ISO's hold a few KiB; 2 MiB of zeros is a few hundred bytes of xz,
+/// up to the 64 MiB the area may unpack to) are never compressed again at
+/// preset 9: `iso embed` (with -f or not, in place or -o), `iso remove` and
+/// `iso fleet` refuse, writing nothing. `iso show` still reads it.
+#[test]
+fn keyfiles_past_a_mib_are_not_compressed_again() {
+    let Some(fx) = fixtures() else { return };
+    let dir = scratch_dir();
+    let d = dir.path();
+    let base = base_iso(d, &fx);
+    let ours = d.join("ours.ign");
+    std::fs::write(&ours, OURS).unwrap();
+    let big = vec![0u8; 2 << 20];
+    let area = xz_crc32(&archive(&[
+        file(b"config.ign", ATTACKER),
+        file(b"etc/coreos-firstboot-network/big.nmconnection", &big),
+    ]));
+    let iso = with_area(&base, "big-keyfile.iso", &area);
+    let o = ok(run(bin().args(["iso", "show"]).arg(&iso)));
+    assert_eq!(o.stdout, ATTACKER);
+    let why = "holds network keyfiles that unpack to 2048 KiB, more than 1 MiB";
+    let before = std::fs::read(&iso).unwrap();
+    // embed, embed -f (in place and -o), remove: all but show.
+    refused_by_every_command_but_show(&iso, &ours, why);
+    let sel = crate::iso_fleet_cli::stand_in_selector(d);
+    let gpu =
+        crate::iso_fleet::gitops(d, "worker-gpu", "feature.node.kubernetes.io/gpu=true", &sel);
+    let out = d.join("fleet.iso");
+    let o = crate::iso_fleet_cli::fleet_args(d)
+        .args(["--dest-device", "/dev/sda", "-f", "-o"])
+        .arg(&out)
+        .arg(&iso)
+        .arg(format!("--pool=worker-gpu={}", gpu.display()))
+        .arg("--pool=worker")
+        .output()
+        .unwrap();
+    assert!(
+        o.status.code() == Some(1) && stderr(&o).contains(why),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!out.exists());
+    assert!(std::fs::read(&iso).unwrap() == before);
 }

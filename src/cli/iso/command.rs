@@ -203,7 +203,9 @@ pub fn fleet(c: IsoFleetConfig) -> Result<ExitCode> {
         // --dry-run without an ISO.
         return fleet_preview(&built, arch, c.dest_device.as_deref(), &c.facts_root);
     };
-    let (used, area) = iso::embedded_size(input, &built.config)?;
+    // Compressed once: its size said, then written.
+    let embedding = iso::Embedding::new(input, &built.config)?;
+    let (used, area) = embedding.size();
     let fits = format!("{used} of {area} bytes of the embed area");
     if c.dry_run {
         if used as u64 > area {
@@ -218,12 +220,7 @@ pub fn fleet(c: IsoFleetConfig) -> Result<ExitCode> {
         );
         return fleet_preview(&built, arch, c.dest_device.as_deref(), &c.facts_root);
     }
-    iso::embed(
-        input,
-        &built.config,
-        c.force,
-        iso_output(&c.output, c.force),
-    )?;
+    embedding.write(input, c.force, iso_output(&c.output, c.force))?;
     say!(
         "embedded the fleet config for pools {} ({arch} selector): {fits}",
         names.join(", ")

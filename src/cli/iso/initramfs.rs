@@ -312,6 +312,16 @@ fn lzma2_only(stream: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// The gzip member at the start of `data` as the kernel's initramfs unpacker
+/// reads it (zlib's inflate: a member it stops on is refused), at most
+/// [`MAX_UNPACKED`] bytes of it: the data and the bytes the member takes.
+/// Its CRC and size are checked too, where the kernel reads neither.
+pub fn gunzip_member(data: &[u8]) -> Result<(Vec<u8>, usize)> {
+    let mut out = Vec::new();
+    let used = gzip_one_stream(data, MAX_UNPACKED, &mut out)?;
+    Ok((out, used))
+}
+
 /// Decode the one gzip member at the start of `data` into `out`, at most
 /// `budget` bytes of it: the bytes it takes.
 fn gzip_one_stream(data: &[u8], budget: u64, out: &mut Vec<u8>) -> Result<usize> {

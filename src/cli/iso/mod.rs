@@ -19,8 +19,8 @@ pub mod reach;
 mod unnamed;
 
 pub use ignition::{Checked, IGNITION_VERSIONS, check_ignition};
-pub use initramfs::read_members;
 use initramfs::{MAX_UNPACKED, unpacked_too_large};
+pub use initramfs::{gunzip_member, read_members};
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -228,8 +228,9 @@ pub fn is_iso_image(path: &Path) -> bool {
 }
 
 /// The regular file a replacing `-o` writes: `path`, or the regular file a
-/// symlink there resolves to; None when nothing is there. Anything else (a
-/// directory, a device, a FIFO, a socket) is not replaced by a copy.
+/// symlink of yours (or root's) there leads to; None when nothing is there.
+/// Anything else (a directory, a device, a FIFO, a socket, another user's
+/// link: see render's `-o`) is not replaced by a copy.
 fn replaced_file(path: &Path) -> Result<Option<std::path::PathBuf>> {
     let meta = match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -238,10 +239,19 @@ fn replaced_file(path: &Path) -> Result<Option<std::path::PathBuf>> {
     if meta.is_file() {
         return Ok(Some(path.to_path_buf()));
     }
-    let target = std::fs::canonicalize(path).ok();
+    // The CLI's `-o` rules (render's); a build without them (the fuzz
+    // targets') follows no link.
+    #[cfg(feature = "cli")]
+    let target = meta
+        .file_type()
+        .is_symlink()
+        .then(|| crate::cli::render::output_file::write_target(path))
+        .transpose()?;
+    #[cfg(not(feature = "cli"))]
+    let target: Option<std::path::PathBuf> = None;
     match target {
-        Some(t) if meta.file_type().is_symlink() && t.is_file() => Ok(Some(t)),
-        _ => bail!(
+        Some(t) => Ok(Some(t)),
+        None => bail!(
             "{} exists and is not a regular file (or a symlink to one); not replacing it with \
              an ISO image: choose another -o",
             path.display()
@@ -415,10 +425,81 @@ fn open_area(input: &Path) -> Result<(Extent, BTreeMap<String, Vec<u8>>)> {
     Ok((e, members))
 }
 
+/// What the members kept from an image (all but `config.ign`: network
+/// keyfiles) may unpack to before a write compresses them again: a live
+/// ISO's hold a few KiB, and the area (256 KiB) takes a few MiB of text at
+/// best. An area past it is a hostile one: xz at preset 9 over the 64 MiB
+/// it may unpack to takes a minute and 750 MB for `iso fleet`.
+const MAX_KEPT: u64 = 1 << 20;
+
+/// Refuse to write back `members` (all but `config.ign`) past [`MAX_KEPT`].
+fn check_kept(input: &Path, members: &BTreeMap<String, Vec<u8>>) -> Result<()> {
+    let kept: u64 = members
+        .iter()
+        .filter(|(name, _)| *name != CONFIG_PATH)
+        .map(|(name, bytes)| name.len() as u64 + bytes.len() as u64)
+        .sum();
+    if kept > MAX_KEPT {
+        bail!(
+            "the embed area of {} holds network keyfiles that unpack to {} KiB, more than {} \
+             MiB (a live ISO's hold a few KiB): not compressing them again (corrupt or \
+             tampered image?); start from a pristine ISO",
+            input.display(),
+            kept >> 10,
+            MAX_KEPT >> 20
+        );
+    }
+    Ok(())
+}
+
+/// `config` in `input`'s embed area, compressed once: what `embed` writes
+/// and `fleet` says the size of first.
+pub struct Embedding {
+    e: Extent,
+    had_config: bool,
+    payload: Vec<u8>,
+}
+
+impl Embedding {
+    /// The area with `config` in it, other members (network keyfiles)
+    /// kept.
+    pub fn new(input: &Path, config: &[u8]) -> Result<Embedding> {
+        let (e, mut members) = open_area(input)?;
+        check_kept(input, &members)?;
+        let had_config = members
+            .insert(CONFIG_PATH.into(), config.to_vec())
+            .is_some();
+        Ok(Embedding {
+            e,
+            had_config,
+            payload: write_members(&members)?,
+        })
+    }
+
+    /// (compressed archive bytes, area bytes).
+    pub fn size(&self) -> (usize, u64) {
+        (self.payload.len(), self.e.length)
+    }
+
+    /// Write it into `input` (read by [`Embedding::new`]), refusing to
+    /// replace a config unless `force`.
+    pub fn write(&self, input: &Path, force: bool, output: Output) -> Result<()> {
+        if self.had_config && !force {
+            bail!(
+                "{} already has an embedded Ignition config; use -f to replace it",
+                input.display()
+            );
+        }
+        let area = fill_area(&self.payload, self.e.length)?;
+        write_image(input, self.e, &area, output)
+    }
+}
+
 /// `iso embed`: put `config` in the area (refusing to replace one unless
 /// `force`), keeping network keyfiles.
 pub fn embed(input: &Path, config: &[u8], force: bool, output: Output) -> Result<()> {
     let (e, mut members) = open_area(input)?;
+    check_kept(input, &members)?;
     if members.contains_key(CONFIG_PATH) && !force {
         bail!(
             "{} already has an embedded Ignition config; use -f to replace it",
@@ -428,14 +509,6 @@ pub fn embed(input: &Path, config: &[u8], force: bool, output: Output) -> Result
     members.insert(CONFIG_PATH.into(), config.to_vec());
     let area = fill_area(&write_members(&members)?, e.length)?;
     write_image(input, e, &area, output)
-}
-
-/// What embedding `config` would take: (compressed archive bytes, area
-/// bytes), other members of the area included.
-pub fn embedded_size(input: &Path, config: &[u8]) -> Result<(usize, u64)> {
-    let (e, mut members) = open_area(input)?;
-    members.insert(CONFIG_PATH.into(), config.to_vec());
-    Ok((write_members(&members)?.len(), e.length))
 }
 
 /// `iso show`: the embedded config.
@@ -450,6 +523,7 @@ pub fn show(input: &Path) -> Result<Vec<u8>> {
 pub fn remove(input: &Path, output: Output) -> Result<()> {
     let (e, mut members) = open_area(input)?;
     members.remove(CONFIG_PATH);
+    check_kept(input, &members)?;
     let area = fill_area(&write_members(&members)?, e.length)?;
     write_image(input, e, &area, output)
 }

@@ -11,42 +11,86 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 /// Where a write to `path` lands: `path` when it does not exist or is a
-/// regular file; when it is a symlink, the regular file it resolves to (the
-/// link stays, its target gets the new contents). A device, FIFO, socket or
-/// directory, or a link to one or to nothing, is refused: the
-/// temp-file-and-rename write would replace it with a regular file.
+/// regular file; when it is a symlink of yours (or root's), the regular file
+/// it leads to (the link stays, its target gets the new contents). A device,
+/// FIFO, socket or directory, or a link to one or to nothing, is refused:
+/// the temp-file-and-rename write would replace it with a regular file. So
+/// is a link another user owns (see [`follow_own_links`]).
 pub fn write_target(path: &Path) -> Result<PathBuf> {
-    let meta = match fs::symlink_metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(path.to_path_buf()),
-        other => other.with_context(|| format!("reading {}", path.display()))?,
+    let (target, meta) = follow_own_links(path)?;
+    let Some(meta) = meta else {
+        if target == path {
+            return Ok(target);
+        }
+        bail!(
+            "{} is a symlink to nothing; not writing through it (remove it or point it at a regular file)",
+            path.display()
+        );
     };
     if meta.is_file() {
-        return Ok(path.to_path_buf());
+        return Ok(target);
     }
-    if !meta.file_type().is_symlink() {
+    if target == path {
         bail!(
             "{} is {}, not a regular file; not replacing it (write to a file path, or -o - for stdout)",
             path.display(),
             kind(&meta)
         );
     }
-    let target = fs::canonicalize(path).with_context(|| {
-        format!(
-            "{} is a symlink to nothing; not writing through it (remove it or point it at a regular file)",
-            path.display()
-        )
-    })?;
-    let target_meta =
-        fs::metadata(&target).with_context(|| format!("reading {}", target.display()))?;
-    if !target_meta.is_file() {
-        bail!(
-            "{} is a symlink to {}, which is {}, not a regular file; not replacing it (write to a file path, or -o - for stdout)",
-            path.display(),
-            target.display(),
-            kind(&target_meta)
-        );
+    bail!(
+        "{} is a symlink to {}, which is {}, not a regular file; not replacing it (write to a file path, or -o - for stdout)",
+        path.display(),
+        target.display(),
+        kind(&meta)
+    )
+}
+
+unsafe extern "C" {
+    fn geteuid() -> std::ffi::c_uint;
+}
+
+/// `path` with the symlinks at its end followed, and what is there (None:
+/// nothing). Each link on the way must be owned by the user we run as, or
+/// by root: a link another user owns is refused, wherever it is, since
+/// whoever can write its directory (`/tmp`: anyone) can point it at any
+/// file we may write (as root: `/etc/shadow`). The kernel's
+/// `fs.protected_symlinks` refuses such a link in a sticky directory, but
+/// only when it follows the link itself; a user-space `realpath` and a
+/// rename onto its result would not be asked. Links within the directories
+/// on the way are the kernel's to follow (and to refuse) when the file is
+/// written, never resolved here.
+fn follow_own_links(path: &Path) -> Result<(PathBuf, Option<fs::Metadata>)> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid(2) takes nothing and cannot fail.
+    let me = unsafe { geteuid() };
+    let mut at = path.to_path_buf();
+    for _ in 0..40 {
+        let meta = match fs::symlink_metadata(&at) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((at, None)),
+            other => other.with_context(|| format!("reading {}", at.display()))?,
+        };
+        if !meta.file_type().is_symlink() {
+            return Ok((at, Some(meta)));
+        }
+        let to = fs::read_link(&at).with_context(|| format!("reading {}", at.display()))?;
+        let next = at.parent().map_or_else(|| to.clone(), |dir| dir.join(&to));
+        if meta.uid() != me && meta.uid() != 0 {
+            bail!(
+                "{} is a symlink to {} owned by another user (uid {}); not writing through it \
+                 (whoever can write its directory can point it at any file): give -o {} if \
+                 that is the file you mean, or remove the link",
+                at.display(),
+                next.display(),
+                meta.uid(),
+                next.display()
+            );
+        }
+        at = next;
     }
-    Ok(target)
+    bail!(
+        "{} is a chain of more than 40 symlinks; not writing through it",
+        path.display()
+    )
 }
 
 fn kind(meta: &fs::Metadata) -> &'static str {
@@ -92,11 +136,11 @@ pub fn output_file(path: &Path) -> Result<OutputFile> {
             .with_context(|| format!("opening {}", path.display()))?;
         return Ok(OutputFile::Stream(file.into()));
     }
-    match fs::metadata(path) {
-        Ok(m) if m.file_type().is_fifo() || m.file_type().is_char_device() => {
+    match follow_own_links(path)? {
+        (at, Some(m)) if m.file_type().is_fifo() || m.file_type().is_char_device() => {
             let file = fs::OpenOptions::new()
                 .write(true)
-                .open(path)
+                .open(&at)
                 .with_context(|| format!("opening {}", path.display()))?;
             Ok(OutputFile::Stream(file))
         }
@@ -212,8 +256,7 @@ mod tests {
         std::os::unix::fs::symlink(d.join("nothing"), d.join("dangling")).unwrap();
         assert_eq!(write_target(&d.join("new")).unwrap(), d.join("new"));
         assert_eq!(write_target(&d.join("file")).unwrap(), d.join("file"));
-        let real = fs::canonicalize(d.join("file")).unwrap();
-        assert_eq!(write_target(&d.join("to-file")).unwrap(), real);
+        assert_eq!(write_target(&d.join("to-file")).unwrap(), d.join("file"));
         for (name, says) in [
             (
                 "dir",
