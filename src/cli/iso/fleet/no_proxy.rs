@@ -2,9 +2,11 @@
 //! decides: `ignition.proxy.noProxy` joined with `,` and read by Go's
 //! `golang.org/x/net/http/httpproxy` (Ignition's `proxyFuncFromIgnitionConfig`).
 //! Where Go might skip the proxy and this reading cannot be sure (a
-//! non-ASCII entry Go reads through IDNA, an IPv4-mapped IPv6 host,
-//! `localhost` and loopback hosts, which Go never proxies), it says
-//! "proxied": a plain-HTTP merge URL is then refused, never taken wrongly.
+//! non-ASCII entry Go reads through IDNA; `localhost`, which Go never
+//! proxies as written but proxies as `LOCALHOST`, while a merge URL's host
+//! is read in lower case; loopback hosts, which are no Machine Config
+//! Server), it says "proxied": a plain-HTTP merge URL is then refused,
+//! never taken wrongly.
 
 use std::net::IpAddr;
 
@@ -41,22 +43,41 @@ fn split_host_port(s: &str) -> Option<(&str, &str)> {
     Some((host, &s[i + 1..]))
 }
 
-/// Go's `net.ParseIP` (no zone, no leading zeros in IPv4).
+/// Go's `net.ParseIP` (no zone, no leading zeros in IPv4), an IPv4-mapped
+/// IPv6 address as the IPv4 address Go's `IP.Equal` and `IPNet.Contains`
+/// take it for.
 fn parse_ip(s: &str) -> Option<IpAddr> {
-    s.parse().ok()
+    let ip: IpAddr = s.parse().ok()?;
+    Some(ip.to_canonical())
 }
 
 /// Go's `net.ParseCIDR`: an address without a zone, `/`, a decimal prefix
 /// length within the address's bits.
 fn parse_cidr(s: &str) -> Option<(IpAddr, u8)> {
     let (addr, len) = s.split_once('/')?;
-    let ip = parse_ip(addr)?;
+    let ip: IpAddr = addr.parse().ok()?;
     if len.is_empty() || !len.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
     let len: u8 = len.parse().ok()?;
     let bits = if ip.is_ipv4() { 32 } else { 128 };
-    (len <= bits).then_some((ip, len))
+    if len > bits {
+        return None;
+    }
+    // An IPv4-mapped network of 96 bits or more: Go's IPNet.Contains takes
+    // it as the IPv4 network of the last bits (one of fewer, Go's masked
+    // address is no longer IPv4-mapped: it holds no IPv4 address).
+    match ip {
+        IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some() => {
+            let v4 = v6.to_ipv4_mapped()?;
+            if len >= 96 {
+                Some((IpAddr::V4(v4), len - 96))
+            } else {
+                Some((IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED), 128))
+            }
+        }
+        _ => Some((ip, len)),
+    }
 }
 
 fn matchers(no_proxy: &str) -> Vec<Matcher> {
@@ -121,9 +142,7 @@ pub fn proxied(no_proxy: &str, host: &str, port: u16) -> bool {
         .unwrap_or(host);
     let port = port.to_string();
     let ip = parse_ip(bare);
-    if let Some(IpAddr::V6(v6)) = ip
-        && v6.to_ipv4_mapped().is_some()
-    {
+    if bare == "localhost" || ip.is_some_and(|ip| ip.is_loopback()) {
         return true;
     }
     !matchers(no_proxy).iter().any(|m| match m {
@@ -186,8 +205,13 @@ mod tests {
         ] {
             assert_eq!(proxied(no, "[fd00::1]", 22624), want, "{no:?}");
         }
+        // Go takes an IPv4-mapped address for the IPv4 one.
+        assert!(!proxied("10.0.0.0/8", "[::ffff:10.0.0.5]", 22624));
+        assert!(!proxied("::ffff:10.0.0.5", "10.0.0.5", 22624));
+        assert!(!proxied("::ffff:10.0.0.0/104", "10.0.0.5", 22624));
+        assert!(proxied("::ffff:10.0.0.0/80", "10.0.0.5", 22624));
         // Not sure: proxied.
-        assert!(proxied("10.0.0.0/8", "[::ffff:10.0.0.5]", 22624));
         assert!(proxied("", "localhost", 22624));
+        assert!(proxied("*", "127.0.0.1", 22624));
     }
 }
