@@ -226,8 +226,9 @@ fn with_ca_file_each_pointer_trusts_exactly_it() {
 }
 
 /// Without `--ca-file` every pool's pointer trusts the same CAs through the
-/// same proxy, and the dry run shows each pool's; another pool's Secret
-/// (another CA, or another proxy) is refused, naming both.
+/// same proxy, for the same server, and the dry run shows each pool's;
+/// another pool's Secret (another CA, proxy or server) is refused, naming
+/// both.
 #[test]
 fn without_ca_file_the_pools_agree() {
     let Some(s) = setup() else { return };
@@ -277,6 +278,23 @@ fn without_ca_file_the_pools_agree() {
             ),
             "or pass its CA with --ca-file",
         ],
+    );
+    let other_server = s.secret(
+        "s",
+        "worker",
+        &with_proxy(
+            pointer("https://10.0.0.5:22623", "worker", &[&ca]),
+            proxy.clone(),
+        ),
+    );
+    refused(
+        &s.dry_run(&gpu, &other_server, &[]),
+        &[&format!(
+            "{}: pool worker's pointer config fetches from https://10.0.0.5:22623, pool \
+             worker-gpu's ({}) from {MCS}: one cluster has one Machine Config Server",
+            other_server.display(),
+            gpu.display()
+        )],
     );
     let other_proxy = s.secret(
         "p",

@@ -141,7 +141,7 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
         .as_deref()
         .map(|pem| pointer::pem_certificates(pem, "--ca-file"))
         .transpose()?;
-    let mut given: Vec<(String, String, trust::Trust)> = Vec::new();
+    let mut given: Vec<(String, String, trust::Trust, String)> = Vec::new();
     for name in &order {
         let f = &found[name];
         let kind = if name == "worker" {
@@ -251,7 +251,7 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
                 trust::check(&t, &read, url, ca_file.as_deref(), source, name)?;
                 merge_urls.insert(name.clone(), format!("{url}{}", proxy_note(p)));
                 trusts.insert(name.clone(), trust::describe_cas(&t.cas));
-                given.push((name.clone(), source.clone(), t));
+                given.push((name.clone(), source.clone(), t, read.server()));
                 p.clone()
             }
             None => match (&o.mcs_url, &ca_file) {

@@ -132,12 +132,21 @@ pub(super) fn check(
 }
 
 /// Without `--ca-file`: every pool's pointer trusts the same CAs through
-/// the same proxy. `pools`: (name, source, trust).
-pub(super) fn agree(pools: &[(String, String, Trust)]) -> Result<()> {
-    let Some((first, first_source, t)) = pools.first() else {
+/// the same proxy, for the same server. `pools`: (name, source, trust,
+/// the merge URL's server).
+pub(super) fn agree(pools: &[(String, String, Trust, String)]) -> Result<()> {
+    let Some((first, first_source, t, server)) = pools.first() else {
         return Ok(());
     };
-    for (name, source, other) in &pools[1..] {
+    for (name, source, other, other_server) in &pools[1..] {
+        if other_server != server {
+            bail!(
+                "{source}: pool {name}'s pointer config fetches from {other_server}, pool \
+                 {first}'s ({first_source}) from {server}: one cluster has one Machine Config \
+                 Server; give every pool's Secret from the same cluster, or pass --mcs-url and \
+                 --ca-file"
+            );
+        }
         if other.cas != t.cas {
             bail!(
                 "{source}: pool {name}'s pointer config trusts {}, pool {first}'s ({first_source}) \
