@@ -129,6 +129,14 @@ fn secret(dir: &Path, pool: &str) -> PathBuf {
         r#"{{"ignition":{{"config":{{"merge":[{{"source":"{MCS}/config/{pool}"}}]}},"security":{{"tls":{{"certificateAuthorities":[{{"source":"data:text/plain;charset=utf-8;base64,{}"}}]}}}},"version":"3.2.0"}}}}"#,
         b64(PEM.as_bytes())
     );
+    secret_with(dir, pool, &pointer)
+}
+
+/// `pointer` (JSON text) as `oc get secret <pool>-user-data-managed -o
+/// yaml` shows it, written to `dir/<pool>-user-data-managed.yaml`.
+pub(crate) fn secret_with(dir: &Path, pool: &str, pointer: &str) -> PathBuf {
+    use base64::Engine;
+    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
     let p = dir.join(format!("{pool}-user-data-managed.yaml"));
     std::fs::write(
         &p,

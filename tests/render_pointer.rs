@@ -28,7 +28,7 @@ fn sh(dir: &Path, script: &str) {
 
 /// A CA, and a server certificate for 127.0.0.1 it signs; plus an unrelated
 /// CA that must not be trusted.
-fn make_certificates(dir: &Path) {
+pub(crate) fn make_certificates(dir: &Path) {
     sh(
         dir,
         "for ca in ca other; do

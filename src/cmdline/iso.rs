@@ -71,7 +71,8 @@ pub struct IsoFleetConfig {
     /// Server, https://api-int.<cluster>.<domain>:22623
     #[arg(long, value_name = "URL", requires = "ca_file")]
     pub mcs_url: Option<String>,
-    /// With --mcs-url: PEM CA bundle of the MCS
+    /// PEM CA bundle of the MCS: the CA of --mcs-url's pointers, and the
+    /// only CA every pool's pointer config may trust
     #[arg(long, value_name = "PEM")]
     pub ca_file: Option<PathBuf>,
     /// The live ISO's architecture: the selector of that architecture is

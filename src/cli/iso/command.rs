@@ -194,10 +194,13 @@ pub fn fleet(c: IsoFleetConfig) -> Result<ExitCode> {
         .table
         .pools
         .iter()
-        .map(|p| match built.merge_urls.get(&p.name) {
-            Some(url) => format!("{} (config from {url})", p.name),
-            None => p.name.clone(),
-        })
+        .map(
+            |p| match (built.merge_urls.get(&p.name), built.trusts.get(&p.name)) {
+                (Some(url), Some(ca)) => format!("{} (config from {url}, trusting {ca})", p.name),
+                (Some(url), None) => format!("{} (config from {url})", p.name),
+                _ => p.name.clone(),
+            },
+        )
         .collect();
     let Some(input) = &c.input else {
         // --dry-run without an ISO.

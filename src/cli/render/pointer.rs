@@ -240,10 +240,18 @@ pub fn plain_http_warning(merge_url: &str) -> Option<String> {
 /// Every PEM block is a CERTIFICATE whose body is base64, and there is one;
 /// `name` names the input in the message (`--ca-file ca.pem`).
 pub fn check_ca(ca_pem: &[u8], name: &str) -> Result<()> {
+    pem_certificates(ca_pem, name).map(drop)
+}
+
+/// The certificates of a PEM bundle as DER, in order: what Ignition adds to
+/// the roots it trusts (every block, decoded), for comparing two bundles by
+/// what they trust rather than by their text. Refused as [`check_ca`]
+/// says.
+pub fn pem_certificates(ca_pem: &[u8], name: &str) -> Result<Vec<Vec<u8>>> {
     let Ok(text) = std::str::from_utf8(ca_pem) else {
         bail!("{name} is not PEM text; {CA_HINT}");
     };
-    let mut certificates = 0;
+    let mut certificates = Vec::new();
     let mut body: Option<String> = None;
     for line in text.lines().map(str::trim) {
         match (&mut body, line) {
@@ -252,20 +260,20 @@ pub fn check_ca(ca_pem: &[u8], name: &str) -> Result<()> {
                 bail!("{name} holds {l:?}, not a certificate; {CA_HINT}")
             }
             (Some(b), "-----END CERTIFICATE-----") => {
-                if b.is_empty() || STANDARD.decode(b.as_bytes()).is_err() {
-                    bail!("{name} has a certificate that is not base64; {CA_HINT}");
+                match STANDARD.decode(b.as_bytes()) {
+                    Ok(der) if !der.is_empty() => certificates.push(der),
+                    _ => bail!("{name} has a certificate that is not base64; {CA_HINT}"),
                 }
-                certificates += 1;
                 body = None;
             }
             (Some(b), l) => b.push_str(l),
             (None, _) => {}
         }
     }
-    if body.is_some() || certificates == 0 {
+    if body.is_some() || certificates.is_empty() {
         bail!("{name} holds no complete PEM certificate; {CA_HINT}");
     }
-    Ok(())
+    Ok(certificates)
 }
 
 #[cfg(test)]

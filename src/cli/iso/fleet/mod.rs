@@ -5,8 +5,10 @@
 //! only the selector writes: without its choice there is nothing to install.
 //! The pools' sources are read in `pools`.
 
+pub mod no_proxy;
 mod pools;
 mod preview;
+mod trust;
 pub use preview::preview;
 
 use std::collections::BTreeMap;
@@ -76,6 +78,8 @@ pub struct Fleet {
     /// Each pool's merge URL: where its machines fetch their config (and
     /// the pointer's proxy, when it has one).
     pub merge_urls: BTreeMap<String, String>,
+    /// Whom each pool's machines trust for it: `CA SHA-256 AB:CD:...`.
+    pub trusts: BTreeMap<String, String>,
 }
 
 pub fn build(o: &FleetOptions) -> Result<Fleet> {
@@ -130,6 +134,14 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
         .map(pointer::parse_mcs_server)
         .transpose()?;
     let mut merge_urls = BTreeMap::new();
+    let mut trusts = BTreeMap::new();
+    // --ca-file's certificates: every pointer must trust exactly them.
+    let ca_file = o
+        .ca_pem
+        .as_deref()
+        .map(|pem| pointer::pem_certificates(pem, "--ca-file"))
+        .transpose()?;
+    let mut given: Vec<(String, String, trust::Trust, String)> = Vec::new();
     for name in &order {
         let f = &found[name];
         let kind = if name == "worker" {
@@ -233,14 +245,24 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
                 if let Some(mcs) = &mcs {
                     pointer::check_same_server(&read, mcs, &format!("{what} {url:?}"))?;
                 }
+                // Whom its machines trust, through whom: what the operator
+                // gave, never what the source says.
+                let t = trust::read(p, source, name)?;
+                trust::check(&t, &read, url, ca_file.as_deref(), source, name)?;
                 merge_urls.insert(name.clone(), format!("{url}{}", proxy_note(p)));
+                trusts.insert(name.clone(), trust::describe_cas(&t.cas));
+                given.push((name.clone(), source.clone(), t, read.server()));
                 p.clone()
             }
-            None => match (&o.mcs_url, &o.ca_pem) {
+            None => match (&o.mcs_url, &ca_file) {
                 (Some(url), Some(ca)) => {
                     let url = format!("{}/config/{name}", url.trim_end_matches('/'));
                     merge_urls.insert(name.clone(), url.clone());
-                    serde_json::from_slice(&pointer::pointer_ignition(&url, ca)?)?
+                    trusts.insert(name.clone(), trust::describe_cas(ca));
+                    serde_json::from_slice(&pointer::pointer_ignition(
+                        &url,
+                        o.ca_pem.as_deref().unwrap_or_default(),
+                    )?)?
                 }
                 _ => bail!(
                     "pool {name}: no pointer config; give its Secret \
@@ -254,6 +276,9 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
         dest.insert(name.clone(), config);
         table.pools.push(pool);
     }
+    if ca_file.is_none() {
+        trust::agree(&given)?;
+    }
     crate::cli::iso::reach::check(&table, crate::cli::render::arch::Arch::of_elf(&o.selector))?;
     let config = live_config(o, &table, &dest)?;
     crate::cli::iso::check_ignition(&config, "the fleet's live config")?;
@@ -262,6 +287,7 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
         table,
         dest,
         merge_urls,
+        trusts,
     })
 }
 

@@ -26,6 +26,9 @@ pub fn preview(
         if let Some(url) = built.merge_urls.get(&p.name) {
             let _ = writeln!(out, "pool {}: config fetched from {url}", p.name);
         }
+        if let Some(ca) = built.trusts.get(&p.name) {
+            let _ = writeln!(out, "pool {}: its machines trust {ca} for it", p.name);
+        }
     }
     let _ = writeln!(out, "wiped on install: {devices}");
     let mut all = true;
