@@ -29,6 +29,7 @@ mod iso_fleet;
 mod iso_fleet_cli;
 mod iso_fleet_inputs;
 mod iso_hostile;
+mod iso_kargs;
 mod kubelet_bool_flags;
 mod kubelet_config_oracle;
 mod kubelet_mco;

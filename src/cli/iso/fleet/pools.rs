@@ -395,12 +395,15 @@ pub(super) fn pool_configs(found: &mut std::collections::BTreeMap<String, Found>
             }
             r
         });
+        let mut configs = Vec::new();
         for (role, mc, source) in &all {
             if roles.contains(role) {
                 check_kubelet_files(mc, source, Reach::Pool(name))?;
                 keep_env_file(mc, source, f);
+                configs.push(mc.clone());
             }
         }
+        check_wrapper_runs(name, configs)?;
         selected.extend(roles);
     }
     // A MachineConfig no given pool selects reaches the nodes of whatever
@@ -412,6 +415,31 @@ pub(super) fn pool_configs(found: &mut std::collections::BTreeMap<String, Found>
         if !selected.contains(role) {
             check_kubelet_files(mc, source, Reach::Unselected(role))?;
         }
+    }
+    Ok(())
+}
+
+/// The pool's MachineConfigs laid out as the MCO merges them, judged as
+/// `plan` and `explain` judge a pool: where our drop-ins give its nodes
+/// labels, taints or rules, the wrapper must run at kubelet's start. A
+/// later MachineConfig that leaves the wrapper without its exec bits, puts
+/// another file or a link in its place, or replaces, edits or hides the
+/// generator (or the drop-in it writes) makes the installed machine's
+/// kubelet register without the pool's labels and taints, unfenced.
+fn check_wrapper_runs(name: &str, configs: Vec<Value>) -> Result<()> {
+    if configs.is_empty() {
+        return Ok(());
+    }
+    let tree = crate::cli::plan::pool_tree::lay_out(configs)
+        .with_context(|| format!("pool {name}: its MachineConfigs as the MCO merges them"))?;
+    if let Some(why) = tree.wrapper_off() {
+        bail!(
+            "pool {name}: its MachineConfigs as the MCO merges them (as explain \
+             --machineconfig lays them out): {why}; a machine installed into it would \
+             register without the pool's labels and taints. Leave the MachineConfig that \
+             changes the wrapper or the generator out of the pool's sources, or render the \
+             pool again"
+        );
     }
     Ok(())
 }
