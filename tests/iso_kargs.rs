@@ -171,3 +171,67 @@ fn kernel_arguments_read_and_kept_as_coreos_installer_does() {
         assert_eq!(o.stdout, std::fs::read(&config).unwrap());
     }
 }
+
+/// An image without `COREOS/KARGS.JSO` (an older live ISO): the areas
+/// named by the header in its system area, read as coreos-installer reads
+/// them, and an argument running another config found there too.
+#[test]
+fn kernel_arguments_of_the_system_area_header() {
+    use kubelet_labeler::cli::iso::{iso9660::Iso9660, kargs};
+    let Some(fx) = fixtures() else { return };
+    let Some(ci) = skipped::tool("coreos-installer") else {
+        return;
+    };
+    let tmp = scratch_dir();
+    let d = tmp.path();
+    let base = base_iso(d, &fx);
+    let mut img = std::fs::read(&base).unwrap();
+    // Where the fixture's grub.cfg area is (README of the fixtures), as
+    // coreos-installer reads it.
+    let dev = ok(run(Command::new(&ci)
+        .args(["dev", "show", "iso", "--kargs"])
+        .arg(&base)));
+    let dev: serde_json::Value = serde_json::from_slice(&dev.stdout).unwrap();
+    let (at, len) = (
+        dev["kargs"][0]["offset"].as_u64().unwrap(),
+        dev["kargs"][0]["length"].as_u64().unwrap(),
+    );
+    // KARGS.JSO renamed away; the header: magic, length, the default's
+    // offset (the area itself), the one area's offset.
+    let name = img.windows(9).position(|w| w == b"KARGS.JSO").unwrap();
+    img[name..name + 9].copy_from_slice(b"KARGX.JSO");
+    let mut header = b"coreKarg".to_vec();
+    for word in [len, at, at, 0] {
+        header.extend(word.to_le_bytes());
+    }
+    let h = 32768 - 24 - 72;
+    img[h..h + header.len()].copy_from_slice(&header);
+    let old = d.join("old.iso");
+    std::fs::write(&old, &img).unwrap();
+    for (iso, conflict) in [
+        (old.clone(), false),
+        (
+            modified(
+                &ci,
+                &old,
+                d.join("old-url.iso"),
+                &["-a", "ignition.config.url=x"],
+            ),
+            true,
+        ),
+    ] {
+        let mut f = std::fs::File::open(&iso).unwrap();
+        let read = kargs::read(&mut Iso9660::open(&mut f).unwrap())
+            .unwrap()
+            .expect("the header names the areas");
+        assert_eq!(read.current, shown(&ci, &iso, false));
+        assert_eq!(read.areas.len(), 1);
+        let o = run(bin().args(["iso", "show"]).arg(&iso));
+        assert_eq!(
+            stderr(&o).contains("ignition.config.url=x"),
+            conflict,
+            "{}",
+            stderr(&o)
+        );
+    }
+}

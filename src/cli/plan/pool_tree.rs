@@ -64,6 +64,18 @@ impl PoolTree {
             || derived::sources_in_env(&self.env)
     }
 
+    /// Whether the MachineConfigs write anything at the wrapper's paths,
+    /// the generator's or the wrapper's drop-in (in any form: a file, a
+    /// link, a directory, a unit's drop-in).
+    pub fn ships_wrapper(&self) -> bool {
+        use crate::node::contract::{GENERATOR_PATH, WRAPPER_PATH};
+        self.layout.identities().keys().any(|p| {
+            p == GENERATOR_PATH
+                || p.starts_with(WRAPPER_PATH)
+                || p.rsplit('/').next() == Some(WRAPPER_DROPIN_NAME)
+        })
+    }
+
     /// Why the pool's nodes register with nothing of ours though our
     /// drop-ins are there, as `explain` judges the tree: the generator
     /// missing, not executable or not ours, the wrapper not an executable

@@ -34,6 +34,9 @@ pub(super) struct Found {
     pub(super) machine_configs: Vec<(String, Value, String)>,
     /// The roles the pool's MachineConfigPool selects MachineConfigs by.
     pub(super) roles: Option<Vec<String>>,
+    /// The MachineConfigs the pool's nodes get (its roles'), for
+    /// `check_wrapper_runs`.
+    pub(super) configs: Vec<Value>,
 }
 
 pub(super) fn check_pool_name(name: &str) -> Result<()> {
@@ -395,15 +398,13 @@ pub(super) fn pool_configs(found: &mut std::collections::BTreeMap<String, Found>
             }
             r
         });
-        let mut configs = Vec::new();
         for (role, mc, source) in &all {
             if roles.contains(role) {
                 check_kubelet_files(mc, source, Reach::Pool(name))?;
                 keep_env_file(mc, source, f);
-                configs.push(mc.clone());
+                f.configs.push(mc.clone());
             }
         }
-        check_wrapper_runs(name, configs)?;
         selected.extend(roles);
     }
     // A MachineConfig no given pool selects reaches the nodes of whatever
@@ -421,24 +422,30 @@ pub(super) fn pool_configs(found: &mut std::collections::BTreeMap<String, Found>
 
 /// The pool's MachineConfigs laid out as the MCO merges them, judged as
 /// `plan` and `explain` judge a pool: where our drop-ins give its nodes
-/// labels, taints or rules, the wrapper must run at kubelet's start. A
+/// labels, taints or rules and the sources carry the wrapper (or the
+/// generator), the wrapper must run at kubelet's start. A
 /// later MachineConfig that leaves the wrapper without its exec bits, puts
 /// another file or a link in its place, or replaces, edits or hides the
 /// generator (or the drop-in it writes) makes the installed machine's
 /// kubelet register without the pool's labels and taints, unfenced.
-fn check_wrapper_runs(name: &str, configs: Vec<Value>) -> Result<()> {
+pub(super) fn check_wrapper_runs(name: &str, configs: Vec<Value>) -> Result<()> {
     if configs.is_empty() {
         return Ok(());
     }
     let tree = crate::cli::plan::pool_tree::lay_out(configs)
         .with_context(|| format!("pool {name}: its MachineConfigs as the MCO merges them"))?;
+    // Sources without the wrapper's MachineConfig (applied from elsewhere)
+    // say nothing of it; what they carry of it must run.
+    if !tree.ships_wrapper() {
+        return Ok(());
+    }
     if let Some(why) = tree.wrapper_off() {
         bail!(
-            "pool {name}: its MachineConfigs as the MCO merges them (as explain \
-             --machineconfig lays them out): {why}; a machine installed into it would \
-             register without the pool's labels and taints. Leave the MachineConfig that \
-             changes the wrapper or the generator out of the pool's sources, or render the \
-             pool again"
+            "pool {name}: {why} (its MachineConfigs merged as the MCO merges them, as \
+             explain --machineconfig lays them out): a machine installed into it would \
+             register without the pool's labels and taints, unfenced; leave the \
+             MachineConfig that changes the wrapper or the generator out of the pool's \
+             sources, or render the pool again"
         );
     }
     Ok(())
