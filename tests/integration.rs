@@ -31,6 +31,7 @@ mod iso_fleet_inputs;
 mod iso_fleet_trust;
 mod iso_gzip_zlib;
 mod iso_hostile;
+mod iso_kargs;
 mod kubelet_bool_flags;
 mod kubelet_config_oracle;
 mod kubelet_mco;

@@ -578,3 +578,85 @@ fn another_pools_objects_in_a_pools_sources() {
     let o = dry_run_with(&p, &p.gpu, &numa, "desktop-2gpu", &[]);
     assert!(o.status.success(), "{}", said(&o));
 }
+
+/// A pool MachineConfig that stops the wrapper from running at kubelet's
+/// start (review 12 r12c F6): the wrapper without its exec bits (the MCO
+/// merges a file's fields by path: `mode` alone keeps our contents), a
+/// script or a link in its place, a directory there, the generator
+/// without its exec bits, edited, linked to /dev/null or shadowed from an
+/// earlier generator directory, or its directory linked elsewhere. The
+/// generator then writes no drop-in and the installed machine registers
+/// without the pool's taints, unfenced: refused as `plan` and `explain
+/// --machineconfig` refuse the same MachineConfigs (one check).
+#[test]
+fn a_pool_config_stopping_the_wrapper_is_refused() {
+    use kubelet_labeler::node::contract::{GENERATOR_PATH, WRAPPER_PATH};
+    let p = pools();
+    let wrapper = format!("{WRAPPER_PATH}.x86_64");
+    // `compression` set: the MCO keeps our gzip's otherwise.
+    let script = json!({ "source": "data:,%23!%2Fbin%2Fsh%0Aexec%20%22%24%40%22%0A",
+                         "compression": "" });
+    let mc = |storage: Value| {
+        json!({
+            "apiVersion": "machineconfiguration.openshift.io/v1",
+            "kind": "MachineConfig",
+            "metadata": { "name": "99-worker-gpu-tuning",
+                          "labels": { "machineconfiguration.openshift.io/role": "worker-gpu" } },
+            "spec": { "config": { "ignition": { "version": "3.4.0" }, "storage": storage } }
+        })
+    };
+    let not_exec = "is not an executable file";
+    let no_file = "leads to no file of these MachineConfigs";
+    let cases: Vec<(Value, &str)> = vec![
+        (
+            mc(json!({ "files": [{ "path": wrapper, "mode": 420 }] })),
+            not_exec,
+        ),
+        (
+            mc(json!({ "files": [{ "path": wrapper, "mode": 493, "contents": script }] })),
+            "is not an x86_64 program",
+        ),
+        (
+            mc(json!({ "directories": [{ "path": wrapper, "mode": 493 }] })),
+            not_exec,
+        ),
+        (
+            mc(json!({ "links": [{ "path": wrapper, "target": "/usr/bin/true" }] })),
+            no_file,
+        ),
+        (
+            mc(json!({ "files": [{ "path": GENERATOR_PATH, "mode": 420 }] })),
+            "kubelet-labeler is not executable",
+        ),
+        (
+            mc(json!({ "files": [{ "path": GENERATOR_PATH, "mode": 493, "contents": script }] })),
+            "is not the generator this release renders",
+        ),
+        (
+            mc(json!({ "links": [{ "path": GENERATOR_PATH, "target": "/dev/null" }] })),
+            no_file,
+        ),
+        (
+            mc(
+                json!({ "links": [{ "path": "/etc/systemd/system-generators",
+                                   "target": "/var/empty" }] }),
+            ),
+            "/etc/systemd/system-generators",
+        ),
+        (
+            mc(
+                json!({ "files": [{ "path": "/run/systemd/system-generators/kubelet-labeler",
+                                   "mode": 493, "contents": script }] }),
+            ),
+            "/run/systemd/system-generators/kubelet-labeler",
+        ),
+    ];
+    for (i, (mc, needle)) in cases.iter().enumerate() {
+        let gpu = copy_dir(&p.gpu, &p.dir.join(format!("case-{i}")));
+        add(&gpu, "99-tuning.json", mc);
+        refused(
+            &dry_run(&p, &gpu, "desktop-2gpu", &[]),
+            &["pool worker-gpu", needle],
+        );
+    }
+}

@@ -72,7 +72,13 @@ fn checked_input(config: Vec<u8>, name: &str, no_validate: bool) -> Result<Vec<u
 }
 
 pub fn show(c: IsoShowConfig) -> Result<ExitCode> {
-    let config = iso::show(&c.input)?;
+    // The config is shown whatever the kernel arguments; then what they
+    // run instead is said, and the exit code is 1.
+    let (config, kargs) = iso::show_with_kargs(&c.input)?;
+    let Some(config) = config else {
+        kargs?;
+        anyhow::bail!("{} has no embedded Ignition config", c.input.display());
+    };
     // The bytes of a downloaded ISO: on a terminal its escape codes are
     // shown escaped (they could rewrite the screen or set the clipboard);
     // into a pipe or file, the config as it is.
@@ -84,6 +90,7 @@ pub fn show(c: IsoShowConfig) -> Result<ExitCode> {
     } else {
         to_stdout(config)?;
     }
+    kargs?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -14,6 +14,7 @@ pub mod fleet;
 pub mod ignition;
 mod initramfs;
 pub mod iso9660;
+pub mod kargs;
 #[cfg(feature = "cli")]
 pub mod reach;
 mod unnamed;
@@ -466,6 +467,7 @@ impl Embedding {
     pub fn new(input: &Path, config: &[u8]) -> Result<Embedding> {
         let (e, mut members) = open_area(input)?;
         check_kept(input, &members)?;
+        check_kargs(input)?;
         let had_config = members
             .insert(CONFIG_PATH.into(), config.to_vec())
             .is_some();
@@ -495,11 +497,25 @@ impl Embedding {
     }
 }
 
+/// Refuse an image whose kernel arguments make its machines run another
+/// config than the embedded one (`kargs::check`).
+fn check_kargs(input: &Path) -> Result<()> {
+    let mut f = File::open(input).with_context(|| format!("opening {}", input.display()))?;
+    let mut iso = Iso9660::open(&mut f).with_context(|| input.display().to_string())?;
+    kargs::check(&mut iso, &input.display().to_string())
+}
+
 /// `iso embed`: put `config` in the area (refusing to replace one unless
-/// `force`), keeping network keyfiles.
+/// `force`), keeping network keyfiles. An image whose kernel arguments
+/// run another config is refused, with `force` too.
 pub fn embed(input: &Path, config: &[u8], force: bool, output: Output) -> Result<()> {
     let (e, mut members) = open_area(input)?;
     check_kept(input, &members)?;
+    // -f replaces an embedded config; the arguments are no part of it,
+    // and the user's own (console, network) would go with a reset.
+    check_kargs(input).map_err(|e| {
+        anyhow::anyhow!("{e:#} (refused with -f too: -f replaces an embedded config only)")
+    })?;
     if members.contains_key(CONFIG_PATH) && !force {
         bail!(
             "{} already has an embedded Ignition config; use -f to replace it",
@@ -513,10 +529,16 @@ pub fn embed(input: &Path, config: &[u8], force: bool, output: Output) -> Result
 
 /// `iso show`: the embedded config.
 pub fn show(input: &Path) -> Result<Vec<u8>> {
+    let (config, kargs) = show_with_kargs(input)?;
+    kargs?;
+    config.with_context(|| format!("{} has no embedded Ignition config", input.display()))
+}
+
+/// The embedded config (None without one), and the refusal of the image's
+/// kernel arguments when they make its machines run another config.
+pub fn show_with_kargs(input: &Path) -> Result<(Option<Vec<u8>>, Result<()>)> {
     let (_, mut members) = open_area(input)?;
-    members
-        .remove(CONFIG_PATH)
-        .with_context(|| format!("{} has no embedded Ignition config", input.display()))
+    Ok((members.remove(CONFIG_PATH), check_kargs(input)))
 }
 
 /// `iso remove`: drop the config, keep network keyfiles (zeros if none).

@@ -23,6 +23,7 @@ pub mod formats;
 mod inputs;
 pub mod kube;
 mod policy;
+pub mod pool_tree;
 mod reconcilable;
 mod rendered_diff;
 mod report;
@@ -30,7 +31,7 @@ mod unrendered;
 
 pub use report::{Format, render};
 
-use crate::node::contract::{POOL_LABEL_VAR, WRAPPER_DROPIN_NAME};
+use crate::node::contract::POOL_LABEL_VAR;
 use crate::node::facts::Features;
 use crate::node::kubelet::{Profile, Taint, TaintEffect};
 use crate::node::sorted::SortedSet;
@@ -406,56 +407,21 @@ fn lay_out(render: &inputs::Render, pool: &Pool) -> Result<PoolRender> {
     }
     let formats = formats::of_configs(&configs);
     let own = configs.clone();
-    // kubelet.service itself is the cluster's (the MCO's templates, in no
-    // render of ours): a stand-in, the base the render changes, reads what
-    // it reads.
-    let configs = cluster_unit::with_stand_in(configs);
-    let changes = rendered_diff::identities(&configs)
+    // What the MCO's daemon compares, over the same stand-in for the
+    // cluster's kubelet.service that the layout takes.
+    let changes = rendered_diff::identities(&cluster_unit::with_stand_in(configs.clone()))
         .with_context(|| format!("{}: pool {}", render.name, pool.name))?;
-    let scratch = tempfile::tempdir().context("creating a scratch node tree")?;
-    let root = scratch.path().join("root");
-    let layout = crate::cli::render::layout::Layout::merge(configs)
+    let tree = pool_tree::lay_out(configs)
         .with_context(|| format!("{}: pool {}", render.name, pool.name))?;
-    layout
-        .write(&root)
-        .with_context(|| format!("{}: laying out pool {}", render.name, pool.name))?;
-    let files = layout.identities();
-    let paths = crate::node::unit::UnitPaths::system(&root);
-    let load = crate::node::unit::LoadOptions {
-        skip_dropin: Some(WRAPPER_DROPIN_NAME.into()),
-        ..Default::default()
-    };
-    let svc =
-        crate::node::unit::load_service(&paths, "kubelet.service", &load).with_context(|| {
-            format!(
-                "{}: pool {}: loading kubelet.service's drop-ins",
-                render.name, pool.name
-            )
-        })?;
-    let env = crate::node::unit::offline_environment(&svc, &root, &[]).with_context(|| {
-        format!(
-            "{}: pool {}: the drop-ins' environment",
-            render.name, pool.name
-        )
-    })?;
-    let pool_label = env
+    let files = tree.layout.identities();
+    let pool_label = tree
+        .env
         .iter()
         .rfind(|(k, _)| k == POOL_LABEL_VAR)
         .map(|(_, v)| v.to_string_lossy().trim().to_string())
         .filter(|v| !v.is_empty());
-    let ours = [
-        crate::node::contract::LABELS_VAR,
-        crate::node::contract::TAINTS_VAR,
-    ]
-    .iter()
-    .any(|v| env.iter().any(|(k, _)| k == v))
-        || derived::sources_in_env(&env);
-    let wrapper_off = ours
-        .then(|| {
-            crate::cli::explain::reach::wrapper_off(&root)
-                .or_else(|| formats::command_off(&svc, &env, &root))
-        })
-        .flatten();
+    let wrapper_off = tree.wrapper_off();
+    let env = tree.env;
     Ok(PoolRender {
         env,
         changes,

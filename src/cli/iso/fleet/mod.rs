@@ -28,8 +28,8 @@ use crate::node::fleet::{
     WORKER_ROLE_LABEL,
 };
 use pools::{
-    Found, check_device, check_pool_name, merge_source, pool_configs, pool_env, read_source,
-    requirements,
+    Found, check_device, check_pool_name, check_wrapper_runs, merge_source, pool_configs, pool_env,
+    read_source, requirements,
 };
 
 /// The live config's spec: what `coreos-installer iso customize` writes,
@@ -120,6 +120,10 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
         }
         f.env = pool_env(&f.env_configs, &env_dropin_path())?;
         f.role_env = pool_env(&f.env_configs, &role_env_dropin_path())?;
+    }
+    // Then the pool's whole tree, as plan judges it: the wrapper runs.
+    for (name, f) in found.iter_mut() {
+        check_wrapper_runs(name, std::mem::take(&mut f.configs))?;
     }
     let (env, rules_from) = fleet_env(o, &found)?;
     let mut table = Table {

@@ -34,6 +34,9 @@ pub(super) struct Found {
     pub(super) machine_configs: Vec<(String, Value, String)>,
     /// The roles the pool's MachineConfigPool selects MachineConfigs by.
     pub(super) roles: Option<Vec<String>>,
+    /// The MachineConfigs the pool's nodes get (its roles'), for
+    /// `check_wrapper_runs`.
+    pub(super) configs: Vec<Value>,
 }
 
 pub(super) fn check_pool_name(name: &str) -> Result<()> {
@@ -399,6 +402,7 @@ pub(super) fn pool_configs(found: &mut std::collections::BTreeMap<String, Found>
             if roles.contains(role) {
                 check_kubelet_files(mc, source, Reach::Pool(name))?;
                 keep_env_file(mc, source, f);
+                f.configs.push(mc.clone());
             }
         }
         selected.extend(roles);
@@ -412,6 +416,37 @@ pub(super) fn pool_configs(found: &mut std::collections::BTreeMap<String, Found>
         if !selected.contains(role) {
             check_kubelet_files(mc, source, Reach::Unselected(role))?;
         }
+    }
+    Ok(())
+}
+
+/// The pool's MachineConfigs laid out as the MCO merges them, judged as
+/// `plan` and `explain` judge a pool: where our drop-ins give its nodes
+/// labels, taints or rules and the sources carry the wrapper (or the
+/// generator), the wrapper must run at kubelet's start. A
+/// later MachineConfig that leaves the wrapper without its exec bits, puts
+/// another file or a link in its place, or replaces, edits or hides the
+/// generator (or the drop-in it writes) makes the installed machine's
+/// kubelet register without the pool's labels and taints, unfenced.
+pub(super) fn check_wrapper_runs(name: &str, configs: Vec<Value>) -> Result<()> {
+    if configs.is_empty() {
+        return Ok(());
+    }
+    let tree = crate::cli::plan::pool_tree::lay_out(configs)
+        .with_context(|| format!("pool {name}: its MachineConfigs as the MCO merges them"))?;
+    // Sources without the wrapper's MachineConfig (applied from elsewhere)
+    // say nothing of it; what they carry of it must run.
+    if !tree.ships_wrapper() {
+        return Ok(());
+    }
+    if let Some(why) = tree.wrapper_off() {
+        bail!(
+            "pool {name}: {why} (its MachineConfigs merged as the MCO merges them, as \
+             explain --machineconfig lays them out): a machine installed into it would \
+             register without the pool's labels and taints, unfenced; leave the \
+             MachineConfig that changes the wrapper or the generator out of the pool's \
+             sources, or render the pool again"
+        );
     }
     Ok(())
 }
