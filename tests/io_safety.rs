@@ -5,7 +5,7 @@
 
 use crate::support::{BIN, elf, scratch_dir, skipped, stderr, test_iso, write};
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 /// A static ELF header standing in for the wrapper (its bytes are carried,
@@ -873,4 +873,53 @@ fn a_link_another_user_owns_at_o_is_never_written_through() {
             );
         }
     }
+}
+
+/// Review 13 r13c F1: `-o PATH` where another user made a FIFO (in a
+/// sticky directory such as /tmp) is never written into: whoever owns it
+/// would read the output (an embedded config's secrets). A FIFO of the
+/// caller's own still takes the output. Root only: `chown` to another user.
+#[test]
+fn a_fifo_another_user_owns_at_o_gets_nothing() {
+    use std::os::unix::fs::{PermissionsExt, chown};
+    let tmp = scratch_dir();
+    let dir = tmp.path();
+    inputs(dir);
+    let sticky = dir.join("sticky");
+    std::fs::create_dir(&sticky).unwrap();
+    std::fs::set_permissions(&sticky, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let mkfifo = |p: &Path| {
+        assert!(Command::new("mkfifo").arg(p).status().unwrap().success());
+    };
+    let theirs = sticky.join("out.yaml");
+    mkfifo(&theirs);
+    if chown(&theirs, Some(65534), Some(65534)).is_err() {
+        skipped::skipped("a FIFO of another user: chown needs root");
+        return;
+    }
+    // A reader, as the other user would run one, so a write never blocks.
+    let reader = |p: PathBuf| std::thread::spawn(move || std::fs::read(p).unwrap_or_default());
+    let got = reader(theirs.clone());
+    let o = run(
+        dir,
+        &[&RENDER_IGN[..], &["-o", theirs.to_str().unwrap()]].concat(),
+    );
+    // Unblock the reader.
+    drop(std::fs::OpenOptions::new().write(true).open(&theirs));
+    let read = got.join().unwrap();
+    assert!(
+        !o.status.success() && stderr(&o).contains("a FIFO owned by another user (uid 65534)"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(read.is_empty(), "the other user read {} bytes", read.len());
+    // A FIFO of our own takes it.
+    let ours = dir.join("ours.fifo");
+    mkfifo(&ours);
+    let got = reader(ours.clone());
+    ok(
+        dir,
+        &[&RENDER_IGN[..], &["-o", ours.to_str().unwrap()]].concat(),
+    );
+    assert!(!got.join().unwrap().is_empty());
 }

@@ -254,7 +254,12 @@ pub fn fold(key: &str) -> String {
 /// the spec's own key where it stands, and a value of a type Ignition's
 /// Go reader refuses there, naming it by its path.
 pub fn check(config: &Value) -> Result<()> {
-    walk(config, K::Config, "spec.config", "$")
+    check_named(config, "spec.config")
+}
+
+/// [`check`] for a whole Ignition config named `at` (a pointer config).
+pub fn check_named(config: &Value, at: &str) -> Result<()> {
+    walk(config, K::Config, at, "$")
 }
 
 fn walk(v: &Value, kind: Kind, at: &str, jp: &str) -> Result<()> {

@@ -36,7 +36,7 @@ pub mod encoding;
 pub mod extensions;
 pub mod generator;
 pub mod gitops_dir;
-mod ignition_keys;
+pub(crate) mod ignition_keys;
 mod ignition_rules;
 pub mod input;
 pub mod layout;

@@ -93,6 +93,27 @@ fn follow_own_links(path: &Path) -> Result<(PathBuf, Option<fs::Metadata>)> {
     )
 }
 
+/// A FIFO or character device at `-o` is written into only when it is the
+/// caller's or root's (`/dev/null`, a FIFO of your own): another user's
+/// FIFO, planted where the output is expected, would hand them the output
+/// (the kernel's `protected_fifos` guards only opens that may create).
+fn stream_owned_by_us(path: &Path, meta: &fs::Metadata) -> Result<()> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    // SAFETY: geteuid(2) takes nothing and cannot fail.
+    let me = unsafe { geteuid() };
+    let stream = meta.file_type().is_fifo() || meta.file_type().is_char_device();
+    if !stream || (meta.uid() != me && meta.uid() != 0) {
+        bail!(
+            "{} is {} owned by another user (uid {}); not writing into it (whoever owns it \
+             reads what is written): remove it, or give -o a path of your own",
+            path.display(),
+            kind(meta),
+            meta.uid()
+        );
+    }
+    Ok(())
+}
+
 fn kind(meta: &fs::Metadata) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     let t = meta.file_type();
@@ -138,10 +159,17 @@ pub fn output_file(path: &Path) -> Result<OutputFile> {
     }
     match follow_own_links(path)? {
         (at, Some(m)) if m.file_type().is_fifo() || m.file_type().is_char_device() => {
+            stream_owned_by_us(path, &m)?;
             let file = fs::OpenOptions::new()
                 .write(true)
                 .open(&at)
                 .with_context(|| format!("opening {}", path.display()))?;
+            // What was opened, not what was looked at: a FIFO swapped in
+            // between gets nothing.
+            let opened = file
+                .metadata()
+                .with_context(|| format!("reading {}", path.display()))?;
+            stream_owned_by_us(path, &opened)?;
             Ok(OutputFile::Stream(file))
         }
         _ => Ok(OutputFile::Replace(write_target(path)?)),

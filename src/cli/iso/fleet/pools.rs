@@ -223,6 +223,10 @@ fn read_document(name: &str, doc: Value, source: &str, f: &mut Found) -> Result<
 fn set_pointer(name: &str, pointer: Value, source: &str, f: &mut Found) -> Result<()> {
     let bytes = serde_json::to_vec(&pointer)?;
     crate::cli::iso::check_ignition(&bytes, source)?;
+    // Ignition's Go reader matches keys case-insensitively, the later one
+    // winning: a `Source` beside `source` would be the URL fetched.
+    crate::cli::render::ignition_keys::check_named(&pointer, "pointer")
+        .with_context(|| format!("{source}: pool {name}'s pointer config"))?;
     check_pointer_only(&pointer).with_context(|| {
         format!(
             "{source}: pool {name}'s pointer config carries more than a pointer; \
@@ -372,20 +376,22 @@ fn config_roles(name: &str, mcp: &Value, source: &str) -> Result<Vec<String>> {
 /// the env drop-ins kept for `pool_env`.
 pub(super) fn pool_configs(found: &mut std::collections::BTreeMap<String, Found>) -> Result<()> {
     let mut all: Vec<(String, Value, String)> = Vec::new();
+    // Each name's entry in `all`: one lookup a MachineConfig, not a scan.
+    let mut by_name: std::collections::BTreeMap<Option<String>, usize> = Default::default();
     for f in found.values() {
         for (role, mc, source) in &f.machine_configs {
             let mc_name = mc.pointer("/metadata/name").and_then(Value::as_str);
-            match all
-                .iter()
-                .find(|(_, m, _)| m.pointer("/metadata/name").and_then(Value::as_str) == mc_name)
-            {
+            match by_name.get(&mc_name.map(str::to_string)).map(|&i| &all[i]) {
                 Some((_, m, _)) if m == mc => {}
                 Some((_, _, first)) => bail!(
                     "{first} and {source} both hold MachineConfig {} and they differ; the \
                      cluster holds one: give it once",
                     mc_name.unwrap_or("")
                 ),
-                None => all.push((role.clone(), mc.clone(), source.clone())),
+                None => {
+                    by_name.insert(mc_name.map(str::to_string), all.len());
+                    all.push((role.clone(), mc.clone(), source.clone()));
+                }
             }
         }
     }
@@ -962,5 +968,30 @@ mod tests {
         };
         p(json!({ "storage": {}, "passwd": {}, "systemd": { "units": [] } })).unwrap();
         assert!(p(json!({ "passwd": { "users": [ { "name": "core" } ] } })).is_err());
+    }
+
+    /// Review 13 r13c F2: Ignition reads a pointer's keys folded, the
+    /// later one winning; a second `Source` would be what is fetched.
+    #[test]
+    fn a_pointer_whose_merge_entry_folds_a_second_source_is_refused() {
+        let good = "https://api-int.ocp.example.com:22623/config/worker-gpu";
+        for key in ["Source", "SOURCE", "\u{17f}ource"] {
+            for at in ["merge", "replace"] {
+                let mut entry = serde_json::Map::new();
+                entry.insert("source".into(), json!(good));
+                entry.insert(key.to_string(), json!("https://evil.example/worker.ign"));
+                let config = if at == "merge" {
+                    json!({ "merge": [Value::Object(entry)] })
+                } else {
+                    json!({ "replace": Value::Object(entry) })
+                };
+                let pointer = json!({ "ignition": { "version": "3.2.0", "config": config } });
+                let mut f = Found::default();
+                assert!(
+                    set_pointer("worker-gpu", pointer, "pointer.ign", &mut f).is_err(),
+                    "{at} entry with {key:?} taken"
+                );
+            }
+        }
     }
 }
