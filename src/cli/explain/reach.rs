@@ -130,7 +130,12 @@ fn as_rendered(text: &str, unit: &str, arches: &[String]) -> bool {
     plain
         && [Profile::OpenShift, Profile::Upstream]
             .into_iter()
-            .any(|p| rendered::generator(p, unit, &arches).replace(RENDERED_BY, stamp) == text)
+            .any(|p| {
+                let ours = rendered::generator(p, unit, &arches).replace(RENDERED_BY, stamp);
+                // The same generator as earlier releases of this node
+                // format rendered it, before it set its own PATH.
+                ours == text || ours.replacen(rendered::OWN_PATH, "", 1) == text
+            })
 }
 
 /// Whether systemd would run the wrapper at boot: is its drop-in there (or
@@ -450,6 +455,13 @@ mod tests {
                 "kubelet-labeler 0.0.9+node.5",
             );
             assert!(as_rendered(&other, "kubelet.service", &names));
+            // An earlier release of this node format: no PATH of its own.
+            let earlier = other.replacen(rendered::OWN_PATH, "", 1);
+            assert_ne!(earlier, other);
+            assert!(as_rendered(&earlier, "kubelet.service", &names));
+            // A PATH of another's is an edit.
+            let path = other.replacen("PATH=/usr/sbin:", "PATH=/tmp:/usr/sbin:", 1);
+            assert!(!as_rendered(&path, "kubelet.service", &names));
             assert!(!as_rendered(&text, "kubelet.service", &names[..1]));
             assert!(!as_rendered(&text, "crio.service", &names));
             for edited in [

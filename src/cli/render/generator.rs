@@ -53,6 +53,15 @@ pub fn wrapper_dropin(profile: Profile) -> String {
 /// looked at, and the drop-in is written for a shipped architecture on the
 /// strength of render's checks (`check_wrapper`); every daemon-reload looks
 /// again. A plain shell script: it must run on every architecture.
+/// The generator's own PATH: the manager's `DefaultEnvironment=` reaches
+/// generators (review 13), so its commands are looked up where the OS
+/// keeps them. Earlier releases of node format 5 rendered the generator
+/// without it.
+pub const OWN_PATH: &str = "# The manager's DefaultEnvironment= reaches generators: the commands below\n\
+# are found where the OS keeps them, whatever PATH it sets.\n\
+PATH=/usr/sbin:/usr/bin:/sbin:/bin\n\
+export PATH\n";
+
 pub fn generator(profile: Profile, unit: &str, arches: &[Arch]) -> String {
     // Run again from the unit's `ExecStopPost=` (see the script's comment).
     let dropin = wrapper_dropin_at(profile, "$exe") + "ExecStopPost=-/bin/sh $0 --exec-failed\n";
@@ -83,10 +92,7 @@ pub fn generator(profile: Profile, unit: &str, arches: &[Arch]) -> String {
 # at every daemon-reload. It writes the drop-in that makes {unit} run our\n\
 # wrapper, only when this node's wrapper can run here; otherwise {unit}\n\
 # starts with its own ExecStart and one kernel log line (journalctl -k) says why.\n\
-# The manager's DefaultEnvironment= reaches generators: the commands below\n\
-# are found where the OS keeps them, whatever PATH it sets.\n\
-PATH=/usr/sbin:/usr/bin:/sbin:/bin\n\
-export PATH\n\
+{OWN_PATH}\
 unit='{unit}'\n\
 say() {{\n\
 \tif [ \"${{SYSTEMD_SCOPE:-system}}\" = system ] && [ \"$1\" != --exec-failed ] &&\n\
