@@ -40,7 +40,7 @@ echo "== a pod plants a link in features.d; a rollout adds a static NoExecute ta
 ln -s /etc/hostname "$FD/zz"
 "$K" render dropins --root "$R" --wrapper "$W" --rules "$T/rules.yaml" \
   --taint static.example.com/t=1:NoSchedule --taint static.example.com/new=1:NoExecute >/dev/null 2>&1
-for i in 1 2; do "$K" sync --root "$R" --kubeconfig "$KC" --max-wait 5 2>&1; echo "exit $?"; done
+for i in 1 2; do rc=0; "$K" sync --root "$R" --kubeconfig "$KC" --max-wait 5 2>&1 || rc=$?; echo "exit $rc"; done
 echo "== TaintDrift events naming static.example.com/new:"
 kubectl --kubeconfig "$RC_DIR/admin.kubeconfig" get events -n default -o json | \
   python3 -c "import json,sys; print(sum('static.example.com/new' in e['message'] for e in json.load(sys.stdin)['items'] if e['reason']=='TaintDrift'))"
