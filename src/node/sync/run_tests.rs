@@ -604,3 +604,53 @@ fn a_lost_write_answer_still_posts_the_event() {
         out.summary
     );
 }
+
+/// Review 13 (r13a) F2, FAILS at 810045b: a pod that writes features.d
+/// (here a link; past a bound does the same) makes the rules' taints
+/// unknown, not the static ones: the sync must still derive those, so that
+/// their drift is reported (and its Event posted) while the pod's file
+/// stays. Today `derive` fails whole and `run` exits 2 before reading the
+/// Node, so no drift at all is reported.
+#[test]
+fn features_a_pod_fences_leave_the_static_taints_known() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let write = |p: &str, text: &str| {
+        let path = root.join(p);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write(
+        "etc/systemd/system/kubelet.service",
+        "[Service]\nExecStart=/usr/bin/kubelet --kubeconfig=/var/lib/kubelet/kubeconfig\n",
+    );
+    write(
+        "etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf",
+        "[Service]\n\
+         Environment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS=static.example.com/t=1:NoSchedule\"\n\
+         Environment=\"KUBELET_LABELER_NODE_RULES=KLR5,1,provisioned-gpu,0,~N,0,~N,1,example.com/gpu-provisioned,true,NoSchedule,1,local.label,1,gpu,Exists,0,~N,0\"\n",
+    );
+    let fd = "etc/kubernetes/node-feature-discovery/features.d";
+    write(&format!("{fd}/provisioning"), "gpu=1\n");
+    let opts = SyncOptions {
+        root: root.to_path_buf(),
+        profile: Some(Profile::Upstream),
+        ..Default::default()
+    };
+    let static_taint = |d: &Derivation| {
+        d.desired
+            .taints
+            .iter()
+            .any(|t| t.to_string() == "static.example.com/t=1:NoSchedule")
+    };
+    let d = derive(&opts).unwrap();
+    assert!(static_taint(&d), "{:?}", d.desired.taints);
+    // What a pod with a hostPath on features.d can do.
+    std::os::unix::fs::symlink("/etc/hostname", root.join(fd).join("zz")).unwrap();
+    let d = derive(&opts);
+    assert!(
+        d.as_ref().is_ok_and(static_taint),
+        "the static taints' drift is no longer derived: {:?}",
+        d.err()
+    );
+}
