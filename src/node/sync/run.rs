@@ -148,14 +148,24 @@ pub fn derive(opts: &SyncOptions) -> Result<Derivation, String> {
         profile,
         plan::FactsScope::Used,
     );
-    if let Some(f) = &collected.fence {
-        // The rules could not be evaluated here: what they would give is
-        // unknown, so the sync neither adds nor removes a thing (fail
-        // closed, as the wrapper registers fenced).
-        return Err(format!(
-            "the node rules could not be evaluated ({}): the Node is left as it is",
-            f.why
-        ));
+    // The rules could not be evaluated here (their features fenced: a
+    // link in features.d, past its bounds): what they give is unknown, the
+    // rest is not. `collected` then holds the static part alone; its drift
+    // and kubelet's own taints' are still reported, and nothing the rules
+    // may give is removed or reported stale (fail closed, as the wrapper
+    // registers fenced).
+    let unknown = collected.fence.as_ref().map(|f| {
+        format!(
+            "the node rules could not be evaluated ({})",
+            escape_controls(&f.why)
+        )
+    });
+    let mut collected = collected;
+    if unknown.is_some() {
+        // Said once, by `unknown`.
+        collected
+            .notes
+            .retain(|n| !n.starts_with(plan::RULES_LEFT_OUT_NOTE));
     }
     let fs = plan::RootFs::of_unit(&opts.root, &svc);
     let p = plan::plan(original, collected.additions, profile, &fs);
@@ -172,6 +182,7 @@ pub fn derive(opts: &SyncOptions) -> Result<Derivation, String> {
             labels: p.added_labels,
             taints: p.taints,
             rule_taints: crate::node::wrapper::derived::rule_taints(&env),
+            unknown,
         },
         kubeconfig,
         node_name,
@@ -671,6 +682,12 @@ fn changes(plan: &reconcile::Reconciled) -> String {
 
 fn drift_suffix(plan: &reconcile::Reconciled) -> String {
     let mut out = String::new();
+    if let Some(why) = &plan.unknown {
+        out += &format!(
+            " (rule-derived labels and taints unknown, none removed or reported stale: {})",
+            shown(why, 1000)
+        );
+    }
     for k in plan.keys.iter().filter(|k| k.drift) {
         // Keys and values as the Node has them: escaped.
         out += &format!(

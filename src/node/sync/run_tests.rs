@@ -422,6 +422,7 @@ fn a_refused_write_still_reports_the_taint_drift() {
         labels: vec![("example.com/a".into(), "2".into())],
         taints: crate::node::kubelet::parse_taints("nvidia.com/gpu=true:NoSchedule").unwrap(),
         rule_taints: Vec::new(),
+        unknown: None,
     };
     for refusal in [
         ok(422, r#"{"message":"nodes may not change their labels"}"#),
@@ -653,4 +654,53 @@ fn features_a_pod_fences_leave_the_static_taints_known() {
         "the static taints' drift is no longer derived: {:?}",
         d.err()
     );
+}
+
+/// Review 13 r13a F2: with the rules fenced, the drift of what is known is
+/// reported and posted (exit 1), and nothing the rules may give is
+/// removed or reported stale: the label the sync owns stays, the rule's
+/// taint the Node has is no drift, our record of it stays.
+#[test]
+fn fenced_rules_report_the_known_drift_and_remove_nothing() {
+    let rule_taint = kubelet::parse_taints("example.com/gpu-provisioned=true:NoSchedule").unwrap();
+    let d = Desired {
+        labels: vec![("example.com/static".into(), "1".into())],
+        taints: kubelet::parse_taints("static.example.com/new=1:NoExecute").unwrap(),
+        rule_taints: rule_taint.clone(),
+        unknown: Some("the node rules could not be evaluated (zz is a symbolic link)".into()),
+    };
+    let n = format!(
+        r#"{{"metadata":{{"name":"n1","resourceVersion":"5","labels":{{"example.com/a":"1","example.com/static":"1"}},"annotations":{{"{OWNED_ANNOTATION}":"example.com/{{a,static}}","{}":"example.com/gpu-provisioned=true:NoSchedule"}}}},"spec":{{"taints":[{{"key":"example.com/gpu-provisioned","value":"true","effect":"NoSchedule"}}]}}}}"#,
+        reconcile::TAINTS_ANNOTATION,
+    );
+    let (out, s) = run_with(vec![ok(200, &n), ok(201, "{}"), ok(200, "{}")], &d);
+    assert_eq!(out.code, EXIT_DRIFT, "{}", out.summary);
+    assert!(
+        out.summary
+            .contains("taint static.example.com/new=1:NoExecute is missing"),
+        "{}",
+        out.summary
+    );
+    assert!(out.summary.contains("unknown"), "{}", out.summary);
+    assert!(
+        !out.summary.contains("no longer derived"),
+        "{}",
+        out.summary
+    );
+    let methods: Vec<&str> = s.sent.iter().map(|(m, _)| m.as_str()).collect();
+    assert_eq!(methods, ["GET", "POST", "PATCH"], "{}", out.summary);
+    let patch = s.sent[2].1.as_deref().unwrap_or("");
+    assert!(!patch.contains("example.com/a"), "{patch}");
+    assert!(!patch.contains("-example.com/gpu"), "{patch}");
+    assert!(
+        !patch.contains(reconcile::TAINTS_ANNOTATION) || patch.contains("gpu-provisioned"),
+        "{patch}"
+    );
+    // Nothing known drifts: still exit 1, the rules' part unjudged.
+    let quiet = Desired {
+        taints: Vec::new(),
+        ..d
+    };
+    let (out, _) = run_with(vec![ok(200, &n), ok(200, "{}")], &quiet);
+    assert_eq!(out.code, EXIT_DRIFT, "{}", out.summary);
 }

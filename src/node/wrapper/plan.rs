@@ -351,6 +351,9 @@ fn collect_with(
     }
 }
 
+/// The head of the note `static_only` writes when the rules may taint.
+pub const RULES_LEFT_OUT_NOTE: &str = "rule-derived labels and taints left out: ";
+
 /// What the rules leave when their evaluation fails as a whole (a budget,
 /// a panic): the static part, and a note that says why; fenced when the
 /// rules may give a taint (`may_taint`, `fence::rules_may_taint`).
@@ -360,7 +363,7 @@ pub fn static_only(static_: Option<Additions>, failure: Failure, may_taint: bool
         additions: Ok(static_),
         rules: Vec::new(),
         notes: vec![match may_taint {
-            true => format!("rule-derived labels and taints left out: {why}"),
+            true => format!("{RULES_LEFT_OUT_NOTE}{why}"),
             false => fence::no_fence_note(&why),
         }],
         fence: may_taint.then_some(failure),
