@@ -47,8 +47,11 @@ impl std::fmt::Display for BudgetExceeded {
         write!(
             f,
             "node rules need more work than their budget of {} units on these facts; \
-             render refuses such rule files (render them again with this version)",
-            self.limit
+             render refuses such rule files, unless features.d holds more than {} bytes of \
+             facts, which buy no budget (render them again with this version, or keep \
+             features.d small)",
+            self.limit,
+            LOCAL_COUNTED
         )
     }
 }
