@@ -50,8 +50,7 @@ impl std::fmt::Display for BudgetExceeded {
              render refuses such rule files, unless features.d holds more than {} bytes of \
              facts, which buy no budget (render them again with this version, or keep \
              features.d small)",
-            self.limit,
-            LOCAL_COUNTED
+            self.limit, LOCAL_COUNTED
         )
     }
 }

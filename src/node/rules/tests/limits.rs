@@ -209,7 +209,7 @@ fn features_d_buys_no_boot_time() {
         filled <= none + budget::PER_FACT * budget::LOCAL_COUNTED,
         "a pod's features.d raised the budget from {none} to {filled} units"
     );
-    assert!(budget::PER_FACT * budget::LOCAL_COUNTED <= budget::BASE + budget::BASE / 8);
+    const { assert!(budget::PER_FACT * budget::LOCAL_COUNTED <= budget::BASE + budget::BASE / 8) };
     let mut few = Features::default();
     attrs(&mut few, "local.label", &[("gpu", "true"), ("rack", "r12")]);
     attrs(
