@@ -168,19 +168,44 @@ pub fn derive(opts: &SyncOptions) -> Result<Derivation, String> {
             .retain(|n| !n.starts_with(plan::RULES_LEFT_OUT_NOTE));
     }
     let fs = plan::RootFs::of_unit(&opts.root, &svc);
+    // Ours, for when kubelet's own taints cannot be read (its config past
+    // its bounds, a drop-in a pod wrote in --config-dir): the wrapper then
+    // registers ours fenced, and their drift is still known.
+    let ours = match (&collected.additions, &original.executable) {
+        (Ok(Some(a)), exe)
+            if kubelet::flags::kubelet_args_start(&exe.to_string_lossy(), &words).is_ok() =>
+        {
+            Some(a.clone())
+        }
+        _ => None,
+    };
     let p = plan::plan(original, collected.additions, profile, &fs);
-    if let Some(why) = p.left_out {
-        // The wrapper would start kubelet without our labels: the sync
-        // does not guess what it would have added.
-        return Err(format!(
-            "the wrapper would leave our labels/taints out: {why}"
-        ));
-    }
+    let (labels, taints, unknown) = match (p.left_out, ours) {
+        (None, _) => (p.added_labels, p.taints, unknown),
+        (Some(why), Some(ours)) => {
+            let why = format!(
+                "kubelet's own taints could not be read ({})",
+                escape_controls(&why)
+            );
+            let unknown = Some(match unknown {
+                Some(rules) => format!("{rules}; {why}"),
+                None => why,
+            });
+            (ours.labels, ours.taints, unknown)
+        }
+        (Some(why), None) => {
+            // The wrapper would start kubelet without our labels: the sync
+            // does not guess what it would have added.
+            return Err(format!(
+                "the wrapper would leave our labels/taints out: {why}"
+            ));
+        }
+    };
     notes.extend(collected.notes);
     Ok(Derivation {
         desired: Desired {
-            labels: p.added_labels,
-            taints: p.taints,
+            labels,
+            taints,
             rule_taints: crate::node::wrapper::derived::rule_taints(&env),
             unknown,
         },

@@ -704,3 +704,60 @@ fn fenced_rules_report_the_known_drift_and_remove_nothing() {
     let (out, _) = run_with(vec![ok(200, &n), ok(200, "{}")], &quiet);
     assert_eq!(out.code, EXIT_DRIFT, "{}", out.summary);
 }
+
+/// Review 13 r13a F2, the --config-dir variant: a drop-in past kubelet's
+/// config budget (what a pod with a hostPath there writes) makes kubelet's
+/// own taints unknown, not ours: the static taints' drift is still derived,
+/// the unknown part said.
+#[test]
+fn an_unreadable_kubelet_config_leaves_our_taints_known() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let write = |p: &str, text: &str| {
+        let path = root.join(p);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write(
+        "etc/systemd/system/kubelet.service",
+        "[Service]\nExecStart=/usr/bin/kubelet --config-dir=/etc/kubernetes/kubelet.conf.d\n",
+    );
+    write(
+        "etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf",
+        "[Service]\n\
+         Environment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS=static.example.com/t=1:NoSchedule\"\n",
+    );
+    write(
+        "etc/kubernetes/kubelet.conf.d/10-base.conf",
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n",
+    );
+    let opts = SyncOptions {
+        root: root.to_path_buf(),
+        profile: Some(Profile::Upstream),
+        ..Default::default()
+    };
+    let d = derive(&opts).unwrap();
+    assert!(d.desired.unknown.is_none(), "{:?}", d.desired.unknown);
+    let big = format!(
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n# {}\n",
+        "x".repeat(2 << 20)
+    );
+    write("etc/kubernetes/kubelet.conf.d/50-pod.conf", &big);
+    let d = derive(&opts).unwrap_or_else(|e| panic!("our taints' drift no longer derived: {e}"));
+    assert_eq!(
+        d.desired
+            .taints
+            .iter()
+            .map(|t| t.to_string())
+            .collect::<Vec<_>>(),
+        ["static.example.com/t=1:NoSchedule"]
+    );
+    assert!(
+        d.desired
+            .unknown
+            .as_deref()
+            .is_some_and(|u| u.contains("kubelet's own taints could not be read")),
+        "{:?}",
+        d.desired.unknown
+    );
+}
