@@ -141,7 +141,7 @@ pub fn derive(opts: &SyncOptions) -> Result<Derivation, String> {
             })
         });
     let facts_root = opts.facts_root.as_deref().unwrap_or(&opts.root);
-    let collected = plan::collect(
+    let mut collected = plan::collect(
         &env,
         &original.argv,
         facts_root,
@@ -160,25 +160,17 @@ pub fn derive(opts: &SyncOptions) -> Result<Derivation, String> {
             escape_controls(&f.why)
         )
     });
-    let mut collected = collected;
-    if unknown.is_some() {
-        // Said once, by `unknown`.
-        collected
-            .notes
-            .retain(|n| !n.starts_with(plan::RULES_LEFT_OUT_NOTE));
-    }
+    // Said once, by `unknown`.
+    let said = |n: &String| unknown.is_none() || !n.starts_with(plan::RULES_LEFT_OUT_NOTE);
+    collected.notes.retain(said);
     let fs = plan::RootFs::of_unit(&opts.root, &svc);
     // Ours, for when kubelet's own taints cannot be read (its config past
     // its bounds, a drop-in a pod wrote in --config-dir): the wrapper then
     // registers ours fenced, and their drift is still known.
-    let ours = match (&collected.additions, &original.executable) {
-        (Ok(Some(a)), exe)
-            if kubelet::flags::kubelet_args_start(&exe.to_string_lossy(), &words).is_ok() =>
-        {
-            Some(a.clone())
-        }
-        _ => None,
-    };
+    let exe = original.executable.to_string_lossy().into_owned();
+    let is_kubelet = kubelet::flags::kubelet_args_start(&exe, &words).is_ok();
+    let ours = collected.additions.as_ref().ok().cloned().flatten();
+    let ours = ours.filter(|_| is_kubelet);
     let p = plan::plan(original, collected.additions, profile, &fs);
     let (labels, taints, unknown) = match (p.left_out, ours) {
         (None, _) => (p.added_labels, p.taints, unknown),
