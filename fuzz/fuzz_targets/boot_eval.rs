@@ -1,9 +1,11 @@
 //! The whole boot-path evaluation: a rule set and node facts (a small line
 //! format, below), render's budget check, the compact form as the wrapper
 //! decodes it, and the evaluation within `Budget::for_facts`. A rule set
-//! render accepts must evaluate within the budget on any facts (render's
-//! worst case and the wrapper's budget agree); any other may run out of it,
-//! cleanly. run.sh gives this target a short -timeout and a small
+//! render accepts must evaluate within the budget on any facts whose
+//! features.d part the budget counts whole (render's worst case and the
+//! wrapper's budget agree: `budget_size` is `facts_size` there); past
+//! `LOCAL_COUNTED` of features.d (a pod filling it), and any other rule
+//! set, may run out of it, cleanly (fail closed). run.sh gives this target a short -timeout and a small
 //! -rss_limit_mb: an input that takes long or much memory is a finding.
 //!
 //! Lines: `R name` starts a rule; `L k=v` / `V k=v` a static label / var;
@@ -149,6 +151,8 @@ fuzz_target!(|data: &[u8]| {
     let outcome = rules::evaluate_node_without(&decoded, &facts, &[], &mut budget);
     let worst = rules::budget::worst_case(&rules);
     let size = rules::budget::facts_size(&facts);
+    // features.d within what the budget counts (a provisioning's keys).
+    let counted = rules::budget::budget_size(&facts) == size;
     if outcome.is_ok() {
         assert!(
             budget.used() <= worst.once.at(size),
@@ -163,7 +167,7 @@ fuzz_target!(|data: &[u8]| {
     let past_caps = outcome.is_err()
         && rules::evaluate_node_without(&decoded, &facts, &[], &mut rules::Budget::new(u64::MAX))
             .is_err();
-    if accepted {
+    if accepted && counted {
         assert!(
             worst.boot.at(size) <= limit,
             "render accepted a worst case past the budget"

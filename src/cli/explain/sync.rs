@@ -138,6 +138,7 @@ fn decide(command: &str, derived: &Derived) -> Result<(Vec<String>, Vec<Reported
         labels: derived.labels.to_vec(),
         taints: derived.taints.to_vec(),
         rule_taints: crate::node::wrapper::derived::rule_taints(derived.env),
+        unknown: None,
     };
     let plan = reconcile::reconcile(&desired, &NodeState::default(), &policy)?;
     let (mut labels, mut reported) = (Vec::new(), Vec::new());

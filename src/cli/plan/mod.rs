@@ -512,6 +512,7 @@ fn registration(
                 labels: a.labels,
                 taints: a.taints,
                 rule_taints: derived::rule_taints(&env),
+                unknown: None,
             },
         ),
         Ok(None) => (Registration::default(), Desired::default()),

@@ -69,7 +69,8 @@ pub fn cleanup(root: &Path, unit: &str) -> Vec<String> {
          cluster access (check first that no workload or pool selects a label):"
     )];
     match derived {
-        Some(d) => {
+        // The rules' part unknown (their features fenced): the Node's list.
+        Some(d) if d.desired.unknown.is_none() => {
             let pool = d.pool_label.as_deref();
             let mut keys: Vec<&str> = d
                 .desired
@@ -98,7 +99,7 @@ pub fn cleanup(root: &Path, unit: &str) -> Vec<String> {
                 }
             ));
         }
-        None => {
+        _ => {
             out.push(format!(
                 "  kubectl get node {node} -o jsonpath='{{.metadata.annotations.kubelet-labeler\\.io/owned-labels}}'"
             ));

@@ -10,6 +10,12 @@
 //! Render refuses rule files whose worst case on any facts could pass it
 //! (`worst_case`, the same model), so at boot `BudgetExceeded` means a
 //! rule file render never accepted (or a bug), and the caller falls back.
+//! One exception, on purpose: what features.d gives (`local.label`,
+//! `local.feature`, files a pod with a hostPath may write) counts for at
+//! most `LOCAL_COUNTED` (`budget_size`), so its writer cannot buy boot
+//! time; render's guarantee holds on nodes whose features.d stays within
+//! it (a provisioning's few dozen keys), and past it a rule set that needs
+//! more runs out and fails closed.
 
 use crate::node::facts::Features;
 
@@ -41,8 +47,10 @@ impl std::fmt::Display for BudgetExceeded {
         write!(
             f,
             "node rules need more work than their budget of {} units on these facts; \
-             render refuses such rule files (render them again with this version)",
-            self.limit
+             render refuses such rule files, unless features.d holds more than {} bytes of \
+             facts, which buy no budget (render them again with this version, or keep \
+             features.d small)",
+            self.limit, LOCAL_COUNTED
         )
     }
 }
@@ -63,6 +71,11 @@ pub struct Budget {
     /// gave.
     memo_of: (usize, usize),
     memo: Vec<Option<Result<super::Output, String>>>,
+    /// Keep each rule's matched elements (`RuleResult::matched_features`,
+    /// what `explain` shows); the boot path and the sync do not, so the
+    /// memory of an evaluation does not grow with the facts per term that
+    /// walks them (the wrapper's allocator never frees).
+    pub(super) keep_matched: bool,
 }
 
 impl Budget {
@@ -72,7 +85,15 @@ impl Budget {
             left: limit,
             memo_of: (0, 0),
             memo: Vec::new(),
+            keep_matched: true,
         }
+    }
+
+    /// This budget, the rules' matched elements not kept: only the
+    /// templates that read them see them, one block at a time.
+    pub fn without_matched(mut self) -> Budget {
+        self.keep_matched = false;
+        self
     }
 
     /// What the rules gave in earlier evaluations with this budget.
@@ -88,9 +109,9 @@ impl Budget {
         &mut self.memo
     }
 
-    /// The boot budget on these facts: `BASE + PER_FACT * facts_size`.
+    /// The boot budget on these facts: `BASE + PER_FACT * budget_size`.
     pub fn for_facts(features: &Features) -> Budget {
-        Budget::new(limit_for(facts_size(features)))
+        Budget::new(limit_for(budget_size(features)))
     }
 
     pub fn limit(&self) -> u64 {
@@ -128,6 +149,35 @@ impl Budget {
 /// The budget for facts of this size.
 pub fn limit_for(facts_size: u64) -> u64 {
     BASE.saturating_add(PER_FACT.saturating_mul(facts_size))
+}
+
+/// The features features.d gives: whoever can write that directory (a pod
+/// with a hostPath on it, not only the node's provisioning) sets them.
+pub const LOCAL_FEATURES: [&str; 2] = ["local.feature", "local.label"];
+
+/// The most of `facts_size` the features.d features count for in the
+/// budget: `PER_FACT` times this is ~67 million units, tens of
+/// milliseconds (about 35 keys of 20 bytes, each in both maps). A pod
+/// that fills features.d (up to ~200 K of facts) buys no more.
+pub const LOCAL_COUNTED: u64 = 4096;
+
+/// `facts_size` as the budget counts it: the features.d features
+/// (`LOCAL_FEATURES`) together for at most `LOCAL_COUNTED`. Equal to
+/// `facts_size` on a node whose features.d stays within that, where
+/// render's check guarantees the rules it accepts never run out.
+pub fn budget_size(f: &Features) -> u64 {
+    let local: u64 = LOCAL_FEATURES
+        .iter()
+        .filter_map(|name| f.attributes.get(*name).map(|attrs| (name, attrs)))
+        .map(|(name, attrs)| {
+            name.len() as u64
+                + attrs
+                    .iter()
+                    .map(|(k, v)| ELEMENT + (k.len() + v.len()) as u64)
+                    .sum::<u64>()
+        })
+        .sum();
+    facts_size(f).saturating_sub(local) + local.min(LOCAL_COUNTED)
 }
 
 /// The size of the facts as the budget counts them: each element `ELEMENT`

@@ -31,6 +31,9 @@ pub(super) struct Evaluator<'f> {
     pub(super) left: Cell<u64>,
     /// Set when they ran out (the error then stops every rule).
     pub(super) out_of_budget: Cell<bool>,
+    /// Keep what each rule matched (`Output::matched_features`); else
+    /// matched elements are made only for a rule's templates.
+    pub(super) keep_matched: bool,
 }
 
 /// One feature name's elements of each kind (NFD allows several kinds).
@@ -90,10 +93,13 @@ impl<'f> Evaluator<'f> {
         let labels_t = (&rule.labels_template, "labelsTemplate");
         let vars_t = (&rule.vars_template, "varsTemplate");
         let templates = labels_t.0.is_some() || vars_t.0.is_some();
+        // Matched elements are made (copied) only when something reads
+        // them: charged all the same, so the budget does not depend on it.
+        let keep = templates || self.keep_matched;
         if !rule.match_any.is_empty() {
             let mut any = false;
             for branch in &rule.match_any {
-                let Some(data) = self.match_terms(branch)? else {
+                let Some(data) = self.match_terms(branch, keep)? else {
                     continue;
                 };
                 any = true;
@@ -109,7 +115,7 @@ impl<'f> Evaluator<'f> {
             }
         }
         if !rule.match_features.is_empty() {
-            let Some(data) = self.match_terms(&rule.match_features)? else {
+            let Some(data) = self.match_terms(&rule.match_features, keep)? else {
                 return Ok(unmatched());
             };
             self.record(&mut out.matched_features, &data)?;
@@ -124,7 +130,7 @@ impl<'f> Evaluator<'f> {
 
     /// A `matchFeatures` block (AND over terms). `Some(template data)` when
     /// it matched.
-    fn match_terms(&self, terms: &[Term]) -> Result<Option<template::Data>, String> {
+    fn match_terms(&self, terms: &[Term], keep: bool) -> Result<Option<template::Data>, String> {
         let mut data = template::Data::new();
         for term in terms {
             self.charge(budget::ELEMENT + 3 * term.feature.len() as u64)?;
@@ -144,10 +150,10 @@ impl<'f> Evaluator<'f> {
             let mut term_match = true;
             let mut elems = Vec::new();
             if let Some(exprs) = &term.match_expressions {
-                (term_match, elems) = self.match_multi(exprs, flags, attrs, insts)?;
+                (term_match, elems) = self.match_multi(exprs, flags, attrs, insts, keep)?;
             }
             if term_match && let Some(e) = &term.match_name {
-                let (m, more) = self.match_names(e, flags, attrs, insts)?;
+                let (m, more) = self.match_names(e, flags, attrs, insts, keep)?;
                 term_match = m;
                 elems.extend(more);
             }
@@ -171,6 +177,7 @@ impl<'f> Evaluator<'f> {
         keys: Option<&crate::node::sorted::SortedSet<String>>,
         values: Option<&SortedMap<String, String>>,
         instances: Option<&Vec<SortedMap<String, String>>>,
+        keep: bool,
     ) -> Result<(bool, Vec<Element>), String> {
         let mut is_match = keys.is_some() || values.is_some();
         let mut elems: Vec<Element> = Vec::new();
@@ -180,7 +187,7 @@ impl<'f> Evaluator<'f> {
             if let Some(keys) = keys {
                 mk = self.eval(e, keys.contains(n), None)?;
                 if mk {
-                    elems.push(self.name_elem(n, None)?);
+                    self.push_name(&mut elems, keep, n, None)?;
                 } else if e.op == Op::DoesNotExist {
                     is_match = false;
                     elems.clear();
@@ -191,7 +198,7 @@ impl<'f> Evaluator<'f> {
                 let v = values.get(n).map(String::as_str);
                 mv = self.eval(e, v.is_some(), v)?;
                 if mv {
-                    elems.push(self.name_elem(n, Some(v.unwrap_or("")))?);
+                    self.push_name(&mut elems, keep, n, Some(v.unwrap_or("")))?;
                 } else if e.op == Op::DoesNotExist {
                     is_match = false;
                     elems.clear();
@@ -218,7 +225,9 @@ impl<'f> Evaluator<'f> {
             if all {
                 any_instance = true;
                 self.charge_element(inst)?;
-                elems.push(inst.clone());
+                if keep {
+                    elems.push(inst.clone());
+                }
             }
         }
         Ok((is_match || any_instance, elems))
@@ -232,16 +241,20 @@ impl<'f> Evaluator<'f> {
         keys: Option<&crate::node::sorted::SortedSet<String>>,
         values: Option<&SortedMap<String, String>>,
         instances: Option<&Vec<SortedMap<String, String>>>,
+        keep: bool,
     ) -> Result<(bool, Vec<Element>), String> {
         let mut out = Vec::new();
+        let mut hit_any = false;
         for k in keys.into_iter().flatten() {
             if self.eval(e, true, Some(k))? {
-                out.push(self.name_elem(k, None)?);
+                hit_any = true;
+                self.push_name(&mut out, keep, k, None)?;
             }
         }
         for (k, v) in values.into_iter().flatten() {
             if self.eval(e, true, Some(k))? {
-                out.push(self.name_elem(k, Some(v))?);
+                hit_any = true;
+                self.push_name(&mut out, keep, k, Some(v))?;
             }
         }
         sort_by_name(&mut out);
@@ -251,11 +264,14 @@ impl<'f> Evaluator<'f> {
                 hit |= self.eval(e, true, Some(k))?;
             }
             if hit {
+                hit_any = true;
                 self.charge_element(inst)?;
-                out.push(inst.clone());
+                if keep {
+                    out.push(inst.clone());
+                }
             }
         }
-        Ok((!out.is_empty(), out))
+        Ok((hit_any, out))
     }
 
     /// NFD's `evaluateMatchExpression`; `value` None is a flag (no value).
@@ -527,11 +543,27 @@ pub(super) fn element_units(e: &Element) -> u64 {
             .sum::<u64>()
 }
 
+/// `element_units` of `name_elem(name, value)`, without making it.
+fn name_elem_units(name: &str, value: Option<&str>) -> u64 {
+    budget::ELEMENT
+        + (budget::ELEMENT + ("Name".len() + name.len()) as u64)
+        + value.map_or(0, |v| budget::ELEMENT + ("Value".len() + v.len()) as u64)
+}
+
 impl Evaluator<'_> {
-    fn name_elem(&self, name: &str, value: Option<&str>) -> Result<Element, String> {
-        let e = name_elem(name, value);
-        self.charge_element(&e)?;
-        Ok(e)
+    /// A `Name`/`Value` element charged, and pushed when kept.
+    fn push_name(
+        &self,
+        out: &mut Vec<Element>,
+        keep: bool,
+        name: &str,
+        value: Option<&str>,
+    ) -> Result<(), String> {
+        self.charge(name_elem_units(name, value))?;
+        if keep {
+            out.push(name_elem(name, value));
+        }
+        Ok(())
     }
 
     /// Keep what a matched block gave, keyed `<domain>.<feature>`, for explain.
@@ -540,6 +572,9 @@ impl Evaluator<'_> {
         all: &mut SortedMap<String, Vec<Element>>,
         data: &template::Data,
     ) -> Result<(), String> {
+        if !self.keep_matched {
+            return Ok(());
+        }
         for (dom, feats) in data {
             for (nam, elems) in feats {
                 self.charge(budget::ELEMENT + (dom.len() + nam.len()) as u64)?;
@@ -581,6 +616,18 @@ impl Evaluator<'_> {
 
 #[cfg(test)]
 mod listed_tests {
+    /// What a `Name`/`Value` element is charged is what copying it costs,
+    /// whether it is made or not.
+    #[test]
+    fn name_elements_charged_as_made() {
+        for (n, v) in [("a", None), ("key", Some("")), ("k0001", Some("value"))] {
+            assert_eq!(
+                super::name_elem_units(n, v),
+                super::element_units(&super::name_elem(n, v))
+            );
+        }
+    }
+
     /// `Listed` prints what `{:?}` of the `Vec<String>` printed.
     #[test]
     fn listed_is_vec_debug() {

@@ -28,6 +28,9 @@ const KUBELET_SETS: [&str; 5] = [
 
 const POOL_HELD: &str = "it selects the node's pool: changing it moves the node to another pool (opt in with --allow-pool-label)";
 const POOL_BEFORE: &str = "it was the node's pool label: a MachineConfigPool may still select it, so it stays until you take it off once none does";
+/// An owned key not derived while the rules could not be evaluated.
+const RULES_UNKNOWN: &str =
+    "ours; the node rules could not be evaluated, so whether they still give it is unknown: kept";
 const POOL_UNKNOWN: &str = "the release that synced this Node before did not record pool labels and it may have been one: it stays until you take it off once no MachineConfigPool selects it";
 
 /// May a node change this label on its own Node? NodeRestriction refuses
@@ -119,7 +122,10 @@ pub fn reconcile(
     keys.sort();
     keys.dedup();
 
-    let mut out = Reconciled::default();
+    let mut out = Reconciled {
+        unknown: desired.unknown.clone(),
+        ..Default::default()
+    };
     let mut now_owned: Vec<String> = Vec::new();
     for key in keys {
         let want = lookup(&derived, key);
@@ -166,6 +172,9 @@ pub fn reconcile(
                     (Action::Change, "ours, derived value changed", false)
                 }
                 (Some(_), Some(_)) => (Action::Leave, "another owner's value", true),
+                (None, Some(_)) if desired.unknown.is_some() => {
+                    (Action::Leave, RULES_UNKNOWN, false)
+                }
                 (None, Some(_)) => (Action::Remove, "ours, no longer derived", false),
                 (None, None) => (Action::Leave, "ours, already gone", false),
             }
@@ -181,7 +190,8 @@ pub fn reconcile(
             Action::Adopt => now_owned.push(key.to_string()),
             Action::Leave
                 if why == "up to date"
-                    || ([POOL_HELD, POOL_BEFORE, POOL_UNKNOWN].contains(&why) && is_owned) =>
+                    || ([POOL_HELD, POOL_BEFORE, POOL_UNKNOWN, RULES_UNKNOWN].contains(&why)
+                        && is_owned) =>
             {
                 now_owned.push(key.to_string())
             }

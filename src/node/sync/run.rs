@@ -141,37 +141,65 @@ pub fn derive(opts: &SyncOptions) -> Result<Derivation, String> {
             })
         });
     let facts_root = opts.facts_root.as_deref().unwrap_or(&opts.root);
-    let collected = plan::collect(
+    let mut collected = plan::collect(
         &env,
         &original.argv,
         facts_root,
         profile,
         plan::FactsScope::Used,
     );
-    if let Some(f) = &collected.fence {
-        // The rules could not be evaluated here: what they would give is
-        // unknown, so the sync neither adds nor removes a thing (fail
-        // closed, as the wrapper registers fenced).
-        return Err(format!(
-            "the node rules could not be evaluated ({}): the Node is left as it is",
-            f.why
-        ));
-    }
+    // The rules could not be evaluated here (their features fenced: a
+    // link in features.d, past its bounds): what they give is unknown, the
+    // rest is not. `collected` then holds the static part alone; its drift
+    // and kubelet's own taints' are still reported, and nothing the rules
+    // may give is removed or reported stale (fail closed, as the wrapper
+    // registers fenced).
+    let unknown = collected.fence.as_ref().map(|f| {
+        format!(
+            "the node rules could not be evaluated ({})",
+            escape_controls(&f.why)
+        )
+    });
+    // Said once, by `unknown`.
+    let said = |n: &String| unknown.is_none() || !n.starts_with(plan::RULES_LEFT_OUT_NOTE);
+    collected.notes.retain(said);
     let fs = plan::RootFs::of_unit(&opts.root, &svc);
+    // Ours, for when kubelet's own taints cannot be read (its config past
+    // its bounds, a drop-in a pod wrote in --config-dir): the wrapper then
+    // registers ours fenced, and their drift is still known.
+    let exe = original.executable.to_string_lossy().into_owned();
+    let is_kubelet = kubelet::flags::kubelet_args_start(&exe, &words).is_ok();
+    let ours = collected.additions.as_ref().ok().cloned().flatten();
+    let ours = ours.filter(|_| is_kubelet);
     let p = plan::plan(original, collected.additions, profile, &fs);
-    if let Some(why) = p.left_out {
-        // The wrapper would start kubelet without our labels: the sync
-        // does not guess what it would have added.
-        return Err(format!(
-            "the wrapper would leave our labels/taints out: {why}"
-        ));
-    }
+    let (labels, taints, unknown) = match (p.left_out, ours) {
+        (None, _) => (p.added_labels, p.taints, unknown),
+        (Some(why), Some(ours)) => {
+            let why = format!(
+                "kubelet's own taints could not be read ({})",
+                escape_controls(&why)
+            );
+            let unknown = Some(match unknown {
+                Some(rules) => format!("{rules}; {why}"),
+                None => why,
+            });
+            (ours.labels, ours.taints, unknown)
+        }
+        (Some(why), None) => {
+            // The wrapper would start kubelet without our labels: the sync
+            // does not guess what it would have added.
+            return Err(format!(
+                "the wrapper would leave our labels/taints out: {why}"
+            ));
+        }
+    };
     notes.extend(collected.notes);
     Ok(Derivation {
         desired: Desired {
-            labels: p.added_labels,
-            taints: p.taints,
+            labels,
+            taints,
             rule_taints: crate::node::wrapper::derived::rule_taints(&env),
+            unknown,
         },
         kubeconfig,
         node_name,
@@ -671,6 +699,12 @@ fn changes(plan: &reconcile::Reconciled) -> String {
 
 fn drift_suffix(plan: &reconcile::Reconciled) -> String {
     let mut out = String::new();
+    if let Some(why) = &plan.unknown {
+        out += &format!(
+            " (rule-derived labels and taints unknown, none removed or reported stale: {})",
+            shown(why, 1000)
+        );
+    }
     for k in plan.keys.iter().filter(|k| k.drift) {
         // Keys and values as the Node has them: escaped.
         out += &format!(

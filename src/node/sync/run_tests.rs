@@ -422,6 +422,7 @@ fn a_refused_write_still_reports_the_taint_drift() {
         labels: vec![("example.com/a".into(), "2".into())],
         taints: crate::node::kubelet::parse_taints("nvidia.com/gpu=true:NoSchedule").unwrap(),
         rule_taints: Vec::new(),
+        unknown: None,
     };
     for refusal in [
         ok(422, r#"{"message":"nodes may not change their labels"}"#),
@@ -602,5 +603,161 @@ fn a_lost_write_answer_still_posts_the_event() {
         methods.contains(&"POST"),
         "no Event for the new drift: sent {methods:?}; {}",
         out.summary
+    );
+}
+
+/// Review 13 (r13a) F2, FAILS at 810045b: a pod that writes features.d
+/// (here a link; past a bound does the same) makes the rules' taints
+/// unknown, not the static ones: the sync must still derive those, so that
+/// their drift is reported (and its Event posted) while the pod's file
+/// stays. Today `derive` fails whole and `run` exits 2 before reading the
+/// Node, so no drift at all is reported.
+#[test]
+fn features_a_pod_fences_leave_the_static_taints_known() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let write = |p: &str, text: &str| {
+        let path = root.join(p);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write(
+        "etc/systemd/system/kubelet.service",
+        "[Service]\nExecStart=/usr/bin/kubelet --kubeconfig=/var/lib/kubelet/kubeconfig\n",
+    );
+    write(
+        "etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf",
+        "[Service]\n\
+         Environment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS=static.example.com/t=1:NoSchedule\"\n\
+         Environment=\"KUBELET_LABELER_NODE_RULES=KLR5,1,provisioned-gpu,0,~N,0,~N,1,example.com/gpu-provisioned,true,NoSchedule,1,local.label,1,gpu,Exists,0,~N,0\"\n",
+    );
+    let fd = "etc/kubernetes/node-feature-discovery/features.d";
+    write(&format!("{fd}/provisioning"), "gpu=1\n");
+    let opts = SyncOptions {
+        root: root.to_path_buf(),
+        profile: Some(Profile::Upstream),
+        ..Default::default()
+    };
+    let static_taint = |d: &Derivation| {
+        d.desired
+            .taints
+            .iter()
+            .any(|t| t.to_string() == "static.example.com/t=1:NoSchedule")
+    };
+    let d = derive(&opts).unwrap();
+    assert!(static_taint(&d), "{:?}", d.desired.taints);
+    // What a pod with a hostPath on features.d can do.
+    std::os::unix::fs::symlink("/etc/hostname", root.join(fd).join("zz")).unwrap();
+    let d = derive(&opts);
+    assert!(
+        d.as_ref().is_ok_and(static_taint),
+        "the static taints' drift is no longer derived: {:?}",
+        d.err()
+    );
+}
+
+/// Review 13 r13a F2: with the rules fenced, the drift of what is known is
+/// reported and posted (exit 1), and nothing the rules may give is
+/// removed or reported stale: the label the sync owns stays, the rule's
+/// taint the Node has is no drift, our record of it stays.
+#[test]
+fn fenced_rules_report_the_known_drift_and_remove_nothing() {
+    let rule_taint = kubelet::parse_taints("example.com/gpu-provisioned=true:NoSchedule").unwrap();
+    let d = Desired {
+        labels: vec![("example.com/static".into(), "1".into())],
+        taints: kubelet::parse_taints("static.example.com/new=1:NoExecute").unwrap(),
+        rule_taints: rule_taint.clone(),
+        unknown: Some("the node rules could not be evaluated (zz is a symbolic link)".into()),
+    };
+    let n = format!(
+        r#"{{"metadata":{{"name":"n1","resourceVersion":"5","labels":{{"example.com/a":"1","example.com/static":"1"}},"annotations":{{"{OWNED_ANNOTATION}":"example.com/{{a,static}}","{}":"example.com/gpu-provisioned=true:NoSchedule"}}}},"spec":{{"taints":[{{"key":"example.com/gpu-provisioned","value":"true","effect":"NoSchedule"}}]}}}}"#,
+        reconcile::TAINTS_ANNOTATION,
+    );
+    let (out, s) = run_with(vec![ok(200, &n), ok(201, "{}"), ok(200, "{}")], &d);
+    assert_eq!(out.code, EXIT_DRIFT, "{}", out.summary);
+    assert!(
+        out.summary
+            .contains("taint static.example.com/new=1:NoExecute is missing"),
+        "{}",
+        out.summary
+    );
+    assert!(out.summary.contains("unknown"), "{}", out.summary);
+    assert!(
+        !out.summary.contains("no longer derived"),
+        "{}",
+        out.summary
+    );
+    let methods: Vec<&str> = s.sent.iter().map(|(m, _)| m.as_str()).collect();
+    assert_eq!(methods, ["GET", "POST", "PATCH"], "{}", out.summary);
+    let patch = s.sent[2].1.as_deref().unwrap_or("");
+    assert!(!patch.contains("example.com/a"), "{patch}");
+    assert!(!patch.contains("-example.com/gpu"), "{patch}");
+    assert!(
+        !patch.contains(reconcile::TAINTS_ANNOTATION) || patch.contains("gpu-provisioned"),
+        "{patch}"
+    );
+    // Nothing known drifts: still exit 1, the rules' part unjudged.
+    let quiet = Desired {
+        taints: Vec::new(),
+        ..d
+    };
+    let (out, _) = run_with(vec![ok(200, &n), ok(200, "{}")], &quiet);
+    assert_eq!(out.code, EXIT_DRIFT, "{}", out.summary);
+}
+
+/// Review 13 r13a F2, the --config-dir variant: a drop-in past kubelet's
+/// config budget (what a pod with a hostPath there writes) makes kubelet's
+/// own taints unknown, not ours: the static taints' drift is still derived,
+/// the unknown part said.
+#[test]
+fn an_unreadable_kubelet_config_leaves_our_taints_known() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let write = |p: &str, text: &str| {
+        let path = root.join(p);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write(
+        "etc/systemd/system/kubelet.service",
+        "[Service]\nExecStart=/usr/bin/kubelet --config-dir=/etc/kubernetes/kubelet.conf.d\n",
+    );
+    write(
+        "etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf",
+        "[Service]\n\
+         Environment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS=static.example.com/t=1:NoSchedule\"\n",
+    );
+    write(
+        "etc/kubernetes/kubelet.conf.d/10-base.conf",
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n",
+    );
+    let opts = SyncOptions {
+        root: root.to_path_buf(),
+        profile: Some(Profile::Upstream),
+        ..Default::default()
+    };
+    let d = derive(&opts).unwrap();
+    assert!(d.desired.unknown.is_none(), "{:?}", d.desired.unknown);
+    let big = format!(
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n# {}\n",
+        "x".repeat(2 << 20)
+    );
+    write("etc/kubernetes/kubelet.conf.d/50-pod.conf", &big);
+    let d = derive(&opts).unwrap_or_else(|e| panic!("our taints' drift no longer derived: {e}"));
+    assert_eq!(
+        d.desired
+            .taints
+            .iter()
+            .map(|t| t.to_string())
+            .collect::<Vec<_>>(),
+        ["static.example.com/t=1:NoSchedule"]
+    );
+    assert!(
+        d.desired
+            .unknown
+            .as_deref()
+            .is_some_and(|u| u.contains("kubelet's own taints could not be read")),
+        "{:?}",
+        d.desired.unknown
     );
 }

@@ -77,6 +77,12 @@ pub struct Desired {
     /// matched here or not: one of these on the Node and not derived is
     /// ours and stale, whatever our annotations say.
     pub rule_taints: Vec<Taint>,
+    /// Why the rule-derived part is unknown (the rules' features fenced: a
+    /// link in features.d, past its bounds): `labels` and `taints` are then
+    /// what is known without the rules (static, kubelet's own), and no
+    /// label or taint is removed or reported stale (a rule may still give
+    /// it: fail closed).
+    pub unknown: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -179,11 +185,13 @@ pub struct Reconciled {
     /// This drift is new (not what `DRIFT_ANNOTATION` says was told): post
     /// a `TaintDrift` Event once the patch, which records it, is written.
     pub post_event: bool,
+    /// `Desired::unknown`: the rule-derived part could not be judged.
+    pub unknown: Option<String>,
 }
 
 impl Reconciled {
     /// Drift we may not fix remains after the patch.
     pub fn drift_remains(&self) -> bool {
-        !self.taint_drift.is_empty() || self.keys.iter().any(|k| k.drift)
+        !self.taint_drift.is_empty() || self.keys.iter().any(|k| k.drift) || self.unknown.is_some()
     }
 }

@@ -75,9 +75,16 @@ pub(super) fn taints(desired: &Desired, node: &NodeState, out: &mut Reconciled) 
     let mut ours: Vec<&Taint> = desired.taints.iter().collect();
     for n in &node.taints {
         let text = n.to_string();
+        let listed = super::state::has(&before, &text);
         let stale = !desired.taints.iter().any(|t| same(t, n))
-            && (super::state::has(&before, &text) || desired.rule_taints.contains(n));
-        if stale {
+            && (listed || desired.rule_taints.contains(n));
+        if stale && desired.unknown.is_some() {
+            // The rules may still give it: never said to be removed, and
+            // still listed as ours.
+            if listed {
+                ours.push(n);
+            }
+        } else if stale {
             out.taint_drift.push(format!(
                 "taint {text} is no longer derived: a node may not remove taints; run `kubectl taint nodes {} {}:{}-`",
                 node.name,
@@ -101,6 +108,8 @@ pub(super) fn taints(desired: &Desired, node: &NodeState, out: &mut Reconciled) 
     let drift = items.join(",");
     match node.annotation(DRIFT_ANNOTATION) {
         Some(told) if told == drift => {}
+        // What was told may be the rules' part, unknown now: kept.
+        Some(_) if drift.is_empty() && desired.unknown.is_some() => {}
         Some(_) if drift.is_empty() => out
             .patch
             .remove_annotations

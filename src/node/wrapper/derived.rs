@@ -195,11 +195,15 @@ pub type ReadMore<'a> = &'a mut dyn FnMut(&SortedSet<String>) -> Features;
 /// taint kubelet would refuse is left out alone, as nfd-master leaves out
 /// one it refuses: the rest of its rule stays. Err: the evaluation as a
 /// whole failed (its budget, say); the caller keeps the static part.
+/// `keep_matched`: each rule's matched elements kept (`explain` shows
+/// them); the boot path and the sync keep none, so their memory does not
+/// grow with the facts per rule that walks them.
 pub fn derive(
     sources: &Sources,
     features: &mut Features,
     profile: Profile,
     read_more: ReadMore,
+    keep_matched: bool,
 ) -> Result<Derived, super::fence::Failure> {
     use super::fence::{Failure, Reason};
     // Facts not read whole (features.d past its bounds): nothing is
@@ -224,7 +228,13 @@ pub fn derive(
     match &sources.rules {
         Some(Ok(rules)) => {
             let read = facts_used(sources).features;
-            derive_rules(rules, features, read, profile, read_more, &mut out)?
+            let budget = rules::Budget::for_facts(features);
+            let budget = if keep_matched {
+                budget
+            } else {
+                budget.without_matched()
+            };
+            derive_rules(rules, features, read, profile, read_more, budget, &mut out)?
         }
         Some(Err(e)) => out.problems.push(e.clone()),
         None => {}
@@ -269,11 +279,11 @@ fn derive_rules(
     read: SortedSet<String>,
     profile: Profile,
     read_more: ReadMore,
+    mut budget: rules::Budget,
     out: &mut Derived,
 ) -> Result<(), super::fence::Failure> {
     // One budget for every evaluation below (see rules::budget); running
     // out of it leaves the rules out whole, the static part kept.
-    let mut budget = rules::Budget::for_facts(features);
     let mut evaluate = |features: &Features| {
         rules::evaluate_node_without(rules, features, &[], &mut budget)
             .map_err(|e| format!("node rules left out: {e}"))
@@ -587,9 +597,13 @@ mod tests {
             rules: Some(Ok(vec![good, role, bad])),
             nfd_labels: None,
         };
-        let d = derive(&sources, &mut gpu_node(), Profile::Upstream, &mut |_| {
-            Features::default()
-        })
+        let d = derive(
+            &sources,
+            &mut gpu_node(),
+            Profile::Upstream,
+            &mut |_| Features::default(),
+            true,
+        )
         .unwrap();
         assert_eq!(
             d.additions.labels,
@@ -624,6 +638,7 @@ mod tests {
             &mut Features::default(),
             Profile::Upstream,
             &mut |_| Features::default(),
+            true,
         )
         .unwrap();
         assert!(d.additions.labels.is_empty() && d.additions.taints.is_empty());
@@ -653,9 +668,13 @@ mod tests {
             rules: Some(Ok(vec![first, second])),
             nfd_labels: None,
         };
-        let d = derive(&sources, &mut gpu_node(), Profile::Upstream, &mut |_| {
-            Features::default()
-        })
+        let d = derive(
+            &sources,
+            &mut gpu_node(),
+            Profile::Upstream,
+            &mut |_| Features::default(),
+            true,
+        )
         .unwrap();
         assert_eq!(d.additions.labels, vec![kv("example.com/tier", "gpu")]);
         assert_eq!(d.additions.taints, vec![taint("nvidia.com/gpu", "true")]);
@@ -690,9 +709,13 @@ mod tests {
             rules: Some(Ok(vec![rule])),
             nfd_labels: None,
         };
-        let d = derive(&sources, &mut gpu_node(), Profile::Upstream, &mut |_| {
-            Features::default()
-        })
+        let d = derive(
+            &sources,
+            &mut gpu_node(),
+            Profile::Upstream,
+            &mut |_| Features::default(),
+            true,
+        )
         .unwrap();
         assert!(d.problems.len() >= 3, "{:?}", d.problems);
         for p in &d.problems {
@@ -725,17 +748,23 @@ mod tests {
             nfd_labels: None,
         };
         let mut asked = Vec::new();
-        let d = derive(&sources, &mut gpu_node(), Profile::Upstream, &mut |more| {
-            asked.extend(more.iter().cloned());
-            let mut f = Features::default();
-            f.attributes.insert(
-                "kernel.version".into(),
-                [("major".to_string(), "5".to_string())]
-                    .into_iter()
-                    .collect(),
-            );
-            f
-        })
+        let d = derive(
+            &sources,
+            &mut gpu_node(),
+            Profile::Upstream,
+            &mut |more| {
+                asked.extend(more.iter().cloned());
+                let mut f = Features::default();
+                f.attributes.insert(
+                    "kernel.version".into(),
+                    [("major".to_string(), "5".to_string())]
+                        .into_iter()
+                        .collect(),
+                );
+                f
+            },
+            true,
+        )
         .unwrap();
         assert_eq!(asked, vec!["kernel.version".to_string()]);
         assert_eq!(
@@ -832,9 +861,13 @@ mod tests {
         ];
         let s = sources_from_env(&env);
         assert!(s.rules.is_none());
-        let d = derive(&s, &mut Features::default(), Profile::Upstream, &mut |_| {
-            Features::default()
-        })
+        let d = derive(
+            &s,
+            &mut Features::default(),
+            Profile::Upstream,
+            &mut |_| Features::default(),
+            true,
+        )
         .unwrap();
         assert_eq!(d.problems.len(), 1);
         assert!(d.problems[0].contains("rhel"));

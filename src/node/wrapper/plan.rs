@@ -74,10 +74,11 @@ pub struct Collected {
 /// How much of the facts `collect` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FactsScope {
-    /// What the sources look at (the wrapper, at every start).
+    /// What the sources look at (the wrapper, at every start, and the
+    /// sync); the rules' matched elements are not kept.
     Used,
-    /// The features they look at with every attribute of their elements
-    /// (`explain` shows the matched elements whole).
+    /// The features they look at with every attribute of their elements,
+    /// and each rule's matched elements kept (`explain` shows them whole).
     WholeElements,
 }
 
@@ -99,7 +100,7 @@ pub fn collect(
         // features see (the wrapper reads `/`, where the CPU answers).
         use crate::node::facts;
         let mut asked = false;
-        let mut c = collect_layers(env, profile, &mut |only, attributes| {
+        let mut c = collect_layers(env, profile, scope, &mut |only, attributes| {
             asked |= facts::CPUID_FEATURES.iter().any(|f| only.contains(*f));
             read(only, attributes)
         });
@@ -115,7 +116,7 @@ pub fn collect(
         c
     }
     #[cfg(not(feature = "cli"))]
-    collect_layers(env, profile, &mut read)
+    collect_layers(env, profile, scope, &mut read)
 }
 
 /// Facts read from `root`, as [`ReadFacts`] asks for them.
@@ -148,7 +149,9 @@ pub fn collect_given(
     features: &crate::node::facts::Features,
     profile: Profile,
 ) -> Collected {
-    collect_layers(env, profile, &mut |only, _| features.only(only))
+    collect_layers(env, profile, FactsScope::WholeElements, &mut |only, _| {
+        features.only(only)
+    })
 }
 
 /// `read(features, attributes)`: the node's facts of those features (and
@@ -163,10 +166,11 @@ type ReadFacts<'a> = dyn FnMut(
 fn collect_layers(
     env: &[(OsString, OsString)],
     profile: Profile,
+    scope: FactsScope,
     read: &mut ReadFacts,
 ) -> Collected {
     let Some((role, pool)) = split_layers(env) else {
-        return collect_with(env, profile, read);
+        return collect_with(env, profile, scope, read);
     };
     // When both layers derive, one read of the node's facts serves both:
     // the features and attributes either looks at. A layer sees the
@@ -214,8 +218,8 @@ fn collect_layers(
                 _ => read(only, attributes),
             }
         };
-    let role = collect_with(&role, profile, &mut layer_read);
-    let pool = collect_with(&pool, profile, &mut layer_read);
+    let role = collect_with(&role, profile, scope, &mut layer_read);
+    let pool = collect_with(&pool, profile, scope, &mut layer_read);
     let mut rules = role.rules;
     rules.extend(pool.rules);
     let mut notes = role.notes;
@@ -330,9 +334,14 @@ pub fn rules_in_env(env: &[(OsString, OsString)]) -> bool {
     }
 }
 
-fn collect_with(env: &[(OsString, OsString)], profile: Profile, read: &mut ReadFacts) -> Collected {
+fn collect_with(
+    env: &[(OsString, OsString)],
+    profile: Profile,
+    scope: FactsScope,
+    read: &mut ReadFacts,
+) -> Collected {
     match additions_from_env(env) {
-        Ok(static_) => derive_over(env, static_, profile, read, None),
+        Ok(static_) => derive_over(env, static_, profile, scope, read, None),
         Err(e) => Collected {
             additions: Err(e),
             rules: Vec::new(),
@@ -341,6 +350,9 @@ fn collect_with(env: &[(OsString, OsString)], profile: Profile, read: &mut ReadF
         },
     }
 }
+
+/// The head of the note `static_only` writes when the rules may taint.
+pub const RULES_LEFT_OUT_NOTE: &str = "rule-derived labels and taints left out: ";
 
 /// What the rules leave when their evaluation fails as a whole (a budget,
 /// a panic): the static part, and a note that says why; fenced when the
@@ -351,7 +363,7 @@ pub fn static_only(static_: Option<Additions>, failure: Failure, may_taint: bool
         additions: Ok(static_),
         rules: Vec::new(),
         notes: vec![match may_taint {
-            true => format!("rule-derived labels and taints left out: {why}"),
+            true => format!("{RULES_LEFT_OUT_NOTE}{why}"),
             false => fence::no_fence_note(&why),
         }],
         fence: may_taint.then_some(failure),
@@ -380,6 +392,7 @@ pub fn collect_derived(
         env,
         static_,
         profile,
+        scope,
         &mut root_reader(facts_root, &nodename, scope),
         sources,
     )
@@ -391,6 +404,7 @@ fn derive_over(
     env: &[(OsString, OsString)],
     static_: Option<Additions>,
     profile: Profile,
+    scope: FactsScope,
     read: &mut ReadFacts,
     sources: Option<derived::Sources>,
 ) -> Collected {
@@ -408,9 +422,14 @@ fn derive_over(
     let used = derived::facts_used(&sources);
     let attributes = used.attributes.as_ref();
     let mut features = read(&used.features, attributes);
-    let derived = match derived::derive(&sources, &mut features, profile, &mut |more| {
-        read(more, attributes)
-    }) {
+    let keep_matched = matches!(scope, FactsScope::WholeElements);
+    let derived = match derived::derive(
+        &sources,
+        &mut features,
+        profile,
+        &mut |more| read(more, attributes),
+        keep_matched,
+    ) {
         Ok(d) => d,
         Err(failure) => return static_only(static_, failure, may_taint),
     };

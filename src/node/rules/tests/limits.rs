@@ -183,3 +183,47 @@ fn heavy_rules_stop_at_the_budget() {
     assert!(budget::check(&few).is_ok());
     assert!(super::super::evaluate_node(&few, &f).is_ok());
 }
+
+/// features.d as a pod with a hostPath on it may fill it: 1024 keys, 64
+/// KiB, in both `local.label` and `local.feature`.
+fn pod_filled_features_d() -> Features {
+    let mut f = Features::default();
+    let keys: SortedMap<String, String> = (0..1024)
+        .map(|i| (format!("k{i:04}{}", "a".repeat(57)), String::new()))
+        .collect();
+    f.attributes.insert("local.label".into(), keys.clone());
+    f.attributes.insert("local.feature".into(), keys);
+    f
+}
+
+/// Review 13 r13a F1: what features.d gives (anyone who can write it)
+/// buys no boot time: filled to its bounds, the budget grows by at most
+/// `PER_FACT * LOCAL_COUNTED` (tens of milliseconds), where it grew by
+/// ~3.3 billion units (a second of CPU). A provisioning's few keys count
+/// whole, as render's check assumes.
+#[test]
+fn features_d_buys_no_boot_time() {
+    let none = Budget::for_facts(&Features::default()).limit();
+    let filled = Budget::for_facts(&pod_filled_features_d()).limit();
+    assert!(
+        filled <= none + budget::PER_FACT * budget::LOCAL_COUNTED,
+        "a pod's features.d raised the budget from {none} to {filled} units"
+    );
+    const { assert!(budget::PER_FACT * budget::LOCAL_COUNTED <= budget::BASE + budget::BASE / 8) };
+    let mut few = Features::default();
+    attrs(&mut few, "local.label", &[("gpu", "true"), ("rack", "r12")]);
+    attrs(
+        &mut few,
+        "local.feature",
+        &[("gpu", "true"), ("rack", "r12")],
+    );
+    flags(&mut few, "cpu.cpuid", &["AVX", "AVX2"]);
+    assert_eq!(budget::budget_size(&few), budget::facts_size(&few));
+    // Other facts still count whole.
+    let mut both = pod_filled_features_d();
+    flags(&mut both, "cpu.cpuid", &["AVX", "AVX2"]);
+    assert_eq!(
+        budget::budget_size(&both) - budget::budget_size(&pod_filled_features_d()),
+        budget::facts_size(&both) - budget::facts_size(&pod_filled_features_d())
+    );
+}
