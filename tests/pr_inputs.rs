@@ -770,3 +770,57 @@ fn a_path_with_newlines_forges_no_line_of_plan_or_explain() {
     );
     assert!(!shown.lines().any(|l| l.starts_with(warning)), "{shown}");
 }
+
+/// Review 13 r13b F7: plan lays out every pool of both renders; a worker
+/// MachineConfig of large gzip'ed files that many small pools inherit
+/// costs one budget for the whole run, not 64 MiB a pool.
+#[test]
+fn many_pools_inheriting_large_files_share_one_budget() {
+    use base64::Engine;
+    use std::io::Write;
+    let dir = scratch_dir();
+    let d = dir.path();
+    let base = d.join("base");
+    render(&base, &[]);
+    let to = d.join("to");
+    render(&to, &[]);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(&vec![0u8; 16 << 20]).unwrap();
+    let z = base64::engine::general_purpose::STANDARD.encode(gz.finish().unwrap());
+    let files: String = (0..3)
+        .map(|i| {
+            format!(
+                "      - path: /etc/kubernetes/big/f{i}\n        mode: 420\n        contents:\n          \
+                 compression: gzip\n          source: data:;base64,{z}\n"
+            )
+        })
+        .collect();
+    std::fs::write(
+        to.join("60-worker-big.yaml"),
+        format!(
+            "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  \
+             name: 60-worker-big\n  labels:\n    machineconfiguration.openshift.io/role: worker\n\
+             spec:\n  config:\n    ignition:\n      version: 3.4.0\n    storage:\n      files:\n{files}"
+        ),
+    )
+    .unwrap();
+    let pools: String = (0..8)
+        .map(|i| {
+            format!(
+                "---\napiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfigPool\n\
+                 metadata:\n  name: p{i}\nspec:\n  machineConfigSelector:\n    matchExpressions:\n    \
+                 - key: machineconfiguration.openshift.io/role\n      operator: In\n      values: \
+                 [worker, p{i}]\n  nodeSelector:\n    matchLabels:\n      example.com/p{i}: \"\"\n"
+            )
+        })
+        .collect();
+    std::fs::write(to.join("pools.yaml"), pools).unwrap();
+    for k in ["kustomization.yaml"] {
+        let _ = std::fs::remove_file(base.join(k));
+        let _ = std::fs::remove_file(to.join(k));
+    }
+    let fleet = repo().join("examples/fleet/fleet.json");
+    let o = plan(&base, &to, &fleet, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("the run's budget"), "{}", stderr(&o));
+}

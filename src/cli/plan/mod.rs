@@ -170,7 +170,15 @@ struct PoolRender {
     wrapper_off: Option<String>,
 }
 
+/// What all the pools plan lays out (both renders) may unpack in all:
+/// four times what one layout may.
+const UNPACK_BUDGET: u64 = 4 * crate::cli::render::layout::TOTAL_CAP;
+
 pub fn plan(opts: &PlanOptions) -> Result<Plan> {
+    crate::cli::render::layout::with_run_budget(UNPACK_BUDGET, || plan_in_budget(opts))
+}
+
+fn plan_in_budget(opts: &PlanOptions) -> Result<Plan> {
     let base = inputs::read_render(&opts.from)?;
     let mut proposed = inputs::read_render(&opts.to)?;
     unrendered::check_objects(&base, &proposed)?;

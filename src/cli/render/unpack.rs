@@ -19,6 +19,23 @@ pub const FILE_CAP: u64 = crate::node::nodefs::READ_LIMIT as u64;
 /// scratch disk linear in their count.
 pub const TOTAL_CAP: u64 = 64 << 20;
 
+thread_local! {
+    /// What a whole run (every layout `plan` makes, one a pool and side)
+    /// may still unpack, when the run set a budget ([`with_run_budget`]).
+    static RUN_LEFT: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+}
+
+/// Run `f` with one budget of unpacked bytes for all the layouts it makes
+/// (each still at most [`TOTAL_CAP`]): a render of many pools that inherit
+/// one MachineConfig of large gzip'ed files costs the budget once in all,
+/// not [`TOTAL_CAP`] a pool.
+pub fn with_run_budget<T>(bytes: u64, f: impl FnOnce() -> T) -> T {
+    let was = RUN_LEFT.replace(Some(bytes));
+    let out = f();
+    RUN_LEFT.set(was);
+    out
+}
+
 /// A file as merged: its contents still encoded, unpacked only when read
 /// (`Layout::write`, `Layout::file`).
 #[derive(Debug, Clone)]
@@ -357,18 +374,32 @@ pub(super) fn unpack_read<'a>(
                 Err(_) => continue,
             },
         };
-        let left = TOTAL_CAP - total;
+        let run_left = RUN_LEFT.get();
+        let left = (TOTAL_CAP - total).min(run_left.unwrap_or(u64::MAX));
         let contents = match unpack(real, f, FILE_CAP.min(left)) {
-            Err(e) if left < FILE_CAP && e.downcast_ref::<TooBig>().is_some() => bail!(
-                "MachineConfig {:?}: {path}: with it the files explain reads unpack to more \
-                 than {} MiB in all (the most explain lays out); give the MachineConfigs of \
-                 one pool only",
-                f.machineconfig,
-                TOTAL_CAP >> 20,
-            ),
+            Err(e) if left < FILE_CAP && e.downcast_ref::<TooBig>().is_some() => {
+                if run_left.is_some_and(|r| r < TOTAL_CAP - total) {
+                    bail!(
+                        "MachineConfig {:?}: {path}: with it the files plan lays out for all \
+                         the pools of both renders unpack to more than the run's budget; give \
+                         the MachineConfigs of fewer pools, or fewer large gzip'ed files",
+                        f.machineconfig,
+                    )
+                }
+                bail!(
+                    "MachineConfig {:?}: {path}: with it the files explain reads unpack to more \
+                     than {} MiB in all (the most explain lays out); give the MachineConfigs of \
+                     one pool only",
+                    f.machineconfig,
+                    TOTAL_CAP >> 20,
+                )
+            }
             other => other?,
         };
         total += contents.len() as u64;
+        if let Some(r) = run_left {
+            RUN_LEFT.set(Some(r.saturating_sub(contents.len() as u64)));
+        }
         // A program's bytes name no file the node reads for kubelet.
         if !contents.starts_with(b"\x7fELF") {
             name(&contents, &mut todo);
