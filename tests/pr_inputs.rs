@@ -815,9 +815,9 @@ fn many_pools_inheriting_large_files_share_one_budget() {
         })
         .collect();
     std::fs::write(to.join("pools.yaml"), pools).unwrap();
-    for k in ["kustomization.yaml"] {
-        let _ = std::fs::remove_file(base.join(k));
-        let _ = std::fs::remove_file(to.join(k));
+    // Every manifest read, none listed.
+    for d in [&base, &to] {
+        let _ = std::fs::remove_file(d.join("kustomization.yaml"));
     }
     let fleet = repo().join("examples/fleet/fleet.json");
     let o = plan(&base, &to, &fleet, &[]);
