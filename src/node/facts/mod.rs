@@ -13,7 +13,7 @@ mod inflate;
 mod kernel;
 mod labels;
 mod leaves;
-mod local;
+pub mod local;
 mod pci;
 mod power;
 pub(crate) mod system;

@@ -407,6 +407,7 @@ pub(super) fn pool_configs(found: &mut std::collections::BTreeMap<String, Found>
         for (role, mc, source) in &all {
             if roles.contains(role) {
                 check_kubelet_files(mc, source, Reach::Pool(name))?;
+                super::inputs::check_inputs(mc, source, name)?;
                 keep_env_file(mc, source, f);
                 f.configs.push(mc.clone());
             }
@@ -570,7 +571,7 @@ fn check_kubelet_files(mc: &Value, source: &str, reach: Reach) -> Result<()> {
 
 /// The files the MCO's kubelet.service reads with `EnvironmentFile=`
 /// (4.14-4.20): what they set beats the drop-ins' `Environment=`.
-const KUBELET_ENV_FILES: &[&str] = &[
+pub(super) const KUBELET_ENV_FILES: &[&str] = &[
     "/etc/os-release",
     "/etc/kubernetes/kubelet-workaround",
     "/etc/kubernetes/kubelet-env",
@@ -614,7 +615,7 @@ fn wants_only(mc: &Value, path: &str) -> bool {
 }
 
 /// A path as the node resolves it: `.`, `..` and repeated `/` removed.
-fn clean_path(path: &str) -> String {
+pub(super) fn clean_path(path: &str) -> String {
     let mut parts: Vec<&str> = Vec::new();
     for p in path.split('/') {
         match p {
