@@ -525,7 +525,7 @@ fn another_pools_objects_in_a_pools_sources() {
     let numa = copy_dir(&p.numa, &p.dir.join("numa-mcp"));
     add_text(&numa, "zz-added.yaml", &evil_pool);
     refused(
-        &dry_run_with(&p, &p.gpu, &numa, "desktop-2gpu", &[]),
+        &dry_run_with(&p, &p.gpu, &numa, "server", &[]),
         &[
             "zz-added.yaml: MachineConfigPool \"worker-gpu\" in pool worker-numa's sources",
             "belongs in its own directory (--pool worker-gpu=DIR)",
@@ -558,7 +558,7 @@ fn another_pools_objects_in_a_pools_sources() {
         let numa = copy_dir(&p.numa, &p.dir.join(format!("numa-{i}")));
         add(&numa, "zz-added.json", v);
         refused(
-            &dry_run_with(&p, &p.gpu, &numa, "desktop-2gpu", &[]),
+            &dry_run_with(&p, &p.gpu, &numa, "server", &[]),
             needles,
         );
     }
@@ -756,11 +756,12 @@ fn a_pool_selecting_on_the_kernel_release_is_refused() {
         &sel,
     );
     refused(
-        &dry_run_with(&p, &p.gpu, &numa, "desktop-2gpu", &[]),
+        &dry_run_with(&p, &p.gpu, &numa, "server", &[]),
         &[
             "pool worker-numa",
             "feature.node.kubernetes.io/kernel-version.major",
-            "live ISO",
+            "whose value is the kernel's or the OS release's",
+            "select on a hardware label",
         ],
     );
 }
