@@ -557,10 +557,7 @@ fn another_pools_objects_in_a_pools_sources() {
     for (i, (v, needles)) in cases.iter().enumerate() {
         let numa = copy_dir(&p.numa, &p.dir.join(format!("numa-{i}")));
         add(&numa, "zz-added.json", v);
-        refused(
-            &dry_run_with(&p, &p.gpu, &numa, "server", &[]),
-            needles,
-        );
+        refused(&dry_run_with(&p, &p.gpu, &numa, "server", &[]), needles);
     }
     // A role's MachineConfig that leaves kubelet alone (a master's chrony
     // configuration kept beside the pool) is taken.
@@ -735,7 +732,11 @@ fn a_config_changing_what_the_install_reads_is_refused() {
     add(
         &gpu,
         "60-changes-inputs.json",
-        &mc("worker", &[("/etc/kubernetes/kubelet-env", "X=1\n")], json!({})),
+        &mc(
+            "worker",
+            &[("/etc/kubernetes/kubelet-env", "X=1\n")],
+            json!({}),
+        ),
     );
     ok(dry_run(&p, &gpu, "desktop-2gpu", &[]));
 }

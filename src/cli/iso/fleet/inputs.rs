@@ -12,9 +12,17 @@
 use anyhow::{Result, bail};
 use serde_json::Value;
 
-use super::pools::{KUBELET_ENV_FILES, clean_path};
 use crate::node::facts::local::FEATURES_DIR;
 use crate::node::fleet::Requirement;
+
+/// The files the MCO's kubelet.service reads with `EnvironmentFile=`
+/// (4.14-4.20): what they set beats the drop-ins' `Environment=`.
+pub(super) const KUBELET_ENV_FILES: &[&str] = &[
+    "/etc/os-release",
+    "/etc/kubernetes/kubelet-workaround",
+    "/etc/kubernetes/kubelet-env",
+    "/etc/node-sizing.env",
+];
 
 /// Files kubelet.service (or a drop-in of the MCO's) reads with
 /// `EnvironmentFile=` besides `KUBELET_ENV_FILES`.
@@ -89,7 +97,9 @@ pub(super) fn check_inputs(mc: &Value, source: &str, pool: &str) -> Result<()> {
                 )?;
             }
             let env_files = KUBELET_ENV_FILES.iter().chain(MORE_ENV_FILES);
-            if env_files.clone().any(|p| kind == "links" && under(p, &clean))
+            if env_files
+                .clone()
+                .any(|p| kind == "links" && under(p, &clean))
                 || (kind == "files"
                     && env_files.clone().any(|p| clean == *p)
                     && sets_label_variables(mc, &clean))
@@ -157,7 +167,11 @@ pub(super) fn check_inputs(mc: &Value, source: &str, pool: &str) -> Result<()> {
 /// Refuse a pool `nodeSelector` on a label whose value is the kernel's or
 /// the OS release's: the install reads the live ISO's, the node registers
 /// on the cluster's OS (the first boot moves it to the cluster's image).
-pub(super) fn check_selector_keys(pool: &str, selector: &[Requirement], source: &str) -> Result<()> {
+pub(super) fn check_selector_keys(
+    pool: &str,
+    selector: &[Requirement],
+    source: &str,
+) -> Result<()> {
     for r in selector {
         let (Requirement::In(key, _)
         | Requirement::NotIn(key, _)
@@ -174,6 +188,21 @@ pub(super) fn check_selector_keys(pool: &str, selector: &[Requirement], source: 
         }
     }
     Ok(())
+}
+
+/// A path as the node resolves it: `.`, `..` and repeated `/` removed.
+pub(super) fn clean_path(path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for p in path.split('/') {
+        match p {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            p => parts.push(p),
+        }
+    }
+    format!("/{}", parts.join("/"))
 }
 
 /// Whether node path `path` is `dir` or under it.
@@ -243,14 +272,18 @@ mod tests {
         let f = format!("{FEATURES_DIR}/x");
         for (m, needle) in [
             (mc(&[(&f, "x\n")], json!({})), "local.*"),
-            (mc(&[("/etc/./os-release", "ID=x\n")], json!({})), "OS release"),
+            (
+                mc(&[("/etc/./os-release", "ID=x\n")], json!({})),
+                "OS release",
+            ),
             (mc(&[], json!({ "kernelArguments": ["nosmt"] })), "nosmt"),
             (mc(&[], json!({ "kernelType": "realtime" })), "realtime"),
         ] {
             let e = check_inputs(&m, "s", "p").unwrap_err().to_string();
             assert!(e.contains(needle) && e.contains("60-x"), "{e}");
         }
-        let ign = json!({ "config": { "kernelArguments": { "shouldNotExist": ["mitigations=off"] } } });
+        let ign =
+            json!({ "config": { "kernelArguments": { "shouldNotExist": ["mitigations=off"] } } });
         let mut m = mc(&[], json!({}));
         m["spec"]["config"]["kernelArguments"] = ign["config"]["kernelArguments"].clone();
         assert!(check_inputs(&m, "s", "p").is_err());
@@ -261,8 +294,12 @@ mod tests {
     fn release_label_selectors() {
         let sel = |k: &str| vec![Requirement::Exists(k.to_string())];
         assert!(
-            check_selector_keys("p", &sel("feature.node.kubernetes.io/kernel-version.major"), "s")
-                .is_err()
+            check_selector_keys(
+                "p",
+                &sel("feature.node.kubernetes.io/kernel-version.major"),
+                "s"
+            )
+            .is_err()
         );
         assert!(check_selector_keys("p", &sel("feature.node.kubernetes.io/gpu"), "s").is_ok());
     }
