@@ -668,7 +668,7 @@ fn a_pool_config_stopping_the_wrapper_is_refused() {
 /// refused, naming the MachineConfig, the file or argument and the pool.
 #[test]
 fn a_config_changing_what_the_install_reads_is_refused() {
-    use kubelet_labeler::node::facts::local::FEATURES_DIR;
+    use kubelet_labeler::node::facts::FEATURES_DIR;
     let p = pools();
     let features = format!("{FEATURES_DIR}/special");
     let mc = |role: &str, files: &[(&str, &str)], spec: Value| {

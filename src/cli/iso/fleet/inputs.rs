@@ -12,7 +12,7 @@
 use anyhow::{Result, bail};
 use serde_json::Value;
 
-use crate::node::facts::local::FEATURES_DIR;
+use crate::node::facts::FEATURES_DIR;
 use crate::node::fleet::Requirement;
 
 /// The files the MCO's kubelet.service reads with `EnvironmentFile=`
@@ -288,6 +288,12 @@ mod tests {
         m["spec"]["config"]["kernelArguments"] = ign["config"]["kernelArguments"].clone();
         assert!(check_inputs(&m, "s", "p").is_err());
         assert!(check_inputs(&mc(&[("/etc/motd", "hi")], json!({})), "s", "p").is_ok());
+        // A link over the directory of features.d or of the env files.
+        let mut m = mc(&[], json!({}));
+        m["spec"]["config"]["storage"]["links"] =
+            json!([{ "path": "/etc/kubernetes/", "target": "/var/k" }]);
+        let e = check_inputs(&m, "s", "p").unwrap_err().to_string();
+        assert!(e.contains("writes /etc/kubernetes/"), "{e}");
     }
 
     #[test]
