@@ -525,7 +525,7 @@ fn another_pools_objects_in_a_pools_sources() {
     let numa = copy_dir(&p.numa, &p.dir.join("numa-mcp"));
     add_text(&numa, "zz-added.yaml", &evil_pool);
     refused(
-        &dry_run_with(&p, &p.gpu, &numa, "desktop-2gpu", &[]),
+        &dry_run_with(&p, &p.gpu, &numa, "server", &[]),
         &[
             "zz-added.yaml: MachineConfigPool \"worker-gpu\" in pool worker-numa's sources",
             "belongs in its own directory (--pool worker-gpu=DIR)",
@@ -557,10 +557,7 @@ fn another_pools_objects_in_a_pools_sources() {
     for (i, (v, needles)) in cases.iter().enumerate() {
         let numa = copy_dir(&p.numa, &p.dir.join(format!("numa-{i}")));
         add(&numa, "zz-added.json", v);
-        refused(
-            &dry_run_with(&p, &p.gpu, &numa, "desktop-2gpu", &[]),
-            needles,
-        );
+        refused(&dry_run_with(&p, &p.gpu, &numa, "server", &[]), needles);
     }
     // A role's MachineConfig that leaves kubelet alone (a master's chrony
     // configuration kept beside the pool) is taken.
@@ -659,4 +656,113 @@ fn a_pool_config_stopping_the_wrapper_is_refused() {
             &["pool worker-gpu", needle],
         );
     }
+}
+
+/// Review 13 r13c F3: a MachineConfig a pool takes (worker's count for
+/// every pool) that changes what the install chooses by: a features.d file
+/// a `local.*` rule reads, `CUSTOM_KUBELET_LABELS` (or `ID`) in a file
+/// kubelet.service reads with `EnvironmentFile=` (the MCO's unit puts them
+/// into `--node-labels`), `/etc/os-release`, kernel arguments or another
+/// kernel. The live ISO has none of them, the installed node registers with
+/// them and could move into another pool without its first-boot taints:
+/// refused, naming the MachineConfig, the file or argument and the pool.
+#[test]
+fn a_config_changing_what_the_install_reads_is_refused() {
+    use kubelet_labeler::node::facts::FEATURES_DIR;
+    let p = pools();
+    let features = format!("{FEATURES_DIR}/special");
+    let mc = |role: &str, files: &[(&str, &str)], spec: Value| {
+        let mut v = machine_config("60-changes-inputs", role, files, json!([]));
+        for (k, x) in spec.as_object().unwrap() {
+            v["spec"][k] = x.clone();
+        }
+        v
+    };
+    let cases: Vec<(Value, Vec<&str>)> = vec![
+        (
+            mc("worker", &[(&features, "special\n")], json!({})),
+            vec![&features, "local.* features"],
+        ),
+        (
+            mc(
+                "worker",
+                &[(
+                    "/etc/kubernetes/kubelet-env",
+                    "CUSTOM_KUBELET_LABELS=feature.node.kubernetes.io/gpu=true\n",
+                )],
+                json!({}),
+            ),
+            vec!["/etc/kubernetes/kubelet-env", "CUSTOM_KUBELET_LABELS"],
+        ),
+        (
+            mc(
+                "worker-gpu",
+                &[("/etc/os-release", "ID=\"rhcos\"\nVERSION_ID=\"9.9\"\n")],
+                json!({}),
+            ),
+            vec!["/etc/os-release", "OS release"],
+        ),
+        (
+            mc("worker-gpu", &[], json!({ "kernelArguments": ["nosmt"] })),
+            vec!["kernel arguments nosmt", "cpu topology"],
+        ),
+        (
+            mc(
+                "worker",
+                &[],
+                json!({ "config": { "ignition": { "version": "3.4.0" },
+                                    "kernelArguments": { "shouldExist": ["numa=off"] } } }),
+            ),
+            vec!["kernel arguments numa=off"],
+        ),
+        (
+            mc("worker-gpu", &[], json!({ "kernelType": "realtime" })),
+            vec!["kernelType realtime"],
+        ),
+    ];
+    for (i, (mc, needles)) in cases.iter().enumerate() {
+        let gpu = copy_dir(&p.gpu, &p.dir.join(format!("inputs-{i}")));
+        add(&gpu, "60-changes-inputs.json", mc);
+        let mut all = vec!["MachineConfig 60-changes-inputs", "pool worker"];
+        all.extend(needles);
+        refused(&dry_run(&p, &gpu, "desktop-2gpu", &[]), &all);
+    }
+    // The same MachineConfig writing another file is taken.
+    let gpu = copy_dir(&p.gpu, &p.dir.join("inputs-ok"));
+    add(
+        &gpu,
+        "60-changes-inputs.json",
+        &mc(
+            "worker",
+            &[("/etc/kubernetes/kubelet-env", "X=1\n")],
+            json!({}),
+        ),
+    );
+    ok(dry_run(&p, &gpu, "desktop-2gpu", &[]));
+}
+
+/// Review 13 r13c F3: a pool selecting on NFD's kernel-version (or OS
+/// release) label chooses by the live ISO's kernel; the node registers on
+/// the cluster's. Refused, naming the label and the pool.
+#[test]
+fn a_pool_selecting_on_the_kernel_release_is_refused() {
+    let p = pools();
+    let sel = stand_in_selector(&p.dir);
+    let kern = p.dir.join("kern");
+    std::fs::create_dir_all(&kern).unwrap();
+    let numa = gitops(
+        &kern,
+        "worker-numa",
+        "feature.node.kubernetes.io/kernel-version.major=6",
+        &sel,
+    );
+    refused(
+        &dry_run_with(&p, &p.gpu, &numa, "server", &[]),
+        &[
+            "pool worker-numa",
+            "feature.node.kubernetes.io/kernel-version.major",
+            "whose value is the kernel's or the OS release's",
+            "select on a hardware label",
+        ],
+    );
 }

@@ -14,6 +14,7 @@ mod kernel;
 mod labels;
 mod leaves;
 mod local;
+pub use local::FEATURES_DIR;
 mod pci;
 mod power;
 pub(crate) mod system;

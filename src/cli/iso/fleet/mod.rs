@@ -5,6 +5,7 @@
 //! only the selector writes: without its choice there is nothing to install.
 //! The pools' sources are read in `pools`.
 
+mod inputs;
 pub mod no_proxy;
 mod pools;
 mod preview;
@@ -154,8 +155,12 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
             PoolKind::Custom
         };
         let selector = match &f.node_selector {
-            Some((sel, source)) => requirements(sel)
-                .with_context(|| format!("pool {name}: the nodeSelector in {source}"))?,
+            Some((sel, source)) => {
+                let r = requirements(sel)
+                    .with_context(|| format!("pool {name}: the nodeSelector in {source}"))?;
+                inputs::check_selector_keys(name, &r, source)?;
+                r
+            }
             None if kind == PoolKind::Worker => {
                 vec![Requirement::In(
                     WORKER_ROLE_LABEL.into(),

@@ -10,6 +10,7 @@ use anyhow::{Context, Result, bail};
 use base64::Engine;
 use serde_json::{Value, json};
 
+use super::inputs::{KUBELET_ENV_FILES, check_inputs, clean_path};
 use super::{env_dropin_path, role_env_dropin_path};
 use crate::cli::render::pointer;
 use crate::node::contract::ENV_DROPIN_NAME;
@@ -407,6 +408,7 @@ pub(super) fn pool_configs(found: &mut std::collections::BTreeMap<String, Found>
         for (role, mc, source) in &all {
             if roles.contains(role) {
                 check_kubelet_files(mc, source, Reach::Pool(name))?;
+                check_inputs(mc, source, name)?;
                 keep_env_file(mc, source, f);
                 f.configs.push(mc.clone());
             }
@@ -568,15 +570,6 @@ fn check_kubelet_files(mc: &Value, source: &str, reach: Reach) -> Result<()> {
     Ok(())
 }
 
-/// The files the MCO's kubelet.service reads with `EnvironmentFile=`
-/// (4.14-4.20): what they set beats the drop-ins' `Environment=`.
-const KUBELET_ENV_FILES: &[&str] = &[
-    "/etc/os-release",
-    "/etc/kubernetes/kubelet-workaround",
-    "/etc/kubernetes/kubelet-env",
-    "/etc/node-sizing.env",
-];
-
 /// Whether `mc`'s file at `path` names one of the variables the wrapper
 /// reads (or cannot be read to tell).
 fn sets_our_variables(mc: &Value, path: &str) -> bool {
@@ -611,21 +604,6 @@ fn wants_only(mc: &Value, path: &str) -> bool {
                 || (l.starts_with('#') && !l.ends_with('\\') && !l.contains('\r'))
         })
     })
-}
-
-/// A path as the node resolves it: `.`, `..` and repeated `/` removed.
-fn clean_path(path: &str) -> String {
-    let mut parts: Vec<&str> = Vec::new();
-    for p in path.split('/') {
-        match p {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            p => parts.push(p),
-        }
-    }
-    format!("/{}", parts.join("/"))
 }
 
 /// Whether a node path is kubelet.service's unit file, drop-in directory or

@@ -1,0 +1,312 @@
+//! What the install-time selector reads must be what the installed node
+//! reads at registration (review 13 r13c F3): the selector runs on the live
+//! ISO, before any of the pool's MachineConfigs; the node registers after
+//! them, on the cluster's OS. A MachineConfig a pool takes that changes an
+//! input of the labels (a features.d file, a variable reaching kubelet's
+//! `--node-labels`, `/etc/os-release`, the kernel command line or kernel),
+//! or a `nodeSelector` on a label of the kernel or OS release, would let
+//! the node register into another pool than the one it was installed
+//! for, without that pool's first-boot taints. Refused, naming the
+//! MachineConfig, the file or argument, the pool and the fix.
+
+use anyhow::{Result, bail};
+use serde_json::Value;
+
+use crate::node::facts::FEATURES_DIR;
+use crate::node::fleet::Requirement;
+
+/// The files the MCO's kubelet.service reads with `EnvironmentFile=`
+/// (4.14-4.20): what they set beats the drop-ins' `Environment=`.
+pub(super) const KUBELET_ENV_FILES: &[&str] = &[
+    "/etc/os-release",
+    "/etc/kubernetes/kubelet-workaround",
+    "/etc/kubernetes/kubelet-env",
+    "/etc/node-sizing.env",
+];
+
+/// Files kubelet.service (or a drop-in of the MCO's) reads with
+/// `EnvironmentFile=` besides `KUBELET_ENV_FILES`.
+const MORE_ENV_FILES: &[&str] = &["/etc/kubernetes/node.env", "/etc/mco/proxy.env"];
+
+/// The variables of those files the MCO's kubelet.service puts into
+/// `--node-labels` (`node.openshift.io/os_id=${ID},${CUSTOM_KUBELET_LABELS}`).
+const LABEL_VARIABLES: &[&str] = &["CUSTOM_KUBELET_LABELS", "ID"];
+
+/// The OS release files (`ID` reaches `--node-labels`; rules read
+/// `system.osrelease`).
+const OS_RELEASE: &[&str] = &["/etc/os-release", "/usr/lib/os-release"];
+
+/// Label key prefixes whose value is the kernel's or the OS release's: NFD's
+/// built-in labels and the MCO's `os_id`.
+const RELEASE_LABELS: &[&str] = &[
+    "feature.node.kubernetes.io/kernel-version.",
+    "feature.node.kubernetes.io/kernel-config.",
+    "feature.node.kubernetes.io/kernel-selinux.",
+    "feature.node.kubernetes.io/system-os_release.",
+    "node.openshift.io/os_id",
+];
+
+/// Refuse a MachineConfig reaching `pool`'s nodes that changes what the
+/// selector read on the live ISO.
+pub(super) fn check_inputs(mc: &Value, source: &str, pool: &str) -> Result<()> {
+    let mc_name = mc
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let refuse = |what: &str, reads: &str, fix: &str| -> Result<()> {
+        bail!(
+            "{source}: MachineConfig {mc_name} (reaching pool {pool}'s nodes) {what}: the \
+             install chooses the pool by {reads} as the live ISO has it, without this \
+             MachineConfig, and the installed node registers with what it gives, so it \
+             could land in another pool than {pool}, without that pool's first-boot \
+             taints; {fix}"
+        )
+    };
+    let out = "leave the MachineConfig out of the pools' sources";
+    let storage = mc.pointer("/spec/config/storage");
+    for kind in ["files", "links", "directories"] {
+        for entry in storage
+            .and_then(|s| s.get(kind))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let Some(path) = entry.get("path").and_then(Value::as_str) else {
+                continue;
+            };
+            let clean = clean_path(path);
+            let what = format!("writes {path}");
+            if under(&clean, FEATURES_DIR) || (kind == "links" && under(FEATURES_DIR, &clean)) {
+                refuse(
+                    &what,
+                    &format!("the local features in {FEATURES_DIR} (the rules' local.* features)"),
+                    &format!(
+                        "{out}, or match on hardware: the pools cannot carry feature files \
+                         the install does not see"
+                    ),
+                )?;
+            }
+            if OS_RELEASE
+                .iter()
+                .any(|p| clean == *p || (kind == "links" && under(p, &clean)))
+            {
+                refuse(
+                    &what,
+                    "the OS release (rules' system.osrelease, kubelet's node.openshift.io/os_id)",
+                    &format!("{out}; the pools cannot change {path}"),
+                )?;
+            }
+            let env_files = KUBELET_ENV_FILES.iter().chain(MORE_ENV_FILES);
+            if env_files
+                .clone()
+                .any(|p| kind == "links" && under(p, &clean))
+                || (kind == "files"
+                    && env_files.clone().any(|p| clean == *p)
+                    && sets_label_variables(mc, &clean))
+            {
+                refuse(
+                    &format!(
+                        "{what}, which kubelet.service reads with EnvironmentFile=, {}",
+                        if kind == "links" {
+                            "as a link"
+                        } else {
+                            "setting CUSTOM_KUBELET_LABELS or ID (or not readable to tell)"
+                        }
+                    ),
+                    "the labels kubelet's --node-labels gets",
+                    &format!(
+                        "{out}, and give the pool's static labels with render machineconfig \
+                         --pool {pool} --label instead"
+                    ),
+                )?;
+            }
+        }
+    }
+    let args = |p: &str| {
+        mc.pointer(p)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+    };
+    let kargs: Vec<String> = [
+        "/spec/kernelArguments",
+        "/spec/config/kernelArguments/shouldExist",
+        "/spec/config/kernelArguments/shouldNotExist",
+    ]
+    .iter()
+    .flat_map(|p| args(p))
+    .collect();
+    if !kargs.is_empty() {
+        refuse(
+            &format!("sets kernel arguments {}", kargs.join(" ")),
+            "facts the kernel command line changes (cpu topology with nosmt, NUMA, \
+             hugepages, kernel.* features; the fleet refuses every kernel argument in the \
+             pools' sources rather than guess which)",
+            &format!(
+                "{out} (apply it once the nodes have joined, knowing their labels may change), \
+                 or drop the kernel arguments"
+            ),
+        )?;
+    }
+    if let Some(t) = mc.pointer("/spec/kernelType").and_then(Value::as_str)
+        && !matches!(t, "" | "default")
+    {
+        refuse(
+            &format!("sets kernelType {t}"),
+            "the live ISO's kernel (kernel.* features, NFD's kernel-version labels)",
+            &format!("{out}, or drop kernelType"),
+        )?;
+    }
+    Ok(())
+}
+
+/// Refuse a pool `nodeSelector` on a label whose value is the kernel's or
+/// the OS release's: the install reads the live ISO's, the node registers
+/// on the cluster's OS (the first boot moves it to the cluster's image).
+pub(super) fn check_selector_keys(
+    pool: &str,
+    selector: &[Requirement],
+    source: &str,
+) -> Result<()> {
+    for r in selector {
+        let (Requirement::In(key, _)
+        | Requirement::NotIn(key, _)
+        | Requirement::Exists(key)
+        | Requirement::DoesNotExist(key)) = r;
+        if RELEASE_LABELS.iter().any(|p| key.starts_with(p)) {
+            bail!(
+                "pool {pool}: the nodeSelector in {source} reads {key}, whose value is the \
+                 kernel's or the OS release's: the install reads the live ISO's, the node \
+                 registers with the installed OS's (its first boot moves it to the cluster's \
+                 image), so it could land in another pool than {pool}, without its first-boot \
+                 taints; select on a hardware label instead"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A path as the node resolves it: `.`, `..` and repeated `/` removed.
+pub(super) fn clean_path(path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for p in path.split('/') {
+        match p {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            p => parts.push(p),
+        }
+    }
+    format!("/{}", parts.join("/"))
+}
+
+/// Whether node path `path` is `dir` or under it.
+fn under(path: &str, dir: &str) -> bool {
+    path == dir || path.strip_prefix(dir).is_some_and(|r| r.starts_with('/'))
+}
+
+/// Whether `mc`'s env file at `path` sets a variable that reaches
+/// `--node-labels` (or cannot be read to tell).
+fn sets_label_variables(mc: &Value, path: &str) -> bool {
+    let Ok(layout) = crate::cli::render::layout::Layout::merge(vec![mc.clone()]) else {
+        return true;
+    };
+    let Ok(file) = layout.file(path) else {
+        return true;
+    };
+    file.is_some_and(|f| {
+        let text = String::from_utf8_lossy(&f.contents).replace("\\\n", "");
+        text.contains("CUSTOM_KUBELET_LABELS")
+            || text.lines().any(|l| {
+                let l = l.trim_start();
+                let l = l.strip_prefix("export").unwrap_or(l);
+                l.split_once('=')
+                    .is_some_and(|(k, _)| LABEL_VARIABLES.contains(&k.trim()))
+            })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn mc(files: &[(&str, &str)], spec: Value) -> Value {
+        let files: Vec<Value> = files
+            .iter()
+            .map(|(p, t)| {
+                json!({ "path": p, "contents": { "source": format!("data:,{}",
+                    crate::cli::render::encoding::percent_encode(t.as_bytes())) } })
+            })
+            .collect();
+        let mut v = json!({ "metadata": { "name": "60-x" },
+            "spec": { "config": { "ignition": { "version": "3.4.0" },
+                                  "storage": { "files": files } } } });
+        if let (Some(s), Some(extra)) = (v["spec"].as_object_mut(), spec.as_object()) {
+            s.extend(extra.clone());
+        }
+        v
+    }
+
+    #[test]
+    fn env_files_only_with_label_variables() {
+        let env = "/etc/kubernetes/kubelet-env";
+        assert!(check_inputs(&mc(&[(env, "KUBELET_X=1\n")], json!({})), "s", "p").is_ok());
+        for text in [
+            "CUSTOM_KUBELET_LABELS=a=b\n",
+            " export ID=x\n",
+            "I\\\nD=x\n",
+        ] {
+            let e = check_inputs(&mc(&[(env, text)], json!({})), "s", "p").unwrap_err();
+            assert!(e.to_string().contains("EnvironmentFile="), "{e}");
+        }
+    }
+
+    #[test]
+    fn features_os_release_kernel() {
+        let f = format!("{FEATURES_DIR}/x");
+        for (m, needle) in [
+            (mc(&[(&f, "x\n")], json!({})), "local.*"),
+            (
+                mc(&[("/etc/./os-release", "ID=x\n")], json!({})),
+                "OS release",
+            ),
+            (mc(&[], json!({ "kernelArguments": ["nosmt"] })), "nosmt"),
+            (mc(&[], json!({ "kernelType": "realtime" })), "realtime"),
+        ] {
+            let e = check_inputs(&m, "s", "p").unwrap_err().to_string();
+            assert!(e.contains(needle) && e.contains("60-x"), "{e}");
+        }
+        let ign =
+            json!({ "config": { "kernelArguments": { "shouldNotExist": ["mitigations=off"] } } });
+        let mut m = mc(&[], json!({}));
+        m["spec"]["config"]["kernelArguments"] = ign["config"]["kernelArguments"].clone();
+        assert!(check_inputs(&m, "s", "p").is_err());
+        assert!(check_inputs(&mc(&[("/etc/motd", "hi")], json!({})), "s", "p").is_ok());
+        // A link over the directory of features.d or of the env files.
+        let mut m = mc(&[], json!({}));
+        m["spec"]["config"]["storage"]["links"] =
+            json!([{ "path": "/etc/kubernetes/", "target": "/var/k" }]);
+        let e = check_inputs(&m, "s", "p").unwrap_err().to_string();
+        assert!(e.contains("writes /etc/kubernetes/"), "{e}");
+    }
+
+    #[test]
+    fn release_label_selectors() {
+        let sel = |k: &str| vec![Requirement::Exists(k.to_string())];
+        assert!(
+            check_selector_keys(
+                "p",
+                &sel("feature.node.kubernetes.io/kernel-version.major"),
+                "s"
+            )
+            .is_err()
+        );
+        assert!(check_selector_keys("p", &sel("feature.node.kubernetes.io/gpu"), "s").is_ok());
+    }
+}
