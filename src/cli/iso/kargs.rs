@@ -230,20 +230,54 @@ fn parse(bytes: &[u8], pad: Option<char>, end: Option<char>) -> Result<String> {
 /// given a value), an install of its own (`coreos.inst.*`, the legacy
 /// installer's), or any other `ignition.` argument (its effect unknown
 /// here).
+/// Arguments of systemd (and the kernel's `init`) that run something else
+/// at the live boot: its run generator (`systemd.run=`, which may run an
+/// install of another config), another default target, units wanted or
+/// masked, an environment for every unit.
+const SYSTEMD_RUNS: &[&str] = &[
+    "systemd.run",
+    "systemd.run_success_action",
+    "systemd.run_failure_action",
+    "systemd.unit",
+    "rd.systemd.unit",
+    "systemd.wants",
+    "rd.systemd.wants",
+    "systemd.mask",
+    "rd.systemd.mask",
+    "systemd.setenv",
+    "rd.systemd.setenv",
+    "init",
+    "rdinit",
+];
+
 pub fn conflicts(kargs: &str) -> Vec<String> {
     let mut out = Vec::new();
-    let mut firstboot = false;
-    // The kernel and dracut split on white space and drop the quotes.
-    for word in kargs.split_ascii_whitespace() {
+    // The kernel and dracut split on ASCII white space and drop the
+    // quotes; Ignition splits /proc/cmdline as Go's strings.Fields does,
+    // on any Unicode white space: a word of either counts, and the first
+    // boot argument must be a word of both.
+    let ascii: Vec<&str> = kargs.split_ascii_whitespace().collect();
+    let unicode: Vec<&str> = kargs
+        .split(char::is_whitespace)
+        .filter(|w| !w.is_empty())
+        .collect();
+    let firstboot =
+        ascii.contains(&"ignition.firstboot") && unicode.contains(&"ignition.firstboot");
+    let mut words: Vec<&str> = ascii.iter().chain(&unicode).copied().collect();
+    words.sort_unstable();
+    words.dedup();
+    for word in words {
         let plain: String = word.chars().filter(|&c| c != '"').collect();
         let (key, value) = match plain.split_once('=') {
             Some((k, v)) => (k, Some(v)),
             None => (plain.as_str(), None),
         };
+        // systemd reads `-` and `_` in its arguments' names as one.
+        let systemd_key = key.replace('-', "_");
         let why = match (key, value) {
-            ("ignition.firstboot", None) => {
-                firstboot = true;
-                continue;
+            ("ignition.firstboot", None) => continue,
+            _ if SYSTEMD_RUNS.contains(&systemd_key.as_str()) => {
+                "systemd starts or skips other units, or runs a command, at the live boot"
             }
             ("ignition.platform.id", Some("metal")) => continue,
             ("ignition.firstboot", Some(_)) => {
@@ -330,6 +364,29 @@ mod tests {
         }
         let c = conflicts("coreos.liveiso=x ignition.platform.id=metal");
         assert!(c[0].contains("ignition.firstboot missing"), "{c:?}");
+        // Review 14 r14c F1: after a white space Go's strings.Fields splits
+        // on and the kernel may not; r14c F4: systemd's run generator and
+        // other units at the live boot.
+        for space in ['\u{b}', '\u{85}', '\u{a0}', '\u{2028}', '\u{3000}'] {
+            let c = conflicts(&format!(
+                "{base} console=tty0{space}ignition.config.url=http://x"
+            ));
+            assert!(
+                c.iter().any(|c| c.starts_with("ignition.config.url")),
+                "{space:?}: {c:?}"
+            );
+        }
+        for bad in [
+            "systemd.unit=kernel-command-line.target",
+            "systemd.run=\"coreos-installer install /dev/sda --ignition-url http://x\"",
+            "rd.systemd.unit=emergency.target",
+            "systemd.wants=x.service",
+            "systemd.mask=ignition-fetch.service",
+            "init=/bin/sh",
+        ] {
+            let c = conflicts(&format!("{base} {bad}"));
+            assert!(!c.is_empty(), "{bad}");
+        }
     }
 
     #[test]

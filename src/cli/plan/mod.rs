@@ -243,7 +243,11 @@ fn plan_in_budget(opts: &PlanOptions) -> Result<Plan> {
             &after.cache[name].files,
         )?;
     }
-    let policy = policy::applied(fleet.policy.as_ref(), &sides[1].render.policies)?;
+    let policy = policy::applied(
+        fleet.policy.as_ref(),
+        &sides[0].render.policies,
+        &sides[1].render.policies,
+    )?;
     let mut fleet_notes = Vec::new();
     for what in kept {
         fleet_notes.push(format!(

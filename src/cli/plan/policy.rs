@@ -336,7 +336,11 @@ pub struct PolicyFile {
 /// cluster's (`cluster`, as `oc get machineconfiguration cluster -o json`
 /// exports it), as server-side apply merges them (one field manager a
 /// file); refused where the apply fails or the MCO never reads the object.
-pub fn applied(cluster: Option<&Value>, files: &[PolicyFile]) -> Result<DisruptionPolicy> {
+pub fn applied(
+    cluster: Option<&Value>,
+    before: &[PolicyFile],
+    files: &[PolicyFile],
+) -> Result<DisruptionPolicy> {
     let cluster_name = "the fleet's MachineConfiguration";
     let mut policy = match cluster {
         Some(c) => DisruptionPolicy::of_machineconfiguration(c, cluster_name)?,
@@ -353,6 +357,36 @@ pub fn applied(cluster: Option<&Value>, files: &[PolicyFile]) -> Result<Disrupti
                  its entries never apply; name it cluster",
                 f.name,
                 name.unwrap_or_default()
+            );
+        }
+        if files.iter().filter(|g| g.name == f.name).count() > 1 {
+            bail!(
+                "{}: two MachineConfigurations in one file: its apply keeps the last one's \
+                 entries only (one object, one field manager); give one",
+                f.name
+            );
+        }
+        // The API server judges the whole object (enums, patterns, unknown
+        // fields); plan judges the disruption policy only.
+        let outside = (f.doc.as_object().into_iter().flatten())
+            .map(|(k, _)| k.as_str())
+            .find(|k| !["apiVersion", "kind", "metadata", "spec"].contains(k))
+            .or_else(|| {
+                (f.doc
+                    .get("spec")
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flatten())
+                .map(|(k, _)| k.as_str())
+                .find(|k| *k != "nodeDisruptionPolicy")
+            });
+        if let Some(k) = outside {
+            bail!(
+                "{}: MachineConfiguration field {k:?}: plan judges only \
+                 spec.nodeDisruptionPolicy, and the API server refuses the whole object for a \
+                 wrong value there; keep the render's MachineConfiguration to \
+                 nodeDisruptionPolicy, and change the rest of the cluster's apart",
+                f.name
             );
         }
         let p = DisruptionPolicy::of_machineconfiguration(&f.doc, &f.name)?;
@@ -409,6 +443,25 @@ pub fn applied(cluster: Option<&Value>, files: &[PolicyFile]) -> Result<Disrupti
                         .collect::<Vec<_>>()
                         .join(", ")
                 );
+            }
+        }
+        // An entry this file's field manager set before and no longer
+        // sets is deleted by its server-side apply (the lists are maps):
+        // the MCO's default, or none, decides then.
+        let earlier = before
+            .iter()
+            .filter(|b| b.name == f.name || (b.manager.is_some() && b.manager == f.manager))
+            .filter_map(|b| DisruptionPolicy::of_machineconfiguration(&b.doc, &b.name).ok());
+        for b in earlier {
+            for (key, _) in &b.files {
+                if !p.files.iter().any(|(k, _)| k == key) {
+                    policy.files.retain(|(k, _)| k != key);
+                }
+            }
+            for (key, _) in &b.units {
+                if !p.units.iter().any(|(k, _)| k == key) {
+                    policy.units.retain(|(k, _)| k != key);
+                }
             }
         }
         policy.merge(p)?;
@@ -551,6 +604,12 @@ fn actions_of(v: Option<&Value>, at: &str) -> std::result::Result<Vec<String>, S
                 ));
             }
             if given {
+                if let Some(extra) = (a[k].as_object().into_iter().flatten())
+                    .map(|(k, _)| k)
+                    .find(|f| *f != "serviceName")
+                {
+                    return Err(format!("{at}.{k}.{extra} is not a field"));
+                }
                 let s = a
                     .pointer(&format!("/{k}/serviceName"))
                     .and_then(Value::as_str)
@@ -791,6 +850,7 @@ mod tests {
             serde_json::json!([{"type": "Special"}]),
             serde_json::json!([{"type": "Reload", "reload": {"serviceName": "a b.service"}}]),
             serde_json::json!([{"type": "Reload", "reload": {"serviceName": ".service"}}]),
+            serde_json::json!([{"type": "Restart", "restart": {"serviceName": "a.service", "timeout": "3s"}}]),
         ] {
             assert!(read(f(bad.clone())).is_err(), "{bad}");
         }
@@ -825,6 +885,7 @@ mod tests {
         // Two files: both count.
         let p = applied(
             None,
+            &[],
             &[
                 file("a.yaml", mc("cluster", "/etc/a", "None")),
                 file("b.yaml", mc("cluster", "/etc/b", "Reboot")),
@@ -832,12 +893,47 @@ mod tests {
         )
         .unwrap();
         assert_eq!(p.files.len(), 2);
+        // Two in one file; a field beside the policy.
+        assert!(
+            applied(
+                None,
+                &[],
+                &[
+                    file("a.yaml", mc("cluster", "/etc/a", "None")),
+                    file("a.yaml", mc("cluster", "/etc/b", "None")),
+                ],
+            )
+            .is_err()
+        );
+        let mut loud = mc("cluster", "/etc/a", "None");
+        loud["spec"]["logLevel"] = serde_json::json!("Loud");
+        assert!(applied(None, &[], &[file("a.yaml", loud)]).is_err());
+        // Review 14 r14b F2: an entry the file set before and no longer
+        // sets is deleted from the cluster's.
+        let both = serde_json::json!({"metadata": {"name": "cluster"}, "spec": {"nodeDisruptionPolicy": {
+            "files": [{"path": "/etc/a", "actions": [{"type": "None"}]},
+                      {"path": "/etc/b", "actions": [{"type": "None"}]}]}}});
+        let p = applied(
+            Some(&both),
+            &[file("a.yaml", both.clone())],
+            &[file("a.yaml", mc("cluster", "/etc/a", "None"))],
+        )
+        .unwrap();
+        assert_eq!(p.files, [("/etc/a".to_string(), vec!["None".to_string()])]);
         // Not named cluster: never read.
-        assert!(applied(None, &[file("a.yaml", mc("gpu-team", "/etc/a", "None"))]).is_err());
+        assert!(
+            applied(
+                None,
+                &[],
+                &[file("a.yaml", mc("gpu-team", "/etc/a", "None"))]
+            )
+            .is_err()
+        );
         // Two files, one path, other actions: the second apply conflicts.
         assert!(
             applied(
                 None,
+                &[],
                 &[
                     file("a.yaml", mc("cluster", "/etc/a", "None")),
                     file("b.yaml", mc("cluster", "/etc/a", "Reboot")),
@@ -855,14 +951,15 @@ mod tests {
             c
         };
         let ours = [file("a.yaml", mc("cluster", "/etc/a", "None"))];
-        assert!(applied(Some(&owned("kubectl-client-side-apply")), &ours).is_err());
-        let p = applied(Some(&owned("kubelet-labeler-worker-gpu")), &ours).unwrap();
+        assert!(applied(Some(&owned("kubectl-client-side-apply")), &[], &ours).is_err());
+        let p = applied(Some(&owned("kubelet-labeler-worker-gpu")), &[], &ours).unwrap();
         assert_eq!(p.files, [("/etc/a".to_string(), vec!["None".to_string()])]);
-        assert!(applied(Some(&mc("cluster", "/etc/a", "Reboot")), &ours).is_err());
+        assert!(applied(Some(&mc("cluster", "/etc/a", "Reboot")), &[], &ours).is_err());
         // The same actions: no conflict, whoever set them.
         assert!(
             applied(
                 Some(&owned("someone")),
+                &[],
                 &[file("a.yaml", mc("cluster", "/etc/a", "Reboot"))]
             )
             .is_ok()

@@ -31,6 +31,14 @@ pub fn identities(configs: &[Value]) -> Result<BTreeMap<Changed, Value>> {
                 .into_iter()
                 .flatten()
         };
+        // Files, directories and links share one key, the path: a later
+        // link or directory takes an earlier file's place (Ignition's
+        // merge), and taken away, the file is back.
+        for e in list("/storage/links").chain(list("/storage/directories")) {
+            if let Some(p) = e.get("path").and_then(Value::as_str) {
+                files.retain(|(q, _)| q != p);
+            }
+        }
         for f in list("/storage/files") {
             let mut f = without_nulls(f);
             // Every file of a later config sets compression (unset: ""),
@@ -207,6 +215,23 @@ mod tests {
                 "{extra}"
             );
         }
+    }
+
+    /// Review 14 r14b F5: a link over a file hides it; taken away, the
+    /// file is back, a change.
+    #[test]
+    fn a_link_over_a_file_hides_it() {
+        let file = mc(
+            "10-a",
+            json!({"storage": {"files": [{"path": "/etc/a", "contents": {"source": "data:,x"}}]}}),
+        );
+        let link = mc(
+            "20-a",
+            json!({"storage": {"links": [{"path": "/etc/a", "target": "/etc/b"}]}}),
+        );
+        let hidden = identities(&[file.clone(), link]).unwrap();
+        let shown = identities(&[file]).unwrap();
+        assert_eq!(changed(&hidden, &shown), [&Changed::File("/etc/a".into())]);
     }
 
     #[test]

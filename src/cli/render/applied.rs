@@ -69,7 +69,20 @@ fn check_object<'a>(doc: &'a Value, source: &str, out: &mut Vec<&'a Value>) -> R
     if let Some(key) = items {
         if kind.ends_with("List") && key == "items" {
             return match &object[key] {
-                Value::Array(items) => items.iter().try_for_each(|i| check_object(i, source, out)),
+                Value::Array(items) => items.iter().try_for_each(|i| {
+                    // kubectl gives an item without kind and apiVersion the
+                    // list's (a MachineConfigList's item is a MachineConfig).
+                    if i.as_object().is_some_and(|o| !o.contains_key("kind")) {
+                        bail!(
+                            "{source}: an item of {what} has no kind: kubectl applies it as a {}, \
+                             which plan and explain would skip; give it its kind and apiVersion",
+                            kind.strip_suffix("List")
+                                .filter(|k| !k.is_empty())
+                                .unwrap_or("List")
+                        );
+                    }
+                    check_object(i, source, out)
+                }),
                 Value::Null => Ok(()),
                 other => bail!(
                     "{source}: {what}: `items` is {other:.40}, not a list of objects; kubectl \
@@ -342,6 +355,10 @@ mod tests {
             "kind": "MachineConfigPool", "metadata": {"name": "p"},
             "spec": {"machineConfigSelector": {"matchLabels":
                 {"machineconfiguration.openshift.io/role": "worker"}}}});
+        // Review 14 r14b F1: an item without kind is the list's kind.
+        let kindless = json!({"kind": "MachineConfigList", "apiVersion": "machineconfiguration.openshift.io/v1",
+            "items": [{"metadata": {"name": "60-x"}, "spec": {}}]});
+        assert!(applied_objects(std::slice::from_ref(&kindless), "f.yaml").is_err());
         let no_items = json!({"kind": "FooList", "metadata": {"name": "f"}});
         let docs = [
             json!({"kind": "List", "items": [a, {"kind": "MachineConfigList", "items": [b]}]}),

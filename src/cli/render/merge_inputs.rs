@@ -228,7 +228,10 @@ fn manager_environment(mc: &Value) -> Result<Option<String>> {
                 Some(s) => super::unpack::decode_data_url(s, compression)
                     .with_context(|| format!("MachineConfig {:?}: {path}", mc_name(mc)))?,
             };
-            let text = String::from_utf8_lossy(&text);
+            // systemd joins a line ending in a backslash with the next.
+            let text = String::from_utf8_lossy(&text)
+                .replace("\\\r\n", " ")
+                .replace("\\\n", " ");
             for line in text.lines() {
                 let line = line.trim();
                 let Some((key, value)) = line.split_once('=') else {
@@ -577,6 +580,11 @@ mod tests {
             (
                 "/etc/systemd/system-environment-generators/x",
                 "#!/bin/sh\n",
+            ),
+            // Review 14 r14b F6: a continued line.
+            (
+                "/etc/systemd/system.conf.d/10-default-env-godebug.conf",
+                "[Manager]\nDefaultEnvironment=GODEBUG=x509ignoreCN=0 \\\nSHELLOPTS=noexec\n",
             ),
         ] {
             let err = check(&[mc("60-worker-x", Some("worker"), conf(path, text))]).unwrap_err();

@@ -572,18 +572,16 @@ impl Evaluator<'_> {
         all: &mut SortedMap<String, Vec<Element>>,
         data: &template::Data,
     ) -> Result<(), String> {
-        if !self.keep_matched {
-            return Ok(());
-        }
-        for (dom, feats) in data {
-            for (nam, elems) in feats {
-                self.charge(budget::ELEMENT + (dom.len() + nam.len()) as u64)?;
-                for e in elems {
-                    self.charge_element(e)?;
+        // Not charged: only explain keeps these copies (the boot path and
+        // the sync do not), and the budget must be the same for both, or
+        // explain would run out where the node does not (review 14).
+        if self.keep_matched {
+            for (dom, feats) in data {
+                for (nam, elems) in feats {
+                    all.entry(format!("{dom}.{nam}"))
+                        .or_default()
+                        .extend(elems.iter().cloned());
                 }
-                all.entry(format!("{dom}.{nam}"))
-                    .or_default()
-                    .extend(elems.iter().cloned());
             }
         }
         Ok(())

@@ -154,14 +154,16 @@ pub fn derive(opts: &SyncOptions) -> Result<Derivation, String> {
     // and kubelet's own taints' are still reported, and nothing the rules
     // may give is removed or reported stale (fail closed, as the wrapper
     // registers fenced).
-    let unknown = collected.fence.as_ref().map(|f| {
-        format!(
-            "the node rules could not be evaluated ({})",
-            escape_controls(&f.why)
-        )
-    });
+    // Label-only rules too (review 14): no fence then, but what they give
+    // is unknown all the same.
+    let unknown = (collected.failed.as_ref())
+        .map(|why| format!("the node rules could not be evaluated ({why})"));
     // Said once, by `unknown`.
-    let said = |n: &String| unknown.is_none() || !n.starts_with(plan::RULES_LEFT_OUT_NOTE);
+    let said = |n: &String| {
+        unknown.is_none()
+            || !(n.starts_with(plan::RULES_LEFT_OUT_NOTE)
+                || n.starts_with("rule-derived labels left out: "))
+    };
     collected.notes.retain(said);
     let fs = plan::RootFs::of_unit(&opts.root, &svc);
     // Ours, for when kubelet's own taints cannot be read (its config past

@@ -761,3 +761,61 @@ fn an_unreadable_kubelet_config_leaves_our_taints_known() {
         d.desired.unknown
     );
 }
+
+/// Review 14 r14a F1 (FAILS at 03cbdbc): docs/day2.md says that with the
+/// rules' features fenced (a link a pod plants in features.d) the sync
+/// "removes nothing the rules may give: a label it owns stays". When the
+/// rules give labels but no taint, `static_only` leaves `fence` unset, so
+/// `Desired::unknown` is None and the sync removes the rule's label it owns.
+#[test]
+fn fenced_label_only_rules_keep_the_labels_they_gave() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let write = |p: &str, text: &str| {
+        let path = root.join(p);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write(
+        "etc/systemd/system/kubelet.service",
+        "[Service]\nExecStart=/usr/bin/kubelet --kubeconfig=/var/lib/kubelet/kubeconfig\n",
+    );
+    write(
+        "etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf",
+        "[Service]\n\
+         Environment=\"KUBELET_LABELER_NODE_RULES=KLR5,1,gpu,1,example.com/gpu,true,~N,0,~N,0,1,local.label,1,gpu,Exists,0,~N,0\"\n",
+    );
+    let fd = "etc/kubernetes/node-feature-discovery/features.d";
+    write(&format!("{fd}/provisioning"), "gpu=1\n");
+    let opts = SyncOptions {
+        root: root.to_path_buf(),
+        profile: Some(Profile::Upstream),
+        ..Default::default()
+    };
+    let d = derive(&opts).unwrap();
+    assert_eq!(
+        d.desired.labels,
+        [("example.com/gpu".to_string(), "true".to_string())]
+    );
+    // What a pod with a hostPath on features.d can do.
+    std::os::unix::fs::symlink("/etc/hostname", root.join(fd).join("zz")).unwrap();
+    let d = derive(&opts).unwrap();
+    let n = format!(
+        r#"{{"metadata":{{"name":"n1","resourceVersion":"5","labels":{{"example.com/gpu":"true"}},"annotations":{{"{OWNED_ANNOTATION}":"example.com/gpu"}}}},"spec":{{}}}}"#,
+    );
+    let (out, s) = run_with(vec![ok(200, &n), ok(200, "{}"), ok(200, "{}")], &d.desired);
+    let sent: Vec<String> = s
+        .sent
+        .iter()
+        .map(|(m, b)| format!("{m} {}", b.as_deref().unwrap_or("")))
+        .collect();
+    eprintln!(
+        "unknown={:?}\nsummary={}\nsent={sent:#?}",
+        d.desired.unknown, out.summary
+    );
+    assert!(
+        d.desired.unknown.is_some() && !sent.iter().any(|r| r.starts_with("PATCH")),
+        "the rules' label the sync owns is removed while the rules are fenced: {}",
+        out.summary
+    );
+}

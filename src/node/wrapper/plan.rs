@@ -69,6 +69,9 @@ pub struct Collected {
     /// wrapper then registers fenced (`fence`); `additions` lacks the
     /// fence itself.
     pub fence: Option<Failure>,
+    /// Why the rules' evaluation failed as a whole, tainting or not: the
+    /// sync then removes nothing they may give.
+    pub failed: Option<String>,
 }
 
 /// How much of the facts `collect` reads.
@@ -236,6 +239,7 @@ fn collect_layers(
         rules,
         notes,
         fence: role.fence.or(pool.fence),
+        failed: role.failed.or(pool.failed),
     }
 }
 
@@ -347,6 +351,7 @@ fn collect_with(
             rules: Vec::new(),
             notes: Vec::new(),
             fence: None,
+            failed: None,
         },
     }
 }
@@ -367,6 +372,7 @@ pub fn static_only(static_: Option<Additions>, failure: Failure, may_taint: bool
             false => fence::no_fence_note(&why),
         }],
         fence: may_taint.then_some(failure),
+        failed: Some(why),
     }
 }
 
@@ -415,6 +421,7 @@ fn derive_over(
             rules: Vec::new(),
             notes: Vec::new(),
             fence: None,
+            failed: None,
         };
     }
     let may_taint = derived::sources_may_taint(&sources);
@@ -452,6 +459,10 @@ fn derive_over(
         // Rules that could not be decoded may have had taints.
         fence: match &sources.rules {
             Some(Err(e)) => Some(Failure::new(fence::Reason::RulesFailed, e.clone())),
+            _ => None,
+        },
+        failed: match &sources.rules {
+            Some(Err(e)) => Some(derived::escape_controls(e).into_owned()),
             _ => None,
         },
     }

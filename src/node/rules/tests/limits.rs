@@ -227,3 +227,34 @@ fn features_d_buys_no_boot_time() {
         budget::facts_size(&both) - budget::facts_size(&pod_filled_features_d())
     );
 }
+
+/// Review 14 r14a F3 (FAILS at 03cbdbc): the boot path and the sync
+/// evaluate `without_matched`; explain keeps the matched elements. The
+/// budget must not depend on it (evaluator.rs: "charged all the same"),
+/// else explain runs out where the wrapper does not, and says the node
+/// registers fenced when it registers unfenced. `record` skips its charges
+/// when it keeps nothing.
+#[test]
+fn the_budget_does_not_depend_on_keeping_matched_elements() {
+    let f = pod_filled_features_d();
+    let rules: Vec<Rule> = (0..4)
+        .map(|i| {
+            rule(
+                &format!("r{i}"),
+                &[("example.com/l", "1")],
+                vec![name_term("local.label", Expr::new(Op::Exists, vec![]))],
+            )
+        })
+        .collect();
+    let mut kept = Budget::new(u64::MAX / 2);
+    let mut boot = Budget::new(u64::MAX / 2).without_matched();
+    evaluate_node_without(&rules, &f, &[], &mut kept).unwrap();
+    evaluate_node_without(&rules, &f, &[], &mut boot).unwrap();
+    assert_eq!(
+        kept.used(),
+        boot.used(),
+        "explain's evaluation charges {} units, the wrapper's {}",
+        kept.used(),
+        boot.used()
+    );
+}
