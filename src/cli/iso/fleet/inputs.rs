@@ -152,6 +152,30 @@ pub(super) fn check_inputs(mc: &Value, source: &str, pool: &str) -> Result<()> {
             ),
         )?;
     }
+    // Another OS image or extensions: the node registers on what they
+    // give (its /etc, kernel and modules), not on what the install read.
+    if let Some(url) = mc
+        .pointer("/spec/osImageURL")
+        .and_then(Value::as_str)
+        .filter(|u| !u.is_empty())
+    {
+        refuse(
+            &format!("sets osImageURL {url}"),
+            "the OS the node registers on (its kernel, modules and /etc)",
+            &format!("{out}, or drop osImageURL"),
+        )?;
+    }
+    if mc
+        .pointer("/spec/extensions")
+        .and_then(Value::as_array)
+        .is_some_and(|e| !e.is_empty())
+    {
+        refuse(
+            "adds extensions",
+            "the OS the node registers on (its kernel modules and files)",
+            &format!("{out}, or drop the extensions"),
+        )?;
+    }
     if let Some(t) = mc.pointer("/spec/kernelType").and_then(Value::as_str)
         && !matches!(t, "" | "default")
     {
@@ -278,6 +302,12 @@ mod tests {
             ),
             (mc(&[], json!({ "kernelArguments": ["nosmt"] })), "nosmt"),
             (mc(&[], json!({ "kernelType": "realtime" })), "realtime"),
+            // Review 14 r14c F2's variants.
+            (
+                mc(&[], json!({ "osImageURL": "quay.io/x/os@sha256:00" })),
+                "osImageURL",
+            ),
+            (mc(&[], json!({ "extensions": ["usbguard"] })), "extensions"),
         ] {
             let e = check_inputs(&m, "s", "p").unwrap_err().to_string();
             assert!(e.contains(needle) && e.contains("60-x"), "{e}");

@@ -1,0 +1,150 @@
+//! Unit tests of `inputs` (a file of their own: `inputs.rs` stays under
+//! 1,000 lines).
+
+use super::*;
+
+/// git's output is read up to a bound, then refused (a listing of
+/// millions of files was read whole); input reaches it meanwhile.
+#[test]
+fn what_git_writes_is_bounded() {
+    let err = git_output(&["--version"], None, 4).unwrap_err();
+    assert!(format!("{err:#}").contains("more than"), "{err:#}");
+    assert!(git_output(&["--version"], None, 1 << 10).is_ok());
+    // 1.2 MiB in and out through both pipes at once: no deadlock.
+    let repo = tempfile::tempdir().unwrap();
+    let dir = repo.path().to_str().unwrap();
+    git_output(&["init", "-q", dir], None, 1 << 16).unwrap();
+    let line = format!("{}\n", "0".repeat(40));
+    let out = git_output(
+        &["-C", dir, "cat-file", "--batch-check"],
+        Some(line.repeat(25_000).into_bytes()),
+        4 << 20,
+    )
+    .unwrap();
+    assert_eq!(
+        out,
+        format!("{} missing\n", "0".repeat(40))
+            .repeat(25_000)
+            .into_bytes()
+    );
+}
+
+fn objects(text: &str) -> Result<Vec<Value>> {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("f");
+    std::fs::write(&p, text).unwrap();
+    let mut out = Vec::new();
+    read_fleet_file(&p, None, &mut |v| {
+        out.push(v);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+#[test]
+fn lists_and_single_objects_in_json_and_yaml() {
+    let json = r#"{"apiVersion":"v1","items":[{"kind":"Node","metadata":{"name":"a"}},{"kind":"Node","metadata":{"name":"b"}}],"kind":"List"}"#;
+    let got = objects(json).unwrap();
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[1]["metadata"]["name"], "b");
+    let got = objects(r#"{"kind":"Node","metadata":{"name":"a"}}"#).unwrap();
+    assert_eq!(got[0]["kind"], "Node");
+    let yaml = "kind: List\nitems:\n- kind: Node\n  metadata: {name: a}\n---\nkind: Node\nmetadata: {name: c}\n";
+    assert_eq!(objects(yaml).unwrap().len(), 2);
+}
+
+/// The splitter follows strings (escaped quotes, brackets inside
+/// them), an `items` key only at the top, and hands over each item
+/// and the rest as serde_json reads the whole.
+#[test]
+fn items_are_split_as_json_reads_them() {
+    let text = r#" { "kind" : "items", "x": ["items", {"items": [1]}],
+      "items" : [ {"kind":"Node","metadata":{"name":"a\"]}[,"}},
+                  {"kind":"Node","items":[{"y":"\\"}],"metadata":{"name":"b"}} ] ,
+      "metadata": {"resourceVersion": "1"} } "#;
+    let got = objects(text).unwrap();
+    let whole: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(got, whole["items"].as_array().unwrap().clone());
+    // Escapes across the reader's 8 KiB buffers.
+    let long = format!(
+        r#"{{"items":[{{"kind":"Node","a":"{}"}},{{"kind":"Node"}}]}}"#,
+        "\\\"]\\\\".repeat(5000)
+    );
+    let got = objects(&long).unwrap();
+    let whole: Value = serde_json::from_str(&long).unwrap();
+    assert_eq!(got, whole["items"].as_array().unwrap().clone());
+    let single = r#"{"kind":"Node","metadata":{"name":"s"},"spec":{"a":[{"b":"]"}]}}"#;
+    assert_eq!(
+        objects(single).unwrap(),
+        vec![serde_json::from_str::<Value>(single).unwrap()]
+    );
+    for bad in [
+        r#"{"items":[{"a":1}]}{"#,
+        r#"{"items":[{"a":1]}"#,
+        r#"{"a":"b"}}"#,
+    ] {
+        assert!(objects(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn a_fifo_is_refused_without_waiting_for_a_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fleet.json");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let p = fifo.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(read_fleet_file(&p, None, &mut |_| Ok(())).map_err(|e| e.to_string()));
+    });
+    let got = rx.recv_timeout(std::time::Duration::from_secs(10));
+    if got.is_err() {
+        // Let the blocked open return before failing.
+        let _ = std::fs::OpenOptions::new().write(true).open(&fifo);
+    }
+    let err = got.expect("the open waited for a writer").unwrap_err();
+    assert!(err.contains("not a regular file"), "{err}");
+}
+
+#[test]
+fn truncated_and_oversized_exports_are_refused() {
+    let e = objects(r#"{"kind":"List","items":[{"kind":"Node","metadata":{"na"#).unwrap_err();
+    assert!(e.to_string().contains("truncated"), "{e}");
+    let big = format!(
+        r#"{{"kind":"List","items":[{{"kind":"Node","x":"{}"}}]}}"#,
+        "a".repeat((OBJECT_MAX_BYTES + 10) as usize)
+    );
+    let e = objects(&big).unwrap_err();
+    assert!(e.to_string().contains("larger than 16 MiB"), "{e}");
+    // Many items, each small, are fine however large the whole.
+    let many: Vec<String> = (0..2000)
+        .map(|i| format!(r#"{{"kind":"Node","x":"{}","n":{i}}}"#, "b".repeat(10_000)))
+        .collect();
+    let text = format!(r#"{{"kind":"List","items":[{}]}}"#, many.join(","));
+    assert!(text.len() as u64 > OBJECT_MAX_BYTES);
+    assert_eq!(objects(&text).unwrap().len(), 2000);
+}
+
+/// Review 14 r14b F4: objects the MCO renders from are kept for the
+/// change check, by API group (a core Node is not the cluster's).
+#[test]
+fn objects_the_mco_renders_from_are_kept() {
+    let m = ManifestFile {
+        name: "x.yaml".into(),
+        dir: String::new(),
+        file: "x.yaml".into(),
+        text: String::new(),
+    };
+    let mut r = Render::default();
+    for doc in [
+        serde_json::json!({"apiVersion": "config.openshift.io/v1", "kind": "Node",
+            "metadata": {"name": "cluster"}, "spec": {"workerLatencyProfile": "Medium"}}),
+        serde_json::json!({"apiVersion": "config.openshift.io/v1", "kind": "ImageDigestMirrorSet",
+            "metadata": {"name": "m"}, "spec": {}}),
+        serde_json::json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}),
+    ] {
+        add_render_object(doc, &m, &mut r);
+    }
+    assert_eq!(r.not_laid_out.len(), 2);
+}
