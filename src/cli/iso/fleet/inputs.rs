@@ -63,63 +63,52 @@ pub(super) fn check_inputs(mc: &Value, source: &str, pool: &str) -> Result<()> {
         )
     };
     let out = "leave the MachineConfig out of the pools' sources";
-    let storage = mc.pointer("/spec/config/storage");
-    for kind in ["files", "links", "directories"] {
-        for entry in storage
-            .and_then(|s| s.get(kind))
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let Some(path) = entry.get("path").and_then(Value::as_str) else {
-                continue;
-            };
-            let clean = clean_path(path);
-            let what = format!("writes {path}");
-            if under(&clean, FEATURES_DIR) || (kind == "links" && under(FEATURES_DIR, &clean)) {
-                refuse(
-                    &what,
-                    &format!("the local features in {FEATURES_DIR} (the rules' local.* features)"),
-                    &format!(
-                        "{out}, or match on hardware: the pools cannot carry feature files \
+    for (kind, path) in storage_entries(mc) {
+        let clean = clean_path(path);
+        let what = format!("writes {path}");
+        if under(&clean, FEATURES_DIR) || (kind == "links" && under(FEATURES_DIR, &clean)) {
+            refuse(
+                &what,
+                &format!("the local features in {FEATURES_DIR} (the rules' local.* features)"),
+                &format!(
+                    "{out}, or match on hardware: the pools cannot carry feature files \
                          the install does not see"
-                    ),
-                )?;
-            }
-            if OS_RELEASE
-                .iter()
-                .any(|p| clean == *p || (kind == "links" && under(p, &clean)))
-            {
-                refuse(
-                    &what,
-                    "the OS release (rules' system.osrelease, kubelet's node.openshift.io/os_id)",
-                    &format!("{out}; the pools cannot change {path}"),
-                )?;
-            }
-            let env_files = KUBELET_ENV_FILES.iter().chain(MORE_ENV_FILES);
-            if env_files
-                .clone()
-                .any(|p| kind == "links" && under(p, &clean))
-                || (kind == "files"
-                    && env_files.clone().any(|p| clean == *p)
-                    && sets_label_variables(mc, &clean))
-            {
-                refuse(
-                    &format!(
-                        "{what}, which kubelet.service reads with EnvironmentFile=, {}",
-                        if kind == "links" {
-                            "as a link"
-                        } else {
-                            "setting CUSTOM_KUBELET_LABELS or ID (or not readable to tell)"
-                        }
-                    ),
-                    "the labels kubelet's --node-labels gets",
-                    &format!(
-                        "{out}, and give the pool's static labels with render machineconfig \
+                ),
+            )?;
+        }
+        if OS_RELEASE
+            .iter()
+            .any(|p| clean == *p || (kind == "links" && under(p, &clean)))
+        {
+            refuse(
+                &what,
+                "the OS release (rules' system.osrelease, kubelet's node.openshift.io/os_id)",
+                &format!("{out}; the pools cannot change {path}"),
+            )?;
+        }
+        let env_files = KUBELET_ENV_FILES.iter().chain(MORE_ENV_FILES);
+        if env_files
+            .clone()
+            .any(|p| kind == "links" && under(p, &clean))
+            || (kind == "files"
+                && env_files.clone().any(|p| clean == *p)
+                && sets_label_variables(mc, &clean))
+        {
+            refuse(
+                &format!(
+                    "{what}, which kubelet.service reads with EnvironmentFile=, {}",
+                    if kind == "links" {
+                        "as a link"
+                    } else {
+                        "setting CUSTOM_KUBELET_LABELS or ID (or not readable to tell)"
+                    }
+                ),
+                "the labels kubelet's --node-labels gets",
+                &format!(
+                    "{out}, and give the pool's static labels with render machineconfig \
                          --pool {pool} --label instead"
-                    ),
-                )?;
-            }
+                ),
+            )?;
         }
     }
     let args = |p: &str| {
@@ -230,6 +219,20 @@ pub(super) fn clean_path(path: &str) -> String {
 }
 
 /// Whether node path `path` is `dir` or under it.
+/// A MachineConfig's storage entries: their list (`files`, `links`,
+/// `directories`) and their path.
+pub(super) fn storage_entries(mc: &Value) -> impl Iterator<Item = (&'static str, &str)> {
+    let storage = mc.pointer("/spec/config/storage");
+    ["files", "links", "directories"]
+        .into_iter()
+        .flat_map(move |kind| {
+            (storage.and_then(|s| s.get(kind)).and_then(Value::as_array))
+                .into_iter()
+                .flatten()
+                .filter_map(move |e| Some((kind, e.get("path").and_then(Value::as_str)?)))
+        })
+}
+
 fn under(path: &str, dir: &str) -> bool {
     path == dir || path.strip_prefix(dir).is_some_and(|r| r.starts_with('/'))
 }

@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 use base64::Engine;
 use serde_json::{Value, json};
 
-use super::inputs::{KUBELET_ENV_FILES, check_inputs, clean_path};
+use super::inputs::{KUBELET_ENV_FILES, check_inputs, clean_path, storage_entries};
 use super::{env_dropin_path, role_env_dropin_path};
 use crate::cli::render::pointer;
 use crate::node::contract::ENV_DROPIN_NAME;
@@ -508,50 +508,39 @@ fn check_kubelet_files(mc: &Value, source: &str, reach: Reach) -> Result<()> {
             ),
         }
     };
-    let storage = mc.pointer("/spec/config/storage");
-    for kind in ["files", "links", "directories"] {
-        for entry in storage
-            .and_then(|s| s.get(kind))
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
+    for (kind, path) in storage_entries(mc) {
+        let clean = clean_path(path);
+        if clean == ours[2] && kind == "files" && !wants_only(mc, &clean) {
+            refuse(&format!(
+                "writes {path} with more than the sync's Wants= render writes"
+            ))?;
+        }
+        if ours[..2].contains(&clean) && matches!(reach, Reach::Unselected(_)) {
+            refuse(&format!("writes {path}, kubelet-labeler's env drop-in"))?;
+        }
+        if ours.contains(&clean) && kind == "files" {
+            continue;
+        }
+        if kind == "links" && moves_unit_dir(&clean) {
+            refuse(&format!("links {path}, a systemd directory, elsewhere"))?;
+        }
+        if KUBELET_ENV_FILES.contains(&clean.as_str())
+            && (kind == "links" || sets_our_variables(mc, &clean))
         {
-            let Some(path) = entry.get("path").and_then(Value::as_str) else {
-                continue;
-            };
-            let clean = clean_path(path);
-            if clean == ours[2] && kind == "files" && !wants_only(mc, &clean) {
-                refuse(&format!(
-                    "writes {path} with more than the sync's Wants= render writes"
-                ))?;
-            }
-            if ours[..2].contains(&clean) && matches!(reach, Reach::Unselected(_)) {
-                refuse(&format!("writes {path}, kubelet-labeler's env drop-in"))?;
-            }
-            if ours.contains(&clean) && kind == "files" {
-                continue;
-            }
-            if kind == "links" && moves_unit_dir(&clean) {
-                refuse(&format!("links {path}, a systemd directory, elsewhere"))?;
-            }
-            if KUBELET_ENV_FILES.contains(&clean.as_str())
-                && (kind == "links" || sets_our_variables(mc, &clean))
-            {
-                refuse(&format!(
-                    "writes {path}, which kubelet.service reads with EnvironmentFile= (it \
+            refuse(&format!(
+                "writes {path}, which kubelet.service reads with EnvironmentFile= (it \
                      overrides the drop-ins' Environment=), {}",
-                    if kind == "links" {
-                        "as a link"
-                    } else {
-                        "with variables of ours"
-                    }
-                ))?;
-            }
-            if touches_kubelet_unit(&clean) {
-                refuse(&format!(
-                    "writes {path}, another kubelet.service unit or drop-in"
-                ))?;
-            }
+                if kind == "links" {
+                    "as a link"
+                } else {
+                    "with variables of ours"
+                }
+            ))?;
+        }
+        if touches_kubelet_unit(&clean) {
+            refuse(&format!(
+                "writes {path}, another kubelet.service unit or drop-in"
+            ))?;
         }
     }
     for unit in mc
