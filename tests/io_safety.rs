@@ -38,6 +38,24 @@ pub(crate) const RENDER_MC: [&str; 6] = [
     "--wrapper",
     "wrapper",
 ];
+/// `iso fleet` of the gitops pool, before its output and image.
+const FLEET: [&str; 14] = [
+    "iso",
+    "fleet",
+    "--pool",
+    "gpu=gitops",
+    "--mcs-url",
+    "https://api-int.c.example.com:22623",
+    "--ca-file",
+    "ca.pem",
+    "--selector",
+    "wrapper",
+    "--nfd-labels",
+    "upstream",
+    "--dest-device",
+    "/dev/sda",
+];
+
 const RENDER_IGN: [&str; 6] = [
     "render",
     "ignition",
@@ -140,25 +158,7 @@ fn a_closed_stdout_stops_every_subcommand_quietly() {
             .concat(),
         );
         ok(dir, &[&RENDER_MC[..], &GITOPS_REACHABLE].concat());
-        cases.push(vec![
-            "iso",
-            "fleet",
-            "--pool",
-            "gpu=gitops",
-            "--mcs-url",
-            "https://api-int.c.example.com:22623",
-            "--ca-file",
-            "ca.pem",
-            "--selector",
-            "wrapper",
-            "--nfd-labels",
-            "upstream",
-            "--dest-device",
-            "/dev/sda",
-            "-o",
-            "-",
-            "base.iso",
-        ]);
+        cases.push([&FLEET[..], &["-o", "-", "base.iso"]].concat());
         cases.push(vec!["iso", "show", "with.iso"]);
         cases.push(vec!["iso", "remove", "-o", "-", "with.iso"]);
         cases.push(
@@ -823,25 +823,7 @@ fn a_link_another_user_owns_at_o_is_never_written_through() {
             .concat(),
         );
         cases.push(vec!["iso", "remove", "with.iso", "-o"]);
-        cases.push(vec![
-            "iso",
-            "fleet",
-            "--pool",
-            "gpu=gitops",
-            "--mcs-url",
-            "https://api-int.c.example.com:22623",
-            "--ca-file",
-            "ca.pem",
-            "--selector",
-            "wrapper",
-            "--nfd-labels",
-            "upstream",
-            "--dest-device",
-            "/dev/sda",
-            "base.iso",
-            "-f",
-            "-o",
-        ]);
+        cases.push([&FLEET[..], &["base.iso", "-f", "-o"]].concat());
     }
     for (n, args) in cases.iter().enumerate() {
         // Directly, to a FIFO, and from a link of ours to theirs.

@@ -102,9 +102,9 @@ pub(crate) fn oracle_json(before: &Path, after: &Path, policy: &Path) -> serde_j
 /// The daemon's cost in `plan`'s words (its worst action with the given
 /// policy), and the actions behind it.
 pub(crate) fn daemon_cost(v: &serde_json::Value) -> (&'static str, Vec<String>) {
-    let actions: Vec<String> =
-        serde_json::from_value(v["withGivenPolicy"]["NodeDisruptionActions"].clone())
-            .unwrap_or_else(|e| panic!("{e}: {v}"));
+    let given = &v["withGivenPolicy"];
+    let actions: Vec<String> = serde_json::from_value(given["NodeDisruptionActions"].clone())
+        .unwrap_or_else(|e| panic!("{e}: {v}"));
     let worst = actions
         .iter()
         .map(|a| match a.split(' ').next().unwrap_or_default() {
@@ -112,15 +112,23 @@ pub(crate) fn daemon_cost(v: &serde_json::Value) -> (&'static str, Vec<String>) 
             "DaemonReload" => 1,
             "Reload" | "Special" => 2,
             "Restart" => 3,
-            _ => 4,
+            "Drain" => 4,
+            _ => 5,
         })
         .max()
-        .unwrap_or(4);
+        .unwrap_or(5);
+    // A drain without a reboot (an unsafe registries.conf change).
+    let worst = if worst < 4 && given["DrainNodeDisruption"] == true {
+        4
+    } else {
+        worst
+    };
     let cost = [
         "nothing",
         "daemon-reload",
         "reload",
         "restart",
+        "drain",
         "drain-and-reboot",
     ][worst];
     (cost, actions)

@@ -8,44 +8,13 @@
 
 use serde_json::Value;
 
-use crate::mco_disruption::{gpu_change, oracle, oracle_json, plan_run, render, wrapper};
+use crate::mco_disruption::{
+    daemon_cost, gpu_change, oracle, oracle_json, plan_run, render, wrapper,
+};
 use crate::plan_reconcilable::with_extra;
 use crate::support::scratch_dir;
 
 const IGN: &str = "  config:\n    ignition: {version: 3.4.0}\n";
-
-/// The daemon's cost in plan's words: its worst action, a drain when it
-/// drains without rebooting.
-fn daemon_cost(v: &Value) -> &'static str {
-    let given = &v["withGivenPolicy"];
-    let actions: Vec<String> = serde_json::from_value(given["NodeDisruptionActions"].clone())
-        .unwrap_or_else(|e| panic!("{e}: {v}"));
-    let worst = actions
-        .iter()
-        .map(|a| match a.split(' ').next().unwrap_or_default() {
-            "None" => 0,
-            "DaemonReload" => 1,
-            "Reload" | "Special" => 2,
-            "Restart" => 3,
-            "Drain" => 4,
-            _ => 5,
-        })
-        .max()
-        .unwrap_or(5);
-    let worst = if worst < 4 && given["DrainNodeDisruption"] == true {
-        4
-    } else {
-        worst
-    };
-    [
-        "nothing",
-        "daemon-reload",
-        "reload",
-        "restart",
-        "drain",
-        "drain-and-reboot",
-    ][worst]
-}
 
 fn storage(files: &str) -> String {
     format!("{IGN}    storage: {{files: [{files}]}}\n")
@@ -193,7 +162,7 @@ fn plan_prices_a_change_as_the_mcos_daemon() {
         std::fs::write(&policy, format!("{text}{appended}")).unwrap();
         let report = oracle_json(&before, &after, &policy);
         let change = gpu_change(&report);
-        let want = daemon_cost(change);
+        let (want, _) = daemon_cost(change);
         let o = plan_run(&before, &after, &fleet, &policy);
         let p: Value = serde_json::from_slice(&o.stdout)
             .unwrap_or_else(|e| panic!("{name}: {e}: {}", String::from_utf8_lossy(&o.stderr)));
