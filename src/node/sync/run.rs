@@ -162,7 +162,7 @@ pub fn derive(opts: &SyncOptions) -> Result<Derivation, String> {
     let said = |n: &String| {
         unknown.is_none()
             || !(n.starts_with(plan::RULES_LEFT_OUT_NOTE)
-                || n.starts_with("rule-derived labels left out: "))
+                || n.starts_with(crate::node::wrapper::fence::LABELS_LEFT_OUT_NOTE))
     };
     collected.notes.retain(said);
     let fs = plan::RootFs::of_unit(&opts.root, &svc);

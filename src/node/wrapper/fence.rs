@@ -136,10 +136,13 @@ pub fn push_replaced(notes: &mut Vec<String>, reason: Reason, why: &str) {
 
 /// The note for a start whose rule-derived part is left out while no
 /// rule can give a taint.
+/// The head of [`no_fence_note`].
+pub const LABELS_LEFT_OUT_NOTE: &str = "rule-derived labels left out: ";
+
 pub fn no_fence_note(why: &str) -> String {
     format!(
-        "rule-derived labels left out: {why}; no fence: no node rule gives a taint (the static \
-         taints kept)"
+        "{LABELS_LEFT_OUT_NOTE}{why}; no fence: no node rule gives a taint (the static taints \
+         kept)"
     )
 }
 
