@@ -824,6 +824,29 @@ fn a_link_another_user_owns_at_o_is_never_written_through() {
         );
         cases.push(vec!["iso", "remove", "with.iso", "-o"]);
         cases.push([&FLEET[..], &["base.iso", "-f", "-o"]].concat());
+        // Review 15 r15c F8: in place, through another user's link to an ISO.
+        let iso_victim = dir.join("victim.iso");
+        std::fs::copy(dir.join("with.iso"), &iso_victim).unwrap();
+        let before = std::fs::read(&iso_victim).unwrap();
+        assert!(planted("in-place.iso", &iso_victim));
+        for args in [
+            [
+                &["iso", "embed"][..],
+                &MERGE,
+                &["ca.pem", "sticky/in-place.iso"],
+            ]
+            .concat(),
+            vec!["iso", "remove", "sticky/in-place.iso"],
+        ] {
+            let o = run(dir, &args);
+            let err = stderr(&o);
+            assert!(
+                !o.status.success()
+                    && err.contains("owned by another user (uid 65534); not writing through it"),
+                "{args:?}: {err}"
+            );
+            assert!(std::fs::read(&iso_victim).unwrap() == before, "{args:?}");
+        }
     }
     for (n, args) in cases.iter().enumerate() {
         // Directly, to a FIFO, and from a link of ours to theirs.

@@ -553,6 +553,28 @@ fn another_pools_objects_in_a_pools_sources() {
                     "labels": { "feature.node.kubernetes.io/gpu": "true" } } }),
             vec!["zz-added.json: Node \"gpu-01\" in pool worker-numa's sources"],
         ),
+        // Review 15 r15c F2: kinds the MCO or an operator renders into the
+        // pool's MachineConfigs (an OS image, kernel arguments).
+        (
+            json!({ "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineOSConfig",
+                    "metadata": { "name": "worker" },
+                    "spec": { "machineConfigPool": { "name": "worker" } } }),
+            vec!["zz-added.json: MachineOSConfig \"worker\" in pool worker-numa's sources"],
+        ),
+        (
+            json!({ "apiVersion": "performance.openshift.io/v2", "kind": "PerformanceProfile",
+                    "metadata": { "name": "rt" },
+                    "spec": { "additionalKernelArgs": ["nosmt"], "realTimeKernel": { "enabled": true } } }),
+            vec![
+                "zz-added.json: PerformanceProfile \"rt\" in pool worker-numa's sources",
+                "apply it once the nodes have joined",
+            ],
+        ),
+        (
+            json!({ "apiVersion": "tuned.openshift.io/v1", "kind": "Tuned",
+                    "metadata": { "name": "nosmt", "namespace": "openshift-cluster-node-tuning-operator" } }),
+            vec!["zz-added.json: Tuned \"nosmt\" in pool worker-numa's sources"],
+        ),
     ];
     for (i, (v, needles)) in cases.iter().enumerate() {
         let numa = copy_dir(&p.numa, &p.dir.join(format!("numa-{i}")));

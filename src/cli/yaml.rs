@@ -28,17 +28,29 @@ use anyhow::{Result, bail};
 /// override an explicit key, go-yaml v3 and YAML do not). Errors name the
 /// line; callers add the file.
 pub fn kube_yaml<T: serde::de::DeserializeOwned>(text: &str) -> Result<Vec<T>> {
+    // Each round below parses the text again: their bytes are bounded in
+    // all (a thousand escapes after a large file were a thousand parses).
+    kube_yaml_reparsing(text, 4 << 20)
+}
+
+fn kube_yaml_reparsing<T: serde::de::DeserializeOwned>(
+    text: &str,
+    reparsed_max: usize,
+) -> Result<Vec<T>> {
     refuse_ambiguous(text)?;
     // go-yaml's `\'` in a double-quoted string, written `'` (same length:
     // lines and columns stay); one scalar each round.
     let mut read = std::borrow::Cow::Borrowed(text);
-    let mut rounds = 0;
+    let (mut rounds, mut reparsed) = (0, 0usize);
     let checked = loop {
         rounds += 1;
-        if rounds > 1000 {
+        reparsed = reparsed.saturating_add(read.len());
+        if rounds > 1000 || (rounds > 1 && reparsed > reparsed_max) {
             bail!(
-                "more than 1,000 double-quoted strings with `\\'` (go-yaml's escape for `'`, \
-                 not YAML 1.2's); write `'` without the backslash"
+                "{} double-quoted strings with `\\'` (go-yaml's escape for `'`, not YAML \
+                 1.2's) in {} bytes; write `'` without the backslash",
+                rounds - 1,
+                text.len()
             );
         }
         match scalars::check(&read) {
@@ -74,7 +86,15 @@ pub fn kube_yaml<T: serde::de::DeserializeOwned>(text: &str) -> Result<Vec<T>> {
                  write the keys out instead",
                 at.line()
             ),
-            _ => anyhow::Error::new(e),
+            // Line and column, never the text: the file may be a link a pull
+            // request planted to a secret of the machine reading it (as
+            // kubectl, which names the line without quoting it).
+            _ => anyhow::anyhow!(
+                "{}",
+                e.render_with_options(serde_saphyr::render_options! {
+                    snippets: serde_saphyr::SnippetMode::Off,
+                })
+            ),
         }
     })?;
     // The scalars went unchecked: refused all the same (the deserializer
@@ -217,6 +237,35 @@ fn integral_numbers(v: &mut serde_json::Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Review 15 r15b F7: each `\'` costs a parse of the text again; their
+    /// bytes are bounded in all (400 escapes after 60 KB were 400 parses).
+    #[test]
+    fn escape_rounds_are_bounded_in_bytes() {
+        let filler: String = (0..300).map(|i| format!("k{i}: v\n")).collect();
+        let escapes: String = (0..40).map(|i| format!("e{i}: \"it\\'s\"\n")).collect();
+        let text = filler + &escapes;
+        // 40 rounds of ~3.6 KB: past a budget of 64 KB, within one of 1 MB.
+        let e = kube_yaml_reparsing::<serde_json::Value>(&text, 64 << 10).unwrap_err();
+        let e = format!("{e:#}");
+        assert!(e.contains("write `'` without the backslash"), "{e}");
+        let docs = kube_yaml_reparsing::<serde_json::Value>(&text, 1 << 20).unwrap();
+        assert_eq!(docs[0]["e39"], "it's");
+        let few = kube_yaml_docs("a: \"it\\'s\"\nb: \"x\\'y\"\n").unwrap();
+        assert_eq!(few[0]["a"], "it's");
+    }
+
+    /// Review 15 r15c F4: an input named on the command line may be a link
+    /// a pull request planted to a secret of the machine checking it; a
+    /// parse error names the line and column, never quotes the text.
+    #[test]
+    fn parse_errors_quote_no_text() {
+        let secret = "[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\n\
+                      aws_secret_access_key = wJalrXUtnFEMI/K7MDENG\n";
+        let e = format!("{:#}", kube_yaml_docs(secret).unwrap_err());
+        assert!(e.contains("line 2, column 1"), "{e}");
+        assert!(!e.contains("AKIA") && !e.contains("wJalr"), "{e}");
+    }
 
     /// Numbers as kubectl reads a manifest (go-yaml's YAML 1.1, then
     /// JSON): `0644` is octal, `493.0` the integer 493; a quoted `"0644"`

@@ -282,9 +282,15 @@ fn write_image(input: &Path, e: Extent, area: &[u8], output: Output) -> Result<(
     };
     match output {
         Output::InPlace => {
+            // `-o`'s rules for where a write lands: a link another user owns
+            // is never written through (review 15 r15c F8).
+            #[cfg(feature = "cli")]
+            let target = crate::cli::render::output_file::write_target(input)?;
+            #[cfg(not(feature = "cli"))]
+            let target = input.to_path_buf();
             let mut f = OpenOptions::new()
                 .write(true)
-                .open(input)
+                .open(&target)
                 .with_context(|| format!("opening {} for writing", input.display()))?;
             within(&f)?;
             f.seek(SeekFrom::Start(e.offset))

@@ -52,7 +52,7 @@ pub const NOT_LAID_OUT: [&str; 2] = ["KubeletConfig", "ContainerRuntimeConfig"];
 /// image mirror sets, kubelet's config from the cluster's Node config, an
 /// OS image from a MachineOSConfig), by API group and kind: refused as a
 /// change, as [`NOT_LAID_OUT`] kinds are (review 14).
-const RENDERED_FROM: [(&str, &str); 9] = [
+const RENDERED_FROM: [(&str, &str); 11] = [
     ("config.openshift.io/", "Node"),
     ("config.openshift.io/", "Image"),
     ("config.openshift.io/", "Proxy"),
@@ -62,6 +62,10 @@ const RENDERED_FROM: [(&str, &str); 9] = [
     ("config.openshift.io/", "ImageTagMirrorSet"),
     ("operator.openshift.io/", "ImageContentSourcePolicy"),
     ("machineconfiguration.openshift.io/", "MachineOSConfig"),
+    // The Node Tuning Operator renders these into MachineConfigs (kernel
+    // arguments, a real-time kernel).
+    ("performance.openshift.io/", "PerformanceProfile"),
+    ("tuned.openshift.io/", "Tuned"),
 ];
 
 /// The MachineConfigs and pools of `base` that `proposed` removes, added

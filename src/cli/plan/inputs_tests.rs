@@ -143,8 +143,13 @@ fn objects_the_mco_renders_from_are_kept() {
         serde_json::json!({"apiVersion": "config.openshift.io/v1", "kind": "ImageDigestMirrorSet",
             "metadata": {"name": "m"}, "spec": {}}),
         serde_json::json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}),
+        // Review 15 r15c F2: the Node Tuning Operator's.
+        serde_json::json!({"apiVersion": "performance.openshift.io/v2", "kind": "PerformanceProfile",
+            "metadata": {"name": "rt"}, "spec": {"additionalKernelArgs": ["nosmt"]}}),
+        serde_json::json!({"apiVersion": "tuned.openshift.io/v1", "kind": "Tuned",
+            "metadata": {"name": "t"}, "spec": {}}),
     ] {
         add_render_object(doc, &m, &mut r);
     }
-    assert_eq!(r.not_laid_out.len(), 2);
+    assert_eq!(r.not_laid_out.len(), 4);
 }

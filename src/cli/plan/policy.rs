@@ -379,6 +379,17 @@ pub fn applied(
                     .flatten())
                 .map(|(k, _)| k.as_str())
                 .find(|k| *k != "nodeDisruptionPolicy")
+            })
+            // `resourceVersion` is a precondition and `uid` immutable: the
+            // apply fails whole; owner references let the collector delete.
+            .or_else(|| {
+                (f.doc
+                    .get("metadata")
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flatten())
+                .map(|(k, _)| k.as_str())
+                .find(|k| !["name", "labels", "annotations"].contains(k))
             });
         if let Some(k) = outside {
             bail!(
@@ -473,9 +484,11 @@ pub fn applied(
 /// object's `managedFields` (None: the export has none).
 fn owners_of(obj: &Value, list: &str, key: &str) -> Option<Vec<String>> {
     let managed = obj.pointer("/metadata/managedFields")?.as_array()?;
+    // An item's key as the API server wrote it (Go's JSON: `&` as `\u0026`),
+    // compared by value, not by text.
     let item = match list {
-        "files" => Some(format!("k:{}", serde_json::json!({ "path": key }))),
-        "units" => Some(format!("k:{}", serde_json::json!({ "name": key }))),
+        "files" => Some(serde_json::json!({ "path": key })),
+        "units" => Some(serde_json::json!({ "name": key })),
         _ => None,
     };
     let mut out = Vec::new();
@@ -489,14 +502,25 @@ fn owners_of(obj: &Value, list: &str, key: &str) -> Option<Vec<String>> {
             continue;
         };
         if let Some(item) = &item {
-            match at.get(item) {
-                Some(v) => at = v,
+            let found = (at.as_object().into_iter().flatten()).find(|(k, _)| {
+                k.strip_prefix("k:")
+                    .and_then(|k| serde_json::from_str::<Value>(k).ok())
+                    .is_some_and(|k| k == *item)
+            });
+            match found {
+                Some((_, v)) => at = v,
                 None => continue,
             }
         }
         if at.get("f:actions").is_some() {
+            // Server-side apply tells owners apart by manager and operation:
+            // the manager's own `Update` (an `oc edit`, a client-side apply)
+            // conflicts with its `Apply`.
             let manager = m.get("manager").and_then(Value::as_str).unwrap_or_default();
-            out.push(manager.to_string());
+            match m.get("operation").and_then(Value::as_str) {
+                Some("Apply") => out.push(manager.to_string()),
+                op => out.push(format!("{manager} ({})", op.unwrap_or("no operation"))),
+            }
         }
     }
     Some(out)
@@ -719,250 +743,5 @@ pub fn with_defaults(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn file(policy: &DisruptionPolicy, path: &str) -> Disruption {
-        policy.cost(&Changed::File(path.into())).0
-    }
-
-    #[test]
-    fn defaults_by_release() {
-        let on = |minor: Option<u32>, path: &str| {
-            let (policy, _) = with_defaults(minor, &DisruptionPolicy::default());
-            file(&policy, path)
-        };
-        // The pull secret: nothing; a registries.d file: crio reloads.
-        assert_eq!(
-            on(Some(30), "/var/lib/kubelet/config.json"),
-            Disruption::Nothing
-        );
-        assert_eq!(
-            on(Some(33), "/etc/containers/registries.d/quay.yaml"),
-            Disruption::Reload
-        );
-        // registries.conf: the MCO's Special, a drain unless judged safe.
-        assert_eq!(
-            on(Some(33), "/etc/containers/registries.conf"),
-            Disruption::Drain
-        );
-        // /etc/crio/policies from 4.18 on.
-        assert_eq!(
-            on(Some(30), "/etc/crio/policies/a.json"),
-            Disruption::DrainAndReboot
-        );
-        assert_eq!(
-            on(Some(31), "/etc/crio/policies/a.json"),
-            Disruption::Reload
-        );
-        // Credential providers from 4.22 on; unknown release: the oldest.
-        let cp = "/etc/kubernetes/credential-providers/ecr.yaml";
-        assert_eq!(on(Some(34), cp), Disruption::DrainAndReboot);
-        assert_eq!(on(Some(35), cp), Disruption::Restart);
-        assert_eq!(on(None, cp), Disruption::DrainAndReboot);
-        // Units: by name, the MCO's default from 4.22 on; SSH keys: None.
-        let unit = |minor: u32, name: &str| {
-            let (policy, _) = with_defaults(Some(minor), &DisruptionPolicy::default());
-            policy.cost(&Changed::Unit(name.into())).0
-        };
-        assert_eq!(unit(35, "iri-registry.service"), Disruption::Restart);
-        assert_eq!(unit(34, "iri-registry.service"), Disruption::DrainAndReboot);
-        assert_eq!(unit(35, "kdump.service"), Disruption::DrainAndReboot);
-        let (policy, _) = with_defaults(Some(33), &DisruptionPolicy::default());
-        assert_eq!(policy.cost(&Changed::SshKeys).0, Disruption::Nothing);
-    }
-
-    #[test]
-    fn the_clusters_entry_replaces_the_default() {
-        let over = DisruptionPolicy {
-            files: vec![(
-                "/etc/containers/policy.json".to_string(),
-                vec!["Reboot".to_string()],
-            )],
-            ..Default::default()
-        };
-        let (policy, defaults) = with_defaults(Some(33), &over);
-        assert_eq!(
-            file(&policy, "/etc/containers/policy.json"),
-            Disruption::DrainAndReboot
-        );
-        assert!(!defaults.iter().any(|p| p == "/etc/containers/policy.json"));
-        assert!(defaults.iter().any(|p| p == "/var/lib/kubelet/config.json"));
-    }
-
-    /// `FindClosestFilePolicyPathMatch` and `IsSubdirectory` as the MCO
-    /// has them (review 13: `/` and `""` match no file; the longest path
-    /// as written wins, exact or not).
-    #[test]
-    fn closest_entry_as_the_mco() {
-        let p = |entries: &[(&str, &str)]| DisruptionPolicy {
-            files: entries
-                .iter()
-                .map(|(p, a)| (p.to_string(), vec![a.to_string()]))
-                .collect(),
-            ..Default::default()
-        };
-        let policy = p(&[("/etc/a.conf", "Restart s.service"), ("/etc/dir", "None")]);
-        assert_eq!(file(&policy, "/etc/a.conf"), Disruption::Restart);
-        assert_eq!(file(&policy, "/etc/dir/x"), Disruption::Nothing);
-        assert_eq!(file(&policy, "/etc/directory"), Disruption::DrainAndReboot);
-        assert_eq!(file(&policy, "/etc/b"), Disruption::DrainAndReboot);
-        for root in ["/", "", "//"] {
-            let policy = p(&[(root, "None")]);
-            assert_eq!(
-                file(&policy, "/etc/chrony.d/gpu.conf"),
-                Disruption::DrainAndReboot,
-                "{root:?}"
-            );
-        }
-        // Cleaned before the prefix test; the longest path as written wins.
-        let policy = p(&[
-            ("/var/lib/kubelet/config.json", "None"),
-            ("/var/lib/kubelet/////////////", "Reboot"),
-        ]);
-        assert_eq!(
-            file(&policy, "/var/lib/kubelet/config.json"),
-            Disruption::DrainAndReboot
-        );
-        let policy = p(&[("/etc/./dir/", "None")]);
-        assert_eq!(file(&policy, "/etc/dir/x"), Disruption::Nothing);
-    }
-
-    /// The CRD's rules on `spec.nodeDisruptionPolicy` (review 13 F5).
-    #[test]
-    fn machineconfiguration_refused_as_its_crd() {
-        let read = |ndp: Value| {
-            DisruptionPolicy::of_machineconfiguration(
-                &serde_json::json!({"spec": {"nodeDisruptionPolicy": ndp}}),
-                "m.yaml",
-            )
-        };
-        let f =
-            |actions: Value| serde_json::json!({"files": [{"path": "/etc/x", "actions": actions}]});
-        let ok = read(f(serde_json::json!([{"type": "DaemonReload"}, {"type": "Restart", "restart": {"serviceName": "chronyd.service"}}]))).unwrap();
-        assert_eq!(ok.files[0].1, ["DaemonReload", "Restart chronyd.service"]);
-        for bad in [
-            serde_json::json!([{"type": "Restart", "restart": {"serviceName": "chronyd"}}]),
-            serde_json::json!([{"type": "Restart"}]),
-            serde_json::json!([{"type": "None", "restart": {"serviceName": "a.service"}}]),
-            serde_json::json!([{"type": "None"}, {"type": "DaemonReload"}]),
-            serde_json::json!([{"type": "Reboot"}, {"type": "Drain"}]),
-            serde_json::json!([{"type": "Special"}]),
-            serde_json::json!([{"type": "Reload", "reload": {"serviceName": "a b.service"}}]),
-            serde_json::json!([{"type": "Reload", "reload": {"serviceName": ".service"}}]),
-            serde_json::json!([{"type": "Restart", "restart": {"serviceName": "a.service", "timeout": "3s"}}]),
-        ] {
-            assert!(read(f(bad.clone())).is_err(), "{bad}");
-        }
-        let dup = serde_json::json!({"files": [
-            {"path": "/etc/x", "actions": [{"type": "None"}]},
-            {"path": "/etc/x", "actions": [{"type": "Reboot"}]}]});
-        assert!(read(dup).is_err());
-        let many: Vec<Value> = (0..51)
-            .map(|i| serde_json::json!({"path": format!("/etc/x{i}"), "actions": [{"type": "None"}]}))
-            .collect();
-        assert!(read(serde_json::json!({"files": many})).is_err());
-        assert!(read(serde_json::json!({"unit": []})).is_err());
-        assert!(service_name("a.b c.service").is_ok());
-        assert!(service_name("kubelet.service").is_ok());
-        assert!(service_name("a\\x2d.mount").is_ok());
-    }
-
-    /// Review 13 F9, F11: every MachineConfiguration of a render counts,
-    /// only `cluster` is read by the MCO, and an entry another field
-    /// manager set in the cluster makes the server-side apply conflict.
-    #[test]
-    fn render_policies_applied_as_server_side_apply_merges_them() {
-        let mc = |name: &str, path: &str, ty: &str| {
-            serde_json::json!({"metadata": {"name": name}, "spec": {"nodeDisruptionPolicy": {
-                "files": [{"path": path, "actions": [{"type": ty}]}]}}})
-        };
-        let file = |name: &str, doc: Value| PolicyFile {
-            name: name.into(),
-            manager: Some("kubelet-labeler-worker-gpu".into()),
-            doc,
-        };
-        // Two files: both count.
-        let p = applied(
-            None,
-            &[],
-            &[
-                file("a.yaml", mc("cluster", "/etc/a", "None")),
-                file("b.yaml", mc("cluster", "/etc/b", "Reboot")),
-            ],
-        )
-        .unwrap();
-        assert_eq!(p.files.len(), 2);
-        // Two in one file; a field beside the policy.
-        assert!(
-            applied(
-                None,
-                &[],
-                &[
-                    file("a.yaml", mc("cluster", "/etc/a", "None")),
-                    file("a.yaml", mc("cluster", "/etc/b", "None")),
-                ],
-            )
-            .is_err()
-        );
-        let mut loud = mc("cluster", "/etc/a", "None");
-        loud["spec"]["logLevel"] = serde_json::json!("Loud");
-        assert!(applied(None, &[], &[file("a.yaml", loud)]).is_err());
-        // Review 14 r14b F2: an entry the file set before and no longer
-        // sets is deleted from the cluster's.
-        let both = serde_json::json!({"metadata": {"name": "cluster"}, "spec": {"nodeDisruptionPolicy": {
-            "files": [{"path": "/etc/a", "actions": [{"type": "None"}]},
-                      {"path": "/etc/b", "actions": [{"type": "None"}]}]}}});
-        let p = applied(
-            Some(&both),
-            &[file("a.yaml", both.clone())],
-            &[file("a.yaml", mc("cluster", "/etc/a", "None"))],
-        )
-        .unwrap();
-        assert_eq!(p.files, [("/etc/a".to_string(), vec!["None".to_string()])]);
-        // Not named cluster: never read.
-        assert!(
-            applied(
-                None,
-                &[],
-                &[file("a.yaml", mc("gpu-team", "/etc/a", "None"))]
-            )
-            .is_err()
-        );
-        // Two files, one path, other actions: the second apply conflicts.
-        assert!(
-            applied(
-                None,
-                &[],
-                &[
-                    file("a.yaml", mc("cluster", "/etc/a", "None")),
-                    file("b.yaml", mc("cluster", "/etc/a", "Reboot")),
-                ],
-            )
-            .is_err()
-        );
-        // The cluster's entry differs: set by another manager, by ours,
-        // or unknown.
-        let owned = |manager: &str| {
-            let mut c = mc("cluster", "/etc/a", "Reboot");
-            c["metadata"]["managedFields"] = serde_json::json!([{"manager": manager,
-                "fieldsV1": {"f:spec": {"f:nodeDisruptionPolicy": {"f:files": {
-                    "k:{\"path\":\"/etc/a\"}": {".": {}, "f:actions": {}, "f:path": {}}}}}}}]);
-            c
-        };
-        let ours = [file("a.yaml", mc("cluster", "/etc/a", "None"))];
-        assert!(applied(Some(&owned("kubectl-client-side-apply")), &[], &ours).is_err());
-        let p = applied(Some(&owned("kubelet-labeler-worker-gpu")), &[], &ours).unwrap();
-        assert_eq!(p.files, [("/etc/a".to_string(), vec!["None".to_string()])]);
-        assert!(applied(Some(&mc("cluster", "/etc/a", "Reboot")), &[], &ours).is_err());
-        // The same actions: no conflict, whoever set them.
-        assert!(
-            applied(
-                Some(&owned("someone")),
-                &[],
-                &[file("a.yaml", mc("cluster", "/etc/a", "Reboot"))]
-            )
-            .is_ok()
-        );
-    }
-}
+#[path = "policy_tests.rs"]
+mod tests;

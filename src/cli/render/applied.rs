@@ -71,8 +71,14 @@ fn check_object<'a>(doc: &'a Value, source: &str, out: &mut Vec<&'a Value>) -> R
             return match &object[key] {
                 Value::Array(items) => items.iter().try_for_each(|i| {
                     // kubectl gives an item without kind and apiVersion the
-                    // list's (a MachineConfigList's item is a MachineConfig).
-                    if i.as_object().is_some_and(|o| !o.contains_key("kind")) {
+                    // list's (a MachineConfigList's item is a MachineConfig);
+                    // a kind that is null, "" or not a string is none to it.
+                    let kindless = |o: &serde_json::Map<String, Value>| {
+                        o.get("kind")
+                            .and_then(Value::as_str)
+                            .is_none_or(str::is_empty)
+                    };
+                    if i.as_object().is_some_and(kindless) {
                         bail!(
                             "{source}: an item of {what} has no kind: kubectl applies it as a {}, \
                              which plan and explain would skip; give it its kind and apiVersion",
@@ -359,6 +365,16 @@ mod tests {
         let kindless = json!({"kind": "MachineConfigList", "apiVersion": "machineconfiguration.openshift.io/v1",
             "items": [{"metadata": {"name": "60-x"}, "spec": {}}]});
         assert!(applied_objects(std::slice::from_ref(&kindless), "f.yaml").is_err());
+        // Review 15 r15b F3: a null, empty or non-string kind is none.
+        for kind in [Value::Null, json!(""), json!(0)] {
+            let item = json!({"kind": kind, "metadata": {"name": "60-x"}, "spec": {}});
+            let list = json!({"kind": "MachineConfigList", "apiVersion": "machineconfiguration.openshift.io/v1",
+                "items": [item]});
+            assert!(
+                applied_objects(std::slice::from_ref(&list), "f.yaml").is_err(),
+                "{kind}"
+            );
+        }
         let no_items = json!({"kind": "FooList", "metadata": {"name": "f"}});
         let docs = [
             json!({"kind": "List", "items": [a, {"kind": "MachineConfigList", "items": [b]}]}),

@@ -193,20 +193,18 @@ fn manager_environment(mc: &Value) -> Result<Option<String>> {
         .flatten()
         .filter_map(Value::as_str)
     {
-        if arg
-            .split_whitespace()
-            .any(|a| a.starts_with("systemd.setenv="))
-        {
+        // systemd reads the kernel command line dropping every quote of a
+        // word (`systemd.set"env"=` is `systemd.setenv=`).
+        if arg.split_whitespace().any(|a| {
+            a.chars()
+                .filter(|&c| c != '"' && c != '\'')
+                .collect::<String>()
+                .starts_with("systemd.setenv=")
+        }) {
             return Ok(Some(format!("sets the kernel argument {arg:?}")));
         }
     }
-    let manager_dir = |p: &str| {
-        let p = super::unpack::clean_path(p);
-        let under = |dir: &str| p == dir || p.starts_with(&format!("{dir}/"));
-        (p == "/etc/systemd/system.conf" || under("/etc/systemd/system.conf.d"))
-            .then_some(false)
-            .or(under("/etc/systemd/system-environment-generators").then_some(true))
-    };
+    let manager_dir = manager_config_path;
     for list in ["files", "links"] {
         let entries = mc
             .pointer(&format!("/spec/config/storage/{list}"))
@@ -228,29 +226,43 @@ fn manager_environment(mc: &Value) -> Result<Option<String>> {
                 Some(s) => super::unpack::decode_data_url(s, compression)
                     .with_context(|| format!("MachineConfig {:?}: {path}", mc_name(mc)))?,
             };
-            // systemd joins a line ending in a backslash with the next.
-            let text = String::from_utf8_lossy(&text)
-                .replace("\\\r\n", " ")
-                .replace("\\\n", " ");
-            for line in text.lines() {
-                let line = line.trim();
-                let Some((key, value)) = line.split_once('=') else {
-                    continue;
-                };
-                if !["DefaultEnvironment", "ManagerEnvironment"].contains(&key.trim()) {
+            // Read as systemd's config parser reads system.conf.d: lines end at
+            // `\n`, `\r` or NUL, an odd run of backslashes continues a line,
+            // comment lines are dropped. Every section counts (safe side).
+            let parsed = crate::node::unit::syntax::parse(&text, path);
+            for a in &parsed.assignments {
+                if !["DefaultEnvironment", "ManagerEnvironment"].contains(&a.key.as_str()) {
                     continue;
                 }
-                let others = value
+                let others = a
+                    .value
                     .split_whitespace()
                     .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
                     .any(|w| w.split('=').next() != Some("GODEBUG"));
                 if others {
+                    let line = format!("{}={}", a.key, a.value);
                     return Ok(Some(format!("sets {line:?} in {path}")));
                 }
             }
         }
     }
     Ok(None)
+}
+
+/// Whether a node path is the systemd manager's configuration (`Some(false)`:
+/// `system.conf` or a `system.conf.d` drop-in) or an environment generator
+/// (`Some(true)`), in any directory systemd 252 reads them from.
+pub fn manager_config_path(path: &str) -> Option<bool> {
+    let p = super::unpack::clean_path(path);
+    let under = |dir: &str| p == dir || p.starts_with(&format!("{dir}/"));
+    let roots = ["/etc", "/run", "/usr/local/lib", "/usr/lib", "/lib"];
+    let config = roots.iter().any(|r| {
+        p == format!("{r}/systemd/system.conf") || under(&format!("{r}/systemd/system.conf.d"))
+    });
+    let generators = roots
+        .iter()
+        .any(|r| under(&format!("{r}/systemd/system-environment-generators")));
+    config.then_some(false).or(generators.then_some(true))
 }
 
 /// The paths of `mc`'s storage entries: files, links and directories.
@@ -581,10 +593,33 @@ mod tests {
                 "/etc/systemd/system-environment-generators/x",
                 "#!/bin/sh\n",
             ),
+            // Review 15 r15c F5: every directory systemd reads them from.
+            (
+                "/usr/local/lib/systemd/system.conf.d/10-env.conf",
+                "[Manager]\nDefaultEnvironment=SHELLOPTS=noexec\n",
+            ),
+            (
+                "/usr/local/lib/systemd/system-environment-generators/x",
+                "#!/bin/sh\n",
+            ),
             // Review 14 r14b F6: a continued line.
             (
                 "/etc/systemd/system.conf.d/10-default-env-godebug.conf",
                 "[Manager]\nDefaultEnvironment=GODEBUG=x509ignoreCN=0 \\\nSHELLOPTS=noexec\n",
+            ),
+            // Review 15 (r15b F1, r15c F5): a lone CR or a NUL ends a line for
+            // systemd; an even run of backslashes does not continue one.
+            (
+                "/etc/systemd/system.conf.d/10-env.conf",
+                "[Manager]\rDefaultEnvironment=SHELLOPTS=noexec\n",
+            ),
+            (
+                "/etc/systemd/system.conf.d/10-env.conf",
+                "[Manager]\n\0DefaultEnvironment=SHELLOPTS=noexec\n",
+            ),
+            (
+                "/etc/systemd/system.conf.d/10-env.conf",
+                "[Manager]\nDefaultTimeoutStopSec=10s\\\\\nDefaultEnvironment=SHELLOPTS=noexec\n",
             ),
         ] {
             let err = check(&[mc("60-worker-x", Some("worker"), conf(path, text))]).unwrap_err();
@@ -607,5 +642,16 @@ mod tests {
             "metadata": { "name": "60-worker-k", "labels": { "machineconfiguration.openshift.io/role": "worker" } },
             "spec": { "kernelArguments": ["nosmt", "systemd.setenv=PATH=/usr/sbin"] } });
         assert!(check(&[karg]).is_err());
+        // Review 15 r15b F4: systemd drops the quotes of a word.
+        for arg in [
+            "systemd.set\"env\"=SHELLOPTS=noexec",
+            "\"systemd.setenv=SHELLOPTS=noexec\"",
+            "systemd.'setenv'=SHELLOPTS=noexec",
+        ] {
+            let karg = json!({ "kind": "MachineConfig",
+                "metadata": { "name": "60-worker-k", "labels": { "machineconfiguration.openshift.io/role": "worker" } },
+                "spec": { "kernelArguments": [arg] } });
+            assert!(check(&[karg]).is_err(), "{arg}");
+        }
     }
 }

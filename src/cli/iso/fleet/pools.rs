@@ -131,10 +131,11 @@ pub(super) fn read_source(name: &str, source: &Path, f: &mut Found) -> Result<()
 /// the fleet did not read) and a Node (kubelet sets its labels and taints
 /// only on a Node it creates: a machine registering under an applied
 /// Node's name keeps that object's). Taken without effect on the fleet:
-/// every other kind, among them `KubeletConfig` (the MCO renders kubelet's
-/// config file and a log-level drop-in from it: `registerWithTaints` there
-/// only adds taints, which the wrapper merges into its flag) and
-/// `ContainerRuntimeConfig` (CRI-O's configuration).
+/// `KubeletConfig` (the MCO renders kubelet's config file and a log-level
+/// drop-in from it: `registerWithTaints` there only adds taints, which the
+/// wrapper merges into its flag), `ContainerRuntimeConfig` (CRI-O's
+/// configuration) and the few kinds that change no fact; every other kind
+/// is refused, as operators render some into the pool's MachineConfigs.
 fn read_document(name: &str, doc: Value, source: &str, f: &mut Found) -> Result<()> {
     if doc.get("ignition").is_some() {
         return set_pointer(name, doc, source, f);
@@ -217,7 +218,27 @@ fn read_document(name: &str, doc: Value, source: &str, f: &mut Found) -> Result<
                 .push((role.to_string(), doc.clone(), source.to_string()));
             Ok(())
         }
-        _ => Ok(()),
+        // What changes no fact the install reads: kubelet's and CRI-O's
+        // configuration, the disruption policy, NFD's rules (the same the
+        // pools carry), kustomize's own files and plain config objects.
+        ""
+        | "KubeletConfig"
+        | "ContainerRuntimeConfig"
+        | "MachineConfiguration"
+        | "NodeFeatureRule"
+        | "Kustomization"
+        | "Component"
+        | "ConfigMap"
+        | "Namespace" => Ok(()),
+        other => bail!(
+            "{source}: {other} {:?} in pool {name}'s sources: the fleet does not know what it \
+             changes on the pool's nodes (the MCO and operators render kinds such as \
+             MachineOSConfig, PerformanceProfile and Tuned into the pool's config: an OS \
+             image, kernel arguments), so a machine could register on other facts than the \
+             install chose its pool by; leave it out of the pool's sources and apply it once \
+             the nodes have joined",
+            meta_name.unwrap_or_default()
+        ),
     }
 }
 
@@ -599,7 +620,7 @@ fn wants_only(mc: &Value, path: &str) -> bool {
 /// one of its drop-ins, or a drop-in of every service, in a systemd unit
 /// directory, or the manager's own configuration (DefaultEnvironment=).
 fn touches_kubelet_unit(path: &str) -> bool {
-    if path == "/etc/systemd/system.conf" || path.starts_with("/etc/systemd/system.conf.d") {
+    if crate::cli::render::merge_inputs::manager_config_path(path).is_some() {
         return true;
     }
     crate::node::unit::search::SYSTEM_UNIT_PATH

@@ -1,0 +1,272 @@
+//! Unit tests of `policy` (a file of their own: `policy.rs` stays under
+//! 1,000 lines).
+
+use super::*;
+
+fn file(policy: &DisruptionPolicy, path: &str) -> Disruption {
+    policy.cost(&Changed::File(path.into())).0
+}
+
+#[test]
+fn defaults_by_release() {
+    let on = |minor: Option<u32>, path: &str| {
+        let (policy, _) = with_defaults(minor, &DisruptionPolicy::default());
+        file(&policy, path)
+    };
+    // The pull secret: nothing; a registries.d file: crio reloads.
+    assert_eq!(
+        on(Some(30), "/var/lib/kubelet/config.json"),
+        Disruption::Nothing
+    );
+    assert_eq!(
+        on(Some(33), "/etc/containers/registries.d/quay.yaml"),
+        Disruption::Reload
+    );
+    // registries.conf: the MCO's Special, a drain unless judged safe.
+    assert_eq!(
+        on(Some(33), "/etc/containers/registries.conf"),
+        Disruption::Drain
+    );
+    // /etc/crio/policies from 4.18 on.
+    assert_eq!(
+        on(Some(30), "/etc/crio/policies/a.json"),
+        Disruption::DrainAndReboot
+    );
+    assert_eq!(
+        on(Some(31), "/etc/crio/policies/a.json"),
+        Disruption::Reload
+    );
+    // Credential providers from 4.22 on; unknown release: the oldest.
+    let cp = "/etc/kubernetes/credential-providers/ecr.yaml";
+    assert_eq!(on(Some(34), cp), Disruption::DrainAndReboot);
+    assert_eq!(on(Some(35), cp), Disruption::Restart);
+    assert_eq!(on(None, cp), Disruption::DrainAndReboot);
+    // Units: by name, the MCO's default from 4.22 on; SSH keys: None.
+    let unit = |minor: u32, name: &str| {
+        let (policy, _) = with_defaults(Some(minor), &DisruptionPolicy::default());
+        policy.cost(&Changed::Unit(name.into())).0
+    };
+    assert_eq!(unit(35, "iri-registry.service"), Disruption::Restart);
+    assert_eq!(unit(34, "iri-registry.service"), Disruption::DrainAndReboot);
+    assert_eq!(unit(35, "kdump.service"), Disruption::DrainAndReboot);
+    let (policy, _) = with_defaults(Some(33), &DisruptionPolicy::default());
+    assert_eq!(policy.cost(&Changed::SshKeys).0, Disruption::Nothing);
+}
+
+#[test]
+fn the_clusters_entry_replaces_the_default() {
+    let over = DisruptionPolicy {
+        files: vec![(
+            "/etc/containers/policy.json".to_string(),
+            vec!["Reboot".to_string()],
+        )],
+        ..Default::default()
+    };
+    let (policy, defaults) = with_defaults(Some(33), &over);
+    assert_eq!(
+        file(&policy, "/etc/containers/policy.json"),
+        Disruption::DrainAndReboot
+    );
+    assert!(!defaults.iter().any(|p| p == "/etc/containers/policy.json"));
+    assert!(defaults.iter().any(|p| p == "/var/lib/kubelet/config.json"));
+}
+
+/// `FindClosestFilePolicyPathMatch` and `IsSubdirectory` as the MCO
+/// has them (review 13: `/` and `""` match no file; the longest path
+/// as written wins, exact or not).
+#[test]
+fn closest_entry_as_the_mco() {
+    let p = |entries: &[(&str, &str)]| DisruptionPolicy {
+        files: entries
+            .iter()
+            .map(|(p, a)| (p.to_string(), vec![a.to_string()]))
+            .collect(),
+        ..Default::default()
+    };
+    let policy = p(&[("/etc/a.conf", "Restart s.service"), ("/etc/dir", "None")]);
+    assert_eq!(file(&policy, "/etc/a.conf"), Disruption::Restart);
+    assert_eq!(file(&policy, "/etc/dir/x"), Disruption::Nothing);
+    assert_eq!(file(&policy, "/etc/directory"), Disruption::DrainAndReboot);
+    assert_eq!(file(&policy, "/etc/b"), Disruption::DrainAndReboot);
+    for root in ["/", "", "//"] {
+        let policy = p(&[(root, "None")]);
+        assert_eq!(
+            file(&policy, "/etc/chrony.d/gpu.conf"),
+            Disruption::DrainAndReboot,
+            "{root:?}"
+        );
+    }
+    // Cleaned before the prefix test; the longest path as written wins.
+    let policy = p(&[
+        ("/var/lib/kubelet/config.json", "None"),
+        ("/var/lib/kubelet/////////////", "Reboot"),
+    ]);
+    assert_eq!(
+        file(&policy, "/var/lib/kubelet/config.json"),
+        Disruption::DrainAndReboot
+    );
+    let policy = p(&[("/etc/./dir/", "None")]);
+    assert_eq!(file(&policy, "/etc/dir/x"), Disruption::Nothing);
+}
+
+/// The CRD's rules on `spec.nodeDisruptionPolicy` (review 13 F5).
+#[test]
+fn machineconfiguration_refused_as_its_crd() {
+    let read = |ndp: Value| {
+        DisruptionPolicy::of_machineconfiguration(
+            &serde_json::json!({"spec": {"nodeDisruptionPolicy": ndp}}),
+            "m.yaml",
+        )
+    };
+    let f = |actions: Value| serde_json::json!({"files": [{"path": "/etc/x", "actions": actions}]});
+    let ok = read(f(serde_json::json!([{"type": "DaemonReload"}, {"type": "Restart", "restart": {"serviceName": "chronyd.service"}}]))).unwrap();
+    assert_eq!(ok.files[0].1, ["DaemonReload", "Restart chronyd.service"]);
+    for bad in [
+        serde_json::json!([{"type": "Restart", "restart": {"serviceName": "chronyd"}}]),
+        serde_json::json!([{"type": "Restart"}]),
+        serde_json::json!([{"type": "None", "restart": {"serviceName": "a.service"}}]),
+        serde_json::json!([{"type": "None"}, {"type": "DaemonReload"}]),
+        serde_json::json!([{"type": "Reboot"}, {"type": "Drain"}]),
+        serde_json::json!([{"type": "Special"}]),
+        serde_json::json!([{"type": "Reload", "reload": {"serviceName": "a b.service"}}]),
+        serde_json::json!([{"type": "Reload", "reload": {"serviceName": ".service"}}]),
+        serde_json::json!([{"type": "Restart", "restart": {"serviceName": "a.service", "timeout": "3s"}}]),
+    ] {
+        assert!(read(f(bad.clone())).is_err(), "{bad}");
+    }
+    let dup = serde_json::json!({"files": [
+        {"path": "/etc/x", "actions": [{"type": "None"}]},
+        {"path": "/etc/x", "actions": [{"type": "Reboot"}]}]});
+    assert!(read(dup).is_err());
+    let many: Vec<Value> = (0..51)
+        .map(|i| serde_json::json!({"path": format!("/etc/x{i}"), "actions": [{"type": "None"}]}))
+        .collect();
+    assert!(read(serde_json::json!({"files": many})).is_err());
+    assert!(read(serde_json::json!({"unit": []})).is_err());
+    assert!(service_name("a.b c.service").is_ok());
+    assert!(service_name("kubelet.service").is_ok());
+    assert!(service_name("a\\x2d.mount").is_ok());
+}
+
+/// Review 13 F9, F11: every MachineConfiguration of a render counts,
+/// only `cluster` is read by the MCO, and an entry another field
+/// manager set in the cluster makes the server-side apply conflict.
+#[test]
+fn render_policies_applied_as_server_side_apply_merges_them() {
+    let mc = |name: &str, path: &str, ty: &str| {
+        serde_json::json!({"metadata": {"name": name}, "spec": {"nodeDisruptionPolicy": {
+            "files": [{"path": path, "actions": [{"type": ty}]}]}}})
+    };
+    let file = |name: &str, doc: Value| PolicyFile {
+        name: name.into(),
+        manager: Some("kubelet-labeler-worker-gpu".into()),
+        doc,
+    };
+    // Two files: both count.
+    let p = applied(
+        None,
+        &[],
+        &[
+            file("a.yaml", mc("cluster", "/etc/a", "None")),
+            file("b.yaml", mc("cluster", "/etc/b", "Reboot")),
+        ],
+    )
+    .unwrap();
+    assert_eq!(p.files.len(), 2);
+    // Two in one file; a field beside the policy.
+    assert!(
+        applied(
+            None,
+            &[],
+            &[
+                file("a.yaml", mc("cluster", "/etc/a", "None")),
+                file("a.yaml", mc("cluster", "/etc/b", "None")),
+            ],
+        )
+        .is_err()
+    );
+    let mut loud = mc("cluster", "/etc/a", "None");
+    loud["spec"]["logLevel"] = serde_json::json!("Loud");
+    assert!(applied(None, &[], &[file("a.yaml", loud)]).is_err());
+    // Review 15 r15b F2: metadata the apply fails on or acts on.
+    for key in ["resourceVersion", "uid", "ownerReferences", "managedFields"] {
+        let mut m = mc("cluster", "/etc/a", "None");
+        m["metadata"][key] = serde_json::json!("1");
+        assert!(applied(None, &[], &[file("a.yaml", m)]).is_err(), "{key}");
+    }
+    // Review 14 r14b F2: an entry the file set before and no longer
+    // sets is deleted from the cluster's.
+    let both = serde_json::json!({"metadata": {"name": "cluster"}, "spec": {"nodeDisruptionPolicy": {
+        "files": [{"path": "/etc/a", "actions": [{"type": "None"}]},
+                  {"path": "/etc/b", "actions": [{"type": "None"}]}]}}});
+    let p = applied(
+        Some(&both),
+        &[file("a.yaml", both.clone())],
+        &[file("a.yaml", mc("cluster", "/etc/a", "None"))],
+    )
+    .unwrap();
+    assert_eq!(p.files, [("/etc/a".to_string(), vec!["None".to_string()])]);
+    // Not named cluster: never read.
+    assert!(
+        applied(
+            None,
+            &[],
+            &[file("a.yaml", mc("gpu-team", "/etc/a", "None"))]
+        )
+        .is_err()
+    );
+    // Two files, one path, other actions: the second apply conflicts.
+    assert!(
+        applied(
+            None,
+            &[],
+            &[
+                file("a.yaml", mc("cluster", "/etc/a", "None")),
+                file("b.yaml", mc("cluster", "/etc/a", "Reboot")),
+            ],
+        )
+        .is_err()
+    );
+    // The cluster's entry differs: set by another manager, by ours,
+    // or unknown.
+    let owned_as = |manager: &str, operation: &str, path: &str, key: &str| {
+        let mut c = mc("cluster", path, "Reboot");
+        c["metadata"]["managedFields"] = serde_json::json!([{"manager": manager,
+            "operation": operation,
+            "fieldsV1": {"f:spec": {"f:nodeDisruptionPolicy": {"f:files": {
+                key: {".": {}, "f:actions": {}, "f:path": {}}}}}}}]);
+        c
+    };
+    let owned = |manager: &str| owned_as(manager, "Apply", "/etc/a", "k:{\"path\":\"/etc/a\"}");
+    let ours = [file("a.yaml", mc("cluster", "/etc/a", "None"))];
+    assert!(applied(Some(&owned("kubectl-client-side-apply")), &[], &ours).is_err());
+    let p = applied(Some(&owned("kubelet-labeler-worker-gpu")), &[], &ours).unwrap();
+    assert_eq!(p.files, [("/etc/a".to_string(), vec!["None".to_string()])]);
+    // Review 15 r15b F6: our manager's own `Update` conflicts with its
+    // `Apply`; a key as Go's JSON escapes it is the same key.
+    let update = owned_as(
+        "kubelet-labeler-worker-gpu",
+        "Update",
+        "/etc/a",
+        "k:{\"path\":\"/etc/a\"}",
+    );
+    assert!(applied(Some(&update), &[], &ours).is_err());
+    let go_escaped = owned_as(
+        "site-admin",
+        "Apply",
+        "/etc/a&b<c>.conf",
+        "k:{\"path\":\"/etc/a\\u0026b\\u003cc\\u003e.conf\"}",
+    );
+    let amp = [file("a.yaml", mc("cluster", "/etc/a&b<c>.conf", "None"))];
+    assert!(applied(Some(&go_escaped), &[], &amp).is_err());
+    assert!(applied(Some(&mc("cluster", "/etc/a", "Reboot")), &[], &ours).is_err());
+    // The same actions: no conflict, whoever set them.
+    assert!(
+        applied(
+            Some(&owned("someone")),
+            &[],
+            &[file("a.yaml", mc("cluster", "/etc/a", "Reboot"))]
+        )
+        .is_ok()
+    );
+}
