@@ -94,8 +94,12 @@ impl<'f> Evaluator<'f> {
         let vars_t = (&rule.vars_template, "varsTemplate");
         let templates = labels_t.0.is_some() || vars_t.0.is_some();
         // Matched elements are made (copied) only when something reads
-        // them: charged all the same, so the budget does not depend on it.
-        let keep = templates || self.keep_matched;
+        // them (explain, or a template with an action): charged all the
+        // same, so the budget does not depend on it. The copies live until
+        // the block's templates ran (the wrapper's allocator frees them).
+        let reads =
+            |t: &Option<RuleTemplate>| matches!(t, Some(RuleTemplate(Ok(t))) if t.reads_data());
+        let keep = reads(labels_t.0) || reads(vars_t.0) || self.keep_matched;
         if !rule.match_any.is_empty() {
             let mut any = false;
             for branch in &rule.match_any {
