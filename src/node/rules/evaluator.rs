@@ -331,9 +331,13 @@ impl<'f> Evaluator<'f> {
                     // Every pattern must compile, even after a hit.
                     let re = re.as_ref().map_err(Clone::clone)?;
                     if !hit {
-                        let mut left = self.left.get();
-                        let m = re.is_match_within(value, &mut left);
-                        self.left.set(left);
+                        // The regex counts its own work, in its units
+                        // (`budget::REGEX_UNITS` of the budget's each).
+                        let left = self.left.get();
+                        let mut units = left / budget::REGEX_UNITS;
+                        let m = re.is_match_within(value, &mut units);
+                        let spent = (left / budget::REGEX_UNITS - units) * budget::REGEX_UNITS;
+                        self.left.set(left - spent);
                         hit = m.ok_or_else(|| {
                             self.out_of_budget.set(true);
                             OUT_OF_BUDGET.to_string()
