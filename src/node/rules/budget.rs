@@ -42,6 +42,16 @@ pub const TEMPLATE_STEP: u64 = 32;
 /// The evaluator and render's worst case both charge this.
 pub const REGEX_UNITS: u64 = 6;
 
+/// The most template data one matched block may make, in `facts_size`
+/// units (its elements and their bytes): a template reads a copy of what
+/// its block matched, held until it ran (about 2.5 bytes a unit in the
+/// wrapper, so about 10 MB at most, where a full features.d walked by one
+/// term is about 170 thousand units and a node's PCI devices a few
+/// thousand). Past it the evaluation stops as out of budget, as a template
+/// past its caps does (NFD would apply that rule): the budget bounds
+/// time, this the memory a pod's features.d can make a rule hold.
+pub const MAX_TEMPLATE_DATA: u64 = 4 << 20;
+
 /// The evaluation ran out of its budget.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BudgetExceeded {

@@ -34,6 +34,10 @@ pub(super) struct Evaluator<'f> {
     /// Keep what each rule matched (`Output::matched_features`); else
     /// matched elements are made only for a rule's templates.
     pub(super) keep_matched: bool,
+    /// When the rule running has a template that reads its data: the
+    /// units of data its current block made so far (at most
+    /// `budget::MAX_TEMPLATE_DATA`). The same wherever the rules run.
+    pub(super) template_data: Cell<Option<u64>>,
 }
 
 /// One feature name's elements of each kind (NFD allows several kinds).
@@ -64,7 +68,24 @@ impl<'f> Evaluator<'f> {
 
     /// An element copied into matched data.
     fn charge_element(&self, e: &Element) -> Result<(), String> {
-        self.charge(element_units(e))
+        self.charge(element_units(e))?;
+        self.hold(element_units(e))
+    }
+
+    /// `units` more of template data in the block: past
+    /// `budget::MAX_TEMPLATE_DATA` the evaluation stops as out of budget
+    /// (as a template past its caps does).
+    fn hold(&self, units: u64) -> Result<(), String> {
+        if let Some(held) = self.template_data.get() {
+            let held = held.saturating_add(units);
+            if held > budget::MAX_TEMPLATE_DATA {
+                self.left.set(0);
+                self.out_of_budget.set(true);
+                return Err(OUT_OF_BUDGET.into());
+            }
+            self.template_data.set(Some(held));
+        }
+        Ok(())
     }
 
     fn kinds(&self, name: &str) -> Kinds<'_> {
@@ -99,7 +120,9 @@ impl<'f> Evaluator<'f> {
         // the block's templates ran (the wrapper's allocator frees them).
         let reads =
             |t: &Option<RuleTemplate>| matches!(t, Some(RuleTemplate(Ok(t))) if t.reads_data());
-        let keep = reads(labels_t.0) || reads(vars_t.0) || self.keep_matched;
+        let reading = reads(labels_t.0) || reads(vars_t.0);
+        self.template_data.set(reading.then_some(0));
+        let keep = reading || self.keep_matched;
         if !rule.match_any.is_empty() {
             let mut any = false;
             for branch in &rule.match_any {
@@ -136,6 +159,9 @@ impl<'f> Evaluator<'f> {
     /// it matched.
     fn match_terms(&self, terms: &[Term], keep: bool) -> Result<Option<template::Data>, String> {
         let mut data = template::Data::new();
+        if self.template_data.get().is_some() {
+            self.template_data.set(Some(0));
+        }
         for term in terms {
             self.charge(budget::ELEMENT + 3 * term.feature.len() as u64)?;
             // NFD lower-cases the name for the lookup only.
@@ -568,6 +594,7 @@ impl Evaluator<'_> {
         value: Option<&str>,
     ) -> Result<(), String> {
         self.charge(name_elem_units(name, value))?;
+        self.hold(name_elem_units(name, value))?;
         if keep {
             out.push(name_elem(name, value));
         }

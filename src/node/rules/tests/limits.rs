@@ -304,3 +304,39 @@ fn regex_work_is_charged_at_its_measured_cost() {
     );
     assert!(budget::check(&[on_local(Op::InRegexp, light)]).is_ok());
 }
+
+/// Review 14 r14a F2 (FAILS at 3bd90f7): a template that reads its data
+/// gets a copy of what its block matched, and a pod's full features.d
+/// walked by many terms of one block made that copy hundreds of MB on a
+/// node whose other facts bought the budget. A block's template data is
+/// capped at `MAX_TEMPLATE_DATA` units (about 10 MB in the wrapper): this
+/// render-accepted rule of 40 such terms stops as out of budget, whatever
+/// the budget, on the boot path and in explain alike; one term does not.
+#[test]
+fn template_data_of_a_block_is_capped() {
+    let f = pod_filled_features_d();
+    let walking = |terms: usize| Rule {
+        name: "walk".into(),
+        labels_template: Some("{{ range .local.label }}{{ end }}example.com/w=1".into()),
+        match_features: (0..terms)
+            .map(|_| name_term("local.label", Expr::new(Op::Exists, vec![])))
+            .collect(),
+        ..Default::default()
+    };
+    assert!(budget::check(&[walking(40)]).is_ok());
+    for budget in [
+        Budget::new(u64::MAX / 2),
+        Budget::new(u64::MAX / 2).without_matched(),
+    ] {
+        let mut b = budget.clone();
+        let e = evaluate_node_without(&[walking(40)], &f, &[], &mut b).unwrap_err();
+        assert!(e.to_string().contains("budget"), "{e}");
+        let mut b = budget;
+        evaluate_node_without(&[walking(1)], &f, &[], &mut b).unwrap();
+    }
+    // A template of text alone reads nothing: no cap.
+    let mut text = walking(40);
+    text.labels_template = Some("example.com/w=1".into());
+    let mut b = Budget::new(u64::MAX / 2).without_matched();
+    evaluate_node_without(&[text], &f, &[], &mut b).unwrap();
+}
