@@ -309,7 +309,7 @@ fn regex_work_is_charged_at_its_measured_cost() {
 /// gets a copy of what its block matched, and a pod's full features.d
 /// walked by many terms of one block made that copy hundreds of MB on a
 /// node whose other facts bought the budget. A block's template data is
-/// capped at `MAX_TEMPLATE_DATA` units (about 10 MB in the wrapper): this
+/// capped at `MAX_TEMPLATE_DATA` units (about 15 MB in the wrapper): this
 /// render-accepted rule of 40 such terms stops as out of budget, whatever
 /// the budget, on the boot path and in explain alike; one term does not.
 #[test]
