@@ -243,3 +243,73 @@ fn accepted_examples_evaluate_within_the_budget_on_big_facts() {
         assert!(worst.at(size) <= limit, "{}", file.display());
     }
 }
+
+/// Templated rules that walk what a pod may write to features.d (review 14
+/// r14a F2): each matched block's template data, a copy of the pod's file
+/// per term, is freed once the block's templates ran (and not made at all
+/// for a template of text alone), so 300 rules of two such terms on a
+/// 57 KB file stay within an address space of `LIMIT`; before, the copies
+/// piled up to the budget (245 MB) and the start died out of memory.
+#[test]
+fn template_data_over_a_pod_filled_features_d_is_not_kept_per_rule() {
+    const LIMIT: &str = "100663296";
+    let Some(prlimit) = skipped::tool("prlimit") else {
+        return;
+    };
+    let terms = "matchFeatures:\n- feature: local.label\n  matchName: {op: Exists}\n\
+                 - feature: local.feature\n  matchName: {op: Exists}";
+    for template in ["", "{{ range .local.label }}{{ end }}"] {
+        let scratch = scratch_dir();
+        let mut rules: Vec<String> = (0..300)
+            .map(|r| {
+                rule(
+                    &format!("t{r}"),
+                    &format!("labelsTemplate: '{template}example.com/l{r}=1'\n{terms}"),
+                )
+            })
+            .collect();
+        rules.push(rule(
+            "taint",
+            "taints: [{key: example.com/t, value: '1', effect: NoSchedule}]\n\
+             matchFeatures:\n- feature: local.label\n  matchExpressions: {gpu: {op: Exists}}",
+        ));
+        let file = scratch.path().join("rules.yaml");
+        std::fs::write(&file, object(&rules)).unwrap();
+        let read = node_rules::read_rule_files(&[&file], Profile::OpenShift).unwrap();
+        let compact = node_rules::compile(&read).expect("render accepts these rules");
+        let facts = scratch.path().join("facts");
+        let fd = facts.join("etc/kubernetes/node-feature-discovery/features.d");
+        std::fs::create_dir_all(&fd).unwrap();
+        std::fs::write(fd.join("provisioning"), "gpu=1\n").unwrap();
+        let pod: String = (0..1022)
+            .map(|i| format!("k{i:04}{}\n", "a".repeat(50)))
+            .collect();
+        std::fs::write(fd.join("pod"), pod).unwrap();
+        let env: Vec<(OsString, OsString)> = vec![
+            (RULES_VAR.into(), compact.into()),
+            (TAINTS_VAR.into(), STATIC_TAINT.into()),
+        ];
+        let prefix = [
+            prlimit.clone().into(),
+            format!("--as={LIMIT}").into(),
+            "--".into(),
+        ];
+        let started = wrapper_run::start(&prefix, &env, &facts, scratch.path());
+        let (journal, argv) = (started.journal, started.argv);
+        assert!(
+            argv.contains(STATIC_TAINT),
+            "{template:?}: kubelet did not start with the static taint: {argv:?}\n{journal}"
+        );
+        // The rules' taint, or the fence where they ran out of budget;
+        // never out of memory (which the wrapper reports as a crash).
+        assert!(
+            !journal.contains("internal error"),
+            "{template:?}: the wrapper ran out of memory:\n{journal}"
+        );
+        assert!(
+            argv.contains("example.com/t=1:NoSchedule")
+                || journal.contains("more work than their budget"),
+            "{template:?}: {argv:?}\n{journal}"
+        );
+    }
+}

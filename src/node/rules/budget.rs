@@ -1,9 +1,9 @@
 //! The evaluation budget: how much work the boot path may spend on node
-//! rules before it gives up and falls back (kubelet must start in time, and
-//! the wrapper's allocator never frees). Work is counted in units, roughly a
-//! nanosecond or a byte each: a regex thread looked at, a byte copied into
-//! template output or matched data, a template step (`TEMPLATE_STEP`), an
-//! expression or element looked at.
+//! rules before it gives up and falls back (kubelet must start in time).
+//! Work is counted in units, roughly a nanosecond or a byte each: a byte
+//! copied into template output or matched data, a template step
+//! (`TEMPLATE_STEP`), an expression or element looked at, and a regex
+//! thread looked at at its measured cost (`REGEX_UNITS`).
 //!
 //! The budget grows with the facts the rules read (`facts_size`): a node
 //! with more devices may spend more on rules that walk them, in proportion.
@@ -35,6 +35,22 @@ pub const ELEMENT: u64 = 32;
 pub const PAIR_UNITS: u64 = 8;
 /// Units per template step (an action, a node, a command, an iteration).
 pub const TEMPLATE_STEP: u64 = 32;
+/// Units per unit of a regex's own count of its work (a thread looked at,
+/// `Regex::work_bound`): measured with the static wrapper, an `InRegexp`
+/// whose threads all stay alive spends 4 to 6 ns per counted unit, where
+/// the budget's other units are about a nanosecond (review 13 r13a F1).
+/// The evaluator and render's worst case both charge this.
+pub const REGEX_UNITS: u64 = 6;
+
+/// The most template data one matched block may make, in `facts_size`
+/// units (its elements and their bytes): a template reads a copy of what
+/// its block matched, held until it ran (about 3 bytes a unit in the
+/// wrapper, measured: 15 MB of RSS at the cap, where a full features.d walked by one
+/// term is about 170 thousand units and a node's PCI devices a few
+/// thousand). Past it the evaluation stops as out of budget, as a template
+/// past its caps does (NFD would apply that rule): the budget bounds
+/// time, this the memory a pod's features.d can make a rule hold.
+pub const MAX_TEMPLATE_DATA: u64 = 4 << 20;
 
 /// The evaluation ran out of its budget.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -322,7 +338,7 @@ pub fn worst_case(rules: &[super::Rule]) -> Worst {
                     e.regexes
                         .iter()
                         .flatten()
-                        .map(|re| 6 * re.program_len() as u64 + 3)
+                        .map(|re| REGEX_UNITS * (6 * re.program_len() as u64 + 3))
                         .sum()
                 } else {
                     0

@@ -34,6 +34,10 @@ pub(super) struct Evaluator<'f> {
     /// Keep what each rule matched (`Output::matched_features`); else
     /// matched elements are made only for a rule's templates.
     pub(super) keep_matched: bool,
+    /// When the rule running has a template that reads its data: the
+    /// units of data its current block made so far (at most
+    /// `budget::MAX_TEMPLATE_DATA`). The same wherever the rules run.
+    pub(super) template_data: Cell<Option<u64>>,
 }
 
 /// One feature name's elements of each kind (NFD allows several kinds).
@@ -64,7 +68,24 @@ impl<'f> Evaluator<'f> {
 
     /// An element copied into matched data.
     fn charge_element(&self, e: &Element) -> Result<(), String> {
-        self.charge(element_units(e))
+        self.charge(element_units(e))?;
+        self.hold(element_units(e))
+    }
+
+    /// `units` more of template data in the block: past
+    /// `budget::MAX_TEMPLATE_DATA` the evaluation stops as out of budget
+    /// (as a template past its caps does).
+    fn hold(&self, units: u64) -> Result<(), String> {
+        if let Some(held) = self.template_data.get() {
+            let held = held.saturating_add(units);
+            if held > budget::MAX_TEMPLATE_DATA {
+                self.left.set(0);
+                self.out_of_budget.set(true);
+                return Err(OUT_OF_BUDGET.into());
+            }
+            self.template_data.set(Some(held));
+        }
+        Ok(())
     }
 
     fn kinds(&self, name: &str) -> Kinds<'_> {
@@ -94,8 +115,14 @@ impl<'f> Evaluator<'f> {
         let vars_t = (&rule.vars_template, "varsTemplate");
         let templates = labels_t.0.is_some() || vars_t.0.is_some();
         // Matched elements are made (copied) only when something reads
-        // them: charged all the same, so the budget does not depend on it.
-        let keep = templates || self.keep_matched;
+        // them (explain, or a template with an action): charged all the
+        // same, so the budget does not depend on it. The copies live until
+        // the block's templates ran (the wrapper's allocator frees them).
+        let reads =
+            |t: &Option<RuleTemplate>| matches!(t, Some(RuleTemplate(Ok(t))) if t.reads_data());
+        let reading = reads(labels_t.0) || reads(vars_t.0);
+        self.template_data.set(reading.then_some(0));
+        let keep = reading || self.keep_matched;
         if !rule.match_any.is_empty() {
             let mut any = false;
             for branch in &rule.match_any {
@@ -132,6 +159,9 @@ impl<'f> Evaluator<'f> {
     /// it matched.
     fn match_terms(&self, terms: &[Term], keep: bool) -> Result<Option<template::Data>, String> {
         let mut data = template::Data::new();
+        if self.template_data.get().is_some() {
+            self.template_data.set(Some(0));
+        }
         for term in terms {
             self.charge(budget::ELEMENT + 3 * term.feature.len() as u64)?;
             // NFD lower-cases the name for the lookup only.
@@ -327,9 +357,13 @@ impl<'f> Evaluator<'f> {
                     // Every pattern must compile, even after a hit.
                     let re = re.as_ref().map_err(Clone::clone)?;
                     if !hit {
-                        let mut left = self.left.get();
-                        let m = re.is_match_within(value, &mut left);
-                        self.left.set(left);
+                        // The regex counts its own work, in its units
+                        // (`budget::REGEX_UNITS` of the budget's each).
+                        let left = self.left.get();
+                        let mut units = left / budget::REGEX_UNITS;
+                        let m = re.is_match_within(value, &mut units);
+                        let spent = (left / budget::REGEX_UNITS - units) * budget::REGEX_UNITS;
+                        self.left.set(left - spent);
                         hit = m.ok_or_else(|| {
                             self.out_of_budget.set(true);
                             OUT_OF_BUDGET.to_string()
@@ -560,6 +594,7 @@ impl Evaluator<'_> {
         value: Option<&str>,
     ) -> Result<(), String> {
         self.charge(name_elem_units(name, value))?;
+        self.hold(name_elem_units(name, value))?;
         if keep {
             out.push(name_elem(name, value));
         }

@@ -270,6 +270,7 @@ pub fn evaluate_node_without(
         left: Cell::new(*budget.left_mut()),
         out_of_budget: Cell::new(false),
         keep_matched: budget.keep_matched,
+        template_data: Cell::new(None),
     };
     let memo = budget.memo_for(rules);
     let r = evaluate_with(&mut ev, rules, without, memo);

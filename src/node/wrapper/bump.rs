@@ -1,10 +1,12 @@
 //! The wrapper's allocator: a bump arena in `.bss`, then, when it is full,
-//! bump chunks mapped from the kernel. The wrapper lives for about a
-//! millisecond and frees almost nothing worth reusing, so musl's malloc
-//! (a third of the wrapper's instructions, and an mmap/munmap pair for
-//! many small allocations) buys nothing here; without a caller it is not
-//! linked at all (8 KB of payload). `.bss` costs no payload bytes, and only
-//! the pages actually used are ever touched.
+//! chunks mapped from the kernel (bumped, or in the freeing mode the
+//! wrapper runs in, carved into size classes that are reused once freed).
+//! A start without rules lives for about a millisecond in the arena and
+//! frees almost nothing worth reusing, so musl's malloc (a third of the
+//! wrapper's instructions, and an mmap/munmap pair for many small
+//! allocations) buys nothing here; without a caller it is not linked at
+//! all (8 KB of payload). `.bss` costs no payload bytes, and only the pages
+//! actually used are ever touched.
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::cell::UnsafeCell;
@@ -93,9 +95,12 @@ impl BumpAlloc {
     /// From now on a block past the arena is reused once freed (per size
     /// class) or, when large, unmapped: for the day-2 sync, which runs for
     /// minutes and reads an answer per try (bump chunks would keep every
-    /// one). No malloc of musl's is linked for it. Only before any chunk
-    /// was mapped (a chunk block of the bump mode has no class); false if
-    /// one was.
+    /// one), and for the boot path's node rules, whose template data is
+    /// dropped after each matched block (review 14 r14a F2: kept, 450
+    /// templated rules held 400 MB of copies of a pod's features.d file).
+    /// No malloc of musl's is linked for it. Only before any chunk was
+    /// mapped (a chunk block of the bump mode has no class); false if one
+    /// was.
     pub fn free_from_now(&self) -> bool {
         self.lock();
         let fresh = self.chunk_end.load(Ordering::Relaxed) == 0;

@@ -169,6 +169,12 @@ enum Operand {
 const MAX_WIRE_DEPTH: usize = 2 * MAX_DEPTH;
 
 impl Template {
+    /// Whether running it may look at its data: any action at all (a
+    /// template of text alone prints itself whatever the data).
+    pub fn reads_data(&self) -> bool {
+        self.nodes.iter().any(|n| !matches!(n, Node::Text(_)))
+    }
+
     /// The parsed tree in its wire form.
     pub fn to_wire(&self) -> String {
         let mut out = String::new();

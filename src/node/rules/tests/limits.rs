@@ -258,3 +258,85 @@ fn the_budget_does_not_depend_on_keeping_matched_elements() {
         boot.used()
     );
 }
+
+/// Review 13 r13a F1 (FAILS at 3bd90f7): a regex thread costs 4 to 6 ns
+/// where the budget's other units cost about one, so a render-accepted
+/// `InRegexp` over `local.label` turned a pod's full features.d into half
+/// a second of CPU per start. Regex work is now charged `REGEX_UNITS` a
+/// counted unit, by the evaluator and by render's worst case alike: the
+/// reviewer's rule (`.*` x800 then `ZQ`, 476K units an element before) is
+/// refused, and what the evaluator spends on a regex is exactly that.
+#[test]
+fn regex_work_is_charged_at_its_measured_cost() {
+    // `In` with the compiled pattern and no values: charged as `InRegexp`
+    // is but for the regex, and matches nothing.
+    let on_local = |op: Op, p: &str| {
+        let mut e = Expr::new(Op::InRegexp, vec![p.to_string()]);
+        e.op = op;
+        rule(
+            "re",
+            &[("example.com/re", "1")],
+            vec![name_term("local.label", e)],
+        )
+    };
+    let heavy = format!("{}ZQ", ".*".repeat(800));
+    let e = budget::check(&[on_local(Op::InRegexp, &heavy)]).unwrap_err();
+    assert!(e.contains("per element of node facts"), "{e}");
+    let f = pod_filled_features_d();
+    let light = ".*.*ZQ";
+    let spent = |op: Op| {
+        let mut b = Budget::new(u64::MAX / 2).without_matched();
+        evaluate_node_without(&[on_local(op, light)], &f, &[], &mut b).unwrap();
+        b.used()
+    };
+    let re = regex::Regex::new(light).unwrap();
+    let work: u64 = f.attributes["local.label"]
+        .iter()
+        .map(|(k, _)| {
+            let mut left = u64::MAX;
+            assert_eq!(re.is_match_within(k, &mut left), Some(false));
+            u64::MAX - left
+        })
+        .sum();
+    assert_eq!(
+        spent(Op::InRegexp) - spent(Op::In),
+        budget::REGEX_UNITS * work
+    );
+    assert!(budget::check(&[on_local(Op::InRegexp, light)]).is_ok());
+}
+
+/// Review 14 r14a F2 (FAILS at 3bd90f7): a template that reads its data
+/// gets a copy of what its block matched, and a pod's full features.d
+/// walked by many terms of one block made that copy hundreds of MB on a
+/// node whose other facts bought the budget. A block's template data is
+/// capped at `MAX_TEMPLATE_DATA` units (about 15 MB in the wrapper): this
+/// render-accepted rule of 40 such terms stops as out of budget, whatever
+/// the budget, on the boot path and in explain alike; one term does not.
+#[test]
+fn template_data_of_a_block_is_capped() {
+    let f = pod_filled_features_d();
+    let walking = |terms: usize| Rule {
+        name: "walk".into(),
+        labels_template: Some("{{ range .local.label }}{{ end }}example.com/w=1".into()),
+        match_features: (0..terms)
+            .map(|_| name_term("local.label", Expr::new(Op::Exists, vec![])))
+            .collect(),
+        ..Default::default()
+    };
+    assert!(budget::check(&[walking(40)]).is_ok());
+    for budget in [
+        Budget::new(u64::MAX / 2),
+        Budget::new(u64::MAX / 2).without_matched(),
+    ] {
+        let mut b = budget.clone();
+        let e = evaluate_node_without(&[walking(40)], &f, &[], &mut b).unwrap_err();
+        assert!(e.to_string().contains("budget"), "{e}");
+        let mut b = budget;
+        evaluate_node_without(&[walking(1)], &f, &[], &mut b).unwrap();
+    }
+    // A template of text alone reads nothing: no cap.
+    let mut text = walking(40);
+    text.labels_template = Some("example.com/w=1".into());
+    let mut b = Budget::new(u64::MAX / 2).without_matched();
+    evaluate_node_without(&[text], &f, &[], &mut b).unwrap();
+}
