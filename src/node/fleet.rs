@@ -38,8 +38,12 @@ use crate::node::wrapper::plan;
 
 /// First line of a pool table.
 pub const TABLE_MAGIC: &str = "kubelet-labeler-fleet 1";
-/// Where the installed system records the pool it was installed for (a
-/// pool table with that one pool), for `explain`.
+/// Where the installed system records the pool it was installed into: a
+/// pool table whose first pool is that one, then every other pool of the
+/// fleet ([`installed_record`]; records of releases before this one hold
+/// the installed pool alone). The wrapper reads it at every kubelet start
+/// and registers fenced when the labels select another pool
+/// ([`pool_change`]); `explain` says the same.
 pub const INSTALLED_POOL_PATH: &str = "/etc/kubelet-labeler/installed-pool";
 /// The live system's paths (`iso fleet` writes them, the selector reads them).
 pub const SELECT_PATH: &str = "/usr/local/bin/kubelet-labeler-select";
@@ -151,10 +155,14 @@ impl Table {
         out
     }
 
-    pub fn parse(text: &str) -> Result<Table> {
+    /// The table in `text`; the error names the line. std only, without
+    /// anyhow: the wrapper reads the installed-pool record with it.
+    pub fn parse(text: &str) -> Result<Table, String> {
         let mut lines = text.lines();
         if lines.next() != Some(TABLE_MAGIC) {
-            bail!("not a pool table (the first line is not {TABLE_MAGIC:?})");
+            return Err(format!(
+                "not a pool table (the first line is not {TABLE_MAGIC:?})"
+            ));
         }
         let mut table = Table::default();
         for (n, line) in lines.enumerate() {
@@ -169,20 +177,28 @@ impl Table {
                         .trim_start_matches(' ')
                         .strip_prefix("env ")
                         .and_then(|l| l.split_once('='))
-                        .with_context(|| format!("{}: env without NAME=VALUE", at()))?;
+                        .ok_or_else(|| format!("{}: env without NAME=VALUE", at()))?;
                     table.env.push((k.to_string(), v.to_string()));
                 }
                 ("pool", _) => {
                     let [name, kind, config] = rest[..] else {
-                        bail!("{}: pool NAME worker|custom CONFIG", at());
+                        return Err(format!("{}: pool NAME worker|custom CONFIG", at()));
                     };
                     let kind = match kind {
                         "worker" => PoolKind::Worker,
                         "custom" => PoolKind::Custom,
-                        _ => bail!("{}: pool kind {kind:?} is neither worker nor custom", at()),
+                        _ => {
+                            return Err(format!(
+                                "{}: pool kind {kind:?} is neither worker nor custom",
+                                at()
+                            ));
+                        }
                     };
                     if config.contains('/') {
-                        bail!("{}: the config {config:?} must be a name, not a path", at());
+                        return Err(format!(
+                            "{}: the config {config:?} must be a name, not a path",
+                            at()
+                        ));
                     }
                     table.pools.push(Pool {
                         name: name.to_string(),
@@ -195,23 +211,23 @@ impl Table {
                 }
                 ("device", Some(p)) => {
                     let [dev] = rest[..] else {
-                        bail!("{}: device PATH", at());
+                        return Err(format!("{}: device PATH", at()));
                     };
                     if !dev.starts_with('/') || p.device.is_some() {
-                        bail!("{}: one device path per pool", at());
+                        return Err(format!("{}: one device path per pool", at()));
                     }
                     p.device = Some(dev.to_string());
                 }
                 ("static", Some(p)) => {
                     let [kv] = rest[..] else {
-                        bail!("{}: static KEY=VALUE", at());
+                        return Err(format!("{}: static KEY=VALUE", at()));
                     };
                     let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
                     p.static_labels.push((k.to_string(), v.to_string()));
                 }
                 (op, Some(p)) => {
                     let Some((key, values)) = rest.split_first() else {
-                        bail!("{}: {op} without a label key", at());
+                        return Err(format!("{}: {op} without a label key", at()));
                     };
                     let key = key.to_string();
                     let values: Vec<String> = values.iter().map(|w| unword(w)).collect();
@@ -220,10 +236,10 @@ impl Table {
                         "notin" => Requirement::NotIn(key, values),
                         "exists" => Requirement::Exists(key),
                         "absent" => Requirement::DoesNotExist(key),
-                        _ => bail!("{}: unknown word {op:?}", at()),
+                        _ => return Err(format!("{}: unknown word {op:?}", at())),
                     });
                 }
-                (w, None) => bail!("{}: {w:?} before any pool line", at()),
+                (w, None) => return Err(format!("{}: {w:?} before any pool line", at())),
             }
         }
         Ok(table)
@@ -294,6 +310,46 @@ pub fn choose<'a>(pools: &'a [Pool], labels: &[(String, String)]) -> Result<&'a 
                 .collect::<Vec<_>>()
                 .join(", ")
         )),
+    }
+}
+
+/// The installed-pool record of a machine installed into `installed`, one
+/// of `pools` (the fleet's table): that pool first, then the others, so a
+/// reader of the one-pool records before it (the first pool is the
+/// installed one) reads it unchanged. Without the table's variables: the
+/// node has its own.
+pub fn installed_record(installed: &Pool, pools: &[Pool]) -> Table {
+    let mut all = vec![installed.clone()];
+    all.extend(pools.iter().filter(|p| p.name != installed.name).cloned());
+    Table {
+        env: Vec::new(),
+        pools: all,
+    }
+}
+
+/// Why a node whose installed-pool record is `record` must not register
+/// with `labels` unfenced: they select another pool than the one it was
+/// installed into (the record's first), or none, or two custom pools.
+/// None when they select it. With a record of one pool (an earlier
+/// release's, or a fleet of one pool) that is: they no longer match its
+/// nodeSelector.
+pub fn pool_change(record: &Table, labels: &[(String, String)]) -> Option<String> {
+    let Some(installed) = record.pools.first() else {
+        return Some(format!("{INSTALLED_POOL_PATH} names no pool"));
+    };
+    let head = format!(
+        "installed into pool {} ({INSTALLED_POOL_PATH}), but",
+        installed.name
+    );
+    match choose(&record.pools, labels) {
+        Ok(p) if p.name == installed.name => None,
+        Ok(p) => Some(format!(
+            "{head} the labels it registers with ({}) select pool {} (nodeSelector {})",
+            describe_labels(&selected_labels(&record.pools, labels)),
+            p.name,
+            p.describe_selector()
+        )),
+        Err(why) => Some(format!("{head} {why}")),
     }
 }
 
@@ -514,7 +570,7 @@ pub fn run(args: &[OsString]) -> i32 {
         let _ = std::fs::remove_file(&o.device_config);
     }
     let table = match std::fs::read_to_string(&o.table)
-        .map_err(anyhow::Error::from)
+        .map_err(|e| e.to_string())
         .and_then(|t| Table::parse(&t))
     {
         Ok(t) => t,

@@ -17,7 +17,8 @@
 
 use crate::node::contract::{
     FENCE_FEATURES_UNREADABLE, FENCE_KUBELET_CONFIG_UNREADABLE, FENCE_KUBELET_TAINTS_TOO_LONG,
-    FENCE_RULES_FAILED, FENCE_TAINT_KEY, FENCE_TAINTS_UNREADABLE, FENCE_WRAPPER_DIED,
+    FENCE_POOL_CHANGED, FENCE_RULES_FAILED, FENCE_TAINT_KEY, FENCE_TAINTS_UNREADABLE,
+    FENCE_WRAPPER_DIED,
 };
 use crate::node::kubelet::{Additions, Replaced, Taint, TaintEffect};
 
@@ -39,6 +40,10 @@ pub enum Reason {
     KubeletTaintsTooLong,
     /// The env drop-in's static taints could not be parsed.
     TaintsUnreadable,
+    /// Installed from a fleet ISO into one pool, its labels select another
+    /// (or none, or two), or the record of the pool cannot be read
+    /// (`super::pool_change`).
+    PoolChanged,
 }
 
 impl Reason {
@@ -50,6 +55,7 @@ impl Reason {
             Reason::KubeletConfigUnreadable => FENCE_KUBELET_CONFIG_UNREADABLE,
             Reason::KubeletTaintsTooLong => FENCE_KUBELET_TAINTS_TOO_LONG,
             Reason::TaintsUnreadable => FENCE_TAINTS_UNREADABLE,
+            Reason::PoolChanged => FENCE_POOL_CHANGED,
         }
     }
 
@@ -112,6 +118,9 @@ impl Reason {
             Reason::KubeletConfigUnreadable => "kubelet's own taints are unknown",
             Reason::KubeletTaintsTooLong => "kubelet's own taints are too many to pass with ours",
             Reason::TaintsUnreadable => "the static taints are unknown",
+            Reason::PoolChanged => {
+                "the pool it lands in gives taints only at registration, which it would lack"
+            }
         }
     }
 }
@@ -176,6 +185,7 @@ mod tests {
             Reason::KubeletConfigUnreadable,
             Reason::KubeletTaintsTooLong,
             Reason::TaintsUnreadable,
+            Reason::PoolChanged,
         ] {
             let t = r.taint();
             assert_eq!(
