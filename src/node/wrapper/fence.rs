@@ -3,7 +3,8 @@
 //! (the previous start died before exec'ing kubelet, the rules failed or
 //! ran out of budget, an input they read was past its bounds, kubelet's
 //! config could not be read, or kubelet's own taints are too many to pass
-//! with ours), the node registers *fenced*: with every
+//! with ours; or a node installed from a fleet ISO would land in another
+//! pool, `super::pool_change`), the node registers *fenced*: with every
 //! static taint and a taint of ours, `contract::FENCE_TAINT_KEY` with the
 //! reason as its value, which no workload tolerates. A node cannot remove
 //! its own taints (NodeRestriction): an admin lifts the fence once the
