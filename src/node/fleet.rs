@@ -155,8 +155,9 @@ impl Table {
         out
     }
 
-    /// The table in `text`; the error names the line. std only, without
-    /// anyhow: the wrapper reads the installed-pool record with it.
+    /// The table in `text`; the error names the line and what is wrong
+    /// with it. std only, without anyhow, one message format: the wrapper
+    /// reads the installed-pool record with it at every kubelet start.
     pub fn parse(text: &str) -> Result<Table, String> {
         let mut lines = text.lines();
         if lines.next() != Some(TABLE_MAGIC) {
@@ -166,83 +167,79 @@ impl Table {
         }
         let mut table = Table::default();
         for (n, line) in lines.enumerate() {
-            let at = || format!("line {}", n + 2);
-            let mut words = line.split(' ').filter(|w| !w.is_empty());
-            let Some(first) = words.next() else { continue };
-            let rest: Vec<&str> = words.collect();
-            let pool = table.pools.last_mut();
-            match (first, pool) {
-                ("env", _) => {
-                    let (k, v) = line
-                        .trim_start_matches(' ')
-                        .strip_prefix("env ")
-                        .and_then(|l| l.split_once('='))
-                        .ok_or_else(|| format!("{}: env without NAME=VALUE", at()))?;
-                    table.env.push((k.to_string(), v.to_string()));
-                }
-                ("pool", _) => {
-                    let [name, kind, config] = rest[..] else {
-                        return Err(format!("{}: pool NAME worker|custom CONFIG", at()));
-                    };
-                    let kind = match kind {
-                        "worker" => PoolKind::Worker,
-                        "custom" => PoolKind::Custom,
-                        _ => {
-                            return Err(format!(
-                                "{}: pool kind {kind:?} is neither worker nor custom",
-                                at()
-                            ));
-                        }
-                    };
-                    if config.contains('/') {
-                        return Err(format!(
-                            "{}: the config {config:?} must be a name, not a path",
-                            at()
-                        ));
-                    }
-                    table.pools.push(Pool {
-                        name: name.to_string(),
-                        kind,
-                        config: config.to_string(),
-                        selector: Vec::new(),
-                        static_labels: Vec::new(),
-                        device: None,
-                    });
-                }
-                ("device", Some(p)) => {
-                    let [dev] = rest[..] else {
-                        return Err(format!("{}: device PATH", at()));
-                    };
-                    if !dev.starts_with('/') || p.device.is_some() {
-                        return Err(format!("{}: one device path per pool", at()));
-                    }
-                    p.device = Some(dev.to_string());
-                }
-                ("static", Some(p)) => {
-                    let [kv] = rest[..] else {
-                        return Err(format!("{}: static KEY=VALUE", at()));
-                    };
-                    let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-                    p.static_labels.push((k.to_string(), v.to_string()));
-                }
-                (op, Some(p)) => {
-                    let Some((key, values)) = rest.split_first() else {
-                        return Err(format!("{}: {op} without a label key", at()));
-                    };
-                    let key = key.to_string();
-                    let values: Vec<String> = values.iter().map(|w| unword(w)).collect();
-                    p.selector.push(match op {
-                        "in" => Requirement::In(key, values),
-                        "notin" => Requirement::NotIn(key, values),
-                        "exists" => Requirement::Exists(key),
-                        "absent" => Requirement::DoesNotExist(key),
-                        _ => return Err(format!("{}: unknown word {op:?}", at())),
-                    });
-                }
-                (w, None) => return Err(format!("{}: {w:?} before any pool line", at())),
+            if let Err(what) = table.parse_line(line) {
+                return Err(format!("line {}: {what}: {line:?}", n + 2));
             }
         }
         Ok(table)
+    }
+
+    /// One line of a table into `self`.
+    fn parse_line(&mut self, line: &str) -> Result<(), &'static str> {
+        let mut words = line.split(' ').filter(|w| !w.is_empty());
+        let Some(first) = words.next() else {
+            return Ok(());
+        };
+        let rest: Vec<&str> = words.collect();
+        let pool = self.pools.last_mut();
+        match (first, pool) {
+            ("env", _) => {
+                let (k, v) = line
+                    .trim_start_matches(' ')
+                    .strip_prefix("env ")
+                    .and_then(|l| l.split_once('='))
+                    .ok_or("env without NAME=VALUE")?;
+                self.env.push((k.to_string(), v.to_string()));
+            }
+            ("pool", _) => {
+                let [name, kind, config] = rest[..] else {
+                    return Err("not pool NAME worker|custom CONFIG");
+                };
+                let kind = match kind {
+                    "worker" => PoolKind::Worker,
+                    "custom" => PoolKind::Custom,
+                    _ => return Err("a pool kind neither worker nor custom"),
+                };
+                if config.contains('/') {
+                    return Err("a pool's config must be a name, not a path");
+                }
+                self.pools.push(Pool {
+                    name: name.to_string(),
+                    kind,
+                    config: config.to_string(),
+                    selector: Vec::new(),
+                    static_labels: Vec::new(),
+                    device: None,
+                });
+            }
+            ("device", Some(p)) => match rest[..] {
+                [dev] if dev.starts_with('/') && p.device.is_none() => {
+                    p.device = Some(dev.to_string())
+                }
+                _ => return Err("not one device PATH per pool"),
+            },
+            ("static", Some(p)) => {
+                let [kv] = rest[..] else {
+                    return Err("not static KEY=VALUE");
+                };
+                let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+                p.static_labels.push((k.to_string(), v.to_string()));
+            }
+            (op, Some(p)) => {
+                let (key, values) = rest.split_first().ok_or("without a label key")?;
+                let key = key.to_string();
+                let values: Vec<String> = values.iter().map(|w| unword(w)).collect();
+                p.selector.push(match op {
+                    "in" => Requirement::In(key, values),
+                    "notin" => Requirement::NotIn(key, values),
+                    "exists" => Requirement::Exists(key),
+                    "absent" => Requirement::DoesNotExist(key),
+                    _ => return Err("an unknown word"),
+                });
+            }
+            (_, None) => return Err("before any pool line"),
+        }
+        Ok(())
     }
 }
 
