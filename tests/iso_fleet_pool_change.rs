@@ -8,7 +8,7 @@
 //! `explain` on that root says the same.
 
 use crate::iso_fleet::{base_iso, ok};
-use crate::iso_fleet_cli::{config_file, fleet_args_with, iso_show, said, stand_in_selector};
+use crate::iso_fleet_cli::{config_file, fleet_args_with, iso_show, said};
 use crate::support::wrapper_run::{recorder_root, try_wrapper};
 use crate::support::{bin, elf, scratch_dir, write};
 
@@ -43,7 +43,6 @@ fn a_node_whose_boot_changes_its_pool_registers_fenced() {
     let Some(iso) = base_iso(dir) else { return };
     let rules = dir.join("rules.yaml");
     write(&rules, RULES);
-    let sel = stand_in_selector(dir);
     let wrapper = dir.join("stand-in-wrapper");
     std::fs::write(
         &wrapper,
