@@ -28,6 +28,7 @@ mod iso;
 mod iso_fleet;
 mod iso_fleet_cli;
 mod iso_fleet_inputs;
+mod iso_fleet_pool_change;
 mod iso_fleet_trust;
 mod iso_gzip_zlib;
 mod iso_hostile;

@@ -25,11 +25,16 @@ pub(crate) fn stand_in_selector(dir: &Path) -> PathBuf {
 /// `iso fleet` with the test rules, NFD's openshift labels, the test MCS
 /// and CA and the stand-in selector, without an ISO yet.
 pub(crate) fn fleet_args(dir: &Path) -> Command {
+    fleet_args_with(dir, &rules())
+}
+
+/// [`fleet_args`] with the rules of `rules`.
+pub(crate) fn fleet_args_with(dir: &Path, rules: &Path) -> Command {
     let ca = dir.join("ca.pem");
     std::fs::write(&ca, PEM).unwrap();
     let mut c = bin();
     c.args(["iso", "fleet", "--nfd-labels", "openshift", "--rules"])
-        .arg(rules())
+        .arg(rules)
         .args(["--mcs-url", MCS, "--ca-file"])
         .arg(&ca)
         .arg("--selector")
@@ -285,25 +290,8 @@ fn pool_devices_reach_the_live_config_and_the_wipe_is_announced() {
         ),
         "{e}"
     );
-    let live: Value =
-        serde_json::from_slice(&ok(bin().args(["iso", "show"]).arg(&out).output().unwrap()).stdout)
-            .unwrap();
-    let file = |path: &str| -> String {
-        let f = live
-            .pointer("/storage/files")
-            .and_then(Value::as_array)
-            .unwrap()
-            .iter()
-            .find(|f| f["path"] == path)
-            .unwrap_or_else(|| panic!("{path} in {live}"));
-        let url = kubelet_labeler::cli::render::encoding::DataUrl {
-            source: f["contents"]["source"].as_str().unwrap().to_string(),
-            compression: f["contents"]["compression"]
-                .as_str()
-                .map(|c| if c == "gzip" { "gzip" } else { "?" }),
-        };
-        String::from_utf8(kubelet_labeler::cli::render::encoding::decode(&url).unwrap()).unwrap()
-    };
+    let live = iso_show(&out);
+    let file = |path: &str| config_file(&live, path);
     let table =
         kubelet_labeler::node::fleet::Table::parse(&file(kubelet_labeler::node::fleet::TABLE_PATH))
             .unwrap();
@@ -556,4 +544,28 @@ fn a_rule_left_to_nfd_giving_a_pools_label_is_refused() {
     let other = late("late-other", "labels: {example.com/other: \"true\"}");
     let o = preview(&other, "late-other");
     assert!(o.status.success(), "{}", said(&o));
+}
+
+/// The live config of the ISO `iso`, as `iso show` gives it.
+pub(crate) fn iso_show(iso: &Path) -> Value {
+    serde_json::from_slice(&ok(bin().args(["iso", "show"]).arg(iso).output().unwrap()).stdout)
+        .unwrap()
+}
+
+/// The file `path` an Ignition config writes, decoded.
+pub(crate) fn config_file(config: &Value, path: &str) -> String {
+    let f = config
+        .pointer("/storage/files")
+        .and_then(Value::as_array)
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == path)
+        .unwrap_or_else(|| panic!("{path} in {config}"));
+    let url = kubelet_labeler::cli::render::encoding::DataUrl {
+        source: f["contents"]["source"].as_str().unwrap().to_string(),
+        compression: f["contents"]["compression"]
+            .as_str()
+            .map(|c| if c == "gzip" { "gzip" } else { "?" }),
+    };
+    String::from_utf8(kubelet_labeler::cli::render::encoding::decode(&url).unwrap()).unwrap()
 }

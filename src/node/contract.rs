@@ -105,3 +105,10 @@ pub const FENCE_KUBELET_TAINTS_TOO_LONG: &str = "kubelet-taints-too-long";
 /// The env drop-in's static taints could not be parsed (a hand edit:
 /// render validates them), so what they meant is unknown.
 pub const FENCE_TAINTS_UNREADABLE: &str = "taints-unreadable";
+/// A node installed from a fleet ISO (`fleet::INSTALLED_POOL_PATH`) whose
+/// registration labels select another pool than the one it was installed
+/// into (something changed what the rules read between the install and
+/// the first kubelet start: a unit writing `features.d`, a module loaded,
+/// the OS image), or whose record cannot be read: it would land in that
+/// pool without the taints that pool gives only at registration.
+pub const FENCE_POOL_CHANGED: &str = "pool-changed";

@@ -38,8 +38,12 @@ use crate::node::wrapper::plan;
 
 /// First line of a pool table.
 pub const TABLE_MAGIC: &str = "kubelet-labeler-fleet 1";
-/// Where the installed system records the pool it was installed for (a
-/// pool table with that one pool), for `explain`.
+/// Where the installed system records the pool it was installed into: a
+/// pool table whose first pool is that one, then every other pool of the
+/// fleet ([`installed_record`]; records of releases before this one hold
+/// the installed pool alone). The wrapper reads it at every kubelet start
+/// and registers fenced when the labels select another pool
+/// ([`pool_change`]); `explain` says the same.
 pub const INSTALLED_POOL_PATH: &str = "/etc/kubelet-labeler/installed-pool";
 /// The live system's paths (`iso fleet` writes them, the selector reads them).
 pub const SELECT_PATH: &str = "/usr/local/bin/kubelet-labeler-select";
@@ -151,82 +155,91 @@ impl Table {
         out
     }
 
-    pub fn parse(text: &str) -> Result<Table> {
+    /// The table in `text`; the error names the line and what is wrong
+    /// with it. std only, without anyhow, one message format: the wrapper
+    /// reads the installed-pool record with it at every kubelet start.
+    pub fn parse(text: &str) -> Result<Table, String> {
         let mut lines = text.lines();
         if lines.next() != Some(TABLE_MAGIC) {
-            bail!("not a pool table (the first line is not {TABLE_MAGIC:?})");
+            return Err(format!(
+                "not a pool table (the first line is not {TABLE_MAGIC:?})"
+            ));
         }
         let mut table = Table::default();
         for (n, line) in lines.enumerate() {
-            let at = || format!("line {}", n + 2);
-            let mut words = line.split(' ').filter(|w| !w.is_empty());
-            let Some(first) = words.next() else { continue };
-            let rest: Vec<&str> = words.collect();
-            let pool = table.pools.last_mut();
-            match (first, pool) {
-                ("env", _) => {
-                    let (k, v) = line
-                        .trim_start_matches(' ')
-                        .strip_prefix("env ")
-                        .and_then(|l| l.split_once('='))
-                        .with_context(|| format!("{}: env without NAME=VALUE", at()))?;
-                    table.env.push((k.to_string(), v.to_string()));
-                }
-                ("pool", _) => {
-                    let [name, kind, config] = rest[..] else {
-                        bail!("{}: pool NAME worker|custom CONFIG", at());
-                    };
-                    let kind = match kind {
-                        "worker" => PoolKind::Worker,
-                        "custom" => PoolKind::Custom,
-                        _ => bail!("{}: pool kind {kind:?} is neither worker nor custom", at()),
-                    };
-                    if config.contains('/') {
-                        bail!("{}: the config {config:?} must be a name, not a path", at());
-                    }
-                    table.pools.push(Pool {
-                        name: name.to_string(),
-                        kind,
-                        config: config.to_string(),
-                        selector: Vec::new(),
-                        static_labels: Vec::new(),
-                        device: None,
-                    });
-                }
-                ("device", Some(p)) => {
-                    let [dev] = rest[..] else {
-                        bail!("{}: device PATH", at());
-                    };
-                    if !dev.starts_with('/') || p.device.is_some() {
-                        bail!("{}: one device path per pool", at());
-                    }
-                    p.device = Some(dev.to_string());
-                }
-                ("static", Some(p)) => {
-                    let [kv] = rest[..] else {
-                        bail!("{}: static KEY=VALUE", at());
-                    };
-                    let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-                    p.static_labels.push((k.to_string(), v.to_string()));
-                }
-                (op, Some(p)) => {
-                    let Some((key, values)) = rest.split_first() else {
-                        bail!("{}: {op} without a label key", at());
-                    };
-                    let key = key.to_string();
-                    let values: Vec<String> = values.iter().map(|w| unword(w)).collect();
-                    p.selector.push(match op {
-                        "in" => Requirement::In(key, values),
-                        "notin" => Requirement::NotIn(key, values),
-                        "exists" => Requirement::Exists(key),
-                        "absent" => Requirement::DoesNotExist(key),
-                        _ => bail!("{}: unknown word {op:?}", at()),
-                    });
-                }
-                (w, None) => bail!("{}: {w:?} before any pool line", at()),
+            if let Err(what) = table.parse_line(line) {
+                return Err(format!("line {}: {what}: {line:?}", n + 2));
             }
         }
         Ok(table)
+    }
+
+    /// One line of a table into `self`.
+    fn parse_line(&mut self, line: &str) -> Result<(), &'static str> {
+        let mut words = line.split(' ').filter(|w| !w.is_empty());
+        let Some(first) = words.next() else {
+            return Ok(());
+        };
+        let rest: Vec<&str> = words.collect();
+        let pool = self.pools.last_mut();
+        match (first, pool) {
+            ("env", _) => {
+                let (k, v) = line
+                    .trim_start_matches(' ')
+                    .strip_prefix("env ")
+                    .and_then(|l| l.split_once('='))
+                    .ok_or("env without NAME=VALUE")?;
+                self.env.push((k.to_string(), v.to_string()));
+            }
+            ("pool", _) => {
+                let [name, kind, config] = rest[..] else {
+                    return Err("not pool NAME worker|custom CONFIG");
+                };
+                let kind = match kind {
+                    "worker" => PoolKind::Worker,
+                    "custom" => PoolKind::Custom,
+                    _ => return Err("a pool kind neither worker nor custom"),
+                };
+                if config.contains('/') {
+                    return Err("a pool's config must be a name, not a path");
+                }
+                self.pools.push(Pool {
+                    name: name.to_string(),
+                    kind,
+                    config: config.to_string(),
+                    selector: Vec::new(),
+                    static_labels: Vec::new(),
+                    device: None,
+                });
+            }
+            ("device", Some(p)) => match rest[..] {
+                [dev] if dev.starts_with('/') && p.device.is_none() => {
+                    p.device = Some(dev.to_string())
+                }
+                _ => return Err("not one device PATH per pool"),
+            },
+            ("static", Some(p)) => {
+                let [kv] = rest[..] else {
+                    return Err("not static KEY=VALUE");
+                };
+                let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+                p.static_labels.push((k.to_string(), v.to_string()));
+            }
+            (op, Some(p)) => {
+                let (key, values) = rest.split_first().ok_or("without a label key")?;
+                let key = key.to_string();
+                let values: Vec<String> = values.iter().map(|w| unword(w)).collect();
+                p.selector.push(match op {
+                    "in" => Requirement::In(key, values),
+                    "notin" => Requirement::NotIn(key, values),
+                    "exists" => Requirement::Exists(key),
+                    "absent" => Requirement::DoesNotExist(key),
+                    _ => return Err("an unknown word"),
+                });
+            }
+            (_, None) => return Err("before any pool line"),
+        }
+        Ok(())
     }
 }
 
@@ -294,6 +307,46 @@ pub fn choose<'a>(pools: &'a [Pool], labels: &[(String, String)]) -> Result<&'a 
                 .collect::<Vec<_>>()
                 .join(", ")
         )),
+    }
+}
+
+/// The installed-pool record of a machine installed into `installed`, one
+/// of `pools` (the fleet's table): that pool first, then the others, so a
+/// reader of the one-pool records before it (the first pool is the
+/// installed one) reads it unchanged. Without the table's variables: the
+/// node has its own.
+pub fn installed_record(installed: &Pool, pools: &[Pool]) -> Table {
+    let mut all = vec![installed.clone()];
+    all.extend(pools.iter().filter(|p| p.name != installed.name).cloned());
+    Table {
+        env: Vec::new(),
+        pools: all,
+    }
+}
+
+/// Why a node whose installed-pool record is `record` must not register
+/// with `labels` unfenced: they select another pool than the one it was
+/// installed into (the record's first), or none, or two custom pools.
+/// None when they select it. With a record of one pool (an earlier
+/// release's, or a fleet of one pool) that is: they no longer match its
+/// nodeSelector.
+pub fn pool_change(record: &Table, labels: &[(String, String)]) -> Option<String> {
+    let Some(installed) = record.pools.first() else {
+        return Some(format!("{INSTALLED_POOL_PATH} names no pool"));
+    };
+    let head = format!(
+        "installed into pool {} ({INSTALLED_POOL_PATH}), but",
+        installed.name
+    );
+    match choose(&record.pools, labels) {
+        Ok(p) if p.name == installed.name => None,
+        Ok(p) => Some(format!(
+            "{head} the labels it registers with ({}) select pool {} (nodeSelector {})",
+            describe_labels(&selected_labels(&record.pools, labels)),
+            p.name,
+            p.describe_selector()
+        )),
+        Err(why) => Some(format!("{head} {why}")),
     }
 }
 
@@ -514,7 +567,7 @@ pub fn run(args: &[OsString]) -> i32 {
         let _ = std::fs::remove_file(&o.device_config);
     }
     let table = match std::fs::read_to_string(&o.table)
-        .map_err(anyhow::Error::from)
+        .map_err(|e| e.to_string())
         .and_then(|t| Table::parse(&t))
     {
         Ok(t) => t,

@@ -329,6 +329,9 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
     let mut notes = collected.notes;
     notes.append(&mut plan.notes);
     plan.notes = notes;
+    // As boot: a node installed from a fleet ISO whose labels select
+    // another pool than it was installed into registers fenced.
+    let mut plan = crate::node::wrapper::pool_change::check(plan, &opts.root, opts.profile, nodefs);
     plan.notes.extend(plan::fallbacks(&plan, &env));
     warnings.extend(fs.warnings.into_inner());
     warnings.extend(plan.warnings.iter().cloned());
@@ -346,7 +349,7 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
         &lossy(&plan.original_argv),
         kubelet_version.minor,
     ));
-    warnings.extend(installed_pool_check(&opts.root, &plan, &env, facts_root));
+    warnings.extend(installed_pool_check(&opts.root, &env, facts_root));
     warnings.extend(value_form_warnings(&env));
     // Whose kubelet the node runs decides which labels it takes.
     let kubelet = kubelet_flavour(opts, &kubelet_version);
@@ -601,50 +604,25 @@ fn left_to_nfd(root: &Path, dropins: &[PathBuf], flags: Option<&[String]>) -> Ve
     out
 }
 
-/// A node installed from a fleet ISO records the pool it was installed for
-/// (`crate::node::fleet::INSTALLED_POOL_PATH`): say when the labels kubelet would
-/// register with no longer match that pool's nodeSelector (new hardware,
-/// changed rules), since the MCO would then move the node (and reboot it).
+/// A node installed from a fleet ISO records the pool it was installed
+/// into (`crate::node::fleet::INSTALLED_POOL_PATH`). Where the labels
+/// kubelet would register with select another pool, the plan is fenced
+/// (`wrapper::pool_change`, as at boot). This says when the hardware alone
+/// no longer selects it (new hardware, changed rules): the pool's own
+/// static labels keep the node there, but a reinstall would choose
+/// otherwise.
 pub fn installed_pool_check(
     root: &Path,
-    plan: &Plan,
     env: &[(OsString, OsString)],
     facts_root: &Path,
 ) -> Option<String> {
     use crate::node::contract::{NFD_LABELS_VAR, RULES_VAR};
-    use crate::node::fleet::{
-        INSTALLED_POOL_PATH, Table, base_labels, describe_labels, registration_labels,
-        selected_labels,
-    };
-    let path = crate::node::unit::search::contained(root, Path::new(INSTALLED_POOL_PATH)).ok()?;
-    let bytes = crate::node::nodefs::read_regular(&path, 64 * 1024)
-        .ok()?
-        .unwrap_or_default();
-    let text = String::from_utf8(bytes).ok()?;
-    let table = match Table::parse(&text) {
-        Ok(t) => t,
-        Err(e) => return Some(format!("{INSTALLED_POOL_PATH}: {e:#}")),
-    };
+    use crate::node::fleet::{describe_labels, registration_labels, selected_labels};
+    // Unreadable: the fence's note says so.
+    let table = crate::node::wrapper::pool_change::read_record(root)?.ok()?;
     let pool = table.pools.first()?;
-    let words = lossy(&plan.argv);
-    let mut labels = base_labels();
-    for u in crate::node::kubelet::flags::scan(&words).uses("node-labels") {
-        labels.extend(crate::node::kubelet::parse_node_labels(
-            u.value.as_deref().unwrap_or(""),
-        ));
-    }
-    labels.extend(plan.added_labels.iter().cloned());
-    if !pool.matches(&labels) {
-        return Some(format!(
-            "installed for pool {} (nodeSelector {}), but the labels kubelet would register with ({}) no longer match it: the MCO would not place this node there",
-            pool.name,
-            pool.describe_selector(),
-            describe_labels(&selected_labels(&table.pools, &labels))
-        ));
-    }
-    // The pool's own static labels keep any node in it; the hardware is
-    // what chose it: evaluated as the install did (the rules and NFD label
-    // set alone), it must still select the pool.
+    // Evaluated as the install did (the rules and NFD label set alone),
+    // the hardware must still select the pool.
     let sources: Vec<(String, String)> = env
         .iter()
         .filter(|(k, _)| k == RULES_VAR || k == NFD_LABELS_VAR)

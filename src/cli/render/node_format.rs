@@ -237,8 +237,11 @@ spec:
     /// The node format this fingerprint of [`node_reads`] was recorded for.
     /// (Re-recorded in format 5 for a new fence reason, a value the wrapper
     /// writes which no render reads, then for the generator's own PATH:
-    /// what it writes is the same, so renders and wrappers still compose.)
-    const RECORDED: (&str, u64) = ("5", 0x75dd8a9034a1b671);
+    /// what it writes is the same, so renders and wrappers still compose;
+    /// then for another fence reason, `pool-changed`, with the fleet ISO's
+    /// installed-pool record, which `iso fleet` writes, not render, and
+    /// which the wrapper reads in both its forms.)
+    const RECORDED: (&str, u64) = ("5", 0xc8940a79d86b697a);
 
     /// What the node reads changes only with a new node format, so the
     /// version stamped in every file and manifest tells renders and

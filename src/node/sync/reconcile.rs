@@ -353,6 +353,36 @@ pub(super) mod tests {
         assert_eq!(r.taint_drift.len(), 50_000);
     }
 
+    /// The fence, whatever its reason (`pool-changed` of a fleet node
+    /// among them), is the admin's to lift: never derived, never listed as
+    /// ours, never reported stale (a node could not remove it anyway).
+    #[test]
+    fn a_fence_on_the_node_is_left_to_the_admin() {
+        use crate::node::wrapper::fence::Reason;
+        let d = Desired {
+            taints: vec![taint(
+                "example.com/special",
+                "true",
+                TaintEffect::NoSchedule,
+            )],
+            ..desired(&[("example.com/a", "1")])
+        };
+        for reason in [Reason::PoolChanged, Reason::RulesFailed] {
+            let mut n = node(&[("example.com/a", "1")], &[]);
+            n.taints = vec![reason.taint()];
+            let r = plan(&d, &n, &Policy::default());
+            assert_eq!(r.taint_drift.len(), 1, "{:?}", r.taint_drift);
+            assert!(
+                r.taint_drift[0]
+                    .starts_with("taint example.com/special=true:NoSchedule is missing"),
+                "{:?}",
+                r.taint_drift
+            );
+            let said = format!("{:?}", r.patch);
+            assert!(!said.contains("kubelet-labeler.io/fenced"), "{said}");
+        }
+    }
+
     #[test]
     fn first_sync_adopts_what_registration_set_and_adds_the_rest() {
         let r = plan(

@@ -247,7 +247,12 @@ pub fn prepare(
             );
         }
         plan.notes.extend(refusable_note(verdict, &refusable_gone));
-        return Ok(plan);
+        return Ok(super::pool_change::check(
+            plan,
+            &opts.root,
+            opts.profile,
+            &fs,
+        ));
     }
     let collected = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         late_fault();
@@ -325,7 +330,13 @@ pub fn prepare(
     };
     plan.rules = collected.rules;
     plan.notes.extend(refusable_note(verdict, &refusable_gone));
-    Ok(plan)
+    // Installed from a fleet ISO: in the pool it was installed into, or fenced.
+    Ok(super::pool_change::check(
+        plan,
+        &opts.root,
+        opts.profile,
+        &fs,
+    ))
 }
 
 /// The journal line's note for the crash-loop guard's fallback after a

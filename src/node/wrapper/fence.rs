@@ -3,7 +3,8 @@
 //! (the previous start died before exec'ing kubelet, the rules failed or
 //! ran out of budget, an input they read was past its bounds, kubelet's
 //! config could not be read, or kubelet's own taints are too many to pass
-//! with ours), the node registers *fenced*: with every
+//! with ours; or a node installed from a fleet ISO would land in another
+//! pool, `super::pool_change`), the node registers *fenced*: with every
 //! static taint and a taint of ours, `contract::FENCE_TAINT_KEY` with the
 //! reason as its value, which no workload tolerates. A node cannot remove
 //! its own taints (NodeRestriction): an admin lifts the fence once the
@@ -17,7 +18,8 @@
 
 use crate::node::contract::{
     FENCE_FEATURES_UNREADABLE, FENCE_KUBELET_CONFIG_UNREADABLE, FENCE_KUBELET_TAINTS_TOO_LONG,
-    FENCE_RULES_FAILED, FENCE_TAINT_KEY, FENCE_TAINTS_UNREADABLE, FENCE_WRAPPER_DIED,
+    FENCE_POOL_CHANGED, FENCE_RULES_FAILED, FENCE_TAINT_KEY, FENCE_TAINTS_UNREADABLE,
+    FENCE_WRAPPER_DIED,
 };
 use crate::node::kubelet::{Additions, Replaced, Taint, TaintEffect};
 
@@ -39,6 +41,10 @@ pub enum Reason {
     KubeletTaintsTooLong,
     /// The env drop-in's static taints could not be parsed.
     TaintsUnreadable,
+    /// Installed from a fleet ISO into one pool, its labels select another
+    /// (or none, or two), or the record of the pool cannot be read
+    /// (`super::pool_change`).
+    PoolChanged,
 }
 
 impl Reason {
@@ -50,6 +56,7 @@ impl Reason {
             Reason::KubeletConfigUnreadable => FENCE_KUBELET_CONFIG_UNREADABLE,
             Reason::KubeletTaintsTooLong => FENCE_KUBELET_TAINTS_TOO_LONG,
             Reason::TaintsUnreadable => FENCE_TAINTS_UNREADABLE,
+            Reason::PoolChanged => FENCE_POOL_CHANGED,
         }
     }
 
@@ -112,6 +119,9 @@ impl Reason {
             Reason::KubeletConfigUnreadable => "kubelet's own taints are unknown",
             Reason::KubeletTaintsTooLong => "kubelet's own taints are too many to pass with ours",
             Reason::TaintsUnreadable => "the static taints are unknown",
+            Reason::PoolChanged => {
+                "the pool it lands in gives taints only at registration, which it would lack"
+            }
         }
     }
 }
@@ -176,6 +186,7 @@ mod tests {
             Reason::KubeletConfigUnreadable,
             Reason::KubeletTaintsTooLong,
             Reason::TaintsUnreadable,
+            Reason::PoolChanged,
         ] {
             let t = r.taint();
             assert_eq!(

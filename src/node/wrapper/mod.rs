@@ -12,4 +12,5 @@ pub mod fence;
 pub mod guard;
 pub mod installed;
 pub mod plan;
+pub mod pool_change;
 pub mod state_dir;

@@ -26,7 +26,7 @@ use crate::node::contract::{
 };
 use crate::node::fleet::{
     DEST_PATH, INSTALLED_POOL_PATH, Pool, PoolKind, Requirement, SELECT_PATH, TABLE_PATH, Table,
-    WORKER_ROLE_LABEL,
+    WORKER_ROLE_LABEL, installed_record,
 };
 use pools::{
     Found, check_device, check_pool_name, check_wrapper_runs, merge_source, pool_configs, pool_env,
@@ -147,6 +147,7 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
         .map(|pem| pointer::pem_certificates(pem, "--ca-file"))
         .transpose()?;
     let mut given: Vec<(String, String, trust::Trust, String)> = Vec::new();
+    let mut pointers = Vec::new();
     for name in &order {
         let f = &found[name];
         let kind = if name == "worker" {
@@ -280,10 +281,16 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
                 ),
             },
         };
-        let config = dest_config(pointer, &pool)?;
+        pointers.push(pointer);
+        table.pools.push(pool);
+    }
+    // Each pool's record names every pool: the node checks its registration
+    // against the whole table (`wrapper::pool_change`).
+    for (pool, pointer) in table.pools.iter().zip(pointers) {
+        let name = &pool.name;
+        let config = dest_config(pointer, &installed_record(pool, &table.pools))?;
         crate::cli::iso::check_ignition(&config, &format!("pool {name}'s destination config"))?;
         dest.insert(name.clone(), config);
-        table.pools.push(pool);
     }
     if ca_file.is_none() {
         trust::agree(&given)?;
@@ -416,12 +423,10 @@ fn fleet_env(
     Ok((env, from))
 }
 
-/// The pool's pointer config plus the file that records the pool.
-fn dest_config(mut pointer: Value, pool: &Pool) -> Result<Vec<u8>> {
-    let record = Table {
-        env: Vec::new(),
-        pools: vec![pool.clone()],
-    };
+/// The pool's pointer config plus the file that records the pool (the
+/// record's first) among the fleet's.
+fn dest_config(mut pointer: Value, record: &Table) -> Result<Vec<u8>> {
+    let pool = record.pools.first().context("a record names its pool")?;
     let record = data_url(record.to_text().as_bytes());
     let mut contents = json!({ "source": record.source });
     if let Some(c) = record.compression {

@@ -1,0 +1,380 @@
+//! A node installed from a fleet ISO registers in the pool it was installed
+//! into, or fenced. The live system chose the pool from the machine's
+//! facts at install; anything that changes those facts before the first
+//! kubelet start (a unit that writes `features.d`, loads a module or turns
+//! SMT off, the cluster's OS image with its own kernel and os-release)
+//! makes the node register with labels the MCO places in another pool,
+//! without the taints that pool gives only at registration. A file check
+//! at install cannot see what a unit does at boot: the node checks, at
+//! every start, against the record the install left
+//! (`fleet::INSTALLED_POOL_PATH`), and fails closed
+//! (`fence::Reason::PoolChanged`). kubelet applies the fence only when it
+//! creates its Node, so a later start costs the one read of the record.
+//!
+//! No record (a node not installed from a fleet ISO): nothing read but
+//! the one directory that is not there.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use super::fail_closed;
+use super::fence::{Failure, Reason, is_fence};
+use super::plan::{OriginalCommand, Plan};
+use crate::node::fleet::{self, INSTALLED_POOL_PATH, Table};
+use crate::node::kubelet::{self, Additions, NodeFs, Profile};
+
+/// The most bytes of the record: a fleet of a hundred pools takes a few KiB.
+pub const RECORD_MAX: usize = 64 << 10;
+const _: () = assert!(RECORD_MAX == 64 << 10, "the message says 64 KiB");
+
+/// The record under `root`: None when there is none (its directory or the
+/// file missing); else the table, or why it cannot be read. Read as the
+/// wrapper reads its other inputs: within its bounds, never blocking, a
+/// regular file only, never through a link (a link is unreadable, not
+/// followed).
+pub fn read_record(root: &Path) -> Option<Result<Table, String>> {
+    use crate::node::nodefs::{Dir, read_up_to};
+    let path = Path::new(INSTALLED_POOL_PATH);
+    let (dir, name) = (path.parent()?, path.file_name()?);
+    let read = || {
+        let dir = Dir::open(&crate::node::unit::search::contained(root, dir)?)?;
+        read_up_to(dir.open_file(name)?.0, RECORD_MAX + 1)
+    };
+    let bytes = match read() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => {
+            let why = match (e.raw_os_error(), e.kind()) {
+                (Some(40), _) => "a symbolic link, not followed".to_string(),
+                (_, std::io::ErrorKind::InvalidInput) => "not a regular file".to_string(),
+                _ => e.to_string(),
+            };
+            return Some(Err(format!("{INSTALLED_POOL_PATH}: {why}")));
+        }
+        Ok(b) if b.len() > RECORD_MAX => {
+            return Some(Err(format!(
+                "{INSTALLED_POOL_PATH}: larger than 64 KiB, not read"
+            )));
+        }
+        Ok(b) => b,
+    };
+    Some(
+        String::from_utf8(bytes)
+            .map_err(|_| "not UTF-8".to_string())
+            .and_then(|t| Table::parse(&t))
+            .map_err(|e| format!("{INSTALLED_POOL_PATH}: {e}")),
+    )
+}
+
+/// The labels kubelet registers a worker with under `argv`: its own
+/// (`fleet::base_labels`, the role label among them), then every
+/// `--node-labels=` word's, ours included, the later winning; sorted, one
+/// per key.
+pub fn labels_of_argv(argv: &[OsString]) -> Vec<(String, String)> {
+    let words: Vec<String> = argv
+        .iter()
+        .map(|w| w.to_string_lossy().into_owned())
+        .collect();
+    let mut labels = fleet::base_labels();
+    for u in kubelet::flags::scan(&words).uses("node-labels") {
+        for (k, v) in kubelet::parse_node_labels(u.value.as_deref().unwrap_or("")) {
+            labels.retain(|(l, _)| *l != k);
+            labels.push((k, v));
+        }
+    }
+    labels.sort();
+    labels
+}
+
+/// Why `plan`'s registration does not land in the pool the record under
+/// `root` names; None when it does, when there is no record, or when
+/// nothing of ours reaches kubelet (`left_out`: no flag can be added).
+pub fn changed(plan: &Plan, root: &Path) -> Option<String> {
+    if plan.left_out.is_some() {
+        return None;
+    }
+    match read_record(root)? {
+        Ok(record) => fleet::pool_change(&record, &labels_of_argv(&plan.argv)),
+        Err(why) => Some(format!("{why}: the pool it was installed into is unknown")),
+    }
+}
+
+/// How to lift the fence of a pool change, after the reason.
+pub const POOL_LIFT: &str = "fix what changed its labels since the install (a unit or file \
+that writes what the rules read, a module, the OS image), or, if the move is meant, replace \
+or remove the record; then delete the Node so kubelet registers it again (with that pool's \
+taints)";
+
+/// `plan`, fenced with `pool-changed` where the record under `root` says
+/// the node would land in another pool than it was installed into (see
+/// [`changed`]); a note names both pools and how to lift it. Already
+/// fenced: that fence stays, the note is added.
+pub fn check(mut plan: Plan, root: &Path, profile: Profile, fs: &dyn NodeFs) -> Plan {
+    let Some(why) = changed(&plan, root) else {
+        return plan;
+    };
+    let note = format!("{why}; {POOL_LIFT}");
+    if plan.taints.iter().any(is_fence) {
+        plan.notes.push(note);
+        return plan;
+    }
+    let original = OriginalCommand {
+        executable: plan.executable.clone(),
+        argv: plan.original_argv.clone(),
+    };
+    let additions = Additions {
+        labels: plan.added_labels.clone(),
+        taints: plan.added_taints.clone(),
+    };
+    let failure = Failure::new(Reason::PoolChanged, why);
+    let mut fenced =
+        fail_closed::plan_fenced(original, Some(additions), &[], Some(&failure), profile, fs);
+    if fenced.left_out.is_some() {
+        // Merged once already, it merges again: never seen.
+        plan.notes.push(note);
+        return plan;
+    }
+    plan.notes.push(note);
+    plan.notes.append(&mut fenced.notes);
+    fenced.notes = plan.notes;
+    fenced.rules = plan.rules;
+    fenced
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::fleet::{Pool, PoolKind, Requirement, WORKER_ROLE_LABEL};
+
+    fn pool(name: &str, kind: PoolKind, key: &str, value: &str) -> Pool {
+        Pool {
+            name: name.into(),
+            kind,
+            config: format!("{name}.ign"),
+            selector: vec![Requirement::In(key.into(), vec![value.into()])],
+            static_labels: Vec::new(),
+            device: None,
+        }
+    }
+
+    fn fleet_pools() -> Vec<Pool> {
+        vec![
+            pool(
+                "worker-special",
+                PoolKind::Custom,
+                "feature.node.kubernetes.io/special",
+                "true",
+            ),
+            pool("worker", PoolKind::Worker, WORKER_ROLE_LABEL, ""),
+            pool("worker-gpu", PoolKind::Custom, "example.com/gpu", "true"),
+        ]
+    }
+
+    fn argv(words: &[&str]) -> Vec<OsString> {
+        words.iter().map(OsString::from).collect()
+    }
+
+    const SPECIAL: &str = "--node-labels=feature.node.kubernetes.io/special=true";
+
+    /// The MCO's precedence against the installed pool: the same pool, no
+    /// change; another, none, or two custom pools: a change, naming both.
+    #[test]
+    fn the_labels_select_the_installed_pool_or_it_changed() {
+        let pools = fleet_pools();
+        let worker = fleet::installed_record(&pools[1], &pools);
+        assert_eq!(worker.pools[0].name, "worker");
+        assert_eq!(worker.pools.len(), 3);
+        let plain = labels_of_argv(&argv(&["kubelet", "--node-labels=a=b"]));
+        assert_eq!(fleet::pool_change(&worker, &plain), None);
+        let special = labels_of_argv(&argv(&["kubelet", "--v=2", SPECIAL]));
+        let why = fleet::pool_change(&worker, &special).unwrap();
+        assert_eq!(
+            why,
+            "installed into pool worker (/etc/kubelet-labeler/installed-pool), but the labels \
+             it registers with (feature.node.kubernetes.io/special=true,\
+             node-role.kubernetes.io/worker=) select pool worker-special (nodeSelector \
+             feature.node.kubernetes.io/special=true)"
+        );
+        let both = labels_of_argv(&argv(&[
+            "kubelet",
+            SPECIAL,
+            "--node-labels",
+            "example.com/gpu=true",
+        ]));
+        let why = fleet::pool_change(&worker, &both).unwrap();
+        assert!(why.contains("match 2 custom pools"), "{why}");
+        // Installed into the custom pool: its label gone, worker is chosen.
+        let special_record = fleet::installed_record(&pools[0], &pools);
+        assert_eq!(fleet::pool_change(&special_record, &special), None);
+        let why = fleet::pool_change(&special_record, &plain).unwrap();
+        assert!(why.contains("select pool worker "), "{why}");
+        // A later word wins, as in kubelet.
+        let undone = labels_of_argv(&argv(&[
+            "kubelet",
+            SPECIAL,
+            "--node-labels=feature.node.kubernetes.io/special=false",
+        ]));
+        assert_eq!(fleet::pool_change(&worker, &undone), None);
+    }
+
+    /// A record of one pool (the releases before this one wrote the
+    /// installed pool alone): a change only where the labels no longer
+    /// match that pool's own nodeSelector; a move into a pool it does not
+    /// know is not seen.
+    #[test]
+    fn a_one_pool_record_fences_only_when_its_pool_no_longer_matches() {
+        let pools = fleet_pools();
+        let old = |p: &Pool| Table {
+            env: Vec::new(),
+            pools: vec![p.clone()],
+        };
+        let special = labels_of_argv(&argv(&["kubelet", SPECIAL]));
+        let plain = labels_of_argv(&argv(&["kubelet"]));
+        assert_eq!(fleet::pool_change(&old(&pools[1]), &special), None);
+        assert_eq!(fleet::pool_change(&old(&pools[0]), &special), None);
+        let why = fleet::pool_change(&old(&pools[0]), &plain).unwrap();
+        assert!(why.contains("no pool's nodeSelector matches"), "{why}");
+        let empty = Table::default();
+        assert!(fleet::pool_change(&empty, &plain).is_some());
+    }
+
+    fn root_with(record: Option<&[u8]>) -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        if let Some(bytes) = record {
+            let p = d.path().join(INSTALLED_POOL_PATH.trim_start_matches('/'));
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, bytes).unwrap();
+        }
+        d
+    }
+
+    /// None without a record; every record that cannot be read as a
+    /// table is a reason, never "no record": a link (not followed), a
+    /// FIFO (never opened: nothing blocks), a directory, past 64 KiB,
+    /// not a table.
+    #[test]
+    fn a_record_is_read_within_bounds_or_is_a_reason() {
+        let none = root_with(None);
+        assert!(read_record(none.path()).is_none());
+        let pools = fleet_pools();
+        let text = fleet::installed_record(&pools[1], &pools).to_text();
+        let good = root_with(Some(text.as_bytes()));
+        assert_eq!(read_record(good.path()).unwrap().unwrap().pools.len(), 3);
+        let at = |d: &tempfile::TempDir| d.path().join(INSTALLED_POOL_PATH.trim_start_matches('/'));
+        let link = root_with(Some(b""));
+        std::fs::remove_file(at(&link)).unwrap();
+        std::os::unix::fs::symlink(at(&good), at(&link)).unwrap();
+        let fifo = root_with(Some(b""));
+        std::fs::remove_file(at(&fifo)).unwrap();
+        let c = std::ffi::CString::new(at(&fifo).into_os_string().into_encoded_bytes()).unwrap();
+        unsafe extern "C" {
+            fn mkfifo(path: *const std::ffi::c_char, mode: u32) -> i32;
+        }
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { mkfifo(c.as_ptr(), 0o600) }, 0);
+        let dir = root_with(Some(b""));
+        std::fs::remove_file(at(&dir)).unwrap();
+        std::fs::create_dir(at(&dir)).unwrap();
+        let big = root_with(Some(format!("{text}{}", "#".repeat(RECORD_MAX)).as_bytes()));
+        let junk = root_with(Some(b"kubelet-labeler-fleet 1\nin a b\n"));
+        for (d, says) in [
+            (&link, "a symbolic link, not followed"),
+            (&fifo, "not a regular file"),
+            (&dir, "not a regular file"),
+            (&big, "larger than 64 KiB"),
+            (&junk, "before any pool line"),
+        ] {
+            let why = read_record(d.path()).unwrap().unwrap_err();
+            assert!(why.contains(says), "{says}: {why}");
+        }
+    }
+    /// The plan of `kubelet --v=2` with our `labels` and `taints` merged,
+    /// checked against a root holding `record`.
+    fn checked(record: Option<&Table>, labels: &[(&str, &str)], taints: &str) -> Plan {
+        use super::super::plan::{RootFs, plan_closed};
+        let d = root_with(record.map(|r| r.to_text()).as_deref().map(str::as_bytes));
+        let fs = RootFs::new(d.path(), Path::new("/"));
+        let original = OriginalCommand {
+            executable: "/usr/bin/kubelet".into(),
+            argv: argv(&["/usr/bin/kubelet", "--v=2"]),
+        };
+        let additions = Additions {
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            taints: kubelet::parse_taints(taints).unwrap_or_default(),
+        };
+        let p = plan_closed(original, Ok(Some(additions)), Profile::OpenShift, &fs);
+        check(p, d.path(), Profile::OpenShift, &fs)
+    }
+
+    fn taints_word(p: &Plan) -> Option<String> {
+        p.argv.iter().find_map(|w| {
+            w.to_str()?
+                .strip_prefix("--register-with-taints=")
+                .map(String::from)
+        })
+    }
+
+    /// Installed into worker, its labels now select worker-special: ours
+    /// go in with the fence, the one line names both pools and how to
+    /// lift it. No record, or the installed pool: unchanged.
+    #[test]
+    fn a_pool_change_registers_fenced() {
+        const OURS: &str = "example.com/x=y:NoSchedule";
+        const FENCE: &str = "kubelet-labeler.io/fenced=pool-changed:NoSchedule";
+        let pools = fleet_pools();
+        let worker = fleet::installed_record(&pools[1], &pools);
+        let special = [("feature.node.kubernetes.io/special", "true")];
+        let p = checked(Some(&worker), &special, OURS);
+        assert_eq!(
+            taints_word(&p).as_deref(),
+            Some(&*format!("{OURS},{FENCE}"))
+        );
+        assert!(p.added_labels.iter().any(|(k, _)| k == special[0].0));
+        let line = super::super::plan::summary(&p);
+        for part in [
+            "installed into pool worker (/etc/kubelet-labeler/installed-pool), but the labels",
+            "select pool worker-special",
+            POOL_LIFT,
+            "registering fenced with kubelet-labeler.io/fenced=pool-changed:NoSchedule",
+        ] {
+            assert!(line.contains(part), "{part}\n{line}");
+        }
+        // No taint of ours: the fence alone.
+        let p = checked(Some(&worker), &special, "");
+        assert_eq!(taints_word(&p).as_deref(), Some(FENCE));
+        // An unreadable record: fenced all the same.
+        let p = checked(Some(&Table::default()), &[], OURS);
+        assert_eq!(
+            taints_word(&p).as_deref(),
+            Some(&*format!("{OURS},{FENCE}"))
+        );
+        // No change, or no record: as planned.
+        for (record, labels) in [(Some(&worker), &[][..]), (None, &special[..])] {
+            let p = checked(record, labels, OURS);
+            assert_eq!(taints_word(&p).as_deref(), Some(OURS));
+            assert!(p.notes.is_empty(), "{:?}", p.notes);
+        }
+    }
+
+    /// Fenced already (another reason): that fence stays, the pool change
+    /// is said beside it.
+    #[test]
+    fn one_fence_the_pool_change_noted() {
+        let pools = fleet_pools();
+        let worker = fleet::installed_record(&pools[1], &pools);
+        let first = "kubelet-labeler.io/fenced=rules-failed:NoSchedule";
+        let p = checked(
+            Some(&worker),
+            &[("feature.node.kubernetes.io/special", "true")],
+            first,
+        );
+        assert_eq!(taints_word(&p).as_deref(), Some(first));
+        assert!(
+            p.notes[0].contains("select pool worker-special"),
+            "{:?}",
+            p.notes
+        );
+    }
+}

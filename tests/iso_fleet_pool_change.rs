@@ -1,0 +1,171 @@
+//! Review 14 r14c F2: a machine `iso fleet`'s live system installs into
+//! `worker`, and at boot, before kubelet's first start, a unit of a worker
+//! MachineConfig writes the `features.d` file a rule reads: the node would
+//! register with the label that places it in `worker-special`, without that
+//! pool's registration-only taint. The record `iso fleet` writes into the
+//! destination config now names every pool, and the built wrapper, run on
+//! the installed node's root with it, registers fenced (`pool-changed`);
+//! `explain` on that root says the same.
+
+use crate::iso_fleet::{base_iso, ok};
+use crate::iso_fleet_cli::{config_file, fleet_args_with, iso_show, said};
+use crate::support::wrapper_run::{recorder_root, try_wrapper};
+use crate::support::{bin, elf, scratch_dir, write};
+
+use kubelet_labeler::node::fleet::{INSTALLED_POOL_PATH, TABLE_PATH, Table};
+
+use serde_json::Value;
+
+/// A `local.feature` rule (NFD's feature files), as in the report.
+const RULES: &str = "apiVersion: nfd.k8s-sigs.io/v1alpha1
+kind: NodeFeatureRule
+metadata:
+  name: special
+spec:
+  rules:
+  - name: special
+    labels:
+      special: \"true\"
+    matchFeatures:
+    - feature: local.feature
+      matchExpressions:
+        special: {op: Exists}
+";
+const FEATURE_FILE: &str = "etc/kubernetes/node-feature-discovery/features.d/special";
+const UNIT: &str = "[Service]\nExecStart=/usr/bin/kubelet --v=2 \
+--node-labels=node-role.kubernetes.io/worker\n";
+const FENCE: &str = "kubelet-labeler.io/fenced=pool-changed:NoSchedule";
+
+#[test]
+fn a_node_whose_boot_changes_its_pool_registers_fenced() {
+    let tmp = scratch_dir();
+    let dir = tmp.path();
+    let Some(iso) = base_iso(dir) else { return };
+    let rules = dir.join("rules.yaml");
+    write(&rules, RULES);
+    let wrapper = dir.join("stand-in-wrapper");
+    std::fs::write(
+        &wrapper,
+        elf::static_elf(kubelet_labeler::cli::render::arch::Arch::X86_64),
+    )
+    .unwrap();
+    let special = dir.join("gitops-special");
+    ok(bin()
+        .args(["render", "machineconfig", "--pool", "worker-special"])
+        .args(["--pool-label", "feature.node.kubernetes.io/special=true"])
+        .args(["--taint", "example.com/special=true:NoSchedule"])
+        .arg("--rules")
+        .arg(&rules)
+        .args(["--nfd-labels", "openshift", "--wrapper"])
+        .arg(&wrapper)
+        .arg("--output-dir")
+        .arg(&special)
+        .output()
+        .unwrap());
+    let out = dir.join("fleet.iso");
+    let o = fleet_args_with(dir, &rules)
+        .args(["--dest-device", "/dev/sda", "-o"])
+        .arg(&out)
+        .arg(&iso)
+        .arg(format!("--pool=worker-special={}", special.display()))
+        .arg("--pool=worker")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", said(&o));
+    // The worker pool's destination config, as the live system installs it.
+    let live = iso_show(&out);
+    let table = Table::parse(&config_file(&live, TABLE_PATH)).unwrap();
+    let worker_ign = format!("{}/worker.ign", TABLE_PATH.rsplit_once('/').unwrap().0);
+    let dest: Value = serde_json::from_str(&config_file(&live, &worker_ign)).unwrap();
+    let record = config_file(&dest, INSTALLED_POOL_PATH);
+    let names: Vec<String> = Table::parse(&record)
+        .unwrap()
+        .pools
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    assert_eq!(names, ["worker", "worker-special"], "{record}");
+
+    // The installed node: kubelet's unit, the record, our drop-ins (for
+    // `explain`; the wrapper gets their variables, the table's, from
+    // systemd).
+    let root = dir.join("node");
+    let Some(records) = recorder_root(&root, UNIT) else {
+        return;
+    };
+    write(
+        &root.join(INSTALLED_POOL_PATH.trim_start_matches('/')),
+        &record,
+    );
+    ok(bin()
+        .args(["render", "dropins", "--profile", "openshift", "--root"])
+        .arg(&root)
+        .arg("--rules")
+        .arg(&rules)
+        .args(["--nfd-labels", "openshift", "--wrapper"])
+        .arg(&wrapper)
+        .output()
+        .unwrap());
+    let env: Vec<(&str, String)> = table
+        .env
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.clone()))
+        .collect();
+    // As the live system saw the machine: no feature file, worker.
+    let facts = dir.join("facts");
+    std::fs::create_dir_all(facts.join("etc")).unwrap();
+    let start = |id: &str| {
+        let mut env = env.clone();
+        env.push(("INVOCATION_ID", id.to_string()));
+        let args = ["--facts-root", facts.to_str().unwrap()];
+        let (err, argv) = try_wrapper(&root, &records, &env, "", &args);
+        (
+            err.clone(),
+            argv.unwrap_or_else(|| panic!("kubelet did not start: {err}")),
+        )
+    };
+    let (err, argv) = start("first");
+    assert!(
+        !argv
+            .iter()
+            .any(|w| w.starts_with("--register-with-taints=")),
+        "{err}\n{argv:?}"
+    );
+    // A unit wrote the feature file before kubelet's first start.
+    write(&facts.join(FEATURE_FILE), "special\n");
+    let (err, argv) = start("second");
+    assert!(
+        argv.contains(&format!("--register-with-taints={FENCE}")),
+        "{err}\n{argv:?}"
+    );
+    assert!(
+        argv.iter()
+            .any(|w| w.contains("feature.node.kubernetes.io/special=true")),
+        "{argv:?}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    for part in [
+        "installed into pool worker (/etc/kubelet-labeler/installed-pool), but the labels it \
+         registers with (feature.node.kubernetes.io/special=true,node-role.kubernetes.io/worker=) \
+         select pool worker-special",
+        "delete the Node so kubelet registers it again",
+        "registering fenced with kubelet-labeler.io/fenced=pool-changed:NoSchedule",
+    ] {
+        assert!(err.contains(part), "{part}\n{err}");
+    }
+    // explain on that root: the same plan.
+    let o = ok(bin()
+        .args(["explain", "--json", "--profile", "openshift", "--root"])
+        .arg(&root)
+        .arg("--facts-root")
+        .arg(&facts)
+        .output()
+        .unwrap());
+    let e: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let argv: Vec<String> = serde_json::from_value(e["argv"].clone()).unwrap();
+    assert!(
+        argv.contains(&format!("--register-with-taints={FENCE}")),
+        "{e}"
+    );
+    assert!(e.to_string().contains("select pool worker-special"), "{e}");
+}
