@@ -463,7 +463,7 @@ pub struct Embedding {
 
 impl Embedding {
     /// The area with `config` in it, other members (network keyfiles)
-    /// kept.
+    /// kept; the image's kernel arguments checked as `iso fleet`'s.
     pub fn new(input: &Path, config: &[u8]) -> Result<Embedding> {
         let (e, mut members) = open_area(input)?;
         check_kept(input, &members)?;
