@@ -352,7 +352,13 @@ fn refused(word: &str) -> Option<String> {
 /// one space between two of them; `ignition.firstboot` missing.
 pub fn conflicts(kargs: &str) -> Vec<String> {
     let words: Vec<&str> = kargs.split(' ').collect();
-    let mut out: Vec<String> = words.iter().filter_map(|w| refused(w)).collect();
+    let mut out: Vec<String> = Vec::new();
+    // Each refused word once (`; initrd ... ; boot` has two `;`).
+    for why in words.iter().filter_map(|w| refused(w)) {
+        if !out.contains(&why) {
+            out.push(why);
+        }
+    }
     if kargs.contains("  ") {
         out.push(
             "two spaces between arguments (one space apart, as coreos-installer writes them)"
@@ -699,6 +705,8 @@ mod tests {
             assert!(c[0].starts_with(bad), "{c:?}");
         }
         assert!(!conflicts(&format!("{BASE}  console=tty0")).is_empty());
+        let c = conflicts(&format!("{BASE} ; initrd /x ; boot"));
+        assert_eq!(c.len(), 1, "{c:?}");
         // What CoreOS images carry by default, and the usual console and
         // network arguments.
         for ok in [
