@@ -49,6 +49,7 @@ mod plan;
 mod plan_cluster_unit;
 mod plan_disruption_cost;
 mod plan_fleet;
+mod plan_memory;
 mod plan_reconcilable;
 mod plan_tolerations;
 mod pr_inputs;
