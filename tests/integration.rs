@@ -24,6 +24,7 @@ mod ignition_check;
 mod install;
 mod io_safety;
 mod io_safety_bounds;
+mod io_safety_dirs;
 mod iso;
 mod iso_fleet;
 mod iso_fleet_cli;
