@@ -21,7 +21,7 @@ const MERGE_URL: &str = "https://api-int.c.example.com:22623/config/gpu";
 /// wrapper: what most cases below add their output flags to.
 /// `render machineconfig` into gitops/ with a pool label NFD gives, so that
 /// some machine can install into the pool (`iso fleet` refuses others).
-const GITOPS_REACHABLE: [&str; 6] = [
+pub(crate) const GITOPS_REACHABLE: [&str; 6] = [
     "--nfd-labels",
     "upstream",
     "--pool-label",
@@ -39,7 +39,7 @@ pub(crate) const RENDER_MC: [&str; 6] = [
     "wrapper",
 ];
 /// `iso fleet` of the gitops pool, before its output and image.
-const FLEET: [&str; 14] = [
+pub(crate) const FLEET: [&str; 14] = [
     "iso",
     "fleet",
     "--pool",
@@ -56,7 +56,7 @@ const FLEET: [&str; 14] = [
     "/dev/sda",
 ];
 
-const RENDER_IGN: [&str; 6] = [
+pub(crate) const RENDER_IGN: [&str; 6] = [
     "render",
     "ignition",
     "--pool",
@@ -68,7 +68,7 @@ const RENDER_IGN: [&str; 6] = [
 pub(crate) const MERGE: [&str; 5] = ["--pool", "gpu", "--merge-url", MERGE_URL, "--ca-file"];
 
 /// `render dropins --root ROOT` with the stand-in wrapper.
-fn dropins(root: &str) -> Vec<&str> {
+pub(crate) fn dropins(root: &str) -> Vec<&str> {
     vec!["render", "dropins", "--root", root, "--wrapper", "wrapper"]
 }
 
@@ -100,7 +100,7 @@ pub(crate) fn run(dir: &Path, args: &[&str]) -> Output {
     command(dir, args).output().unwrap()
 }
 
-fn ok(dir: &Path, args: &[&str]) -> Output {
+pub(crate) fn ok(dir: &Path, args: &[&str]) -> Output {
     let out = run(dir, args);
     assert!(out.status.success(), "{args:?}: {}", stderr(&out));
     out

@@ -255,6 +255,15 @@ fn unprivileged(program: &Path) -> Option<Command> {
     Some(c)
 }
 
+/// `d` with `mode`, owned by whoever runs the program ([`unprivileged`]):
+/// render writes into no directory another user owns or may write.
+fn writable_by_it(d: &Path, mode: u32) {
+    std::fs::set_permissions(d, std::fs::Permissions::from_mode(mode)).unwrap();
+    if is_root() {
+        std::os::unix::fs::chown(d, Some(65534), Some(65534)).unwrap();
+    }
+}
+
 /// A directory render cannot write (mode 0555, or as nobody): the refusal
 /// comes before anything changes. Before, the wrapper was written (or
 /// replaced) and its directories made, then the generator's directory
@@ -275,14 +284,13 @@ fn a_directory_it_cannot_write_changes_nothing() {
             std::fs::create_dir_all(root.join("usr/local/bin")).unwrap();
             std::fs::write(root.join(WRAPPER), "an earlier wrapper\n").unwrap();
             for d in ["usr", "usr/local", "usr/local/bin"] {
-                std::fs::set_permissions(root.join(d), std::fs::Permissions::from_mode(0o777))
-                    .unwrap();
+                writable_by_it(&root.join(d), 0o755);
             }
             std::fs::set_permissions(root.join(WRAPPER), std::fs::Permissions::from_mode(0o666))
                 .unwrap();
         }
-        for (d, mode) in [("", 0o777), ("etc", 0o777), ("etc/systemd", 0o555)] {
-            std::fs::set_permissions(root.join(d), std::fs::Permissions::from_mode(mode)).unwrap();
+        for (d, mode) in [("", 0o755), ("etc", 0o755), ("etc/systemd", 0o555)] {
+            writable_by_it(&root.join(d), mode);
         }
         let Some(mut c) = unprivileged(&dir.join("kubelet-labeler")) else {
             return;

@@ -24,6 +24,8 @@ pub mod output;
 pub mod plan;
 #[cfg(feature = "cli")]
 pub mod render;
+#[cfg(any(feature = "cli", feature = "iso"))]
+pub mod sha256;
 #[cfg(feature = "cli")]
 pub mod sync;
 #[cfg(feature = "cli")]

@@ -125,3 +125,26 @@ pub fn test_iso(dir: &Path) -> Option<std::path::PathBuf> {
     assert!(out.status.success(), "{}", stderr(&out));
     Some(iso)
 }
+
+/// `program` with `args` run to its end under GNU time: its output, and
+/// the peak of its resident memory in KiB. time forks it from its own
+/// small process: a child the test binary spawns directly would count the
+/// test binary's own peak (the kernel carries the peak of the memory a
+/// process leaves at `execve`). None (skipped) without time.
+pub fn peak_rss(program: &Path, args: &[&std::ffi::OsStr]) -> Option<(Output, u64)> {
+    let time = skipped::tool("/usr/bin/time")?;
+    let dir = scratch_dir();
+    let report = dir.path().join("maxrss");
+    let o = Command::new(time)
+        .args(["-f", "%M", "-o"])
+        .arg(&report)
+        .arg(program)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let kib = std::fs::read_to_string(&report).unwrap_or_default();
+    let kib = kib.lines().last().and_then(|l| l.trim().parse().ok());
+    let kib = kib.unwrap_or_else(|| panic!("no peak from time: {}", stderr(&o)));
+    Some((o, kib))
+}

@@ -19,6 +19,8 @@
 //! reads of a render is what every node reads; a test proves it against
 //! the templates of every release in ../shared/fixtures.
 
+use std::borrow::Borrow;
+
 use serde_json::{Value, json};
 
 use crate::cli::render::merge_order::{ROLE_LABEL, mc_name, rendered_pool, role};
@@ -96,23 +98,30 @@ fn machineconfig(written: &[&str], role: &str) -> Value {
 /// as a file, or holds the MCO's own unit already (its template
 /// MachineConfig, or a rendered config, which merged it).
 pub fn with_stand_in(mut configs: Vec<Value>) -> Vec<Value> {
+    if let Some(s) = stand_in(&configs) {
+        configs.insert(0, s);
+    }
+    configs
+}
+
+/// The stand-in `configs` take (see [`with_stand_in`]), if any.
+pub fn stand_in<V: Borrow<Value>>(configs: &[V]) -> Option<Value> {
+    let configs = || configs.iter().map(Borrow::borrow);
     // A master or arbiter pool takes its own role's configs only; any
     // other pool, worker's.
-    let role = configs
-        .iter()
+    let role = configs()
         .filter_map(|mc| role(mc).ok().flatten())
         .find(|r| matches!(*r, "master" | "arbiter"))
         .unwrap_or("worker")
         .to_string();
     let template = format!("01-{role}-kubelet");
-    let has_unit = configs.iter().any(|mc| {
+    let has_unit = configs().any(|mc| {
         mc_name(mc) == template || (rendered_pool(mc).is_some() && role_of(mc).is_none())
     });
     if has_unit {
-        return configs;
+        return None;
     }
-    let written: Vec<&str> = configs
-        .iter()
+    let written: Vec<&str> = configs()
         .flat_map(|mc| {
             mc.pointer("/spec/config/storage/files")
                 .and_then(Value::as_array)
@@ -121,11 +130,7 @@ pub fn with_stand_in(mut configs: Vec<Value>) -> Vec<Value> {
                 .filter_map(|f| f.get("path").and_then(Value::as_str))
         })
         .collect();
-    if !written.contains(&UNIT_PATH) {
-        let stand_in = machineconfig(&written, &role);
-        configs.insert(0, stand_in);
-    }
-    configs
+    (!written.contains(&UNIT_PATH)).then(|| machineconfig(&written, &role))
 }
 
 const UNIT_PATH: &str = "/etc/systemd/system/kubelet.service";

@@ -152,17 +152,20 @@ type NodePolicy = (DisruptionPolicy, Vec<String>);
 /// One side's env and files for one pool.
 struct PoolRender {
     env: Vec<(OsString, OsString)>,
-    /// Each file, unit and `passwd` as the MCO's daemon compares them.
-    changes: BTreeMap<Changed, Value>,
+    /// Each file, unit and `passwd` as the MCO's daemon compares them
+    /// (a digest: every pool holds worker's).
+    changes: BTreeMap<Changed, rendered_diff::Digest>,
     /// Each path's hash of what is written there (kubelet's config files
     /// told apart; empty: the pool's MachineConfigs write nothing).
     files: BTreeMap<String, u64>,
     pool_label: Option<String>,
     /// The node formats of our files in the pool's MachineConfigs.
     formats: formats::Formats,
-    /// The render's MachineConfigs of the pool, for what the MCO judges
-    /// beyond the files (`reconcilable`).
-    configs: Vec<Value>,
+    /// The render's MachineConfigs of the pool (their indices in
+    /// `Render::machineconfigs`: the render holds them once, whatever the
+    /// number of pools), for what the MCO judges beyond the files
+    /// (`reconcilable`).
+    configs: Vec<usize>,
     /// Why the wrapper never runs on the pool's nodes though our drop-in
     /// is there (as `explain` judges it: the generator missing or not
     /// executable, our drop-in hidden or taken back by a later one): they
@@ -353,6 +356,9 @@ struct Side {
     render: inputs::Render,
     pools: Vec<Pool>,
     cache: BTreeMap<String, PoolRender>,
+    /// The digests of `render`'s JSON the pools compare, each taken once
+    /// (`render` stays as it is while the side lives).
+    memo: rendered_diff::Memo,
     /// (pool, feature set) → registration: each distinct feature set of a
     /// pool is evaluated once.
     registrations: std::collections::HashMap<(String, Option<usize>), (Registration, Desired)>,
@@ -365,6 +371,7 @@ impl Side {
     fn new(render: inputs::Render) -> Result<Side> {
         let pools = render.pools.iter().filter_map(Pool::from_object).collect();
         Ok(Side {
+            memo: rendered_diff::Memo::new(&render.machineconfigs),
             render,
             pools,
             cache: BTreeMap::new(),
@@ -386,7 +393,7 @@ impl Side {
 
     fn pool(&mut self, pool: &Pool) -> Result<&PoolRender> {
         if !self.cache.contains_key(&pool.name) {
-            let r = lay_out(&self.render, pool)?;
+            let r = lay_out(&self.render, pool, &mut self.memo)?;
             self.cache.insert(pool.name.clone(), r);
         }
         Ok(&self.cache[&pool.name])
@@ -395,13 +402,16 @@ impl Side {
 
 /// The pool's MachineConfigs of this render, laid out as the MCO merges
 /// them, and the kubelet environment our drop-ins give there.
-fn lay_out(render: &inputs::Render, pool: &Pool) -> Result<PoolRender> {
-    let configs: Vec<Value> = render
-        .machineconfigs
-        .iter()
-        .filter(|mc| pool.takes(&string_map(mc.pointer("/metadata/labels"))))
-        .cloned()
+fn lay_out(
+    render: &inputs::Render,
+    pool: &Pool,
+    memo: &mut rendered_diff::Memo,
+) -> Result<PoolRender> {
+    let own: Vec<usize> = (render.machineconfigs.iter().enumerate())
+        .filter(|(_, mc)| pool.takes(&string_map(mc.pointer("/metadata/labels"))))
+        .map(|(i, _)| i)
         .collect();
+    let configs: Vec<&Value> = own.iter().map(|&i| &render.machineconfigs[i]).collect();
     // The MCO's merge refuses a MachineConfig without labels (which a
     // `NotIn` selector takes): the pool renders nothing of the change.
     let unlabelled = configs
@@ -417,13 +427,16 @@ fn lay_out(render: &inputs::Render, pool: &Pool) -> Result<PoolRender> {
             crate::cli::render::layout::mc_name(mc)
         );
     }
-    let formats = formats::of_configs(&configs);
-    let own = configs.clone();
+    let formats = formats::of_configs(configs.iter().copied());
     // What the MCO's daemon compares, over the same stand-in for the
-    // cluster's kubelet.service that the layout takes.
-    let changes = rendered_diff::identities(&cluster_unit::with_stand_in(configs.clone()))
+    // cluster's kubelet.service that the layout takes: digests, each of
+    // the render's JSON taken once (`memo`).
+    let stand_in = cluster_unit::stand_in(&configs);
+    let configs: Vec<&Value> = stand_in.iter().chain(configs).collect();
+    let changes = rendered_diff::identities(&configs, memo)
         .with_context(|| format!("{}: pool {}", render.name, pool.name))?;
-    let tree = pool_tree::lay_out(configs)
+    // A copy of them while the pool is laid out.
+    let tree = pool_tree::lay_out_with_stand_in(configs.into_iter().cloned().collect())
         .with_context(|| format!("{}: pool {}", render.name, pool.name))?;
     let files = tree.layout.identities();
     let pool_label = tree
@@ -861,8 +874,12 @@ fn against(sides: &mut [Side; 2], pool: &Pool, proposed: &Pool) -> Result<Agains
     }
     sides[0].pool(pool)?;
     sides[1].pool(proposed)?;
-    let old = &sides[0].cache[&pool.name].configs;
-    let new = &sides[1].cache[&proposed.name].configs;
+    fn of<'a>(side: &'a Side, pool: &Pool) -> Vec<&'a Value> {
+        (side.cache[&pool.name].configs.iter())
+            .map(|&i| &side.render.machineconfigs[i])
+            .collect()
+    }
+    let (old, new) = (&of(&sides[0], pool), &of(&sides[1], proposed));
     let r = (
         reconcilable::refusal(old, new),
         reconcilable::os_changes(old, new),

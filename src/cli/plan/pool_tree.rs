@@ -29,7 +29,12 @@ pub fn lay_out(configs: Vec<Value>) -> Result<PoolTree> {
     // kubelet.service itself is the cluster's (the MCO's templates, in no
     // render of ours): a stand-in, the base the render changes, reads what
     // it reads.
-    let configs = super::cluster_unit::with_stand_in(configs);
+    lay_out_with_stand_in(super::cluster_unit::with_stand_in(configs))
+}
+
+/// [`lay_out`] of configs given the stand-in already
+/// (`cluster_unit::with_stand_in`).
+pub fn lay_out_with_stand_in(configs: Vec<Value>) -> Result<PoolTree> {
     let scratch = tempfile::tempdir().context("creating a scratch node tree")?;
     let root = scratch.path().join("root");
     let layout = crate::cli::render::layout::Layout::merge(configs)?;

@@ -21,6 +21,8 @@
 //! (in the MCO's order, Ignition's merge: lists by their key, a child's
 //! fields over its parent's) differ exactly where the cluster's would.
 
+use std::borrow::Borrow;
+
 use serde_json::{Map, Value};
 
 /// The daemon's force file (`constants.MachineConfigDaemonForceFile`).
@@ -51,7 +53,7 @@ struct Merged {
     os_image_url: String,
 }
 
-fn merged(configs: &[Value]) -> Merged {
+fn merged<V: Borrow<Value>>(configs: &[V]) -> Merged {
     let order: Vec<usize> = crate::cli::render::layout::merge_order(configs)
         .unwrap_or_else(|_| (0..configs.len()).collect());
     let mut m = Merged {
@@ -63,7 +65,7 @@ fn merged(configs: &[Value]) -> Merged {
         os_image_url: String::new(),
     };
     for &i in &order {
-        let mc = &configs[i];
+        let mc = configs[i].borrow();
         let config = mc.pointer("/spec/config").unwrap_or(&Value::Null);
         for (j, (at, _)) in SECTIONS.iter().enumerate() {
             let Some(v) = config.pointer(at).filter(|v| !v.is_null()) else {
@@ -232,7 +234,7 @@ fn normalize(v: &mut Value) {
 /// Why the MCO refuses to move a pool's running nodes from the render
 /// `old` to `new` (each: the pool's MachineConfigs of that render), in its
 /// words; `None` when it takes the change.
-pub fn refusal(old: &[Value], new: &[Value]) -> Option<String> {
+pub fn refusal<V: Borrow<Value>>(old: &[V], new: &[V]) -> Option<String> {
     let (o, n) = (merged(old), merged(new));
     let section = |m: &Merged, at: &str| {
         let i = SECTIONS.iter().position(|(p, _)| *p == at).unwrap_or(0);
@@ -305,7 +307,7 @@ pub fn refusal(old: &[Value], new: &[Value]) -> Option<String> {
 }
 
 /// The extensions of the pool's merged config (`MergeMachineConfigs`).
-pub fn extensions(configs: &[Value]) -> Vec<String> {
+pub fn extensions<V: Borrow<Value>>(configs: &[V]) -> Vec<String> {
     merged(configs)
         .extensions
         .iter()
@@ -316,7 +318,7 @@ pub fn extensions(configs: &[Value]) -> Vec<String> {
 /// The OS-level changes the daemon reboots for whatever the disruption
 /// policy says (`newMachineConfigDiff`: osUpdate, kargs, kernelType,
 /// extensions; `calculatePostConfigChangeNodeDisruptionAction`).
-pub fn os_changes(old: &[Value], new: &[Value]) -> Vec<String> {
+pub fn os_changes<V: Borrow<Value>>(old: &[V], new: &[V]) -> Vec<String> {
     let (o, n) = (merged(old), merged(new));
     let mut out = Vec::new();
     if o.kernel_type != n.kernel_type {

@@ -4,24 +4,82 @@
 //! merges them. A file whose owner, `overwrite` or `verification` alone
 //! changes, or a unit whose `enabled` alone changes, is a change: without
 //! a policy entry for it, a reboot.
+//!
+//! Each is kept as a SHA-256 digest of what is compared, not the JSON
+//! itself: every pool of a render compares worker's MachineConfigs, whose
+//! `passwd` or data URLs may be megabytes.
 
-use std::collections::BTreeMap;
+use std::borrow::Borrow;
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
 
 use anyhow::Result;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::policy::Changed;
 use crate::cli::render::layout::merge_order;
+use crate::cli::sha256::Sha256;
+
+/// What is compared of a file, unit or `passwd`: equal exactly when the
+/// JSON is (members in any order, a `null` member as absent).
+pub type Digest = [u8; 32];
+
+/// Digests of a render's own JSON, each taken once however many pools
+/// compare it (every custom pool takes worker's MachineConfigs).
+pub struct Memo {
+    /// Where the render's MachineConfigs are: values under them are
+    /// known by their address, which stays theirs while the render lives
+    /// unchanged beside the memo (`plan`'s `Side`).
+    configs: Range<usize>,
+    kept: HashMap<usize, Digest>,
+}
+
+/// What is worth keeping: a value this large or larger, hashed.
+const KEPT_FROM: u64 = 1024;
+
+impl Memo {
+    pub fn new(configs: &[Value]) -> Memo {
+        let r = configs.as_ptr_range();
+        Memo {
+            configs: r.start as usize..r.end as usize,
+            kept: HashMap::new(),
+        }
+    }
+
+    fn owns(&self, config: &Value) -> bool {
+        self.configs.contains(&(config as *const Value as usize))
+    }
+
+    fn digest(&mut self, v: &Value, own: bool) -> Digest {
+        let at = v as *const Value as usize;
+        if let Some(d) = own.then(|| self.kept.get(&at)).flatten() {
+            return *d;
+        }
+        let (d, size) = merkle(v);
+        if own && size >= KEPT_FROM {
+            self.kept.insert(at, d);
+        }
+        d
+    }
+}
 
 /// Each file, unit and `passwd` of the pool's rendered config as the MCO
 /// merges its MachineConfigs (Ignition's merge, in the MCO's order, with
 /// its compression and `overwrite` defaults), by what the daemon compares.
-pub fn identities(configs: &[Value]) -> Result<BTreeMap<Changed, Value>> {
-    let mut files: Vec<(String, Value)> = Vec::new();
-    let mut units: Vec<(String, Value)> = Vec::new();
-    let mut passwd: Vec<Value> = Vec::new();
+/// The merge copies no JSON of the configs: what it changes is built over
+/// them.
+pub fn identities<V: Borrow<Value>>(
+    configs: &[V],
+    memo: &mut Memo,
+) -> Result<BTreeMap<Changed, Digest>> {
+    let mut files: Vec<(String, Node)> = Vec::new();
+    let mut units: Vec<(String, Node)> = Vec::new();
+    // Each config's `passwd` in merge order, digested as it comes.
+    let mut passwd: Option<Sha256> = None;
     for (k, i) in merge_order(configs)?.into_iter().enumerate() {
-        let Some(config) = configs[i].pointer("/spec/config").filter(|c| !c.is_null()) else {
+        let mc = configs[i].borrow();
+        let own = memo.owns(mc);
+        let Some(config) = mc.pointer("/spec/config").filter(|c| !c.is_null()) else {
             continue;
         };
         let list = |path: &str| {
@@ -40,53 +98,53 @@ pub fn identities(configs: &[Value]) -> Result<BTreeMap<Changed, Value>> {
             }
         }
         for f in list("/storage/files") {
-            let mut f = without_nulls(f);
+            let mut f = Node::Raw(f, own);
             // Every file of a later config sets compression (unset: ""),
             // so a later source never keeps an earlier compression.
             if k > 0
-                && let Some(o) = f.as_object_mut()
+                && let Some(o) = f.object()
             {
-                let contents = o
-                    .entry("contents")
-                    .or_insert_with(|| Value::Object(Map::new()));
-                if let Some(c) = contents.as_object_mut() {
-                    c.entry("compression").or_insert_with(|| "".into());
+                let contents = (o.entry("contents".into())).or_insert_with(Node::empty_object);
+                if let Some(c) = contents.object() {
+                    (c.entry("compression".into())).or_insert_with(|| Node::New("".into()));
                 }
             }
             merge_keyed(&mut files, "path", f);
         }
         if k > 0 {
             for (_, f) in &mut files {
-                let c = f.pointer_mut("/contents").and_then(Value::as_object_mut);
-                if let Some(c) = c
-                    && c.get("compression").and_then(Value::as_str) == Some("")
+                let unset = f.str_at(&["contents", "compression"]) == Some("");
+                if unset
+                    && let Some(c) = f.object().and_then(|o| o.get_mut("contents"))
+                    && let Some(c) = c.object()
                 {
                     c.remove("compression");
                 }
             }
         }
         for u in list("/systemd/units") {
-            merge_keyed(&mut units, "name", without_nulls(u));
+            merge_keyed(&mut units, "name", Node::Raw(u, own));
         }
         if let Some(p) = config.get("passwd").filter(|p| !p.is_null()) {
-            passwd.push(without_nulls(p));
+            let d = memo.digest(p, own);
+            passwd.get_or_insert_with(Sha256::new).update(&d);
         }
     }
     let mut out = BTreeMap::new();
     for (path, mut f) in files {
-        if let Some(o) = f.as_object_mut() {
-            o.entry("overwrite").or_insert(Value::Bool(true));
+        if let Some(o) = f.object() {
+            (o.entry("overwrite".into())).or_insert(Node::New(Value::Bool(true)));
         }
-        out.insert(Changed::File(path), f);
+        out.insert(Changed::File(path), f.digest(memo));
     }
     for (name, u) in units {
-        out.insert(Changed::Unit(name), u);
+        out.insert(Changed::Unit(name), u.digest(memo));
     }
     // Every `passwd` section as written: a change of any is judged as an
     // SSH key change (the only one the MCO makes on running nodes; the
     // others are refused as not reconcilable).
-    if !passwd.is_empty() {
-        out.insert(Changed::SshKeys, Value::Array(passwd));
+    if let Some(h) = passwd {
+        out.insert(Changed::SshKeys, h.finish());
     }
     Ok(out)
 }
@@ -94,8 +152,8 @@ pub fn identities(configs: &[Value]) -> Result<BTreeMap<Changed, Value>> {
 /// What changed between two sides' identities: removed, added or not the
 /// same.
 pub fn changed<'a>(
-    old: &'a BTreeMap<Changed, Value>,
-    new: &'a BTreeMap<Changed, Value>,
+    old: &'a BTreeMap<Changed, Digest>,
+    new: &'a BTreeMap<Changed, Digest>,
 ) -> Vec<&'a Changed> {
     let mut out: Vec<&Changed> = old
         .keys()
@@ -107,29 +165,181 @@ pub fn changed<'a>(
     out
 }
 
-/// A JSON value with every `null` member left out: Go's decoder leaves
-/// the field unset, as if it were absent.
-fn without_nulls(v: &Value) -> Value {
-    match v {
-        Value::Object(o) => Value::Object(
-            o.iter()
-                .filter(|(_, v)| !v.is_null())
-                .map(|(k, v)| (k.clone(), without_nulls(v)))
-                .collect(),
-        ),
-        Value::Array(a) => Value::Array(a.iter().map(without_nulls).collect()),
-        other => other.clone(),
+/// A file or unit as merged: a config's JSON where the merge leaves it as
+/// it is, objects and lists of its own where it changes them.
+enum Node<'a> {
+    /// JSON of a config (of the render's own: its digest may be kept).
+    Raw(&'a Value, bool),
+    /// An object, without `null` members (Go's decoder leaves the field
+    /// unset, as if it were absent).
+    Object(BTreeMap<String, Node<'a>>),
+    Array(Vec<Node<'a>>),
+    New(Value),
+}
+
+impl<'a> Node<'a> {
+    fn empty_object() -> Node<'a> {
+        Node::Object(BTreeMap::new())
     }
+
+    /// Its members to change, if it is an object.
+    fn object(&mut self) -> Option<&mut BTreeMap<String, Node<'a>>> {
+        if let Node::Raw(Value::Object(o), own) = *self {
+            *self = Node::Object(
+                o.iter()
+                    .filter(|(_, v)| !v.is_null())
+                    .map(|(k, v)| (k.clone(), Node::Raw(v, own)))
+                    .collect(),
+            );
+        }
+        match self {
+            Node::Object(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    /// The string at `path` (members' names) under it.
+    fn str_at(&self, path: &[&str]) -> Option<&str> {
+        let Some((first, rest)) = path.split_first() else {
+            return match self {
+                Node::Raw(Value::String(s), _) | Node::New(Value::String(s)) => Some(s),
+                _ => None,
+            };
+        };
+        match self {
+            Node::Raw(Value::Object(o), _) => {
+                let mut v = o.get(*first)?;
+                for k in rest {
+                    v = v.get(k)?;
+                }
+                v.as_str()
+            }
+            Node::Object(o) => o.get(*first)?.str_at(rest),
+            _ => None,
+        }
+    }
+
+    fn is_object(&self) -> bool {
+        matches!(self, Node::Raw(Value::Object(_), _) | Node::Object(_))
+    }
+
+    fn is_array(&self) -> bool {
+        matches!(self, Node::Raw(Value::Array(_), _) | Node::Array(_))
+    }
+
+    /// An object's members, `null` ones left out.
+    fn members(self) -> Vec<(String, Node<'a>)> {
+        match self {
+            Node::Raw(Value::Object(o), own) => o
+                .iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.clone(), Node::Raw(v, own)))
+                .collect(),
+            Node::Object(o) => o.into_iter().collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    fn items(self) -> Vec<Node<'a>> {
+        match self {
+            Node::Raw(Value::Array(a), own) => a.iter().map(|v| Node::Raw(v, own)).collect(),
+            Node::Array(a) => a,
+            _ => Vec::new(),
+        }
+    }
+
+    fn digest(&self, memo: &mut Memo) -> Digest {
+        match self {
+            Node::Raw(v, own) => memo.digest(v, *own),
+            Node::New(v) => merkle(v).0,
+            Node::Object(o) => {
+                let mut h = Sha256::new();
+                h.update(b"o");
+                h.update(&(o.len() as u64).to_le_bytes());
+                for (k, v) in o {
+                    text(&mut h, k);
+                    h.update(&v.digest(memo));
+                }
+                h.finish()
+            }
+            Node::Array(a) => {
+                let mut h = Sha256::new();
+                h.update(b"a");
+                h.update(&(a.len() as u64).to_le_bytes());
+                for v in a {
+                    h.update(&v.digest(memo));
+                }
+                h.finish()
+            }
+        }
+    }
+}
+
+fn text(h: &mut Sha256, s: &str) {
+    h.update(&(s.len() as u64).to_le_bytes());
+    h.update(s.as_bytes());
+}
+
+/// The digest of `v` as Go's decoder reads it (objects' members in any
+/// order, a `null` member as absent; numbers as serde_json tells them
+/// apart: `1` is not `1.0`), of each member's and item's digest as a
+/// [`Node`]'s is; and the bytes hashed.
+fn merkle(v: &Value) -> (Digest, u64) {
+    let mut h = Sha256::new();
+    let mut size = 0;
+    match v {
+        Value::Null => h.update(b"n"),
+        Value::Bool(b) => h.update(if *b { b"t" } else { b"f" }),
+        Value::Number(n) => {
+            if let Some(u) = n.as_u64() {
+                h.update(b"u");
+                h.update(&u.to_le_bytes());
+            } else if let Some(i) = n.as_i64() {
+                h.update(b"i");
+                h.update(&i.to_le_bytes());
+            } else {
+                // -0.0 == 0.0, as serde_json compares them.
+                let f = n.as_f64().unwrap_or_default();
+                let f = if f == 0.0 { 0.0 } else { f };
+                h.update(b"d");
+                h.update(&f.to_bits().to_le_bytes());
+            }
+        }
+        Value::String(s) => {
+            h.update(b"s");
+            text(&mut h, s);
+            size = s.len() as u64;
+        }
+        Value::Array(a) => {
+            h.update(b"a");
+            h.update(&(a.len() as u64).to_le_bytes());
+            for e in a {
+                let (d, n) = merkle(e);
+                h.update(&d);
+                size += n;
+            }
+        }
+        Value::Object(o) => {
+            let mut members: Vec<(&String, &Value)> =
+                o.iter().filter(|(_, v)| !v.is_null()).collect();
+            members.sort_by(|a, b| a.0.cmp(b.0));
+            h.update(b"o");
+            h.update(&(members.len() as u64).to_le_bytes());
+            for (k, v) in members {
+                text(&mut h, k);
+                let (d, n) = merkle(v);
+                h.update(&d);
+                size += k.len() as u64 + n;
+            }
+        }
+    }
+    (h.finish(), size + 8)
 }
 
 /// An entry merged into a list keyed by `key` (Ignition's merge: the
 /// entry of the same key is merged field by field, a new one appended).
-fn merge_keyed(list: &mut Vec<(String, Value)>, key: &str, entry: Value) {
-    let k = entry
-        .get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
+fn merge_keyed<'a>(list: &mut Vec<(String, Node<'a>)>, key: &str, entry: Node<'a>) {
+    let k = entry.str_at(&[key]).unwrap_or_default().to_string();
     match list.iter_mut().find(|(n, _)| *n == k) {
         Some((_, was)) => merge(was, entry),
         None => list.push((k, entry)),
@@ -148,31 +358,37 @@ fn list_key(field: &str) -> Option<&'static str> {
 
 /// Ignition's struct merge: a field the child sets replaces the parent's,
 /// objects merge field by field, keyed lists by key; other lists append.
-fn merge(parent: &mut Value, child: Value) {
-    let (Some(p), Value::Object(c)) = (parent.as_object_mut(), child) else {
+fn merge<'a>(parent: &mut Node<'a>, child: Node<'a>) {
+    if !child.is_object() {
+        return;
+    }
+    let Some(p) = parent.object() else {
         return;
     };
-    for (field, value) in c {
-        match (p.get_mut(&field), value) {
-            (Some(was @ Value::Object(_)), v @ Value::Object(_)) => merge(was, v),
-            (Some(Value::Array(was)), Value::Array(items)) => match list_key(&field) {
-                Some(key) => {
-                    let mut keyed: Vec<(String, Value)> = was
-                        .drain(..)
-                        .map(|e| {
-                            let k = e.get(key).and_then(Value::as_str).unwrap_or_default();
-                            (k.to_string(), e)
-                        })
-                        .collect();
-                    for item in items {
-                        merge_keyed(&mut keyed, key, item);
+    for (field, value) in child.members() {
+        match p.get_mut(&field) {
+            Some(was) if was.is_object() && value.is_object() => merge(was, value),
+            Some(was) if was.is_array() && value.is_array() => {
+                let items = std::mem::replace(was, Node::Array(Vec::new())).items();
+                *was = Node::Array(match list_key(&field) {
+                    Some(key) => {
+                        let mut keyed: Vec<(String, Node)> = items
+                            .into_iter()
+                            .map(|e| {
+                                let k = e.str_at(&[key]).unwrap_or_default();
+                                (k.to_string(), e)
+                            })
+                            .collect();
+                        for item in value.items() {
+                            merge_keyed(&mut keyed, key, item);
+                        }
+                        keyed.into_iter().map(|(_, e)| e).collect()
                     }
-                    was.extend(keyed.into_iter().map(|(_, e)| e));
-                }
-                None => was.extend(items),
-            },
-            (_, v) => {
-                p.insert(field, v);
+                    None => items.into_iter().chain(value.items()).collect(),
+                });
+            }
+            _ => {
+                p.insert(field, value);
             }
         }
     }
@@ -183,6 +399,22 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn ids(configs: &[Value]) -> Result<BTreeMap<Changed, Digest>> {
+        identities(configs, &mut Memo::new(configs))
+    }
+
+    /// `extra` over `base`, objects member by member.
+    fn over(base: &mut Value, extra: Value) {
+        match (base, extra) {
+            (Value::Object(b), Value::Object(e)) => {
+                for (k, v) in e {
+                    over(b.entry(k).or_insert(Value::Null), v);
+                }
+            }
+            (b, e) => *b = e,
+        }
+    }
+
     fn mc(name: &str, config: Value) -> Value {
         json!({"metadata": {"name": name, "labels": {"machineconfiguration.openshift.io/role": "worker"}},
                "spec": {"config": config}})
@@ -192,15 +424,14 @@ mod tests {
     fn a_file_is_compared_whole_after_the_mcos_defaults() {
         let file = |extra: Value| {
             let mut f = json!({"path": "/etc/a", "contents": {"source": "data:,a"}, "mode": 420});
-            merge(&mut f, extra);
+            over(&mut f, extra);
             mc(
                 "50-a",
                 json!({"ignition": {"version": "3.4.0"}, "storage": {"files": [f]}}),
             )
         };
-        let base = identities(&[mc("00-base", json!({})), file(json!({}))]).unwrap();
-        let same =
-            identities(&[mc("00-base", json!({})), file(json!({"overwrite": true}))]).unwrap();
+        let base = ids(&[mc("00-base", json!({})), file(json!({}))]).unwrap();
+        let same = ids(&[mc("00-base", json!({})), file(json!({"overwrite": true}))]).unwrap();
         assert!(changed(&base, &same).is_empty(), "overwrite unset is true");
         for extra in [
             json!({"user": {"name": "chrony"}}),
@@ -208,7 +439,7 @@ mod tests {
             json!({"contents": {"verification": {"hash": "sha512-00"}}}),
             json!({"mode": 384}),
         ] {
-            let other = identities(&[mc("00-base", json!({})), file(extra.clone())]).unwrap();
+            let other = ids(&[mc("00-base", json!({})), file(extra.clone())]).unwrap();
             assert_eq!(
                 changed(&base, &other),
                 [&Changed::File("/etc/a".into())],
@@ -229,8 +460,8 @@ mod tests {
             "20-a",
             json!({"storage": {"links": [{"path": "/etc/a", "target": "/etc/b"}]}}),
         );
-        let hidden = identities(&[file.clone(), link]).unwrap();
-        let shown = identities(&[file]).unwrap();
+        let hidden = ids(&[file.clone(), link]).unwrap();
+        let shown = ids(&[file]).unwrap();
         assert_eq!(changed(&hidden, &shown), [&Changed::File("/etc/a".into())]);
     }
 
@@ -244,19 +475,21 @@ mod tests {
             "20-a",
             json!({"storage": {"files": [{"path": "/etc/a", "contents": {"source": "data:,x"}}]}}),
         );
-        let ids = identities(&[gz, plain]).unwrap();
+        let ids = ids(&[gz, plain]).unwrap();
         assert_eq!(
             ids[&Changed::File("/etc/a".into())],
-            json!({"path": "/etc/a", "contents": {"source": "data:,x"}, "overwrite": true})
+            merkle(
+                &json!({"path": "/etc/a", "contents": {"source": "data:,x"}, "overwrite": true})
+            )
+            .0
         );
     }
 
     #[test]
     fn a_unit_is_compared_whole() {
         let unit = |u: Value| mc("50-u", json!({"systemd": {"units": [u]}}));
-        let base = identities(&[unit(json!({"name": "kdump.service"}))]).unwrap();
-        let enabled =
-            identities(&[unit(json!({"name": "kdump.service", "enabled": true}))]).unwrap();
+        let base = ids(&[unit(json!({"name": "kdump.service"}))]).unwrap();
+        let enabled = ids(&[unit(json!({"name": "kdump.service", "enabled": true}))]).unwrap();
         assert_eq!(
             changed(&base, &enabled),
             [&Changed::Unit("kdump.service".into())]
@@ -266,15 +499,102 @@ mod tests {
                 json!({"name": "kubelet.service", "dropins": [{"name": "90-x.conf", "contents": t}]}),
             )
         };
-        let a = identities(&[dropin("[Service]\n")]).unwrap();
-        let b = identities(&[dropin("[Service]\nEnvironment=A=1\n")]).unwrap();
+        let a = ids(&[dropin("[Service]\n")]).unwrap();
+        let b = ids(&[dropin("[Service]\nEnvironment=A=1\n")]).unwrap();
         assert_eq!(changed(&a, &b), [&Changed::Unit("kubelet.service".into())]);
         // A drop-in without contents keeps the earlier one's.
         let later = mc(
             "60-u",
             json!({"systemd": {"units": [{"name": "kubelet.service", "dropins": [{"name": "90-x.conf"}]}]}}),
         );
-        let c = identities(&[dropin("[Service]\n"), later]).unwrap();
+        let c = ids(&[dropin("[Service]\n"), later]).unwrap();
         assert!(changed(&a, &c).is_empty());
+    }
+
+    /// Review 14 r14b F7: the digest tells JSON apart exactly as the
+    /// comparison of the JSON did (serde_json's equality, `null` members
+    /// left out), and a merged object's digest is its JSON's.
+    #[test]
+    fn digests_are_equal_exactly_when_the_json_is() {
+        let values = [
+            json!(null),
+            json!(true),
+            json!(false),
+            json!(0),
+            json!(1),
+            json!(-1),
+            json!(1.0),
+            json!(-0.0),
+            json!(0.0),
+            json!(u64::MAX),
+            json!(""),
+            json!("1"),
+            json!("ab"),
+            json!(["ab"]),
+            json!(["a", "b"]),
+            json!(["b", "a"]),
+            json!([null]),
+            json!([]),
+            json!({}),
+            json!({"a": null}),
+            json!({"a": "bc"}),
+            json!({"ab": "c"}),
+            json!({"a": "b", "c": "d"}),
+            json!({"c": "d", "a": "b"}),
+            json!({"a": {"b": null, "c": 1}}),
+            json!({"a": {"c": 1}}),
+            json!({"a": [{"b": null}]}),
+            json!({"a": [{}]}),
+        ];
+        fn without_nulls(v: &Value) -> Value {
+            match v {
+                Value::Object(o) => Value::Object(
+                    (o.iter().filter(|(_, v)| !v.is_null()))
+                        .map(|(k, v)| (k.clone(), without_nulls(v)))
+                        .collect(),
+                ),
+                Value::Array(a) => Value::Array(a.iter().map(without_nulls).collect()),
+                v => v.clone(),
+            }
+        }
+        for a in &values {
+            for b in &values {
+                assert_eq!(
+                    merkle(a).0 == merkle(b).0,
+                    without_nulls(a) == without_nulls(b),
+                    "{a} {b}"
+                );
+            }
+            // Built over, member by member, the same digest.
+            let memo = &mut Memo::new(&[]);
+            let mut node = Node::Raw(a, false);
+            node.object();
+            assert_eq!(node.digest(memo), merkle(a).0, "{a}");
+        }
+    }
+
+    /// Every pool of a render compares worker's MachineConfigs: a large
+    /// `passwd` is hashed once, and a change of one key is still seen.
+    #[test]
+    fn a_render_s_json_is_hashed_once() {
+        let keys = |last: &str| {
+            let mut k: Vec<String> = (0..200).map(|i| format!("ssh-ed25519 {i:0>64}")).collect();
+            k.push(last.into());
+            json!({"users": [{"name": "core", "sshAuthorizedKeys": k}]})
+        };
+        let render = vec![mc("99-keys", json!({"passwd": keys("a")}))];
+        let memo = &mut Memo::new(&render);
+        let first = identities(&render, memo).unwrap();
+        let at = render[0].pointer("/spec/config/passwd").unwrap() as *const Value as usize;
+        assert!(memo.kept.contains_key(&at));
+        // Known by its address: hashed again, it would not be this.
+        memo.kept.insert(at, [7; 32]);
+        let again = identities(&render, memo).unwrap();
+        assert_ne!(first[&Changed::SshKeys], again[&Changed::SshKeys]);
+        // A copy (not the render's own) is hashed afresh.
+        let copy = render.clone();
+        let other = ids(&[mc("99-keys", json!({"passwd": keys("b")}))]).unwrap();
+        assert_eq!(identities(&copy, memo).unwrap(), first);
+        assert_eq!(changed(&first, &other), [&Changed::SshKeys]);
     }
 }

@@ -175,6 +175,8 @@ pub fn stage_own(
         fs::create_dir(d).with_context(|| format!("creating {}", d.display()))?;
         made.push(d.to_path_buf());
     }
+    // What was made is ours, but may be writable by others (umask 000).
+    super::dir_chain::check(&path)?;
     let parts: Vec<Component> = Path::new(rel).components().collect();
     let (name, dirs) = parts.split_last().context("an empty name")?;
     let held = open_below(dir, dirs, who)?;

@@ -2,6 +2,7 @@
 //! (`MergeMachineConfigs`): `worker`'s by name, then all others by name;
 //! a rendered config, what a pool already merged, as the base.
 
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 
 use anyhow::{Result, bail};
@@ -77,11 +78,12 @@ pub fn rendered_pool(mc: &Value) -> Option<&str> {
 /// A node is in one pool: configs of two pools' roles are refused, and a
 /// rendered config counts as its pool's (rendered-worker stands for
 /// worker's configs, which a custom pool takes too).
-pub fn merge_order(configs: &[Value]) -> Result<Vec<usize>> {
+pub fn merge_order<V: Borrow<Value>>(configs: &[V]) -> Result<Vec<usize>> {
     // A pool's configs: by role label, and rendered for it.
     let mut roles: BTreeMap<&str, [Vec<&str>; 2]> = BTreeMap::new();
     let mut rank = Vec::with_capacity(configs.len());
     for mc in configs {
+        let mc = mc.borrow();
         let role = role(mc)?;
         if let Some(r) = role {
             roles.entry(r).or_default()[0].push(mc_name(mc));
@@ -130,6 +132,8 @@ pub fn merge_order(configs: &[Value]) -> Result<Vec<usize>> {
     }
     let mut order: Vec<usize> = (0..configs.len()).collect();
     // Stable: configs of one name keep the order given.
-    order.sort_by(|&a, &b| (rank[a], mc_name(&configs[a])).cmp(&(rank[b], mc_name(&configs[b]))));
+    order.sort_by(|&a, &b| {
+        (rank[a], mc_name(configs[a].borrow())).cmp(&(rank[b], mc_name(configs[b].borrow())))
+    });
     Ok(order)
 }

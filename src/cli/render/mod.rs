@@ -31,6 +31,7 @@ pub mod command;
 pub mod compose;
 pub mod contained;
 mod dataurl;
+pub mod dir_chain;
 pub mod dropins;
 pub mod encoding;
 pub mod extensions;

@@ -15,11 +15,14 @@ use anyhow::{Context, Result, bail};
 /// it leads to (the link stays, its target gets the new contents). A device,
 /// FIFO, socket or directory, or a link to one or to nothing, is refused:
 /// the temp-file-and-rename write would replace it with a regular file. So
-/// is a link another user owns (see [`follow_own_links`]).
+/// is a link another user owns (see [`follow_own_links`]), and a place
+/// in a directory another user owns or may write, or below one
+/// ([`super::dir_chain`]).
 pub fn write_target(path: &Path) -> Result<PathBuf> {
     let (target, meta) = follow_own_links(path)?;
     let Some(meta) = meta else {
         if target == path {
+            super::dir_chain::check(&target)?;
             return Ok(target);
         }
         bail!(
@@ -28,6 +31,7 @@ pub fn write_target(path: &Path) -> Result<PathBuf> {
         );
     };
     if meta.is_file() {
+        super::dir_chain::check(&target)?;
         return Ok(target);
     }
     if target == path {
@@ -45,10 +49,6 @@ pub fn write_target(path: &Path) -> Result<PathBuf> {
     )
 }
 
-unsafe extern "C" {
-    fn geteuid() -> std::ffi::c_uint;
-}
-
 /// `path` with the symlinks at its end followed, and what is there (None:
 /// nothing). Each link on the way must be owned by the user we run as, or
 /// by root: a link another user owns is refused, wherever it is, since
@@ -61,8 +61,7 @@ unsafe extern "C" {
 /// written, never resolved here.
 fn follow_own_links(path: &Path) -> Result<(PathBuf, Option<fs::Metadata>)> {
     use std::os::unix::fs::MetadataExt;
-    // SAFETY: geteuid(2) takes nothing and cannot fail.
-    let me = unsafe { geteuid() };
+    let me = super::dir_chain::euid();
     let mut at = path.to_path_buf();
     for _ in 0..40 {
         let meta = match fs::symlink_metadata(&at) {
@@ -99,8 +98,7 @@ fn follow_own_links(path: &Path) -> Result<(PathBuf, Option<fs::Metadata>)> {
 /// (the kernel's `protected_fifos` guards only opens that may create).
 fn stream_owned_by_us(path: &Path, meta: &fs::Metadata) -> Result<()> {
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
-    // SAFETY: geteuid(2) takes nothing and cannot fail.
-    let me = unsafe { geteuid() };
+    let me = super::dir_chain::euid();
     let stream = meta.file_type().is_fifo() || meta.file_type().is_char_device();
     if !stream || (meta.uid() != me && meta.uid() != 0) {
         bail!(
@@ -231,6 +229,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
     let path = &write_target(path)?;
     let dir = path.parent().context("a path with no parent")?;
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    // What was made is ours, but may be writable by others (umask 000).
+    super::dir_chain::check(path)?;
     temp_copy(dir, path, bytes, mode)?
         .persist(path)
         .with_context(|| format!("renaming into {}", path.display()))?;

@@ -1,0 +1,211 @@
+//! The directories an output lands in, and every one above them, are
+//! safe to write into: each is root's or ours, and no other user can
+//! write it (not world-writable, nor writable by a group other than ours,
+//! unless sticky). Otherwise whoever owns or may write one of them can
+//! rename what we wrote away and put their own in its place (a manifest
+//! without its taints, another ISO) before it is applied or flashed, or
+//! rename a directory on the way and put one of theirs there. As
+//! OpenSSH's `StrictModes` checks a user's `~/.ssh` up to `/`.
+//!
+//! A sticky directory (`/tmp`) of root's or ours is safe: there nobody
+//! renames or removes what another owns. A group-writable directory of our
+//! own group is too: RHEL's umask 002 makes every directory of a user so,
+//! for the user's own private group. A link on the way is followed when
+//! root or we own it; another user's is refused, as at `-o` itself.
+
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+unsafe extern "C" {
+    fn geteuid() -> std::ffi::c_uint;
+    fn getegid() -> std::ffi::c_uint;
+}
+
+/// The user we run as.
+pub fn euid() -> u32 {
+    // SAFETY: geteuid(2) takes nothing and cannot fail.
+    unsafe { geteuid() }
+}
+
+fn egid() -> u32 {
+    // SAFETY: getegid(2) takes nothing and cannot fail.
+    unsafe { getegid() }
+}
+
+/// Refuse to write `path` when the directory it lands in, or one above
+/// it, is another user's or writable by others (see the module's notes).
+/// What does not exist yet is made by us, so ours: the check stops there.
+pub fn check(path: &Path) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let dir = if dir.is_absolute() {
+        dir
+    } else {
+        std::env::current_dir()
+            .context("reading the current directory")?
+            .join(dir)
+    };
+    let mut todo = steps(&dir);
+    let mut at = PathBuf::from("/");
+    safe(path, &at, &fs::metadata(&at).context("reading /")?)?;
+    let mut links = 0;
+    while let Some(step) = todo.pop() {
+        let name = match step {
+            Step::Root => {
+                at = PathBuf::from("/");
+                continue;
+            }
+            Step::Parent => {
+                at.pop();
+                continue;
+            }
+            Step::Name(name) => name,
+        };
+        let next = at.join(name);
+        let meta = match fs::symlink_metadata(&next) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            other => other.with_context(|| format!("reading {}", next.display()))?,
+        };
+        if meta.file_type().is_symlink() {
+            links += 1;
+            if links > 40 {
+                bail!(
+                    "{}: more than 40 symlinks on the way; not writing there",
+                    path.display()
+                );
+            }
+            let (me, owner) = (euid(), meta.uid());
+            if owner != me && owner != 0 {
+                bail!(
+                    "{}: {} on the way is a symlink owned by another user (uid {owner}), who \
+                     can point it anywhere; not writing there: give the path it leads to, in a \
+                     directory that you (uid {me}) or root own",
+                    path.display(),
+                    next.display()
+                );
+            }
+            let to = fs::read_link(&next).with_context(|| format!("reading {}", next.display()))?;
+            // Read from the link's directory (`at`), or from `/`.
+            todo.extend(steps(&to));
+            continue;
+        }
+        if !meta.is_dir() {
+            // Not a directory: the write fails there on its own.
+            return Ok(());
+        }
+        safe(path, &next, &meta)?;
+        at = next;
+    }
+    Ok(())
+}
+
+enum Step {
+    Root,
+    Parent,
+    Name(std::ffi::OsString),
+}
+
+/// The steps of `path`, last first (a stack).
+fn steps(path: &Path) -> Vec<Step> {
+    (path.components().rev())
+        .filter_map(|c| match c {
+            Component::RootDir | Component::Prefix(_) => Some(Step::Root),
+            Component::CurDir => None,
+            Component::ParentDir => Some(Step::Parent),
+            Component::Normal(n) => Some(Step::Name(n.to_os_string())),
+        })
+        .collect()
+}
+
+/// Refuse `dir` (on the way to `path`) when another user owns it, or
+/// others may write it and it is not sticky.
+fn safe(path: &Path, dir: &Path, meta: &fs::Metadata) -> Result<()> {
+    let (me, owner, mode) = (euid(), meta.uid(), meta.mode());
+    let sticky = mode & 0o1000 != 0;
+    let fix = format!(
+        "choose a directory that you (uid {me}) or root own and no other user can write, with \
+         none above it another user's"
+    );
+    if owner != me && owner != 0 {
+        bail!(
+            "{}: {} is owned by another user (uid {owner}), who can replace what is written \
+             there before it is used; not writing there: {fix}",
+            path.display(),
+            dir.display()
+        );
+    }
+    if sticky {
+        return Ok(());
+    }
+    if mode & 0o002 != 0 {
+        bail!(
+            "{}: {} is writable by every user (mode {:04o}) and not sticky: anyone can replace \
+             what is written there before it is used; not writing there: {fix} (or chmod o-w \
+             {})",
+            path.display(),
+            dir.display(),
+            mode & 0o7777,
+            dir.display()
+        );
+    }
+    if mode & 0o020 != 0 && meta.gid() != egid() {
+        bail!(
+            "{}: {} is writable by group {} (mode {:04o}) and not sticky: its members can \
+             replace what is written there before it is used; not writing there: {fix} (or \
+             chmod g-w {})",
+            path.display(),
+            dir.display(),
+            meta.gid(),
+            mode & 0o7777,
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// Without root: a directory of ours writable by every user, on the
+    /// way or where the file lands, is refused, through a link of ours
+    /// too; sticky, or not writable by others, it is not.
+    #[test]
+    fn a_directory_others_may_write_is_refused_unless_sticky() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        let mode =
+            |p: &Path, m: u32| fs::set_permissions(p, fs::Permissions::from_mode(m)).unwrap();
+        fs::create_dir_all(d.join("open/below")).unwrap();
+        fs::create_dir_all(d.join("sticky/below")).unwrap();
+        mode(&d.join("open"), 0o777);
+        mode(&d.join("sticky"), 0o1777);
+        std::os::unix::fs::symlink(d.join("open/below"), d.join("link")).unwrap();
+        for bad in [
+            "open/x",
+            "open/below/x",
+            "open/missing/x",
+            "link/x",
+            "sticky/../open/x",
+        ] {
+            let e = format!("{:#}", check(&d.join(bad)).unwrap_err());
+            assert!(
+                e.contains(&format!(
+                    "{}: {} is writable by every user (mode 0777) and not sticky",
+                    d.join(bad).display(),
+                    d.join("open").display()
+                )),
+                "{bad}: {e}"
+            );
+        }
+        for fine in ["x", "sticky/x", "sticky/below/x", "missing/more/x"] {
+            check(&d.join(fine)).unwrap_or_else(|e| panic!("{fine}: {e:#}"));
+        }
+    }
+}
