@@ -246,10 +246,15 @@ fn sets_label_variables(mc: &Value, path: &str) -> bool {
     let Ok(file) = layout.file(path) else {
         return true;
     };
+    // Read as systemd reads an EnvironmentFile= (a lone CR ends a line too),
+    // and by text as well (a variable named in any form is refused).
     file.is_some_and(|f| {
         let text = String::from_utf8_lossy(&f.contents).replace("\\\n", "");
         text.contains("CUSTOM_KUBELET_LABELS")
-            || text.lines().any(|l| {
+            || crate::node::unit::env::parse_env_file(&f.contents)
+                .iter()
+                .any(|(k, _)| LABEL_VARIABLES.contains(&k.as_str()))
+            || text.split(['\n', '\r']).any(|l| {
                 let l = l.trim_start();
                 let l = l.strip_prefix("export").unwrap_or(l);
                 l.split_once('=')
@@ -288,6 +293,9 @@ mod tests {
             "CUSTOM_KUBELET_LABELS=a=b\n",
             " export ID=x\n",
             "I\\\nD=x\n",
+            // Review 15: a lone CR ends a line for systemd.
+            "X=1\rID=x\n",
+            "X=\"a\"\rID=x",
         ] {
             let e = check_inputs(&mc(&[(env, text)], json!({})), "s", "p").unwrap_err();
             assert!(e.to_string().contains("EnvironmentFile="), "{e}");
