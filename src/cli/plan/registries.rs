@@ -97,9 +97,26 @@ fn decode(bytes: &[u8]) -> Result<Conf, String> {
     if let Some(what) = table.values().find_map(not_plain) {
         return Err(unread(&format!("holds {what}")));
     }
-    v2_conf(&table).map_err(|why| {
-        format!("{why}: the MCO's TOML reader refuses it, and the update fails on the node")
+    v2_conf(&table).map_err(|e| match e {
+        Fault::Refused(why) => {
+            format!("{why}: the MCO's TOML reader refuses it, and the update fails on the node")
+        }
+        Fault::Chance(why) => unread(&why),
     })
+}
+
+/// Why the Go reader's `V2RegistriesConf` is not known.
+enum Fault {
+    /// The reader refuses the file (a value of the wrong type).
+    Refused(String),
+    /// The reader's result depends on Go's map order.
+    Chance(String),
+}
+
+impl From<String> for Fault {
+    fn from(why: String) -> Fault {
+        Fault::Refused(why)
+    }
 }
 
 /// TOML 1.1 syntax the MCO's reader (TOML 1.0) refuses: a newline or a
@@ -173,7 +190,7 @@ fn fold_eq(field: &str, key: &str) -> bool {
 fn fields<'a>(
     table: &'a toml::Table,
     names: &[&'static str],
-) -> Result<BTreeMap<&'static str, &'a toml::Value>, String> {
+) -> Result<BTreeMap<&'static str, &'a toml::Value>, Fault> {
     let mut out: BTreeMap<&'static str, (&'a str, &'a toml::Value)> = BTreeMap::new();
     for (key, value) in table {
         let Some(name) =
@@ -182,9 +199,10 @@ fn fields<'a>(
             continue;
         };
         if let Some((other, _)) = out.insert(name, (key, value)) {
-            return Err(format!(
-                "keys {other:?} and {key:?} both set {name}, in an order Go leaves to chance"
-            ));
+            return Err(Fault::Chance(format!(
+                "has keys {other:?} and {key:?} that both set {name}, in an order Go leaves to \
+                 chance"
+            )));
         }
     }
     Ok(out.into_iter().map(|(n, (_, v))| (n, v)).collect())
@@ -222,7 +240,7 @@ fn tables<'a>(v: &'a toml::Value, name: &str) -> Result<Vec<&'a toml::Table>, St
 
 /// `V2RegistriesConf` (and what its fields refuse: every field is decoded,
 /// a wrong type fails the whole file).
-fn v2_conf(table: &toml::Table) -> Result<Conf, String> {
+fn v2_conf(table: &toml::Table) -> Result<Conf, Fault> {
     let f = fields(
         table,
         &[
@@ -271,7 +289,7 @@ fn endpoint_field(e: &mut Endpoint, name: &str, v: &toml::Value) -> Result<bool,
     Ok(true)
 }
 
-fn registry(t: &toml::Table) -> Result<Registry, String> {
+fn registry(t: &toml::Table) -> Result<Registry, Fault> {
     let f = fields(
         t,
         &[
@@ -301,7 +319,7 @@ fn registry(t: &toml::Table) -> Result<Registry, String> {
                         for (name, v) in fields(m, &["location", "insecure", "pull-from-mirror"])? {
                             endpoint_field(&mut e, name, v)?;
                         }
-                        Ok::<_, String>(e)
+                        Ok::<_, Fault>(e)
                     })
                     .collect::<Result<_, _>>()?;
             }
