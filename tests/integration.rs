@@ -53,6 +53,7 @@ mod plan_disruption_cost;
 mod plan_fleet;
 mod plan_memory;
 mod plan_reconcilable;
+mod plan_registries;
 mod plan_tolerations;
 mod pr_inputs;
 mod pr_machineconfigs;

@@ -41,7 +41,7 @@ pub(crate) fn wrapper(dir: &Path, marker: &[u8]) -> PathBuf {
 }
 
 /// `render machineconfig ARGS --output-dir out`.
-fn render_to(out: &Path, args: &[&str]) {
+pub(crate) fn render_to(out: &Path, args: &[&str]) {
     let o = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
         .args(["render", "machineconfig"])
         .args(args)

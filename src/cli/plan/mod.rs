@@ -25,6 +25,7 @@ pub mod kube;
 mod policy;
 pub mod pool_tree;
 mod reconcilable;
+mod registries;
 mod rendered_diff;
 mod report;
 mod unrendered;
@@ -791,7 +792,7 @@ fn judge(
             .kubelet_minor
             .is_some_and(|m| m < policy::FIRST_KUBELET_MINOR);
         for change in rendered_diff::changed(old, new) {
-            let (d, actions) = match change {
+            let (mut d, actions) = match change {
                 // Written in place on every release.
                 Changed::SshKeys if before_policies => (Disruption::Nothing, vec!["None".into()]),
                 _ if before_policies => (
@@ -799,6 +800,21 @@ fn judge(
                     vec!["OpenShift before 4.17 has no node disruption policy".into()],
                 ),
                 _ => policy.cost(change),
+            };
+            // `Special`: the daemon judges the registries.conf change.
+            let judged = match change {
+                Changed::File(_) if actions.iter().any(|a| a == "Special") => {
+                    match registries::judge(old.get(change), new.get(change)) {
+                        registries::Verdict::Safe => {
+                            ": the MCO judges the change safe (no drain)".to_string()
+                        }
+                        registries::Verdict::Drain(why) => {
+                            d = d.max(Disruption::Drain);
+                            format!(": a drain ({why})")
+                        }
+                    }
+                }
+                _ => String::new(),
             };
             let default = !before_policies && policy.is_default(change, defaults);
             o.disruption = o.disruption.max(d);
@@ -808,7 +824,7 @@ fn judge(
                 Changed::SshKeys => "core's SSH keys".into(),
             };
             o.disruption_because.push(format!(
-                "{what}: {}{}",
+                "{what}: {}{}{judged}",
                 actions.join(", "),
                 if default { " (the MCO's default)" } else { "" }
             ));

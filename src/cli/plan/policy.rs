@@ -118,7 +118,7 @@ pub enum Disruption {
     Restart,
     /// The node drains (its pods are evicted) and is not rebooted: a
     /// `Drain` action, or `Special` (registries.conf) for a change the
-    /// MCO does not judge safe.
+    /// MCO does not judge safe (`registries::judge`).
     Drain,
     DrainAndReboot,
 }
@@ -142,12 +142,12 @@ impl Disruption {
             .map(|a| match a.split_once(' ').map_or(a.as_str(), |(t, _)| t) {
                 "None" => Disruption::Nothing,
                 "DaemonReload" => Disruption::DaemonReload,
-                "Reload" => Disruption::Reload,
                 "Restart" => Disruption::Restart,
-                // The MCO drains for `Special` unless the registries.conf
-                // change only adds digest-only mirrors, which plan does
-                // not judge.
-                "Drain" | "Special" => Disruption::Drain,
+                // `Special` (registries.conf): crio reloads; whether the
+                // node drains too is judged on the file
+                // (`registries::judge`).
+                "Reload" | "Special" => Disruption::Reload,
+                "Drain" => Disruption::Drain,
                 _ => Disruption::DrainAndReboot,
             })
             .max()

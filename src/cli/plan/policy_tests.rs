@@ -22,10 +22,11 @@ fn defaults_by_release() {
         on(Some(33), "/etc/containers/registries.d/quay.yaml"),
         Disruption::Reload
     );
-    // registries.conf: the MCO's Special, a drain unless judged safe.
+    // registries.conf: the MCO's Special, a crio reload (and a drain
+    // when the change is judged unsafe, by the caller).
     assert_eq!(
         on(Some(33), "/etc/containers/registries.conf"),
-        Disruption::Drain
+        Disruption::Reload
     );
     // /etc/crio/policies from 4.18 on.
     assert_eq!(

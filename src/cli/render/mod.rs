@@ -30,7 +30,7 @@ pub mod arch;
 pub mod command;
 pub mod compose;
 pub mod contained;
-mod dataurl;
+pub mod dataurl;
 pub mod dir_chain;
 pub mod dropins;
 pub mod encoding;
