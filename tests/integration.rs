@@ -50,6 +50,7 @@ mod plan_cluster_unit;
 mod plan_disruption_cost;
 mod plan_fleet;
 mod plan_reconcilable;
+mod plan_sync_evaluated;
 mod plan_tolerations;
 mod pr_inputs;
 mod pr_machineconfigs;
