@@ -54,6 +54,7 @@ mod plan_fleet;
 mod plan_memory;
 mod plan_reconcilable;
 mod plan_registries;
+mod plan_sync_evaluated;
 mod plan_tolerations;
 mod pr_inputs;
 mod pr_machineconfigs;

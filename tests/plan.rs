@@ -549,34 +549,10 @@ fn sync_as_planned(
     d: &Path,
 ) -> Vec<String> {
     use crate::support::realcluster::labels_and_taints;
-    use kubelet_labeler::cli::render::layout;
     std::fs::create_dir_all(d).unwrap();
     let tree = d.join("tree");
     let hardware = repo().join("tests/fixtures/nodes/dgx");
-    let mut configs = Vec::new();
-    for e in std::fs::read_dir(to).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            continue; // cluster-wide/: the disruption policy
-        }
-        let text = std::fs::read_to_string(&p).unwrap();
-        if !text.lines().any(|l| l == "kind: MachineConfig") {
-            continue; // the pool, the disruption policy
-        }
-        configs.extend(layout::machineconfigs_from_yaml(&text, &p.display().to_string()).unwrap());
-    }
-    layout::Layout::merge(configs)
-        .unwrap()
-        .write(&tree)
-        .unwrap();
-    let unit = tree.join("etc/systemd/system/kubelet.service");
-    if !unit.exists() {
-        crate::support::write(&unit, "[Service]\nExecStart=/usr/bin/kubelet\n");
-    }
-    let kubelet = tree.join("usr/bin/kubelet");
-    crate::support::write(&kubelet, "#!/bin/sh\n");
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&kubelet, std::fs::Permissions::from_mode(0o755)).unwrap();
+    node_tree(to, &tree);
     let kubeconfig = d.join("kubeconfig");
     std::fs::write(&kubeconfig, cluster.kubeconfig(name)).unwrap();
     // The export plan reads: the Node and the node's NodeFeature.
@@ -658,6 +634,33 @@ fn sync_as_planned(
         stderr(&s)
     );
     acted
+}
+
+/// The node's tree of a render (`layout`: its MachineConfigs' files
+/// merged), with a kubelet unit and executable where the render has none.
+pub(crate) fn node_tree(to: &Path, tree: &Path) {
+    use kubelet_labeler::cli::render::layout;
+    let mut configs = Vec::new();
+    for e in std::fs::read_dir(to).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            continue; // cluster-wide/: the disruption policy
+        }
+        let text = std::fs::read_to_string(&p).unwrap();
+        if !text.lines().any(|l| l == "kind: MachineConfig") {
+            continue; // the pool, the disruption policy
+        }
+        configs.extend(layout::machineconfigs_from_yaml(&text, &p.display().to_string()).unwrap());
+    }
+    layout::Layout::merge(configs).unwrap().write(tree).unwrap();
+    let unit = tree.join("etc/systemd/system/kubelet.service");
+    if !unit.exists() {
+        crate::support::write(&unit, "[Service]\nExecStart=/usr/bin/kubelet\n");
+    }
+    let kubelet = tree.join("usr/bin/kubelet");
+    crate::support::write(&kubelet, "#!/bin/sh\n");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&kubelet, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 /// Label selectors against Kubernetes' own code: the real API server

@@ -362,7 +362,8 @@ struct Side {
     memo: rendered_diff::Memo,
     /// (pool, feature set) → registration: each distinct feature set of a
     /// pool is evaluated once.
-    registrations: std::collections::HashMap<(String, Option<usize>), (Registration, Desired)>,
+    registrations:
+        std::collections::HashMap<(String, Option<usize>), (Registration, Option<Desired>)>,
     /// (pool before, pool after) → the MCO's refusal of the change and the
     /// OS changes it reboots for (kept on the proposed side).
     against: std::collections::HashMap<(String, String), Against>,
@@ -494,14 +495,17 @@ fn shown_taint(t: &Taint) -> String {
     }
 }
 
-/// What the wrapper adds on this node (its pool, its features) on one side.
+/// What the wrapper adds on this node (its pool, its features) on one side,
+/// and what the day-2 sync then syncs the running Node to (None: no sync
+/// plan can tell: the wrapper off, our static part unparsable, the rules
+/// without the node's facts).
 fn registration(
     side: &mut Side,
     pool: &Pool,
     features: Option<usize>,
     fleet: &Fleet,
     profile: Profile,
-) -> Result<(Registration, Desired)> {
+) -> Result<(Registration, Option<Desired>)> {
     let key = (pool.name.clone(), features);
     if let Some(r) = side.registrations.get(&key) {
         return Ok(r.clone());
@@ -512,7 +516,7 @@ fn registration(
                 left_out: Some(why),
                 ..Default::default()
             },
-            Desired::default(),
+            None,
         );
         side.registrations.insert(key, off.clone());
         return Ok(off);
@@ -526,24 +530,30 @@ fn registration(
     };
     let collected = wplan::collect_given(&env, f, profile);
     let fence = collected.fence.clone();
-    let (mut reg, mut desired) = match collected.additions {
-        Ok(Some(a)) => (
-            Registration {
-                labels: a.labels.iter().map(|(k, v)| format!("{k}={v}")).collect(),
-                taints: a.taints.iter().map(shown_taint).collect(),
-                left_out: (features.is_none() && has_sources && wplan::rules_in_env(&env))
-                    .then(|| "rules not evaluated: no NodeFeature for this node".into()),
-            },
-            Desired {
-                labels: a.labels,
-                taints: a.taints,
-                rule_taints: derived::rule_taints(&env),
-                unknown: None,
-            },
+    // The sync's own: what it syncs to from this evaluation, its rules
+    // failed as a whole or not (fenced or label-only: it still adds and
+    // changes what it knows, and removes nothing they may give).
+    let failed = collected.failed.as_deref();
+    let (mut reg, desired) = match collected.additions {
+        Ok(Some(a)) => {
+            let unevaluated = features.is_none() && has_sources && wplan::rules_in_env(&env);
+            (
+                Registration {
+                    labels: a.labels.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+                    taints: a.taints.iter().map(shown_taint).collect(),
+                    left_out: unevaluated
+                        .then(|| "rules not evaluated: no NodeFeature for this node".into()),
+                },
+                (!unevaluated)
+                    .then(|| Desired::evaluated((a.labels, a.taints), failed, None, &env)),
+            )
+        }
+        Ok(None) => (
+            Registration::default(),
+            Some(Desired::evaluated(Default::default(), failed, None, &env)),
         ),
-        Ok(None) => (Registration::default(), Desired::default()),
         // As boot: the static part does not parse, so the fence alone
-        // (the sync leaves the Node as it is).
+        // (the sync derives nothing and leaves the Node as it is).
         Err(e) => (
             Registration {
                 taints: vec![shown_taint(&fence::Reason::TaintsUnreadable.taint())],
@@ -552,18 +562,17 @@ fn registration(
                 )),
                 ..Default::default()
             },
-            Desired::default(),
+            None,
         ),
     };
     if let Some(f) = fence {
-        // The wrapper registers fenced (fail closed); the sync leaves the
-        // Node as it is.
+        // The wrapper registers fenced (fail closed); the sync still syncs
+        // the static part (`desired`, its rules unknown).
         reg.taints.push(shown_taint(&f.reason.taint()));
         reg.left_out = Some(format!(
             "the node rules could not be evaluated, so it registers fenced: {}",
             f.why
         ));
-        desired = Desired::default();
     }
     side.registrations
         .insert(key, (reg.clone(), desired.clone()));
@@ -677,9 +686,11 @@ fn judge(
         .map(|s| s.taints.clone())
         .unwrap_or_default();
     if let Some(state) = &n.node {
-        let ours_after =
-            !sides[1].pool(&proposed_pool)?.files.is_empty() && after.left_out.is_none();
-        if ours_after {
+        let ours_after = match desired {
+            Some(d) if !sides[1].pool(&proposed_pool)?.files.is_empty() => Some(d),
+            _ => None,
+        };
+        if let Some(desired) = ours_after {
             let pol = Policy {
                 pool_label: sides[1].pool(&proposed_pool)?.pool_label.clone(),
                 allow_pool_label: false,

@@ -156,11 +156,10 @@ pub fn derive(opts: &SyncOptions) -> Result<Derivation, String> {
     // registers fenced).
     // Label-only rules too (review 14): no fence then, but what they give
     // is unknown all the same.
-    let unknown = (collected.failed.as_ref())
-        .map(|why| format!("the node rules could not be evaluated ({why})"));
+    let failed = collected.failed.take();
     // Said once, by `unknown`.
     let said = |n: &String| {
-        unknown.is_none()
+        failed.is_none()
             || !(n.starts_with(plan::RULES_LEFT_OUT_NOTE)
                 || n.starts_with(crate::node::wrapper::fence::LABELS_LEFT_OUT_NOTE))
     };
@@ -174,19 +173,9 @@ pub fn derive(opts: &SyncOptions) -> Result<Derivation, String> {
     let ours = collected.additions.as_ref().ok().cloned().flatten();
     let ours = ours.filter(|_| is_kubelet);
     let p = plan::plan(original, collected.additions, profile, &fs);
-    let (labels, taints, unknown) = match (p.left_out, ours) {
-        (None, _) => (p.added_labels, p.taints, unknown),
-        (Some(why), Some(ours)) => {
-            let why = format!(
-                "kubelet's own taints could not be read ({})",
-                escape_controls(&why)
-            );
-            let unknown = Some(match unknown {
-                Some(rules) => format!("{rules}; {why}"),
-                None => why,
-            });
-            (ours.labels, ours.taints, unknown)
-        }
+    let (evaluated, kubelet_unread) = match (p.left_out, ours) {
+        (None, _) => ((p.added_labels, p.taints), None),
+        (Some(why), Some(ours)) => ((ours.labels, ours.taints), Some(why)),
         (Some(why), None) => {
             // The wrapper would start kubelet without our labels: the sync
             // does not guess what it would have added.
@@ -197,12 +186,12 @@ pub fn derive(opts: &SyncOptions) -> Result<Derivation, String> {
     };
     notes.extend(collected.notes);
     Ok(Derivation {
-        desired: Desired {
-            labels,
-            taints,
-            rule_taints: crate::node::wrapper::derived::rule_taints(&env),
-            unknown,
-        },
+        desired: Desired::evaluated(
+            evaluated,
+            failed.as_deref(),
+            kubelet_unread.as_deref(),
+            &env,
+        ),
         kubeconfig,
         node_name,
         profile,

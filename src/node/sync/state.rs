@@ -85,6 +85,44 @@ pub struct Desired {
     pub unknown: Option<String>,
 }
 
+impl Desired {
+    /// What the sync syncs a Node to, from one evaluation of the node's
+    /// configuration: `labels` and `taints` as the wrapper passes them
+    /// (kubelet's own taints merged in where they were read), the rules'
+    /// failure as a whole (`wrapper::plan::Collected::failed`), why
+    /// kubelet's own taints could not be read, and the unit's environment
+    /// (the taints its rules may give). The sync's `derive` and `plan` both
+    /// build their `Desired` here, so what an evaluation that failed keeps
+    /// (every derived key still added or changed; nothing the rules may give
+    /// removed or reported stale) is said once.
+    pub fn evaluated(
+        (labels, taints): (Vec<(String, String)>, Vec<Taint>),
+        rules_failed: Option<&str>,
+        kubelet_taints_unread: Option<&str>,
+        env: &[(std::ffi::OsString, std::ffi::OsString)],
+    ) -> Desired {
+        use crate::node::wrapper::derived;
+        let rules =
+            rules_failed.map(|why| format!("the node rules could not be evaluated ({why})"));
+        let kubelet = kubelet_taints_unread.map(|why| {
+            format!(
+                "kubelet's own taints could not be read ({})",
+                derived::escape_controls(why)
+            )
+        });
+        let unknown = match (rules, kubelet) {
+            (Some(rules), Some(why)) => Some(format!("{rules}; {why}")),
+            (rules, why) => rules.or(why),
+        };
+        Desired {
+            labels,
+            taints,
+            rule_taints: derived::rule_taints(env),
+            unknown,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
     /// The label the node's MachineConfigPool selects it by.
