@@ -21,6 +21,10 @@ pub(crate) struct Output {
     pub(super) matched_features: SortedMap<String, Vec<Element>>,
     pub(super) labels: SortedMap<String, String>,
     pub(super) vars: SortedMap<String, String>,
+    /// The units its matched blocks' elements were charged (what
+    /// `matched_features` holds when kept, `element_units` each, kept or
+    /// not): what reusing this output from the memo costs.
+    pub(super) recorded: u64,
 }
 
 pub(super) struct Evaluator<'f> {
@@ -38,6 +42,9 @@ pub(super) struct Evaluator<'f> {
     /// units of data its current block made so far (at most
     /// `budget::MAX_TEMPLATE_DATA`). The same wherever the rules run.
     pub(super) template_data: Cell<Option<u64>>,
+    /// The units of the elements the current block made so far (copied
+    /// into matched data, kept or not).
+    pub(super) block_units: Cell<u64>,
 }
 
 /// One feature name's elements of each kind (NFD allows several kinds).
@@ -76,6 +83,8 @@ impl<'f> Evaluator<'f> {
     /// `budget::MAX_TEMPLATE_DATA` the evaluation stops as out of budget
     /// (as a template past its caps does).
     fn hold(&self, units: u64) -> Result<(), String> {
+        self.block_units
+            .set(self.block_units.get().saturating_add(units));
         if let Some(held) = self.template_data.get() {
             let held = held.saturating_add(units);
             if held > budget::MAX_TEMPLATE_DATA {
@@ -107,6 +116,7 @@ impl<'f> Evaluator<'f> {
             matched_features: SortedMap::new(),
             labels: SortedMap::new(),
             vars: SortedMap::new(),
+            recorded: 0,
         };
         let mut out = unmatched();
         // A parse error counts only when the template would run (NFD
@@ -130,6 +140,7 @@ impl<'f> Evaluator<'f> {
                     continue;
                 };
                 any = true;
+                out.recorded += self.block_units.get();
                 self.record(&mut out.matched_features, &data)?;
                 if !templates {
                     break;
@@ -145,6 +156,7 @@ impl<'f> Evaluator<'f> {
             let Some(data) = self.match_terms(&rule.match_features, keep)? else {
                 return Ok(unmatched());
             };
+            out.recorded += self.block_units.get();
             self.record(&mut out.matched_features, &data)?;
             self.run_template(labels_t, &data, &mut out.labels)?;
             self.run_template(vars_t, &data, &mut out.vars)?;
@@ -159,6 +171,7 @@ impl<'f> Evaluator<'f> {
     /// it matched.
     fn match_terms(&self, terms: &[Term], keep: bool) -> Result<Option<template::Data>, String> {
         let mut data = template::Data::new();
+        self.block_units.set(0);
         if self.template_data.get().is_some() {
             self.template_data.set(Some(0));
         }

@@ -36,9 +36,9 @@ use crate::node::kubelet::labels::namespace;
 use crate::node::sorted::SortedMap;
 
 pub use budget::{Budget, BudgetExceeded};
+use evaluator::Evaluator;
 pub(crate) use evaluator::Output;
 pub use evaluator::version;
-use evaluator::{Evaluator, element_units};
 
 /// NFD's default label namespace for keys without a prefix.
 pub const DEFAULT_LABEL_PREFIX: &str = "feature.node.kubernetes.io/";
@@ -271,6 +271,7 @@ pub fn evaluate_node_without(
         out_of_budget: Cell::new(false),
         keep_matched: budget.keep_matched,
         template_data: Cell::new(None),
+        block_units: Cell::new(0),
     };
     let memo = budget.memo_for(rules);
     let r = evaluate_with(&mut ev, rules, without, memo);
@@ -306,14 +307,12 @@ fn evaluate_with(
         // before (its features are unchanged): run once per budget.
         let run = match memo.get(i).and_then(Option::as_ref) {
             Some(done) => {
+                // Its matched elements copied again, charged as the run
+                // charged them whether it kept them or not: explain (which
+                // keeps them), plan, the boot path and the sync (which do
+                // not) spend the same (review 15 r15a F1).
                 if let Ok(out) = done {
-                    let copied: u64 = out
-                        .matched_features
-                        .values()
-                        .flatten()
-                        .map(element_units)
-                        .sum();
-                    ev.charge(copied).ok()?;
+                    ev.charge(out.recorded).ok()?;
                 }
                 done.clone()
             }

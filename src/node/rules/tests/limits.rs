@@ -340,3 +340,37 @@ fn template_data_of_a_block_is_capped() {
     let mut b = Budget::new(u64::MAX / 2).without_matched();
     evaluate_node_without(&[text], &f, &[], &mut b).unwrap();
 }
+
+/// Review 15 r15a F1 (FAILS at 9e8a427): the rule memo charged a
+/// memoized rule's matched elements again on every later evaluation with
+/// the same budget (derived.rs re-evaluates when an `@` value names a
+/// feature not read) by what it KEPT: explain keeps those elements, the
+/// wrapper and the sync keep none, so only explain paid, ran out, and said
+/// the node registers fenced when it does not. The memo now charges what
+/// the first run was charged for them, kept or not.
+#[test]
+fn r15a_a_second_evaluation_costs_the_same_kept_or_not() {
+    let f = pod_filled_features_d();
+    let rules: Vec<Rule> = (0..4)
+        .map(|i| {
+            rule(
+                &format!("r{i}"),
+                &[("example.com/l", "1")],
+                vec![name_term("local.label", Expr::new(Op::Exists, vec![]))],
+            )
+        })
+        .collect();
+    let mut kept = Budget::new(u64::MAX / 2);
+    let mut boot = Budget::new(u64::MAX / 2).without_matched();
+    for _ in 0..2 {
+        evaluate_node_without(&rules, &f, &[], &mut kept).unwrap();
+        evaluate_node_without(&rules, &f, &[], &mut boot).unwrap();
+    }
+    assert_eq!(
+        kept.used(),
+        boot.used(),
+        "two evaluations: explain's charge {} units, the wrapper's {}",
+        kept.used(),
+        boot.used()
+    );
+}
