@@ -83,6 +83,9 @@ impl std::error::Error for BudgetExceeded {}
 pub struct Budget {
     limit: u64,
     left: u64,
+    /// What is left of features.d's own share (`local_limit`): work on its
+    /// elements draws from both.
+    local_left: u64,
     /// The rules (address and length) `memo` is for, and per rule what it
     /// gave.
     memo_of: (usize, usize),
@@ -99,6 +102,7 @@ impl Budget {
         Budget {
             limit,
             left: limit,
+            local_left: limit,
             memo_of: (0, 0),
             memo: Vec::new(),
             keep_matched: true,
@@ -126,8 +130,17 @@ impl Budget {
     }
 
     /// The boot budget on these facts: `BASE + PER_FACT * budget_size`.
+    /// Work on features.d's elements (`LOCAL_FEATURES`) draws from
+    /// `local_limit` as well.
     pub fn for_facts(features: &Features) -> Budget {
-        Budget::new(limit_for(budget_size(features)))
+        let mut b = Budget::new(limit_for(budget_size(features)));
+        b.local_left = local_limit(features);
+        b
+    }
+
+    /// What is left of features.d's own share.
+    pub fn local_left(&self) -> u64 {
+        self.local_left
     }
 
     pub fn limit(&self) -> u64 {
@@ -147,6 +160,7 @@ impl Budget {
             }
             None => {
                 self.left = 0;
+                self.local_left = 0;
                 Err(self.exceeded())
             }
         }
@@ -155,6 +169,10 @@ impl Budget {
     /// What is left, for work that counts itself (`Regex::is_match_within`).
     pub(super) fn left_mut(&mut self) -> &mut u64 {
         &mut self.left
+    }
+
+    pub(super) fn local_left_mut(&mut self) -> &mut u64 {
+        &mut self.local_left
     }
 
     pub fn exceeded(&self) -> BudgetExceeded {
@@ -182,7 +200,27 @@ pub const LOCAL_COUNTED: u64 = 4096;
 /// `facts_size` on a node whose features.d stays within that, where
 /// render's check guarantees the rules it accepts never run out.
 pub fn budget_size(f: &Features) -> u64 {
-    let local: u64 = LOCAL_FEATURES
+    facts_size(f).saturating_sub(local_size(f)) + local_size(f).min(LOCAL_COUNTED)
+}
+
+/// features.d's own share of the budget: what the budget would be on a
+/// node with no other facts (`BASE + PER_FACT * min(its size,
+/// LOCAL_COUNTED)`, about 131 million units at most). The work on its
+/// elements draws from this as well as from the whole budget, so whoever
+/// writes features.d (a pod) cannot spend there what the node's other
+/// facts bought (review 15: a template walking a pod's full features.d
+/// spent the budget `modules.builtin` gave). Render's check needs nothing
+/// more: the work its worst case counts on these elements (`total.at` of
+/// their size, constant parts included) is within this on any node whose
+/// features.d stays within `LOCAL_COUNTED`, as the whole is within
+/// `Budget::for_facts`.
+pub fn local_limit(f: &Features) -> u64 {
+    limit_for(local_size(f).min(LOCAL_COUNTED))
+}
+
+/// `facts_size` of the features.d features (`LOCAL_FEATURES`).
+fn local_size(f: &Features) -> u64 {
+    LOCAL_FEATURES
         .iter()
         .filter_map(|name| f.attributes.get(*name).map(|attrs| (name, attrs)))
         .map(|(name, attrs)| {
@@ -192,8 +230,7 @@ pub fn budget_size(f: &Features) -> u64 {
                     .map(|(k, v)| ELEMENT + (k.len() + v.len()) as u64)
                     .sum::<u64>()
         })
-        .sum();
-    facts_size(f).saturating_sub(local) + local.min(LOCAL_COUNTED)
+        .sum()
 }
 
 /// The size of the facts as the budget counts them: each element `ELEMENT`

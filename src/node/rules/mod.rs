@@ -272,14 +272,19 @@ pub fn evaluate_node_without(
         keep_matched: budget.keep_matched,
         template_data: Cell::new(None),
         block_units: Cell::new(0),
+        block_local: Cell::new(0),
+        local_left: Cell::new(*budget.local_left_mut()),
+        in_local: Cell::new(false),
     };
     let memo = budget.memo_for(rules);
     let r = evaluate_with(&mut ev, rules, without, memo);
     *budget.left_mut() = ev.left.get();
+    *budget.local_left_mut() = ev.local_left.get();
     match r {
         Some(outcome) if !ev.out_of_budget.get() => Ok(outcome),
         _ => {
             *budget.left_mut() = 0;
+            *budget.local_left_mut() = 0;
             Err(budget.exceeded())
         }
     }
@@ -313,6 +318,7 @@ fn evaluate_with(
                 // not) spend the same (review 15 r15a F1).
                 if let Ok(out) = done {
                     ev.charge(out.recorded).ok()?;
+                    ev.charge_local(out.recorded_local).ok()?;
                 }
                 done.clone()
             }
