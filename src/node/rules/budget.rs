@@ -203,20 +203,23 @@ pub fn budget_size(f: &Features) -> u64 {
     facts_size(f).saturating_sub(local_size(f)) + local_size(f).min(LOCAL_COUNTED)
 }
 
-/// features.d's own share of the budget: what the budget would be on a
-/// node with no other facts (`BASE + PER_FACT * min(its size,
-/// LOCAL_COUNTED)`, about 131 million units at most). The work on its
+/// features.d's own share of the budget: `LOCAL_BASE + PER_FACT *
+/// min(its size, LOCAL_COUNTED)`, about 83 million units at most. The work on its
 /// elements draws from this as well as from the whole budget, so whoever
 /// writes features.d (a pod) cannot spend there what the node's other
 /// facts bought (review 15: a template walking a pod's full features.d
-/// spent the budget `modules.builtin` gave). Render's check needs nothing
-/// more: the work its worst case counts on these elements (`total.at` of
-/// their size, constant parts included) is within this on any node whose
-/// features.d stays within `LOCAL_COUNTED`, as the whole is within
-/// `Budget::for_facts`.
+/// spent the budget `modules.builtin` gave). Render's check covers it
+/// (`Worst::local`): on any node whose features.d stays within
+/// `LOCAL_COUNTED`, the rules it accepts stay within this share too.
 pub fn local_limit(f: &Features) -> u64 {
-    limit_for(local_size(f).min(LOCAL_COUNTED))
+    LOCAL_BASE.saturating_add(PER_FACT.saturating_mul(local_size(f).min(LOCAL_COUNTED)))
 }
+
+/// The fixed part of features.d's share (`local_limit`): what work on its
+/// elements may cost whatever their size (render refuses rules whose
+/// worst case there is more, `Worst::local`). With `PER_FACT *
+/// LOCAL_COUNTED` about 83 million units, tens of milliseconds.
+pub const LOCAL_BASE: u64 = 16_000_000;
 
 /// `facts_size` of the features.d features (`LOCAL_FEATURES`).
 fn local_size(f: &Features) -> u64 {
@@ -334,6 +337,9 @@ pub struct RuleCost {
     pub again: Lin,
     /// Its parts, each in words.
     pub parts: Vec<(String, Lin)>,
+    /// Its work on features.d's elements in every evaluation the boot
+    /// path may run (within `local_limit`).
+    pub local: Lin,
 }
 
 /// Per-rule worst cases of one evaluation (in rule order) and the total,
@@ -448,7 +454,13 @@ pub fn worst_case(rules: &[super::Rule]) -> Worst {
         let mut pairs: u64 = 0;
         // Matched elements recorded (copied again when a memo is reused).
         let mut recorded = Lin::ZERO;
+        // Its work on features.d's elements (`local_limit`): its terms on
+        // them in full, the templates of a block with one in full (the
+        // evaluator charges a part), what they recorded.
+        let mut local = Lin::ZERO;
+        let mut local_recorded = Lin::ZERO;
         for (b, block) in blocks.iter().enumerate() {
+            let mut block_local = false;
             let mut elements = Lin::ZERO;
             let mut bytes = Lin::ZERO;
             let what = if b < rule.match_any.len() {
@@ -459,6 +471,11 @@ pub fn worst_case(rules: &[super::Rule]) -> Worst {
             for t in *block {
                 let (c, e, by, pushed) = term(t);
                 recorded = recorded.plus(pushed);
+                if LOCAL_FEATURES.contains(&super::go_lower_ascii(&t.feature).as_str()) {
+                    block_local = true;
+                    local = local.plus(c);
+                    local_recorded = local_recorded.plus(pushed);
+                }
                 elements = elements.plus(e);
                 bytes = bytes.max(by);
                 let programs: Vec<String> = t
@@ -485,6 +502,9 @@ pub fn worst_case(rules: &[super::Rule]) -> Worst {
             for (what, t) in templates {
                 if let Some(super::RuleTemplate(Ok(t))) = t {
                     let run = t.worst_case(&bounds);
+                    if block_local {
+                        local = local.plus(run.units);
+                    }
                     outputs += run.output;
                     pairs += run.output / 2 + 1;
                     let detail = if run.capped {
@@ -521,6 +541,11 @@ pub fn worst_case(rules: &[super::Rule]) -> Worst {
         } else {
             recorded.plus(outputs_cost)
         };
+        let local_again = if super::reads_backref(rule) {
+            local
+        } else {
+            local_recorded
+        };
         total = total.plus(cost);
         rerun = rerun.plus(again);
         out.push(RuleCost {
@@ -528,15 +553,18 @@ pub fn worst_case(rules: &[super::Rule]) -> Worst {
             cost,
             again,
             parts,
+            local: local.plus(local_again.times(evaluations(rules) - 1)),
         });
     }
     let merge = Lin::c(TAINT_UNITS * taints * (taints + 1));
     let k = evaluations(rules);
     let boot = total.plus(merge).plus(rerun.plus(merge).times(k - 1));
+    let local = out.iter().fold(Lin::ZERO, |a, r| a.plus(r.local));
     Worst {
         rules: out,
         once: total.plus(merge),
         boot,
+        local,
         evaluations: k,
     }
 }
@@ -549,6 +577,9 @@ pub struct Worst {
     pub once: Lin,
     /// Every evaluation the boot path may run, on one budget.
     pub boot: Lin,
+    /// The part of `boot` on features.d's elements (within `local_limit`:
+    /// its constant part within `LOCAL_BASE`).
+    pub local: Lin,
     pub evaluations: u64,
 }
 
@@ -571,6 +602,22 @@ pub fn check(rules: &[super::Rule]) -> Result<(), String> {
     let fixed = worst.boot.c;
     let per = worst.boot.e;
     let per_limit = PER_FACT * ELEMENT;
+    if worst.local.c > LOCAL_BASE {
+        let name = costs
+            .iter()
+            .rev()
+            .max_by_key(|r| r.local.c)
+            .map_or("", |r| r.name.as_str());
+        return Err(format!(
+            "the node rules could need {} units of work (about a nanosecond each) at boot on \
+             features.d's facts (local.label, local.feature) whatever their size, more than the \
+             {LOCAL_BASE} the wrapper allows there (evaluated up to {k} times per kubelet start); \
+             the costliest is rule {}; make its templates over them loop or print less, or use \
+             fewer templated rules on them",
+            worst.local.c,
+            super::shown_name(name)
+        ));
+    }
     if fixed <= BASE && per <= per_limit {
         return Ok(());
     }
