@@ -438,3 +438,26 @@ fn work_on_features_d_draws_from_its_own_share() {
     }
     assert!(b.local_left() < before);
 }
+
+/// Render checks features.d's share as the evaluator draws from it: work
+/// on its elements whatever their size (here templates of a fixed
+/// 30,000 steps in blocks on `local.label`) past `LOCAL_BASE` is refused,
+/// naming the share; the same rules on another feature stay within the
+/// whole budget.
+#[test]
+fn render_checks_features_d_share() {
+    let looping = |feature: &str, n: usize| -> Vec<Rule> {
+        (0..n)
+            .map(|i| Rule {
+                name: format!("loop{i}"),
+                labels_template: Some("{{ range 30000 }}{{ end }}example.com/w=1".into()),
+                match_features: vec![name_term(feature, Expr::new(Op::Exists, vec![]))],
+                ..Default::default()
+            })
+            .collect()
+    };
+    let e = budget::check(&looping("local.label", 24)).unwrap_err();
+    assert!(e.contains("features.d") && e.contains("loop"), "{e}");
+    budget::check(&looping("pci.device", 24)).unwrap();
+    budget::check(&looping("local.label", 2)).unwrap();
+}
