@@ -15,7 +15,10 @@
 //! most `LOCAL_COUNTED` (`budget_size`), so its writer cannot buy boot
 //! time; render's guarantee holds on nodes whose features.d stays within
 //! it (a provisioning's few dozen keys), and past it a rule set that needs
-//! more runs out and fails closed.
+//! more runs out and fails closed. The work on those elements also draws
+//! from features.d's own share (`local_limit`, tens of milliseconds), so
+//! its writer cannot spend there the budget the node's other facts buy;
+//! render checks that share as well (`Worst::local`).
 
 use crate::node::facts::Features;
 
