@@ -15,7 +15,10 @@
 //! most `LOCAL_COUNTED` (`budget_size`), so its writer cannot buy boot
 //! time; render's guarantee holds on nodes whose features.d stays within
 //! it (a provisioning's few dozen keys), and past it a rule set that needs
-//! more runs out and fails closed.
+//! more runs out and fails closed. The work on those elements also draws
+//! from features.d's own share (`local_limit`, tens of milliseconds), so
+//! its writer cannot spend there the budget the node's other facts buy;
+//! render checks that share as well (`Worst::local`).
 
 use crate::node::facts::Features;
 
@@ -83,6 +86,9 @@ impl std::error::Error for BudgetExceeded {}
 pub struct Budget {
     limit: u64,
     left: u64,
+    /// What is left of features.d's own share (`local_limit`): work on its
+    /// elements draws from both.
+    local_left: u64,
     /// The rules (address and length) `memo` is for, and per rule what it
     /// gave.
     memo_of: (usize, usize),
@@ -99,6 +105,7 @@ impl Budget {
         Budget {
             limit,
             left: limit,
+            local_left: limit,
             memo_of: (0, 0),
             memo: Vec::new(),
             keep_matched: true,
@@ -126,8 +133,17 @@ impl Budget {
     }
 
     /// The boot budget on these facts: `BASE + PER_FACT * budget_size`.
+    /// Work on features.d's elements (`LOCAL_FEATURES`) draws from
+    /// `local_limit` as well.
     pub fn for_facts(features: &Features) -> Budget {
-        Budget::new(limit_for(budget_size(features)))
+        let mut b = Budget::new(limit_for(budget_size(features)));
+        b.local_left = local_limit(features);
+        b
+    }
+
+    /// What is left of features.d's own share.
+    pub fn local_left(&self) -> u64 {
+        self.local_left
     }
 
     pub fn limit(&self) -> u64 {
@@ -147,6 +163,7 @@ impl Budget {
             }
             None => {
                 self.left = 0;
+                self.local_left = 0;
                 Err(self.exceeded())
             }
         }
@@ -155,6 +172,10 @@ impl Budget {
     /// What is left, for work that counts itself (`Regex::is_match_within`).
     pub(super) fn left_mut(&mut self) -> &mut u64 {
         &mut self.left
+    }
+
+    pub(super) fn local_left_mut(&mut self) -> &mut u64 {
+        &mut self.local_left
     }
 
     pub fn exceeded(&self) -> BudgetExceeded {
@@ -182,7 +203,30 @@ pub const LOCAL_COUNTED: u64 = 4096;
 /// `facts_size` on a node whose features.d stays within that, where
 /// render's check guarantees the rules it accepts never run out.
 pub fn budget_size(f: &Features) -> u64 {
-    let local: u64 = LOCAL_FEATURES
+    facts_size(f).saturating_sub(local_size(f)) + local_size(f).min(LOCAL_COUNTED)
+}
+
+/// features.d's own share of the budget: `LOCAL_BASE + PER_FACT *
+/// min(its size, LOCAL_COUNTED)`, about 83 million units at most. The work on its
+/// elements draws from this as well as from the whole budget, so whoever
+/// writes features.d (a pod) cannot spend there what the node's other
+/// facts bought (review 15: a template walking a pod's full features.d
+/// spent the budget `modules.builtin` gave). Render's check covers it
+/// (`Worst::local`): on any node whose features.d stays within
+/// `LOCAL_COUNTED`, the rules it accepts stay within this share too.
+pub fn local_limit(f: &Features) -> u64 {
+    LOCAL_BASE.saturating_add(PER_FACT.saturating_mul(local_size(f).min(LOCAL_COUNTED)))
+}
+
+/// The fixed part of features.d's share (`local_limit`): what work on its
+/// elements may cost whatever their size (render refuses rules whose
+/// worst case there is more, `Worst::local`). With `PER_FACT *
+/// LOCAL_COUNTED` about 83 million units, tens of milliseconds.
+pub const LOCAL_BASE: u64 = 16_000_000;
+
+/// `facts_size` of the features.d features (`LOCAL_FEATURES`).
+fn local_size(f: &Features) -> u64 {
+    LOCAL_FEATURES
         .iter()
         .filter_map(|name| f.attributes.get(*name).map(|attrs| (name, attrs)))
         .map(|(name, attrs)| {
@@ -192,8 +236,7 @@ pub fn budget_size(f: &Features) -> u64 {
                     .map(|(k, v)| ELEMENT + (k.len() + v.len()) as u64)
                     .sum::<u64>()
         })
-        .sum();
-    facts_size(f).saturating_sub(local) + local.min(LOCAL_COUNTED)
+        .sum()
 }
 
 /// The size of the facts as the budget counts them: each element `ELEMENT`
@@ -297,6 +340,9 @@ pub struct RuleCost {
     pub again: Lin,
     /// Its parts, each in words.
     pub parts: Vec<(String, Lin)>,
+    /// Its work on features.d's elements in every evaluation the boot
+    /// path may run (within `local_limit`).
+    pub local: Lin,
 }
 
 /// Per-rule worst cases of one evaluation (in rule order) and the total,
@@ -411,7 +457,13 @@ pub fn worst_case(rules: &[super::Rule]) -> Worst {
         let mut pairs: u64 = 0;
         // Matched elements recorded (copied again when a memo is reused).
         let mut recorded = Lin::ZERO;
+        // Its work on features.d's elements (`local_limit`): its terms on
+        // them in full, the templates of a block with one in full (the
+        // evaluator charges a part), what they recorded.
+        let mut local = Lin::ZERO;
+        let mut local_recorded = Lin::ZERO;
         for (b, block) in blocks.iter().enumerate() {
+            let mut block_local = false;
             let mut elements = Lin::ZERO;
             let mut bytes = Lin::ZERO;
             let what = if b < rule.match_any.len() {
@@ -422,6 +474,11 @@ pub fn worst_case(rules: &[super::Rule]) -> Worst {
             for t in *block {
                 let (c, e, by, pushed) = term(t);
                 recorded = recorded.plus(pushed);
+                if LOCAL_FEATURES.contains(&super::go_lower_ascii(&t.feature).as_str()) {
+                    block_local = true;
+                    local = local.plus(c);
+                    local_recorded = local_recorded.plus(pushed);
+                }
                 elements = elements.plus(e);
                 bytes = bytes.max(by);
                 let programs: Vec<String> = t
@@ -448,6 +505,9 @@ pub fn worst_case(rules: &[super::Rule]) -> Worst {
             for (what, t) in templates {
                 if let Some(super::RuleTemplate(Ok(t))) = t {
                     let run = t.worst_case(&bounds);
+                    if block_local {
+                        local = local.plus(run.units);
+                    }
                     outputs += run.output;
                     pairs += run.output / 2 + 1;
                     let detail = if run.capped {
@@ -484,6 +544,11 @@ pub fn worst_case(rules: &[super::Rule]) -> Worst {
         } else {
             recorded.plus(outputs_cost)
         };
+        let local_again = if super::reads_backref(rule) {
+            local
+        } else {
+            local_recorded
+        };
         total = total.plus(cost);
         rerun = rerun.plus(again);
         out.push(RuleCost {
@@ -491,15 +556,18 @@ pub fn worst_case(rules: &[super::Rule]) -> Worst {
             cost,
             again,
             parts,
+            local: local.plus(local_again.times(evaluations(rules) - 1)),
         });
     }
     let merge = Lin::c(TAINT_UNITS * taints * (taints + 1));
     let k = evaluations(rules);
     let boot = total.plus(merge).plus(rerun.plus(merge).times(k - 1));
+    let local = out.iter().fold(Lin::ZERO, |a, r| a.plus(r.local));
     Worst {
         rules: out,
         once: total.plus(merge),
         boot,
+        local,
         evaluations: k,
     }
 }
@@ -512,6 +580,9 @@ pub struct Worst {
     pub once: Lin,
     /// Every evaluation the boot path may run, on one budget.
     pub boot: Lin,
+    /// The part of `boot` on features.d's elements (within `local_limit`:
+    /// its constant part within `LOCAL_BASE`).
+    pub local: Lin,
     pub evaluations: u64,
 }
 
@@ -534,6 +605,22 @@ pub fn check(rules: &[super::Rule]) -> Result<(), String> {
     let fixed = worst.boot.c;
     let per = worst.boot.e;
     let per_limit = PER_FACT * ELEMENT;
+    if worst.local.c > LOCAL_BASE {
+        let name = costs
+            .iter()
+            .rev()
+            .max_by_key(|r| r.local.c)
+            .map_or("", |r| r.name.as_str());
+        return Err(format!(
+            "the node rules could need {} units of work (about a nanosecond each) at boot on \
+             features.d's facts (local.label, local.feature) whatever their size, more than the \
+             {LOCAL_BASE} the wrapper allows there (evaluated up to {k} times per kubelet start); \
+             the costliest is rule {}; make its templates over them loop or print less, or use \
+             fewer templated rules on them",
+            worst.local.c,
+            super::shown_name(name)
+        ));
+    }
     if fixed <= BASE && per <= per_limit {
         return Ok(());
     }

@@ -21,6 +21,12 @@ pub(crate) struct Output {
     pub(super) matched_features: SortedMap<String, Vec<Element>>,
     pub(super) labels: SortedMap<String, String>,
     pub(super) vars: SortedMap<String, String>,
+    /// The units its matched blocks' elements were charged (what
+    /// `matched_features` holds when kept, `element_units` each, kept or
+    /// not): what reusing this output from the memo costs.
+    pub(super) recorded: u64,
+    /// The part of `recorded` from terms on features.d's features.
+    pub(super) recorded_local: u64,
 }
 
 pub(super) struct Evaluator<'f> {
@@ -38,6 +44,20 @@ pub(super) struct Evaluator<'f> {
     /// units of data its current block made so far (at most
     /// `budget::MAX_TEMPLATE_DATA`). The same wherever the rules run.
     pub(super) template_data: Cell<Option<u64>>,
+    /// The units of the elements the current block made so far (copied
+    /// into matched data, kept or not).
+    pub(super) block_units: Cell<u64>,
+    /// The part of `block_units` from terms on features.d's features.
+    pub(super) block_local: Cell<u64>,
+    /// Units left of features.d's own share of the budget
+    /// (`budget::local_limit`): the work on its elements (a term on
+    /// `local.label`/`local.feature`, a template's run in proportion to
+    /// the part of its data they gave) draws from it as well, so whoever
+    /// writes features.d cannot spend there what the node's other facts
+    /// bought.
+    pub(super) local_left: Cell<u64>,
+    /// The term being matched is on a features.d feature.
+    pub(super) in_local: Cell<bool>,
 }
 
 /// One feature name's elements of each kind (NFD allows several kinds).
@@ -56,14 +76,32 @@ impl<'f> Evaluator<'f> {
         match self.left.get().checked_sub(units) {
             Some(left) => {
                 self.left.set(left);
+                if self.in_local.get() {
+                    self.charge_local(units)?;
+                }
                 Ok(())
             }
-            None => {
-                self.left.set(0);
-                self.out_of_budget.set(true);
-                Err(OUT_OF_BUDGET.into())
-            }
+            None => self.ran_out(),
         }
+    }
+
+    /// Spend `units` of features.d's share (`local_left`) only: work
+    /// already charged to the whole budget.
+    pub(super) fn charge_local(&self, units: u64) -> Result<(), String> {
+        match self.local_left.get().checked_sub(units) {
+            Some(left) => {
+                self.local_left.set(left);
+                Ok(())
+            }
+            None => self.ran_out(),
+        }
+    }
+
+    fn ran_out(&self) -> Result<(), String> {
+        self.left.set(0);
+        self.local_left.set(0);
+        self.out_of_budget.set(true);
+        Err(OUT_OF_BUDGET.into())
     }
 
     /// An element copied into matched data.
@@ -76,6 +114,12 @@ impl<'f> Evaluator<'f> {
     /// `budget::MAX_TEMPLATE_DATA` the evaluation stops as out of budget
     /// (as a template past its caps does).
     fn hold(&self, units: u64) -> Result<(), String> {
+        self.block_units
+            .set(self.block_units.get().saturating_add(units));
+        if self.in_local.get() {
+            self.block_local
+                .set(self.block_local.get().saturating_add(units));
+        }
         if let Some(held) = self.template_data.get() {
             let held = held.saturating_add(units);
             if held > budget::MAX_TEMPLATE_DATA {
@@ -107,6 +151,8 @@ impl<'f> Evaluator<'f> {
             matched_features: SortedMap::new(),
             labels: SortedMap::new(),
             vars: SortedMap::new(),
+            recorded: 0,
+            recorded_local: 0,
         };
         let mut out = unmatched();
         // A parse error counts only when the template would run (NFD
@@ -130,6 +176,8 @@ impl<'f> Evaluator<'f> {
                     continue;
                 };
                 any = true;
+                out.recorded += self.block_units.get();
+                out.recorded_local += self.block_local.get();
                 self.record(&mut out.matched_features, &data)?;
                 if !templates {
                     break;
@@ -145,6 +193,8 @@ impl<'f> Evaluator<'f> {
             let Some(data) = self.match_terms(&rule.match_features, keep)? else {
                 return Ok(unmatched());
             };
+            out.recorded += self.block_units.get();
+            out.recorded_local += self.block_local.get();
             self.record(&mut out.matched_features, &data)?;
             self.run_template(labels_t, &data, &mut out.labels)?;
             self.run_template(vars_t, &data, &mut out.vars)?;
@@ -158,14 +208,25 @@ impl<'f> Evaluator<'f> {
     /// A `matchFeatures` block (AND over terms). `Some(template data)` when
     /// it matched.
     fn match_terms(&self, terms: &[Term], keep: bool) -> Result<Option<template::Data>, String> {
+        self.block_units.set(0);
+        self.block_local.set(0);
+        let r = self.match_block(terms, keep);
+        self.in_local.set(false);
+        r
+    }
+
+    fn match_block(&self, terms: &[Term], keep: bool) -> Result<Option<template::Data>, String> {
         let mut data = template::Data::new();
         if self.template_data.get().is_some() {
             self.template_data.set(Some(0));
         }
         for term in terms {
+            self.in_local.set(false);
             self.charge(budget::ELEMENT + 3 * term.feature.len() as u64)?;
             // NFD lower-cases the name for the lookup only.
             let lookup = go_lower_ascii(&term.feature);
+            self.in_local
+                .set(budget::LOCAL_FEATURES.contains(&lookup.as_str()));
             // Template keys come from the name as written (NFD lower-cases
             // only the lookup).
             let (dom, nam) = match term.feature.split_once('.') {
@@ -360,14 +421,19 @@ impl<'f> Evaluator<'f> {
                         // The regex counts its own work, in its units
                         // (`budget::REGEX_UNITS` of the budget's each).
                         let left = self.left.get();
-                        let mut units = left / budget::REGEX_UNITS;
+                        let local = self.in_local.get().then(|| self.local_left.get());
+                        let avail = local.map_or(left, |l| l.min(left));
+                        let mut units = avail / budget::REGEX_UNITS;
                         let m = re.is_match_within(value, &mut units);
-                        let spent = (left / budget::REGEX_UNITS - units) * budget::REGEX_UNITS;
+                        let spent = (avail / budget::REGEX_UNITS - units) * budget::REGEX_UNITS;
                         self.left.set(left - spent);
-                        hit = m.ok_or_else(|| {
-                            self.out_of_budget.set(true);
-                            OUT_OF_BUDGET.to_string()
-                        })?;
+                        if let Some(l) = local {
+                            self.local_left.set(l - spent);
+                        }
+                        hit = match m {
+                            Some(hit) => hit,
+                            None => return self.ran_out().map(|()| false),
+                        };
                     }
                 }
                 hit
@@ -630,17 +696,29 @@ impl Evaluator<'_> {
     ) -> Result<(), String> {
         if let Some(RuleTemplate(t)) = t {
             let t = t.as_ref().map_err(|e| format!("{what}: {e}"))?;
-            let mut left = self.left.get();
+            // Its run is work on features.d's elements in proportion to
+            // the part of its data they gave (`local / all` of the block's
+            // units): that part draws from their share too, so the run
+            // may spend no more than that share allows.
+            let (local, all) = (self.block_local.get(), self.block_units.get());
+            let before = self.left.get();
+            let mut left = before;
+            if local > 0 {
+                let cap = u128::from(self.local_left.get()) * u128::from(all) / u128::from(local);
+                left = left.min(u64::try_from(cap).unwrap_or(u64::MAX));
+            }
+            let allowed = left;
             let r = t.expand_map_within(data, &mut left);
-            self.left.set(left);
+            let spent = allowed - left;
+            self.left.set(before - spent);
+            if local > 0 {
+                let share = u128::from(spent) * u128::from(local) / u128::from(all);
+                self.charge_local(u64::try_from(share).unwrap_or(u64::MAX))?;
+            }
             match r {
                 Ok(pairs) => out.extend(pairs),
                 Err(template::RunError::Failed(e)) => return Err(format!("template: {e}")),
-                Err(template::RunError::Budget) => {
-                    self.left.set(0);
-                    self.out_of_budget.set(true);
-                    return Err(OUT_OF_BUDGET.into());
-                }
+                Err(template::RunError::Budget) => return self.ran_out(),
             }
         }
         Ok(())

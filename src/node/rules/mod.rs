@@ -36,9 +36,9 @@ use crate::node::kubelet::labels::namespace;
 use crate::node::sorted::SortedMap;
 
 pub use budget::{Budget, BudgetExceeded};
+use evaluator::Evaluator;
 pub(crate) use evaluator::Output;
 pub use evaluator::version;
-use evaluator::{Evaluator, element_units};
 
 /// NFD's default label namespace for keys without a prefix.
 pub const DEFAULT_LABEL_PREFIX: &str = "feature.node.kubernetes.io/";
@@ -271,14 +271,20 @@ pub fn evaluate_node_without(
         out_of_budget: Cell::new(false),
         keep_matched: budget.keep_matched,
         template_data: Cell::new(None),
+        block_units: Cell::new(0),
+        block_local: Cell::new(0),
+        local_left: Cell::new(*budget.local_left_mut()),
+        in_local: Cell::new(false),
     };
     let memo = budget.memo_for(rules);
     let r = evaluate_with(&mut ev, rules, without, memo);
     *budget.left_mut() = ev.left.get();
+    *budget.local_left_mut() = ev.local_left.get();
     match r {
         Some(outcome) if !ev.out_of_budget.get() => Ok(outcome),
         _ => {
             *budget.left_mut() = 0;
+            *budget.local_left_mut() = 0;
             Err(budget.exceeded())
         }
     }
@@ -306,14 +312,13 @@ fn evaluate_with(
         // before (its features are unchanged): run once per budget.
         let run = match memo.get(i).and_then(Option::as_ref) {
             Some(done) => {
+                // Its matched elements copied again, charged as the run
+                // charged them whether it kept them or not: explain (which
+                // keeps them), plan, the boot path and the sync (which do
+                // not) spend the same (review 15 r15a F1).
                 if let Ok(out) = done {
-                    let copied: u64 = out
-                        .matched_features
-                        .values()
-                        .flatten()
-                        .map(element_units)
-                        .sum();
-                    ev.charge(copied).ok()?;
+                    ev.charge(out.recorded).ok()?;
+                    ev.charge_local(out.recorded_local).ok()?;
                 }
                 done.clone()
             }

@@ -872,4 +872,90 @@ mod tests {
         assert_eq!(d.problems.len(), 1);
         assert!(d.problems[0].contains("rhel"));
     }
+
+    /// Review 15 r15a F1, differential: the boot path (matched elements
+    /// not kept) and explain (kept) on the same node come to the same
+    /// outcome when an `@` value a pod wrote into features.d makes the
+    /// rules evaluated a second time. At 9e8a427 (the memo charging what
+    /// explain kept) explain ran out of the budget, fenced, where the boot
+    /// path registered with no taint: 178 rules put the first evaluation
+    /// within features.d's share and the explain-only charge past it.
+    #[test]
+    fn a_second_evaluation_ends_alike_kept_or_not() {
+        let exists = || rules::Expr {
+            op: rules::Op::Exists,
+            value: Vec::new(),
+            regexes: Vec::new(),
+            version: false,
+        };
+        let walk = || rules::Term {
+            feature: "local.label".into(),
+            match_expressions: None,
+            match_name: Some(exists()),
+        };
+        let has = |key: &str| rules::Term {
+            feature: "local.label".into(),
+            match_expressions: Some(vec![(key.into(), exists())]),
+            match_name: None,
+        };
+        let mut rules: Vec<Rule> = (0..178)
+            .map(|i| Rule {
+                name: format!("t{i}"),
+                labels: vec![kv(&format!("example.com/l{i}"), "1")],
+                match_features: vec![walk(), walk()],
+                ..Default::default()
+            })
+            .collect();
+        rules.push(Rule {
+            name: "zone".into(),
+            labels_template: Some(
+                "{{ range .local.label }}example.com/{{ .Name }}={{ .Value }}\n{{ end }}".into(),
+            ),
+            match_features: vec![has("zone")],
+            ..Default::default()
+        });
+        rules.push(Rule {
+            name: "taint".into(),
+            taints: vec![taint("example.com/t", "1")],
+            match_features: vec![has("gpu")],
+            ..Default::default()
+        });
+        let sources = Sources {
+            rules: Some(Ok(rules)),
+            nfd_labels: None,
+        };
+        let mut pod: SortedMap<String, String> = (0..1022)
+            .map(|i| (format!("k{i:04}{}", "a".repeat(50)), String::new()))
+            .collect();
+        pod.insert("zone".into(), "@cpu.model.vendor_id".into());
+        let outcome = |keep: bool| {
+            let mut f = Features::default();
+            f.attributes.insert("local.label".into(), pod.clone());
+            derive(
+                &sources,
+                &mut f,
+                Profile::Upstream,
+                &mut |_| {
+                    let mut f = Features::default();
+                    f.attributes.insert(
+                        "cpu.model".into(),
+                        [("vendor_id".to_string(), "GenuineIntel".to_string())]
+                            .into_iter()
+                            .collect(),
+                    );
+                    f
+                },
+                keep,
+            )
+            .map(|d| (d.additions.labels, d.additions.taints))
+        };
+        let (kept, boot) = (outcome(true), outcome(false));
+        assert_eq!(
+            kept.as_ref().map_err(|e| &e.reason),
+            boot.as_ref().map_err(|e| &e.reason),
+            "explain: {:?}, the boot path: {:?}",
+            kept.as_ref().err(),
+            boot.as_ref().err()
+        );
+    }
 }
