@@ -815,7 +815,19 @@ fn judge(
             // `Special`: the daemon judges the registries.conf change.
             let judged = match change {
                 Changed::File(_) if actions.iter().any(|a| a == "Special") => {
-                    match registries::judge(old.get(change), new.get(change)) {
+                    // The merged entries (absent: no file, read as empty).
+                    let (before, after) = (old.get(change), new.get(change));
+                    let entries = (
+                        before.map(|d| sides[0].memo.read_file(d)),
+                        after.map(|d| sides[1].memo.read_file(d)),
+                    );
+                    let verdict = match entries {
+                        (Some(None), _) | (_, Some(None)) => {
+                            registries::Verdict::Drain("its contents were not kept to judge".into())
+                        }
+                        (b, a) => registries::judge(b.flatten(), a.flatten()),
+                    };
+                    match verdict {
                         registries::Verdict::Safe => {
                             ": the MCO judges the change safe (no drain)".to_string()
                         }

@@ -32,7 +32,15 @@ pub struct Memo {
     /// unchanged beside the memo (`plan`'s `Side`).
     configs: Range<usize>,
     kept: HashMap<usize, Digest>,
+    /// The merged entries of the files the daemon reads beyond comparing
+    /// them ([`READ_FILES`]: registries.conf), by digest: one copy of each
+    /// content however many pools have it.
+    read: HashMap<Digest, Value>,
 }
+
+/// Files whose merged entry the daemon reads to judge a change
+/// (`Special`: `isSafeContainerRegistryConfChanges`).
+pub const READ_FILES: [&str; 1] = ["/etc/containers/registries.conf"];
 
 /// What is worth keeping: a value this large or larger, hashed.
 const KEPT_FROM: u64 = 1024;
@@ -43,7 +51,13 @@ impl Memo {
         Memo {
             configs: r.start as usize..r.end as usize,
             kept: HashMap::new(),
+            read: HashMap::new(),
         }
+    }
+
+    /// The merged entry of a file of [`READ_FILES`] with this digest.
+    pub fn read_file(&self, digest: &Digest) -> Option<&Value> {
+        self.read.get(digest)
     }
 
     fn owns(&self, config: &Value) -> bool {
@@ -135,7 +149,11 @@ pub fn identities<V: Borrow<Value>>(
         if let Some(o) = f.object() {
             (o.entry("overwrite".into())).or_insert(Node::New(Value::Bool(true)));
         }
-        out.insert(Changed::File(path), f.digest(memo));
+        let d = f.digest(memo);
+        if READ_FILES.contains(&path.as_str()) {
+            memo.read.entry(d).or_insert_with(|| f.to_value());
+        }
+        out.insert(Changed::File(path), d);
     }
     for (name, u) in units {
         out.insert(Changed::Unit(name), u.digest(memo));
@@ -245,6 +263,18 @@ impl<'a> Node<'a> {
             Node::Raw(Value::Array(a), own) => a.iter().map(|v| Node::Raw(v, own)).collect(),
             Node::Array(a) => a,
             _ => Vec::new(),
+        }
+    }
+
+    /// The JSON the node stands for.
+    fn to_value(&self) -> Value {
+        match self {
+            Node::Raw(v, _) => (*v).clone(),
+            Node::New(v) => v.clone(),
+            Node::Object(o) => {
+                Value::Object(o.iter().map(|(k, v)| (k.clone(), v.to_value())).collect())
+            }
+            Node::Array(a) => Value::Array(a.iter().map(Node::to_value).collect()),
         }
     }
 
