@@ -559,21 +559,32 @@ fn another_pools_objects_in_a_pools_sources() {
             json!({ "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineOSConfig",
                     "metadata": { "name": "worker" },
                     "spec": { "machineConfigPool": { "name": "worker" } } }),
-            vec!["zz-added.json: MachineOSConfig \"worker\" in pool worker-numa's sources"],
+            vec![
+                "zz-added.json: MachineOSConfig \"worker\" (machineconfiguration.openshift.io/v1) in pool worker-numa's sources",
+            ],
         ),
         (
             json!({ "apiVersion": "performance.openshift.io/v2", "kind": "PerformanceProfile",
                     "metadata": { "name": "rt" },
                     "spec": { "additionalKernelArgs": ["nosmt"], "realTimeKernel": { "enabled": true } } }),
             vec![
-                "zz-added.json: PerformanceProfile \"rt\" in pool worker-numa's sources",
+                "zz-added.json: PerformanceProfile \"rt\" (performance.openshift.io/v2) in pool worker-numa's sources",
                 "apply it once the nodes have joined",
             ],
         ),
         (
             json!({ "apiVersion": "tuned.openshift.io/v1", "kind": "Tuned",
                     "metadata": { "name": "nosmt", "namespace": "openshift-cluster-node-tuning-operator" } }),
-            vec!["zz-added.json: Tuned \"nosmt\" in pool worker-numa's sources"],
+            vec![
+                "zz-added.json: Tuned \"nosmt\" (tuned.openshift.io/v1) in pool worker-numa's sources",
+            ],
+        ),
+        // Review 16 r16c F3: Flux's Kustomization applies a path of its own.
+        (
+            json!({ "apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+                    "metadata": { "name": "pools", "namespace": "flux-system" },
+                    "spec": { "path": "./elsewhere" } }),
+            vec!["zz-added.json: Kustomization \"pools\" (kustomize.toolkit.fluxcd.io/v1) in pool"],
         ),
     ];
     for (i, (v, needles)) in cases.iter().enumerate() {

@@ -29,9 +29,15 @@ use anyhow::{Result, bail};
 /// line; callers add the file.
 pub fn kube_yaml<T: serde::de::DeserializeOwned>(text: &str) -> Result<Vec<T>> {
     // Each round below parses the text again: their bytes are bounded in
-    // all (a thousand escapes after a large file were a thousand parses).
+    // all (a thousand escapes after a large file were a thousand parses),
+    // over every file the run reads (many small files, each re-parsed).
     kube_yaml_reparsing(text, 4 << 20)
 }
+
+/// The bytes re-parsed for escapes so far in this run, all files together.
+static REPARSED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// Their bound for the whole run.
+const REPARSED_RUN_MAX: usize = 64 << 20;
 
 fn kube_yaml_reparsing<T: serde::de::DeserializeOwned>(
     text: &str,
@@ -45,7 +51,12 @@ fn kube_yaml_reparsing<T: serde::de::DeserializeOwned>(
     let checked = loop {
         rounds += 1;
         reparsed = reparsed.saturating_add(read.len());
-        if rounds > 1000 || (rounds > 1 && reparsed > reparsed_max) {
+        let run = if rounds > 1 {
+            REPARSED.fetch_add(read.len(), std::sync::atomic::Ordering::Relaxed) + read.len()
+        } else {
+            0
+        };
+        if rounds > 1000 || (rounds > 1 && (reparsed > reparsed_max || run > REPARSED_RUN_MAX)) {
             bail!(
                 "{} double-quoted strings with `\\'` (go-yaml's escape for `'`, not YAML \
                  1.2's) in {} bytes; write `'` without the backslash",

@@ -263,6 +263,9 @@ const SYSTEMD_RUNS: &[&str] = &[
     "systemd.run",
     "systemd.run_success_action",
     "systemd.run_failure_action",
+    "rd.systemd.run",
+    "rd.systemd.run_success_action",
+    "rd.systemd.run_failure_action",
     "systemd.unit",
     "rd.systemd.unit",
     "systemd.wants",
@@ -625,6 +628,9 @@ mod tests {
             "systemd.wants=x.service",
             "systemd.mask=ignition-fetch.service",
             "init=/bin/sh",
+            // Review 16 r16c F4: the initrd's run generator.
+            "rd.systemd.run=/usr/bin/true",
+            "rd.systemd.run-success-action=reboot",
         ] {
             let c = conflicts(&format!("{base} {bad}"));
             assert!(!c.is_empty(), "{bad}");

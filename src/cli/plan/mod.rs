@@ -821,11 +821,19 @@ fn judge(
                         before.map(|d| sides[0].memo.read_file(d)),
                         after.map(|d| sides[1].memo.read_file(d)),
                     );
+                    // A side without the file: the pool's rendered config
+                    // holds the MCO's own (its template, the cluster's
+                    // mirror sets), which the render does not show.
                     let verdict = match entries {
+                        (Some(Some(b)), Some(Some(a))) => registries::judge(Some(b), Some(a)),
                         (Some(None), _) | (_, Some(None)) => {
                             registries::Verdict::Drain("its contents were not kept to judge".into())
                         }
-                        (b, a) => registries::judge(b.flatten(), a.flatten()),
+                        _ => registries::Verdict::Drain(
+                            "one side is the MCO's own registries.conf, which the render \
+                             does not hold"
+                                .into(),
+                        ),
                     };
                     match verdict {
                         registries::Verdict::Safe => {

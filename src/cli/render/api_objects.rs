@@ -78,6 +78,33 @@ pub fn check(doc: &Value, source: &str) -> Result<()> {
             "metadata.labels is {other:.40}, not a map"
         ))),
     }
+    // apimachinery's ValidateAnnotations: each key a qualified name once
+    // lowercased, string values, 256 KiB in all.
+    match doc.pointer("/metadata/annotations") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(annotations)) => {
+            let mut total = 0usize;
+            for (key, value) in annotations {
+                let Some(value) = value.as_str() else {
+                    bail!(refused(format!(
+                        "annotation {key:?} is {value:.40}, not a string; quote it"
+                    )));
+                };
+                if let Some(e) = label_key_errors(&key.to_lowercase()).first() {
+                    bail!(refused(format!("annotation {key:?}: {e}")));
+                }
+                total += key.len() + value.len();
+            }
+            if total > 256 << 10 {
+                bail!(refused(format!(
+                    "metadata.annotations hold {total} bytes, past the API server's 262144"
+                )));
+            }
+        }
+        Some(other) => bail!(refused(format!(
+            "metadata.annotations is {other:.40}, not a map"
+        ))),
+    }
     if kind == "MachineConfig" {
         spec_types(doc).map_err(refused)?;
     }
@@ -230,6 +257,22 @@ mod tests {
         ] {
             assert!(check(&bad, "f").is_err(), "{bad}");
         }
+        // Review 16 r16b F4: annotations the API server refuses.
+        let annotated = |a: Value| {
+            let mut m = mc(v1, "50-a", role.clone());
+            m["metadata"]["annotations"] = a;
+            m
+        };
+        for bad in [
+            json!({ "team owner": "x" }),
+            json!({ "a/b/c": "x" }),
+            json!({ "-x": "x" }),
+            json!({ "k": 1 }),
+            json!({ "k": "v".repeat(256 << 10) }),
+        ] {
+            assert!(check(&annotated(bad.clone()), "f").is_err(), "{bad:.60}");
+        }
+        assert!(check(&annotated(json!({ "Example.com/Owner": "x y" })), "f").is_ok());
         for spec in [
             json!({ "fips": "no" }),
             json!({ "kernelArguments": "nosmt" }),

@@ -113,6 +113,15 @@ pub fn check(configs: &[Value]) -> Result<()> {
                 mc_name(mc)
             );
         }
+        if let Some(path) = other_name_of_usr_local(mc) {
+            bail!(
+                "MachineConfig {:?} writes {path}: on CoreOS /usr/local is /var/usrlocal, so \
+                 systemd reads it as a unit, drop-in, generator or its own configuration under \
+                 /usr/local/lib/systemd, where plan and explain do not lay it out; write it \
+                 under /etc/systemd instead",
+                mc_name(mc)
+            );
+        }
         if let Some((path, why)) = mco_owned(mc) {
             bail!(
                 "MachineConfig {:?} writes {path}, {why}: what it holds there is not what the \
@@ -137,6 +146,15 @@ pub fn check(configs: &[Value]) -> Result<()> {
 /// A path of `mc` that the MCO's own configs or scripts own, and why what
 /// another config writes there is not what kubelet reads; none for the
 /// MCO's own MachineConfigs (given to explain from a cluster).
+/// OpenShift's kubelet launcher, where a MachineConfig can write it
+/// (CoreOS's /usr/local is /var/usrlocal).
+const LAUNCHERS: [&str; 4] = [
+    "/usr/local/bin/kubenswrapper",
+    "/var/usrlocal/bin/kubenswrapper",
+    "/usr/local/bin/kubensenter",
+    "/var/usrlocal/bin/kubensenter",
+];
+
 fn mco_owned(mc: &Value) -> Option<(String, &'static str)> {
     let name = mc_name(mc);
     let role = role(mc).ok().flatten();
@@ -169,6 +187,11 @@ fn mco_owned(mc: &Value) -> Option<(String, &'static str)> {
             UNIT_PATH => {
                 "where the MCO writes kubelet.service as a unit (01-<role>-kubelet): a file \
                      there conflicts, and the Machine Config Server serves the pool nothing"
+            }
+            p if LAUNCHERS.contains(&super::unpack::clean_path(p).as_str()) => {
+                "the launcher kubelet.service starts kubelet through, which the wrapper \
+                     trusts to hand kubelet its --node-labels and --register-with-taints \
+                     unchanged: another program there may drop them"
             }
             _ => return None,
         };
@@ -255,7 +278,14 @@ fn manager_environment(mc: &Value) -> Result<Option<String>> {
 pub fn manager_config_path(path: &str) -> Option<bool> {
     let p = super::unpack::clean_path(path);
     let under = |dir: &str| p == dir || p.starts_with(&format!("{dir}/"));
-    let roots = ["/etc", "/run", "/usr/local/lib", "/usr/lib", "/lib"];
+    let roots = [
+        "/etc",
+        "/run",
+        "/usr/local/lib",
+        "/var/usrlocal/lib",
+        "/usr/lib",
+        "/lib",
+    ];
     let config = roots.iter().any(|r| {
         p == format!("{r}/systemd/system.conf") || under(&format!("{r}/systemd/system.conf.d"))
     });
@@ -294,6 +324,16 @@ fn written(mc: &Value) -> BTreeSet<String> {
         }
     }
     out
+}
+
+/// A storage entry of `mc` under /var/usrlocal/lib/systemd: CoreOS's
+/// /usr/local/lib/systemd (a link to it), which systemd reads.
+fn other_name_of_usr_local(mc: &Value) -> Option<String> {
+    storage_paths(mc).map(super::unpack::clean_path).find(|p| {
+        p == "/var/usrlocal"
+            || p == "/var/usrlocal/lib"
+            || p.starts_with("/var/usrlocal/lib/systemd")
+    })
 }
 
 /// A storage entry of `mc` under /run or /tmp (tmpfs on the node).
@@ -544,6 +584,14 @@ mod tests {
             ("/dev/shm/x.env", true),
             ("/sys/x", true),
             ("/etc/kubernetes/x.env", false),
+            // Review 16 r16b F5, F1: the launcher, and /usr/local's own path.
+            ("/usr/local/bin/kubenswrapper", true),
+            ("/var/usrlocal/bin/kubenswrapper", true),
+            (
+                "/var/usrlocal/lib/systemd/system/kubelet.service.d/95-x.conf",
+                true,
+            ),
+            ("/var/usrlocal/bin/other-tool", false),
         ] {
             let m = mc("60-a", Some("worker-gpu"), file(path));
             assert_eq!(check(&[m]).is_err(), refused, "{path}");
@@ -592,6 +640,11 @@ mod tests {
             (
                 "/etc/systemd/system-environment-generators/x",
                 "#!/bin/sh\n",
+            ),
+            // Review 16 r16b F1: CoreOS's /usr/local is /var/usrlocal.
+            (
+                "/var/usrlocal/lib/systemd/system.conf.d/10-env.conf",
+                "[Manager]\nDefaultEnvironment=SHELLOPTS=noexec\n",
             ),
             // Review 15 r15c F5: every directory systemd reads them from.
             (

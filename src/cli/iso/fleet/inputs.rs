@@ -76,6 +76,18 @@ pub(super) fn check_inputs(mc: &Value, source: &str, pool: &str) -> Result<()> {
                 ),
             )?;
         }
+        // The record of the pool the machine was installed for (iso fleet's,
+        // in the destination config): replaced, the node's pool-changed
+        // check would judge by another pool than the install chose.
+        if under(&clean, "/etc/kubelet-labeler")
+            || (kind == "links" && under("/etc/kubelet-labeler", &clean))
+        {
+            bail!(
+                "{source}: MachineConfig {mc_name} (reaching pool {pool}'s nodes) writes \
+                 {path}: the installed node reads there the pool its install chose, which \
+                 iso fleet writes; {out}"
+            );
+        }
         if OS_RELEASE
             .iter()
             .any(|p| clean == *p || (kind == "links" && under(p, &clean)))
@@ -319,6 +331,11 @@ mod tests {
                 "osImageURL",
             ),
             (mc(&[], json!({ "extensions": ["usbguard"] })), "extensions"),
+            // Review 16 r16c F1: the installed-pool record.
+            (
+                mc(&[("/etc/kubelet-labeler/installed-pool", "x\n")], json!({})),
+                "the pool its install chose",
+            ),
         ] {
             let e = check_inputs(&m, "s", "p").unwrap_err().to_string();
             assert!(e.contains(needle) && e.contains("60-x"), "{e}");

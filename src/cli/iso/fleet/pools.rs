@@ -221,26 +221,47 @@ fn read_document(name: &str, doc: Value, source: &str, f: &mut Found) -> Result<
         // What changes no fact the install reads: kubelet's and CRI-O's
         // configuration, the disruption policy, NFD's rules (the same the
         // pools carry), kustomize's own files and plain config objects.
-        ""
-        | "KubeletConfig"
-        | "ContainerRuntimeConfig"
-        | "MachineConfiguration"
-        | "NodeFeatureRule"
-        | "Kustomization"
-        | "Component"
-        | "ConfigMap"
-        | "Namespace" => Ok(()),
+        // By API group too: Flux's `Kustomization` applies a path of its own.
+        "" => Ok(()),
+        k if TAKEN_KINDS.iter().any(|(kind, group)| {
+            *kind == k
+                && doc
+                    .get("apiVersion")
+                    .and_then(Value::as_str)
+                    .is_some_and(|v| v.rsplit_once('/').map_or("", |(g, _)| g) == *group)
+        }) =>
+        {
+            Ok(())
+        }
         other => bail!(
-            "{source}: {other} {:?} in pool {name}'s sources: the fleet does not know what it \
+            "{source}: {other} {:?} ({}) in pool {name}'s sources: the fleet does not know what it \
              changes on the pool's nodes (the MCO and operators render kinds such as \
              MachineOSConfig, PerformanceProfile and Tuned into the pool's config: an OS \
              image, kernel arguments), so a machine could register on other facts than the \
              install chose its pool by; leave it out of the pool's sources and apply it once \
              the nodes have joined",
-            meta_name.unwrap_or_default()
+            meta_name.unwrap_or_default(),
+            doc.get("apiVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("no apiVersion")
         ),
     }
 }
+
+/// The other kinds the fleet takes, by kind and API group ("": core).
+const TAKEN_KINDS: [(&str, &str); 8] = [
+    ("KubeletConfig", "machineconfiguration.openshift.io"),
+    (
+        "ContainerRuntimeConfig",
+        "machineconfiguration.openshift.io",
+    ),
+    ("MachineConfiguration", "operator.openshift.io"),
+    ("NodeFeatureRule", "nfd.k8s-sigs.io"),
+    ("Kustomization", "kustomize.config.k8s.io"),
+    ("Component", "kustomize.config.k8s.io"),
+    ("ConfigMap", ""),
+    ("Namespace", ""),
+];
 
 fn set_pointer(name: &str, pointer: Value, source: &str, f: &mut Found) -> Result<()> {
     let bytes = serde_json::to_vec(&pointer)?;
