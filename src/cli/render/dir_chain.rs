@@ -22,6 +22,12 @@ use anyhow::{Context, Result, bail};
 unsafe extern "C" {
     fn geteuid() -> std::ffi::c_uint;
     fn getegid() -> std::ffi::c_uint;
+    fn getxattr(
+        path: *const std::ffi::c_char,
+        name: *const std::ffi::c_char,
+        value: *mut std::ffi::c_void,
+        size: usize,
+    ) -> isize;
 }
 
 /// The user we run as.
@@ -122,6 +128,25 @@ fn steps(path: &Path) -> Vec<Step> {
         .collect()
 }
 
+/// Whether `dir` carries an access ACL beyond its mode bits.
+fn has_access_acl(dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return true;
+    };
+    // SAFETY: both strings are NUL-terminated; a size of 0 asks the size
+    // only, nothing is written.
+    let n = unsafe {
+        getxattr(
+            c.as_ptr(),
+            c"system.posix_acl_access".as_ptr(),
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    n > 0
+}
+
 /// Refuse `dir` (on the way to `path`) when another user owns it, or
 /// others may write it and it is not sticky.
 fn safe(path: &Path, dir: &Path, meta: &fs::Metadata) -> Result<()> {
@@ -150,6 +175,18 @@ fn safe(path: &Path, dir: &Path, meta: &fs::Metadata) -> Result<()> {
             path.display(),
             dir.display(),
             mode & 0o7777,
+            dir.display()
+        );
+    }
+    // With an access ACL the group bits are its mask: a named user or
+    // group entry may let another user write (review 16 r16c F2).
+    if mode & 0o020 != 0 && has_access_acl(dir) {
+        bail!(
+            "{}: {} has an access ACL (see getfacl) whose mask lets its entries write: \
+             another user may replace what is written there before it is used; not writing \
+             there: {fix} (or setfacl -b {})",
+            path.display(),
+            dir.display(),
             dir.display()
         );
     }
@@ -207,5 +244,61 @@ mod tests {
         for fine in ["x", "sticky/x", "sticky/below/x", "missing/more/x"] {
             check(&d.join(fine)).unwrap_or_else(|e| panic!("{fine}: {e:#}"));
         }
+    }
+
+    /// Review 16 r16c F2: a directory of our own group, group-writable as
+    /// a umask of 002 leaves it, is taken; with an access ACL giving user
+    /// 65534 write (the group bits are then its mask), it is not.
+    #[test]
+    fn a_directory_an_acl_lets_others_write_is_refused() {
+        unsafe extern "C" {
+            fn setxattr(
+                path: *const std::ffi::c_char,
+                name: *const std::ffi::c_char,
+                value: *const std::ffi::c_void,
+                size: usize,
+                flags: std::ffi::c_int,
+            ) -> std::ffi::c_int;
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("acl");
+        fs::create_dir(&dir).unwrap();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o775)).unwrap();
+        check(&dir.join("x")).unwrap();
+        // POSIX ACL xattr: version 2, then (tag, perm, id) entries:
+        // user::rwx user:65534:rwx group::r-x mask::rwx other::r-x.
+        let mut acl = 2u32.to_le_bytes().to_vec();
+        for (tag, perm, id) in [
+            (1u16, 7u16, u32::MAX),
+            (2, 7, 65534),
+            (4, 5, u32::MAX),
+            (0x10, 7, u32::MAX),
+            (0x20, 5, u32::MAX),
+        ] {
+            acl.extend(tag.to_le_bytes());
+            acl.extend(perm.to_le_bytes());
+            acl.extend(id.to_le_bytes());
+        }
+        use std::os::unix::ffi::OsStrExt;
+        let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
+        // SAFETY: NUL-terminated strings and a buffer of `acl.len()` bytes.
+        let rc = unsafe {
+            setxattr(
+                c.as_ptr(),
+                c"system.posix_acl_access".as_ptr(),
+                acl.as_ptr().cast(),
+                acl.len(),
+                0,
+            )
+        };
+        if rc != 0 {
+            let e = std::io::Error::last_os_error();
+            // A file system without POSIX ACLs cannot carry one either.
+            assert_eq!(e.raw_os_error(), Some(95), "setxattr: {e}");
+            eprintln!("skipped: the temporary directory's file system has no POSIX ACLs");
+            return;
+        }
+        let e = format!("{:#}", check(&dir.join("x")).unwrap_err());
+        assert!(e.contains("has an access ACL"), "{e}");
     }
 }
