@@ -831,7 +831,7 @@ fn a_link_another_user_owns_at_o_is_never_written_through() {
         assert!(planted("in-place.iso", &iso_victim));
         for args in [
             [
-                &["iso", "embed"][..],
+                &["iso", "embed", "-f"][..],
                 &MERGE,
                 &["ca.pem", "sticky/in-place.iso"],
             ]

@@ -815,26 +815,10 @@ fn judge(
             // `Special`: the daemon judges the registries.conf change.
             let judged = match change {
                 Changed::File(_) if actions.iter().any(|a| a == "Special") => {
-                    // The merged entries (absent: no file, read as empty).
-                    let (before, after) = (old.get(change), new.get(change));
-                    let entries = (
-                        before.map(|d| sides[0].memo.read_file(d)),
-                        after.map(|d| sides[1].memo.read_file(d)),
+                    let verdict = registries::judge_entries(
+                        old.get(change).map(|d| sides[0].memo.read_file(d)),
+                        new.get(change).map(|d| sides[1].memo.read_file(d)),
                     );
-                    // A side without the file: the pool's rendered config
-                    // holds the MCO's own (its template, the cluster's
-                    // mirror sets), which the render does not show.
-                    let verdict = match entries {
-                        (Some(Some(b)), Some(Some(a))) => registries::judge(Some(b), Some(a)),
-                        (Some(None), _) | (_, Some(None)) => {
-                            registries::Verdict::Drain("its contents were not kept to judge".into())
-                        }
-                        _ => registries::Verdict::Drain(
-                            "one side is the MCO's own registries.conf, which the render \
-                             does not hold"
-                                .into(),
-                        ),
-                    };
                     match verdict {
                         registries::Verdict::Safe => {
                             ": the MCO judges the change safe (no drain)".to_string()

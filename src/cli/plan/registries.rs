@@ -48,6 +48,23 @@ struct Conf {
 /// `sysregistriesv2.MirrorByDigestOnly`.
 const DIGEST_ONLY: &str = "digest-only";
 
+/// The judgement of a change between two sides' merged entries, as plan
+/// keeps them (`None`: the render writes no registries.conf; `Some(None)`:
+/// its contents were not kept). A side without the file has the MCO's own
+/// in the pool's rendered config (its template, the cluster's mirror
+/// sets), which the render does not show: a drain.
+pub fn judge_entries(old: Option<Option<&Value>>, new: Option<Option<&Value>>) -> Verdict {
+    match (old, new) {
+        (Some(Some(old)), Some(Some(new))) => judge(Some(old), Some(new)),
+        (Some(None), _) | (_, Some(None)) => {
+            Verdict::Drain("its contents were not kept to judge".into())
+        }
+        _ => Verdict::Drain(
+            "one side is the MCO's own registries.conf, which the render does not hold".into(),
+        ),
+    }
+}
+
 /// The daemon's judgement of moving from the `old` to the `new` rendered
 /// file entry of registries.conf (none: no such file, read as empty).
 pub fn judge(old: Option<&Value>, new: Option<&Value>) -> Verdict {
