@@ -152,6 +152,108 @@ fn a_crash_or_an_error_in_the_rules_registers_fenced() {
     }
 }
 
+/// Review 16 r16a F2: on a node installed from a fleet ISO, the crash
+/// handler's fallback (the static part alone, armed before the rules run)
+/// is checked against the installed pool as the full start is. The rules
+/// give the label that selects the installed pool and no taint, so the
+/// fallback was not fenced: it registered in `worker`, without the
+/// installed pool's registration-only taints.
+#[test]
+fn a_crash_fallback_that_leaves_the_installed_pool_is_fenced() {
+    use kubelet_labeler::node::fleet::{INSTALLED_POOL_PATH, Pool, PoolKind, Requirement, Table};
+    use kubelet_labeler::node::rules::compact;
+    let dir = scratch_dir();
+    let root = dir.path();
+    let Some(records) = recorder_root(root, UNIT) else {
+        return;
+    };
+    let mut rules = compact::decode(GPU_RULE).unwrap();
+    rules[0].taints.clear();
+    rules[0].labels = vec![("gpu.present".into(), "true".into())];
+    let labels_only = compact::encode(&rules);
+    let pool = |name: &str, kind, selector| Pool {
+        name: name.into(),
+        kind,
+        config: format!("{name}.ign"),
+        selector,
+        static_labels: Vec::new(),
+        device: None,
+    };
+    let gpu = pool(
+        "gpu",
+        PoolKind::Custom,
+        vec![Requirement::In(
+            "feature.node.kubernetes.io/gpu.present".into(),
+            vec!["true".into()],
+        )],
+    );
+    let worker = pool(
+        "worker",
+        PoolKind::Worker,
+        vec![Requirement::Exists("node-role.kubernetes.io/worker".into())],
+    );
+    let record = Table {
+        env: Vec::new(),
+        pools: vec![gpu, worker],
+    };
+    write(
+        &root.join(INSTALLED_POOL_PATH.trim_start_matches('/')),
+        &record.to_text(),
+    );
+    let dgx = repo().join("tests/fixtures/nodes/dgx");
+    let facts = ["--facts-root", dgx.to_str().unwrap()];
+    let run = |id: &str, fault: &str| {
+        let _ = std::fs::remove_dir_all(root.join("state"));
+        let extra = [(RULES_VAR, labels_only.as_str()), ("KUBELET_LABELER_FAULT", fault)];
+        try_wrapper(root, &records, &env(id, &extra), "", &facts)
+    };
+    // A full start: the installed pool, unfenced.
+    let (err, argv) = run("full", "");
+    let argv = argv.unwrap_or_else(|| panic!("kubelet did not start: {err}"));
+    assert_eq!(taints_of(&argv), STATIC_TAINT, "{err}");
+    assert!(
+        argv.iter()
+            .any(|w| w.contains("feature.node.kubernetes.io/gpu.present=true")),
+        "{argv:?}"
+    );
+    // A crash while the rules run: the static part lands in `worker`.
+    let (err, argv) = run("crash", "abort-late");
+    let argv = argv.unwrap_or_else(|| panic!("kubelet did not start: {err}"));
+    assert_eq!(
+        taints_of(&argv),
+        format!("{STATIC_TAINT},{}", fence("pool-changed")),
+        "{err}"
+    );
+    let line = one_line(&err);
+    assert!(
+        line.contains("internal error (a crash")
+            && line.contains("installed into pool gpu")
+            && line.contains("select pool worker")
+            && line.contains("replace or remove the record"),
+        "{line}"
+    );
+    // A crash before the static part is merged: the fence alone, even
+    // with no static taint or rule (which used to start kubelet unchanged,
+    // in `worker`).
+    for (extra, says) in [
+        (vec![("KUBELET_LABELER_FAULT", "abort-early")], "a crash"),
+        (
+            vec![
+                ("KUBELET_LABELER_FAULT", "abort-early"),
+                (RULES_VAR, ""),
+                (TAINTS_VAR, ""),
+            ],
+            "a crash",
+        ),
+    ] {
+        let _ = std::fs::remove_dir_all(root.join("state"));
+        let (err, argv) = try_wrapper(root, &records, &env("early", &extra), "", &facts);
+        let argv = argv.unwrap_or_else(|| panic!("kubelet did not start: {err}"));
+        assert_eq!(taints_of(&argv), fence("wrapper-died"), "{extra:?}: {err}");
+        assert!(one_line(&err).contains(says), "{err}");
+    }
+}
+
 /// A crash after the original command is known, before the static part is
 /// merged (`=abort-early`): where static taints or node rules are
 /// configured, kubelet starts with the fence alone (before: unchanged,

@@ -168,4 +168,10 @@ fn a_node_whose_boot_changes_its_pool_registers_fenced() {
         "{e}"
     );
     assert!(e.to_string().contains("select pool worker-special"), "{e}");
+    // And that a fallback (a crash, the crash-loop guard) is checked too.
+    assert!(
+        e.to_string()
+            .contains("installed from a fleet ISO into pool worker (/etc/kubelet-labeler/installed-pool): a fallback"),
+        "{e}"
+    );
 }

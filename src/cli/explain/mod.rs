@@ -331,8 +331,20 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
     plan.notes = notes;
     // As boot: a node installed from a fleet ISO whose labels select
     // another pool than it was installed into registers fenced.
-    let mut plan = crate::node::wrapper::pool_change::check(plan, &opts.root, opts.profile, nodefs);
+    let record = crate::node::wrapper::pool_change::read_record(&opts.root);
+    let mut plan = crate::node::wrapper::pool_change::check(plan, &record, opts.profile, nodefs);
     plan.notes.extend(plan::fallbacks(&plan, &env));
+    if let Some(Ok(table)) = &record
+        && let Some(installed) = table.pools.first()
+    {
+        plan.notes.push(format!(
+            "installed from a fleet ISO into pool {} ({}): a fallback above whose labels select \
+             another pool registers fenced with {} instead",
+            installed.name,
+            crate::node::fleet::INSTALLED_POOL_PATH,
+            crate::node::wrapper::fence::Reason::PoolChanged.taint()
+        ));
+    }
     warnings.extend(fs.warnings.into_inner());
     warnings.extend(plan.warnings.iter().cloned());
     warnings.extend(tree::missing_config(&plan, &fs.inner, opts.offline));

@@ -90,9 +90,10 @@ pub(super) fn generator(root: &Path) -> Option<Generator> {
 /// Whether `text` is the generator render writes for `unit` and `arches`
 /// (with either profile), byte for byte but for the release in its stamp
 /// (`kubelet-labeler VERSION+node.N`, of this node format: the caller
-/// checks). Comments are compared too: the drop-in goes through an
-/// unquoted here-document, where a `#` line is the drop-in's text and a
-/// `$(...)` in it runs at boot.
+/// checks). Comments are compared too: the drop-in goes through a
+/// double-quoted word (an unquoted here-document in earlier releases),
+/// where a `#` line is the drop-in's text and a `$(...)` in it runs at
+/// boot.
 fn as_rendered(text: &str, unit: &str, arches: &[String]) -> bool {
     use crate::cli::render::{RENDERED_BY, arch::Arch, generator as rendered};
     use crate::node::kubelet::Profile;
@@ -131,10 +132,11 @@ fn as_rendered(text: &str, unit: &str, arches: &[String]) -> bool {
         && [Profile::OpenShift, Profile::Upstream]
             .into_iter()
             .any(|p| {
-                let ours = rendered::generator(p, unit, &arches).replace(RENDERED_BY, stamp);
-                // The same generator as earlier releases of this node
-                // format rendered it, before it set its own PATH.
-                ours == text || ours.replacen(rendered::OWN_PATH, "", 1) == text
+                // As any release of this node format rendered it.
+                rendered::GeneratorText::ALL.into_iter().any(|t| {
+                    rendered::generator_text(t, p, unit, &arches).replace(RENDERED_BY, stamp)
+                        == text
+                })
             })
 }
 
@@ -455,10 +457,17 @@ mod tests {
                 "kubelet-labeler 0.0.9+node.5",
             );
             assert!(as_rendered(&other, "kubelet.service", &names));
-            // An earlier release of this node format: no PATH of its own.
-            let earlier = other.replacen(rendered::OWN_PATH, "", 1);
-            assert_ne!(earlier, other);
-            assert!(as_rendered(&earlier, "kubelet.service", &names));
+            // Earlier releases of this node format: a here-document, and
+            // before it no PATH of its own.
+            for t in [
+                rendered::GeneratorText::HereDocument,
+                rendered::GeneratorText::NoOwnPath,
+            ] {
+                let earlier = rendered::generator_text(t, p, "kubelet.service", &arches)
+                    .replace(crate::cli::render::RENDERED_BY, "kubelet-labeler 0.0.9+node.5");
+                assert_ne!(earlier, other);
+                assert!(as_rendered(&earlier, "kubelet.service", &names), "{t:?}");
+            }
             // A PATH of another's is an edit.
             let path = other.replacen("PATH=/usr/sbin:", "PATH=/tmp:/usr/sbin:", 1);
             assert!(!as_rendered(&path, "kubelet.service", &names));
@@ -470,9 +479,10 @@ mod tests {
                 text.replacen("\nesac\n", "\nesac\nexit 0\n", 1),
                 text.replacen("\tfi\n", "\tfi # x\n", 1),
                 text.clone() + "true\n",
-                // A comment is the drop-in's text inside the here-document,
+                // A comment is the drop-in's text inside the quoted word,
                 // and `$(...)` in it runs.
                 text.replacen("[Service]\n", "[Service]\n# $(true)\n", 1),
+                text.replacen("SyslogIdentifier=", "SyslogIdentifier=$(true)", 1),
                 text.replacen("\nesac\n", "\n\t# a comment\n\nesac\n", 1),
                 text.replacen("kubelet-labeler ", "kubelet-labeler $(true)", 1),
             ] {

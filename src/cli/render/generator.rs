@@ -62,15 +62,62 @@ pub const OWN_PATH: &str = "# The manager's DefaultEnvironment= reaches generato
 PATH=/usr/sbin:/usr/bin:/sbin:/bin\n\
 export PATH\n";
 
+/// The texts node format 5 rendered the generator in, oldest first: an
+/// installed node may carry any of them (`explain` takes each as ours).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GeneratorText {
+    /// Before it set its own PATH ([`OWN_PATH`]).
+    NoOwnPath,
+    /// Before it wrote the drop-in with `printf`: a here-document, which a
+    /// shell may back with a temp file (bash before 5.1, as on RHEL 8 and
+    /// Amazon Linux 2, in a read-only `/tmp` at generator time: no
+    /// drop-in, and kubelet starts without the wrapper).
+    HereDocument,
+    Current,
+}
+
+impl GeneratorText {
+    pub const ALL: [GeneratorText; 3] = [Self::NoOwnPath, Self::HereDocument, Self::Current];
+}
+
 pub fn generator(profile: Profile, unit: &str, arches: &[Arch]) -> String {
+    generator_text(GeneratorText::Current, profile, unit, arches)
+}
+
+/// The generator as the node format 5 release `text` rendered it.
+pub fn generator_text(text: GeneratorText, profile: Profile, unit: &str, arches: &[Arch]) -> String {
     // Run again from the unit's `ExecStopPost=` (see the script's comment).
     let dropin = wrapper_dropin_at(profile, "$exe") + "ExecStopPost=-/bin/sh $0 --exec-failed\n";
-    // The drop-in goes through an unquoted here-document: only `$exe` and
-    // `$0` may expand in it.
+    // The drop-in goes into a double-quoted word (a here-document before):
+    // only `$exe` and `$0` may expand in it.
     assert!(
-        !dropin.contains(['`', '\\']) && dropin.matches('$').count() == 4,
-        "the drop-in must survive a here-document"
+        !dropin.contains(['`', '\\', '"']) && dropin.matches('$').count() == 4,
+        "the drop-in must survive a double-quoted word"
     );
+    let own_path = if text == GeneratorText::NoOwnPath {
+        ""
+    } else {
+        OWN_PATH
+    };
+    let tmp = format!("\"$dir/.{WRAPPER_DROPIN_NAME}.tmp\"");
+    let rename = format!("mv -f {tmp} \"$dir/{WRAPPER_DROPIN_NAME}\"");
+    let write = if text == GeneratorText::Current {
+        format!(
+            "# printf, a builtin, with no temp file of the shell's: at generator time\n\
+# /tmp may be read-only, and some shells back a here-document with a file.\n\
+if mkdir -p \"$dir\" && printf '%s' \"{dropin}\" >{tmp} && {rename}; then\n\
+\texit 0\n\
+fi\n"
+        )
+    } else {
+        format!(
+            "if mkdir -p \"$dir\" && cat >{tmp} <<EOF && {rename}; then\n\
+{dropin}\
+EOF\n\
+\texit 0\n\
+fi\n"
+        )
+    };
     assert!(
         unit.bytes()
             .all(|c| c.is_ascii_alphanumeric() || b"@._-:".contains(&c)),
@@ -92,7 +139,7 @@ pub fn generator(profile: Profile, unit: &str, arches: &[Arch]) -> String {
 # at every daemon-reload. It writes the drop-in that makes {unit} run our\n\
 # wrapper, only when this node's wrapper can run here; otherwise {unit}\n\
 # starts with its own ExecStart and one kernel log line (journalctl -k) says why.\n\
-{OWN_PATH}\
+{own_path}\
 unit='{unit}'\n\
 say() {{\n\
 \tif [ \"${{SYSTEMD_SCOPE:-system}}\" = system ] && [ \"$1\" != --exec-failed ] &&\n\
@@ -147,11 +194,7 @@ fi\n\
 # Written aside and renamed: a half-written drop-in could reset ExecStart=\n\
 # and set none (a full /run).\n\
 dir=${{1:-/run/systemd/generator}}/$unit.d\n\
-if mkdir -p \"$dir\" && cat >\"$dir/.{WRAPPER_DROPIN_NAME}.tmp\" <<EOF && mv -f \"$dir/.{WRAPPER_DROPIN_NAME}.tmp\" \"$dir/{WRAPPER_DROPIN_NAME}\"; then\n\
-{dropin}\
-EOF\n\
-\texit 0\n\
-fi\n\
+{write}\
 rm -f \"$dir/.{WRAPPER_DROPIN_NAME}.tmp\"\n\
 say - \"cannot write $dir/{WRAPPER_DROPIN_NAME}; $unit starts unchanged\"\n"
     )
@@ -286,7 +329,7 @@ mod tests {
     }
 
     #[test]
-    fn generator_refuses_what_a_heredoc_would_change() {
+    fn generator_writes_the_dropin_as_one_quoted_word() {
         let text = generator(Profile::Upstream, "kubelet.service", &Arch::ALL);
         for a in Arch::ALL {
             assert!(text.contains(&format!(
@@ -295,9 +338,62 @@ mod tests {
                 a.elf_header_pattern()
             )));
         }
-        let body = text.split("<<EOF").nth(1).unwrap();
-        assert!(body.contains(&wrapper_dropin_at(Profile::Upstream, "$exe")));
-        assert!(body.contains("ExecStopPost=-/bin/sh $0 --exec-failed\n"));
+        assert!(!text.contains("<<"), "no here-document: {text}");
+        let body = text.split("printf '%s' \"").nth(1).unwrap();
+        let body = body.split('"').next().unwrap();
+        assert_eq!(
+            body,
+            wrapper_dropin_at(Profile::Upstream, "$exe") + "ExecStopPost=-/bin/sh $0 --exec-failed\n"
+        );
+        // Earlier texts of node format 5: the here-document, and before it
+        // no PATH of its own.
+        let here = generator_text(GeneratorText::HereDocument, Profile::Upstream, "kubelet.service", &Arch::ALL);
+        assert!(here.contains(OWN_PATH) && here.contains(" <<EOF && mv -f "));
+        let oldest = generator_text(GeneratorText::NoOwnPath, Profile::Upstream, "kubelet.service", &Arch::ALL);
+        assert_eq!(oldest, here.replacen(OWN_PATH, "", 1));
+    }
+
+    /// A shell whose here-documents need a temp file (bash before 5.1, as
+    /// RHEL 8 and Amazon Linux 2 ship it) in a `/tmp` it cannot write, as
+    /// at generator time: the drop-in is written all the same. zsh
+    /// emulating sh backs here-documents with a file under `TMPPREFIX`.
+    #[test]
+    fn generator_writes_the_dropin_where_no_temp_file_can_be_made() {
+        if std::process::Command::new("zsh").arg("-fc").arg("true").status().is_err() {
+            assert!(std::env::var_os("CI").is_none(), "zsh is missing (tests/support/tools.txt)");
+            eprintln!("skipped: zsh is missing");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        for (text, written) in [
+            (GeneratorText::HereDocument, false),
+            (GeneratorText::Current, true),
+        ] {
+            let script = generator_text(text, Profile::OpenShift, "kubelet.service", &Arch::ALL)
+                .replace(WRAPPER_PATH, dir.path().join("bin/w").to_str().unwrap());
+            let gen_path = dir.path().join("generator");
+            std::fs::write(&gen_path, script).unwrap();
+            let out = dir.path().join(format!("out-{text:?}"));
+            let run = std::process::Command::new("zsh")
+                .args(["--emulate", "sh", "-f"])
+                .arg(&gen_path)
+                .arg(&out)
+                .env("SYSTEMD_SCOPE", "user")
+                .env("TMPPREFIX", dir.path().join("read-only/zsh"))
+                .env("TMPDIR", dir.path().join("read-only"))
+                .output()
+                .unwrap();
+            let dropin = out.join("kubelet.service.d").join(WRAPPER_DROPIN_NAME);
+            let err = String::from_utf8_lossy(&run.stderr);
+            assert_eq!(dropin.exists(), written, "{text:?}: {err}");
+            if written {
+                let got = std::fs::read_to_string(&dropin).unwrap();
+                assert!(got.starts_with("# ") && got.ends_with(" --exec-failed\n"), "{got}");
+                assert_eq!(err, "");
+            } else {
+                assert!(err.contains("cannot write"), "{err}");
+            }
+        }
     }
 
     #[test]

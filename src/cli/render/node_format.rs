@@ -241,7 +241,7 @@ spec:
     /// then for another fence reason, `pool-changed`, with the fleet ISO's
     /// installed-pool record, which `iso fleet` writes, not render, and
     /// which the wrapper reads in both its forms.)
-    const RECORDED: (&str, u64) = ("5", 0xc8940a79d86b697a);
+    const RECORDED: (&str, u64) = ("5", 0xbedc442e2954169a);
 
     /// What the node reads changes only with a new node format, so the
     /// version stamped in every file and manifest tells renders and

@@ -148,7 +148,10 @@ pub fn prepare(
     // (what they give is unknown until merged), then, once the static part
     // is merged, with that part.
     let executable = under_root(&opts.root, &original.executable);
-    match fail_closed::fenced_before_merge(&original, env, opts.profile) {
+    // Installed from a fleet ISO: every fallback too lands in the pool it
+    // was installed into, or fenced (the record is read once a start).
+    let record = super::pool_change::read_record(&opts.root);
+    match fail_closed::fenced_before_merge(&original, env, record.is_some(), opts.profile) {
         Some(p) => crash::arm(&executable, &p.argv, FENCED_HEAD, fence_tail(&p)),
         None => crash::arm(&executable, &original.argv, crash::UNCHANGED, String::new()),
     };
@@ -213,9 +216,10 @@ pub fn prepare(
             .find(|n| n.starts_with("our labels left out"))
             .cloned();
     }
+    let armed = super::pool_change::check(static_plan.clone(), &record, opts.profile, &fs);
     // (Also where the static plan adds nothing: it replaces the fence.)
-    let (head, tail) = static_line(&static_plan);
-    crash::arm_static(&executable, &static_plan.argv, head, tail);
+    let (head, tail) = static_line(&armed);
+    crash::arm_static(&executable, &armed.argv, head, tail);
     // `=panic`, `=abort-late`, `=stack-overflow-late`: a crash after the
     // static part is known, where the rules run (the crash fallback).
     let late_fault = || {
@@ -249,7 +253,7 @@ pub fn prepare(
         plan.notes.extend(refusable_note(verdict, &refusable_gone));
         return Ok(super::pool_change::check(
             plan,
-            &opts.root,
+            &record,
             opts.profile,
             &fs,
         ));
@@ -333,7 +337,7 @@ pub fn prepare(
     // Installed from a fleet ISO: in the pool it was installed into, or fenced.
     Ok(super::pool_change::check(
         plan,
-        &opts.root,
+        &record,
         opts.profile,
         &fs,
     ))
@@ -391,10 +395,16 @@ fn fence_tail(plan: &Plan) -> String {
         .iter()
         .find(|t| fence::is_fence(t))
         .map(|t| {
-            format!(
-                "; registering fenced with {t}, which no workload tolerates; {}",
-                fence::LIFT
-            )
+            // A pool change: the check's note says which pools, and how.
+            let lift = (t.value == fence::Reason::PoolChanged.value())
+                .then(|| {
+                    plan.notes
+                        .iter()
+                        .find(|n| n.ends_with(super::pool_change::POOL_LIFT))
+                })
+                .flatten()
+                .map_or(fence::LIFT, String::as_str);
+            format!("; registering fenced with {t}, which no workload tolerates; {lift}")
         })
         .unwrap_or_default()
 }

@@ -171,20 +171,24 @@ pub fn fit_exec_limit(plan: &mut Plan, over: &dyn Fn(&[OsString]) -> Option<Stri
 }
 
 /// The crash fallback before the static part is merged, where `env` has
-/// static taints or node rules (either layer): what they give is unknown
-/// then, so `original` with the fence alone, merged without reading a
-/// node file (kubelet's own taints, in its config, are unknown too: the
-/// fence replaces them, as when its config is unreadable). None: nothing
-/// to fence, or flags cannot reach kubelet (it starts unchanged).
+/// static taints or node rules (either layer), or the node was installed
+/// from a fleet ISO (`fleet_installed`: without our labels it may land in
+/// another pool): what they give is unknown then, so `original` with the
+/// fence alone, merged without reading a node file (kubelet's own taints,
+/// in its config, are unknown too: the fence replaces them, as when its
+/// config is unreadable). None: nothing to fence, or flags cannot reach
+/// kubelet (it starts unchanged).
 pub fn fenced_before_merge(
     original: &OriginalCommand,
     env: &[(OsString, OsString)],
+    fleet_installed: bool,
     profile: Profile,
 ) -> Option<Plan> {
     let vars = [TAINTS_VAR, ROLE_TAINTS_VAR, RULES_VAR, ROLE_RULES_VAR];
-    if !env
-        .iter()
-        .any(|(k, v)| !v.is_empty() && vars.iter().any(|n| k == n))
+    if !fleet_installed
+        && !env
+            .iter()
+            .any(|(k, v)| !v.is_empty() && vars.iter().any(|n| k == n))
     {
         return None;
     }

@@ -27,12 +27,15 @@ use crate::node::kubelet::{self, Additions, NodeFs, Profile};
 pub const RECORD_MAX: usize = 64 << 10;
 const _: () = assert!(RECORD_MAX == 64 << 10, "the message says 64 KiB");
 
+/// The install's record, as [`read_record`] reads it.
+pub type Record = Option<Result<Table, String>>;
+
 /// The record under `root`: None when there is none (its directory or the
 /// file missing); else the table, or why it cannot be read. Read as the
 /// wrapper reads its other inputs: within its bounds, never blocking, a
 /// regular file only, never through a link (a link is unreadable, not
 /// followed).
-pub fn read_record(root: &Path) -> Option<Result<Table, String>> {
+pub fn read_record(root: &Path) -> Record {
     use crate::node::nodefs::{Dir, read_up_to};
     let path = Path::new(INSTALLED_POOL_PATH);
     let (dir, name) = (path.parent()?, path.file_name()?);
@@ -85,15 +88,14 @@ pub fn labels_of_argv(argv: &[OsString]) -> Vec<(String, String)> {
     labels
 }
 
-/// Why `plan`'s registration does not land in the pool the record under
-/// `root` names; None when it does, when there is no record, or when
+/// Why `plan`'s registration does not land in the pool `record` names; None when it does, when there is no record, or when
 /// nothing of ours reaches kubelet (`left_out`: no flag can be added).
-pub fn changed(plan: &Plan, root: &Path) -> Option<String> {
+pub fn changed(plan: &Plan, record: &Record) -> Option<String> {
     if plan.left_out.is_some() {
         return None;
     }
-    match read_record(root)? {
-        Ok(record) => fleet::pool_change(&record, &labels_of_argv(&plan.argv)),
+    match record.as_ref()? {
+        Ok(record) => fleet::pool_change(record, &labels_of_argv(&plan.argv)),
         Err(why) => Some(format!("{why}: the pool it was installed into is unknown")),
     }
 }
@@ -104,12 +106,12 @@ that writes what the rules read, a module, the OS image), or, if the move is mea
 or remove the record; then delete the Node so kubelet registers it again (with that pool's \
 taints)";
 
-/// `plan`, fenced with `pool-changed` where the record under `root` says
-/// the node would land in another pool than it was installed into (see
-/// [`changed`]); a note names both pools and how to lift it. Already
-/// fenced: that fence stays, the note is added.
-pub fn check(mut plan: Plan, root: &Path, profile: Profile, fs: &dyn NodeFs) -> Plan {
-    let Some(why) = changed(&plan, root) else {
+/// `plan`, fenced with `pool-changed` where `record` (the install's, read
+/// once a start) says the node would land in another pool than it was
+/// installed into (see [`changed`]); a note names both pools and how to
+/// lift it. Already fenced: that fence stays, the note is added.
+pub fn check(mut plan: Plan, record: &Record, profile: Profile, fs: &dyn NodeFs) -> Plan {
+    let Some(why) = changed(&plan, record) else {
         return plan;
     };
     let note = format!("{why}; {POOL_LIFT}");
@@ -305,7 +307,7 @@ mod tests {
             taints: kubelet::parse_taints(taints).unwrap_or_default(),
         };
         let p = plan_closed(original, Ok(Some(additions)), Profile::OpenShift, &fs);
-        check(p, d.path(), Profile::OpenShift, &fs)
+        check(p, &read_record(d.path()), Profile::OpenShift, &fs)
     }
 
     fn taints_word(p: &Plan) -> Option<String> {
