@@ -341,3 +341,68 @@ fn credentials_under_root_stay_inside_the_tree() {
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("up to date"), "{err}");
 }
+
+/// Review 16 r16a F3, the built wrapper's `sync` on a node installed from
+/// a fleet ISO into pool worker (its record under `--root`): the label it
+/// derives, example.com/a=1, selects pool worker-a, so the label is left
+/// out (exit 1, the line names both pools and how to proceed) and no
+/// request writes it. The record removed: the label goes, as before.
+#[test]
+fn a_fleet_nodes_sync_does_not_move_it_into_another_pool() {
+    use kubelet_labeler::node::fleet::{
+        INSTALLED_POOL_PATH, Pool, PoolKind, Requirement, WORKER_ROLE_LABEL, installed_record,
+    };
+    if !fake_api::available() {
+        return;
+    }
+    let dir = scratch_dir();
+    let in_worker = json!({"kind": "Node", "metadata": {"name": NODE, "resourceVersion": "5",
+        "labels": {WORKER_ROLE_LABEL: ""}}, "spec": {}})
+    .to_string();
+    let (root, api) = setup(
+        dir.path(),
+        json!([
+            answer(200, &in_worker),
+            answer(200, &in_worker),
+            answer(200, "{}")
+        ]),
+    );
+    let pool = |name: &str, kind, key: &str, value: &str| Pool {
+        name: name.into(),
+        kind,
+        config: format!("{name}.ign"),
+        selector: vec![Requirement::In(key.into(), vec![value.into()])],
+        static_labels: Vec::new(),
+        device: None,
+    };
+    let pools = [
+        pool("worker", PoolKind::Worker, WORKER_ROLE_LABEL, ""),
+        pool("worker-a", PoolKind::Custom, "example.com/a", "1"),
+    ];
+    let record = root.join(INSTALLED_POOL_PATH.trim_start_matches('/'));
+    write(&record, &installed_record(&pools[0], &pools).to_text());
+    let kubeconfig = dir.path().join("kubeconfig");
+    let out = sync(WRAPPER, &root, Some(&kubeconfig)).output().unwrap();
+    let err = one_line(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    for part in [
+        "labels not changed",
+        "label changes left out: installed into pool worker (/etc/kubelet-labeler/installed-pool)",
+        "select pool worker-a (nodeSelector example.com/a=1)",
+        "if the move is meant, replace or remove the record",
+    ] {
+        assert!(err.contains(part), "{part}: {err}");
+    }
+    let sent = api.requests();
+    assert!(
+        sent.iter()
+            .all(|r| !r.to_string().contains("example.com/a")),
+        "{sent:?}"
+    );
+    // No record: the day-2 move is by design.
+    std::fs::remove_file(&record).unwrap();
+    let out = sync(WRAPPER, &root, Some(&kubeconfig)).output().unwrap();
+    let err = one_line(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("added example.com/a=1"), "{err}");
+}

@@ -18,6 +18,8 @@ pub fn run(c: SyncConfig) -> anyhow::Result<ExitCode> {
         policy: Policy {
             pool_label: c.pool_label,
             allow_pool_label: c.allow_pool_label,
+            // `run` reads the record under the root.
+            installed: None,
         },
         profile: c.profile.map(Profile::from),
         facts_root: c.facts_root,

@@ -28,6 +28,7 @@ mod reconcilable;
 mod registries;
 mod rendered_diff;
 mod report;
+mod sync_labels;
 mod unrendered;
 
 pub use report::{Format, render};
@@ -694,6 +695,8 @@ fn judge(
             let pol = Policy {
                 pool_label: sides[1].pool(&proposed_pool)?.pool_label.clone(),
                 allow_pool_label: false,
+                // On the node, not among the inputs: see the note below.
+                installed: None,
             };
             let r = match reconcile::reconcile(&desired, state, &pol) {
                 Ok(r) => r,
@@ -724,7 +727,7 @@ fn judge(
                     )),
                 }
             }
-            patch_labels(&mut labels_after, &r.patch);
+            sync_labels::patch_labels(&mut labels_after, &r.patch);
         }
         // Taints: the node cannot change its own (NodeRestriction); the
         // cluster makes the registration's change on the running Node.
@@ -794,6 +797,10 @@ fn judge(
             o.pool_before.as_deref().unwrap_or("none"),
             o.pool_after.as_deref().unwrap_or("none")
         ));
+        if labels_after != labels_now {
+            o.not_judged
+                .push(sync_labels::fleet_sync_note(o.pool_after.as_deref()));
+        }
     } else {
         sides[0].pool(&pool)?;
         sides[1].pool(&proposed_pool)?;
@@ -933,55 +940,4 @@ fn taints_of(r: &Registration) -> Vec<Taint> {
         .filter_map(|t| crate::node::kubelet::parse_taints(t).ok())
         .flatten()
         .collect()
-}
-
-/// The labels after the sync's patch (what the API server stores), sorted:
-/// one lookup a label, not a scan of the patch (an export's Node with
-/// 50,000 labels the sync owns took minutes).
-fn patch_labels(labels: &mut Vec<(String, String)>, patch: &crate::node::sync::state::Patch) {
-    let gone: SortedSet<&str> = patch
-        .remove
-        .iter()
-        .map(String::as_str)
-        .chain(patch.set.iter().map(|(k, _)| k.as_str()))
-        .collect();
-    labels.retain(|(k, _)| !gone.contains(k.as_str()));
-    labels.extend(patch.set.iter().cloned());
-    labels.sort();
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::node::sync::state::Patch;
-
-    /// As setting and removing one key at a time, in O(n log n): 50,000
-    /// labels the patch removes and 50,000 it sets.
-    #[test]
-    fn patching_many_labels_is_one_sort() {
-        let kv = |k: &str, v: &str| (k.to_string(), v.to_string());
-        let mut labels = vec![kv("b", "1"), kv("a", "1"), kv("c", "1")];
-        let patch = Patch {
-            set: vec![kv("c", "2"), kv("d", "2")],
-            remove: vec!["b".into()],
-            ..Default::default()
-        };
-        patch_labels(&mut labels, &patch);
-        assert_eq!(labels, [kv("a", "1"), kv("c", "2"), kv("d", "2")]);
-        let n = 50_000;
-        let mut labels: Vec<_> = (0..2 * n).map(|i| kv(&format!("k{i}"), "1")).collect();
-        let patch = Patch {
-            set: (0..n).map(|i| kv(&format!("k{i}"), "2")).collect(),
-            remove: (n..2 * n).map(|i| format!("k{i}")).collect(),
-            ..Default::default()
-        };
-        let t = std::time::Instant::now();
-        patch_labels(&mut labels, &patch);
-        assert_eq!(labels.len(), n);
-        assert!(
-            t.elapsed() < std::time::Duration::from_secs(5),
-            "{:?}",
-            t.elapsed()
-        );
-    }
 }

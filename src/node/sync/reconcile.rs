@@ -206,6 +206,11 @@ pub fn reconcile(
             drift,
         });
     }
+    // A fleet node's label changes, left out whole where they would move
+    // it out of the pool it was installed into.
+    if let Some(record) = &policy.installed {
+        super::pool_guard::hold(record, node, &mut out, &mut now_owned);
+    }
     // The pool labels: this one, and those of before the Node still has
     // and that were not just removed (opted in).
     let mut now_pools: Vec<String> = pools
@@ -255,7 +260,21 @@ pub fn describe(r: &Reconciled) -> Vec<String> {
         ));
     }
     out.extend(r.taint_drift.iter().map(|t| format!("drift  {t}")));
+    out.extend(
+        r.pool_move
+            .iter()
+            .map(|w| format!("drift  {}", pool_move_line(w))),
+    );
     out
+}
+
+/// What the run's line and `--dry-run` say of label changes left out
+/// (`Reconciled::pool_move`): why, and how to proceed.
+pub fn pool_move_line(why: &str) -> String {
+    format!(
+        "label changes left out: {why}; {}",
+        crate::node::wrapper::pool_change::POOL_LIFT
+    )
 }
 
 #[cfg(test)]
@@ -524,6 +543,7 @@ pub(super) mod tests {
         let pool = Policy {
             pool_label: Some("node.kubernetes.io/worker-gpu".into()),
             allow_pool_label: false,
+            installed: None,
         };
         let r = plan(&d, &n, &pool);
         assert!(r.patch.set.is_empty() && r.drift_remains());
@@ -576,6 +596,7 @@ pub(super) mod tests {
         let pool = |k: &str| Policy {
             pool_label: Some(k.into()),
             allow_pool_label: false,
+            installed: None,
         };
         // Registered with A (the pool label), then synced with A.
         let n = node(&[(a, ""), ("example.com/x", "1")], &[]);
@@ -647,6 +668,7 @@ pub(super) mod tests {
         let pool = Policy {
             pool_label: Some(b.into()),
             allow_pool_label: false,
+            installed: None,
         };
         let n = node(
             &[(a, ""), (b, ""), ("example.com/x", "1")],

@@ -5,7 +5,8 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use super::identity::{Files, identity, now_unix};
+use super::event::post_event;
+use super::identity::{Files, identity};
 use super::reconcile::{self, Desired, NodeState, Policy};
 use super::transport::{Curl, Failure, Response, Transport};
 use crate::node::contract::WRAPPER_DROPIN_NAME;
@@ -216,6 +217,17 @@ pub fn effective_policy(given: &Policy, env_pool_label: &Option<String>) -> Poli
     if policy.pool_label.is_none() {
         policy.pool_label = env_pool_label.clone();
     }
+    policy
+}
+
+/// The policy a run under `opts.root` follows: [`effective_policy`]'s,
+/// with the installed-pool record there (read as the wrapper reads it:
+/// bounded, never blocking, never through a link), so that the sync never
+/// moves a node installed from a fleet ISO out of its pool
+/// (`super::pool_guard`).
+pub fn policy_of(opts: &SyncOptions, env_pool_label: &Option<String>) -> Policy {
+    let mut policy = effective_policy(&opts.policy, env_pool_label);
+    policy.installed = crate::node::wrapper::pool_change::read_record(&opts.root);
     policy
 }
 
@@ -501,7 +513,9 @@ pub fn sync_node(
         }
         if plan.patch.is_empty() {
             // Drift stays reported (exit 1) at every run until it is gone.
-            let (code, what) = if plan.drift_remains() {
+            let (code, what) = if plan.pool_move.is_some() {
+                (EXIT_DRIFT, "labels not changed")
+            } else if plan.drift_remains() {
                 (EXIT_DRIFT, "labels up to date")
             } else {
                 (EXIT_OK, "up to date")
@@ -522,7 +536,14 @@ pub fn sync_node(
             return finish(out, code, format!("{what}{}", drift_suffix(&plan)), &trail);
         }
         if plan.post_event && posted.as_ref() != Some(&plan.taint_drift) {
-            unposted = post_event(api, &mut out, name, &plan);
+            unposted = match post_event(api, name, &plan) {
+                Some(note) => {
+                    out.requests += 1;
+                    out.writes += 1;
+                    note
+                }
+                None => String::new(),
+            };
             if unposted.is_empty() {
                 posted = Some(plan.taint_drift.clone());
             } else {
@@ -534,7 +555,15 @@ pub fn sync_node(
                     return finish(
                         out,
                         EXIT_DRIFT,
-                        format!("labels up to date{}{unposted}", drift_suffix(&plan)),
+                        format!(
+                            "labels {}{}{unposted}",
+                            if plan.pool_move.is_some() {
+                                "not changed"
+                            } else {
+                                "up to date"
+                            },
+                            drift_suffix(&plan)
+                        ),
                         &trail,
                     );
                 }
@@ -631,34 +660,6 @@ pub fn sync_node(
     }
 }
 
-/// The TaintDrift Event, once per drift (the patch just written records
-/// it); a note for the journal line when it could not be posted.
-fn post_event(
-    api: &mut dyn Transport,
-    out: &mut Outcome,
-    name: &str,
-    plan: &reconcile::Reconciled,
-) -> String {
-    if !plan.post_event || plan.taint_drift.is_empty() {
-        return String::new();
-    }
-    let event = event_json(name, &plan.taint_drift);
-    let posted = api.request(
-        "POST",
-        "/api/v1/namespaces/default/events",
-        Some(("application/json", &event)),
-    );
-    out.requests += 1;
-    out.writes += 1;
-    match posted {
-        Ok(r) if (200..300).contains(&r.status) => String::new(),
-        Ok(r) => format!(" (the TaintDrift Event was not posted: HTTP {})", r.status),
-        Err(Failure::Unreachable(why) | Failure::Fatal(why)) => {
-            format!(" (the TaintDrift Event was not posted: {why})")
-        }
-    }
-}
-
 fn changes(plan: &reconcile::Reconciled) -> String {
     let list = |a: reconcile::Action| -> Vec<String> {
         plan.keys
@@ -708,48 +709,11 @@ fn drift_suffix(plan: &reconcile::Reconciled) -> String {
     for t in &plan.taint_drift {
         out += &format!(" ({})", shown(t, 1000));
     }
+    if let Some(why) = &plan.pool_move {
+        // The record's names and selectors: escaped, bounded.
+        out += &format!(" ({})", shown(&reconcile::pool_move_line(why), 2000));
+    }
     out
-}
-
-/// A Warning Event on the Node (node credentials may create events).
-fn event_json(node: &str, drift: &[String]) -> String {
-    use super::json::quote;
-    let now = {
-        let s = now_unix();
-        let days = s.div_euclid(86_400);
-        let (y, m, d) = civil_from_days(days);
-        let t = s.rem_euclid(86_400);
-        format!(
-            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-            t / 3600,
-            t / 60 % 60,
-            t % 60
-        )
-    };
-    format!(
-        "{{\"apiVersion\":\"v1\",\"kind\":\"Event\",\"metadata\":{{\"generateName\":{},\"namespace\":\"default\"}},\
-\"involvedObject\":{{\"kind\":\"Node\",\"name\":{},\"uid\":{}}},\"reason\":\"TaintDrift\",\"type\":\"Warning\",\
-\"message\":{},\"source\":{{\"component\":\"kubelet-labeler\",\"host\":{}}},\"firstTimestamp\":{},\"lastTimestamp\":{},\"count\":1}}",
-        quote(&format!("{node}.")),
-        quote(node),
-        quote(node),
-        quote(&drift.join("; ")),
-        quote(node),
-        quote(&now),
-        quote(&now),
-    )
-}
-
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 /// A whole run: derive, identify, sync.
@@ -815,7 +779,7 @@ pub fn run(opts: &SyncOptions) -> Outcome {
         creds: id.creds,
         sent: 0,
     };
-    let policy = effective_policy(&opts.policy, &derivation.pool_label);
+    let policy = policy_of(opts, &derivation.pool_label);
     let mut out = sync_node(
         &mut api,
         &mut std::thread::sleep,

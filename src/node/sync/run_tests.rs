@@ -378,6 +378,7 @@ fn no_kubeconfig_yet_is_no_failure() {
 
 #[test]
 fn event_dates() {
+    use super::super::event::civil_from_days;
     assert_eq!(civil_from_days(0), (1970, 1, 1));
     assert_eq!(civil_from_days(20_454), (2026, 1, 1));
 }
@@ -816,6 +817,144 @@ fn fenced_label_only_rules_keep_the_labels_they_gave() {
     assert!(
         d.desired.unknown.is_some() && !sent.iter().any(|r| r.starts_with("PATCH")),
         "the rules' label the sync owns is removed while the rules are fenced: {}",
+        out.summary
+    );
+}
+
+/// Review 16 r16a F3: a node installed from a fleet ISO into pool worker
+/// registers there, or fenced (`wrapper::pool_change`); a pod with a
+/// hostPath on features.d then makes a rule give example.com/gpu=true,
+/// which selects pool worker-gpu. The sync must not add it to the running
+/// Node (the MCO would move it there without worker-gpu's
+/// registration-only taints): the label part of its patch is left out,
+/// said with both pools and how to proceed, exit 1; the taint drift is
+/// still reported and its Event posted. No record: the label goes (a
+/// day-2 move of a node not installed from a fleet ISO is by design). A
+/// record that is a link: not followed, no label change.
+#[test]
+fn the_sync_does_not_move_a_fleet_node_into_another_pool() {
+    use crate::node::fleet::{self, INSTALLED_POOL_PATH, Pool, PoolKind, Requirement};
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let write = |p: &str, text: &str| {
+        let path = root.join(p);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write(
+        "etc/systemd/system/kubelet.service",
+        "[Service]\nExecStart=/usr/bin/kubelet --kubeconfig=/var/lib/kubelet/kubeconfig\n",
+    );
+    write(
+        "etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf",
+        "[Service]\n\
+         Environment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS=example.com/zone=a\"\n\
+         Environment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS=static.example.com/t=1:NoSchedule\"\n\
+         Environment=\"KUBELET_LABELER_NODE_RULES=KLR5,1,gpu,1,example.com/gpu,true,~N,0,~N,0,1,local.label,1,gpu,Exists,0,~N,0\"\n",
+    );
+    let pool = |name: &str, kind, key: &str, value: &str| Pool {
+        name: name.into(),
+        kind,
+        config: format!("{name}.ign"),
+        selector: vec![Requirement::In(key.into(), vec![value.into()])],
+        static_labels: Vec::new(),
+        device: None,
+    };
+    let pools = [
+        pool("worker", PoolKind::Worker, fleet::WORKER_ROLE_LABEL, ""),
+        pool("worker-gpu", PoolKind::Custom, "example.com/gpu", "true"),
+    ];
+    let record = INSTALLED_POOL_PATH.trim_start_matches('/');
+    write(
+        record,
+        &fleet::installed_record(&pools[0], &pools).to_text(),
+    );
+    let opts = SyncOptions {
+        root: root.to_path_buf(),
+        profile: Some(Profile::Upstream),
+        ..Default::default()
+    };
+    // Registered in worker, with the static label the sync adopts.
+    let n = r#"{"metadata":{"name":"n1","resourceVersion":"5","labels":{"node-role.kubernetes.io/worker":"","example.com/zone":"a"}},"spec":{}}"#;
+    let sync = |answers| {
+        let d = derive(&opts).unwrap();
+        let mut s = Script {
+            answers,
+            sent: Vec::new(),
+        };
+        let policy = policy_of(&opts, &d.pool_label);
+        let out = sync_node(
+            &mut s,
+            &mut |_| {},
+            "n1",
+            &d.desired,
+            &policy,
+            false,
+            Duration::from_secs(60),
+        );
+        let sent: Vec<String> = s
+            .sent
+            .iter()
+            .map(|(m, b)| format!("{m} {}", b.as_deref().unwrap_or("")))
+            .collect();
+        (out, sent)
+    };
+    // Before: the rule gives nothing, nothing moves.
+    let (out, sent) = sync(vec![ok(200, n), ok(201, "{}"), ok(200, "{}")]);
+    assert!(
+        !sent.iter().any(|r| r.contains("example.com/gpu")),
+        "{sent:?}"
+    );
+    assert!(
+        out.summary.contains("adopted example.com/zone"),
+        "{}",
+        out.summary
+    );
+    // What a pod with a hostPath on features.d can do.
+    let fd = "etc/kubernetes/node-feature-discovery/features.d";
+    write(&format!("{fd}/provisioning"), "gpu=1\n");
+    let (out, sent) = sync(vec![ok(200, n), ok(201, "{}"), ok(200, "{}")]);
+    let patch = sent.iter().find(|r| r.starts_with("PATCH"));
+    assert!(
+        !patch.is_some_and(|p| p.contains("\"labels\"")),
+        "the sync moves the fleet node into pool worker-gpu: {patch:?}\n{}",
+        out.summary
+    );
+    assert_eq!(out.code, EXIT_DRIFT, "{}", out.summary);
+    for part in [
+        "label changes left out: installed into pool worker (/etc/kubelet-labeler/installed-pool)",
+        "select pool worker-gpu (nodeSelector example.com/gpu=true)",
+        "if the move is meant, replace or remove the record",
+        "taint static.example.com/t=1:NoSchedule is missing",
+    ] {
+        assert!(out.summary.contains(part), "{part}: {}", out.summary);
+    }
+    // The taint drift's Event and our annotations still go; the label
+    // is not listed as ours.
+    assert!(sent.iter().any(|r| r.starts_with("POST")), "{sent:?}");
+    let patch = patch.unwrap();
+    assert!(patch.contains(reconcile::TAINTS_ANNOTATION), "{patch}");
+    assert!(!patch.contains("gpu"), "{patch}");
+    // No record: by design, the label goes.
+    std::fs::remove_file(root.join(record)).unwrap();
+    let (out, sent) = sync(vec![ok(200, n), ok(201, "{}"), ok(200, "{}")]);
+    assert!(
+        sent.iter()
+            .any(|r| r.starts_with("PATCH") && r.contains(r#""example.com/gpu":"true""#)),
+        "{sent:?}\n{}",
+        out.summary
+    );
+    // A link where the record is: not followed, nothing added.
+    std::os::unix::fs::symlink("/etc/hostname", root.join(record)).unwrap();
+    let (out, sent) = sync(vec![ok(200, n), ok(201, "{}"), ok(200, "{}")]);
+    assert!(
+        !sent.iter().any(|r| r.contains("example.com/gpu")),
+        "{sent:?}"
+    );
+    assert_eq!(out.code, EXIT_DRIFT, "{}", out.summary);
+    assert!(
+        out.summary.contains("a symbolic link, not followed"),
+        "{}",
         out.summary
     );
 }

@@ -129,6 +129,12 @@ pub struct Policy {
     pub pool_label: Option<String>,
     /// Let the sync write or remove it (moves the node to another pool).
     pub allow_pool_label: bool,
+    /// The installed-pool record under the sync's root
+    /// (`wrapper::pool_change::read_record`: None when there is none, else
+    /// the table or why it is unreadable). With one, a label change that
+    /// moves the node out of the pool it was installed into is left out
+    /// (`super::pool_guard`), whatever `allow_pool_label` says.
+    pub installed: Option<Result<crate::node::fleet::Table, String>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -225,11 +231,17 @@ pub struct Reconciled {
     pub post_event: bool,
     /// `Desired::unknown`: the rule-derived part could not be judged.
     pub unknown: Option<String>,
+    /// Why the label changes were left out (`super::pool_guard`): they
+    /// would move a node installed from a fleet ISO out of its pool.
+    pub pool_move: Option<String>,
 }
 
 impl Reconciled {
     /// Drift we may not fix remains after the patch.
     pub fn drift_remains(&self) -> bool {
-        !self.taint_drift.is_empty() || self.keys.iter().any(|k| k.drift) || self.unknown.is_some()
+        !self.taint_drift.is_empty()
+            || self.keys.iter().any(|k| k.drift)
+            || self.unknown.is_some()
+            || self.pool_move.is_some()
     }
 }
