@@ -204,7 +204,10 @@ fn a_crash_fallback_that_leaves_the_installed_pool_is_fenced() {
     let facts = ["--facts-root", dgx.to_str().unwrap()];
     let run = |id: &str, fault: &str| {
         let _ = std::fs::remove_dir_all(root.join("state"));
-        let extra = [(RULES_VAR, labels_only.as_str()), ("KUBELET_LABELER_FAULT", fault)];
+        let extra = [
+            (RULES_VAR, labels_only.as_str()),
+            ("KUBELET_LABELER_FAULT", fault),
+        ];
         try_wrapper(root, &records, &env(id, &extra), "", &facts)
     };
     // A full start: the installed pool, unfenced.

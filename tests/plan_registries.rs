@@ -126,6 +126,11 @@ fn cases() -> Vec<(&'static str, String, String, Want)> {
         ("a number under an unknown key", b(), BASE.replacen("short-name-mode", "x = 1e1000\nshort-name-mode", 1), Same),
         ("a DEL in a string", b(), with("x = \"\u{7f}\"\n"), Same),
         ("gzip bytes", b(), String::new(), Same),
+        // Review 17 r17b F1: the Go reader skips one byte order mark and
+        // refuses the file at a second (the update fails); plan skipped
+        // both and said safe.
+        ("two byte order marks", b(), format!("\u{feff}\u{feff}{BASE}"), Same),
+        ("three byte order marks", b(), format!("\u{feff}\u{feff}\u{feff}{BASE}"), Same),
     ]
 }
 

@@ -229,3 +229,82 @@ fn a_machineconfig_writing_kubelet_s_config_is_refused() {
         ],
     );
 }
+
+/// Review 17 r17b F2: plan passed over every kind it did not know. A core
+/// Node manifest (applied, it replaced the Node's taints and added another
+/// pool's label), an MTU migration (every node reboots) and an image policy
+/// (rendered into every pool) were priced as nothing. Now a Node is refused
+/// outright, any other kind plan does not price is refused when it changes,
+/// and the kinds that never reach a node pass.
+#[test]
+fn kinds_plan_cannot_price_are_refused_when_they_change() {
+    let node = "apiVersion: v1\nkind: Node\nmetadata:\n  name: gpu-a100-01\n  labels:\n    \
+                node.kubernetes.io/worker-infra: \"\"\nspec: {}\n";
+    refused(
+        &plan_with("node.yaml", node),
+        &[
+            "a Node manifest (\"gpu-a100-01\")",
+            "remove it from the render",
+        ],
+    );
+    let network = "apiVersion: operator.openshift.io/v1\nkind: Network\nmetadata:\n  name: cluster\n\
+                   spec:\n  migration:\n    mtu:\n      network: {from: 1400, to: 9000}\n      \
+                   machine: {to: 9100}\n";
+    let policy = "apiVersion: config.openshift.io/v1\nkind: ClusterImagePolicy\nmetadata:\n  \
+                  name: p\nspec:\n  scopes: [quay.io/a]\n";
+    let flux = "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  \
+                name: apps\nspec:\n  path: ./apps\n";
+    for (text, says) in [
+        (
+            network,
+            "Network (operator.openshift.io/v1) \"cluster\" is added",
+        ),
+        (
+            policy,
+            "ClusterImagePolicy (config.openshift.io/v1) \"p\" is added",
+        ),
+        (
+            flux,
+            "Kustomization (kustomize.toolkit.fluxcd.io/v1) \"apps\" is added",
+        ),
+    ] {
+        refused(
+            &plan_with("extra.yaml", text),
+            &[says, "plan cannot price a change of this kind"],
+        );
+    }
+    // What never reaches a node passes.
+    let neutral = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team\n---\n\
+                   apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  \
+                   name: r\nrules: []\n";
+    let o = plan_with("neutral.yaml", neutral);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+}
+
+/// The same kind unchanged on both sides is no change.
+#[test]
+fn an_unchanged_object_plan_cannot_price_passes() {
+    let tmp = scratch_dir();
+    let (base, pr) = (tmp.path().join("base"), tmp.path().join("pr"));
+    render(&base, &[]);
+    render(&pr, &["--taint", "example.com/gpu=true:NoSchedule"]);
+    let cm =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: team\ndata: {a: b}\n";
+    add(&base, "cm.yaml", cm);
+    add(&pr, "cm.yaml", cm);
+    let o = plan(
+        &base,
+        &pr,
+        &repo().join("examples/fleet/fleet.json"),
+        &["--format", "json"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    std::fs::write(pr.join("cm.yaml"), cm.replace("a: b", "a: c")).unwrap();
+    let o = plan(
+        &base,
+        &pr,
+        &repo().join("examples/fleet/fleet.json"),
+        &["--format", "json"],
+    );
+    refused(&o, &["ConfigMap (v1) \"c\" changes"]);
+}

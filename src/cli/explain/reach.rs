@@ -463,8 +463,10 @@ mod tests {
                 rendered::GeneratorText::HereDocument,
                 rendered::GeneratorText::NoOwnPath,
             ] {
-                let earlier = rendered::generator_text(t, p, "kubelet.service", &arches)
-                    .replace(crate::cli::render::RENDERED_BY, "kubelet-labeler 0.0.9+node.5");
+                let earlier = rendered::generator_text(t, p, "kubelet.service", &arches).replace(
+                    crate::cli::render::RENDERED_BY,
+                    "kubelet-labeler 0.0.9+node.5",
+                );
                 assert_ne!(earlier, other);
                 assert!(as_rendered(&earlier, "kubelet.service", &names), "{t:?}");
             }

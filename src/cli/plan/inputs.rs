@@ -41,6 +41,14 @@ pub struct Render {
     /// Objects the MCO renders into a pool's MachineConfigs that plan does
     /// not lay out (`NOT_LAID_OUT`), by kind and name.
     pub not_laid_out: std::collections::BTreeMap<(String, String), Value>,
+    /// Objects of a kind plan neither lays out nor knows to leave nodes
+    /// alone (`NODE_NEUTRAL`), whole, by `Kind (apiVersion)` and name: a
+    /// change of one is refused (review 17: a Network's MTU migration
+    /// reboots every node; an image policy is rendered into every pool).
+    pub unpriced: std::collections::BTreeMap<(String, String), Value>,
+    /// The names of core `Node` objects in it: applied, one replaces the
+    /// Node's taints (a list applied whole) and labels.
+    pub nodes: Vec<String>,
 }
 
 /// Kinds the MCO renders into MachineConfigs of the pools they select
@@ -67,6 +75,30 @@ const RENDERED_FROM: [(&str, &str); 11] = [
     ("performance.openshift.io/", "PerformanceProfile"),
     ("tuned.openshift.io/", "Tuned"),
 ];
+
+/// Kinds that never reach a node's config, labels or taints, by API group
+/// (`v1`: the core group) and kind: plan passes over them. Any other kind it
+/// does not read is [`Render::unpriced`]. kustomize's own files are not
+/// applied.
+const NODE_NEUTRAL: [(&str, &str); 8] = [
+    ("v1", "Namespace"),
+    ("v1", "ServiceAccount"),
+    ("rbac.authorization.k8s.io/", "Role"),
+    ("rbac.authorization.k8s.io/", "RoleBinding"),
+    ("rbac.authorization.k8s.io/", "ClusterRole"),
+    ("rbac.authorization.k8s.io/", "ClusterRoleBinding"),
+    ("kustomize.config.k8s.io/", "Kustomization"),
+    ("kustomize.config.k8s.io/", "Component"),
+];
+
+/// Whether `api_version` is of `group` (`v1`: the core group, exactly;
+/// else `group/` and a version).
+fn of_group(api_version: &str, group: &str) -> bool {
+    match group {
+        "v1" => api_version == "v1",
+        g => api_version.starts_with(g),
+    }
+}
 
 /// The MachineConfigs and pools of `base` that `proposed` removes, added
 /// back to it: an apply that does not prune leaves them in the cluster,
@@ -223,7 +255,26 @@ fn add_render_object(doc: Value, m: &ManifestFile, render: &mut Render) {
                 }
             }
         }
-        _ => {}
+        Some(k) => {
+            let api_version = doc.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+            let name = doc
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            if k == "Node" && api_version == "v1" {
+                render.nodes.push(name);
+            } else if !NODE_NEUTRAL
+                .iter()
+                .any(|(group, kind)| *kind == k && of_group(api_version, group))
+            {
+                render
+                    .unpriced
+                    .insert((format!("{k} ({api_version})"), name), doc);
+            }
+        }
+        // No kind: kubectl refuses it.
+        None => {}
     }
 }
 

@@ -100,9 +100,21 @@ fn decode(bytes: &[u8]) -> Result<Conf, String> {
     let unread = |why: &str| {
         format!("{why}: plan cannot read it as the MCO does (the MCO may drain or fail the update)")
     };
-    // The Go reader skips a UTF-8 byte order mark.
-    let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
+    // The Go reader skips one byte order mark, UTF-16's two bytes (either
+    // order) or UTF-8's three, and reads a second as text (it refuses the
+    // file); the Rust reader skips another: refused here.
+    let bytes = [&b"\xff\xfe"[..], b"\xfe\xff", b"\xef\xbb\xbf"]
+        .iter()
+        .find_map(|bom| bytes.strip_prefix(*bom))
+        .unwrap_or(bytes);
     let text = std::str::from_utf8(bytes).map_err(|_| unread("is not UTF-8"))?;
+    if text.starts_with('\u{feff}') {
+        return Err(
+            "starts with two byte order marks: the MCO's TOML reader refuses it, and the \
+             update fails on the node"
+                .into(),
+        );
+    }
     let table: toml::Table = text
         .parse()
         .map_err(|e: toml::de::Error| unread(&format!("is not TOML ({})", e.message())))?;

@@ -155,4 +155,14 @@ fn what_the_go_reader_reads_or_refuses_differently_drains() {
         Verdict::Safe
     );
     assert!(safe("", "\u{FEFF}# bom\n"));
+    // One mark is skipped as the Go reader skips it; a second it refuses.
+    assert!(!safe("", "\u{FEFF}\u{FEFF}# bom\n"));
+    let read = |bytes: &[u8]| decode(bytes).map(|_| ()).map_err(|e| e.to_string());
+    assert_eq!(read(b"\xef\xbb\xbf# bom\n"), Ok(()));
+    let twice = read(b"\xef\xbb\xbf\xef\xbb\xbf# bom\n").unwrap_err();
+    assert!(twice.contains("two byte order marks"), "{twice}");
+    // UTF-16's mark, in either order, as the Go reader skips it.
+    assert_eq!(read(b"\xff\xfe# bom\n"), Ok(()));
+    assert_eq!(read(b"\xfe\xff# bom\n"), Ok(()));
+    assert!(read(b"\xff\xfe\xef\xbb\xbf# bom\n").is_err());
 }

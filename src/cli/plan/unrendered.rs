@@ -32,6 +32,35 @@ pub const KUBELET_CONFIG_DIR: &str = "/etc/openshift/kubelet.conf.d";
 /// change in ways plan would not show (a KubeletConfig's
 /// `registerWithTaints` taints every node registering after it).
 pub fn check_objects(base: &Render, proposed: &Render) -> Result<()> {
+    if let Some(node) = proposed.nodes.first() {
+        bail!(
+            "{}: a Node manifest ({node:?}): applied, it replaces the Node's taints (kubectl \
+             applies the list whole, and the node cannot put them back) and sets its labels, \
+             which may move it into another pool, outside kubelet-labeler and the MCO; remove \
+             it from the render",
+            proposed.name
+        );
+    }
+    for key in base.unpriced.keys().chain(proposed.unpriced.keys()) {
+        let (before, after) = (base.unpriced.get(key), proposed.unpriced.get(key));
+        if before != after {
+            let how = match (before, after) {
+                (None, _) => "is added",
+                (_, None) => "is removed",
+                _ => "changes",
+            };
+            bail!(
+                "{} {:?} {how} from {} to {}: plan cannot price a change of this kind (it may \
+                 change nodes' config, labels or taints, or reboot them, outside the \
+                 MachineConfigs plan renders); plan the change without it, and review that \
+                 object by eye",
+                key.0,
+                key.1,
+                base.name,
+                proposed.name
+            );
+        }
+    }
     let keys: BTreeSet<&(String, String)> = base
         .not_laid_out
         .keys()

@@ -85,7 +85,12 @@ pub fn generator(profile: Profile, unit: &str, arches: &[Arch]) -> String {
 }
 
 /// The generator as the node format 5 release `text` rendered it.
-pub fn generator_text(text: GeneratorText, profile: Profile, unit: &str, arches: &[Arch]) -> String {
+pub fn generator_text(
+    text: GeneratorText,
+    profile: Profile,
+    unit: &str,
+    arches: &[Arch],
+) -> String {
     // Run again from the unit's `ExecStopPost=` (see the script's comment).
     let dropin = wrapper_dropin_at(profile, "$exe") + "ExecStopPost=-/bin/sh $0 --exec-failed\n";
     // The drop-in goes into a double-quoted word (a here-document before):
@@ -343,13 +348,24 @@ mod tests {
         let body = body.split('"').next().unwrap();
         assert_eq!(
             body,
-            wrapper_dropin_at(Profile::Upstream, "$exe") + "ExecStopPost=-/bin/sh $0 --exec-failed\n"
+            wrapper_dropin_at(Profile::Upstream, "$exe")
+                + "ExecStopPost=-/bin/sh $0 --exec-failed\n"
         );
         // Earlier texts of node format 5: the here-document, and before it
         // no PATH of its own.
-        let here = generator_text(GeneratorText::HereDocument, Profile::Upstream, "kubelet.service", &Arch::ALL);
+        let here = generator_text(
+            GeneratorText::HereDocument,
+            Profile::Upstream,
+            "kubelet.service",
+            &Arch::ALL,
+        );
         assert!(here.contains(OWN_PATH) && here.contains(" <<EOF && mv -f "));
-        let oldest = generator_text(GeneratorText::NoOwnPath, Profile::Upstream, "kubelet.service", &Arch::ALL);
+        let oldest = generator_text(
+            GeneratorText::NoOwnPath,
+            Profile::Upstream,
+            "kubelet.service",
+            &Arch::ALL,
+        );
         assert_eq!(oldest, here.replacen(OWN_PATH, "", 1));
     }
 
@@ -359,8 +375,16 @@ mod tests {
     /// emulating sh backs here-documents with a file under `TMPPREFIX`.
     #[test]
     fn generator_writes_the_dropin_where_no_temp_file_can_be_made() {
-        if std::process::Command::new("zsh").arg("-fc").arg("true").status().is_err() {
-            assert!(std::env::var_os("CI").is_none(), "zsh is missing (tests/support/tools.txt)");
+        if std::process::Command::new("zsh")
+            .arg("-fc")
+            .arg("true")
+            .status()
+            .is_err()
+        {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "zsh is missing (tests/support/tools.txt)"
+            );
             eprintln!("skipped: zsh is missing");
             return;
         }
@@ -388,7 +412,10 @@ mod tests {
             assert_eq!(dropin.exists(), written, "{text:?}: {err}");
             if written {
                 let got = std::fs::read_to_string(&dropin).unwrap();
-                assert!(got.starts_with("# ") && got.ends_with(" --exec-failed\n"), "{got}");
+                assert!(
+                    got.starts_with("# ") && got.ends_with(" --exec-failed\n"),
+                    "{got}"
+                );
                 assert_eq!(err, "");
             } else {
                 assert!(err.contains("cannot write"), "{err}");

@@ -251,12 +251,7 @@ pub fn prepare(
             );
         }
         plan.notes.extend(refusable_note(verdict, &refusable_gone));
-        return Ok(super::pool_change::check(
-            plan,
-            &record,
-            opts.profile,
-            &fs,
-        ));
+        return Ok(super::pool_change::check(plan, &record, opts.profile, &fs));
     }
     let collected = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         late_fault();
@@ -335,12 +330,7 @@ pub fn prepare(
     plan.rules = collected.rules;
     plan.notes.extend(refusable_note(verdict, &refusable_gone));
     // Installed from a fleet ISO: in the pool it was installed into, or fenced.
-    Ok(super::pool_change::check(
-        plan,
-        &record,
-        opts.profile,
-        &fs,
-    ))
+    Ok(super::pool_change::check(plan, &record, opts.profile, &fs))
 }
 
 /// The journal line's note for the crash-loop guard's fallback after a
