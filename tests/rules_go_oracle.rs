@@ -97,6 +97,14 @@ const TEMPLATES: &[&str] = &[
     "{{ range $k, $v := .pci }}{{ $k }}={{ len $v }}\n{{ end }}",
     "{{ range . }}{{ len . }}{{ end }}",
     "{{ range .pci.empty }}x{{ else }}none{{ end }}",
+    // Range variables hold the pipeline's value until the first
+    // iteration (the else list sees them), set in place after (review 16).
+    "{{ range $e := .pci.empty }}x{{ else }}[{{ $e }}]{{ end }}",
+    "{{ range $i, $e := .pci.empty }}x{{ else }}{{ $i }}{{ $e }}{{ end }}",
+    "{{ range $e := .pci.nope }}x{{ else }}{{ $e }}{{ end }}",
+    "{{ range $i, $e := .cpu.cpuid }}{{ $x := $i }}{{ $e.Name }}{{ end }}{{ range $i := 3 }}{{ $i }}{{ end }}",
+    "{{ $i := 9 }}{{ $e := 8 }}{{ range $i, $e = .cpu.cpuid }}{{ $i }}{{ end }}{{ $i }}{{ $e.Name }}",
+    "{{ $e := 8 }}{{ range $e = .pci.empty }}{{ else }}{{ $e }}{{ end }}{{ $e }}",
     "{{ range .pci.device }}{{ .sriov_totalvfs }}{{ end }}",
     "{{ range .pci.device }}{{ range $.cpu.cpuid }}{{ .Name }}{{ end }}{{ end }}",
     "{{ .pci.nope }}",

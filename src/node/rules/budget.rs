@@ -384,7 +384,7 @@ pub fn worst_case(rules: &[super::Rule]) -> Worst {
                     e.regexes
                         .iter()
                         .flatten()
-                        .map(|re| REGEX_UNITS * (6 * re.program_len() as u64 + 3))
+                        .map(|re| REGEX_UNITS * re.char_bound())
                         .sum()
                 } else {
                     0

@@ -75,7 +75,10 @@ struct ClassSpec {
     fold: bool,
 }
 
-/// A compiled class: case folding and items already merged into ranges.
+/// A compiled class: case folding and items already merged into ranges,
+/// sorted and disjoint (compiled so, checked when decoded), so a
+/// character is looked up by binary search (review 16 r16a F4: a linear
+/// scan of thousands of ranges per character was charged as one).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Class {
     ranges: Vec<(char, char)>,
@@ -145,7 +148,7 @@ impl Regex {
         let mut work: u64 = 0;
         let result = loop {
             // Checked once per character: the work of one is at most
-            // `6 * prog + 3` units (see `work_bound`).
+            // `char_bound` units (see `work_bound`).
             if work > *left {
                 break None;
             }
@@ -177,7 +180,11 @@ impl Regex {
                 let pc = cur.list[i];
                 let ok = match self.prog[pc] {
                     Inst::Char(l) => l == ch,
-                    Inst::Class(k) => self.classes[k].matches(ch),
+                    Inst::Class(k) => {
+                        let class = &self.classes[k];
+                        work += class.probes();
+                        class.matches(ch)
+                    }
                     Inst::Any { newline } => newline || ch != '\n',
                     _ => false,
                 };
@@ -202,12 +209,18 @@ impl Regex {
     }
 
     /// The most work `is_match_within` spends on a text of `len` bytes:
-    /// per character (and once at the end) the threads of the list (at most
-    /// one per instruction) and the closures' stack pops (at most one per
+    /// `char_bound` per character and once at the end.
+    pub fn work_bound(&self, len: usize) -> u64 {
+        (len as u64 + 1) * self.char_bound()
+    }
+
+    /// The most work on one character: the threads of the list (at most
+    /// one per instruction), the closures' stack pops (at most one per
     /// call plus two per instruction, twice: into the next list and from
-    /// the start).
-    pub fn work_bound(prog_len: usize, len: usize) -> u64 {
-        (len as u64 + 1) * (6 * prog_len as u64 + 3)
+    /// the start), and each class's binary search (`Class::probes`).
+    pub fn char_bound(&self) -> u64 {
+        let probes: u64 = self.classes.iter().map(Class::probes).sum();
+        6 * self.prog.len() as u64 + 3 + probes
     }
 
     /// Instructions in the compiled program.
@@ -330,6 +343,12 @@ impl Regex {
                     for _ in 0..n {
                         let lo = point(r.int()?)?;
                         let hi = point(r.int()?)?;
+                        // Sorted and disjoint, as compiled: the binary
+                        // search in `matches` relies on it.
+                        let after = class.ranges.last().is_none_or(|&(_, last)| last < lo);
+                        if hi < lo || !after {
+                            return None;
+                        }
                         class.ranges.push((lo, hi));
                     }
                     classes.push(class);
@@ -420,9 +439,29 @@ impl ThreadList {
     }
 }
 
+// Class ranges compared, counted in tests: the work a lookup does,
+// measured without a clock.
+#[cfg(test)]
+thread_local! {
+    static COMPARED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 impl Class {
     fn matches(&self, c: char) -> bool {
-        self.ranges.iter().any(|&(lo, hi)| lo <= c && c <= hi) != self.negated
+        // The last range starting at or before `c`.
+        let i = self.ranges.partition_point(|&(lo, _)| {
+            #[cfg(test)]
+            COMPARED.with(|n| n.set(n.get() + 1));
+            lo <= c
+        });
+        let inside = i > 0 && self.ranges.get(i - 1).is_some_and(|&(_, hi)| c <= hi);
+        inside != self.negated
+    }
+
+    /// Ranges a lookup compares at most (`matches`' binary search), the
+    /// work counted for it.
+    fn probes(&self) -> u64 {
+        u64::from(usize::BITS - self.ranges.len().leading_zeros())
     }
 }
 
@@ -638,5 +677,66 @@ mod tests {
         // (a*)*b on a long run of a's backtracks exponentially elsewhere.
         let re = Regex::new("(a*)*(a|aa)*b").unwrap();
         assert!(!re.is_match(&"a".repeat(5000)));
+    }
+
+    /// Review 16 r16a F4 (FAILS at b91a8f2): a class was a linear scan of
+    /// its ranges, charged as one thread whatever its size, so a class of
+    /// thousands of ranges over long values cost far more than charged.
+    /// The work counted for a match is at least the ranges it compared,
+    /// and render's per-character bound covers it.
+    #[test]
+    fn class_lookups_are_charged_for_the_ranges_compared() {
+        let classes = "[\\p{L}\\p{N}\\p{M}\\p{S}]";
+        let re = Regex::new(&format!("{}Q", classes.repeat(8))).unwrap();
+        let text = "é\u{10FFFD}9\u{1F600}".repeat(200);
+        let before = COMPARED.with(|n| n.get());
+        let mut left = u64::MAX;
+        assert_eq!(re.is_match_within(&text, &mut left), Some(false));
+        let compared = COMPARED.with(|n| n.get()) - before;
+        let work = u64::MAX - left;
+        assert!(compared > 0);
+        assert!(
+            compared <= work,
+            "{compared} class ranges compared, {work} units of work counted"
+        );
+        assert!(work <= re.work_bound(text.len()));
+    }
+
+    /// The binary search matches what a scan of the ranges does, on
+    /// classes as compiled (folded, negated, Unicode, surrogate ends); the
+    /// wire form of unsorted or overlapping ranges is refused.
+    #[test]
+    fn class_search_is_the_scan() {
+        for p in [
+            "[\\p{L}\\p{N}]",
+            "(?i)[a-zK\u{17F}]",
+            "[^\\x{1}-\\x{10}\\p{Greek}]",
+            "[\\x{D000}-\\x{F000}\\x{10FFFF}]",
+            "(?i)k",
+            "[\\D\\S]",
+            "[^\\w]",
+        ] {
+            let re = Regex::new(p).unwrap();
+            for class in &re.classes {
+                let mut points: Vec<u32> = (0..0x11_0000).step_by(97).collect();
+                for &(lo, hi) in &class.ranges {
+                    let (lo, hi) = (lo as u32, hi as u32);
+                    points.extend([lo.saturating_sub(1), lo, hi, hi + 1]);
+                }
+                for c in points.into_iter().filter_map(char::from_u32) {
+                    let scan = class.ranges.iter().any(|&(lo, hi)| lo <= c && c <= hi);
+                    assert_eq!(class.matches(c), scan != class.negated, "{p} on {c:?}");
+                }
+            }
+        }
+        assert!(Regex::from_wire("C2:97:0:1:0:M").is_some());
+        for bad in [
+            "C2:98:0:-1:0:M",
+            "C2:97:0:0:0:M",
+            "C1:98:-1:M",
+            "C2:97:2:-1:0:M",
+        ] {
+            assert_eq!(Regex::from_wire(bad), None, "{bad}");
+        }
     }
 }

@@ -1,8 +1,9 @@
 //! The worst case of a parsed template (render's check of the budget,
 //! see `rules::budget`).
 
+use super::exec::{ARG_UNITS, PROBE_UNITS, VAR_UNITS};
 use super::*;
-use crate::node::rules::budget::{Lin, TEMPLATE_STEP};
+use crate::node::rules::budget::{Lin, MAX_TEMPLATE_DATA, TEMPLATE_STEP};
 
 /// What a template's data may hold, for `Template::worst_case`.
 #[derive(Debug, Clone, Copy)]
@@ -46,9 +47,11 @@ impl Template {
             _ => MAX_OUTPUT as u64,
         };
         let out_units = OUTPUT_BYTE * output + OUTPUT_PAIR * (output / 2 + 1);
-        let cap = Lin::c(MAX_STEPS as u64 * TEMPLATE_STEP + MAX_COMPARED as u64);
-        let (steps, capped) = match w.nodes(&self.nodes) {
-            Some(l) if l.e == 0 => (Lin::c(l.c.min(cap.c)), false),
+        // A run stops at its caps whatever the data: no more than `cap`.
+        let cap = Lin::c(MAX_STEPS as u64 * TEMPLATE_STEP + MAX_COMPARED as u64 + MAX_LOOKED);
+        // `$` is the one variable at the start.
+        let (steps, capped) = match w.nodes(&self.nodes, 1) {
+            Some(l) if l.e == 0 || l.c >= cap.c => (Lin::c(l.c.min(cap.c)), false),
             Some(l) => (l, false),
             None => (cap, true),
         };
@@ -58,6 +61,29 @@ impl Template {
             capped,
         }
     }
+}
+
+/// The most probes of one lookup in template data: a map there holds at
+/// most `MAX_TEMPLATE_DATA` keys (each element and attribute counts at
+/// least a unit of it), so a binary search probes at most this many.
+pub const MAX_PROBES: u64 = (u64::BITS - MAX_TEMPLATE_DATA.leading_zeros()) as u64;
+
+/// Variables a pipeline declares (assigned ones exist already).
+fn declared(p: &Pipe) -> u64 {
+    if p.assign { 0 } else { p.vars.len() as u64 }
+}
+
+/// What looking up (or assigning) `name` among `vars` variables costs.
+fn scan(vars: u64, name: &str) -> u64 {
+    vars * (VAR_UNITS + name.len() as u64)
+}
+
+/// What following a field chain costs at most (`lookup_units` per name).
+fn fields(chain: &[String]) -> u64 {
+    chain
+        .iter()
+        .map(|f| MAX_PROBES * (PROBE_UNITS + f.len() as u64))
+        .sum()
 }
 
 struct Worst<'b> {
@@ -112,33 +138,69 @@ fn literals(nodes: &[Node]) -> (u64, u64) {
 }
 
 impl Worst<'_> {
-    /// Steps and compared bytes of a node list, in units.
-    fn nodes(&self, nodes: &[Node]) -> Option<Lin> {
+    /// Steps, lookups and compared bytes of a node list, in units, with at
+    /// most `vars` variables declared around it (`$` included): a lookup
+    /// walks them all at worst.
+    fn nodes(&self, nodes: &[Node], vars: u64) -> Option<Lin> {
+        let mut vars = vars;
         let mut sum = Lin::ZERO;
         for node in nodes {
             sum = sum.plus(Lin::c(TEMPLATE_STEP));
             sum = sum.plus(match node {
                 Node::Text(_) | Node::Break | Node::Continue => Lin::ZERO,
-                Node::Action(p) => self.cmds(&p.cmds)?,
+                Node::Action(p) => {
+                    let c = self.pipe(p, vars)?;
+                    // Declared for the rest of the list.
+                    vars += declared(p);
+                    c
+                }
                 Node::If {
                     pipe,
                     then,
                     otherwise,
-                } => self
-                    .cmds(&pipe.cmds)?
-                    .plus(self.nodes(then)?)
-                    .plus(self.nodes(otherwise)?),
+                } => {
+                    let inner = vars + declared(pipe);
+                    self.pipe(pipe, vars)?
+                        .plus(self.nodes(then, inner)?)
+                        .plus(self.nodes(otherwise, inner)?)
+                }
                 Node::Range {
                     pipe,
                     body,
                     otherwise,
                 } => {
-                    let per = self.nodes(body)?.plus(Lin::c(TEMPLATE_STEP));
-                    self.cmds(&pipe.cmds)?
+                    let inner = vars + declared(pipe);
+                    // Each iteration sets its variables: by name when
+                    // assigned (a lookup each).
+                    let set = if pipe.assign {
+                        pipe.vars
+                            .iter()
+                            .fold(Lin::ZERO, |a, v| a.plus(Lin::c(scan(inner, v))))
+                    } else {
+                        Lin::ZERO
+                    };
+                    let per = self
+                        .nodes(body, inner)?
+                        .plus(Lin::c(TEMPLATE_STEP))
+                        .plus(set);
+                    self.pipe(pipe, vars)?
                         .plus(self.iterations(pipe).product(per)?)
-                        .plus(self.nodes(otherwise)?)
+                        .plus(self.nodes(otherwise, inner)?)
                 }
             });
+        }
+        Some(sum)
+    }
+
+    /// A pipeline's commands, and the lookups of the variables it assigns.
+    fn pipe(&self, p: &Pipe, vars: u64) -> Option<Lin> {
+        // Its commands may name the variables it declares (Go parses
+        // `$x := $x`): count them.
+        let mut sum = self.cmds(&p.cmds, vars + declared(p))?;
+        if p.assign {
+            for v in &p.vars {
+                sum = sum.plus(Lin::c(scan(vars, v)));
+            }
         }
         Some(sum)
     }
@@ -157,22 +219,36 @@ impl Worst<'_> {
         }
     }
 
-    fn cmds(&self, cmds: &[Cmd]) -> Option<Lin> {
+    fn cmds(&self, cmds: &[Cmd], vars: u64) -> Option<Lin> {
         let mut sum = Lin::ZERO;
         for (i, cmd) in cmds.iter().enumerate() {
             sum = sum.plus(Lin::c(TEMPLATE_STEP));
             match cmd {
-                Cmd::Operand(o) => sum = sum.plus(self.operand(o)?),
+                Cmd::Operand(o) => sum = sum.plus(self.operand(o, vars)?),
                 Cmd::Call(f, args) => {
+                    let piped = i > 0;
+                    // Every argument, the piped value included.
+                    sum = sum.plus(Lin::c(ARG_UNITS * (args.len() as u64 + piped as u64)));
                     for a in args {
-                        sum = sum.plus(self.operand(a)?);
+                        sum = sum.plus(self.operand(a, vars)?);
+                    }
+                    if *f == Func::Index {
+                        // Each key after the first argument looked up.
+                        for k in args.iter().skip(1).map(Some).chain(piped.then_some(None)) {
+                            let key = match k {
+                                Some(Operand::Str(s)) => Lin::c(s.len() as u64),
+                                Some(Operand::Int(_) | Operand::Bool(_)) => Lin::ZERO,
+                                _ => self.bounds.bytes,
+                            };
+                            sum = sum
+                                .plus(Lin::c(MAX_PROBES * PROBE_UNITS).plus(key.times(MAX_PROBES)));
+                        }
                     }
                     if !matches!(
                         f,
                         Func::Len | Func::Index | Func::Not | Func::And | Func::Or
                     ) {
                         // The first operand against each other one.
-                        let piped = i > 0;
                         let mut ops: Vec<Option<&Operand>> = args.iter().map(Some).collect();
                         if piped {
                             ops.push(None);
@@ -197,11 +273,14 @@ impl Worst<'_> {
         Some(sum)
     }
 
-    fn operand(&self, o: &Operand) -> Option<Lin> {
-        match o {
-            Operand::Paren(p, _) => self.cmds(&p.cmds),
-            _ => Some(Lin::ZERO),
-        }
+    /// An operand's lookups: its variable among `vars`, its fields.
+    fn operand(&self, o: &Operand, vars: u64) -> Option<Lin> {
+        Some(match o {
+            Operand::Paren(p, chain) => self.cmds(&p.cmds, vars)?.plus(Lin::c(fields(chain))),
+            Operand::Field(chain) => Lin::c(fields(chain)),
+            Operand::Var(name, chain) => Lin::c(scan(vars, name) + fields(chain)),
+            Operand::Str(_) | Operand::Int(_) | Operand::Bool(_) => Lin::ZERO,
+        })
     }
 
     /// Output bytes when only text is printed; None when data may be.

@@ -49,6 +49,8 @@ struct Exec<'d> {
     steps: usize,
     /// Bytes compared by `eq`…`ge` (capped like steps).
     compared: usize,
+    /// Units of lookups and arguments (capped like steps, `MAX_LOOKED`).
+    looked: u64,
     /// Budget units left (see `rules::budget`).
     left: u64,
 }
@@ -89,6 +91,44 @@ enum Flow {
 pub const OUTPUT_BYTE: u64 = 3;
 /// Budget units per `key=value` pair of `expand_map`.
 pub const OUTPUT_PAIR: u64 = 8;
+// Review 16 r16a F1: lookups and arguments were not charged, so a
+// render-accepted template of `and $ $ …` over many variables cost seconds
+// to minutes at boot. Measured with the static wrapper on a loaded 2-CPU
+// machine, where a template step (`TEMPLATE_STEP`, 32 units) took ~38 ns:
+// a variable looked at 3.5 to 4 ns, an argument ~42 ns, a field of a
+// one-key map ~33 ns.
+
+/// Budget units per variable looked at when a variable is looked up (or
+/// assigned): the lookup walks the variables from the innermost out, each
+/// compared with the name (its bytes charged on top).
+pub const VAR_UNITS: u64 = 4;
+/// Budget units per function argument evaluated, beyond its own lookups.
+pub const ARG_UNITS: u64 = 40;
+/// Budget units per probe of a map lookup (a `.field` or an `index` key
+/// on the data: a binary search), beyond the key's bytes compared.
+pub const PROBE_UNITS: u64 = 32;
+
+/// Probes of a binary search over `n` keys.
+fn probes(n: usize) -> u64 {
+    u64::from(usize::BITS - n.leading_zeros())
+}
+
+/// What looking up a key of `key_len` bytes costs in a map of `n` keys:
+/// each probe compares at most the key's bytes.
+pub(super) fn lookup_units(n: usize, key_len: usize) -> u64 {
+    probes(n) * (PROBE_UNITS + key_len as u64)
+}
+
+/// The keys a map value has (0 for what is not a map: a list or a string
+/// is indexed by position).
+fn map_len(v: &Value<'_>) -> usize {
+    match v {
+        Value::Root(m) => m.len(),
+        Value::Domain(m) => m.len(),
+        Value::Elem(m) => m.len(),
+        _ => 0,
+    }
+}
 
 impl Template {
     /// Run the template; `Err` says what failed (NFD then skips the rule).
@@ -110,6 +150,7 @@ impl Template {
             out: String::new(),
             steps: 0,
             compared: 0,
+            looked: 0,
             left: *left,
         };
         let r = ex.walk(&self.nodes, &root);
@@ -158,6 +199,15 @@ impl<'d> Exec<'d> {
     fn charge(&mut self, units: u64) -> ExecResult<()> {
         self.left = self.left.checked_sub(units).ok_or(RunError::Budget)?;
         Ok(())
+    }
+
+    /// Spend `units` on lookups or arguments, within `MAX_LOOKED` a run.
+    fn charge_looked(&mut self, units: u64) -> ExecResult<()> {
+        self.looked = self.looked.saturating_add(units);
+        if self.looked > MAX_LOOKED {
+            return Err(RunError::Budget);
+        }
+        self.charge(units)
     }
 
     fn step(&mut self) -> ExecResult<()> {
@@ -288,6 +338,13 @@ impl<'d> Exec<'d> {
         dot: &Value<'d>,
     ) -> ExecResult<Flow> {
         let v = self.eval_cmds(&pipe.cmds, dot)?;
+        // Go's evalPipeline: the declared variables hold the pipeline's
+        // value (what the else list sees), pushed once; each iteration
+        // sets them in place (setTopVar), so the variables do not grow
+        // with the iterations.
+        for name in &pipe.vars {
+            self.set(name, v.clone(), pipe.assign)?;
+        }
         let mut any = false;
         match v {
             Value::List(l) => {
@@ -364,10 +421,10 @@ impl<'d> Exec<'d> {
         self.step()?;
         match pipe.vars.as_slice() {
             [] => {}
-            [e] => self.set(e, v.clone(), pipe.assign)?,
+            [e] => self.set_again(e, 1, v.clone(), pipe.assign)?,
             [i, e] => {
-                self.set(i, k, pipe.assign)?;
-                self.set(e, v.clone(), pipe.assign)?;
+                self.set_again(i, 2, k, pipe.assign)?;
+                self.set_again(e, 1, v.clone(), pipe.assign)?;
             }
             _ => {}
         }
@@ -379,13 +436,41 @@ impl<'d> Exec<'d> {
 
     fn set(&mut self, name: &'d str, v: Value<'d>, assign: bool) -> ExecResult<()> {
         if assign {
-            let slot = self.vars.iter_mut().rev().find(|(n, _)| *n == name);
+            let at = self.find_var(name)?;
+            let slot = at.and_then(|at| self.vars.get_mut(at));
             let slot = slot.ok_or_else(|| format!("undefined variable: {name}"))?;
             slot.1 = v;
         } else {
             self.vars.push((name, v));
         }
         Ok(())
+    }
+
+    /// A range variable set for an iteration: declared ones are the
+    /// `top`th from the top (pushed by `range`), assigned ones by name.
+    fn set_again(
+        &mut self,
+        name: &'d str,
+        top: usize,
+        v: Value<'d>,
+        assign: bool,
+    ) -> ExecResult<()> {
+        if assign {
+            return self.set(name, v, true);
+        }
+        let at = self.vars.len().checked_sub(top);
+        let slot = at.and_then(|at| self.vars.get_mut(at));
+        slot.ok_or_else(|| format!("undefined variable: {name}"))?.1 = v;
+        Ok(())
+    }
+
+    /// Where the innermost variable `name` is, charging each variable
+    /// looked at (`VAR_UNITS` and the name's bytes).
+    fn find_var(&mut self, name: &str) -> ExecResult<Option<usize>> {
+        let at = self.vars.iter().rposition(|(n, _)| *n == name);
+        let looked = self.vars.len() - at.unwrap_or(0);
+        self.charge_looked(looked as u64 * (VAR_UNITS + name.len() as u64))?;
+        Ok(at)
     }
 
     fn pipe(&mut self, pipe: &'d Pipe, dot: &Value<'d>) -> ExecResult<Value<'d>> {
@@ -420,11 +505,14 @@ impl<'d> Exec<'d> {
                         )
                         .into());
                     }
-                    let arg = |ex: &mut Self, k: usize| match args.get(k) {
-                        Some(op) => ex.operand(op, dot),
-                        None => piped
-                            .clone()
-                            .ok_or_else(|| RunError::from("missing argument")),
+                    let arg = |ex: &mut Self, k: usize| {
+                        ex.charge_looked(ARG_UNITS)?;
+                        match args.get(k) {
+                            Some(op) => ex.operand(op, dot),
+                            None => piped
+                                .clone()
+                                .ok_or_else(|| RunError::from("missing argument")),
+                        }
                     };
                     if matches!(f, Func::And | Func::Or) {
                         // Go ≥ 1.18: stop at the first false (and) or true
@@ -442,10 +530,14 @@ impl<'d> Exec<'d> {
                         for k in 0..n {
                             vals.push(arg(self, k)?);
                         }
-                        if !matches!(f, Func::Len | Func::Index | Func::Not) {
-                            self.compare_cost(&vals)?;
+                        if *f == Func::Index {
+                            self.index(vals)?
+                        } else {
+                            if !matches!(f, Func::Len | Func::Not) {
+                                self.compare_cost(&vals)?;
+                            }
+                            call(*f, vals)?
                         }
-                        call(*f, vals)?
                     }
                 }
             });
@@ -474,24 +566,46 @@ impl<'d> Exec<'d> {
 
     fn operand(&mut self, op: &'d Operand, dot: &Value<'d>) -> ExecResult<Value<'d>> {
         Ok(match op {
-            Operand::Field(chain) => fields(dot.clone(), chain)?,
+            Operand::Field(chain) => self.fields(dot.clone(), chain)?,
             Operand::Var(name, chain) => {
-                let v = self
-                    .vars
-                    .iter()
-                    .rev()
-                    .find(|(n, _)| n == name)
-                    .map(|(_, v)| v.clone());
-                fields(
-                    v.ok_or_else(|| format!("undefined variable {name}"))?,
-                    chain,
-                )?
+                let at = self.find_var(name)?;
+                let v = at.and_then(|at| self.vars.get(at)).map(|(_, v)| v.clone());
+                let v = v.ok_or_else(|| format!("undefined variable {name}"))?;
+                self.fields(v, chain)?
             }
             Operand::Str(s) => Value::Str(Cow::Borrowed(s)),
             Operand::Int(i) => Value::Int(*i),
             Operand::Bool(b) => Value::Bool(*b),
-            Operand::Paren(p, chain) => fields(self.eval_cmds(&p.cmds, dot)?, chain)?,
+            Operand::Paren(p, chain) => {
+                let v = self.eval_cmds(&p.cmds, dot)?;
+                self.fields(v, chain)?
+            }
         })
+    }
+
+    /// `fields`, each lookup charged (`lookup_units`).
+    fn fields(&mut self, v: Value<'d>, chain: &[String]) -> ExecResult<Value<'d>> {
+        let mut v = v;
+        for f in chain {
+            self.charge_looked(lookup_units(map_len(&v), f.len()))?;
+            v = fields(v, std::slice::from_ref(f))?;
+        }
+        Ok(v)
+    }
+
+    /// Go's `index`, each key's lookup charged (`lookup_units`).
+    fn index(&mut self, vals: Vec<Value<'d>>) -> ExecResult<Value<'d>> {
+        let mut it = vals.into_iter();
+        let mut item = it.next().ok_or("missing argument")?;
+        for i in it {
+            let key = match &i {
+                Value::Str(s) => s.len(),
+                _ => 0,
+            };
+            self.charge_looked(lookup_units(map_len(&item), key))?;
+            item = index(item, i)?;
+        }
+        Ok(item)
     }
 }
 
@@ -508,13 +622,7 @@ fn call(f: Func, vals: Vec<Value<'_>>) -> Result<Value<'_>, String> {
             other => return Err(format!("len of type {}", other.type_name())),
         } as i64),
         Func::Not => Value::Bool(!a.truth()),
-        Func::Index => {
-            let mut item = a;
-            for i in it {
-                item = index(item, i)?;
-            }
-            item
-        }
+        Func::Index => return Err("index is run by Exec::index".into()),
         Func::Eq => {
             let mut any = false;
             let mut rest = it.peekable();

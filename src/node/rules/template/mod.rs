@@ -41,6 +41,11 @@ pub const MAX_OUTPUT: usize = 4 * 1024;
 pub const MAX_STEPS: usize = 100_000;
 /// Bytes compared (`eq`, `lt`, ...) per run.
 pub const MAX_COMPARED: usize = 1 << 20;
+/// Budget units of variable lookups, field and `index` lookups and
+/// function arguments per run (`VAR_UNITS`, `PROBE_UNITS`, `ARG_UNITS`):
+/// tens of thousands of steps reading a field or two each, a millisecond
+/// or so (a template past it stops as out of budget, as past `MAX_STEPS`).
+pub const MAX_LOOKED: u64 = 1 << 20;
 /// Nesting of blocks and parentheses.
 const MAX_DEPTH: usize = 32;
 

@@ -461,3 +461,115 @@ fn render_checks_features_d_share() {
     budget::check(&looping("pci.device", 24)).unwrap();
     budget::check(&looping("local.label", 2)).unwrap();
 }
+
+/// A rule on `cpu.cpuid` (present in `lookup_facts`) with this template.
+fn templated(name: &str, template: &str) -> Rule {
+    Rule {
+        name: name.into(),
+        labels_template: Some(template.into()),
+        match_features: vec![name_term("cpu.cpuid", Expr::new(Op::Exists, vec![]))],
+        ..Default::default()
+    }
+}
+
+fn lookup_facts() -> Features {
+    let mut f = Features::default();
+    flags(&mut f, "cpu.cpuid", &["AVX"]);
+    f
+}
+
+/// Review 16 r16a F1 (FAILS at b91a8f2): variable lookups, field lookups
+/// and function arguments were not charged (one step a command however
+/// many arguments, each looking at every variable declared before it), so
+/// a template render accepted at ~3 million units ran for minutes at
+/// boot. Each is charged now: at least a unit per variable looked at and
+/// per field probed, tens per argument, and render's worst case covers
+/// what the evaluator spends.
+#[test]
+fn r16a_lookups_and_arguments_are_charged() {
+    let f = lookup_facts();
+    let spent = |t: &str| {
+        let mut b = Budget::new(u64::MAX / 2).without_matched();
+        evaluate_node_without(&[templated("t", t)], &f, &[], &mut b).unwrap();
+        b.used()
+    };
+    let (k, a, r) = (40u64, 60u64, 10u64);
+    let loop_of = |args: &str| {
+        format!(
+            "{{{{ $b := 0 }}}}{}{{{{ range {r} }}}}{{{{ if and {} }}}}{{{{ end }}}}{{{{ end }}}}x=1",
+            "{{ $a := 0 }}".repeat(k as usize),
+            args.repeat(a as usize)
+        )
+    };
+    let base = spent(&loop_of(""));
+    // `$` is the first variable: each lookup looks at all k + 2.
+    let vars = spent(&loop_of("$ ")) - base;
+    assert!(
+        vars >= r * a * (k + 2),
+        "{vars} units for {} variables looked at",
+        r * a * (k + 2)
+    );
+    // An argument costs as much as ~40 ns of work (a step is 32 units).
+    let ints = spent(&loop_of("1 ")) - base;
+    assert!(ints >= r * a * 32, "{ints} units for {} arguments", r * a);
+    // Two fields probed per argument, beyond its variable.
+    let fields = spent(&loop_of("$.cpu.cpuid ")) - base - vars;
+    assert!(
+        fields >= r * a * 2 * 16,
+        "{fields} units for {} fields",
+        r * a * 2
+    );
+    for args in [
+        "",
+        "$ ",
+        "1 ",
+        "$.cpu.cpuid ",
+        "(index $ \"cpu\" \"cpuid\") ",
+    ] {
+        assert_within_worst_case(&[templated("t", &loop_of(args))], &f);
+    }
+    // Range variables are set in place, not pushed per iteration: a
+    // lookup past them costs the same in every iteration.
+    let range_vars = |n: u64| {
+        spent(&format!(
+            "{{{{ range $i, $e := {n} }}}}{{{{ if $ }}}}{{{{ end }}}}{{{{ end }}}}x=1"
+        ))
+    };
+    let (one, two) = (range_vars(1000), range_vars(2000));
+    assert!(
+        two - one <= one + one / 8,
+        "1000 iterations {one} units, 2000 {two}"
+    );
+}
+
+/// Review 16 r16a F1 (FAILS at b91a8f2): the reviewer's kind of rule, a
+/// loop of `and` over thousands of arguments (26 s of CPU at boot with
+/// the static wrapper), is charged per argument: its run stops at the
+/// template's cap on lookups (`MAX_LOOKED`, milliseconds), out of budget,
+/// and render counts that cap, so a file of 13 such rules is refused
+/// where each cost ~3 million units before.
+#[test]
+fn r16a_argument_loops_stop_at_the_cap_and_render_counts_it() {
+    let t = format!(
+        "{{{{ range 30000 }}}}{{{{ if and {} }}}}{{{{ end }}}}{{{{ end }}}}x=1",
+        "1 ".repeat(5000)
+    );
+    let rules: Vec<Rule> = (0..13).map(|i| templated(&format!("a{i}"), &t)).collect();
+    let e = budget::check(&rules).unwrap_err();
+    assert!(e.contains("the costliest is rule a"), "{e}");
+    budget::check(&rules[..1]).unwrap();
+    let mut b = Budget::for_facts(&lookup_facts()).without_matched();
+    let e = evaluate_node_without(&rules[..1], &lookup_facts(), &[], &mut b).unwrap_err();
+    assert!(e.to_string().contains("budget"), "{e}");
+    // What the run spent before it stopped: about the cap.
+    let mut left = u64::MAX;
+    let run = template::parse(&t)
+        .unwrap()
+        .execute_within(&template::Data::new(), &mut left);
+    assert_eq!(run, Err(template::RunError::Budget));
+    let spent = u64::MAX - left;
+    assert!(
+        spent <= template::MAX_LOOKED + template::MAX_LOOKED / 8,
+        "{spent}"
+    );
+}
