@@ -597,7 +597,8 @@ impl Dec<'_> {
         if self.produced > MAX_OUTPUT {
             return Err(refusal(
                 "YAML: the document expands past 8 MiB as read (aliases or merge keys \
-                 reuse a long value many times); write the value out once",
+                 reuse a long value many times), which this reader does not follow; \
+                 write the value out once",
             ));
         }
         Ok(())
