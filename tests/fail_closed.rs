@@ -520,6 +520,52 @@ fn config_dir_drop_ins_past_1_mib_in_all_register_fenced() {
     );
 }
 
+/// Review 17 F1, FAILS on 68ec0f1: a `--config` whose merge key reuses a
+/// long value many times (a 312 KB file made the wrapper hold 1.2 GB, every
+/// start) is unreadable once the decoder has produced 8 MiB: ours and the
+/// fence go in, quickly (the bound trips before memory grows).
+#[test]
+fn a_config_amplified_by_aliases_registers_fenced() {
+    let dir = scratch_dir();
+    let root = dir.path();
+    let unit =
+        "[Service]\nExecStart=/usr/bin/kubelet --v=2 --config=/etc/kubernetes/kubelet.conf\n";
+    let Some(records) = recorder_root(root, unit) else {
+        return;
+    };
+    let config = |n: usize| {
+        format!(
+            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n\
+             registerWithTaints:\n- {{key: example.com/own, effect: NoSchedule}}\n\
+             a: &a {{k: {}}}\nm: {{<<: [{}]}}\n",
+            "x".repeat(100_000),
+            ["*a"].repeat(n).join(",")
+        )
+    };
+    let path = root.join("etc/kubernetes/kubelet.conf");
+    let env = env("c", &[(RULES_VAR, "")]);
+    write(&path, &config(4));
+    let (err, argv) = try_wrapper(root, &records, &env, "", &[]);
+    let merged = format!("example.com/own=:NoSchedule,{STATIC_TAINT}");
+    assert_eq!(taints_of(&argv.unwrap()), merged, "{err}");
+    write(&path, &config(200));
+    let start = std::time::Instant::now();
+    let (err, argv) = try_wrapper(root, &records, &env, "", &[]);
+    let took = start.elapsed();
+    assert_eq!(
+        taints_of(&argv.unwrap()),
+        format!("{STATIC_TAINT},{}", fence("kubelet-config-unreadable")),
+        "{err}"
+    );
+    let line = one_line(&err);
+    assert!(
+        line.contains("expands past 8 MiB as read") && line.contains(LIFT),
+        "{line}"
+    );
+    // well under a second alone; margin for a busy machine
+    assert!(took.as_secs() < 5, "{took:?}");
+}
+
 /// Our labels over exec's limit (a 1 MiB stack allows 256 KiB of argv and
 /// environment): the taint goes in without them, in one line (kubelet
 /// unchanged before).

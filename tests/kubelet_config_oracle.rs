@@ -159,6 +159,11 @@ fn constructs() -> Vec<Case> {
         format!("{HEAD}base: &b {{effect: NoSchedule, value: v}}\nregisterWithTaints:\n- <<: *b\n  key: a\n- key: c\n  <<: *b\n  value: w\n"),
         format!("{HEAD}a: &a {{effect: NoSchedule}}\nb: &b {{effect: NoExecute, value: x}}\nregisterWithTaints:\n- <<: [*a, *b]\n  key: k\n"),
         format!("{HEAD}registerWithTaints:\n- &i {{key: a, effect: NoSchedule}}\n- *i\n"),
+        // a long value aliased a few times; thousands of times past 8 MiB
+        // of output ours refuses on purpose (review 17 F1: 1.2 GB at a start)
+        format!("{HEAD}a: &a {{effect: NoSchedule, pad: {}}}\nregisterWithTaints:\n- <<: [*a, *a, *a]\n  key: k\n", "x".repeat(100_000)),
+        format!("{HEAD}p: &p {}\nq: {{k: *p, k: *p, k: *p}}\n{list}", "x".repeat(100_000)),
+        format!("{HEAD}a: &a {{k: {}}}\nm: {{<<: [{}]}}\n{list}", "x".repeat(300_000), ["*a"].repeat(40).join(",")),
         format!("{HEAD}registerWithTaints:\n- key: a\n  effect: *nope\n"),
         format!("{HEAD}registerWithTaints: &x\n- key: a\n  effect: NoSchedule\n  self: *x\n"),
         format!("{HEAD}registerWithTaints:\n- <<: {{effect: NoSchedule}}\n  \"<<\": x\n  key: a\n"),

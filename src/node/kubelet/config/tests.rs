@@ -292,3 +292,57 @@ fn many_anchors_and_aliases_read_quickly() {
     // Twenty times the time on a machine shared by many builds.
     assert!(took.as_secs() < 20, "{n} anchors and aliases: {took:?}");
 }
+
+/// Review 17 F1: aliases or merge keys reusing one long value thousands of
+/// times (a 312 KB config made 1.2 GB, at every start) are refused once
+/// the decoder has produced 8 MiB, quickly and before memory grows; the
+/// same value aliased a few times still reads, with go-yaml's semantics
+/// (merged keys, a repeated key's last value).
+#[test]
+fn aliases_reusing_a_long_value_are_bounded() {
+    let big = "x".repeat(300_000);
+    let list = "registerWithTaints:\n- key: k\n  effect: NoSchedule\n";
+    let merge = |n| {
+        format!(
+            "{H}{list}a: &a {{k: {big}}}\nm: {{<<: [{}]}}\n",
+            ["*a"].repeat(n).join(",")
+        )
+    };
+    let dup = |n| {
+        format!(
+            "{H}{list}a: &a {big}\nm: {{{}}}\n",
+            ["k: *a"].repeat(n).join(",")
+        )
+    };
+    let want = one("k", "", TaintEffect::NoSchedule);
+    for text in [merge(3), dup(3)] {
+        assert_eq!(register_with_taints(&text), want);
+        let (Value::Map(top), dup) = yaml::parse(&text).unwrap() else {
+            panic!("not a mapping")
+        };
+        // k set three times: merged or repeated (a drop-in is refused)
+        assert!(dup);
+        let m = top.iter().find(|(k, _)| k == "m").map(|(_, v)| v);
+        assert_eq!(
+            m,
+            Some(&Value::Map(vec![("k".into(), Value::Str(big.clone()))]))
+        );
+    }
+    for text in [merge(1000), dup(1000)] {
+        let start = std::time::Instant::now();
+        let got = register_with_taints(&text);
+        let took = start.elapsed();
+        assert!(
+            matches!(&got, Err(ConfigError(e)) if e.contains("expands past 8 MiB")),
+            "{got:?}"
+        );
+        // 28 copies of the value, not 1,000 (the busy machine's margin)
+        assert!(took.as_secs() < 5, "{took:?}");
+    }
+    // A config of 1 MiB without aliases is nowhere near: escapes that
+    // grow (`\L`, 2 bytes to 3) and the most nodes allowed.
+    let grow = format!("{H}{list}x: \"{}\"\n", "\\L".repeat(500_000));
+    assert_eq!(register_with_taints(&grow), want);
+    let nodes = format!("{H}{list}x: [{}]\n", ["y"].repeat(199_000).join(","));
+    assert_eq!(register_with_taints(&nodes), want);
+}

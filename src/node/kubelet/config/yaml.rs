@@ -7,6 +7,7 @@
 
 use super::scan::{Scanner, Tok};
 use super::{ConfigError, Value, fail, refusal};
+use crate::node::nodefs::MAX_CONFIG_BYTES;
 
 type Res<T> = Result<T, ConfigError>;
 
@@ -573,9 +574,36 @@ struct Dec<'a> {
     alias_count: usize,
     /// A key repeated in a mapping (yaml.UnmarshalStrict refuses it).
     dup: bool,
+    /// Bytes produced so far, charged against [`MAX_OUTPUT`].
+    produced: usize,
 }
 
+/// The most the decoder produces from one file: its strings' bytes (keys
+/// and values, an alias's target at each use, merged and repeated pairs
+/// included) and [`NODE_COST`] a node. A file reads to at most 1.5 times
+/// its size in strings (YAML escapes), so a config within
+/// [`MAX_CONFIG_BYTES`] (1 MiB) reads to under 5 MiB; an alias or merge key
+/// reusing one long value thousands of times made gigabytes at every start
+/// (review 17 F1). Past this the config is unreadable.
+const MAX_OUTPUT: usize = 8 * MAX_CONFIG_BYTES;
+const _: () = assert!(MAX_OUTPUT == 8 << 20, "messages say 8 MiB");
+/// A node's share of [`MAX_OUTPUT`] besides its string: a value's place.
+const NODE_COST: usize = 16;
+
 impl Dec<'_> {
+    /// Charge `bytes` about to be produced to [`MAX_OUTPUT`].
+    fn charge(&mut self, bytes: usize) -> Res<()> {
+        self.produced = self.produced.saturating_add(bytes);
+        if self.produced > MAX_OUTPUT {
+            return Err(refusal(
+                "YAML: the document expands past 8 MiB as read (aliases or merge keys \
+                 reuse a long value many times), which this reader does not follow; \
+                 write the value out once",
+            ));
+        }
+        Ok(())
+    }
+
     fn tick(&mut self) -> Res<()> {
         self.count += 1;
         if self.alias_depth > 0 {
@@ -599,8 +627,13 @@ impl Dec<'_> {
 
     fn scalar(&mut self, n: usize) -> Res<Scalar> {
         self.tick()?;
-        match &self.nodes[n] {
-            Node::Scalar(text, tag, implicit) => resolve(text, tag, *implicit),
+        let nodes = self.nodes;
+        match &nodes[n] {
+            Node::Scalar(text, tag, implicit) => {
+                // before the copy: its text is as long as any string it gives
+                self.charge(NODE_COST + text.len())?;
+                resolve(text, tag, *implicit)
+            }
             Node::Alias(t) => {
                 let t = *t;
                 self.enter(n)?;
@@ -659,6 +692,7 @@ impl Dec<'_> {
             _ => {}
         }
         self.tick()?;
+        self.charge(NODE_COST)?;
         match &self.nodes[n] {
             Node::Seq(items) => {
                 let items = items.clone();
@@ -846,6 +880,7 @@ pub(super) fn parse(text: &str) -> Res<(Value, bool)> {
         alias_depth: 0,
         alias_count: 0,
         dup: false,
+        produced: 0,
     };
     let v = d.value(root)?;
     Ok((v, d.dup))
