@@ -12,8 +12,9 @@ use crate::support::{bin, repo, scratch_dir, stderr};
 
 use std::path::Path;
 
+use kubelet_labeler::cli::plan::sync_labels::sync_line;
 use kubelet_labeler::node::kubelet::Profile;
-use kubelet_labeler::node::sync::reconcile::{self, Action};
+use kubelet_labeler::node::sync::reconcile;
 use kubelet_labeler::node::sync::run::{self, SyncOptions};
 use serde_json::{Value, json};
 
@@ -158,30 +159,8 @@ fn both(taint: bool, role: bool) -> (Vec<String>, Option<String>, Value, Vec<Opt
     let state = run::node_state(&node.to_string()).unwrap();
     let policy = run::effective_policy(&Default::default(), &derivation.pool_label);
     let r = reconcile::reconcile(&derivation.desired, &state, &policy).unwrap();
-    let value = |v: &Option<String>| v.clone().unwrap_or_else(|| "<absent>".into());
-    let synced: Vec<String> = r
-        .keys
-        .iter()
-        .filter_map(|k| match k.action {
-            Action::Adopt => None,
-            Action::Leave if !k.drift => None,
-            Action::Leave => Some(format!(
-                "leave {}={} (derived: {}; {})",
-                k.key,
-                value(&k.node),
-                value(&k.derived),
-                k.why
-            )),
-            a => Some(format!(
-                "{} {}: {} -> {} ({})",
-                a.as_str(),
-                k.key,
-                value(&k.node),
-                value(&k.derived),
-                k.why
-            )),
-        })
-        .collect();
+    // plan's formatter, on the real sync's keys.
+    let synced: Vec<String> = r.keys.iter().filter_map(sync_line).collect();
     let told = format!(
         "plan: {planned:#?}\nsync: {synced:#?}\nunknown: {:?}",
         derivation.desired.unknown

@@ -28,7 +28,7 @@ mod reconcilable;
 mod registries;
 mod rendered_diff;
 mod report;
-mod sync_labels;
+pub mod sync_labels;
 mod unrendered;
 
 pub use report::{Format, render};
@@ -37,7 +37,7 @@ use crate::node::contract::POOL_LABEL_VAR;
 use crate::node::facts::Features;
 use crate::node::kubelet::{Profile, Taint, TaintEffect};
 use crate::node::sorted::SortedSet;
-use crate::node::sync::reconcile::{self, Action, Desired, Policy};
+use crate::node::sync::reconcile::{self, Desired, Policy};
 use crate::node::wrapper::{derived, fence, plan as wplan};
 use fleet::{Fleet, FleetNode};
 use kube::Pool;
@@ -705,28 +705,8 @@ fn judge(
                     reconcile::Reconciled::default()
                 }
             };
-            for k in &r.keys {
-                let value = |v: &Option<String>| v.clone().unwrap_or_else(|| "<absent>".into());
-                match k.action {
-                    Action::Leave if !k.drift => {}
-                    Action::Leave => o.sync.push(format!(
-                        "leave {}={} (derived: {}; {})",
-                        k.key,
-                        value(&k.node),
-                        value(&k.derived),
-                        k.why
-                    )),
-                    Action::Adopt => {}
-                    a => o.sync.push(format!(
-                        "{} {}: {} -> {} ({})",
-                        a.as_str(),
-                        k.key,
-                        value(&k.node),
-                        value(&k.derived),
-                        k.why
-                    )),
-                }
-            }
+            o.sync
+                .extend(r.keys.iter().filter_map(sync_labels::sync_line));
             sync_labels::patch_labels(&mut labels_after, &r.patch);
         }
         // Taints: the node cannot change its own (NodeRestriction); the

@@ -17,6 +17,32 @@ pub(super) fn fleet_sync_note(to: Option<&str>) -> String {
     )
 }
 
+/// plan's line for what the day-2 sync does with one key: None for a key
+/// it adopts or leaves as it is.
+pub fn sync_line(k: &crate::node::sync::state::KeyPlan) -> Option<String> {
+    use crate::node::sync::reconcile::Action;
+    let value = |v: &Option<String>| v.clone().unwrap_or_else(|| "<absent>".into());
+    match k.action {
+        Action::Adopt => None,
+        Action::Leave if !k.drift => None,
+        Action::Leave => Some(format!(
+            "leave {}={} (derived: {}; {})",
+            k.key,
+            value(&k.node),
+            value(&k.derived),
+            k.why
+        )),
+        a => Some(format!(
+            "{} {}: {} -> {} ({})",
+            a.as_str(),
+            k.key,
+            value(&k.node),
+            value(&k.derived),
+            k.why
+        )),
+    }
+}
+
 /// The labels after the sync's patch (what the API server stores), sorted:
 /// one lookup a label, not a scan of the patch (an export's Node with
 /// 50,000 labels the sync owns took minutes).
