@@ -13,7 +13,18 @@ fn main() -> ExitCode {
         Ok(cmd) => cmd,
         Err(code) => return code,
     };
-    let result = match cmd {
+    // One budget of unpacked file contents for the whole run, whatever the
+    // command reads (plan and iso fleet bound theirs within it).
+    let result = render::layout::with_run_budget(
+        render::layout::RUN_BUDGET,
+        "give fewer MachineConfigs, or fewer or smaller gzip'ed files in them",
+        || run(cmd),
+    );
+    output::exit_code(result)
+}
+
+fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
+    match cmd {
         Cmd::Explain(c) => explain::command::run(c),
         Cmd::Validate(c) => validate::command::run(c),
         Cmd::Render(RenderCmd::Dropins(c)) => render::command::dropins(c),
@@ -28,6 +39,5 @@ fn main() -> ExitCode {
         Cmd::Plan(c) => plan::command::run(c),
         Cmd::Completions(c) => completions::run(c),
         Cmd::Man(c) => man::run(c),
-    };
-    output::exit_code(result)
+    }
 }

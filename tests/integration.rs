@@ -31,6 +31,7 @@ mod iso_fleet_cli;
 mod iso_fleet_inputs;
 mod iso_fleet_pool_change;
 mod iso_fleet_trust;
+mod iso_fleet_unpack;
 mod iso_gzip_zlib;
 mod iso_hostile;
 mod iso_kargs;

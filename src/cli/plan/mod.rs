@@ -175,12 +175,14 @@ struct PoolRender {
     wrapper_off: Option<String>,
 }
 
-/// What all the pools plan lays out (both renders) may unpack in all:
-/// four times what one layout may.
-const UNPACK_BUDGET: u64 = 4 * crate::cli::render::layout::TOTAL_CAP;
-
 pub fn plan(opts: &PlanOptions) -> Result<Plan> {
-    crate::cli::render::layout::with_run_budget(UNPACK_BUDGET, || plan_in_budget(opts))
+    // One budget for all the pools plan lays out, of both renders.
+    crate::cli::render::layout::with_run_budget(
+        crate::cli::render::layout::RUN_BUDGET,
+        "plan lays out the MachineConfigs of every pool of both renders: give the \
+         MachineConfigs of fewer pools, or fewer large gzip'ed files",
+        || plan_in_budget(opts),
+    )
 }
 
 fn plan_in_budget(opts: &PlanOptions) -> Result<Plan> {

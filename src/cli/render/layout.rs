@@ -14,7 +14,9 @@ pub use super::merge_order::{ROLE_LABEL, mc_name, merge_order, rendered_pool, ro
 use super::storage::{merge_storage, refuse_sourceless_files, refuse_systemd_conflicts};
 #[cfg(test)]
 use super::unpack::clean_path;
-pub use super::unpack::{FILE_CAP, TOTAL_CAP, decode_data_url, with_run_budget};
+pub use super::unpack::{
+    FILE_CAP, RUN_BUDGET, RunSpent, TOTAL_CAP, decode_data_url, with_run_budget,
+};
 use super::unpack::{Kind, MergedFile, masks_a_unit, read_node, resolve, unpack_read};
 
 /// One file to write into the tree.

@@ -19,22 +19,73 @@ pub const FILE_CAP: u64 = crate::node::nodefs::READ_LIMIT as u64;
 /// scratch disk linear in their count.
 pub const TOTAL_CAP: u64 = 64 << 20;
 
-thread_local! {
-    /// What a whole run (every layout `plan` makes, one a pool and side)
-    /// may still unpack, when the run set a budget ([`with_run_budget`]).
-    static RUN_LEFT: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+/// What one run of a command that reads MachineConfigs it was given
+/// (`plan`, `iso fleet`, `explain --machineconfig`, `render` over a gitops
+/// directory) may unpack in all, every file of every pool and check
+/// counted each time it is unpacked: four times what one layout may. A
+/// pool's layout takes a few MiB (our wrappers); many small gzip'ed files,
+/// each under [`FILE_CAP`], read for many pools, would otherwise take memory
+/// and time linear in their product.
+pub const RUN_BUDGET: u64 = 4 * TOTAL_CAP;
+
+/// A run's budget as it stands: what is left of it, all of it, and what
+/// its refusal tells the user to do.
+#[derive(Clone, Copy)]
+struct Run {
+    left: u64,
+    all: u64,
+    fix: &'static str,
 }
 
-/// Run `f` with one budget of unpacked bytes for all the layouts it makes
-/// (each still at most [`TOTAL_CAP`]): a render of many pools that inherit
-/// one MachineConfig of large gzip'ed files costs the budget once in all,
-/// not [`TOTAL_CAP`] a pool.
-pub fn with_run_budget<T>(bytes: u64, f: impl FnOnce() -> T) -> T {
-    let was = RUN_LEFT.replace(Some(bytes));
+thread_local! {
+    /// The budget of the run on this thread, when it set one
+    /// ([`with_run_budget`]): every data URL unpacked draws from it.
+    static RUN: std::cell::Cell<Option<Run>> = const { std::cell::Cell::new(None) };
+}
+
+/// Run `f` with one budget of unpacked bytes (`bytes`) for every file
+/// contents it unpacks, in every layout and check (each still at most
+/// [`FILE_CAP`] a file and [`TOTAL_CAP`] a layout): past it the data URL
+/// being unpacked is refused ([`RunSpent`]), naming `fix`. Within another
+/// run's budget, what is left of that one bounds this one, and what this
+/// one spends is spent for it.
+pub fn with_run_budget<T>(bytes: u64, fix: &'static str, f: impl FnOnce() -> T) -> T {
+    let outer = RUN.get();
+    let all = outer.map_or(bytes, |o| o.left.min(bytes));
+    RUN.set(Some(Run {
+        left: all,
+        all,
+        fix,
+    }));
     let out = f();
-    RUN_LEFT.set(was);
+    let spent = RUN.get().map_or(0, |r| all - r.left);
+    RUN.set(outer.map(|o| Run {
+        left: o.left - spent,
+        ..o
+    }));
     out
 }
+
+/// Contents that would unpack past what is left of the run's budget.
+#[derive(Debug)]
+pub struct RunSpent {
+    all: u64,
+    fix: &'static str,
+}
+
+impl std::fmt::Display for RunSpent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "with it, the file contents this command unpacks (every gzip'ed or encoded file it \
+             reads, for every pool and check) come to more than the run's budget of {} MiB; {}",
+            self.all >> 20,
+            self.fix
+        )
+    }
+}
+
+impl std::error::Error for RunSpent {}
 
 /// A file as merged: its contents still encoded, unpacked only when read
 /// (`Layout::write`, `Layout::file`).
@@ -183,16 +234,20 @@ pub(super) fn data_url_bytes(source: &str, compression: Option<&str>) -> Result<
 }
 
 /// [`decode_data_url`] unpacking at most `cap` bytes: a small forged gzip
-/// must not unpack into memory without end.
+/// must not unpack into memory without end. What it unpacks is drawn from
+/// the run's budget, when one is set ([`with_run_budget`]): past it,
+/// [`RunSpent`].
 fn decode_capped(source: &str, compression: Option<&str>, cap: u64) -> Result<Vec<u8>> {
     let raw = data_url_bytes(source, compression)?;
+    let run = RUN.get();
+    let limit = cap.min(run.map_or(u64::MAX, |r| r.left));
     let out = match compression.unwrap_or("") {
         "gzip" => {
             let mut out = Vec::new();
             std::io::Read::read_to_end(
                 &mut std::io::Read::take(
                     flate2::read::MultiGzDecoder::new(raw.as_slice()),
-                    cap + 1,
+                    limit.saturating_add(1),
                 ),
                 &mut out,
             )
@@ -201,8 +256,21 @@ fn decode_capped(source: &str, compression: Option<&str>, cap: u64) -> Result<Ve
         }
         _ => raw,
     };
-    if out.len() as u64 > cap {
-        return Err(TooBig(cap).into());
+    if out.len() as u64 > limit {
+        return Err(match run {
+            Some(r) if r.left < cap => RunSpent {
+                all: r.all,
+                fix: r.fix,
+            }
+            .into(),
+            _ => TooBig(cap).into(),
+        });
+    }
+    if let Some(r) = run {
+        RUN.set(Some(Run {
+            left: r.left - out.len() as u64,
+            ..r
+        }));
     }
     Ok(out)
 }
@@ -374,32 +442,18 @@ pub(super) fn unpack_read<'a>(
                 Err(_) => continue,
             },
         };
-        let run_left = RUN_LEFT.get();
-        let left = (TOTAL_CAP - total).min(run_left.unwrap_or(u64::MAX));
+        let left = TOTAL_CAP - total;
         let contents = match unpack(real, f, FILE_CAP.min(left)) {
-            Err(e) if left < FILE_CAP && e.downcast_ref::<TooBig>().is_some() => {
-                if run_left.is_some_and(|r| r < TOTAL_CAP - total) {
-                    bail!(
-                        "MachineConfig {:?}: {path}: with it the files plan lays out for all \
-                         the pools of both renders unpack to more than the run's budget; give \
-                         the MachineConfigs of fewer pools, or fewer large gzip'ed files",
-                        f.machineconfig,
-                    )
-                }
-                bail!(
-                    "MachineConfig {:?}: {path}: with it the files explain reads unpack to more \
-                     than {} MiB in all (the most explain lays out); give the MachineConfigs of \
-                     one pool only",
-                    f.machineconfig,
-                    TOTAL_CAP >> 20,
-                )
-            }
+            Err(e) if left < FILE_CAP && e.downcast_ref::<TooBig>().is_some() => bail!(
+                "MachineConfig {:?}: {path}: with it the files explain reads unpack to more \
+                 than {} MiB in all (the most explain lays out); give the MachineConfigs of \
+                 one pool only",
+                f.machineconfig,
+                TOTAL_CAP >> 20,
+            ),
             other => other?,
         };
         total += contents.len() as u64;
-        if let Some(r) = run_left {
-            RUN_LEFT.set(Some(r.saturating_sub(contents.len() as u64)));
-        }
         // A program's bytes name no file the node reads for kubelet.
         if !contents.starts_with(b"\x7fELF") {
             name(&contents, &mut todo);
@@ -632,6 +686,37 @@ pub(super) mod tests {
                 .len(),
             16 << 20
         );
+    }
+
+    /// Every data URL unpacked in a run draws from its budget, whatever
+    /// reads it (a layout, or one file read by a check): past it, the
+    /// refusal names the fix; a run within another spends the outer's.
+    #[test]
+    fn every_unpack_draws_from_the_run_budget() {
+        let url = gzip_zeros(1);
+        let e = with_run_budget(3 << 20, "give fewer", || {
+            for _ in 0..3 {
+                decode_data_url(&url, Some("gzip")).unwrap();
+            }
+            decode_data_url(&url, Some("gzip")).unwrap_err()
+        });
+        assert_eq!(
+            e.to_string(),
+            "with it, the file contents this command unpacks (every gzip'ed or encoded file it \
+             reads, for every pool and check) come to more than the run's budget of 3 MiB; give \
+             fewer"
+        );
+        with_run_budget(3 << 20, "outer", || {
+            with_run_budget(8 << 20, "inner", || {
+                decode_data_url(&url, Some("gzip")).unwrap();
+                decode_data_url(&url, Some("gzip")).unwrap();
+            });
+            let e = decode_data_url(&url, Some("gzip")).unwrap();
+            assert_eq!(e.len(), 1 << 20);
+            let e = decode_data_url(&url, Some("gzip")).unwrap_err();
+            assert!(e.to_string().ends_with("budget of 3 MiB; outer"), "{e}");
+        });
+        assert_eq!(decode_data_url(&url, Some("gzip")).unwrap().len(), 1 << 20);
     }
 
     #[test]

@@ -9,8 +9,13 @@
 //! for, without that pool's first-boot taints. Refused, naming the
 //! MachineConfig, the file or argument, the pool and the fix.
 
-use anyhow::{Result, bail};
-use serde_json::Value;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+
+use crate::cli::render::layout::RunSpent;
 
 use crate::node::facts::FEATURES_DIR;
 use crate::node::fleet::Requirement;
@@ -48,7 +53,7 @@ const RELEASE_LABELS: &[&str] = &[
 
 /// Refuse a MachineConfig reaching `pool`'s nodes that changes what the
 /// selector read on the live ISO.
-pub(super) fn check_inputs(mc: &Value, source: &str, pool: &str) -> Result<()> {
+pub(super) fn check_inputs(mc: &Value, source: &str, pool: &str, judged: &Judged) -> Result<()> {
     let mc_name = mc
         .pointer("/metadata/name")
         .and_then(Value::as_str)
@@ -99,12 +104,11 @@ pub(super) fn check_inputs(mc: &Value, source: &str, pool: &str) -> Result<()> {
             )?;
         }
         let env_files = KUBELET_ENV_FILES.iter().chain(MORE_ENV_FILES);
+        let env_file = kind == "files" && env_files.clone().any(|p| clean == *p);
         if env_files
             .clone()
             .any(|p| kind == "links" && under(p, &clean))
-            || (kind == "files"
-                && env_files.clone().any(|p| clean == *p)
-                && sets_label_variables(mc, &clean))
+            || (env_file && sets_label_variables(mc, &clean, judged).context(source.to_string())?)
         {
             refuse(
                 &format!(
@@ -249,21 +253,92 @@ fn under(path: &str, dir: &str) -> bool {
     path == dir || path.strip_prefix(dir).is_some_and(|r| r.starts_with('/'))
 }
 
+/// What the checks judged of the MachineConfigs' files, by MachineConfig
+/// name (one a name: `pool_configs`), node path and check: the file of a
+/// MachineConfig every pool takes (worker's) is unpacked once, not once a
+/// pool.
+#[derive(Default)]
+pub(super) struct Judged(RefCell<BTreeMap<(String, String, &'static str), bool>>);
+
+impl Judged {
+    /// `judge` of what `mc` writes at the clean node path `path`
+    /// ([`read_file`]), once for each MachineConfig, path and `check`.
+    pub(super) fn file(
+        &self,
+        mc: &Value,
+        path: &str,
+        check: &'static str,
+        judge: impl FnOnce(Read) -> bool,
+    ) -> Result<bool> {
+        let name = mc.pointer("/metadata/name").and_then(Value::as_str);
+        let key = (name.unwrap_or("").to_string(), path.to_string(), check);
+        if let Some(&judged) = self.0.borrow().get(&key) {
+            return Ok(judged);
+        }
+        let judged = judge(read_file(mc, path)?);
+        self.0.borrow_mut().insert(key, judged);
+        Ok(judged)
+    }
+}
+
+/// What a MachineConfig writes at a node path, as the checks read it.
+pub(super) enum Read {
+    /// No file (a directory, or nothing).
+    Nothing,
+    /// A file that cannot be read to tell (not a data URL, over the cap, a
+    /// link leading out of the MachineConfig, a path the MCO refuses).
+    Unreadable,
+    Contents(Vec<u8>),
+}
+
+/// What `mc` writes at the clean node path `path`: only its file entries
+/// at that path are merged and unpacked, none of its other files. Past the
+/// run's budget (`with_run_budget`), an error naming the MachineConfig, the
+/// path and the fix.
+pub(super) fn read_file(mc: &Value, path: &str) -> Result<Read> {
+    let entries: Vec<&Value> = (mc.pointer("/spec/config/storage/files"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|f| {
+            f.get("path")
+                .and_then(Value::as_str)
+                .is_some_and(|p| clean_path(p) == path)
+        })
+        .collect();
+    if entries.is_empty() {
+        return Ok(Read::Nothing);
+    }
+    let only = json!({
+        "metadata": {
+            "name": mc.pointer("/metadata/name").cloned().unwrap_or(Value::Null),
+            "labels": mc.pointer("/metadata/labels").cloned().unwrap_or(Value::Null),
+        },
+        "spec": { "config": { "storage": { "files": entries } } }
+    });
+    let read = crate::cli::render::layout::Layout::merge(vec![only]).and_then(|l| l.file(path));
+    match read {
+        Ok(Some(f)) => Ok(Read::Contents(f.contents)),
+        Ok(None) => Ok(Read::Nothing),
+        Err(e) if e.downcast_ref::<RunSpent>().is_some() => Err(e),
+        Err(_) => Ok(Read::Unreadable),
+    }
+}
+
 /// Whether `mc`'s env file at `path` sets a variable that reaches
 /// `--node-labels` (or cannot be read to tell).
-fn sets_label_variables(mc: &Value, path: &str) -> bool {
-    let Ok(layout) = crate::cli::render::layout::Layout::merge(vec![mc.clone()]) else {
-        return true;
-    };
-    let Ok(file) = layout.file(path) else {
-        return true;
-    };
-    // Read as systemd reads an EnvironmentFile= (a lone CR ends a line too),
-    // and by text as well (a variable named in any form is refused).
-    file.is_some_and(|f| {
-        let text = String::from_utf8_lossy(&f.contents).replace("\\\n", "");
+fn sets_label_variables(mc: &Value, path: &str, judged: &Judged) -> Result<bool> {
+    judged.file(mc, path, "label variables", |read| {
+        let contents = match read {
+            Read::Nothing => return false,
+            Read::Unreadable => return true,
+            Read::Contents(c) => c,
+        };
+        // Read as systemd reads an EnvironmentFile= (a lone CR ends a line
+        // too), and by text as well (a variable named in any form is refused).
+        let text = String::from_utf8_lossy(&contents).replace("\\\n", "");
         text.contains("CUSTOM_KUBELET_LABELS")
-            || crate::node::unit::env::parse_env_file(&f.contents)
+            || crate::node::unit::env::parse_env_file(&contents)
                 .iter()
                 .any(|(k, _)| LABEL_VARIABLES.contains(&k.as_str()))
             || text.split(['\n', '\r']).any(|l| {
@@ -300,7 +375,15 @@ mod tests {
     #[test]
     fn env_files_only_with_label_variables() {
         let env = "/etc/kubernetes/kubelet-env";
-        assert!(check_inputs(&mc(&[(env, "KUBELET_X=1\n")], json!({})), "s", "p").is_ok());
+        assert!(
+            check_inputs(
+                &mc(&[(env, "KUBELET_X=1\n")], json!({})),
+                "s",
+                "p",
+                &Judged::default()
+            )
+            .is_ok()
+        );
         for text in [
             "CUSTOM_KUBELET_LABELS=a=b\n",
             " export ID=x\n",
@@ -309,7 +392,8 @@ mod tests {
             "X=1\rID=x\n",
             "X=\"a\"\rID=x",
         ] {
-            let e = check_inputs(&mc(&[(env, text)], json!({})), "s", "p").unwrap_err();
+            let e = check_inputs(&mc(&[(env, text)], json!({})), "s", "p", &Judged::default())
+                .unwrap_err();
             assert!(e.to_string().contains("EnvironmentFile="), "{e}");
         }
     }
@@ -337,20 +421,32 @@ mod tests {
                 "the pool its install chose",
             ),
         ] {
-            let e = check_inputs(&m, "s", "p").unwrap_err().to_string();
+            let e = check_inputs(&m, "s", "p", &Judged::default())
+                .unwrap_err()
+                .to_string();
             assert!(e.contains(needle) && e.contains("60-x"), "{e}");
         }
         let ign =
             json!({ "config": { "kernelArguments": { "shouldNotExist": ["mitigations=off"] } } });
         let mut m = mc(&[], json!({}));
         m["spec"]["config"]["kernelArguments"] = ign["config"]["kernelArguments"].clone();
-        assert!(check_inputs(&m, "s", "p").is_err());
-        assert!(check_inputs(&mc(&[("/etc/motd", "hi")], json!({})), "s", "p").is_ok());
+        assert!(check_inputs(&m, "s", "p", &Judged::default()).is_err());
+        assert!(
+            check_inputs(
+                &mc(&[("/etc/motd", "hi")], json!({})),
+                "s",
+                "p",
+                &Judged::default()
+            )
+            .is_ok()
+        );
         // A link over the directory of features.d or of the env files.
         let mut m = mc(&[], json!({}));
         m["spec"]["config"]["storage"]["links"] =
             json!([{ "path": "/etc/kubernetes/", "target": "/var/k" }]);
-        let e = check_inputs(&m, "s", "p").unwrap_err().to_string();
+        let e = check_inputs(&m, "s", "p", &Judged::default())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("writes /etc/kubernetes/"), "{e}");
     }
 

@@ -83,7 +83,22 @@ pub struct Fleet {
     pub trusts: BTreeMap<String, String>,
 }
 
+/// The fleet's live config from `o`, every file of the pools' sources it
+/// unpacks (each pool's, each check's) drawn from one budget
+/// (`RUN_BUDGET`): past it the sources are refused, before anything is
+/// written.
 pub fn build(o: &FleetOptions) -> Result<Fleet> {
+    use crate::cli::render::layout::{RUN_BUDGET, with_run_budget};
+    with_run_budget(
+        RUN_BUDGET,
+        "iso fleet reads the MachineConfigs of every pool (worker's for each pool) and writes \
+         nothing past it: give fewer pools, or MachineConfigs with fewer or smaller gzip'ed \
+         files",
+        || build_in_budget(o),
+    )
+}
+
+fn build_in_budget(o: &FleetOptions) -> Result<Fleet> {
     if o.pools.is_empty() {
         bail!("no pools: give each with --pool NAME=SOURCE");
     }
@@ -116,11 +131,14 @@ pub fn build(o: &FleetOptions) -> Result<Fleet> {
         // The node gets one env drop-in per path: renders of two node
         // formats may replace the role's with the pool's.
         let mcs: Vec<Value> = f.env_configs.iter().map(|(mc, _)| mc.clone()).collect();
-        if let Some(c) = crate::cli::render::compose::clashes(&mcs)?.first() {
+        let clashes = crate::cli::render::compose::clashes(&mcs);
+        if let Some(c) = clashes.with_context(|| format!("pool {name}"))?.first() {
             bail!("pool {name}: {c}");
         }
-        f.env = pool_env(&f.env_configs, &env_dropin_path())?;
-        f.role_env = pool_env(&f.env_configs, &role_env_dropin_path())?;
+        let env =
+            |path: &str| pool_env(&f.env_configs, path).with_context(|| format!("pool {name}"));
+        f.env = env(&env_dropin_path())?;
+        f.role_env = env(&role_env_dropin_path())?;
     }
     // Then the pool's whole tree, as plan judges it: the wrapper runs.
     for (name, f) in found.iter_mut() {

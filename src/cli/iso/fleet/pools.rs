@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 use base64::Engine;
 use serde_json::{Value, json};
 
-use super::inputs::{KUBELET_ENV_FILES, check_inputs, clean_path, storage_entries};
+use super::inputs::{Judged, KUBELET_ENV_FILES, Read, check_inputs, clean_path, storage_entries};
 use super::{env_dropin_path, role_env_dropin_path};
 use crate::cli::render::pointer;
 use crate::node::contract::ENV_DROPIN_NAME;
@@ -448,6 +448,8 @@ pub(super) fn pool_configs(found: &mut std::collections::BTreeMap<String, Found>
         }
     }
     let mut selected: Vec<String> = Vec::new();
+    // What the checks read of each MachineConfig's files, read once.
+    let judged = Judged::default();
     for (name, f) in found.iter_mut() {
         let roles = f.roles.clone().unwrap_or_else(|| {
             let mut r = vec!["worker".to_string()];
@@ -458,8 +460,8 @@ pub(super) fn pool_configs(found: &mut std::collections::BTreeMap<String, Found>
         });
         for (role, mc, source) in &all {
             if roles.contains(role) {
-                check_kubelet_files(mc, source, Reach::Pool(name))?;
-                check_inputs(mc, source, name)?;
+                check_kubelet_files(mc, source, Reach::Pool(name), &judged)?;
+                check_inputs(mc, source, name, &judged)?;
                 keep_env_file(mc, source, f);
                 f.configs.push(mc.clone());
             }
@@ -473,7 +475,7 @@ pub(super) fn pool_configs(found: &mut std::collections::BTreeMap<String, Found>
     // otherwise than the fleet shows.
     for (role, mc, source) in &all {
         if !selected.contains(role) {
-            check_kubelet_files(mc, source, Reach::Unselected(role))?;
+            check_kubelet_files(mc, source, Reach::Unselected(role), &judged)?;
         }
     }
     Ok(())
@@ -522,7 +524,7 @@ enum Reach<'a> {
 /// Refuse a file, link or unit of a MachineConfig that changes kubelet's
 /// unit other than our drop-ins: systemd applies it, the fleet's reading of
 /// the env drop-ins would not.
-fn check_kubelet_files(mc: &Value, source: &str, reach: Reach) -> Result<()> {
+fn check_kubelet_files(mc: &Value, source: &str, reach: Reach, judged: &Judged) -> Result<()> {
     use crate::node::contract::ROLE_ENV_DROPIN_NAME;
     let mc_name = mc
         .pointer("/metadata/name")
@@ -561,7 +563,10 @@ fn check_kubelet_files(mc: &Value, source: &str, reach: Reach) -> Result<()> {
     };
     for (kind, path) in storage_entries(mc) {
         let clean = clean_path(path);
-        if clean == ours[2] && kind == "files" && !wants_only(mc, &clean) {
+        if clean == ours[2]
+            && kind == "files"
+            && !wants_only(mc, &clean, judged).context(source.to_string())?
+        {
             refuse(&format!(
                 "writes {path} with more than the sync's Wants= render writes"
             ))?;
@@ -576,7 +581,8 @@ fn check_kubelet_files(mc: &Value, source: &str, reach: Reach) -> Result<()> {
             refuse(&format!("links {path}, a systemd directory, elsewhere"))?;
         }
         if KUBELET_ENV_FILES.contains(&clean.as_str())
-            && (kind == "links" || sets_our_variables(mc, &clean))
+            && (kind == "links"
+                || sets_our_variables(mc, &clean, judged).context(source.to_string())?)
         {
             refuse(&format!(
                 "writes {path}, which kubelet.service reads with EnvironmentFile= (it \
@@ -612,36 +618,33 @@ fn check_kubelet_files(mc: &Value, source: &str, reach: Reach) -> Result<()> {
 
 /// Whether `mc`'s file at `path` names one of the variables the wrapper
 /// reads (or cannot be read to tell).
-fn sets_our_variables(mc: &Value, path: &str) -> bool {
-    let Ok(layout) = crate::cli::render::layout::Layout::merge(vec![mc.clone()]) else {
-        return true;
-    };
-    let Ok(file) = layout.file(path) else {
-        return true;
-    };
-    file.is_some_and(|f| {
-        let text = String::from_utf8_lossy(&f.contents);
-        text.contains("KUBELET_LABELER_") || text.contains("FIRST_BOOT_ONLY_KUBELET_NODE_")
+fn sets_our_variables(mc: &Value, path: &str, judged: &Judged) -> Result<bool> {
+    judged.file(mc, path, "our variables", |read| match read {
+        Read::Nothing => false,
+        Read::Unreadable => true,
+        Read::Contents(c) => {
+            let text = String::from_utf8_lossy(&c);
+            text.contains("KUBELET_LABELER_") || text.contains("FIRST_BOOT_ONLY_KUBELET_NODE_")
+        }
     })
 }
 
 /// Whether the sync's kubelet drop-in in `mc` is as render writes it (its
 /// comment aside): `[Unit]` and the sync's `Wants=` only.
-fn wants_only(mc: &Value, path: &str) -> bool {
+fn wants_only(mc: &Value, path: &str, judged: &Judged) -> Result<bool> {
     use crate::cli::render::sync_units::{SYNC_PATH, SYNC_SERVICE};
     let wants = format!("Wants={SYNC_SERVICE} {SYNC_PATH}");
-    let Ok(layout) = crate::cli::render::layout::Layout::merge(vec![mc.clone()]) else {
-        return false;
-    };
-    let Ok(Some(file)) = layout.file(path) else {
-        return false;
-    };
-    std::str::from_utf8(&file.contents).is_ok_and(|text| {
-        text.split('\n').all(|l| {
-            l.is_empty()
-                || l == "[Unit]"
-                || l == wants
-                || (l.starts_with('#') && !l.ends_with('\\') && !l.contains('\r'))
+    judged.file(mc, path, "wants only", |read| {
+        let Read::Contents(c) = read else {
+            return false;
+        };
+        std::str::from_utf8(&c).is_ok_and(|text| {
+            text.split('\n').all(|l| {
+                l.is_empty()
+                    || l == "[Unit]"
+                    || l == wants
+                    || (l.starts_with('#') && !l.ends_with('\\') && !l.contains('\r'))
+            })
         })
     })
 }

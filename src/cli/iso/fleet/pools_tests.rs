@@ -65,7 +65,8 @@ fn kubelet_unit_paths() {
     ));
     let mc = json!({ "metadata": { "name": "l" }, "spec": { "config": { "storage": {
         "links": [ { "path": "/etc/systemd/system", "target": "/var/x" } ] } } } });
-    let e = check_kubelet_files(&mc, "l.yaml", Reach::Pool("worker-p")).unwrap_err();
+    let e = check_kubelet_files(&mc, "l.yaml", Reach::Pool("worker-p"), &Judged::default())
+        .unwrap_err();
     assert!(format!("{e}").contains("links /etc/systemd/system"), "{e}");
 }
 
@@ -81,9 +82,21 @@ fn the_syncs_dropin_only_as_rendered() {
                 "path": path, "contents": { "source": format!("data:,{}",
                     crate::cli::render::encoding::percent_encode(text.as_bytes())) } } ] } } } })
     };
-    check_kubelet_files(&mc(&wants_dropin()), "s.yaml", Reach::Pool("worker-p")).unwrap();
+    check_kubelet_files(
+        &mc(&wants_dropin()),
+        "s.yaml",
+        Reach::Pool("worker-p"),
+        &Judged::default(),
+    )
+    .unwrap();
     let hostile = format!("{}[Service]\nEnvironment=A=b\n", wants_dropin());
-    let e = check_kubelet_files(&mc(&hostile), "s.yaml", Reach::Pool("worker-p")).unwrap_err();
+    let e = check_kubelet_files(
+        &mc(&hostile),
+        "s.yaml",
+        Reach::Pool("worker-p"),
+        &Judged::default(),
+    )
+    .unwrap_err();
     assert!(
         format!("{e}").contains("more than the sync's Wants="),
         "{e}"
@@ -93,7 +106,7 @@ fn the_syncs_dropin_only_as_rendered() {
     let env_file = |text: &str| {
         let mut m = mc(text);
         m["spec"]["config"]["storage"]["files"][0]["path"] = json!("/etc/kubernetes/kubelet-env");
-        check_kubelet_files(&m, "s.yaml", Reach::Pool("worker-p"))
+        check_kubelet_files(&m, "s.yaml", Reach::Pool("worker-p"), &Judged::default())
     };
     env_file("CUSTOM_KUBELET_LABELS=a=b\n").unwrap();
     let e = env_file("KUBELET_LABELER_NODE_RULES=\n").unwrap_err();
