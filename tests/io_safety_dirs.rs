@@ -9,7 +9,9 @@
 use std::os::unix::fs::{PermissionsExt, chown, lchown, symlink};
 use std::path::Path;
 
-use crate::io_safety::{FLEET, GITOPS_REACHABLE, MERGE, RENDER_IGN, RENDER_MC, inputs, ok, run};
+use crate::io_safety::{
+    FLEET, GITOPS_REACHABLE, MERGE, RENDER_IGN, RENDER_MC, dropins, inputs, ok, run,
+};
 use crate::support::{scratch_dir, skipped, stderr, test_iso};
 
 /// Every command with an output in directory `d` (relative to the
@@ -131,4 +133,157 @@ fn outputs_go_only_into_directories_no_other_user_can_change() {
         }
         assert!(d.join("mc.yaml").is_file() && d.join("gpu.ign").is_file());
     }
+}
+
+/// Review 17 r17c F3, F4: every writer, with directories still to make
+/// below the place it is given, and `render dropins --remove`: a place
+/// through another user's link, in another user's directory, in a
+/// world-writable one (not sticky) or in one an ACL lets another user
+/// write is refused before anything is made, written or removed. Before,
+/// `render dropins --root` wrote a first render there (and `--remove`
+/// removed through the link), and `man`/`render machineconfig
+/// --output-dir` made their directories under the link's target before
+/// they refused.
+#[test]
+fn no_writer_makes_writes_or_removes_anything_in_a_hostile_directory() {
+    let tmp = scratch_dir();
+    let dir = tmp.path();
+    inputs(dir);
+    let mkdir = |name: &str, mode: u32| {
+        let p = dir.join(name);
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+        p
+    };
+    let theirs = mkdir("theirs", 0o755);
+    if chown(&theirs, Some(65534), Some(65534)).is_err() {
+        skipped::skipped("a directory of another user: chown needs root");
+        return;
+    }
+    let open = mkdir("open", 0o777);
+    let fine = mkdir("fine", 0o755);
+    symlink(&fine, dir.join("link")).unwrap();
+    lchown(dir.join("link"), Some(65534), Some(65534)).unwrap();
+    let mut hostile = vec![
+        (
+            "link",
+            fine.clone(),
+            "link on the way is a symlink owned by another user (uid 65534)",
+        ),
+        (
+            "theirs",
+            theirs,
+            "theirs is owned by another user (uid 65534)",
+        ),
+        (
+            "open",
+            open,
+            "open is writable by every user (mode 0777) and not sticky",
+        ),
+    ];
+    if let Some(setfacl) = skipped::tool("setfacl") {
+        let acl = mkdir("acl", 0o755);
+        let set = std::process::Command::new(setfacl)
+            .args(["-m", "u:65534:rwx"])
+            .arg(&acl)
+            .output()
+            .unwrap();
+        if set.status.success() {
+            hostile.push(("acl", acl, "acl has an access ACL (see getfacl)"));
+        } else {
+            skipped::skipped(&format!(
+                "an ACL: the scratch directory's file system takes none ({})",
+                stderr(&set).trim()
+            ));
+        }
+    }
+    let writers = |d: &str| -> Vec<Vec<String>> {
+        let with = |args: &[&str], tail: &[&str]| -> Vec<String> {
+            args.iter().chain(tail).map(|s| s.to_string()).collect()
+        };
+        vec![
+            with(
+                &dropins(&format!("{d}/new/root")),
+                &["--create-root", "--label", "a=b"],
+            ),
+            with(
+                &["render", "dropins", "--remove", "--root"],
+                &[&format!("{d}/tree")],
+            ),
+            with(&["man", "--output-dir"], &[&format!("{d}/share/man/man1")]),
+            with(&RENDER_MC, &["--output-dir", &format!("{d}/gitops/gpu")]),
+            with(&RENDER_MC, &["-o", &format!("{d}/out/mc.yaml")]),
+            with(&RENDER_IGN, &["-o", &format!("{d}/out/gpu.ign")]),
+        ]
+    };
+    // Every case and writer is run; the ones that fail are listed at once.
+    let mut failed = Vec::new();
+    for (d, at, says) in &hostile {
+        // A tree rendered before (elsewhere, then moved in), for --remove.
+        ok(
+            dir,
+            &[dropins("staged"), vec!["--create-root", "--label", "a=b"]].concat(),
+        );
+        std::fs::rename(dir.join("staged"), at.join("tree")).unwrap();
+        let before = listing(at);
+        assert!(
+            before.iter().any(|p| p.ends_with("kubelet-labeler")),
+            "{before:?}"
+        );
+        for args in writers(d) {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let o = run(dir, &args);
+            let err = stderr(&o);
+            if o.status.success()
+                || !err.contains(says)
+                || !err.contains("not writing there:")
+                || !err.contains("that you (uid 0) or root own")
+            {
+                failed.push(format!("{args:?}: not refused as {says:?}: {err}"));
+            }
+            let after = listing(at);
+            if after != before {
+                let new: Vec<_> = after.iter().filter(|p| !before.contains(p)).collect();
+                let gone: Vec<_> = before.iter().filter(|p| !after.contains(p)).collect();
+                failed.push(format!(
+                    "{args:?} changed {d}: made {new:?}, removed {gone:?}"
+                ));
+                // Back to the case's state, `at` itself as it was.
+                for p in new.iter().map(Path::new).chain([at.join("tree").as_path()]) {
+                    let _ = std::fs::remove_dir_all(p);
+                    let _ = std::fs::remove_file(p);
+                }
+                let _ = std::fs::remove_dir_all(dir.join("staged"));
+                ok(
+                    dir,
+                    &[dropins("staged"), vec!["--create-root", "--label", "a=b"]].concat(),
+                );
+                std::fs::rename(dir.join("staged"), at.join("tree")).unwrap();
+            }
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+    // The same writers in a sticky directory of root's: its missing
+    // directories made, written; the tree removed.
+    let sticky = mkdir("sticky", 0o1777);
+    ok(dir, &[dropins("staged"), vec!["--create-root"]].concat());
+    std::fs::rename(dir.join("staged"), sticky.join("tree")).unwrap();
+    for args in writers("sticky") {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        ok(dir, &args);
+    }
+    for made in [
+        "new/root/etc/systemd/system-generators/kubelet-labeler",
+        "share/man/man1/kubelet-labeler.1",
+        "gitops/gpu/kustomization.yaml",
+        "out/mc.yaml",
+        "out/gpu.ign",
+    ] {
+        assert!(sticky.join(made).is_file(), "{made}");
+    }
+    assert!(
+        !sticky
+            .join("tree/etc/systemd/system-generators/kubelet-labeler")
+            .exists()
+    );
 }

@@ -17,7 +17,12 @@ use anyhow::{Context, Result, bail};
 /// FIFO, a device, a socket). `who` is the command, for the message.
 pub fn check_own_file(path: &Path, who: &str) -> Result<()> {
     let meta = match fs::symlink_metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        // A new file is refused where an existing one would be (review 17
+        // r17c F3); the gate ([`super::checked_dir`]) judges again where
+        // it is made.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return super::dir_chain::check(path);
+        }
         other => other.with_context(|| format!("reading {}", path.display()))?,
     };
     if meta.file_type().is_symlink() {
@@ -80,130 +85,82 @@ pub fn own_path(dir: &Path, rel: &str, who: &str) -> Result<PathBuf> {
 }
 
 /// Our file staged below the output directory: a temp file in the
-/// directory it goes to, held open from the directory given, link by link
-/// refused, so that neither the temp file nor the rename goes through a link
-/// swapped in after the checks ([`own_path`]).
+/// directory it goes to, held open from the directory given through the
+/// gate ([`super::checked_dir`]), no name below it a link, so that neither
+/// the temp file nor the rename goes through a link swapped in after the
+/// checks ([`own_path`]).
 pub struct StagedOwn {
-    pub tmp: tempfile::NamedTempFile,
+    tmp: super::checked_dir::Temp,
     /// Where the file goes, as shown.
     pub path: PathBuf,
-    /// The same place through the directory held open.
-    target: PathBuf,
-    _parent: Option<fs::File>,
 }
 
 impl StagedOwn {
     /// Rename the temp file onto its place; the place as shown.
     pub fn persist(self) -> Result<PathBuf> {
         self.tmp
-            .persist(&self.target)
+            .persist()
             .with_context(|| format!("renaming into {}", self.path.display()))?;
         Ok(self.path)
     }
 }
 
-/// Linux's `O_DIRECTORY` and `O_NOFOLLOW` (std names no open flags).
-const O_DIRECTORY: i32 = 0o200000;
-const O_NOFOLLOW: i32 = 0o400000;
-
-/// The directory `dir`/`parts`, opened one name at a time relative to the
-/// one before (through `/proc/self/fd`), no name below `dir` a link: a
-/// directory swapped for a link after the checks is refused, not followed.
-/// None where the system has no `/proc`: then paths, as checked.
-fn open_below(dir: &Path, parts: &[Component], who: &str) -> Result<Option<fs::File>> {
-    use std::os::unix::fs::OpenOptionsExt;
-    use std::os::unix::io::AsRawFd;
-    if !Path::new("/proc/self/fd").is_dir() {
-        return Ok(None);
-    }
-    let open = |p: &Path, flags: i32| {
-        fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(O_DIRECTORY | flags)
-            .open(p)
-    };
-    let mut at = dir.to_path_buf();
-    let mut held = open(dir, 0).with_context(|| format!("opening {}", dir.display()))?;
-    for part in parts {
-        at.push(part);
-        let via = Path::new("/proc/self/fd")
-            .join(held.as_raw_fd().to_string())
-            .join(part);
-        held = match open(&via, O_NOFOLLOW) {
-            Ok(f) => f,
-            // ELOOP, ENOTDIR: it changed since the checks.
-            Err(e) if matches!(e.raw_os_error(), Some(40 | 20)) => bail!(
-                "{} is no longer a directory (a link or a file appeared there while {who} \
-                 wrote); nothing was written through it: {} again",
-                at.display(),
-                if who.starts_with("render") {
-                    "render"
-                } else {
-                    "run it"
-                }
-            ),
-            Err(e) => return Err(e).with_context(|| format!("opening {}", at.display())),
-        };
-    }
-    Ok(Some(held))
-}
-
 /// `bytes` (permission bits of `mode`) in a temp file beside our file
 /// `rel` below `dir` ([`own_path`]), to be renamed onto it with
-/// [`StagedOwn::persist`]. Missing directories on the way are made (`mkdir`
-/// follows no link); the ones made are pushed to `made`, for the caller to
-/// remove on a refusal.
+/// [`StagedOwn::persist`]. Missing directories, `dir` and above it too,
+/// are made one at a time by the gate ([`super::checked_dir`]) after the
+/// directory chain is checked; the ones made are pushed to `made`, for the
+/// caller to remove on a refusal.
 pub fn stage_own(
     dir: &Path,
     rel: &str,
     bytes: &[u8],
     mode: u32,
     who: &str,
-    made: &mut Vec<PathBuf>,
+    made: &mut super::checked_dir::MadeDirs,
 ) -> Result<StagedOwn> {
     let path = own_path(dir, rel, who)?;
-    let parent = path.parent().context("a path with no parent")?;
-    let missing: Vec<&Path> = parent
-        .ancestors()
-        .take_while(|a| {
-            !a.as_os_str().is_empty()
-                && matches!(fs::symlink_metadata(a),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound)
-        })
-        .collect();
-    for d in missing.into_iter().rev() {
-        fs::create_dir(d).with_context(|| format!("creating {}", d.display()))?;
-        made.push(d.to_path_buf());
-    }
-    // What was made is ours, but may be writable by others (umask 000).
-    super::dir_chain::check(&path)?;
     let parts: Vec<Component> = Path::new(rel).components().collect();
     let (name, dirs) = parts.split_last().context("an empty name")?;
-    let held = open_below(dir, dirs, who)?;
-    let (in_dir, target) = match &held {
-        Some(f) => {
-            use std::os::unix::io::AsRawFd;
-            let via = Path::new("/proc/self/fd").join(f.as_raw_fd().to_string());
-            let target = via.join(name);
-            (via, target)
+    let mut at = super::checked_dir::CheckedDir::open(dir, &path, Some(made))?;
+    for part in dirs {
+        at = at
+            .child(part.as_os_str(), &path, made)
+            .map_err(|e| changed_below(e, who))?;
+    }
+    let tmp = at
+        .temp_copy(name.as_os_str(), &path, bytes, mode)
+        .with_context(|| format!("writing in {}", at.path().display()))?;
+    Ok(StagedOwn { tmp, path })
+}
+
+/// A directory below the given one that became a link or a file after
+/// [`own_path`] looked: say so, and what to do.
+fn changed_below(e: anyhow::Error, who: &str) -> anyhow::Error {
+    if !format!("{e:#}").contains("is a symlink or not a directory") {
+        return e;
+    }
+    anyhow::anyhow!(
+        "{e:#} (a link or a file appeared there while {who} wrote); nothing was written \
+         through it: {} again",
+        if who.starts_with("render") {
+            "render"
+        } else {
+            "run it"
         }
-        None => (parent.to_path_buf(), path.clone()),
-    };
-    let tmp = super::output_file::temp_copy(&in_dir, &path, bytes, mode)
-        .with_context(|| format!("writing in {}", parent.display()))?;
-    Ok(StagedOwn {
-        tmp,
-        path,
-        target,
-        _parent: held,
-    })
+    )
 }
 
 /// Write our file `rel` below `dir` at once ([`stage_own`], then the
-/// rename).
+/// rename); on a refusal the directories made for it are removed.
 pub fn write_own(dir: &Path, rel: &str, bytes: &[u8], mode: u32, who: &str) -> Result<PathBuf> {
-    let mut made = Vec::new();
-    stage_own(dir, rel, bytes, mode, who, &mut made)?.persist()
+    let mut made = super::checked_dir::MadeDirs::default();
+    let staged = stage_own(dir, rel, bytes, mode, who, &mut made);
+    let written = staged.and_then(StagedOwn::persist);
+    if written.is_err() {
+        made.remove_all();
+    }
+    written
 }
 
 #[cfg(test)]
@@ -259,7 +216,7 @@ mod tests {
         fs::create_dir(&outside).unwrap();
         let out = d.join("out");
         fs::create_dir_all(out.join("sub")).unwrap();
-        let mut made = Vec::new();
+        let mut made = crate::cli::render::checked_dir::MadeDirs::default();
         let staged = stage_own(&out, "sub/x.yaml", b"ours", 0o644, "man", &mut made).unwrap();
         fs::rename(out.join("sub"), out.join("checked")).unwrap();
         std::os::unix::fs::symlink(&outside, out.join("sub")).unwrap();
@@ -267,8 +224,16 @@ mod tests {
         assert_eq!(fs::read_dir(&outside).unwrap().count(), 0);
         assert_eq!(fs::read(out.join("checked/x.yaml")).unwrap(), b"ours");
         // Swapped between the checks and the staging.
-        let parts: Vec<Component> = Path::new("sub").components().collect();
-        let e = format!("{:#}", open_below(&out, &parts, "man").unwrap_err());
-        assert!(e.contains("sub is no longer a directory"), "{e}");
+        let at = crate::cli::render::checked_dir::CheckedDir::open(&out, &out.join("x"), None);
+        let e = at
+            .unwrap()
+            .child("sub".as_ref(), &out.join("sub/x.yaml"), &mut made)
+            .err()
+            .map(|e| format!("{:#}", changed_below(e, "man")))
+            .unwrap();
+        assert!(
+            e.contains("sub is a symlink or not a directory") && e.contains("appeared there"),
+            "{e}"
+        );
     }
 }

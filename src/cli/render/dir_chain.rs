@@ -28,6 +28,12 @@ unsafe extern "C" {
         value: *mut std::ffi::c_void,
         size: usize,
     ) -> isize;
+    fn fgetxattr(
+        fd: std::ffi::c_int,
+        name: *const std::ffi::c_char,
+        value: *mut std::ffi::c_void,
+        size: usize,
+    ) -> isize;
 }
 
 /// The user we run as.
@@ -147,9 +153,39 @@ fn has_access_acl(dir: &Path) -> bool {
     n > 0
 }
 
+/// Whether the directory open at `dir` carries an access ACL beyond its
+/// mode bits.
+fn fd_has_access_acl(dir: &fs::File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a held descriptor, a NUL-terminated name; a size of 0 asks
+    // the size only, nothing is written.
+    let n = unsafe {
+        fgetxattr(
+            dir.as_raw_fd(),
+            c"system.posix_acl_access".as_ptr(),
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    n > 0
+}
+
+/// [`check`]'s judgement of one directory, on the descriptor `fd` open at
+/// `dir` (on the way to `path`): what was opened, not what was looked at.
+pub fn judge_fd(path: &Path, dir: &Path, fd: &fs::File) -> Result<()> {
+    let meta = fd
+        .metadata()
+        .with_context(|| format!("reading {}", dir.display()))?;
+    judge(path, dir, &meta, || fd_has_access_acl(fd))
+}
+
 /// Refuse `dir` (on the way to `path`) when another user owns it, or
 /// others may write it and it is not sticky.
 fn safe(path: &Path, dir: &Path, meta: &fs::Metadata) -> Result<()> {
+    judge(path, dir, meta, || has_access_acl(dir))
+}
+
+fn judge(path: &Path, dir: &Path, meta: &fs::Metadata, acl: impl Fn() -> bool) -> Result<()> {
     let (me, owner, mode) = (euid(), meta.uid(), meta.mode());
     let sticky = mode & 0o1000 != 0;
     let fix = format!(
@@ -180,7 +216,7 @@ fn safe(path: &Path, dir: &Path, meta: &fs::Metadata) -> Result<()> {
     }
     // With an access ACL the group bits are its mask: a named user or
     // group entry may let another user write (review 16 r16c F2).
-    if mode & 0o020 != 0 && has_access_acl(dir) {
+    if mode & 0o020 != 0 && acl() {
         bail!(
             "{}: {} has an access ACL (see getfacl) whose mask lets its entries write: \
              another user may replace what is written there before it is used; not writing \

@@ -176,17 +176,7 @@ pub fn write(rendered: &Rendered, dir: &Path, force: bool) -> Result<Vec<String>
         .filter(|w| !matches!(w.action, Action::Unchanged))
         .map(|w| (w.name.as_str(), w.text.as_str()))
         .collect();
-    let created = !dir.exists();
-    let staged = match stage_files(dir, &texts) {
-        Ok(s) => s,
-        Err(e) => {
-            if created {
-                // Only what we created: the staged temp files are gone already.
-                let _ = std::fs::remove_dir(dir);
-            }
-            return Err(e);
-        }
-    };
+    let staged = stage_files(dir, &texts)?;
     for file in staged {
         file.persist()?;
     }
@@ -830,18 +820,18 @@ fn own_path(dir: &Path, name: &str) -> Result<PathBuf> {
     super::contained::own_path(dir, name, WHO)
 }
 
+/// Every file staged; `dir` and the directories on the way to it made
+/// by the gate ([`super::checked_dir`]), after the directory chain is
+/// checked, and removed again (with the temp files) on a refusal.
 fn stage_files(dir: &Path, texts: &[(&str, &str)]) -> Result<Vec<super::contained::StagedOwn>> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut staged = Vec::new();
-    let mut made = Vec::new();
+    let mut made = super::checked_dir::MadeDirs::default();
     for (name, text) in texts {
         match super::contained::stage_own(dir, name, text.as_bytes(), 0o644, WHO, &mut made) {
             Ok(s) => staged.push(s),
             Err(e) => {
                 drop(staged);
-                for d in made.iter().rev() {
-                    let _ = std::fs::remove_dir(d);
-                }
+                made.remove_all();
                 return Err(e);
             }
         }

@@ -27,6 +27,7 @@ pub mod additions;
 pub mod api_objects;
 pub mod applied;
 pub mod arch;
+pub mod checked_dir;
 pub mod command;
 pub mod compose;
 pub mod contained;

@@ -5,7 +5,6 @@
 
 use std::fs;
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -225,47 +224,23 @@ pub fn write_output(path: &Path, bytes: &[u8], force: bool) -> Result<bool> {
 
 /// Write `bytes` to `path` (see [`write_target`]) through a temp file in the
 /// same directory, so a reader never sees half a file.
+/// Missing directories are made by the gate ([`super::checked_dir`]),
+/// after the directory chain is checked, and removed again on a failure.
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
     let path = &write_target(path)?;
     let dir = path.parent().context("a path with no parent")?;
-    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    // What was made is ours, but may be writable by others (umask 000).
-    super::dir_chain::check(path)?;
-    temp_copy(dir, path, bytes, mode)?
-        .persist(path)
-        .with_context(|| format!("renaming into {}", path.display()))?;
-    Ok(())
-}
-
-/// `bytes` with `mode` in a temp file in `dir`, to be renamed onto `path`
-/// (named in errors): a reader never sees half a file. Only the permission
-/// bits of `mode` are kept: no output is ever setuid, setgid or sticky.
-pub fn temp_copy(
-    dir: &Path,
-    path: &Path,
-    bytes: &[u8],
-    mode: u32,
-) -> Result<tempfile::NamedTempFile> {
-    let mut tmp = temp_file_in(dir)?;
-    tmp.write_all(bytes)
-        .with_context(|| format!("writing {}", path.display()))?;
-    tmp.as_file()
-        .set_permissions(fs::Permissions::from_mode(mode & 0o777))
-        .with_context(|| format!("setting the mode of {}", path.display()))?;
-    Ok(tmp)
-}
-
-/// A temp file in `dir`. A refusal says only why, without the temp
-/// file's random name.
-pub(super) fn temp_file_in(dir: &Path) -> Result<tempfile::NamedTempFile> {
-    tempfile::NamedTempFile::new_in(dir)
-        .map_err(|e| match e.kind() {
-            k @ (std::io::ErrorKind::PermissionDenied
-            | std::io::ErrorKind::ReadOnlyFilesystem
-            | std::io::ErrorKind::NotFound) => std::io::Error::from(k),
-            _ => e,
-        })
-        .with_context(|| format!("creating a temp file in {}", dir.display()))
+    let name = path.file_name().context("a path with no file name")?;
+    let mut made = super::checked_dir::MadeDirs::default();
+    let written = super::checked_dir::CheckedDir::open(dir, path, Some(&mut made))
+        .and_then(|at| at.temp_copy(name, path, bytes, mode))
+        .and_then(|tmp| {
+            tmp.persist()
+                .with_context(|| format!("renaming into {}", path.display()))
+        });
+    if written.is_err() {
+        made.remove_all();
+    }
+    written
 }
 
 #[cfg(test)]

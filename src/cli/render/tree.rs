@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use super::arch::Arch;
+use super::checked_dir::{CheckedDir, MadeDirs, Removal, Temp};
 use super::dropins::{
     ENV_DROPIN_NAME, GENERATOR_PATH, NodeRules, WRAPPER_DROPIN_NAME, env_dropin_with_rules,
     generator, wrapper_path,
 };
-use super::output_file::{temp_copy, temp_file_in};
 use crate::node::kubelet::{Additions, Profile};
 use crate::node::unit::search;
 
@@ -235,53 +235,35 @@ fn change_at(path: &Path, bytes: &[u8], mode: u32, force: bool) -> Result<Change
 /// Every output as a temp file in its directory before anything is
 /// replaced or removed, so a directory that cannot be written is found
 /// while nothing has changed; then the temp files go, and the directories
-/// made for them.
+/// made for them. Every directory is opened (and the missing ones made)
+/// through the gate ([`super::checked_dir`]): the chain up to `/` checked
+/// before anything is made (review 17 r17c F3).
 #[derive(Default)]
 struct Staged {
-    made_dirs: Vec<PathBuf>,
-    files: Vec<(tempfile::NamedTempFile, PathBuf)>,
+    made_dirs: MadeDirs,
+    files: Vec<(Temp, PathBuf)>,
 }
 
 impl Staged {
-    /// `dir` and the directories above it that are missing.
-    fn make_dir(&mut self, dir: &Path) -> Result<()> {
-        let missing: Vec<PathBuf> = dir
-            .ancestors()
-            .filter(|a| !a.as_os_str().is_empty())
-            .take_while(|a| {
-                matches!(fs::symlink_metadata(a),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound)
-            })
-            .map(Path::to_path_buf)
-            .collect();
-        for d in missing.into_iter().rev() {
-            fs::create_dir(&d).with_context(|| format!("creating {}", d.display()))?;
-            self.made_dirs.push(d);
-        }
-        Ok(())
-    }
-
     fn file(&mut self, path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
         let dir = path.parent().context("a path with no parent")?;
-        self.make_dir(dir)?;
-        let tmp = temp_copy(dir, path, bytes, mode)?;
+        let name = path.file_name().context("a path with no file name")?;
+        let at = CheckedDir::open(dir, path, Some(&mut self.made_dirs))?;
+        let tmp = at.temp_copy(name, path, bytes, mode)?;
         self.files.push((tmp, path.to_path_buf()));
         Ok(())
     }
 
-    fn undo(self) {
-        drop(self.files);
-        for d in self.made_dirs.iter().rev() {
-            let _ = fs::remove_dir(d);
-        }
+    fn undo(mut self) {
+        drop(std::mem::take(&mut self.files));
+        self.made_dirs.remove_all();
     }
 }
 
-/// Whether `path` can be removed: its directory takes a new file.
-pub(crate) fn check_removable(path: &Path) -> Result<()> {
-    let dir = path.parent().context("a path with no parent")?;
-    temp_file_in(dir).with_context(|| format!("removing {}", path.display()))?;
-    Ok(())
+/// `path` to be removed: its directory passes the gate and takes a change
+/// ([`Removal`]); nothing is removed yet.
+pub(crate) fn removable(path: &Path) -> Result<Removal> {
+    Removal::new(path)
 }
 
 /// A failure while staging: it says that nothing changed, and what to do.
@@ -369,22 +351,26 @@ pub fn render_tree(opts: &TreeOptions) -> Result<TreeWritten> {
         .filter(|(_, change)| **change != Change::Unchanged)
         .try_for_each(|((path, bytes, mode), _)| staged.file(path, bytes, *mode))
         .and_then(|()| {
-            stale
+            let stale = stale.as_deref().map(removable).transpose()?;
+            let earlier = earlier
                 .iter()
-                .chain(&earlier)
-                .try_for_each(|p| check_removable(p))
+                .map(|p| removable(p))
+                .collect::<Result<Vec<_>>>()?;
+            Ok((stale, earlier))
         });
-    if let Err(e) = staging {
-        staged.undo();
-        return Err(nothing_written(e));
-    }
+    let (stale, earlier) = match staging {
+        Ok(removals) => removals,
+        Err(e) => {
+            staged.undo();
+            return Err(nothing_written(e));
+        }
+    };
     let mut done = TreeWritten::default();
     if let Some(stale) = stale {
-        fs::remove_file(&stale).with_context(|| format!("removing {}", stale.display()))?;
-        done.removed.push(stale);
+        done.removed.push(stale.remove()?);
     }
-    for (tmp, path) in staged.files {
-        tmp.persist(&path)
+    for (tmp, path) in std::mem::take(&mut staged.files) {
+        tmp.persist()
             .with_context(|| format!("renaming into {}", path.display()))?;
     }
     done.written = files
@@ -392,9 +378,8 @@ pub fn render_tree(opts: &TreeOptions) -> Result<TreeWritten> {
         .zip(changes)
         .map(|((path, _, _), change)| (path, change))
         .collect();
-    for path in earlier {
-        fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
-        done.removed.push(path);
+    for removal in earlier {
+        done.removed.push(removal.remove()?);
     }
     Ok(done)
 }
