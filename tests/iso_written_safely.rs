@@ -84,6 +84,19 @@ fn in_place_writes_only_into_a_file_only_we_may_write() {
         }
         assert!(std::fs::read(&theirs).unwrap() == pristine, "{mode:o}");
     }
+    // A stream is not read back before it is used: refused from their file.
+    let o = run(bin()
+        .args(["iso", "embed", "-o", "-", "-i"])
+        .arg(&config)
+        .arg(&theirs)
+        .stdout(std::process::Stdio::piped()));
+    let err = stderr(&o);
+    assert!(
+        !o.status.success()
+            && o.stdout.is_empty()
+            && err.contains("theirs.iso is owned by another user (uid 65534): they could change it while it is streamed"),
+        "{err}"
+    );
     // Ours, but others may write it: refused.
     let shared = d.join("shared.iso");
     std::fs::copy(&base, &shared).unwrap();
