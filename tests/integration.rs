@@ -35,6 +35,7 @@ mod iso_fleet_unpack;
 mod iso_gzip_zlib;
 mod iso_hostile;
 mod iso_kargs;
+mod iso_written_safely;
 mod kubelet_bool_flags;
 mod kubelet_config_oracle;
 mod kubelet_mco;

@@ -30,6 +30,19 @@ fn writers(d: &str, iso: bool) -> Vec<Vec<String>> {
         let embed = [&["iso", "embed"][..], &MERGE, &["ca.pem", "base.iso", "-o"]].concat();
         out.push(with(&embed, &[&format!("{d}/with.iso")]));
         out.push(with(&FLEET, &["base.iso", "-o", &format!("{d}/fleet.iso")]));
+        // -f changes only whether a file there is replaced (review 17
+        // r17c F5): a new one, and one written above.
+        let forced = [
+            &["iso", "embed", "-f"][..],
+            &MERGE,
+            &["ca.pem", "base.iso", "-o"],
+        ]
+        .concat();
+        for (iso, fleet) in [("forced", "forced-fleet"), ("with", "fleet")] {
+            out.push(with(&forced, &[&format!("{d}/{iso}.iso")]));
+            let fleet = format!("{d}/{fleet}.iso");
+            out.push(with(&FLEET, &["base.iso", "-f", "-o", &fleet]));
+        }
     }
     out
 }

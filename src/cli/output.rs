@@ -33,15 +33,7 @@ pub fn exit_code(result: Result<ExitCode>) -> ExitCode {
         Ok(code) => code,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            // The message may quote a rules file, a tree or an ISO: their
-            // escape codes never reach the terminal.
-            // Its lines kept (a YAML error's excerpt), each escaped.
-            use std::io::Write as _;
-            let _ = writeln!(
-                std::io::stderr(),
-                "Error: {}",
-                terminal_safe(&format!("{e:#}"))
-            );
+            report(&e);
             if e.is::<Usage>() {
                 ExitCode::from(2)
             } else {
@@ -49,6 +41,20 @@ pub fn exit_code(result: Result<ExitCode>) -> ExitCode {
             }
         }
     }
+}
+
+/// `e` on stderr as the run's error is said (`Error: ...`), for a verdict
+/// said before the output it goes with.
+pub fn report(e: &anyhow::Error) {
+    // The message may quote a rules file, a tree or an ISO: their escape
+    // codes never reach the terminal. Its lines kept (a YAML error's
+    // excerpt), each escaped.
+    use std::io::Write as _;
+    let _ = writeln!(
+        std::io::stderr(),
+        "Error: {}",
+        terminal_safe(&format!("{e:#}"))
+    );
 }
 
 pub fn is_broken_pipe(e: &anyhow::Error) -> bool {

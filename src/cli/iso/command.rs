@@ -72,26 +72,43 @@ fn checked_input(config: Vec<u8>, name: &str, no_validate: bool) -> Result<Vec<u
 }
 
 pub fn show(c: IsoShowConfig) -> Result<ExitCode> {
-    // The config is shown whatever the kernel arguments; then what they
-    // run instead is said, and the exit code is 1.
+    // The config is shown whatever the kernel arguments, and the exit code
+    // is 1 when they run another config. That verdict is said first, on
+    // stderr: a reader that stops early (`| grep -q`, `| head`) closes
+    // stdout before the config's end, and a closed pipe is quiet success
+    // only when nothing but data is left (review 17 r17c F6).
     let (config, kargs) = iso::show_with_kargs(&c.input)?;
     let Some(config) = config else {
         kargs?;
         anyhow::bail!("{} has no embedded Ignition config", c.input.display());
     };
+    let refused = match &kargs {
+        Err(e) => {
+            crate::cli::output::report(e);
+            true
+        }
+        Ok(()) => false,
+    };
     // The bytes of a downloaded ISO: on a terminal its escape codes are
     // shown escaped (they could rewrite the screen or set the clipboard);
     // into a pipe or file, the config as it is.
     use std::io::IsTerminal;
-    if std::io::stdout().is_terminal() {
+    let shown = if std::io::stdout().is_terminal() {
         to_stdout(crate::cli::output::terminal_safe(&String::from_utf8_lossy(
             &config,
-        )))?;
+        )))
     } else {
-        to_stdout(config)?;
+        to_stdout(config)
+    };
+    match shown {
+        Err(e) if refused && crate::cli::output::is_broken_pipe(&e) => {}
+        other => other?,
     }
-    kargs?;
-    Ok(ExitCode::SUCCESS)
+    Ok(if refused {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 pub fn remove(c: IsoRemoveConfig) -> Result<ExitCode> {
@@ -214,7 +231,7 @@ pub fn fleet(c: IsoFleetConfig) -> Result<ExitCode> {
         return fleet_preview(&built, arch, c.dest_device.as_deref(), &c.facts_root);
     };
     // Compressed once: its size said, then written.
-    let embedding = iso::Embedding::new(input, &built.config)?;
+    let embedding = iso::Embedding::new(input, &built.config, c.output.is_none() && !c.dry_run)?;
     let (used, area) = embedding.size();
     let fits = format!("{used} of {area} bytes of the embed area");
     if c.dry_run {
@@ -230,7 +247,7 @@ pub fn fleet(c: IsoFleetConfig) -> Result<ExitCode> {
         );
         return fleet_preview(&built, arch, c.dest_device.as_deref(), &c.facts_root);
     }
-    embedding.write(input, c.force, iso_output(&c.output, c.force))?;
+    embedding.write(c.force, iso_output(&c.output, c.force))?;
     say!(
         "embedded the fleet config for pools {} ({arch} selector): {fits}",
         names.join(", ")

@@ -17,6 +17,7 @@ pub mod iso9660;
 pub mod kargs;
 #[cfg(feature = "cli")]
 pub mod reach;
+mod source;
 mod unnamed;
 
 pub use ignition::{Checked, IGNITION_VERSIONS, check_ignition};
@@ -24,13 +25,14 @@ use initramfs::{MAX_UNPACKED, unpacked_too_large};
 pub use initramfs::{gunzip_member, read_members};
 
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Cursor, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
 use iso9660::{Extent, Iso9660, NotFound};
+use source::Input;
 
 /// Where the config lives in the initramfs.
 pub const CONFIG_PATH: &str = "config.ign";
@@ -228,40 +230,22 @@ pub fn is_iso_image(path: &Path) -> bool {
         && &magic == b"CD001"
 }
 
-/// The regular file a replacing `-o` writes: `path`, or the regular file a
-/// symlink of yours (or root's) there leads to; None when nothing is there.
-/// Anything else (a directory, a device, a FIFO, a socket, another user's
-/// link: see render's `-o`) is not replaced by a copy.
-fn replaced_file(path: &Path) -> Result<Option<std::path::PathBuf>> {
-    let meta = match std::fs::symlink_metadata(path) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        other => other.with_context(|| format!("reading {}", path.display()))?,
-    };
-    if meta.is_file() {
-        return Ok(Some(path.to_path_buf()));
-    }
-    // The CLI's `-o` rules (render's); a build without them (the fuzz
-    // targets') follows no link.
-    #[cfg(feature = "cli")]
-    let target = meta
-        .file_type()
-        .is_symlink()
-        .then(|| crate::cli::render::output_file::write_target(path))
-        .transpose()?;
-    #[cfg(not(feature = "cli"))]
-    let target: Option<std::path::PathBuf> = None;
-    match target {
-        Some(t) => Ok(Some(t)),
-        None => bail!(
-            "{} exists and is not a regular file (or a symlink to one); not replacing it with \
-             an ISO image: choose another -o",
-            path.display()
-        ),
-    }
-}
+/// What the copy written is checked for before it is named: the area
+/// where it was found and holding what was written (so the walk before it
+/// too), and, for `iso embed` (`Some(false)`) and `iso fleet`
+/// (`Some(true)`), its kernel arguments.
+type Kargs = Option<bool>;
 
-/// Write `area` over the embed area, in place or into a copy.
-fn write_image(input: &Path, e: Extent, area: &[u8], output: Output) -> Result<()> {
+/// Write `area` over the embed area of `src` (read by [`open_area`]), in
+/// place or into a copy made from the same descriptor.
+fn write_image(
+    src: &mut Input,
+    e: Extent,
+    area: &[u8],
+    output: Output,
+    kargs: Kargs,
+) -> Result<()> {
+    let input = src.path.clone();
     // The extent came from the image: check it again against the file we
     // are about to write (it may have changed since it was read), so a write
     // never lands past its end or wraps around.
@@ -280,25 +264,55 @@ fn write_image(input: &Path, e: Extent, area: &[u8], output: Output) -> Result<(
             ),
         }
     };
+    // The copy as written, before it is named: what the checks passed is
+    // what is flashed, though the input changed while it was read (its
+    // owner writes into it; a network filesystem answers each read anew).
+    let check_copy = |out: &mut File| -> Result<()> {
+        let changed = || {
+            format!(
+                "{} changed while it was copied; not writing the copy (start from an ISO only                  you can write)",
+                input.display()
+            )
+        };
+        let again = find_area(out).with_context(changed)?;
+        if again != e || read_area(out, e).with_context(changed)? != area {
+            bail!("{}", changed());
+        }
+        if let Some(fleet) = kargs {
+            let mut iso = Iso9660::open(out).with_context(changed)?;
+            kargs::check(&mut iso, &input.display().to_string(), fleet).with_context(changed)?;
+        }
+        Ok(())
+    };
     match output {
         Output::InPlace => {
-            // `-o`'s rules for where a write lands: a link another user owns
-            // is never written through (review 15 r15c F8).
-            #[cfg(feature = "cli")]
-            let target = crate::cli::render::output_file::write_target(input)?;
-            #[cfg(not(feature = "cli"))]
-            let target = input.to_path_buf();
-            let mut f = OpenOptions::new()
-                .write(true)
-                .open(&target)
-                .with_context(|| format!("opening {} for writing", input.display()))?;
-            within(&f)?;
+            let Some(place) = &src.in_place else {
+                bail!("{} was not opened for an in-place write", input.display());
+            };
+            if place.copy {
+                // Others may read it: a 0600 copy takes its place (its
+                // link of ours stays), the config never in their reach.
+                let target = place.target.clone();
+                write_copy(src, e, area, &target, true, &within, &check_copy)?;
+                #[cfg(feature = "cli")]
+                crate::cli::output::say!(
+                    "{} was readable by other users: the image with the config was written as a \
+                     new file of mode 0600 in its place",
+                    input.display()
+                );
+                return Ok(());
+            }
+            let f = &mut src.file;
+            within(f)?;
             f.seek(SeekFrom::Start(e.offset))
                 .context("seeking to the embed area")?;
             f.write_all(area).context("writing the embed area")?;
             f.sync_all().context("syncing the image")?;
         }
-        Output::File(path) => {
+        // One gate for both: -f changes only whether an existing file is
+        // replaced (review 17 r17c F5).
+        Output::File(path) | Output::Replace(path) => {
+            let replace = matches!(output, Output::Replace(_));
             // The CLI's `-o` writer (render's); a build without it (the
             // fuzz targets') writes regular files only.
             #[cfg(not(feature = "cli"))]
@@ -314,22 +328,19 @@ fn write_image(input: &Path, e: Extent, area: &[u8], output: Output) -> Result<(
                             path.display()
                         );
                     }
-                    return stream_image(input, e, area, &mut io::BufWriter::new(file), within);
+                    src.refuse_stream_from_shared()?;
+                    return stream_image(src, e, area, &mut io::BufWriter::new(file), within);
                 }
                 crate::cli::render::output_file::OutputFile::Replace(file) => file,
             };
-            if file.exists() {
+            if !replace && file.exists() {
                 bail!(
                     "{} exists; pass -f to replace it, or choose another -o",
                     path.display()
                 );
             }
-            write_copy(input, e, area, path, false, &within)?;
+            write_copy(src, e, area, &file, replace, &within, &check_copy)?;
         }
-        Output::Replace(path) => match replaced_file(path)? {
-            Some(target) => write_copy(input, e, area, &target, true, &within)?,
-            None => write_copy(input, e, area, path, false, &within)?,
-        },
         Output::Stdout => {
             use std::io::IsTerminal;
             if io::stdout().is_terminal() {
@@ -337,7 +348,8 @@ fn write_image(input: &Path, e: Extent, area: &[u8], output: Output) -> Result<(
                     "refusing to write an ISO image to a terminal; redirect stdout or use -o FILE"
                 );
             }
-            return stream_image(input, e, area, &mut io::stdout().lock(), within);
+            src.refuse_stream_from_shared()?;
+            return stream_image(src, e, area, &mut io::stdout().lock(), within);
         }
     }
     Ok(())
@@ -347,33 +359,37 @@ fn write_image(input: &Path, e: Extent, area: &[u8], output: Output) -> Result<(
 /// read.
 #[cfg_attr(not(feature = "cli"), allow(dead_code))]
 fn stream_image(
-    input: &Path,
+    src: &mut Input,
     e: Extent,
     area: &[u8],
     out: &mut dyn Write,
     within: impl Fn(&File) -> Result<()>,
 ) -> Result<()> {
-    let mut src = File::open(input).with_context(|| format!("opening {}", input.display()))?;
-    within(&src)?;
-    io::copy(&mut (&mut src).take(e.offset), out).context("writing the image")?;
+    let src = &mut src.file;
+    within(src)?;
+    src.seek(SeekFrom::Start(0))
+        .context("seeking in the image")?;
+    io::copy(&mut (&mut *src).take(e.offset), out).context("writing the image")?;
     out.write_all(area).context("writing the image")?;
     src.seek(SeekFrom::Start(e.offset + e.length))
         .context("seeking in the image")?;
-    io::copy(&mut src, out).context("writing the image")?;
+    io::copy(src, out).context("writing the image")?;
     out.flush().context("writing the image")?;
     Ok(())
 }
 
-/// A copy of `input` with `area` written, renamed onto `path` (over a
-/// regular file there only when `replace`). Written unnamed where the
-/// filesystem can (`unnamed`): an interrupted run leaves nothing.
+/// A copy of `src` with `area` written, checked (`check`), renamed onto
+/// `path` (over a regular file there only when `replace`). Written unnamed
+/// where the filesystem can (`unnamed`): an interrupted run leaves nothing.
+#[allow(clippy::too_many_arguments)]
 fn write_copy(
-    input: &Path,
+    src: &mut Input,
     e: Extent,
     area: &[u8],
     path: &Path,
     replace: bool,
     within: &dyn Fn(&File) -> Result<()>,
+    check: &dyn Fn(&mut File) -> Result<()>,
 ) -> Result<()> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
@@ -382,14 +398,16 @@ fn write_copy(
     let creating = || format!("creating a temp file in {}", dir.display());
     let renaming = || format!("renaming into {}", path.display());
     if let Some(mut tmp) = unnamed::create(dir).with_context(creating)? {
-        fill_copy(input, e, area, &mut tmp, within)?;
+        fill_copy(src, e, area, &mut tmp, within)?;
+        check(&mut tmp)?;
         return unnamed::publish(&tmp, dir, path, replace).with_context(renaming);
     }
     let mut tmp = tempfile::Builder::new()
         .prefix(".kubelet-labeler-iso-")
         .tempfile_in(dir)
         .with_context(creating)?;
-    fill_copy(input, e, area, tmp.as_file_mut(), within)?;
+    fill_copy(src, e, area, tmp.as_file_mut(), within)?;
+    check(tmp.as_file_mut())?;
     if replace {
         tmp.persist(path)
     } else {
@@ -400,32 +418,35 @@ fn write_copy(
     Ok(())
 }
 
-/// `input` copied into `tmp` (for `path`), with `area` written.
+/// `src` copied into `tmp`, from the descriptor its checks read, with
+/// `area` written.
 fn fill_copy(
-    input: &Path,
+    src: &mut Input,
     e: Extent,
     area: &[u8],
     tmp: &mut File,
     within: &dyn Fn(&File) -> Result<()>,
 ) -> Result<()> {
-    let mut src = File::open(input).with_context(|| format!("opening {}", input.display()))?;
-    within(&src)?;
+    let src = &mut src.file;
+    within(src)?;
+    src.seek(SeekFrom::Start(0))
+        .context("seeking in the image")?;
     // The copy keeps the temp file's 0600, as coreos-installer's output:
     // it holds the embedded config (secrets, often), and an input others
     // may write (a download of mode 0666) gives no output they may.
     // File to file: std uses copy_file_range, which reflinks or
     // copies in the kernel where the filesystem can.
-    io::copy(&mut src, tmp).context("copying the image")?;
+    io::copy(src, tmp).context("copying the image")?;
     tmp.seek(SeekFrom::Start(e.offset))
         .context("seeking to the embed area")?;
     tmp.write_all(area).context("writing the embed area")?;
     Ok(())
 }
 
-fn open_area(input: &Path) -> Result<(Extent, BTreeMap<String, Vec<u8>>)> {
-    let mut f = File::open(input).with_context(|| format!("opening {}", input.display()))?;
-    let e = find_area(&mut f).with_context(|| input.display().to_string())?;
-    let area = read_area(&mut f, e)?;
+fn open_area(src: &mut Input) -> Result<(Extent, BTreeMap<String, Vec<u8>>)> {
+    let input = &src.path;
+    let e = find_area(&mut src.file).with_context(|| input.display().to_string())?;
+    let area = read_area(&mut src.file, e)?;
     let reading = || format!("reading the embed area of {}", input.display());
     let (members, dirs) = initramfs::read_paths(&area).with_context(reading)?;
     coreos_members::check(&members, &dirs).with_context(reading)?;
@@ -460,8 +481,10 @@ fn check_kept(input: &Path, members: &BTreeMap<String, Vec<u8>>) -> Result<()> {
 }
 
 /// `config` in `input`'s embed area, compressed once: what `embed` writes
-/// and `fleet` says the size of first.
+/// and `fleet` says the size of first. The input stays open from the
+/// checks to the write.
 pub struct Embedding {
+    src: Input,
     e: Extent,
     had_config: bool,
     payload: Vec<u8>,
@@ -470,15 +493,18 @@ pub struct Embedding {
 impl Embedding {
     /// The area with `config` in it, other members (network keyfiles)
     /// kept; the image's kernel arguments checked as `iso fleet`'s.
-    pub fn new(input: &Path, config: &[u8]) -> Result<Embedding> {
-        let (e, mut members) = open_area(input)?;
+    /// `in_place`: opened to be written in place (see [`Input::open`]).
+    pub fn new(input: &Path, config: &[u8], in_place: bool) -> Result<Embedding> {
+        let mut src = Input::open(input, in_place)?;
+        let (e, mut members) = open_area(&mut src)?;
         check_kept(input, &members)?;
         // Only `iso fleet` embeds a selector that reads the live system.
-        check_kargs(input, true)?;
+        check_kargs(&mut src, true)?;
         let had_config = members
             .insert(CONFIG_PATH.into(), config.to_vec())
             .is_some();
         Ok(Embedding {
+            src,
             e,
             had_config,
             payload: write_members(&members)?,
@@ -490,38 +516,39 @@ impl Embedding {
         (self.payload.len(), self.e.length)
     }
 
-    /// Write it into `input` (read by [`Embedding::new`]), refusing to
+    /// Write it into the input read by [`Embedding::new`], refusing to
     /// replace a config unless `force`.
-    pub fn write(&self, input: &Path, force: bool, output: Output) -> Result<()> {
+    pub fn write(mut self, force: bool, output: Output) -> Result<()> {
         if self.had_config && !force {
             bail!(
                 "{} already has an embedded Ignition config; use -f to replace it",
-                input.display()
+                self.src.path.display()
             );
         }
         let area = fill_area(&self.payload, self.e.length)?;
-        write_image(input, self.e, &area, output)
+        write_image(&mut self.src, self.e, &area, output, Some(true))
     }
 }
 
 /// Refuse an image whose kernel arguments make its machines run another
 /// config than the embedded one, or (`fleet`) change what the fleet's
 /// selector reads on the live system (`kargs::check`).
-fn check_kargs(input: &Path, fleet: bool) -> Result<()> {
-    let mut f = File::open(input).with_context(|| format!("opening {}", input.display()))?;
-    let mut iso = Iso9660::open(&mut f).with_context(|| input.display().to_string())?;
-    kargs::check(&mut iso, &input.display().to_string(), fleet)
+fn check_kargs(src: &mut Input, fleet: bool) -> Result<()> {
+    let name = src.path.display().to_string();
+    let mut iso = Iso9660::open(&mut src.file).with_context(|| name.clone())?;
+    kargs::check(&mut iso, &name, fleet)
 }
 
 /// `iso embed`: put `config` in the area (refusing to replace one unless
 /// `force`), keeping network keyfiles. An image whose kernel arguments
 /// run another config is refused, with `force` too.
 pub fn embed(input: &Path, config: &[u8], force: bool, output: Output) -> Result<()> {
-    let (e, mut members) = open_area(input)?;
+    let mut src = Input::open(input, matches!(output, Output::InPlace))?;
+    let (e, mut members) = open_area(&mut src)?;
     check_kept(input, &members)?;
     // -f replaces an embedded config; the arguments are no part of it,
     // and the user's own (console, network) would go with a reset.
-    check_kargs(input, false).map_err(|e| {
+    check_kargs(&mut src, false).map_err(|e| {
         anyhow::anyhow!("{e:#} (refused with -f too: -f replaces an embedded config only)")
     })?;
     if members.contains_key(CONFIG_PATH) && !force {
@@ -532,7 +559,7 @@ pub fn embed(input: &Path, config: &[u8], force: bool, output: Output) -> Result
     }
     members.insert(CONFIG_PATH.into(), config.to_vec());
     let area = fill_area(&write_members(&members)?, e.length)?;
-    write_image(input, e, &area, output)
+    write_image(&mut src, e, &area, output, Some(false))
 }
 
 /// `iso show`: the embedded config.
@@ -543,19 +570,22 @@ pub fn show(input: &Path) -> Result<Vec<u8>> {
 }
 
 /// The embedded config (None without one), and the refusal of the image's
-/// kernel arguments when they make its machines run another config.
+/// kernel arguments when they make its machines run another config; both
+/// read through one descriptor.
 pub fn show_with_kargs(input: &Path) -> Result<(Option<Vec<u8>>, Result<()>)> {
-    let (_, mut members) = open_area(input)?;
-    Ok((members.remove(CONFIG_PATH), check_kargs(input, false)))
+    let mut src = Input::open(input, false)?;
+    let (_, mut members) = open_area(&mut src)?;
+    Ok((members.remove(CONFIG_PATH), check_kargs(&mut src, false)))
 }
 
 /// `iso remove`: drop the config, keep network keyfiles (zeros if none).
 pub fn remove(input: &Path, output: Output) -> Result<()> {
-    let (e, mut members) = open_area(input)?;
+    let mut src = Input::open(input, matches!(output, Output::InPlace))?;
+    let (e, mut members) = open_area(&mut src)?;
     members.remove(CONFIG_PATH);
     check_kept(input, &members)?;
     let area = fill_area(&write_members(&members)?, e.length)?;
-    write_image(input, e, &area, output)
+    write_image(&mut src, e, &area, output, None)
 }
 
 /// Offset and length of the embed area (for tests and `dd`).
@@ -641,6 +671,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("small.iso");
         std::fs::write(&p, [0u8; 100]).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
         for e in [
             Extent {
                 offset: 90,
@@ -652,7 +684,8 @@ mod tests {
             },
         ] {
             let area = vec![1u8; e.length as usize];
-            let err = write_image(&p, e, &area, Output::InPlace).unwrap_err();
+            let mut src = Input::open(&p, true).unwrap();
+            let err = write_image(&mut src, e, &area, Output::InPlace, None).unwrap_err();
             assert!(err.to_string().contains("outside"), "{err}");
         }
         assert_eq!(std::fs::read(&p).unwrap(), [0u8; 100]);
