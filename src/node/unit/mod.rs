@@ -300,6 +300,9 @@ pub fn load_service(
             svc.skipped.push(node);
             continue;
         }
+        if spec.over_budget() {
+            bail!("{name}: {}", over_budget(unit));
+        }
         if sets_exec {
             exec_from = Some(node.clone());
         }
@@ -316,6 +319,11 @@ pub fn load_service(
                 continue;
             }
             let applied = apply_assignment(&mut svc, a, &spec);
+            // Whatever the line does with the error (`-`, a dropped word):
+            // what the unit gives cannot start, so nothing starts for it.
+            if spec.over_budget() {
+                bail!("{name}:{}: {}", a.line, over_budget(unit));
+            }
             if let Some(c) = spec.take_unresolved().filter(|_| !live) {
                 bail!(
                     "{name}:{}: cannot resolve specifier %{c}: it resolves only on the node, so what {unit} gets there cannot be judged here",
@@ -381,6 +389,16 @@ pub fn load_service(
     }
     env::keep_last(&mut svc.environment);
     Ok(svc)
+}
+
+/// Why a unit whose specifiers give more than exec takes is refused.
+fn over_budget(unit: &str) -> String {
+    format!(
+        "the specifiers of {unit} expand to more than the {} MiB of arguments and environment \
+         exec takes (E2BIG), so it cannot start; shorten what they name (/etc/os-release, \
+         /etc/hostname, ...) or their use",
+        specifier::EXPANDED_MAX >> 20
+    )
 }
 
 /// A line (or word) systemd leaves out, its specifiers not resolved.
@@ -593,6 +611,9 @@ pub fn offline_environment(
     });
     Ok(out)
 }
+
+#[cfg(test)]
+mod budget_tests;
 
 #[cfg(test)]
 mod tests {

@@ -31,12 +31,22 @@ pub struct SpecifierValues {
 }
 
 /// See [`SpecifierValues::cache`]. Also the last known specifier that
-/// could not be resolved (see [`SpecifierValues::take_unresolved`]).
+/// could not be resolved (see [`SpecifierValues::take_unresolved`]), and
+/// the bytes specifiers have given in this load (see [`EXPANDED_MAX`]).
 #[derive(Debug, Clone, Default)]
 pub struct HostCache(
     std::cell::RefCell<Vec<(char, Option<String>)>>,
     std::cell::Cell<Option<char>>,
+    std::cell::Cell<usize>,
+    std::cell::Cell<bool>,
 );
+
+/// The most bytes specifier values may add over one unit's load, all its
+/// lines, words and files together: what any exec takes, arguments and
+/// environment alike (a command, or an environment, past it can never
+/// start). Per word, as systemd bounds it, 100 words of 96 `%o`s on a
+/// 60 KiB os-release `ID=` built 575 MB before the command was refused.
+pub const EXPANDED_MAX: usize = super::env::EXEC_STRINGS_MAX;
 
 /// The most of a host file (/etc/hostname, /etc/os-release, ...) read for
 /// a specifier: a real one holds a few hundred bytes.
@@ -229,8 +239,30 @@ impl SpecifierValues {
         self.cache.1.take()
     }
 
+    /// Whether this load's specifiers gave more than [`EXPANDED_MAX`]
+    /// bytes: what they expand to cannot start, and is not built.
+    pub fn over_budget(&self) -> bool {
+        self.cache.3.get()
+    }
+
+    /// The bytes specifier values have added in this load.
+    #[cfg(test)]
+    pub fn expanded_bytes(&self) -> usize {
+        self.cache.2.get()
+    }
+
     /// Expand the specifiers of `text` (specifier_printf).
     pub fn expand(&self, text: &[u8]) -> Result<Vec<u8>, String> {
+        let too_big = || {
+            format!(
+                "the unit's specifiers expand to more than the {} MiB of arguments and \
+                 environment exec takes (E2BIG)",
+                EXPANDED_MAX >> 20
+            )
+        };
+        if self.over_budget() {
+            return Err(too_big());
+        }
         let mut out = Vec::with_capacity(text.len());
         let mut i = 0;
         while i < text.len() {
@@ -255,13 +287,13 @@ impl SpecifierValues {
                     return Err(format!("cannot resolve specifier %{}", c as char));
                 };
                 // Past what any exec takes, the value is of no use: never
-                // built (a line of `%o`s on a long os-release field).
-                if out.len() + v.len() > super::env::EXEC_STRINGS_MAX {
-                    return Err(format!(
-                        "its specifiers expand to more than the {} MiB of arguments exec takes",
-                        super::env::EXEC_STRINGS_MAX >> 20
-                    ));
+                // built (lines of `%o`s on a long os-release field).
+                let spent = self.cache.2.get().saturating_add(v.len());
+                if spent > EXPANDED_MAX {
+                    self.cache.3.set(true);
+                    return Err(too_big());
                 }
+                self.cache.2.set(spent);
                 out.extend_from_slice(v.as_bytes());
             } else {
                 out.push(b'%');
@@ -313,7 +345,7 @@ mod tests {
             t.elapsed()
         );
         let why = v.expand("%o".repeat(200).as_bytes()).unwrap_err();
-        assert!(why.contains("exec takes"), "{why}");
+        assert!(why.contains("E2BIG"), "{why}");
         // Past its bound a host file is not read: the specifier is
         // unresolved, as for a missing file.
         std::fs::write(etc.join("hostname"), " ".repeat(1 << 20) + "a").unwrap();
