@@ -306,5 +306,116 @@ fn an_unchanged_object_plan_cannot_price_passes() {
         &repo().join("examples/fleet/fleet.json"),
         &["--format", "json"],
     );
-    refused(&o, &["ConfigMap (v1) \"c\" changes"]);
+    refused(&o, &["ConfigMap (v1) \"team/c\" changes"]);
+}
+
+/// Review 18 r18b F1, F3: what Argo CD or `kubectl apply -k` builds beyond
+/// the files plan reads. A kustomization away from the MachineConfigs (it
+/// applied a Node from a `.txt` file, or patched the pools' configs into
+/// every worker's) is checked as the one beside them, and a subdirectory
+/// left out of its parent's resources is refused; a Helm chart or Jsonnet
+/// in the tree is refused. A root listing the pool's directory passes.
+#[test]
+fn every_kustomization_and_builder_of_the_tree_is_judged() {
+    let tmp = scratch_dir();
+    let (base, pr) = (tmp.path().join("base"), tmp.path().join("pr"));
+    for (root, extra) in [
+        (&base, &[][..]),
+        (&pr, &["--taint", "example.com/gpu=true:NoSchedule"][..]),
+    ] {
+        render(&root.join("worker-gpu"), extra);
+        std::fs::write(root.join("kustomization.yaml"), "resources: [worker-gpu]\n").unwrap();
+    }
+    let fleet = repo().join("examples/fleet/fleet.json");
+    let o = plan(&base, &pr, &fleet, &["--format", "json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    // An app directory applying a Node out of a file plan does not read.
+    let extra = pr.join("extra");
+    std::fs::create_dir(&extra).unwrap();
+    std::fs::write(extra.join("kustomization.yaml"), "resources: [node.txt]\n").unwrap();
+    std::fs::write(
+        extra.join("node.txt"),
+        "apiVersion: v1\nkind: Node\nmetadata: {name: gpu-a100-01}\nspec: {}\n",
+    )
+    .unwrap();
+    refused(
+        &plan(&base, &pr, &fleet, &[]),
+        &[
+            "extra/kustomization.yaml",
+            "node.txt",
+            "not a manifest file of its directory",
+        ],
+    );
+    // A subdirectory its parent does not list: read here, not applied.
+    std::fs::write(extra.join("kustomization.yaml"), "resources: [ns.yaml]\n").unwrap();
+    std::fs::remove_file(extra.join("node.txt")).unwrap();
+    std::fs::write(
+        extra.join("ns.yaml"),
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n",
+    )
+    .unwrap();
+    refused(
+        &plan(&base, &pr, &fleet, &[]),
+        &["directory extra left out of its resources"],
+    );
+    std::fs::write(
+        pr.join("kustomization.yaml"),
+        "resources: [worker-gpu, extra]\n",
+    )
+    .unwrap();
+    let o = plan(&base, &pr, &fleet, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    std::fs::remove_dir_all(&extra).unwrap();
+    std::fs::write(pr.join("kustomization.yaml"), "resources: [worker-gpu]\n").unwrap();
+    // A patch in the root's kustomization.
+    std::fs::write(
+        pr.join("kustomization.yaml"),
+        "resources: [worker-gpu]\npatches:\n- target: {kind: MachineConfig}\n  patch: |\n    \
+         - op: replace\n      path: /metadata/labels/machineconfiguration.openshift.io~1role\n      \
+         value: worker\n",
+    )
+    .unwrap();
+    refused(
+        &plan(&base, &pr, &fleet, &[]),
+        &["kustomization.yaml", "patches"],
+    );
+    std::fs::write(pr.join("kustomization.yaml"), "resources: [worker-gpu]\n").unwrap();
+    for (file, says) in [("Chart.yaml", "a Helm chart"), ("x.jsonnet", "Jsonnet")] {
+        std::fs::write(pr.join(file), "{}\n").unwrap();
+        refused(&plan(&base, &pr, &fleet, &[]), &[file, says]);
+        std::fs::remove_file(pr.join(file)).unwrap();
+    }
+}
+
+/// Review 18 r18b F2, F4: an object is its kind, namespace and name (one
+/// added in another namespace hid behind an unchanged one), and a `...List`
+/// without items is an object, not a list.
+#[test]
+fn unpriced_objects_are_told_apart_by_namespace_and_lists_by_items() {
+    let cm = |ns: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: user-ca-bundle\n  \
+             namespace: {ns}\ndata: {{a: b}}\n"
+        )
+    };
+    let tmp = scratch_dir();
+    let (base, pr) = (tmp.path().join("base"), tmp.path().join("pr"));
+    render(&base, &[]);
+    render(&pr, &["--taint", "example.com/gpu=true:NoSchedule"]);
+    add(&base, "cm.yaml", &cm("team"));
+    add(
+        &pr,
+        "cm.yaml",
+        &format!("{}---\n{}", cm("team"), cm("openshift-config")),
+    );
+    let fleet = repo().join("examples/fleet/fleet.json");
+    refused(
+        &plan(&base, &pr, &fleet, &[]),
+        &["ConfigMap (v1) \"openshift-config/user-ca-bundle\" is added"],
+    );
+    let list = "apiVersion: example.com/v1\nkind: PolicyList\nmetadata: {name: p}\nspec: {x: 1}\n";
+    refused(
+        &plan_with("list.yaml", list),
+        &["PolicyList (example.com/v1) \"p\" is added"],
+    );
 }

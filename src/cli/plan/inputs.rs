@@ -49,6 +49,8 @@ pub struct Render {
     /// The names of core `Node` objects in it: applied, one replaces the
     /// Node's taints (a list applied whole) and labels.
     pub nodes: Vec<String>,
+    /// [`Render::unpriced`] objects given twice, otherwise each time.
+    pub twice: Vec<String>,
 }
 
 /// Kinds the MCO renders into MachineConfigs of the pools they select
@@ -182,15 +184,42 @@ pub fn read_render(spec: &str) -> Result<Render> {
             with_ours.insert(m.dir);
         }
     }
-    // A kustomization beside MachineConfigs or pools: `kubectl apply -k`
-    // there applies them as it says, which must be the files as they are.
+    // Every kustomization of the tree (review 18: one away from the
+    // MachineConfigs patched them, or applied a Node): `kubectl apply -k`
+    // applies the files as they are, and the subdirectories it lists, each
+    // with a kustomization so checked, and every one of them.
+    let kustomized: std::collections::BTreeSet<&str> =
+        kustomizations.iter().map(|k| k.dir.as_str()).collect();
+    let all_dirs: std::collections::BTreeSet<&str> = manifests
+        .keys()
+        .map(String::as_str)
+        .chain(kustomized.iter().copied())
+        .collect();
     for k in &kustomizations {
-        if with_ours.contains(&k.dir) {
-            let files = manifests.get(&k.dir).map_or(&[][..], Vec::as_slice);
-            input::check_kustomization(&k.text, &k.name, "plan", files)
-                .map_err(|e| e.context(spec.to_string()))?;
+        let files = manifests.get(&k.dir).map_or(&[][..], Vec::as_slice);
+        let prefix = if k.dir.ends_with(['/', ':']) || k.dir.is_empty() {
+            k.dir.clone()
+        } else {
+            format!("{}/", k.dir)
+        };
+        let mut dirs: Vec<(String, bool)> = Vec::new();
+        for d in &all_dirs {
+            let Some(child) = d
+                .strip_prefix(prefix.as_str())
+                .and_then(|r| r.split('/').next())
+            else {
+                continue;
+            };
+            if child.is_empty() || dirs.iter().any(|(c, _)| c == child) {
+                continue;
+            }
+            let has = kustomized.contains(format!("{prefix}{child}").as_str());
+            dirs.push((child.to_string(), has));
         }
+        input::check_kustomization(&k.text, &k.name, "plan", files, &dirs)
+            .map_err(|e| e.context(spec.to_string()))?;
     }
+    let _ = &with_ours;
     for mc in &render.machineconfigs {
         let name = crate::cli::render::layout::mc_name(mc);
         crate::cli::render::api_objects::check_not_mco_s_own(name, spec)?;
@@ -248,7 +277,12 @@ fn add_render_object(doc: Value, m: &ManifestFile, render: &mut Render) {
             let spec = doc.get("spec").cloned().unwrap_or_default();
             render.not_laid_out.insert(key, spec);
         }
-        Some(k) if k == "List" || k.ends_with("List") => {
+        // A list as kubectl decodes one: `List`, or `...List` with items
+        // (without them it applies the object as it is).
+        Some(k)
+            if k == "List"
+                || (k.ends_with("List") && matches!(doc.get("items"), Some(Value::Array(_)))) =>
+        {
             if let Some(Value::Array(items)) = doc.get("items") {
                 for item in items.clone() {
                     add_render_object(item, m, render);
@@ -268,9 +302,22 @@ fn add_render_object(doc: Value, m: &ManifestFile, render: &mut Render) {
                 .iter()
                 .any(|(group, kind)| *kind == k && of_group(api_version, group))
             {
-                render
+                // Its whole identity: one of another namespace is another
+                // object (review 18).
+                let name = match doc.pointer("/metadata/namespace").and_then(Value::as_str) {
+                    Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
+                    _ => name,
+                };
+                let key = (format!("{k} ({api_version})"), name);
+                if render
                     .unpriced
-                    .insert((format!("{k} ({api_version})"), name), doc);
+                    .get(&key)
+                    .is_some_and(|earlier| *earlier != doc)
+                {
+                    // Which one lands is the applier's choice.
+                    render.twice.push(format!("{} {:?}", key.0, key.1));
+                }
+                render.unpriced.insert(key, doc);
             }
         }
         // No kind: kubectl refuses it.
@@ -362,6 +409,8 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>, spec: &str) -> Result<()> {
             if !entry.file_name().to_string_lossy().starts_with('.') {
                 walk(&p, out, spec)?;
             }
+        } else if let Some(what) = other_builder(&p) {
+            bail!("{spec}: {}: {what}", p.display());
         } else if is_manifest(&p) {
             // Whatever it is (a link, a FIFO): read_entry says.
             out.push(p);
@@ -423,6 +472,23 @@ fn git_output(args: &[&str], input: Option<Vec<u8>>, cap: u64) -> Result<Vec<u8>
     Ok(stdout)
 }
 
+/// Why a file makes Argo CD apply other than the manifests plan reads: a
+/// Helm chart's `Chart.yaml` (only its rendered templates are applied),
+/// Jsonnet (run, its output applied).
+fn other_builder(p: &Path) -> Option<&'static str> {
+    let name = p.file_name()?.to_str()?;
+    if matches!(name, "Chart.yaml" | "Chart.yml") {
+        return Some(
+            "a Helm chart: Argo CD applies the chart's rendered templates, not the manifests \
+             plan reads; give plan `helm template` output instead",
+        );
+    }
+    input::has_extension(p.file_name()?, &["jsonnet", "libsonnet"]).then_some(
+        "Jsonnet, which Argo CD runs and applies the output of; give plan that output \
+         (`jsonnet` on it) instead",
+    )
+}
+
 /// A manifest's name, or a kustomization's (checked, see
 /// `input::check_kustomization`).
 fn is_manifest(p: &Path) -> bool {
@@ -481,7 +547,13 @@ fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<ManifestFile>> {
         let in_hidden_dir = name
             .rsplit_once('/')
             .is_some_and(|(dirs, _)| dirs.split('/').any(|c| c.starts_with('.')));
-        if !is_manifest(Path::new(name)) || in_hidden_dir {
+        if in_hidden_dir {
+            continue;
+        }
+        if let Some(what) = other_builder(Path::new(name)) {
+            bail!("{spec}: {name}: {what}");
+        }
+        if !is_manifest(Path::new(name)) {
             continue;
         }
         if meta.split_whitespace().next() == Some("120000") {

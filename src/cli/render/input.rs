@@ -160,7 +160,7 @@ pub fn manifest_texts(dir: &Path, exts: &[&str], limit: Limit) -> Result<Vec<(St
         }
     }
     for (text, shown) in &kustomizations {
-        check_kustomization(text, shown, limit.flag, &applied)?;
+        check_kustomization(text, shown, limit.flag, &applied, &[])?;
     }
     Ok(out)
 }
@@ -192,7 +192,18 @@ pub const KUSTOMIZATION_NAMES: [&str; 3] =
 /// it said would not be what is applied (a patch adding a NoExecute taint
 /// to the env drop-in planned as "no change"). Render's own lists its
 /// files in `resources`, and nothing else.
-pub fn check_kustomization(text: &str, name: &str, reader: &str, files: &[String]) -> Result<()> {
+///
+/// `dirs`: the subdirectories below it that hold manifests, by plain name,
+/// and whether each has a kustomization of its own (checked the same way
+/// by the caller): it may list those in `resources`, and must list every one
+/// (what it leaves out is read, but not applied).
+pub fn check_kustomization(
+    text: &str,
+    name: &str,
+    reader: &str,
+    files: &[String],
+    dirs: &[(String, bool)],
+) -> Result<()> {
     // Read as kustomize and kubectl read it (a `patches:` key after a U+2028
     // in a comment is a key to them): what they would read otherwise is
     // refused.
@@ -228,10 +239,13 @@ pub fn check_kustomization(text: &str, name: &str, reader: &str, files: &[String
         // kustomize reads anything else as another kustomization, a remote
         // base (`github.com/org/repo//dir?ref=v1` fetches with git) or
         // resources of a file we do not read.
-        let file = r
-            .as_str()
-            .map(|r| r.strip_prefix("./").unwrap_or(r))
-            .filter(|f| files.iter().any(|x| x == f));
+        let plain = r.as_str().map(|r| r.strip_prefix("./").unwrap_or(r));
+        let file = plain.filter(|f| files.iter().any(|x| x == f)).or_else(|| {
+            // A subdirectory with a kustomization of its own.
+            plain
+                .map(|d| d.strip_suffix('/').unwrap_or(d))
+                .filter(|d| dirs.iter().any(|(x, k)| *k && x == d))
+        });
         match file {
             Some(f) => {
                 if !listed.insert(f) {
@@ -252,6 +266,17 @@ pub fn check_kustomization(text: &str, name: &str, reader: &str, files: &[String
     // An earlier release's node disruption policy beside the manifests is
     // left out of its kustomization by design (it is applied server-side).
     let by_design = |f: &str| f.starts_with(super::sync_units::POLICY_FILE_PREFIX);
+    // Render's cluster-wide policy: applied server-side, by design apart.
+    let apart = |d: &str| d == super::sync_units::CLUSTER_WIDE_DIR;
+    for (d, _) in dirs
+        .iter()
+        .filter(|(d, _)| !listed.contains(d.as_str()) && !apart(d))
+    {
+        more.push(format!(
+            "directory {} left out of its resources (`kubectl apply -k` leaves it out)",
+            crate::cli::output::terminal_safe(d)
+        ));
+    }
     for f in files
         .iter()
         .filter(|f| !listed.contains(f.as_str()) && !by_design(f))
