@@ -602,6 +602,65 @@ fn labels_over_the_exec_limit_leave_the_taints() {
     );
 }
 
+/// The same, on a node installed from a fleet ISO into a pool one of our
+/// labels selects (r18a F1): without our labels it would land in worker,
+/// so it registers fenced with `pool-changed`, the line naming both pools.
+#[test]
+fn labels_over_the_exec_limit_on_a_fleet_node_keep_its_pool_or_fence() {
+    use kubelet_labeler::node::fleet::{INSTALLED_POOL_PATH, Pool, PoolKind, Requirement, Table};
+    let dir = scratch_dir();
+    let root = dir.path();
+    let Some(records) = recorder_root(root, UNIT) else {
+        return;
+    };
+    let pool = |name: &str, kind, key: &str| Pool {
+        name: name.into(),
+        kind,
+        config: format!("{name}.ign"),
+        selector: vec![Requirement::Exists(key.into())],
+        static_labels: Vec::new(),
+        device: None,
+    };
+    let record = Table {
+        env: Vec::new(),
+        pools: vec![
+            pool("big", PoolKind::Custom, "example.com/l000000"),
+            pool("worker", PoolKind::Worker, "node-role.kubernetes.io/worker"),
+        ],
+    };
+    write(
+        &root.join(INSTALLED_POOL_PATH.trim_start_matches('/')),
+        &record.to_text(),
+    );
+    let labels: Vec<String> = (0..4800).map(|i| format!("example.com/l{i:06}=")).collect();
+    let labels = labels.join(",");
+    let filler = "f".repeat(75_000);
+    let extra = [
+        (RULES_VAR, ""),
+        (LABELS_VAR, labels.as_str()),
+        ("FILLER_A", filler.as_str()),
+        ("FILLER_B", filler.as_str()),
+    ];
+    let (err, argv) = try_wrapper(root, &records, &env("big", &extra), "ulimit -s 1024", &[]);
+    let argv = argv.unwrap_or_else(|| panic!("kubelet did not start: {err}"));
+    assert_eq!(
+        argv[1..],
+        [
+            "--v=2".to_string(),
+            format!(
+                "--register-with-taints={STATIC_TAINT},kubelet-labeler.io/fenced=pool-changed:NoSchedule"
+            )
+        ]
+    );
+    let line = one_line(&err);
+    assert!(
+        line.contains("our labels left out: its argv and environment with them are")
+            && line.contains("installed into pool big")
+            && line.contains("select pool worker"),
+        "{line}"
+    );
+}
+
 /// `explain` previews it: the fence in the taints kubelet registers with,
 /// and the note that says why and how to lift it, where the rules cannot
 /// be used on this tree, and where kubelet's config cannot be read.

@@ -16,6 +16,7 @@ use super::fail_closed;
 use super::fence::{self, Failure, Reason};
 use super::guard::{Guard, Verdict, may_be_refused, uptime_ms};
 use super::plan::{self, Plan};
+use super::pool_change::Gate;
 use crate::node::contract::WRAPPER_DROPIN_NAME;
 use crate::node::kubelet::Profile;
 use crate::node::unit::{self, LoadOptions, UnitPaths};
@@ -128,6 +129,16 @@ pub fn prepare(
     env: &[(OsString, OsString)],
     verdict: &Verdict,
 ) -> Result<Plan> {
+    prepare_gated(opts, env, verdict).map(|(plan, _)| plan)
+}
+
+/// [`prepare`], and the final check every later rewrite of its argv
+/// passes (the exec-limit fallbacks), with the record read for it.
+fn prepare_gated(
+    opts: &BootOptions,
+    env: &[(OsString, OsString)],
+    verdict: &Verdict,
+) -> Result<(Plan, Gate)> {
     let paths = match &opts.unit_path {
         Some(list) => UnitPaths::from_list(&opts.root, list),
         None => UnitPaths::system(&opts.root),
@@ -163,17 +174,18 @@ pub fn prepare(
         crash_now(f);
     }
     let fs = plan::RootFs::of_unit(&opts.root, &svc);
+    let gate = |record, fs| Gate {
+        record,
+        profile: opts.profile,
+        fs,
+    };
     let mut static_ = match plan::static_additions(env) {
         Ok(s) => s,
         // The static taints do not parse (a hand edit: render validates
         // them): what they meant is unknown, so the fence goes in alone.
         Err(e) => {
-            return Ok(fail_closed::statics_unreadable(
-                original,
-                &e,
-                opts.profile,
-                &fs,
-            ));
+            let plan = fail_closed::statics_unreadable(original, &e, opts.profile, &fs);
+            return Ok((plan, gate(record, fs)));
         }
     };
     let mut refusable_gone = Vec::new();
@@ -251,7 +263,8 @@ pub fn prepare(
             );
         }
         plan.notes.extend(refusable_note(verdict, &refusable_gone));
-        return Ok(super::pool_change::check(plan, &record, opts.profile, &fs));
+        let plan = super::pool_change::check(plan, &record, opts.profile, &fs);
+        return Ok((plan, gate(record, fs)));
     }
     let collected = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         late_fault();
@@ -330,7 +343,8 @@ pub fn prepare(
     plan.rules = collected.rules;
     plan.notes.extend(refusable_note(verdict, &refusable_gone));
     // Installed from a fleet ISO: in the pool it was installed into, or fenced.
-    Ok(super::pool_change::check(plan, &record, opts.profile, &fs))
+    let plan = super::pool_change::check(plan, &record, opts.profile, &fs);
+    Ok((plan, gate(record, fs)))
 }
 
 /// The journal line's note for the crash-loop guard's fallback after a
@@ -475,19 +489,19 @@ pub fn run(args: &[OsString]) -> i32 {
         // Stands for a crash in the work for our additions.
         fault_hook(&env);
     }
-    let prepared =
-        std::panic::catch_unwind(|| prepare(&opts, &env, &verdict)).unwrap_or_else(|_| {
+    let prepared = std::panic::catch_unwind(|| prepare_gated(&opts, &env, &verdict))
+        .unwrap_or_else(|_| {
             Err(crate::node_error!(
                 "internal error while reading the unit files (a bug; please report)"
             ))
         });
-    let mut plan = match prepared {
-        Ok(mut p) => {
+    let (mut plan, gate) = match prepared {
+        Ok((mut p, gate)) => {
             p.warnings.extend(guard_off);
             if verdict == Verdict::Full {
                 refused_label_fault(&env, &mut p);
             }
-            p
+            (p, gate)
         }
         Err(e) => {
             // Without the original command there is nothing to start.
@@ -511,7 +525,8 @@ pub fn run(args: &[OsString]) -> i32 {
     // fence without kubelet's own, else (past the limit even so) nothing.
     if plan.left_out.is_none() && plan.argv != plan.original_argv {
         let path = under_root(&opts.root, &plan.executable);
-        fail_closed::fit_exec_limit(&mut plan, &|argv| over_exec_limit(&path, argv, &env));
+        let over = |argv: &[OsString]| over_exec_limit(&path, argv, &env);
+        fail_closed::fit_exec_limit(&mut plan, &over, &|p| gate.check(p));
     }
     // One line, in one write; stderr is the journal under systemd.
     let mut line = derived::journal_line(&plan::summary(&plan)).into_owned();
@@ -527,15 +542,23 @@ pub fn run(args: &[OsString]) -> i32 {
     // foresee (none known): the taints without our labels, ours and the
     // fence alone, then kubelet as it would have been, recorded so, at the
     // cost of a line each.
-    let smaller = [
-        fail_closed::without_our_labels(&plan).map(|a| (a, "every taint, without our labels")),
-        fail_closed::our_taints_alone(&plan).map(|a| (a.0, FENCED_ALONE)),
-    ];
-    for (argv, what) in smaller.into_iter().flatten() {
-        if err.raw_os_error() == Some(E2BIG) {
-            eprintln!("kubelet-labeler: starting kubelet with {what}: executing it failed: {err}");
-            err = exec(&opts.root, &plan.executable, &argv);
-        }
+    // Each passes the final check (the installed pool's) after it is made.
+    let [labels_out, alone] = fail_closed::smaller(&plan, "E2BIG", &|p| gate.check(p));
+    let whats = ["every taint, without our labels", FENCED_ALONE];
+    for (p, what) in [labels_out, alone].into_iter().zip(whats) {
+        let Some(p) = p.filter(|_| err.raw_os_error() == Some(E2BIG)) else {
+            continue;
+        };
+        let pool = p
+            .notes
+            .iter()
+            .find(|n| n.ends_with(super::pool_change::POOL_LIFT));
+        let pool = pool.map(|n| format!("; fenced: {n}")).unwrap_or_default();
+        let line = format!(
+            "kubelet-labeler: starting kubelet with {what}{pool}: executing it failed: {err}"
+        );
+        eprintln!("{}", derived::journal_line(&line));
+        err = exec(&opts.root, &plan.executable, &p.argv);
     }
     if err.raw_os_error() == Some(E2BIG) && plan.argv != plan.original_argv {
         eprintln!(
@@ -709,287 +732,5 @@ fn exec(root: &Path, executable: &Path, argv: &[OsString]) -> std::io::Error {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Render recognises the wrapper by its usage line.
-    #[test]
-    fn usage_starts_with_the_head_render_looks_for() {
-        assert!(USAGE.starts_with(crate::node::contract::WRAPPER_USAGE_HEAD));
-        // And ends with its node format, which explain and render read.
-        let tail = format!(
-            "{}{}",
-            crate::node::contract::WRAPPER_FORMAT_MARK,
-            crate::node::contract::NODE_FORMAT
-        );
-        assert!(USAGE.ends_with(&format!("{tail}.")), "{USAGE}");
-    }
-
-    fn os(v: &[&str]) -> Vec<OsString> {
-        v.iter().map(OsString::from).collect()
-    }
-
-    #[test]
-    fn exec_limit_is_checked_only_past_arg_max() {
-        let env = [(OsString::from("A"), OsString::from("b"))];
-        let path = Path::new("/usr/bin/kubelet");
-        assert_eq!(
-            over_exec_limit(path, &os(&["kubelet", "--v=2"]), &env),
-            None
-        );
-        // Past 6 MiB exec refuses whatever the stack limit.
-        let big = [(OsString::from("A"), OsString::from("b".repeat(7 << 20)))];
-        let why = over_exec_limit(path, &os(&["kubelet"]), &big).unwrap();
-        assert!(why.contains("7340076 bytes, over the"), "{why}");
-    }
-
-    #[test]
-    fn parses_both_flag_forms() {
-        let o = parse_args(&os(&[
-            "--unit",
-            "k.service",
-            "--profile=openshift",
-            "--stop-post",
-        ]))
-        .unwrap();
-        assert_eq!(o.unit, "k.service");
-        assert_eq!(o.profile, Profile::OpenShift);
-        assert!(o.stop_post);
-    }
-
-    #[test]
-    fn refuses_unknown_and_missing_values() {
-        assert!(parse_args(&os(&["--bogus"])).is_err());
-        assert!(parse_args(&os(&["--unit"])).is_err());
-        assert!(parse_args(&os(&["--profile", "x"])).is_err());
-    }
-
-    /// A node root with kubelet's unit (`ExecStart=/usr/bin/kubelet
-    /// --v=2 EXTRA`) and an executable `/usr/bin/kubelet`.
-    fn node(extra: &str) -> (tempfile::TempDir, BootOptions) {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
-        std::fs::create_dir_all(root.join("usr/bin")).unwrap();
-        std::fs::create_dir_all(root.join("etc/systemd/system")).unwrap();
-        let kubelet = root.join("usr/bin/kubelet");
-        std::fs::write(&kubelet, "#!/bin/sh\n").unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&kubelet, std::fs::Permissions::from_mode(0o755)).unwrap();
-        std::fs::write(
-            root.join("etc/systemd/system/kubelet.service"),
-            format!("[Service]\nExecStart=/usr/bin/kubelet --v=2{extra}\n"),
-        )
-        .unwrap();
-        let opts = BootOptions {
-            root: root.to_path_buf(),
-            unit_path: Some("/etc/systemd/system".into()),
-            facts_root: Some(
-                Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nodes/dgx"),
-            ),
-            ..Default::default()
-        };
-        (dir, opts)
-    }
-
-    /// examples/rules/openshift-gpu.yaml's rule: `nvidia.com/gpu=true:NoSchedule`
-    /// on NVIDIA display PCI functions (the DGX fixture has them).
-    const GPU_RULE: &str = "KLR5,1,nvidia-gpu-taint,0,~N,0,~N,1,nvidia.com/gpu,true,NoSchedule,\
-1,pci.device,2,vendor,In,1,10de,class,In,2,0300,0302,~N,0";
-    const STATIC_TAINT: &str = "example.com/dedicated=gpu:NoSchedule";
-
-    fn env(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
-        pairs.iter().map(|(k, v)| (k.into(), v.into())).collect()
-    }
-
-    fn rules_env(rules: &str, fault: Option<&str>) -> Vec<(OsString, OsString)> {
-        use crate::node::contract::{LABELS_VAR, RULES_VAR, TAINTS_VAR};
-        let mut e = env(&[
-            (RULES_VAR, rules),
-            (TAINTS_VAR, STATIC_TAINT),
-            (LABELS_VAR, "node.kubernetes.io/worker-gpu="),
-        ]);
-        e.extend(fault.map(|f| ("KUBELET_LABELER_FAULT".into(), f.into())));
-        e
-    }
-
-    /// The `--register-with-taints=` value of `plan`'s argv.
-    fn taints_word(plan: &Plan) -> String {
-        plan.argv
-            .iter()
-            .filter_map(|w| w.to_str()?.strip_prefix("--register-with-taints="))
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
-
-    /// The fallbacks that used to start without the rule-derived taints
-    /// (the crash-loop guard after a start died before exec, an evaluation
-    /// error) register fenced, with every static taint and label.
-    #[test]
-    fn fallbacks_without_the_rules_taints_register_fenced() {
-        let (_d, opts) = node("");
-        let died = Verdict::SkipRules("the previous start died before exec'ing kubelet".into());
-        let cases = [
-            (rules_env(GPU_RULE, None), died.clone(), "wrapper-died"),
-            (
-                rules_env(GPU_RULE, Some("rules-error")),
-                Verdict::Full,
-                "rules-failed",
-            ),
-            // Rules nobody can decode may have had taints.
-            (rules_env("KLR0,1,x", None), Verdict::Full, "rules-failed"),
-        ];
-        for (env, verdict, reason) in cases {
-            let plan = prepare(&opts, &env, &verdict).unwrap();
-            let word = taints_word(&plan);
-            assert_eq!(
-                word,
-                format!("{STATIC_TAINT},kubelet-labeler.io/fenced={reason}:NoSchedule"),
-                "{verdict:?}"
-            );
-            assert!(
-                plan.added_labels
-                    .iter()
-                    .any(|(k, _)| k == "node.kubernetes.io/worker-gpu")
-            );
-            let line = plan::summary(&plan);
-            assert!(
-                line.contains("registering fenced with kubelet-labeler.io/fenced=")
-                    && line.contains("kubectl taint node <node> kubelet-labeler.io/fenced-"),
-                "{line}"
-            );
-            assert!(!line.contains('\n'));
-        }
-        // The full start: the rule's taint, no fence.
-        let plan = prepare(&opts, &rules_env(GPU_RULE, None), &Verdict::Full).unwrap();
-        assert_eq!(
-            taints_word(&plan),
-            format!("nvidia.com/gpu=true:NoSchedule,{STATIC_TAINT}")
-        );
-    }
-
-    /// Rules that give no taint need no fence; the line says so.
-    #[test]
-    fn rules_without_taints_need_no_fence() {
-        use crate::node::rules::{Rule, compact::encode};
-        let (_d, opts) = node("");
-        let labels_only = encode(&[Rule {
-            name: "l".into(),
-            labels: vec![("example.com/gpu".into(), "true".into())],
-            ..Default::default()
-        }]);
-        let died = Verdict::SkipRules("the previous start died before exec'ing kubelet".into());
-        for (env, verdict) in [
-            (rules_env(&labels_only, None), died),
-            (rules_env(&labels_only, Some("rules-error")), Verdict::Full),
-        ] {
-            let plan = prepare(&opts, &env, &verdict).unwrap();
-            assert_eq!(taints_word(&plan), STATIC_TAINT);
-            let line = plan::summary(&plan);
-            assert!(
-                line.contains("no fence: no node rule gives a taint"),
-                "{line}"
-            );
-        }
-    }
-
-    /// kubelet's config cannot be read while taints are to be merged:
-    /// ours and the fence go in, not kubelet unchanged.
-    #[test]
-    fn an_unreadable_kubelet_config_registers_fenced() {
-        let (d, opts) = node(" --config=/etc/kubernetes/kubelet.conf");
-        std::fs::create_dir_all(d.path().join("etc/kubernetes/kubelet.conf")).unwrap();
-        let plan = prepare(&opts, &rules_env(GPU_RULE, None), &Verdict::Full).unwrap();
-        assert_eq!(plan.left_out, None);
-        assert_eq!(
-            taints_word(&plan),
-            format!(
-                "nvidia.com/gpu=true:NoSchedule,{STATIC_TAINT},\
-                 kubelet-labeler.io/fenced=kubelet-config-unreadable:NoSchedule"
-            )
-        );
-        let line = plan::summary(&plan);
-        assert!(line.contains("reading kubelet config"), "{line}");
-    }
-
-    /// A relative `--config` is read where kubelet reads it, in its unit's
-    /// `WorkingDirectory=`: its taints are kept beside ours. It was read at
-    /// `/`, found missing, and ours replaced them (the node registered
-    /// without the config's taint).
-    #[test]
-    fn a_relative_config_is_read_in_the_working_directory() {
-        let (d, opts) = node(" --config=config.yaml");
-        let unit = d.path().join("etc/systemd/system/kubelet.service");
-        let text = std::fs::read_to_string(&unit).unwrap();
-        std::fs::write(
-            &unit,
-            text.replace(
-                "[Service]\n",
-                "[Service]\nWorkingDirectory=-/var/lib/kubelet\n",
-            ),
-        )
-        .unwrap();
-        let dir = d.path().join("var/lib/kubelet");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join("config.yaml"),
-            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n\
-             registerWithTaints:\n- {key: from-config, effect: NoSchedule}\n",
-        )
-        .unwrap();
-        let plan = prepare(&opts, &rules_env(GPU_RULE, None), &Verdict::Full).unwrap();
-        assert_eq!(
-            taints_word(&plan),
-            format!("from-config=:NoSchedule,nvidia.com/gpu=true:NoSchedule,{STATIC_TAINT}")
-        );
-    }
-
-    /// A static label kubelet refuses costs the labels, never the taints;
-    /// static taints that do not parse register the fence alone.
-    #[test]
-    fn bad_static_input_keeps_or_fences_the_taints() {
-        use crate::node::contract::{LABELS_VAR, TAINTS_VAR};
-        let (_d, opts) = node("");
-        let e = env(&[
-            (LABELS_VAR, "node-role.kubernetes.io/infra="),
-            (TAINTS_VAR, STATIC_TAINT),
-        ]);
-        let plan = prepare(&opts, &e, &Verdict::Full).unwrap();
-        assert_eq!(taints_word(&plan), STATIC_TAINT);
-        assert!(plan.added_labels.is_empty());
-        let line = plan::summary(&plan);
-        assert!(line.contains("our labels left out: label"), "{line}");
-        let mut e = rules_env(GPU_RULE, None);
-        e.push((TAINTS_VAR.into(), "no effect".into()));
-        let plan = prepare(&opts, &e, &Verdict::Full).unwrap();
-        assert_eq!(
-            taints_word(&plan),
-            "kubelet-labeler.io/fenced=taints-unreadable:NoSchedule"
-        );
-    }
-
-    /// Our labels over exec's limit: the taints go in without them.
-    #[test]
-    fn labels_that_do_not_fit_leave_the_taints() {
-        let (_d, opts) = node("");
-        let mut plan = prepare(&opts, &rules_env(GPU_RULE, None), &Verdict::Full).unwrap();
-        let argv = fail_closed::without_our_labels(&plan).unwrap();
-        assert!(
-            !argv
-                .iter()
-                .any(|w| w.to_string_lossy().starts_with("--node-labels="))
-        );
-        plan.argv = argv;
-        assert_eq!(
-            taints_word(&plan),
-            format!("nvidia.com/gpu=true:NoSchedule,{STATIC_TAINT}")
-        );
-    }
-
-    #[test]
-    fn node_paths_live_under_root() {
-        assert_eq!(
-            under_root(Path::new("/r"), Path::new("/etc/x")),
-            PathBuf::from("/r/etc/x")
-        );
-    }
-}
+#[path = "boot_tests.rs"]
+mod tests;

@@ -137,27 +137,52 @@ pub fn our_taints_alone(plan: &Plan) -> Option<(Vec<OsString>, Vec<Taint>)> {
     Some((argv, taints))
 }
 
+/// The smaller plans to exec when `plan` is over exec's limit (`why`):
+/// without our labels (every taint kept), then our taints and the fence
+/// alone (kubelet's own replaced, as when they do not fit one word). Each
+/// passes `gate` (the final check, the installed pool's among them) after
+/// it is made: our labels may be what chose the pool it was installed
+/// into.
+pub fn smaller(plan: &Plan, why: &str, gate: &dyn Fn(Plan) -> Plan) -> [Option<Plan>; 2] {
+    let labels_out = without_our_labels(plan).map(|argv| {
+        let mut p = plan.clone();
+        p.argv = argv;
+        p.added_labels.clear();
+        p.notes
+            .push(format!("our labels left out: {why}; every taint kept"));
+        gate(p)
+    });
+    let taints_alone = our_taints_alone(plan).map(|(argv, taints)| {
+        let mut p = plan.clone();
+        p.argv = argv;
+        p.added_labels.clear();
+        p.taints = taints.clone();
+        p.added_taints = taints;
+        let why = format!("{why}; our labels left out too");
+        push_replaced(&mut p.notes, Reason::KubeletTaintsTooLong, &why);
+        gate(p)
+    });
+    [labels_out, taints_alone]
+}
+
 /// `plan` made to fit exec's limit (`over`: why an argv is past it, None
-/// when it is not), failing closed: without our labels (every taint
-/// kept), else with our taints and the fence alone (kubelet's own
-/// replaced, as when they do not fit one word), else, past the limit even
-/// so, kubelet's original command, `left_out` saying so.
-pub fn fit_exec_limit(plan: &mut Plan, over: &dyn Fn(&[OsString]) -> Option<String>) {
+/// when it is not), failing closed: the first of [`smaller`] (each through
+/// `gate`) that fits, else, past the limit even so, kubelet's original
+/// command, `left_out` saying so.
+pub fn fit_exec_limit(
+    plan: &mut Plan,
+    over: &dyn Fn(&[OsString]) -> Option<String>,
+    gate: &dyn Fn(Plan) -> Plan,
+) {
     let Some(why) = over(&plan.argv) else {
         return;
     };
-    if let Some(argv) = without_our_labels(plan).filter(|a| over(a).is_none()) {
-        plan.argv = argv;
-        plan.added_labels.clear();
-        plan.notes
-            .push(format!("our labels left out: {why}; every taint kept"));
-    } else if let Some((argv, taints)) = our_taints_alone(plan).filter(|a| over(&a.0).is_none()) {
-        plan.argv = argv;
-        plan.added_labels.clear();
-        plan.taints = taints.clone();
-        plan.added_taints = taints;
-        let why = format!("{why}; our labels left out too");
-        push_replaced(&mut plan.notes, Reason::KubeletTaintsTooLong, &why);
+    let fits = smaller(plan, &why, gate)
+        .into_iter()
+        .flatten()
+        .find(|p| over(&p.argv).is_none());
+    if let Some(p) = fits {
+        *plan = p;
     } else {
         plan.argv = plan.original_argv.clone();
         plan.left_out = Some(match plan.added_taints.is_empty() {
@@ -296,7 +321,7 @@ mod tests {
         let size = |argv: &[OsString]| argv.iter().map(|w| w.len() + 1).sum::<usize>();
         let fit = |p: &mut Plan, limit: usize| {
             let over = |argv: &[OsString]| (size(argv) > limit).then(|| "over".to_string());
-            fit_exec_limit(p, &over);
+            fit_exec_limit(p, &over, &|p| p);
         };
         let full = planned(3, None);
         let no_labels = size(&without_our_labels(&full).unwrap());

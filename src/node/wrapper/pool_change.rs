@@ -142,6 +142,23 @@ pub fn check(mut plan: Plan, record: &Record, profile: Profile, fs: &dyn NodeFs)
     fenced
 }
 
+/// The final check of every argv the wrapper may exec, applied after its
+/// last rewrite (the exec-limit fallbacks drop our labels, which may be
+/// what chose the installed pool): [`check`] with the record read once
+/// this start, passed on, not read again.
+pub struct Gate {
+    pub record: Record,
+    pub profile: Profile,
+    pub fs: super::plan::RootFs,
+}
+
+impl Gate {
+    /// `plan` rewritten: in the installed pool, or fenced (see [`check`]).
+    pub fn check(&self, plan: Plan) -> Plan {
+        check(plan, &self.record, self.profile, &self.fs)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -378,5 +395,86 @@ mod tests {
             "{:?}",
             p.notes
         );
+    }
+
+    /// Over exec's limit (r18a F1): the fallbacks that drop our labels
+    /// pass the pool check after they are made, with the record read once.
+    /// A node installed into a pool our labels select registers there or
+    /// fenced with `pool-changed`, every taint kept; where the labels do
+    /// not choose the pool, or there is no record, nothing is fenced.
+    #[test]
+    fn labels_dropped_for_the_exec_limit_pass_the_pool_check() {
+        use super::super::plan::{RootFs, plan_closed};
+        const FENCE: &str = "kubelet-labeler.io/fenced=pool-changed:NoSchedule";
+        const OURS: &str = "example.com/gpu-only=true:NoSchedule";
+        let pools = vec![
+            pool("worker", PoolKind::Worker, WORKER_ROLE_LABEL, ""),
+            pool("worker-gpu", PoolKind::Custom, "example.com/gpu", "true"),
+        ];
+        // Many labels from the rules, the gpu pool's among them.
+        let mut labels = vec![("example.com/gpu".to_string(), "true".to_string())];
+        labels.extend((0..300).map(|i| (format!("example.com/l{i:03}"), "v".repeat(60))));
+        let over = |argv: &[OsString]| {
+            let total: usize = argv.iter().map(|a| a.len() + 1).sum();
+            (total > 16 << 10).then(|| format!("{total} bytes, over 16 KiB"))
+        };
+        let fitted = |installed: Option<usize>| {
+            let record = installed.map(|i| fleet::installed_record(&pools[i], &pools));
+            let d = root_with(record.map(|r| r.to_text()).as_deref().map(str::as_bytes));
+            let original = OriginalCommand {
+                executable: "/usr/bin/kubelet".into(),
+                argv: argv(&["/usr/bin/kubelet", "--v=2"]),
+            };
+            // Installed into worker: the gpu label would move it (fenced
+            // before any rewrite); left out here.
+            let gpu = installed != Some(0);
+            let additions = Additions {
+                labels: labels[usize::from(!gpu)..].to_vec(),
+                taints: kubelet::parse_taints(OURS).unwrap(),
+            };
+            let gate = Gate {
+                record: read_record(d.path()),
+                profile: Profile::OpenShift,
+                fs: RootFs::new(d.path(), Path::new("/")),
+            };
+            let planned = plan_closed(original, Ok(Some(additions)), gate.profile, &gate.fs);
+            let mut plan = gate.check(planned);
+            assert!(changed(&plan, &gate.record).is_none());
+            let at_runtime = fail_closed::smaller(&plan, "E2BIG", &|p| gate.check(p));
+            fail_closed::fit_exec_limit(&mut plan, &over, &|p| gate.check(p));
+            let [labels_out, _] = at_runtime;
+            (plan, labels_out.unwrap())
+        };
+        // Installed into worker-gpu: without our labels it lands in
+        // worker, so it registers fenced, and says which pools.
+        let (plan, at_runtime) = fitted(Some(1));
+        for p in [&plan, &at_runtime] {
+            assert!(p.left_out.is_none());
+            assert!(p.added_labels.is_empty());
+            assert_eq!(taints_word(p).as_deref(), Some(&*format!("{OURS},{FENCE}")));
+            assert!(
+                !p.argv
+                    .iter()
+                    .any(|w| w.to_string_lossy().starts_with("--node-labels="))
+            );
+            assert!(
+                p.notes
+                    .iter()
+                    .any(|n| n.contains("installed into pool worker-gpu")
+                        && n.contains("select pool worker ")),
+                "{:?}",
+                p.notes
+            );
+            assert!(p.notes.iter().any(|n| n.starts_with("our labels left out")));
+        }
+        assert!(over(&plan.argv).is_none());
+        // Installed into worker, or no record: without our labels, unfenced.
+        for installed in [Some(0), None] {
+            let (plan, at_runtime) = fitted(installed);
+            for p in [&plan, &at_runtime] {
+                assert_eq!(taints_word(p).as_deref(), Some(OURS), "{installed:?}");
+                assert!(p.added_labels.is_empty());
+            }
+        }
     }
 }
