@@ -1,13 +1,15 @@
 //! The one gate for every directory the CLI writes a file into or removes
 //! one from (`-o`, `--output-dir`, `man --output-dir`, `render dropins
-//! --root` and its `--remove`; review 17 r17c F3, F4). Before anything is
-//! made, [`super::dir_chain::check`] runs on the path down to the first
-//! directory that exists; that one is opened and judged again on its
-//! descriptor, and each missing directory below it is made (`mkdirat`) and
-//! opened (`O_NOFOLLOW|O_DIRECTORY`) one name at a time relative to the one
-//! above, and judged on its descriptor too. Temp files, renames, removals
-//! and the undoing of what was made all go through the held descriptor:
-//! a link swapped in after the checks is never followed.
+//! --root` and its `--remove`; review 17 r17c F3, F4). The walk to it is
+//! the check (review 18 r18c F2): from `/`, one name at a time with
+//! `openat(O_PATH|O_NOFOLLOW)` below the descriptor held, each directory
+//! judged ([`super::dir_chain`]) on its descriptor before the walk goes
+//! below it, a link (root's or ours) read from its own descriptor and
+//! walked on from where it sits; no path is resolved twice. Each missing
+//! directory below is made (`mkdirat`) and opened (`O_NOFOLLOW|O_DIRECTORY`)
+//! the same way. Temp files, renames, removals and the undoing of what was
+//! made all go through the held descriptor: a link swapped in after the
+//! checks is never followed.
 
 use std::ffi::{CString, OsStr, c_char, c_int, c_uint};
 use std::fs::File;
@@ -102,9 +104,9 @@ impl MadeDirs {
 
 impl CheckedDir {
     /// The directory `dir`, for writing `shown` (a file in or below it,
-    /// named in errors): [`super::dir_chain::check`] first, then the first
-    /// directory of `dir` that exists opened and judged on its descriptor,
-    /// then each missing one made (pushed to `made`) and opened below it.
+    /// named in errors): walked to from `/` on descriptors (see the
+    /// module's notes), then each missing one made (pushed to `made`) and
+    /// opened below the last that exists.
     /// With `made` None nothing is made: a missing directory is an error.
     pub fn open(dir: &Path, shown: &Path, made: Option<&mut MadeDirs>) -> Result<CheckedDir> {
         use super::dir_chain::{Step, judge_fd, judge_link, steps};
