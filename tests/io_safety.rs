@@ -90,7 +90,7 @@ pub(crate) fn inputs(dir: &Path) {
 }
 
 /// The binary with `args` in `dir`, stdin empty.
-fn command(dir: &Path, args: &[&str]) -> Command {
+pub(crate) fn command(dir: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(BIN);
     c.args(args).current_dir(dir).stdin(Stdio::null());
     c

@@ -10,7 +10,7 @@ use std::os::unix::fs::{PermissionsExt, chown, lchown, symlink};
 use std::path::Path;
 
 use crate::io_safety::{
-    FLEET, GITOPS_REACHABLE, MERGE, RENDER_IGN, RENDER_MC, dropins, inputs, ok, run,
+    FLEET, GITOPS_REACHABLE, MERGE, RENDER_IGN, RENDER_MC, command, dropins, inputs, ok, run,
 };
 use crate::support::{scratch_dir, skipped, stderr, test_iso};
 
@@ -299,4 +299,79 @@ fn no_writer_makes_writes_or_removes_anything_in_a_hostile_directory() {
             .join("tree/etc/systemd/system-generators/kubelet-labeler")
             .exists()
     );
+}
+
+/// Review 18 r18c F2: a link another user puts at the first missing name
+/// of an output directory (here in a 1770 directory of root's whose group
+/// they are in), right after the gate's check by path found nothing there,
+/// is never followed: the gate walks from `/` on descriptors and meets it.
+/// No race: an LD_PRELOAD shim (`support/link_after_miss.c`) makes the
+/// link when that lookup finds the name missing. Every writer refuses it
+/// and writes nothing where it leads (a 0700 directory of root's).
+#[test]
+fn a_link_put_at_a_missing_name_after_the_check_is_not_followed() {
+    let tmp = scratch_dir();
+    let dir = tmp.path().canonicalize().unwrap();
+    inputs(&dir);
+    let shared = dir.join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    if chown(&shared, Some(0), Some(4242)).is_err() {
+        skipped::skipped("another user's link: chown needs root");
+        return;
+    }
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1770)).unwrap();
+    let private = dir.join("private");
+    std::fs::create_dir(&private).unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let Some(cc) = skipped::tool("cc") else {
+        return;
+    };
+    let so = dir.join("link_after_miss.so");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/link_after_miss.c");
+    let st = std::process::Command::new(cc)
+        .args(["-shared", "-fPIC", "-O2", "-o"])
+        .arg(&so)
+        .arg(&src)
+        .arg("-ldl")
+        .status()
+        .unwrap();
+    assert!(st.success(), "compiling the shim");
+    let new = shared.join("new");
+    for args in writers("shared/new", false) {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        // Each lookup that finds the name missing in turn, until none is
+        // left (the run then writes into a directory of its own there).
+        for skip in 0.. {
+            assert!(
+                skip < 20,
+                "{args:?}: the shim never stopped making the link"
+            );
+            let _ = std::fs::remove_file(&new);
+            let _ = std::fs::remove_dir_all(&new);
+            let o = command(&dir, &args)
+                .env("LD_PRELOAD", &so)
+                .env("LINK_AT", &new)
+                .env("LINK_TO", &private)
+                .env("LINK_UID", "65534")
+                .env("LINK_SKIP", skip.to_string())
+                .output()
+                .unwrap();
+            let err = stderr(&o);
+            assert_eq!(
+                listing(&private),
+                Vec::<String>::new(),
+                "{args:?} (lookup {skip}) wrote through the link: {err}"
+            );
+            if !std::fs::symlink_metadata(&new).is_ok_and(|m| m.file_type().is_symlink()) {
+                assert!(o.status.success() && new.is_dir(), "{args:?}: {err}");
+                break;
+            }
+            assert!(
+                !o.status.success()
+                    && err
+                        .contains("new on the way is a symlink owned by another user (uid 65534)"),
+                "{args:?} (lookup {skip}): {err}"
+            );
+        }
+    }
 }

@@ -1,30 +1,35 @@
 //! The one gate for every directory the CLI writes a file into or removes
 //! one from (`-o`, `--output-dir`, `man --output-dir`, `render dropins
-//! --root` and its `--remove`; review 17 r17c F3, F4). Before anything is
-//! made, [`super::dir_chain::check`] runs on the path down to the first
-//! directory that exists; that one is opened and judged again on its
-//! descriptor, and each missing directory below it is made (`mkdirat`) and
-//! opened (`O_NOFOLLOW|O_DIRECTORY`) one name at a time relative to the one
-//! above, and judged on its descriptor too. Temp files, renames, removals
-//! and the undoing of what was made all go through the held descriptor:
-//! a link swapped in after the checks is never followed.
+//! --root` and its `--remove`; review 17 r17c F3, F4). The walk to it is
+//! the check (review 18 r18c F2): from `/`, one name at a time with
+//! `openat(O_PATH|O_NOFOLLOW)` below the descriptor held, each directory
+//! judged ([`super::dir_chain`]) on its descriptor before the walk goes
+//! below it, a link (root's or ours) read from its own descriptor and
+//! walked on from where it sits; no path is resolved twice. Each missing
+//! directory below is made (`mkdirat`) and opened (`O_NOFOLLOW|O_DIRECTORY`)
+//! the same way. Temp files, renames, removals and the undoing of what was
+//! made all go through the held descriptor: a link swapped in after the
+//! checks is never followed.
 
 use std::ffi::{CString, OsStr, c_char, c_int, c_uint};
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use crate::node::nodefs::flags::{O_CLOEXEC, O_CREAT, O_DIRECTORY, O_EXCL, O_NOFOLLOW, O_WRONLY};
+use crate::node::nodefs::flags::{
+    O_CLOEXEC, O_CREAT, O_DIRECTORY, O_EXCL, O_NOFOLLOW, O_PATH, O_WRONLY,
+};
 
 unsafe extern "C" {
     fn openat(dirfd: c_int, path: *const c_char, flags: c_int, ...) -> c_int;
     fn mkdirat(dirfd: c_int, path: *const c_char, mode: c_uint) -> c_int;
     fn unlinkat(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int;
+    fn readlinkat(dirfd: c_int, path: *const c_char, buf: *mut c_char, size: usize) -> isize;
     fn renameat(olddirfd: c_int, old: *const c_char, newdirfd: c_int, new: *const c_char) -> c_int;
 }
 
@@ -32,6 +37,29 @@ const AT_REMOVEDIR: c_int = 0x200;
 const ELOOP: i32 = 40;
 const ENOTDIR: i32 = 20;
 const EEXIST: i32 = 17;
+const ENOENT: i32 = 2;
+const AT_FDCWD: c_int = -100;
+
+/// The target of the link held (`O_PATH|O_NOFOLLOW`) at `fd`.
+fn read_link(fd: &File) -> std::io::Result<PathBuf> {
+    let mut buf = vec![0u8; 4097];
+    // SAFETY: a held descriptor, an empty NUL-terminated name (the link
+    // itself) and a buffer of `buf.len()` bytes.
+    let n = unsafe {
+        readlinkat(
+            fd.as_raw_fd(),
+            c"".as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    let n = usize::try_from(n).map_err(|_| std::io::Error::last_os_error())?;
+    if n >= buf.len() {
+        return Err(std::io::Error::other("its target is too long"));
+    }
+    buf.truncate(n);
+    Ok(PathBuf::from(std::ffi::OsString::from_vec(buf)))
+}
 
 fn cvt(ret: c_int) -> std::io::Result<c_int> {
     if ret < 0 {
@@ -76,69 +104,134 @@ impl MadeDirs {
 
 impl CheckedDir {
     /// The directory `dir`, for writing `shown` (a file in or below it,
-    /// named in errors): [`super::dir_chain::check`] first, then the first
-    /// directory of `dir` that exists opened and judged on its descriptor,
-    /// then each missing one made (pushed to `made`) and opened below it.
+    /// named in errors): walked to from `/` on descriptors (see the
+    /// module's notes), then each missing one made (pushed to `made`) and
+    /// opened below the last that exists.
     /// With `made` None nothing is made: a missing directory is an error.
     pub fn open(dir: &Path, shown: &Path, made: Option<&mut MadeDirs>) -> Result<CheckedDir> {
+        use super::dir_chain::{Step, judge_fd, judge_link, steps};
+        // By path first, for its messages; what counts is the walk below.
         super::dir_chain::check(shown)?;
         let dir = if dir.as_os_str().is_empty() {
             Path::new(".")
         } else {
             dir
         };
-        let mut base = dir.to_path_buf();
-        loop {
-            match std::fs::metadata(&base) {
-                Ok(m) if m.is_dir() => break,
-                Ok(_) => bail!(
+        let abs = if dir.is_absolute() {
+            dir.to_path_buf()
+        } else {
+            std::env::current_dir()
+                .context("reading the current directory")?
+                .join(dir)
+        };
+        // Review 18 r18c F2: from `/` on held descriptors, one name at a
+        // time, never following a link by path: each directory is judged
+        // on what was opened before the walk goes below it, and a link
+        // (root's or ours only) is read from its descriptor and walked on
+        // from the directory it sits in. No path is resolved twice.
+        // SAFETY: a NUL-terminated path.
+        let root =
+            cvt(unsafe { openat(AT_FDCWD, c"/".as_ptr(), O_PATH | O_DIRECTORY | O_CLOEXEC) })
+                .context("opening /")?;
+        // SAFETY: a descriptor just opened, owned by nothing else.
+        let root = CheckedDir {
+            fd: unsafe { File::from_raw_fd(root) },
+            path: PathBuf::from("/"),
+        };
+        judge_fd(shown, &root.path, &root.fd)?;
+        let mut held = vec![root];
+        let mut todo = steps(&abs);
+        let mut links = 0;
+        while let Some(step) = todo.pop() {
+            let name = match step {
+                Step::Root => {
+                    held.truncate(1);
+                    continue;
+                }
+                Step::Parent => {
+                    if held.len() > 1 {
+                        held.pop();
+                    }
+                    continue;
+                }
+                Step::Name(name) => name,
+            };
+            let Some(at) = held.last() else {
+                bail!("{}: no directory of it exists", shown.display());
+            };
+            let c = c_name(&name)?;
+            let next = at.path.join(&name);
+            // SAFETY: a held descriptor and a NUL-terminated name.
+            let fd = cvt(unsafe {
+                openat(
+                    at.fd.as_raw_fd(),
+                    c.as_ptr(),
+                    O_PATH | O_NOFOLLOW | O_CLOEXEC,
+                )
+            });
+            let fd = match fd {
+                Ok(fd) => fd,
+                Err(e) if e.raw_os_error() == Some(ENOENT) => {
+                    todo.push(Step::Name(name));
+                    break;
+                }
+                Err(e) => return Err(e).with_context(|| format!("opening {}", next.display())),
+            };
+            // SAFETY: a descriptor just opened, owned by nothing else.
+            let fd = unsafe { File::from_raw_fd(fd) };
+            let meta = fd
+                .metadata()
+                .with_context(|| format!("reading {}", next.display()))?;
+            if meta.file_type().is_symlink() {
+                links += 1;
+                judge_link(shown, &next, links, &meta)?;
+                let to = read_link(&fd).with_context(|| format!("reading {}", next.display()))?;
+                // Walked on from the link's directory (held), or from `/`.
+                todo.extend(steps(&to));
+                continue;
+            }
+            if !meta.is_dir() {
+                bail!(
                     "{}: {} is not a directory; not writing there: move it away or choose \
                      another path",
                     shown.display(),
-                    base.display()
-                ),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound && base != Path::new(".") => {}
-                Err(e) => return Err(e).with_context(|| format!("reading {}", base.display())),
+                    next.display()
+                );
             }
-            base = match base.parent() {
-                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-                // Relative, and nothing of it exists: below `.`.
-                Some(_) => PathBuf::from("."),
-                None => bail!("{}: no directory of it exists", shown.display()),
-            };
+            let d = CheckedDir { fd, path: next };
+            judge_fd(shown, &d.path, &d.fd)?;
+            held.push(d);
         }
-        let rest: Vec<Component> = match dir.strip_prefix(&base) {
-            Ok(rest) => rest.components().collect(),
-            Err(_) if base == Path::new(".") => dir.components().collect(),
-            Err(_) => bail!("{}: not below {}", dir.display(), base.display()),
+        let Some(mut at) = held.pop() else {
+            bail!("{}: no directory of it exists", shown.display());
         };
-        use std::os::unix::fs::OpenOptionsExt;
-        // Links on the way to `base` were followed by the chain check (ours
-        // or root's only): the kernel follows the same ones.
-        let fd = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(O_DIRECTORY | O_CLOEXEC)
-            .open(&base)
-            .with_context(|| format!("opening {}", base.display()))?;
-        let mut at = CheckedDir { fd, path: base };
-        super::dir_chain::judge_fd(shown, &at.path, &at.fd)?;
+        // Shown as given when no link was followed.
+        if links == 0 {
+            let mut base = dir;
+            for _ in 0..todo.len() {
+                base = match base.parent() {
+                    Some(p) if !p.as_os_str().is_empty() => p,
+                    _ => Path::new("."),
+                };
+            }
+            at.path = base.to_path_buf();
+        }
         let mut made = made;
-        for c in rest {
-            let name = match c {
-                Component::CurDir => continue,
-                Component::Normal(n) => n,
-                _ => bail!(
+        while let Some(step) = todo.pop() {
+            let name = match step {
+                Step::Name(n) => n,
+                Step::Root | Step::Parent => bail!(
                     "{}: {} does not exist; give a path without `..` below a missing directory",
                     shown.display(),
-                    at.path.join(c.as_os_str()).display()
+                    at.path.join("..").display()
                 ),
             };
             at = match made.as_deref_mut() {
-                Some(made) => at.child(name, shown, made)?,
+                Some(made) => at.child(&name, shown, made)?,
                 None => bail!(
                     "{}: {} does not exist",
                     shown.display(),
-                    at.path.join(name).display()
+                    at.path.join(&name).display()
                 ),
             };
         }

@@ -85,22 +85,7 @@ pub fn check(path: &Path) -> Result<()> {
         };
         if meta.file_type().is_symlink() {
             links += 1;
-            if links > 40 {
-                bail!(
-                    "{}: more than 40 symlinks on the way; not writing there",
-                    path.display()
-                );
-            }
-            let (me, owner) = (euid(), meta.uid());
-            if owner != me && owner != 0 {
-                bail!(
-                    "{}: {} on the way is a symlink owned by another user (uid {owner}), who \
-                     can point it anywhere; not writing there: give the path it leads to, in a \
-                     directory that you (uid {me}) or root own",
-                    path.display(),
-                    next.display()
-                );
-            }
+            judge_link(path, &next, links, &meta)?;
             let to = fs::read_link(&next).with_context(|| format!("reading {}", next.display()))?;
             // Read from the link's directory (`at`), or from `/`.
             todo.extend(steps(&to));
@@ -116,14 +101,36 @@ pub fn check(path: &Path) -> Result<()> {
     Ok(())
 }
 
-enum Step {
+/// A link met on the way to `path` at `next` (the `links`th): followed only
+/// when root or we own it, and at most 40 of them.
+pub(super) fn judge_link(path: &Path, next: &Path, links: u32, meta: &fs::Metadata) -> Result<()> {
+    if links > 40 {
+        bail!(
+            "{}: more than 40 symlinks on the way; not writing there",
+            path.display()
+        );
+    }
+    let (me, owner) = (euid(), meta.uid());
+    if owner != me && owner != 0 {
+        bail!(
+            "{}: {} on the way is a symlink owned by another user (uid {owner}), who \
+             can point it anywhere; not writing there: give the path it leads to, in a \
+             directory that you (uid {me}) or root own",
+            path.display(),
+            next.display()
+        );
+    }
+    Ok(())
+}
+
+pub(super) enum Step {
     Root,
     Parent,
     Name(std::ffi::OsString),
 }
 
 /// The steps of `path`, last first (a stack).
-fn steps(path: &Path) -> Vec<Step> {
+pub(super) fn steps(path: &Path) -> Vec<Step> {
     (path.components().rev())
         .filter_map(|c| match c {
             Component::RootDir | Component::Prefix(_) => Some(Step::Root),
@@ -154,9 +161,14 @@ fn has_access_acl(dir: &Path) -> bool {
 }
 
 /// Whether the directory open at `dir` carries an access ACL beyond its
-/// mode bits.
+/// mode bits. An `O_PATH` descriptor (the gate's walk) is read through
+/// `/proc/self/fd`, which names the inode held; when that cannot be read
+/// either, it is taken to carry one.
 fn fd_has_access_acl(dir: &fs::File) -> bool {
     use std::os::fd::AsRawFd;
+    const EBADF: i32 = 9;
+    const ENODATA: i32 = 61;
+    const EOPNOTSUPP: i32 = 95;
     // SAFETY: a held descriptor, a NUL-terminated name; a size of 0 asks
     // the size only, nothing is written.
     let n = unsafe {
@@ -167,7 +179,28 @@ fn fd_has_access_acl(dir: &fs::File) -> bool {
             0,
         )
     };
+    if n >= 0 || std::io::Error::last_os_error().raw_os_error() != Some(EBADF) {
+        return n > 0;
+    }
+    let Ok(c) = std::ffi::CString::new(format!("/proc/self/fd/{}", dir.as_raw_fd())) else {
+        return true;
+    };
+    // SAFETY: both strings are NUL-terminated; a size of 0 asks the size
+    // only, nothing is written.
+    let n = unsafe {
+        getxattr(
+            c.as_ptr(),
+            c"system.posix_acl_access".as_ptr(),
+            std::ptr::null_mut(),
+            0,
+        )
+    };
     n > 0
+        || (n < 0
+            && !matches!(
+                std::io::Error::last_os_error().raw_os_error(),
+                Some(ENODATA | EOPNOTSUPP)
+            ))
 }
 
 /// [`check`]'s judgement of one directory, on the descriptor `fd` open at
