@@ -175,3 +175,71 @@ fn a_node_whose_boot_changes_its_pool_registers_fenced() {
         "{e}"
     );
 }
+
+/// Review 18 r18a F2: a pool of the cluster left off the ISO, given with
+/// `--cluster-pools` (`oc get machineconfigpools -o yaml`), is in every
+/// pool's installed-pool record by its nodeSelector, never in the live
+/// table (no machine installs into it); without the option, a warning
+/// naming it.
+#[test]
+fn cluster_pools_off_the_iso_are_in_the_record() {
+    use crate::iso_fleet::gitops;
+    use crate::iso_fleet_cli::{fleet_args, stand_in_selector};
+    let tmp = scratch_dir();
+    let dir = tmp.path();
+    let Some(iso) = base_iso(dir) else { return };
+    let sel = stand_in_selector(dir);
+    let gpu = gitops(
+        dir,
+        "worker-gpu",
+        "feature.node.kubernetes.io/gpu=true",
+        &sel,
+    );
+    let mcps = dir.join("mcp.yaml");
+    write(
+        &mcps,
+        "apiVersion: v1\nkind: List\nitems:\n\
+         - apiVersion: machineconfiguration.openshift.io/v1\n  kind: MachineConfigPool\n  \
+         metadata: {name: worker}\n  spec:\n    machineConfigSelector:\n      matchExpressions:\n      - {key: machineconfiguration.openshift.io/role, operator: In, values: [worker, worker]}\n    nodeSelector:\n      matchLabels:\n        \
+         node-role.kubernetes.io/worker: \"\"\n\
+         - apiVersion: machineconfiguration.openshift.io/v1\n  kind: MachineConfigPool\n  \
+         metadata: {name: worker-big}\n  spec:\n    machineConfigSelector:\n      matchExpressions:\n      - {key: machineconfiguration.openshift.io/role, operator: In, values: [worker, worker-big]}\n    nodeSelector:\n      matchLabels:\n        \
+         example.com/big: \"true\"\n",
+    );
+    let build = |cluster: bool| {
+        let out = dir.join(format!("fleet-{cluster}.iso"));
+        let mut c = fleet_args(dir);
+        c.args(["--dest-device", "/dev/sda", "-o"])
+            .arg(&out)
+            .arg(&iso)
+            .arg(format!("--pool=worker-gpu={}", gpu.display()))
+            .arg("--pool=worker");
+        if cluster {
+            c.arg("--cluster-pools").arg(&mcps);
+        }
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}", said(&o));
+        (out, said(&o))
+    };
+    let (_, told) = build(false);
+    assert!(told.contains("warning: without --cluster-pools"), "{told}");
+    let (out, told) = build(true);
+    assert!(!told.contains("--cluster-pools"), "{told}");
+    let live = iso_show(&out);
+    let table = Table::parse(&config_file(&live, TABLE_PATH)).unwrap();
+    let names: Vec<&str> = table.pools.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["worker-gpu", "worker"]);
+    for pool in ["worker", "worker-gpu"] {
+        let ign = format!("{}/{pool}.ign", TABLE_PATH.rsplit_once('/').unwrap().0);
+        let dest: Value = serde_json::from_str(&config_file(&live, &ign)).unwrap();
+        let text = config_file(&dest, INSTALLED_POOL_PATH);
+        let record = Table::parse(&text).unwrap();
+        let names: Vec<&str> = record.pools.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names.len(), 3, "{text}");
+        assert_eq!(names[0], pool, "{text}");
+        assert!(
+            text.contains("pool worker-big custom -\nin example.com/big true\n"),
+            "{text}"
+        );
+    }
+}

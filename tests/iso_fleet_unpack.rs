@@ -157,6 +157,7 @@ fn every_pool_draws_from_one_budget() {
             ("worker-numa".into(), Some(numa.clone())),
             ("worker".into(), None),
         ],
+        cluster_pools: None,
         dest_device: Some("/dev/sda".into()),
         pool_devices: Vec::new(),
         rules: None,

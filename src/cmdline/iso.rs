@@ -47,6 +47,12 @@ pub struct IsoFleetConfig {
     /// both. `worker` alone: the built-in pool, its pointer from --mcs-url
     #[arg(long = "pool", value_name = "NAME[=SOURCE]", required = true)]
     pub pools: Vec<String>,
+    /// The cluster's MachineConfigPools (oc get machineconfigpools -o
+    /// yaml): each is recorded on the installed node by its nodeSelector,
+    /// not installed into, so its wrapper fences and its sync holds a
+    /// label change selecting a pool left off the ISO
+    #[arg(long, value_name = "FILE")]
+    pub cluster_pools: Option<PathBuf>,
     /// Install destination device of every pool without its own
     /// (--pool-dest-device). Wiped without a prompt on every machine whose
     /// hardware selects a pool

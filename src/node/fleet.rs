@@ -316,8 +316,32 @@ pub fn choose<'a>(pools: &'a [Pool], labels: &[(String, String)]) -> Result<&'a 
 /// installed one) reads it unchanged. Without the table's variables: the
 /// node has its own.
 pub fn installed_record(installed: &Pool, pools: &[Pool]) -> Table {
+    installed_record_with(installed, pools, &[])
+}
+
+/// The `config` of a pool the record lists only to judge by (`iso fleet
+/// --cluster-pools`): one of the cluster's pools not on the ISO, never an
+/// install target (the live table, which the selector installs from, does
+/// not hold it).
+pub const CLUSTER_POOL_CONFIG: &str = "-";
+
+/// [`installed_record`], then each pool of `cluster` (the cluster's
+/// MachineConfigPools) not among `pools`, with [`CLUSTER_POOL_CONFIG`]:
+/// the wrapper's fence and the sync's guard choose among them too, so a
+/// label change selecting a pool left off the ISO is seen.
+pub fn installed_record_with(installed: &Pool, pools: &[Pool], cluster: &[Pool]) -> Table {
     let mut all = vec![installed.clone()];
     all.extend(pools.iter().filter(|p| p.name != installed.name).cloned());
+    for p in cluster {
+        if !all.iter().any(|a| a.name == p.name) {
+            all.push(Pool {
+                config: CLUSTER_POOL_CONFIG.to_string(),
+                static_labels: Vec::new(),
+                device: None,
+                ..p.clone()
+            });
+        }
+    }
     Table {
         env: Vec::new(),
         pools: all,

@@ -197,8 +197,16 @@ pub fn fleet(c: IsoFleetConfig) -> Result<ExitCode> {
     machineconfig::check_wrapper(&selector, arch, &selector_path)?;
     wrappers::check_ours(&selector, wrappers::Program::Selector, &selector_path)
         .map_err(|e| anyhow::anyhow!("{e}{}", hint(arch)))?;
+    if c.cluster_pools.is_none() {
+        say!(
+            "warning: without --cluster-pools (oc get machineconfigpools -o yaml) the installed \
+             nodes judge a label change only among the pools given with --pool: one selecting \
+             another pool of the cluster is neither fenced at registration nor held by the sync"
+        );
+    }
     let built = fleet::build(&fleet::FleetOptions {
         pools,
+        cluster_pools: c.cluster_pools.clone(),
         dest_device: c.dest_device.clone(),
         pool_devices,
         rules,

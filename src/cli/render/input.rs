@@ -50,6 +50,11 @@ pub const FLEET_POOL: Limit = Limit {
     flag: "iso fleet --pool",
     bytes: 64 * MIB,
 };
+/// `iso fleet --cluster-pools`: the cluster's MachineConfigPools.
+pub const FLEET_CLUSTER_POOLS: Limit = Limit {
+    flag: "iso fleet --cluster-pools",
+    bytes: 16 * MIB,
+};
 /// A static selector is about 0.2 MiB; the fleet ISO's embed area, 256 KiB
 /// compressed, holds it.
 pub const SELECTOR: Limit = Limit {

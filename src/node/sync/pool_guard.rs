@@ -230,6 +230,25 @@ mod tests {
         }
     }
 
+    /// r18a F2: a cluster pool left off the ISO (`iso fleet
+    /// --cluster-pools`) is in the record as written and read back, never
+    /// an install target: a label change selecting it is held, naming it.
+    #[test]
+    fn a_cluster_pool_off_the_iso_is_judged_too() {
+        let pools = pools();
+        let on_iso = [pools[0].clone()];
+        let text = fleet::installed_record_with(&pools[0], &on_iso, &pools).to_text();
+        assert!(text.contains("pool worker-gpu custom -\n"), "{text}");
+        let record = Table::parse(&text).map_err(|e| e.to_string());
+        let plain = labels(&[("example.com/zone", "a")]);
+        let why = pool_move(&record, &plain, &labels(&[("example.com/gpu", "true")])).unwrap();
+        assert!(why.contains("select pool worker-gpu"), "{why}");
+        assert_eq!(
+            pool_move(&record, &plain, &labels(&[("example.com/zone", "b")])),
+            None
+        );
+    }
+
     /// In reconcile: installed into worker-gpu, the rules no longer give
     /// its label and add another: both left (drift), no label in the
     /// patch, the removed key still listed as ours and the added one not,

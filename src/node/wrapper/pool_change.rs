@@ -194,6 +194,22 @@ mod tests {
 
     const SPECIAL: &str = "--node-labels=feature.node.kubernetes.io/special=true";
 
+    /// r18a F2: a record naming a cluster pool left off the ISO (`iso
+    /// fleet --cluster-pools`) fences a registration selecting it.
+    #[test]
+    fn a_cluster_pool_off_the_iso_is_fenced() {
+        let pools = fleet_pools();
+        let on_iso = [pools[1].clone()];
+        let text = fleet::installed_record_with(&pools[1], &on_iso, &pools).to_text();
+        let record = fleet::Table::parse(&text).unwrap();
+        assert_eq!(record.pools.len(), 3);
+        let special = labels_of_argv(&argv(&["kubelet", "--v=2", SPECIAL]));
+        let why = fleet::pool_change(&record, &special).unwrap();
+        assert!(why.contains("select pool worker-special"), "{why}");
+        let plain = labels_of_argv(&argv(&["kubelet", "--node-labels=a=b"]));
+        assert_eq!(fleet::pool_change(&record, &plain), None);
+    }
+
     /// The MCO's precedence against the installed pool: the same pool, no
     /// change; another, none, or two custom pools: a change, naming both.
     #[test]

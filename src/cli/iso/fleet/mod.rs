@@ -5,6 +5,7 @@
 //! only the selector writes: without its choice there is nothing to install.
 //! The pools' sources are read in `pools`.
 
+mod cluster_pools;
 mod inputs;
 pub mod no_proxy;
 mod pools;
@@ -26,7 +27,7 @@ use crate::node::contract::{
 };
 use crate::node::fleet::{
     DEST_PATH, INSTALLED_POOL_PATH, Pool, PoolKind, Requirement, SELECT_PATH, TABLE_PATH, Table,
-    WORKER_ROLE_LABEL, installed_record,
+    WORKER_ROLE_LABEL, installed_record_with,
 };
 use pools::{
     Found, check_device, check_pool_name, check_wrapper_runs, merge_source, pool_configs, pool_env,
@@ -53,6 +54,9 @@ fn role_env_dropin_path() -> String {
 pub struct FleetOptions {
     /// `--pool NAME[=SOURCE]`, in order given.
     pub pools: Vec<(String, Option<PathBuf>)>,
+    /// `--cluster-pools FILE`: the cluster's MachineConfigPools, recorded
+    /// in each installed-pool record to judge by (never installed into).
+    pub cluster_pools: Option<PathBuf>,
     /// `--dest-device`: every pool's destination device but those in
     /// `pool_devices`.
     pub dest_device: Option<String>,
@@ -304,9 +308,15 @@ fn build_in_budget(o: &FleetOptions) -> Result<Fleet> {
     }
     // Each pool's record names every pool: the node checks its registration
     // against the whole table (`wrapper::pool_change`).
+    // With --cluster-pools, the cluster's other pools too (r18a F2).
+    let cluster = match &o.cluster_pools {
+        Some(path) => cluster_pools::read(path)?,
+        None => Vec::new(),
+    };
     for (pool, pointer) in table.pools.iter().zip(pointers) {
         let name = &pool.name;
-        let config = dest_config(pointer, &installed_record(pool, &table.pools))?;
+        let record = installed_record_with(pool, &table.pools, &cluster);
+        let config = dest_config(pointer, &record)?;
         crate::cli::iso::check_ignition(&config, &format!("pool {name}'s destination config"))?;
         dest.insert(name.clone(), config);
     }
@@ -706,6 +716,7 @@ mod tests {
     fn options(pools: Vec<(String, Option<PathBuf>)>, rules: Option<&str>) -> FleetOptions {
         FleetOptions {
             pools,
+            cluster_pools: None,
             dest_device: Some("/dev/sda".into()),
             pool_devices: Vec::new(),
             rules: rules.map(str::to_string),
