@@ -93,6 +93,7 @@ mod tools_listed;
 mod unit_systemd_diff;
 mod unit_systemd_fuzz;
 mod value_forms;
+mod verdict_closed_pipe;
 mod wrapper_faults;
 mod wrapper_systemd_e2e;
 mod yaml_readers;

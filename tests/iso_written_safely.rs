@@ -307,3 +307,76 @@ fn show_says_the_kargs_refusal_first_and_keeps_it_on_a_closed_pipe() {
     assert!(o.stdout == std::fs::read(&p).unwrap());
     assert_eq!(stderr(&o).matches(URL).count(), 1, "{}", stderr(&o));
 }
+
+/// Review 18 r18c F1: `iso embed -o -` from an input of ours that another
+/// user may write through an ACL entry (`user:65534:rw-`; its mode shows
+/// 0660, the group ours). They change it while it streams: the image
+/// streamed is the one checked (from a private copy), without their
+/// `ignition.config.url=`. Before, the mode-bit gate passed it and the
+/// stream carried their argument, exit 0.
+#[test]
+fn a_stream_is_made_from_a_checked_private_copy() {
+    use std::io::Read;
+    let Some(fx) = fixtures() else { return };
+    let Some(ci) = skipped::tool("coreos-installer") else {
+        return;
+    };
+    let tmp = scratch_dir();
+    let d = tmp.path();
+    chmod(d, 0o711);
+    let input = base_iso(d, &fx);
+    let config = d.join("c.ign");
+    std::fs::write(&config, r#"{"ignition":{"version":"3.4.0"}}"#).unwrap();
+    let expected = d.join("expected.iso");
+    ok(run(bin()
+        .args(["iso", "embed", "-i"])
+        .arg(&config)
+        .arg("-o")
+        .arg(&expected)
+        .arg(&input)));
+    let expected = std::fs::read(&expected).unwrap();
+    chmod(&input, 0o660);
+    let acl = Command::new("setfacl")
+        .args(["-m", "u:65534:rw"])
+        .arg(&input)
+        .status();
+    if !acl.is_ok_and(|s| s.success()) {
+        skipped::skipped("an ACL entry: setfacl on the scratch directory");
+        return;
+    }
+    let as_them = || {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
+        c
+    };
+    let may = as_them().arg("test").arg("-w").arg(&input).status();
+    if !may.is_ok_and(|s| s.success()) {
+        skipped::skipped("another user's write through an ACL: setpriv needs root");
+        return;
+    }
+    let mut child = bin()
+        .args(["iso", "embed", "-o", "-", "-i"])
+        .arg(&config)
+        .arg(&input)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    // The stream has begun (and blocks on the full pipe): they change the
+    // input's kernel arguments, in place.
+    let mut streamed = vec![0; 4096];
+    stdout.read_exact(&mut streamed).unwrap();
+    ok(run(as_them()
+        .arg(&ci)
+        .args(["iso", "kargs", "modify", "-a", URL])
+        .arg(&input)));
+    assert!(ci_shows(&ci, "kargs", &input).contains(URL));
+    stdout.read_to_end(&mut streamed).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = d.join("out.iso");
+    std::fs::write(&out, &streamed).unwrap();
+    assert!(!ci_shows(&ci, "kargs", &out).contains(URL));
+    assert!(streamed == expected, "the stream is not the image checked");
+}

@@ -64,6 +64,18 @@ pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
+/// A command's data on stdout, then its verdict as the exit code. A reader
+/// that stops early (`| head`, `| grep -q`) closes stdout; the verdict
+/// stands: a closed pipe is quiet success only when nothing but data is
+/// left, never a failure turned into success (review 18 r18c F3). Any
+/// other write error is the run's error.
+pub fn data_then_verdict(text: impl AsRef<[u8]>, verdict: ExitCode) -> Result<ExitCode> {
+    match to_stdout(text) {
+        Err(e) if is_broken_pipe(&e) => Ok(verdict),
+        other => other.map(|()| verdict),
+    }
+}
+
 /// All of a subcommand's output: a closed stdout is an error (quiet, see
 /// main), never the panic of `print!`.
 pub fn to_stdout(text: impl AsRef<[u8]>) -> Result<()> {

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use crate::cli::args::{existing_dir, stdin_at_most_once};
-use crate::cli::output::{say, terminal_safe, to_stdout};
+use crate::cli::output::{say, terminal_safe};
 use crate::cli::render::{input, layout};
 use crate::cmdline::{ExplainConfig, NfdLabelsArg};
 use crate::node::kubelet::Profile;
@@ -99,12 +99,19 @@ pub fn run(c: ExplainConfig) -> Result<ExitCode> {
         e.strip_root(&root);
     }
     e.errors.extend(clashes);
-    if c.json {
-        to_stdout(serde_json::to_string_pretty(&e)? + "\n")?;
+    // A preflight: exit 1 whenever our additions would not reach kubelet,
+    // kept (and said below) when a reader closes stdout early.
+    let verdict = if e.errors.is_empty() && e.left_out.is_none() {
+        ExitCode::SUCCESS
     } else {
-        to_stdout(terminal_safe(&explain::render_human(&e)))?;
-    }
-    // A preflight: exit 1 whenever our additions would not reach kubelet.
+        ExitCode::FAILURE
+    };
+    let text = if c.json {
+        serde_json::to_string_pretty(&e)? + "\n"
+    } else {
+        terminal_safe(&explain::render_human(&e))
+    };
+    let code = crate::cli::output::data_then_verdict(text, verdict)?;
     for err in &e.errors {
         say!("kubelet-labeler: {}", terminal_safe(err));
     }
@@ -114,11 +121,7 @@ pub fn run(c: ExplainConfig) -> Result<ExitCode> {
             terminal_safe(why)
         );
     }
-    Ok(if e.errors.is_empty() && e.left_out.is_none() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(code)
 }
 
 /// `explain --facts`: one NodeFeature (or `facts --json` output), YAML or

@@ -300,10 +300,11 @@ fn fleet_preview(
     roots: &[std::path::PathBuf],
 ) -> Result<ExitCode> {
     let (text, all) = iso::fleet::preview(built, iso_arch, default_device, roots);
-    to_stdout(text)?;
-    Ok(if all {
+    // Kept when a reader closes stdout early (`| head`).
+    let verdict = if all {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
-    })
+    };
+    crate::cli::output::data_then_verdict(text, verdict)
 }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use crate::cli::args::Usage;
-use crate::cli::output::{terminal_safe, to_stdout};
+use crate::cli::output::terminal_safe;
 use crate::cmdline::{FailOnArg, PlanConfig, PlanFormatArg};
 use crate::node::kubelet::Profile;
 
@@ -28,11 +28,11 @@ pub fn run(c: PlanConfig) -> Result<ExitCode> {
     // Node names and labels come from a fleet export: no escape code of
     // theirs reaches a terminal (JSON escapes its own, and stays JSON).
     let text = plan::render(&p, format);
-    if matches!(format, plan::Format::Json) {
-        to_stdout(text)?;
+    let text = if matches!(format, plan::Format::Json) {
+        text
     } else {
-        to_stdout(terminal_safe(&text))?;
-    }
+        terminal_safe(&text)
+    };
     let fails = |f: &FailOnArg| match f {
         FailOnArg::Reboot => p.reboot > 0,
         FailOnArg::Lockout => p.lockout > 0,
@@ -44,13 +44,14 @@ pub fn run(c: PlanConfig) -> Result<ExitCode> {
     } else {
         c.fail_on.iter().any(fails)
     };
-    // The MCO refuses a pool's change: a refusal, as bad input is.
-    if p.refused > 0 {
-        return Ok(ExitCode::from(2));
-    }
-    Ok(if failed {
+    // The MCO refuses a pool's change: a refusal, as bad input is. The
+    // verdict is kept when a reader closes stdout early (`| head`).
+    let verdict = if p.refused > 0 {
+        ExitCode::from(2)
+    } else if failed {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
-    })
+    };
+    crate::cli::output::data_then_verdict(text, verdict)
 }

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::cli::output::{say, terminal_safe, to_stdout};
+use crate::cli::output::{say, terminal_safe};
 use crate::cmdline::ValidateConfig;
 use crate::node::kubelet::Profile;
 
@@ -19,11 +19,13 @@ pub fn run(c: ValidateConfig) -> Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     let report = validate_kubelet_args(&c.args, Profile::from(c.profile));
-    if c.json {
-        to_stdout(report.to_json() + "\n")?;
+    let text = if c.json {
+        report.to_json() + "\n"
     } else {
         // It quotes the arguments, which may be pasted from a hostile unit.
-        to_stdout(terminal_safe(&report.to_human()))?;
-    }
-    Ok(ExitCode::from(if report.valid { 0 } else { 1 }))
+        terminal_safe(&report.to_human())
+    };
+    // Kept when a reader closes stdout early (`| head`).
+    let verdict = ExitCode::from(if report.valid { 0 } else { 1 });
+    crate::cli::output::data_then_verdict(text, verdict)
 }
