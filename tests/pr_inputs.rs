@@ -576,9 +576,10 @@ fn plan_reads_modes_and_names_as_kubectl_does() {
     let named = tmp.path().join("named");
     render(&named, &["--rules", rules.to_str().unwrap()]);
     let env = "/etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf";
-    std::fs::create_dir(named.join("extra")).unwrap();
+    // (At the top, listed: a subdirectory its kustomization does not list
+    // is refused, as `kubectl apply -k` leaves it out.)
     std::fs::write(
-        named.join("extra/99-x:kustomization.yaml"),
+        named.join("99-x:kustomization.yaml"),
         mc(
             "99-worker-gpu-clear",
             &format!(
@@ -588,6 +589,7 @@ fn plan_reads_modes_and_names_as_kubectl_does() {
         ),
     )
     .unwrap();
+    crate::support::relist_kustomization(&named, &["99-x:kustomization.yaml"], &[]);
     let o = plan(&base, &named, &fleet, &["--format", "json"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert_eq!(json(&o)["taint_changes"], 2, "{}", stderr(&o));
