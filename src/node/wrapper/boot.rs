@@ -543,9 +543,13 @@ pub fn run(args: &[OsString]) -> i32 {
     // fence alone, then kubelet as it would have been, recorded so, at the
     // cost of a line each.
     // Each passes the final check (the installed pool's) after it is made.
-    let [labels_out, alone] = fail_closed::smaller(&plan, "E2BIG", &|p| gate.check(p));
+    // (Made only then: a start whose exec fails otherwise pays nothing.)
+    let smaller = match err.raw_os_error() == Some(E2BIG) {
+        true => fail_closed::smaller(&plan, "E2BIG", &|p| gate.check(p)),
+        false => [None, None],
+    };
     let whats = ["every taint, without our labels", FENCED_ALONE];
-    for (p, what) in [labels_out, alone].into_iter().zip(whats) {
+    for (p, what) in smaller.into_iter().zip(whats) {
         let Some(p) = p.filter(|_| err.raw_os_error() == Some(E2BIG)) else {
             continue;
         };
