@@ -256,10 +256,10 @@ const BLOCKS: &[(&str, &str, Plan)] = &[
     ),
     (
         "docs/fleet-iso.md",
-        "kubelet-labeler iso fleet -o fleet.iso rhcos-live.x86_64.iso \\",
+        "oc get machineconfigpools -o yaml > mcp.yaml",
         NotHere(
-            "needs the pools' user-data Secrets from a cluster (oc get secret), the user's rules \
-             file and a real live ISO",
+            "needs a cluster (oc get), the pools' user-data Secrets, the user's rules file and \
+             a real live ISO",
         ),
     ),
     (
