@@ -637,6 +637,19 @@ pub fn run(args: &[OsString]) -> i32 {
     0
 }
 
+/// A pool selecting `key=value`, for tests of the pool checks.
+#[cfg(test)]
+pub(crate) fn tests_pool(name: &str, kind: PoolKind, key: &str, value: &str) -> Pool {
+    Pool {
+        name: name.into(),
+        kind,
+        config: format!("{name}.ign"),
+        selector: vec![Requirement::In(key.into(), vec![value.into()])],
+        static_labels: Vec::new(),
+        device: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -159,16 +159,7 @@ mod tests {
     use super::*;
     use crate::node::fleet::{Pool, PoolKind, WORKER_ROLE_LABEL};
 
-    fn pool(name: &str, kind: PoolKind, key: &str, value: &str) -> Pool {
-        Pool {
-            name: name.into(),
-            kind,
-            config: format!("{name}.ign"),
-            selector: vec![Requirement::In(key.into(), vec![value.into()])],
-            static_labels: Vec::new(),
-            device: None,
-        }
-    }
+    use crate::node::fleet::tests_pool as pool;
 
     pub(crate) fn pools() -> Vec<Pool> {
         vec![

@@ -162,18 +162,9 @@ impl Gate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node::fleet::{Pool, PoolKind, Requirement, WORKER_ROLE_LABEL};
+    use crate::node::fleet::{Pool, PoolKind, WORKER_ROLE_LABEL};
 
-    fn pool(name: &str, kind: PoolKind, key: &str, value: &str) -> Pool {
-        Pool {
-            name: name.into(),
-            kind,
-            config: format!("{name}.ign"),
-            selector: vec![Requirement::In(key.into(), vec![value.into()])],
-            static_labels: Vec::new(),
-            device: None,
-        }
-    }
+    use crate::node::fleet::tests_pool as pool;
 
     fn fleet_pools() -> Vec<Pool> {
         vec![
