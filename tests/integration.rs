@@ -61,6 +61,7 @@ mod plan_tolerations;
 mod pr_inputs;
 mod pr_machineconfigs;
 mod pr_objects;
+mod pr_tree;
 mod pr_yaml;
 mod preflight;
 mod preflight_arg_limit;

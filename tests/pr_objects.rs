@@ -257,15 +257,15 @@ fn kinds_plan_cannot_price_are_refused_when_they_change() {
     for (text, says) in [
         (
             network,
-            "Network (operator.openshift.io/v1) \"cluster\" is added",
+            "Network (operator.openshift.io) \"cluster\" is added",
         ),
         (
             policy,
-            "ClusterImagePolicy (config.openshift.io/v1) \"p\" is added",
+            "ClusterImagePolicy (config.openshift.io) \"p\" is added",
         ),
         (
             flux,
-            "Kustomization (kustomize.toolkit.fluxcd.io/v1) \"apps\" is added",
+            "Kustomization (kustomize.toolkit.fluxcd.io) \"apps\" is added",
         ),
     ] {
         refused(
@@ -275,10 +275,89 @@ fn kinds_plan_cannot_price_are_refused_when_they_change() {
     }
     // What never reaches a node passes.
     let neutral = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team\n---\n\
-                   apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  \
-                   name: r\nrules: []\n";
+                   apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: s\n  \
+                   namespace: team\n";
     let o = plan_with("neutral.yaml", neutral);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+}
+
+/// Review 19 r19b F7: RBAC decides who may write what reaches nodes:
+/// cluster-admin bound to `system:nodes` let every node's credential write
+/// MachineConfigs (the real API server said yes), priced as nothing.
+#[test]
+fn an_rbac_change_is_refused_as_unpriced() {
+    let binding = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\n\
+                   metadata:\n  name: node-helper\nroleRef:\n  apiGroup: \
+                   rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: cluster-admin\n\
+                   subjects:\n- apiGroup: rbac.authorization.k8s.io\n  kind: Group\n  \
+                   name: system:nodes\n";
+    refused(
+        &plan_with("rbac.yaml", binding),
+        &[
+            "ClusterRoleBinding (rbac.authorization.k8s.io) \"node-helper\" is added",
+            "plan cannot price a change of this kind",
+        ],
+    );
+}
+
+/// Review 19 r19b F4, F5: which copy of an object given twice the cluster
+/// keeps is the applier's order, not plan's. A cluster-scoped object given
+/// with and without a namespace is one object to the API server (a swap of
+/// the two files changed the Network's MTU migration, priced as nothing);
+/// a KubeletConfig given twice (plan kept the copy it read last, equal to
+/// the base's, while the applier kept the other) is refused, on either side.
+#[test]
+fn an_object_given_twice_is_refused_however_spelt() {
+    let network = |ns: &str, to: u32| {
+        format!(
+            "apiVersion: operator.openshift.io/v1\nkind: Network\nmetadata:\n  name: cluster\n\
+             {ns}spec:\n  migration:\n    mtu:\n      network: {{from: 1400, to: {to}}}\n"
+        )
+    };
+    let (a, b) = (network("", 1400), network("  namespace: default\n", 9000));
+    let tmp = scratch_dir();
+    let (base, pr) = (tmp.path().join("base"), tmp.path().join("pr"));
+    render(&base, &[]);
+    render(&pr, &[]);
+    add(&base, "10-network.yaml", &a);
+    add(&base, "20-network.yaml", &b);
+    add(&pr, "10-network.yaml", &b);
+    add(&pr, "20-network.yaml", &a);
+    let fleet = repo().join("examples/fleet/fleet.json");
+    refused(
+        &plan(&base, &pr, &fleet, &[]),
+        &[
+            "base: Network (operator.openshift.io) \"cluster\" (given with and without a namespace) is given twice",
+        ],
+    );
+    // Another version of the group is the same object.
+    let beta =
+        network("", 9000).replace("operator.openshift.io/v1", "operator.openshift.io/v1beta1");
+    refused(
+        &plan_with("network.yaml", &format!("{a}---\n{beta}")),
+        &["Network (operator.openshift.io) \"cluster\" is given twice"],
+    );
+
+    let kc = |max: u32| {
+        format!(
+            "apiVersion: machineconfiguration.openshift.io/v1\nkind: KubeletConfig\nmetadata:\n  \
+             name: gpu-kubelet\nspec:\n  machineConfigPoolSelector:\n    matchLabels:\n      \
+             pools.operator.machineconfiguration.openshift.io/worker-gpu: \"\"\n  \
+             kubeletConfig:\n    maxPods: {max}\n"
+        )
+    };
+    let tmp = scratch_dir();
+    let (base, pr) = (tmp.path().join("base"), tmp.path().join("pr"));
+    render(&base, &[]);
+    render(&pr, &[]);
+    add(&base, "kc.yaml", &kc(250));
+    // Read first, so that plan's last copy is the base's.
+    add(&pr, "a-kc.yaml", &kc(500));
+    add(&pr, "kc.yaml", &kc(250));
+    refused(
+        &plan(&base, &pr, &fleet, &[]),
+        &["pr: KubeletConfig \"gpu-kubelet\" is given twice"],
+    );
 }
 
 /// The same kind unchanged on both sides is no change.
@@ -416,6 +495,6 @@ fn unpriced_objects_are_told_apart_by_namespace_and_lists_by_items() {
     let list = "apiVersion: example.com/v1\nkind: PolicyList\nmetadata: {name: p}\nspec: {x: 1}\n";
     refused(
         &plan_with("list.yaml", list),
-        &["PolicyList (example.com/v1) \"p\" is added"],
+        &["PolicyList (example.com) \"p\" is added"],
     );
 }

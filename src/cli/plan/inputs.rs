@@ -5,27 +5,21 @@
 //! fleet of NodeFeatures far larger than memory is read in bounded memory.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
+use super::tree;
 use crate::cli::render::input;
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-/// The most one render (all its files) may hold: a pool's MachineConfigs
-/// with four architectures' wrappers are about 1 MiB.
-const RENDER_MAX_BYTES: u64 = 128 << 20;
 /// The most one object of a fleet export may take: etcd stores at most
 /// 1.5 MiB an object, a NodeFeature is about 130 KB.
 pub const OBJECT_MAX_BYTES: u64 = 16 << 20;
 /// A YAML export is read whole; JSON is streamed.
 const YAML_MAX_BYTES: u64 = 256 << 20;
-/// The most `git ls-tree` may list under a render's path: about 200,000
-/// files.
-const LISTING_MAX_BYTES: u64 = 32 << 20;
 /// Linux's `O_NONBLOCK` (std names no open flags).
 const O_NONBLOCK: i32 = 0o4000;
 
@@ -49,8 +43,13 @@ pub struct Render {
     /// The names of core `Node` objects in it: applied, one replaces the
     /// Node's taints (a list applied whole) and labels.
     pub nodes: Vec<String>,
-    /// [`Render::unpriced`] objects given twice, otherwise each time.
+    /// Objects given twice, otherwise each time ([`Render::unpriced`] and
+    /// [`Render::not_laid_out`] ones): which one the cluster keeps is the
+    /// applier's order, not plan's.
     pub twice: Vec<String>,
+    /// Each unpriced object's namespaces as spelt, by kind, group and name:
+    /// a cluster-scoped object given with and without one is one object.
+    pub spellings: std::collections::BTreeMap<(String, String), Vec<Option<String>>>,
 }
 
 /// Kinds the MCO renders into MachineConfigs of the pools they select
@@ -81,16 +80,25 @@ const RENDERED_FROM: [(&str, &str); 11] = [
 /// Kinds that never reach a node's config, labels or taints, by API group
 /// (`v1`: the core group) and kind: plan passes over them. Any other kind it
 /// does not read is [`Render::unpriced`]. kustomize's own files are not
-/// applied.
-const NODE_NEUTRAL: [(&str, &str); 8] = [
+/// applied. RBAC is not here (review 19): a binding decides who may write
+/// the objects that reach nodes (cluster-admin bound to `system:nodes`
+/// lets every node's credential write MachineConfigs).
+const NODE_NEUTRAL: [(&str, &str); 4] = [
     ("v1", "Namespace"),
     ("v1", "ServiceAccount"),
-    ("rbac.authorization.k8s.io/", "Role"),
-    ("rbac.authorization.k8s.io/", "RoleBinding"),
-    ("rbac.authorization.k8s.io/", "ClusterRole"),
-    ("rbac.authorization.k8s.io/", "ClusterRoleBinding"),
     ("kustomize.config.k8s.io/", "Kustomization"),
     ("kustomize.config.k8s.io/", "Component"),
+];
+
+/// API groups whose kinds are all cluster-scoped: an object of one given
+/// in two namespaces is one object to the API server, which drops the
+/// namespace (review 19).
+const CLUSTER_SCOPED_GROUPS: [&str; 5] = [
+    "config.openshift.io",
+    "machineconfiguration.openshift.io",
+    "apiextensions.k8s.io",
+    "admissionregistration.k8s.io",
+    "node.k8s.io",
 ];
 
 /// Whether `api_version` is of `group` (`v1`: the core group, exactly;
@@ -132,24 +140,14 @@ pub fn keep_removed(base: &Render, proposed: &mut Render) -> Vec<String> {
     kept
 }
 
-/// One manifest file of a render: its name as shown, the directory it is
-/// in and its own name (told apart when read, not from the shown name: a
-/// file name may hold `:` or `/`-free text that looks like another's).
-struct ManifestFile {
-    name: String,
-    dir: String,
-    file: String,
-    text: String,
-}
-
 /// A render given as a directory (read recursively), a file, or
 /// `REV:PATH` of the git repository of the working directory.
 pub fn read_render(spec: &str) -> Result<Render> {
     let path = Path::new(spec);
     let texts = if path.exists() {
-        local_texts(path, spec)?
+        tree::local_texts(path, spec)?
     } else if let Some((rev, sub)) = spec.split_once(':') {
-        git_texts(rev, sub, spec)?
+        tree::git_texts(rev, sub, spec)?
     } else {
         bail!(
             "{spec}: no such file or directory (a git revision is given as REV:PATH, e.g. origin/main:gitops/)"
@@ -178,7 +176,7 @@ pub fn read_render(spec: &str) -> Result<Render> {
             .map_err(|e| e.context(spec.to_string()))?;
         let before = render.machineconfigs.len() + render.pools.len();
         for doc in docs {
-            add_render_object(doc, &m, &mut render);
+            add_render_object(doc, &m, &mut render).map_err(|e| e.context(spec.to_string()))?;
         }
         if render.machineconfigs.len() + render.pools.len() > before {
             with_ours.insert(m.dir);
@@ -246,7 +244,7 @@ pub fn read_render(spec: &str) -> Result<Render> {
     Ok(render)
 }
 
-fn add_render_object(doc: Value, m: &ManifestFile, render: &mut Render) {
+fn add_render_object(doc: Value, m: &tree::ManifestFile, render: &mut Render) -> Result<()> {
     match doc.get("kind").and_then(Value::as_str) {
         Some("MachineConfig") => render.machineconfigs.push(doc),
         Some("MachineConfigPool") => render.pools.push(doc),
@@ -275,6 +273,13 @@ fn add_render_object(doc: Value, m: &ManifestFile, render: &mut Render) {
             let key = (k.to_string(), name.unwrap_or_default().to_string());
             // What the MCO renders from: its spec.
             let spec = doc.get("spec").cloned().unwrap_or_default();
+            if render
+                .not_laid_out
+                .get(&key)
+                .is_some_and(|earlier| *earlier != spec)
+            {
+                render.twice.push(format!("{} {:?}", key.0, key.1));
+            }
             render.not_laid_out.insert(key, spec);
         }
         // A list as kubectl decodes one: `List`, or `...List` with items
@@ -285,7 +290,7 @@ fn add_render_object(doc: Value, m: &ManifestFile, render: &mut Render) {
         {
             if let Some(Value::Array(items)) = doc.get("items") {
                 for item in items.clone() {
-                    add_render_object(item, m, render);
+                    add_render_object(item, m, render)?;
                 }
             }
         }
@@ -302,13 +307,36 @@ fn add_render_object(doc: Value, m: &ManifestFile, render: &mut Render) {
                 .iter()
                 .any(|(group, kind)| *kind == k && of_group(api_version, group))
             {
-                // Its whole identity: one of another namespace is another
-                // object (review 18).
-                let name = match doc.pointer("/metadata/namespace").and_then(Value::as_str) {
-                    Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
-                    _ => name,
+                // Its identity as the API server keeps it: kind, group
+                // (any version of it) and name, and the namespace (one of
+                // another namespace is another object, review 18), which a
+                // cluster-scoped kind drops (review 19).
+                let group = api_version.rsplit_once('/').map_or(api_version, |(g, _)| g);
+                let ns = doc
+                    .pointer("/metadata/namespace")
+                    .and_then(Value::as_str)
+                    .filter(|ns| !ns.is_empty() && !CLUSTER_SCOPED_GROUPS.contains(&group))
+                    .map(str::to_string);
+                let kind = format!("{k} ({group})");
+                let spelt = render
+                    .spellings
+                    .entry((kind.clone(), name.clone()))
+                    .or_default();
+                if !spelt.contains(&ns) {
+                    spelt.push(ns.clone());
+                }
+                // Given with and without a namespace: one object if its kind
+                // is cluster-scoped, which plan cannot tell.
+                if spelt.len() > 1 && spelt.contains(&None) {
+                    render.twice.push(format!(
+                        "{kind} {name:?} (given with and without a namespace)"
+                    ));
+                }
+                let name = match ns {
+                    Some(ns) => format!("{ns}/{name}"),
+                    None => name,
                 };
-                let key = (format!("{k} ({api_version})"), name);
+                let key = (kind, name);
                 if render
                     .unpriced
                     .get(&key)
@@ -320,300 +348,18 @@ fn add_render_object(doc: Value, m: &ManifestFile, render: &mut Render) {
                 render.unpriced.insert(key, doc);
             }
         }
-        // No kind: kubectl refuses it.
-        None => {}
-    }
-}
-
-/// The YAML and JSON files of a directory (recursively, hidden
-/// directories skipped; hidden files read, as `oc apply -f` reads them)
-/// or one file, at most `RENDER_MAX_BYTES` in all. A directory's files are
-/// read inside it (`input::read_entry`): a link is refused, never followed
-/// nor skipped (`oc apply -f` would apply what it names).
-fn local_texts(path: &Path, spec: &str) -> Result<Vec<ManifestFile>> {
-    use crate::cli::render::input::Limit;
-    let mut files = Vec::new();
-    if !path.is_dir() {
-        let mut text = String::new();
-        std::fs::File::open(path)
-            .with_context(|| format!("{spec}: opening {}", path.display()))?
-            .take(RENDER_MAX_BYTES + 1)
-            .read_to_string(&mut text)
-            .with_context(|| format!("{spec}: reading {} as UTF-8 text", path.display()))?;
-        if text.len() as u64 > RENDER_MAX_BYTES {
-            bail!(
-                "{spec}: more than {} MiB of manifests",
-                RENDER_MAX_BYTES >> 20
-            );
-        }
-        return Ok(vec![local_file(path, text)]);
-    }
-    walk(path, &mut files, spec)?;
-    files.sort();
-    let mut total = 0u64;
-    let mut out = Vec::new();
-    let mut opened: Option<(PathBuf, crate::node::nodefs::Dir)> = None;
-    for f in files {
-        let (Some(dir), Some(name)) = (f.parent(), f.file_name()) else {
-            continue;
-        };
-        if opened.as_ref().is_none_or(|(d, _)| d != dir) {
-            let at = input::open_dir(dir).with_context(|| spec.to_string())?;
-            opened = Some((dir.to_path_buf(), at));
-        }
-        let Some((_, at)) = &opened else { continue };
-        let limit = Limit {
-            flag: "plan",
-            bytes: RENDER_MAX_BYTES - total,
-        };
-        let bytes = input::read_entry(at, &f, name, limit).map_err(|e| {
-            if format!("{e:#}").contains(" is larger than ") {
-                anyhow::anyhow!(
-                    "{spec}: more than {} MiB of manifests; give the directory of the pools to plan",
-                    RENDER_MAX_BYTES >> 20
-                )
-            } else {
-                e.context(spec.to_string())
-            }
-        })?;
-        total += bytes.len() as u64;
-        let text = String::from_utf8(bytes).map_err(|_| {
-            anyhow::anyhow!("{spec}: reading {} as UTF-8 text: not UTF-8", f.display())
-        })?;
-        out.push(local_file(&f, text));
-    }
-    Ok(out)
-}
-
-fn local_file(path: &Path, text: String) -> ManifestFile {
-    ManifestFile {
-        name: path.display().to_string(),
-        dir: path.parent().unwrap_or(Path::new("")).display().to_string(),
-        file: path
-            .file_name()
-            .map_or(String::new(), |f| f.to_string_lossy().into_owned()),
-        text,
-    }
-}
-
-fn walk(dir: &Path, out: &mut Vec<PathBuf>, spec: &str) -> Result<()> {
-    for entry in
-        std::fs::read_dir(dir).with_context(|| format!("{spec}: reading {}", dir.display()))?
-    {
-        let entry = entry.with_context(|| format!("{spec}: reading {}", dir.display()))?;
-        let p = entry.path();
-        let meta =
-            std::fs::symlink_metadata(&p).with_context(|| format!("{spec}: {}", p.display()))?;
-        if meta.is_dir() {
-            // .git, .github: not the renders'.
-            if !entry.file_name().to_string_lossy().starts_with('.') {
-                walk(&p, out, spec)?;
-            }
-        } else if let Some(what) = other_builder(&p) {
-            bail!("{spec}: {}: {what}", p.display());
-        } else if is_manifest(&p) {
-            // Whatever it is (a link, a FIFO): read_entry says.
-            out.push(p);
-        }
+        // An empty document: nothing to apply.
+        None if doc.is_null() => {}
+        // kubectl refuses to apply it, and Argo CD fails the whole sync;
+        // a file an applier reads as its settings has no kind either.
+        None => bail!(
+            "{}: a YAML document without a `kind`, which plan cannot place (kubectl refuses \
+             it; an applier's settings file changes what is applied): give it its kind, or \
+             move it out of the tree",
+            m.name
+        ),
     }
     Ok(())
-}
-
-/// What git writes to its standard output, refused past `cap` bytes (git
-/// is stopped there); `input` is written to its standard input meanwhile.
-fn git_output(args: &[&str], input: Option<Vec<u8>>, cap: u64) -> Result<Vec<u8>> {
-    use std::process::Stdio;
-    let mut child = Command::new("git")
-        .args(args)
-        .stdin(if input.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("running git")?;
-    // Written from a thread: git answers while it reads, and both pipes
-    // could fill.
-    let writer = child.stdin.take().zip(input).map(|(mut stdin, bytes)| {
-        std::thread::spawn(move || {
-            use std::io::Write;
-            let _ = stdin.write_all(&bytes);
-        })
-    });
-    let errors = child.stderr.take().map(|e| {
-        std::thread::spawn(move || {
-            let mut text = Vec::new();
-            let _ = e.take(1 << 16).read_to_end(&mut text);
-            text
-        })
-    });
-    let mut stdout = Vec::new();
-    let read = child
-        .stdout
-        .take()
-        .map_or(Ok(0), |s| s.take(cap + 1).read_to_end(&mut stdout));
-    if read.is_err() || stdout.len() as u64 > cap {
-        let _ = child.kill();
-    }
-    let status = child.wait().context("waiting for git")?;
-    if let Some(w) = writer {
-        let _ = w.join();
-    }
-    let stderr = errors.and_then(|t| t.join().ok()).unwrap_or_default();
-    read.context("reading what git wrote")?;
-    if stdout.len() as u64 > cap {
-        bail!("more than {} MiB of output", cap >> 20);
-    }
-    if !status.success() {
-        bail!("{}", String::from_utf8_lossy(&stderr).trim());
-    }
-    Ok(stdout)
-}
-
-/// Why a file makes Argo CD apply other than the manifests plan reads: a
-/// Helm chart's `Chart.yaml` (only its rendered templates are applied),
-/// Jsonnet (run, its output applied).
-fn other_builder(p: &Path) -> Option<&'static str> {
-    let name = p.file_name()?.to_str()?;
-    if matches!(name, "Chart.yaml" | "Chart.yml") {
-        return Some(
-            "a Helm chart: Argo CD applies the chart's rendered templates, not the manifests \
-             plan reads; give plan `helm template` output instead",
-        );
-    }
-    input::has_extension(p.file_name()?, &["jsonnet", "libsonnet"]).then_some(
-        "Jsonnet, which Argo CD runs and applies the output of; give plan that output \
-         (`jsonnet` on it) instead",
-    )
-}
-
-/// A manifest's name, or a kustomization's (checked, see
-/// `input::check_kustomization`).
-fn is_manifest(p: &Path) -> bool {
-    p.file_name().is_some_and(|n| {
-        input::KUSTOMIZATION_NAMES.iter().any(|k| n == *k)
-            || input::has_extension(n, &input::KUBECTL_EXTENSIONS)
-    })
-}
-
-/// The manifests under `sub` at git revision `rev` of the repository the
-/// working directory is in (`git show REV:PATH` spelling), read with git
-/// itself: nothing is checked out or written.
-fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<ManifestFile>> {
-    let git = |args: &[&str], input: Option<Vec<u8>>, cap: u64| -> Result<Vec<u8>> {
-        git_output(args, input, cap).with_context(|| format!("{spec}: git {}", args.join(" ")))
-    };
-    let top = String::from_utf8_lossy(
-        &git(&["rev-parse", "--show-toplevel"], None, 1 << 16).map_err(|_| {
-            anyhow::anyhow!(
-                "{spec}: not a file, and the working directory is in no git repository for REV:PATH"
-            )
-        })?,
-    )
-    .trim()
-    .to_string();
-    let commit = format!("{rev}^{{commit}}");
-    if git(
-        &["-C", &top, "rev-parse", "--verify", "--quiet", &commit],
-        None,
-        1 << 16,
-    )
-    .is_err()
-    {
-        bail!(
-            "{spec}: {rev:?} is no git revision of {top}; give a branch, tag or commit (git fetch first for origin/...)"
-        );
-    }
-    let sub = sub.trim_start_matches("./");
-    // With each blob's size (`<mode> <type> <object> <size>\t<name>`): the
-    // total is known before any blob is read (a blob git stores in a few
-    // MiB may hold gigabytes of zeros, and git hands it over whole). The
-    // listing itself is bounded: a tree of millions of files is refused.
-    let listing = git(
-        &["-C", &top, "ls-tree", "-r", "-z", "--long", rev, "--", sub],
-        None,
-        LISTING_MAX_BYTES,
-    )?;
-    let mut blobs = Vec::new();
-    let mut total = 0u64;
-    for entry in listing.split(|&b| b == 0).filter(|n| !n.is_empty()) {
-        let entry = String::from_utf8_lossy(entry);
-        let Some((meta, name)) = entry.split_once('\t') else {
-            continue;
-        };
-        // Hidden directories skipped, hidden files read (as local_texts).
-        let in_hidden_dir = name
-            .rsplit_once('/')
-            .is_some_and(|(dirs, _)| dirs.split('/').any(|c| c.starts_with('.')));
-        if in_hidden_dir {
-            continue;
-        }
-        if let Some(what) = other_builder(Path::new(name)) {
-            bail!("{spec}: {name}: {what}");
-        }
-        if !is_manifest(Path::new(name)) {
-            continue;
-        }
-        if meta.split_whitespace().next() == Some("120000") {
-            bail!(
-                "{spec}: {name} is a symbolic link, not followed: `oc apply -f` on the directory \
-                 would apply what it names, which may be outside it; make it a regular file"
-            );
-        }
-        let mut fields = meta.split_whitespace().skip(1);
-        let (Some("blob"), Some(object), Some(size)) =
-            (fields.next(), fields.next(), fields.next())
-        else {
-            continue;
-        };
-        let size: u64 = size.parse().unwrap_or(u64::MAX);
-        total = total.saturating_add(size);
-        blobs.push((name.to_string(), object.to_string(), size));
-    }
-    if total > RENDER_MAX_BYTES {
-        bail!(
-            "{spec}: more than {} MiB of manifests",
-            RENDER_MAX_BYTES >> 20
-        );
-    }
-    // Every blob through one `git cat-file --batch`, not a process each.
-    let request: String = blobs
-        .iter()
-        .map(|(_, object, _)| format!("{object}\n"))
-        .collect();
-    let batch = git(
-        &["-C", &top, "cat-file", "--batch"],
-        Some(request.into_bytes()),
-        total + 128 * blobs.len() as u64,
-    )?;
-    let mut rest = &batch[..];
-    let mut out = Vec::new();
-    for (name, object, size) in blobs {
-        let header = format!("{object} blob {size}\n");
-        let body = rest
-            .strip_prefix(header.as_bytes())
-            .and_then(|r| r.get(..size as usize).map(|b| (b, &r[size as usize..])))
-            .and_then(|(b, r)| Some((b, r.strip_prefix(b"\n")?)));
-        let Some((bytes, after)) = body else {
-            bail!("{spec}: git cat-file gave no blob {object} for {name}");
-        };
-        rest = after;
-        let text = String::from_utf8(bytes.to_vec())
-            .map_err(|_| anyhow::anyhow!("{spec}: {name} is not UTF-8 text"))?;
-        let (dir, file) = name.rsplit_once('/').unwrap_or(("", &name));
-        out.push(ManifestFile {
-            name: format!("{rev}:{name}"),
-            dir: format!("{rev}:{dir}"),
-            file: file.to_string(),
-            text,
-        });
-    }
-    if out.is_empty() {
-        bail!("{spec}: no *.yaml, *.yml or *.json file under {sub:?} at {rev}");
-    }
-    Ok(out)
 }
 
 /// Each object of a fleet export, in order: the items of a list one at a

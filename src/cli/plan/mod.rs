@@ -29,6 +29,7 @@ mod registries;
 mod rendered_diff;
 mod report;
 pub mod sync_labels;
+mod tree;
 mod unrendered;
 
 pub use report::{Format, render};

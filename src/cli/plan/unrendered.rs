@@ -41,12 +41,15 @@ pub fn check_objects(base: &Render, proposed: &Render) -> Result<()> {
             proposed.name
         );
     }
-    if let Some(twice) = proposed.twice.first() {
-        bail!(
-            "{}: {twice} is given twice, otherwise each time: which one is applied is the \
-             applier's choice; keep one",
-            proposed.name
-        );
+    // On both sides: which copy the cluster holds is the applier's order.
+    for render in [base, proposed] {
+        if let Some(twice) = render.twice.first() {
+            bail!(
+                "{}: {twice} is given twice, otherwise each time: which one is applied is the \
+                 applier's choice; keep one",
+                render.name
+            );
+        }
     }
     for key in base.unpriced.keys().chain(proposed.unpriced.keys()) {
         let (before, after) = (base.unpriced.get(key), proposed.unpriced.get(key));

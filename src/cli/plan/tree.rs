@@ -1,0 +1,368 @@
+//! Which files of a render `plan` reads, as the appliers it stands for
+//! apply them (`oc apply -R`, Argo CD's directory walk): every manifest of
+//! a directory or of a git revision's tree, or a refusal naming the file
+//! (a link, a submodule, a builder's or an applier's settings), never a
+//! silent pass.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+use crate::cli::render::input;
+
+/// The most one render (all its files) may hold: a pool's MachineConfigs
+/// with four architectures' wrappers are about 1 MiB.
+const RENDER_MAX_BYTES: u64 = 128 << 20;
+/// The most `git ls-tree` may list under a render's path: about 200,000
+/// files.
+const LISTING_MAX_BYTES: u64 = 32 << 20;
+
+/// One manifest file of a render: its name as shown, the directory it is
+/// in and its own name (told apart when read, not from the shown name: a
+/// file name may hold `:` or `/`-free text that looks like another's).
+pub struct ManifestFile {
+    pub name: String,
+    pub dir: String,
+    pub file: String,
+    pub text: String,
+}
+
+/// The YAML and JSON files of a directory (recursively, hidden ones read
+/// as `oc apply -R` reads them, `.git` apart)
+/// or one file, at most `RENDER_MAX_BYTES` in all. A directory's files are
+/// read inside it (`input::read_entry`): a link is refused, never followed
+/// nor skipped (`oc apply -f` would apply what it names).
+pub fn local_texts(path: &Path, spec: &str) -> Result<Vec<ManifestFile>> {
+    use crate::cli::render::input::Limit;
+    let mut files = Vec::new();
+    if !path.is_dir() {
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .with_context(|| format!("{spec}: opening {}", path.display()))?
+            .take(RENDER_MAX_BYTES + 1)
+            .read_to_string(&mut text)
+            .with_context(|| format!("{spec}: reading {} as UTF-8 text", path.display()))?;
+        if text.len() as u64 > RENDER_MAX_BYTES {
+            bail!(
+                "{spec}: more than {} MiB of manifests",
+                RENDER_MAX_BYTES >> 20
+            );
+        }
+        return Ok(vec![local_file(path, text)]);
+    }
+    walk(path, &mut files, spec)?;
+    files.sort();
+    let mut total = 0u64;
+    let mut out = Vec::new();
+    let mut opened: Option<(PathBuf, crate::node::nodefs::Dir)> = None;
+    for f in files {
+        let (Some(dir), Some(name)) = (f.parent(), f.file_name()) else {
+            continue;
+        };
+        if opened.as_ref().is_none_or(|(d, _)| d != dir) {
+            let at = input::open_dir(dir).with_context(|| spec.to_string())?;
+            opened = Some((dir.to_path_buf(), at));
+        }
+        let Some((_, at)) = &opened else { continue };
+        let limit = Limit {
+            flag: "plan",
+            bytes: RENDER_MAX_BYTES - total,
+        };
+        let bytes = input::read_entry(at, &f, name, limit).map_err(|e| {
+            if format!("{e:#}").contains(" is larger than ") {
+                anyhow::anyhow!(
+                    "{spec}: more than {} MiB of manifests; give the directory of the pools to plan",
+                    RENDER_MAX_BYTES >> 20
+                )
+            } else {
+                e.context(spec.to_string())
+            }
+        })?;
+        total += bytes.len() as u64;
+        let text = String::from_utf8(bytes).map_err(|_| {
+            anyhow::anyhow!("{spec}: reading {} as UTF-8 text: not UTF-8", f.display())
+        })?;
+        out.push(local_file(&f, text));
+    }
+    Ok(out)
+}
+
+fn local_file(path: &Path, text: String) -> ManifestFile {
+    ManifestFile {
+        name: path.display().to_string(),
+        dir: path.parent().unwrap_or(Path::new("")).display().to_string(),
+        file: path
+            .file_name()
+            .map_or(String::new(), |f| f.to_string_lossy().into_owned()),
+        text,
+    }
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>, spec: &str) -> Result<()> {
+    for entry in
+        std::fs::read_dir(dir).with_context(|| format!("{spec}: reading {}", dir.display()))?
+    {
+        let entry = entry.with_context(|| format!("{spec}: reading {}", dir.display()))?;
+        let p = entry.path();
+        let meta =
+            std::fs::symlink_metadata(&p).with_context(|| format!("{spec}: {}", p.display()))?;
+        if meta.is_dir() {
+            // Git's own (never in a tree): hidden directories are applied
+            // as any (`oc apply -R`, Argo CD's directory walk; review 19).
+            if entry.file_name() != ".git" {
+                walk(&p, out, spec)?;
+            }
+        } else if let Some(what) = other_builder(&p) {
+            bail!("{spec}: {}: {what}", p.display());
+        } else if is_manifest(&p) {
+            // Whatever it is (a link, a FIFO): read_entry says.
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+/// What git writes to its standard output, refused past `cap` bytes (git
+/// is stopped there); `input` is written to its standard input meanwhile.
+fn git_output(args: &[&str], input: Option<Vec<u8>>, cap: u64) -> Result<Vec<u8>> {
+    use std::process::Stdio;
+    let mut child = Command::new("git")
+        .args(args)
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("running git")?;
+    // Written from a thread: git answers while it reads, and both pipes
+    // could fill.
+    let writer = child.stdin.take().zip(input).map(|(mut stdin, bytes)| {
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let _ = stdin.write_all(&bytes);
+        })
+    });
+    let errors = child.stderr.take().map(|e| {
+        std::thread::spawn(move || {
+            let mut text = Vec::new();
+            let _ = e.take(1 << 16).read_to_end(&mut text);
+            text
+        })
+    });
+    let mut stdout = Vec::new();
+    let read = child
+        .stdout
+        .take()
+        .map_or(Ok(0), |s| s.take(cap + 1).read_to_end(&mut stdout));
+    if read.is_err() || stdout.len() as u64 > cap {
+        let _ = child.kill();
+    }
+    let status = child.wait().context("waiting for git")?;
+    if let Some(w) = writer {
+        let _ = w.join();
+    }
+    let stderr = errors.and_then(|t| t.join().ok()).unwrap_or_default();
+    read.context("reading what git wrote")?;
+    if stdout.len() as u64 > cap {
+        bail!("more than {} MiB of output", cap >> 20);
+    }
+    if !status.success() {
+        bail!("{}", String::from_utf8_lossy(&stderr).trim());
+    }
+    Ok(stdout)
+}
+
+/// Why a file makes Argo CD apply other than the manifests plan reads: a
+/// Helm chart's `Chart.yaml` (only its rendered templates are applied),
+/// Jsonnet (run, its output applied).
+fn other_builder(p: &Path) -> Option<&'static str> {
+    let name = p.file_name()?.to_str()?;
+    // Argo CD takes a directory holding a name ending so for a chart.
+    if name.ends_with("Chart.yaml") || name.ends_with("Chart.yml") {
+        return Some(
+            "a Helm chart: Argo CD applies the chart's rendered templates, not the manifests \
+             plan reads; give plan `helm template` output instead",
+        );
+    }
+    // Argo CD merges these into the Application's source before it builds
+    // (a directory's include and exclude, kustomize's patches, Helm's
+    // values): what it applies is no longer the tree (review 19).
+    if name == ".argocd-source.yaml"
+        || (name.starts_with(".argocd-source-") && name.ends_with(".yaml"))
+    {
+        return Some(
+            "Argo CD's parameter overrides, merged into the Application's source (what it \
+             includes, excludes, patches): it applies other than the manifests plan reads; \
+             set them in the Application and plan what it then applies",
+        );
+    }
+    input::has_extension(p.file_name()?, &["jsonnet", "libsonnet"]).then_some(
+        "Jsonnet, which Argo CD runs and applies the output of; give plan that output \
+         (`jsonnet` on it) instead",
+    )
+}
+
+/// A manifest's name, or a kustomization's (checked, see
+/// `input::check_kustomization`).
+fn is_manifest(p: &Path) -> bool {
+    p.file_name().is_some_and(|n| {
+        input::KUSTOMIZATION_NAMES.iter().any(|k| n == *k)
+            || input::has_extension(n, &input::KUBECTL_EXTENSIONS)
+    })
+}
+
+/// The manifests under `sub` at git revision `rev` of the repository the
+/// working directory is in (`git show REV:PATH` spelling), read with git
+/// itself: nothing is checked out or written.
+pub fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<ManifestFile>> {
+    let git = |args: &[&str], input: Option<Vec<u8>>, cap: u64| -> Result<Vec<u8>> {
+        git_output(args, input, cap).with_context(|| format!("{spec}: git {}", args.join(" ")))
+    };
+    let top = String::from_utf8_lossy(
+        &git(&["rev-parse", "--show-toplevel"], None, 1 << 16).map_err(|_| {
+            anyhow::anyhow!(
+                "{spec}: not a file, and the working directory is in no git repository for REV:PATH"
+            )
+        })?,
+    )
+    .trim()
+    .to_string();
+    let commit = format!("{rev}^{{commit}}");
+    if git(
+        &["-C", &top, "rev-parse", "--verify", "--quiet", &commit],
+        None,
+        1 << 16,
+    )
+    .is_err()
+    {
+        bail!(
+            "{spec}: {rev:?} is no git revision of {top}; give a branch, tag or commit (git fetch first for origin/...)"
+        );
+    }
+    let sub = sub.trim_start_matches("./");
+    // With each blob's size (`<mode> <type> <object> <size>\t<name>`): the
+    // total is known before any blob is read (a blob git stores in a few
+    // MiB may hold gigabytes of zeros, and git hands it over whole). The
+    // listing itself is bounded: a tree of millions of files is refused.
+    let listing = git(
+        &["-C", &top, "ls-tree", "-r", "-z", "--long", rev, "--", sub],
+        None,
+        LISTING_MAX_BYTES,
+    )?;
+    let mut blobs = Vec::new();
+    let mut total = 0u64;
+    for entry in listing.split(|&b| b == 0).filter(|n| !n.is_empty()) {
+        let entry = String::from_utf8_lossy(entry);
+        let Some((meta, name)) = entry.split_once('\t') else {
+            continue;
+        };
+        // Every entry read or refused (review 19): a submodule is checked
+        // out and applied by Argo CD, its manifests are not in this tree.
+        if meta.split_whitespace().nth(1) == Some("commit") {
+            bail!(
+                "{spec}: {name} is a git submodule: Argo CD checks it out and applies its \
+                 manifests, which are not at this revision of this repository; plan a checkout \
+                 with its submodules (a directory), or remove it"
+            );
+        }
+        if let Some(what) = other_builder(Path::new(name)) {
+            bail!("{spec}: {name}: {what}");
+        }
+        if !is_manifest(Path::new(name)) {
+            continue;
+        }
+        if meta.split_whitespace().next() == Some("120000") {
+            bail!(
+                "{spec}: {name} is a symbolic link, not followed: `oc apply -f` on the directory \
+                 would apply what it names, which may be outside it; make it a regular file"
+            );
+        }
+        let mut fields = meta.split_whitespace().skip(1);
+        let (Some("blob"), Some(object), Some(size)) =
+            (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        let size: u64 = size.parse().unwrap_or(u64::MAX);
+        total = total.saturating_add(size);
+        blobs.push((name.to_string(), object.to_string(), size));
+    }
+    if total > RENDER_MAX_BYTES {
+        bail!(
+            "{spec}: more than {} MiB of manifests",
+            RENDER_MAX_BYTES >> 20
+        );
+    }
+    // Every blob through one `git cat-file --batch`, not a process each.
+    let request: String = blobs
+        .iter()
+        .map(|(_, object, _)| format!("{object}\n"))
+        .collect();
+    let batch = git(
+        &["-C", &top, "cat-file", "--batch"],
+        Some(request.into_bytes()),
+        total + 128 * blobs.len() as u64,
+    )?;
+    let mut rest = &batch[..];
+    let mut out = Vec::new();
+    for (name, object, size) in blobs {
+        let header = format!("{object} blob {size}\n");
+        let body = rest
+            .strip_prefix(header.as_bytes())
+            .and_then(|r| r.get(..size as usize).map(|b| (b, &r[size as usize..])))
+            .and_then(|(b, r)| Some((b, r.strip_prefix(b"\n")?)));
+        let Some((bytes, after)) = body else {
+            bail!("{spec}: git cat-file gave no blob {object} for {name}");
+        };
+        rest = after;
+        let text = String::from_utf8(bytes.to_vec())
+            .map_err(|_| anyhow::anyhow!("{spec}: {name} is not UTF-8 text"))?;
+        let (dir, file) = name.rsplit_once('/').unwrap_or(("", &name));
+        out.push(ManifestFile {
+            name: format!("{rev}:{name}"),
+            dir: format!("{rev}:{dir}"),
+            file: file.to_string(),
+            text,
+        });
+    }
+    if out.is_empty() {
+        bail!("{spec}: no *.yaml, *.yml or *.json file under {sub:?} at {rev}");
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// git's output is read up to a bound, then refused (a listing of
+    /// millions of files was read whole); input reaches it meanwhile.
+    #[test]
+    fn what_git_writes_is_bounded() {
+        let err = git_output(&["--version"], None, 4).unwrap_err();
+        assert!(format!("{err:#}").contains("more than"), "{err:#}");
+        assert!(git_output(&["--version"], None, 1 << 10).is_ok());
+        // 1.2 MiB in and out through both pipes at once: no deadlock.
+        let repo = tempfile::tempdir().unwrap();
+        let dir = repo.path().to_str().unwrap();
+        git_output(&["init", "-q", dir], None, 1 << 16).unwrap();
+        let line = format!("{}\n", "0".repeat(40));
+        let out = git_output(
+            &["-C", dir, "cat-file", "--batch-check"],
+            Some(line.repeat(25_000).into_bytes()),
+            4 << 20,
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            format!("{} missing\n", "0".repeat(40))
+                .repeat(25_000)
+                .into_bytes()
+        );
+    }
+}

@@ -1,0 +1,167 @@
+//! What of a GitOps tree `plan` reads: every file an applier applies
+//! (`oc apply -R`, Argo CD's directory walk), or a refusal naming it,
+//! never a silent pass (review 19 r19b F1, F2, F6).
+
+use crate::plan::{json, plan, render};
+use crate::support::{bin, repo, scratch_dir, skipped, stderr};
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// A MachineConfig of the pool writing a new file under `/etc`: a reboot.
+const MOTD: &str = "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\n\
+                    metadata:\n  name: 99-worker-gpu-motd\n  labels:\n    \
+                    machineconfiguration.openshift.io/role: worker-gpu\nspec:\n  config:\n    \
+                    ignition:\n      version: 3.4.0\n    storage:\n      files:\n      - path: \
+                    /etc/motd-gpu\n        mode: 420\n        contents:\n          source: \
+                    data:,hello\n";
+
+fn disruptions(o: &Output) -> Vec<String> {
+    json(o)["groups"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no groups: {}", stderr(o)))
+        .iter()
+        .map(|g| g["outcome"]["disruption"].to_string())
+        .collect()
+}
+
+fn refused(o: &Output, says: &[&str]) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    for s in says {
+        assert!(err.contains(s), "{s:?} not in: {err}");
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let o = Command::new("git")
+        .current_dir(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "git {args:?}: {}", stderr(&o));
+}
+
+/// A hidden directory is applied by `oc apply -R` and Argo CD (no filter
+/// on hidden names), so plan prices a reboot in it as in any directory,
+/// from a directory and from a git revision (it priced nothing); a
+/// submodule, whose manifests a revision does not hold, is refused.
+#[test]
+fn hidden_directories_are_planned_and_submodules_refused() {
+    let tmp = scratch_dir();
+    let (base, pr) = (tmp.path().join("gitops-base"), tmp.path().join("gitops"));
+    render(&base.join("worker-gpu"), &[]);
+    render(&pr.join("worker-gpu"), &[]);
+    let fleet = repo().join("examples/fleet/fleet.json");
+    let mut seen = Vec::new();
+    for dir in ["extra", ".extra"] {
+        std::fs::create_dir(pr.join(dir)).unwrap();
+        std::fs::write(pr.join(dir).join("99-motd.yaml"), MOTD).unwrap();
+        let o = plan(&base, &pr, &fleet, &["--format", "json"]);
+        assert_eq!(o.status.code(), Some(1), "{dir}: {}", stderr(&o));
+        seen.push(disruptions(&o));
+        std::fs::remove_dir_all(pr.join(dir)).unwrap();
+    }
+    assert!(
+        seen[0].iter().any(|d| d.contains("reboot")),
+        "{:?}",
+        seen[0]
+    );
+    assert_eq!(seen[0], seen[1], "a hidden directory is planned as any");
+
+    if !skipped::need("git") {
+        return;
+    }
+    git(tmp.path(), &["init", "-q"]);
+    git(tmp.path(), &["add", "gitops"]);
+    git(tmp.path(), &["commit", "-q", "-m", "base"]);
+    std::fs::create_dir(pr.join(".extra")).unwrap();
+    std::fs::write(pr.join(".extra/99-motd.yaml"), MOTD).unwrap();
+    git(tmp.path(), &["add", "gitops"]);
+    git(tmp.path(), &["commit", "-q", "-m", "pr"]);
+    let at = |to: &str| {
+        bin()
+            .current_dir(tmp.path())
+            .args([
+                "plan",
+                "--format",
+                "json",
+                "--from",
+                "HEAD~1:gitops/",
+                "--to",
+                to,
+            ])
+            .arg("--fleet")
+            .arg(&fleet)
+            .output()
+            .unwrap()
+    };
+    let o = at("HEAD:gitops/");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(disruptions(&o), seen[1]);
+    // A gitlink, as `git submodule add` records one.
+    let head = String::from_utf8(
+        Command::new("git")
+            .current_dir(tmp.path())
+            .args(["rev-parse", "HEAD"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    git(
+        tmp.path(),
+        &[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("160000,{},gitops/vendor", head.trim()),
+        ],
+    );
+    git(tmp.path(), &["commit", "-q", "-m", "submodule"]);
+    refused(&at("HEAD:gitops/"), &["gitops/vendor is a git submodule"]);
+}
+
+/// Files an applier reads as its settings, not as manifests: Argo CD's
+/// parameter overrides (an `exclude` there pruned the pool's labels
+/// MachineConfig, priced as nothing), a Helm chart by any name Argo CD
+/// takes for one, and any document without a kind.
+#[test]
+fn an_applier_s_settings_in_the_tree_are_refused() {
+    let tmp = scratch_dir();
+    let (base, pr) = (tmp.path().join("base"), tmp.path().join("pr"));
+    render(&base.join("worker-gpu"), &[]);
+    render(&pr.join("worker-gpu"), &[]);
+    let fleet = repo().join("examples/fleet/fleet.json");
+    let o = plan(&base, &pr, &fleet, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let exclude = "directory:\n  recurse: true\n  exclude: \
+                   'worker-gpu/50-worker-gpu-kubelet-labeler-labels.yaml'\n";
+    for (file, text, says) in [
+        (
+            ".argocd-source.yaml",
+            exclude,
+            "Argo CD's parameter overrides",
+        ),
+        (
+            ".argocd-source-gpu.yaml",
+            exclude,
+            "Argo CD's parameter overrides",
+        ),
+        ("gpuChart.yaml", "name: gpu\n", "a Helm chart"),
+        (
+            "settings.yaml",
+            "a: b\n",
+            "a YAML document without a `kind`",
+        ),
+    ] {
+        std::fs::write(pr.join(file), text).unwrap();
+        refused(&plan(&base, &pr, &fleet, &[]), &[file, says]);
+        std::fs::remove_file(pr.join(file)).unwrap();
+    }
+    // An empty document is nothing to apply.
+    std::fs::write(pr.join("empty.yaml"), "---\n# nothing\n---\n").unwrap();
+    let o = plan(&base, &pr, &fleet, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
