@@ -5,9 +5,10 @@
 //! clean nor written to; what we read is what `iso kargs show` reads; what
 //! we write leaves the arguments as coreos-installer reads them.
 
-use crate::iso::{base_iso, fixtures, ok, run};
+use crate::iso::{ok, run};
 use crate::iso_fleet_cli::{fleet_args, said};
-use crate::support::{bin, scratch_dir, skipped, stderr};
+use crate::support::iso::FixtureIso;
+use crate::support::{bin, stderr};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -36,13 +37,10 @@ fn shown(ci: &Path, iso: &Path, default: bool) -> String {
 
 #[test]
 fn kernel_arguments_running_another_config_are_refused() {
-    let Some(fx) = fixtures() else { return };
-    let Some(ci) = skipped::tool("coreos-installer") else {
+    let Some((FixtureIso { dir: tmp, base, .. }, ci)) = FixtureIso::with("coreos-installer") else {
         return;
     };
-    let tmp = scratch_dir();
     let d = tmp.path();
-    let base = base_iso(d, &fx);
     let config = d.join("c.ign");
     std::fs::write(&config, r#"{"ignition":{"version":"3.2.0"}}"#).unwrap();
     let url = "ignition.config.url=https://evil.example/x.ign";
@@ -117,13 +115,10 @@ fn kernel_arguments_running_another_config_are_refused() {
 #[test]
 fn kernel_arguments_read_and_kept_as_coreos_installer_does() {
     use kubelet_labeler::cli::iso::{iso9660::Iso9660, kargs};
-    let Some(fx) = fixtures() else { return };
-    let Some(ci) = skipped::tool("coreos-installer") else {
+    let Some((FixtureIso { dir: tmp, base, .. }, ci)) = FixtureIso::with("coreos-installer") else {
         return;
     };
-    let tmp = scratch_dir();
     let d = tmp.path();
-    let base = base_iso(d, &fx);
     let config = d.join("c.ign");
     std::fs::write(&config, r#"{"ignition":{"version":"3.2.0"}}"#).unwrap();
     let long = format!("x={}", "y".repeat(900));
@@ -178,13 +173,10 @@ fn kernel_arguments_read_and_kept_as_coreos_installer_does() {
 #[test]
 fn kernel_arguments_of_the_system_area_header() {
     use kubelet_labeler::cli::iso::{iso9660::Iso9660, kargs};
-    let Some(fx) = fixtures() else { return };
-    let Some(ci) = skipped::tool("coreos-installer") else {
+    let Some((FixtureIso { dir: tmp, base, .. }, ci)) = FixtureIso::with("coreos-installer") else {
         return;
     };
-    let tmp = scratch_dir();
     let d = tmp.path();
-    let base = base_iso(d, &fx);
     let mut img = std::fs::read(&base).unwrap();
     // Where the fixture's grub.cfg area is (README of the fixtures), as
     // coreos-installer reads it.
@@ -246,13 +238,10 @@ fn kernel_arguments_of_the_system_area_header() {
 /// console and network arguments are taken by all three.
 #[test]
 fn kernel_arguments_read_otherwise_by_grub_or_systemd_are_refused() {
-    let Some(fx) = fixtures() else { return };
-    let Some(ci) = skipped::tool("coreos-installer") else {
+    let Some((FixtureIso { dir: tmp, base, .. }, ci)) = FixtureIso::with("coreos-installer") else {
         return;
     };
-    let tmp = scratch_dir();
     let d = tmp.path();
-    let base = base_iso(d, &fx);
     let config = d.join("c.ign");
     std::fs::write(&config, r#"{"ignition":{"version":"3.2.0"}}"#).unwrap();
     let fleet = |iso: &Path| {
