@@ -2,7 +2,7 @@
 //! wrote (../shared/fixtures/coreos-installer), on images made by
 //! iso/make-test-iso.sh and on the fixture ISO.
 
-use crate::support::iso::{FixtureIso, xz_crc32};
+use crate::support::iso::{FixtureIso, config_in, xz_crc32};
 use crate::support::{bin, scratch_dir, stderr, test_iso};
 
 use std::io::Read;
@@ -492,8 +492,7 @@ fn existing_output_needs_f_and_an_iso_as_config_is_named() {
     };
     let d = dir.path();
     let pristine = std::fs::read(&base).unwrap();
-    let config = d.join("c.ign");
-    std::fs::write(&config, br#"{"ignition":{"version":"3.4.0"}}"#).unwrap();
+    let config = config_in(d, r#"{"ignition":{"version":"3.4.0"}}"#);
     let embed = |out: &Path, force: bool| {
         let mut c = bin();
         c.args(["iso", "embed", "-i"])

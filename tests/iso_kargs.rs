@@ -7,7 +7,7 @@
 
 use crate::iso::{ok, run};
 use crate::iso_fleet_cli::{fleet_args, said};
-use crate::support::iso::FixtureIso;
+use crate::support::iso::{FixtureIso, config_in};
 use crate::support::{bin, stderr};
 
 use std::path::{Path, PathBuf};
@@ -41,8 +41,7 @@ fn kernel_arguments_running_another_config_are_refused() {
         return;
     };
     let d = tmp.path();
-    let config = d.join("c.ign");
-    std::fs::write(&config, r#"{"ignition":{"version":"3.2.0"}}"#).unwrap();
+    let config = config_in(d, r#"{"ignition":{"version":"3.2.0"}}"#);
     let url = "ignition.config.url=https://evil.example/x.ign";
     let cases: &[(&[&str], &str)] = &[
         (&["-a", url], url),
@@ -119,8 +118,7 @@ fn kernel_arguments_read_and_kept_as_coreos_installer_does() {
         return;
     };
     let d = tmp.path();
-    let config = d.join("c.ign");
-    std::fs::write(&config, r#"{"ignition":{"version":"3.2.0"}}"#).unwrap();
+    let config = config_in(d, r#"{"ignition":{"version":"3.2.0"}}"#);
     let long = format!("x={}", "y".repeat(900));
     let cases: Vec<Vec<&str>> = vec![
         vec![],
@@ -242,8 +240,7 @@ fn kernel_arguments_read_otherwise_by_grub_or_systemd_are_refused() {
         return;
     };
     let d = tmp.path();
-    let config = d.join("c.ign");
-    std::fs::write(&config, r#"{"ignition":{"version":"3.2.0"}}"#).unwrap();
+    let config = config_in(d, r#"{"ignition":{"version":"3.2.0"}}"#);
     let fleet = |iso: &Path| {
         fleet_args(d)
             .args(["--dry-run", "--dest-device", "/dev/sda", "--pool=worker"])

@@ -12,7 +12,7 @@
 
 use crate::iso::{ok, run};
 use crate::iso_fleet_cli::fleet_args;
-use crate::support::iso::FixtureIso;
+use crate::support::iso::{FixtureIso, config_in};
 use crate::support::{bin, skipped, stderr};
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt, chown};
@@ -46,9 +46,8 @@ fn in_place_writes_only_into_a_file_only_we_may_write() {
         return;
     };
     let d = tmp.path();
-    let config = d.join("c.ign");
     let secret = r#"{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/pull-secret","contents":{"source":"data:,TOPSECRET"}}]}}"#;
-    std::fs::write(&config, secret).unwrap();
+    let config = config_in(d, secret);
     let embed = |iso: &Path| run(bin().args(["iso", "embed", "-i"]).arg(&config).arg(iso));
     let remove = |iso: &Path| run(bin().args(["iso", "remove"]).arg(iso));
     // The expected image: a copy of ours.
@@ -208,8 +207,7 @@ fn the_copy_is_made_from_the_checked_input_and_checked_before_it_is_named() {
     let d = tmp.path();
     let Some(so) = shim(d) else { return };
     let kargs = ci_shows(&ci, "kargs", &base);
-    let config = d.join("c.ign");
-    std::fs::write(&config, r#"{"ignition":{"version":"3.4.0"}}"#).unwrap();
+    let config = config_in(d, r#"{"ignition":{"version":"3.4.0"}}"#);
     let mut n = 0;
     let mut case = |what: &str, mode: &str| {
         n += 1;
@@ -322,8 +320,7 @@ fn a_stream_is_made_from_a_checked_private_copy() {
     };
     let d = tmp.path();
     chmod(d, 0o711);
-    let config = d.join("c.ign");
-    std::fs::write(&config, r#"{"ignition":{"version":"3.4.0"}}"#).unwrap();
+    let config = config_in(d, r#"{"ignition":{"version":"3.4.0"}}"#);
     let expected = d.join("expected.iso");
     ok(run(bin()
         .args(["iso", "embed", "-i"])

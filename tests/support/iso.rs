@@ -57,6 +57,13 @@ impl FixtureIso {
     }
 }
 
+/// An Ignition config `text` written in `dir` as c.ign.
+pub fn config_in(dir: &Path, text: &str) -> PathBuf {
+    let p = dir.join("c.ign");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
 /// An xz stream of `data` with a CRC32 check (as coreos-installer writes
 /// the embed area's archives).
 pub fn xz_crc32(data: &[u8]) -> Vec<u8> {
