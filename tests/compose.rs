@@ -6,8 +6,8 @@
 //! `render` into the shared directory refuse that, naming both
 //! MachineConfigs; the MCO oracle shows what the node receives.
 
+use crate::iso_fleet_cli;
 use crate::support::{bin, mco, run_cli, scratch_dir, stderr};
-use crate::{iso_fleet, iso_fleet_cli};
 
 use std::path::Path;
 use std::process::Output;
@@ -441,13 +441,7 @@ fn explain_root_refuses_a_node_of_another_node_format() {
 fn iso_fleet_refuses_an_earlier_roles_dropin_under_the_pools() {
     let tmp = scratch_dir();
     let dir = tmp.path();
-    let sel = iso_fleet_cli::stand_in_selector(dir);
-    let gpu = iso_fleet::gitops(
-        dir,
-        "worker-gpu",
-        "feature.node.kubernetes.io/gpu=true",
-        &sel,
-    );
+    let gpu = crate::support::iso::gpu_pool(dir);
     let text = "# kubelet-labeler: labels and taints\n[Service]\n\
         Environment=\"FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS=example.com/role=worker:NoSchedule\"\n";
     let role = serde_json::json!({

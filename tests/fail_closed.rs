@@ -6,10 +6,11 @@
 //! kubelet refuses, or labels over exec's limit, cost the labels, never the
 //! taints. The recorder stands in for kubelet and says what it got.
 
-use crate::support::wrapper_run::{recorder_root, try_wrapper};
-use crate::support::{repo, scratch_dir, write};
+use crate::support::wrapper_run::RecorderNode;
+use crate::support::{repo, scratch_dir, write, write_exec};
 
 use kubelet_labeler::node::contract::{LABELS_VAR, RULES_VAR, TAINTS_VAR};
+use kubelet_labeler::node::fleet::{INSTALLED_POOL_PATH, Pool, PoolKind, Requirement, Table};
 
 /// examples/rules/openshift-gpu.yaml's rule as render compiles it:
 /// `nvidia.com/gpu=true:NoSchedule` on NVIDIA display PCI functions.
@@ -18,10 +19,26 @@ const GPU_RULE: &str = "KLR5,1,nvidia-gpu-taint,0,~N,0,~N,1,nvidia.com/gpu,true,
 const STATIC_TAINT: &str = "example.com/dedicated=gpu:NoSchedule";
 const LABEL: &str = "node.kubernetes.io/worker-gpu=";
 const UNIT: &str = "[Service]\nExecStart=/usr/bin/kubelet --v=2\n";
+/// kubelet's unit with its config in a file, or in a directory of drop-ins.
+const UNIT_CONFIG: &str =
+    "[Service]\nExecStart=/usr/bin/kubelet --v=2 --config=/etc/kubernetes/kubelet.conf\n";
+const UNIT_CONFIG_DIR: &str =
+    "[Service]\nExecStart=/usr/bin/kubelet --v=2 --config-dir=/etc/kubernetes/k.d\n";
+/// A kubelet config up to its taints' list.
+const KUBELET_CONFIG: &str =
+    "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nregisterWithTaints:\n";
+/// A 1 MiB stack: exec allows 256 KiB of argv and environment.
+const SMALL_STACK: &str = "ulimit -s 1024";
+const UNREADABLE: &str = "kubelet-config-unreadable";
 const LIFT: &str = "`kubectl taint node <node> kubelet-labeler.io/fenced-`";
 
 fn fence(reason: &str) -> String {
     format!("kubelet-labeler.io/fenced={reason}:NoSchedule")
+}
+
+/// The static taint and the fence for `reason`.
+fn fenced(reason: &str) -> String {
+    format!("{STATIC_TAINT},{}", fence(reason))
 }
 
 /// The env drop-in's variables: the GPU rule, a static taint and label,
@@ -40,6 +57,17 @@ fn env(id: &str, extra: &[(&'static str, &str)]) -> Vec<(&'static str, String)> 
     e
 }
 
+/// [`env`] without node rules: the static taint and label alone.
+fn without_rules() -> Vec<(&'static str, String)> {
+    env("c", &[(RULES_VAR, "")])
+}
+
+/// The dgx fixture node's facts, as the wrapper's `--facts-root`.
+fn dgx() -> String {
+    let dgx = repo().join("tests/fixtures/nodes/dgx");
+    dgx.to_str().unwrap().to_string()
+}
+
 fn taints_of(argv: &[String]) -> &str {
     argv.iter()
         .rev()
@@ -53,102 +81,196 @@ fn one_line(err: &str) -> &str {
     lines[0]
 }
 
+/// A start that exec'd kubelet: the wrapper's stderr, the argv kubelet
+/// got, and the case it was (named in the messages).
+struct Started {
+    err: String,
+    argv: Vec<String>,
+    case: String,
+}
+
+/// The wrapper started on `node` with `env`, `shell` run first, with more
+/// wrapper `args`; kubelet must start.
+fn start_with(node: &RecorderNode, env: &[(&str, String)], shell: &str, args: &[&str]) -> Started {
+    let (err, argv) = node.try_start(env, shell, args);
+    let argv = argv.unwrap_or_else(|| panic!("kubelet did not start: {err}"));
+    Started {
+        err,
+        argv,
+        case: String::new(),
+    }
+}
+
+/// [`start_with`], as systemd starts it.
+fn start(node: &RecorderNode, env: &[(&str, String)]) -> Started {
+    start_with(node, env, "", &[])
+}
+
+impl Started {
+    /// The same, `case` named in the messages.
+    fn case(mut self, case: impl std::fmt::Debug) -> Self {
+        self.case = format!("{case:?}: ");
+        self
+    }
+
+    fn taints(&self) -> &str {
+        taints_of(&self.argv)
+    }
+
+    /// Whether kubelet got the static label.
+    fn has_label(&self) -> bool {
+        self.argv.contains(&format!("--node-labels={LABEL}"))
+    }
+
+    /// kubelet registers with `taints` exactly.
+    fn assert_taints(&self, taints: &str) {
+        assert_eq!(self.taints(), taints, "{}{}", self.case, self.err);
+    }
+
+    /// kubelet registers with the static taint and the fence for `reason`.
+    fn assert_fenced(&self, reason: &str) {
+        self.assert_taints(&fenced(reason));
+    }
+
+    /// kubelet's arguments (after its path) are `args` exactly.
+    fn assert_args(&self, args: &[String]) {
+        assert_eq!(self.argv[1..], *args, "{}{}", self.case, self.err);
+    }
+
+    /// The wrapper said why in one line, holding each of `says`.
+    fn assert_says(&self, says: &[&str]) {
+        let line = one_line(&self.err);
+        for s in says {
+            assert!(line.contains(s), "{}{s:?} in {line}", self.case);
+        }
+    }
+}
+
+/// A start without rules on `node` registers fenced as kubelet's config
+/// unreadable, said in one line holding `says` and how to lift the fence.
+fn assert_unreadable(node: &RecorderNode, says: &str) {
+    let s = start(node, &without_rules());
+    s.assert_fenced(UNREADABLE);
+    s.assert_says(&[says, LIFT]);
+}
+
+/// A fleet pool `name` of `kind`, selecting nodes by `selector`.
+fn pool(name: &str, kind: PoolKind, selector: Vec<Requirement>) -> Pool {
+    Pool {
+        name: name.into(),
+        kind,
+        config: format!("{name}.ign"),
+        selector,
+        static_labels: Vec::new(),
+        device: None,
+    }
+}
+
+/// The installed-pool record a fleet ISO's install leaves on `node`, the
+/// first of `pools` the one installed into.
+fn install_record(node: &RecorderNode, pools: Vec<Pool>) {
+    let record = Table {
+        env: Vec::new(),
+        pools,
+    };
+    write(
+        &node
+            .root()
+            .join(INSTALLED_POOL_PATH.trim_start_matches('/')),
+        &record.to_text(),
+    );
+}
+
+/// A start with 4,800 labels of ours (`example.com/l000000=` first) and
+/// 150 KB more environment, under [`SMALL_STACK`]: past exec's limit with
+/// the labels, within it without.
+fn start_with_labels_past_the_exec_limit(node: &RecorderNode) -> Started {
+    let labels: Vec<String> = (0..4800).map(|i| format!("example.com/l{i:06}=")).collect();
+    let labels = labels.join(",");
+    let filler = "f".repeat(75_000);
+    let extra = [
+        (RULES_VAR, ""),
+        (LABELS_VAR, labels.as_str()),
+        ("FILLER_A", filler.as_str()),
+        ("FILLER_B", filler.as_str()),
+    ];
+    start_with(node, &env("big", &extra), SMALL_STACK, &[])
+}
+
+/// A `--config-dir` drop-in `50-pod.conf` of `n` taints of kubelet's own,
+/// `taint(i)` each one's fields.
+fn own_taints(node: &RecorderNode, n: usize, taint: impl Fn(usize) -> String) {
+    let mut dropin = KUBELET_CONFIG.to_string();
+    for i in 0..n {
+        dropin += &format!("- {{{}}}\n", taint(i));
+    }
+    write(&node.root().join("etc/kubernetes/k.d/50-pod.conf"), &dropin);
+}
+
 /// The crash-loop guard: a start killed while the rules ran (an OOM kill,
 /// systemd's start timeout) made the next start register without the
 /// rules' taint; it now registers fenced, with the static taint and label,
 /// and the one after is a full start with the rule's taint.
 #[test]
 fn a_start_after_a_death_while_the_rules_ran_is_fenced() {
-    let dir = scratch_dir();
-    let root = dir.path();
-    let Some(records) = recorder_root(root, UNIT) else {
+    let Some(node) = RecorderNode::new(UNIT) else {
         return;
     };
-    let dgx = repo().join("tests/fixtures/nodes/dgx");
-    let facts = ["--facts-root", dgx.to_str().unwrap()];
-    let run = |id: &str, fault: &str| {
-        let extra: &[(&str, &str)] = &[("KUBELET_LABELER_FAULT", fault)];
-        try_wrapper(root, &records, &env(id, extra), "", &facts)
-    };
-    let (err, argv) = run("first", "kill-late");
+    let dgx = dgx();
+    let env = |id: &str, fault: &str| env(id, &[("KUBELET_LABELER_FAULT", fault)]);
+    let (err, argv) = node.try_start(&env("first", "kill-late"), "", &["--facts-root", &dgx]);
     assert_eq!(argv, None, "killed before exec: {err}");
-    let (err, argv) = run("second", "kill-late");
-    let argv = argv.unwrap_or_else(|| panic!("kubelet did not start: {err}"));
-    assert_eq!(
-        taints_of(&argv),
-        format!("{STATIC_TAINT},{}", fence("wrapper-died")),
-        "{err}"
+    let s = start_with(
+        &node,
+        &env("second", "kill-late"),
+        "",
+        &["--facts-root", &dgx],
     );
-    assert!(argv.contains(&format!("--node-labels={LABEL}")), "{argv:?}");
-    let line = one_line(&err);
-    assert!(
-        line.contains("the previous start died before exec'ing kubelet")
-            && line.contains("registering fenced with kubelet-labeler.io/fenced=wrapper-died")
-            && line.contains(LIFT),
-        "{line}"
-    );
+    s.assert_fenced("wrapper-died");
+    assert!(s.has_label(), "{:?}", s.argv);
+    s.assert_says(&[
+        "the previous start died before exec'ing kubelet",
+        "registering fenced with kubelet-labeler.io/fenced=wrapper-died",
+        LIFT,
+    ]);
     // The fault hook fires only on full starts: this one is.
-    let (err, argv) = run("third", "");
-    let argv = argv.unwrap();
-    assert_eq!(
-        taints_of(&argv),
-        format!("nvidia.com/gpu=true:NoSchedule,{STATIC_TAINT}"),
-        "{err}"
-    );
+    let s = start_with(&node, &env("third", ""), "", &["--facts-root", &dgx]);
+    s.assert_taints(&format!("nvidia.com/gpu=true:NoSchedule,{STATIC_TAINT}"));
 }
 
 /// In the same start: the crash handler (an abort while the rules run), an
 /// evaluation error, rules that cannot be decoded.
 #[test]
 fn a_crash_or_an_error_in_the_rules_registers_fenced() {
-    let dir = scratch_dir();
-    let root = dir.path();
-    let Some(records) = recorder_root(root, UNIT) else {
+    let Some(node) = RecorderNode::new(UNIT) else {
         return;
     };
-    // (the env drop-in's variables over `env`'s, the fence's reason, what
-    // the line says)
-    type Case<'a> = (&'a [(&'a str, &'a str)], &'a str, &'a str);
+    // (the env drop-in's variables over `env`'s, what the line says)
+    type Case<'a> = (&'a [(&'a str, &'a str)], &'a str);
     let cases: &[Case] = &[
         (
             &[("KUBELET_LABELER_FAULT", "abort-late")],
-            "rules-failed",
             "without the rule-derived ones: internal error (a crash; a bug, please report); \
              registering fenced",
         ),
         (
             &[("KUBELET_LABELER_FAULT", "stack-overflow-late")],
-            "rules-failed",
             "internal error (a crash",
         ),
         (
             &[("KUBELET_LABELER_FAULT", "rules-error")],
-            "rules-failed",
             "rule-derived labels and taints left out: injected evaluation error",
         ),
-        (
-            &[(RULES_VAR, "KLR9,1")],
-            "rules-failed",
-            "expected \"KLR5\"",
-        ),
+        (&[(RULES_VAR, "KLR9,1")], "expected \"KLR5\""),
     ];
-    for (i, (extra, reason, says)) in cases.iter().enumerate() {
+    for (i, (extra, says)) in cases.iter().enumerate() {
         // A crash handler's exec leaves its attempt behind: the guard would
         // take the next start for one after a death.
-        let _ = std::fs::remove_dir_all(root.join("state"));
-        let (err, argv) = try_wrapper(root, &records, &env(&i.to_string(), extra), "", &[]);
-        let argv = argv.unwrap_or_else(|| panic!("{extra:?}: kubelet did not start: {err}"));
-        assert_eq!(
-            taints_of(&argv),
-            format!("{STATIC_TAINT},{}", fence(reason)),
-            "{extra:?}: {err}"
-        );
-        assert!(argv.contains(&format!("--node-labels={LABEL}")), "{argv:?}");
-        let line = one_line(&err);
-        assert!(
-            line.contains(says) && line.contains(LIFT),
-            "{extra:?}: {line}"
-        );
+        node.forget_starts();
+        let s = start(&node, &env(&i.to_string(), extra)).case(extra);
+        s.assert_fenced("rules-failed");
+        assert!(s.has_label(), "{:?}", s.argv);
+        s.assert_says(&[says, LIFT]);
     }
 }
 
@@ -160,81 +282,54 @@ fn a_crash_or_an_error_in_the_rules_registers_fenced() {
 /// installed pool's registration-only taints.
 #[test]
 fn a_crash_fallback_that_leaves_the_installed_pool_is_fenced() {
-    use kubelet_labeler::node::fleet::{INSTALLED_POOL_PATH, Pool, PoolKind, Requirement, Table};
     use kubelet_labeler::node::rules::compact;
-    let dir = scratch_dir();
-    let root = dir.path();
-    let Some(records) = recorder_root(root, UNIT) else {
+    let Some(node) = RecorderNode::new(UNIT) else {
         return;
     };
     let mut rules = compact::decode(GPU_RULE).unwrap();
     rules[0].taints.clear();
     rules[0].labels = vec![("gpu.present".into(), "true".into())];
     let labels_only = compact::encode(&rules);
-    let pool = |name: &str, kind, selector| Pool {
-        name: name.into(),
-        kind,
-        config: format!("{name}.ign"),
-        selector,
-        static_labels: Vec::new(),
-        device: None,
-    };
-    let gpu = pool(
-        "gpu",
-        PoolKind::Custom,
-        vec![Requirement::In(
-            "feature.node.kubernetes.io/gpu.present".into(),
-            vec!["true".into()],
-        )],
+    let gpu = Requirement::In(
+        "feature.node.kubernetes.io/gpu.present".into(),
+        vec!["true".into()],
     );
-    let worker = pool(
-        "worker",
-        PoolKind::Worker,
-        vec![Requirement::Exists("node-role.kubernetes.io/worker".into())],
+    let worker = Requirement::Exists("node-role.kubernetes.io/worker".into());
+    install_record(
+        &node,
+        vec![
+            pool("gpu", PoolKind::Custom, vec![gpu]),
+            pool("worker", PoolKind::Worker, vec![worker]),
+        ],
     );
-    let record = Table {
-        env: Vec::new(),
-        pools: vec![gpu, worker],
+    let dgx = dgx();
+    let run = |id: &str, extra: &[(&'static str, &str)]| {
+        node.forget_starts();
+        start_with(&node, &env(id, extra), "", &["--facts-root", &dgx])
     };
-    write(
-        &root.join(INSTALLED_POOL_PATH.trim_start_matches('/')),
-        &record.to_text(),
-    );
-    let dgx = repo().join("tests/fixtures/nodes/dgx");
-    let facts = ["--facts-root", dgx.to_str().unwrap()];
-    let run = |id: &str, fault: &str| {
-        let _ = std::fs::remove_dir_all(root.join("state"));
-        let extra = [
-            (RULES_VAR, labels_only.as_str()),
-            ("KUBELET_LABELER_FAULT", fault),
-        ];
-        try_wrapper(root, &records, &env(id, &extra), "", &facts)
-    };
+    let labels_only = (RULES_VAR, labels_only.as_str());
     // A full start: the installed pool, unfenced.
-    let (err, argv) = run("full", "");
-    let argv = argv.unwrap_or_else(|| panic!("kubelet did not start: {err}"));
-    assert_eq!(taints_of(&argv), STATIC_TAINT, "{err}");
+    let s = run("full", &[labels_only, ("KUBELET_LABELER_FAULT", "")]);
+    s.assert_taints(STATIC_TAINT);
     assert!(
-        argv.iter()
+        s.argv
+            .iter()
             .any(|w| w.contains("feature.node.kubernetes.io/gpu.present=true")),
-        "{argv:?}"
+        "{:?}",
+        s.argv
     );
     // A crash while the rules run: the static part lands in `worker`.
-    let (err, argv) = run("crash", "abort-late");
-    let argv = argv.unwrap_or_else(|| panic!("kubelet did not start: {err}"));
-    assert_eq!(
-        taints_of(&argv),
-        format!("{STATIC_TAINT},{}", fence("pool-changed")),
-        "{err}"
+    let s = run(
+        "crash",
+        &[labels_only, ("KUBELET_LABELER_FAULT", "abort-late")],
     );
-    let line = one_line(&err);
-    assert!(
-        line.contains("internal error (a crash")
-            && line.contains("installed into pool gpu")
-            && line.contains("select pool worker")
-            && line.contains("replace or remove the record"),
-        "{line}"
-    );
+    s.assert_fenced("pool-changed");
+    s.assert_says(&[
+        "internal error (a crash",
+        "installed into pool gpu",
+        "select pool worker",
+        "replace or remove the record",
+    ]);
     // A crash before the static part is merged: the fence alone, even
     // with no static taint or rule (which used to start kubelet unchanged,
     // in `worker`).
@@ -249,11 +344,9 @@ fn a_crash_fallback_that_leaves_the_installed_pool_is_fenced() {
             "a crash",
         ),
     ] {
-        let _ = std::fs::remove_dir_all(root.join("state"));
-        let (err, argv) = try_wrapper(root, &records, &env("early", &extra), "", &facts);
-        let argv = argv.unwrap_or_else(|| panic!("kubelet did not start: {err}"));
-        assert_eq!(taints_of(&argv), fence("wrapper-died"), "{extra:?}: {err}");
-        assert!(one_line(&err).contains(says), "{err}");
+        let s = run("early", &extra).case(&extra);
+        s.assert_taints(&fence("wrapper-died"));
+        s.assert_says(&[says]);
     }
 }
 
@@ -264,10 +357,8 @@ fn a_crash_fallback_that_leaves_the_installed_pool_is_fenced() {
 /// stays; with static labels alone it starts unchanged.
 #[test]
 fn a_crash_before_the_static_part_is_merged_registers_fenced() {
-    let dir = scratch_dir();
-    let root = dir.path();
     let unit = "[Service]\nExecStart=/usr/bin/kubelet --v=2 --register-with-taints=a=b:NoExecute\n";
-    let Some(records) = recorder_root(root, unit) else {
+    let Some(node) = RecorderNode::new(unit) else {
         return;
     };
     let early = ("KUBELET_LABELER_FAULT", "abort-early");
@@ -279,15 +370,14 @@ fn a_crash_before_the_static_part_is_merged_registers_fenced() {
         (&[early, (RULES_VAR, ""), (TAINTS_VAR, "")], "a=b:NoExecute"),
     ];
     for (i, (extra, taints)) in cases.iter().enumerate() {
-        let _ = std::fs::remove_dir_all(root.join("state"));
-        let (err, argv) = try_wrapper(root, &records, &env(&i.to_string(), extra), "", &[]);
-        let argv = argv.unwrap_or_else(|| panic!("{extra:?}: kubelet did not start: {err}"));
-        assert_eq!(taints_of(&argv), *taints, "{extra:?}: {err}");
+        node.forget_starts();
+        let s = start(&node, &env(&i.to_string(), extra)).case(extra);
+        s.assert_taints(taints);
         assert!(
-            !argv.iter().any(|w| w.starts_with("--node-labels")),
-            "{argv:?}"
+            !s.argv.iter().any(|w| w.starts_with("--node-labels")),
+            "{:?}",
+            s.argv
         );
-        let line = one_line(&err);
         let says = match taints.contains("fenced") {
             true => {
                 "starting kubelet fenced, without our labels/taints (not merged yet): internal \
@@ -296,7 +386,7 @@ fn a_crash_before_the_static_part_is_merged_registers_fenced() {
             }
             false => "starting kubelet without our labels/taints: internal error (a crash",
         };
-        assert!(line.contains(says), "{extra:?}: {line}");
+        s.assert_says(&[says]);
     }
 }
 
@@ -305,43 +395,23 @@ fn a_crash_before_the_static_part_is_merged_registers_fenced() {
 /// costs the labels, not the taint (kubelet unchanged before).
 #[test]
 fn bad_kubelet_config_or_label_keeps_the_taints() {
-    let dir = scratch_dir();
-    let root = dir.path();
-    let unit =
-        "[Service]\nExecStart=/usr/bin/kubelet --v=2 --config=/etc/kubernetes/kubelet.conf\n";
-    let Some(records) = recorder_root(root, unit) else {
+    let Some(node) = RecorderNode::new(UNIT_CONFIG) else {
         return;
     };
+    let root = node.root();
     std::fs::create_dir_all(root.join("etc/kubernetes/kubelet.conf")).unwrap();
-    let (err, argv) = try_wrapper(root, &records, &env("c", &[(RULES_VAR, "")]), "", &[]);
-    let argv = argv.unwrap();
-    assert_eq!(
-        taints_of(&argv),
-        format!("{STATIC_TAINT},{}", fence("kubelet-config-unreadable")),
-        "{err}"
-    );
-    let line = one_line(&err);
-    assert!(
-        line.contains("reading kubelet config /etc/kubernetes/kubelet.conf") && line.contains(LIFT),
-        "{line}"
-    );
+    assert_unreadable(&node, "reading kubelet config /etc/kubernetes/kubelet.conf");
     write(&root.join("usr/lib/systemd/system/kubelet.service"), UNIT);
     let bad = [
         (RULES_VAR, ""),
         (LABELS_VAR, "node-role.kubernetes.io/infra="),
     ];
-    let (err, argv) = try_wrapper(root, &records, &env("l", &bad), "", &[]);
-    let argv = argv.unwrap();
-    assert_eq!(
-        argv[1..],
-        [
-            "--v=2".to_string(),
-            format!("--register-with-taints={STATIC_TAINT}")
-        ]
-    );
-    assert!(
-        one_line(&err).contains("our labels left out: label \"node-role.kubernetes.io/infra\"")
-    );
+    let s = start(&node, &env("l", &bad));
+    s.assert_args(&[
+        "--v=2".to_string(),
+        format!("--register-with-taints={STATIC_TAINT}"),
+    ]);
+    s.assert_says(&["our labels left out: label \"node-role.kubernetes.io/infra\""]);
 }
 
 /// kubelet's `--config-dir` past its bound (1,024 entries in all, its
@@ -350,33 +420,18 @@ fn bad_kubelet_config_or_label_keeps_the_taints() {
 /// bound, merged as usual.
 #[test]
 fn a_config_dir_past_its_bound_registers_fenced() {
-    let dir = scratch_dir();
-    let root = dir.path();
-    let unit = "[Service]\nExecStart=/usr/bin/kubelet --v=2 --config-dir=/etc/kubernetes/k.d\n";
-    let Some(records) = recorder_root(root, unit) else {
+    let Some(node) = RecorderNode::new(UNIT_CONFIG_DIR) else {
         return;
     };
-    let d = root.join("etc/kubernetes/k.d/sub");
+    let d = node.root().join("etc/kubernetes/k.d/sub");
     std::fs::create_dir_all(&d).unwrap();
     // The subdirectory is one entry; it holds the rest.
     for i in 0..1023 {
         write(&d.join(format!("{i:04}.txt")), "");
     }
-    let env = env("c", &[(RULES_VAR, "")]);
-    let (err, argv) = try_wrapper(root, &records, &env, "", &[]);
-    assert_eq!(taints_of(&argv.unwrap()), STATIC_TAINT, "{err}");
+    start(&node, &without_rules()).assert_taints(STATIC_TAINT);
     write(&d.join("1023.txt"), "");
-    let (err, argv) = try_wrapper(root, &records, &env, "", &[]);
-    assert_eq!(
-        taints_of(&argv.unwrap()),
-        format!("{STATIC_TAINT},{}", fence("kubelet-config-unreadable")),
-        "{err}"
-    );
-    let line = one_line(&err);
-    assert!(
-        line.contains("more than 1024 entries in all) (registering fenced") && line.contains(LIFT),
-        "{line}"
-    );
+    assert_unreadable(&node, "more than 1024 entries in all) (registering fenced");
 }
 
 /// A `--config-dir` subdirectory emptied of thousands of names (ext4
@@ -385,13 +440,10 @@ fn a_config_dir_past_its_bound_registers_fenced() {
 /// as past the entries' bound.
 #[test]
 fn an_emptied_large_config_dir_registers_fenced() {
-    let dir = scratch_dir();
-    let root = dir.path();
-    let unit = "[Service]\nExecStart=/usr/bin/kubelet --v=2 --config-dir=/etc/kubernetes/k.d\n";
-    let Some(records) = recorder_root(root, unit) else {
+    let Some(node) = RecorderNode::new(UNIT_CONFIG_DIR) else {
         return;
     };
-    let d = root.join("etc/kubernetes/k.d/sub");
+    let d = node.root().join("etc/kubernetes/k.d/sub");
     std::fs::create_dir_all(&d).unwrap();
     let names: Vec<_> = (0..2100)
         .map(|i| d.join(format!("{i:04}{}", "x".repeat(251))))
@@ -409,18 +461,9 @@ fn an_emptied_large_config_dir_registers_fenced() {
         ));
         return;
     }
-    let env = env("c", &[(RULES_VAR, "")]);
-    let (err, argv) = try_wrapper(root, &records, &env, "", &[]);
-    assert_eq!(
-        taints_of(&argv.unwrap()),
-        format!("{STATIC_TAINT},{}", fence("kubelet-config-unreadable")),
-        "{err}"
-    );
-    let line = one_line(&err);
-    assert!(
-        line.contains(&format!("a directory of {size} bytes, past 512 KiB")),
-        "{line}"
-    );
+    let s = start(&node, &without_rules());
+    s.assert_fenced(UNREADABLE);
+    s.assert_says(&[&format!("a directory of {size} bytes, past 512 KiB")]);
 }
 
 /// Review 10 F1: the 512 KiB bound on `--config-dir` directories is one
@@ -429,12 +472,10 @@ fn an_emptied_large_config_dir_registers_fenced() {
 /// fenced as one directory past it does; at the bound, merged as usual.
 #[test]
 fn config_dir_subdirectories_past_512_kib_in_all_register_fenced() {
-    let dir = scratch_dir();
-    let root = dir.path();
-    let unit = "[Service]\nExecStart=/usr/bin/kubelet --v=2 --config-dir=/etc/kubernetes/k.d\n";
-    let Some(records) = recorder_root(root, unit) else {
+    let Some(node) = RecorderNode::new(UNIT_CONFIG_DIR) else {
         return;
     };
+    let root = node.root();
     let k = root.join("etc/kubernetes/k.d");
     std::fs::create_dir_all(&k).unwrap();
     let size = |p: &std::path::Path| std::fs::metadata(p).unwrap().len();
@@ -456,22 +497,12 @@ fn config_dir_subdirectories_past_512_kib_in_all_register_fenced() {
         std::fs::create_dir(k.join(format!("d{made:04}"))).unwrap();
         made += 1;
     }
-    let env = env("c", &[(RULES_VAR, "")]);
-    let (err, argv) = try_wrapper(root, &records, &env, "", &[]);
-    assert_eq!(taints_of(&argv.unwrap()), STATIC_TAINT, "{err}");
+    start(&node, &without_rules()).assert_taints(STATIC_TAINT);
     std::fs::create_dir(k.join(format!("d{made:04}"))).unwrap();
     assert!(total(&k) > 512 << 10);
-    let (err, argv) = try_wrapper(root, &records, &env, "", &[]);
-    assert_eq!(
-        taints_of(&argv.unwrap()),
-        format!("{STATIC_TAINT},{}", fence("kubelet-config-unreadable")),
-        "{err}"
-    );
-    let line = one_line(&err);
-    assert!(
-        line.contains(&format!("a directory of {one} bytes, past 512 KiB in all"))
-            && line.contains(LIFT),
-        "{line}"
+    assert_unreadable(
+        &node,
+        &format!("a directory of {one} bytes, past 512 KiB in all"),
     );
 }
 
@@ -482,41 +513,25 @@ fn config_dir_subdirectories_past_512_kib_in_all_register_fenced() {
 /// one line, as past the directories' bounds.
 #[test]
 fn config_dir_drop_ins_past_1_mib_in_all_register_fenced() {
-    let dir = scratch_dir();
-    let root = dir.path();
-    let unit = "[Service]\nExecStart=/usr/bin/kubelet --v=2 --config-dir=/etc/kubernetes/k.d\n";
-    let Some(records) = recorder_root(root, unit) else {
+    let Some(node) = RecorderNode::new(UNIT_CONFIG_DIR) else {
         return;
     };
     let dropin = |i: usize| {
-        let head = format!(
-            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n\
-             registerWithTaints:\n- {{key: example.com/d{i}, effect: PreferNoSchedule}}\n# "
-        );
+        let head =
+            format!("{KUBELET_CONFIG}- {{key: example.com/d{i}, effect: PreferNoSchedule}}\n# ");
         let fill = "a".repeat((200 << 10) - head.len() - 1);
         write(
-            &root.join(format!("etc/kubernetes/k.d/{i}.conf")),
+            &node.root().join(format!("etc/kubernetes/k.d/{i}.conf")),
             &format!("{head}{fill}\n"),
         );
     };
     (0..5).for_each(dropin);
-    let env = env("c", &[(RULES_VAR, "")]);
-    let (err, argv) = try_wrapper(root, &records, &env, "", &[]);
     let merged = format!("example.com/d4=:PreferNoSchedule,{STATIC_TAINT}");
-    assert_eq!(taints_of(&argv.unwrap()), merged, "{err}");
+    start(&node, &without_rules()).assert_taints(&merged);
     (5..8).for_each(dropin);
-    let (err, argv) = try_wrapper(root, &records, &env, "", &[]);
-    assert_eq!(
-        taints_of(&argv.unwrap()),
-        format!("{STATIC_TAINT},{}", fence("kubelet-config-unreadable")),
-        "{err}"
-    );
-    let line = one_line(&err);
-    assert!(
-        line.contains(
-            "reading kubelet config /etc/kubernetes/k.d/5.conf: past 1 MiB of kubelet config in all"
-        ) && line.contains(LIFT),
-        "{line}"
+    assert_unreadable(
+        &node,
+        "reading kubelet config /etc/kubernetes/k.d/5.conf: past 1 MiB of kubelet config in all",
     );
 }
 
@@ -526,42 +541,27 @@ fn config_dir_drop_ins_past_1_mib_in_all_register_fenced() {
 /// fence go in, quickly (the bound trips before memory grows).
 #[test]
 fn a_config_amplified_by_aliases_registers_fenced() {
-    let dir = scratch_dir();
-    let root = dir.path();
-    let unit =
-        "[Service]\nExecStart=/usr/bin/kubelet --v=2 --config=/etc/kubernetes/kubelet.conf\n";
-    let Some(records) = recorder_root(root, unit) else {
+    let Some(node) = RecorderNode::new(UNIT_CONFIG) else {
         return;
     };
     let config = |n: usize| {
         format!(
-            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n\
-             registerWithTaints:\n- {{key: example.com/own, effect: NoSchedule}}\n\
+            "{KUBELET_CONFIG}- {{key: example.com/own, effect: NoSchedule}}\n\
              a: &a {{k: {}}}\nm: {{<<: [{}]}}\n",
             "x".repeat(100_000),
             ["*a"].repeat(n).join(",")
         )
     };
-    let path = root.join("etc/kubernetes/kubelet.conf");
-    let env = env("c", &[(RULES_VAR, "")]);
+    let path = node.root().join("etc/kubernetes/kubelet.conf");
     write(&path, &config(4));
-    let (err, argv) = try_wrapper(root, &records, &env, "", &[]);
     let merged = format!("example.com/own=:NoSchedule,{STATIC_TAINT}");
-    assert_eq!(taints_of(&argv.unwrap()), merged, "{err}");
+    start(&node, &without_rules()).assert_taints(&merged);
     write(&path, &config(200));
-    let start = std::time::Instant::now();
-    let (err, argv) = try_wrapper(root, &records, &env, "", &[]);
-    let took = start.elapsed();
-    assert_eq!(
-        taints_of(&argv.unwrap()),
-        format!("{STATIC_TAINT},{}", fence("kubelet-config-unreadable")),
-        "{err}"
-    );
-    let line = one_line(&err);
-    assert!(
-        line.contains("expands past 8 MiB as read") && line.contains(LIFT),
-        "{line}"
-    );
+    let begin = std::time::Instant::now();
+    let s = start(&node, &without_rules());
+    let took = begin.elapsed();
+    s.assert_fenced(UNREADABLE);
+    s.assert_says(&["expands past 8 MiB as read", LIFT]);
     // well under a second alone; margin for a busy machine
     assert!(took.as_secs() < 5, "{took:?}");
 }
@@ -571,35 +571,18 @@ fn a_config_amplified_by_aliases_registers_fenced() {
 /// unchanged before).
 #[test]
 fn labels_over_the_exec_limit_leave_the_taints() {
-    let dir = scratch_dir();
-    let root = dir.path();
-    let Some(records) = recorder_root(root, UNIT) else {
+    let Some(node) = RecorderNode::new(UNIT) else {
         return;
     };
-    let labels: Vec<String> = (0..4800).map(|i| format!("example.com/l{i:06}=")).collect();
-    let labels = labels.join(",");
-    let filler = "f".repeat(75_000);
-    let extra = [
-        (RULES_VAR, ""),
-        (LABELS_VAR, labels.as_str()),
-        ("FILLER_A", filler.as_str()),
-        ("FILLER_B", filler.as_str()),
-    ];
-    let (err, argv) = try_wrapper(root, &records, &env("big", &extra), "ulimit -s 1024", &[]);
-    let argv = argv.unwrap();
-    assert_eq!(
-        argv[1..],
-        [
-            "--v=2".to_string(),
-            format!("--register-with-taints={STATIC_TAINT}")
-        ]
-    );
-    let line = one_line(&err);
-    assert!(
-        line.contains("our labels left out: its argv and environment with them are")
-            && line.contains("every taint kept"),
-        "{line}"
-    );
+    let s = start_with_labels_past_the_exec_limit(&node);
+    s.assert_args(&[
+        "--v=2".to_string(),
+        format!("--register-with-taints={STATIC_TAINT}"),
+    ]);
+    s.assert_says(&[
+        "our labels left out: its argv and environment with them are",
+        "every taint kept",
+    ]);
 }
 
 /// The same, on a node installed from a fleet ISO into a pool one of our
@@ -607,58 +590,33 @@ fn labels_over_the_exec_limit_leave_the_taints() {
 /// so it registers fenced with `pool-changed`, the line naming both pools.
 #[test]
 fn labels_over_the_exec_limit_on_a_fleet_node_keep_its_pool_or_fence() {
-    use kubelet_labeler::node::fleet::{INSTALLED_POOL_PATH, Pool, PoolKind, Requirement, Table};
-    let dir = scratch_dir();
-    let root = dir.path();
-    let Some(records) = recorder_root(root, UNIT) else {
+    let Some(node) = RecorderNode::new(UNIT) else {
         return;
     };
-    let pool = |name: &str, kind, key: &str| Pool {
-        name: name.into(),
-        kind,
-        config: format!("{name}.ign"),
-        selector: vec![Requirement::Exists(key.into())],
-        static_labels: Vec::new(),
-        device: None,
-    };
-    let record = Table {
-        env: Vec::new(),
-        pools: vec![
-            pool("big", PoolKind::Custom, "example.com/l000000"),
-            pool("worker", PoolKind::Worker, "node-role.kubernetes.io/worker"),
+    let exists = |key: &str| vec![Requirement::Exists(key.into())];
+    install_record(
+        &node,
+        vec![
+            pool("big", PoolKind::Custom, exists("example.com/l000000")),
+            pool(
+                "worker",
+                PoolKind::Worker,
+                exists("node-role.kubernetes.io/worker"),
+            ),
         ],
-    };
-    write(
-        &root.join(INSTALLED_POOL_PATH.trim_start_matches('/')),
-        &record.to_text(),
     );
-    let labels: Vec<String> = (0..4800).map(|i| format!("example.com/l{i:06}=")).collect();
-    let labels = labels.join(",");
-    let filler = "f".repeat(75_000);
-    let extra = [
-        (RULES_VAR, ""),
-        (LABELS_VAR, labels.as_str()),
-        ("FILLER_A", filler.as_str()),
-        ("FILLER_B", filler.as_str()),
-    ];
-    let (err, argv) = try_wrapper(root, &records, &env("big", &extra), "ulimit -s 1024", &[]);
-    let argv = argv.unwrap_or_else(|| panic!("kubelet did not start: {err}"));
-    assert_eq!(
-        argv[1..],
-        [
-            "--v=2".to_string(),
-            format!(
-                "--register-with-taints={STATIC_TAINT},kubelet-labeler.io/fenced=pool-changed:NoSchedule"
-            )
-        ]
-    );
-    let line = one_line(&err);
-    assert!(
-        line.contains("our labels left out: its argv and environment with them are")
-            && line.contains("installed into pool big")
-            && line.contains("select pool worker"),
-        "{line}"
-    );
+    let s = start_with_labels_past_the_exec_limit(&node);
+    s.assert_args(&[
+        "--v=2".to_string(),
+        format!(
+            "--register-with-taints={STATIC_TAINT},kubelet-labeler.io/fenced=pool-changed:NoSchedule"
+        ),
+    ]);
+    s.assert_says(&[
+        "our labels left out: its argv and environment with them are",
+        "installed into pool big",
+        "select pool worker",
+    ]);
 }
 
 /// `explain` previews it: the fence in the taints kubelet registers with,
@@ -671,12 +629,9 @@ fn explain_shows_the_fence() {
     let root = dir.path();
     write(
         &root.join("usr/lib/systemd/system/kubelet.service"),
-        "[Service]\nExecStart=/usr/bin/kubelet --v=2 --config=/etc/kubernetes/kubelet.conf\n",
+        UNIT_CONFIG,
     );
-    write(&root.join("usr/bin/kubelet"), "#!/bin/sh\n");
-    use std::os::unix::fs::PermissionsExt;
-    let exe = std::fs::Permissions::from_mode(0o755);
-    std::fs::set_permissions(root.join("usr/bin/kubelet"), exe).unwrap();
+    write_exec(&root.join("usr/bin/kubelet"), "#!/bin/sh\n");
     write(
         &root.join("etc/kubernetes/kubelet.conf"),
         "kind: KubeletConfiguration\n",
@@ -709,10 +664,7 @@ fn explain_shows_the_fence() {
     std::fs::remove_file(root.join("etc/kubernetes/kubelet.conf")).unwrap();
     std::fs::create_dir(root.join("etc/kubernetes/kubelet.conf")).unwrap();
     let (taints, notes) = explain();
-    assert_eq!(
-        taints,
-        [STATIC_TAINT.to_string(), fence("kubelet-config-unreadable")]
-    );
+    assert_eq!(taints, [STATIC_TAINT.to_string(), fence(UNREADABLE)]);
     assert!(notes.contains("reading kubelet config"), "{notes}");
 }
 
@@ -721,21 +673,20 @@ fn explain_shows_the_fence() {
 /// whose name would have started a journal record of its own).
 #[test]
 fn the_line_of_a_start_that_cannot_be_made_is_one_line() {
-    let dir = scratch_dir();
-    let root = dir.path();
-    let Some(records) = recorder_root(root, UNIT) else {
+    let Some(node) = RecorderNode::new(UNIT) else {
         return;
     };
     let forged = "kubelet-labeler: no labels or taints to add; starting kubelet unchanged";
     let name = format!("10-a\n{forged}\u{1b}[2K.conf");
     let big = "#".repeat(kubelet_labeler::node::nodefs::READ_LIMIT + 1);
     write(
-        &root
+        &node
+            .root()
             .join("usr/lib/systemd/system/kubelet.service.d")
             .join(name),
         &big,
     );
-    let (err, argv) = try_wrapper(root, &records, &env("id", &[]), "", &[]);
+    let (err, argv) = node.try_start(&env("id", &[]), "", &[]);
     assert_eq!(argv, None, "{err}");
     let line = one_line(&err);
     assert!(
@@ -754,45 +705,34 @@ fn the_line_of_a_start_that_cannot_be_made_is_one_line() {
 /// taints and without ours (the static taint, the rule's) and unfenced.
 #[test]
 fn kubelets_own_taints_past_the_word_limit_never_drop_ours() {
-    let dir = scratch_dir();
-    let root = dir.path();
-    let unit = "[Service]\nExecStart=/usr/bin/kubelet --v=2 --config-dir=/etc/kubernetes/k.d\n";
-    let Some(records) = recorder_root(root, unit) else {
+    let Some(node) = RecorderNode::new(UNIT_CONFIG_DIR) else {
         return;
     };
-    let mut dropin = String::from(
-        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nregisterWithTaints:\n",
-    );
-    for i in 0..3000 {
-        dropin += &format!(
-            "- {{key: example.com/harmless-{i:05}, value: x, effect: PreferNoSchedule}}\n"
-        );
-    }
-    write(&root.join("etc/kubernetes/k.d/50-pod.conf"), &dropin);
-    let env = env("c", &[(RULES_VAR, "")]);
-    let (err, argv) = try_wrapper(root, &records, &env, "", &[]);
-    let argv = argv.unwrap();
-    let taints = taints_of(&argv);
+    own_taints(&node, 3000, |i| {
+        format!("key: example.com/harmless-{i:05}, value: x, effect: PreferNoSchedule")
+    });
+    let s = start(&node, &without_rules());
     assert!(
-        taints.split(',').any(|t| t == STATIC_TAINT),
-        "kubelet registers without the static taint {STATIC_TAINT}: {err}\nargv: {}",
-        argv.join(" ").chars().take(300).collect::<String>()
+        s.taints().split(',').any(|t| t == STATIC_TAINT),
+        "kubelet registers without the static taint {STATIC_TAINT}: {}\nargv: {}",
+        s.err,
+        s.argv.join(" ").chars().take(300).collect::<String>()
     );
     // Ours and the fence replace the drop-in's (as when it is unreadable);
     // the labels stay; one line says why and how to lift it.
-    let fenced = format!("{STATIC_TAINT},{}", fence("kubelet-taints-too-long"));
-    assert_eq!(taints, fenced, "{err}");
+    s.assert_fenced("kubelet-taints-too-long");
     assert!(
-        argv.iter().any(|w| w == &format!("--node-labels={LABEL}")),
-        "{err}"
+        s.argv
+            .iter()
+            .any(|w| w == &format!("--node-labels={LABEL}")),
+        "{}",
+        s.err
     );
-    let line = one_line(&err);
-    assert!(
-        line.contains("kubelet's own taints left out (its --register-with-taints replaced by ours): the --register-with-taints= word with kubelet's own 3000 taints is")
-            && line.contains("kubelet's own taints are too many to pass with ours")
-            && line.contains(LIFT),
-        "{line}"
-    );
+    s.assert_says(&[
+        "kubelet's own taints left out (its --register-with-taints replaced by ours): the --register-with-taints= word with kubelet's own 3000 taints is",
+        "kubelet's own taints are too many to pass with ours",
+        LIFT,
+    ]);
 }
 
 /// The same over exec's total limit (a 1 MiB stack allows 256 KiB of argv
@@ -802,46 +742,34 @@ fn kubelets_own_taints_past_the_word_limit_never_drop_ours() {
 /// (kubelet started unchanged before: without ours, unfenced.)
 #[test]
 fn kubelets_own_taints_over_the_exec_limit_never_drop_ours() {
-    let dir = scratch_dir();
-    let root = dir.path();
-    let unit = "[Service]\nExecStart=/usr/bin/kubelet --v=2 --config-dir=/etc/kubernetes/k.d\n";
-    let Some(records) = recorder_root(root, unit) else {
+    let Some(node) = RecorderNode::new(UNIT_CONFIG_DIR) else {
         return;
     };
-    let mut dropin = String::from(
-        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nregisterWithTaints:\n",
-    );
-    for i in 0..2000 {
-        dropin += &format!(
-            "- {{key: example.com/harmless-{i:05}-{}, effect: PreferNoSchedule}}\n",
+    own_taints(&node, 2000, |i| {
+        format!(
+            "key: example.com/harmless-{i:05}-{}, effect: PreferNoSchedule",
             "x".repeat(10)
-        );
-    }
-    write(&root.join("etc/kubernetes/k.d/50-pod.conf"), &dropin);
+        )
+    });
     let filler = "f".repeat(80_000);
     let extra = [
         (RULES_VAR, ""),
         ("FILLER_A", filler.as_str()),
         ("FILLER_B", filler.as_str()),
     ];
-    let (err, argv) = try_wrapper(root, &records, &env("big", &extra), "ulimit -s 1024", &[]);
-    let argv = argv.unwrap();
-    let fenced = format!("{STATIC_TAINT},{}", fence("kubelet-taints-too-long"));
-    assert_eq!(
-        argv[1..],
-        [
-            "--v=2".to_string(),
-            "--config-dir=/etc/kubernetes/k.d".into(),
-            format!("--register-with-taints={fenced}")
-        ],
-        "{err}"
-    );
-    let line = one_line(&err);
-    assert!(
-        line.contains("kubelet's own taints left out (its --register-with-taints replaced by ours): its argv and environment with them are")
-            && line.contains("our labels left out too")
-            && line.contains("kubelet's own taints are too many to pass with ours")
-            && line.contains(LIFT),
-        "{line}"
-    );
+    let s = start_with(&node, &env("big", &extra), SMALL_STACK, &[]);
+    s.assert_args(&[
+        "--v=2".to_string(),
+        "--config-dir=/etc/kubernetes/k.d".into(),
+        format!(
+            "--register-with-taints={}",
+            fenced("kubelet-taints-too-long")
+        ),
+    ]);
+    s.assert_says(&[
+        "kubelet's own taints left out (its --register-with-taints replaced by ours): its argv and environment with them are",
+        "our labels left out too",
+        "kubelet's own taints are too many to pass with ours",
+        LIFT,
+    ]);
 }

@@ -2,27 +2,12 @@
 //! wrote (../shared/fixtures/coreos-installer), on images made by
 //! iso/make-test-iso.sh and on the fixture ISO.
 
-use crate::support::{bin, scratch_dir, skipped, stderr, test_iso};
+use crate::support::iso::{FixtureIso, config_in, xz_crc32};
+use crate::support::{bin, scratch_dir, stderr, test_iso};
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-
-pub(crate) fn fixtures() -> Option<PathBuf> {
-    skipped::shared("fixtures/coreos-installer")
-}
-
-/// The pristine fixture ISO, decompressed into `dir`.
-pub(crate) fn base_iso(dir: &Path, fx: &Path) -> PathBuf {
-    let mut xz = xz2::read::XzDecoder::new(
-        std::fs::File::open(fx.join("synthetic-coreos-base.iso.xz")).unwrap(),
-    );
-    let mut bytes = Vec::new();
-    xz.read_to_end(&mut bytes).unwrap();
-    let p = dir.join("base.iso");
-    std::fs::write(&p, bytes).unwrap();
-    p
-}
 
 fn copy(src: &Path, dst: &Path) -> PathBuf {
     std::fs::copy(src, dst).unwrap();
@@ -41,9 +26,9 @@ pub(crate) fn ok(o: Output) -> Output {
 /// The embed area bytes equal what coreos-installer 0.27.0 wrote.
 #[test]
 fn embed_area_bytes_equal_coreos_installers() {
-    let Some(fx) = fixtures() else { return };
-    let dir = scratch_dir();
-    let base = base_iso(dir.path(), &fx);
+    let Some(FixtureIso { dir, fx, base }) = FixtureIso::new() else {
+        return;
+    };
     let area = kubelet_labeler::cli::iso::area_of(&base).unwrap();
     for (config, expected) in [
         ("pointer.ign", "embed-area-pointer.ign.bin"),
@@ -74,13 +59,10 @@ fn embed_area_bytes_equal_coreos_installers() {
 
 #[test]
 fn interop_with_coreos_installer() {
-    let Some(fx) = fixtures() else { return };
-    let Some(ci) = skipped::tool("coreos-installer") else {
+    let Some((FixtureIso { dir, fx, base }, ci)) = FixtureIso::with("coreos-installer") else {
         return;
     };
-    let dir = scratch_dir();
     let d = dir.path();
-    let base = base_iso(d, &fx);
     let pristine = std::fs::read(&base).unwrap();
     let config = std::fs::read(fx.join("pointer.ign")).unwrap();
 
@@ -505,13 +487,12 @@ fn refuses_bad_configs_and_out_of_image_areas_keeps_mode() {
 /// given as the config (`-i`) is named as one, nothing written.
 #[test]
 fn existing_output_needs_f_and_an_iso_as_config_is_named() {
-    let Some(fx) = fixtures() else { return };
-    let dir = scratch_dir();
+    let Some(FixtureIso { dir, base, .. }) = FixtureIso::new() else {
+        return;
+    };
     let d = dir.path();
-    let base = base_iso(d, &fx);
     let pristine = std::fs::read(&base).unwrap();
-    let config = d.join("c.ign");
-    std::fs::write(&config, br#"{"ignition":{"version":"3.4.0"}}"#).unwrap();
+    let config = config_in(d, r#"{"ignition":{"version":"3.4.0"}}"#);
     let embed = |out: &Path, force: bool| {
         let mut c = bin();
         c.args(["iso", "embed", "-i"])
@@ -583,10 +564,10 @@ fn existing_output_needs_f_and_an_iso_as_config_is_named() {
 /// A render flag without --pool is a usage error.
 #[test]
 fn embed_renders_the_full_config_as_render_ignition() {
-    let Some(fx) = fixtures() else { return };
-    let dir = scratch_dir();
+    let Some(FixtureIso { dir, base, .. }) = FixtureIso::new() else {
+        return;
+    };
     let d = dir.path();
-    let base = base_iso(d, &fx);
     let rules = crate::support::repo().join("examples/rules/mixed-fleet.yaml");
     let mut flags: Vec<std::ffi::OsString> = [
         "--pool",
@@ -731,13 +712,10 @@ fn an_interrupted_embed_leaves_nothing() {
 /// the config is its bytes as they are.
 #[test]
 fn show_escapes_a_hostile_config_on_a_terminal() {
-    let Some(fx) = fixtures() else { return };
-    let Some(script) = skipped::tool("script") else {
+    let Some((FixtureIso { dir, base, .. }, script)) = FixtureIso::with("script") else {
         return;
     };
-    let dir = scratch_dir();
     let d = dir.path();
-    let base = base_iso(d, &fx);
     let evil = b"{\"ignition\":{\"version\":\"3.4.0\"}}\x1b[1A\x1b[2K\x1b]52;c;ZWNobyBoaQ==\x07\n";
     std::fs::write(d.join("evil.ign"), evil).unwrap();
     ok(run(bin()
@@ -769,14 +747,6 @@ fn newc(files: &[(&str, &[u8])]) -> Vec<u8> {
     out
 }
 
-fn xz_crc32(data: &[u8]) -> Vec<u8> {
-    use std::io::Write;
-    let stream = xz2::stream::Stream::new_easy_encoder(6, xz2::stream::Check::Crc32).unwrap();
-    let mut w = xz2::write::XzEncoder::new_stream(Vec::new(), stream);
-    w.write_all(data).unwrap();
-    w.finish().unwrap()
-}
-
 /// An embed area holding more than one archive (review 9 riso F2): `iso
 /// show` shows what coreos-installer shows (the later config.ign, the one
 /// the kernel leaves in the initramfs), or refuses what it refuses (a second
@@ -784,13 +754,10 @@ fn xz_crc32(data: &[u8]) -> Vec<u8> {
 /// ISO that has a config in a later archive, as coreos-installer does.
 #[test]
 fn show_reads_every_archive_of_the_area_as_coreos_installer() {
-    let Some(fx) = fixtures() else { return };
-    let Some(ci) = skipped::tool("coreos-installer") else {
+    let Some((FixtureIso { dir, fx, base }, ci)) = FixtureIso::with("coreos-installer") else {
         return;
     };
-    let dir = scratch_dir();
     let d = dir.path();
-    let base = base_iso(d, &fx);
     let area = kubelet_labeler::cli::iso::area_of(&base).unwrap();
     let decoy: &[u8] = br#"{"ignition":{"version":"3.4.0"}}"#;
     let real: &[u8] = br#"{"ignition":{"version":"3.4.0"},"passwd":{"users":[{"name":"core","sshAuthorizedKeys":["ssh-ed25519 AAAA attacker"]}]}}"#;

@@ -7,9 +7,9 @@
 //! Each fixture node's facts stand in for the machine's. The command's own
 //! checks, with a stand-in selector: iso_fleet_cli.rs.
 
-use crate::support::{bin, elf, ignition_oracle, mco, repo, scratch_dir, skipped, systemd_oracle};
+use crate::support::iso::{self, gitops, rules};
+use crate::support::{bin, ignition_oracle, mco, repo, scratch_dir, skipped, systemd_oracle};
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -76,48 +76,11 @@ pub(crate) fn selector(arch: &str) -> Option<PathBuf> {
     Some(PathBuf::from(String::from_utf8(out.stdout).unwrap().trim()))
 }
 
+/// The fixture ISO decompressed into `dir`; None (skipped, one line)
+/// without it.
 pub(crate) fn base_iso(dir: &Path) -> Option<PathBuf> {
-    let fx = shared("fixtures/coreos-installer/synthetic-coreos-base.iso.xz")?;
-    let mut bytes = Vec::new();
-    xz2::read::XzDecoder::new(std::fs::File::open(fx).unwrap())
-        .read_to_end(&mut bytes)
-        .unwrap();
-    let p = dir.join("base.iso");
-    std::fs::write(&p, bytes).unwrap();
-    Some(p)
-}
-
-pub(crate) fn rules() -> PathBuf {
-    repo().join("examples/rules/mixed-fleet.yaml")
-}
-
-/// A pool's gitops directory, rendered by `render machineconfig`; a
-/// stand-in wrapper of the selector's architecture is carried (never run
-/// here).
-pub(crate) fn gitops(dir: &Path, pool: &str, label: &str, sel: &Path) -> PathBuf {
-    let out = dir.join(format!("gitops-{pool}"));
-    let arch = kubelet_labeler::cli::render::arch::Arch::of_elf(&std::fs::read(sel).unwrap())
-        .expect("the selector's architecture");
-    let wrapper = dir.join(format!("stand-in-wrapper-{arch}"));
-    std::fs::write(&wrapper, elf::static_elf(arch)).unwrap();
-    ok(bin()
-        .args([
-            "render",
-            "machineconfig",
-            "--pool",
-            pool,
-            "--pool-label",
-            label,
-        ])
-        .arg("--rules")
-        .arg(rules())
-        .args(["--nfd-labels", "openshift", "--wrapper"])
-        .arg(&wrapper)
-        .arg("--output-dir")
-        .arg(&out)
-        .output()
-        .unwrap());
-    out
+    let xz = shared("fixtures/coreos-installer/synthetic-coreos-base.iso.xz")?;
+    Some(iso::base_iso(dir, xz.parent().unwrap()))
 }
 
 /// The pointer config the installer writes (spec 3.2.0, CA as a plain

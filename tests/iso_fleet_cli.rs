@@ -2,25 +2,14 @@
 //! no machine can reach, `--dry-run`, each pool's device in the live
 //! config, where the selector is found, and `--leave-to-nfd`.
 
-use crate::iso_fleet::{MCS, PEM, base_iso, gitops, ok, rules, selector};
-use crate::support::{bin, elf, repo, scratch_dir};
+use crate::iso_fleet::{MCS, PEM, base_iso, ok, selector};
+use crate::support::iso::{gitops, gpu_and_numa_pools, gpu_pool, rules, stand_in_selector};
+use crate::support::{bin, repo, scratch_dir};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
-
-/// A stand-in selector (x86_64): `iso fleet` reads its ELF header and usage
-/// line; it is never run here.
-pub(crate) fn stand_in_selector(dir: &Path) -> PathBuf {
-    let p = dir.join("stand-in-selector");
-    std::fs::write(
-        &p,
-        elf::static_elf(kubelet_labeler::cli::render::arch::Arch::X86_64),
-    )
-    .unwrap();
-    p
-}
 
 /// `iso fleet` with the test rules, NFD's openshift labels, the test MCS
 /// and CA and the stand-in selector, without an ISO yet.
@@ -132,19 +121,7 @@ fn a_pool_no_machine_can_reach_is_refused() {
 fn dry_run_previews_each_machine_and_its_device() {
     let tmp = scratch_dir();
     let dir = tmp.path();
-    let sel = stand_in_selector(dir);
-    let gpu = gitops(
-        dir,
-        "worker-gpu",
-        "feature.node.kubernetes.io/gpu=true",
-        &sel,
-    );
-    let numa = gitops(
-        dir,
-        "worker-numa",
-        "feature.node.kubernetes.io/memory-numa=true",
-        &sel,
-    );
+    let (gpu, numa) = gpu_and_numa_pools(dir);
     let nodes = repo().join("tests/fixtures/nodes");
     let preview = |machines: &[&str]| {
         let mut c = fleet_args(dir);
@@ -245,13 +222,7 @@ fn pool_devices_reach_the_live_config_and_the_wipe_is_announced() {
     let tmp = scratch_dir();
     let dir = tmp.path();
     let Some(base) = base_iso(dir) else { return };
-    let sel = stand_in_selector(dir);
-    let gpu = gitops(
-        dir,
-        "worker-gpu",
-        "feature.node.kubernetes.io/gpu=true",
-        &sel,
-    );
+    let gpu = gpu_pool(dir);
     let out = dir.join("fleet.iso");
     std::fs::write(&out, b"an older build").unwrap();
     let build = |force: bool| {
@@ -422,13 +393,7 @@ fn build_wrapper_runs_from_any_directory() {
 fn a_rule_left_to_nfd_is_not_evaluated_at_install() {
     let tmp = scratch_dir();
     let dir = tmp.path();
-    let sel = stand_in_selector(dir);
-    let gpu = gitops(
-        dir,
-        "worker-gpu",
-        "feature.node.kubernetes.io/gpu=true",
-        &sel,
-    );
+    let gpu = gpu_pool(dir);
     let nfd_only = dir.join("nfd-only.yaml");
     std::fs::write(
         &nfd_only,
@@ -483,13 +448,7 @@ fn a_rule_left_to_nfd_is_not_evaluated_at_install() {
 fn a_rule_left_to_nfd_giving_a_pools_label_is_refused() {
     let tmp = scratch_dir();
     let dir = tmp.path();
-    let sel = stand_in_selector(dir);
-    let gpu = gitops(
-        dir,
-        "worker-gpu",
-        "feature.node.kubernetes.io/gpu=true",
-        &sel,
-    );
+    let gpu = gpu_pool(dir);
     // One rule a file: the rules the selector evaluates stay the pool's.
     let late = |name: &str, output: &str| {
         let p = dir.join(format!("{name}.yaml"));

@@ -5,8 +5,9 @@
 //! `worker` MachineConfig counts for every pool, whichever directory it
 //! came in.
 
-use crate::iso_fleet::{MCS, gitops, ok};
-use crate::iso_fleet_cli::{fleet_args, said, stand_in_selector};
+use crate::iso_fleet::{MCS, ok};
+use crate::iso_fleet_cli::{fleet_args, said};
+use crate::support::iso::{gitops, stand_in_selector};
 use crate::support::{bin, repo, scratch_dir};
 
 use std::path::{Path, PathBuf};

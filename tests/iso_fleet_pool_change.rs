@@ -183,18 +183,11 @@ fn a_node_whose_boot_changes_its_pool_registers_fenced() {
 /// naming it.
 #[test]
 fn cluster_pools_off_the_iso_are_in_the_record() {
-    use crate::iso_fleet::gitops;
-    use crate::iso_fleet_cli::{fleet_args, stand_in_selector};
+    use crate::iso_fleet_cli::fleet_args;
     let tmp = scratch_dir();
     let dir = tmp.path();
     let Some(iso) = base_iso(dir) else { return };
-    let sel = stand_in_selector(dir);
-    let gpu = gitops(
-        dir,
-        "worker-gpu",
-        "feature.node.kubernetes.io/gpu=true",
-        &sel,
-    );
+    let gpu = crate::support::iso::gpu_pool(dir);
     let mcps = dir.join("mcp.yaml");
     write(
         &mcps,

@@ -10,9 +10,10 @@
 //! is never fetched through a proxy, noProxy read as Go's httpproxy reads
 //! it (tests/support/go-noproxy).
 
-use crate::iso_fleet::{MCS, gitops, ok, rules, secret_with};
-use crate::iso_fleet_cli::{said, stand_in_selector};
+use crate::iso_fleet::{MCS, ok, secret_with};
+use crate::iso_fleet_cli::said;
 use crate::render_pointer::make_certificates;
+use crate::support::iso::{gitops, rules, stand_in_selector};
 use crate::support::{bin, current_go, scratch_dir, skipped};
 
 use std::path::{Path, PathBuf};

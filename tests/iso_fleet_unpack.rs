@@ -5,8 +5,9 @@
 //! unpacking. Past the budget the sources are refused, naming the
 //! MachineConfig, its file and the fix, and nothing is written.
 
-use crate::iso_fleet::{MCS, PEM, base_iso, gitops};
-use crate::iso_fleet_cli::{fleet_args, said, stand_in_selector};
+use crate::iso_fleet::{MCS, PEM, base_iso};
+use crate::iso_fleet_cli::{fleet_args, said};
+use crate::support::iso::{gpu_and_numa_pools, stand_in_selector};
 use crate::support::scratch_dir;
 
 use std::io::Write;
@@ -75,19 +76,7 @@ fn add(dir: &Path, name: &str, v: &Value) {
 fn gzip_files_past_the_run_budget_are_refused() {
     let tmp = scratch_dir();
     let dir = tmp.path();
-    let sel = stand_in_selector(dir);
-    let gpu = gitops(
-        dir,
-        "worker-gpu",
-        "feature.node.kubernetes.io/gpu=true",
-        &sel,
-    );
-    let numa = gitops(
-        dir,
-        "worker-numa",
-        "feature.node.kubernetes.io/memory-numa=true",
-        &sel,
-    );
+    let (gpu, numa) = gpu_and_numa_pools(dir);
     let source = gzip_zeros(15);
     for i in 1..=9 {
         let name = format!("5{i}-infra-env-files");
@@ -138,19 +127,8 @@ fn every_pool_draws_from_one_budget() {
     use kubelet_labeler::cli::render::layout::with_run_budget;
     let tmp = scratch_dir();
     let dir = tmp.path();
+    let (gpu, numa) = gpu_and_numa_pools(dir);
     let sel = stand_in_selector(dir);
-    let gpu = gitops(
-        dir,
-        "worker-gpu",
-        "feature.node.kubernetes.io/gpu=true",
-        &sel,
-    );
-    let numa = gitops(
-        dir,
-        "worker-numa",
-        "feature.node.kubernetes.io/memory-numa=true",
-        &sel,
-    );
     let options = || fleet::FleetOptions {
         pools: vec![
             ("worker-gpu".into(), Some(gpu.clone())),

@@ -4,7 +4,8 @@
 //! `iso` command refuses the image, naming the member and why, and writes
 //! nothing. Each image is the fixture ISO with a hostile area, built here.
 
-use crate::iso::{base_iso, fixtures, ok, run};
+use crate::iso::{ok, run};
+use crate::support::iso::{FixtureIso, xz_crc32};
 use crate::support::{bin, scratch_dir, skipped, stderr};
 
 use std::io::Write;
@@ -108,13 +109,6 @@ fn refused(iso: &Path, ours: &Path, why: &str, show: bool) {
     }
 }
 
-fn xz_crc32(data: &[u8]) -> Vec<u8> {
-    let stream = xz2::stream::Stream::new_easy_encoder(6, xz2::stream::Check::Crc32).unwrap();
-    let mut w = xz2::write::XzEncoder::new_stream(Vec::new(), stream);
-    w.write_all(data).unwrap();
-    w.finish().unwrap()
-}
-
 /// F1 (`x/../config.ign`, `config.ign<NUL>x` after a decoy, or alone so
 /// no -f was needed), F2 (a later symlink or directory at config.ign) and
 /// F3 (a decoy archive at an offset 1 mod 4 after a gzip stream, where the
@@ -122,10 +116,10 @@ fn xz_crc32(data: &[u8]) -> Vec<u8> {
 /// was no config, and `iso embed` wrote the hostile member back after ours.
 #[test]
 fn hostile_embed_areas_are_refused_by_every_command() {
-    let Some(fx) = fixtures() else { return };
-    let dir = scratch_dir();
+    let Some(FixtureIso { dir, base, .. }) = FixtureIso::new() else {
+        return;
+    };
     let d = dir.path();
-    let base = base_iso(d, &fx);
     let ours = d.join("ours.ign");
     std::fs::write(&ours, OURS).unwrap();
     let decoy = || file(b"config.ign", DECOY);
@@ -262,13 +256,10 @@ fn data_after_igninfos_area_in_its_file_is_refused() {
 /// keyfile) is what coreos-installer and we read back, the kernel's way.
 #[test]
 fn areas_we_write_read_back_in_coreos_installer() {
-    let Some(fx) = fixtures() else { return };
-    let Some(ci) = skipped::tool("coreos-installer") else {
+    let Some((FixtureIso { dir, base, .. }, ci)) = FixtureIso::with("coreos-installer") else {
         return;
     };
-    let dir = scratch_dir();
     let d = dir.path();
-    let base = base_iso(d, &fx);
     let ours = d.join("ours.ign");
     std::fs::write(&ours, OURS).unwrap();
     let area = [
@@ -320,10 +311,10 @@ fn dirs(names: &[&str]) -> Vec<Vec<u8>> {
 /// them back beside ours. coreos-installer's own members still pass.
 #[test]
 fn members_coreos_installer_never_writes_are_refused_by_every_command() {
-    let Some(fx) = fixtures() else { return };
-    let dir = scratch_dir();
+    let Some(FixtureIso { dir, base, .. }) = FixtureIso::new() else {
+        return;
+    };
     let d = dir.path();
-    let base = base_iso(d, &fx);
     let ours = d.join("ours.ign");
     std::fs::write(&ours, OURS).unwrap();
     let base_d = [
@@ -509,10 +500,10 @@ fn an_area_inside_a_member_before_it_is_refused() {
 /// `iso fleet` refuse, writing nothing. `iso show` still reads it.
 #[test]
 fn keyfiles_past_a_mib_are_not_compressed_again() {
-    let Some(fx) = fixtures() else { return };
-    let dir = scratch_dir();
+    let Some(FixtureIso { dir, base, .. }) = FixtureIso::new() else {
+        return;
+    };
     let d = dir.path();
-    let base = base_iso(d, &fx);
     let ours = d.join("ours.ign");
     std::fs::write(&ours, OURS).unwrap();
     let big = vec![0u8; 2 << 20];
@@ -527,9 +518,7 @@ fn keyfiles_past_a_mib_are_not_compressed_again() {
     let before = std::fs::read(&iso).unwrap();
     // embed, embed -f (in place and -o), remove: all but show.
     refused_by_every_command_but_show(&iso, &ours, why);
-    let sel = crate::iso_fleet_cli::stand_in_selector(d);
-    let gpu =
-        crate::iso_fleet::gitops(d, "worker-gpu", "feature.node.kubernetes.io/gpu=true", &sel);
+    let gpu = crate::support::iso::gpu_pool(d);
     let out = d.join("fleet.iso");
     let o = crate::iso_fleet_cli::fleet_args(d)
         .args(["--dest-device", "/dev/sda", "-f", "-o"])

@@ -5,9 +5,10 @@
 //! clean nor written to; what we read is what `iso kargs show` reads; what
 //! we write leaves the arguments as coreos-installer reads them.
 
-use crate::iso::{base_iso, fixtures, ok, run};
+use crate::iso::{ok, run};
 use crate::iso_fleet_cli::{fleet_args, said};
-use crate::support::{bin, scratch_dir, skipped, stderr};
+use crate::support::iso::{FixtureIso, config_in};
+use crate::support::{bin, stderr};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -36,15 +37,11 @@ fn shown(ci: &Path, iso: &Path, default: bool) -> String {
 
 #[test]
 fn kernel_arguments_running_another_config_are_refused() {
-    let Some(fx) = fixtures() else { return };
-    let Some(ci) = skipped::tool("coreos-installer") else {
+    let Some((FixtureIso { dir: tmp, base, .. }, ci)) = FixtureIso::with("coreos-installer") else {
         return;
     };
-    let tmp = scratch_dir();
     let d = tmp.path();
-    let base = base_iso(d, &fx);
-    let config = d.join("c.ign");
-    std::fs::write(&config, r#"{"ignition":{"version":"3.2.0"}}"#).unwrap();
+    let config = config_in(d, r#"{"ignition":{"version":"3.2.0"}}"#);
     let url = "ignition.config.url=https://evil.example/x.ign";
     let cases: &[(&[&str], &str)] = &[
         (&["-a", url], url),
@@ -117,15 +114,11 @@ fn kernel_arguments_running_another_config_are_refused() {
 #[test]
 fn kernel_arguments_read_and_kept_as_coreos_installer_does() {
     use kubelet_labeler::cli::iso::{iso9660::Iso9660, kargs};
-    let Some(fx) = fixtures() else { return };
-    let Some(ci) = skipped::tool("coreos-installer") else {
+    let Some((FixtureIso { dir: tmp, base, .. }, ci)) = FixtureIso::with("coreos-installer") else {
         return;
     };
-    let tmp = scratch_dir();
     let d = tmp.path();
-    let base = base_iso(d, &fx);
-    let config = d.join("c.ign");
-    std::fs::write(&config, r#"{"ignition":{"version":"3.2.0"}}"#).unwrap();
+    let config = config_in(d, r#"{"ignition":{"version":"3.2.0"}}"#);
     let long = format!("x={}", "y".repeat(900));
     let cases: Vec<Vec<&str>> = vec![
         vec![],
@@ -178,13 +171,10 @@ fn kernel_arguments_read_and_kept_as_coreos_installer_does() {
 #[test]
 fn kernel_arguments_of_the_system_area_header() {
     use kubelet_labeler::cli::iso::{iso9660::Iso9660, kargs};
-    let Some(fx) = fixtures() else { return };
-    let Some(ci) = skipped::tool("coreos-installer") else {
+    let Some((FixtureIso { dir: tmp, base, .. }, ci)) = FixtureIso::with("coreos-installer") else {
         return;
     };
-    let tmp = scratch_dir();
     let d = tmp.path();
-    let base = base_iso(d, &fx);
     let mut img = std::fs::read(&base).unwrap();
     // Where the fixture's grub.cfg area is (README of the fixtures), as
     // coreos-installer reads it.
@@ -246,15 +236,11 @@ fn kernel_arguments_of_the_system_area_header() {
 /// console and network arguments are taken by all three.
 #[test]
 fn kernel_arguments_read_otherwise_by_grub_or_systemd_are_refused() {
-    let Some(fx) = fixtures() else { return };
-    let Some(ci) = skipped::tool("coreos-installer") else {
+    let Some((FixtureIso { dir: tmp, base, .. }, ci)) = FixtureIso::with("coreos-installer") else {
         return;
     };
-    let tmp = scratch_dir();
     let d = tmp.path();
-    let base = base_iso(d, &fx);
-    let config = d.join("c.ign");
-    std::fs::write(&config, r#"{"ignition":{"version":"3.2.0"}}"#).unwrap();
+    let config = config_in(d, r#"{"ignition":{"version":"3.2.0"}}"#);
     let fleet = |iso: &Path| {
         fleet_args(d)
             .args(["--dry-run", "--dest-device", "/dev/sda", "--pool=worker"])

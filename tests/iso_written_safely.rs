@@ -10,9 +10,10 @@
 //!
 //! Read back with the real coreos-installer.
 
-use crate::iso::{base_iso, fixtures, ok, run};
+use crate::iso::{ok, run};
 use crate::iso_fleet_cli::fleet_args;
-use crate::support::{bin, scratch_dir, skipped, stderr};
+use crate::support::iso::{FixtureIso, config_in};
+use crate::support::{bin, skipped, stderr};
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt, chown};
 use std::path::{Path, PathBuf};
@@ -41,16 +42,12 @@ fn with_url(ci: &Path, base: &Path, out: PathBuf) -> PathBuf {
 
 #[test]
 fn in_place_writes_only_into_a_file_only_we_may_write() {
-    let Some(fx) = fixtures() else { return };
-    let Some(ci) = skipped::tool("coreos-installer") else {
+    let Some((FixtureIso { dir: tmp, base, .. }, ci)) = FixtureIso::with("coreos-installer") else {
         return;
     };
-    let tmp = scratch_dir();
     let d = tmp.path();
-    let base = base_iso(d, &fx);
-    let config = d.join("c.ign");
     let secret = r#"{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/pull-secret","contents":{"source":"data:,TOPSECRET"}}]}}"#;
-    std::fs::write(&config, secret).unwrap();
+    let config = config_in(d, secret);
     let embed = |iso: &Path| run(bin().args(["iso", "embed", "-i"]).arg(&config).arg(iso));
     let remove = |iso: &Path| run(bin().args(["iso", "remove"]).arg(iso));
     // The expected image: a copy of ours.
@@ -204,17 +201,13 @@ fn swapped(
 
 #[test]
 fn the_copy_is_made_from_the_checked_input_and_checked_before_it_is_named() {
-    let Some(fx) = fixtures() else { return };
-    let Some(ci) = skipped::tool("coreos-installer") else {
+    let Some((FixtureIso { dir: tmp, base, .. }, ci)) = FixtureIso::with("coreos-installer") else {
         return;
     };
-    let tmp = scratch_dir();
     let d = tmp.path();
     let Some(so) = shim(d) else { return };
-    let base = base_iso(d, &fx);
     let kargs = ci_shows(&ci, "kargs", &base);
-    let config = d.join("c.ign");
-    std::fs::write(&config, r#"{"ignition":{"version":"3.4.0"}}"#).unwrap();
+    let config = config_in(d, r#"{"ignition":{"version":"3.4.0"}}"#);
     let mut n = 0;
     let mut case = |what: &str, mode: &str| {
         n += 1;
@@ -265,13 +258,10 @@ fn the_copy_is_made_from_the_checked_input_and_checked_before_it_is_named() {
 /// nothing said.
 #[test]
 fn show_says_the_kargs_refusal_first_and_keeps_it_on_a_closed_pipe() {
-    let Some(fx) = fixtures() else { return };
-    let Some(ci) = skipped::tool("coreos-installer") else {
+    let Some((FixtureIso { dir: tmp, base, .. }, ci)) = FixtureIso::with("coreos-installer") else {
         return;
     };
-    let tmp = scratch_dir();
     let d = tmp.path();
-    let base = base_iso(d, &fx);
     let keys: Vec<String> = (0..8000)
         .map(|i| format!("ssh-ed25519 AAAA{i:06}"))
         .collect();
@@ -317,16 +307,20 @@ fn show_says_the_kargs_refusal_first_and_keeps_it_on_a_closed_pipe() {
 #[test]
 fn a_stream_is_made_from_a_checked_private_copy() {
     use std::io::Read;
-    let Some(fx) = fixtures() else { return };
-    let Some(ci) = skipped::tool("coreos-installer") else {
+    let Some((
+        FixtureIso {
+            dir: tmp,
+            base: input,
+            ..
+        },
+        ci,
+    )) = FixtureIso::with("coreos-installer")
+    else {
         return;
     };
-    let tmp = scratch_dir();
     let d = tmp.path();
     chmod(d, 0o711);
-    let input = base_iso(d, &fx);
-    let config = d.join("c.ign");
-    std::fs::write(&config, r#"{"ignition":{"version":"3.4.0"}}"#).unwrap();
+    let config = config_in(d, r#"{"ignition":{"version":"3.4.0"}}"#);
     let expected = d.join("expected.iso");
     ok(run(bin()
         .args(["iso", "embed", "-i"])

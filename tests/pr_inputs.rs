@@ -58,7 +58,7 @@ fn fleet_dir(dir: &Path) -> Output {
     let mut c = bin();
     // A stand-in selector beside the directory: a fresh build has no
     // static one.
-    let selector = crate::iso_fleet_cli::stand_in_selector(dir.parent().unwrap());
+    let selector = crate::support::iso::stand_in_selector(dir.parent().unwrap());
     c.args(["iso", "fleet", "--dest-device", "/dev/sda", "--dry-run"])
         .args(["--facts-root", "/"])
         .arg("--selector")

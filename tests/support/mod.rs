@@ -10,6 +10,7 @@ pub mod elf;
 pub mod fake_api;
 pub mod go_yaml;
 pub mod ignition_oracle;
+pub mod iso;
 pub mod mco;
 pub mod nfd_oracle;
 pub mod node_format;

@@ -32,6 +32,44 @@ pub fn recorder_root(root: &Path, unit: &str) -> Option<PathBuf> {
     Some(records)
 }
 
+/// A scratch node root made by [`recorder_root`], removed when dropped:
+/// the wrapper started on it as [`try_wrapper`] does.
+pub struct RecorderNode {
+    dir: tempfile::TempDir,
+    records: PathBuf,
+}
+
+impl RecorderNode {
+    /// A fresh root with kubelet's unit `unit`; None (said once) where the
+    /// recorder cannot be built.
+    pub fn new(unit: &str) -> Option<Self> {
+        let dir = super::scratch_dir();
+        let records = recorder_root(dir.path(), unit)?;
+        Some(Self { dir, records })
+    }
+
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// [`try_wrapper`] on this root.
+    pub fn try_start(
+        &self,
+        env: &[(&str, String)],
+        shell: &str,
+        args: &[&str],
+    ) -> (String, Option<Vec<String>>) {
+        try_wrapper(self.root(), &self.records, env, shell, args)
+    }
+
+    /// Forget the starts before (the wrapper's state directory): the
+    /// crash-loop guard takes a start after an unfinished one for one
+    /// after a death.
+    pub fn forget_starts(&self) {
+        let _ = std::fs::remove_dir_all(self.root().join("state"));
+    }
+}
+
 /// Run the built wrapper on `root` with `env` as systemd would give it,
 /// under `sh` with `shell` run first (a `ulimit`); returns its stderr and
 /// the argv the recorder (kubelet) got.
