@@ -375,3 +375,49 @@ fn a_link_put_at_a_missing_name_after_the_check_is_not_followed() {
         }
     }
 }
+
+/// Review 19 r19b F3: in a git work tree a link is the repository's
+/// content: a pull request's `gitops/worker-gpu -> ../../other/prod`, made
+/// by the CI user's checkout (so "ours"), had `render --output-dir` merge
+/// our manifests into another checkout's kustomization. A link at the
+/// output directory or above it, inside the tree, is refused; outside a
+/// work tree a link of ours is followed, as before.
+#[test]
+fn a_link_in_a_git_work_tree_is_not_followed() {
+    let tmp = scratch_dir();
+    let dir = tmp.path();
+    inputs(dir);
+    let other = dir.join("other/prod");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("kustomization.yaml"), "resources:\n- ../base\n").unwrap();
+    std::fs::create_dir_all(dir.join("repo/.git")).unwrap();
+    std::fs::create_dir_all(dir.join("repo/gitops")).unwrap();
+    symlink("../../other/prod", dir.join("repo/gitops/worker-gpu")).unwrap();
+    symlink("../other", dir.join("repo/up")).unwrap();
+    let before = listing(&dir.join("other"));
+    for out in ["repo/gitops/worker-gpu", "repo/up/prod"] {
+        let o = run(dir, &[&RENDER_MC[..], &["--output-dir", out]].concat());
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{out}: {err}");
+        assert!(err.contains("symlink in the git work tree"), "{out}: {err}");
+        assert_eq!(listing(&dir.join("other")), before, "{out}");
+        assert_eq!(
+            std::fs::read_to_string(other.join("kustomization.yaml")).unwrap(),
+            "resources:\n- ../base\n"
+        );
+    }
+    // A worktree's or submodule's `.git` is a file: the same.
+    std::fs::remove_dir(dir.join("repo/.git")).unwrap();
+    std::fs::write(dir.join("repo/.git"), "gitdir: /elsewhere\n").unwrap();
+    let o = run(
+        dir,
+        &[&RENDER_MC[..], &["--output-dir", "repo/gitops/worker-gpu"]].concat(),
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    std::fs::remove_file(dir.join("repo/.git")).unwrap();
+    ok(
+        dir,
+        &[&RENDER_MC[..], &["--output-dir", "repo/gitops/worker-gpu"]].concat(),
+    );
+    assert!(other.join("machineconfigpool-gpu.yaml").exists());
+}

@@ -9,7 +9,8 @@
 //! directory below is made (`mkdirat`) and opened (`O_NOFOLLOW|O_DIRECTORY`)
 //! the same way. Temp files, renames, removals and the undoing of what was
 //! made all go through the held descriptor: a link swapped in after the
-//! checks is never followed.
+//! checks is never followed. Inside a git work tree no link is followed,
+//! whoever owns it: a checkout makes links as the repository says.
 
 use std::ffi::{CString, OsStr, c_char, c_int, c_uint};
 use std::fs::File;
@@ -59,6 +60,25 @@ fn read_link(fd: &File) -> std::io::Result<PathBuf> {
     }
     buf.truncate(n);
     Ok(PathBuf::from(std::ffi::OsString::from_vec(buf)))
+}
+
+/// Whether the directory held at `fd` is a git work tree's top: it holds
+/// `.git` (a directory, or the file of a linked worktree or submodule).
+fn holds_git(fd: &File) -> bool {
+    // SAFETY: a held descriptor and a NUL-terminated name.
+    let r = unsafe {
+        openat(
+            fd.as_raw_fd(),
+            c".git".as_ptr(),
+            O_PATH | O_NOFOLLOW | O_CLOEXEC,
+        )
+    };
+    if r < 0 {
+        return false;
+    }
+    // SAFETY: a descriptor just opened, owned by nothing else: closed here.
+    drop(unsafe { File::from_raw_fd(r) });
+    true
 }
 
 fn cvt(ret: c_int) -> std::io::Result<c_int> {
@@ -185,6 +205,20 @@ impl CheckedDir {
             if meta.file_type().is_symlink() {
                 links += 1;
                 judge_link(shown, &next, links, &meta)?;
+                // Review 19 r19b F3: in a git work tree a link is the
+                // repository's content, wherever its owner: `git checkout`
+                // of a pull request makes it, pointing where the pull
+                // request says (another checkout's kustomization).
+                if let Some(tree) = held.iter().rev().find(|d| holds_git(&d.fd)) {
+                    bail!(
+                        "{}: {} on the way is a symlink in the git work tree {}: where it \
+                         points is the repository's content, which a pull request can set; \
+                         not writing through it: give the directory it leads to",
+                        shown.display(),
+                        next.display(),
+                        tree.path.display()
+                    );
+                }
                 let to = read_link(&fd).with_context(|| format!("reading {}", next.display()))?;
                 // Walked on from the link's directory (held), or from `/`.
                 todo.extend(steps(&to));
