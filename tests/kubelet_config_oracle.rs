@@ -253,6 +253,18 @@ fn constructs() -> Vec<Case> {
         " \n {\"apiVersion\":\"kubelet.config.k8s.io/v1beta1\",\"kind\":\"KubeletConfiguration\",// c\n}".into(),
         "{apiVersion: kubelet.config.k8s.io/v1beta1, kind: KubeletConfiguration, registerWithTaints: []}".into(),
         "\u{feff}{apiVersion: kubelet.config.k8s.io/v1beta1, kind: KubeletConfiguration, registerWithTaints: [{key: a, effect: NoSchedule}]}".into(),
+        // review 19 F1: anchors redefined (the latest wins from where it is
+        // defined), thousands named descending; %TAG repeated, redefining
+        // `!!`, thousands of them
+        format!("{HEAD}a: &e NoExecute\nb: &e NoSchedule\nregisterWithTaints:\n- key: a\n  effect: *e\n"),
+        format!("{HEAD}a: &e NoExecute\nregisterWithTaints:\n- key: a\n  effect: *e\nb: &e NoSchedule\n"),
+        format!("{HEAD}x: [{}]\nregisterWithTaints:\n- {{key: a, value: *a0100, effect: *a0000}}\n",
+            (0..20_000).rev().map(|i| format!("&a{i:04} {}", ["NoSchedule", "v"][i % 2])).collect::<Vec<_>>().join(",")),
+        format!("{HEAD}x: [&c p, &b q, &a NoExecute, &b NoSchedule]\nregisterWithTaints:\n- {{key: a, effect: *b}}\n"),
+        format!("%TAG !k! tag:yaml.org,2002:\n%TAG !k! tag:yaml.org,2002:\n---\n{HEAD}{list}"),
+        format!("%TAG !! tag:example.com,2000:\n---\n{HEAD}registerWithTaints:\n- key: !!int a\n  effect: NoSchedule\n"),
+        format!("{}---\n{HEAD}registerWithTaints:\n- key: !t1000!str a\n  effect: !t0007!str NoSchedule\n",
+            (0..5_000).rev().map(|i| format!("%TAG !t{i:04}! tag:yaml.org,2002:\n")).collect::<String>()),
         String::new(),
         "# only a comment\n".into(),
     ]
@@ -282,6 +294,10 @@ fn constructs() -> Vec<Case> {
         vec![String::new()],
         vec![d("%YAML 1.1\n---\nregisterWithTaints: [{key: c, effect: NoSchedule}]\n")],
         vec![format!("%YAML 1.1\n---\n{HEAD}registerWithTaints: [{{key: c, effect: NoSchedule}}]\n...\n")],
+        // review 19 F1: the field under many names differing in case, all
+        // but one set back to null by the next drop-in
+        vec![d(&case_variants(1..2000, "[]")), d(&(case_variants(1..2000, "null") + "REGISTERWITHTAINTS: [{key: f, effect: NoSchedule}]\n"))],
+        vec![d(&case_variants(1..2000, "[]")), d(&case_variants(2..2000, "null"))],
     ] {
         v.push(Case {
             config: Some(base.clone()),
@@ -297,6 +313,22 @@ fn constructs() -> Vec<Case> {
         dropins: Some(vec![]),
     });
     v
+}
+
+/// `registerWithTaints` set to `value` under the names `i` spells (bit j
+/// of i: letter j upper case), in descending order of i.
+fn case_variants(names: std::ops::Range<usize>, value: &str) -> String {
+    let name = |i: usize| -> String {
+        let flip = |(j, c): (usize, char)| match (i >> j) & 1 {
+            1 => c.to_ascii_uppercase(),
+            _ => c.to_ascii_lowercase(),
+        };
+        "registerWithTaints".chars().enumerate().map(flip).collect()
+    };
+    names
+        .rev()
+        .map(|i| format!("{}: {value}\n", name(i)))
+        .collect()
 }
 
 /// A small deterministic generator (xorshift).

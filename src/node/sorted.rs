@@ -33,6 +33,24 @@ fn moved(_n: usize) {
     MOVED.with(|m| m.set(m.get() + _n));
 }
 
+// Keys compared by `Runs::get`, counted in tests as `MOVED` is.
+#[cfg(test)]
+thread_local! {
+    static PROBED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Keys compared by lookups in [`Runs`] on this thread so far (tests only).
+#[cfg(test)]
+pub(crate) fn probes() -> usize {
+    PROBED.with(|m| m.get())
+}
+
+#[inline(always)]
+fn probed() {
+    #[cfg(test)]
+    PROBED.with(|m| m.set(m.get() + 1));
+}
+
 /// A map kept sorted by key; the subset of `BTreeMap`'s API the code uses,
 /// with the same results.
 #[derive(Clone, PartialEq, Eq)]
@@ -320,6 +338,86 @@ impl<K, V> IntoIterator for SortedMap<K, V> {
     fn into_iter(self) -> Self::IntoIter {
         self.entries.into_iter()
     }
+}
+
+/// A map fed one entry at a time from input, in any order: `insert` is
+/// O(log n) amortized and `get` O(log² n), where [`SortedMap::insert`]
+/// moves every later entry for a key out of order (190,000 YAML anchors
+/// named descending took the wrapper minutes: review 19 F1). Sorted runs,
+/// oldest first, merged as a binary counter (Bentley and Saxe): the k-th
+/// run from the newest holds the entries of 2^k inserts when bit k of the
+/// count of inserts is set, so there are at most log2(n) + 1 runs and an
+/// entry is moved at most log2(n) times. A later insert of a key wins, as
+/// with `BTreeMap::insert`; the older entry is dropped when their runs
+/// merge.
+pub struct Runs<K, V> {
+    runs: Vec<Vec<(K, V)>>,
+    inserts: usize,
+}
+
+impl<K: Ord, V> Runs<K, V> {
+    pub const fn new() -> Self {
+        Runs {
+            runs: Vec::new(),
+            inserts: 0,
+        }
+    }
+
+    pub fn insert(&mut self, key: K, value: V) {
+        let mut run = vec![(key, value)];
+        let mut bit = 1;
+        // the carries: runs of 1, 2, 4... inserts, merged into this one
+        while self.inserts & bit != 0 {
+            let Some(older) = self.runs.pop() else { break };
+            run = merge_runs(older, run);
+            bit <<= 1;
+        }
+        self.inserts += 1;
+        self.runs.push(run);
+    }
+
+    /// The value of the latest insert of `key`.
+    pub fn get<Q>(&self, key: &Q) -> Option<&V>
+    where
+        K: Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        self.runs.iter().rev().find_map(|run| {
+            let at = run.binary_search_by(|(k, _)| {
+                probed();
+                k.borrow().cmp(key)
+            });
+            at.ok().map(|i| &run[i].1)
+        })
+    }
+
+    /// Every key once, with the value of its latest insert, in key order.
+    pub fn into_sorted(self) -> Vec<(K, V)> {
+        self.runs.into_iter().reduce(merge_runs).unwrap_or_default()
+    }
+}
+
+impl<K: Ord, V> Default for Runs<K, V> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Two runs as one, in key order; of a key in both, the newer's entry.
+fn merge_runs<K: Ord, V>(older: Vec<(K, V)>, newer: Vec<(K, V)>) -> Vec<(K, V)> {
+    moved(older.len() + newer.len());
+    let mut out = Vec::with_capacity(older.len() + newer.len());
+    let mut old = older.into_iter().peekable();
+    for (k, v) in newer {
+        while let Some(o) = old.next_if(|o| o.0 <= k) {
+            if o.0 < k {
+                out.push(o);
+            }
+        }
+        out.push((k, v));
+    }
+    out.extend(old);
+    out
 }
 
 /// A set kept sorted; the subset of `BTreeSet`'s API the code uses, with
@@ -617,6 +715,67 @@ mod tests {
             let items = 2 * n as usize * if more { 3 } else { 1 };
             assert!(cmp <= 4 * items * log, "{what}: {cmp} comparisons");
             assert!(moved <= 2 * items, "{what}: {moved} entries moved");
+        }
+    }
+
+    /// `Runs` gives what `BTreeMap` gives for inserts (repeated keys: the
+    /// latest wins) and lookups in any order, and at the end the same map.
+    #[test]
+    fn runs_agree_with_btreemap() {
+        for seed in 0..100 {
+            let mut rng = Lcg(seed);
+            let mut ours = Runs::new();
+            let mut theirs = BTreeMap::new();
+            for step in 0..rng.next(300) {
+                let k = rng.next(60) as u8;
+                if rng.next(3) == 0 {
+                    assert_eq!(ours.get(&k), theirs.get(&k), "seed {seed} step {step}");
+                } else {
+                    ours.insert(k, step);
+                    theirs.insert(k, step);
+                }
+            }
+            let all: Vec<_> = theirs.into_iter().collect();
+            assert_eq!(ours.into_sorted(), all, "seed {seed}");
+        }
+        let mut names: Runs<String, usize> = Runs::default();
+        names.insert("b".into(), 1);
+        names.insert("a".into(), 2);
+        names.insert("b".into(), 3);
+        assert_eq!(names.get("b"), Some(&3));
+        assert_eq!(names.get("c"), None);
+    }
+
+    /// Inserts in any order move O(n log n) entries and a lookup compares
+    /// O(log² n) keys, where `SortedMap::insert` in descending order moves
+    /// n²/2. Counted, not timed.
+    #[test]
+    fn runs_cost_log_n_an_item_in_any_order() {
+        let n: u32 = 1 << 16;
+        let log = 17;
+        let shuffled = |i: u32| i.wrapping_mul(2654435761) >> 8;
+        for (what, key) in [
+            ("ascending", &(|i| i) as &dyn Fn(u32) -> u32),
+            ("descending", &|i| n - i),
+            ("shuffled", &shuffled),
+            ("one key", &|_| 7),
+        ] {
+            let (moved, probed) = (moves(), probes());
+            let mut runs = Runs::new();
+            for i in 0..n {
+                runs.insert(key(i), i);
+            }
+            let moved = moves() - moved;
+            assert!(moved <= (n * log) as usize, "{what}: {moved} entries moved");
+            for i in 0..n {
+                assert!(runs.get(&key(i)).is_some(), "{what}");
+                assert!(runs.get(&u32::MAX).is_none(), "{what}");
+            }
+            let probed = probes() - probed;
+            assert!(
+                probed <= (2 * n * log * log) as usize,
+                "{what}: {probed} keys compared"
+            );
         }
     }
 

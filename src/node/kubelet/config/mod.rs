@@ -23,6 +23,7 @@ mod yaml;
 
 use super::taints::parse_taints;
 use super::{Taint, TaintEffect};
+use crate::node::sorted::Runs;
 
 /// Why the taints could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -324,8 +325,10 @@ fn config_base(config: Option<&str>) -> Result<Vec<Item>, ConfigError> {
 /// is parsed as it is read and dropped, none kept (kubelet reads them so).
 pub struct Merge {
     /// The merge document's keys that fold to registerWithTaints: the
-    /// config's (marshaled from v1beta1, omitted when empty), then patches.
-    merged: Vec<(String, Value)>,
+    /// config's (marshaled from v1beta1, omitted when empty), then patches
+    /// (None: removed by a null). Names differing in case are as many keys
+    /// as a drop-in holds: a scan of these per key was quadratic.
+    merged: Runs<String, Option<Value>>,
     /// Drop-ins merged so far.
     count: usize,
 }
@@ -334,7 +337,7 @@ impl Merge {
     /// Over the `--config` file's taints (None: kubelet runs without one).
     pub fn new(config: Option<&str>) -> Result<Merge, ConfigError> {
         let base = config_base(config)?;
-        let mut merged = Vec::new();
+        let mut merged = Runs::new();
         if !base.is_empty() {
             let items = base
                 .into_iter()
@@ -350,7 +353,7 @@ impl Merge {
                     Value::Map(m)
                 })
                 .collect();
-            merged.push((FIELD.into(), Value::Seq(items)));
+            merged.insert(FIELD.into(), Some(Value::Seq(items)));
         }
         Ok(Merge { merged, count: 0 })
     }
@@ -362,19 +365,22 @@ impl Merge {
         let n = self.count;
         let top = load(text, true).map_err(|e| ConfigError(format!("drop-in {n}: {e}")))?;
         for (k, v) in top.into_iter().filter(|(k, _)| fold_eq(k, FIELD)) {
-            self.merged.retain(|(x, _)| *x != k);
-            if v != Value::Null {
-                self.merged.push((k, v));
-            }
+            self.merged.insert(k, Some(v).filter(|v| *v != Value::Null));
         }
         Ok(())
     }
 
     /// The taints kubelet registers with, the drop-ins merged.
     pub fn taints(self) -> Result<Vec<Taint>, ConfigError> {
-        match self.merged.as_slice() {
+        let set: Vec<Value> = self
+            .merged
+            .into_sorted()
+            .into_iter()
+            .filter_map(|(_, v)| v)
+            .collect();
+        match set.as_slice() {
             [] => Ok(Vec::new()),
-            [(_, v)] => validate(decode(v, true)?),
+            [v] => validate(decode(v, true)?),
             _ => fail(format!(
                 "{FIELD} set under names differing in case; Go decodes one list into the other's \
                  elements, which this reader does not follow"

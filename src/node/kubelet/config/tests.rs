@@ -346,3 +346,142 @@ fn aliases_reusing_a_long_value_are_bounded() {
     let nodes = format!("{H}{list}x: [{}]\n", ["y"].repeat(199_000).join(","));
     assert_eq!(register_with_taints(&nodes), want);
 }
+
+/// Review 19 F1: anchors named in descending order, up to the node cap
+/// (each a front insert into a `SortedMap` before: n²/2 entries moved,
+/// minutes at every start), and aliases to them, cost O(log n) an anchor.
+/// Counted, not timed. A redefined anchor still names its latest node.
+#[test]
+fn descending_anchors_cost_log_n_each() {
+    use crate::node::sorted::{moves, probes};
+    let n: usize = 199_000;
+    let anchors: Vec<String> = (0..n).rev().map(|i| format!("&a{i:06}")).collect();
+    let text = format!("{H}x: [{}]\n", anchors.join(","));
+    let (moved, probed) = (moves(), probes());
+    assert_eq!(read(&text), Ok(None));
+    let (moved, probed) = (moves() - moved, probes() - probed);
+    let log = n.ilog2() as usize + 1;
+    assert!(moved <= n * log, "{moved} entries moved for {n} anchors");
+    assert!(
+        probed <= n * log * log,
+        "{probed} keys compared for {n} anchors"
+    );
+    // as many aliases to them (an alias is two of the decoder's nodes)
+    let n = 66_000;
+    let anchors: Vec<String> = (0..n).rev().map(|i| format!("&a{i:06} v")).collect();
+    let aliases: Vec<String> = (0..n).map(|i| format!("*a{i:06}")).collect();
+    let text = format!(
+        "{H}x: [{}]\ny: [{}]\n",
+        anchors.join(","),
+        aliases.join(",")
+    );
+    let (moved, probed) = (moves(), probes());
+    assert_eq!(read(&text), Ok(None));
+    let (moved, probed) = (moves() - moved, probes() - probed);
+    assert!(moved <= n * log, "{moved} entries moved for {n} anchors");
+    assert!(
+        probed <= 2 * n * log * log,
+        "{probed} keys compared for {n} aliases"
+    );
+    // the latest definition wins, from where it is defined
+    let t = |s: &str| one("k", s, TaintEffect::NoSchedule);
+    let list =
+        |v: &str| format!("registerWithTaints: [{{key: k, value: {v}, effect: NoSchedule}}]\n");
+    assert_eq!(read(&format!("a: &v p\nb: &v q\n{}", list("*v"))), t("q"));
+    assert_eq!(read(&format!("a: &v p\n{}b: &v q\n", list("*v"))), t("p"));
+    let late = format!("a: [&b p, &a q, &b r, &a s]\n{}", list("*b"));
+    assert_eq!(read(&late), t("r"));
+    assert!(read(&format!("{}a: &v p\n", list("*v"))).is_err());
+    // an alias inside the node its anchor names: a cycle, refused
+    assert!(read("a: &v [*v]\n").is_err());
+    assert!(read("a: &v p\nb: &v [*v]\n").is_err());
+}
+
+/// Review 19 F1: `%TAG` directives, each checked against every earlier
+/// one before (quadratic), and tags looked up among them, cost O(log n)
+/// each. Counted, not timed. A repeated handle is still refused, and a
+/// handle names its prefix (`!!` redefined included).
+#[test]
+fn many_tag_directives_cost_log_n_each() {
+    use crate::node::sorted::{moves, probes};
+    let n: usize = 50_000;
+    let tags: String = (0..n)
+        .rev()
+        .map(|i| format!("%TAG !t{i:05}! p\n"))
+        .collect();
+    let uses: Vec<String> = (0..n)
+        .step_by(10)
+        .map(|i| format!("!t{i:05}!x v"))
+        .collect();
+    let text = format!("{tags}---\n{H}x: [{}]\n", uses.join(","));
+    let (moved, probed) = (moves(), probes());
+    assert_eq!(register_with_taints(&text), Ok(None));
+    let work = moves() - moved + probes() - probed;
+    let log = n.ilog2() as usize + 1;
+    assert!(
+        work <= n * log * log,
+        "{work} entries moved or compared for {n} directives"
+    );
+    let dup = format!("{tags}%TAG !t00007! q\n---\n{H}");
+    let got = register_with_taints(&dup);
+    assert!(
+        matches!(&got, Err(ConfigError(e)) if e.contains("duplicate %TAG")),
+        "{got:?}"
+    );
+    let list = "registerWithTaints: [{key: k, effect: NoSchedule}]\n";
+    let typed =
+        |tags: &str, v: &str| register_with_taints(&format!("{tags}---\n{H}{list}x: {v}\n"));
+    let want = one("k", "", TaintEffect::NoSchedule);
+    assert_eq!(typed("%TAG !e! tag:yaml.org,2002:\n", "!e!str 5"), want);
+    assert!(typed("%TAG !e! tag:yaml.org,2002:\n", "!e!int x").is_err());
+    assert!(typed("", "!e!str 5").is_err());
+    // `!!` redefined: !!int names another tag, which any text has
+    assert_eq!(typed("%TAG !! tag:example.com,2000:\n", "!!int x"), want);
+    assert!(typed("", "!!int x").is_err());
+}
+
+/// `registerWithTaints` set under many names differing in case in the
+/// drop-ins (a scan of those merged so far for each before: quadratic)
+/// costs O(log n) a name; a name set to null is still removed, so one left
+/// set is read.
+#[test]
+fn many_case_variants_of_the_field_cost_log_n_each() {
+    use crate::node::sorted::{moves, probes};
+    let n: usize = 20_000;
+    let name = |i: usize| -> String {
+        FIELD
+            .chars()
+            .enumerate()
+            .map(|(j, c)| {
+                if (i >> j) & 1 == 1 {
+                    c.to_ascii_uppercase()
+                } else {
+                    c.to_ascii_lowercase()
+                }
+            })
+            .collect()
+    };
+    let set: String = (1..=n)
+        .rev()
+        .map(|i| format!("{}: []\n", name(i)))
+        .collect();
+    let unset: String = (1..=n).map(|i| format!("{}: null\n", name(i))).collect();
+    let first = format!("{H}{set}");
+    let second = format!(
+        "{H}{unset}{}: [{{key: k, effect: NoSchedule}}]\n",
+        name(n + 1)
+    );
+    let (moved, probed) = (moves(), probes());
+    let got = kubelet_taints(None, Some(&[first.as_str(), second.as_str()]));
+    let work = moves() - moved + probes() - probed;
+    assert_eq!(got, Ok(vec![t("k", "", TaintEffect::NoSchedule)]));
+    assert!(
+        work <= 4 * n * (n.ilog2() as usize + 2),
+        "{work} entries moved or compared for {n} names"
+    );
+    let got = kubelet_taints(None, Some(&[first.as_str()]));
+    assert!(
+        matches!(&got, Err(ConfigError(e)) if e.contains("differing in case")),
+        "{got:?}"
+    );
+}

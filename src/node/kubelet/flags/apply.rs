@@ -3,15 +3,14 @@
 
 use std::ffi::OsString;
 
+use super::existing::existing_taints;
 use super::*;
-use crate::node::kubelet::config::{Merge, kubelet_taints, text};
 use crate::node::kubelet::labels::{effective_labels, validate_labels};
 use crate::node::kubelet::taints::parse_taints;
 use crate::node::kubelet::{Additions, ArgvPlan, Profile, Replaced, Taint};
-use crate::node::nodefs::MAX_CONFIG_BYTES;
 
 /// Why our additions cannot go in.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct MergeError {
     pub message: String,
     /// The taints kubelet registers from its `--config` file or
@@ -29,14 +28,14 @@ impl std::fmt::Display for MergeError {
 
 impl std::error::Error for MergeError {}
 
-fn merge_err<T>(msg: impl Into<String>) -> Result<T, MergeError> {
+pub(super) fn merge_err<T>(msg: impl Into<String>) -> Result<T, MergeError> {
     Err(MergeError {
         message: msg.into(),
         config_unreadable: false,
     })
 }
 
-fn config_unreadable(msg: String) -> MergeError {
+pub(super) fn config_unreadable(msg: String) -> MergeError {
     MergeError {
         message: msg,
         config_unreadable: true,
@@ -47,91 +46,6 @@ fn config_unreadable(msg: String) -> MergeError {
 /// unchanged (a key holding ',' or ':' would turn into other taints).
 fn is_flag_safe(t: &Taint) -> bool {
     parse_taints(&t.to_string()).as_deref() == Ok(std::slice::from_ref(t))
-}
-
-/// The taints kubelet would register with before our change: the last
-/// `--register-with-taints`, else `registerWithTaints` from `--config` and
-/// the `--config-dir` drop-ins, merged as kubelet merges them.
-fn existing_taints(scan: &FlagScan, fs: &dyn NodeFs) -> Result<Vec<Taint>, MergeError> {
-    if let Some(last) = scan.uses("register-with-taints").last() {
-        let Some(value) = last.value.as_deref() else {
-            return merge_err(
-                "the command line ends with --register-with-taints and no value (kubelet refuses it)",
-            );
-        };
-        return parse_taints(value)
-            .or_else(|e| merge_err(format!("the existing --register-with-taints: {e}")));
-    }
-    // One budget for the --config file and every drop-in together, each
-    // charged as it is read (MAX_CONFIG_BYTES).
-    let left = std::cell::Cell::new(MAX_CONFIG_BYTES);
-    let read = |file: &Path, missing_ok: bool| -> Result<Option<String>, MergeError> {
-        let unreadable =
-            |e| config_unreadable(format!("reading kubelet config {}: {e}", file.display()));
-        match fs.read(file, left.get()) {
-            Ok(bytes) => {
-                let Some(rest) = left.get().checked_sub(bytes.len()) else {
-                    return Err(unreadable(past_budget()));
-                };
-                left.set(rest);
-                text(bytes).map(Some).map_err(|e| {
-                    config_unreadable(format!("kubelet config {}: {e}", file.display()))
-                })
-            }
-            // A missing --config (kubeadm before `join`): kubelet exits
-            // without it ("failed to load kubelet config file"), so it
-            // registers with no taint of the file; the first start after the
-            // file appears merges with it.
-            Err(e) if missing_ok && e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) if e.kind() == io::ErrorKind::FileTooLarge => Err(unreadable(past_budget())),
-            Err(e) => Err(unreadable(e)),
-        }
-    };
-    let config_name = scan.last_value("config").filter(|c| !c.is_empty());
-    let config = match config_name {
-        Some(c) => read(Path::new(c), true)?,
-        None => None,
-    };
-    let Some(dir) = scan.last_value("config-dir").filter(|d| !d.is_empty()) else {
-        return kubelet_taints(config.as_deref(), None).map_err(|e| {
-            config_unreadable(format!(
-                "reading registerWithTaints from {}: {e}",
-                scan.last_value("config").unwrap_or_default()
-            ))
-        });
-    };
-    let mut files = Vec::new();
-    super::config_dir::dropin_files(fs, Path::new(dir), &mut files).map_err(config_unreadable)?;
-    let named = |e| {
-        let names: Vec<String> = scan
-            .last_value("config")
-            .map(str::to_string)
-            .into_iter()
-            .chain(files.iter().map(|f| f.display().to_string()))
-            .collect();
-        config_unreadable(format!(
-            "reading registerWithTaints from {}: {e}",
-            names.join(", ")
-        ))
-    };
-    let mut merge = Merge::new(config.as_deref()).map_err(named)?;
-    drop(config);
-    // Each drop-in parsed as it is read, none kept: memory is that of the
-    // largest, within the budget.
-    for file in &files {
-        if let Some(text) = read(file, false)? {
-            merge.dropin(&text).map_err(named)?;
-        }
-    }
-    merge.taints().map_err(named)
-}
-
-/// Why kubelet's config is not read past [`MAX_CONFIG_BYTES`].
-fn past_budget() -> io::Error {
-    io::Error::new(
-        io::ErrorKind::FileTooLarge,
-        "past 1 MiB of kubelet config in all (--config and --config-dir drop-ins together), the most read at a start",
-    )
 }
 
 /// Validate `additions` and merge them into `argv` (argv[0] first).
@@ -340,7 +254,9 @@ fn apply_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::node::kubelet::flags::existing::past_budget;
     use crate::node::kubelet::{TaintEffect, arg_limit};
+    use crate::node::nodefs::MAX_CONFIG_BYTES;
     use std::collections::BTreeMap;
     use std::path::PathBuf;
 
@@ -549,6 +465,54 @@ mod tests {
         assert_eq!(
             run("/k --config=/etc/k.yaml --register-with-taints=", &a, &fs).unwrap(),
             "/k --config=/etc/k.yaml --register-with-taints=ours=:NoExecute"
+        );
+    }
+
+    /// Review 19 F1: every plan a start builds asks for kubelet's taints;
+    /// files read the same are parsed once (the anchors of a config cost
+    /// its parse, counted in entries moved), files changed are read anew.
+    #[test]
+    fn kubelet_config_read_the_same_is_parsed_once() {
+        const H: &str = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n";
+        let mut fs = FakeFs::default();
+        let anchors: Vec<String> = (0..1000).rev().map(|i| format!("&a{i:04}")).collect();
+        let config = |key: &str| {
+            format!(
+                "{H}x: [{}]\nregisterWithTaints: [{{key: {key}, effect: NoSchedule}}]\n",
+                anchors.join(",")
+            )
+        };
+        fs.0.insert("/k.yaml".into(), config("f"));
+        fs.0.insert("/d/1.conf".into(), config("g"));
+        let a = adds(&[], "ours:NoExecute");
+        for (cmd, want) in [
+            ("/k --config=/k.yaml", "f=:NoSchedule"),
+            ("/k --config=/k.yaml --config-dir=/d", "g=:NoSchedule"),
+        ] {
+            let before = crate::node::sorted::moves();
+            let got = run(cmd, &a, &fs).unwrap();
+            assert!(
+                got.ends_with(&format!("--register-with-taints={want},ours=:NoExecute")),
+                "{got}"
+            );
+            let once = crate::node::sorted::moves() - before;
+            assert!(once > 0);
+            for _ in 0..3 {
+                assert_eq!(run(cmd, &a, &fs).unwrap(), got);
+            }
+            assert_eq!(crate::node::sorted::moves() - before, once, "{cmd}");
+        }
+        fs.0.insert("/d/1.conf".into(), config("h"));
+        let got = run("/k --config=/k.yaml --config-dir=/d", &a, &fs).unwrap();
+        assert!(
+            got.ends_with("--register-with-taints=h=:NoSchedule,ours=:NoExecute"),
+            "{got}"
+        );
+        fs.0.insert("/d/1.conf".into(), "x: [".into());
+        let e = run("/k --config=/k.yaml --config-dir=/d", &a, &fs).unwrap_err();
+        assert!(
+            e.config_unreadable && e.message.contains("/k.yaml, /d/1.conf"),
+            "{e}"
         );
     }
 

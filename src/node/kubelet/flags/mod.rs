@@ -7,6 +7,7 @@ use std::path::Path;
 
 mod apply;
 mod config_dir;
+mod existing;
 pub use apply::{MergeError, apply, apply_fencing};
 
 /// Read access to the node's files (the live system, or a tree under a root).
