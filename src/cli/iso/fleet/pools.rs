@@ -76,21 +76,6 @@ pub(super) fn check_device(dev: &str, flag: &str) -> Result<()> {
 /// *.ign files (sorted), or one file.
 pub(super) fn read_source(name: &str, source: &Path, f: &mut Found) -> Result<()> {
     use crate::cli::render::input::{FLEET_POOL, manifest_texts, read_text};
-    // A directory's files are read inside it: a link there (a pull
-    // request's) is refused, never followed; a FIFO never waited on.
-    let texts: Vec<(String, String)> = if source.is_dir() {
-        let v = manifest_texts(source, &["yaml", "yml", "json", "ign"], FLEET_POOL)
-            .with_context(|| format!("--pool {name}"))?;
-        if v.is_empty() {
-            bail!(
-                "--pool {name}={}: the directory holds no YAML or Ignition files",
-                source.display()
-            );
-        }
-        v
-    } else {
-        vec![read_text(source, FLEET_POOL).with_context(|| format!("--pool {name}"))?]
-    };
     let own = |f: &Found| {
         f.machine_configs
             .iter()
@@ -98,19 +83,43 @@ pub(super) fn read_source(name: &str, source: &Path, f: &mut Found) -> Result<()
             .count()
     };
     let before = (f.pointer.is_some(), f.node_selector.is_some(), own(f));
-    for (text, label) in &texts {
-        let docs: Vec<Value> = match serde_json::from_str::<Value>(text) {
+    let mut each = |text: String, label: String| -> Result<()> {
+        let docs: Vec<Value> = match serde_json::from_str::<Value>(&text) {
             Ok(v) => vec![v],
-            Err(_) => crate::cli::yaml::kube_yaml_docs(text)
+            Err(_) => crate::cli::yaml::kube_yaml_docs(&text)
                 .with_context(|| format!("reading {label} as YAML or JSON (--pool {name})"))?,
         };
+        drop(text);
         // What kubectl applies of the file: a `kind: List`'s items (`oc get
         // mc -o yaml`) are read as the objects they are.
-        let objects = crate::cli::render::applied::applied_objects(&docs, label)
+        let objects = crate::cli::render::applied::applied_objects(&docs, &label)
             .with_context(|| format!("--pool {name}"))?;
         for doc in objects {
-            read_document(name, doc.clone(), label, f)?;
+            read_document(name, doc.clone(), &label, f)?;
         }
+        Ok(())
+    };
+    // A directory's files are read inside it, each read as it comes (one
+    // raw text held at a time): a link there (a pull request's) is
+    // refused, never followed; a FIFO never waited on.
+    if source.is_dir() {
+        let count = manifest_texts(
+            source,
+            &["yaml", "yml", "json", "ign"],
+            FLEET_POOL,
+            &mut each,
+        )
+        .with_context(|| format!("--pool {name}"))?;
+        if count == 0 {
+            bail!(
+                "--pool {name}={}: the directory holds no YAML or Ignition files",
+                source.display()
+            );
+        }
+    } else {
+        let (text, label) =
+            read_text(source, FLEET_POOL).with_context(|| format!("--pool {name}"))?;
+        each(text, label)?;
     }
     if (f.pointer.is_some(), f.node_selector.is_some(), own(f)) == before {
         bail!(
