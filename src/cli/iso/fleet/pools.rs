@@ -806,8 +806,30 @@ fn canonical_line(line: &str) -> Option<Option<(&str, &str)>> {
     (name_ok && value_ok && same).then_some(Some((k, v)))
 }
 
-/// A `metav1.LabelSelector` as requirements.
+/// A `metav1.LabelSelector` as requirements, for a pool the fleet installs
+/// into: one selecting on `kubernetes.io/hostname` is refused (the install
+/// cannot know the name kubelet registers with).
 pub(super) fn requirements(sel: &Value) -> Result<Vec<Requirement>> {
+    let out = selector_requirements(sel)?;
+    if selects_on_hostname(&out) {
+        bail!("it selects on kubernetes.io/hostname, which the install cannot know");
+    }
+    Ok(out)
+}
+
+/// The label kubelet sets itself at registration (the node's name), never
+/// among the labels the wrapper and the selector judge by.
+pub(super) const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
+
+/// Whether requirements `sel` read the node's hostname label.
+pub(super) fn selects_on_hostname(sel: &[Requirement]) -> bool {
+    sel.iter().any(|r| {
+        matches!(r, Requirement::In(k, _) | Requirement::NotIn(k, _) | Requirement::Exists(k) | Requirement::DoesNotExist(k) if k == HOSTNAME_LABEL)
+    })
+}
+
+/// A `metav1.LabelSelector` as requirements, whatever labels it reads.
+pub(super) fn selector_requirements(sel: &Value) -> Result<Vec<Requirement>> {
     let mut out = Vec::new();
     let Some(obj) = sel.as_object() else {
         bail!("no nodeSelector (the MCO matches no node with it)");
@@ -864,11 +886,6 @@ pub(super) fn requirements(sel: &Value) -> Result<Vec<Requirement>> {
     }
     if out.is_empty() {
         bail!("an empty nodeSelector (the MCO matches no node with it)");
-    }
-    if out.iter().any(|r| {
-        matches!(r, Requirement::In(k, _) | Requirement::NotIn(k, _) | Requirement::Exists(k) | Requirement::DoesNotExist(k) if k == "kubernetes.io/hostname")
-    }) {
-        bail!("it selects on kubernetes.io/hostname, which the install cannot know");
     }
     Ok(out)
 }
