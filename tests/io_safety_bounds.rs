@@ -395,3 +395,29 @@ fn oversized_embed_areas_are_refused() {
         stderr(&out)
     );
 }
+
+/// `explain --machineconfig DIR` with many large files (sparse: nothing on
+/// disk), each under the per-file limit: refused by their sizes, before one
+/// is read, naming the directory and the fix (r19c F5: each was read whole
+/// before any was parsed, ~61 MB of memory a file, without bound).
+#[test]
+fn a_directory_of_many_large_files_is_refused_before_it_is_read() {
+    let tmp = scratch_dir();
+    let dir = tmp.path();
+    std::fs::create_dir(dir.join("mcd")).unwrap();
+    for i in 0..5 {
+        let f = std::fs::File::create(dir.join(format!("mcd/{i}.yaml"))).unwrap();
+        f.set_len(60 << 20).unwrap();
+    }
+    let o = run_bounded(dir, &["explain", "--machineconfig", "mcd"], Stdio::null());
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "--machineconfig mcd: its 5 manifest files come to 300 MiB, more than is left of \
+             the 256 MiB this command reads in all of the files it is given; give a directory \
+             holding only the manifests to read"
+        ),
+        "{}",
+        stderr(&o)
+    );
+}

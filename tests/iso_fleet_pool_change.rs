@@ -15,6 +15,7 @@ use crate::support::{bin, elf, scratch_dir, write};
 use kubelet_labeler::node::fleet::{INSTALLED_POOL_PATH, TABLE_PATH, Table};
 
 use serde_json::Value;
+use std::path::Path;
 
 /// A `local.feature` rule (NFD's feature files), as in the report.
 const RULES: &str = "apiVersion: nfd.k8s-sigs.io/v1alpha1
@@ -234,5 +235,81 @@ fn cluster_pools_off_the_iso_are_in_the_record() {
             text.contains("pool worker-big custom -\nin example.com/big true\n"),
             "{text}"
         );
+    }
+}
+
+/// Review 19 r19c F6: the file the docs say to give, `oc get
+/// machineconfigpools -o yaml` as a cluster prints it (master, arbiter,
+/// worker, a custom pool and one selecting a host by name), is taken: every
+/// pool but the hostname one is in each record, and the node judges a move
+/// into `master` as the MCO places it (master over a custom pool); the
+/// hostname pool is named in one warning line.
+#[test]
+fn a_clusters_own_pool_export_is_recorded_with_master() {
+    use crate::iso_fleet_cli::fleet_args;
+    use kubelet_labeler::node::fleet::{Requirement, pool_change};
+    let tmp = scratch_dir();
+    let dir = tmp.path();
+    let Some(iso) = base_iso(dir) else { return };
+    let gpu = crate::support::iso::gpu_pool(dir);
+    let mcps =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cluster-pools/oc-get-mcp.yaml");
+    let out = dir.join("fleet.iso");
+    let o = fleet_args(dir)
+        .args(["--dest-device", "/dev/sda", "-o"])
+        .arg(&out)
+        .arg(&iso)
+        .arg(format!("--pool=worker-gpu={}", gpu.display()))
+        .arg("--pool=worker")
+        .arg("--cluster-pools")
+        .arg(&mcps)
+        .output()
+        .unwrap();
+    let told = said(&o);
+    assert!(o.status.success(), "{told}");
+    let warned: Vec<&str> = told
+        .lines()
+        .filter(|l| l.contains("--cluster-pools"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{told}");
+    assert!(
+        warned[0]
+            .starts_with("warning: --cluster-pools: infra-node7 selects on kubernetes.io/hostname"),
+        "{told}"
+    );
+    let live = iso_show(&out);
+    for pool in ["worker", "worker-gpu"] {
+        let ign = format!("{}/{pool}.ign", TABLE_PATH.rsplit_once('/').unwrap().0);
+        let dest: Value = serde_json::from_str(&config_file(&live, &ign)).unwrap();
+        let text = config_file(&dest, INSTALLED_POOL_PATH);
+        let record = Table::parse(&text).unwrap();
+        let mut names: Vec<&str> = record.pools.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names.remove(0), pool, "{text}");
+        names.sort();
+        assert_eq!(
+            names,
+            [&["arbiter", "master", "worker", "worker-big", "worker-gpu"][..]]
+                .concat()
+                .into_iter()
+                .filter(|n| *n != pool)
+                .collect::<Vec<_>>(),
+            "{text}"
+        );
+        assert!(
+            text.contains("pool master custom -\nin node-role.kubernetes.io/master \"\"\n"),
+            "{text}"
+        );
+        // The labels that place a node in its pool, then with the master
+        // role: the MCO makes master its pool, and the node says so.
+        let mut labels = vec![("node-role.kubernetes.io/worker".to_string(), String::new())];
+        for r in &record.pools[0].selector {
+            if let Requirement::In(k, v) = r {
+                labels.push((k.clone(), v[0].clone()));
+            }
+        }
+        assert_eq!(pool_change(&record, &labels), None, "{text}");
+        labels.push(("node-role.kubernetes.io/master".into(), String::new()));
+        let why = pool_change(&record, &labels).unwrap();
+        assert!(why.contains("select pool master"), "{why}");
     }
 }

@@ -276,19 +276,41 @@ pub fn pool_text(p: &Pool) -> String {
     out
 }
 
+/// The control-plane pool: the MCO tells it by its name (`ListPools`), as
+/// it tells `worker`. It is never an install target; the record lists it
+/// (`iso fleet --cluster-pools`) as `custom`, so a reader of an earlier
+/// release parses it and still sees a move into it.
+pub const MASTER_POOL: &str = "master";
+
 /// The pool the MCO would make primary for a node with `labels`
-/// (`GetPoolsForNode`): one matching custom pool beats `worker`; two custom
-/// pools is an error; no pool is an error.
+/// (`GetPoolsForNode`, pools told apart by `ListPools`: `master` by its
+/// name, `worker` by its kind, every other one custom): two custom pools is
+/// an error; else `master` beats one custom pool (the MCO logs that the
+/// custom pool's config is not applied), which beats `worker`; no pool is
+/// an error.
 pub fn choose<'a>(pools: &'a [Pool], labels: &[(String, String)]) -> Result<&'a Pool, String> {
     let matching: Vec<&Pool> = pools.iter().filter(|p| p.matches(labels)).collect();
+    let master = matching.iter().find(|p| p.name == MASTER_POOL);
     let custom: Vec<&&Pool> = matching
         .iter()
-        .filter(|p| p.kind == PoolKind::Custom)
+        .filter(|p| p.kind == PoolKind::Custom && p.name != MASTER_POOL)
         .collect();
-    match (custom.as_slice(), matching.first()) {
-        ([one], _) => Ok(one),
-        ([], Some(worker)) => Ok(worker),
-        ([], None) => Err(format!(
+    let worker = matching.iter().find(|p| p.kind == PoolKind::Worker);
+    match (custom.as_slice(), master, worker) {
+        ([_, _, ..], _, _) => Err(format!(
+            "this machine's labels ({}) match {} custom pools ({}); the MCO refuses a node in two custom pools",
+            describe_labels(&selected_labels(pools, labels)),
+            custom.len(),
+            custom
+                .iter()
+                .map(|p| format!("{} ({})", p.name, p.describe_selector()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+        (_, Some(master), _) => Ok(master),
+        ([one], None, _) => Ok(one),
+        ([], None, Some(worker)) => Ok(worker),
+        ([], None, None) => Err(format!(
             "no pool's nodeSelector matches this machine's labels ({} of {} selected on); pools: {}",
             describe_labels(&selected_labels(pools, labels)),
             labels.len(),
@@ -297,15 +319,6 @@ pub fn choose<'a>(pools: &'a [Pool], labels: &[(String, String)]) -> Result<&'a 
                 .map(|p| format!("{} ({})", p.name, p.describe_selector()))
                 .collect::<Vec<_>>()
                 .join("; ")
-        )),
-        (many, _) => Err(format!(
-            "this machine's labels ({}) match {} custom pools ({}); the MCO refuses a node in two custom pools",
-            describe_labels(&selected_labels(pools, labels)),
-            many.len(),
-            many.iter()
-                .map(|p| format!("{} ({})", p.name, p.describe_selector()))
-                .collect::<Vec<_>>()
-                .join(", ")
         )),
     }
 }
@@ -719,6 +732,38 @@ mod tests {
         // An empty selector matches nothing (MCO), not everything (k8s).
         let empty = vec![pool("any", PoolKind::Custom, vec![])];
         assert!(choose(&empty, &worker).is_err());
+    }
+
+    /// The MCO's `GetPoolsForNode` with `master` (told by its name, as
+    /// the record writes it: `custom`, so earlier readers parse it): two
+    /// custom pools are an error even with master; else master beats one
+    /// custom pool, and worker (r19c F6).
+    #[test]
+    fn master_beats_one_custom_pool_as_the_mco_has_it() {
+        let mut p = pools();
+        p.push(pool(
+            MASTER_POOL,
+            PoolKind::Custom,
+            vec![is("node-role.kubernetes.io/master", "")],
+        ));
+        let t = Table {
+            env: Vec::new(),
+            pools: p,
+        };
+        let p = Table::parse(&t.to_text()).unwrap().pools;
+        let m = ("node-role.kubernetes.io/master", "");
+        let w = (WORKER_ROLE_LABEL, "");
+        let gpu = ("example.com/gpu", "true");
+        assert_eq!(choose(&p, &l(&[w, m])).unwrap().name, "master");
+        assert_eq!(choose(&p, &l(&[m])).unwrap().name, "master");
+        assert_eq!(choose(&p, &l(&[w, gpu, m])).unwrap().name, "master");
+        let e = choose(&p, &l(&[w, gpu, ("example.com/arm", ""), m])).unwrap_err();
+        assert!(e.contains("2 custom pools"), "{e}");
+        // A worker of pool gpu whose labels gain the master role: a move.
+        let record = installed_record(&p[1], &p);
+        let why = pool_change(&record, &l(&[w, gpu, m])).unwrap();
+        assert!(why.contains("select pool master"), "{why}");
+        assert_eq!(pool_change(&record, &l(&[w, gpu])), None);
     }
 
     #[test]

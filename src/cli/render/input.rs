@@ -131,19 +131,42 @@ pub fn read_entry(
 
 /// The manifests of directory `dir` (its files whose name ends in `.EXT`
 /// for one of `exts`, hidden ones too, as `oc apply -f` reads them),
-/// sorted by name: each its text and its name for messages, read by
-/// [`read_entry`].
-pub fn manifest_texts(dir: &Path, exts: &[&str], limit: Limit) -> Result<Vec<(String, String)>> {
+/// sorted by name: each handed to `each` (its text and its name for
+/// messages) as it is read by [`read_entry`], so one raw text is held at a
+/// time; how many there were. A kustomization beside them is read and
+/// checked first. At most [`DIR_MAX_FILES`] of them, and what they come to
+/// is drawn from the run's input budget ([`with_input_budget`]): a
+/// directory of many large (or sparse) files is refused by their sizes
+/// before any is read.
+pub fn manifest_texts(
+    dir: &Path,
+    exts: &[&str],
+    limit: Limit,
+    mut each: impl FnMut(String, String) -> Result<()>,
+) -> Result<usize> {
     let at = open_dir(dir)?;
-    let mut names: Vec<std::ffi::OsString> = std::fs::read_dir(dir)
-        .with_context(|| format!("reading {} {}", limit.flag, dir.display()))?
-        .map(|e| e.map(|e| e.file_name()))
-        .collect::<std::io::Result<_>>()
-        .with_context(|| format!("reading {} {}", limit.flag, dir.display()))?;
-    let is_kustomization = |n: &std::ffi::OsString| KUSTOMIZATION_NAMES.iter().any(|k| n == k);
-    let listed = |n: &std::ffi::OsString| has_extension(n, exts);
-    names.retain(|n| is_kustomization(n) || listed(n));
+    let is_kustomization = |n: &std::ffi::OsStr| KUSTOMIZATION_NAMES.iter().any(|k| n == *k);
+    let listed = |n: &std::ffi::OsStr| has_extension(n, exts);
+    let mut names: Vec<std::ffi::OsString> = Vec::new();
+    let reading = || format!("reading {} {}", limit.flag, dir.display());
+    for e in std::fs::read_dir(dir).with_context(reading)? {
+        let name = e.with_context(reading)?.file_name();
+        if !is_kustomization(&name) && !listed(&name) {
+            continue;
+        }
+        if names.len() == DIR_MAX_FILES {
+            bail!(
+                "{} {}: more than {DIR_MAX_FILES} manifest files, the most {} reads of a \
+                 directory; give a directory holding only the manifests to read",
+                limit.flag,
+                dir.display(),
+                limit.flag
+            );
+        }
+        names.push(name);
+    }
     names.sort();
+    check_dir_sizes(dir, &names, limit)?;
     // What `kubectl apply -f` would apply: a kustomization must list
     // exactly these.
     let applied: Vec<String> = names
@@ -151,23 +174,109 @@ pub fn manifest_texts(dir: &Path, exts: &[&str], limit: Limit) -> Result<Vec<(St
         .filter(|n| !is_kustomization(n) && has_extension(n, &KUBECTL_EXTENSIONS))
         .map(|n| n.to_string_lossy().into_owned())
         .collect();
-    let mut out = Vec::with_capacity(names.len());
-    let mut kustomizations = Vec::new();
-    for name in names {
-        let path = dir.join(&name);
+    let read = |name: &std::ffi::OsStr| -> Result<(String, String)> {
+        let path = dir.join(name);
         let shown = path.display().to_string();
-        let text = utf8(read_entry(&at, &path, &name, limit)?, &shown, limit)?;
-        if is_kustomization(&name) {
-            kustomizations.push((text.clone(), shown.clone()));
-        }
-        if listed(&name) {
-            out.push((text, shown));
+        let text = utf8(read_entry(&at, &path, name, limit)?, &shown, limit)?;
+        Ok((text, shown))
+    };
+    // The kustomizations first: what they make the appliers apply decides
+    // whether the files are read at all.
+    let mut kustomizations = std::collections::BTreeMap::new();
+    for name in names.iter().filter(|n| is_kustomization(n)) {
+        let (text, shown) = read(name)?;
+        check_kustomization(&text, &shown, limit.flag, &applied, &[])?;
+        if listed(name) {
+            kustomizations.insert(name.clone(), (text, shown));
         }
     }
-    for (text, shown) in &kustomizations {
-        check_kustomization(text, shown, limit.flag, &applied, &[])?;
+    let mut count = 0;
+    for name in names.iter().filter(|n| listed(n)) {
+        let (text, shown) = match kustomizations.remove(name) {
+            Some(read) => read,
+            None => read(name)?,
+        };
+        each(text, shown)?;
+        count += 1;
     }
-    Ok(out)
+    Ok(count)
+}
+
+/// The most manifest files [`manifest_texts`] reads of one directory: a
+/// render's directory holds a few per pool.
+pub const DIR_MAX_FILES: usize = 10_000;
+
+/// Refuse the files `names` of `dir` when their sizes alone come to more
+/// than what is left of the run's input budget: nothing of them read.
+fn check_dir_sizes(dir: &Path, names: &[std::ffi::OsString], limit: Limit) -> Result<()> {
+    let Some(b) = INPUT.get() else {
+        return Ok(());
+    };
+    let mut total = 0u64;
+    for name in names {
+        // What read_entry refuses (a link, a FIFO) counts nothing here.
+        if let Ok(m) = std::fs::symlink_metadata(dir.join(name))
+            && m.is_file()
+        {
+            total = total.saturating_add(m.len());
+        }
+    }
+    if total > b.left {
+        bail!(
+            "{} {}: its {} manifest files come to {} MiB, {}; give a directory holding only the \
+             manifests to read",
+            limit.flag,
+            dir.display(),
+            names.len(),
+            total.div_ceil(MIB),
+            over_budget(b)
+        );
+    }
+    Ok(())
+}
+
+/// What one run may read in all of the files (and stdin) it is given,
+/// every file of every directory counted: four times the most one
+/// `--machineconfig` file may be. Without it a directory of many files,
+/// each under its limit, took memory linear in their count.
+pub const INPUT_BUDGET: u64 = 4 * MACHINECONFIG.bytes;
+
+/// A run's input budget as it stands: what is left of it, and all of it.
+#[derive(Clone, Copy)]
+struct Budget {
+    left: u64,
+    all: u64,
+}
+
+thread_local! {
+    /// The input budget of the run on this thread, when it set one
+    /// ([`with_input_budget`]): every file read through [`read_capped`]
+    /// draws from it.
+    static INPUT: std::cell::Cell<Option<Budget>> = const { std::cell::Cell::new(None) };
+}
+
+/// Run `f` with one budget of `bytes` for every file it reads (each still
+/// at most its flag's [`Limit`]): past it the file being read is refused.
+/// Within another, what is left of that one bounds this one, and what this
+/// one spends is spent for it.
+pub fn with_input_budget<T>(bytes: u64, f: impl FnOnce() -> T) -> T {
+    let outer = INPUT.get();
+    let all = outer.map_or(bytes, |o| o.left.min(bytes));
+    INPUT.set(Some(Budget { left: all, all }));
+    let out = f();
+    let spent = INPUT.get().map_or(0, |b| all - b.left);
+    INPUT.set(outer.map(|o| Budget {
+        left: o.left - spent,
+        ..o
+    }));
+    out
+}
+
+fn over_budget(b: Budget) -> String {
+    format!(
+        "more than is left of the {} MiB this command reads in all of the files it is given",
+        b.all / MIB
+    )
 }
 
 /// The extensions `kubectl apply -f DIR` reads.
@@ -305,20 +414,26 @@ pub fn check_kustomization(
 
 /// The manifests a path names: a directory's `*.yaml`, `*.yml` and
 /// `*.json` ([`manifest_texts`]), or the path itself (a file, or `-` for
-/// stdin), each (text, name).
-pub fn texts_of(path: &Path, limit: Limit) -> Result<Vec<(String, String)>> {
+/// stdin), each handed to `each` (text, name) as it is read; how many.
+pub fn texts_of(
+    path: &Path,
+    limit: Limit,
+    mut each: impl FnMut(String, String) -> Result<()>,
+) -> Result<usize> {
     if path.as_os_str() == "-" || !path.is_dir() {
-        return Ok(vec![read_text(path, limit)?]);
+        let (text, name) = read_text(path, limit)?;
+        each(text, name)?;
+        return Ok(1);
     }
-    let texts = manifest_texts(path, &["yaml", "yml", "json"], limit)?;
-    if texts.is_empty() {
+    let count = manifest_texts(path, &["yaml", "yml", "json"], limit, each)?;
+    if count == 0 {
         bail!(
             "{} {}: the directory holds no *.yaml, *.yml or *.json file",
             limit.flag,
             path.display()
         );
     }
-    Ok(texts)
+    Ok(count)
 }
 
 /// The MachineConfigs of `--machineconfig` paths: files, `-`, or
@@ -338,28 +453,28 @@ pub fn read_machineconfigs_and_pools(
     let mut configs = Vec::new();
     let mut pools = Vec::new();
     for path in paths {
-        let texts = texts_of(path, MACHINECONFIG)?;
         let from_dir = path.as_os_str() != "-" && path.is_dir();
         let before = configs.len();
-        for (text, name) in &texts {
+        let count = texts_of(path, MACHINECONFIG, |text, name| {
             // Unreadable text: reading it as MachineConfigs says why.
-            if let Ok(docs) = crate::cli::yaml::kube_yaml_docs(text) {
-                super::applied::check_documents(&docs, name)?;
+            if let Ok(docs) = crate::cli::yaml::kube_yaml_docs(&text) {
+                super::applied::check_documents(&docs, &name)?;
             }
-            pools.extend(pools_from_yaml(text));
-            if from_dir && !names_a_machineconfig(text) {
-                continue;
+            pools.extend(pools_from_yaml(&text));
+            if from_dir && !names_a_machineconfig(&text) {
+                return Ok(());
             }
-            let mcs = machineconfigs_from_yaml(text, name)?;
-            super::summary::check(text, &mcs, name)?;
+            let mcs = machineconfigs_from_yaml(&text, &name)?;
+            super::summary::check(&text, &mcs, &name)?;
             configs.extend(mcs);
-        }
+            Ok(())
+        })?;
         if from_dir && configs.len() == before {
             bail!(
                 "--machineconfig {}: no MachineConfig in its {} file(s); give the directory \
                  `render machineconfig --output-dir` wrote, or `oc get mc NAME -o yaml` output",
                 path.display(),
-                texts.len()
+                count
             );
         }
     }
@@ -386,18 +501,35 @@ pub fn read_file(path: &Path, limit: Limit) -> Result<Vec<u8>> {
     read_capped(file, &name, limit)
 }
 
-/// Everything `r` gives, refused past `limit` (memory stays near the limit).
+/// Everything `r` gives, refused past `limit` (memory stays near the
+/// limit), or past what is left of the run's input budget
+/// ([`with_input_budget`]), from which what it read is then drawn.
 pub fn read_capped(r: impl Read, name: &str, limit: Limit) -> Result<Vec<u8>> {
+    let budget = INPUT.get();
+    let cap = limit.bytes.min(budget.map_or(u64::MAX, |b| b.left));
     let mut bytes = Vec::new();
-    r.take(limit.bytes + 1)
+    r.take(cap.saturating_add(1))
         .read_to_end(&mut bytes)
         .with_context(|| format!("reading {name}"))?;
-    if bytes.len() as u64 > limit.bytes {
+    if bytes.len() as u64 > cap {
+        if let Some(b) = budget.filter(|b| b.left < limit.bytes) {
+            bail!(
+                "{name}: with it, {}; give {} fewer or smaller files",
+                over_budget(b),
+                limit.flag
+            );
+        }
         bail!(
             "{name} is larger than {} MiB, the most {} reads; is it the right file?",
             limit.bytes / MIB,
             limit.flag
         );
+    }
+    if let Some(b) = budget {
+        INPUT.set(Some(Budget {
+            left: b.left - bytes.len() as u64,
+            ..b
+        }));
     }
     Ok(bytes)
 }
@@ -405,6 +537,94 @@ pub fn read_capped(r: impl Read, name: &str, limit: Limit) -> Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sparse_files(dir: &Path, count: usize, mib: u64) {
+        std::fs::create_dir_all(dir).unwrap();
+        for i in 0..count {
+            let f = std::fs::File::create(dir.join(format!("{i}.yaml"))).unwrap();
+            f.set_len(mib * MIB).unwrap();
+        }
+    }
+
+    /// A directory's files draw from the run's input budget: many large
+    /// (here sparse) files are refused by their sizes before one is read,
+    /// naming the flag, the directory and the fix; what was read before
+    /// counts, and a file read past what is left is refused too.
+    #[test]
+    fn directory_inputs_draw_from_the_run_input_budget() {
+        let tmp = tempfile::tempdir().unwrap();
+        let many = tmp.path().join("many");
+        sparse_files(&many, 5, 1);
+        let mut seen = 0;
+        let e = with_input_budget(3 * MIB, || {
+            manifest_texts(&many, &KUBECTL_EXTENSIONS, MACHINECONFIG, |_, _| {
+                seen += 1;
+                Ok(())
+            })
+            .unwrap_err()
+        });
+        assert_eq!(seen, 0, "read before refused");
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "--machineconfig {}: its 5 manifest files come to 5 MiB, more than is left of \
+                 the 3 MiB this command reads in all of the files it is given; give a directory \
+                 holding only the manifests to read",
+                many.display()
+            )
+        );
+        let two = tmp.path().join("two");
+        sparse_files(&two, 2, 1);
+        with_input_budget(3 * MIB, || {
+            let n = manifest_texts(&two, &KUBECTL_EXTENSIONS, MACHINECONFIG, |_, _| Ok(()));
+            assert_eq!(n.unwrap(), 2);
+            // 1 MiB left: the same directory again is refused by its sizes,
+            let again = manifest_texts(&two, &KUBECTL_EXTENSIONS, MACHINECONFIG, |_, _| Ok(()));
+            assert!(again.unwrap_err().to_string().contains("come to 2 MiB"));
+            // and a stream by what it gives.
+            let e = read_capped(&vec![b'a'; 2 << 20][..], "<stdin>", MACHINECONFIG)
+                .unwrap_err()
+                .to_string();
+            assert_eq!(
+                e,
+                "<stdin>: with it, more than is left of the 3 MiB this command reads in all of \
+                 the files it is given; give --machineconfig fewer or smaller files"
+            );
+        });
+        // Without a budget (a library caller), only each file's limit.
+        let n = manifest_texts(&many, &KUBECTL_EXTENSIONS, MACHINECONFIG, |_, _| Ok(()));
+        assert_eq!(n.unwrap(), 5);
+    }
+
+    /// A directory of more manifest files than any render holds is refused
+    /// before one is read.
+    #[test]
+    fn a_directory_of_too_many_manifests_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        for i in 0..=DIR_MAX_FILES {
+            std::fs::File::create(d.join(format!("{i}.yaml"))).unwrap();
+        }
+        std::fs::File::create(d.join("other.txt")).unwrap();
+        let mut seen = 0;
+        let e = manifest_texts(d, &KUBECTL_EXTENSIONS, FLEET_POOL, |_, _| {
+            seen += 1;
+            Ok(())
+        })
+        .unwrap_err();
+        assert_eq!(seen, 0);
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "iso fleet --pool {}: more than 10000 manifest files, the most iso fleet --pool \
+                 reads of a directory; give a directory holding only the manifests to read",
+                d.display()
+            )
+        );
+        std::fs::remove_file(d.join("0.yaml")).unwrap();
+        let n = manifest_texts(d, &KUBECTL_EXTENSIONS, FLEET_POOL, |_, _| Ok(()));
+        assert_eq!(n.unwrap(), DIR_MAX_FILES);
+    }
 
     /// What follows the last dot, as Go's `filepath.Ext` (kubectl).
     #[test]

@@ -4,18 +4,44 @@
 //! install target (`fleet::installed_record_with`). The wrapper's
 //! `pool-changed` fence and the sync's pool guard then see a label change
 //! that selects a pool left off the ISO, too.
+//!
+//! Pools recorded to judge by are not pools installed into: `master` and
+//! `arbiter` are recorded (the node tells `master` by its name and gives it
+//! the MCO's precedence, `fleet::choose`), and so is any name the API
+//! server accepts; a pool selecting on `kubernetes.io/hostname` (which
+//! kubelet sets itself, and the node's judges never see) is left out with a
+//! warning, never the whole file refused.
 
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
-use super::pools::requirements;
+use super::pools::{HOSTNAME_LABEL, selector_requirements, selects_on_hostname};
+use crate::cli::output::say;
 use crate::node::fleet::{CLUSTER_POOL_CONFIG, Pool, PoolKind};
 
 /// The pools of `path`, in the order given. A pool without a nodeSelector,
-/// or with an empty one, matches no node (the MCO's rule): left out.
+/// or with an empty one, matches no node (the MCO's rule): left out. One
+/// selecting on the hostname label: left out, one warning naming them.
 pub fn read(path: &Path) -> Result<Vec<Pool>> {
+    let (pools, skipped) = read_pools(path)?;
+    if !skipped.is_empty() {
+        say!(
+            "warning: --cluster-pools: {} select{} on {HOSTNAME_LABEL}, which kubelet sets itself \
+             and the installed nodes do not judge by: left out of the installed-pool record, so \
+             a node that label moves into {} is not fenced",
+            skipped.join(", "),
+            if skipped.len() == 1 { "s" } else { "" },
+            if skipped.len() == 1 { "it" } else { "them" }
+        );
+    }
+    Ok(pools)
+}
+
+/// [`read`]'s pools, and the names of those left out for their hostname
+/// selector.
+fn read_pools(path: &Path) -> Result<(Vec<Pool>, Vec<String>)> {
     use crate::cli::render::input::{FLEET_CLUSTER_POOLS, read_text};
     let (text, label) = read_text(path, FLEET_CLUSTER_POOLS).context("--cluster-pools")?;
     let docs: Vec<Value> = match serde_json::from_str::<Value>(&text) {
@@ -26,6 +52,7 @@ pub fn read(path: &Path) -> Result<Vec<Pool>> {
     let objects =
         crate::cli::render::applied::applied_objects(&docs, &label).context("--cluster-pools")?;
     let mut out: Vec<Pool> = Vec::new();
+    let mut skipped: Vec<String> = Vec::new();
     for doc in objects {
         let kind = doc.get("kind").and_then(Value::as_str).unwrap_or("");
         if kind != "MachineConfigPool" {
@@ -37,8 +64,8 @@ pub fn read(path: &Path) -> Result<Vec<Pool>> {
         let Some(name) = doc.pointer("/metadata/name").and_then(Value::as_str) else {
             bail!("--cluster-pools {label}: a MachineConfigPool without metadata.name");
         };
-        super::check_pool_name(name).with_context(|| format!("--cluster-pools {label}"))?;
-        if out.iter().any(|p| p.name == name) {
+        check_recorded_name(name).with_context(|| format!("--cluster-pools {label}"))?;
+        if out.iter().any(|p| p.name == name) || skipped.iter().any(|s| s == name) {
             bail!("--cluster-pools {label}: MachineConfigPool {name} twice; give each pool once");
         }
         let sel = doc.pointer("/spec/nodeSelector").unwrap_or(&Value::Null);
@@ -54,11 +81,17 @@ pub fn read(path: &Path) -> Result<Vec<Pool>> {
         if empty {
             continue;
         }
-        let selector = requirements(sel).with_context(|| {
+        let selector = selector_requirements(sel).with_context(|| {
             format!("--cluster-pools {label}: MachineConfigPool {name}'s nodeSelector")
         })?;
+        if selects_on_hostname(&selector) {
+            skipped.push(name.to_string());
+            continue;
+        }
         out.push(Pool {
             name: name.to_string(),
+            // As the MCO's ListPools tells them; `master` by its name
+            // (`fleet::MASTER_POOL`), `arbiter` is a custom pool to it.
             kind: if name == "worker" {
                 PoolKind::Worker
             } else {
@@ -72,17 +105,78 @@ pub fn read(path: &Path) -> Result<Vec<Pool>> {
     }
     if out.is_empty() {
         bail!(
-            "--cluster-pools {label}: no MachineConfigPool with a nodeSelector; give the \
-             cluster's pools (oc get machineconfigpools -o yaml)"
+            "--cluster-pools {label}: no MachineConfigPool with a nodeSelector the installed \
+             nodes can judge by; give the cluster's pools (oc get machineconfigpools -o yaml)"
         );
     }
-    Ok(out)
+    Ok((out, skipped))
+}
+
+/// A pool recorded to judge by: any name the API server accepts for a
+/// MachineConfigPool (a DNS subdomain), which is one word of the record.
+/// Unlike `--pool`'s, `master` and `arbiter` are fine: never installed
+/// into, they are where a node must not move unfenced.
+fn check_recorded_name(name: &str) -> Result<()> {
+    let alnum = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    let ok = !name.is_empty()
+        && name.len() <= 253
+        && name.bytes().all(|b| alnum(b) || b == b'-' || b == b'.')
+        && name.bytes().next().is_some_and(alnum)
+        && name.bytes().last().is_some_and(alnum);
+    if !ok {
+        bail!(
+            "MachineConfigPool {name:?}: not a name the API server accepts (lower case \
+             letters, digits, '-', '.'); give the cluster's pools as oc prints them"
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::node::fleet::Requirement;
+
+    /// What `oc get machineconfigpools -o yaml` prints on a cluster (every
+    /// field, status too): `master` and `arbiter` recorded, as is a custom
+    /// pool; a pool selecting one host by name left out, named, and the
+    /// rest of the file read (r19c F6: `master` refused the whole file).
+    #[test]
+    fn a_clusters_own_export_is_read_whole() {
+        let p = Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/cluster-pools/oc-get-mcp.yaml"
+        ));
+        let (got, skipped) = read_pools(p).unwrap();
+        let names: Vec<(&str, PoolKind)> = got.iter().map(|p| (p.name.as_str(), p.kind)).collect();
+        assert_eq!(
+            names,
+            [
+                ("arbiter", PoolKind::Custom),
+                ("master", PoolKind::Custom),
+                ("worker", PoolKind::Worker),
+                ("worker-big", PoolKind::Custom)
+            ]
+        );
+        assert_eq!(skipped, ["infra-node7"]);
+        let role = |r: &str| {
+            vec![Requirement::In(
+                format!("node-role.kubernetes.io/{r}"),
+                vec![String::new()],
+            )]
+        };
+        for (pool, r) in got
+            .iter()
+            .zip(["arbiter", "master", "worker", "worker-big"])
+        {
+            assert_eq!(pool.selector, role(r), "{}", pool.name);
+            assert_eq!(pool.config, CLUSTER_POOL_CONFIG);
+        }
+        // Names the API server refuses are refused, naming them.
+        for bad in ["", "Master", "-a", "a b", "a/b"] {
+            assert!(check_recorded_name(bad).is_err(), "{bad:?}");
+        }
+    }
 
     /// An `oc get mcp -o yaml` List: each pool by name, kind and selector;
     /// one without a selector left out; another kind refused.

@@ -76,21 +76,6 @@ pub(super) fn check_device(dev: &str, flag: &str) -> Result<()> {
 /// *.ign files (sorted), or one file.
 pub(super) fn read_source(name: &str, source: &Path, f: &mut Found) -> Result<()> {
     use crate::cli::render::input::{FLEET_POOL, manifest_texts, read_text};
-    // A directory's files are read inside it: a link there (a pull
-    // request's) is refused, never followed; a FIFO never waited on.
-    let texts: Vec<(String, String)> = if source.is_dir() {
-        let v = manifest_texts(source, &["yaml", "yml", "json", "ign"], FLEET_POOL)
-            .with_context(|| format!("--pool {name}"))?;
-        if v.is_empty() {
-            bail!(
-                "--pool {name}={}: the directory holds no YAML or Ignition files",
-                source.display()
-            );
-        }
-        v
-    } else {
-        vec![read_text(source, FLEET_POOL).with_context(|| format!("--pool {name}"))?]
-    };
     let own = |f: &Found| {
         f.machine_configs
             .iter()
@@ -98,19 +83,43 @@ pub(super) fn read_source(name: &str, source: &Path, f: &mut Found) -> Result<()
             .count()
     };
     let before = (f.pointer.is_some(), f.node_selector.is_some(), own(f));
-    for (text, label) in &texts {
-        let docs: Vec<Value> = match serde_json::from_str::<Value>(text) {
+    let mut each = |text: String, label: String| -> Result<()> {
+        let docs: Vec<Value> = match serde_json::from_str::<Value>(&text) {
             Ok(v) => vec![v],
-            Err(_) => crate::cli::yaml::kube_yaml_docs(text)
+            Err(_) => crate::cli::yaml::kube_yaml_docs(&text)
                 .with_context(|| format!("reading {label} as YAML or JSON (--pool {name})"))?,
         };
+        drop(text);
         // What kubectl applies of the file: a `kind: List`'s items (`oc get
         // mc -o yaml`) are read as the objects they are.
-        let objects = crate::cli::render::applied::applied_objects(&docs, label)
+        let objects = crate::cli::render::applied::applied_objects(&docs, &label)
             .with_context(|| format!("--pool {name}"))?;
         for doc in objects {
-            read_document(name, doc.clone(), label, f)?;
+            read_document(name, doc.clone(), &label, f)?;
         }
+        Ok(())
+    };
+    // A directory's files are read inside it, each read as it comes (one
+    // raw text held at a time): a link there (a pull request's) is
+    // refused, never followed; a FIFO never waited on.
+    if source.is_dir() {
+        let count = manifest_texts(
+            source,
+            &["yaml", "yml", "json", "ign"],
+            FLEET_POOL,
+            &mut each,
+        )
+        .with_context(|| format!("--pool {name}"))?;
+        if count == 0 {
+            bail!(
+                "--pool {name}={}: the directory holds no YAML or Ignition files",
+                source.display()
+            );
+        }
+    } else {
+        let (text, label) =
+            read_text(source, FLEET_POOL).with_context(|| format!("--pool {name}"))?;
+        each(text, label)?;
     }
     if (f.pointer.is_some(), f.node_selector.is_some(), own(f)) == before {
         bail!(
@@ -797,8 +806,30 @@ fn canonical_line(line: &str) -> Option<Option<(&str, &str)>> {
     (name_ok && value_ok && same).then_some(Some((k, v)))
 }
 
-/// A `metav1.LabelSelector` as requirements.
+/// A `metav1.LabelSelector` as requirements, for a pool the fleet installs
+/// into: one selecting on `kubernetes.io/hostname` is refused (the install
+/// cannot know the name kubelet registers with).
 pub(super) fn requirements(sel: &Value) -> Result<Vec<Requirement>> {
+    let out = selector_requirements(sel)?;
+    if selects_on_hostname(&out) {
+        bail!("it selects on kubernetes.io/hostname, which the install cannot know");
+    }
+    Ok(out)
+}
+
+/// The label kubelet sets itself at registration (the node's name), never
+/// among the labels the wrapper and the selector judge by.
+pub(super) const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
+
+/// Whether requirements `sel` read the node's hostname label.
+pub(super) fn selects_on_hostname(sel: &[Requirement]) -> bool {
+    sel.iter().any(|r| {
+        matches!(r, Requirement::In(k, _) | Requirement::NotIn(k, _) | Requirement::Exists(k) | Requirement::DoesNotExist(k) if k == HOSTNAME_LABEL)
+    })
+}
+
+/// A `metav1.LabelSelector` as requirements, whatever labels it reads.
+pub(super) fn selector_requirements(sel: &Value) -> Result<Vec<Requirement>> {
     let mut out = Vec::new();
     let Some(obj) = sel.as_object() else {
         bail!("no nodeSelector (the MCO matches no node with it)");
@@ -855,11 +886,6 @@ pub(super) fn requirements(sel: &Value) -> Result<Vec<Requirement>> {
     }
     if out.is_empty() {
         bail!("an empty nodeSelector (the MCO matches no node with it)");
-    }
-    if out.iter().any(|r| {
-        matches!(r, Requirement::In(k, _) | Requirement::NotIn(k, _) | Requirement::Exists(k) | Requirement::DoesNotExist(k) if k == "kubernetes.io/hostname")
-    }) {
-        bail!("it selects on kubernetes.io/hostname, which the install cannot know");
     }
     Ok(out)
 }
