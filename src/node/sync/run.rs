@@ -956,3 +956,7 @@ pub fn print_outcome(out: &Outcome) -> std::io::Result<()> {
 #[cfg(test)]
 #[path = "run_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "own_env_tests.rs"]
+mod own_env_tests;
