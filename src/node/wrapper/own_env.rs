@@ -216,3 +216,80 @@ pub fn fence(mut plan: Plan, overridden: &[Overridden], profile: Profile, fs: &d
     fenced.rules = plan.rules;
     fenced
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::unit::{LoadOptions, UnitPaths};
+
+    fn os(v: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+        v.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect()
+    }
+
+    /// `check` on a root with kubelet's `unit`, our env drop-in `ours`,
+    /// a drop-in `later` after it and kubelet-env `file`.
+    fn checked(unit: &str, later: &str, file: &str, env: &[(&str, &str)]) -> OwnEnv {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        let write = |p: &str, text: &str| {
+            let p = r.join(p);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        let d = "etc/systemd/system/k.service.d";
+        write("etc/systemd/system/k.service", unit);
+        write(
+            &format!("{d}/{ENV_DROPIN_NAME}"),
+            &format!("[Service]\nEnvironment={TAINTS_VAR}=a=b:NoSchedule\n"),
+        );
+        write(&format!("{d}/95-later.conf"), later);
+        write("etc/kubelet-env", file);
+        let svc = unit::load_service(&UnitPaths::system(r), "k.service", &LoadOptions::default())
+            .unwrap();
+        check(&svc, r, &os(env))
+    }
+
+    const UNIT: &str = "[Service]\nEnvironmentFile=-/etc/kubelet-env\nExecStart=/bin/k\n";
+    const OURS: (&str, &str) = (TAINTS_VAR, "a=b:NoSchedule");
+
+    #[test]
+    fn the_managers_own_is_kept_an_environment_files_is_not() {
+        // The fault hook from the service manager (the tests' harness).
+        let c = checked(UNIT, "", "", &[OURS, (FAULT_VAR, "abort")]);
+        assert!(c.overridden.is_empty(), "{:?}", c.overridden);
+        assert!(c.env.contains(&(FAULT_VAR.into(), "abort".into())));
+        // The same from kubelet-env: overridden, left out.
+        let file = format!("{FAULT_VAR}=abort\n");
+        let c = checked(UNIT, "", &file, &[OURS, (FAULT_VAR, "abort")]);
+        assert_eq!(c.overridden.len(), 1);
+        assert_eq!(c.overridden[0].from, "EnvironmentFile= /etc/kubelet-env");
+        assert!(!c.env.iter().any(|(k, _)| k == FAULT_VAR));
+        // Set by another drop-in's Environment= (root's, as ours): kept.
+        let later = format!("[Service]\nEnvironment={FAULT_VAR}=abort\n");
+        let c = checked(UNIT, &later, "", &[OURS, (FAULT_VAR, "abort")]);
+        assert!(c.overridden.is_empty(), "{:?}", c.overridden);
+    }
+
+    #[test]
+    fn what_took_ours_away_is_named() {
+        let ours = |c: &OwnEnv| {
+            c.env
+                .contains(&(TAINTS_VAR.into(), "a=b:NoSchedule".into()))
+        };
+        let unset = format!("[Service]\nUnsetEnvironment={TAINTS_VAR}\n");
+        let c = checked(UNIT, &unset, "", &[]);
+        assert_eq!(c.overridden[0].from, "UnsetEnvironment=");
+        assert!(ours(&c));
+        let c = checked(UNIT, "[Service]\nEnvironment=\n", "", &[]);
+        assert_eq!(
+            c.overridden[0].from,
+            "an empty Environment= in /etc/systemd/system/k.service.d/95-later.conf"
+        );
+        assert!(ours(&c));
+        let c = checked(UNIT, "", "", &[(TAINTS_VAR, "")]);
+        assert_eq!(c.overridden[0].from, "not kubelet's unit files");
+        assert!(ours(&c));
+        assert!(note(&c.overridden).contains(TAINTS_VAR));
+        assert!(!note(&c.overridden).contains("a=b"));
+    }
+}
