@@ -72,6 +72,9 @@ pub struct ExecCommand {
     pub privilege_prefix: Option<String>,
 }
 
+/// One `NAME=value` of `Environment=`.
+pub type EnvAssignment = (String, Vec<u8>);
+
 /// The service as systemd would load it.
 #[derive(Debug, Clone, Default)]
 pub struct LoadedService {
@@ -89,7 +92,7 @@ pub struct LoadedService {
     /// Each `Environment=` assignment as applied, with the file (node path)
     /// it is in; None: an empty `Environment=`, which drops those before.
     /// Who set a variable, where that matters (`wrapper::own_env`).
-    pub environment_log: Vec<(PathBuf, Option<(String, Vec<u8>)>)>,
+    pub environment_log: Vec<(PathBuf, Option<EnvAssignment>)>,
     /// `EnvironmentFile=` entries: (node path or glob, optional via `-`).
     pub environment_files: Vec<(String, bool)>,
     pub unset_environment: Vec<String>,
