@@ -11,6 +11,7 @@ mod cli_docs;
 mod completions;
 mod compose;
 mod docs_releases;
+mod env_override;
 mod example_rules;
 mod explain_command_line;
 mod explain_machineconfig;

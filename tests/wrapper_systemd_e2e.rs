@@ -679,3 +679,58 @@ fn a_second_wrapper_dropin_is_left_out_like_ours() {
         "{lines}"
     );
 }
+
+/// Review 19 r19a F2 under real systemd: an `EnvironmentFile=` (OpenShift's
+/// kubelet-env) that sets our taints' variable empty wins over our
+/// drop-in's `Environment=` (systemd.exec(5); the premise), and the
+/// wrapper registers with our taint, fenced (`environment-overridden`),
+/// its line naming the variable and the file. FAILS before the fix: no
+/// taint, no fence.
+#[test]
+fn an_environment_file_over_ours_is_fenced_under_real_systemd() {
+    if systemd_oracle::unavailable().is_some() {
+        return;
+    }
+    let dir = scratch_dir();
+    let scratch = dir.path();
+    let host = Host::new(scratch);
+    let kubelet = systemd_oracle::build_fake_kubelet(scratch);
+    let env_file = scratch.join("kubelet-env");
+    write(&env_file, "FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS=\n");
+    let log = scratch.join("k.log");
+    let unit = format!(
+        "[Service]\nType=simple\nStandardError=append:{}\nEnvironmentFile=-{}\n\
+         ExecStart={} --v=2\n",
+        log.display(),
+        env_file.display(),
+        kubelet.display()
+    );
+    host.add_unit("k.service", &unit, &[], Some((LABELS, TAINT)), true);
+    let outcomes = host.run(vec!["k.service".into()], vec![], 1.0);
+    let o = &outcomes["k.service"];
+    let r = o
+        .records
+        .first()
+        .unwrap_or_else(|| panic!("kubelet did not start: {:?}", o.props));
+    assert_eq!(
+        r.env_get("FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS")
+            .as_deref(),
+        Some(""),
+        "systemd's precedence"
+    );
+    let argv = words(r);
+    let fence = "kubelet-labeler.io/fenced=environment-overridden:NoSchedule";
+    assert!(
+        argv.iter()
+            .any(|w| w == &format!("--register-with-taints={TAINT},{fence}")),
+        "{argv:?}"
+    );
+    let line = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        line.contains(&format!(
+            "FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_TAINTS (by EnvironmentFile= {})",
+            env_file.display()
+        )),
+        "{line}"
+    );
+}

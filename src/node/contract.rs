@@ -112,3 +112,10 @@ pub const FENCE_TAINTS_UNREADABLE: &str = "taints-unreadable";
 /// the OS image), or whose record cannot be read: it would land in that
 /// pool without the taints that pool gives only at registration.
 pub const FENCE_POOL_CHANGED: &str = "pool-changed";
+/// One of our variables (the env drop-ins' labels, taints, rules, NFD
+/// label set, pool label, their role layer's, the fault hook) reached
+/// kubelet's environment otherwise than our drop-ins set it: an
+/// `EnvironmentFile=` of kubelet.service (which systemd puts above
+/// `Environment=`), a later drop-in, the unit, `UnsetEnvironment=`
+/// (`wrapper::own_env`). Our drop-ins' values go in, fenced.
+pub const FENCE_ENVIRONMENT_OVERRIDDEN: &str = "environment-overridden";

@@ -240,8 +240,10 @@ spec:
     /// what it writes is the same, so renders and wrappers still compose;
     /// then for another fence reason, `pool-changed`, with the fleet ISO's
     /// installed-pool record, which `iso fleet` writes, not render, and
-    /// which the wrapper reads in both its forms.)
-    const RECORDED: (&str, u64) = ("5", 0xbedc442e2954169a);
+    /// which the wrapper reads in both its forms; then for another fence
+    /// reason, `environment-overridden`: the wrapper reads the same env
+    /// drop-ins, by the same names, and now takes our variables from them.)
+    const RECORDED: (&str, u64) = ("5", 0xc848270337b0633f);
 
     /// What the node reads changes only with a new node format, so the
     /// version stamped in every file and manifest tells renders and

@@ -118,6 +118,16 @@ pub fn derive(opts: &SyncOptions) -> Result<Derivation, String> {
         .map_err(|e| format!("loading {}: {e:#}", opts.unit))?;
     let env = unit::offline_environment(&svc, &opts.root, &[])
         .map_err(|e| format!("building {}'s environment: {e:#}", opts.unit))?;
+    // Our variables set otherwise than our drop-ins set them (an
+    // `EnvironmentFile=` of kubelet's): the wrapper registers fenced with
+    // ours; the sync changes no label on that word.
+    let own = crate::node::wrapper::own_env::check(&svc, &opts.root, &env);
+    if !own.overridden.is_empty() {
+        return Err(format!(
+            "refusing to change labels: {}",
+            crate::node::wrapper::own_env::note(&own.overridden)
+        ));
+    }
     let pool_label = pool_label(&env);
     let mut notes = Vec::new();
     let original = plan::original_command_offline(&svc, &env, &opts.root, &mut notes)
@@ -946,3 +956,7 @@ pub fn print_outcome(out: &Outcome) -> std::io::Result<()> {
 #[cfg(test)]
 #[path = "run_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "own_env_tests.rs"]
+mod own_env_tests;

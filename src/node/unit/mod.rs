@@ -72,6 +72,9 @@ pub struct ExecCommand {
     pub privilege_prefix: Option<String>,
 }
 
+/// One `NAME=value` of `Environment=`.
+pub type EnvAssignment = (String, Vec<u8>);
+
 /// The service as systemd would load it.
 #[derive(Debug, Clone, Default)]
 pub struct LoadedService {
@@ -86,6 +89,10 @@ pub struct LoadedService {
     pub service_type: Option<String>,
     /// `Environment=` after folding, in order.
     pub environment: Vec<(String, Vec<u8>)>,
+    /// Each `Environment=` assignment as applied, with the file (node path)
+    /// it is in; None: an empty `Environment=`, which drops those before.
+    /// Who set a variable, where that matters (`wrapper::own_env`).
+    pub environment_log: Vec<(PathBuf, Option<EnvAssignment>)>,
     /// `EnvironmentFile=` entries: (node path or glob, optional via `-`).
     pub environment_files: Vec<(String, bool)>,
     pub unset_environment: Vec<String>,
@@ -318,7 +325,11 @@ pub fn load_service(
             if a.section != "Service" {
                 continue;
             }
+            let before = svc.environment.len();
             let applied = apply_assignment(&mut svc, a, &spec);
+            if a.key == "Environment" {
+                log_environment(&mut svc, &node, before, a.value.is_empty());
+            }
             // Whatever the line does with the error (`-`, a dropped word):
             // what the unit gives cannot start, so nothing starts for it.
             if spec.over_budget() {
@@ -389,6 +400,49 @@ pub fn load_service(
     }
     env::keep_last(&mut svc.environment);
     Ok(svc)
+}
+
+/// Log the `Environment=` line of `node` just applied: what it appended
+/// after `before`, or (`reset`) that it emptied the list.
+fn log_environment(svc: &mut LoadedService, node: &Path, before: usize, reset: bool) {
+    if reset {
+        svc.environment_log.push((node.to_path_buf(), None));
+        return;
+    }
+    for set in svc.environment.get(before..).unwrap_or_default() {
+        svc.environment_log
+            .push((node.to_path_buf(), Some(set.clone())));
+    }
+}
+
+/// For each of `names`, the last `EnvironmentFile=` (a file it matched,
+/// as a node path) that sets it, read now under `root` as systemd read
+/// them at the start. Err: one could not be read (what it sets is unknown).
+pub fn environment_files_setting(
+    svc: &LoadedService,
+    root: &Path,
+    names: &[&str],
+) -> crate::node::error::Result<Vec<(String, PathBuf)>> {
+    let mut out: Vec<(String, PathBuf)> = Vec::new();
+    for (pattern, optional) in &svc.environment_files {
+        let matches =
+            env::glob(root, pattern).with_context(|| format!("EnvironmentFile={pattern}"))?;
+        for m in matches {
+            let data = match search::contained(root, &m).and_then(|p| crate::node::nodefs::read(&p))
+            {
+                Ok(d) => d,
+                Err(e) if *optional && e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e).with_context(|| format!("reading {}", m.display())),
+            };
+            for (k, _) in env::parse_env_file(&data) {
+                if names.contains(&k.as_str()) {
+                    out.retain(|(n, _)| *n != k);
+                    out.push((k, m.clone()));
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Why a unit whose specifiers give more than exec takes is refused.

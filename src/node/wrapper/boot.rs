@@ -129,16 +129,19 @@ pub fn prepare(
     env: &[(OsString, OsString)],
     verdict: &Verdict,
 ) -> Result<Plan> {
-    prepare_gated(opts, env, verdict).map(|(plan, _)| plan)
+    prepare_gated(opts, env, verdict, false).map(|(plan, _, _)| plan)
 }
 
 /// [`prepare`], and the final check every later rewrite of its argv
-/// passes (the exec-limit fallbacks), with the record read for it.
+/// passes (the exec-limit fallbacks), with the record read for it, and
+/// the fault hook's value as our drop-ins give it. `boot`: the wrapper's
+/// start, where the fault hook may crash it at once.
 fn prepare_gated(
     opts: &BootOptions,
     env: &[(OsString, OsString)],
     verdict: &Verdict,
-) -> Result<(Plan, Gate)> {
+    boot: bool,
+) -> Result<(Plan, Gate, Option<String>)> {
     let paths = match &opts.unit_path {
         Some(list) => UnitPaths::from_list(&opts.root, list),
         None => UnitPaths::system(&opts.root),
@@ -153,6 +156,16 @@ fn prepare_gated(
     };
     let svc = unit::load_service(&paths, &opts.unit, &load)
         .with_context(|| format!("loading {}", opts.unit))?;
+    // Our variables as our drop-ins set them; set otherwise, the start
+    // registers fenced with ours (`own_env`).
+    let own = super::own_env::check(&svc, &opts.root, env);
+    let overridden = own.overridden;
+    let env = own.env.as_slice();
+    if boot && *verdict == Verdict::Full {
+        // Stands for a crash in the work for our additions.
+        fault_hook(env);
+    }
+    let fault_value = fault(env).map(str::to_string);
     let original = plan::original_command(&svc, env, &opts.root)?;
     // From here on, a crash or panic of ours starts kubelet (see `crash`):
     // unchanged, or fenced where static taints or node rules are configured
@@ -178,6 +191,11 @@ fn prepare_gated(
         record,
         profile: opts.profile,
         fs,
+        overridden: overridden.clone(),
+    };
+    let finish = |plan, record: &_, fs: &_| {
+        let plan = super::pool_change::check(plan, record, opts.profile, fs);
+        super::own_env::fence(plan, &overridden, opts.profile, fs)
     };
     let mut static_ = match plan::static_additions(env) {
         Ok(s) => s,
@@ -185,7 +203,8 @@ fn prepare_gated(
         // them): what they meant is unknown, so the fence goes in alone.
         Err(e) => {
             let plan = fail_closed::statics_unreadable(original, &e, opts.profile, &fs);
-            return Ok((plan, gate(record, fs)));
+            let plan = super::own_env::fence(plan, &overridden, opts.profile, &fs);
+            return Ok((plan, gate(record, fs), fault_value));
         }
     };
     let mut refusable_gone = Vec::new();
@@ -228,7 +247,7 @@ fn prepare_gated(
             .find(|n| n.starts_with("our labels left out"))
             .cloned();
     }
-    let armed = super::pool_change::check(static_plan.clone(), &record, opts.profile, &fs);
+    let armed = finish(static_plan.clone(), &record, &fs);
     // (Also where the static plan adds nothing: it replaces the fence.)
     let (head, tail) = static_line(&armed);
     crash::arm_static(&executable, &armed.argv, head, tail);
@@ -263,8 +282,8 @@ fn prepare_gated(
             );
         }
         plan.notes.extend(refusable_note(verdict, &refusable_gone));
-        let plan = super::pool_change::check(plan, &record, opts.profile, &fs);
-        return Ok((plan, gate(record, fs)));
+        let plan = finish(plan, &record, &fs);
+        return Ok((plan, gate(record, fs), fault_value));
     }
     let collected = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         late_fault();
@@ -343,8 +362,8 @@ fn prepare_gated(
     plan.rules = collected.rules;
     plan.notes.extend(refusable_note(verdict, &refusable_gone));
     // Installed from a fleet ISO: in the pool it was installed into, or fenced.
-    let plan = super::pool_change::check(plan, &record, opts.profile, &fs);
-    Ok((plan, gate(record, fs)))
+    let plan = finish(plan, &record, &fs);
+    Ok((plan, gate(record, fs), fault_value))
 }
 
 /// The journal line's note for the crash-loop guard's fallback after a
@@ -485,21 +504,17 @@ pub fn run(args: &[OsString]) -> i32 {
         }
         None => Verdict::Full,
     };
-    if verdict == Verdict::Full {
-        // Stands for a crash in the work for our additions.
-        fault_hook(&env);
-    }
-    let prepared = std::panic::catch_unwind(|| prepare_gated(&opts, &env, &verdict))
+    let prepared = std::panic::catch_unwind(|| prepare_gated(&opts, &env, &verdict, true))
         .unwrap_or_else(|_| {
             Err(crate::node_error!(
                 "internal error while reading the unit files (a bug; please report)"
             ))
         });
     let (mut plan, gate) = match prepared {
-        Ok((mut p, gate)) => {
+        Ok((mut p, gate, fault)) => {
             p.warnings.extend(guard_off);
-            if verdict == Verdict::Full {
-                refused_label_fault(&env, &mut p);
+            if verdict == Verdict::Full && fault.as_deref() == Some("refused-label") {
+                refused_label_fault(&mut p);
             }
             (p, gate)
         }
@@ -664,9 +679,12 @@ fn can_register(root: &Path, plan: &Plan) -> bool {
 
 /// Test hook for the fault-injection tests: `KUBELET_LABELER_FAULT=abort`
 /// or `=stack-overflow` kills the wrapper after it recorded its attempt,
-/// on a start that tries our additions, as a crash that is no panic would. Harmless in production: only an admin who puts
-/// it into kubelet.service's environment gets it, and what it does is what
-/// the guard is there for (kubelet still starts, on the next start).
+/// on a start that tries our additions, as a crash that is no panic would.
+/// Harmless in production: only an admin who puts it into kubelet.service's
+/// `Environment=` (or the service manager's environment) gets it, never an
+/// `EnvironmentFile=` (`own_env`: that start is fenced, the hook not
+/// honoured), and what it does is what the guard is there for (kubelet
+/// still starts, on the next start).
 fn fault(env: &[(OsString, OsString)]) -> Option<&str> {
     env.iter()
         .find(|(k, _)| k == "KUBELET_LABELER_FAULT")
@@ -676,11 +694,8 @@ fn fault(env: &[(OsString, OsString)]) -> Option<&str> {
 /// `=refused-label`: a label kubelet refuses rides along with ours, as if
 /// our validation had missed it (what the crash-loop guard is for), so the
 /// guard can be watched against a real kubelet.
-fn refused_label_fault(env: &[(OsString, OsString)], plan: &mut Plan) {
-    if fault(env) == Some("refused-label")
-        && plan.left_out.is_none()
-        && !plan.added_labels.is_empty()
-    {
+fn refused_label_fault(plan: &mut Plan) {
+    if plan.left_out.is_none() && !plan.added_labels.is_empty() {
         let (key, value) = ("kubernetes.io/refused-by-kubelet", "");
         plan.argv
             .push(format!("--node-labels={key}={value}").into());

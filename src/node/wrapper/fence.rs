@@ -17,9 +17,9 @@
 //! derivation to keep (and `/run` does not outlive a reboot).
 
 use crate::node::contract::{
-    FENCE_FEATURES_UNREADABLE, FENCE_KUBELET_CONFIG_UNREADABLE, FENCE_KUBELET_TAINTS_TOO_LONG,
-    FENCE_POOL_CHANGED, FENCE_RULES_FAILED, FENCE_TAINT_KEY, FENCE_TAINTS_UNREADABLE,
-    FENCE_WRAPPER_DIED,
+    FENCE_ENVIRONMENT_OVERRIDDEN, FENCE_FEATURES_UNREADABLE, FENCE_KUBELET_CONFIG_UNREADABLE,
+    FENCE_KUBELET_TAINTS_TOO_LONG, FENCE_POOL_CHANGED, FENCE_RULES_FAILED, FENCE_TAINT_KEY,
+    FENCE_TAINTS_UNREADABLE, FENCE_WRAPPER_DIED,
 };
 use crate::node::kubelet::{Additions, Replaced, Taint, TaintEffect};
 
@@ -45,6 +45,9 @@ pub enum Reason {
     /// (or none, or two), or the record of the pool cannot be read
     /// (`super::pool_change`).
     PoolChanged,
+    /// One of our variables set otherwise than our env drop-ins set it
+    /// (`super::own_env`).
+    EnvironmentOverridden,
 }
 
 impl Reason {
@@ -57,6 +60,7 @@ impl Reason {
             Reason::KubeletTaintsTooLong => FENCE_KUBELET_TAINTS_TOO_LONG,
             Reason::TaintsUnreadable => FENCE_TAINTS_UNREADABLE,
             Reason::PoolChanged => FENCE_POOL_CHANGED,
+            Reason::EnvironmentOverridden => FENCE_ENVIRONMENT_OVERRIDDEN,
         }
     }
 
@@ -121,6 +125,9 @@ impl Reason {
             Reason::TaintsUnreadable => "the static taints are unknown",
             Reason::PoolChanged => {
                 "the pool it lands in gives taints only at registration, which it would lack"
+            }
+            Reason::EnvironmentOverridden => {
+                "something other than our drop-ins wrote our configuration"
             }
         }
     }

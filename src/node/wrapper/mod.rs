@@ -11,6 +11,7 @@ pub mod fail_closed;
 pub mod fence;
 pub mod guard;
 pub mod installed;
+pub mod own_env;
 pub mod plan;
 pub mod pool_change;
 pub mod state_dir;

@@ -150,12 +150,15 @@ pub struct Gate {
     pub record: Record,
     pub profile: Profile,
     pub fs: super::plan::RootFs,
+    /// Our variables set otherwise than our drop-ins set them: fenced.
+    pub overridden: Vec<super::own_env::Overridden>,
 }
 
 impl Gate {
     /// `plan` rewritten: in the installed pool, or fenced (see [`check`]).
     pub fn check(&self, plan: Plan) -> Plan {
-        check(plan, &self.record, self.profile, &self.fs)
+        let plan = check(plan, &self.record, self.profile, &self.fs);
+        super::own_env::fence(plan, &self.overridden, self.profile, &self.fs)
     }
 }
 
@@ -443,6 +446,7 @@ mod tests {
                 record: read_record(d.path()),
                 profile: Profile::OpenShift,
                 fs: RootFs::new(d.path(), Path::new("/")),
+                overridden: Vec::new(),
             };
             let planned = plan_closed(original, Ok(Some(additions)), gate.profile, &gate.fs);
             let mut plan = gate.check(planned);
