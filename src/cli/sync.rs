@@ -28,11 +28,17 @@ pub fn run(c: SyncConfig) -> anyhow::Result<ExitCode> {
     let out = run::run(&opts);
     // The verdict (1: drift, 75: retry later) stands when a reader stops
     // early (`--dry-run | head`): a closed stdout drops only the data
-    // (review 19 r19c F4).
-    let verdict = crate::cli::output::data_then_verdict(
-        run::detail_text(&out),
-        ExitCode::from(out.code as u8),
-    );
-    run::print_summary(&out);
+    // (review 19 r19c F4). Written as `run::print_outcome` writes them
+    // (the detail lines on stdout, the summary on stderr, each one journal
+    // line), here, so the node's wrapper build stays as it is.
+    use crate::node::wrapper::derived::journal_line;
+    let detail: String = out
+        .detail
+        .iter()
+        .map(|l| format!("{}\n", journal_line(l)))
+        .collect();
+    let verdict = crate::cli::output::data_then_verdict(detail, ExitCode::from(out.code as u8));
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "{}", journal_line(&out.summary));
     verdict
 }

@@ -934,25 +934,13 @@ pub fn node_main(args: &[OsString]) -> i32 {
 pub fn print_outcome(out: &Outcome) -> std::io::Result<()> {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
-    let written = stdout
-        .write_all(detail_text(out).as_bytes())
-        .and_then(|()| stdout.flush());
-    print_summary(out);
-    written
-}
-
-/// The detail lines as [`print_outcome`] writes them to stdout.
-pub fn detail_text(out: &Outcome) -> String {
-    out.detail
+    let written = out
+        .detail
         .iter()
-        .map(|l| format!("{}\n", journal_line(l)))
-        .collect()
-}
-
-/// The summary line on stderr, as [`print_outcome`] writes it.
-pub fn print_summary(out: &Outcome) {
-    use std::io::Write;
+        .try_for_each(|l| writeln!(stdout, "{}", journal_line(l)))
+        .and_then(|()| stdout.flush());
     let _ = writeln!(std::io::stderr(), "{}", journal_line(&out.summary));
+    written
 }
 
 #[cfg(test)]
