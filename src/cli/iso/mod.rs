@@ -18,6 +18,7 @@ pub mod kargs;
 #[cfg(feature = "cli")]
 pub mod reach;
 mod source;
+pub mod stream;
 mod unnamed;
 
 pub use ignition::{Checked, IGNITION_VERSIONS, check_ignition};
@@ -452,47 +453,7 @@ fn stream_checked_copy(
     check(&mut tmp)?;
     tmp.seek(SeekFrom::Start(0))
         .context("seeking in the private copy")?;
-    copy_to_stream(&mut tmp, out, "the image")
-}
-
-/// All of `from` into `out`, a stream (stdout, a FIFO) whose reader may
-/// stop early: then an error naming how much it got, since `what` (the
-/// product: an image, a rendered file) is incomplete. Never the quiet end
-/// of a closed stdout that data a reader may skip has (review 19 r19c F2;
-/// coreos-installer exits 1, "Broken pipe").
-pub fn copy_to_stream(from: &mut dyn Read, out: &mut dyn Write, what: &str) -> Result<()> {
-    let mut buf = vec![0u8; 1 << 16];
-    let mut written: u64 = 0;
-    let cut = |e: io::Error, written: u64| -> anyhow::Error {
-        if e.kind() == io::ErrorKind::BrokenPipe {
-            anyhow::anyhow!(
-                "the reader closed the stream after {written} bytes; {what} is incomplete"
-            )
-        } else {
-            anyhow::Error::new(e).context(format!("writing {what}"))
-        }
-    };
-    loop {
-        let n = match from.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e).context("reading what is streamed"),
-        };
-        let mut chunk = &buf[..n];
-        while !chunk.is_empty() {
-            match out.write(chunk) {
-                Ok(0) => return Err(cut(io::ErrorKind::WriteZero.into(), written)),
-                Ok(k) => {
-                    written += k as u64;
-                    chunk = &chunk[k..];
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(cut(e, written)),
-            }
-        }
-    }
-    out.flush().map_err(|e| cut(e, written))
+    stream::copy_to_stream(&mut tmp, out, "the image")
 }
 
 /// A copy of `src` with `area` written, checked (`check`), renamed onto

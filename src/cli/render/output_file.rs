@@ -294,7 +294,7 @@ pub fn write_stream(mut file: fs::File, own: bool, path: &Path, bytes: &[u8]) ->
                 crate::cli::output::stdout_error(e, &format!("writing {}", path.display()))
             });
     }
-    crate::cli::iso::copy_to_stream(&mut &bytes[..], &mut file, "the output")
+    crate::cli::iso::stream::copy_to_stream(&mut &bytes[..], &mut file, "the output")
         .with_context(|| format!("writing {}", path.display()))
 }
 
