@@ -157,18 +157,9 @@ fn a_closed_stdout_stops_every_subcommand_quietly() {
             ]
             .concat(),
         );
-        ok(dir, &[&RENDER_MC[..], &GITOPS_REACHABLE].concat());
-        cases.push([&FLEET[..], &["-o", "-", "base.iso"]].concat());
+        // An image streamed (`-o -`) is the product, not data to skip: cut
+        // short it is a failure (verdict_closed_pipe.rs, review 19 r19c F2).
         cases.push(vec!["iso", "show", "with.iso"]);
-        cases.push(vec!["iso", "remove", "-o", "-", "with.iso"]);
-        cases.push(
-            [
-                &["iso", "embed"][..],
-                &MERGE,
-                &["ca.pem", "-o", "-", "base.iso"],
-            ]
-            .concat(),
-        );
     }
     for args in &cases {
         // The case writes something to stdout (or, for `render dropins`,

@@ -306,8 +306,9 @@ fn no_writer_makes_writes_or_removes_anything_in_a_hostile_directory() {
 /// they are in), right after the gate's check by path found nothing there,
 /// is never followed: the gate walks from `/` on descriptors and meets it.
 /// No race: an LD_PRELOAD shim (`support/link_after_miss.c`) makes the
-/// link when that lookup finds the name missing. Every writer refuses it
-/// and writes nothing where it leads (a 0700 directory of root's).
+/// link when that lookup finds the name missing. Every writer (the ISO
+/// writers too: review 19 r19c F1) refuses it and writes nothing where it
+/// leads (a 0700 directory of root's).
 #[test]
 fn a_link_put_at_a_missing_name_after_the_check_is_not_followed() {
     let tmp = scratch_dir();
@@ -336,8 +337,14 @@ fn a_link_put_at_a_missing_name_after_the_check_is_not_followed() {
         .status()
         .unwrap();
     assert!(st.success(), "compiling the shim");
+    // The ISO writers too (review 19 r19c F1: they resolved the directory
+    // by path again after the check).
+    let iso = test_iso(&dir).is_some();
+    if iso {
+        ok(&dir, &[&RENDER_MC[..], &GITOPS_REACHABLE].concat());
+    }
     let new = shared.join("new");
-    for args in writers("shared/new", false) {
+    for args in writers("shared/new", iso) {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         // Each lookup that finds the name missing in turn, until none is
         // left (the run then writes into a directory of its own there).
@@ -420,4 +427,133 @@ fn a_link_in_a_git_work_tree_is_not_followed() {
         &[&RENDER_MC[..], &["--output-dir", "repo/gitops/worker-gpu"]].concat(),
     );
     assert!(other.join("machineconfigpool-gpu.yaml").exists());
+}
+
+fn mkfifo(path: &Path) {
+    let st = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(st.success(), "mkfifo {path:?}");
+}
+
+/// What is in the FIFO held open (read and write) at `f`, without
+/// blocking: a marker written after it ends the read.
+fn drain(f: &mut std::fs::File) -> Vec<u8> {
+    use std::io::{Read, Write};
+    const END: &[u8] = b"\n--end of the test's read--\n";
+    f.write_all(END).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 65536];
+    while !got.ends_with(END) {
+        let n = f.read(&mut buf).unwrap();
+        got.extend_from_slice(&buf[..n]);
+    }
+    got.truncate(got.len() - END.len());
+    got
+}
+
+/// Review 19 r19c F3: `-o FIFO` goes through the gate: a FIFO in a
+/// directory another user may write is refused as a file there is, and
+/// the FIFO is opened on the checked directory's descriptor, never
+/// through a link: swapped for another user's link to a FIFO of root's
+/// right after it was looked at (an LD_PRELOAD shim,
+/// `support/swap_after_stat.c`, does it inside that lookup: no race),
+/// nothing reaches that FIFO.
+#[test]
+fn a_stream_output_is_opened_in_the_checked_directory_never_through_a_link() {
+    let tmp = scratch_dir();
+    let dir = tmp.path().canonicalize().unwrap();
+    inputs(&dir);
+    let shared = dir.join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    if chown(&shared, Some(0), Some(4242)).is_err() {
+        skipped::skipped("another user's link: chown needs root");
+        return;
+    }
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o770)).unwrap();
+    let Some(cc) = skipped::tool("cc") else {
+        return;
+    };
+    let fifo_in = |d: &Path| {
+        let f = d.join("out.fifo");
+        mkfifo(&f);
+        let held = std::fs::File::options()
+            .read(true)
+            .write(true)
+            .open(&f)
+            .unwrap();
+        (f, held)
+    };
+    let (out, _held) = fifo_in(&shared);
+    let args = [&RENDER_IGN[..], &["-o", out.to_str().unwrap()]].concat();
+    let o = run(&dir, &args);
+    let err = stderr(&o);
+    assert!(
+        !o.status.success() && err.contains("shared is writable by group 4242"),
+        "{err}"
+    );
+    let private = dir.join("private");
+    std::fs::create_dir(&private).unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let (roots, mut roots_held) = fifo_in(&private);
+    let mine = dir.join("mine");
+    std::fs::create_dir(&mine).unwrap();
+    let (out, mut out_held) = fifo_in(&mine);
+    let so = dir.join("swap_after_stat.so");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/swap_after_stat.c");
+    let st = std::process::Command::new(cc)
+        .args(["-shared", "-fPIC", "-O2", "-o"])
+        .arg(&so)
+        .arg(&src)
+        .arg("-ldl")
+        .status()
+        .unwrap();
+    assert!(st.success(), "compiling the shim");
+    let moved = mine.join("out.fifo.moved");
+    let args = [&RENDER_IGN[..], &["-o", out.to_str().unwrap()]].concat();
+    for skip in 0.. {
+        assert!(skip < 20, "the shim never stopped swapping");
+        if std::fs::symlink_metadata(&out).is_ok_and(|m| m.file_type().is_symlink()) {
+            std::fs::remove_file(&out).unwrap();
+            std::fs::rename(&moved, &out).unwrap();
+        }
+        let o = command(&dir, &args)
+            .env("LD_PRELOAD", &so)
+            .env("SWAP_AT", &out)
+            .env("SWAP_TO", &roots)
+            .env("SWAP_UID", "65534")
+            .env("SWAP_SKIP", skip.to_string())
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert_eq!(
+            drain(&mut roots_held),
+            b"",
+            "lookup {skip}: written through the link: {err}"
+        );
+        let ours = drain(&mut out_held);
+        if !std::fs::symlink_metadata(&out).is_ok_and(|m| m.file_type().is_symlink()) {
+            assert!(o.status.success() && !ours.is_empty(), "{err}");
+            break;
+        }
+        assert!(!o.status.success(), "lookup {skip}: {err}");
+    }
+}
+
+/// Review 19 r19c F3: a character device at `-o` is written into only
+/// when it is the null device; another (`/dev/zero` here, `/dev/kmsg` or
+/// `/dev/port` where it counts) is refused, whoever owns it.
+#[test]
+fn only_the_null_device_is_a_stream_output_among_devices() {
+    let tmp = scratch_dir();
+    let dir = tmp.path();
+    inputs(dir);
+    ok(dir, &[&RENDER_IGN[..], &["-o", "/dev/null"]].concat());
+    let o = run(dir, &[&RENDER_IGN[..], &["-o", "/dev/zero"]].concat());
+    let err = stderr(&o);
+    assert!(
+        !o.status.success() && err.contains("/dev/zero is a character device"),
+        "{err}"
+    );
 }

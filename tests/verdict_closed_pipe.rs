@@ -127,3 +127,132 @@ fn validate_keeps_its_refusal_on_a_closed_pipe() {
     let closed = into_closed_pipe(validate());
     assert_eq!(closed.status.code(), Some(1), "{}", stderr(&closed));
 }
+
+/// Review 19 r19c F4: `sync --dry-run` with drift left (the Node holds
+/// another owner's value for our key): exit 1 read to its end, and 1 with
+/// stdout a closed pipe (before: 0).
+#[test]
+fn sync_dry_run_keeps_its_drift_on_a_closed_pipe() {
+    use crate::support::fake_api::{self, FakeApi};
+    if !fake_api::available() {
+        return;
+    }
+    let dir = scratch_dir();
+    let root = dir.path().join("root");
+    crate::real_sync::tree(&root, "example.com/a=1", "");
+    let node = serde_json::json!({
+        "kind": "Node",
+        "metadata": {"name": "st-node", "resourceVersion": "5",
+                     "labels": {"example.com/a": "0"}},
+        "spec": {}
+    })
+    .to_string();
+    let api = FakeApi::start(
+        &dir.path().join("api"),
+        "st-node",
+        &serde_json::json!([{"status": 200, "body": node}]),
+    );
+    let kc = dir.path().join("kubeconfig");
+    write(&kc, &api.kubeconfig(None, None));
+    let sync = || {
+        let mut c = bin();
+        c.args(["sync", "--profile", "openshift", "--dry-run", "--root"])
+            .arg(&root)
+            .arg("--kubeconfig")
+            .arg(&kc);
+        c
+    };
+    let full = sync().output().unwrap();
+    assert_eq!(full.status.code(), Some(1), "{}", stderr(&full));
+    assert!(!full.stdout.is_empty(), "{}", stderr(&full));
+    let closed = into_closed_pipe(sync());
+    assert_eq!(closed.status.code(), Some(1), "{}", stderr(&closed));
+    assert!(stderr(&closed).contains("dry run"), "{}", stderr(&closed));
+}
+
+/// Review 19 r19c F2: an image streamed (`-o -`, `-o FIFO`) is the
+/// product, not data a reader may skip: cut short by its reader it is an
+/// error naming how much was written, exit 1 (as coreos-installer's
+/// "Broken pipe"); before, exit 0 with nothing said.
+#[test]
+fn a_streamed_image_cut_short_is_a_failure() {
+    use crate::io_safety::{FLEET, GITOPS_REACHABLE, MERGE, RENDER_MC, command, inputs, ok};
+    let tmp = scratch_dir();
+    let dir = tmp.path();
+    inputs(dir);
+    if crate::support::test_iso(dir).is_none() {
+        return;
+    }
+    ok(dir, &[&RENDER_MC[..], &GITOPS_REACHABLE].concat());
+    ok(
+        dir,
+        &[
+            &["iso", "embed"][..],
+            &MERGE,
+            &["ca.pem", "-o", "with.iso", "base.iso"],
+        ]
+        .concat(),
+    );
+    let embed = |out: &str| -> Vec<String> {
+        [
+            &["iso", "embed"][..],
+            &MERGE,
+            &["ca.pem", "-o", out, "base.iso"],
+        ]
+        .concat()
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let fleet = |out: &str| -> Vec<String> {
+        [&FLEET[..], &["-o", out, "base.iso"]]
+            .concat()
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    };
+    let remove = |out: &str| -> Vec<String> {
+        ["iso", "remove", "-o", out, "with.iso"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    };
+    for make in [&embed as &dyn Fn(&str) -> Vec<String>, &fleet, &remove] {
+        // stdout a pipe closed before the first byte.
+        let args = make("-");
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let closed = into_closed_pipe(command(dir, &args));
+        let err = stderr(&closed);
+        assert!(
+            closed.status.code() == Some(1)
+                && err.contains("the reader closed the stream after 0 bytes")
+                && err.contains("the image is incomplete"),
+            "{args:?}: {err}"
+        );
+        // A FIFO whose reader stops after 1000 bytes.
+        let fifo = dir.join("out.fifo");
+        let _ = std::fs::remove_file(&fifo);
+        let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(made.success());
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || {
+                use std::io::Read;
+                let mut got = vec![0; 1000];
+                std::fs::File::open(fifo)
+                    .unwrap()
+                    .read_exact(&mut got)
+                    .unwrap();
+            })
+        };
+        let args = make("out.fifo");
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = command(dir, &args).output().unwrap();
+        reader.join().unwrap();
+        let err = stderr(&o);
+        assert!(
+            o.status.code() == Some(1) && err.contains("the image is incomplete"),
+            "{args:?}: {err}"
+        );
+    }
+}

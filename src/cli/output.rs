@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::args::Usage;
 
@@ -27,11 +27,14 @@ pub(crate) use say;
 
 /// A subcommand's result as the process exits with it: an error is one
 /// line on stderr and exit 1 (2 for a usage error, as clap's own); a
-/// closed stdout ends quietly, with success, as ripgrep does.
+/// closed stdout ends quietly, with success, as ripgrep does, but only
+/// where the write was data a reader may skip ([`to_stdout`]: marked
+/// [`ReaderStopped`]). Any other broken pipe (an image streamed to `-o -`
+/// or a FIFO, cut short) is the run's error (review 19 r19c F2).
 pub fn exit_code(result: Result<ExitCode>) -> ExitCode {
     match result {
         Ok(code) => code,
-        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) if reader_stopped(&e) => ExitCode::SUCCESS,
         Err(e) => {
             report(&e);
             if e.is::<Usage>() {
@@ -57,11 +60,30 @@ pub fn report(e: &anyhow::Error) {
     );
 }
 
-pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
+/// The mark of a closed stdout met while writing data its reader may skip
+/// (a report, a listing, a rendered manifest to `-o -`): the one broken
+/// pipe that ends a run quietly. Only [`to_stdout`] (and a descriptor of
+/// ours written as stdout, [`stdout_error`]) puts it on an error.
+#[derive(Debug)]
+pub struct ReaderStopped;
+
+impl std::fmt::Display for ReaderStopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the reader closed stdout")
+    }
+}
+
+/// Whether `e` is a closed stdout met writing skippable data.
+pub fn reader_stopped(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<ReaderStopped>().is_some()
+}
+
+/// A write error on stdout (or a descriptor of ours written as stdout is)
+/// with `context`: a broken pipe marked [`ReaderStopped`].
+pub fn stdout_error(e: std::io::Error, context: &str) -> anyhow::Error {
+    let broken = e.kind() == std::io::ErrorKind::BrokenPipe;
+    let e = anyhow::Error::new(e).context(context.to_string());
+    if broken { e.context(ReaderStopped) } else { e }
 }
 
 /// A command's data on stdout, then its verdict as the exit code. A reader
@@ -71,7 +93,7 @@ pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
 /// other write error is the run's error.
 pub fn data_then_verdict(text: impl AsRef<[u8]>, verdict: ExitCode) -> Result<ExitCode> {
     match to_stdout(text) {
-        Err(e) if is_broken_pipe(&e) => Ok(verdict),
+        Err(e) if reader_stopped(&e) => Ok(verdict),
         other => other.map(|()| verdict),
     }
 }
@@ -83,7 +105,7 @@ pub fn to_stdout(text: impl AsRef<[u8]>) -> Result<()> {
     let mut o = std::io::stdout().lock();
     o.write_all(text.as_ref())
         .and_then(|()| o.flush())
-        .context("writing to stdout")
+        .map_err(|e| stdout_error(e, "writing to stdout"))
 }
 
 /// The command line, parsed. clap's help and version (`--help`,

@@ -6,10 +6,9 @@ use crate::cmdline::SyncConfig;
 use crate::node::kubelet::Profile;
 
 /// A write error on stdout (`--dry-run > /dev/full`) is the command's
-/// error, as for every command; the run's own code otherwise.
+/// error, as for every command; a closed pipe keeps the run's own code.
 pub fn run(c: SyncConfig) -> anyhow::Result<ExitCode> {
     use crate::node::sync::{reconcile::Policy, run};
-    use anyhow::Context;
     let opts = run::SyncOptions {
         root: c.root,
         unit: c.unit,
@@ -27,6 +26,19 @@ pub fn run(c: SyncConfig) -> anyhow::Result<ExitCode> {
         curl: None,
     };
     let out = run::run(&opts);
-    run::print_outcome(&out).context("writing to stdout")?;
-    Ok(ExitCode::from(out.code as u8))
+    // The verdict (1: drift, 75: retry later) stands when a reader stops
+    // early (`--dry-run | head`): a closed stdout drops only the data
+    // (review 19 r19c F4). Written as `run::print_outcome` writes them
+    // (the detail lines on stdout, the summary on stderr, each one journal
+    // line), here, so the node's wrapper build stays as it is.
+    use crate::node::wrapper::derived::journal_line;
+    let detail: String = out
+        .detail
+        .iter()
+        .map(|l| format!("{}\n", journal_line(l)))
+        .collect();
+    let verdict = crate::cli::output::data_then_verdict(detail, ExitCode::from(out.code as u8));
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "{}", journal_line(&out.summary));
+    verdict
 }

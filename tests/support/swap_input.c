@@ -1,8 +1,10 @@
 /* LD_PRELOAD shim for tests/iso_input_once.rs: the owner of an input ISO
  * changing it at a chosen moment of a run, with no race. At the first
  * open(2) of a path starting with $SWAP_TRIGGER (the output's directory:
- * the copy's temp file is made there after every check of the input), it
- * first changes $SWAP_INPUT into the bytes of $SWAP_WITH:
+ * the copy's temp file is made there after every check of the input), or
+ * at the first openat(2) that makes a file (O_TMPFILE, O_CREAT: the copy's
+ * temp file, made on the output directory's descriptor), it first changes
+ * $SWAP_INPUT into the bytes of $SWAP_WITH:
  *   SWAP_MODE=rename: renames $SWAP_WITH over it (a new file at the path);
  *   SWAP_MODE=write:  writes them into it (the same file, changed).
  * Every open of $SWAP_INPUT is counted into $SWAP_COUNT (one line each). */
@@ -29,6 +31,8 @@ static void copy_into(const char *from, const char *to) {
     close(out);
 }
 
+static void swap(void);
+
 static void before_open(const char *path) {
     const char *trigger = getenv("SWAP_TRIGGER"), *input = getenv("SWAP_INPUT");
     const char *with = getenv("SWAP_WITH"), *mode = getenv("SWAP_MODE");
@@ -43,6 +47,13 @@ static void before_open(const char *path) {
     }
     if (done || !trigger || !with || !mode) return;
     if (strncmp(path, trigger, strlen(trigger)) != 0) return;
+    swap();
+}
+
+static void swap(void) {
+    const char *input = getenv("SWAP_INPUT"), *with = getenv("SWAP_WITH");
+    const char *mode = getenv("SWAP_MODE");
+    if (done || !getenv("SWAP_TRIGGER") || !input || !with || !mode) return;
     done = 1;
     if (strcmp(mode, "rename") == 0) {
         if (rename(with, input) != 0) abort();
@@ -72,4 +83,11 @@ int open(const char *path, int flags, ...) {
     before_open(path);
     int (*real)(const char *, int, ...) = dlsym(RTLD_NEXT, "open");
     return real(path, flags, m);
+}
+
+int openat(int dirfd, const char *path, int flags, ...) {
+    MODE_ARG
+    if (flags & (O_CREAT | __O_TMPFILE)) swap();
+    int (*real)(int, const char *, int, ...) = dlsym(RTLD_NEXT, "openat");
+    return real(dirfd, path, flags, m);
 }

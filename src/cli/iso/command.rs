@@ -101,7 +101,7 @@ pub fn show(c: IsoShowConfig) -> Result<ExitCode> {
         to_stdout(config)
     };
     match shown {
-        Err(e) if refused && crate::cli::output::is_broken_pipe(&e) => {}
+        Err(e) if refused && crate::cli::output::reader_stopped(&e) => {}
         other => other?,
     }
     Ok(if refused {

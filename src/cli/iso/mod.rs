@@ -18,6 +18,7 @@ pub mod kargs;
 #[cfg(feature = "cli")]
 pub mod reach;
 mod source;
+pub mod stream;
 mod unnamed;
 
 pub use ignition::{Checked, IGNITION_VERSIONS, check_ignition};
@@ -291,9 +292,21 @@ fn write_image(
             };
             if place.copy {
                 // Others may read it: a 0600 copy takes its place (its
-                // link of ours stays), the config never in their reach.
-                let target = place.target.clone();
-                write_copy(src, e, area, &target, true, &within, &check_copy)?;
+                // link of ours stays), the config never in their reach;
+                // in the directory held when the input was opened.
+                let dir = place.dir.try_clone().context("holding the directory")?;
+                let (name, target) = (place.name.clone(), place.target.clone());
+                write_copy(
+                    src,
+                    e,
+                    area,
+                    &dir,
+                    &name,
+                    &target,
+                    true,
+                    &within,
+                    &check_copy,
+                )?;
                 #[cfg(feature = "cli")]
                 crate::cli::output::say!(
                     "{} was readable by other users: the image with the config was written as a \
@@ -318,9 +331,9 @@ fn write_image(
             #[cfg(not(feature = "cli"))]
             let file = path.to_path_buf();
             #[cfg(feature = "cli")]
-            let file = match crate::cli::render::output_file::output_file(path)? {
-                // A FIFO, a character device, /dev/stdout: written through.
-                crate::cli::render::output_file::OutputFile::Stream(file) => {
+            let target = match crate::cli::render::output_file::output_file(path)? {
+                // A FIFO, the null device, /dev/stdout: written through.
+                crate::cli::render::output_file::OutputFile::Stream { mut file, .. } => {
                     use std::io::IsTerminal;
                     if file.is_terminal() {
                         bail!(
@@ -329,18 +342,66 @@ fn write_image(
                         );
                     }
                     src.refuse_stream_from_shared()?;
-                    let mut out = io::BufWriter::new(file);
-                    return stream_checked_copy(src, e, area, &mut out, &within, &check_copy);
+                    return stream_checked_copy(src, e, area, &mut file, &within, &check_copy);
                 }
-                crate::cli::render::output_file::OutputFile::Replace(file) => file,
+                crate::cli::render::output_file::OutputFile::Replace(target) => target,
             };
+            #[cfg(feature = "cli")]
+            let file = target.path().to_path_buf();
+            // For its message only: the link below never replaces a file.
             if !replace && file.exists() {
                 bail!(
                     "{} exists; pass -f to replace it, or choose another -o",
                     path.display()
                 );
             }
-            write_copy(src, e, area, &file, replace, &within, &check_copy)?;
+            // Review 19 r19c F1: the directory through the gate (walked and
+            // judged on descriptors, missing ones made), every step after
+            // on its descriptor, never its path.
+            #[cfg(feature = "cli")]
+            {
+                let mut made = crate::cli::render::checked_dir::MadeDirs::default();
+                let written = target
+                    .open_dir(path, Some(&mut made))
+                    .and_then(|(dir, name)| {
+                        write_copy(
+                            src,
+                            e,
+                            area,
+                            dir.fd(),
+                            &name,
+                            &file,
+                            replace,
+                            &within,
+                            &check_copy,
+                        )
+                    });
+                if written.is_err() {
+                    made.remove_all();
+                }
+                written?;
+            }
+            #[cfg(not(feature = "cli"))]
+            {
+                let dir = match file.parent() {
+                    Some(p) if !p.as_os_str().is_empty() => p,
+                    _ => Path::new("."),
+                };
+                let held =
+                    unnamed::open_dir(dir).with_context(|| format!("opening {}", dir.display()))?;
+                let name = file.file_name().context("a path with no file name")?;
+                write_copy(
+                    src,
+                    e,
+                    area,
+                    &held,
+                    name,
+                    &file,
+                    replace,
+                    &within,
+                    &check_copy,
+                )?;
+            }
         }
         Output::Stdout => {
             use std::io::IsTerminal;
@@ -350,7 +411,15 @@ fn write_image(
                 );
             }
             src.refuse_stream_from_shared()?;
-            let mut out = io::stdout().lock();
+            // Unbuffered, so that a reader's stop is met (and counted) as
+            // it happens.
+            use std::os::fd::AsFd;
+            let mut out = File::from(
+                io::stdout()
+                    .as_fd()
+                    .try_clone_to_owned()
+                    .context("opening stdout")?,
+            );
             return stream_checked_copy(src, e, area, &mut out, &within, &check_copy);
         }
     }
@@ -384,49 +453,53 @@ fn stream_checked_copy(
     check(&mut tmp)?;
     tmp.seek(SeekFrom::Start(0))
         .context("seeking in the private copy")?;
-    io::copy(&mut tmp, out).context("writing the image")?;
-    out.flush().context("writing the image")?;
-    Ok(())
+    stream::copy_to_stream(&mut tmp, out, "the image")
 }
 
 /// A copy of `src` with `area` written, checked (`check`), renamed onto
 /// `path` (over a regular file there only when `replace`). Written unnamed
 /// where the filesystem can (`unnamed`): an interrupted run leaves nothing.
+/// Every step in the directory held at `dir` (review 19 r19c F1): the
+/// temp file made, linked and renamed on its descriptor, never its path
+/// (`path`, its name `name` there, is for messages).
 #[allow(clippy::too_many_arguments)]
 fn write_copy(
     src: &mut Input,
     e: Extent,
     area: &[u8],
+    dir: &File,
+    name: &std::ffi::OsStr,
     path: &Path,
     replace: bool,
     within: &dyn Fn(&File) -> Result<()>,
     check: &dyn Fn(&mut File) -> Result<()>,
 ) -> Result<()> {
-    let dir = match path.parent() {
+    let shown = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let creating = || format!("creating a temp file in {}", dir.display());
+    let creating = || format!("creating a temp file in {}", shown.display());
     let renaming = || format!("renaming into {}", path.display());
+    let exists = |e: io::Error| -> anyhow::Error {
+        if e.kind() == io::ErrorKind::AlreadyExists {
+            anyhow::anyhow!(
+                "{} exists; pass -f to replace it, or choose another -o",
+                path.display()
+            )
+        } else {
+            anyhow::Error::new(e).context(renaming())
+        }
+    };
+    let c_name = unnamed::c_name(name).with_context(renaming)?;
     if let Some(mut tmp) = unnamed::create(dir).with_context(creating)? {
         fill_copy(src, e, area, &mut tmp, within)?;
         check(&mut tmp)?;
-        return unnamed::publish(&tmp, dir, path, replace).with_context(renaming);
+        return unnamed::publish(&tmp, dir, &c_name, replace).map_err(exists);
     }
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".kubelet-labeler-iso-")
-        .tempfile_in(dir)
-        .with_context(creating)?;
-    fill_copy(src, e, area, tmp.as_file_mut(), within)?;
-    check(tmp.as_file_mut())?;
-    if replace {
-        tmp.persist(path)
-    } else {
-        tmp.persist_noclobber(path)
-    }
-    .map_err(|e| e.error)
-    .with_context(renaming)?;
-    Ok(())
+    let mut tmp = unnamed::Named::new(dir).with_context(creating)?;
+    fill_copy(src, e, area, &mut tmp.file, within)?;
+    check(&mut tmp.file)?;
+    tmp.persist(&c_name, replace).map_err(exists)
 }
 
 /// `src` copied into `tmp`, from the descriptor its checks read, with

@@ -10,8 +10,8 @@
 //! never lands in a file they can read (nor in an inode one of them has
 //! open from before).
 
-use std::fs::{File, Metadata, OpenOptions};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::fs::{File, Metadata};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -35,6 +35,10 @@ pub struct Input {
 pub struct InPlace {
     pub target: PathBuf,
     pub copy: bool,
+    /// The target's directory, held (through the CLI's gate), and its name
+    /// there: the 0600 copy is made and renamed on this descriptor.
+    pub dir: File,
+    pub name: std::ffi::OsString,
 }
 
 impl Input {
@@ -53,16 +57,45 @@ impl Input {
         // `-o`'s rules for where a write lands: a link another user owns
         // is never written through (review 15 r15c F8), nor a directory on
         // the way theirs or writable by others.
+        // Review 19 r19c F1: its directory through the gate (walked and
+        // judged on descriptors), the file opened on that descriptor
+        // through no link; never its path again.
         #[cfg(feature = "cli")]
-        let target = crate::cli::render::output_file::write_target(path)?;
+        let (target, dir, name) = {
+            let target = crate::cli::render::output_file::write_target(path)?;
+            let (dir, name) = target.open_dir(path, None)?;
+            let file = dir
+                .open_file(&name, 0o2)
+                .with_context(|| format!("opening {} for writing", path.display()))?;
+            let held = dir
+                .fd()
+                .try_clone()
+                .with_context(|| format!("opening {}", dir.path().display()))?;
+            (target.path().to_path_buf(), (held, file), name)
+        };
         #[cfg(not(feature = "cli"))]
-        let target = path.to_path_buf();
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(crate::node::nodefs::flags::O_NOFOLLOW)
-            .open(&target)
-            .with_context(|| format!("opening {} for writing", path.display()))?;
+        let (target, dir, name) = {
+            let target = path.to_path_buf();
+            let parent = match target.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            let held = super::unnamed::open_dir(parent)
+                .with_context(|| format!("opening {}", parent.display()))?;
+            let name = target
+                .file_name()
+                .context("a path with no file name")?
+                .to_os_string();
+            use std::os::unix::fs::OpenOptionsExt;
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .custom_flags(crate::node::nodefs::flags::O_NOFOLLOW)
+                .open(&target)
+                .with_context(|| format!("opening {} for writing", path.display()))?;
+            (target, (held, file), name)
+        };
+        let (dir, file) = dir;
         // What was opened, not what a path named before.
         let meta = file
             .metadata()
@@ -71,7 +104,12 @@ impl Input {
         Ok(Input {
             path: path.to_path_buf(),
             file,
-            in_place: Some(InPlace { target, copy }),
+            in_place: Some(InPlace {
+                target,
+                copy,
+                dir,
+                name,
+            }),
         })
     }
 

@@ -277,6 +277,54 @@ impl CheckedDir {
         &self.path
     }
 
+    /// Its descriptor, for a step of its own on it (`openat`, `linkat`,
+    /// `renameat` with it as the directory: never its path).
+    pub fn fd(&self) -> &File {
+        &self.fd
+    }
+
+    /// What is at `name` here, a link not followed (None: nothing).
+    pub fn stat(&self, name: &OsStr) -> Result<Option<std::fs::Metadata>> {
+        let c = c_name(name)?;
+        // SAFETY: a held descriptor and a NUL-terminated name.
+        let fd = cvt(unsafe {
+            openat(
+                self.fd.as_raw_fd(),
+                c.as_ptr(),
+                O_PATH | O_NOFOLLOW | O_CLOEXEC,
+            )
+        });
+        let fd = match fd {
+            Ok(fd) => fd,
+            Err(e) if e.raw_os_error() == Some(ENOENT) => return Ok(None),
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("reading {}", self.path.join(name).display()));
+            }
+        };
+        // SAFETY: a descriptor just opened, owned by nothing else.
+        let fd = unsafe { File::from_raw_fd(fd) };
+        fd.metadata()
+            .map(Some)
+            .with_context(|| format!("reading {}", self.path.join(name).display()))
+    }
+
+    /// The file `name` here opened with `flags` (`O_NOFOLLOW` added: a
+    /// link there is an error, never followed).
+    pub fn open_file(&self, name: &OsStr, flags: c_int) -> std::io::Result<File> {
+        let c = c_name(name).map_err(std::io::Error::other)?;
+        // SAFETY: a held descriptor and a NUL-terminated name.
+        let fd = cvt(unsafe {
+            openat(
+                self.fd.as_raw_fd(),
+                c.as_ptr(),
+                flags | O_NOFOLLOW | O_CLOEXEC,
+            )
+        })?;
+        // SAFETY: a descriptor just opened, owned by nothing else.
+        Ok(unsafe { File::from_raw_fd(fd) })
+    }
+
     /// Its directory `name`, made (pushed to `made`) when missing, opened
     /// through no link and judged on its descriptor, for writing `shown`.
     pub fn child(&self, name: &OsStr, shown: &Path, made: &mut MadeDirs) -> Result<CheckedDir> {

@@ -50,7 +50,7 @@ fn egid() -> u32 {
 /// Refuse to write `path` when the directory it lands in, or one above
 /// it, is another user's or writable by others (see the module's notes).
 /// What does not exist yet is made by us, so ours: the check stops there.
-pub fn check(path: &Path) -> Result<()> {
+pub(super) fn check(path: &Path) -> Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),

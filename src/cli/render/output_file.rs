@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+use super::checked_dir::{CheckedDir, MadeDirs};
+
 /// Where a write to `path` lands: `path` when it does not exist or is a
 /// regular file; when it is a symlink of yours (or root's), the regular file
 /// it leads to (the link stays, its target gets the new contents). A device,
@@ -17,12 +19,16 @@ use anyhow::{Context, Result, bail};
 /// is a link another user owns (see [`follow_own_links`]), and a place
 /// in a directory another user owns or may write, or below one
 /// ([`super::dir_chain`]).
-pub fn write_target(path: &Path) -> Result<PathBuf> {
+///
+/// What it gives is only a place to write through the gate: its
+/// directory is opened with [`Target::open_dir`] ([`CheckedDir`]), never
+/// resolved again by path (review 19 r19c F1).
+pub fn write_target(path: &Path) -> Result<Target> {
     let (target, meta) = follow_own_links(path)?;
     let Some(meta) = meta else {
         if target == path {
             super::dir_chain::check(&target)?;
-            return Ok(target);
+            return Ok(Target(target));
         }
         bail!(
             "{} is a symlink to nothing; not writing through it (remove it or point it at a regular file)",
@@ -31,7 +37,7 @@ pub fn write_target(path: &Path) -> Result<PathBuf> {
     };
     if meta.is_file() {
         super::dir_chain::check(&target)?;
-        return Ok(target);
+        return Ok(Target(target));
     }
     if target == path {
         bail!(
@@ -46,6 +52,33 @@ pub fn write_target(path: &Path) -> Result<PathBuf> {
         target.display(),
         kind(&meta)
     )
+}
+
+/// A regular file's place judged by [`write_target`]: written only
+/// through [`Target::open_dir`], on the directory's held descriptor.
+pub struct Target(PathBuf);
+
+impl Target {
+    /// Where it is (the link of ours at `-o` followed), for messages.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// Its directory through the gate (walked on descriptors and judged,
+    /// each missing one made into `made` when it is Some) and its name:
+    /// every step after is `*at` on that descriptor.
+    pub fn open_dir(
+        &self,
+        shown: &Path,
+        made: Option<&mut MadeDirs>,
+    ) -> Result<(CheckedDir, std::ffi::OsString)> {
+        let dir = match self.0.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let name = self.0.file_name().context("a path with no file name")?;
+        Ok((CheckedDir::open(dir, shown, made)?, name.to_os_string()))
+    }
 }
 
 /// `path` with the symlinks at its end followed, and what is there (None:
@@ -91,14 +124,32 @@ fn follow_own_links(path: &Path) -> Result<(PathBuf, Option<fs::Metadata>)> {
     )
 }
 
-/// A FIFO or character device at `-o` is written into only when it is the
-/// caller's or root's (`/dev/null`, a FIFO of your own): another user's
-/// FIFO, planted where the output is expected, would hand them the output
-/// (the kernel's `protected_fifos` guards only opens that may create).
+/// A FIFO at `-o` is written into only when it is the caller's or root's:
+/// another user's FIFO, planted where the output is expected, would hand
+/// them the output (the kernel's `protected_fifos` guards only opens that
+/// may create). Of character devices only the null device is taken
+/// (review 19 r19c F3): any other (`/dev/kmsg`, `/dev/port`, a serial
+/// line, `/dev/mem`) is no output file whoever owns it, and root owns
+/// them all; a terminal or another device is written with `-o -` and the
+/// shell's redirection, which the user spells out.
 fn stream_owned_by_us(path: &Path, meta: &fs::Metadata) -> Result<()> {
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
     let me = super::dir_chain::euid();
-    let stream = meta.file_type().is_fifo() || meta.file_type().is_char_device();
+    if meta.file_type().is_char_device() {
+        let rdev = meta.rdev();
+        let major = ((rdev >> 8) & 0xfff) | ((rdev >> 32) & !0xfff);
+        let minor = (rdev & 0xff) | ((rdev >> 12) & !0xff);
+        if (major, minor) != (1, 3) {
+            bail!(
+                "{} is a character device other than the null device; not writing into it \
+                 (only /dev/null is taken as a device output): give -o FILE, or -o - and \
+                 redirect stdout where you mean",
+                path.display()
+            );
+        }
+        return Ok(());
+    }
+    let stream = meta.file_type().is_fifo();
     if !stream || (meta.uid() != me && meta.uid() != 0) {
         bail!(
             "{} is {} owned by another user (uid {}); not writing into it (whoever owns it \
@@ -133,12 +184,11 @@ fn kind(meta: &fs::Metadata) -> &'static str {
 pub enum OutputFile {
     /// A new path, or a regular file (see [`write_target`]): a temp file is
     /// renamed onto it.
-    Replace(PathBuf),
-    /// Open for writing, never replaced: a FIFO or a character device
-    /// (`/dev/null`, a named pipe), or a file this process has open
-    /// (`/dev/stdout`, `/dev/fd/N`, a shell's `>(cmd)`), written as stdout
-    /// would be.
-    Stream(fs::File),
+    Replace(Target),
+    /// Open for writing, never replaced: a FIFO or the null device, or
+    /// (`own`) a file this process has open (`/dev/stdout`, `/dev/fd/N`, a
+    /// shell's `>(cmd)`), written as stdout would be.
+    Stream { file: fs::File, own: bool },
 }
 
 /// Where `-o PATH` writes (see [`OutputFile`]); a directory, socket, block
@@ -152,25 +202,58 @@ pub fn output_file(path: &Path) -> Result<OutputFile> {
         let file = borrowed
             .try_clone_to_owned()
             .with_context(|| format!("opening {}", path.display()))?;
-        return Ok(OutputFile::Stream(file.into()));
+        return Ok(OutputFile::Stream {
+            file: file.into(),
+            own: true,
+        });
     }
     match follow_own_links(path)? {
         (at, Some(m)) if m.file_type().is_fifo() || m.file_type().is_char_device() => {
             stream_owned_by_us(path, &m)?;
-            let file = fs::OpenOptions::new()
-                .write(true)
-                .open(&at)
-                .with_context(|| format!("opening {}", path.display()))?;
-            // What was opened, not what was looked at: a FIFO swapped in
-            // between gets nothing.
-            let opened = file
-                .metadata()
-                .with_context(|| format!("reading {}", path.display()))?;
-            stream_owned_by_us(path, &opened)?;
-            Ok(OutputFile::Stream(file))
+            open_stream(&at, path).map(|file| OutputFile::Stream { file, own: false })
         }
         _ => Ok(OutputFile::Replace(write_target(path)?)),
     }
+}
+
+/// The FIFO or null device at `at` (for `-o path`), through the gate
+/// (review 19 r19c F3): its directory walked and judged on descriptors as
+/// a regular file's is (a FIFO in a directory another user may write is
+/// refused: they could swap it), what is there looked at on that
+/// descriptor, opened there with `O_NOFOLLOW` (a link swapped in is never
+/// followed), and what was opened must be what was looked at.
+fn open_stream(at: &Path, path: &Path) -> Result<fs::File> {
+    use std::os::unix::fs::MetadataExt;
+    let dir = match at.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let name = at.file_name().context("a path with no file name")?;
+    let dir = CheckedDir::open(dir, path, None)?;
+    let Some(seen) = dir.stat(name)? else {
+        bail!("{} is gone; not writing there", path.display());
+    };
+    stream_owned_by_us(path, &seen)?;
+    let file = dir
+        .open_file(name, crate::node::nodefs::flags::O_WRONLY)
+        .map_err(|e| match e.raw_os_error() {
+            Some(40) => anyhow::anyhow!(
+                "{} became a symlink after it was looked at; not writing through it",
+                path.display()
+            ),
+            _ => anyhow::Error::new(e).context(format!("opening {}", path.display())),
+        })?;
+    let opened = file
+        .metadata()
+        .with_context(|| format!("reading {}", path.display()))?;
+    if (opened.dev(), opened.ino()) != (seen.dev(), seen.ino()) {
+        bail!(
+            "{} changed while it was opened; not writing into it",
+            path.display()
+        );
+    }
+    stream_owned_by_us(path, &opened)?;
+    Ok(file)
 }
 
 /// The descriptor `path` names when a symlink on its way is one of this
@@ -198,10 +281,20 @@ fn own_fd(path: &Path) -> Option<std::os::fd::RawFd> {
     None
 }
 
-/// Write `bytes` into `file` (a [`OutputFile::Stream`]) for `path`.
-pub fn write_stream(mut file: fs::File, path: &Path, bytes: &[u8]) -> Result<()> {
-    file.write_all(bytes)
-        .and_then(|()| file.flush())
+/// Write `bytes` into `file` (a [`OutputFile::Stream`]) for `path`. A
+/// descriptor of ours (`own`: `/dev/stdout`) is written as stdout is (a
+/// reader that stops early ends the run quietly); a FIFO's reader that
+/// stops early leaves the output incomplete: an error (review 19 r19c F2).
+pub fn write_stream(mut file: fs::File, own: bool, path: &Path, bytes: &[u8]) -> Result<()> {
+    if own {
+        return file
+            .write_all(bytes)
+            .and_then(|()| file.flush())
+            .map_err(|e| {
+                crate::cli::output::stdout_error(e, &format!("writing {}", path.display()))
+            });
+    }
+    crate::cli::iso::stream::copy_to_stream(&mut &bytes[..], &mut file, "the output")
         .with_context(|| format!("writing {}", path.display()))
 }
 
@@ -212,12 +305,12 @@ pub fn write_stream(mut file: fs::File, path: &Path, bytes: &[u8]) -> Result<()>
 /// caller says "wrote" only for a file.
 pub fn write_output(path: &Path, bytes: &[u8], force: bool) -> Result<bool> {
     match output_file(path)? {
-        OutputFile::Stream(file) => write_stream(file, path, bytes).map(|()| false),
+        OutputFile::Stream { file, own } => write_stream(file, own, path, bytes).map(|()| false),
         OutputFile::Replace(target) => {
-            if target.exists() && !force {
+            if target.path().exists() && !force {
                 bail!("{} exists; pass --force to replace it", path.display());
             }
-            write_atomic(&target, bytes, 0o644).map(|()| true)
+            write_to(&target, bytes, 0o644).map(|()| true)
         }
     }
 }
@@ -227,12 +320,15 @@ pub fn write_output(path: &Path, bytes: &[u8], force: bool) -> Result<bool> {
 /// Missing directories are made by the gate ([`super::checked_dir`]),
 /// after the directory chain is checked, and removed again on a failure.
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
-    let path = &write_target(path)?;
-    let dir = path.parent().context("a path with no parent")?;
-    let name = path.file_name().context("a path with no file name")?;
-    let mut made = super::checked_dir::MadeDirs::default();
-    let written = super::checked_dir::CheckedDir::open(dir, path, Some(&mut made))
-        .and_then(|at| at.temp_copy(name, path, bytes, mode))
+    write_to(&write_target(path)?, bytes, mode)
+}
+
+fn write_to(target: &Target, bytes: &[u8], mode: u32) -> Result<()> {
+    let path = target.path();
+    let mut made = MadeDirs::default();
+    let written = target
+        .open_dir(path, Some(&mut made))
+        .and_then(|(at, name)| at.temp_copy(&name, path, bytes, mode))
         .and_then(|tmp| {
             tmp.persist()
                 .with_context(|| format!("renaming into {}", path.display()))
@@ -257,9 +353,15 @@ mod tests {
         std::os::unix::fs::symlink(d.join("file"), d.join("to-file")).unwrap();
         std::os::unix::fs::symlink(d.join("dir"), d.join("to-dir")).unwrap();
         std::os::unix::fs::symlink(d.join("nothing"), d.join("dangling")).unwrap();
-        assert_eq!(write_target(&d.join("new")).unwrap(), d.join("new"));
-        assert_eq!(write_target(&d.join("file")).unwrap(), d.join("file"));
-        assert_eq!(write_target(&d.join("to-file")).unwrap(), d.join("file"));
+        assert_eq!(write_target(&d.join("new")).unwrap().path(), d.join("new"));
+        assert_eq!(
+            write_target(&d.join("file")).unwrap().path(),
+            d.join("file")
+        );
+        assert_eq!(
+            write_target(&d.join("to-file")).unwrap().path(),
+            d.join("file")
+        );
         for (name, says) in [
             (
                 "dir",
@@ -278,7 +380,7 @@ mod tests {
                 "dangling is a symlink to nothing; not writing through it",
             ),
         ] {
-            let e = format!("{:#}", write_target(&d.join(name)).unwrap_err());
+            let e = format!("{:#}", write_target(&d.join(name)).err().unwrap());
             assert!(e.contains(says), "{name}: {e}");
         }
         // Written through the link: the target changes, the link stays.
