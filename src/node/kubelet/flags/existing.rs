@@ -1,7 +1,6 @@
 //! The taints kubelet registers with before our change: its last
 //! `--register-with-taints`, else `registerWithTaints` from its `--config`
-//! file and `--config-dir` drop-ins, read within one byte budget and parsed
-//! once for the files as read.
+//! file and `--config-dir` drop-ins, read within one byte budget.
 
 use std::io;
 use std::path::Path;
@@ -69,43 +68,20 @@ pub(super) fn existing_taints(scan: &FlagScan, fs: &dyn NodeFs) -> Result<Vec<Ta
             dropins.push(text);
         }
     }
-    let texts = Texts {
+    parse_texts(&Texts {
         config_name: scan.last_value("config").map(str::to_string),
         config,
         dir: dir.map(|_| (files, dropins)),
-    };
-    LAST.with(|last| {
-        let mut last = last.borrow_mut();
-        match &*last {
-            Some((read, taints)) if *read == texts => taints.clone(),
-            _ => {
-                let taints = parse_texts(&texts);
-                *last = Some((texts, taints.clone()));
-                taints
-            }
-        }
     })
 }
 
 /// What [`existing_taints`] read: `--config`'s name and text, and the
 /// drop-ins' names and texts (None: no `--config-dir`).
-#[derive(PartialEq)]
 struct Texts {
     config_name: Option<String>,
     config: Option<String>,
     dir: Option<(Vec<std::path::PathBuf>, Vec<String>)>,
 }
-
-thread_local! {
-    /// The texts last parsed and the taints they gave: a start builds
-    /// several plans (the static one, the full one, their retries), each
-    /// asking for kubelet's taints, and files read the same are parsed once
-    /// (review 19 F1: each plan parsed kubelet's config again).
-    static LAST: std::cell::RefCell<Option<Parsed>> = const { std::cell::RefCell::new(None) };
-}
-
-/// Texts read and the taints they gave.
-type Parsed = (Texts, Result<Vec<Taint>, MergeError>);
 
 fn parse_texts(texts: &Texts) -> Result<Vec<Taint>, MergeError> {
     let config_name = texts.config_name.as_deref().unwrap_or_default();
