@@ -175,3 +175,49 @@ fn a_later_dropin_overriding_ours_is_named_and_fenced() {
         "{err}"
     );
 }
+
+/// FAILS before the fix: `explain --root` on a tree whose kubelet-env
+/// empties our taints planned the registration from kubelet-env's value
+/// (our taint gone, unfenced, the sync adding our labels); it now says
+/// what the wrapper above does: ours, fenced, and the sync refusing.
+#[test]
+fn explain_on_such_a_tree_registers_as_the_wrapper_does() {
+    use crate::support::run_cli::{cli, json_of};
+    let dir = crate::support::scratch_dir();
+    let root = dir.path();
+    write(&root.join("etc/systemd/system/kubelet.service"), UNIT);
+    write(&root.join("usr/bin/kubelet"), "#!/bin/sh\n");
+    use std::os::unix::fs::PermissionsExt;
+    let exec = std::fs::Permissions::from_mode(0o755);
+    std::fs::set_permissions(root.join("usr/bin/kubelet"), exec).unwrap();
+    let r = root.to_str().unwrap();
+    let out = cli(&[
+        "render",
+        "dropins",
+        "--taint",
+        STATIC_TAINT,
+        "--label",
+        "example.com/site=a",
+        "--root",
+        r,
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let explain = || json_of(&cli(&["explain", "--json", "--root", r]));
+    let e = explain();
+    assert_eq!(e["taints"], serde_json::json!([STATIC_TAINT]), "{e:#}");
+    write(&root.join(ENV_FILE), &format!("{TAINTS_VAR}=\n"));
+    let e = explain();
+    assert_eq!(
+        e["taints"],
+        serde_json::json!([STATIC_TAINT, FENCE]),
+        "{e:#}"
+    );
+    assert!(
+        e["notes"]
+            .to_string()
+            .contains(&format!("{TAINTS_VAR} (by EnvironmentFile= /{ENV_FILE})")),
+        "{e:#}"
+    );
+    let nothing = e["sync"]["nothing"].to_string();
+    assert!(nothing.contains("refusing to change labels"), "{e:#}");
+}

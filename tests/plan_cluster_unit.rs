@@ -10,9 +10,11 @@ use kubelet_labeler::cli::plan::cluster_unit;
 use kubelet_labeler::node::contract::TAINTS_VAR;
 
 const TAINT: &str = "nvidia.com/gpu=present:NoSchedule";
+const FENCE: &str = "kubelet-labeler.io/fenced=environment-overridden:NoSchedule";
 
-/// The taints plan says the GPU pool's nodes register with after `to`.
-fn gpu_taints_after(base: &std::path::Path, to: &std::path::Path) -> Vec<String> {
+/// The taints plan says the GPU pool's nodes register with after `to`, and
+/// what the day-2 sync does on them.
+fn gpu_taints_after(base: &std::path::Path, to: &std::path::Path) -> (Vec<String>, Vec<String>) {
     let fleet = repo().join("examples/fleet/fleet.json");
     let o = plan(base, to, &fleet, &["--format", "json"]);
     let p = json(&o);
@@ -29,13 +31,17 @@ fn gpu_taints_after(base: &std::path::Path, to: &std::path::Path) -> Vec<String>
         .iter()
         .map(|t| t.as_str().unwrap().to_string())
         .collect();
-    taints
+    let sync = groups[0]["outcome"]["sync"].as_array().unwrap();
+    let sync = sync.iter().map(|l| l.as_str().unwrap().to_string());
+    (taints, sync.collect())
 }
 
 /// The review's pull request (a file at /etc/kubernetes/kubelet-workaround
-/// emptying our taints: the MCO serves it, the node registers untainted,
-/// plan said tainted), and the same at every file any MCO template of
-/// kubelet.service reads, each release's: plan shows the taint gone. The
+/// emptying our taints: the MCO serves it, plan said tainted), and the
+/// same at every file any MCO template of kubelet.service reads, each
+/// release's: the wrapper takes our variables from our drop-ins and
+/// registers fenced (`environment-overridden`), the sync changes no label
+/// (`wrapper::own_env`); plan shows that (it showed the taint gone). The
 /// templates set nothing else that changes kubelet's environment.
 #[test]
 fn a_file_the_cluster_s_kubelet_service_reads_is_planned_as_the_node_reads_it() {
@@ -147,13 +153,24 @@ fn a_file_the_cluster_s_kubelet_service_reads_is_planned_as_the_node_reads_it() 
             assert!(stderr(&o).contains(path.as_str()), "{}", stderr(&o));
             continue;
         }
-        let taints = gpu_taints_after(&base, &pr);
+        let (taints, sync) = gpu_taints_after(&base, &pr);
         let unread = path == "/etc/kubernetes/not-read";
+        assert!(taints.iter().any(|t| t == TAINT), "{path}: {taints:?}");
         assert_eq!(
-            taints.iter().any(|t| t == TAINT),
-            unread,
+            taints.iter().any(|t| t == FENCE),
+            !unread,
             "{path}: {taints:?}"
         );
+        // The sync changes no label: its one line says it refuses.
+        let refuses = "the sync refuses: our variables set otherwise";
+        let named = format!("{TAINTS_VAR} (by EnvironmentFile= {path})");
+        match unread {
+            true => assert!(sync.iter().all(|l| !l.contains(refuses)), "{sync:?}"),
+            false => assert!(
+                sync.len() == 1 && sync[0].contains(refuses) && sync[0].contains(&named),
+                "{path}: {sync:?}"
+            ),
+        }
     }
 }
 

@@ -245,8 +245,13 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
             }
         }
     }
-    let mut env = unit::offline_environment(&for_env, &opts.root, &manager_env)
+    let env = unit::offline_environment(&for_env, &opts.root, &manager_env)
         .context("building the service environment")?;
+    // As boot: our variables as our drop-ins set them; set otherwise (an
+    // `EnvironmentFile=` of kubelet's), it registers fenced with ours.
+    let own = crate::node::wrapper::own_env::check(&for_env, &opts.root, &env);
+    let overridden = own.overridden;
+    let mut env = own.env;
     for (k, v) in &opts.override_env {
         env.retain(|(ek, _)| ek != k.as_str());
         env.push((k.into(), v.into()));
@@ -332,7 +337,8 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
     // As boot: a node installed from a fleet ISO whose labels select
     // another pool than it was installed into registers fenced.
     let record = crate::node::wrapper::pool_change::read_record(&opts.root);
-    let mut plan = crate::node::wrapper::pool_change::check(plan, &record, opts.profile, nodefs);
+    let plan = crate::node::wrapper::pool_change::check(plan, &record, opts.profile, nodefs);
+    let mut plan = crate::node::wrapper::own_env::fence(plan, &overridden, opts.profile, nodefs);
     plan.notes.extend(plan::fallbacks(&plan, &env));
     if let Some(Ok(table)) = &record
         && let Some(installed) = table.pools.first()
@@ -490,6 +496,8 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
             labels: &plan.added_labels,
             taints: &plan.taints,
             env: &env,
+            refused: (!overridden.is_empty())
+                .then(|| crate::node::wrapper::own_env::note(&overridden)),
         },
     );
     Ok(explained)

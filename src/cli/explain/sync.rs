@@ -50,6 +50,9 @@ pub struct Derived<'a> {
     pub taints: &'a [Taint],
     /// The unit's environment (the env drop-ins' variables).
     pub env: &'a [(OsString, OsString)],
+    /// Our variables set otherwise than our drop-ins set them, the note
+    /// naming them (`wrapper::own_env`): the sync changes no label.
+    pub refused: Option<String>,
 }
 
 /// The sync's service and path units' names (`render::sync_units`).
@@ -107,6 +110,12 @@ pub fn preview(
             .as_ref()
             .map(|why| format!("the wrapper would leave our labels/taints out: {why}"))
     };
+    if nothing.is_none()
+        && let Some(note) = &derived.refused
+    {
+        // As the sync's own `derive`: it exits 2 and changes nothing.
+        nothing = Some(format!("refusing to change labels: {note}"));
+    }
     let (mut labels, mut reported) = (Vec::new(), Vec::new());
     if nothing.is_none() {
         match decide(&command, derived) {
@@ -205,6 +214,7 @@ mod tests {
             labels: &labels,
             taints: &[],
             env: &env,
+            refused: None,
         };
         let cmd = "/bin/sh -c 'exec /w.$$(uname -m) sync --unit kubelet.service'";
         let (writes, reported) = decide(cmd, &d).unwrap();

@@ -7,8 +7,9 @@
 //! `templates/common/*/units/kubelet*.yaml`), in the order systemd reads
 //! them (the unit's, then the drop-ins' by name). systemd gives a variable
 //! of an `EnvironmentFile=` precedence over any `Environment=`, so a
-//! pull request's file at one of these paths overrides our drop-ins at
-//! boot; the stand-in makes plan see it as the node does.
+//! pull request's file at one of these paths setting one of our variables
+//! makes the node register fenced with our drop-ins' values
+//! (`wrapper::own_env`); the stand-in makes plan see it as the node does.
 //!
 //! Every file is read when present (`-`): the node's own ones (its
 //! os-release, its node sizing) are not in a render and set nothing of

@@ -39,7 +39,7 @@ use crate::node::facts::Features;
 use crate::node::kubelet::{Profile, Taint, TaintEffect};
 use crate::node::sorted::SortedSet;
 use crate::node::sync::reconcile::{self, Desired, Policy};
-use crate::node::wrapper::{derived, fence, plan as wplan};
+use crate::node::wrapper::{derived, fence, own_env, plan as wplan};
 use fleet::{Fleet, FleetNode};
 use kube::Pool;
 use policy::{Changed, Disruption, DisruptionPolicy};
@@ -174,6 +174,10 @@ struct PoolRender {
     /// executable, our drop-in hidden or taken back by a later one): they
     /// register with nothing of ours.
     wrapper_off: Option<String>,
+    /// Our variables set otherwise than our drop-ins set them (an
+    /// `EnvironmentFile=` of kubelet's), the note naming them: the nodes
+    /// register with ours, fenced, and the sync changes no label.
+    overridden: Option<String>,
 }
 
 pub fn plan(opts: &PlanOptions) -> Result<Plan> {
@@ -452,6 +456,7 @@ fn lay_out(
         .map(|(_, v)| v.to_string_lossy().trim().to_string())
         .filter(|v| !v.is_empty());
     let wrapper_off = tree.wrapper_off();
+    let overridden = (!tree.overridden.is_empty()).then(|| own_env::note(&tree.overridden));
     let env = tree.env;
     Ok(PoolRender {
         env,
@@ -461,6 +466,7 @@ fn lay_out(
         formats,
         configs: own,
         wrapper_off,
+        overridden,
     })
 }
 
@@ -578,9 +584,30 @@ fn registration(
             f.why
         ));
     }
+    // As boot (`own_env::fence`): our drop-ins' values, fenced (a start
+    // fenced already keeps its fence); the sync changes no label.
+    let (reg, desired) = match side.pool(pool)?.overridden.clone() {
+        Some(note) => (environment_overridden(reg, &note), None),
+        None => (reg, desired),
+    };
     side.registrations
         .insert(key, (reg.clone(), desired.clone()));
     Ok((reg, desired))
+}
+
+/// `reg` as the wrapper registers it where our variables are set
+/// otherwise than our drop-ins set them (`note` names them).
+fn environment_overridden(mut reg: Registration, note: &str) -> Registration {
+    let fence_key = format!("{}=", crate::node::contract::FENCE_TAINT_KEY);
+    if !reg.taints.iter().any(|t| t.starts_with(&fence_key)) {
+        reg.taints
+            .push(shown_taint(&fence::Reason::EnvironmentOverridden.taint()));
+    }
+    reg.left_out = Some(match reg.left_out {
+        Some(why) => format!("{note}; {why}"),
+        None => format!("it registers fenced: {note}"),
+    });
+    reg
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -690,6 +717,15 @@ fn judge(
         .map(|s| s.taints.clone())
         .unwrap_or_default();
     if let Some(state) = &n.node {
+        // The sync refuses (exits 2) where our variables are overridden: a
+        // change of the plan where the change brings it.
+        if let Some(note) = sides[1].pool(&proposed_pool)?.overridden.clone() {
+            let line = format!("change no label: the sync refuses: {note}");
+            match sides[0].pool(&pool)?.overridden.is_some() {
+                true => o.not_judged.push(line),
+                false => o.sync.push(line),
+            }
+        }
         let ours_after = match desired {
             Some(d) if !sides[1].pool(&proposed_pool)?.files.is_empty() => Some(d),
             _ => None,

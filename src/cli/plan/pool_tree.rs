@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 
 use crate::node::contract::WRAPPER_DROPIN_NAME;
-use crate::node::wrapper::derived;
+use crate::node::wrapper::{derived, own_env};
 
 /// The laid-out tree of one pool (removed when dropped).
 pub struct PoolTree {
@@ -19,8 +19,14 @@ pub struct PoolTree {
     pub root: PathBuf,
     pub layout: crate::cli::render::layout::Layout,
     pub svc: crate::node::unit::LoadedService,
-    /// kubelet.service's environment from its drop-ins (ours left out).
+    /// kubelet.service's environment from its drop-ins (ours left out),
+    /// with each of our variables as our env drop-ins set it, as the
+    /// wrapper and the sync read it (`own_env::check`).
     pub env: Vec<(OsString, OsString)>,
+    /// Our variables set otherwise than our drop-ins set them (an
+    /// `EnvironmentFile=` of kubelet's): the node registers fenced
+    /// (`environment-overridden`) and its sync changes no label.
+    pub overridden: Vec<own_env::Overridden>,
 }
 
 /// Lay out `configs` (a pool's MachineConfigs) in a scratch tree and load
@@ -48,12 +54,14 @@ pub fn lay_out_with_stand_in(configs: Vec<Value>) -> Result<PoolTree> {
         .context("loading kubelet.service's drop-ins")?;
     let env = crate::node::unit::offline_environment(&svc, &root, &[])
         .context("the drop-ins' environment")?;
+    let own = own_env::check(&svc, &root, &env);
     Ok(PoolTree {
         _scratch: scratch,
         root,
         layout,
         svc,
-        env,
+        env: own.env,
+        overridden: own.overridden,
     })
 }
 
