@@ -7,7 +7,7 @@ use std::path::Path;
 
 use super::FlagScan;
 use super::NodeFs;
-use super::apply::{MergeError, config_unreadable, merge_err};
+use super::merge_error::{MergeError, config_unreadable, merge_err};
 use crate::node::kubelet::Taint;
 use crate::node::kubelet::config::{Merge, kubelet_taints, text};
 use crate::node::kubelet::taints::parse_taints;

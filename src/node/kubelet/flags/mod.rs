@@ -8,6 +8,7 @@ use std::path::Path;
 mod apply;
 mod config_dir;
 mod existing;
+mod merge_error;
 pub use apply::{MergeError, apply, apply_fencing};
 
 /// Read access to the node's files (the live system, or a tree under a root).
