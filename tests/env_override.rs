@@ -221,3 +221,39 @@ fn explain_on_such_a_tree_registers_as_the_wrapper_does() {
     let nothing = e["sync"]["nothing"].to_string();
     assert!(nothing.contains("refusing to change labels"), "{e:#}");
 }
+
+/// Review 20 r20a F1, FAILS before the fix: a variable of ours that none of
+/// our drop-ins set, given by systemd while the unit's EnvironmentFile=
+/// holds nothing when read again (a FIFO fed once, a file swapped away
+/// after systemd read it), was taken for the service manager's own:
+/// the attacker's taint registered in place of the role's, unfenced. Now
+/// it is left out and the start fenced; without any EnvironmentFile= it
+/// can only be the manager's (root's) and is kept, as before.
+#[test]
+fn a_variable_of_ours_no_file_of_ours_sets_is_left_out_fenced() {
+    const ATTACKER: &str = "example.com/role=attacker:NoSchedule";
+    for (unit, fenced) in [
+        (UNIT, true),
+        ("[Service]\nExecStart=/usr/bin/kubelet --v=2\n", false),
+    ] {
+        let Some(node) = RecorderNode::new(unit) else {
+            return;
+        };
+        let d = node.root().join(DROPINS);
+        write(&d.join(ROLE_ENV_DROPIN_NAME), &quoted(&ROLE_SET));
+        let mut env: Vec<(&'static str, String)> =
+            ROLE_SET.iter().map(|(k, v)| (*k, v.to_string())).collect();
+        env.push((TAINTS_VAR, ATTACKER.into()));
+        env.push(("PATH", "/usr/bin:/bin".into()));
+        let (err, argv) = node.try_start(&env, "", &[]);
+        let argv = argv.unwrap_or_else(|| panic!("kubelet did not start: {err}"));
+        let taints = taints_of(&argv);
+        // The pool's taints, when set, take the role's place.
+        assert_eq!(taints.contains(&ROLE_TAINT), fenced, "{unit}: {err}");
+        assert_eq!(taints.contains(&FENCE), fenced, "{unit}: {err}");
+        assert_eq!(taints.contains(&ATTACKER), !fenced, "{unit}: {err}");
+        if fenced {
+            assert!(err.contains(TAINTS_VAR), "{err}");
+        }
+    }
+}

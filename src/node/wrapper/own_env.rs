@@ -119,9 +119,15 @@ pub fn check(svc: &LoadedService, root: &Path, env: &[(OsString, OsString)]) -> 
             Err(e) => Some(Err(e)),
         };
         let from = match (expected, file) {
-            // Neither our drop-ins nor the unit set it, no file does:
-            // the service manager's own (root's), as before.
-            (None, None) => continue,
+            // Neither our drop-ins nor the unit set it, and the unit reads
+            // no file: the service manager's own (root's), as before. With
+            // an EnvironmentFile=, what a second read finds proves nothing
+            // (a FIFO fed once, a file swapped after systemd read it;
+            // review 20 r20a F1): not ours, so left out and fenced.
+            (None, None) if svc.environment_files.is_empty() => continue,
+            (None, None) => "not kubelet's unit files (it reads EnvironmentFile=s, which \
+                             may have set it)"
+                .into(),
             (None, Some(Err(e))) => format!(
                 "not kubelet's unit files; its EnvironmentFile=s cannot be read again to tell \
                  ({e:#})"
