@@ -413,6 +413,25 @@ fn a_link_in_a_git_work_tree_is_not_followed() {
             "resources:\n- ../base\n"
         );
     }
+    // Review 20 r20b F1: a link at the `-o` name itself, in the tree.
+    symlink(
+        "../../other/prod/kustomization.yaml",
+        dir.join("repo/gitops/x.yaml"),
+    )
+    .unwrap();
+    let o = run(
+        dir,
+        &[&RENDER_MC[..], &["-o", "repo/gitops/x.yaml", "--force"]].concat(),
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("symlink to"), "{err}");
+    assert!(err.contains("in the git work tree"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(other.join("kustomization.yaml")).unwrap(),
+        "resources:\n- ../base\n"
+    );
+    std::fs::remove_file(dir.join("repo/gitops/x.yaml")).unwrap();
     // A worktree's or submodule's `.git` is a file: the same.
     std::fs::remove_dir(dir.join("repo/.git")).unwrap();
     std::fs::write(dir.join("repo/.git"), "gitdir: /elsewhere\n").unwrap();

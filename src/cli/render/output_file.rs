@@ -105,6 +105,19 @@ fn follow_own_links(path: &Path) -> Result<(PathBuf, Option<fs::Metadata>)> {
         }
         let to = fs::read_link(&at).with_context(|| format!("reading {}", at.display()))?;
         let next = at.parent().map_or_else(|| to.clone(), |dir| dir.join(&to));
+        if let Some(tree) = git_work_tree_of(&at) {
+            // Review 20 r20b F1: as the gate does for the directories on
+            // the way, a link in a checkout is the repository's content.
+            bail!(
+                "{} is a symlink to {} in the git work tree {}: where it points is the \
+                 repository's content, which a pull request can set; not writing through it: \
+                 give -o {} if that is the file you mean",
+                at.display(),
+                next.display(),
+                tree.display(),
+                next.display()
+            );
+        }
         if meta.uid() != me && meta.uid() != 0 {
             bail!(
                 "{} is a symlink to {} owned by another user (uid {}); not writing through it \
@@ -122,6 +135,20 @@ fn follow_own_links(path: &Path) -> Result<(PathBuf, Option<fs::Metadata>)> {
         "{} is a chain of more than 40 symlinks; not writing through it",
         path.display()
     )
+}
+
+/// The top of the git work tree `path` is in (a directory above it holding
+/// `.git`), if any.
+fn git_work_tree_of(path: &Path) -> Option<PathBuf> {
+    let abs = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().ok()?.join(path)
+    };
+    abs.ancestors()
+        .skip(1)
+        .find(|d| fs::symlink_metadata(d.join(".git")).is_ok())
+        .map(Path::to_path_buf)
 }
 
 /// A FIFO at `-o` is written into only when it is the caller's or root's:
