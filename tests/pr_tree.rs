@@ -121,6 +121,19 @@ fn hidden_directories_are_planned_and_submodules_refused() {
     );
     git(tmp.path(), &["commit", "-q", "-m", "submodule"]);
     refused(&at("HEAD:gitops/"), &["gitops/vendor is a git submodule"]);
+    // The checkout, planned as a directory (review 20 r20b F2): the
+    // submodule not checked out read as an empty directory, a reboot in it
+    // unseen; checked out, its files are read as any.
+    refused(
+        &plan(&base, &pr, &fleet, &["--format", "json"]),
+        &["vendor is a git submodule that is not checked out"],
+    );
+    std::fs::remove_dir_all(pr.join(".extra")).unwrap();
+    std::fs::create_dir(pr.join("vendor")).unwrap();
+    std::fs::write(pr.join("vendor/.git"), "gitdir: ../.git/modules/vendor\n").unwrap();
+    std::fs::write(pr.join("vendor/99-motd.yaml"), MOTD).unwrap();
+    let o = plan(&base, &pr, &fleet, &["--format", "json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
 }
 
 /// Files an applier reads as its settings, not as manifests: Argo CD's

@@ -53,6 +53,7 @@ pub fn local_texts(path: &Path, spec: &str) -> Result<Vec<ManifestFile>> {
         return Ok(vec![local_file(path, text)]);
     }
     walk(path, &mut files, spec)?;
+    unchecked_out_submodules(path, spec)?;
     files.sort();
     let mut total = 0u64;
     let mut out = Vec::new();
@@ -87,6 +88,37 @@ pub fn local_texts(path: &Path, spec: &str) -> Result<Vec<ManifestFile>> {
         out.push(local_file(&f, text));
     }
     Ok(out)
+}
+
+/// Refuse a submodule under `dir` that is not checked out (review 20
+/// r20b F2): it reads as an empty directory, while Argo CD checks it out and
+/// applies what it holds. Outside a git work tree, or without git, there is
+/// nothing to tell.
+fn unchecked_out_submodules(dir: &Path, spec: &str) -> Result<()> {
+    let Some(d) = dir.to_str() else {
+        return Ok(());
+    };
+    let Ok(listing) = git_output(
+        &["-C", d, "ls-files", "--stage", "-z", "--", "."],
+        None,
+        LISTING_MAX_BYTES,
+    ) else {
+        return Ok(());
+    };
+    for entry in listing.split(|&b| b == 0).filter(|e| !e.is_empty()) {
+        let entry = String::from_utf8_lossy(entry);
+        let Some((meta, name)) = entry.split_once('\t') else {
+            continue;
+        };
+        if meta.starts_with("160000 ") && !dir.join(name).join(".git").exists() {
+            bail!(
+                "{spec}: {name} is a git submodule that is not checked out: Argo CD checks it \
+                 out and applies its manifests, which plan cannot see here; run `git submodule \
+                 update --init --recursive` first, or remove it"
+            );
+        }
+    }
+    Ok(())
 }
 
 fn local_file(path: &Path, text: String) -> ManifestFile {
