@@ -327,8 +327,47 @@ fn an_object_given_twice_is_refused_however_spelt() {
     refused(
         &plan(&base, &pr, &fleet, &[]),
         &[
-            "base: Network (operator.openshift.io) \"cluster\" (given with and without a namespace) is given twice",
+            "base: Network (operator.openshift.io) \"cluster\" (given in more than one namespace, or with and without one) is given twice",
         ],
+    );
+    // Review 20 r20b F3: in two namespaces, a kind not known to be
+    // namespaced is the same (operator.openshift.io's Network is
+    // cluster-scoped); a known namespaced kind is two objects.
+    let in_ns = |ns: &str, to: u32| network(&format!("  namespace: {ns}\n"), to);
+    refused(
+        &plan_with(
+            "network.yaml",
+            &format!("{}---\n{}", in_ns("a", 1400), in_ns("b", 9000)),
+        ),
+        &["Network (operator.openshift.io) \"cluster\" (given in more than one namespace"],
+    );
+    let cm = |ns: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: {ns}\n")
+    };
+    let o = plan_with("cm.yaml", &format!("{}---\n{}", cm("a"), cm("b")));
+    refused(&o, &["ConfigMap (v1) \"a/c\" is added"]);
+    // Review 20 r20b F4: a Tuned moved into the Node Tuning Operator's
+    // namespace takes effect there (kernel arguments, a reboot): another
+    // object, not the same spec unchanged.
+    let tuned = |ns: &str| {
+        format!(
+            "apiVersion: tuned.openshift.io/v1\nkind: Tuned\nmetadata:\n  name: t\n  \
+             namespace: {ns}\nspec:\n  profile: [{{name: t, data: \"[bootloader]\\ncmdline=nosmt\"}}]\n"
+        )
+    };
+    let tmp = scratch_dir();
+    let (base, pr) = (tmp.path().join("base"), tmp.path().join("pr"));
+    render(&base, &[]);
+    render(&pr, &[]);
+    add(&base, "tuned.yaml", &tuned("team"));
+    add(
+        &pr,
+        "tuned.yaml",
+        &tuned("openshift-cluster-node-tuning-operator"),
+    );
+    refused(
+        &plan(&base, &pr, &fleet, &[]),
+        &["Tuned \"openshift-cluster-node-tuning-operator/t\" is added"],
     );
     // Another version of the group is the same object.
     let beta =

@@ -90,6 +90,38 @@ const NODE_NEUTRAL: [(&str, &str); 4] = [
     ("kustomize.config.k8s.io/", "Component"),
 ];
 
+/// Kinds known to be namespaced, by API group (`v1`: the core group) and
+/// kind: one of these given in two namespaces is two objects. Any other kind
+/// given in two namespaces may be cluster-scoped (the API server drops the
+/// namespace: one object, the last applied wins), so it is refused as
+/// given twice (review 20 r20b F3).
+const NAMESPACED: [(&str, &str); 24] = [
+    ("v1", "ConfigMap"),
+    ("v1", "Secret"),
+    ("v1", "Service"),
+    ("v1", "ServiceAccount"),
+    ("v1", "PersistentVolumeClaim"),
+    ("v1", "Pod"),
+    ("v1", "LimitRange"),
+    ("v1", "ResourceQuota"),
+    ("apps", "Deployment"),
+    ("apps", "DaemonSet"),
+    ("apps", "StatefulSet"),
+    ("batch", "Job"),
+    ("batch", "CronJob"),
+    ("rbac.authorization.k8s.io", "Role"),
+    ("rbac.authorization.k8s.io", "RoleBinding"),
+    ("networking.k8s.io", "NetworkPolicy"),
+    ("networking.k8s.io", "Ingress"),
+    ("policy", "PodDisruptionBudget"),
+    ("route.openshift.io", "Route"),
+    ("operators.coreos.com", "Subscription"),
+    ("operators.coreos.com", "OperatorGroup"),
+    ("monitoring.coreos.com", "ServiceMonitor"),
+    ("monitoring.coreos.com", "PrometheusRule"),
+    ("argoproj.io", "Application"),
+];
+
 /// API groups whose kinds are all cluster-scoped: an object of one given
 /// in two namespaces is one object to the API server, which drops the
 /// namespace (review 19).
@@ -269,8 +301,18 @@ fn add_render_object(doc: Value, m: &tree::ManifestFile, render: &mut Render) ->
                             .is_some_and(|v| v.starts_with(group))
                 }) =>
         {
-            let name = doc.pointer("/metadata/name").and_then(Value::as_str);
-            let key = (k.to_string(), name.unwrap_or_default().to_string());
+            let name = doc
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            // In another namespace another object, which the operator may
+            // read or not (a Tuned moved into the Node Tuning Operator's
+            // namespace takes effect; review 20 r20b F4).
+            let name = match doc.pointer("/metadata/namespace").and_then(Value::as_str) {
+                Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
+                _ => name.to_string(),
+            };
+            let key = (k.to_string(), name);
             // What the MCO renders from: its spec.
             let spec = doc.get("spec").cloned().unwrap_or_default();
             if render
@@ -325,11 +367,14 @@ fn add_render_object(doc: Value, m: &tree::ManifestFile, render: &mut Render) ->
                 if !spelt.contains(&ns) {
                     spelt.push(ns.clone());
                 }
-                // Given with and without a namespace: one object if its kind
-                // is cluster-scoped, which plan cannot tell.
-                if spelt.len() > 1 && spelt.contains(&None) {
+                // Given with and without a namespace, or in two of a kind not
+                // known to be namespaced: one object if its kind is
+                // cluster-scoped, which plan cannot tell.
+                let namespaced = NAMESPACED.contains(&(group, k));
+                if spelt.len() > 1 && (spelt.contains(&None) || !namespaced) {
                     render.twice.push(format!(
-                        "{kind} {name:?} (given with and without a namespace)"
+                        "{kind} {name:?} (given in more than one namespace, or with and \
+                         without one)"
                     ));
                 }
                 let name = match ns {
