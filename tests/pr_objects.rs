@@ -279,6 +279,19 @@ fn kinds_plan_cannot_price_are_refused_when_they_change() {
                    namespace: team\n";
     let o = plan_with("neutral.yaml", neutral);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    // Review 20 r20b F9: unless it decides which pods a namespace admits
+    // (Pod Security's `restricted` refused nfd-worker's pods) or where
+    // they run.
+    for key in [
+        "labels:\n    pod-security.kubernetes.io/enforce: restricted",
+        "annotations:\n    openshift.io/node-selector: a=b",
+    ] {
+        let ns = format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: nfd\n  {key}\n");
+        refused(
+            &plan_with("ns.yaml", &ns),
+            &["Namespace (v1) \"nfd\" is added"],
+        );
+    }
 }
 
 /// Review 19 r19b F7: RBAC decides who may write what reaches nodes:

@@ -133,6 +133,24 @@ const CLUSTER_SCOPED_GROUPS: [&str; 5] = [
     "node.k8s.io",
 ];
 
+/// Label and annotation keys of a Namespace that decide which pods it
+/// admits and where they run (Pod Security's `enforce: restricted` refused
+/// nfd-worker's pods; a node selector or default tolerations move them):
+/// such a Namespace is priced as any other kind (review 20 r20b F9).
+const POD_ADMISSION_KEYS: [&str; 3] = [
+    "pod-security.kubernetes.io/",
+    "openshift.io/node-selector",
+    "scheduler.alpha.kubernetes.io/",
+];
+
+fn admits_pods_otherwise(doc: &Value) -> bool {
+    ["/metadata/labels", "/metadata/annotations"]
+        .iter()
+        .filter_map(|p| doc.pointer(p).and_then(Value::as_object))
+        .flat_map(|m| m.keys())
+        .any(|k| POD_ADMISSION_KEYS.iter().any(|p| k.starts_with(p)))
+}
+
 /// Whether `api_version` is of `group` (`v1`: the core group, exactly;
 /// else `group/` and a version).
 fn of_group(api_version: &str, group: &str) -> bool {
@@ -348,6 +366,7 @@ fn add_render_object(doc: Value, m: &tree::ManifestFile, render: &mut Render) ->
             } else if !NODE_NEUTRAL
                 .iter()
                 .any(|(group, kind)| *kind == k && of_group(api_version, group))
+                || admits_pods_otherwise(&doc)
             {
                 // Its identity as the API server keeps it: kind, group
                 // (any version of it) and name, and the namespace (one of
