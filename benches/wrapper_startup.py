@@ -29,6 +29,7 @@ usage: wrapper_startup.py WRAPPER NOOP CLI [RUNS [OTHER_WRAPPER...]]
 """
 import json
 import os
+import shutil
 import subprocess
 import re
 import statistics
@@ -159,14 +160,23 @@ def main():
     for spec in os.environ.get("DERIVED", "").split() if facts else []:
         label, dropin = spec.split("=", 1)
         env = dict(SERVICE_ENV)
+        extra = []
         for line in open(dropin):
             m = re.match(r'^Environment="([A-Z_]+)=(.*)"$', line.strip())
             if m:
                 env[m.group(1)] = m.group(2)
+                extra.append(line.strip())
+        # A tree of its own whose env drop-in sets what the environment
+        # holds: the wrapper fences a variable of ours no drop-in of ours
+        # sets (the unit reads EnvironmentFile=s).
+        droot = tempfile.mkdtemp(prefix="kl-bench-")
+        shutil.copytree(root, droot, symlinks=True, dirs_exist_ok=True)
+        ours = "etc/systemd/system/kubelet.service.d/90-kubelet-labeler-env.conf"
+        write(droot, ours, DROPINS["90-kubelet-labeler-env.conf"] + "\n".join(extra) + "\n")
         dstate = tempfile.mkdtemp(prefix="kl-bench-state-", dir=shm)
-        argv = [wrapper, "--unit", "kubelet.service", "--root", root,
+        argv = [wrapper, "--unit", "kubelet.service", "--root", droot,
                 "--state-dir", dstate, "--facts-root", facts]
-        rcmd = cmd + ["--facts-root", facts]
+        rcmd = [a if a != root else droot for a in cmd] + ["--facts-root", facts]
         for k in ("KUBELET_LABELER_NODE_RULES", "KUBELET_LABELER_NFD_LABELS"):
             if k in env:
                 rcmd += ["--set-env", f"{k}={env[k]}"]
