@@ -178,3 +178,23 @@ fn an_applier_s_settings_in_the_tree_are_refused() {
     let o = plan(&base, &pr, &fleet, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
+
+/// Review 20 r20b F7: the walk counts the manifests it takes (200,000
+/// empty files took seconds and memory before any was judged).
+#[test]
+fn a_tree_of_too_many_manifests_is_refused() {
+    let tmp = scratch_dir();
+    let (base, pr) = (tmp.path().join("base"), tmp.path().join("pr"));
+    render(&base.join("worker-gpu"), &[]);
+    render(&pr.join("worker-gpu"), &[]);
+    let many = pr.join("many");
+    std::fs::create_dir(&many).unwrap();
+    for i in 0..50_001 {
+        std::fs::write(many.join(format!("{i}.yaml")), "").unwrap();
+    }
+    let fleet = repo().join("examples/fleet/fleet.json");
+    refused(
+        &plan(&base, &pr, &fleet, &[]),
+        &["more than 50000 manifest files"],
+    );
+}

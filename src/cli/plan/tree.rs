@@ -18,6 +18,17 @@ const RENDER_MAX_BYTES: u64 = 128 << 20;
 /// The most `git ls-tree` may list under a render's path: about 200,000
 /// files.
 const LISTING_MAX_BYTES: u64 = 32 << 20;
+/// The most manifest files one render may hold (a pool's render is a
+/// handful; a GitOps tree of many clusters a few thousand): past it the
+/// walk stops, whatever their sizes (review 20 r20b F7).
+const MAX_MANIFESTS: usize = 50_000;
+
+fn too_many(spec: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{spec}: more than {MAX_MANIFESTS} manifest files; give plan the directory of the pools \
+         the change touches"
+    )
+}
 
 /// One manifest file of a render: its name as shown, the directory it is
 /// in and its own name (told apart when read, not from the shown name: a
@@ -150,6 +161,9 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>, spec: &str) -> Result<()> {
             bail!("{spec}: {}: {what}", p.display());
         } else if is_manifest(&p) {
             // Whatever it is (a link, a FIFO): read_entry says.
+            if out.len() >= MAX_MANIFESTS {
+                return Err(too_many(spec));
+            }
             out.push(p);
         }
     }
@@ -322,6 +336,9 @@ pub fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<ManifestFile>> 
         };
         let size: u64 = size.parse().unwrap_or(u64::MAX);
         total = total.saturating_add(size);
+        if blobs.len() >= MAX_MANIFESTS {
+            return Err(too_many(spec));
+        }
         blobs.push((name.to_string(), object.to_string(), size));
     }
     if total > RENDER_MAX_BYTES {
