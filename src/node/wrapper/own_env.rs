@@ -260,10 +260,17 @@ mod tests {
 
     #[test]
     fn the_managers_own_is_kept_an_environment_files_is_not() {
-        // The fault hook from the service manager (the tests' harness).
-        let c = checked(UNIT, "", "", &[OURS, (FAULT_VAR, "abort")]);
+        // The fault hook from the service manager (the tests' harness), on
+        // a unit that reads no EnvironmentFile=: kept.
+        let bare = "[Service]\nExecStart=/bin/k\n";
+        let c = checked(bare, "", "", &[OURS, (FAULT_VAR, "abort")]);
         assert!(c.overridden.is_empty(), "{:?}", c.overridden);
         assert!(c.env.contains(&(FAULT_VAR.into(), "abort".into())));
+        // On one that reads EnvironmentFile=s, no second read can tell
+        // where it came from (review 20 r20a F1): left out.
+        let c = checked(UNIT, "", "", &[OURS, (FAULT_VAR, "abort")]);
+        assert_eq!(c.overridden.len(), 1, "{:?}", c.overridden);
+        assert!(!c.env.iter().any(|(k, _)| k == FAULT_VAR));
         // The same from kubelet-env: overridden, left out.
         let file = format!("{FAULT_VAR}=abort\n");
         let c = checked(UNIT, "", &file, &[OURS, (FAULT_VAR, "abort")]);
