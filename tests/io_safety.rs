@@ -300,6 +300,7 @@ fn writes_replace_only_regular_files() {
         .filter(|k| is_root || *k != "a character device")
         .collect();
     let pool = ["--pool", "gpu", "--wrapper", "wrapper"];
+    let links = scratch_dir();
     // `render SUB --pool gpu --wrapper wrapper -o O --force`
     let forced = |sub: &str, o: &str| -> Vec<String> {
         ["render", sub]
@@ -310,13 +311,14 @@ fn writes_replace_only_regular_files() {
             .collect()
     };
     for (n, kind) in kinds.iter().enumerate() {
-        // -o FILE --force, directly and through a symlink.
+        // -o FILE --force, directly and through a symlink of ours (outside
+        // the directory the run starts in: below it no link is followed).
         for through_link in [false, true] {
             for (m, sub) in ["machineconfig", "ignition"].iter().enumerate() {
                 let target = dir.join(format!("t{n}-{m}-{through_link}"));
                 make(&target, kind);
                 let given = if through_link {
-                    let link = dir.join(format!("l{n}-{m}"));
+                    let link = links.path().join(format!("l{n}-{m}"));
                     std::os::unix::fs::symlink(&target, &link).unwrap();
                     link
                 } else {
@@ -399,10 +401,11 @@ fn writes_replace_only_regular_files() {
         );
     }
     // A symlink to nothing: refused, left as it is.
-    std::os::unix::fs::symlink(dir.join("nowhere"), dir.join("dangling")).unwrap();
+    let dangling = links.path().join("dangling");
+    std::os::unix::fs::symlink(dir.join("nowhere"), &dangling).unwrap();
     let out = run(
         dir,
-        &forced("machineconfig", "dangling")
+        &forced("machineconfig", dangling.to_str().unwrap())
             .iter()
             .map(String::as_str)
             .collect::<Vec<_>>(),
@@ -415,21 +418,19 @@ fn writes_replace_only_regular_files() {
     assert!(!dir.join("nowhere").exists());
     // A symlink to a regular file: written through, the link kept.
     write(&dir.join("real/out.yaml"), "old\n");
-    std::os::unix::fs::symlink(dir.join("real/out.yaml"), dir.join("link.yaml")).unwrap();
-    let args = forced("machineconfig", "link.yaml");
+    let link = links.path().join("link.yaml");
+    std::os::unix::fs::symlink(dir.join("real/out.yaml"), &link).unwrap();
+    let link = link.to_str().unwrap();
+    let args = forced("machineconfig", link);
     ok(dir, &args.iter().map(String::as_str).collect::<Vec<_>>());
-    assert!(
-        std::fs::symlink_metadata(dir.join("link.yaml"))
-            .unwrap()
-            .is_symlink()
-    );
+    assert!(std::fs::symlink_metadata(link).unwrap().is_symlink());
     let text = std::fs::read_to_string(dir.join("real/out.yaml")).unwrap();
     assert!(
         text.starts_with("---\n") && text.contains("kind: MachineConfig"),
         "{text}"
     );
     // Without --force an existing regular file stays.
-    let out = run(dir, &[&RENDER_IGN[..], &["-o", "link.yaml"]].concat());
+    let out = run(dir, &[&RENDER_IGN[..], &["-o", link]].concat());
     assert!(!out.status.success() && stderr(&out).contains("pass --force"));
 }
 
@@ -782,6 +783,7 @@ fn a_link_another_user_owns_at_o_is_never_written_through() {
         skipped::skipped("a link of another user: lchown needs root");
         return;
     }
+    let elsewhere = scratch_dir();
     let fifo = dir.join("fifo");
     assert!(
         Command::new("mkfifo")
@@ -846,8 +848,11 @@ fn a_link_another_user_owns_at_o_is_never_written_through() {
         let to_fifo = format!("sticky/f{n}");
         assert!(planted(&format!("f{n}"), &fifo));
         assert!(planted(&format!("t{n}"), &victim));
-        let ours = format!("ours{n}");
-        symlink(sticky.join(format!("t{n}")), dir.join(&ours)).unwrap();
+        // A link of ours outside the directory the run starts in (below
+        // it none is followed, whoever owns it).
+        let ours = elsewhere.path().join(format!("ours{n}"));
+        let ours = ours.to_str().unwrap().to_string();
+        symlink(sticky.join(format!("t{n}")), &ours).unwrap();
         for (out, target) in [(&direct, &victim), (&to_fifo, &fifo), (&ours, &victim)] {
             let o = run(dir, &[&args[..], &[out.as_str()]].concat());
             let err = stderr(&o);

@@ -440,10 +440,43 @@ fn a_link_in_a_git_work_tree_is_not_followed() {
         &[&RENDER_MC[..], &["--output-dir", "repo/gitops/worker-gpu"]].concat(),
     );
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    // Review 20 r20b F6: the same tree without `.git` (`git archive`, a
+    // tarball checkout) below the directory the run starts in: refused.
     std::fs::remove_file(dir.join("repo/.git")).unwrap();
-    ok(
+    for args in [
+        &["--output-dir", "repo/gitops/worker-gpu"][..],
+        &["--output-dir", "repo/up/prod"],
+        &["-o", "repo/gitops/worker-gpu/x.yaml"],
+    ] {
+        let o = run(dir, &[&RENDER_MC[..], args].concat());
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("below the current directory"), "{err}");
+        assert_eq!(listing(&dir.join("other")), before, "{args:?}");
+    }
+    symlink(
+        "../../other/prod/kustomization.yaml",
+        dir.join("repo/gitops/x.yaml"),
+    )
+    .unwrap();
+    let o = run(
         dir,
-        &[&RENDER_MC[..], &["--output-dir", "repo/gitops/worker-gpu"]].concat(),
+        &[&RENDER_MC[..], &["-o", "repo/gitops/x.yaml", "--force"]].concat(),
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("below the current directory"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(other.join("kustomization.yaml")).unwrap(),
+        "resources:\n- ../base\n"
+    );
+    // A link of ours above the directory the run starts in is followed.
+    let work = dir.join("repo/gitops/work");
+    std::fs::create_dir(&work).unwrap();
+    std::fs::copy(dir.join("wrapper"), work.join("wrapper")).unwrap();
+    ok(
+        &work,
+        &[&RENDER_MC[..], &["--output-dir", "../worker-gpu"]].concat(),
     );
     assert!(other.join("machineconfigpool-gpu.yaml").exists());
 }

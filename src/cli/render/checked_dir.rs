@@ -9,8 +9,9 @@
 //! directory below is made (`mkdirat`) and opened (`O_NOFOLLOW|O_DIRECTORY`)
 //! the same way. Temp files, renames, removals and the undoing of what was
 //! made all go through the held descriptor: a link swapped in after the
-//! checks is never followed. Inside a git work tree no link is followed,
-//! whoever owns it: a checkout makes links as the repository says.
+//! checks is never followed. Inside a git work tree, and at or below the
+//! current directory, no link is followed, whoever owns it: a checkout or
+//! an unpacked tree makes links as its content says.
 
 use std::ffi::{CString, OsStr, c_char, c_int, c_uint};
 use std::fs::File;
@@ -79,6 +80,15 @@ fn holds_git(fd: &File) -> bool {
     // SAFETY: a descriptor just opened, owned by nothing else: closed here.
     drop(unsafe { File::from_raw_fd(r) });
     true
+}
+
+/// Whether the directory held at `fd` is the one `dir` describes.
+fn is_same_dir(fd: &File, dir: Option<&std::fs::Metadata>) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (dir, fd.metadata()) {
+        (Some(dir), Ok(m)) => m.dev() == dir.dev() && m.ino() == dir.ino(),
+        _ => false,
+    }
 }
 
 fn cvt(ret: c_int) -> std::io::Result<c_int> {
@@ -159,6 +169,9 @@ impl CheckedDir {
             path: PathBuf::from("/"),
         };
         judge_fd(shown, &root.path, &root.fd)?;
+        // The directory the run was started in, as device and inode (none
+        // when it is gone): no link at or below it is followed.
+        let cwd = std::fs::metadata(".").ok();
         let mut held = vec![root];
         let mut todo = steps(&abs);
         let mut links = 0;
@@ -217,6 +230,21 @@ impl CheckedDir {
                         shown.display(),
                         next.display(),
                         tree.path.display()
+                    );
+                }
+                // Review 20 r20b F6: the same tree without `.git` (`git
+                // archive`, a tarball checkout, CI artifacts) is where the
+                // run was started, or below: a link there is the tree's
+                // content too, made by whoever made the tree.
+                if let Some(cwd) = held.iter().rev().find(|d| is_same_dir(&d.fd, cwd.as_ref())) {
+                    bail!(
+                        "{}: {} on the way is a symlink below the current directory {}: a \
+                         checkout or unpacked tree makes its links as its content says, which \
+                         a pull request can set; not writing through it: give the directory \
+                         it leads to",
+                        shown.display(),
+                        next.display(),
+                        cwd.path.display()
                     );
                 }
                 let to = read_link(&fd).with_context(|| format!("reading {}", next.display()))?;

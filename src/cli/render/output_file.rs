@@ -129,6 +129,19 @@ fn follow_own_links(path: &Path) -> Result<(PathBuf, Option<fs::Metadata>)> {
                 next.display()
             );
         }
+        if let Some(cwd) = current_dir_above(&at) {
+            // Review 20 r20b F6: a tree without `.git` (`git archive`, a
+            // tarball checkout) is where the run started, or below.
+            bail!(
+                "{} is a symlink to {} below the current directory {}: a checkout or unpacked \
+                 tree makes its links as its content says, which a pull request can set; not \
+                 writing through it: give -o {} if that is the file you mean",
+                at.display(),
+                next.display(),
+                cwd.display(),
+                next.display()
+            );
+        }
         at = next;
     }
     bail!(
@@ -148,6 +161,21 @@ fn git_work_tree_of(path: &Path) -> Option<PathBuf> {
     abs.ancestors()
         .skip(1)
         .find(|d| fs::symlink_metadata(d.join(".git")).is_ok())
+        .map(Path::to_path_buf)
+}
+
+/// The directory the run started in, when it is one above `path`.
+fn current_dir_above(path: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let cwd = fs::metadata(".").ok()?;
+    let abs = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().ok()?.join(path)
+    };
+    abs.ancestors()
+        .skip(1)
+        .find(|d| fs::metadata(d).is_ok_and(|m| m.dev() == cwd.dev() && m.ino() == cwd.ino()))
         .map(Path::to_path_buf)
 }
 
