@@ -432,6 +432,23 @@ fn a_link_in_a_git_work_tree_is_not_followed() {
         "resources:\n- ../base\n"
     );
     std::fs::remove_file(dir.join("repo/gitops/x.yaml")).unwrap();
+    // Review 21 r21b F5: nor a link there to one of the process's own
+    // descriptors (the output went to the job's log, the file unwritten).
+    for to in ["/dev/stderr", "/proc/self/fd/1", "/dev/fd/2"] {
+        let link = dir.join("repo/gitops/own.yaml");
+        let _ = std::fs::remove_file(&link);
+        symlink(to, &link).unwrap();
+        let o = run(
+            dir,
+            &[&RENDER_MC[..], &["-o", "repo/gitops/own.yaml", "--force"]].concat(),
+        );
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{to}: {err}");
+        assert!(err.contains("in the git work tree"), "{to}: {err}");
+        assert!(!err.contains("kind: MachineConfig"), "{to}: {err}");
+        assert!(o.stdout.is_empty(), "{to}");
+        std::fs::remove_file(&link).unwrap();
+    }
     // A worktree's or submodule's `.git` is a file: the same.
     std::fs::remove_dir(dir.join("repo/.git")).unwrap();
     std::fs::write(dir.join("repo/.git"), "gitdir: /elsewhere\n").unwrap();
