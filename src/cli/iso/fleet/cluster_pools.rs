@@ -19,18 +19,20 @@ use serde_json::Value;
 
 use super::pools::{HOSTNAME_LABEL, selector_requirements, selects_on_hostname};
 use crate::cli::output::say;
-use crate::node::fleet::{CLUSTER_POOL_CONFIG, Pool, PoolKind};
+use crate::node::fleet::{CLUSTER_POOL_CONFIG, Pool, PoolKind, Requirement};
 
 /// The pools of `path`, in the order given. A pool without a nodeSelector,
-/// or with an empty one, matches no node (the MCO's rule): left out. One
-/// selecting on the hostname label: left out, one warning naming them.
+/// or with an empty one, matches no node (the MCO's rule): left out. A
+/// hostname term that only keeps hosts out is taken as met; a pool that
+/// takes hosts by name: left out, one warning naming them.
 pub fn read(path: &Path) -> Result<Vec<Pool>> {
     let (pools, skipped) = read_pools(path)?;
     if !skipped.is_empty() {
         say!(
-            "warning: --cluster-pools: {} select{} on {HOSTNAME_LABEL}, which kubelet sets itself \
-             and the installed nodes do not judge by: left out of the installed-pool record, so \
-             a node that label moves into {} is not fenced",
+            "warning: --cluster-pools: {} select{} nodes by their names ({HOSTNAME_LABEL} In, \
+             or no other term), which kubelet sets itself and the installed nodes do not judge \
+             by: left out of the installed-pool record, so a node that moves into {} is not \
+             fenced",
             skipped.join(", "),
             if skipped.len() == 1 { "s" } else { "" },
             if skipped.len() == 1 { "it" } else { "them" }
@@ -84,7 +86,18 @@ fn read_pools(path: &Path) -> Result<(Vec<Pool>, Vec<String>)> {
         let selector = selector_requirements(sel).with_context(|| {
             format!("--cluster-pools {label}: MachineConfigPool {name}'s nodeSelector")
         })?;
-        if selects_on_hostname(&selector) {
+        // Review 21 r21c F4: a hostname term that only keeps hosts out
+        // (`NotIn`, or `Exists`, which every node meets) is taken as met:
+        // the pool is judged by its other terms, toward the fence. One
+        // that names the hosts it takes (`In`, `DoesNotExist`, which no
+        // node meets) leaves the pool to those hosts: left out.
+        let selector: Vec<Requirement> = selector
+            .into_iter()
+            .filter(|r| {
+                !matches!(r, Requirement::NotIn(k, _) | Requirement::Exists(k) if k == HOSTNAME_LABEL)
+            })
+            .collect();
+        if selector.is_empty() || selects_on_hostname(&selector) {
             skipped.push(name.to_string());
             continue;
         }
@@ -135,7 +148,6 @@ fn check_recorded_name(name: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node::fleet::Requirement;
 
     /// What `oc get machineconfigpools -o yaml` prints on a cluster (every
     /// field, status too): `master` and `arbiter` recorded, as is a custom
@@ -217,5 +229,50 @@ mod tests {
         std::fs::write(&p, "apiVersion: v1\nkind: Node\nmetadata: {name: node1}\n").unwrap();
         let e = format!("{:#}", read(&p).unwrap_err());
         assert!(e.contains("oc get machineconfigpools"), "{e}");
+    }
+
+    /// Review 21 r21c F4: a pool keeping hosts out by name (`NotIn`) is
+    /// judged by its other terms (it was left out whole: a node labelled
+    /// into it registered unfenced); one taking hosts by name (`In`), or
+    /// with hostname terms alone, is left out.
+    #[test]
+    fn a_hostname_term_that_keeps_hosts_out_is_taken_as_met() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("mcp.yaml");
+        let pool = |name: &str, exprs: &str| {
+            format!(
+                "- apiVersion: machineconfiguration.openshift.io/v1\n  kind: MachineConfigPool\n  \
+                 metadata: {{name: {name}}}\n  spec:\n    machineConfigSelector:\n      \
+                 matchExpressions:\n      - {{key: machineconfiguration.openshift.io/role, \
+                 operator: In, values: [worker, {name}]}}\n    nodeSelector:\n      \
+                 matchExpressions: [{exprs}]\n"
+            )
+        };
+        let host =
+            |op: &str| format!("{{key: kubernetes.io/hostname, operator: {op}, values: [old-1]}}");
+        let infra = "{key: example.com/infra, operator: Exists}";
+        let text = format!(
+            "apiVersion: v1\nkind: List\nitems:\n{}{}{}{}",
+            pool("infra", &format!("{infra}, {}", host("NotIn"))),
+            pool("named", &format!("{infra}, {}", host("In"))),
+            pool("only-out", &host("NotIn")),
+            pool(
+                "any-host",
+                &format!("{infra}, {{key: kubernetes.io/hostname, operator: Exists}}")
+            ),
+        );
+        std::fs::write(&p, text).unwrap();
+        let (got, skipped) = read_pools(&p).unwrap();
+        let names: Vec<&str> = got.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["infra", "any-host"]);
+        for pool in &got {
+            assert_eq!(
+                pool.selector,
+                [Requirement::Exists("example.com/infra".into())],
+                "{}",
+                pool.name
+            );
+        }
+        assert_eq!(skipped, ["named", "only-out"]);
     }
 }

@@ -455,7 +455,19 @@ fn fleet_env(
 /// record's first) among the fleet's.
 fn dest_config(mut pointer: Value, record: &Table) -> Result<Vec<u8>> {
     let pool = record.pools.first().context("a record names its pool")?;
-    let record = data_url(record.to_text().as_bytes());
+    let text = record.to_text();
+    // Review 21 r21c F3: what the node reads of it, at most (past it, every
+    // boot registers fenced, pointing at the wrong cause).
+    let max = crate::node::wrapper::pool_change::RECORD_MAX;
+    if text.len() > max {
+        bail!(
+            "the installed-pool record of pool {} is {} bytes, more than the {max} the node \
+             reads: give fewer pools (--pool, --cluster-pools) or shorter selectors",
+            pool.name,
+            text.len()
+        );
+    }
+    let record = data_url(text.as_bytes());
     let mut contents = json!({ "source": record.source });
     if let Some(c) = record.compression {
         contents["compression"] = json!(c);
@@ -574,6 +586,35 @@ fn live_config(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Review 21 r21c F3: a record past what the node reads is refused
+    /// (every boot of such a node registered fenced, for a wrong cause).
+    #[test]
+    fn a_record_the_node_cannot_read_whole_is_refused() {
+        use crate::node::fleet::{Pool, PoolKind, Requirement, Table};
+        let pool = |name: &str, n: usize| Pool {
+            name: name.into(),
+            kind: PoolKind::Custom,
+            config: format!("{name}.ign"),
+            selector: vec![Requirement::In(
+                "example.com/k".into(),
+                (0..n).map(|i| format!("v{i:05}")).collect(),
+            )],
+            static_labels: Vec::new(),
+            device: None,
+        };
+        let record = |n| Table {
+            env: Vec::new(),
+            pools: vec![pool("gpu", 10), pool("other", n)],
+        };
+        assert!(dest_config(json!({}), &record(100)).is_ok());
+        let e = format!("{:#}", dest_config(json!({}), &record(12_000)).unwrap_err());
+        assert!(
+            e.contains("the installed-pool record of pool gpu is ")
+                && e.contains("more than the 65536 the node reads"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn label_selectors_become_requirements() {
