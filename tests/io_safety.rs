@@ -853,7 +853,16 @@ fn a_link_another_user_owns_at_o_is_never_written_through() {
         let ours = elsewhere.path().join(format!("ours{n}"));
         let ours = ours.to_str().unwrap().to_string();
         symlink(sticky.join(format!("t{n}")), &ours).unwrap();
-        for (out, target) in [(&direct, &victim), (&to_fifo, &fifo), (&ours, &victim)] {
+        // Review 21 r21c F1: to one of the process's own descriptors.
+        let stderr_path = std::path::PathBuf::from("/dev/stderr");
+        let to_own = format!("sticky/o{n}");
+        assert!(planted(&format!("o{n}"), &stderr_path));
+        for (out, target) in [
+            (&direct, &victim),
+            (&to_fifo, &fifo),
+            (&ours, &victim),
+            (&to_own, &stderr_path),
+        ] {
             let o = run(dir, &[&args[..], &[out.as_str()]].concat());
             let err = stderr(&o);
             assert!(
