@@ -550,3 +550,165 @@ fn unpriced_objects_are_told_apart_by_namespace_and_lists_by_items() {
         &["PolicyList (example.com) \"p\" is added"],
     );
 }
+
+/// A KubeletConfig of the worker-gpu pool (`meta`: more lines of its
+/// `metadata`), tainting its nodes at registration.
+fn kubeletconfig(meta: &str) -> String {
+    format!(
+        "apiVersion: {V1}\nkind: KubeletConfig\nmetadata:\n  name: gpu-taints\n{meta}spec:\n  \
+         machineConfigPoolSelector:\n    matchLabels:\n      \
+         pools.operator.machineconfiguration.openshift.io/worker-gpu: \"\"\n  kubeletConfig:\n    \
+         registerWithTaints:\n    - {{key: example.com/gpu-only, value: \"true\", effect: NoExecute}}\n"
+    )
+}
+
+/// The base render and the pull request's (a new static taint), with
+/// `before` and `after` written to `name` in each and listed; plan's
+/// output with `extra`.
+fn plan_between(name: &str, before: &str, after: &str, extra: &[&str]) -> std::process::Output {
+    let tmp = scratch_dir();
+    let (base, pr) = (tmp.path().join("base"), tmp.path().join("pr"));
+    render(&base, &[]);
+    render(&pr, &["--taint", "example.com/gpu=true:NoSchedule"]);
+    if !before.is_empty() {
+        add(&base, name, before);
+    }
+    if !after.is_empty() {
+        add(&pr, name, after);
+    }
+    plan(&base, &pr, &repo().join("examples/fleet/fleet.json"), extra)
+}
+
+/// Review 21 r21b F1: the annotations that make kustomize or Argo CD
+/// leave an object out were refused on a MachineConfig, pool or
+/// MachineConfiguration only, and a KubeletConfig was compared by its
+/// spec: one annotated `local-config` dropped out of the build (Argo CD's
+/// prune deleted it: a reboot, its registration taint gone), planned as no
+/// change; taking the annotation away applied it. Now every object plan
+/// reads, of any kind, is refused so annotated, and one plan does not
+/// render is compared whole (its labels and annotations too).
+#[test]
+fn an_object_of_any_kind_an_applier_leaves_out_is_refused_and_compared_whole() {
+    let plain = kubeletconfig("");
+    let local = kubeletconfig("  annotations:\n    config.kubernetes.io/local-config: \"true\"\n");
+    let skip = kubeletconfig("  annotations:\n    argocd.argoproj.io/hook: Skip\n");
+    let says = "KubeletConfig \"gpu-taints\" is annotated config.kubernetes.io/local-config";
+    for extra in [&[][..], &["--prune"]] {
+        refused(&plan_between("kc.yaml", &plain, &local, extra), &[says]);
+    }
+    refused(&plan_between("kc.yaml", &local, &plain, &[]), &[says]);
+    refused(
+        &plan_between("kc.yaml", &plain, &skip, &["--prune"]),
+        &["KubeletConfig \"gpu-taints\" is annotated argocd.argoproj.io/hook"],
+    );
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: team\n  \
+              annotations:\n    helm.sh/hook: pre-install\n";
+    refused(
+        &plan_between("cm.yaml", cm, cm, &[]),
+        &["ConfigMap \"c\" is annotated helm.sh/hook"],
+    );
+    // Its labels and other annotations are compared too.
+    for meta in [
+        "  labels:\n    team: gpu\n",
+        "  annotations:\n    example.com/owner: gpu\n",
+    ] {
+        refused(
+            &plan_between("kc.yaml", &plain, &kubeletconfig(meta), &[]),
+            &["KubeletConfig \"gpu-taints\" changes"],
+        );
+    }
+    // Unchanged, or a description only: no change.
+    let described = kubeletconfig("  annotations:\n    openshift.io/description: GPU taints\n");
+    for after in [&plain, &described] {
+        let o = plan_between("kc.yaml", &plain, after, &[]);
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    }
+}
+
+/// Review 21 r21b F2: KubeletConfigs (and the other kinds the MCO renders
+/// from) were keyed by namespace, but they are cluster-scoped: one in
+/// namespaces `a` and `b` (or `a` and none) was two objects to plan and
+/// one to the API server, the last applied; a rename that changed which
+/// one is applied last was planned as no change. Now one identity for
+/// every kind: a cluster-scoped kind in two namespaces, or with and
+/// without one, is given twice; moved to another namespace, unchanged, it
+/// is the same object.
+#[test]
+fn a_cluster_scoped_object_in_two_namespaces_is_given_twice() {
+    let in_ns = |ns: &str| kubeletconfig(&format!("  namespace: {ns}\n"));
+    let other = |ns: &str| in_ns(ns).replace("example.com/gpu-only", "example.com/other");
+    for (a, b) in [(in_ns("a"), other("b")), (kubeletconfig(""), other("b"))] {
+        let two = format!("{a}---\n{b}");
+        refused(
+            &plan_between("kc.yaml", &two, &two, &[]),
+            &[
+                "KubeletConfig (machineconfiguration.openshift.io) \"gpu-taints\" (given in \
+                 more than one namespace, or with and without one) is given twice",
+            ],
+        );
+    }
+    // One object: its namespace spelt otherwise is no change.
+    let o = plan_between("kc.yaml", &in_ns("a"), &in_ns("b"), &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let o = plan_between("kc.yaml", &kubeletconfig(""), &in_ns("b"), &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+}
+
+/// Review 21 r21b F3: ServiceAccount passed by its kind alone
+/// (`automountServiceAccountToken: false`, or its pull secrets taken
+/// away: nfd-worker's pods get no API token or cannot pull their image, as
+/// the real API server showed), and removing NFD's Namespace under
+/// `--prune` (every object in it deleted) was never seen. Now a Namespace
+/// or ServiceAccount counts unless it is only there: added with nothing
+/// but its name, or removed from a tree applied without prune.
+#[test]
+fn a_serviceaccount_or_namespace_change_is_priced() {
+    let sa = |rest: &str| {
+        format!(
+            "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: nfd-worker\n  \
+             namespace: node-feature-discovery\n{rest}"
+        )
+    };
+    let secrets = sa("imagePullSecrets:\n- name: registry-creds\n");
+    for after in [sa("automountServiceAccountToken: false\n"), sa("")] {
+        refused(
+            &plan_between("sa.yaml", &secrets, &after, &[]),
+            &[
+                "ServiceAccount (v1) \"node-feature-discovery/nfd-worker\" changes",
+                "token automount and pull secrets",
+            ],
+        );
+    }
+    refused(
+        &plan_between("sa.yaml", "", &secrets, &[]),
+        &["ServiceAccount (v1) \"node-feature-discovery/nfd-worker\" is added"],
+    );
+    let ns = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: node-feature-discovery\n";
+    refused(
+        &plan_between("ns.yaml", ns, "", &["--prune"]),
+        &["Namespace (v1) \"node-feature-discovery\" is removed (and --prune deletes it)"],
+    );
+    refused(
+        &plan_between("sa.yaml", &sa(""), "", &["--prune"]),
+        &["ServiceAccount (v1) \"node-feature-discovery/nfd-worker\" is removed"],
+    );
+    // Only there: added bare, removed without prune, described.
+    for (before, after, extra) in [
+        ("", ns, &[][..]),
+        (ns, "", &[]),
+        (
+            ns,
+            &format!("{ns}  annotations:\n    openshift.io/display-name: NFD\n")[..],
+            &["--prune"],
+        ),
+        (&secrets[..], "", &[]),
+    ] {
+        let o = plan_between("x.yaml", before, after, extra);
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "{before}->{after}: {}",
+            stderr(&o)
+        );
+    }
+}

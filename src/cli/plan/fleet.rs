@@ -38,7 +38,7 @@ pub struct Fleet {
     pub pods_given: bool,
     pub ignored: BTreeMap<String, usize>,
     /// The cluster's KubeletConfigs and ContainerRuntimeConfigs
-    /// (`inputs::NOT_LAID_OUT`), by kind and name: their specs.
+    /// (`inputs::NOT_LAID_OUT`), by kind and name: whole.
     pub not_laid_out: BTreeMap<(String, String), Value>,
 }
 
@@ -171,8 +171,11 @@ fn add_object(
         }
         "MachineConfiguration" => fleet.policy = Some(obj),
         k if inputs::NOT_LAID_OUT.contains(&k) => {
-            let spec = obj.get("spec").cloned().unwrap_or_default();
-            fleet.not_laid_out.insert((k.to_string(), name), spec);
+            // Keyed as the renders' (review 21 r21b F2), whole.
+            let id = super::identity::Identity::of(&obj);
+            fleet
+                .not_laid_out
+                .insert((k.to_string(), id.key_name()), obj);
         }
         "DaemonSet" => {
             let ns = obj

@@ -9,6 +9,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
+use super::identity::{self, Identity};
 use super::tree;
 use crate::cli::render::input;
 use serde::Deserialize;
@@ -33,12 +34,16 @@ pub struct Render {
     /// Its `MachineConfiguration`s (the disruption policy), in read order.
     pub policies: Vec<super::policy::PolicyFile>,
     /// Objects the MCO renders into a pool's MachineConfigs that plan does
-    /// not lay out (`NOT_LAID_OUT`), by kind and name.
+    /// not lay out (`NOT_LAID_OUT`, `RENDERED_FROM`), by kind and
+    /// [`Identity::key_name`], as [`identity::compared`] (whole: review 21
+    /// r21b F1).
     pub not_laid_out: std::collections::BTreeMap<(String, String), Value>,
-    /// Objects of a kind plan neither lays out nor knows to leave nodes
-    /// alone (`NODE_NEUTRAL`), whole, by `Kind (apiVersion)` and name: a
-    /// change of one is refused (review 17: a Network's MTU migration
-    /// reboots every node; an image policy is rendered into every pool).
+    /// Objects of any other kind plan does not lay out (but kustomize's
+    /// own), by `Kind (group)` and [`Identity::key_name`], as
+    /// [`identity::compared`]: a change of one is refused (review 17: a
+    /// Network's MTU migration reboots every node; an image policy is
+    /// rendered into every pool), but of a Namespace or ServiceAccount
+    /// that is only there (review 21 r21b F3).
     pub unpriced: std::collections::BTreeMap<(String, String), Value>,
     /// The names of core `Node` objects in it: applied, one replaces the
     /// Node's taints (a list applied whole) and labels.
@@ -47,8 +52,9 @@ pub struct Render {
     /// [`Render::not_laid_out`] ones): which one the cluster keeps is the
     /// applier's order, not plan's.
     pub twice: Vec<String>,
-    /// Each unpriced object's namespaces as spelt, by kind, group and name:
-    /// a cluster-scoped object given with and without one is one object.
+    /// Each object's namespaces as spelt, by `Kind (group)` and name, of
+    /// every kind: a cluster-scoped object given with and without one, or
+    /// in two, is one object (review 21 r21b F2).
     pub spellings: std::collections::BTreeMap<(String, String), Vec<Option<String>>>,
 }
 
@@ -62,103 +68,28 @@ pub const NOT_LAID_OUT: [&str; 2] = ["KubeletConfig", "ContainerRuntimeConfig"];
 /// OS image from a MachineOSConfig), by API group and kind: refused as a
 /// change, as [`NOT_LAID_OUT`] kinds are (review 14).
 const RENDERED_FROM: [(&str, &str); 11] = [
-    ("config.openshift.io/", "Node"),
-    ("config.openshift.io/", "Image"),
-    ("config.openshift.io/", "Proxy"),
-    ("config.openshift.io/", "APIServer"),
-    ("config.openshift.io/", "FeatureGate"),
-    ("config.openshift.io/", "ImageDigestMirrorSet"),
-    ("config.openshift.io/", "ImageTagMirrorSet"),
-    ("operator.openshift.io/", "ImageContentSourcePolicy"),
-    ("machineconfiguration.openshift.io/", "MachineOSConfig"),
+    ("config.openshift.io", "Node"),
+    ("config.openshift.io", "Image"),
+    ("config.openshift.io", "Proxy"),
+    ("config.openshift.io", "APIServer"),
+    ("config.openshift.io", "FeatureGate"),
+    ("config.openshift.io", "ImageDigestMirrorSet"),
+    ("config.openshift.io", "ImageTagMirrorSet"),
+    ("operator.openshift.io", "ImageContentSourcePolicy"),
+    ("machineconfiguration.openshift.io", "MachineOSConfig"),
     // The Node Tuning Operator renders these into MachineConfigs (kernel
     // arguments, a real-time kernel).
-    ("performance.openshift.io/", "PerformanceProfile"),
-    ("tuned.openshift.io/", "Tuned"),
+    ("performance.openshift.io", "PerformanceProfile"),
+    ("tuned.openshift.io", "Tuned"),
 ];
 
-/// Kinds that never reach a node's config, labels or taints, by API group
-/// (`v1`: the core group) and kind: plan passes over them. Any other kind it
-/// does not read is [`Render::unpriced`]. kustomize's own files are not
-/// applied. RBAC is not here (review 19): a binding decides who may write
-/// the objects that reach nodes (cluster-admin bound to `system:nodes`
-/// lets every node's credential write MachineConfigs).
-const NODE_NEUTRAL: [(&str, &str); 4] = [
-    ("v1", "Namespace"),
-    ("v1", "ServiceAccount"),
-    ("kustomize.config.k8s.io/", "Kustomization"),
-    ("kustomize.config.k8s.io/", "Component"),
+/// kustomize's own files, by API group and kind: not applied, nothing of
+/// the cluster. Every other kind is priced (review 21 r21b F3: no kind is
+/// neutral by kind alone).
+const KUSTOMIZE_OWN: [(&str, &str); 2] = [
+    ("kustomize.config.k8s.io", "Kustomization"),
+    ("kustomize.config.k8s.io", "Component"),
 ];
-
-/// Kinds known to be namespaced, by API group (`v1`: the core group) and
-/// kind: one of these given in two namespaces is two objects. Any other kind
-/// given in two namespaces may be cluster-scoped (the API server drops the
-/// namespace: one object, the last applied wins), so it is refused as
-/// given twice (review 20 r20b F3).
-const NAMESPACED: [(&str, &str); 24] = [
-    ("v1", "ConfigMap"),
-    ("v1", "Secret"),
-    ("v1", "Service"),
-    ("v1", "ServiceAccount"),
-    ("v1", "PersistentVolumeClaim"),
-    ("v1", "Pod"),
-    ("v1", "LimitRange"),
-    ("v1", "ResourceQuota"),
-    ("apps", "Deployment"),
-    ("apps", "DaemonSet"),
-    ("apps", "StatefulSet"),
-    ("batch", "Job"),
-    ("batch", "CronJob"),
-    ("rbac.authorization.k8s.io", "Role"),
-    ("rbac.authorization.k8s.io", "RoleBinding"),
-    ("networking.k8s.io", "NetworkPolicy"),
-    ("networking.k8s.io", "Ingress"),
-    ("policy", "PodDisruptionBudget"),
-    ("route.openshift.io", "Route"),
-    ("operators.coreos.com", "Subscription"),
-    ("operators.coreos.com", "OperatorGroup"),
-    ("monitoring.coreos.com", "ServiceMonitor"),
-    ("monitoring.coreos.com", "PrometheusRule"),
-    ("argoproj.io", "Application"),
-];
-
-/// API groups whose kinds are all cluster-scoped: an object of one given
-/// in two namespaces is one object to the API server, which drops the
-/// namespace (review 19).
-const CLUSTER_SCOPED_GROUPS: [&str; 5] = [
-    "config.openshift.io",
-    "machineconfiguration.openshift.io",
-    "apiextensions.k8s.io",
-    "admissionregistration.k8s.io",
-    "node.k8s.io",
-];
-
-/// Label and annotation keys of a Namespace that decide which pods it
-/// admits and where they run (Pod Security's `enforce: restricted` refused
-/// nfd-worker's pods; a node selector or default tolerations move them):
-/// such a Namespace is priced as any other kind (review 20 r20b F9).
-const POD_ADMISSION_KEYS: [&str; 3] = [
-    "pod-security.kubernetes.io/",
-    "openshift.io/node-selector",
-    "scheduler.alpha.kubernetes.io/",
-];
-
-fn admits_pods_otherwise(doc: &Value) -> bool {
-    ["/metadata/labels", "/metadata/annotations"]
-        .iter()
-        .filter_map(|p| doc.pointer(p).and_then(Value::as_object))
-        .flat_map(|m| m.keys())
-        .any(|k| POD_ADMISSION_KEYS.iter().any(|p| k.starts_with(p)))
-}
-
-/// Whether `api_version` is of `group` (`v1`: the core group, exactly;
-/// else `group/` and a version).
-fn of_group(api_version: &str, group: &str) -> bool {
-    match group {
-        "v1" => api_version == "v1",
-        g => api_version.starts_with(g),
-    }
-}
 
 /// The MachineConfigs and pools of `base` that `proposed` removes, added
 /// back to it: an apply that does not prune leaves them in the cluster,
@@ -222,8 +153,14 @@ pub fn read_render(spec: &str) -> Result<Render> {
             .push(m.file.clone());
         let docs = crate::cli::yaml::kube_yaml_docs(&m.text)
             .with_context(|| format!("{spec}: reading {} as YAML", m.name))?;
-        crate::cli::render::applied::check_documents(&docs, &m.name)
+        // Every object, of any kind, is read as applied: one an applier
+        // leaves out is refused (review 21 r21b F1).
+        let applied = crate::cli::render::applied::applied_objects(&docs, &m.name)
             .map_err(|e| e.context(spec.to_string()))?;
+        for obj in applied {
+            crate::cli::render::applied::check_left_out(obj, &m.name)
+                .map_err(|e| e.context(spec.to_string()))?;
+        }
         let before = render.machineconfigs.len() + render.pools.len();
         for doc in docs {
             add_render_object(doc, &m, &mut render).map_err(|e| e.context(spec.to_string()))?;
@@ -303,10 +240,53 @@ pub fn read_render(spec: &str) -> Result<Render> {
 }
 
 fn add_render_object(doc: Value, m: &tree::ManifestFile, render: &mut Render) -> Result<()> {
-    match doc.get("kind").and_then(Value::as_str) {
-        Some("MachineConfig") => render.machineconfigs.push(doc),
-        Some("MachineConfigPool") => render.pools.push(doc),
-        Some("MachineConfiguration") => render.policies.push(super::policy::PolicyFile {
+    let Some(k) = doc.get("kind").and_then(Value::as_str) else {
+        // An empty document: nothing to apply.
+        if doc.is_null() {
+            return Ok(());
+        }
+        // kubectl refuses to apply it, and Argo CD fails the whole sync;
+        // a file an applier reads as its settings has no kind either.
+        bail!(
+            "{}: a YAML document without a `kind`, which plan cannot place (kubectl refuses \
+             it; an applier's settings file changes what is applied): give it its kind, or \
+             move it out of the tree",
+            m.name
+        );
+    };
+    // A list as kubectl decodes one: `List`, or `...List` with items
+    // (without them it applies the object as it is).
+    if k == "List" || (k.ends_with("List") && matches!(doc.get("items"), Some(Value::Array(_)))) {
+        if let Some(Value::Array(items)) = doc.get("items") {
+            for item in items.clone() {
+                add_render_object(item, m, render)?;
+            }
+        }
+        return Ok(());
+    }
+    // One identity for every object, of any kind (review 21 r21b F2).
+    let id = Identity::of(&doc);
+    let spelt = render
+        .spellings
+        .entry((id.kind_group(), id.name.clone()))
+        .or_default();
+    if !spelt.contains(&id.spelt) {
+        spelt.push(id.spelt.clone());
+    }
+    if id.twice_in(spelt) {
+        render.twice.push(format!(
+            "{} {:?} (given in more than one namespace, or with and without one)",
+            id.kind_group(),
+            id.name
+        ));
+    }
+    let rendered_from = RENDERED_FROM
+        .iter()
+        .any(|(group, kind)| *kind == k && id.group == *group);
+    match k {
+        "MachineConfig" => render.machineconfigs.push(doc),
+        "MachineConfigPool" => render.pools.push(doc),
+        "MachineConfiguration" => render.policies.push(super::policy::PolicyFile {
             name: m.name.clone(),
             // The field manager `render machineconfig` applies its
             // policy file with (`machineconfiguration-<pool>.yaml`).
@@ -317,119 +297,26 @@ fn add_render_object(doc: Value, m: &tree::ManifestFile, render: &mut Render) ->
             .map(|pool| format!("kubelet-labeler-{pool}")),
             doc,
         }),
-        Some(k)
-            if NOT_LAID_OUT.contains(&k)
-                || RENDERED_FROM.iter().any(|(group, kind)| {
-                    *kind == k
-                        && doc
-                            .get("apiVersion")
-                            .and_then(Value::as_str)
-                            .is_some_and(|v| v.starts_with(group))
-                }) =>
-        {
-            let name = doc
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            // In another namespace another object, which the operator may
-            // read or not (a Tuned moved into the Node Tuning Operator's
-            // namespace takes effect; review 20 r20b F4).
-            let name = match doc.pointer("/metadata/namespace").and_then(Value::as_str) {
-                Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
-                _ => name.to_string(),
+        "Node" if id.group == "v1" => render.nodes.push(id.name),
+        _ if KUSTOMIZE_OWN.contains(&(id.group.as_str(), k)) => {}
+        _ => {
+            // Not laid out: the MCO renders it (kept by kind alone), or
+            // plan cannot price it (kept by kind and group). Compared
+            // whole, labels and annotations with the spec (review 21 r21b
+            // F1: a KubeletConfig was compared by its spec alone).
+            let (map, kind) = if NOT_LAID_OUT.contains(&k) || rendered_from {
+                (&mut render.not_laid_out, k.to_string())
+            } else {
+                (&mut render.unpriced, id.kind_group())
             };
-            let key = (k.to_string(), name);
-            // What the MCO renders from: its spec.
-            let spec = doc.get("spec").cloned().unwrap_or_default();
-            if render
-                .not_laid_out
-                .get(&key)
-                .is_some_and(|earlier| *earlier != spec)
-            {
+            let key = (kind, id.key_name());
+            let compared = identity::compared(&doc, &id);
+            if map.get(&key).is_some_and(|earlier| *earlier != compared) {
+                // Which one lands is the applier's choice.
                 render.twice.push(format!("{} {:?}", key.0, key.1));
             }
-            render.not_laid_out.insert(key, spec);
+            map.insert(key, compared);
         }
-        // A list as kubectl decodes one: `List`, or `...List` with items
-        // (without them it applies the object as it is).
-        Some(k)
-            if k == "List"
-                || (k.ends_with("List") && matches!(doc.get("items"), Some(Value::Array(_)))) =>
-        {
-            if let Some(Value::Array(items)) = doc.get("items") {
-                for item in items.clone() {
-                    add_render_object(item, m, render)?;
-                }
-            }
-        }
-        Some(k) => {
-            let api_version = doc.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-            let name = doc
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
-            if k == "Node" && api_version == "v1" {
-                render.nodes.push(name);
-            } else if !NODE_NEUTRAL
-                .iter()
-                .any(|(group, kind)| *kind == k && of_group(api_version, group))
-                || admits_pods_otherwise(&doc)
-            {
-                // Its identity as the API server keeps it: kind, group
-                // (any version of it) and name, and the namespace (one of
-                // another namespace is another object, review 18), which a
-                // cluster-scoped kind drops (review 19).
-                let group = api_version.rsplit_once('/').map_or(api_version, |(g, _)| g);
-                let ns = doc
-                    .pointer("/metadata/namespace")
-                    .and_then(Value::as_str)
-                    .filter(|ns| !ns.is_empty() && !CLUSTER_SCOPED_GROUPS.contains(&group))
-                    .map(str::to_string);
-                let kind = format!("{k} ({group})");
-                let spelt = render
-                    .spellings
-                    .entry((kind.clone(), name.clone()))
-                    .or_default();
-                if !spelt.contains(&ns) {
-                    spelt.push(ns.clone());
-                }
-                // Given with and without a namespace, or in two of a kind not
-                // known to be namespaced: one object if its kind is
-                // cluster-scoped, which plan cannot tell.
-                let namespaced = NAMESPACED.contains(&(group, k));
-                if spelt.len() > 1 && (spelt.contains(&None) || !namespaced) {
-                    render.twice.push(format!(
-                        "{kind} {name:?} (given in more than one namespace, or with and \
-                         without one)"
-                    ));
-                }
-                let name = match ns {
-                    Some(ns) => format!("{ns}/{name}"),
-                    None => name,
-                };
-                let key = (kind, name);
-                if render
-                    .unpriced
-                    .get(&key)
-                    .is_some_and(|earlier| *earlier != doc)
-                {
-                    // Which one lands is the applier's choice.
-                    render.twice.push(format!("{} {:?}", key.0, key.1));
-                }
-                render.unpriced.insert(key, doc);
-            }
-        }
-        // An empty document: nothing to apply.
-        None if doc.is_null() => {}
-        // kubectl refuses to apply it, and Argo CD fails the whole sync;
-        // a file an applier reads as its settings has no kind either.
-        None => bail!(
-            "{}: a YAML document without a `kind`, which plan cannot place (kubectl refuses \
-             it; an applier's settings file changes what is applied): give it its kind, or \
-             move it out of the tree",
-            m.name
-        ),
     }
     Ok(())
 }

@@ -20,6 +20,7 @@ pub mod cluster_unit;
 pub mod command;
 mod fleet;
 pub mod formats;
+mod identity;
 mod inputs;
 pub mod kube;
 mod policy;
@@ -193,7 +194,7 @@ pub fn plan(opts: &PlanOptions) -> Result<Plan> {
 fn plan_in_budget(opts: &PlanOptions) -> Result<Plan> {
     let base = inputs::read_render(&opts.from)?;
     let mut proposed = inputs::read_render(&opts.to)?;
-    unrendered::check_objects(&base, &proposed)?;
+    unrendered::check_objects(&base, &proposed, opts.prune)?;
     let kept = if opts.prune {
         Vec::new()
     } else {

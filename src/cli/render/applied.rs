@@ -102,6 +102,8 @@ fn check_object<'a>(doc: &'a Value, source: &str, out: &mut Vec<&'a Value>) -> R
              the object itself, while plan and explain read the {kind}; remove `{key}`"
         );
     }
+    // The kinds these readers read; `plan` reads every kind, and checks
+    // each object with [`check_left_out`].
     if matches!(
         kind,
         "MachineConfig" | "MachineConfigPool" | "MachineConfiguration"
@@ -142,6 +144,20 @@ fn left_out_by(key: &str, value: &str) -> Option<&'static str> {
         }
         _ => None,
     }
+}
+
+/// Refuse an object of any kind that a GitOps tool leaves out of what it
+/// applies (its annotations), where plan reads it as applied: `plan` asks
+/// this of every object it reads (review 21 r21b F1: a KubeletConfig
+/// annotated `config.kubernetes.io/local-config` dropped out of the build,
+/// and Argo CD's prune deleted it, while plan compared its spec alone).
+pub fn check_left_out(doc: &Value, source: &str) -> Result<()> {
+    let s = |p: &str| doc.pointer(p).and_then(Value::as_str).unwrap_or("");
+    let what = match s("/kind") {
+        "" => "an object without kind".to_string(),
+        kind => format!("{kind} {:?}", s("/metadata/name")),
+    };
+    check_annotations(doc, source, &what)
 }
 
 fn check_annotations(doc: &Value, source: &str, what: &str) -> Result<()> {
