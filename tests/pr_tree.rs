@@ -130,10 +130,116 @@ fn hidden_directories_are_planned_and_submodules_refused() {
     );
     std::fs::remove_dir_all(pr.join(".extra")).unwrap();
     std::fs::create_dir(pr.join("vendor")).unwrap();
-    std::fs::write(pr.join("vendor/.git"), "gitdir: ../.git/modules/vendor\n").unwrap();
     std::fs::write(pr.join("vendor/99-motd.yaml"), MOTD).unwrap();
+    // A `.git` git cannot read is an error naming it, not a pass (review
+    // 21 r21b F4).
+    std::fs::write(pr.join("vendor/.git"), "gitdir: ../.git/modules/vendor\n").unwrap();
+    refused(
+        &plan(&base, &pr, &fleet, &["--format", "json"]),
+        &["git cannot read the repository of", "vendor ("],
+    );
+    std::fs::remove_file(pr.join("vendor/.git")).unwrap();
+    git(&pr.join("vendor"), &["init", "-q"]);
     let o = plan(&base, &pr, &fleet, &["--format", "json"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+}
+
+/// Review 21 r21b F4: a submodule inside a checked-out submodule (CI checks
+/// submodules out one level, Argo CD recursively) is judged by its own
+/// repository's index: not checked out, refused (it read as an empty
+/// directory, a reboot in it planned as none); checked out, planned. A
+/// repository git refuses to read ("dubious ownership") is refused, not
+/// passed.
+#[test]
+fn a_submodule_in_a_submodule_not_checked_out_is_refused() {
+    if !skipped::need("git") {
+        return;
+    }
+    let tmp = scratch_dir();
+    let g = |dir: &Path, args: &[&str]| {
+        let mut all = vec!["-c", "protocol.file.allow=always"];
+        all.extend_from_slice(args);
+        git(dir, &all);
+    };
+    let (inner, outer, origin) = (
+        tmp.path().join("inner"),
+        tmp.path().join("outer"),
+        tmp.path().join("origin"),
+    );
+    for d in [&inner, &outer, &origin] {
+        std::fs::create_dir(d).unwrap();
+        g(d, &["init", "-q"]);
+    }
+    std::fs::write(inner.join("99-motd.yaml"), MOTD).unwrap();
+    g(&inner, &["add", "-A"]);
+    g(&inner, &["commit", "-q", "-m", "mc"]);
+    std::fs::write(outer.join("README.md"), "dashboards\n").unwrap();
+    g(&outer, &["add", "-A"]);
+    g(&outer, &["commit", "-q", "-m", "readme"]);
+    g(
+        &outer,
+        &["submodule", "add", "-q", inner.to_str().unwrap(), "deep"],
+    );
+    g(&outer, &["commit", "-q", "-m", "deep"]);
+    let base = tmp.path().join("base");
+    render(&base.join("worker-gpu"), &[]);
+    render(&origin.join("gitops/worker-gpu"), &[]);
+    g(&origin, &["add", "-A"]);
+    g(&origin, &["commit", "-q", "-m", "base"]);
+    g(
+        &origin,
+        &[
+            "submodule",
+            "add",
+            "-q",
+            outer.to_str().unwrap(),
+            "gitops/vendor",
+        ],
+    );
+    g(&origin, &["commit", "-q", "-m", "pr"]);
+    let ci = tmp.path().join("ci");
+    g(
+        tmp.path(),
+        &[
+            "clone",
+            "-q",
+            origin.to_str().unwrap(),
+            ci.to_str().unwrap(),
+        ],
+    );
+    g(&ci, &["submodule", "update", "-q", "--init"]);
+    let fleet = repo().join("examples/fleet/fleet.json");
+    let to = ci.join("gitops");
+    refused(
+        &plan(&base, &to, &fleet, &[]),
+        &["vendor/deep is a git submodule that is not checked out"],
+    );
+    // The top one planned itself: the same.
+    refused(
+        &plan(&base, &to.join("vendor"), &fleet, &[]),
+        &["deep is a git submodule that is not checked out"],
+    );
+    // Git refusing the repository: an error naming it.
+    let o = bin()
+        .env("GIT_CONFIG_PARAMETERS", "'broken")
+        .arg("plan")
+        .arg("--from")
+        .arg(&base)
+        .arg("--to")
+        .arg(&to)
+        .arg("--fleet")
+        .arg(&fleet)
+        .output()
+        .unwrap();
+    refused(&o, &["git cannot read the repository of"]);
+    g(&ci, &["submodule", "update", "-q", "--init", "--recursive"]);
+    let o = plan(&base, &to, &fleet, &["--format", "json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        disruptions(&o).iter().any(|d| d.contains("reboot")),
+        "{:?}",
+        disruptions(&o)
+    );
 }
 
 /// Files an applier reads as its settings, not as manifests: Argo CD's

@@ -63,8 +63,9 @@ pub fn local_texts(path: &Path, spec: &str) -> Result<Vec<ManifestFile>> {
         }
         return Ok(vec![local_file(path, text)]);
     }
-    walk(path, &mut files, spec)?;
-    unchecked_out_submodules(path, spec)?;
+    let mut repos = Vec::new();
+    walk(path, &mut files, &mut repos, spec)?;
+    unchecked_out_submodules(path, &repos, spec)?;
     files.sort();
     let mut total = 0u64;
     let mut out = Vec::new();
@@ -102,34 +103,67 @@ pub fn local_texts(path: &Path, spec: &str) -> Result<Vec<ManifestFile>> {
 }
 
 /// Refuse a submodule under `dir` that is not checked out (review 20
-/// r20b F2): it reads as an empty directory, while Argo CD checks it out and
-/// applies what it holds. Outside a git work tree, or without git, there is
-/// nothing to tell.
-fn unchecked_out_submodules(dir: &Path, spec: &str) -> Result<()> {
-    let Some(d) = dir.to_str() else {
-        return Ok(());
-    };
-    let Ok(listing) = git_output(
-        &["-C", d, "ls-files", "--stage", "-z", "--", "."],
-        None,
-        LISTING_MAX_BYTES,
-    ) else {
-        return Ok(());
-    };
-    for entry in listing.split(|&b| b == 0).filter(|e| !e.is_empty()) {
-        let entry = String::from_utf8_lossy(entry);
-        let Some((meta, name)) = entry.split_once('\t') else {
-            continue;
-        };
-        if meta.starts_with("160000 ") && !dir.join(name).join(".git").exists() {
-            bail!(
-                "{spec}: {name} is a git submodule that is not checked out: Argo CD checks it \
-                 out and applies its manifests, which plan cannot see here; run `git submodule \
-                 update --init --recursive` first, or remove it"
-            );
+/// r20b F2): it reads as an empty directory, while Argo CD checks it out
+/// (recursively) and applies what it holds. Every repository the walk
+/// entered is asked, not only the first (review 21 r21b F4): `repos` holds
+/// each directory under `dir` with a `.git` of its own (a checked-out
+/// submodule, whose own submodules its parent's index does not list), and
+/// `dir` itself is asked when it or a directory above it holds a `.git`.
+/// Where a `.git` is, git must answer: a failure (git missing, "dubious
+/// ownership", a broken `.git`) is an error naming the repository, never
+/// a pass. Without any `.git` (a tarball, `git archive`) there is nothing
+/// to tell.
+fn unchecked_out_submodules(dir: &Path, repos: &[PathBuf], spec: &str) -> Result<()> {
+    let mut asked: Vec<&Path> = repos.iter().map(PathBuf::as_path).collect();
+    if !asked.contains(&dir) && in_work_tree(dir) {
+        asked.insert(0, dir);
+    }
+    for repo in asked {
+        let listing = git_output_in(
+            repo,
+            &["ls-files", "--stage", "-z", "--", "."],
+            LISTING_MAX_BYTES,
+        )
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "{spec}: git cannot read the repository of {} ({e:#}): plan cannot tell which \
+                 of its submodules are not checked out (Argo CD checks them out and applies \
+                 them); make git read it (dubious ownership: add the `safe.directory` git \
+                 names), or plan a copy without .git",
+                repo.display()
+            )
+        })?;
+        for entry in listing.split(|&b| b == 0).filter(|e| !e.is_empty()) {
+            let entry = String::from_utf8_lossy(entry);
+            let Some((meta, name)) = entry.split_once('\t') else {
+                continue;
+            };
+            if meta.starts_with("160000 ") && !has_git(&repo.join(name)) {
+                let shown = repo.join(name);
+                let shown = shown.strip_prefix(dir).unwrap_or(&shown);
+                bail!(
+                    "{spec}: {} is a git submodule that is not checked out: Argo CD checks it \
+                     out and applies its manifests, which plan cannot see here; run `git \
+                     submodule update --init --recursive` first, or remove it",
+                    shown.display()
+                );
+            }
         }
     }
     Ok(())
+}
+
+/// Whether `dir` holds a `.git` (a directory, or the file of a linked
+/// worktree or a submodule), whatever it is: git is then asked about it.
+fn has_git(dir: &Path) -> bool {
+    std::fs::symlink_metadata(dir.join(".git")).is_ok()
+}
+
+/// Whether `dir` or a directory above it holds a `.git`, as git finds its
+/// repository (from the physical path).
+fn in_work_tree(dir: &Path) -> bool {
+    let at = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    at.ancestors().any(has_git)
 }
 
 fn local_file(path: &Path, text: String) -> ManifestFile {
@@ -143,7 +177,10 @@ fn local_file(path: &Path, text: String) -> ManifestFile {
     }
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>, spec: &str) -> Result<()> {
+/// The manifests under `dir` into `out`, and each directory holding a
+/// `.git` (a repository of its own: see `unchecked_out_submodules`) into
+/// `repos`.
+fn walk(dir: &Path, out: &mut Vec<PathBuf>, repos: &mut Vec<PathBuf>, spec: &str) -> Result<()> {
     for entry in
         std::fs::read_dir(dir).with_context(|| format!("{spec}: reading {}", dir.display()))?
     {
@@ -151,12 +188,14 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>, spec: &str) -> Result<()> {
         let p = entry.path();
         let meta =
             std::fs::symlink_metadata(&p).with_context(|| format!("{spec}: {}", p.display()))?;
-        if meta.is_dir() {
-            // Git's own (never in a tree): hidden directories are applied
-            // as any (`oc apply -R`, Argo CD's directory walk; review 19).
-            if entry.file_name() != ".git" {
-                walk(&p, out, spec)?;
-            }
+        if entry.file_name() == ".git" {
+            // Git's own (never in a tree, so never a PR's): its repository
+            // is asked about its submodules. Hidden directories are
+            // applied as any (`oc apply -R`, Argo CD's directory walk;
+            // review 19).
+            repos.push(dir.to_path_buf());
+        } else if meta.is_dir() {
+            walk(&p, out, repos, spec)?;
         } else if let Some(what) = other_builder(&p) {
             bail!("{spec}: {}: {what}", p.display());
         } else if is_manifest(&p) {
@@ -170,12 +209,36 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>, spec: &str) -> Result<()> {
     Ok(())
 }
 
+/// `git_output` run in `dir` about the repository found there (as
+/// `in_work_tree` finds it), whatever git's variables of the environment
+/// name (a hook's `GIT_DIR`).
+fn git_output_in(dir: &Path, args: &[&str], cap: u64) -> Result<Vec<u8>> {
+    let mut git = Command::new("git");
+    git.current_dir(dir);
+    for v in [
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_COMMON_DIR",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_CEILING_DIRECTORIES",
+    ] {
+        git.env_remove(v);
+    }
+    // As `in_work_tree` looks: up to `/`, a mount point no stop.
+    git.env("GIT_DISCOVERY_ACROSS_FILESYSTEM", "1");
+    run_git(git.args(args), None, cap)
+}
+
 /// What git writes to its standard output, refused past `cap` bytes (git
 /// is stopped there); `input` is written to its standard input meanwhile.
 fn git_output(args: &[&str], input: Option<Vec<u8>>, cap: u64) -> Result<Vec<u8>> {
+    run_git(Command::new("git").args(args), input, cap)
+}
+
+fn run_git(git: &mut Command, input: Option<Vec<u8>>, cap: u64) -> Result<Vec<u8>> {
     use std::process::Stdio;
-    let mut child = Command::new("git")
-        .args(args)
+    let mut child = git
         .stdin(if input.is_some() {
             Stdio::piped()
         } else {
