@@ -304,3 +304,129 @@ fn a_tree_of_too_many_manifests_is_refused() {
         &["more than 50000 manifest files"],
     );
 }
+
+/// A MachineConfig of the pool whose kernel argument holds git's `$Id$`
+/// keyword, as an earlier change committed it.
+const AUDIT: &str = "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\n\
+                     metadata:\n  name: 99-worker-gpu-audit\n  labels:\n    \
+                     machineconfiguration.openshift.io/role: worker-gpu\nspec:\n  \
+                     kernelArguments:\n  - \"audit_build=$Id$\"\n";
+
+/// Review 21 r21b F8: a revision (`REV:PATH`) is read as its checkout
+/// writes it, the attributes of that revision (a `.gitattributes` above the
+/// path too) and of the repository (`$GIT_DIR/info/attributes`) applied:
+/// a PR adding only `*.yaml ident` changes the kernel argument of a
+/// MachineConfig it does not touch (a reboot), planned as no change from
+/// the blobs. Each revision planned agrees with its checkout planned as a
+/// directory.
+#[test]
+fn a_revision_is_read_as_its_checkout_writes_it() {
+    if !skipped::need("git") {
+        return;
+    }
+    let tmp = scratch_dir();
+    let top = tmp.path().join("repo");
+    let pool = top.join("gitops/worker-gpu");
+    render(&pool, &[]);
+    std::fs::write(pool.join("99-worker-gpu-audit.yaml"), AUDIT).unwrap();
+    let k = pool.join("kustomization.yaml");
+    let listed = std::fs::read_to_string(&k).unwrap().replace(
+        "- machineconfigpool-worker-gpu.yaml\n",
+        "- machineconfigpool-worker-gpu.yaml\n- 99-worker-gpu-audit.yaml\n",
+    );
+    assert!(listed.contains("99-worker-gpu-audit.yaml"), "{listed}");
+    std::fs::write(&k, listed).unwrap();
+    git(&top, &["init", "-q"]);
+    let commit = |what: &str| {
+        git(&top, &["add", "-A"]);
+        git(&top, &["commit", "-q", "-m", what]);
+    };
+    commit("base");
+    let fleet = repo().join("examples/fleet/fleet.json");
+    let mut checkouts = 0;
+    // The plan of HEAD~1 to HEAD, in git mode and on the two checkouts:
+    // the same outcome.
+    let mut both = |says: &str| -> Output {
+        let o = bin()
+            .current_dir(&top)
+            .args(["plan", "--format", "json"])
+            .args(["--from", "HEAD~1:gitops", "--to", "HEAD:gitops", "--fleet"])
+            .arg(&fleet)
+            .output()
+            .unwrap();
+        let mut dirs = Vec::new();
+        for rev in ["HEAD~1", "HEAD"] {
+            checkouts += 1;
+            let at = tmp.path().join(format!("checkout-{checkouts}"));
+            git(
+                &top,
+                &[
+                    "worktree",
+                    "add",
+                    "-q",
+                    "--detach",
+                    at.to_str().unwrap(),
+                    rev,
+                ],
+            );
+            dirs.push(at.join("gitops"));
+        }
+        let d = plan(&dirs[0], &dirs[1], &fleet, &["--format", "json"]);
+        assert_eq!(
+            o.status.code(),
+            d.status.code(),
+            "{says}: {}{}",
+            stderr(&o),
+            stderr(&d)
+        );
+        if o.status.code() != Some(2) {
+            assert_eq!(disruptions(&o), disruptions(&d), "{says}");
+        }
+        o
+    };
+
+    // A .gitattributes at the top, above the path planned.
+    std::fs::write(top.join(".gitattributes"), "*.yaml ident\n").unwrap();
+    commit("ident");
+    let o = both("ident by .gitattributes");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        disruptions(&o).iter().any(|d| d.contains("reboot")),
+        "{:?}",
+        disruptions(&o)
+    );
+
+    // The repository's own attributes: each later edit of the file (a
+    // comment) changes its blob, so its expanded `$Id$`.
+    std::fs::remove_file(top.join(".gitattributes")).unwrap();
+    commit("no attributes");
+    let info = String::from_utf8(
+        Command::new("git")
+            .current_dir(&top)
+            .args(["rev-parse", "--git-path", "info/attributes"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let info = top.join(info.trim());
+    std::fs::create_dir_all(info.parent().unwrap()).unwrap();
+    std::fs::write(&info, "*.yaml ident\n").unwrap();
+    let audit = pool.join("99-worker-gpu-audit.yaml");
+    std::fs::write(&audit, format!("{AUDIT}# reviewed\n")).unwrap();
+    commit("a comment");
+    let o = both("ident by info/attributes");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    std::fs::remove_file(&info).unwrap();
+
+    // An encoding a checkout writes: not UTF-8, refused either way.
+    std::fs::write(
+        top.join(".gitattributes"),
+        "*-audit.yaml working-tree-encoding=UTF-16LE-BOM\n",
+    )
+    .unwrap();
+    // Only the attributes: the blob stays the UTF-8 committed.
+    git(&top, &["add", ".gitattributes"]);
+    git(&top, &["commit", "-q", "-m", "utf-16"]);
+    refused(&both("working-tree-encoding"), &["not UTF-8 text"]);
+}

@@ -342,17 +342,16 @@ pub fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<ManifestFile>> 
     .trim()
     .to_string();
     let commit = format!("{rev}^{{commit}}");
-    if git(
+    let Ok(commit) = git(
         &["-C", &top, "rev-parse", "--verify", "--quiet", &commit],
         None,
         1 << 16,
-    )
-    .is_err()
-    {
+    ) else {
         bail!(
             "{spec}: {rev:?} is no git revision of {top}; give a branch, tag or commit (git fetch first for origin/...)"
         );
-    }
+    };
+    let commit = String::from_utf8_lossy(&commit).trim().to_string();
     let sub = sub.trim_start_matches("./");
     // With each blob's size (`<mode> <type> <object> <size>\t<name>`): the
     // total is known before any blob is read (a blob git stores in a few
@@ -410,30 +409,88 @@ pub fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<ManifestFile>> 
             RENDER_MAX_BYTES >> 20
         );
     }
-    // Every blob through one `git cat-file --batch`, not a process each.
-    let request: String = blobs
-        .iter()
-        .map(|(_, object, _)| format!("{object}\n"))
-        .collect();
-    let batch = git(
-        &["-C", &top, "cat-file", "--batch"],
-        Some(request.into_bytes()),
-        total + 128 * blobs.len() as u64,
-    )?;
+    let out = checked_out(&top, &commit, rev, blobs, spec)?;
+    if out.is_empty() {
+        bail!("{spec}: no *.yaml, *.yml or *.json file under {sub:?} at {rev}");
+    }
+    Ok(out)
+}
+
+/// The blobs `(name, object, size)` as a checkout of `commit` writes them
+/// (review 21 r21b F8): the attributes of that revision's `.gitattributes`
+/// (at any level, above the path planned too) and of the repository's own
+/// (`$GIT_DIR/info/attributes`, `core.attributesFile`) applied with its
+/// configuration (`ident`, `text`/`eol`, `working-tree-encoding`, a
+/// configured `filter`), so a revision planned reads as its checkout
+/// planned as a directory. Every blob through one `git cat-file --batch
+/// --filters`, not a process each; its header gives the stored size, not
+/// the converted one, so each blob is closed by a line no blob can hold
+/// (an object name of this run's random bytes, which git says is missing).
+fn checked_out(
+    top: &str,
+    commit: &str,
+    rev: &str,
+    blobs: Vec<(String, String, u64)>,
+    spec: &str,
+) -> Result<Vec<ManifestFile>> {
+    let mut random = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut random))
+        .with_context(|| format!("{spec}: reading /dev/urandom"))?;
+    let nonce: String = random.iter().map(|b| format!("{b:02x}")).collect();
+    let nonce = format!("kubelet-labeler.end.{nonce}");
+    // NUL-separated (`-z`): a name may hold a newline.
+    let mut request = Vec::new();
+    for (name, object, _) in &blobs {
+        request.extend_from_slice(format!("{object} {name}\0{nonce} {name}\0").as_bytes());
+    }
+    let attr_source = format!("--attr-source={commit}");
+    let args = [
+        attr_source.as_str(),
+        "-C",
+        top,
+        "cat-file",
+        "--batch",
+        "--filters",
+        "-z",
+    ];
+    let batch = git_output(
+        &args,
+        Some(request),
+        RENDER_MAX_BYTES + 512 * blobs.len() as u64,
+    )
+    .with_context(|| {
+        format!(
+            "{spec}: git {} (reading the revision as a checkout writes it; git 2.40 or later)",
+            args.join(" ")
+        )
+    })?;
+    let end = format!("\n{nonce} missing\n");
     let mut rest = &batch[..];
     let mut out = Vec::new();
-    for (name, object, size) in blobs {
-        let header = format!("{object} blob {size}\n");
+    let mut total = 0u64;
+    for (name, object, _) in blobs {
+        let header = format!("{object} blob ");
         let body = rest
             .strip_prefix(header.as_bytes())
-            .and_then(|r| r.get(..size as usize).map(|b| (b, &r[size as usize..])))
-            .and_then(|(b, r)| Some((b, r.strip_prefix(b"\n")?)));
+            .and_then(|r| Some(&r[r.iter().position(|&b| b == b'\n')? + 1..]))
+            .and_then(|r| {
+                let at = r.windows(end.len()).position(|w| w == end.as_bytes())?;
+                Some((&r[..at], &r[at + end.len()..]))
+            });
         let Some((bytes, after)) = body else {
             bail!("{spec}: git cat-file gave no blob {object} for {name}");
         };
         rest = after;
+        total += bytes.len() as u64;
+        if total > RENDER_MAX_BYTES {
+            bail!(
+                "{spec}: more than {} MiB of manifests as checked out",
+                RENDER_MAX_BYTES >> 20
+            );
+        }
         let text = String::from_utf8(bytes.to_vec())
-            .map_err(|_| anyhow::anyhow!("{spec}: {name} is not UTF-8 text"))?;
+            .map_err(|_| anyhow::anyhow!("{spec}: {name} is not UTF-8 text as checked out"))?;
         let (dir, file) = name.rsplit_once('/').unwrap_or(("", &name));
         out.push(ManifestFile {
             name: format!("{rev}:{name}"),
@@ -442,15 +499,66 @@ pub fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<ManifestFile>> 
             text,
         });
     }
-    if out.is_empty() {
-        bail!("{spec}: no *.yaml, *.yml or *.json file under {sub:?} at {rev}");
-    }
     Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each blob as a checkout writes it (review 21 r21b F8), told apart
+    /// from the next whatever it holds: a line like the one closing a blob,
+    /// a name with a space or a newline, a size changed by the conversion.
+    #[test]
+    fn blobs_are_read_as_checked_out() {
+        let repo = tempfile::tempdir().unwrap();
+        let top = repo.path().to_str().unwrap();
+        let git = |args: &[&str]| {
+            let mut all = vec!["-C", top, "-c", "user.name=t", "-c", "user.email=t@t"];
+            all.extend_from_slice(args);
+            git_output(&all, None, 1 << 20).unwrap()
+        };
+        git(&["init", "-q"]);
+        let files = [
+            ("a b.yaml", "k: \"$Id$\"\nv: 1\n"),
+            (
+                "x\ny.yaml",
+                "k: $Id$\nkubelet-labeler.end.00 missing\n\nz: 2\n",
+            ),
+            ("sub/c.yaml", "k: 2\n"),
+        ];
+        for (name, text) in files {
+            let path = repo.path().join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        std::fs::write(
+            repo.path().join(".gitattributes"),
+            "*.yaml ident\nsub/*.yaml eol=crlf\n",
+        )
+        .unwrap();
+        git(&["add", "-A"]);
+        git(&["commit", "-q", "-m", "x"]);
+        let commit = String::from_utf8(git(&["rev-parse", "HEAD"])).unwrap();
+        let blobs = files
+            .iter()
+            .map(|(name, _)| {
+                let object = git(&["rev-parse", &format!("HEAD:{name}")]);
+                let object = String::from_utf8(object).unwrap().trim().to_string();
+                (name.to_string(), object, 0)
+            })
+            .collect();
+        let out = checked_out(top, commit.trim(), "HEAD", blobs, "HEAD:").unwrap();
+        // What a checkout wrote, read back from a fresh one.
+        let co = tempfile::tempdir().unwrap();
+        let at = co.path().join("co");
+        git(&["worktree", "add", "-q", at.to_str().unwrap(), "HEAD"]);
+        for (f, (name, text)) in out.iter().zip(files) {
+            let written = std::fs::read_to_string(at.join(name)).unwrap();
+            assert_eq!(f.text, written, "{name}");
+            assert_ne!(f.text, text, "{name}: converted");
+        }
+    }
 
     /// git's output is read up to a bound, then refused (a listing of
     /// millions of files was read whole); input reaches it meanwhile.
