@@ -430,3 +430,52 @@ fn a_revision_is_read_as_its_checkout_writes_it() {
     git(&top, &["commit", "-q", "-m", "utf-16"]);
     refused(&both("working-tree-encoding"), &["not UTF-8 text"]);
 }
+
+/// Review 21 r21c F2: a directory planned that holds a `.git` of its own
+/// (an extracted archive, a copied checkout) is an input like its files:
+/// the program its config names for git to run (`core.fsmonitor`) never
+/// runs, in directory mode or at a revision. It ran as the user planning.
+#[test]
+fn a_repositorys_own_config_runs_nothing() {
+    if !skipped::need("git") {
+        return;
+    }
+    let tmp = scratch_dir();
+    let (base, pr) = (tmp.path().join("in/a"), tmp.path().join("in/b"));
+    render(&base.join("worker-gpu"), &[]);
+    render(&pr.join("worker-gpu"), &[]);
+    let top = tmp.path().join("in");
+    git(&top, &["init", "-q"]);
+    git(&top, &["add", "."]);
+    git(&top, &["commit", "-q", "-m", "x"]);
+    let ran = tmp.path().join("ran");
+    let hook = top.join(".git/hook.sh");
+    std::fs::write(&hook, format!("#!/bin/sh\ntouch '{}'\n", ran.display())).unwrap();
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    git(&top, &["config", "core.fsmonitor", hook.to_str().unwrap()]);
+    // The hook runs where git asks it (the control).
+    git(&top, &["status", "--porcelain"]);
+    assert!(
+        ran.exists(),
+        "git ran no fsmonitor: the test proves nothing"
+    );
+    std::fs::remove_file(&ran).unwrap();
+    let fleet = repo().join("examples/fleet/fleet.json");
+    let o = plan(&base, &pr, &fleet, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        !ran.exists(),
+        "plan of a directory ran the repository's program"
+    );
+    let o = bin()
+        .current_dir(&top)
+        .args(["plan", "--from", "HEAD:a/", "--to", "HEAD:b/", "--fleet"])
+        .arg(&fleet)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        !ran.exists(),
+        "plan of a revision ran the repository's program"
+    );
+}

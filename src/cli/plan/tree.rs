@@ -213,7 +213,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>, repos: &mut Vec<PathBuf>, spec: &str
 /// `in_work_tree` finds it), whatever git's variables of the environment
 /// name (a hook's `GIT_DIR`).
 fn git_output_in(dir: &Path, args: &[&str], cap: u64) -> Result<Vec<u8>> {
-    let mut git = Command::new("git");
+    let mut git = git_command();
     git.current_dir(dir);
     for v in [
         "GIT_DIR",
@@ -233,7 +233,16 @@ fn git_output_in(dir: &Path, args: &[&str], cap: u64) -> Result<Vec<u8>> {
 /// What git writes to its standard output, refused past `cap` bytes (git
 /// is stopped there); `input` is written to its standard input meanwhile.
 fn git_output(args: &[&str], input: Option<Vec<u8>>, cap: u64) -> Result<Vec<u8>> {
-    run_git(Command::new("git").args(args), input, cap)
+    run_git(git_command().args(args), input, cap)
+}
+
+/// git, told to run no program a repository's own config names for what
+/// plan asks (review 21 r21c F2: `core.fsmonitor` in a directory's `.git`,
+/// an input like any file of it, ran as the user planning).
+fn git_command() -> Command {
+    let mut git = Command::new("git");
+    git.args(["-c", "core.fsmonitor=false"]);
+    git
 }
 
 fn run_git(git: &mut Command, input: Option<Vec<u8>>, cap: u64) -> Result<Vec<u8>> {
@@ -422,10 +431,10 @@ pub fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<ManifestFile>> 
 /// (`$GIT_DIR/info/attributes`, `core.attributesFile`) applied with its
 /// configuration (`ident`, `text`/`eol`, `working-tree-encoding`, a
 /// configured `filter`), so a revision planned reads as its checkout
-/// planned as a directory. Every blob through one `git cat-file --batch
-/// --filters`, not a process each; its header gives the stored size, not
-/// the converted one, so each blob is closed by a line no blob can hold
-/// (an object name of this run's random bytes, which git says is missing).
+/// planned as a directory. Git itself checks them out: from a scratch
+/// index of the revision (where its `.gitattributes` are read) into a
+/// scratch work tree, removed after, with any git (`--attr-source` needs
+/// 2.40).
 fn checked_out(
     top: &str,
     commit: &str,
@@ -433,63 +442,44 @@ fn checked_out(
     blobs: Vec<(String, String, u64)>,
     spec: &str,
 ) -> Result<Vec<ManifestFile>> {
-    let mut random = [0u8; 16];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut random))
-        .with_context(|| format!("{spec}: reading /dev/urandom"))?;
-    let nonce: String = random.iter().map(|b| format!("{b:02x}")).collect();
-    let nonce = format!("kubelet-labeler.end.{nonce}");
-    // NUL-separated (`-z`): a name may hold a newline.
-    let mut request = Vec::new();
-    for (name, object, _) in &blobs {
-        request.extend_from_slice(format!("{object} {name}\0{nonce} {name}\0").as_bytes());
+    let scratch =
+        tempfile::tempdir().with_context(|| format!("{spec}: making a scratch directory"))?;
+    let index = scratch.path().join("index");
+    let work = scratch.path().join("work");
+    std::fs::create_dir(&work).with_context(|| format!("{spec}: making {}", work.display()))?;
+    let with_index = |args: &[&str], input: Option<Vec<u8>>| -> Result<Vec<u8>> {
+        let mut git = git_command();
+        git.env("GIT_INDEX_FILE", &index)
+            .args(["-C", top])
+            .args(args);
+        run_git(&mut git, input, 1 << 20).with_context(|| format!("{spec}: git {}", args.join(" ")))
+    };
+    with_index(&["read-tree", commit], None)?;
+    let mut names = Vec::new();
+    for (name, _, _) in &blobs {
+        names.extend_from_slice(name.as_bytes());
+        names.push(0);
     }
-    let attr_source = format!("--attr-source={commit}");
-    let args = [
-        attr_source.as_str(),
-        "-C",
-        top,
-        "cat-file",
-        "--batch",
-        "--filters",
-        "-z",
-    ];
-    let batch = git_output(
-        &args,
-        Some(request),
-        RENDER_MAX_BYTES + 512 * blobs.len() as u64,
-    )
-    .with_context(|| {
-        format!(
-            "{spec}: git {} (reading the revision as a checkout writes it; git 2.40 or later)",
-            args.join(" ")
-        )
-    })?;
-    let end = format!("\n{nonce} missing\n");
-    let mut rest = &batch[..];
+    let work_tree = format!("--work-tree={}", work.display());
+    with_index(
+        &[&work_tree, "checkout-index", "-z", "--stdin"],
+        Some(names),
+    )?;
     let mut out = Vec::new();
     let mut total = 0u64;
-    for (name, object, _) in blobs {
-        let header = format!("{object} blob ");
-        let body = rest
-            .strip_prefix(header.as_bytes())
-            .and_then(|r| Some(&r[r.iter().position(|&b| b == b'\n')? + 1..]))
-            .and_then(|r| {
-                let at = r.windows(end.len()).position(|w| w == end.as_bytes())?;
-                Some((&r[..at], &r[at + end.len()..]))
-            });
-        let Some((bytes, after)) = body else {
-            bail!("{spec}: git cat-file gave no blob {object} for {name}");
-        };
-        rest = after;
-        total += bytes.len() as u64;
-        if total > RENDER_MAX_BYTES {
+    for (name, _, _) in blobs {
+        let path = work.join(&name);
+        let meta = std::fs::symlink_metadata(&path)
+            .with_context(|| format!("{spec}: {name} as checked out"))?;
+        total += meta.len();
+        if !meta.is_file() || total > RENDER_MAX_BYTES {
             bail!(
-                "{spec}: more than {} MiB of manifests as checked out",
+                "{spec}: {name}: not a regular file of at most {} MiB of manifests as checked out",
                 RENDER_MAX_BYTES >> 20
             );
         }
-        let text = String::from_utf8(bytes.to_vec())
+        let bytes = std::fs::read(&path).with_context(|| format!("{spec}: reading {name}"))?;
+        let text = String::from_utf8(bytes)
             .map_err(|_| anyhow::anyhow!("{spec}: {name} is not UTF-8 text as checked out"))?;
         let (dir, file) = name.rsplit_once('/').unwrap_or(("", &name));
         out.push(ManifestFile {
