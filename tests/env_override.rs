@@ -257,3 +257,93 @@ fn a_variable_of_ours_no_file_of_ours_sets_is_left_out_fenced() {
         }
     }
 }
+
+/// Review 21 r21a F1: kubelet-env padded so that kubelet's own command
+/// and environment fit exec's limit but not with ours on top (a window as
+/// wide as what we add) started kubelet unchanged: no taint, no fence.
+/// Now kubelet gets the environment without our variables (their room
+/// pays for the flags made of them), and where even that is not enough
+/// (kubelet-env empties our variables, so our drop-ins' labels and taints
+/// and the fence come on top of a room it chose) the largest strings of the environment
+/// go instead. Every padding at which kubelet starts carries our taints.
+/// FAILS before the fix: at the top of the window, no taint.
+#[test]
+fn an_environment_padded_to_execs_limit_never_takes_our_taints() {
+    // kubelet's command longer than the wrapper's (as OpenShift's is):
+    // the wrapper starts where kubelet with ours would not.
+    let unit = UNIT.replace(
+        "--v=2",
+        &format!("--v=2 --hostname-override={}", "h".repeat(2000)),
+    );
+    let Some(node) = RecorderNode::new(&unit) else {
+        return;
+    };
+    let d = node.root().join(DROPINS);
+    write(&d.join(ENV_DROPIN_NAME), &quoted(&POOL_SET));
+    write(&d.join(ROLE_ENV_DROPIN_NAME), &quoted(&ROLE_SET));
+    // A 1 MiB stack: exec takes 256 KiB of argv and environment.
+    let shell = "ulimit -s 1024";
+    // kubelet-env emptying every variable of ours: their room is the
+    // names alone, and the fence comes on top.
+    let emptied: Vec<(&'static str, &str)> = POOL_SET
+        .iter()
+        .chain(&ROLE_SET)
+        .map(|(k, _)| (*k, ""))
+        .collect();
+    for file in [&[][..], &emptied[..]] {
+        let run = |pad: usize| {
+            let mut file: Vec<(&'static str, String)> =
+                file.iter().map(|(k, v)| (*k, v.to_string())).collect();
+            for (i, name) in ["PAD_A", "PAD_B", "PAD_C"].into_iter().enumerate() {
+                let n = pad.saturating_sub(i * 100_000).min(100_000);
+                file.push((name, "x".repeat(n)));
+            }
+            let borrowed: Vec<(&'static str, &str)> =
+                file.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let text: String = file.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+            write(&node.root().join(ENV_FILE), &text);
+            let mut env = given(&borrowed);
+            env.push(("INVOCATION_ID", format!("pad-{pad}")));
+            node.forget_starts();
+            node.try_start(&env, shell, &[])
+        };
+        // The largest padding at which kubelet starts at all.
+        let (mut lo, mut hi) = (0, 300_000);
+        while lo + 1 < hi {
+            let mid = (lo + hi) / 2;
+            match run(mid).1 {
+                Some(_) => lo = mid,
+                None => hi = mid,
+            }
+        }
+        let mut trimmed = 0;
+        for pad in (lo.saturating_sub(400)..=lo).rev().step_by(4) {
+            let (err, argv) = run(pad);
+            let Some(argv) = argv else { continue };
+            let taints = taints_of(&argv);
+            assert!(
+                taints.contains(&STATIC_TAINT) && taints.contains(&ROLE_TAINT),
+                "{file:?}, padded with {pad} bytes: {err}"
+            );
+            assert_eq!(
+                taints.contains(&FENCE),
+                !file.is_empty(),
+                "{file:?}, {pad}: {err}"
+            );
+            assert_eq!(err.lines().count(), 1, "{pad}: {err}");
+            assert_eq!(
+                err.matches("our variables set otherwise").count(),
+                usize::from(!file.is_empty()),
+                "{err}"
+            );
+            if err.contains("largest environment variables left out") {
+                assert!(err.contains("PAD_"), "{err}");
+                trimmed += 1;
+            }
+        }
+        // The window was met (where kubelet-env takes our variables' room
+        // at least; without it kubelet's command with ours may still be
+        // a few bytes larger than the wrapper's environment held).
+        assert!(trimmed > 0 || file.is_empty(), "{file:?}");
+    }
+}

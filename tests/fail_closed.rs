@@ -181,9 +181,21 @@ fn install_record(node: &RecorderNode, pools: Vec<Pool>) {
     );
 }
 
+/// kubelet's flag that makes its command 20 KB longer than the wrapper's
+/// (as OpenShift's is longer): our variables, which kubelet is exec'd
+/// without, then do not pay for the flags made of them.
+fn long_flag() -> String {
+    format!("--hostname-override={}", "h".repeat(20_000))
+}
+
+/// [`UNIT`] with [`long_flag`].
+fn long_unit() -> String {
+    UNIT.replace("--v=2", &format!("--v=2 {}", long_flag()))
+}
+
 /// A start with 4,800 labels of ours (`example.com/l000000=` first) and
-/// 150 KB more environment, under [`SMALL_STACK`]: past exec's limit with
-/// the labels, within it without.
+/// 150 KB more environment, under [`SMALL_STACK`], on a node of
+/// [`long_unit`]: past exec's limit with the labels, within it without.
 fn start_with_labels_past_the_exec_limit(node: &RecorderNode) -> Started {
     let labels: Vec<String> = (0..4800).map(|i| format!("example.com/l{i:06}=")).collect();
     let labels = labels.join(",");
@@ -571,12 +583,13 @@ fn a_config_amplified_by_aliases_registers_fenced() {
 /// unchanged before).
 #[test]
 fn labels_over_the_exec_limit_leave_the_taints() {
-    let Some(node) = RecorderNode::new(UNIT) else {
+    let Some(node) = RecorderNode::new(&long_unit()) else {
         return;
     };
     let s = start_with_labels_past_the_exec_limit(&node);
     s.assert_args(&[
         "--v=2".to_string(),
+        long_flag(),
         format!("--register-with-taints={STATIC_TAINT}"),
     ]);
     s.assert_says(&[
@@ -590,7 +603,7 @@ fn labels_over_the_exec_limit_leave_the_taints() {
 /// so it registers fenced with `pool-changed`, the line naming both pools.
 #[test]
 fn labels_over_the_exec_limit_on_a_fleet_node_keep_its_pool_or_fence() {
-    let Some(node) = RecorderNode::new(UNIT) else {
+    let Some(node) = RecorderNode::new(&long_unit()) else {
         return;
     };
     let exists = |key: &str| vec![Requirement::Exists(key.into())];
@@ -608,6 +621,7 @@ fn labels_over_the_exec_limit_on_a_fleet_node_keep_its_pool_or_fence() {
     let s = start_with_labels_past_the_exec_limit(&node);
     s.assert_args(&[
         "--v=2".to_string(),
+        long_flag(),
         format!(
             "--register-with-taints={STATIC_TAINT},kubelet-labeler.io/fenced=pool-changed:NoSchedule"
         ),

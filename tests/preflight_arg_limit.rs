@@ -210,7 +210,15 @@ fn the_wrapper_starts_kubelet_without_a_word_exec_would_refuse() {
 
     // Each word fits, the total does not: a 1 MiB stack allows 256 KiB of
     // argv and environment. 100 KB of labels and 150 KB of other variables
-    // let the wrapper start, but not kubelet with the labels on top.
+    // let the wrapper start, but not kubelet with the labels on top where
+    // kubelet's own command is 20 KB longer than the wrapper's (kubelet
+    // gets the environment without our variables).
+    let long = format!("--hostname-override={}", "h".repeat(20_000));
+    write(
+        &root.join("usr/lib/systemd/system/kubelet.service"),
+        &unit.replace("--config", &format!("{long} --config")),
+    );
+    let original = ["/usr/bin/kubelet", &long, original[1]];
     let labels: Vec<String> = (0..4800).map(|i| format!("example.com/l{i:06}=")).collect();
     let labels = labels.join(",");
     assert!((90_000..110_000).contains(&labels.len()));
@@ -247,8 +255,11 @@ fn the_wrapper_starts_kubelet_without_a_word_exec_would_refuse() {
 fn an_e2big_the_count_cannot_see_gives_one_line() {
     let dir = scratch_dir();
     let root = dir.path();
-    let unit = "[Service]\nExecStart=/usr/bin/kubelet --v=2\n";
-    let Some(records) = recorder_root(root, unit) else {
+    // kubelet's command 20 KB longer than the wrapper's: kubelet gets the
+    // environment without our variables, whose room would pay for ours.
+    let long = format!("--hostname-override={}", "h".repeat(20_000));
+    let unit = format!("[Service]\nExecStart=/usr/bin/kubelet --v=2 {long}\n");
+    let Some(records) = recorder_root(root, &unit) else {
         return;
     };
     let bare_env = root.join("bare_env");
@@ -260,19 +271,22 @@ fn an_e2big_the_count_cannot_see_gives_one_line() {
         .status()
         .unwrap();
     assert!(st.success(), "compiling bare_env.c");
-    // ~100 KB of labels, in the environment and then in argv: ~200 KB of
-    // the 256 KiB a 1 MiB stack allows, and 70 KB more the count misses.
+    // ~100 KB of labels, in the wrapper's environment and then in
+    // kubelet's argv, 20 KB of kubelet's own flag and 30 KB of other
+    // variables: ~150 KB of the 256 KiB a 1 MiB stack allows, and 120 KB
+    // more the count misses.
     let labels: Vec<String> = (0..4800).map(|i| format!("example.com/l{i:06}=")).collect();
     let env = [
         (LABELS_VAR, labels.join(",")),
+        ("FILLER", "f".repeat(30_000)),
         ("INVOCATION_ID", "unseen".to_string()),
     ];
     let shell = format!(
-        "ulimit -s 1024\nexec {} 2 35000 \"$0\" \"$@\"",
+        "ulimit -s 1024\nexec {} 4 30000 \"$0\" \"$@\"",
         bare_env.display()
     );
     let (err, argv) = run_wrapper(root, &records, &env, &shell);
-    assert_eq!(argv[1..], ["--v=2"], "{err}");
+    assert_eq!(argv[1..], ["--v=2", &long], "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
         err.starts_with(

@@ -317,8 +317,25 @@ fn hostile_rule_names_change_nothing_systemd_reads() {
         &recorder,
         &search_path,
     );
-    let run = UserRun::new(vec![units.clone()], vec!["hostile.service".into()]);
-    let outcome = &systemd_oracle::run_user_manager(&run, scratch)["hostile.service"];
+    // The same environment without the wrapper: what systemd read of it
+    // (kubelet gets no variable of ours).
+    write(
+        &units.join("hostile-raw.service"),
+        &format!(
+            "[Service]\nType=simple\nExecStart={} --v=2\n",
+            recorder.display()
+        ),
+    );
+    write(
+        &units.join("hostile-raw.service.d/90-kubelet-labeler-env.conf"),
+        &env,
+    );
+    let run = UserRun::new(
+        vec![units.clone()],
+        vec!["hostile.service".into(), "hostile-raw.service".into()],
+    );
+    let outcomes = systemd_oracle::run_user_manager(&run, scratch);
+    let outcome = &outcomes["hostile.service"];
     let journal = std::fs::read_to_string(scratch.join("hostile.log")).unwrap_or_default();
     let manager = systemd_oracle::manager_log(scratch);
     assert!(outcome.loaded(), "{outcome:?}\n{manager}");
@@ -329,9 +346,13 @@ fn hostile_rule_names_change_nothing_systemd_reads() {
         "{outcome:?}\n{journal}\n{manager}"
     );
     let rec = &outcome.records[0];
-    let compact = rec
-        .env_get(kubelet_labeler::node::contract::RULES_VAR)
-        .expect("the rules variable reached kubelet's environment");
+    let rules_var = kubelet_labeler::node::contract::RULES_VAR;
+    assert_eq!(rec.env_get(rules_var), None, "kubelet got our variable");
+    let raw = &outcomes["hostile-raw.service"];
+    assert_eq!(raw.records.len(), 1, "{raw:?}\n{manager}");
+    let compact = raw.records[0]
+        .env_get(rules_var)
+        .expect("the rules variable reached the unit's environment");
     let read_back = kubelet_labeler::node::rules::compact::decode(&compact).unwrap();
     let read_names: Vec<&str> = read_back.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(read_names, names);

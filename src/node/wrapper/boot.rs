@@ -538,10 +538,25 @@ pub fn run(args: &[OsString]) -> i32 {
     // known before it, the one line says what goes in: every taint without
     // our labels (the bulk of the bytes) where that fits, else ours and the
     // fence without kubelet's own, else (past the limit even so) nothing.
+    // Our variables are the wrapper's alone (kubelet never reads them):
+    // kubelet gets the environment without them, so their room pays for
+    // the flags made of them (review 21 r21a F1: a static label or taint
+    // takes fewer bytes as a flag than as our variable).
+    let env = without_our_vars(env);
     if plan.left_out.is_none() && plan.argv != plan.original_argv {
         let path = under_root(&opts.root, &plan.executable);
         let over = |argv: &[OsString]| over_exec_limit(&path, argv, &env);
-        fail_closed::fit_exec_limit(&mut plan, &over, &|p| gate.check(p));
+        // Past the limit even with our taints and the fence alone: what
+        // an `EnvironmentFile=` padded to it chose. Its largest strings
+        // go, never our taints.
+        let alone = fail_closed::fit_exec_limit(&mut plan, &over, &|p| gate.check(p));
+        if let Some((mut p, room)) = alone.and_then(|p| {
+            let room = room_in_env(&path, &p.argv, &env)?;
+            Some((p, room))
+        }) {
+            p.notes.push(room);
+            plan = p;
+        }
     }
     // One line, in one write; stderr is the journal under systemd.
     let mut line = derived::journal_line(&plan::summary(&plan)).into_owned();
@@ -596,6 +611,9 @@ pub fn run(args: &[OsString]) -> i32 {
     EXIT_EXEC
 }
 
+/// The least of exec's limit for its strings, whatever the stack limit.
+const ARG_MAX: u64 = 131_072;
+
 /// Why exec of `argv` with `env` would fail with E2BIG: the strings and
 /// their pointers over the kernel's limit for them (fs/exec.c: a quarter of
 /// the stack limit, at most 6 MiB, at least ARG_MAX). The usual start is far
@@ -604,7 +622,6 @@ pub fn run(args: &[OsString]) -> i32 {
 /// counts what this count cannot see (environment strings without `=`) and
 /// may count otherwise.
 fn over_exec_limit(path: &Path, argv: &[OsString], env: &[(OsString, OsString)]) -> Option<String> {
-    const ARG_MAX: u64 = 131_072;
     let words = argv.len().max(1) + env.len();
     let strings: usize = argv.iter().map(|a| a.len() + 1).sum::<usize>()
         + env
@@ -618,7 +635,7 @@ fn over_exec_limit(path: &Path, argv: &[OsString], env: &[(OsString, OsString)])
         return None;
     }
     let stack = stack_limit();
-    let limit = stack.map(|s| (s / 4).clamp(ARG_MAX, 6 << 20));
+    let limit = exec_limit(stack);
     let stack = match stack {
         Some(u64::MAX) => "infinity".to_string(),
         Some(s) => format!("{} KiB", s >> 10),
@@ -638,6 +655,69 @@ fn over_exec_limit(path: &Path, argv: &[OsString], env: &[(OsString, OsString)])
              here, with a stack limit of {stack}): raise LimitSTACK= or add fewer"
         )
     })
+}
+
+/// `env` without our variables, which leave the process's environment too
+/// (so kubelet's).
+fn without_our_vars(env: Vec<(OsString, OsString)>) -> Vec<(OsString, OsString)> {
+    let (ours, kept): (Vec<_>, Vec<_>) = env
+        .into_iter()
+        .partition(|(k, _)| super::own_env::OUR_VARS.iter().any(|v| k == v));
+    for (k, _) in ours {
+        // SAFETY: the wrapper runs one thread; nothing reads the
+        // environment while it changes.
+        unsafe { std::env::remove_var(k) };
+    }
+    kept
+}
+
+/// Room for `argv` in exec's limit made by leaving the largest strings of
+/// `env` out of the process's environment: the note saying which, or None,
+/// nothing left out (`argv` past the limit without any environment, or
+/// the limit unknown).
+fn room_in_env(path: &Path, argv: &[OsString], env: &[(OsString, OsString)]) -> Option<String> {
+    let size = |(k, v): &(OsString, OsString)| k.len() + v.len() + 2 + size_of::<usize>();
+    let limit = exec_limit(stack_limit())? as usize;
+    let argv_bytes: usize = argv
+        .iter()
+        .map(|a| a.len() + 1 + size_of::<usize>())
+        .sum::<usize>()
+        + path.as_os_str().len()
+        + 1;
+    // Whether it fits with the strings under `t` bytes alone: the largest
+    // such `t` is found in as many passes as a size has bits (no sort).
+    let fits = |t: usize| {
+        let kept: usize = env.iter().map(size).filter(|&s| s < t).sum();
+        argv_bytes + kept <= limit
+    };
+    let (mut lo, mut hi) = (1, env.iter().map(size).max()? + 1);
+    if !fits(lo) {
+        return None;
+    }
+    while lo + 1 < hi {
+        let mid = lo + (hi - lo) / 2;
+        match fits(mid) {
+            true => lo = mid,
+            false => hi = mid,
+        }
+    }
+    let mut names = String::new();
+    for kv in env.iter().filter(|kv| size(kv) >= lo) {
+        // SAFETY: as in `without_our_vars`.
+        unsafe { std::env::remove_var(&kv.0) };
+        names.push_str(if names.is_empty() { "" } else { ", " });
+        names.push_str(&kv.0.to_string_lossy());
+    }
+    Some(format!(
+        "kubelet's largest environment variables left out, so that exec takes our taints and the \
+         fence: {names}"
+    ))
+}
+
+/// Exec's limit for its strings with a stack limit of `stack`: a quarter
+/// of it, at most 6 MiB, at least ARG_MAX (fs/exec.c).
+fn exec_limit(stack: Option<u64>) -> Option<u64> {
+    stack.map(|s| (s / 4).clamp(ARG_MAX, 6 << 20))
 }
 
 /// The soft RLIMIT_STACK (u64::MAX: unlimited); None when unknown.

@@ -32,6 +32,32 @@ pub fn plan_fenced(
     p
 }
 
+/// `plan` planned again, fenced for `failure`, with the labels and taints
+/// it added: its notes first, then the fence's. A plan fenced already
+/// keeps its fence; one whose fenced merge leaves something out (merged
+/// once already, it merges again: never seen) stays as it is.
+pub fn refenced(mut plan: Plan, failure: &Failure, profile: Profile, fs: &dyn NodeFs) -> Plan {
+    if plan.taints.iter().any(is_fence) {
+        return plan;
+    }
+    let original = OriginalCommand {
+        executable: plan.executable.clone(),
+        argv: plan.original_argv.clone(),
+    };
+    let additions = Additions {
+        labels: plan.added_labels.clone(),
+        taints: plan.added_taints.clone(),
+    };
+    let mut fenced = plan_fenced(original, Some(additions), &[], Some(failure), profile, fs);
+    if fenced.left_out.is_some() {
+        return plan;
+    }
+    plan.notes.append(&mut fenced.notes);
+    fenced.notes = plan.notes;
+    fenced.rules = plan.rules;
+    fenced
+}
+
 /// The plan where the static labels and taints do not parse (a hand edit:
 /// render validates them): what they meant is unknown, so `original` with
 /// the fence alone. `explain` and `plan` show what boot registers.
@@ -118,8 +144,18 @@ pub fn without_our_labels(plan: &Plan) -> Option<Vec<OsString>> {
 /// fence) replace the `--register-with-taints=` word we merged; and those
 /// taints. None where `plan` carries no taint of kubelet's own.
 pub fn our_taints_alone(plan: &Plan) -> Option<(Vec<OsString>, Vec<Taint>)> {
+    if plan.taints.len() <= plan.added_taints.len() {
+        return None;
+    }
+    fenced_taints(plan)
+}
+
+/// `plan`'s argv without our labels, its `--register-with-taints=` word
+/// holding our taints and the fence alone; and those taints. None where
+/// we add no taint.
+fn fenced_taints(plan: &Plan) -> Option<(Vec<OsString>, Vec<Taint>)> {
     let ours = &plan.added_taints;
-    if ours.is_empty() || plan.taints.len() <= ours.len() {
+    if ours.is_empty() {
         return None;
     }
     let mut taints = ours.clone();
@@ -152,47 +188,60 @@ pub fn smaller(plan: &Plan, why: &str, gate: &dyn Fn(Plan) -> Plan) -> [Option<P
             .push(format!("our labels left out: {why}; every taint kept"));
         gate(p)
     });
-    let taints_alone = our_taints_alone(plan).map(|(argv, taints)| {
-        let mut p = plan.clone();
-        p.argv = argv;
-        p.added_labels.clear();
-        p.taints = taints.clone();
-        p.added_taints = taints;
-        let why = format!("{why}; our labels left out too");
-        push_replaced(&mut p.notes, Reason::KubeletTaintsTooLong, &why);
-        gate(p)
-    });
+    let taints_alone = our_taints_alone(plan).map(|found| fenced_alone(plan, found, why, gate));
     [labels_out, taints_alone]
+}
+
+/// `plan` with `argv` and `taints` (ours and the fence alone), through
+/// `gate`.
+fn fenced_alone(
+    plan: &Plan,
+    (argv, taints): (Vec<OsString>, Vec<Taint>),
+    why: &str,
+    gate: &dyn Fn(Plan) -> Plan,
+) -> Plan {
+    let mut p = plan.clone();
+    p.argv = argv;
+    p.added_labels.clear();
+    p.taints = taints.clone();
+    p.added_taints = taints;
+    let why = format!("{why}; our labels left out too");
+    push_replaced(&mut p.notes, Reason::KubeletTaintsTooLong, &why);
+    gate(p)
 }
 
 /// `plan` made to fit exec's limit (`over`: why an argv is past it, None
 /// when it is not), failing closed: the first of [`smaller`] (each through
 /// `gate`) that fits, else, past the limit even so, kubelet's original
-/// command, `left_out` saying so.
+/// command, `left_out` saying so; returned then: our taints and the fence
+/// alone, for the caller to make room for in the environment (review 21
+/// r21a F1: whoever writes an `EnvironmentFile=` of kubelet's chooses how
+/// much room is left).
 pub fn fit_exec_limit(
     plan: &mut Plan,
     over: &dyn Fn(&[OsString]) -> Option<String>,
     gate: &dyn Fn(Plan) -> Plan,
-) {
-    let Some(why) = over(&plan.argv) else {
-        return;
-    };
-    let fits = smaller(plan, &why, gate)
+) -> Option<Plan> {
+    let why = over(&plan.argv)?;
+    if let Some(p) = smaller(plan, &why, gate)
         .into_iter()
         .flatten()
-        .find(|p| over(&p.argv).is_none());
-    if let Some(p) = fits {
+        .find(|p| over(&p.argv).is_none())
+    {
         *plan = p;
-    } else {
-        plan.argv = plan.original_argv.clone();
-        plan.left_out = Some(match plan.added_taints.is_empty() {
-            true => why,
-            false => format!(
-                "{why}; so is it with our taints and the fence alone (without our labels and \
-                 kubelet's own taints)"
-            ),
-        });
+        return None;
     }
+    // Without kubelet's own taints to replace, ours and the fence alone.
+    let alone = fenced_taints(plan).map(|found| fenced_alone(plan, found, &why, gate));
+    plan.argv = plan.original_argv.clone();
+    plan.left_out = Some(match plan.added_taints.is_empty() {
+        true => why,
+        false => format!(
+            "{why}; so is it with our taints and the fence alone (without our labels and \
+             kubelet's own taints)"
+        ),
+    });
+    alone
 }
 
 /// The crash fallback before the static part is merged, where `env` has
@@ -321,7 +370,7 @@ mod tests {
         let size = |argv: &[OsString]| argv.iter().map(|w| w.len() + 1).sum::<usize>();
         let fit = |p: &mut Plan, limit: usize| {
             let over = |argv: &[OsString]| (size(argv) > limit).then(|| "over".to_string());
-            fit_exec_limit(p, &over, &|p| p);
+            let _ = fit_exec_limit(p, &over, &|p| p);
         };
         let full = planned(3, None);
         let no_labels = size(&without_our_labels(&full).unwrap());

@@ -23,14 +23,14 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use super::fail_closed;
-use super::fence::{Failure, Reason, is_fence};
-use super::plan::{OriginalCommand, Plan};
+use super::fence::{Failure, Reason};
+use super::plan::Plan;
 use crate::node::contract::{
     ENV_DROPIN_NAME, LABELS_VAR, NFD_LABELS_VAR, POOL_LABEL_VAR, ROLE_ENV_DROPIN_NAME,
     ROLE_LABELS_VAR, ROLE_NFD_LABELS_VAR, ROLE_RULES_VAR, ROLE_TAINTS_VAR, RULES_VAR, TAINTS_VAR,
 };
+use crate::node::kubelet::Profile;
 use crate::node::kubelet::flags::NodeFs;
-use crate::node::kubelet::{Additions, Profile};
 use crate::node::unit::{self, LoadedService};
 
 /// The fault-injection tests' hook (`wrapper::boot`).
@@ -197,30 +197,15 @@ pub fn fence(mut plan: Plan, overridden: &[Overridden], profile: Profile, fs: &d
         return plan;
     }
     let note = note(overridden);
-    if plan.taints.iter().any(is_fence) || plan.left_out.is_some() {
+    // Checked again after each smaller plan (the exec limit's): one note.
+    if !plan.notes.contains(&note) {
         plan.notes.insert(0, note);
+    }
+    if plan.left_out.is_some() {
         return plan;
     }
-    let original = OriginalCommand {
-        executable: plan.executable.clone(),
-        argv: plan.original_argv.clone(),
-    };
-    let additions = Additions {
-        labels: plan.added_labels.clone(),
-        taints: plan.added_taints.clone(),
-    };
-    let failure = Failure::new(Reason::EnvironmentOverridden, note.clone());
-    let mut fenced =
-        fail_closed::plan_fenced(original, Some(additions), &[], Some(&failure), profile, fs);
-    if fenced.left_out.is_some() {
-        plan.notes.insert(0, note);
-        return plan;
-    }
-    plan.notes.insert(0, note);
-    plan.notes.append(&mut fenced.notes);
-    fenced.notes = plan.notes;
-    fenced.rules = plan.rules;
-    fenced
+    let failure = Failure::new(Reason::EnvironmentOverridden, "");
+    fail_closed::refenced(plan, &failure, profile, fs)
 }
 
 #[cfg(test)]

@@ -18,10 +18,10 @@ use std::ffi::OsString;
 use std::path::Path;
 
 use super::fail_closed;
-use super::fence::{Failure, Reason, is_fence};
-use super::plan::{OriginalCommand, Plan};
+use super::fence::{Failure, Reason};
+use super::plan::Plan;
 use crate::node::fleet::{self, INSTALLED_POOL_PATH, Table};
-use crate::node::kubelet::{self, Additions, NodeFs, Profile};
+use crate::node::kubelet::{self, NodeFs, Profile};
 
 /// The most bytes of the record: a fleet of a hundred pools takes a few KiB.
 pub const RECORD_MAX: usize = 64 << 10;
@@ -115,31 +115,11 @@ pub fn check(mut plan: Plan, record: &Record, profile: Profile, fs: &dyn NodeFs)
         return plan;
     };
     let note = format!("{why}; {POOL_LIFT}");
-    if plan.taints.iter().any(is_fence) {
+    // Checked again after each smaller plan (the exec limit's): one note.
+    if !plan.notes.contains(&note) {
         plan.notes.push(note);
-        return plan;
     }
-    let original = OriginalCommand {
-        executable: plan.executable.clone(),
-        argv: plan.original_argv.clone(),
-    };
-    let additions = Additions {
-        labels: plan.added_labels.clone(),
-        taints: plan.added_taints.clone(),
-    };
-    let failure = Failure::new(Reason::PoolChanged, why);
-    let mut fenced =
-        fail_closed::plan_fenced(original, Some(additions), &[], Some(&failure), profile, fs);
-    if fenced.left_out.is_some() {
-        // Merged once already, it merges again: never seen.
-        plan.notes.push(note);
-        return plan;
-    }
-    plan.notes.push(note);
-    plan.notes.append(&mut fenced.notes);
-    fenced.notes = plan.notes;
-    fenced.rules = plan.rules;
-    fenced
+    fail_closed::refenced(plan, &Failure::new(Reason::PoolChanged, ""), profile, fs)
 }
 
 /// The final check of every argv the wrapper may exec, applied after its
@@ -166,6 +146,8 @@ impl Gate {
 mod tests {
     use super::*;
     use crate::node::fleet::{Pool, PoolKind, WORKER_ROLE_LABEL};
+    use crate::node::kubelet::Additions;
+    use crate::node::wrapper::plan::OriginalCommand;
 
     use crate::node::fleet::tests_pool as pool;
 
@@ -452,7 +434,7 @@ mod tests {
             let mut plan = gate.check(planned);
             assert!(changed(&plan, &gate.record).is_none());
             let at_runtime = fail_closed::smaller(&plan, "E2BIG", &|p| gate.check(p));
-            fail_closed::fit_exec_limit(&mut plan, &over, &|p| gate.check(p));
+            let _ = fail_closed::fit_exec_limit(&mut plan, &over, &|p| gate.check(p));
             let [labels_out, _] = at_runtime;
             (plan, labels_out.unwrap())
         };
