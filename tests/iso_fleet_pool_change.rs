@@ -273,8 +273,7 @@ fn a_clusters_own_pool_export_is_recorded_with_master() {
         .collect();
     assert_eq!(warned.len(), 1, "{told}");
     assert!(
-        warned[0]
-            .starts_with("warning: --cluster-pools: infra-node7 selects nodes by their names"),
+        warned[0].starts_with("warning: --cluster-pools: infra-node7 selects nodes by their names"),
         "{told}"
     );
     let live = iso_show(&out);
