@@ -479,3 +479,55 @@ fn a_repositorys_own_config_runs_nothing() {
         "plan of a revision ran the repository's program"
     );
 }
+
+/// Review 21 r21b F7: a kustomization may leave out only what holds the
+/// cluster's MachineConfiguration alone (render's `cluster-wide/`), told by
+/// what it holds, not by its name: our labels MachineConfig renamed
+/// `machineconfiguration-labels.yaml`, or moved into `cluster-wide/`, and
+/// dropped from the list is no longer applied (Argo CD prunes it: every node
+/// registers without our taints), and was planned "no change".
+#[test]
+fn only_a_policy_may_be_left_out_of_a_kustomization_whatever_its_name() {
+    let tmp = scratch_dir();
+    let base = tmp.path().join("base");
+    render(&base.join("worker-gpu"), &[]);
+    let fleet = repo().join("examples/fleet/fleet.json");
+    let labels = "50-worker-gpu-kubelet-labeler-labels.yaml";
+    for (i, (to, says)) in [
+        (
+            "machineconfiguration-labels.yaml",
+            "machineconfiguration-labels.yaml left out of its resources",
+        ),
+        (
+            "cluster-wide/50-labels.yaml",
+            "directory cluster-wide left out of its resources",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let pr = tmp.path().join(format!("pr-{i}"));
+        let gpu = pr.join("worker-gpu");
+        render(&gpu, &[]);
+        std::fs::rename(gpu.join(labels), gpu.join(to)).unwrap();
+        crate::support::relist_kustomization(&gpu, &[], &[labels]);
+        let o = plan(&base, &pr, &fleet, &["--prune", "--fail-on", "taint"]);
+        refused(
+            &o,
+            &[says, "holding the MachineConfiguration `cluster` alone"],
+        );
+    }
+    // Control: a file of any name holding the cluster's policy alone may
+    // be left out (applied server-side apart), as render's own is.
+    let pr = tmp.path().join("pr");
+    render(&pr.join("worker-gpu"), &[]);
+    std::fs::write(
+        pr.join("worker-gpu/cluster-wide/team-policy.yaml"),
+        "apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nmetadata:\n  \
+         name: cluster\nspec:\n  nodeDisruptionPolicy:\n    files:\n    - path: /etc/x\n      \
+         actions:\n      - type: None\n",
+    )
+    .unwrap();
+    let o = plan(&base, &pr, &fleet, &["--prune", "--fail-on", "taint"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}

@@ -142,6 +142,12 @@ pub fn read_render(spec: &str) -> Result<Render> {
     // Each directory's manifest files, by plain name.
     let mut manifests: std::collections::BTreeMap<String, Vec<String>> = Default::default();
     let mut with_ours = std::collections::BTreeSet::new();
+    // What may be left out of a kustomization (review 21 r21b F7): the files
+    // that hold the cluster's MachineConfiguration alone, and the
+    // directories holding no other (`other` holds those that do, and
+    // every directory above them).
+    let mut only_policy = std::collections::BTreeSet::new();
+    let mut other = std::collections::BTreeSet::new();
     for m in texts {
         if input::KUSTOMIZATION_NAMES.contains(&m.file.as_str()) {
             kustomizations.push(m);
@@ -160,6 +166,17 @@ pub fn read_render(spec: &str) -> Result<Render> {
         for obj in applied {
             crate::cli::render::applied::check_left_out(obj, &m.name)
                 .map_err(|e| e.context(spec.to_string()))?;
+        }
+        if input::policy_only_docs(&docs) {
+            only_policy.insert((m.dir.clone(), m.file.clone()));
+        } else {
+            let mut d = m.dir.as_str();
+            while other.insert(d.to_string()) {
+                let Some((up, _)) = d.rsplit_once('/') else {
+                    break;
+                };
+                d = up;
+            }
         }
         let before = render.machineconfigs.len() + render.pools.len();
         for doc in docs {
@@ -209,7 +226,15 @@ pub fn read_render(spec: &str) -> Result<Render> {
             let has = kustomized.contains(format!("{prefix}{child}").as_str());
             dirs.push((child.to_string(), has));
         }
-        input::check_kustomization(&k.text, &k.name, "plan", files, &dirs)
+        let mut may_leave_out = |f: &str| {
+            let sub = format!("{prefix}{f}");
+            if all_dirs.contains(sub.as_str()) {
+                !other.contains(&sub)
+            } else {
+                only_policy.contains(&(k.dir.clone(), f.to_string()))
+            }
+        };
+        input::check_kustomization(&k.text, &k.name, "plan", files, &dirs, &mut may_leave_out)
             .map_err(|e| e.context(spec.to_string()))?;
     }
     let _ = &with_ours;

@@ -185,7 +185,10 @@ pub fn manifest_texts(
     let mut kustomizations = std::collections::BTreeMap::new();
     for name in names.iter().filter(|n| is_kustomization(n)) {
         let (text, shown) = read(name)?;
-        check_kustomization(&text, &shown, limit.flag, &applied, &[])?;
+        // A file left out is read here to tell what it holds.
+        let mut policy =
+            |f: &str| read(std::ffi::OsStr::new(f)).is_ok_and(|(t, _)| policy_only(&t));
+        check_kustomization(&text, &shown, limit.flag, &applied, &[], &mut policy)?;
         if listed(name) {
             kustomizations.insert(name.clone(), (text, shown));
         }
@@ -311,13 +314,22 @@ pub const KUSTOMIZATION_NAMES: [&str; 3] =
 /// and whether each has a kustomization of its own (checked the same way
 /// by the caller): it may list those in `resources`, and must list every one
 /// (what it leaves out is read, but not applied).
+///
+/// Left out may be only a file or subdirectory for which `may_leave_out`
+/// (given its plain name) says it holds nothing but the cluster's node
+/// disruption policy ([`policy_only`]), which is applied server-side apart
+/// (render's `cluster-wide/`): judged by what it holds, never by its name
+/// (review 21 r21b F7: a MachineConfig renamed `machineconfiguration-x.yaml`
+/// or moved into `cluster-wide/` and dropped from the list is pruned).
+/// Returns the names so left out: not applied with the tree.
 pub fn check_kustomization(
     text: &str,
     name: &str,
     reader: &str,
     files: &[String],
     dirs: &[(String, bool)],
-) -> Result<()> {
+    may_leave_out: &mut dyn FnMut(&str) -> bool,
+) -> Result<Vec<String>> {
     // Read as kustomize and kubectl read it (a `patches:` key after a U+2028
     // in a comment is a key to them): what they would read otherwise is
     // refused.
@@ -377,39 +389,68 @@ pub fn check_kustomization(
             )),
         }
     }
-    // An earlier release's node disruption policy beside the manifests is
-    // left out of its kustomization by design (it is applied server-side).
-    let by_design = |f: &str| f.starts_with(super::sync_units::POLICY_FILE_PREFIX);
-    // Render's cluster-wide policy: applied server-side, by design apart.
-    let apart = |d: &str| d == super::sync_units::CLUSTER_WIDE_DIR;
-    for (d, _) in dirs
-        .iter()
-        .filter(|(d, _)| !listed.contains(d.as_str()) && !apart(d))
-    {
+    // Render's cluster-wide policy (`cluster-wide/`, or an earlier
+    // release's `machineconfiguration-<pool>.yaml` beside the manifests) is
+    // left out by design: it is applied server-side apart. Told by what the
+    // file or directory holds, not by its name.
+    let mut left_out = Vec::new();
+    let mut unlisted = false;
+    let dirs = dirs.iter().map(|(d, _)| (d, "directory "));
+    for (f, what) in dirs.chain(files.iter().map(|f| (f, ""))) {
+        if listed.contains(f.as_str()) {
+            continue;
+        }
+        if may_leave_out(f) {
+            left_out.push(f.clone());
+            continue;
+        }
+        unlisted = true;
         more.push(format!(
-            "directory {} left out of its resources (`kubectl apply -k` leaves it out)",
-            crate::cli::output::terminal_safe(d)
-        ));
-    }
-    for f in files
-        .iter()
-        .filter(|f| !listed.contains(f.as_str()) && !by_design(f))
-    {
-        more.push(format!(
-            "{} left out of its resources (`kubectl apply -k` leaves it out)",
+            "{what}{} left out of its resources (`kubectl apply -k` leaves it out)",
             crate::cli::output::terminal_safe(f)
         ));
     }
     if !more.is_empty() {
+        let apart = if unlisted {
+            " (only a file holding the MachineConfiguration `cluster` alone, or a directory \
+             of such files, may be left out: it is applied server-side apart)"
+        } else {
+            ""
+        };
         bail!(
             "{name}: with it `kubectl apply -k` (and Argo CD, Flux) applies other than the \
              manifests of the directory as they are, which is what {reader} reads: {}; give \
              {reader} the output of `kubectl kustomize` on the directory instead, or list \
-             every manifest of the directory in its resources and nothing more",
+             every manifest of the directory in its resources and nothing more{apart}",
             more.join(", ")
         );
     }
-    Ok(())
+    Ok(left_out)
+}
+
+/// Whether manifest `text` holds nothing but the cluster's node disruption
+/// policy: one document, the `MachineConfiguration` named `cluster` of
+/// `operator.openshift.io` (what render writes in `cluster-wide/`). Only
+/// such a file may be left out of a kustomization; unreadable text may not.
+pub fn policy_only(text: &str) -> bool {
+    crate::cli::yaml::kube_yaml_docs(text).is_ok_and(|docs| policy_only_docs(&docs))
+}
+
+/// [`policy_only`] of a file's documents as read.
+pub fn policy_only_docs(docs: &[serde_json::Value]) -> bool {
+    let mut docs = docs.iter().filter(|d| !d.is_null());
+    let (Some(doc), None) = (docs.next(), docs.next()) else {
+        return false;
+    };
+    doc.get("kind").and_then(serde_json::Value::as_str) == Some("MachineConfiguration")
+        && doc
+            .get("apiVersion")
+            .and_then(serde_json::Value::as_str)
+            .is_some_and(|v| v.starts_with("operator.openshift.io/"))
+        && doc
+            .pointer("/metadata/name")
+            .and_then(serde_json::Value::as_str)
+            == Some("cluster")
 }
 
 /// The manifests a path names: a directory's `*.yaml`, `*.yml` and
