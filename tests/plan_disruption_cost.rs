@@ -175,3 +175,95 @@ fn plan_prices_a_change_as_the_mcos_daemon() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// Review 21 r21b F6: the change's own node disruption policy. Left out
+/// of the kustomization (`oc apply -k` and Argo CD never apply it) it
+/// prices nothing; listed (applied with the change) it prices the change
+/// no more leniently than the cluster's policy before it, since the MCO's
+/// daemon reads the one in force when its node updates. A MachineConfig
+/// writing `/etc/gpu.conf` beside a policy making it `None` was planned as
+/// nothing; the MCO's daemon with the cluster's policy reboots.
+#[test]
+fn a_policy_of_the_change_prices_it_no_more_leniently_than_the_cluster_s() {
+    let dir = scratch_dir();
+    let d = dir.path();
+    let w = wrapper(d, b"1");
+    let label: &[&str] = &["--label", "node.kubernetes.io/worker-gpu="];
+    let fleet = d.join("fleet.json");
+    let node = serde_json::json!({"kind": "List", "items": [{
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "gpu-1", "labels": {
+            "node-role.kubernetes.io/worker": "", "node.kubernetes.io/worker-gpu": ""}},
+        "status": {"nodeInfo": {"kubeletVersion": "v1.33.5"}}}]});
+    std::fs::write(&fleet, node.to_string()).unwrap();
+    let (before, policy) = (d.join("before"), d.join("policy.yaml"));
+    render(&before, &w, label, &policy);
+    let entry = "    - path: /etc/gpu.conf\n      actions:\n      - type: None\n";
+    let own = "apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nmetadata:\n  \
+               name: cluster\nspec:\n  nodeDisruptionPolicy:\n    files:\n";
+    let gpu_conf = storage("{path: /etc/gpu.conf, mode: 420, contents: {source: \"data:,fast\"}}");
+    let cost = |after: &std::path::Path, policy: &std::path::Path| {
+        let o = plan_run(&before, after, &fleet, policy);
+        let p: Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+        (
+            p["groups"][0]["outcome"]["disruption"].clone(),
+            p["not_judged"].to_string(),
+        )
+    };
+    let mut failures = Vec::new();
+    for (i, (file, listed, says)) in [
+        (
+            "cluster-wide/machineconfiguration-extra.yaml",
+            false,
+            "left out of its kustomization",
+        ),
+        (
+            "machineconfiguration-extra.yaml",
+            false,
+            "left out of its kustomization",
+        ),
+        (
+            "extra-policy.yaml",
+            true,
+            "the stricter of the policy before and after",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let after = d.join(format!("after-{i}"));
+        render(&after, &w, label, &d.join(format!("unused-{i}.yaml")));
+        with_extra(&after, &gpu_conf);
+        std::fs::create_dir_all(after.join("cluster-wide")).unwrap();
+        std::fs::write(after.join(file), format!("{own}{entry}")).unwrap();
+        if listed {
+            crate::support::relist_kustomization(&after, &[file], &[]);
+        }
+        let (got, notes) = cost(&after, &policy);
+        if got != "drain-and-reboot" || !notes.contains(says) {
+            failures.push(format!("{file}: {got} ({notes})"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // Control: the entry in force in the cluster prices the change as none.
+    let after = d.join("after-0");
+    let merged = d.join("merged.yaml");
+    let text = std::fs::read_to_string(&policy).unwrap();
+    std::fs::write(
+        &merged,
+        text.replacen("\n    files:\n", &format!("\n    files:\n{entry}"), 1),
+    )
+    .unwrap();
+    assert_eq!(cost(&after, &merged).0, "nothing");
+    // The MCO's daemon agrees: with the cluster's policy a reboot, with the
+    // entry in force none.
+    if oracle().is_none() {
+        return;
+    }
+    for (p, want) in [(&policy, "drain-and-reboot"), (&merged, "nothing")] {
+        let report = oracle_json(&before, &after, p);
+        let (cost, _) = daemon_cost(gpu_change(&report));
+        assert_eq!(cost, want, "{report:#}");
+    }
+}

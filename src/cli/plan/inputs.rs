@@ -31,8 +31,12 @@ pub struct Render {
     pub name: String,
     pub machineconfigs: Vec<Value>,
     pub pools: Vec<Value>,
-    /// Its `MachineConfiguration`s (the disruption policy), in read order.
+    /// Its `MachineConfiguration`s (the disruption policy) that are applied
+    /// with it, in read order.
     pub policies: Vec<super::policy::PolicyFile>,
+    /// Those of files a kustomization leaves out (render's `cluster-wide/`):
+    /// not applied with the tree, but by hand or never (review 21 r21b F6).
+    pub policies_left_out: Vec<super::policy::PolicyFile>,
     /// Objects the MCO renders into a pool's MachineConfigs that plan does
     /// not lay out (`NOT_LAID_OUT`, `RENDERED_FROM`), by kind and
     /// [`Identity::key_name`], as [`identity::compared`] (whole: review 21
@@ -148,6 +152,8 @@ pub fn read_render(spec: &str) -> Result<Render> {
     // every directory above them).
     let mut only_policy = std::collections::BTreeSet::new();
     let mut other = std::collections::BTreeSet::new();
+    // Where each of `render.policies` is read from: (directory, file).
+    let mut policy_at = Vec::new();
     for m in texts {
         if input::KUSTOMIZATION_NAMES.contains(&m.file.as_str()) {
             kustomizations.push(m);
@@ -182,6 +188,7 @@ pub fn read_render(spec: &str) -> Result<Render> {
         for doc in docs {
             add_render_object(doc, &m, &mut render).map_err(|e| e.context(spec.to_string()))?;
         }
+        policy_at.resize(render.policies.len(), (m.dir.clone(), m.file.clone()));
         if render.machineconfigs.len() + render.pools.len() > before {
             with_ours.insert(m.dir);
         }
@@ -192,6 +199,7 @@ pub fn read_render(spec: &str) -> Result<Render> {
     // with a kustomization so checked, and every one of them.
     let kustomized: std::collections::BTreeSet<&str> =
         kustomizations.iter().map(|k| k.dir.as_str()).collect();
+    let mut left_out: Vec<(String, String)> = Vec::new();
     let all_dirs: std::collections::BTreeSet<&str> = manifests
         .keys()
         .map(String::as_str)
@@ -234,9 +242,42 @@ pub fn read_render(spec: &str) -> Result<Render> {
                 only_policy.contains(&(k.dir.clone(), f.to_string()))
             }
         };
-        input::check_kustomization(&k.text, &k.name, "plan", files, &dirs, &mut may_leave_out)
-            .map_err(|e| e.context(spec.to_string()))?;
+        let out =
+            input::check_kustomization(&k.text, &k.name, "plan", files, &dirs, &mut may_leave_out)
+                .map_err(|e| e.context(spec.to_string()))?;
+        for f in out {
+            left_out.push((k.dir.clone(), f));
+        }
     }
+    // The MachineConfigurations a kustomization leaves out are not applied
+    // with the tree (review 21 r21b F6): a file left out, or any file below
+    // a directory left out.
+    let is_left_out = |(dir, file): &(String, String)| {
+        left_out.iter().any(|(kdir, f)| {
+            let sub = if kdir.ends_with(['/', ':']) || kdir.is_empty() {
+                format!("{kdir}{f}")
+            } else {
+                format!("{kdir}/{f}")
+            };
+            (dir == kdir && file == f)
+                || *dir == sub
+                || dir
+                    .strip_prefix(sub.as_str())
+                    .is_some_and(|r| r.starts_with('/'))
+        })
+    };
+    let mut applied = Vec::new();
+    for (p, at) in std::mem::take(&mut render.policies)
+        .into_iter()
+        .zip(&policy_at)
+    {
+        if is_left_out(at) {
+            render.policies_left_out.push(p);
+        } else {
+            applied.push(p);
+        }
+    }
+    render.policies = applied;
     let _ = &with_ours;
     for mc in &render.machineconfigs {
         let name = crate::cli::render::layout::mc_name(mc);

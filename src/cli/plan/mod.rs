@@ -21,6 +21,7 @@ pub mod command;
 mod fleet;
 pub mod formats;
 mod identity;
+mod in_force;
 mod inputs;
 pub mod kube;
 mod policy;
@@ -42,8 +43,9 @@ use crate::node::sorted::SortedSet;
 use crate::node::sync::reconcile::{self, Desired, Policy};
 use crate::node::wrapper::{derived, fence, own_env, plan as wplan};
 use fleet::{Fleet, FleetNode};
+use in_force::NodePolicy;
 use kube::Pool;
-use policy::{Changed, Disruption, DisruptionPolicy};
+use policy::{Changed, Disruption};
 
 pub struct PlanOptions {
     pub from: String,
@@ -148,11 +150,6 @@ pub struct Plan {
     pub not_judged: Vec<String>,
 }
 
-/// A node's disruption policy (the MCO's defaults of its release under
-/// the cluster's and the render's entries), and the paths whose entry is
-/// the MCO's default.
-type NodePolicy = (DisruptionPolicy, Vec<String>);
-
 /// One side's env and files for one pool.
 struct PoolRender {
     env: Vec<(OsString, OsString)>,
@@ -256,11 +253,7 @@ fn plan_in_budget(opts: &PlanOptions) -> Result<Plan> {
             &after.cache[name].files,
         )?;
     }
-    let policy = policy::applied(
-        fleet.policy.as_ref(),
-        &sides[0].render.policies,
-        &sides[1].render.policies,
-    )?;
+    let policy = in_force::in_force(fleet.policy.as_ref(), &sides[0].render, &sides[1].render)?;
     let mut fleet_notes = Vec::new();
     for what in kept {
         fleet_notes.push(format!(
@@ -282,6 +275,7 @@ fn plan_in_budget(opts: &PlanOptions) -> Result<Plan> {
     if fleet.policy.is_none() {
         fleet_notes.push("no MachineConfiguration given (oc get machineconfiguration cluster -o json): only the MCO's default and the render's own disruption policy entries are known".into());
     }
+    fleet_notes.extend(policy.notes.iter().cloned());
     let relabelled = unrendered::relabelled(&base_pools, &proposed_pools);
     if !relabelled.is_empty() && fleet.not_laid_out.is_empty() {
         fleet_notes.push(format!(
@@ -299,12 +293,7 @@ fn plan_in_budget(opts: &PlanOptions) -> Result<Plan> {
     let policies: BTreeMap<Option<u32>, NodePolicy> = fleet
         .nodes
         .values()
-        .map(|n| {
-            (
-                n.kubelet_minor,
-                policy::with_defaults(n.kubelet_minor, &policy),
-            )
-        })
+        .map(|n| (n.kubelet_minor, NodePolicy::new(n.kubelet_minor, &policy)))
         .collect();
     let mut outcomes: Vec<(String, Outcome)> = Vec::new();
     for (name, n) in &fleet.nodes {
@@ -619,7 +608,7 @@ fn judge(
     sides: &mut [Side; 2],
     base_pools: &[Pool],
     proposed_pools: &[Pool],
-    (policy, defaults): &NodePolicy,
+    policy: &NodePolicy,
     profile: Profile,
 ) -> Result<Outcome> {
     let mut o = Outcome::default();
@@ -858,7 +847,7 @@ fn judge(
                 }
                 _ => String::new(),
             };
-            let default = !before_policies && policy.is_default(change, defaults);
+            let default = !before_policies && policy.is_default(change);
             o.disruption = o.disruption.max(d);
             let what = match change {
                 Changed::File(path) => path.clone(),
