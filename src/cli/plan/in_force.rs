@@ -196,10 +196,14 @@ mod tests {
             "metadata": { "name": "cluster" },
         });
         let base = Render::default();
-        let mut left_out = Render::default();
-        left_out.policies_left_out = vec![file("x.yaml", None, none_for("/etc/gpu.conf"))];
-        let mut applied = Render::default();
-        applied.policies = vec![file("x.yaml", None, none_for("/etc/gpu.conf"))];
+        let left_out = Render {
+            policies_left_out: vec![file("x.yaml", None, none_for("/etc/gpu.conf"))],
+            ..Default::default()
+        };
+        let applied = Render {
+            policies: vec![file("x.yaml", None, none_for("/etc/gpu.conf"))],
+            ..Default::default()
+        };
         for (cluster, to) in [
             (Some(&cluster), &left_out),
             (None, &left_out),
