@@ -579,6 +579,38 @@ pub fn read_capped(r: impl Read, name: &str, limit: Limit) -> Result<Vec<u8>> {
 mod tests {
     use super::*;
 
+    /// Left out of a kustomization may be only what holds the cluster's
+    /// MachineConfiguration alone, whatever its name (review 21 r21b F7).
+    #[test]
+    fn only_the_cluster_s_policy_may_be_left_out_whatever_its_name() {
+        let policy = "apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\n\
+                      metadata:\n  name: cluster\n";
+        assert!(policy_only(policy));
+        let mc = "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\n\
+                  metadata:\n  name: machineconfiguration-x\n";
+        for text in [
+            mc,
+            &policy.replace("cluster", "other"),
+            &policy.replace("operator.openshift.io", "example.com"),
+            &format!("{policy}---\n{mc}"),
+            "{",
+        ] {
+            assert!(!policy_only(text), "{text}");
+        }
+        let k = "resources:\n- a.yaml\n";
+        let files = [
+            "a.yaml".to_string(),
+            "machineconfiguration-x.yaml".to_string(),
+        ];
+        let err = check_kustomization(k, "k", "plan", &files, &[], &mut |_| false).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("machineconfiguration-x.yaml left out"),
+            "{err:#}"
+        );
+        let out = check_kustomization(k, "k", "plan", &files, &[], &mut |_| true).unwrap();
+        assert_eq!(out, ["machineconfiguration-x.yaml"]);
+    }
+
     fn sparse_files(dir: &Path, count: usize, mib: u64) {
         std::fs::create_dir_all(dir).unwrap();
         for i in 0..count {
