@@ -6,6 +6,8 @@
 //! registries.conf change drain. The MCO oracle (`-prev-manifests`,
 //! `-policy`) judges each case; plan must say the same cost.
 
+use std::path::{Path, PathBuf};
+
 use serde_json::Value;
 
 use crate::mco_disruption::{
@@ -44,6 +46,18 @@ fn registries(mirror: bool) -> String {
     ))
 }
 
+/// `d/fleet.json`: one node, gpu-1, in pool worker-gpu.
+fn gpu_fleet(d: &Path) -> PathBuf {
+    let fleet = d.join("fleet.json");
+    let node = serde_json::json!({"kind": "List", "items": [{
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "gpu-1", "labels": {
+            "node-role.kubernetes.io/worker": "", "node.kubernetes.io/worker-gpu": ""}},
+        "status": {"nodeInfo": {"kubeletVersion": "v1.33.5"}}}]});
+    std::fs::write(&fleet, node.to_string()).unwrap();
+    fleet
+}
+
 #[test]
 fn plan_prices_a_change_as_the_mcos_daemon() {
     if oracle().is_none() {
@@ -53,13 +67,7 @@ fn plan_prices_a_change_as_the_mcos_daemon() {
     let d = dir.path();
     let w = wrapper(d, b"1");
     let label: &[&str] = &["--label", "node.kubernetes.io/worker-gpu="];
-    let fleet = d.join("fleet.json");
-    let node = serde_json::json!({"kind": "List", "items": [{
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": "gpu-1", "labels": {
-            "node-role.kubernetes.io/worker": "", "node.kubernetes.io/worker-gpu": ""}},
-        "status": {"nodeInfo": {"kubeletVersion": "v1.33.5"}}}]});
-    std::fs::write(&fleet, node.to_string()).unwrap();
+    let fleet = gpu_fleet(d);
     let kdump_restart = "    units:\n    - name: kdump.service\n      actions:\n      - type: Restart\n        restart:\n          serviceName: kdump.service\n";
     let file_entry =
         |path: &str, ty: &str| format!("    - path: {path}\n      actions:\n      - type: {ty}\n");
@@ -189,13 +197,7 @@ fn a_policy_of_the_change_prices_it_no_more_leniently_than_the_cluster_s() {
     let d = dir.path();
     let w = wrapper(d, b"1");
     let label: &[&str] = &["--label", "node.kubernetes.io/worker-gpu="];
-    let fleet = d.join("fleet.json");
-    let node = serde_json::json!({"kind": "List", "items": [{
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": "gpu-1", "labels": {
-            "node-role.kubernetes.io/worker": "", "node.kubernetes.io/worker-gpu": ""}},
-        "status": {"nodeInfo": {"kubeletVersion": "v1.33.5"}}}]});
-    std::fs::write(&fleet, node.to_string()).unwrap();
+    let fleet = gpu_fleet(d);
     let (before, policy) = (d.join("before"), d.join("policy.yaml"));
     render(&before, &w, label, &policy);
     let entry = "    - path: /etc/gpu.conf\n      actions:\n      - type: None\n";

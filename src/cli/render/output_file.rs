@@ -153,27 +153,27 @@ fn follow_own_links(path: &Path) -> Result<(PathBuf, Option<fs::Metadata>)> {
 /// The top of the git work tree `path` is in (a directory above it holding
 /// `.git`), if any.
 fn git_work_tree_of(path: &Path) -> Option<PathBuf> {
-    let abs = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        std::env::current_dir().ok()?.join(path)
-    };
-    abs.ancestors()
+    absolute(path)?
+        .ancestors()
         .skip(1)
         .find(|d| fs::symlink_metadata(d.join(".git")).is_ok())
         .map(Path::to_path_buf)
+}
+
+/// `path` from `/` (a relative one from the current directory).
+fn absolute(path: &Path) -> Option<PathBuf> {
+    match path.is_absolute() {
+        true => Some(path.to_path_buf()),
+        false => Some(std::env::current_dir().ok()?.join(path)),
+    }
 }
 
 /// The directory the run started in, when it is one above `path`.
 fn current_dir_above(path: &Path) -> Option<PathBuf> {
     use std::os::unix::fs::MetadataExt;
     let cwd = fs::metadata(".").ok()?;
-    let abs = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        std::env::current_dir().ok()?.join(path)
-    };
-    abs.ancestors()
+    absolute(path)?
+        .ancestors()
         .skip(1)
         .find(|d| fs::metadata(d).is_ok_and(|m| m.dev() == cwd.dev() && m.ino() == cwd.ino()))
         .map(Path::to_path_buf)

@@ -537,7 +537,9 @@ pub fn run(args: &[OsString]) -> i32 {
     // limit too, or exec fails with E2BIG after the journal line is out:
     // known before it, the one line says what goes in: every taint without
     // our labels (the bulk of the bytes) where that fits, else ours and the
-    // fence without kubelet's own, else (past the limit even so) nothing.
+    // fence without kubelet's own, else those with the environment's
+    // largest strings left out, else (kubelet's own argv past the limit)
+    // nothing.
     // Our variables are the wrapper's alone (kubelet never reads them):
     // kubelet gets the environment without them, so their room pays for
     // the flags made of them (review 21 r21a F1: a static label or taint
