@@ -315,9 +315,12 @@ fn open_stream(at: &Path, path: &Path) -> Result<fs::File> {
 /// process's `/proc/<pid>/fd/N` (`/dev/stdout`, `/dev/fd/N`): one `lstat`
 /// for a path with no link. Only as spelt, below `/dev` or `/proc`
 /// (review 21 r21b F5): a link elsewhere to one (a checkout's
-/// `out/x.yaml -> /dev/stderr`) is a link like any other.
+/// `out/x.yaml -> /dev/stderr`) is a link like any other. Only the names
+/// of a descriptor themselves (`/dev/stdout`, `/dev/stderr`, `/dev/fd/N`,
+/// `/proc/self/fd/N`, `/proc/<pid>/fd/N`; review 22 r22a F2: `/dev/shm`
+/// is anyone's, and `..` leads anywhere).
 fn own_fd(path: &Path) -> Option<std::os::fd::RawFd> {
-    if !(path.starts_with("/dev") || path.starts_with("/proc")) {
+    if !names_a_descriptor(path) {
         return None;
     }
     let mut own = None;
@@ -339,6 +342,19 @@ fn own_fd(path: &Path) -> Option<std::os::fd::RawFd> {
         at = dir.join(target);
     }
     None
+}
+
+/// Whether `path` is spelt as the name of one of this process's
+/// descriptors.
+fn names_a_descriptor(path: &Path) -> bool {
+    let Some(p) = path.to_str() else {
+        return false;
+    };
+    let number = |n: &str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
+    let proc_fd = p.strip_prefix("/proc/").and_then(|r| r.split_once("/fd/"));
+    matches!(p, "/dev/stdout" | "/dev/stderr")
+        || p.strip_prefix("/dev/fd/").is_some_and(number)
+        || proc_fd.is_some_and(|(pid, n)| (pid == "self" || number(pid)) && number(n))
 }
 
 /// Write `bytes` into `file` (a [`OutputFile::Stream`]) for `path`. A
@@ -451,5 +467,33 @@ mod tests {
                 .unwrap()
                 .is_symlink()
         );
+    }
+
+    /// Review 22 r22a F2: only a descriptor's own name reaches one of
+    /// ours; `/dev/shm` (anyone's) or `..` lead to a link like any other.
+    #[test]
+    fn a_descriptor_is_reached_only_by_its_own_name() {
+        for p in [
+            "/dev/stdout",
+            "/dev/stderr",
+            "/dev/fd/1",
+            "/dev/fd/63",
+            "/proc/self/fd/2",
+            "/proc/42/fd/1",
+        ] {
+            assert!(names_a_descriptor(Path::new(p)), "{p}");
+        }
+        for p in [
+            "/dev/shm/node.iso",
+            "/dev/../tmp/x",
+            "/dev/fd/../../tmp/x",
+            "/proc/self/cwd/own.ign",
+            "/proc/self/fd/2/x",
+            "/proc/self/fd/",
+            "/dev/stdout/",
+            "out/x.yaml",
+        ] {
+            assert!(!names_a_descriptor(Path::new(p)), "{p}");
+        }
     }
 }
