@@ -458,26 +458,53 @@ pub fn applied(
         }
         // An entry this file's field manager set before and no longer
         // sets is deleted by its server-side apply (the lists are maps):
-        // the MCO's default, or none, decides then.
+        // the MCO's default, or none, decides then. A file without a
+        // field manager of its own is the one object `cluster` as kubectl
+        // or Argo CD applies it, whatever the file is called (review 22
+        // r22b F3: matched by its name with its tree's root, it never
+        // was): its apply replaces the lists whole.
         let earlier = before
             .iter()
-            .filter(|b| b.name == f.name || (b.manager.is_some() && b.manager == f.manager))
+            .filter(|b| b.name == f.name || b.manager == f.manager)
             .filter_map(|b| DisruptionPolicy::of_machineconfiguration(&b.doc, &b.name).ok());
         for b in earlier {
-            for (key, _) in &b.files {
-                if !p.files.iter().any(|(k, _)| k == key) {
-                    policy.files.retain(|(k, _)| k != key);
-                }
-            }
-            for (key, _) in &b.units {
-                if !p.units.iter().any(|(k, _)| k == key) {
-                    policy.units.retain(|(k, _)| k != key);
-                }
-            }
+            drop_entries_not_in(&mut policy, &b, Some(&p));
         }
         policy.merge(p)?;
     }
+    // One applied before that none applies after (deleted under --prune,
+    // or left in place without it): its entries taken out, the stricter.
+    let gone = before
+        .iter()
+        .filter(|b| {
+            !files
+                .iter()
+                .any(|f| b.name == f.name || b.manager == f.manager)
+        })
+        .filter_map(|b| DisruptionPolicy::of_machineconfiguration(&b.doc, &b.name).ok());
+    for b in gone {
+        drop_entries_not_in(&mut policy, &b, None);
+    }
     Ok(policy)
+}
+
+/// `policy` without the entries of `earlier` that `now` (None: nothing)
+/// does not set.
+fn drop_entries_not_in(
+    policy: &mut DisruptionPolicy,
+    earlier: &DisruptionPolicy,
+    now: Option<&DisruptionPolicy>,
+) {
+    for (key, _) in &earlier.files {
+        if !now.is_some_and(|p| p.files.iter().any(|(k, _)| k == key)) {
+            policy.files.retain(|(k, _)| k != key);
+        }
+    }
+    for (key, _) in &earlier.units {
+        if !now.is_some_and(|p| p.units.iter().any(|(k, _)| k == key)) {
+            policy.units.retain(|(k, _)| k != key);
+        }
+    }
 }
 
 /// The field managers that own an entry's `actions` in an exported

@@ -271,3 +271,43 @@ fn render_policies_applied_as_server_side_apply_merges_them() {
         .is_ok()
     );
 }
+
+/// Review 22 r22b F3: a MachineConfiguration applied by kubectl or Argo CD
+/// (no field manager of its own) is the one object `cluster`, whatever
+/// its file is called and wherever its tree is: an entry it no longer
+/// sets, or all of its entries when no file applies it any more, are
+/// taken out of the cluster's. Matched by its name with its tree's root,
+/// the entry stayed, and a reboot was priced as none.
+#[test]
+fn an_entry_the_tree_no_longer_applies_is_taken_out() {
+    let doc = |paths: &[&str]| {
+        let files: Vec<Value> = paths
+            .iter()
+            .map(|p| serde_json::json!({"path": p, "actions": [{"type": "None"}]}))
+            .collect();
+        serde_json::json!({"metadata": {"name": "cluster"},
+            "spec": {"nodeDisruptionPolicy": {"files": files}}})
+    };
+    let file = |name: &str, doc: Value| PolicyFile {
+        name: name.into(),
+        manager: None,
+        doc,
+    };
+    let cluster = doc(&["/etc/gpu.conf", "/etc/kept"]);
+    let before = [file("before/worker-gpu/gpu-policy.yaml", cluster.clone())];
+    // The entry replaced by another in the same file of the other tree.
+    let p = applied(
+        Some(&cluster),
+        &before,
+        &[file(
+            "after/worker-gpu/gpu-policy.yaml",
+            doc(&["/etc/other.conf", "/etc/kept"]),
+        )],
+    )
+    .unwrap();
+    let paths: Vec<&str> = p.files.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(paths, ["/etc/kept", "/etc/other.conf"]);
+    // The file gone (pruned) or left out: every entry of it taken out.
+    let p = applied(Some(&cluster), &before, &[]).unwrap();
+    assert!(p.files.is_empty(), "{:?}", p.files);
+}
