@@ -633,6 +633,69 @@ fn labels_over_the_exec_limit_on_a_fleet_node_keep_its_pool_or_fence() {
     ]);
 }
 
+/// Review 22 r22a F1: on a fleet node whose pool adds no taint (its label
+/// alone chose the pool), kubelet-env padded to exec's limit left our
+/// labels out and started kubelet unchanged: in another pool, unfenced.
+/// Now our labels go where the gate fences that, and the environment's
+/// largest strings go for the fence: at every padding at which kubelet
+/// starts it registers in its pool or fenced. FAILS before the fix.
+#[test]
+fn a_fleet_node_without_taints_padded_to_the_exec_limit_keeps_its_pool_or_fence() {
+    let Some(node) = RecorderNode::new(&long_unit()) else {
+        return;
+    };
+    let exists = |key: &str| vec![Requirement::Exists(key.into())];
+    install_record(
+        &node,
+        vec![
+            pool("big", PoolKind::Custom, exists("example.com/big")),
+            pool(
+                "worker",
+                PoolKind::Worker,
+                exists("node-role.kubernetes.io/worker"),
+            ),
+        ],
+    );
+    let run = |pad: usize| {
+        let pads = ["PAD_A", "PAD_B", "PAD_C"].map(|name| {
+            let i = name.as_bytes()[4] as usize - b'A' as usize;
+            (
+                name,
+                "x".repeat(pad.saturating_sub(i * 100_000).min(100_000)),
+            )
+        });
+        let mut extra: Vec<(&'static str, &str)> = vec![
+            (RULES_VAR, ""),
+            (TAINTS_VAR, ""),
+            (LABELS_VAR, "example.com/big=true"),
+        ];
+        extra.extend(pads.iter().map(|(k, v)| (*k, v.as_str())));
+        node.forget_starts();
+        node.try_start(&env(&format!("pad-{pad}"), &extra), SMALL_STACK, &[])
+    };
+    let (mut lo, mut hi) = (0, 300_000);
+    while lo + 1 < hi {
+        let mid = (lo + hi) / 2;
+        match run(mid).1 {
+            Some(_) => lo = mid,
+            None => hi = mid,
+        }
+    }
+    let mut fenced = 0;
+    for pad in (lo.saturating_sub(400)..=lo).rev().step_by(4) {
+        let (err, argv) = run(pad);
+        let Some(argv) = argv else { continue };
+        let in_pool = argv.iter().any(|w| w.contains("example.com/big=true"));
+        let taints = taints_of(&argv);
+        assert!(
+            in_pool || taints.contains("kubelet-labeler.io/fenced=pool-changed:NoSchedule"),
+            "padded with {pad}: {err}"
+        );
+        fenced += usize::from(!in_pool);
+    }
+    assert!(fenced > 0, "the window was never met");
+}
+
 /// `explain` previews it: the fence in the taints kubelet registers with,
 /// and the note that says why and how to lift it, where the rules cannot
 /// be used on this tree, and where kubelet's config cannot be read.

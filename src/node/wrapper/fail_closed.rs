@@ -124,7 +124,15 @@ pub fn plan_keeping_taints(
 /// `plan`'s argv without the `--node-labels=` word we added (the last one
 /// equal to it): what is left to exec when ours do not fit exec's limit.
 pub fn without_our_labels(plan: &Plan) -> Option<Vec<OsString>> {
-    if plan.added_labels.is_empty() || plan.taints.is_empty() {
+    if plan.taints.is_empty() {
+        return None;
+    }
+    without_labels_word(plan)
+}
+
+/// [`without_our_labels`], whatever the taints.
+fn without_labels_word(plan: &Plan) -> Option<Vec<OsString>> {
+    if plan.added_labels.is_empty() {
         return None;
     }
     let words: Vec<String> = plan
@@ -231,8 +239,17 @@ pub fn fit_exec_limit(
         *plan = p;
         return None;
     }
-    // Without kubelet's own taints to replace, ours and the fence alone.
-    let alone = fenced_taints(plan).map(|found| fenced_alone(plan, found, &why, gate));
+    // Without kubelet's own taints to replace, ours and the fence alone;
+    // without taints of ours, our labels left out where the gate fences
+    // that (review 22 r22a F1: a fleet node whose labels chose its pool).
+    let alone = fenced_taints(plan)
+        .map(|found| fenced_alone(plan, found, &why, gate))
+        .or_else(|| {
+            let mut p = plan.clone();
+            p.argv = without_labels_word(plan)?;
+            p.added_labels.clear();
+            Some(gate(p)).filter(|p| p.taints.iter().any(is_fence))
+        });
     plan.argv = plan.original_argv.clone();
     plan.left_out = Some(match plan.added_taints.is_empty() {
         true => why,
