@@ -692,6 +692,16 @@ fn a_serviceaccount_or_namespace_change_is_priced() {
         &plan_between("sa.yaml", &sa(""), "", &["--prune"]),
         &["ServiceAccount (v1) \"node-feature-discovery/nfd-worker\" is removed"],
     );
+    // Review 22 r22b F1: written without its namespace on one side, it
+    // may be the same object (the applier's default namespace): refused,
+    // either way round (it read as one removed and another added bare).
+    let bare_sa = "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: nfd-worker\n";
+    for (before, after) in [(&secrets[..], bare_sa), (bare_sa, &secrets[..])] {
+        refused(
+            &plan_between("sa.yaml", before, after, &[]),
+            &["ServiceAccount (v1) \"nfd-worker\" is given without a namespace in"],
+        );
+    }
     // Only there: added bare, removed without prune, described.
     for (before, after, extra) in [
         ("", ns, &[][..]),

@@ -55,6 +55,29 @@ pub fn check_objects(base: &Render, proposed: &Render, prune: bool) -> Result<()
             );
         }
     }
+    // Review 22 r22b F1: one given without a namespace (not of a kind known
+    // cluster-scoped) is in the applier's default namespace, which plan does
+    // not know: the same object as the other side's in a namespace, or not.
+    for (side, other) in [(base, proposed), (proposed, base)] {
+        let in_a_namespace: BTreeSet<(&str, &str)> = (other.unpriced.keys())
+            .filter_map(|(k, n)| Some((k.as_str(), n.rsplit_once('/')?.1)))
+            .collect();
+        for ((kind, name), v) in &side.unpriced {
+            let id = Identity::of(v);
+            if id.spelt.is_none()
+                && id.scope != identity::Scope::Cluster
+                && in_a_namespace.contains(&(kind.as_str(), name.as_str()))
+            {
+                bail!(
+                    "{kind} {name:?} is given without a namespace in {} and in a namespace in \
+                     {}: which object it is depends on the applier's default namespace, which \
+                     plan does not know; give its namespace on both sides",
+                    side.name,
+                    other.name
+                );
+            }
+        }
+    }
     for key in base.unpriced.keys().chain(proposed.unpriced.keys()) {
         let (before, after) = (base.unpriced.get(key), proposed.unpriced.get(key));
         if before == after {
