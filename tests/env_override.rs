@@ -6,7 +6,7 @@
 //! says which variable and which file in its one line. The recorder stands
 //! in for kubelet; the environment given is what systemd gives with the file.
 
-use crate::support::wrapper_run::RecorderNode;
+use crate::support::wrapper_run::{RecorderNode, paddings_at_the_exec_limit};
 use crate::support::write;
 
 use kubelet_labeler::node::contract::{
@@ -307,17 +307,8 @@ fn an_environment_padded_to_execs_limit_never_takes_our_taints() {
             node.forget_starts();
             node.try_start(&env, shell, &[])
         };
-        // The largest padding at which kubelet starts at all.
-        let (mut lo, mut hi) = (0, 300_000);
-        while lo + 1 < hi {
-            let mid = (lo + hi) / 2;
-            match run(mid).1 {
-                Some(_) => lo = mid,
-                None => hi = mid,
-            }
-        }
         let mut trimmed = 0;
-        for pad in (lo.saturating_sub(400)..=lo).rev().step_by(4) {
+        for pad in paddings_at_the_exec_limit(|pad| run(pad).1.is_some()) {
             let (err, argv) = run(pad);
             let Some(argv) = argv else { continue };
             let taints = taints_of(&argv);

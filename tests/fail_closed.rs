@@ -673,16 +673,8 @@ fn a_fleet_node_without_taints_padded_to_the_exec_limit_keeps_its_pool_or_fence(
         node.forget_starts();
         node.try_start(&env(&format!("pad-{pad}"), &extra), SMALL_STACK, &[])
     };
-    let (mut lo, mut hi) = (0, 300_000);
-    while lo + 1 < hi {
-        let mid = (lo + hi) / 2;
-        match run(mid).1 {
-            Some(_) => lo = mid,
-            None => hi = mid,
-        }
-    }
     let mut fenced = 0;
-    for pad in (lo.saturating_sub(400)..=lo).rev().step_by(4) {
+    for pad in crate::support::wrapper_run::paddings_at_the_exec_limit(|pad| run(pad).1.is_some()) {
         let (err, argv) = run(pad);
         let Some(argv) = argv else { continue };
         let in_pool = argv.iter().any(|w| w.contains("example.com/big=true"));

@@ -204,3 +204,18 @@ pub fn start(
         argv: std::fs::read_to_string(&argv_file).unwrap_or_default(),
     }
 }
+
+/// The paddings of an environment to try at exec's limit: the largest at
+/// which `starts` (kubelet started at all, under a 1 MiB stack), then every
+/// fourth byte of the 400 below it, largest first.
+pub fn paddings_at_the_exec_limit(starts: impl Fn(usize) -> bool) -> impl Iterator<Item = usize> {
+    let (mut lo, mut hi) = (0, 300_000);
+    while lo + 1 < hi {
+        let mid = (lo + hi) / 2;
+        match starts(mid) {
+            true => lo = mid,
+            false => hi = mid,
+        }
+    }
+    (lo.saturating_sub(400)..=lo).rev().step_by(4)
+}
