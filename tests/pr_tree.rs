@@ -431,6 +431,86 @@ fn a_revision_is_read_as_its_checkout_writes_it() {
     refused(&both("working-tree-encoding"), &["not UTF-8 text"]);
 }
 
+/// Review 22 r22b F2: what a revision's checkout may write is bounded before
+/// git writes it. A pull request's `.gitattributes` made git expand 4 MiB
+/// of `$Id$` lines into 120 MB in `$TMPDIR` (x47 at worst), up to about
+/// 6 GB a side under the 128 MiB bound, before any size was checked; and a
+/// `filter` ran the user's filter program on the revision's bytes, writing
+/// what it likes. Both are refused before git writes anything.
+#[test]
+fn what_a_revisions_checkout_may_write_is_bounded_before_it_writes() {
+    if !skipped::need("git") {
+        return;
+    }
+    let tmp = scratch_dir();
+    let top = tmp.path().join("repo");
+    let pool = top.join("gitops/worker-gpu");
+    render(&pool, &[]);
+    git(&top, &["init", "-q"]);
+    let commit = |what: &str| {
+        git(&top, &["add", "-A"]);
+        git(&top, &["commit", "-q", "-m", what]);
+    };
+    commit("base");
+    let fleet = repo().join("examples/fleet/fleet.json");
+    let scratch = tmp.path().join("scratch");
+    let plan_revisions = |from: &str| {
+        std::fs::create_dir_all(&scratch).unwrap();
+        bin()
+            .current_dir(&top)
+            .env("TMPDIR", &scratch)
+            .args(["plan", "--from", from, "--to", "HEAD:gitops", "--fleet"])
+            .arg(&fleet)
+            .output()
+            .unwrap()
+    };
+
+    // 16 MiB of 64-byte lines, each with a `$Id$`: `ident` may make them
+    // 18 times as large (a line of `$Id$` alone, 47 bytes for 4), past the
+    // bound of what a checkout may write, wherever its attributes say so.
+    std::fs::create_dir(top.join("gitops/notes")).unwrap();
+    let notes = top.join("gitops/notes/zz-notes.yaml");
+    let line = format!("# $Id$ {}\n", "-".repeat(56));
+    assert_eq!(line.len(), 64);
+    std::fs::write(&notes, line.repeat(16 << 20 >> 6)).unwrap();
+    std::fs::write(top.join(".gitattributes"), "zz-*.yaml ident\n").unwrap();
+    commit("ident");
+    refused(
+        &plan_revisions("HEAD~1:gitops"),
+        &["HEAD:gitops", "may write more than 256 MiB", "ident"],
+    );
+    // The same bytes without the attribute: planned (the control).
+    std::fs::remove_file(top.join(".gitattributes")).unwrap();
+    commit("no ident");
+    let o = plan_revisions("HEAD~2:gitops");
+    assert_ne!(o.status.code(), Some(2), "{}", stderr(&o));
+    std::fs::remove_file(&notes).unwrap();
+    commit("no notes");
+
+    // A filter of the user's config: never run on a revision's bytes.
+    let ran = tmp.path().join("ran");
+    git(
+        &top,
+        &[
+            "config",
+            "filter.pr.smudge",
+            &format!("touch '{}'; cat", ran.display()),
+        ],
+    );
+    std::fs::write(top.join(".gitattributes"), "*.yaml filter=pr\n").unwrap();
+    commit("filter");
+    refused(
+        &plan_revisions("HEAD~1:gitops"),
+        &["is checked out through the filter \"pr\"", "as a directory"],
+    );
+    assert!(!ran.exists(), "plan ran the filter on a revision");
+    // The control: git runs it where it checks a manifest out.
+    let k = pool.join("kustomization.yaml");
+    std::fs::remove_file(&k).unwrap();
+    git(&top, &["checkout", "HEAD", "--", k.to_str().unwrap()]);
+    assert!(ran.exists(), "git ran no filter: the test proves nothing");
+}
+
 /// Review 21 r21c F2: a directory planned that holds a `.git` of its own
 /// (an extracted archive, a copied checkout) is an input like its files:
 /// the program its config names for git to run (`core.fsmonitor`) never

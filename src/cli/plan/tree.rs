@@ -4,6 +4,7 @@
 //! (a link, a submodule, a builder's or an applier's settings), never a
 //! silent pass.
 
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -15,6 +16,13 @@ use crate::cli::render::input;
 /// The most one render (all its files) may hold: a pool's MachineConfigs
 /// with four architectures' wrappers are about 1 MiB.
 const RENDER_MAX_BYTES: u64 = 128 << 20;
+/// The most a revision's checkout may write into plan's scratch directory
+/// (review 22 r22b F2): what its attributes may make of the blobs, known
+/// before git writes any.
+const CHECKOUT_MAX_BYTES: u64 = 2 * RENDER_MAX_BYTES;
+/// What `ident` may make of a blob at most: `$Id$` (4 bytes) becomes
+/// `$Id: <object> $`, 47 bytes with SHA-1, 71 with SHA-256.
+const IDENT_GROWTH: u64 = 18;
 /// The most `git ls-tree` may list under a render's path: about 200,000
 /// files.
 const LISTING_MAX_BYTES: u64 = 32 << 20;
@@ -429,8 +437,8 @@ pub fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<ManifestFile>> 
 /// (review 21 r21b F8): the attributes of that revision's `.gitattributes`
 /// (at any level, above the path planned too) and of the repository's own
 /// (`$GIT_DIR/info/attributes`, `core.attributesFile`) applied with its
-/// configuration (`ident`, `text`/`eol`, `working-tree-encoding`, a
-/// configured `filter`), so a revision planned reads as its checkout
+/// configuration (`ident`, `text`/`eol`; a `filter` or another encoding
+/// refused, see `checkout_fits`), so a revision planned reads as its checkout
 /// planned as a directory. Git itself checks them out: from a scratch
 /// index of the revision (where its `.gitattributes` are read) into a
 /// scratch work tree, removed after, with any git (`--attr-source` needs
@@ -447,23 +455,40 @@ fn checked_out(
     let index = scratch.path().join("index");
     let work = scratch.path().join("work");
     std::fs::create_dir(&work).with_context(|| format!("{spec}: making {}", work.display()))?;
-    let with_index = |args: &[&str], input: Option<Vec<u8>>| -> Result<Vec<u8>> {
+    let with_index = |args: &[&str], input: Option<Vec<u8>>, cap: u64| -> Result<Vec<u8>> {
         let mut git = git_command();
         git.env("GIT_INDEX_FILE", &index)
             .args(["-C", top])
             .args(args);
-        run_git(&mut git, input, 1 << 20).with_context(|| format!("{spec}: git {}", args.join(" ")))
+        run_git(&mut git, input, cap).with_context(|| format!("{spec}: git {}", args.join(" ")))
     };
-    with_index(&["read-tree", commit], None)?;
+    with_index(&["read-tree", commit], None, 1 << 20)?;
     let mut names = Vec::new();
     for (name, _, _) in &blobs {
         names.extend_from_slice(name.as_bytes());
         names.push(0);
     }
+    // Each name three times, with the attribute and its value.
+    let cap = 3 * names.len() as u64 + 256 * blobs.len() as u64 + (1 << 20);
+    let attributes = with_index(
+        &[
+            "check-attr",
+            "--cached",
+            "-z",
+            "--stdin",
+            "ident",
+            "filter",
+            "working-tree-encoding",
+        ],
+        Some(names.clone()),
+        cap,
+    )?;
+    checkout_fits(&attributes, &blobs, CHECKOUT_MAX_BYTES, spec)?;
     let work_tree = format!("--work-tree={}", work.display());
     with_index(
         &[&work_tree, "checkout-index", "-z", "--stdin"],
         Some(names),
+        1 << 20,
     )?;
     let mut out = Vec::new();
     let mut total = 0u64;
@@ -490,6 +515,64 @@ fn checked_out(
         });
     }
     Ok(out)
+}
+
+/// Whether the checkout of `blobs` writes at most `max` bytes, from what
+/// `git check-attr -z` says of them (review 22 r22b F2: a revision's own
+/// `.gitattributes` made git write 47 times its blobs into `$TMPDIR`
+/// before any size was checked). Known before git writes: `ident` grows a
+/// blob at most `IDENT_GROWTH` times, line ends made CRLF (by attributes or
+/// the user's `core.autocrlf`) twice. A `filter` runs a program of the
+/// user's config on the revision's bytes, writing what it likes, and a
+/// `working-tree-encoding` writes no UTF-8 text plan could read: both are
+/// refused before any write.
+fn checkout_fits(
+    attributes: &[u8],
+    blobs: &[(String, String, u64)],
+    max: u64,
+    spec: &str,
+) -> Result<()> {
+    let sizes: HashMap<&str, u64> = blobs
+        .iter()
+        .map(|(name, _, size)| (name.as_str(), *size))
+        .collect();
+    let mut growth: HashMap<&str, u64> = HashMap::new();
+    let fields: Vec<&[u8]> = attributes.split(|&b| b == 0).collect();
+    for triple in fields.chunks_exact(3) {
+        let [name, attribute, value] =
+            [triple[0], triple[1], triple[2]].map(|f| std::str::from_utf8(f).unwrap_or("\u{fffd}"));
+        let Some((&name, _)) = sizes.get_key_value(name) else {
+            bail!("{spec}: git check-attr named {name:?}, which plan did not ask about");
+        };
+        let given = !matches!(value, "unspecified" | "unset");
+        match attribute {
+            "ident" if value == "set" => {
+                growth.insert(name, IDENT_GROWTH);
+            }
+            "filter" if given && value != "set" => bail!(
+                "{spec}: {name} is checked out through the filter {value:?} (a `filter` \
+                 attribute), a program plan does not run on a revision; plan a checkout of it \
+                 as a directory"
+            ),
+            "working-tree-encoding" if given && !value.eq_ignore_ascii_case("UTF-8") => bail!(
+                "{spec}: {name} is checked out as {value} (a `working-tree-encoding` \
+                 attribute), not UTF-8 text; plan reads manifests as UTF-8: remove the \
+                 attribute"
+            ),
+            _ => {}
+        }
+    }
+    let most = sizes.iter().fold(0u64, |all, (name, size)| {
+        all.saturating_add(size.saturating_mul(growth.get(name).copied().unwrap_or(2)))
+    });
+    if most > max {
+        bail!(
+            "{spec}: its checkout may write more than {} MiB of manifests (`$Id$` expanded by \
+             an `ident` attribute, line ends made CRLF); plan a checkout of it as a directory",
+            max >> 20
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -548,6 +631,47 @@ mod tests {
             assert_eq!(f.text, written, "{name}");
             assert_ne!(f.text, text, "{name}: converted");
         }
+    }
+
+    /// What a checkout may write, from `git check-attr -z` (review 22
+    /// r22b F2): `ident` counts 18 times, anything else twice; a filter
+    /// driver or an encoding other than UTF-8 refused; `set`/`unset`
+    /// values name no driver or encoding (git ignores them).
+    #[test]
+    fn a_checkout_is_bounded_by_its_attributes() {
+        let blobs = [("a.yaml", 10), ("b.yaml", 5)]
+            .map(|(n, size)| (n.to_string(), String::new(), size))
+            .to_vec();
+        let said = |triples: &[(&str, &str, &str)]| {
+            let mut out = Vec::new();
+            for (n, a, v) in triples {
+                for f in [n, a, v] {
+                    out.extend_from_slice(f.as_bytes());
+                    out.push(0);
+                }
+            }
+            out
+        };
+        let plain = said(&[("a.yaml", "ident", "unset"), ("b.yaml", "filter", "set")]);
+        assert!(checkout_fits(&plain, &blobs, 30, "r").is_ok());
+        assert!(checkout_fits(&plain, &blobs, 29, "r").is_err());
+        let ident = said(&[("a.yaml", "ident", "set")]);
+        assert!(checkout_fits(&ident, &blobs, 190, "r").is_ok());
+        let err = checkout_fits(&ident, &blobs, 189, "r").unwrap_err();
+        assert!(format!("{err}").contains("ident"), "{err}");
+        for (attribute, value, says) in [
+            ("filter", "lfs", "through the filter \"lfs\""),
+            ("working-tree-encoding", "UTF-16", "as UTF-16"),
+            ("working-tree-encoding", "set", "as set"),
+        ] {
+            let one = said(&[("b.yaml", attribute, value)]);
+            let err = checkout_fits(&one, &blobs, 1 << 20, "r").unwrap_err();
+            assert!(format!("{err}").contains(says), "{err}");
+        }
+        let utf8 = said(&[("b.yaml", "working-tree-encoding", "utf-8")]);
+        assert!(checkout_fits(&utf8, &blobs, 30, "r").is_ok());
+        let other = said(&[("c.yaml", "ident", "set")]);
+        assert!(checkout_fits(&other, &blobs, 1 << 20, "r").is_err());
     }
 
     /// git's output is read up to a bound, then refused (a listing of
