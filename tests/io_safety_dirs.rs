@@ -383,6 +383,56 @@ fn a_link_put_at_a_missing_name_after_the_check_is_not_followed() {
     }
 }
 
+/// Review 23 r23c F2: a tree's link at the `-o` name is judged by where the
+/// tree is, not by how the path is spelt: reached through the user's own
+/// link into a checkout's subdirectory (`prod -> repo/clusters/prod`), the
+/// pull request's link there wrote the render (or an ISO) over a file
+/// outside the tree; so did a tree without `.git` run from.
+#[test]
+fn a_tree_reached_through_a_link_of_ours_keeps_its_own_links_unfollowed() {
+    let tmp = scratch_dir();
+    let dir = tmp.path();
+    let elsewhere = dir.join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    inputs(&elsewhere);
+    std::fs::create_dir_all(dir.join("repo/.git")).unwrap();
+    std::fs::create_dir_all(dir.join("repo/clusters/prod")).unwrap();
+    std::fs::create_dir_all(dir.join("home")).unwrap();
+    let victim = dir.join("home/victim.conf");
+    std::fs::write(&victim, "mine\n").unwrap();
+    symlink(
+        "../../../home/victim.conf",
+        dir.join("repo/clusters/prod/50-worker.yaml"),
+    )
+    .unwrap();
+    symlink(dir.join("repo/clusters/prod"), dir.join("prod")).unwrap();
+    let out = dir.join("prod/50-worker.yaml");
+    let out = out.to_str().unwrap();
+    let o = run(
+        &elsewhere,
+        &[&RENDER_MC[..], &["-o", out, "--force"]].concat(),
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("in the git work tree"), "{err}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine\n");
+    // No `.git`: the tree is where the run starts.
+    std::fs::remove_dir(dir.join("repo/.git")).unwrap();
+    let repo = dir.join("repo");
+    inputs(&repo);
+    let o = run(&repo, &[&RENDER_MC[..], &["-o", out, "--force"]].concat());
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("below the current directory"), "{err}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine\n");
+    // The control: from elsewhere, the link is the user's own to follow.
+    ok(
+        &elsewhere,
+        &[&RENDER_MC[..], &["-o", out, "--force"]].concat(),
+    );
+    assert_ne!(std::fs::read_to_string(&victim).unwrap(), "mine\n");
+}
+
 /// Review 19 r19b F3: in a git work tree a link is the repository's
 /// content: a pull request's `gitops/worker-gpu -> ../../other/prod`, made
 /// by the CI user's checkout (so "ours"), had `render --output-dir` merge

@@ -153,11 +153,28 @@ fn follow_own_links(path: &Path) -> Result<(PathBuf, Option<fs::Metadata>)> {
 /// The top of the git work tree `path` is in (a directory above it holding
 /// `.git`), if any.
 fn git_work_tree_of(path: &Path) -> Option<PathBuf> {
-    absolute(path)?
-        .ancestors()
-        .skip(1)
-        .find(|d| fs::symlink_metadata(d.join(".git")).is_ok())
-        .map(Path::to_path_buf)
+    directories_above(path).find(|d| fs::symlink_metadata(d.join(".git")).is_ok())
+}
+
+/// The directories `path` is in, as spelt and as they are (review 23 r23c
+/// F2: `~/prod`, the user's link to `checkout/clusters/prod`, spells no
+/// directory of the checkout; where it leads is one), innermost first.
+fn directories_above(path: &Path) -> impl Iterator<Item = PathBuf> {
+    let spelt = absolute(path);
+    let physical = spelt
+        .as_deref()
+        .and_then(Path::parent)
+        .and_then(|d| fs::canonicalize(d).ok());
+    let above = |p: Option<PathBuf>, skip: usize| {
+        p.map(|p| {
+            p.ancestors()
+                .skip(skip)
+                .map(Path::to_path_buf)
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default()
+    };
+    above(spelt, 1).into_iter().chain(above(physical, 0))
 }
 
 /// `path` from `/` (a relative one from the current directory).
@@ -172,11 +189,8 @@ fn absolute(path: &Path) -> Option<PathBuf> {
 fn current_dir_above(path: &Path) -> Option<PathBuf> {
     use std::os::unix::fs::MetadataExt;
     let cwd = fs::metadata(".").ok()?;
-    absolute(path)?
-        .ancestors()
-        .skip(1)
+    directories_above(path)
         .find(|d| fs::metadata(d).is_ok_and(|m| m.dev() == cwd.dev() && m.ino() == cwd.ino()))
-        .map(Path::to_path_buf)
 }
 
 /// A FIFO at `-o` is written into only when it is the caller's or root's:
