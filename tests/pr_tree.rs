@@ -560,6 +560,87 @@ fn a_repositorys_own_config_runs_nothing() {
     );
 }
 
+/// Review 23 r23c F3: git fetches nothing for plan, so no transport program
+/// a repository's config names runs: a partial clone's missing object was
+/// fetched through its `core.sshCommand`, by `ls-tree --long` at a revision
+/// and by `ls-files` expanding a sparse index in a directory. A revision's
+/// missing file is an error saying so.
+#[test]
+fn a_repositorys_transport_runs_nothing() {
+    if !skipped::need("git") {
+        return;
+    }
+    let tmp = scratch_dir();
+    let top = tmp.path().join("in");
+    let (base, pr) = (top.join("a"), top.join("b"));
+    render(&base.join("worker-gpu"), &[]);
+    render(&pr.join("worker-gpu"), &[]);
+    render(&top.join("c/keep"), &[]);
+    std::fs::create_dir_all(top.join("c/other")).unwrap();
+    std::fs::write(top.join("c/other/x.yaml"), "x: 1\n").unwrap();
+    git(&top, &["init", "-q"]);
+    git(&top, &["add", "."]);
+    git(&top, &["commit", "-q", "-m", "x"]);
+    let object = |spec: &str| {
+        let o = Command::new("git")
+            .current_dir(&top)
+            .args(["rev-parse", spec])
+            .output()
+            .unwrap();
+        let id = String::from_utf8(o.stdout).unwrap().trim().to_string();
+        top.join(".git/objects").join(&id[..2]).join(&id[2..])
+    };
+    // A sparse index leaving `c/other` out, whose tree is then missing.
+    git(
+        &top,
+        &["sparse-checkout", "init", "--cone", "--sparse-index"],
+    );
+    git(&top, &["sparse-checkout", "set", "a", "b", "c/keep"]);
+    git(&top, &["config", "index.sparse", "true"]);
+    std::fs::remove_file(object("HEAD:c/other")).unwrap();
+    let blob = std::fs::read_dir(pr.join("worker-gpu"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .find(|n| n.ends_with(".yaml"))
+        .unwrap();
+    std::fs::remove_file(object(&format!("HEAD:b/worker-gpu/{blob}"))).unwrap();
+    let ran = tmp.path().join("ran");
+    for (k, v) in [
+        ("core.repositoryformatversion", "1"),
+        ("extensions.partialClone", "origin"),
+        ("remote.origin.url", "ssh://example.invalid/x"),
+        ("remote.origin.promisor", "true"),
+        (
+            "core.sshCommand",
+            &format!("sh -c 'touch {}; exit 1' --", ran.display()),
+        ),
+    ] {
+        git(&top, &["config", k, v]);
+    }
+    let fleet = repo().join("examples/fleet/fleet.json");
+    let o = bin()
+        .current_dir(&top)
+        .args(["plan", "--from", "HEAD:a/", "--to", "HEAD:b/", "--fleet"])
+        .arg(&fleet)
+        .output()
+        .unwrap();
+    refused(&o, &["is not in this repository (a partial clone?)"]);
+    assert!(!ran.exists(), "plan of a revision ran the ssh program");
+    let o = plan(&top.join("c"), &top.join("c"), &fleet, &[]);
+    assert!(
+        !ran.exists(),
+        "plan of a directory ran the ssh program: {}",
+        stderr(&o)
+    );
+    // The control: git itself fetches through it.
+    let o = Command::new("git")
+        .current_dir(&top)
+        .args(["ls-files", "--stage"])
+        .output()
+        .unwrap();
+    assert!(ran.exists(), "git ran no ssh program: {}", stderr(&o));
+}
+
 /// Review 21 r21b F7: a kustomization may leave out only what holds the
 /// cluster's MachineConfiguration alone (render's `cluster-wide/`), told by
 /// what it holds, not by its name: our labels MachineConfig renamed

@@ -246,10 +246,18 @@ fn git_output(args: &[&str], input: Option<Vec<u8>>, cap: u64) -> Result<Vec<u8>
 
 /// git, told to run no program a repository's own config names for what
 /// plan asks (review 21 r21c F2: `core.fsmonitor` in a directory's `.git`,
-/// an input like any file of it, ran as the user planning).
+/// an input like any file of it, ran as the user planning), and to fetch
+/// nothing (review 23 r23c F3: a partial clone's missing object fetched
+/// through the `core.sshCommand` its config names, by `ls-files` expanding
+/// a sparse index or `ls-tree --long`). No transport is allowed, so no
+/// fetch, ssh program, credential helper or proxy command runs; a filter
+/// is refused before any checkout (`checkout_fits`); what plan asks git
+/// runs no hook.
 fn git_command() -> Command {
     let mut git = Command::new("git");
-    git.args(["-c", "core.fsmonitor=false"]);
+    git.args(["-c", "core.fsmonitor=false", "-c", "protocol.allow=never"])
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_NO_LAZY_FETCH", "1");
     git
 }
 
@@ -413,7 +421,15 @@ pub fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<ManifestFile>> 
         else {
             continue;
         };
-        let size: u64 = size.parse().unwrap_or(u64::MAX);
+        // A size git cannot tell (`BAD`): the object is not in the
+        // repository, a partial clone's, which plan does not fetch.
+        let Ok(size) = size.parse::<u64>() else {
+            bail!(
+                "{spec}: {name} ({object}) is not in this repository (a partial clone?); plan \
+                 fetches nothing: fetch the revision's files first (`git fetch` without \
+                 --filter), or plan a checkout of it as a directory"
+            );
+        };
         total = total.saturating_add(size);
         if blobs.len() >= MAX_MANIFESTS {
             return Err(too_many(spec));
