@@ -29,8 +29,8 @@ pub fn read(path: &Path) -> Result<Vec<Pool>> {
     let (pools, skipped) = read_pools(path)?;
     if !skipped.is_empty() {
         say!(
-            "warning: --cluster-pools: {} select{} nodes by their names ({HOSTNAME_LABEL} In, \
-             or no other term), which kubelet sets itself and the installed nodes do not judge \
+            "warning: --cluster-pools: {} select{} nodes by their names ({HOSTNAME_LABEL} In \
+             or DoesNotExist), which kubelet sets itself and the installed nodes do not judge \
              by: left out of the installed-pool record, so a node that moves into {} is not \
              fenced",
             skipped.join(", "),
@@ -91,13 +91,19 @@ fn read_pools(path: &Path) -> Result<(Vec<Pool>, Vec<String>)> {
         // the pool is judged by its other terms, toward the fence. One
         // that names the hosts it takes (`In`, `DoesNotExist`, which no
         // node meets) leaves the pool to those hosts: left out.
-        let selector: Vec<Requirement> = selector
+        let mut selector: Vec<Requirement> = selector
             .into_iter()
             .filter(|r| {
                 !matches!(r, Requirement::NotIn(k, _) | Requirement::Exists(k) if k == HOSTNAME_LABEL)
             })
             .collect();
-        if selector.is_empty() || selects_on_hostname(&selector) {
+        if selector.is_empty() {
+            // Review 23 r23c F1: such terms alone take every node but the
+            // hosts they name (the MCO: the selector as given is not
+            // empty), spelt as a term every node meets.
+            selector.push(Requirement::Exists("kubernetes.io/os".into()));
+        }
+        if selects_on_hostname(&selector) {
             skipped.push(name.to_string());
             continue;
         }
@@ -233,10 +239,14 @@ mod tests {
 
     /// Review 21 r21c F4: a pool keeping hosts out by name (`NotIn`) is
     /// judged by its other terms (it was left out whole: a node labelled
-    /// into it registered unfenced); one taking hosts by name (`In`), or
-    /// with hostname terms alone, is left out.
+    /// into it registered unfenced); one taking hosts by name (`In`) is
+    /// left out. Review 23 r23c F1: with such terms alone it takes every
+    /// node but the hosts named (it was left out: every machine the ISO
+    /// installed into `worker` moved into it unfenced), so every node meets
+    /// it and a worker installed is fenced, as the MCO moves it.
     #[test]
     fn a_hostname_term_that_keeps_hosts_out_is_taken_as_met() {
+        use crate::node::fleet::{Pool, base_labels, installed_record_with, pool_change};
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("mcp.yaml");
         let pool = |name: &str, exprs: &str| {
@@ -250,29 +260,45 @@ mod tests {
         };
         let host =
             |op: &str| format!("{{key: kubernetes.io/hostname, operator: {op}, values: [old-1]}}");
+        let any_host = "{key: kubernetes.io/hostname, operator: Exists}";
         let infra = "{key: example.com/infra, operator: Exists}";
         let text = format!(
-            "apiVersion: v1\nkind: List\nitems:\n{}{}{}{}",
+            "apiVersion: v1\nkind: List\nitems:\n{}{}{}{}{}",
             pool("infra", &format!("{infra}, {}", host("NotIn"))),
             pool("named", &format!("{infra}, {}", host("In"))),
             pool("only-out", &host("NotIn")),
-            pool(
-                "any-host",
-                &format!("{infra}, {{key: kubernetes.io/hostname, operator: Exists}}")
-            ),
+            pool("any-host", &format!("{infra}, {any_host}")),
+            pool("only-any-host", any_host),
         );
         std::fs::write(&p, text).unwrap();
         let (got, skipped) = read_pools(&p).unwrap();
-        let names: Vec<&str> = got.iter().map(|p| p.name.as_str()).collect();
-        assert_eq!(names, ["infra", "any-host"]);
-        for pool in &got {
-            assert_eq!(
-                pool.selector,
-                [Requirement::Exists("example.com/infra".into())],
-                "{}",
-                pool.name
-            );
-        }
-        assert_eq!(skipped, ["named", "only-out"]);
+        let named: Vec<(&str, &[Requirement])> = got
+            .iter()
+            .map(|p| (p.name.as_str(), p.selector.as_slice()))
+            .collect();
+        let infra = [Requirement::Exists("example.com/infra".into())];
+        let every = [Requirement::Exists("kubernetes.io/os".into())];
+        assert_eq!(
+            named,
+            [
+                ("infra", &infra[..]),
+                ("only-out", &every[..]),
+                ("any-host", &infra[..]),
+                ("only-any-host", &every[..]),
+            ]
+        );
+        assert_eq!(skipped, ["named"]);
+        // A worker installed, with the labels every worker registers with.
+        let worker = Pool {
+            name: "worker".into(),
+            kind: PoolKind::Worker,
+            config: "worker.ign".into(),
+            selector: vec![Requirement::Exists("node-role.kubernetes.io/worker".into())],
+            static_labels: Vec::new(),
+            device: None,
+        };
+        let record = installed_record_with(&worker, &[], &got[1..2]);
+        let why = pool_change(&record, &base_labels()).unwrap_or_default();
+        assert!(why.contains("select pool only-out"), "{why}");
     }
 }
