@@ -38,6 +38,11 @@ const OUR_ANNOTATIONS: &str = "kubelet-labeler/";
 
 /// Ours are far smaller; a bigger file is nobody's manifest we read.
 const MAX_MANIFEST: u64 = 16 << 20;
+/// What render reads of an output directory in all (review 23 r23c F4: 32
+/// hard links to one 16 MiB file took 1 GB): a pool's files with four
+/// architectures' wrappers are about 1 MiB.
+const MAX_SCAN_BYTES: u64 = 64 << 20;
+const MAX_SCAN_FILES: usize = 10_000;
 
 /// A manifest-like file found in the directory.
 struct Found {
@@ -677,19 +682,22 @@ pub fn comment_lines(text: &str) -> Vec<usize> {
 /// The manifest-like files of `dir` (`.yaml`, `.yml`, `.json`, and the
 /// kustomization's names), sorted, each read and told whose it is.
 fn scan(dir: &Path) -> Result<Vec<Found>> {
-    let mut found = scan_in(dir, "")?;
+    let mut read = 0u64;
+    let mut found = scan_in(dir, "", &mut read)?;
     // The cluster-wide directory, when it is one (a link there is refused
     // when written, never followed).
     let sub = dir.join(CLUSTER_WIDE_DIR);
     if std::fs::symlink_metadata(&sub).is_ok_and(|m| m.is_dir()) {
-        found.extend(scan_in(&sub, &format!("{CLUSTER_WIDE_DIR}/"))?);
+        found.extend(scan_in(&sub, &format!("{CLUSTER_WIDE_DIR}/"), &mut read)?);
     }
     found.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(found)
 }
 
-/// The manifest-like files of `dir`, named `prefix` + file name.
-fn scan_in(dir: &Path, prefix: &str) -> Result<Vec<Found>> {
+/// The manifest-like files of `dir`, named `prefix` + file name, each
+/// counted into `read` (bytes, of every file read so far) before it is
+/// read.
+fn scan_in(dir: &Path, prefix: &str, read: &mut u64) -> Result<Vec<Found>> {
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -706,6 +714,17 @@ fn scan_in(dir: &Path, prefix: &str) -> Result<Vec<Found>> {
         }
         let name = format!("{prefix}{name}");
         let path = entry.path();
+        let size = std::fs::symlink_metadata(&path).map_or(0, |m| m.len().min(MAX_MANIFEST));
+        *read += size;
+        if *read > MAX_SCAN_BYTES || found.len() >= MAX_SCAN_FILES {
+            bail!(
+                "{}: more than {MAX_SCAN_FILES} manifest files or {} MiB of them; render reads \
+                 every manifest of the directory it writes into: give --output-dir a directory \
+                 of the pool's own",
+                dir.display(),
+                MAX_SCAN_BYTES >> 20
+            );
+        }
         let read = read_manifest(&path);
         let (owner, marked) = match &read {
             Ok((_, obj)) => owner_of(&name, obj),
