@@ -41,6 +41,7 @@ mod kubelet_bool_flags;
 mod kubelet_config_oracle;
 mod kubelet_mco;
 mod kubelet_validate_cli;
+mod launcher_exec_limit;
 mod leave_to_nfd;
 mod machineconfig_merge;
 mod mco_disruption;

@@ -553,7 +553,7 @@ pub fn run(args: &[OsString]) -> i32 {
         // go, never our taints.
         let alone = fail_closed::fit_exec_limit(&mut plan, &over, &|p| gate.check(p));
         if let Some((mut p, room)) = alone.and_then(|p| {
-            let room = room_in_env(&path, &p.argv, &env)?;
+            let room = room_in_env(&path, &p.argv, &env, launcher_room(&path))?;
             Some((p, room))
         }) {
             p.notes.push(room);
@@ -596,6 +596,26 @@ pub fn run(args: &[OsString]) -> i32 {
         eprintln!("{}", derived::journal_line(&line));
         err = exec(&opts.root, &plan.executable, &p.argv);
     }
+    // Still E2BIG: what the count could not foresee is bytes the kernel
+    // copies besides; more of the environment left out, twice the room
+    // each time, before kubelet's own command (review 23 r23a F1).
+    let path = under_root(&opts.root, &plan.executable);
+    let mut reserve = launcher_room(&path);
+    let ours = plan.left_out.is_none() && plan.argv != plan.original_argv;
+    for _ in 0..12 {
+        if err.raw_os_error() != Some(E2BIG) || !ours {
+            break;
+        }
+        reserve = 2 * reserve + 4096;
+        let Some(room) = room_in_env(&path, &plan.argv, &env, reserve) else {
+            break;
+        };
+        eprintln!(
+            "kubelet-labeler: {}: executing it failed: {err}",
+            derived::journal_line(&room)
+        );
+        err = exec(&opts.root, &plan.executable, &plan.argv);
+    }
     if err.raw_os_error() == Some(E2BIG) && plan.argv != plan.original_argv {
         eprintln!(
             "kubelet-labeler: starting kubelet without our labels/taints: executing it with them failed: {err}"
@@ -616,6 +636,15 @@ pub fn run(args: &[OsString]) -> i32 {
 /// The least of exec's limit for its strings, whatever the stack limit.
 const ARG_MAX: u64 = 131_072;
 
+/// What the kernel copies after the strings counted when `path` is a `#!`
+/// script (review 23 r23a F1: OpenShift's kubenswrapper is `#!/bin/sh`):
+/// at each of its at most 5 levels the interpreter and its argument (a
+/// line of at most 256 bytes) and the script's name in argv[0]'s place.
+/// Counted as room kept free, so what fits by the count fits the exec.
+fn launcher_room(path: &Path) -> usize {
+    5 * 2 * 256 + path.as_os_str().len()
+}
+
 /// Why exec of `argv` with `env` would fail with E2BIG: the strings and
 /// their pointers over the kernel's limit for them (fs/exec.c: a quarter of
 /// the stack limit, at most 6 MiB, at least ARG_MAX). The usual start is far
@@ -632,7 +661,7 @@ fn over_exec_limit(path: &Path, argv: &[OsString], env: &[(OsString, OsString)])
             .sum::<usize>()
         + path.as_os_str().len()
         + 1;
-    let total = (strings + words * std::mem::size_of::<usize>()) as u64;
+    let total = (strings + words * std::mem::size_of::<usize>() + launcher_room(path)) as u64;
     if total <= ARG_MAX {
         return None;
     }
@@ -677,7 +706,12 @@ fn without_our_vars(env: Vec<(OsString, OsString)>) -> Vec<(OsString, OsString)>
 /// `env` out of the process's environment: the note saying which, or None,
 /// nothing left out (`argv` past the limit without any environment, or
 /// the limit unknown).
-fn room_in_env(path: &Path, argv: &[OsString], env: &[(OsString, OsString)]) -> Option<String> {
+fn room_in_env(
+    path: &Path,
+    argv: &[OsString],
+    env: &[(OsString, OsString)],
+    reserve: usize,
+) -> Option<String> {
     let size = |(k, v): &(OsString, OsString)| k.len() + v.len() + 2 + size_of::<usize>();
     let limit = exec_limit(stack_limit())? as usize;
     let argv_bytes: usize = argv
@@ -685,7 +719,8 @@ fn room_in_env(path: &Path, argv: &[OsString], env: &[(OsString, OsString)]) -> 
         .map(|a| a.len() + 1 + size_of::<usize>())
         .sum::<usize>()
         + path.as_os_str().len()
-        + 1;
+        + 1
+        + reserve;
     // Whether it fits with the strings under `t` bytes alone: the largest
     // such `t` is found in as many passes as a size has bits (no sort).
     let fits = |t: usize| {
