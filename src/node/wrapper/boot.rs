@@ -570,10 +570,10 @@ pub fn run(args: &[OsString]) -> i32 {
         let _ = guard.record_start(id, now, with, refusable, can_register(&opts.root, &plan));
     }
     let mut err = exec(&opts.root, &plan.executable, &plan.argv);
-    // E2BIG that the kernel's own answer in `over_exec_limit` did not
-    // foresee (none known): the taints without our labels, ours and the
-    // fence alone, then kubelet as it would have been, recorded so, at the
-    // cost of a line each.
+    // E2BIG that `over_exec_limit` did not foresee (a launcher past its
+    // room): the taints without our labels, ours and the fence alone, more
+    // room in the environment, then kubelet as it would have been,
+    // recorded so, at the cost of a line each.
     // Each passes the final check (the installed pool's) after it is made.
     // (Made only then: a start whose exec fails otherwise pays nothing.)
     let smaller = match err.raw_os_error() == Some(E2BIG) {
