@@ -253,3 +253,40 @@ fn the_directory_s_one_pool_decides_without_the_flag() {
         );
     }
 }
+
+/// Review 23 r23b F2: a copy of the pool's labels MachineConfig for
+/// another role, in a file of its own, replaces the pool's under `oc apply
+/// -R` (the last applied wins); the pool's layout alone never saw it
+/// beside the first, and explain showed the labels the nodes lose.
+/// Refused, whatever role; without the copy, as before.
+#[test]
+fn a_machineconfig_given_twice_for_another_role_is_refused() {
+    let dir = scratch_dir();
+    let d = dir.path();
+    let base = d.join("rendered-worker.yaml");
+    std::fs::write(&base, RENDERED_WORKER).unwrap();
+    let pr = d.join("pr");
+    crate::plan::render(&pr, &[]);
+    let o = explain(&[&base, &pr], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let copy = d.join("copy");
+    std::fs::create_dir(&copy).unwrap();
+    std::fs::write(copy.join("kustomization.yaml"), "resources: []\n").unwrap();
+    let labels = "50-worker-gpu-kubelet-labeler-labels";
+    crate::support::add_file_machineconfig(&copy, labels, Some("infra"), "/etc/motd", "hi\n");
+    let file = copy.join(format!("{labels}.yaml"));
+    assert!(file.exists());
+    for extra in [&["--pool", "worker-gpu"][..], &[]] {
+        let o = explain(&[&base, &pr, &file], extra);
+        assert!(
+            !o.status.success(),
+            "{}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+        assert!(
+            stderr(&o).contains(&format!("MachineConfig \"{labels}\" is given twice")),
+            "{extra:?}: {}",
+            stderr(&o)
+        );
+    }
+}

@@ -78,6 +78,53 @@ fn a_machineconfig_given_twice_is_refused() {
     );
 }
 
+/// Review 23 r23b F2: a copy of the labels MachineConfig for another role
+/// (or none) replaced the pool's own under `oc apply -R` and Argo CD (the
+/// last applied wins; a real API server showed the labels gone), while
+/// plan compared names within one pool's configs only and said "0 nodes
+/// change". One identity over the whole render, of every kind: an object
+/// of one kind, group and name given twice is refused, whatever pool or
+/// role, alike or not.
+#[test]
+fn an_object_given_twice_anywhere_in_a_render_is_refused() {
+    let motd = "    storage:\n      files:\n      - path: /etc/motd\n        mode: 420\n        \
+                contents:\n          source: data:,hi\n";
+    let labels = "50-worker-gpu-kubelet-labeler-labels";
+    let infra = machineconfig(V1, labels, "infra", motd);
+    let no_role = infra.replace(
+        "  labels:\n    machineconfiguration.openshift.io/role: infra\n",
+        "",
+    );
+    assert!(!no_role.contains("role"), "{no_role}");
+    for (what, copy) in [("another role", &infra), ("no role", &no_role)] {
+        let o = plan_with("zz-motd.yaml", copy);
+        refused(
+            &o,
+            &[
+                &format!(
+                    "zz-motd.yaml: MachineConfig (machineconfiguration.openshift.io) \"{labels}\" is given twice"
+                ),
+                "give it once",
+            ],
+        );
+        assert!(stderr(&o).contains("whatever pool or role"), "{what}");
+    }
+    // Any kind, alike or not: a ConfigMap in one namespace, a pool.
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: a\n";
+    refused(
+        &plan_with("cm.yaml", &format!("{cm}---\n{cm}")),
+        &["ConfigMap (v1) \"a/c\" is given twice"],
+    );
+    let pool = "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfigPool\n\
+                metadata:\n  name: worker-gpu\nspec:\n  machineConfigSelector:\n    \
+                matchExpressions:\n    - key: machineconfiguration.openshift.io/role\n      \
+                operator: In\n      values: [worker, worker-gpu]\n";
+    refused(
+        &plan_with("zz-pool.yaml", pool),
+        &["MachineConfigPool (machineconfiguration.openshift.io) \"worker-gpu\" is given twice"],
+    );
+}
+
 /// The API server refuses these objects: `oc apply` leaves the cluster's.
 #[test]
 fn objects_the_api_server_refuses_are_refused() {
@@ -408,7 +455,9 @@ fn an_object_given_twice_is_refused_however_spelt() {
     add(&pr, "kc.yaml", &kc(250));
     refused(
         &plan(&base, &pr, &fleet, &[]),
-        &["pr: KubeletConfig \"gpu-kubelet\" is given twice"],
+        &[
+            "pr/kc.yaml: KubeletConfig (machineconfiguration.openshift.io) \"gpu-kubelet\" is given twice",
+        ],
     );
 }
 

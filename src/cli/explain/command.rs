@@ -48,6 +48,7 @@ pub fn run(c: ExplainConfig) -> Result<ExitCode> {
                 configs.extend(mcs);
                 pools.extend(p);
             }
+            explain::pool::check_given_once(&configs, &pools)?;
             explain::pool::check_selected(&from_dirs, &pools)?;
             let configs = match &c.pool {
                 Some(name) => explain::pool::choose(configs, &pools, name)?,

@@ -139,6 +139,30 @@ pub fn choose(configs: Vec<Value>, pools: &[Value], name: &str) -> Result<Vec<Va
     Ok(chosen)
 }
 
+/// Every MachineConfig and MachineConfigPool read (of every `--machineconfig`
+/// given) once by name, whatever pool or role it names (review 23 r23b F2):
+/// the cluster holds one object per kind and name, and `oc apply -R` or
+/// Argo CD keep the last one applied, so a copy for another role replaces
+/// the pool's own, which a pool's layout alone never compares.
+pub fn check_given_once(configs: &[Value], pools: &[Value]) -> Result<()> {
+    for (kind, objects) in [("MachineConfig", configs), ("MachineConfigPool", pools)] {
+        let mut seen = std::collections::BTreeSet::new();
+        for o in objects {
+            let name = o.pointer("/metadata/name").and_then(Value::as_str);
+            if !seen.insert(name) {
+                bail!(
+                    "--machineconfig: {kind} {:?} is given twice: the cluster holds one object \
+                     per kind and name (`oc apply -R` and Argo CD keep the last one applied, \
+                     whole, whatever pool or role it names; kustomize refuses the build), \
+                     while explain would read both; give it once",
+                    name.unwrap_or_default()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Without `--pool`: MachineConfigs of more than one pool that the MCO
 /// would not give one node are refused, naming the pools found and the
 /// flag that picks one. A custom pool's with worker's is one node's (the
@@ -261,6 +285,26 @@ mod tests {
             v["metadata"]["labels"] = json!({ ROLE_LABEL: r });
         }
         v
+    }
+
+    /// Review 23 r23b F2: a copy of a pool's MachineConfig for another
+    /// role (or none) replaces it in the cluster: refused, as one of the
+    /// same role is by the merge.
+    #[test]
+    fn a_machineconfig_given_twice_for_any_role_is_refused() {
+        let own = mc("50-gpu-labels", Some("worker-gpu"));
+        for other in [Some("infra"), None, Some("worker-gpu")] {
+            let e = check_given_once(&[own.clone(), mc("50-gpu-labels", other)], &[])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("MachineConfig \"50-gpu-labels\" is given twice"),
+                "{e}"
+            );
+        }
+        let pool = json!({"kind": "MachineConfigPool", "metadata": {"name": "gpu"}});
+        assert!(check_given_once(std::slice::from_ref(&own), &[pool.clone(), pool]).is_err());
+        assert!(check_given_once(&[own, mc("50-other", Some("infra"))], &[]).is_ok());
     }
 
     fn names(v: &[Value]) -> Vec<&str> {

@@ -60,6 +60,10 @@ pub struct Render {
     /// every kind: a cluster-scoped object given with and without one, or
     /// in two, is one object (review 21 r21b F2).
     pub spellings: std::collections::BTreeMap<(String, String), Vec<Option<String>>>,
+    /// The file each object was first given in, by `Kind (group)`, name
+    /// and namespace as spelt: one given again, anywhere in the render and
+    /// whatever its pool or role, is refused (review 23 r23b F2).
+    pub given: std::collections::BTreeMap<(String, String, Option<String>), String>,
 }
 
 /// Kinds the MCO renders into MachineConfigs of the pools they select
@@ -283,20 +287,6 @@ pub fn read_render(spec: &str) -> Result<Render> {
         let name = crate::cli::render::layout::mc_name(mc);
         crate::cli::render::api_objects::check_not_mco_s_own(name, spec)?;
     }
-    // kubectl keeps one object per kind and name (the last applied,
-    // whole); kustomize refuses the build.
-    let mut names = std::collections::BTreeSet::new();
-    for pool in &render.pools {
-        let name = pool.pointer("/metadata/name").and_then(Value::as_str);
-        if !names.insert(name) {
-            bail!(
-                "{spec}: MachineConfigPool {:?} is given twice: the cluster holds one object \
-                 per name (`oc apply -f` keeps the last one applied, whole; kustomize refuses \
-                 the build), while plan would take the first; give it once",
-                name.unwrap_or_default()
-            );
-        }
-    }
     if render.machineconfigs.is_empty() && render.pools.is_empty() {
         bail!(
             "{spec}: no MachineConfig or MachineConfigPool in it; give what `render machineconfig --output-dir` wrote"
@@ -332,6 +322,30 @@ fn add_render_object(doc: Value, m: &tree::ManifestFile, render: &mut Render) ->
     }
     // One identity for every object, of any kind (review 21 r21b F2).
     let id = Identity::of(&doc);
+    // One object per kind, group and name (and namespace) in the whole
+    // render, of every kind: `oc apply -R` and Argo CD keep the last one
+    // applied, whole, whatever pool or role it names (review 23 r23b F2: a
+    // copy of the pool's labels MachineConfig for another role replaced
+    // it); kustomize refuses the build. A namespace spelt otherwise is
+    // `twice` below. The cluster's `MachineConfiguration` is applied once
+    // per pool, each by its own field manager (server-side apply merges
+    // them), and kustomize's own files are not applied.
+    let per_manager = k == "MachineConfiguration" && id.group == "operator.openshift.io";
+    if !per_manager && !KUSTOMIZE_OWN.contains(&(id.group.as_str(), k)) {
+        let key = (id.kind_group(), id.name.clone(), id.spelt.clone());
+        if let Some(first) = render.given.get(&key) {
+            bail!(
+                "{}: {} {:?} is given twice (also in {first}): the cluster holds one object \
+                 per kind and name (`oc apply -R` and Argo CD keep the last one applied, \
+                 whole, whatever pool or role it names; kustomize refuses the build), while \
+                 plan would read both; give it once",
+                m.name,
+                id.kind_group(),
+                id.key_name()
+            );
+        }
+        render.given.insert(key, m.name.clone());
+    }
     let spelt = render
         .spellings
         .entry((id.kind_group(), id.name.clone()))
