@@ -63,6 +63,7 @@ mod plan_tolerations;
 mod pr_inputs;
 mod pr_machineconfigs;
 mod pr_objects;
+mod pr_spec;
 mod pr_tree;
 mod pr_yaml;
 mod preflight;

@@ -133,7 +133,22 @@ pub fn keep_removed(base: &Render, proposed: &mut Render) -> Vec<String> {
 /// `REV:PATH` of the git repository of the working directory.
 pub fn read_render(spec: &str) -> Result<Render> {
     let path = Path::new(spec);
-    let texts = if path.exists() {
+    // A path as given, a dangling link too (`Path::exists` follows it).
+    let on_disk = Some(spec.trim_end_matches('/')).filter(|s| !s.is_empty());
+    let exists = std::fs::symlink_metadata(on_disk.unwrap_or(spec)).is_ok();
+    let texts = if exists {
+        // Never guessed from what the working directory holds (review 23
+        // r23b F4): a pull request's checkout may add a directory named
+        // like the revision (`HEAD:gitops`, `origin/main:gitops/`).
+        if let Some((rev, sub)) = spec.split_once(':').filter(|(r, _)| tree::is_revision(r)) {
+            bail!(
+                "{spec}: ambiguous: a path of the working directory, and {sub:?} of git \
+                 revision {rev:?}; plan does not guess which is meant (a pull request can add \
+                 a directory named like the revision): give `./{spec}` for the path, or move \
+                 or rename the path to read the revision"
+            );
+        }
+        tree::check_no_link(spec)?;
         tree::local_texts(path, spec)?
     } else if let Some((rev, sub)) = spec.split_once(':') {
         tree::git_texts(rev, sub, spec)?

@@ -174,6 +174,58 @@ fn in_work_tree(dir: &Path) -> bool {
     at.ancestors().any(has_git)
 }
 
+/// Whether `rev` names a commit of the git repository of the working
+/// directory (where `git_texts` reads `REV:PATH`); false outside one, or
+/// without git.
+pub fn is_revision(rev: &str) -> bool {
+    if rev.is_empty() || rev.starts_with('-') {
+        return false;
+    }
+    let commit = format!("{rev}^{{commit}}");
+    git_output(
+        &["rev-parse", "--verify", "--quiet", &commit],
+        None,
+        1 << 16,
+    )
+    .is_ok()
+}
+
+/// Refuse a link on the way to a render given as a path (the spec itself,
+/// or a directory of it) where the tree plan reads makes its links: in a
+/// git work tree, or at or below the current directory (a checkout, an
+/// unpacked tree). Where it points is the tree's content, which a pull
+/// request can set (review 23 r23b F4: a committed `HEAD:gitops` link to
+/// any directory was read), as the writers refuse one
+/// (`render::checked_dir`). A link elsewhere (`/tmp` on some systems) is
+/// the machine's, and followed.
+pub fn check_no_link(spec: &str) -> Result<()> {
+    let trimmed = spec.trim_end_matches('/');
+    let cwd = std::fs::canonicalize(".").ok();
+    for at in Path::new(trimmed).ancestors() {
+        if at.as_os_str().is_empty()
+            || !std::fs::symlink_metadata(at).is_ok_and(|m| m.file_type().is_symlink())
+        {
+            continue;
+        }
+        let parent = at.parent().filter(|p| !p.as_os_str().is_empty());
+        let parent = parent.unwrap_or(Path::new("."));
+        let real = std::fs::canonicalize(parent).unwrap_or_else(|_| parent.to_path_buf());
+        let place = if let Some(tree) = real.ancestors().find(|d| has_git(d)) {
+            format!("in the git work tree {}", tree.display())
+        } else if let Some(cwd) = cwd.as_ref().filter(|c| real.starts_with(c)) {
+            format!("below the current directory {}", cwd.display())
+        } else {
+            continue;
+        };
+        bail!(
+            "{spec}: {} is a symlink {place}: where it points is the tree's content, which a \
+             pull request can set; not following it: give the directory it leads to",
+            at.display()
+        );
+    }
+    Ok(())
+}
+
 fn local_file(path: &Path, text: String) -> ManifestFile {
     ManifestFile {
         name: path.display().to_string(),
