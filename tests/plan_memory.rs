@@ -93,3 +93,46 @@ fn pools_share_the_machineconfigs_they_select() {
         size / 1024
     );
 }
+
+/// Review 23 r23b F5: what YAML aliases build is bounded over the run, not
+/// per file: two ConfigMaps of 64 KB whose aliases repeat a 64 KiB string
+/// 310 times (19 MiB each, each within the reader's bound of one file)
+/// are refused at the second, naming it and the bound. On 7bd5710 plan
+/// built and kept every file's expansion (40 files of 360 bytes: 835 MB)
+/// and refused only later, for the ConfigMaps it cannot price.
+#[test]
+fn alias_expansion_is_bounded_over_the_run() {
+    let tmp = scratch_dir();
+    let (base, to) = (tmp.path().join("base"), tmp.path().join("to"));
+    render(&base, &[]);
+    render(&to, &[]);
+    let big = "x".repeat(64 << 10);
+    let (ten, thirty) = (["*s"; 10].join(", "), ["*t"; 30].join(", "));
+    let names = ["cm0.yaml", "cm1.yaml"];
+    for (i, name) in names.iter().enumerate() {
+        let text = format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x{i}\n  namespace: ns1\n\
+             s: &s {big}\nt: &t [{ten}]\nd: [{thirty}]\n"
+        );
+        std::fs::write(to.join(name), text).unwrap();
+    }
+    relist_kustomization(&to, &names, &[]);
+    let fleet = repo().join("examples/fleet/fleet.json");
+    let o = std::process::Command::new(BIN)
+        .arg("plan")
+        .arg("--from")
+        .arg(&base)
+        .arg("--to")
+        .arg(&to)
+        .arg("--fleet")
+        .arg(&fleet)
+        .output()
+        .unwrap();
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("cm1.yaml as YAML: its aliases (`*name`) expand to at least ")
+            && e.contains("past the run's bound of 33554432 bytes of strings built from aliases"),
+        "{e}"
+    );
+}

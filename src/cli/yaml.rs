@@ -11,6 +11,7 @@
 //! refused, naming the line and the fix, rather than read one way: a
 //! taint reset hidden from plan that way was applied to the nodes.
 
+mod expansion;
 mod go_resolve;
 mod scalars;
 
@@ -31,7 +32,7 @@ pub fn kube_yaml<T: serde::de::DeserializeOwned>(text: &str) -> Result<Vec<T>> {
     // Each round below parses the text again: their bytes are bounded in
     // all (a thousand escapes after a large file were a thousand parses),
     // over every file the run reads (many small files, each re-parsed).
-    kube_yaml_reparsing(text, 4 << 20)
+    kube_yaml_reparsing(text, 4 << 20, &expansion::RUN)
 }
 
 /// The bytes re-parsed for escapes so far in this run, all files together.
@@ -39,9 +40,12 @@ static REPARSED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize
 /// Their bound for the whole run.
 const REPARSED_RUN_MAX: usize = 64 << 20;
 
+/// [`kube_yaml`], `reparsed_max` bytes re-parsed for escapes at most, what
+/// aliases build charged to `expansion`.
 fn kube_yaml_reparsing<T: serde::de::DeserializeOwned>(
     text: &str,
     reparsed_max: usize,
+    expansion: &expansion::Expansion,
 ) -> Result<Vec<T>> {
     refuse_ambiguous(text)?;
     // go-yaml's `\'` in a double-quoted string, written `'` (same length:
@@ -73,18 +77,35 @@ fn kube_yaml_reparsing<T: serde::de::DeserializeOwned>(
             other => break other,
         }
     };
-    let (unparsed, rewrites) = match checked {
-        Ok(rewrites) => (None, rewrites),
+    let (unparsed, rewrites, written) = match checked {
+        Ok((rewrites, written)) => (None, rewrites, Some(written)),
         Err(scalars::Stop::Refused(e)) => return Err(e),
-        Err(scalars::Stop::Unparsed(e)) => (Some(e), Vec::new()),
-        Err(scalars::Stop::Escape(_)) => (None, Vec::new()),
+        Err(scalars::Stop::Unparsed(e)) => (Some(e), Vec::new(), None),
+        Err(scalars::Stop::Escape(_)) => (None, Vec::new(), None),
     };
     // Numbers go-yaml reads otherwise than YAML 1.2, written as the same
     // number in YAML 1.2's terms (same length: lines and columns stay).
     for (at, with) in rewrites {
         read.to_mut().replace_range(at, &with);
     }
-    let docs = serde_saphyr::from_multiple_with_options(&read, read_options()).map_err(|e| {
+    // What the aliases build beyond the text, charged to the run (a text
+    // the check could not parse is refused below whatever it builds).
+    let mut options = read_options();
+    let report = std::rc::Rc::new(std::cell::Cell::new(None));
+    if let Some(written) = written {
+        options.budget = Some(expansion.budget(written));
+        let report = report.clone();
+        options = options.with_budget_report(move |r: serde_saphyr::budget::BudgetReport| {
+            use serde_saphyr::budget::BudgetBreach as B;
+            let cut = matches!(r.breached, Some(B::Nodes { .. } | B::ScalarBytes { .. }));
+            report.set(Some(((r.nodes, r.total_scalar_bytes), cut)));
+        });
+    }
+    let docs = serde_saphyr::from_multiple_with_options(&read, options);
+    if let (Some(written), Some((read, cut))) = (written, report.get()) {
+        expansion.charge(written, read, cut)?;
+    }
+    let docs = docs.map_err(|e| {
         use serde_saphyr::Error as E;
         let mut inner = &e;
         while let E::AliasError { error, .. } | E::WithSnippet { error, .. } = inner {
@@ -268,13 +289,43 @@ mod tests {
         let escapes: String = (0..40).map(|i| format!("e{i}: \"it\\'s\"\n")).collect();
         let text = filler + &escapes;
         // 40 rounds of ~3.6 KB: past a budget of 64 KB, within one of 1 MB.
-        let e = kube_yaml_reparsing::<serde_json::Value>(&text, 64 << 10).unwrap_err();
+        let e =
+            kube_yaml_reparsing::<serde_json::Value>(&text, 64 << 10, &expansion::RUN).unwrap_err();
         let e = format!("{e:#}");
         assert!(e.contains("write `'` without the backslash"), "{e}");
-        let docs = kube_yaml_reparsing::<serde_json::Value>(&text, 1 << 20).unwrap();
+        let docs =
+            kube_yaml_reparsing::<serde_json::Value>(&text, 1 << 20, &expansion::RUN).unwrap();
         assert_eq!(docs[0]["e39"], "it's");
         let few = kube_yaml_docs("a: \"it\\'s\"\nb: \"x\\'y\"\n").unwrap();
         assert_eq!(few[0]["a"], "it's");
+    }
+
+    /// Review 23 r23b F5: what aliases build is bounded over the run, all
+    /// files together, not per file: each file here is within the
+    /// reader's own bound, the third past the run's, and refused within
+    /// its parse. A file without aliases is charged nothing.
+    #[test]
+    fn alias_expansion_is_bounded_over_the_run() {
+        // `b` repeats `a`'s 12 nodes 11 times, `c` `b`'s 133: 1,595 nodes
+        // built from aliases.
+        let bomb = "a: &a [x, x, x, x, x, x, x, x, x, x, x]\n\
+                    b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n\
+                    c: [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n";
+        let run = expansion::Expansion::new(4_000, 1 << 20);
+        let read = |text| kube_yaml_reparsing::<serde_json::Value>(text, 1 << 20, &run);
+        for _ in 0..2 {
+            assert_eq!(read(bomb).unwrap()[0]["c"][10][10][10], "x");
+        }
+        let plain = "k: [1, 2, 3]\n";
+        assert_eq!(read(plain).unwrap()[0]["k"][2], 3);
+        let e = format!("{:#}", read(bomb).unwrap_err());
+        assert!(
+            e.starts_with("its aliases (`*name`) expand to at least ")
+                && e.contains("past the run's bound of 4000 nodes built from aliases"),
+            "{e}"
+        );
+        // Past the bound, what writes its nodes out is read still.
+        assert_eq!(read(plain).unwrap()[0]["k"][0], 1);
     }
 
     /// Review 15 r15b F7: a file of many tiny documents is refused before

@@ -81,10 +81,12 @@ enum Frame {
 pub(super) type Rewrite = (Range<usize>, String);
 
 /// Every scalar and tag of `text`, against what the Go readers make of it;
-/// the rewrites that make the deserializer read its numbers as Go does.
-pub(super) fn check(text: &str) -> Result<Vec<Rewrite>, Stop> {
+/// the rewrites that make the deserializer read its numbers as Go does,
+/// and what the text writes (its aliases not expanded).
+pub(super) fn check(text: &str) -> Result<(Vec<Rewrite>, Written), Stop> {
     let mut frames: Vec<Frame> = Vec::new();
     let mut rewrites = Vec::new();
+    let mut written = Written::default();
     for event in Parser::new_from_str(text) {
         let (event, span) = event.map_err(|e| {
             use serde_saphyr::granit_parser::ErrorKind;
@@ -99,6 +101,7 @@ pub(super) fn check(text: &str) -> Result<Vec<Rewrite>, Stop> {
             .byte_offset()
             .zip(span.end.byte_offset())
             .and_then(|(a, b)| Some((a..b, text.get(a..b)?)));
+        written.count(&event);
         let is_key = match frames.last_mut() {
             Some(Frame::Map(next_is_key)) if is_node(&event) => {
                 let key = *next_is_key;
@@ -161,7 +164,31 @@ pub(super) fn check(text: &str) -> Result<Vec<Rewrite>, Stop> {
             return Err(Stop::Refused(anyhow!("line {line}: {why}")));
         }
     }
-    Ok(rewrites)
+    Ok((rewrites, written))
+}
+
+/// What a text writes, as the deserializer's budget counts what it reads:
+/// nodes (scalars, mappings and sequences) and the bytes of scalars and
+/// tags. What the deserializer reads beyond it, aliases expanded.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(super) struct Written {
+    pub nodes: usize,
+    pub bytes: usize,
+}
+
+impl Written {
+    fn count(&mut self, event: &Event) {
+        let tag_len = |tag: Option<&Tag>| tag.map_or(0, |t| t.to_string().len());
+        let bytes = match event {
+            Event::Scalar(value, _, _, tag) => value.len() + tag_len(tag.as_deref()),
+            Event::MappingStart(_, _, tag) | Event::SequenceStart(_, _, tag) => {
+                tag_len(tag.as_deref())
+            }
+            _ => return,
+        };
+        self.nodes += 1;
+        self.bytes = self.bytes.saturating_add(bytes);
+    }
 }
 
 fn is_node(event: &Event) -> bool {
