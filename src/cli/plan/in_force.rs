@@ -33,8 +33,16 @@ pub struct InForce {
 }
 
 /// The policy in force before the change (`cluster`: the fleet's
-/// `MachineConfiguration`) and once `proposed` is applied over `base`.
-pub fn in_force(cluster: Option<&Value>, base: &Render, proposed: &Render) -> Result<InForce> {
+/// `MachineConfiguration`) and once `proposed` is applied over `base`;
+/// under `prune`, a `MachineConfiguration` the base tree applies and the
+/// proposed one no longer does is deleted (review 23 r23b F3: the object
+/// `cluster`, every entry of it, the cluster's and render's own).
+pub fn in_force(
+    cluster: Option<&Value>,
+    base: &Render,
+    proposed: &Render,
+    prune: bool,
+) -> Result<InForce> {
     // Without the cluster's export, render's own left-out policy stands for
     // what the user applied by hand; with it, the export says.
     let known = |r: &Render| -> Vec<PolicyFile> {
@@ -49,14 +57,18 @@ pub fn in_force(cluster: Option<&Value>, base: &Render, proposed: &Render) -> Re
         }
         v
     };
-    let (base_known, proposed_known) = (known(base), known(proposed));
+    let (base_known, mut proposed_known) = (known(base), known(proposed));
     let before = match cluster {
         Some(_) => policy::applied(cluster, &[], &[])?,
         // A base policy the API server would refuse never landed: the
         // MCO's defaults alone, the strictest known.
         None => policy::applied(None, &[], &base_known).unwrap_or_default(),
     };
-    let after = policy::applied(cluster, &base_known, &proposed_known)?;
+    let deleted = prune && !base.policies.is_empty() && proposed.policies.is_empty();
+    if deleted {
+        proposed_known.clear();
+    }
+    let after = policy::applied(cluster.filter(|_| !deleted), &base_known, &proposed_known)?;
     let mut notes = Vec::new();
     let unpriced: Vec<&str> = (proposed.policies_left_out.iter())
         .filter(|p| !proposed_known.iter().any(|k| k.name == p.name))
@@ -210,16 +222,40 @@ mod tests {
             (Some(&cluster), &applied),
             (None, &applied),
         ] {
-            let p = in_force(cluster, &base, to).unwrap();
+            let p = in_force(cluster, &base, to, false).unwrap();
             let cost = NodePolicy::new(Some(31), &p).cost(&change);
             assert_eq!(cost.0, Disruption::DrainAndReboot, "{cost:?}");
         }
         // In force before (the cluster's, or the base's applied): priced by it.
-        let p = in_force(None, &applied, &applied).unwrap();
+        let p = in_force(None, &applied, &applied, false).unwrap();
         assert_eq!(
             NodePolicy::new(Some(31), &p).cost(&change).0,
             Disruption::Nothing
         );
+    }
+
+    /// Review 23 r23b F3: under --prune, the tree's MachineConfiguration
+    /// removed is deleted, the cluster's entries with it; without, they
+    /// stay (only the file's own are taken out).
+    #[test]
+    fn a_policy_pruned_from_the_tree_takes_the_cluster_s_entries_with_it() {
+        let other = Changed::File("/etc/other.conf".into());
+        let cluster = serde_json::json!({
+            "apiVersion": "operator.openshift.io/v1",
+            "kind": "MachineConfiguration",
+            "metadata": { "name": "cluster" },
+            "spec": { "nodeDisruptionPolicy": { "files": none_for("/etc/other.conf") } },
+        });
+        let base = Render {
+            policies: vec![file("x.yaml", None, none_for("/etc/gpu.conf"))],
+            ..Default::default()
+        };
+        let cost = |prune| {
+            let p = in_force(Some(&cluster), &base, &Render::default(), prune).unwrap();
+            NodePolicy::new(Some(31), &p).cost(&other).0
+        };
+        assert_eq!(cost(false), Disruption::Nothing);
+        assert_eq!(cost(true), Disruption::DrainAndReboot);
     }
 
     /// Render's own file is told by what it holds: an entry render never

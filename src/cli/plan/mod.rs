@@ -208,8 +208,16 @@ fn plan_in_budget(opts: &PlanOptions) -> Result<Plan> {
         }
     }
     let fleet = fleet::read_fleet(&opts.fleet, &used)?;
-    let pools_of = |side: &Side| {
+    // Review 23 r23b F3: the proposed side is the cluster less what the
+    // apply deletes, plus what it applies: under --prune, a pool of the base
+    // render that the proposed one leaves is deleted, not the fleet's.
+    let pruned: Vec<String> = (sides[0].pools.iter())
+        .filter(|p| opts.prune && !sides[1].pools.iter().any(|q| q.name == p.name))
+        .map(|p| p.name.clone())
+        .collect();
+    let pools_of = |side: &Side, deleted: &[String]| {
         let mut pools = fleet.pools.clone();
+        pools.retain(|q| !deleted.contains(&q.name));
         for p in &side.pools {
             pools.retain(|q| q.name != p.name);
             pools.push(p.clone());
@@ -221,11 +229,12 @@ fn plan_in_budget(opts: &PlanOptions) -> Result<Plan> {
         }
         pools
     };
-    let base_pools = pools_of(&sides[0]);
-    let proposed_pools = pools_of(&sides[1]);
+    let base_pools = pools_of(&sides[0], &[]);
+    let proposed_pools = pools_of(&sides[1], &pruned);
     unrendered::check_selection(
         (&sides[0].render, &sides[1].render),
         &fleet.not_laid_out,
+        opts.prune,
         &base_pools,
         &proposed_pools,
     )?;
@@ -253,7 +262,12 @@ fn plan_in_budget(opts: &PlanOptions) -> Result<Plan> {
             &after.cache[name].files,
         )?;
     }
-    let policy = in_force::in_force(fleet.policy.as_ref(), &sides[0].render, &sides[1].render)?;
+    let policy = in_force::in_force(
+        fleet.policy.as_ref(),
+        &sides[0].render,
+        &sides[1].render,
+        opts.prune,
+    )?;
     let mut fleet_notes = Vec::new();
     for what in kept {
         fleet_notes.push(format!(

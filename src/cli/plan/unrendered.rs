@@ -165,10 +165,13 @@ fn selected<'a>(object: &Value, pools: &'a [Pool]) -> BTreeSet<&'a str> {
 /// [`check_objects`]: the renders' objects are the same on both sides;
 /// `cluster`'s, from the fleet, stand where the renders have none of the
 /// name): the pools before the change (the cluster's, under the base
-/// render's) against those after it.
+/// render's) against those after it. Under `prune`, one of the base render
+/// that the proposed one leaves is deleted (review 23 r23b F3), not the
+/// cluster's.
 pub fn check_selection(
     (base, proposed): (&Render, &Render),
     cluster: &BTreeMap<(String, String), Value>,
+    prune: bool,
     base_pools: &[Pool],
     proposed_pools: &[Pool],
 ) -> Result<()> {
@@ -176,7 +179,9 @@ pub fn check_selection(
         base.not_laid_out.keys().chain(cluster.keys()).collect();
     for key in keys {
         let object_before = base.not_laid_out.get(key).or_else(|| cluster.get(key));
-        let object_after = proposed.not_laid_out.get(key).or_else(|| cluster.get(key));
+        let deleted = prune && base.not_laid_out.contains_key(key);
+        let object_after =
+            (proposed.not_laid_out.get(key)).or_else(|| cluster.get(key).filter(|_| !deleted));
         let before = object_before.map(|o| selected(o, base_pools));
         let after = object_after.map(|o| selected(o, proposed_pools));
         let (before, after) = (before.unwrap_or_default(), after.unwrap_or_default());
@@ -309,16 +314,18 @@ mod tests {
             Pool::builtin("worker"),
             pool("worker-gpu", json!({ "custom-kubelet": "gpu-taints" })),
         ];
-        let err = check_selection((&base, &pr), &BTreeMap::new(), &plain, &labelled)
+        let err = check_selection((&base, &pr), &BTreeMap::new(), false, &plain, &labelled)
             .unwrap_err()
             .to_string();
         assert!(
             err.contains("pools gaining it: worker-gpu; losing it: none"),
             "{err}"
         );
-        assert!(check_selection((&base, &pr), &BTreeMap::new(), &labelled, &plain).is_err());
-        assert!(check_selection((&base, &pr), &BTreeMap::new(), &labelled, &labelled).is_ok());
-        assert!(check_selection((&base, &pr), &BTreeMap::new(), &plain, &plain).is_ok());
+        assert!(check_selection((&base, &pr), &BTreeMap::new(), false, &labelled, &plain).is_err());
+        assert!(
+            check_selection((&base, &pr), &BTreeMap::new(), false, &labelled, &labelled).is_ok()
+        );
+        assert!(check_selection((&base, &pr), &BTreeMap::new(), false, &plain, &plain).is_ok());
         // The worker pool's own labels, as installed.
         let builtin = json!({ "machineConfigPoolSelector": { "matchLabels": {
             "pools.operator.machineconfiguration.openshift.io/worker": "" } } });
@@ -330,8 +337,12 @@ mod tests {
             selected(&base.not_laid_out.values().next().unwrap().clone(), &plain),
             BTreeSet::from(["worker"])
         );
-        assert!(check_selection((&base, &pr), &BTreeMap::new(), &plain, &plain[..1]).is_ok());
-        assert!(check_selection((&base, &pr), &BTreeMap::new(), &plain, &plain[1..]).is_err());
+        assert!(
+            check_selection((&base, &pr), &BTreeMap::new(), false, &plain, &plain[..1]).is_ok()
+        );
+        assert!(
+            check_selection((&base, &pr), &BTreeMap::new(), false, &plain, &plain[1..]).is_err()
+        );
     }
 
     /// A KubeletConfig of the cluster's (from the fleet), in neither
@@ -350,11 +361,20 @@ mod tests {
             Pool::builtin("worker"),
             pool("worker-gpu", json!({ "custom-kubelet": "gpu-taints" })),
         ];
-        assert!(check_selection((&base, &pr), &cluster, &plain, &labelled).is_err());
-        assert!(check_selection((&base, &pr), &cluster, &plain, &plain).is_ok());
+        assert!(check_selection((&base, &pr), &cluster, false, &plain, &labelled).is_err());
+        assert!(check_selection((&base, &pr), &cluster, false, &plain, &plain).is_ok());
         assert_eq!(relabelled(&plain, &labelled), ["worker-gpu"]);
         assert_eq!(relabelled(&labelled, &labelled[..1]), ["worker-gpu"]);
         assert!(relabelled(&labelled, &labelled).is_empty());
+        // Review 23 r23b F3: the base render's, left by the proposed one,
+        // is deleted under --prune: the cluster's copy no longer stands.
+        let base = render("base", Some(spec));
+        let labelled = &labelled[..];
+        assert!(check_selection((&base, &pr), &cluster, false, labelled, labelled).is_ok());
+        let err = check_selection((&base, &pr), &cluster, true, labelled, labelled)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("losing it: worker-gpu"), "{err}");
     }
 
     /// An empty or absent selector, or one Kubernetes refuses, selects no

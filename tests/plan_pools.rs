@@ -1,0 +1,156 @@
+//! A pull request's MachineConfigPools (review 23 r23b): a pool, or any
+//! other object plan takes from the fleet where the renders have none,
+//! pruned from the tree is deleted, not the fleet's copy (F3); a pool's
+//! spec fields plan does not price are refused when they change (F7).
+
+use crate::plan::{json, plan, render};
+use crate::support::{add_file_machineconfig, relist_kustomization, repo, scratch_dir};
+use crate::support::{stderr, stdout};
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+const POOL: &str = "machineconfigpool-worker-gpu.yaml";
+
+/// The example fleet: two GPU nodes in pool worker-gpu, its
+/// MachineConfigPool among the objects (as `oc get ... machineconfigpools`).
+fn fleet() -> PathBuf {
+    repo().join("examples/fleet/fleet.json")
+}
+
+fn refused(o: &Output, says: &[&str]) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{}\n{err}", stdout(o));
+    for s in says {
+        assert!(err.contains(s), "{s:?} not in: {err}");
+    }
+}
+
+fn drop_pool(dir: &Path) {
+    std::fs::remove_file(dir.join(POOL)).unwrap();
+    relist_kustomization(dir, &[], &[POOL]);
+}
+
+fn add(dir: &Path, name: &str, text: &str) {
+    std::fs::write(dir.join(name), text).unwrap();
+    relist_kustomization(dir, &[name], &[]);
+}
+
+/// F3: the PR deletes the pool's MachineConfigPool. Under --prune the apply
+/// deletes it: the GPU nodes move to worker (a drain and reboot), though the
+/// fleet's export holds the pool as the base applied it (plan took that
+/// copy for the proposed side: "no change"). Without --prune it stays.
+#[test]
+fn a_pool_pruned_from_the_tree_is_deleted_not_taken_from_the_fleet() {
+    let tmp = scratch_dir();
+    let (base, pr) = (tmp.path().join("base"), tmp.path().join("pr"));
+    render(&base, &[]);
+    render(&pr, &[]);
+    drop_pool(&pr);
+    let o = plan(&base, &pr, &fleet(), &["--prune", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let p = json(&o);
+    assert_eq!(p["reboot"], 2, "{p:#}");
+    let gpu = &p["groups"][0];
+    assert_eq!(
+        gpu["nodes"],
+        serde_json::json!(["gpu-a100-01", "gpu-a100-02"])
+    );
+    assert_eq!(gpu["outcome"]["pool_before"], "worker-gpu");
+    assert_eq!(gpu["outcome"]["pool_after"], "worker");
+    // Without --prune: kept, and said so.
+    let o = plan(&base, &pr, &fleet(), &["--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let p = json(&o);
+    assert_eq!(
+        (p["changed"].as_u64(), p["reboot"].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert!(
+        p["not_judged"]
+            .to_string()
+            .contains("MachineConfigPool \\\"worker-gpu\\\" is removed from"),
+        "{p:#}"
+    );
+}
+
+/// F3, the KubeletConfig plan takes from the fleet in its selection check:
+/// one the base tree applies and the PR removes is refused, with the
+/// cluster's copy given or not, with --prune or not.
+#[test]
+fn a_kubeletconfig_removed_from_the_tree_is_refused_with_the_fleet_s_copy() {
+    let kc = "apiVersion: machineconfiguration.openshift.io/v1\nkind: KubeletConfig\nmetadata:\n  \
+              name: gpu-taints\nspec:\n  machineConfigPoolSelector:\n    matchLabels:\n      \
+              pools.operator.machineconfiguration.openshift.io/worker-gpu: \"\"\n  \
+              kubeletConfig:\n    maxPods: 300\n";
+    let tmp = scratch_dir();
+    let (base, pr) = (tmp.path().join("base"), tmp.path().join("pr"));
+    render(&base, &[]);
+    render(&pr, &[]);
+    add(&base, "kubeletconfig.yaml", kc);
+    let cluster = tmp.path().join("kubeletconfigs.yaml");
+    std::fs::write(&cluster, kc).unwrap();
+    let cluster = cluster.to_str().unwrap();
+    for extra in [&[][..], &["--prune"]] {
+        for fleet_extra in [&[][..], &["--fleet", cluster]] {
+            let args: Vec<&str> = extra.iter().chain(fleet_extra).copied().collect();
+            refused(
+                &plan(&base, &pr, &fleet(), &args),
+                &["KubeletConfig \"gpu-taints\" is removed"],
+            );
+        }
+    }
+}
+
+/// F3, the policy: the base tree lists a MachineConfiguration; the PR
+/// removes it and writes a file another team's entry of the cluster's
+/// policy (`None`) covers. Under --prune the object `cluster` is deleted,
+/// every entry with it: the file's change is the MCO's default, a drain and
+/// reboot. Without --prune the cluster's entry stays: no reboot.
+#[test]
+fn a_policy_pruned_from_the_tree_takes_the_cluster_s_entries_with_it() {
+    let entry =
+        |path: &str| format!("      - path: {path}\n        actions:\n        - type: None\n");
+    let policy = |entries: &str| {
+        format!(
+            "apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nmetadata:\n  \
+             name: cluster\nspec:\n  nodeDisruptionPolicy:\n    files:\n{entries}"
+        )
+    };
+    let tmp = scratch_dir();
+    let (base, pr) = (tmp.path().join("base"), tmp.path().join("pr"));
+    render(&base, &[]);
+    render(&pr, &[]);
+    add(&base, "gpu-policy.yaml", &policy(&entry("/etc/gpu.conf")));
+    add_file_machineconfig(
+        &pr,
+        "60-worker-gpu-other",
+        Some("worker-gpu"),
+        "/etc/other.conf",
+        "x\n",
+    );
+    let cluster = tmp.path().join("machineconfiguration.yaml");
+    let both = format!("{}{}", entry("/etc/gpu.conf"), entry("/etc/other.conf"));
+    std::fs::write(&cluster, policy(&both)).unwrap();
+    let cluster = cluster.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let args: Vec<&str> = ["--fleet", cluster, "--format", "json"]
+            .iter()
+            .chain(extra)
+            .copied()
+            .collect();
+        let o = plan(&base, &pr, &fleet(), &args);
+        assert_ne!(o.status.code(), Some(2), "{}", stderr(&o));
+        json(&o)
+    };
+    let p = run(&[]);
+    let gpu = &p["groups"][0]["outcome"];
+    assert_eq!(p["reboot"], 0, "{p:#}");
+    assert_eq!(
+        gpu["disruption_because"],
+        serde_json::json!(["/etc/other.conf: None"])
+    );
+    let p = run(&["--prune"]);
+    assert_eq!(p["reboot"], 2, "{p:#}");
+    assert_eq!(p["groups"][0]["nodes"][0], "gpu-a100-01", "{p:#}");
+}
