@@ -31,6 +31,15 @@ fn drop_pool(dir: &Path) {
     relist_kustomization(dir, &[], &[POOL]);
 }
 
+/// The pool file of render's `dir` with `spec` lines added under `spec:`.
+fn edit_pool(dir: &Path, lines: &str) {
+    let path = dir.join(POOL);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let edited = text.replacen("spec:\n", &format!("spec:\n{lines}"), 1);
+    assert_ne!(text, edited, "{text}");
+    std::fs::write(&path, edited).unwrap();
+}
+
 fn add(dir: &Path, name: &str, text: &str) {
     std::fs::write(dir.join(name), text).unwrap();
     relist_kustomization(dir, &[name], &[]);
@@ -153,4 +162,89 @@ fn a_policy_pruned_from_the_tree_takes_the_cluster_s_entries_with_it() {
     let p = run(&["--prune"]);
     assert_eq!(p["reboot"], 2, "{p:#}");
     assert_eq!(p["groups"][0]["nodes"][0], "gpu-a100-01", "{p:#}");
+}
+
+/// F7: a pool's `spec.osImageStream` (an OS update of every node of the
+/// pool) was not read: planned "0 reboot". Every spec field outside the
+/// ones plan prices is refused when it changes, either way; the priced
+/// ones pass.
+#[test]
+fn a_pool_s_spec_fields_plan_does_not_price_are_refused() {
+    let tmp = scratch_dir();
+    let base = tmp.path().join("base");
+    render(&base, &[]);
+    for (field, lines) in [
+        ("osImageStream", "  osImageStream:\n    name: rhel-10\n"),
+        (
+            "pinnedImageSets",
+            "  pinnedImageSets:\n  - name: gpu-images\n",
+        ),
+        (
+            "configuration",
+            "  configuration:\n    name: rendered-worker-gpu-0123\n",
+        ),
+        ("futureField", "  futureField: 1\n"),
+    ] {
+        let pr = tmp.path().join(field);
+        render(&pr, &[]);
+        edit_pool(&pr, lines);
+        let says = format!("MachineConfigPool \"worker-gpu\" spec.{field} changes");
+        for extra in [&[][..], &["--prune"]] {
+            refused(
+                &plan(&base, &pr, &fleet(), extra),
+                &[&says, "plan cannot price it"],
+            );
+            refused(&plan(&pr, &base, &fleet(), extra), &[&says]);
+        }
+        let o = plan(&pr, &pr, &fleet(), &[]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    }
+    let os = "it switches the pool's OS image";
+    let pr = tmp.path().join("osImageStream");
+    refused(&plan(&base, &pr, &fleet(), &[]), &[os]);
+    // The priced fields pass.
+    let pr = tmp.path().join("priced");
+    render(&pr, &[]);
+    edit_pool(&pr, "  maxUnavailable: 2\n");
+    let o = plan(&base, &pr, &fleet(), &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+/// F7, the fleet's pool as the stand-in: the base tree holds no pool file;
+/// the PR adds one. Compared with the cluster's as far as the PR gives it
+/// (the cluster's `configuration`, which the MCO sets, is not the PR's).
+#[test]
+fn a_pool_added_over_the_fleet_s_is_compared_with_it() {
+    let tmp = scratch_dir();
+    let (base, pr) = (tmp.path().join("base"), tmp.path().join("pr"));
+    render(&base, &[]);
+    render(&pr, &[]);
+    drop_pool(&base);
+    // The example fleet with its pool as the cluster holds it.
+    let cluster = tmp.path().join("fleet.json");
+    let mut f: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fleet()).unwrap()).unwrap();
+    let items = f["items"].as_array_mut().unwrap();
+    let pool = items
+        .iter_mut()
+        .find(|i| i["kind"] == "MachineConfigPool")
+        .unwrap();
+    pool["spec"]["configuration"] = serde_json::json!({ "name": "rendered-worker-gpu-1" });
+    pool["spec"]["osImageStream"] = serde_json::json!({ "name": "rhel-9" });
+    std::fs::write(&cluster, f.to_string()).unwrap();
+    let o = plan(&base, &pr, &cluster, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    edit_pool(&pr, "  osImageStream:\n    name: rhel-10\n");
+    refused(
+        &plan(&base, &pr, &cluster, &[]),
+        &["spec.osImageStream changes from the fleet's MachineConfigPool ({\"name\":\"rhel-9\"})"],
+    );
+    // Without the cluster's pool: against none.
+    let bare = tmp.path().join("nodes.json");
+    f["items"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|i| i["kind"] != "MachineConfigPool");
+    std::fs::write(&bare, f.to_string()).unwrap();
+    refused(&plan(&base, &pr, &bare, &[]), &["(not given)"]);
 }

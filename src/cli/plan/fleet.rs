@@ -30,6 +30,10 @@ pub struct Fleet {
     pub features: Vec<Features>,
     pub feature_index: std::collections::HashMap<String, usize>,
     pub pools: Vec<Pool>,
+    /// The cluster's MachineConfigPools whole, by name: what a render's
+    /// pool is compared with where the base render has none
+    /// (`pool_spec`).
+    pub pool_objects: BTreeMap<String, Value>,
     pub policy: Option<Value>,
     /// The node formats of our files in each rendered config given
     /// (`oc get mc -o json`), by name.
@@ -163,7 +167,10 @@ fn add_object(
             let f = crate::cli::facts_json::from_nfd(&obj, source)?.only(used);
             merge_features(node_features.entry(node).or_default(), f);
         }
-        "MachineConfigPool" => fleet.pools.extend(Pool::from_object(&obj)),
+        "MachineConfigPool" => {
+            fleet.pools.extend(Pool::from_object(&obj));
+            fleet.pool_objects.insert(name, obj);
+        }
         // A pool's rendered config, which a Node's currentConfig names.
         "MachineConfig" if name.starts_with("rendered-") => {
             let f = formats::of_configs([&obj]);

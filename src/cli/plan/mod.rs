@@ -25,6 +25,7 @@ mod in_force;
 mod inputs;
 pub mod kube;
 mod policy;
+mod pool_spec;
 pub mod pool_tree;
 mod reconcilable;
 mod registries;
@@ -208,6 +209,7 @@ fn plan_in_budget(opts: &PlanOptions) -> Result<Plan> {
         }
     }
     let fleet = fleet::read_fleet(&opts.fleet, &used)?;
+    pool_spec::check(&sides[0].render, &sides[1].render, &fleet.pool_objects)?;
     // Review 23 r23b F3: the proposed side is the cluster less what the
     // apply deletes, plus what it applies: under --prune, a pool of the base
     // render that the proposed one leaves is deleted, not the fleet's.
