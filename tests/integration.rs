@@ -55,6 +55,7 @@ mod plan;
 mod plan_cluster_unit;
 mod plan_disruption_cost;
 mod plan_fleet;
+mod plan_kubelet_command;
 mod plan_memory;
 mod plan_pools;
 mod plan_reconcilable;

@@ -89,10 +89,11 @@ fn plan_prices_a_change_as_the_mcos_daemon() {
             "",
         ),
         (
+            // Our variable only: another would be refused (review 23 r23b F8).
             "a kubelet.service drop-in through systemd.units",
             String::new(),
             units(
-                "{name: kubelet.service, dropins: [{name: 95-x.conf, contents: \"[Service]\\nEnvironment=A=1\\n\"}]}",
+                "{name: kubelet.service, dropins: [{name: 95-x.conf, contents: \"[Service]\\nEnvironment=FIRST_BOOT_ONLY_KUBELET_NODE_EXTRA_LABELS=node.kubernetes.io/worker-gpu=\\n\"}]}",
             ),
             String::new(),
             "",

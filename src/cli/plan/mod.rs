@@ -24,6 +24,7 @@ mod identity;
 mod in_force;
 mod inputs;
 pub mod kube;
+mod kubelet_unit;
 mod policy;
 mod pool_spec;
 pub mod pool_tree;
@@ -160,6 +161,8 @@ struct PoolRender {
     /// Each path's hash of what is written there (kubelet's config files
     /// told apart; empty: the pool's MachineConfigs write nothing).
     files: BTreeMap<String, u64>,
+    /// What kubelet.service reads there (`kubelet_unit`).
+    kubelet: kubelet_unit::Reads,
     pool_label: Option<String>,
     /// The node formats of our files in the pool's MachineConfigs.
     formats: formats::Formats,
@@ -262,6 +265,12 @@ fn plan_in_budget(opts: &PlanOptions) -> Result<Plan> {
             name,
             &base.cache[name].files,
             &after.cache[name].files,
+        )?;
+        kubelet_unit::check(
+            (&base.render.name, &after.render.name),
+            name,
+            &base.cache[name].kubelet,
+            &after.cache[name].kubelet,
         )?;
     }
     let policy = in_force::in_force(
@@ -455,6 +464,7 @@ fn lay_out(
     let tree = pool_tree::lay_out_with_stand_in(configs.into_iter().cloned().collect())
         .with_context(|| format!("{}: pool {}", render.name, pool.name))?;
     let files = tree.layout.identities();
+    let kubelet = kubelet_unit::reads(&tree.root, &files, &tree.svc.environment_files);
     let pool_label = tree
         .env
         .iter()
@@ -468,6 +478,7 @@ fn lay_out(
         env,
         changes,
         files,
+        kubelet,
         pool_label,
         formats,
         configs: own,
