@@ -57,7 +57,7 @@ pub fn in_force(
         }
         v
     };
-    let (base_known, mut proposed_known) = (known(base), known(proposed));
+    let (base_known, proposed_known) = (known(base), known(proposed));
     let before = match cluster {
         Some(_) => policy::applied(cluster, &[], &[])?,
         // A base policy the API server would refuse never landed: the
@@ -65,11 +65,23 @@ pub fn in_force(
         None => policy::applied(None, &[], &base_known).unwrap_or_default(),
     };
     let deleted = prune && !base.policies.is_empty() && proposed.policies.is_empty();
-    if deleted {
-        proposed_known.clear();
-    }
-    let after = policy::applied(cluster.filter(|_| !deleted), &base_known, &proposed_known)?;
+    let mut after = policy::applied(cluster, &base_known, &proposed_known)?;
     let mut notes = Vec::new();
+    // Under --prune, the object `cluster` leaving the tree is deleted, with
+    // every entry of it, whoever set them (review 23 r23b F1).
+    if deleted {
+        after = DisruptionPolicy::default();
+        notes.push(format!(
+            "{}: MachineConfiguration cluster removed from the tree: under --prune the apply \
+             deletes the object, every node disruption policy entry with it (render's and \
+             other teams'), so each change is priced by the MCO's defaults; keep a \
+             MachineConfiguration in the tree, or leave it out of the prune",
+            (base.policies.iter())
+                .map(|p| p.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
     let unpriced: Vec<&str> = (proposed.policies_left_out.iter())
         .filter(|p| !proposed_known.iter().any(|k| k.name == p.name))
         .filter(|p| !in_force_already(p, &before))
@@ -256,6 +268,34 @@ mod tests {
         };
         assert_eq!(cost(false), Disruption::Nothing);
         assert_eq!(cost(true), Disruption::DrainAndReboot);
+    }
+
+    /// Review 23 r23b F1 variant C: under --prune, the tree's last
+    /// MachineConfiguration leaving it deletes the object `cluster`, every
+    /// entry with it (render's too); only the file's own were taken out.
+    #[test]
+    fn a_policy_pruned_from_the_tree_deletes_every_entry() {
+        let mut cluster = serde_json::json!({
+            "apiVersion": "operator.openshift.io/v1",
+            "kind": "MachineConfiguration",
+            "metadata": { "name": "cluster" },
+            "spec": { "nodeDisruptionPolicy": { "files": [
+                { "path": "/etc/gpu.conf", "actions": [{ "type": "None" }] },
+                { "path": "/etc/kubelet-labeler/a", "actions": [{ "type": "None" }] },
+            ] } },
+        });
+        cluster["metadata"]["managedFields"] = serde_json::json!([]);
+        let base = Render {
+            policies: vec![file("gpu-policy.yaml", None, none_for("/etc/gpu.conf"))],
+            ..Default::default()
+        };
+        let change = Changed::File("/etc/kubelet-labeler/a".into());
+        let cost = |prune| {
+            let p = in_force(Some(&cluster), &base, &Render::default(), prune).unwrap();
+            NodePolicy::new(Some(31), &p).cost(&change).0
+        };
+        assert_eq!(cost(true), Disruption::DrainAndReboot);
+        assert_eq!(cost(false), Disruption::Nothing);
     }
 
     /// Render's own file is told by what it holds: an entry render never

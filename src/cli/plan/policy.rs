@@ -334,8 +334,11 @@ pub struct PolicyFile {
 
 /// The policy once a render's MachineConfigurations are applied over the
 /// cluster's (`cluster`, as `oc get machineconfiguration cluster -o json`
-/// exports it), as server-side apply merges them (one field manager a
-/// file); refused where the apply fails or the MCO never reads the object.
+/// exports it): a file with a field manager of its own as server-side
+/// apply merges it (one field manager a file), one without as kubectl's
+/// client-side apply (`oc apply -k`, Argo CD's default sync) patches the
+/// object, after them, as every sync does again (`client_side`); refused
+/// where the apply fails or the MCO never reads the object.
 pub fn applied(
     cluster: Option<&Value>,
     before: &[PolicyFile],
@@ -347,9 +350,33 @@ pub fn applied(
         None => DisruptionPolicy::default(),
     };
     let base = policy.clone();
+    // The lists a client-side apply of the object gave last (its
+    // last-applied-configuration): the cluster's annotation and the base
+    // tree's files without a field manager.
+    let mut last_applied: Vec<&str> = Vec::new();
+    if let Some(text) = cluster
+        .and_then(|c| c.pointer("/metadata/annotations"))
+        .and_then(|a| a.get(LAST_APPLIED))
+    {
+        let doc = (text.as_str())
+            .and_then(|t| serde_json::from_str::<Value>(t).ok())
+            .ok_or_else(|| {
+                anyhow!(
+                    "{cluster_name}: annotation {LAST_APPLIED} is not a JSON object: kubectl's                      next client-side apply deletes what it no longer gives by it, which plan                      cannot tell; export the object again as the API server stores it"
+                )
+            })?;
+        last_applied.extend(LISTS.iter().filter(|l| gives(&doc, l)));
+    }
+    for b in before.iter().filter(|b| b.manager.is_none()) {
+        last_applied.extend(LISTS.iter().filter(|l| gives(&b.doc, l)));
+    }
     // Each entry the render's files set: (list, key) -> (actions, file).
     let mut set: BTreeMap<(&str, String), (Vec<String>, &str)> = BTreeMap::new();
-    for f in files {
+    // Server-side applies first, then client-side ones: every sync applies
+    // these again, so their lists are what stays.
+    let ordered = (files.iter().filter(|f| f.manager.is_some()))
+        .chain(files.iter().filter(|f| f.manager.is_none()));
+    for f in ordered {
         let name = f.doc.pointer("/metadata/name").and_then(Value::as_str);
         if name != Some("cluster") {
             bail!(
@@ -422,7 +449,8 @@ pub fn applied(
                 "units" => base.units.iter().find(|(k, _)| k == key).map(|(_, a)| a),
                 _ => (!base.sshkey.is_empty()).then_some(&base.sshkey),
             };
-            let Some(theirs) = cluster_has.filter(|a| *a != actions) else {
+            // A client-side apply (an Update) conflicts with nobody.
+            let Some(theirs) = cluster_has.filter(|a| *a != actions && f.manager.is_some()) else {
                 continue;
             };
             let owners = cluster.and_then(|c| owners_of(c, list, key));
@@ -456,6 +484,19 @@ pub fn applied(
                 );
             }
         }
+        if f.manager.is_none() {
+            client_side(&mut policy, &f.doc, &p, &last_applied);
+            last_applied.extend(LISTS.iter().filter(|l| gives(&f.doc, l)));
+            continue;
+        }
+        // kubectl's `apply --server-side` first hands the fields of its
+        // client-side apply (managers `kubectl-client-side-apply`,
+        // `kubectl`) to the given field manager, whose apply then deletes
+        // what it does not give (review 23 r23b F6): the cluster's entries
+        // a client-side apply owns and this file does not give go.
+        if let Some(c) = cluster {
+            taken_over(&mut policy, c, &p);
+        }
         // An entry this file's field manager set before and no longer
         // sets is deleted by its server-side apply (the lists are maps):
         // the MCO's default, or none, decides then. A file without a
@@ -486,6 +527,71 @@ pub fn applied(
         drop_entries_not_in(&mut policy, &b, None);
     }
     Ok(policy)
+}
+
+/// kubectl's annotation holding what its client-side apply gave last.
+pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// The lists of `spec.nodeDisruptionPolicy`, as `gives` names them.
+const LISTS: [&str; 3] = ["files", "units", "sshkey"];
+
+/// Whether MachineConfiguration `doc` gives list `list` (sshkey: its
+/// `actions`), empty or not.
+fn gives(doc: &Value, list: &str) -> bool {
+    let at = match list {
+        "sshkey" => "/spec/nodeDisruptionPolicy/sshkey/actions".to_string(),
+        _ => format!("/spec/nodeDisruptionPolicy/{list}"),
+    };
+    doc.pointer(&at).is_some_and(|v| !v.is_null())
+}
+
+/// `policy` once kubectl's client-side apply of `doc` (read as `p`)
+/// patches it (review 23 r23b F1): for a CRD a JSON merge patch, so each
+/// list the file gives is exactly its entries, whoever set the cluster's
+/// (a server-side apply's with them), and a list its last apply gave
+/// (`last_applied`) and it no longer gives is deleted.
+fn client_side(policy: &mut DisruptionPolicy, doc: &Value, p: &DisruptionPolicy, last: &[&str]) {
+    for list in LISTS {
+        let to = if gives(doc, list) {
+            p.clone()
+        } else if last.contains(&list) {
+            DisruptionPolicy::default()
+        } else {
+            continue;
+        };
+        match list {
+            "files" => policy.files = to.files,
+            "units" => policy.units = to.units,
+            _ => policy.sshkey = to.sshkey,
+        }
+    }
+}
+
+/// `policy` without the entries of the cluster's (`cluster`) that a
+/// client-side apply owns and `p`, applied server-side by kubectl, does
+/// not give: kubectl hands them to `p`'s field manager, which drops them.
+fn taken_over(policy: &mut DisruptionPolicy, cluster: &Value, p: &DisruptionPolicy) {
+    let client_side = |list: &str, key: &str| {
+        owners_of(cluster, list, key).is_some_and(|o| {
+            o.iter().any(|m| {
+                let m = m.split(" (").next().unwrap_or_default();
+                m == "kubectl-client-side-apply" || m == "kubectl"
+            })
+        })
+    };
+    let gone = |list: &str, entries: &Entries, given: &Entries| -> Vec<String> {
+        (entries.iter())
+            .filter(|(k, _)| !given.iter().any(|(g, _)| g == k) && client_side(list, k))
+            .map(|(k, _)| k.clone())
+            .collect()
+    };
+    let files = gone("files", &policy.files, &p.files);
+    policy.files.retain(|(k, _)| !files.contains(k));
+    let units = gone("units", &policy.units, &p.units);
+    policy.units.retain(|(k, _)| !units.contains(k));
+    if p.sshkey.is_empty() && !policy.sshkey.is_empty() && client_side("sshkey", "") {
+        policy.sshkey.clear();
+    }
 }
 
 /// `policy` without the entries of `earlier` that `now` (None: nothing)

@@ -306,8 +306,89 @@ fn an_entry_the_tree_no_longer_applies_is_taken_out() {
     )
     .unwrap();
     let paths: Vec<&str> = p.files.iter().map(|(k, _)| k.as_str()).collect();
-    assert_eq!(paths, ["/etc/kept", "/etc/other.conf"]);
+    assert_eq!(paths, ["/etc/other.conf", "/etc/kept"]);
     // The file gone (pruned) or left out: every entry of it taken out.
     let p = applied(Some(&cluster), &before, &[]).unwrap();
     assert!(p.files.is_empty(), "{:?}", p.files);
+}
+
+/// Review 23 r23b F1: a MachineConfiguration applied client-side (`oc
+/// apply -k`, Argo CD's default sync: a JSON merge patch for a CRD) sets
+/// each list it gives to exactly its entries, over the cluster's whoever
+/// set them, and deletes a list its last apply gave and it no longer
+/// gives. Laid over the cluster's, render's server-side entries stayed and
+/// a reboot was priced as a service restart.
+#[test]
+fn a_client_side_apply_replaces_the_cluster_s_lists() {
+    let entry = |p: &str| serde_json::json!({"path": p, "actions": [{"type": "None"}]});
+    let mut cluster = serde_json::json!({"metadata": {"name": "cluster"},
+        "spec": {"nodeDisruptionPolicy": {
+            "files": [entry("/etc/kubelet-labeler/a"), entry("/etc/kubelet-labeler/b")],
+            "units": [{"name": "x.service", "actions": [{"type": "None"}]}]}}});
+    cluster["metadata"]["managedFields"] = serde_json::json!([{
+        "manager": "kubelet-labeler-worker-gpu", "operation": "Apply",
+        "fieldsV1": {"f:spec": {"f:nodeDisruptionPolicy": {"f:files": {
+            "k:{\"path\":\"/etc/kubelet-labeler/a\"}": {".": {}, "f:actions": {}, "f:path": {}},
+            "k:{\"path\":\"/etc/kubelet-labeler/b\"}": {".": {}, "f:actions": {}, "f:path": {}}}}}}}]);
+    let team = serde_json::json!({"metadata": {"name": "cluster"},
+        "spec": {"nodeDisruptionPolicy": {"files": [entry("/etc/gpu.conf")]}}});
+    let file = |doc: &Value| PolicyFile {
+        name: "worker-gpu/gpu-policy.yaml".into(),
+        manager: None,
+        doc: doc.clone(),
+    };
+    let p = applied(Some(&cluster), &[], &[file(&team)]).unwrap();
+    let paths: Vec<&str> = p.files.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(paths, ["/etc/gpu.conf"]);
+    // A list it does not give stays, unless its last apply gave it.
+    assert_eq!(p.units.len(), 1);
+    let with_units = serde_json::json!({"metadata": {"name": "cluster"},
+        "spec": {"nodeDisruptionPolicy": {"files": [entry("/etc/gpu.conf")],
+            "units": [{"name": "x.service", "actions": [{"type": "None"}]}]}}});
+    let p = applied(Some(&cluster), &[file(&with_units)], &[file(&team)]).unwrap();
+    assert!(p.units.is_empty(), "{:?}", p.units);
+    let mut annotated = cluster.clone();
+    annotated["metadata"]["annotations"] =
+        serde_json::json!({ LAST_APPLIED: with_units.to_string() });
+    let p = applied(Some(&annotated), &[], &[file(&team)]).unwrap();
+    assert!(p.units.is_empty(), "{:?}", p.units);
+    annotated["metadata"]["annotations"] = serde_json::json!({ LAST_APPLIED: "{" });
+    assert!(applied(Some(&annotated), &[], &[file(&team)]).is_err());
+    // A file with a field manager of its own, and the client-side one
+    // after it (every sync applies it again): the client-side's list.
+    let ours = PolicyFile {
+        name: "machineconfiguration-worker-gpu.yaml".into(),
+        manager: Some("kubelet-labeler-worker-gpu".into()),
+        doc: serde_json::json!({"metadata": {"name": "cluster"},
+            "spec": {"nodeDisruptionPolicy": {"files": [entry("/etc/kubelet-labeler/a")]}}}),
+    };
+    let p = applied(None, &[], &[file(&team), ours]).unwrap();
+    let paths: Vec<&str> = p.files.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(paths, ["/etc/gpu.conf"]);
+}
+
+/// Review 23 r23b F6: kubectl's `apply --server-side` hands the fields its
+/// client-side apply owns to the given field manager, whose apply then
+/// drops the entries it does not give; priced as kept before.
+#[test]
+fn a_server_side_apply_drops_entries_applied_client_side() {
+    let entry = |p: &str| serde_json::json!({"path": p, "actions": [{"type": "None"}]});
+    let owned = |p: &str| serde_json::json!({ format!("k:{{\"path\":\"{p}\"}}"): {".": {}, "f:actions": {}, "f:path": {}} });
+    let mut cluster = serde_json::json!({"metadata": {"name": "cluster"},
+        "spec": {"nodeDisruptionPolicy": {
+            "files": [entry("/etc/gpu.conf"), entry("/etc/site.conf")]}}});
+    cluster["metadata"]["managedFields"] = serde_json::json!([
+        {"manager": "kubectl-client-side-apply", "operation": "Update",
+         "fieldsV1": {"f:spec": {"f:nodeDisruptionPolicy": {"f:files": owned("/etc/gpu.conf")}}}},
+        {"manager": "site-admin", "operation": "Apply",
+         "fieldsV1": {"f:spec": {"f:nodeDisruptionPolicy": {"f:files": owned("/etc/site.conf")}}}}]);
+    let ours = PolicyFile {
+        name: "machineconfiguration-worker-gpu.yaml".into(),
+        manager: Some("kubelet-labeler-worker-gpu".into()),
+        doc: serde_json::json!({"metadata": {"name": "cluster"},
+            "spec": {"nodeDisruptionPolicy": {"files": [entry("/etc/kubelet-labeler/a")]}}}),
+    };
+    let p = applied(Some(&cluster), &[], &[ours]).unwrap();
+    let paths: Vec<&str> = p.files.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(paths, ["/etc/site.conf", "/etc/kubelet-labeler/a"]);
 }

@@ -244,7 +244,9 @@ fn policy_note(rendered: &Rendered, plan: &Plan) -> Option<String> {
     Some(format!(
         "{what} (OpenShift 4.17+; not in the kustomization, and `oc apply -f` on the directory \
          does not reach it): apply it before the MachineConfigs, or nodes of the pool reboot for \
-         files it does not name yet, server-side so that other teams' entries stay: {}",
+         files it does not name yet, server-side, so that entries other teams apply server-side \
+         with a field manager of their own stay ({}): {}",
+        super::sync_units::CLIENT_SIDE_ENTRIES,
         super::sync_units::apply_command(&rendered.owner, &w.path)
     ))
 }

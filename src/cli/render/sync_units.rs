@@ -130,8 +130,9 @@ pub fn files(profile: Profile, unit: &str, pool_label: Option<&str>) -> Vec<(Str
 /// the pool's directory, the kustomization, `-o -`) it would replace the
 /// cluster's lists with ours and drop other teams' entries, so it is kept
 /// where none of them reaches it; applied server-side with a field manager
-/// per pool ([`apply_command`]), the entries of every pool and the user's
-/// own merge by path.
+/// per pool ([`apply_command`]), the entries of every pool and those the
+/// user applies server-side with a field manager of their own merge by
+/// path. Entries applied client-side do not ([`CLIENT_SIDE_ENTRIES`]).
 pub fn policy_file(owner: &str) -> String {
     format!("{CLUSTER_WIDE_DIR}/{POLICY_FILE_PREFIX}{owner}.yaml")
 }
@@ -144,6 +145,21 @@ pub const CLUSTER_WIDE_DIR: &str = "cluster-wide";
 /// What every policy file's name starts with (`policy_file`); earlier
 /// versions wrote it in the output directory itself.
 pub const POLICY_FILE_PREFIX: &str = "machineconfiguration-";
+
+/// What becomes of entries of the cluster's MachineConfiguration applied
+/// client-side (review 23 r23b F6, run on a real kube-apiserver with
+/// kubectl 1.32): `kubectl apply --server-side` on an object carrying
+/// `last-applied-configuration` hands the fields of the client-side
+/// apply's field manager to its own, whose apply drops what it does not
+/// give; without the annotation they stay until the next client-side
+/// apply, which sets each list whole and drops ours.
+pub const CLIENT_SIDE_ENTRIES: &str = "entries applied client-side (`oc apply -f`/`-k`, Argo CD's \
+     default sync; field manager kubectl-client-side-apply) are taken over by this apply and \
+     dropped, and their next client-side apply drops ours; to keep both, apply those entries \
+     server-side with a field manager of their own (`oc apply --server-side \
+     --field-manager=<team>`, Argo CD's ServerSideApply=true) before this command, and check \
+     with `oc get machineconfiguration cluster -o yaml --show-managed-fields` that no \
+     kubectl-client-side-apply manager is left";
 
 /// The command that applies `owner`'s policy file at `path`: server-side,
 /// with the field manager of that pool.
