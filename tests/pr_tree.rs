@@ -504,6 +504,27 @@ fn what_a_revisions_checkout_may_write_is_bounded_before_it_writes() {
         &["is checked out through the filter \"pr\"", "as a directory"],
     );
     assert!(!ran.exists(), "plan ran the filter on a revision");
+    // Review 24 r24a F1: a driver named as check-attr says "no filter"
+    // (`unspecified`, `unset`, `set`): the repository's config is never
+    // read at a revision, so no driver of it runs.
+    for name in ["unspecified", "unset", "set"] {
+        git(
+            &top,
+            &[
+                "config",
+                &format!("filter.{name}.smudge"),
+                &format!("touch '{}'; cat", ran.display()),
+            ],
+        );
+        std::fs::write(
+            top.join(".gitattributes"),
+            format!("*.yaml filter={name}\n"),
+        )
+        .unwrap();
+        commit(name);
+        let o = plan_revisions("HEAD~1:gitops");
+        assert!(!ran.exists(), "{name}: plan ran the filter: {}", stderr(&o));
+    }
     // The control: git runs it where it checks a manifest out.
     let k = pool.join("kustomization.yaml");
     std::fs::remove_file(&k).unwrap();
@@ -610,6 +631,8 @@ fn a_repositorys_transport_runs_nothing() {
         ("extensions.partialClone", "origin"),
         ("remote.origin.url", "ssh://example.invalid/x"),
         ("remote.origin.promisor", "true"),
+        // Review 24 r24a F2: beats `protocol.allow=never` given to git.
+        ("protocol.ssh.allow", "always"),
         (
             "core.sshCommand",
             &format!("sh -c 'touch {}; exit 1' --", ran.display()),

@@ -307,7 +307,12 @@ fn git_output(args: &[&str], input: Option<Vec<u8>>, cap: u64) -> Result<Vec<u8>
 /// runs no hook.
 fn git_command() -> Command {
     let mut git = Command::new("git");
+    // GIT_ALLOW_PROTOCOL overrides every `protocol.*.allow` of any config
+    // (review 24 r24a F2: a repository's `protocol.ssh.allow=always` beat
+    // `protocol.allow=never`; GIT_NO_LAZY_FETCH needs git 2.44).
     git.args(["-c", "core.fsmonitor=false", "-c", "protocol.allow=never"])
+        .env("GIT_ALLOW_PROTOCOL", "none")
+        .env("GIT_NO_REPLACE_OBJECTS", "1")
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_NO_LAZY_FETCH", "1");
     git
@@ -430,12 +435,16 @@ pub fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<ManifestFile>> 
     };
     let commit = String::from_utf8_lossy(&commit).trim().to_string();
     let sub = sub.trim_start_matches("./");
+    let borrowed = borrowed_repo(&top, spec)?;
+    let git_dir = format!("--git-dir={}", borrowed.path().display());
     // With each blob's size (`<mode> <type> <object> <size>\t<name>`): the
     // total is known before any blob is read (a blob git stores in a few
     // MiB may hold gigabytes of zeros, and git hands it over whole). The
     // listing itself is bounded: a tree of millions of files is refused.
     let listing = git(
-        &["-C", &top, "ls-tree", "-r", "-z", "--long", rev, "--", sub],
+        &[
+            &git_dir, "ls-tree", "-r", "-z", "--long", &commit, "--", sub,
+        ],
         None,
         LISTING_MAX_BYTES,
     )?;
@@ -494,11 +503,58 @@ pub fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<ManifestFile>> 
             RENDER_MAX_BYTES >> 20
         );
     }
-    let out = checked_out(&top, &commit, rev, blobs, spec)?;
+    let out = checked_out(&git_dir, &commit, rev, blobs, spec)?;
     if out.is_empty() {
         bail!("{spec}: no *.yaml, *.yml or *.json file under {sub:?} at {rev}");
     }
     Ok(out)
+}
+
+/// A scratch repository of plan's own that borrows the objects of the
+/// repository at `top` (`objects/info/alternates`), removed after: git
+/// reads a revision there, so none of `top`'s own config is read (review
+/// 24 r24a F1, F4: a filter driver named like "no filter" in check-attr's
+/// answer, an `attr.tree` that checkout-index reads and check-attr does
+/// not; r23c F3: a promisor remote's transport). Its attributes file
+/// (`info/attributes`, which a checkout there applies) is copied, up to
+/// 1 MiB; a filter it names has no driver here.
+fn borrowed_repo(top: &str, spec: &str) -> Result<tempfile::TempDir> {
+    let path = |what: &str| -> Result<PathBuf> {
+        let out = git_output(
+            &[
+                "-C",
+                top,
+                "rev-parse",
+                "--path-format=absolute",
+                "--git-path",
+                what,
+            ],
+            None,
+            1 << 16,
+        )
+        .with_context(|| format!("{spec}: git rev-parse --git-path {what}"))?;
+        Ok(PathBuf::from(String::from_utf8_lossy(&out).trim()))
+    };
+    let objects = path("objects")?;
+    let scratch =
+        tempfile::tempdir().with_context(|| format!("{spec}: making a scratch repository"))?;
+    let dir = scratch.path().to_string_lossy().into_owned();
+    git_output(&["init", "-q", "--bare", &dir], None, 1 << 16)
+        .with_context(|| format!("{spec}: git init --bare {dir}"))?;
+    let mut alternates = objects.into_os_string().into_encoded_bytes();
+    alternates.push(b'\n');
+    let info = scratch.path().join("objects/info");
+    std::fs::create_dir_all(&info).with_context(|| format!("{spec}: making {}", info.display()))?;
+    std::fs::write(info.join("alternates"), alternates)
+        .with_context(|| format!("{spec}: writing {}", info.join("alternates").display()))?;
+    let attributes = path("info/attributes")?;
+    if std::fs::symlink_metadata(&attributes).is_ok_and(|m| m.is_file() && m.len() <= 1 << 20) {
+        let to = scratch.path().join("info/attributes");
+        std::fs::create_dir_all(scratch.path().join("info"))
+            .and_then(|()| std::fs::copy(&attributes, &to))
+            .with_context(|| format!("{spec}: copying {}", attributes.display()))?;
+    }
+    Ok(scratch)
 }
 
 /// The blobs `(name, object, size)` as a checkout of `commit` writes them
@@ -512,7 +568,7 @@ pub fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<ManifestFile>> 
 /// scratch work tree, removed after, with any git (`--attr-source` needs
 /// 2.40).
 fn checked_out(
-    top: &str,
+    git_dir: &str,
     commit: &str,
     rev: &str,
     blobs: Vec<(String, String, u64)>,
@@ -525,9 +581,7 @@ fn checked_out(
     std::fs::create_dir(&work).with_context(|| format!("{spec}: making {}", work.display()))?;
     let with_index = |args: &[&str], input: Option<Vec<u8>>, cap: u64| -> Result<Vec<u8>> {
         let mut git = git_command();
-        git.env("GIT_INDEX_FILE", &index)
-            .args(["-C", top])
-            .args(args);
+        git.env("GIT_INDEX_FILE", &index).arg(git_dir).args(args);
         run_git(&mut git, input, cap).with_context(|| format!("{spec}: git {}", args.join(" ")))
     };
     with_index(&["read-tree", commit], None, 1 << 20)?;
@@ -689,7 +743,8 @@ mod tests {
                 (name.to_string(), object, 0)
             })
             .collect();
-        let out = checked_out(top, commit.trim(), "HEAD", blobs, "HEAD:").unwrap();
+        let git_dir = format!("--git-dir={top}/.git");
+        let out = checked_out(&git_dir, commit.trim(), "HEAD", blobs, "HEAD:").unwrap();
         // What a checkout wrote, read back from a fresh one.
         let co = tempfile::tempdir().unwrap();
         let at = co.path().join("co");
