@@ -39,9 +39,10 @@ const OUR_ANNOTATIONS: &str = "kubelet-labeler/";
 /// Ours are far smaller; a bigger file is nobody's manifest we read.
 const MAX_MANIFEST: u64 = 16 << 20;
 /// What render reads of an output directory in all (review 23 r23c F4: 32
-/// hard links to one 16 MiB file took 1 GB): a pool's files with four
+/// hard links to one 16 MiB file took 1 GB; review 24 r24a F3: YAML of
+/// small nodes costs seconds a MiB to read): a pool's files with four
 /// architectures' wrappers are about 1 MiB.
-const MAX_SCAN_BYTES: u64 = 64 << 20;
+const MAX_SCAN_BYTES: u64 = 16 << 20;
 const MAX_SCAN_FILES: usize = 10_000;
 
 /// A manifest-like file found in the directory.
