@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::plan::render;
+use crate::plan::{plan, render};
 use crate::support::{BIN, peak_rss, relist_kustomization, repo, scratch_dir, stderr};
 
 /// The render of `plan.rs`, with a worker MachineConfig of `keys` SSH
@@ -118,16 +118,7 @@ fn alias_expansion_is_bounded_over_the_run() {
     }
     relist_kustomization(&to, &names, &[]);
     let fleet = repo().join("examples/fleet/fleet.json");
-    let o = std::process::Command::new(BIN)
-        .arg("plan")
-        .arg("--from")
-        .arg(&base)
-        .arg("--to")
-        .arg(&to)
-        .arg("--fleet")
-        .arg(&fleet)
-        .output()
-        .unwrap();
+    let o = plan(&base, &to, &fleet, &[]);
     let e = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{e}");
     assert!(

@@ -5,20 +5,11 @@
 //! place ("0 nodes change" where the pull request rebooted the pool).
 
 use crate::plan::render;
+use crate::pr_tree::{git, refused};
 use crate::support::{bin, repo, scratch_dir, skipped, stderr};
 
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn git(dir: &Path, args: &[&str]) {
-    let o = Command::new("git")
-        .current_dir(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "git {args:?}: {}", stderr(&o));
-}
+use std::process::Output;
 
 /// `plan --from FROM --to TO` run in `dir`, with the example fleet.
 fn plan_in(dir: &Path, from: &str, to: &str) -> Output {
@@ -28,14 +19,6 @@ fn plan_in(dir: &Path, from: &str, to: &str) -> Output {
         .arg(repo().join("examples/fleet/fleet.json"))
         .output()
         .unwrap()
-}
-
-fn refused(o: &Output, says: &[&str]) {
-    let err = stderr(o);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    for s in says {
-        assert!(err.contains(s), "{s:?} not in: {err}");
-    }
 }
 
 /// A repository whose HEAD~1 holds the base render under gitops/ and whose

@@ -25,7 +25,7 @@ fn disruptions(o: &Output) -> Vec<String> {
         .collect()
 }
 
-fn refused(o: &Output, says: &[&str]) {
+pub(crate) fn refused(o: &Output, says: &[&str]) {
     let err = stderr(o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     for s in says {
@@ -33,7 +33,8 @@ fn refused(o: &Output, says: &[&str]) {
     }
 }
 
-fn git(dir: &Path, args: &[&str]) {
+/// git in `dir`, as a test's user; it must succeed.
+pub(crate) fn git(dir: &Path, args: &[&str]) {
     let o = Command::new("git")
         .current_dir(dir)
         .args(["-c", "user.name=t", "-c", "user.email=t@t"])
