@@ -60,6 +60,7 @@ mod plan_memory;
 mod plan_pools;
 mod plan_reconcilable;
 mod plan_registries;
+mod plan_render_files;
 mod plan_sync_evaluated;
 mod plan_tolerations;
 mod pr_inputs;

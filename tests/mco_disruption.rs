@@ -163,17 +163,62 @@ pub(crate) fn plan_run(
     fleet: &Path,
     policy: &Path,
 ) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
-        .args(["plan", "--format", "json", "--from"])
+    let mut c = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"));
+    c.args(["plan", "--format", "json", "--from"])
         .arg(before)
         .arg("--to")
         .arg(after)
         .arg("--fleet")
         .arg(fleet)
         .arg("--fleet")
-        .arg(policy)
-        .output()
-        .unwrap()
+        .arg(policy);
+    // The wrappers these renders ship are the release's here (what a
+    // changed wrapper must be is `plan_render_files`'s).
+    let vouched = tempfile::tempdir_in(after.parent().unwrap()).unwrap();
+    for (i, bytes) in wrappers_of(after).into_iter().enumerate() {
+        let w = vouched.path().join(format!("wrapper-{i}"));
+        std::fs::write(&w, bytes).unwrap();
+        c.arg("--wrapper").arg(w);
+    }
+    c.output().unwrap()
+}
+
+/// The wrapper binaries the MachineConfigs under `dir` write, one per
+/// architecture.
+fn wrappers_of(dir: &Path) -> Vec<Vec<u8>> {
+    use kubelet_labeler::cli::render::layout;
+    use kubelet_labeler::node::contract::WRAPPER_PATH;
+    let mut out = std::collections::BTreeMap::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(&p) else {
+                continue;
+            };
+            for mc in layout::machineconfigs_from_yaml(&text, "mc").unwrap_or_default() {
+                let files = mc.pointer("/spec/config/storage/files").cloned();
+                for f in files
+                    .and_then(|f| f.as_array().cloned())
+                    .unwrap_or_default()
+                {
+                    let path = f["path"].as_str().unwrap_or_default();
+                    if let Some(arch) = path.strip_prefix(&format!("{WRAPPER_PATH}.")) {
+                        let source = f["contents"]["source"].as_str().unwrap_or_default();
+                        let compression = f["contents"]["compression"].as_str();
+                        if let Ok(bytes) = layout::decode_data_url(source, compression) {
+                            out.insert(arch.to_string(), bytes);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out.into_values().collect()
 }
 
 #[test]

@@ -37,18 +37,22 @@ fn gpu_rules() -> String {
         .to_string()
 }
 
+/// `plan` of `from` to `to`. The stand-in wrapper [`render`] ships is this
+/// test world's release: plan vouches for it unless `extra` names another.
 pub(crate) fn plan(from: &Path, to: &Path, fleet: &Path, extra: &[&str]) -> Output {
-    bin()
-        .arg("plan")
+    let mut c = bin();
+    c.arg("plan")
         .arg("--from")
         .arg(from)
         .arg("--to")
         .arg(to)
         .arg("--fleet")
         .arg(fleet)
-        .args(extra)
-        .output()
-        .unwrap()
+        .args(extra);
+    if !extra.contains(&"--wrapper") {
+        c.arg("--wrapper").arg(stand_in_wrapper());
+    }
+    c.output().unwrap()
 }
 
 pub(crate) fn json(o: &Output) -> Value {

@@ -315,6 +315,11 @@ pub struct PlanConfig {
     /// Whose kubelet's label rules apply
     #[arg(long, value_enum, default_value_t = ProfileArg::Openshift)]
     pub profile: ProfileArg,
+    /// The static wrapper a changed wrapper file must be, one per
+    /// architecture (repeatable) [default: the one installed beside this
+    /// program]
+    #[arg(long, value_name = "FILE")]
+    pub wrapper: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -19,6 +19,8 @@ pub(super) struct Generator {
     /// its unit and architectures (an `exit 0` edited in): what it does at
     /// boot is unknown.
     edited: bool,
+    /// Stamped with an earlier release's node format (or none).
+    earlier: bool,
     /// Why the wrapper of an architecture it ships, where the tree holds
     /// one, cannot run (not a regular executable file, not an ELF program
     /// of that architecture): the generator's own check, which then
@@ -83,8 +85,24 @@ pub(super) fn generator(root: &Path) -> Option<Generator> {
         arches,
         executable,
         edited,
+        earlier,
         broken,
     })
+}
+
+/// Why what `root` holds at [`GENERATOR_PATH`] is not a generator this
+/// release renders (None: it is, for some unit and architectures). An
+/// earlier release's is not: what it does is that release's to judge.
+pub fn generator_not_this_release(root: &Path) -> Option<String> {
+    match generator(root) {
+        None => Some("it is not a text file of at most 64 KiB".into()),
+        Some(g) if g.earlier => Some(
+            "it is an earlier release's generator: render the change with the release that plans it"
+                .into(),
+        ),
+        Some(g) if g.edited => Some("its code is not what this release renders".into()),
+        Some(_) => None,
+    }
 }
 
 /// Whether `text` is the generator render writes for `unit` and `arches`

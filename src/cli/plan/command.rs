@@ -18,6 +18,7 @@ pub fn run(c: PlanConfig) -> Result<ExitCode> {
         fleet: c.fleet,
         prune: c.prune,
         profile: Profile::from(c.profile),
+        wrappers: c.wrapper,
     })
     .map_err(|e| Usage(format!("{e:#}")))?;
     let format = match c.format {

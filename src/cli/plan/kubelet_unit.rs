@@ -91,6 +91,47 @@ fn unit_path(path: &str) -> bool {
             .any(|c| c == "kubelet.service.d" || c == "service.d")
 }
 
+/// Why systemd may make kubelet.service's drop-ins or environment from
+/// what is at `path` (review 25 r25a F2): a system generator, which PID 1
+/// runs at every boot and daemon-reload and which may write any unit's
+/// drop-ins into /run/systemd/generator*, in every directory systemd 252
+/// reads them from (or a directory above, where a link points it
+/// elsewhere); the manager's configuration or an environment generator,
+/// which set every unit's environment. Our generator is
+/// `render_files`'s: held to what render writes.
+fn unit_maker(path: &str) -> Option<&'static str> {
+    if path == crate::node::contract::GENERATOR_PATH {
+        return None;
+    }
+    let roots = [
+        "/etc",
+        "/run",
+        "/usr/local/lib",
+        "/var/usrlocal/lib",
+        "/usr/lib",
+        "/lib",
+    ];
+    let related = |dir: &str| {
+        path == dir
+            || path.strip_prefix(dir).is_some_and(|r| r.starts_with('/'))
+            || dir.strip_prefix(path).is_some_and(|r| r.starts_with('/'))
+    };
+    if roots
+        .iter()
+        .any(|r| related(&format!("{r}/systemd/system-generators")))
+    {
+        Some(
+            "it is a system generator, which systemd runs at every boot and daemon-reload and which may write kubelet.service's drop-ins",
+        )
+    } else if crate::cli::render::merge_inputs::manager_config_path(path).is_some() {
+        Some(
+            "it is systemd's manager configuration or an environment generator, which sets every unit's environment",
+        )
+    } else {
+        None
+    }
+}
+
 fn argv_file(path: &str) -> bool {
     ARGV_FILES.iter().any(|f| {
         path == *f
@@ -101,7 +142,7 @@ fn argv_file(path: &str) -> bool {
 
 /// The file at node path `path` under `root`, if a regular file (a link or
 /// directory: why not).
-fn regular(root: &Path, path: &str) -> std::result::Result<Vec<u8>, String> {
+pub(super) fn regular(root: &Path, path: &str) -> std::result::Result<Vec<u8>, String> {
     let at = root.join(path.trim_start_matches('/'));
     let meta = std::fs::symlink_metadata(&at).map_err(|e| format!("cannot be read ({e})"))?;
     if meta.file_type().is_symlink() {
@@ -218,6 +259,8 @@ pub fn reads(root: &Path, ids: &BTreeMap<String, u64>, env_files: &[(String, boo
             }
         } else if argv_file(path) {
             (Some("kubelet's command runs or reads it".into()), false)
+        } else if let Some(why) = unit_maker(path) {
+            (Some(why.into()), false)
         } else {
             continue;
         };
@@ -373,5 +416,19 @@ mod tests {
         assert!(argv_file("/usr/local/bin/kubenswrapper"));
         assert!(argv_file("/etc/kubernetes/credential-providers/ecr.yaml"));
         assert!(!argv_file("/etc/kubernetes/kubelet-env"));
+        for (path, is) in [
+            ("/etc/systemd/system-generators/zz-tuning", true),
+            ("/usr/lib/systemd/system-generators/x", true),
+            ("/lib/systemd/system-generators", true),
+            ("/run/systemd", true),
+            ("/usr/local/lib/systemd/system-generators/x", true),
+            ("/etc/systemd/system-environment-generators/x", true),
+            ("/etc/systemd/system.conf.d/10-env.conf", true),
+            (crate::node::contract::GENERATOR_PATH, false),
+            ("/etc/systemd/system/crio.service.d/10-x.conf", false),
+            ("/etc/systemd/user-generators/x", false),
+        ] {
+            assert_eq!(unit_maker(path).is_some(), is, "{path}");
+        }
     }
 }

@@ -30,6 +30,7 @@ mod pool_spec;
 pub mod pool_tree;
 mod reconcilable;
 mod registries;
+mod render_files;
 mod rendered_diff;
 mod report;
 pub mod sync_labels;
@@ -56,6 +57,8 @@ pub struct PlanOptions {
     /// The apply deletes what the change removes.
     pub prune: bool,
     pub profile: Profile,
+    /// The wrappers a changed wrapper file must be (`render_files`).
+    pub wrappers: Vec<PathBuf>,
 }
 
 /// Where a command names the node: each node of the group in turn.
@@ -163,6 +166,8 @@ struct PoolRender {
     files: BTreeMap<String, u64>,
     /// What kubelet.service reads there (`kubelet_unit`).
     kubelet: kubelet_unit::Reads,
+    /// Render's policy files there, judged (`render_files`).
+    ours: render_files::Files,
     pool_label: Option<String>,
     /// The node formats of our files in the pool's MachineConfigs.
     formats: formats::Formats,
@@ -201,7 +206,8 @@ fn plan_in_budget(opts: &PlanOptions) -> Result<Plan> {
     } else {
         inputs::keep_removed(&base, &mut proposed)
     };
-    let mut sides = [Side::new(base)?, Side::new(proposed)?];
+    let vouched = std::rc::Rc::new(render_files::Vouched::new(opts.wrappers.clone()));
+    let mut sides = [Side::new(base, &vouched), Side::new(proposed, &vouched)];
     // The features any pool's rules read, on either side: each node's
     // NodeFeature is reduced to them as it streams in.
     let mut used = SortedSet::new();
@@ -271,6 +277,12 @@ fn plan_in_budget(opts: &PlanOptions) -> Result<Plan> {
             name,
             &base.cache[name].kubelet,
             &after.cache[name].kubelet,
+        )?;
+        render_files::check(
+            (&base.render.name, &after.render.name),
+            name,
+            &base.cache[name].ours,
+            &after.cache[name].ours,
         )?;
     }
     let policy = in_force::in_force(
@@ -390,19 +402,21 @@ struct Side {
     /// (pool before, pool after) → the MCO's refusal of the change and the
     /// OS changes it reboots for (kept on the proposed side).
     against: std::collections::HashMap<(String, String), Against>,
+    vouched: std::rc::Rc<render_files::Vouched>,
 }
 
 impl Side {
-    fn new(render: inputs::Render) -> Result<Side> {
+    fn new(render: inputs::Render, vouched: &std::rc::Rc<render_files::Vouched>) -> Side {
         let pools = render.pools.iter().filter_map(Pool::from_object).collect();
-        Ok(Side {
+        Side {
             memo: rendered_diff::Memo::new(&render.machineconfigs),
             render,
             pools,
             cache: BTreeMap::new(),
             registrations: Default::default(),
             against: Default::default(),
-        })
+            vouched: vouched.clone(),
+        }
     }
 
     /// Every pool's env this render gives (its pools', and worker's).
@@ -418,7 +432,7 @@ impl Side {
 
     fn pool(&mut self, pool: &Pool) -> Result<&PoolRender> {
         if !self.cache.contains_key(&pool.name) {
-            let r = lay_out(&self.render, pool, &mut self.memo)?;
+            let r = lay_out(&self.render, pool, &mut self.memo, &self.vouched)?;
             self.cache.insert(pool.name.clone(), r);
         }
         Ok(&self.cache[&pool.name])
@@ -431,6 +445,7 @@ fn lay_out(
     render: &inputs::Render,
     pool: &Pool,
     memo: &mut rendered_diff::Memo,
+    vouched: &render_files::Vouched,
 ) -> Result<PoolRender> {
     let own: Vec<usize> = (render.machineconfigs.iter().enumerate())
         .filter(|(_, mc)| pool.takes(&string_map(mc.pointer("/metadata/labels"))))
@@ -465,6 +480,7 @@ fn lay_out(
         .with_context(|| format!("{}: pool {}", render.name, pool.name))?;
     let files = tree.layout.identities();
     let kubelet = kubelet_unit::reads(&tree.root, &files, &tree.svc.environment_files);
+    let ours = render_files::judge(&tree.root, &files, vouched);
     let pool_label = tree
         .env
         .iter()
@@ -479,6 +495,7 @@ fn lay_out(
         changes,
         files,
         kubelet,
+        ours,
         pool_label,
         formats,
         configs: own,

@@ -1,0 +1,236 @@
+//! The files render's disruption policy prices, held to what render
+//! writes (review 25 r25a F2b, F6, F7). Render's `MachineConfiguration`
+//! prices the wrapper binary `None`, the generator a daemon-reload and our
+//! sync units a daemon-reload and a restart of themselves: cheap, because
+//! render's own content is known. The policy cannot tell content: a pull
+//! request that puts another program at the wrapper's path, another
+//! command in the sync unit (run as root on every node at once by that
+//! very restart) or another script at the generator's path (run by
+//! systemd at the daemon-reload, free to rewrite kubelet.service) would
+//! be priced as render's. So when one of them changes, what the proposed
+//! render holds there must be this release's render of it: the wrapper
+//! byte for byte one plan vouches for (`--wrapper`, or the one installed
+//! beside this program, as render finds it), the generator and the units
+//! as render writes them. Anything else is refused, never priced.
+//! (render's drop-ins of kubelet.service are `kubelet_unit`'s.)
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, bail};
+
+use crate::cli::render::arch::Arch;
+use crate::cli::render::sync_units::{SYNC_PATH, SYNC_SERVICE, sync_path, sync_service};
+use crate::node::contract::{GENERATOR_PATH, WRAPPER_PATH};
+use crate::node::kubelet::Profile;
+
+/// One of render's policy files in a pool's layout: what is written
+/// there (`Layout::identities`) and why it is not this release's render.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judged {
+    id: u64,
+    not_ours: Option<String>,
+}
+
+pub type Files = BTreeMap<String, Judged>;
+
+/// The wrappers plan vouches for: the `--wrapper` files, and for an
+/// architecture they do not cover, the static wrapper beside this program.
+pub struct Vouched {
+    files: Vec<PathBuf>,
+    /// Per architecture, read once: the bytes, or why there are none.
+    found: std::cell::RefCell<BTreeMap<Arch, std::result::Result<Vec<u8>, String>>>,
+}
+
+impl Vouched {
+    pub fn new(files: Vec<PathBuf>) -> Vouched {
+        Vouched {
+            files,
+            found: Default::default(),
+        }
+    }
+
+    /// Why `bytes`, at the wrapper's path for `arch`, is not a wrapper
+    /// plan vouches for.
+    fn refuses(&self, arch: Arch, bytes: &[u8]) -> Option<String> {
+        let mut found = self.found.borrow_mut();
+        let known = found.entry(arch).or_insert_with(|| {
+            let lookup = crate::cli::render::wrappers::Lookup::of_this_program()
+                .map_err(|e| format!("{e:#}"))?;
+            let all = lookup
+                .wrappers_for(&[arch], &self.files)
+                .map_err(|e| format!("{e:#}"))?;
+            all.into_iter()
+                .find(|(a, _)| *a == arch)
+                .map(|(_, b)| b)
+                .ok_or_else(|| format!("no {arch} wrapper among --wrapper"))
+        });
+        match known {
+            Ok(ours) if ours == bytes => None,
+            Ok(_) => Some(format!(
+                "it is not the {arch} wrapper plan was given (--wrapper, else the one installed \
+                 beside this program): plan with the release that rendered the change, or pass \
+                 that release's wrapper as --wrapper"
+            )),
+            Err(why) => Some(format!(
+                "plan has no wrapper of this release to compare it with ({why})"
+            )),
+        }
+    }
+}
+
+/// A unit name as render writes one into our units.
+fn unit_name(u: &str) -> bool {
+    !u.is_empty()
+        && u.len() <= 255
+        && u.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b"@._-:".contains(&c))
+}
+
+/// A label key as render takes `--pool-label`'s (a qualified name, with a
+/// DNS prefix): what may stand in the sync's command line unquoted.
+fn label_key(k: &str) -> bool {
+    crate::node::kubelet::labels::label_key_errors(k).is_empty()
+}
+
+/// Why `text` is not the sync service render writes (for either profile,
+/// any unit, any pool label).
+fn sync_service_not_ours(text: &str) -> Option<String> {
+    let args = text
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart=/bin/sh -c 'exec "))
+        .and_then(|l| l.strip_suffix('\''))
+        .and_then(|l| l.split_once(' ').map(|(_, a)| a));
+    let words: Vec<&str> = args.unwrap_or_default().split(' ').collect();
+    let after = |flag: &str| {
+        let i = words.iter().position(|w| *w == flag)?;
+        words.get(i + 1).copied()
+    };
+    let unit = after("--unit").filter(|u| unit_name(u));
+    let label = after("--pool-label");
+    if label.is_some_and(|k| !label_key(k)) {
+        return Some("its --pool-label is not a label key".into());
+    }
+    let rendered = unit.is_some_and(|u| {
+        [Profile::OpenShift, Profile::Upstream]
+            .into_iter()
+            .any(|p| sync_service(p, u, label) == text)
+    });
+    (!rendered).then(|| "it is not the unit this release renders".into())
+}
+
+/// Why `text` is not the sync path unit render writes (for any unit).
+fn sync_path_not_ours(text: &str) -> Option<String> {
+    let unit = text
+        .lines()
+        .find_map(|l| l.strip_prefix("PathChanged=/etc/systemd/system/"))
+        .and_then(|d| d.strip_suffix(".d"))
+        .filter(|u| unit_name(u));
+    let rendered = unit.is_some_and(|u| sync_path(u) == text);
+    (!rendered).then(|| "it is not the unit this release renders".into())
+}
+
+/// Render's policy files that `root` (a pool's laid-out tree, `ids` its
+/// layout's identities) holds, each judged.
+pub fn judge(root: &Path, ids: &BTreeMap<String, u64>, vouched: &Vouched) -> Files {
+    let service = format!("/etc/systemd/system/{SYNC_SERVICE}");
+    let path_unit = format!("/etc/systemd/system/{SYNC_PATH}");
+    let mut out = Files::new();
+    for (path, &id) in ids {
+        let arch = path
+            .strip_prefix(WRAPPER_PATH)
+            .and_then(|s| s.strip_prefix('.'));
+        if arch.is_none() && ![GENERATOR_PATH, &service, &path_unit].contains(&path.as_str()) {
+            continue;
+        }
+        let not_ours = if path == GENERATOR_PATH {
+            crate::cli::explain::reach::generator_not_this_release(root)
+        } else {
+            match super::kubelet_unit::regular(root, path) {
+                Err(why) => Some(why),
+                Ok(bytes) => match arch {
+                    Some(a) => match Arch::from_name(a) {
+                        Some(a) => vouched.refuses(a, &bytes),
+                        None => Some(format!("no architecture is named {a:?}")),
+                    },
+                    None => match std::str::from_utf8(&bytes) {
+                        Err(_) => Some("it is not UTF-8 text".into()),
+                        Ok(text) if *path == service => sync_service_not_ours(text),
+                        Ok(text) => sync_path_not_ours(text),
+                    },
+                },
+            }
+        };
+        out.insert(path.clone(), Judged { id, not_ours });
+    }
+    out
+}
+
+/// Refuse, in pool `pool`, one of render's policy files that the change
+/// writes otherwise than this release renders it. What the base holds is
+/// what the nodes run already (an earlier release's, say): only what the
+/// change writes is held to this release.
+pub fn check((from, to): (&str, &str), pool: &str, before: &Files, after: &Files) -> Result<()> {
+    for (path, a) in after {
+        if before.get(path).map(|b| b.id) == Some(a.id) {
+            continue;
+        }
+        if let Some(why) = &a.not_ours {
+            bail!(
+                "{to}: pool {pool}: {path} changes from {from} and is not what render writes \
+                 there ({why}): render's disruption policy prices the file as render writes it \
+                 (the wrapper at kubelet's next start, the generator by a daemon-reload, our \
+                 sync units by restarting them on every node at once), so other content would \
+                 run unpriced; re-render it, and put anything else in a file of your own"
+            );
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn render_s_sync_units_are_told_by_their_content() {
+        for p in [Profile::OpenShift, Profile::Upstream] {
+            for label in [None, Some("node.kubernetes.io/worker-gpu")] {
+                let svc = sync_service(p, "kubelet.service", label);
+                assert_eq!(sync_service_not_ours(&svc), None, "{svc}");
+                let evil = svc.replace(
+                    "ExecStart=/bin/sh",
+                    "ExecStartPre=/bin/systemctl stop kubelet.service\nExecStart=/bin/sh",
+                );
+                assert!(sync_service_not_ours(&evil).is_some());
+            }
+        }
+        let svc = sync_service(Profile::OpenShift, "kubelet.service", None);
+        let line = svc.lines().find(|l| l.starts_with("ExecStart=")).unwrap();
+        let evil = svc.replace(line, "ExecStart=/bin/systemctl stop kubelet.service");
+        assert!(sync_service_not_ours(&evil).is_some());
+        // A label that would end the shell word is no label key.
+        let quoted = sync_service(Profile::OpenShift, "kubelet.service", Some("a';reboot;'"));
+        assert!(sync_service_not_ours(&quoted).is_some());
+        let path = sync_path("kubelet.service");
+        assert_eq!(sync_path_not_ours(&path), None);
+        assert!(sync_path_not_ours(&format!("{path}ExecStart=/bin/true\n")).is_some());
+    }
+
+    #[test]
+    fn only_what_the_change_writes_is_held_to_this_release() {
+        let j = |id, bad: bool| Judged {
+            id,
+            not_ours: bad.then(|| "x".into()),
+        };
+        let p = |v: Judged| Files::from([(GENERATOR_PATH.to_string(), v)]);
+        let sides = ("a", "b");
+        // The base's own (an earlier release's), unchanged or replaced by ours.
+        assert!(check(sides, "w", &p(j(1, true)), &p(j(1, true))).is_ok());
+        assert!(check(sides, "w", &p(j(1, true)), &p(j(2, false))).is_ok());
+        assert!(check(sides, "w", &p(j(1, false)), &Files::new()).is_ok());
+        let e = check(sides, "w", &p(j(1, false)), &p(j(2, true))).unwrap_err();
+        assert!(e.to_string().contains(GENERATOR_PATH), "{e}");
+        assert!(check(sides, "w", &Files::new(), &p(j(2, true))).is_err());
+    }
+}

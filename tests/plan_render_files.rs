@@ -1,0 +1,155 @@
+//! Review 25 r25a F2, F2b, F6, F7: what systemd runs to make units (a
+//! system generator) and the files render's disruption policy prices
+//! cheaply (the wrapper, our generator, our sync units) are refused when a
+//! change writes them otherwise than this release renders them, whatever
+//! the policy prices them: never "costs nothing" or "a service restart".
+
+use std::path::Path;
+
+use crate::plan::{plan, render};
+use crate::support::run_cli::stand_in_wrapper;
+use crate::support::{add_file_machineconfig, repo, scratch_dir, stderr, stdout};
+
+use kubelet_labeler::node::contract::{GENERATOR_PATH, WRAPPER_PATH};
+
+const EVIL_DROPIN: &str = "#!/bin/sh\nmkdir -p \"$1/kubelet.service.d\"\nprintf '[Service]\\nExecStart=\\nExecStart=/usr/bin/kubelet --register-with-taints=evil=1:NoExecute\\n' >\"$1/kubelet.service.d/zz.conf\"\n";
+
+fn planned(base: &Path, pr: &Path, extra: &[&str]) -> std::process::Output {
+    let fleet = repo().join("examples/fleet/fleet.json");
+    let mut args = vec!["--fail-on", "taint", "--fail-on", "reboot"];
+    args.extend(extra);
+    plan(base, pr, &fleet, &args)
+}
+
+fn refused(o: &std::process::Output, what: &[&str]) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{}{err}", stdout(o));
+    for w in what {
+        assert!(err.contains(w), "{w:?} not in: {err}");
+    }
+}
+
+/// `dir`'s MachineConfig that writes `path`, with `bytes` written there
+/// instead (its mode kept).
+fn replace_file(dir: &Path, path: &str, bytes: &[u8]) {
+    use base64::Engine as _;
+    use kubelet_labeler::cli::render::layout;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let file = entry.unwrap().path();
+        if file.extension().is_none_or(|e| e != "yaml") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        let Ok(mut mcs) = layout::machineconfigs_from_yaml(&text, "mc") else {
+            continue;
+        };
+        let Some(mc) = mcs.first_mut() else { continue };
+        let Some(files) = mc
+            .pointer_mut("/spec/config/storage/files")
+            .and_then(|f| f.as_array_mut())
+        else {
+            continue;
+        };
+        if let Some(f) = files.iter_mut().find(|f| f["path"] == path) {
+            let b64 = base64::engine::general_purpose::STANDARD.encode(bytes);
+            f["contents"] = serde_json::json!({ "source": format!("data:;base64,{b64}") });
+            std::fs::write(&file, mc.to_string()).unwrap();
+            return;
+        }
+    }
+    panic!("no MachineConfig in {} writes {path}", dir.display());
+}
+
+#[test]
+fn a_system_generator_or_the_manager_s_environment_changed_is_refused() {
+    let tmp = scratch_dir();
+    let base = tmp.path().join("base");
+    render(&base, &[]);
+    for path in [
+        "/etc/systemd/system-generators/zz-tuning",
+        "/usr/lib/systemd/system-generators/zz-tuning",
+        "/etc/systemd/system.conf.d/10-env.conf",
+    ] {
+        let pr = tmp.path().join(path.replace('/', "_"));
+        render(&pr, &[]);
+        add_file_machineconfig(
+            &pr,
+            "60-worker-gpu-x",
+            Some("worker-gpu"),
+            path,
+            EVIL_DROPIN,
+        );
+        let o = planned(&base, &pr, &[]);
+        refused(
+            &o,
+            &[
+                &format!("{path} changes from"),
+                "changes kubelet's command line",
+            ],
+        );
+    }
+}
+
+#[test]
+fn render_s_policy_files_with_other_content_are_refused() {
+    let tmp = scratch_dir();
+    let base = tmp.path().join("base");
+    render(&base, &[]);
+    let mut wrapper = std::fs::read(stand_in_wrapper()).unwrap();
+    wrapper.extend_from_slice(b"\n#!/bin/sh exec /usr/bin/kubelet\n");
+    let cases: [(String, Vec<u8>); 3] = [
+        (GENERATOR_PATH.into(), EVIL_DROPIN.as_bytes().to_vec()),
+        (
+            "/etc/systemd/system/kubelet-labeler-sync.service".into(),
+            b"[Unit]\nAfter=kubelet.service\n[Service]\nType=oneshot\nExecStart=/bin/systemctl stop kubelet.service\n"
+                .to_vec(),
+        ),
+        (format!("{WRAPPER_PATH}.x86_64"), wrapper),
+    ];
+    for (i, (path, bytes)) in cases.iter().enumerate() {
+        let pr = tmp.path().join(format!("pr{i}"));
+        render(&pr, &[]);
+        replace_file(&pr, path, bytes);
+        let o = planned(&base, &pr, &[]);
+        refused(
+            &o,
+            &[
+                &format!("{path} changes from"),
+                "is not what render writes there",
+            ],
+        );
+    }
+}
+
+#[test]
+fn a_wrapper_of_the_release_given_is_priced_and_any_other_refused() {
+    let tmp = scratch_dir();
+    let (base, pr) = (tmp.path().join("base"), tmp.path().join("pr"));
+    render(&base, &[]);
+    // The next release's wrapper: other bytes, the same node format.
+    let next = tmp.path().join("wrapper-next");
+    let mut bytes = std::fs::read(stand_in_wrapper()).unwrap();
+    bytes.extend_from_slice(b"\0next release\0");
+    std::fs::write(&next, &bytes).unwrap();
+    let o = crate::support::bin()
+        .args(["render", "machineconfig", "--pool", "worker-gpu"])
+        .args(["--label", "node.kubernetes.io/worker-gpu=", "--wrapper"])
+        .arg(&next)
+        .arg("--output-dir")
+        .arg(&pr)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let path = format!("{WRAPPER_PATH}.x86_64");
+    // The release plan vouches for is the stand-in (`plan`'s own --wrapper).
+    refused(
+        &planned(&base, &pr, &[]),
+        &[
+            &format!("{path} changes from"),
+            "is not the x86_64 wrapper plan was given",
+        ],
+    );
+    let given = next.to_str().unwrap();
+    let o = planned(&base, &pr, &["--wrapper", given]);
+    assert_ne!(o.status.code(), Some(2), "{}", stderr(&o));
+}
