@@ -8,10 +8,15 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
 use crate::cli::render::input;
+
+// A sibling file (plan's module list is not this file's to change).
+#[path = "git_dir.rs"]
+mod git_dir;
 
 /// The most one render (all its files) may hold: a pool's MachineConfigs
 /// with four architectures' wrappers are about 1 MiB.
@@ -117,30 +122,35 @@ pub fn local_texts(path: &Path, spec: &str) -> Result<Vec<ManifestFile>> {
 /// each directory under `dir` with a `.git` of its own (a checked-out
 /// submodule, whose own submodules its parent's index does not list), and
 /// `dir` itself is asked when it or a directory above it holds a `.git`.
-/// Where a `.git` is, git must answer: a failure (git missing, "dubious
-/// ownership", a broken `.git`) is an error naming the repository, never
-/// a pass. Without any `.git` (a tarball, `git archive`) there is nothing
-/// to tell.
+/// Where a `.git` is, its index must be read: a failure (git missing, a
+/// broken `.git`) is an error naming the repository, never a pass.
+/// Without any `.git` (a tarball, `git archive`) there is nothing to tell.
 fn unchecked_out_submodules(dir: &Path, repos: &[PathBuf], spec: &str) -> Result<()> {
-    let mut asked: Vec<&Path> = repos.iter().map(PathBuf::as_path).collect();
-    if !asked.contains(&dir) && in_work_tree(dir) {
-        asked.insert(0, dir);
-    }
-    for repo in asked {
-        let listing = git_output_in(
-            repo,
-            &["ls-files", "--stage", "-z", "--", "."],
-            LISTING_MAX_BYTES,
+    let cannot = |repo: &Path, e: anyhow::Error| {
+        anyhow::anyhow!(
+            "{spec}: git cannot read the repository of {} ({e:#}): plan cannot tell which \
+             of its submodules are not checked out (Argo CD checks them out and applies \
+             them); repair it, or plan a copy without .git",
+            repo.display()
         )
-        .map_err(|e| {
-            anyhow::anyhow!(
-                "{spec}: git cannot read the repository of {} ({e:#}): plan cannot tell which \
-                 of its submodules are not checked out (Argo CD checks them out and applies \
-                 them); make git read it (dubious ownership: add the `safe.directory` git \
-                 names), or plan a copy without .git",
-                repo.display()
-            )
-        })?;
+    };
+    let mut asked: Vec<(&Path, git_dir::Repo)> = Vec::new();
+    if !repos.iter().any(|r| r == dir) {
+        match git_dir::discover(dir) {
+            Ok(Some(found)) => asked.push((dir, found)),
+            Ok(None) => {}
+            Err(e) => return Err(cannot(dir, e)),
+        }
+    }
+    for repo in repos {
+        match git_dir::discover(repo) {
+            Ok(Some(found)) => asked.push((repo, found)),
+            Ok(None) => return Err(cannot(repo, anyhow::anyhow!("its .git is gone"))),
+            Err(e) => return Err(cannot(repo, e)),
+        }
+    }
+    for (repo, found) in asked {
+        let listing = index_listing(&found, repo, spec).map_err(|e| cannot(repo, e))?;
         for entry in listing.split(|&b| b == 0).filter(|e| !e.is_empty()) {
             let entry = String::from_utf8_lossy(entry);
             let Some((meta, name)) = entry.split_once('\t') else {
@@ -162,32 +172,63 @@ fn unchecked_out_submodules(dir: &Path, repos: &[PathBuf], spec: &str) -> Result
 }
 
 /// Whether `dir` holds a `.git` (a directory, or the file of a linked
-/// worktree or a submodule), whatever it is: git is then asked about it.
+/// worktree or a submodule), whatever it is: its repository is then read.
 fn has_git(dir: &Path) -> bool {
     std::fs::symlink_metadata(dir.join(".git")).is_ok()
 }
 
-/// Whether `dir` or a directory above it holds a `.git`, as git finds its
-/// repository (from the physical path).
-fn in_work_tree(dir: &Path) -> bool {
-    let at = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    at.ancestors().any(has_git)
+/// What the index of `repo` lists at and under `dir` (`git ls-files
+/// --stage -z`, names relative to `dir`), read by git in a scratch
+/// repository borrowing its objects (a sparse index is expanded from
+/// them) with `GIT_INDEX_FILE` naming its index (a split index's shared
+/// one is found beside it): none of `repo`'s config is read (review 25
+/// r25a F3). No index (a repository without a commit): nothing listed.
+fn index_listing(repo: &git_dir::Repo, dir: &Path, spec: &str) -> Result<Vec<u8>> {
+    let index = repo.git_dir.join("index");
+    match std::fs::symlink_metadata(&index) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", index.display())),
+        Ok(m) if !m.is_file() => bail!(
+            "{} is not a regular file (a link, a FIFO, a device), not read",
+            index.display()
+        ),
+        Ok(_) => {}
+    }
+    let at = std::fs::canonicalize(dir).with_context(|| format!("reading {}", dir.display()))?;
+    let scratch = borrowed_repo(repo, false, spec)?;
+    let mut git = git_command();
+    git.current_dir(&at)
+        .env("GIT_INDEX_FILE", &index)
+        .arg(format!("--git-dir={}", scratch.path().display()))
+        .arg(format!("--work-tree={}", repo.top.display()))
+        .args(["ls-files", "--stage", "-z", "--", "."]);
+    run_git(&mut git, None, LISTING_MAX_BYTES)
 }
 
 /// Whether `rev` names a commit of the git repository of the working
 /// directory (where `git_texts` reads `REV:PATH`); false outside one, or
-/// without git.
+/// without git. Resolved as `git_texts` does, in a scratch repository.
 pub fn is_revision(rev: &str) -> bool {
     if rev.is_empty() || rev.starts_with('-') {
         return false;
     }
+    let Ok(Some(repo)) = git_dir::discover(Path::new(".")) else {
+        return false;
+    };
+    borrowed_repo(&repo, true, rev).is_ok_and(|scratch| commit_of(scratch.path(), rev).is_ok())
+}
+
+/// The commit `rev` names in the scratch repository `git_dir` (which holds
+/// the refs of the repository it borrows from: `git_dir::copy_refs`).
+fn commit_of(git_dir: &Path, rev: &str) -> Result<String> {
     let commit = format!("{rev}^{{commit}}");
-    git_output(
-        &["rev-parse", "--verify", "--quiet", &commit],
+    let git_dir = format!("--git-dir={}", git_dir.display());
+    let out = git_output(
+        &[&git_dir, "rev-parse", "--verify", "--quiet", &commit],
         None,
         1 << 16,
-    )
-    .is_ok()
+    )?;
+    Ok(String::from_utf8_lossy(&out).trim().to_string())
 }
 
 /// Refuse a link on the way to a render given as a path (the spec itself,
@@ -269,27 +310,6 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>, repos: &mut Vec<PathBuf>, spec: &str
     Ok(())
 }
 
-/// `git_output` run in `dir` about the repository found there (as
-/// `in_work_tree` finds it), whatever git's variables of the environment
-/// name (a hook's `GIT_DIR`).
-fn git_output_in(dir: &Path, args: &[&str], cap: u64) -> Result<Vec<u8>> {
-    let mut git = git_command();
-    git.current_dir(dir);
-    for v in [
-        "GIT_DIR",
-        "GIT_WORK_TREE",
-        "GIT_INDEX_FILE",
-        "GIT_COMMON_DIR",
-        "GIT_OBJECT_DIRECTORY",
-        "GIT_CEILING_DIRECTORIES",
-    ] {
-        git.env_remove(v);
-    }
-    // As `in_work_tree` looks: up to `/`, a mount point no stop.
-    git.env("GIT_DISCOVERY_ACROSS_FILESYSTEM", "1");
-    run_git(git.args(args), None, cap)
-}
-
 /// What git writes to its standard output, refused past `cap` bytes (git
 /// is stopped there); `input` is written to its standard input meanwhile.
 fn git_output(args: &[&str], input: Option<Vec<u8>>, cap: u64) -> Result<Vec<u8>> {
@@ -315,12 +335,77 @@ fn git_command() -> Command {
         .env("GIT_NO_REPLACE_OBJECTS", "1")
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_NO_LAZY_FETCH", "1");
+    // Only the repository plan names (`--git-dir`, `GIT_INDEX_FILE`), whatever
+    // git's variables of the environment say (a hook's `GIT_DIR`).
+    for v in [
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_COMMON_DIR",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        "GIT_CEILING_DIRECTORIES",
+        "GIT_NAMESPACE",
+    ] {
+        git.env_remove(v);
+    }
     git
 }
 
+/// How long one child process of plan (git) may run before it is killed:
+/// the slowest plan asks of git on a large repository (`ls-tree -r` of
+/// 200,000 files, a checkout of 256 MiB, `ls-files` of a million-entry
+/// index) takes seconds, so two minutes is far past any honest run, while
+/// a repository that makes git wait (a FIFO where git reads a file, a
+/// config including `/proc/self/fd/1`: review 25 r25a F3) no longer stops
+/// plan for ever. Per child: plan runs about ten per side.
+const CHILD_DEADLINE: Duration = Duration::from_secs(120);
+
+/// `CHILD_DEADLINE`, or less for tests only: the variable
+/// `KUBELET_LABELER_TEST_CHILD_DEADLINE_MS` (milliseconds) is read so a
+/// test of the deadline need not wait two minutes; it can only lower it,
+/// and nothing but tests sets it.
+fn child_deadline() -> Duration {
+    std::env::var("KUBELET_LABELER_TEST_CHILD_DEADLINE_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map(Duration::from_millis)
+        .filter(|d| *d < CHILD_DEADLINE)
+        .unwrap_or(CHILD_DEADLINE)
+}
+
 fn run_git(git: &mut Command, input: Option<Vec<u8>>, cap: u64) -> Result<Vec<u8>> {
+    run_child(git, input, cap, child_deadline())
+}
+
+/// A child stopped at its deadline (`run_child`): never read as a "no".
+#[derive(Debug)]
+struct Stopped(String);
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Stopped {}
+
+/// What the child `cmd` (git) writes to its standard output, refused past
+/// `cap` bytes (it is stopped there); `input` is written to its standard
+/// input meanwhile. Every child plan runs goes through here: killed once
+/// `deadline` has passed, an error saying so (the caller names the input).
+fn run_child(
+    cmd: &mut Command,
+    input: Option<Vec<u8>>,
+    cap: u64,
+    deadline: Duration,
+) -> Result<Vec<u8>> {
     use std::process::Stdio;
-    let mut child = git
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    let started = Instant::now();
+    let mut child = cmd
         .stdin(if input.is_some() {
             Stdio::piped()
         } else {
@@ -329,9 +414,10 @@ fn run_git(git: &mut Command, input: Option<Vec<u8>>, cap: u64) -> Result<Vec<u8
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .context("running git")?;
-    // Written from a thread: git answers while it reads, and both pipes
-    // could fill.
+        .with_context(|| format!("running {program}"))?;
+    // Each pipe from a thread of its own: the child answers while it
+    // reads, and any pipe could fill; none is joined before the child has
+    // ended (a killed child's pipes may stay open in its own children).
     let writer = child.stdin.take().zip(input).map(|(mut stdin, bytes)| {
         std::thread::spawn(move || {
             use std::io::Write;
@@ -345,20 +431,47 @@ fn run_git(git: &mut Command, input: Option<Vec<u8>>, cap: u64) -> Result<Vec<u8
             text
         })
     });
-    let mut stdout = Vec::new();
-    let read = child
-        .stdout
-        .take()
-        .map_or(Ok(0), |s| s.take(cap + 1).read_to_end(&mut stdout));
-    if read.is_err() || stdout.len() as u64 > cap {
-        let _ = child.kill();
-    }
-    let status = child.wait().context("waiting for git")?;
+    let over = Arc::new(AtomicBool::new(false));
+    let reader = child.stdout.take().map(|s| {
+        let over = Arc::clone(&over);
+        std::thread::spawn(move || {
+            let mut stdout = Vec::new();
+            let read = s.take(cap + 1).read_to_end(&mut stdout);
+            if read.is_err() || stdout.len() as u64 > cap {
+                over.store(true, Ordering::SeqCst);
+            }
+            read.map(|_| stdout)
+        })
+    });
+    let status = loop {
+        if let Some(status) = child.try_wait().context("waiting for git")? {
+            break status;
+        }
+        if over.load(Ordering::SeqCst) {
+            let _ = child.kill();
+        } else if started.elapsed() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(Stopped(format!(
+                "{program} did not finish within {} s and was stopped: something in the \
+                 repository makes it wait (a FIFO or a device where git reads a file); check \
+                 it (`git fsck`), or plan a copy of the files without .git",
+                deadline.as_secs_f32()
+            ))
+            .into());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let stdout = reader.map(|r| r.join());
     if let Some(w) = writer {
         let _ = w.join();
     }
     let stderr = errors.and_then(|t| t.join().ok()).unwrap_or_default();
-    read.context("reading what git wrote")?;
+    let stdout = match stdout {
+        Some(Ok(read)) => read.context("reading what git wrote")?,
+        Some(Err(_)) => bail!("reading what git wrote"),
+        None => Vec::new(),
+    };
     if stdout.len() as u64 > cap {
         bail!("more than {} MiB of output", cap >> 20);
     }
@@ -414,28 +527,33 @@ pub fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<ManifestFile>> 
     let git = |args: &[&str], input: Option<Vec<u8>>, cap: u64| -> Result<Vec<u8>> {
         git_output(args, input, cap).with_context(|| format!("{spec}: git {}", args.join(" ")))
     };
-    let top = String::from_utf8_lossy(
-        &git(&["rev-parse", "--show-toplevel"], None, 1 << 16).map_err(|_| {
+    // The repository found without git, and the revision resolved in a
+    // scratch repository given its refs: git never reads its config
+    // (review 25 r25a F3: an include of `/proc/self/fd/1` hung plan).
+    let repo = git_dir::discover(Path::new("."))
+        .with_context(|| format!("{spec}: finding the git repository of the working directory"))?
+        .ok_or_else(|| {
             anyhow::anyhow!(
                 "{spec}: not a file, and the working directory is in no git repository for REV:PATH"
             )
-        })?,
-    )
-    .trim()
-    .to_string();
-    let commit = format!("{rev}^{{commit}}");
-    let Ok(commit) = git(
-        &["-C", &top, "rev-parse", "--verify", "--quiet", &commit],
-        None,
-        1 << 16,
-    ) else {
-        bail!(
-            "{spec}: {rev:?} is no git revision of {top}; give a branch, tag or commit (git fetch first for origin/...)"
-        );
+        })?;
+    let top = repo.top.display().to_string();
+    if rev.is_empty() || rev.starts_with('-') {
+        bail!("{spec}: {rev:?} is no git revision; give a branch, tag or commit");
+    }
+    let borrowed = borrowed_repo(&repo, true, spec)?;
+    let commit = match commit_of(borrowed.path(), rev) {
+        Ok(commit) => commit,
+        Err(e) if e.downcast_ref::<Stopped>().is_some() => {
+            return Err(e.context(format!("{spec}: git rev-parse {rev}")));
+        }
+        Err(_) => bail!(
+            "{spec}: {rev:?} is no git revision of {top}; give a branch, tag or commit (git fetch \
+             first for origin/...; plan reads none of the repository's config, so \
+             `@{{upstream}}` is unknown to it: name the remote branch)"
+        ),
     };
-    let commit = String::from_utf8_lossy(&commit).trim().to_string();
     let sub = sub.trim_start_matches("./");
-    let borrowed = borrowed_repo(&top, spec)?;
     let git_dir = format!("--git-dir={}", borrowed.path().display());
     // With each blob's size (`<mode> <type> <object> <size>\t<name>`): the
     // total is known before any blob is read (a blob git stores in a few
@@ -510,49 +628,54 @@ pub fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<ManifestFile>> 
     Ok(out)
 }
 
-/// A scratch repository of plan's own that borrows the objects of the
-/// repository at `top` (`objects/info/alternates`), removed after: git
-/// reads a revision there, so none of `top`'s own config is read (review
-/// 24 r24a F1, F4: a filter driver named like "no filter" in check-attr's
-/// answer, an `attr.tree` that checkout-index reads and check-attr does
-/// not; r23c F3: a promisor remote's transport). Its attributes file
+/// A scratch repository of plan's own that borrows the objects of `repo`
+/// (`objects/info/alternates`), removed after: git reads a revision there,
+/// so none of `repo`'s own config is read (review 24 r24a F1, F4: a filter
+/// driver named like "no filter" in check-attr's answer, an `attr.tree`
+/// that checkout-index reads and check-attr does not; r23c F3: a promisor
+/// remote's transport; review 25 r25a F3: its includes), and git is never
+/// pointed at `repo` itself. With `refs`, its refs copied
+/// (`git_dir::copy_refs`) to resolve a revision there. Its attributes file
 /// (`info/attributes`, which a checkout there applies) is copied, up to
 /// 1 MiB; a filter it names has no driver here.
-fn borrowed_repo(top: &str, spec: &str) -> Result<tempfile::TempDir> {
-    let path = |what: &str| -> Result<PathBuf> {
-        let out = git_output(
-            &[
-                "-C",
-                top,
-                "rev-parse",
-                "--path-format=absolute",
-                "--git-path",
-                what,
-            ],
-            None,
-            1 << 16,
-        )
-        .with_context(|| format!("{spec}: git rev-parse --git-path {what}"))?;
-        Ok(PathBuf::from(String::from_utf8_lossy(&out).trim()))
-    };
-    let objects = path("objects")?;
+fn borrowed_repo(repo: &git_dir::Repo, refs: bool, spec: &str) -> Result<tempfile::TempDir> {
     let scratch =
         tempfile::tempdir().with_context(|| format!("{spec}: making a scratch repository"))?;
     let dir = scratch.path().to_string_lossy().into_owned();
-    git_output(&["init", "-q", "--bare", &dir], None, 1 << 16)
-        .with_context(|| format!("{spec}: git init --bare {dir}"))?;
-    let mut alternates = objects.into_os_string().into_encoded_bytes();
+    let mut init = vec!["init", "-q", "--bare"];
+    if let Some(format) = git_dir::object_format(repo) {
+        init.push(if format == "sha256" {
+            "--object-format=sha256"
+        } else {
+            "--object-format=sha1"
+        });
+    }
+    init.push(&dir);
+    git_output(&init, None, 1 << 16).with_context(|| format!("{spec}: git init --bare {dir}"))?;
+    let mut alternates = repo
+        .common
+        .join("objects")
+        .into_os_string()
+        .into_encoded_bytes();
     alternates.push(b'\n');
     let info = scratch.path().join("objects/info");
     std::fs::create_dir_all(&info).with_context(|| format!("{spec}: making {}", info.display()))?;
     std::fs::write(info.join("alternates"), alternates)
         .with_context(|| format!("{spec}: writing {}", info.join("alternates").display()))?;
-    let attributes = path("info/attributes")?;
+    let attributes = repo.common.join("info/attributes");
     if std::fs::symlink_metadata(&attributes).is_ok_and(|m| m.is_file() && m.len() <= 1 << 20) {
         let to = scratch.path().join("info/attributes");
         std::fs::create_dir_all(scratch.path().join("info"))
             .and_then(|()| std::fs::copy(&attributes, &to))
             .with_context(|| format!("{spec}: copying {}", attributes.display()))?;
+    }
+    if refs {
+        git_dir::copy_refs(repo, scratch.path()).with_context(|| {
+            format!(
+                "{spec}: reading the refs of {}; plan a checkout of the revision as a directory",
+                repo.top.display()
+            )
+        })?;
     }
     Ok(scratch)
 }
