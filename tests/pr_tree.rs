@@ -716,3 +716,192 @@ fn only_a_policy_may_be_left_out_of_a_kustomization_whatever_its_name() {
     let o = plan(&base, &pr, &fleet, &["--prune", "--fail-on", "taint"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
+
+/// `cmd` run to its end, or killed past `secs` and the test failed: a
+/// plan that hangs fails the test instead of hanging CI.
+fn output_within(cmd: &mut Command, secs: u64, what: &str) -> Output {
+    use std::process::Stdio;
+    let dir = scratch_dir();
+    let (out, err) = (dir.path().join("out"), dir.path().join("err"));
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed().as_secs() >= secs {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!(
+                "{what}: still running after {secs} s, killed: {}",
+                std::fs::read_to_string(&err).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: std::fs::read(&out).unwrap(),
+        stderr: std::fs::read(&err).unwrap(),
+    }
+}
+
+/// Review 25 r25a F3: plan never points git at the repository it reads
+/// (in git mode nor in directory mode), so nothing of its config is read:
+/// `include.path = /proc/self/fd/1` made git wait for ever on its own
+/// standard output, and plan with it. The revisions people write (`HEAD`,
+/// `HEAD~1`, a branch, a packed tag, a remote branch, full and abbreviated
+/// commits) resolve as before, in the repository and in a linked worktree
+/// of it.
+#[test]
+fn a_repositorys_config_include_is_never_read() {
+    if !skipped::need("git") {
+        return;
+    }
+    let tmp = scratch_dir();
+    let top = tmp.path().join("repo");
+    render(&top.join("gitops/worker-gpu"), &[]);
+    git(&top, &["init", "-q"]);
+    git(&top, &["add", "-A"]);
+    git(&top, &["commit", "-q", "-m", "base"]);
+    git(&top, &["tag", "base"]);
+    git(&top, &["pack-refs", "--all"]);
+    std::fs::remove_dir_all(top.join("gitops/worker-gpu")).unwrap();
+    render(
+        &top.join("gitops/worker-gpu"),
+        &["--taint", "example.com/gpu=true:NoSchedule"],
+    );
+    git(&top, &["add", "-A"]);
+    git(&top, &["commit", "-q", "-m", "pr"]);
+    git(&top, &["branch", "pr"]);
+    git(&top, &["update-ref", "refs/remotes/origin/main", "HEAD~1"]);
+    let wt = tmp.path().join("wt");
+    git(
+        &top,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            wt.to_str().unwrap(),
+            "base",
+        ],
+    );
+    let head = Command::new("git")
+        .current_dir(&top)
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .unwrap();
+    let head = String::from_utf8(head.stdout).unwrap().trim().to_string();
+    let fleet = repo().join("examples/fleet/fleet.json");
+    let abbrev = format!("{}:gitops", &head[..10]);
+    let full = format!("{head}:gitops/");
+    let cases = [
+        (&top, "HEAD~1:gitops", "HEAD:gitops"),
+        (&top, "base:gitops", "pr:gitops"),
+        (&top, "origin/main:gitops/", abbrev.as_str()),
+        (&top, full.as_str(), "origin/main:gitops"),
+        // Directory mode in that work tree, and against a revision.
+        (&top, "gitops", "gitops/"),
+        (&top, "base:gitops", "gitops"),
+        // A linked worktree (a gitfile, its commondir): its HEAD is base.
+        (&wt, "HEAD:gitops", "pr:gitops"),
+        (&wt, "gitops", "HEAD:gitops"),
+    ];
+    let plans = || -> Vec<(String, Output)> {
+        cases
+            .iter()
+            .map(|(dir, from, to)| {
+                let mut cmd = bin();
+                cmd.current_dir(dir)
+                    .args(["plan", "--from", from, "--to", to, "--fleet"])
+                    .arg(&fleet);
+                let what = format!("plan {from} -> {to} in {}", dir.display());
+                let o = output_within(&mut cmd, 60, &what);
+                (what, o)
+            })
+            .collect()
+    };
+    // The control: each planned (the pull request's taint a change).
+    let before = plans();
+    for (what, o) in &before {
+        assert!(
+            matches!(o.status.code(), Some(0 | 1)),
+            "{what}: {}",
+            stderr(o)
+        );
+    }
+    assert!(before.iter().any(|(_, o)| o.status.code() == Some(1)));
+    // From here git itself hangs in the repository, its standard output a
+    // pipe (the control, bounded).
+    git(&top, &["config", "include.path", "/proc/self/fd/1"]);
+    let mut control = Command::new("timeout");
+    control
+        .args(["5", "sh", "-c", "git rev-parse --show-toplevel | cat"])
+        .current_dir(&top);
+    let o = output_within(&mut control, 30, "git itself");
+    assert_eq!(
+        o.status.code(),
+        Some(124),
+        "git did not hang: {}",
+        stderr(&o)
+    );
+    // Planned as before, within the test's bound.
+    for ((what, o), (_, was)) in plans().iter().zip(&before) {
+        assert_eq!(o.status.code(), was.status.code(), "{what}: {}", stderr(o));
+        assert_eq!(o.stdout, was.stdout, "{what}");
+    }
+}
+
+/// Every git plan runs has a deadline: a repository where git waits for
+/// ever (here a FIFO in place of the commit's object, which git opens) is
+/// refused once it has passed, naming the input and what to do. The
+/// deadline (two minutes) is lowered for the test.
+#[test]
+fn git_waiting_for_ever_is_stopped() {
+    if !skipped::need("git") || !skipped::need("mkfifo") {
+        return;
+    }
+    let tmp = scratch_dir();
+    let top = tmp.path().join("repo");
+    render(&top.join("gitops/worker-gpu"), &[]);
+    git(&top, &["init", "-q"]);
+    git(&top, &["add", "-A"]);
+    git(&top, &["commit", "-q", "-m", "base"]);
+    let head = Command::new("git")
+        .current_dir(&top)
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .unwrap();
+    let head = String::from_utf8(head.stdout).unwrap().trim().to_string();
+    let object = top.join(".git/objects").join(&head[..2]).join(&head[2..]);
+    std::fs::remove_file(&object).unwrap();
+    let made = Command::new("mkfifo").arg(&object).status().unwrap();
+    assert!(made.success());
+    let mut cmd = bin();
+    cmd.current_dir(&top)
+        .env("KUBELET_LABELER_TEST_CHILD_DEADLINE_MS", "2000")
+        .args([
+            "plan",
+            "--from",
+            "HEAD:gitops",
+            "--to",
+            "HEAD:gitops",
+            "--fleet",
+        ])
+        .arg(repo().join("examples/fleet/fleet.json"));
+    let o = output_within(&mut cmd, 60, "plan of a FIFO object");
+    refused(
+        &o,
+        &[
+            "HEAD:gitops: git rev-parse HEAD",
+            "did not finish within 2 s and was stopped",
+            "plan a copy of the files without .git",
+        ],
+    );
+}
