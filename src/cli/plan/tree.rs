@@ -920,6 +920,22 @@ mod tests {
         assert!(checkout_fits(&other, &blobs, 1 << 20, "r").is_err());
     }
 
+    /// A child past its deadline is killed and the error says so (review
+    /// 25 r25a F3: git waited for ever on a repository's config include).
+    #[test]
+    fn a_child_past_its_deadline_is_stopped() {
+        let started = Instant::now();
+        let mut sleep = Command::new("sh");
+        sleep.args(["-c", "exec sleep 30"]);
+        let err = run_child(&mut sleep, None, 1 << 10, Duration::from_millis(300)).unwrap_err();
+        assert!(err.downcast_ref::<Stopped>().is_some(), "{err:#}");
+        assert!(
+            format!("{err}").contains("did not finish within 0.3 s"),
+            "{err}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
     /// git's output is read up to a bound, then refused (a listing of
     /// millions of files was read whole); input reaches it meanwhile.
     #[test]
