@@ -7,11 +7,12 @@
 //! `-policy`) judges each case; plan must say the same cost.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use serde_json::Value;
 
 use crate::mco_disruption::{
-    daemon_cost, gpu_change, oracle, oracle_json, plan_run, render, wrapper,
+    daemon_cost, gpu_change, oracle, oracle_json, plan_run, render, render_to, wrapper,
 };
 use crate::plan_reconcilable::with_extra;
 use crate::support::scratch_dir;
@@ -266,6 +267,119 @@ fn a_policy_of_the_change_prices_it_no_more_leniently_than_the_cluster_s() {
     }
     for (p, want) in [(&policy, "drain-and-reboot"), (&merged, "nothing")] {
         let report = oracle_json(&before, &after, p);
+        let (cost, _) = daemon_cost(gpu_change(&report));
+        assert_eq!(cost, want, "{report:#}");
+    }
+}
+
+/// Review 25 r25a F1: how a policy file is applied follows from how the
+/// tree is applied, not from its name. A MachineConfiguration listed in
+/// the kustomization is applied client-side by `oc apply -k` and Argo CD
+/// whatever its file is called (kubectl never reads a file's name): its
+/// list replaces the cluster's, render's server-side entries go, and a
+/// taint change (our env drop-in) reboots. Named like render's policy
+/// file, it was priced as a server-side merge: "a service restart",
+/// `--fail-on reboot` exit 0. Listed by the PR, or by the base tree
+/// already (the PR only adds the taint), each name prices the same.
+#[test]
+fn a_listed_policy_is_applied_client_side_whatever_its_name() {
+    let dir = scratch_dir();
+    let d = dir.path();
+    let w = wrapper(d, b"1");
+    let w = w.to_str().unwrap();
+    let fleet = gpu_fleet(d);
+    let args = ["--pool", "worker-gpu", "--wrapper", w];
+    let label = ["--label", "node.kubernetes.io/worker-gpu="];
+    let taint = ["--taint", "example.com/gpu=true:NoSchedule"];
+    let render_in = |out: &Path, tainted: bool| {
+        let extra: &[&str] = if tainted { &taint } else { &[] };
+        render_to(out, &[&args[..], &label, extra].concat());
+    };
+    // The cluster's: render's policy applied server-side as render says.
+    let base = d.join("base");
+    render_in(&base, false);
+    let ours = base.join("cluster-wide/machineconfiguration-worker-gpu.yaml");
+    let mut cluster: Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(&ours).unwrap()).unwrap();
+    let owned: serde_json::Map<String, Value> = (cluster["spec"]["nodeDisruptionPolicy"]["files"]
+        .as_array()
+        .unwrap())
+    .iter()
+    .map(|e| {
+        let key = serde_json::json!({ "path": e["path"] }).to_string();
+        (
+            format!("k:{key}"),
+            serde_json::json!({".": {}, "f:actions": {}, "f:path": {}}),
+        )
+    })
+    .collect();
+    cluster["metadata"]["managedFields"] = serde_json::json!([{
+        "manager": "kubelet-labeler-worker-gpu", "operation": "Apply",
+        "apiVersion": "operator.openshift.io/v1", "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:spec": {"f:nodeDisruptionPolicy": {"f:files": owned}}}}]);
+    let cluster_at = d.join("cluster-mc.json");
+    std::fs::write(&cluster_at, cluster.to_string()).unwrap();
+    // The team's policy, as the client-side apply leaves the cluster's.
+    let team = "apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nmetadata:\n  \
+                name: cluster\nspec:\n  nodeDisruptionPolicy:\n    files:\n    - path: \
+                /etc/gpu.conf\n      actions:\n      - type: None\n";
+    let with_team = |out: &Path, name: &str, tainted: bool| {
+        render_in(out, tainted);
+        std::fs::write(out.join(name), team).unwrap();
+        crate::support::relist_kustomization(out, &[name], &[]);
+    };
+    let plan = |from: &Path, to: &Path| {
+        let o = Command::new(env!("CARGO_BIN_EXE_kubelet-labeler"))
+            .args(["plan", "--format", "json", "--fail-on", "reboot", "--from"])
+            .arg(from)
+            .arg("--to")
+            .arg(to)
+            .args(["--fleet"])
+            .arg(&fleet)
+            .arg("--fleet")
+            .arg(&cluster_at)
+            .output()
+            .unwrap();
+        let p: Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+        (
+            p["groups"][0]["outcome"]["disruption"].clone(),
+            o.status.code(),
+        )
+    };
+    let names = [
+        "gpu-policy.yaml",
+        "machineconfiguration-gpu.yaml",
+        "machineconfiguration-worker-gpu.yaml",
+    ];
+    let mut failures = Vec::new();
+    for (i, name) in names.into_iter().enumerate() {
+        // Listed by the PR.
+        let after = d.join(format!("after-{i}"));
+        with_team(&after, name, true);
+        let got = plan(&base, &after);
+        if got != (Value::from("drain-and-reboot"), Some(1)) {
+            failures.push(format!("{name} listed by the PR: {got:?}"));
+        }
+        // Variant B: listed by the base tree already.
+        let listed = d.join(format!("listed-{i}"));
+        with_team(&listed, name, false);
+        let got = plan(&listed, &after);
+        if got != (Value::from("drain-and-reboot"), Some(1)) {
+            failures.push(format!("{name} listed by the base tree: {got:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // The MCO's daemon agrees: with the cluster's policy as the client-side
+    // apply leaves it a reboot; with render's (the control) a restart.
+    if oracle().is_none() {
+        return;
+    }
+    let team_at = d.join("team.yaml");
+    std::fs::write(&team_at, team).unwrap();
+    let after = d.join("after-0");
+    for (p, want) in [(&team_at, "drain-and-reboot"), (&ours, "restart")] {
+        let report = oracle_json(&base, &after, p);
         let (cost, _) = daemon_cost(gpu_change(&report));
         assert_eq!(cost, want, "{report:#}");
     }

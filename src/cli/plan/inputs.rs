@@ -32,10 +32,14 @@ pub struct Render {
     pub machineconfigs: Vec<Value>,
     pub pools: Vec<Value>,
     /// Its `MachineConfiguration`s (the disruption policy) that are applied
-    /// with it, in read order.
+    /// with it, in read order: client-side, as the tree's applier applies
+    /// every file it reaches, without a field manager of their own
+    /// whatever their file is called (review 25 r25a F1).
     pub policies: Vec<super::policy::PolicyFile>,
     /// Those of files a kustomization leaves out (render's `cluster-wide/`):
-    /// not applied with the tree, but by hand or never (review 21 r21b F6).
+    /// not applied with the tree, but by hand or never (review 21 r21b F6);
+    /// render's own (`machineconfiguration-<pool>.yaml`) with the field
+    /// manager render says to apply it with, server-side.
     pub policies_left_out: Vec<super::policy::PolicyFile>,
     /// Objects the MCO renders into a pool's MachineConfigs that plan does
     /// not lay out (`NOT_LAID_OUT`, `RENDERED_FROM`), by kind and
@@ -285,14 +289,24 @@ pub fn read_render(spec: &str) -> Result<Render> {
                     .is_some_and(|r| r.starts_with('/'))
         })
     };
+    // How a policy file is applied follows from how the tree is applied,
+    // never from its name (review 25 r25a F1): one the tree's applier
+    // reaches (listed in an applied kustomization, or any file of a tree
+    // without one) is applied client-side by `oc apply -k`/`-f` and Argo
+    // CD whatever it is called (kubectl never reads a file's name): no
+    // field manager of its own. Only one it never reaches (left out:
+    // render's `cluster-wide/`) is applied by hand, server-side, with
+    // render's field manager when named as render names it.
     let mut applied = Vec::new();
-    for (p, at) in std::mem::take(&mut render.policies)
+    for (mut p, at) in std::mem::take(&mut render.policies)
         .into_iter()
         .zip(&policy_at)
     {
         if is_left_out(at) {
+            p.manager = renders_manager(&at.1);
             render.policies_left_out.push(p);
         } else {
+            p.manager = None;
             applied.push(p);
         }
     }
@@ -308,6 +322,15 @@ pub fn read_render(spec: &str) -> Result<Render> {
         );
     }
     Ok(render)
+}
+
+/// The field manager `render machineconfig` says to apply its policy file
+/// `machineconfiguration-<pool>.yaml` with, server-side, by hand: only for
+/// a file the tree's applier never reaches.
+fn renders_manager(file: &str) -> Option<String> {
+    (file.strip_prefix(crate::cli::render::sync_units::POLICY_FILE_PREFIX))
+        .and_then(|f| f.strip_suffix(".yaml"))
+        .map(|pool| format!("kubelet-labeler-{pool}"))
 }
 
 fn add_render_object(doc: Value, m: &tree::ManifestFile, render: &mut Render) -> Result<()> {
@@ -342,9 +365,10 @@ fn add_render_object(doc: Value, m: &tree::ManifestFile, render: &mut Render) ->
     // applied, whole, whatever pool or role it names (review 23 r23b F2: a
     // copy of the pool's labels MachineConfig for another role replaced
     // it); kustomize refuses the build. A namespace spelt otherwise is
-    // `twice` below. The cluster's `MachineConfiguration` is applied once
-    // per pool, each by its own field manager (server-side apply merges
-    // them), and kustomize's own files are not applied.
+    // `twice` below. The cluster's `MachineConfiguration` may be given
+    // once per pool (render's, left out, each applied by its own field
+    // manager: server-side apply merges them; `policy::applied` prices
+    // those the tree applies), and kustomize's own files are not applied.
     let per_manager = k == "MachineConfiguration" && id.group == "operator.openshift.io";
     if !per_manager && !KUSTOMIZE_OWN.contains(&(id.group.as_str(), k)) {
         let key = (id.kind_group(), id.name.clone(), id.spelt.clone());
@@ -381,15 +405,11 @@ fn add_render_object(doc: Value, m: &tree::ManifestFile, render: &mut Render) ->
     match k {
         "MachineConfig" => render.machineconfigs.push(doc),
         "MachineConfigPool" => render.pools.push(doc),
+        // Its field manager follows from how the tree is applied, known
+        // once every kustomization is read (`read_render`).
         "MachineConfiguration" => render.policies.push(super::policy::PolicyFile {
             name: m.name.clone(),
-            // The field manager `render machineconfig` applies its
-            // policy file with (`machineconfiguration-<pool>.yaml`).
-            manager: (m
-                .file
-                .strip_prefix(crate::cli::render::sync_units::POLICY_FILE_PREFIX))
-            .and_then(|f| f.strip_suffix(".yaml"))
-            .map(|pool| format!("kubelet-labeler-{pool}")),
+            manager: None,
             doc,
         }),
         "Node" if id.group == "v1" => render.nodes.push(id.name),

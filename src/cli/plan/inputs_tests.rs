@@ -129,3 +129,64 @@ fn objects_the_mco_renders_from_are_kept() {
     }
     assert_eq!(r.not_laid_out.len(), 4);
 }
+
+/// Review 25 r25a F1: a policy file's field manager follows from how the
+/// tree is applied, not from its name: one the applier reaches (listed,
+/// or in a tree without a kustomization) is applied client-side, with
+/// none of its own, whatever it is called; only one left out (render's
+/// `cluster-wide/`) has render's, when named as render names it.
+#[test]
+fn a_policy_file_s_field_manager_follows_from_how_the_tree_is_applied() {
+    let mc = "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\n\
+              metadata:\n  name: 50-x\nspec: {}\n";
+    let policy = "apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\n\
+                  metadata:\n  name: cluster\nspec:\n  nodeDisruptionPolicy:\n    files: []\n";
+    let ours = "machineconfiguration-worker-gpu.yaml";
+    let managers = |files: &[&str], listed: Option<&[&str]>| {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let p = dir.path().join(name);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        write("mc.yaml", mc);
+        for f in files {
+            write(f, policy);
+        }
+        if let Some(listed) = listed {
+            let resources: String = ["mc.yaml"]
+                .iter()
+                .chain(listed)
+                .map(|r| format!("- {r}\n"))
+                .collect();
+            write("kustomization.yaml", &format!("resources:\n{resources}"));
+        }
+        let r = read_render(dir.path().to_str().unwrap()).unwrap();
+        let of = |v: &[crate::cli::plan::policy::PolicyFile]| -> Vec<Option<String>> {
+            v.iter().map(|p| p.manager.clone()).collect()
+        };
+        (of(&r.policies), of(&r.policies_left_out))
+    };
+    let render_s = Some("kubelet-labeler-worker-gpu".to_string());
+    // Listed, under render's name or another: client-side, alike.
+    for name in [ours, "machineconfiguration-gpu.yaml", "gpu-policy.yaml"] {
+        assert_eq!(
+            managers(&[name], Some(&[name])),
+            (vec![None], vec![]),
+            "{name}"
+        );
+        // In a tree without a kustomization (`oc apply -f`), too.
+        assert_eq!(managers(&[name], None), (vec![None], vec![]), "{name}");
+    }
+    // Left out: render's own is applied by hand with render's manager.
+    let left_out = format!("cluster-wide/{ours}");
+    assert_eq!(
+        managers(&[&left_out], Some(&[])),
+        (vec![], vec![render_s.clone()])
+    );
+    assert_eq!(managers(&[ours], Some(&[])), (vec![], vec![render_s]));
+    assert_eq!(
+        managers(&["cluster-wide/gpu-policy.yaml"], Some(&[])),
+        (vec![], vec![None])
+    );
+}
