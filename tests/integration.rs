@@ -56,6 +56,7 @@ mod plan_cluster_unit;
 mod plan_disruption_cost;
 mod plan_fleet;
 mod plan_kubelet_command;
+mod plan_kubelet_start;
 mod plan_memory;
 mod plan_pools;
 mod plan_reconcilable;

@@ -80,7 +80,7 @@ fn our_var(name: &str) -> bool {
 /// (`kubelet.service.d`, or `service.d`, which every service reads) or
 /// anything in one, or a directory above render's drop-ins (a link there
 /// points systemd elsewhere).
-fn unit_path(path: &str) -> bool {
+pub(super) fn unit_path(path: &str) -> bool {
     let above = DROPIN_DIR
         .strip_prefix(path)
         .is_some_and(|r| r.starts_with('/'));

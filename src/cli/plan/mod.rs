@@ -24,6 +24,7 @@ mod identity;
 mod in_force;
 mod inputs;
 pub mod kube;
+mod kubelet_start;
 mod kubelet_unit;
 mod policy;
 mod pool_spec;
@@ -284,6 +285,7 @@ fn plan_in_budget(opts: &PlanOptions) -> Result<Plan> {
             &base.cache[name].ours,
             &after.cache[name].ours,
         )?;
+        kubelet_start::check((base, after), name)?;
     }
     let policy = in_force::in_force(
         fleet.policy.as_ref(),

@@ -1,0 +1,159 @@
+//! Review 25 r25a F4: a change that can keep kubelet.service from starting
+//! at boot (kubelet disabled, a unit it `Requires=` broken by a drop-in, a
+//! kernel argument masking it) is refused (exit 2), never priced by the
+//! disruption policy ("drain and reboot", or with a policy entry "costs
+//! nothing"); an unrelated unit's enablement is still priced.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::plan::{plan, render};
+use crate::support::{relist_kustomization, repo, scratch_dir, stderr, stdout};
+
+const TAINT: &str = "example.com/gpu=true:NoSchedule";
+
+/// A MachineConfig `name` of pool worker-gpu with `spec` added to `dir`.
+fn add_machineconfig(dir: &Path, name: &str, spec: Value) {
+    let mc = json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig",
+        "metadata": { "name": name,
+            "labels": { "machineconfiguration.openshift.io/role": "worker-gpu" } },
+        "spec": spec,
+    });
+    let file = format!("{name}.yaml");
+    std::fs::write(dir.join(&file), mc.to_string()).unwrap();
+    relist_kustomization(dir, &[&file], &[]);
+}
+
+fn units(unit: Value) -> Value {
+    json!({ "config": { "ignition": { "version": "3.4.0" },
+        "systemd": { "units": [unit] } } })
+}
+
+/// The cluster's policy: the render's entries and a units entry (None)
+/// for `unit`, as `oc get machineconfiguration cluster -o json` gives it.
+fn cluster_policy(base: &Path, unit: &str, out: &Path) {
+    let path = base.join("cluster-wide/machineconfiguration-worker-gpu.yaml");
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut mc: Value = serde_saphyr::from_str(&text).unwrap();
+    mc["spec"]["nodeDisruptionPolicy"]["units"] =
+        json!([{ "name": unit, "actions": [{ "type": "None" }] }]);
+    std::fs::write(out, mc.to_string()).unwrap();
+}
+
+fn planned(base: &Path, pr: &Path, policy: Option<&Path>) -> std::process::Output {
+    let fleet = repo().join("examples/fleet/fleet.json");
+    let mut extra = vec!["--fail-on", "taint", "--fail-on", "reboot"];
+    if let Some(p) = policy {
+        extra.extend(["--fleet", p.to_str().unwrap()]);
+    }
+    plan(base, pr, &fleet, &extra)
+}
+
+fn refused(o: &std::process::Output, says: &str) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{says}: {}{err}", stdout(o));
+    assert!(
+        err.contains("kubelet may not start: ") && err.contains(says),
+        "{says}: {err}"
+    );
+    assert!(err.contains("review it by eye"), "{err}");
+}
+
+/// A render and the same with kubelet.service `enabled: false`.
+fn kubelet_disabled(tmp: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (base, pr) = (tmp.join("base"), tmp.join("pr"));
+    render(&base, &["--taint", TAINT]);
+    render(&pr, &["--taint", TAINT]);
+    let off = json!({ "name": "kubelet.service", "enabled": false });
+    add_machineconfig(&pr, "60-worker-gpu-x", units(off));
+    (base, pr)
+}
+
+const DISABLED: &str = "unit kubelet.service (it is kubelet's unit): enabled is true in";
+
+/// It used to be "drain and reboot: unit kubelet.service: no policy
+/// entry", exit 1.
+#[test]
+fn kubelet_disabled_is_refused() {
+    let tmp = scratch_dir();
+    let (base, pr) = kubelet_disabled(tmp.path());
+    refused(&planned(&base, &pr, None), DISABLED);
+}
+
+/// The cluster's policy says the unit's change costs nothing: it used to
+/// be "costs nothing", exit 0 with `--fail-on reboot --fail-on taint`.
+#[test]
+fn kubelet_disabled_is_refused_whatever_the_policy_says() {
+    let tmp = scratch_dir();
+    let (base, pr) = kubelet_disabled(tmp.path());
+    let policy = tmp.path().join("cluster-mc.json");
+    cluster_policy(&base, "kubelet.service", &policy);
+    refused(&planned(&base, &pr, Some(&policy)), DISABLED);
+}
+
+#[test]
+fn a_drop_in_of_a_unit_kubelet_requires_is_refused() {
+    let tmp = scratch_dir();
+    let base = tmp.path().join("base");
+    render(&base, &["--taint", TAINT]);
+    for (i, (unit, text)) in [
+        (
+            "crio.service",
+            "[Service]\nExecStart=\nExecStart=/bin/false\n",
+        ),
+        (
+            "kubelet-dependencies.target",
+            "[Unit]\nRequires=nonexistent.service\n",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let pr = tmp.path().join(format!("pr{i}"));
+        render(&pr, &["--taint", TAINT]);
+        let dropin = json!({ "name": unit,
+            "dropins": [{ "name": "zz.conf", "contents": text }] });
+        add_machineconfig(&pr, "60-worker-gpu-x", units(dropin));
+        let says = format!("/etc/systemd/system/{unit}.d/zz.conf changes from");
+        refused(&planned(&base, &pr, None), &says);
+        let policy = tmp.path().join(format!("cluster-mc{i}.json"));
+        cluster_policy(&base, unit, &policy);
+        refused(&planned(&base, &pr, Some(&policy)), &says);
+    }
+}
+
+#[test]
+fn a_kernel_argument_masking_kubelet_is_refused() {
+    let tmp = scratch_dir();
+    let (base, pr) = (tmp.path().join("base"), tmp.path().join("pr"));
+    render(&base, &["--taint", TAINT]);
+    render(&pr, &["--taint", TAINT]);
+    let spec = json!({ "kernelArguments": ["systemd.mask=kubelet.service"] });
+    add_machineconfig(&pr, "60-worker-gpu-k", spec);
+    refused(
+        &planned(&base, &pr, None),
+        "kernel argument spec.kernelArguments systemd.mask=kubelet.service is in",
+    );
+}
+
+/// Control: an unrelated unit's enablement is the policy's, as before.
+#[test]
+fn an_unrelated_unit_s_enablement_is_still_priced() {
+    let tmp = scratch_dir();
+    let (base, pr) = (tmp.path().join("base"), tmp.path().join("pr"));
+    render(&base, &["--taint", TAINT]);
+    render(&pr, &["--taint", TAINT]);
+    let x = json!({ "name": "x.service", "enabled": false,
+        "contents": "[Unit]\nDescription=x\n" });
+    add_machineconfig(&pr, "60-worker-gpu-x", units(x));
+    let o = planned(&base, &pr, None);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(
+        out.contains("unit x.service: no policy entry") && !err.contains("kubelet may not"),
+        "{out}{err}"
+    );
+}
