@@ -298,6 +298,7 @@ pub fn read_render(spec: &str) -> Result<Render> {
     // render's `cluster-wide/`) is applied by hand, server-side, with
     // render's field manager when named as render names it.
     let mut applied = Vec::new();
+    let mut applied_from: Vec<String> = Vec::new();
     for (mut p, at) in std::mem::take(&mut render.policies)
         .into_iter()
         .zip(&policy_at)
@@ -308,7 +309,18 @@ pub fn read_render(spec: &str) -> Result<Render> {
         } else {
             p.manager = None;
             applied.push(p);
+            applied_from.push(format!("{}/{}", at.0, at.1));
         }
+    }
+    // Each client-side apply replaces the lists whole: with two, the
+    // cluster keeps the last one applied, which is the applier's order.
+    if applied.len() > 1 {
+        bail!(
+            "{spec}: the cluster's MachineConfiguration is given more than once where the \
+             apply reaches it ({}): each client-side apply replaces its lists whole, so which \
+             one the cluster keeps depends on the order of the apply; give it once",
+            applied_from.join(", ")
+        );
     }
     render.policies = applied;
     let _ = &with_ours;

@@ -190,3 +190,34 @@ fn a_policy_file_s_field_manager_follows_from_how_the_tree_is_applied() {
         (vec![], vec![None])
     );
 }
+
+#[test]
+fn the_cluster_s_policy_applied_from_two_files_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = "apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\n\
+                  metadata:\n  name: cluster\nspec:\n  nodeDisruptionPolicy:\n    files: []\n";
+    std::fs::write(
+        dir.path().join("mc.yaml"),
+        "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\n\
+         metadata:\n  name: 50-x\nspec: {}\n",
+    )
+    .unwrap();
+    for f in ["a-policy.yaml", "b-policy.yaml"] {
+        std::fs::write(dir.path().join(f), policy).unwrap();
+    }
+    let e = read_render(dir.path().to_str().unwrap()).unwrap_err();
+    let e = format!("{e:#}");
+    assert!(
+        e.contains("given more than once where the apply reaches it")
+            && e.contains("a-policy.yaml")
+            && e.contains("b-policy.yaml"),
+        "{e}"
+    );
+    // One of them left out of the kustomization: one applied, one by hand.
+    std::fs::write(
+        dir.path().join("kustomization.yaml"),
+        "resources:\n- mc.yaml\n- a-policy.yaml\n",
+    )
+    .unwrap();
+    assert!(read_render(dir.path().to_str().unwrap()).is_ok());
+}
