@@ -58,6 +58,7 @@ mod plan_fleet;
 mod plan_kubelet_command;
 mod plan_kubelet_start;
 mod plan_memory;
+mod plan_paused;
 mod plan_pools;
 mod plan_reconcilable;
 mod plan_registries;

@@ -26,6 +26,7 @@ mod inputs;
 pub mod kube;
 mod kubelet_start;
 mod kubelet_unit;
+mod paused;
 mod policy;
 mod pool_spec;
 pub mod pool_tree;
@@ -100,6 +101,9 @@ pub struct Outcome {
     /// (`IsRenderedConfigReconcilable`): nothing of it rolls out, and
     /// nothing else is shown changing.
     pub refused: Option<String>,
+    /// The change unpauses the node's pool, which rolls out what plan
+    /// cannot see (`paused`): counted as a possible taint change.
+    pub unseen_rollout: bool,
     pub not_judged: Vec<String>,
 }
 
@@ -381,7 +385,9 @@ fn plan_in_budget(opts: &PlanOptions) -> Result<Plan> {
         reboot: count(&|o| o.reboots()),
         lockout: count(&|o| o.lockout),
         taint_changes: count(&|o| {
-            o.register_before.taints != o.register_after.taints || !o.taint_commands.is_empty()
+            o.register_before.taints != o.register_after.taints
+                || !o.taint_commands.is_empty()
+                || o.unseen_rollout
         }),
         refused: count(&|o| o.refused.is_some()),
         groups,
@@ -683,14 +689,9 @@ fn judge(
         .find(|p| p.name == pool.name)
         .cloned()
         .unwrap_or_else(|| pool.clone());
-    if proposed_pool.paused {
-        o.not_judged.push(format!(
-            "pool {} is paused (spec.paused): the MCO rolls none of this out to its nodes, and \
-             nodes joining it boot its current rendered config, until it is unpaused; what is \
-             shown is what unpausing does",
-            proposed_pool.name
-        ));
-    }
+    let stays = proposed_pools.iter().any(|p| p.name == pool.name);
+    let renders = (&sides[0].render, &sides[1].render);
+    let unseen = paused::judge(&mut o, n.node.as_ref(), fleet, renders, &pool.name, stays);
     let (before, _) = registration(&mut sides[0], &pool, n.features, fleet, profile)?;
     let (refused, os_changes, extensions) = against(sides, &pool, &proposed_pool)?;
     // OpenShift 4.N runs Kubernetes 1.(N+13).
@@ -910,6 +911,7 @@ fn judge(
             o.disruption = Disruption::DrainAndReboot;
             o.disruption_because.push(why);
         }
+        paused::price(&mut o, unseen);
     }
     // DaemonSets whose pods the change lets on or keeps off the node.
     let taints_before: Vec<Taint> = match &n.node {

@@ -13,7 +13,8 @@ use super::inputs::Render;
 
 /// The fields of the MCO's `MachineConfigPoolSpec` plan reads or that
 /// change no node: the selectors (which MachineConfigs and nodes the pool
-/// takes: pool moves and rendered configs), `paused` (no rollout), and
+/// takes: pool moves and rendered configs), `paused` (no rollout; a change
+/// that unpauses a pool is priced in `paused`), and
 /// `maxUnavailable` (how many nodes update at a time, not what they get).
 pub const PRICED: [&str; 4] = [
     "machineConfigSelector",
