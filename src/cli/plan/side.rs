@@ -1,0 +1,199 @@
+//! One render as plan reads it: each pool's MachineConfigs laid out as
+//! the MCO merges them (computed once per pool), and what plan judges
+//! there (kubelet's environment and command line, render's own files).
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+
+use super::kube::Pool;
+use super::policy::Changed;
+use super::{
+    Against, Registration, cluster_unit, formats, inputs, kubelet_unit, pool_tree, render_files,
+    rendered_diff,
+};
+use crate::node::contract::POOL_LABEL_VAR;
+use crate::node::sorted::SortedSet;
+use crate::node::sync::reconcile::Desired;
+use crate::node::wrapper::{derived, own_env, plan as wplan};
+
+/// One side's env and files for one pool.
+pub(super) struct PoolRender {
+    pub(super) env: Vec<(OsString, OsString)>,
+    /// Each file, unit and `passwd` as the MCO's daemon compares them
+    /// (a digest: every pool holds worker's).
+    pub(super) changes: BTreeMap<Changed, rendered_diff::Digest>,
+    /// Each path's hash of what is written there (kubelet's config files
+    /// told apart; empty: the pool's MachineConfigs write nothing).
+    pub(super) files: BTreeMap<String, u64>,
+    /// What kubelet.service reads there (`kubelet_unit`).
+    pub(super) kubelet: kubelet_unit::Reads,
+    /// Render's policy files there, judged (`render_files`).
+    pub(super) ours: render_files::Files,
+    pub(super) pool_label: Option<String>,
+    /// The node formats of our files in the pool's MachineConfigs.
+    pub(super) formats: formats::Formats,
+    /// The render's MachineConfigs of the pool (their indices in
+    /// `Render::machineconfigs`: the render holds them once, whatever the
+    /// number of pools), for what the MCO judges beyond the files
+    /// (`reconcilable`).
+    pub(super) configs: Vec<usize>,
+    /// Why the wrapper never runs on the pool's nodes though our drop-in
+    /// is there (as `explain` judges it: the generator missing or not
+    /// executable, our drop-in hidden or taken back by a later one): they
+    /// register with nothing of ours.
+    pub(super) wrapper_off: Option<String>,
+    /// Our variables set otherwise than our drop-ins set them (an
+    /// `EnvironmentFile=` of kubelet's), the note naming them: the nodes
+    /// register with ours, fenced, and the sync changes no label.
+    pub(super) overridden: Option<String>,
+}
+
+/// One render and what it gives each pool (computed once per pool).
+pub(super) struct Side {
+    pub(super) render: inputs::Render,
+    pub(super) pools: Vec<Pool>,
+    pub(super) cache: BTreeMap<String, PoolRender>,
+    /// The digests of `render`'s JSON the pools compare, each taken once
+    /// (`render` stays as it is while the side lives).
+    pub(super) memo: rendered_diff::Memo,
+    /// (pool, feature set) → registration: each distinct feature set of a
+    /// pool is evaluated once.
+    pub(super) registrations:
+        std::collections::HashMap<(String, Option<usize>), (Registration, Option<Desired>)>,
+    /// (pool before, pool after) → the MCO's refusal of the change and the
+    /// OS changes it reboots for (kept on the proposed side).
+    pub(super) against: std::collections::HashMap<(String, String), Against>,
+    pub(super) vouched: std::rc::Rc<render_files::Vouched>,
+}
+
+impl Side {
+    pub(super) fn new(
+        render: inputs::Render,
+        vouched: &std::rc::Rc<render_files::Vouched>,
+    ) -> Side {
+        let pools = render.pools.iter().filter_map(Pool::from_object).collect();
+        Side {
+            memo: rendered_diff::Memo::new(&render.machineconfigs),
+            render,
+            pools,
+            cache: BTreeMap::new(),
+            registrations: Default::default(),
+            against: Default::default(),
+            vouched: vouched.clone(),
+        }
+    }
+
+    /// Every pool's env this render gives (its pools', and worker's).
+    pub(super) fn all_envs(&mut self) -> Result<()> {
+        let mut names: Vec<Pool> = self.pools.clone();
+        names.push(Pool::builtin("worker"));
+        names.push(Pool::builtin("master"));
+        for p in names {
+            self.pool(&p)?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn pool(&mut self, pool: &Pool) -> Result<&PoolRender> {
+        if !self.cache.contains_key(&pool.name) {
+            let r = lay_out(&self.render, pool, &mut self.memo, &self.vouched)?;
+            self.cache.insert(pool.name.clone(), r);
+        }
+        Ok(&self.cache[&pool.name])
+    }
+}
+
+/// The pool's MachineConfigs of this render, laid out as the MCO merges
+/// them, and the kubelet environment our drop-ins give there.
+fn lay_out(
+    render: &inputs::Render,
+    pool: &Pool,
+    memo: &mut rendered_diff::Memo,
+    vouched: &render_files::Vouched,
+) -> Result<PoolRender> {
+    let own: Vec<usize> = (render.machineconfigs.iter().enumerate())
+        .filter(|(_, mc)| pool.takes(&string_map(mc.pointer("/metadata/labels"))))
+        .map(|(i, _)| i)
+        .collect();
+    let configs: Vec<&Value> = own.iter().map(|&i| &render.machineconfigs[i]).collect();
+    // The MCO's merge refuses a MachineConfig without labels (which a
+    // `NotIn` selector takes): the pool renders nothing of the change.
+    let unlabelled = configs
+        .iter()
+        .find(|mc| mc.pointer("/metadata/labels").is_none_or(Value::is_null));
+    if let Some(mc) = unlabelled {
+        bail!(
+            "{}: pool {} selects MachineConfig {:?}, which has no labels: the MCO refuses to \
+             render the pool (\"cannot find label in MachineConfig\"), so nothing of the change \
+             reaches its nodes; label it with its pool's role",
+            render.name,
+            pool.name,
+            crate::cli::render::layout::mc_name(mc)
+        );
+    }
+    let formats = formats::of_configs(configs.iter().copied());
+    // What the MCO's daemon compares, over the same stand-in for the
+    // cluster's kubelet.service that the layout takes: digests, each of
+    // the render's JSON taken once (`memo`).
+    let stand_in = cluster_unit::stand_in(&configs);
+    let configs: Vec<&Value> = stand_in.iter().chain(configs).collect();
+    let changes = rendered_diff::identities(&configs, memo)
+        .with_context(|| format!("{}: pool {}", render.name, pool.name))?;
+    // A copy of them while the pool is laid out.
+    let tree = pool_tree::lay_out_with_stand_in(configs.into_iter().cloned().collect())
+        .with_context(|| format!("{}: pool {}", render.name, pool.name))?;
+    let files = tree.layout.identities();
+    let kubelet = kubelet_unit::reads(&tree.root, &files, &tree.svc.environment_files);
+    let ours = render_files::judge(&tree.root, &files, vouched);
+    let pool_label = tree
+        .env
+        .iter()
+        .rfind(|(k, _)| k == POOL_LABEL_VAR)
+        .map(|(_, v)| v.to_string_lossy().trim().to_string())
+        .filter(|v| !v.is_empty());
+    let wrapper_off = tree.wrapper_off();
+    let overridden = (!tree.overridden.is_empty()).then(|| own_env::note(&tree.overridden));
+    let env = tree.env;
+    Ok(PoolRender {
+        env,
+        changes,
+        files,
+        kubelet,
+        ours,
+        pool_label,
+        formats,
+        configs: own,
+        wrapper_off,
+        overridden,
+    })
+}
+
+/// The features the rules and NFD label sets of an env (both layers) read.
+pub(super) fn features_read(env: &[(OsString, OsString)]) -> SortedSet<String> {
+    let used = |env: &[(OsString, OsString)]| {
+        derived::facts_used(&derived::sources_from_env(env)).features
+    };
+    match wplan::split_layers(env) {
+        Some((role, pool)) => {
+            let mut out = used(&pool);
+            out.extend(used(&role));
+            out
+        }
+        None => used(env),
+    }
+}
+
+fn string_map(v: Option<&Value>) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = match v {
+        Some(Value::Object(m)) => m
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+            .collect(),
+        _ => Vec::new(),
+    };
+    out.sort();
+    out
+}
