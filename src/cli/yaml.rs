@@ -93,6 +93,7 @@ fn kube_yaml_reparsing<T: serde::de::DeserializeOwned>(
     let mut options = read_options();
     let report = std::rc::Rc::new(std::cell::Cell::new(None));
     if let Some(written) = written {
+        expansion.charge_written(written)?;
         options.budget = Some(expansion.budget(written));
         let report = report.clone();
         options = options.with_budget_report(move |r: serde_saphyr::budget::BudgetReport| {
@@ -311,7 +312,7 @@ mod tests {
         let bomb = "a: &a [x, x, x, x, x, x, x, x, x, x, x]\n\
                     b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n\
                     c: [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n";
-        let run = expansion::Expansion::new(4_000, 1 << 20);
+        let run = expansion::Expansion::new(4_000, 1 << 20, usize::MAX);
         let read = |text| kube_yaml_reparsing::<serde_json::Value>(text, 1 << 20, &run);
         for _ in 0..2 {
             assert_eq!(read(bomb).unwrap()[0]["c"][10][10][10], "x");
@@ -326,6 +327,26 @@ mod tests {
         );
         // Past the bound, what writes its nodes out is read still.
         assert_eq!(read(plain).unwrap()[0]["k"][0], 1);
+    }
+
+    /// Review 24 r24a F3: the nodes texts write are bounded over the run,
+    /// all files together, and a text past the bound is refused before it
+    /// is deserialized (the costly part: some microseconds a node).
+    #[test]
+    fn nodes_written_are_bounded_over_the_run() {
+        let run = expansion::Expansion::new(usize::MAX, usize::MAX, 100);
+        let read = |text: &str| kube_yaml_reparsing::<serde_json::Value>(text, 1 << 20, &run);
+        // A mapping, its key and a sequence of 30: 33 nodes.
+        let small = format!("k: [{}]\n", vec!["a"; 30].join(","));
+        for _ in 0..3 {
+            assert_eq!(read(&small).unwrap()[0]["k"][29], "a");
+        }
+        let e = format!("{:#}", read(&small).unwrap_err());
+        assert!(
+            e.contains("it writes 33 YAML nodes, and the YAML read so far in this run 132")
+                && e.contains("past the run's bound of 100 nodes"),
+            "{e}"
+        );
     }
 
     /// Review 15 r15b F7: a file of many tiny documents is refused before

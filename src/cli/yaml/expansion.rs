@@ -22,6 +22,12 @@ use super::scalars::Written;
 pub(super) const RUN_NODES_MAX: usize = 1_000_000;
 /// Bytes of scalars aliases may add in a run, all files together.
 pub(super) const RUN_BYTES_MAX: usize = 32 << 20;
+/// Nodes the texts of a run may write, all files together (review 24
+/// r24a F3): reading YAML costs some 5 µs of CPU a node, whatever its
+/// size, so a run's bytes alone (plan: 128 MiB) allowed minutes of small
+/// nodes (`[a,a,...]`: half a million a MiB). A render of a pool writes
+/// some hundreds; this is about 20 s of reading at most.
+pub(super) const RUN_WRITTEN_MAX: usize = 4_000_000;
 
 /// The nodes and bytes aliases added so far, against their bounds.
 pub(super) struct Expansion {
@@ -29,19 +35,43 @@ pub(super) struct Expansion {
     bytes: AtomicUsize,
     max_nodes: usize,
     max_bytes: usize,
+    /// Nodes the texts themselves write, and their bound.
+    written: AtomicUsize,
+    max_written: usize,
 }
 
 /// The run's: every YAML read of the process charges it.
-pub(super) static RUN: Expansion = Expansion::new(RUN_NODES_MAX, RUN_BYTES_MAX);
+pub(super) static RUN: Expansion = Expansion::new(RUN_NODES_MAX, RUN_BYTES_MAX, RUN_WRITTEN_MAX);
 
 impl Expansion {
-    pub(super) const fn new(max_nodes: usize, max_bytes: usize) -> Self {
+    pub(super) const fn new(max_nodes: usize, max_bytes: usize, max_written: usize) -> Self {
         Self {
             nodes: AtomicUsize::new(0),
             bytes: AtomicUsize::new(0),
             max_nodes,
             max_bytes,
+            written: AtomicUsize::new(0),
+            max_written,
         }
+    }
+
+    /// Charge the nodes a text writes before it is deserialized (the
+    /// costly part); refused past the run's bound.
+    pub(super) fn charge_written(&self, written: Written) -> Result<()> {
+        let all = (self.written)
+            .fetch_add(written.nodes, Ordering::Relaxed)
+            .saturating_add(written.nodes);
+        if all > self.max_written {
+            bail!(
+                "it writes {} YAML nodes, and the YAML read so far in this run {all}: past \
+                 the run's bound of {} nodes, which keeps a run's time in bounds (reading \
+                 costs some microseconds a node, however small); give fewer or smaller \
+                 manifests",
+                written.nodes,
+                self.max_written
+            );
+        }
+        Ok(())
     }
 
     /// The deserializer's budget for a text writing `written`: its own
@@ -100,7 +130,7 @@ mod tests {
     /// The bound is the run's: each parse alone within it, their sum not.
     #[test]
     fn charges_add_up_over_the_run() {
-        let run = Expansion::new(100, 1000);
+        let run = Expansion::new(100, 1000, 1000);
         let w = Written {
             nodes: 10,
             bytes: 50,
@@ -114,10 +144,22 @@ mod tests {
             e.contains("in this run to at least 121: past the run's bound of 100 nodes"),
             "{e}"
         );
-        let bytes = Expansion::new(100, 1000);
+        let bytes = Expansion::new(100, 1000, 1000);
         let e = format!("{:#}", bytes.charge(w, (10, 1051), false).unwrap_err());
         assert!(
             e.contains("past the run's bound of 1000 bytes of strings"),
+            "{e}"
+        );
+        // What the texts write, over the run.
+        let written = Expansion::new(100, 1000, 25);
+        written.charge_written(w).unwrap();
+        written.charge_written(w).unwrap();
+        let e = format!("{:#}", written.charge_written(w).unwrap_err());
+        assert!(
+            e.contains(
+                "it writes 10 YAML nodes, and the YAML read so far in this run 30: past the \
+                 run's bound of 25 nodes"
+            ),
             "{e}"
         );
     }
