@@ -3,6 +3,7 @@
 //! was paused, which the renders do not show; plan priced it "no change".
 
 use crate::plan::{json, plan, render};
+use crate::plan_pools::edit_pool;
 use crate::support::{add_file_machineconfig, repo, scratch_dir, stderr, stdout};
 
 use serde_json::{Value, json};
@@ -12,15 +13,6 @@ use std::process::Output;
 const POOL: &str = "machineconfigpool-worker-gpu.yaml";
 const UNPAUSING: &str = "unpausing pool worker-gpu (paused in ";
 const PAUSED: &str = "pool worker-gpu is paused (spec.paused): the MCO rolls none of this out";
-
-/// The pool file of render's `dir` with `lines` added under `spec:`.
-fn edit_pool(dir: &Path, lines: &str) {
-    let path = dir.join(POOL);
-    let text = std::fs::read_to_string(&path).unwrap();
-    let edited = text.replacen("spec:\n", &format!("spec:\n{lines}"), 1);
-    assert_ne!(text, edited, "{text}");
-    std::fs::write(&path, edited).unwrap();
-}
 
 /// A render of worker-gpu with a MachineConfig writing /etc/gpu.conf and
 /// `paused` lines under the pool's spec (none: `""`).

@@ -10,7 +10,7 @@ use crate::support::{stderr, stdout};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-const POOL: &str = "machineconfigpool-worker-gpu.yaml";
+pub(crate) const POOL: &str = "machineconfigpool-worker-gpu.yaml";
 
 /// The example fleet: two GPU nodes in pool worker-gpu, its
 /// MachineConfigPool among the objects (as `oc get ... machineconfigpools`).
@@ -32,7 +32,7 @@ fn drop_pool(dir: &Path) {
 }
 
 /// The pool file of render's `dir` with `spec` lines added under `spec:`.
-fn edit_pool(dir: &Path, lines: &str) {
+pub(crate) fn edit_pool(dir: &Path, lines: &str) {
     let path = dir.join(POOL);
     let text = std::fs::read_to_string(&path).unwrap();
     let edited = text.replacen("spec:\n", &format!("spec:\n{lines}"), 1);

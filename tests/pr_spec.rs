@@ -5,7 +5,7 @@
 //! place ("0 nodes change" where the pull request rebooted the pool).
 
 use crate::plan::render;
-use crate::pr_tree::{git, refused};
+use crate::pr_tree::{committed_render, git, refused};
 use crate::support::{bin, repo, scratch_dir, skipped, stderr};
 
 use std::path::Path;
@@ -32,11 +32,7 @@ fn a_spec_both_a_path_and_a_revision_is_refused() {
         return;
     }
     let tmp = scratch_dir();
-    let top = tmp.path().join("repo");
-    render(&top.join("gitops/worker-gpu"), &[]);
-    git(&top, &["init", "-q"]);
-    git(&top, &["add", "-A"]);
-    git(&top, &["commit", "-q", "-m", "base"]);
+    let top = committed_render(tmp.path());
     let copy = |to: &Path| {
         std::fs::create_dir_all(to).unwrap();
         render(&to.join("worker-gpu"), &[]);

@@ -33,6 +33,17 @@ pub(crate) fn refused(o: &Output, says: &[&str]) {
     }
 }
 
+/// A repository at `dir`/repo whose one commit ("base") holds render's
+/// pool worker-gpu under gitops/: its top.
+pub(crate) fn committed_render(dir: &Path) -> std::path::PathBuf {
+    let top = dir.join("repo");
+    render(&top.join("gitops/worker-gpu"), &[]);
+    git(&top, &["init", "-q"]);
+    git(&top, &["add", "-A"]);
+    git(&top, &["commit", "-q", "-m", "base"]);
+    top
+}
+
 /// git in `dir`, as a test's user; it must succeed.
 pub(crate) fn git(dir: &Path, args: &[&str]) {
     let o = Command::new("git")
@@ -764,11 +775,7 @@ fn a_repositorys_config_include_is_never_read() {
         return;
     }
     let tmp = scratch_dir();
-    let top = tmp.path().join("repo");
-    render(&top.join("gitops/worker-gpu"), &[]);
-    git(&top, &["init", "-q"]);
-    git(&top, &["add", "-A"]);
-    git(&top, &["commit", "-q", "-m", "base"]);
+    let top = committed_render(tmp.path());
     git(&top, &["tag", "base"]);
     git(&top, &["pack-refs", "--all"]);
     std::fs::remove_dir_all(top.join("gitops/worker-gpu")).unwrap();
@@ -868,11 +875,7 @@ fn git_waiting_for_ever_is_stopped() {
         return;
     }
     let tmp = scratch_dir();
-    let top = tmp.path().join("repo");
-    render(&top.join("gitops/worker-gpu"), &[]);
-    git(&top, &["init", "-q"]);
-    git(&top, &["add", "-A"]);
-    git(&top, &["commit", "-q", "-m", "base"]);
+    let top = committed_render(tmp.path());
     let head = Command::new("git")
         .current_dir(&top)
         .args(["rev-parse", "HEAD"])

@@ -103,14 +103,7 @@ fn unit_maker(path: &str) -> Option<&'static str> {
     if path == crate::node::contract::GENERATOR_PATH {
         return None;
     }
-    let roots = [
-        "/etc",
-        "/run",
-        "/usr/local/lib",
-        "/var/usrlocal/lib",
-        "/usr/lib",
-        "/lib",
-    ];
+    let roots = crate::cli::render::merge_inputs::SYSTEMD_ROOTS;
     let related = |dir: &str| {
         path == dir
             || path.strip_prefix(dir).is_some_and(|r| r.starts_with('/'))

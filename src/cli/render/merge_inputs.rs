@@ -272,20 +272,24 @@ fn manager_environment(mc: &Value) -> Result<Option<String>> {
     Ok(None)
 }
 
+/// Where systemd 252 reads its configuration, units and generators from,
+/// each under `systemd/` (CoreOS's /usr/local/lib is /var/usrlocal/lib).
+pub const SYSTEMD_ROOTS: [&str; 6] = [
+    "/etc",
+    "/run",
+    "/usr/local/lib",
+    "/var/usrlocal/lib",
+    "/usr/lib",
+    "/lib",
+];
+
 /// Whether a node path is the systemd manager's configuration (`Some(false)`:
 /// `system.conf` or a `system.conf.d` drop-in) or an environment generator
 /// (`Some(true)`), in any directory systemd 252 reads them from.
 pub fn manager_config_path(path: &str) -> Option<bool> {
     let p = super::unpack::clean_path(path);
     let under = |dir: &str| p == dir || p.starts_with(&format!("{dir}/"));
-    let roots = [
-        "/etc",
-        "/run",
-        "/usr/local/lib",
-        "/var/usrlocal/lib",
-        "/usr/lib",
-        "/lib",
-    ];
+    let roots = SYSTEMD_ROOTS;
     let config = roots.iter().any(|r| {
         p == format!("{r}/systemd/system.conf") || under(&format!("{r}/systemd/system.conf.d"))
     });
