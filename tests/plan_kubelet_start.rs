@@ -157,3 +157,54 @@ fn an_unrelated_unit_s_enablement_is_still_priced() {
         "{out}{err}"
     );
 }
+
+/// Review 26 r26a F2: a unit of another name that makes kubelet's start
+/// depend on it (`[Install] RequiredBy=kubelet.service`: enabled, the very
+/// `kubelet.service.requires/` link refused as a path; under real systemd
+/// 252 "a dependency job for kubelet.service failed") is refused, whatever
+/// the policy prices it, and so are kernel arguments after `--` (systemd's
+/// own argv: `--unit=rescue.target`). It used to be "costs nothing" with a
+/// units entry for it, and a plain kernel-argument reboot.
+#[test]
+fn another_unit_or_init_s_argv_naming_kubelet_s_start_is_refused() {
+    let tmp = scratch_dir();
+    let (base, pr) = (tmp.path().join("base"), tmp.path().join("pr"));
+    render(&base, &["--taint", TAINT]);
+    render(&pr, &["--taint", TAINT]);
+    let unit = |contents: &str| {
+        units(json!({ "name": "gpu-tuning.service", "enabled": true, "contents": contents }))
+    };
+    add_machineconfig(
+        &base,
+        "60-worker-gpu-tuning",
+        unit(
+            "[Service]\nType=oneshot\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n",
+        ),
+    );
+    add_machineconfig(
+        &pr,
+        "60-worker-gpu-tuning",
+        unit(
+            "[Unit]\nBefore=kubelet.service\n[Service]\nType=oneshot\nExecStart=/bin/false\n[Install]\nRequiredBy=kubelet.service\n",
+        ),
+    );
+    let policy = tmp.path().join("policy.json");
+    cluster_policy(&base, "gpu-tuning.service", &policy);
+    for p in [None, Some(policy.as_path())] {
+        refused(
+            &planned(&base, &pr, p),
+            "gpu-tuning.service: line 2: Before=kubelet.service (in [Unit])",
+        );
+    }
+    let kargs = tmp.path().join("kargs");
+    render(&kargs, &["--taint", TAINT]);
+    add_machineconfig(
+        &kargs,
+        "60-worker-gpu-kargs",
+        json!({ "kernelArguments": ["nosmt -- --unit=rescue.target"] }),
+    );
+    refused(
+        &planned(&base, &kargs, None),
+        "kernel argument spec.kernelArguments --",
+    );
+}

@@ -153,3 +153,54 @@ fn a_wrapper_of_the_release_given_is_priced_and_any_other_refused() {
     let o = planned(&base, &pr, &["--wrapper", given]);
     assert_ne!(o.status.code(), Some(2), "{}", stderr(&o));
 }
+
+/// Review 26 r26a F1: our generator as this release renders it, but for
+/// no architecture, for aarch64 only, or for the upstream profile: on the
+/// pool's x86_64 nodes (or as OpenShift's kubelet reads labels) it writes
+/// no drop-in, or the wrong one, and kubelet starts without the wrapper.
+/// It used to be "0 reboot; 0 with a taint change ... a daemon-reload".
+#[test]
+fn our_generator_rendered_for_other_nodes_is_refused() {
+    use kubelet_labeler::cli::render::{arch::Arch, dropins};
+    use kubelet_labeler::node::kubelet::Profile;
+    let tmp = scratch_dir();
+    let base = tmp.path().join("base");
+    render(&base, &[]);
+    let cases: [(&str, Profile, &[Arch], &str); 3] = [
+        (
+            "none",
+            Profile::OpenShift,
+            &[],
+            "it ships no wrapper for x86_64 (only none)",
+        ),
+        (
+            "arm",
+            Profile::OpenShift,
+            &[Arch::Aarch64],
+            "it ships no wrapper for x86_64 (only aarch64)",
+        ),
+        (
+            "upstream",
+            Profile::Upstream,
+            &[Arch::X86_64],
+            "rendered for another profile than openshift",
+        ),
+    ];
+    for (name, profile, arches, says) in cases {
+        let pr = tmp.path().join(name);
+        render(&pr, &[]);
+        let text = dropins::generator(profile, "kubelet.service", arches);
+        replace_file(&pr, GENERATOR_PATH, text.as_bytes());
+        refused(
+            &planned(&base, &pr, &[]),
+            &[&format!("{GENERATOR_PATH} changes from"), says],
+        );
+    }
+    // As render writes it for the pool: priced.
+    let pr = tmp.path().join("same");
+    render(&pr, &[]);
+    let text = dropins::generator(Profile::OpenShift, "kubelet.service", &[Arch::X86_64]);
+    replace_file(&pr, GENERATOR_PATH, text.as_bytes());
+    let o = planned(&base, &pr, &[]);
+    assert_ne!(o.status.code(), Some(2), "{}", stderr(&o));
+}

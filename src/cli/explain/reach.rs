@@ -21,6 +21,8 @@ pub(super) struct Generator {
     edited: bool,
     /// Stamped with an earlier release's node format (or none).
     earlier: bool,
+    /// The profile this release renders it with, when it is its render.
+    profile: Option<crate::node::kubelet::Profile>,
     /// Why the wrapper of an architecture it ships, where the tree holds
     /// one, cannot run (not a regular executable file, not an ELF program
     /// of that architecture): the generator's own check, which then
@@ -75,7 +77,8 @@ pub(super) fn generator(root: &Path) -> Option<Generator> {
         Some(None) => true,
         None => false,
     };
-    let edited = !earlier && !as_rendered(&text, &unit, &arches);
+    let profile = rendered_profile(&text, &unit, &arches);
+    let edited = !earlier && profile.is_none();
     let broken = arches
         .iter()
         .filter_map(|a| wrapper_broken(root, a))
@@ -86,23 +89,67 @@ pub(super) fn generator(root: &Path) -> Option<Generator> {
         executable,
         edited,
         earlier,
+        profile,
         broken,
     })
 }
 
-/// Why what `root` holds at [`GENERATOR_PATH`] is not a generator this
-/// release renders (None: it is, for some unit and architectures). An
-/// earlier release's is not: what it does is that release's to judge.
-pub fn generator_not_this_release(root: &Path) -> Option<String> {
-    match generator(root) {
-        None => Some("it is not a text file of at most 64 KiB".into()),
-        Some(g) if g.earlier => Some(
+/// Why what `root` holds at [`GENERATOR_PATH`] is not the generator this
+/// release renders for kubelet.service with `profile` on nodes of each of
+/// `arches` (None: it is). An earlier release's is not: what it does is
+/// that release's to judge. One rendered for other architectures writes
+/// no drop-in on those nodes, which then start kubelet without the
+/// wrapper (review 26 r26a F1).
+pub fn generator_not_this_release(
+    root: &Path,
+    profile: crate::node::kubelet::Profile,
+    arches: &[String],
+) -> Option<String> {
+    let g = match generator(root) {
+        None => return Some("it is not a text file of at most 64 KiB".into()),
+        Some(g) => g,
+    };
+    if g.earlier {
+        return Some(
             "it is an earlier release's generator: render the change with the release that plans it"
                 .into(),
-        ),
-        Some(g) if g.edited => Some("its code is not what this release renders".into()),
-        Some(_) => None,
+        );
     }
+    if g.edited {
+        return Some("its code is not what this release renders".into());
+    }
+    if g.unit != "kubelet.service" {
+        return Some(format!(
+            "it writes the wrapper's drop-in for {}, not kubelet.service",
+            g.unit
+        ));
+    }
+    if g.profile != Some(profile) {
+        return Some(format!(
+            "it is rendered for another profile than {} (plan's --profile)",
+            match profile {
+                crate::node::kubelet::Profile::OpenShift => "openshift",
+                crate::node::kubelet::Profile::Upstream => "upstream",
+            }
+        ));
+    }
+    let missing: Vec<&str> = (arches.iter())
+        .filter(|a| !g.arches.contains(a))
+        .map(String::as_str)
+        .collect();
+    if !missing.is_empty() {
+        return Some(format!(
+            "it ships no wrapper for {} (only {}): on those nodes it writes no drop-in and \
+             kubelet starts without the wrapper",
+            missing.join(", "),
+            if g.arches.is_empty() {
+                "none".to_string()
+            } else {
+                g.arches.join(", ")
+            }
+        ));
+    }
+    None
 }
 
 /// Whether `text` is the generator render writes for `unit` and `arches`
@@ -112,7 +159,17 @@ pub fn generator_not_this_release(root: &Path) -> Option<String> {
 /// double-quoted word (an unquoted here-document in earlier releases),
 /// where a `#` line is the drop-in's text and a `$(...)` in it runs at
 /// boot.
+#[cfg(test)]
 fn as_rendered(text: &str, unit: &str, arches: &[String]) -> bool {
+    rendered_profile(text, unit, arches).is_some()
+}
+
+/// [`as_rendered`]: the profile it is rendered with, if any.
+fn rendered_profile(
+    text: &str,
+    unit: &str,
+    arches: &[String],
+) -> Option<crate::node::kubelet::Profile> {
     use crate::cli::render::{RENDERED_BY, arch::Arch, generator as rendered};
     use crate::node::kubelet::Profile;
     // (render checks unit names before it writes one into the script.)
@@ -126,10 +183,10 @@ fn as_rendered(text: &str, unit: &str, arches: &[String]) -> bool {
         .map(|a| Arch::from_name(a))
         .collect::<Option<Vec<_>>>()
     else {
-        return false;
+        return None;
     };
     if !unit_ok(unit) {
-        return false;
+        return None;
     }
     // The stamp on its second line: a release's name, in characters that
     // neither sh nor a here-document expands.
@@ -139,23 +196,24 @@ fn as_rendered(text: &str, unit: &str, arches: &[String]) -> bool {
         .and_then(|l| l.strip_prefix("# "))
         .and_then(|l| l.split_once(": ").map(|(s, _)| s))
     else {
-        return false;
+        return None;
     };
     let plain = stamp.strip_prefix("kubelet-labeler ").is_some_and(|v| {
         !v.is_empty()
             && v.bytes()
                 .all(|c| c.is_ascii_alphanumeric() || b".+-_".contains(&c))
     });
-    plain
-        && [Profile::OpenShift, Profile::Upstream]
-            .into_iter()
-            .any(|p| {
-                // As any release of this node format rendered it.
-                rendered::GeneratorText::ALL.into_iter().any(|t| {
-                    rendered::generator_text(t, p, unit, &arches).replace(RENDERED_BY, stamp)
-                        == text
-                })
+    if !plain {
+        return None;
+    }
+    [Profile::OpenShift, Profile::Upstream]
+        .into_iter()
+        .find(|&p| {
+            // As any release of this node format rendered it.
+            rendered::GeneratorText::ALL.into_iter().any(|t| {
+                rendered::generator_text(t, p, unit, &arches).replace(RENDERED_BY, stamp) == text
             })
+        })
 }
 
 /// Whether systemd would run the wrapper at boot: is its drop-in there (or

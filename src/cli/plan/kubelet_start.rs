@@ -109,11 +109,103 @@ const UNIT_DIRS: [&str; 11] = [
 pub struct Start {
     /// Each path of [`needed_path`] with what is written there.
     paths: BTreeMap<String, u64>,
-    /// Each unit of [`NEEDED`] the MachineConfigs name: its merged
-    /// `enabled` (None: left as it is) and `mask`.
-    units: BTreeMap<&'static str, (Option<bool>, bool)>,
+    /// Each unit the MachineConfigs name: its merged `enabled` (None:
+    /// left as it is) and `mask` (judged for [`NEEDED`] and `dependents`).
+    units: BTreeMap<String, (Option<bool>, bool)>,
+    /// The unit files and drop-ins of other units whose dependencies name
+    /// one of [`NEEDED`] ([`dependents`]): what is written there, and why.
+    dependents: Dependents,
     /// The kernel arguments of [`boot_changing`], where given, sorted.
     kargs: Vec<String>,
+}
+
+/// Unit files and drop-ins (node path → what is written there, and the
+/// line that names a unit of [`NEEDED`]).
+pub type Dependents = BTreeMap<String, (u64, String)>;
+
+/// Keys by which a unit makes another's start wait on it, fail with it,
+/// stop with it, or be stopped by it (review 26 r26a F2: a unit with
+/// `[Install] RequiredBy=kubelet.service` and a failing `ExecStart=`;
+/// enabling it makes the very `kubelet.service.requires/` link that is
+/// refused as a path).
+const DEPENDENCY_KEYS: [&str; 13] = [
+    "Requires",
+    "Requisite",
+    "BindsTo",
+    "PartOf",
+    "Upholds",
+    "Conflicts",
+    "Before",
+    "PropagatesStopTo",
+    "StopPropagatedFrom",
+    "WantedBy",
+    "RequiredBy",
+    "UpheldBy",
+    "Alias",
+];
+
+/// The unit files and drop-ins of `root` (a pool's laid-out tree, `files`
+/// its layout's identities) of units other than [`NEEDED`] whose
+/// dependencies name one of them: a boot target only by `Conflicts=`
+/// (`WantedBy=multi-user.target` is how any unit is enabled). What cannot
+/// be read as a unit counts as naming them.
+pub fn dependents(root: &std::path::Path, files: &BTreeMap<String, u64>) -> Dependents {
+    let mut out = Dependents::new();
+    for (path, id) in files {
+        let Some(rest) = UNIT_DIRS.iter().find_map(|d| {
+            path.strip_prefix(d)
+                .and_then(|r| r.strip_prefix('/'))
+                .filter(|r| !r.is_empty())
+        }) else {
+            continue;
+        };
+        let unit = match rest.split_once('/') {
+            None => rest,
+            Some((dir, name)) if !name.contains('/') && name.ends_with(".conf") => {
+                match dir.strip_suffix(".d") {
+                    Some(unit) => unit,
+                    None => continue,
+                }
+            }
+            Some(_) => continue,
+        };
+        if NEEDED.iter().any(|(n, _)| *n == unit) || !unit.contains('.') {
+            continue;
+        }
+        let why = match kubelet_unit::regular(root, path) {
+            Err(why) => Some(why),
+            Ok(bytes) => names_needed(&bytes, unit),
+        };
+        if let Some(why) = why {
+            out.insert(path.clone(), (*id, format!("unit {unit}: {why}")));
+        }
+    }
+    out
+}
+
+/// The first line of a unit's text that names one of [`NEEDED`] among its
+/// dependencies.
+fn names_needed(bytes: &[u8], name: &str) -> Option<String> {
+    let parsed = crate::node::unit::syntax::parse(bytes, name);
+    parsed.assignments.iter().find_map(|a| {
+        if !DEPENDENCY_KEYS.contains(&a.key.as_str()) {
+            return None;
+        }
+        let hit = a.value.split_whitespace().any(|w| {
+            let w = w.trim_matches(['"', '\'']);
+            NEEDED.iter().any(|(n, _)| {
+                *n == w
+                    && (a.key == "Conflicts"
+                        || !matches!(*n, "multi-user.target" | "default.target"))
+            })
+        });
+        hit.then(|| {
+            format!(
+                "line {}: {}={} (in [{}])",
+                a.line, a.key, a.value, a.section
+            )
+        })
+    })
 }
 
 /// Why a path of a layout is one kubelet's start reads (None: it is not,
@@ -156,6 +248,12 @@ fn needed_path(path: &str) -> Option<String> {
 /// `_` in a key alike.
 pub fn boot_changing(arg: &str) -> Option<&'static str> {
     let arg = arg.replace('"', "");
+    // The kernel hands a word it does not take, without `=` or `.`, to
+    // init as an argument, and every word after `--` (review 26 r26a F2):
+    // systemd reads `--unit=`, `--crash-shell`... there.
+    if arg.starts_with('-') {
+        return Some("the kernel hands it to systemd (init) as a command-line option");
+    }
     if matches!(
         arg.as_str(),
         "emergency" | "rescue" | "single" | "s" | "S" | "-b" | "1" | "2" | "3" | "4" | "5"
@@ -193,10 +291,31 @@ pub fn boot_changing(arg: &str) -> Option<&'static str> {
             "it changes the cgroup version, which kubelet may refuse"
         }
         k if k.starts_with("rd.systemd.") => "it changes which units the initramfs starts",
+        // Any other of systemd's but what only changes its logging.
+        k if k.starts_with("systemd.") && !systemd_logging(k) => {
+            "systemd reads it at boot, and plan cannot tell what it does to kubelet's start"
+        }
         k if k.starts_with("ignition.") => "Ignition reads it at boot",
         _ => return None,
     };
     Some(why)
+}
+
+/// systemd's kernel arguments (`-` read as `_`) that change only what it
+/// logs and shows.
+fn systemd_logging(key: &str) -> bool {
+    let Some(k) = key.strip_prefix("systemd.") else {
+        return false;
+    };
+    k.starts_with("log_")
+        || k.starts_with("journald.")
+        || matches!(
+            k,
+            "show_status"
+                | "status_unit_format"
+                | "default_standard_output"
+                | "default_standard_error"
+        )
 }
 
 /// Kernel arguments as the MCO's daemon splits an entry: on whitespace,
@@ -244,10 +363,7 @@ pub fn of(configs: &[&Value], files: &BTreeMap<String, u64>) -> Start {
         let units = mc.pointer("/spec/config/systemd/units");
         for u in units.and_then(Value::as_array).into_iter().flatten() {
             let name = u.get("name").and_then(Value::as_str).unwrap_or_default();
-            let Some((unit, _)) = NEEDED.iter().find(|(n, _)| *n == name) else {
-                continue;
-            };
-            let at = start.units.entry(unit).or_default();
+            let at = start.units.entry(name.to_string()).or_default();
             if let Some(e) = u.get("enabled").and_then(Value::as_bool) {
                 at.0 = Some(e);
             }
@@ -266,8 +382,11 @@ pub fn of(configs: &[&Value], files: &BTreeMap<String, u64>) -> Start {
                 "/spec/config/kernelArguments/shouldNotExist",
             ),
         ] {
+            let mut to_init = false;
             for arg in strings(mc.pointer(at)) {
-                if boot_changing(&arg).is_some() {
+                // After `--`, every word is init's (systemd's argv).
+                to_init |= arg == "--";
+                if to_init || boot_changing(&arg).is_some() {
                     start.kargs.push(format!("{label} {arg}"));
                 }
             }
@@ -285,7 +404,9 @@ fn of_side(side: &Side, pool: &str) -> Start {
     let configs: Vec<&Value> = (r.configs.iter())
         .filter_map(|&i| side.render.machineconfigs.get(i))
         .collect();
-    of(&configs, &r.files)
+    let mut start = of(&configs, &r.files);
+    start.dependents = r.start_dependents.clone();
+    start
 }
 
 /// Refuse, in pool `pool`, a change between the two renders of what
@@ -304,7 +425,18 @@ fn judge((from, to): (&str, &str), pool: &str, before: &Start, after: &Start) ->
         )
     };
     let shown = |e: Option<bool>| e.map_or("unset".to_string(), |e| e.to_string());
-    for (unit, why) in NEEDED {
+    // Units whose dependencies name kubelet's start, on either side.
+    let dependent_units: Vec<(String, String)> = (before.dependents.iter())
+        .chain(&after.dependents)
+        .map(|(path, (_, why))| {
+            let unit = why.strip_prefix("unit ").unwrap_or(why);
+            let unit = unit.split(':').next().unwrap_or(unit).to_string();
+            (unit, format!("its {path} names kubelet's start"))
+        })
+        .collect();
+    let needed = NEEDED.iter().map(|(u, w)| (u.to_string(), w.to_string()));
+    for (unit, why) in needed.chain(dependent_units) {
+        let unit = unit.as_str();
         // The MCO's kubelet.service is `enabled: true`.
         let dflt = (unit == "kubelet.service").then_some(true);
         let get = |s: &Start| {
@@ -325,6 +457,16 @@ fn judge((from, to): (&str, &str), pool: &str, before: &Start, after: &Start) ->
             ));
         }
     }
+    for path in before.dependents.keys().chain(after.dependents.keys()) {
+        let id = |s: &Start| s.dependents.get(path).map(|(id, _)| *id);
+        if id(before) != id(after) {
+            let why = (after.dependents.get(path))
+                .or(before.dependents.get(path))
+                .map(|(_, w)| w.as_str())
+                .unwrap_or_default();
+            return refuse(format!("{path} changes from {from} to {to} ({why})"));
+        }
+    }
     for path in before.paths.keys().chain(after.paths.keys()) {
         if before.paths.get(path) != after.paths.get(path) {
             let why = needed_path(path).unwrap_or_default();
@@ -335,7 +477,8 @@ fn judge((from, to): (&str, &str), pool: &str, before: &Start, after: &Start) ->
     let new = (after.kargs.iter()).find(|k| !before.kargs.contains(k));
     if let Some((k, side)) = new.map(|k| (k, to)).or(gone.map(|k| (k, from))) {
         let arg = k.rsplit(' ').next().unwrap_or(k);
-        let why = boot_changing(arg).unwrap_or_default();
+        let why = boot_changing(arg)
+            .unwrap_or("after `--`, the kernel hands it to systemd (init) as an argument");
         return refuse(format!("kernel argument {k} is in {side} only ({why})"));
     }
     Ok(())
@@ -512,5 +655,58 @@ mod tests {
         let ign = mc(json!({"config": {"ignition": {"version": "3.4.0"},
             "kernelArguments": {"shouldExist": ["systemd.unit=rescue.target"]}}}));
         assert!(judged(&[], &[ign]).is_err());
+    }
+
+    /// Review 26 r26a F2: a unit of another name whose dependencies name
+    /// kubelet's start (its `[Install] RequiredBy=` makes the refused
+    /// `kubelet.service.requires/` link when enabled), and init's argv.
+    #[test]
+    fn other_units_naming_kubelet_s_start_and_init_s_arguments() {
+        let unit = |text: &str| names_needed(text.as_bytes(), "x.service");
+        for text in [
+            "[Unit]\nBefore=kubelet.service\n[Service]\nExecStart=/bin/false\n[Install]\nRequiredBy=kubelet.service\n",
+            "[Unit]\nConflicts=crio.service\n",
+            "[Unit]\nRequires=x.service kubelet-dependencies.target\n",
+            "[Install]\nWantedBy=\"kubelet.service\"\n",
+            "[Unit]\nBefore=network-online.target\n",
+            "[Unit]\nConflicts=multi-user.target\n",
+        ] {
+            assert!(unit(text).is_some(), "{text}");
+        }
+        for text in [
+            "[Unit]\nAfter=kubelet.service\n[Install]\nWantedBy=multi-user.target\n",
+            "[Unit]\nBefore=multi-user.target\n",
+            "[Unit]\nDescription=kubelet.service\n",
+        ] {
+            assert_eq!(unit(text), None, "{text}");
+        }
+        let why = unit("[Install]\nRequiredBy=kubelet.service\n").unwrap();
+        assert_eq!(why, "line 2: RequiredBy=kubelet.service (in [Install])");
+        // What the kernel hands init: an option word, and all after `--`.
+        for arg in [
+            "--unit=rescue.target",
+            "--crash-shell",
+            "systemd.machine_id=x",
+            "systemd.crash_action=reboot",
+        ] {
+            assert!(boot_changing(arg).is_some(), "{arg}");
+        }
+        let k = |args: Value| mc(json!({"kernelArguments": args}));
+        let err = judged(&[], &[k(json!(["nosmt -- rescue2"]))])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("kernel argument spec.kernelArguments -- is in pr only"),
+            "{err}"
+        );
+        assert!(judged(&[], &[k(json!(["nosmt", "--", "x"]))]).is_err());
+        judged(
+            &[],
+            &[k(json!([
+                "systemd.log_level=debug",
+                "systemd.show-status=0"
+            ]))],
+        )
+        .unwrap();
     }
 }

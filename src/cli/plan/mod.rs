@@ -179,7 +179,10 @@ fn plan_in_budget(opts: &PlanOptions) -> Result<Plan> {
     } else {
         inputs::keep_removed(&base, &mut proposed)
     };
-    let vouched = std::rc::Rc::new(render_files::Vouched::new(opts.wrappers.clone()));
+    let vouched = std::rc::Rc::new(render_files::Vouched::new(
+        opts.wrappers.clone(),
+        opts.profile,
+    ));
     let mut sides = [Side::new(base, &vouched), Side::new(proposed, &vouched)];
     // The features any pool's rules read, on either side: each node's
     // NodeFeature is reduced to them as it streams in.

@@ -38,14 +38,17 @@ pub type Files = BTreeMap<String, Judged>;
 /// architecture they do not cover, the static wrapper beside this program.
 pub struct Vouched {
     files: Vec<PathBuf>,
+    /// The profile our generator must be rendered with (plan's).
+    profile: Profile,
     /// Per architecture, read once: the bytes, or why there are none.
     found: std::cell::RefCell<BTreeMap<Arch, std::result::Result<Vec<u8>, String>>>,
 }
 
 impl Vouched {
-    pub fn new(files: Vec<PathBuf>) -> Vouched {
+    pub fn new(files: Vec<PathBuf>, profile: Profile) -> Vouched {
         Vouched {
             files,
+            profile,
             found: Default::default(),
         }
     }
@@ -135,6 +138,12 @@ fn sync_path_not_ours(text: &str) -> Option<String> {
 pub fn judge(root: &Path, ids: &BTreeMap<String, u64>, vouched: &Vouched) -> Files {
     let service = format!("/etc/systemd/system/{SYNC_SERVICE}");
     let path_unit = format!("/etc/systemd/system/{SYNC_PATH}");
+    // The architectures the pool ships a wrapper for: the generator must
+    // run it on each (review 26 r26a F1).
+    let arches: Vec<String> = (ids.keys())
+        .filter_map(|p| p.strip_prefix(WRAPPER_PATH)?.strip_prefix('.'))
+        .map(str::to_string)
+        .collect();
     let mut out = Files::new();
     for (path, &id) in ids {
         let arch = path
@@ -144,7 +153,7 @@ pub fn judge(root: &Path, ids: &BTreeMap<String, u64>, vouched: &Vouched) -> Fil
             continue;
         }
         let not_ours = if path == GENERATOR_PATH {
-            crate::cli::explain::reach::generator_not_this_release(root)
+            crate::cli::explain::reach::generator_not_this_release(root, vouched.profile, &arches)
         } else {
             match super::kubelet_unit::regular(root, path) {
                 Err(why) => Some(why),
@@ -171,6 +180,21 @@ pub fn judge(root: &Path, ids: &BTreeMap<String, u64>, vouched: &Vouched) -> Fil
 /// what the nodes run already (an earlier release's, say): only what the
 /// change writes is held to this release.
 pub fn check((from, to): (&str, &str), pool: &str, before: &Files, after: &Files) -> Result<()> {
+    // A wrapper dropped while the generator stays: nodes of that
+    // architecture start kubelet without it (review 26 r26a F1). Removing
+    // ours whole is priced by the registrations it changes.
+    if after.contains_key(GENERATOR_PATH) {
+        let dropped = (before.keys())
+            .find(|p| p.starts_with(&format!("{WRAPPER_PATH}.")) && !after.contains_key(*p));
+        if let Some(path) = dropped {
+            bail!(
+                "{to}: pool {pool}: {path} is in {from} and not in {to}, while our generator \
+                 stays: nodes of that architecture would start kubelet without the wrapper (no \
+                 labels or taints of ours, no fence), which plan cannot tell apart by node; \
+                 keep the wrapper, or remove kubelet-labeler from the pool whole"
+            );
+        }
+    }
     for (path, a) in after {
         if before.get(path).map(|b| b.id) == Some(a.id) {
             continue;
@@ -232,5 +256,17 @@ mod tests {
         let e = check(sides, "w", &p(j(1, false)), &p(j(2, true))).unwrap_err();
         assert!(e.to_string().contains(GENERATOR_PATH), "{e}");
         assert!(check(sides, "w", &Files::new(), &p(j(2, true))).is_err());
+        // A wrapper dropped while the generator stays.
+        let wrapper = format!("{WRAPPER_PATH}.aarch64");
+        let mut two = p(j(1, false));
+        two.insert(wrapper.clone(), j(3, false));
+        let e = check(sides, "w", &two, &p(j(1, false))).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains(&format!("{wrapper} is in a and not in b")),
+            "{e}"
+        );
+        // Ours removed whole is the registrations' to price.
+        check(sides, "w", &two, &Files::new()).unwrap();
     }
 }

@@ -11,8 +11,8 @@ use serde_json::Value;
 use super::kube::Pool;
 use super::policy::Changed;
 use super::{
-    Against, Registration, cluster_unit, formats, inputs, kubelet_unit, pool_tree, render_files,
-    rendered_diff,
+    Against, Registration, cluster_unit, formats, inputs, kubelet_start, kubelet_unit, pool_tree,
+    render_files, rendered_diff,
 };
 use crate::node::contract::POOL_LABEL_VAR;
 use crate::node::sorted::SortedSet;
@@ -30,6 +30,9 @@ pub(super) struct PoolRender {
     pub(super) files: BTreeMap<String, u64>,
     /// What kubelet.service reads there (`kubelet_unit`).
     pub(super) kubelet: kubelet_unit::Reads,
+    /// Unit files of other units naming kubelet's start
+    /// (`kubelet_start::dependents`).
+    pub(super) start_dependents: kubelet_start::Dependents,
     /// Render's policy files there, judged (`render_files`).
     pub(super) ours: render_files::Files,
     pub(super) pool_label: Option<String>,
@@ -148,6 +151,7 @@ fn lay_out(
     let files = tree.layout.identities();
     let kubelet = kubelet_unit::reads(&tree.root, &files, &tree.svc.environment_files);
     let ours = render_files::judge(&tree.root, &files, vouched);
+    let start_dependents = kubelet_start::dependents(&tree.root, &files);
     let pool_label = tree
         .env
         .iter()
@@ -163,6 +167,7 @@ fn lay_out(
         files,
         kubelet,
         ours,
+        start_dependents,
         pool_label,
         formats,
         configs: own,
