@@ -178,26 +178,20 @@ fn rendered_profile(
             && u.bytes()
                 .all(|c| c.is_ascii_alphanumeric() || b"@._-:".contains(&c))
     };
-    let Some(arches) = arches
+    let arches = arches
         .iter()
         .map(|a| Arch::from_name(a))
-        .collect::<Option<Vec<_>>>()
-    else {
-        return None;
-    };
+        .collect::<Option<Vec<_>>>()?;
     if !unit_ok(unit) {
         return None;
     }
     // The stamp on its second line: a release's name, in characters that
     // neither sh nor a here-document expands.
-    let Some(stamp) = text
+    let stamp = text
         .split('\n')
         .nth(1)
         .and_then(|l| l.strip_prefix("# "))
-        .and_then(|l| l.split_once(": ").map(|(s, _)| s))
-    else {
-        return None;
-    };
+        .and_then(|l| l.split_once(": ").map(|(s, _)| s))?;
     let plain = stamp.strip_prefix("kubelet-labeler ").is_some_and(|v| {
         !v.is_empty()
             && v.bytes()
