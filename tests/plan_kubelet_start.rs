@@ -208,3 +208,53 @@ fn another_unit_or_init_s_argv_naming_kubelet_s_start_is_refused() {
         "kernel argument spec.kernelArguments --",
     );
 }
+
+/// Review 27 r27a F1: a unit reaches kubelet's start by names plan does
+/// not resolve (a specifier, a quote inside a word, a target that holds
+/// kubelet back, an action on the whole boot), written in
+/// `system.attached` too: refused by the key, whatever it names. And a
+/// kernel argument the kernel splits at byte 0xA0 (r27a F3).
+#[test]
+fn a_unit_reaching_kubelet_s_start_by_any_name_is_refused() {
+    let tmp = scratch_dir();
+    let base = tmp.path().join("base");
+    render(&base, &["--taint", TAINT]);
+    let policy = tmp.path().join("policy.json");
+    cluster_policy(&base, "gpu-kubelet.service", &policy);
+    for (i, (contents, says)) in [
+        ("[Install]\nRequiredBy=%j.service\n", "line 2: RequiredBy=%j.service"),
+        ("[Unit]\nBefore=local-fs.target\n[Service]\nType=oneshot\nExecStart=/bin/sleep infinity\n", "line 2: Before=local-fs.target"),
+        ("[Unit]\nOnSuccess=rescue.target\nOnSuccessJobMode=isolate\n", "line 2: OnSuccess=rescue.target"),
+        ("[Unit]\nSuccessAction=reboot-force\n", "line 2: SuccessAction=reboot-force"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let pr = tmp.path().join(format!("pr{i}"));
+        render(&pr, &["--taint", TAINT]);
+        let unit = json!({ "name": "gpu-kubelet.service", "enabled": true, "contents": contents });
+        add_machineconfig(&pr, "60-worker-gpu-x", units(unit));
+        refused(&planned(&base, &pr, Some(&policy)), says);
+    }
+    let pr = tmp.path().join("attached");
+    render(&pr, &["--taint", TAINT]);
+    crate::support::add_file_machineconfig(
+        &pr,
+        "60-worker-gpu-x",
+        Some("worker-gpu"),
+        "/etc/systemd/system.attached/crio.service.d/zz.conf",
+        "[Service]\nExecStart=\nExecStart=/bin/false\n",
+    );
+    refused(
+        &planned(&base, &pr, None),
+        "system.attached/crio.service.d/zz.conf changes",
+    );
+    let kargs = tmp.path().join("kargs");
+    render(&kargs, &["--taint", TAINT]);
+    add_machineconfig(
+        &kargs,
+        "60-worker-gpu-kargs",
+        json!({ "kernelArguments": ["nosmt\u{120}rdinit=/bin/sh"] }),
+    );
+    refused(&planned(&base, &kargs, None), "it splits at 0xA0");
+}

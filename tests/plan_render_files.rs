@@ -204,3 +204,71 @@ fn our_generator_rendered_for_other_nodes_is_refused() {
     let o = planned(&base, &pr, &[]);
     assert_ne!(o.status.code(), Some(2), "{}", stderr(&o));
 }
+
+/// Review 27 r27a F2: render's own bytes, owned by another user or at
+/// another mode (the wrapper or generator writable by core or anyone,
+/// setuid), are not render's: it used to be priced by render's cheap
+/// entries ("costs nothing", "a daemon-reload").
+#[test]
+fn render_s_files_at_another_owner_or_mode_are_refused() {
+    use kubelet_labeler::cli::render::layout;
+    let tmp = scratch_dir();
+    let base = tmp.path().join("base");
+    render(&base, &[]);
+    let wrapper = format!("{WRAPPER_PATH}.x86_64");
+    for (i, (path, extra, says)) in [
+        (
+            GENERATOR_PATH,
+            serde_json::json!({"user": {"name": "core"}}),
+            "it is owned by user",
+        ),
+        (
+            wrapper.as_str(),
+            serde_json::json!({"mode": 511}),
+            "its mode is 0777, not 0755",
+        ),
+        (
+            wrapper.as_str(),
+            serde_json::json!({"mode": 2541}),
+            "its mode is 4755, not 0755",
+        ),
+        (
+            "/etc/systemd/system/kubelet-labeler-sync.service",
+            serde_json::json!({"group": {"name": "core"}}),
+            "it is owned by group",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let pr = tmp.path().join(format!("pr{i}"));
+        render(&pr, &[]);
+        let mut done = false;
+        for entry in std::fs::read_dir(&pr).unwrap() {
+            let file = entry.unwrap().path();
+            let Ok(text) = std::fs::read_to_string(&file) else {
+                continue;
+            };
+            let Ok(mut mcs) = layout::machineconfigs_from_yaml(&text, "mc") else {
+                continue;
+            };
+            let Some(mc) = mcs.first_mut() else { continue };
+            let files = mc
+                .pointer_mut("/spec/config/storage/files")
+                .and_then(|f| f.as_array_mut());
+            let Some(f) = files.into_iter().flatten().find(|f| f["path"] == path) else {
+                continue;
+            };
+            for (k, v) in extra.as_object().unwrap() {
+                f[k] = v.clone();
+            }
+            std::fs::write(&file, mc.to_string()).unwrap();
+            done = true;
+        }
+        assert!(done, "no MachineConfig writes {path}");
+        refused(
+            &planned(&base, &pr, &[]),
+            &[&format!("{path} changes from"), says],
+        );
+    }
+}

@@ -89,14 +89,17 @@ const NEEDED_FILES: [&str; 2] = [
     "/etc/node-sizing-enabled.env",
 ];
 
-/// systemd's unit directories (systemd.unit(5), system manager).
-const UNIT_DIRS: [&str; 11] = [
+/// systemd's unit directories (systemd.unit(5), system manager; 252's
+/// `systemd-analyze unit-paths`).
+const UNIT_DIRS: [&str; 13] = [
     "/etc/systemd/system.control",
     "/run/systemd/system.control",
     "/run/systemd/transient",
     "/run/systemd/generator.early",
     "/etc/systemd/system",
+    "/etc/systemd/system.attached",
     "/run/systemd/system",
+    "/run/systemd/system.attached",
     "/run/systemd/generator",
     "/usr/local/lib/systemd/system",
     "/usr/lib/systemd/system",
@@ -124,11 +127,14 @@ pub struct Start {
 pub type Dependents = BTreeMap<String, (u64, String)>;
 
 /// Keys by which a unit makes another's start wait on it, fail with it,
-/// stop with it, or be stopped by it (review 26 r26a F2: a unit with
-/// `[Install] RequiredBy=kubelet.service` and a failing `ExecStart=`;
-/// enabling it makes the very `kubelet.service.requires/` link that is
-/// refused as a path).
-const DEPENDENCY_KEYS: [&str; 13] = [
+/// stop with it, be stopped by it, or by which it acts on the whole boot
+/// (review 26 r26a F2: `[Install] RequiredBy=kubelet.service` and a
+/// failing `ExecStart=`; review 27 r27a F1: the same through specifiers,
+/// quotes, `local-fs.target`, `OnSuccess=rescue.target`,
+/// `SuccessAction=reboot-force`). Whatever they name: a name is read
+/// with specifiers, quotes and the units a target pulls in, which plan
+/// does not model.
+const REACHING_KEYS: [&str; 24] = [
     "Requires",
     "Requisite",
     "BindsTo",
@@ -136,19 +142,43 @@ const DEPENDENCY_KEYS: [&str; 13] = [
     "Upholds",
     "Conflicts",
     "Before",
+    "OnFailure",
+    "OnSuccess",
+    "OnFailureJobMode",
+    "OnSuccessJobMode",
     "PropagatesStopTo",
     "StopPropagatedFrom",
-    "WantedBy",
+    "SuccessAction",
+    "FailureAction",
+    "StartLimitAction",
+    "JobTimeoutAction",
+    "JobRunningTimeoutSec",
+    "DefaultDependencies",
     "RequiredBy",
     "UpheldBy",
     "Alias",
+    "Also",
+    "DefaultInstance",
+];
+
+/// Targets a unit may pull in (`Wants=`) or be pulled in by (`WantedBy=`)
+/// without reaching kubelet's start: the boot target and the usual
+/// synchronization points.
+const PLAIN_TARGETS: [&str; 8] = [
+    "multi-user.target",
+    "default.target",
+    "network-online.target",
+    "network.target",
+    "nss-lookup.target",
+    "time-sync.target",
+    "remote-fs.target",
+    "local-fs.target",
 ];
 
 /// The unit files and drop-ins of `root` (a pool's laid-out tree, `files`
-/// its layout's identities) of units other than [`NEEDED`] whose
-/// dependencies name one of them: a boot target only by `Conflicts=`
-/// (`WantedBy=multi-user.target` is how any unit is enabled). What cannot
-/// be read as a unit counts as naming them.
+/// its layout's identities) of units other than [`NEEDED`] that can reach
+/// kubelet's start ([`reaches_start`]). What cannot be read as a unit
+/// counts as reaching it.
 pub fn dependents(root: &std::path::Path, files: &BTreeMap<String, u64>) -> Dependents {
     let mut out = Dependents::new();
     for (path, id) in files {
@@ -174,7 +204,7 @@ pub fn dependents(root: &std::path::Path, files: &BTreeMap<String, u64>) -> Depe
         }
         let why = match kubelet_unit::regular(root, path) {
             Err(why) => Some(why),
-            Ok(bytes) => names_needed(&bytes, unit),
+            Ok(bytes) => reaches_start(&bytes, unit),
         };
         if let Some(why) = why {
             out.insert(path.clone(), (*id, format!("unit {unit}: {why}")));
@@ -183,23 +213,25 @@ pub fn dependents(root: &std::path::Path, files: &BTreeMap<String, u64>) -> Depe
     out
 }
 
-/// The first line of a unit's text that names one of [`NEEDED`] among its
-/// dependencies.
-fn names_needed(bytes: &[u8], name: &str) -> Option<String> {
+/// The first line of a unit's text by which it can keep kubelet from
+/// starting: a key of [`REACHING_KEYS`], or a `Wants=`/`WantedBy=` that
+/// names anything but a unit of its own kind or a plain target (a unit of
+/// [`NEEDED`], a specifier, a quote, `rescue.target`...).
+fn reaches_start(bytes: &[u8], name: &str) -> Option<String> {
     let parsed = crate::node::unit::syntax::parse(bytes, name);
+    let plain = |w: &str| {
+        let ordinary = !w.is_empty()
+            && w.bytes()
+                .all(|c| c.is_ascii_alphanumeric() || b"@._-:".contains(&c));
+        ordinary
+            && !NEEDED.iter().any(|(n, _)| *n == w)
+            && (!w.ends_with(".target") || PLAIN_TARGETS.contains(&w))
+    };
     parsed.assignments.iter().find_map(|a| {
-        if !DEPENDENCY_KEYS.contains(&a.key.as_str()) {
-            return None;
-        }
-        let hit = a.value.split_whitespace().any(|w| {
-            let w = w.trim_matches(['"', '\'']);
-            NEEDED.iter().any(|(n, _)| {
-                *n == w
-                    && (a.key == "Conflicts"
-                        || !matches!(*n, "multi-user.target" | "default.target"))
-            })
-        });
-        hit.then(|| {
+        let reaches = REACHING_KEYS.contains(&a.key.as_str())
+            || (["Wants", "WantedBy"].contains(&a.key.as_str())
+                && !(a.value.split_whitespace()).all(|w| plain(w) || PLAIN_TARGETS.contains(&w)));
+        reaches.then(|| {
             format!(
                 "line {}: {}={} (in [{}])",
                 a.line, a.key, a.value, a.section
@@ -247,6 +279,12 @@ fn needed_path(path: &str) -> Option<String> {
 /// program as root at boot (None: it does neither). systemd reads `-` and
 /// `_` in a key alike.
 pub fn boot_changing(arg: &str) -> Option<&'static str> {
+    // The kernel splits at byte 0xA0 too, and reads bytes, not UTF-8
+    // (review 27 r27a F3: `nosmtĠrdinit=/bin/sh` is one word to a UTF-8
+    // reader and two to the kernel).
+    if arg.bytes().any(|b| !(0x20..0x7f).contains(&b)) {
+        return Some("it holds a byte the kernel may read otherwise (it splits at 0xA0)");
+    }
     let arg = arg.replace('"', "");
     // The kernel hands a word it does not take, without `=` or `.`, to
     // init as an argument, and every word after `--` (review 26 r26a F2):
@@ -264,6 +302,10 @@ pub fn boot_changing(arg: &str) -> Option<&'static str> {
     let key = key.replace('-', "_");
     let why = match key.as_str() {
         "init" | "rdinit" => "it runs another program as init",
+        "root" | "rootflags" | "rootfstype" | "ostree" | "mem" | "memmap" | "panic"
+        | "module_blacklist" | "modprobe.blacklist" | "initcall_blacklist" => {
+            "it changes what the kernel boots, mounts or loads"
+        }
         "systemd.unit" | "rd.systemd.unit" => "it boots another target than the default",
         "systemd.mask" => "it masks a unit at boot",
         "systemd.wants"
@@ -435,7 +477,23 @@ fn judge((from, to): (&str, &str), pool: &str, before: &Start, after: &Start) ->
         })
         .collect();
     let needed = NEEDED.iter().map(|(u, w)| (u.to_string(), w.to_string()));
-    for (unit, why) in needed.chain(dependent_units) {
+    // A template's instances, enabled by name (`a@x.service` of `a@.service`).
+    let instances: Vec<(String, String)> = (dependent_units.iter())
+        .filter_map(|(u, why)| {
+            let (head, kind) = u.split_once("@.")?;
+            let of = |s: &Start| {
+                (s.units.keys())
+                    .filter(|n| {
+                        n.starts_with(&format!("{head}@")) && n.ends_with(&format!(".{kind}"))
+                    })
+                    .cloned()
+                    .collect::<Vec<_>>()
+            };
+            Some((of(before), of(after), why.clone()))
+        })
+        .flat_map(|(a, b, why)| a.into_iter().chain(b).map(move |n| (n, why.clone())))
+        .collect();
+    for (unit, why) in needed.chain(dependent_units).chain(instances) {
         let unit = unit.as_str();
         // The MCO's kubelet.service is `enabled: true`.
         let dflt = (unit == "kubelet.service").then_some(true);
@@ -662,7 +720,7 @@ mod tests {
     /// `kubelet.service.requires/` link when enabled), and init's argv.
     #[test]
     fn other_units_naming_kubelet_s_start_and_init_s_arguments() {
-        let unit = |text: &str| names_needed(text.as_bytes(), "x.service");
+        let unit = |text: &str| reaches_start(text.as_bytes(), "x.service");
         for text in [
             "[Unit]\nBefore=kubelet.service\n[Service]\nExecStart=/bin/false\n[Install]\nRequiredBy=kubelet.service\n",
             "[Unit]\nConflicts=crio.service\n",
@@ -670,13 +728,23 @@ mod tests {
             "[Install]\nWantedBy=\"kubelet.service\"\n",
             "[Unit]\nBefore=network-online.target\n",
             "[Unit]\nConflicts=multi-user.target\n",
+            // Review 27 r27a F1: other names, specifiers, quotes, actions.
+            "[Install]\nRequiredBy=%j.service\n",
+            "[Unit]\nBefore=local-fs.target\n",
+            "[Unit]\nBefore=multi-user.target\n",
+            "[Install]\nRequiredBy=kube\"let.serv\"ice\n",
+            "[Unit]\nOnSuccess=rescue.target\nOnSuccessJobMode=isolate\n",
+            "[Unit]\nSuccessAction=reboot-force\n",
+            "[Unit]\nWants=rescue.target\n",
+            "[Unit]\nDefaultDependencies=no\n",
+            "[Install]\nWantedBy=%j.service\n",
         ] {
             assert!(unit(text).is_some(), "{text}");
         }
         for text in [
             "[Unit]\nAfter=kubelet.service\n[Install]\nWantedBy=multi-user.target\n",
-            "[Unit]\nBefore=multi-user.target\n",
             "[Unit]\nDescription=kubelet.service\n",
+            "[Unit]\nWants=network-online.target x.service\nAfter=network-online.target\n",
         ] {
             assert_eq!(unit(text), None, "{text}");
         }
@@ -688,6 +756,9 @@ mod tests {
             "--crash-shell",
             "systemd.machine_id=x",
             "systemd.crash_action=reboot",
+            "nosmt\u{120}rdinit=/bin/sh",
+            "module_blacklist=ice",
+            "root=/dev/sdb1",
         ] {
             assert!(boot_changing(arg).is_some(), "{arg}");
         }

@@ -23,13 +23,76 @@ use crate::cli::render::arch::Arch;
 use crate::cli::render::sync_units::{SYNC_PATH, SYNC_SERVICE, sync_path, sync_service};
 use crate::node::contract::{GENERATOR_PATH, WRAPPER_PATH};
 use crate::node::kubelet::Profile;
+use serde_json::Value;
 
 /// One of render's policy files in a pool's layout: what is written
-/// there (`Layout::identities`) and why it is not this release's render.
+/// there (`Layout::identities`, and its owner) and why it is not this
+/// release's render.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Judged {
-    id: u64,
+    id: (u64, Option<String>),
     not_ours: Option<String>,
+}
+
+/// The owner and mode the last storage entry (in the MCO's merge order)
+/// gives each of render's policy paths: the owner when it names one other
+/// than root (render names none), the mode as given (Ignition's default
+/// 0644 when none; setuid bits too, which the laid-out tree drops).
+pub fn owners(configs: &[&Value]) -> BTreeMap<String, (String, u32)> {
+    let order = crate::cli::render::layout::merge_order(configs)
+        .unwrap_or_else(|_| (0..configs.len()).collect());
+    let mut out = BTreeMap::new();
+    for i in order {
+        let Some(mc) = configs.get(i) else { continue };
+        let files = mc
+            .pointer("/spec/config/storage/files")
+            .and_then(Value::as_array);
+        for f in files.into_iter().flatten() {
+            let Some(path) = f.get("path").and_then(Value::as_str) else {
+                continue;
+            };
+            if !is_policy_path(path) {
+                continue;
+            }
+            let given = |k: &str| f.get(k).filter(|v| !v.is_null()).cloned();
+            let owner = [("user", given("user")), ("group", given("group"))]
+                .into_iter()
+                .filter_map(|(k, v)| Some((k, v?)))
+                .filter(|(_, v)| {
+                    let root = v.get("name").and_then(Value::as_str) == Some("root")
+                        || v.get("id").and_then(Value::as_u64) == Some(0);
+                    !root && v.as_object().is_none_or(|o| !o.is_empty())
+                })
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let mode = match f.get("mode").and_then(Value::as_u64) {
+                Some(m) => u32::try_from(m).unwrap_or(u32::MAX),
+                None => 0o644,
+            };
+            out.insert(path.to_string(), (owner, mode));
+        }
+    }
+    out
+}
+
+/// Whether `path` is one of render's policy files (the env drop-ins aside).
+fn is_policy_path(path: &str) -> bool {
+    path == GENERATOR_PATH
+        || path == format!("/etc/systemd/system/{SYNC_SERVICE}")
+        || path == format!("/etc/systemd/system/{SYNC_PATH}")
+        || path
+            .strip_prefix(WRAPPER_PATH)
+            .is_some_and(|r| r.starts_with('.'))
+}
+
+/// The mode render writes `path` with.
+fn render_s_mode(path: &str) -> u32 {
+    if path == GENERATOR_PATH || path.starts_with(WRAPPER_PATH) {
+        0o755
+    } else {
+        0o644
+    }
 }
 
 pub type Files = BTreeMap<String, Judged>;
@@ -135,9 +198,13 @@ fn sync_path_not_ours(text: &str) -> Option<String> {
 
 /// Render's policy files that `root` (a pool's laid-out tree, `ids` its
 /// layout's identities) holds, each judged.
-pub fn judge(root: &Path, ids: &BTreeMap<String, u64>, vouched: &Vouched) -> Files {
+pub fn judge(
+    root: &Path,
+    ids: &BTreeMap<String, u64>,
+    owners: &BTreeMap<String, (String, u32)>,
+    vouched: &Vouched,
+) -> Files {
     let service = format!("/etc/systemd/system/{SYNC_SERVICE}");
-    let path_unit = format!("/etc/systemd/system/{SYNC_PATH}");
     // The architectures the pool ships a wrapper for: the generator must
     // run it on each (review 26 r26a F1).
     let arches: Vec<String> = (ids.keys())
@@ -149,10 +216,22 @@ pub fn judge(root: &Path, ids: &BTreeMap<String, u64>, vouched: &Vouched) -> Fil
         let arch = path
             .strip_prefix(WRAPPER_PATH)
             .and_then(|s| s.strip_prefix('.'));
-        if arch.is_none() && ![GENERATOR_PATH, &service, &path_unit].contains(&path.as_str()) {
+        if !is_policy_path(path) {
             continue;
         }
-        let not_ours = if path == GENERATOR_PATH {
+        // Render's bytes are render's only as root's, at render's mode
+        // (review 27 r27a F2: the wrapper writable by core or by anyone).
+        let (owner, mode) = owners.get(path).cloned().unwrap_or_default();
+        let not_ours = if !owner.is_empty() {
+            Some(format!(
+                "it is owned by {owner}, not root as render writes it"
+            ))
+        } else if owners.contains_key(path) && mode != render_s_mode(path) {
+            Some(format!(
+                "its mode is {mode:04o}, not {:04o} as render writes it",
+                render_s_mode(path)
+            ))
+        } else if path == GENERATOR_PATH {
             crate::cli::explain::reach::generator_not_this_release(root, vouched.profile, &arches)
         } else {
             match super::kubelet_unit::regular(root, path) {
@@ -170,7 +249,13 @@ pub fn judge(root: &Path, ids: &BTreeMap<String, u64>, vouched: &Vouched) -> Fil
                 },
             }
         };
-        out.insert(path.clone(), Judged { id, not_ours });
+        out.insert(
+            path.clone(),
+            Judged {
+                id: (id, Some(format!("{owner} {mode:o}"))),
+                not_ours,
+            },
+        );
     }
     out
 }
@@ -196,7 +281,7 @@ pub fn check((from, to): (&str, &str), pool: &str, before: &Files, after: &Files
         }
     }
     for (path, a) in after {
-        if before.get(path).map(|b| b.id) == Some(a.id) {
+        if before.get(path).map(|b| &b.id) == Some(&a.id) {
             continue;
         }
         if let Some(why) = &a.not_ours {
@@ -241,10 +326,36 @@ mod tests {
         assert!(sync_path_not_ours(&format!("{path}ExecStart=/bin/true\n")).is_some());
     }
 
+    /// Review 27 r27a F2: render's bytes at another owner or mode.
+    #[test]
+    fn render_s_files_are_render_s_only_as_root_s_at_render_s_mode() {
+        let file = |extra: Value| {
+            let mut f = serde_json::json!({"path": GENERATOR_PATH, "mode": 493,
+                                           "contents": {"source": "data:,x"}});
+            for (k, v) in extra.as_object().unwrap() {
+                f[k] = v.clone();
+            }
+            serde_json::json!({"metadata": {"name": "50-x"},
+                "spec": {"config": {"storage": {"files": [f]}}}})
+        };
+        let of = |extra: Value| owners(&[&file(extra)])[GENERATOR_PATH].clone();
+        assert_eq!(of(serde_json::json!({})), (String::new(), 0o755));
+        assert_eq!(
+            of(serde_json::json!({"user": {"name": "root"}, "group": {"id": 0}})),
+            (String::new(), 0o755)
+        );
+        assert_eq!(
+            of(serde_json::json!({"user": {"name": "core"}})).0,
+            r#"user {"name":"core"}"#
+        );
+        assert_eq!(of(serde_json::json!({"mode": 2541})).1, 0o4755);
+        assert_eq!(of(serde_json::json!({"mode": null})).1, 0o644);
+    }
+
     #[test]
     fn only_what_the_change_writes_is_held_to_this_release() {
         let j = |id, bad: bool| Judged {
-            id,
+            id: (id, None),
             not_ours: bad.then(|| "x".into()),
         };
         let p = |v: Judged| Files::from([(GENERATOR_PATH.to_string(), v)]);

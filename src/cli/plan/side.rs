@@ -146,11 +146,12 @@ fn lay_out(
     let changes = rendered_diff::identities(&configs, memo)
         .with_context(|| format!("{}: pool {}", render.name, pool.name))?;
     // A copy of them while the pool is laid out.
+    let owners = render_files::owners(&configs);
     let tree = pool_tree::lay_out_with_stand_in(configs.into_iter().cloned().collect())
         .with_context(|| format!("{}: pool {}", render.name, pool.name))?;
     let files = tree.layout.identities();
     let kubelet = kubelet_unit::reads(&tree.root, &files, &tree.svc.environment_files);
-    let ours = render_files::judge(&tree.root, &files, vouched);
+    let ours = render_files::judge(&tree.root, &files, &owners, vouched);
     let start_dependents = kubelet_start::dependents(&tree.root, &files);
     let pool_label = tree
         .env
