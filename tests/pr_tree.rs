@@ -908,3 +908,7 @@ fn git_waiting_for_ever_is_stopped() {
         ],
     );
 }
+
+// Git mode against a hostile repository (review 26 r26b).
+#[path = "pr_tree_git.rs"]
+mod git_mode;

@@ -153,6 +153,27 @@ fn open_in(dir: &Path, name: &str) -> Result<Option<std::fs::File>> {
     }
 }
 
+/// The most the pseudo-refs at the git directory's top (`FETCH_HEAD` of a
+/// fetch of many branches, `ORIG_HEAD`) and `shallow` may hold.
+const PSEUDO_MAX: u64 = 16 << 20;
+/// The deepest a loose ref may be under `refs/`.
+const REFS_DEPTH_MAX: usize = 64;
+/// Refs each linked worktree has of its own (git reads them from its git
+/// directory, never from the common one).
+const PER_WORKTREE: [&str; 3] = ["refs/bisect/", "refs/worktree/", "refs/rewritten/"];
+/// What to do when plan cannot resolve a revision as git would.
+const COPY_FIX: &str = "plan a checkout of the revision as a directory, or a fresh clone";
+
+/// A refusal: `path` holds what plan cannot give its scratch repository
+/// as it is, so git there could resolve a revision to another commit than
+/// git in the repository (review 26 r26b F1): never left out silently.
+fn cannot_copy(path: &Path, what: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{}: {what}; plan resolves a revision exactly as git would, or not at all: {COPY_FIX}",
+        path.display()
+    )
+}
+
 /// The regular file `name` of `dir` copied to `to`, at most `limit`
 /// bytes (as `read_in`); false when there is none.
 fn copy_in(dir: &Path, name: &str, to: &Path, limit: u64) -> Result<bool> {
@@ -166,67 +187,281 @@ fn copy_in(dir: &Path, name: &str, to: &Path, limit: u64) -> Result<bool> {
         .with_context(|| format!("copying {}", path.display()))?;
     if copied > limit {
         bail!(
-            "{} is larger than {} MiB; plan reads at most that much of it",
+            "{} is larger than {limit} bytes; plan reads at most that much of it: {COPY_FIX}",
             path.display(),
-            limit >> 20
         );
     }
     Ok(true)
 }
 
 /// The refs of `repo` given to the scratch git directory `to`, so that git
-/// resolves a revision there as in `repo` (`HEAD~1`, a branch, a tag,
-/// `origin/main`, a commit) with none of `repo`'s config read: its `HEAD`
-/// (the work tree's own), `packed-refs` and every loose ref, each a
-/// regular file (a link or a FIFO among the refs is left out: never
-/// followed nor opened). `@{upstream}` and reflogs (`HEAD@{1}`) need its
-/// config and logs: not given.
+/// resolves a revision there exactly as in `repo` (`HEAD~1`, a branch, a
+/// tag, `origin/main`, `FETCH_HEAD`, a commit) with none of `repo`'s config
+/// read by git: its `HEAD` (the work tree's own), the pseudo-refs beside it
+/// (`FETCH_HEAD`, `ORIG_HEAD`: names of `A-Z` and `_`), `packed-refs`,
+/// every loose ref (a linked worktree's own `refs/bisect`, `refs/worktree`,
+/// `refs/rewritten` from its own directory) and `shallow`, each a regular
+/// file, bounded. Whatever would make git resolve other than here is
+/// refused, naming it, never left out (review 26 r26b F1): a link or a
+/// special file among the refs, a name plan cannot copy (not UTF-8, too
+/// deep), a replace ref (plan turns replace objects off), `info/grafts`,
+/// a ref store other than files (reftable). `@{upstream}` and reflogs
+/// (`HEAD@{1}`) need its config and logs: not given.
 pub fn copy_refs(repo: &Repo, to: &Path) -> Result<()> {
-    if let Some(head) = read_in(&repo.git_dir, "HEAD", SMALL)? {
-        std::fs::write(to.join("HEAD"), head)
-            .with_context(|| format!("writing {}", to.join("HEAD").display()))?;
+    ref_storage_is_files(repo)?;
+    let grafts = repo.common.join("info/grafts");
+    if std::fs::symlink_metadata(&grafts).is_ok() {
+        return Err(cannot_copy(
+            &grafts,
+            "grafts give commits other parents than their own (git still reads them)",
+        ));
     }
-    copy_in(
-        &repo.common,
-        "packed-refs",
-        &to.join("packed-refs"),
-        PACKED_REFS_MAX,
-    )?;
+    let head = read_in(&repo.git_dir, "HEAD", SMALL)?
+        .ok_or_else(|| cannot_copy(&repo.git_dir.join("HEAD"), "no HEAD"))?;
+    std::fs::write(to.join("HEAD"), head)
+        .with_context(|| format!("writing {}", to.join("HEAD").display()))?;
+    copy_pseudo_refs(&repo.git_dir, to)?;
+    copy_in(&repo.common, "shallow", &to.join("shallow"), PSEUDO_MAX)?;
+    let linked = repo.git_dir != repo.common;
+    copy_packed_refs(&repo.common, &to.join("packed-refs"), linked)?;
     let mut count = 0;
-    copy_refs_under(&repo.common.join("refs"), &to.join("refs"), &mut count, 0)?;
-    if repo.git_dir != repo.common {
-        // A linked worktree's own (`refs/bisect`, `refs/worktree`).
-        let own = repo.git_dir.join("refs");
-        copy_refs_under(&own, &to.join("refs"), &mut count, 0)?;
+    let skip: &[&str] = if linked { &PER_WORKTREE } else { &[] };
+    let mut copy = Copy {
+        count: &mut count,
+        skip,
+    };
+    copy.under(&repo.common.join("refs"), &to.join("refs"), "refs/", 0)?;
+    if linked {
+        for own in PER_WORKTREE {
+            let own = own.trim_end_matches('/');
+            let from = repo.git_dir.join(own);
+            copy.skip = &[];
+            copy.under(&from, &to.join(own), &format!("{own}/"), 1)?;
+        }
     }
     Ok(())
 }
 
-fn copy_refs_under(from: &Path, to: &Path, count: &mut usize, depth: usize) -> Result<()> {
-    if depth > 64 || !std::fs::symlink_metadata(from).is_ok_and(|m| m.is_dir()) {
-        return Ok(());
-    }
-    std::fs::create_dir_all(to).with_context(|| format!("making {}", to.display()))?;
-    for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
-        let entry = entry.with_context(|| format!("reading {}", from.display()))?;
-        let Ok(kind) = entry.file_type() else {
-            continue;
-        };
+/// The files at the top of the git directory `dir` named as git names its
+/// pseudo-refs (`A-Z` and `_` only: `FETCH_HEAD`, `ORIG_HEAD`,
+/// `MERGE_HEAD`), which `rev-parse` reads before any ref of `refs/`
+/// (review 26 r26b F1: a tag `refs/tags/FETCH_HEAD` won where git reads
+/// `$GIT_DIR/FETCH_HEAD`). A link or a special file so named is refused;
+/// a directory is no ref to git either, left out.
+fn copy_pseudo_refs(dir: &Path, to: &Path) -> Result<()> {
+    let entries = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
+    for entry in entries {
+        let entry = entry.with_context(|| format!("reading {}", dir.display()))?;
         let name = entry.file_name();
-        if kind.is_dir() {
-            copy_refs_under(&entry.path(), &to.join(&name), count, depth + 1)?;
-        } else if kind.is_file() && !name.to_string_lossy().ends_with(".lock") {
-            *count += 1;
-            if *count > LOOSE_REFS_MAX {
-                bail!(
-                    "{}: more than {LOOSE_REFS_MAX} loose refs; run `git pack-refs --all` there \
-                     first",
-                    from.display()
-                );
-            }
-            let Some(name) = name.to_str() else { continue };
-            copy_in(from, name, &to.join(name), SMALL)?;
+        let Some(name) = name.to_str() else { continue };
+        let pseudo = !name.is_empty()
+            && name != "HEAD"
+            && name.bytes().all(|b| b.is_ascii_uppercase() || b == b'_');
+        if !pseudo {
+            continue;
         }
+        let kind = entry
+            .file_type()
+            .with_context(|| format!("reading {}", entry.path().display()))?;
+        if kind.is_dir() {
+            continue;
+        }
+        if !kind.is_file() {
+            return Err(cannot_copy(
+                &entry.path(),
+                "a pseudo-ref that is a link or a special file, not a regular file",
+            ));
+        }
+        copy_in(dir, name, &to.join(name), PSEUDO_MAX)?;
+    }
+    Ok(())
+}
+
+/// `packed-refs` of `common` copied to `to` (bounded), refusing a replace
+/// ref and, for a linked worktree, a ref of a worktree's own (git would
+/// not read it from there).
+fn copy_packed_refs(common: &Path, to: &Path, linked: bool) -> Result<()> {
+    use std::io::{BufRead, Write};
+    let Some(file) = open_in(common, "packed-refs")? else {
+        return Ok(());
+    };
+    let path = common.join("packed-refs");
+    let mut lines = std::io::BufReader::new(std::io::Read::take(file, PACKED_REFS_MAX + 1));
+    let mut out = std::fs::File::create(to).with_context(|| format!("writing {}", to.display()))?;
+    let mut line = Vec::new();
+    let mut total = 0u64;
+    loop {
+        line.clear();
+        let n = lines
+            .read_until(b'\n', &mut line)
+            .with_context(|| format!("reading {}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+        if total > PACKED_REFS_MAX {
+            bail!(
+                "{} is larger than {PACKED_REFS_MAX} bytes; plan reads at most that much of it: \
+                 {COPY_FIX}",
+                path.display()
+            );
+        }
+        let name = line.splitn(2, |&b| b == b' ').nth(1).unwrap_or_default();
+        let name = String::from_utf8_lossy(name);
+        refuse_ref(&path, name.trim_end())?;
+        if linked && PER_WORKTREE.iter().any(|p| name.starts_with(p)) {
+            return Err(cannot_copy(
+                &path,
+                &format!(
+                    "{} packed, a ref each worktree has of its own",
+                    name.trim_end()
+                ),
+            ));
+        }
+        out.write_all(&line)
+            .with_context(|| format!("writing {}", to.display()))?;
+    }
+    Ok(())
+}
+
+/// A ref plan cannot give git as it is: a replace ref (git in the
+/// repository shows the replacement's content for the object it names;
+/// plan turns replace objects off).
+fn refuse_ref(path: &Path, name: &str) -> Result<()> {
+    if name.starts_with("refs/replace/") {
+        return Err(cannot_copy(
+            path,
+            &format!(
+                "{name} is a replace ref: git there shows another object's content for the one \
+                 it names, plan does not"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Loose refs copied, counted, leaving out those under `skip`.
+struct Copy<'a> {
+    count: &'a mut usize,
+    skip: &'a [&'a str],
+}
+
+impl Copy<'_> {
+    /// The loose refs of the directory `from` (named `rel`, ending in `/`,
+    /// as a ref) copied to `to`; nothing when there is no `from`.
+    fn under(&mut self, from: &Path, to: &Path, rel: &str, depth: usize) -> Result<()> {
+        let meta = match std::fs::symlink_metadata(from) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", from.display())),
+            Ok(meta) => meta,
+        };
+        if meta.file_type().is_symlink() {
+            return Err(cannot_copy(
+                from,
+                "a symbolic link among the refs (git reads the refs it leads to; plan does not \
+                 follow it)",
+            ));
+        }
+        if !meta.is_dir() {
+            return Err(cannot_copy(from, "not a directory of refs"));
+        }
+        if depth > REFS_DEPTH_MAX {
+            return Err(cannot_copy(
+                from,
+                &format!("refs nested deeper than {REFS_DEPTH_MAX} directories"),
+            ));
+        }
+        std::fs::create_dir_all(to).with_context(|| format!("making {}", to.display()))?;
+        let entries =
+            std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))?;
+        for entry in entries {
+            let entry = entry.with_context(|| format!("reading {}", from.display()))?;
+            let path = entry.path();
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                return Err(cannot_copy(&path, "a ref whose name is not UTF-8"));
+            };
+            let full = format!("{rel}{name}");
+            let kind = entry
+                .file_type()
+                .with_context(|| format!("reading {}", path.display()))?;
+            if self.skip.iter().any(|s| format!("{full}/").starts_with(s)) {
+                continue;
+            }
+            if kind.is_dir() {
+                self.under(&path, &to.join(&name), &format!("{full}/"), depth + 1)?;
+            } else if kind.is_symlink() {
+                return Err(cannot_copy(
+                    &path,
+                    "a ref that is a symbolic link (git reads what it leads to; plan does not \
+                     follow it)",
+                ));
+            } else if !kind.is_file() {
+                return Err(cannot_copy(&path, "a ref that is not a regular file"));
+            } else if !name.ends_with(".lock") {
+                // (A `.lock` is no ref name: git reads none.)
+                refuse_ref(&path, &full)?;
+                *self.count += 1;
+                if *self.count > LOOSE_REFS_MAX {
+                    bail!(
+                        "{}: more than {LOOSE_REFS_MAX} loose refs; run `git pack-refs --all` \
+                         there first",
+                        from.display()
+                    );
+                }
+                copy_in(from, &name, &to.join(&name), SMALL)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The values of `section.key` (both without case) in `repo`'s own
+/// config, read here as text, never by git (no include is followed):
+/// `[section] key = value` lines, a value's quotes and comment dropped.
+fn config_values(repo: &Repo, section: &str, key: &str) -> Result<Vec<String>> {
+    let Some(text) = read_in(&repo.common, "config", CONFIG_MAX)? else {
+        return Ok(Vec::new());
+    };
+    let text = String::from_utf8_lossy(&text);
+    let mut current = String::new();
+    let mut values = Vec::new();
+    for line in text.lines() {
+        let mut line = line.trim();
+        if let Some(rest) = line.strip_prefix('[') {
+            let (name, after) = rest.split_once(']').unwrap_or((rest, ""));
+            current = name.trim().to_lowercase();
+            line = after.trim();
+        }
+        if current != section {
+            continue;
+        }
+        let (k, v) = line.split_once('=').unwrap_or((line, "true"));
+        if k.trim().eq_ignore_ascii_case(key) {
+            let v = v.split(['#', ';']).next().unwrap_or("");
+            values.push(v.trim().trim_matches('"').to_string());
+        }
+    }
+    Ok(values)
+}
+
+/// Refuse a ref store other than git's files (reftable, git 2.45): plan
+/// copies loose and packed refs, which git then ignores (review 26 r26b
+/// F1: a stale `refs/heads/main` beside the reftable was planned).
+fn ref_storage_is_files(repo: &Repo) -> Result<()> {
+    let config = repo.common.join("config");
+    let storage = config_values(repo, "extensions", "refstorage")?;
+    if let Some(other) = storage.iter().find(|v| !v.eq_ignore_ascii_case("files")) {
+        return Err(cannot_copy(
+            &config,
+            &format!("refs stored as {other:?} (extensions.refStorage), which plan cannot copy"),
+        ));
+    }
+    let reftable = repo.common.join("reftable");
+    if std::fs::symlink_metadata(&reftable).is_ok() {
+        return Err(cannot_copy(
+            &reftable,
+            "a reftable ref store, which plan cannot copy",
+        ));
     }
     Ok(())
 }
@@ -236,24 +471,11 @@ fn copy_refs_under(from: &Path, to: &Path, count: &mut usize, depth: usize) -> R
 /// followed), so the scratch repository borrowing its objects is made
 /// alike; None for SHA-1, git's default.
 pub fn object_format(repo: &Repo) -> Option<&'static str> {
-    let text = read_in(&repo.common, "config", CONFIG_MAX).ok()??;
-    let text = String::from_utf8(text).ok()?;
-    let mut section = String::new();
-    for line in text.lines().map(str::trim) {
-        if let Some(rest) = line.strip_prefix('[') {
-            section = rest.split(']').next().unwrap_or("").trim().to_lowercase();
-        } else if section == "extensions"
-            && let Some((key, value)) = line.split_once('=')
-            && key.trim().eq_ignore_ascii_case("objectformat")
-            && value
-                .trim()
-                .trim_matches('"')
-                .eq_ignore_ascii_case("sha256")
-        {
-            return Some("sha256");
-        }
-    }
-    None
+    let values = config_values(repo, "extensions", "objectformat").ok()?;
+    values
+        .iter()
+        .any(|v| v.eq_ignore_ascii_case("sha256"))
+        .then_some("sha256")
 }
 
 #[cfg(test)]
@@ -336,26 +558,32 @@ mod tests {
         }
     }
 
-    /// The refs copied (HEAD, packed-refs, loose ones at any depth, a
-    /// worktree's own), a link among them left out; the object format
-    /// read from the config as text.
+    /// The refs copied (HEAD, the pseudo-refs beside it, packed-refs,
+    /// `shallow`, loose ones at any depth, a worktree's own from its own
+    /// directory only); the object format read from the config as text.
     #[test]
-    fn refs_are_copied_and_links_left_out() {
+    fn refs_are_copied_as_git_reads_them() {
         let tmp = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(tmp.path()).unwrap();
         let common = root.join("repo/.git");
         git_dir_at(&common);
         std::fs::create_dir_all(common.join("refs/remotes/origin")).unwrap();
+        std::fs::create_dir_all(common.join("refs/worktree")).unwrap();
         std::fs::write(common.join("refs/remotes/origin/main"), "1\n").unwrap();
+        std::fs::write(common.join("refs/worktree/x"), "5\n").unwrap();
         std::fs::write(common.join("packed-refs"), "2 refs/tags/v1\n").unwrap();
-        std::os::unix::fs::symlink("/etc/hostname", common.join("refs/heads/evil")).unwrap();
+        std::fs::write(common.join("shallow"), "6\n").unwrap();
         let private = common.join("worktrees/wt");
         std::fs::create_dir_all(private.join("refs/bisect")).unwrap();
+        std::fs::create_dir_all(private.join("refs/heads")).unwrap();
         std::fs::write(private.join("HEAD"), "3\n").unwrap();
+        std::fs::write(private.join("FETCH_HEAD"), "7\t\tbranch 'main'\n").unwrap();
+        std::fs::write(private.join("COMMIT-x"), "8\n").unwrap();
         std::fs::write(private.join("refs/bisect/bad"), "4\n").unwrap();
+        std::fs::write(private.join("refs/heads/own"), "9\n").unwrap();
         let repo = Repo {
             top: root.join("wt"),
-            git_dir: private,
+            git_dir: private.clone(),
             common: common.clone(),
         };
         let to = root.join("scratch");
@@ -363,10 +591,15 @@ mod tests {
         copy_refs(&repo, &to).unwrap();
         let read = |p: &str| std::fs::read_to_string(to.join(p)).unwrap();
         assert_eq!(read("HEAD"), "3\n");
+        assert_eq!(read("FETCH_HEAD"), "7\t\tbranch 'main'\n");
         assert_eq!(read("packed-refs"), "2 refs/tags/v1\n");
+        assert_eq!(read("shallow"), "6\n");
         assert_eq!(read("refs/remotes/origin/main"), "1\n");
         assert_eq!(read("refs/bisect/bad"), "4\n");
-        assert!(!to.join("refs/heads/evil").exists());
+        // The main worktree's own, and what git never reads of a linked one.
+        assert!(!to.join("refs/worktree/x").exists());
+        assert!(!to.join("refs/heads/own").exists());
+        assert!(!to.join("COMMIT-x").exists());
 
         assert_eq!(object_format(&repo), None);
         std::fs::write(
@@ -375,5 +608,196 @@ mod tests {
         )
         .unwrap();
         assert_eq!(object_format(&repo), Some("sha256"));
+    }
+
+    /// Whatever plan cannot give its scratch as it is, is refused naming
+    /// it (review 26 r26b F1): never left out for the packed value or the
+    /// next rule of git's to win. Each case alone, undone after.
+    #[test]
+    fn what_cannot_be_copied_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(tmp.path()).unwrap();
+        let common = root.join("repo/.git");
+        git_dir_at(&common);
+        let repo = Repo {
+            top: root.join("repo"),
+            git_dir: common.clone(),
+            common: common.clone(),
+        };
+        let at = |p: &str| common.join(p);
+        let deep = format!("refs/heads/{}", "d/".repeat(70));
+        type Step = Box<dyn Fn()>;
+        let (a, b, c, d) = (at("refs/heads/x"), at("refs/heads"), at(&deep), at("info"));
+        let (e, f, g) = (at("refs/replace"), at("packed-refs"), at("config"));
+        let (h, i) = (at("reftable"), at("refs/tags/big"));
+        let cases: Vec<(Step, Step, &str)> = vec![
+            (
+                Box::new({
+                    let a = a.clone();
+                    move || std::os::unix::fs::symlink("/etc/hostname", &a).unwrap()
+                }),
+                Box::new({
+                    let a = a.clone();
+                    move || std::fs::remove_file(&a).unwrap()
+                }),
+                "refs/heads/x: a ref that is a symbolic link",
+            ),
+            (
+                Box::new({
+                    let (b, root) = (b.clone(), root.clone());
+                    move || {
+                        std::fs::rename(&b, root.join("heads")).unwrap();
+                        std::os::unix::fs::symlink(root.join("heads"), &b).unwrap();
+                    }
+                }),
+                Box::new({
+                    let (b, root) = (b.clone(), root.clone());
+                    move || {
+                        std::fs::remove_file(&b).unwrap();
+                        std::fs::rename(root.join("heads"), &b).unwrap();
+                    }
+                }),
+                "refs/heads: a ref that is a symbolic link",
+            ),
+            (
+                Box::new({
+                    let c = c.clone();
+                    move || {
+                        std::fs::create_dir_all(&c).unwrap();
+                        std::fs::write(c.join("m"), "1\n").unwrap();
+                    }
+                }),
+                Box::new({
+                    let b = at("refs/heads/d");
+                    move || std::fs::remove_dir_all(&b).unwrap()
+                }),
+                "refs nested deeper than 64",
+            ),
+            (
+                Box::new({
+                    let b = b.clone();
+                    move || {
+                        use std::os::unix::ffi::OsStrExt;
+                        let name = OsStr::from_bytes(b"ma\xffin");
+                        std::fs::write(b.join(name), "1\n").unwrap();
+                    }
+                }),
+                Box::new({
+                    let b = b.clone();
+                    move || {
+                        use std::os::unix::ffi::OsStrExt;
+                        std::fs::remove_file(b.join(OsStr::from_bytes(b"ma\xffin"))).unwrap();
+                    }
+                }),
+                "a ref whose name is not UTF-8",
+            ),
+            (
+                Box::new({
+                    let d = d.clone();
+                    move || {
+                        std::fs::create_dir_all(&d).unwrap();
+                        std::fs::write(d.join("grafts"), "1 2\n").unwrap();
+                    }
+                }),
+                Box::new({
+                    let d = d.clone();
+                    move || std::fs::remove_dir_all(&d).unwrap()
+                }),
+                "info/grafts: grafts give commits other parents",
+            ),
+            (
+                Box::new({
+                    let e = e.clone();
+                    move || {
+                        std::fs::create_dir_all(&e).unwrap();
+                        std::fs::write(e.join("abc"), "1\n").unwrap();
+                    }
+                }),
+                Box::new({
+                    let e = e.clone();
+                    move || std::fs::remove_dir_all(&e).unwrap()
+                }),
+                "refs/replace/abc is a replace ref",
+            ),
+            (
+                Box::new({
+                    let f = f.clone();
+                    move || std::fs::write(&f, "# pack-refs\n1 refs/replace/abc\n").unwrap()
+                }),
+                Box::new({
+                    let f = f.clone();
+                    move || std::fs::remove_file(&f).unwrap()
+                }),
+                "refs/replace/abc is a replace ref",
+            ),
+            (
+                Box::new({
+                    let g = g.clone();
+                    move || std::fs::write(&g, "[extensions]\n\trefStorage = reftable\n").unwrap()
+                }),
+                Box::new({
+                    let g = g.clone();
+                    move || std::fs::remove_file(&g).unwrap()
+                }),
+                "refs stored as \"reftable\"",
+            ),
+            (
+                Box::new({
+                    let h = h.clone();
+                    move || std::fs::create_dir(&h).unwrap()
+                }),
+                Box::new({
+                    let h = h.clone();
+                    move || std::fs::remove_dir(&h).unwrap()
+                }),
+                "reftable: a reftable ref store",
+            ),
+            (
+                Box::new({
+                    let i = i.clone();
+                    move || {
+                        std::fs::create_dir_all(i.parent().unwrap()).unwrap();
+                        std::fs::write(&i, "0".repeat(5000)).unwrap();
+                    }
+                }),
+                Box::new({
+                    let i = i.clone();
+                    move || std::fs::remove_file(&i).unwrap()
+                }),
+                "refs/tags/big is larger than 4096 bytes",
+            ),
+            (
+                Box::new({
+                    let j = at("ORIG_HEAD");
+                    move || std::os::unix::fs::symlink("/etc/hostname", &j).unwrap()
+                }),
+                Box::new({
+                    let j = at("ORIG_HEAD");
+                    move || std::fs::remove_file(&j).unwrap()
+                }),
+                "ORIG_HEAD: a pseudo-ref that is a link",
+            ),
+            (
+                Box::new({
+                    let j = at("HEAD");
+                    move || std::fs::remove_file(&j).unwrap()
+                }),
+                Box::new({
+                    let j = at("HEAD");
+                    move || std::fs::write(&j, "ref: refs/heads/main\n").unwrap()
+                }),
+                "HEAD: no HEAD",
+            ),
+        ];
+        for (make, undo, says) in cases {
+            make();
+            let to = tempfile::tempdir().unwrap();
+            let err = format!("{:#}", copy_refs(&repo, to.path()).unwrap_err());
+            assert!(err.contains(says), "{says:?} not in {err}");
+            assert!(err.contains("or a fresh clone"), "{err}");
+            undo();
+            let to = tempfile::tempdir().unwrap();
+            copy_refs(&repo, to.path()).unwrap_or_else(|e| panic!("after {says}: {e:#}"));
+        }
     }
 }

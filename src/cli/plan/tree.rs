@@ -330,7 +330,12 @@ fn git_command() -> Command {
     // GIT_ALLOW_PROTOCOL overrides every `protocol.*.allow` of any config
     // (review 24 r24a F2: a repository's `protocol.ssh.allow=always` beat
     // `protocol.allow=never`; GIT_NO_LAZY_FETCH needs git 2.44).
+    // No commit-graph: a crafted `objects/info/commit-graph` of the input
+    // (read through the scratch's alternates) could give a commit other
+    // parents than the commit object holds (review 26 r26b): `HEAD~1` is
+    // read from the commits themselves.
     git.args(["-c", "core.fsmonitor=false", "-c", "protocol.allow=never"])
+        .args(["-c", "core.commitGraph=false"])
         .env("GIT_ALLOW_PROTOCOL", "none")
         .env("GIT_NO_REPLACE_OBJECTS", "1")
         .env("GIT_TERMINAL_PROMPT", "0")
@@ -670,12 +675,8 @@ fn borrowed_repo(repo: &git_dir::Repo, refs: bool, spec: &str) -> Result<tempfil
             .with_context(|| format!("{spec}: copying {}", attributes.display()))?;
     }
     if refs {
-        git_dir::copy_refs(repo, scratch.path()).with_context(|| {
-            format!(
-                "{spec}: reading the refs of {}; plan a checkout of the revision as a directory",
-                repo.top.display()
-            )
-        })?;
+        git_dir::copy_refs(repo, scratch.path())
+            .with_context(|| format!("{spec}: reading the refs of {}", repo.top.display()))?;
     }
     Ok(scratch)
 }

@@ -1,0 +1,124 @@
+//! `plan`'s git mode on a hostile repository (review 26 r26b): a revision
+//! resolved exactly as git resolves it there, or refused naming what plan
+//! cannot reproduce; never another commit.
+
+use super::{MOTD, committed_render, git, refused};
+use crate::support::{bin, repo, scratch_dir, skipped, stderr};
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// What git says `rev` is in `top`.
+fn rev_parse(top: &Path, rev: &str) -> String {
+    let o = Command::new("git")
+        .current_dir(top)
+        .args(["rev-parse", "--verify", rev])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "git rev-parse {rev}: {}", stderr(&o));
+    String::from_utf8(o.stdout).unwrap().trim().to_string()
+}
+
+/// A repository (see `committed_render`) with two commits: "base", and
+/// "pr" adding a MachineConfig of the pool (a reboot) under gitops/; its
+/// top, base and pr.
+fn base_and_pr(dir: &Path) -> (PathBuf, String, String) {
+    let top = committed_render(dir);
+    let base = rev_parse(&top, "HEAD");
+    let pool = top.join("gitops/worker-gpu");
+    std::fs::write(pool.join("99-motd.yaml"), MOTD).unwrap();
+    let k = pool.join("kustomization.yaml");
+    let listed = std::fs::read_to_string(&k).unwrap() + "- 99-motd.yaml\n";
+    std::fs::write(&k, listed).unwrap();
+    git(&top, &["add", "-A"]);
+    git(&top, &["commit", "-q", "-m", "pr"]);
+    let pr = rev_parse(&top, "HEAD");
+    (top, base, pr)
+}
+
+/// `plan --from FROM --to TO --fail-on reboot` in `dir`.
+pub(crate) fn plan_in(dir: &Path, from: &str, to: &str) -> Output {
+    bin()
+        .current_dir(dir)
+        .args(["plan", "--from", from, "--to", to, "--fail-on", "reboot"])
+        .arg("--fleet")
+        .arg(repo().join("examples/fleet/fleet.json"))
+        .output()
+        .unwrap()
+}
+
+/// Review 26 r26b F1: what plan's scratch repository cannot hold as the
+/// repository has it (a ref that is a link, a replace ref, grafts) is
+/// refused naming it; a top-level pseudo-ref (`FETCH_HEAD`) is read as
+/// git reads it, not a tag planted under the same name. Each of these
+/// planned the base (no reboot) where git resolves the pull request.
+#[test]
+fn a_revision_is_resolved_as_git_does_or_refused() {
+    if !skipped::need("git") {
+        return;
+    }
+    let tmp = scratch_dir();
+    let (top, base, pr) = base_and_pr(tmp.path());
+    let git_dir = top.join(".git");
+    let from = format!("{base}:gitops");
+    // The control: the pull request's reboot.
+    let o = plan_in(&top, &from, "HEAD:gitops");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+
+    // main a link to a file holding the pull request, packed as the base.
+    git(&top, &["pack-refs", "--all"]);
+    git(&top, &["update-ref", "refs/heads/main", &base]);
+    git(&top, &["pack-refs", "--all"]);
+    git(&top, &["symbolic-ref", "HEAD", "refs/heads/main"]);
+    std::fs::write(tmp.path().join("held"), format!("{pr}\n")).unwrap();
+    let main = git_dir.join("refs/heads/main");
+    std::os::unix::fs::symlink(tmp.path().join("held"), &main).unwrap();
+    assert_eq!(rev_parse(&top, "HEAD"), pr);
+    refused(
+        &plan_in(&top, &from, "HEAD:gitops"),
+        &[
+            "refs/heads/main: a ref that is a symbolic link",
+            "or a fresh clone",
+        ],
+    );
+    std::fs::remove_file(&main).unwrap();
+    assert_eq!(rev_parse(&top, "HEAD"), base);
+
+    // A replace ref: git shows the pull request's content for the base.
+    git(&top, &["replace", &base, &pr]);
+    assert_eq!(
+        rev_parse(&top, "HEAD:gitops"),
+        rev_parse(&top, &format!("{pr}:gitops"))
+    );
+    refused(
+        &plan_in(&top, &from, "HEAD:gitops"),
+        &[&format!("refs/replace/{base} is a replace ref")],
+    );
+    git(&top, &["replace", "-d", &base]);
+
+    // FETCH_HEAD of the git directory (the base), a tag of that name (the
+    // pull request): git reads the first.
+    git(&top, &["update-ref", "refs/heads/main", &pr]);
+    std::fs::write(
+        git_dir.join("FETCH_HEAD"),
+        format!("{base}\t\tbranch 'main' of x\n"),
+    )
+    .unwrap();
+    git(&top, &["tag", "FETCH_HEAD", &pr]);
+    assert_eq!(rev_parse(&top, "FETCH_HEAD"), base);
+    let o = plan_in(&top, "FETCH_HEAD:gitops", "HEAD:gitops");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let o = plan_in(&top, "refs/tags/FETCH_HEAD:gitops", "HEAD:gitops");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+
+    // Grafts: HEAD~1 is the base to git, whatever the commit says.
+    git(&top, &["commit", "-q", "--allow-empty", "-m", "c"]);
+    let c = rev_parse(&top, "HEAD");
+    std::fs::create_dir_all(git_dir.join("info")).unwrap();
+    std::fs::write(git_dir.join("info/grafts"), format!("{c} {base}\n")).unwrap();
+    assert_eq!(rev_parse(&top, "HEAD~1"), base);
+    refused(
+        &plan_in(&top, "HEAD~1:gitops", "HEAD:gitops"),
+        &["info/grafts: grafts give commits other parents"],
+    );
+}
