@@ -122,3 +122,79 @@ fn a_revision_is_resolved_as_git_does_or_refused() {
         &["info/grafts: grafts give commits other parents"],
     );
 }
+
+/// Review 26 r26b F2: where plan cannot tell whether `REV` of a spec that
+/// is also a path is a revision (a ref store it refuses, git stopped at its
+/// deadline), the spec is refused, never read as the path (a decoy
+/// directory `HEAD:gitops` was planned in place of the revision); the path
+/// spelt `./HEAD:gitops` is read as a path.
+#[test]
+fn a_spec_plan_cannot_resolve_is_never_read_as_a_path() {
+    if !skipped::need("git") || !skipped::need("mkfifo") {
+        return;
+    }
+    let tmp = scratch_dir();
+    let (top, base, _) = base_and_pr(tmp.path());
+    let from = format!("{base}:gitops");
+    // The decoy: the base's files as a directory named like the revision.
+    let decoy = top.join("HEAD:gitops");
+    std::fs::create_dir(&decoy).unwrap();
+    let copied = Command::new("cp")
+        .arg("-r")
+        .arg(top.join("gitops/worker-gpu"))
+        .arg(&decoy)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    std::fs::remove_file(decoy.join("worker-gpu/99-motd.yaml")).unwrap();
+    let k = decoy.join("worker-gpu/kustomization.yaml");
+    let kept = std::fs::read_to_string(&k)
+        .unwrap()
+        .replace("- 99-motd.yaml\n", "");
+    std::fs::write(&k, kept).unwrap();
+    refused(&plan_in(&top, &from, "HEAD:gitops"), &["ambiguous"]);
+    // The path, spelt as one: planned (nothing changes).
+    let o = plan_in(&top, &from, "./HEAD:gitops");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+
+    // An unrelated oversized ref: no revision resolves.
+    let junk = top.join(".git/refs/tags/junk");
+    std::fs::write(&junk, "0".repeat(5000)).unwrap();
+    refused(
+        &plan_in(&top, "./HEAD:gitops", "HEAD:gitops"),
+        &[
+            "HEAD:gitops: a path of the working directory, and maybe",
+            "which plan cannot resolve",
+            "refs/tags/junk is larger than 4096 bytes",
+        ],
+    );
+    let o = plan_in(&top, "./HEAD:gitops", "./HEAD:gitops");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    std::fs::remove_file(&junk).unwrap();
+
+    // git stopped at its deadline (alternates a FIFO), lowered for the test.
+    let alternates = top.join(".git/objects/info/alternates");
+    std::fs::create_dir_all(alternates.parent().unwrap()).unwrap();
+    assert!(
+        Command::new("mkfifo")
+            .arg(&alternates)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let o = bin()
+        .current_dir(&top)
+        .env("KUBELET_LABELER_TEST_CHILD_DEADLINE_MS", "1500")
+        .args(["plan", "--from", "./HEAD:gitops", "--to", "HEAD:gitops"])
+        .arg("--fleet")
+        .arg(repo().join("examples/fleet/fleet.json"))
+        .output()
+        .unwrap();
+    refused(
+        &o,
+        &[
+            "HEAD:gitops: a path of the working directory, and maybe",
+            "was stopped",
+        ],
+    );
+}

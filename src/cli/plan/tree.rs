@@ -206,29 +206,95 @@ fn index_listing(repo: &git_dir::Repo, dir: &Path, spec: &str) -> Result<Vec<u8>
 }
 
 /// Whether `rev` names a commit of the git repository of the working
-/// directory (where `git_texts` reads `REV:PATH`); false outside one, or
-/// without git. Resolved as `git_texts` does, in a scratch repository.
+/// directory (where `git_texts` reads `REV:PATH`): true only when it
+/// does. Where plan cannot tell (see `revision`), false here, and
+/// `check_no_link` refuses the path: the answer is never read as a no.
 pub fn is_revision(rev: &str) -> bool {
-    if rev.is_empty() || rev.starts_with('-') {
-        return false;
-    }
-    let Ok(Some(repo)) = git_dir::discover(Path::new(".")) else {
-        return false;
+    matches!(revision(rev), Ok(Some(_)))
+}
+
+/// What `rev` is in the git repository of the working directory, resolved
+/// as `git_texts` does, in a scratch repository: its commit, None when it
+/// names none (outside a repository, not a revision plan takes, or git
+/// says it names no commit), or an error when plan cannot tell (review 26
+/// r26b F2: a ref store plan refuses, git stopped at its deadline, any
+/// other failure of git's, were read as "not a revision", and a directory
+/// named like `HEAD:gitops` planned in place of the revision). Asked once
+/// per revision and working directory (a deadline is paid once).
+fn revision(rev: &str) -> Result<Option<String>> {
+    use std::sync::Mutex;
+    type Answers = Vec<((PathBuf, String), Result<Option<String>, String>)>;
+    static ANSWERS: Mutex<Answers> = Mutex::new(Vec::new());
+    let key = (std::env::current_dir().unwrap_or_default(), rev.to_string());
+    let known = ANSWERS.lock().ok().and_then(|a| {
+        a.iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, answer)| answer.clone())
+    });
+    let answer = match known {
+        Some(answer) => answer,
+        None => {
+            let answer = resolve(rev).map_err(|e| format!("{e:#}"));
+            if let Ok(mut all) = ANSWERS.lock() {
+                all.push((key, answer.clone()));
+            }
+            answer
+        }
     };
-    borrowed_repo(&repo, true, rev).is_ok_and(|scratch| commit_of(scratch.path(), rev).is_ok())
+    answer.map_err(|e| anyhow::anyhow!(e))
+}
+
+fn resolve(rev: &str) -> Result<Option<String>> {
+    // A path's spelling (`./HEAD:gitops`, the ambiguity's advice): no ref
+    // name starts with `.` or `/`, so it is no revision to git.
+    if rev.is_empty() || rev.starts_with(['-', '.', '/']) {
+        return Ok(None);
+    }
+    let Some(repo) = git_dir::discover(Path::new("."))? else {
+        return Ok(None);
+    };
+    let scratch = borrowed_repo(&repo, true, rev)?;
+    commit_of(scratch.path(), rev)
 }
 
 /// The commit `rev` names in the scratch repository `git_dir` (which holds
-/// the refs of the repository it borrows from: `git_dir::copy_refs`).
-fn commit_of(git_dir: &Path, rev: &str) -> Result<String> {
+/// the refs of the repository it borrows from: `git_dir::copy_refs`), or
+/// None when git says it names no commit (`rev-parse --verify --quiet`
+/// exits 1: unknown, or not a commit); any other failure (an ambiguous
+/// abbreviation, git stopped, a fatal error) is an error.
+fn commit_of(git_dir: &Path, rev: &str) -> Result<Option<String>> {
     let commit = format!("{rev}^{{commit}}");
     let git_dir = format!("--git-dir={}", git_dir.display());
     let out = git_output(
         &[&git_dir, "rev-parse", "--verify", "--quiet", &commit],
         None,
         1 << 16,
-    )?;
-    Ok(String::from_utf8_lossy(&out).trim().to_string())
+    );
+    match out {
+        Ok(out) => Ok(Some(String::from_utf8_lossy(&out).trim().to_string())),
+        Err(e) => match e.downcast_ref::<Exited>() {
+            Some(Exited(Some(1), said)) if !said.contains("ambiguous") => Ok(None),
+            _ => Err(e.context(format!("git rev-parse {rev}"))),
+        },
+    }
+}
+
+/// Refuse a spec given as a path that may also be `REV:PATH` where plan
+/// cannot tell whether REV is a revision (see `revision`): which is meant
+/// is never guessed (review 23 r23b F4; review 26 r26b F2).
+fn check_no_untold_revision(spec: &str) -> Result<()> {
+    let Some((rev, sub)) = spec.split_once(':') else {
+        return Ok(());
+    };
+    if let Err(e) = revision(rev) {
+        bail!(
+            "{spec}: a path of the working directory, and maybe {sub:?} of git revision \
+             {rev:?}, which plan cannot resolve ({e:#}); plan does not guess which is meant: \
+             give `./{spec}` for the path, or move or rename the path and repair the repository \
+             to read the revision"
+        );
+    }
+    Ok(())
 }
 
 /// Refuse a link on the way to a render given as a path (the spec itself,
@@ -240,6 +306,7 @@ fn commit_of(git_dir: &Path, rev: &str) -> Result<String> {
 /// (`render::checked_dir`). A link elsewhere (`/tmp` on some systems) is
 /// the machine's, and followed.
 pub fn check_no_link(spec: &str) -> Result<()> {
+    check_no_untold_revision(spec)?;
     let trimmed = spec.trim_end_matches('/');
     let cwd = std::fs::canonicalize(".").ok();
     for at in Path::new(trimmed).ancestors() {
@@ -383,6 +450,19 @@ fn run_git(git: &mut Command, input: Option<Vec<u8>>, cap: u64) -> Result<Vec<u8
     run_child(git, input, cap, child_deadline())
 }
 
+/// A child that exited unsuccessfully: its exit code (None when killed by
+/// a signal) and what it wrote to its standard error, trimmed.
+#[derive(Debug)]
+struct Exited(Option<i32>, String);
+
+impl std::fmt::Display for Exited {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.1)
+    }
+}
+
+impl std::error::Error for Exited {}
+
 /// A child stopped at its deadline (`run_child`): never read as a "no".
 #[derive(Debug)]
 struct Stopped(String);
@@ -481,7 +561,8 @@ fn run_child(
         bail!("more than {} MiB of output", cap >> 20);
     }
     if !status.success() {
-        bail!("{}", String::from_utf8_lossy(&stderr).trim());
+        let said = String::from_utf8_lossy(&stderr).trim().to_string();
+        return Err(Exited(status.code(), said).into());
     }
     Ok(stdout)
 }
@@ -548,11 +629,9 @@ pub fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<ManifestFile>> 
     }
     let borrowed = borrowed_repo(&repo, true, spec)?;
     let commit = match commit_of(borrowed.path(), rev) {
-        Ok(commit) => commit,
-        Err(e) if e.downcast_ref::<Stopped>().is_some() => {
-            return Err(e.context(format!("{spec}: git rev-parse {rev}")));
-        }
-        Err(_) => bail!(
+        Ok(Some(commit)) => commit,
+        Err(e) => return Err(e.context(spec.to_string())),
+        Ok(None) => bail!(
             "{spec}: {rev:?} is no git revision of {top}; give a branch, tag or commit (git fetch \
              first for origin/...; plan reads none of the repository's config, so \
              `@{{upstream}}` is unknown to it: name the remote branch)"
@@ -822,144 +901,5 @@ fn checkout_fits(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Each blob as a checkout writes it (review 21 r21b F8), told apart
-    /// from the next whatever it holds: a line like the one closing a blob,
-    /// a name with a space or a newline, a size changed by the conversion.
-    #[test]
-    fn blobs_are_read_as_checked_out() {
-        let repo = tempfile::tempdir().unwrap();
-        let top = repo.path().to_str().unwrap();
-        let git = |args: &[&str]| {
-            let mut all = vec!["-C", top, "-c", "user.name=t", "-c", "user.email=t@t"];
-            all.extend_from_slice(args);
-            git_output(&all, None, 1 << 20).unwrap()
-        };
-        git(&["init", "-q"]);
-        let files = [
-            ("a b.yaml", "k: \"$Id$\"\nv: 1\n"),
-            (
-                "x\ny.yaml",
-                "k: $Id$\nkubelet-labeler.end.00 missing\n\nz: 2\n",
-            ),
-            ("sub/c.yaml", "k: 2\n"),
-        ];
-        for (name, text) in files {
-            let path = repo.path().join(name);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
-        std::fs::write(
-            repo.path().join(".gitattributes"),
-            "*.yaml ident\nsub/*.yaml eol=crlf\n",
-        )
-        .unwrap();
-        git(&["add", "-A"]);
-        git(&["commit", "-q", "-m", "x"]);
-        let commit = String::from_utf8(git(&["rev-parse", "HEAD"])).unwrap();
-        let blobs = files
-            .iter()
-            .map(|(name, _)| {
-                let object = git(&["rev-parse", &format!("HEAD:{name}")]);
-                let object = String::from_utf8(object).unwrap().trim().to_string();
-                (name.to_string(), object, 0)
-            })
-            .collect();
-        let git_dir = format!("--git-dir={top}/.git");
-        let out = checked_out(&git_dir, commit.trim(), "HEAD", blobs, "HEAD:").unwrap();
-        // What a checkout wrote, read back from a fresh one.
-        let co = tempfile::tempdir().unwrap();
-        let at = co.path().join("co");
-        git(&["worktree", "add", "-q", at.to_str().unwrap(), "HEAD"]);
-        for (f, (name, text)) in out.iter().zip(files) {
-            let written = std::fs::read_to_string(at.join(name)).unwrap();
-            assert_eq!(f.text, written, "{name}");
-            assert_ne!(f.text, text, "{name}: converted");
-        }
-    }
-
-    /// What a checkout may write, from `git check-attr -z` (review 22
-    /// r22b F2): `ident` counts 18 times, anything else twice; a filter
-    /// driver or an encoding other than UTF-8 refused; `set`/`unset`
-    /// values name no driver or encoding (git ignores them).
-    #[test]
-    fn a_checkout_is_bounded_by_its_attributes() {
-        let blobs = [("a.yaml", 10), ("b.yaml", 5)]
-            .map(|(n, size)| (n.to_string(), String::new(), size))
-            .to_vec();
-        let said = |triples: &[(&str, &str, &str)]| {
-            let mut out = Vec::new();
-            for (n, a, v) in triples {
-                for f in [n, a, v] {
-                    out.extend_from_slice(f.as_bytes());
-                    out.push(0);
-                }
-            }
-            out
-        };
-        let plain = said(&[("a.yaml", "ident", "unset"), ("b.yaml", "filter", "set")]);
-        assert!(checkout_fits(&plain, &blobs, 30, "r").is_ok());
-        assert!(checkout_fits(&plain, &blobs, 29, "r").is_err());
-        let ident = said(&[("a.yaml", "ident", "set")]);
-        assert!(checkout_fits(&ident, &blobs, 190, "r").is_ok());
-        let err = checkout_fits(&ident, &blobs, 189, "r").unwrap_err();
-        assert!(format!("{err}").contains("ident"), "{err}");
-        for (attribute, value, says) in [
-            ("filter", "lfs", "through the filter \"lfs\""),
-            ("working-tree-encoding", "UTF-16", "as UTF-16"),
-            ("working-tree-encoding", "set", "as set"),
-        ] {
-            let one = said(&[("b.yaml", attribute, value)]);
-            let err = checkout_fits(&one, &blobs, 1 << 20, "r").unwrap_err();
-            assert!(format!("{err}").contains(says), "{err}");
-        }
-        let utf8 = said(&[("b.yaml", "working-tree-encoding", "utf-8")]);
-        assert!(checkout_fits(&utf8, &blobs, 30, "r").is_ok());
-        let other = said(&[("c.yaml", "ident", "set")]);
-        assert!(checkout_fits(&other, &blobs, 1 << 20, "r").is_err());
-    }
-
-    /// A child past its deadline is killed and the error says so (review
-    /// 25 r25a F3: git waited for ever on a repository's config include).
-    #[test]
-    fn a_child_past_its_deadline_is_stopped() {
-        let started = Instant::now();
-        let mut sleep = Command::new("sh");
-        sleep.args(["-c", "exec sleep 30"]);
-        let err = run_child(&mut sleep, None, 1 << 10, Duration::from_millis(300)).unwrap_err();
-        assert!(err.downcast_ref::<Stopped>().is_some(), "{err:#}");
-        assert!(
-            format!("{err}").contains("did not finish within 0.3 s"),
-            "{err}"
-        );
-        assert!(started.elapsed() < Duration::from_secs(10));
-    }
-
-    /// git's output is read up to a bound, then refused (a listing of
-    /// millions of files was read whole); input reaches it meanwhile.
-    #[test]
-    fn what_git_writes_is_bounded() {
-        let err = git_output(&["--version"], None, 4).unwrap_err();
-        assert!(format!("{err:#}").contains("more than"), "{err:#}");
-        assert!(git_output(&["--version"], None, 1 << 10).is_ok());
-        // 1.2 MiB in and out through both pipes at once: no deadlock.
-        let repo = tempfile::tempdir().unwrap();
-        let dir = repo.path().to_str().unwrap();
-        git_output(&["init", "-q", dir], None, 1 << 16).unwrap();
-        let line = format!("{}\n", "0".repeat(40));
-        let out = git_output(
-            &["-C", dir, "cat-file", "--batch-check"],
-            Some(line.repeat(25_000).into_bytes()),
-            4 << 20,
-        )
-        .unwrap();
-        assert_eq!(
-            out,
-            format!("{} missing\n", "0".repeat(40))
-                .repeat(25_000)
-                .into_bytes()
-        );
-    }
-}
+#[path = "tree_tests.rs"]
+mod tests;
