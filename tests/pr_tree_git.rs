@@ -198,3 +198,55 @@ fn a_spec_plan_cannot_resolve_is_never_read_as_a_path() {
         ],
     );
 }
+
+/// Review 26 r26b F4: `REV:./PATH` is read from the current directory's
+/// place in the work tree, as git reads it (`clusters/gitops` run in
+/// `clusters/`), `REV:PATH` from the top; plan read `./gitops` as the
+/// top-level `gitops`, unchanged, where git's changes.
+#[test]
+fn a_dot_slash_revision_path_is_read_as_git_reads_it() {
+    if !skipped::need("git") {
+        return;
+    }
+    let tmp = scratch_dir();
+    let top = committed_render(tmp.path());
+    let clusters = top.join("clusters");
+    std::fs::create_dir(&clusters).unwrap();
+    let copied = Command::new("cp")
+        .arg("-r")
+        .arg(top.join("gitops"))
+        .arg(&clusters)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    git(&top, &["add", "-A"]);
+    git(&top, &["commit", "-q", "-m", "two"]);
+    git(&top, &["tag", "base"]);
+    let pool = clusters.join("gitops/worker-gpu");
+    std::fs::write(pool.join("99-motd.yaml"), MOTD).unwrap();
+    let k = pool.join("kustomization.yaml");
+    let listed = std::fs::read_to_string(&k).unwrap() + "- 99-motd.yaml\n";
+    std::fs::write(&k, listed).unwrap();
+    git(&top, &["add", "-A"]);
+    git(&top, &["commit", "-q", "-m", "pr"]);
+    assert_eq!(
+        rev_parse(&clusters, "HEAD:./gitops"),
+        rev_parse(&top, "HEAD:clusters/gitops")
+    );
+    // Run in clusters/: ./gitops is clusters/gitops (a reboot), gitops the
+    // top-level one (unchanged).
+    let o = plan_in(&clusters, "base:./gitops", "HEAD:./gitops");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let o = plan_in(
+        &clusters,
+        "base:../clusters/gitops/",
+        "HEAD:clusters/gitops",
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let o = plan_in(&clusters, "base:gitops", "HEAD:gitops");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    refused(
+        &plan_in(&clusters, "base:../../gitops", "HEAD:gitops"),
+        &["outside the repository"],
+    );
+}

@@ -637,7 +637,10 @@ pub fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<ManifestFile>> 
              `@{{upstream}}` is unknown to it: name the remote branch)"
         ),
     };
-    let sub = sub.trim_start_matches("./");
+    let cwd = std::fs::canonicalize(".")
+        .with_context(|| format!("{spec}: finding the current directory"))?;
+    let sub = tree_path(&repo.top, &cwd, sub).with_context(|| spec.to_string())?;
+    let sub = sub.as_str();
     let git_dir = format!("--git-dir={}", borrowed.path().display());
     // With each blob's size (`<mode> <type> <object> <size>\t<name>`): the
     // total is known before any blob is read (a blob git stores in a few
@@ -710,6 +713,57 @@ pub fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<ManifestFile>> 
         bail!("{spec}: no *.yaml, *.yml or *.json file under {sub:?} at {rev}");
     }
     Ok(out)
+}
+
+/// The path of the tree `sub` names in `REV:PATH`, as git reads it (review
+/// 26 r26b F4): from the repository's top, but `./` and `../` from the
+/// current directory's place in the work tree `top` (`HEAD:./gitops` run
+/// in `clusters/` is `clusters/gitops`; `cwd`, canonical); one above the
+/// top is refused, as git refuses it. The whole tree is `.`.
+fn tree_path(top: &Path, cwd: &Path, sub: &str) -> Result<String> {
+    // git takes `.\` and `..\` for relative too, on any system.
+    if sub.starts_with(".\\") || sub.starts_with("..\\") {
+        bail!(
+            "{sub:?}: git reads it from the current directory; write the path from the repository's top"
+        );
+    }
+    if !(sub.starts_with("./") || sub.starts_with("../")) {
+        return Ok(sub.to_string());
+    }
+    let prefix = cwd.strip_prefix(top).with_context(|| {
+        format!(
+            "{sub:?} is read from the current directory, which is not in the work tree {}: \
+             write the path from the repository's top",
+            top.display()
+        )
+    })?;
+    let Some(prefix) = prefix.to_str() else {
+        bail!(
+            "{sub:?} is read from the current directory, whose path in the work tree is not \
+             UTF-8: write the path from the repository's top"
+        );
+    };
+    let mut parts: Vec<&str> = prefix.split('/').filter(|p| !p.is_empty()).collect();
+    for part in sub.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    bail!(
+                        "{sub:?} is outside the repository {} (read from the current \
+                         directory, as git reads it)",
+                        top.display()
+                    );
+                }
+            }
+            _ => parts.push(part),
+        }
+    }
+    Ok(if parts.is_empty() {
+        ".".to_string()
+    } else {
+        parts.join("/")
+    })
 }
 
 /// A scratch repository of plan's own that borrows the objects of `repo`

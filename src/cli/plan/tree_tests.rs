@@ -166,3 +166,30 @@ fn a_revision_is_yes_no_or_cannot_tell() {
     let err = commit_of(&none.path().join("x"), "HEAD").unwrap_err();
     assert!(format!("{err:#}").contains("git rev-parse HEAD"), "{err:#}");
 }
+
+/// `REV:./PATH` and `REV:../PATH` from the current directory's place in
+/// the work tree, as git reads them (review 26 r26b F4); other paths from
+/// the top; above the top, or from outside the work tree, refused.
+#[test]
+fn a_dot_slash_path_is_read_from_the_current_directory() {
+    let top = Path::new("/r");
+    let at = |cwd: &str, sub: &str| tree_path(top, Path::new(cwd), sub).map_err(|e| e.to_string());
+    assert_eq!(at("/r/clusters", "gitops").unwrap(), "gitops");
+    assert_eq!(at("/r/clusters", "./gitops").unwrap(), "clusters/gitops");
+    assert_eq!(at("/r/clusters", "./gitops/").unwrap(), "clusters/gitops");
+    assert_eq!(at("/r/a/b", "../x/./y").unwrap(), "a/x/y");
+    assert_eq!(at("/r/a", "./").unwrap(), "a");
+    assert_eq!(at("/r/a", "../").unwrap(), ".");
+    assert_eq!(at("/r", "./gitops").unwrap(), "gitops");
+    assert!(
+        at("/r/a", "../../x")
+            .unwrap_err()
+            .contains("outside the repository")
+    );
+    assert!(at("/r/a", ".\\x").unwrap_err().contains("repository's top"));
+    assert!(
+        at("/elsewhere", "./x")
+            .unwrap_err()
+            .contains("from the repository's top")
+    );
+}
