@@ -250,3 +250,69 @@ fn a_dot_slash_revision_path_is_read_as_git_reads_it() {
         &["outside the repository"],
     );
 }
+
+/// What git writes to its standard output in `top`, `input` given.
+fn git_out(top: &Path, args: &[&str], input: &str) -> String {
+    use std::io::Write;
+    let mut child = Command::new("git")
+        .current_dir(top)
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "git {args:?}");
+    String::from_utf8(o.stdout).unwrap().trim().to_string()
+}
+
+/// Review 26 r26b F5: git is given only what plan has measured of a
+/// revision (the listing under the path planned, the `.gitattributes`
+/// above it), never the whole commit: a tree DAG beside the path (22
+/// objects, 2^21 paths) made `read-tree` of the commit take minutes; it
+/// now plans in the control's time, under a deadline lowered to 30 s.
+#[test]
+fn a_tree_bomb_beside_the_planned_path_is_never_expanded() {
+    if !skipped::need("git") {
+        return;
+    }
+    let tmp = scratch_dir();
+    let (top, base, _) = base_and_pr(tmp.path());
+    let blob = git_out(&top, &["hash-object", "-w", "--stdin"], "x\n");
+    let mut tree = git_out(&top, &["mktree"], &format!("100644 blob {blob}\tf\n"));
+    for _ in 0..21 {
+        let two = format!("040000 tree {tree}\ta\n040000 tree {tree}\tb\n");
+        tree = git_out(&top, &["mktree"], &two);
+    }
+    let mut entries = git_out(&top, &["ls-tree", "HEAD"], "");
+    entries.push_str(&format!("\n040000 tree {tree}\tbomb\n"));
+    let with = git_out(&top, &["mktree"], &entries);
+    let commit = git_out(
+        &top,
+        &["commit-tree", "-p", "HEAD", "-m", "bomb", &with],
+        "",
+    );
+    let started = std::time::Instant::now();
+    let o = bin()
+        .current_dir(&top)
+        .env("KUBELET_LABELER_TEST_CHILD_DEADLINE_MS", "30000")
+        .args(["plan", "--from", &format!("{base}:gitops")])
+        .args(["--to", &format!("{commit}:gitops"), "--fail-on", "reboot"])
+        .arg("--fleet")
+        .arg(repo().join("examples/fleet/fleet.json"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(25),
+        "{:?}",
+        started.elapsed()
+    );
+}

@@ -478,6 +478,57 @@ pub fn object_format(repo: &Repo) -> Option<&'static str> {
         .then_some("sha256")
 }
 
+/// The path of the tree `sub` names in `REV:PATH`, as git reads it (review
+/// 26 r26b F4): from the repository's top, but `./` and `../` from the
+/// current directory's place in the work tree `top` (`HEAD:./gitops` run
+/// in `clusters/` is `clusters/gitops`; `cwd`, canonical); one above the
+/// top is refused, as git refuses it. The whole tree is `.`.
+pub fn tree_path(top: &Path, cwd: &Path, sub: &str) -> Result<String> {
+    // git takes `.\` and `..\` for relative too, on any system.
+    if sub.starts_with(".\\") || sub.starts_with("..\\") {
+        bail!(
+            "{sub:?}: git reads it from the current directory; write the path from the repository's top"
+        );
+    }
+    if !(sub.starts_with("./") || sub.starts_with("../")) {
+        return Ok(sub.to_string());
+    }
+    let prefix = cwd.strip_prefix(top).with_context(|| {
+        format!(
+            "{sub:?} is read from the current directory, which is not in the work tree {}: \
+             write the path from the repository's top",
+            top.display()
+        )
+    })?;
+    let Some(prefix) = prefix.to_str() else {
+        bail!(
+            "{sub:?} is read from the current directory, whose path in the work tree is not \
+             UTF-8: write the path from the repository's top"
+        );
+    };
+    let mut parts: Vec<&str> = prefix.split('/').filter(|p| !p.is_empty()).collect();
+    for part in sub.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    bail!(
+                        "{sub:?} is outside the repository {} (read from the current \
+                         directory, as git reads it)",
+                        top.display()
+                    );
+                }
+            }
+            _ => parts.push(part),
+        }
+    }
+    Ok(if parts.is_empty() {
+        ".".to_string()
+    } else {
+        parts.join("/")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -799,5 +850,33 @@ mod tests {
             let to = tempfile::tempdir().unwrap();
             copy_refs(&repo, to.path()).unwrap_or_else(|e| panic!("after {says}: {e:#}"));
         }
+    }
+
+    /// `REV:./PATH` and `REV:../PATH` from the current directory's place in
+    /// the work tree, as git reads them (review 26 r26b F4); other paths from
+    /// the top; above the top, or from outside the work tree, refused.
+    #[test]
+    fn a_dot_slash_path_is_read_from_the_current_directory() {
+        let top = Path::new("/r");
+        let at =
+            |cwd: &str, sub: &str| tree_path(top, Path::new(cwd), sub).map_err(|e| e.to_string());
+        assert_eq!(at("/r/clusters", "gitops").unwrap(), "gitops");
+        assert_eq!(at("/r/clusters", "./gitops").unwrap(), "clusters/gitops");
+        assert_eq!(at("/r/clusters", "./gitops/").unwrap(), "clusters/gitops");
+        assert_eq!(at("/r/a/b", "../x/./y").unwrap(), "a/x/y");
+        assert_eq!(at("/r/a", "./").unwrap(), "a");
+        assert_eq!(at("/r/a", "../").unwrap(), ".");
+        assert_eq!(at("/r", "./gitops").unwrap(), "gitops");
+        assert!(
+            at("/r/a", "../../x")
+                .unwrap_err()
+                .contains("outside the repository")
+        );
+        assert!(at("/r/a", ".\\x").unwrap_err().contains("repository's top"));
+        assert!(
+            at("/elsewhere", "./x")
+                .unwrap_err()
+                .contains("from the repository's top")
+        );
     }
 }

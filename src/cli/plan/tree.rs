@@ -639,7 +639,7 @@ pub fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<ManifestFile>> 
     };
     let cwd = std::fs::canonicalize(".")
         .with_context(|| format!("{spec}: finding the current directory"))?;
-    let sub = tree_path(&repo.top, &cwd, sub).with_context(|| spec.to_string())?;
+    let sub = git_dir::tree_path(&repo.top, &cwd, sub).with_context(|| spec.to_string())?;
     let sub = sub.as_str();
     let git_dir = format!("--git-dir={}", borrowed.path().display());
     // With each blob's size (`<mode> <type> <object> <size>\t<name>`): the
@@ -655,6 +655,11 @@ pub fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<ManifestFile>> 
     )?;
     let mut blobs = Vec::new();
     let mut total = 0u64;
+    // The scratch index of the checkout: what the listing holds (the
+    // manifests, the `.gitattributes` under `sub`) and the `.gitattributes`
+    // above it, never the whole commit (review 26 r26b F5: a tree DAG of
+    // 2^20 paths beside `sub`, 40 objects, was expanded by `read-tree`).
+    let mut index = attributes_above(&git_dir, &commit, sub, spec)?;
     for entry in listing.split(|&b| b == 0).filter(|n| !n.is_empty()) {
         let entry = String::from_utf8_lossy(entry);
         let Some((meta, name)) = entry.split_once('\t') else {
@@ -671,6 +676,9 @@ pub fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<ManifestFile>> 
         }
         if let Some(what) = other_builder(Path::new(name)) {
             bail!("{spec}: {name}: {what}");
+        }
+        if is_attributes(name) {
+            index_entry(&mut index, meta, name);
         }
         if !is_manifest(Path::new(name)) {
             continue;
@@ -700,6 +708,7 @@ pub fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<ManifestFile>> 
         if blobs.len() >= MAX_MANIFESTS {
             return Err(too_many(spec));
         }
+        index_entry(&mut index, meta, name);
         blobs.push((name.to_string(), object.to_string(), size));
     }
     if total > RENDER_MAX_BYTES {
@@ -708,62 +717,61 @@ pub fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<ManifestFile>> 
             RENDER_MAX_BYTES >> 20
         );
     }
-    let out = checked_out(&git_dir, &commit, rev, blobs, spec)?;
+    let out = checked_out(&git_dir, index, rev, blobs, spec)?;
     if out.is_empty() {
         bail!("{spec}: no *.yaml, *.yml or *.json file under {sub:?} at {rev}");
     }
     Ok(out)
 }
 
-/// The path of the tree `sub` names in `REV:PATH`, as git reads it (review
-/// 26 r26b F4): from the repository's top, but `./` and `../` from the
-/// current directory's place in the work tree `top` (`HEAD:./gitops` run
-/// in `clusters/` is `clusters/gitops`; `cwd`, canonical); one above the
-/// top is refused, as git refuses it. The whole tree is `.`.
-fn tree_path(top: &Path, cwd: &Path, sub: &str) -> Result<String> {
-    // git takes `.\` and `..\` for relative too, on any system.
-    if sub.starts_with(".\\") || sub.starts_with("..\\") {
-        bail!(
-            "{sub:?}: git reads it from the current directory; write the path from the repository's top"
-        );
-    }
-    if !(sub.starts_with("./") || sub.starts_with("../")) {
-        return Ok(sub.to_string());
-    }
-    let prefix = cwd.strip_prefix(top).with_context(|| {
-        format!(
-            "{sub:?} is read from the current directory, which is not in the work tree {}: \
-             write the path from the repository's top",
-            top.display()
-        )
-    })?;
-    let Some(prefix) = prefix.to_str() else {
-        bail!(
-            "{sub:?} is read from the current directory, whose path in the work tree is not \
-             UTF-8: write the path from the repository's top"
-        );
+fn is_attributes(name: &str) -> bool {
+    name == ".gitattributes" || name.ends_with("/.gitattributes")
+}
+
+/// `<mode> <object>\t<name>` (of `ls-tree`'s `<mode> <type> <object>`)
+/// added to `index` as `git update-index -z --index-info` reads it.
+fn index_entry(index: &mut Vec<u8>, meta: &str, name: &str) {
+    let mut fields = meta.split_whitespace();
+    let (Some(mode), Some(object)) = (fields.next(), fields.nth(1)) else {
+        return;
     };
-    let mut parts: Vec<&str> = prefix.split('/').filter(|p| !p.is_empty()).collect();
-    for part in sub.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                if parts.pop().is_none() {
-                    bail!(
-                        "{sub:?} is outside the repository {} (read from the current \
-                         directory, as git reads it)",
-                        top.display()
-                    );
-                }
-            }
-            _ => parts.push(part),
+    index.extend_from_slice(format!("{mode} {object}\t{name}").as_bytes());
+    index.push(0);
+}
+
+/// The index entries (as `index_entry`) of the `.gitattributes` of each
+/// directory above `sub` at `commit` (the top's, `a/`'s for `a/b`), which
+/// a checkout of `sub` applies: asked of git by name, one entry each.
+fn attributes_above(git_dir: &str, commit: &str, sub: &str, spec: &str) -> Result<Vec<u8>> {
+    let parts: Vec<&str> = sub
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    let mut asked = Vec::new();
+    for depth in 0..parts.len() {
+        let mut dir = parts[..depth].join("/");
+        if !dir.is_empty() {
+            dir.push('/');
+        }
+        asked.push(format!("{dir}.gitattributes"));
+    }
+    let mut index = Vec::new();
+    if asked.is_empty() {
+        return Ok(index);
+    }
+    let mut args = vec![git_dir, "ls-tree", "-z", commit, "--"];
+    args.extend(asked.iter().map(String::as_str));
+    let listing = git_output(&args, None, 1 << 20)
+        .with_context(|| format!("{spec}: git {}", args.join(" ")))?;
+    for entry in listing.split(|&b| b == 0).filter(|n| !n.is_empty()) {
+        let entry = String::from_utf8_lossy(entry);
+        if let Some((meta, name)) = entry.split_once('\t')
+            && asked.iter().any(|a| a == name)
+        {
+            index_entry(&mut index, meta, name);
         }
     }
-    Ok(if parts.is_empty() {
-        ".".to_string()
-    } else {
-        parts.join("/")
-    })
+    Ok(index)
 }
 
 /// A scratch repository of plan's own that borrows the objects of `repo`
@@ -821,12 +829,13 @@ fn borrowed_repo(repo: &git_dir::Repo, refs: bool, spec: &str) -> Result<tempfil
 /// configuration (`ident`, `text`/`eol`; a `filter` or another encoding
 /// refused, see `checkout_fits`), so a revision planned reads as its checkout
 /// planned as a directory. Git itself checks them out: from a scratch
-/// index of the revision (where its `.gitattributes` are read) into a
-/// scratch work tree, removed after, with any git (`--attr-source` needs
-/// 2.40).
+/// index made of `index` (`update-index --index-info`: the blobs and the
+/// revision's `.gitattributes` that apply to them, nothing else of the
+/// revision) into a scratch work tree, removed after, with any git
+/// (`--attr-source` needs 2.40).
 fn checked_out(
     git_dir: &str,
-    commit: &str,
+    index_info: Vec<u8>,
     rev: &str,
     blobs: Vec<(String, String, u64)>,
     spec: &str,
@@ -841,7 +850,11 @@ fn checked_out(
         git.env("GIT_INDEX_FILE", &index).arg(git_dir).args(args);
         run_git(&mut git, input, cap).with_context(|| format!("{spec}: git {}", args.join(" ")))
     };
-    with_index(&["read-tree", commit], None, 1 << 20)?;
+    with_index(
+        &["update-index", "-z", "--index-info"],
+        Some(index_info),
+        1 << 20,
+    )?;
     let mut names = Vec::new();
     for (name, _, _) in &blobs {
         names.extend_from_slice(name.as_bytes());
