@@ -172,12 +172,14 @@ fn a_spec_plan_cannot_resolve_is_never_read_as_a_path() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     std::fs::remove_file(&junk).unwrap();
 
-    // git stopped at its deadline (alternates a FIFO), lowered for the test.
-    let alternates = top.join(".git/objects/info/alternates");
-    std::fs::create_dir_all(alternates.parent().unwrap()).unwrap();
+    // git stopped at its deadline (HEAD's commit object a FIFO, which git
+    // opens), lowered for the test.
+    let head = rev_parse(&top, "HEAD");
+    let object = top.join(".git/objects").join(&head[..2]).join(&head[2..]);
+    std::fs::remove_file(&object).unwrap();
     assert!(
         Command::new("mkfifo")
-            .arg(&alternates)
+            .arg(&object)
             .status()
             .unwrap()
             .success()
@@ -315,4 +317,42 @@ fn a_tree_bomb_beside_the_planned_path_is_never_expanded() {
         "{:?}",
         started.elapsed()
     );
+}
+
+/// Review 26 r26b F3: the input's `objects/info/alternates` is read by
+/// plan first, bounded: a link to /dev/zero (git read it whole, without
+/// bound) is refused at once, naming it; a `git clone --shared` (an
+/// alternates file of its own) is planned.
+#[test]
+fn alternates_are_read_bounded_before_git() {
+    if !skipped::need("git") {
+        return;
+    }
+    let tmp = scratch_dir();
+    let (top, base, _) = base_and_pr(tmp.path());
+    let shared = tmp.path().join("shared");
+    git(
+        tmp.path(),
+        &["clone", "-q", "--shared", top.to_str().unwrap(), "shared"],
+    );
+    let from = format!("{base}:gitops");
+    let o = plan_in(&shared, &from, "HEAD:gitops");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let alternates = top.join(".git/objects/info/alternates");
+    std::os::unix::fs::symlink("/dev/zero", &alternates).unwrap();
+    let started = std::time::Instant::now();
+    for dir in [&top, &shared] {
+        // Under a memory bound: git reading /dev/zero (a regression)
+        // would otherwise take the machine's memory.
+        let o = Command::new("sh")
+            .current_dir(dir)
+            .args(["-c", "ulimit -v 2097152; exec \"$0\" \"$@\""])
+            .arg(bin().get_program())
+            .args(["plan", "--from", &from, "--to", "HEAD:gitops", "--fleet"])
+            .arg(repo().join("examples/fleet/fleet.json"))
+            .output()
+            .unwrap();
+        refused(&o, &["objects/info/alternates", "symbolic link"]);
+    }
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
 }

@@ -529,6 +529,59 @@ pub fn tree_path(top: &Path, cwd: &Path, sub: &str) -> Result<String> {
     })
 }
 
+/// The most one `objects/info/alternates` may hold (a few paths).
+const ALTERNATES_MAX: u64 = 64 << 10;
+/// How deep git follows alternates of alternates (it reads the file of
+/// the sixth level, then stops), counted from the input's own objects.
+const ALTERNATES_DEPTH: usize = 6;
+
+/// Check what git will read of the alternates of the object directory
+/// `objects` (the input's, which plan's scratch borrows) before it reads
+/// them whole (review 26 r26b F3: a link to /dev/zero, or a sparse 64 GiB
+/// file, grew every git child without bound): each `info/alternates` of
+/// the chain, as far as git follows it, a regular file of at most 64 KiB
+/// (`read_in`), or an error naming it.
+pub fn check_alternates(objects: &Path) -> Result<()> {
+    let mut seen = Vec::new();
+    alternates_under(objects, 1, &mut seen)
+}
+
+fn alternates_under(objects: &Path, depth: usize, seen: &mut Vec<PathBuf>) -> Result<()> {
+    if depth > ALTERNATES_DEPTH || seen.iter().any(|s| s == objects) {
+        return Ok(());
+    }
+    seen.push(objects.to_path_buf());
+    let info = objects.join("info");
+    let text = read_in(&info, "alternates", ALTERNATES_MAX).map_err(|e| {
+        e.context(format!(
+            "{}: git reads it to find objects; plan reads it first, bounded: {COPY_FIX}",
+            info.join("alternates").display()
+        ))
+    })?;
+    let Some(text) = text else {
+        return Ok(());
+    };
+    for line in text.split(|&b| b == b'\n') {
+        if line.is_empty() || line.starts_with(b"#") {
+            continue;
+        }
+        if line.starts_with(b"\"") {
+            return Err(cannot_copy(
+                &info.join("alternates"),
+                "a quoted alternate, which plan does not read",
+            ));
+        }
+        let path = Path::new(<OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(line));
+        let next = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            objects.join(path)
+        };
+        alternates_under(&next, depth + 1, seen)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -878,5 +931,45 @@ mod tests {
                 .unwrap_err()
                 .contains("from the repository's top")
         );
+    }
+
+    /// Each alternates file of the chain git follows is read first,
+    /// bounded, a regular file (review 26 r26b F3); a sane chain (a
+    /// relative and an absolute path, a comment, a cycle) passes.
+    #[test]
+    fn alternates_are_read_bounded_before_git() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(tmp.path()).unwrap();
+        let objects = |name: &str| {
+            let o = root.join(name).join("objects");
+            std::fs::create_dir_all(o.join("info")).unwrap();
+            o
+        };
+        let (a, b, c) = (objects("a"), objects("b"), objects("c"));
+        let alt = |o: &Path| o.join("info/alternates");
+        std::fs::write(alt(&a), "# shared\n../../b/objects\n").unwrap();
+        std::fs::write(alt(&b), format!("{}\n", c.display())).unwrap();
+        std::fs::write(alt(&c), format!("{}\n", a.display())).unwrap();
+        check_alternates(&a).unwrap();
+        // Deep in the chain: a link, an oversized file, a FIFO.
+        std::fs::remove_file(alt(&c)).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", alt(&c)).unwrap();
+        let err = format!("{:#}", check_alternates(&a).unwrap_err());
+        assert!(err.contains("c/objects/info/alternates"), "{err}");
+        assert!(err.contains("symbolic link"), "{err}");
+        std::fs::remove_file(alt(&c)).unwrap();
+        let big = std::fs::File::create(alt(&c)).unwrap();
+        big.set_len(64 << 30).unwrap();
+        let err = format!("{:#}", check_alternates(&a).unwrap_err());
+        assert!(err.contains("larger than 65536 bytes"), "{err}");
+        std::fs::remove_file(alt(&c)).unwrap();
+        if std::process::Command::new("mkfifo")
+            .arg(alt(&c))
+            .status()
+            .is_ok_and(|s| s.success())
+        {
+            let err = format!("{:#}", check_alternates(&a).unwrap_err());
+            assert!(err.contains("not a regular file"), "{err}");
+        }
     }
 }

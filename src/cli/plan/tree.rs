@@ -798,6 +798,8 @@ fn borrowed_repo(repo: &git_dir::Repo, refs: bool, spec: &str) -> Result<tempfil
     }
     init.push(&dir);
     git_output(&init, None, 1 << 16).with_context(|| format!("{spec}: git init --bare {dir}"))?;
+    git_dir::check_alternates(&repo.common.join("objects"))
+        .with_context(|| format!("{spec}: reading the objects of {}", repo.top.display()))?;
     let mut alternates = repo
         .common
         .join("objects")
