@@ -111,6 +111,20 @@ fn a_revision_is_resolved_as_git_does_or_refused() {
     let o = plan_in(&top, "refs/tags/FETCH_HEAD:gitops", "HEAD:gitops");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 
+    // shallow: git knows no parent of the pull request, nor does plan.
+    std::fs::write(git_dir.join("shallow"), format!("{pr}\n")).unwrap();
+    let o = Command::new("git")
+        .current_dir(&top)
+        .args(["rev-parse", "--verify", "--quiet", "HEAD~1"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    refused(
+        &plan_in(&top, "HEAD~1:gitops", "HEAD:gitops"),
+        &["\"HEAD~1\" is no git revision"],
+    );
+    std::fs::remove_file(git_dir.join("shallow")).unwrap();
+
     // Grafts: HEAD~1 is the base to git, whatever the commit says.
     git(&top, &["commit", "-q", "--allow-empty", "-m", "c"]);
     let c = rev_parse(&top, "HEAD");
