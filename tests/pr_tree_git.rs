@@ -125,6 +125,30 @@ fn a_revision_is_resolved_as_git_does_or_refused() {
     );
     std::fs::remove_file(git_dir.join("shallow")).unwrap();
 
+    // A linked worktree's HEAD naming a ref of its own (refs/worktree/x)
+    // that only the main worktree holds: no commit to git, nor to plan.
+    let wt = tmp.path().join("wt");
+    git(
+        &top,
+        &["worktree", "add", "-q", "--detach", wt.to_str().unwrap()],
+    );
+    git(&top, &["update-ref", "refs/worktree/x", &base]);
+    let private = git_dir.join("worktrees/wt");
+    std::fs::write(private.join("HEAD"), "ref: refs/worktree/x\n").unwrap();
+    let o = Command::new("git")
+        .current_dir(&wt)
+        .args(["rev-parse", "--verify", "--quiet", "HEAD"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    refused(
+        &plan_in(&wt, &from, "HEAD:gitops"),
+        &["\"HEAD\" is no git revision"],
+    );
+    std::fs::write(private.join("HEAD"), format!("{pr}\n")).unwrap();
+    let o = plan_in(&wt, &from, "HEAD:gitops");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+
     // Grafts: HEAD~1 is the base to git, whatever the commit says.
     git(&top, &["commit", "-q", "--allow-empty", "-m", "c"]);
     let c = rev_parse(&top, "HEAD");
