@@ -234,7 +234,16 @@ fn a_unit_reaching_kubelet_s_start_by_any_name_is_refused() {
         render(&pr, &["--taint", TAINT]);
         let unit = json!({ "name": "gpu-kubelet.service", "enabled": true, "contents": contents });
         add_machineconfig(&pr, "60-worker-gpu-x", units(unit));
-        refused(&planned(&base, &pr, Some(&policy)), says);
+        // Enabled in the change: refused by its enablement or its line.
+        let o = planned(&base, &pr, Some(&policy));
+        refused(&o, "gpu-kubelet.service");
+        // Enabled in both, the unit's text changed: refused by its line.
+        let was = json!({ "name": "gpu-kubelet.service", "enabled": true,
+            "contents": "[Service]\nExecStart=/bin/true\n" });
+        let before = tmp.path().join(format!("base{i}"));
+        render(&before, &["--taint", TAINT]);
+        add_machineconfig(&before, "60-worker-gpu-x", units(was));
+        refused(&planned(&before, &pr, Some(&policy)), says);
     }
     let pr = tmp.path().join("attached");
     render(&pr, &["--taint", TAINT]);

@@ -48,6 +48,11 @@ pub fn discover(start: &Path) -> Result<Option<Repo>> {
         let Ok(meta) = std::fs::symlink_metadata(&dot) else {
             continue;
         };
+        // git goes on up past a `.git` directory without `refs` (review 28
+        // r28b F5: a nested `gitops/.git` was plan's repository, not git's).
+        if meta.is_dir() && !dot.join("refs").is_dir() && !dot.join("commondir").is_file() {
+            continue;
+        }
         let git_dir = if meta.is_file() { gitfile(dir)? } else { dot };
         return repo_at(dir, &git_dir).map(Some);
     }
@@ -101,6 +106,18 @@ fn repo_at(top: &Path, named: &Path) -> Result<Repo> {
     };
     if read_in(&git_dir, "HEAD", SMALL)?.is_none() || !common.join("objects").is_dir() {
         return Err(not_a_repo("has no HEAD or objects"));
+    }
+    // git refuses a repository another user owns (review 28 r28b F4:
+    // "dubious ownership"): so does plan, which reads no safe.directory.
+    use std::os::unix::fs::MetadataExt;
+    let me = std::fs::metadata("/proc/self").map(|m| m.uid());
+    let owner = std::fs::metadata(&git_dir).map(|m| m.uid());
+    if let (Ok(me), Ok(owner)) = (me, owner)
+        && me != owner
+    {
+        return Err(not_a_repo(&format!(
+            "is owned by user {owner}, not by you ({me}): git refuses it (dubious ownership)"
+        )));
     }
     Ok(Repo {
         top: top.to_path_buf(),
@@ -415,6 +432,68 @@ impl Copy<'_> {
     }
 }
 
+/// Refuse a revision whose spelling git reads from what plan never copies
+/// (review 28 r28b F2, F6): reflogs and the repository's config
+/// (`HEAD@{1}`, `@{u}`, `@{-1}`), another worktree's refs
+/// (`main-worktree/HEAD`, `worktrees/<id>/HEAD`). An error, never "not a
+/// revision": a directory of that name is not planned in its place.
+pub fn revision_plan_reads(rev: &str) -> Result<()> {
+    if rev.contains("@{") {
+        bail!(
+            "{rev:?}: git reads `@{{...}}` from the repository's reflogs or config, which plan \
+             does not read; name the branch, tag or commit"
+        );
+    }
+    if rev.starts_with("main-worktree/") || rev.starts_with("worktrees/") {
+        bail!(
+            "{rev:?}: another worktree's ref, which plan does not read; name the branch, tag or \
+             commit"
+        );
+    }
+    Ok(())
+}
+
+/// Refuse when a name git would look `rev` up at in the repository (its
+/// git directory and common directory: `NAME`, `refs/NAME`,
+/// `refs/tags/NAME`, `refs/heads/NAME`, `refs/remotes/NAME`,
+/// `refs/remotes/NAME/HEAD`) is there but not in plan's copy `scratch`
+/// (review 28 r28b F1: a stray `.git/main` git reads before
+/// `refs/heads/main`, which plan did not copy): plan then resolves what
+/// git does, or nothing.
+pub fn lookups_copied(repo: &Repo, scratch: &Path, rev: &str) -> Result<()> {
+    let name = rev
+        .split(['~', '^', ':'])
+        .next()
+        .unwrap_or(rev)
+        .trim_end_matches('@');
+    if name.is_empty() || name.contains("..") || name.starts_with('/') {
+        return Ok(());
+    }
+    let candidates = [
+        name.to_string(),
+        format!("refs/{name}"),
+        format!("refs/tags/{name}"),
+        format!("refs/heads/{name}"),
+        format!("refs/remotes/{name}"),
+        format!("refs/remotes/{name}/HEAD"),
+    ];
+    let is_ref = |p: &Path| {
+        std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file() || m.file_type().is_symlink())
+    };
+    for c in &candidates {
+        let there = [&repo.git_dir, &repo.common]
+            .iter()
+            .any(|d| is_ref(&d.join(c)));
+        if there && !is_ref(&scratch.join(c)) {
+            bail!(
+                "{rev:?}: git reads {c} of {}, which plan does not copy; {COPY_FIX}",
+                repo.git_dir.display()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// The values of `section.key` (both without case) in `repo`'s own
 /// config, read here as text, never by git (no include is followed):
 /// `[section] key = value` lines, a value's quotes and comment dropped.
@@ -483,7 +562,8 @@ pub fn object_format(repo: &Repo) -> Option<&'static str> {
 /// current directory's place in the work tree `top` (`HEAD:./gitops` run
 /// in `clusters/` is `clusters/gitops`; `cwd`, canonical); one above the
 /// top is refused, as git refuses it. The whole tree is `.`.
-pub fn tree_path(top: &Path, cwd: &Path, sub: &str) -> Result<String> {
+pub fn tree_path(repo: &Repo, cwd: &Path, sub: &str) -> Result<String> {
+    let top = repo.top.as_path();
     // git takes `.\` and `..\` for relative too, on any system.
     if sub.starts_with(".\\") || sub.starts_with("..\\") {
         bail!(
@@ -492,6 +572,13 @@ pub fn tree_path(top: &Path, cwd: &Path, sub: &str) -> Result<String> {
     }
     if !(sub.starts_with("./") || sub.starts_with("../")) {
         return Ok(sub.to_string());
+    }
+    if !config_values(repo, "core", "worktree")?.is_empty() {
+        bail!(
+            "{sub:?}: git reads it from the current directory's place in the work tree its \
+             config names (core.worktree), which plan does not read; write the path from the \
+             repository's top"
+        );
     }
     let prefix = cwd.strip_prefix(top).with_context(|| {
         format!(
@@ -583,393 +670,5 @@ fn alternates_under(objects: &Path, depth: usize, seen: &mut Vec<PathBuf>) -> Re
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn git_dir_at(dir: &Path) {
-        std::fs::create_dir_all(dir.join("objects")).unwrap();
-        std::fs::create_dir_all(dir.join("refs/heads")).unwrap();
-        std::fs::write(dir.join("HEAD"), "ref: refs/heads/main\n").unwrap();
-    }
-
-    /// `.git` found up from a directory; a gitfile (relative or absolute)
-    /// and a worktree's `commondir` followed as git does; without `.git`,
-    /// None; a broken `.git` (a gitfile naming nothing, a FIFO for HEAD)
-    /// an error naming it, never a pass.
-    #[test]
-    fn a_repository_is_found_as_git_finds_it() {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(tmp.path()).unwrap();
-        let main = root.join("main");
-        git_dir_at(&main.join(".git"));
-        std::fs::create_dir_all(main.join("gitops/pool")).unwrap();
-        let found = discover(&main.join("gitops/pool")).unwrap().unwrap();
-        assert_eq!(
-            found,
-            Repo {
-                top: main.clone(),
-                git_dir: main.join(".git"),
-                common: main.join(".git"),
-            }
-        );
-
-        // A linked worktree: a gitfile to `.git/worktrees/wt`, whose
-        // commondir is `../..`.
-        let private = main.join(".git/worktrees/wt");
-        std::fs::create_dir_all(&private).unwrap();
-        std::fs::write(private.join("HEAD"), "0123\n").unwrap();
-        std::fs::write(private.join("commondir"), "../..\n").unwrap();
-        let wt = root.join("wt");
-        std::fs::create_dir_all(wt.join("sub")).unwrap();
-        std::fs::write(wt.join(".git"), format!("gitdir: {}\n", private.display())).unwrap();
-        let found = discover(&wt.join("sub")).unwrap().unwrap();
-        assert_eq!((found.top, found.git_dir), (wt.clone(), private.clone()));
-        assert_eq!(found.common, main.join(".git"));
-
-        // A submodule: a relative gitfile.
-        let modules = main.join(".git/modules/sm");
-        git_dir_at(&modules);
-        let sm = main.join("gitops/sm");
-        std::fs::create_dir_all(&sm).unwrap();
-        std::fs::write(sm.join(".git"), "gitdir: ../../.git/modules/sm\r\n").unwrap();
-        let found = discover(&sm).unwrap().unwrap();
-        assert_eq!((found.git_dir, found.common), (modules.clone(), modules));
-
-        // No `.git` up to `/` (none in the temporary directory's parents
-        // is assumed of the test machine).
-        let plain = root.join("plain");
-        std::fs::create_dir(&plain).unwrap();
-        if !root.ancestors().any(|d| d.join(".git").exists()) {
-            assert_eq!(discover(&plain).unwrap(), None);
-        }
-
-        // Broken: an error naming the `.git`.
-        std::fs::write(wt.join(".git"), "gitdir: /nonexistent/x\n").unwrap();
-        let err = format!("{:#}", discover(&wt).unwrap_err());
-        assert!(err.contains("/nonexistent/x"), "{err}");
-        std::fs::write(wt.join(".git"), "not a gitfile\n").unwrap();
-        let err = format!("{:#}", discover(&wt).unwrap_err());
-        assert!(err.contains("not a gitfile"), "{err}");
-        std::fs::write(wt.join(".git"), "gitdir: x".repeat(1000)).unwrap();
-        let err = format!("{:#}", discover(&wt).unwrap_err());
-        assert!(err.contains("larger than"), "{err}");
-        let head = main.join(".git/HEAD");
-        std::fs::remove_file(&head).unwrap();
-        let made = std::process::Command::new("mkfifo").arg(&head).status();
-        if made.is_ok_and(|s| s.success()) {
-            let err = format!("{:#}", discover(&main).unwrap_err());
-            assert!(err.contains("not a regular file"), "{err}");
-        }
-    }
-
-    /// The refs copied (HEAD, the pseudo-refs beside it, packed-refs,
-    /// `shallow`, loose ones at any depth, a worktree's own from its own
-    /// directory only); the object format read from the config as text.
-    #[test]
-    fn refs_are_copied_as_git_reads_them() {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(tmp.path()).unwrap();
-        let common = root.join("repo/.git");
-        git_dir_at(&common);
-        std::fs::create_dir_all(common.join("refs/remotes/origin")).unwrap();
-        std::fs::create_dir_all(common.join("refs/worktree")).unwrap();
-        std::fs::write(common.join("refs/remotes/origin/main"), "1\n").unwrap();
-        std::fs::write(common.join("refs/worktree/x"), "5\n").unwrap();
-        std::fs::write(common.join("packed-refs"), "2 refs/tags/v1\n").unwrap();
-        std::fs::write(common.join("shallow"), "6\n").unwrap();
-        let private = common.join("worktrees/wt");
-        std::fs::create_dir_all(private.join("refs/bisect")).unwrap();
-        std::fs::create_dir_all(private.join("refs/heads")).unwrap();
-        std::fs::write(private.join("HEAD"), "3\n").unwrap();
-        std::fs::write(private.join("FETCH_HEAD"), "7\t\tbranch 'main'\n").unwrap();
-        std::fs::write(private.join("COMMIT-x"), "8\n").unwrap();
-        std::fs::write(private.join("refs/bisect/bad"), "4\n").unwrap();
-        std::fs::write(private.join("refs/heads/own"), "9\n").unwrap();
-        let repo = Repo {
-            top: root.join("wt"),
-            git_dir: private.clone(),
-            common: common.clone(),
-        };
-        let to = root.join("scratch");
-        std::fs::create_dir(&to).unwrap();
-        copy_refs(&repo, &to).unwrap();
-        let read = |p: &str| std::fs::read_to_string(to.join(p)).unwrap();
-        assert_eq!(read("HEAD"), "3\n");
-        assert_eq!(read("FETCH_HEAD"), "7\t\tbranch 'main'\n");
-        assert_eq!(read("packed-refs"), "2 refs/tags/v1\n");
-        assert_eq!(read("shallow"), "6\n");
-        assert_eq!(read("refs/remotes/origin/main"), "1\n");
-        assert_eq!(read("refs/bisect/bad"), "4\n");
-        // The main worktree's own, and what git never reads of a linked one.
-        assert!(!to.join("refs/worktree/x").exists());
-        assert!(!to.join("refs/heads/own").exists());
-        assert!(!to.join("COMMIT-x").exists());
-
-        assert_eq!(object_format(&repo), None);
-        std::fs::write(
-            common.join("config"),
-            "[core]\n\tbare = false\n[extensions]\n\tobjectFormat = sha256\n",
-        )
-        .unwrap();
-        assert_eq!(object_format(&repo), Some("sha256"));
-    }
-
-    /// Whatever plan cannot give its scratch as it is, is refused naming
-    /// it (review 26 r26b F1): never left out for the packed value or the
-    /// next rule of git's to win. Each case alone, undone after.
-    #[test]
-    fn what_cannot_be_copied_is_refused() {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(tmp.path()).unwrap();
-        let common = root.join("repo/.git");
-        git_dir_at(&common);
-        let repo = Repo {
-            top: root.join("repo"),
-            git_dir: common.clone(),
-            common: common.clone(),
-        };
-        let at = |p: &str| common.join(p);
-        let deep = format!("refs/heads/{}", "d/".repeat(70));
-        type Step = Box<dyn Fn()>;
-        let (a, b, c, d) = (at("refs/heads/x"), at("refs/heads"), at(&deep), at("info"));
-        let (e, f, g) = (at("refs/replace"), at("packed-refs"), at("config"));
-        let (h, i) = (at("reftable"), at("refs/tags/big"));
-        let cases: Vec<(Step, Step, &str)> = vec![
-            (
-                Box::new({
-                    let a = a.clone();
-                    move || std::os::unix::fs::symlink("/etc/hostname", &a).unwrap()
-                }),
-                Box::new({
-                    let a = a.clone();
-                    move || std::fs::remove_file(&a).unwrap()
-                }),
-                "refs/heads/x: a ref that is a symbolic link",
-            ),
-            (
-                Box::new({
-                    let (b, root) = (b.clone(), root.clone());
-                    move || {
-                        std::fs::rename(&b, root.join("heads")).unwrap();
-                        std::os::unix::fs::symlink(root.join("heads"), &b).unwrap();
-                    }
-                }),
-                Box::new({
-                    let (b, root) = (b.clone(), root.clone());
-                    move || {
-                        std::fs::remove_file(&b).unwrap();
-                        std::fs::rename(root.join("heads"), &b).unwrap();
-                    }
-                }),
-                "refs/heads: a ref that is a symbolic link",
-            ),
-            (
-                Box::new({
-                    let c = c.clone();
-                    move || {
-                        std::fs::create_dir_all(&c).unwrap();
-                        std::fs::write(c.join("m"), "1\n").unwrap();
-                    }
-                }),
-                Box::new({
-                    let b = at("refs/heads/d");
-                    move || std::fs::remove_dir_all(&b).unwrap()
-                }),
-                "refs nested deeper than 64",
-            ),
-            (
-                Box::new({
-                    let b = b.clone();
-                    move || {
-                        use std::os::unix::ffi::OsStrExt;
-                        let name = OsStr::from_bytes(b"ma\xffin");
-                        std::fs::write(b.join(name), "1\n").unwrap();
-                    }
-                }),
-                Box::new({
-                    let b = b.clone();
-                    move || {
-                        use std::os::unix::ffi::OsStrExt;
-                        std::fs::remove_file(b.join(OsStr::from_bytes(b"ma\xffin"))).unwrap();
-                    }
-                }),
-                "a ref whose name is not UTF-8",
-            ),
-            (
-                Box::new({
-                    let d = d.clone();
-                    move || {
-                        std::fs::create_dir_all(&d).unwrap();
-                        std::fs::write(d.join("grafts"), "1 2\n").unwrap();
-                    }
-                }),
-                Box::new({
-                    let d = d.clone();
-                    move || std::fs::remove_dir_all(&d).unwrap()
-                }),
-                "info/grafts: grafts give commits other parents",
-            ),
-            (
-                Box::new({
-                    let e = e.clone();
-                    move || {
-                        std::fs::create_dir_all(&e).unwrap();
-                        std::fs::write(e.join("abc"), "1\n").unwrap();
-                    }
-                }),
-                Box::new({
-                    let e = e.clone();
-                    move || std::fs::remove_dir_all(&e).unwrap()
-                }),
-                "refs/replace/abc is a replace ref",
-            ),
-            (
-                Box::new({
-                    let f = f.clone();
-                    move || std::fs::write(&f, "# pack-refs\n1 refs/replace/abc\n").unwrap()
-                }),
-                Box::new({
-                    let f = f.clone();
-                    move || std::fs::remove_file(&f).unwrap()
-                }),
-                "refs/replace/abc is a replace ref",
-            ),
-            (
-                Box::new({
-                    let g = g.clone();
-                    move || std::fs::write(&g, "[extensions]\n\trefStorage = reftable\n").unwrap()
-                }),
-                Box::new({
-                    let g = g.clone();
-                    move || std::fs::remove_file(&g).unwrap()
-                }),
-                "refs stored as \"reftable\"",
-            ),
-            (
-                Box::new({
-                    let h = h.clone();
-                    move || std::fs::create_dir(&h).unwrap()
-                }),
-                Box::new({
-                    let h = h.clone();
-                    move || std::fs::remove_dir(&h).unwrap()
-                }),
-                "reftable: a reftable ref store",
-            ),
-            (
-                Box::new({
-                    let i = i.clone();
-                    move || {
-                        std::fs::create_dir_all(i.parent().unwrap()).unwrap();
-                        std::fs::write(&i, "0".repeat(5000)).unwrap();
-                    }
-                }),
-                Box::new({
-                    let i = i.clone();
-                    move || std::fs::remove_file(&i).unwrap()
-                }),
-                "refs/tags/big is larger than 4096 bytes",
-            ),
-            (
-                Box::new({
-                    let j = at("ORIG_HEAD");
-                    move || std::os::unix::fs::symlink("/etc/hostname", &j).unwrap()
-                }),
-                Box::new({
-                    let j = at("ORIG_HEAD");
-                    move || std::fs::remove_file(&j).unwrap()
-                }),
-                "ORIG_HEAD: a pseudo-ref that is a link",
-            ),
-            (
-                Box::new({
-                    let j = at("HEAD");
-                    move || std::fs::remove_file(&j).unwrap()
-                }),
-                Box::new({
-                    let j = at("HEAD");
-                    move || std::fs::write(&j, "ref: refs/heads/main\n").unwrap()
-                }),
-                "HEAD: no HEAD",
-            ),
-        ];
-        for (make, undo, says) in cases {
-            make();
-            let to = tempfile::tempdir().unwrap();
-            let err = format!("{:#}", copy_refs(&repo, to.path()).unwrap_err());
-            assert!(err.contains(says), "{says:?} not in {err}");
-            assert!(err.contains("or a fresh clone"), "{err}");
-            undo();
-            let to = tempfile::tempdir().unwrap();
-            copy_refs(&repo, to.path()).unwrap_or_else(|e| panic!("after {says}: {e:#}"));
-        }
-    }
-
-    /// `REV:./PATH` and `REV:../PATH` from the current directory's place in
-    /// the work tree, as git reads them (review 26 r26b F4); other paths from
-    /// the top; above the top, or from outside the work tree, refused.
-    #[test]
-    fn a_dot_slash_path_is_read_from_the_current_directory() {
-        let top = Path::new("/r");
-        let at =
-            |cwd: &str, sub: &str| tree_path(top, Path::new(cwd), sub).map_err(|e| e.to_string());
-        assert_eq!(at("/r/clusters", "gitops").unwrap(), "gitops");
-        assert_eq!(at("/r/clusters", "./gitops").unwrap(), "clusters/gitops");
-        assert_eq!(at("/r/clusters", "./gitops/").unwrap(), "clusters/gitops");
-        assert_eq!(at("/r/a/b", "../x/./y").unwrap(), "a/x/y");
-        assert_eq!(at("/r/a", "./").unwrap(), "a");
-        assert_eq!(at("/r/a", "../").unwrap(), ".");
-        assert_eq!(at("/r", "./gitops").unwrap(), "gitops");
-        assert!(
-            at("/r/a", "../../x")
-                .unwrap_err()
-                .contains("outside the repository")
-        );
-        assert!(at("/r/a", ".\\x").unwrap_err().contains("repository's top"));
-        assert!(
-            at("/elsewhere", "./x")
-                .unwrap_err()
-                .contains("from the repository's top")
-        );
-    }
-
-    /// Each alternates file of the chain git follows is read first,
-    /// bounded, a regular file (review 26 r26b F3); a sane chain (a
-    /// relative and an absolute path, a comment, a cycle) passes.
-    #[test]
-    fn alternates_are_read_bounded_before_git() {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(tmp.path()).unwrap();
-        let objects = |name: &str| {
-            let o = root.join(name).join("objects");
-            std::fs::create_dir_all(o.join("info")).unwrap();
-            o
-        };
-        let (a, b, c) = (objects("a"), objects("b"), objects("c"));
-        let alt = |o: &Path| o.join("info/alternates");
-        std::fs::write(alt(&a), "# shared\n../../b/objects\n").unwrap();
-        std::fs::write(alt(&b), format!("{}\n", c.display())).unwrap();
-        std::fs::write(alt(&c), format!("{}\n", a.display())).unwrap();
-        check_alternates(&a).unwrap();
-        // Deep in the chain: a link, an oversized file, a FIFO.
-        std::fs::remove_file(alt(&c)).unwrap();
-        std::os::unix::fs::symlink("/dev/zero", alt(&c)).unwrap();
-        let err = format!("{:#}", check_alternates(&a).unwrap_err());
-        assert!(err.contains("c/objects/info/alternates"), "{err}");
-        assert!(err.contains("symbolic link"), "{err}");
-        std::fs::remove_file(alt(&c)).unwrap();
-        let big = std::fs::File::create(alt(&c)).unwrap();
-        big.set_len(64 << 30).unwrap();
-        let err = format!("{:#}", check_alternates(&a).unwrap_err());
-        assert!(err.contains("larger than 65536 bytes"), "{err}");
-        std::fs::remove_file(alt(&c)).unwrap();
-        if std::process::Command::new("mkfifo")
-            .arg(alt(&c))
-            .status()
-            .is_ok_and(|s| s.success())
-        {
-            let err = format!("{:#}", check_alternates(&a).unwrap_err());
-            assert!(err.contains("not a regular file"), "{err}");
-        }
-    }
-}
+#[path = "git_dir_tests.rs"]
+mod tests;

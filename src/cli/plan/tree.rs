@@ -253,7 +253,9 @@ fn resolve(rev: &str) -> Result<Option<String>> {
     let Some(repo) = git_dir::discover(Path::new("."))? else {
         return Ok(None);
     };
+    git_dir::revision_plan_reads(rev)?;
     let scratch = borrowed_repo(&repo, true, rev)?;
+    git_dir::lookups_copied(&repo, scratch.path(), rev)?;
     commit_of(scratch.path(), rev)
 }
 
@@ -639,7 +641,7 @@ pub fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<ManifestFile>> 
     };
     let cwd = std::fs::canonicalize(".")
         .with_context(|| format!("{spec}: finding the current directory"))?;
-    let sub = git_dir::tree_path(&repo.top, &cwd, sub).with_context(|| spec.to_string())?;
+    let sub = git_dir::tree_path(&repo, &cwd, sub).with_context(|| spec.to_string())?;
     let sub = sub.as_str();
     let git_dir = format!("--git-dir={}", borrowed.path().display());
     // With each blob's size (`<mode> <type> <object> <size>\t<name>`): the

@@ -1,0 +1,429 @@
+//! Unit tests of git_dir.rs (a sibling: git_dir.rs is near 1,000 lines).
+
+use super::*;
+
+fn git_dir_at(dir: &Path) {
+    std::fs::create_dir_all(dir.join("objects")).unwrap();
+    std::fs::create_dir_all(dir.join("refs/heads")).unwrap();
+    std::fs::write(dir.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+}
+
+/// `.git` found up from a directory; a gitfile (relative or absolute)
+/// and a worktree's `commondir` followed as git does; without `.git`,
+/// None; a broken `.git` (a gitfile naming nothing, a FIFO for HEAD)
+/// an error naming it, never a pass.
+#[test]
+fn a_repository_is_found_as_git_finds_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(tmp.path()).unwrap();
+    let main = root.join("main");
+    git_dir_at(&main.join(".git"));
+    std::fs::create_dir_all(main.join("gitops/pool")).unwrap();
+    let found = discover(&main.join("gitops/pool")).unwrap().unwrap();
+    assert_eq!(
+        found,
+        Repo {
+            top: main.clone(),
+            git_dir: main.join(".git"),
+            common: main.join(".git"),
+        }
+    );
+
+    // A linked worktree: a gitfile to `.git/worktrees/wt`, whose
+    // commondir is `../..`.
+    let private = main.join(".git/worktrees/wt");
+    std::fs::create_dir_all(&private).unwrap();
+    std::fs::write(private.join("HEAD"), "0123\n").unwrap();
+    std::fs::write(private.join("commondir"), "../..\n").unwrap();
+    let wt = root.join("wt");
+    std::fs::create_dir_all(wt.join("sub")).unwrap();
+    std::fs::write(wt.join(".git"), format!("gitdir: {}\n", private.display())).unwrap();
+    let found = discover(&wt.join("sub")).unwrap().unwrap();
+    assert_eq!((found.top, found.git_dir), (wt.clone(), private.clone()));
+    assert_eq!(found.common, main.join(".git"));
+
+    // A submodule: a relative gitfile.
+    let modules = main.join(".git/modules/sm");
+    git_dir_at(&modules);
+    let sm = main.join("gitops/sm");
+    std::fs::create_dir_all(&sm).unwrap();
+    std::fs::write(sm.join(".git"), "gitdir: ../../.git/modules/sm\r\n").unwrap();
+    let found = discover(&sm).unwrap().unwrap();
+    assert_eq!((found.git_dir, found.common), (modules.clone(), modules));
+
+    // No `.git` up to `/` (none in the temporary directory's parents
+    // is assumed of the test machine).
+    let plain = root.join("plain");
+    std::fs::create_dir(&plain).unwrap();
+    if !root.ancestors().any(|d| d.join(".git").exists()) {
+        assert_eq!(discover(&plain).unwrap(), None);
+    }
+
+    // Broken: an error naming the `.git`.
+    std::fs::write(wt.join(".git"), "gitdir: /nonexistent/x\n").unwrap();
+    let err = format!("{:#}", discover(&wt).unwrap_err());
+    assert!(err.contains("/nonexistent/x"), "{err}");
+    std::fs::write(wt.join(".git"), "not a gitfile\n").unwrap();
+    let err = format!("{:#}", discover(&wt).unwrap_err());
+    assert!(err.contains("not a gitfile"), "{err}");
+    std::fs::write(wt.join(".git"), "gitdir: x".repeat(1000)).unwrap();
+    let err = format!("{:#}", discover(&wt).unwrap_err());
+    assert!(err.contains("larger than"), "{err}");
+    let head = main.join(".git/HEAD");
+    std::fs::remove_file(&head).unwrap();
+    let made = std::process::Command::new("mkfifo").arg(&head).status();
+    if made.is_ok_and(|s| s.success()) {
+        let err = format!("{:#}", discover(&main).unwrap_err());
+        assert!(err.contains("not a regular file"), "{err}");
+    }
+}
+
+/// The refs copied (HEAD, the pseudo-refs beside it, packed-refs,
+/// `shallow`, loose ones at any depth, a worktree's own from its own
+/// directory only); the object format read from the config as text.
+#[test]
+fn refs_are_copied_as_git_reads_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(tmp.path()).unwrap();
+    let common = root.join("repo/.git");
+    git_dir_at(&common);
+    std::fs::create_dir_all(common.join("refs/remotes/origin")).unwrap();
+    std::fs::create_dir_all(common.join("refs/worktree")).unwrap();
+    std::fs::write(common.join("refs/remotes/origin/main"), "1\n").unwrap();
+    std::fs::write(common.join("refs/worktree/x"), "5\n").unwrap();
+    std::fs::write(common.join("packed-refs"), "2 refs/tags/v1\n").unwrap();
+    std::fs::write(common.join("shallow"), "6\n").unwrap();
+    let private = common.join("worktrees/wt");
+    std::fs::create_dir_all(private.join("refs/bisect")).unwrap();
+    std::fs::create_dir_all(private.join("refs/heads")).unwrap();
+    std::fs::write(private.join("HEAD"), "3\n").unwrap();
+    std::fs::write(private.join("FETCH_HEAD"), "7\t\tbranch 'main'\n").unwrap();
+    std::fs::write(private.join("COMMIT-x"), "8\n").unwrap();
+    std::fs::write(private.join("refs/bisect/bad"), "4\n").unwrap();
+    std::fs::write(private.join("refs/heads/own"), "9\n").unwrap();
+    let repo = Repo {
+        top: root.join("wt"),
+        git_dir: private.clone(),
+        common: common.clone(),
+    };
+    let to = root.join("scratch");
+    std::fs::create_dir(&to).unwrap();
+    copy_refs(&repo, &to).unwrap();
+    let read = |p: &str| std::fs::read_to_string(to.join(p)).unwrap();
+    assert_eq!(read("HEAD"), "3\n");
+    assert_eq!(read("FETCH_HEAD"), "7\t\tbranch 'main'\n");
+    assert_eq!(read("packed-refs"), "2 refs/tags/v1\n");
+    assert_eq!(read("shallow"), "6\n");
+    assert_eq!(read("refs/remotes/origin/main"), "1\n");
+    assert_eq!(read("refs/bisect/bad"), "4\n");
+    // The main worktree's own, and what git never reads of a linked one.
+    assert!(!to.join("refs/worktree/x").exists());
+    assert!(!to.join("refs/heads/own").exists());
+    assert!(!to.join("COMMIT-x").exists());
+
+    assert_eq!(object_format(&repo), None);
+    std::fs::write(
+        common.join("config"),
+        "[core]\n\tbare = false\n[extensions]\n\tobjectFormat = sha256\n",
+    )
+    .unwrap();
+    assert_eq!(object_format(&repo), Some("sha256"));
+}
+
+/// Whatever plan cannot give its scratch as it is, is refused naming
+/// it (review 26 r26b F1): never left out for the packed value or the
+/// next rule of git's to win. Each case alone, undone after.
+#[test]
+fn what_cannot_be_copied_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(tmp.path()).unwrap();
+    let common = root.join("repo/.git");
+    git_dir_at(&common);
+    let repo = Repo {
+        top: root.join("repo"),
+        git_dir: common.clone(),
+        common: common.clone(),
+    };
+    let at = |p: &str| common.join(p);
+    let deep = format!("refs/heads/{}", "d/".repeat(70));
+    type Step = Box<dyn Fn()>;
+    let (a, b, c, d) = (at("refs/heads/x"), at("refs/heads"), at(&deep), at("info"));
+    let (e, f, g) = (at("refs/replace"), at("packed-refs"), at("config"));
+    let (h, i) = (at("reftable"), at("refs/tags/big"));
+    let cases: Vec<(Step, Step, &str)> = vec![
+        (
+            Box::new({
+                let a = a.clone();
+                move || std::os::unix::fs::symlink("/etc/hostname", &a).unwrap()
+            }),
+            Box::new({
+                let a = a.clone();
+                move || std::fs::remove_file(&a).unwrap()
+            }),
+            "refs/heads/x: a ref that is a symbolic link",
+        ),
+        (
+            Box::new({
+                let (b, root) = (b.clone(), root.clone());
+                move || {
+                    std::fs::rename(&b, root.join("heads")).unwrap();
+                    std::os::unix::fs::symlink(root.join("heads"), &b).unwrap();
+                }
+            }),
+            Box::new({
+                let (b, root) = (b.clone(), root.clone());
+                move || {
+                    std::fs::remove_file(&b).unwrap();
+                    std::fs::rename(root.join("heads"), &b).unwrap();
+                }
+            }),
+            "refs/heads: a ref that is a symbolic link",
+        ),
+        (
+            Box::new({
+                let c = c.clone();
+                move || {
+                    std::fs::create_dir_all(&c).unwrap();
+                    std::fs::write(c.join("m"), "1\n").unwrap();
+                }
+            }),
+            Box::new({
+                let b = at("refs/heads/d");
+                move || std::fs::remove_dir_all(&b).unwrap()
+            }),
+            "refs nested deeper than 64",
+        ),
+        (
+            Box::new({
+                let b = b.clone();
+                move || {
+                    use std::os::unix::ffi::OsStrExt;
+                    let name = OsStr::from_bytes(b"ma\xffin");
+                    std::fs::write(b.join(name), "1\n").unwrap();
+                }
+            }),
+            Box::new({
+                let b = b.clone();
+                move || {
+                    use std::os::unix::ffi::OsStrExt;
+                    std::fs::remove_file(b.join(OsStr::from_bytes(b"ma\xffin"))).unwrap();
+                }
+            }),
+            "a ref whose name is not UTF-8",
+        ),
+        (
+            Box::new({
+                let d = d.clone();
+                move || {
+                    std::fs::create_dir_all(&d).unwrap();
+                    std::fs::write(d.join("grafts"), "1 2\n").unwrap();
+                }
+            }),
+            Box::new({
+                let d = d.clone();
+                move || std::fs::remove_dir_all(&d).unwrap()
+            }),
+            "info/grafts: grafts give commits other parents",
+        ),
+        (
+            Box::new({
+                let e = e.clone();
+                move || {
+                    std::fs::create_dir_all(&e).unwrap();
+                    std::fs::write(e.join("abc"), "1\n").unwrap();
+                }
+            }),
+            Box::new({
+                let e = e.clone();
+                move || std::fs::remove_dir_all(&e).unwrap()
+            }),
+            "refs/replace/abc is a replace ref",
+        ),
+        (
+            Box::new({
+                let f = f.clone();
+                move || std::fs::write(&f, "# pack-refs\n1 refs/replace/abc\n").unwrap()
+            }),
+            Box::new({
+                let f = f.clone();
+                move || std::fs::remove_file(&f).unwrap()
+            }),
+            "refs/replace/abc is a replace ref",
+        ),
+        (
+            Box::new({
+                let g = g.clone();
+                move || std::fs::write(&g, "[extensions]\n\trefStorage = reftable\n").unwrap()
+            }),
+            Box::new({
+                let g = g.clone();
+                move || std::fs::remove_file(&g).unwrap()
+            }),
+            "refs stored as \"reftable\"",
+        ),
+        (
+            Box::new({
+                let h = h.clone();
+                move || std::fs::create_dir(&h).unwrap()
+            }),
+            Box::new({
+                let h = h.clone();
+                move || std::fs::remove_dir(&h).unwrap()
+            }),
+            "reftable: a reftable ref store",
+        ),
+        (
+            Box::new({
+                let i = i.clone();
+                move || {
+                    std::fs::create_dir_all(i.parent().unwrap()).unwrap();
+                    std::fs::write(&i, "0".repeat(5000)).unwrap();
+                }
+            }),
+            Box::new({
+                let i = i.clone();
+                move || std::fs::remove_file(&i).unwrap()
+            }),
+            "refs/tags/big is larger than 4096 bytes",
+        ),
+        (
+            Box::new({
+                let j = at("ORIG_HEAD");
+                move || std::os::unix::fs::symlink("/etc/hostname", &j).unwrap()
+            }),
+            Box::new({
+                let j = at("ORIG_HEAD");
+                move || std::fs::remove_file(&j).unwrap()
+            }),
+            "ORIG_HEAD: a pseudo-ref that is a link",
+        ),
+        (
+            Box::new({
+                let j = at("HEAD");
+                move || std::fs::remove_file(&j).unwrap()
+            }),
+            Box::new({
+                let j = at("HEAD");
+                move || std::fs::write(&j, "ref: refs/heads/main\n").unwrap()
+            }),
+            "HEAD: no HEAD",
+        ),
+    ];
+    for (make, undo, says) in cases {
+        make();
+        let to = tempfile::tempdir().unwrap();
+        let err = format!("{:#}", copy_refs(&repo, to.path()).unwrap_err());
+        assert!(err.contains(says), "{says:?} not in {err}");
+        assert!(err.contains("or a fresh clone"), "{err}");
+        undo();
+        let to = tempfile::tempdir().unwrap();
+        copy_refs(&repo, to.path()).unwrap_or_else(|e| panic!("after {says}: {e:#}"));
+    }
+}
+
+/// `REV:./PATH` and `REV:../PATH` from the current directory's place in
+/// the work tree, as git reads them (review 26 r26b F4); other paths from
+/// the top; above the top, or from outside the work tree, refused.
+#[test]
+fn a_dot_slash_path_is_read_from_the_current_directory() {
+    let repo = Repo {
+        top: PathBuf::from("/r"),
+        git_dir: PathBuf::from("/nonexistent/.git"),
+        common: PathBuf::from("/nonexistent/.git"),
+    };
+    let at =
+        |cwd: &str, sub: &str| tree_path(&repo, Path::new(cwd), sub).map_err(|e| e.to_string());
+    assert_eq!(at("/r/clusters", "gitops").unwrap(), "gitops");
+    assert_eq!(at("/r/clusters", "./gitops").unwrap(), "clusters/gitops");
+    assert_eq!(at("/r/clusters", "./gitops/").unwrap(), "clusters/gitops");
+    assert_eq!(at("/r/a/b", "../x/./y").unwrap(), "a/x/y");
+    assert_eq!(at("/r/a", "./").unwrap(), "a");
+    assert_eq!(at("/r/a", "../").unwrap(), ".");
+    assert_eq!(at("/r", "./gitops").unwrap(), "gitops");
+    assert!(
+        at("/r/a", "../../x")
+            .unwrap_err()
+            .contains("outside the repository")
+    );
+    assert!(at("/r/a", ".\\x").unwrap_err().contains("repository's top"));
+    assert!(
+        at("/elsewhere", "./x")
+            .unwrap_err()
+            .contains("from the repository's top")
+    );
+}
+
+/// Each alternates file of the chain git follows is read first,
+/// bounded, a regular file (review 26 r26b F3); a sane chain (a
+/// relative and an absolute path, a comment, a cycle) passes.
+#[test]
+fn alternates_are_read_bounded_before_git() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(tmp.path()).unwrap();
+    let objects = |name: &str| {
+        let o = root.join(name).join("objects");
+        std::fs::create_dir_all(o.join("info")).unwrap();
+        o
+    };
+    let (a, b, c) = (objects("a"), objects("b"), objects("c"));
+    let alt = |o: &Path| o.join("info/alternates");
+    std::fs::write(alt(&a), "# shared\n../../b/objects\n").unwrap();
+    std::fs::write(alt(&b), format!("{}\n", c.display())).unwrap();
+    std::fs::write(alt(&c), format!("{}\n", a.display())).unwrap();
+    check_alternates(&a).unwrap();
+    // Deep in the chain: a link, an oversized file, a FIFO.
+    std::fs::remove_file(alt(&c)).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", alt(&c)).unwrap();
+    let err = format!("{:#}", check_alternates(&a).unwrap_err());
+    assert!(err.contains("c/objects/info/alternates"), "{err}");
+    assert!(err.contains("symbolic link"), "{err}");
+    std::fs::remove_file(alt(&c)).unwrap();
+    let big = std::fs::File::create(alt(&c)).unwrap();
+    big.set_len(64 << 30).unwrap();
+    let err = format!("{:#}", check_alternates(&a).unwrap_err());
+    assert!(err.contains("larger than 65536 bytes"), "{err}");
+    std::fs::remove_file(alt(&c)).unwrap();
+    if std::process::Command::new("mkfifo")
+        .arg(alt(&c))
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        let err = format!("{:#}", check_alternates(&a).unwrap_err());
+        assert!(err.contains("not a regular file"), "{err}");
+    }
+}
+
+/// Review 28 r28b F1, F2, F6: what git reads from where plan copies
+/// nothing is refused, never resolved otherwise or read as "no".
+#[test]
+fn lookups_plan_does_not_copy_are_refused() {
+    for rev in [
+        "HEAD@{1}",
+        "main@{u}",
+        "@{-1}",
+        "main-worktree/HEAD",
+        "worktrees/wt/HEAD",
+    ] {
+        assert!(revision_plan_reads(rev).is_err(), "{rev}");
+    }
+    for rev in ["HEAD", "HEAD~1", "origin/main", "v1.0^{commit}", "@"] {
+        revision_plan_reads(rev).unwrap();
+    }
+    let input = tempfile::tempdir().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let repo = Repo {
+        top: input.path().to_path_buf(),
+        git_dir: input.path().to_path_buf(),
+        common: input.path().to_path_buf(),
+    };
+    std::fs::create_dir_all(input.path().join("refs/heads")).unwrap();
+    std::fs::write(input.path().join("refs/heads/main"), "x\n").unwrap();
+    std::fs::create_dir_all(scratch.path().join("refs/heads")).unwrap();
+    std::fs::write(scratch.path().join("refs/heads/main"), "x\n").unwrap();
+    lookups_copied(&repo, scratch.path(), "main~1").unwrap();
+    // A stray `.git/main`, which git reads before refs/heads/main.
+    std::fs::write(input.path().join("main"), "y\n").unwrap();
+    let e = lookups_copied(&repo, scratch.path(), "main~1").unwrap_err();
+    assert!(e.to_string().contains("git reads main of"), "{e}");
+    lookups_copied(&repo, scratch.path(), "HEAD").unwrap();
+}
