@@ -267,3 +267,53 @@ fn a_unit_reaching_kubelet_s_start_by_any_name_is_refused() {
     );
     refused(&planned(&base, &kargs, None), "it splits at 0xA0");
 }
+
+/// Review 28 r28a F1, F2, F3, F5: units that act on others by their type
+/// (a socket's default `Before=sockets.target`, a path unit's `Unit=`, a
+/// mount over our files, a drop-in of kubelet's slice) are not services
+/// plan judges: refused whatever the policy prices them (they were "costs
+/// nothing").
+#[test]
+fn units_that_act_by_their_type_are_refused() {
+    let tmp = scratch_dir();
+    let base = tmp.path().join("base");
+    render(&base, &["--taint", TAINT]);
+    for (i, (name, contents)) in [
+        (
+            "gpu.socket",
+            "[Socket]\nListenStream=/run/x.sock\nExecStartPre=/bin/sleep infinity\n",
+        ),
+        (
+            "gpu.path",
+            "[Path]\nPathExists=/\nUnit=systemd-reboot.service\n",
+        ),
+        (
+            "usr-local-bin.mount",
+            "[Mount]\nWhat=tmpfs\nWhere=/usr/local/bin\nType=tmpfs\n",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let policy = tmp.path().join(format!("policy{i}.json"));
+        cluster_policy(&base, name, &policy);
+        let pr = tmp.path().join(format!("pr{i}"));
+        render(&pr, &["--taint", TAINT]);
+        let unit = json!({ "name": name, "enabled": true, "contents": contents });
+        add_machineconfig(&pr, "60-worker-gpu-x", units(unit));
+        refused(
+            &planned(&base, &pr, Some(&policy)),
+            "plan judges services only",
+        );
+    }
+    let pr = tmp.path().join("slice");
+    render(&pr, &["--taint", TAINT]);
+    crate::support::add_file_machineconfig(
+        &pr,
+        "60-worker-gpu-x",
+        Some("worker-gpu"),
+        "/etc/systemd/system/system.slice.d/zz.conf",
+        "[Slice]\nTasksMax=8\n",
+    );
+    refused(&planned(&base, &pr, None), "it is a slice unit");
+}

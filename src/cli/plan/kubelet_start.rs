@@ -118,6 +118,8 @@ pub struct Start {
     /// The unit files and drop-ins of other units whose dependencies name
     /// one of [`NEEDED`] ([`dependents`]): what is written there, and why.
     dependents: Dependents,
+    /// The units the layout writes unit files for ([`defined_units`]).
+    defined: std::collections::BTreeSet<String>,
     /// The kernel arguments of [`boot_changing`], where given, sorted.
     kargs: Vec<String>,
 }
@@ -126,44 +128,8 @@ pub struct Start {
 /// line that names a unit of [`NEEDED`]).
 pub type Dependents = BTreeMap<String, (u64, String)>;
 
-/// Keys by which a unit makes another's start wait on it, fail with it,
-/// stop with it, be stopped by it, or by which it acts on the whole boot
-/// (review 26 r26a F2: `[Install] RequiredBy=kubelet.service` and a
-/// failing `ExecStart=`; review 27 r27a F1: the same through specifiers,
-/// quotes, `local-fs.target`, `OnSuccess=rescue.target`,
-/// `SuccessAction=reboot-force`). Whatever they name: a name is read
-/// with specifiers, quotes and the units a target pulls in, which plan
-/// does not model.
-const REACHING_KEYS: [&str; 24] = [
-    "Requires",
-    "Requisite",
-    "BindsTo",
-    "PartOf",
-    "Upholds",
-    "Conflicts",
-    "Before",
-    "OnFailure",
-    "OnSuccess",
-    "OnFailureJobMode",
-    "OnSuccessJobMode",
-    "PropagatesStopTo",
-    "StopPropagatedFrom",
-    "SuccessAction",
-    "FailureAction",
-    "StartLimitAction",
-    "JobTimeoutAction",
-    "JobRunningTimeoutSec",
-    "DefaultDependencies",
-    "RequiredBy",
-    "UpheldBy",
-    "Alias",
-    "Also",
-    "DefaultInstance",
-];
-
-/// Targets a unit may pull in (`Wants=`) or be pulled in by (`WantedBy=`)
-/// without reaching kubelet's start: the boot target and the usual
-/// synchronization points.
+/// Targets a service may pull in (`Wants=`) without reaching kubelet's
+/// start: the boot target and the usual synchronization points.
 const PLAIN_TARGETS: [&str; 8] = [
     "multi-user.target",
     "default.target",
@@ -181,6 +147,7 @@ const PLAIN_TARGETS: [&str; 8] = [
 /// counts as reaching it.
 pub fn dependents(root: &std::path::Path, files: &BTreeMap<String, u64>) -> Dependents {
     let mut out = Dependents::new();
+    let defined = defined_units(files);
     for (path, id) in files {
         let Some(rest) = UNIT_DIRS.iter().find_map(|d| {
             path.strip_prefix(d)
@@ -199,12 +166,12 @@ pub fn dependents(root: &std::path::Path, files: &BTreeMap<String, u64>) -> Depe
             }
             Some(_) => continue,
         };
-        if NEEDED.iter().any(|(n, _)| *n == unit) || !unit.contains('.') {
+        if NEEDED.iter().any(|(n, _)| *n == unit) || unit == "service" {
             continue;
         }
         let why = match kubelet_unit::regular(root, path) {
             Err(why) => Some(why),
-            Ok(bytes) => reaches_start(&bytes, unit),
+            Ok(bytes) => reaches_start(&bytes, unit, &defined),
         };
         if let Some(why) = why {
             out.insert(path.clone(), (*id, format!("unit {unit}: {why}")));
@@ -213,25 +180,84 @@ pub fn dependents(root: &std::path::Path, files: &BTreeMap<String, u64>) -> Depe
     out
 }
 
+/// Keys of `[Unit]` a service may hold and still be judged not to reach
+/// kubelet's start (review 28 r28a: a deny-list of keys missed what
+/// systemd adds by default or by a unit's type). `Wants=` is judged by
+/// what it names.
+const UNIT_KEYS: [&str; 10] = [
+    "Description",
+    "Documentation",
+    "After",
+    "Wants",
+    "StartLimitIntervalSec",
+    "StartLimitBurst",
+    "RefuseManualStart",
+    "RefuseManualStop",
+    "CollectMode",
+    "SourcePath",
+];
+
+/// The units whose unit files the layout writes (not drop-ins).
+pub fn defined_units(files: &BTreeMap<String, u64>) -> std::collections::BTreeSet<String> {
+    (files.keys())
+        .filter_map(|p| {
+            let rest = UNIT_DIRS
+                .iter()
+                .find_map(|d| p.strip_prefix(d)?.strip_prefix('/'))?;
+            (!rest.contains('/') && rest.contains('.')).then(|| rest.to_string())
+        })
+        .collect()
+}
+
 /// The first line of a unit's text by which it can keep kubelet from
-/// starting: a key of [`REACHING_KEYS`], or a `Wants=`/`WantedBy=` that
-/// names anything but a unit of its own kind or a plain target (a unit of
-/// [`NEEDED`], a specifier, a quote, `rescue.target`...).
-fn reaches_start(bytes: &[u8], name: &str) -> Option<String> {
+/// starting, or why the unit is not one plan judges: only a service is
+/// (a socket, path, timer, mount, slice... acts on others by its type:
+/// `Before=sockets.target`, `Unit=`, a mount over our files, kubelet's
+/// slice), holding in `[Unit]` only [`UNIT_KEYS`], conditions and
+/// assertions, `Wants=` of plain targets or of services the pool's
+/// MachineConfigs define (`defined`), in `[Install]` only `WantedBy=` of
+/// the boot target, and in `[Service]` anything (what its commands do is
+/// any MachineConfig's power, which the MCO's policy prices).
+fn reaches_start(
+    bytes: &[u8],
+    name: &str,
+    defined: &std::collections::BTreeSet<String>,
+) -> Option<String> {
+    let kind = name.rsplit_once('.').map_or("", |(_, k)| k);
+    if kind != "service" {
+        return Some(format!(
+            "it is a {} unit, which acts on other units by its type: plan judges services only",
+            if kind.is_empty() { name } else { kind }
+        ));
+    }
     let parsed = crate::node::unit::syntax::parse(bytes, name);
-    let plain = |w: &str| {
-        let ordinary = !w.is_empty()
-            && w.bytes()
-                .all(|c| c.is_ascii_alphanumeric() || b"@._-:".contains(&c));
-        ordinary
-            && !NEEDED.iter().any(|(n, _)| *n == w)
-            && (!w.ends_with(".target") || PLAIN_TARGETS.contains(&w))
+    if let Some(fatal) = parsed.fatal {
+        return Some(format!("systemd stops reading it: {fatal}"));
+    }
+    let wanted = |w: &str| {
+        PLAIN_TARGETS.contains(&w)
+            || (w.ends_with(".service")
+                && defined.contains(w)
+                && !NEEDED.iter().any(|(n, _)| *n == w))
     };
     parsed.assignments.iter().find_map(|a| {
-        let reaches = REACHING_KEYS.contains(&a.key.as_str())
-            || (["Wants", "WantedBy"].contains(&a.key.as_str())
-                && !(a.value.split_whitespace()).all(|w| plain(w) || PLAIN_TARGETS.contains(&w)));
-        reaches.then(|| {
+        let (section, key) = (a.section.as_str(), a.key.as_str());
+        let judged = match section {
+            "Service" => true,
+            "Unit" if key == "Wants" => a.value.split_whitespace().all(wanted),
+            "Unit" => {
+                UNIT_KEYS.contains(&key)
+                    || key.starts_with("Condition")
+                    || key.starts_with("Assert")
+            }
+            "Install" => {
+                key == "WantedBy"
+                    && (a.value.split_whitespace())
+                        .all(|w| matches!(w, "multi-user.target" | "default.target"))
+            }
+            _ => false,
+        };
+        (!judged).then(|| {
             format!(
                 "line {}: {}={} (in [{}])",
                 a.line, a.key, a.value, a.section
@@ -338,10 +364,70 @@ pub fn boot_changing(arg: &str) -> Option<&'static str> {
             "systemd reads it at boot, and plan cannot tell what it does to kubelet's start"
         }
         k if k.starts_with("ignition.") => "Ignition reads it at boot",
-        _ => return None,
+        // The initramfs's and the module loader's (`rd.driver.blacklist=`
+        // is dracut's `module_blacklist=`; review 28 r28a F4).
+        k if k.starts_with("rd.") && !k.starts_with("rd.luks.") => {
+            "the initramfs reads it, and plan cannot tell what it does to the boot"
+        }
+        k if k.starts_with("modprobe.") || k.starts_with("module.") => {
+            "it changes which kernel modules load"
+        }
+        // A module's own parameter (`i915.enable_guc=0`): the module's.
+        k if k.contains('.') => return None,
+        // The kernel's own: only those known to leave the boot as it is.
+        k if KERNEL_ARGS.contains(&k) => return None,
+        _ => "plan knows no such kernel argument to leave kubelet's start as it is",
     };
     Some(why)
 }
+
+/// The kernel's own arguments (no `.`) plan takes as leaving kubelet's
+/// start as it is: CPU, memory, IOMMU and tuning ones that OpenShift's
+/// performance profiles and GPU setups set. Any other is refused (review
+/// 28 r28a F4: `cgroup_disable=memory`, `noinitrd` were priced as a plain
+/// reboot); review it by eye.
+const KERNEL_ARGS: [&str; 40] = [
+    "nosmt",
+    "hugepages",
+    "hugepagesz",
+    "default_hugepagesz",
+    "isolcpus",
+    "nohz",
+    "nohz_full",
+    "rcu_nocbs",
+    "rcu_nocb_poll",
+    "irqaffinity",
+    "skew_tick",
+    "tsc",
+    "nmi_watchdog",
+    "nosoftlockup",
+    "idle",
+    "intel_pstate",
+    "amd_pstate",
+    "intel_iommu",
+    "amd_iommu",
+    "iommu",
+    "pcie_aspm",
+    "pci",
+    "audit",
+    "audit_backlog_limit",
+    "mitigations",
+    "spectre_v2",
+    "tsx",
+    "transparent_hugepage",
+    "numa_balancing",
+    "psi",
+    "crashkernel",
+    "console",
+    "loglevel",
+    "quiet",
+    "ignore_loglevel",
+    "earlyprintk",
+    "selinux",
+    "enforcing",
+    "kthread_cpus",
+    "nowatchdog",
+];
 
 /// systemd's kernel arguments (`-` read as `_`) that change only what it
 /// logs and shows.
@@ -390,6 +476,7 @@ pub fn of(configs: &[&Value], files: &BTreeMap<String, u64>) -> Start {
             .filter(|(p, _)| needed_path(p).is_some())
             .map(|(p, id)| (p.clone(), *id))
             .collect(),
+        defined: defined_units(files),
         ..Start::default()
     };
     let order = crate::cli::render::layout::merge_order(configs)
@@ -586,7 +673,7 @@ mod tests {
         back["metadata"]["name"] = "61-x".into();
         let off = units(json!({"name": "kubelet.service", "enabled": false}));
         judged(&[], &[off, back]).unwrap();
-        // An unrelated unit is the policy's.
+        // An unrelated unit is the policy's (the OS's kdump.service, say).
         let x = units(json!({"name": "x.service", "enabled": false}));
         judged(&[], &[x]).unwrap();
     }
@@ -690,6 +777,9 @@ mod tests {
             "systemd.default_standard_output=kmsg",
             "rd.luks.uuid=x",
             "selinux=1",
+            "i915.enable_guc=0",
+            "isolcpus=1-3",
+            "intel_iommu=on",
         ] {
             assert_eq!(boot_changing(arg), None, "{arg}");
         }
@@ -720,7 +810,8 @@ mod tests {
     /// `kubelet.service.requires/` link when enabled), and init's argv.
     #[test]
     fn other_units_naming_kubelet_s_start_and_init_s_arguments() {
-        let unit = |text: &str| reaches_start(text.as_bytes(), "x.service");
+        let defined = std::collections::BTreeSet::from(["x.service".to_string()]);
+        let unit = |text: &str| reaches_start(text.as_bytes(), "x.service", &defined);
         for text in [
             "[Unit]\nBefore=kubelet.service\n[Service]\nExecStart=/bin/false\n[Install]\nRequiredBy=kubelet.service\n",
             "[Unit]\nConflicts=crio.service\n",
@@ -738,6 +829,9 @@ mod tests {
             "[Unit]\nWants=rescue.target\n",
             "[Unit]\nDefaultDependencies=no\n",
             "[Install]\nWantedBy=%j.service\n",
+            // Review 28 r28a: what a deny-list of keys missed.
+            "[Unit]\nWants=systemd-reboot.service\n",
+            "[Unit]\nWants=emergency.target\n",
         ] {
             assert!(unit(text).is_some(), "{text}");
         }
@@ -747,6 +841,17 @@ mod tests {
             "[Unit]\nWants=network-online.target x.service\nAfter=network-online.target\n",
         ] {
             assert_eq!(unit(text), None, "{text}");
+        }
+        for other in [
+            "x.socket",
+            "x.path",
+            "x.timer",
+            "usr-local-bin.mount",
+            "system.slice",
+            "slice",
+        ] {
+            let why = reaches_start(b"[Unit]\nDescription=x\n", other, &defined).unwrap();
+            assert!(why.contains("plan judges services only"), "{other}: {why}");
         }
         let why = unit("[Install]\nRequiredBy=kubelet.service\n").unwrap();
         assert_eq!(why, "line 2: RequiredBy=kubelet.service (in [Install])");
@@ -759,6 +864,11 @@ mod tests {
             "nosmt\u{120}rdinit=/bin/sh",
             "module_blacklist=ice",
             "root=/dev/sdb1",
+            "cgroup_disable=memory",
+            "noinitrd",
+            "rd.driver.blacklist=overlay",
+            "rd.cmdline=ask",
+            "modprobe.blacklist=ice",
         ] {
             assert!(boot_changing(arg).is_some(), "{arg}");
         }
