@@ -317,12 +317,13 @@ fn a_tree_of_too_many_manifests_is_refused() {
     );
 }
 
-/// A MachineConfig of the pool whose kernel argument holds git's `$Id$`
-/// keyword, as an earlier change committed it.
+/// A MachineConfig of the pool whose kernel argument (a module's parameter,
+/// quoted: plan judges it whole) holds git's `$Id$` keyword, as an earlier
+/// change committed it.
 const AUDIT: &str = "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\n\
                      metadata:\n  name: 99-worker-gpu-audit\n  labels:\n    \
                      machineconfiguration.openshift.io/role: worker-gpu\nspec:\n  \
-                     kernelArguments:\n  - \"audit_build=$Id$\"\n";
+                     kernelArguments:\n  - '\"audit.build=$Id$\"'\n";
 
 /// Review 21 r21b F8: a revision (`REV:PATH`) is read as its checkout
 /// writes it, the attributes of that revision (a `.gitattributes` above the

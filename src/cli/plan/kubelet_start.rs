@@ -560,7 +560,8 @@ fn judge((from, to): (&str, &str), pool: &str, before: &Start, after: &Start) ->
         .map(|(path, (_, why))| {
             let unit = why.strip_prefix("unit ").unwrap_or(why);
             let unit = unit.split(':').next().unwrap_or(unit).to_string();
-            (unit, format!("its {path} names kubelet's start"))
+            let said = why.split_once(": ").map_or(why.as_str(), |(_, w)| w);
+            (unit, format!("{path}: {said}"))
         })
         .collect();
     let needed = NEEDED.iter().map(|(u, w)| (u.to_string(), w.to_string()));
