@@ -28,6 +28,9 @@ use serde_json::Value;
 
 use super::Side;
 use super::kubelet_unit;
+// systemd's unit directories: the system manager's search path, as the
+// wrapper reads it.
+use crate::node::unit::search::SYSTEM_UNIT_PATH as UNIT_DIRS;
 
 /// The units kubelet's start needs, and why (the MCO's templates,
 /// 4.14..main; crio.service's `Before=kubelet.service` is the cri-o
@@ -87,24 +90,6 @@ pub const NEEDED: [(&str, &str); 17] = [
 const NEEDED_FILES: [&str; 2] = [
     "/usr/local/sbin/dynamic-system-reserved-calc.sh",
     "/etc/node-sizing-enabled.env",
-];
-
-/// systemd's unit directories (systemd.unit(5), system manager; 252's
-/// `systemd-analyze unit-paths`).
-const UNIT_DIRS: [&str; 13] = [
-    "/etc/systemd/system.control",
-    "/run/systemd/system.control",
-    "/run/systemd/transient",
-    "/run/systemd/generator.early",
-    "/etc/systemd/system",
-    "/etc/systemd/system.attached",
-    "/run/systemd/system",
-    "/run/systemd/system.attached",
-    "/run/systemd/generator",
-    "/usr/local/lib/systemd/system",
-    "/usr/lib/systemd/system",
-    "/lib/systemd/system",
-    "/run/systemd/generator.late",
 ];
 
 /// What of a pool's render decides kubelet's start.
