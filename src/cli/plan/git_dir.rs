@@ -453,6 +453,30 @@ pub fn revision_plan_reads(rev: &str) -> Result<()> {
     Ok(())
 }
 
+/// The names git looks `rev`'s ref up at, in order (`git help revisions`).
+fn candidates(rev: &str) -> Vec<String> {
+    let name = rev
+        .split(['~', '^', ':'])
+        .next()
+        .unwrap_or(rev)
+        .trim_end_matches('@');
+    if name.is_empty() || name.contains("..") || name.starts_with('/') {
+        return Vec::new();
+    }
+    vec![
+        name.to_string(),
+        format!("refs/{name}"),
+        format!("refs/tags/{name}"),
+        format!("refs/heads/{name}"),
+        format!("refs/remotes/{name}"),
+        format!("refs/remotes/{name}/HEAD"),
+    ]
+}
+
+fn is_ref(p: &Path) -> bool {
+    std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file() || m.file_type().is_symlink())
+}
+
 /// Refuse when a name git would look `rev` up at in the repository (its
 /// git directory and common directory: `NAME`, `refs/NAME`,
 /// `refs/tags/NAME`, `refs/heads/NAME`, `refs/remotes/NAME`,
@@ -461,29 +485,39 @@ pub fn revision_plan_reads(rev: &str) -> Result<()> {
 /// `refs/heads/main`, which plan did not copy): plan then resolves what
 /// git does, or nothing.
 pub fn lookups_copied(repo: &Repo, scratch: &Path, rev: &str) -> Result<()> {
-    let name = rev
-        .split(['~', '^', ':'])
-        .next()
-        .unwrap_or(rev)
-        .trim_end_matches('@');
-    if name.is_empty() || name.contains("..") || name.starts_with('/') {
-        return Ok(());
-    }
-    let candidates = [
-        name.to_string(),
-        format!("refs/{name}"),
-        format!("refs/tags/{name}"),
-        format!("refs/heads/{name}"),
-        format!("refs/remotes/{name}"),
-        format!("refs/remotes/{name}/HEAD"),
-    ];
-    let is_ref = |p: &Path| {
-        std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file() || m.file_type().is_symlink())
-    };
-    for c in &candidates {
+    for c in &candidates(rev) {
         let there = [&repo.git_dir, &repo.common]
             .iter()
             .any(|d| is_ref(&d.join(c)));
+        // A symbolic ref (`ref: NAME`) is followed as git follows it
+        // (review 29 r29b F4: its target at the top, not copied).
+        let mut name = c.clone();
+        for _ in 0..5 {
+            let Some(text) = [&repo.git_dir, &repo.common].iter().find_map(|d| {
+                let at = d.join(&name);
+                let (dir, file) = (at.parent()?, at.file_name()?.to_str()?);
+                read_in(dir, file, SMALL).ok().flatten()
+            }) else {
+                break;
+            };
+            let Some(target) = String::from_utf8_lossy(&text)
+                .strip_prefix("ref: ")
+                .map(|t| t.trim_end().to_string())
+            else {
+                break;
+            };
+            let there = [&repo.git_dir, &repo.common]
+                .iter()
+                .any(|d| is_ref(&d.join(&target)));
+            if there && !is_ref(&scratch.join(&target)) {
+                bail!(
+                    "{rev:?}: git follows {name} to {target} of {}, which plan does not copy; \
+                     {COPY_FIX}",
+                    repo.git_dir.display()
+                );
+            }
+            name = target;
+        }
         if there && !is_ref(&scratch.join(c)) {
             bail!(
                 "{rev:?}: git reads {c} of {}, which plan does not copy; {COPY_FIX}",
@@ -573,7 +607,18 @@ pub fn tree_path(repo: &Repo, cwd: &Path, sub: &str) -> Result<String> {
     if !(sub.starts_with("./") || sub.starts_with("../")) {
         return Ok(sub.to_string());
     }
-    if !config_values(repo, "core", "worktree")?.is_empty() {
+    // In `config` (however spelt: a value continued over lines, a section
+    // written otherwise) or `config.worktree` (review 29 r29b F2).
+    let mentions = |name: &str| -> Result<bool> {
+        Ok(read_in(&repo.common, name, CONFIG_MAX)?
+            .or(read_in(&repo.git_dir, name, CONFIG_MAX)?)
+            .is_some_and(|t| {
+                String::from_utf8_lossy(&t)
+                    .to_lowercase()
+                    .contains("worktree")
+            }))
+    };
+    if mentions("config")? || mentions("config.worktree")? {
         bail!(
             "{sub:?}: git reads it from the current directory's place in the work tree its \
              config names (core.worktree), which plan does not read; write the path from the \

@@ -427,3 +427,28 @@ fn lookups_plan_does_not_copy_are_refused() {
     assert!(e.to_string().contains("git reads main of"), "{e}");
     lookups_copied(&repo, scratch.path(), "HEAD").unwrap();
 }
+
+/// Review 29 r29b F4: a symbolic ref is followed to a name plan did not
+/// copy, as git follows it: refused, never a dangling "no".
+#[test]
+fn a_symbolic_ref_to_what_plan_did_not_copy_is_refused() {
+    let input = tempfile::tempdir().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let repo = Repo {
+        top: input.path().to_path_buf(),
+        git_dir: input.path().to_path_buf(),
+        common: input.path().to_path_buf(),
+    };
+    for d in [input.path(), scratch.path()] {
+        std::fs::create_dir_all(d.join("refs/heads")).unwrap();
+        std::fs::write(d.join("refs/heads/feature"), "ref: foo\n").unwrap();
+    }
+    lookups_copied(&repo, scratch.path(), "feature").unwrap();
+    std::fs::write(input.path().join("foo"), "0000\n").unwrap();
+    let e = lookups_copied(&repo, scratch.path(), "feature").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("git follows refs/heads/feature to foo"),
+        "{e}"
+    );
+}

@@ -133,6 +133,7 @@ const PLAIN_TARGETS: [&str; 8] = [
 pub fn dependents(root: &std::path::Path, files: &BTreeMap<String, u64>) -> Dependents {
     let mut out = Dependents::new();
     let defined = defined_units(files);
+    let mut dropins = Vec::new();
     for (path, id) in files {
         let Some(rest) = UNIT_DIRS.iter().find_map(|d| {
             path.strip_prefix(d)
@@ -151,16 +152,41 @@ pub fn dependents(root: &std::path::Path, files: &BTreeMap<String, u64>) -> Depe
             }
             Some(_) => continue,
         };
-        if NEEDED.iter().any(|(n, _)| *n == unit) || unit == "service" {
+        // kubelet.service is `kubelet_unit`'s, our sync units
+        // `render_files`' (held to what render writes).
+        if NEEDED.iter().any(|(n, _)| *n == unit)
+            || unit == "service"
+            || super::render_files::is_policy_path(path)
+        {
             continue;
         }
         let why = match kubelet_unit::regular(root, path) {
             Err(why) => Some(why),
             Ok(bytes) => reaches_start(&bytes, unit, &defined),
         };
-        if let Some(why) = why {
-            out.insert(path.clone(), (*id, format!("unit {unit}: {why}")));
+        match why {
+            Some(why) => {
+                out.insert(path.clone(), (*id, format!("unit {unit}: {why}")));
+            }
+            None if rest.contains('/') => dropins.push((path, *id, unit)),
+            None => {}
         }
+    }
+    // A drop-in is judged with its unit (review 29 r29a F1: a service
+    // ordered before kubelet by its own file, a drop-in adding
+    // `ExecStartPre=/bin/sleep infinity`): one of a unit plan does not
+    // judge, or whose file the pool does not write (the OS's, a prefix
+    // drop-in such as `gpu-.service.d`), is not judged either.
+    for (path, id, unit) in dropins {
+        let unit_not_judged = (out.values()).any(|(_, w)| w.starts_with(&format!("unit {unit}: ")));
+        let why = if unit_not_judged {
+            "a drop-in of a unit plan does not judge"
+        } else if !defined.contains(unit) {
+            "a drop-in of a unit no MachineConfig of the pool writes (the OS's, or every unit of a prefix): plan cannot read what it changes"
+        } else {
+            continue;
+        };
+        out.insert(path.clone(), (id, format!("unit {unit}: {why}")));
     }
     out
 }
@@ -228,7 +254,17 @@ fn reaches_start(
     parsed.assignments.iter().find_map(|a| {
         let (section, key) = (a.section.as_str(), a.key.as_str());
         let judged = match section {
-            "Service" => true,
+            // Actions on the whole manager, read in `[Service]` too
+            // (review 29 r29a F2).
+            "Service" => !matches!(
+                key,
+                "FailureAction"
+                    | "SuccessAction"
+                    | "StartLimitAction"
+                    | "RebootArgument"
+                    | "FailureActionExitStatus"
+                    | "SuccessActionExitStatus"
+            ),
             "Unit" if key == "Wants" => a.value.split_whitespace().all(wanted),
             "Unit" => {
                 UNIT_KEYS.contains(&key)
@@ -791,6 +827,54 @@ mod tests {
         assert!(judged(&[], &[ign]).is_err());
     }
 
+    /// Review 29 r29a F1: a drop-in is judged with its unit: one of a unit
+    /// plan does not judge, or of a unit the pool does not write, is not
+    /// judged either.
+    #[test]
+    fn drop_ins_are_judged_with_their_unit() {
+        let root = tempfile::tempdir().unwrap();
+        let write = |path: &str, text: &str| {
+            let at = root.path().join(path.trim_start_matches('/'));
+            std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+            std::fs::write(at, text).unwrap();
+        };
+        let sleep = "[Service]\nExecStartPre=/bin/sleep infinity\n";
+        write(
+            "/etc/systemd/system/team.service",
+            "[Unit]\nBefore=kubelet.service\n",
+        );
+        write("/etc/systemd/system/team.service.d/x.conf", sleep);
+        write("/etc/systemd/system/ok.service", "[Unit]\nDescription=ok\n");
+        write("/etc/systemd/system/ok.service.d/x.conf", sleep);
+        write("/etc/systemd/system/gpu-.service.d/x.conf", sleep);
+        write(
+            "/etc/systemd/system/systemd-tmpfiles-setup.service.d/x.conf",
+            sleep,
+        );
+        let files: BTreeMap<String, u64> = [
+            "/etc/systemd/system/team.service",
+            "/etc/systemd/system/team.service.d/x.conf",
+            "/etc/systemd/system/ok.service",
+            "/etc/systemd/system/ok.service.d/x.conf",
+            "/etc/systemd/system/gpu-.service.d/x.conf",
+            "/etc/systemd/system/systemd-tmpfiles-setup.service.d/x.conf",
+        ]
+        .into_iter()
+        .map(|p| (p.to_string(), 1))
+        .collect();
+        let d = dependents(root.path(), &files);
+        let judged: Vec<&str> = d.keys().map(String::as_str).collect();
+        assert_eq!(
+            judged,
+            [
+                "/etc/systemd/system/gpu-.service.d/x.conf",
+                "/etc/systemd/system/systemd-tmpfiles-setup.service.d/x.conf",
+                "/etc/systemd/system/team.service",
+                "/etc/systemd/system/team.service.d/x.conf",
+            ]
+        );
+    }
+
     /// Review 26 r26a F2: a unit of another name whose dependencies name
     /// kubelet's start (its `[Install] RequiredBy=` makes the refused
     /// `kubelet.service.requires/` link when enabled), and init's argv.
@@ -818,6 +902,8 @@ mod tests {
             // Review 28 r28a: what a deny-list of keys missed.
             "[Unit]\nWants=systemd-reboot.service\n",
             "[Unit]\nWants=emergency.target\n",
+            "[Service]\nFailureAction=exit-force\n",
+            "[Service]\nStartLimitAction=reboot-force\n",
         ] {
             assert!(unit(text).is_some(), "{text}");
         }

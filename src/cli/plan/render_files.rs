@@ -77,7 +77,7 @@ pub fn owners(configs: &[&Value]) -> BTreeMap<String, (String, u32)> {
 }
 
 /// Whether `path` is one of render's policy files (the env drop-ins aside).
-fn is_policy_path(path: &str) -> bool {
+pub(super) fn is_policy_path(path: &str) -> bool {
     path == GENERATOR_PATH
         || path == format!("/etc/systemd/system/{SYNC_SERVICE}")
         || path == format!("/etc/systemd/system/{SYNC_PATH}")

@@ -253,10 +253,17 @@ fn resolve(rev: &str) -> Result<Option<String>> {
     let Some(repo) = git_dir::discover(Path::new("."))? else {
         return Ok(None);
     };
-    git_dir::revision_plan_reads(rev)?;
     let scratch = borrowed_repo(&repo, true, rev)?;
-    git_dir::lookups_copied(&repo, scratch.path(), rev)?;
-    commit_of(scratch.path(), rev)
+    commit_in(&repo, scratch.path(), rev)
+}
+
+/// The commit `rev` names in `repo`, resolved in plan's copy `scratch` of
+/// its refs, refused where git would read what plan did not copy (review
+/// 29 r29b F1: git mode skipped these checks).
+fn commit_in(repo: &git_dir::Repo, scratch: &Path, rev: &str) -> Result<Option<String>> {
+    git_dir::revision_plan_reads(rev)?;
+    git_dir::lookups_copied(repo, scratch, rev)?;
+    commit_of(scratch, rev)
 }
 
 /// The commit `rev` names in the scratch repository `git_dir` (which holds
@@ -630,7 +637,7 @@ pub fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<ManifestFile>> 
         bail!("{spec}: {rev:?} is no git revision; give a branch, tag or commit");
     }
     let borrowed = borrowed_repo(&repo, true, spec)?;
-    let commit = match commit_of(borrowed.path(), rev) {
+    let commit = match commit_in(&repo, borrowed.path(), rev) {
         Ok(Some(commit)) => commit,
         Err(e) => return Err(e.context(spec.to_string())),
         Ok(None) => bail!(
