@@ -70,6 +70,7 @@ mod pr_machineconfigs;
 mod pr_objects;
 mod pr_spec;
 mod pr_tree;
+mod pr_tree_git;
 mod pr_yaml;
 mod preflight;
 mod preflight_arg_limit;

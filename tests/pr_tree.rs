@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 /// A MachineConfig of the pool writing a new file under `/etc`: a reboot.
-const MOTD: &str = "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\n\
+pub(crate) const MOTD: &str = "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\n\
                     metadata:\n  name: 99-worker-gpu-motd\n  labels:\n    \
                     machineconfiguration.openshift.io/role: worker-gpu\nspec:\n  config:\n    \
                     ignition:\n      version: 3.4.0\n    storage:\n      files:\n      - path: \
@@ -909,7 +909,3 @@ fn git_waiting_for_ever_is_stopped() {
         ],
     );
 }
-
-// Git mode against a hostile repository (review 26 r26b).
-#[path = "pr_tree_git.rs"]
-mod git_mode;

@@ -2,7 +2,7 @@
 //! resolved exactly as git resolves it there, or refused naming what plan
 //! cannot reproduce; never another commit.
 
-use super::{MOTD, committed_render, git, refused};
+use crate::pr_tree::{MOTD, committed_render, git, refused};
 use crate::support::{bin, repo, scratch_dir, skipped, stderr};
 
 use std::path::{Path, PathBuf};
