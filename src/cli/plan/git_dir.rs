@@ -506,10 +506,12 @@ pub fn lookups_copied(repo: &Repo, scratch: &Path, rev: &str) -> Result<()> {
             else {
                 break;
             };
-            let there = [&repo.git_dir, &repo.common]
-                .iter()
-                .any(|d| is_ref(&d.join(&target)));
-            if there && !is_ref(&scratch.join(&target)) {
+            // Where git reads it: a worktree's own refs and the names at
+            // the top from its git directory, the rest from the common one.
+            let own =
+                !target.starts_with("refs/") || PER_WORKTREE.iter().any(|p| target.starts_with(p));
+            let dir = if own { &repo.git_dir } else { &repo.common };
+            if is_ref(&dir.join(&target)) && !is_ref(&scratch.join(&target)) {
                 bail!(
                     "{rev:?}: git follows {name} to {target} of {}, which plan does not copy; \
                      {COPY_FIX}",
