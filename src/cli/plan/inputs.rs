@@ -168,7 +168,6 @@ pub fn read_render(spec: &str) -> Result<Render> {
     let mut kustomizations = Vec::new();
     // Each directory's manifest files, by plain name.
     let mut manifests: std::collections::BTreeMap<String, Vec<String>> = Default::default();
-    let mut with_ours = std::collections::BTreeSet::new();
     // What may be left out of a kustomization (review 21 r21b F7): the files
     // that hold the cluster's MachineConfiguration alone, and the
     // directories holding no other (`other` holds those that do, and
@@ -207,14 +206,10 @@ pub fn read_render(spec: &str) -> Result<Render> {
                 d = up;
             }
         }
-        let before = render.machineconfigs.len() + render.pools.len();
         for doc in docs {
             add_render_object(doc, &m, &mut render).map_err(|e| e.context(spec.to_string()))?;
         }
         policy_at.resize(render.policies.len(), (m.dir.clone(), m.file.clone()));
-        if render.machineconfigs.len() + render.pools.len() > before {
-            with_ours.insert(m.dir);
-        }
     }
     // Every kustomization of the tree (review 18: one away from the
     // MachineConfigs patched them, or applied a Node): `kubectl apply -k`
@@ -323,7 +318,6 @@ pub fn read_render(spec: &str) -> Result<Render> {
         );
     }
     render.policies = applied;
-    let _ = &with_ours;
     for mc in &render.machineconfigs {
         let name = crate::cli::render::layout::mc_name(mc);
         crate::cli::render::api_objects::check_not_mco_s_own(name, spec)?;

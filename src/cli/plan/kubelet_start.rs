@@ -103,8 +103,6 @@ pub struct Start {
     /// The unit files and drop-ins of other units whose dependencies name
     /// one of [`NEEDED`] ([`dependents`]): what is written there, and why.
     dependents: Dependents,
-    /// The units the layout writes unit files for ([`defined_units`]).
-    defined: std::collections::BTreeSet<String>,
     /// The kernel arguments of [`boot_changing`], where given, sorted.
     kargs: Vec<String>,
 }
@@ -497,7 +495,6 @@ pub fn of(configs: &[&Value], files: &BTreeMap<String, u64>) -> Start {
             .filter(|(p, _)| needed_path(p).is_some())
             .map(|(p, id)| (p.clone(), *id))
             .collect(),
-        defined: defined_units(files),
         ..Start::default()
     };
     let order = crate::cli::render::layout::merge_order(configs)
