@@ -33,30 +33,180 @@ pub struct Repo {
     pub common: PathBuf,
 }
 
-/// The repository whose work tree holds `start` (itself or a directory
-/// above it with a `.git`, from the physical path), or None without any
-/// `.git` up to `/`. A `.git` directory (or a link to one, which git
-/// follows too) is the git directory; a `.git` file is a gitfile
-/// (`gitdir: PATH`, relative to the directory holding it). What it names
-/// must look like a git directory (`HEAD`, `objects`): anything else is
-/// an error naming it, never a pass.
+/// The repository whose work tree holds `start`, found as git finds it
+/// (setup.c, review 29 r29b F3), or None where git finds none. From the
+/// physical path up, on `start`'s filesystem only (git stops at a mount
+/// point), each directory's `.git`:
+/// - a gitfile (`gitdir: PATH`, relative to the directory holding it)
+///   must name a git directory: anything else is an error, as to git;
+/// - a directory is the git directory when git's `is_git_directory` says
+///   so, and passed over when it says not (a `.git` without `refs`);
+/// - a link is refused, never followed: git follows it, plan does not
+///   read a repository through links.
+///
+/// A directory that is itself a git directory (a bare repository, which
+/// git takes before going up) is refused. Wherever plan cannot tell what
+/// git would decide (a `HEAD` or `refs` that is a link, a FIFO, an
+/// executable file), it refuses and names it: plan's repository is git's,
+/// or there is none.
 pub fn discover(start: &Path) -> Result<Option<Repo>> {
+    use std::os::unix::fs::MetadataExt;
     let start = std::fs::canonicalize(start)
         .with_context(|| format!("finding the git repository of {}", start.display()))?;
+    let device = std::fs::metadata(&start)
+        .with_context(|| format!("finding the git repository of {}", start.display()))?
+        .dev();
     for dir in start.ancestors() {
-        let dot = dir.join(".git");
-        let Ok(meta) = std::fs::symlink_metadata(&dot) else {
-            continue;
-        };
-        // git goes on up past a `.git` directory without `refs` (review 28
-        // r28b F5: a nested `gitops/.git` was plan's repository, not git's).
-        if meta.is_dir() && !dot.join("refs").is_dir() && !dot.join("commondir").is_file() {
-            continue;
+        match std::fs::metadata(dir) {
+            Ok(meta) if meta.dev() == device => {}
+            _ => return Ok(None),
         }
-        let git_dir = if meta.is_file() { gitfile(dir)? } else { dot };
-        return repo_at(dir, &git_dir).map(Some);
+        let dot = dir.join(".git");
+        match std::fs::symlink_metadata(&dot) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("reading {}", dot.display())),
+            Ok(meta) if meta.is_file() => {
+                let named = gitfile(dir)?;
+                return match is_git_directory(&named)? {
+                    Some(_) => repo_at(dir, &named, Some(&dot)).map(Some),
+                    None => Err(not_a_repo(
+                        &named,
+                        dir,
+                        "is not a git directory (git stops there: fatal)",
+                    )),
+                };
+            }
+            Ok(meta) if meta.is_dir() => {
+                if is_git_directory(&dot)?.is_some() {
+                    return repo_at(dir, &dot, None).map(Some);
+                }
+            }
+            Ok(meta) if meta.is_symlink() => bail!(
+                "{}: a .git that is a symbolic link is not followed (plan reads a repository \
+                 only through its own directories); make it a gitfile (`gitdir: PATH`), or \
+                 plan a copy of the tree without .git",
+                dot.display()
+            ),
+            Ok(_) => bail!(
+                "{}: a .git that is neither a directory nor a gitfile; remove it, or plan a \
+                 copy of the tree without .git",
+                dot.display()
+            ),
+        }
+        if is_git_directory(dir)?.is_some() {
+            bail!(
+                "{}: git takes this directory as a bare repository before going up; plan \
+                 reads only a work tree's repository: plan a checkout of the revision",
+                dir.display()
+            );
+        }
     }
     Ok(None)
+}
+
+/// The common directory of `dir` when git's `is_git_directory` (setup.c)
+/// says it is a git directory, None when it says not: `HEAD` a valid
+/// symbolic ref (`ref: refs/...`) or object name, then `objects` and
+/// `refs` searchable in the common directory (the one `commondir` names,
+/// if any). Where plan cannot tell as git would (links, special files, an
+/// executable file for `refs`), an error naming it: never a guess.
+fn is_git_directory(dir: &Path) -> Result<Option<PathBuf>> {
+    let unsure = |path: &Path, what: &str| {
+        anyhow::anyhow!(
+            "{}: {what}, so plan cannot tell whether git takes {} as a git directory; make it \
+             a plain one, or plan a copy of the tree without .git",
+            path.display(),
+            dir.display()
+        )
+    };
+    let head = dir.join("HEAD");
+    match std::fs::symlink_metadata(&head) {
+        Err(e) if is_absent(&e) => return Ok(None),
+        Err(e) => return Err(unsure(&head, &e.to_string())),
+        Ok(meta) if meta.is_dir() => return Ok(None),
+        Ok(meta) if meta.is_symlink() => return Err(unsure(&head, "a symbolic link")),
+        Ok(meta) if !meta.is_file() => return Err(unsure(&head, "not a regular file")),
+        Ok(_) => {}
+    }
+    let text = read_in(dir, "HEAD", SMALL)?.unwrap_or_default();
+    if !is_valid_head(&text[..text.len().min(255)]) {
+        return Ok(None);
+    }
+    let common = match std::fs::symlink_metadata(dir.join("commondir")) {
+        Err(e) if is_absent(&e) => dir.to_path_buf(),
+        Err(e) => return Err(unsure(&dir.join("commondir"), &e.to_string())),
+        Ok(meta) if meta.is_symlink() => {
+            return Err(unsure(&dir.join("commondir"), "a symbolic link"));
+        }
+        Ok(_) => {
+            let text = read_in(dir, "commondir", SMALL)?.unwrap_or_default();
+            let text =
+                String::from_utf8(text).map_err(|_| unsure(&dir.join("commondir"), "not UTF-8"))?;
+            let path = text.trim_end_matches(['\n', '\r']);
+            if path.is_empty() {
+                return Err(not_a_repo(
+                    dir,
+                    dir,
+                    "has an empty commondir (git stops: fatal)",
+                ));
+            }
+            std::fs::canonicalize(dir.join(path)).map_err(|e| {
+                not_a_repo(
+                    dir,
+                    dir,
+                    &format!("names a commondir {path:?}: {e} (git: fatal)"),
+                )
+            })?
+        }
+    };
+    for name in ["objects", "refs"] {
+        let path = common.join(name);
+        match std::fs::symlink_metadata(&path) {
+            Err(e) if is_absent(&e) => return Ok(None),
+            Err(e) => return Err(unsure(&path, &e.to_string())),
+            Ok(meta) if meta.is_dir() => {}
+            Ok(meta) if meta.is_symlink() => return Err(unsure(&path, "a symbolic link")),
+            Ok(_) => return Err(unsure(&path, "not a directory")),
+        }
+        // git asks access(X_OK): a directory plan may not search is not
+        // git's either (stat of `DIR/.` needs exactly that permission).
+        match std::fs::symlink_metadata(path.join(".")) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return Ok(None),
+            Err(e) => return Err(unsure(&path, &e.to_string())),
+        }
+    }
+    Ok(Some(common))
+}
+
+/// git's `validate_headref` of a regular `HEAD`'s first bytes: `ref:`,
+/// blanks, then `refs/`; or an object name (40 hex digits lead a SHA-1
+/// and a SHA-256 name alike; what follows them is not read).
+fn is_valid_head(text: &[u8]) -> bool {
+    if let Some(rest) = text.strip_prefix(b"ref:") {
+        let at = rest
+            .iter()
+            .position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+            .unwrap_or(rest.len());
+        if rest[at..].starts_with(b"refs/") {
+            return true;
+        }
+    }
+    text.len() >= 40 && text[..40].iter().all(u8::is_ascii_hexdigit)
+}
+
+/// A path that is not there, as git's lstat/stat sees it (a component
+/// that is a file: ENOTDIR).
+fn is_absent(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(20)
+}
+
+fn not_a_repo(named: &Path, top: &Path, what: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{}: the git directory of {} {what}; repair it, or plan a copy of the tree without .git",
+        named.display(),
+        top.display()
+    )
 }
 
 /// The git directory the gitfile `dir/.git` names.
@@ -79,51 +229,69 @@ fn gitfile(dir: &Path) -> Result<PathBuf> {
     Ok(dir.join(path))
 }
 
-fn repo_at(top: &Path, named: &Path) -> Result<Repo> {
-    let not_a_repo = |what: &str| {
-        anyhow::anyhow!(
-            "{}: the git directory of {} {what}; repair it, or plan a copy of the tree without \
-             .git",
-            named.display(),
-            top.display()
-        )
-    };
-    let git_dir = std::fs::canonicalize(named).map_err(|e| not_a_repo(&e.to_string()))?;
-    if !git_dir.is_dir() {
-        return Err(not_a_repo("is not a directory"));
-    }
-    let common = match read_in(&git_dir, "commondir", SMALL)? {
-        Some(text) => {
-            let text = String::from_utf8(text).unwrap_or_default();
-            let path = text.trim_end_matches(['\n', '\r']);
-            if path.is_empty() {
-                return Err(not_a_repo("has an empty commondir"));
-            }
-            std::fs::canonicalize(git_dir.join(path))
-                .map_err(|e| not_a_repo(&format!("names a commondir {path:?}: {e}")))?
-        }
-        None => git_dir.clone(),
-    };
-    if read_in(&git_dir, "HEAD", SMALL)?.is_none() || !common.join("objects").is_dir() {
-        return Err(not_a_repo("has no HEAD or objects"));
-    }
-    // git refuses a repository another user owns (review 28 r28b F4:
-    // "dubious ownership"): so does plan, which reads no safe.directory.
-    use std::os::unix::fs::MetadataExt;
-    let me = std::fs::metadata("/proc/self").map(|m| m.uid());
-    let owner = std::fs::metadata(&git_dir).map(|m| m.uid());
-    if let (Ok(me), Ok(owner)) = (me, owner)
-        && me != owner
+/// The repository at `top` whose git directory is `named` (a `.git`
+/// directory, or what the gitfile `gitfile` names), already found a git
+/// directory by `is_git_directory`. git refuses a repository another user
+/// owns (review 28 r28b F4, "dubious ownership"), looking at the work
+/// tree's top, the gitfile and the git directory (review 29 r29b F5): so
+/// does plan, which reads no `safe.directory`.
+fn repo_at(top: &Path, named: &Path, gitfile: Option<&Path>) -> Result<Repo> {
+    let git_dir =
+        std::fs::canonicalize(named).map_err(|e| not_a_repo(named, top, &e.to_string()))?;
+    let common = is_git_directory(&git_dir)?
+        .ok_or_else(|| not_a_repo(named, top, "is not a git directory"))?;
+    let me = current_user()?;
+    for path in [Some(top), gitfile, Some(git_dir.as_path())]
+        .into_iter()
+        .flatten()
     {
-        return Err(not_a_repo(&format!(
-            "is owned by user {owner}, not by you ({me}): git refuses it (dubious ownership)"
-        )));
+        use std::os::unix::fs::MetadataExt;
+        let owner = std::fs::symlink_metadata(path)
+            .with_context(|| format!("reading {}", path.display()))?
+            .uid();
+        if !me.owns(owner) {
+            return Err(not_a_repo(
+                named,
+                top,
+                &format!(
+                    "is reached through {}, owned by user {owner}, not by you ({}): git \
+                     refuses it (dubious ownership)",
+                    path.display(),
+                    me.uid
+                ),
+            ));
+        }
     }
     Ok(Repo {
         top: top.to_path_buf(),
         git_dir,
         common,
     })
+}
+
+/// Who git takes to be running it: the effective user, or under sudo
+/// (root with `SUDO_UID`) also the user who ran sudo, as git 2.39 does.
+struct CurrentUser {
+    uid: u32,
+    sudo_uid: Option<u32>,
+}
+
+impl CurrentUser {
+    fn owns(&self, owner: u32) -> bool {
+        owner == self.uid || self.sudo_uid == Some(owner)
+    }
+}
+
+fn current_user() -> Result<CurrentUser> {
+    use std::os::unix::fs::MetadataExt;
+    // /proc/self belongs to the effective user.
+    let uid = std::fs::metadata("/proc/self")
+        .context("reading /proc/self for the current user")?
+        .uid();
+    let sudo_uid = (uid == 0)
+        .then(|| std::env::var("SUDO_UID").ok()?.parse().ok())
+        .flatten();
+    Ok(CurrentUser { uid, sudo_uid })
 }
 
 /// The regular file `name` of the directory `dir`, at most `limit` bytes,

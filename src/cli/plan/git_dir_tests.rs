@@ -33,7 +33,7 @@ fn a_repository_is_found_as_git_finds_it() {
     // commondir is `../..`.
     let private = main.join(".git/worktrees/wt");
     std::fs::create_dir_all(&private).unwrap();
-    std::fs::write(private.join("HEAD"), "0123\n").unwrap();
+    std::fs::write(private.join("HEAD"), format!("{}\n", "0".repeat(40))).unwrap();
     std::fs::write(private.join("commondir"), "../..\n").unwrap();
     let wt = root.join("wt");
     std::fs::create_dir_all(wt.join("sub")).unwrap();
@@ -451,4 +451,65 @@ fn a_symbolic_ref_to_what_plan_did_not_copy_is_refused() {
             .contains("git follows refs/heads/feature to foo"),
         "{e}"
     );
+}
+
+/// git's `validate_headref`: a symbolic ref under `refs/` after `ref:`
+/// and blanks, or 40 hex digits first; anything else is no HEAD.
+#[test]
+fn a_head_is_valid_as_git_validates_it() {
+    for good in [
+        &b"ref: refs/heads/main\n"[..],
+        b"ref:\t\n refs/x",
+        b"0123456789abcdef0123456789ABCDEF01234567",
+        b"0123456789abcdef0123456789abcdef01234567 trailing",
+    ] {
+        assert!(is_valid_head(good), "{:?}", String::from_utf8_lossy(good));
+    }
+    for bad in [
+        &b""[..],
+        b"ref: heads/main",
+        b"ref:\x0brefs/x",
+        b"ref: \0refs/x",
+        b"0123",
+        b"0123456789abcdef0123456789abcdef0123456g",
+    ] {
+        assert!(!is_valid_head(bad), "{:?}", String::from_utf8_lossy(bad));
+    }
+}
+
+/// git's `is_git_directory`, or an error where plan cannot tell what git
+/// would decide (review 29 r29b F3): never a guess either way.
+#[test]
+fn a_git_directory_is_told_as_git_tells_it_or_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = std::fs::canonicalize(tmp.path()).unwrap().join("g");
+    git_dir_at(&dir);
+    assert_eq!(is_git_directory(&dir).unwrap(), Some(dir.clone()));
+    // Not one: passed over.
+    std::fs::write(dir.join("HEAD"), "ref: heads/main\n").unwrap();
+    assert_eq!(is_git_directory(&dir).unwrap(), None);
+    std::fs::write(dir.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::remove_dir(dir.join("refs/heads")).unwrap();
+    std::fs::remove_dir(dir.join("refs")).unwrap();
+    assert_eq!(is_git_directory(&dir).unwrap(), None);
+    // A commondir of "." is still this directory, without refs: not one.
+    std::fs::write(dir.join("commondir"), ".\n").unwrap();
+    assert_eq!(is_git_directory(&dir).unwrap(), None);
+    std::fs::remove_file(dir.join("commondir")).unwrap();
+    // What git might take and plan cannot tell: refused, naming it.
+    std::fs::write(dir.join("refs"), "").unwrap();
+    std::fs::set_permissions(dir.join("refs"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let err = format!("{:#}", is_git_directory(&dir).unwrap_err());
+    assert!(err.contains("refs: not a directory"), "{err}");
+    std::fs::remove_file(dir.join("refs")).unwrap();
+    std::os::unix::fs::symlink("objects", dir.join("refs")).unwrap();
+    let err = format!("{:#}", is_git_directory(&dir).unwrap_err());
+    assert!(err.contains("refs: a symbolic link"), "{err}");
+    std::fs::remove_file(dir.join("refs")).unwrap();
+    std::fs::create_dir(dir.join("refs")).unwrap();
+    std::fs::remove_file(dir.join("HEAD")).unwrap();
+    std::os::unix::fs::symlink("refs/heads/main", dir.join("HEAD")).unwrap();
+    let err = format!("{:#}", is_git_directory(&dir).unwrap_err());
+    assert!(err.contains("HEAD: a symbolic link"), "{err}");
 }
