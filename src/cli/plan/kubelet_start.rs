@@ -30,6 +30,7 @@ use super::Side;
 use super::kubelet_unit;
 // systemd's unit directories: the system manager's search path, as the
 // wrapper reads it.
+use crate::cli::render::merge_inputs::node_path;
 use crate::node::unit::search::SYSTEM_UNIT_PATH as UNIT_DIRS;
 
 /// The units kubelet's start needs, and why (the MCO's templates,
@@ -133,8 +134,10 @@ pub fn dependents(root: &std::path::Path, files: &BTreeMap<String, u64>) -> Depe
     let defined = defined_units(files);
     let mut dropins = Vec::new();
     for (path, id) in files {
+        let canon = node_path(path);
         let Some(rest) = UNIT_DIRS.iter().find_map(|d| {
-            path.strip_prefix(d)
+            canon
+                .strip_prefix(d)
                 .and_then(|r| r.strip_prefix('/'))
                 .filter(|r| !r.is_empty())
         }) else {
@@ -166,7 +169,7 @@ pub fn dependents(root: &std::path::Path, files: &BTreeMap<String, u64>) -> Depe
             Some(why) => {
                 out.insert(path.clone(), (*id, format!("unit {unit}: {why}")));
             }
-            None if rest.contains('/') => dropins.push((path, *id, unit)),
+            None if rest.contains('/') => dropins.push((path, *id, unit.to_string())),
             None => {}
         }
     }
@@ -179,7 +182,7 @@ pub fn dependents(root: &std::path::Path, files: &BTreeMap<String, u64>) -> Depe
         let unit_not_judged = (out.values()).any(|(_, w)| w.starts_with(&format!("unit {unit}: ")));
         let why = if unit_not_judged {
             "a drop-in of a unit plan does not judge"
-        } else if !defined.contains(unit) {
+        } else if !defined.contains(&unit) {
             "a drop-in of a unit no MachineConfig of the pool writes (the OS's, or every unit of a prefix): plan cannot read what it changes"
         } else {
             continue;
@@ -210,6 +213,7 @@ const UNIT_KEYS: [&str; 10] = [
 pub fn defined_units(files: &BTreeMap<String, u64>) -> std::collections::BTreeSet<String> {
     (files.keys())
         .filter_map(|p| {
+            let p = node_path(p);
             let rest = UNIT_DIRS
                 .iter()
                 .find_map(|d| p.strip_prefix(d)?.strip_prefix('/'))?;
@@ -285,9 +289,11 @@ fn reaches_start(
     })
 }
 
-/// Why a path of a layout is one kubelet's start reads (None: it is not,
-/// or it is `kubelet_unit`'s).
+/// Why a path of a layout (in any spelling, [`node_path`]) is one
+/// kubelet's start reads (None: it is not, or it is `kubelet_unit`'s).
 fn needed_path(path: &str) -> Option<String> {
+    let path = node_path(path);
+    let path = path.as_str();
     if kubelet_unit::unit_path(path) {
         return None;
     }
@@ -720,6 +726,13 @@ mod tests {
             ("/etc/systemd/system/multi-user.target.d/zz.conf", true),
             ("/etc/systemd/system/default.target", true),
             ("/etc/node-sizing-enabled.env", true),
+            // Review 29 r29a F3: CoreOS's /var/usrlocal is /usr/local.
+            ("/usr/local/sbin/dynamic-system-reserved-calc.sh", true),
+            ("/var/usrlocal/sbin/dynamic-system-reserved-calc.sh", true),
+            (
+                "/var/usrlocal/lib/systemd/system/crio.service.d/zz.conf",
+                true,
+            ),
             ("/run/systemd", true),
             // kubelet_unit's: kubelet.service, its drop-ins, service.d.
             ("/etc/systemd/system/kubelet.service", false),

@@ -26,6 +26,7 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
+use crate::cli::render::merge_inputs::node_path;
 use crate::cli::render::sync_units::wants_dropin;
 use crate::node::contract::{
     ENV_DROPIN_NAME, LABELS_VAR, NFD_LABELS_VAR, POOL_LABEL_VAR, ROLE_ENV_DROPIN_NAME, ROLE_LAYER,
@@ -81,6 +82,8 @@ fn our_var(name: &str) -> bool {
 /// anything in one, or a directory above render's drop-ins (a link there
 /// points systemd elsewhere).
 pub(super) fn unit_path(path: &str) -> bool {
+    let path = node_path(path);
+    let path = path.as_str();
     let above = DROPIN_DIR
         .strip_prefix(path)
         .is_some_and(|r| r.starts_with('/'));
@@ -100,6 +103,8 @@ pub(super) fn unit_path(path: &str) -> bool {
 /// which set every unit's environment. Our generator is
 /// `render_files`'s: held to what render writes.
 fn unit_maker(path: &str) -> Option<&'static str> {
+    let path = node_path(path);
+    let path = path.as_str();
     if path == crate::node::contract::GENERATOR_PATH {
         return None;
     }
@@ -126,6 +131,8 @@ fn unit_maker(path: &str) -> Option<&'static str> {
 }
 
 fn argv_file(path: &str) -> bool {
+    let path = node_path(path);
+    let path = path.as_str();
     ARGV_FILES.iter().any(|f| {
         path == *f
             || path.strip_prefix(f).is_some_and(|r| r.starts_with('/'))
@@ -213,6 +220,7 @@ fn wants_only(bytes: &[u8], name: &str) -> std::result::Result<(), String> {
 /// Why a drop-in render writes at `path` (by its name) is not render's:
 /// None when it is not one of render's.
 fn ours(path: &str, bytes: &[u8]) -> Option<Option<String>> {
+    let path = node_path(path);
     let name = path.strip_prefix(DROPIN_DIR)?.strip_prefix('/')?;
     let pool_vars = [
         LABELS_VAR,
@@ -409,6 +417,10 @@ mod tests {
         assert!(argv_file("/usr/local/bin/kubenswrapper"));
         assert!(argv_file("/etc/kubernetes/credential-providers/ecr.yaml"));
         assert!(!argv_file("/etc/kubernetes/kubelet-env"));
+        // Review 29 r29a F3: CoreOS's /var/usrlocal is /usr/local.
+        assert!(argv_file("/var/usrlocal/bin/kubenswrapper"));
+        assert!(unit_maker("/var/usrlocal/lib/systemd/system-generators/x").is_some());
+        assert!(unit_maker("/var/usrlocal/lib/systemd").is_some());
         for (path, is) in [
             ("/etc/systemd/system-generators/zz-tuning", true),
             ("/usr/lib/systemd/system-generators/x", true),

@@ -83,6 +83,7 @@ impl PoolTree {
     pub fn ships_wrapper(&self) -> bool {
         use crate::node::contract::{GENERATOR_PATH, WRAPPER_PATH};
         self.layout.identities().keys().any(|p| {
+            let p = crate::cli::render::merge_inputs::node_path(p);
             p == GENERATOR_PATH
                 || p.starts_with(WRAPPER_PATH)
                 || p.rsplit('/').next() == Some(WRAPPER_DROPIN_NAME)

@@ -12,7 +12,10 @@
 //! byte for byte one plan vouches for (`--wrapper`, or the one installed
 //! beside this program, as render finds it), the generator and the units
 //! as render writes them. Anything else is refused, never priced.
-//! (render's drop-ins of kubelet.service are `kubelet_unit`'s.)
+//! (render's drop-ins of kubelet.service are `kubelet_unit`'s.) Each
+//! path is judged by `node_path`'s spelling, through CoreOS's fixed links
+//! (review 29 r29a F3: /var/usrlocal/bin/kubelet-labeler-wrapper.x86_64
+//! writes the wrapper, /usr/local being a link to /var/usrlocal).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,6 +23,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 
 use crate::cli::render::arch::Arch;
+use crate::cli::render::merge_inputs::node_path;
 use crate::cli::render::sync_units::{SYNC_PATH, SYNC_SERVICE, sync_path, sync_service};
 use crate::node::contract::{GENERATOR_PATH, WRAPPER_PATH};
 use crate::node::kubelet::Profile;
@@ -32,12 +36,15 @@ use serde_json::Value;
 pub struct Judged {
     id: (u64, Option<String>),
     not_ours: Option<String>,
+    /// The storage path as the MachineConfig spells it.
+    written: String,
 }
 
 /// The owner and mode the last storage entry (in the MCO's merge order)
-/// gives each of render's policy paths: the owner when it names one other
-/// than root (render names none), the mode as given (Ignition's default
-/// 0644 when none; setuid bits too, which the laid-out tree drops).
+/// gives each of render's policy paths, by the path as written: the owner
+/// when it names one other than root (render names none), the mode as
+/// given (Ignition's default 0644 when none; setuid bits too, which the
+/// laid-out tree drops).
 pub fn owners(configs: &[&Value]) -> BTreeMap<String, (String, u32)> {
     let order = crate::cli::render::layout::merge_order(configs)
         .unwrap_or_else(|_| (0..configs.len()).collect());
@@ -76,25 +83,32 @@ pub fn owners(configs: &[&Value]) -> BTreeMap<String, (String, u32)> {
     out
 }
 
-/// Whether `path` is one of render's policy files (the env drop-ins aside).
+/// Whether node path `path` (in any spelling, [`node_path`]) is one of
+/// render's policy files (the env drop-ins aside).
 pub(super) fn is_policy_path(path: &str) -> bool {
+    let path = node_path(path);
     path == GENERATOR_PATH
         || path == format!("/etc/systemd/system/{SYNC_SERVICE}")
         || path == format!("/etc/systemd/system/{SYNC_PATH}")
-        || path
-            .strip_prefix(WRAPPER_PATH)
-            .is_some_and(|r| r.starts_with('.'))
+        || wrapper_arch(&path).is_some()
 }
 
-/// The mode render writes `path` with.
+/// The architecture named by the wrapper's path `path` ([`node_path`]'s
+/// spelling), if it is one.
+fn wrapper_arch(path: &str) -> Option<&str> {
+    path.strip_prefix(WRAPPER_PATH)?.strip_prefix('.')
+}
+
+/// The mode render writes `path` ([`node_path`]'s spelling) with.
 fn render_s_mode(path: &str) -> u32 {
-    if path == GENERATOR_PATH || path.starts_with(WRAPPER_PATH) {
+    if path == GENERATOR_PATH || wrapper_arch(path).is_some() {
         0o755
     } else {
         0o644
     }
 }
 
+/// Render's policy files by [`node_path`]'s spelling.
 pub type Files = BTreeMap<String, Judged>;
 
 /// The wrappers plan vouches for: the `--wrapper` files, and for an
@@ -208,25 +222,30 @@ pub fn judge(
     // The architectures the pool ships a wrapper for: the generator must
     // run it on each (review 26 r26a F1).
     let arches: Vec<String> = (ids.keys())
-        .filter_map(|p| p.strip_prefix(WRAPPER_PATH)?.strip_prefix('.'))
-        .map(str::to_string)
+        .filter_map(|p| wrapper_arch(&node_path(p)).map(str::to_string))
         .collect();
     let mut out = Files::new();
-    for (path, &id) in ids {
-        let arch = path
-            .strip_prefix(WRAPPER_PATH)
-            .and_then(|s| s.strip_prefix('.'));
+    for (written, &id) in ids {
+        // Judged by its one spelling; read, and its owner looked up, as
+        // written (the laid-out tree follows no link).
+        let path = &node_path(written);
+        let arch = wrapper_arch(path);
         if !is_policy_path(path) {
             continue;
         }
         // Render's bytes are render's only as root's, at render's mode
         // (review 27 r27a F2: the wrapper writable by core or by anyone).
-        let (owner, mode) = owners.get(path).cloned().unwrap_or_default();
-        let not_ours = if !owner.is_empty() {
+        let (owner, mode) = owners.get(written).cloned().unwrap_or_default();
+        let not_ours = if let Some(other) = out.get(path).map(|j: &Judged| &j.written) {
+            Some(format!(
+                "it is written as both {other} and {written}, one node file on CoreOS: \
+                 write it once, as {path}"
+            ))
+        } else if !owner.is_empty() {
             Some(format!(
                 "it is owned by {owner}, not root as render writes it"
             ))
-        } else if owners.contains_key(path) && mode != render_s_mode(path) {
+        } else if owners.contains_key(written) && mode != render_s_mode(path) {
             Some(format!(
                 "its mode is {mode:04o}, not {:04o} as render writes it",
                 render_s_mode(path)
@@ -234,7 +253,7 @@ pub fn judge(
         } else if path == GENERATOR_PATH {
             crate::cli::explain::reach::generator_not_this_release(root, vouched.profile, &arches)
         } else {
-            match super::kubelet_unit::regular(root, path) {
+            match super::kubelet_unit::regular(root, written) {
                 Err(why) => Some(why),
                 Ok(bytes) => match arch {
                     Some(a) => match Arch::from_name(a) {
@@ -254,6 +273,7 @@ pub fn judge(
             Judged {
                 id: (id, Some(format!("{owner} {mode:o}"))),
                 not_ours,
+                written: written.clone(),
             },
         );
     }
@@ -285,6 +305,10 @@ pub fn check((from, to): (&str, &str), pool: &str, before: &Files, after: &Files
             continue;
         }
         if let Some(why) = &a.not_ours {
+            let path = match &a.written {
+                w if w != path => format!("{w} (CoreOS's {path})"),
+                _ => path.clone(),
+            };
             bail!(
                 "{to}: pool {pool}: {path} changes from {from} and is not what render writes \
                  there ({why}): render's disruption policy prices the file as render writes it \
@@ -352,11 +376,30 @@ mod tests {
         assert_eq!(of(serde_json::json!({"mode": null})).1, 0o644);
     }
 
+    /// Review 29 r29a F3: CoreOS's /var/usrlocal/bin is /usr/local/bin.
+    #[test]
+    fn render_s_files_are_told_in_either_spelling() {
+        let other = format!("{WRAPPER_PATH}.x86_64").replace("/usr/local/", "/var/usrlocal/");
+        assert!(is_policy_path(&format!("{WRAPPER_PATH}.x86_64")));
+        assert!(is_policy_path(&other));
+        assert!(is_policy_path(&other.replace("x86_64", "aarch64")));
+        assert!(!is_policy_path(
+            "/var/usrlocal/bin/kubelet-labeler-wrapperx"
+        ));
+        assert!(is_policy_path(GENERATOR_PATH));
+        assert_eq!(render_s_mode(&node_path(&other)), 0o755);
+        let mc = serde_json::json!({"metadata": {"name": "60-x"}, "spec": {"config": {"storage":
+            {"files": [{"path": other, "mode": 511, "user": {"name": "core"}}]}}}});
+        let got = owners(&[&mc]);
+        assert_eq!(got[&other], (r#"user {"name":"core"}"#.to_string(), 0o777));
+    }
+
     #[test]
     fn only_what_the_change_writes_is_held_to_this_release() {
         let j = |id, bad: bool| Judged {
             id: (id, None),
             not_ours: bad.then(|| "x".into()),
+            written: GENERATOR_PATH.into(),
         };
         let p = |v: Judged| Files::from([(GENERATOR_PATH.to_string(), v)]);
         let sides = ("a", "b");

@@ -146,14 +146,39 @@ pub fn check(configs: &[Value]) -> Result<()> {
 /// A path of `mc` that the MCO's own configs or scripts own, and why what
 /// another config writes there is not what kubelet reads; none for the
 /// MCO's own MachineConfigs (given to explain from a cluster).
-/// OpenShift's kubelet launcher, where a MachineConfig can write it
-/// (CoreOS's /usr/local is /var/usrlocal).
-const LAUNCHERS: [&str; 4] = [
-    "/usr/local/bin/kubenswrapper",
-    "/var/usrlocal/bin/kubenswrapper",
-    "/usr/local/bin/kubensenter",
-    "/var/usrlocal/bin/kubensenter",
+/// OpenShift's kubelet launcher, where a MachineConfig can write it (by
+/// [`node_path`]'s spelling: /var/usrlocal/bin/kubenswrapper too).
+const LAUNCHERS: [&str; 2] = ["/usr/local/bin/kubenswrapper", "/usr/local/bin/kubensenter"];
+
+/// CoreOS's fixed links at the root (ostree's layout, as RHCOS and FCOS
+/// ship it): each link's name, and the directory under /var it points to.
+const COREOS_LINKS: [(&str, &str); 6] = [
+    ("/usr/local", "/var/usrlocal"),
+    ("/home", "/var/home"),
+    ("/opt", "/var/opt"),
+    ("/srv", "/var/srv"),
+    ("/mnt", "/var/mnt"),
+    ("/root", "/var/roothome"),
 ];
+
+/// The one spelling of node path `path` that render and plan compare:
+/// clean (no `//`, `.`, trailing `/`; `..` taken by name, which Ignition
+/// never meets: it refuses a path that is not clean, see
+/// `storage::check_file_path`), and through CoreOS's fixed links by the
+/// link's name (/var/usrlocal/bin/x is /usr/local/bin/x, /var/roothome is
+/// /root): two storage paths write one node file when their spellings
+/// are equal.
+pub fn node_path(path: &str) -> String {
+    let p = super::unpack::clean_path(path);
+    for (name, target) in COREOS_LINKS {
+        if let Some(rest) = p.strip_prefix(target)
+            && (rest.is_empty() || rest.starts_with('/'))
+        {
+            return format!("{name}{rest}");
+        }
+    }
+    p
+}
 
 fn mco_owned(mc: &Value) -> Option<(String, &'static str)> {
     let name = mc_name(mc);
@@ -188,7 +213,7 @@ fn mco_owned(mc: &Value) -> Option<(String, &'static str)> {
                 "where the MCO writes kubelet.service as a unit (01-<role>-kubelet): a file \
                      there conflicts, and the Machine Config Server serves the pool nothing"
             }
-            p if LAUNCHERS.contains(&super::unpack::clean_path(p).as_str()) => {
+            p if LAUNCHERS.contains(&node_path(p).as_str()) => {
                 "the launcher kubelet.service starts kubelet through, which the wrapper \
                      trusts to hand kubelet its --node-labels and --register-with-taints \
                      unchanged: another program there may drop them"
@@ -273,21 +298,15 @@ fn manager_environment(mc: &Value) -> Result<Option<String>> {
 }
 
 /// Where systemd 252 reads its configuration, units and generators from,
-/// each under `systemd/` (CoreOS's /usr/local/lib is /var/usrlocal/lib).
-pub const SYSTEMD_ROOTS: [&str; 6] = [
-    "/etc",
-    "/run",
-    "/usr/local/lib",
-    "/var/usrlocal/lib",
-    "/usr/lib",
-    "/lib",
-];
+/// each under `systemd/`, by [`node_path`]'s spelling (CoreOS's
+/// /var/usrlocal/lib is /usr/local/lib).
+pub const SYSTEMD_ROOTS: [&str; 5] = ["/etc", "/run", "/usr/local/lib", "/usr/lib", "/lib"];
 
 /// Whether a node path is the systemd manager's configuration (`Some(false)`:
 /// `system.conf` or a `system.conf.d` drop-in) or an environment generator
 /// (`Some(true)`), in any directory systemd 252 reads them from.
 pub fn manager_config_path(path: &str) -> Option<bool> {
-    let p = super::unpack::clean_path(path);
+    let p = node_path(path);
     let under = |dir: &str| p == dir || p.starts_with(&format!("{dir}/"));
     let roots = SYSTEMD_ROOTS;
     let config = roots.iter().any(|r| {
@@ -330,13 +349,16 @@ fn written(mc: &Value) -> BTreeSet<String> {
     out
 }
 
-/// A storage entry of `mc` under /var/usrlocal/lib/systemd: CoreOS's
-/// /usr/local/lib/systemd (a link to it), which systemd reads.
+/// A storage entry of `mc` at or above /usr/local/lib/systemd, or under
+/// it, by another name than its own ([`node_path`]: /var/usrlocal/lib/systemd
+/// is CoreOS's /usr/local/lib/systemd, which systemd reads).
 fn other_name_of_usr_local(mc: &Value) -> Option<String> {
     storage_paths(mc).map(super::unpack::clean_path).find(|p| {
-        p == "/var/usrlocal"
-            || p == "/var/usrlocal/lib"
-            || p.starts_with("/var/usrlocal/lib/systemd")
+        let n = node_path(p);
+        n != *p
+            && (n == "/usr/local"
+                || n == "/usr/local/lib"
+                || n.starts_with("/usr/local/lib/systemd"))
     })
 }
 
@@ -412,6 +434,48 @@ mod tests {
     fn file(path: &str) -> Value {
         json!({ "ignition": { "version": "3.4.0" },
                 "storage": { "files": [ { "path": path } ] } })
+    }
+
+    /// Review 29 r29a F3: one spelling through CoreOS's fixed links.
+    #[test]
+    fn node_paths_are_spelt_one_way() {
+        for (path, one) in [
+            ("/var/usrlocal/bin/x", "/usr/local/bin/x"),
+            ("/usr/local/bin/x", "/usr/local/bin/x"),
+            ("/var/usrlocal", "/usr/local"),
+            ("/var/home/core/x", "/home/core/x"),
+            ("/var/opt/x", "/opt/x"),
+            ("/var/srv/x", "/srv/x"),
+            ("/var/mnt/x", "/mnt/x"),
+            ("/var/roothome/.bashrc", "/root/.bashrc"),
+            ("/var//usrlocal/./bin/x/", "/usr/local/bin/x"),
+            // Not a link's target.
+            ("/var/usrlocalx/bin", "/var/usrlocalx/bin"),
+            ("/var/lib/kubelet", "/var/lib/kubelet"),
+            ("/usr/localx", "/usr/localx"),
+            ("/etc/systemd/system/x", "/etc/systemd/system/x"),
+        ] {
+            assert_eq!(node_path(path), one, "{path}");
+        }
+        // The launchers and systemd's directories in either spelling.
+        let writes = |p: &str| mc("50-x", Some("worker"), file(p));
+        assert!(mco_owned(&writes("/var/usrlocal/bin/kubensenter")).is_some());
+        assert_eq!(
+            manager_config_path("/var/usrlocal/lib/systemd/system.conf.d/x.conf"),
+            Some(false)
+        );
+        assert_eq!(
+            other_name_of_usr_local(&writes("/var/usrlocal/lib/systemd/system/x.service")),
+            Some("/var/usrlocal/lib/systemd/system/x.service".into())
+        );
+        assert_eq!(
+            other_name_of_usr_local(&writes("/usr/local/lib/systemd/system/x")),
+            None
+        );
+        assert_eq!(
+            other_name_of_usr_local(&writes("/var/usrlocal/bin/x")),
+            None
+        );
     }
 
     #[test]
