@@ -275,3 +275,139 @@ fn render_s_files_at_another_owner_or_mode_are_refused() {
         }
     }
 }
+
+/// `dir`'s MachineConfig entry at `path`, edited by `edit` (its path too).
+fn edit_entry(dir: &Path, path: &str, edit: &dyn Fn(&mut serde_json::Value)) {
+    use kubelet_labeler::cli::render::layout;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let file = entry.unwrap().path();
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        let Ok(mut mcs) = layout::machineconfigs_from_yaml(&text, "mc") else {
+            continue;
+        };
+        let Some(mc) = mcs.first_mut() else { continue };
+        let files = mc
+            .pointer_mut("/spec/config/storage/files")
+            .and_then(|f| f.as_array_mut());
+        if let Some(f) = files.into_iter().flatten().find(|f| f["path"] == path) {
+            let was = f.clone();
+            edit(f);
+            if *f != was {
+                std::fs::write(&file, mc.to_string()).unwrap();
+            }
+            return;
+        }
+    }
+    panic!("no MachineConfig in {} writes {path}", dir.display());
+}
+
+/// Review 29 r29a F3: on CoreOS /usr/local is a link to /var/usrlocal, so
+/// a storage file at /var/usrlocal/bin/kubelet-labeler-wrapper.x86_64
+/// writes the wrapper. Another program there, or render's wrapper there
+/// writable by core, used to be priced as any file ("no policy entry": a
+/// reboot; free under a policy entry for /var/usrlocal/bin) while the same
+/// at /usr/local/bin was refused. Render's files are judged in either
+/// spelling now; a path that is not clean (`//`, `.`, `..`, a trailing
+/// `/`) Ignition refuses, and plan with it.
+#[test]
+fn render_s_files_are_judged_in_either_spelling_of_coreos_s_links() {
+    let tmp = scratch_dir();
+    let base = tmp.path().join("base");
+    render(&base, &[]);
+    let ours = format!("{WRAPPER_PATH}.x86_64");
+    let other = ours.replace("/usr/local/", "/var/usrlocal/");
+    assert_ne!(ours, other);
+    let script = "#!/bin/sh\n# no labels, no taints\nexec \"$@\"\n";
+    for (i, at) in [&ours, &other].into_iter().enumerate() {
+        let moved = |pr: &Path, extra: serde_json::Value| {
+            render(pr, &[]);
+            edit_entry(pr, &ours, &|f| {
+                f["path"] = at.as_str().into();
+                for (k, v) in extra.as_object().unwrap() {
+                    f[k] = v.clone();
+                }
+            });
+        };
+        let shown = match at == &ours {
+            true => format!("{at} changes from"),
+            false => format!("{at} (CoreOS's {ours}) changes from"),
+        };
+        // Render's wrapper written there, other bytes.
+        let pr = tmp.path().join(format!("other-bytes-{i}"));
+        let b64 = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, script);
+        let source = serde_json::json!({"source": format!("data:;base64,{b64}")});
+        moved(&pr, serde_json::json!({ "contents": source }));
+        refused(
+            &planned(&base, &pr, &[]),
+            &[&shown, "is not the x86_64 wrapper plan was given"],
+        );
+        // Render's bytes there, owned by core, writable by anyone.
+        let pr = tmp.path().join(format!("core-{i}"));
+        moved(
+            &pr,
+            serde_json::json!({"user": {"name": "core"}, "mode": 511}),
+        );
+        refused(&planned(&base, &pr, &[]), &[&shown, "it is owned by user"]);
+        let pr = tmp.path().join(format!("mode-{i}"));
+        moved(&pr, serde_json::json!({"mode": 511}));
+        refused(
+            &planned(&base, &pr, &[]),
+            &[&shown, "its mode is 0777, not 0755"],
+        );
+        // Render's own, as render writes it: priced, not refused.
+        let pr = tmp.path().join(format!("same-{i}"));
+        moved(&pr, serde_json::json!({}));
+        let o = planned(&base, &pr, &[]);
+        assert_ne!(o.status.code(), Some(2), "{at}: {}", stderr(&o));
+    }
+    // Another MachineConfig writing the other spelling beside render's:
+    // another program, render's bytes owned by core and writable by
+    // anyone (these were "no policy entry": a reboot, exit 1).
+    let render_s = std::cell::RefCell::new(serde_json::Value::Null);
+    edit_entry(&base, &ours, &|f| *render_s.borrow_mut() = f.clone());
+    for (i, program) in [true, false].into_iter().enumerate() {
+        let pr = tmp.path().join(format!("beside-{i}"));
+        render(&pr, &[]);
+        add_file_machineconfig(
+            &pr,
+            "60-worker-gpu-tools",
+            Some("worker-gpu"),
+            &other,
+            script,
+        );
+        if !program {
+            let mut f = render_s.borrow().clone();
+            f["path"] = other.as_str().into();
+            f["user"] = serde_json::json!({"name": "core"});
+            f["mode"] = 511.into();
+            edit_entry(&pr, &other, &|e| *e = f.clone());
+        }
+        refused(
+            &planned(&base, &pr, &[]),
+            &[
+                &format!("{other} (CoreOS's {ours}) changes from"),
+                &format!("it is written as both {ours} and {other}"),
+            ],
+        );
+    }
+    // Spellings that are not clean: Ignition refuses them.
+    let sync = "/etc/systemd/system/kubelet-labeler-sync.service";
+    let path_unit = "/etc/systemd/system/kubelet-labeler-sync.path";
+    for (path, unclean) in [
+        (ours.as_str(), ours.replace("/bin/", "//bin/")),
+        (ours.as_str(), other.replace("/bin/", "/bin/../bin/")),
+        (GENERATOR_PATH, format!("{GENERATOR_PATH}/")),
+        (sync, sync.replace("/system/", "/./system/")),
+        (path_unit, path_unit.replace("/etc/", "/etc//")),
+    ] {
+        let pr = tmp.path().join(unclean.replace('/', "_"));
+        render(&pr, &[]);
+        edit_entry(&pr, path, &|f| f["path"] = unclean.as_str().into());
+        refused(
+            &planned(&base, &pr, &[]),
+            &["Ignition refuses it (path is not fully simplified)"],
+        );
+    }
+}
