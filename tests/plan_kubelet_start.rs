@@ -317,3 +317,66 @@ fn units_that_act_by_their_type_are_refused() {
     );
     refused(&planned(&base, &pr, None), "it is a slice unit");
 }
+
+/// Review 29 r29a F4: an allow-listed kernel argument with a value plan
+/// does not take (`pci=off`: no PCI bus, so no root disk and no NIC; huge
+/// pages beyond any node's memory), and a dotted key that systemd or udev
+/// read as their own (`mount.usr=`, `udev.blockdev_read_only`), are
+/// refused (exit 2); they were a plain kernel-argument reboot. Control:
+/// performance-profile arguments are still priced as a reboot.
+#[test]
+fn kernel_arguments_by_value_and_systemd_s_dotted_keys_are_refused() {
+    let tmp = scratch_dir();
+    let base = tmp.path().join("base");
+    render(&base, &["--taint", TAINT]);
+    for (i, (args, says)) in [
+        ("pci=off", "plan takes pci only as a comma-separated list"),
+        (
+            "hugepages=100000000",
+            "plan takes hugepages only with a count",
+        ),
+        (
+            "hugepagesz=1G hugepages=100000",
+            "plan takes hugepages only with a count",
+        ),
+        ("hugepagesz=1G hugepages=100", "reserve 100 GiB in all"),
+        (
+            "mount.usr=/dev/disk/by-label/none",
+            "`mount.` is systemd-fstab-generator",
+        ),
+        ("udev.blockdev_read_only", "`udev.` is udev's at boot"),
+        (
+            "fsck.repair=no udev.children_max=1",
+            "`fsck.` is systemd-fsck's",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let pr = tmp.path().join(format!("pr{i}"));
+        render(&pr, &["--taint", TAINT]);
+        add_machineconfig(
+            &pr,
+            "60-worker-gpu-kargs",
+            json!({ "kernelArguments": [args] }),
+        );
+        refused(&planned(&base, &pr, None), says);
+    }
+    let pr = tmp.path().join("profile");
+    render(&pr, &["--taint", TAINT]);
+    let args = "default_hugepagesz=1G hugepagesz=1G hugepages=16 iommu=pt intel_iommu=on \
+                isolcpus=managed_irq,2-15 nohz_full=2-15 rcu_nocbs=2-15 idle=poll \
+                rcutree.kthread_prio=11";
+    add_machineconfig(
+        &pr,
+        "60-worker-gpu-kargs",
+        json!({ "kernelArguments": [args] }),
+    );
+    let o = planned(&base, &pr, None);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(
+        out.contains("spec.kernelArguments change") && !err.contains("kubelet may not"),
+        "{out}{err}"
+    );
+}

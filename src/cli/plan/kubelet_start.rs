@@ -18,8 +18,10 @@
 //!   requires) runs or reads; kubelet.service's own unit, drop-ins and
 //!   `service.d` are `kubelet_unit`'s (it prices a drop-in of our
 //!   variables only);
-//! - a kernel argument that changes which units start or runs something
-//!   else as root at boot ([`boot_changing`]).
+//! - a kernel argument that changes which units start, runs something
+//!   else as root at boot, or that plan does not know to leave the boot as
+//!   it is ([`boot_changing`]: keys and values of an allow-list; the huge
+//!   pages the pool reserves in all, [`hugepages_over`]).
 
 use std::collections::BTreeMap;
 
@@ -27,6 +29,7 @@ use anyhow::{Result, bail};
 use serde_json::Value;
 
 use super::Side;
+use super::kargs::{boot_changing, hugepages_over, split_kargs};
 use super::kubelet_unit;
 // systemd's unit directories: the system manager's search path, as the
 // wrapper reads it.
@@ -104,8 +107,9 @@ pub struct Start {
     /// The unit files and drop-ins of other units whose dependencies name
     /// one of [`NEEDED`] ([`dependents`]): what is written there, and why.
     dependents: Dependents,
-    /// The kernel arguments of [`boot_changing`], where given, sorted.
-    kargs: Vec<String>,
+    /// The kernel arguments of [`boot_changing`] and [`hugepages_over`]
+    /// (`LABEL ARG`, as given), and why.
+    kargs: BTreeMap<String, String>,
 }
 
 /// Unit files and drop-ins (node path → what is written there, and the
@@ -326,173 +330,6 @@ fn needed_path(path: &str) -> Option<String> {
     })
 }
 
-/// Why a kernel argument changes which units start, or runs another
-/// program as root at boot (None: it does neither). systemd reads `-` and
-/// `_` in a key alike.
-pub fn boot_changing(arg: &str) -> Option<&'static str> {
-    // The kernel splits at byte 0xA0 too, and reads bytes, not UTF-8
-    // (review 27 r27a F3: `nosmtĠrdinit=/bin/sh` is one word to a UTF-8
-    // reader and two to the kernel).
-    if arg.bytes().any(|b| !(0x20..0x7f).contains(&b)) {
-        return Some("it holds a byte the kernel may read otherwise (it splits at 0xA0)");
-    }
-    let arg = arg.replace('"', "");
-    // The kernel hands a word it does not take, without `=` or `.`, to
-    // init as an argument, and every word after `--` (review 26 r26a F2):
-    // systemd reads `--unit=`, `--crash-shell`... there.
-    if arg.starts_with('-') {
-        return Some("the kernel hands it to systemd (init) as a command-line option");
-    }
-    if matches!(
-        arg.as_str(),
-        "emergency" | "rescue" | "single" | "s" | "S" | "-b" | "1" | "2" | "3" | "4" | "5"
-    ) {
-        return Some("it boots another target than the default");
-    }
-    let key = arg.split_once('=').map_or(arg.as_str(), |(k, _)| k);
-    let key = key.replace('-', "_");
-    let why = match key.as_str() {
-        "init" | "rdinit" => "it runs another program as init",
-        "root" | "rootflags" | "rootfstype" | "ostree" | "mem" | "memmap" | "panic"
-        | "module_blacklist" | "modprobe.blacklist" | "initcall_blacklist" => {
-            "it changes what the kernel boots, mounts or loads"
-        }
-        "systemd.unit" | "rd.systemd.unit" => "it boots another target than the default",
-        "systemd.mask" => "it masks a unit at boot",
-        "systemd.wants"
-        | "systemd.run"
-        | "systemd.run_success_action"
-        | "systemd.run_failure_action" => "it starts another unit or command at boot",
-        "systemd.debug_shell"
-        | "systemd.crash_shell"
-        | "rd.shell"
-        | "rd.break"
-        | "rd.emergency" => "it gives a root shell or stops the boot at one",
-        "systemd.confirm_spawn" => "systemd asks on the console before starting each unit",
-        "systemd.setenv"
-        | "systemd.set_credential"
-        | "systemd.set_credential_binary"
-        | "systemd.import_credentials" => "it sets what every unit starts with",
-        "systemd.mount_extra" | "systemd.swap_extra" | "systemd.volatile" => {
-            "it changes what is mounted at boot"
-        }
-        "systemd.firstboot" | "systemd.condition_first_boot" | "systemd.condition_needs_update" => {
-            "it changes which units' conditions hold"
-        }
-        "systemd.default_timeout_start_sec" => "it changes how long a unit may take to start",
-        "systemd.unified_cgroup_hierarchy" | "systemd.legacy_systemd_cgroup_controller" => {
-            "it changes the cgroup version, which kubelet may refuse"
-        }
-        k if k.starts_with("rd.systemd.") => "it changes which units the initramfs starts",
-        // Any other of systemd's but what only changes its logging.
-        k if k.starts_with("systemd.") && !systemd_logging(k) => {
-            "systemd reads it at boot, and plan cannot tell what it does to kubelet's start"
-        }
-        k if k.starts_with("ignition.") => "Ignition reads it at boot",
-        // The initramfs's and the module loader's (`rd.driver.blacklist=`
-        // is dracut's `module_blacklist=`; review 28 r28a F4).
-        k if k.starts_with("rd.") && !k.starts_with("rd.luks.") => {
-            "the initramfs reads it, and plan cannot tell what it does to the boot"
-        }
-        k if k.starts_with("modprobe.") || k.starts_with("module.") => {
-            "it changes which kernel modules load"
-        }
-        // A module's own parameter (`i915.enable_guc=0`): the module's.
-        k if k.contains('.') => return None,
-        // The kernel's own: only those known to leave the boot as it is.
-        k if KERNEL_ARGS.contains(&k) => return None,
-        _ => "plan knows no such kernel argument to leave kubelet's start as it is",
-    };
-    Some(why)
-}
-
-/// The kernel's own arguments (no `.`) plan takes as leaving kubelet's
-/// start as it is: CPU, memory, IOMMU and tuning ones that OpenShift's
-/// performance profiles and GPU setups set. Any other is refused (review
-/// 28 r28a F4: `cgroup_disable=memory`, `noinitrd` were priced as a plain
-/// reboot); review it by eye.
-const KERNEL_ARGS: [&str; 40] = [
-    "nosmt",
-    "hugepages",
-    "hugepagesz",
-    "default_hugepagesz",
-    "isolcpus",
-    "nohz",
-    "nohz_full",
-    "rcu_nocbs",
-    "rcu_nocb_poll",
-    "irqaffinity",
-    "skew_tick",
-    "tsc",
-    "nmi_watchdog",
-    "nosoftlockup",
-    "idle",
-    "intel_pstate",
-    "amd_pstate",
-    "intel_iommu",
-    "amd_iommu",
-    "iommu",
-    "pcie_aspm",
-    "pci",
-    "audit",
-    "audit_backlog_limit",
-    "mitigations",
-    "spectre_v2",
-    "tsx",
-    "transparent_hugepage",
-    "numa_balancing",
-    "psi",
-    "crashkernel",
-    "console",
-    "loglevel",
-    "quiet",
-    "ignore_loglevel",
-    "earlyprintk",
-    "selinux",
-    "enforcing",
-    "kthread_cpus",
-    "nowatchdog",
-];
-
-/// systemd's kernel arguments (`-` read as `_`) that change only what it
-/// logs and shows.
-fn systemd_logging(key: &str) -> bool {
-    let Some(k) = key.strip_prefix("systemd.") else {
-        return false;
-    };
-    k.starts_with("log_")
-        || k.starts_with("journald.")
-        || matches!(
-            k,
-            "show_status"
-                | "status_unit_format"
-                | "default_standard_output"
-                | "default_standard_error"
-        )
-}
-
-/// Kernel arguments as the MCO's daemon splits an entry: on whitespace,
-/// not within double quotes.
-fn split_kargs(entry: &str) -> Vec<String> {
-    let (mut out, mut word, mut quoted) = (Vec::new(), String::new(), false);
-    for c in entry.chars() {
-        if c == '"' {
-            quoted = !quoted;
-        }
-        if c.is_whitespace() && !quoted {
-            if !word.is_empty() {
-                out.push(std::mem::take(&mut word));
-            }
-        } else {
-            word.push(c);
-        }
-    }
-    if !word.is_empty() {
-        out.push(word);
-    }
-    out
-}
-
 /// What `configs` (a pool's MachineConfigs of one render) and `files`
 /// (their layout's identities) give kubelet's start.
 pub fn of(configs: &[&Value], files: &BTreeMap<String, u64>) -> Start {
@@ -511,6 +348,8 @@ pub fn of(configs: &[&Value], files: &BTreeMap<String, u64>) -> Start {
             .flat_map(split_kargs)
             .collect()
     };
+    // The arguments the pool's nodes are given, in the MCO's order.
+    let mut given: Vec<(&str, String)> = Vec::new();
     for i in order {
         let Some(mc) = configs.get(i) else { continue };
         let units = mc.pointer("/spec/config/systemd/units");
@@ -539,13 +378,28 @@ pub fn of(configs: &[&Value], files: &BTreeMap<String, u64>) -> Start {
             for arg in strings(mc.pointer(at)) {
                 // After `--`, every word is init's (systemd's argv).
                 to_init |= arg == "--";
-                if to_init || boot_changing(&arg).is_some() {
-                    start.kargs.push(format!("{label} {arg}"));
+                let why = boot_changing(&arg).or(to_init.then(|| {
+                    "after `--`, the kernel hands it to systemd (init) as an argument".into()
+                }));
+                if let Some(why) = why {
+                    start.kargs.insert(format!("{label} {arg}"), why);
+                }
+                if !label.ends_with("shouldNotExist") {
+                    given.push((label, arg));
                 }
             }
         }
     }
-    start.kargs.sort();
+    // The huge pages of all the pool's arguments together.
+    if let Some(why) = hugepages_over(given.iter().map(|(_, a)| a.as_str())) {
+        for (label, arg) in &given {
+            let arg_ = arg.replace('"', "").replace('-', "_");
+            let key = arg_.split('=').next().unwrap_or_default();
+            if matches!(key, "hugepages" | "hugepagesz" | "default_hugepagesz") {
+                (start.kargs.entry(format!("{label} {arg}"))).or_insert_with(|| why.clone());
+            }
+        }
+    }
     start
 }
 
@@ -643,12 +497,17 @@ fn judge((from, to): (&str, &str), pool: &str, before: &Start, after: &Start) ->
             return refuse(format!("{path} changes from {from} to {to} ({why})"));
         }
     }
-    let gone = (before.kargs.iter()).find(|k| !after.kargs.contains(k));
-    let new = (after.kargs.iter()).find(|k| !before.kargs.contains(k));
-    if let Some((k, side)) = new.map(|k| (k, to)).or(gone.map(|k| (k, from))) {
-        let arg = k.rsplit(' ').next().unwrap_or(k);
-        let why = boot_changing(arg)
-            .unwrap_or("after `--`, the kernel hands it to systemd (init) as an argument");
+    fn changed<'a>(a: &'a Start, b: &Start) -> Option<(&'a String, &'a String)> {
+        (a.kargs.iter()).find(|(k, why)| b.kargs.get(*k) != Some(why))
+    }
+    let new = changed(after, before).map(|k| (k, to));
+    if let Some(((k, why), side)) = new.or(changed(before, after).map(|k| (k, from))) {
+        if before.kargs.contains_key(k) && after.kargs.contains_key(k) {
+            return refuse(format!(
+                "kernel argument {k} is in both {from} and {to}, with another reading in \
+                 {to} ({why})"
+            ));
+        }
         return refuse(format!("kernel argument {k} is in {side} only ({why})"));
     }
     Ok(())
@@ -834,6 +693,38 @@ mod tests {
         judged(&[], &[k(json!(["nosmt", "hugepages=32"]))]).unwrap();
         let ign = mc(json!({"config": {"ignition": {"version": "3.4.0"},
             "kernelArguments": {"shouldExist": ["systemd.unit=rescue.target"]}}}));
+        assert!(judged(&[], &[ign]).is_err());
+    }
+
+    /// Review 29 r29a F4: the huge pages a pool's MachineConfigs reserve
+    /// together, a size in one and a count in another.
+    #[test]
+    fn huge_pages_of_the_pool_in_all() {
+        let k = |name: &str, args: Value| {
+            let mut m = mc(json!({"kernelArguments": args}));
+            m["metadata"]["name"] = name.into();
+            m
+        };
+        let size = |s: &str| k("50-size", json!([format!("hugepagesz={s}")]));
+        let count = k("60-count", json!(["hugepages=100"]));
+        let err = judged(&[], &[size("1G"), count.clone()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("kernel argument spec.kernelArguments hugepages=100 is in pr only")
+                && err.contains("reserve 100 GiB in all"),
+            "{err}"
+        );
+        // The count as it was, of pages of another size.
+        let err = judged(&[size("2M"), count.clone()], &[size("1G"), count.clone()])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("reserve 100 GiB in all"), "{err}");
+        judged(&[], &[size("2M"), count.clone()]).unwrap();
+        // Already in force on both sides: no change of it.
+        judged(&[size("1G"), count.clone()], &[size("1G"), count]).unwrap();
+        let ign = mc(json!({"config": {"ignition": {"version": "3.4.0"},
+            "kernelArguments": {"shouldExist": ["hugepagesz=1G hugepages=65"]}}}));
         assert!(judged(&[], &[ign]).is_err());
     }
 

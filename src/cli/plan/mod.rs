@@ -22,6 +22,7 @@ pub mod formats;
 mod identity;
 mod in_force;
 mod inputs;
+mod kargs;
 pub mod kube;
 mod kubelet_start;
 mod kubelet_unit;
