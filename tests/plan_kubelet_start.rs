@@ -342,12 +342,15 @@ fn kernel_arguments_by_value_and_systemd_s_dotted_keys_are_refused() {
         ("hugepagesz=1G hugepages=100", "reserve 100 GiB in all"),
         (
             "mount.usr=/dev/disk/by-label/none",
-            "`mount.` is systemd-fstab-generator",
+            "`mount.` keys are read at boot by systemd-fstab-generator",
         ),
-        ("udev.blockdev_read_only", "`udev.` is udev's at boot"),
+        (
+            "udev.blockdev_read_only",
+            "`udev.` keys are read at boot by udev,",
+        ),
         (
             "fsck.repair=no udev.children_max=1",
-            "`fsck.` is systemd-fsck's",
+            "`fsck.` keys are read at boot by systemd-fsck,",
         ),
     ]
     .into_iter()

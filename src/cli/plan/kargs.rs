@@ -132,7 +132,7 @@ fn module_parameter(key: &str) -> Option<String> {
     let (module, param) = key.split_once('.').unwrap_or((key, ""));
     if let Some((_, who)) = NOT_MODULES.iter().find(|(m, _)| *m == module) {
         return Some(format!(
-            "`{module}.` is {who}'s at boot, not a kernel module's parameter"
+            "`{module}.` keys are read at boot by {who}, not a kernel module's parameters"
         ));
     }
     let module_shape = !module.is_empty()
