@@ -723,6 +723,22 @@ mod tests {
         judged(&[], &[size("2M"), count.clone()]).unwrap();
         // Already in force on both sides: no change of it.
         judged(&[size("1G"), count.clone()], &[size("1G"), count]).unwrap();
+        // The same words in another order: more in all (the count after
+        // the size counts pages of its size).
+        let (a, b) = (
+            k("50-a", json!(["hugepages=100"])),
+            k("60-b", json!(["hugepagesz=1G hugepages=64"])),
+        );
+        let (c, d) = (
+            k("50-a", json!(["hugepagesz=1G hugepages=64"])),
+            k("60-b", json!(["hugepages=100"])),
+        );
+        let err = judged(&[a, b], &[c, d]).unwrap_err().to_string();
+        assert!(
+            err.contains("hugepages=100 is in both base and pr, with another reading in pr")
+                && err.contains("reserve 164 GiB in all"),
+            "{err}"
+        );
         let ign = mc(json!({"config": {"ignition": {"version": "3.4.0"},
             "kernelArguments": {"shouldExist": ["hugepagesz=1G hugepages=65"]}}}));
         assert!(judged(&[], &[ign]).is_err());
