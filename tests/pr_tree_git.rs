@@ -568,3 +568,93 @@ fn the_repository_is_the_one_git_finds_or_refused() {
         assert!(o.status.success());
     }
 }
+
+/// BASE's `gitops` laid out at `dir`/`name` (a directory named as a
+/// spec, which plan must never read in place of a revision it could not
+/// resolve as git does).
+fn decoy(top: &Path, base: &str, dir: &Path, name: &str) {
+    let at = dir.join(name);
+    std::fs::create_dir_all(&at).unwrap();
+    let archive = Command::new("git")
+        .current_dir(top)
+        .args(["archive", base, "gitops"])
+        .output()
+        .unwrap();
+    assert!(archive.status.success(), "{}", stderr(&archive));
+    let mut tar = Command::new("tar")
+        .args(["-x", "--strip-components=1", "-C"])
+        .arg(&at)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    tar.stdin.take().unwrap().write_all(&archive.stdout).unwrap();
+    assert!(tar.wait().unwrap().success());
+}
+
+/// Review 30 r30b F1, F2, F5: a symbolic ref that leads out of `refs/`
+/// (to `main-worktree/HEAD`, to a stray `.git/foo` however `ref:` is
+/// spelt, reached by `@` too) is refused, whatever the directory named
+/// like the spec holds; so is a `packed-refs` line in another shape than
+/// git writes (a tab before `refs/replace/X`). Before, each planned the
+/// base or the decoy (0 nodes change) where git resolves the pull
+/// request, or a replace ref git honours went unseen.
+#[test]
+fn symbolic_refs_out_of_refs_and_odd_packed_refs_are_refused() {
+    if !skipped::need("git") || !skipped::need("tar") {
+        return;
+    }
+    let tmp = scratch_dir();
+    let (top, base, pr) = base_and_pr(tmp.path());
+    let git_dir = top.join(".git");
+    std::fs::write(git_dir.join("foo"), format!("{pr}\n")).unwrap();
+    for (i, spelling) in ["ref:foo\n", "ref:\tfoo\n", "ref:  foo\n", "ref: foo\n"]
+        .iter()
+        .enumerate()
+    {
+        let name = format!("f{i}");
+        let ref_file = git_dir.join("refs/heads").join(&name);
+        std::fs::write(&ref_file, spelling).unwrap();
+        assert_eq!(rev_parse(&top, &name), pr, "git follows {spelling:?}");
+        decoy(&top, &base, &top, &format!("{name}:gitops"));
+        let o = plan_in(&top, &format!("{base}:gitops"), &format!("{name}:gitops"));
+        refused(&o, &["a symbolic ref to \"foo\""]);
+        std::fs::remove_file(&ref_file).unwrap();
+    }
+
+    // `@` is HEAD, whose branch leads to `foo`.
+    let head = std::fs::read_to_string(git_dir.join("HEAD")).unwrap();
+    let branch = git_dir.join(head.strip_prefix("ref: ").unwrap().trim());
+    std::fs::write(&branch, "ref: foo\n").unwrap();
+    assert_eq!(rev_parse(&top, "@"), pr);
+    decoy(&top, &base, &top, "@:gitops");
+    refused(
+        &plan_in(&top, &format!("{base}:gitops"), "@:gitops"),
+        &["a symbolic ref to \"foo\""],
+    );
+    std::fs::write(&branch, format!("{pr}\n")).unwrap();
+    std::fs::remove_file(git_dir.join("foo")).unwrap();
+
+    // A symbolic ref to the main worktree's HEAD (the base), read from a
+    // linked worktree at the pull request.
+    std::fs::write(git_dir.join("HEAD"), format!("{base}\n")).unwrap();
+    let wt = tmp.path().join("wt");
+    git(&top, &["worktree", "add", "-q", wt.to_str().unwrap(), &pr]);
+    std::fs::write(git_dir.join("refs/heads/base"), "ref: main-worktree/HEAD\n").unwrap();
+    assert_eq!(rev_parse(&wt, "base"), base);
+    refused(
+        &plan_in(&wt, "base:gitops", "HEAD:gitops"),
+        &["a symbolic ref to \"main-worktree/HEAD\""],
+    );
+    std::fs::remove_file(git_dir.join("refs/heads/base")).unwrap();
+    std::fs::write(git_dir.join("HEAD"), &head).unwrap();
+
+    // packed-refs: a tab where git writes a space.
+    let packed = git_dir.join("packed-refs");
+    let before = std::fs::read_to_string(&packed).unwrap_or_default();
+    std::fs::write(&packed, format!("{before}{pr}\trefs/replace/{base}\n")).unwrap();
+    refused(
+        &plan_in(&top, &format!("{base}:gitops"), "HEAD:gitops"),
+        &["packed-refs", "a line plan cannot read as git writes it"],
+    );
+}

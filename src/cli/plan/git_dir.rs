@@ -362,14 +362,25 @@ fn cannot_copy(path: &Path, what: &str) -> anyhow::Error {
 /// The regular file `name` of `dir` copied to `to`, at most `limit`
 /// bytes (as `read_in`); false when there is none.
 fn copy_in(dir: &Path, name: &str, to: &Path, limit: u64) -> Result<bool> {
-    use std::io::Read;
+    use std::io::{Read, Write};
     let Some(file) = open_in(dir, name)? else {
         return Ok(false);
     };
     let path = dir.join(name);
-    let mut out = std::fs::File::create(to).with_context(|| format!("writing {}", to.display()))?;
-    let copied = std::io::copy(&mut file.take(limit + 1), &mut out)
+    let mut file = file.take(limit + 1);
+    // Its first bytes tell a symbolic ref (none is longer than this).
+    let mut head = Vec::new();
+    (&mut file)
+        .take(SMALL)
+        .read_to_end(&mut head)
         .with_context(|| format!("copying {}", path.display()))?;
+    refuse_symref_out_of_refs(&path, &head)?;
+    let mut out = std::fs::File::create(to).with_context(|| format!("writing {}", to.display()))?;
+    out.write_all(&head)
+        .with_context(|| format!("writing {}", to.display()))?;
+    let copied = head.len() as u64
+        + std::io::copy(&mut file, &mut out)
+            .with_context(|| format!("copying {}", path.display()))?;
     if copied > limit {
         bail!(
             "{} is larger than {limit} bytes; plan reads at most that much of it: {COPY_FIX}",
@@ -403,6 +414,7 @@ pub fn copy_refs(repo: &Repo, to: &Path) -> Result<()> {
     }
     let head = read_in(&repo.git_dir, "HEAD", SMALL)?
         .ok_or_else(|| cannot_copy(&repo.git_dir.join("HEAD"), "no HEAD"))?;
+    refuse_symref_out_of_refs(&repo.git_dir.join("HEAD"), &head)?;
     std::fs::write(to.join("HEAD"), head)
         .with_context(|| format!("writing {}", to.join("HEAD").display()))?;
     copy_pseudo_refs(&repo.git_dir, to)?;
@@ -491,9 +503,17 @@ fn copy_packed_refs(common: &Path, to: &Path, linked: bool) -> Result<()> {
                 path.display()
             );
         }
-        let name = line.splitn(2, |&b| b == b' ').nth(1).unwrap_or_default();
-        let name = String::from_utf8_lossy(name);
-        refuse_ref(&path, name.trim_end())?;
+        let Some(name) = packed_ref_name(&line, total == n as u64) else {
+            return Err(cannot_copy(
+                &path,
+                &format!(
+                    "a line plan cannot read as git writes it ({:?}; git reads any blank as the \
+                     separator, plan only what `git pack-refs` writes)",
+                    String::from_utf8_lossy(&line).trim_end()
+                ),
+            ));
+        };
+        refuse_ref(&path, name)?;
         if linked && PER_WORKTREE.iter().any(|p| name.starts_with(p)) {
             return Err(cannot_copy(
                 &path,
@@ -507,6 +527,51 @@ fn copy_packed_refs(common: &Path, to: &Path, linked: bool) -> Result<()> {
             .with_context(|| format!("writing {}", to.display()))?;
     }
     Ok(())
+}
+
+/// The ref a line of `packed-refs` names, None for the header (the first
+/// line only) and a peeled line (`^ID`); a line in any other shape than
+/// `git pack-refs` writes (`ID SP NAME LF`, a name of printable ASCII
+/// without blanks) is refused by the caller (review 30 r30b F5: `ID TAB
+/// refs/replace/X` is a replace ref to git, and was none to plan).
+fn packed_ref_name(line: &[u8], first: bool) -> Option<&str> {
+    let line = line.strip_suffix(b"\n")?;
+    if first && line.starts_with(b"# pack-refs with:") {
+        return Some("");
+    }
+    let is_id = |id: &[u8]| (id.len() == 40 || id.len() == 64) && id.iter().all(u8::is_ascii_hexdigit);
+    if let Some(id) = line.strip_prefix(b"^") {
+        return is_id(id).then_some("");
+    }
+    let (id, name) = line.split_at(line.iter().position(|&b| b == b' ')?);
+    let name = &name[1..];
+    let plain = !name.is_empty() && name.iter().all(|b| (0x21..0x7f).contains(b));
+    (is_id(id) && plain).then(|| std::str::from_utf8(name).ok()).flatten()
+}
+
+/// Refuse a symbolic ref (`ref:` and, as git reads it, any blanks, then
+/// the name it leads to, trailing blanks dropped) that leads anywhere but
+/// under `refs/` (review 30 r30b F1, F2): git reads `main-worktree/HEAD`,
+/// `worktrees/ID/HEAD`, a pseudo-ref or a stray `.git/foo` from places
+/// whose layout plan's scratch repository does not reproduce. Under
+/// `refs/` git reads the same names in the scratch, where the refs are
+/// copied byte for byte.
+fn refuse_symref_out_of_refs(path: &Path, text: &[u8]) -> Result<()> {
+    let Some(rest) = text.strip_prefix(b"ref:") else {
+        return Ok(());
+    };
+    let target = String::from_utf8_lossy(rest);
+    let target = target.trim_matches([' ', '\t', '\n', '\r']);
+    if target.starts_with("refs/") {
+        return Ok(());
+    }
+    Err(cannot_copy(
+        path,
+        &format!(
+            "a symbolic ref to {target:?}, which git reads from where plan's copy of the refs \
+             has no such layout"
+        ),
+    ))
 }
 
 /// A ref plan cannot give git as it is: a replace ref (git in the
@@ -623,11 +688,13 @@ pub fn revision_plan_reads(rev: &str) -> Result<()> {
 
 /// The names git looks `rev`'s ref up at, in order (`git help revisions`).
 fn candidates(rev: &str) -> Vec<String> {
-    let name = rev
-        .split(['~', '^', ':'])
-        .next()
-        .unwrap_or(rev)
-        .trim_end_matches('@');
+    let name = rev.split(['~', '^', ':']).next().unwrap_or(rev);
+    // `@` alone is git's HEAD (review 30 r30b F2 V5: `@` had no names).
+    let name = if name == "@" {
+        "HEAD"
+    } else {
+        name.trim_end_matches('@')
+    };
     if name.is_empty() || name.contains("..") || name.starts_with('/') {
         return Vec::new();
     }
