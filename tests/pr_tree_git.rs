@@ -588,7 +588,11 @@ fn decoy(top: &Path, base: &str, dir: &Path, name: &str) {
         .spawn()
         .unwrap();
     use std::io::Write;
-    tar.stdin.take().unwrap().write_all(&archive.stdout).unwrap();
+    tar.stdin
+        .take()
+        .unwrap()
+        .write_all(&archive.stdout)
+        .unwrap();
     assert!(tar.wait().unwrap().success());
 }
 

@@ -539,14 +539,17 @@ fn packed_ref_name(line: &[u8], first: bool) -> Option<&str> {
     if first && line.starts_with(b"# pack-refs with:") {
         return Some("");
     }
-    let is_id = |id: &[u8]| (id.len() == 40 || id.len() == 64) && id.iter().all(u8::is_ascii_hexdigit);
+    let is_id =
+        |id: &[u8]| (id.len() == 40 || id.len() == 64) && id.iter().all(u8::is_ascii_hexdigit);
     if let Some(id) = line.strip_prefix(b"^") {
         return is_id(id).then_some("");
     }
     let (id, name) = line.split_at(line.iter().position(|&b| b == b' ')?);
     let name = &name[1..];
     let plain = !name.is_empty() && name.iter().all(|b| (0x21..0x7f).contains(b));
-    (is_id(id) && plain).then(|| std::str::from_utf8(name).ok()).flatten()
+    (is_id(id) && plain)
+        .then(|| std::str::from_utf8(name).ok())
+        .flatten()
 }
 
 /// Refuse a symbolic ref (`ref:` and, as git reads it, any blanks, then

@@ -91,7 +91,11 @@ fn refs_are_copied_as_git_reads_them() {
     std::fs::create_dir_all(common.join("refs/worktree")).unwrap();
     std::fs::write(common.join("refs/remotes/origin/main"), "1\n").unwrap();
     std::fs::write(common.join("refs/worktree/x"), "5\n").unwrap();
-    std::fs::write(common.join("packed-refs"), "2 refs/tags/v1\n").unwrap();
+    std::fs::write(
+        common.join("packed-refs"),
+        format!("{} refs/tags/v1\n", "2".repeat(40)),
+    )
+    .unwrap();
     std::fs::write(common.join("shallow"), "6\n").unwrap();
     let private = common.join("worktrees/wt");
     std::fs::create_dir_all(private.join("refs/bisect")).unwrap();
@@ -112,7 +116,10 @@ fn refs_are_copied_as_git_reads_them() {
     let read = |p: &str| std::fs::read_to_string(to.join(p)).unwrap();
     assert_eq!(read("HEAD"), "3\n");
     assert_eq!(read("FETCH_HEAD"), "7\t\tbranch 'main'\n");
-    assert_eq!(read("packed-refs"), "2 refs/tags/v1\n");
+    assert_eq!(
+        read("packed-refs"),
+        format!("{} refs/tags/v1\n", "2".repeat(40))
+    );
     assert_eq!(read("shallow"), "6\n");
     assert_eq!(read("refs/remotes/origin/main"), "1\n");
     assert_eq!(read("refs/bisect/bad"), "4\n");
@@ -242,7 +249,13 @@ fn what_cannot_be_copied_is_refused() {
         (
             Box::new({
                 let f = f.clone();
-                move || std::fs::write(&f, "# pack-refs\n1 refs/replace/abc\n").unwrap()
+                move || {
+                    let line = format!(
+                        "# pack-refs with: peeled\n{} refs/replace/abc\n",
+                        "1".repeat(40)
+                    );
+                    std::fs::write(&f, line).unwrap()
+                }
             }),
             Box::new({
                 let f = f.clone();
@@ -512,4 +525,35 @@ fn a_git_directory_is_told_as_git_tells_it_or_refused() {
     std::os::unix::fs::symlink("refs/heads/main", dir.join("HEAD")).unwrap();
     let err = format!("{:#}", is_git_directory(&dir).unwrap_err());
     assert!(err.contains("HEAD: a symbolic link"), "{err}");
+}
+
+/// packed-refs lines as `git pack-refs` writes them, and nothing else
+/// (review 30 r30b F5); `@` is HEAD among the names git looks up.
+#[test]
+fn packed_refs_lines_and_at_are_read_as_git_writes_them() {
+    let id = "0123456789abcdef0123456789abcdef01234567";
+    let named = |line: &str, first| packed_ref_name(line.as_bytes(), first).map(str::to_string);
+    assert_eq!(
+        named("# pack-refs with: peeled fully-peeled sorted \n", true),
+        Some(String::new())
+    );
+    assert_eq!(named("# pack-refs with: peeled\n", false), None);
+    assert_eq!(
+        named(&format!("{id} refs/heads/main\n"), false),
+        Some("refs/heads/main".into())
+    );
+    assert_eq!(named(&format!("^{id}\n"), false), Some(String::new()));
+    for bad in [
+        format!("{id}\trefs/replace/x\n"),
+        format!("{id}  refs/heads/x\n"),
+        format!("{id} refs/heads/x"),
+        format!("{id} refs/heads/a b\n"),
+        format!("{} refs/heads/x\n", &id[..39]),
+        "\n".to_string(),
+    ] {
+        assert_eq!(named(&bad, false), None, "{bad:?}");
+    }
+    assert_eq!(candidates("@")[0], "HEAD");
+    assert_eq!(candidates("@~1")[0], "HEAD");
+    assert_eq!(candidates("main@")[0], "main");
 }
