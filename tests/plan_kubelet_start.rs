@@ -158,6 +158,160 @@ fn an_unrelated_unit_s_enablement_is_still_priced() {
     );
 }
 
+/// Storage files (`path`, `text`, `mode`) and units of one MachineConfig.
+fn boot_spec(files: &[(&str, &str, u32)], units: Value) -> Value {
+    let files: Vec<Value> = (files.iter())
+        .map(|(path, text, mode)| {
+            let source = format!(
+                "data:,{}",
+                kubelet_labeler::cli::render::encoding::percent_encode(text.as_bytes())
+            );
+            json!({ "path": path, "mode": mode, "overwrite": true,
+                    "contents": { "source": source } })
+        })
+        .collect();
+    json!({ "config": { "ignition": { "version": "3.4.0" },
+        "storage": { "files": files }, "systemd": { "units": units } } })
+}
+
+/// The cluster's policy with None entries for the boot inputs of the
+/// reproducers and systemd-sysext.service: the change "costs nothing".
+fn boot_policy(base: &Path, out: &Path) {
+    let path = base.join("cluster-wide/machineconfiguration-worker-gpu.yaml");
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut mc: Value = serde_saphyr::from_str(&text).unwrap();
+    let none = |k: &str, v: &str| json!({ k: v, "actions": [{ "type": "None" }] });
+    let policy = &mut mc["spec"]["nodeDisruptionPolicy"];
+    let mut files = policy["files"].as_array().cloned().unwrap_or_default();
+    for p in [
+        "/etc/fstab",
+        "/etc/gpu",
+        "/etc/tmpfiles.d",
+        "/var/lib/extensions",
+    ] {
+        files.push(none("path", p));
+    }
+    policy["files"] = files.into();
+    policy["units"] = json!([none("name", "systemd-sysext.service")]);
+    std::fs::write(out, mc.to_string()).unwrap();
+}
+
+fn boot_refused(o: &std::process::Output, says: &str) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{says}: {}{err}", stdout(o));
+    assert!(
+        err.contains("kubelet may not start: ") && err.contains(says),
+        "{says}: {err}"
+    );
+    assert!(err.contains("outside plan's cheap path"), "{err}");
+}
+
+const SHIM: (&str, &str, u32) = ("/etc/gpu/kubelet-shim", "#!/bin/sh\nexec \"$@\"\n", 0o755);
+
+/// Review 30 r30a F3: an /etc/fstab line binding the PR's program over
+/// the wrapper (`x-systemd.before=kubelet.service`), a tmpfs over
+/// /var/usrlocal/bin, a device that never appears, and an
+/// /etc/tmpfiles.d `L+` line replacing the wrapper with a link (systemd
+/// 252's generator and systemd-tmpfiles put them in place at every boot,
+/// before kubelet) are refused (exit 2). They were "1 reboot; 0 with a
+/// taint change", and "costs nothing" with None entries.
+#[test]
+fn fstab_and_tmpfiles_lines_are_refused() {
+    let tmp = scratch_dir();
+    let base = tmp.path().join("base");
+    render(&base, &["--taint", TAINT]);
+    let policy = tmp.path().join("policy.json");
+    boot_policy(&base, &policy);
+    let fstab = "/etc/fstab changes from";
+    let tmpfiles = "/etc/tmpfiles.d/gpu.conf changes from";
+    for (i, (path, line, says)) in [
+        (
+            "/etc/fstab",
+            "/etc/gpu/kubelet-shim /var/usrlocal/bin/kubelet-labeler-wrapper.x86_64 none bind,x-systemd.before=kubelet.service 0 0\n",
+            fstab,
+        ),
+        ("/etc/fstab", "tmpfs /var/usrlocal/bin tmpfs mode=0755 0 0\n", fstab),
+        (
+            "/etc/fstab",
+            "LABEL=gpu-scratch /var/lib/gpu-scratch xfs defaults 0 0\n",
+            fstab,
+        ),
+        (
+            "/etc/tmpfiles.d/gpu.conf",
+            "L+ /usr/local/bin/kubelet-labeler-wrapper.x86_64 - - - - /etc/gpu/kubelet-shim\n",
+            tmpfiles,
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let pr = tmp.path().join(format!("pr{i}"));
+        render(&pr, &["--taint", TAINT]);
+        let spec = boot_spec(&[SHIM, (path, line, 0o644)], json!([]));
+        add_machineconfig(&pr, "60-worker-gpu-shim", spec);
+        boot_refused(&planned(&base, &pr, Some(&policy)), says);
+        if i == 0 {
+            let o = planned(&base, &pr, None);
+            boot_refused(&o, "systemd-fstab-generator makes mount units of it");
+        }
+    }
+}
+
+/// Review 30 r30a F4: a system extension written as plain files under
+/// /var/lib/extensions (the PR's /usr/bin/kubelet, a crio.service drop-in
+/// under /usr/lib/systemd/system), merged over /usr by systemd 252's
+/// systemd-sysext at every boot, is refused (exit 2) with or without
+/// `enabled: true` on systemd-sysext.service, and so is that enablement
+/// alone. It was "1 reboot; 0 with a taint change", and "costs nothing"
+/// with None entries.
+#[test]
+fn a_system_extension_is_refused() {
+    let tmp = scratch_dir();
+    let base = tmp.path().join("base");
+    render(&base, &["--taint", TAINT]);
+    let policy = tmp.path().join("policy.json");
+    boot_policy(&base, &policy);
+    let e = "/var/lib/extensions/gpu-tools";
+    let release = format!("{e}/usr/lib/extension-release.d/extension-release.gpu-tools");
+    let kubelet = format!("{e}/usr/bin/kubelet");
+    let dropin = format!("{e}/usr/lib/systemd/system/crio.service.d/50-gpu.conf");
+    let files = [
+        (release.as_str(), "ID=_any\n", 0o644),
+        (
+            kubelet.as_str(),
+            "#!/bin/sh\nexec /var/lib/gpu-tools/kubelet\n",
+            0o755,
+        ),
+        (
+            dropin.as_str(),
+            "[Service]\nExecStartPre=/bin/sleep infinity\n",
+            0o644,
+        ),
+    ];
+    let sysext = json!([{ "name": "systemd-sysext.service", "enabled": true }]);
+    for (i, (files, units, says)) in [
+        (
+            &files[..],
+            sysext.clone(),
+            "/var/lib/extensions/gpu-tools/usr/bin/kubelet changes from",
+        ),
+        (
+            &files[..],
+            json!([]),
+            "systemd-sysext merges the system extensions there over /usr",
+        ),
+        (&[][..], sysext, "unit systemd-sysext.service"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let pr = tmp.path().join(format!("pr{i}"));
+        render(&pr, &["--taint", TAINT]);
+        add_machineconfig(&pr, "60-worker-gpu-tools", boot_spec(files, units));
+        boot_refused(&planned(&base, &pr, Some(&policy)), says);
+    }
+}
+
 /// Review 26 r26a F2: a unit of another name that makes kubelet's start
 /// depend on it (`[Install] RequiredBy=kubelet.service`: enabled, the very
 /// `kubelet.service.requires/` link refused as a path; under real systemd

@@ -15,6 +15,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use serde_json::Value;
 
+mod boot_files;
 pub mod cluster_unit;
 pub mod command;
 mod fleet;
@@ -262,6 +263,7 @@ fn plan_in_budget(opts: &PlanOptions) -> Result<Plan> {
             &after.cache[name].ours,
         )?;
         kubelet_start::check((base, after), name)?;
+        boot_files::check((base, after), name)?;
     }
     let policy = in_force::in_force(
         fleet.policy.as_ref(),
