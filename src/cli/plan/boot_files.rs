@@ -92,7 +92,7 @@ const UNDER_ROOTS: [(&str, &str); 12] = [
 
 /// Paths, by [`node_path`]'s spelling, that a boot-time program reads, and
 /// what it makes of them.
-const PATHS: [(&str, &str); 16] = [
+const PATHS: [(&str, &str); 19] = [
     (
         "/etc/fstab",
         "systemd-fstab-generator makes mount units of it at every boot and daemon-reload, which can cover the wrapper or kubelet's programs, or keep the boot (and kubelet) from starting",
@@ -150,6 +150,18 @@ const PATHS: [(&str, &str); 16] = [
         "dracut builds the node's initramfs from its modules and configuration",
     ),
     ("/etc/modprobe.conf", "kmod reads it at every module load"),
+    (
+        "/etc/ld.so.preload",
+        "the dynamic loader loads the libraries it names into every program it starts, kubelet and the wrapper's children included",
+    ),
+    (
+        "/etc/ld.so.conf",
+        "ldconfig and the dynamic loader take libraries from the directories it names, before the system's",
+    ),
+    (
+        "/etc/ld.so.conf.d",
+        "ldconfig and the dynamic loader take libraries from the directories it names, before the system's",
+    ),
     (
         "/etc/depmod.d",
         "depmod orders the modules kmod loads by it",
@@ -330,6 +342,8 @@ mod tests {
             "/etc/rc.local",
             "/etc/init.d/x",
             "/etc/dracut.conf.d/x.conf",
+            "/etc/ld.so.preload",
+            "/etc/ld.so.conf.d/gpu.conf",
             // A directory or link above one points the program elsewhere.
             "/etc/udev",
             "/var/lib",
