@@ -662,3 +662,91 @@ fn symbolic_refs_out_of_refs_and_odd_packed_refs_are_refused() {
         &["packed-refs", "a line plan cannot read as git writes it"],
     );
 }
+
+/// The multi-pack-index at `path` with the offsets of the objects `a`
+/// and `b` (hex) swapped (its OOFF chunk): each read through it is the
+/// other's content.
+fn swap_in_midx(path: &Path, a: &str, b: &str) {
+    let mut d = std::fs::read(path).unwrap();
+    assert_eq!(&d[..4], b"MIDX");
+    let hash = if d[5] == 1 { 20 } else { 32 };
+    let be = |at: usize, n: usize| d[at..at + n].iter().fold(0u64, |v, &x| v << 8 | x as u64);
+    let chunk = |id: &[u8]| {
+        (0..=d[6] as usize)
+            .map(|i| 12 + 12 * i)
+            .find(|&at| &d[at..at + 4] == id)
+            .map(|at| be(at + 4, 8) as usize)
+            .unwrap()
+    };
+    let (oidf, oidl, ooff) = (chunk(b"OIDF"), chunk(b"OIDL"), chunk(b"OOFF"));
+    let n = be(oidf + 255 * 4, 4) as usize;
+    let index = |hex: &str| {
+        (0..n)
+            .find(|i| {
+                let oid = &d[oidl + i * hash..oidl + (i + 1) * hash];
+                oid.iter().map(|b| format!("{b:02x}")).collect::<String>() == hex
+            })
+            .unwrap()
+    };
+    let (i, j) = (ooff + 8 * index(a), ooff + 8 * index(b));
+    for k in 0..8 {
+        d.swap(i + k, j + k);
+    }
+    std::fs::write(path, d).unwrap();
+}
+
+/// Review 30 r30b F3: git in the repository reads its objects through
+/// the packs' indexes or a multi-pack-index as its config says
+/// (`core.multiPackIndex`), which plan does not read: one crafted to give
+/// the pull request's MachineConfig another blob's content (and turned
+/// off in the repository's config) made plan see no reboot. A
+/// multi-pack-index (a file or the directory of an incremental one) of
+/// the input or of an alternate is refused, naming it and the fix.
+#[test]
+fn a_multi_pack_index_of_the_input_is_refused() {
+    if !skipped::need("git") {
+        return;
+    }
+    let tmp = scratch_dir();
+    let (top, base, _) = base_and_pr(tmp.path());
+    std::fs::write(top.join("notes.txt"), "# notes\n").unwrap();
+    git(&top, &["add", "-A"]);
+    git(&top, &["commit", "-q", "--amend", "-m", "pr"]);
+    let motd = rev_parse(&top, "HEAD:gitops/worker-gpu/99-motd.yaml");
+    let notes = rev_parse(&top, "HEAD:notes.txt");
+    git(&top, &["repack", "-adq"]);
+    git(&top, &["multi-pack-index", "write"]);
+    let midx = top.join(".git/objects/pack/multi-pack-index");
+    swap_in_midx(&midx, &motd, &notes);
+    git(&top, &["config", "core.multiPackIndex", "false"]);
+    let shown = |multi: &str| {
+        let c = format!("core.multiPackIndex={multi}");
+        let args = ["-c", &c, "cat-file", "blob", &motd];
+        let o = Command::new("git").current_dir(&top).args(args).output();
+        String::from_utf8_lossy(&o.unwrap().stdout).into_owned()
+    };
+    assert_eq!(shown("false"), MOTD);
+    assert_eq!(shown("true"), "# notes\n");
+    let from = format!("{base}:gitops");
+    let says = [
+        "objects/pack/multi-pack-index",
+        "core.multiPackIndex",
+        "plan a fresh clone",
+    ];
+    refused(&plan_in(&top, &from, "HEAD:gitops"), &says);
+    let shared = tmp.path().join("shared");
+    git(
+        tmp.path(),
+        &["clone", "-q", "--shared", top.to_str().unwrap(), "shared"],
+    );
+    refused(&plan_in(&shared, &from, "HEAD:gitops"), &says);
+    std::fs::remove_file(&midx).unwrap();
+    std::fs::create_dir(midx.with_extension("d")).unwrap();
+    refused(
+        &plan_in(&top, &from, "HEAD:gitops"),
+        &["objects/pack/multi-pack-index.d", "core.multiPackIndex"],
+    );
+    std::fs::remove_dir(midx.with_extension("d")).unwrap();
+    let o = plan_in(&top, &from, "HEAD:gitops");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+}

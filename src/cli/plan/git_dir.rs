@@ -912,14 +912,35 @@ const ALTERNATES_DEPTH: usize = 6;
 /// them whole (review 26 r26b F3: a link to /dev/zero, or a sparse 64 GiB
 /// file, grew every git child without bound): each `info/alternates` of
 /// the chain, as far as git follows it, a regular file of at most 64 KiB
-/// (`read_in`), or an error naming it.
+/// (`read_in`), or an error naming it. Nor does any of these object
+/// directories (those the sixth file names too) hold a multi-pack-index
+/// (review 30 r30b F3): git in the repository uses it or not as its
+/// config says (`core.multiPackIndex`), which plan does not read, and a
+/// crafted one gives a blob another's content; plan's git never uses one.
 pub fn check_alternates(objects: &Path) -> Result<()> {
     let mut seen = Vec::new();
     alternates_under(objects, 1, &mut seen)
 }
 
 fn alternates_under(objects: &Path, depth: usize, seen: &mut Vec<PathBuf>) -> Result<()> {
-    if depth > ALTERNATES_DEPTH || seen.iter().any(|s| s == objects) {
+    if seen.iter().any(|s| s == objects) {
+        return Ok(());
+    }
+    for name in ["multi-pack-index", "multi-pack-index.d"] {
+        let path = objects.join("pack").join(name);
+        match std::fs::symlink_metadata(&path) {
+            Err(e) if is_absent(&e) => {}
+            _ => bail!(
+                "{}: a multi-pack-index, which git in the repository reads or not as its \
+                 config says (core.multiPackIndex); plan reads no such index of an input: \
+                 remove it (`rm -r {}`; `git multi-pack-index write` makes it again), or \
+                 plan a fresh clone",
+                path.display(),
+                path.display()
+            ),
+        }
+    }
+    if depth > ALTERNATES_DEPTH {
         return Ok(());
     }
     seen.push(objects.to_path_buf());

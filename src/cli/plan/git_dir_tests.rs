@@ -406,6 +406,48 @@ fn alternates_are_read_bounded_before_git() {
     }
 }
 
+/// Review 30 r30b F3: a multi-pack-index (a file, a directory, a link)
+/// in any object directory git reads the input's objects from (the
+/// input's own, each alternate as deep as git goes: the seventh, named
+/// by the sixth file, too) is refused naming it; one past git's depth
+/// is not read.
+#[test]
+fn a_multi_pack_index_of_the_input_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(tmp.path()).unwrap();
+    let dirs: Vec<PathBuf> = (0..8)
+        .map(|i| {
+            let o = root.join(format!("r{i}/objects"));
+            std::fs::create_dir_all(o.join("info")).unwrap();
+            std::fs::create_dir_all(o.join("pack")).unwrap();
+            o
+        })
+        .collect();
+    for pair in dirs.windows(2) {
+        let next = format!("{}\n", pair[1].display());
+        std::fs::write(pair[0].join("info/alternates"), next).unwrap();
+    }
+    check_alternates(&dirs[0]).unwrap();
+    let midx = |i: usize, name: &str| dirs[i].join("pack").join(name);
+    std::fs::write(midx(7, "multi-pack-index"), "").unwrap();
+    check_alternates(&dirs[0]).unwrap();
+    for (i, name) in [(0, "multi-pack-index"), (6, "multi-pack-index")] {
+        std::fs::write(midx(i, name), "MIDX").unwrap();
+        let err = format!("{:#}", check_alternates(&dirs[0]).unwrap_err());
+        assert!(err.contains(&midx(i, name).display().to_string()), "{err}");
+        assert!(err.contains("core.multiPackIndex"), "{err}");
+        assert!(err.contains("or plan a fresh clone"), "{err}");
+        std::fs::remove_file(midx(i, name)).unwrap();
+    }
+    std::fs::create_dir(midx(3, "multi-pack-index.d")).unwrap();
+    let err = format!("{:#}", check_alternates(&dirs[0]).unwrap_err());
+    assert!(err.contains("r3/objects/pack/multi-pack-index.d"), "{err}");
+    std::fs::remove_dir(midx(3, "multi-pack-index.d")).unwrap();
+    std::os::unix::fs::symlink("/nowhere", midx(5, "multi-pack-index")).unwrap();
+    let err = format!("{:#}", check_alternates(&dirs[0]).unwrap_err());
+    assert!(err.contains("r5/objects/pack/multi-pack-index"), "{err}");
+}
+
 /// Review 28 r28b F1, F2, F6: what git reads from where plan copies
 /// nothing is refused, never resolved otherwise or read as "no".
 #[test]

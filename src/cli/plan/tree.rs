@@ -409,9 +409,15 @@ fn git_command() -> Command {
     // No commit-graph: a crafted `objects/info/commit-graph` of the input
     // (read through the scratch's alternates) could give a commit other
     // parents than the commit object holds (review 26 r26b): `HEAD~1` is
-    // read from the commits themselves.
+    // read from the commits themselves. No multi-pack-index either (review
+    // 30 r30b F3: one refused in the input, see `git_dir::check_alternates`).
     git.args(["-c", "core.fsmonitor=false", "-c", "protocol.allow=never"])
-        .args(["-c", "core.commitGraph=false"])
+        .args([
+            "-c",
+            "core.commitGraph=false",
+            "-c",
+            "core.multiPackIndex=false",
+        ])
         .env("GIT_ALLOW_PROTOCOL", "none")
         .env("GIT_NO_REPLACE_OBJECTS", "1")
         .env("GIT_TERMINAL_PROMPT", "0")
