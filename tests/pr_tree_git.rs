@@ -750,3 +750,98 @@ fn a_multi_pack_index_of_the_input_is_refused() {
     let o = plan_in(&top, &from, "HEAD:gitops");
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
 }
+
+/// The loose objects of the git directory `from` copied into `to`'s.
+fn copy_loose_objects(from: &Path, to: &Path) {
+    for dir in std::fs::read_dir(from.join("objects")).unwrap() {
+        let dir = dir.unwrap().path();
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        if name.len() != 2 {
+            continue;
+        }
+        let into = to.join("objects").join(&name);
+        std::fs::create_dir_all(&into).unwrap();
+        for object in std::fs::read_dir(&dir).unwrap() {
+            let object = object.unwrap().path();
+            std::fs::copy(&object, into.join(object.file_name().unwrap())).unwrap();
+        }
+    }
+}
+
+/// Review 30 r30b F4: the object format is read as git reads it: a
+/// SHA-256 repository whose config says `sha"256"` (or continues the
+/// value on a next line), a SHA-1 one whose config says objectFormat
+/// twice (the last wins), each with the other format's commit of the base
+/// and refs named like the repository's commits beside them, were planned
+/// in a scratch of the other format, where those refs resolved (no
+/// reboot); and a SHA-1 repository in a scratch made SHA-256 by the
+/// user's `GIT_DEFAULT_HASH`. Each is the pull request's reboot now.
+#[test]
+fn the_object_format_is_read_as_git_reads_it() {
+    if !skipped::need("git") {
+        return;
+    }
+    let tmp = scratch_dir();
+    let (one, base1, pr1) = base_and_pr(tmp.path());
+    // The same two commits in a SHA-256 repository.
+    let two = tmp.path().join("two");
+    std::fs::create_dir(&two).unwrap();
+    git(&two, &["init", "-q", "--object-format=sha256"]);
+    let in_two = |args: &[&str]| {
+        let work = format!("--work-tree={}", one.display());
+        let mut all = vec!["--git-dir=.git", work.as_str()];
+        all.extend_from_slice(args);
+        git(&two, &all);
+    };
+    git(&one, &["checkout", "-q", &base1]);
+    in_two(&["add", "-A"]);
+    in_two(&["commit", "-q", "-m", "base"]);
+    git(&one, &["checkout", "-q", "-"]);
+    in_two(&["add", "-A"]);
+    in_two(&["commit", "-q", "-m", "pr"]);
+    let (base2, pr2) = (rev_parse(&two, "HEAD~1"), rev_parse(&two, "HEAD"));
+    // Each repository also holds the other's base commit, and refs named
+    // like its own commits holding it (git there takes them for broken).
+    let (git1, git2) = (one.join(".git"), two.join(".git"));
+    copy_loose_objects(&git1, &git2);
+    copy_loose_objects(&git2, &git1);
+    for (dir, other_base, names) in [
+        (&git1, &base2, [&base1, &pr1]),
+        (&git2, &base1, [&base2, &pr2]),
+    ] {
+        for name in names {
+            std::fs::write(dir.join("refs").join(name), format!("{other_base}\n")).unwrap();
+        }
+    }
+    let reboot = |top: &Path, base: &str, pr: &str, env: Option<(&str, &str)>| {
+        let mut c = bin();
+        c.current_dir(top)
+            .args(["plan", "--from", &format!("{base}:gitops")])
+            .args(["--to", &format!("{pr}:gitops"), "--fail-on", "reboot"])
+            .arg("--fleet")
+            .arg(repo().join("examples/fleet/fleet.json"));
+        if let Some((k, v)) = env {
+            c.env(k, v);
+        }
+        let o = c.output().unwrap();
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    };
+    reboot(&two, &base2, &pr2, None);
+    let config = git2.join("config");
+    let plain = std::fs::read_to_string(&config).unwrap();
+    assert!(plain.contains("objectformat = sha256"), "{plain}");
+    for spelt in ["sha\"256\"", "sha\\\n256", "\"sha\"256"] {
+        let text = plain.replace("objectformat = sha256", &format!("objectformat = {spelt}"));
+        std::fs::write(&config, text).unwrap();
+        reboot(&two, &base2, &pr2, None);
+    }
+    git(&one, &["config", "core.repositoryformatversion", "1"]);
+    let mut text = std::fs::read_to_string(git1.join("config")).unwrap();
+    text.push_str("[extensions]\n\tobjectformat = sha256\n\tobjectformat = sha1\n");
+    std::fs::write(git1.join("config"), text).unwrap();
+    assert_eq!(rev_parse(&one, "HEAD"), pr1);
+    reboot(&one, &base1, &pr1, None);
+    git(&one, &["config", "--remove-section", "extensions"]);
+    git(&one, &["config", "core.repositoryformatversion", "0"]);
+    reboot(&one, &base1, &pr1, Some(("GIT_DEFAULT_HASH", "sha256")));
+}

@@ -768,47 +768,20 @@ pub fn lookups_copied(repo: &Repo, scratch: &Path, rev: &str) -> Result<()> {
     Ok(())
 }
 
-/// The values of `section.key` (both without case) in `repo`'s own
-/// config, read here as text, never by git (no include is followed):
-/// `[section] key = value` lines, a value's quotes and comment dropped.
-fn config_values(repo: &Repo, section: &str, key: &str) -> Result<Vec<String>> {
-    let Some(text) = read_in(&repo.common, "config", CONFIG_MAX)? else {
-        return Ok(Vec::new());
-    };
-    let text = String::from_utf8_lossy(&text);
-    let mut current = String::new();
-    let mut values = Vec::new();
-    for line in text.lines() {
-        let mut line = line.trim();
-        if let Some(rest) = line.strip_prefix('[') {
-            let (name, after) = rest.split_once(']').unwrap_or((rest, ""));
-            current = name.trim().to_lowercase();
-            line = after.trim();
-        }
-        if current != section {
-            continue;
-        }
-        let (k, v) = line.split_once('=').unwrap_or((line, "true"));
-        if k.trim().eq_ignore_ascii_case(key) {
-            let v = v.split(['#', ';']).next().unwrap_or("");
-            values.push(v.trim().trim_matches('"').to_string());
-        }
-    }
-    Ok(values)
+/// The common directory's `config` of `repo` (where git reads the
+/// repository's format, without includes) copied to `to`, bounded, a
+/// regular file only (`copy_in`), for git to read there (`repo_format`,
+/// review 30 r30b F4); false when there is none.
+pub fn copy_config(repo: &Repo, to: &Path) -> Result<bool> {
+    copy_in(&repo.common, "config", to, CONFIG_MAX)
 }
 
 /// Refuse a ref store other than git's files (reftable, git 2.45): plan
 /// copies loose and packed refs, which git then ignores (review 26 r26b
 /// F1: a stale `refs/heads/main` beside the reftable was planned).
+/// `extensions.refStorage` is read as git reads it, with the repository's
+/// format (`repo_format`, before any copy).
 fn ref_storage_is_files(repo: &Repo) -> Result<()> {
-    let config = repo.common.join("config");
-    let storage = config_values(repo, "extensions", "refstorage")?;
-    if let Some(other) = storage.iter().find(|v| !v.eq_ignore_ascii_case("files")) {
-        return Err(cannot_copy(
-            &config,
-            &format!("refs stored as {other:?} (extensions.refStorage), which plan cannot copy"),
-        ));
-    }
     let reftable = repo.common.join("reftable");
     if std::fs::symlink_metadata(&reftable).is_ok() {
         return Err(cannot_copy(
@@ -817,18 +790,6 @@ fn ref_storage_is_files(repo: &Repo) -> Result<()> {
         ));
     }
     Ok(())
-}
-
-/// The object format `repo` was made with (`extensions.objectFormat` of
-/// its own config, read here as text, never by git: no include is
-/// followed), so the scratch repository borrowing its objects is made
-/// alike; None for SHA-1, git's default.
-pub fn object_format(repo: &Repo) -> Option<&'static str> {
-    let values = config_values(repo, "extensions", "objectformat").ok()?;
-    values
-        .iter()
-        .any(|v| v.eq_ignore_ascii_case("sha256"))
-        .then_some("sha256")
 }
 
 /// The path of the tree `sub` names in `REV:PATH`, as git reads it (review

@@ -127,14 +127,6 @@ fn refs_are_copied_as_git_reads_them() {
     assert!(!to.join("refs/worktree/x").exists());
     assert!(!to.join("refs/heads/own").exists());
     assert!(!to.join("COMMIT-x").exists());
-
-    assert_eq!(object_format(&repo), None);
-    std::fs::write(
-        common.join("config"),
-        "[core]\n\tbare = false\n[extensions]\n\tobjectFormat = sha256\n",
-    )
-    .unwrap();
-    assert_eq!(object_format(&repo), Some("sha256"));
 }
 
 /// Whatever plan cannot give its scratch as it is, is refused naming
@@ -155,7 +147,7 @@ fn what_cannot_be_copied_is_refused() {
     let deep = format!("refs/heads/{}", "d/".repeat(70));
     type Step = Box<dyn Fn()>;
     let (a, b, c, d) = (at("refs/heads/x"), at("refs/heads"), at(&deep), at("info"));
-    let (e, f, g) = (at("refs/replace"), at("packed-refs"), at("config"));
+    let (e, f) = (at("refs/replace"), at("packed-refs"));
     let (h, i) = (at("reftable"), at("refs/tags/big"));
     let cases: Vec<(Step, Step, &str)> = vec![
         (
@@ -262,17 +254,6 @@ fn what_cannot_be_copied_is_refused() {
                 move || std::fs::remove_file(&f).unwrap()
             }),
             "refs/replace/abc is a replace ref",
-        ),
-        (
-            Box::new({
-                let g = g.clone();
-                move || std::fs::write(&g, "[extensions]\n\trefStorage = reftable\n").unwrap()
-            }),
-            Box::new({
-                let g = g.clone();
-                move || std::fs::remove_file(&g).unwrap()
-            }),
-            "refs stored as \"reftable\"",
         ),
         (
             Box::new({

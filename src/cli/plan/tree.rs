@@ -17,6 +17,8 @@ use crate::cli::render::input;
 // A sibling file (plan's module list is not this file's to change).
 #[path = "git_dir.rs"]
 mod git_dir;
+#[path = "repo_format.rs"]
+mod repo_format;
 
 /// The most one render (all its files) may hold: a pool's MachineConfigs
 /// with four architectures' wrappers are about 1 MiB.
@@ -803,15 +805,10 @@ fn borrowed_repo(repo: &git_dir::Repo, refs: bool, spec: &str) -> Result<tempfil
     let scratch =
         tempfile::tempdir().with_context(|| format!("{spec}: making a scratch repository"))?;
     let dir = scratch.path().to_string_lossy().into_owned();
-    let mut init = vec!["init", "-q", "--bare"];
-    if let Some(format) = git_dir::object_format(repo) {
-        init.push(if format == "sha256" {
-            "--object-format=sha256"
-        } else {
-            "--object-format=sha1"
-        });
-    }
-    init.push(&dir);
+    // Always named: the user's `init.defaultObjectFormat` is not the input's.
+    let format = repo_format::object_format(repo).with_context(|| spec.to_string())?;
+    let format = format!("--object-format={format}");
+    let init = ["init", "-q", "--bare", &format, &dir];
     git_output(&init, None, 1 << 16).with_context(|| format!("{spec}: git init --bare {dir}"))?;
     git_dir::check_alternates(&repo.common.join("objects"))
         .with_context(|| format!("{spec}: reading the objects of {}", repo.top.display()))?;
