@@ -845,3 +845,66 @@ fn the_object_format_is_read_as_git_reads_it() {
     git(&one, &["config", "core.repositoryformatversion", "0"]);
     reboot(&one, &base1, &pr1, Some(("GIT_DEFAULT_HASH", "sha256")));
 }
+
+/// Review 31 r31a F1, F3: plan's git reads the input's objects as git
+/// there reads them (its own object directory: the same depth of
+/// alternates, its own packs first) and its scratch repository has no
+/// file of git's templates to stand in for the input's. A blob packed six
+/// alternates deep, with other bytes loose in the repository under the
+/// same id, is the MachineConfig to git there and was "# notes" to plan
+/// (0 nodes change); a branch `description` was read from the scratch's
+/// own `description` where git reads the repository's.
+#[test]
+fn objects_and_top_level_names_are_read_as_git_reads_them() {
+    use std::io::Write;
+    if !skipped::need("git") {
+        return;
+    }
+    let tmp = scratch_dir();
+    let (top, base, pr) = base_and_pr(tmp.path());
+    let git_dir = top.join(".git");
+    let blob = rev_parse(&top, "HEAD:gitops/worker-gpu/99-motd.yaml");
+    let mut prev = git_dir.join("objects");
+    for i in 1..=6 {
+        let objects = git_dir.join(format!("alt/{i}/objects"));
+        std::fs::create_dir_all(objects.join("info")).unwrap();
+        std::fs::create_dir_all(objects.join("pack")).unwrap();
+        let to = if i == 1 {
+            "../alt/1/objects".to_string()
+        } else {
+            format!("../../{i}/objects")
+        };
+        std::fs::write(prev.join("info/alternates"), format!("{to}\n")).unwrap();
+        prev = objects;
+    }
+    let pack = git_dir.join("alt/6/objects/pack/pack");
+    let mut packing = Command::new("git")
+        .current_dir(&top)
+        .args(["pack-objects", "-q"])
+        .arg(&pack)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    writeln!(packing.stdin.take().unwrap(), "{blob}").unwrap();
+    assert!(packing.wait().unwrap().success());
+    let loose = git_dir.join("objects").join(&blob[..2]).join(&blob[2..]);
+    let _ = std::fs::remove_file(&loose);
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    z.write_all(b"blob 8\0# notes\n").unwrap();
+    std::fs::write(&loose, z.finish().unwrap()).unwrap();
+    let shown = git_out(&top, &["cat-file", "-p", &blob], "");
+    assert!(shown.contains("MachineConfig"), "git there: {shown}");
+    let o = plan_in(&top, &format!("{base}:gitops"), "HEAD:gitops");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+
+    // A branch named like a file of git's templates.
+    git(&top, &["branch", "description", &base]);
+    std::fs::write(git_dir.join("description"), format!("{pr}\n")).unwrap();
+    let o = plan_in(&top, &format!("{base}:gitops"), "description:gitops");
+    assert!(
+        matches!(o.status.code(), Some(1 | 2)),
+        "git reads description as the pull request: {}",
+        stderr(&o)
+    );
+}

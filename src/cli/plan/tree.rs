@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::io::Read;
+use std::os::unix::ffi::OsStringExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -464,7 +465,40 @@ fn child_deadline() -> Duration {
 }
 
 fn run_git(git: &mut Command, input: Option<Vec<u8>>, cap: u64) -> Result<Vec<u8>> {
+    borrow_objects(git)?;
     run_child(git, input, cap, child_deadline())
+}
+
+/// The file of a scratch repository (`borrowed_repo`) naming the objects
+/// directory it borrows.
+const BORROWED: &str = "plan-borrows-objects";
+
+/// git run in a scratch repository of `borrowed_repo` reads the objects
+/// of the repository it borrows from as git there reads them: as its own
+/// object directory (`GIT_OBJECT_DIRECTORY`), not as an alternate (review
+/// 31 r31a F1: an alternate is one level of alternates deeper, and its
+/// packs lose git's preference for local ones, so the same object id with
+/// other bytes in another pack was what plan read).
+fn borrow_objects(git: &mut Command) -> Result<()> {
+    let scratch = git.get_args().find_map(|a| {
+        a.to_str()?
+            .strip_prefix("--git-dir=")
+            .map(|d| Path::new(d).join(BORROWED))
+    });
+    let Some(file) = scratch else {
+        return Ok(());
+    };
+    match std::fs::read(&file) {
+        Ok(objects) => {
+            git.env(
+                "GIT_OBJECT_DIRECTORY",
+                std::ffi::OsString::from_vec(objects),
+            );
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("reading {}", file.display())),
+    }
 }
 
 /// A child that exited unsuccessfully: its exit code (None when killed by
@@ -808,20 +842,19 @@ fn borrowed_repo(repo: &git_dir::Repo, refs: bool, spec: &str) -> Result<tempfil
     // Always named: the user's `init.defaultObjectFormat` is not the input's.
     let format = repo_format::object_format(repo).with_context(|| spec.to_string())?;
     let format = format!("--object-format={format}");
-    let init = ["init", "-q", "--bare", &format, &dir];
+    // No template: a file of git's templates (`description`) is no stand-in
+    // for the input's file of that name, which git reads as a ref (review
+    // 31 r31a F3: a branch `description`).
+    let init = ["init", "-q", "--bare", "--template=", &format, &dir];
     git_output(&init, None, 1 << 16).with_context(|| format!("{spec}: git init --bare {dir}"))?;
     git_dir::check_alternates(&repo.common.join("objects"))
         .with_context(|| format!("{spec}: reading the objects of {}", repo.top.display()))?;
-    let mut alternates = repo
-        .common
-        .join("objects")
-        .into_os_string()
-        .into_encoded_bytes();
-    alternates.push(b'\n');
-    let info = scratch.path().join("objects/info");
-    std::fs::create_dir_all(&info).with_context(|| format!("{spec}: making {}", info.display()))?;
-    std::fs::write(info.join("alternates"), alternates)
-        .with_context(|| format!("{spec}: writing {}", info.join("alternates").display()))?;
+    let borrowed = scratch.path().join(BORROWED);
+    std::fs::write(
+        &borrowed,
+        repo.common.join("objects").into_os_string().into_vec(),
+    )
+    .with_context(|| format!("{spec}: writing {}", borrowed.display()))?;
     let attributes = repo.common.join("info/attributes");
     if std::fs::symlink_metadata(&attributes).is_ok_and(|m| m.is_file() && m.len() <= 1 << 20) {
         let to = scratch.path().join("info/attributes");
