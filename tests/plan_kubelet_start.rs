@@ -257,6 +257,46 @@ fn fstab_and_tmpfiles_lines_are_refused() {
     }
 }
 
+/// Review 31 r31b F1: a link of the base at a boot input
+/// (`/etc/tmpfiles.d/gpu.conf -> /etc/gpu/tmpfiles.conf`, reviewed once)
+/// is judged by what it leads to: a change of the target alone is a
+/// change of the boot input, refused (exit 2), as the same text at the
+/// link's own path is. It was "costs nothing" with None entries.
+#[test]
+fn a_boot_input_is_judged_through_the_pool_s_links() {
+    let tmp = scratch_dir();
+    let policy = tmp.path().join("policy.json");
+    let with_target = |name: &str, line: &str| {
+        let at = tmp.path().join(name);
+        render(&at, &["--taint", TAINT]);
+        let mut spec = boot_spec(&[("/etc/gpu/tmpfiles.conf", line, 0o644)], json!([]));
+        spec["config"]["storage"]["links"] = json!([{
+            "path": "/etc/tmpfiles.d/gpu.conf", "target": "../gpu/tmpfiles.conf",
+            "overwrite": true
+        }]);
+        add_machineconfig(&at, "60-worker-gpu-links", spec);
+        at
+    };
+    let base = with_target("base", "d /var/lib/gpu 0755 - - -\n");
+    boot_policy(&base, &policy);
+    let pr = with_target(
+        "pr",
+        "L+ /usr/local/bin/kubelet-labeler-wrapper.x86_64 - - - - /etc/gpu/kubelet-shim\n",
+    );
+    boot_refused(
+        &planned(&base, &pr, Some(&policy)),
+        "/etc/tmpfiles.d/gpu.conf changes from",
+    );
+    // The same target unchanged: nothing to refuse.
+    let same = with_target("same", "d /var/lib/gpu 0755 - - -\n");
+    let o = planned(&base, &same, Some(&policy));
+    assert!(
+        !stderr(&o).contains("kubelet may not start"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 /// Review 30 r30a F4: a system extension written as plain files under
 /// /var/lib/extensions (the PR's /usr/bin/kubelet, a crio.service drop-in
 /// under /usr/lib/systemd/system), merged over /usr by systemd 252's

@@ -12,6 +12,44 @@ use serde_json::Value;
 
 pub use super::merge_order::{ROLE_LABEL, mc_name, merge_order, rendered_pool, role};
 use super::storage::{merge_storage, refuse_sourceless_files, refuse_systemd_conflicts};
+/// Where the link at `path` to `to` leads, as a node path (a relative
+/// target from the link's directory).
+fn link_target(path: &str, to: &str) -> String {
+    let joined = if to.starts_with('/') {
+        to.to_string()
+    } else {
+        let dir = Path::new(path).parent().unwrap_or(Path::new("/"));
+        format!("{}/{to}", dir.display())
+    };
+    super::merge_inputs::node_path(&joined)
+}
+
+/// `path` with the layout's `links` (node path -> where it leads) at it or
+/// a directory above it followed, a bounded number of times (the kernel's
+/// 40).
+fn through_links(links: &BTreeMap<String, String>, mut path: String) -> String {
+    for _ in 0..40 {
+        let hop = links.get(&path).cloned().or_else(|| {
+            let mut at = path.as_str();
+            while let Some(i) = at.rfind('/').filter(|&i| i > 0) {
+                at = &at[..i];
+                if let Some(to) = links.get(at) {
+                    return Some(super::merge_inputs::node_path(&format!(
+                        "{to}{}",
+                        &path[at.len()..]
+                    )));
+                }
+            }
+            None
+        });
+        match hop {
+            Some(next) if next != path => path = next,
+            _ => break,
+        }
+    }
+    path
+}
+
 #[cfg(test)]
 use super::unpack::clean_path;
 pub use super::unpack::{
@@ -205,6 +243,35 @@ impl Layout {
                     format!("{UNIT_DIR}/{name}.d/{dname}"),
                     hash(&[text.as_bytes()]),
                 );
+            }
+        }
+        // A link is what it leads to (review 31 r31b F1: a base's link
+        // `/etc/tmpfiles.d/gpu.conf -> /etc/gpu/tmpfiles.conf` whose target
+        // alone a change rewrote was judged unchanged at the link's path,
+        // which systemd reads through it): its identity holds the identity
+        // of what the layout writes where it leads, through links of the
+        // layout at the path or a directory above it.
+        let by_node: BTreeMap<String, u64> = (out.iter())
+            .map(|(p, id)| (super::merge_inputs::node_path(p), *id))
+            .collect();
+        let links: BTreeMap<String, String> = (self.files.iter())
+            .filter_map(|(path, f)| match &f.kind {
+                Kind::Link {
+                    target: Some(to), ..
+                } => Some((super::merge_inputs::node_path(path), link_target(path, to))),
+                _ => None,
+            })
+            .collect();
+        for (path, f) in &self.files {
+            let Kind::Link {
+                target: Some(to), ..
+            } = &f.kind
+            else {
+                continue;
+            };
+            let led_to = through_links(&links, link_target(path, to));
+            if let (Some(id), Some(own)) = (by_node.get(&led_to), out.get(path).copied()) {
+                out.insert(path.clone(), hash(&[&own.to_le_bytes(), &id.to_le_bytes()]));
             }
         }
         out
