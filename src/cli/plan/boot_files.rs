@@ -92,7 +92,7 @@ const UNDER_ROOTS: [(&str, &str); 12] = [
 
 /// Paths, by [`node_path`]'s spelling, that a boot-time program reads, and
 /// what it makes of them.
-const PATHS: [(&str, &str); 19] = [
+const PATHS: [(&str, &str); 24] = [
     (
         "/etc/fstab",
         "systemd-fstab-generator makes mount units of it at every boot and daemon-reload, which can cover the wrapper or kubelet's programs, or keep the boot (and kubelet) from starting",
@@ -153,6 +153,26 @@ const PATHS: [(&str, &str); 19] = [
     (
         "/etc/ld.so.preload",
         "the dynamic loader loads the libraries it names into every program it starts, kubelet and the wrapper's children included",
+    ),
+    (
+        "/etc/ld.so.cache",
+        "the dynamic loader finds libraries by it, so it can point any program, kubelet included, at a library of the change's",
+    ),
+    (
+        "/etc/selinux",
+        "PID 1 loads the SELinux policy it names at boot, and freezes when an enforcing one fails to load",
+    ),
+    (
+        "/etc/containers/systemd",
+        "podman's quadlet generator makes units of its files at every boot and daemon-reload, ordered as they say (before kubelet)",
+    ),
+    (
+        "/run/containers/systemd",
+        "podman's quadlet generator makes units of its files at every boot and daemon-reload",
+    ),
+    (
+        "/etc/NetworkManager/dispatcher.d",
+        "NetworkManager runs its scripts as root when the network comes up (pre-up.d before it does)",
     ),
     (
         "/etc/ld.so.conf",
@@ -344,6 +364,10 @@ mod tests {
             "/etc/dracut.conf.d/x.conf",
             "/etc/ld.so.preload",
             "/etc/ld.so.conf.d/gpu.conf",
+            "/etc/ld.so.cache",
+            "/etc/selinux/config",
+            "/etc/containers/systemd/gpu.container",
+            "/etc/NetworkManager/dispatcher.d/pre-up.d/10-x",
             // A directory or link above one points the program elsewhere.
             "/etc/udev",
             "/var/lib",

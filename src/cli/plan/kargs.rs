@@ -72,8 +72,12 @@ pub fn boot_changing(arg: &str) -> Option<String> {
             "systemd reads it at boot, and plan cannot tell what it does to kubelet's start"
         }
         k if k.starts_with("ignition.") => "Ignition reads it at boot",
-        // The unlocking of an encrypted root (NBDE setups set it).
-        k if k.starts_with("rd.luks.") => return None,
+        // The unlocking of an encrypted root (review 31 r31b F3: a
+        // `rd.luks.uuid=` of no disk keeps the boot waiting): set at
+        // install, not by a pool's change.
+        k if k.starts_with("rd.luks.") => {
+            "the initramfs unlocks the disks it names, and waits for them, before the root mounts"
+        }
         // The initramfs's and the module loader's (`rd.driver.blacklist=`
         // is dracut's `module_blacklist=`; review 28 r28a F4).
         k if k.starts_with("rd.") => {
@@ -125,6 +129,36 @@ const NOT_MODULES: [(&str, &str); 18] = [
     ("modprobe", "modprobe"),
 ];
 
+/// The modules whose parameters plan accepts, with any value: GPU
+/// drivers, device passthrough and virtualization, and the CPU idle and
+/// RCU tuning performance profiles set (`intel_idle.max_cstate=0`,
+/// `rcupdate.rcu_normal_after_boot=1`, `tuned.non_isolcpus=`). Another
+/// module's parameter may keep the root disk or the network from coming up.
+const MODULES: [&str; 22] = [
+    "nvidia",
+    "nvidia_drm",
+    "nvidia_modeset",
+    "nvidia_uvm",
+    "nvidia_peermem",
+    "nouveau",
+    "i915",
+    "xe",
+    "amdgpu",
+    "radeon",
+    "vfio",
+    "vfio_pci",
+    "vfio_iommu_type1",
+    "kvm",
+    "kvm_intel",
+    "kvm_amd",
+    "intel_idle",
+    "processor",
+    "rcupdate",
+    "rcutree",
+    "tuned",
+    "workqueue",
+];
+
 /// A module's own parameter (`i915.enable_guc=0`): the module's, when the
 /// key has a module's shape (`[a-z0-9_]+.[A-Za-z0-9_]+`, `-` read as `_`)
 /// and no program at boot reads the prefix as its own ([`NOT_MODULES`]).
@@ -139,8 +173,16 @@ fn module_parameter(key: &str) -> Option<String> {
         && (module.bytes()).all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
     let param_shape =
         !param.is_empty() && (param.bytes()).all(|b| b.is_ascii_alphanumeric() || b == b'_');
-    if module_shape && param_shape {
+    if module_shape && param_shape && MODULES.contains(&module) {
         return None;
+    }
+    if module_shape && param_shape {
+        return Some(format!(
+            "a parameter of module {module}, which plan does not judge (a storage or network \
+             module's, `scsi_mod.scan=none`, `libata.force=disable`, can keep the root disk or \
+             the network from coming up; review 31 r31b F3): plan judges those of GPU, \
+             passthrough, virtualization and CPU tuning modules only"
+        ));
     }
     Some(format!(
         "{key} is not a module's parameter's shape (module.parameter, of [a-z0-9_]), \

@@ -666,7 +666,6 @@ mod tests {
             "hugepages=32",
             "systemd.log_level=debug",
             "systemd.default_standard_output=kmsg",
-            "rd.luks.uuid=x",
             "selinux=1",
             "i915.enable_guc=0",
             "isolcpus=1-3",
