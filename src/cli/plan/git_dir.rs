@@ -339,8 +339,11 @@ fn open_in(dir: &Path, name: &str) -> Result<Option<std::fs::File>> {
 }
 
 /// The most the pseudo-refs at the git directory's top (`FETCH_HEAD` of a
-/// fetch of many branches, `ORIG_HEAD`) and `shallow` may hold.
+/// fetch of many branches, `ORIG_HEAD`), all together, and `shallow` may
+/// hold (review 30 r30b F7: each file was bounded, not their total).
 const PSEUDO_MAX: u64 = 16 << 20;
+/// The most files named like pseudo-refs copied (git writes a dozen).
+const PSEUDO_COUNT_MAX: usize = 1000;
 /// The deepest a loose ref may be under `refs/`.
 const REFS_DEPTH_MAX: usize = 64;
 /// Refs each linked worktree has of its own (git reads them from its git
@@ -360,13 +363,24 @@ fn cannot_copy(path: &Path, what: &str) -> anyhow::Error {
 }
 
 /// The regular file `name` of `dir` copied to `to`, at most `limit`
-/// bytes (as `read_in`); false when there is none.
+/// bytes (as `read_in`), its size checked before any is written; false
+/// when there is none.
 fn copy_in(dir: &Path, name: &str, to: &Path, limit: u64) -> Result<bool> {
     use std::io::{Read, Write};
     let Some(file) = open_in(dir, name)? else {
         return Ok(false);
     };
     let path = dir.join(name);
+    let size = file
+        .metadata()
+        .with_context(|| format!("reading {}", path.display()))?
+        .len();
+    if size > limit {
+        bail!(
+            "{} is larger than {limit} bytes; plan reads at most that much of it: {COPY_FIX}",
+            path.display(),
+        );
+    }
     let mut file = file.take(limit + 1);
     // Its first bytes tell a symbolic ref (none is longer than this).
     let mut head = Vec::new();
@@ -444,9 +458,11 @@ pub fn copy_refs(repo: &Repo, to: &Path) -> Result<()> {
 /// `MERGE_HEAD`), which `rev-parse` reads before any ref of `refs/`
 /// (review 26 r26b F1: a tag `refs/tags/FETCH_HEAD` won where git reads
 /// `$GIT_DIR/FETCH_HEAD`). A link or a special file so named is refused;
-/// a directory is no ref to git either, left out.
+/// a directory is no ref to git either, left out. At most
+/// `PSEUDO_COUNT_MAX` of them, `PSEUDO_MAX` bytes in all.
 fn copy_pseudo_refs(dir: &Path, to: &Path) -> Result<()> {
     let entries = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
+    let (mut names, mut total) = (Vec::new(), 0u64);
     for entry in entries {
         let entry = entry.with_context(|| format!("reading {}", dir.display()))?;
         let name = entry.file_name();
@@ -469,7 +485,30 @@ fn copy_pseudo_refs(dir: &Path, to: &Path) -> Result<()> {
                 "a pseudo-ref that is a link or a special file, not a regular file",
             ));
         }
-        copy_in(dir, name, &to.join(name), PSEUDO_MAX)?;
+        let size = entry
+            .metadata()
+            .with_context(|| format!("reading {}", entry.path().display()))?
+            .len();
+        total = total.saturating_add(size);
+        names.push(name.to_string());
+        if names.len() > PSEUDO_COUNT_MAX || total > PSEUDO_MAX {
+            bail!(
+                "{}: its files named like pseudo-refs (`A-Z` and `_` only, as FETCH_HEAD) are \
+                 more than {PSEUDO_COUNT_MAX} or hold more than {} MiB together, which plan \
+                 copies to resolve a revision: remove those git did not write, or {COPY_FIX}",
+                dir.display(),
+                PSEUDO_MAX >> 20
+            );
+        }
+    }
+    // Each copied once all are measured, within what is left of the
+    // bound (a file grown meanwhile is refused).
+    let mut left = PSEUDO_MAX;
+    for name in names {
+        let copy = to.join(&name);
+        copy_in(dir, &name, &copy, left)?;
+        let copied = std::fs::metadata(&copy).map_or(left, |m| m.len());
+        left = left.saturating_sub(copied);
     }
     Ok(())
 }

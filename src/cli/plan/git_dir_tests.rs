@@ -580,3 +580,49 @@ fn packed_refs_lines_and_at_are_read_as_git_writes_them() {
     assert_eq!(candidates("@~1")[0], "HEAD");
     assert_eq!(candidates("main@")[0], "main");
 }
+/// Review 30 r30b F7: the files named like pseudo-refs are copied within
+/// one bound, 16 MiB together and 1,000 files (64 sparse files of 16 MiB
+/// each made plan write 1 GiB per scratch repository); a file past its
+/// bound is refused before any of it is written.
+#[test]
+fn pseudo_refs_are_copied_within_one_bound() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (from, to) = (tmp.path().join("from"), tmp.path().join("to"));
+    std::fs::create_dir_all(&from).unwrap();
+    std::fs::create_dir_all(&to).unwrap();
+    let sparse = |name: &str, len: u64| {
+        let f = std::fs::File::create(from.join(name)).unwrap();
+        f.set_len(len).unwrap();
+    };
+    sparse("FETCH_HEAD", 8 << 20);
+    sparse("ORIG_HEAD", (8 << 20) - 1);
+    copy_pseudo_refs(&from, &to).unwrap();
+    sparse("X_A", 2);
+    let e = format!("{:#}", copy_pseudo_refs(&from, &to).unwrap_err());
+    assert!(e.contains("more than 16 MiB together"), "{e}");
+    for name in ["FETCH_HEAD", "ORIG_HEAD", "X_A"] {
+        std::fs::remove_file(from.join(name)).unwrap();
+    }
+    for i in 0..=PSEUDO_COUNT_MAX {
+        let name: String = format!("X_{i:04}")
+            .chars()
+            .map(|c| match c {
+                '0'..='9' => (b'A' + c as u8 - b'0') as char,
+                c => c,
+            })
+            .collect();
+        sparse(&name, 0);
+    }
+    let e = format!("{:#}", copy_pseudo_refs(&from, &to).unwrap_err());
+    assert!(e.contains("more than 1000"), "{e}");
+
+    // One file past its own bound: nothing written.
+    sparse("shallow", 17 << 20);
+    let out = to.join("shallow");
+    let e = format!(
+        "{:#}",
+        copy_in(&from, "shallow", &out, PSEUDO_MAX).unwrap_err()
+    );
+    assert!(e.contains("is larger than 16777216 bytes"), "{e}");
+    assert!(!out.exists());
+}
