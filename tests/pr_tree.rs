@@ -903,7 +903,7 @@ fn git_waiting_for_ever_is_stopped() {
     refused(
         &o,
         &[
-            "HEAD:gitops: git rev-parse HEAD",
+            "HEAD:gitops: git cat-file --batch-check HEAD",
             "did not finish within 2 s and was stopped",
             "plan a copy of the files without .git",
         ],

@@ -908,3 +908,79 @@ fn objects_and_top_level_names_are_read_as_git_reads_them() {
         stderr(&o)
     );
 }
+
+/// Review 30 r30b F6: git reads a commit, a tag or a tree whole, whatever
+/// its size (a commit of 1 GiB, 1 MiB on disk, took each git child 45 s
+/// and 1 GB): their sizes are asked first and refused past a bound (a
+/// commit or tag of 1 MiB, a tree on the path of 16 MiB), before git
+/// reads them; a commit between the name and the revision (`~2`'s first)
+/// stops git at its allocation bound (64 MiB), said so. Each of these
+/// was planned (the pull request's reboot) before.
+#[test]
+fn a_giant_commit_or_tree_is_refused_before_git_reads_it() {
+    if !skipped::need("git") {
+        return;
+    }
+    let tmp = scratch_dir();
+    let (top, base, pr) = base_and_pr(tmp.path());
+    let from = format!("{base}:gitops");
+    let tree = rev_parse(&top, "HEAD^{tree}");
+    let commit = |parent: &str, tree: &str, bytes: usize| {
+        let message = tmp.path().join("message");
+        std::fs::write(&message, "x".repeat(bytes)).unwrap();
+        let args = [
+            "commit-tree",
+            "-p",
+            parent,
+            "-F",
+            message.to_str().unwrap(),
+            tree,
+        ];
+        git_out(&top, &args, "")
+    };
+    let big = commit(&pr, &tree, 1 << 20);
+    let huge = "more than the 1 MiB plan lets git read of a commit";
+    refused(&plan_in(&top, &from, &format!("{big}:gitops")), &[huge]);
+    // Through a tag (git reads the commit to peel it), as a branch's
+    // parent (git reads the branch's commit to go on), as the parent.
+    git(&top, &["tag", "-a", "-m", "t", "big", &big]);
+    refused(&plan_in(&top, &from, "big:gitops"), &[huge]);
+    let child = commit(&big, &tree, 1);
+    git(&top, &["branch", "child", &child]);
+    refused(&plan_in(&top, &from, "child~1:gitops"), &[huge]);
+    let grandchild = commit(&child, &tree, 1);
+    git(&top, &["update-ref", "refs/heads/child", &grandchild]);
+    git(&top, &["update-ref", "refs/heads/big", &big]);
+    refused(&plan_in(&top, &from, "big~1:gitops"), &[huge]);
+    // Just under the bound: planned.
+    let under = commit(&pr, &tree, (1 << 20) - 1024);
+    let o = plan_in(&top, &from, &format!("{under}:gitops"));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+
+    // A commit of 65 MiB git reads on the way (`~2`).
+    let between = commit(&pr, &tree, 65 << 20);
+    let after = commit(&between, &tree, 1);
+    refused(
+        &plan_in(&top, &from, &format!("{after}~1~1:gitops")),
+        &[
+            "attempting to allocate",
+            "larger than plan lets git hold at once",
+        ],
+    );
+
+    // A root tree of more than 16 MiB: 62,000 names of 250 bytes.
+    let blob = git_out(&top, &["hash-object", "-w", "--stdin"], "x\n");
+    let mut entries = git_out(&top, &["ls-tree", "HEAD"], "");
+    for i in 0..62_000 {
+        entries.push_str(&format!("\n100644 blob {blob}\tz{i:0>249}"));
+    }
+    let wide = git_out(&top, &["mktree"], &entries);
+    let wide = commit(&pr, &wide, 1);
+    refused(
+        &plan_in(&top, &from, &format!("{wide}:gitops")),
+        &[
+            "/: tree",
+            "more than the 16 MiB plan lets git read of a tree",
+        ],
+    );
+}

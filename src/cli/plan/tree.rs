@@ -16,6 +16,8 @@ use anyhow::{Context, Result, bail};
 use crate::cli::render::input;
 
 // A sibling file (plan's module list is not this file's to change).
+#[path = "git_bounds.rs"]
+mod git_bounds;
 #[path = "git_dir.rs"]
 mod git_dir;
 #[path = "repo_format.rs"]
@@ -266,6 +268,7 @@ fn resolve(rev: &str) -> Result<Option<String>> {
 fn commit_in(repo: &git_dir::Repo, scratch: &Path, rev: &str) -> Result<Option<String>> {
     git_dir::revision_plan_reads(rev)?;
     git_dir::lookups_copied(repo, scratch, rev)?;
+    git_bounds::check_revision(scratch, rev)?;
     commit_of(scratch, rev)
 }
 
@@ -442,31 +445,16 @@ fn git_command() -> Command {
     git
 }
 
-/// How long one child process of plan (git) may run before it is killed:
-/// the slowest plan asks of git on a large repository (`ls-tree -r` of
-/// 200,000 files, a checkout of 256 MiB, `ls-files` of a million-entry
-/// index) takes seconds, so two minutes is far past any honest run, while
-/// a repository that makes git wait (a FIFO where git reads a file, a
-/// config including `/proc/self/fd/1`: review 25 r25a F3) no longer stops
-/// plan for ever. Per child: plan runs about ten per side.
-const CHILD_DEADLINE: Duration = Duration::from_secs(120);
-
-/// `CHILD_DEADLINE`, or less for tests only: the variable
-/// `KUBELET_LABELER_TEST_CHILD_DEADLINE_MS` (milliseconds) is read so a
-/// test of the deadline need not wait two minutes; it can only lower it,
-/// and nothing but tests sets it.
-fn child_deadline() -> Duration {
-    std::env::var("KUBELET_LABELER_TEST_CHILD_DEADLINE_MS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .map(Duration::from_millis)
-        .filter(|d| *d < CHILD_DEADLINE)
-        .unwrap_or(CHILD_DEADLINE)
-}
-
+/// Every git child, told the most it may allocate at once (`git_bounds`).
 fn run_git(git: &mut Command, input: Option<Vec<u8>>, cap: u64) -> Result<Vec<u8>> {
     borrow_objects(git)?;
-    run_child(git, input, cap, child_deadline())
+    run_child(
+        git_bounds::bounded(git),
+        input,
+        cap,
+        git_bounds::child_deadline(),
+    )
+    .map_err(git_bounds::explained)
 }
 
 /// The file of a scratch repository (`borrowed_repo`) naming the objects
@@ -693,6 +681,7 @@ pub fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<ManifestFile>> 
     let sub = git_dir::tree_path(&repo, &cwd, sub).with_context(|| spec.to_string())?;
     let sub = sub.as_str();
     let git_dir = format!("--git-dir={}", borrowed.path().display());
+    git_bounds::check_tree_path(&git_dir, &commit, sub).with_context(|| spec.to_string())?;
     // With each blob's size (`<mode> <type> <object> <size>\t<name>`): the
     // total is known before any blob is read (a blob git stores in a few
     // MiB may hold gigabytes of zeros, and git hands it over whole). The
@@ -894,7 +883,11 @@ fn checked_out(
     std::fs::create_dir(&work).with_context(|| format!("{spec}: making {}", work.display()))?;
     let with_index = |args: &[&str], input: Option<Vec<u8>>, cap: u64| -> Result<Vec<u8>> {
         let mut git = git_command();
-        git.env("GIT_INDEX_FILE", &index).arg(git_dir).args(args);
+        // Blobs of `CHECKOUT_MAX_BYTES` at most, each held while converted.
+        git.env("GIT_INDEX_FILE", &index)
+            .env("GIT_ALLOC_LIMIT", (2 * CHECKOUT_MAX_BYTES).to_string())
+            .arg(git_dir)
+            .args(args);
         run_git(&mut git, input, cap).with_context(|| format!("{spec}: git {}", args.join(" ")))
     };
     with_index(
