@@ -984,3 +984,40 @@ fn a_giant_commit_or_tree_is_refused_before_git_reads_it() {
         ],
     );
 }
+
+/// Review 30 r30b F8: a sparse index holds a directory outside the sparse
+/// checkout as one entry, which git expands from the trees before it lists
+/// the index (directory mode asks it for submodules): a 997-byte index of
+/// a tree DAG took 24 s and 618 MB. It is refused before git reads it,
+/// naming the fix; the same sparse checkout with a full index is planned.
+#[test]
+fn a_sparse_index_is_refused_in_directory_mode() {
+    if !skipped::need("git") {
+        return;
+    }
+    let tmp = scratch_dir();
+    let (top, base, _) = base_and_pr(tmp.path());
+    std::fs::create_dir(top.join("other")).unwrap();
+    std::fs::write(top.join("other/f.yaml"), "k: v\n").unwrap();
+    git(&top, &["add", "-A"]);
+    git(&top, &["commit", "-q", "-m", "other"]);
+    let from = format!("{base}:gitops");
+    git(
+        &top,
+        &["sparse-checkout", "init", "--cone", "--sparse-index"],
+    );
+    git(&top, &["sparse-checkout", "set", "gitops"]);
+    refused(
+        &plan_in(&top, &from, "gitops"),
+        &[
+            ".git/index: a sparse index (a sparse-directory entry other/)",
+            "git sparse-checkout disable",
+        ],
+    );
+    git(
+        &top,
+        &["sparse-checkout", "init", "--cone", "--no-sparse-index"],
+    );
+    let o = plan_in(&top, &from, "gitops");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+}

@@ -20,6 +20,8 @@ use crate::cli::render::input;
 mod git_bounds;
 #[path = "git_dir.rs"]
 mod git_dir;
+#[path = "git_index.rs"]
+mod git_index;
 #[path = "repo_format.rs"]
 mod repo_format;
 
@@ -132,6 +134,9 @@ pub fn local_texts(path: &Path, spec: &str) -> Result<Vec<ManifestFile>> {
 /// Without any `.git` (a tarball, `git archive`) there is nothing to tell.
 fn unchecked_out_submodules(dir: &Path, repos: &[PathBuf], spec: &str) -> Result<()> {
     let cannot = |repo: &Path, e: anyhow::Error| {
+        if e.is::<git_index::Sparse>() {
+            return e.context(spec.to_string());
+        }
         anyhow::anyhow!(
             "{spec}: git cannot read the repository of {} ({e:#}): plan cannot tell which \
              of its submodules are not checked out (Argo CD checks them out and applies \
@@ -200,10 +205,12 @@ fn index_listing(repo: &git_dir::Repo, dir: &Path, spec: &str) -> Result<Vec<u8>
         Ok(_) => {}
     }
     let at = std::fs::canonicalize(dir).with_context(|| format!("reading {}", dir.display()))?;
+    let most = git_index::checked(repo, &index)?;
     let scratch = borrowed_repo(repo, false, spec)?;
     let mut git = git_command();
     git.current_dir(&at)
         .env("GIT_INDEX_FILE", &index)
+        .env("GIT_ALLOC_LIMIT", most.to_string())
         .arg(format!("--git-dir={}", scratch.path().display()))
         .arg(format!("--work-tree={}", repo.top.display()))
         .args(["ls-files", "--stage", "-z", "--", "."]);
