@@ -323,7 +323,7 @@ fn a_tree_of_too_many_manifests_is_refused() {
 const AUDIT: &str = "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\n\
                      metadata:\n  name: 99-worker-gpu-audit\n  labels:\n    \
                      machineconfiguration.openshift.io/role: worker-gpu\nspec:\n  \
-                     kernelArguments:\n  - '\"audit.build=$Id$\"'\n";
+                     kernelArguments:\n  - '\"i915.build=$Id$\"'\n";
 
 /// Review 21 r21b F8: a revision (`REV:PATH`) is read as its checkout
 /// writes it, the attributes of that revision (a `.gitattributes` above the

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use super::{Exited, git_output};
+use super::git_run::{Exited, git_output};
 
 /// The largest commit or tag git may read for plan (a message and its
 /// headers are a few KiB; a merge of a thousand parents 41 KiB).

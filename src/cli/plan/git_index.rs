@@ -37,7 +37,7 @@ const NAME_MAX: u64 = 64 << 10;
 /// (`GIT_ALLOC_LIMIT`): its entries, held in one block, take at most about
 /// three times its size.
 pub fn checked(repo: &super::git_dir::Repo, index: &Path) -> Result<u64> {
-    let hash_len = if super::git_dir::object_format(repo).is_some() {
+    let hash_len = if super::repo_format::object_format(repo)? == "sha256" {
         32
     } else {
         20

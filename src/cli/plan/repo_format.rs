@@ -11,7 +11,7 @@
 use anyhow::{Context, Result};
 
 use super::git_dir::{self, Repo};
-use super::{Exited, git_command, run_git};
+use super::git_run::{Exited, git_command, run_git};
 
 /// The extensions git (2.39 to 2.47) knows and plan's scratch reads alike:
 /// `objectformat` and `refstorage` are checked apart; `compatobjectformat`

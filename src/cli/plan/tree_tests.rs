@@ -1,6 +1,9 @@
 //! Unit tests of tree.rs (a sibling: tree.rs is near 1,000 lines).
 
+use super::git_run::{Stopped, run_child};
 use super::*;
+use std::process::Command;
+use std::time::{Duration, Instant};
 
 /// Each blob as a checkout writes it (review 21 r21b F8), told apart
 /// from the next whatever it holds: a line like the one closing a blob,

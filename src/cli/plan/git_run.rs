@@ -1,0 +1,275 @@
+//! git run by plan: each child bounded in time, output and allocation,
+//! told to run nothing a repository's config names, in a scratch
+//! repository of plan's own that borrows the input's objects.
+
+use std::io::Read;
+use std::os::unix::ffi::OsStringExt as _;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use super::{git_bounds, git_dir, repo_format};
+
+/// What git writes to its standard output, refused past `cap` bytes (git
+/// is stopped there); `input` is written to its standard input meanwhile.
+pub(super) fn git_output(args: &[&str], input: Option<Vec<u8>>, cap: u64) -> Result<Vec<u8>> {
+    run_git(git_command().args(args), input, cap)
+}
+
+/// git, told to run no program a repository's own config names for what
+/// plan asks (review 21 r21c F2: `core.fsmonitor` in a directory's `.git`,
+/// an input like any file of it, ran as the user planning), and to fetch
+/// nothing (review 23 r23c F3: a partial clone's missing object fetched
+/// through the `core.sshCommand` its config names, by `ls-files` expanding
+/// a sparse index or `ls-tree --long`). No transport is allowed, so no
+/// fetch, ssh program, credential helper or proxy command runs; a filter
+/// is refused before any checkout (`checkout_fits`); what plan asks git
+/// runs no hook.
+pub(super) fn git_command() -> Command {
+    let mut git = Command::new("git");
+    // GIT_ALLOW_PROTOCOL overrides every `protocol.*.allow` of any config
+    // (review 24 r24a F2: a repository's `protocol.ssh.allow=always` beat
+    // `protocol.allow=never`; GIT_NO_LAZY_FETCH needs git 2.44).
+    // No commit-graph: a crafted `objects/info/commit-graph` of the input
+    // (read through the scratch's alternates) could give a commit other
+    // parents than the commit object holds (review 26 r26b): `HEAD~1` is
+    // read from the commits themselves. No multi-pack-index either (review
+    // 30 r30b F3: one refused in the input, see `git_dir::check_alternates`).
+    git.args(["-c", "core.fsmonitor=false", "-c", "protocol.allow=never"])
+        .args([
+            "-c",
+            "core.commitGraph=false",
+            "-c",
+            "core.multiPackIndex=false",
+        ])
+        .env("GIT_ALLOW_PROTOCOL", "none")
+        .env("GIT_NO_REPLACE_OBJECTS", "1")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_NO_LAZY_FETCH", "1");
+    // Only the repository plan names (`--git-dir`, `GIT_INDEX_FILE`), whatever
+    // git's variables of the environment say (a hook's `GIT_DIR`).
+    for v in [
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_COMMON_DIR",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        "GIT_CEILING_DIRECTORIES",
+        "GIT_NAMESPACE",
+    ] {
+        git.env_remove(v);
+    }
+    git
+}
+
+/// Every git child, told the most it may allocate at once (`git_bounds`).
+pub(super) fn run_git(git: &mut Command, input: Option<Vec<u8>>, cap: u64) -> Result<Vec<u8>> {
+    borrow_objects(git)?;
+    run_child(
+        git_bounds::bounded(git),
+        input,
+        cap,
+        git_bounds::child_deadline(),
+    )
+    .map_err(git_bounds::explained)
+}
+
+/// The file of a scratch repository (`borrowed_repo`) naming the objects
+/// directory it borrows.
+const BORROWED: &str = "plan-borrows-objects";
+
+/// git run in a scratch repository of `borrowed_repo` reads the objects
+/// of the repository it borrows from as git there reads them: as its own
+/// object directory (`GIT_OBJECT_DIRECTORY`), not as an alternate (review
+/// 31 r31a F1: an alternate is one level of alternates deeper, and its
+/// packs lose git's preference for local ones, so the same object id with
+/// other bytes in another pack was what plan read).
+fn borrow_objects(git: &mut Command) -> Result<()> {
+    let scratch = git.get_args().find_map(|a| {
+        a.to_str()?
+            .strip_prefix("--git-dir=")
+            .map(|d| Path::new(d).join(BORROWED))
+    });
+    let Some(file) = scratch else {
+        return Ok(());
+    };
+    match std::fs::read(&file) {
+        Ok(objects) => {
+            git.env(
+                "GIT_OBJECT_DIRECTORY",
+                std::ffi::OsString::from_vec(objects),
+            );
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("reading {}", file.display())),
+    }
+}
+
+/// A child that exited unsuccessfully: its exit code (None when killed by
+/// a signal) and what it wrote to its standard error, trimmed.
+#[derive(Debug)]
+pub(super) struct Exited(pub(super) Option<i32>, pub(super) String);
+
+impl std::fmt::Display for Exited {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.1)
+    }
+}
+
+impl std::error::Error for Exited {}
+
+/// A child stopped at its deadline (`run_child`): never read as a "no".
+#[derive(Debug)]
+pub(super) struct Stopped(String);
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Stopped {}
+
+/// What the child `cmd` (git) writes to its standard output, refused past
+/// `cap` bytes (it is stopped there); `input` is written to its standard
+/// input meanwhile. Every child plan runs goes through here: killed once
+/// `deadline` has passed, an error saying so (the caller names the input).
+pub(super) fn run_child(
+    cmd: &mut Command,
+    input: Option<Vec<u8>>,
+    cap: u64,
+    deadline: Duration,
+) -> Result<Vec<u8>> {
+    use std::process::Stdio;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    let started = Instant::now();
+    let mut child = cmd
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("running {program}"))?;
+    // Each pipe from a thread of its own: the child answers while it
+    // reads, and any pipe could fill; none is joined before the child has
+    // ended (a killed child's pipes may stay open in its own children).
+    let writer = child.stdin.take().zip(input).map(|(mut stdin, bytes)| {
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let _ = stdin.write_all(&bytes);
+        })
+    });
+    let errors = child.stderr.take().map(|e| {
+        std::thread::spawn(move || {
+            let mut text = Vec::new();
+            let _ = e.take(1 << 16).read_to_end(&mut text);
+            text
+        })
+    });
+    let over = Arc::new(AtomicBool::new(false));
+    let reader = child.stdout.take().map(|s| {
+        let over = Arc::clone(&over);
+        std::thread::spawn(move || {
+            let mut stdout = Vec::new();
+            let read = s.take(cap + 1).read_to_end(&mut stdout);
+            if read.is_err() || stdout.len() as u64 > cap {
+                over.store(true, Ordering::SeqCst);
+            }
+            read.map(|_| stdout)
+        })
+    });
+    let status = loop {
+        if let Some(status) = child.try_wait().context("waiting for git")? {
+            break status;
+        }
+        if over.load(Ordering::SeqCst) {
+            let _ = child.kill();
+        } else if started.elapsed() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(Stopped(format!(
+                "{program} did not finish within {} s and was stopped: something in the \
+                 repository makes it wait (a FIFO or a device where git reads a file); check \
+                 it (`git fsck`), or plan a copy of the files without .git",
+                deadline.as_secs_f32()
+            ))
+            .into());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let stdout = reader.map(|r| r.join());
+    if let Some(w) = writer {
+        let _ = w.join();
+    }
+    let stderr = errors.and_then(|t| t.join().ok()).unwrap_or_default();
+    let stdout = match stdout {
+        Some(Ok(read)) => read.context("reading what git wrote")?,
+        Some(Err(_)) => bail!("reading what git wrote"),
+        None => Vec::new(),
+    };
+    if stdout.len() as u64 > cap {
+        bail!("more than {} MiB of output", cap >> 20);
+    }
+    if !status.success() {
+        let said = String::from_utf8_lossy(&stderr).trim().to_string();
+        return Err(Exited(status.code(), said).into());
+    }
+    Ok(stdout)
+}
+
+/// A scratch repository of plan's own that borrows the objects of `repo`
+/// (`objects/info/alternates`), removed after: git reads a revision there,
+/// so none of `repo`'s own config is read (review 24 r24a F1, F4: a filter
+/// driver named like "no filter" in check-attr's answer, an `attr.tree`
+/// that checkout-index reads and check-attr does not; r23c F3: a promisor
+/// remote's transport; review 25 r25a F3: its includes), and git is never
+/// pointed at `repo` itself. With `refs`, its refs copied
+/// (`git_dir::copy_refs`) to resolve a revision there. Its attributes file
+/// (`info/attributes`, which a checkout there applies) is copied, up to
+/// 1 MiB; a filter it names has no driver here.
+pub(super) fn borrowed_repo(
+    repo: &git_dir::Repo,
+    refs: bool,
+    spec: &str,
+) -> Result<tempfile::TempDir> {
+    let scratch =
+        tempfile::tempdir().with_context(|| format!("{spec}: making a scratch repository"))?;
+    let dir = scratch.path().to_string_lossy().into_owned();
+    // Always named: the user's `init.defaultObjectFormat` is not the input's.
+    let format = repo_format::object_format(repo).with_context(|| spec.to_string())?;
+    let format = format!("--object-format={format}");
+    // No template: a file of git's templates (`description`) is no stand-in
+    // for the input's file of that name, which git reads as a ref (review
+    // 31 r31a F3: a branch `description`).
+    let init = ["init", "-q", "--bare", "--template=", &format, &dir];
+    git_output(&init, None, 1 << 16).with_context(|| format!("{spec}: git init --bare {dir}"))?;
+    git_dir::check_alternates(&repo.common.join("objects"))
+        .with_context(|| format!("{spec}: reading the objects of {}", repo.top.display()))?;
+    let borrowed = scratch.path().join(BORROWED);
+    std::fs::write(
+        &borrowed,
+        repo.common.join("objects").into_os_string().into_vec(),
+    )
+    .with_context(|| format!("{spec}: writing {}", borrowed.display()))?;
+    let attributes = repo.common.join("info/attributes");
+    if std::fs::symlink_metadata(&attributes).is_ok_and(|m| m.is_file() && m.len() <= 1 << 20) {
+        let to = scratch.path().join("info/attributes");
+        std::fs::create_dir_all(scratch.path().join("info"))
+            .and_then(|()| std::fs::copy(&attributes, &to))
+            .with_context(|| format!("{spec}: copying {}", attributes.display()))?;
+    }
+    if refs {
+        git_dir::copy_refs(repo, scratch.path())
+            .with_context(|| format!("{spec}: reading the refs of {}", repo.top.display()))?;
+    }
+    Ok(scratch)
+}
