@@ -18,6 +18,8 @@ use serde_json::Value;
 mod boot_files;
 pub mod cluster_unit;
 pub mod command;
+mod crio_registries;
+mod crio_start;
 mod fleet;
 pub mod formats;
 mod identity;
@@ -264,6 +266,7 @@ fn plan_in_budget(opts: &PlanOptions) -> Result<Plan> {
         )?;
         kubelet_start::check((base, after), name)?;
         boot_files::check((base, after), name)?;
+        crio_start::check((base, after), name)?;
     }
     let policy = in_force::in_force(
         fleet.policy.as_ref(),

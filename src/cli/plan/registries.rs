@@ -93,6 +93,29 @@ fn conf_of(file: Option<&Value>) -> Result<Conf, String> {
     decode(&bytes)
 }
 
+/// The merged file entry's TOML table, for crio's own checks
+/// (`crio_registries`): what the MCO's reader refuses or plan cannot read
+/// as it does (`decode`), a compressed or appended file (crio reads the
+/// bytes on disk, which the daemon's judgement does not), is an error.
+pub fn table_of(file: &Value) -> Result<toml::Table, String> {
+    let compressed = file.pointer("/contents/compression").and_then(Value::as_str);
+    let appended = file.get("append").and_then(Value::as_array);
+    if compressed.is_some_and(|c| !c.is_empty()) || appended.is_some_and(|a| !a.is_empty()) {
+        return Err("is compressed or appended to: plan cannot read what crio reads".into());
+    }
+    let source = file.pointer("/contents/source").and_then(Value::as_str);
+    let bytes = crate::cli::render::dataurl::decode(source.unwrap_or("data:,"))
+        .map_err(|why| format!("has a data URL plan cannot decode ({why})"))?;
+    decode(&bytes)?;
+    let bytes = [&b"\xff\xfe"[..], b"\xfe\xff", b"\xef\xbb\xbf"]
+        .iter()
+        .find_map(|bom| bytes.strip_prefix(*bom))
+        .unwrap_or(&bytes);
+    let text = std::str::from_utf8(bytes).map_err(|_| "is not UTF-8".to_string())?;
+    text.parse()
+        .map_err(|e: toml::de::Error| format!("is not TOML ({})", e.message()))
+}
+
 /// `toml.Decode` into `V2RegistriesConf`; an error where plan cannot be
 /// sure the MCO's reader reads the same (it may refuse the file, and the
 /// update fails on the node).
