@@ -53,6 +53,7 @@ mod one_binary;
 mod payload;
 mod plan;
 mod plan_cluster_unit;
+mod plan_crio_start;
 mod plan_disruption_cost;
 mod plan_fleet;
 mod plan_kubelet_command;

@@ -577,3 +577,56 @@ fn kernel_arguments_by_value_and_systemd_s_dotted_keys_are_refused() {
         "{out}{err}"
     );
 }
+
+/// Review 30 r30a F1: a unit FILE at the name of a unit kubelet's start
+/// waits on through the OS's or the MCO's units (chrony-wait.service
+/// `Requires=chronyd.service`, NetworkManager-wait-online.service
+/// `Requires=NetworkManager.service`, the MCO's ovs-configuration.service
+/// and node-valid-hostname.service, which kubelet-dependencies.target
+/// requires or wants), or at an OS unit's name, replaces that unit whole
+/// (systemd 252 in the review: kubelet "did NOT run"). It used to be
+/// "costs nothing" with a None entry, exit 0; the same text at a name of
+/// the team's own is still priced.
+#[test]
+fn a_unit_file_replacing_a_unit_kubelet_s_start_waits_on_is_refused() {
+    let tmp = scratch_dir();
+    let base = tmp.path().join("base");
+    render(&base, &["--taint", TAINT]);
+    let text = "[Unit]\nDescription=x\nAfter=network.target\n[Service]\nType=oneshot\n\
+                TimeoutStartSec=infinity\nExecStart=/bin/sleep infinity\n";
+    for (i, unit) in [
+        "chronyd.service",
+        "NetworkManager.service",
+        "ovs-configuration.service",
+        "node-valid-hostname.service",
+        "systemd-tmpfiles-setup.service",
+        "gpu-sleep.service",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let pr = tmp.path().join(format!("pr{i}"));
+        render(&pr, &["--taint", TAINT]);
+        add_machineconfig(
+            &pr,
+            "60-worker-gpu-x",
+            units(json!({ "name": unit, "contents": text })),
+        );
+        let policy = tmp.path().join(format!("cluster-mc{i}.json"));
+        cluster_policy(&base, unit, &policy);
+        let o = planned(&base, &pr, Some(&policy));
+        let says = format!("/etc/systemd/system/{unit} changes from");
+        if unit == "gpu-sleep.service" {
+            let (out, err) = (stdout(&o), stderr(&o));
+            // Priced (the fleet's nodes get the render's taint).
+            assert_ne!(o.status.code(), Some(2), "{out}{err}");
+            assert!(
+                out.contains("unit gpu-sleep.service: None") && !err.contains("kubelet may"),
+                "{out}{err}"
+            );
+            continue;
+        }
+        refused(&o, &says);
+        refused(&planned(&base, &pr, None), &says);
+    }
+}

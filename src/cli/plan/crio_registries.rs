@@ -42,7 +42,8 @@ pub fn refused(table: &toml::Table) -> Option<String> {
     if let Some(why) = unknown(table, &TOP, "") {
         return Some(why);
     }
-    let text = |t: &toml::Table, k: &str| t.get(k).and_then(toml::Value::as_str).map(str::to_string);
+    let text =
+        |t: &toml::Table, k: &str| t.get(k).and_then(toml::Value::as_str).map(str::to_string);
     let flag = |t: &toml::Table, k: &str| t.get(k).and_then(toml::Value::as_bool).unwrap_or(false);
     let tables = |v: Option<&toml::Value>| -> Option<Vec<toml::Table>> {
         let Some(v) = v else { return Some(Vec::new()) };
@@ -89,7 +90,9 @@ pub fn refused(table: &toml::Table) -> Option<String> {
             ));
         }
         let Some(mirrors) = tables(r.get("mirror")) else {
-            return Some(format!("registry {prefix:?}: mirror is not an array of tables"));
+            return Some(format!(
+                "registry {prefix:?}: mirror is not an array of tables"
+            ));
         };
         for m in &mirrors {
             if let Some(why) = unknown(m, &MIRROR, " of a [[registry.mirror]]") {
@@ -119,7 +122,11 @@ pub fn refused(table: &toml::Table) -> Option<String> {
         let (insecure, blocked) = (flag(r, "insecure"), flag(r, "blocked"));
         for (other, i, b) in &seen {
             if *other == key && (*i != insecure || *b != blocked) {
-                let what = if *i != insecure { "insecure" } else { "blocked" };
+                let what = if *i != insecure {
+                    "insecure"
+                } else {
+                    "blocked"
+                };
                 return Some(format!(
                     "registry {key:?} is defined more than once with another {what} setting"
                 ));
@@ -128,7 +135,8 @@ pub fn refused(table: &toml::Table) -> Option<String> {
         seen.push((key, insecure, blocked));
     }
     let search = table.get("unqualified-search-registries");
-    for s in (search.and_then(toml::Value::as_array).into_iter().flatten()).filter_map(|s| s.as_str())
+    for s in
+        (search.and_then(toml::Value::as_array).into_iter().flatten()).filter_map(|s| s.as_str())
     {
         match location(s) {
             Err(why) => return Some(why),
@@ -279,40 +287,97 @@ mod tests {
             None
         );
         for (text, says) in [
-            (base.replace("enforcing", "enforced"), "short-name-mode \"enforced\""),
+            (
+                base.replace("enforcing", "enforced"),
+                "short-name-mode \"enforced\"",
+            ),
             (
                 with("[[registry.mirror]]\nlocation = \"https://mirror.example.com/gpu\"\n"),
                 "has a URI scheme",
             ),
-            (with("[aliases]\n\"ubi9\" = \"ubi9\"\n"), "alias \"ubi9\" = \"ubi9\""),
             (
-                with("mirror-by-digest-only = true\n[[registry.mirror]]\nlocation = \"m.example.com/gpu\"\npull-from-mirror = \"digest-only\"\n"),
+                with("[aliases]\n\"ubi9\" = \"ubi9\"\n"),
+                "alias \"ubi9\" = \"ubi9\"",
+            ),
+            (
+                with(
+                    "mirror-by-digest-only = true\n[[registry.mirror]]\nlocation = \"m.example.com/gpu\"\npull-from-mirror = \"digest-only\"\n",
+                ),
                 "sets mirror-by-digest-only",
             ),
-            (with("pull-from-mirror = \"all\"\n"), "on registry \"quay.io/gpu\" itself"),
             (
-                with("[[registry.mirror]]\nlocation = \"m.example.com\"\npull-from-mirror = \"digest\"\n"),
+                with("pull-from-mirror = \"all\"\n"),
+                "on registry \"quay.io/gpu\" itself",
+            ),
+            (
+                with(
+                    "[[registry.mirror]]\nlocation = \"m.example.com\"\npull-from-mirror = \"digest\"\n",
+                ),
                 "pull-from-mirror \"digest\"",
             ),
-            (with("[[registry.mirror]]\nlocation = \"/\"\n"), "has no location"),
             (
-                with("insecure = true\n[[registry]]\nprefix = \"quay.io/gpu/x\"\nlocation = \"quay.io/gpu/\"\n"),
+                with("[[registry.mirror]]\nlocation = \"/\"\n"),
+                "has no location",
+            ),
+            (
+                with(
+                    "insecure = true\n[[registry]]\nprefix = \"quay.io/gpu/x\"\nlocation = \"quay.io/gpu/\"\n",
+                ),
                 "another insecure setting",
             ),
-            ("[[registry]]\nprefix = \"*.example.com/x\"\n".into(), "wildcarded prefix"),
-            ("[[registry]]\nprefix = \"quay.io/x\"\n".into(), "has no location"),
-            ("[[registry]]\ninsecure = true\n".into(), "neither location nor prefix"),
-            ("unqualified-search-registries = [\"quay.io/x\"]\n".into(), "not a host[:port]"),
-            ("unqualified-search-registries = [\"https://quay.io\"]\n".into(), "URI scheme"),
-            ("[aliases]\n\"quay.io/ubi9\" = \"quay.io/ubi9\"\n".into(), "not a short name"),
-            ("[aliases]\n\"ubi9:1\" = \"quay.io/ubi9\"\n".into(), "not a short name"),
-            ("[aliases]\n\"ubi9\" = \"quay.io/ubi9:9\"\n".into(), "does not name"),
-            ("[aliases]\n\"ubi9\" = \"rh/ubi9\"\n".into(), "does not name"),
-            ("[aliases]\n\"ubi9\" = \"quay.io/UBI9\"\n".into(), "does not name"),
+            (
+                "[[registry]]\nprefix = \"*.example.com/x\"\n".into(),
+                "wildcarded prefix",
+            ),
+            (
+                "[[registry]]\nprefix = \"quay.io/x\"\n".into(),
+                "has no location",
+            ),
+            (
+                "[[registry]]\ninsecure = true\n".into(),
+                "neither location nor prefix",
+            ),
+            (
+                "unqualified-search-registries = [\"quay.io/x\"]\n".into(),
+                "not a host[:port]",
+            ),
+            (
+                "unqualified-search-registries = [\"https://quay.io\"]\n".into(),
+                "URI scheme",
+            ),
+            (
+                "[aliases]\n\"quay.io/ubi9\" = \"quay.io/ubi9\"\n".into(),
+                "not a short name",
+            ),
+            (
+                "[aliases]\n\"ubi9:1\" = \"quay.io/ubi9\"\n".into(),
+                "not a short name",
+            ),
+            (
+                "[aliases]\n\"ubi9\" = \"quay.io/ubi9:9\"\n".into(),
+                "does not name",
+            ),
+            (
+                "[aliases]\n\"ubi9\" = \"rh/ubi9\"\n".into(),
+                "does not name",
+            ),
+            (
+                "[aliases]\n\"ubi9\" = \"quay.io/UBI9\"\n".into(),
+                "does not name",
+            ),
             // What plan does not know: a v1 table, a misspelt key.
-            ("[registries.search]\nregistries = [\"quay.io\"]\n".into(), "key \"registries\""),
-            (with("mirrors-by-digest-only = true\n"), "key \"mirrors-by-digest-only\" of a [[registry]]"),
-            (with("[[registry.mirror]]\nlocation = \"m.io\"\nblocked = true\n"), "of a [[registry.mirror]]"),
+            (
+                "[registries.search]\nregistries = [\"quay.io\"]\n".into(),
+                "key \"registries\"",
+            ),
+            (
+                with("mirrors-by-digest-only = true\n"),
+                "key \"mirrors-by-digest-only\" of a [[registry]]",
+            ),
+            (
+                with("[[registry.mirror]]\nlocation = \"m.io\"\nblocked = true\n"),
+                "of a [[registry.mirror]]",
+            ),
         ] {
             let why = verdict(&text).unwrap_or_default();
             assert!(why.contains(says), "{text}: {why:?}");
@@ -333,7 +398,9 @@ mod tests {
         for c in ["a", "a0", "a.b", "a_b", "a__b", "a-b", "a---b", "a.b-c"] {
             assert!(component(c), "{c}");
         }
-        for c in ["", "A", "a.", ".a", "a..b", "a___b", "a._b", "a-", "-a", "a:b", "a@b"] {
+        for c in [
+            "", "A", "a.", ".a", "a..b", "a___b", "a._b", "a-", "-a", "a:b", "a@b",
+        ] {
             assert!(!component(c), "{c}");
         }
         for d in ["quay.io", "a-b.c:5000", "localhost", "[fe80::1]:443"] {

@@ -162,7 +162,9 @@ mod tests {
         ] {
             let err = judged(path, None).unwrap_err().to_string();
             assert!(
-                err.contains(&format!("kubelet may not start: {path} changes from base to pr")),
+                err.contains(&format!(
+                    "kubelet may not start: {path} changes from base to pr"
+                )),
                 "{err}"
             );
         }

@@ -36,58 +36,7 @@ use super::kubelet_unit;
 use crate::cli::render::merge_inputs::node_path;
 use crate::node::unit::search::SYSTEM_UNIT_PATH as UNIT_DIRS;
 
-/// The units kubelet's start needs, and why (the MCO's templates,
-/// 4.14..main; crio.service's `Before=kubelet.service` is the cri-o
-/// package's).
-pub const NEEDED: [(&str, &str); 17] = [
-    ("kubelet.service", "it is kubelet's unit"),
-    ("crio.service", "kubelet.service Requires= it"),
-    (
-        "kubelet-dependencies.target",
-        "kubelet.service Requires= it",
-    ),
-    ("basic.target", "kubelet-dependencies.target Requires= it"),
-    (
-        "network-online.target",
-        "kubelet-dependencies.target Requires= it",
-    ),
-    ("sysinit.target", "basic.target Requires= it"),
-    (
-        "kubelet-auto-node-size.service",
-        "kubelet-dependencies.target requires it (its RequiredBy=)",
-    ),
-    ("multi-user.target", "it pulls kubelet.service in at boot"),
-    ("default.target", "it is the boot target"),
-    ("kubens.service", "kubelet.service starts after it"),
-    (
-        "ostree-finalize-staged.service",
-        "kubelet.service starts after it",
-    ),
-    (
-        "NetworkManager-wait-online.service",
-        "kubelet-dependencies.target waits on it",
-    ),
-    (
-        "crio-wipe.service",
-        "kubelet-dependencies.target waits on it",
-    ),
-    (
-        "rpc-statd.service",
-        "kubelet-dependencies.target waits on it",
-    ),
-    (
-        "chrony-wait.service",
-        "kubelet-dependencies.target waits on it",
-    ),
-    (
-        "disable-mglru.service",
-        "kubelet-dependencies.target waits on it",
-    ),
-    (
-        "machine-config-daemon-firstboot.service",
-        "kubelet-dependencies.target waits on it",
-    ),
-];
+pub use super::start_units::NEEDED;
 
 /// Files a unit of [`NEEDED`] runs or reads (kubelet-auto-node-size's
 /// script and its `EnvironmentFile=`, which has no `-`).
@@ -165,9 +114,12 @@ pub fn dependents(root: &std::path::Path, files: &BTreeMap<String, u64>) -> Depe
         {
             continue;
         }
-        let why = match kubelet_unit::regular(root, path) {
-            Err(why) => Some(why),
-            Ok(bytes) => reaches_start(&bytes, unit, &defined),
+        // Review 30 r30a F1: a unit file at a name the OS or the MCO
+        // ships replaces their unit; its drop-ins go with it.
+        let shipped = (!rest.contains('/')).then(|| super::start_units::shipped(unit));
+        let why = match (kubelet_unit::regular(root, path), shipped.flatten()) {
+            (Err(why), _) | (Ok(_), Some(why)) => Some(why),
+            (Ok(bytes), None) => reaches_start(&bytes, unit, &defined),
         };
         match why {
             Some(why) => {

@@ -98,7 +98,9 @@ fn conf_of(file: Option<&Value>) -> Result<Conf, String> {
 /// as it does (`decode`), a compressed or appended file (crio reads the
 /// bytes on disk, which the daemon's judgement does not), is an error.
 pub fn table_of(file: &Value) -> Result<toml::Table, String> {
-    let compressed = file.pointer("/contents/compression").and_then(Value::as_str);
+    let compressed = file
+        .pointer("/contents/compression")
+        .and_then(Value::as_str);
     let appended = file.get("append").and_then(Value::as_array);
     if compressed.is_some_and(|c| !c.is_empty()) || appended.is_some_and(|a| !a.is_empty()) {
         return Err("is compressed or appended to: plan cannot read what crio reads".into());

@@ -1,0 +1,369 @@
+//! The units kubelet's start waits on (review 30 r30a F1), and the names
+//! of units the OS or the MCO ships: a unit file at such a name replaces
+//! that unit whole on the node (the MCO merges a MachineConfig's unit over
+//! its template by name; `/etc/systemd/system` hides the OS's
+//! `/usr/lib/systemd/system`), and plan cannot see what the OS's units
+//! expect of it (chrony-wait.service `Requires=`/`After=chronyd.service`).
+
+/// The units kubelet's start needs, and why: the MCO's templates,
+/// 4.14..main (kubelet.service, kubelet-dependencies.target and the units
+/// it `Wants=`, the units the MCO enables `RequiredBy=`/`WantedBy=`
+/// kubelet-dependencies.target or orders `Before=` it, kubelet.service or
+/// crio.service on any platform, and what those `Requires=`), and the OS's
+/// units those wait on (chrony 4.3's chrony-wait.service,
+/// NetworkManager 1.42's NetworkManager-wait-online.service, nfs-utils'
+/// rpc-statd.service, openvswitch's units). A target gets `After=` on
+/// what it wants or requires: a start that hangs holds kubelet back.
+pub const NEEDED: &[(&str, &str)] = &[
+    ("kubelet.service", "it is kubelet's unit"),
+    ("crio.service", "kubelet.service Requires= it"),
+    (
+        "kubelet-dependencies.target",
+        "kubelet.service Requires= it",
+    ),
+    ("basic.target", "kubelet-dependencies.target Requires= it"),
+    (
+        "network-online.target",
+        "kubelet-dependencies.target Requires= it",
+    ),
+    ("sysinit.target", "basic.target Requires= it"),
+    (
+        "kubelet-auto-node-size.service",
+        "kubelet-dependencies.target requires it (its RequiredBy=)",
+    ),
+    ("multi-user.target", "it pulls kubelet.service in at boot"),
+    ("default.target", "it is the boot target"),
+    ("kubens.service", "kubelet.service starts after it"),
+    (
+        "ostree-finalize-staged.service",
+        "kubelet.service starts after it",
+    ),
+    (
+        "NetworkManager-wait-online.service",
+        "kubelet-dependencies.target waits on it",
+    ),
+    (
+        "crio-wipe.service",
+        "kubelet-dependencies.target waits on it",
+    ),
+    (
+        "rpc-statd.service",
+        "kubelet-dependencies.target waits on it",
+    ),
+    (
+        "chrony-wait.service",
+        "kubelet-dependencies.target waits on it",
+    ),
+    (
+        "disable-mglru.service",
+        "kubelet-dependencies.target waits on it",
+    ),
+    (
+        "machine-config-daemon-firstboot.service",
+        "kubelet-dependencies.target waits on it",
+    ),
+    // The OS's units those wait on.
+    ("chronyd.service", "chrony-wait.service Requires= it"),
+    (
+        "NetworkManager.service",
+        "NetworkManager-wait-online.service Requires= it",
+    ),
+    (
+        "dbus.service",
+        "NetworkManager.service (Type=dbus) waits on it",
+    ),
+    ("dbus-broker.service", "it is the OS's dbus.service"),
+    ("dbus.socket", "NetworkManager.service waits on dbus"),
+    ("rpcbind.socket", "rpc-statd.service Requires= it"),
+    ("rpcbind.service", "rpc-statd.service waits on rpcbind"),
+    // The MCO's units kubelet-dependencies.target (or kubelet.service,
+    // crio.service) gets by their [Install] or ordering, per platform.
+    (
+        "ovs-configuration.service",
+        "kubelet-dependencies.target requires it (the MCO's RequiredBy=)",
+    ),
+    (
+        "node-valid-hostname.service",
+        "kubelet-dependencies.target wants it (the MCO's WantedBy=)",
+    ),
+    (
+        "nodeip-configuration.service",
+        "kubelet-dependencies.target requires it (the MCO's RequiredBy=)",
+    ),
+    (
+        "nodeip-configuration-vsphere-upi.service",
+        "kubelet-dependencies.target requires it (the MCO's RequiredBy=)",
+    ),
+    (
+        "mtu-migration.service",
+        "kubelet-dependencies.target wants it (the MCO's WantedBy=)",
+    ),
+    (
+        "nmstate-configuration.service",
+        "the MCO orders it Before=kubelet-dependencies.target",
+    ),
+    (
+        "kubelet-cleanup.service",
+        "the MCO orders it Before=kubelet.service",
+    ),
+    (
+        "wait-for-ipsec-connect.service",
+        "the MCO orders it Before=kubelet-dependencies.target",
+    ),
+    (
+        "wait-for-primary-ip.service",
+        "the MCO orders it Before=kubelet-dependencies.target",
+    ),
+    (
+        "wait-for-node-ip.service",
+        "the MCO orders it Before=kubelet-dependencies.target",
+    ),
+    ("ipsec.service", "the MCO orders it Before=crio.service"),
+    (
+        "openvswitch-ipsec.service",
+        "the MCO orders it Before=crio.service",
+    ),
+    (
+        "aws-kubelet-nodename.service",
+        "the MCO orders it Before=kubelet-dependencies.target",
+    ),
+    (
+        "aws-kubelet-providerid.service",
+        "the MCO orders it Before=kubelet-dependencies.target",
+    ),
+    (
+        "aws-update-dns.service",
+        "kubelet-dependencies.target requires it (the MCO's RequiredBy=)",
+    ),
+    (
+        "azure-update-dns.service",
+        "kubelet-dependencies.target requires it (the MCO's RequiredBy=)",
+    ),
+    (
+        "gcp-hostname.service",
+        "kubelet-dependencies.target requires it (the MCO's RequiredBy=)",
+    ),
+    (
+        "gcp-update-dns.service",
+        "kubelet-dependencies.target requires it (the MCO's RequiredBy=)",
+    ),
+    (
+        "openstack-kubelet-nodename.service",
+        "kubelet-dependencies.target wants it (the MCO's WantedBy=)",
+    ),
+    (
+        "vsphere-hostname.service",
+        "the MCO orders it Before=kubelet-dependencies.target",
+    ),
+    (
+        "alibaba-kubelet-nodename.service",
+        "the MCO orders it Before=kubelet-dependencies.target",
+    ),
+    (
+        "openshift-azure-routes.path",
+        "kubelet-dependencies.target requires it (the MCO's RequiredBy=)",
+    ),
+    (
+        "openshift-alibabacloud-routes.path",
+        "the MCO orders it before kubelet's start",
+    ),
+    // What those require.
+    (
+        "openvswitch.service",
+        "ovs-configuration.service Requires= it",
+    ),
+    ("ovsdb-server.service", "openvswitch.service Requires= it"),
+    ("ovs-vswitchd.service", "openvswitch.service Requires= it"),
+    (
+        "nmstate.service",
+        "nmstate-configuration.service Requires= it",
+    ),
+    ("afterburn.service", "the MCO's hostname units Require= it"),
+    ("vmtoolsd.service", "the MCO's vSphere units Require= it"),
+];
+
+/// The other units the MCO's templates write, 4.14..main (a
+/// MachineConfig's unit of the same name replaces the template's).
+const MCO_UNITS: [&str; 19] = [
+    "NetworkManager-clean-initrd-state.service",
+    "afterburn-hostname.service",
+    "corosync.service",
+    "docker.socket",
+    "firstboot-osupdate.target",
+    "gcp-routes.service",
+    "ha-00-directories.service",
+    "ha-01-enable-services.service",
+    "machine-config-daemon-pull.service",
+    "on-prem-resolv-prepender.path",
+    "on-prem-resolv-prepender.service",
+    "openshift-alibabacloud-routes.service",
+    "openshift-azure-routes.service",
+    "openshift-gcp-routes.service",
+    "openstack-hostname.service",
+    "pivot.service",
+    "powervs-hostname.service",
+    "rpm-ostreed.service",
+    "wait-for-br-ex-up.service",
+];
+
+/// Name prefixes of the units RHCOS's packages ship that boot orders
+/// before kubelet's start (sysinit.target, basic.target, sockets.target,
+/// network-online.target) or that the MCO's units need: systemd's own,
+/// D-Bus, NetworkManager, ostree and rpm-ostree, Ignition and CoreOS's
+/// first-boot units, dracut, storage (LVM, multipath, iSCSI, NFS, RPC),
+/// audit, SELinux, time, Open vSwitch, cri-o, kubelet, the MCO, and the
+/// consoles.
+const OS_PREFIXES: [&str; 48] = [
+    "systemd-",
+    "dbus",
+    "NetworkManager",
+    "nm-",
+    "network",
+    "ostree-",
+    "rpm-ostree",
+    "ignition-",
+    "coreos-",
+    "rhcos-",
+    "dracut-",
+    "initrd-",
+    "kmod-",
+    "ldconfig",
+    "import-state",
+    "selinux",
+    "auditd",
+    "audit-",
+    "lvm2-",
+    "dm-event",
+    "multipathd",
+    "iscsi",
+    "nfs",
+    "rpc",
+    "gssproxy",
+    "blk-availability",
+    "clevis",
+    "stratisd",
+    "mdmonitor",
+    "chrony",
+    "ntpd",
+    "ovs",
+    "openvswitch",
+    "nmstate",
+    "crio",
+    "conmon",
+    "kubelet",
+    "kubens",
+    "machine-config-",
+    "mco-",
+    "afterburn",
+    "zincati",
+    "bootupd",
+    "sshd",
+    "getty",
+    "serial-getty",
+    "emergency",
+    "rescue",
+];
+
+/// Why a unit file at `name` would replace a unit the OS or the MCO ships
+/// (none: a name plan does not know of theirs). The OS's unit list is
+/// not plan's to read: [`OS_PREFIXES`] names its families, and a unit of
+/// the pool's own should carry a name of the team's.
+pub fn shipped(name: &str) -> Option<String> {
+    let of = if NEEDED.iter().any(|(n, _)| *n == name) || MCO_UNITS.contains(&name) {
+        "a unit the OS or the MCO ships (kubelet's start or the MCO's templates name it)"
+    } else if OS_PREFIXES.iter().any(|p| name.starts_with(p)) {
+        "a name of the OS's units (its prefix is one of systemd's, D-Bus's, NetworkManager's, \
+         ostree's, the MCO's, ...)"
+    } else {
+        return None;
+    };
+    Some(format!(
+        "a unit file at the name of {of} replaces that unit whole, and plan cannot read what the \
+         OS's units expect of it; leave the OS's unit as it is, or give your unit a name of \
+         your own"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Review 30 r30a F1: chronyd.service (chrony-wait.service Requires=
+    /// it), NetworkManager.service, the MCO's ovs-configuration.service
+    /// and node-valid-hostname.service are on kubelet's start path; a
+    /// unit file at an OS unit's name is the OS's, not the pool's.
+    #[test]
+    fn units_kubelet_s_start_waits_on_and_shipped_names() {
+        for unit in [
+            "chronyd.service",
+            "NetworkManager.service",
+            "ovs-configuration.service",
+            "node-valid-hostname.service",
+            "openvswitch.service",
+        ] {
+            assert!(NEEDED.iter().any(|(n, _)| *n == unit), "{unit}");
+        }
+        for unit in [
+            "chronyd.service",
+            "rpm-ostreed.service",
+            "systemd-tmpfiles-setup.service",
+            "dbus-broker.service",
+            "NetworkManager-dispatcher.service",
+            "sshd.service",
+        ] {
+            assert!(shipped(unit).is_some(), "{unit}");
+        }
+        for unit in ["gpu-setup.service", "team-x.service", "x.service"] {
+            assert_eq!(shipped(unit), None, "{unit}");
+        }
+        // Every entry once.
+        let mut names: Vec<&str> = NEEDED.iter().map(|(n, _)| *n).collect();
+        names.extend(MCO_UNITS);
+        let n = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), n);
+    }
+
+    /// A unit file at an OS unit's name is judged as the OS's unit, its
+    /// drop-ins with it (`kubelet_start::dependents`); at a name of the
+    /// team's own, by its text.
+    #[test]
+    fn a_unit_file_at_a_shipped_name_is_not_the_pool_s() {
+        let root = tempfile::tempdir().unwrap();
+        let mut files = std::collections::BTreeMap::new();
+        for (path, text) in [
+            (
+                "/etc/systemd/system/sshd.service",
+                "[Service]\nType=oneshot\nExecStart=/bin/sleep infinity\n",
+            ),
+            (
+                "/etc/systemd/system/sshd.service.d/x.conf",
+                "[Service]\nNice=1\n",
+            ),
+            (
+                "/etc/systemd/system/gpu.service",
+                "[Service]\nType=oneshot\nExecStart=/bin/sleep infinity\n",
+            ),
+        ] {
+            let at = root.path().join(path.trim_start_matches('/'));
+            std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+            std::fs::write(at, text).unwrap();
+            files.insert(path.to_string(), 1);
+        }
+        let d = super::super::kubelet_start::dependents(root.path(), &files);
+        let judged: Vec<&str> = d.keys().map(String::as_str).collect();
+        assert_eq!(
+            judged,
+            [
+                "/etc/systemd/system/sshd.service",
+                "/etc/systemd/system/sshd.service.d/x.conf"
+            ]
+        );
+        assert!(
+            d["/etc/systemd/system/sshd.service"]
+                .1
+                .contains("replaces that unit whole")
+        );
+    }
+}
