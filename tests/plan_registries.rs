@@ -24,9 +24,11 @@ short-name-mode = \"enforcing\"\n\n[[registry]]\nlocation = \"quay.io/a\"\n\n\
 enum Want {
     /// The same cost.
     Same,
-    /// plan drains where it cannot read the file as the Go reader does
-    /// (the daemon may reload, drain or fail).
-    Drain,
+    /// plan refuses the change before pricing it (review 30 r30a F2):
+    /// crio's start refuses the new file, or plan cannot judge it so
+    /// (a key it does not know, a file it cannot read as crio's reader
+    /// does); `plan_crio_start` and `crio_registries` test those.
+    Refused,
 }
 
 /// `BASE` with `line` added after the registry's location.
@@ -113,24 +115,24 @@ fn cases() -> Vec<(&'static str, String, String, Want)> {
                 .replace("location = \"m.example.com/a\"", "'location' = \"\"\"m.example.com/a\"\"\""),
             Same,
         ),
-        ("keys in capitals", b(), BASE.replace("location", "LOCATION").replace("[[registry", "[[Registry"), Same),
-        ("a key by the Kelvin sign", b(), in_registry("\"bloc\u{212A}ed\" = true"), Same),
+        ("keys in capitals", b(), BASE.replace("location", "LOCATION").replace("[[registry", "[[Registry"), Refused),
+        ("a key by the Kelvin sign", b(), in_registry("\"bloc\u{212A}ed\" = true"), Refused),
         ("an inline array of tables", b(), "unqualified-search-registries = [\"registry.access.redhat.com\"]\nshort-name-mode = \"enforcing\"\nregistry = [{location = \"quay.io/a\", mirror = [{location = \"m.example.com/a\", pull-from-mirror = \"digest-only\"}]}]\n".into(), Same),
-        ("aliases not a table (Go leaves it)", b(), format!("aliases = \"x\"\n{BASE}"), Same),
-        ("a key twice", b(), in_registry("blocked = false\nblocked = false"), Same),
-        ("two keys for one field", b(), in_registry("Location = \"quay.io/a\""), Drain),
-        ("a wrong type", b(), BASE.replace("\"enforcing\"", "true"), Same),
-        ("mirror as a table", b(), in_registry("mirror.location = \"m.example.com/a\"").replace("\n[[registry.mirror]]\nlocation = \"m.example.com/a\"\n", "\n"), Same),
-        ("a TOML 1.1 trailing comma", b(), with("x = {a = \"b\",}\n"), Same),
-        ("a TOML 1.1 escape", b(), with("x = \"\\e\"\n"), Same),
-        ("a number under an unknown key", b(), BASE.replacen("short-name-mode", "x = 1e1000\nshort-name-mode", 1), Same),
-        ("a DEL in a string", b(), with("x = \"\u{7f}\"\n"), Same),
-        ("gzip bytes", b(), String::new(), Same),
+        ("aliases not a table (Go leaves it)", b(), format!("aliases = \"x\"\n{BASE}"), Refused),
+        ("a key twice", b(), in_registry("blocked = false\nblocked = false"), Refused),
+        ("two keys for one field", b(), in_registry("Location = \"quay.io/a\""), Refused),
+        ("a wrong type", b(), BASE.replace("\"enforcing\"", "true"), Refused),
+        ("mirror as a table", b(), in_registry("mirror.location = \"m.example.com/a\"").replace("\n[[registry.mirror]]\nlocation = \"m.example.com/a\"\n", "\n"), Refused),
+        ("a TOML 1.1 trailing comma", b(), with("x = {a = \"b\",}\n"), Refused),
+        ("a TOML 1.1 escape", b(), with("x = \"\\e\"\n"), Refused),
+        ("a number under an unknown key", b(), BASE.replacen("short-name-mode", "x = 1e1000\nshort-name-mode", 1), Refused),
+        ("a DEL in a string", b(), with("x = \"\u{7f}\"\n"), Refused),
+        ("gzip bytes", b(), String::new(), Refused),
         // Review 17 r17b F1: the Go reader skips one byte order mark and
         // refuses the file at a second (the update fails); plan skipped
         // both and said safe.
-        ("two byte order marks", b(), format!("\u{feff}\u{feff}{BASE}"), Same),
-        ("three byte order marks", b(), format!("\u{feff}\u{feff}\u{feff}{BASE}"), Same),
+        ("two byte order marks", b(), format!("\u{feff}\u{feff}{BASE}"), Refused),
+        ("three byte order marks", b(), format!("\u{feff}\u{feff}\u{feff}{BASE}"), Refused),
     ]
 }
 
@@ -232,7 +234,9 @@ fn plan_prices_a_registries_conf_change_as_the_mcos_daemon() {
     let dir = scratch_dir();
     let d = dir.path();
     let w = wrapper(d, b"1");
-    let cases = cases();
+    let (cases, refused): (Vec<_>, Vec<_>) =
+        cases().into_iter().partition(|c| c.3 != Want::Refused);
+    assert!(!refused.is_empty());
     let before = manifests(d, &w, &cases, 0);
     let after = manifests(d, &w, &cases, 1);
     let policy = d.join("policy.yaml");
@@ -286,7 +290,7 @@ fn plan_prices_a_registries_conf_change_as_the_mcos_daemon() {
         let ok = match (want, daemon) {
             (Want::Same, "fails") => plan == "drain",
             (Want::Same, _) => plan == daemon,
-            (Want::Drain, _) => plan == "drain",
+            (Want::Refused, _) => false,
         };
         if !ok {
             failures.push(format!(
@@ -296,6 +300,7 @@ fn plan_prices_a_registries_conf_change_as_the_mcos_daemon() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
-    // Each verdict is exercised: a reload, a drain, a file the daemon refuses.
-    assert!(seen.iter().all(|n| *n > 0), "{seen:?}");
+    // Each verdict is exercised: a reload, a drain (a file the daemon
+    // refuses, crio's start refuses too: plan refuses it, `Refused`).
+    assert!(seen[..2].iter().all(|n| *n > 0), "{seen:?}");
 }
