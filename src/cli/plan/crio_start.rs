@@ -115,7 +115,7 @@ fn judge(
             return refuse(
                 pool,
                 format!(
-                    "{path} of {to} {why} (containers/image's registries.conf rules; fix the \
+                    "{path} of {to}: {why} (containers/image's registries.conf rules; fix the \
                      file, see containers-registries.conf(5))"
                 ),
             );
