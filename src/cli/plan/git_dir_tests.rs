@@ -626,3 +626,25 @@ fn pseudo_refs_are_copied_within_one_bound() {
     assert!(e.contains("is larger than 16777216 bytes"), "{e}");
     assert!(!out.exists());
 }
+
+/// Review 31 r31a F2: loose refs are copied within a byte bound too
+/// (sparse refs of 4 KiB each made one run write 837 MiB).
+#[test]
+fn loose_refs_are_copied_within_a_byte_bound() {
+    let tmp = tempfile::tempdir().unwrap();
+    let common = std::fs::canonicalize(tmp.path()).unwrap().join("repo/.git");
+    git_dir_at(&common);
+    let heads = common.join("refs/heads");
+    for i in 0..=(LOOSE_REFS_BYTES / SMALL) {
+        let f = std::fs::File::create(heads.join(format!("r{i}"))).unwrap();
+        f.set_len(SMALL).unwrap();
+    }
+    let repo = Repo {
+        top: common.parent().unwrap().to_path_buf(),
+        git_dir: common.clone(),
+        common,
+    };
+    let to = tempfile::tempdir().unwrap();
+    let err = format!("{:#}", copy_refs(&repo, to.path()).unwrap_err());
+    assert!(err.contains("bytes of them"), "{err}");
+}
