@@ -41,7 +41,10 @@ fn gpu(head: &str, mirror: &str) -> String {
 /// `text`.
 fn render_writing(dir: &Path, path: &str, text: &str) {
     render(dir, &["--taint", TAINT]);
-    let source = format!("data:,{}", urlencoding(text));
+    let source = format!(
+        "data:,{}",
+        kubelet_labeler::cli::render::encoding::percent_encode(text.as_bytes())
+    );
     let mc = json!({
         "apiVersion": "machineconfiguration.openshift.io/v1",
         "kind": "MachineConfig",
@@ -53,17 +56,6 @@ fn render_writing(dir: &Path, path: &str, text: &str) {
     });
     std::fs::write(dir.join("60-worker-gpu-crio.yaml"), mc.to_string()).unwrap();
     relist_kustomization(dir, &["60-worker-gpu-crio.yaml"], &[]);
-}
-
-fn urlencoding(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 fn planned(base: &Path, pr: &Path) -> std::process::Output {

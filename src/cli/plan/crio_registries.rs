@@ -9,7 +9,7 @@
 /// The keys of the file's top level, of a `[[registry]]` and of a
 /// `[[registry.mirror]]` that plan judges (sysregistries v2; a v1
 /// `[registries.*]` table is refused as unknown).
-const TOP: [&str; 6] = [
+pub(super) const TOP: [&str; 6] = [
     "registry",
     "unqualified-search-registries",
     "credential-helpers",

@@ -295,17 +295,7 @@ fn tables<'a>(v: &'a toml::Value, name: &str) -> Result<Vec<&'a toml::Table>, St
 /// `V2RegistriesConf` (and what its fields refuse: every field is decoded,
 /// a wrong type fails the whole file).
 fn v2_conf(table: &toml::Table) -> Result<Conf, Fault> {
-    let f = fields(
-        table,
-        &[
-            "registry",
-            "unqualified-search-registries",
-            "credential-helpers",
-            "short-name-mode",
-            "additional-layer-store-auth-helper",
-            "aliases",
-        ],
-    )?;
+    let f = fields(table, &super::crio_registries::TOP)?;
     let mut conf = Conf::default();
     for (name, v) in f {
         match name {
