@@ -19,7 +19,7 @@ const REGISTRIES: &str = "/etc/containers/registries.conf";
 
 /// What else crio reads at its start, and where to make the change
 /// instead: a file, or every path under a directory.
-const UNJUDGED: [(&str, &str); 5] = [
+const UNJUDGED: [(&str, &str); 8] = [
     (
         "/etc/crio/crio.conf",
         "set crio's options with a ContainerRuntimeConfig",
@@ -39,6 +39,23 @@ const UNJUDGED: [(&str, &str); 5] = [
     (
         "/etc/sysconfig/crio",
         "leave crio.service's environment file to the MCO",
+    ),
+    // crio reads every hook's JSON at its start and exits on one it
+    // cannot parse (review 32 r32a F1).
+    (
+        "/etc/containers/oci/hooks.d",
+        "add OCI hooks outside plan's cheap path, reviewed by hand",
+    ),
+    (
+        "/usr/share/containers/oci/hooks.d",
+        "add OCI hooks outside plan's cheap path, reviewed by hand",
+    ),
+    // containers/image reads root's own registries.conf (and the rest of
+    // its containers configuration) before the system's (review 32 r32a
+    // F2; CoreOS's /var/roothome is /root).
+    (
+        "/root/.config/containers",
+        "write the change in /etc/containers/registries.conf, which plan judges as crio does",
     ),
 ];
 
@@ -159,6 +176,10 @@ mod tests {
             "/etc/containers/storage.conf",
             "/etc/containers",
             "/etc/sysconfig/crio",
+            // Review 32 r32a F1, F2.
+            "/etc/containers/oci/hooks.d/99-gpu.json",
+            "/root/.config/containers/registries.conf",
+            "/var/roothome/.config/containers/registries.conf",
         ] {
             let err = judged(path, None).unwrap_err().to_string();
             assert!(
