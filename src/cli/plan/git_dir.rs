@@ -934,7 +934,10 @@ pub fn check_alternates(objects: &Path) -> Result<()> {
 }
 
 fn alternates_under(objects: &Path, depth: usize, seen: &mut Vec<PathBuf>) -> Result<()> {
-    if seen.iter().any(|s| s == objects) {
+    // Where it leads, not how it is spelt (review 32 r32b F2: lines
+    // `dK/..` made plan visit N^5 spellings of one directory).
+    let here = std::fs::canonicalize(objects).unwrap_or_else(|_| objects.to_path_buf());
+    if seen.contains(&here) {
         return Ok(());
     }
     for name in ["multi-pack-index", "multi-pack-index.d"] {
@@ -954,7 +957,7 @@ fn alternates_under(objects: &Path, depth: usize, seen: &mut Vec<PathBuf>) -> Re
     if depth > ALTERNATES_DEPTH {
         return Ok(());
     }
-    seen.push(objects.to_path_buf());
+    seen.push(here);
     let info = objects.join("info");
     let text = read_in(&info, "alternates", ALTERNATES_MAX).map_err(|e| {
         e.context(format!(
@@ -976,6 +979,26 @@ fn alternates_under(objects: &Path, depth: usize, seen: &mut Vec<PathBuf>) -> Re
             ));
         }
         let path = Path::new(<OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(line));
+        // git resolves `.` and `..` inside a path by its own rules, past a
+        // file (`f/../alt`), where the kernel stops (review 32 r32b F1):
+        // only leading `..` of a relative path is read alike.
+        let mut past_leading = path.is_absolute();
+        for c in line.split(|&b| b == b'/').filter(|c| !c.is_empty()) {
+            match c {
+                b".." if !past_leading => {}
+                b".." | b"." => {
+                    return Err(cannot_copy(
+                        &info.join("alternates"),
+                        &format!(
+                            "an alternate {:?} with `.` or `..` inside its path, which git \
+                             resolves otherwise than plan",
+                            path.display()
+                        ),
+                    ));
+                }
+                _ => past_leading = true,
+            }
+        }
         let next = if path.is_absolute() {
             path.to_path_buf()
         } else {

@@ -648,3 +648,37 @@ fn loose_refs_are_copied_within_a_byte_bound() {
     let err = format!("{:#}", copy_refs(&repo, to.path()).unwrap_err());
     assert!(err.contains("bytes of them"), "{err}");
 }
+
+/// Review 32 r32b F1, F2: an alternate with `.` or `..` inside its path
+/// (git resolves `f/../alt` past the file `f`, the kernel does not) is
+/// refused; leading `..` is read; spellings of one directory are visited
+/// once (lines `dK/..` made plan visit N^5 of them).
+#[test]
+fn alternates_with_dots_inside_are_refused_and_visited_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(tmp.path()).unwrap();
+    let a = root.join("a/objects");
+    std::fs::create_dir_all(a.join("info")).unwrap();
+    std::fs::create_dir_all(root.join("b/objects/info")).unwrap();
+    let alternates = a.join("info/alternates");
+    std::fs::write(&alternates, "../../b/objects\n").unwrap();
+    check_alternates(&a).unwrap();
+    for inside in ["../f/../alt", "./x", "../../b/./objects", "x/.."] {
+        std::fs::write(&alternates, format!("{inside}\n")).unwrap();
+        let err = format!("{:#}", check_alternates(&a).unwrap_err());
+        assert!(
+            err.contains("`.` or `..` inside its path"),
+            "{inside}: {err}"
+        );
+    }
+    // Links to one directory, many lines each: one visit a directory.
+    let mut lines = String::new();
+    for k in 0..8 {
+        std::os::unix::fs::symlink(".", a.join(format!("d{k}"))).unwrap();
+        lines.push_str(&format!("d{k}\n"));
+    }
+    std::fs::write(&alternates, lines).unwrap();
+    let mut seen = Vec::new();
+    alternates_under(&a, 0, &mut seen).unwrap();
+    assert_eq!(seen, vec![a]);
+}

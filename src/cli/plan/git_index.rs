@@ -46,6 +46,9 @@ pub fn checked(repo: &super::git_dir::Repo, index: &Path) -> Result<u64> {
     Ok(super::git_bounds::CHILD_ALLOC_MAX.saturating_add(size.saturating_mul(4)))
 }
 
+/// The largest index (or a split index's shared one) plan lets git read.
+const INDEX_MAX: u64 = 256 << 20;
+
 fn refuse_sparse(index: &Path, hash_len: usize, may_split: bool) -> Result<u64> {
     let refuse = |what: &str| {
         Sparse(format!(
@@ -62,6 +65,15 @@ fn refuse_sparse(index: &Path, hash_len: usize, may_split: bool) -> Result<u64> 
     let (file, size) = nodefs::Dir::open(dir)
         .and_then(|d| d.open_file(name))
         .with_context(|| format!("reading {}", index.display()))?;
+    // git reads an index whole (review 32 r32b F3: a sparse file of 1 GiB
+    // took 3 GB): a work tree's index of a million files is about 100 MiB.
+    if size > INDEX_MAX {
+        bail!(
+            "{}: an index of {size} bytes, more than plan lets git read ({INDEX_MAX}); plan \
+             the revision (`REV:PATH`), or a copy of the tree without .git",
+            index.display()
+        );
+    }
     let mut r = std::io::BufReader::new(file.take(size));
     let bad = |what: &str| anyhow::anyhow!("{}: {what}, not an index git reads", index.display());
     let mut header = [0u8; 12];
@@ -200,6 +212,16 @@ mod tests {
     /// Review 30 r30b F8: an index git writes is walked to its end, in
     /// each version (names past 4 KiB, extended flags, a split index); a
     /// sparse index (its sparse-directory entries) is refused, naming it.
+    #[test]
+    fn an_index_past_its_bound_is_refused_unread() {
+        let tmp = tempfile::tempdir().unwrap();
+        let index = tmp.path().join("index");
+        let f = std::fs::File::create(&index).unwrap();
+        f.set_len(INDEX_MAX + 1).unwrap();
+        let err = format!("{:#}", refuse_sparse(&index, 20, true).unwrap_err());
+        assert!(err.contains("more than plan lets git read"), "{err}");
+    }
+
     #[test]
     fn a_sparse_index_is_refused_before_git_expands_it() {
         let tmp = tempfile::tempdir().unwrap();
