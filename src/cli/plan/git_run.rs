@@ -227,7 +227,7 @@ pub(super) fn run_child(
 }
 
 /// A scratch repository of plan's own that borrows the objects of `repo`
-/// (`objects/info/alternates`), removed after: git reads a revision there,
+/// (as its object directory: [`borrow_objects`]), removed after: git reads a revision there,
 /// so none of `repo`'s own config is read (review 24 r24a F1, F4: a filter
 /// driver named like "no filter" in check-attr's answer, an `attr.tree`
 /// that checkout-index reads and check-attr does not; r23c F3: a promisor
