@@ -8,8 +8,6 @@
 //! checks before each allocation), for what plan does not ask about.
 
 use std::path::Path;
-use std::process::Command;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 
@@ -21,59 +19,6 @@ const COMMIT_MAX_BYTES: u64 = 1 << 20;
 /// The largest tree on the way to the path planned (one directory of
 /// about 300,000 entries).
 const TREE_MAX_BYTES: u64 = 16 << 20;
-/// The most a git child of plan may allocate at once, unless told more
-/// (a checkout of its blobs, a large index): past any commit or tree plan
-/// lets git read, and past git's own tables of a long history.
-pub const CHILD_ALLOC_MAX: u64 = 64 << 20;
-
-/// How long one child process of plan (git) may run before it is killed:
-/// the slowest plan asks of git on a large repository (`ls-tree -r` of
-/// 200,000 files, a checkout of 256 MiB, `ls-files` of a million-entry
-/// index) takes seconds, so two minutes is far past any honest run, while
-/// a repository that makes git wait (a FIFO where git reads a file, a
-/// config including `/proc/self/fd/1`: review 25 r25a F3) no longer stops
-/// plan for ever. Per child: plan runs about ten per side.
-const CHILD_DEADLINE: Duration = Duration::from_secs(120);
-
-/// `CHILD_DEADLINE`, or less for tests only: the variable
-/// `KUBELET_LABELER_TEST_CHILD_DEADLINE_MS` (milliseconds) is read so a
-/// test of the deadline need not wait two minutes; it can only lower it,
-/// and nothing but tests sets it.
-pub fn child_deadline() -> Duration {
-    std::env::var("KUBELET_LABELER_TEST_CHILD_DEADLINE_MS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .map(Duration::from_millis)
-        .filter(|d| *d < CHILD_DEADLINE)
-        .unwrap_or(CHILD_DEADLINE)
-}
-
-/// `git`, told the most it may allocate at once: `CHILD_ALLOC_MAX`, unless
-/// its caller set more.
-pub fn bounded(git: &mut Command) -> &mut Command {
-    if !git.get_envs().any(|(k, _)| k == "GIT_ALLOC_LIMIT") {
-        git.env("GIT_ALLOC_LIMIT", CHILD_ALLOC_MAX.to_string());
-    }
-    git
-}
-
-/// A git child stopped at its allocation bound, said so.
-pub fn explained(e: anyhow::Error) -> anyhow::Error {
-    match e.downcast_ref::<Exited>() {
-        Some(Exited(code, said)) if said.contains("attempting to allocate") => Exited(
-            *code,
-            format!(
-                "{said} (git stopped: something of the repository is larger than plan lets git \
-                 hold at once, more than any GitOps repository holds; find it with `git \
-                 cat-file --batch-all-objects --batch-check`, or plan a copy of the files \
-                 without .git)"
-            ),
-        )
-        .into(),
-        _ => e,
-    }
-}
-
 /// `name`'s object, type and size in the scratch repository `git_dir`
 /// (`--git-dir=...`), as `cat-file --batch-check` tells them (reading no
 /// more than the objects on the way to it); None when it names none.

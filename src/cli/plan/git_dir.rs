@@ -200,7 +200,7 @@ fn is_valid_head(text: &[u8]) -> bool {
 
 /// A path that is not there, as git's lstat/stat sees it (a component
 /// that is a file: ENOTDIR).
-fn is_absent(e: &std::io::Error) -> bool {
+pub(super) fn is_absent(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(20)
 }
 
@@ -301,7 +301,7 @@ fn current_user() -> Result<CurrentUser> {
 /// or None when there is none: a link there is refused, not followed, and
 /// anything else but a regular file (a FIFO, a device) is refused, never
 /// opened (`nodefs::Dir::open_file`).
-fn read_in(dir: &Path, name: &str, limit: u64) -> Result<Option<Vec<u8>>> {
+pub(super) fn read_in(dir: &Path, name: &str, limit: u64) -> Result<Option<Vec<u8>>> {
     let Some(file) = open_in(dir, name)? else {
         return Ok(None);
     };
@@ -353,12 +353,13 @@ const REFS_DEPTH_MAX: usize = 64;
 /// directory, never from the common one).
 const PER_WORKTREE: [&str; 3] = ["refs/bisect/", "refs/worktree/", "refs/rewritten/"];
 /// What to do when plan cannot resolve a revision as git would.
-const COPY_FIX: &str = "plan a checkout of the revision as a directory, or a fresh clone";
+pub(super) const COPY_FIX: &str =
+    "plan a checkout of the revision as a directory, or a fresh clone";
 
 /// A refusal: `path` holds what plan cannot give its scratch repository
 /// as it is, so git there could resolve a revision to another commit than
 /// git in the repository (review 26 r26b F1): never left out silently.
-fn cannot_copy(path: &Path, what: &str) -> anyhow::Error {
+pub(super) fn cannot_copy(path: &Path, what: &str) -> anyhow::Error {
     anyhow::anyhow!(
         "{}: {what}; plan resolves a revision exactly as git would, or not at all: {COPY_FIX}",
         path.display()
@@ -910,103 +911,6 @@ pub fn tree_path(repo: &Repo, cwd: &Path, sub: &str) -> Result<String> {
     } else {
         parts.join("/")
     })
-}
-
-/// The most one `objects/info/alternates` may hold (a few paths).
-const ALTERNATES_MAX: u64 = 64 << 10;
-/// How deep git follows alternates of alternates (it reads the file of
-/// the sixth level, then stops), counted from the input's own objects.
-const ALTERNATES_DEPTH: usize = 6;
-
-/// Check what git will read of the alternates of the object directory
-/// `objects` (the input's, which plan's scratch borrows) before it reads
-/// them whole (review 26 r26b F3: a link to /dev/zero, or a sparse 64 GiB
-/// file, grew every git child without bound): each `info/alternates` of
-/// the chain, as far as git follows it, a regular file of at most 64 KiB
-/// (`read_in`), or an error naming it. Nor does any of these object
-/// directories (those the sixth file names too) hold a multi-pack-index
-/// (review 30 r30b F3): git in the repository uses it or not as its
-/// config says (`core.multiPackIndex`), which plan does not read, and a
-/// crafted one gives a blob another's content; plan's git never uses one.
-pub fn check_alternates(objects: &Path) -> Result<()> {
-    let mut seen = Vec::new();
-    alternates_under(objects, 1, &mut seen)
-}
-
-fn alternates_under(objects: &Path, depth: usize, seen: &mut Vec<PathBuf>) -> Result<()> {
-    // Where it leads, not how it is spelt (review 32 r32b F2: lines
-    // `dK/..` made plan visit N^5 spellings of one directory).
-    let here = std::fs::canonicalize(objects).unwrap_or_else(|_| objects.to_path_buf());
-    if seen.contains(&here) {
-        return Ok(());
-    }
-    for name in ["multi-pack-index", "multi-pack-index.d"] {
-        let path = objects.join("pack").join(name);
-        match std::fs::symlink_metadata(&path) {
-            Err(e) if is_absent(&e) => {}
-            _ => bail!(
-                "{}: a multi-pack-index, which git in the repository reads or not as its \
-                 config says (core.multiPackIndex); plan reads no such index of an input: \
-                 remove it (`rm -r {}`; `git multi-pack-index write` makes it again), or \
-                 plan a fresh clone",
-                path.display(),
-                path.display()
-            ),
-        }
-    }
-    if depth > ALTERNATES_DEPTH {
-        return Ok(());
-    }
-    seen.push(here);
-    let info = objects.join("info");
-    let text = read_in(&info, "alternates", ALTERNATES_MAX).map_err(|e| {
-        e.context(format!(
-            "{}: git reads it to find objects; plan reads it first, bounded: {COPY_FIX}",
-            info.join("alternates").display()
-        ))
-    })?;
-    let Some(text) = text else {
-        return Ok(());
-    };
-    for line in text.split(|&b| b == b'\n') {
-        if line.is_empty() || line.starts_with(b"#") {
-            continue;
-        }
-        if line.starts_with(b"\"") {
-            return Err(cannot_copy(
-                &info.join("alternates"),
-                "a quoted alternate, which plan does not read",
-            ));
-        }
-        let path = Path::new(<OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(line));
-        // git resolves `.` and `..` inside a path by its own rules, past a
-        // file (`f/../alt`), where the kernel stops (review 32 r32b F1):
-        // only leading `..` of a relative path is read alike.
-        let mut past_leading = path.is_absolute();
-        for c in line.split(|&b| b == b'/').filter(|c| !c.is_empty()) {
-            match c {
-                b".." if !past_leading => {}
-                b".." | b"." => {
-                    return Err(cannot_copy(
-                        &info.join("alternates"),
-                        &format!(
-                            "an alternate {:?} with `.` or `..` inside its path, which git \
-                             resolves otherwise than plan",
-                            path.display()
-                        ),
-                    ));
-                }
-                _ => past_leading = true,
-            }
-        }
-        let next = if path.is_absolute() {
-            path.to_path_buf()
-        } else {
-            objects.join(path)
-        };
-        alternates_under(&next, depth + 1, seen)?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

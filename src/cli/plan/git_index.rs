@@ -43,7 +43,7 @@ pub fn checked(repo: &super::git_dir::Repo, index: &Path) -> Result<u64> {
         20
     };
     let size = refuse_sparse(index, hash_len, true)?;
-    Ok(super::git_bounds::CHILD_ALLOC_MAX.saturating_add(size.saturating_mul(4)))
+    Ok(super::git_run::CHILD_ALLOC_MAX.saturating_add(size.saturating_mul(4)))
 }
 
 /// The largest index (or a split index's shared one) plan lets git read.

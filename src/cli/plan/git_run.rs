@@ -10,8 +10,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use super::{git_bounds, git_dir, repo_format};
-
 /// What git writes to its standard output, refused past `cap` bytes (git
 /// is stopped there); `input` is written to its standard input meanwhile.
 pub(super) fn git_output(args: &[&str], input: Option<Vec<u8>>, cap: u64) -> Result<Vec<u8>> {
@@ -65,21 +63,15 @@ pub(super) fn git_command() -> Command {
     git
 }
 
-/// Every git child, told the most it may allocate at once (`git_bounds`).
+/// Every git child, told the most it may allocate at once ([`bounded`]).
 pub(super) fn run_git(git: &mut Command, input: Option<Vec<u8>>, cap: u64) -> Result<Vec<u8>> {
     borrow_objects(git)?;
-    run_child(
-        git_bounds::bounded(git),
-        input,
-        cap,
-        git_bounds::child_deadline(),
-    )
-    .map_err(git_bounds::explained)
+    run_child(bounded(git), input, cap, child_deadline()).map_err(explained)
 }
 
 /// The file of a scratch repository (`borrowed_repo`) naming the objects
 /// directory it borrows.
-const BORROWED: &str = "plan-borrows-objects";
+pub(super) const BORROWED: &str = "plan-borrows-objects";
 
 /// git run in a scratch repository of `borrowed_repo` reads the objects
 /// of the repository it borrows from as git there reads them: as its own
@@ -226,50 +218,55 @@ pub(super) fn run_child(
     Ok(stdout)
 }
 
-/// A scratch repository of plan's own that borrows the objects of `repo`
-/// (as its object directory: [`borrow_objects`]), removed after: git reads a revision there,
-/// so none of `repo`'s own config is read (review 24 r24a F1, F4: a filter
-/// driver named like "no filter" in check-attr's answer, an `attr.tree`
-/// that checkout-index reads and check-attr does not; r23c F3: a promisor
-/// remote's transport; review 25 r25a F3: its includes), and git is never
-/// pointed at `repo` itself. With `refs`, its refs copied
-/// (`git_dir::copy_refs`) to resolve a revision there. Its attributes file
-/// (`info/attributes`, which a checkout there applies) is copied, up to
-/// 1 MiB; a filter it names has no driver here.
-pub(super) fn borrowed_repo(
-    repo: &git_dir::Repo,
-    refs: bool,
-    spec: &str,
-) -> Result<tempfile::TempDir> {
-    let scratch =
-        tempfile::tempdir().with_context(|| format!("{spec}: making a scratch repository"))?;
-    let dir = scratch.path().to_string_lossy().into_owned();
-    // Always named: the user's `init.defaultObjectFormat` is not the input's.
-    let format = repo_format::object_format(repo).with_context(|| spec.to_string())?;
-    let format = format!("--object-format={format}");
-    // No template: a file of git's templates (`description`) is no stand-in
-    // for the input's file of that name, which git reads as a ref (review
-    // 31 r31a F3: a branch `description`).
-    let init = ["init", "-q", "--bare", "--template=", &format, &dir];
-    git_output(&init, None, 1 << 16).with_context(|| format!("{spec}: git init --bare {dir}"))?;
-    git_dir::check_alternates(&repo.common.join("objects"))
-        .with_context(|| format!("{spec}: reading the objects of {}", repo.top.display()))?;
-    let borrowed = scratch.path().join(BORROWED);
-    std::fs::write(
-        &borrowed,
-        repo.common.join("objects").into_os_string().into_vec(),
-    )
-    .with_context(|| format!("{spec}: writing {}", borrowed.display()))?;
-    let attributes = repo.common.join("info/attributes");
-    if std::fs::symlink_metadata(&attributes).is_ok_and(|m| m.is_file() && m.len() <= 1 << 20) {
-        let to = scratch.path().join("info/attributes");
-        std::fs::create_dir_all(scratch.path().join("info"))
-            .and_then(|()| std::fs::copy(&attributes, &to))
-            .with_context(|| format!("{spec}: copying {}", attributes.display()))?;
+/// The most a git child of plan may allocate at once, unless told more
+/// (a checkout of its blobs, a large index): past any commit or tree plan
+/// lets git read, and past git's own tables of a long history.
+pub(super) const CHILD_ALLOC_MAX: u64 = 64 << 20;
+
+/// How long one child process of plan (git) may run before it is killed:
+/// the slowest plan asks of git on a large repository (`ls-tree -r` of
+/// 200,000 files, a checkout of 256 MiB, `ls-files` of a million-entry
+/// index) takes seconds, so two minutes is far past any honest run, while
+/// a repository that makes git wait (a FIFO where git reads a file, a
+/// config including `/proc/self/fd/1`: review 25 r25a F3) no longer stops
+/// plan for ever. Per child: plan runs about ten per side.
+const CHILD_DEADLINE: Duration = Duration::from_secs(120);
+
+/// `CHILD_DEADLINE`, or less for tests only: the variable
+/// `KUBELET_LABELER_TEST_CHILD_DEADLINE_MS` (milliseconds) is read so a
+/// test of the deadline need not wait two minutes; it can only lower it,
+/// and nothing but tests sets it.
+pub(super) fn child_deadline() -> Duration {
+    std::env::var("KUBELET_LABELER_TEST_CHILD_DEADLINE_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map(Duration::from_millis)
+        .filter(|d| *d < CHILD_DEADLINE)
+        .unwrap_or(CHILD_DEADLINE)
+}
+
+/// `git`, told the most it may allocate at once: `CHILD_ALLOC_MAX`, unless
+/// its caller set more.
+pub(super) fn bounded(git: &mut Command) -> &mut Command {
+    if !git.get_envs().any(|(k, _)| k == "GIT_ALLOC_LIMIT") {
+        git.env("GIT_ALLOC_LIMIT", CHILD_ALLOC_MAX.to_string());
     }
-    if refs {
-        git_dir::copy_refs(repo, scratch.path())
-            .with_context(|| format!("{spec}: reading the refs of {}", repo.top.display()))?;
+    git
+}
+
+/// A git child stopped at its allocation bound, said so.
+pub(super) fn explained(e: anyhow::Error) -> anyhow::Error {
+    match e.downcast_ref::<Exited>() {
+        Some(Exited(code, said)) if said.contains("attempting to allocate") => Exited(
+            *code,
+            format!(
+                "{said} (git stopped: something of the repository is larger than plan lets git \
+                 hold at once, more than any GitOps repository holds; find it with `git \
+                 cat-file --batch-all-objects --batch-check`, or plan a copy of the files \
+                 without .git)"
+            ),
+        )
+        .into(),
+        _ => e,
     }
-    Ok(scratch)
 }

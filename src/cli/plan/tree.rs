@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::io::Read;
+use std::os::unix::ffi::OsStringExt as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -13,6 +14,8 @@ use anyhow::{Context, Result, bail};
 use crate::cli::render::input;
 
 // A sibling file (plan's module list is not this file's to change).
+#[path = "git_alternates.rs"]
+mod git_alternates;
 #[path = "git_bounds.rs"]
 mod git_bounds;
 #[path = "git_dir.rs"]
@@ -24,7 +27,7 @@ mod git_run;
 #[path = "repo_format.rs"]
 mod repo_format;
 
-use git_run::{Exited, borrowed_repo, git_command, git_output, run_git};
+use git_run::{BORROWED, Exited, git_command, git_output, run_git};
 
 /// The most one render (all its files) may hold: a pool's MachineConfigs
 /// with four architectures' wrappers are about 1 MiB.
@@ -755,6 +758,50 @@ fn checkout_fits(
         );
     }
     Ok(())
+}
+
+/// A scratch repository of plan's own that borrows the objects of `repo`
+/// (as its object directory: [`borrow_objects`]), removed after: git reads a revision there,
+/// so none of `repo`'s own config is read (review 24 r24a F1, F4: a filter
+/// driver named like "no filter" in check-attr's answer, an `attr.tree`
+/// that checkout-index reads and check-attr does not; r23c F3: a promisor
+/// remote's transport; review 25 r25a F3: its includes), and git is never
+/// pointed at `repo` itself. With `refs`, its refs copied
+/// (`git_dir::copy_refs`) to resolve a revision there. Its attributes file
+/// (`info/attributes`, which a checkout there applies) is copied, up to
+/// 1 MiB; a filter it names has no driver here.
+fn borrowed_repo(repo: &git_dir::Repo, refs: bool, spec: &str) -> Result<tempfile::TempDir> {
+    let scratch =
+        tempfile::tempdir().with_context(|| format!("{spec}: making a scratch repository"))?;
+    let dir = scratch.path().to_string_lossy().into_owned();
+    // Always named: the user's `init.defaultObjectFormat` is not the input's.
+    let format = repo_format::object_format(repo).with_context(|| spec.to_string())?;
+    let format = format!("--object-format={format}");
+    // No template: a file of git's templates (`description`) is no stand-in
+    // for the input's file of that name, which git reads as a ref (review
+    // 31 r31a F3: a branch `description`).
+    let init = ["init", "-q", "--bare", "--template=", &format, &dir];
+    git_output(&init, None, 1 << 16).with_context(|| format!("{spec}: git init --bare {dir}"))?;
+    git_alternates::check_alternates(&repo.common.join("objects"))
+        .with_context(|| format!("{spec}: reading the objects of {}", repo.top.display()))?;
+    let borrowed = scratch.path().join(BORROWED);
+    std::fs::write(
+        &borrowed,
+        repo.common.join("objects").into_os_string().into_vec(),
+    )
+    .with_context(|| format!("{spec}: writing {}", borrowed.display()))?;
+    let attributes = repo.common.join("info/attributes");
+    if std::fs::symlink_metadata(&attributes).is_ok_and(|m| m.is_file() && m.len() <= 1 << 20) {
+        let to = scratch.path().join("info/attributes");
+        std::fs::create_dir_all(scratch.path().join("info"))
+            .and_then(|()| std::fs::copy(&attributes, &to))
+            .with_context(|| format!("{spec}: copying {}", attributes.display()))?;
+    }
+    if refs {
+        git_dir::copy_refs(repo, scratch.path())
+            .with_context(|| format!("{spec}: reading the refs of {}", repo.top.display()))?;
+    }
+    Ok(scratch)
 }
 
 #[cfg(test)]
