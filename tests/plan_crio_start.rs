@@ -11,8 +11,9 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::plan::{plan, render};
-use crate::support::{relist_kustomization, repo, scratch_dir, stderr, stdout};
+use crate::plan::render;
+use crate::plan_kubelet_command::planned;
+use crate::support::{relist_kustomization, scratch_dir, stderr, stdout};
 
 const TAINT: &str = "example.com/gpu=true:NoSchedule";
 
@@ -56,16 +57,6 @@ fn render_writing(dir: &Path, path: &str, text: &str) {
     });
     std::fs::write(dir.join("60-worker-gpu-crio.yaml"), mc.to_string()).unwrap();
     relist_kustomization(dir, &["60-worker-gpu-crio.yaml"], &[]);
-}
-
-fn planned(base: &Path, pr: &Path) -> std::process::Output {
-    let fleet = repo().join("examples/fleet/fleet.json");
-    plan(
-        base,
-        pr,
-        &fleet,
-        &["--fail-on", "reboot", "--fail-on", "taint"],
-    )
 }
 
 #[test]

@@ -36,7 +36,8 @@ fn append_to_env_dropin(dir: &Path, more: &str) {
     std::fs::write(&path, mc.to_string()).unwrap();
 }
 
-fn planned(base: &Path, pr: &Path) -> std::process::Output {
+/// `plan` of `base` to `pr`, failing on a taint change or a reboot.
+pub(crate) fn planned(base: &Path, pr: &Path) -> std::process::Output {
     let fleet = repo().join("examples/fleet/fleet.json");
     plan(
         base,
