@@ -4,7 +4,7 @@
 //! disruption policy ("drain and reboot", or with a policy entry "costs
 //! nothing"); an unrelated unit's enablement is still priced.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
@@ -41,6 +41,14 @@ fn cluster_policy(base: &Path, unit: &str, out: &Path) {
     mc["spec"]["nodeDisruptionPolicy"]["units"] =
         json!([{ "name": unit, "actions": [{ "type": "None" }] }]);
     std::fs::write(out, mc.to_string()).unwrap();
+}
+
+/// A pull request of the tests below: render's pool worker-gpu at `dir`
+/// (tainted) with the MachineConfig `name` of `spec` added.
+fn pr_adding(dir: &Path, name: &str, spec: Value) -> PathBuf {
+    render(dir, &["--taint", TAINT]);
+    add_machineconfig(dir, name, spec);
+    dir.to_path_buf()
 }
 
 fn planned(base: &Path, pr: &Path, policy: Option<&Path>) -> std::process::Output {
@@ -112,11 +120,13 @@ fn a_drop_in_of_a_unit_kubelet_requires_is_refused() {
     .into_iter()
     .enumerate()
     {
-        let pr = tmp.path().join(format!("pr{i}"));
-        render(&pr, &["--taint", TAINT]);
         let dropin = json!({ "name": unit,
             "dropins": [{ "name": "zz.conf", "contents": text }] });
-        add_machineconfig(&pr, "60-worker-gpu-x", units(dropin));
+        let pr = pr_adding(
+            &tmp.path().join(format!("pr{i}")),
+            "60-worker-gpu-x",
+            units(dropin),
+        );
         let says = format!("/etc/systemd/system/{unit}.d/zz.conf changes from");
         refused(&planned(&base, &pr, None), &says);
         let policy = tmp.path().join(format!("cluster-mc{i}.json"));
@@ -245,10 +255,8 @@ fn fstab_and_tmpfiles_lines_are_refused() {
     .into_iter()
     .enumerate()
     {
-        let pr = tmp.path().join(format!("pr{i}"));
-        render(&pr, &["--taint", TAINT]);
         let spec = boot_spec(&[SHIM, (path, line, 0o644)], json!([]));
-        add_machineconfig(&pr, "60-worker-gpu-shim", spec);
+        let pr = pr_adding(&tmp.path().join(format!("pr{i}")), "60-worker-gpu-shim", spec);
         boot_refused(&planned(&base, &pr, Some(&policy)), says);
         if i == 0 {
             let o = planned(&base, &pr, None);
@@ -345,9 +353,11 @@ fn a_system_extension_is_refused() {
     .into_iter()
     .enumerate()
     {
-        let pr = tmp.path().join(format!("pr{i}"));
-        render(&pr, &["--taint", TAINT]);
-        add_machineconfig(&pr, "60-worker-gpu-tools", boot_spec(files, units));
+        let pr = pr_adding(
+            &tmp.path().join(format!("pr{i}")),
+            "60-worker-gpu-tools",
+            boot_spec(files, units),
+        );
         boot_refused(&planned(&base, &pr, Some(&policy)), says);
     }
 }
@@ -424,10 +434,8 @@ fn a_unit_reaching_kubelet_s_start_by_any_name_is_refused() {
     .into_iter()
     .enumerate()
     {
-        let pr = tmp.path().join(format!("pr{i}"));
-        render(&pr, &["--taint", TAINT]);
         let unit = json!({ "name": "gpu-kubelet.service", "enabled": true, "contents": contents });
-        add_machineconfig(&pr, "60-worker-gpu-x", units(unit));
+        let pr = pr_adding(&tmp.path().join(format!("pr{i}")), "60-worker-gpu-x", units(unit));
         // Enabled in the change: refused by its enablement or its line.
         let o = planned(&base, &pr, Some(&policy));
         refused(&o, "gpu-kubelet.service");
@@ -491,10 +499,12 @@ fn units_that_act_by_their_type_are_refused() {
     {
         let policy = tmp.path().join(format!("policy{i}.json"));
         cluster_policy(&base, name, &policy);
-        let pr = tmp.path().join(format!("pr{i}"));
-        render(&pr, &["--taint", TAINT]);
         let unit = json!({ "name": name, "enabled": true, "contents": contents });
-        add_machineconfig(&pr, "60-worker-gpu-x", units(unit));
+        let pr = pr_adding(
+            &tmp.path().join(format!("pr{i}")),
+            "60-worker-gpu-x",
+            units(unit),
+        );
         refused(
             &planned(&base, &pr, Some(&policy)),
             "plan judges services only",
@@ -550,10 +560,8 @@ fn kernel_arguments_by_value_and_systemd_s_dotted_keys_are_refused() {
     .into_iter()
     .enumerate()
     {
-        let pr = tmp.path().join(format!("pr{i}"));
-        render(&pr, &["--taint", TAINT]);
-        add_machineconfig(
-            &pr,
+        let pr = pr_adding(
+            &tmp.path().join(format!("pr{i}")),
             "60-worker-gpu-kargs",
             json!({ "kernelArguments": [args] }),
         );
@@ -605,10 +613,8 @@ fn a_unit_file_replacing_a_unit_kubelet_s_start_waits_on_is_refused() {
     .into_iter()
     .enumerate()
     {
-        let pr = tmp.path().join(format!("pr{i}"));
-        render(&pr, &["--taint", TAINT]);
-        add_machineconfig(
-            &pr,
+        let pr = pr_adding(
+            &tmp.path().join(format!("pr{i}")),
             "60-worker-gpu-x",
             units(json!({ "name": unit, "contents": text })),
         );
