@@ -636,3 +636,53 @@ fn a_unit_file_replacing_a_unit_kubelet_s_start_waits_on_is_refused() {
         refused(&planned(&base, &pr, None), &says);
     }
 }
+
+/// Names units on kubelet's start path wait on in the OS's texts, none
+/// caught by a name family of the OS before review 32.
+const WAITED_ON_NAMES: [&str; 4] = [
+    "sntp.service",
+    "kdump.service",
+    "vgauthd.service",
+    "cri-o.service",
+];
+
+/// Review 32 r32a F3: chronyd.service ships `After=ntpdate.service
+/// sntp.service ntpd.service`; the pull request's own enabled
+/// `sntp.service` (a oneshot `sleep infinity`) held chronyd,
+/// chrony-wait.service and so kubelet under systemd 252, and plan priced it
+/// as any unit of the team's ("costs nothing" with a None entry, exit 0).
+/// Every name a unit on kubelet's start path orders itself after in the
+/// OS's texts is refused the same way; a name of the team's own is priced.
+#[test]
+fn a_unit_at_a_name_kubelet_s_start_waits_on_is_refused() {
+    let tmp = scratch_dir();
+    let base = tmp.path().join("base");
+    render(&base, &["--taint", TAINT]);
+    let text = "[Unit]\nDescription=GPU clock sanity check\n[Service]\nType=oneshot\n\
+                TimeoutStartSec=infinity\nExecStart=/bin/sleep infinity\n\
+                [Install]\nWantedBy=multi-user.target\n";
+    for (i, unit) in WAITED_ON_NAMES
+        .iter()
+        .copied()
+        .chain(["gpu-clock.service"])
+        .enumerate()
+    {
+        let unit_json = json!({ "name": unit, "enabled": true, "contents": text });
+        let pr = pr_adding(
+            &tmp.path().join(format!("pr{i}")),
+            "60-worker-gpu-x",
+            units(unit_json),
+        );
+        let policy = tmp.path().join(format!("cluster-mc{i}.json"));
+        cluster_policy(&base, unit, &policy);
+        let o = planned(&base, &pr, Some(&policy));
+        if unit == "gpu-clock.service" {
+            let (out, err) = (stdout(&o), stderr(&o));
+            assert_ne!(o.status.code(), Some(2), "{out}{err}");
+            assert!(out.contains("unit gpu-clock.service: None"), "{out}{err}");
+            continue;
+        }
+        refused(&o, "a unit at this name is one kubelet's start waits on");
+        refused(&planned(&base, &pr, None), unit);
+    }
+}

@@ -264,13 +264,73 @@ const OS_PREFIXES: [&str; 48] = [
     "rescue",
 ];
 
-/// Why a unit file at `name` would replace a unit the OS or the MCO ships
-/// (none: a name plan does not know of theirs). The OS's unit list is
-/// not plan's to read: [`OS_PREFIXES`] names its families, and a unit of
-/// the pool's own should carry a name of the team's.
+/// Names the units of [`NEEDED`] (transitively) order themselves after,
+/// require, want, bind to or conflict with in the texts the OS's packages
+/// and the MCO's templates ship, that [`NEEDED`] and [`OS_PREFIXES`] do not
+/// cover (review 32 r32a F3): a pool's unit at one of them is waited on by
+/// a unit kubelet's start waits on (chronyd.service `After=sntp.service`:
+/// a `sleep infinity` there held kubelet under systemd 252). Some the OS
+/// ships (its unit would be replaced), most it does not (any unit of the
+/// pool's own there joins the path).
+const WAITED_ON: &[(&str, &str)] = &[
+    (
+        "sntp.service",
+        "chrony's chronyd.service orders itself After= it",
+    ),
+    (
+        "ntpdate.service",
+        "chrony's chronyd.service orders itself After= it",
+    ),
+    (
+        "ntpd.service",
+        "chrony's chronyd.service orders itself After= it and Conflicts= it",
+    ),
+    (
+        "systemd-timesyncd.service",
+        "chrony's chronyd.service Conflicts= it",
+    ),
+    (
+        "network.service",
+        "the MCO's ovs-configuration.service, mtu-migration.service and \
+         nmstate-configuration.service order themselves After= it",
+    ),
+    (
+        "kdump.service",
+        "the MCO's ovs-configuration.service orders itself After= it",
+    ),
+    (
+        "vgauthd.service",
+        "open-vm-tools' vmtoolsd.service Requires= it",
+    ),
+    ("cri-o.service", "it is crio.service's Alias="),
+    (
+        "rpc-statd-notify.service",
+        "nfs-utils' rpc-statd.service Wants= it",
+    ),
+    (
+        "ovs-delete-transient-ports.service",
+        "Open vSwitch's ovsdb-server.service Wants= it",
+    ),
+    (
+        "ostree-finalize-staged-hold.service",
+        "ostree-finalize-staged.service Wants= it",
+    ),
+];
+
+/// Why a unit file at `name` would replace a unit the OS or the MCO ships,
+/// or join kubelet's start path by the OS's own ordering (none: a name
+/// plan does not know of theirs). The OS's unit list is not plan's to
+/// read: [`OS_PREFIXES`] names its families, and a unit of the pool's own
+/// should carry a name of the team's.
 pub fn shipped(name: &str) -> Option<String> {
     let of = if NEEDED.iter().any(|(n, _)| *n == name) || MCO_UNITS.contains(&name) {
         "a unit the OS or the MCO ships (kubelet's start or the MCO's templates name it)"
+    } else if let Some((_, by)) = WAITED_ON.iter().find(|(n, _)| same_unit(n, name)) {
+        return Some(format!(
+            "a unit at this name is one kubelet's start waits on ({by}): a start of it that \
+             fails or never ends holds kubelet back, and plan cannot judge what the OS's units \
+             expect of it; give your unit a name of your own"
+        ));
     } else if OS_PREFIXES.iter().any(|p| name.starts_with(p)) {
         "a name of the OS's units (its prefix is one of systemd's, D-Bus's, NetworkManager's, \
          ostree's, the MCO's, ...)"
@@ -282,6 +342,15 @@ pub fn shipped(name: &str) -> Option<String> {
          OS's units expect of it; leave the OS's unit as it is, or give your unit a name of \
          your own"
     ))
+}
+
+/// Whether a unit file at `file` defines `listed`: the same name, or the
+/// template (`a@.service`) of a listed instance (`a@b.service`).
+fn same_unit(listed: &str, file: &str) -> bool {
+    listed == file
+        || (listed.split_once('@'))
+            .zip(file.split_once('@'))
+            .is_some_and(|((lp, ls), (fp, fs))| lp == fp && fs.starts_with('.') && ls.ends_with(fs))
 }
 
 #[cfg(test)]
@@ -316,9 +385,24 @@ mod tests {
         for unit in ["gpu-setup.service", "team-x.service", "x.service"] {
             assert_eq!(shipped(unit), None, "{unit}");
         }
+        // Review 32 r32a F3: names the OS's units on kubelet's path wait
+        // on, shipped or not.
+        for unit in [
+            "sntp.service",
+            "kdump.service",
+            "vgauthd.service",
+            "cri-o.service",
+        ] {
+            let why = shipped(unit).unwrap_or_default();
+            assert!(why.contains("kubelet's start waits on"), "{unit}: {why}");
+        }
+        assert!(same_unit("a@b.service", "a@.service"));
+        assert!(!same_unit("a@b.service", "a@.socket"));
+        assert!(!same_unit("a.service", "b.service"));
         // Every entry once.
         let mut names: Vec<&str> = NEEDED.iter().map(|(n, _)| *n).collect();
         names.extend(MCO_UNITS);
+        names.extend(WAITED_ON.iter().map(|(n, _)| *n));
         let n = names.len();
         names.sort_unstable();
         names.dedup();
