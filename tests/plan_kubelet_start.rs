@@ -198,6 +198,8 @@ fn boot_policy(base: &Path, out: &Path) {
         "/etc/gpu",
         "/etc/tmpfiles.d",
         "/var/lib/extensions",
+        "/etc/sysctl.d",
+        "/etc/sysctl.conf",
     ] {
         files.push(none("path", p));
     }
@@ -262,6 +264,36 @@ fn fstab_and_tmpfiles_lines_are_refused() {
             let o = planned(&base, &pr, None);
             boot_refused(&o, "systemd-fstab-generator makes mount units of it");
         }
+    }
+}
+
+/// Review 33 r33a F2: a sysctl file setting huge pages the size of the
+/// node's memory (systemd 252's systemd-sysctl set it at boot) is refused
+/// as the same setting is as a kernel argument (`sysctl.vm.nr_hugepages=`,
+/// `hugepages=`). It was "costs nothing" with None entries, exit 0.
+#[test]
+fn sysctl_files_are_refused() {
+    let tmp = scratch_dir();
+    let base = tmp.path().join("base");
+    render(&base, &["--taint", TAINT]);
+    let policy = tmp.path().join("policy.json");
+    boot_policy(&base, &policy);
+    for (i, path) in ["/etc/sysctl.d/99-gpu-hugepages.conf", "/etc/sysctl.conf"]
+        .into_iter()
+        .enumerate()
+    {
+        let spec = boot_spec(&[(path, "vm.nr_hugepages = 100000000\n", 0o644)], json!([]));
+        let pr = pr_adding(
+            &tmp.path().join(format!("pr{i}")),
+            "60-worker-gpu-sysctl",
+            spec,
+        );
+        let says = format!("{path} changes from");
+        boot_refused(&planned(&base, &pr, Some(&policy)), &says);
+        boot_refused(
+            &planned(&base, &pr, None),
+            "systemd-sysctl sets the kernel settings",
+        );
     }
 }
 
@@ -555,6 +587,16 @@ fn kernel_arguments_by_value_and_systemd_s_dotted_keys_are_refused() {
         (
             "fsck.repair=no udev.children_max=1",
             "`fsck.` keys are read at boot by systemd-fsck,",
+        ),
+        // Review 33 r33a F3: GRUB 2.06 ended the `linux` line at `;` and
+        // ran `halt`; `$x` it expands, even quoted.
+        (
+            "nvidia.NVreg_EnableGpuFirmware=0;halt",
+            "it holds `;`, which GRUB's script reads as its own",
+        ),
+        (
+            "nvidia.NVreg_RegistryDwords=\"a=$root\"",
+            "it holds `$`, which GRUB's script reads as its own",
         ),
     ]
     .into_iter()

@@ -23,9 +23,10 @@
 //! kmod's `modprobe.d(5)`, udev's rules and hwdb directories (`udev(7)`,
 //! each under every directory of [`SYSTEMD_ROOTS`]: CONF_PATHS), newer
 //! systemd's confexts (`systemd-confext`, 254+: RHEL 10), and dracut's
-//! configuration (read when the node rebuilds its initramfs). Left out:
-//! `environment.d(5)` (the user manager's), `sysctl.d(5)` (kernel
-//! settings, no files or units). system generators and the manager's
+//! configuration (read when the node rebuilds its initramfs), and
+//! `sysctl.d(5)`: kernel settings the kernel arguments plan refuses set
+//! as well (review 33 r33a F2). Left out: `environment.d(5)` (the user
+//! manager's). system generators and the manager's
 //! configuration are `kubelet_unit`'s; unit directories `kubelet_start`'s.
 
 use std::collections::BTreeMap;
@@ -39,7 +40,11 @@ use crate::cli::render::merge_inputs::{SYSTEMD_ROOTS, node_path};
 /// Directories, under each of [`SYSTEMD_ROOTS`] (`/etc`, `/run`,
 /// `/usr/local/lib`, `/usr/lib`, `/lib`), that a boot-time program reads,
 /// and what it makes of them.
-const UNDER_ROOTS: [(&str, &str); 12] = [
+const UNDER_ROOTS: [(&str, &str); 13] = [
+    (
+        "sysctl.d",
+        "systemd-sysctl sets the kernel settings it names at every boot, before sysinit.target (review 33 r33a F2: `vm.nr_hugepages` the size of the node's memory leaves init and kubelet none; `kernel.modules_disabled`, `vm.overcommit_memory`, `kernel.pid_max` keep them from starting); set sysctls with the Node Tuning Operator's Tuned profiles",
+    ),
     (
         "tmpfiles.d",
         "systemd-tmpfiles creates, replaces and removes files, links and directories by it at every boot, before kubelet (an `L+` line can replace the wrapper with a link)",
@@ -92,7 +97,11 @@ const UNDER_ROOTS: [(&str, &str); 12] = [
 
 /// Paths, by [`node_path`]'s spelling, that a boot-time program reads, and
 /// what it makes of them.
-const PATHS: [(&str, &str); 24] = [
+const PATHS: [(&str, &str); 25] = [
+    (
+        "/etc/sysctl.conf",
+        "systemd-sysctl sets the kernel settings it names at every boot, before sysinit.target; set sysctls with the Node Tuning Operator's Tuned profiles",
+    ),
     (
         "/etc/fstab",
         "systemd-fstab-generator makes mount units of it at every boot and daemon-reload, which can cover the wrapper or kubelet's programs, or keep the boot (and kubelet) from starting",
@@ -368,6 +377,11 @@ mod tests {
             "/etc/selinux/config",
             "/etc/containers/systemd/gpu.container",
             "/etc/NetworkManager/dispatcher.d/pre-up.d/10-x",
+            // Review 33 r33a F2.
+            "/etc/sysctl.d/99-gpu-hugepages.conf",
+            "/etc/sysctl.conf",
+            "/usr/lib/sysctl.d/99-x.conf",
+            "/var/usrlocal/lib/sysctl.d/99-x.conf",
             // A directory or link above one points the program elsewhere.
             "/etc/udev",
             "/var/lib",
@@ -380,7 +394,6 @@ mod tests {
         for path in [
             "/etc/fstab.d/x",
             "/etc/gpu/kubelet-shim",
-            "/etc/sysctl.d/99-x.conf",
             "/etc/systemd/system/x.service",
             "/var/lib/extensionsx",
             "/usr/local/bin/kubelet-labeler-wrapper.x86_64",

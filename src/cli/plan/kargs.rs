@@ -5,6 +5,12 @@
 //! (`mount.usr=`, `udev.blockdev_read_only`, `fsck.repair=` are systemd's
 //! and udev's own, not a module's).
 
+/// Characters GRUB's script engine reads as syntax outside quotes, or
+/// expands inside them (`$`), or as wildcards.
+const GRUB_SCRIPT: [char; 15] = [
+    ';', '&', '|', '<', '>', '$', '\\', '\'', '`', '#', '{', '}', '*', '?', '[',
+];
+
 /// Why a kernel argument changes which units start, runs another program
 /// as root at boot, or may keep the node from booting (None: plan takes
 /// it as leaving kubelet's start as it is). systemd reads `-` and `_` in a
@@ -15,6 +21,16 @@ pub fn boot_changing(arg: &str) -> Option<String> {
     // reader and two to the kernel).
     if arg.bytes().any(|b| !(0x20..0x7f).contains(&b)) {
         return Some("it holds a byte the kernel may read otherwise (it splits at 0xA0)".into());
+    }
+    // RHCOS's GRUB pastes the boot entry's options into its script (review
+    // 33 r33a F3: `nvidia.NVreg_EnableGpuFirmware=0;halt` ended the `linux`
+    // line and ran `halt` in GRUB 2.06's engine before the kernel booted).
+    if let Some(c) = arg.chars().find(|c| GRUB_SCRIPT.contains(c)) {
+        return Some(format!(
+            "it holds `{c}`, which GRUB's script reads as its own (the node's GRUB pastes \
+             kernel arguments into its script, where `;` ends the kernel's line and runs what \
+             follows)"
+        ));
     }
     let arg = arg.replace('"', "");
     // The kernel hands a word it does not take, without `=` or `.`, to

@@ -217,3 +217,35 @@ fn systemd_s_own_kernel_arguments_are_refused() {
     }
     assert!(seen > 100, "{seen} arguments read from {page}");
 }
+
+/// Review 33 r33a F3: a character GRUB's script reads as its own is
+/// refused in any argument, an allow-listed module's parameter included;
+/// the same values without it are taken.
+#[test]
+fn grub_script_characters_are_refused() {
+    for arg in [
+        "nvidia.NVreg_EnableGpuFirmware=0;halt",
+        "nvidia.NVreg_RegistryDwords=\"a;b\"",
+        "vfio_pci.ids=10de:1db6|reboot",
+        "i915.enable_guc=$x",
+        "kvm_intel.nested=1&&reboot",
+        "nvidia.x=`reboot`",
+        "nvidia.x=a#b",
+        "nvidia.x={a}",
+        "nvidia.x=a*",
+        "nvidia.x=a\\b",
+    ] {
+        let why = boot_changing(arg).unwrap_or_default();
+        assert!(
+            why.contains("GRUB's script reads as its own"),
+            "{arg}: {why}"
+        );
+    }
+    for arg in [
+        "nvidia.NVreg_EnableGpuFirmware=0",
+        "vfio_pci.ids=10de:1db6,10de:1db7",
+        "console=ttyS0,115200n8",
+    ] {
+        assert_eq!(boot_changing(arg), None, "{arg}");
+    }
+}
