@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 
-use super::git_dir::{COPY_FIX, cannot_copy, is_absent, read_in};
+use super::git_dir::{COPY_FIX, cannot_copy, read_in};
 
 /// The most one `objects/info/alternates` may hold (a few paths).
 const ALTERNATES_MAX: u64 = 64 << 10;
@@ -34,14 +34,31 @@ pub fn check_alternates(objects: &Path) -> Result<()> {
 fn alternates_under(objects: &Path, depth: usize, seen: &mut Vec<PathBuf>) -> Result<()> {
     // Where it leads, not how it is spelt (review 32 r32b F2: lines
     // `dK/..` made plan visit N^5 spellings of one directory).
-    let here = std::fs::canonicalize(objects).unwrap_or_else(|_| objects.to_path_buf());
+    // git resolves a link's target in the path with `..` taken lexically,
+    // past a file (review 33 r33b F1: `lnk -> ../f/..`, `f` a file, led
+    // git to `alt` and the kernel nowhere): where the kernel cannot tell
+    // (not a directory, a loop), plan cannot either. A directory missing
+    // for the kernel is missing for git too.
+    let here = match std::fs::canonicalize(objects) {
+        Ok(here) => here,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(cannot_copy(
+                objects,
+                &format!(
+                    "an object directory of the alternates' chain that plan cannot resolve as \
+                     git does ({e})"
+                ),
+            ));
+        }
+    };
     if seen.contains(&here) {
         return Ok(());
     }
     for name in ["multi-pack-index", "multi-pack-index.d"] {
-        let path = objects.join("pack").join(name);
+        let path = here.join("pack").join(name);
         match std::fs::symlink_metadata(&path) {
-            Err(e) if is_absent(&e) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             _ => bail!(
                 "{}: a multi-pack-index, which git in the repository reads or not as its \
                  config says (core.multiPackIndex); plan reads no such index of an input: \
@@ -55,7 +72,7 @@ fn alternates_under(objects: &Path, depth: usize, seen: &mut Vec<PathBuf>) -> Re
     if depth > ALTERNATES_DEPTH {
         return Ok(());
     }
-    seen.push(here);
+    seen.push(here.clone());
     let info = objects.join("info");
     let text = read_in(&info, "alternates", ALTERNATES_MAX).map_err(|e| {
         e.context(format!(
@@ -100,7 +117,7 @@ fn alternates_under(objects: &Path, depth: usize, seen: &mut Vec<PathBuf>) -> Re
         let next = if path.is_absolute() {
             path.to_path_buf()
         } else {
-            objects.join(path)
+            here.join(path)
         };
         alternates_under(&next, depth + 1, seen)?;
     }
@@ -225,5 +242,29 @@ mod tests {
         let mut seen = Vec::new();
         alternates_under(&a, 0, &mut seen).unwrap();
         assert_eq!(seen, vec![a]);
+    }
+
+    /// Review 33 r33b F1: an alternate through a link whose target passes
+    /// a file (`lnk -> ../f/..`) leads git to a store the kernel does not
+    /// reach; plan refused `f/..` in the alternate's text only, and read
+    /// "not a directory" as nothing there.
+    #[test]
+    fn an_alternate_the_kernel_cannot_resolve_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let objects = std::fs::canonicalize(tmp.path()).unwrap().join("objects");
+        for dir in ["info", "a/info", "alt/pack"] {
+            std::fs::create_dir_all(objects.join(dir)).unwrap();
+        }
+        std::fs::write(objects.join("f"), "").unwrap();
+        std::fs::write(objects.join("alt/pack/multi-pack-index"), "MIDX").unwrap();
+        std::fs::write(objects.join("info/alternates"), "a\n").unwrap();
+        std::fs::write(objects.join("a/info/alternates"), "lnk/alt\n").unwrap();
+        std::os::unix::fs::symlink("../f/..", objects.join("a/lnk")).unwrap();
+        let err = format!("{:#}", check_alternates(&objects).unwrap_err());
+        assert!(err.contains("a/lnk/alt"), "{err}");
+        assert!(err.contains("cannot resolve as git does"), "{err}");
+        // A missing alternate is missing for git too.
+        std::fs::write(objects.join("a/info/alternates"), "gone\n").unwrap();
+        check_alternates(&objects).unwrap();
     }
 }
