@@ -200,6 +200,9 @@ fn boot_policy(base: &Path, out: &Path) {
         "/var/lib/extensions",
         "/etc/sysctl.d",
         "/etc/sysctl.conf",
+        "/etc/kubernetes/kubelet-ca.crt",
+        "/etc/hostname",
+        "/var/lib/kubelet",
     ] {
         files.push(none("path", p));
     }
@@ -294,6 +297,36 @@ fn sysctl_files_are_refused() {
             &planned(&base, &pr, None),
             "systemd-sysctl sets the kernel settings",
         );
+    }
+}
+
+/// Review 33 r33a F1: files kubelet reads at its start besides its
+/// command line: a CA bundle at kubelet.conf's clientCAFile (the real
+/// kubelet exited: "error loading CA bundle"), a hostname (the node's
+/// credentials may not register another Node), its root directory's state.
+/// They were "costs nothing" with None entries, exit 0.
+#[test]
+fn files_kubelet_reads_at_its_start_are_refused() {
+    let tmp = scratch_dir();
+    let base = tmp.path().join("base");
+    render(&base, &["--taint", TAINT]);
+    let policy = tmp.path().join("policy.json");
+    boot_policy(&base, &policy);
+    for (i, (path, text)) in [
+        ("/etc/kubernetes/kubelet-ca.crt", "# GPU team CA bundle\n"),
+        ("/etc/hostname", "gpu-node-a\n"),
+        ("/var/lib/kubelet/cpu_manager_state", "x"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let spec = boot_spec(&[(path, text, 0o644)], json!([]));
+        let pr = pr_adding(&tmp.path().join(format!("pr{i}")), "60-worker-gpu-ca", spec);
+        refused(
+            &planned(&base, &pr, Some(&policy)),
+            &format!("{path} changes from"),
+        );
+        refused(&planned(&base, &pr, None), "kubelet reads it at its start");
     }
 }
 

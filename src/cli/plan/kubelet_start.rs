@@ -45,6 +45,35 @@ const NEEDED_FILES: [&str; 2] = [
     "/etc/node-sizing-enabled.env",
 ];
 
+/// What kubelet reads at its start besides its command line and its
+/// config file (review 33 r33a F1: the real kubelet exited on a PR's
+/// `kubelet-ca.crt`, and under a PR's `/etc/hostname` NodeRestriction
+/// refused the node's credentials the new Node), each with what is under
+/// it. Not the pull secret, `/var/lib/kubelet/config.json`, which the
+/// MCO's own policy prices (crio reloads it).
+const KUBELET_READS: [(&str, &str); 4] = [
+    (
+        "/etc/kubernetes/kubelet-ca.crt",
+        "kubelet.conf's clientCAFile: kubelet exits at its start when it holds no valid certificate",
+    ),
+    (
+        "/etc/hostname",
+        "the node's name: kubelet registers under the hostname, and NodeRestriction refuses the node's credentials any other Node",
+    ),
+    (
+        "/var/lib/kubelet",
+        "kubelet's root directory: its certificates, checkpoints and plugins' state, read at its start",
+    ),
+    (
+        "/etc/kubernetes/kubelet-plugins",
+        "kubelet's volumePluginDir: it runs each FlexVolume driver found there at its start",
+    ),
+];
+
+/// The pull secret under kubelet's root directory, priced by the MCO's
+/// policy.
+const PULL_SECRET: &str = "/var/lib/kubelet/config.json";
+
 /// What of a pool's render decides kubelet's start.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Start {
@@ -255,6 +284,20 @@ fn needed_path(path: &str) -> Option<String> {
     }
     if NEEDED_FILES.contains(&path) {
         return Some("kubelet-auto-node-size.service runs or reads it".into());
+    }
+    if path != PULL_SECRET {
+        let reads = KUBELET_READS.iter().find_map(|(dir, why)| {
+            if path == *dir || path.strip_prefix(dir).is_some_and(|r| r.starts_with('/')) {
+                Some(format!("kubelet reads it at its start ({why})"))
+            } else {
+                // A directory or link above points kubelet elsewhere.
+                (path != "/" && dir.strip_prefix(path).is_some_and(|r| r.starts_with('/')))
+                    .then(|| format!("it is above {dir}, which kubelet reads at its start ({why})"))
+            }
+        });
+        if reads.is_some() {
+            return reads;
+        }
     }
     let under = |dir: &str| path.strip_prefix(dir).filter(|r| r.starts_with('/'));
     if UNIT_DIRS
@@ -562,6 +605,16 @@ mod tests {
                 false,
             ),
             ("/etc/systemd/system/crio-x.service", false),
+            // Review 33 r33a F1: what kubelet reads at its start; not the
+            // pull secret, which the MCO's policy prices.
+            ("/etc/kubernetes/kubelet-ca.crt", true),
+            ("/etc/hostname", true),
+            ("/var/lib/kubelet/cpu_manager_state", true),
+            ("/var/lib/kubelet/pki/kubelet-client-current.pem", true),
+            ("/etc/kubernetes/kubelet-plugins/volume/exec/x~y/y", true),
+            ("/var/lib/kubelet/config.json", false),
+            ("/etc/kubernetes/kubelet-ca.crt.bak", false),
+            ("/etc/hostname.d", false),
         ] {
             assert_eq!(needed_path(path).is_some(), needed, "{path}");
         }
