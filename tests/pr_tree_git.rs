@@ -788,10 +788,7 @@ fn a_giant_commit_or_tree_is_refused_before_git_reads_it() {
     let after = commit(&between, &tree, 1);
     refused(
         &plan_in(&top, &from, &format!("{after}~1~1:gitops")),
-        &[
-            "attempting to allocate",
-            "larger than plan lets git hold at once",
-        ],
+        &["attempting to allocate", "larger than plan lets git hold"],
     );
 
     // A root tree of more than 16 MiB: 62,000 names of 250 bytes.
@@ -846,4 +843,29 @@ fn a_sparse_index_is_refused_in_directory_mode() {
     );
     let o = plan_in(&top, &from, "gitops");
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+}
+
+/// Review 33 r33b F5: one `.gitattributes` of 20 MiB (`a x` lines, a few
+/// KiB packed) under the planned path, or above it: git held its rules,
+/// about 475 MB, past any bound of one allocation, and plan went on. The
+/// attributes a checkout applies are bounded in all; a few lines pass.
+#[test]
+fn gitattributes_are_bounded_in_all() {
+    if !skipped::need("git") {
+        return;
+    }
+    let tmp = scratch_dir();
+    let (top, base, _) = base_and_pr(tmp.path());
+    let from = format!("{base}:gitops");
+    let says = ["more than 1024 KiB of .gitattributes on the planned path"];
+    for at in ["gitops/.gitattributes", ".gitattributes"] {
+        std::fs::write(top.join(at), "a x\n".repeat(5 << 20)).unwrap();
+        git(&top, &["add", "-A"]);
+        git(&top, &["commit", "-q", "-m", "attributes"]);
+        refused(&plan_in(&top, &from, "HEAD:gitops"), &says);
+        std::fs::write(top.join(at), "*.yaml text\n").unwrap();
+        git(&top, &["commit", "-q", "-am", "attributes"]);
+        let o = plan_in(&top, &from, "HEAD:gitops");
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    }
 }

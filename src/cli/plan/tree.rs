@@ -496,7 +496,7 @@ pub fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<ManifestFile>> 
     // manifests, the `.gitattributes` under `sub`) and the `.gitattributes`
     // above it, never the whole commit (review 26 r26b F5: a tree DAG of
     // 2^20 paths beside `sub`, 40 objects, was expanded by `read-tree`).
-    let mut index = attributes_above(&git_dir, &commit, sub, spec)?;
+    let (mut index, mut attributes) = attributes_above(&git_dir, &commit, sub, spec)?;
     for entry in listing.split(|&b| b == 0).filter(|n| !n.is_empty()) {
         let entry = String::from_utf8_lossy(entry);
         let Some((meta, name)) = entry.split_once('\t') else {
@@ -516,6 +516,7 @@ pub fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<ManifestFile>> 
         }
         if is_attributes(name) {
             index_entry(&mut index, meta, name);
+            attributes = attributes.saturating_add(long_size(meta));
         }
         if !is_manifest(Path::new(name)) {
             continue;
@@ -554,11 +555,32 @@ pub fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<ManifestFile>> 
             RENDER_MAX_BYTES >> 20
         );
     }
+    if attributes > ATTRIBUTES_MAX_BYTES {
+        bail!(
+            "{spec}: more than {} KiB of .gitattributes on the planned path, which git holds as \
+             rules many times their size for the checkout; a GitOps repository's are a few \
+             lines: shorten them, or plan a checkout of the revision as a directory",
+            ATTRIBUTES_MAX_BYTES >> 10
+        );
+    }
     let out = checked_out(&git_dir, index, rev, blobs, spec)?;
     if out.is_empty() {
         bail!("{spec}: no *.yaml, *.yml or *.json file under {sub:?} at {rev}");
     }
     Ok(out)
+}
+
+/// The most bytes of `.gitattributes` a checkout of a revision may apply
+/// (review 33 r33b F5: git held 20 MiB of them as 475 MB of rules, once
+/// per directory they apply to; a few KiB packed).
+const ATTRIBUTES_MAX_BYTES: u64 = 1 << 20;
+
+/// The size of `ls-tree --long`'s `<mode> <type> <object> <size>`; a size
+/// git cannot tell counts as past any bound.
+fn long_size(meta: &str) -> u64 {
+    (meta.split_whitespace().nth(3))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(u64::MAX)
 }
 
 fn is_attributes(name: &str) -> bool {
@@ -578,8 +600,9 @@ fn index_entry(index: &mut Vec<u8>, meta: &str, name: &str) {
 
 /// The index entries (as `index_entry`) of the `.gitattributes` of each
 /// directory above `sub` at `commit` (the top's, `a/`'s for `a/b`), which
-/// a checkout of `sub` applies: asked of git by name, one entry each.
-fn attributes_above(git_dir: &str, commit: &str, sub: &str, spec: &str) -> Result<Vec<u8>> {
+/// a checkout of `sub` applies: asked of git by name, one entry each;
+/// and their size in all.
+fn attributes_above(git_dir: &str, commit: &str, sub: &str, spec: &str) -> Result<(Vec<u8>, u64)> {
     let parts: Vec<&str> = sub
         .split('/')
         .filter(|p| !p.is_empty() && *p != ".")
@@ -592,11 +615,11 @@ fn attributes_above(git_dir: &str, commit: &str, sub: &str, spec: &str) -> Resul
         }
         asked.push(format!("{dir}.gitattributes"));
     }
-    let mut index = Vec::new();
+    let (mut index, mut size) = (Vec::new(), 0u64);
     if asked.is_empty() {
-        return Ok(index);
+        return Ok((index, size));
     }
-    let mut args = vec![git_dir, "ls-tree", "-z", commit, "--"];
+    let mut args = vec![git_dir, "ls-tree", "-z", "--long", commit, "--"];
     args.extend(asked.iter().map(String::as_str));
     let listing = git_output(&args, None, 1 << 20)
         .with_context(|| format!("{spec}: git {}", args.join(" ")))?;
@@ -606,9 +629,10 @@ fn attributes_above(git_dir: &str, commit: &str, sub: &str, spec: &str) -> Resul
             && asked.iter().any(|a| a == name)
         {
             index_entry(&mut index, meta, name);
+            size = size.saturating_add(long_size(meta));
         }
     }
-    Ok(index)
+    Ok((index, size))
 }
 
 /// The blobs `(name, object, size)` as a checkout of `commit` writes them
