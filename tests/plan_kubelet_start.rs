@@ -675,8 +675,9 @@ fn a_unit_file_replacing_a_unit_kubelet_s_start_waits_on_is_refused() {
     let tmp = scratch_dir();
     let base = tmp.path().join("base");
     render(&base, &["--taint", TAINT]);
+    // Bounded (review 33 r33c F2): only the name is judged here.
     let text = "[Unit]\nDescription=x\nAfter=network.target\n[Service]\nType=oneshot\n\
-                TimeoutStartSec=infinity\nExecStart=/bin/sleep infinity\n";
+                TimeoutStartSec=5min\nExecStart=/bin/sleep infinity\n";
     for (i, unit) in [
         "chronyd.service",
         "NetworkManager.service",
@@ -734,7 +735,7 @@ fn a_unit_at_a_name_kubelet_s_start_waits_on_is_refused() {
     let base = tmp.path().join("base");
     render(&base, &["--taint", TAINT]);
     let text = "[Unit]\nDescription=GPU clock sanity check\n[Service]\nType=oneshot\n\
-                TimeoutStartSec=infinity\nExecStart=/bin/sleep infinity\n\
+                TimeoutStartSec=5min\nExecStart=/bin/sleep infinity\n\
                 [Install]\nWantedBy=multi-user.target\n";
     for (i, unit) in WAITED_ON_NAMES
         .iter()
@@ -759,5 +760,69 @@ fn a_unit_at_a_name_kubelet_s_start_waits_on_is_refused() {
         }
         refused(&o, "a unit at this name is one kubelet's start waits on");
         refused(&planned(&base, &pr, None), unit);
+    }
+}
+
+/// Review 33 r33c: plan cannot list every name the OS's units on kubelet's
+/// start path wait on (F2: nfs-client.target wants auth-rpcgss-module.service,
+/// remote-fs.target waits on it, kdump.service on remote-fs.target, the
+/// MCO's ovs-configuration.service on kdump.service; systemd 252: kubelet
+/// "did NOT run"), so a service of the pool's own whose start may never
+/// end is refused, at any name; nor is a prefix drop-in directory the
+/// pool's (F1, F3: `wait-for-br-.service.d` applies to the MCO's
+/// wait-for-br-ex-up.service, `cri-.service.d` to crio.service by its
+/// alias). Each was "costs nothing" with a None entry, exit 0. A oneshot
+/// whose start is bounded is priced.
+#[test]
+fn a_start_that_may_never_end_or_a_prefix_drop_in_is_refused() {
+    let tmp = scratch_dir();
+    let base = tmp.path().join("base");
+    render(&base, &["--taint", TAINT]);
+    let forever = "[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/sleep infinity\n";
+    let bounded = "[Service]\nType=oneshot\nTimeoutStartSec=5min\nExecStart=/bin/true\n";
+    let sleep = json!([{ "name": "10-wait.conf",
+                         "contents": "[Service]\nExecStartPre=/bin/sleep infinity\n" }]);
+    for (i, (unit, says)) in [
+        (
+            json!({ "name": "auth-rpcgss-module.service", "contents": forever }),
+            "a oneshot service has no start timeout unless given one",
+        ),
+        (
+            json!({ "name": "gpu-warmup.service", "enabled": true, "contents": forever }),
+            "a oneshot service has no start timeout unless given one",
+        ),
+        (
+            json!({ "name": "wait-for-br-.service", "contents": bounded, "dropins": sleep }),
+            "a prefix drop-in directory",
+        ),
+        (
+            json!({ "name": "cri-.service", "contents": bounded, "dropins": sleep }),
+            "a prefix drop-in directory",
+        ),
+        (
+            json!({ "name": "gpu-warmup.service", "enabled": true, "contents": bounded }),
+            "",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let name = unit["name"].as_str().unwrap().to_string();
+        let pr = pr_adding(
+            &tmp.path().join(format!("pr{i}")),
+            "60-worker-gpu-x",
+            units(unit),
+        );
+        let policy = tmp.path().join(format!("cluster-mc{i}.json"));
+        cluster_policy(&base, &name, &policy);
+        let o = planned(&base, &pr, Some(&policy));
+        if says.is_empty() {
+            let (out, err) = (stdout(&o), stderr(&o));
+            assert_ne!(o.status.code(), Some(2), "{out}{err}");
+            assert!(out.contains(&format!("unit {name}: None")), "{out}{err}");
+            continue;
+        }
+        refused(&o, says);
+        refused(&planned(&base, &pr, None), says);
     }
 }

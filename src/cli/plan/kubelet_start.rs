@@ -135,6 +135,20 @@ pub fn dependents(root: &std::path::Path, files: &BTreeMap<String, u64>) -> Depe
             }
             Some(_) => continue,
         };
+        // Review 33 r33c F1, F3: `wait-for-br-.service.d/` is a drop-in of
+        // every unit whose name (or alias) starts `wait-for-br-`: the MCO's
+        // wait-for-br-ex-up.service, crio's alias cri-o.service. A unit
+        // file the pool writes at that name changes nothing of that.
+        if rest.contains('/') && unit.rsplit_once('.').is_some_and(|(b, _)| b.ends_with('-')) {
+            let why = format!(
+                "unit {unit}: a prefix drop-in directory, which systemd applies to every unit \
+                 whose name or alias starts with {:?}, the OS's and the MCO's too; give the \
+                 drop-in a unit of the pool's own by its full name",
+                unit.rsplit_once('.').map_or(unit, |(b, _)| b)
+            );
+            out.insert(path.clone(), (*id, why));
+            continue;
+        }
         // kubelet.service is `kubelet_unit`'s, our sync units
         // `render_files`' (held to what render writes).
         if NEEDED.iter().any(|(n, _)| *n == unit)
@@ -163,6 +177,35 @@ pub fn dependents(root: &std::path::Path, files: &BTreeMap<String, u64>) -> Depe
     // `ExecStartPre=/bin/sleep infinity`): one of a unit plan does not
     // judge, or whose file the pool does not write (the OS's, a prefix
     // drop-in such as `gpu-.service.d`), is not judged either.
+    // Review 33 r33c F2: a start of the pool's own service, its drop-ins
+    // with it, that may never end (or end late) is refused: plan cannot
+    // list every name the OS's units on kubelet's path wait on.
+    for (path, id) in files {
+        let canon = node_path(path);
+        let Some(name) = canon
+            .strip_prefix(POOL_UNIT_DIR)
+            .filter(|n| n.ends_with(".service"))
+        else {
+            continue;
+        };
+        if name.contains('/') || out.contains_key(path) || !defined.contains(name) {
+            continue;
+        }
+        let mut texts: Vec<(&str, &String)> = (dropins.iter())
+            .filter(|(_, _, u)| u == name)
+            .map(|(p, _, _)| (p.rsplit('/').next().unwrap_or(p), *p))
+            .collect();
+        texts.sort();
+        let mut assignments = Vec::new();
+        for p in std::iter::once(path).chain(texts.into_iter().map(|(_, p)| p)) {
+            if let Ok(bytes) = kubelet_unit::regular(root, p) {
+                assignments.extend(crate::node::unit::syntax::parse(&bytes, name).assignments);
+            }
+        }
+        if let Some(why) = super::start_bound::unbounded(&assignments) {
+            out.insert(path.clone(), (*id, format!("unit {name}: {why}")));
+        }
+    }
     for (path, id, unit) in dropins {
         let unit_not_judged = (out.values()).any(|(_, w)| w.starts_with(&format!("unit {unit}: ")));
         let why = if unit_not_judged {
@@ -194,15 +237,19 @@ const UNIT_KEYS: [&str; 10] = [
     "SourcePath",
 ];
 
-/// The units whose unit files the layout writes (not drop-ins).
+/// Where the MCO writes a MachineConfig's units (`systemd.units`): a unit
+/// file elsewhere (`/usr/lib/systemd/system`, read-only on CoreOS; below
+/// the OS's own in systemd's order) is not the pool's unit (review 33
+/// r33c: its `/etc` drop-ins were taken as the pool's).
+const POOL_UNIT_DIR: &str = "/etc/systemd/system/";
+
+/// The units whose unit files the layout writes (not drop-ins), where the
+/// MCO writes them.
 pub fn defined_units(files: &BTreeMap<String, u64>) -> std::collections::BTreeSet<String> {
     (files.keys())
         .filter_map(|p| {
-            let p = node_path(p);
-            let rest = UNIT_DIRS
-                .iter()
-                .find_map(|d| p.strip_prefix(d)?.strip_prefix('/'))?;
-            (!rest.contains('/') && rest.contains('.')).then(|| rest.to_string())
+            let rest = node_path(p).strip_prefix(POOL_UNIT_DIR)?.to_string();
+            (!rest.contains('/') && rest.contains('.')).then_some(rest)
         })
         .collect()
 }
@@ -748,6 +795,69 @@ mod tests {
         assert!(judged(&[], &[ign]).is_err());
     }
 
+    /// Review 33 r33c: a prefix drop-in directory (`wait-for-br-.service.d`,
+    /// `cri-.service.d`) is refused whatever unit file the pool writes at
+    /// its name; a unit file outside /etc/systemd/system does not make a
+    /// unit the pool's (`modprobe@.service` under /usr/lib); a service of
+    /// the pool's own whose start may never end is refused, its drop-ins
+    /// read with it.
+    #[test]
+    fn prefix_drop_ins_other_fragments_and_unbounded_starts() {
+        let root = tempfile::tempdir().unwrap();
+        let sleep = "[Service]\nExecStartPre=/bin/sleep infinity\n";
+        let bounded = "[Service]\nType=oneshot\nTimeoutStartSec=2min\nExecStart=/bin/true\n";
+        let files: Vec<(&str, &str)> = vec![
+            ("/etc/systemd/system/wait-for-br-.service", bounded),
+            (
+                "/etc/systemd/system/wait-for-br-.service.d/10-wait.conf",
+                sleep,
+            ),
+            ("/etc/systemd/system/cri-.service.d/10-wait.conf", sleep),
+            ("/usr/lib/systemd/system/modprobe@.service", bounded),
+            (
+                "/etc/systemd/system/modprobe@.service.d/10-wait.conf",
+                sleep,
+            ),
+            (
+                "/etc/systemd/system/auth-rpcgss-module.service",
+                "[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/sleep infinity\n",
+            ),
+            ("/etc/systemd/system/gpu-a.service", bounded),
+            (
+                "/etc/systemd/system/gpu-a.service.d/10-x.conf",
+                "[Service]\nTimeoutStartSec=infinity\n",
+            ),
+            ("/etc/systemd/system/gpu-b.service", bounded),
+            ("/etc/systemd/system/gpu-b.service.d/10-x.conf", sleep),
+        ];
+        for (path, text) in &files {
+            let at = root.path().join(path.trim_start_matches('/'));
+            std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+            std::fs::write(at, text).unwrap();
+        }
+        let ids: BTreeMap<String, u64> = files.iter().map(|(p, _)| (p.to_string(), 1)).collect();
+        let d = dependents(root.path(), &ids);
+        let judged: Vec<&str> = d.keys().map(String::as_str).collect();
+        assert_eq!(
+            judged,
+            [
+                "/etc/systemd/system/auth-rpcgss-module.service",
+                "/etc/systemd/system/cri-.service.d/10-wait.conf",
+                "/etc/systemd/system/gpu-a.service",
+                "/etc/systemd/system/gpu-a.service.d/10-x.conf",
+                "/etc/systemd/system/modprobe@.service.d/10-wait.conf",
+                "/etc/systemd/system/wait-for-br-.service.d/10-wait.conf",
+            ]
+        );
+        let why = |p: &str| d[p].1.clone();
+        assert!(why("/etc/systemd/system/cri-.service.d/10-wait.conf").contains("prefix drop-in"));
+        assert!(
+            why("/etc/systemd/system/auth-rpcgss-module.service")
+                .contains("a oneshot service has no start timeout")
+        );
+        assert!(why("/etc/systemd/system/gpu-a.service").contains("TimeoutStartSec=infinity"));
+    }
+
     /// Review 29 r29a F1: a drop-in is judged with its unit: one of a unit
     /// plan does not judge, or of a unit the pool does not write, is not
     /// judged either.
@@ -765,7 +875,11 @@ mod tests {
             "[Unit]\nBefore=kubelet.service\n",
         );
         write("/etc/systemd/system/team.service.d/x.conf", sleep);
-        write("/etc/systemd/system/ok.service", "[Unit]\nDescription=ok\n");
+        // Its start bounded (review 33 r33c F2), the drop-in's sleep too.
+        write(
+            "/etc/systemd/system/ok.service",
+            "[Unit]\nDescription=ok\n[Service]\nType=oneshot\nTimeoutStartSec=5min\n",
+        );
         write("/etc/systemd/system/ok.service.d/x.conf", sleep);
         write("/etc/systemd/system/gpu-.service.d/x.conf", sleep);
         write(

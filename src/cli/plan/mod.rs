@@ -39,6 +39,7 @@ mod render_files;
 mod rendered_diff;
 mod report;
 mod side;
+mod start_bound;
 mod start_units;
 pub mod sync_labels;
 mod tree;

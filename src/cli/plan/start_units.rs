@@ -427,7 +427,7 @@ mod tests {
             ),
             (
                 "/etc/systemd/system/gpu.service",
-                "[Service]\nType=oneshot\nExecStart=/bin/sleep infinity\n",
+                "[Service]\nType=oneshot\nTimeoutStartSec=5min\nExecStart=/bin/sleep infinity\n",
             ),
         ] {
             let at = root.path().join(path.trim_start_matches('/'));
