@@ -1,0 +1,440 @@
+use super::*;
+use serde_json::json;
+
+fn mc(spec: Value) -> Value {
+    json!({"metadata": {"name": "60-x",
+           "labels": {"machineconfiguration.openshift.io/role": "worker-gpu"}},
+           "spec": spec})
+}
+fn units(u: Value) -> Value {
+    mc(json!({"config": {"ignition": {"version": "3.4.0"}, "systemd": {"units": [u]}}}))
+}
+fn judged(before: &[Value], after: &[Value]) -> Result<()> {
+    let start = |c: &[Value]| of(&c.iter().collect::<Vec<_>>(), &BTreeMap::new());
+    judge(("base", "pr"), "worker-gpu", &start(before), &start(after))
+}
+
+#[test]
+fn kubelet_disabled_or_a_needed_unit_masked_is_refused() {
+    let off = units(json!({"name": "kubelet.service", "enabled": false}));
+    let err = judged(&[], &[off]).unwrap_err().to_string();
+    assert!(
+        err.contains("kubelet may not start: unit kubelet.service")
+            && err.contains("enabled is true in base and false in pr"),
+        "{err}"
+    );
+    // kubelet.service enabled as the MCO has it is no change.
+    let on = units(json!({"name": "kubelet.service", "enabled": true}));
+    judged(&[], &[on]).unwrap();
+    for u in [
+        json!({"name": "crio.service", "mask": true}),
+        json!({"name": "crio.service", "enabled": false}),
+        json!({"name": "kubelet-dependencies.target", "enabled": true}),
+        json!({"name": "kubelet-auto-node-size.service", "enabled": false}),
+    ] {
+        let err = judged(&[], &[units(u.clone())]).unwrap_err().to_string();
+        assert!(err.contains("kubelet may not start"), "{u}: {err}");
+    }
+    // A later MachineConfig's field wins (the merge by unit name).
+    let mut back = units(json!({"name": "kubelet.service", "enabled": true}));
+    back["metadata"]["name"] = "61-x".into();
+    let off = units(json!({"name": "kubelet.service", "enabled": false}));
+    judged(&[], &[off, back]).unwrap();
+    // An unrelated unit is the policy's (the OS's kdump.service, say).
+    let x = units(json!({"name": "x.service", "enabled": false}));
+    judged(&[], &[x]).unwrap();
+}
+
+#[test]
+fn unit_files_and_drop_ins_of_needed_units() {
+    for (path, needed) in [
+        ("/etc/systemd/system/crio.service.d/zz.conf", true),
+        ("/etc/systemd/system/crio.service", true),
+        ("/run/systemd/system/crio.service.d/zz.conf", true),
+        (
+            "/etc/systemd/system/kubelet-dependencies.target.d/zz.conf",
+            true,
+        ),
+        ("/etc/systemd/system/kubelet-.target.d/zz.conf", true),
+        ("/etc/systemd/system/target.d/zz.conf", true),
+        (
+            "/etc/systemd/system/NetworkManager-wait-.service.d/zz.conf",
+            true,
+        ),
+        (
+            "/etc/systemd/system/kubelet.service.requires/x.service",
+            true,
+        ),
+        ("/etc/systemd/system/multi-user.target.d/zz.conf", true),
+        ("/etc/systemd/system/default.target", true),
+        ("/etc/node-sizing-enabled.env", true),
+        // Review 29 r29a F3: CoreOS's /var/usrlocal is /usr/local.
+        ("/usr/local/sbin/dynamic-system-reserved-calc.sh", true),
+        ("/var/usrlocal/sbin/dynamic-system-reserved-calc.sh", true),
+        (
+            "/var/usrlocal/lib/systemd/system/crio.service.d/zz.conf",
+            true,
+        ),
+        ("/run/systemd", true),
+        // kubelet_unit's: kubelet.service, its drop-ins, service.d.
+        ("/etc/systemd/system/kubelet.service", false),
+        ("/etc/systemd/system/kubelet.service.d/zz.conf", false),
+        ("/etc/systemd/system/service.d/zz.conf", false),
+        ("/etc/systemd/system", false),
+        // Not a unit directory, not a needed unit.
+        ("/etc/crio.service.d/zz.conf", false),
+        ("/etc/systemd/system/x.service.d/zz.conf", false),
+        (
+            "/etc/systemd/system/multi-user.target.wants/x.service",
+            false,
+        ),
+        (
+            "/etc/systemd/system/multi-user.target.wants/kubelet.service",
+            false,
+        ),
+        ("/etc/systemd/system/crio-x.service", false),
+        // Review 33 r33a F1: what kubelet reads at its start; not the
+        // pull secret, which the MCO's policy prices.
+        ("/etc/kubernetes/kubelet-ca.crt", true),
+        ("/etc/hostname", true),
+        ("/var/lib/kubelet/cpu_manager_state", true),
+        ("/var/lib/kubelet/pki/kubelet-client-current.pem", true),
+        ("/etc/kubernetes/kubelet-plugins/volume/exec/x~y/y", true),
+        ("/var/lib/kubelet/config.json", false),
+        ("/etc/kubernetes/kubelet-ca.crt.bak", false),
+        ("/etc/hostname.d", false),
+    ] {
+        assert_eq!(needed_path(path).is_some(), needed, "{path}");
+    }
+    let files = |text: u64| {
+        BTreeMap::from([(
+            "/etc/systemd/system/crio.service.d/zz.conf".to_string(),
+            text,
+        )])
+    };
+    let (before, after) = (of(&[], &BTreeMap::new()), of(&[], &files(1)));
+    let err = judge(("base", "pr"), "p", &before, &after)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("crio.service.d/zz.conf changes from base to pr"),
+        "{err}"
+    );
+    judge(
+        ("base", "pr"),
+        "p",
+        &of(&[], &files(1)),
+        &of(&[], &files(1)),
+    )
+    .unwrap();
+}
+
+#[test]
+fn kernel_arguments_that_change_what_starts() {
+    for arg in [
+        "systemd.mask=kubelet.service",
+        "systemd.unit=rescue.target",
+        "rd.systemd.unit=emergency.target",
+        "systemd.wants=debug-shell.service",
+        "systemd.run=/bin/sh",
+        "systemd.debug-shell",
+        "systemd.debug_shell=1",
+        "\"systemd.mask=crio.service\"",
+        "emergency",
+        "single",
+        "S",
+        "1",
+        "-b",
+        "init=/bin/sh",
+        "rd.break",
+        "systemd.setenv=LD_PRELOAD=/x.so",
+        "systemd.mount-extra=/x:/usr/bin",
+        "ignition.firstboot",
+        "systemd.unified_cgroup_hierarchy=0",
+    ] {
+        assert!(boot_changing(arg).is_some(), "{arg}");
+    }
+    for arg in [
+        "nosmt",
+        "hugepages=32",
+        "systemd.log_level=debug",
+        "systemd.default_standard_output=kmsg",
+        "selinux=1",
+        "i915.enable_guc=0",
+        "isolcpus=1-3",
+        "intel_iommu=on",
+    ] {
+        assert_eq!(boot_changing(arg), None, "{arg}");
+    }
+    assert_eq!(
+        split_kargs(" a=\"b c\"  systemd.mask=kubelet.service"),
+        ["a=\"b c\"", "systemd.mask=kubelet.service"]
+    );
+    let k = |args: Value| mc(json!({"kernelArguments": args}));
+    let err = judged(&[], &[k(json!(["nosmt systemd.mask=kubelet.service"]))])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(
+            "kernel argument spec.kernelArguments systemd.mask=kubelet.service is in pr only"
+        ),
+        "{err}"
+    );
+    // Taken away is a change too; other arguments are the policy's.
+    assert!(judged(&[k(json!(["systemd.unit=rescue.target"]))], &[]).is_err());
+    judged(&[], &[k(json!(["nosmt", "hugepages=32"]))]).unwrap();
+    let ign = mc(json!({"config": {"ignition": {"version": "3.4.0"},
+        "kernelArguments": {"shouldExist": ["systemd.unit=rescue.target"]}}}));
+    assert!(judged(&[], &[ign]).is_err());
+}
+
+/// Review 29 r29a F4: the huge pages a pool's MachineConfigs reserve
+/// together, a size in one and a count in another.
+#[test]
+fn huge_pages_of_the_pool_in_all() {
+    let k = |name: &str, args: Value| {
+        let mut m = mc(json!({"kernelArguments": args}));
+        m["metadata"]["name"] = name.into();
+        m
+    };
+    let size = |s: &str| k("50-size", json!([format!("hugepagesz={s}")]));
+    let count = k("60-count", json!(["hugepages=100"]));
+    let err = judged(&[], &[size("1G"), count.clone()])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("kernel argument spec.kernelArguments hugepages=100 is in pr only")
+            && err.contains("reserve 100 GiB in all"),
+        "{err}"
+    );
+    // The count as it was, of pages of another size.
+    let err = judged(&[size("2M"), count.clone()], &[size("1G"), count.clone()])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("reserve 100 GiB in all"), "{err}");
+    judged(&[], &[size("2M"), count.clone()]).unwrap();
+    // Already in force on both sides: no change of it.
+    judged(&[size("1G"), count.clone()], &[size("1G"), count]).unwrap();
+    // The same words in another order: more in all (the count after
+    // the size counts pages of its size).
+    let (a, b) = (
+        k("50-a", json!(["hugepages=100"])),
+        k("60-b", json!(["hugepagesz=1G hugepages=64"])),
+    );
+    let (c, d) = (
+        k("50-a", json!(["hugepagesz=1G hugepages=64"])),
+        k("60-b", json!(["hugepages=100"])),
+    );
+    let err = judged(&[a, b], &[c, d]).unwrap_err().to_string();
+    assert!(
+        err.contains("hugepages=100 is in both base and pr, with another reading in pr")
+            && err.contains("reserve 164 GiB in all"),
+        "{err}"
+    );
+    let ign = mc(json!({"config": {"ignition": {"version": "3.4.0"},
+        "kernelArguments": {"shouldExist": ["hugepagesz=1G hugepages=65"]}}}));
+    assert!(judged(&[], &[ign]).is_err());
+}
+
+/// Review 33 r33c: a prefix drop-in directory (`wait-for-br-.service.d`,
+/// `cri-.service.d`) is refused whatever unit file the pool writes at
+/// its name; a unit file outside /etc/systemd/system does not make a
+/// unit the pool's (`modprobe@.service` under /usr/lib); a service of
+/// the pool's own whose start may never end is refused, its drop-ins
+/// read with it.
+#[test]
+fn prefix_drop_ins_other_fragments_and_unbounded_starts() {
+    let root = tempfile::tempdir().unwrap();
+    let sleep = "[Service]\nExecStartPre=/bin/sleep infinity\n";
+    let bounded = "[Service]\nType=oneshot\nTimeoutStartSec=2min\nExecStart=/bin/true\n";
+    let files: Vec<(&str, &str)> = vec![
+        ("/etc/systemd/system/wait-for-br-.service", bounded),
+        (
+            "/etc/systemd/system/wait-for-br-.service.d/10-wait.conf",
+            sleep,
+        ),
+        ("/etc/systemd/system/cri-.service.d/10-wait.conf", sleep),
+        ("/usr/lib/systemd/system/modprobe@.service", bounded),
+        (
+            "/etc/systemd/system/modprobe@.service.d/10-wait.conf",
+            sleep,
+        ),
+        (
+            "/etc/systemd/system/auth-rpcgss-module.service",
+            "[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/sleep infinity\n",
+        ),
+        ("/etc/systemd/system/gpu-a.service", bounded),
+        (
+            "/etc/systemd/system/gpu-a.service.d/10-x.conf",
+            "[Service]\nTimeoutStartSec=infinity\n",
+        ),
+        ("/etc/systemd/system/gpu-b.service", bounded),
+        ("/etc/systemd/system/gpu-b.service.d/10-x.conf", sleep),
+    ];
+    for (path, text) in &files {
+        let at = root.path().join(path.trim_start_matches('/'));
+        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+        std::fs::write(at, text).unwrap();
+    }
+    let ids: BTreeMap<String, u64> = files.iter().map(|(p, _)| (p.to_string(), 1)).collect();
+    let d = dependents(root.path(), &ids);
+    let judged: Vec<&str> = d.keys().map(String::as_str).collect();
+    assert_eq!(
+        judged,
+        [
+            "/etc/systemd/system/auth-rpcgss-module.service",
+            "/etc/systemd/system/cri-.service.d/10-wait.conf",
+            "/etc/systemd/system/gpu-a.service",
+            "/etc/systemd/system/gpu-a.service.d/10-x.conf",
+            "/etc/systemd/system/modprobe@.service.d/10-wait.conf",
+            "/etc/systemd/system/wait-for-br-.service.d/10-wait.conf",
+        ]
+    );
+    let why = |p: &str| d[p].1.clone();
+    assert!(why("/etc/systemd/system/cri-.service.d/10-wait.conf").contains("prefix drop-in"));
+    assert!(
+        why("/etc/systemd/system/auth-rpcgss-module.service")
+            .contains("a oneshot service has no start timeout")
+    );
+    assert!(why("/etc/systemd/system/gpu-a.service").contains("TimeoutStartSec=infinity"));
+}
+
+/// Review 29 r29a F1: a drop-in is judged with its unit: one of a unit
+/// plan does not judge, or of a unit the pool does not write, is not
+/// judged either.
+#[test]
+fn drop_ins_are_judged_with_their_unit() {
+    let root = tempfile::tempdir().unwrap();
+    let write = |path: &str, text: &str| {
+        let at = root.path().join(path.trim_start_matches('/'));
+        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+        std::fs::write(at, text).unwrap();
+    };
+    let sleep = "[Service]\nExecStartPre=/bin/sleep infinity\n";
+    write(
+        "/etc/systemd/system/team.service",
+        "[Unit]\nBefore=kubelet.service\n",
+    );
+    write("/etc/systemd/system/team.service.d/x.conf", sleep);
+    // Its start bounded (review 33 r33c F2), the drop-in's sleep too.
+    write(
+        "/etc/systemd/system/ok.service",
+        "[Unit]\nDescription=ok\n[Service]\nType=oneshot\nTimeoutStartSec=5min\n",
+    );
+    write("/etc/systemd/system/ok.service.d/x.conf", sleep);
+    write("/etc/systemd/system/gpu-.service.d/x.conf", sleep);
+    write(
+        "/etc/systemd/system/systemd-tmpfiles-setup.service.d/x.conf",
+        sleep,
+    );
+    let files: BTreeMap<String, u64> = [
+        "/etc/systemd/system/team.service",
+        "/etc/systemd/system/team.service.d/x.conf",
+        "/etc/systemd/system/ok.service",
+        "/etc/systemd/system/ok.service.d/x.conf",
+        "/etc/systemd/system/gpu-.service.d/x.conf",
+        "/etc/systemd/system/systemd-tmpfiles-setup.service.d/x.conf",
+    ]
+    .into_iter()
+    .map(|p| (p.to_string(), 1))
+    .collect();
+    let d = dependents(root.path(), &files);
+    let judged: Vec<&str> = d.keys().map(String::as_str).collect();
+    assert_eq!(
+        judged,
+        [
+            "/etc/systemd/system/gpu-.service.d/x.conf",
+            "/etc/systemd/system/systemd-tmpfiles-setup.service.d/x.conf",
+            "/etc/systemd/system/team.service",
+            "/etc/systemd/system/team.service.d/x.conf",
+        ]
+    );
+}
+
+/// Review 26 r26a F2: a unit of another name whose dependencies name
+/// kubelet's start (its `[Install] RequiredBy=` makes the refused
+/// `kubelet.service.requires/` link when enabled), and init's argv.
+#[test]
+fn other_units_naming_kubelet_s_start_and_init_s_arguments() {
+    let defined = std::collections::BTreeSet::from(["x.service".to_string()]);
+    let unit = |text: &str| reaches_start(text.as_bytes(), "x.service", &defined);
+    for text in [
+        "[Unit]\nBefore=kubelet.service\n[Service]\nExecStart=/bin/false\n[Install]\nRequiredBy=kubelet.service\n",
+        "[Unit]\nConflicts=crio.service\n",
+        "[Unit]\nRequires=x.service kubelet-dependencies.target\n",
+        "[Install]\nWantedBy=\"kubelet.service\"\n",
+        "[Unit]\nBefore=network-online.target\n",
+        "[Unit]\nConflicts=multi-user.target\n",
+        // Review 27 r27a F1: other names, specifiers, quotes, actions.
+        "[Install]\nRequiredBy=%j.service\n",
+        "[Unit]\nBefore=local-fs.target\n",
+        "[Unit]\nBefore=multi-user.target\n",
+        "[Install]\nRequiredBy=kube\"let.serv\"ice\n",
+        "[Unit]\nOnSuccess=rescue.target\nOnSuccessJobMode=isolate\n",
+        "[Unit]\nSuccessAction=reboot-force\n",
+        "[Unit]\nWants=rescue.target\n",
+        "[Unit]\nDefaultDependencies=no\n",
+        "[Install]\nWantedBy=%j.service\n",
+        // Review 28 r28a: what a deny-list of keys missed.
+        "[Unit]\nWants=systemd-reboot.service\n",
+        "[Unit]\nWants=emergency.target\n",
+        "[Service]\nFailureAction=exit-force\n",
+        "[Service]\nStartLimitAction=reboot-force\n",
+    ] {
+        assert!(unit(text).is_some(), "{text}");
+    }
+    for text in [
+        "[Unit]\nAfter=kubelet.service\n[Install]\nWantedBy=multi-user.target\n",
+        "[Unit]\nDescription=kubelet.service\n",
+        "[Unit]\nWants=network-online.target x.service\nAfter=network-online.target\n",
+    ] {
+        assert_eq!(unit(text), None, "{text}");
+    }
+    for other in [
+        "x.socket",
+        "x.path",
+        "x.timer",
+        "usr-local-bin.mount",
+        "system.slice",
+        "slice",
+    ] {
+        let why = reaches_start(b"[Unit]\nDescription=x\n", other, &defined).unwrap();
+        assert!(why.contains("plan judges services only"), "{other}: {why}");
+    }
+    let why = unit("[Install]\nRequiredBy=kubelet.service\n").unwrap();
+    assert_eq!(why, "line 2: RequiredBy=kubelet.service (in [Install])");
+    // What the kernel hands init: an option word, and all after `--`.
+    for arg in [
+        "--unit=rescue.target",
+        "--crash-shell",
+        "systemd.machine_id=x",
+        "systemd.crash_action=reboot",
+        "nosmt\u{120}rdinit=/bin/sh",
+        "module_blacklist=ice",
+        "root=/dev/sdb1",
+        "cgroup_disable=memory",
+        "noinitrd",
+        "rd.driver.blacklist=overlay",
+        "rd.cmdline=ask",
+        "modprobe.blacklist=ice",
+    ] {
+        assert!(boot_changing(arg).is_some(), "{arg}");
+    }
+    let k = |args: Value| mc(json!({"kernelArguments": args}));
+    let err = judged(&[], &[k(json!(["nosmt -- rescue2"]))])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("kernel argument spec.kernelArguments -- is in pr only"),
+        "{err}"
+    );
+    assert!(judged(&[], &[k(json!(["nosmt", "--", "x"]))]).is_err());
+    judged(
+        &[],
+        &[k(json!([
+            "systemd.log_level=debug",
+            "systemd.show-status=0"
+        ]))],
+    )
+    .unwrap();
+}
