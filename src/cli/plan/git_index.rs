@@ -33,22 +33,36 @@ const NAME_MAX: u64 = 64 << 10;
 /// sparse-directory entry (a directory outside the sparse checkout, held
 /// as its tree), in it or in the shared index of a split index beside it
 /// (a sparse index without one, its cone holding every directory, is read
-/// as any). Otherwise the most git may allocate at once to read it
-/// (`GIT_ALLOC_LIMIT`): its entries, held in one block, take at most about
-/// three times its size.
+/// as any), or one whose entries git would hold as more than
+/// [`INDEX_HELD_MAX`]. Otherwise the most git may allocate at once to read
+/// it (`GIT_ALLOC_LIMIT`): what it holds of its entries, past the default
+/// bound (not the file's size, which an extension git ignores pads).
 pub fn checked(repo: &super::git_dir::Repo, index: &Path) -> Result<u64> {
     let hash_len = if super::repo_format::object_format(repo)? == "sha256" {
         32
     } else {
         20
     };
-    let size = refuse_sparse(index, hash_len, true)?;
-    Ok(super::git_run::CHILD_ALLOC_MAX.saturating_add(size.saturating_mul(4)))
+    let held = refuse_sparse(index, hash_len, true)?;
+    Ok(super::git_run::CHILD_ALLOC_MAX.saturating_add(held))
 }
+
+/// What git holds of one entry besides its name (`struct cache_entry`,
+/// with room to spare).
+const ENTRY_HELD: u64 = 128;
+
+/// The most git may hold of an index's entries (review 34 r34b F1: a
+/// version-4 index names each entry by what it keeps of the previous
+/// name, so 88,000 entries of 267 MB on disk were 3.87 GB of names in
+/// git; padding of an extension git ignores had raised plan's bound of
+/// git with the file's size): a million entries of 100-byte paths.
+const INDEX_HELD_MAX: u64 = 256 << 20;
 
 /// The largest index (or a split index's shared one) plan lets git read.
 const INDEX_MAX: u64 = 256 << 20;
 
+/// What git holds of the entries of `index` (and of its shared index),
+/// or why plan refuses it.
 fn refuse_sparse(index: &Path, hash_len: usize, may_split: bool) -> Result<u64> {
     let refuse = |what: &str| {
         Sparse(format!(
@@ -85,6 +99,7 @@ fn refuse_sparse(index: &Path, hash_len: usize, may_split: bool) -> Result<u64> 
     }
     let entries = u32::from_be_bytes([header[8], header[9], header[10], header[11]]);
     let mut at = 12u64;
+    let mut held = 0u64;
     let mut name = Vec::new();
     // ctime, mtime, dev, ino, mode, uid, gid, size; the object; flags.
     let mut fixed = vec![0u8; 40 + hash_len + 2];
@@ -129,6 +144,16 @@ fn refuse_sparse(index: &Path, hash_len: usize, may_split: bool) -> Result<u64> 
                 .with_context(|| format!("reading {}", index.display()))?;
             at += padded;
         }
+        held = held.saturating_add(ENTRY_HELD + name.len() as u64);
+        if held > INDEX_HELD_MAX {
+            bail!(
+                "{}: an index whose entries git holds as more than {} MiB (their names in \
+                 full), more than plan lets git read; plan the revision (`REV:PATH`), or a copy \
+                 of the tree without .git",
+                index.display(),
+                INDEX_HELD_MAX >> 20
+            );
+        }
         if mode & 0o170000 == 0o040000 {
             let shown = String::from_utf8_lossy(&name).into_owned();
             return Err(refuse(&format!("a sparse-directory entry {shown}")).into());
@@ -148,7 +173,7 @@ fn refuse_sparse(index: &Path, hash_len: usize, may_split: bool) -> Result<u64> 
                 let hex: String = shared.iter().map(|b| format!("{b:02x}")).collect();
                 let path = index.with_file_name(format!("sharedindex.{hex}"));
                 if hex.bytes().any(|b| b != b'0') && std::fs::symlink_metadata(&path).is_ok() {
-                    refuse_sparse(&path, hash_len, false)?;
+                    held = held.saturating_add(refuse_sparse(&path, hash_len, false)?);
                 }
                 std::io::copy(
                     &mut (&mut r).take(len - hash_len as u64),
@@ -163,7 +188,7 @@ fn refuse_sparse(index: &Path, hash_len: usize, may_split: bool) -> Result<u64> 
         }
         at = at.saturating_add(8 + len);
     }
-    Ok(size)
+    Ok(held)
 }
 
 /// git's varint (`decode_varint`): its value and how many bytes it took.
@@ -246,8 +271,11 @@ mod tests {
                 git(top, &["reset", "-q"]);
             }
             git(top, &["update-index", "--index-version", version]);
-            let size = std::fs::metadata(&index).unwrap().len();
-            assert_eq!(refuse_sparse(&index, 20, true).unwrap(), size, "{version}");
+            // Each entry and its name in full (review 34 r34b F1).
+            let names = git(top, &["ls-files", "-z"]);
+            let names: Vec<&str> = names.split('\0').filter(|n| !n.is_empty()).collect();
+            let held: u64 = names.iter().map(|n| ENTRY_HELD + n.len() as u64).sum();
+            assert_eq!(refuse_sparse(&index, 20, true).unwrap(), held, "{version}");
         }
         git(top, &["update-index", "--split-index"]);
         refuse_sparse(&index, 20, true).unwrap();
@@ -282,5 +310,28 @@ mod tests {
         std::fs::write(&index, b"DIRC\0\0\0\x02\0\0\0\x05").unwrap();
         let e = format!("{:#}", refuse_sparse(&index, 20, true).unwrap_err());
         assert!(e.contains("not an index git reads"), "{e}");
+    }
+
+    /// Review 34 r34b F1: a version-4 index of 30,000 entries, each keeping
+    /// the whole previous name and adding a byte (450 MB of names in git,
+    /// 2 MB on disk), is refused before git reads it.
+    #[test]
+    fn what_git_holds_of_an_index_is_bounded() {
+        let tmp = tempfile::tempdir().unwrap();
+        let index = tmp.path().join("index");
+        let n: u32 = 30_000;
+        let mut bytes = b"DIRC\0\0\0\x04".to_vec();
+        bytes.extend_from_slice(&n.to_be_bytes());
+        for _ in 0..n {
+            let mut entry = vec![0u8; 40 + 20];
+            entry[24..28].copy_from_slice(&0o100644u32.to_be_bytes());
+            bytes.extend_from_slice(&entry);
+            bytes.extend_from_slice(&0x0fffu16.to_be_bytes());
+            bytes.extend_from_slice(b"\0a\0");
+        }
+        bytes.extend_from_slice(&[0u8; 20]);
+        std::fs::write(&index, &bytes).unwrap();
+        let e = format!("{:#}", refuse_sparse(&index, 20, true).unwrap_err());
+        assert!(e.contains("git holds as more than 256 MiB"), "{e}");
     }
 }

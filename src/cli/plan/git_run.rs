@@ -275,33 +275,46 @@ pub(super) fn bounded(git: &mut Command) -> &mut Command {
 }
 
 #[cfg(target_pointer_width = "64")]
+#[repr(C)]
+struct Rlimit {
+    cur: u64,
+    max: u64,
+}
+#[cfg(target_pointer_width = "64")]
+const RLIMIT_DATA: std::ffi::c_int = 2;
+#[cfg(target_pointer_width = "64")]
+const RLIMIT_STACK: std::ffi::c_int = 3;
+#[cfg(target_pointer_width = "64")]
+unsafe extern "C" {
+    fn getrlimit(resource: std::ffi::c_int, rlim: *mut Rlimit) -> std::ffi::c_int;
+    fn setrlimit(resource: std::ffi::c_int, rlim: *const Rlimit) -> std::ffi::c_int;
+}
+
+/// The stack is not the data's (review 34 r34b F1b: git reads an index's
+/// cache tree recursively, 700 MB of stack under `ulimit -s unlimited`):
+/// Linux's default.
+const STACK_MAX: u64 = 8 << 20;
+
+#[cfg(target_pointer_width = "64")]
 fn data_limited(git: &mut Command, most: u64) -> &mut Command {
     use std::os::unix::process::CommandExt;
-    #[repr(C)]
-    struct Rlimit {
-        cur: u64,
-        max: u64,
-    }
-    const RLIMIT_DATA: std::ffi::c_int = 2;
-    unsafe extern "C" {
-        fn getrlimit(resource: std::ffi::c_int, rlim: *mut Rlimit) -> std::ffi::c_int;
-        fn setrlimit(resource: std::ffi::c_int, rlim: *const Rlimit) -> std::ffi::c_int;
-    }
-    // SAFETY: between fork and exec, only the two system calls (async
-    // signal safe) on a stack value; the soft limit is lowered, never
-    // raised past the hard one, so it cannot fail for want of privilege.
+    // SAFETY: between fork and exec, only system calls (async signal
+    // safe) on stack values; a soft limit is lowered, never raised past
+    // the hard one, so it cannot fail for want of privilege.
     unsafe {
         git.pre_exec(move || {
-            let mut now = Rlimit { cur: 0, max: 0 };
-            if getrlimit(RLIMIT_DATA, &mut now) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            let set = Rlimit {
-                cur: now.cur.min(now.max).min(most),
-                max: now.max,
-            };
-            if setrlimit(RLIMIT_DATA, &set) != 0 {
-                return Err(std::io::Error::last_os_error());
+            for (resource, most) in [(RLIMIT_DATA, most), (RLIMIT_STACK, STACK_MAX)] {
+                let mut now = Rlimit { cur: 0, max: 0 };
+                if getrlimit(resource, &mut now) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let set = Rlimit {
+                    cur: now.cur.min(now.max).min(most),
+                    max: now.max,
+                };
+                if setrlimit(resource, &set) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
             }
             Ok(())
         })
@@ -355,6 +368,27 @@ mod tests {
         };
         // `ulimit -d` counts KiB.
         assert_eq!(limit(None), (4 * CHILD_ALLOC_MAX / 1024).to_string());
+        // The stack too, from a parent whose stack is as large as it may
+        // be (review 34 r34b F1b).
+        let mut now = Rlimit { cur: 0, max: 0 };
+        // SAFETY: system calls on stack values.
+        assert_eq!(unsafe { getrlimit(RLIMIT_STACK, &mut now) }, 0);
+        assert!(
+            now.max > STACK_MAX,
+            "a hard stack limit of {} only",
+            now.max
+        );
+        let raised = Rlimit {
+            cur: now.max,
+            max: now.max,
+        };
+        assert_eq!(unsafe { setrlimit(RLIMIT_STACK, &raised) }, 0);
+        let mut sh = Command::new("sh");
+        sh.args(["-c", "ulimit -s"]);
+        let out = bounded(&mut sh).output();
+        assert_eq!(unsafe { setrlimit(RLIMIT_STACK, &now) }, 0);
+        let stack = String::from_utf8(out.unwrap().stdout).unwrap();
+        assert_eq!(stack.trim(), (STACK_MAX >> 10).to_string());
         assert_eq!(limit(Some(512 << 20)), (2u64 << 20).to_string());
     }
 
