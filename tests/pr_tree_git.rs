@@ -857,7 +857,7 @@ fn gitattributes_are_bounded_in_all() {
     let tmp = scratch_dir();
     let (top, base, _) = base_and_pr(tmp.path());
     let from = format!("{base}:gitops");
-    let says = ["more than 1024 KiB of .gitattributes on the planned path"];
+    let says = ["more than 64 KiB of .gitattributes on the planned path"];
     for at in ["gitops/.gitattributes", ".gitattributes"] {
         std::fs::write(top.join(at), "a x\n".repeat(5 << 20)).unwrap();
         git(&top, &["add", "-A"]);
