@@ -625,11 +625,16 @@ fn kernel_arguments_by_value_and_systemd_s_dotted_keys_are_refused() {
         // ran `halt`; `$x` it expands, even quoted.
         (
             "nvidia.NVreg_EnableGpuFirmware=0;halt",
-            "it holds `;`, which GRUB's script reads as its own",
+            "it holds `;`, which GRUB's script may read as its own",
         ),
         (
             "nvidia.NVreg_RegistryDwords=\"a=$root\"",
-            "it holds `$`, which GRUB's script reads as its own",
+            "it holds `$`, which GRUB's script may read as its own",
+        ),
+        // Review 34 r34a F4: a lone quote, GRUB's `syntax error`.
+        (
+            "nvidia.NVreg_EnableGpuFirmware=\"0",
+            "it holds `\"` unpaired, which GRUB's script may read as its own",
         ),
     ]
     .into_iter()
@@ -799,6 +804,23 @@ fn a_start_that_may_never_end_or_a_prefix_drop_in_is_refused() {
             json!({ "name": "cri-.service", "contents": bounded, "dropins": sleep }),
             "a prefix drop-in directory",
         ),
+        // Review 34 r34a F1, F2: spellings systemd reads otherwise, a stop
+        // that never ends, a kill signal the service ignores.
+        (
+            json!({ "name": "gpu-a.service", "contents":
+                "[Service]\nType=oneshot\nType=one-shot\nTimeoutStartSec=5min\nExecStart=/bin/sleep infinity\n" }),
+            "line 3: Type=one-shot",
+        ),
+        (
+            json!({ "name": "gpu-b.service", "contents":
+                "[Service]\nType=oneshot\nTimeoutStartSec=0.1us\nExecStart=/bin/sleep infinity\n" }),
+            "line 3: TimeoutStartSec=0.1us",
+        ),
+        (
+            json!({ "name": "gpu-c.service", "contents":
+                "[Service]\nType=oneshot\nTimeoutSec=infinity\nTimeoutStartSec=3\nKillSignal=SIGCONT\nExecStart=/bin/sleep infinity\n" }),
+            "line 3: TimeoutSec=infinity",
+        ),
         (
             json!({ "name": "gpu-warmup.service", "enabled": true, "contents": bounded }),
             "",
@@ -824,5 +846,31 @@ fn a_start_that_may_never_end_or_a_prefix_drop_in_is_refused() {
         }
         refused(&o, says);
         refused(&planned(&base, &pr, None), says);
+    }
+}
+
+/// Review 34 r34a F3: a unit file or drop-in in another of systemd's unit
+/// directories than the MCO's (`/etc/systemd/system.control` outranks it,
+/// `/usr/local/lib/systemd/system` the OS's /usr/lib) was priced as a
+/// plain file, and systemd loaded it ("costs nothing", exit 0): refused.
+#[test]
+fn a_unit_outside_the_mco_s_unit_directory_is_refused() {
+    let tmp = scratch_dir();
+    let base = tmp.path().join("base");
+    render(&base, &["--taint", TAINT]);
+    let policy = tmp.path().join("policy.json");
+    boot_policy(&base, &policy);
+    let forever = "[Service]\nType=oneshot\nExecStart=/bin/sleep infinity\n";
+    for (i, path) in [
+        "/etc/systemd/system.control/auth-rpcgss-module.service",
+        "/usr/local/lib/systemd/system/auth-rpcgss-module.service",
+        "/etc/systemd/system.control/auth-rpcgss-module.service.d/10-t.conf",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let spec = boot_spec(&[(path, forever, 0o644)], json!([]));
+        let pr = pr_adding(&tmp.path().join(format!("pr{i}")), "60-worker-gpu-u", spec);
+        refused(&planned(&base, &pr, None), "outside /etc/systemd/system");
     }
 }

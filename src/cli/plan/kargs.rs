@@ -5,11 +5,11 @@
 //! (`mount.usr=`, `udev.blockdev_read_only`, `fsck.repair=` are systemd's
 //! and udev's own, not a module's).
 
-/// Characters GRUB's script engine reads as syntax outside quotes, or
-/// expands inside them (`$`), or as wildcards.
-const GRUB_SCRIPT: [char; 15] = [
-    ';', '&', '|', '<', '>', '$', '\\', '\'', '`', '#', '{', '}', '*', '?', '[',
-];
+/// The characters plan takes in a kernel argument besides ASCII letters
+/// and digits: none GRUB's script reads as its own (`;`, `$`, `|`, `#`,
+/// quotes of its own, ...: review 33 r33a F3, review 34 r34a F4). `"`
+/// only in pairs; a space only within them (`split_kargs`).
+const KARG_CHARS: &str = "-_.,:=/+@%~\" ";
 
 /// Why a kernel argument changes which units start, runs another program
 /// as root at boot, or may keep the node from booting (None: plan takes
@@ -25,11 +25,17 @@ pub fn boot_changing(arg: &str) -> Option<String> {
     // RHCOS's GRUB pastes the boot entry's options into its script (review
     // 33 r33a F3: `nvidia.NVreg_EnableGpuFirmware=0;halt` ended the `linux`
     // line and ran `halt` in GRUB 2.06's engine before the kernel booted).
-    if let Some(c) = arg.chars().find(|c| GRUB_SCRIPT.contains(c)) {
+    let odd_quotes = arg.matches('"').count() % 2 == 1;
+    if let Some(c) = (arg.chars())
+        .find(|c| !c.is_ascii_alphanumeric() && !KARG_CHARS.contains(*c))
+        .or(odd_quotes.then_some('"'))
+    {
         return Some(format!(
-            "it holds `{c}`, which GRUB's script reads as its own (the node's GRUB pastes \
+            "it holds `{c}`{}, which GRUB's script may read as its own (the node's GRUB pastes \
              kernel arguments into its script, where `;` ends the kernel's line and runs what \
-             follows)"
+             follows, and a lone `\"` keeps the kernel from loading); plan takes letters, \
+             digits, `-_.,:=/+@%~` and `\"` in pairs",
+            if c == '"' { " unpaired" } else { "" }
         ));
     }
     let arg = arg.replace('"', "");

@@ -157,6 +157,21 @@ pub fn dependents(root: &std::path::Path, files: &BTreeMap<String, u64>) -> Depe
         {
             continue;
         }
+        // Review 34 r34a F3: systemd loads a unit's file from the first
+        // unit directory that has one, and one drop-in of each name
+        // (/etc/systemd/system.control outranks /etc/systemd/system,
+        // /usr/local/lib/systemd/system the OS's /usr/lib): the MCO writes
+        // a MachineConfig's units in /etc/systemd/system only.
+        if !canon.starts_with(POOL_UNIT_DIR) {
+            let why = format!(
+                "unit {unit}: a unit file or drop-in outside /etc/systemd/system, where the MCO \
+                 writes a MachineConfig's units: systemd reads it before or instead of theirs, \
+                 which plan does not judge; write it as a unit of the MachineConfig \
+                 (systemd.units)"
+            );
+            out.insert(path.clone(), (*id, why));
+            continue;
+        }
         // Review 30 r30a F1: a unit file at a name the OS or the MCO
         // ships replaces their unit; its drop-ins go with it.
         let shipped = (!rest.contains('/')).then(|| super::start_units::shipped(unit));

@@ -270,6 +270,13 @@ fn prefix_drop_ins_other_fragments_and_unbounded_starts() {
         ),
         ("/etc/systemd/system/gpu-b.service", bounded),
         ("/etc/systemd/system/gpu-b.service.d/10-x.conf", sleep),
+        // Review 34 r34a F3: what systemd reads before the MCO's units.
+        ("/etc/systemd/system.control/gpu-b.service", sleep),
+        (
+            "/etc/systemd/system.control/gpu-b.service.d/10-x.conf",
+            "[Service]\nTimeoutStartSec=infinity\n",
+        ),
+        ("/var/usrlocal/lib/systemd/system/gpu-c.service", sleep),
     ];
     for (path, text) in &files {
         let at = root.path().join(path.trim_start_matches('/'));
@@ -282,15 +289,24 @@ fn prefix_drop_ins_other_fragments_and_unbounded_starts() {
     assert_eq!(
         judged,
         [
+            "/etc/systemd/system.control/gpu-b.service",
+            "/etc/systemd/system.control/gpu-b.service.d/10-x.conf",
             "/etc/systemd/system/auth-rpcgss-module.service",
             "/etc/systemd/system/cri-.service.d/10-wait.conf",
             "/etc/systemd/system/gpu-a.service",
             "/etc/systemd/system/gpu-a.service.d/10-x.conf",
+            // Its unit is not judged: another file of it is refused.
+            "/etc/systemd/system/gpu-b.service.d/10-x.conf",
             "/etc/systemd/system/modprobe@.service.d/10-wait.conf",
             "/etc/systemd/system/wait-for-br-.service.d/10-wait.conf",
+            "/usr/lib/systemd/system/modprobe@.service",
+            "/var/usrlocal/lib/systemd/system/gpu-c.service",
         ]
     );
     let why = |p: &str| d[p].1.clone();
+    assert!(
+        why("/usr/lib/systemd/system/modprobe@.service").contains("outside /etc/systemd/system")
+    );
     assert!(why("/etc/systemd/system/cri-.service.d/10-wait.conf").contains("prefix drop-in"));
     assert!(
         why("/etc/systemd/system/auth-rpcgss-module.service")

@@ -11,22 +11,62 @@
 
 use crate::node::unit::syntax::Assignment;
 
-/// The longest start plan takes of a service of the pool's own.
-pub const START_MAX_SECS: f64 = 600.0;
+/// The longest start plan takes of a service of the pool's own, and the
+/// longest stop (a start job ends when a failed start has stopped).
+pub const START_MAX_SECS: u64 = 600;
+
+/// The types whose start ends by systemd's timeouts alone (a `notify`
+/// service extends its own, `EXTEND_TIMEOUT_USEC=`; review 34 r34a F2).
+const TYPES: [&str; 6] = ["simple", "exec", "oneshot", "forking", "dbus", "idle"];
+
+/// Keys that change how systemd ends a start or a stop: a kill signal the
+/// service ignores (`KillSignal=SIGCONT`), no SIGKILL, notifications that
+/// extend a timeout (review 34 r34a F2).
+const ENDING_KEYS: [&str; 8] = [
+    "KillSignal",
+    "KillMode",
+    "SendSIGKILL",
+    "FinalKillSignal",
+    "RestartKillSignal",
+    "NotifyAccess",
+    "TimeoutStartFailureMode",
+    "TimeoutStopFailureMode",
+];
 
 /// Why the start of the service whose unit file and drop-ins hold
 /// `assignments` (in the order systemd reads them) may not end within
-/// [`START_MAX_SECS`], or None.
+/// [`START_MAX_SECS`] and its stop after as long, or None. plan reads
+/// these keys in one spelling only, which it and systemd 252 read alike
+/// (review 34 r34a F1: `Type=one-shot`, which systemd ignores;
+/// `TimeoutStartSec=0.1us`, which it rounds to none).
 pub fn unbounded(assignments: &[Assignment]) -> Option<String> {
-    let service = || assignments.iter().filter(|a| a.section == "Service");
-    let last = |keys: &[&str]| service().rfind(|a| keys.contains(&a.key.as_str()));
+    let service: Vec<&Assignment> = (assignments.iter())
+        .filter(|a| a.section == "Service")
+        .collect();
+    let fix = format!(
+        "a unit of the OS on kubelet's start path may order itself after this unit's name, and \
+         waits as long as its start takes: give it `TimeoutStartSec=` of whole seconds or \
+         minutes (`90`, `90s`, `5min`) up to {} minutes, keep systemd's type, kill and \
+         timeout-failure settings",
+        START_MAX_SECS / 60
+    );
+    for a in &service {
+        let value = a.value.trim();
+        let refused = match a.key.as_str() {
+            "Type" => !TYPES.contains(&value),
+            "TimeoutStartSec" | "TimeoutSec" | "TimeoutStopSec" | "TimeoutAbortSec" => {
+                !value.is_empty() && !whole_secs(value).is_some_and(|s| s <= START_MAX_SECS)
+            }
+            k => ENDING_KEYS.contains(&k),
+        };
+        if refused {
+            return Some(format!("line {}: {}={}: {fix}", a.line, a.key, a.value));
+        }
+    }
+    let last = |keys: &[&str]| (service.iter()).rfind(|a| keys.contains(&a.key.as_str()));
     // Whether a command list is set at the end (an empty assignment
     // clears it).
-    let set = |key: &str| {
-        service()
-            .rfind(|a| a.key == key)
-            .is_some_and(|a| !a.value.trim().is_empty())
-    };
+    let set = |key: &str| last(&[key]).is_some_and(|a| !a.value.trim().is_empty());
     // systemd refuses to load a service with neither (and no
     // SuccessAction=, which `reaches_start` refuses): it never starts.
     if !set("ExecStart") && !set("ExecStop") {
@@ -37,67 +77,25 @@ pub fn unbounded(assignments: &[Assignment]) -> Option<String> {
         // No Type= and no ExecStart=: systemd takes it as a oneshot.
         None => !set("ExecStart"),
     };
-    let fix = format!(
-        "give it `TimeoutStartSec=` of at most {} minutes: a unit of the OS on kubelet's start \
-         path may order itself after this unit's name, and waits as long as its start takes",
-        START_MAX_SECS / 60.0
-    );
-    let no_timeout = || format!("a oneshot service has no start timeout unless given one; {fix}");
-    let Some(timeout) = last(&["TimeoutStartSec", "TimeoutSec"]) else {
-        return oneshot.then(no_timeout);
-    };
-    // Empty: back to the default, none for a oneshot.
-    if timeout.value.trim().is_empty() {
-        return oneshot.then(no_timeout);
-    }
-    let at = format!("line {}: {}={}", timeout.line, timeout.key, timeout.value);
-    match timespan_secs(&timeout.value) {
-        Some(s) if s > 0.0 && s <= START_MAX_SECS => None,
-        // `0` and `infinity` turn the timeout off.
-        _ => Some(format!(
-            "{at}: its start may take for ever, or longer than plan takes; {fix}"
-        )),
-    }
+    // Absent, or empty (back to the default): none for a oneshot.
+    let timed =
+        last(&["TimeoutStartSec", "TimeoutSec"]).is_some_and(|t| !t.value.trim().is_empty());
+    (oneshot && !timed)
+        .then(|| format!("a oneshot service has no start timeout unless given one; {fix}"))
 }
 
-/// A systemd time span in seconds (`90`, `5min 30s`, `1.5h`); None for
-/// `infinity`, empty, or what plan does not read as one.
-fn timespan_secs(value: &str) -> Option<f64> {
-    let value = value.trim();
-    if value.is_empty() || value == "infinity" {
+/// A time span of whole seconds or minutes (`90`, `90s`, `5min`) in
+/// seconds, not 0 (no timeout); None for any other spelling.
+fn whole_secs(value: &str) -> Option<u64> {
+    let (digits, per) = match value.strip_suffix("min") {
+        Some(d) => (d, 60),
+        None => (value.strip_suffix('s').unwrap_or(value), 1),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || digits.len() > 6 {
         return None;
     }
-    let mut total = 0.0;
-    let mut rest = value;
-    while !rest.is_empty() {
-        rest = rest.trim_start();
-        let num_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        if num_len == 0 {
-            return None;
-        }
-        let n: f64 = rest[..num_len].parse().ok()?;
-        rest = rest[num_len..].trim_start();
-        let unit_len = rest
-            .find(|c: char| !c.is_ascii_alphabetic())
-            .unwrap_or(rest.len());
-        let per = match &rest[..unit_len] {
-            "" | "s" | "sec" | "second" | "seconds" => 1.0,
-            "us" | "usec" | "µs" => 1e-6,
-            "ms" | "msec" => 1e-3,
-            "m" | "min" | "minute" | "minutes" => 60.0,
-            "h" | "hr" | "hour" | "hours" => 3600.0,
-            "d" | "day" | "days" => 86_400.0,
-            "w" | "week" | "weeks" => 604_800.0,
-            "M" | "month" | "months" => 2_629_800.0,
-            "y" | "year" | "years" => 31_557_600.0,
-            _ => return None,
-        };
-        total += n * per;
-        rest = &rest[unit_len..];
-    }
-    Some(total)
+    let n: u64 = digits.parse().ok()?;
+    (n > 0).then_some(n * per)
 }
 
 #[cfg(test)]
@@ -119,24 +117,40 @@ mod tests {
             "[Service]\nType=oneshot\nTimeoutStartSec=5min\nTimeoutStartSec=\nExecStart=/bin/true\n",
             "[Service]\nType=notify\nTimeoutSec=infinity\nExecStart=/bin/true\n",
             "[Service]\nType=oneshot\nTimeoutStartSec=5 fortnights\nExecStart=/bin/true\n",
+            // Review 34 r34a F1: spellings systemd reads otherwise.
+            "[Service]\nType=oneshot\nType=one-shot\nTimeoutStartSec=5min\nExecStart=/bin/true\n",
+            "[Service]\nType=oneshot\nTimeoutStartSec=5.\nExecStart=/bin/true\n",
+            "[Service]\nType=oneshot\nTimeoutStartSec=0.1us\nExecStart=/bin/true\n",
+            "[Service]\nType=oneshot\nTimeoutStartSec=1min 30s\nExecStart=/bin/true\n",
+            // Review 34 r34a F2: a stop or abort that never ends, a kill
+            // signal ignored, a timeout extended.
+            "[Service]\nType=oneshot\nTimeoutSec=infinity\nTimeoutStartSec=3\nExecStart=/bin/true\n",
+            "[Service]\nType=oneshot\nTimeoutStartSec=3\nTimeoutStopSec=0\nExecStart=/bin/true\n",
+            "[Service]\nType=oneshot\nTimeoutStartSec=3\nKillSignal=SIGCONT\nExecStart=/bin/true\n",
+            "[Service]\nType=oneshot\nTimeoutStartSec=3\nTimeoutStartFailureMode=abort\nExecStart=/bin/true\n",
+            "[Service]\nType=oneshot\nTimeoutStartSec=3\nTimeoutAbortSec=infinity\nExecStart=/bin/true\n",
+            "[Service]\nType=oneshot\nTimeoutStartSec=3\nNotifyAccess=all\nExecStart=/bin/true\n",
+            "[Service]\nType=notify\nExecStart=/bin/true\n",
+            "[Service]\nType=oneshot\nTimeoutStartSec=3\nSendSIGKILL=no\nExecStart=/bin/true\n",
         ] {
             assert!(judged(text).is_some(), "{text}");
         }
         for text in [
             "[Service]\nType=oneshot\nTimeoutStartSec=5min\nExecStart=/bin/true\n",
             "[Service]\nType=oneshot\nTimeoutSec=10min\nExecStart=/bin/true\n",
-            "[Service]\nType=oneshot\nTimeoutStartSec=1min 30s\nExecStart=/bin/true\n",
+            "[Service]\nType=oneshot\nTimeoutStartSec=90s\nTimeoutStopSec=30\nExecStart=/bin/true\n",
             "[Service]\nExecStart=/bin/sleep infinity\n",
             "[Service]\nType=simple\nTimeoutStartSec=\nExecStart=/bin/true\n",
-            "[Service]\nType=notify\nExecStart=/bin/true\n",
+            "[Service]\nType=forking\nExecStart=/bin/true\n",
             // Not loaded: no ExecStart= nor ExecStop= at the end.
             "[Service]\nType=oneshot\nExecStartPre=/bin/sleep infinity\n",
             "[Service]\nType=oneshot\nExecStart=/bin/true\nExecStart=\n",
         ] {
             assert_eq!(judged(text), None, "{text}");
         }
-        assert_eq!(timespan_secs("1.5h"), Some(5400.0));
-        assert_eq!(timespan_secs("2min30s"), Some(150.0));
-        assert_eq!(timespan_secs("x"), None);
+        assert_eq!(whole_secs("5min"), Some(300));
+        assert_eq!(whole_secs("90s"), Some(90));
+        assert_eq!(whole_secs("0"), None);
+        assert_eq!(whole_secs("x"), None);
     }
 }
