@@ -317,19 +317,21 @@ fn a_tree_of_too_many_manifests_is_refused() {
     );
 }
 
-/// A MachineConfig of the pool whose kernel argument (a module's parameter,
-/// quoted: plan judges it whole) holds git's `$Id$` keyword, as an earlier
-/// change committed it.
+/// A MachineConfig of the pool whose unit's text holds git's `$Id$`
+/// keyword, as an earlier change committed it (a kernel argument may not
+/// hold `$`, which the node's GRUB expands).
 const AUDIT: &str = "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\n\
                      metadata:\n  name: 99-worker-gpu-audit\n  labels:\n    \
                      machineconfiguration.openshift.io/role: worker-gpu\nspec:\n  \
-                     kernelArguments:\n  - '\"i915.build=$Id$\"'\n";
+                     config:\n    ignition:\n      version: 3.4.0\n    systemd:\n      \
+                     units:\n      - name: gpu-audit.service\n        \
+                     contents: \"[Unit]\\nDescription=build $Id$\\n\"\n";
 
 /// Review 21 r21b F8: a revision (`REV:PATH`) is read as its checkout
 /// writes it, the attributes of that revision (a `.gitattributes` above the
 /// path too) and of the repository (`$GIT_DIR/info/attributes`) applied:
-/// a PR adding only `*.yaml ident` changes the kernel argument of a
-/// MachineConfig it does not touch (a reboot), planned as no change from
+/// a PR adding only `*.yaml ident` changes the unit of a MachineConfig it
+/// does not touch (a reboot), planned as no change from
 /// the blobs. Each revision planned agrees with its checkout planned as a
 /// directory.
 #[test]

@@ -55,7 +55,7 @@ pub fn unbounded(assignments: &[Assignment]) -> Option<String> {
         let refused = match a.key.as_str() {
             "Type" => !TYPES.contains(&value),
             "TimeoutStartSec" | "TimeoutSec" | "TimeoutStopSec" | "TimeoutAbortSec" => {
-                !value.is_empty() && !whole_secs(value).is_some_and(|s| s <= START_MAX_SECS)
+                !value.is_empty() && whole_secs(value).is_none_or(|s| s > START_MAX_SECS)
             }
             k => ENDING_KEYS.contains(&k),
         };
