@@ -868,4 +868,44 @@ fn gitattributes_are_bounded_in_all() {
         let o = plan_in(&top, &from, "HEAD:gitops");
         assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     }
+    // Review 35 r35b F4: the repository's own attributes, which git applies
+    // to every checkout, bounded alike (they were copied up to 1 MiB, and
+    // dropped unsaid past it).
+    let info = top.join(".git/info/attributes");
+    std::fs::create_dir_all(info.parent().unwrap()).unwrap();
+    std::fs::write(&info, "a x\n".repeat(20 << 10)).unwrap();
+    refused(
+        &plan_in(&top, &from, "HEAD:gitops"),
+        &["info/attributes: git applies it to every checkout"],
+    );
+    std::fs::write(&info, "*.yaml text\n").unwrap();
+    let o = plan_in(&top, &from, "HEAD:gitops");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+}
+
+/// Review 35 r35b F3: each git child had its own deadline, and directory
+/// mode runs one for each nested repository: hours in all. All of plan's
+/// children share one deadline (10 minutes; a test lowers it).
+#[test]
+fn git_children_share_one_deadline() {
+    if !skipped::need("git") {
+        return;
+    }
+    let tmp = scratch_dir();
+    let (top, base, _) = base_and_pr(tmp.path());
+    let o = bin()
+        .current_dir(&top)
+        .env("KUBELET_LABELER_TEST_CHILDREN_DEADLINE_MS", "1")
+        .args([
+            "plan",
+            "--from",
+            &format!("{base}:gitops"),
+            "--to",
+            "HEAD:gitops",
+        ])
+        .arg("--fleet")
+        .arg(repo().join("examples/fleet/fleet.json"))
+        .output()
+        .unwrap();
+    refused(&o, &["was stopped (plan gives git 600 s in all)"]);
 }

@@ -160,13 +160,25 @@ fn refuse_sparse(index: &Path, hash_len: usize, may_split: bool) -> Result<u64> 
         }
     }
     // Extensions (a 4-byte signature, a 4-byte size) up to the checksum.
+    let mut links = 0;
     while at + 8 + hash_len as u64 <= size {
         let mut ext = [0u8; 8];
         r.read_exact(&mut ext)
             .map_err(|_| bad("ends within an extension"))?;
         let len = u64::from(u32::from_be_bytes([ext[4], ext[5], ext[6], ext[7]]));
         match &ext[..4] {
+            // git reads the last `link` only (review 35 r35b F1, F2: each
+            // of 300 made plan read the shared index again).
+            b"link" if links > 0 => {
+                bail!(
+                    "{}: an index with more than one `link` extension, not one git writes; \
+                     remove it (`git update-index --no-split-index`), or plan the revision \
+                     (`REV:PATH`)",
+                    index.display()
+                );
+            }
             b"link" if may_split && len >= hash_len as u64 => {
+                links += 1;
                 let mut shared = vec![0u8; hash_len];
                 r.read_exact(&mut shared)
                     .map_err(|_| bad("ends within an extension"))?;
@@ -174,6 +186,15 @@ fn refuse_sparse(index: &Path, hash_len: usize, may_split: bool) -> Result<u64> 
                 let path = index.with_file_name(format!("sharedindex.{hex}"));
                 if hex.bytes().any(|b| b != b'0') && std::fs::symlink_metadata(&path).is_ok() {
                     held = held.saturating_add(refuse_sparse(&path, hash_len, false)?);
+                    if held > INDEX_HELD_MAX {
+                        bail!(
+                            "{}: an index whose entries and its shared index's git holds as \
+                             more than {} MiB, more than plan lets git read; plan the revision \
+                             (`REV:PATH`), or a copy of the tree without .git",
+                            index.display(),
+                            INDEX_HELD_MAX >> 20
+                        );
+                    }
                 }
                 std::io::copy(
                     &mut (&mut r).take(len - hash_len as u64),
@@ -279,6 +300,18 @@ mod tests {
         }
         git(top, &["update-index", "--split-index"]);
         refuse_sparse(&index, 20, true).unwrap();
+        // Review 35 r35b F1, F2: git reads the last `link` only; plan
+        // read the shared index once for each.
+        let split = std::fs::read(&index).unwrap();
+        let at = split.windows(4).position(|w| w == b"link").unwrap();
+        let len = u32::from_be_bytes(split[at + 4..at + 8].try_into().unwrap()) as usize;
+        let mut twice = split[..split.len() - 20].to_vec();
+        twice.extend_from_slice(&split[at..at + 8 + len]);
+        twice.extend_from_slice(&split[split.len() - 20..]);
+        std::fs::write(&index, &twice).unwrap();
+        let e = format!("{:#}", refuse_sparse(&index, 20, true).unwrap_err());
+        assert!(e.contains("more than one `link` extension"), "{e}");
+        std::fs::write(&index, &split).unwrap();
         git(top, &["update-index", "--no-split-index"]);
 
         git(

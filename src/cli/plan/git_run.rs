@@ -195,10 +195,12 @@ pub(super) fn run_child(
             let _ = child.kill();
             let _ = child.wait();
             return Err(Stopped(format!(
-                "{program} did not finish within {} s and was stopped: something in the \
-                 repository makes it wait (a FIFO or a device where git reads a file); check \
-                 it (`git fsck`), or plan a copy of the files without .git",
-                deadline.as_secs_f32()
+                "{program} did not finish within {} s and was stopped (plan gives git {} s \
+                 in all): something in the repository makes it wait or work without end (a \
+                 FIFO or a device where git reads a file, many repositories, an index made \
+                 to be slow); check it (`git fsck`), or plan a copy of the files without .git",
+                deadline.as_secs_f32(),
+                CHILDREN_DEADLINE.as_secs()
             ))
             .into());
         }
@@ -238,18 +240,36 @@ pub(super) const CHILD_ALLOC_MAX: u64 = 64 << 20;
 /// plan for ever. Per child: plan runs about ten per side.
 const CHILD_DEADLINE: Duration = Duration::from_secs(120);
 
-/// `CHILD_DEADLINE`, or less for tests only: the variable
-/// `KUBELET_LABELER_TEST_CHILD_DEADLINE_MS` (milliseconds) is read so a
-/// test of the deadline need not wait two minutes; it can only lower it,
-/// and nothing but tests sets it.
+/// `CHILD_DEADLINE`, or what is left of [`CHILDREN_DEADLINE`] if less;
+/// or less for tests only: the variables
+/// `KUBELET_LABELER_TEST_CHILD_DEADLINE_MS` and
+/// `KUBELET_LABELER_TEST_CHILDREN_DEADLINE_MS` (milliseconds) are read so a
+/// test of a deadline need not wait minutes; they can only lower them, and
+/// nothing but tests sets them.
 pub(super) fn child_deadline() -> Duration {
-    std::env::var("KUBELET_LABELER_TEST_CHILD_DEADLINE_MS")
+    let child = std::env::var("KUBELET_LABELER_TEST_CHILD_DEADLINE_MS")
         .ok()
         .and_then(|v| v.parse().ok())
         .map(Duration::from_millis)
         .filter(|d| *d < CHILD_DEADLINE)
-        .unwrap_or(CHILD_DEADLINE)
+        .unwrap_or(CHILD_DEADLINE);
+    let all = std::env::var("KUBELET_LABELER_TEST_CHILDREN_DEADLINE_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map(Duration::from_millis)
+        .filter(|d| *d < CHILDREN_DEADLINE)
+        .unwrap_or(CHILDREN_DEADLINE);
+    let first = *FIRST_CHILD.get_or_init(std::time::Instant::now);
+    child.min(all.saturating_sub(first.elapsed()))
 }
+
+/// How long all of plan's children may run in all, from the first (review
+/// 35 r35b F3: each nested repository of a directory, listed by its own
+/// `ls-files` within its own deadline, made a plan hours long): past any
+/// honest plan's few seconds.
+const CHILDREN_DEADLINE: Duration = Duration::from_secs(600);
+
+static FIRST_CHILD: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
 
 /// The most memory a git child of plan may hold in all (its data:
 /// `RLIMIT_DATA`, which counts what it allocates, not the packs it maps),
@@ -271,8 +291,15 @@ pub(super) fn bounded(git: &mut Command) -> &mut Command {
     if set.is_none() {
         git.env("GIT_ALLOC_LIMIT", alloc.to_string());
     }
-    data_limited(git, alloc.saturating_mul(CHILD_DATA_PER_ALLOC))
+    let data = alloc
+        .saturating_mul(CHILD_DATA_PER_ALLOC)
+        .min(CHILD_DATA_MAX);
+    data_limited(git, data)
 }
+
+/// The most any git child may hold in all, whatever its allocation bound
+/// (review 35 r35b F1: a bound raised by what plan read of an index).
+const CHILD_DATA_MAX: u64 = 2 << 30;
 
 #[cfg(target_pointer_width = "64")]
 #[repr(C)]
