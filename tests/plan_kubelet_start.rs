@@ -821,6 +821,18 @@ fn a_start_that_may_never_end_or_a_prefix_drop_in_is_refused() {
                 "[Service]\nType=oneshot\nTimeoutSec=infinity\nTimeoutStartSec=3\nKillSignal=SIGCONT\nExecStart=/bin/sleep infinity\n" }),
             "line 3: TimeoutSec=infinity",
         ),
+        // Review 35 r35a F1: each command timed on its own; F2: ordered
+        // after the boot target that waits on kubelet (a cycle).
+        (
+            json!({ "name": "gpu-d.service", "contents":
+                "[Service]\nType=oneshot\nTimeoutStartSec=10min\nExecStart=/bin/sleep 590\nExecStart=/bin/sleep 590\n" }),
+            "its start may take 2 x 600 s",
+        ),
+        (
+            json!({ "name": "gpu-e.service", "contents":
+                "[Unit]\nAfter=multi-user.target\n[Service]\nType=oneshot\nTimeoutStartSec=5min\nExecStart=/bin/true\n" }),
+            "line 2: After=multi-user.target",
+        ),
         (
             json!({ "name": "gpu-warmup.service", "enabled": true, "contents": bounded }),
             "",

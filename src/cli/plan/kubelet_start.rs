@@ -235,6 +235,16 @@ pub fn dependents(root: &std::path::Path, files: &BTreeMap<String, u64>) -> Depe
     out
 }
 
+/// What a service of the pool's own may order itself after: targets the
+/// boot reaches early, before anything of kubelet's start that could
+/// wait on the service.
+const AFTER_OK: [&str; 4] = [
+    "network.target",
+    "network-online.target",
+    "local-fs.target",
+    "nss-lookup.target",
+];
+
 /// Keys of `[Unit]` a service may hold and still be judged not to reach
 /// kubelet's start (review 28 r28a: a deny-list of keys missed what
 /// systemd adds by default or by a unit's type). `Wants=` is judged by
@@ -315,6 +325,11 @@ fn reaches_start(
                     | "SuccessActionExitStatus"
             ),
             "Unit" if key == "Wants" => a.value.split_whitespace().all(wanted),
+            // Review 35 r35a F1, F2: ordered after kubelet or the boot
+            // target that waits on it, a unit on kubelet's path made a
+            // cycle systemd broke by dropping kubelet's job; after another
+            // of the pool's, a chain of bounded starts added up.
+            "Unit" if key == "After" => (a.value.split_whitespace()).all(|w| AFTER_OK.contains(&w)),
             "Unit" => {
                 UNIT_KEYS.contains(&key)
                     || key.starts_with("Condition")

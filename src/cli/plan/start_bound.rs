@@ -78,10 +78,56 @@ pub fn unbounded(assignments: &[Assignment]) -> Option<String> {
         None => !set("ExecStart"),
     };
     // Absent, or empty (back to the default): none for a oneshot.
-    let timed =
-        last(&["TimeoutStartSec", "TimeoutSec"]).is_some_and(|t| !t.value.trim().is_empty());
-    (oneshot && !timed)
-        .then(|| format!("a oneshot service has no start timeout unless given one; {fix}"))
+    let start = last(&["TimeoutStartSec", "TimeoutSec"])
+        .and_then(|t| whole_secs(t.value.trim()))
+        .or((!oneshot).then_some(DEFAULT_SECS));
+    let Some(start) = start else {
+        return Some(format!(
+            "a oneshot service has no start timeout unless given one; {fix}"
+        ));
+    };
+    let stop = last(&["TimeoutStopSec", "TimeoutSec"])
+        .and_then(|t| whole_secs(t.value.trim()))
+        .unwrap_or(DEFAULT_SECS);
+    // systemd times each command of a list on its own (review 35 r35a
+    // F1: 5,000 `ExecStart=/bin/sleep 590` lines under a 10-minute
+    // timeout held kubelet for 34 days): the phase's commands together.
+    let starts = commands(
+        &service,
+        &[
+            "ExecCondition",
+            "ExecStartPre",
+            "ExecStart",
+            "ExecStartPost",
+        ],
+    );
+    let stops = 1 + commands(&service, &["ExecStop", "ExecStopPost"]);
+    for (phase, n, each) in [("start", starts, start), ("stop", stops, stop)] {
+        if n.saturating_mul(each) > START_MAX_SECS {
+            return Some(format!(
+                "its {phase} may take {n} x {each} s (systemd times each command on its own), \
+                 more than {} minutes; {fix}",
+                START_MAX_SECS / 60
+            ));
+        }
+    }
+    None
+}
+
+/// systemd's `DefaultTimeoutStartSec=` and `DefaultTimeoutStopSec=` (the
+/// manager's configuration, which a change may not touch).
+const DEFAULT_SECS: u64 = 90;
+
+/// How many commands the lists `keys` hold at the end (an empty
+/// assignment clears its list).
+fn commands(service: &[&Assignment], keys: &[&str]) -> u64 {
+    keys.iter()
+        .map(|k| {
+            (service.iter()).filter(|a| a.key == *k).fold(0u64, |n, a| {
+                if a.value.trim().is_empty() { 0 } else { n + 1 }
+            })
+        })
+        .sum()
 }
 
 /// A time span of whole seconds or minutes (`90`, `90s`, `5min`) in
@@ -132,6 +178,10 @@ mod tests {
             "[Service]\nType=oneshot\nTimeoutStartSec=3\nNotifyAccess=all\nExecStart=/bin/true\n",
             "[Service]\nType=notify\nExecStart=/bin/true\n",
             "[Service]\nType=oneshot\nTimeoutStartSec=3\nSendSIGKILL=no\nExecStart=/bin/true\n",
+            // Review 35 r35a F1: each command timed on its own.
+            "[Service]\nType=oneshot\nTimeoutStartSec=10min\nExecStart=/bin/sleep 590\nExecStart=/bin/sleep 590\n",
+            "[Service]\nType=oneshot\nTimeoutStartSec=5min\nExecStartPre=/bin/true\nExecStartPre=/bin/true\nExecStart=/bin/true\n",
+            "[Service]\nExecStart=/bin/true\nExecStopPost=/bin/true\nExecStopPost=/bin/true\nTimeoutStopSec=5min\n",
         ] {
             assert!(judged(text).is_some(), "{text}");
         }
@@ -139,6 +189,8 @@ mod tests {
             "[Service]\nType=oneshot\nTimeoutStartSec=5min\nExecStart=/bin/true\n",
             "[Service]\nType=oneshot\nTimeoutSec=10min\nExecStart=/bin/true\n",
             "[Service]\nType=oneshot\nTimeoutStartSec=90s\nTimeoutStopSec=30\nExecStart=/bin/true\n",
+            "[Service]\nType=oneshot\nTimeoutStartSec=2min\nExecStartPre=/bin/true\nExecStart=/bin/true\nExecStart=/bin/true\n",
+            "[Service]\nType=oneshot\nTimeoutStartSec=5min\nExecStart=/bin/true\nExecStart=\nExecStart=/bin/true\n",
             "[Service]\nExecStart=/bin/sleep infinity\n",
             "[Service]\nType=simple\nTimeoutStartSec=\nExecStart=/bin/true\n",
             "[Service]\nType=forking\nExecStart=/bin/true\n",
