@@ -878,7 +878,15 @@ fn gitattributes_are_bounded_in_all() {
         &plan_in(&top, &from, "HEAD:gitops"),
         &["info/attributes: git applies it to every checkout"],
     );
-    std::fs::write(&info, "*.yaml text\n").unwrap();
+    // A directory's listing applies no attribute (review 36 r36b F1: it
+    // was refused there too).
+    let o = plan_in(&top, "gitops", "gitops");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // Through a link, as git reads it.
+    let kept = tmp.path().join("attributes");
+    std::fs::write(&kept, "*.yaml text\n").unwrap();
+    std::fs::remove_file(&info).unwrap();
+    std::os::unix::fs::symlink(&kept, &info).unwrap();
     let o = plan_in(&top, &from, "HEAD:gitops");
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
 }

@@ -786,6 +786,48 @@ fn checkout_fits(
     Ok(())
 }
 
+/// `repo`'s `info/attributes` copied into the scratch repository `to`: a
+/// regular file (through links, as git opens it) of at most
+/// [`ATTRIBUTES_MAX_BYTES`], or an error naming it.
+fn copy_info_attributes(repo: &git_dir::Repo, to: &Path, spec: &str) -> Result<()> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let attributes = repo.common.join("info/attributes");
+    // Never blocks on a FIFO.
+    const O_NONBLOCK: i32 = 0o4000;
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(O_NONBLOCK)
+        .open(&attributes)
+    {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(e).with_context(|| format!("{spec}: reading {}", attributes.display()));
+        }
+        Ok(file) => file,
+    };
+    let mut text = Vec::new();
+    let regular = file.metadata().is_ok_and(|m| m.is_file());
+    if regular {
+        file.take(ATTRIBUTES_MAX_BYTES + 1)
+            .read_to_end(&mut text)
+            .with_context(|| format!("{spec}: reading {}", attributes.display()))?;
+    }
+    if !regular || text.len() as u64 > ATTRIBUTES_MAX_BYTES {
+        bail!(
+            "{spec}: {}: git applies it to every checkout of a revision, and plan reads it only \
+             as a regular file of at most {} KiB: shorten it, or plan a checkout of the \
+             revision as a directory",
+            attributes.display(),
+            ATTRIBUTES_MAX_BYTES >> 10
+        );
+    }
+    let info = to.join("info");
+    std::fs::create_dir_all(&info)
+        .and_then(|()| std::fs::write(info.join("attributes"), &text))
+        .with_context(|| format!("{spec}: writing {}", info.join("attributes").display()))
+}
+
 /// A scratch repository of plan's own that borrows the objects of `repo`
 /// (as its object directory: [`borrow_objects`]), removed after: git reads a revision there,
 /// so none of `repo`'s own config is read (review 24 r24a F1, F4: a filter
@@ -793,9 +835,9 @@ fn checkout_fits(
 /// that checkout-index reads and check-attr does not; r23c F3: a promisor
 /// remote's transport; review 25 r25a F3: its includes), and git is never
 /// pointed at `repo` itself. With `refs`, its refs copied
-/// (`git_dir::copy_refs`) to resolve a revision there. Its attributes file
-/// (`info/attributes`, which a checkout there applies) is copied, up to
-/// 1 MiB; a filter it names has no driver here.
+/// (`git_dir::copy_refs`) to resolve a revision there, and its attributes
+/// file (`info/attributes`, which a checkout there applies) copied; a
+/// filter it names has no driver here.
 fn borrowed_repo(repo: &git_dir::Repo, refs: bool, spec: &str) -> Result<tempfile::TempDir> {
     let scratch =
         tempfile::tempdir().with_context(|| format!("{spec}: making a scratch repository"))?;
@@ -816,25 +858,13 @@ fn borrowed_repo(repo: &git_dir::Repo, refs: bool, spec: &str) -> Result<tempfil
         repo.common.join("objects").into_os_string().into_vec(),
     )
     .with_context(|| format!("{spec}: writing {}", borrowed.display()))?;
-    // git applies it to every checkout: read as the revision's own
-    // `.gitattributes` are bounded (review 35 r35b F4: 1 MiB of it made a
-    // plan of 3,000 manifests take 30 s), never dropped unsaid.
-    let attributes = repo.common.join("info/attributes");
-    match std::fs::symlink_metadata(&attributes) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Ok(m) if m.is_file() && m.len() <= ATTRIBUTES_MAX_BYTES => {
-            let to = scratch.path().join("info/attributes");
-            std::fs::create_dir_all(scratch.path().join("info"))
-                .and_then(|()| std::fs::copy(&attributes, &to))
-                .with_context(|| format!("{spec}: copying {}", attributes.display()))?;
-        }
-        _ => bail!(
-            "{spec}: {}: git applies it to every checkout, and plan reads it only as a regular \
-             file of at most {} KiB: shorten it, or plan a checkout of the revision as a \
-             directory",
-            attributes.display(),
-            ATTRIBUTES_MAX_BYTES >> 10
-        ),
+    // git applies it to every checkout of a revision: read as the
+    // revision's own `.gitattributes` are bounded (review 35 r35b F4: 1 MiB
+    // of it made a plan of 3,000 manifests take 30 s), never dropped
+    // unsaid; through a link, as git reads it. Not for a directory's
+    // listing, which applies no attribute (review 36 r36b F1).
+    if refs {
+        copy_info_attributes(repo, scratch.path(), spec)?;
     }
     if refs {
         git_dir::copy_refs(repo, scratch.path())
