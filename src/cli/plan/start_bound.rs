@@ -77,18 +77,21 @@ pub fn unbounded(assignments: &[Assignment]) -> Option<String> {
         // No Type= and no ExecStart=: systemd takes it as a oneshot.
         None => !set("ExecStart"),
     };
-    // Absent, or empty (back to the default): none for a oneshot.
-    let start = last(&["TimeoutStartSec", "TimeoutSec"])
-        .and_then(|t| whole_secs(t.value.trim()))
-        .or((!oneshot).then_some(DEFAULT_SECS));
+    // systemd 252 ignores an empty timeout (it does not parse), keeping
+    // the one before (review 36 r36a F2); absent, the default: none for a
+    // oneshot.
+    let timeout = |keys: &[&str]| {
+        (service.iter())
+            .rfind(|a| keys.contains(&a.key.as_str()) && !a.value.trim().is_empty())
+            .and_then(|t| whole_secs(t.value.trim()))
+    };
+    let start = timeout(&["TimeoutStartSec", "TimeoutSec"]).or((!oneshot).then_some(DEFAULT_SECS));
     let Some(start) = start else {
         return Some(format!(
             "a oneshot service has no start timeout unless given one; {fix}"
         ));
     };
-    let stop = last(&["TimeoutStopSec", "TimeoutSec"])
-        .and_then(|t| whole_secs(t.value.trim()))
-        .unwrap_or(DEFAULT_SECS);
+    let stop = timeout(&["TimeoutStopSec", "TimeoutSec"]).unwrap_or(DEFAULT_SECS);
     // systemd times each command of a list on its own (review 35 r35a
     // F1: 5,000 `ExecStart=/bin/sleep 590` lines under a 10-minute
     // timeout held kubelet for 34 days): the phase's commands together.
@@ -160,7 +163,9 @@ mod tests {
             "[Service]\nType=oneshot\nTimeoutStartSec=infinity\nExecStart=/bin/true\n",
             "[Service]\nType=oneshot\nTimeoutStartSec=0\nExecStart=/bin/true\n",
             "[Service]\nType=oneshot\nTimeoutStartSec=1h\nExecStart=/bin/true\n",
-            "[Service]\nType=oneshot\nTimeoutStartSec=5min\nTimeoutStartSec=\nExecStart=/bin/true\n",
+            // Review 36 r36a F2: an empty timeout keeps the one before.
+            "[Service]\nType=oneshot\nTimeoutStartSec=10min\nTimeoutStartSec=\nExecStart=/bin/true\nExecStart=/bin/true\n",
+            "[Service]\nExecStart=/bin/true\nTimeoutStopSec=5min\nTimeoutStopSec=\nExecStopPost=/bin/true\nExecStopPost=/bin/true\n",
             "[Service]\nType=notify\nTimeoutSec=infinity\nExecStart=/bin/true\n",
             "[Service]\nType=oneshot\nTimeoutStartSec=5 fortnights\nExecStart=/bin/true\n",
             // Review 34 r34a F1: spellings systemd reads otherwise.
@@ -193,6 +198,7 @@ mod tests {
             "[Service]\nType=oneshot\nTimeoutStartSec=5min\nExecStart=/bin/true\nExecStart=\nExecStart=/bin/true\n",
             "[Service]\nExecStart=/bin/sleep infinity\n",
             "[Service]\nType=simple\nTimeoutStartSec=\nExecStart=/bin/true\n",
+            "[Service]\nType=oneshot\nTimeoutStartSec=5min\nTimeoutStartSec=\nExecStart=/bin/true\n",
             "[Service]\nType=forking\nExecStart=/bin/true\n",
             // Not loaded: no ExecStart= nor ExecStop= at the end.
             "[Service]\nType=oneshot\nExecStartPre=/bin/sleep infinity\n",
