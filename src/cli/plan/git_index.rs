@@ -90,6 +90,15 @@ fn refuse_sparse(index: &Path, hash_len: usize, may_split: bool) -> Result<u64> 
     }
     let mut r = std::io::BufReader::new(file.take(size));
     let bad = |what: &str| anyhow::anyhow!("{}: {what}, not an index git reads", index.display());
+    let held_past = |what: &str| {
+        anyhow::anyhow!(
+            "{}: an index whose {what} git holds as more than {} MiB (their names in full), \
+             more than plan lets git read; plan the revision (`REV:PATH`), or a copy of the \
+             tree without .git",
+            index.display(),
+            INDEX_HELD_MAX >> 20
+        )
+    };
     let mut header = [0u8; 12];
     r.read_exact(&mut header)
         .map_err(|_| bad("shorter than its header"))?;
@@ -146,13 +155,7 @@ fn refuse_sparse(index: &Path, hash_len: usize, may_split: bool) -> Result<u64> 
         }
         held = held.saturating_add(ENTRY_HELD + name.len() as u64);
         if held > INDEX_HELD_MAX {
-            bail!(
-                "{}: an index whose entries git holds as more than {} MiB (their names in \
-                 full), more than plan lets git read; plan the revision (`REV:PATH`), or a copy \
-                 of the tree without .git",
-                index.display(),
-                INDEX_HELD_MAX >> 20
-            );
+            return Err(held_past("entries"));
         }
         if mode & 0o170000 == 0o040000 {
             let shown = String::from_utf8_lossy(&name).into_owned();
@@ -160,7 +163,7 @@ fn refuse_sparse(index: &Path, hash_len: usize, may_split: bool) -> Result<u64> 
         }
     }
     // Extensions (a 4-byte signature, a 4-byte size) up to the checksum.
-    let mut links = 0;
+    let mut linked = false;
     while at + 8 + hash_len as u64 <= size {
         let mut ext = [0u8; 8];
         r.read_exact(&mut ext)
@@ -169,7 +172,7 @@ fn refuse_sparse(index: &Path, hash_len: usize, may_split: bool) -> Result<u64> 
         match &ext[..4] {
             // git reads the last `link` only (review 35 r35b F1, F2: each
             // of 300 made plan read the shared index again).
-            b"link" if links > 0 => {
+            b"link" if linked => {
                 bail!(
                     "{}: an index with more than one `link` extension, not one git writes; \
                      remove it (`git update-index --no-split-index`), or plan the revision \
@@ -178,7 +181,7 @@ fn refuse_sparse(index: &Path, hash_len: usize, may_split: bool) -> Result<u64> 
                 );
             }
             b"link" if may_split && len >= hash_len as u64 => {
-                links += 1;
+                linked = true;
                 let mut shared = vec![0u8; hash_len];
                 r.read_exact(&mut shared)
                     .map_err(|_| bad("ends within an extension"))?;
@@ -187,13 +190,7 @@ fn refuse_sparse(index: &Path, hash_len: usize, may_split: bool) -> Result<u64> 
                 if hex.bytes().any(|b| b != b'0') && std::fs::symlink_metadata(&path).is_ok() {
                     held = held.saturating_add(refuse_sparse(&path, hash_len, false)?);
                     if held > INDEX_HELD_MAX {
-                        bail!(
-                            "{}: an index whose entries and its shared index's git holds as \
-                             more than {} MiB, more than plan lets git read; plan the revision \
-                             (`REV:PATH`), or a copy of the tree without .git",
-                            index.display(),
-                            INDEX_HELD_MAX >> 20
-                        );
+                        return Err(held_past("entries and its shared index's"));
                     }
                 }
                 std::io::copy(

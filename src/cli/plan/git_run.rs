@@ -247,18 +247,19 @@ const CHILD_DEADLINE: Duration = Duration::from_secs(120);
 /// test of a deadline need not wait minutes; they can only lower them, and
 /// nothing but tests sets them.
 pub(super) fn child_deadline() -> Duration {
-    let child = std::env::var("KUBELET_LABELER_TEST_CHILD_DEADLINE_MS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .map(Duration::from_millis)
-        .filter(|d| *d < CHILD_DEADLINE)
-        .unwrap_or(CHILD_DEADLINE);
-    let all = std::env::var("KUBELET_LABELER_TEST_CHILDREN_DEADLINE_MS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .map(Duration::from_millis)
-        .filter(|d| *d < CHILDREN_DEADLINE)
-        .unwrap_or(CHILDREN_DEADLINE);
+    // `deadline`, or the test's variable `var` if lower.
+    let lowered = |var: &str, deadline: Duration| {
+        (std::env::var(var).ok())
+            .and_then(|v| v.parse().ok())
+            .map(Duration::from_millis)
+            .filter(|d| *d < deadline)
+            .unwrap_or(deadline)
+    };
+    let child = lowered("KUBELET_LABELER_TEST_CHILD_DEADLINE_MS", CHILD_DEADLINE);
+    let all = lowered(
+        "KUBELET_LABELER_TEST_CHILDREN_DEADLINE_MS",
+        CHILDREN_DEADLINE,
+    );
     let first = *FIRST_CHILD.get_or_init(std::time::Instant::now);
     child.min(all.saturating_sub(first.elapsed()))
 }

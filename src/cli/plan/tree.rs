@@ -790,38 +790,22 @@ fn checkout_fits(
 /// regular file (through links, as git opens it) of at most
 /// [`ATTRIBUTES_MAX_BYTES`], or an error naming it.
 fn copy_info_attributes(repo: &git_dir::Repo, to: &Path, spec: &str) -> Result<()> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
     let attributes = repo.common.join("info/attributes");
-    // Never blocks on a FIFO.
-    const O_NONBLOCK: i32 = 0o4000;
-    let file = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(O_NONBLOCK)
-        .open(&attributes)
-    {
+    let text = match crate::node::nodefs::read_regular(&attributes, ATTRIBUTES_MAX_BYTES as usize) {
+        Ok(Some(text)) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => {
+        Err(e) if e.kind() != std::io::ErrorKind::InvalidInput => {
             return Err(e).with_context(|| format!("{spec}: reading {}", attributes.display()));
         }
-        Ok(file) => file,
-    };
-    let mut text = Vec::new();
-    let regular = file.metadata().is_ok_and(|m| m.is_file());
-    if regular {
-        file.take(ATTRIBUTES_MAX_BYTES + 1)
-            .read_to_end(&mut text)
-            .with_context(|| format!("{spec}: reading {}", attributes.display()))?;
-    }
-    if !regular || text.len() as u64 > ATTRIBUTES_MAX_BYTES {
-        bail!(
+        // Past the bound, or not a regular file (a FIFO, a directory).
+        Ok(None) | Err(_) => bail!(
             "{spec}: {}: git applies it to every checkout of a revision, and plan reads it only \
              as a regular file of at most {} KiB: shorten it, or plan a checkout of the \
              revision as a directory",
             attributes.display(),
             ATTRIBUTES_MAX_BYTES >> 10
-        );
-    }
+        ),
+    };
     let info = to.join("info");
     std::fs::create_dir_all(&info)
         .and_then(|()| std::fs::write(info.join("attributes"), &text))
