@@ -171,7 +171,8 @@ pub(crate) fn plan_run(
         .arg("--fleet")
         .arg(fleet)
         .arg("--fleet")
-        .arg(policy);
+        .arg(policy)
+        .args(["--own-unit-prefix", "acme-"]);
     // The wrappers these renders ship are the release's here (what a
     // changed wrapper must be is `plan_render_files`'s).
     let vouched = tempfile::tempdir_in(after.parent().unwrap()).unwrap();

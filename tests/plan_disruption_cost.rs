@@ -84,8 +84,10 @@ fn plan_prices_a_change_as_the_mcos_daemon() {
         ),
         (
             "enabled flipped on a unit with contents",
-            units("{name: x.service, enabled: false, contents: \"[Unit]\\nDescription=x\\n\"}"),
-            units("{name: x.service, enabled: true, contents: \"[Unit]\\nDescription=x\\n\"}"),
+            units(
+                "{name: acme-x.service, enabled: false, contents: \"[Unit]\\nDescription=x\\n\"}",
+            ),
+            units("{name: acme-x.service, enabled: true, contents: \"[Unit]\\nDescription=x\\n\"}"),
             String::new(),
             "",
         ),

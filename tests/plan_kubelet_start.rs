@@ -51,9 +51,12 @@ fn pr_adding(dir: &Path, name: &str, spec: Value) -> PathBuf {
     dir.to_path_buf()
 }
 
+/// The prefix of the team's own units in the tests below.
+const OWN: [&str; 2] = ["--own-unit-prefix", "gpu-"];
+
 fn planned(base: &Path, pr: &Path, policy: Option<&Path>) -> std::process::Output {
     let fleet = repo().join("examples/fleet/fleet.json");
-    let mut extra = vec!["--fail-on", "taint", "--fail-on", "reboot"];
+    let mut extra = vec!["--fail-on", "taint", "--fail-on", "reboot", OWN[0], OWN[1]];
     if let Some(p) = policy {
         extra.extend(["--fleet", p.to_str().unwrap()]);
     }
@@ -156,14 +159,14 @@ fn an_unrelated_unit_s_enablement_is_still_priced() {
     let (base, pr) = (tmp.path().join("base"), tmp.path().join("pr"));
     render(&base, &["--taint", TAINT]);
     render(&pr, &["--taint", TAINT]);
-    let x = json!({ "name": "x.service", "enabled": false,
+    let x = json!({ "name": "gpu-x.service", "enabled": false,
         "contents": "[Unit]\nDescription=x\n" });
     add_machineconfig(&pr, "60-worker-gpu-x", units(x));
     let o = planned(&base, &pr, None);
     let (out, err) = (stdout(&o), stderr(&o));
     assert_eq!(o.status.code(), Some(1), "{out}{err}");
     assert!(
-        out.contains("unit x.service: no policy entry") && !err.contains("kubelet may not"),
+        out.contains("unit gpu-x.service: no policy entry") && !err.contains("kubelet may not"),
         "{out}{err}"
     );
 }
@@ -790,18 +793,18 @@ fn a_start_that_may_never_end_or_a_prefix_drop_in_is_refused() {
     for (i, (unit, says)) in [
         (
             json!({ "name": "auth-rpcgss-module.service", "contents": forever }),
-            "a oneshot service has no start timeout unless given one",
+            "its name starts with none of gpu-",
         ),
         (
             json!({ "name": "gpu-warmup.service", "enabled": true, "contents": forever }),
             "a oneshot service has no start timeout unless given one",
         ),
         (
-            json!({ "name": "wait-for-br-.service", "contents": bounded, "dropins": sleep }),
+            json!({ "name": "wait-for-br-.service", "dropins": sleep }),
             "a prefix drop-in directory",
         ),
         (
-            json!({ "name": "cri-.service", "contents": bounded, "dropins": sleep }),
+            json!({ "name": "cri-.service", "dropins": sleep }),
             "a prefix drop-in directory",
         ),
         // Review 34 r34a F1, F2: spellings systemd reads otherwise, a stop
@@ -884,5 +887,85 @@ fn a_unit_outside_the_mco_s_unit_directory_is_refused() {
         let spec = boot_spec(&[(path, forever, 0o644)], json!([]));
         let pr = pr_adding(&tmp.path().join(format!("pr{i}")), "60-worker-gpu-u", spec);
         refused(&planned(&base, &pr, None), "outside /etc/systemd/system");
+    }
+}
+
+/// Review 36 r36a F1: Debian's Open vSwitch packaging orders
+/// ovsdb-server.service `After=dpdk.service` and `Before=network.target`;
+/// a pool's bounded `dpdk.service` ordered after network-online.target
+/// closed a cycle, and systemd 252 dropped kubelet's start job in 7 of 10
+/// boots ("costs nothing", exit 0). A service of the pool's own is
+/// judged by its text only at a name of the team's (`--own-unit-prefix`);
+/// a prefix that takes in the OS's names is refused.
+#[test]
+fn a_service_outside_the_team_s_names_is_refused() {
+    let tmp = scratch_dir();
+    let base = tmp.path().join("base");
+    render(&base, &["--taint", TAINT]);
+    let text = "[Unit]\nDescription=the team's DPDK setup\nAfter=network-online.target\n\
+                [Service]\nType=oneshot\nTimeoutStartSec=10min\nExecStart=/bin/true\n\
+                [Install]\nWantedBy=multi-user.target\n";
+    let fleet = repo().join("examples/fleet/fleet.json");
+    for (i, (name, own, says)) in [
+        (
+            "dpdk.service",
+            Some("gpu-"),
+            "its name starts with none of gpu-",
+        ),
+        (
+            "dpdk.service",
+            None,
+            "plan was given no prefix of the team's",
+        ),
+        (
+            "gpu-dpdk.service",
+            None,
+            "plan was given no prefix of the team's",
+        ),
+        ("gpu-dpdk.service", Some("gpu-"), ""),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let pr = pr_adding(
+            &tmp.path().join(format!("pr{i}")),
+            "60-worker-gpu-x",
+            units(json!({ "name": name, "enabled": true, "contents": text })),
+        );
+        let policy = tmp.path().join(format!("cluster-mc{i}.json"));
+        cluster_policy(&base, name, &policy);
+        let mut extra = vec!["--fail-on", "taint", "--fail-on", "reboot"];
+        extra.extend(["--fleet", policy.to_str().unwrap()]);
+        if let Some(own) = own {
+            extra.extend(["--own-unit-prefix", own]);
+        }
+        let o = plan(&base, &pr, &fleet, &extra);
+        if says.is_empty() {
+            let (out, err) = (stdout(&o), stderr(&o));
+            assert_ne!(o.status.code(), Some(2), "{out}{err}");
+            assert!(out.contains(&format!("unit {name}: None")), "{out}{err}");
+            continue;
+        }
+        refused(&o, says);
+        assert!(
+            stderr(&o).contains("--own-unit-prefix PREFIX"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    let pr = tmp.path().join("pr3");
+    for (prefix, says) in [
+        ("kube", "kubelet.service"),
+        ("a b", "not the start of a unit name"),
+    ] {
+        let o = plan(&base, &pr, &fleet, &["--own-unit-prefix", prefix]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&format!("--own-unit-prefix {prefix}"))
+                || err.contains(&format!("--own-unit-prefix {prefix:?}")),
+            "{err}"
+        );
+        assert!(err.contains(says), "{err}");
     }
 }

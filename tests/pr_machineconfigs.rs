@@ -416,7 +416,7 @@ fn oracle_errors(report: &Value, file: &str) -> String {
 fn ignition_fields_the_mco_refuses_are_refused_and_valid_ones_read() {
     const FILE: &str = "    storage:\n      files:\n      - path: /etc/a\n";
     const SRC: &str = "        contents: {source: \"data:,x\"}\n";
-    const UNIT: &str = "    systemd:\n      units:\n      - name: x.service\n";
+    const UNIT: &str = "    systemd:\n      units:\n      - name: acme-x.service\n";
     let sha512 = "0".repeat(128);
     // (case, spec.config after the version, plan's words, the MCO's words;
     // "" when the MCO's Machine Config Server refuses the pool's config)
@@ -543,7 +543,7 @@ fn ignition_fields_the_mco_refuses_are_refused_and_valid_ones_read() {
         ),
         (
             "a file at a unit's path",
-            format!("{UNIT}        contents: \"[Unit]\\n\"\n    storage:\n      files:\n      - path: /etc/systemd/system/x.service\n{SRC}"),
+            format!("{UNIT}        contents: \"[Unit]\\n\"\n    storage:\n      files:\n      - path: /etc/systemd/system/acme-x.service\n{SRC}"),
             "$.storage.files.0.path: Ignition refuses it (path conflicts with systemd unit or dropin)",
             "path conflicts with systemd unit or dropin",
         ),
@@ -679,7 +679,8 @@ fn ignition_fields_the_mco_refuses_are_refused_and_valid_ones_read() {
         })
         .collect();
     with(&ok, &files);
-    let o = plan(&base, &ok, &fleet, &["--format", "json"]);
+    let own = ["--format", "json", "--own-unit-prefix", "acme-"];
+    let o = plan(&base, &ok, &fleet, &own);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let gpu = json(&o)["groups"]
         .as_array()

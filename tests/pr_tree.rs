@@ -367,6 +367,7 @@ fn a_revision_is_read_as_its_checkout_writes_it() {
             .args(["plan", "--format", "json"])
             .args(["--from", "HEAD~1:gitops", "--to", "HEAD:gitops", "--fleet"])
             .arg(&fleet)
+            .args(["--own-unit-prefix", "gpu-"])
             .output()
             .unwrap();
         let mut dirs = Vec::new();
@@ -386,7 +387,8 @@ fn a_revision_is_read_as_its_checkout_writes_it() {
             );
             dirs.push(at.join("gitops"));
         }
-        let d = plan(&dirs[0], &dirs[1], &fleet, &["--format", "json"]);
+        let own = ["--format", "json", "--own-unit-prefix", "gpu-"];
+        let d = plan(&dirs[0], &dirs[1], &fleet, &own);
         assert_eq!(
             o.status.code(),
             d.status.code(),

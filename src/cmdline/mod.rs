@@ -320,6 +320,12 @@ pub struct PlanConfig {
     /// program]
     #[arg(long, value_name = "FILE")]
     pub wrapper: Vec<PathBuf>,
+    /// Units whose names start with PREFIX are your team's own: no unit of
+    /// the OS or of an operator names them (repeatable; `acme-`). A
+    /// service the pool's MachineConfigs add or change at another name
+    /// is refused, since a unit plan cannot see may order itself after it
+    #[arg(long, value_name = "PREFIX")]
+    pub own_unit_prefix: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

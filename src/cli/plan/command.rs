@@ -19,6 +19,7 @@ pub fn run(c: PlanConfig) -> Result<ExitCode> {
         prune: c.prune,
         profile: Profile::from(c.profile),
         wrappers: c.wrapper,
+        own_unit_prefixes: c.own_unit_prefix,
     })
     .map_err(|e| Usage(format!("{e:#}")))?;
     let format = match c.format {

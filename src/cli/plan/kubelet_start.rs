@@ -109,9 +109,14 @@ const PLAIN_TARGETS: [&str; 8] = [
 
 /// The unit files and drop-ins of `root` (a pool's laid-out tree, `files`
 /// its layout's identities) of units other than [`NEEDED`] that can reach
-/// kubelet's start ([`reaches_start`]). What cannot be read as a unit
-/// counts as reaching it.
-pub fn dependents(root: &std::path::Path, files: &BTreeMap<String, u64>) -> Dependents {
+/// kubelet's start ([`reaches_start`], [`outside_own`] with the name
+/// prefixes `own` the team declares its own). What cannot be read as a
+/// unit counts as reaching it.
+pub fn dependents(
+    root: &std::path::Path,
+    files: &BTreeMap<String, u64>,
+    own: &[String],
+) -> Dependents {
     let mut out = Dependents::new();
     let defined = defined_units(files);
     let mut dropins = Vec::new();
@@ -177,7 +182,9 @@ pub fn dependents(root: &std::path::Path, files: &BTreeMap<String, u64>) -> Depe
         let shipped = (!rest.contains('/')).then(|| super::start_units::shipped(unit));
         let why = match (kubelet_unit::regular(root, path), shipped.flatten()) {
             (Err(why), _) | (Ok(_), Some(why)) => Some(why),
-            (Ok(bytes), None) => reaches_start(&bytes, unit, &defined),
+            (Ok(bytes), None) => {
+                reaches_start(&bytes, unit, &defined).or_else(|| outside_own(unit, own))
+            }
         };
         match why {
             Some(why) => {
@@ -235,9 +242,41 @@ pub fn dependents(root: &std::path::Path, files: &BTreeMap<String, u64>) -> Depe
     out
 }
 
-/// What a service of the pool's own may order itself after: targets the
-/// boot reaches early, before anything of kubelet's start that could
-/// wait on the service.
+/// Why a service of the pool's own at `name` may be on kubelet's start
+/// path, whatever its text (review 36 r36a F1): outside the prefixes `own`
+/// the team declares its own (`--own-unit-prefix`), a unit of the OS or of
+/// an operator, which plan does not see, may order itself after that name
+/// (Debian's Open vSwitch packaging: ovsdb-server.service
+/// `After=dpdk.service`, `Before=network.target`). The pool's unit,
+/// ordered after network-online.target, or after any unit such a unit is
+/// before (by `After=`, or by what its type, paths and defaults add), then
+/// closes a cycle, which systemd 252 broke by dropping kubelet's start job
+/// in 7 of 10 boots. Names of the OS's families are [`shipped`]'s; no list
+/// of every name an OS or operator unit orders itself after can be made,
+/// so the team's namespace is what keeps them apart.
+///
+/// [`shipped`]: super::start_units::shipped
+fn outside_own(name: &str, own: &[String]) -> Option<String> {
+    if own.iter().any(|p| name.starts_with(p.as_str())) {
+        return None;
+    }
+    let given = if own.is_empty() {
+        "plan was given no prefix of the team's (--own-unit-prefix)".to_string()
+    } else {
+        format!("its name starts with none of {}", own.join(", "))
+    };
+    Some(format!(
+        "a service of the pool's own at a name a unit of the OS or of an operator may order \
+         itself after ({given}): plan cannot see those units, and an ordering cycle through \
+         one of them makes systemd drop kubelet's start job; name the pool's own units with \
+         your team's prefix and give it to plan (--own-unit-prefix PREFIX)"
+    ))
+}
+
+/// What a service of the team's own names (`outside_own`) may order
+/// itself after: no unit outside the pool orders itself after it, so
+/// these close no cycle; after another of the pool's, bounded starts
+/// would add up (review 35 r35a F1).
 const AFTER_OK: [&str; 4] = [
     "network.target",
     "network-online.target",

@@ -67,6 +67,9 @@ pub struct PlanOptions {
     pub profile: Profile,
     /// The wrappers a changed wrapper file must be (`render_files`).
     pub wrappers: Vec<PathBuf>,
+    /// Name prefixes of the team's own units, which no unit of the OS or
+    /// of an operator names (`kubelet_start`'s `outside_own`).
+    pub own_unit_prefixes: Vec<String>,
 }
 
 /// Where a command names the node: each node of the group in turn.
@@ -177,6 +180,9 @@ pub fn plan(opts: &PlanOptions) -> Result<Plan> {
 }
 
 fn plan_in_budget(opts: &PlanOptions) -> Result<Plan> {
+    for prefix in &opts.own_unit_prefixes {
+        start_units::own_prefix(prefix)?;
+    }
     let base = inputs::read_render(&opts.from)?;
     let mut proposed = inputs::read_render(&opts.to)?;
     unrendered::check_objects(&base, &proposed, opts.prune)?;
@@ -189,7 +195,11 @@ fn plan_in_budget(opts: &PlanOptions) -> Result<Plan> {
         opts.wrappers.clone(),
         opts.profile,
     ));
-    let mut sides = [Side::new(base, &vouched), Side::new(proposed, &vouched)];
+    let own: std::rc::Rc<[String]> = opts.own_unit_prefixes.clone().into();
+    let mut sides = [
+        Side::new(base, &vouched, &own),
+        Side::new(proposed, &vouched, &own),
+    ];
     // The features any pool's rules read, on either side: each node's
     // NodeFeature is reduced to them as it streams in.
     let mut used = SortedSet::new();

@@ -70,12 +70,15 @@ pub(super) struct Side {
     /// OS changes it reboots for (kept on the proposed side).
     pub(super) against: std::collections::HashMap<(String, String), Against>,
     pub(super) vouched: std::rc::Rc<render_files::Vouched>,
+    /// The team's own unit name prefixes (`--own-unit-prefix`).
+    pub(super) own_units: std::rc::Rc<[String]>,
 }
 
 impl Side {
     pub(super) fn new(
         render: inputs::Render,
         vouched: &std::rc::Rc<render_files::Vouched>,
+        own_units: &std::rc::Rc<[String]>,
     ) -> Side {
         let pools = render.pools.iter().filter_map(Pool::from_object).collect();
         Side {
@@ -86,6 +89,7 @@ impl Side {
             registrations: Default::default(),
             against: Default::default(),
             vouched: vouched.clone(),
+            own_units: own_units.clone(),
         }
     }
 
@@ -102,7 +106,13 @@ impl Side {
 
     pub(super) fn pool(&mut self, pool: &Pool) -> Result<&PoolRender> {
         if !self.cache.contains_key(&pool.name) {
-            let r = lay_out(&self.render, pool, &mut self.memo, &self.vouched)?;
+            let r = lay_out(
+                &self.render,
+                pool,
+                &mut self.memo,
+                &self.vouched,
+                &self.own_units,
+            )?;
             self.cache.insert(pool.name.clone(), r);
         }
         Ok(&self.cache[&pool.name])
@@ -116,6 +126,7 @@ fn lay_out(
     pool: &Pool,
     memo: &mut rendered_diff::Memo,
     vouched: &render_files::Vouched,
+    own_units: &[String],
 ) -> Result<PoolRender> {
     let own: Vec<usize> = (render.machineconfigs.iter().enumerate())
         .filter(|(_, mc)| pool.takes(&string_map(mc.pointer("/metadata/labels"))))
@@ -152,7 +163,7 @@ fn lay_out(
     let files = tree.layout.identities();
     let kubelet = kubelet_unit::reads(&tree.root, &files, &tree.svc.environment_files);
     let ours = render_files::judge(&tree.root, &files, &owners, vouched);
-    let start_dependents = kubelet_start::dependents(&tree.root, &files);
+    let start_dependents = kubelet_start::dependents(&tree.root, &files, own_units);
     let pool_label = tree
         .env
         .iter()

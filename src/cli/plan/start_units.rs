@@ -344,6 +344,35 @@ pub fn shipped(name: &str) -> Option<String> {
     ))
 }
 
+/// Refuse `prefix` as the team's own unit name prefix
+/// (`--own-unit-prefix`) where it is not a unit name's start, or where it
+/// takes in a name plan knows the OS or the MCO use (`kube` would take in
+/// kubelet.service): every unit at such a name would pass as the team's.
+pub fn own_prefix(prefix: &str) -> anyhow::Result<()> {
+    let unit_char = |c: char| c.is_ascii_alphanumeric() || ":-_.\\".contains(c);
+    if prefix.is_empty() || !prefix.chars().all(unit_char) {
+        anyhow::bail!(
+            "--own-unit-prefix {prefix:?}: not the start of a unit name (letters, digits and \
+             \":-_.\\\"); give your team's prefix, such as acme-"
+        );
+    }
+    let known = (NEEDED.iter().map(|(n, _)| *n))
+        .chain(MCO_UNITS)
+        .chain(WAITED_ON.iter().map(|(n, _)| *n))
+        .find(|n| n.starts_with(prefix))
+        .or_else(|| {
+            (OS_PREFIXES.iter().copied()).find(|p| p.starts_with(prefix) || prefix.starts_with(p))
+        });
+    if let Some(known) = known {
+        anyhow::bail!(
+            "--own-unit-prefix {prefix}: names of the OS's or the MCO's units start so \
+             ({known}), which would pass as your team's; give a prefix of your own, such as \
+             acme-"
+        );
+    }
+    Ok(())
+}
+
 /// Whether a unit file at `file` defines `listed`: the same name, or the
 /// template (`a@.service`) of a listed instance (`a@b.service`).
 fn same_unit(listed: &str, file: &str) -> bool {
@@ -435,7 +464,7 @@ mod tests {
             std::fs::write(at, text).unwrap();
             files.insert(path.to_string(), 1);
         }
-        let d = super::super::kubelet_start::dependents(root.path(), &files);
+        let d = super::super::kubelet_start::dependents(root.path(), &files, &["gpu".into()]);
         let judged: Vec<&str> = d.keys().map(String::as_str).collect();
         assert_eq!(
             judged,
@@ -449,5 +478,27 @@ mod tests {
                 .1
                 .contains("replaces that unit whole")
         );
+    }
+
+    /// A prefix of the team's must not take in the names plan knows the
+    /// OS's or the MCO's units by, nor be anything but a unit name's start.
+    #[test]
+    fn the_team_s_prefix_is_its_own() {
+        for ok in ["acme-", "gpu-team.", "x"] {
+            assert!(own_prefix(ok).is_ok(), "{ok}");
+        }
+        for (bad, said) in [
+            ("", "not the start of a unit name"),
+            ("acme/", "not the start of a unit name"),
+            ("acme ", "not the start of a unit name"),
+            ("kube", "(kubelet.service)"),
+            ("sntp", "(sntp.service)"),
+            ("wait-for-br", "(wait-for-br-ex-up.service)"),
+            ("systemd-foo-", "(systemd-)"),
+            ("openv", "names of the OS's or the MCO's units start so"),
+        ] {
+            let err = format!("{:#}", own_prefix(bad).unwrap_err());
+            assert!(err.contains(said), "{bad}: {err}");
+        }
     }
 }
