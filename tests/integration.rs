@@ -72,6 +72,7 @@ mod pr_objects;
 mod pr_spec;
 mod pr_tree;
 mod pr_tree_git;
+mod pr_tree_git_deadline;
 mod pr_tree_repo;
 mod pr_yaml;
 mod preflight;

@@ -915,5 +915,14 @@ fn git_children_share_one_deadline() {
         .arg(repo().join("examples/fleet/fleet.json"))
         .output()
         .unwrap();
-    refused(&o, &["was stopped (plan gives git 600 s in all)"]);
+    refused(
+        &o,
+        &["plan's git children have used the 0.001 s plan gives them in all"],
+    );
+    // Review 36 r36b F2: not read as the repository's broken format.
+    let err = stderr(&o);
+    assert!(
+        !err.contains("repair it") && !err.contains("within 0 s"),
+        "{err}"
+    );
 }

@@ -70,9 +70,25 @@ pub(super) fn git_command() -> Command {
 }
 
 /// Every git child, told the most it may allocate at once ([`bounded`]).
+/// Each is charged to plan's budget of git's time ([`charged`]) where it
+/// runs ([`place_of`]).
 pub(super) fn run_git(git: &mut Command, input: Option<Vec<u8>>, cap: u64) -> Result<Vec<u8>> {
     borrow_objects(git)?;
-    run_child(bounded(git), input, cap, child_deadline()).map_err(explained)
+    let place = place_of(git);
+    charged(&SPENT, limits(), &place, bounded(git), input, cap).map_err(explained)
+}
+
+/// `run_git`, its time charged to the input `place` (git runs on plan's
+/// copy of something of it, in a scratch directory).
+pub(super) fn run_git_for(
+    place: &Path,
+    git: &mut Command,
+    input: Option<Vec<u8>>,
+    cap: u64,
+) -> Result<Vec<u8>> {
+    borrow_objects(git)?;
+    let place = place.display().to_string();
+    charged(&SPENT, limits(), &place, bounded(git), input, cap).map_err(explained)
 }
 
 /// The file of a scratch repository (`borrowed_repo`) naming the objects
@@ -195,12 +211,10 @@ pub(super) fn run_child(
             let _ = child.kill();
             let _ = child.wait();
             return Err(Stopped(format!(
-                "{program} did not finish within {} s and was stopped (plan gives git {} s \
-                 in all): something in the repository makes it wait or work without end (a \
-                 FIFO or a device where git reads a file, many repositories, an index made \
-                 to be slow); check it (`git fsck`), or plan a copy of the files without .git",
+                "{program} did not finish within {} s and was stopped: something there \
+                 makes it wait or work without end ({SLOW}); check it with `git fsck`, or \
+                 plan a copy of the files without .git",
                 deadline.as_secs_f32(),
-                CHILDREN_DEADLINE.as_secs()
             ))
             .into());
         }
@@ -240,13 +254,13 @@ pub(super) const CHILD_ALLOC_MAX: u64 = 64 << 20;
 /// plan for ever. Per child: plan runs about ten per side.
 const CHILD_DEADLINE: Duration = Duration::from_secs(120);
 
-/// `CHILD_DEADLINE`, or what is left of [`CHILDREN_DEADLINE`] if less;
-/// or less for tests only: the variables
+/// How long one child and all children together may run: `CHILD_DEADLINE`
+/// and [`CHILDREN_DEADLINE`], or less for tests only: the variables
 /// `KUBELET_LABELER_TEST_CHILD_DEADLINE_MS` and
 /// `KUBELET_LABELER_TEST_CHILDREN_DEADLINE_MS` (milliseconds) are read so a
 /// test of a deadline need not wait minutes; they can only lower them, and
 /// nothing but tests sets them.
-pub(super) fn child_deadline() -> Duration {
+fn limits() -> Limits {
     // `deadline`, or the test's variable `var` if lower.
     let lowered = |var: &str, deadline: Duration| {
         (std::env::var(var).ok())
@@ -255,22 +269,135 @@ pub(super) fn child_deadline() -> Duration {
             .filter(|d| *d < deadline)
             .unwrap_or(deadline)
     };
-    let child = lowered("KUBELET_LABELER_TEST_CHILD_DEADLINE_MS", CHILD_DEADLINE);
-    let all = lowered(
-        "KUBELET_LABELER_TEST_CHILDREN_DEADLINE_MS",
-        CHILDREN_DEADLINE,
-    );
-    let first = *FIRST_CHILD.get_or_init(std::time::Instant::now);
-    child.min(all.saturating_sub(first.elapsed()))
+    Limits {
+        child: lowered("KUBELET_LABELER_TEST_CHILD_DEADLINE_MS", CHILD_DEADLINE),
+        all: lowered(
+            "KUBELET_LABELER_TEST_CHILDREN_DEADLINE_MS",
+            CHILDREN_DEADLINE,
+        ),
+    }
 }
 
-/// How long all of plan's children may run in all, from the first (review
-/// 35 r35b F3: each nested repository of a directory, listed by its own
-/// `ls-files` within its own deadline, made a plan hours long): past any
-/// honest plan's few seconds.
+/// How long all of plan's children may run in all (review 35 r35b F3:
+/// each nested repository of a directory, listed by its own `ls-files`
+/// within its own deadline, made a plan hours long): past any honest
+/// plan's few seconds. Only the time git children run counts, not plan's
+/// own work between them (review 36 r36b F2: the YAML of `--from` read
+/// before `--to`'s first child used it up).
 const CHILDREN_DEADLINE: Duration = Duration::from_secs(600);
 
-static FIRST_CHILD: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+/// What makes git slow in an input, as plan's errors say it.
+const SLOW: &str = "a FIFO or a device where git reads a file, many repositories, an index made \
+                    to be slow";
+
+/// The deadlines of `charged`: each child's, and all children's together.
+#[derive(Clone, Copy)]
+struct Limits {
+    child: Duration,
+    all: Duration,
+}
+
+/// The time git children ran, by the place each ran in (`place_of`).
+#[derive(Default)]
+struct Account {
+    places: Vec<(String, Duration)>,
+}
+
+impl Account {
+    fn total(&self) -> Duration {
+        self.places.iter().map(|(_, d)| *d).sum()
+    }
+
+    fn charge(&mut self, place: &str, ran: Duration) {
+        match self.places.iter_mut().find(|(p, _)| p == place) {
+            Some((_, d)) => *d += ran,
+            None => self.places.push((place.to_string(), ran)),
+        }
+    }
+
+    /// The error once the children have run `all` in all: it names the
+    /// place that used most (the slow input there), never the next child.
+    fn spent(&self, all: Duration) -> anyhow::Error {
+        let most = (self.places.iter()).max_by_key(|(_, d)| *d);
+        let (place, secs) = most.map_or(("none", 0.0), |(p, d)| (p.as_str(), d.as_secs_f32()));
+        Stopped(format!(
+            "plan's git children have used the {} s plan gives them in all, the most \
+             ({secs:.2} s) in {place}: the input makes git slow there ({SLOW}); check it with \
+             `git fsck`, or plan a copy of the files without .git",
+            all.as_secs_f32()
+        ))
+        .into()
+    }
+}
+
+/// The time plan's git children have run, process-wide.
+static SPENT: std::sync::Mutex<Account> = std::sync::Mutex::new(Account { places: Vec::new() });
+
+/// `cmd` run by `run_child`, given `limits.child` or what is left of
+/// `limits.all` in `account` if less, and its time charged there to
+/// `place`. None left: refused before it runs; stopped when what was left
+/// ran out: the same refusal.
+fn charged(
+    account: &std::sync::Mutex<Account>,
+    limits: Limits,
+    place: &str,
+    cmd: &mut Command,
+    input: Option<Vec<u8>>,
+    cap: u64,
+) -> Result<Vec<u8>> {
+    let lock = || {
+        account
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    };
+    let left = limits.all.saturating_sub(lock().total());
+    if left.is_zero() {
+        return Err(lock().spent(limits.all));
+    }
+    let started = Instant::now();
+    let out = run_child(cmd, input, cap, limits.child.min(left));
+    let mut account = lock();
+    account.charge(place, started.elapsed());
+    match out {
+        Err(e) if e.is::<Stopped>() && left < limits.child => Err(account.spent(limits.all)),
+        Err(e) if e.is::<Stopped>() => Err(e.context(format!("git in {place}"))),
+        out => out,
+    }
+}
+
+/// Where `cmd` runs, as plan's account of git's time names it: its
+/// working directory, or the objects of the repository it borrows
+/// (`borrow_objects`: that repository), or its `--git-dir=` or `-C`;
+/// else its program.
+fn place_of(cmd: &Command) -> String {
+    if let Some(dir) = cmd.get_current_dir() {
+        return dir.display().to_string();
+    }
+    let borrowed = (cmd.get_envs())
+        .find(|(k, _)| *k == "GIT_OBJECT_DIRECTORY")
+        .and_then(|(_, v)| v);
+    if let Some(objects) = borrowed {
+        let mut repo = Path::new(objects);
+        for up in ["objects", ".git"] {
+            if repo.ends_with(up) {
+                repo = repo.parent().unwrap_or(repo);
+            }
+        }
+        return repo.display().to_string();
+    }
+    let args: Vec<_> = cmd.get_args().collect();
+    for (at, a) in args.iter().enumerate() {
+        if let Some(dir) = a.to_str().and_then(|a| a.strip_prefix("--git-dir=")) {
+            return dir.to_string();
+        }
+        if *a == "-C"
+            && let Some(dir) = args.get(at + 1)
+        {
+            return Path::new(dir).display().to_string();
+        }
+    }
+    cmd.get_program().to_string_lossy().into_owned()
+}
 
 /// The most memory a git child of plan may hold in all (its data:
 /// `RLIMIT_DATA`, which counts what it allocates, not the packs it maps),
@@ -439,5 +566,113 @@ mod tests {
         let git = git_command();
         let removed = (git.get_envs()).any(|(k, v)| k == "GIT_TEST_INDEX_THREADS" && v.is_none());
         assert!(removed);
+    }
+
+    /// `sh -c script` in `dir`, charged to `account` under `limits`.
+    fn sh_in(
+        account: &std::sync::Mutex<Account>,
+        limits: Limits,
+        dir: &Path,
+        script: &str,
+    ) -> Result<Vec<u8>> {
+        let mut sh = Command::new("sh");
+        sh.current_dir(dir).args(["-c", script]);
+        let place = place_of(&sh);
+        charged(account, limits, &place, &mut sh, None, 1 << 10)
+    }
+
+    /// Review 36 r36b F2: only the time children run is charged to the
+    /// budget of all of them, not plan's own work between them (the YAML
+    /// of `--from`, read before `--to`'s first child, used it up).
+    #[test]
+    fn time_between_children_is_not_charged() {
+        let account = std::sync::Mutex::new(Account::default());
+        let limits = Limits {
+            child: Duration::from_secs(10),
+            all: Duration::from_millis(600),
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        sh_in(&account, limits, tmp.path(), "exit 0").unwrap();
+        std::thread::sleep(Duration::from_millis(800));
+        sh_in(&account, limits, tmp.path(), "exit 0").unwrap();
+        let spent = account.lock().unwrap().total();
+        assert!(spent < Duration::from_millis(600), "{spent:?}");
+    }
+
+    /// Review 36 r36b F2: once the children have used the budget, the next
+    /// one is refused before it runs, naming the place that used most (not
+    /// the next child's, as "within 0 s"); the child the budget ran out on
+    /// says the same. Never read as a "no": `Stopped`.
+    #[test]
+    fn the_spent_budget_names_the_place_that_used_it() {
+        let account = std::sync::Mutex::new(Account::default());
+        let limits = Limits {
+            child: Duration::from_secs(10),
+            all: Duration::from_millis(700),
+        };
+        let (slow, honest) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        sh_in(&account, limits, honest.path(), "exit 0").unwrap();
+        sh_in(&account, limits, slow.path(), "sleep 0.3").unwrap();
+        let stopped = sh_in(&account, limits, slow.path(), "exec sleep 30").unwrap_err();
+        let err = sh_in(&account, limits, honest.path(), "echo > ran").unwrap_err();
+        assert!(!honest.path().join("ran").exists(), "the child ran");
+        for e in [&stopped, &err] {
+            assert!(e.is::<Stopped>(), "{e:#}");
+            let text = format!("{e:#}");
+            let named = format!(
+                "s) in {}: the input makes git slow there",
+                slow.path().display()
+            );
+            assert!(text.contains(&named), "{text}");
+            assert!(
+                text.contains("plan's git children have used the 0.7 s plan gives them in all"),
+                "{text}"
+            );
+            assert!(
+                text.contains("`git fsck`") && !text.contains("within 0 s"),
+                "{text}"
+            );
+        }
+        let spent = account.lock().unwrap().total();
+        assert!(spent < Duration::from_secs(5), "{spent:?}");
+    }
+
+    /// A child stopped at its own deadline (not the budget of all) says
+    /// where it ran.
+    #[test]
+    fn a_child_past_its_own_deadline_names_where_it_ran() {
+        let account = std::sync::Mutex::new(Account::default());
+        let limits = Limits {
+            child: Duration::from_millis(200),
+            all: Duration::from_secs(10),
+        };
+        let slow = tempfile::tempdir().unwrap();
+        let err = sh_in(&account, limits, slow.path(), "exec sleep 30").unwrap_err();
+        assert!(err.is::<Stopped>(), "{err:#}");
+        let text = format!("{err:#}");
+        let named = format!(
+            "git in {}: sh did not finish within 0.2 s",
+            slow.path().display()
+        );
+        assert!(text.contains(&named), "{text}");
+    }
+
+    /// The place a child is charged to: its directory, the repository whose
+    /// objects it borrows, its `--git-dir=` or `-C`, else its program.
+    #[test]
+    fn a_child_is_charged_where_it_runs() {
+        let mut git = Command::new("git");
+        assert_eq!(place_of(&git), "git");
+        git.args(["-C", "/r/c", "status"]);
+        assert_eq!(place_of(&git), "/r/c");
+        let mut git = Command::new("git");
+        git.arg("--git-dir=/tmp/scratch").arg("log");
+        assert_eq!(place_of(&git), "/tmp/scratch");
+        git.env("GIT_OBJECT_DIRECTORY", "/r/top/.git/objects");
+        assert_eq!(place_of(&git), "/r/top");
+        git.env("GIT_OBJECT_DIRECTORY", "/r/bare.git/objects");
+        assert_eq!(place_of(&git), "/r/bare.git");
+        git.current_dir("/r/top/nested");
+        assert_eq!(place_of(&git), "/r/top/nested");
     }
 }

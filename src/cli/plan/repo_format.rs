@@ -11,7 +11,7 @@
 use anyhow::{Context, Result};
 
 use super::git_dir::{self, Repo};
-use super::git_run::{Exited, git_command, run_git};
+use super::git_run::{Exited, Stopped, git_command, run_git_for};
 
 /// The extensions git (2.39 to 2.47) knows and plan's scratch reads alike:
 /// `objectformat` and `refstorage` are checked apart; `compatobjectformat`
@@ -46,10 +46,13 @@ pub fn object_format(repo: &Repo) -> Result<&'static str> {
             .arg(&copy)
             .args(["--no-includes"])
             .args(args);
-        match run_git(&mut git, None, 4 << 20) {
+        match run_git_for(&repo.top, &mut git, None, 4 << 20) {
             Ok(out) => Ok(Some(out)),
             Err(e) => match e.downcast_ref::<Exited>() {
                 Some(Exited(Some(1), _)) => Ok(None),
+                // Plan's budget of git's time, spent (here or by another
+                // repository): not this config's fault (review 36 r36b F2).
+                _ if e.is::<Stopped>() => Err(e),
                 _ => Err(e.context(format!(
                     "{}: git cannot read the repository's format there (git in the repository \
                      stops too); repair it, or plan a fresh clone",

@@ -27,7 +27,7 @@ mod git_run;
 #[path = "repo_format.rs"]
 mod repo_format;
 
-use git_run::{BORROWED, Exited, git_command, git_output, run_git};
+use git_run::{BORROWED, Exited, Stopped, git_command, git_output, run_git};
 
 /// The most one render (all its files) may hold: a pool's MachineConfigs
 /// with four architectures' wrappers are about 1 MiB.
@@ -138,7 +138,10 @@ pub fn local_texts(path: &Path, spec: &str) -> Result<Vec<ManifestFile>> {
 /// Without any `.git` (a tarball, `git archive`) there is nothing to tell.
 fn unchecked_out_submodules(dir: &Path, repos: &[PathBuf], spec: &str) -> Result<()> {
     let cannot = |repo: &Path, e: anyhow::Error| {
-        if e.is::<git_index::Sparse>() {
+        // A `Stopped` git child (plan's budget of git's time spent,
+        // perhaps by another repository) is no broken repository (review
+        // 36 r36b F2).
+        if e.is::<git_index::Sparse>() || e.is::<Stopped>() {
             return e.context(spec.to_string());
         }
         anyhow::anyhow!(
