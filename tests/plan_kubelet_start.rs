@@ -63,6 +63,13 @@ fn planned(base: &Path, pr: &Path, policy: Option<&Path>) -> std::process::Outpu
     plan(base, pr, &fleet, &extra)
 }
 
+/// The pool's unit `name` priced by the policy's `None` entry, not refused.
+fn priced_none(o: &std::process::Output, name: &str) {
+    let (out, err) = (stdout(o), stderr(o));
+    assert_ne!(o.status.code(), Some(2), "{out}{err}");
+    assert!(out.contains(&format!("unit {name}: None")), "{out}{err}");
+}
+
 fn refused(o: &std::process::Output, says: &str) {
     let err = stderr(o);
     assert_eq!(o.status.code(), Some(2), "{says}: {}{err}", stdout(o));
@@ -854,9 +861,7 @@ fn a_start_that_may_never_end_or_a_prefix_drop_in_is_refused() {
         cluster_policy(&base, &name, &policy);
         let o = planned(&base, &pr, Some(&policy));
         if says.is_empty() {
-            let (out, err) = (stdout(&o), stderr(&o));
-            assert_ne!(o.status.code(), Some(2), "{out}{err}");
-            assert!(out.contains(&format!("unit {name}: None")), "{out}{err}");
+            priced_none(&o, &name);
             continue;
         }
         refused(&o, says);
@@ -941,9 +946,7 @@ fn a_service_outside_the_team_s_names_is_refused() {
         }
         let o = plan(&base, &pr, &fleet, &extra);
         if says.is_empty() {
-            let (out, err) = (stdout(&o), stderr(&o));
-            assert_ne!(o.status.code(), Some(2), "{out}{err}");
-            assert!(out.contains(&format!("unit {name}: None")), "{out}{err}");
+            priced_none(&o, name);
             continue;
         }
         refused(&o, says);
