@@ -279,7 +279,7 @@ Examples:
   kubelet-labeler plan --from origin/main:gitops/ --to gitops/ \\
       --fleet fleet.json --format markdown
   kubelet-labeler plan --from old/ --to new/ --fleet fleet.json \\
-      --fail-on reboot,lockout
+      --own-unit-prefix acme- --fail-on reboot,lockout
 
 Exit status: 0 no node changes (with --fail-on: none of those happens), 1 some
 do, 2 usage or bad input, or the MCO refuses a pool's change (the plan is
