@@ -828,7 +828,7 @@ fn a_start_that_may_never_end_or_a_prefix_drop_in_is_refused() {
         ),
         (
             json!({ "name": "gpu-c.service", "contents":
-                "[Service]\nType=oneshot\nTimeoutSec=infinity\nTimeoutStartSec=3\nKillSignal=SIGCONT\nExecStart=/bin/sleep infinity\n" }),
+                "[Service]\nType=oneshot\nTimeoutSec=infinity\nTimeoutStartSec=3\nExecStart=/bin/sleep infinity\n" }),
             "line 3: TimeoutSec=infinity",
         ),
         // Review 35 r35a F1: each command timed on its own; F2: ordered
@@ -971,4 +971,48 @@ fn a_service_outside_the_team_s_names_is_refused() {
         );
         assert!(err.contains(says), "{err}");
     }
+}
+
+/// Review 37 r37a F1: `BusName=org.freedesktop.NetworkManager` in a
+/// bounded service of the team's (or its drop-in) made systemd 252 refuse
+/// to load NetworkManager.service at every boot, and kubelet never
+/// started ("costs nothing", exit 0): `[Service]` is read by an
+/// allow-list of keys that claim nothing of another unit's.
+#[test]
+fn a_service_claiming_another_unit_s_bus_name_is_refused() {
+    let tmp = scratch_dir();
+    let base = tmp.path().join("base");
+    render(&base, &["--taint", TAINT]);
+    let text = "[Unit]\nDescription=the team's unit\n[Service]\nType=oneshot\n\
+                TimeoutStartSec=10min\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n";
+    let bus = "[Service]\nBusName=org.freedesktop.NetworkManager\n";
+    let with_bus = text.replace("Type=oneshot\n", &format!("Type=oneshot\n{}", &bus[10..]));
+    for (i, unit) in [
+        json!({ "name": "gpu-x.service", "enabled": true, "contents": with_bus }),
+        json!({ "name": "gpu-x.service", "enabled": true, "contents": text,
+                "dropins": [{ "name": "10-bus.conf", "contents": bus }] }),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let pr = pr_adding(
+            &tmp.path().join(format!("pr{i}")),
+            "60-worker-gpu-x",
+            units(unit),
+        );
+        let policy = tmp.path().join(format!("cluster-mc{i}.json"));
+        cluster_policy(&base, "gpu-x.service", &policy);
+        let says = "BusName=org.freedesktop.NetworkManager (in [Service])";
+        refused(&planned(&base, &pr, Some(&policy)), says);
+        refused(&planned(&base, &pr, None), says);
+    }
+    // Control: the same unit without the line is priced.
+    let pr = pr_adding(
+        &tmp.path().join("control"),
+        "60-worker-gpu-x",
+        units(json!({ "name": "gpu-x.service", "enabled": true, "contents": text })),
+    );
+    let policy = tmp.path().join("cluster-control.json");
+    cluster_policy(&base, "gpu-x.service", &policy);
+    priced_none(&planned(&base, &pr, Some(&policy)), "gpu-x.service");
 }

@@ -301,6 +301,62 @@ const UNIT_KEYS: [&str; 10] = [
     "SourcePath",
 ];
 
+/// Keys of `[Service]` a service may hold and still be judged not to
+/// reach kubelet's start: its commands, their environment, user and
+/// limits, restarts, timeouts (`start_bound` reads their values) and
+/// output. None claims what another unit holds (`BusName=`, `PIDFile=`,
+/// `Sockets=`, `Slice=`, `USBFunction*=`), acts on the whole manager
+/// (`FailureAction=`, ...) or orders the unit after others (paths it
+/// mounts, `PrivateTmp=`, `WorkingDirectory=`).
+const SERVICE_KEYS: [&str; 31] = [
+    "Type",
+    "ExecCondition",
+    "ExecStartPre",
+    "ExecStart",
+    "ExecStartPost",
+    "ExecReload",
+    "ExecStop",
+    "ExecStopPost",
+    "RemainAfterExit",
+    "Restart",
+    "RestartSec",
+    "RestartPreventExitStatus",
+    "RestartForceExitStatus",
+    "SuccessExitStatus",
+    "TimeoutStartSec",
+    "TimeoutStopSec",
+    "TimeoutSec",
+    "TimeoutAbortSec",
+    "Environment",
+    "EnvironmentFile",
+    "UnsetEnvironment",
+    "PassEnvironment",
+    "User",
+    "Group",
+    "SupplementaryGroups",
+    "Nice",
+    "UMask",
+    "LimitNOFILE",
+    "StandardOutput",
+    "StandardError",
+    "SyslogIdentifier",
+];
+
+/// Whether `key=value` in `[Service]` is one of [`SERVICE_KEYS`] in a
+/// value that claims nothing of another unit's: a type whose start needs
+/// no bus name (`dbus`) nor notification, output to the journal, the
+/// kernel's log or nowhere (not a TTY or socket another unit holds).
+fn service_key(key: &str, value: &str) -> bool {
+    match key {
+        "Type" => matches!(value, "simple" | "exec" | "oneshot" | "forking" | "idle"),
+        "StandardOutput" | "StandardError" => matches!(
+            value,
+            "" | "journal" | "journal+console" | "kmsg" | "kmsg+console" | "null" | "inherit"
+        ),
+        _ => SERVICE_KEYS.contains(&key),
+    }
+}
+
 /// Where the MCO writes a MachineConfig's units (`systemd.units`): a unit
 /// file elsewhere (`/usr/lib/systemd/system`, read-only on CoreOS; below
 /// the OS's own in systemd's order) is not the pool's unit (review 33
@@ -325,8 +381,9 @@ pub fn defined_units(files: &BTreeMap<String, u64>) -> std::collections::BTreeSe
 /// slice), holding in `[Unit]` only [`UNIT_KEYS`], conditions and
 /// assertions, `Wants=` of plain targets or of services the pool's
 /// MachineConfigs define (`defined`), in `[Install]` only `WantedBy=` of
-/// the boot target, and in `[Service]` anything (what its commands do is
-/// any MachineConfig's power, which the MCO's policy prices).
+/// the boot target, and in `[Service]` only [`SERVICE_KEYS`] (what its
+/// commands do is any MachineConfig's power, which the MCO's policy
+/// prices).
 fn reaches_start(
     bytes: &[u8],
     name: &str,
@@ -352,17 +409,11 @@ fn reaches_start(
     parsed.assignments.iter().find_map(|a| {
         let (section, key) = (a.section.as_str(), a.key.as_str());
         let judged = match section {
-            // Actions on the whole manager, read in `[Service]` too
-            // (review 29 r29a F2).
-            "Service" => !matches!(
-                key,
-                "FailureAction"
-                    | "SuccessAction"
-                    | "StartLimitAction"
-                    | "RebootArgument"
-                    | "FailureActionExitStatus"
-                    | "SuccessActionExitStatus"
-            ),
+            // Review 37 r37a F1: `BusName=` of NetworkManager's made
+            // systemd 252 refuse to load NetworkManager.service at every
+            // boot; a deny-list (review 29 r29a F2: actions on the whole
+            // manager) misses what a key claims of other units.
+            "Service" => service_key(key, a.value.trim()),
             "Unit" if key == "Wants" => a.value.split_whitespace().all(wanted),
             // Review 35 r35a F1, F2: ordered after kubelet or the boot
             // target that waits on it, a unit on kubelet's path made a

@@ -404,12 +404,30 @@ fn other_units_naming_kubelet_s_start_and_init_s_arguments() {
         "[Unit]\nAfter=multi-user.target\n",
         "[Unit]\nAfter=x.service\n",
         "[Unit]\nAfter=remote-fs.target\n",
+        // Review 37 r37a F1: NetworkManager's bus name, which systemd 252
+        // then refused NetworkManager.service at every boot; what else
+        // claims another unit's, or orders after it.
+        "[Service]\nType=oneshot\nBusName=org.freedesktop.NetworkManager\n",
+        "[Service]\nType=dbus\n",
+        "[Service]\nType=notify\n",
+        "[Service]\nType=forking\nPIDFile=/run/NetworkManager.pid\n",
+        "[Service]\nSockets=sshd.socket\n",
+        "[Service]\nSlice=kubepods.slice\n",
+        "[Service]\nStandardInput=tty\n",
+        "[Service]\nStandardOutput=tty\n",
+        "[Service]\nStandardError=socket\n",
+        "[Service]\nWorkingDirectory=/var/mnt/nfs\n",
+        "[Service]\nPrivateTmp=yes\n",
+        "[Service]\nUSBFunctionDescriptors=/x\n",
     ] {
         assert!(unit(text).is_some(), "{text}");
     }
     for text in [
         "[Unit]\nDescription=kubelet.service\n",
         "[Unit]\nWants=network-online.target x.service\nAfter=network-online.target\n",
+        "[Service]\nType=oneshot\nRemainAfterExit=yes\nEnvironment=A=1\nEnvironmentFile=-/etc/x\n\
+         User=core\nExecStartPre=/bin/true\nExecStart=/usr/local/bin/x\nStandardOutput=journal\n\
+         TimeoutStartSec=5min\nRestart=on-failure\nRestartSec=5\nNice=5\n",
     ] {
         assert_eq!(unit(text), None, "{text}");
     }
