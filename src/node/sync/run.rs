@@ -603,7 +603,10 @@ pub fn sync_node(
                     &trail,
                 );
             }
-            Ok(r) if r.status == 409 && conflicts < MAX_CONFLICTS => {
+            // Review 37 r37c F1: a conflict is retried within the run's
+            // budget only (409s answered slowly ran one run past the
+            // unit's start timeout, its journal line never written).
+            Ok(r) if r.status == 409 && conflicts < MAX_CONFLICTS && start.elapsed() < max_wait => {
                 conflicts += 1;
                 continue;
             }

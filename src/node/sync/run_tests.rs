@@ -508,6 +508,39 @@ fn refused_and_conflicting_writes_still_report_the_taint_drift() {
     }
 }
 
+/// Review 37 r37c F1: a conflict is retried within the run's budget
+/// only; past it the run ends with its line.
+#[test]
+fn conflicts_are_retried_within_the_budget_only() {
+    let d = desired();
+    let mut answers = Vec::new();
+    for _ in 0..=MAX_CONFLICTS {
+        answers.push(ok(200, &node("5", r#""example.com/a":"1""#)));
+        answers.push(ok(409, r#"{"kind":"Status","message":"conflict"}"#));
+    }
+    let mut s = Script {
+        answers,
+        sent: Vec::new(),
+    };
+    let out = sync_node(
+        &mut s,
+        &mut |_| {},
+        "n1",
+        &d,
+        &Policy::default(),
+        false,
+        Duration::ZERO,
+    );
+    let methods: Vec<&str> = s.sent.iter().map(|(m, _)| m.as_str()).collect();
+    assert_eq!(methods, ["GET", "PATCH"], "{}", out.summary);
+    assert_eq!(out.code, EXIT_DRIFT, "{}", out.summary);
+    assert!(
+        out.summary.contains("refused the patch (409)"),
+        "{}",
+        out.summary
+    );
+}
+
 /// F3: what the sync writes as its owned-labels annotation, its next run
 /// reads (16,385 keys here), and the taint drift is reported either way.
 #[test]
