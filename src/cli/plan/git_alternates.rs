@@ -27,11 +27,34 @@ const ALTERNATES_DEPTH: usize = 6;
 /// config says (`core.multiPackIndex`), which plan does not read, and a
 /// crafted one gives a blob another's content; plan's git never uses one.
 pub fn check_alternates(objects: &Path) -> Result<()> {
-    let mut seen = Vec::new();
+    let mut seen = Seen::default();
     alternates_under(objects, 1, &mut seen)
 }
 
-fn alternates_under(objects: &Path, depth: usize, seen: &mut Vec<PathBuf>) -> Result<()> {
+/// The most object directories plan visits along the alternates' chain,
+/// in all (review 37 r37b F1: 800 stores naming each other, each
+/// resolved by every other, took 44 s of plan's own work before git ran,
+/// which no git deadline bounds): far past any honest repository's few.
+const ALTERNATES_VISITS_MAX: usize = 256;
+
+/// The object directories visited, and how many visits in all.
+#[derive(Default)]
+struct Seen {
+    dirs: std::collections::BTreeSet<PathBuf>,
+    visits: usize,
+}
+
+fn alternates_under(objects: &Path, depth: usize, seen: &mut Seen) -> Result<()> {
+    seen.visits += 1;
+    if seen.visits > ALTERNATES_VISITS_MAX {
+        return Err(cannot_copy(
+            objects,
+            &format!(
+                "more than {ALTERNATES_VISITS_MAX} alternates along the chain of the \
+                 repository's object directories, which plan reads no further"
+            ),
+        ));
+    }
     // Where it leads, not how it is spelt (review 32 r32b F2: lines
     // `dK/..` made plan visit N^5 spellings of one directory).
     // git resolves a link's target in the path with `..` taken lexically,
@@ -52,7 +75,7 @@ fn alternates_under(objects: &Path, depth: usize, seen: &mut Vec<PathBuf>) -> Re
             ));
         }
     };
-    if seen.contains(&here) {
+    if seen.dirs.contains(&here) {
         return Ok(());
     }
     for name in ["multi-pack-index", "multi-pack-index.d"] {
@@ -72,7 +95,7 @@ fn alternates_under(objects: &Path, depth: usize, seen: &mut Vec<PathBuf>) -> Re
     if depth > ALTERNATES_DEPTH {
         return Ok(());
     }
-    seen.push(here.clone());
+    seen.dirs.insert(here.clone());
     let info = objects.join("info");
     let text = read_in(&info, "alternates", ALTERNATES_MAX).map_err(|e| {
         e.context(format!(
@@ -239,9 +262,10 @@ mod tests {
             lines.push_str(&format!("d{k}\n"));
         }
         std::fs::write(&alternates, lines).unwrap();
-        let mut seen = Vec::new();
+        let mut seen = Seen::default();
         alternates_under(&a, 0, &mut seen).unwrap();
-        assert_eq!(seen, vec![a]);
+        assert_eq!(seen.dirs.into_iter().collect::<Vec<_>>(), vec![a]);
+        assert_eq!(seen.visits, 9);
     }
 
     /// Review 33 r33b F1: an alternate through a link whose target passes
@@ -266,5 +290,30 @@ mod tests {
         // A missing alternate is missing for git too.
         std::fs::write(objects.join("a/info/alternates"), "gone\n").unwrap();
         check_alternates(&objects).unwrap();
+    }
+
+    /// Review 37 r37b F1: stores that all name each other are visited
+    /// within a bound in all (800 of them took 44 s of plan's own work,
+    /// before git ran), then refused.
+    #[test]
+    fn alternates_are_visited_within_a_bound_in_all() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(tmp.path()).unwrap();
+        let stores: Vec<PathBuf> = (0..24)
+            .map(|i| {
+                let o = root.join(format!("s{i}/objects"));
+                std::fs::create_dir_all(o.join("info")).unwrap();
+                o
+            })
+            .collect();
+        let all: String = stores
+            .iter()
+            .map(|s| format!("{}\n", s.display()))
+            .collect();
+        for s in &stores {
+            std::fs::write(s.join("info/alternates"), &all).unwrap();
+        }
+        let err = format!("{:#}", check_alternates(&stores[0]).unwrap_err());
+        assert!(err.contains("more than 256 alternates"), "{err}");
     }
 }

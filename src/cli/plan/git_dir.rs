@@ -18,6 +18,9 @@ use crate::node::nodefs;
 const SMALL: u64 = 4096;
 /// The most `packed-refs` may hold: about a million refs.
 const PACKED_REFS_MAX: u64 = 256 << 20;
+/// The longest line of `packed-refs` plan reads: an object ID, a blank
+/// and a ref's name (a path of the repository's, as its loose refs are).
+const PACKED_REF_LINE_MAX: u64 = 8 << 10;
 /// The most loose refs copied: past it, `git pack-refs` is the fix.
 const LOOSE_REFS_MAX: usize = 100_000;
 /// The most bytes of loose refs copied: 100,000 refs as git writes them
@@ -533,11 +536,21 @@ fn copy_packed_refs(common: &Path, to: &Path, linked: bool) -> Result<()> {
     let mut total = 0u64;
     loop {
         line.clear();
-        let n = lines
+        // Review 37 r37b F3: one line of 256 MiB (a sparse file of NULs)
+        // took 1.6 GB, and went whole into the error.
+        let n = std::io::Read::take(&mut lines, PACKED_REF_LINE_MAX + 1)
             .read_until(b'\n', &mut line)
             .with_context(|| format!("reading {}", path.display()))?;
         if n == 0 {
             break;
+        }
+        if n as u64 > PACKED_REF_LINE_MAX {
+            return Err(cannot_copy(
+                &path,
+                &format!(
+                    "a line longer than {PACKED_REF_LINE_MAX} bytes, which no ref of git's is"
+                ),
+            ));
         }
         total += n as u64;
         if total > PACKED_REFS_MAX {
@@ -553,7 +566,7 @@ fn copy_packed_refs(common: &Path, to: &Path, linked: bool) -> Result<()> {
                 &format!(
                     "a line plan cannot read as git writes it ({:?}; git reads any blank as the \
                      separator, plan only what `git pack-refs` writes)",
-                    String::from_utf8_lossy(&line).trim_end()
+                    String::from_utf8_lossy(&line[..line.len().min(200)]).trim_end()
                 ),
             ));
         };

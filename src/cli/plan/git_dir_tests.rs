@@ -566,3 +566,28 @@ fn loose_refs_are_copied_within_a_byte_bound() {
     let err = format!("{:#}", copy_refs(&repo, to.path()).unwrap_err());
     assert!(err.contains("bytes of them"), "{err}");
 }
+
+/// Review 37 r37b F3: a line of `packed-refs` is read within 8 KiB (one
+/// of 256 MiB, a sparse file of NULs, took 1.6 GB and went whole into the
+/// error); a line plan refuses is shown shortened.
+#[test]
+fn a_packed_refs_line_is_read_bounded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let common = tmp.path().join("common");
+    std::fs::create_dir_all(&common).unwrap();
+    let to = tmp.path().join("packed-refs");
+    let f = std::fs::File::create(common.join("packed-refs")).unwrap();
+    f.set_len(64 << 20).unwrap();
+    let e = format!("{:#}", copy_packed_refs(&common, &to, false).unwrap_err());
+    assert!(e.contains("a line longer than 8192 bytes"), "{e}");
+    assert!(e.len() < 1024, "{} bytes of error", e.len());
+    let id = "0123456789abcdef0123456789abcdef01234567";
+    let long = format!("{id} refs/heads/{}\tx\n", "a".repeat(4000));
+    std::fs::write(common.join("packed-refs"), long).unwrap();
+    let e = format!("{:#}", copy_packed_refs(&common, &to, false).unwrap_err());
+    assert!(
+        e.contains("a line plan cannot read as git writes it"),
+        "{e}"
+    );
+    assert!(e.len() < 1024, "{} bytes of error", e.len());
+}

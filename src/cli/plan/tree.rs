@@ -836,7 +836,9 @@ fn borrowed_repo(repo: &git_dir::Repo, refs: bool, spec: &str) -> Result<tempfil
     // for the input's file of that name, which git reads as a ref (review
     // 31 r31a F3: a branch `description`).
     let init = ["init", "-q", "--bare", "--template=", &format, &dir];
-    git_output(&init, None, 1 << 16).with_context(|| format!("{spec}: git init --bare {dir}"))?;
+    // Charged to the input, not to "git" (review 37 r37b F2).
+    git_run::run_git_for(&repo.top, git_command().args(init), None, 1 << 16)
+        .with_context(|| format!("{spec}: git init --bare {dir}"))?;
     git_alternates::check_alternates(&repo.common.join("objects"))
         .with_context(|| format!("{spec}: reading the objects of {}", repo.top.display()))?;
     let borrowed = scratch.path().join(BORROWED);
