@@ -459,6 +459,15 @@ fn gpu_taint() -> Taint {
 }
 
 fn run_with(answers: Vec<Result<Response, Failure>>, desired: &Desired) -> (Outcome, Script) {
+    run_within(answers, desired, Duration::from_secs(60))
+}
+
+/// `run_with`, the run's budget `max_wait`.
+fn run_within(
+    answers: Vec<Result<Response, Failure>>,
+    desired: &Desired,
+    max_wait: Duration,
+) -> (Outcome, Script) {
     let mut s = Script {
         answers,
         sent: Vec::new(),
@@ -470,7 +479,7 @@ fn run_with(answers: Vec<Result<Response, Failure>>, desired: &Desired) -> (Outc
         desired,
         &Policy::default(),
         false,
-        Duration::from_secs(60),
+        max_wait,
     );
     (out, s)
 }
@@ -518,19 +527,7 @@ fn conflicts_are_retried_within_the_budget_only() {
         answers.push(ok(200, &node("5", r#""example.com/a":"1""#)));
         answers.push(ok(409, r#"{"kind":"Status","message":"conflict"}"#));
     }
-    let mut s = Script {
-        answers,
-        sent: Vec::new(),
-    };
-    let out = sync_node(
-        &mut s,
-        &mut |_| {},
-        "n1",
-        &d,
-        &Policy::default(),
-        false,
-        Duration::ZERO,
-    );
+    let (out, s) = run_within(answers, &d, Duration::ZERO);
     let methods: Vec<&str> = s.sent.iter().map(|(m, _)| m.as_str()).collect();
     assert_eq!(methods, ["GET", "PATCH"], "{}", out.summary);
     assert_eq!(out.code, EXIT_DRIFT, "{}", out.summary);
