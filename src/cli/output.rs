@@ -56,8 +56,37 @@ pub fn report(e: &anyhow::Error) {
     let _ = writeln!(
         std::io::stderr(),
         "Error: {}",
-        terminal_safe(&format!("{e:#}"))
+        error_text(&format!("{e:#}"))
     );
+}
+
+/// The most of an error's text said, before its escaping: its start and
+/// its end (where the fix is said), what lies between left out (review 38
+/// r38b F1: a MachineConfig's name of 60 Mi control bytes, quoted in its
+/// error, made a line of 315 MB).
+const ERROR_HEAD: usize = 8 << 10;
+const ERROR_TAIL: usize = 4 << 10;
+
+/// `message`, at most [`ERROR_HEAD`] and [`ERROR_TAIL`] bytes of it (at
+/// character boundaries), escaped for a terminal.
+fn error_text(message: &str) -> String {
+    if message.len() <= ERROR_HEAD + ERROR_TAIL {
+        return terminal_safe(message);
+    }
+    let mut head = ERROR_HEAD;
+    while !message.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = message.len() - ERROR_TAIL;
+    while !message.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!(
+        "{} [... {} bytes of the message left out ...] {}",
+        terminal_safe(&message[..head]),
+        tail - head,
+        terminal_safe(&message[tail..])
+    )
 }
 
 /// The mark of a closed stdout met while writing data its reader may skip
@@ -140,4 +169,32 @@ pub fn terminal_safe(text: &str) -> String {
         .map(crate::node::wrapper::derived::escape_controls)
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Review 38 r38b F1: an error quoting a huge input is said within a
+    /// bound, its start and its end (the fix) kept, escaped; a short one
+    /// whole.
+    #[test]
+    fn an_error_is_said_within_a_bound() {
+        let quoted = "\u{7}".repeat(60 << 20);
+        let message = format!("MachineConfig {quoted:?}: no labels; label it with its role é");
+        let said = error_text(&message);
+        assert!(said.len() < 64 << 10, "{} bytes", said.len());
+        assert!(
+            said.starts_with("MachineConfig \"\\u{7}"),
+            "{}",
+            &said[..40]
+        );
+        assert!(
+            said.ends_with("label it with its role é"),
+            "{}",
+            &said[said.len() - 40..]
+        );
+        assert!(said.contains("bytes of the message left out"));
+        assert_eq!(error_text("bad \u{1b}[2J input"), "bad \\u{1b}[2J input");
+    }
 }

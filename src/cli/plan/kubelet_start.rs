@@ -306,9 +306,11 @@ const UNIT_KEYS: [&str; 10] = [
 /// limits, restarts, timeouts (`start_bound` reads their values) and
 /// output. None claims what another unit holds (`BusName=`, `PIDFile=`,
 /// `Sockets=`, `Slice=`, `USBFunction*=`), acts on the whole manager
-/// (`FailureAction=`, ...) or orders the unit after others (paths it
-/// mounts, `PrivateTmp=`, `WorkingDirectory=`).
-const SERVICE_KEYS: [&str; 31] = [
+/// (`FailureAction=`, ...), orders the unit after others (paths it
+/// mounts, `PrivateTmp=`, `WorkingDirectory=`), or has the manager
+/// itself read a file (review 38 r38a F1: `EnvironmentFile=-/dev/ptmx`
+/// blocked systemd 252 for good; a script reads its own file).
+const SERVICE_KEYS: [&str; 30] = [
     "Type",
     "ExecCondition",
     "ExecStartPre",
@@ -328,7 +330,6 @@ const SERVICE_KEYS: [&str; 31] = [
     "TimeoutSec",
     "TimeoutAbortSec",
     "Environment",
-    "EnvironmentFile",
     "UnsetEnvironment",
     "PassEnvironment",
     "User",
@@ -355,6 +356,35 @@ fn service_key(key: &str, value: &str) -> bool {
         ),
         _ => SERVICE_KEYS.contains(&key),
     }
+}
+
+/// What a condition or assertion may test (`Condition`/`Assert` and
+/// one of these): systemd checks them in the manager itself, before the
+/// start job runs; a glob (review 38 r38a F2: forty `{,}` groups in
+/// `ConditionPathExistsGlob=` held the manager for days) or a specifier
+/// is not read.
+const CONDITIONS: [&str; 13] = [
+    "PathExists",
+    "PathIsDirectory",
+    "PathIsSymbolicLink",
+    "PathIsMountPoint",
+    "PathIsReadWrite",
+    "DirectoryNotEmpty",
+    "FileNotEmpty",
+    "FileIsExecutable",
+    "KernelCommandLine",
+    "Architecture",
+    "Virtualization",
+    "Host",
+    "FirstBoot",
+];
+
+/// Whether `key=value` of `[Unit]` is a condition or assertion of
+/// [`CONDITIONS`] whose value holds no glob, brace or specifier.
+fn condition(key: &str, value: &str) -> bool {
+    let kind = (key.strip_prefix("Condition")).or_else(|| key.strip_prefix("Assert"));
+    kind.is_some_and(|k| CONDITIONS.contains(&k))
+        && !value.contains(['*', '?', '[', ']', '{', '}', '%', '\\'])
 }
 
 /// Where the MCO writes a MachineConfig's units (`systemd.units`): a unit
@@ -420,11 +450,7 @@ fn reaches_start(
             // cycle systemd broke by dropping kubelet's job; after another
             // of the pool's, a chain of bounded starts added up.
             "Unit" if key == "After" => (a.value.split_whitespace()).all(|w| AFTER_OK.contains(&w)),
-            "Unit" => {
-                UNIT_KEYS.contains(&key)
-                    || key.starts_with("Condition")
-                    || key.starts_with("Assert")
-            }
+            "Unit" => UNIT_KEYS.contains(&key) || condition(key, &a.value),
             "Install" => {
                 key == "WantedBy"
                     && (a.value.split_whitespace())

@@ -419,15 +419,26 @@ fn other_units_naming_kubelet_s_start_and_init_s_arguments() {
         "[Service]\nWorkingDirectory=/var/mnt/nfs\n",
         "[Service]\nPrivateTmp=yes\n",
         "[Service]\nUSBFunctionDescriptors=/x\n",
+        // Review 38 r38a F1, F2: what the manager itself reads or expands
+        // (it blocked for good, or for days).
+        "[Service]\nEnvironmentFile=-/dev/ptmx\n",
+        "[Unit]\nConditionPathExistsGlob=/nonexistent{,}{,}{,}\n",
+        "[Unit]\nAssertPathExistsGlob=/x*\n",
+        "[Unit]\nConditionPathExists=/nonexistent{,}{,}\n",
+        "[Unit]\nConditionHost=*a*a*a*a*b\n",
+        "[Unit]\nConditionPathExists=%h/x\n",
+        "[Unit]\nConditionOSRelease=ID=rhcos\n",
     ] {
         assert!(unit(text).is_some(), "{text}");
     }
     for text in [
         "[Unit]\nDescription=kubelet.service\n",
         "[Unit]\nWants=network-online.target x.service\nAfter=network-online.target\n",
-        "[Service]\nType=oneshot\nRemainAfterExit=yes\nEnvironment=A=1\nEnvironmentFile=-/etc/x\n\
+        "[Service]\nType=oneshot\nRemainAfterExit=yes\nEnvironment=A=1\n\
          User=core\nExecStartPre=/bin/true\nExecStart=/usr/local/bin/x\nStandardOutput=journal\n\
          TimeoutStartSec=5min\nRestart=on-failure\nRestartSec=5\nNice=5\n",
+        "[Unit]\nConditionPathExists=!/etc/acme-done\nAssertFileNotEmpty=|/etc/acme.conf\n\
+         ConditionKernelCommandLine=!acme.off\n",
     ] {
         assert_eq!(unit(text), None, "{text}");
     }
