@@ -440,6 +440,24 @@ fn refuses_bad_configs_and_out_of_image_areas_keeps_mode() {
         stderr(&o)
     );
 
+    // Review 39 r39b F2: one warning per unknown key, bounded in all.
+    let keys: String = (0..1500).map(|i| format!(",\"k{i}\":{{}}")).collect();
+    let p = d.join("typos.ign");
+    std::fs::write(&p, format!(r#"{{"ignition":{{"version":"3.4.0"}}{keys}}}"#)).unwrap();
+    let o = ok(run(bin()
+        .args(["iso", "embed", "-i"])
+        .arg(&p)
+        .arg("-o")
+        .arg(d.join("typos.iso"))
+        .arg(&iso)));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1001, "{}", &err[..200]);
+    assert!(
+        err.contains("the rest left out"),
+        "{}",
+        &err[err.len() - 200..]
+    );
+
     // IGNINFO naming an offset/length past its file (and one that would
     // wrap a u64) is refused before anything is written.
     for info in [

@@ -14,16 +14,33 @@ use super::args::Usage;
 /// above it, sets the clipboard, or starts a line of its own.
 macro_rules! say {
     ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let line = format!($($arg)*);
-        let _ = writeln!(
-            std::io::stderr(),
-            "{}",
-            crate::node::wrapper::derived::escape_controls(&line)
-        );
+        crate::cli::output::say_line(&format!($($arg)*));
     }};
 }
 pub(crate) use say;
+
+/// The most lines `say!` writes in a run, and the most of each line
+/// (review 39 r39b F1, F2: one warning per bad value or unknown key of a
+/// hostile input wrote 200 MB): past them, what is left out is said.
+const SAY_LINES_MAX: usize = 1000;
+const SAY_HEAD: usize = 2 << 10;
+const SAY_TAIL: usize = 1 << 10;
+
+static SAID: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// One line of `say!`: shortened, escaped, and the run's lines counted.
+pub fn say_line(line: &str) {
+    use std::io::Write as _;
+    let n = SAID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let text = match n.cmp(&SAY_LINES_MAX) {
+        std::cmp::Ordering::Less => shortened(line, SAY_HEAD, SAY_TAIL),
+        std::cmp::Ordering::Equal => {
+            format!("... more than {SAY_LINES_MAX} lines of notes and warnings: the rest left out")
+        }
+        std::cmp::Ordering::Greater => return,
+    };
+    let _ = writeln!(std::io::stderr(), "{text}");
+}
 
 /// A subcommand's result as the process exits with it: an error is one
 /// line on stderr and exit 1 (2 for a usage error, as clap's own); a
@@ -67,26 +84,48 @@ pub fn report(e: &anyhow::Error) {
 const ERROR_HEAD: usize = 8 << 10;
 const ERROR_TAIL: usize = 4 << 10;
 
-/// `message`, at most [`ERROR_HEAD`] and [`ERROR_TAIL`] bytes of it (at
-/// character boundaries), escaped for a terminal.
+/// `message`, at most [`ERROR_HEAD`] and [`ERROR_TAIL`] bytes of it,
+/// escaped for a terminal, its lines kept.
 fn error_text(message: &str) -> String {
-    if message.len() <= ERROR_HEAD + ERROR_TAIL {
-        return terminal_safe(message);
+    let (head, left_out, tail) = cut(message, ERROR_HEAD, ERROR_TAIL);
+    match left_out {
+        0 => terminal_safe(message),
+        n => format!(
+            "{} [... {n} bytes of the message left out ...] {}",
+            terminal_safe(head),
+            terminal_safe(tail)
+        ),
     }
-    let mut head = ERROR_HEAD;
-    while !message.is_char_boundary(head) {
-        head -= 1;
+}
+
+/// `line` in one line, escaped, at most `head` and `tail` bytes of it.
+pub fn shortened(line: &str, head: usize, tail: usize) -> String {
+    use crate::node::wrapper::derived::escape_controls;
+    match cut(line, head, tail) {
+        (_, 0, _) => escape_controls(line).into_owned(),
+        (h, n, t) => format!(
+            "{} [... {n} bytes left out ...] {}",
+            escape_controls(h),
+            escape_controls(t)
+        ),
     }
-    let mut tail = message.len() - ERROR_TAIL;
-    while !message.is_char_boundary(tail) {
-        tail += 1;
+}
+
+/// `text`'s first `head` and last `tail` bytes (at character boundaries)
+/// and how many bytes lie between.
+fn cut(text: &str, head: usize, tail: usize) -> (&str, usize, &str) {
+    if text.len() <= head + tail {
+        return (text, 0, "");
     }
-    format!(
-        "{} [... {} bytes of the message left out ...] {}",
-        terminal_safe(&message[..head]),
-        tail - head,
-        terminal_safe(&message[tail..])
-    )
+    let mut h = head;
+    while !text.is_char_boundary(h) {
+        h -= 1;
+    }
+    let mut t = text.len() - tail;
+    while !text.is_char_boundary(t) {
+        t += 1;
+    }
+    (&text[..h], t - h, &text[t..])
 }
 
 /// The mark of a closed stdout met while writing data its reader may skip
@@ -196,5 +235,17 @@ mod tests {
         );
         assert!(said.contains("bytes of the message left out"));
         assert_eq!(error_text("bad \u{1b}[2J input"), "bad \\u{1b}[2J input");
+    }
+
+    /// Review 39 r39b F1, F2: a note or warning is one line of at most a
+    /// few KiB, escaped.
+    #[test]
+    fn a_line_said_is_shortened() {
+        let line = format!("warning: {}: fix it", "\u{7}".repeat(1 << 20));
+        let said = shortened(&line, SAY_HEAD, SAY_TAIL);
+        assert!(said.len() < 16 << 10, "{} bytes", said.len());
+        assert!(said.contains("bytes left out") && said.ends_with(": fix it"));
+        assert!(!said.contains('\n') && !said.contains('\u{7}'));
+        assert_eq!(shortened("a \n b", 10, 10), "a \\n b");
     }
 }

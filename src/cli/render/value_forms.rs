@@ -208,7 +208,14 @@ pub fn warned(rule: &Rule, what: &str) -> Vec<String> {
         .collect()
 }
 
+/// The most values of one expression warned about one by one.
+const WARNED_VALUES_MAX: usize = 16;
+
 fn term_warnings(t: &Term, what: &str) -> Vec<String> {
+    // Review 39 r39b F1: a rule's whole name in a warning per bad value
+    // made 200 MB of a 112 KB rules file.
+    let what = crate::cli::output::shortened(what, 200, 40);
+    let what = what.as_str();
     let mut out = Vec::new();
     for (attr, expr) in t.match_expressions.iter().flatten() {
         if !matches!(expr.op, Op::In | Op::NotIn) {
@@ -217,7 +224,16 @@ fn term_warnings(t: &Term, what: &str) -> Vec<String> {
         let Some(form) = form(&t.feature, attr) else {
             continue;
         };
-        for v in expr.value.iter().filter(|v| !form.fits(v)) {
+        let misfits: Vec<&String> = expr.value.iter().filter(|v| !form.fits(v)).collect();
+        if misfits.len() > WARNED_VALUES_MAX {
+            out.push(format!(
+                "{what}: {} {attr}: {} more values that do not fit how the node reads it \
+                 (the first {WARNED_VALUES_MAX} follow)",
+                t.feature,
+                misfits.len() - WARNED_VALUES_MAX
+            ));
+        }
+        for v in misfits.into_iter().take(WARNED_VALUES_MAX) {
             let effect = match expr.op {
                 Op::In => "never matches",
                 _ => "excludes nothing",
@@ -285,5 +301,19 @@ mod tests {
         assert!(w("cpu.model", "vendor_id", Op::In, &["AMD"]).is_empty());
         // No fixed form: anything goes.
         assert!(w("usb.device", "serial", Op::In, &["0xABC"]).is_empty());
+    }
+
+    /// Review 39 r39b F1: a long rule name and many values that do not
+    /// fit give a bounded set of warnings, the name shortened.
+    #[test]
+    fn warnings_are_bounded_per_expression() {
+        let values: Vec<String> = (0..5000).map(|i| format!("0x{i:04x}")).collect();
+        let values: Vec<&str> = values.iter().map(String::as_str).collect();
+        let name = format!("rule {:?}", "n".repeat(100_000));
+        let got = warnings(&rule("pci.device", "vendor", Op::In, &values), &name);
+        assert_eq!(got.len(), WARNED_VALUES_MAX + 1, "{}", got.len());
+        assert!(got[0].contains("4984 more values"), "{}", &got[0][..300]);
+        let total: usize = got.iter().map(String::len).sum();
+        assert!(total < 16 * 1024, "{total} bytes");
     }
 }
