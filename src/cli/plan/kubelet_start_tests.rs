@@ -428,6 +428,9 @@ fn other_units_naming_kubelet_s_start_and_init_s_arguments() {
         "[Unit]\nConditionHost=*a*a*a*a*b\n",
         "[Unit]\nConditionPathExists=%h/x\n",
         "[Unit]\nConditionOSRelease=ID=rhcos\n",
+        // Review 39 r39a F2: `%o` re-read /etc/os-release at each.
+        "[Service]\nEnvironment=A=%o%o%o\n",
+        "[Service]\nExecStart=/bin/echo %%%i\n",
     ] {
         assert!(unit(text).is_some(), "{text}");
     }
@@ -439,6 +442,7 @@ fn other_units_naming_kubelet_s_start_and_init_s_arguments() {
          TimeoutStartSec=5min\nRestart=on-failure\nRestartSec=5\nNice=5\n",
         "[Unit]\nConditionPathExists=!/etc/acme-done\nAssertFileNotEmpty=|/etc/acme.conf\n\
          ConditionKernelCommandLine=!acme.off\n",
+        "[Service]\nExecStart=/bin/date +%%s\n",
     ] {
         assert_eq!(unit(text), None, "{text}");
     }
@@ -522,4 +526,56 @@ fn a_service_of_the_pool_s_own_only_within_the_team_s_names() {
     assert_eq!(without.len(), 3, "{without:?}");
     let why = &d["/etc/systemd/system/acme-dpdk.service"].1;
     assert!(why.contains("plan was given no prefix"), "{why}");
+}
+
+/// Review 39 r39a F1: a service of the pool's own is bounded in all, its
+/// unit file and drop-ins together (five drop-ins of 100,000 variables
+/// each, each under the bound of one file, held systemd 252's manager
+/// past 7 minutes): drop-ins, bytes, settings, environment variables.
+#[test]
+fn a_service_of_the_pool_s_own_is_bounded_in_all() {
+    let unit = "[Service]\nType=oneshot\nTimeoutStartSec=5min\nExecStart=/bin/true\n";
+    let vars = |n: usize| -> String {
+        let line: Vec<String> = (0..n).map(|i| format!("V{i}=1")).collect();
+        format!("[Service]\nEnvironment={}\n", line.join(" "))
+    };
+    let judged = |dropins: Vec<String>| {
+        let root = tempfile::tempdir().unwrap();
+        let mut files = BTreeMap::new();
+        let mut write = |path: String, text: &str| {
+            let at = root.path().join(path.trim_start_matches('/'));
+            std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+            std::fs::write(at, text).unwrap();
+            files.insert(path, 1);
+        };
+        write("/etc/systemd/system/acme-x.service".into(), unit);
+        for (i, text) in dropins.iter().enumerate() {
+            write(
+                format!("/etc/systemd/system/acme-x.service.d/{i:03}.conf"),
+                text,
+            );
+        }
+        let d = dependents(root.path(), &files, &["acme-".into()]);
+        d.get("/etc/systemd/system/acme-x.service")
+            .map(|(_, w)| w.clone())
+    };
+    assert_eq!(judged(vec![vars(200); 5]), None);
+    for (dropins, says) in [
+        (
+            vec![vars(300); 5],
+            "1500 environment variables, more than 1000",
+        ),
+        (vec![String::new(); 65], "65 drop-ins, more than 64"),
+        (
+            vec![format!("[Service]\nNice=1\n#{}\n", "x".repeat(1100)); 64],
+            "bytes in its unit file and drop-ins",
+        ),
+        (
+            vec!["[Service]\nNice=1\n".repeat(20); 60],
+            "settings, more than 1000",
+        ),
+    ] {
+        let why = judged(dropins).unwrap_or_default();
+        assert!(why.contains(says), "{says}: {why}");
+    }
 }
