@@ -60,6 +60,7 @@ mod plan_kubelet_command;
 mod plan_kubelet_start;
 mod plan_memory;
 mod plan_paused;
+mod plan_pool_units;
 mod plan_pools;
 mod plan_reconcilable;
 mod plan_registries;
