@@ -88,7 +88,16 @@ pub struct Start {
     /// The kernel arguments of [`boot_changing`] and [`hugepages_over`]
     /// (`LABEL ARG`, as given), and why.
     kargs: BTreeMap<String, String>,
+    /// The services the pool writes in /etc/systemd/system (not
+    /// templates) and the template instances it enables by name.
+    services: usize,
 }
+
+/// The most services [`Start::services`] counts (review 40 r40a F1: one
+/// template within its unit's budget, enabled as 3,000 instances, took
+/// systemd 252's manager 80 s of CPU before kubelet started, and more
+/// than linearly in their number).
+const SERVICES_MAX: usize = 200;
 
 /// Unit files and drop-ins (node path → what is written there, and the
 /// line that names a unit of [`NEEDED`]).
@@ -582,6 +591,9 @@ pub fn of(configs: &[&Value], files: &BTreeMap<String, u64>) -> Start {
             .filter(|(p, _)| needed_path(p).is_some())
             .map(|(p, id)| (p.clone(), *id))
             .collect(),
+        services: (defined_units(files).iter())
+            .filter(|u| u.ends_with(".service") && !u.contains("@."))
+            .count(),
         ..Start::default()
     };
     let order = crate::cli::render::layout::merge_order(configs)
@@ -634,6 +646,9 @@ pub fn of(configs: &[&Value], files: &BTreeMap<String, u64>) -> Start {
             }
         }
     }
+    start.services += (start.units.iter())
+        .filter(|(n, (e, _))| *e == Some(true) && n.contains('@') && !n.contains("@."))
+        .count();
     // The huge pages of all the pool's arguments together.
     if let Some(why) = hugepages_over(given.iter().map(|(_, a)| a.as_str())) {
         for (label, arg) in &given {
@@ -676,6 +691,15 @@ fn judge((from, to): (&str, &str), pool: &str, before: &Start, after: &Start) ->
         )
     };
     let shown = |e: Option<bool>| e.map_or("unset".to_string(), |e| e.to_string());
+    if after.services > SERVICES_MAX && after.services != before.services {
+        return refuse(format!(
+            "{to} gives the pool {} services (its unit files in /etc/systemd/system and the \
+             template instances it enables), more than {SERVICES_MAX}: systemd loads and starts \
+             each in its manager at boot, in time that grows faster than their number; give \
+             the pool fewer, and let one service do the work of many",
+            after.services
+        ));
+    }
     // Units whose dependencies name kubelet's start, on either side.
     let dependent_units: Vec<(String, String)> = (before.dependents.iter())
         .chain(&after.dependents)

@@ -579,3 +579,31 @@ fn a_service_of_the_pool_s_own_is_bounded_in_all() {
         assert!(why.contains(says), "{says}: {why}");
     }
 }
+
+/// Review 40 r40a F1: a template within its unit's budget, enabled as
+/// thousands of instances, held systemd 252's manager minutes before
+/// kubelet: the services a pool gives are bounded in all.
+#[test]
+fn the_services_of_a_pool_are_bounded_in_all() {
+    let instances = |n: usize| {
+        let list: Vec<Value> = (0..n)
+            .map(|i| json!({"name": format!("acme-t@{i}.service"), "enabled": true}))
+            .collect();
+        mc(json!({"config": {"ignition": {"version": "3.4.0"}, "systemd": {"units": list}}}))
+    };
+    judged(&[], &[instances(SERVICES_MAX)]).unwrap();
+    let err = judged(&[], &[instances(SERVICES_MAX + 1)])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("201 services") && err.contains("more than 200"),
+        "{err}"
+    );
+    // Unit files count too; a template alone does not.
+    let mut files = BTreeMap::new();
+    for i in 0..=SERVICES_MAX {
+        files.insert(format!("/etc/systemd/system/acme-{i}.service"), 1);
+    }
+    files.insert("/etc/systemd/system/acme-t@.service".into(), 1);
+    assert_eq!(of(&[], &files).services, SERVICES_MAX + 1);
+}
