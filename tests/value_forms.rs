@@ -220,3 +220,51 @@ fn render_and_explain_warn_on_a_value_the_node_never_reads() {
         assert!(!stderr(&out).contains("never matches"), "{}", stderr(&out));
     }
 }
+
+/// Review 40 r40b F2: a rules file of many rules, each with as many values
+/// in the wrong form as one expression is warned about, gets at most 200
+/// value warnings in the run and one line counting the rest.
+#[test]
+fn value_warnings_are_bounded_per_run() {
+    use crate::support::run_cli::cli;
+    use crate::support::{stderr, write};
+    let dir = scratch_dir();
+    let values: Vec<String> = (0..16).map(|i| format!("\"0x{i:04x}\"")).collect();
+    let mut text = String::from(
+        "apiVersion: nfd.k8s-sigs.io/v1alpha1\nkind: NodeFeatureRule\nmetadata:\n  name: many\nspec:\n  rules:\n",
+    );
+    for i in 0..40 {
+        text.push_str(&format!(
+            "  - name: r{i}\n    labels:\n      example.com/r{i}: \"true\"\n    matchFeatures:\n    \
+             - feature: pci.device\n      matchExpressions:\n        vendor: {{op: In, value: [{}]}}\n",
+            values.join(", ")
+        ));
+    }
+    let rules = dir.path().join("many.yaml");
+    write(&rules, &text);
+    let root = dir.path().join("root");
+    write(
+        &root.join("usr/lib/systemd/system/kubelet.service"),
+        "[Service]\nExecStart=/usr/bin/kubelet --v=2\n",
+    );
+    let out = cli(&[
+        "render",
+        "dropins",
+        "--root",
+        root.to_str().unwrap(),
+        "--arch",
+        "x86_64",
+        "--rules",
+        rules.to_str().unwrap(),
+    ]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let warned = err.lines().filter(|l| l.contains("never matches")).count();
+    assert_eq!(warned, 200, "{}", &err[..err.len().min(2000)]);
+    let more = 40 * 16 - 200;
+    assert!(
+        err.contains(&format!("warning: and {more} more values of the rules")),
+        "{}",
+        &err[err.len().saturating_sub(2000)..]
+    );
+}

@@ -507,7 +507,7 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
 /// never reads (`render::value_forms`).
 fn value_form_warnings(env: &[(OsString, OsString)]) -> Vec<String> {
     use crate::node::contract::{ROLE_RULES_VAR, RULES_VAR};
-    let mut out = Vec::new();
+    let mut warned = crate::cli::render::value_forms::Warned::default();
     for var in [ROLE_RULES_VAR, RULES_VAR] {
         let Some((_, text)) = env.iter().rfind(|(k, _)| k == var) else {
             continue;
@@ -516,11 +516,10 @@ fn value_form_warnings(env: &[(OsString, OsString)]) -> Vec<String> {
             continue;
         };
         for r in &rules {
-            let what = format!("rule {:?}", r.name);
-            out.extend(crate::cli::render::value_forms::warnings(r, &what));
+            warned.add(r, || format!("rule {:?}", r.name));
         }
     }
-    out
+    warned.into_lines()
 }
 
 /// Whose kubelet the node runs, and what says so: OpenShift's where its

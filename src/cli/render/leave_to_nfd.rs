@@ -166,6 +166,7 @@ pub fn read_rule_files_leaving(
     let mut order: Vec<usize> = (0..objects.len()).collect();
     order.sort_by(|a, b| objects[*a].name.cmp(&objects[*b].name));
     let mut out = RuleFiles::default();
+    let mut warned = super::value_forms::Warned::default();
     let mut left_so_far: Vec<(&RuleObject, &ReadRule)> = Vec::new();
     for &o in &order {
         let object = &objects[o];
@@ -173,13 +174,12 @@ pub fn read_rule_files_leaving(
             if left_at.contains(&(o, r)) {
                 // NFD reads the same values: the same warning.
                 if let Ok(rule) = &read.rule {
-                    out.warnings.extend(super::value_forms::warned(
-                        rule,
-                        &format!(
+                    warned.add(rule, || {
+                        format!(
                             "rule {:?} of NodeFeatureRule {:?} ({})",
                             read.name, object.name, object.source
-                        ),
-                    ));
+                        )
+                    });
                 }
                 out.left.push(LeftRule {
                     object: object.name.clone(),
@@ -213,16 +213,20 @@ pub fn read_rule_files_leaving(
                     lr.name,
                 );
             }
-            out.warnings.extend(super::value_forms::warned(
-                rule,
-                &format!(
+            warned.add(rule, || {
+                format!(
                     "rule {:?} of NodeFeatureRule {:?} ({})",
                     read.name, object.name, object.source
-                ),
-            ));
+                )
+            });
             out.rules.push(rule.clone());
         }
     }
+    out.warnings = warned
+        .into_lines()
+        .into_iter()
+        .map(|w| format!("warning: {w}"))
+        .collect();
     // `@rule.matched.KEY` values are resolved once every rule has run: a
     // left rule anywhere may give KEY.
     for (o, object) in objects.iter().enumerate() {

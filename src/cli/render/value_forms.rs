@@ -184,76 +184,128 @@ fn form(feature: &str, attribute: &str) -> Option<Form> {
         .map(|(_, _, form)| *form)
 }
 
-/// One warning (without `warning: `) per value of `rule` the node can
-/// never read, `what` naming the rule (`rule "x" of NodeFeatureRule "y"
-/// (FILE)`).
-pub fn warnings(rule: &Rule, what: &str) -> Vec<String> {
-    let terms = rule
-        .match_features
-        .iter()
-        .chain(rule.match_any.iter().flatten());
-    let mut out = Vec::new();
-    for t in terms {
-        out.extend(term_warnings(t, what));
-    }
-    out.dedup();
-    out
+/// The most lines of value warnings one run says, over all its rules;
+/// the rest are counted in one last line. Review 40 r40b F2: 16 lines per
+/// expression, built for every rule before any was said, made 120 MB of a
+/// 0.9 MB rules file.
+pub const RULES_WARNED_MAX: usize = 200;
+
+/// The value warnings of a run's rules (without `warning: `): the first
+/// [`RULES_WARNED_MAX`] lines, and how many more there were. A line past
+/// the bound is counted, never built.
+#[derive(Debug, Default)]
+pub struct Warned {
+    lines: Vec<String>,
+    more: usize,
 }
 
-/// [`warnings`] as lines of their own (`warning: ...`).
-pub fn warned(rule: &Rule, what: &str) -> Vec<String> {
-    warnings(rule, what)
-        .into_iter()
-        .map(|w| format!("warning: {w}"))
-        .collect()
+impl Warned {
+    /// Warn about each value of `rule` the node can never read, `what`
+    /// naming the rule (`rule "x" of NodeFeatureRule "y" (FILE)`), built
+    /// only when a line is said.
+    pub fn add(&mut self, rule: &Rule, what: impl FnOnce() -> String) {
+        let terms = rule
+            .match_features
+            .iter()
+            .chain(rule.match_any.iter().flatten());
+        let mut what = Some(what);
+        let mut name = String::new();
+        for t in terms {
+            self.term(t, &mut || {
+                if let Some(f) = what.take() {
+                    // Review 39 r39b F1: a rule's whole name in a warning
+                    // per bad value made 200 MB of a 112 KB rules file.
+                    name = crate::cli::output::shortened(&f(), 200, 40);
+                }
+                name.clone()
+            });
+        }
+    }
+
+    fn say(&mut self, line: impl FnOnce() -> String) {
+        if self.lines.len() < RULES_WARNED_MAX {
+            let line = line();
+            // One value twice in an expression, or one expression in two
+            // terms, is said once.
+            if self.lines.last() != Some(&line) {
+                self.lines.push(line);
+            }
+        } else {
+            self.more += 1;
+        }
+    }
+
+    fn term(&mut self, t: &Term, what: &mut dyn FnMut() -> String) {
+        for (attr, expr) in t.match_expressions.iter().flatten() {
+            if !matches!(expr.op, Op::In | Op::NotIn) {
+                continue;
+            }
+            let Some(form) = form(&t.feature, attr) else {
+                continue;
+            };
+            let misfits = expr.value.iter().filter(|v| !form.fits(v)).count();
+            if misfits > WARNED_VALUES_MAX {
+                self.say(|| {
+                    format!(
+                        "{}: {} {attr}: {} more values that do not fit how the node reads it \
+                         (the first {WARNED_VALUES_MAX} follow)",
+                        what(),
+                        t.feature,
+                        misfits - WARNED_VALUES_MAX
+                    )
+                });
+            }
+            for v in expr
+                .value
+                .iter()
+                .filter(|v| !form.fits(v))
+                .take(WARNED_VALUES_MAX)
+            {
+                self.say(|| {
+                    let effect = match expr.op {
+                        Op::In => "never matches",
+                        _ => "excludes nothing",
+                    };
+                    let hint = form.hint(v).map(|h| format!("; {h}")).unwrap_or_default();
+                    format!(
+                        "{}: {} {attr} {v:?} ({:?}) {effect}: the node reads {attr} as {}{hint}",
+                        what(),
+                        t.feature,
+                        expr.op,
+                        form.describe()
+                    )
+                });
+            }
+        }
+    }
+
+    /// The lines, and one that counts the rest.
+    pub fn into_lines(self) -> Vec<String> {
+        let mut lines = self.lines;
+        if self.more > 0 {
+            lines.push(format!(
+                "and {} more values of the rules that do not fit how the node reads them \
+                 (the first {RULES_WARNED_MAX} are above: fix those and run again to see the rest)",
+                self.more
+            ));
+        }
+        lines
+    }
 }
 
 /// The most values of one expression warned about one by one.
 const WARNED_VALUES_MAX: usize = 16;
 
-fn term_warnings(t: &Term, what: &str) -> Vec<String> {
-    // Review 39 r39b F1: a rule's whole name in a warning per bad value
-    // made 200 MB of a 112 KB rules file.
-    let what = crate::cli::output::shortened(what, 200, 40);
-    let what = what.as_str();
-    let mut out = Vec::new();
-    for (attr, expr) in t.match_expressions.iter().flatten() {
-        if !matches!(expr.op, Op::In | Op::NotIn) {
-            continue;
-        }
-        let Some(form) = form(&t.feature, attr) else {
-            continue;
-        };
-        let misfits: Vec<&String> = expr.value.iter().filter(|v| !form.fits(v)).collect();
-        if misfits.len() > WARNED_VALUES_MAX {
-            out.push(format!(
-                "{what}: {} {attr}: {} more values that do not fit how the node reads it \
-                 (the first {WARNED_VALUES_MAX} follow)",
-                t.feature,
-                misfits.len() - WARNED_VALUES_MAX
-            ));
-        }
-        for v in misfits.into_iter().take(WARNED_VALUES_MAX) {
-            let effect = match expr.op {
-                Op::In => "never matches",
-                _ => "excludes nothing",
-            };
-            let hint = form.hint(v).map(|h| format!("; {h}")).unwrap_or_default();
-            out.push(format!(
-                "{what}: {} {attr} {v:?} ({:?}) {effect}: the node reads {attr} as {}{hint}",
-                t.feature,
-                expr.op,
-                form.describe()
-            ));
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::node::rules::Expr;
+
+    fn warnings(rule: &Rule, what: &str) -> Vec<String> {
+        let mut warned = Warned::default();
+        warned.add(rule, || what.to_string());
+        warned.into_lines()
+    }
 
     fn rule(feature: &str, attr: &str, op: Op, values: &[&str]) -> Rule {
         Rule {
@@ -315,5 +367,39 @@ mod tests {
         assert!(got[0].contains("4984 more values"), "{}", &got[0][..300]);
         let total: usize = got.iter().map(String::len).sum();
         assert!(total < 16 * 1024, "{total} bytes");
+    }
+
+    /// Review 40 r40b F2: many rules, each within its expression's bound,
+    /// give at most RULES_WARNED_MAX lines in a run and one that counts the
+    /// rest; a rule past the bound is not even named.
+    #[test]
+    fn warnings_are_bounded_per_run() {
+        let values: Vec<String> = (0..WARNED_VALUES_MAX)
+            .map(|i| format!("0x{i:04x}"))
+            .collect();
+        let values: Vec<&str> = values.iter().map(String::as_str).collect();
+        let r = rule("pci.device", "vendor", Op::In, &values);
+        let mut warned = Warned::default();
+        let mut named = 0;
+        for i in 0..1000 {
+            warned.add(&r, || {
+                named += 1;
+                format!("rule \"r{i}\"")
+            });
+        }
+        let got = warned.into_lines();
+        assert_eq!(got.len(), RULES_WARNED_MAX + 1, "{}", got.len());
+        let more = 1000 * WARNED_VALUES_MAX - RULES_WARNED_MAX;
+        assert!(
+            got[RULES_WARNED_MAX].starts_with(&format!("and {more} more values")),
+            "{}",
+            got[RULES_WARNED_MAX]
+        );
+        assert_eq!(named, RULES_WARNED_MAX / WARNED_VALUES_MAX + 1);
+        assert!(
+            got[0].starts_with("rule \"r0\": pci.device vendor \"0x0000\""),
+            "{}",
+            got[0]
+        );
     }
 }
