@@ -162,19 +162,17 @@ spec:
         class: {op: NotIn, value: [\"03\"]}
 ";
 
-/// render warns where it reads the rules, and explain where it evaluates
-/// them (the tree's rules, as `--rules`), naming the rule, the feature,
-/// the attribute, the value, the form and the value meant; `NotIn` says it
-/// excludes nothing. The DGX fixture (NVIDIA GPUs) gets no match.
-#[test]
-fn render_and_explain_warn_on_a_value_the_node_never_reads() {
+/// `render dropins --rules RULES` (RULES written with `text`) on a tree
+/// under `dir` holding a kubelet unit: the tree's root and the run.
+fn render_dropins_with_rules(
+    dir: &std::path::Path,
+    rules: &std::path::Path,
+    text: &str,
+) -> (std::path::PathBuf, std::process::Output) {
     use crate::support::run_cli::cli;
-    use crate::support::{stderr, write};
-    let dir = scratch_dir();
-    let rules = dir.path().join("gpus.yaml");
-    write(&rules, GPU_0X);
-    let root = dir.path().join("root");
-    let r = root.to_str().unwrap();
+    use crate::support::write;
+    write(rules, text);
+    let root = dir.join("root");
     write(
         &root.join("usr/lib/systemd/system/kubelet.service"),
         "[Service]\nExecStart=/usr/bin/kubelet --v=2\n",
@@ -183,12 +181,27 @@ fn render_and_explain_warn_on_a_value_the_node_never_reads() {
         "render",
         "dropins",
         "--root",
-        r,
+        root.to_str().unwrap(),
         "--arch",
         "x86_64",
         "--rules",
         rules.to_str().unwrap(),
     ]);
+    (root, out)
+}
+
+/// render warns where it reads the rules, and explain where it evaluates
+/// them (the tree's rules, as `--rules`), naming the rule, the feature,
+/// the attribute, the value, the form and the value meant; `NotIn` says it
+/// excludes nothing. The DGX fixture (NVIDIA GPUs) gets no match.
+#[test]
+fn render_and_explain_warn_on_a_value_the_node_never_reads() {
+    use crate::support::run_cli::cli;
+    use crate::support::stderr;
+    let dir = scratch_dir();
+    let rules = dir.path().join("gpus.yaml");
+    let (root, out) = render_dropins_with_rules(dir.path(), &rules, GPU_0X);
+    let r = root.to_str().unwrap();
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
     let vendor = "pci.device vendor \"0x10de\" (In) never matches: the node reads vendor as 4 \
@@ -226,8 +239,7 @@ fn render_and_explain_warn_on_a_value_the_node_never_reads() {
 /// value warnings in the run and one line counting the rest.
 #[test]
 fn value_warnings_are_bounded_per_run() {
-    use crate::support::run_cli::cli;
-    use crate::support::{stderr, write};
+    use crate::support::stderr;
     let dir = scratch_dir();
     let values: Vec<String> = (0..16).map(|i| format!("\"0x{i:04x}\"")).collect();
     let mut text = String::from(
@@ -241,22 +253,7 @@ fn value_warnings_are_bounded_per_run() {
         ));
     }
     let rules = dir.path().join("many.yaml");
-    write(&rules, &text);
-    let root = dir.path().join("root");
-    write(
-        &root.join("usr/lib/systemd/system/kubelet.service"),
-        "[Service]\nExecStart=/usr/bin/kubelet --v=2\n",
-    );
-    let out = cli(&[
-        "render",
-        "dropins",
-        "--root",
-        root.to_str().unwrap(),
-        "--arch",
-        "x86_64",
-        "--rules",
-        rules.to_str().unwrap(),
-    ]);
+    let (_, out) = render_dropins_with_rules(dir.path(), &rules, &text);
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
     let warned = err.lines().filter(|l| l.contains("never matches")).count();
