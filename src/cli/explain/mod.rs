@@ -223,7 +223,7 @@ pub fn explain(opts: &ExplainOptions) -> Result<Explanation> {
         .iter()
         .map(|(k, v)| (k.into(), v.into()))
         .collect();
-    let mut warnings = as_loaded.warnings.clone();
+    let mut warnings: Vec<String> = as_loaded.warnings.to_vec();
     for d in &original.skipped {
         if d.file_name().is_some_and(|n| n != WRAPPER_DROPIN_NAME) {
             warnings.push(format!(

@@ -14,6 +14,7 @@ pub mod exec;
 pub mod search;
 pub mod specifier;
 pub mod syntax;
+pub mod warnings;
 pub mod words;
 
 pub use env::{replace_env_argv, resolve_executable};
@@ -102,7 +103,7 @@ pub struct LoadedService {
     /// command's relative paths start (`--config=config.yaml`); None: `/`.
     pub working_directory: Option<PathBuf>,
     /// Non-fatal problems systemd would log.
-    pub warnings: Vec<String>,
+    pub warnings: warnings::Warnings,
 }
 
 #[derive(Debug, Clone, Default)]

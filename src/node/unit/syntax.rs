@@ -17,7 +17,7 @@ pub struct Assignment {
 pub struct Parsed {
     pub assignments: Vec<Assignment>,
     pub fatal: Option<String>,
-    pub warnings: Vec<String>,
+    pub warnings: super::warnings::Warnings,
 }
 
 /// systemd's LONG_LINE_MAX: a line of this many bytes, or a continued line
@@ -171,20 +171,20 @@ fn handle_line(
         if !matches!(s, "Unit" | "Service" | "Install") && !s.starts_with("X-") {
             parsed
                 .warnings
-                .push(format!("{name}:{line}: Unknown section '{s}'. Ignoring."));
+                .push_with(|| format!("{name}:{line}: Unknown section '{s}'. Ignoring."));
         }
         return Ok(());
     }
     let Some(sect) = section.as_ref() else {
-        parsed.warnings.push(format!(
-            "{name}:{line}: Assignment outside of section. Ignoring."
-        ));
+        parsed
+            .warnings
+            .push_with(|| format!("{name}:{line}: Assignment outside of section. Ignoring."));
         return Ok(());
     };
     let Some((key, value)) = l.split_once('=') else {
         parsed
             .warnings
-            .push(format!("{name}:{line}: Missing '=', ignoring line."));
+            .push_with(|| format!("{name}:{line}: Missing '=', ignoring line."));
         return Ok(());
     };
     parsed.assignments.push(Assignment {
@@ -351,6 +351,24 @@ mod tests {
                 kv("A", "\u{c}"),
                 kv("B", "\u{b}y")
             ]
+        );
+    }
+
+    /// Review 41 r41b F1: a warning per line of a file of many bad lines
+    /// is kept for the first lines only, one more line counting the rest.
+    #[test]
+    fn warnings_of_a_file_are_bounded() {
+        use crate::node::unit::warnings::WARNINGS_MAX;
+        let p = parse("a\n".repeat(100_000).as_bytes(), "t");
+        assert_eq!(p.warnings.len(), WARNINGS_MAX + 1);
+        assert_eq!(
+            p.warnings[0],
+            "t:1: Assignment outside of section. Ignoring."
+        );
+        assert!(
+            p.warnings[WARNINGS_MAX].starts_with(&format!("and {} more", 100_000 - WARNINGS_MAX)),
+            "{}",
+            p.warnings[WARNINGS_MAX]
         );
     }
 }
