@@ -38,11 +38,76 @@ use crate::node::unit::search::SYSTEM_UNIT_PATH as UNIT_DIRS;
 
 pub use super::start_units::NEEDED;
 
-/// Files a unit of [`NEEDED`] runs or reads (kubelet-auto-node-size's
-/// script and its `EnvironmentFile=`, which has no `-`).
-const NEEDED_FILES: [&str; 2] = [
-    "/usr/local/sbin/dynamic-system-reserved-calc.sh",
-    "/etc/node-sizing-enabled.env",
+/// Files a unit of [`NEEDED`] runs or reads, with the unit: the programs
+/// and environment files of the MCO's units on kubelet's start path, as
+/// its templates write them (templates/*/*/units, 4.14..main), kubelet's
+/// own aside (`kubelet_unit`, `cluster_unit`). Review 41 r41a F1: a
+/// pool's `configure-ovs.sh` of `exec sleep infinity` held
+/// ovs-configuration.service's start (a oneshot with no timeout) and
+/// kubelet's with it, for good.
+const NEEDED_FILES: &[(&str, &str)] = &[
+    (
+        "/usr/local/sbin/dynamic-system-reserved-calc.sh",
+        "kubelet-auto-node-size.service",
+    ),
+    (
+        "/etc/node-sizing-enabled.env",
+        "kubelet-auto-node-size.service",
+    ),
+    (
+        "/usr/local/bin/configure-ovs.sh",
+        "ovs-configuration.service",
+    ),
+    (
+        "/usr/local/bin/nmstate-configuration.sh",
+        "nmstate-configuration.service",
+    ),
+    ("/usr/local/bin/mtu-migration.sh", "mtu-migration.service"),
+    ("/usr/local/bin/mco-hostname", "node-valid-hostname.service"),
+    (
+        "/usr/local/bin/configure-ip-forwarding.sh",
+        "nodeip-configuration.service",
+    ),
+    (
+        "/etc/default/nodeip-configuration",
+        "nodeip-configuration.service",
+    ),
+    (
+        "/usr/local/bin/wait-for-node-ip.sh",
+        "wait-for-node-ip.service",
+    ),
+    (
+        "/usr/local/bin/ipsec-connect-wait.sh",
+        "wait-for-ipsec-connect.service",
+    ),
+    (
+        "/usr/local/bin/wait-for-br-ex-up.sh",
+        "wait-for-br-ex-up.service",
+    ),
+    (
+        "/usr/local/bin/nm-clean-initrd-state.sh",
+        "NetworkManager-clean-initrd-state.service",
+    ),
+    (
+        "/usr/local/bin/aws-kubelet-nodename",
+        "aws-kubelet-nodename.service",
+    ),
+    (
+        "/usr/local/bin/aws-kubelet-providerid",
+        "aws-kubelet-providerid.service",
+    ),
+    (
+        "/usr/local/bin/openstack-kubelet-nodename",
+        "openstack-kubelet-nodename.service",
+    ),
+    ("/usr/local/bin/update-dns-server", "aws-update-dns.service"),
+    (
+        "/usr/local/bin/vsphere-hostname.sh",
+        "vsphere-hostname.service",
+    ),
+    // crio.service's proxy drop-in reads it without `-`: crio does not
+    // start without it.
+    ("/etc/mco/proxy.env", "crio.service"),
 ];
 
 /// What kubelet reads at its start besides its command line and its
@@ -540,8 +605,14 @@ fn needed_path(path: &str) -> Option<String> {
     if kubelet_unit::unit_path(path) {
         return None;
     }
-    if NEEDED_FILES.contains(&path) {
-        return Some("kubelet-auto-node-size.service runs or reads it".into());
+    if let Some((_, unit)) = NEEDED_FILES.iter().find(|(f, _)| *f == path) {
+        return Some(format!("{unit} runs or reads it"));
+    }
+    if let Some((f, unit)) = NEEDED_FILES
+        .iter()
+        .find(|(f, _)| path != "/" && f.strip_prefix(path).is_some_and(|r| r.starts_with('/')))
+    {
+        return Some(format!("it is above {f}, which {unit} runs or reads"));
     }
     if path != PULL_SECRET {
         let reads = KUBELET_READS.iter().find_map(|(dir, why)| {

@@ -76,6 +76,16 @@ fn unit_files_and_drop_ins_of_needed_units() {
             true,
         ),
         ("/run/systemd", true),
+        // Review 41 r41a F1: the programs and environment files of the
+        // MCO's units on kubelet's start path.
+        ("/usr/local/bin/configure-ovs.sh", true),
+        ("/var/usrlocal/bin/nmstate-configuration.sh", true),
+        ("/usr/local/bin/mco-hostname", true),
+        ("/etc/default/nodeip-configuration", true),
+        ("/etc/mco/proxy.env", true),
+        ("/usr/local/bin", true),
+        ("/usr/local/bin/acme-tool", false),
+        ("/etc/default/acme", false),
         // kubelet_unit's: kubelet.service, its drop-ins, service.d.
         ("/etc/systemd/system/kubelet.service", false),
         ("/etc/systemd/system/kubelet.service.d/zz.conf", false),

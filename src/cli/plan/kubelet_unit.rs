@@ -56,6 +56,43 @@ const ARGV_FILES: [&str; 7] = [
 /// is small; a larger one is not one plan can price).
 const READ_CAP: u64 = 1 << 20;
 
+/// A file that sets our variables only (render's drop-ins, another
+/// drop-in of kubelet.service, an environment file) is as small as
+/// render's own are (review 41 r41a F3, F4): systemd 252 spent 7 s a
+/// boot per MiB of `Environment=` lines in a drop-in, and one value past
+/// 128 KiB makes the kernel refuse kubelet's exec (E2BIG). Its bytes, its
+/// assignments, each value (the compact rules' bound).
+const OUR_VARS_FILE_MAX: usize = 128 * 1024;
+const OUR_VARS_ASSIGNMENTS_MAX: usize = 64;
+const OUR_VARS_VALUE_MAX: usize = crate::cli::render::node_rules::MAX_COMPACT;
+/// Files of a side, besides render's, that set our variables.
+const OUR_VARS_FILES_MAX: usize = 16;
+
+/// Why a file setting our variables (`set`, of `len` bytes) is past the
+/// bounds render's own keep to.
+fn over_our_bounds(len: usize, set: &[(String, Vec<u8>)]) -> Option<String> {
+    if len > OUR_VARS_FILE_MAX {
+        return Some(format!(
+            "it holds {len} bytes, more than the {OUR_VARS_FILE_MAX} a file of our variables may"
+        ));
+    }
+    if set.len() > OUR_VARS_ASSIGNMENTS_MAX {
+        return Some(format!(
+            "it makes {} assignments, more than the {OUR_VARS_ASSIGNMENTS_MAX} a file of our \
+             variables may",
+            set.len()
+        ));
+    }
+    set.iter()
+        .find(|(_, v)| v.len() > OUR_VARS_VALUE_MAX)
+        .map(|(k, v)| {
+            format!(
+                "it sets {k} to {} bytes, more than the {OUR_VARS_VALUE_MAX} render allows",
+                v.len()
+            )
+        })
+}
+
 /// One path of a pool's layout that kubelet.service reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Read {
@@ -130,6 +167,11 @@ fn unit_maker(path: &str) -> Option<&'static str> {
     }
 }
 
+/// A path in a `service.d` directory: a drop-in of every service.
+fn every_service(path: &str) -> bool {
+    node_path(path).split('/').any(|c| c == "service.d")
+}
+
 fn argv_file(path: &str) -> bool {
     let path = node_path(path);
     let path = path.as_str();
@@ -173,6 +215,7 @@ fn environment_only(
         return Err(format!("systemd stops reading it: {fatal}"));
     }
     let keep = |w: &[u8]| -> std::result::Result<Vec<u8>, String> { Ok(w.to_vec()) };
+    let mut all = Vec::new();
     for a in &parsed.assignments {
         let shown = || {
             format!(
@@ -189,8 +232,12 @@ fn environment_only(
         if set.is_empty() || !warnings.is_empty() || set.iter().any(|(k, _)| !allowed(k)) {
             return Err(shown());
         }
+        all.extend(set);
+        if all.len() > OUR_VARS_ASSIGNMENTS_MAX {
+            break;
+        }
     }
-    Ok(())
+    over_our_bounds(bytes.len(), &all).map_or(Ok(()), Err)
 }
 
 /// Whether a drop-in holds the sync's `Wants=` and nothing else.
@@ -245,6 +292,8 @@ fn ours(path: &str, bytes: &[u8]) -> Option<Option<String>> {
 /// that kubelet.service reads.
 pub fn reads(root: &Path, ids: &BTreeMap<String, u64>, env_files: &[(String, bool)]) -> Reads {
     let mut out = Reads::new();
+    // Drop-ins and environment files of ours besides render's.
+    let mut others = 0;
     for (path, id) in ids {
         let (unpriced, is_ours) = if unit_path(path) {
             let name = path.rsplit('/').next().unwrap_or(path);
@@ -255,7 +304,28 @@ pub fn reads(root: &Path, ids: &BTreeMap<String, u64>, env_files: &[(String, boo
                     None if name == "kubelet.service" => {
                         (Some("it is kubelet.service itself".into()), false)
                     }
-                    None => (environment_only(&bytes, name, &our_var).err(), false),
+                    // Review 41 r41a F3: systemd reads `service.d` for
+                    // every service it loads, before any starts.
+                    None if every_service(path) => (
+                        Some(
+                            "it is a drop-in of every service (service.d), which systemd \
+                             reads for each unit it loads and render never writes; set our \
+                             variables in a drop-in of kubelet.service"
+                                .into(),
+                        ),
+                        false,
+                    ),
+                    None => {
+                        others += 1;
+                        let why = match others > OUR_VARS_FILES_MAX {
+                            true => Some(format!(
+                                "it is one more than the {OUR_VARS_FILES_MAX} files of our \
+                                 variables besides render's a pool may hold"
+                            )),
+                            false => environment_only(&bytes, name, &our_var).err(),
+                        };
+                        (why, false)
+                    }
                 },
             }
         } else if argv_file(path) {
@@ -295,12 +365,19 @@ pub fn reads(root: &Path, ids: &BTreeMap<String, u64>, env_files: &[(String, boo
             let Some(id) = ids.get(&path) else {
                 continue;
             };
+            others += 1;
             let unpriced = match regular(root, &path) {
                 Err(why) => Some(why),
-                Ok(bytes) => env::parse_env_file(&bytes)
-                    .into_iter()
-                    .find(|(k, _)| !our_var(k))
-                    .map(|(k, _)| format!("it sets {k}")),
+                Ok(_) if others > OUR_VARS_FILES_MAX => Some(format!(
+                    "it is one more than the {OUR_VARS_FILES_MAX} files of our variables \
+                     besides render's a pool may hold"
+                )),
+                Ok(bytes) => {
+                    let set = env::parse_env_file(&bytes);
+                    (set.iter().find(|(k, _)| !our_var(k)))
+                        .map(|(k, _)| format!("it sets {k}"))
+                        .or_else(|| over_our_bounds(bytes.len(), &set))
+                }
             };
             out.insert(
                 path,
@@ -435,5 +512,75 @@ mod tests {
         ] {
             assert_eq!(unit_maker(path).is_some(), is, "{path}");
         }
+    }
+
+    /// Review 41 r41a F3, F4: a file of our variables besides render's is
+    /// as small as render's; `service.d`, read for every service, is never
+    /// one; at most 16 such files a side.
+    #[test]
+    fn files_of_our_variables_are_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |path: &str, text: &str| {
+            let at = dir.path().join(path.trim_start_matches('/'));
+            std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+            std::fs::write(at, text).unwrap();
+        };
+        let line = format!("Environment=\"{TAINTS_VAR}=a=b:NoSchedule\"\n");
+        let small = format!("[Service]\n{line}");
+        let big_value = format!(
+            "[Service]\nEnvironment=\"{TAINTS_VAR}={}\"\n",
+            "a".repeat(OUR_VARS_VALUE_MAX + 1)
+        );
+        let many = format!("[Service]\n{}", line.repeat(OUR_VARS_ASSIGNMENTS_MAX + 1));
+        let bytes = format!("[Service]\n{line}{}", "#\n".repeat(OUR_VARS_FILE_MAX));
+        let mut ids = BTreeMap::new();
+        let mut add = |path: &str, text: &str| {
+            write(path, text);
+            ids.insert(path.to_string(), ids.len() as u64);
+        };
+        let d = "/etc/systemd/system/kubelet.service.d";
+        add(&format!("{d}/10-small.conf"), &small);
+        add(&format!("{d}/11-value.conf"), &big_value);
+        add(&format!("{d}/12-many.conf"), &many);
+        add(&format!("{d}/13-bytes.conf"), &bytes);
+        add("/etc/systemd/system/service.d/10-x.conf", &small);
+        let got = reads(dir.path(), &ids, &[]);
+        let why = |name: &str| {
+            got.iter()
+                .find(|(p, _)| p.ends_with(name))
+                .and_then(|(_, r)| r.unpriced.clone())
+                .unwrap_or_default()
+        };
+        assert_eq!(why("10-small.conf"), "");
+        assert!(
+            why("11-value.conf").contains("more than the 65536"),
+            "{}",
+            why("11-value.conf")
+        );
+        assert!(
+            why("12-many.conf").contains("65 assignments"),
+            "{}",
+            why("12-many.conf")
+        );
+        assert!(
+            why("13-bytes.conf").contains("bytes, more than"),
+            "{}",
+            why("13-bytes.conf")
+        );
+        assert!(why("service.d/10-x.conf").contains("every service"));
+        // The 17th file of our variables besides render's.
+        let mut ids = BTreeMap::new();
+        for i in 0..=OUR_VARS_FILES_MAX {
+            let path = format!("{d}/{i:02}-n.conf");
+            write(&path, &small);
+            ids.insert(path, i as u64);
+        }
+        let got = reads(dir.path(), &ids, &[]);
+        let unpriced: Vec<&String> = got
+            .iter()
+            .filter(|(_, r)| r.unpriced.is_some())
+            .map(|(p, _)| p)
+            .collect();
+        assert_eq!(unpriced, [&format!("{d}/16-n.conf")]);
     }
 }

@@ -20,6 +20,7 @@ pub mod cluster_unit;
 pub mod command;
 mod crio_registries;
 mod crio_start;
+mod fact_files;
 mod fleet;
 pub mod formats;
 mod identity;
@@ -279,6 +280,7 @@ fn plan_in_budget(opts: &PlanOptions) -> Result<Plan> {
         kubelet_start::check((base, after), name)?;
         boot_files::check((base, after), name)?;
         crio_start::check((base, after), name)?;
+        fact_files::check((base, after), name)?;
     }
     let policy = in_force::in_force(
         fleet.policy.as_ref(),
