@@ -318,6 +318,21 @@ fn rules_without_facts_say_so_and_a_nodefeature_gives_them() {
         "{}",
         stderr(&out)
     );
+    // Review 41 r41b F3: a file that is not YAML (a link a pull request
+    // committed to a credentials file) is named by line, never quoted.
+    let secret = dir.path().join("credentials");
+    std::fs::write(
+        &secret,
+        "[default]\naws_access_key_id = AKIAEXAMPLE\naws_secret_access_key = s3cr3t\n",
+    )
+    .unwrap();
+    let out = explain(false, &["--facts", secret.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("(--facts)") && err.contains("line 2") && !err.contains("AKIAEXAMPLE"),
+        "{err}"
+    );
 }
 
 /// A kubeadm host: its kubelet.service and kubelet.

@@ -131,7 +131,9 @@ fn read_facts(path: &std::path::Path) -> Result<(crate::node::facts::Features, S
     let (text, name) = input::read_text(path, input::FACTS)?;
     let docs: Vec<serde_json::Value> = match serde_json::from_str(&text) {
         Ok(v) => vec![v],
-        Err(_) => serde_saphyr::from_multiple(&text)
+        // Review 41 r41b F3: read as every manifest is, whose errors name
+        // the line and never quote it (the file may be a link to a secret).
+        Err(_) => crate::cli::yaml::kube_yaml(&text)
             .with_context(|| format!("reading {name} as YAML or JSON (--facts)"))?,
     };
     let docs: Vec<&serde_json::Value> = docs.iter().filter(|d| !d.is_null()).collect();
