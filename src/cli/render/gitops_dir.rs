@@ -617,15 +617,15 @@ fn edited(text: &str, new: &Value) -> Result<String> {
 /// The lines (1-based) of `old` with a comment of the user's (not the
 /// summary block render writes) that `new` no longer has.
 fn lost_comments(old: &str, new: &str) -> Vec<usize> {
-    let ours = summary::block_lines(old);
+    // Sets, not scans (review 41 r41b F2: 40,000 comment lines took
+    // 140 s, quadratic).
+    let ours: std::collections::HashSet<usize> = summary::block_lines(old).into_iter().collect();
     let lines: Vec<&str> = old.lines().collect();
+    let kept: std::collections::HashSet<&str> = new.lines().collect();
     comment_lines(old)
         .into_iter()
         .filter(|l| !ours.contains(l))
-        .filter(|l| {
-            let line = lines.get(l - 1).copied().unwrap_or_default();
-            !new.lines().any(|n| n == line)
-        })
+        .filter(|l| !kept.contains(lines.get(l - 1).copied().unwrap_or_default()))
         .collect()
 }
 
