@@ -25,7 +25,7 @@ impl Warnings {
             return;
         }
         self.more += 1;
-        let counted = format!("and {} more warnings like these, not shown", self.more);
+        let counted = format!("and {} more like these, not shown", self.more);
         match self.lines.get_mut(WARNINGS_MAX) {
             Some(last) => *last = counted,
             None => self.lines.push(counted),
@@ -90,10 +90,7 @@ mod tests {
         assert_eq!(w[0], "w0");
         assert_eq!(
             w[WARNINGS_MAX],
-            format!(
-                "and {} more warnings like these, not shown",
-                1000 - WARNINGS_MAX
-            )
+            format!("and {} more like these, not shown", 1000 - WARNINGS_MAX)
         );
         let mut few = Warnings::default();
         few.extend(["a".to_string(), "b".to_string()]);
