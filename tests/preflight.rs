@@ -890,3 +890,19 @@ fn explain_shows_the_sync_units_and_what_they_would_do() {
     let out = explain_mcs(true, &[&rendered, &labels]);
     assert_eq!(json_of(&out)["sync"], Value::Null);
 }
+
+/// Review 41 r41b F6: a word of kubelet's command line is shown on stdout
+/// escaped as on stderr: a U+202E in it never turns its line around.
+#[test]
+fn explain_shows_command_words_escaped() {
+    let dir = scratch_dir();
+    let dropin =
+        "[Service]\nExecStart=\nExecStart=/usr/bin/kubelet \"--node-labels=a=\u{202e}gnp.exe\"\n";
+    let rendered = kubelet_mc(dir.path(), &[("10-x.conf", dropin)]);
+    let out = explain_mcs(false, &[&rendered, &example("")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("\\u{202e}gnp.exe") && !text.contains('\u{202e}'),
+        "{text}"
+    );
+}

@@ -25,16 +25,18 @@ pub fn render_human(e: &Explanation) -> String {
     } else {
         "argv systemd would exec, without the wrapper:\n"
     };
+    // Sets, not scans: an environment file can expand to 2,000,000 words.
+    let original: std::collections::HashSet<&String> = e.original_argv.iter().collect();
+    let now: std::collections::HashSet<&String> = e.argv.iter().collect();
+    // Quoted, and escaped as stderr is (review 41 r41b F6: a U+202E in a
+    // word turned the rest of its line around).
+    let shown = |a: &str| crate::cli::output::terminal_safe(&shell_words::quote(a));
     for (i, a) in e.argv.iter().enumerate() {
-        let mark = if e.original_argv.contains(a) {
-            " "
-        } else {
-            "+"
-        };
-        out += &format!("  {mark} [{}] {}\n", i + 1, shell_words::quote(a));
+        let mark = if original.contains(a) { " " } else { "+" };
+        out += &format!("  {mark} [{}] {}\n", i + 1, shown(a));
     }
-    for removed in e.original_argv.iter().filter(|a| !e.argv.contains(a)) {
-        out += &format!("  - {}\n", shell_words::quote(removed));
+    for removed in e.original_argv.iter().filter(|a| !now.contains(a)) {
+        out += &format!("  - {}\n", shown(removed));
     }
     // Why, and the errors, go to stderr once (see main).
     if e.left_out.is_some() {

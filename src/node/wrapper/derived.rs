@@ -391,11 +391,25 @@ fn derive_rules(
     Ok(())
 }
 
-/// Control characters (CR, ESC, ...) and line separators in text made from
-/// node facts or templates, escaped as Rust's `{:?}` does, for one line of
+/// Control characters (CR, ESC, ...), line separators and the bidi
+/// controls that reorder what follows them on a line (review 41 r41b F6:
+/// U+202E showed `\u{202e}gnp.exe` as `exe.png`) in text made from node
+/// facts or templates, escaped as Rust's `{:?}` does, for one line of
 /// journal or terminal output.
 pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
-    let bad = |c: char| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}');
+    let bad = |c: char| {
+        c.is_control()
+            || matches!(
+                c,
+                '\u{2028}'
+                    | '\u{2029}'
+                    | '\u{061c}'
+                    | '\u{200e}'
+                    | '\u{200f}'
+                    | '\u{202a}'..='\u{202e}'
+                    | '\u{2066}'..='\u{2069}'
+            )
+    };
     if !text.contains(bad) {
         return std::borrow::Cow::Borrowed(text);
     }
@@ -731,6 +745,13 @@ mod tests {
         assert!(!shown.contains(['\r', '\u{1b}']), "{shown}");
         assert_eq!(escape_controls("ok"), "ok");
         assert_eq!(escape_controls("a\r\u{2028}b"), "a\\r\\u{2028}b");
+        // Review 41 r41b F6: the bidi controls, each escaped.
+        for c in [
+            '\u{061c}', '\u{200e}', '\u{200f}', '\u{202a}', '\u{202e}', '\u{2066}', '\u{2069}',
+        ] {
+            let shown = escape_controls(&format!("a{c}b")).into_owned();
+            assert_eq!(shown, format!("a\\u{{{:x}}}b", c as u32));
+        }
     }
 
     /// An `@` value a template makes names a feature the rules do not
