@@ -877,7 +877,8 @@ fn unit_resolution_matches_real_systemd() {
         for case in batch {
             scratch_files(&bdir, case, &recorder);
         }
-        let run = UserRun::new(unit_dirs, batch.iter().map(|c| c.unit.clone()).collect());
+        let mut run = UserRun::new(unit_dirs, batch.iter().map(|c| c.unit.clone()).collect());
+        run.wait_exits = true;
         let outcomes = systemd_oracle::run_user_manager(&run, &bdir);
         let paths = UnitPaths::from_list(Path::new("/"), &systemd_oracle::search_path(&run, &bdir));
         let spec = match &spec {

@@ -115,7 +115,8 @@ fn random_dropins_match_real_systemd() {
     for case in &cases {
         scratch_files(&bdir, case, &recorder);
     }
-    let run = UserRun::new(unit_dirs, cases.iter().map(|c| c.unit.clone()).collect());
+    let mut run = UserRun::new(unit_dirs, cases.iter().map(|c| c.unit.clone()).collect());
+    run.wait_exits = true;
     let outcomes = systemd_oracle::run_user_manager(&run, &bdir);
     let paths = UnitPaths::from_list(Path::new("/"), &systemd_oracle::search_path(&run, &bdir));
     let spec = match &spec {

@@ -169,6 +169,10 @@ pub struct UserRun {
     pub starts: usize,
     /// Seconds to let processes run (and restart) before asking systemd.
     pub settle_secs: f32,
+    /// Before the settle time, wait (up to 10 s) until no unit of the
+    /// batch has a process running: for units whose program exits at once
+    /// (a loaded machine took past the settle time to exec one of 250).
+    pub wait_exits: bool,
     /// `SYSTEMD_GENERATOR_PATH` for the manager: the generators it runs
     /// (their output lands in [`generator_dir`], their stderr in
     /// [`manager_log`]).
@@ -190,6 +194,7 @@ impl UserRun {
             manager_env: Vec::new(),
             starts: 1,
             settle_secs: 0.3,
+            wait_exits: false,
             generator_path: None,
             setup: String::new(),
             before_start: String::new(),
@@ -306,11 +311,21 @@ pub fn run_user_manager(run: &UserRun, scratch: &Path) -> BTreeMap<String, Outco
            timeout 60 systemctl --user start --no-block {units} >/dev/null 2>&1\n\
            for i in $(seq 600); do j=$(systemctl --user list-jobs --no-legend 2>/dev/null | wc -l); \
          [ \"$j\" = 0 ] && break; sleep 0.05; done\n\
+           {wait_exits}\
            sleep {settle}\n\
            timeout 5 systemctl --user reset-failed {units} >/dev/null 2>&1 || true\n\
          done\n",
         starts = run.starts,
         settle = run.settle_secs,
+        wait_exits = match run.wait_exits {
+            true => format!(
+                "for i in $(seq 200); do r=$(systemctl --user list-units --no-legend \
+                 --state=running,activating,deactivating {} 2>/dev/null | wc -l); \
+                 [ \"$r\" = 0 ] && break; sleep 0.05; done\n",
+                units.join(" ")
+            ),
+            false => String::new(),
+        },
         units = units.join(" "),
     );
     // One unit a call: a unit whose argv is not UTF-8 makes `show` fail.
