@@ -196,6 +196,10 @@ pub fn dependents(
     let mut dropins = Vec::new();
     for (path, id) in files {
         let canon = node_path(path);
+        if let Some(why) = shadowing_program(&canon, own) {
+            out.insert(path.clone(), (*id, why));
+            continue;
+        }
         let Some(rest) = UNIT_DIRS.iter().find_map(|d| {
             canon
                 .strip_prefix(d)
@@ -319,6 +323,48 @@ pub fn dependents(
         out.insert(path.clone(), (id, format!("unit {unit}: {why}")));
     }
     out
+}
+
+/// The directories of programs systemd's default search path for a
+/// service (`/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin`) puts
+/// ahead of the OS's.
+const LOCAL_PROGRAM_DIRS: [&str; 2] = ["/usr/local/sbin", "/usr/local/bin"];
+
+/// Why a file at `path` ([`node_path`]'s spelling) may stand in for a
+/// program the units on kubelet's start path run by name (review 42
+/// r42a F1: kubelet's launcher `/usr/bin/kubensenter` runs `nsenter`,
+/// kubens.service `touch`; a pool's `/usr/local/bin/nsenter` ran instead,
+/// without the taints, and `/usr/local/sbin/touch` of `sleep infinity`
+/// held kubelet's start for good). A program of the pool's own is named
+/// with one of the team's prefixes `own`, as its units are; render's
+/// wrapper is `render_files`'.
+fn shadowing_program(path: &str, own: &[String]) -> Option<String> {
+    for dir in LOCAL_PROGRAM_DIRS {
+        if path == dir || dir.strip_prefix(path).is_some_and(|r| r.starts_with('/')) {
+            return Some(format!(
+                "program directory {dir}: systemd runs a program named without its directory \
+                 from there before the OS's, and a directory or link here changes every one"
+            ));
+        }
+        let Some(name) = path.strip_prefix(dir).and_then(|r| r.strip_prefix('/')) else {
+            continue;
+        };
+        if super::render_files::is_policy_path(path) {
+            return None;
+        }
+        let name = name.split('/').next().unwrap_or(name);
+        if own.iter().any(|p| name.starts_with(p.as_str())) {
+            return None;
+        }
+        return Some(format!(
+            "program {name}: systemd runs a program named without its directory from {dir} \
+             before the OS's (kubelet's launcher runs nsenter so, the MCO's units touch, nmcli, \
+             ...), so a name the OS or the MCO ships stands in for theirs on kubelet's start \
+             path; name the pool's programs with a prefix given to --own-unit-prefix, as its \
+             units are"
+        ));
+    }
+    None
 }
 
 /// Why a service of the pool's own at `name` may be on kubelet's start
@@ -774,6 +820,7 @@ fn judge((from, to): (&str, &str), pool: &str, before: &Start, after: &Start) ->
     // Units whose dependencies name kubelet's start, on either side.
     let dependent_units: Vec<(String, String)> = (before.dependents.iter())
         .chain(&after.dependents)
+        .filter(|(_, (_, why))| why.starts_with("unit "))
         .map(|(path, (_, why))| {
             let unit = why.strip_prefix("unit ").unwrap_or(why);
             let unit = unit.split(':').next().unwrap_or(unit).to_string();

@@ -617,3 +617,39 @@ fn the_services_of_a_pool_are_bounded_in_all() {
     files.insert("/etc/systemd/system/acme-t@.service".into(), 1);
     assert_eq!(of(&[], &files).services, SERVICES_MAX + 1);
 }
+
+/// Review 42 r42a F1: a program in /usr/local/bin or /usr/local/sbin (any
+/// spelling) stands in for the OS's of its name on kubelet's start path:
+/// refused but at a name of the team's own prefix, or render's wrapper.
+#[test]
+fn programs_ahead_of_the_os_s_are_the_team_s_own() {
+    let root = tempfile::tempdir().unwrap();
+    let files: BTreeMap<String, u64> = [
+        "/usr/local/bin/nsenter",
+        "/var/usrlocal/sbin/touch",
+        "/usr/local/bin/gpu-tool",
+        "/usr/local/bin/kubelet-labeler-wrapper.x86_64",
+        "/usr/local",
+        "/usr/local/lib/x.so",
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, p)| (p.to_string(), i as u64))
+    .collect();
+    let got = dependents(root.path(), &files, &["gpu-".into()]);
+    let refused: Vec<&str> = got.keys().map(String::as_str).collect();
+    assert_eq!(
+        refused,
+        [
+            "/usr/local",
+            "/usr/local/bin/nsenter",
+            "/var/usrlocal/sbin/touch"
+        ],
+        "{got:?}"
+    );
+    assert!(
+        got["/usr/local/bin/nsenter"]
+            .1
+            .contains("--own-unit-prefix")
+    );
+}

@@ -226,6 +226,15 @@ fn environment_only(
         if a.section != "Service" || a.key != "Environment" {
             return Err(shown());
         }
+        // Review 42 r42a F2: systemd expands a specifier before the bounds
+        // below would see it (`%n` is 15 bytes): none but `%%`.
+        if a.value.replace("%%", "").contains('%') {
+            return Err(format!(
+                "{}: a specifier, which systemd expands (`%n` to the unit's name) past what \
+                 plan bounds; write a percent sign as %%",
+                shown()
+            ));
+        }
         let (set, warnings) = env::parse_environment_line(&a.value, &keep);
         // An empty `Environment=` drops every variable set before it
         // (the MCO's own); an invalid word, what follows it.
@@ -439,6 +448,12 @@ mod tests {
     fn a_drop_in_of_our_variables_only_is_priced() {
         let ours = format!("# c\n[Service]\nEnvironment=\"{TAINTS_VAR}=a=b:NoSchedule\"\n");
         assert_eq!(environment_only(ours.as_bytes(), "d", &our_var), Ok(()));
+        let percent = format!("[Service]\nEnvironment=\"{LABELS_VAR}=a=b%%\"\n");
+        assert_eq!(environment_only(percent.as_bytes(), "d", &our_var), Ok(()));
+        // Review 42 r42a F2: a specifier grows at load.
+        let n = format!("[Service]\nEnvironment=\"{LABELS_VAR}=a=%n%n\"\n");
+        let why = environment_only(n.as_bytes(), "d", &our_var).unwrap_err();
+        assert!(why.contains("a specifier"), "{why}");
         for text in [
             "[Service]\nExecStart=\nExecStart=/usr/bin/kubelet --register-with-taints=e=1:NoExecute\n",
             "[Service]\nEnvironment=\"CUSTOM_KUBELET_LABELS=a=b\"\n",
