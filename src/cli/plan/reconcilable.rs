@@ -195,11 +195,35 @@ fn merge_value(parent: &mut Value, child: &Value) {
             }
         }
         (Value::Array(p), Value::Array(c)) => {
+            // The first entry of each key, looked up (review 42 r42b F1: a
+            // scan per entry made 10,000 files minutes).
+            let index = |p: &[Value]| {
+                let mut at = std::collections::HashMap::new();
+                for (i, e) in p.iter().enumerate() {
+                    if let Some(k) = entry_key(e) {
+                        at.entry(k).or_insert(i);
+                    }
+                }
+                at
+            };
+            let mut at = index(p);
             for item in c {
-                let key = entry_key(item);
-                match p.iter_mut().find(|e| key.is_some() && entry_key(e) == key) {
-                    Some(e) => merge_value(e, item),
-                    None => p.push(item.clone()),
+                let Some(key) = entry_key(item) else {
+                    p.push(item.clone());
+                    continue;
+                };
+                match at.get(&key).copied() {
+                    Some(i) => {
+                        merge_value(&mut p[i], item);
+                        // A merge that changes the entry's key: look again.
+                        if entry_key(&p[i]).as_ref() != Some(&key) {
+                            at = index(p);
+                        }
+                    }
+                    None => {
+                        at.insert(key, p.len());
+                        p.push(item.clone());
+                    }
                 }
             }
         }

@@ -633,6 +633,9 @@ pub fn offline_environment(
 ) -> crate::node::error::Result<Vec<(OsString, OsString)>> {
     let mut out: Vec<(OsString, OsString)> = manager_env.to_vec();
     env::merge(&mut out, svc.environment.iter().cloned());
+    // Review 42 r42b F2: one file named 100,000 times was read as often;
+    // what all of them read together is bounded as one file is.
+    let mut read_in_all = 0usize;
     for (pattern, optional) in &svc.environment_files {
         let matches =
             env::glob(root, pattern).with_context(|| format!("EnvironmentFile={pattern}"))?;
@@ -652,6 +655,15 @@ pub fn offline_environment(
                 Err(_) if *optional => continue,
                 Err(e) => return Err(e).with_context(|| format!("reading {}", m.display())),
             };
+            read_in_all += data.len();
+            if read_in_all > crate::node::nodefs::READ_LIMIT {
+                bail!(
+                    "the EnvironmentFile= entries come to more than {} MiB in all (at {}), \
+                     which systemd reads at every start; name each file once, and keep them small",
+                    crate::node::nodefs::READ_LIMIT >> 20,
+                    m.display()
+                );
+            }
             env::merge(&mut out, env::parse_env_file(&data));
         }
     }
@@ -895,5 +907,35 @@ mod tests {
             load_service(&paths, "k.service", &opts).unwrap_err()
         );
         assert!(e.contains("no ExecStart= is left"), "{e}");
+    }
+
+    /// Review 42 r42b F2: one file named many times is read within one
+    /// bound for all the entries, not once per entry without end.
+    #[test]
+    fn environment_files_are_read_within_one_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        let units = r.join("etc/systemd/system");
+        std::fs::create_dir_all(&units).unwrap();
+        std::fs::write(r.join("etc/big.env"), "A=x\n".repeat(1 << 18)).unwrap();
+        let unit = format!(
+            "[Service]\nExecStart=/bin/k\n{}",
+            "EnvironmentFile=/etc/big.env\n".repeat(17)
+        );
+        std::fs::write(units.join("k.service"), &unit).unwrap();
+        let paths = UnitPaths::system(r);
+        let svc = load_service(&paths, "k.service", &LoadOptions::default()).unwrap();
+        let e = offline_environment(&svc, r, &[]).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("more than 16 MiB in all"),
+            "{e:#}"
+        );
+        let unit = unit.replace(
+            &"EnvironmentFile=/etc/big.env\n".repeat(17),
+            "EnvironmentFile=/etc/big.env\n",
+        );
+        std::fs::write(units.join("k.service"), &unit).unwrap();
+        let svc = load_service(&paths, "k.service", &LoadOptions::default()).unwrap();
+        assert!(offline_environment(&svc, r, &[]).is_ok());
     }
 }
