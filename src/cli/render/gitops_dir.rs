@@ -407,6 +407,8 @@ fn plan(rendered: &Rendered, dir: &Path, found: &[Found]) -> Result<Plan> {
             });
         }
     }
+    // A set, not a scan per file (review 42 r42b F3).
+    let listed: std::collections::HashSet<&str> = listed.iter().map(String::as_str).collect();
     let mut left = Vec::new();
     for f in found {
         if ours.contains(&f.name.as_str())
@@ -437,7 +439,7 @@ fn plan(rendered: &Rendered, dir: &Path, found: &[Found]) -> Result<Plan> {
                 f.path.display(),
                 removal_cost(role),
             ));
-        } else if !(listed.contains(&f.name) || f.owner.is_some() && unlisted(&f.name)) {
+        } else if !(listed.contains(f.name.as_str()) || f.owner.is_some() && unlisted(&f.name)) {
             left.push(format!(
                 "left {} (not listed in {k_name}; `oc apply -f` on the directory would apply it)",
                 f.path.display()
