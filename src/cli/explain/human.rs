@@ -30,13 +30,13 @@ pub fn render_human(e: &Explanation) -> String {
     let now: std::collections::HashSet<&String> = e.argv.iter().collect();
     // Quoted, and escaped as stderr is (review 41 r41b F6: a U+202E in a
     // word turned the rest of its line around).
-    let shown = |a: &str| crate::cli::output::terminal_safe(&shell_words::quote(a));
+    let quoted = |a: &str| crate::cli::output::terminal_safe(&shell_words::quote(a));
     for (i, a) in e.argv.iter().enumerate() {
         let mark = if original.contains(a) { " " } else { "+" };
-        out += &format!("  {mark} [{}] {}\n", i + 1, shown(a));
+        out += &format!("  {mark} [{}] {}\n", i + 1, quoted(a));
     }
     for removed in e.original_argv.iter().filter(|a| !now.contains(a)) {
-        out += &format!("  - {}\n", shown(removed));
+        out += &format!("  - {}\n", quoted(removed));
     }
     // Why, and the errors, go to stderr once (see main).
     if e.left_out.is_some() {
