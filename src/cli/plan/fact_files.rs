@@ -15,7 +15,7 @@ use std::ffi::OsString;
 use anyhow::{Result, bail};
 
 use super::Side;
-use crate::cli::render::merge_inputs::node_path;
+use crate::cli::render::merge_inputs::{above, at_or_in, node_path};
 use crate::node::contract::{ROLE_RULES_VAR, RULES_VAR};
 use crate::node::facts::FEATURES_DIR;
 use crate::node::rules::budget::LOCAL_FEATURES;
@@ -24,14 +24,7 @@ use crate::node::rules::budget::LOCAL_FEATURES;
 fn fact_path(path: &str) -> bool {
     let path = node_path(path);
     let path = path.as_str();
-    path == FEATURES_DIR
-        || path
-            .strip_prefix(FEATURES_DIR)
-            .is_some_and(|r| r.starts_with('/'))
-        || (path != "/"
-            && FEATURES_DIR
-                .strip_prefix(path)
-                .is_some_and(|r| r.starts_with('/')))
+    at_or_in(path, FEATURES_DIR) || above(path, FEATURES_DIR)
 }
 
 /// The first rule of `env`'s (the pool's and the role's) that reads a

@@ -33,7 +33,7 @@ use super::kargs::{boot_changing, hugepages_over, split_kargs};
 use super::kubelet_unit;
 // systemd's unit directories: the system manager's search path, as the
 // wrapper reads it.
-use crate::cli::render::merge_inputs::node_path;
+use crate::cli::render::merge_inputs::{above, node_path};
 use crate::node::unit::search::SYSTEM_UNIT_PATH as UNIT_DIRS;
 
 pub use super::start_units::NEEDED;
@@ -340,7 +340,7 @@ const LOCAL_PROGRAM_DIRS: [&str; 2] = ["/usr/local/sbin", "/usr/local/bin"];
 /// wrapper is `render_files`'.
 fn shadowing_program(path: &str, own: &[String]) -> Option<String> {
     for dir in LOCAL_PROGRAM_DIRS {
-        if path == dir || dir.strip_prefix(path).is_some_and(|r| r.starts_with('/')) {
+        if path == dir || above(path, dir) {
             return Some(format!(
                 "program directory {dir}: systemd runs a program named without its directory \
                  from there before the OS's, and a directory or link here changes every one"
@@ -654,10 +654,7 @@ fn needed_path(path: &str) -> Option<String> {
     if let Some((_, unit)) = NEEDED_FILES.iter().find(|(f, _)| *f == path) {
         return Some(format!("{unit} runs or reads it"));
     }
-    if let Some((f, unit)) = NEEDED_FILES
-        .iter()
-        .find(|(f, _)| path != "/" && f.strip_prefix(path).is_some_and(|r| r.starts_with('/')))
-    {
+    if let Some((f, unit)) = NEEDED_FILES.iter().find(|(f, _)| above(path, f)) {
         return Some(format!("it is above {f}, which {unit} runs or reads"));
     }
     if path != PULL_SECRET {

@@ -161,6 +161,17 @@ const COREOS_LINKS: [(&str, &str); 6] = [
     ("/root", "/var/roothome"),
 ];
 
+/// Whether node path `path` is `dir` or in it (both clean, absolute).
+pub fn at_or_in(path: &str, dir: &str) -> bool {
+    path == dir || path.strip_prefix(dir).is_some_and(|r| r.starts_with('/'))
+}
+
+/// Whether node path `path` is a directory above `dir`, whose link or
+/// replacement moves `dir` (never `/`).
+pub fn above(path: &str, dir: &str) -> bool {
+    path != "/" && dir.strip_prefix(path).is_some_and(|r| r.starts_with('/'))
+}
+
 /// The one spelling of node path `path` that render and plan compare:
 /// clean (no `//`, `.`, trailing `/`; `..` taken by name, which Ignition
 /// never meets: it refuses a path that is not clean, see

@@ -31,15 +31,6 @@ impl Warnings {
             None => self.lines.push(counted),
         }
     }
-
-    /// Move the warning to the front (the one that matters most).
-    pub fn insert_first(&mut self, w: String) {
-        self.lines.insert(0, w);
-        if self.lines.len() > WARNINGS_MAX + 1 {
-            self.lines.remove(WARNINGS_MAX);
-            self.more += 1;
-        }
-    }
 }
 
 impl std::ops::Deref for Warnings {
