@@ -342,6 +342,110 @@ fn a_command_expanding_past_execs_limit_is_refused_without_building_it() {
     assert!(out.stdout.len() < 100_000, "{} bytes", out.stdout.len());
 }
 
+/// Exec counts each word's pointer too (review 42 r42b F5: 3,000,000
+/// one-byte words, 6 MB of strings but 30 MB to exec, were kept and listed,
+/// 1 GB and 47 MB of stdout): 800,000 words of 1.6 MB are past its limit.
+#[test]
+fn one_byte_words_past_execs_limit_with_their_pointers_are_refused() {
+    let dir = scratch_dir();
+    let root = dir.path();
+    write(
+        &root.join("etc/systemd/system/kubelet.service"),
+        &format!(
+            "[Service]\nEnvironment=\"A={}\"\nExecStart=/usr/bin/kubelet{}\n",
+            "x ".repeat(200_000),
+            " $A".repeat(4)
+        ),
+    );
+    let out = bin()
+        .args(["explain", "--root"])
+        .arg(root)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(
+        !out.status.success() && err.contains("(E2BIG)"),
+        "{}",
+        &err[..err.len().min(500)]
+    );
+    assert!(out.stdout.len() < 100_000, "{} bytes", out.stdout.len());
+}
+
+/// A command line of thousands of words within exec's limit: explain lists
+/// the first 1,000 and counts the rest, and says the first 32 of kubelet's
+/// errors, then counts those (review 41 r41b F5: one error a word, 594 MB
+/// of stderr for 2,000,000 words).
+#[test]
+fn a_long_command_line_is_listed_and_judged_within_bounds() {
+    let dir = scratch_dir();
+    let root = dir.path();
+    write(
+        &root.join("etc/systemd/system/kubelet.service"),
+        &format!(
+            "[Service]\nEnvironment=\"A={}\"\nExecStart=/usr/bin/kubelet $A $A\n",
+            "-x ".repeat(1000)
+        ),
+    );
+    let out = bin()
+        .args(["explain", "--root"])
+        .arg(root)
+        .output()
+        .unwrap();
+    let (text, err) = (stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(text.contains("  [1000] -x\n"), "{text}");
+    assert!(!text.contains("[1001]"), "{text}");
+    assert!(
+        text.contains("... and 1001 more words, not shown (--json lists them all)"),
+        "{text}"
+    );
+    let refused = err
+        .lines()
+        .filter(|l| l.contains("unknown shorthand flag"))
+        .count();
+    assert_eq!(refused, 32, "{err}");
+    assert!(
+        err.contains("kubelet's command line: and 1968 more like these, not shown"),
+        "{err}"
+    );
+    let v = explain_json_exit(root, 1);
+    assert_eq!(v["argv"].as_array().map(Vec::len), Some(2001));
+}
+
+/// Review 43 r43b F2: a MachineConfig of paths 1,900 directories deep (a
+/// 772 KB one made 380,000 directories, 1.6 GB of scratch) is refused
+/// before its layout, naming the path and the bound.
+#[test]
+fn a_machineconfig_of_deep_paths_is_refused_before_its_layout() {
+    let dir = scratch_dir();
+    let path = format!("/etc/gpu{}/f", "/a".repeat(1900));
+    let mc = serde_json::json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig",
+        "metadata": { "name": "rendered-worker-0123456789abcdef0123456789abcdef" },
+        "spec": { "config": {
+            "ignition": { "version": "3.4.0" },
+            "storage": { "files": [ { "path": path, "contents": { "source": "data:," } } ] }
+        } }
+    });
+    let file = dir.path().join("mc.json");
+    std::fs::write(&file, mc.to_string()).unwrap();
+    let out = bin()
+        .args(["explain", "--machineconfig"])
+        .arg(&file)
+        .env("TMPDIR", dir.path())
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("/etc/gpu/a/a/a") && err.contains("1902 directories deep, past the 64"),
+        "{err}"
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+}
+
 /// A unit of many variables (`Environment=`, an `EnvironmentFile=` of
 /// 100,000 lines, `UnsetEnvironment=`) is read in O(n log n): a scan of
 /// the environment per assignment took `explain` 154 s on the file alone,

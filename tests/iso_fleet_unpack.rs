@@ -22,13 +22,14 @@ const ENV_FILES: [&str; 2] = [
     "/etc/kubernetes/kubelet-env",
 ];
 
-/// `mib` MiB of zeros, gzip'ed (15 KiB for 15 MiB), as a data URL.
-fn gzip_zeros(mib: usize) -> String {
+/// `mib` MiB of empty lines (an environment file that sets nothing),
+/// gzip'ed (15 KiB for 15 MiB), as a data URL.
+fn gzip_blank_lines(mib: usize) -> String {
     use base64::Engine;
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-    let zeros = vec![0u8; 1 << 20];
+    let blank = vec![b'\n'; 1 << 20];
     for _ in 0..mib {
-        gz.write_all(&zeros).unwrap();
+        gz.write_all(&blank).unwrap();
     }
     let b64 = base64::engine::general_purpose::STANDARD.encode(gz.finish().unwrap());
     format!("data:;base64,{b64}")
@@ -77,7 +78,7 @@ fn gzip_files_past_the_run_budget_are_refused() {
     let tmp = scratch_dir();
     let dir = tmp.path();
     let (gpu, numa) = gpu_and_numa_pools(dir);
-    let source = gzip_zeros(15);
+    let source = gzip_blank_lines(15);
     for i in 1..=9 {
         let name = format!("5{i}-infra-env-files");
         add(
@@ -146,7 +147,7 @@ fn every_pool_draws_from_one_budget() {
     };
     let build = || with_run_budget(8 << 20, "", || fleet::build(&options()).map(|_| ()));
     build().expect("the pools within the budget");
-    let source = gzip_zeros(1);
+    let source = gzip_blank_lines(1);
     for i in 1..=4 {
         let name = format!("5{i}-worker-env-files");
         add(

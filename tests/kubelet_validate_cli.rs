@@ -217,3 +217,26 @@ fn usage_errors_exit_2() {
         assert!(!o.stderr.is_empty(), "{args:?}");
     }
 }
+
+/// 2,000 unknown flags: the first 32 said, one line counting the rest
+/// (review 41 r41b F5: one error a word was 594 MB of output for 2,000,000
+/// words), the count of every kind of error together.
+#[test]
+fn many_errors_are_said_for_the_first_32_and_counted() {
+    let flags: Vec<String> = (0..2000).map(|i| format!("--no-such-flag-{i}=1")).collect();
+    let args: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let o = validate(&[&["--"], &args[..]].concat());
+    assert_eq!(o.status.code(), Some(1));
+    let v = json(&validate(&[&["--json", "--"], &args[..]].concat()));
+    let errors: Vec<&str> = v["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e.as_str())
+        .collect();
+    assert_eq!(errors.len(), 33, "{errors:?}");
+    assert!(errors[31].contains("--no-such-flag-31"), "{errors:?}");
+    assert_eq!(errors[32], "and 1968 more like these, not shown");
+    let said = stdout(&o) + &String::from_utf8_lossy(&o.stderr);
+    assert_eq!(said.matches("more like these").count(), 1, "{said}");
+}

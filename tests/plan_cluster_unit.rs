@@ -145,7 +145,8 @@ fn a_file_the_cluster_s_kubelet_service_reads_is_planned_as_the_node_reads_it() 
         // A file read on some platforms or clusters only is refused too
         // (review 12 F14: a taint there was planned, and no node off AWS
         // registered it).
-        let owned = ["/etc/node-sizing.env"];
+        // /etc/os-release is the OS's identity (review 43 r43a F1).
+        let owned = ["/etc/node-sizing.env", "/etc/os-release"];
         if path.starts_with("/run/") || owned.contains(&path.as_str()) || somewhere.contains(path) {
             let fleet = repo().join("examples/fleet/fleet.json");
             let o = plan(&base, &pr, &fleet, &[]);

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use crate::plan::{plan, render};
 use crate::support::{relist_kustomization, repo, scratch_dir, stderr, stdout};
+use kubelet_labeler::node::contract::TAINTS_VAR;
 
 pub(crate) const TAINT: &str = "example.com/gpu=true:NoSchedule";
 
@@ -337,6 +338,71 @@ fn files_kubelet_reads_at_its_start_are_refused() {
             &format!("{path} changes from"),
         );
         refused(&planned(&base, &pr, None), "kubelet reads it at its start");
+    }
+}
+
+/// Review 43 r43a F2, F3: the file whose presence starts the MCO's
+/// first-boot service (RequiredBy= kubelet.service; it fails on anything
+/// but a MachineConfig, at every boot) and what Open vSwitch's units read
+/// as `EnvironmentFile=` (a byte that is not UTF-8 fails their start, and
+/// kubelet's with it) are refused (exit 2). They were "drain and reboot:
+/// no policy entry", exit 1.
+#[test]
+fn files_that_decide_the_start_path_s_units_are_refused() {
+    let tmp = scratch_dir();
+    let base = tmp.path().join("base");
+    render(&base, &["--taint", TAINT]);
+    for (i, (path, text)) in [
+        (
+            "/etc/ignition-machine-config-encapsulated.json",
+            "not a MachineConfig\n",
+        ),
+        (
+            "/etc/openvswitch/default.conf",
+            "OVS_USER_ID=\"openvswitch:hugetlbfs\"\n",
+        ),
+        ("/etc/sysconfig/openvswitch", "OPTIONS=\n"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let spec = boot_spec(&[(path, text, 0o644)], json!([]));
+        let pr = pr_adding(&tmp.path().join(format!("pr{i}")), "60-worker-gpu-x", spec);
+        let o = planned(&base, &pr, None);
+        refused(&o, path);
+        refused(&o, "runs or reads it");
+    }
+}
+
+/// Review 43 r43a F1: an environment file of kubelet.service that systemd
+/// does not load (one value not UTF-8; a NUL byte) fails kubelet's start,
+/// and /etc/os-release is the OS's identity: refused (exit 2), though they
+/// set our variable. They were planned as fenced registrations, exit 1.
+#[test]
+fn kubelet_s_environment_files_systemd_does_not_load_are_refused() {
+    let tmp = scratch_dir();
+    let base = tmp.path().join("base");
+    render(&base, &["--taint", TAINT]);
+    let ours = format!("{TAINTS_VAR}={TAINT}\n");
+    for (i, (path, text, says)) in [
+        ("/etc/os-release", ours.clone(), "the OS's identity"),
+        (
+            "/etc/kubernetes/kubelet-env",
+            format!("{ours}X=\u{0}\n"),
+            "NUL byte",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let spec = boot_spec(&[(path, &text, 0o644)], json!([]));
+        let pr = pr_adding(&tmp.path().join(format!("pr{i}")), "60-worker-gpu-x", spec);
+        let o = planned(&base, &pr, None);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{path}: {}{err}", stdout(&o));
+        for said in [path, "an EnvironmentFile= of kubelet.service", says] {
+            assert!(err.contains(said), "{said}: {err}");
+        }
     }
 }
 

@@ -607,7 +607,7 @@ fn unknown_flags_as_the_real_kubelet_says() {
         let agree = match ours {
             Known::Current => !kubelet_unknown && !ours_unknown,
             Known::Older => kubelet_unknown && !ours_unknown && !report.warnings.is_empty(),
-            Known::Unknown(_) => kubelet_unknown && ours_unknown,
+            Known::Unknown => kubelet_unknown && ours_unknown,
         };
         if !agree {
             problems.push(format!(

@@ -492,6 +492,23 @@ fn multi_cases(start: usize) -> Vec<Case> {
             ],
         );
     }
+    // A NUL byte anywhere in an environment file: systemd refuses the
+    // whole file (review 43 r43a F1): an optional one sets nothing, another
+    // fails the start.
+    for (dash, env) in [("-", "nul-optional"), ("", "nul")] {
+        let unit = format!(
+            "[Service]\nEnvironmentFile={dash}{{S}}/batch0/{env}/a.env\n\
+             EnvironmentFile={{S}}/batch0/{env}/b.env\nExecStart={{R}} [${{A}}] [${{B}}]\n"
+        );
+        add(
+            "e#.service",
+            &[
+                ("u1/e#.service", &unit),
+                (&format!("{env}/a.env"), "A=1\nC=2\u{0}\n"),
+                (&format!("{env}/b.env"), "B=plain\n"),
+            ],
+        );
+    }
     add(
         "d#.service",
         &[("u1/d#.service", "[Service]\nExecStart={R} bad-utf8 \u{0}\n")],
@@ -780,7 +797,11 @@ pub(crate) fn compare(
         .filter(|c| !(c.ignore_failure && c.path.starts_with(b"/nonexistent")))
         .collect();
     if outcome.records.is_empty() {
-        // systemd loaded it but nothing ran: the start failed (no executable).
+        // systemd loaded it but nothing ran: the start failed (an
+        // environment file it refuses, no executable).
+        if unit::offline_environment(&svc, Path::new("/"), &[]).is_err() {
+            return Ok(());
+        }
         let first = ran.first().ok_or("nothing ran and we have no command")?;
         let path = std::ffi::OsStr::new(std::str::from_utf8(&first.path).unwrap_or(""));
         return match unit::resolve_executable(path, svc.exec_search_path.as_deref(), Path::new("/"))

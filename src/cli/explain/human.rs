@@ -2,6 +2,9 @@
 
 use super::*;
 
+/// The words of each argv list shown; the rest are counted.
+pub const ARGV_SHOWN_MAX: usize = 1000;
+
 /// Human output: the argv, one word a line, and what changed. The errors
 /// and why our additions are left out are not in it: the caller says them
 /// once, on stderr.
@@ -31,12 +34,24 @@ pub fn render_human(e: &Explanation) -> String {
     // Quoted, and escaped as stderr is (review 41 r41b F6: a U+202E in a
     // word turned the rest of its line around).
     let quoted = |a: &str| crate::cli::output::terminal_safe(&shell_words::quote(a));
-    for (i, a) in e.argv.iter().enumerate() {
+    // A kubelet's command line is tens of words; one an environment file
+    // padded to exec's limit is 600,000 (review 42 r42b F5: 47 MB listed).
+    for (i, a) in e.argv.iter().enumerate().take(ARGV_SHOWN_MAX) {
         let mark = if original.contains(a) { " " } else { "+" };
         out += &format!("  {mark} [{}] {}\n", i + 1, quoted(a));
     }
-    for removed in e.original_argv.iter().filter(|a| !now.contains(a)) {
+    let removed: Vec<&String> = e
+        .original_argv
+        .iter()
+        .filter(|a| !now.contains(a))
+        .collect();
+    for removed in removed.iter().take(ARGV_SHOWN_MAX) {
         out += &format!("  - {}\n", quoted(removed));
+    }
+    let hidden =
+        e.argv.len().saturating_sub(ARGV_SHOWN_MAX) + removed.len().saturating_sub(ARGV_SHOWN_MAX);
+    if hidden > 0 {
+        out += &format!("  ... and {hidden} more words, not shown (--json lists them all)\n");
     }
     // Why, and the errors, go to stderr once (see main).
     if e.left_out.is_some() {

@@ -978,9 +978,7 @@ mod tests {
     fn archives_past_the_limit_in_number_are_refused() {
         let one = xz(&trailer());
         let area = one.repeat(16 << 20 >> 6);
-        let start = std::time::Instant::now();
         assert!(err(&area).contains("more than 64 archives"));
-        assert!(start.elapsed() < std::time::Duration::from_secs(1));
         assert!(read_members(&one.repeat(64)).unwrap().is_empty());
         assert!(err(&trailer().repeat(65)).contains("more than 64 archives"));
         // Names more than 32 deep, or more than 4,096 members (a 64 MiB area

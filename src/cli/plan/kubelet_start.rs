@@ -33,15 +33,17 @@ use super::kargs::{boot_changing, hugepages_over, split_kargs};
 use super::kubelet_unit;
 // systemd's unit directories: the system manager's search path, as the
 // wrapper reads it.
-use crate::cli::render::merge_inputs::{above, node_path};
+use crate::cli::render::merge_inputs::{above, at_or_in, node_path};
 use crate::node::unit::search::SYSTEM_UNIT_PATH as UNIT_DIRS;
 
 pub use super::start_units::NEEDED;
 
-/// Files a unit of [`NEEDED`] runs or reads, with the unit: the programs
-/// and environment files of the MCO's units on kubelet's start path, as
-/// its templates write them (templates/*/*/units, 4.14..main), kubelet's
-/// own aside (`kubelet_unit`, `cluster_unit`). Review 41 r41a F1: a
+/// Files (and directories) a unit of [`NEEDED`] runs or reads, with the
+/// unit: the programs, environment files and condition paths of the MCO's
+/// units on kubelet's start path, as its templates write them
+/// (templates/*/*/units, 4.14..main), the environment files and state of
+/// the OS's units there, kubelet's own aside (`kubelet_unit`,
+/// `cluster_unit`). Review 41 r41a F1: a
 /// pool's `configure-ovs.sh` of `exec sleep infinity` held
 /// ovs-configuration.service's start (a oneshot with no timeout) and
 /// kubelet's with it, for good.
@@ -108,6 +110,30 @@ const NEEDED_FILES: &[(&str, &str)] = &[
     // crio.service's proxy drop-in reads it without `-`: crio does not
     // start without it.
     ("/etc/mco/proxy.env", "crio.service"),
+    // Review 43 r43a F3: its presence starts the MCO's first-boot
+    // service (`ConditionPathExists=`, RequiredBy= kubelet.service), which
+    // applies it as a MachineConfig and fails on anything else, at every
+    // boot; the daemon's state and programs beside it.
+    (
+        "/etc/ignition-machine-config-encapsulated.json",
+        "machine-config-daemon-firstboot.service",
+    ),
+    (
+        "/etc/machine-config-daemon",
+        "machine-config-daemon-firstboot.service",
+    ),
+    (
+        "/etc/mcs-machine-config-content.json",
+        "machine-config-daemon-firstboot.service",
+    ),
+    // Review 43 r43a F2: the OS's units on the start path read these as
+    // `EnvironmentFile=` (a file systemd does not load fails their start)
+    // and as their database.
+    ("/etc/openvswitch", "ovsdb-server.service"),
+    ("/var/lib/openvswitch", "ovs-vswitchd.service"),
+    ("/etc/sysconfig/openvswitch", "ovsdb-server.service"),
+    ("/etc/sysconfig/rpcbind", "rpcbind.service"),
+    ("/etc/sysconfig/chronyd", "chronyd.service"),
 ];
 
 /// What kubelet reads at its start besides its command line and its
@@ -651,7 +677,7 @@ fn needed_path(path: &str) -> Option<String> {
     if kubelet_unit::unit_path(path) {
         return None;
     }
-    if let Some((_, unit)) = NEEDED_FILES.iter().find(|(f, _)| *f == path) {
+    if let Some((_, unit)) = NEEDED_FILES.iter().find(|(f, _)| at_or_in(path, f)) {
         return Some(format!("{unit} runs or reads it"));
     }
     if let Some((f, unit)) = NEEDED_FILES.iter().find(|(f, _)| above(path, f)) {

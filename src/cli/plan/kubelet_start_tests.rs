@@ -86,6 +86,19 @@ fn unit_files_and_drop_ins_of_needed_units() {
         ("/usr/local/bin", true),
         ("/usr/local/bin/acme-tool", false),
         ("/etc/default/acme", false),
+        // Review 43 r43a F2, F3: the MCO's first-boot stamp and state, the
+        // OS's units' environment files and databases, in any spelling.
+        ("/etc/ignition-machine-config-encapsulated.json", true),
+        ("/etc/machine-config-daemon/currentconfig", true),
+        ("/etc/openvswitch/default.conf", true),
+        ("/etc/openvswitch", true),
+        ("/etc//openvswitch/./conf.db", true),
+        ("/etc/sysconfig/openvswitch", true),
+        ("/etc/sysconfig/rpcbind", true),
+        ("/etc/sysconfig/chronyd", true),
+        ("/etc/sysconfig", true),
+        ("/etc/sysconfig/acme", false),
+        ("/etc/openvswitch-acme", false),
         // kubelet_unit's: kubelet.service, its drop-ins, service.d.
         ("/etc/systemd/system/kubelet.service", false),
         ("/etc/systemd/system/kubelet.service.d/zz.conf", false),

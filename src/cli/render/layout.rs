@@ -398,8 +398,10 @@ impl Layout {
                 .map(String::as_str)
         });
         let unpacked = unpack_read(&self.files, texts, true)?;
+        let entries = self.entries(&unpacked);
+        super::unpack::check_tree_shape(entries.keys().map(String::as_str))?;
         let mut written = Vec::new();
-        for (node, entry) in &self.entries(&unpacked) {
+        for (node, entry) in &entries {
             if matches!(entry, Entry::Link(t) if *t != "/dev/null") {
                 continue;
             }

@@ -63,3 +63,4 @@ pub mod wrappers;
 mod yaml_edit;
 
 pub use pointer::pointer_ignition;
+pub use unpack::check_tree_shape;

@@ -572,6 +572,48 @@ pub(super) fn clean_path(path: &str) -> String {
     format!("/{}", out.join("/"))
 }
 
+/// The deepest path, in directories, and the most directories a layout
+/// makes: real configs are under 20 deep and a few hundred directories;
+/// each directory is an inode and a block of scratch disk (review 43 r43b
+/// F2: a 772 KB MachineConfig of 1,900-deep paths made 380,000 of them,
+/// 1.6 GB).
+pub const LAYOUT_DEPTH_MAX: usize = 64;
+pub const LAYOUT_DIRS_MAX: usize = 10_000;
+
+/// Refuse, before anything is made, paths (a layout's node paths, a git
+/// checkout's names) deeper than [`LAYOUT_DEPTH_MAX`] or more than
+/// [`LAYOUT_DIRS_MAX`] directories in all.
+pub fn check_tree_shape<'a>(paths: impl Iterator<Item = &'a str>) -> Result<()> {
+    let mut dirs: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    for path in paths {
+        let ends: Vec<usize> = path
+            .match_indices('/')
+            .map(|(i, _)| i)
+            .filter(|&i| i > 0)
+            .collect();
+        if ends.len() > LAYOUT_DEPTH_MAX {
+            bail!(
+                "{:.200}...: a path {} directories deep, past the {LAYOUT_DEPTH_MAX} that are \
+                 laid out on disk to read it (a real config's or repository's paths are under \
+                 20): shorten it",
+                path,
+                ends.len()
+            );
+        }
+        for end in ends {
+            if dirs.insert(&path[..end]) && dirs.len() > LAYOUT_DIRS_MAX {
+                bail!(
+                    "{:.200}: one directory more than the {LAYOUT_DIRS_MAX} that are laid \
+                     out on disk to read these files (a real config's or repository's are a few \
+                     hundred): put the files in fewer directories",
+                    path
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
@@ -739,5 +781,27 @@ pub(super) mod tests {
                 "/usr/bin",
             ]
         );
+    }
+
+    /// Review 43 r43b F2: a path past the depth, or a directory past the
+    /// count, is refused before anything is made.
+    #[test]
+    fn deep_or_many_directories_are_refused() {
+        let deep = format!("{}/f", "/a".repeat(LAYOUT_DEPTH_MAX + 1));
+        let e = check_tree_shape([deep.as_str()].into_iter()).unwrap_err();
+        assert!(e.to_string().contains("65 directories deep"), "{e}");
+        let fits = format!("{}/f", "/a".repeat(LAYOUT_DEPTH_MAX));
+        assert!(check_tree_shape([fits.as_str()].into_iter()).is_ok());
+        let many: Vec<String> = (0..LAYOUT_DIRS_MAX)
+            .map(|i| format!("/etc/{i}/f"))
+            .collect();
+        let e = check_tree_shape(many.iter().map(String::as_str)).unwrap_err();
+        assert!(e.to_string().contains("one directory more"), "{e}");
+        let some: Vec<String> = (0..LAYOUT_DIRS_MAX - 1)
+            .map(|i| format!("/etc/{i}/f"))
+            .collect();
+        assert!(check_tree_shape(some.iter().map(String::as_str)).is_ok());
+        // Relative paths (a git listing) count alike.
+        assert!(check_tree_shape(["a/b/c.yaml", "a/d.yaml"].into_iter()).is_ok());
     }
 }

@@ -9,6 +9,7 @@ use crate::node::kubelet::flags::scan;
 use crate::node::kubelet::labels::{effective_labels, parse_node_labels, validate_labels};
 use crate::node::kubelet::taints::parse_taints;
 use crate::node::kubelet::{Profile, version};
+use crate::node::unit::warnings::Warnings;
 
 #[derive(Debug, Serialize)]
 pub struct ValidationReport {
@@ -36,7 +37,7 @@ pub fn validate_kubelet_args(args: &[String], profile: Profile) -> ValidationRep
     let scan = scan(&argv);
     // Review 41 r41b F5: an error per word of 2,000,000 an environment
     // file expanded was 594 MB: the first ones are said, the rest counted.
-    let mut errors = crate::node::unit::warnings::Warnings::default();
+    let mut errors = Warnings::default();
     let mut labels = Vec::new();
     let mut taints = Vec::new();
 
@@ -84,7 +85,7 @@ pub fn validate_kubelet_args(args: &[String], profile: Profile) -> ValidationRep
         }
     }
     let (unknown, older) = unknown_flags(&argv, &scan, None);
-    errors.extend(unknown);
+    errors.append(&unknown);
     for f in &scan.flags {
         match f.name.as_str() {
             "node-labels" => match &f.value {
@@ -121,7 +122,7 @@ pub fn validate_kubelet_args(args: &[String], profile: Profile) -> ValidationRep
             .collect(),
         taints: taints.iter().map(|t| t.to_string()).collect(),
         errors,
-        warnings: older,
+        warnings: older.into(),
     }
 }
 
@@ -138,7 +139,7 @@ pub fn command_flag_warnings(program: &str, argv: &[String], minor: Option<u32>)
     let (unknown, older) = unknown_flags(argv, &scan(argv), minor);
     unknown
         .iter()
-        .chain(&older)
+        .chain(older.iter())
         .map(|w| format!("kubelet's own command line: {w}"))
         .collect()
 }
@@ -171,12 +172,13 @@ pub fn command_line_errors(
         .errors
         .into_iter()
         .filter(|e| !e.starts_with("unknown flag:"))
-        .map(|e| {
-            format!(
+        .map(|e| match crate::node::unit::warnings::counts_the_rest(&e) {
+            true => format!("kubelet's command line: {e}"),
+            false => format!(
                 "kubelet exits at every start on this command line: {e} (the unit's own words \
                  are passed on as they are: fix the unit, or the file that sets the variable \
                  it expands, e.g. CUSTOM_KUBELET_LABELS in /etc/kubernetes/kubelet-env)"
-            )
+            ),
         })
         .collect()
 }
@@ -189,12 +191,12 @@ pub fn unknown_flags(
     argv: &[String],
     scan: &crate::node::kubelet::flags::FlagScan,
     minor: Option<u32>,
-) -> (Vec<String>, Vec<String>) {
-    use crate::node::kubelet::known_flags::{Known, known, removed_in};
+) -> (Warnings, Warnings) {
+    use crate::node::kubelet::known_flags::{Known, closest, known, removed_in};
     use crate::node::kubelet::version::REFERENCE_MINOR;
     // Bounded, as kubelet's other errors are (review 41 r41b F5).
-    let mut unknown = crate::node::unit::warnings::Warnings::default();
-    let mut older = crate::node::unit::warnings::Warnings::default();
+    let mut unknown = Warnings::default();
+    let mut older = Warnings::default();
     let mut seen = std::collections::HashSet::new();
     for f in &scan.flags {
         // Shorthands (-v, -h) are known; a long flag as written, before `=`.
@@ -219,13 +221,16 @@ pub fn unknown_flags(
                     "--{raw}: kubelet 1.{REFERENCE_MINOR} has no such flag and exits on it (unknown flag); only older kubelets take it"
                 )),
             },
-            Known::Unknown(close) => unknown.push(format!(
-                "unknown flag: --{raw}: kubelet exits on it{}",
-                close.map_or(String::new(), |c| format!("; did you mean --{c}?"))
-            )),
+            // The name meant is looked for only while there is room.
+            Known::Unknown => unknown.push_with(|| {
+                format!(
+                    "unknown flag: --{raw}: kubelet exits on it{}",
+                    closest(&f.name).map_or(String::new(), |c| format!("; did you mean --{c}?"))
+                )
+            }),
         }
     }
-    (unknown.into(), older.into())
+    (unknown, older)
 }
 
 impl ValidationReport {

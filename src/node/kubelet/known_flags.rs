@@ -253,8 +253,8 @@ pub enum Known {
     Current,
     /// Only older kubelets (or other builds) take it.
     Older,
-    /// No kubelet we know takes it; the closest known name, if one is close.
-    Unknown(Option<&'static str>),
+    /// No kubelet we know takes it ([`closest`] finds the name meant).
+    Unknown,
 }
 
 pub fn known(name: &str) -> Known {
@@ -264,16 +264,27 @@ pub fn known(name: &str) -> Known {
     if one_of(OLDER, name) || one_of(super::bool_flags::BOOL_FLAGS, name) {
         return Known::Older;
     }
-    // One edit per four characters at most: `node-label`, `nodelabels` and
-    // `register-with-taint` find theirs; `foo` finds nothing.
+    Known::Unknown
+}
+
+/// The known flag closest to an unknown `name`, if one is close: one edit
+/// per four characters at most (`node-label`, `nodelabels` and
+/// `register-with-taint` find theirs; `foo` finds nothing). A name too
+/// much longer or shorter than a flag is never measured against it: the
+/// distance is at least the difference (a 128 KiB word was 10^9 steps).
+pub fn closest(name: &str) -> Option<&'static str> {
     let mut best: Option<(usize, &'static str)> = None;
     for &candidate in CURRENT.iter().chain(OLDER) {
+        let longest = name.len().max(candidate.len());
+        if name.len().abs_diff(candidate.len()) * 4 > longest {
+            continue;
+        }
         let d = edit_distance(name, candidate);
-        if d * 4 <= name.len().max(candidate.len()) && best.is_none_or(|(b, _)| d < b) {
+        if d * 4 <= longest && best.is_none_or(|(b, _)| d < b) {
             best = Some((d, candidate));
         }
     }
-    Known::Unknown(best.map(|(_, c)| c))
+    best.map(|(_, c)| c)
 }
 
 /// Levenshtein distance in bytes (flag names are ASCII).
@@ -320,15 +331,14 @@ mod tests {
         assert_eq!(known("node-labels"), Known::Current);
         assert_eq!(known("pod-infra-container-image"), Known::Older);
         assert_eq!(known("logtostderr"), Known::Older);
-        assert_eq!(known("node-label"), Known::Unknown(Some("node-labels")));
-        assert_eq!(known("nodelabels"), Known::Unknown(Some("node-labels")));
-        assert_eq!(
-            known("register-with-taint"),
-            Known::Unknown(Some("register-with-taints"))
-        );
-        assert_eq!(known("kubecofig"), Known::Unknown(Some("kubeconfig")));
-        assert_eq!(known("foo"), Known::Unknown(None));
-        assert_eq!(known("x"), Known::Unknown(None));
+        assert_eq!(known("node-label"), Known::Unknown);
+        assert_eq!(closest("node-label"), Some("node-labels"));
+        assert_eq!(closest("nodelabels"), Some("node-labels"));
+        assert_eq!(closest("register-with-taint"), Some("register-with-taints"));
+        assert_eq!(closest("kubecofig"), Some("kubeconfig"));
+        assert_eq!(closest("foo"), None);
+        assert_eq!(closest("x"), None);
+        assert_eq!(closest(&"node-labels".repeat(10_000)), None);
         assert_eq!(edit_distance("", "ab"), 2);
         assert_eq!(edit_distance("kitten", "sitting"), 3);
     }

@@ -314,7 +314,7 @@ pub fn load_service(
         if sets_exec {
             exec_from = Some(node.clone());
         }
-        svc.warnings.extend(parsed.warnings.iter().cloned());
+        svc.warnings.append(&parsed.warnings);
         // Off the node (a tree, a MachineConfig's layout) a value the node
         // has (its os-release, kernel, boot) may be unknown: what a line
         // naming it does there is unknown, never taken as that line (or
@@ -425,6 +425,7 @@ pub fn environment_files_setting(
     names: &[&str],
 ) -> crate::node::error::Result<Vec<(String, PathBuf)>> {
     let mut out: Vec<(String, PathBuf)> = Vec::new();
+    let mut read_in_all = 0usize;
     for (pattern, optional) in &svc.environment_files {
         let matches =
             env::glob(root, pattern).with_context(|| format!("EnvironmentFile={pattern}"))?;
@@ -435,7 +436,17 @@ pub fn environment_files_setting(
                 Err(e) if *optional && e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(e).with_context(|| format!("reading {}", m.display())),
             };
-            for (k, _) in env::parse_env_file(&data) {
+            read_in_all = read_in_all.saturating_add(data.len());
+            if read_in_all > crate::node::nodefs::READ_LIMIT {
+                crate::node_bail!("{}: {}", m.display(), over_read_limit());
+            }
+            let set = match env::parse_env_file(&data) {
+                Ok(set) => set,
+                // systemd left it out: it set nothing.
+                Err(env::EnvFileError::Refused(_)) => continue,
+                Err(e) => crate::node_bail!("{}: {e}", m.display()),
+            };
+            for (k, _) in set {
                 if names.contains(&k.as_str()) {
                     out.retain(|(n, _)| *n != k);
                     out.push((k, m.clone()));
@@ -444,6 +455,15 @@ pub fn environment_files_setting(
         }
     }
     Ok(out)
+}
+
+/// Why the environment files were not all read.
+fn over_read_limit() -> String {
+    format!(
+        "the EnvironmentFile= entries come to more than {} MiB in all, which systemd reads at \
+         every start; name each file once, and keep them small",
+        crate::node::nodefs::READ_LIMIT >> 20
+    )
 }
 
 /// Why a unit whose specifiers give more than exec takes is refused.
@@ -649,22 +669,26 @@ pub fn offline_environment(
             );
         }
         for m in matches {
+            // Review 43 r43c F1: optional is absent, not unreadable to
+            // us (systemd reads a file past our bound, and applies it).
             let data = match search::contained(root, &m).and_then(|p| crate::node::nodefs::read(&p))
             {
                 Ok(d) => d,
-                Err(_) if *optional => continue,
+                Err(e) if *optional && e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(e).with_context(|| format!("reading {}", m.display())),
             };
-            read_in_all += data.len();
+            read_in_all = read_in_all.saturating_add(data.len());
             if read_in_all > crate::node::nodefs::READ_LIMIT {
-                bail!(
-                    "the EnvironmentFile= entries come to more than {} MiB in all (at {}), \
-                     which systemd reads at every start; name each file once, and keep them small",
-                    crate::node::nodefs::READ_LIMIT >> 20,
-                    m.display()
-                );
+                bail!("{}: {}", m.display(), over_read_limit());
             }
-            env::merge(&mut out, env::parse_env_file(&data));
+            match env::parse_env_file(&data) {
+                Ok(set) => env::merge(&mut out, set),
+                Err(env::EnvFileError::Refused(_)) if *optional => {}
+                Err(e) => bail!(
+                    "EnvironmentFile={}: {e}, so systemd cannot start the unit",
+                    m.display()
+                ),
+            }
         }
     }
     // One lookup per variable, not a scan of UnsetEnvironment=.

@@ -336,14 +336,8 @@ mod tests {
             fragment: None,
             cache: HostCache::default(),
         };
-        let t = std::time::Instant::now();
         let out = v.expand("%H".repeat(20_000).as_bytes()).unwrap();
         assert_eq!(out, "node-a".repeat(20_000).into_bytes());
-        assert!(
-            t.elapsed() < std::time::Duration::from_secs(3),
-            "{:?}",
-            t.elapsed()
-        );
         let why = v.expand("%o".repeat(200).as_bytes()).unwrap_err();
         assert!(why.contains("E2BIG"), "{why}");
         // Past its bound a host file is not read: the specifier is

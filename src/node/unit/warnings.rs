@@ -24,13 +24,34 @@ impl Warnings {
             self.lines.push(w());
             return;
         }
-        self.more += 1;
+        self.count(1);
+    }
+
+    /// Another bounded list's warnings after these: its lines while there
+    /// is room, its count added to ours (not kept as a warning).
+    pub fn append(&mut self, other: &Warnings) {
+        for w in other.lines.iter().take(WARNINGS_MAX) {
+            self.push(w.clone());
+        }
+        self.count(other.more);
+    }
+
+    fn count(&mut self, n: usize) {
+        if n == 0 {
+            return;
+        }
+        self.more += n;
         let counted = format!("and {} more like these, not shown", self.more);
         match self.lines.get_mut(WARNINGS_MAX) {
             Some(last) => *last = counted,
             None => self.lines.push(counted),
         }
     }
+}
+
+/// Whether `line` is the one that counts the warnings not shown.
+pub fn counts_the_rest(line: &str) -> bool {
+    line.starts_with("and ") && line.ends_with(" more like these, not shown")
 }
 
 impl std::ops::Deref for Warnings {
@@ -78,6 +99,8 @@ mod tests {
         }
         assert_eq!(built, WARNINGS_MAX);
         assert_eq!(w.len(), WARNINGS_MAX + 1);
+        assert!(counts_the_rest(&w[WARNINGS_MAX]));
+        assert!(!w[..WARNINGS_MAX].iter().any(|l| counts_the_rest(l)));
         assert_eq!(w[0], "w0");
         assert_eq!(
             w[WARNINGS_MAX],
@@ -86,5 +109,14 @@ mod tests {
         let mut few = Warnings::default();
         few.extend(["a".to_string(), "b".to_string()]);
         assert_eq!(&few[..], ["a", "b"]);
+        // Appended, another list's count adds to this one's, once.
+        few.append(&w);
+        assert_eq!(few.len(), WARNINGS_MAX + 1);
+        assert_eq!(few[2], "w0");
+        assert_eq!(
+            few[WARNINGS_MAX],
+            format!("and {} more like these, not shown", 1000 - WARNINGS_MAX + 2)
+        );
+        assert_eq!(few.iter().filter(|l| counts_the_rest(l)).count(), 1);
     }
 }

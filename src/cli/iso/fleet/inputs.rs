@@ -338,9 +338,12 @@ fn sets_label_variables(mc: &Value, path: &str, judged: &Judged) -> Result<bool>
         // too), and by text as well (a variable named in any form is refused).
         let text = String::from_utf8_lossy(&contents).replace("\\\n", "");
         text.contains("CUSTOM_KUBELET_LABELS")
-            || crate::node::unit::env::parse_env_file(&contents)
-                .iter()
-                .any(|(k, _)| LABEL_VARIABLES.contains(&k.as_str()))
+            // One systemd would not load is refused too: it is no place
+            // to judge.
+            || crate::node::unit::env::parse_env_file(&contents).map_or(true, |set| {
+                set.iter()
+                    .any(|(k, _)| LABEL_VARIABLES.contains(&k.as_str()))
+            })
             || text.split(['\n', '\r']).any(|l| {
                 let l = l.trim_start();
                 let l = l.strip_prefix("export").unwrap_or(l);

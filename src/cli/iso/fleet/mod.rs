@@ -697,13 +697,7 @@ mod tests {
             dropin += &format!("Environment=\"K{}=v{i}\"\n", i % 50_000);
         }
         let mc = env_mc("50-worker-p", "worker-p", &env_dropin_path(), &dropin);
-        let t = std::time::Instant::now();
         let env = pool_env(&[(mc, "mc.json".into())], &env_dropin_path()).unwrap();
-        assert!(
-            t.elapsed() < std::time::Duration::from_secs(10),
-            "{:?}",
-            t.elapsed()
-        );
         assert_eq!(env.len(), 50_000);
         assert_eq!(env[0], ("K0".into(), "v50000".into(), "mc.json".into()));
     }
