@@ -28,8 +28,9 @@ enum Need {
     Selector(&'static str),
     /// `ca.pem` in the scratch directory: a cluster CA (a self-signed one).
     Ca,
-    /// `rhcos-live.x86_64.iso` in the scratch directory: the synthetic
-    /// CoreOS live ISO of ../shared/fixtures/coreos-installer.
+    /// `rhcos-live.x86_64.iso` and `rhcos-live.aarch64.iso` in the scratch
+    /// directory: the synthetic CoreOS live ISO of
+    /// ../shared/fixtures/coreos-installer.
     LiveIso,
     /// A program on PATH, and how to install it.
     Tool(&'static str),
@@ -161,7 +162,7 @@ const BLOCKS: &[(&str, &str, Plan)] = &[
     (
         "docs/commands.md",
         "kubelet-labeler iso embed -i pointer.ign -o node.iso rhcos-live.x86_64.iso",
-        Run(&[Wrapper("x86_64"), Ca, LiveIso]),
+        Run(&[Wrapper("x86_64"), Wrapper("aarch64"), Ca, LiveIso]),
     ),
     (
         "docs/commands.md",
@@ -560,6 +561,7 @@ fn provide(need: Need, scratch: &Path) -> bool {
                 &mut iso,
             )
             .unwrap();
+            std::fs::write(scratch.join("rhcos-live.aarch64.iso"), &iso).unwrap();
             std::fs::write(scratch.join("rhcos-live.x86_64.iso"), iso).unwrap();
             true
         }
