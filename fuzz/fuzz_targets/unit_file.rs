@@ -24,5 +24,5 @@ fuzz_target!(|data: &[u8]| {
         let _ = exec::parse_exec(text, &spec);
         let _ = spec.expand(data);
     }
-    let _ = kubelet_labeler::node::unit::env::parse_env_file(data);
+    let _ = kubelet_labeler::node::unit::env_file::parse_env_file(data);
 });

@@ -32,7 +32,7 @@ use crate::node::contract::{
     ENV_DROPIN_NAME, LABELS_VAR, NFD_LABELS_VAR, POOL_LABEL_VAR, ROLE_ENV_DROPIN_NAME, ROLE_LAYER,
     RULES_VAR, TAINTS_VAR,
 };
-use crate::node::unit::{env, syntax};
+use crate::node::unit::{env, env_file, syntax};
 use crate::node::wrapper::own_env::{FAULT_VAR, OUR_VARS};
 
 /// Where render writes its drop-ins of kubelet.service.
@@ -389,7 +389,7 @@ pub fn reads(root: &Path, ids: &BTreeMap<String, u64>, env_files: &[(String, boo
                      and every unit read it); set our variables in a drop-in of kubelet.service"
                         .into(),
                 ),
-                Ok(bytes) => match env::parse_env_file(&bytes) {
+                Ok(bytes) => match env_file::parse_env_file(&bytes) {
                     Err(e) if *optional => Some(format!(
                         "{e}, so none of it applies (systemd leaves an optional file out whole)"
                     )),

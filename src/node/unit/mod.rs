@@ -10,6 +10,7 @@ use crate::node::error::Context;
 use crate::node_bail as bail;
 
 pub mod env;
+pub mod env_file;
 pub mod exec;
 pub mod search;
 pub mod specifier;
@@ -440,10 +441,10 @@ pub fn environment_files_setting(
             if read_in_all > crate::node::nodefs::READ_LIMIT {
                 crate::node_bail!("{}: {}", m.display(), over_read_limit());
             }
-            let set = match env::parse_env_file(&data) {
+            let set = match env_file::parse_env_file(&data) {
                 Ok(set) => set,
                 // systemd left it out: it set nothing.
-                Err(env::EnvFileError::Refused(_)) => continue,
+                Err(env_file::EnvFileError::Refused(_)) => continue,
                 Err(e) => crate::node_bail!("{}: {e}", m.display()),
             };
             for (k, _) in set {
@@ -681,9 +682,9 @@ pub fn offline_environment(
             if read_in_all > crate::node::nodefs::READ_LIMIT {
                 bail!("{}: {}", m.display(), over_read_limit());
             }
-            match env::parse_env_file(&data) {
+            match env_file::parse_env_file(&data) {
                 Ok(set) => env::merge(&mut out, set),
-                Err(env::EnvFileError::Refused(_)) if *optional => {}
+                Err(env_file::EnvFileError::Refused(_)) if *optional => {}
                 Err(e) => bail!(
                     "EnvironmentFile={}: {e}, so systemd cannot start the unit",
                     m.display()

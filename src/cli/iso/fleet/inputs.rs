@@ -340,7 +340,7 @@ fn sets_label_variables(mc: &Value, path: &str, judged: &Judged) -> Result<bool>
         text.contains("CUSTOM_KUBELET_LABELS")
             // One systemd would not load is refused too: it is no place
             // to judge.
-            || crate::node::unit::env::parse_env_file(&contents).map_or(true, |set| {
+            || crate::node::unit::env_file::parse_env_file(&contents).map_or(true, |set| {
                 set.iter()
                     .any(|(k, _)| LABEL_VARIABLES.contains(&k.as_str()))
             })
