@@ -56,6 +56,13 @@ const NEEDED_FILES: &[(&str, &str)] = &[
         "/etc/node-sizing-enabled.env",
         "kubelet-auto-node-size.service",
     ),
+    // Review 44 r44a F2: its script reads the version with `jq` under
+    // `set -e`: a file jq cannot parse failed the unit, RequiredBy=
+    // kubelet.service, at every boot.
+    (
+        "/etc/node-sizing-version.json",
+        "kubelet-auto-node-size.service",
+    ),
     (
         "/usr/local/bin/configure-ovs.sh",
         "ovs-configuration.service",

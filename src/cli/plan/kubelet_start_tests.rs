@@ -68,6 +68,7 @@ fn unit_files_and_drop_ins_of_needed_units() {
         ("/etc/systemd/system/multi-user.target.d/zz.conf", true),
         ("/etc/systemd/system/default.target", true),
         ("/etc/node-sizing-enabled.env", true),
+        ("/etc/node-sizing-version.json", true),
         // Review 29 r29a F3: CoreOS's /var/usrlocal is /usr/local.
         ("/usr/local/sbin/dynamic-system-reserved-calc.sh", true),
         ("/var/usrlocal/sbin/dynamic-system-reserved-calc.sh", true),

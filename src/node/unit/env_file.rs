@@ -2,6 +2,7 @@
 //! their grammar, what it refuses whole, and what one may set.
 
 use super::env::{EXEC_STRINGS_MAX, WORD_OVERHEAD, keep_last, name_is_valid};
+use super::syntax::systemd_utf8;
 
 /// Why systemd would not apply an environment file as written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,8 +71,9 @@ pub fn parse_env_file(data: &[u8]) -> Result<Vec<(String, Vec<u8>)>, EnvFileErro
         if let Some(v) = value_ws {
             value.truncate(v);
         }
-        if std::str::from_utf8(key).is_err() || std::str::from_utf8(value).is_err() {
-            let why = format!("the assignment ending on line {line} is not UTF-8");
+        // Review 44 r44a F1: systemd's UTF-8 has no noncharacters either.
+        if systemd_utf8(key).is_none() || systemd_utf8(value).is_none() {
+            let why = format!("the assignment ending on line {line} is not UTF-8 to systemd");
             return Err(EnvFileError::Refused(why));
         }
         if name_is_valid(key) {
@@ -257,6 +259,11 @@ mod tests {
         assert!(refused(b"A=1\nX=\xff\nY=2\n"));
         assert!(refused(b"\xffX=1\n"));
         assert!(refused(b"X=\"a\xfe\"\n"));
+        // Nor a noncharacter, in a value or a name systemd then drops.
+        assert!(refused("A=x\u{fffe}\n".as_bytes()));
+        assert!(refused("A=\u{fdd0}\n".as_bytes()));
+        assert!(refused("-=\u{10ffff}\n".as_bytes()));
+        assert_eq!(parse_env_file("A=x\u{feff}\n".as_bytes()).unwrap().len(), 1);
         let why = parse_env_file(b"A=1\nX=\xff\n").unwrap_err().to_string();
         assert!(why.contains("line 2"), "{why}");
         // A comment is not an assignment; an invalid name is dropped alone.

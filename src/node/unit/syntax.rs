@@ -137,7 +137,7 @@ pub fn parse(data: &[u8], name: &str) -> Parsed {
 
 /// systemd's utf8_is_valid: UTF-8, and no noncharacter (U+FDD0..U+FDEF,
 /// U+xFFFE, U+xFFFF), which Rust's UTF-8 allows.
-fn systemd_utf8(l: &[u8]) -> Option<&str> {
+pub(super) fn systemd_utf8(l: &[u8]) -> Option<&str> {
     let s = std::str::from_utf8(l).ok()?;
     let nonchar = |c: char| matches!(c as u32, 0xFDD0..=0xFDEF) || c as u32 & 0xFFFE == 0xFFFE;
     (!s.contains(nonchar)).then_some(s)
