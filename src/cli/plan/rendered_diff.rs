@@ -86,8 +86,8 @@ pub fn identities<V: Borrow<Value>>(
     configs: &[V],
     memo: &mut Memo,
 ) -> Result<BTreeMap<Changed, Digest>> {
-    let mut files: Vec<(String, Node)> = Vec::new();
-    let mut units: Vec<(String, Node)> = Vec::new();
+    let mut files = Keyed::default();
+    let mut units = Keyed::default();
     // Each config's `passwd` in merge order, digested as it comes.
     let mut passwd: Option<Sha256> = None;
     for (k, i) in merge_order(configs)?.into_iter().enumerate() {
@@ -108,7 +108,7 @@ pub fn identities<V: Borrow<Value>>(
         // merge), and taken away, the file is back.
         for e in list("/storage/links").chain(list("/storage/directories")) {
             if let Some(p) = e.get("path").and_then(Value::as_str) {
-                files.retain(|(q, _)| q != p);
+                files.remove(p);
             }
         }
         for f in list("/storage/files") {
@@ -123,10 +123,10 @@ pub fn identities<V: Borrow<Value>>(
                     (c.entry("compression".into())).or_insert_with(|| Node::New("".into()));
                 }
             }
-            merge_keyed(&mut files, "path", f);
+            files.merge(&["path"], f);
         }
         if k > 0 {
-            for (_, f) in &mut files {
+            for (_, f) in files.iter_mut() {
                 let unset = f.str_at(&["contents", "compression"]) == Some("");
                 if unset
                     && let Some(c) = f.object().and_then(|o| o.get_mut("contents"))
@@ -137,7 +137,7 @@ pub fn identities<V: Borrow<Value>>(
             }
         }
         for u in list("/systemd/units") {
-            merge_keyed(&mut units, "name", Node::Raw(u, own));
+            units.merge(&["name"], Node::Raw(u, own));
         }
         if let Some(p) = config.get("passwd").filter(|p| !p.is_null()) {
             let d = memo.digest(p, own);
@@ -145,7 +145,7 @@ pub fn identities<V: Borrow<Value>>(
         }
     }
     let mut out = BTreeMap::new();
-    for (path, mut f) in files {
+    for (path, mut f) in files.into_entries() {
         if let Some(o) = f.object() {
             (o.entry("overwrite".into())).or_insert(Node::New(Value::Bool(true)));
         }
@@ -155,7 +155,7 @@ pub fn identities<V: Borrow<Value>>(
         }
         out.insert(Changed::File(path), d);
     }
-    for (name, u) in units {
+    for (name, u) in units.into_entries() {
         out.insert(Changed::Unit(name), u.digest(memo));
     }
     // Every `passwd` section as written: a change of any is judged as an
@@ -366,13 +366,42 @@ fn merkle(v: &Value) -> (Digest, u64) {
     (h.finish(), size + 8)
 }
 
-/// An entry merged into a list keyed by `key` (Ignition's merge: the
-/// entry of the same key is merged field by field, a new one appended).
-fn merge_keyed<'a>(list: &mut Vec<(String, Node<'a>)>, key: &str, entry: Node<'a>) {
-    let k = entry.str_at(&[key]).unwrap_or_default().to_string();
-    match list.iter_mut().find(|(n, _)| *n == k) {
-        Some((_, was)) => merge(was, entry),
-        None => list.push((k, entry)),
+/// A list keyed by one field, in order, each key looked up (review 44
+/// r44b F3: a scan of the list per entry made 40,000 files take 73 s).
+#[derive(Default)]
+struct Keyed<'a> {
+    /// The entries in order; a removed one leaves its place empty.
+    entries: Vec<Option<(String, Node<'a>)>>,
+    at: std::collections::HashMap<String, usize>,
+}
+
+impl<'a> Keyed<'a> {
+    /// `entry` merged in by its field `key` (Ignition's merge: the entry of
+    /// the same key is merged field by field, a new one appended).
+    fn merge(&mut self, key: &[&str], entry: Node<'a>) {
+        let k = entry.str_at(key).unwrap_or_default().to_string();
+        match self.at.get(&k).and_then(|&i| self.entries.get_mut(i)) {
+            Some(Some((_, was))) => merge(was, entry),
+            _ => {
+                self.at.insert(k.clone(), self.entries.len());
+                self.entries.push(Some((k, entry)));
+            }
+        }
+    }
+
+    /// The entry of key `k` taken away: one merged later is appended.
+    fn remove(&mut self, k: &str) {
+        if let Some(i) = self.at.remove(k) {
+            self.entries[i] = None;
+        }
+    }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut (String, Node<'a>)> {
+        self.entries.iter_mut().flatten()
+    }
+
+    fn into_entries(self) -> impl Iterator<Item = (String, Node<'a>)> {
+        self.entries.into_iter().flatten()
     }
 }
 
@@ -402,17 +431,18 @@ fn merge<'a>(parent: &mut Node<'a>, child: Node<'a>) {
                 let items = std::mem::replace(was, Node::Array(Vec::new())).items();
                 *was = Node::Array(match list_key(&field) {
                     Some(key) => {
-                        let mut keyed: Vec<(String, Node)> = items
-                            .into_iter()
-                            .map(|e| {
-                                let k = e.str_at(&[key]).unwrap_or_default();
-                                (k.to_string(), e)
-                            })
-                            .collect();
-                        for item in value.items() {
-                            merge_keyed(&mut keyed, key, item);
+                        // The parent's entries as they are (a repeated key
+                        // kept twice), then the child's merged in by key.
+                        let mut keyed = Keyed::default();
+                        for e in items {
+                            let k = e.str_at(&[key]).unwrap_or_default().to_string();
+                            keyed.at.entry(k.clone()).or_insert(keyed.entries.len());
+                            keyed.entries.push(Some((k, e)));
                         }
-                        keyed.into_iter().map(|(_, e)| e).collect()
+                        for item in value.items() {
+                            keyed.merge(&[key], item);
+                        }
+                        keyed.into_entries().map(|(_, e)| e).collect()
                     }
                     None => items.into_iter().chain(value.items()).collect(),
                 });

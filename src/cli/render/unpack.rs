@@ -583,7 +583,8 @@ pub const LAYOUT_DIRS_MAX: usize = 10_000;
 /// Refuse, before anything is made, paths (a layout's node paths, a git
 /// checkout's names) deeper than [`LAYOUT_DEPTH_MAX`] or more than
 /// [`LAYOUT_DIRS_MAX`] directories in all.
-pub fn check_tree_shape<'a>(paths: impl Iterator<Item = &'a str>) -> Result<()> {
+/// Ok: the directories they make.
+pub fn check_tree_shape<'a>(paths: impl Iterator<Item = &'a str>) -> Result<usize> {
     let mut dirs: std::collections::HashSet<&str> = std::collections::HashSet::new();
     for path in paths {
         let ends: Vec<usize> = path
@@ -611,7 +612,7 @@ pub fn check_tree_shape<'a>(paths: impl Iterator<Item = &'a str>) -> Result<()> 
             }
         }
     }
-    Ok(())
+    Ok(dirs.len())
 }
 
 #[cfg(test)]
