@@ -248,3 +248,72 @@ fn a_pool_added_over_the_fleet_s_is_compared_with_it() {
     std::fs::write(&bare, f.to_string()).unwrap();
     refused(&plan(&base, &pr, &bare, &[]), &["(not given)"]);
 }
+
+/// A MachineConfig of role `{tag}` of `files` files, each 60
+/// directories deep in a directory of its own (about 61 directories a file).
+fn deep_machineconfig(tag: &str, files: usize) -> String {
+    let deep: String = (0..60).map(|i| format!("/{i}")).collect();
+    let files: Vec<serde_json::Value> = (0..files)
+        .map(|j| serde_json::json!({"path": format!("/etc/{tag}/{j}{deep}/f"), "contents": {"source": "data:,"}}))
+        .collect();
+    serde_json::json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig",
+        "metadata": {"name": format!("60-{tag}"), "labels": {"machineconfiguration.openshift.io/role": tag}},
+        "spec": {"config": {"ignition": {"version": "3.4.0"}, "storage": {"files": files}}}
+    })
+    .to_string()
+}
+
+/// A MachineConfigPool `name` taking worker's MachineConfigs and role `{tag}`'s.
+fn layout_pool(name: &str, tag: &str) -> String {
+    format!(
+        "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfigPool\nmetadata:\n  \
+         name: {name}\nspec:\n  machineConfigSelector:\n    matchExpressions:\n    - key: \
+         machineconfiguration.openshift.io/role\n      operator: In\n      values: [worker, \
+         {tag}]\n  nodeSelector:\n    matchLabels:\n      \
+         example.com/{name}: \"\"\n"
+    )
+}
+
+/// Review 44 r44b F1: each pool taking other MachineConfigs is a layout of
+/// its own on disk. Six pools of six MachineConfigs of 9,000 directories
+/// each (54,000, each layout within its own bound) are refused before any
+/// is laid out; ten pools taking the same one are one layout, not refused.
+#[test]
+fn pools_laying_out_more_than_a_side_s_directories_are_refused() {
+    let tmp = scratch_dir();
+    let (base, pr) = (tmp.path().join("base"), tmp.path().join("pr"));
+    render(&base, &[]);
+    render(&pr, &[]);
+    for i in 0..6 {
+        let tag = format!("l{i}");
+        add(
+            &pr,
+            &format!("mc-{tag}.yaml"),
+            &deep_machineconfig(&tag, 148),
+        );
+        add(
+            &pr,
+            &format!("pool-{tag}.yaml"),
+            &layout_pool(&format!("p{i}"), &tag),
+        );
+    }
+    refused(
+        &plan(&base, &pr, &fleet(), &[]),
+        &["the 50000 directories plan lays out for one side"],
+    );
+
+    let shared = tmp.path().join("shared");
+    render(&shared, &[]);
+    add(&shared, "mc-l0.yaml", &deep_machineconfig("l0", 148));
+    for i in 0..10 {
+        add(
+            &shared,
+            &format!("pool-p{i}.yaml"),
+            &layout_pool(&format!("p{i}"), "l0"),
+        );
+    }
+    let o = plan(&base, &shared, &fleet(), &[]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+}

@@ -525,6 +525,28 @@ mod tests {
         assert_eq!(changed(&hidden, &shown), [&Changed::File("/etc/a".into())]);
     }
 
+    /// Keyed's removal: a file a link hid and a later config writes again
+    /// is that config's entry whole, nothing merged from the hidden one.
+    #[test]
+    fn a_file_written_again_over_a_link_is_the_later_entry() {
+        let file = |name: &str, f: Value| mc(name, json!({"storage": {"files": [f]}}));
+        let first = file(
+            "10-a",
+            json!({"path": "/etc/a", "contents": {"source": "data:,x"}, "mode": 384}),
+        );
+        let link = mc(
+            "20-a",
+            json!({"storage": {"links": [{"path": "/etc/a", "target": "/etc/b"}]}}),
+        );
+        let again = file(
+            "30-a",
+            json!({"path": "/etc/a", "contents": {"source": "data:,y"}}),
+        );
+        let ids = ids(&[first, link, again.clone()]).unwrap();
+        let alone = super::tests::ids(&[again]).unwrap();
+        assert_eq!(changed(&ids, &alone), Vec::<&Changed>::new());
+    }
+
     #[test]
     fn a_later_entry_resets_compression() {
         let gz = mc(

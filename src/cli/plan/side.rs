@@ -106,6 +106,17 @@ impl Side {
         let mut names: Vec<Pool> = self.pools.clone();
         names.push(Pool::builtin("worker"));
         names.push(Pool::builtin("master"));
+        // Bounded before any is laid out: every distinct set of
+        // MachineConfigs is a layout of its own.
+        let mut sets: std::collections::HashSet<Vec<usize>> = Default::default();
+        let mut dirs = 0;
+        for p in &names {
+            let own = takes(&self.render, p);
+            if !self.by_configs.contains_key(&own) && sets.insert(own.clone()) {
+                dirs += dirs_of(&self.render, &own)?;
+                self.check_laid_out(dirs, p)?;
+            }
+        }
         for p in names {
             self.pool(&p)?;
         }
@@ -118,6 +129,8 @@ impl Side {
             let r = match self.by_configs.get(&own) {
                 Some(r) => r.clone(),
                 None => {
+                    self.laid_out += dirs_of(&self.render, &own)?;
+                    self.check_laid_out(self.laid_out, pool)?;
                     let r = lay_out(
                         &self.render,
                         pool,
@@ -125,18 +138,6 @@ impl Side {
                         &mut self.memo,
                         (&self.vouched, &self.own_units),
                     )?;
-                    self.laid_out +=
-                        crate::cli::render::check_tree_shape(r.files.keys().map(String::as_str))?;
-                    if self.laid_out > LAID_OUT_MAX {
-                        bail!(
-                            "{}: pool {}: the pools' MachineConfigs come to more than the \
-                             {LAID_OUT_MAX} directories plan lays out for one side (each pool \
-                             taking other MachineConfigs is laid out anew); give fewer pools, \
-                             or MachineConfigs with fewer directories",
-                            self.render.name,
-                            pool.name
-                        );
-                    }
                     let r = std::rc::Rc::new(r);
                     self.by_configs.insert(own, r.clone());
                     r
@@ -146,6 +147,44 @@ impl Side {
         }
         Ok(&self.cache[&pool.name])
     }
+
+    fn check_laid_out(&self, dirs: usize, pool: &Pool) -> Result<()> {
+        if dirs > LAID_OUT_MAX {
+            bail!(
+                "{}: pool {}: the pools' MachineConfigs come to more than the {LAID_OUT_MAX} \
+                 directories plan lays out for one side (each pool taking other MachineConfigs \
+                 is laid out anew); give fewer pools, or MachineConfigs with fewer directories",
+                self.render.name,
+                pool.name
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The directories the render's MachineConfigs `own` make when laid out
+/// (each bounded as a layout is: `check_tree_shape`).
+fn dirs_of(render: &inputs::Render, own: &[usize]) -> Result<usize> {
+    let mut paths: Vec<String> = Vec::new();
+    for mc in own.iter().map(|&i| &render.machineconfigs[i]) {
+        let list =
+            |p: &str| (mc.pointer(p).and_then(Value::as_array).into_iter()).flat_map(|a| a.iter());
+        for kind in ["files", "directories", "links"] {
+            for e in list(&format!("/spec/config/storage/{kind}")) {
+                paths.extend(e.get("path").and_then(Value::as_str).map(str::to_string));
+            }
+        }
+        for u in list("/spec/config/systemd/units") {
+            let name = u.get("name").and_then(Value::as_str).unwrap_or_default();
+            paths.push(format!("/etc/systemd/system/{name}"));
+            for d in (u.get("dropins").and_then(Value::as_array).into_iter()).flatten() {
+                let d = d.get("name").and_then(Value::as_str).unwrap_or_default();
+                paths.push(format!("/etc/systemd/system/{name}.d/{d}"));
+            }
+        }
+    }
+    crate::cli::render::check_tree_shape(paths.iter().map(String::as_str))
+        .with_context(|| format!("{}: a pool's MachineConfigs", render.name))
 }
 
 /// The directories one side's pools may lay out in all (real clusters:
