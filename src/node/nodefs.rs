@@ -596,6 +596,17 @@ fn names_of(file: &File, limit: usize) -> io::Result<Vec<(OsString, Option<u8>)>
     }
 }
 
+/// A FIFO at `path` (tests: what a pod may leave where the node reads).
+#[cfg(test)]
+pub(crate) fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    unsafe extern "C" {
+        fn mkfifo(path: *const std::ffi::c_char, mode: u32) -> i32;
+    }
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { mkfifo(c.as_ptr(), 0o644) }, 0, "{path:?}");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

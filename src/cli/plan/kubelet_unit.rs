@@ -390,12 +390,7 @@ pub fn reads(root: &Path, ids: &BTreeMap<String, u64>, env_files: &[(String, boo
                         .into(),
                 ),
                 Ok(bytes) => match env_file::parse_env_file(&bytes) {
-                    Err(e) if *optional => Some(format!(
-                        "{e}, so none of it applies (systemd leaves an optional file out whole)"
-                    )),
-                    Err(e) => Some(format!(
-                        "{e}, so kubelet.service never starts (systemd fails its start on it)"
-                    )),
+                    Err(e) => Some(format!("{e}{}", e.consequence(*optional))),
                     Ok(set) => (set.iter().find(|(k, _)| !our_var(k)))
                         .map(|(k, _)| format!("it sets {k}"))
                         .or_else(|| over_our_bounds(bytes.len(), &set)),

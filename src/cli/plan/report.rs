@@ -219,15 +219,31 @@ fn text(plan: &Plan) -> String {
     s
 }
 
-/// Markdown escapes for text from the inputs (names, values).
+/// Markdown escapes for text from the inputs (names, values). Posted as a
+/// pull request's comment, `@name` would notify that user or team from
+/// the poster's account and `www.`, `https://` or `a@b.c` become links
+/// (review 43 r43b): a word joiner (U+2060) breaks each, shown as written.
 fn md(text: &str) -> String {
-    text.chars()
-        .flat_map(|c| match c {
-            '|' | '*' | '_' | '`' | '<' | '>' | '[' | ']' | '#' | '\\' => vec!['\\', c],
-            '\n' | '\r' => vec![' '],
-            c => vec![c],
-        })
-        .collect()
+    const JOINER: char = '\u{2060}';
+    let mut out = String::with_capacity(text.len());
+    for (i, c) in text.char_indices() {
+        match c {
+            '|' | '*' | '_' | '`' | '<' | '>' | '[' | ']' | '#' | '\\' | '~' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' | '\r' => out.push(' '),
+            '@' => out.extend([c, JOINER]),
+            ':' if text[i + 1..].starts_with("//") => out.extend([c, JOINER]),
+            '.' if (text.get(i.saturating_sub(3)..i))
+                .is_some_and(|w| w.eq_ignore_ascii_case("www")) =>
+            {
+                out.extend([JOINER, c])
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 fn markdown(plan: &Plan) -> String {
@@ -292,4 +308,22 @@ fn markdown(plan: &Plan) -> String {
         let _ = writeln!(s, "\n_not judged: {}_", md(n));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::md;
+
+    /// Review 43 r43b: mentions, autolinks and strikethrough from a file
+    /// path stayed live in the pull request's comment.
+    #[test]
+    fn markdown_from_the_inputs_mentions_and_links_nothing() {
+        let path = "/etc/a cc @octocat @acme/security-team see www.evil.example, WWW.x.example, \
+                    https://evil.example or x@evil.example ~~old~~ | *b* [l](u)";
+        let out = md(path);
+        for live in ["@o", "@a", "@e", "www.", "WWW.", "://", "~~"] {
+            assert!(!out.contains(live), "{live:?} in {out}");
+        }
+        assert_eq!(out.replace(['\u{2060}', '\\'], ""), path);
+    }
 }

@@ -303,15 +303,6 @@ mod tests {
         (root, dir)
     }
 
-    fn mkfifo(path: &Path) {
-        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-        unsafe extern "C" {
-            fn mkfifo(path: *const std::ffi::c_char, mode: u32) -> i32;
-        }
-        // SAFETY: a NUL-terminated path.
-        assert_eq!(unsafe { mkfifo(c.as_ptr(), 0o644) }, 0, "{path:?}");
-    }
-
     /// `read` on another thread: a read that blocks fails the test after a
     /// minute instead of hanging it (a guard, not a timing check).
     fn read_guarded(root: &Path) -> Result<(Attrs, Attrs), String> {
@@ -328,7 +319,7 @@ mod tests {
     #[test]
     fn only_regular_files_in_the_directory_are_read() {
         let (root, dir) = scratch();
-        mkfifo(&dir.join("fifo"));
+        crate::node::nodefs::mkfifo(&dir.join("fifo"));
         std::fs::create_dir(dir.join("subdir")).unwrap();
         std::fs::write(dir.join("inner"), "inner=1\n").unwrap();
         std::fs::write(dir.join("ok"), "gpu=yes\n").unwrap();
@@ -357,7 +348,7 @@ mod tests {
         std::fs::write(&secret, "aws_access_key_id=AKIA\n").unwrap();
         std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
         std::fs::write(dir.join("ok"), "gpu=yes\n").unwrap();
-        mkfifo(&dir.join("fifo"));
+        crate::node::nodefs::mkfifo(&dir.join("fifo"));
         for (name, to) in [
             ("cloud", secret.to_str().unwrap()),
             ("relative", "../../../../root/cloud.env"),

@@ -14,6 +14,27 @@ pub enum EnvFileError {
     TooBig,
 }
 
+impl EnvFileError {
+    /// What systemd 252 then does, for an optional (`-`) file or not.
+    pub fn consequence(&self, optional: bool) -> &'static str {
+        match (self, optional) {
+            (EnvFileError::Refused(_), true) => {
+                ", so none of it applies (systemd leaves an optional file out whole)"
+            }
+            (EnvFileError::Refused(_), false) => {
+                ", so the unit never starts (systemd fails its start on it)"
+            }
+            // Review 44 r44c F3: systemd drops each value past its own
+            // bound (about 2 MiB) and starts with the rest, or fails with
+            // E2BIG: which, only the node's limits tell.
+            (EnvFileError::TooBig, _) => {
+                ": systemd drops each value over about 2 MiB and fails the start if the rest \
+                 is still too big, so what the unit gets is unknown; keep it small"
+            }
+        }
+    }
+}
+
 impl std::fmt::Display for EnvFileError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

@@ -426,36 +426,71 @@ pub fn environment_files_setting(
     names: &[&str],
 ) -> crate::node::error::Result<Vec<(String, PathBuf)>> {
     let mut out: Vec<(String, PathBuf)> = Vec::new();
+    each_environment_file(svc, root, |m, _, set| {
+        let set = match set {
+            Ok(set) => set,
+            // systemd left it out: it set nothing.
+            Err(env_file::EnvFileError::Refused(_)) => return Ok(()),
+            Err(e) => bail!("{}: {e}", m.display()),
+        };
+        for (k, _) in set {
+            if names.contains(&k.as_str()) {
+                out.retain(|(n, _)| *n != k);
+                out.push((k, m.to_path_buf()));
+            }
+        }
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// What an environment file sets, or why systemd does not apply it.
+type EnvFileSet = Result<Vec<(String, Vec<u8>)>, env_file::EnvFileError>;
+
+/// `each` of the files the unit's `EnvironmentFile=`s match under `root`
+/// (node paths), in order, with whether it is optional and what systemd
+/// makes of it. One absent and optional is left out, as systemd leaves
+/// it; one absent and required, one past what the node reads (16 MiB in
+/// all: review 42 r42b F2, one file named 100,000 times), or one that is
+/// not a regular file is an error: systemd reads those (a FIFO it waits on
+/// and applies what is fed: review 44 r44c F2), so what they set is unknown.
+fn each_environment_file(
+    svc: &LoadedService,
+    root: &Path,
+    mut each: impl FnMut(&Path, bool, EnvFileSet) -> crate::node::error::Result<()>,
+) -> crate::node::error::Result<()> {
     let mut read_in_all = 0usize;
     for (pattern, optional) in &svc.environment_files {
         let matches =
             env::glob(root, pattern).with_context(|| format!("EnvironmentFile={pattern}"))?;
+        if matches.is_empty() && !optional {
+            bail!(
+                "EnvironmentFile={pattern} does not exist under {}; systemd would fail the start",
+                root.display()
+            );
+        }
         for m in matches {
-            let data = match search::contained(root, &m).and_then(|p| crate::node::nodefs::read(&p))
-            {
-                Ok(d) => d,
+            let left = crate::node::nodefs::READ_LIMIT - read_in_all;
+            let read = search::contained(root, &m)
+                .and_then(|p| crate::node::nodefs::read_regular(&p, left));
+            let data = match read {
+                Ok(Some(d)) => d,
+                Ok(None) => bail!("{}: {}", m.display(), over_read_limit()),
+                // Review 43 r43c F1: optional is absent, not unreadable to
+                // us (systemd reads a file past our bound, and applies it).
                 Err(e) if *optional && e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => bail!(
+                    "reading {}: not a regular file (a FIFO, socket, device or directory), \
+                     which systemd reads or waits on: what it sets is unknown",
+                    m.display()
+                ),
                 Err(e) => return Err(e).with_context(|| format!("reading {}", m.display())),
             };
-            read_in_all = read_in_all.saturating_add(data.len());
-            if read_in_all > crate::node::nodefs::READ_LIMIT {
-                crate::node_bail!("{}: {}", m.display(), over_read_limit());
-            }
-            let set = match env_file::parse_env_file(&data) {
-                Ok(set) => set,
-                // systemd left it out: it set nothing.
-                Err(env_file::EnvFileError::Refused(_)) => continue,
-                Err(e) => crate::node_bail!("{}: {e}", m.display()),
-            };
-            for (k, _) in set {
-                if names.contains(&k.as_str()) {
-                    out.retain(|(n, _)| *n != k);
-                    out.push((k, m.clone()));
-                }
-            }
+            read_in_all += data.len();
+            each(&m, *optional, env_file::parse_env_file(&data))?;
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Why the environment files were not all read.
@@ -654,44 +689,18 @@ pub fn offline_environment(
 ) -> crate::node::error::Result<Vec<(OsString, OsString)>> {
     let mut out: Vec<(OsString, OsString)> = manager_env.to_vec();
     env::merge(&mut out, svc.environment.iter().cloned());
-    // Review 42 r42b F2: one file named 100,000 times was read as often;
-    // what all of them read together is bounded as one file is.
-    let mut read_in_all = 0usize;
-    for (pattern, optional) in &svc.environment_files {
-        let matches =
-            env::glob(root, pattern).with_context(|| format!("EnvironmentFile={pattern}"))?;
-        if matches.is_empty() {
-            if *optional {
-                continue;
-            }
-            bail!(
-                "EnvironmentFile={pattern} does not exist under {}; systemd would fail the start",
-                root.display()
-            );
+    each_environment_file(svc, root, |m, optional, set| {
+        match set {
+            Ok(set) => env::merge(&mut out, set),
+            Err(env_file::EnvFileError::Refused(_)) if optional => {}
+            Err(e) => bail!(
+                "EnvironmentFile={}: {e}{}",
+                m.display(),
+                e.consequence(optional)
+            ),
         }
-        for m in matches {
-            // Review 43 r43c F1: optional is absent, not unreadable to
-            // us (systemd reads a file past our bound, and applies it).
-            let data = match search::contained(root, &m).and_then(|p| crate::node::nodefs::read(&p))
-            {
-                Ok(d) => d,
-                Err(e) if *optional && e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(e).with_context(|| format!("reading {}", m.display())),
-            };
-            read_in_all = read_in_all.saturating_add(data.len());
-            if read_in_all > crate::node::nodefs::READ_LIMIT {
-                bail!("{}: {}", m.display(), over_read_limit());
-            }
-            match env_file::parse_env_file(&data) {
-                Ok(set) => env::merge(&mut out, set),
-                Err(env_file::EnvFileError::Refused(_)) if *optional => {}
-                Err(e) => bail!(
-                    "EnvironmentFile={}: {e}, so systemd cannot start the unit",
-                    m.display()
-                ),
-            }
-        }
-    }
+        Ok(())
+    })?;
     // One lookup per variable, not a scan of UnsetEnvironment=.
     let mut unset: Vec<&str> = svc.unset_environment.iter().map(String::as_str).collect();
     unset.sort_unstable();
@@ -706,6 +715,9 @@ pub fn offline_environment(
 
 #[cfg(test)]
 mod budget_tests;
+
+#[cfg(test)]
+mod env_files_tests;
 
 #[cfg(test)]
 mod tests {
@@ -932,35 +944,5 @@ mod tests {
             load_service(&paths, "k.service", &opts).unwrap_err()
         );
         assert!(e.contains("no ExecStart= is left"), "{e}");
-    }
-
-    /// Review 42 r42b F2: one file named many times is read within one
-    /// bound for all the entries, not once per entry without end.
-    #[test]
-    fn environment_files_are_read_within_one_bound() {
-        let dir = tempfile::tempdir().unwrap();
-        let r = dir.path();
-        let units = r.join("etc/systemd/system");
-        std::fs::create_dir_all(&units).unwrap();
-        std::fs::write(r.join("etc/big.env"), "A=x\n".repeat(1 << 18)).unwrap();
-        let unit = format!(
-            "[Service]\nExecStart=/bin/k\n{}",
-            "EnvironmentFile=/etc/big.env\n".repeat(17)
-        );
-        std::fs::write(units.join("k.service"), &unit).unwrap();
-        let paths = UnitPaths::system(r);
-        let svc = load_service(&paths, "k.service", &LoadOptions::default()).unwrap();
-        let e = offline_environment(&svc, r, &[]).unwrap_err();
-        assert!(
-            format!("{e:#}").contains("more than 16 MiB in all"),
-            "{e:#}"
-        );
-        let unit = unit.replace(
-            &"EnvironmentFile=/etc/big.env\n".repeat(17),
-            "EnvironmentFile=/etc/big.env\n",
-        );
-        std::fs::write(units.join("k.service"), &unit).unwrap();
-        let svc = load_service(&paths, "k.service", &LoadOptions::default()).unwrap();
-        assert!(offline_environment(&svc, r, &[]).is_ok());
     }
 }
