@@ -141,6 +141,31 @@ const NEEDED_FILES: &[(&str, &str)] = &[
     ("/etc/sysconfig/openvswitch", "ovsdb-server.service"),
     ("/etc/sysconfig/rpcbind", "rpcbind.service"),
     ("/etc/sysconfig/chronyd", "chronyd.service"),
+    // What the MCO's scripts above read (a test checks its templates): the
+    // OVN-Kubernetes bridge hints, an MTU migration under way, the
+    // cluster's br-ex NMState config (a bad one takes the node's network
+    // down with kubelet's start), the IPsec connection waited on.
+    ("/etc/ovnk", "ovs-configuration.service"),
+    ("/var/lib/ovnk", "ovs-configuration.service"),
+    ("/etc/cno/mtu-migration", "mtu-migration.service"),
+    ("/etc/nmstate/openshift", "nmstate-configuration.service"),
+    (
+        "/etc/ipsec.d/openshift.conf",
+        "wait-for-ipsec-connect.service",
+    ),
+    // Review 44 r44a's leads: what the OS's units on the path read by
+    // default. PID 1 puts locale.conf's LANG in every unit's environment
+    // (one past exec's word limit fails every exec); dbus-broker refuses
+    // a malformed policy, and resolves its user (as `User=` does) in the
+    // user database; crio-wipe reads crio's state; rpc.statd nfs.conf.
+    ("/etc/locale.conf", "kubelet.service"),
+    ("/etc/dbus-1", "dbus-broker.service"),
+    ("/etc/passwd", "dbus-broker.service"),
+    ("/etc/group", "dbus-broker.service"),
+    ("/etc/nsswitch.conf", "dbus-broker.service"),
+    ("/var/lib/crio", "crio-wipe.service"),
+    ("/etc/nfs.conf", "rpc-statd.service"),
+    ("/etc/nfs.conf.d", "rpc-statd.service"),
 ];
 
 /// What kubelet reads at its start besides its command line and its
