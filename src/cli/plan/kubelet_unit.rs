@@ -65,7 +65,8 @@ const READ_CAP: u64 = 1 << 20;
 const OUR_VARS_FILE_MAX: usize = 128 * 1024;
 const OUR_VARS_ASSIGNMENTS_MAX: usize = 64;
 const OUR_VARS_VALUE_MAX: usize = crate::cli::render::node_rules::MAX_COMPACT;
-/// Files of a side, besides render's, that set our variables.
+/// Drop-ins and environment files of kubelet.service a side may hold besides
+/// render's (each must set our variables only, or is refused).
 const OUR_VARS_FILES_MAX: usize = 16;
 
 /// Why a file setting our variables (`set`, of `len` bytes) is past the
@@ -328,8 +329,9 @@ pub fn reads(root: &Path, ids: &BTreeMap<String, u64>, env_files: &[(String, boo
                         others += 1;
                         let why = match others > OUR_VARS_FILES_MAX {
                             true => Some(format!(
-                                "it is one more than the {OUR_VARS_FILES_MAX} files of our \
-                                 variables besides render's a pool may hold"
+                                "it is one more than the {OUR_VARS_FILES_MAX} drop-ins and \
+                                 environment files of kubelet.service besides render's that a \
+                                 pool may hold"
                             )),
                             false => environment_only(&bytes, name, &our_var).err(),
                         };
@@ -378,8 +380,8 @@ pub fn reads(root: &Path, ids: &BTreeMap<String, u64>, env_files: &[(String, boo
             let unpriced = match regular(root, &path) {
                 Err(why) => Some(why),
                 Ok(_) if others > OUR_VARS_FILES_MAX => Some(format!(
-                    "it is one more than the {OUR_VARS_FILES_MAX} files of our variables \
-                     besides render's a pool may hold"
+                    "it is one more than the {OUR_VARS_FILES_MAX} drop-ins and environment \
+                     files of kubelet.service besides render's that a pool may hold"
                 )),
                 // Review 43 r43a F1: the OS's identity, which kubelet's
                 // os_id label and every reader of it take, is no place for
