@@ -24,6 +24,11 @@ pub fn run(c: SyncConfig) -> anyhow::Result<ExitCode> {
         facts_root: c.facts_root,
         max_wait: std::time::Duration::from_secs(c.max_wait),
         curl: None,
+        // Requests end as the node's service's do.
+        deadline: run::deadline(
+            std::time::Instant::now(),
+            std::time::Duration::from_secs(c.max_wait),
+        ),
     };
     let out = run::run(&opts);
     // The verdict (1: drift, 75: retry later) stands when a reader stops

@@ -208,7 +208,10 @@ fn regular(handle: &File) -> io::Result<(File, u64)> {
         return Err(io::Error::from_raw_os_error(40));
     }
     if !meta.file_type().is_file() {
-        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
     }
     let at = format!("/proc/self/fd/{}", handle.as_raw_fd());
     let file = open(Path::new(&at)).map_err(|e| io::Error::other(format!("{at}: {e}")))?;

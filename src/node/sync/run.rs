@@ -45,6 +45,23 @@ pub struct SyncOptions {
     pub max_wait: Duration,
     /// None: `curl` on PATH.
     pub curl: Option<PathBuf>,
+    /// When requests stop, whatever is left to do (the node's service:
+    /// its start's `--max-wait` and [`GRACE`]); None: no such time.
+    pub deadline: Option<Instant>,
+}
+
+/// What a start may take past `--max-wait`: a read and a write of
+/// [`super::transport::REQUEST_MAX_SECS`] each after its last wait. The
+/// unit's TimeoutStartSec= (6 min) holds the default 5 min and this, with
+/// time to spare (review 45 r45c F1: a second run, and a first one's GET,
+/// Event and PATCH answered slowly, ran a start past it: killed, its
+/// journal line lost).
+pub const GRACE: Duration = Duration::from_secs(40);
+
+/// When requests stop for a start at `started` that waits `max_wait`
+/// (None: past what a clock holds, no deadline).
+pub fn deadline(started: Instant, max_wait: Duration) -> Option<Instant> {
+    started.checked_add(max_wait)?.checked_add(GRACE)
 }
 
 impl Default for SyncOptions {
@@ -59,6 +76,7 @@ impl Default for SyncOptions {
             facts_root: None,
             max_wait: Duration::from_secs(300),
             curl: None,
+            deadline: None,
         }
     }
 }
@@ -407,7 +425,11 @@ pub fn sync_node(
     // a failed post nor a write's lost answer loses it.
     let mut posted: Option<Vec<String>> = None;
     let mut unposted = String::new();
+    let spent = |s: &str| format!("nothing changed: this start's time for requests is spent{s}");
     loop {
+        if api.spent() {
+            return finish(out, EXIT_RETRY_LATER, spent(""), &trail);
+        }
         let got = api.request("GET", &path, None);
         out.requests += 1;
         let r = match got {
@@ -545,6 +567,9 @@ pub fn sync_node(
             }
             return finish(out, code, format!("{what}{}", drift_suffix(&plan)), &trail);
         }
+        if api.spent() {
+            return finish(out, EXIT_RETRY_LATER, spent(&drift_suffix(&plan)), &trail);
+        }
         if plan.post_event && posted.as_ref() != Some(&plan.taint_drift) {
             unposted = match post_event(api, name, &plan) {
                 Some(note) => {
@@ -578,6 +603,10 @@ pub fn sync_node(
                     );
                 }
             }
+        }
+        if api.spent() {
+            let s = format!("{}{unposted}", drift_suffix(&plan));
+            return finish(out, EXIT_RETRY_LATER, spent(&s), &trail);
         }
         let body = plan.patch.to_json(&node.resource_version);
         drop(node);
@@ -791,6 +820,7 @@ pub fn run(opts: &SyncOptions) -> Outcome {
         program,
         creds: id.creds,
         sent: 0,
+        deadline: opts.deadline,
     };
     let policy = policy_of(opts, &derivation.pool_label);
     let mut out = sync_node(
@@ -921,12 +951,15 @@ pub fn node_main(args: &[OsString]) -> i32 {
             return EXIT_USAGE;
         }
     };
-    // The runs share one wait budget: the service's start timeout
-    // (TimeoutStartSec=6min) holds one run's --max-wait, not three.
-    let started = std::time::Instant::now();
+    // The runs share one wait budget and one deadline for requests: the
+    // service's start timeout (TimeoutStartSec=6min) holds one run's
+    // --max-wait and GRACE, not three.
+    let started = Instant::now();
+    let deadline = deadline(started, opts.max_wait);
     let run_within_budget = || {
         let mut o = opts.clone();
         o.max_wait = opts.max_wait.saturating_sub(started.elapsed());
+        o.deadline = deadline;
         run(&o)
     };
     run_until_settled(

@@ -9,6 +9,8 @@ use crate::node::wrapper::derived::MAX_LINE;
 struct Script {
     answers: Vec<Result<Response, Failure>>,
     sent: Vec<(String, Option<String>)>,
+    /// The time for requests is spent once this many are sent.
+    spent_after: usize,
 }
 
 impl Transport for Script {
@@ -24,6 +26,10 @@ impl Transport for Script {
             return Err(Failure::Fatal("script ran out".into()));
         }
         self.answers.remove(0)
+    }
+
+    fn spent(&self) -> bool {
+        self.sent.len() >= self.spent_after
     }
 }
 
@@ -54,6 +60,7 @@ fn run_script(
     let mut s = Script {
         answers,
         sent: Vec::new(),
+        spent_after: usize::MAX,
     };
     let mut slept = Vec::new();
     let out = sync_node(
@@ -181,41 +188,6 @@ fn never_loops_on_401_or_403() {
     );
     assert_eq!((out.code, s.sent.len()), (EXIT_DRIFT, 2));
     assert!(out.summary.contains("not allowed to modify labels"));
-}
-
-#[test]
-fn unreachable_429_5xx_and_404_back_off_within_the_budget() {
-    let (out, _, slept) = run_script(
-        vec![
-            Err(Failure::Unreachable("refused".into())),
-            ok(503, ""),
-            ok(429, ""),
-            ok(404, ""),
-            ok(200, &node("5", r#""example.com/a":"2""#)),
-        ],
-        600,
-    );
-    assert_eq!(out.code, EXIT_OK, "{}", out.summary);
-    assert_eq!(slept.len(), 4);
-    // Exponential with jitter in [0.5, 1.5).
-    for (i, d) in slept.iter().enumerate() {
-        let base = f64::from(1u32 << i);
-        assert!(
-            d.as_secs_f64() >= base * 0.5 && d.as_secs_f64() < base * 1.5,
-            "{i}: {d:?}"
-        );
-    }
-    // A budget of 0: one try, then the reason.
-    let (out, s, slept) = run_script(vec![Err(Failure::Unreachable("refused".into()))], 0);
-    assert_eq!(
-        (out.code, s.sent.len(), slept.len()),
-        (EXIT_RETRY_LATER, 1, 0)
-    );
-    assert!(
-        out.summary.contains("nothing changed: refused"),
-        "{}",
-        out.summary
-    );
 }
 
 /// A write whose answer is lost (the connection cut) is read back:
@@ -471,6 +443,7 @@ fn run_within(
     let mut s = Script {
         answers,
         sent: Vec::new(),
+        spent_after: usize::MAX,
     };
     let out = sync_node(
         &mut s,
@@ -515,27 +488,6 @@ fn refused_and_conflicting_writes_still_report_the_taint_drift() {
             out.summary
         );
     }
-}
-
-/// Review 37 r37c F1: a conflict is retried within the run's budget
-/// only; past it the run ends with its line.
-#[test]
-fn conflicts_are_retried_within_the_budget_only() {
-    let d = desired();
-    let mut answers = Vec::new();
-    for _ in 0..=MAX_CONFLICTS {
-        answers.push(ok(200, &node("5", r#""example.com/a":"1""#)));
-        answers.push(ok(409, r#"{"kind":"Status","message":"conflict"}"#));
-    }
-    let (out, s) = run_within(answers, &d, Duration::ZERO);
-    let methods: Vec<&str> = s.sent.iter().map(|(m, _)| m.as_str()).collect();
-    assert_eq!(methods, ["GET", "PATCH"], "{}", out.summary);
-    assert_eq!(out.code, EXIT_DRIFT, "{}", out.summary);
-    assert!(
-        out.summary.contains("refused the patch (409)"),
-        "{}",
-        out.summary
-    );
 }
 
 /// F3: what the sync writes as its owned-labels annotation, its next run
@@ -911,6 +863,7 @@ fn the_sync_does_not_move_a_fleet_node_into_another_pool() {
         let mut s = Script {
             answers,
             sent: Vec::new(),
+            spent_after: usize::MAX,
         };
         let policy = policy_of(&opts, &d.pool_label);
         let out = sync_node(
@@ -988,3 +941,6 @@ fn the_sync_does_not_move_a_fleet_node_into_another_pool() {
         out.summary
     );
 }
+
+#[path = "run_deadline_tests.rs"]
+mod deadline;

@@ -14,6 +14,7 @@ use std::ffi::{CString, c_char, c_int, c_long, c_uint};
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 /// An HTTP answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +42,11 @@ pub trait Transport {
         path: &str,
         body: Option<(&str, &str)>,
     ) -> Result<Response, Failure>;
+
+    /// Whether the time for requests is spent: none is sent past it.
+    fn spent(&self) -> bool {
+        false
+    }
 }
 
 /// A file curl reads: kubeconfig data (inline, or read from the file it
@@ -62,15 +68,25 @@ pub struct Curl {
     pub creds: Credentials,
     /// Requests sent, for the summary and the benchmarks.
     pub sent: usize,
+    /// When the service's start must be over: each request's `--max-time`
+    /// ends by it (review 45 r45c F1), at least a second, at most 20.
+    pub deadline: Option<Instant>,
 }
+
+/// The most one request takes (curl's `--max-time`).
+pub const REQUEST_MAX_SECS: u64 = 20;
 
 /// The most of an answer read: a Node is at most etcd's 1.5 MiB request
 /// limit as stored, and its JSON about as long; a longer answer is no
 /// Node's and is refused, not buffered.
 pub const MAX_BODY: usize = 4 << 20;
 
-/// What curl writes after the body: its error line and the `-w` status.
+/// What curl writes after the body: the `-w` status.
 const TRAILER: usize = 4096;
+
+/// The most of curl's own messages (stderr) read: one line of at most
+/// CURL_ERROR_SIZE (256) bytes and its prefix.
+const MESSAGES: usize = 4096;
 
 /// Who sends our requests, in the audit log and as the Node's field
 /// manager.
@@ -152,13 +168,15 @@ pub fn read_bounded(from: &mut dyn Read, limit: usize) -> std::io::Result<Option
     }
 }
 
-/// What running curl gave: its exit code (None: killed) and output, or
-/// None when the output passed the limit (curl was killed then).
-type Captured = (Option<i32>, Option<Vec<u8>>);
+/// What running curl gave: its exit code (None: killed), its output or
+/// None when the output passed the limit (curl was killed then), and its
+/// stderr (at most [`MESSAGES`] bytes).
+type Captured = (Option<i32>, Option<Vec<u8>>, Vec<u8>);
 
-/// Run `program` with `args` and our environment, its stdout (curl's
-/// stderr too, with `--stderr -`) captured up to `limit` bytes; `keep`:
-/// descriptors the child inherits. A fork and an exec, not std's
+/// Run `program` with `args` and our environment, its stdout captured up
+/// to `limit` bytes and its stderr apart (review 45 r45c F3: with both in
+/// one stream, an answer's last line `curl: (60) ...` posed as curl's own
+/// message); `keep`: descriptors the child inherits. A fork and an exec, not std's
 /// `Command`: a tenth of its code in the wrapper's payload. The child dies
 /// with us.
 fn run_captured(
@@ -175,7 +193,7 @@ fn run_captured(
         .collect::<std::io::Result<_>>()?;
     let mut ptrs: Vec<*const c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     ptrs.push(std::ptr::null());
-    let mut fds = [0 as c_int; 2];
+    let (mut fds, mut errs) = ([0 as c_int; 2], [0 as c_int; 2]);
     // SAFETY: plain syscalls on our own descriptors; the child only calls
     // async-signal-safe functions (prctl, getppid, fcntl, dup2, close,
     // execve, _exit) before exec.
@@ -183,12 +201,19 @@ fn run_captured(
         if pipe(fds.as_mut_ptr()) != 0 {
             return Err(std::io::Error::last_os_error());
         }
+        if pipe(errs.as_mut_ptr()) != 0 {
+            let e = std::io::Error::last_os_error();
+            close(fds[0]);
+            close(fds[1]);
+            return Err(e);
+        }
         let parent = getpid();
         let pid = fork();
         if pid < 0 {
             let e = std::io::Error::last_os_error();
-            close(fds[0]);
-            close(fds[1]);
+            for fd in fds.into_iter().chain(errs) {
+                close(fd);
+            }
             return Err(e);
         }
         if pid == 0 {
@@ -202,19 +227,30 @@ fn run_captured(
                 fcntl(fd, F_SETFD, 0);
             }
             dup2(fds[1], 1);
-            close(fds[0]);
-            close(fds[1]);
+            dup2(errs[1], 2);
+            for fd in fds.into_iter().chain(errs) {
+                close(fd);
+            }
             execve(path.as_ptr(), ptrs.as_ptr(), environ);
             _exit(127);
         }
         close(fds[1]);
+        close(errs[1]);
         let mut pipe_out = std::fs::File::from_raw_fd(fds[0]);
+        let mut pipe_err = std::fs::File::from_raw_fd(errs[0]);
+        // stdout first: what curl says on stderr (-sS: its one error
+        // line) fits the pipe's buffer while it waits.
         let read = read_bounded(&mut pipe_out, limit);
         if !matches!(read, Ok(Some(_))) {
             // Too long, or unreadable: curl is stopped, not waited for.
             kill(pid, SIGKILL);
         }
         drop(pipe_out);
+        let mut messages = Vec::new();
+        let _ = (&mut pipe_err)
+            .take(MESSAGES as u64)
+            .read_to_end(&mut messages);
+        drop(pipe_err);
         let mut status: c_int = 0;
         while waitpid(pid, &mut status, 0) < 0 {
             if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
@@ -224,7 +260,7 @@ fn run_captured(
         let out = read?;
         // WIFEXITED / WEXITSTATUS.
         let code = (status & 0x7f == 0).then_some((status >> 8) & 0xff);
-        Ok((code, out))
+        Ok((code, out, messages))
     }
 }
 
@@ -232,12 +268,10 @@ impl Curl {
     /// curl's arguments for one request (everything but the program);
     /// `body`: its content type and the memfd that holds it.
     pub fn args(&self, method: &str, path: &str, body: Option<(&str, &CurlFile)>) -> Vec<String> {
-        // -q first: no ~/.curlrc. Errors go to stdout, after the body.
+        // -q first: no ~/.curlrc. Errors go to stderr, apart.
         let mut args: Vec<String> = [
             "-q",
             "-sS",
-            "--stderr",
-            "-",
             // The URL is the kubeconfig's: `[1-40]` or `{a,b}` in it is
             // text, never a list of requests or hosts.
             "--globoff",
@@ -249,8 +283,6 @@ impl Curl {
             "4194304",
             "--connect-timeout",
             "5",
-            "--max-time",
-            "20",
             "--user-agent",
             USER_AGENT,
             "-X",
@@ -263,6 +295,10 @@ impl Curl {
         .map(|s| s.to_string())
         .collect();
         args.push(self.creds.cert.arg());
+        let left = (self.deadline).map(|d| d.saturating_duration_since(Instant::now()));
+        let secs = left.map_or(REQUEST_MAX_SECS, |l| l.as_secs().clamp(1, REQUEST_MAX_SECS));
+        args.push("--max-time".into());
+        args.push(secs.to_string());
         args.push("--key".into());
         args.push(self.creds.key.arg());
         if let Some(ca) = &self.creds.ca {
@@ -297,6 +333,10 @@ impl Curl {
 }
 
 impl Transport for Curl {
+    fn spent(&self) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+
     fn request(
         &mut self,
         method: &str,
@@ -322,8 +362,9 @@ impl Transport for Curl {
         .map(|f| f.0.as_raw_fd())
         .collect();
         self.sent += 1;
-        let (code, out) = run_captured(&self.program, &args, &keep, MAX_BODY + TRAILER)
-            .map_err(|e| Failure::Fatal(format!("running {}: {e}", self.program.display())))?;
+        let (code, out, messages) =
+            run_captured(&self.program, &args, &keep, MAX_BODY + TRAILER)
+                .map_err(|e| Failure::Fatal(format!("running {}: {e}", self.program.display())))?;
         let Some(out) = out else {
             return Err(Failure::Fatal(format!(
                 "{} answered more than {} MiB, more than any Node",
@@ -334,7 +375,8 @@ impl Transport for Curl {
         // Valid UTF-8 is kept as it is (no second copy).
         let stdout = String::from_utf8(out)
             .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-        classify(code, &stdout, &self.creds.server, &self.program)?;
+        let messages = String::from_utf8_lossy(&messages);
+        classify(code, &messages, &self.creds.server, &self.program)?;
         // The `-w` status is the last line; the body is what precedes it.
         let cut = stdout.rfind('\n').unwrap_or(0);
         let status_text = stdout[cut..].trim();
@@ -353,14 +395,21 @@ impl Transport for Curl {
     }
 }
 
-/// curl's exit code as a Failure (Ok: it ran to the end); `output` is
-/// what it printed, its message (`curl: (7) ...`) in it.
-fn classify(code: Option<i32>, output: &str, server: &str, program: &Path) -> Result<(), Failure> {
-    let why = output
+/// curl's exit code as a Failure (Ok: it ran to the end); `messages` is
+/// what it printed on stderr, its message (`curl: (7) ...`) there.
+fn classify(
+    code: Option<i32>,
+    messages: &str,
+    server: &str,
+    program: &Path,
+) -> Result<(), Failure> {
+    let why = messages
         .lines()
         .rfind(|l| l.starts_with("curl: "))
         .unwrap_or("")
-        .to_string();
+        .chars()
+        .take(300)
+        .collect::<String>();
     let fatal = |what: &str| Err(Failure::Fatal(format!("{what}: {why}")));
     match code {
         Some(0) => Ok(()),
@@ -417,6 +466,7 @@ mod tests {
 
     fn curl(server: &str) -> Curl {
         Curl {
+            deadline: None,
             program: "/usr/bin/curl".into(),
             creds: Credentials {
                 server: server.into(),
@@ -486,6 +536,28 @@ mod tests {
         assert!(std::fs::read(&at).is_err());
     }
 
+    /// Each request ends by the start's deadline: at least a second, at
+    /// most 20 (review 45 r45c F1).
+    #[test]
+    fn a_request_s_time_ends_by_the_deadline() {
+        let max_time = |deadline: Option<Instant>| {
+            let mut c = curl("https://s");
+            c.deadline = deadline;
+            let args = c.args("GET", "/x", None);
+            let at = args.iter().position(|a| a == "--max-time").unwrap();
+            (args[at + 1].clone(), c.spent())
+        };
+        let now = Instant::now();
+        let secs = std::time::Duration::from_secs;
+        assert_eq!(max_time(None), ("20".into(), false));
+        assert_eq!(max_time(Some(now + secs(600))), ("20".into(), false));
+        assert_eq!(
+            max_time(Some(now + secs(9) + secs(1) / 2)),
+            ("9".into(), false)
+        );
+        assert_eq!(max_time(Some(now)), ("1".into(), true));
+    }
+
     #[test]
     fn cut_connections_are_worth_another_try() {
         let p = Path::new("curl");
@@ -539,7 +611,7 @@ mod tests {
         if !crate::skipped::need("/bin/sh") {
             return;
         }
-        let (code, out) = run_captured(
+        let (code, out, _) = run_captured(
             Path::new("/bin/sh"),
             &["-c".into(), "exec yes 2>/dev/null".into()],
             &[],
@@ -547,7 +619,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!((code, out), (None, None));
-        let (code, out) = run_captured(
+        let (code, out, _) = run_captured(
             Path::new("/bin/sh"),
             &["-c".into(), "printf '{}\\n200'".into()],
             &[],
@@ -555,5 +627,27 @@ mod tests {
         )
         .unwrap();
         assert_eq!((code, out.as_deref()), (Some(0), Some(&b"{}\n200"[..])));
+        // Review 45 r45c F3: what the answer says is never curl's message.
+        let (code, out, messages) = run_captured(
+            Path::new("/bin/sh"),
+            &[
+                "-c".into(),
+                "printf 'curl: (60) forged'; echo 'curl: (28) real' >&2; exit 28".into(),
+            ],
+            &[],
+            1 << 20,
+        )
+        .unwrap();
+        assert_eq!(out.as_deref(), Some(&b"curl: (60) forged"[..]));
+        let r = classify(
+            code,
+            &String::from_utf8_lossy(&messages),
+            "https://s",
+            Path::new("c"),
+        );
+        assert!(
+            matches!(&r, Err(Failure::Unreachable(m)) if m.ends_with("unreachable: curl: (28) real")),
+            "{r:?}"
+        );
     }
 }

@@ -196,6 +196,30 @@ fn an_unreadable_kubelet_config_registers_fenced() {
     );
     let line = plan::summary(&plan);
     assert!(line.contains("reading kubelet config"), "{line}");
+    // Review 45 r45c F2: a FIFO, which kubelet waits on and reads what is
+    // fed, was read as empty: kubelet's own taints dropped, unfenced. As
+    // `--config` and as a `--config-dir` drop-in.
+    let conf = d.path().join("etc/kubernetes/kubelet.conf");
+    std::fs::remove_dir(&conf).unwrap();
+    crate::node::nodefs::mkfifo(&conf);
+    let plan = prepare(&opts, &rules_env(GPU_RULE, None), &Verdict::Full).unwrap();
+    let line = plan::summary(&plan);
+    assert!(
+        taints_word(&plan).ends_with("fenced=kubelet-config-unreadable:NoSchedule")
+            && line.contains("kubelet.conf: not a regular file"),
+        "{line}"
+    );
+    let (d, opts) = node(" --config-dir=/etc/kubernetes/kubelet.conf.d");
+    let dir = d.path().join("etc/kubernetes/kubelet.conf.d");
+    std::fs::create_dir_all(&dir).unwrap();
+    crate::node::nodefs::mkfifo(&dir.join("50-x.conf"));
+    let plan = prepare(&opts, &rules_env(GPU_RULE, None), &Verdict::Full).unwrap();
+    let line = plan::summary(&plan);
+    assert!(
+        taints_word(&plan).ends_with("fenced=kubelet-config-unreadable:NoSchedule")
+            && line.contains("50-x.conf: not a regular file"),
+        "{line}"
+    );
 }
 
 /// A relative `--config` is read where kubelet reads it, in its unit's

@@ -873,13 +873,17 @@ impl RootFs {
 }
 
 impl NodeFs for RootFs {
+    /// Regular files only (review 45 r45c F2: kubelet waits on a FIFO and
+    /// takes what is fed, which read here without waiting was empty).
     fn read(&self, path: &Path, limit: usize) -> std::io::Result<Vec<u8>> {
-        use crate::node::nodefs::{READ_LIMIT, read_within};
-        read_within(
-            &self.path(path)?,
-            limit.min(READ_LIMIT),
-            "larger than the most read",
-        )
+        use crate::node::nodefs::{READ_LIMIT, read_regular};
+        match read_regular(&self.path(path)?, limit.min(READ_LIMIT))? {
+            Some(bytes) => Ok(bytes),
+            None => Err(std::io::Error::new(
+                std::io::ErrorKind::FileTooLarge,
+                "larger than the most read",
+            )),
+        }
     }
 
     fn list(&self, dir: &Path, bytes_left: &mut u64) -> std::io::Result<Vec<(OsString, bool)>> {
