@@ -5,7 +5,8 @@
 //! NotReady with nothing of ours running) is refused, whatever the policy
 //! says:
 //!
-//! - the enablement (`enabled:`) or mask of a unit of [`NEEDED`]: the MCO's
+//! - the enablement (`enabled:`) or mask of a unit of [`NEEDED`] (or one
+//!   they wait on, `start_units::WAITED_ON`: kdump.service): the MCO's
 //!   kubelet.service (`enabled: true`, `WantedBy=multi-user.target` in
 //!   every template, 4.14..main), what it `Requires=` (crio.service,
 //!   kubelet-dependencies.target) and what those require, the boot target
@@ -166,6 +167,20 @@ const NEEDED_FILES: &[(&str, &str)] = &[
     ("/var/lib/crio", "crio-wipe.service"),
     ("/etc/nfs.conf", "rpc-statd.service"),
     ("/etc/nfs.conf.d", "rpc-statd.service"),
+    // Review 45 r45a F1: kdump's start (which ovs-configuration.service
+    // waits on) reads its config and, for an ssh dump target, waits up to
+    // 3 minutes on ssh, which reads its own config and root's (RHCOS's
+    // /root is /var/roothome).
+    ("/etc/kdump.conf", "kdump.service"),
+    ("/etc/kdump", "kdump.service"),
+    ("/etc/sysconfig/kdump", "kdump.service"),
+    ("/etc/ssh/ssh_config", "kdump.service"),
+    ("/etc/ssh/ssh_config.d", "kdump.service"),
+    ("/root/.ssh", "kdump.service"),
+    ("/var/roothome/.ssh", "kdump.service"),
+    // `uninitialized` makes every boot a first boot to systemd (presets
+    // applied again, ConditionFirstBoot= units run); kubelet reports it.
+    ("/etc/machine-id", "kubelet.service"),
 ];
 
 /// What kubelet reads at its start besides its command line and its
@@ -883,7 +898,8 @@ fn judge((from, to): (&str, &str), pool: &str, before: &Start, after: &Start) ->
             (unit, format!("{path}: {said}"))
         })
         .collect();
-    let needed = NEEDED.iter().map(|(u, w)| (u.to_string(), w.to_string()));
+    let needed = (NEEDED.iter().chain(super::start_units::WAITED_ON))
+        .map(|(u, w)| (u.to_string(), w.to_string()));
     // A template's instances, enabled by name (`a@x.service` of `a@.service`).
     let instances: Vec<(String, String)> = (dependent_units.iter())
         .filter_map(|(u, why)| {

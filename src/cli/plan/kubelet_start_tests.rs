@@ -31,6 +31,9 @@ fn kubelet_disabled_or_a_needed_unit_masked_is_refused() {
         json!({"name": "crio.service", "enabled": false}),
         json!({"name": "kubelet-dependencies.target", "enabled": true}),
         json!({"name": "kubelet-auto-node-size.service", "enabled": false}),
+        // Review 45 r45a F1: a unit the path waits on.
+        json!({"name": "kdump.service", "enabled": true}),
+        json!({"name": "kdump.service", "mask": true}),
     ] {
         let err = judged(&[], &[units(u.clone())]).unwrap_err().to_string();
         assert!(err.contains("kubelet may not start"), "{u}: {err}");
@@ -40,7 +43,7 @@ fn kubelet_disabled_or_a_needed_unit_masked_is_refused() {
     back["metadata"]["name"] = "61-x".into();
     let off = units(json!({"name": "kubelet.service", "enabled": false}));
     judged(&[], &[off, back]).unwrap();
-    // An unrelated unit is the policy's (the OS's kdump.service, say).
+    // An unrelated unit is the policy's.
     let x = units(json!({"name": "x.service", "enabled": false}));
     judged(&[], &[x]).unwrap();
 }
@@ -113,6 +116,13 @@ fn unit_files_and_drop_ins_of_needed_units() {
         ("/etc/passwd-", false),
         ("/etc/group", true),
         ("/var/lib/crio/version", true),
+        ("/etc/kdump.conf", true),
+        ("/etc/machine-id", true),
+        ("/etc/sysconfig/kdump", true),
+        ("/etc/ssh/ssh_config.d/01-acme.conf", true),
+        ("/etc/ssh/sshd_config.d/01-acme.conf", false),
+        ("/root/.ssh/config", true),
+        ("/var/roothome/.ssh/config", true),
         ("/etc/nfs.conf.d/acme.conf", true),
         ("/etc/openvswitch-acme", false),
         // kubelet_unit's: kubelet.service, its drop-ins, service.d.

@@ -271,8 +271,11 @@ const OS_PREFIXES: [&str; 48] = [
 /// a unit kubelet's start waits on (chronyd.service `After=sntp.service`:
 /// a `sleep infinity` there held kubelet under systemd 252). Some the OS
 /// ships (its unit would be replaced), most it does not (any unit of the
-/// pool's own there joins the path).
-const WAITED_ON: &[(&str, &str)] = &[
+/// pool's own there joins the path). Their enablement and mask are judged
+/// as [`NEEDED`]'s are (review 45 r45a F1: kdump.service enabled with a
+/// dump target that never answers held ovs-configuration's start, and
+/// kubelet's, for good).
+pub const WAITED_ON: &[(&str, &str)] = &[
     (
         "sntp.service",
         "chrony's chronyd.service orders itself After= it",
