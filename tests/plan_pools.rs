@@ -301,7 +301,7 @@ fn pools_laying_out_more_than_a_side_s_directories_are_refused() {
     }
     refused(
         &plan(&base, &pr, &fleet(), &[]),
-        &["the 50000 directories plan lays out for one side"],
+        &["the 50000 files and directories plan lays out for one side"],
     );
 
     let shared = tmp.path().join("shared");

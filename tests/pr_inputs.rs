@@ -789,7 +789,8 @@ fn a_path_with_newlines_forges_no_line_of_plan_or_explain() {
 
 /// Review 13 r13b F7: plan lays out every pool of both renders; a worker
 /// MachineConfig of large gzip'ed files that many small pools inherit
-/// costs one budget for the whole run, not 64 MiB a pool.
+/// costs one budget for the whole run, not 64 MiB a pool. (Pools taking
+/// the same MachineConfigs share one layout: each here has one of its own.)
 #[test]
 fn many_pools_inheriting_large_files_share_one_budget() {
     use base64::Engine;
@@ -831,6 +832,17 @@ fn many_pools_inheriting_large_files_share_one_budget() {
         })
         .collect();
     std::fs::write(to.join("pools.yaml"), pools).unwrap();
+    let own: String = (0..8)
+        .map(|i| {
+            format!(
+                "---\napiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\n\
+                 metadata:\n  name: 60-p{i}\n  labels:\n    \
+                 machineconfiguration.openshift.io/role: p{i}\nspec:\n  config:\n    \
+                 ignition:\n      version: 3.4.0\n"
+            )
+        })
+        .collect();
+    std::fs::write(to.join("pools-own.yaml"), own).unwrap();
     // Every manifest read, none listed.
     for d in [&base, &to] {
         let _ = std::fs::remove_file(d.join("kustomization.yaml"));

@@ -819,14 +819,51 @@ fn price(
             Changed::Unit(name) => format!("unit {name}"),
             Changed::SshKeys => "core's SSH keys".into(),
         };
-        because.push(format!(
-            "{what}: {}{}{judged}",
-            actions.join(", "),
-            if default { " (the MCO's default)" } else { "" }
+        because.push((
+            d,
+            format!(
+                "{what}: {}{}{judged}",
+                actions.join(", "),
+                if default { " (the MCO's default)" } else { "" }
+            ),
         ));
     }
+    (disruption, shown_because(because))
+}
 
-    (disruption, because)
+/// The most of a price's lines a node's outcome holds: each node of the
+/// pool pair copies them, and each group prints them (review 45 r45b F1,
+/// F3: a per-node label made 100 groups of a 3 MB list, 946 MB and
+/// 304 MB of output).
+const BECAUSE_SHOWN_BYTES: usize = 16 << 10;
+
+/// `because` within [`BECAUSE_SHOWN_BYTES`]: past it, the costliest
+/// changes first, then one line counting the rest.
+fn shown_because(mut because: Vec<(Disruption, String)>) -> Vec<String> {
+    let mut bytes = because.iter().map(|(_, l)| l.len());
+    if bytes
+        .try_fold(0usize, |n, b| {
+            Some(n + b).filter(|&n| n <= BECAUSE_SHOWN_BYTES)
+        })
+        .is_some()
+    {
+        return because.into_iter().map(|(_, l)| l).collect();
+    }
+    because.sort_by(|a, b| b.0.cmp(&a.0));
+    let (mut out, mut bytes) = (Vec::new(), 0);
+    for (_, l) in &because {
+        if bytes + l.len() > BECAUSE_SHOWN_BYTES {
+            break;
+        }
+        bytes += l.len();
+        out.push(l.clone());
+    }
+    out.push(format!(
+        "and {} more changed files and units, not shown (a node's list stops at {} KiB)",
+        because.len() - out.len(),
+        BECAUSE_SHOWN_BYTES >> 10
+    ));
+    out
 }
 
 /// The MCO's judgement of moving the pool's running nodes from the base
@@ -871,4 +908,32 @@ fn taints_of(r: &Registration) -> Vec<Taint> {
         .filter_map(|t| crate::node::kubelet::parse_taints(t).ok())
         .flatten()
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Review 45 r45b F1, F3: a price past its bound keeps the costliest
+    /// changes and counts the rest; one within it is kept as it is.
+    #[test]
+    fn a_price_s_lines_are_bounded_costliest_first() {
+        let few = vec![(Disruption::Nothing, "/etc/a: None".to_string())];
+        assert_eq!(shown_because(few), ["/etc/a: None"]);
+        let mut many: Vec<(Disruption, String)> = (0..1000)
+            .map(|i| (Disruption::Nothing, format!("/etc/{i:0>100}: None")))
+            .collect();
+        many.push((Disruption::DrainAndReboot, "/etc/z: Reboot".into()));
+        let shown = shown_because(many);
+        assert_eq!(shown[0], "/etc/z: Reboot");
+        assert!(shown.iter().map(String::len).sum::<usize>() < BECAUSE_SHOWN_BYTES + 200);
+        let last = shown.last().unwrap();
+        let counted = 1001 - (shown.len() - 1);
+        assert_eq!(
+            *last,
+            format!(
+                "and {counted} more changed files and units, not shown (a node's list stops at 16 KiB)"
+            )
+        );
+    }
 }

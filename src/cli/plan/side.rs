@@ -63,7 +63,7 @@ pub(super) struct Side {
     /// ones share one layout (review 44 r44b F1: 10 pools of one 608 KB
     /// MachineConfig were 10 layouts, 103 s).
     by_configs: std::collections::HashMap<Vec<usize>, std::rc::Rc<PoolRender>>,
-    /// The directories laid out for this side's pools, in all.
+    /// The files and directories laid out for this side's pools, in all.
     laid_out: usize,
     /// The digests of `render`'s JSON the pools compare, each taken once
     /// (`render` stays as it is while the side lives).
@@ -109,12 +109,12 @@ impl Side {
         // Bounded before any is laid out: every distinct set of
         // MachineConfigs is a layout of its own.
         let mut sets: std::collections::HashSet<Vec<usize>> = Default::default();
-        let mut dirs = 0;
+        let mut entries = 0;
         for p in &names {
             let own = takes(&self.render, p);
             if !self.by_configs.contains_key(&own) && sets.insert(own.clone()) {
-                dirs += dirs_of(&self.render, &own)?;
-                self.check_laid_out(dirs, p)?;
+                entries += entries_of(&self.render, &own)?;
+                self.check_laid_out(entries, p)?;
             }
         }
         for p in names {
@@ -129,7 +129,7 @@ impl Side {
             let r = match self.by_configs.get(&own) {
                 Some(r) => r.clone(),
                 None => {
-                    self.laid_out += dirs_of(&self.render, &own)?;
+                    self.laid_out += entries_of(&self.render, &own)?;
                     self.check_laid_out(self.laid_out, pool)?;
                     let r = lay_out(
                         &self.render,
@@ -148,12 +148,13 @@ impl Side {
         Ok(&self.cache[&pool.name])
     }
 
-    fn check_laid_out(&self, dirs: usize, pool: &Pool) -> Result<()> {
-        if dirs > LAID_OUT_MAX {
+    fn check_laid_out(&self, entries: usize, pool: &Pool) -> Result<()> {
+        if entries > LAID_OUT_MAX {
             bail!(
                 "{}: pool {}: the pools' MachineConfigs come to more than the {LAID_OUT_MAX} \
-                 directories plan lays out for one side (each pool taking other MachineConfigs \
-                 is laid out anew); give fewer pools, or MachineConfigs with fewer directories",
+                 files and directories plan lays out for one side (each pool taking other \
+                 MachineConfigs is laid out anew); give fewer pools, or MachineConfigs with \
+                 fewer files",
                 self.render.name,
                 pool.name
             );
@@ -162,9 +163,11 @@ impl Side {
     }
 }
 
-/// The directories the render's MachineConfigs `own` make when laid out
-/// (each bounded as a layout is: `check_tree_shape`).
-fn dirs_of(render: &inputs::Render, own: &[usize]) -> Result<usize> {
+/// The files and directories the render's MachineConfigs `own` make when
+/// laid out (review 45 r45b F2: 30,000 files in one directory counted as
+/// two directories, laid out anew for each pool), the directories bounded
+/// as a layout's are (`check_tree_shape`).
+fn entries_of(render: &inputs::Render, own: &[usize]) -> Result<usize> {
     let mut paths: Vec<String> = Vec::new();
     for mc in own.iter().map(|&i| &render.machineconfigs[i]) {
         let list =
@@ -183,11 +186,12 @@ fn dirs_of(render: &inputs::Render, own: &[usize]) -> Result<usize> {
             }
         }
     }
-    crate::cli::render::check_tree_shape(paths.iter().map(String::as_str))
-        .with_context(|| format!("{}: a pool's MachineConfigs", render.name))
+    let dirs = crate::cli::render::check_tree_shape(paths.iter().map(String::as_str))
+        .with_context(|| format!("{}: a pool's MachineConfigs", render.name))?;
+    Ok(dirs + paths.len())
 }
 
-/// The directories one side's pools may lay out in all (real clusters:
+/// The files and directories one side's pools may lay out in all (real clusters:
 /// a few pools of a few hundred).
 const LAID_OUT_MAX: usize = 50_000;
 
