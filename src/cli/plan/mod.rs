@@ -849,7 +849,7 @@ fn shown_because(mut because: Vec<(Disruption, String)>) -> Vec<String> {
     {
         return because.into_iter().map(|(_, l)| l).collect();
     }
-    because.sort_by(|a, b| b.0.cmp(&a.0));
+    because.sort_by_key(|b| std::cmp::Reverse(b.0));
     let (mut out, mut bytes) = (Vec::new(), 0);
     for (_, l) in &because {
         if bytes + l.len() > BECAUSE_SHOWN_BYTES {
