@@ -69,7 +69,7 @@ fn plan_prices_a_change_as_the_mcos_daemon() {
     let w = wrapper(d, b"1");
     let label: &[&str] = &["--label", "node.kubernetes.io/worker-gpu="];
     let fleet = gpu_fleet(d);
-    let kdump_restart = "    units:\n    - name: kdump.service\n      actions:\n      - type: Restart\n        restart:\n          serviceName: kdump.service\n";
+    let iscsid_restart = "    units:\n    - name: iscsid.service\n      actions:\n      - type: Restart\n        restart:\n          serviceName: iscsid.service\n";
     let file_entry =
         |path: &str, ty: &str| format!("    - path: {path}\n      actions:\n      - type: {ty}\n");
     // (name, before's extra MachineConfig spec, after's, policy files
@@ -78,7 +78,7 @@ fn plan_prices_a_change_as_the_mcos_daemon() {
         (
             "a unit enabled, nothing else",
             String::new(),
-            units("{name: kdump.service, enabled: true}"),
+            units("{name: iscsid.service, enabled: true}"),
             String::new(),
             "",
         ),
@@ -127,9 +127,9 @@ fn plan_prices_a_change_as_the_mcos_daemon() {
         (
             "a unit with a units entry",
             String::new(),
-            units("{name: kdump.service, enabled: true}"),
+            units("{name: iscsid.service, enabled: true}"),
             String::new(),
-            kdump_restart,
+            iscsid_restart,
         ),
         (
             "a Drain entry",

@@ -310,3 +310,38 @@ fn a_node_of_another_node_format_keeps_its_old_behaviour() {
         "{md}"
     );
 }
+
+/// Review 46 r46b F1: a DaemonSet's line named every taint it does not
+/// tolerate (400 of a rule, on each node's line: 243 MB for 100 nodes); it
+/// names the first three and counts the rest.
+#[test]
+fn a_daemonset_s_line_names_a_few_taints_and_counts_the_rest() {
+    let taints: String = (0..5)
+        .map(|i| {
+            format!("    - key: example.com/t{i}\n      value: \"x\"\n      effect: NoSchedule\n")
+        })
+        .collect();
+    let rules = format!(
+        "apiVersion: nfd.openshift.io/v1alpha1\nkind: NodeFeatureRule\nmetadata:\n  name: many\n\
+         spec:\n  rules:\n  - name: many-taints\n    taints:\n{taints}    matchFeatures:\n    \
+         - feature: pci.device\n      matchExpressions:\n        vendor: {{op: In, value: [\"10de\"]}}\n"
+    );
+    let tmp = scratch_dir();
+    let file = tmp.path().join("rules.yaml");
+    std::fs::write(&file, rules).unwrap();
+    let (base, proposed) = (tmp.path().join("base"), tmp.path().join("proposed"));
+    render(&base, &[]);
+    render(&proposed, &["--rules", file.to_str().unwrap()]);
+    let fleet = crate::support::repo().join("examples/fleet/fleet.json");
+    let o = plan(&base, &proposed, &fleet, &["--format", "json"]);
+    let p = json(&o);
+    assert_eq!(
+        p["groups"][0]["outcome"]["daemonsets"],
+        serde_json::json!([
+            "openshift-nfd/nfd-worker: stops being schedulable (does not tolerate \
+             example.com/t0=x:NoSchedule, example.com/t1=x:NoSchedule, \
+             example.com/t2=x:NoSchedule, 2 more)"
+        ]),
+        "{p:#}"
+    );
+}

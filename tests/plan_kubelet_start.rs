@@ -839,7 +839,63 @@ fn a_unit_at_a_name_kubelet_s_start_waits_on_is_refused() {
             assert!(out.contains("unit gpu-clock.service: None"), "{out}{err}");
             continue;
         }
-        refused(&o, "a unit at this name is one kubelet's start waits on");
+        // Its enablement is judged first (review 45 r45a F1), its unit file
+        // alike.
+        refused(&o, unit);
         refused(&planned(&base, &pr, None), unit);
+        let file_only = json!({ "name": unit, "contents": text });
+        let pr = pr_adding(
+            &tmp.path().join(format!("pr{i}-file")),
+            "60-worker-gpu-x",
+            units(file_only),
+        );
+        refused(
+            &planned(&base, &pr, Some(&policy)),
+            "a unit at this name is one kubelet's start waits on",
+        );
+    }
+}
+
+/// Review 46 r46a F2: `nosmt` takes the sibling threads' topology away on
+/// the node, and with it `cpu.topology`: a pool rule on `socket_count` gave
+/// no label and no taint on nodes registering after the change, while plan
+/// showed the taint kept. Refused where the pool's rules read the feature;
+/// priced where none does.
+#[test]
+fn a_kernel_argument_changing_a_feature_the_rules_read_is_refused() {
+    const RULES: &str = "apiVersion: nfd.k8s-sigs.io/v1alpha1\nkind: NodeFeatureRule\n\
+        metadata:\n  name: cpu-classes\nspec:\n  rules:\n  - name: dual-socket\n    labels:\n      \
+        cpu.dual-socket: \"true\"\n    taints:\n    - key: example.com/numa\n      value: dual-socket\n      \
+        effect: NoSchedule\n    matchFeatures:\n    - feature: cpu.topology\n      matchExpressions:\n        \
+        socket_count: {op: Gt, value: [\"1\"]}\n";
+    let tmp = scratch_dir();
+    let rules = tmp.path().join("rules.yaml");
+    std::fs::write(&rules, RULES).unwrap();
+    let fleet = repo().join("examples/fleet/fleet.json");
+    for (with_rules, refused) in [(true, true), (false, false)] {
+        let dir = tmp.path().join(format!("{with_rules}"));
+        let (base, pr) = (dir.join("base"), dir.join("pr"));
+        let extra: &[&str] = match with_rules {
+            true => &["--rules", rules.to_str().unwrap()],
+            false => &[],
+        };
+        render(&base, extra);
+        render(&pr, extra);
+        add_machineconfig(
+            &pr,
+            "60-worker-gpu-nosmt",
+            json!({ "kernelArguments": ["nosmt"] }),
+        );
+        let o = plan(&base, &pr, &fleet, &[]);
+        let err = stderr(&o);
+        match refused {
+            true => assert!(
+                o.status.code() == Some(2)
+                    && err.contains("kernel argument nosmt")
+                    && err.contains("cpu.topology"),
+                "{err}"
+            ),
+            false => assert_eq!(o.status.code(), Some(1), "{err}\n{}", stdout(&o)),
+        }
     }
 }

@@ -60,7 +60,63 @@ pub fn check((from, to): (&Side, &Side), pool: &str) -> Result<()> {
         pool,
         (&before.files, &after.files),
         local_reader(&after.env).or_else(|| local_reader(&before.env)),
-    )
+    )?;
+    // Review 46 r46a F2: `nosmt` takes the sibling threads' topology away,
+    // and with it `cpu.topology`: a rule on `socket_count` gave no taint on
+    // nodes registering after the change, while plan showed it kept.
+    let mut read = super::side::features_read(&after.env);
+    read.extend(super::side::features_read(&before.env));
+    let (was, is) = (kargs(from, &before.configs), kargs(to, &after.configs));
+    let changed =
+        (was.iter().filter(|a| !is.contains(a))).chain(is.iter().filter(|a| !was.contains(a)));
+    for arg in changed {
+        if let Some(f) = karg_features(arg).iter().find(|f| read.contains(**f)) {
+            bail!(
+                "pool {pool}: kernel argument {arg} is in one of {} and {} only, and it changes \
+                 what the node reads of {f}, which the pool's rules or NFD labels read: the \
+                 labels and taints of a node registering after the change follow the new \
+                 facts, which plan does not evaluate (it evaluates the fleet's); plan the change \
+                 without it, and review it by hand",
+                from.render.name,
+                to.render.name
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The kernel arguments the render's MachineConfigs `configs` give.
+fn kargs(side: &Side, configs: &[usize]) -> Vec<String> {
+    let mut out = Vec::new();
+    for mc in configs.iter().map(|&i| &side.render.machineconfigs[i]) {
+        for at in [
+            "/spec/kernelArguments",
+            "/spec/config/kernelArguments/shouldExist",
+        ] {
+            let list = mc.pointer(at).and_then(serde_json::Value::as_array);
+            (list.into_iter().flatten())
+                .filter_map(serde_json::Value::as_str)
+                .for_each(|e| out.extend(super::kargs::split_kargs(e)));
+        }
+    }
+    out
+}
+
+/// The features (NFD's names) a kernel argument plan takes changes on the
+/// node: the threads it brings up, the drivers it picks, what it reserves.
+fn karg_features(arg: &str) -> &'static [&'static str] {
+    let arg = arg.replace('"', "");
+    let key = arg.split('=').next().unwrap_or_default().replace('-', "_");
+    match key.as_str() {
+        "nosmt" | "mitigations" | "maxcpus" | "nr_cpus" | "possible_cpus" => &["cpu.topology"],
+        "hugepages" | "hugepagesz" | "default_hugepagesz" => &["memory.hugepages"],
+        "idle" | "intel_idle.max_cstate" | "processor.max_cstate" => &["cpu.cstate"],
+        "intel_pstate" | "amd_pstate" => &["cpu.pstate"],
+        "intel_iommu" | "amd_iommu" | "iommu" | "pci" => &["pci.device"],
+        "selinux" | "enforcing" => &["kernel.selinux"],
+        "tsx" => &["cpu.cpuid"],
+        _ => &[],
+    }
 }
 
 fn judge(
@@ -130,5 +186,22 @@ mod tests {
         );
         judge(("base", "pr"), "gpu", (&before, &after), None).unwrap();
         judge(("base", "pr"), "gpu", (&after, &after), Some("r".into())).unwrap();
+    }
+
+    #[test]
+    fn kernel_arguments_name_the_features_they_change() {
+        for (arg, f) in [
+            ("nosmt", "cpu.topology"),
+            ("\"nosmt=force\"", "cpu.topology"),
+            ("mitigations=auto,nosmt", "cpu.topology"),
+            ("hugepages=16", "memory.hugepages"),
+            ("intel_pstate=disable", "cpu.pstate"),
+            ("intel_iommu=on", "pci.device"),
+            ("selinux=0", "kernel.selinux"),
+            ("tsx=off", "cpu.cpuid"),
+        ] {
+            assert_eq!(karg_features(arg), [f], "{arg}");
+        }
+        assert!(karg_features("nohz_full=2-5").is_empty());
     }
 }

@@ -181,6 +181,11 @@ const NEEDED_FILES: &[(&str, &str)] = &[
     // `uninitialized` makes every boot a first boot to systemd (presets
     // applied again, ConditionFirstBoot= units run); kubelet reports it.
     ("/etc/machine-id", "kubelet.service"),
+    // Review 46 r46a F1: auditd starts before sysinit.target; its config
+    // can halt the node at boot (`admin_space_left_action = halt` above
+    // the free space), its rules panic the kernel (`-f 2`).
+    ("/etc/audit", "auditd.service"),
+    ("/etc/sysconfig/auditd", "auditd.service"),
 ];
 
 /// What kubelet reads at its start besides its command line and its

@@ -579,14 +579,26 @@ pub(super) fn clean_path(path: &str) -> String {
 /// 1.6 GB).
 pub const LAYOUT_DEPTH_MAX: usize = 64;
 pub const LAYOUT_DIRS_MAX: usize = 10_000;
+/// The most files a layout makes (review 46 r46b F2: three MachineConfigs
+/// of 30,000 empty files each, 5 MB, made `explain` create 90,000 files
+/// in 41 s); a real config writes a few hundred.
+pub const LAYOUT_FILES_MAX: usize = 50_000;
 
 /// Refuse, before anything is made, paths (a layout's node paths, a git
-/// checkout's names) deeper than [`LAYOUT_DEPTH_MAX`] or more than
-/// [`LAYOUT_DIRS_MAX`] directories in all.
+/// checkout's names) deeper than [`LAYOUT_DEPTH_MAX`], more than
+/// [`LAYOUT_DIRS_MAX`] directories in all, or more than
+/// [`LAYOUT_FILES_MAX`] paths.
 /// Ok: the directories they make.
 pub fn check_tree_shape<'a>(paths: impl Iterator<Item = &'a str>) -> Result<usize> {
     let mut dirs: std::collections::HashSet<&str> = std::collections::HashSet::new();
-    for path in paths {
+    for (n, path) in paths.enumerate() {
+        if n == LAYOUT_FILES_MAX {
+            bail!(
+                "{:.200}: one file more than the {LAYOUT_FILES_MAX} that are laid out on disk \
+                 to read these files (a real config's are a few hundred): write fewer files",
+                path
+            );
+        }
         let ends: Vec<usize> = path
             .match_indices('/')
             .map(|(i, _)| i)
@@ -804,5 +816,15 @@ pub(super) mod tests {
         assert!(check_tree_shape(some.iter().map(String::as_str)).is_ok());
         // Relative paths (a git listing) count alike.
         assert!(check_tree_shape(["a/b/c.yaml", "a/d.yaml"].into_iter()).is_ok());
+        // Review 46 r46b F2: files in one directory count too.
+        let files: Vec<String> = (0..=LAYOUT_FILES_MAX)
+            .map(|i| format!("/etc/x/{i}"))
+            .collect();
+        let e = check_tree_shape(files.iter().map(String::as_str)).unwrap_err();
+        assert!(
+            e.to_string().contains("one file more than the 50000"),
+            "{e}"
+        );
+        assert!(check_tree_shape(files[1..].iter().map(String::as_str)).is_ok());
     }
 }
