@@ -18,7 +18,7 @@ fn main() {
     ALLOC.free_from_now();
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     if args.first().is_some_and(|a| a == "sync") {
-        std::process::exit(kubelet_labeler::node::sync::run::node_main(&args[1..]));
+        std::process::exit(kubelet_labeler::node::sync::start::node_main(&args[1..]));
     }
     std::process::exit(kubelet_labeler::node::wrapper::boot::run(&args));
 }

@@ -25,7 +25,7 @@ pub fn run(c: SyncConfig) -> anyhow::Result<ExitCode> {
         max_wait: std::time::Duration::from_secs(c.max_wait),
         curl: None,
         // Requests end as the node's service's do.
-        deadline: run::deadline(
+        deadline: crate::node::sync::start::deadline(
             std::time::Instant::now(),
             std::time::Duration::from_secs(c.max_wait),
         ),

@@ -6,7 +6,7 @@
 //!
 //! `reconcile` decides (pure; `taints` the taint drift, `pool_guard` what
 //! would move a fleet node out of its installed pool), `owned` writes and reads the list of keys it
-//! owns; `run` reads, writes and retries;
+//! owns; `run` reads, writes and retries, `start` runs it within a service's start;
 //! `identity` loads kubelet's kubeconfig and certificate (`kubeconfig`,
 //! `cert`); `json` reads the API server's answers; `transport` drives curl.
 
@@ -19,6 +19,7 @@ pub mod owned;
 pub mod pool_guard;
 pub mod reconcile;
 pub mod run;
+pub mod start;
 pub mod state;
 mod taints;
 pub mod transport;

@@ -46,22 +46,8 @@ pub struct SyncOptions {
     /// None: `curl` on PATH.
     pub curl: Option<PathBuf>,
     /// When requests stop, whatever is left to do (the node's service:
-    /// its start's `--max-wait` and [`GRACE`]); None: no such time.
+    /// its start's `--max-wait` and `start::GRACE`); None: no such time.
     pub deadline: Option<Instant>,
-}
-
-/// What a start may take past `--max-wait`: a read and a write of
-/// [`super::transport::REQUEST_MAX_SECS`] each after its last wait. The
-/// unit's TimeoutStartSec= (6 min) holds the default 5 min and this, with
-/// time to spare (review 45 r45c F1: a second run, and a first one's GET,
-/// Event and PATCH answered slowly, ran a start past it: killed, its
-/// journal line lost).
-pub const GRACE: Duration = Duration::from_secs(40);
-
-/// When requests stop for a start at `started` that waits `max_wait`
-/// (None: past what a clock holds, no deadline).
-pub fn deadline(started: Instant, max_wait: Duration) -> Option<Instant> {
-    started.checked_add(max_wait)?.checked_add(GRACE)
 }
 
 impl Default for SyncOptions {
@@ -859,33 +845,6 @@ pub fn derived_now(opts: &SyncOptions) -> Option<Derived> {
     derive(opts).ok().map(|d| (d.desired, d.pool_label))
 }
 
-/// The most runs one start of the service makes.
-pub const MAX_RUNS: usize = 3;
-
-/// Runs until what the configuration derives holds still, at most
-/// MAX_RUNS times, each run printed: systemd's path unit is deaf while
-/// this service runs (it re-arms `PathChanged=` only after the service
-/// stops, and what changed in between is lost), and a run may wait
-/// minutes for an API server. So what a run synced to is derived again at
-/// its end, and a different answer is a run of its own. Returns the last
-/// run's exit code.
-pub fn run_until_settled(
-    mut run_once: impl FnMut() -> Outcome,
-    mut derive: impl FnMut() -> Option<Derived>,
-    mut print: impl FnMut(&Outcome),
-) -> i32 {
-    let mut out = run_once();
-    for _ in 1..MAX_RUNS {
-        print(&out);
-        if out.derived.is_none() || derive() == out.derived {
-            return out.code;
-        }
-        out = run_once();
-    }
-    print(&out);
-    out.code
-}
-
 /// The node-side entry (the wrapper binary's `sync` mode): std-only
 /// argument parsing, the journal line on stderr.
 pub const NODE_USAGE: &str = "usage: kubelet-labeler-wrapper sync [--root DIR] [--unit NAME] \
@@ -939,36 +898,6 @@ pub fn parse_node_args(args: &[OsString]) -> Result<SyncOptions, String> {
         }
     }
     Ok(opts)
-}
-
-/// `kubelet-labeler-wrapper sync ...`: a run, one journal line; another
-/// when the configuration changed during it (`run_until_settled`).
-pub fn node_main(args: &[OsString]) -> i32 {
-    let opts = match parse_node_args(args) {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("kubelet-labeler sync: {e}");
-            return EXIT_USAGE;
-        }
-    };
-    // The runs share one wait budget and one deadline for requests: the
-    // service's start timeout (TimeoutStartSec=6min) holds one run's
-    // --max-wait and GRACE, not three.
-    let started = Instant::now();
-    let deadline = deadline(started, opts.max_wait);
-    let run_within_budget = || {
-        let mut o = opts.clone();
-        o.max_wait = opts.max_wait.saturating_sub(started.elapsed());
-        o.deadline = deadline;
-        run(&o)
-    };
-    run_until_settled(
-        run_within_budget,
-        || derived_now(&opts),
-        |o| {
-            let _ = print_outcome(o);
-        },
-    )
 }
 
 /// Detail lines on stdout, the summary on stderr, each one line whatever

@@ -4,6 +4,7 @@
 //! the unit's TimeoutStartSec=; systemd killed it, its journal line lost).
 
 use super::*;
+use crate::node::sync::start::{GRACE, deadline, run_until_settled};
 
 /// `answers` with the time for requests spent after `spent_after` are sent.
 fn run_until_spent(
@@ -123,5 +124,40 @@ fn conflicts_are_retried_within_the_budget_only() {
         out.summary.contains("refused the patch (409)"),
         "{}",
         out.summary
+    );
+}
+
+/// Review 46 r46c F1: past the deadline, no derive and no run after the
+/// first: exit 75 with a line of its own (systemd starts the service
+/// again), whatever the first run's code.
+#[test]
+fn no_run_or_derive_past_the_deadline() {
+    use std::cell::Cell;
+    let (runs, derives, printed) = (Cell::new(0), Cell::new(0), Cell::new(Vec::new()));
+    let code = run_until_settled(
+        || {
+            runs.set(runs.get() + 1);
+            Outcome {
+                code: EXIT_OK,
+                derived: Some((desired(), None)),
+                ..Default::default()
+            }
+        },
+        || {
+            derives.set(derives.get() + 1);
+            None
+        },
+        |o| {
+            let mut p = printed.take();
+            p.push(o.summary.clone());
+            printed.set(p);
+        },
+        || false,
+    );
+    let printed = printed.take();
+    assert_eq!((code, runs.get(), derives.get()), (EXIT_RETRY_LATER, 1, 0));
+    assert!(
+        printed[1].contains("this start's time is spent"),
+        "{printed:?}"
     );
 }

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::node::sync::reconcile::OWNED_ANNOTATION;
+use crate::node::sync::start::run_until_settled;
 use crate::node::wrapper::derived::MAX_LINE;
 
 /// Answers from a script, recording what was sent.
@@ -158,6 +159,7 @@ fn runs_again_only_when_the_configuration_changed_during_a_run() {
             },
             || derived(config.get()),
             |_| printed.set(printed.get() + 1),
+            || true,
         );
         (code, runs.get(), printed.get())
     };
@@ -943,4 +945,4 @@ fn the_sync_does_not_move_a_fleet_node_into_another_pool() {
 }
 
 #[path = "run_deadline_tests.rs"]
-mod deadline;
+mod start_time;

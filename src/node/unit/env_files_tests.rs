@@ -37,9 +37,29 @@ fn an_environment_file_that_is_not_a_regular_file_is_unknown() {
         format!("{e:#}").contains("/etc/k.env: not a regular file"),
         "{e:#}"
     );
+    // Review 46 r46c F2: a directory (or a socket) systemd cannot read:
+    // an optional one sets nothing, another fails the start.
     std::fs::remove_file(r.join("etc/k.env")).unwrap();
     std::fs::create_dir(r.join("etc/k.env")).unwrap();
-    assert!(offline_environment(&svc, r, &[]).is_err(), "a directory");
+    assert!(
+        offline_environment(&svc, r, &[]).is_ok(),
+        "an optional directory"
+    );
+    assert!(
+        environment_files_setting(&svc, r, &["A"])
+            .unwrap()
+            .is_empty()
+    );
+    let (dir, svc) = unit_with("EnvironmentFile=/etc/k.env\n");
+    std::fs::create_dir(dir.path().join("etc/k.env")).unwrap();
+    let e = format!(
+        "{:#}",
+        offline_environment(&svc, dir.path(), &[]).unwrap_err()
+    );
+    assert!(
+        e.contains("a directory or socket, which systemd cannot read"),
+        "{e}"
+    );
 }
 
 /// Review 44 r44c F3: values past systemd's own bound are dropped and the

@@ -471,19 +471,38 @@ fn each_environment_file(
         }
         for m in matches {
             let left = crate::node::nodefs::READ_LIMIT - read_in_all;
-            let read = search::contained(root, &m)
-                .and_then(|p| crate::node::nodefs::read_regular(&p, left));
+            let path = search::contained(root, &m);
+            let read = (path
+                .as_ref()
+                .map_err(|e| std::io::Error::new(e.kind(), e.to_string())))
+            .and_then(|p| crate::node::nodefs::read_regular(p, left));
             let data = match read {
                 Ok(Some(d)) => d,
                 Ok(None) => bail!("{}: {}", m.display(), over_read_limit()),
                 // Review 43 r43c F1: optional is absent, not unreadable to
                 // us (systemd reads a file past our bound, and applies it).
                 Err(e) if *optional && e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => bail!(
-                    "reading {}: not a regular file (a FIFO, socket, device or directory), \
-                     which systemd reads or waits on: what it sets is unknown",
-                    m.display()
-                ),
+                // Review 46 r46c F2: systemd cannot open a socket or read
+                // a directory: an optional one sets nothing.
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+                    use std::os::unix::fs::FileTypeExt;
+                    let unread = (path.as_ref().ok())
+                        .and_then(|p| std::fs::metadata(p).ok())
+                        .is_some_and(|t| t.is_dir() || t.file_type().is_socket());
+                    match (unread, *optional) {
+                        (true, true) => continue,
+                        (true, false) => bail!(
+                            "reading {}: a directory or socket, which systemd cannot read: it \
+                             fails the start",
+                            m.display()
+                        ),
+                        _ => bail!(
+                            "reading {}: not a regular file (a FIFO or device), which systemd \
+                             waits on or reads: what it sets is unknown",
+                            m.display()
+                        ),
+                    }
+                }
                 Err(e) => return Err(e).with_context(|| format!("reading {}", m.display())),
             };
             read_in_all += data.len();
